@@ -1,0 +1,47 @@
+"""The ``pontual`` command line: composes the command groups of each room."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="pontual",
+    help="Pontual: monitoramento de frota de táxi e gestão de pontos para órgãos reguladores.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _register() -> None:
+    from api import cli_analyze, cli_db, cli_demo, cli_import
+
+    app.add_typer(cli_db.app, name="db")
+    app.add_typer(cli_import.app, name="import")
+    app.command("analyze")(cli_analyze.analyze)
+    app.command("demo")(cli_demo.demo)
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    try:
+        app()
+    except (ValueError, RuntimeError, OSError) as exc:
+        # Our rooms raise named errors (their ``_errors.py``) with pt-BR messages;
+        # a missing file is the user's too. Anything else is a bug: let it surface.
+        if not (_is_ours(exc) or isinstance(exc, FileNotFoundError)):
+            raise
+        typer.secho(f"erro: {exc}", err=True, fg=typer.colors.RED)
+        sys.exit(1)
+
+
+_ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "db")
+
+
+def _is_ours(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] in _ROOMS
