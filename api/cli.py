@@ -40,7 +40,7 @@ def main() -> None:
         sys.exit(1)
 
 
-_ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "db")
+_ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "enforcement", "db")
 
 
 def _is_ours(exc: BaseException) -> bool:
