@@ -1,0 +1,65 @@
+"""Folium maps that work offline: Leaflet is vendored and inlined, tiles are optional.
+
+Every map of the platform is made by :func:`base_map`. Folium's CDN links are dropped and
+the vendored Leaflet (``maps/assets``) is inlined, so an exported HTML file needs no network.
+Tiles are the only remote resource; when they cannot load, the layers stay visible on a plain
+background.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import folium
+
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+
+OSM_TILES = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+OSM_ATTRIBUTION = "&copy; colaboradores do OpenStreetMap"
+
+
+@lru_cache
+def _leaflet_inline() -> str:
+    leaflet = ASSETS_DIR / "leaflet"
+    css = (leaflet / "leaflet.css").read_text(encoding="utf-8")
+
+    def _data_uri(match: re.Match[str]) -> str:
+        png = (leaflet / match.group(1)).read_bytes()
+        return f"url(data:image/png;base64,{base64.b64encode(png).decode()})"
+
+    css = re.sub(r"url\((images/[\w.-]+\.png)\)", _data_uri, css)
+    js = (leaflet / "leaflet.js").read_text(encoding="utf-8")
+    background = ".leaflet-container{background:#eef1f4;}"
+    return f"<style>{css}{background}</style>\n<script>{js}</script>"
+
+
+def base_map(
+    *,
+    location: tuple[float, float],
+    zoom_start: int = 13,
+    tiles: str | None = OSM_TILES,
+    attribution: str = OSM_ATTRIBUTION,
+) -> folium.Map:
+    """Return a folium map with Leaflet inlined and no CDN reference.
+
+    Parameters
+    ----------
+    location
+        Initial centre as (lat, lon).
+    zoom_start
+        Initial zoom level.
+    tiles
+        URL template of the tile source, or None for no basemap.
+    attribution
+        Attribution shown for the tile source.
+    """
+    fmap = folium.Map(location=list(location), zoom_start=zoom_start, tiles=None)
+    fmap.default_js = []
+    fmap.default_css = []
+    fmap.get_root().header.add_child(folium.Element(_leaflet_inline()), name="leaflet_inline")
+    if tiles:
+        folium.TileLayer(tiles=tiles, attr=attribution, name="Mapa base", control=False).add_to(fmap)
+    return fmap
