@@ -1,5 +1,145 @@
-"""`pontual db ...`: the embedded PostGIS cluster (placeholder until the storage work lands)."""
+"""`pontual db ...`: the local PostGIS cluster, or the server named by ``DATABASE_URL``."""
+
+from __future__ import annotations
+
+import contextlib
 
 import typer
 
-app = typer.Typer(help="Banco de dados PostGIS local (start, stop, status, upgrade).", no_args_is_help=True)
+from api.settings import Settings, get_settings
+
+app = typer.Typer(
+    help="Banco de dados PostGIS (start, stop, status, upgrade). Sem DATABASE_URL, o pontual "
+    "gerencia um servidor PostGIS local no diretório de dados do usuário.",
+    no_args_is_help=True,
+)
+
+
+def database_url(settings: Settings | None = None, *, migrate: bool = True) -> str:
+    """Return the URL of a ready database, starting the local cluster on demand.
+
+    Every command that needs the database calls this.
+
+    Parameters
+    ----------
+    settings : Settings, optional
+        Defaults to :func:`api.settings.get_settings`.
+    migrate : bool
+        Run the migrations to head.
+
+    Returns
+    -------
+    str
+        A ``postgresql+psycopg://`` URL.
+    """
+    from db.cluster import ensure_database
+
+    settings = settings or get_settings()
+    return ensure_database(
+        database_url=settings.database_url,
+        data_dir=settings.data_dir,
+        port=settings.db_port,
+        bindir=settings.pg_bindir,
+        migrate=migrate,
+    )
+
+
+def _revision(url: str) -> str | None:
+    from db.migrate import current
+
+    with contextlib.suppress(Exception):  # status must not fail on a half-made database
+        return current(url)
+    return None
+
+
+@app.command()
+def start() -> None:
+    """Inicia o banco local (cria o cluster na primeira vez) e aplica as migrações."""
+    from db.engine import describe_url
+
+    settings = get_settings()
+    url = database_url(settings)
+    if settings.database_url:
+        typer.echo(f"Usando o servidor de DATABASE_URL em {describe_url(url)}; esquema atualizado.")
+        return
+    from db.cluster import pgdata_path
+    from db.engine import parse_url
+
+    port = parse_url(url).port
+    typer.echo(f"Banco local PostGIS em execução em 127.0.0.1:{port}.")
+    typer.echo(f"Dados em {pgdata_path(settings.data_dir)}")
+
+
+@app.command()
+def stop() -> None:
+    """Para o banco local."""
+    settings = get_settings()
+    if settings.database_url:
+        typer.echo("DATABASE_URL definido: o servidor externo não é gerenciado pelo pontual.")
+        return
+    from db.cluster import pgdata_path, stop_cluster
+
+    pgdata = pgdata_path(settings.data_dir)
+    if not (pgdata / "PG_VERSION").is_file():
+        typer.echo(f"O banco local não está inicializado ({pgdata}); nada a parar.")
+    elif stop_cluster(data_dir=settings.data_dir, bindir=settings.pg_bindir):
+        typer.echo("Banco local parado.")
+    else:
+        typer.echo("O banco local não estava em execução.")
+
+
+@app.command()
+def status() -> None:
+    """Mostra o servidor (versão, se está em execução, porta), o PostGIS e onde ficam os dados."""
+    settings = get_settings()
+    if settings.database_url:
+        from db.engine import describe_url, normalize_url, probe_server
+
+        url = normalize_url(settings.database_url)
+        info = probe_server(url)
+        postgis = info.postgis_version or (
+            f"não instalado no banco (disponível: {info.postgis_available})"
+            if info.postgis_available
+            else "não disponível no servidor"
+        )
+        revision = _revision(url)
+        typer.echo("Banco: servidor externo (DATABASE_URL)")
+        typer.echo(f"Servidor: PostgreSQL {info.server_version} em {describe_url(url)}")
+        typer.echo(f"PostGIS: {postgis}")
+        typer.echo(f"Esquema: {revision or 'sem migrações aplicadas'}")
+        return
+
+    from db.cluster import DATABASE, cluster_status, cluster_url
+
+    state = cluster_status(
+        data_dir=settings.data_dir, port=settings.db_port, bindir=settings.pg_bindir
+    )
+    if not state.initialised:
+        server = f"não inicializado (porta configurada {state.port}); rode: pontual db start"
+    elif state.running:
+        server = f"em execução em 127.0.0.1:{state.port}"
+    else:
+        server = f"parado (porta configurada {state.port}); rode: pontual db start"
+    if state.postgis_version:
+        postgis = f"{state.postgis_version} (banco {DATABASE})"
+    else:
+        postgis = f"{state.postgis_available} disponível (extensão ainda não criada)"
+    typer.echo("Banco: local, gerenciado pelo pontual")
+    typer.echo(f"Servidor: PostgreSQL {state.server_version} — {server}")
+    typer.echo(f"PostGIS: {postgis}")
+    if state.running and state.port is not None:
+        url = cluster_url(data_dir=settings.data_dir, port=state.port)
+        typer.echo(f"Esquema: {_revision(url) or 'sem migrações aplicadas'}")
+    typer.echo(f"Dados em: {state.pgdata}")
+    typer.echo(f"Binários: {state.bindir}")
+
+
+@app.command()
+def upgrade() -> None:
+    """Aplica as migrações até a versão mais recente (inicia o banco local se preciso)."""
+    from db.engine import describe_url
+
+    url = database_url()
+    typer.echo(
+        f"Esquema de {describe_url(url)} na revisão {_revision(url) or '?'} (a mais recente)."
+    )
