@@ -3,25 +3,74 @@
 from __future__ import annotations
 
 
-class StandsInputError(ValueError):
-    """Base class of the stands room's input errors."""
+class StandsError(ValueError):
+    """Base of the errors about a stands layer or frame."""
 
 
-class MissingColumnsError(StandsInputError):
-    """A frame lacks columns its contract requires."""
+class StandsFormatError(StandsError):
+    """A stands file that cannot be read: unknown extension, bad JSON, not a FeatureCollection."""
 
 
-class NaiveTimestampError(StandsInputError):
-    """Timestamps without a timezone, or null timestamps, where tz-aware UTC instants are required."""
+class MissingColumnError(StandsError):
+    """A required column or property is absent."""
 
 
-class ThresholdError(StandsInputError):
+class MissingStandIdError(StandsError):
+    """A stand without ``stand_id``."""
+
+
+class DuplicateStandIdError(StandsError):
+    """Two stands with the same ``stand_id``."""
+
+
+class NullGeometryError(StandsError):
+    """A stand without geometry (null or empty)."""
+
+
+class UnsupportedGeometryError(StandsError):
+    """A stand geometry that is neither Polygon/MultiPolygon nor Point."""
+
+
+class MissingRadiusError(StandsError):
+    """A Point stand without ``radius_m`` and no default radius."""
+
+
+class InvalidRadiusError(StandsError):
+    """A ``radius_m`` that is not a finite number > 0."""
+
+
+class InvalidGeometryError(StandsError):
+    """An invalid polygon (self-intersection, ...) that was not repaired."""
+
+
+class InvalidAttributeError(StandsError):
+    """A bad ``capacity`` or ``municipality`` value."""
+
+
+class StandsCRSError(StandsError):
+    """A stands layer without a CRS, or a frame not in EPSG:4326."""
+
+
+class StandGeometryRepairedWarning(UserWarning):
+    """Invalid polygons were repaired with ``make_valid`` (``read_stands(..., repair=True)``)."""
+
+
+# Visits, licences and occupancy (stands/visits.py, stands/licences.py, stands/occupancy.py).
+class NaiveTimestampError(StandsError):
+    """Timestamps without a timezone, or null, where tz-aware UTC instants are required."""
+
+
+class ThresholdError(StandsError):
     """A threshold or option outside its allowed range (negative, not finite, bad bucket)."""
 
 
-class MembershipError(StandsInputError):
+class MembershipError(StandsError):
     """Stand memberships that point at pings that do not exist, or have null stand ids."""
 
 
-class LicenceFrameError(StandsInputError):
-    """A licence frame with bad validity dates or mismatched query arrays."""
+class LicenceFrameError(StandsError):
+    """A licence frame with bad validity dates, an unknown timezone, or mismatched queries."""
+
+
+class PingFrameError(StandsError):
+    """Pings that break their frame contract (null vehicle ids, unknown meter values)."""

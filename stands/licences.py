@@ -1,0 +1,293 @@
+"""Parking licences (licenças de estacionamento) in memory: who may park at which stand, when.
+
+A licence frame has one row per (vehicle, stand) licence:
+
+``vehicle_id`` str, ``stand_id`` str, ``valid_from`` and ``valid_until`` local calendar dates
+(naive ``datetime64[ns]`` at midnight; both inclusive; NaT means unbounded on that side).
+The dates are calendar days in the municipality's timezone, like the fleet's
+``status_since``/``status_until`` (PRODUCT.md), so an instant is compared through its local date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from stands._errors import LicenceFrameError, MissingColumnError, NaiveTimestampError
+from stands.frames import STAND_ID
+
+VEHICLE_ID = "vehicle_id"
+STANDS = "stands"
+VALID_FROM = "valid_from"
+VALID_UNTIL = "valid_until"
+LICENCE_COLUMNS = (VEHICLE_ID, STAND_ID, VALID_FROM, VALID_UNTIL)
+DEFAULT_TIMEZONE = "America/Sao_Paulo"
+
+
+def empty_licence_frame() -> pd.DataFrame:
+    """Return an empty, correctly typed licence frame.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``LICENCE_COLUMNS``, zero rows.
+    """
+    return pd.DataFrame(
+        {
+            VEHICLE_ID: pd.Series([], dtype="str"),
+            STAND_ID: pd.Series([], dtype="str"),
+            VALID_FROM: pd.Series([], dtype="datetime64[ns]"),
+            VALID_UNTIL: pd.Series([], dtype="datetime64[ns]"),
+        }
+    )
+
+
+def _stand_ids(value: Any) -> list[str]:
+    """Stand ids of one fleet cell: tuple/list/array, ``;``-separated str, or null."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        parts: Iterable[Any] = value.split(";")
+    elif isinstance(value, Iterable):
+        parts = value
+    elif pd.isna(value):
+        return []
+    else:
+        parts = [value]
+    ids = (
+        str(p).strip()
+        for p in parts
+        if p is not None and not (isinstance(p, float) and np.isnan(p))
+    )
+    return [i for i in ids if i]
+
+
+def licence_frame_from_fleet(fleet: pd.DataFrame) -> pd.DataFrame:
+    """Explode the fleet's ``stands`` column into one licence row per (vehicle, stand).
+
+    The fleet file carries no per-licence dates, so ``valid_from``/``valid_until`` are NaT
+    (valid on every day). A vehicle's administrative status (suspended, revoked, ...) does not
+    remove its licences here: barred operation is a finding of its own.
+
+    Parameters
+    ----------
+    fleet : pandas.DataFrame
+        Fleet frame (``stands/frames.py``): ``vehicle_id`` and ``stands`` (tuple of stand ids;
+        a ``;``-separated string or null is accepted too).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Licence frame with columns ``LICENCE_COLUMNS``, duplicates removed, sorted by
+        (vehicle_id, stand_id).
+
+    Raises
+    ------
+    MissingColumnError
+        If ``vehicle_id`` or ``stands`` is missing.
+    """
+    missing = [c for c in (VEHICLE_ID, STANDS) if c not in fleet.columns]
+    if missing:
+        msg = f"a frota não tem as colunas {', '.join(missing)}; esperado vehicle_id e stands"
+        raise MissingColumnError(msg)
+    vehicles: list[str] = []
+    stands: list[str] = []
+    for vehicle, cell in zip(fleet[VEHICLE_ID].to_numpy(), fleet[STANDS].to_numpy(), strict=True):
+        if vehicle is None or (isinstance(vehicle, float) and np.isnan(vehicle)):
+            continue
+        for stand in _stand_ids(cell):
+            vehicles.append(str(vehicle))
+            stands.append(stand)
+    if not vehicles:
+        return empty_licence_frame()
+    out = pd.DataFrame(
+        {
+            VEHICLE_ID: pd.Series(vehicles, dtype="str"),
+            STAND_ID: pd.Series(stands, dtype="str"),
+            VALID_FROM: pd.Series(pd.NaT, index=range(len(vehicles)), dtype="datetime64[ns]"),
+            VALID_UNTIL: pd.Series(pd.NaT, index=range(len(vehicles)), dtype="datetime64[ns]"),
+        }
+    )
+    out = out.drop_duplicates([VEHICLE_ID, STAND_ID])
+    return out.sort_values([VEHICLE_ID, STAND_ID], ignore_index=True)
+
+
+def check_timezone(timezone: str) -> None:
+    """Raise ``LicenceFrameError`` unless ``timezone`` is a known IANA zone name.
+
+    Parameters
+    ----------
+    timezone : str
+        IANA zone name, e.g. ``"America/Sao_Paulo"``.
+
+    Raises
+    ------
+    LicenceFrameError
+        If the zone is unknown.
+    """
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
+        msg = (
+            f"fuso horário desconhecido: {timezone!r}; esperado um nome IANA como America/Sao_Paulo"
+        )
+        raise LicenceFrameError(msg) from exc
+
+
+def _local_dates(values: pd.Series, *, name: str, timezone: str) -> pd.Series:
+    """Calendar dates (naive midnight, ns) of a date column; tz-aware values go to ``timezone``."""
+    try:
+        parsed = pd.to_datetime(values, errors="raise")
+    except (ValueError, TypeError) as exc:
+        msg = f"'{name}' tem valores que não são datas ({exc})"
+        raise LicenceFrameError(msg) from exc
+    if isinstance(parsed.dtype, pd.DatetimeTZDtype):
+        parsed = parsed.dt.tz_convert(timezone).dt.tz_localize(None)
+    return parsed.dt.normalize().dt.as_unit("ns")
+
+
+def validate_licences(licences: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) -> pd.DataFrame:
+    """Check a licence frame and return a typed copy.
+
+    Parameters
+    ----------
+    licences : pandas.DataFrame
+        ``vehicle_id``, ``stand_id`` required; ``valid_from``/``valid_until`` optional (dates,
+        strings, or tz-aware instants converted to their date in ``timezone``).
+    timezone : str, default "America/Sao_Paulo"
+        Zone of tz-aware validity instants.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``LICENCE_COLUMNS`` with the module's dtypes.
+
+    Raises
+    ------
+    MissingColumnError
+        If ``vehicle_id`` or ``stand_id`` is missing.
+    LicenceFrameError
+        If validity values are not dates, ids are null, or ``valid_from`` > ``valid_until``.
+    """
+    check_timezone(timezone)
+    missing = [c for c in (VEHICLE_ID, STAND_ID) if c not in licences.columns]
+    if missing:
+        msg = (
+            f"o quadro de licenças não tem as colunas {', '.join(missing)}; "
+            f"esperado {', '.join(LICENCE_COLUMNS)}"
+        )
+        raise MissingColumnError(msg)
+    if licences[VEHICLE_ID].isna().any() or licences[STAND_ID].isna().any():
+        msg = "o quadro de licenças tem vehicle_id ou stand_id nulo"
+        raise LicenceFrameError(msg)
+    n = len(licences)
+    out = pd.DataFrame(
+        {
+            VEHICLE_ID: licences[VEHICLE_ID].astype("str").to_numpy(),
+            STAND_ID: licences[STAND_ID].astype("str").to_numpy(),
+        }
+    ).astype("str")
+    for col in (VALID_FROM, VALID_UNTIL):
+        if col in licences.columns:
+            out[col] = _local_dates(
+                licences[col].reset_index(drop=True), name=col, timezone=timezone
+            )
+        else:
+            out[col] = pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns]")
+    inverted = (
+        out[VALID_FROM].notna() & out[VALID_UNTIL].notna() & (out[VALID_FROM] > out[VALID_UNTIL])
+    )
+    if inverted.any():
+        first = out[inverted].iloc[0]
+        msg = (
+            f"licença de {first[VEHICLE_ID]} no ponto {first[STAND_ID]} com valid_from "
+            f"({first[VALID_FROM].date()}) depois de valid_until ({first[VALID_UNTIL].date()})"
+        )
+        raise LicenceFrameError(msg)
+    return out
+
+
+def is_licensed(
+    licences: pd.DataFrame,
+    vehicle_id: Any,
+    stand_id: Any,
+    at: Any,
+    *,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> npt.NDArray[np.bool_]:
+    """Whether each vehicle holds a parking licence for each stand on the local date of ``at``.
+
+    Vectorised: the three query arguments are aligned array-likes of one length (a scalar is
+    broadcast). A vehicle with no licence row for the stand is not licensed.
+
+    Parameters
+    ----------
+    licences : pandas.DataFrame
+        Licence frame (see the module docstring and ``validate_licences``).
+    vehicle_id, stand_id : array-like of str or str
+        The query pairs.
+    at : array-like of tz-aware timestamps, or one tz-aware timestamp
+        Instants; compared through their calendar date in ``timezone``, bounds inclusive.
+    timezone : str, default "America/Sao_Paulo"
+        Zone in which validity dates are calendar days.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One value per query.
+
+    Raises
+    ------
+    NaiveTimestampError
+        If ``at`` has no timezone or holds null instants.
+    LicenceFrameError
+        If the query arrays differ in length, or the licence frame is invalid.
+    MissingColumnError
+        If the licence frame lacks ``vehicle_id`` or ``stand_id``.
+    """
+    lic = validate_licences(licences, timezone=timezone)
+    vehicles = np.atleast_1d(np.asarray(vehicle_id, dtype=object))
+    stands = np.atleast_1d(np.asarray(stand_id, dtype=object))
+    instants = pd.DatetimeIndex([at]) if np.ndim(at) == 0 else pd.DatetimeIndex(at)
+    n = max(len(vehicles), len(stands), len(instants))
+    if len(vehicles) == 1:
+        vehicles = np.repeat(vehicles, n)
+    if len(stands) == 1:
+        stands = np.repeat(stands, n)
+    if len(instants) == 1:
+        instants = instants.repeat(n)
+    if not len(vehicles) == len(stands) == len(instants):
+        msg = (
+            f"consultas de licença com tamanhos diferentes: vehicle_id {len(vehicles)}, "
+            f"stand_id {len(stands)}, at {len(instants)}"
+        )
+        raise LicenceFrameError(msg)
+    if instants.tz is None:
+        msg = "'at' sem fuso horário; esperados instantes com fuso (UTC)"
+        raise NaiveTimestampError(msg)
+    if instants.hasnans:
+        msg = "'at' tem instantes nulos"
+        raise NaiveTimestampError(msg)
+    result = np.zeros(n, dtype=bool)
+    if n == 0 or lic.empty:
+        return result
+    dates = instants.tz_convert(timezone).tz_localize(None).normalize().as_unit("ns")
+    queries = pd.DataFrame(
+        {
+            VEHICLE_ID: pd.array(vehicles.astype(str), dtype="str"),
+            STAND_ID: pd.array(stands.astype(str), dtype="str"),
+            "_date": dates,
+            "_query": np.arange(n),
+        }
+    )
+    pairs = queries.merge(lic, on=[VEHICLE_ID, STAND_ID], how="inner")
+    valid = (pairs[VALID_FROM].isna() | (pairs[VALID_FROM] <= pairs["_date"])) & (
+        pairs[VALID_UNTIL].isna() | (pairs["_date"] <= pairs[VALID_UNTIL])
+    )
+    result[pairs.loc[valid, "_query"].to_numpy()] = True
+    return result

@@ -1,0 +1,466 @@
+"""Stand visits: when each vehicle was at each stand, its place in the queue, whether it boarded.
+
+Definitions (every one is shown in the evidence of the findings built on visits):
+
+visit
+    A run of a vehicle's fixes inside one stand (``memberships`` say which fixes are inside which
+    stands; stands may overlap, so a fix may belong to visits of several stands at once). The
+    run tolerates GPS jitter with hysteresis: an *excursion* — fixes outside the stand followed
+    by a fix back inside — does not split the visit when it lasts at most ``exit_grace_s``,
+    measured from the first fix outside to the first fix back inside. A silence (two consecutive
+    fixes of the vehicle more than ``max_gap_s`` apart) anywhere in the run ends the visit.
+arrived_at, departed_at
+    The first and the last fix *inside* the stand (not the first fix outside: we only assert
+    what was observed). ``dwell_s = departed_at - arrived_at``; a one-fix visit has dwell 0.
+boarding
+    The start of a trip, as in ``tracking/trips.py``: a fix with meter ``occupied`` whose
+    previous fix of the vehicle is not ``occupied``, or is more than ``max_gap_s`` earlier, or
+    does not exist. A visit is ``boarded`` when the first trip start at or after its arrival
+    lies inside the visit (between its first and last inside fix), or comes after the last
+    inside fix by at most ``boarding_grace_s`` with no silence in between (the meter switched on
+    while leaving the stand). A vehicle whose meter is unknown (None) never boards. One trip
+    start may mark visits of several stands (overlapping stands, or stands passed in quick
+    succession); ``boarding_ping`` identifies the start so that consumers can tell.
+    ``boarded_at`` is the time of that fix: "a boarding's time is the departure from the stand
+    with the passenger" (PRODUCT.md).
+minimum dwell
+    Visits shorter than ``min_dwell_s`` are pass-throughs and are dropped, unless boarded (a
+    boarding always makes a visit — in the Porto data all fixes are occupied, so the boarding
+    visit is often a single fix).
+queue_position
+    At the arrival instant: 1 + the number of other vehicles whose (kept) visit to the same stand
+    is in progress — arrived earlier (same instant: smaller ``vehicle_id`` first) and with
+    ``departed_at >= arrived_at`` of this visit. Visits are closed intervals
+    [arrived_at, departed_at] here and in ``stands/occupancy.py``.
+licensed
+    Whether the vehicle holds a parking licence for the stand on the local date of arrival
+    (``stands/licences.py``); <NA> when no licence data is given.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from stands._errors import (
+    MembershipError,
+    MissingColumnError,
+    NaiveTimestampError,
+    PingFrameError,
+    ThresholdError,
+)
+from stands.frames import STAND_ID
+from stands.licences import DEFAULT_TIMEZONE, check_timezone, is_licensed
+from tracking.frames import METER, METER_VALUES, ROW, TIMESTAMP, VEHICLE_ID, VISIT_COLUMNS
+
+PING_INDEX = "ping_index"
+MEMBERSHIP_COLUMNS = (PING_INDEX, STAND_ID)
+OCCUPIED = "occupied"
+
+# Helper columns that explain a visit (kept in memory; the CSV writer selects VISIT_COLUMNS).
+N_FIXES = "n_fixes"
+FIRST_PING = "first_ping"  # positional index into ``pings`` of the first inside fix
+LAST_PING = "last_ping"
+FIRST_ROW = "first_row"  # 1-based data row of the source file (pings ``row``), <NA> if unknown
+LAST_ROW = "last_row"
+BOARDED_AT = "boarded_at"
+BOARDING_PING = "boarding_ping"
+BOARDING_ROW = "boarding_row"
+BOARDING_LAG_S = "boarding_lag_s"  # boarded_at - departed_at; <= 0 when the meter started inside
+HELPER_COLUMNS = (
+    N_FIXES,
+    FIRST_PING,
+    LAST_PING,
+    FIRST_ROW,
+    LAST_ROW,
+    BOARDED_AT,
+    BOARDING_PING,
+    BOARDING_ROW,
+    BOARDING_LAG_S,
+)
+VISIT_FRAME_COLUMNS = (*VISIT_COLUMNS, *HELPER_COLUMNS)
+
+_NS = 1_000_000_000
+_UTC_NS = "datetime64[ns, UTC]"
+
+
+def empty_visits() -> pd.DataFrame:
+    """Return an empty, correctly typed visits frame.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``VISIT_FRAME_COLUMNS``, zero rows.
+    """
+    return _visit_frame(
+        vehicle_id=np.array([], dtype=object),
+        stand_id=np.array([], dtype=object),
+        arrived_ns=np.array([], dtype=np.int64),
+        departed_ns=np.array([], dtype=np.int64),
+        queue_position=np.array([], dtype=np.int64),
+        boarded=np.array([], dtype=bool),
+        licensed=None,
+        n_fixes=np.array([], dtype=np.int64),
+        first_ping=np.array([], dtype=np.int64),
+        last_ping=np.array([], dtype=np.int64),
+        rows=None,
+        boarding_ping=np.array([], dtype=np.int64),
+        boarded_ns=np.array([], dtype=np.int64),
+    )
+
+
+def _visit_frame(
+    *,
+    vehicle_id: npt.NDArray[np.object_],
+    stand_id: npt.NDArray[np.object_],
+    arrived_ns: npt.NDArray[np.int64],
+    departed_ns: npt.NDArray[np.int64],
+    queue_position: npt.NDArray[np.int64],
+    boarded: npt.NDArray[np.bool_],
+    licensed: npt.NDArray[np.bool_] | None,
+    n_fixes: npt.NDArray[np.int64],
+    first_ping: npt.NDArray[np.int64],
+    last_ping: npt.NDArray[np.int64],
+    rows: pd.arrays.IntegerArray | None,
+    boarding_ping: npt.NDArray[np.int64],
+    boarded_ns: npt.NDArray[np.int64],
+) -> pd.DataFrame:
+    """Assemble the typed visits frame; ``boarding_ping``/``boarded_ns`` are -1 when unboarded."""
+    n = len(vehicle_id)
+
+    def utc(ns: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_] | None = None) -> pd.Series:
+        values = pd.Series(pd.to_datetime(ns, unit="ns", utc=True)).astype(_UTC_NS)
+        if mask is not None:
+            values = values.where(~mask)
+        return values
+
+    def nullable(values: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> pd.Series:
+        return pd.Series(pd.arrays.IntegerArray(values.astype(np.int64), mask.copy()))
+
+    unboarded = boarding_ping < 0
+    if rows is None:
+        first_row = nullable(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+        last_row = first_row.copy()
+        boarding_row = first_row.copy()
+    else:
+        first_row = pd.Series(rows[first_ping], dtype="Int64")
+        last_row = pd.Series(rows[last_ping], dtype="Int64")
+        boarding_row = pd.Series(rows[np.where(unboarded, 0, boarding_ping)], dtype="Int64")
+        boarding_row = boarding_row.mask(unboarded)
+    lag_s = np.where(unboarded, np.nan, (boarded_ns - departed_ns) / _NS)
+    return pd.DataFrame(
+        {
+            VEHICLE_ID: pd.Series(vehicle_id, dtype="str"),
+            STAND_ID: pd.Series(stand_id, dtype="str"),
+            "arrived_at": utc(arrived_ns),
+            "departed_at": utc(departed_ns),
+            "dwell_s": pd.Series((departed_ns - arrived_ns) / _NS, dtype="float64"),
+            "queue_position": pd.Series(queue_position, dtype="int64"),
+            "boarded": pd.Series(boarded, dtype="bool"),
+            "licensed": pd.Series(
+                pd.array([pd.NA] * n if licensed is None else licensed, dtype="boolean")
+            ),
+            N_FIXES: pd.Series(n_fixes, dtype="int64"),
+            FIRST_PING: pd.Series(first_ping, dtype="int64"),
+            LAST_PING: pd.Series(last_ping, dtype="int64"),
+            FIRST_ROW: first_row,
+            LAST_ROW: last_row,
+            BOARDED_AT: utc(np.where(unboarded, 0, boarded_ns), unboarded),
+            BOARDING_PING: nullable(np.where(unboarded, 0, boarding_ping), unboarded),
+            BOARDING_ROW: boarding_row,
+            BOARDING_LAG_S: pd.Series(lag_s, dtype="float64"),
+        }
+    )
+
+
+def _check_thresholds(**values: float) -> None:
+    for name, value in values.items():
+        ok = isinstance(value, int | float) and math.isfinite(value) and value >= 0
+        if name == "max_gap_s":
+            ok = ok and value > 0
+        if not ok:
+            bound = "> 0" if name == "max_gap_s" else ">= 0"
+            msg = f"'{name}' foi {value!r}; esperado um número finito {bound} (segundos)"
+            raise ThresholdError(msg)
+
+
+def _ping_arrays(
+    pings: pd.DataFrame,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_], npt.NDArray[np.int64]]:
+    """Validate pings; return vehicle codes (sorted by id), vehicle ids and times in ns."""
+    missing = [c for c in (VEHICLE_ID, TIMESTAMP) if c not in pings.columns]
+    if missing:
+        msg = f"os pings não têm as colunas {', '.join(missing)}; esperado vehicle_id e timestamp"
+        raise MissingColumnError(msg)
+    ts = pings[TIMESTAMP]
+    if not isinstance(ts.dtype, pd.DatetimeTZDtype):
+        msg = (
+            f"'timestamp' dos pings é {ts.dtype} sem fuso horário; "
+            "esperados instantes com fuso (UTC)"
+        )
+        raise NaiveTimestampError(msg)
+    if ts.isna().any():
+        msg = f"'timestamp' dos pings tem {int(ts.isna().sum())} instantes nulos"
+        raise NaiveTimestampError(msg)
+    if pings[VEHICLE_ID].isna().any():
+        msg = f"'vehicle_id' dos pings tem {int(pings[VEHICLE_ID].isna().sum())} valores nulos"
+        raise PingFrameError(msg)
+    if METER in pings.columns:
+        bad = pings[METER].notna() & ~pings[METER].isin(METER_VALUES)
+        if bad.any():
+            msg = (
+                f"'meter' foi {pings[METER][bad].iloc[0]!r}; "
+                f"esperado um de {', '.join(METER_VALUES)} ou vazio"
+            )
+            raise PingFrameError(msg)
+    codes, uniques = pd.factorize(pings[VEHICLE_ID].astype("str"), sort=True)
+    t_ns = pd.DatetimeIndex(ts).as_unit("ns").asi8
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object), t_ns
+
+
+def _membership_arrays(
+    memberships: pd.DataFrame, n_pings: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.object_]]:
+    """Validate memberships; return ping positions, stand codes (sorted by id), stand ids."""
+    missing = [c for c in MEMBERSHIP_COLUMNS if c not in memberships.columns]
+    if missing:
+        msg = (
+            f"as pertinências a pontos não têm as colunas {', '.join(missing)}; "
+            f"esperado {', '.join(MEMBERSHIP_COLUMNS)}"
+        )
+        raise MissingColumnError(msg)
+    idx = memberships[PING_INDEX]
+    if len(idx) and not pd.api.types.is_integer_dtype(idx.dtype):
+        msg = f"'ping_index' é {idx.dtype}; esperados inteiros (posição do ping no quadro)"
+        raise MembershipError(msg)
+    if memberships[STAND_ID].isna().any():
+        msg = f"'stand_id' das pertinências tem {int(memberships[STAND_ID].isna().sum())} nulos"
+        raise MembershipError(msg)
+    ping_index = idx.to_numpy(dtype=np.int64)
+    bad = (ping_index < 0) | (ping_index >= n_pings)
+    if bad.any():
+        msg = (
+            f"'ping_index' {int(ping_index[bad][0])} fora do intervalo dos pings "
+            f"(0 a {n_pings - 1}); {int(bad.sum())} pertinências inválidas"
+        )
+        raise MembershipError(msg)
+    codes, uniques = pd.factorize(memberships[STAND_ID].astype("str"), sort=True)
+    return ping_index, codes.astype(np.int64), np.asarray(uniques, dtype=object)
+
+
+def _queue_positions(
+    stand: npt.NDArray[np.int64],
+    vehicle: npt.NDArray[np.int64],
+    arrived: npt.NDArray[np.int64],
+    departed: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """1 + visits of the same stand ahead in arrival order and not departed before arrival.
+
+    Ahead: earlier ``arrived`` (ties: smaller vehicle code, codes being sorted by vehicle_id).
+    Departed before i arrived: ``departed_j < arrived_i`` (which implies ahead). So the position
+    is 1 + rank_in_stand - #{j in stand: departed_j < arrived_i}; a sweep with searchsorted.
+    """
+    m = len(stand)
+    if m == 0:
+        return np.array([], dtype=np.int64)
+    order = np.lexsort((vehicle, arrived, stand))
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m, dtype=np.int64)
+    stand_start = np.searchsorted(stand[order], stand, side="left")
+    ahead = rank - stand_start
+    # Dense ranks of the instants, so that (stand, instant) packs into one sortable int64.
+    times, inverse = np.unique(np.concatenate([arrived, departed]), return_inverse=True)
+    span = np.int64(len(times) + 1)
+    arr_key = stand * span + inverse[:m]
+    dep_keys = np.sort(stand * span + inverse[m:])
+    departed_before = np.searchsorted(dep_keys, arr_key, side="left") - np.searchsorted(
+        dep_keys, stand * span, side="left"
+    )
+    return (1 + ahead - departed_before).astype(np.int64)
+
+
+def detect_visits(
+    pings: pd.DataFrame,
+    memberships: pd.DataFrame,
+    *,
+    licences: pd.DataFrame | None = None,
+    exit_grace_s: float = 60.0,
+    min_dwell_s: float = 60.0,
+    boarding_grace_s: float = 120.0,
+    max_gap_s: float = 600.0,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> pd.DataFrame:
+    """Detect stand visits with queue position, boarding and licence (see the module docstring).
+
+    Vectorised over all vehicles and stands at once: memberships are sorted by
+    (stand, vehicle, time) and cut into runs; no Python loop over vehicles or visits.
+
+    Parameters
+    ----------
+    pings : pandas.DataFrame
+        Validated pings (``tracking/frames.py``): ``vehicle_id``, ``timestamp`` (tz-aware),
+        optional ``meter`` and ``row``. Expected sorted by (vehicle_id, timestamp); sorted here
+        otherwise. Positions (``iloc``) are what ``ping_index`` refers to.
+    memberships : pandas.DataFrame
+        Containment pairs ``ping_index`` (int, position in ``pings``), ``stand_id`` (str), e.g.
+        from ``geo.cover.match_stands``. Duplicate pairs are ignored.
+    licences : pandas.DataFrame, optional
+        Licence frame (``stands.licences``); without it ``licensed`` is <NA>.
+    exit_grace_s : float, default 60
+        Longest excursion outside a stand (first fix outside to first fix back inside) that
+        does not split a visit.
+    min_dwell_s : float, default 60
+        Visits with a shorter dwell are dropped unless boarded.
+    boarding_grace_s : float, default 120
+        Longest time from the last inside fix to a trip start counted as boarding at the stand.
+    max_gap_s : float, default 600
+        A silence longer than this between two fixes of a vehicle ends a visit and a trip.
+    timezone : str, default "America/Sao_Paulo"
+        Zone in which licence validity dates are calendar days.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per visit, columns ``VISIT_FRAME_COLUMNS`` (``VISIT_COLUMNS`` then the helper
+        columns), sorted by (vehicle_id, arrived_at, stand_id), RangeIndex.
+
+    Raises
+    ------
+    MissingColumnError
+        If pings or memberships lack required columns.
+    NaiveTimestampError
+        If ping timestamps are naive or null.
+    PingFrameError
+        If vehicle ids are null or meter values unknown.
+    MembershipError
+        If ``ping_index`` is not an integer within the pings, or ``stand_id`` is null.
+    ThresholdError
+        If a threshold is negative or not finite (``max_gap_s`` must be > 0).
+    LicenceFrameError
+        If the licence frame or the timezone is invalid.
+    """
+    _check_thresholds(
+        exit_grace_s=exit_grace_s,
+        min_dwell_s=min_dwell_s,
+        boarding_grace_s=boarding_grace_s,
+        max_gap_s=max_gap_s,
+    )
+    check_timezone(timezone)
+    vcode0, vehicle_ids, t0 = _ping_arrays(pings)
+    ping_index, scode, stand_ids = _membership_arrays(memberships, len(pings))
+    if len(ping_index) == 0:
+        return empty_visits()
+    n = len(pings)
+
+    # Positions in (vehicle, time) order; identity when pings honour their contract.
+    dv, dt = np.diff(vcode0), np.diff(t0)
+    order: npt.NDArray[np.int64] | None = None
+    if not np.all((dv > 0) | ((dv == 0) & (dt >= 0))):
+        order = np.lexsort((t0, vcode0)).astype(np.int64)
+        pos_of = np.empty(n, dtype=np.int64)
+        pos_of[order] = np.arange(n, dtype=np.int64)
+        vcode, t = vcode0[order], t0[order]
+    else:
+        vcode, t = vcode0, t0
+    if METER in pings.columns:
+        occupied = (pings[METER] == OCCUPIED).fillna(False).to_numpy(dtype=bool)
+        if order is not None:
+            occupied = occupied[order]
+    else:
+        occupied = np.zeros(n, dtype=bool)
+
+    # Per fix: silence before it (or first fix of its vehicle), and trip starts.
+    same_prev = np.zeros(n, dtype=bool)
+    same_prev[1:] = vcode[1:] == vcode[:-1]
+    gap_ns = np.zeros(n, dtype=np.int64)
+    gap_ns[1:] = np.diff(t)
+    silence = ~same_prev | (gap_ns > max_gap_s * _NS)
+    silences = np.cumsum(silence)
+    occupied_prev = np.zeros(n, dtype=bool)
+    occupied_prev[1:] = occupied[:-1]
+    trip_start = np.flatnonzero(occupied & (silence | ~occupied_prev))
+
+    # Memberships sorted by (stand, position) with duplicates removed: one packed key.
+    positions = ping_index if order is None else pos_of[ping_index]
+    keys = np.unique(scode * np.int64(n) + positions)
+    stand, pos = keys // n, keys % n
+
+    # Runs of (stand, vehicle) cut by silences and by excursions longer than the grace.
+    a, b = pos[:-1], pos[1:]
+    same_run = (stand[1:] == stand[:-1]) & (vcode[b] == vcode[a])
+    silent = silences[b] != silences[a]
+    first_out = np.minimum(a + 1, n - 1)
+    excursion = (b > a + 1) & ((t[b] - t[first_out]) > exit_grace_s * _NS)
+    new_run = np.ones(len(pos), dtype=bool)
+    new_run[1:] = ~same_run | silent | excursion
+    run_first = np.flatnonzero(new_run)
+    run_last = np.append(run_first[1:] - 1, len(pos) - 1)
+    first, last = pos[run_first], pos[run_last]
+    visit_stand, visit_vehicle = stand[run_first], vcode[first]
+    n_fixes = (run_last - run_first + 1).astype(np.int64)
+
+    # Boarding: the first trip start at or after arrival, inside the visit or just after it.
+    boarding = np.full(len(first), -1, dtype=np.int64)
+    if len(trip_start):
+        j = np.searchsorted(trip_start, first, side="left")
+        cand = trip_start[np.minimum(j, len(trip_start) - 1)]
+        inside = cand <= last
+        after = (
+            (cand > last)
+            & (t[cand] - t[last] <= boarding_grace_s * _NS)
+            & (silences[cand] == silences[last])
+        )
+        ok = (j < len(trip_start)) & (vcode[cand] == visit_vehicle) & (inside | after)
+        boarding = np.where(ok, cand, -1)
+    boarded = boarding >= 0
+
+    dwell_ns = t[last] - t[first]
+    keep = (dwell_ns >= min_dwell_s * _NS) | boarded
+    first, last, boarding = first[keep], last[keep], boarding[keep]
+    visit_stand, visit_vehicle, n_fixes = visit_stand[keep], visit_vehicle[keep], n_fixes[keep]
+    boarded = boarded[keep]
+    arrived, departed = t[first], t[last]
+    boarded_ns = np.where(boarded, t[np.maximum(boarding, 0)], -1)
+    queue = _queue_positions(visit_stand, visit_vehicle, arrived, departed)
+
+    out_order = np.lexsort((visit_stand, arrived, visit_vehicle))
+    first, last, boarding = first[out_order], last[out_order], boarding[out_order]
+    visit_stand, visit_vehicle = visit_stand[out_order], visit_vehicle[out_order]
+    n_fixes, boarded, queue = n_fixes[out_order], boarded[out_order], queue[out_order]
+    arrived, departed, boarded_ns = arrived[out_order], departed[out_order], boarded_ns[out_order]
+
+    def original(p: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return p if order is None else order[p]
+
+    first_ping, last_ping = original(first), original(last)
+    boarding_ping = np.where(boarded, original(np.maximum(boarding, 0)), -1)
+    vehicle_out = vehicle_ids[visit_vehicle]
+    stand_out = stand_ids[visit_stand]
+    licensed = None
+    if licences is not None:
+        licensed = is_licensed(
+            licences,
+            vehicle_out,
+            stand_out,
+            pd.to_datetime(arrived, unit="ns", utc=True),
+            timezone=timezone,
+        )
+    rows = pd.array(pings[ROW].to_numpy(), dtype="Int64") if ROW in pings.columns else None
+    return _visit_frame(
+        vehicle_id=vehicle_out,
+        stand_id=stand_out,
+        arrived_ns=arrived,
+        departed_ns=departed,
+        queue_position=queue,
+        boarded=boarded,
+        licensed=licensed,
+        n_fixes=n_fixes,
+        first_ping=first_ping,
+        last_ping=last_ping,
+        rows=rows,
+        boarding_ping=boarding_ping,
+        boarded_ns=boarded_ns,
+    )

@@ -1,0 +1,354 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stands._errors import (
+    LicenceFrameError,
+    MembershipError,
+    MissingColumnError,
+    NaiveTimestampError,
+    PingFrameError,
+    ThresholdError,
+)
+from stands.visits import VISIT_FRAME_COLUMNS, detect_visits, empty_visits
+from tracking.frames import VISIT_COLUMNS
+
+T0 = pd.Timestamp("2024-03-01T12:00:00Z")
+
+# A fix: (seconds after T0, stands it is inside as "S" / "S,T" / "", meter or None).
+Fix = tuple[float, str, str | None]
+
+
+def _track(tracks: dict[str, list[Fix]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Pings (sorted by vehicle, time) and memberships from hand-made tracks."""
+    rows = [(v, t, stands, meter) for v, fixes in tracks.items() for t, stands, meter in fixes]
+    frame = pd.DataFrame(rows, columns=["vehicle_id", "t", "stands", "meter"])
+    frame = frame.sort_values(["vehicle_id", "t"], kind="stable", ignore_index=True)
+    pings = pd.DataFrame(
+        {
+            "vehicle_id": frame["vehicle_id"].astype("str"),
+            "timestamp": (T0 + pd.to_timedelta(frame["t"], unit="s")).astype("datetime64[ns, UTC]"),
+            "lat": -30.03,
+            "lon": -51.22,
+            "meter": frame["meter"].astype(object),
+            "row": np.arange(1, len(frame) + 1, dtype=np.int64),
+        }
+    )
+    pairs = [(i, s) for i, stands in enumerate(frame["stands"]) for s in stands.split(",") if s]
+    memberships = pd.DataFrame(
+        {
+            "ping_index": pd.Series([p for p, _ in pairs], dtype="int64"),
+            "stand_id": pd.Series([s for _, s in pairs], dtype="str"),
+        }
+    )
+    return pings, memberships
+
+
+def _steady(t_from: float, t_to: float, stands: str, meter: str | None = "free") -> list[Fix]:
+    """Fixes every 15 s from t_from to t_to inclusive, all in the same place."""
+    return [(float(t), stands, meter) for t in np.arange(t_from, t_to + 1, 15)]
+
+
+def _at(seconds: float) -> pd.Timestamp:
+    return T0 + pd.Timedelta(seconds=seconds)
+
+
+class TestDetectVisits:
+    def test_jitter_bounce_within_grace_keeps_one_visit(self) -> None:
+        """One fix outside between inside fixes (within exit_grace_s) does not split the visit."""
+        fixes = [*_steady(0, 60, "S"), (75, "", "free"), *_steady(90, 180, "S")]
+        visits = detect_visits(*_track({"A": fixes}))
+        assert len(visits) == 1
+        assert visits.loc[0, "arrived_at"] == _at(0)
+        assert visits.loc[0, "departed_at"] == _at(180)
+        assert visits.loc[0, "dwell_s"] == 180.0
+        assert visits.loc[0, "n_fixes"] == 12
+
+    @pytest.mark.parametrize(
+        ("back_at", "n_visits"),
+        [(165, 1), (180, 2), (400, 2)],
+        ids=["excursion-equal-to-grace", "excursion-past-grace", "long-exit"],
+    )
+    def test_exit_longer_than_grace_splits(self, back_at: float, n_visits: int) -> None:
+        """An excursion (first fix outside to first fix back) longer than the grace splits."""
+        outside = [(float(t), "", "free") for t in np.arange(105, back_at, 15)]
+        fixes = [*_steady(0, 90, "S"), *outside, *_steady(back_at, back_at + 120, "S")]
+        visits = detect_visits(*_track({"A": fixes}), exit_grace_s=60)
+        assert len(visits) == n_visits
+        assert visits["departed_at"].iloc[-1] == _at(back_at + 120)
+
+    def test_silence_longer_than_max_gap_splits(self) -> None:
+        """A silence longer than max_gap_s between inside fixes ends the visit."""
+        fixes = [*_steady(0, 90, "S"), *_steady(800, 890, "S")]
+        visits = detect_visits(*_track({"A": fixes}), max_gap_s=600)
+        assert list(visits["arrived_at"]) == [_at(0), _at(800)]
+        assert list(visits["departed_at"]) == [_at(90), _at(890)]
+
+    def test_silence_inside_short_excursion_splits(self) -> None:
+        """A silence before a short excursion still ends the visit."""
+        fixes = [*_steady(0, 90, "S"), (800, "", "free"), *_steady(810, 900, "S")]
+        visits = detect_visits(*_track({"A": fixes}), max_gap_s=600, exit_grace_s=60)
+        assert len(visits) == 2
+
+    def test_min_dwell_drops_pass_through(self) -> None:
+        """A short run of free fixes inside a stand is a pass-through, not a visit."""
+        fixes = [(0, "", "free"), *_steady(15, 45, "S"), (60, "", "free")]
+        visits = detect_visits(*_track({"A": fixes}), min_dwell_s=60)
+        assert visits.empty
+
+    def test_min_dwell_keeps_single_fix_boarding(self) -> None:
+        """A one-fix visit where the trip starts (Porto: all fixes occupied) is kept."""
+        fixes = [(0, "S", "occupied"), *_steady(15, 300, "", "occupied")]
+        visits = detect_visits(*_track({"A": fixes}), min_dwell_s=60)
+        assert len(visits) == 1
+        assert visits.loc[0, "dwell_s"] == 0.0
+        assert bool(visits.loc[0, "boarded"])
+        assert visits.loc[0, "boarded_at"] == _at(0)
+
+    def test_boarded_inside_the_stand(self) -> None:
+        """The meter switching free to occupied inside the stand marks the visit boarded."""
+        fixes = [*_steady(0, 120, "S"), *_steady(135, 165, "S", "occupied")]
+        fixes += _steady(180, 300, "", "occupied")
+        visits = detect_visits(*_track({"A": fixes}))
+        assert bool(visits.loc[0, "boarded"])
+        assert visits.loc[0, "boarded_at"] == _at(135)
+        assert visits.loc[0, "boarding_ping"] == 9
+        assert visits.loc[0, "boarding_row"] == 10
+        assert visits.loc[0, "boarding_lag_s"] == -30.0
+
+    @pytest.mark.parametrize(
+        ("start_s", "boarded"),
+        [(15, True), (120, True), (135, False), (300, False)],
+        ids=["just-after", "at-grace", "past-grace", "long-after"],
+    )
+    def test_boarded_on_leaving_within_grace(self, start_s: float, boarded: bool) -> None:
+        """A trip start at most boarding_grace_s after the last inside fix is a boarding."""
+        leave = 120
+        free_out = [(leave + float(t), "", "free") for t in np.arange(15, start_s, 15)]
+        fixes = [*_steady(0, leave, "S"), *free_out, (leave + start_s, "", "occupied")]
+        fixes.append((leave + start_s + 15, "", "occupied"))
+        visits = detect_visits(*_track({"A": fixes}), boarding_grace_s=120)
+        assert len(visits) == 1
+        assert bool(visits.loc[0, "boarded"]) is boarded
+        if boarded:
+            assert visits.loc[0, "boarding_lag_s"] == start_s
+        else:
+            assert pd.isna(visits.loc[0, "boarded_at"])
+
+    def test_arriving_occupied_is_not_a_boarding(self) -> None:
+        """A trip that started before the arrival does not mark the visit boarded."""
+        fixes = [(0, "", "occupied"), *_steady(15, 120, "S", "occupied")]
+        visits = detect_visits(*_track({"A": fixes}))
+        assert len(visits) == 1
+        assert not visits.loc[0, "boarded"]
+
+    def test_silence_makes_a_new_trip_start(self) -> None:
+        """Occupied fixes after a silence longer than max_gap_s start a new trip (a boarding)."""
+        fixes = [*_steady(0, 60, "", "occupied"), *_steady(1000, 1120, "S", "occupied")]
+        visits = detect_visits(*_track({"A": fixes}), max_gap_s=600)
+        assert bool(visits.loc[0, "boarded"])
+        assert visits.loc[0, "boarded_at"] == _at(1000)
+
+    def test_unknown_meter_never_boards(self) -> None:
+        """A vehicle whose meter is unknown (None) never boards."""
+        fixes = [*_steady(0, 120, "S", None), *_steady(135, 300, "", None)]
+        visits = detect_visits(*_track({"A": fixes}))
+        assert len(visits) == 1
+        assert not visits.loc[0, "boarded"]
+
+    def test_pings_without_meter_column_never_board(self) -> None:
+        """Pings without a meter column give visits that are never boarded."""
+        pings, memberships = _track({"A": _steady(0, 120, "S", "occupied")})
+        visits = detect_visits(pings.drop(columns="meter"), memberships)
+        assert len(visits) == 1
+        assert not visits.loc[0, "boarded"]
+
+    def test_queue_positions_with_tie(self) -> None:
+        """Queue position counts visits in progress at arrival; ties go by vehicle_id."""
+        tracks = {
+            "C": _steady(60, 390, "S"),
+            "A": _steady(0, 300, "S"),
+            "D": _steady(345, 495, "S"),
+            "B": _steady(60, 390, "S"),
+        }
+        visits = detect_visits(*_track(tracks))
+        positions = dict(zip(visits["vehicle_id"], visits["queue_position"], strict=True))
+        assert positions == {"A": 1, "B": 2, "C": 3, "D": 3}
+
+    def test_queue_counts_vehicle_departing_at_arrival_instant(self) -> None:
+        """A vehicle whose last inside fix is at the arrival instant is still ahead (closed)."""
+        tracks = {"A": _steady(0, 300, "S"), "B": _steady(300, 420, "S")}
+        visits = detect_visits(*_track(tracks))
+        assert list(visits["queue_position"]) == [1, 2]
+
+    def test_queue_is_per_stand(self) -> None:
+        """Vehicles at another stand do not count in the queue."""
+        tracks = {"A": _steady(0, 300, "S"), "B": _steady(60, 300, "T")}
+        visits = detect_visits(*_track(tracks))
+        assert list(visits["queue_position"]) == [1, 1]
+
+    @pytest.mark.parametrize(
+        ("holder", "expected"),
+        [("A", True), ("Z", False)],
+        ids=["licensed", "not-licensed"],
+    )
+    def test_licensed(self, holder: str, expected: bool) -> None:
+        """Licensed tells whether the vehicle holds a licence for the stand."""
+        licences = pd.DataFrame({"vehicle_id": [holder], "stand_id": ["S"]})
+        visits = detect_visits(*_track({"A": _steady(0, 120, "S")}), licences=licences)
+        assert visits["licensed"].dtype == "boolean"
+        assert bool(visits.loc[0, "licensed"]) is expected
+
+    def test_licensed_is_na_without_licence_data(self) -> None:
+        """Without licence data, licensed is <NA>."""
+        visits = detect_visits(*_track({"A": _steady(0, 120, "S")}))
+        assert visits["licensed"].dtype == "boolean"
+        assert visits["licensed"].isna().all()
+
+    @pytest.mark.parametrize(
+        ("valid_until", "expected"),
+        [("2024-03-01", True), ("2024-02-29", False)],
+        ids=["valid-on-local-date", "expired-the-day-before"],
+    )
+    def test_licensed_uses_local_arrival_date(self, valid_until: str, expected: bool) -> None:
+        """Validity dates compare with the arrival's local date (01:00 UTC is the day before)."""
+        licences = pd.DataFrame(
+            {"vehicle_id": ["A"], "stand_id": ["S"], "valid_until": [valid_until]}
+        )
+        late = 13 * 3600  # 2024-03-02T01:00Z = 2024-03-01 22:00 in São Paulo
+        visits = detect_visits(
+            *_track({"A": _steady(late, late + 120, "S")}),
+            licences=licences,
+            timezone="America/Sao_Paulo",
+        )
+        assert bool(visits.loc[0, "licensed"]) is expected
+
+    def test_overlapping_stands_give_one_visit_each(self) -> None:
+        """Fixes inside two overlapping stands give one visit per stand, same times."""
+        fixes = [*_steady(0, 30, "S"), *_steady(45, 120, "S,T"), *_steady(135, 180, "T")]
+        visits = detect_visits(*_track({"A": fixes}))
+        assert list(visits["stand_id"]) == ["S", "T"]
+        assert list(visits["arrived_at"]) == [_at(0), _at(45)]
+        assert list(visits["departed_at"]) == [_at(120), _at(180)]
+
+    def test_vehicles_are_not_merged(self) -> None:
+        """Two vehicles at the same stand make two visits even if their fixes interleave."""
+        tracks = {"A": _steady(0, 120, "S"), "B": _steady(0, 120, "S")}
+        visits = detect_visits(*_track(tracks))
+        assert list(visits["vehicle_id"]) == ["A", "B"]
+        assert list(visits["n_fixes"]) == [9, 9]
+
+    def test_unsorted_pings_give_the_same_visits(self) -> None:
+        """Pings out of (vehicle, time) order are handled; ping indices refer to positions."""
+        tracks = {"A": [*_steady(0, 120, "S"), *_steady(135, 200, "", "occupied")]}
+        tracks["B"] = _steady(30, 200, "S")
+        pings, memberships = _track(tracks)
+        expected = detect_visits(pings, memberships)
+        perm = np.random.default_rng(7).permutation(len(pings))
+        shuffled = pings.iloc[perm].reset_index(drop=True)
+        new_index = np.argsort(perm)
+        moved = memberships.assign(ping_index=new_index[memberships["ping_index"].to_numpy()])
+        got = detect_visits(shuffled, moved)
+        positions = ("first_ping", "last_ping", "boarding_ping")
+        cols = [c for c in VISIT_FRAME_COLUMNS if c not in positions]
+        pd.testing.assert_frame_equal(got[cols], expected[cols])
+        for col in positions:
+            moved_positions = new_index[expected[col].dropna().to_numpy(dtype=np.int64)]
+            assert list(got[col].dropna()) == list(moved_positions)
+        assert got["boarded"].any()
+
+    def test_duplicate_memberships_are_ignored(self) -> None:
+        """The same (ping, stand) pair twice counts once."""
+        pings, memberships = _track({"A": _steady(0, 120, "S")})
+        visits = detect_visits(pings, pd.concat([memberships, memberships], ignore_index=True))
+        assert list(visits["n_fixes"]) == [9]
+
+    def test_source_rows_are_reported(self) -> None:
+        """first_row/last_row name the source-file rows of the first and last inside fixes."""
+        fixes = [(0, "", "free"), *_steady(15, 135, "S"), (150, "", "free")]
+        visits = detect_visits(*_track({"A": fixes}))
+        assert (visits.loc[0, "first_row"], visits.loc[0, "last_row"]) == (2, 10)
+        assert (visits.loc[0, "first_ping"], visits.loc[0, "last_ping"]) == (1, 9)
+
+    @pytest.mark.parametrize("with_pings", [True, False], ids=["no-memberships", "no-pings"])
+    def test_empty_inputs_give_typed_empty_frame(self, with_pings: bool) -> None:
+        """No memberships (or no pings at all) give an empty, correctly typed frame."""
+        pings, memberships = _track({"A": _steady(0, 120, "")})
+        if not with_pings:
+            pings = pings.iloc[:0]
+        visits = detect_visits(pings, memberships)
+        assert visits.empty
+        assert tuple(visits.columns[: len(VISIT_COLUMNS)]) == VISIT_COLUMNS
+        pd.testing.assert_series_equal(visits.dtypes, empty_visits().dtypes)
+        assert str(visits["arrived_at"].dtype) == "datetime64[ns, UTC]"
+        assert visits["boarded"].dtype == bool
+
+    def test_output_dtypes(self) -> None:
+        """Non-empty output has the same dtypes as the empty frame."""
+        visits = detect_visits(*_track({"A": _steady(0, 120, "S")}))
+        pd.testing.assert_series_equal(visits.dtypes, empty_visits().dtypes)
+
+    @pytest.mark.parametrize(
+        ("option", "value"),
+        [
+            ("exit_grace_s", -1.0),
+            ("min_dwell_s", float("nan")),
+            ("boarding_grace_s", float("inf")),
+            ("max_gap_s", 0.0),
+        ],
+    )
+    def test_bad_threshold_raises(self, option: str, value: float) -> None:
+        """Negative, infinite or NaN thresholds (and a zero max_gap_s) are refused by name."""
+        pings, memberships = _track({"A": _steady(0, 120, "S")})
+        with pytest.raises(ThresholdError, match=option):
+            detect_visits(pings, memberships, **{option: value})
+
+    def test_naive_timestamps_raise(self) -> None:
+        """Naive ping timestamps are refused."""
+        pings, memberships = _track({"A": _steady(0, 120, "S")})
+        pings["timestamp"] = pings["timestamp"].dt.tz_localize(None)
+        with pytest.raises(NaiveTimestampError, match="sem fuso"):
+            detect_visits(pings, memberships)
+
+    @pytest.mark.parametrize(
+        ("frame", "column"),
+        [("pings", "timestamp"), ("pings", "vehicle_id"), ("memberships", "stand_id")],
+    )
+    def test_missing_column_raises(self, frame: str, column: str) -> None:
+        """A missing required column is named in the error."""
+        pings, memberships = _track({"A": _steady(0, 120, "S")})
+        if frame == "pings":
+            pings = pings.drop(columns=column)
+        else:
+            memberships = memberships.drop(columns=column)
+        with pytest.raises(MissingColumnError, match=column):
+            detect_visits(pings, memberships)
+
+    @pytest.mark.parametrize("index", [-1, 9])
+    def test_membership_out_of_range_raises(self, index: int) -> None:
+        """A ping_index outside the pings is refused."""
+        pings, _ = _track({"A": _steady(0, 120, "S")})
+        memberships = pd.DataFrame({"ping_index": [0, index], "stand_id": ["S", "S"]})
+        with pytest.raises(MembershipError, match="fora do intervalo"):
+            detect_visits(pings, memberships)
+
+    def test_float_ping_index_raises(self) -> None:
+        """A non-integer ping_index is refused."""
+        pings, _ = _track({"A": _steady(0, 120, "S")})
+        memberships = pd.DataFrame({"ping_index": [0.0], "stand_id": ["S"]})
+        with pytest.raises(MembershipError, match="inteiros"):
+            detect_visits(pings, memberships)
+
+    def test_unknown_meter_value_raises(self) -> None:
+        """A meter value outside free/occupied/off is refused with the allowed values."""
+        pings, memberships = _track({"A": _steady(0, 120, "S", "busy")})
+        with pytest.raises(PingFrameError, match="'busy'.*free, occupied, off"):
+            detect_visits(pings, memberships)
+
+    def test_unknown_timezone_raises(self) -> None:
+        """An unknown timezone name is refused."""
+        pings, memberships = _track({"A": _steady(0, 120, "S")})
+        with pytest.raises(LicenceFrameError, match="fuso horário desconhecido"):
+            detect_visits(pings, memberships, timezone="Mars/Olympus")
