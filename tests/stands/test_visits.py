@@ -352,3 +352,35 @@ class TestDetectVisits:
         pings, memberships = _track({"A": _steady(0, 120, "S")})
         with pytest.raises(LicenceFrameError, match="fuso horário desconhecido"):
             detect_visits(pings, memberships, timezone="Mars/Olympus")
+
+
+class TestDetectVisitsRandomised:
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_queue_positions_match_brute_force(self, seed: int) -> None:
+        """Queue positions equal a direct count of visits in progress at each arrival."""
+        rng = np.random.default_rng(seed)
+        tracks: dict[str, list[Fix]] = {}
+        for v in range(8):
+            t, fixes = float(rng.integers(0, 20) * 15), []
+            for _ in range(4):
+                stay = float(rng.integers(0, 30) * 15)
+                fixes += _steady(t, t + stay, str(rng.choice(["S", "T"])))
+                fixes += _steady(t + stay + 15, t + stay + 150, "")
+                t += stay + 165
+            tracks[f"V{v}"] = fixes
+        visits = detect_visits(*_track(tracks), min_dwell_s=0)
+        assert len(visits) > 8
+        for i, row in visits.iterrows():
+            ahead = visits[
+                (visits.index != i)
+                & (visits["stand_id"] == row["stand_id"])
+                & (
+                    (visits["arrived_at"] < row["arrived_at"])
+                    | (
+                        (visits["arrived_at"] == row["arrived_at"])
+                        & (visits["vehicle_id"] < row["vehicle_id"])
+                    )
+                )
+                & (visits["departed_at"] >= row["arrived_at"])
+            ]
+            assert row["queue_position"] == 1 + len(ahead)
