@@ -12,6 +12,7 @@ import math
 import geopandas as gpd
 import numpy as np
 import pyproj
+import shapely
 from numpy.typing import ArrayLike, NDArray
 
 from geo._errors import CRSError, NotGeographicCRSError, NotMetricCRSError
@@ -51,15 +52,19 @@ def utm_crs_for(lon: float, lat: float) -> pyproj.CRS:
             "esperado lon em [-180, 180] e lat em [-80, 84] (graus WGS84)"
         )
         raise ValueError(msg)
+    return pyproj.CRS.from_epsg(_utm_epsg(lon, lat))
+
+
+def _utm_epsg(lon: float, lat: float) -> int:
     zone = min(int((lon + 180.0) // 6.0) + 1, 60)
     south = lat < 0
     lon_min, lat_min, lon_max, lat_max = _BRAZIL_BBOX
     in_brazil = lon_min <= lon <= lon_max and lat_min <= lat <= lat_max
     if in_brazil and south and zone in _SIRGAS_SOUTH_ZONES:
-        return pyproj.CRS.from_epsg(31960 + zone)
+        return 31960 + zone
     if in_brazil and not south and zone in _SIRGAS_NORTH_ZONES:
-        return pyproj.CRS.from_epsg(31954 + zone)
-    return pyproj.CRS.from_epsg((32700 if south else 32600) + zone)
+        return 31954 + zone
+    return (32700 if south else 32600) + zone
 
 
 def haversine_m(
@@ -200,7 +205,9 @@ def buffer_points_m(
     Returns
     -------
     geopandas.GeoDataFrame
-        A copy with polygon geometries, in EPSG:4326. An empty frame gives an empty frame.
+        A copy with polygon geometries, in EPSG:4326, each row buffered in the UTM CRS of its
+        own position (:func:`utm_crs_for`). Null or empty geometries stay as they are. An empty
+        frame gives an empty frame.
 
     Raises
     ------
@@ -218,9 +225,31 @@ def buffer_points_m(
     if radius.size and not (np.all(np.isfinite(radius)) and np.all(radius > 0)):
         msg = f"'radius_m' deve ser um número finito > 0 (metros); recebido {radius_m!r}"
         raise ValueError(msg)
-    if len(gdf) == 0:
-        return out.to_crs(WGS84)
-    utm = utm_crs_for_frame(gdf)
-    metric = out.geometry.to_crs(utm)
-    out[out.geometry.name] = metric.buffer(radius, quad_segs=quad_segs).to_crs(WGS84)
-    return out.set_crs(WGS84, allow_override=True)
+    out = out.to_crs(WGS84)
+    if len(out) == 0:
+        return out
+    # Each row in the UTM zone of its own position, so a frame spanning zones stays exact.
+    geoms = np.asarray(out.geometry.values, dtype=object)
+    radii = np.broadcast_to(radius, (len(out),))
+    anchors = shapely.centroid(geoms)
+    lon, lat = shapely.get_x(anchors), shapely.get_y(anchors)
+    known = np.isfinite(lon) & np.isfinite(lat)
+    outside = known & ((np.abs(lon) > 180) | (lat < -80) | (lat > 84))
+    if outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        utm_crs_for(float(lon[i]), float(lat[i]))  # raises, naming the position
+    epsg = np.array(
+        [
+            _utm_epsg(x, y) if ok else 0
+            for x, y, ok in zip(lon.tolist(), lat.tolist(), known.tolist(), strict=True)
+        ],
+        dtype=np.int64,
+    )
+    result = geoms.copy()
+    for code in np.unique(epsg[epsg > 0]):
+        rows = np.flatnonzero(epsg == code)
+        metric = gpd.GeoSeries(geoms[rows], crs=WGS84).to_crs(int(code))
+        buffered = metric.buffer(radii[rows], quad_segs=quad_segs).to_crs(WGS84)
+        result[rows] = buffered.to_numpy()
+    out[out.geometry.name] = gpd.GeoSeries(result, index=out.index, crs=WGS84)
+    return out
