@@ -67,6 +67,7 @@ _DEFAULT_MAJOR = "15"
 _REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
 _PG_STATUS_NOT_RUNNING = 3
 _PG_STATUS_NO_DIR = 4
+_MAX_SOCKET_PATH = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 
 
 @dataclass(frozen=True)
@@ -504,6 +505,16 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
+def _check_socket_path(pgdata: Path, port: int) -> None:
+    socket_path = pgdata / f".s.PGSQL.{port}"
+    if len(os.fsencode(socket_path)) > _MAX_SOCKET_PATH:
+        msg = (
+            f"o caminho do socket do banco local ({socket_path}) passa de {_MAX_SOCKET_PATH} "
+            "bytes, o limite do sistema; use um PONTUAL_DATA_DIR mais curto"
+        )
+        raise ClusterStartError(msg)
+
+
 def _port_in_use(port: int) -> PortInUseError:
     msg = (
         f"a porta {port} em {HOST} já está em uso por outro programa; o banco local não pode "
@@ -512,12 +523,21 @@ def _port_in_use(port: int) -> PortInUseError:
     return PortInUseError(msg)
 
 
+_LOG_PREFIX = re.compile(r"^\S+ \S+ \S+ \[\d+\] ")  # "2024-01-01 10:00:00.000 UTC [123] "
+_ROUTINE_LOG = ("starting PostgreSQL", "listening on", "database system is shut down")
+
+
 def _log_problem(log_text: str) -> str | None:
-    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
-    for marker in ("FATAL", "PANIC", "ERROR"):
-        for line in lines:
-            if marker in line:
-                return line
+    """Return the relevant line(s) of a failed start: the first FATAL/PANIC and its cause."""
+    lines = [_LOG_PREFIX.sub("", line.strip()) for line in log_text.splitlines() if line.strip()]
+    for index, line in enumerate(lines):
+        if line.startswith(("FATAL", "PANIC")):
+            cause = lines[index - 1] if index else ""
+            if cause.startswith(("LOG", "WARNING", "ERROR")) and not any(
+                routine in cause for routine in _ROUTINE_LOG
+            ):
+                return f"{cause} / {line}"
+            return line
     return lines[-1] if lines else None
 
 
@@ -568,6 +588,7 @@ def start_cluster(
         return _running_port(pgdata) or port
     if not _port_is_free(port):
         raise _port_in_use(port)
+    _check_socket_path(pgdata, port)
     log = pgdata / "server.log"
     log_offset = log.stat().st_size if log.exists() else 0
     settings = {"listen_addresses": HOST, "unix_socket_directories": str(pgdata)}
@@ -751,8 +772,10 @@ def ensure_database(
         data_dir.mkdir(parents=True, mode=0o700)
     with _cluster_lock(data_dir):
         bindir = find_bindir(pg_bindir=bindir)
-        if not (pgdata_path(data_dir) / "PG_VERSION").is_file() and not _port_is_free(port):
-            raise _port_in_use(port)  # fail before creating anything
+        if not (pgdata_path(data_dir) / "PG_VERSION").is_file():  # fail before creating anything
+            if not _port_is_free(port):
+                raise _port_in_use(port)
+            _check_socket_path(pgdata_path(data_dir), port)
         init_cluster(data_dir=data_dir, bindir=bindir, durable=durable)
         running_port = start_cluster(data_dir=data_dir, port=port, bindir=bindir, durable=durable)
         url = cluster_url(data_dir=data_dir, port=running_port, database=database)
