@@ -41,6 +41,7 @@ from stands._errors import (
     ThresholdError,
 )
 from stands.frames import CAPACITY, STAND_ID
+from stands.visits import dense_rank
 from tracking.frames import VEHICLE_ID
 
 ARRIVED_AT = "arrived_at"
@@ -151,32 +152,58 @@ def empty_occupancy() -> pd.DataFrame:
     )
 
 
-def _max_present(
+def _occupied_cells(
     *,
     stand: npt.NDArray[np.int64],
     arrived: npt.NDArray[np.int64],
     departed: npt.NDArray[np.int64],
-    n_stands: int,
     origin: int,
     step: int,
     n_buckets: int,
 ) -> npt.NDArray[np.int64]:
-    """Max simultaneous visits per (stand, bucket), shape (n_stands, n_buckets).
+    """Sorted unique cell keys ``stand * n_buckets + bucket`` of the buckets each visit overlaps."""
+    first = np.clip((arrived - origin) // step, 0, None)
+    last = np.clip((departed - origin) // step, None, n_buckets - 1)
+    spans = np.clip(last - first + 1, 0, None)
+    owner = np.repeat(np.arange(len(stand)), spans)
+    offset = np.arange(int(spans.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(spans) - spans, spans
+    )
+    keys = np.sort(stand[owner] * np.int64(n_buckets) + first[owner] + offset)
+    return keys[np.append(True, keys[1:] != keys[:-1])] if len(keys) else keys
+
+
+def _max_present(
+    *,
+    cells: npt.NDArray[np.int64],
+    stand: npt.NDArray[np.int64],
+    arrived: npt.NDArray[np.int64],
+    departed: npt.NDArray[np.int64],
+    origin: int,
+    step: int,
+    n_buckets: int,
+) -> npt.NDArray[np.int64]:
+    """Max simultaneous visits in each cell (sorted keys ``stand * n_buckets + bucket``).
 
     The count at t is #{arrived <= t} - #{departed < t}; it only rises at arrivals, so its
-    maximum over a bucket is at the bucket start or at an arrival inside the bucket.
+    maximum over a bucket is at the bucket start or at an arrival inside the bucket. Every
+    arrival inside the window must fall in one of ``cells``.
     """
-    grid = np.zeros((n_stands, n_buckets), dtype=np.int64)
-    if len(stand) == 0 or n_buckets == 0:
-        return grid
-    starts = origin + step * np.arange(n_buckets, dtype=np.int64)
+    result = np.zeros(len(cells), dtype=np.int64)
+    if len(stand) == 0 or len(cells) == 0:
+        return result
     inside = (arrived >= origin) & (arrived < origin + step * n_buckets)
-    cand_stand = np.concatenate([np.repeat(np.arange(n_stands), n_buckets), stand[inside]])
-    cand_time = np.concatenate([np.tile(starts, n_stands), arrived[inside]])
-    cand_bucket = (cand_time - origin) // step
+    cand_cell = np.concatenate(
+        [
+            np.arange(len(cells), dtype=np.int64),
+            np.searchsorted(cells, stand[inside] * n_buckets + (arrived[inside] - origin) // step),
+        ]
+    )
+    cand_stand = cells[cand_cell] // n_buckets
+    cand_time = np.concatenate([origin + step * (cells % n_buckets), arrived[inside]])
     # Dense ranks let (stand, instant) pack into one sortable int64.
-    times, inverse = np.unique(np.concatenate([arrived, departed, cand_time]), return_inverse=True)
-    span = np.int64(len(times) + 1)
+    inverse, n_distinct = dense_rank(np.concatenate([arrived, departed, cand_time]))
+    span = np.int64(n_distinct + 1)
     m = len(stand)
     arr_keys = np.sort(stand * span + inverse[:m])
     dep_keys = np.sort(stand * span + inverse[m : 2 * m])
@@ -185,8 +212,8 @@ def _max_present(
     count = np.searchsorted(arr_keys, cand_keys, side="right") - np.searchsorted(
         dep_keys, cand_keys, side="left"
     )
-    np.maximum.at(grid, (cand_stand, cand_bucket), count)
-    return grid
+    np.maximum.at(result, cand_cell, count)
+    return result
 
 
 def occupancy(
@@ -196,6 +223,7 @@ def occupancy(
     bucket: str = "15min",
     start: Any = None,
     end: Any = None,
+    include_idle: bool = True,
 ) -> pd.DataFrame:
     """Occupancy of every stand per time bucket (definitions in the module docstring).
 
@@ -211,12 +239,16 @@ def occupancy(
     start, end : str or pandas.Timestamp, optional
         Tz-aware bounds: buckets from the one containing ``start`` up to the last one starting
         before ``end`` (exclusive). Default: from the first arrival to the last departure.
+    include_idle : bool, default True
+        True: every (stand, bucket) of the window, zeros included (a dense grid of
+        n_stands x n_buckets rows). False: only buckets where at least one vehicle was present
+        (idle buckets are then implied zeros).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``OCCUPANCY_COLUMNS``, one row per (stand, bucket) including empty buckets,
-        sorted by (stand_id, bucket_start). Empty when there are no visits and no bounds.
+        Columns ``OCCUPANCY_COLUMNS``, one row per (stand, bucket), sorted by
+        (stand_id, bucket_start). Empty when there are no visits and no bounds.
 
     Raises
     ------
@@ -268,22 +300,29 @@ def occupancy(
     n_stands = len(stand_ids)
     if n_stands == 0:
         return empty_occupancy()
-    grid = dict(n_stands=n_stands, origin=origin, step=step, n_buckets=n_buckets)
-    present = _max_present(stand=stand_code, arrived=arrived, departed=departed, **grid)
+    window = dict(origin=origin, step=step, n_buckets=n_buckets)
+    if include_idle:
+        cells = np.arange(n_stands * n_buckets, dtype=np.int64)
+    else:
+        cells = _occupied_cells(stand=stand_code, arrived=arrived, departed=departed, **window)
+    present = _max_present(
+        cells=cells, stand=stand_code, arrived=arrived, departed=departed, **window
+    )
 
     if LICENSED in visits.columns and visits[LICENSED].notna().any():
         unlicensed = (~visits[LICENSED].astype("boolean")).fillna(False).to_numpy(dtype=bool)
         intruders = pd.array(
             _max_present(
+                cells=cells,
                 stand=stand_code[unlicensed],
                 arrived=arrived[unlicensed],
                 departed=departed[unlicensed],
-                **grid,
-            ).ravel(),
+                **window,
+            ),
             dtype="Int64",
         )
     else:
-        intruders = pd.array([pd.NA] * (n_stands * n_buckets), dtype="Int64")
+        intruders = pd.array([pd.NA] * len(cells), dtype="Int64")
 
     capacity_by_stand = pd.Series(pd.NA, index=stand_ids, dtype="Int64")
     if CAPACITY in stands.columns:
@@ -292,18 +331,19 @@ def occupancy(
             index=stands[STAND_ID].astype("str").to_numpy(dtype=object),
         )
         capacity_by_stand.loc[known.index] = known
-    capacity = pd.Series(np.repeat(capacity_by_stand.array, n_buckets), dtype="Int64")
-    vehicles = pd.Series(present.ravel(), dtype="int64")
+    cell_stand = cells // n_buckets
+    capacity = pd.Series(capacity_by_stand.array[cell_stand], dtype="Int64")
+    vehicles = pd.Series(present, dtype="int64")
     usable = capacity.notna() & (capacity > 0)
     utilisation = (vehicles / capacity.astype("Float64")).where(usable).astype("float64")
     overflow = (vehicles > capacity).fillna(False).astype("bool")
-    bucket_starts = origin + step * np.arange(n_buckets, dtype=np.int64)
+    bucket_starts = origin + step * (cells % n_buckets)
     return pd.DataFrame(
         {
-            STAND_ID: pd.Series(np.repeat(stand_ids, n_buckets), dtype="str"),
-            BUCKET_START: pd.Series(
-                pd.to_datetime(np.tile(bucket_starts, n_stands), unit="ns", utc=True)
-            ).astype(_UTC_NS),
+            STAND_ID: pd.Series(stand_ids[cell_stand], dtype="str"),
+            BUCKET_START: pd.Series(pd.to_datetime(bucket_starts, unit="ns", utc=True)).astype(
+                _UTC_NS
+            ),
             VEHICLES_PRESENT: vehicles,
             CAPACITY: capacity,
             UTILISATION: utilisation,

@@ -251,6 +251,31 @@ def _membership_arrays(
     return ping_index, codes.astype(np.int64), np.asarray(uniques, dtype=object)
 
 
+def dense_rank(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], int]:
+    """Dense 0-based ranks of ``values`` and the number of distinct values (sort-based).
+
+    Parameters
+    ----------
+    values : numpy.ndarray of int64
+        Values to rank.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray of int64, int)
+        Rank of each value (equal values share a rank) and the number of distinct values.
+    """
+    if len(values) == 0:
+        return np.array([], dtype=np.int64), 0
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    step = np.empty(len(values), dtype=np.int64)
+    step[0] = 0
+    step[1:] = ordered[1:] != ordered[:-1]
+    ranks = np.empty(len(values), dtype=np.int64)
+    ranks[order] = np.cumsum(step)
+    return ranks, int(ranks[order[-1]]) + 1
+
+
 def _queue_positions(
     stand: npt.NDArray[np.int64],
     vehicle: npt.NDArray[np.int64],
@@ -272,8 +297,8 @@ def _queue_positions(
     stand_start = np.searchsorted(stand[order], stand, side="left")
     ahead = rank - stand_start
     # Dense ranks of the instants, so that (stand, instant) packs into one sortable int64.
-    times, inverse = np.unique(np.concatenate([arrived, departed]), return_inverse=True)
-    span = np.int64(len(times) + 1)
+    inverse, n_distinct = dense_rank(np.concatenate([arrived, departed]))
+    span = np.int64(n_distinct + 1)
     arr_key = stand * span + inverse[:m]
     dep_keys = np.sort(stand * span + inverse[m:])
     departed_before = np.searchsorted(dep_keys, arr_key, side="left") - np.searchsorted(
@@ -385,7 +410,8 @@ def detect_visits(
 
     # Memberships sorted by (stand, position) with duplicates removed: one packed key.
     positions = ping_index if order is None else pos_of[ping_index]
-    keys = np.unique(scode * np.int64(n) + positions)
+    keys = np.sort(scode * np.int64(n) + positions)
+    keys = keys[np.append(True, keys[1:] != keys[:-1])]
     stand, pos = keys // n, keys % n
 
     # Runs of (stand, vehicle) cut by silences and by excursions longer than the grace.

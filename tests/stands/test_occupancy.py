@@ -120,6 +120,14 @@ class TestOccupancy:
         assert list(out["vehicles_present"]) == [0, 0, 1, 1]
         assert list(out["capacity"].isna()) == [False, False, True, True]
 
+    def test_without_idle_buckets(self) -> None:
+        """include_idle=False keeps only buckets where someone was present."""
+        visits = _visits([("A", "X", 1, 20, False), ("B", "S", 50, 52, True)])
+        out = occupancy(visits, _stands({"S": 3, "T": 1}), bucket="15min", include_idle=False)
+        rows = list(zip(out["stand_id"], out["bucket_start"], out["vehicles_present"], strict=True))
+        assert rows == [("S", _at(45), 1), ("X", _at(0), 1), ("X", _at(15), 1)]
+        assert list(out["intruders"]) == [0, 1, 1]
+
     def test_start_and_end_bound_the_grid(self) -> None:
         """Buckets run from the one containing start to the last starting before end."""
         visits = _visits([("A", "S", 1, 100, True)])
@@ -240,6 +248,9 @@ class TestOccupancyRandomised:
             rows.append((f"V{v}", stand, arrived, departed, bool(rng.integers(0, 2))))
         visits = _visits(rows)
         out = occupancy(visits, _stands({"S": 3, "T": 5}), bucket="15min")
+        sparse = occupancy(visits, _stands({"S": 3, "T": 5}), bucket="15min", include_idle=False)
+        busy = out[out["vehicles_present"] > 0].reset_index(drop=True)
+        pd.testing.assert_frame_equal(sparse, busy)
         for row in out.itertuples():
             minutes = (row.bucket_start - T0) / pd.Timedelta(minutes=1) + np.arange(15)
             present, intruders = 0, 0

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -384,3 +386,36 @@ class TestDetectVisitsRandomised:
                 & (visits["departed_at"] >= row["arrived_at"])
             ]
             assert row["queue_position"] == 1 + len(ahead)
+
+
+@pytest.mark.slow
+class TestDetectVisitsOnPorto:
+    DATA = Path(__file__).resolve().parents[2] / "data" / "porto" / "derived"
+
+    def test_stand_hails_board_at_their_labelled_stand(self) -> None:
+        """Real Porto trips hailed at a stand (CALL_TYPE B) board at the stand they are labelled
+        with: on 917 such trips, >= 94% found (measured 879; the rest start > 100 m away)."""
+        from geo.cover import build_stand_cover, match_stands
+        from stands.layers import read_porto_stands
+        from tracking.porto import read_porto_trips
+
+        pings, _, labels = read_porto_trips(self.DATA / "trips_combined.csv")
+        stands = read_porto_stands(self.DATA / "taxi_stands.csv", radius_m=100)
+        ping, stand = match_stands(
+            pings["lat"].to_numpy(), pings["lon"].to_numpy(), build_stand_cover(stands)
+        )
+        memberships = pd.DataFrame(
+            {"ping_index": ping, "stand_id": stands["stand_id"].to_numpy()[stand]}
+        )
+        # Porto has only occupied fixes: a 60 s silence (4 periods) separates two trips.
+        visits = detect_visits(pings, memberships, max_gap_s=60)
+        boarded = visits[visits["boarded"]]
+        found = boarded.groupby(["vehicle_id", "boarded_at"])["stand_id"].agg(set)
+        hailed = labels[(labels["call_type"] == "B") & labels["origin_stand"].notna()]
+        keys = list(zip(hailed["vehicle_id"], hailed["started_at"], strict=True))
+        at_stand = [found.get(k, set()) for k in keys]
+        right = sum(s in got for s, got in zip(hailed["origin_stand"], at_stand, strict=True))
+        anywhere = sum(bool(got) for got in at_stand)
+        assert len(hailed) > 900
+        assert right / len(hailed) >= 0.94
+        assert right / anywhere >= 0.95
