@@ -172,7 +172,8 @@ def validate_licences(licences: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZON
     MissingColumnError
         If ``vehicle_id`` or ``stand_id`` is missing.
     LicenceFrameError
-        If validity values are not dates, ids are null, or ``valid_from`` > ``valid_until``.
+        If validity values are not dates, ids are null, ``valid_from`` > ``valid_until``, or
+        the timezone is unknown.
     """
     check_timezone(timezone)
     missing = [c for c in (VEHICLE_ID, STAND_ID) if c not in licences.columns]
@@ -246,7 +247,8 @@ def is_licensed(
     NaiveTimestampError
         If ``at`` has no timezone or holds null instants.
     LicenceFrameError
-        If the query arrays differ in length, or the licence frame is invalid.
+        If the query arrays differ in length, the licence frame is invalid, or the timezone
+        is unknown.
     MissingColumnError
         If the licence frame lacks ``vehicle_id`` or ``stand_id``.
     """

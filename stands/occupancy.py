@@ -76,7 +76,7 @@ PRESENT_COLUMNS = (
 )
 
 _VISIT_REQUIRED = (VEHICLE_ID, STAND_ID, ARRIVED_AT, DEPARTED_AT)
-_UTC_NS = "datetime64[ns, UTC]"
+_UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
 
 
 def _instants_ns(values: pd.Series, *, name: str) -> npt.NDArray[np.int64]:
@@ -95,7 +95,7 @@ def _instant_ns(value: Any, *, name: str) -> int:
     except (ValueError, TypeError) as exc:
         msg = f"'{name}' foi {value!r}; esperado um instante ISO 8601 com fuso"
         raise NaiveTimestampError(msg) from exc
-    if ts is pd.NaT or ts.tzinfo is None:
+    if pd.isna(ts) or ts.tzinfo is None:
         msg = f"'{name}' foi {value!r} sem fuso horário; esperado um instante com fuso (UTC)"
         raise NaiveTimestampError(msg)
     return int(ts.tz_convert("UTC").as_unit("ns").value)
@@ -125,7 +125,7 @@ def _bucket_ns(bucket: str) -> int:
     except (ValueError, TypeError) as exc:
         msg = f"'bucket' foi {bucket!r}; esperado um intervalo como '15min' ou '1h'"
         raise ThresholdError(msg) from exc
-    if step is pd.NaT or step <= pd.Timedelta(0):
+    if pd.isna(step) or step <= pd.Timedelta(0):
         msg = f"'bucket' foi {bucket!r}; esperado um intervalo positivo como '15min'"
         raise ThresholdError(msg)
     return int(step.as_unit("ns").value)

@@ -84,7 +84,7 @@ HELPER_COLUMNS = (
 VISIT_FRAME_COLUMNS = (*VISIT_COLUMNS, *HELPER_COLUMNS)
 
 _NS = 1_000_000_000
-_UTC_NS = "datetime64[ns, UTC]"
+_UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
 
 
 def empty_visits() -> pd.DataFrame:
@@ -132,10 +132,8 @@ def _visit_frame(
     n = len(vehicle_id)
 
     def utc(ns: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_] | None = None) -> pd.Series:
-        values = pd.Series(pd.to_datetime(ns, unit="ns", utc=True)).astype(_UTC_NS)
-        if mask is not None:
-            values = values.where(~mask)
-        return values
+        values: pd.Series = pd.Series(pd.to_datetime(ns, unit="ns", utc=True)).astype(_UTC_NS)
+        return values if mask is None else values.where(~mask)
 
     def nullable(values: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> pd.Series:
         return pd.Series(pd.arrays.IntegerArray(values.astype(np.int64), mask.copy()))
