@@ -56,6 +56,7 @@ _GEOJSON_CRS_NAMES = {
 _POLYGONAL = ("Polygon", "MultiPolygon")
 _IBGE_CODE = re.compile(r"^\d{7}$")
 _MAX_LISTED = 5
+_PLURAL = {"feição": "feições", "linha": "linhas"}
 
 
 def read_stands(
@@ -262,6 +263,8 @@ def _read_geojson(path: Path) -> gpd.GeoDataFrame:
             msg = f"feição {i} de '{path.name}': geometria ilegível ({exc})"
             raise StandsFormatError(msg) from exc
     frame = pd.DataFrame.from_records(records, index=pd.RangeIndex(len(records)))
+    if not records:  # an empty collection is an empty stands layer
+        frame = pd.DataFrame({STAND_ID: pd.Series([], dtype=object)})
     frame = frame.astype(object) if len(frame.columns) else frame
     return gpd.GeoDataFrame(frame, geometry=np.asarray(geoms, dtype=object), crs=WGS84)
 
@@ -536,8 +539,9 @@ def _check_unique(ids: np.ndarray, *, source: str, unit: str) -> None:
     groups: dict[str, list[int]] = {}
     for i in np.flatnonzero(dup):
         groups.setdefault(str(ids[i]), []).append(int(i) + 1)
+    plural = _PLURAL.get(unit, unit)
     parts = [
-        f"{k!r} ({unit}s {', '.join(map(str, v))})" for k, v in list(groups.items())[:_MAX_LISTED]
+        f"{k!r} ({plural} {', '.join(map(str, v))})" for k, v in list(groups.items())[:_MAX_LISTED]
     ]
     more = f" e mais {len(groups) - _MAX_LISTED}" if len(groups) > _MAX_LISTED else ""
     msg = f"stand_id duplicado em '{source}': {'; '.join(parts)}{more}"

@@ -24,7 +24,7 @@ from geo.cover import (
     nearest_containing_stand,
 )
 from geo.crs import buffer_points_m, haversine_m
-from geo.h3 import cell_polygons, latlng_to_cells, polygons_to_cells
+from geo.h3 import cell_polygons, grid_disk, latlng_to_cells, polygons_to_cells
 from stands.layers import read_porto_stands
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -215,6 +215,27 @@ class TestMatchStandsEdges:
         assert ping.tolist() == [5] and stand.tolist() == [0]
         geom = square_cover.geometries[0]
         assert shapely.contains_xy(geom, lon, lat).tolist() == [False] * 5 + [True]
+
+    def test_stand_equal_to_cells(self) -> None:
+        """Stands drawn exactly on H3 cells: pings on their edges (which H3 indexes into those very
+        cells) are outside, as with shapely; needs the cover's inward margin."""
+        rng = np.random.default_rng(5)
+        centre = latlng_to_cells([-30.0300], [-51.2300], resolution=12)
+        _, cells = grid_disk(centre, k=2)
+        polys = cell_polygons(cells)
+        cover = build_stand_cover(_frame([str(c) for c in cells], list(polys)), resolution=12)
+        edges = shapely.get_coordinates(shapely.segmentize(shapely.boundary(polys), 1e-6))
+        t = rng.uniform(0, 1, (5000, 1))
+        a, b = edges[rng.integers(0, len(edges), 5000)], edges[rng.integers(0, len(edges), 5000)]
+        pts = np.vstack([edges, a + t * (b - a)])
+        lat, lon = pts[:, 1], pts[:, 0]
+        ping, stand = match_stands(lat, lon, cover)
+        ref = _reference(lat, lon, cover.geometries)
+        in_cover = np.isin(latlng_to_cells(lat, lon, resolution=12), cover.cells)
+        on_edge = in_cover & ~np.isin(np.arange(lat.size), ref[0])
+        assert in_cover.mean() > 0.9 and on_edge.sum() > 1000
+        np.testing.assert_array_equal(ping, ref[0])
+        np.testing.assert_array_equal(stand, ref[1])
 
     def test_hole_excluded(self) -> None:
         """A ping in a polygon's hole is not in the stand; one in the ring is."""
