@@ -1,0 +1,284 @@
+"""Storing pings in PostGIS: daily partitions, binary COPY, idempotent re-imports, rejected rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from sqlalchemy import Connection, text
+from sqlalchemy.orm import Session
+
+from geo.h3 import latlng_to_cells
+from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
+from tracking.store import copy_fixes, copy_rejected, ensure_fix_partitions, partition_name
+
+
+def make_pings(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Pings frame from dicts with at least vehicle_id, timestamp (ISO), lat, lon."""
+    df = pd.DataFrame(rows)
+    df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True)
+    for col in ("speed_kmh", "heading_deg", "accuracy_m"):
+        if col not in df:
+            df[col] = np.nan
+    if "row" not in df:
+        df["row"] = np.arange(1, len(df) + 1)
+    if "speed_flag" not in df:
+        df["speed_flag"] = False
+    return df
+
+
+def _ping(vehicle_id: str, ts: str, **extra: Any) -> dict[str, Any]:
+    return {"vehicle_id": vehicle_id, "timestamp": ts, "lat": -30.03, "lon": -51.22, **extra}
+
+
+@pytest.fixture
+def conn(db_session: Session) -> Connection:
+    return db_session.connection()
+
+
+def _count(conn: Connection, sql: str = "SELECT count(*) FROM fixes") -> int:
+    return int(conn.execute(text(sql)).scalar_one())
+
+
+def _partitions(conn: Connection) -> set[str]:
+    rows = conn.execute(
+        text(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'fixes'::regclass"
+        )
+    )
+    return {r[0] for r in rows}
+
+
+class TestEnsureFixPartitions:
+    def test_creates_one_partition_per_day(self, conn: Connection) -> None:
+        """Three days inclusive give fixes_pYYYYMMDD for each, beside the DEFAULT partition."""
+        created = ensure_fix_partitions(conn, dt.date(2024, 2, 28), dt.date(2024, 3, 1))
+        assert created == ["fixes_p20240228", "fixes_p20240229", "fixes_p20240301"]
+        assert _partitions(conn) >= {*created, "fixes_default"}
+
+    def test_second_call_creates_nothing(self, conn: Connection) -> None:
+        """Existing partitions are left alone."""
+        ensure_fix_partitions(conn, dt.date(2024, 1, 1), dt.date(2024, 1, 2))
+        assert ensure_fix_partitions(conn, dt.date(2024, 1, 1), dt.date(2024, 1, 2)) == []
+
+    def test_partition_bounds_are_utc_days(self, conn: Connection) -> None:
+        """A fix at 23:59:59 UTC lands in its UTC day, one at midnight in the next."""
+        ensure_fix_partitions(conn, dt.date(2024, 1, 1), dt.date(2024, 1, 2))
+        pings = make_pings([_ping("A", "2024-01-01T23:59:59Z"), _ping("A", "2024-01-02T00:00:00Z")])
+        copy_fixes(conn, pings, source="t")
+        rows = conn.execute(
+            text("SELECT tableoid::regclass::text, ts FROM fixes ORDER BY ts")
+        ).all()
+        assert [r[0] for r in rows] == ["fixes_p20240101", "fixes_p20240102"]
+
+    def test_moves_fixes_stranded_in_default(self, conn: Connection) -> None:
+        """Fixes stored before their day's partition existed are moved into it, none lost."""
+        conn.execute(
+            text(
+                "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, speed_flag, source) VALUES "
+                "('A', '2023-05-05T10:00:00Z', -30, -51, "
+                "ST_SetSRID(ST_MakePoint(-51, -30), 4326), false, 't')"
+            )
+        )
+        assert _count(conn, "SELECT count(*) FROM fixes_default") == 1
+        ensure_fix_partitions(conn, dt.date(2023, 5, 5), dt.date(2023, 5, 5))
+        assert _count(conn, "SELECT count(*) FROM fixes_default") == 0
+        assert _count(conn, "SELECT count(*) FROM fixes_p20230505") == 1
+
+    def test_reversed_range_raises(self, conn: Connection) -> None:
+        """An end before the start is refused."""
+        with pytest.raises(InvalidParameterError, match="invertido"):
+            ensure_fix_partitions(conn, dt.date(2024, 1, 2), dt.date(2024, 1, 1))
+
+    def test_partition_name(self) -> None:
+        """Names follow fixes_pYYYYMMDD."""
+        assert partition_name(dt.date(2024, 7, 9)) == "fixes_p20240709"
+
+
+class TestCopyFixes:
+    def test_round_trips_every_column(self, conn: Connection) -> None:
+        """Values come back as given; absent optional values are NULL; H3 cells match geo.h3."""
+        pings = make_pings(
+            [
+                _ping(
+                    "Táxi-ç1",
+                    "2024-01-01T10:00:00Z",
+                    speed_kmh=12.5,
+                    heading_deg=90.0,
+                    accuracy_m=4.0,
+                    meter="occupied",
+                    tariff=2,
+                    driver_id="D-77",
+                    speed_flag=True,
+                ),
+                _ping("B", "2024-01-01T10:00:05Z", meter=None, tariff=None, driver_id=None),
+            ]
+        )
+        pings["tariff"] = pings["tariff"].astype("Int8")
+        assert copy_fixes(conn, pings, source="file.csv") == 2
+        rows = conn.execute(
+            text(
+                "SELECT vehicle_id, ts, lat, lon, ST_X(geom), ST_Y(geom), ST_SRID(geom), "
+                "speed_kmh, heading_deg, accuracy_m, meter, tariff, driver_id, h3_r9, h3_r12, "
+                "speed_flag, source FROM fixes ORDER BY ts"
+            )
+        ).all()
+        cell9 = int(latlng_to_cells([-30.03], [-51.22], resolution=9)[0])
+        cell12 = int(latlng_to_cells([-30.03], [-51.22], resolution=12)[0])
+        assert rows[0] == (
+            "Táxi-ç1",
+            dt.datetime(2024, 1, 1, 10, 0, tzinfo=dt.UTC),
+            -30.03,
+            -51.22,
+            -51.22,
+            -30.03,
+            4326,
+            12.5,
+            90.0,
+            4.0,
+            "occupied",
+            2,
+            "D-77",
+            cell9,
+            cell12,
+            True,
+            "file.csv",
+        )
+        assert rows[1][7:13] == (None, None, None, None, None, None)
+        assert rows[1][15] is False
+
+    def test_second_import_adds_nothing(self, conn: Connection) -> None:
+        """Copying the same pings twice inserts them once; the second call returns 0."""
+        pings = make_pings(
+            [
+                _ping(f"V{i % 7}", f"2024-03-0{1 + i % 3}T0{i % 10}:00:{i % 60:02d}Z")
+                for i in range(300)
+            ]
+        )
+        first = copy_fixes(conn, pings, source="a")
+        assert first == len(pings.drop_duplicates(["vehicle_id", "timestamp"]))
+        assert copy_fixes(conn, pings, source="a") == 0
+        assert _count(conn) == first
+
+    def test_partial_overlap_inserts_only_new(self, conn: Connection) -> None:
+        """Of a batch half already stored, only the new half is inserted."""
+        old = make_pings([_ping("A", f"2024-01-01T10:00:{s:02d}Z") for s in range(10)])
+        copy_fixes(conn, old, source="a")
+        new = make_pings([_ping("A", f"2024-01-01T10:00:{s:02d}Z") for s in range(5, 15)])
+        assert copy_fixes(conn, new, source="b") == 5
+        assert _count(conn) == 15
+        sources = conn.execute(text("SELECT source, count(*) FROM fixes GROUP BY 1 ORDER BY 1"))
+        assert sources.all() == [("a", 10), ("b", 5)]
+
+    def test_duplicate_in_batch_keeps_first(self, conn: Connection) -> None:
+        """Two rows with the same (vehicle_id, timestamp) store the earlier row only."""
+        pings = make_pings(
+            [
+                _ping("A", "2024-01-01T10:00:00Z", speed_kmh=1.0),
+                _ping("A", "2024-01-01T10:00:00Z", speed_kmh=2.0),
+            ]
+        )
+        assert copy_fixes(conn, pings, source="a") == 1
+        assert conn.execute(text("SELECT speed_kmh FROM fixes")).scalar_one() == 1.0
+
+    def test_creates_partitions_for_each_day(self, conn: Connection) -> None:
+        """Fixes on two UTC days go to the two daily partitions, none to DEFAULT."""
+        pings = make_pings([_ping("A", "2025-06-01T12:00:00Z"), _ping("A", "2025-06-02T12:00:00Z")])
+        copy_fixes(conn, pings, source="a")
+        assert {"fixes_p20250601", "fixes_p20250602"} <= _partitions(conn)
+        assert _count(conn, "SELECT count(*) FROM fixes_default") == 0
+
+    def test_many_rows_with_mixed_layouts(self, conn: Connection) -> None:
+        """Thousands of rows with varying id lengths and NULL patterns all arrive intact."""
+        rng = np.random.default_rng(3)
+        n = 5000
+        pings = pd.DataFrame(
+            {
+                "vehicle_id": [f"V{'x' * (i % 4)}{i % 50}" for i in range(n)],
+                "timestamp": pd.to_datetime(1_700_000_000 + np.arange(n) * 7, unit="s", utc=True),
+                "lat": rng.uniform(-30.1, -30.0, n),
+                "lon": rng.uniform(-51.3, -51.1, n),
+                "speed_kmh": np.where(rng.random(n) < 0.3, np.nan, rng.uniform(0, 90, n)),
+                "heading_deg": np.nan,
+                "accuracy_m": np.where(rng.random(n) < 0.5, np.nan, 5.0),
+                "meter": rng.choice(np.array(["free", "occupied", "off", None], dtype=object), n),
+                "driver_id": rng.choice(np.array(["D1", "D22", "", None], dtype=object), n),
+                "speed_flag": rng.random(n) < 0.1,
+            }
+        )
+        assert copy_fixes(conn, pings, source="mix") == n
+        stored = pd.read_sql(
+            text("SELECT vehicle_id, ts, lat, speed_kmh, meter, driver_id, speed_flag FROM fixes"),
+            conn,
+        ).sort_values("ts", ignore_index=True)
+        assert stored["vehicle_id"].tolist() == pings["vehicle_id"].tolist()
+        np.testing.assert_array_equal(stored["lat"].to_numpy(), pings["lat"].to_numpy())
+        np.testing.assert_array_equal(
+            stored["speed_kmh"].to_numpy(dtype=float), pings["speed_kmh"].to_numpy()
+        )
+        assert stored["meter"].tolist() == pings["meter"].tolist()
+        assert stored["driver_id"].tolist() == pings["driver_id"].tolist()
+        assert stored["speed_flag"].tolist() == pings["speed_flag"].tolist()
+
+    def test_empty_frame_inserts_nothing(self, conn: Connection) -> None:
+        """No rows in, zero out, no error."""
+        pings = make_pings([_ping("A", "2024-01-01T10:00:00Z")]).iloc[:0]
+        assert copy_fixes(conn, pings, source="a") == 0
+
+    def test_naive_timestamps_raise(self, conn: Connection) -> None:
+        """Timestamps without a zone are refused."""
+        pings = make_pings([_ping("A", "2024-01-01T10:00:00Z")])
+        pings["timestamp"] = pings["timestamp"].dt.tz_localize(None)
+        with pytest.raises(PingFrameError, match="sem fuso"):
+            copy_fixes(conn, pings, source="a")
+
+    def test_missing_column_raises(self, conn: Connection) -> None:
+        """A frame without lon is refused, naming the column."""
+        pings = make_pings([_ping("A", "2024-01-01T10:00:00Z")]).drop(columns="lon")
+        with pytest.raises(MissingColumnsError, match="lon"):
+            copy_fixes(conn, pings, source="a")
+
+    @pytest.mark.parametrize(
+        ("column", "value", "match"),
+        [("meter", "busy", "busy"), ("tariff", 3, "tariff"), ("lat", 91.0, "fora de")],
+    )
+    def test_bad_values_raise(self, conn: Connection, column: str, value: Any, match: str) -> None:
+        """Unknown meter/tariff values and out-of-range coordinates are refused, nothing stored."""
+        pings = make_pings([_ping("A", "2024-01-01T10:00:00Z", **{column: value})])
+        with pytest.raises(PingFrameError, match=match):
+            copy_fixes(conn, pings, source="a")
+        assert _count(conn) == 0
+
+
+class TestCopyRejected:
+    def test_stores_reason_row_and_raw_values(self, conn: Connection) -> None:
+        """Each rejected row is kept with its row number, reason and original cells as JSON."""
+        rejected = pd.DataFrame(
+            {
+                "row": [3, 8],
+                "reason": ["invalid_lat", "duplicate"],
+                "vehicle_id": ["A", "B"],
+                "lat": ["abc", "-30.0"],
+                "timestamp": ["2024-01-01T10:00:00Z", None],
+            }
+        )
+        assert copy_rejected(conn, rejected, source="f.csv") == 2
+        rows = conn.execute(
+            text("SELECT source, row, reason, raw FROM rejected_fixes ORDER BY row")
+        ).all()
+        assert rows[0] == (
+            "f.csv",
+            3,
+            "invalid_lat",
+            {"vehicle_id": "A", "lat": "abc", "timestamp": "2024-01-01T10:00:00Z"},
+        )
+        assert rows[1][3]["timestamp"] is None
+
+    def test_missing_reason_raises(self, conn: Connection) -> None:
+        """A frame without a reason column is refused."""
+        with pytest.raises(MissingColumnsError, match="reason"):
+            copy_rejected(conn, pd.DataFrame({"row": [1]}), source="f")

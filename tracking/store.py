@@ -1,0 +1,472 @@
+"""Store validated pings in PostGIS: daily partitions, binary COPY, rejected rows.
+
+The hot path builds PostgreSQL's binary COPY payload with numpy, no Python loop per row: rows are
+grouped by the byte lengths of their variable-width fields (``vehicle_id``, ``driver_id``), so each
+group is one fixed-size numpy structured array written as raw bytes. The payload goes into a
+temporary staging table, then ``INSERT … ON CONFLICT (vehicle_id, ts) DO NOTHING`` moves it into
+``fixes``: importing the same pings twice adds nothing the second time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psycopg
+from numpy.typing import NDArray
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from db import pgcopy as pcp
+from geo.h3 import latlng_to_cells
+from tracking import frames
+from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
+from tracking.models import FIXES_DEFAULT_PARTITION, FIXES_TABLE
+
+H3_RESOLUTIONS = (9, 12)
+"""Resolutions stored with each fix (columns ``h3_r9``, ``h3_r12``)."""
+
+_US_PER_DAY = 86_400_000_000
+_SRID = 4326
+_STAGE = "_fixes_stage"
+_PARTITION_LOCK_KEY = 7_294_310_001  # pg_advisory_xact_lock key serialising partition DDL
+_FIX_COLUMNS = (
+    "vehicle_id",
+    "ts",
+    "lat",
+    "lon",
+    "geom",
+    "speed_kmh",
+    "heading_deg",
+    "accuracy_m",
+    "meter",
+    "tariff",
+    "driver_id",
+    "h3_r9",
+    "h3_r12",
+    "speed_flag",
+    "source",
+)
+_COLUMN_LIST = ", ".join(_FIX_COLUMNS)
+
+
+def partition_name(day: dt.date) -> str:
+    """Return the name of the daily partition of ``fixes`` holding UTC day ``day``."""
+    return f"{FIXES_TABLE}_p{day:%Y%m%d}"
+
+
+def _existing_partitions(conn: Connection) -> set[str]:
+    rows = conn.execute(
+        text(
+            "SELECT c.relname FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid "
+            "JOIN pg_class p ON p.oid = i.inhparent "
+            "WHERE p.relname = :parent AND p.relnamespace = to_regnamespace(current_schema())::oid"
+        ),
+        {"parent": FIXES_TABLE},
+    )
+    return {str(r[0]) for r in rows}
+
+
+def ensure_fix_partitions(conn: Connection, start: dt.date, end: dt.date) -> list[str]:
+    """Create the daily partitions of ``fixes`` for the UTC days ``start`` to ``end``, inclusive.
+
+    Fixes already sitting in the DEFAULT partition for a new day are moved into it, so the
+    partition can be added at any time. Safe to call concurrently (serialised by an advisory lock).
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection inside the caller's transaction.
+    start, end : datetime.date
+        First and last UTC day (inclusive).
+
+    Returns
+    -------
+    list of str
+        Names of the partitions created (empty when all existed).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``end`` is before ``start``.
+    """
+    if end < start:
+        msg = f"intervalo de partições invertido: início {start} depois do fim {end}"
+        raise InvalidParameterError(msg)
+    days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
+    return _ensure_days(conn, days)
+
+
+def _ensure_days(conn: Connection, days: list[dt.date]) -> list[str]:
+    existing = _existing_partitions(conn)
+    missing = [d for d in days if partition_name(d) not in existing]
+    if not missing:
+        return []
+    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PARTITION_LOCK_KEY})
+    existing = _existing_partitions(conn)
+    created = []
+    for day in missing:
+        name = partition_name(day)
+        if name in existing:
+            continue
+        lo = f"{day.isoformat()} 00:00:00+00"
+        hi = f"{(day + dt.timedelta(days=1)).isoformat()} 00:00:00+00"
+        bounds = {"lo": lo, "hi": hi}
+        stranded = conn.execute(
+            text(
+                f"SELECT EXISTS (SELECT 1 FROM {FIXES_DEFAULT_PARTITION} "
+                "WHERE ts >= CAST(:lo AS timestamptz) AND ts < CAST(:hi AS timestamptz))"
+            ),
+            bounds,
+        ).scalar()
+        if stranded:
+            # Move that day's fixes out of DEFAULT before attaching the new partition.
+            conn.execute(
+                text(
+                    f"CREATE TABLE {name} "
+                    f"(LIKE {FIXES_TABLE} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
+                )
+            )
+            conn.execute(
+                text(
+                    f"WITH moved AS (DELETE FROM {FIXES_DEFAULT_PARTITION} "
+                    "WHERE ts >= CAST(:lo AS timestamptz) AND ts < CAST(:hi AS timestamptz) "
+                    f"RETURNING *) INSERT INTO {name} SELECT * FROM moved"
+                ),
+                bounds,
+            )
+            conn.execute(
+                text(
+                    f"ALTER TABLE {FIXES_TABLE} ATTACH PARTITION {name} "
+                    f"FOR VALUES FROM ('{lo}') TO ('{hi}')"
+                )
+            )
+        else:
+            conn.execute(
+                text(
+                    f"CREATE TABLE {name} PARTITION OF {FIXES_TABLE} "
+                    f"FOR VALUES FROM ('{lo}') TO ('{hi}')"
+                )
+            )
+        created.append(name)
+    return created
+
+
+def _timestamps_us(values: pd.Series) -> NDArray[np.int64]:
+    if not isinstance(values.dtype, pd.DatetimeTZDtype):
+        msg = (
+            f"coluna '{frames.TIMESTAMP}' sem fuso horário (tipo {values.dtype}); "
+            "esperado datetime64 com fuso (UTC)"
+        )
+        raise PingFrameError(msg)
+    if values.isna().any():
+        msg = f"coluna '{frames.TIMESTAMP}' tem {int(values.isna().sum())} valores nulos"
+        raise PingFrameError(msg)
+    return np.asarray(pd.DatetimeIndex(values).tz_convert("UTC").as_unit("us").asi8, dtype=np.int64)
+
+
+def _float_column(pings: pd.DataFrame, name: str) -> NDArray[np.float64]:
+    if name not in pings.columns:
+        return np.full(len(pings), np.nan)
+    try:
+        return np.asarray(pd.to_numeric(pings[name]).to_numpy(dtype=np.float64, na_value=np.nan))
+    except (TypeError, ValueError):
+        msg = f"coluna '{name}' não numérica (tipo {pings[name].dtype})"
+        raise PingFrameError(msg) from None
+
+
+def _checked_meter(pings: pd.DataFrame) -> pd.Series | None:
+    if frames.METER not in pings.columns:
+        return None
+    meter = pings[frames.METER]
+    bad = meter.notna() & ~meter.isin(frames.METER_VALUES)
+    if bad.any():
+        msg = (
+            f"'{frames.METER}' era {meter[bad].iloc[0]!r}; "
+            f"esperado um de {', '.join(frames.METER_VALUES)} ou vazio"
+        )
+        raise PingFrameError(msg)
+    return meter
+
+
+def _checked_tariff(pings: pd.DataFrame) -> pcp.FixedColumn:
+    if frames.TARIFF not in pings.columns:
+        return pcp.FixedColumn(np.zeros(len(pings), ">i2"), np.ones(len(pings), dtype=bool))
+    try:
+        tariff = pd.to_numeric(pings[frames.TARIFF]).astype("Int16")
+    except (TypeError, ValueError):
+        msg = (
+            f"'{frames.TARIFF}' não numérica (tipo {pings[frames.TARIFF].dtype}); "
+            "esperado 1, 2 ou vazio"
+        )
+        raise PingFrameError(msg) from None
+    bad = tariff.notna() & ~tariff.isin(frames.TARIFF_VALUES)
+    if bad.any():
+        msg = f"'{frames.TARIFF}' era {tariff[bad].iloc[0]!r}; esperado 1, 2 ou vazio"
+        raise PingFrameError(msg)
+    null = tariff.isna().to_numpy(dtype=bool)
+    return pcp.FixedColumn(tariff.fillna(0).to_numpy(dtype=np.int16).astype(">i2"), null)
+
+
+def _h3_column(cells: NDArray[np.uint64]) -> pcp.FixedColumn:
+    null = cells == 0  # H3's null index: coordinate that could not be indexed
+    return pcp.FixedColumn(cells.view(np.int64).astype(">i8"), null if null.any() else None)
+
+
+def _write_copy(conn: Connection, table: str, payload: Iterator[bytes]) -> None:
+    dbapi = conn.connection.driver_connection
+    if dbapi is None:  # pragma: no cover - a live connection always has one
+        msg = "conexão sem driver psycopg ativo"
+        raise RuntimeError(msg)
+    with (
+        dbapi.cursor() as cur,
+        cur.copy(f"COPY {table} ({_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)") as copy,
+    ):
+        for block in payload:
+            copy.write(block)
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    """Pings checked and encoded for COPY: full-length columns plus the rows to store, in order."""
+
+    rows: NDArray[np.int64]  # input rows to store, deduplicated, by (UTC day, vehicle, ts)
+    ts_us: NDArray[np.int64]  # of ``rows``
+    vehicle_ids: list[str]
+    vehicle_id: pcp.BytesColumn
+    lat: NDArray[np.float64]
+    lon: NDArray[np.float64]
+    speed_kmh: NDArray[np.float64]
+    heading_deg: NDArray[np.float64]
+    accuracy_m: NDArray[np.float64]
+    meter: pcp.BytesColumn
+    tariff: pcp.FixedColumn
+    driver_id: pcp.BytesColumn
+    speed_flag: NDArray[np.bool_]
+    source: str
+
+    def payload(self, *, chunk_rows: int = 250_000) -> Iterator[bytes]:
+        """Yield the binary COPY stream; H3 cells are computed a chunk at a time."""
+        yield pcp.COPY_HEADER
+        for lo in range(0, len(self.rows), chunk_rows):
+            idx = self.rows[lo : lo + chunk_rows]
+            lat, lon = self.lat[idx], self.lon[idx]
+            columns: list[pcp.Column] = [
+                self.vehicle_id.take(idx),
+                pcp.timestamptz_column(self.ts_us[lo : lo + chunk_rows]),
+                pcp.float8_column(lat),
+                pcp.float8_column(lon),
+                pcp.ewkb_point_column(lon, lat, srid=_SRID),
+                pcp.float8_column(self.speed_kmh[idx]),
+                pcp.float8_column(self.heading_deg[idx]),
+                pcp.float8_column(self.accuracy_m[idx]),
+                self.meter.take(idx),
+                self.tariff.take(idx),
+                self.driver_id.take(idx),
+                *(_h3_column(latlng_to_cells(lat, lon, resolution=r)) for r in H3_RESOLUTIONS),
+                pcp.FixedColumn(self.speed_flag[idx].astype("u1")),
+                pcp.constant_text_column(self.source, len(idx)),
+            ]
+            yield from pcp.copy_rows(columns, chunk_rows=chunk_rows)
+        yield pcp.COPY_TRAILER
+
+
+def _encode(pings: pd.DataFrame, *, source: str) -> _Encoded:
+    """Check the pings and encode their columns; no row is copied or reordered in pandas."""
+    missing = [c for c in frames.PING_REQUIRED if c not in pings.columns]
+    if missing:
+        msg = f"pings sem as colunas obrigatórias: {', '.join(missing)}"
+        raise MissingColumnsError(msg)
+    ts_us = _timestamps_us(pings[frames.TIMESTAMP])
+    lat = _float_column(pings, frames.LAT)
+    lon = _float_column(pings, frames.LON)
+    bad = ~(np.isfinite(lat) & np.isfinite(lon) & (np.abs(lat) <= 90) & (np.abs(lon) <= 180))
+    if bad.any():
+        msg = (
+            f"{int(bad.sum())} pings com '{frames.LAT}'/'{frames.LON}' vazios ou fora de "
+            "[-90, 90] × [-180, 180]; valide os pings antes de gravar"
+        )
+        raise PingFrameError(msg)
+    vids = pings[frames.VEHICLE_ID]
+    if vids.isna().any():
+        msg = f"coluna '{frames.VEHICLE_ID}' tem {int(vids.isna().sum())} valores nulos"
+        raise PingFrameError(msg)
+    n = len(pings)
+    meter = _checked_meter(pings)
+    tariff = _checked_tariff(pings)
+
+    # Keep the first of rows sharing (vehicle_id, ts); order by (UTC day, vehicle, ts) so each
+    # daily partition and its primary key receive long sorted runs.
+    codes, uniques = pd.factorize(vids.astype("string"), sort=True)
+    order = np.lexsort((ts_us, codes, np.floor_divide(ts_us, _US_PER_DAY)))
+    c_sorted, t_sorted = codes[order], ts_us[order]
+    keep = np.ones(len(order), dtype=bool)  # lexsort is stable: the earliest row comes first
+    keep[1:] = (c_sorted[1:] != c_sorted[:-1]) | (t_sorted[1:] != t_sorted[:-1])
+    rows = order[keep]
+    speed_flag = (
+        pings[frames.SPEED_FLAG].fillna(False).to_numpy(dtype=bool)
+        if frames.SPEED_FLAG in pings.columns
+        else np.zeros(n, dtype=bool)
+    )
+    return _Encoded(
+        rows=rows,
+        ts_us=ts_us[rows],
+        vehicle_ids=[str(v) for v in uniques],
+        vehicle_id=pcp.text_column(vids),
+        lat=lat,
+        lon=lon,
+        speed_kmh=_float_column(pings, frames.SPEED_KMH),
+        heading_deg=_float_column(pings, frames.HEADING_DEG),
+        accuracy_m=_float_column(pings, frames.ACCURACY_M),
+        meter=pcp.text_column(meter) if meter is not None else pcp.null_column(n),
+        tariff=tariff,
+        driver_id=(
+            pcp.text_column(pings[frames.DRIVER_ID])
+            if frames.DRIVER_ID in pings.columns
+            else pcp.null_column(n)
+        ),
+        speed_flag=speed_flag,
+        source=source,
+    )
+
+
+def _utc_days(ts_us: NDArray[np.int64]) -> list[dt.date]:
+    day_numbers = np.unique(np.floor_divide(ts_us, _US_PER_DAY))
+    epoch = dt.date(1970, 1, 1)
+    return [epoch + dt.timedelta(days=int(d)) for d in day_numbers]
+
+
+def _any_stored(conn: Connection, vehicle_ids: list[str], ts_us: NDArray[np.int64]) -> bool:
+    lo = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(ts_us.min()))
+    hi = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(ts_us.max()))
+    found = conn.execute(
+        text(
+            f"SELECT EXISTS (SELECT 1 FROM {FIXES_TABLE} WHERE vehicle_id = ANY(:vids) "
+            "AND ts BETWEEN :lo AND :hi)"
+        ),
+        {"vids": vehicle_ids, "lo": lo, "hi": hi},
+    ).scalar()
+    return bool(found)
+
+
+def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
+    """Store validated pings in ``fixes`` by binary COPY; fixes already stored are skipped.
+
+    The daily partitions the pings need are created first. When none of the pings' vehicles has a
+    stored fix in the pings' time span, the payload is copied straight into ``fixes`` (inside a
+    savepoint); otherwise, or if a concurrent import wins a race, it goes through a temporary
+    staging table and ``INSERT … ON CONFLICT (vehicle_id, ts) DO NOTHING``.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection (psycopg 3 driver) inside the caller's transaction; nothing is committed here.
+    pings : pandas.DataFrame
+        Pings per :mod:`tracking.frames`: ``vehicle_id``, tz-aware ``timestamp``, ``lat``, ``lon``
+        required; optional columns absent or NaN/None are stored as NULL. Row order is free; of
+        rows sharing ``(vehicle_id, timestamp)`` the first is stored.
+    source : str
+        Where the pings came from (file name, device feed), stored with each fix.
+
+    Returns
+    -------
+    int
+        Rows inserted; a fix whose ``(vehicle_id, timestamp)`` is already stored is not counted.
+
+    Raises
+    ------
+    MissingColumnsError
+        If a required column is missing.
+    PingFrameError
+        If a timestamp is naive or null, a vehicle id is null, a coordinate is outside WGS84
+        bounds, or ``meter``/``tariff`` hold unknown values.
+    """
+    enc = _encode(pings, source=source)
+    if len(enc.rows) == 0:
+        return 0
+    _ensure_days(conn, _utc_days(enc.ts_us))
+    if not _any_stored(conn, enc.vehicle_ids, enc.ts_us):
+        try:
+            with conn.begin_nested():
+                _write_copy(conn, FIXES_TABLE, enc.payload())
+            return len(enc.rows)
+        except psycopg.errors.UniqueViolation:
+            pass  # a concurrent import stored some of them: take the conflict-safe path
+    conn.execute(text(f"DROP TABLE IF EXISTS pg_temp.{_STAGE}"))
+    conn.execute(
+        text(f"CREATE TEMP TABLE {_STAGE} (LIKE {FIXES_TABLE} INCLUDING DEFAULTS) ON COMMIT DROP")
+    )
+    _write_copy(conn, _STAGE, enc.payload())
+    inserted = conn.execute(
+        text(
+            f"INSERT INTO {FIXES_TABLE} ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {_STAGE} "
+            "ON CONFLICT (vehicle_id, ts) DO NOTHING"
+        )
+    ).rowcount
+    conn.execute(text(f"DROP TABLE pg_temp.{_STAGE}"))
+    return int(inserted)
+
+
+def _json_safe(value: Any) -> Any:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, pd.Timestamp | dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, np.generic):
+        return _json_safe(value.item())
+    return value
+
+
+def copy_rejected(conn: Connection, rejected: pd.DataFrame, *, source: str) -> int:
+    """Store rejected input rows with their reason and original values (as JSON).
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection (psycopg 3 driver) inside the caller's transaction.
+    rejected : pandas.DataFrame
+        Rows refused by validation: ``row`` (1-based data row of the source), ``reason``, and
+        the original values in the other columns.
+    source : str
+        Where the rows came from.
+
+    Returns
+    -------
+    int
+        Rows stored.
+
+    Raises
+    ------
+    MissingColumnsError
+        If the ``reason`` column is missing.
+    """
+    if frames.REASON not in rejected.columns:
+        msg = f"rejeitados sem a coluna '{frames.REASON}'"
+        raise MissingColumnsError(msg)
+    if len(rejected) == 0:
+        return 0
+    raw_cols = [c for c in rejected.columns if c not in (frames.ROW, frames.REASON)]
+    has_row = frames.ROW in rejected.columns
+    rows = rejected[frames.ROW].tolist() if has_row else [None] * len(rejected)
+    reasons = rejected[frames.REASON].astype(str).tolist()
+    raw_records = rejected[raw_cols].astype(object).to_numpy()
+    dbapi = conn.connection.driver_connection
+    if dbapi is None:  # pragma: no cover
+        msg = "conexão sem driver psycopg ativo"
+        raise RuntimeError(msg)
+    with (
+        dbapi.cursor() as cur,
+        cur.copy("COPY rejected_fixes (source, row, reason, raw) FROM STDIN") as copy,
+    ):
+        for row, reason, rec in zip(rows, reasons, raw_records, strict=True):
+            raw = {str(c): _json_safe(v) for c, v in zip(raw_cols, rec, strict=True)}
+            copy.write_row((source, _json_safe(row), reason, json.dumps(raw, ensure_ascii=False)))
+    return len(rejected)
