@@ -1,0 +1,143 @@
+"""Migrations: up from empty, down to base and up again; no drift between models and schema."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import Iterator
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
+
+from db.engine import create_database, drop_database, parse_url
+from db.migrate import current, downgrade, head, include_object, target_metadata, upgrade
+from tracking.store import ensure_fix_partitions
+
+POSTGIS_TABLES = {"spatial_ref_sys"}
+
+
+@pytest.fixture
+def empty_database_url(database_url: str) -> Iterator[str]:
+    """A new database with nothing in it, on the suite's server."""
+    name = f"pontual_mig_{secrets.token_hex(4)}"
+    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
+    create_database(url, postgis=False)
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
+def _tables(url: str) -> set[str]:
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def _drift(engine: Engine) -> list[object]:
+    with engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"include_object": include_object, "compare_type": True}
+        )
+        return list(compare_metadata(context, target_metadata()))
+
+
+class TestUpgradeDowngrade:
+    def test_empty_database_up_down_up(self, empty_database_url: str) -> None:
+        """Head creates every model table; base removes them all; head again restores them."""
+        url = empty_database_url
+        assert current(url) is None
+        model_tables = set(target_metadata().tables)
+
+        upgrade(url)
+        assert current(url) == head()
+        assert model_tables <= _tables(url)
+        assert "fixes_default" in _tables(url)
+
+        downgrade(url, "base")
+        assert current(url) is None
+        assert _tables(url) - POSTGIS_TABLES == {"alembic_version"}
+
+        upgrade(url)
+        assert current(url) == head()
+        assert model_tables <= _tables(url)
+
+    def test_fixes_is_partitioned_by_range_of_ts(self, db_session: Session) -> None:
+        """The fixes parent is a RANGE-partitioned table with a DEFAULT partition."""
+        key = db_session.execute(text("SELECT pg_get_partkeydef('fixes'::regclass)")).scalar_one()
+        assert key == "RANGE (ts)"
+        default = db_session.execute(
+            text(
+                "SELECT pg_get_expr(relpartbound, oid) FROM pg_class "
+                "WHERE relname = 'fixes_default'"
+            )
+        ).scalar_one()
+        assert default == "DEFAULT"
+
+
+class TestNoDrift:
+    def test_models_match_migrated_schema(self, db_engine: Engine) -> None:
+        """Autogenerate finds nothing to change between the models and the head schema."""
+        assert _drift(db_engine) == []
+
+    def test_partitions_are_ignored(self, db_engine: Engine) -> None:
+        """Daily partitions made at run time do not count as drift."""
+        with db_engine.begin() as conn:
+            ensure_fix_partitions(conn, dt.date(2031, 1, 1), dt.date(2031, 1, 2))
+        try:
+            assert _drift(db_engine) == []
+        finally:
+            with db_engine.begin() as conn:
+                conn.execute(text("DROP TABLE fixes_p20310101, fixes_p20310102"))
+
+    def test_an_unknown_table_is_drift(self, db_engine: Engine) -> None:
+        """The comparison does see a table that no model declares (so the check can fail)."""
+        with db_engine.begin() as conn:
+            conn.execute(text("CREATE TABLE drift_probe (n int)"))
+        try:
+            diffs = _drift(db_engine)
+        finally:
+            with db_engine.begin() as conn:
+                conn.execute(text("DROP TABLE drift_probe"))
+        assert [d[0] for d in diffs] == ["remove_table"]  # type: ignore[index]
+
+
+class TestAuditLogAppendOnly:
+    def _entry(self, session: Session) -> int:
+        return int(
+            session.execute(
+                text(
+                    "INSERT INTO audit_log (actor, action, entity, entity_id) "
+                    "VALUES ('agente', 'confirm', 'proposal', 'P1') RETURNING entry_id"
+                )
+            ).scalar_one()
+        )
+
+    def test_insert_is_allowed(self, db_session: Session) -> None:
+        """New entries are accepted with a timestamp."""
+        entry_id = self._entry(db_session)
+        at = db_session.execute(
+            text("SELECT at FROM audit_log WHERE entry_id = :i"), {"i": entry_id}
+        ).scalar_one()
+        assert at is not None
+
+    @pytest.mark.parametrize(
+        "statement",
+        [
+            "UPDATE audit_log SET actor = 'outro'",
+            "DELETE FROM audit_log",
+            "TRUNCATE audit_log",
+        ],
+    )
+    def test_changes_are_refused(self, db_session: Session, statement: str) -> None:
+        """UPDATE, DELETE and TRUNCATE raise: the log only grows."""
+        self._entry(db_session)
+        with pytest.raises(DBAPIError, match="só aceita inclusões"), db_session.begin_nested():
+            db_session.execute(text(statement))
