@@ -29,3 +29,7 @@ class ReservedColumnError(ValueError):
 
 class InvalidParameterError(ValueError):
     """A threshold or option outside its allowed range (e.g. a naive ``now``)."""
+
+
+class PingFrameError(ValueError):
+    """A pings frame that breaks its contract (e.g. naive timestamps)."""
