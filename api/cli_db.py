@@ -45,9 +45,11 @@ def database_url(settings: Settings | None = None, *, migrate: bool = True) -> s
 
 
 def _revision(url: str) -> str | None:
+    from sqlalchemy.exc import SQLAlchemyError
+
     from db.migrate import current
 
-    with contextlib.suppress(Exception):  # status must not fail on a half-made database
+    with contextlib.suppress(SQLAlchemyError):  # status must not fail on a half-made database
         return current(url)
     return None
 

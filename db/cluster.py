@@ -51,6 +51,7 @@ from db._errors import (
     ClusterError,
     ClusterStartError,
     ClusterUserError,
+    DatabaseUnreachableError,
     PortInUseError,
     PostgisNotFoundError,
     PostgresNotFoundError,
@@ -394,6 +395,13 @@ def _read_password(data_dir: Path) -> str:
         raise ClusterError(msg) from None
 
 
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when the file existed with looser rights
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+
+
 @contextlib.contextmanager
 def _cluster_lock(data_dir: Path) -> Iterator[None]:
     with (Path(data_dir) / "cluster.lock").open("a") as handle:
@@ -446,13 +454,10 @@ def init_cluster(*, data_dir: Path, bindir: Path | None = None, durable: bool = 
         raise ClusterError(msg)
     pgdata.mkdir(mode=0o700, exist_ok=True)
     password = secrets.token_urlsafe(24)
-    password_file = _password_file(data_dir)
-    password_file.touch(mode=0o600)
-    password_file.write_text(password + "\n", encoding="utf-8")
+    _write_private(_password_file(data_dir), password)
     # initdb reads the password from a file the service user can read; removed right after.
     pwfile = data_dir / f".initdb-pw-{secrets.token_hex(4)}"
-    pwfile.touch(mode=0o600)
-    pwfile.write_text(password + "\n", encoding="utf-8")
+    _write_private(pwfile, password)
     if user is not None:
         os.chown(pgdata, user.pw_uid, user.pw_gid)
         os.chown(pwfile, user.pw_uid, user.pw_gid)
@@ -696,7 +701,8 @@ def cluster_status(
     if running:
         port = _running_port(pgdata) or port
         url = cluster_url(data_dir=data_dir, port=port, database="postgres")
-        with contextlib.suppress(Exception):  # the database may not exist yet: keep defaults
+        # The database may not exist yet or the password file be gone: keep the defaults.
+        with contextlib.suppress(ClusterError, DatabaseUnreachableError):
             server_version = probe_server(url).server_version
             postgis_version = probe_server(
                 cluster_url(data_dir=data_dir, port=port, database=DATABASE)

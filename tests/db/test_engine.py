@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine, text
@@ -74,11 +75,13 @@ class TestMakeEngine:
 
 class TestSessionScope:
     @pytest.fixture
-    def table(self, db_engine: Engine) -> str:
+    def table(self, db_engine: Engine) -> Iterator[str]:
         name = f"scope_probe_{secrets.token_hex(4)}"
         with db_engine.begin() as conn:
             conn.execute(text(f"CREATE TABLE {name} (n int)"))
-        return name
+        yield name
+        with db_engine.begin() as conn:  # the session database is shared: leave it clean
+            conn.execute(text(f"DROP TABLE {name}"))
 
     def test_commits_on_success(self, db_engine: Engine, table: str) -> None:
         """Work done in the block is committed."""
