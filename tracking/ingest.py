@@ -190,12 +190,6 @@ def write_rejected(rejected: pd.DataFrame, path: str | Path) -> None:
 # --- CSV -----------------------------------------------------------------------------------
 
 
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.name.lower().endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
-
-
 def read_csv_cells(
     path: str | Path, *, required: tuple[str, ...], what: str = "pings"
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -204,7 +198,7 @@ def read_csv_cells(
     Parameters
     ----------
     path : str or pathlib.Path
-        A ``.csv`` or ``.csv.gz`` file with a header row.
+        A ``.csv`` or ``.csv.gz`` file with a header row (UTF-8).
     required : tuple of str
         Columns that must be present.
     what : str, default "pings"
@@ -232,10 +226,17 @@ def read_csv_cells(
     return _read_csv(p, names)
 
 
+def _open_binary(path: Path) -> io.BufferedIOBase:
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rb")
+    return open(path, "rb")  # noqa: SIM115
+
+
 def _read_header(path: Path) -> list[str]:
     try:
-        with _open_text(path) as fh:
-            header = next(csv.reader(fh), None)  # type: ignore[arg-type]
+        with _open_binary(path) as fh:
+            line = fh.readline().decode("utf-8-sig")
+        header = next(csv.reader([line]), None)
     except (UnicodeDecodeError, OSError, csv.Error) as exc:
         raise MalformedFileError(
             f"{path.name}: não foi possível ler o cabeçalho CSV ({exc})"
@@ -245,9 +246,8 @@ def _read_header(path: Path) -> list[str]:
     names = [h.strip() for h in header]
     dupes = sorted({h for h in names if names.count(h) > 1})
     if dupes:
-        raise MalformedFileError(
-            f"{path.name}: coluna(s) repetida(s) no cabeçalho: {', '.join(dupes)}"
-        )
+        msg = f"{path.name}: coluna(s) repetida(s) no cabeçalho: {', '.join(dupes)}"
+        raise MalformedFileError(msg)
     return names
 
 
@@ -347,15 +347,15 @@ def _parquet_column(col: pa.ChunkedArray, *, is_time: bool) -> pd.Series:
         col = col.cast(typ.value_type)
         typ = col.type
     if is_time and (pa.types.is_timestamp(typ) or pa.types.is_date(typ)):
-        series = col.to_pandas()
+        series = pd.Series(col.to_pandas())
         return pd.to_datetime(series) if pa.types.is_date(typ) else series
     if pa.types.is_integer(typ):
-        return col.to_pandas(types_mapper=_nullable_int).astype("Int64")
+        return pd.Series(col.to_pandas(types_mapper=_nullable_int)).astype("Int64")
     if pa.types.is_floating(typ):
         return pd.Series(col.to_numpy(), dtype=np.float64)
     if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
         col = col.cast(pa.string())
-    return col.to_pandas().astype("str").fillna("")
+    return pd.Series(col.to_pandas()).astype("str").fillna("")
 
 
 def _nullable_int(typ: pa.DataType) -> pd.api.extensions.ExtensionDtype | None:

@@ -290,6 +290,10 @@ def assign_trip_ids(pings: pd.DataFrame, trips: pd.DataFrame) -> pd.Series:
         msg = f"faltam coluna(s) para atribuir viagens: {', '.join(dict.fromkeys(needed))}"
         raise MissingColumnsError(msg)
     p_ts = _ns(pings[fr.TIMESTAMP], "timestamp")
+    if not len(trips):
+        return pd.Series(
+            np.full(len(pings), None, dtype=object), index=pings.index, dtype="str", name=TRIP_ID
+        )
     t_start = _ns(trips["started_at"], "started_at")
     t_end = _ns(trips["ended_at"], "ended_at")
     both = pd.concat(
@@ -311,7 +315,7 @@ def assign_trip_ids(pings: pd.DataFrame, trips: pd.DataFrame) -> pd.Series:
     ping_pos = order[fix] - len(trips)
     cand = last_start[fix]
     valid = cand >= 0
-    safe = order[np.where(valid, cand, 0)]
+    safe = np.where(valid, order[np.maximum(cand, 0)], 0)  # index into trips
     valid &= (t_code[safe] == p_code[ping_pos]) & (p_ts[ping_pos] <= t_end[safe])
     out = np.full(len(pings), None, dtype=object)
     ids = trips[TRIP_ID].astype("str").to_numpy(dtype=object)
@@ -362,7 +366,9 @@ def _stand_array(
     if values.shape != (n,):
         msg = f"'stand_of_ping' tem {values.size} valores; esperado um por ping ({n})"
         raise PingFrameError(msg)
-    return np.where(pd.isna(values), None, values).astype(object)
+    values = values.copy()
+    values[pd.isna(values)] = None
+    return values
 
 
 def _meter_runs(

@@ -1,0 +1,269 @@
+"""Reading ping files: CSV and Parquet, both timestamp notations, file errors, rejected.csv."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tracking import frames as fr
+from tracking._errors import (
+    EmptyFileError,
+    MalformedFileError,
+    MissingColumnsError,
+    ReservedColumnError,
+    UnsupportedFormatError,
+)
+from tracking.ingest import read_pings, write_rejected
+
+NOW = pd.Timestamp("2024-03-04T12:00:00Z")
+HEADER = "vehicle_id,timestamp,lat,lon,meter,tariff\n"
+
+
+def _csv(tmp_path: Path, text: str, name: str = "pings.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class TestReadPingsCsv:
+    def test_iso_with_offset(self, tmp_path: Path) -> None:
+        """ISO 8601 timestamps with offsets are read as UTC; meter and tariff typed."""
+        path = _csv(
+            tmp_path,
+            HEADER
+            + "12,2024-03-04T09:00:00-03:00,-30.0277,-51.2287,occupied,1\n"
+            + "12,2024-03-04T09:00:15-03:00,-30.0278,-51.2288,occupied,2\n",
+        )
+        pings, rejected = read_pings(path, now=NOW)
+        assert rejected.empty
+        assert pings["timestamp"].tolist() == [
+            pd.Timestamp("2024-03-04T12:00:00Z"),
+            pd.Timestamp("2024-03-04T12:00:15Z"),
+        ]
+        assert pings["tariff"].tolist() == [1, 2]
+        assert pings["vehicle_id"].tolist() == ["12", "12"]
+
+    def test_unix_seconds(self, tmp_path: Path) -> None:
+        """Unix seconds (UTC) are read as instants; identifiers stay text ("007")."""
+        path = _csv(tmp_path, HEADER + "007,1709553600,-30.0,-51.0,,\n")
+        pings, rejected = read_pings(path, now=NOW)
+        assert rejected.empty
+        assert pings["timestamp"].iloc[0] == pd.Timestamp("2024-03-04T12:00:00Z")
+        assert pings["vehicle_id"].iloc[0] == "007"
+
+    def test_cells_are_not_guessed_as_na(self, tmp_path: Path) -> None:
+        """A vehicle called "NA" is a vehicle; "NaN" coordinates are invalid, not missing."""
+        path = _csv(tmp_path, HEADER + "NA,1709553600,-30,-51,,\nX,1709553600,NaN,-51,,\n")
+        pings, rejected = read_pings(path, now=NOW)
+        assert pings["vehicle_id"].tolist() == ["NA"]
+        assert rejected[["row", "reason", "lat"]].to_dict("records") == [
+            {"row": 2, "reason": "invalid_coordinates", "lat": "NaN"}
+        ]
+
+    def test_rows_are_data_rows_and_bad_records_do_not_stop_the_read(self, tmp_path: Path) -> None:
+        """Rows are 1-based data rows; a record with a wrong field count is malformed_row."""
+        text = (
+            HEADER
+            + "a,1709553600,-30,-51,free,\n"
+            + "b,1709553600,-30\n"  # too few fields
+            + "\n"  # blank lines are not data rows
+            + "c,1709553600,-30,-51,free,,extra\n"  # too many fields
+            + "d,1709553600,-30,-51,free,\n"
+        )
+        pings, rejected = read_pings(_csv(tmp_path, text), now=NOW)
+        assert pings["row"].tolist() == [1, 4]
+        assert rejected[["row", "reason", "vehicle_id", "lon", "tariff"]].to_dict("records") == [
+            {"row": 2, "reason": "malformed_row", "vehicle_id": "b", "lon": "", "tariff": ""},
+            {
+                "row": 3,
+                "reason": "malformed_row",
+                "vehicle_id": "c",
+                "lon": "-51",
+                "tariff": ",extra",
+            },
+        ]
+
+    def test_bom_blanks_in_header_and_gzip(self, tmp_path: Path) -> None:
+        """A UTF-8 BOM and blanks around header names are tolerated; .csv.gz is read."""
+        text = "\ufeff vehicle_id , timestamp ,lat,lon\nv,1709553600,-30,-51\n"
+        path = tmp_path / "pings.csv.gz"
+        path.write_bytes(gzip.compress(text.encode("utf-8")))
+        pings, rejected = read_pings(path, now=NOW)
+        assert rejected.empty and pings["vehicle_id"].tolist() == ["v"]
+
+    def test_header_only_gives_empty_frames(self, tmp_path: Path) -> None:
+        """A header without data rows is not an error: empty, typed frames."""
+        pings, rejected = read_pings(_csv(tmp_path, HEADER), now=NOW)
+        assert pings.empty and rejected.empty
+        assert list(pings.columns) == list(fr.PING_COLUMNS)
+
+
+class TestReadPingsParquet:
+    def test_tz_aware_datetimes_and_numbers(self, tmp_path: Path) -> None:
+        """Parquet with a tz-aware timestamp column and float coordinates."""
+        path = tmp_path / "pings.parquet"
+        pd.DataFrame(
+            {
+                "vehicle_id": ["a", "a"],
+                "timestamp": pd.to_datetime(
+                    ["2024-03-04T09:00:00", "2024-03-04T09:00:15"]
+                ).tz_localize("America/Sao_Paulo"),
+                "lat": [-30.0277, np.nan],
+                "lon": [-51.2287, -51.0],
+                "meter": ["occupied", "free"],
+                "tariff": pd.array([1, None], dtype="Int64"),
+            }
+        ).to_parquet(path)
+        pings, rejected = read_pings(path, now=NOW)
+        assert pings["timestamp"].tolist() == [pd.Timestamp("2024-03-04T12:00:00Z")]
+        assert pings["tariff"].tolist() == [1]
+        assert rejected[["row", "reason", "lat", "timestamp"]].to_dict("records") == [
+            {
+                "row": 2,
+                "reason": "missing_coordinates",
+                "lat": "",
+                "timestamp": "2024-03-04T09:00:15-03:00",
+            }
+        ]
+
+    def test_unix_seconds_and_integer_ids(self, tmp_path: Path) -> None:
+        """Integer Unix seconds and integer vehicle ids (with a null) read as text ids."""
+        path = tmp_path / "pings.parquet"
+        table = pa.table(
+            {
+                "vehicle_id": pa.array([20000589, None], type=pa.int64()),
+                "timestamp": pa.array([1709553600, 1709553615], type=pa.int64()),
+                "lat": [-30.0, -30.0],
+                "lon": [-51.0, -51.0],
+            }
+        )
+        pq.write_table(table, path)
+        pings, rejected = read_pings(path, now=NOW)
+        assert pings["vehicle_id"].tolist() == ["20000589"]
+        assert pings["timestamp"].iloc[0] == pd.Timestamp("2024-03-04T12:00:00Z")
+        assert rejected[["row", "reason", "timestamp"]].to_dict("records") == [
+            {"row": 2, "reason": "empty_vehicle_id", "timestamp": "1709553615"}
+        ]
+
+    def test_naive_datetimes_rejected(self, tmp_path: Path) -> None:
+        """A Parquet timestamp column without a time zone: rows rejected as naive."""
+        path = tmp_path / "pings.parquet"
+        pd.DataFrame(
+            {
+                "vehicle_id": ["a"],
+                "timestamp": pd.to_datetime(["2024-03-04T09:00:00"]),
+                "lat": [-30.0],
+                "lon": [-51.0],
+            }
+        ).to_parquet(path)
+        pings, rejected = read_pings(path, now=NOW)
+        assert pings.empty
+        assert rejected["reason"].tolist() == ["naive_timestamp"]
+
+
+class TestReadPingsErrors:
+    @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+    def test_missing_columns_named_in_portuguese(self, tmp_path: Path, suffix: str) -> None:
+        """A file without lat and lon fails with a message naming both columns."""
+        frame = pd.DataFrame({"vehicle_id": ["a"], "timestamp": ["1709553600"], "latitude": ["1"]})
+        path = tmp_path / f"pings{suffix}"
+        if suffix == ".csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path)
+        with pytest.raises(MissingColumnsError, match=r"obrigatória\(s\) lat, lon \(colunas"):
+            read_pings(path, now=NOW)
+
+    def test_empty_file(self, tmp_path: Path) -> None:
+        """A zero-byte CSV is an EmptyFileError, not a traceback from the parser."""
+        with pytest.raises(EmptyFileError, match="arquivo vazio"):
+            read_pings(_csv(tmp_path, ""), now=NOW)
+
+    def test_empty_parquet_file(self, tmp_path: Path) -> None:
+        """A zero-byte Parquet file is an EmptyFileError too."""
+        path = tmp_path / "pings.parquet"
+        path.write_bytes(b"")
+        with pytest.raises(EmptyFileError, match="arquivo vazio"):
+            read_pings(path, now=NOW)
+
+    def test_unknown_extension(self, tmp_path: Path) -> None:
+        """A .json file is refused with the list of supported extensions."""
+        path = tmp_path / "pings.json"
+        path.write_text("[]")
+        with pytest.raises(UnsupportedFormatError, match=r"não suportado: pings\.json.*\.parquet"):
+            read_pings(path, now=NOW)
+
+    def test_reserved_column(self, tmp_path: Path) -> None:
+        """An input column called "reason" would clash with rejected.csv: refused."""
+        path = _csv(tmp_path, "vehicle_id,timestamp,lat,lon,reason\na,1709553600,-30,-51,x\n")
+        with pytest.raises(ReservedColumnError, match="reason"):
+            read_pings(path, now=NOW)
+
+    def test_not_utf8(self, tmp_path: Path) -> None:
+        """Bytes that are not UTF-8 make a MalformedFileError."""
+        path = tmp_path / "pings.csv"
+        path.write_bytes(HEADER.encode() + "á,1709553600,-30,-51,,\n".encode("latin-1"))
+        with pytest.raises(MalformedFileError, match="CSV inválido"):
+            read_pings(path, now=NOW)
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        """A path that does not exist raises FileNotFoundError (shown by the CLI as erro:)."""
+        with pytest.raises(FileNotFoundError, match="não encontrado"):
+            read_pings(tmp_path / "nope.csv", now=NOW)
+
+    def test_errors_are_value_errors_of_the_tracking_room(self) -> None:
+        """The CLI prints errors of our rooms that subclass ValueError as 'erro: ...'."""
+        for cls in (
+            EmptyFileError,
+            MalformedFileError,
+            MissingColumnsError,
+            UnsupportedFormatError,
+        ):
+            assert issubclass(cls, ValueError)
+            assert cls.__module__.split(".")[0] == "tracking"
+
+
+class TestWriteRejected:
+    def test_columns_and_round_trip(self, tmp_path: Path) -> None:
+        """rejected.csv starts with row, reason, then the original columns, cells unchanged."""
+        path = _csv(
+            tmp_path,
+            "lon,lat,vehicle_id,timestamp,note\n"
+            + "-51,-30,a,1709553600,ok\n"
+            + '-51,,a,1709553615,"sem, lat"\n',
+        )
+        _, rejected = read_pings(path, now=NOW)
+        out = tmp_path / "rejected.csv"
+        write_rejected(rejected, out)
+        back = pd.read_csv(out, dtype=str, keep_default_na=False)
+        assert list(back.columns) == [
+            "row",
+            "reason",
+            "lon",
+            "lat",
+            "vehicle_id",
+            "timestamp",
+            "note",
+        ]
+        assert back.to_dict("records") == [
+            {
+                "row": "2",
+                "reason": "missing_coordinates",
+                "lon": "-51",
+                "lat": "",
+                "vehicle_id": "a",
+                "timestamp": "1709553615",
+                "note": "sem, lat",
+            }
+        ]
+
+    def test_requires_row_and_reason(self, tmp_path: Path) -> None:
+        """A frame without the reason column is refused."""
+        with pytest.raises(MissingColumnsError, match="reason"):
+            write_rejected(pd.DataFrame({"row": [1]}), tmp_path / "r.csv")

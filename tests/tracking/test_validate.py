@@ -1,0 +1,325 @@
+"""Validation of raw fixes: one reason per bad row, good rows kept, contract dtypes and order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from factories import make_raw_pings
+
+from tracking import frames as fr
+from tracking._errors import InvalidParameterError, MissingColumnsError
+from tracking.validate import REJECTION_REASONS, speed_flags, validate_pings
+
+NOW = pd.Timestamp("2024-03-04T12:00:00Z")
+GOOD: dict[str, Any] = {
+    "vehicle_id": "V1",
+    "timestamp": "2024-03-04T09:00:00-03:00",
+    "lat": "-30.0277",
+    "lon": "-51.2287",
+    "speed_kmh": "12.5",
+    "heading_deg": "90",
+    "accuracy_m": "5",
+    "meter": "free",
+    "tariff": "",
+    "driver_id": "D7",
+}
+
+
+def _validate(rows: list[dict[str, Any]], **kwargs: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return validate_pings(make_raw_pings(rows), now=kwargs.pop("now", NOW), **kwargs)
+
+
+class TestValidatePings:
+    @pytest.mark.parametrize(
+        ("change", "reason"),
+        [
+            ({"vehicle_id": ""}, "empty_vehicle_id"),
+            ({"vehicle_id": "   "}, "empty_vehicle_id"),
+            ({"lat": ""}, "missing_coordinates"),
+            ({"lon": " "}, "missing_coordinates"),
+            ({"lat": "abc"}, "invalid_coordinates"),
+            ({"lat": "NaN"}, "invalid_coordinates"),
+            ({"lon": "inf"}, "invalid_coordinates"),
+            ({"lat": "-30,03"}, "invalid_coordinates"),
+            ({"lat": "91"}, "out_of_range_coordinates"),
+            ({"lon": "-180.5"}, "out_of_range_coordinates"),
+            ({"lat": "0", "lon": "0"}, "null_island"),
+            ({"lat": "0.0", "lon": "-0.0"}, "null_island"),
+            ({"timestamp": ""}, "missing_timestamp"),
+            ({"timestamp": "ontem"}, "unparseable_timestamp"),
+            ({"timestamp": "2024-02-30T10:00:00Z"}, "unparseable_timestamp"),
+            ({"timestamp": "1709553600000"}, "unparseable_timestamp"),  # milliseconds
+            ({"timestamp": "-5"}, "unparseable_timestamp"),
+            ({"timestamp": "2024-03-04T09:00:00"}, "naive_timestamp"),
+            ({"timestamp": "2024-03-04 09:00"}, "naive_timestamp"),
+            ({"timestamp": "2024-03-04"}, "naive_timestamp"),
+            ({"timestamp": "2024-03-04T12:05:01Z"}, "future_timestamp"),
+            ({"timestamp": "1709554000"}, "future_timestamp"),  # 12:06:40Z
+            ({"meter": "busy"}, "unknown_meter"),
+            ({"meter": "livre"}, "unknown_meter"),
+            ({"tariff": "3"}, "unknown_tariff"),
+            ({"tariff": "1.5"}, "unknown_tariff"),
+            ({"tariff": "B2"}, "unknown_tariff"),
+            ({"speed_kmh": "-1"}, "invalid_speed"),
+            ({"speed_kmh": "fast"}, "invalid_speed"),
+            ({"heading_deg": "361"}, "invalid_heading"),
+            ({"accuracy_m": "-3"}, "invalid_accuracy"),
+        ],
+    )
+    def test_rejects_bad_row_with_reason(self, change: dict[str, str], reason: str) -> None:
+        """A bad row is rejected with its reason; the good row beside it is kept."""
+        pings, rejected = _validate([GOOD, {**GOOD, "vehicle_id": "V2", **change}])
+        assert list(pings["vehicle_id"]) == ["V1"]
+        assert rejected[["row", "reason"]].to_dict("records") == [{"row": 2, "reason": reason}]
+
+    def test_first_reason_in_documented_order_wins(self) -> None:
+        """Bad coordinates and a bad timestamp: the coordinates come first in REJECTION_REASONS."""
+        _, rejected = _validate([{**GOOD, "lat": "x", "timestamp": "nope", "meter": "busy"}])
+        assert rejected["reason"].tolist() == ["invalid_coordinates"]
+        assert REJECTION_REASONS.index("invalid_coordinates") < REJECTION_REASONS.index(
+            "unparseable_timestamp"
+        )
+
+    def test_rejected_keeps_original_text_of_every_column(self) -> None:
+        """Rejected rows carry row, reason and each input cell exactly as written."""
+        bad = {**GOOD, "lat": " 95.000 ", "extra": "x;y"}
+        _, rejected = _validate([{**GOOD, "extra": ""}, bad])
+        assert list(rejected.columns) == ["row", "reason", *bad.keys()]
+        assert rejected.iloc[0].to_dict() == {"row": 2, "reason": "out_of_range_coordinates", **bad}
+        assert all(str(rejected[c].dtype) == "str" for c in rejected.columns[1:])
+
+    @pytest.mark.parametrize(
+        ("timestamp", "expected"),
+        [
+            ("2024-03-04T09:00:00-03:00", "2024-03-04T12:00:00Z"),
+            ("2024-03-04T09:00:00-0300", "2024-03-04T12:00:00Z"),
+            ("2024-03-04T09:00:00-03", "2024-03-04T12:00:00Z"),
+            ("2024-03-04T12:00:00Z", "2024-03-04T12:00:00Z"),
+            ("2024-03-04 12:00:00.250+00:00", "2024-03-04T12:00:00.250Z"),
+            ("1709553600", "2024-03-04T12:00:00Z"),
+            ("1709553600.5", "2024-03-04T12:00:00.5Z"),
+        ],
+    )
+    def test_parses_offsets_and_unix_seconds_to_utc(self, timestamp: str, expected: str) -> None:
+        """ISO 8601 with any offset and Unix seconds become the same UTC instant."""
+        pings, rejected = _validate([{**GOOD, "timestamp": timestamp}])
+        assert rejected.empty
+        assert pings["timestamp"].iloc[0] == pd.Timestamp(expected)
+
+    def test_mixed_timestamp_notations_in_one_column(self) -> None:
+        """One file may mix offsets and Unix seconds; each row is parsed on its own."""
+        rows = [
+            {**GOOD, "timestamp": "2024-03-04T09:00:00-03:00"},
+            {**GOOD, "timestamp": "1709553615"},
+            {**GOOD, "timestamp": "2024-03-04T12:00:30+00:00"},
+            {**GOOD, "timestamp": "2024-03-04T12:00:45"},
+        ]
+        pings, rejected = _validate(rows)
+        assert pings["timestamp"].dt.second.tolist() == [0, 15, 30]
+        assert rejected["reason"].tolist() == ["naive_timestamp"]
+
+    def test_future_tolerance(self) -> None:
+        """A fix up to five minutes after now is clock skew and kept; later is rejected."""
+        rows = [
+            {**GOOD, "timestamp": "2024-03-04T12:04:59Z"},
+            {**GOOD, "timestamp": "2024-03-04T12:05:00Z"},
+            {**GOOD, "timestamp": "2024-03-04T12:05:00.001Z"},
+        ]
+        pings, rejected = _validate(rows)
+        assert len(pings) == 2
+        assert rejected["row"].tolist() == [3]
+
+    def test_exact_duplicate_later_row_is_the_duplicate(self) -> None:
+        """Of two identical rows the first is kept and the later one rejected as duplicate."""
+        other = {**GOOD, "timestamp": "2024-03-04T09:00:15-03:00"}
+        pings, rejected = _validate([GOOD, other, GOOD, GOOD])
+        assert pings["row"].tolist() == [1, 2]
+        assert rejected[["row", "reason"]].to_dict("records") == [
+            {"row": 3, "reason": "duplicate"},
+            {"row": 4, "reason": "duplicate"},
+        ]
+
+    def test_same_instant_other_values_is_conflicting_duplicate(self) -> None:
+        """Same vehicle and instant (any notation) with other values: the later one conflicts."""
+        rows = [
+            {**GOOD, "lat": "-30.0300"},
+            {**GOOD, "timestamp": "2024-03-04T12:00:00Z"},  # same instant, other text
+            {**GOOD, "vehicle_id": "V2"},  # other vehicle: no conflict
+            {**GOOD, "lat": "-30.0300"},  # identical to row 1
+        ]
+        pings, rejected = _validate(rows)
+        assert pings["row"].tolist() == [1, 3]
+        assert dict(zip(rejected["row"], rejected["reason"], strict=True)) == {
+            2: "conflicting_duplicate",
+            4: "duplicate",
+        }
+
+    def test_identical_bad_rows_keep_their_row_reason(self) -> None:
+        """Duplicates are only looked for among rows that passed the row checks."""
+        bad = {**GOOD, "lat": ""}
+        _, rejected = _validate([bad, bad])
+        assert rejected["reason"].tolist() == ["missing_coordinates"] * 2
+
+    def test_no_row_is_lost(self) -> None:
+        """Every input row ends up either in pings or in rejected, once."""
+        rng = np.random.default_rng(3)
+        choices = ["", "x", "-30.1", "-30.1", "-30.1", "95"]
+        rows = [
+            {**GOOD, "lat": rng.choice(choices), "timestamp": f"17095536{i % 40:02d}"}
+            for i in range(200)
+        ]
+        pings, rejected = _validate(rows)
+        assert sorted([*pings["row"], *rejected["row"]]) == list(range(1, 201))
+
+    def test_output_contract_dtypes_and_order(self) -> None:
+        """Pings have the contract's columns and dtypes, sorted by vehicle then time."""
+        rows = [
+            {**GOOD, "vehicle_id": "B", "timestamp": "1709553630"},
+            {
+                **GOOD,
+                "vehicle_id": "A",
+                "timestamp": "1709553645",
+                "meter": "Occupied ",
+                "tariff": "2",
+            },
+            {**GOOD, "vehicle_id": "B", "timestamp": "1709553600", "meter": "", "driver_id": ""},
+            {**GOOD, "vehicle_id": "A", "timestamp": "1709553615", "speed_kmh": ""},
+        ]
+        pings, _ = _validate(rows)
+        assert list(pings.columns) == list(fr.PING_COLUMNS)
+        assert isinstance(pings.index, pd.RangeIndex)
+        assert pings["row"].tolist() == [4, 2, 3, 1]
+        dtypes = {c: str(t) for c, t in pings.dtypes.items()}
+        assert dtypes == {
+            "vehicle_id": "str",
+            "timestamp": "datetime64[ns, UTC]",
+            "lat": "float64",
+            "lon": "float64",
+            "speed_kmh": "float64",
+            "heading_deg": "float64",
+            "accuracy_m": "float64",
+            "meter": "str",
+            "tariff": "Int8",
+            "driver_id": "str",
+            "row": "int64",
+            "speed_flag": "bool",
+        }
+        assert pings["meter"].iloc[1] == "occupied"
+        assert pd.isna(pings["meter"].iloc[2]) and pd.isna(pings["driver_id"].iloc[2])
+        assert pings["tariff"].iloc[1] == 2 and pd.isna(pings["tariff"].iloc[0])
+        assert np.isnan(pings["speed_kmh"].iloc[0])
+
+    def test_optional_columns_may_be_absent(self) -> None:
+        """A file with only the required columns gives empty optional columns."""
+        required = {k: GOOD[k] for k in fr.PING_REQUIRED}
+        pings, rejected = _validate([required])
+        assert rejected.empty
+        assert pings["meter"].isna().all() and pings["tariff"].isna().all()
+        assert list(pings.columns) == list(fr.PING_COLUMNS)
+
+    def test_numeric_and_datetime_columns_as_from_parquet(self) -> None:
+        """Numbers and tz-aware datetimes are accepted as they are; NaN means empty."""
+        raw = pd.DataFrame(
+            {
+                "vehicle_id": pd.array([7, 7, 8], dtype="Int64"),
+                "timestamp": pd.to_datetime(
+                    ["2024-03-04T09:00:00-03:00", "2024-03-04T12:00:15Z", None], utc=True
+                ),
+                "lat": [-30.0, np.nan, -30.0],
+                "lon": [-51.0, -51.0, -51.0],
+                "row": [1, 2, 3],
+            }
+        )
+        pings, rejected = validate_pings(raw, now=NOW)
+        assert pings["vehicle_id"].tolist() == ["7"]
+        assert dict(zip(rejected["row"], rejected["reason"], strict=True)) == {
+            2: "missing_coordinates",
+            3: "missing_timestamp",
+        }
+        assert rejected["timestamp"].tolist() == ["2024-03-04T12:00:15+00:00", ""]
+
+    def test_naive_datetime_column_rejected(self) -> None:
+        """A datetime column without a time zone: every row is naive_timestamp."""
+        raw = pd.DataFrame(
+            {
+                "vehicle_id": ["a", "b"],
+                "timestamp": pd.to_datetime(["2024-03-04 09:00", "2024-03-04 09:01"]),
+                "lat": [-30.0, -30.0],
+                "lon": [-51.0, -51.0],
+                "row": [1, 2],
+            }
+        )
+        pings, rejected = validate_pings(raw, now=NOW)
+        assert pings.empty
+        assert rejected["reason"].tolist() == ["naive_timestamp"] * 2
+
+    def test_empty_input_gives_typed_empty_frames(self) -> None:
+        """No rows: empty pings with the contract columns and an empty rejected frame."""
+        pings, rejected = validate_pings(make_raw_pings([], columns=list(GOOD)), now=NOW)
+        assert pings.empty and rejected.empty
+        assert list(pings.columns) == list(fr.PING_COLUMNS)
+        assert str(pings["timestamp"].dtype) == "datetime64[ns, UTC]"
+
+    def test_missing_column_raises(self) -> None:
+        """A raw frame without lat names the missing column."""
+        raw = make_raw_pings([GOOD]).drop(columns=["lat"])
+        with pytest.raises(MissingColumnsError, match="lat"):
+            validate_pings(raw, now=NOW)
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"now": pd.Timestamp("2024-03-04 12:00")}, "'now'.*sem fuso"),
+            ({"max_speed_kmh": 0}, "'max_speed_kmh' era 0"),
+            ({"future_tolerance_s": -1}, "'future_tolerance_s' era -1"),
+        ],
+    )
+    def test_bad_parameters_raise(self, kwargs: dict[str, Any], match: str) -> None:
+        """Naive now or non-positive thresholds raise a named error naming the argument."""
+        kwargs.setdefault("now", NOW)
+        with pytest.raises(InvalidParameterError, match=match):
+            validate_pings(make_raw_pings([GOOD]), **kwargs)
+
+    def test_impossible_speed_is_kept_and_flagged(self) -> None:
+        """A fix 2 km away 10 s after the previous one is kept with speed_flag, not rejected."""
+        rows = [
+            {**GOOD, "timestamp": "1709553600", "lat": "-30.0000"},
+            {**GOOD, "timestamp": "1709553610", "lat": "-30.0180"},  # 2.0 km in 10 s
+            {**GOOD, "timestamp": "1709553670", "lat": "-30.0181"},  # 11 m in 60 s
+            {**GOOD, "vehicle_id": "V2", "timestamp": "1709553611", "lat": "-31.0"},
+        ]
+        pings, rejected = _validate(rows)
+        assert rejected.empty
+        assert pings["speed_flag"].tolist() == [False, True, False, False]
+
+
+class TestSpeedFlags:
+    def test_flags_later_fix_of_fast_step_per_vehicle(self) -> None:
+        """Only the later fix of a too-fast step of the same vehicle is flagged."""
+        codes = np.array([0, 0, 0, 1, 1])
+        ts = np.array([0, 10, 20, 21, 1000]) * 1_000_000_000
+        lat = np.array([0.0, 0.001, 0.05, 10.0, 10.001])
+        lon = np.array([1.0, 1.0, 1.0, 1.0, 1.0])
+        # 111 m / 10 s = 40 km/h; 5.4 km / 10 s = 1,950 km/h; vehicle change; 111 m / 979 s.
+        assert speed_flags(codes, ts, lat, lon, max_speed_kmh=250.0).tolist() == [
+            False,
+            False,
+            True,
+            False,
+            False,
+        ]
+
+    @pytest.mark.parametrize(("limit", "flagged"), [(39.0, True), (41.0, False)])
+    def test_threshold_is_strict(self, limit: float, flagged: bool) -> None:
+        """111.2 m in 10 s is 40.0 km/h: flagged above a 39 km/h limit, not under 41."""
+        out = speed_flags(
+            np.array([0, 0]),
+            np.array([0, 10_000_000_000]),
+            np.array([0.0, 0.001]),
+            np.array([0.0, 0.0]),
+            max_speed_kmh=limit,
+        )
+        assert out.tolist() == [False, flagged]
