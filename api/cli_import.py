@@ -1,5 +1,207 @@
-"""`pontual import ...`: loaders for the contract's file formats."""
+"""`pontual import ...`: load registry files and GPS fixes into the database."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from sqlalchemy.engine import Connection
 
-app = typer.Typer(help="Importa arquivos (pings, porto, stands, fleet, municipalities).", no_args_is_help=True)
+from db.upsert import ImportReport
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+app = typer.Typer(
+    help="Importa arquivos para o banco (municipalities, stands, fleet, pings, porto).",
+    no_args_is_help=True,
+)
+
+# Bundled real data (source checkout); every path can be given explicitly instead.
+DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "brazil"
+BOUNDARIES = DATA_DIR / "boundaries" / "municipios_poa_pvh_pintobandeira.geojson"
+CENSUS = DATA_DIR / "population" / "censo2022_populacao_municipios.csv"
+ESTIMATE = DATA_DIR / "population" / "estimativa_populacao_municipios_2024.csv"
+
+
+@contextmanager
+def _transaction() -> Iterator[Connection]:
+    from api.cli_db import database_url
+    from db.engine import make_engine
+
+    engine = make_engine(database_url())
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def _echo_report(what: str, report: ImportReport, *, retired: bool = False) -> None:
+    line = (
+        f"{what}: {report.created} criados, {report.updated} atualizados, "
+        f"{report.unchanged} inalterados"
+    )
+    if retired:
+        line += f", {report.retired} desativados"
+    typer.echo(line + ".")
+    for note in report.notes:
+        typer.echo(f"  aviso: {note}")
+
+
+def _existing(path: Path) -> Path:
+    if not path.is_file():
+        msg = f"arquivo não encontrado: {path}"
+        raise FileNotFoundError(msg)
+    return path
+
+
+@app.command()
+def municipalities(
+    boundaries: Annotated[
+        Path, typer.Option(help="GeoJSON de limites municipais (propriedade cod_ibge).")
+    ] = BOUNDARIES,
+    census: Annotated[
+        Path, typer.Option(help="CSV do Censo 2022 (cod_ibge, uf, nome, pop_total).")
+    ] = CENSUS,
+    estimate: Annotated[
+        Path, typer.Option(help="CSV da estimativa 2024 (cod_ibge, pop_estimada_2024_07_01).")
+    ] = ESTIMATE,
+) -> None:
+    """Importa os 5.570 municípios do IBGE, a população (Censo 2022, estimativa 2024) e limites."""
+    from fleet.loaders import (
+        load_municipalities,
+        load_populations,
+        read_municipalities,
+        read_populations,
+    )
+
+    frame = read_municipalities(_existing(census), boundaries_path=_existing(boundaries))
+    populations = read_populations(census, _existing(estimate))
+    with _transaction() as conn:
+        _echo_report("Municípios", load_municipalities(conn=conn, municipalities=frame))
+        _echo_report("População", load_populations(conn=conn, populations=populations))
+    with_boundary = int(frame.geometry.notna().sum())
+    typer.echo(f"Limites municipais: {with_boundary} municípios com polígono.")
+
+
+@app.command()
+def stands(
+    file: Annotated[Path, typer.Argument(help="GeoJSON/GeoPackage/CSV de pontos de táxi.")],
+    municipality: Annotated[
+        str | None,
+        typer.Option(help="Código IBGE dos pontos que o arquivo não localiza (POA: 4314902)."),
+    ] = None,
+    radius_m: Annotated[
+        float, typer.Option(help="Raio (m) dos pontos dados só como coordenada.")
+    ] = 30.0,
+    retire_missing: Annotated[
+        bool,
+        typer.Option(help="Desativa pontos do mesmo município que não estão no arquivo."),
+    ] = True,
+    id_prefix: Annotated[
+        str, typer.Option(help="Prefixo dos stand_id (ex.: PT- para o Porto, cujos ids colidem).")
+    ] = "",
+) -> None:
+    """Importa pontos de táxi (atualiza os existentes) e informa o que mudou."""
+    from stands.loaders import load_stands, read_stands_registry
+
+    frame = read_stands_registry(file, municipality=municipality, point_radius_m=radius_m)
+    if id_prefix:
+        frame["stand_id"] = id_prefix + frame["stand_id"].astype(str)
+    with _transaction() as conn:
+        report = load_stands(conn=conn, stands=frame, retire_missing=retire_missing)
+    _echo_report("Pontos de táxi", report, retired=True)
+    usable = int(frame.geometry.notna().sum())
+    typer.echo(f"Com geometria utilizável: {usable} de {len(frame)}.")
+
+
+@app.command()
+def fleet(
+    file: Annotated[Path, typer.Argument(help="CSV da frota (contrato ou frota de POA).")],
+    municipality: Annotated[
+        str | None, typer.Option(help="Código IBGE dos veículos que o arquivo não localiza.")
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            help="Data (AAAA-MM-DD) que o arquivo descreve; padrão: a do arquivo ou hoje."
+        ),
+    ] = None,
+) -> None:
+    """Importa a frota: prefixos/veículos, situação e licenças de estacionamento."""
+    from fleet.loaders import load_fleet, read_fleet
+
+    frame = read_fleet(file, municipality=municipality)
+    date = _as_of(as_of, file)
+    with _transaction() as conn:
+        report = load_fleet(conn=conn, fleet=frame, as_of=date)
+    _echo_report("Veículos", report.vehicles)
+    typer.echo(
+        f"Situações: {report.statuses_created} registradas, {report.statuses_closed} encerradas."
+    )
+    typer.echo(
+        f"Licenças de estacionamento: {report.licences_created} criadas, "
+        f"{report.licences_unchanged} inalteradas, {report.licences_ended} encerradas."
+    )
+    with_stand = int(
+        frame["stands"].map(len).gt(0).sum() + frame["stand_names"].map(len).gt(0).sum()
+    )
+    typer.echo(f"Veículos com ponto no arquivo: {with_stand}; data de referência {date}.")
+    if report.unmatched_stands:
+        shown = ", ".join(report.unmatched_stands[:10])
+        typer.echo(f"  aviso: {len(report.unmatched_stands)} pontos não encontrados: {shown}")
+
+
+def _as_of(value: str | None, file: Path) -> dt.date:
+    if value:
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            msg = f"--as-of era {value!r}; esperado uma data AAAA-MM-DD"
+            raise typer.BadParameter(msg) from None
+    import pandas as pd
+
+    head = pd.read_csv(file, nrows=1, dtype=str)
+    if "data_extracao" in head.columns and len(head):
+        return dt.date.fromisoformat(str(head["data_extracao"].iloc[0])[:10])
+    return dt.date.today()
+
+
+def _store_pings(file: Path, pings: pd.DataFrame, rejected: pd.DataFrame) -> None:
+    from tracking.store import copy_fixes, copy_rejected
+
+    with _transaction() as conn:
+        stored = copy_fixes(conn, pings, source=file.name)
+        kept = copy_rejected(conn, rejected, source=file.name)
+    typer.echo(
+        f"Pings válidos: {len(pings)}; gravados: {stored}; já existentes: {len(pings) - stored}; "
+        f"rejeitados: {len(rejected)} ({kept} novos na quarentena)."
+    )
+
+
+@app.command()
+def pings(
+    file: Annotated[Path, typer.Argument(help="CSV ou Parquet de pings (formato do contrato).")],
+) -> None:
+    """Valida e grava pings GPS; reimportar o mesmo arquivo não duplica nada."""
+    from tracking.ingest import read_pings
+
+    valid, rejected = read_pings(file)
+    _store_pings(file, valid, rejected)
+
+
+@app.command()
+def porto(
+    file: Annotated[Path, typer.Argument(help="CSV de viagens do Porto (ECML/PKDD 2015).")],
+) -> None:
+    """Importa viagens do Porto como pings (um a cada 15 s) e os grava."""
+    from tracking.porto import read_porto_trips
+
+    valid, rejected, labels = read_porto_trips(file)
+    _store_pings(file, valid, rejected)
+    typer.echo(f"Viagens lidas: {len(labels)}.")

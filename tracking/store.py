@@ -23,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from db import pgcopy as pcp
+from db.upsert import stage_rows
 from geo.h3 import latlng_to_cells
 from tracking import frames
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
@@ -428,6 +429,9 @@ def _json_safe(value: Any) -> Any:
 def copy_rejected(conn: Connection, rejected: pd.DataFrame, *, source: str) -> int:
     """Store rejected input rows with their reason and original values (as JSON).
 
+    A row already stored from the same source (same row number, reason and values) is not
+    stored again, so re-importing a file does not grow the quarantine.
+
     Parameters
     ----------
     conn : sqlalchemy.engine.Connection
@@ -441,7 +445,7 @@ def copy_rejected(conn: Connection, rejected: pd.DataFrame, *, source: str) -> i
     Returns
     -------
     int
-        Rows stored.
+        Rows newly stored.
 
     Raises
     ------
@@ -458,15 +462,27 @@ def copy_rejected(conn: Connection, rejected: pd.DataFrame, *, source: str) -> i
     rows = rejected[frames.ROW].tolist() if has_row else [None] * len(rejected)
     reasons = rejected[frames.REASON].astype(str).tolist()
     raw_records = rejected[raw_cols].astype(object).to_numpy()
-    dbapi = conn.connection.driver_connection
-    if dbapi is None:  # pragma: no cover
-        msg = "conexão sem driver psycopg ativo"
-        raise RuntimeError(msg)
-    with (
-        dbapi.cursor() as cur,
-        cur.copy("COPY rejected_fixes (source, row, reason, raw) FROM STDIN") as copy,
-    ):
-        for row, reason, rec in zip(rows, reasons, raw_records, strict=True):
-            raw = {str(c): _json_safe(v) for c, v in zip(raw_cols, rec, strict=True)}
-            copy.write_row((source, _json_safe(row), reason, json.dumps(raw, ensure_ascii=False)))
-    return len(rejected)
+    staged = (
+        (
+            source,
+            _json_safe(row),
+            reason,
+            json.dumps(
+                {str(c): _json_safe(v) for c, v in zip(raw_cols, rec, strict=True)},
+                ensure_ascii=False,
+            ),
+        )
+        for row, reason, rec in zip(rows, reasons, raw_records, strict=True)
+    )
+    cols = ("source", "row", "reason", "raw")
+    stage = stage_rows(conn, like="rejected_fixes", columns=cols, rows=staged)
+    inserted = conn.execute(
+        text(
+            f"INSERT INTO rejected_fixes (source, row, reason, raw) "
+            f"SELECT DISTINCT s.source, s.row, s.reason, s.raw FROM {stage} s "
+            "WHERE NOT EXISTS (SELECT 1 FROM rejected_fixes r WHERE r.source = s.source "
+            "AND r.row IS NOT DISTINCT FROM s.row AND r.reason = s.reason AND r.raw = s.raw)"
+        )
+    ).rowcount
+    conn.execute(text(f"DROP TABLE pg_temp.{stage}"))
+    return int(inserted)

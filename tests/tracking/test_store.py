@@ -278,6 +278,13 @@ class TestCopyRejected:
         )
         assert rows[1][3]["timestamp"] is None
 
+    def test_reimport_adds_nothing(self, conn: Connection) -> None:
+        """The same rejected rows from the same source are stored once."""
+        rejected = pd.DataFrame({"row": [3], "reason": ["invalid_lat"], "lat": ["abc"]})
+        assert copy_rejected(conn, rejected, source="f.csv") == 1
+        assert copy_rejected(conn, rejected, source="f.csv") == 0
+        assert copy_rejected(conn, rejected, source="g.csv") == 1
+
     def test_missing_reason_raises(self, conn: Connection) -> None:
         """A frame without a reason column is refused."""
         with pytest.raises(MissingColumnsError, match="reason"):

@@ -1,0 +1,845 @@
+"""Registry loaders: municipalities, IBGE population, the fleet (contract CSV or POA's file).
+
+Readers turn files into frames (pure, no database); ``load_*`` functions write frames in bulk
+(staging table + set-based merge) and report what changed. Dates in the registry are local
+calendar dates, inclusive; a null start means "not known" (a registry snapshot), never "today".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
+from fleet._errors import AuxiliaryDriverLimitError, FleetFileError, UnknownMunicipalityError
+from fleet.models import (
+    DRIVER_ROLES,
+    MAX_AUXILIARY_DRIVERS,
+    VEHICLE_STATUSES,
+    DriverAssignment,
+)
+
+PORTO_ALEGRE = "4314902"
+PORTO_VELHO = "1100205"
+PINTO_BANDEIRA = "4314548"
+DEFAULT_TIMEZONE = "America/Sao_Paulo"
+
+# Legal time zone of each UF (IANA). Amazonas is split (west: America/Eirunepe, UTC-5) and is
+# left unknown; Pernambuco's Fernando de Noronha is the one exception handled by code.
+UF_TIMEZONES = {
+    "AC": "America/Rio_Branco", "AL": "America/Maceio", "AP": "America/Belem",
+    "BA": "America/Bahia", "CE": "America/Fortaleza", "DF": "America/Sao_Paulo",
+    "ES": "America/Sao_Paulo", "GO": "America/Sao_Paulo", "MA": "America/Fortaleza",
+    "MG": "America/Sao_Paulo", "MS": "America/Campo_Grande", "MT": "America/Cuiaba",
+    "PA": "America/Belem", "PB": "America/Fortaleza", "PE": "America/Recife",
+    "PI": "America/Fortaleza", "PR": "America/Sao_Paulo", "RJ": "America/Sao_Paulo",
+    "RN": "America/Fortaleza", "RO": "America/Porto_Velho", "RR": "America/Boa_Vista",
+    "RS": "America/Sao_Paulo", "SC": "America/Sao_Paulo", "SE": "America/Maceio",
+    "SP": "America/Sao_Paulo", "TO": "America/Araguaina",
+}  # fmt: skip
+_TIMEZONE_EXCEPTIONS = {"2605459": "America/Noronha"}  # Fernando de Noronha (PE)
+
+CENSUS_2022 = "IBGE, Censo Demográfico 2022 (pop_total, 1ª divulgação)"
+ESTIMATE_2024 = "IBGE, Estimativas da população residente, 1º jul. 2024 (DOU)"
+
+FLEET_REGISTRY_COLUMNS = (
+    "vehicle_id", "prefixo", "plate", "make", "model", "year", "fuel", "first_registered_on",
+    "accessible", "status", "status_since", "status_until", "alvara_valid_until",
+    "inspection_valid_until", "municipality", "stands", "stand_names",
+)  # fmt: skip
+_TRUE = {"true", "t", "1", "yes", "y", "sim", "s", "verdadeiro"}
+_FALSE = {"false", "f", "0", "no", "n", "nao", "não", "falso"}
+_CODE = re.compile(r"^\d{7}$")
+
+
+def normalize_name(name: str) -> str:
+    """Upper-case and collapse whitespace: how POA's fleet file names its stands."""
+    return re.sub(r"\s+", " ", str(name).strip().upper())
+
+
+# --------------------------------------------------------------------------- municipalities
+
+
+def _require(df: pd.DataFrame, columns: Sequence[str], *, source: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        msg = f"{source}: faltam as colunas {', '.join(missing)}"
+        raise FleetFileError(msg)
+
+
+def read_municipalities(
+    census_path: str | Path, *, boundaries_path: str | Path | None = None
+) -> gpd.GeoDataFrame:
+    """Read every municipality of the IBGE census file, with boundaries where a file gives them.
+
+    Parameters
+    ----------
+    census_path : str or pathlib.Path
+        CSV with ``cod_ibge, uf, nome`` (e.g. ``data/brazil/population/censo2022_…csv``).
+    boundaries_path : str or pathlib.Path, optional
+        GeoJSON of municipal polygons with property ``cod_ibge``.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        ``code``, ``name``, ``uf``, ``timezone`` (IANA, None for Amazonas), geometry
+        MultiPolygon in EPSG:4326 or None; one row per code.
+
+    Raises
+    ------
+    FleetFileError
+        If a column is missing or a code is not 7 digits.
+    """
+    census = pd.read_csv(census_path, dtype=str, encoding="utf-8-sig")
+    source = Path(census_path).name
+    _require(census, ("cod_ibge", "uf", "nome"), source=source)
+    codes = census["cod_ibge"].str.strip()
+    _check_codes(codes, source=source)
+    uf = census["uf"].str.strip().str.upper()
+    tz = uf.map(UF_TIMEZONES).astype(object)
+    tz = tz.where(~codes.isin(_TIMEZONE_EXCEPTIONS), codes.map(_TIMEZONE_EXCEPTIONS))
+    out = gpd.GeoDataFrame(
+        {
+            "code": codes,
+            "name": census["nome"].str.strip(),
+            "uf": uf,
+            "timezone": tz.where(tz.notna(), None),
+        },
+        geometry=gpd.GeoSeries([None] * len(census), crs="EPSG:4326"),
+        crs="EPSG:4326",
+    )
+    if boundaries_path is not None:
+        bounds = read_boundaries(boundaries_path)
+        geom_by_code = dict(zip(bounds["code"], bounds.geometry, strict=True))
+        out["geometry"] = gpd.GeoSeries([geom_by_code.get(c) for c in out["code"]], crs="EPSG:4326")
+        extra = bounds[~bounds["code"].isin(out["code"])]
+        if len(extra):
+            name = Path(boundaries_path).name
+            msg = f"{name}: códigos sem linha no censo: {', '.join(extra['code'])}"
+            raise FleetFileError(msg)
+    return out
+
+
+def _check_codes(codes: pd.Series, *, source: str) -> None:
+    bad = ~codes.fillna("").str.match(_CODE)
+    if bad.any():
+        msg = f"{source}: código IBGE {codes[bad].iloc[0]!r} inválido; esperado 7 dígitos"
+        raise FleetFileError(msg)
+
+
+def read_boundaries(path: str | Path) -> gpd.GeoDataFrame:
+    """Read municipal boundaries (GeoJSON with ``cod_ibge``) as MultiPolygons in EPSG:4326.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        E.g. ``data/brazil/boundaries/municipios_poa_pvh_pintobandeira.geojson``.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        ``code`` and MultiPolygon geometry.
+
+    Raises
+    ------
+    FleetFileError
+        If ``cod_ibge`` is missing or a geometry is not polygonal.
+    """
+    gdf = gpd.read_file(path)
+    _require(gdf, ("cod_ibge",), source=Path(path).name)
+    gdf = gdf.to_crs("EPSG:4326") if gdf.crs is not None else gdf.set_crs("EPSG:4326")
+    geoms = gdf.geometry.to_numpy()
+    kinds = shapely.get_type_id(geoms)
+    if not np.isin(kinds, (3, 6)).all():  # Polygon, MultiPolygon
+        msg = f"{Path(path).name}: limite municipal não poligonal"
+        raise FleetFileError(msg)
+    multi = [shapely.MultiPolygon([g]) if shapely.get_type_id(g) == 3 else g for g in geoms]
+    codes = gdf["cod_ibge"].astype(str).str.strip()
+    _check_codes(codes, source=Path(path).name)
+    return gpd.GeoDataFrame({"code": codes}, geometry=multi, crs="EPSG:4326")
+
+
+def read_populations(
+    census_path: str | Path, estimate_path: str | Path | None = None
+) -> pd.DataFrame:
+    """Read IBGE population: Censo 2022 ``pop_total`` and, optionally, the 2024 estimate.
+
+    Parameters
+    ----------
+    census_path : str or pathlib.Path
+        CSV with ``cod_ibge, pop_total``.
+    estimate_path : str or pathlib.Path, optional
+        CSV with ``cod_ibge, pop_estimada_2024_07_01``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``municipality_code``, ``year``, ``kind`` (census/estimate), ``population``, ``source``.
+
+    Raises
+    ------
+    FleetFileError
+        If a column is missing or a population is not a non-negative integer.
+    """
+    frames = [_population(census_path, "pop_total", year=2022, kind="census", source=CENSUS_2022)]
+    if estimate_path is not None:
+        frames.append(
+            _population(
+                estimate_path,
+                "pop_estimada_2024_07_01",
+                year=2024,
+                kind="estimate",
+                source=ESTIMATE_2024,
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _population(
+    path: str | Path, column: str, *, year: int, kind: str, source: str
+) -> pd.DataFrame:
+    df = pd.read_csv(path, dtype=str, encoding="utf-8-sig")
+    name = Path(path).name
+    _require(df, ("cod_ibge", column), source=name)
+    codes = df["cod_ibge"].str.strip()
+    _check_codes(codes, source=name)
+    pop = pd.to_numeric(df[column].str.strip(), errors="coerce")
+    bad = pop.isna() | (pop < 0) | (pop % 1 != 0)
+    if bad.any():
+        msg = f"{name}: população {df[column][bad].iloc[0]!r} inválida na coluna '{column}'"
+        raise FleetFileError(msg)
+    return pd.DataFrame(
+        {
+            "municipality_code": codes,
+            "year": year,
+            "kind": kind,
+            "population": pop.astype("int64"),
+            "source": source,
+        }
+    )
+
+
+def load_municipalities(*, conn: Connection, municipalities: gpd.GeoDataFrame) -> ImportReport:
+    """Upsert municipalities (code, name, uf, timezone, boundary) in bulk.
+
+    A boundary or timezone that the input leaves empty does not erase a stored one.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    municipalities : geopandas.GeoDataFrame
+        As from :func:`read_municipalities`.
+
+    Returns
+    -------
+    ImportReport
+        Created / updated / unchanged counts.
+    """
+    rows = zip(
+        municipalities["code"],
+        municipalities["name"],
+        municipalities["uf"],
+        municipalities["timezone"],
+        hex_ewkb(municipalities.geometry.to_numpy()),
+        strict=True,
+    )
+    stage = stage_rows(
+        conn,
+        like="municipalities",
+        columns=("code", "name", "uf", "timezone", "boundary"),
+        rows=rows,
+    )
+    conn.execute(
+        text(
+            f"UPDATE {stage} AS s SET boundary = coalesce(s.boundary, m.boundary), "
+            "timezone = coalesce(s.timezone, m.timezone) "
+            "FROM municipalities m WHERE m.code = s.code"
+        )
+    )
+    return merge_staged(
+        conn,
+        stage=stage,
+        table="municipalities",
+        key=("code",),
+        columns=("name", "uf", "timezone", "boundary"),
+    )
+
+
+def load_populations(*, conn: Connection, populations: pd.DataFrame) -> ImportReport:
+    """Upsert population figures keyed by (municipality, year, kind).
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    populations : pandas.DataFrame
+        As from :func:`read_populations`; every municipality must already be stored.
+
+    Returns
+    -------
+    ImportReport
+        Created / updated / unchanged counts.
+
+    Raises
+    ------
+    UnknownMunicipalityError
+        If a code is not in the registry.
+    """
+    cols = ("municipality_code", "year", "kind", "population", "source")
+    rows = populations[list(cols)].astype(object).itertuples(index=False, name=None)
+    stage = stage_rows(conn, like="municipal_populations", columns=cols, rows=rows)
+    _check_known_municipalities(conn, stage, "municipality_code")
+    return merge_staged(
+        conn,
+        stage=stage,
+        table="municipal_populations",
+        key=("municipality_code", "year", "kind"),
+        columns=("population", "source"),
+    )
+
+
+def _check_known_municipalities(conn: Connection, stage: str, column: str) -> None:
+    unknown = conn.execute(
+        text(
+            f"SELECT DISTINCT s.{column} FROM {stage} s WHERE s.{column} IS NOT NULL "
+            f"AND NOT EXISTS (SELECT 1 FROM municipalities m WHERE m.code = s.{column}) "
+            "ORDER BY 1 LIMIT 5"
+        )
+    ).scalars()
+    found = list(unknown)
+    if found:
+        msg = (
+            f"municípios não cadastrados: {', '.join(found)}; "
+            "rode antes: pontual import municipalities"
+        )
+        raise UnknownMunicipalityError(msg)
+
+
+# ------------------------------------------------------------------------------------ fleet
+
+
+def read_fleet(path: str | Path, *, municipality: str | None = None) -> pd.DataFrame:
+    """Read a fleet file: the contract CSV, or Porto Alegre's open-data fleet file.
+
+    The format is recognised by its columns: ``vehicle_id`` (contract) or ``prefixo`` and
+    ``ponto`` (DataPoa ``frota_taxi``, whose ``ponto`` names the stand).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        CSV file.
+    municipality : str, optional
+        IBGE code for rows that do not give one (Porto Alegre's file defaults to 4314902).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``FLEET_REGISTRY_COLUMNS``: dates as ``datetime.date`` or None, ``accessible``
+        bool or None (unknown), ``stands`` and ``stand_names`` tuples of str.
+
+    Raises
+    ------
+    FleetFileError
+        If the format is not recognised or a value is invalid (the message names the data row).
+    """
+    p = Path(path)
+    if not p.is_file():
+        msg = f"arquivo de frota não encontrado: {p}"
+        raise FileNotFoundError(msg)
+    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    raw.columns = [c.strip() for c in raw.columns]
+    if "vehicle_id" in raw.columns:
+        out = _contract_fleet(raw, source=p.name, municipality=municipality)
+    elif {"prefixo", "ponto"} <= set(raw.columns):
+        out = _poa_fleet(raw, source=p.name, municipality=municipality or PORTO_ALEGRE)
+    else:
+        msg = (
+            f"{p.name}: formato de frota não reconhecido; esperado a coluna 'vehicle_id' "
+            "(contrato) ou 'prefixo' e 'ponto' (frota de Porto Alegre)"
+        )
+        raise FleetFileError(msg)
+    dup = out["vehicle_id"].duplicated()
+    if dup.any():
+        msg = f"{p.name}: vehicle_id repetido: {out['vehicle_id'][dup].iloc[0]!r}"
+        raise FleetFileError(msg)
+    return out
+
+
+def _blank_to_none(values: pd.Series) -> pd.Series:
+    """Stripped text as an object Series; blank and missing cells are None."""
+    out = [None if pd.isna(v) or str(v).strip() == "" else str(v).strip() for v in values]
+    return pd.Series(out, index=values.index, dtype=object)
+
+
+def _dates(values: pd.Series, *, column: str, source: str) -> list[dt.date | None]:
+    out: list[dt.date | None] = []
+    for i, v in enumerate(values):
+        if v is None or str(v).strip() == "":
+            out.append(None)
+            continue
+        try:
+            out.append(dt.date.fromisoformat(str(v).strip()[:10]))
+        except ValueError:
+            msg = f"{source}, linha {i + 1}: '{column}' era {v!r}; esperado data AAAA-MM-DD"
+            raise FleetFileError(msg) from None
+    return out
+
+
+def _booleans(values: pd.Series, *, column: str, source: str) -> list[bool | None]:
+    out: list[bool | None] = []
+    for i, v in enumerate(values):
+        s = str(v).strip().lower()
+        if s == "":
+            out.append(None)
+        elif s in _TRUE:
+            out.append(True)
+        elif s in _FALSE:
+            out.append(False)
+        else:
+            msg = f"{source}, linha {i + 1}: '{column}' era {v!r}; esperado true ou false"
+            raise FleetFileError(msg)
+    return out
+
+
+def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None) -> pd.DataFrame:
+    n = len(raw)
+
+    def col(name: str) -> pd.Series:
+        return _blank_to_none(raw[name]) if name in raw.columns else pd.Series([None] * n)
+
+    vid = col("vehicle_id")
+    if vid.isna().any():
+        msg = f"{source}, linha {int(np.flatnonzero(vid.isna())[0]) + 1}: 'vehicle_id' vazio"
+        raise FleetFileError(msg)
+    status = col("status").str.lower()
+    bad = status.notna() & ~status.isin(VEHICLE_STATUSES)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        msg = (
+            f"{source}, linha {i + 1}: 'status' era {raw['status'].iloc[i]!r}; "
+            f"esperado um de {', '.join(VEHICLE_STATUSES)}"
+        )
+        raise FleetFileError(msg)
+    mun = col("municipality")
+    if municipality is not None:
+        mun = mun.where(mun.notna(), municipality)
+    bad_mun = mun.notna() & ~mun.fillna("").str.match(_CODE)
+    if bad_mun.any():
+        i = int(np.flatnonzero(bad_mun)[0])
+        msg = f"{source}, linha {i + 1}: 'municipality' era {mun.iloc[i]!r}; esperado 7 dígitos"
+        raise FleetFileError(msg)
+    stands = [
+        tuple(s.strip() for s in str(v).split(";") if s.strip()) if v is not None else ()
+        for v in col("stands")
+    ]
+    dates = {
+        c: _dates(col(c), column=c, source=source)
+        for c in ("status_since", "status_until", "alvara_valid_until", "inspection_valid_until")
+    }
+    for i, (since, until) in enumerate(
+        zip(dates["status_since"], dates["status_until"], strict=True)
+    ):
+        if since is not None and until is not None and until < since:
+            msg = (
+                f"{source}, linha {i + 1}: 'status_until' ({until}) "
+                f"antes de 'status_since' ({since})"
+            )
+            raise FleetFileError(msg)
+    return pd.DataFrame(
+        {
+            "vehicle_id": vid,
+            "prefixo": col("prefixo").where(col("prefixo").notna(), vid),
+            "plate": col("plate"),
+            "make": col("make"),
+            "model": col("model"),
+            "year": [None] * n,
+            "fuel": [None] * n,
+            "first_registered_on": [None] * n,
+            "accessible": _booleans(
+                col("accessible").fillna(""), column="accessible", source=source
+            ),
+            "status": status,
+            "status_since": dates["status_since"],
+            "status_until": dates["status_until"],
+            "alvara_valid_until": dates["alvara_valid_until"],
+            "inspection_valid_until": dates["inspection_valid_until"],
+            "municipality": mun,
+            "stands": stands,
+            "stand_names": [()] * n,
+        },
+        columns=list(FLEET_REGISTRY_COLUMNS),
+    )
+
+
+def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataFrame:
+    _require(raw, ("prefixo", "ponto", "placa", "marca", "modelo", "ano_fabricacao"), source=source)
+    n = len(raw)
+    prefixo = _blank_to_none(raw["prefixo"])
+    if prefixo.isna().any():
+        msg = f"{source}, linha {int(np.flatnonzero(prefixo.isna())[0]) + 1}: 'prefixo' vazio"
+        raise FleetFileError(msg)
+    year = pd.to_numeric(_blank_to_none(raw["ano_fabricacao"]), errors="coerce")
+    first = (
+        _dates(
+            _blank_to_none(raw["data_primeiro_emplac"]),
+            column="data_primeiro_emplac",
+            source=source,
+        )
+        if "data_primeiro_emplac" in raw.columns
+        else [None] * n
+    )
+    ponto = _blank_to_none(raw["ponto"])
+    return pd.DataFrame(
+        {
+            "vehicle_id": prefixo,
+            "prefixo": prefixo,
+            "plate": _blank_to_none(raw["placa"]),
+            "make": _blank_to_none(raw["marca"]),
+            "model": _blank_to_none(raw["modelo"]),
+            "year": pd.array(year, dtype="Int64"),
+            "fuel": _blank_to_none(raw["combustivel"]) if "combustivel" in raw.columns else None,
+            "first_registered_on": first,
+            "accessible": [None] * n,  # the file has no accessibility flag
+            "status": ["active"] * n,  # listed in the city's fleet of that date
+            "status_since": [None] * n,
+            "status_until": [None] * n,
+            "alvara_valid_until": [None] * n,
+            "inspection_valid_until": [None] * n,
+            "municipality": [municipality] * n,
+            "stands": [()] * n,
+            "stand_names": [(normalize_name(p),) if p is not None else () for p in ponto],
+        },
+        columns=list(FLEET_REGISTRY_COLUMNS),
+    )
+
+
+@dataclass(frozen=True)
+class FleetImportReport:
+    """What a fleet import changed."""
+
+    vehicles: ImportReport
+    statuses_created: int
+    statuses_closed: int
+    licences_created: int
+    licences_ended: int
+    licences_unchanged: int
+    unmatched_stands: tuple[str, ...]
+
+
+def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> FleetImportReport:
+    """Upsert vehicles, their status and their parking licences from a fleet frame.
+
+    Status: a vehicle without any stored period gets the file's (start unknown unless
+    ``status_since``); one whose latest period has another status gets it closed the day before
+    the new one starts (``status_since``, else ``as_of``). Licences: stands named for a vehicle and
+    not currently licensed are added (start unknown on a vehicle's first import, else ``as_of``);
+    current licences to stands the file no longer names end the day before ``as_of``.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    fleet : pandas.DataFrame
+        As from :func:`read_fleet`. ``stand_names`` are matched to the stands of the vehicle's
+        municipality by :func:`normalize_name`.
+    as_of : datetime.date
+        Local date the file describes (the snapshot's date).
+
+    Returns
+    -------
+    FleetImportReport
+        Counts, and the stand ids/names that matched no stored stand (those licences are skipped).
+
+    Raises
+    ------
+    UnknownMunicipalityError
+        If a vehicle's municipality is not in the registry.
+    """
+    new_vehicles = _new_vehicle_ids(conn, fleet["vehicle_id"].tolist())
+    vehicles = _load_vehicles(conn, fleet)
+    created, closed = _load_statuses(conn, fleet, as_of=as_of)
+    lic_created, lic_ended, lic_same, unmatched = _load_licences(
+        conn, fleet, as_of=as_of, new_vehicles=new_vehicles
+    )
+    return FleetImportReport(
+        vehicles=vehicles,
+        statuses_created=created,
+        statuses_closed=closed,
+        licences_created=lic_created,
+        licences_ended=lic_ended,
+        licences_unchanged=lic_same,
+        unmatched_stands=unmatched,
+    )
+
+
+def _new_vehicle_ids(conn: Connection, ids: list[str]) -> set[str]:
+    stored = conn.execute(
+        text("SELECT vehicle_id FROM vehicles WHERE vehicle_id = ANY(:ids)"), {"ids": ids}
+    ).scalars()
+    return set(ids) - set(stored)
+
+
+_VEHICLE_COLUMNS = (
+    "prefixo", "municipality_code", "plate", "make", "model", "year", "fuel",
+    "first_registered_on", "accessible", "alvara_valid_until", "inspection_valid_until",
+)  # fmt: skip
+
+
+def _load_vehicles(conn: Connection, fleet: pd.DataFrame) -> ImportReport:
+    frame = fleet.rename(columns={"municipality": "municipality_code"})
+    cols = ("vehicle_id", *_VEHICLE_COLUMNS)
+    rows = frame[list(cols)].astype(object).itertuples(index=False, name=None)
+    stage = stage_rows(
+        conn,
+        like="vehicles",
+        columns=cols,
+        rows=rows,
+    )
+    _check_known_municipalities(conn, stage, "municipality_code")
+    # Unknown accessibility (None) keeps what is stored; a new vehicle defaults to false.
+    conn.execute(
+        text(
+            f"UPDATE {stage} AS s SET accessible = coalesce(s.accessible, v.accessible, false) "
+            "FROM vehicles v WHERE v.vehicle_id = s.vehicle_id"
+        )
+    )
+    conn.execute(text(f"UPDATE {stage} SET accessible = false WHERE accessible IS NULL"))
+    return merge_staged(
+        conn,
+        stage=stage,
+        table="vehicles",
+        key=("vehicle_id",),
+        columns=_VEHICLE_COLUMNS,
+        touch={"updated_at": "now()"},
+    )
+
+
+def _load_statuses(conn: Connection, fleet: pd.DataFrame, *, as_of: dt.date) -> tuple[int, int]:
+    given = fleet[fleet["status"].notna()]
+    if given.empty:
+        return 0, 0
+    rows = (
+        (r.vehicle_id, r.status, r.status_since, r.status_until)
+        for r in given[["vehicle_id", "status", "status_since", "status_until"]].itertuples()
+    )
+    stage = stage_rows(
+        conn,
+        like="vehicle_status_periods",
+        columns=("vehicle_id", "status", "valid_from", "valid_until"),
+        rows=rows,
+    )
+    # Latest stored period of each staged vehicle.
+    conn.execute(
+        text(
+            f"""CREATE TEMP TABLE _latest_status ON COMMIT DROP AS
+            SELECT DISTINCT ON (p.vehicle_id) p.period_id, p.vehicle_id, p.status,
+                   p.valid_from, p.valid_until
+            FROM vehicle_status_periods p JOIN {stage} s USING (vehicle_id)
+            ORDER BY p.vehicle_id, p.valid_from DESC NULLS LAST, p.period_id DESC"""
+        )
+    )
+    # A changed status starts on status_since, else on as_of.
+    conn.execute(
+        text(
+            f"UPDATE {stage} s SET valid_from = :as_of FROM _latest_status l "
+            "WHERE l.vehicle_id = s.vehicle_id AND l.status <> s.status AND s.valid_from IS NULL"
+        ),
+        {"as_of": as_of},
+    )
+    closed = conn.execute(
+        text(
+            f"UPDATE vehicle_status_periods p SET valid_until = s.valid_from - 1 "
+            f"FROM _latest_status l JOIN {stage} s USING (vehicle_id) "
+            "WHERE p.period_id = l.period_id AND l.status <> s.status "
+            "AND (p.valid_until IS NULL OR p.valid_until >= s.valid_from)"
+        )
+    ).rowcount
+    created = conn.execute(
+        text(
+            f"INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+            f"SELECT s.vehicle_id, s.status, s.valid_from, s.valid_until FROM {stage} s "
+            "LEFT JOIN _latest_status l USING (vehicle_id) "
+            "WHERE l.vehicle_id IS NULL OR l.status <> s.status"
+        )
+    ).rowcount
+    conn.execute(text("DROP TABLE _latest_status"))
+    return created, closed
+
+
+def _load_licences(
+    conn: Connection, fleet: pd.DataFrame, *, as_of: dt.date, new_vehicles: set[str]
+) -> tuple[int, int, int, tuple[str, ...]]:
+    by_name = {
+        (mun, name): sid
+        for sid, mun, name in conn.execute(
+            text("SELECT stand_id, municipality_code, name FROM stands WHERE name IS NOT NULL")
+        ).all()
+        for name in [normalize_name(name)]
+    }
+    known_ids = set(conn.execute(text("SELECT stand_id FROM stands")).scalars())
+    pairs: list[tuple[str, str, dt.date | None]] = []
+    unmatched: set[str] = set()
+    for vid, mun, ids, names in fleet[
+        ["vehicle_id", "municipality", "stands", "stand_names"]
+    ].itertuples(index=False, name=None):
+        start = None if vid in new_vehicles else as_of
+        for sid in ids:
+            if sid in known_ids:
+                pairs.append((vid, sid, start))
+            else:
+                unmatched.add(sid)
+        for name in names:
+            found = by_name.get((mun, name))
+            if found is None:
+                unmatched.add(name)
+            else:
+                pairs.append((vid, found, start))
+    stage = stage_rows(
+        conn,
+        like="parking_licences",
+        columns=("vehicle_id", "stand_id", "valid_from"),
+        rows=iter(sorted(set(pairs), key=lambda p: (p[0], p[1]))),
+    )
+    current = "(p.valid_until IS NULL OR p.valid_until >= :as_of)"
+    vehicles = fleet["vehicle_id"].tolist()
+    ended = conn.execute(
+        text(
+            f"UPDATE parking_licences p SET valid_until = :as_of - 1 "
+            f"WHERE p.vehicle_id = ANY(:vids) AND {current} "
+            "AND (p.valid_from IS NULL OR p.valid_from < :as_of) "
+            f"AND NOT EXISTS (SELECT 1 FROM {stage} s "
+            "WHERE s.vehicle_id = p.vehicle_id AND s.stand_id = p.stand_id)"
+        ),
+        {"as_of": as_of, "vids": vehicles},
+    ).rowcount
+    unchanged = conn.execute(
+        text(
+            f"DELETE FROM {stage} s USING parking_licences p "
+            f"WHERE p.vehicle_id = s.vehicle_id AND p.stand_id = s.stand_id AND {current}"
+        ),
+        {"as_of": as_of},
+    ).rowcount
+    created = conn.execute(
+        text(
+            f"INSERT INTO parking_licences (vehicle_id, stand_id, valid_from) "
+            f"SELECT vehicle_id, stand_id, valid_from FROM {stage}"
+        )
+    ).rowcount
+    return created, ended, unchanged, tuple(sorted(unmatched))
+
+
+# ---------------------------------------------------------------------------------- drivers
+
+
+def check_auxiliary_limit(
+    assignments: pd.DataFrame, *, max_auxiliaries: int = MAX_AUXILIARY_DRIVERS
+) -> None:
+    """Raise if a prefixo has more than ``max_auxiliaries`` auxiliary drivers on some date.
+
+    PV art. 43 §1 and PB art. 14 allow at most two condutores auxiliares per permit. The
+    database enforces the same rule with a trigger.
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        ``vehicle_id``, ``role``, ``valid_from`` (date), ``valid_until`` (date or None: open);
+        both dates inclusive.
+    max_auxiliaries : int
+        Legal maximum at once.
+
+    Raises
+    ------
+    AuxiliaryDriverLimitError
+        Naming the prefixo and the first date with too many auxiliaries.
+    FleetFileError
+        If a role is unknown.
+    """
+    bad = ~assignments["role"].isin(DRIVER_ROLES)
+    if bad.any():
+        msg = (
+            f"'role' era {assignments['role'][bad].iloc[0]!r}; "
+            f"esperado um de {', '.join(DRIVER_ROLES)}"
+        )
+        raise FleetFileError(msg)
+    aux = assignments[assignments["role"] == "auxiliar"]
+    for vid, group in aux.groupby("vehicle_id", sort=True):
+        starts = pd.to_datetime(pd.Series(group["valid_from"])).to_numpy()
+        ends = pd.to_datetime(pd.Series(group["valid_until"])).to_numpy()
+        for start in np.unique(starts):
+            active = (starts <= start) & (np.isnat(ends) | (ends >= start))
+            if int(active.sum()) > max_auxiliaries:
+                day = pd.Timestamp(start).date()
+                msg = (
+                    f"o prefixo {vid} teria {int(active.sum())} condutores auxiliares em {day}; "
+                    f"o limite é {max_auxiliaries} (art. 43 §1 de Porto Velho; "
+                    "art. 14 de Pinto Bandeira)"
+                )
+                raise AuxiliaryDriverLimitError(msg)
+
+
+def add_driver_assignment(
+    *,
+    session: Session,
+    driver_id: str,
+    vehicle_id: str,
+    role: str,
+    valid_from: dt.date,
+    valid_until: dt.date | None = None,
+) -> DriverAssignment:
+    """Link a driver to a prefixo after checking the auxiliary-driver limit.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Session in the caller's transaction (flushed, not committed).
+    driver_id, vehicle_id : str
+        Stored driver and vehicle.
+    role : str
+        ``autorizatario_condutor`` or ``auxiliar``.
+    valid_from, valid_until : datetime.date
+        Inclusive local dates; ``valid_until`` None means open.
+
+    Returns
+    -------
+    DriverAssignment
+        The new, flushed assignment.
+
+    Raises
+    ------
+    AuxiliaryDriverLimitError
+        If the prefixo would have more than two auxiliaries at once.
+    """
+    stored = session.execute(
+        text(
+            "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
+            "WHERE vehicle_id = :v AND role = 'auxiliar'"
+        ),
+        {"v": vehicle_id},
+    ).all()
+    frame = pd.DataFrame(
+        [*map(tuple, stored), (vehicle_id, role, valid_from, valid_until)],
+        columns=["vehicle_id", "role", "valid_from", "valid_until"],
+    )
+    check_auxiliary_limit(frame)
+    assignment = DriverAssignment(
+        driver_id=driver_id,
+        vehicle_id=vehicle_id,
+        role=role,
+        valid_from=valid_from,
+        valid_until=valid_until,
+    )
+    session.add(assignment)
+    session.flush()
+    return assignment

@@ -1,0 +1,351 @@
+"""Load stand registries into the database: the contract's layers, Porto Alegre's and Porto's files.
+
+Formats, recognised by their fields:
+
+- the contract (GeoJSON/GeoPackage/CSV with ``stand_id``): :func:`stands.layers.read_stands`;
+- Porto Alegre's open-data stands (GeoJSON Points with ``codigo``, ``nome``, ``coord_quality``):
+  no radius in the file, so each usable point becomes a circle of ``DEFAULT_POINT_RADIUS_M``
+  buffered in SIRGAS 2000 / UTM 22S (EPSG:31982); stands whose coordinate is null or not ``ok``
+  are stored **without geometry** and listed in the report (fleet licences still name them);
+- Porto's stands CSV (``ID, Descricao, Latitude, Longitude``), buffered in WGS 84 / UTM 29N
+  (EPSG:32629) by :func:`stands.layers.read_porto_stands`.
+
+The local UTM zone is picked by :func:`geo.crs.buffer_points_m` from the points' position.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
+from geo.crs import WGS84, buffer_points_m
+from stands._errors import DuplicateStandIdError, MissingColumnError, StandsFormatError
+from stands.frames import CAPACITY, MUNICIPALITY, NAME, STAND_ID
+from stands.layers import read_porto_stands, read_stands
+
+DEFAULT_POINT_RADIUS_M = 30.0
+"""Radius (m) drawn around stands given as bare points without ``radius_m``."""
+PORTO_ALEGRE = "4314902"
+
+REGISTRY_COLUMNS = (
+    STAND_ID, NAME, "address", "phone", "order_number", "kind", CAPACITY, MUNICIPALITY,
+    "radius_m", "location_note", "geometry",
+)  # fmt: skip
+_NOTE_NULL = "coordenada ausente ou inválida no arquivo de origem"
+_NOTE_PLACEHOLDER = "coordenada provisória (a mesma de outros pontos) no arquivo de origem"
+
+
+def read_stands_registry(
+    path: str | Path,
+    *,
+    municipality: str | None = None,
+    point_radius_m: float = DEFAULT_POINT_RADIUS_M,
+) -> gpd.GeoDataFrame:
+    """Read a stands file in any supported format into the registry frame.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Contract layer, Porto Alegre's GeoJSON or Porto's CSV (see the module docstring).
+    municipality : str, optional
+        IBGE code for stands the file does not place (Porto Alegre's file: 4314902).
+    point_radius_m : float
+        Radius for point stands that carry none.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        ``REGISTRY_COLUMNS`` in EPSG:4326; ``geometry`` MultiPolygon or None (no usable
+        location, explained in ``location_note``). ``attrs["notes"]`` lists, in pt-BR, what was
+        stored differently from the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    StandsFormatError, MissingColumnError, DuplicateStandIdError
+        On an unreadable file or bad content (the stands room's errors).
+    """
+    p = Path(path)
+    if not p.is_file():
+        msg = f"arquivo de pontos de táxi não encontrado: {p}"
+        raise FileNotFoundError(msg)
+    suffix = p.suffix.lower()
+    if (
+        suffix in (".geojson", ".json")
+        and _geojson_has(p, "codigo")
+        and not _geojson_has(p, STAND_ID)
+    ):
+        frame = read_poa_stands(p, radius_m=point_radius_m, municipality=municipality)
+    elif suffix == ".csv" and _is_porto_csv(p):
+        frame = _registry(read_porto_stands(p, radius_m=point_radius_m), radius_m=point_radius_m)
+        frame[MUNICIPALITY] = municipality
+    else:
+        contract = read_stands(p, default_radius_m=point_radius_m)
+        frame = _registry(contract, radius_m=_contract_radii(p, contract, point_radius_m))
+        if municipality is not None:
+            frame[MUNICIPALITY] = frame[MUNICIPALITY].where(
+                frame[MUNICIPALITY].notna(), municipality
+            )
+    frame.attrs.setdefault("notes", [])
+    return frame
+
+
+def _first_properties(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        msg = f"'{path.name}' não é um GeoJSON válido: {exc}"
+        raise StandsFormatError(msg) from exc
+    features = doc.get("features") if isinstance(doc, dict) else None
+    if not features:
+        return {}
+    props = features[0].get("properties") or {}
+    return props if isinstance(props, dict) else {}
+
+
+def _geojson_has(path: Path, key: str) -> bool:
+    return key in _first_properties(path)
+
+
+def _is_porto_csv(path: Path) -> bool:
+    header = pd.read_csv(path, nrows=0, encoding="utf-8-sig").columns
+    return {"ID", "Descricao", "Latitude", "Longitude"} <= {c.strip() for c in header}
+
+
+def _contract_radii(path: Path, frame: gpd.GeoDataFrame, default: float) -> list[float | None]:
+    """Radius of each contract stand given as a point (from the GeoJSON), else None."""
+    if path.suffix.lower() not in (".geojson", ".json"):
+        return [None] * len(frame)
+    doc = json.loads(path.read_text(encoding="utf-8-sig"))
+    by_id: dict[str, float | None] = {}
+    for feat in doc.get("features", []):
+        props = feat.get("properties") or {}
+        geom = feat.get("geometry") or {}
+        if geom.get("type") == "Point":
+            r = props.get("radius_m")
+            by_id[str(props.get(STAND_ID)).strip()] = float(r) if r not in (None, "") else default
+    return [by_id.get(sid) for sid in frame[STAND_ID]]
+
+
+def _registry(frame: gpd.GeoDataFrame, *, radius_m: Any) -> gpd.GeoDataFrame:
+    out = gpd.GeoDataFrame(
+        {
+            STAND_ID: frame[STAND_ID].astype(object),
+            NAME: frame[NAME].astype(object).where(frame[NAME].notna(), None),
+            "address": None,
+            "phone": None,
+            "order_number": pd.array([pd.NA] * len(frame), dtype="Int64"),
+            "kind": None,
+            CAPACITY: frame[CAPACITY],
+            MUNICIPALITY: frame[MUNICIPALITY]
+            .astype(object)
+            .where(frame[MUNICIPALITY].notna(), None),
+            "radius_m": radius_m,
+            "location_note": None,
+        },
+        geometry=_multi(frame.geometry.to_numpy()),
+        crs=WGS84,
+    )
+    return out[list(REGISTRY_COLUMNS)]
+
+
+def _multi(geoms: np.ndarray) -> list[Any]:
+    return [
+        None
+        if g is None or shapely.is_missing(g)
+        else (shapely.MultiPolygon([g]) if shapely.get_type_id(g) == 3 else g)
+        for g in geoms
+    ]
+
+
+def read_poa_stands(
+    path: str | Path,
+    *,
+    radius_m: float = DEFAULT_POINT_RADIUS_M,
+    municipality: str | None = None,
+) -> gpd.GeoDataFrame:
+    """Read Porto Alegre's stands GeoJSON (DataPoa ``pontos_taxi``) into the registry frame.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        E.g. ``data/brazil/taxi_stands/pontos_taxi_poa_2020-03-10.geojson``.
+    radius_m : float
+        Radius of the circle drawn around each usable point, in metres (the file has none).
+    municipality : str, optional
+        IBGE code; defaults to Porto Alegre's 4314902.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One row per feature: ``stand_id`` = ``codigo``, ``name`` = ``nome``, ``address`` from
+        ``logradouro`` and ``numero``, ``phone`` = ``telefone``; geometry None where the point is
+        null or ``coord_quality`` is not ``ok`` (``location_note`` says why, ``attrs["notes"]``
+        lists them).
+
+    Raises
+    ------
+    MissingColumnError
+        If ``codigo`` or ``nome`` is missing.
+    DuplicateStandIdError
+        If a ``codigo`` repeats.
+    """
+    raw = gpd.read_file(path)
+    name = Path(path).name
+    missing = [c for c in ("codigo", "nome") if c not in raw.columns]
+    if missing:
+        msg = f"'{name}': faltam as propriedades {', '.join(missing)}"
+        raise MissingColumnError(msg)
+    ids = raw["codigo"].astype("Int64").astype(str).str.strip()
+    dup = ids.duplicated()
+    if dup.any():
+        msg = f"'{name}': codigo repetido: {ids[dup].iloc[0]}"
+        raise DuplicateStandIdError(msg)
+    quality = (
+        raw["coord_quality"].fillna("ok").astype(str)
+        if "coord_quality" in raw.columns
+        else pd.Series("ok", index=raw.index)
+    )
+    geoms = raw.geometry.to_numpy()
+    null = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+    usable = ~null & (quality == "ok").to_numpy()
+    polygons: list[Any] = [None] * len(raw)
+    if usable.any():
+        pts = gpd.GeoDataFrame(geometry=geoms[usable], crs=WGS84)
+        buffered = buffer_points_m(pts, radius_m).geometry.to_numpy()
+        for i, g in zip(np.flatnonzero(usable), _multi(buffered), strict=True):
+            polygons[int(i)] = g
+    notes_col = np.where(null, _NOTE_NULL, np.where(usable, None, _NOTE_PLACEHOLDER))
+
+    def text_col(column: str) -> pd.Series:
+        if column not in raw.columns:
+            return pd.Series([None] * len(raw), dtype=object)
+        s = raw[column].astype(object).map(lambda v: None if pd.isna(v) else str(v).strip())
+        return s.where(s != "", None)
+
+    street, number = text_col("logradouro"), text_col("numero")
+    address = [
+        None if s is None else (s if n in (None, "0") else f"{s}, {n}")
+        for s, n in zip(street, number, strict=True)
+    ]
+    frame = gpd.GeoDataFrame(
+        {
+            STAND_ID: ids.astype(object),
+            NAME: text_col("nome"),
+            "address": address,
+            "phone": text_col("telefone"),
+            "order_number": pd.array([pd.NA] * len(raw), dtype="Int64"),
+            "kind": None,  # the file mixes pontos fixos and livres without saying which
+            CAPACITY: pd.array([pd.NA] * len(raw), dtype="Int64"),
+            MUNICIPALITY: municipality or PORTO_ALEGRE,
+            "radius_m": np.where(usable, radius_m, np.nan),
+            "location_note": notes_col,
+        },
+        geometry=polygons,
+        crs=WGS84,
+    )[list(REGISTRY_COLUMNS)]
+    notes = []
+    if null.any():
+        notes.append(f"{int(null.sum())} pontos sem coordenada (sem geometria): " + _ids(ids, null))
+    placeholder = ~null & ~usable
+    if placeholder.any():
+        notes.append(
+            f"{int(placeholder.sum())} pontos com coordenada provisória (sem geometria): "
+            + _ids(ids, placeholder)
+        )
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def _ids(ids: pd.Series, mask: np.ndarray) -> str:
+    return ", ".join(sorted(ids[mask].tolist(), key=lambda s: (len(s), s)))
+
+
+def load_stands(
+    *, conn: Connection, stands: gpd.GeoDataFrame, retire_missing: bool = True
+) -> ImportReport:
+    """Upsert stands; optionally retire stored stands of the same municipalities the file omits.
+
+    A stand present again after being retired is un-retired (counted as updated).
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    stands : geopandas.GeoDataFrame
+        Registry frame from :func:`read_stands_registry` (EPSG:4326).
+    retire_missing : bool
+        Set ``retired_at`` on active stands of the file's municipalities (stands without a
+        municipality form one group) that the file does not list.
+
+    Returns
+    -------
+    ImportReport
+        Created / updated / unchanged / retired counts; ``notes`` from the frame's ``attrs``.
+
+    Raises
+    ------
+    DuplicateStandIdError
+        If a stand_id is already stored for another municipality (two registries share ids:
+        load one of them with ids prefixed).
+    """
+    cols = [c for c in REGISTRY_COLUMNS if c not in ("geometry", MUNICIPALITY)]
+    frame = pd.DataFrame(stands[cols]).astype(object)
+    hexes = hex_ewkb(stands.geometry.to_numpy())
+    rows = (
+        (*values, mun, g, None)
+        for values, mun, g in zip(
+            frame.itertuples(index=False, name=None), stands[MUNICIPALITY], hexes, strict=True
+        )
+    )
+    db_cols = (*cols, "municipality_code", "geometry", "retired_at")
+    stage = stage_rows(conn, like="stands", columns=db_cols, rows=rows)
+    clash = conn.execute(
+        text(
+            f"SELECT s.stand_id, t.municipality_code FROM {stage} s JOIN stands t USING (stand_id) "
+            "WHERE t.municipality_code IS DISTINCT FROM s.municipality_code LIMIT 5"
+        )
+    ).all()
+    if clash:
+        shown = ", ".join(f"{sid} (de {mun or 'sem município'})" for sid, mun in clash)
+        msg = (
+            f"stand_id já cadastrado para outro município: {shown}; "
+            "importe um dos cadastros com prefixo nos ids (pontual import stands --id-prefix)"
+        )
+        raise DuplicateStandIdError(msg)
+    report = merge_staged(
+        conn,
+        stage=stage,
+        table="stands",
+        key=(STAND_ID,),
+        columns=tuple(c for c in db_cols if c != STAND_ID),
+        touch={"updated_at": "now()"},
+    )
+    retired = 0
+    if retire_missing:
+        retired = conn.execute(
+            text(
+                "UPDATE stands t SET retired_at = now(), updated_at = now() "
+                "WHERE t.retired_at IS NULL "
+                f"AND EXISTS (SELECT 1 FROM {stage} m "
+                "WHERE m.municipality_code IS NOT DISTINCT FROM t.municipality_code) "
+                f"AND NOT EXISTS (SELECT 1 FROM {stage} s WHERE s.stand_id = t.stand_id)"
+            )
+        ).rowcount
+    return ImportReport(
+        created=report.created,
+        updated=report.updated,
+        unchanged=report.unchanged,
+        retired=retired,
+        notes=tuple(stands.attrs.get("notes", ())),
+    )
