@@ -5,9 +5,9 @@ Cells are ``uint64`` H3 indexes; ``0`` (H3's null index, never a valid cell) mar
 coordinate that could not be indexed.
 
 Indexing uses h3ronpy (Rust, vectorised over Arrow arrays). Measured on 2M points in Porto
-Alegre's bounding box at resolution 12, one core (see ``bench/README.md``): h3ronpy 2.8M
-points/s, polars-h3 1.8M/s (2.1M/s counting the frame construction), h3-py 4 in a Python loop
-1.6M/s, ``np.vectorize`` over h3-py 1.8M/s. All four give identical cells.
+Alegre's bounding box at resolution 12, one core, quiet machine (see ``bench/README.md``):
+h3ronpy 2.8M points/s, polars-h3 1.8–2.1M/s, h3-py 4 in a Python loop 1.6M/s, ``np.vectorize``
+over h3-py 1.75M/s. All give identical cells.
 """
 
 from __future__ import annotations
