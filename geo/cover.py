@@ -151,9 +151,7 @@ def build_stand_cover(
     # exact test on the cell polygons decides.
     fill_stand, fill_cell = gh3.polygons_to_cells(outer, resolution=res, containment="overlap")
     origin, ring_cell = gh3.grid_disk(fill_cell, k=1)
-    pairs = np.unique(np.stack([fill_stand[origin].astype(np.uint64), ring_cell], axis=1), axis=0)
-    cand_stand = pairs[:, 0].astype(np.int64)
-    cand_cell = pairs[:, 1]
+    cand_stand, cand_cell = _unique_pairs(fill_stand[origin], ring_cell)
     ucells, inverse = np.unique(cand_cell, return_inverse=True)
     polys = gh3.cell_polygons(ucells)[inverse]
     touches = shapely.intersects(outer[cand_stand], polys)
@@ -183,6 +181,17 @@ def build_stand_cover(
         anchor_lon=shapely.get_x(centroids).astype(np.float64),
         presence=presence,
     )
+
+
+def _unique_pairs(
+    stand: NDArray[np.int64], cell: NDArray[np.uint64]
+) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
+    """Distinct (stand, cell) pairs, sorted by stand then cell."""
+    order = np.lexsort((cell, stand))
+    stand, cell = stand[order], cell[order]
+    first = np.ones(stand.size, dtype=bool)
+    first[1:] = (stand[1:] != stand[:-1]) | (cell[1:] != cell[:-1])
+    return stand[first], cell[first]
 
 
 def _cell_slots(cells: NDArray[np.uint64], resolution: int) -> NDArray[np.intp]:

@@ -165,6 +165,26 @@ class TestBufferPointsM:
         with pytest.raises(ValueError, match="'radius_m' deve ser"):
             buffer_points_m(_points([(-51.2, -30.0)]), radius)
 
+    def test_rows_in_different_zones(self) -> None:
+        """Rows far apart are each buffered in their own UTM zone, so both stay exact."""
+        out = buffer_points_m(_points([(-51.2287, -30.0277), (-63.90, -8.76)]), 30.0)
+        for geom, epsg in zip(out.geometry, (31982, 31980), strict=True):
+            area = gpd.GeoSeries([geom], crs=4326).to_crs(epsg).area.iloc[0]
+            assert area == pytest.approx(math.pi * 900, rel=5e-3)
+
+    def test_null_geometry_kept(self) -> None:
+        """A row without geometry stays without geometry; the others are buffered."""
+        frame = gpd.GeoDataFrame(
+            {"k": [0, 1]}, geometry=[None, shapely.Point(-51.2, -30.0)], crs=4326
+        )
+        out = buffer_points_m(frame, 10.0)
+        assert out.geometry.iloc[0] is None and out.geometry.iloc[1].geom_type == "Polygon"
+
+    def test_position_outside_utm(self) -> None:
+        """A point beyond UTM's latitudes is refused, naming it."""
+        with pytest.raises(ValueError, match="fora da faixa UTM"):
+            buffer_points_m(_points([(0.0, 89.0)]), 10.0)
+
     def test_radius_count_mismatch(self) -> None:
         """Per-row radii must match the number of rows."""
         with pytest.raises(ValueError, match="2 valores para 1 linhas"):
