@@ -1,0 +1,276 @@
+"""Registry loaders on the real bundled files: municipalities, population, Porto Alegre's fleet."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import geopandas as gpd
+import pytest
+from sqlalchemy import Connection, text
+from sqlalchemy.orm import Session
+
+from fleet._errors import FleetFileError, UnknownMunicipalityError
+from fleet.loaders import (
+    PORTO_ALEGRE,
+    load_fleet,
+    load_municipalities,
+    load_populations,
+    normalize_name,
+    read_fleet,
+    read_municipalities,
+    read_populations,
+)
+from stands.loaders import load_stands, read_poa_stands
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "brazil"
+CENSUS = DATA / "population" / "censo2022_populacao_municipios.csv"
+ESTIMATE = DATA / "population" / "estimativa_populacao_municipios_2024.csv"
+BOUNDARIES = DATA / "boundaries" / "municipios_poa_pvh_pintobandeira.geojson"
+POA_FLEET = DATA / "taxi_fleet" / "frota_taxi_poa_2020-03-12.csv"
+POA_STANDS = DATA / "taxi_stands" / "pontos_taxi_poa_2020-03-10.geojson"
+SNAPSHOT = dt.date(2020, 3, 12)
+
+
+@pytest.fixture(scope="module")
+def municipalities() -> gpd.GeoDataFrame:
+    return read_municipalities(CENSUS, boundaries_path=BOUNDARIES)
+
+
+@pytest.fixture
+def conn(db_session: Session) -> Connection:
+    return db_session.connection()
+
+
+@pytest.fixture
+def poa_registry(conn: Connection, municipalities: gpd.GeoDataFrame) -> Connection:
+    """Municipalities and Porto Alegre's stands stored (the fleet names stands)."""
+    load_municipalities(conn=conn, municipalities=municipalities)
+    load_stands(conn=conn, stands=read_poa_stands(POA_STANDS))
+    return conn
+
+
+def _scalar(conn: Connection, sql: str) -> object:
+    return conn.execute(text(sql)).scalar_one()
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "fleet.csv"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+class TestReadMunicipalities:
+    def test_every_ibge_municipality(self, municipalities: gpd.GeoDataFrame) -> None:
+        """All 5,570 municipalities, unique 7-digit codes."""
+        assert len(municipalities) == 5570
+        assert municipalities["code"].is_unique
+
+    @pytest.mark.parametrize(
+        ("code", "timezone"),
+        [
+            ("4314902", "America/Sao_Paulo"),  # Porto Alegre
+            ("1100205", "America/Porto_Velho"),
+            ("4314548", "America/Sao_Paulo"),  # Pinto Bandeira
+            ("2605459", "America/Noronha"),  # Fernando de Noronha, PE
+            ("1302603", None),  # Manaus: Amazonas has two zones, left unknown
+        ],
+    )
+    def test_timezones(self, municipalities: gpd.GeoDataFrame, code: str, timezone: str) -> None:
+        """Each municipality gets its state's legal zone, with the known exceptions."""
+        row = municipalities.set_index("code").loc[code]
+        assert row["timezone"] == timezone
+
+    def test_boundaries_of_the_three_cities(self, municipalities: gpd.GeoDataFrame) -> None:
+        """Only the bundled three have a polygon, stored as MultiPolygon."""
+        with_geom = municipalities[municipalities.geometry.notna()]
+        assert sorted(with_geom["code"]) == ["1100205", "4314548", "4314902"]
+        assert set(with_geom.geom_type) == {"MultiPolygon"}
+
+    def test_bad_code_raises(self, tmp_path: Path) -> None:
+        """A code that is not 7 digits is refused, naming it."""
+        path = tmp_path / "c.csv"
+        path.write_text("cod_ibge,uf,nome\n123,RS,X\n", encoding="utf-8")
+        with pytest.raises(FleetFileError, match="'123'"):
+            read_municipalities(path)
+
+
+class TestReadPopulations:
+    def test_census_and_estimate(self) -> None:
+        """Porto Alegre: 1,332,570 (Censo 2022) and 1,389,322 (estimate 2024)."""
+        pop = read_populations(CENSUS, ESTIMATE)
+        assert len(pop) == 2 * 5570
+        poa = pop[pop["municipality_code"] == PORTO_ALEGRE].set_index("kind")["population"]
+        assert poa.to_dict() == {"census": 1_332_570, "estimate": 1_389_322}
+
+    def test_negative_population_raises(self, tmp_path: Path) -> None:
+        """A negative count is refused."""
+        path = tmp_path / "p.csv"
+        path.write_text("cod_ibge,pop_total\n4314902,-5\n", encoding="utf-8")
+        with pytest.raises(FleetFileError, match="inválida"):
+            read_populations(path)
+
+
+class TestLoadMunicipalities:
+    def test_load_then_reload_is_unchanged(
+        self, conn: Connection, municipalities: gpd.GeoDataFrame
+    ) -> None:
+        """First load creates 5,570; a second load changes nothing."""
+        first = load_municipalities(conn=conn, municipalities=municipalities)
+        assert (first.created, first.updated) == (5570, 0)
+        second = load_municipalities(conn=conn, municipalities=municipalities)
+        assert (second.created, second.updated, second.unchanged) == (0, 0, 5570)
+
+    def test_missing_boundary_does_not_erase(
+        self, conn: Connection, municipalities: gpd.GeoDataFrame
+    ) -> None:
+        """Reloading without boundaries keeps the stored polygons."""
+        load_municipalities(conn=conn, municipalities=municipalities)
+        load_municipalities(conn=conn, municipalities=read_municipalities(CENSUS))
+        assert _scalar(conn, "SELECT count(boundary) FROM municipalities") == 3
+
+    def test_populations_need_their_municipality(self, conn: Connection) -> None:
+        """Population of an unknown municipality is refused with a hint."""
+        pop = read_populations(CENSUS).head(1)
+        with pytest.raises(UnknownMunicipalityError, match="pontual import municipalities"):
+            load_populations(conn=conn, populations=pop)
+
+
+class TestReadFleet:
+    def test_poa_file(self) -> None:
+        """3,677 prefixos, 2,520 naming a stand; vehicle_id is the prefixo; all in Porto Alegre."""
+        fleet = read_fleet(POA_FLEET)
+        assert len(fleet) == 3677
+        assert int(fleet["stand_names"].map(len).gt(0).sum()) == 2520
+        assert (fleet["vehicle_id"] == fleet["prefixo"]).all()
+        assert set(fleet["municipality"]) == {PORTO_ALEGRE}
+        row = fleet.set_index("vehicle_id").loc["3247"]
+        assert row["stand_names"] == ("HOSPITAL PRONTO SOCORRO (HPS)",)
+        assert (row["plate"], row["make"], row["year"]) == ("IYO1026", "VW", 2018)
+
+    def test_contract_file(self, tmp_path: Path) -> None:
+        """Contract columns are parsed: booleans, inclusive dates, ';'-separated stands."""
+        path = _write(
+            tmp_path,
+            "vehicle_id,plate,accessible,stands,status,status_since,status_until,"
+            "alvara_valid_until,inspection_valid_until,municipality\n"
+            "T1,ABC1D23,true,S1;S2,suspended,2024-01-10,2024-01-20,2025-12-31,,4314902\n"
+            "T2,,false,,active,,,,,\n",
+        )
+        fleet = read_fleet(path, municipality="4314548").set_index("vehicle_id")
+        assert fleet.loc["T1", "stands"] == ("S1", "S2")
+        assert fleet.loc["T1", "accessible"]
+        assert not fleet.loc["T2", "accessible"]
+        assert fleet.loc["T1", "status_since"] == dt.date(2024, 1, 10)
+        assert fleet.loc["T1", "inspection_valid_until"] is None
+        assert fleet.loc["T2", "municipality"] == "4314548"
+        assert fleet.loc["T2", "stands"] == ()
+
+    @pytest.mark.parametrize(
+        ("body", "match"),
+        [
+            ("vehicle_id,status\nT1,parked\n", "linha 1: 'status' era 'parked'"),
+            ("vehicle_id,status_since\nT1,10/01/2024\n", "esperado data"),
+            ("vehicle_id,accessible\nT1,talvez\n", "true ou false"),
+            ("vehicle_id\nT1\nT1\n", "repetido"),
+            ("placa,marca\nX,Y\n", "não reconhecido"),
+            (
+                "vehicle_id,status_since,status_until\nT1,2024-02-01,2024-01-01\n",
+                "antes de 'status_since'",
+            ),
+        ],
+    )
+    def test_bad_contract_values_raise(self, tmp_path: Path, body: str, match: str) -> None:
+        """Invalid values are refused with the data row and the allowed values."""
+        with pytest.raises(FleetFileError, match=match):
+            read_fleet(_write(tmp_path, body))
+
+    def test_normalize_name(self) -> None:
+        """Stand names compare upper-cased with whitespace collapsed."""
+        assert normalize_name("  Av.  Ipiranga x  Rua A ") == "AV. IPIRANGA X RUA A"
+
+
+class TestLoadFleet:
+    def test_poa_fleet_with_stand_licences(self, poa_registry: Connection) -> None:
+        """3,677 vehicles, each active, and 2,520 parking licences matched by stand name."""
+        conn = poa_registry
+        report = load_fleet(conn=conn, fleet=read_fleet(POA_FLEET), as_of=SNAPSHOT)
+        assert report.vehicles.created == 3677
+        assert report.statuses_created == 3677
+        assert report.licences_created == 2520
+        assert report.unmatched_stands == ()
+        assert _scalar(conn, "SELECT count(*) FROM vehicles") == 3677
+        assert _scalar(conn, "SELECT count(DISTINCT vehicle_id) FROM parking_licences") == 2520
+        rodoviaria = _scalar(conn, "SELECT count(*) FROM parking_licences WHERE stand_id = '1'")
+        assert rodoviaria == 366  # the file's n_taxis_frota_2020_03_12 for RODOVIÁRIA
+        assert _scalar(conn, "SELECT count(valid_from) FROM parking_licences") == 0
+
+    def test_reload_changes_nothing(self, poa_registry: Connection) -> None:
+        """The same snapshot twice: everything unchanged the second time."""
+        fleet = read_fleet(POA_FLEET)
+        load_fleet(conn=poa_registry, fleet=fleet, as_of=SNAPSHOT)
+        again = load_fleet(conn=poa_registry, fleet=fleet, as_of=SNAPSHOT)
+        assert again.vehicles.unchanged == 3677
+        assert (again.statuses_created, again.licences_created, again.licences_ended) == (0, 0, 0)
+        assert again.licences_unchanged == 2520
+
+    def test_status_change_and_dropped_licence(
+        self, poa_registry: Connection, tmp_path: Path
+    ) -> None:
+        """A new status closes the previous period; a stand no longer named ends its licence."""
+        conn = poa_registry
+        first = _write(tmp_path, "vehicle_id,stands,status,municipality\nT1,1;2,active,4314902\n")
+        load_fleet(conn=conn, fleet=read_fleet(first), as_of=dt.date(2024, 1, 1))
+        second = _write(
+            tmp_path,
+            "vehicle_id,stands,status,status_since,municipality\nT1,2,suspended,2024-03-01,4314902\n",
+        )
+        report = load_fleet(conn=conn, fleet=read_fleet(second), as_of=dt.date(2024, 3, 5))
+        assert (report.statuses_created, report.statuses_closed) == (1, 1)
+        assert (report.licences_ended, report.licences_unchanged) == (1, 1)
+        periods = conn.execute(
+            text(
+                "SELECT status, valid_from, valid_until FROM vehicle_status_periods "
+                "WHERE vehicle_id = 'T1' ORDER BY valid_from NULLS FIRST"
+            )
+        ).all()
+        assert periods == [
+            ("active", None, dt.date(2024, 2, 29)),
+            ("suspended", dt.date(2024, 3, 1), None),
+        ]
+        licences = conn.execute(
+            text("SELECT stand_id, valid_until FROM parking_licences ORDER BY stand_id")
+        ).all()
+        assert licences == [("1", dt.date(2024, 3, 4)), ("2", None)]
+
+    def test_unknown_stand_is_reported(self, poa_registry: Connection, tmp_path: Path) -> None:
+        """A stand id the registry lacks is listed, its licence skipped."""
+        path = _write(tmp_path, "vehicle_id,stands,municipality\nT1,999;1,4314902\n")
+        report = load_fleet(conn=poa_registry, fleet=read_fleet(path), as_of=SNAPSHOT)
+        assert report.unmatched_stands == ("999",)
+        assert report.licences_created == 1
+
+    def test_unknown_municipality_raises(self, conn: Connection, tmp_path: Path) -> None:
+        """Vehicles of a municipality not in the registry are refused."""
+        path = _write(tmp_path, "vehicle_id,municipality\nT1,4314902\n")
+        with pytest.raises(UnknownMunicipalityError, match="4314902"):
+            load_fleet(conn=conn, fleet=read_fleet(path), as_of=SNAPSHOT)
+
+    def test_accessible_unknown_keeps_stored_value(
+        self, poa_registry: Connection, tmp_path: Path
+    ) -> None:
+        """A file without accessibility does not reset a vehicle marked accessible."""
+        conn = poa_registry
+        path = _write(tmp_path, "vehicle_id,accessible,municipality\nT1,true,4314902\n")
+        load_fleet(conn=conn, fleet=read_fleet(path), as_of=SNAPSHOT)
+        blank = _write(tmp_path, "vehicle_id,plate,municipality\nT1,XYZ,4314902\n")
+        load_fleet(conn=conn, fleet=read_fleet(blank), as_of=SNAPSHOT)
+        row = conn.execute(text("SELECT accessible, plate FROM vehicles")).one()
+        assert tuple(row) == (True, "XYZ")
+
+
+def test_fleet_frame_columns() -> None:
+    """The registry frame carries the contract's fleet columns."""
+    from stands.frames import FLEET_COLUMNS
+
+    assert set(FLEET_COLUMNS) <= set(read_fleet(POA_FLEET).columns)
