@@ -26,7 +26,7 @@ import shapely
 from numpy.typing import ArrayLike, NDArray
 
 from geo import h3 as gh3
-from geo._errors import CoordinateArrayError, CRSError, StandCoverError
+from geo._errors import CoordinateArrayError, CRSError, InvalidResolutionError, StandCoverError
 from geo.crs import WGS84, haversine_m, require_geographic
 
 DEFAULT_RESOLUTION = 12
@@ -256,6 +256,8 @@ def match_stands(
     ------
     CoordinateArrayError
         If ``lat``/``lon`` (or ``cells``) are not 1-D arrays of the same length.
+    InvalidResolutionError
+        If ``cells`` are not at ``cover.resolution``.
     """
     lat_a, lon_a = gh3.coordinate_arrays(lat, lon)
     if lat_a.ndim != 1:
@@ -270,6 +272,13 @@ def match_stands(
         if ping_cells.shape != lat_a.shape:
             msg = f"'cells' tem formato {ping_cells.shape}; esperado {lat_a.shape} (um por ping)"
             raise CoordinateArrayError(msg)
+        res = (ping_cells[ping_cells != 0] >> np.uint64(52)) & np.uint64(0xF)
+        if res.size and (res.min() != cover.resolution or res.max() != cover.resolution):
+            msg = (
+                f"'cells' estão na resolução {int(res.min())}–{int(res.max())}; "
+                f"a cobertura usa a resolução {cover.resolution}"
+            )
+            raise InvalidResolutionError(msg)
 
     maybe = np.flatnonzero(cover.presence[_cell_slots(ping_cells, cover.resolution)])
     pos = np.searchsorted(cover.cells, ping_cells[maybe])

@@ -284,6 +284,14 @@ class TestMatchStandsEdges:
         with pytest.raises(CoordinateArrayError, match="um por ping"):
             match_stands(np.zeros(2), np.zeros(2), square_cover, cells=np.zeros(3, dtype=np.uint64))
 
+    def test_cells_resolution(self, square_cover: StandCover) -> None:
+        """Precomputed cells at another resolution than the cover's are refused."""
+        cells = latlng_to_cells([-30.03], [-51.23], resolution=11)
+        with pytest.raises(
+            InvalidResolutionError, match="resolução 11–11; a cobertura usa a resolução 12"
+        ):
+            match_stands([-30.03], [-51.23], square_cover, cells=cells)
+
 
 class TestBuildStandCover:
     def test_structure(self) -> None:
