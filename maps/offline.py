@@ -61,5 +61,7 @@ def base_map(
     fmap.default_css = []
     fmap.get_root().header.add_child(folium.Element(_leaflet_inline()), name="leaflet_inline")
     if tiles:
-        folium.TileLayer(tiles=tiles, attr=attribution, name="Mapa base", control=False).add_to(fmap)
+        folium.TileLayer(tiles=tiles, attr=attribution, name="Mapa base", control=False).add_to(
+            fmap
+        )
     return fmap

@@ -51,8 +51,9 @@ def stands_trips_map(
     )
     top = int(counts.max()) if len(counts) else 0
     minx, miny, maxx, maxy = stands.total_bounds if len(stands) else (0, 0, 0, 0)
-    fmap = base_map(location=((miny + maxy) / 2, (minx + maxx) / 2), tiles=tiles,
-                    attribution=attribution)
+    fmap = base_map(
+        location=((miny + maxy) / 2, (minx + maxx) / 2), tiles=tiles, attribution=attribution
+    )
 
     if tracks is not None and len(tracks):
         layer = folium.FeatureGroup(name=f"Viagens ({len(tracks)})", show=True)

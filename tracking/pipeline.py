@@ -1,0 +1,266 @@
+"""The one place that wires ingest, stand matching, visits, trips and stops (batch, in memory).
+
+``pontual analyze`` and ``pontual demo`` call :func:`analyze_pings`; nothing here touches a
+database or reads settings: thresholds come in as :class:`AnalysisParams`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+
+from geo.cover import DEFAULT_RESOLUTION, build_stand_cover, match_stands
+from geo.crs import haversine_m
+from stands.licences import licence_frame_from_fleet
+from stands.occupancy import occupancy
+from stands.visits import BOARDED_AT, detect_visits
+from tracking import frames as fr
+from tracking.ingest import write_rejected
+from tracking.stops import detect_stops
+from tracking.trips import detect_trips
+
+Progress = Callable[[str], None]
+
+OUTPUT_FILES = ("stand_visits.csv", "trips.csv", "rejected.csv", "occupancy.csv", "summary.json")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnalysisParams:
+    """Thresholds of one analysis run; every value is echoed in ``summary.json``."""
+
+    h3_resolution: int = DEFAULT_RESOLUTION
+    max_speed_kmh: float = 250.0
+    trip_max_gap_s: float = 300.0
+    visit_exit_grace_s: float = 60.0
+    visit_min_dwell_s: float = 60.0
+    boarding_grace_s: float = 120.0
+    stop_max_diameter_m: float = 50.0
+    stop_min_duration_s: float = 180.0
+    occupancy_bucket: str = "15min"
+    timezone: str = "America/Sao_Paulo"
+
+
+@dataclass(kw_only=True)
+class AnalysisResult:
+    """Frames produced by :func:`analyze_pings` (plain data; written by :func:`write_outputs`)."""
+
+    pings: pd.DataFrame
+    rejected: pd.DataFrame
+    stands: gpd.GeoDataFrame
+    visits: pd.DataFrame
+    trips: pd.DataFrame
+    stops: pd.DataFrame
+    occupancy: pd.DataFrame
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+def cut_at_as_of(pings: pd.DataFrame, *, as_of: dt.date, timezone: str) -> pd.DataFrame:
+    """Keep the fixes up to the end of ``as_of`` (inclusive) in ``timezone``.
+
+    Parameters
+    ----------
+    pings : pandas.DataFrame
+        Valid pings.
+    as_of : datetime.date
+        Last local day analysed.
+    timezone : str
+        IANA zone of the local day.
+    """
+    end = pd.Timestamp(as_of + dt.timedelta(days=1), tz=ZoneInfo(timezone)).tz_convert("UTC")
+    return pings.loc[pings[fr.TIMESTAMP] < end].reset_index(drop=True)
+
+
+def pickup_stands(trips: pd.DataFrame, visits: pd.DataFrame, stands: gpd.GeoDataFrame) -> pd.Series:
+    """Return the stand each trip was boarded at (None if none), from the boarded visits.
+
+    A trip start may mark visits of overlapping stands; the stand whose representative point is
+    nearest the pickup fix wins.
+
+    Parameters
+    ----------
+    trips : pandas.DataFrame
+        Trips (``TRIP_COLUMNS``).
+    visits : pandas.DataFrame
+        Visits from :func:`stands.visits.detect_visits` (with ``boarded_at``).
+    stands : geopandas.GeoDataFrame
+        The stands frame the visits refer to.
+    """
+    out = pd.Series([None] * len(trips), index=trips.index, dtype=object)
+    boarded = visits.loc[visits["boarded"].fillna(False).astype(bool)]
+    if trips.empty or boarded.empty:
+        return out
+    anchors = stands.geometry.representative_point()
+    anchor = pd.DataFrame(
+        {
+            "stand_id": stands["stand_id"].to_numpy(),
+            "a_lat": anchors.y.to_numpy(),
+            "a_lon": anchors.x.to_numpy(),
+        }
+    )
+    cand = boarded[["vehicle_id", "stand_id", BOARDED_AT]].merge(anchor, on="stand_id")
+    keyed = trips[["vehicle_id", "started_at", "pickup_lat", "pickup_lon"]].reset_index()
+    cand = cand.merge(
+        keyed, left_on=["vehicle_id", BOARDED_AT], right_on=["vehicle_id", "started_at"]
+    )
+    if cand.empty:
+        return out
+    cand["d_m"] = haversine_m(
+        cand["pickup_lat"].to_numpy(),
+        cand["pickup_lon"].to_numpy(),
+        cand["a_lat"].to_numpy(),
+        cand["a_lon"].to_numpy(),
+    )
+    best = cand.sort_values(["index", "d_m", "stand_id"]).drop_duplicates("index")
+    out.loc[best["index"].to_numpy()] = best["stand_id"].to_numpy()
+    return out
+
+
+def analyze_pings(
+    pings: pd.DataFrame,
+    rejected: pd.DataFrame,
+    stands: gpd.GeoDataFrame,
+    *,
+    fleet: pd.DataFrame | None = None,
+    params: AnalysisParams = AnalysisParams(),
+    progress: Progress = _noop,
+) -> AnalysisResult:
+    """Run matching, visits, trips, stops and occupancy over validated pings.
+
+    Parameters
+    ----------
+    pings, rejected : pandas.DataFrame
+        Output of :func:`tracking.ingest.read_pings` (or the Porto reader).
+    stands : geopandas.GeoDataFrame
+        Stands frame (``stands/frames.py``).
+    fleet : pandas.DataFrame, optional
+        Fleet frame; without it ``licensed`` is unknown.
+    params : AnalysisParams
+        Thresholds.
+    progress : callable
+        Called with a pt-BR stage label before each stage.
+    """
+    progress("Casando fixes com os pontos (H3 + ponto-em-polígono)")
+    cover = build_stand_cover(stands, resolution=params.h3_resolution)
+    ping_idx, stand_idx = match_stands(pings[fr.LAT].to_numpy(), pings[fr.LON].to_numpy(), cover)
+    memberships = pd.DataFrame(
+        {"ping_index": ping_idx, "stand_id": stands["stand_id"].to_numpy()[stand_idx]}
+    )
+
+    progress("Detectando visitas, fila e embarques")
+    licences = licence_frame_from_fleet(fleet) if fleet is not None else None
+    visits = detect_visits(
+        pings,
+        memberships,
+        licences=licences,
+        exit_grace_s=params.visit_exit_grace_s,
+        min_dwell_s=params.visit_min_dwell_s,
+        boarding_grace_s=params.boarding_grace_s,
+        max_gap_s=params.trip_max_gap_s,
+        timezone=params.timezone,
+    )
+
+    progress("Detectando paradas e viagens")
+    stops = detect_stops(
+        pings,
+        max_diameter_m=params.stop_max_diameter_m,
+        min_duration_s=params.stop_min_duration_s,
+    )
+    trips = detect_trips(
+        pings, stops=stops, max_gap_s=params.trip_max_gap_s, max_speed_kmh=params.max_speed_kmh
+    )
+    trips["pickup_stand_id"] = pickup_stands(trips, visits, stands)
+
+    progress("Calculando ocupação dos pontos")
+    occ = occupancy(visits, stands, bucket=params.occupancy_bucket, include_idle=False)
+
+    result = AnalysisResult(
+        pings=pings,
+        rejected=rejected,
+        stands=stands,
+        visits=visits,
+        trips=trips,
+        stops=stops,
+        occupancy=occ,
+    )
+    result.summary = summarize(result, params=params, n_matched=int(np.unique(ping_idx).size))
+    return result
+
+
+def summarize(result: AnalysisResult, *, params: AnalysisParams, n_matched: int) -> dict[str, Any]:
+    """Return the ``summary.json`` content of a run: counts, the thresholds used, time span."""
+    pings, visits, trips = result.pings, result.visits, result.trips
+    boarded = (
+        visits["boarded"].fillna(False).astype(bool) if len(visits) else pd.Series([], dtype=bool)
+    )
+    reasons = result.rejected["reason"].value_counts().sort_index() if len(result.rejected) else {}
+    span = (
+        [pings[fr.TIMESTAMP].min().isoformat(), pings[fr.TIMESTAMP].max().isoformat()]
+        if len(pings)
+        else [None, None]
+    )
+    return {
+        "pings_valid": int(len(pings)),
+        "pings_rejected": int(len(result.rejected)),
+        "rejected_by_reason": {str(k): int(v) for k, v in dict(reasons).items()},
+        "pings_speed_flagged": int(pings[fr.SPEED_FLAG].sum()) if len(pings) else 0,
+        "pings_in_stands": n_matched,
+        "vehicles": int(pings[fr.VEHICLE_ID].nunique()),
+        "stands": int(len(result.stands)),
+        "visits": int(len(visits)),
+        "boardings": int(boarded.sum()),
+        "trips": int(len(trips)),
+        "trips_from_stands": int(trips["pickup_stand_id"].notna().sum()) if len(trips) else 0,
+        "stops": int(len(result.stops)),
+        "time_span_utc": span,
+        "parameters": asdict(params),
+    }
+
+
+def _iso_utc(col: pd.Series) -> pd.Series:
+    return col.dt.tz_convert("UTC").dt.strftime("%Y-%m-%dT%H:%M:%SZ").astype(object)
+
+
+def write_outputs(result: AnalysisResult, out_dir: Path) -> list[Path]:
+    """Write the contract files of a run into ``out_dir`` and return their paths.
+
+    Parameters
+    ----------
+    result : AnalysisResult
+        From :func:`analyze_pings`.
+    out_dir : pathlib.Path
+        Created if missing.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    visits = result.visits.loc[:, list(fr.VISIT_COLUMNS)].copy()
+    for col in ("arrived_at", "departed_at"):
+        visits[col] = _iso_utc(visits[col])
+    visits.to_csv(out_dir / "stand_visits.csv", index=False)
+
+    trips = result.trips.loc[:, list(fr.TRIP_COLUMNS)].copy()
+    for col in ("started_at", "ended_at"):
+        trips[col] = _iso_utc(trips[col])
+    trips.to_csv(out_dir / "trips.csv", index=False, float_format="%.6f")
+
+    write_rejected(result.rejected, out_dir / "rejected.csv")
+
+    occ = result.occupancy.copy()
+    occ["bucket_start"] = _iso_utc(occ["bucket_start"])
+    occ.to_csv(out_dir / "occupancy.csv", index=False)
+
+    (out_dir / "summary.json").write_text(
+        json.dumps(result.summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
+    return [out_dir / name for name in OUTPUT_FILES]
