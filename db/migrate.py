@@ -49,7 +49,10 @@ def include_object(
         and _PARTITION_CHILD.match(obj.table.name)
     ):
         return False
-    return bool(alembic_helpers.include_object(obj, name, obj_type, reflected, compare_to))
+    keep = alembic_helpers.include_object(  # type: ignore[no-untyped-call]
+        obj, name, obj_type, reflected, compare_to
+    )
+    return bool(keep)
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

@@ -378,7 +378,7 @@ def read_fleet(path: str | Path, *, municipality: str | None = None) -> pd.DataF
 
 
 def _blank_to_none(values: pd.Series) -> pd.Series:
-    """Stripped text as an object Series; blank and missing cells are None."""
+    """Return stripped text as an object Series; blank and missing cells become None."""
     out = [None if pd.isna(v) or str(v).strip() == "" else str(v).strip() for v in values]
     return pd.Series(out, index=values.index, dtype=object)
 
@@ -508,7 +508,7 @@ def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataF
             "plate": _blank_to_none(raw["placa"]),
             "make": _blank_to_none(raw["marca"]),
             "model": _blank_to_none(raw["modelo"]),
-            "year": pd.array(year, dtype="Int64"),
+            "year": year.astype("Int64"),
             "fuel": _blank_to_none(raw["combustivel"]) if "combustivel" in raw.columns else None,
             "first_registered_on": first,
             "accessible": [None] * n,  # the file has no accessibility flag

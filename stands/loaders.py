@@ -225,13 +225,16 @@ def read_poa_stands(
         buffered = buffer_points_m(pts, radius_m).geometry.to_numpy()
         for i, g in zip(np.flatnonzero(usable), _multi(buffered), strict=True):
             polygons[int(i)] = g
-    notes_col = np.where(null, _NOTE_NULL, np.where(usable, None, _NOTE_PLACEHOLDER))
+    notes_col = [
+        _NOTE_NULL if is_null else (None if ok else _NOTE_PLACEHOLDER)
+        for is_null, ok in zip(null, usable, strict=True)
+    ]
 
-    def text_col(column: str) -> pd.Series:
+    def text_col(column: str) -> list[str | None]:
         if column not in raw.columns:
-            return pd.Series([None] * len(raw), dtype=object)
-        s = raw[column].astype(object).map(lambda v: None if pd.isna(v) else str(v).strip())
-        return s.where(s != "", None)
+            return [None] * len(raw)
+        values = (None if pd.isna(v) else str(v).strip() for v in raw[column])
+        return [v if v else None for v in values]
 
     street, number = text_col("logradouro"), text_col("numero")
     address = [
