@@ -18,8 +18,12 @@ one row with reason ``invalid_polyline``; a trip whose ``TIMESTAMP`` is not Unix
 ``unparseable_timestamp`` (``point_index`` empty in both cases). Empty polylines (``[]``) are
 valid trips with no fixes.
 
-Overlapping trips of the same taxi (the derived file has two such pairs) produce fixes of one
-vehicle at the same instant: after validation the later ones are ``conflicting_duplicate``.
+Overlapping trips of the same taxi produce two fixes of one vehicle at the same instant when
+their 15-s grids coincide: after validation the later trip's fix is ``conflicting_duplicate``.
+The derived sample has two overlapping pairs (taxis 20000305 and 20000320), but their grids are
+offset (start times differ by a number of seconds that is not a multiple of 15), so no fix
+conflicts: the sample validates with no rejection at all. Fixes of the two trips of a pair
+interleave in time, and are merged into one meter run by :func:`tracking.trips.detect_trips`.
 """
 
 from __future__ import annotations
@@ -125,7 +129,7 @@ def read_porto_trips(
     )
     pings, rejected = validate_pings(raw, now=now, max_speed_kmh=max_speed_kmh)
 
-    trip_level = _trip_rejections(cells, start_s, start_ok, poly_ok, malformed)
+    trip_level = _trip_rejections(cells, start_ok, poly_ok, malformed)
     if len(trip_level):
         rejected = pd.concat([trip_level, rejected], ignore_index=True)
         point = pd.to_numeric(rejected[POINT_INDEX].replace("", "-1"))
@@ -184,7 +188,6 @@ def _stand_ids(col: pd.Series) -> pd.Series:
 
 def _trip_rejections(
     cells: pd.DataFrame,
-    start_s: NDArray[np.int64],
     start_ok: NDArray[np.bool_],
     poly_ok: NDArray[np.bool_],
     malformed: pd.DataFrame,

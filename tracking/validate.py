@@ -373,15 +373,15 @@ def _as_text(col: pd.Series) -> pd.Series:
     return text
 
 
-def _arrow_text(col: pd.Series) -> pa.ChunkedArray:
-    """Return the column as an Arrow string array, stripped, empty string for missing values."""
+def _arrow_text(col: pd.Series, *, strip: bool = True) -> pa.ChunkedArray:
+    """Return the column as an Arrow string array, empty string for missing values."""
     text = col if isinstance(col.dtype, pd.StringDtype) else _as_text(col)
-    arr = (
-        pa.chunked_array([pa.array(text.to_numpy(dtype=object), type=pa.string())])
-        if (getattr(text.dtype, "storage", None) != "pyarrow")
-        else pa.chunked_array(pa.array(text))
-    )
-    return pc.utf8_trim_whitespace(pc.fill_null(arr, ""))
+    if getattr(text.dtype, "storage", None) == "pyarrow":
+        arr = pa.chunked_array(pa.array(text))
+    else:
+        arr = pa.chunked_array([pa.array(text.to_numpy(dtype=object), type=pa.string())])
+    arr = pc.fill_null(arr, "")
+    return pc.utf8_trim_whitespace(arr) if strip else arr
 
 
 def _np(arr: pa.ChunkedArray | pa.Array) -> NDArray[np.generic]:
@@ -397,12 +397,14 @@ def _as_number(col: pd.Series) -> tuple[NDArray[np.float64], NDArray[np.bool_], 
         missing = np.isnan(values)
         invalid = np.isinf(values)
     else:
-        text = _arrow_text(col)
+        text = _arrow_text(col, strip=False)
         empty = pc.equal(text, "")
-        missing = _np(empty).astype(bool)
-        try:  # fast path: every non-empty cell is a number for Arrow
+        try:  # fast path: every non-empty cell is a number for Arrow, without blanks
             values = _np(pc.cast(pc.if_else(empty, "nan", text), pa.float64())).astype(np.float64)
+            missing = _np(empty).astype(bool)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            text = pc.utf8_trim_whitespace(text)
+            missing = _np(pc.equal(text, "")).astype(bool)
             numeric = _np(pc.match_substring_regex(text, _NUMERIC_RE)).astype(bool)
             values = _text_to_float(text, numeric)
         invalid = ~missing & ~np.isfinite(values)
@@ -460,12 +462,58 @@ def _parse_timestamps(
         ts_ns, unparseable = _unix_seconds(seconds, ~missing)
         return ts_ns, missing, unparseable, naive
 
-    text = _arrow_text(col)
+    raw_text = _arrow_text(col, strip=False)
+    try:  # fast path on the cells as written
+        ts = pc.cast(raw_text, pa.timestamp("ns", tz="UTC"))
+        return np.asarray(_np(pc.cast(ts, pa.int64())), dtype=np.int64), missing, unparseable, naive
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    return _parse_text_timestamps(pc.utf8_trim_whitespace(raw_text))
+
+
+def _parse_text_timestamps(
+    text: pa.ChunkedArray,
+) -> tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
+    """Parse stripped text cells; fast paths first, row-by-row rules only where they fail."""
+    n = len(text)
+    ts_ns = np.zeros(n, dtype=np.int64)
+    missing = np.zeros(n, dtype=bool)
+    unparseable = np.zeros(n, dtype=bool)
+    naive = np.zeros(n, dtype=bool)
     try:  # fast path: all ISO 8601 with an offset, as Arrow's strict parser wants them
         ts = pc.cast(text, pa.timestamp("ns", tz="UTC"))
         return np.asarray(_np(pc.cast(ts, pa.int64())), dtype=np.int64), missing, unparseable, naive
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    # Split: cells that look like "date T time offset" to Arrow's lenient strptime are tried with
+    # the strict cast as a block (a few bad rows elsewhere then cost little); the rest, and the
+    # block if it fails, go through the detailed rules.
+    looks_iso = _np(
+        pc.is_valid(pc.strptime(text, format="%Y-%m-%dT%H:%M:%S%z", unit="ns", error_is_null=True))
+    ).astype(bool)
+    if looks_iso.any() and not looks_iso.all():
+        block = pc.filter(text, pa.array(looks_iso))
+        try:
+            ts = pc.cast(block, pa.timestamp("ns", tz="UTC"))
+            ts_ns[looks_iso] = np.asarray(_np(pc.cast(ts, pa.int64())), dtype=np.int64)
+            rest = ~looks_iso
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            rest = np.ones(n, dtype=bool)
+        sub = _detailed_timestamps(pc.filter(text, pa.array(rest)))
+        for out, part in zip((ts_ns, missing, unparseable, naive), sub, strict=True):
+            out[rest] = part
+        return ts_ns, missing, unparseable, naive
+    return _detailed_timestamps(text)
+
+
+def _detailed_timestamps(
+    text: pa.ChunkedArray,
+) -> tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
+    """Row-by-row rules: empty, Unix seconds, ISO with offset, ISO without (naive), garbage."""
+    n = len(text)
+    ts_ns = np.zeros(n, dtype=np.int64)
+    unparseable = np.zeros(n, dtype=bool)
+    naive = np.zeros(n, dtype=bool)
     missing = _np(pc.equal(text, "")).astype(bool)
     numeric = _np(pc.match_substring_regex(text, _NUMERIC_RE)).astype(bool)
     if numeric.any():

@@ -121,6 +121,18 @@ class TestValidatePings:
         assert pings["timestamp"].dt.second.tolist() == [0, 15, 30]
         assert rejected["reason"].tolist() == ["naive_timestamp"]
 
+    def test_impossible_date_among_good_rows(self) -> None:
+        """30 February among valid rows is unparseable, not rolled over to 1 March."""
+        rows = [
+            {**GOOD, "timestamp": "2024-03-04T09:00:00-03:00"},
+            {**GOOD, "timestamp": "2024-02-30T09:00:15-03:00"},
+            {**GOOD, "timestamp": " 2024-03-04T09:00:30-03:00 "},
+            {**GOOD, "timestamp": "2024-03-04T09:00:45"},
+        ]
+        pings, rejected = _validate(rows)
+        assert pings["row"].tolist() == [1, 3]
+        assert rejected["reason"].tolist() == ["unparseable_timestamp", "naive_timestamp"]
+
     def test_future_tolerance(self) -> None:
         """A fix up to five minutes after now is clock skew and kept; later is rejected."""
         rows = [
