@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import psycopg
 from numpy.typing import NDArray
+from psycopg.copy import QueuedLibpqWriter
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
@@ -225,9 +226,13 @@ def _write_copy(conn: Connection, table: str, payload: Iterator[bytes]) -> None:
     if dbapi is None:  # pragma: no cover - a live connection always has one
         msg = "conexão sem driver psycopg ativo"
         raise RuntimeError(msg)
+    # A queued writer sends from a thread, so encoding the next block overlaps the send.
     with (
         dbapi.cursor() as cur,
-        cur.copy(f"COPY {table} ({_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)") as copy,
+        cur.copy(
+            f"COPY {table} ({_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)",
+            writer=QueuedLibpqWriter(cur),
+        ) as copy,
     ):
         for block in payload:
             copy.write(block)
