@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from api.settings import get_settings
 
 
-class PingFormat(str, Enum):
+class PingFormat(StrEnum):
     """Input formats of ``--pings``."""
 
     auto = "auto"
@@ -83,7 +83,8 @@ def analyze(
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
         console=console,
-        transient=False,
+        transient=True,
+        disable=not console.is_terminal,
     ) as bar:
         task = bar.add_task("Lendo e validando pings", total=_STAGES)
         if porto:

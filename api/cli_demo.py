@@ -1,6 +1,284 @@
-"""`pontual demo`: the main job on the embedded default."""
+"""`pontual demo`: the main job, on the embedded default.
+
+Loads the bundled real data into the local PostGIS (IBGE municipalities, Porto Alegre's stands
+and fleet, Porto's stands and trips as fixes), replays the Porto trips against the Porto stands in
+memory (the ``pontual analyze`` pipeline), measures boarding recall against the trips' stand
+labels, and writes maps, the contract files and a summary.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from maps.offline import OSM_TILES
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+PORTO_ALEGRE = "4314902"
+POA_STAND_RADIUS_M = 30.0
+PORTO_STAND_RADIUS_M = 100.0
+RECALL_RADII_M = (50.0, 100.0, 150.0)
+PORTO_TRIP_GAP_S = 60.0
 
 
-def demo() -> None:
-    """Carrega os dados reais, gera mapas e um resumo."""
-    raise NotImplementedError
+def _paths(data: Path) -> dict[str, Path]:
+    paths = {
+        "poa_stands": data / "brazil/taxi_stands/pontos_taxi_poa_2020-03-10.geojson",
+        "poa_fleet": data / "brazil/taxi_fleet/frota_taxi_poa_2020-03-12.csv",
+        "boundaries": data / "brazil/boundaries/municipios_poa_pvh_pintobandeira.geojson",
+        "census": data / "brazil/population/censo2022_populacao_municipios.csv",
+        "estimate": data / "brazil/population/estimativa_populacao_municipios_2024.csv",
+        "porto_stands": data / "porto/derived/taxi_stands.csv",
+        "porto_trips": data / "porto/derived/trips_combined.csv",
+    }
+    missing = [str(p) for p in paths.values() if not p.is_file()]
+    if missing:
+        msg = (
+            f"dados da demonstração não encontrados: {', '.join(missing)}; "
+            "rode a partir do repositório ou indique a pasta com --data"
+        )
+        raise FileNotFoundError(msg)
+    return paths
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("out/demo"),
+    data: Annotated[Path, typer.Option(help="Pasta dos dados reais incluídos.")] = DATA_DIR,
+    tiles: Annotated[
+        str, typer.Option(help="URL dos tiles do mapa base; 'none' para mapa sem fundo.")
+    ] = OSM_TILES,
+) -> None:
+    """Carrega os dados reais no PostGIS local, reproduz as viagens do Porto e gera mapas."""
+    console = Console()
+    paths = _paths(data)
+    tile_url = None if tiles.lower() == "none" else tiles
+    out.mkdir(parents=True, exist_ok=True)
+
+    with console.status("Preparando o banco PostGIS local…"):
+        from api.cli_db import database_url
+
+        url = database_url()
+    loaded = _load_registry(paths, url, console)
+    replay = _replay_porto(paths, out, tile_url, console)
+    poa_map = _poa_map(paths, out, tile_url)
+
+    summary: dict[str, Any] = {"database": loaded, "porto_replay": replay}
+    (out / "summary.json").write_text(
+        json.dumps(summary, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8"
+    )
+    _print_tables(console, loaded, replay)
+    console.print(
+        f"\nSaídas em [bold]{out}[/bold]:\n"
+        f"  {out / 'summary.json'}  (resumo)\n"
+        f"  {replay['map']}  (mapa do Porto: pontos por embarques e viagens)\n"
+        f"  {poa_map}  (mapa dos pontos de Porto Alegre)\n"
+        f"  {out / 'porto'}/  (stand_visits.csv, trips.csv, rejected.csv, occupancy.csv)"
+    )
+
+
+def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[str, int]:
+    from sqlalchemy import text
+
+    from db.engine import make_engine
+    from fleet.loaders import (
+        load_fleet,
+        load_municipalities,
+        load_populations,
+        read_fleet,
+        read_municipalities,
+        read_populations,
+    )
+    from stands.loaders import load_stands, read_stands_registry
+    from tracking.porto import read_porto_trips
+    from tracking.store import copy_fixes, copy_rejected
+
+    engine = make_engine(url)
+    try:
+        with console.status("Importando municípios e população (IBGE)…"), engine.begin() as conn:
+            load_municipalities(
+                conn=conn,
+                municipalities=read_municipalities(
+                    paths["census"], boundaries_path=paths["boundaries"]
+                ),
+            )
+            load_populations(
+                conn=conn, populations=read_populations(paths["census"], paths["estimate"])
+            )
+        with console.status("Importando pontos e frota de Porto Alegre…"), engine.begin() as conn:
+            poa = read_stands_registry(
+                paths["poa_stands"], municipality=PORTO_ALEGRE, point_radius_m=POA_STAND_RADIUS_M
+            )
+            load_stands(conn=conn, stands=poa, retire_missing=True)
+            fleet = read_fleet(paths["poa_fleet"], municipality=PORTO_ALEGRE)
+            load_fleet(conn=conn, fleet=fleet, as_of=_fleet_date(paths["poa_fleet"]))
+        with console.status("Importando pontos e viagens do Porto…"), engine.begin() as conn:
+            porto = read_stands_registry(paths["porto_stands"], point_radius_m=PORTO_STAND_RADIUS_M)
+            porto["stand_id"] = "PT-" + porto["stand_id"].astype(str)
+            load_stands(conn=conn, stands=porto, retire_missing=False)
+            pings, rejected, _ = read_porto_trips(paths["porto_trips"])
+            new_fixes = copy_fixes(conn, pings, source=paths["porto_trips"].name)
+            copy_rejected(conn, rejected, source=paths["porto_trips"].name)
+        with engine.connect() as conn:
+            counts = {
+                name: int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+                for name, table in (
+                    ("municipalities", "municipalities"),
+                    ("stands", "stands"),
+                    ("vehicles", "vehicles"),
+                    ("parking_licences", "parking_licences"),
+                    ("fixes", "fixes"),
+                    ("rejected_fixes", "rejected_fixes"),
+                )
+            }
+    finally:
+        engine.dispose()
+    counts["fixes_new_this_run"] = new_fixes
+    return counts
+
+
+def _fleet_date(path: Path) -> Any:
+    import datetime as dt
+
+    import pandas as pd
+
+    head = pd.read_csv(path, nrows=1, dtype=str)
+    return dt.date.fromisoformat(str(head["data_extracao"].iloc[0])[:10])
+
+
+def _replay_porto(
+    paths: dict[str, Path], out: Path, tiles: str | None, console: Console
+) -> dict[str, Any]:
+    import geopandas as gpd
+
+    from maps.overview import stands_trips_map
+    from stands.layers import read_porto_stands
+    from tracking.pipeline import AnalysisParams, analyze_pings, write_outputs
+    from tracking.porto import read_porto_trips
+    from tracking.porto_eval import boarding_recall
+
+    params = AnalysisParams(trip_max_gap_s=PORTO_TRIP_GAP_S, timezone="Europe/Lisbon")
+    with console.status("Reproduzindo as viagens do Porto contra os 63 pontos…"):
+        pings, rejected, labels = read_porto_trips(paths["porto_trips"])
+        recall = {}
+        for radius in RECALL_RADII_M:
+            stands = read_porto_stands(paths["porto_stands"], radius_m=radius)
+            result = analyze_pings(pings, rejected, stands, params=params)
+            recall[f"{radius:.0f}"] = boarding_recall(
+                labels, pings, result.visits, result.trips, stands
+            )
+            if radius == PORTO_STAND_RADIUS_M:
+                main = result
+        write_outputs(main, out / "porto")
+
+    boarded = main.visits.loc[main.visits["boarded"].fillna(False).astype(bool)]
+    per_stand = main.trips["pickup_stand_id"].dropna().value_counts()
+    names = main.stands.set_index("stand_id")["name"]
+    tracks = _tracks(main.pings)
+    fmap = stands_trips_map(
+        main.stands,
+        values=per_stand,
+        value_label="Embarques",
+        tracks=gpd.GeoDataFrame(tracks, crs=4326),
+        tiles=tiles,
+    )
+    map_path = out / "porto_map.html"
+    fmap.save(str(map_path))
+    return {
+        "stand_radius_m": PORTO_STAND_RADIUS_M,
+        "summary": main.summary,
+        "boarded_visits": int(len(boarded)),
+        "boardings_per_stand": [
+            {"stand_id": sid, "name": str(names.get(sid, "")), "boardings": int(n)}
+            for sid, n in per_stand.items()
+        ],
+        "recall_by_radius_m": recall,
+        "map": str(map_path),
+    }
+
+
+def _tracks(pings: Any) -> Any:
+    """One LineString per vehicle run of 15 s fixes (the Porto trips), for the map."""
+    import numpy as np
+    import pandas as pd
+    import shapely
+
+    ts = pings["timestamp"].astype("int64").to_numpy() // 1_000_000_000
+    veh = pings["vehicle_id"].to_numpy()
+    new = np.ones(len(pings), dtype=bool)
+    new[1:] = (veh[1:] != veh[:-1]) | (np.diff(ts) > PORTO_TRIP_GAP_S)
+    run = np.cumsum(new) - 1
+    sizes = np.bincount(run)
+    keep = sizes[run] >= 2
+    coords = np.column_stack([pings["lon"].to_numpy(), pings["lat"].to_numpy()])[keep]
+    lines = shapely.linestrings(coords, indices=run[keep])
+    firsts = np.flatnonzero(new & keep)
+    return pd.DataFrame(
+        {
+            "vehicle_id": veh[firsts],
+            "trip_id": [f"{v}-{t}" for v, t in zip(veh[firsts], ts[firsts], strict=True)],
+            "geometry": lines,  # one per run, in run order (= order of firsts)
+        }
+    )
+
+
+def _poa_map(paths: dict[str, Path], out: Path, tiles: str | None) -> Path:
+    from fleet.loaders import normalize_name, read_fleet
+    from maps.overview import stands_trips_map
+    from stands.loaders import read_stands_registry
+
+    stands = read_stands_registry(
+        paths["poa_stands"], municipality=PORTO_ALEGRE, point_radius_m=POA_STAND_RADIUS_M
+    )
+    stands = stands.loc[stands.geometry.notna()].reset_index(drop=True)
+    fleet = read_fleet(paths["poa_fleet"], municipality=PORTO_ALEGRE)
+    licensed = fleet["stand_names"].explode().dropna().value_counts()
+    by_name = stands["name"].map(normalize_name)
+    counts = by_name.map(licensed).fillna(0).astype(int)
+    counts.index = stands["stand_id"]
+    fmap = stands_trips_map(stands, values=counts, value_label="Prefixos licenciados", tiles=tiles)
+    path = out / "poa_stands_map.html"
+    fmap.save(str(path))
+    return path
+
+
+def _print_tables(console: Console, loaded: dict[str, int], replay: dict[str, Any]) -> None:
+    table = Table(title="Banco PostGIS local")
+    table.add_column("item")
+    table.add_column("total", justify="right")
+    for label, key in (
+        ("municípios", "municipalities"),
+        ("pontos de táxi", "stands"),
+        ("veículos (prefixos)", "vehicles"),
+        ("licenças de estacionamento", "parking_licences"),
+        ("fixes GPS gravados", "fixes"),
+        ("  novos nesta execução", "fixes_new_this_run"),
+        ("linhas rejeitadas (quarentena)", "rejected_fixes"),
+    ):
+        table.add_row(label, f"{loaded[key]:,}".replace(",", "."))
+    console.print(table)
+
+    top = Table(title="Porto: embarques por ponto (raio 100 m, 10 maiores)")
+    top.add_column("ponto")
+    top.add_column("nome")
+    top.add_column("embarques", justify="right")
+    for row in replay["boardings_per_stand"][:10]:
+        top.add_row(row["stand_id"], row["name"], str(row["boardings"]))
+    console.print(top)
+
+    rec = Table(title="Porto: embarques detectados × rótulos ORIGIN_STAND (viagens tipo B)")
+    for col in ("raio", "rotuladas", "1º fix no ponto", "detectadas", "recall"):
+        rec.add_column(col, justify="right")
+    for radius, r in replay["recall_by_radius_m"].items():
+        rec.add_row(
+            f"{radius} m",
+            str(r["labelled"]),
+            str(r["first_fix_inside"]),
+            str(r["detected"]),
+            f"{r['recall']:.1%}",
+        )
+    console.print(rec)

@@ -23,19 +23,22 @@ def _colour(count: int, top: int) -> str:
 def stands_trips_map(
     stands: gpd.GeoDataFrame,
     *,
-    boardings: pd.Series | None = None,
+    values: pd.Series | None = None,
+    value_label: str = "Embarques",
     tracks: gpd.GeoDataFrame | None = None,
     tiles: str | None = OSM_TILES,
     attribution: str = OSM_ATTRIBUTION,
 ) -> folium.Map:
-    """Map the stands coloured by boardings, with trip tracks as an optional layer.
+    """Map the stands coloured by a count (boardings, licensed prefixos…), with optional tracks.
 
     Parameters
     ----------
     stands
         Stands frame (EPSG:4326) with ``stand_id`` and ``name``.
-    boardings
-        Boardings per ``stand_id`` (index); stands absent from it have none.
+    values
+        Count per ``stand_id`` (index); stands absent from it count 0.
+    value_label
+        pt-BR name of the count, shown in popups.
     tracks
         LineStrings (EPSG:4326), one per trip, with ``vehicle_id`` and ``trip_id``.
     tiles, attribution
@@ -45,8 +48,8 @@ def stands_trips_map(
         msg = f"stands devem estar em EPSG:4326; recebido {stands.crs}"
         raise ValueError(msg)
     counts = (
-        boardings.reindex(stands["stand_id"]).fillna(0).astype(int).to_numpy()
-        if boardings is not None
+        values.reindex(stands["stand_id"]).fillna(0).astype(int).to_numpy()
+        if values is not None
         else np.zeros(len(stands), dtype=int)
     )
     top = int(counts.max()) if len(counts) else 0
@@ -65,7 +68,7 @@ def stands_trips_map(
         layer.add_to(fmap)
 
     frame = stands[["stand_id", "name", "geometry"]].copy()
-    frame["boardings"] = counts
+    frame["value"] = counts
     frame["colour"] = [_colour(c, top) for c in counts]
     layer = folium.FeatureGroup(name=f"Pontos de táxi ({len(frame)})", show=True)
     folium.GeoJson(
@@ -78,7 +81,7 @@ def stands_trips_map(
         },
         tooltip=folium.GeoJsonTooltip(["name"], aliases=["Ponto"]),
         popup=folium.GeoJsonPopup(
-            ["stand_id", "name", "boardings"], aliases=["Ponto nº", "Nome", "Embarques"]
+            ["stand_id", "name", "value"], aliases=["Ponto nº", "Nome", value_label]
         ),
     ).add_to(layer)
     layer.add_to(fmap)

@@ -1,0 +1,140 @@
+"""`pontual analyze` through the installed console script: contract files, clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from tracking import frames as fr
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+STANDS = {
+    "type": "FeatureCollection",
+    "features": [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [-51.2287, -30.0277]},
+            "properties": {"stand_id": "P1", "name": "Praça", "radius_m": 40, "capacity": 2},
+        }
+    ],
+}
+
+
+def _write_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    rows = [
+        # free at the stand for 4 min, meter on inside, then away
+        *[("T1", f"2024-03-04T09:{m:02d}:00-03:00", -30.0277, -51.2287, "free") for m in range(5)],
+        ("T1", "2024-03-04T09:05:00-03:00", -30.0278, -51.2287, "occupied"),
+        ("T1", "2024-03-04T09:06:00-03:00", -30.0200, -51.2200, "occupied"),
+        ("T1", "2024-03-04T09:07:00-03:00", -30.0150, -51.2150, "occupied"),
+        ("", "2024-03-04T09:07:00-03:00", -30.0150, -51.2150, "occupied"),  # empty vehicle
+        ("T2", "2024-03-04T09:07:00", -30.0150, -51.2150, "free"),  # naive timestamp
+        ("T2", "2024-03-04T09:08:00-03:00", 0.0, 0.0, "free"),  # null island
+        ("T2", "2024-03-04T09:09:00-03:00", -30.01, -51.21, "busy"),  # unknown meter
+    ]
+    pings = tmp_path / "pings.csv"
+    pd.DataFrame(rows, columns=["vehicle_id", "timestamp", "lat", "lon", "meter"]).to_csv(
+        pings, index=False
+    )
+    stands = tmp_path / "stands.geojson"
+    stands.write_text(json.dumps(STANDS), encoding="utf-8")
+    return pings, stands
+
+
+class TestAnalyze:
+    def test_writes_the_contract_files(self, run_pontual, tmp_path):
+        """A small run writes the five contract files with one boarded visit and 4 rejected rows."""
+        pings, stands = _write_inputs(tmp_path)
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze", "--pings", str(pings), "--stands", str(stands), "--out", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+        visits = pd.read_csv(out / "stand_visits.csv", dtype=str)
+        assert tuple(visits.columns) == fr.VISIT_COLUMNS
+        assert visits[["vehicle_id", "stand_id", "boarded"]].values.tolist() == [
+            ["T1", "P1", "True"]
+        ]
+        trips = pd.read_csv(out / "trips.csv", dtype=str)
+        assert trips["pickup_stand_id"].tolist() == ["P1"]
+        rejected = pd.read_csv(out / "rejected.csv", dtype=str, keep_default_na=False)
+        assert rejected["row"].tolist() == ["9", "10", "11", "12"]
+        assert rejected["reason"].tolist() == [
+            "empty_vehicle_id",
+            "naive_timestamp",
+            "null_island",
+            "unknown_meter",
+        ]
+        assert rejected.loc[3, "meter"] == "busy"  # original values kept
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["pings_valid"] == 8 and summary["boardings"] == 1
+
+    def test_missing_column_is_one_clear_message(self, run_pontual, tmp_path):
+        """A pings file without 'lat' fails naming the column, with no traceback."""
+        pings, stands = _write_inputs(tmp_path)
+        pd.read_csv(pings).drop(columns=["lat"]).to_csv(pings, index=False)
+        done = run_pontual(
+            "analyze",
+            "--pings",
+            str(pings),
+            "--stands",
+            str(stands),
+            "--out",
+            str(tmp_path / "out"),
+        )
+        assert done.returncode == 1
+        assert "Traceback" not in done.stderr
+        assert "lat" in done.stderr and done.stderr.startswith("erro: ")
+
+    def test_missing_file(self, run_pontual, tmp_path):
+        """A stands file that does not exist is a clear error."""
+        pings, _ = _write_inputs(tmp_path)
+        done = run_pontual(
+            "analyze",
+            "--pings",
+            str(pings),
+            "--stands",
+            str(tmp_path / "nope.geojson"),
+            "--out",
+            str(tmp_path / "out"),
+        )
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert "nope.geojson" in done.stderr
+
+    def test_porto_format_detected(self, run_pontual, tmp_path):
+        """The Porto ECML/PKDD CSV is recognised and replayed against point stands with a radius."""
+        trips = tmp_path / "porto.csv"
+        pd.read_csv(DATA / "porto/derived/trips_combined.csv", nrows=40).to_csv(trips, index=False)
+        stands = pd.read_csv(DATA / "porto/derived/taxi_stands.csv")
+        fc = {
+            "type": "FeatureCollection",
+            "features": [
+                {
+                    "type": "Feature",
+                    "geometry": {"type": "Point", "coordinates": [r.Longitude, r.Latitude]},
+                    "properties": {"stand_id": str(r.ID), "name": r.Descricao},
+                }
+                for r in stands.itertuples()
+            ],
+        }
+        layer = tmp_path / "porto_stands.geojson"
+        layer.write_text(json.dumps(fc), encoding="utf-8")
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze",
+            "--pings",
+            str(trips),
+            "--stands",
+            str(layer),
+            "--stand-radius-m",
+            "100",
+            "--out",
+            str(out),
+        )
+        assert done.returncode == 0, done.stderr
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["trips"] >= 35
+        assert summary["parameters"]["trip_max_gap_s"] == 60.0
