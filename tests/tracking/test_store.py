@@ -174,6 +174,16 @@ class TestCopyFixes:
         sources = conn.execute(text("SELECT source, count(*) FROM fixes GROUP BY 1 ORDER BY 1"))
         assert sources.all() == [("a", 10), ("b", 5)]
 
+    def test_race_falls_back_to_staging(
+        self, conn: Connection, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """If the pre-check misses a stored fix (a concurrent import), the conflict is absorbed."""
+        copy_fixes(conn, make_pings([_ping("A", "2024-01-01T10:00:00Z")]), source="a")
+        monkeypatch.setattr("tracking.store._any_stored", lambda *args: False)
+        pings = make_pings([_ping("A", "2024-01-01T10:00:00Z"), _ping("A", "2024-01-01T10:00:15Z")])
+        assert copy_fixes(conn, pings, source="b") == 1
+        assert _count(conn) == 2
+
     def test_duplicate_in_batch_keeps_first(self, conn: Connection) -> None:
         """Two rows with the same (vehicle_id, timestamp) store the earlier row only."""
         pings = make_pings(
