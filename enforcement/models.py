@@ -67,6 +67,9 @@ class Finding(Base):
     )
 
     __table_args__ = (
+        CheckConstraint(
+            "kind IN (" + ", ".join(f"'{k}'" for k in FINDING_KINDS) + ")", name="kind"
+        ),
         CheckConstraint("confidence BETWEEN 0 AND 1", name="confidence_range"),
         CheckConstraint("ended_at >= started_at", name="interval_order"),
     )

@@ -141,3 +141,18 @@ class TestAuditLogAppendOnly:
         self._entry(db_session)
         with pytest.raises(DBAPIError, match="só aceita inclusões"), db_session.begin_nested():
             db_session.execute(text(statement))
+
+
+class TestFindingKinds:
+    @pytest.mark.parametrize(("kind", "ok"), [("tracking_gap", True), ("speeding", False)])
+    def test_only_contract_kinds(self, db_session: Session, kind: str, ok: bool) -> None:
+        """findings.kind accepts the eleven kinds of the contract and nothing else."""
+        insert = text(
+            "INSERT INTO findings (finding_id, kind, started_at, ended_at, confidence) "
+            "VALUES ('F1', :kind, now(), now(), 0.5)"
+        )
+        if ok:
+            db_session.execute(insert, {"kind": kind})
+        else:
+            with pytest.raises(DBAPIError, match="ck_findings_kind"):
+                db_session.execute(insert, {"kind": kind})

@@ -103,6 +103,7 @@ def upgrade() -> None:
     sa.Column('details', postgresql.JSONB(astext_type=sa.Text()), server_default=sa.text("'{}'::jsonb"), nullable=False),
     sa.Column('geometry', Geometry(srid=4326, dimension=2, spatial_index=False, from_text='ST_GeomFromEWKT', name='geometry'), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.CheckConstraint("kind IN ('unlicensed_stand_use', 'habitual_absence', 'illegal_stand_formation', 'longer_route', 'tracking_gap', 'gps_anomaly', 'operating_while_barred', 'inactivity', 'outside_municipality', 'queue_jump', 'flag2_misuse')", name=op.f('ck_findings_kind')),
     sa.CheckConstraint('confidence BETWEEN 0 AND 1', name=op.f('ck_findings_confidence_range')),
     sa.CheckConstraint('ended_at >= started_at', name=op.f('ck_findings_interval_order')),
     sa.PrimaryKeyConstraint('finding_id', name=op.f('pk_findings'))
