@@ -215,7 +215,8 @@ def _tracks(pings: Any) -> Any:
     sizes = np.bincount(run)
     keep = sizes[run] >= 2
     coords = np.column_stack([pings["lon"].to_numpy(), pings["lat"].to_numpy()])[keep]
-    lines = shapely.linestrings(coords, indices=run[keep])
+    _, dense = np.unique(run[keep], return_inverse=True)
+    lines = shapely.linestrings(coords, indices=dense)
     firsts = np.flatnonzero(new & keep)
     return pd.DataFrame(
         {

@@ -84,6 +84,25 @@ def stands_trips_map(
             ["stand_id", "name", "value"], aliases=["Ponto nº", "Nome", value_label]
         ),
     ).add_to(layer)
+    # A marker per stand keeps small stands visible and clickable at city zoom.
+    points = frame.copy()
+    points["geometry"] = frame.geometry.representative_point()
+    points["radius"] = 4 + np.sqrt(counts) * (10 / np.sqrt(top) if top else 0)
+    folium.GeoJson(
+        points.to_json(),
+        marker=folium.CircleMarker(radius=5, weight=1, fill=True),
+        style_function=lambda f: {
+            "color": "#333333",
+            "weight": 1,
+            "fillColor": f["properties"]["colour"],
+            "fillOpacity": 0.9,
+            "radius": f["properties"]["radius"],
+        },
+        tooltip=folium.GeoJsonTooltip(["name"], aliases=["Ponto"]),
+        popup=folium.GeoJsonPopup(
+            ["stand_id", "name", "value"], aliases=["Ponto nº", "Nome", value_label]
+        ),
+    ).add_to(layer)
     layer.add_to(fmap)
     folium.LayerControl(collapsed=False).add_to(fmap)
     if len(stands):

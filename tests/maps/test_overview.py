@@ -50,11 +50,12 @@ class TestStandsTripsMap:
         page.wait_for_selector("path.leaflet-interactive")
         assert errors == []
         assert failed and all("tile.openstreetmap.org" in url for url in failed)
-        assert page.locator("path.leaflet-interactive").count() == 5
+        # 2 tracks, then per stand its polygon and its marker
+        assert page.locator("path.leaflet-interactive").count() == 2 + 3 + 3
         labels = page.locator(".leaflet-control-layers-overlays label").all_inner_texts()
         assert any("Pontos de táxi (3)" in t for t in labels)
         assert any("Viagens (2)" in t for t in labels)
-        page.locator("path.leaflet-interactive").nth(2).click()  # stands are drawn after tracks
+        page.locator("path.leaflet-interactive").nth(5).click()  # the first stand's marker
         popup = page.wait_for_selector(".leaflet-popup-content")
         assert "Praça da Matriz" in popup.inner_text()
         assert "12" in popup.inner_text()
@@ -67,7 +68,7 @@ class TestStandsTripsMap:
         page, errors, failed = open_map(html)
         page.wait_for_selector("path.leaflet-interactive")
         assert errors == [] and failed == []
-        assert page.locator("path.leaflet-interactive").count() == 3
+        assert page.locator("path.leaflet-interactive").count() == 3 + 3
 
     def test_rejects_projected_stands(self):
         """Stands not in EPSG:4326 are refused with a clear message."""
