@@ -67,7 +67,6 @@ DEBIAN_PACKAGE = "postgresql-{major}-postgis-3"
 _DEFAULT_MAJOR = "15"
 _REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
 _PG_STATUS_NOT_RUNNING = 3
-_PG_STATUS_NO_DIR = 4
 _MAX_SOCKET_PATH = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 
 
@@ -491,9 +490,9 @@ def _is_running(pgdata: Path, bindir: Path, user: pwd.struct_passwd | None) -> b
     if not (pgdata / "PG_VERSION").is_file():
         return False
     done = _run([bindir / "pg_ctl", "status", "-D", pgdata], user=user, timeout_s=30)
-    if done.returncode in (_PG_STATUS_NOT_RUNNING, _PG_STATUS_NO_DIR):
+    if done.returncode == _PG_STATUS_NOT_RUNNING:
         return False
-    if done.returncode != 0:
+    if done.returncode != 0:  # e.g. 4: the service user cannot reach a pgdata that exists
         msg = f"pg_ctl status falhou em {pgdata}: {done.stderr.strip() or done.stdout.strip()}"
         raise ClusterError(msg)
     return True
@@ -639,6 +638,9 @@ def stop_cluster(*, data_dir: Path, bindir: Path | None = None, timeout_s: int =
     bindir = find_bindir(pg_bindir=bindir)
     pgdata = pgdata_path(data_dir)
     user = _service_user(pgdata)
+    if not (pgdata / "PG_VERSION").is_file():
+        return False
+    _prepare_data_dir(data_dir, user)  # traversal rights may have been taken away since start
     if not _is_running(pgdata, bindir, user):
         return False
     command: list[str | Path] = [bindir / "pg_ctl", "stop", "-D", pgdata, "-m", "fast", "-w"]
@@ -695,7 +697,11 @@ def cluster_status(
     available = postgis_available(bindir=bindir)
     pgdata = pgdata_path(data_dir)
     initialised = (pgdata / "PG_VERSION").is_file()
-    running = initialised and _is_running(pgdata, bindir, _service_user(pgdata))
+    running = False
+    if initialised:
+        user = _service_user(pgdata)
+        _prepare_data_dir(data_dir, user)
+        running = _is_running(pgdata, bindir, user)
     server_version = _binary_version(bindir)
     postgis_version = None
     if running:

@@ -191,6 +191,17 @@ class TestServiceUserUnderRoot:
         assert st.st_uid != 0
         assert stat.S_IMODE(st.st_mode) == 0o700
 
+    def test_rights_taken_away_are_restored(self, initialised_dir: Path) -> None:
+        """A chmod 700 of the data dir (clearing the ACL mask) does not hide a running cluster."""
+        port = _free_port()
+        start_cluster(data_dir=initialised_dir, port=port, durable=False)
+        try:
+            initialised_dir.chmod(0o700)  # what pytest does to its own base directory
+            assert cluster_status(data_dir=initialised_dir).running is True
+            initialised_dir.chmod(0o700)
+        finally:
+            assert stop_cluster(data_dir=initialised_dir) is True
+
     def test_traverse_only_on_private_parents(self, tmp_path: Path) -> None:
         """The service user may pass through a 700 parent but still not list it."""
         user = pwd.getpwnam("postgres")
