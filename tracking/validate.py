@@ -218,19 +218,23 @@ def validate_pings(
         max_speed_kmh=max_speed_kmh,
     )
     bad_pos = np.flatnonzero(~ok)
-    reasons = np.asarray(REJECTION_REASONS, dtype=object)[code[bad_pos] - 1]
-    rejected = make_rejected(raw.iloc[bad_pos], reasons)
+    reasons = pc.take(
+        pa.array(REJECTION_REASONS, type=pa.large_string()), pa.array(code[bad_pos] - 1)
+    )
+    rejected = make_rejected(raw.take(bad_pos), reasons)
     return pings, rejected
 
 
-def make_rejected(rows: pd.DataFrame, reasons: Sequence[str] | NDArray[np.object_]) -> pd.DataFrame:
+def make_rejected(
+    rows: pd.DataFrame, reasons: Sequence[str] | NDArray[np.object_] | pa.Array | pa.ChunkedArray
+) -> pd.DataFrame:
     """Build a rejected frame: ``row``, ``reason`` and the original columns as text.
 
     Parameters
     ----------
     rows : pandas.DataFrame
         The rejected raw rows, with their ``row`` column.
-    reasons : sequence of str
+    reasons : sequence of str or Arrow string array
         One code of :data:`REJECTION_REASONS` per row.
 
     Returns
@@ -238,18 +242,21 @@ def make_rejected(rows: pd.DataFrame, reasons: Sequence[str] | NDArray[np.object
     pandas.DataFrame
         With a RangeIndex; empty cells are empty strings.
     """
-    out: dict[str, pd.Series | NDArray[np.generic]] = {
-        fr.ROW: rows[fr.ROW].to_numpy(dtype=np.int64),
-        fr.REASON: np.asarray(reasons, dtype=object),
+    n = len(rows)
+    reason = (
+        _str_series(reasons)
+        if isinstance(reasons, pa.Array | pa.ChunkedArray)
+        else pd.Series(np.asarray(reasons, dtype=object).reshape(n), dtype="str")
+    )
+    out: dict[str, pd.Series] = {
+        fr.ROW: pd.Series(rows[fr.ROW].to_numpy(dtype=np.int64)),
+        fr.REASON: reason,
     }
     for col in rows.columns:
         if col in (fr.ROW, fr.REASON):
             continue
-        out[col] = _as_text(rows[col]).to_numpy(dtype=object)
-    frame = pd.DataFrame(out)
-    for col in frame.columns[1:]:
-        frame[col] = frame[col].astype("str")
-    return frame
+        out[col] = _as_text(rows[col]).astype("str").reset_index(drop=True)
+    return pd.DataFrame(out)
 
 
 def empty_rejected(columns: Sequence[str]) -> pd.DataFrame:

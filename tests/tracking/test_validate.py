@@ -11,7 +11,13 @@ from factories import make_raw_pings
 
 from tracking import frames as fr
 from tracking._errors import InvalidParameterError, MissingColumnsError
-from tracking.validate import REJECTION_REASONS, speed_flags, validate_pings
+from tracking.validate import (
+    REJECTION_REASONS,
+    empty_pings,
+    empty_rejected,
+    speed_flags,
+    validate_pings,
+)
 
 NOW = pd.Timestamp("2024-03-04T12:00:00Z")
 GOOD: dict[str, Any] = {
@@ -335,3 +341,19 @@ class TestSpeedFlags:
             max_speed_kmh=limit,
         )
         assert out.tolist() == [False, flagged]
+
+
+class TestEmptyFrames:
+    def test_empty_pings_match_a_validated_frame(self) -> None:
+        """empty_pings() has the columns and dtypes of validate_pings' output."""
+        pings, _ = _validate([GOOD])
+        empty = empty_pings()
+        assert empty.empty
+        assert empty.dtypes.astype(str).to_dict() == pings.dtypes.astype(str).to_dict()
+
+    def test_empty_rejected_columns(self) -> None:
+        """empty_rejected() lists row, reason then the given columns, reserved names once."""
+        frame = empty_rejected(["vehicle_id", "row", "lat"])
+        assert frame.empty
+        assert list(frame.columns) == ["row", "reason", "vehicle_id", "lat"]
+        assert str(frame["row"].dtype) == "int64" and str(frame["lat"].dtype) == "str"
