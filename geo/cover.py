@@ -39,6 +39,10 @@ MARGIN_DEG = 1e-6
 
 _EMPTY_I64: NDArray[np.int64] = np.empty(0, dtype=np.int64)
 _FILTER_BITS = 20
+GRID_STEP_DEG = 1 / 512
+"""Step of the coarse lat/lon grid that spares H3 indexing to pings far from every stand
+(about 217 m of latitude)."""
+_GRID_BITS = 22
 """A ping's cell is first looked up in a 2**20-slot presence table keyed by its finest digits,
 so that only the few pings that may be in the cover pay for the binary search."""
 
@@ -72,6 +76,10 @@ class StandCover:
     presence : numpy.ndarray
         ``bool``, ``2**20`` slots: ``presence[cell_slot(c)]`` is True for every cover cell
         (a pre-filter; false positives are settled by the binary search).
+    grid : numpy.ndarray
+        ``bool``, ``2**22`` slots of a hashed lat/lon grid of step :data:`GRID_STEP_DEG`: True
+        for every grid square touching a stand's bounds. Pings in unmarked squares cannot be in
+        a stand and are not indexed (hash collisions only cost an unneeded H3 lookup).
     """
 
     resolution: int
@@ -84,6 +92,7 @@ class StandCover:
     anchor_lat: NDArray[np.float64]
     anchor_lon: NDArray[np.float64]
     presence: NDArray[np.bool_]
+    grid: NDArray[np.bool_]
 
     @property
     def n_stands(self) -> int:
@@ -140,6 +149,7 @@ def build_stand_cover(
             anchor_lat=np.empty(0),
             anchor_lon=np.empty(0),
             presence=np.zeros(1 << _FILTER_BITS, dtype=bool),
+            grid=np.zeros(1 << _GRID_BITS, dtype=bool),
         )
 
     outer = shapely.buffer(geoms, MARGIN_DEG)
@@ -180,7 +190,30 @@ def build_stand_cover(
         anchor_lat=shapely.get_y(centroids).astype(np.float64),
         anchor_lon=shapely.get_x(centroids).astype(np.float64),
         presence=presence,
+        grid=_grid_of(shapely.bounds(outer)),
     )
+
+
+def _grid_keys(lat: NDArray[np.float64], lon: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Hashed slot of the coarse grid square of each point (NaN maps to some slot: harmless)."""
+    with np.errstate(invalid="ignore"):
+        iy = np.floor(lat / GRID_STEP_DEG).astype(np.int64).view(np.uint64)
+        ix = np.floor(lon / GRID_STEP_DEG).astype(np.int64).view(np.uint64)
+    mixed = (iy * np.uint64(0x9E3779B97F4A7C15)) ^ (ix * np.uint64(0xC2B2AE3D27D4EB4F))
+    return (mixed >> np.uint64(64 - _GRID_BITS)).astype(np.intp)
+
+
+def _grid_of(bounds: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Mark every grid square that a stand's bounding box (minx, miny, maxx, maxy) touches."""
+    grid = np.zeros(1 << _GRID_BITS, dtype=bool)
+    lo = np.floor(bounds[:, [1, 0]] / GRID_STEP_DEG).astype(np.int64)
+    hi = np.floor(bounds[:, [3, 2]] / GRID_STEP_DEG).astype(np.int64)
+    for (y0, x0), (y1, x1) in zip(lo, hi, strict=True):
+        iy, ix = np.meshgrid(np.arange(y0, y1 + 1), np.arange(x0, x1 + 1), indexing="ij")
+        centre_lat = (iy.ravel() + 0.5) * GRID_STEP_DEG
+        centre_lon = (ix.ravel() + 0.5) * GRID_STEP_DEG
+        grid[_grid_keys(centre_lat, centre_lon)] = True
+    return grid
 
 
 def _unique_pairs(
@@ -265,8 +298,14 @@ def match_stands(
         raise CoordinateArrayError(msg)
     if lat_a.size == 0 or cover.cells.size == 0:
         return _EMPTY_I64, _EMPTY_I64
+    candidates: NDArray[np.intp] | None = None
     if cells is None:
-        ping_cells = gh3.latlng_to_cells(lat_a, lon_a, resolution=cover.resolution)
+        # Only pings in grid squares near a stand are indexed.
+        near = np.flatnonzero(cover.grid[_grid_keys(lat_a, lon_a)])
+        ping_cells = np.zeros(lat_a.shape, dtype=np.uint64)
+        ping_cells[near] = gh3.latlng_to_cells(
+            lat_a[near], lon_a[near], resolution=cover.resolution
+        )
     else:
         ping_cells = np.asarray(cells, dtype=np.uint64)
         if ping_cells.shape != lat_a.shape:
@@ -284,7 +323,7 @@ def match_stands(
     pos = np.searchsorted(cover.cells, ping_cells[maybe])
     np.minimum(pos, cover.cells.size - 1, out=pos)
     found = cover.cells[pos] == ping_cells[maybe]
-    hits = maybe[found]
+    hits = maybe[found] if candidates is None else candidates[maybe[found]]
     if hits.size == 0:
         return _EMPTY_I64, _EMPTY_I64
     hit_pos = pos[found]
