@@ -25,3 +25,15 @@ class NotMetricCRSError(CRSError):
 
 class StandCoverError(ValueError):
     """Stands that cannot be covered by H3 cells (null, empty or non-polygonal geometry)."""
+
+
+class RoadFileError(ValueError):
+    """A road network file that cannot be read (unsupported format, unparseable content)."""
+
+
+class RoadLayerError(ValueError):
+    """A road layer without usable lines (empty, or geometries that are not lines)."""
+
+
+class RoadGraphError(ValueError):
+    """A road graph that cannot be built or queried (bad option, malformed positions)."""
