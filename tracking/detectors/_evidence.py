@@ -1,0 +1,225 @@
+"""Small helpers shared by the fleet/stand detectors: input checks, evidence records, local days.
+
+Private to ``tracking.detectors``: timestamps travel as int64 epoch nanoseconds (UTC), local
+calendar days as int64 days since 1970-01-01 (``datetime64[D]``), so that batch kernels and the
+live ``update_*`` functions compare the same numbers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError, FleetFrameError
+
+NS = 1_000_000_000
+DAY_NS = 86_400 * NS
+NO_DAY_LOW = np.iinfo(np.int64).min // 2  # "unbounded" lower date (days)
+NO_DAY_HIGH = np.iinfo(np.int64).max // 2  # "unbounded" upper date (days)
+_EPOCH = dt.date(1970, 1, 1)
+
+
+def require_columns(frame: pd.DataFrame, columns: Iterable[str], *, what: str) -> None:
+    """Raise :class:`DetectorInputError` naming the columns of ``frame`` that are missing."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        msg = f"{what} sem a(s) coluna(s) {', '.join(missing)}"
+        raise DetectorInputError(msg)
+
+
+def utc_ns(
+    values: pd.Series, *, column: str, what: str, allow_null: bool = False
+) -> NDArray[np.int64]:
+    """Epoch nanoseconds of a tz-aware column; naive or (unless allowed) null values raise.
+
+    Null values become ``NO_DAY_LOW`` (a huge negative number) when ``allow_null``.
+    """
+    if not isinstance(values.dtype, pd.DatetimeTZDtype):
+        if len(values) == 0:
+            return np.zeros(0, dtype=np.int64)
+        msg = f"'{column}' de {what} é {values.dtype} sem fuso horário; esperados instantes UTC"
+        raise DetectorInputError(msg)
+    null = values.isna().to_numpy()
+    if null.any() and not allow_null:
+        msg = f"'{column}' de {what} tem {int(null.sum())} instante(s) nulo(s)"
+        raise DetectorInputError(msg)
+    ns = pd.DatetimeIndex(values.dt.tz_convert("UTC")).as_unit("ns").asi8.copy()
+    ns[null] = NO_DAY_LOW
+    return ns
+
+
+def check_threshold(name: str, value: float, *, positive: bool = False, unit: str = "") -> None:
+    """Raise :class:`DetectorThresholdError` unless ``value`` is a finite number >= 0 (> 0)."""
+    ok = (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value > 0 if positive else value >= 0)
+    )
+    if not ok:
+        bound = "> 0" if positive else ">= 0"
+        suffix = f" ({unit})" if unit else ""
+        msg = f"'{name}' foi {value!r}; esperado um número finito {bound}{suffix}"
+        raise DetectorThresholdError(msg)
+
+
+def zone(timezone: str) -> ZoneInfo:
+    """Return the IANA zone ``timezone`` or raise :class:`DetectorThresholdError`."""
+    try:
+        return ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
+        msg = (
+            f"fuso horário desconhecido: {timezone!r}; esperado um nome IANA como America/Sao_Paulo"
+        )
+        raise DetectorThresholdError(msg) from exc
+
+
+def local_days(ns: NDArray[np.int64], timezone: str) -> NDArray[np.int64]:
+    """Local calendar day (days since 1970-01-01) of each UTC instant, in ``timezone``."""
+    if len(ns) == 0:
+        return np.zeros(0, dtype=np.int64)
+    local = pd.DatetimeIndex(ns.astype("datetime64[ns]"), tz="UTC").tz_convert(zone(timezone))
+    wall = local.tz_localize(None).asi8
+    return np.floor_divide(wall, DAY_NS).astype(np.int64)
+
+
+def local_day(ns: int, timezone: str) -> int:
+    """Scalar :func:`local_days` (the live functions' path; same arithmetic)."""
+    return int(local_days(np.array([ns], dtype=np.int64), timezone)[0])
+
+
+def day_iso(day: int) -> str:
+    """ISO date ``YYYY-MM-DD`` of a day number."""
+    return (_EPOCH + dt.timedelta(days=int(day))).isoformat()
+
+
+def day_of(value: Any, *, column: str, what: str) -> int | None:
+    """Day number of a date-like cell (``datetime.date``, Timestamp, ISO text); None if empty."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    if isinstance(value, str) and not value.strip():
+        return None
+    try:
+        if isinstance(value, dt.datetime | pd.Timestamp):
+            date = value.date()
+        elif isinstance(value, dt.date):
+            date = value
+        else:
+            date = dt.date.fromisoformat(str(value).strip()[:10])
+    except (ValueError, TypeError) as exc:
+        msg = f"'{column}' de {what} era {value!r}; esperado data AAAA-MM-DD"
+        raise FleetFrameError(msg) from exc
+    return (date - _EPOCH).days
+
+
+def day_array(values: Iterable[Any], *, column: str, what: str, missing: int) -> NDArray[np.int64]:
+    """Day numbers of a column of date-like cells; empty cells become ``missing``."""
+    out = [day_of(v, column=column, what=what) for v in values]
+    return np.array([missing if d is None else d for d in out], dtype=np.int64)
+
+
+def iso_utc(ns: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SSZ`` of an epoch-nanosecond instant."""
+    return pd.Timestamp(int(ns), unit="ns", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fix_record(ns: int, lat: float, lon: float, row: int | None) -> dict[str, Any]:
+    """One evidence fix: ``{timestamp, lat, lon, row}`` (JSON-ready; row None if unknown)."""
+    return {
+        "timestamp": iso_utc(ns),
+        "lat": float(lat),
+        "lon": float(lon),
+        "row": None if row is None or row < 0 else int(row),
+    }
+
+
+def ping_rows(pings: pd.DataFrame) -> NDArray[np.int64]:
+    """Source rows of the pings (``row``), -1 where unknown."""
+    if "row" not in pings.columns:
+        return np.full(len(pings), -1, dtype=np.int64)
+    return pd.to_numeric(pings["row"]).fillna(-1).to_numpy(dtype=np.int64)
+
+
+def ping_field(ping: Mapping[str, Any], name: str) -> Any:
+    """Return a ping field for the live functions, None when absent or null."""
+    value = ping.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str | dict | list | tuple) and pd.isna(value):
+        return None
+    return value
+
+
+def ping_ns(ping: Mapping[str, Any]) -> int:
+    """Epoch nanoseconds of a live ping's ``timestamp`` (Timestamp, datetime, ISO text or ns)."""
+    value = ping.get("timestamp")
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return int(value)
+    try:
+        ts = pd.Timestamp(value)  # type: ignore[arg-type]
+    except (ValueError, TypeError) as exc:
+        msg = f"'timestamp' do ping era {value!r}; esperado um instante com fuso"
+        raise DetectorInputError(msg) from exc
+    if pd.isna(ts) or ts.tzinfo is None:
+        msg = f"'timestamp' do ping era {value!r}; esperado um instante com fuso"
+        raise DetectorInputError(msg)
+    return int(ts.tz_convert("UTC").as_unit("ns").value)
+
+
+def clip_confidence(value: float, *, high: float = 0.95, low: float = 0.05) -> float:
+    """Confidence clipped to ``[low, high]`` (never 1.0) and rounded to 4 decimals."""
+    return round(min(high, max(low, float(value))), 4)
+
+
+def sorted_view(
+    pings: pd.DataFrame,
+) -> tuple[NDArray[np.int64] | None, NDArray[np.int64], NDArray[np.int64]]:
+    """Pings in (vehicle, time) order: ``(order, codes, ns)``.
+
+    ``order`` is None when the frame already honours its contract (sorted), else the positions
+    that sort it; ``codes`` (vehicle codes) and ``ns`` (UTC nanoseconds) are in sorted order.
+    """
+    ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
+    codes = pd.factorize(pings["vehicle_id"].astype("str"), sort=True)[0].astype(np.int64)
+    dv, dt_ = np.diff(codes), np.diff(ns)
+    if bool(np.all((dv > 0) | ((dv == 0) & (dt_ >= 0)))):
+        return None, codes, ns
+    order = np.lexsort((ns, codes)).astype(np.int64)
+    return order, codes[order], ns[order]
+
+
+def sorted_positions(
+    order: NDArray[np.int64] | None, positions: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Map positions of the given frame to positions in its sorted view (identity if sorted)."""
+    if order is None:
+        return positions
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return rank[positions]
+
+
+def last_at_or_before(
+    ns: NDArray[np.int64], lo: NDArray[np.int64], hi: NDArray[np.int64], x: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Largest position p in ``[lo, hi]`` with ``ns[p] <= x`` (ns increasing there), else -1.
+
+    A vectorised binary search over many independent ranges at once.
+    """
+    left, right = lo.copy(), hi + 1  # search in [left, right)
+    while True:
+        active = left < right
+        if not active.any():
+            break
+        mid = (left + right) // 2
+        go_right = active & (ns[np.minimum(mid, len(ns) - 1)] <= x)
+        left = np.where(go_right, mid + 1, left)
+        right = np.where(active & ~go_right, mid, right)
+    return np.where(left - 1 >= lo, left - 1, -1)

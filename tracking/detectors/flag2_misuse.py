@@ -1,0 +1,608 @@
+"""Bandeira 2 used when the municipal calendar does not allow it (Pinto Bandeira art. 25 V).
+
+Pinto Bandeira's Lei 169/2015 forbids, as a *grave* infraction, to "usar bandeira 2 (dois)
+indevidamente" (art. 25 V) and requires the meter to show "LIVRE", "OCUPADO", "BANDEIRA 1",
+"BANDEIRA 2" according to the vehicle's condition (art. 20 IX); Porto Velho's law defines
+Bandeira I and II as tariffs "que se distinguem em razão do horário e dos dias" (art. 2 y). None
+of the texts fixes the hours: the calendar is data (:class:`Flag2Calendar`) that each
+municipality sets. The default, :data:`DEFAULT_FLAG2_CALENDAR`, is the pattern common in
+Brazilian cities (e.g. São Paulo): every night 20:00–06:00, Saturdays from 14:00, Sundays,
+national holidays (and the nationwide *pontos facultativos*: Carnaval, Corpus Christi) and the
+whole of December. It errs on the side of allowing Bandeira 2, so it never accuses more than a
+stricter municipal calendar would.
+
+Definitions (each is shown in the evidence):
+
+tariff-2 run
+    A maximal run of consecutive fixes of one vehicle with ``meter == "occupied"`` and
+    ``tariff == 2``, cut where the silence between two fixes exceeds ``max_gap_s`` (as trips are
+    cut in ``tracking/trips.py``). A fix with an unknown tariff ends the run.
+misuse segment
+    A maximal run of consecutive fixes of a tariff-2 run whose local time (``timezone``) is not
+    allowed by the calendar. Its duration is from its first to its last fix (only what was
+    observed); segments shorter than ``min_duration_s`` are ignored, so the minutes around an
+    hour boundary (meter clocks drift, sampling) never accuse. With ``carry_over`` (default) a
+    segment that follows an allowed fix of the same run is excused: Bandeira 2 lawfully set
+    before 06:00 may stay on until the ride ends.
+confidence
+    ``0.6 + 0.35 * min(1, (duration_s - min_duration_s) / (4 * max(min_duration_s, 60)))``,
+    times ``1 - 0.5 * (share of the segment's fixes flagged for impossible speed)``, clipped to
+    [0.05, 0.95]. Longer misuse is surer; a single fix never reaches the threshold.
+
+Live: :func:`update_flag2_misuse` runs the same rule fix by fix with the state of one vehicle as
+plain data and emits a finding when its segment ends (:func:`flush_flag2_misuse` at the end of a
+stream); batch and live give the same findings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from numpy.typing import NDArray
+
+from tracking.detectors._errors import DetectorInputError, Flag2CalendarError
+from tracking.detectors._evidence import (
+    DAY_NS,
+    NS,
+    check_threshold,
+    clip_confidence,
+    fix_record,
+    iso_utc,
+    ping_field,
+    ping_ns,
+    ping_rows,
+    require_columns,
+    utc_ns,
+    zone,
+)
+from tracking.detectors.findings import empty_findings, make_findings
+
+KIND = "flag2_misuse"
+DEFAULT_MIN_DURATION_S = 120.0
+DEFAULT_MAX_GAP_S = 300.0
+DEFAULT_TIMEZONE = "America/Sao_Paulo"
+_MINUTES_PER_DAY = 1440
+_HHMM = re.compile(r"^(\d{1,2}):(\d{2})$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Flag2Calendar:
+    """When Bandeira 2 is allowed, in local time (plain data, set by each municipality).
+
+    Attributes
+    ----------
+    windows : tuple of (int, str, str)
+        ``(weekday, start, end)`` with weekday 0 = Monday … 6 = Sunday and ``"HH:MM"`` times
+        (``"24:00"`` allowed as end). The window covers ``[start, end)``; when ``end <= start``
+        it runs past midnight into the next weekday.
+    whole_weekdays : tuple of int
+        Weekdays allowed all day (e.g. ``(6,)`` for Sundays).
+    whole_months : tuple of int
+        Months (1–12) allowed all day (e.g. ``(12,)`` for December).
+    holidays : tuple of datetime.date
+        Dates allowed all day (municipal and state holidays).
+    national_holidays : bool
+        Also allow Brazil's national holidays and nationwide pontos facultativos of every year
+        (see :func:`brazil_holidays`).
+    """
+
+    windows: tuple[tuple[int, str, str], ...] = ()
+    whole_weekdays: tuple[int, ...] = ()
+    whole_months: tuple[int, ...] = ()
+    holidays: tuple[dt.date, ...] = field(default_factory=tuple)
+    national_holidays: bool = True
+
+
+DEFAULT_FLAG2_CALENDAR = Flag2Calendar(
+    windows=(*((d, "20:00", "06:00") for d in range(7)), (5, "14:00", "24:00")),
+    whole_weekdays=(6,),
+    whole_months=(12,),
+    holidays=(),
+    national_holidays=True,
+)
+"""Every night 20:00–06:00, Saturday from 14:00, Sundays, December, national holidays."""
+
+
+def _easter(year: int) -> dt.date:
+    """Gregorian Easter Sunday (anonymous Gregorian algorithm)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = b // 4, b % 4
+    f = (b + 8) // 25
+    g = (b - f + 1) // 3
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = c // 4, c % 4
+    ell = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * ell) // 451
+    month = (h + ell - 7 * m + 114) // 31
+    day = (h + ell - 7 * m + 114) % 31 + 1
+    return dt.date(year, month, day)
+
+
+def brazil_holidays(years: Iterable[int]) -> list[dt.date]:
+    """Brazil's national holidays and nationwide pontos facultativos of ``years``.
+
+    Fixed: 1 Jan, 21 Apr, 1 May, 7 Sep, 12 Oct, 2 Nov, 15 Nov, 20 Nov (from 2024, Lei
+    14.759/2023), 25 Dec. Movable: Carnaval Monday and Tuesday, Good Friday, Corpus Christi.
+
+    Parameters
+    ----------
+    years : iterable of int
+        Calendar years.
+
+    Returns
+    -------
+    list of datetime.date
+        Sorted dates.
+    """
+    out: set[dt.date] = set()
+    for year in years:
+        for month, day in ((1, 1), (4, 21), (5, 1), (9, 7), (10, 12), (11, 2), (11, 15), (12, 25)):
+            out.add(dt.date(year, month, day))
+        if year >= 2024:
+            out.add(dt.date(year, 11, 20))
+        easter = _easter(year)
+        for offset in (-48, -47, -2, 60):  # Carnaval Mon/Tue, Good Friday, Corpus Christi
+            out.add(easter + dt.timedelta(days=offset))
+    return sorted(out)
+
+
+def _minute(text: str, *, allow_24: bool) -> int:
+    match = _HHMM.match(text) if isinstance(text, str) else None
+    hours, minutes = (int(match.group(1)), int(match.group(2))) if match else (-1, -1)
+    value = hours * 60 + minutes
+    if not match or minutes > 59 or value > (_MINUTES_PER_DAY if allow_24 else 1439):
+        msg = f"horário da Bandeira 2 era {text!r}; esperado HH:MM entre 00:00 e 24:00"
+        raise Flag2CalendarError(msg)
+    return value
+
+
+def _check_weekday(value: Any) -> int:
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or not 0 <= value <= 6:
+        msg = f"dia da semana da Bandeira 2 era {value!r}; esperado 0 (segunda) a 6 (domingo)"
+        raise Flag2CalendarError(msg)
+    return int(value)
+
+
+def week_mask(calendar: Flag2Calendar) -> NDArray[np.bool_]:
+    """Return the allowed minutes of the week (``7 * 1440`` booleans, Monday 00:00 first).
+
+    Parameters
+    ----------
+    calendar : Flag2Calendar
+        The calendar (validated here).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        ``mask[weekday * 1440 + minute_of_day]``.
+
+    Raises
+    ------
+    Flag2CalendarError
+        If a weekday, time or month is out of range.
+    """
+    mask = np.zeros(7 * _MINUTES_PER_DAY, dtype=bool)
+    for window in calendar.windows:
+        if not isinstance(window, tuple | list) or len(window) != 3:
+            msg = f"janela da Bandeira 2 era {window!r}; esperado (dia_da_semana, 'HH:MM', 'HH:MM')"
+            raise Flag2CalendarError(msg)
+        day = _check_weekday(window[0])
+        start = _minute(window[1], allow_24=False)
+        end = _minute(window[2], allow_24=True)
+        first = day * _MINUTES_PER_DAY + start
+        length = end - start if end > start else end + _MINUTES_PER_DAY - start
+        idx = (first + np.arange(length)) % mask.size
+        mask[idx] = True
+    for day in calendar.whole_weekdays:
+        d = _check_weekday(day)
+        mask[d * _MINUTES_PER_DAY : (d + 1) * _MINUTES_PER_DAY] = True
+    for month in calendar.whole_months:
+        if not isinstance(month, int) or isinstance(month, bool) or not 1 <= month <= 12:
+            msg = f"mês da Bandeira 2 era {month!r}; esperado 1 a 12"
+            raise Flag2CalendarError(msg)
+    for date in calendar.holidays:
+        if not isinstance(date, dt.date):
+            msg = f"feriado da Bandeira 2 era {date!r}; esperado uma data (datetime.date)"
+            raise Flag2CalendarError(msg)
+    return mask
+
+
+def allowed_at(
+    ns: NDArray[np.int64], *, calendar: Flag2Calendar, timezone: str
+) -> NDArray[np.bool_]:
+    """Whether Bandeira 2 is allowed at each UTC instant (the kernel shared by batch and live).
+
+    Parameters
+    ----------
+    ns : numpy.ndarray of int64
+        Epoch nanoseconds (UTC).
+    calendar : Flag2Calendar
+        Calendar.
+    timezone : str
+        IANA zone of the calendar's local times.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+    """
+    mask = week_mask(calendar)
+    tz = zone(timezone)
+    if len(ns) == 0:
+        return np.zeros(0, dtype=bool)
+    wall = pd.DatetimeIndex(ns.astype("datetime64[ns]"), tz="UTC").tz_convert(tz)
+    wall_ns = wall.tz_localize(None).asi8
+    day = np.floor_divide(wall_ns, DAY_NS)
+    minute = (wall_ns - day * DAY_NS) // (60 * NS)
+    weekday = (day + 3) % 7  # 1970-01-01 was a Thursday
+    allowed = mask[weekday * _MINUTES_PER_DAY + minute]
+    if calendar.whole_months:
+        month = day.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) % 12 + 1
+        allowed |= np.isin(month, np.array(calendar.whole_months, dtype=np.int64))
+    holidays = list(calendar.holidays)
+    if calendar.national_holidays:
+        years = np.unique(day.astype("datetime64[D]").astype("datetime64[Y]").astype(np.int64))
+        holidays += brazil_holidays(int(y) + 1970 for y in years)
+    if holidays:
+        hol = np.array([(d - dt.date(1970, 1, 1)).days for d in holidays], dtype=np.int64)
+        allowed |= np.isin(day, hol)
+    return np.asarray(allowed, dtype=bool)
+
+
+def _calendar_summary(calendar: Flag2Calendar) -> dict[str, Any]:
+    return {
+        "windows": [[int(d), s, e] for d, s, e in calendar.windows],
+        "whole_weekdays": [int(d) for d in calendar.whole_weekdays],
+        "whole_months": [int(m) for m in calendar.whole_months],
+        "holidays": [d.isoformat() for d in calendar.holidays],
+        "national_holidays": bool(calendar.national_holidays),
+    }
+
+
+def _local_iso(ns: int, timezone: str) -> str:
+    return pd.Timestamp(int(ns), unit="ns", tz="UTC").tz_convert(zone(timezone)).isoformat()
+
+
+def _finding_row(
+    *,
+    vehicle_id: str,
+    first: dict[str, Any],
+    last: dict[str, Any],
+    run_start_ns: int,
+    n_fixes: int,
+    n_flagged: int,
+    calendar: Flag2Calendar,
+    timezone: str,
+    min_duration_s: float,
+    max_gap_s: float,
+    carry_over: bool,
+) -> tuple[dict[str, Any], Any]:
+    """One finding (row dict, geometry) from the segment's ends: shared by batch and live."""
+    duration_s = (last["ns"] - first["ns"]) / NS
+    scale = 4.0 * max(min_duration_s, 60.0)
+    conf = 0.6 + 0.35 * min(1.0, (duration_s - min_duration_s) / scale)
+    conf *= 1.0 - 0.5 * (n_flagged / n_fixes)
+    fixes = [fix_record(first["ns"], first["lat"], first["lon"], first["row"])]
+    if last["ns"] != first["ns"]:
+        fixes.append(fix_record(last["ns"], last["lat"], last["lon"], last["row"]))
+    details = {
+        "fixes": fixes,
+        "tariff": 2,
+        "duration_s": float(duration_s),
+        "n_fixes": int(n_fixes),
+        "n_speed_flagged": int(n_flagged),
+        "local_start": _local_iso(first["ns"], timezone),
+        "local_end": _local_iso(last["ns"], timezone),
+        "tariff2_since": iso_utc(run_start_ns),
+        "timezone": timezone,
+        "calendar": _calendar_summary(calendar),
+        "thresholds": {
+            "min_duration_s": float(min_duration_s),
+            "max_gap_s": float(max_gap_s),
+            "carry_over": bool(carry_over),
+        },
+    }
+    row = {
+        "kind": KIND,
+        "vehicle_id": vehicle_id,
+        "stand_id": None,
+        "started_at": pd.Timestamp(first["ns"], unit="ns", tz="UTC"),
+        "ended_at": pd.Timestamp(last["ns"], unit="ns", tz="UTC"),
+        "confidence": clip_confidence(conf),
+        "details": details,
+    }
+    return row, shapely.Point(first["lon"], first["lat"])
+
+
+def _check_options(
+    calendar: Flag2Calendar, min_duration_s: float, max_gap_s: float, timezone: str
+) -> None:
+    if not isinstance(calendar, Flag2Calendar):
+        msg = f"'calendar' era {type(calendar).__name__}; esperado Flag2Calendar"
+        raise Flag2CalendarError(msg)
+    week_mask(calendar)
+    check_threshold("min_duration_s", min_duration_s, unit="segundos")
+    check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
+    zone(timezone)
+
+
+def detect_flag2_misuse(
+    pings: pd.DataFrame,
+    *,
+    calendar: Flag2Calendar = DEFAULT_FLAG2_CALENDAR,
+    min_duration_s: float = DEFAULT_MIN_DURATION_S,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    carry_over: bool = True,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> gpd.GeoDataFrame:
+    """Find trip segments charged with Bandeira 2 outside the allowed calendar.
+
+    Serves Pinto Bandeira art. 25 V (grave: "usar bandeira 2 (dois) indevidamente"); see the
+    module docstring for the definitions, the default calendar and the confidence.
+
+    Parameters
+    ----------
+    pings : pandas.DataFrame
+        Valid fixes (``tracking/frames.py``) with ``meter`` and ``tariff``; without them (or
+        with no tariff-2 fix) nothing is found. Sorted by (vehicle_id, timestamp) as the
+        contract says; sorted here otherwise.
+    calendar : Flag2Calendar, default DEFAULT_FLAG2_CALENDAR
+        When Bandeira 2 is allowed (local time). The laws at hand fix no hours: configure it.
+    min_duration_s : float, default 120
+        Shortest misuse segment reported (first to last fix).
+    max_gap_s : float, default 300
+        A silence longer than this ends a tariff-2 run (the pipeline's trip gap).
+    carry_over : bool, default True
+        Excuse Bandeira 2 kept past the end of an allowed period within the same run.
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the calendar.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Findings (``tracking.detectors.findings``), kind ``flag2_misuse``, geometry the first
+        fix of the segment.
+
+    Raises
+    ------
+    DetectorInputError
+        If pings lack ``vehicle_id``/``timestamp``/``lat``/``lon`` or have naive timestamps.
+    DetectorThresholdError
+        If a threshold is negative (``max_gap_s`` must be > 0) or the zone unknown.
+    Flag2CalendarError
+        If the calendar is malformed.
+    """
+    _check_options(calendar, min_duration_s, max_gap_s, timezone)
+    require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
+    ns0 = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
+    if len(pings) == 0 or "meter" not in pings.columns or "tariff" not in pings.columns:
+        return empty_findings()
+    codes0, vehicles = pd.factorize(pings["vehicle_id"].astype("str"))
+    order = np.lexsort((ns0, codes0))
+    ns, codes = ns0[order], codes0[order]
+    flag2 = (pings["meter"].to_numpy(dtype=object)[order] == "occupied") & (
+        pd.to_numeric(pings["tariff"]).fillna(0).to_numpy()[order] == 2
+    )
+    if not flag2.any():
+        return empty_findings()
+    n = len(ns)
+    new_seg = np.ones(n, dtype=bool)
+    new_seg[1:] = (codes[1:] != codes[:-1]) | (np.diff(ns) > round(max_gap_s * NS))
+    prev_flag2 = np.concatenate(([False], flag2[:-1]))
+    run_start = flag2 & (new_seg | ~prev_flag2)
+    bad = np.zeros(n, dtype=bool)
+    idx = np.flatnonzero(flag2)
+    bad[idx] = ~allowed_at(ns[idx], calendar=calendar, timezone=timezone)
+    prev_bad = np.concatenate(([False], bad[:-1]))
+    seg_start = bad & (run_start | ~prev_bad)
+    next_start = np.concatenate((seg_start[1:] | run_start[1:] | ~bad[1:], [True]))
+    seg_end = bad & next_start
+    starts, ends = np.flatnonzero(seg_start), np.flatnonzero(seg_end)
+    keep = ns[ends] - ns[starts] >= round(min_duration_s * NS)
+    if carry_over:
+        keep &= run_start[starts]
+    starts, ends = starts[keep], ends[keep]
+    if not len(starts):
+        return empty_findings()
+    run_id = np.cumsum(run_start) - 1
+    run_first = np.flatnonzero(run_start)
+    lat = pings["lat"].to_numpy(dtype=np.float64)[order]
+    lon = pings["lon"].to_numpy(dtype=np.float64)[order]
+    rows = ping_rows(pings)[order]
+    flagged = (
+        pings["speed_flag"].fillna(False).to_numpy(dtype=bool)[order]
+        if "speed_flag" in pings.columns
+        else np.zeros(n, dtype=bool)
+    )
+    flagged_cum = np.concatenate(([0], np.cumsum(flagged)))
+    out, geoms = [], []
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        row, geom = _finding_row(
+            vehicle_id=str(vehicles[codes[s]]),
+            first={"ns": int(ns[s]), "lat": lat[s], "lon": lon[s], "row": int(rows[s])},
+            last={"ns": int(ns[e]), "lat": lat[e], "lon": lon[e], "row": int(rows[e])},
+            run_start_ns=int(ns[run_first[run_id[s]]]),
+            n_fixes=e - s + 1,
+            n_flagged=int(flagged_cum[e + 1] - flagged_cum[s]),
+            calendar=calendar,
+            timezone=timezone,
+            min_duration_s=min_duration_s,
+            max_gap_s=max_gap_s,
+            carry_over=carry_over,
+        )
+        out.append(row)
+        geoms.append(geom)
+    return make_findings(pd.DataFrame(out), geoms)
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_flag2_state() -> dict[str, Any]:
+    """Return the initial live state of one vehicle (plain data: ints, bools, None, dicts)."""
+    return {"last_ns": None, "last_flag2": False, "run_start_ns": None, "segment": None}
+
+
+def _close(
+    state: dict[str, Any],
+    *,
+    vehicle_id: str,
+    calendar: Flag2Calendar,
+    min_duration_s: float,
+    max_gap_s: float,
+    carry_over: bool,
+    timezone: str,
+) -> gpd.GeoDataFrame | None:
+    seg = state["segment"]
+    state["segment"] = None
+    if seg is None or seg["last"]["ns"] - seg["first"]["ns"] < round(min_duration_s * NS):
+        return None
+    row, geom = _finding_row(
+        vehicle_id=vehicle_id,
+        first=seg["first"],
+        last=seg["last"],
+        run_start_ns=seg["run_start_ns"],
+        n_fixes=seg["n_fixes"],
+        n_flagged=seg["n_flagged"],
+        calendar=calendar,
+        timezone=timezone,
+        min_duration_s=min_duration_s,
+        max_gap_s=max_gap_s,
+        carry_over=carry_over,
+    )
+    return make_findings(pd.DataFrame([row]), [geom])
+
+
+def update_flag2_misuse(
+    state: dict[str, Any] | None,
+    ping: Mapping[str, Any],
+    *,
+    calendar: Flag2Calendar = DEFAULT_FLAG2_CALENDAR,
+    min_duration_s: float = DEFAULT_MIN_DURATION_S,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    carry_over: bool = True,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Advance one vehicle's live Bandeira 2 state by one fix (same rule as the batch).
+
+    Parameters
+    ----------
+    state : dict or None
+        The vehicle's state from the previous call (None or :func:`new_flag2_state` at first).
+        Fixes must come in time order; the caller keeps one state per vehicle.
+    ping : mapping
+        One fix: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``,
+        ``tariff``, optional ``row`` and ``speed_flag``.
+    calendar, min_duration_s, max_gap_s, carry_over, timezone
+        As in :func:`detect_flag2_misuse`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state, and a one-row findings frame when a misuse segment ended with this fix.
+
+    Raises
+    ------
+    DetectorInputError
+        If the fix is older than the previous one or its timestamp is naive.
+    """
+    _check_options(calendar, min_duration_s, max_gap_s, timezone)
+    st = new_flag2_state() if state is None else dict(state)
+    t = ping_ns(ping)
+    if st["last_ns"] is not None and t <= st["last_ns"]:
+        msg = f"ping fora de ordem: {iso_utc(t)} não é posterior a {iso_utc(st['last_ns'])}"
+        raise DetectorInputError(msg)
+    tariff = ping_field(ping, "tariff")
+    flag2 = ping_field(ping, "meter") == "occupied" and tariff is not None and int(tariff) == 2
+    new_seg = st["last_ns"] is None or t - st["last_ns"] > round(max_gap_s * NS)
+    run_start = flag2 and (new_seg or not st["last_flag2"])
+    if run_start:
+        st["run_start_ns"] = t
+    bad = flag2 and not bool(allowed_at(np.array([t]), calendar=calendar, timezone=timezone)[0])
+    vehicle_id = str(ping_field(ping, "vehicle_id"))
+    options: dict[str, Any] = {
+        "vehicle_id": vehicle_id,
+        "calendar": calendar,
+        "min_duration_s": min_duration_s,
+        "max_gap_s": max_gap_s,
+        "carry_over": carry_over,
+        "timezone": timezone,
+    }
+    found = None
+    if st["segment"] is not None and (not bad or run_start):
+        found = _close(st, **options)
+    if bad:
+        row = ping_field(ping, "row")
+        fix = {
+            "ns": t,
+            "lat": float(ping["lat"]),
+            "lon": float(ping["lon"]),
+            "row": -1 if row is None else int(row),
+        }
+        flagged = int(bool(ping_field(ping, "speed_flag")))
+        seg = st["segment"]
+        if seg is not None:
+            st["segment"] = {
+                **seg,
+                "last": fix,
+                "n_fixes": seg["n_fixes"] + 1,
+                "n_flagged": seg["n_flagged"] + flagged,
+            }
+        elif run_start or not carry_over:
+            st["segment"] = {
+                "first": fix,
+                "last": fix,
+                "n_fixes": 1,
+                "n_flagged": flagged,
+                "run_start_ns": st["run_start_ns"],
+            }
+    st["last_ns"], st["last_flag2"] = t, flag2
+    return st, found
+
+
+def flush_flag2_misuse(
+    state: dict[str, Any] | None,
+    *,
+    vehicle_id: str,
+    calendar: Flag2Calendar = DEFAULT_FLAG2_CALENDAR,
+    min_duration_s: float = DEFAULT_MIN_DURATION_S,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    carry_over: bool = True,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """End a vehicle's stream (or declare it silent): close an open segment.
+
+    Parameters
+    ----------
+    state : dict or None
+        The vehicle's live state.
+    vehicle_id : str
+        The vehicle.
+    calendar, min_duration_s, max_gap_s, carry_over, timezone
+        As in :func:`detect_flag2_misuse`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The state with no open segment, and the finding of the closed segment if any.
+    """
+    _check_options(calendar, min_duration_s, max_gap_s, timezone)
+    st = new_flag2_state() if state is None else dict(state)
+    found = _close(
+        st,
+        vehicle_id=vehicle_id,
+        calendar=calendar,
+        min_duration_s=min_duration_s,
+        max_gap_s=max_gap_s,
+        carry_over=carry_over,
+        timezone=timezone,
+    )
+    st["last_flag2"] = False
+    return st, found

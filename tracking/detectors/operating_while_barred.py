@@ -1,0 +1,628 @@
+"""Service while the prefixo may not operate (status or expired documents).
+
+The prefixo is suspended, Fora de Operação, revoked or reserved, or its alvará or vistoria
+expired.
+
+Rules served (the rulebook picks the article from ``details.reason``):
+
+- ``suspended`` — Porto Alegre art. 60 V ("operar quando o prefixo se encontrar suspenso em
+  decorrência de penalidade imposta"); Pinto Bandeira art. 26 IV.
+- ``out_of_operation`` — Porto Alegre art. 59 V ("operar ... quando se encontrar fora de
+  operação"; the measure is art. 37).
+- ``revoked`` — operating without a delegation (Porto Alegre art. 60; Pinto Bandeira art. 25 IX).
+- ``reserved`` — the reserva da autorização (Porto Alegre art. 15) is a pause: the alvará is
+  handed in (§ 1 III), so operating during it is operating without authorisation.
+- ``alvara_expired`` — Porto Alegre art. 58 XII ("operar com o alvará de tráfego vencido");
+  Pinto Bandeira art. 31 XI (AT vencida).
+- ``inspection_expired`` — Porto Alegre art. 58 III ("operar com o selo de vistoria vencido").
+
+Definitions (each is shown in the evidence):
+
+service
+    A trip of ``tracking/trips.py``: a run of ``occupied`` fixes, or, for a vehicle without
+    meter data, a movement between two stops (``source == "stops"``; it says the vehicle moved,
+    not that it carried anyone, so it weighs less). Trips shorter than ``min_trip_duration_s``
+    (meter blips) are not service.
+barred day
+    The local date (``timezone``) of the trip's start. A status bars the dates
+    ``status_since``–``status_until`` (inclusive; an empty bound is open); a document bars the
+    dates after its ``*_valid_until`` (the validity day itself is fine). A status without
+    ``status_since`` bars every date up to ``status_until``, with lower confidence (the fleet
+    snapshot does not say since when).
+finding
+    One per (vehicle, local day) with service on a barred day: ``started_at`` the first barred
+    trip's start, ``ended_at`` the last one's end. ``details.reason`` is the most serious reason
+    (order of :data:`REASONS`), ``details.reasons`` all of them with their registry evidence.
+    A per-day finding is what an agent writes one auto for; a per-reason finding would give two
+    findings with the same start (and the same id).
+confidence
+    ``base * (0.7 + 0.3 * min(1, service_s / 1800)) * q``: ``base`` 0.95 when a meter trip is
+    among the day's service, 0.6 with only stop-inferred trips; ``q`` is 0.7 when the main
+    reason is a status whose ``status_since`` is unknown, ``min(1, 0.8 + 0.2 * days_expired /
+    30)`` for an expired document (a day-old expiry may be paperwork in progress), else 1.
+    Clipped to [0.05, 0.95].
+
+Live: :func:`update_operating_while_barred` follows one vehicle's meter trips fix by fix (meter
+service only: stop inference needs the future) and emits the day's finding once the day is over
+for that vehicle (a fix on a later local day with no trip of that day still open), or at
+:func:`flush_operating_while_barred`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from numpy.typing import NDArray
+
+from tracking.detectors._errors import DetectorInputError, FleetFrameError
+from tracking.detectors._evidence import (
+    NO_DAY_HIGH,
+    NO_DAY_LOW,
+    NS,
+    check_threshold,
+    clip_confidence,
+    day_array,
+    day_iso,
+    fix_record,
+    iso_utc,
+    local_day,
+    local_days,
+    ping_field,
+    ping_ns,
+    ping_rows,
+    require_columns,
+    sorted_view,
+    utc_ns,
+    zone,
+)
+from tracking.detectors.findings import empty_findings, make_findings
+
+KIND = "operating_while_barred"
+REASONS = (
+    "revoked",
+    "suspended",
+    "out_of_operation",
+    "reserved",
+    "alvara_expired",
+    "inspection_expired",
+)
+BARRING_STATUSES = ("revoked", "suspended", "out_of_operation", "reserved")
+KNOWN_STATUSES = ("active", *BARRING_STATUSES)
+DEFAULT_MIN_TRIP_DURATION_S = 60.0
+DEFAULT_MAX_GAP_S = 300.0
+DEFAULT_TIMEZONE = "America/Sao_Paulo"
+MAX_TRIPS_IN_DETAILS = 50
+_STATUS_CODE = {s: i for i, s in enumerate(BARRING_STATUSES)}
+_TRIP_COLUMNS = (
+    "vehicle_id",
+    "started_at",
+    "ended_at",
+    "pickup_lat",
+    "pickup_lon",
+    "dropoff_lat",
+    "dropoff_lon",
+)
+
+
+def _registry(record: Mapping[str, Any], *, what: str) -> dict[str, Any]:
+    """One fleet record as day numbers: status code (-1 none), bounds, validity dates."""
+    raw = record.get("status")
+    status = None if raw is None or (not isinstance(raw, str) and pd.isna(raw)) else str(raw)
+    status = None if status is None else status.strip().lower() or None
+    if status is not None and status not in KNOWN_STATUSES:
+        msg = f"'status' de {what} era {raw!r}; esperado um de {', '.join(KNOWN_STATUSES)}"
+        raise FleetFrameError(msg)
+    days = {
+        name: int(day_array([record.get(name)], column=name, what=what, missing=missing)[0])
+        for name, missing in (
+            ("status_since", NO_DAY_LOW),
+            ("status_until", NO_DAY_HIGH),
+            ("alvara_valid_until", NO_DAY_HIGH),
+            ("inspection_valid_until", NO_DAY_HIGH),
+        )
+    }
+    return {"status": status, "code": _STATUS_CODE.get(status or "", -1), **days}
+
+
+def barred_reasons(
+    day: NDArray[np.int64],
+    *,
+    status_code: NDArray[np.int64],
+    since: NDArray[np.int64],
+    until: NDArray[np.int64],
+    alvara_until: NDArray[np.int64],
+    inspection_until: NDArray[np.int64],
+) -> NDArray[np.bool_]:
+    """Which of :data:`REASONS` bar each local day (the kernel shared by batch and live).
+
+    Parameters
+    ----------
+    day : numpy.ndarray of int64
+        Local days (days since 1970-01-01).
+    status_code : numpy.ndarray of int64
+        Index into :data:`BARRING_STATUSES`, -1 for none.
+    since, until : numpy.ndarray of int64
+        Inclusive status bounds (very small/large numbers when open).
+    alvara_until, inspection_until : numpy.ndarray of int64
+        Last valid day of each document (very large when unknown).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n, len(REASONS))
+    """
+    in_status = (since <= day) & (day <= until)
+    out = np.zeros((len(day), len(REASONS)), dtype=bool)
+    for j, status in enumerate(BARRING_STATUSES):
+        out[:, REASONS.index(status)] = in_status & (status_code == j)
+    out[:, REASONS.index("alvara_expired")] = day > alvara_until
+    out[:, REASONS.index("inspection_expired")] = day > inspection_until
+    return out
+
+
+def _reason_evidence(
+    reasons: list[str], reg: Mapping[str, Any], day: int
+) -> tuple[list[dict[str, Any]], float]:
+    """Registry evidence of each reason and the evidence factor ``q`` of the main one."""
+    out: list[dict[str, Any]] = []
+    for reason in reasons:
+        if reason in BARRING_STATUSES:
+            out.append(
+                {
+                    "reason": reason,
+                    "status": reg["status"],
+                    "status_since": None
+                    if reg["status_since"] == NO_DAY_LOW
+                    else day_iso(reg["status_since"]),
+                    "status_until": None
+                    if reg["status_until"] == NO_DAY_HIGH
+                    else day_iso(reg["status_until"]),
+                }
+            )
+        else:
+            column = (
+                "alvara_valid_until" if reason == "alvara_expired" else "inspection_valid_until"
+            )
+            out.append(
+                {
+                    "reason": reason,
+                    column: day_iso(reg[column]),
+                    "days_expired": int(day - reg[column]),
+                }
+            )
+    main = out[0]
+    if main["reason"] in BARRING_STATUSES:
+        q = 0.7 if main["status_since"] is None else 1.0
+    else:
+        q = min(1.0, 0.8 + 0.2 * main["days_expired"] / 30.0)
+    return out, q
+
+
+def _finding_row(
+    *,
+    vehicle_id: str,
+    day: int,
+    reasons: list[str],
+    reg: Mapping[str, Any],
+    trips: list[dict[str, Any]],
+    timezone: str,
+    min_trip_duration_s: float,
+) -> tuple[dict[str, Any], Any]:
+    """One finding from a vehicle-day's barred trips (in start order): shared by batch and live."""
+    evidence, q = _reason_evidence(reasons, reg, day)
+    service_s = sum(t["ended_ns"] - t["started_ns"] for t in trips) / NS
+    base = 0.95 if any(t["source"] == "meter" for t in trips) else 0.6
+    conf = base * (0.7 + 0.3 * min(1.0, service_s / 1800.0)) * q
+    shown = trips[:MAX_TRIPS_IN_DETAILS]
+    fixes = [f for t in shown for f in (t["pickup"], t["dropoff"])]
+    details = {
+        "reason": reasons[0],
+        "reasons": evidence,
+        "local_date": day_iso(day),
+        "timezone": timezone,
+        "n_trips": len(trips),
+        "service_s": float(service_s),
+        "trips": [
+            {
+                "trip_id": t["trip_id"],
+                "started_at": iso_utc(t["started_ns"]),
+                "ended_at": iso_utc(t["ended_ns"]),
+                "duration_s": (t["ended_ns"] - t["started_ns"]) / NS,
+                "source": t["source"],
+            }
+            for t in shown
+        ],
+        "fixes": fixes,
+        "thresholds": {"min_trip_duration_s": float(min_trip_duration_s)},
+    }
+    first = trips[0]["pickup"]
+    row = {
+        "kind": KIND,
+        "vehicle_id": vehicle_id,
+        "stand_id": None,
+        "started_at": pd.Timestamp(trips[0]["started_ns"], unit="ns", tz="UTC"),
+        "ended_at": pd.Timestamp(max(t["ended_ns"] for t in trips), unit="ns", tz="UTC"),
+        "confidence": clip_confidence(conf),
+        "details": details,
+    }
+    return row, shapely.Point(first["lon"], first["lat"])
+
+
+def _fleet_registry(fleet: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    require_columns(fleet, ("vehicle_id",), what="a frota")
+    records = fleet.to_dict("records")
+    out: dict[str, dict[str, Any]] = {}
+    for i, rec in enumerate(records):
+        vid = rec.get("vehicle_id")
+        if vid is None or (not isinstance(vid, str) and pd.isna(vid)):
+            msg = f"a frota tem 'vehicle_id' vazio na linha {i + 1}"
+            raise FleetFrameError(msg)
+        out[str(vid)] = _registry(
+            {str(k): v for k, v in rec.items()}, what=f"a frota (vehicle_id {vid})"
+        )
+    return out
+
+
+def detect_operating_while_barred(
+    trips: pd.DataFrame,
+    fleet: pd.DataFrame,
+    *,
+    pings: pd.DataFrame | None = None,
+    min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
+    include_inferred_trips: bool = True,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> gpd.GeoDataFrame:
+    """Find service on local days when the vehicle's status or documents bar it.
+
+    Serves Porto Alegre art. 60 V, 59 V, 58 III, 58 XII and art. 15 (reserva), Pinto Bandeira
+    art. 26 IV and 31 XI (see the module docstring for the definitions and the confidence).
+
+    Parameters
+    ----------
+    trips : pandas.DataFrame
+        Trips from :func:`tracking.trips.detect_trips` (``TRIP_COLUMNS``; the helper columns
+        ``source``, ``first_row`` and ``last_ping`` are used when present).
+    fleet : pandas.DataFrame
+        Fleet (``stands/frames.py``): ``vehicle_id``, ``status``, ``status_since``,
+        ``status_until``, ``alvara_valid_until``, ``inspection_valid_until`` (dates; missing
+        columns count as empty). Vehicles absent from the fleet are not judged here.
+    pings : pandas.DataFrame, optional
+        The pings the trips came from, sorted as their contract says, to name the drop-off
+        fix's source row (through ``last_ping``); without them that row is null.
+    min_trip_duration_s : float, default 60
+        Shorter trips are not service.
+    include_inferred_trips : bool, default True
+        Count trips inferred from stops (vehicles without meter data), at lower confidence.
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the local days and of the fleet's dates.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Findings, kind ``operating_while_barred``, one per (vehicle, local day); geometry the
+        pickup fix of the day's first barred trip.
+
+    Raises
+    ------
+    DetectorInputError
+        If a required column is missing or times are naive.
+    FleetFrameError
+        If a fleet status or date is invalid.
+    DetectorThresholdError
+        If ``min_trip_duration_s`` is negative or the zone unknown.
+    """
+    check_threshold("min_trip_duration_s", min_trip_duration_s, unit="segundos")
+    zone(timezone)
+    require_columns(trips, _TRIP_COLUMNS, what="as viagens")
+    registry = _fleet_registry(fleet)
+    start = utc_ns(trips["started_at"], column="started_at", what="as viagens")
+    end = utc_ns(trips["ended_at"], column="ended_at", what="as viagens")
+    if len(trips) == 0 or not registry:
+        return empty_findings()
+    vehicle = trips["vehicle_id"].astype("str").to_numpy(dtype=object)
+    source = (
+        trips["source"].astype("str").to_numpy(dtype=object)
+        if "source" in trips.columns
+        else np.full(len(trips), "meter", dtype=object)
+    )
+    ids = list(registry)
+    code = pd.Index(ids).get_indexer(pd.Index(vehicle))
+    keep = (code >= 0) & (end - start >= round(min_trip_duration_s * NS))
+    if not include_inferred_trips:
+        keep &= source != "stops"
+    sel = np.flatnonzero(keep)
+    if not len(sel):
+        return empty_findings()
+    regs = [registry[v] for v in ids]
+
+    def column(name: str) -> NDArray[np.int64]:
+        return np.array([r[name] for r in regs], dtype=np.int64)[code[sel]]
+
+    day = local_days(start[sel], timezone)
+    mask = barred_reasons(
+        day,
+        status_code=column("code"),
+        since=column("status_since"),
+        until=column("status_until"),
+        alvara_until=column("alvara_valid_until"),
+        inspection_until=column("inspection_valid_until"),
+    )
+    hit = mask.any(axis=1)
+    sel, day, mask = sel[hit], day[hit], mask[hit]
+    if not len(sel):
+        return empty_findings()
+    order = np.lexsort((start[sel], day, code[sel]))
+    sel, day, mask = sel[order], day[order], mask[order]
+
+    first_row = (
+        pd.to_numeric(trips["first_row"]).fillna(-1).to_numpy(dtype=np.int64)
+        if "first_row" in trips.columns
+        else np.full(len(trips), -1, dtype=np.int64)
+    )
+    last_row = np.full(len(trips), -1, dtype=np.int64)
+    if pings is not None and "last_ping" in trips.columns:
+        # ``last_ping`` is a position in the sorted pings (detect_trips sorts a copy).
+        rows = ping_rows(pings)
+        ping_order = sorted_view(pings)[0] if len(pings) else None
+        pos = pd.to_numeric(trips["last_ping"]).fillna(-1).to_numpy(dtype=np.int64)
+        ok = (pos >= 0) & (pos < len(rows))
+        last_row[ok] = rows[pos[ok] if ping_order is None else ping_order[pos[ok]]]
+    trip_id = (
+        trips["trip_id"].astype("str").to_numpy(dtype=object)
+        if "trip_id" in trips.columns
+        else np.full(len(trips), None, dtype=object)
+    )
+    p_lat = trips["pickup_lat"].to_numpy(dtype=np.float64)
+    p_lon = trips["pickup_lon"].to_numpy(dtype=np.float64)
+    d_lat = trips["dropoff_lat"].to_numpy(dtype=np.float64)
+    d_lon = trips["dropoff_lon"].to_numpy(dtype=np.float64)
+
+    group = np.ones(len(sel), dtype=bool)
+    group[1:] = (code[sel][1:] != code[sel][:-1]) | (day[1:] != day[:-1])
+    bounds = np.append(np.flatnonzero(group), len(sel))
+    out, geoms = [], []
+    for g0, g1 in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        members = sel[g0:g1].tolist()
+        day_trips = [
+            {
+                "trip_id": trip_id[k],
+                "started_ns": int(start[k]),
+                "ended_ns": int(end[k]),
+                "source": str(source[k]),
+                "pickup": fix_record(start[k], p_lat[k], p_lon[k], int(first_row[k])),
+                "dropoff": fix_record(end[k], d_lat[k], d_lon[k], int(last_row[k])),
+            }
+            for k in members
+        ]
+        vid = str(vehicle[members[0]])
+        row, geom = _finding_row(
+            vehicle_id=vid,
+            day=int(day[g0]),
+            reasons=[r for r, on in zip(REASONS, mask[g0], strict=True) if on],
+            reg=registry[vid],
+            trips=day_trips,
+            timezone=timezone,
+            min_trip_duration_s=min_trip_duration_s,
+        )
+        out.append(row)
+        geoms.append(geom)
+    return make_findings(pd.DataFrame(out), geoms)
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_barred_state() -> dict[str, Any]:
+    """Return the initial live state of one vehicle (plain data)."""
+    return {"last_ns": None, "trip": None, "day": None}
+
+
+def _fix(ping: Mapping[str, Any], t: int) -> dict[str, Any]:
+    row = ping_field(ping, "row")
+    return fix_record(t, float(ping["lat"]), float(ping["lon"]), None if row is None else int(row))
+
+
+def _emit_day(
+    st: dict[str, Any],
+    out: list[tuple[dict[str, Any], Any]],
+    *,
+    vehicle_id: str,
+    reg: Mapping[str, Any],
+    timezone: str,
+    min_trip_duration_s: float,
+) -> None:
+    acc = st["day"]
+    st["day"] = None
+    if acc is not None:
+        out.append(
+            _finding_row(
+                vehicle_id=vehicle_id,
+                day=acc["day"],
+                reasons=acc["reasons"],
+                reg=reg,
+                trips=acc["trips"],
+                timezone=timezone,
+                min_trip_duration_s=min_trip_duration_s,
+            )
+        )
+
+
+def _close_trip(
+    st: dict[str, Any],
+    out: list[tuple[dict[str, Any], Any]],
+    *,
+    vehicle_id: str,
+    reg: Mapping[str, Any],
+    timezone: str,
+    min_trip_duration_s: float,
+) -> None:
+    trip = st["trip"]
+    st["trip"] = None
+    if trip is None or trip["ended_ns"] - trip["started_ns"] < round(min_trip_duration_s * NS):
+        return
+    day = trip["day"]
+    mask = barred_reasons(
+        np.array([day], dtype=np.int64),
+        status_code=np.array([reg["code"]], dtype=np.int64),
+        since=np.array([reg["status_since"]], dtype=np.int64),
+        until=np.array([reg["status_until"]], dtype=np.int64),
+        alvara_until=np.array([reg["alvara_valid_until"]], dtype=np.int64),
+        inspection_until=np.array([reg["inspection_valid_until"]], dtype=np.int64),
+    )[0]
+    if not mask.any():
+        return
+    options: dict[str, Any] = {
+        "vehicle_id": vehicle_id,
+        "reg": reg,
+        "timezone": timezone,
+        "min_trip_duration_s": min_trip_duration_s,
+    }
+    if st["day"] is not None and st["day"]["day"] != day:
+        _emit_day(st, out, **options)
+    if st["day"] is None:
+        st["day"] = {
+            "day": day,
+            "reasons": [r for r, on in zip(REASONS, mask, strict=True) if on],
+            "trips": [],
+        }
+    stamp = pd.Timestamp(trip["started_ns"], unit="ns", tz="UTC").strftime("%Y%m%dT%H%M%SZ")
+    st["day"]["trips"] = [
+        *st["day"]["trips"],
+        {
+            "trip_id": f"{vehicle_id}-{stamp}",
+            "started_ns": trip["started_ns"],
+            "ended_ns": trip["ended_ns"],
+            "source": "meter",
+            "pickup": trip["pickup"],
+            "dropoff": trip["dropoff"],
+        },
+    ]
+
+
+def _live_findings(out: list[tuple[dict[str, Any], Any]]) -> gpd.GeoDataFrame | None:
+    if not out:
+        return None
+    return make_findings(pd.DataFrame([r for r, _ in out]), [g for _, g in out])
+
+
+def update_operating_while_barred(
+    state: dict[str, Any] | None,
+    ping: Mapping[str, Any],
+    *,
+    vehicle: Mapping[str, Any] | None,
+    min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Advance one vehicle's live state by one fix (meter trips, as :func:`detect_trips` cuts them).
+
+    Parameters
+    ----------
+    state : dict or None
+        The vehicle's state from the previous call (None at first); fixes in time order.
+    ping : mapping
+        ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``, optional ``row``.
+    vehicle : mapping or None
+        The vehicle's fleet record (``status``, ``status_since``, ``status_until``,
+        ``alvara_valid_until``, ``inspection_valid_until``); None: not in the fleet, never barred.
+    min_trip_duration_s : float, default 60
+        As in :func:`detect_operating_while_barred`.
+    max_gap_s : float, default 300
+        The trip gap of :func:`tracking.trips.detect_trips` (the pipeline's ``trip_max_gap_s``).
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the local days.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        New state, and the findings of the vehicle-days that this fix completed (usually none).
+
+    Raises
+    ------
+    DetectorInputError
+        If the fix is not later than the previous one or its timestamp is naive.
+    FleetFrameError
+        If the fleet record is invalid.
+    """
+    check_threshold("min_trip_duration_s", min_trip_duration_s, unit="segundos")
+    check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
+    st = new_barred_state() if state is None else dict(state)
+    t = ping_ns(ping)
+    if st["last_ns"] is not None and t <= st["last_ns"]:
+        msg = f"ping fora de ordem: {iso_utc(t)} não é posterior a {iso_utc(st['last_ns'])}"
+        raise DetectorInputError(msg)
+    vehicle_id = str(ping_field(ping, "vehicle_id"))
+    reg = _registry(vehicle or {}, what=f"a frota (vehicle_id {vehicle_id})")
+    options: dict[str, Any] = {
+        "vehicle_id": vehicle_id,
+        "reg": reg,
+        "timezone": timezone,
+        "min_trip_duration_s": min_trip_duration_s,
+    }
+    out: list[tuple[dict[str, Any], Any]] = []
+    occupied = ping_field(ping, "meter") == "occupied"
+    gap = st["last_ns"] is None or t - st["last_ns"] > round(max_gap_s * NS)
+    if st["trip"] is not None and (not occupied or gap):
+        _close_trip(st, out, **options)
+    if occupied:
+        fix = _fix(ping, t)
+        if st["trip"] is None:
+            st["trip"] = {
+                "started_ns": t,
+                "ended_ns": t,
+                "day": local_day(t, timezone),
+                "pickup": fix,
+                "dropoff": fix,
+            }
+        else:
+            st["trip"] = {**st["trip"], "ended_ns": t, "dropoff": fix}
+    today = local_day(t, timezone)
+    open_day = None if st["trip"] is None else st["trip"]["day"]
+    if st["day"] is not None and today > st["day"]["day"] and open_day != st["day"]["day"]:
+        _emit_day(st, out, **options)
+    st["last_ns"] = t
+    return st, _live_findings(out)
+
+
+def flush_operating_while_barred(
+    state: dict[str, Any] | None,
+    *,
+    vehicle_id: str,
+    vehicle: Mapping[str, Any] | None,
+    min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """End a vehicle's stream: close its open trip and emit its pending day.
+
+    Parameters
+    ----------
+    state : dict or None
+        The vehicle's live state.
+    vehicle_id : str
+        The vehicle.
+    vehicle : mapping or None
+        Its fleet record.
+    min_trip_duration_s, timezone
+        As in :func:`update_operating_while_barred`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The emptied state and the pending findings.
+    """
+    st = new_barred_state() if state is None else dict(state)
+    reg = _registry(vehicle or {}, what=f"a frota (vehicle_id {vehicle_id})")
+    options: dict[str, Any] = {
+        "vehicle_id": vehicle_id,
+        "reg": reg,
+        "timezone": timezone,
+        "min_trip_duration_s": min_trip_duration_s,
+    }
+    out: list[tuple[dict[str, Any], Any]] = []
+    _close_trip(st, out, **options)
+    _emit_day(st, out, **options)
+    return st, _live_findings(out)
