@@ -1,0 +1,243 @@
+"""Tracking gaps: silences of the tracker while the vehicle was in service.
+
+Law served: Porto Alegre, Decree of 23 Dec 2019 (seed 000), art. 58 IX (grave): "deixar
+disponibilizar de forma plena, sem intervenção proposital humana, o Subsistema de Rastreamento
+da Frota de Táxi"; and art. 59 VI (gravíssima): "desligar ou por qualquer forma intervir no
+Sistema de Monitoramento em Tempo Real da Frota de Táxi". The detector states the facts (how long,
+how far, the meter on each side); the rulebook chooses the provision.
+
+Definitions (each one appears in the finding's ``details``):
+
+gap
+    Two consecutive fixes of one vehicle more than ``max_gap_s`` apart (strictly).
+displacement_m
+    Great-circle distance between the fix before and the fix after the gap;
+    ``implied_speed_kmh = displacement_m / gap_s · 3.6``.
+in service
+    The meter was ``occupied`` at the fix before the gap and either (a) ``occupied`` at the fix
+    after it (``rule = "occupied_both_sides"``), or (b) the displacement is at least
+    ``parked_radius_m`` (``rule = "occupied_before_and_moved"``: the passenger was aboard when
+    the tracker fell silent and the vehicle moved while silent). Only gaps in service are
+    findings. In particular a gap while parked and free (meter ``free`` on both sides,
+    displacement below ``parked_radius_m``) is not a finding, nor any gap whose fix before has
+    the meter ``free``, ``off`` or unknown: without the meter a silence cannot be told from the
+    end of a shift.
+confidence
+    ``0.5 + 0.3·(1 − max_gap_s/gap_s) + 0.15·min(1, displacement_m / (10·parked_radius_m))``,
+    times 0.75 when either fix is speed-flagged at ingest (its position is doubtful). It grows
+    with the length of the gap and with the displacement (moving while silent is stronger
+    evidence); at most 0.95.
+
+Geometry: the LineString from the fix before to the fix after (a Point when both are at the
+same position). ``started_at``/``ended_at`` are the times of those two fixes.
+
+Live: :func:`update_tracking_gap` keeps the vehicle's last fix as its state; a gap becomes
+certain, and is emitted, when the fix after it arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from numpy.typing import NDArray
+
+from geo.crs import haversine_m
+from tracking.detectors._errors import DetectorInputError
+from tracking.detectors._track_kernels import (
+    METER_NAMES,
+    METER_OCCUPIED,
+    NS,
+    TrackArrays,
+    check_positive,
+    finding_record,
+    findings_from_records,
+    fix_arrays,
+    fix_evidence,
+    live_fix,
+    track_arrays,
+)
+
+KIND = "tracking_gap"
+DEFAULT_MAX_GAP_S = 300.0
+"""Longest silence between two fixes in service (s); POA art. 58 IX / 59 VI."""
+DEFAULT_PARKED_RADIUS_M = 100.0
+"""Displacement across a gap below which the vehicle did not move (m)."""
+FLAGGED_FACTOR = 0.75
+MAX_CONFIDENCE = 0.95
+
+
+def detect_tracking_gap(
+    pings: pd.DataFrame,
+    *,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    parked_radius_m: float = DEFAULT_PARKED_RADIUS_M,
+) -> gpd.GeoDataFrame:
+    """Find silences of the tracker while the vehicle was in service.
+
+    Parameters
+    ----------
+    pings : pandas.DataFrame
+        Validated fixes (``tracking/frames.py``): ``vehicle_id``, ``timestamp`` (tz-aware),
+        ``lat``, ``lon``, ``meter``; optional ``row``, ``speed_flag``. Sorted here if needed.
+    max_gap_s : float, default 300
+        A silence longer than this (strictly) is a gap (POA art. 58 IX, art. 59 VI).
+    parked_radius_m : float, default 100
+        Displacement across the gap from which the vehicle moved (see the module docstring).
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Findings (``tracking.detectors.findings``) of kind ``tracking_gap``, one per gap.
+
+    Raises
+    ------
+    DetectorInputError
+        If the pings break their contract (missing columns, naive times, unknown meter).
+    DetectorThresholdError
+        If a threshold is not a finite number > 0.
+    """
+    check_positive(max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
+    track = track_arrays(pings)
+    n = len(track.ts_ns)
+    if n < 2:
+        return findings_from_records([])
+    same = track.codes[1:] == track.codes[:-1]
+    dt_ns = np.diff(track.ts_ns)
+    cand = np.flatnonzero(same & (dt_ns > round(max_gap_s * NS)))
+    cand = cand[track.meter[cand] == METER_OCCUPIED]
+    if not len(cand):
+        return findings_from_records([])
+    found, _, _, _ = _gap_kernel(track, cand, max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
+    records = [
+        _gap_record(track, int(i), max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
+        for i in cand[found]
+    ]
+    return findings_from_records(records)
+
+
+def update_tracking_gap(
+    state: Mapping[str, Any] | None,
+    ping: Mapping[str, Any],
+    *,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    parked_radius_m: float = DEFAULT_PARKED_RADIUS_M,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Live step for one vehicle: the new state and the gap finding the ping completes, if any.
+
+    Parameters
+    ----------
+    state : mapping or None
+        This vehicle's state from the previous call (plain data: its last fix), None at first.
+    ping : mapping
+        One fix with the pings-frame keys (``vehicle_id``, ``timestamp`` tz-aware, ``lat``,
+        ``lon``, ``meter``; optional ``row``, ``speed_flag``).
+    max_gap_s, parked_radius_m : float
+        As in :func:`detect_tracking_gap`.
+
+    Returns
+    -------
+    tuple
+        ``(state, finding)``: the new state (a new dict; the input is not modified) and a
+        finding record (the findings-frame columns as a dict, ``finding_id`` included) or None.
+        A fix not later than the state's last fix is ignored (state unchanged, no finding).
+
+    Raises
+    ------
+    DetectorInputError
+        If the ping lacks a key, has a naive time or an unknown meter, or belongs to another
+        vehicle than the state.
+    DetectorThresholdError
+        If a threshold is not a finite number > 0.
+    """
+    check_positive(max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
+    fix = live_fix(ping)
+    if state is None:
+        return {"last": fix}, None
+    last = state["last"]
+    if last["vehicle_id"] != fix["vehicle_id"]:
+        msg = (
+            f"estado do veículo {last['vehicle_id']!r} recebeu um ping de {fix['vehicle_id']!r}; "
+            "mantenha um estado por veículo"
+        )
+        raise DetectorInputError(msg)
+    if fix["ts_ns"] <= last["ts_ns"]:
+        return dict(state), None
+    new_state = {"last": fix}
+    if fix["ts_ns"] - last["ts_ns"] <= round(max_gap_s * NS) or last["meter"] != "occupied":
+        return new_state, None
+    track = fix_arrays([last, fix])
+    found, _, _, _ = _gap_kernel(
+        track, np.zeros(1, dtype=np.int64), max_gap_s=max_gap_s, parked_radius_m=parked_radius_m
+    )
+    if not found[0]:
+        return new_state, None
+    return new_state, _gap_record(track, 0, max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
+
+
+# --- kernel ----------------------------------------------------------------------------------
+
+
+def _gap_kernel(
+    track: TrackArrays, i: NDArray[np.int64], *, max_gap_s: float, parked_radius_m: float
+) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """For gaps from fix ``i`` to ``i + 1``: (in service, gap_s, displacement_m, confidence)."""
+    j = i + 1
+    dt_ns = track.ts_ns[j] - track.ts_ns[i]
+    gap_s = dt_ns.astype(np.float64) / NS
+    disp_m = haversine_m(track.lat[i], track.lon[i], track.lat[j], track.lon[j])
+    occupied_before = track.meter[i] == METER_OCCUPIED
+    occupied_after = track.meter[j] == METER_OCCUPIED
+    moved = disp_m >= parked_radius_m
+    found = (dt_ns > round(max_gap_s * NS)) & occupied_before & (occupied_after | moved)
+    conf = (
+        0.5
+        + 0.3 * (1.0 - max_gap_s / gap_s)
+        + 0.15 * np.minimum(1.0, disp_m / (10.0 * parked_radius_m))
+    )
+    flagged = track.speed_flag[i] | track.speed_flag[j]
+    conf = np.where(flagged, conf * FLAGGED_FACTOR, conf)
+    return found, gap_s, disp_m, np.clip(conf, 0.0, MAX_CONFIDENCE)
+
+
+def _gap_record(
+    track: TrackArrays, i: int, *, max_gap_s: float, parked_radius_m: float
+) -> dict[str, Any]:
+    idx = np.asarray([i], dtype=np.int64)
+    _, gap_s, disp_m, conf = _gap_kernel(
+        track, idx, max_gap_s=max_gap_s, parked_radius_m=parked_radius_m
+    )
+    j = i + 1
+    meter_after = int(track.meter[j])
+    gap = float(gap_s[0])
+    disp = float(disp_m[0])
+    details: dict[str, Any] = {
+        "gap_s": gap,
+        "displacement_m": round(disp, 1),
+        "implied_speed_kmh": round(disp / gap * 3.6, 1),
+        "meter_before": METER_NAMES[int(track.meter[i])],
+        "meter_after": METER_NAMES[meter_after],
+        "moved": bool(disp >= parked_radius_m),
+        "rule": (
+            "occupied_both_sides" if meter_after == METER_OCCUPIED else "occupied_before_and_moved"
+        ),
+        "fixes": [fix_evidence(track, i), fix_evidence(track, j)],
+        "thresholds": {"max_gap_s": float(max_gap_s), "parked_radius_m": float(parked_radius_m)},
+    }
+    a = (float(track.lon[i]), float(track.lat[i]))
+    b = (float(track.lon[j]), float(track.lat[j]))
+    geometry = shapely.Point(a) if a == b else shapely.LineString([a, b])
+    return finding_record(
+        kind=KIND,
+        vehicle_id=str(track.vehicles[track.codes[i]]),
+        stand_id=None,
+        started_ns=int(track.ts_ns[i]),
+        ended_ns=int(track.ts_ns[j]),
+        confidence=float(conf[0]),
+        details=details,
+        geometry=geometry,
+    )
