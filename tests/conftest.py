@@ -28,6 +28,14 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+# The repository root goes first on sys.path: with ``pythonpath = ["tests"]`` the test folders
+# (tests/tracking, tests/stands, ...) would otherwise be found first as namespace packages named
+# like the real ones (the editable install's finder comes after the path finder), and a test folder
+# such as tests/tracking/detectors would hide the package tracking.detectors.
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
 TEST_DB_PORT = 54339
 PONTUAL = Path(sys.executable).with_name("pontual")
 

@@ -1,0 +1,278 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from factories import make_pings, make_track, offset_m
+
+from geo.crs import haversine_m
+from stands.licences import licence_frame_from_fleet
+from stands.visits import detect_visits
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.unlicensed_stand_use import detect_unlicensed_stand_use, fleet_facts
+
+# Stands: centre (north_m, east_m) and radius. S3 overlaps S2.
+STANDS = {"S1": (0.0, 0.0, 30.0), "S2": (2000.0, 0.0, 30.0), "S3": (2000.0, 20.0, 30.0)}
+FLEET = pd.DataFrame(
+    {
+        "vehicle_id": ["v1", "acc", "unk"],
+        "accessible": [False, True, None],
+        "stands": [("S2",), ("S2",), ("S2",)],
+        "stand_names": [(), (), ()],
+    }
+)
+
+
+def visits_for(
+    pings: pd.DataFrame, fleet: pd.DataFrame | None = FLEET, **options: float
+) -> pd.DataFrame:
+    idx, sid = [], []
+    for stand, (north, east, radius) in STANDS.items():
+        lat, lon = offset_m(north, east)
+        inside = np.flatnonzero(haversine_m(pings["lat"], pings["lon"], lat, lon) <= radius)
+        idx += inside.tolist()
+        sid += [stand] * len(inside)
+    memberships = pd.DataFrame({"ping_index": np.array(idx, dtype=np.int64), "stand_id": sid})
+    licences = licence_frame_from_fleet(fleet) if fleet is not None else None
+    return detect_visits(pings, memberships, licences=licences, max_gap_s=300.0, **options)
+
+
+def wait_then_board(
+    vehicle: str = "v1",
+    *,
+    at: tuple[float, float] = (0.0, 0.0),
+    wait_s: int = 300,
+    t0: int = 0,
+) -> list[dict]:
+    """Arrive free at ``at``, wait ``wait_s`` (fixes every 30 s), board inside, drive north."""
+    n0, e0 = at
+    points = [(t0 - 120 + 30 * k, n0 - 400 + 100 * k, e0) for k in range(4)]
+    points += [(t0 + t, n0 + 2.0 * (t % 60 == 0), e0) for t in range(0, wait_s + 1, 30)]
+    meters = ["free"] * len(points)
+    points += [(t0 + wait_s + 30 * k, n0 + 150 * k, e0) for k in range(1, 6)]
+    meters[-1] = "occupied"  # meter started at the last fix inside
+    meters += ["occupied"] * 5
+    return make_track(vehicle, points, meter=meters)
+
+
+def detect(pings: pd.DataFrame, fleet: pd.DataFrame | None = FLEET, **kw: float):
+    return detect_unlicensed_stand_use(visits_for(pings, fleet), pings, fleet=fleet, **kw)
+
+
+class TestDetectUnlicensedStandUse:
+    def test_boarding_at_unlicensed_stand_is_found(self) -> None:
+        """A licensee of S2 who waits at S1 and boards there gives one finding at S1."""
+        pings = make_pings(wait_then_board())
+        found = detect(pings)
+        assert len(found) == 1
+        f = found.iloc[0]
+        assert (f["kind"], f["vehicle_id"], f["stand_id"]) == ("unlicensed_stand_use", "v1", "S1")
+        assert f["started_at"] == pd.Timestamp("2024-03-04T12:00:00Z")
+        assert f["ended_at"] == pd.Timestamp("2024-03-04T12:05:00Z")
+        assert f["details"]["subtype"] == "boarding"
+        assert f["details"]["licensed_stands"] == ["S2"]
+        assert f["details"]["meter_before"] == "free"
+        assert 0.8 <= f["confidence"] < 1.0
+        lat, lon = offset_m(0.0, 0.0)
+        assert f.geometry.y == pytest.approx(lat, abs=1e-4)
+        assert list(found.columns) == list(FINDING_COLUMNS)
+        validate_findings(found)
+
+    def test_details_are_json_with_rows_and_thresholds(self) -> None:
+        """Evidence names the source rows of the fixes used and every threshold compared."""
+        pings = make_pings(wait_then_board())
+        details = detect(pings).iloc[0]["details"]
+        json.dumps(details)
+        rows = [f["row"] for f in details["fixes"]]
+        assert rows == sorted(rows) and 5 in rows and rows[-1] == 15
+        assert details["thresholds"] == {"max_gap_s": 300.0}
+        assert details["dwell_s"] == 300.0
+
+    def test_boarding_at_licensed_stand_is_not_found(self) -> None:
+        """Boarding at the vehicle's own stand accuses nothing."""
+        pings = make_pings(wait_then_board(at=(2000.0, -20.0)))
+        visits = visits_for(pings)
+        assert visits["boarded"].any() and visits["licensed"].all()
+        assert detect(pings).empty
+
+    def test_overlapping_stand_licensed_excuses(self) -> None:
+        """A boarding inside both S2 (licensed) and S3 (not) may be at the own stand: nothing."""
+        pings = make_pings(wait_then_board(at=(2000.0, 10.0)))
+        visits = visits_for(pings)
+        assert set(visits.loc[visits["boarded"], "stand_id"]) == {"S2", "S3"}
+        assert detect(pings).empty
+
+    def test_unknown_licence_never_accuses(self) -> None:
+        """Without licence data (``licensed`` <NA>) nothing is found."""
+        pings = make_pings(wait_then_board())
+        visits = visits_for(pings, fleet=None)
+        assert visits["licensed"].isna().all()
+        assert detect_unlicensed_stand_use(visits, pings).empty
+
+    @pytest.mark.parametrize(
+        "fleet",
+        [
+            pd.DataFrame({"vehicle_id": ["other"], "stands": [("S2",)]}),
+            pd.DataFrame({"vehicle_id": ["v1"], "stands": [()], "stand_names": [("RODOVIARIA",)]}),
+        ],
+        ids=["vehicle-absent-from-fleet", "licence-names-unresolved"],
+    )
+    def test_fleet_without_resolved_licence_never_accuses(self, fleet: pd.DataFrame) -> None:
+        """A vehicle missing from the fleet, or whose stand names were not resolved, is unknown."""
+        pings = make_pings(wait_then_board())
+        visits = visits_for(pings, fleet=fleet)
+        assert not visits["licensed"].any()  # the licence frame alone says "not licensed"
+        assert detect_unlicensed_stand_use(visits, pings, fleet=fleet).empty
+
+    def test_fleet_without_stands_is_unlicensed(self) -> None:
+        """A fleet vehicle holding no licence at all is accused when boarding at a stand."""
+        fleet = pd.DataFrame({"vehicle_id": ["v1"], "stands": [()], "stand_names": [()]})
+        pings = make_pings(wait_then_board())
+        assert len(detect(pings, fleet=fleet)) == 1
+
+    def test_gps_jitter_passing_by_is_not_found(self) -> None:
+        """A free vehicle passing by with two jittery fixes inside the stand is no boarding."""
+        points = [(30 * k, -300 + 60 * k, 25.0 if k in (5, 6) else 40.0) for k in range(12)]
+        pings = make_pings(make_track("v1", points, meter="free"))
+        assert len(visits_for(pings, min_dwell_s=0.0)) == 1
+        assert detect(pings).empty
+
+    def test_trip_starting_long_after_leaving_is_not_found(self) -> None:
+        """Passing a stand and starting the meter 5 minutes later elsewhere is not a boarding."""
+        points = [(30 * k, -60 + 30 * k, 0.0) for k in range(5)]  # two fixes inside
+        points += [(150 + 30 * k, 90 + 100 * k, 0.0) for k in range(1, 12)]
+        meters = ["free"] * 15 + ["occupied"]
+        pings = make_pings(make_track("v1", points, meter=meters))
+        visits = visits_for(pings, min_dwell_s=0.0)
+        assert not visits["boarded"].any()
+        assert detect(pings).empty
+
+    def test_meter_started_just_after_leaving_lowers_confidence(self) -> None:
+        """A meter started 60 s after the last fix inside is a boarding, with less confidence."""
+        rows = wait_then_board()
+        for r in rows[-6:-5]:
+            r["meter"] = "free"
+        for k, r in enumerate(rows[-5:]):
+            r["meter"] = "occupied" if k >= 1 else "free"
+        pings = make_pings(rows)
+        found = detect(pings)
+        assert len(found) == 1
+        assert found.iloc[0]["details"]["boarding_lag_s"] == 60.0
+        inside = detect(make_pings(wait_then_board())).iloc[0]["confidence"]
+        assert found.iloc[0]["confidence"] < inside
+
+    def test_red_light_while_occupied_is_not_found(self) -> None:
+        """An occupied taxi stopped 40 s at a red light inside the stand boarded nobody there."""
+        points = [(30 * k, -300 + 100 * k, 0.0) for k in range(3)]
+        points += [(90, -5.0, 0.0), (110, -4.0, 0.0), (130, -3.0, 0.0)]
+        points += [(160 + 30 * k, 100 * k, 0.0) for k in range(1, 5)]
+        pings = make_pings(make_track("v1", points, meter="occupied"))
+        assert detect(pings).empty
+
+    def test_tracking_resumed_with_passenger_is_not_found(self) -> None:
+        """Occupied, silent 10 min, GPS back at a red light in the stand: no boarding seen."""
+        points = [(30 * k, -3000 + 100 * k, 0.0) for k in range(5)]
+        points += [(720 + 20 * k, 2.0 * k, 0.0) for k in range(4)]
+        points += [(800 + 30 * k, 100 * k, 0.0) for k in range(1, 5)]
+        pings = make_pings(make_track("v1", points, meter="occupied"))
+        visits = visits_for(pings)
+        assert visits["boarded"].any()  # a trip "starts" where tracking resumed
+        assert detect(pings).empty
+
+    def test_accessible_taxi_may_board_anywhere(self) -> None:
+        """A Táxi Acessível boarding briefly at a stand it has no licence for is excused."""
+        pings = make_pings(wait_then_board("acc", wait_s=120))
+        assert detect(pings).empty
+
+    def test_accessible_taxi_waiting_long_is_weak_finding(self) -> None:
+        """A Táxi Acessível waiting 15 min (over the 10-min threshold) gives a weaker finding."""
+        points = [(30 * k, -300 + 100 * k, 0.0) for k in range(3)]
+        points += [(90 + 30 * k, 1.0, 0.0) for k in range(31)]
+        points += [(1020 + 30 * k, 100 * k, 0.0) for k in range(1, 4)]
+        pings = make_pings(make_track("acc", points, meter="free"))
+        found = detect(pings)
+        assert len(found) == 1
+        f = found.iloc[0]
+        assert f["details"]["subtype"] == "accessible_wait"
+        assert f["details"]["wait_s"] == 900.0
+        assert f["details"]["thresholds"] == {"accessible_max_wait_s": 600.0}
+        assert f["confidence"] <= 0.7
+        assert f["ended_at"] - f["started_at"] == pd.Timedelta(seconds=900)
+
+    def test_accessible_taxi_short_wait_is_not_found(self) -> None:
+        """A Táxi Acessível staying 5 min (under the threshold) without boarding is excused."""
+        points = [(30 * k, -300 + 100 * k, 0.0) for k in range(3)]
+        points += [(90 + 30 * k, 1.0, 0.0) for k in range(11)]
+        points += [(420 + 30 * k, 100 * k, 0.0) for k in range(1, 4)]
+        pings = make_pings(make_track("acc", points, meter="free"))
+        assert detect(pings).empty
+        assert len(detect(pings, accessible_max_wait_s=200.0)) == 1
+
+    def test_unknown_accessibility_lowers_confidence(self) -> None:
+        """A vehicle of unknown accessibility is accused with less confidence."""
+        known = detect(make_pings(wait_then_board("v1"))).iloc[0]["confidence"]
+        unknown = detect(make_pings(wait_then_board("unk"))).iloc[0]
+        assert unknown["details"]["accessible"] is None
+        assert unknown["confidence"] == pytest.approx(known - 0.1)
+
+    def test_several_vehicles_and_visits(self) -> None:
+        """Each unlicensed boarding is one finding; ids are distinct."""
+        rows = wait_then_board("v1") + wait_then_board("unk", t0=2000)
+        rows += wait_then_board("v1", t0=4000)
+        found = detect(make_pings(rows))
+        assert sorted(found["vehicle_id"]) == ["unk", "v1", "v1"]
+        assert found["finding_id"].is_unique
+
+    def test_empty_visits_give_empty_findings(self) -> None:
+        """No visits: an empty, typed findings frame."""
+        pings = make_pings(make_track("v1", [(0, 500.0, 500.0), (30, 510.0, 500.0)], meter="free"))
+        found = detect(pings)
+        assert found.empty and list(found.columns) == list(FINDING_COLUMNS)
+
+    def test_missing_visit_columns_raise(self) -> None:
+        """Visits without the helper columns are refused by name."""
+        pings = make_pings(wait_then_board())
+        visits = visits_for(pings).drop(columns=["boarding_ping"])
+        with pytest.raises(DetectorInputError, match="boarding_ping"):
+            detect_unlicensed_stand_use(visits, pings)
+
+    def test_visits_from_other_pings_raise(self) -> None:
+        """Positions beyond the given pings are refused."""
+        pings = make_pings(wait_then_board())
+        visits = visits_for(pings)
+        with pytest.raises(DetectorInputError, match="pings inexistentes"):
+            detect_unlicensed_stand_use(visits, pings.iloc[:3])
+
+    @pytest.mark.parametrize(
+        ("option", "value"),
+        [("accessible_max_wait_s", -1.0), ("max_gap_s", 0.0), ("max_gap_s", float("nan"))],
+    )
+    def test_bad_thresholds_raise(self, option: str, value: float) -> None:
+        """Negative, zero (for max_gap_s) or NaN thresholds are refused by name."""
+        pings = make_pings(wait_then_board())
+        with pytest.raises(DetectorThresholdError, match=option):
+            detect_unlicensed_stand_use(visits_for(pings), pings, **{option: value})
+
+
+class TestFleetFacts:
+    def test_reads_accessibility_and_licences(self) -> None:
+        """Accessibility is True/False/None; unresolved stand names make the licence unknown."""
+        fleet = pd.DataFrame(
+            {
+                "vehicle_id": ["a", "b", "c"],
+                "accessible": [True, None, False],
+                "stands": [("S1",), "S1;S2", ()],
+                "stand_names": [(), (), ("PONTO X",)],
+            }
+        )
+        facts = fleet_facts(fleet)
+        assert facts["a"] == {"accessible": True, "stands": ("S1",), "licence_known": True}
+        assert facts["b"]["stands"] == ("S1", "S2") and facts["b"]["accessible"] is None
+        assert facts["c"]["licence_known"] is False
+
+    def test_no_fleet_is_empty(self) -> None:
+        """Without a fleet there are no facts."""
+        assert fleet_facts(None) == {}
