@@ -1,0 +1,304 @@
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pandas as pd
+import pytest
+from factories import make_pings, offset_m
+
+from tracking.detectors._errors import DetectorInputError, FleetFrameError
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.operating_while_barred import (
+    REASONS,
+    detect_operating_while_barred,
+    flush_operating_while_barred,
+    update_operating_while_barred,
+)
+from tracking.trips import detect_trips
+
+D = dt.date
+
+
+def ride(vehicle: str, start: str, *, minutes: float = 10, step_s: int = 30) -> list[dict]:
+    """A free fix, an occupied ride of ``minutes`` (a fix every ``step_s``), a free fix."""
+    t0 = pd.Timestamp(start)
+    n = int(minutes * 60 // step_s)
+    rows = []
+    for k in range(-1, n + 2):
+        lat, lon = offset_m(100.0 * k, 0.0)
+        rows.append(
+            {
+                "vehicle_id": vehicle,
+                "timestamp": t0 + pd.Timedelta(seconds=step_s * k),
+                "lat": lat,
+                "lon": lon,
+                "meter": "occupied" if 0 <= k <= n else "free",
+            }
+        )
+    return rows
+
+
+def fleet(**columns: Any) -> pd.DataFrame:
+    row = {
+        "vehicle_id": "v1",
+        "status": "active",
+        "status_since": None,
+        "status_until": None,
+        "alvara_valid_until": None,
+        "inspection_valid_until": None,
+    }
+    row.update(columns)
+    return pd.DataFrame([row])
+
+
+def detect(rows: list[dict], fleet_frame: pd.DataFrame, **kw: Any) -> pd.DataFrame:
+    pings = make_pings(rows)
+    trips = detect_trips(pings, max_gap_s=300.0)
+    return detect_operating_while_barred(trips, fleet_frame, pings=pings, **kw)
+
+
+SUSPENDED = {"status": "suspended", "status_since": D(2024, 3, 1), "status_until": D(2024, 3, 10)}
+
+
+class TestDetectOperatingWhileBarred:
+    @pytest.mark.parametrize(
+        ("start", "expected"),
+        [
+            ("2024-02-29T15:00:00Z", 0),
+            ("2024-03-01T15:00:00Z", 1),
+            ("2024-03-10T15:00:00Z", 1),
+            ("2024-03-11T15:00:00Z", 0),
+            ("2024-03-11T02:30:00Z", 1),  # 23:30 of 10 March in Porto Alegre
+            ("2024-03-11T03:30:00Z", 0),  # 00:30 of 11 March
+        ],
+    )
+    def test_status_period_is_inclusive_local_dates(self, start: str, expected: int) -> None:
+        """status_since/status_until bar their local dates inclusively, not UTC dates."""
+        assert len(detect(ride("v1", start), fleet(**SUSPENDED))) == expected
+
+    def test_timezone_keyword_moves_the_day(self) -> None:
+        """In UTC the 02:30Z ride is on 11 March, after the suspension."""
+        rows = ride("v1", "2024-03-11T02:30:00Z")
+        assert detect(rows, fleet(**SUSPENDED), timezone="UTC").empty
+
+    def test_finding_contents(self) -> None:
+        """The finding names the reason, the registry dates, the trip and its fixes."""
+        found = detect(ride("v1", "2024-03-05T15:00:00Z"), fleet(**SUSPENDED))
+        validate_findings(found)
+        assert list(found.columns) == list(FINDING_COLUMNS)
+        f = found.iloc[0]
+        assert f["started_at"] == pd.Timestamp("2024-03-05T15:00:00Z")
+        assert f["ended_at"] == pd.Timestamp("2024-03-05T15:10:00Z")
+        d = f["details"]
+        json.dumps(d)
+        assert d["reason"] == "suspended"
+        assert d["reasons"] == [
+            {
+                "reason": "suspended",
+                "status": "suspended",
+                "status_since": "2024-03-01",
+                "status_until": "2024-03-10",
+            }
+        ]
+        assert d["local_date"] == "2024-03-05" and d["n_trips"] == 1
+        assert d["trips"][0]["trip_id"] == "v1-20240305T150000Z"
+        assert [x["row"] for x in d["fixes"]] == [2, 22]
+        assert d["thresholds"] == {"min_trip_duration_s": 60.0}
+        assert f["confidence"] == pytest.approx(0.95 * (0.7 + 0.3 * 600 / 1800))
+
+    @pytest.mark.parametrize("status", ["suspended", "out_of_operation", "revoked", "reserved"])
+    def test_each_barring_status_is_a_reason(self, status: str) -> None:
+        """Suspended, Fora de Operação, revoked and reserved all bar operation."""
+        found = detect(ride("v1", "2024-03-05T15:00:00Z"), fleet(status=status))
+        assert found.iloc[0]["details"]["reason"] == status
+
+    def test_active_vehicle_is_not_found(self) -> None:
+        """An active vehicle with valid documents operates lawfully."""
+        rows = ride("v1", "2024-03-05T15:00:00Z")
+        assert detect(rows, fleet(alvara_valid_until=D(2025, 1, 1))).empty
+
+    @pytest.mark.parametrize(
+        ("column", "reason"),
+        [
+            ("alvara_valid_until", "alvara_expired"),
+            ("inspection_valid_until", "inspection_expired"),
+        ],
+    )
+    def test_expired_document_bars_from_the_next_day(self, column: str, reason: str) -> None:
+        """The validity day is fine; the day after is barred, days_expired counted."""
+        limit = {column: D(2024, 3, 10)}
+        assert detect(ride("v1", "2024-03-10T22:00:00Z"), fleet(**limit)).empty
+        found = detect(ride("v1", "2024-03-11T15:00:00Z"), fleet(**limit))
+        assert found.iloc[0]["details"]["reasons"] == [
+            {"reason": reason, column: "2024-03-10", "days_expired": 1}
+        ]
+        later = detect(ride("v1", "2024-04-20T15:00:00Z"), fleet(**limit))
+        assert later.iloc[0]["confidence"] > found.iloc[0]["confidence"]
+
+    def test_several_reasons_one_finding_most_serious_first(self) -> None:
+        """Suspended with expired alvará and vistoria: one finding, reasons in order."""
+        f = fleet(
+            **SUSPENDED, alvara_valid_until=D(2024, 1, 1), inspection_valid_until=D(2024, 2, 1)
+        )
+        found = detect(ride("v1", "2024-03-05T15:00:00Z"), f)
+        assert len(found) == 1
+        reasons = [r["reason"] for r in found.iloc[0]["details"]["reasons"]]
+        assert reasons == ["suspended", "alvara_expired", "inspection_expired"]
+        assert reasons == sorted(reasons, key=REASONS.index)
+
+    def test_one_finding_per_vehicle_day(self) -> None:
+        """Two rides on a day give one finding spanning both; another day gives another."""
+        rows = ride("v1", "2024-03-05T12:00:00Z") + ride("v1", "2024-03-05T18:00:00Z")
+        rows += ride("v1", "2024-03-06T12:00:00Z")
+        found = detect(rows, fleet(**SUSPENDED))
+        assert len(found) == 2
+        first = found.iloc[0]
+        assert first["details"]["n_trips"] == 2
+        assert first["started_at"] == pd.Timestamp("2024-03-05T12:00:00Z")
+        assert first["ended_at"] == pd.Timestamp("2024-03-05T18:10:00Z")
+
+    def test_short_meter_blip_is_not_service(self) -> None:
+        """A 30 s occupied blip is no service unless the threshold is lowered."""
+        rows = ride("v1", "2024-03-05T15:00:00Z", minutes=0.5)
+        assert detect(rows, fleet(**SUSPENDED)).empty
+        assert len(detect(rows, fleet(**SUSPENDED), min_trip_duration_s=0.0)) == 1
+
+    def test_unknown_status_start_lowers_confidence(self) -> None:
+        """A status without status_since bars, at 0.7 times the confidence."""
+        rows = ride("v1", "2024-03-05T15:00:00Z")
+        dated = detect(rows, fleet(**SUSPENDED)).iloc[0]
+        undated = detect(rows, fleet(status="suspended")).iloc[0]
+        assert undated["details"]["reasons"][0]["status_since"] is None
+        assert undated["confidence"] == pytest.approx(dated["confidence"] * 0.7, abs=1e-4)
+
+    def test_stop_inferred_trips_weigh_less_and_can_be_excluded(self) -> None:
+        """Trips inferred from stops count at lower confidence; excluded on request."""
+        trips = pd.DataFrame(
+            {
+                "vehicle_id": ["v1"],
+                "trip_id": ["v1-x"],
+                "started_at": pd.to_datetime(["2024-03-05T15:00:00Z"]),
+                "ended_at": pd.to_datetime(["2024-03-05T15:30:00Z"]),
+                "pickup_lat": [-30.0],
+                "pickup_lon": [-51.2],
+                "dropoff_lat": [-30.01],
+                "dropoff_lon": [-51.2],
+                "source": ["stops"],
+            }
+        )
+        found = detect_operating_while_barred(trips, fleet(**SUSPENDED))
+        assert found.iloc[0]["confidence"] == pytest.approx(0.6)
+        assert found.iloc[0]["details"]["fixes"][0]["row"] is None
+        assert detect_operating_while_barred(
+            trips, fleet(**SUSPENDED), include_inferred_trips=False
+        ).empty
+
+    def test_vehicle_absent_from_fleet_is_not_judged(self) -> None:
+        """Only fleet vehicles are judged."""
+        assert detect(ride("v9", "2024-03-05T15:00:00Z"), fleet(**SUSPENDED)).empty
+
+    @pytest.mark.parametrize(
+        ("columns", "match"),
+        [({"status": "busy"}, "status"), ({"alvara_valid_until": "10/03/2024"}, "alvara")],
+    )
+    def test_bad_fleet_values_raise(self, columns: dict, match: str) -> None:
+        """Unknown statuses and unreadable dates are refused by name."""
+        with pytest.raises(FleetFrameError, match=match):
+            detect(ride("v1", "2024-03-05T15:00:00Z"), fleet(**columns))
+
+    def test_missing_trip_columns_raise(self) -> None:
+        """Trips without pickup coordinates are refused."""
+        trips = detect_trips(make_pings(ride("v1", "2024-03-05T15:00:00Z")))
+        with pytest.raises(DetectorInputError, match="pickup_lat"):
+            detect_operating_while_barred(trips.drop(columns=["pickup_lat"]), fleet())
+
+
+def _stream() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two vehicles over four days: barred and lawful days, a ride across local midnight."""
+    rows = ride("v1", "2024-03-04T12:00:00Z") + ride("v1", "2024-03-05T02:55:00Z", minutes=20)
+    rows += ride("v1", "2024-03-05T15:00:00Z") + ride("v1", "2024-03-06T15:00:00Z")
+    rows += ride("v1", "2024-03-06T15:20:00Z", minutes=0.5) + ride("v1", "2024-03-08T15:00:00Z")
+    # v2: a silence of 10 min splits a ride into two trips; alvará expired on the 5th.
+    rows += ride("v2", "2024-03-05T12:00:00Z") + ride("v2", "2024-03-06T12:00:00Z")
+    second = ride("v2", "2024-03-06T12:20:30Z")
+    for r in second:
+        r["meter"] = "occupied"
+    rows += second[1:]
+    rows += ride("v2", "2024-03-07T12:00:00Z")
+    registry = pd.DataFrame(
+        {
+            "vehicle_id": ["v1", "v2"],
+            "status": ["suspended", "active"],
+            "status_since": [D(2024, 3, 4), None],
+            "status_until": [D(2024, 3, 6), None],
+            "alvara_valid_until": [None, D(2024, 3, 5)],
+            "inspection_valid_until": [D(2024, 3, 7), None],
+        }
+    )
+    return make_pings(rows), registry
+
+
+class TestUpdateOperatingWhileBarred:
+    def test_live_equals_batch(self) -> None:
+        """Fix by fix, the live kernel emits the batch findings (ids, times, details)."""
+        pings, registry = _stream()
+        batch = detect_operating_while_barred(
+            detect_trips(pings, max_gap_s=300.0), registry, pings=pings
+        )
+        assert len(batch) >= 5
+        records = registry.set_index("vehicle_id").to_dict("index")
+        live = []
+        for vid, group in pings.groupby("vehicle_id"):
+            state = None
+            for ping in group.to_dict("records"):
+                state, found = update_operating_while_barred(state, ping, vehicle=records[vid])
+                if found is not None:
+                    live.append(found)
+            state, found = flush_operating_while_barred(
+                state, vehicle_id=str(vid), vehicle=records[vid]
+            )
+            if found is not None:
+                live.append(found)
+        merged = pd.concat(live, ignore_index=True)
+        merged = merged.sort_values(["started_at", "finding_id"]).reset_index(drop=True)
+        batch = batch.sort_values(["started_at", "finding_id"]).reset_index(drop=True)
+        assert merged["finding_id"].tolist() == batch["finding_id"].tolist()
+        for column in ("vehicle_id", "started_at", "ended_at", "confidence", "details"):
+            assert merged[column].tolist() == batch[column].tolist()
+        assert merged.geometry.geom_equals(batch.geometry).all()
+
+    def test_day_is_emitted_once_the_day_is_over(self) -> None:
+        """Nothing is emitted during the barred day; the next day's first fix emits it."""
+        pings = make_pings(ride("v1", "2024-03-05T15:00:00Z") + ride("v1", "2024-03-06T15:00:00Z"))
+        vehicle = {
+            "status": "suspended",
+            "status_since": "2024-03-05",
+            "status_until": "2024-03-05",
+        }
+        state, emitted = None, []
+        for ping in pings.to_dict("records"):
+            state, found = update_operating_while_barred(state, ping, vehicle=vehicle)
+            emitted.append(found is not None)
+        assert emitted.count(True) == 1
+        first_next_day = pings.index[pings["timestamp"] >= "2024-03-06T03:00:00Z"][0]
+        assert emitted.index(True) == first_next_day
+        json.dumps(state)  # plain data
+        assert flush_operating_while_barred(state, vehicle_id="v1", vehicle=vehicle)[1] is None
+
+    def test_unknown_vehicle_is_never_barred(self) -> None:
+        """Without a fleet record nothing is emitted."""
+        pings = make_pings(ride("v1", "2024-03-05T15:00:00Z"))
+        state = None
+        for ping in pings.to_dict("records"):
+            state, found = update_operating_while_barred(state, ping, vehicle=None)
+            assert found is None
+        assert flush_operating_while_barred(state, vehicle_id="v1", vehicle=None)[1] is None
+
+    def test_out_of_order_fix_raises(self) -> None:
+        """A fix older than the previous one is refused."""
+        pings = make_pings(ride("v1", "2024-03-05T15:00:00Z")).to_dict("records")
+        state, _ = update_operating_while_barred(None, pings[3], vehicle=None)
+        with pytest.raises(DetectorInputError, match="fora de ordem"):
+            update_operating_while_barred(state, pings[2], vehicle=None)
