@@ -1,0 +1,317 @@
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from factories import make_pings, offset_m
+
+from tracking.detectors._errors import (
+    DetectorInputError,
+    DetectorThresholdError,
+    Flag2CalendarError,
+)
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.flag2_misuse import (
+    DEFAULT_FLAG2_CALENDAR,
+    Flag2Calendar,
+    allowed_at,
+    brazil_holidays,
+    detect_flag2_misuse,
+    flush_flag2_misuse,
+    update_flag2_misuse,
+    week_mask,
+)
+
+# Porto Alegre is UTC-3 all year: local 09:00 is 12:00Z. 2024-03-04 is a Monday.
+
+
+def drive(
+    vehicle: str,
+    start: str,
+    minutes: float,
+    *,
+    tariff: int | None = 2,
+    meter: str = "occupied",
+    step_s: int = 30,
+) -> list[dict]:
+    t0 = pd.Timestamp(start)
+    rows = []
+    for k in range(int(minutes * 60 // step_s) + 1):
+        lat, lon = offset_m(50.0 * k, 0.0)
+        rows.append(
+            {
+                "vehicle_id": vehicle,
+                "timestamp": t0 + pd.Timedelta(seconds=step_s * k),
+                "lat": lat,
+                "lon": lon,
+                "meter": meter,
+                "tariff": tariff,
+            }
+        )
+    return rows
+
+
+def detect(rows: list[dict], **kw: Any) -> pd.DataFrame:
+    return detect_flag2_misuse(make_pings(rows), **kw)
+
+
+class TestDetectFlag2Misuse:
+    def test_weekday_morning_tariff2_is_found(self) -> None:
+        """Bandeira 2 on a Monday at 09:00 for 10 min is one finding with its evidence."""
+        found = detect(drive("v1", "2024-03-04T12:00:00Z", 10))
+        validate_findings(found)
+        assert list(found.columns) == list(FINDING_COLUMNS)
+        f = found.iloc[0]
+        assert (f["kind"], f["vehicle_id"], f["stand_id"]) == ("flag2_misuse", "v1", None)
+        assert f["started_at"] == pd.Timestamp("2024-03-04T12:00:00Z")
+        assert f["ended_at"] == pd.Timestamp("2024-03-04T12:10:00Z")
+        d = f["details"]
+        json.dumps(d)
+        assert d["duration_s"] == 600.0 and d["n_fixes"] == 21
+        assert d["local_start"] == "2024-03-04T09:00:00-03:00"
+        assert [x["row"] for x in d["fixes"]] == [1, 21]
+        assert d["thresholds"] == {"min_duration_s": 120.0, "max_gap_s": 300.0, "carry_over": True}
+        assert f["confidence"] == pytest.approx(0.6 + 0.35 * 480 / 480)
+
+    @pytest.mark.parametrize(
+        "start",
+        [
+            "2024-03-05T00:00:00Z",  # Monday 21:00
+            "2024-03-05T07:00:00Z",  # Tuesday 04:00
+            "2024-03-09T18:00:00Z",  # Saturday 15:00
+            "2024-03-10T13:00:00Z",  # Sunday 10:00
+            "2024-05-01T13:00:00Z",  # Labour Day (Wednesday)
+            "2024-03-29T13:00:00Z",  # Good Friday
+            "2024-02-13T13:00:00Z",  # Carnaval Tuesday
+            "2024-12-03T13:00:00Z",  # December
+        ],
+    )
+    def test_allowed_times_are_not_found(self, start: str) -> None:
+        """Nights, Saturday afternoons, Sundays, holidays and December allow Bandeira 2."""
+        assert detect(drive("v1", start, 10)).empty
+
+    def test_saturday_morning_is_not_allowed(self) -> None:
+        """Saturday before 14:00 is an ordinary period."""
+        assert len(detect(drive("v1", "2024-03-09T13:00:00Z", 10))) == 1
+
+    def test_calendar_is_configurable(self) -> None:
+        """A municipal holiday allows the day; a calendar without December accuses it."""
+        rows = drive("v1", "2024-03-26T13:00:00Z", 10)
+        assert len(detect(rows)) == 1
+        local = Flag2Calendar(
+            windows=DEFAULT_FLAG2_CALENDAR.windows, holidays=(dt.date(2024, 3, 26),)
+        )
+        assert detect(rows, calendar=local).empty
+        december = drive("v1", "2024-12-03T13:00:00Z", 10)
+        strict = Flag2Calendar(windows=DEFAULT_FLAG2_CALENDAR.windows, whole_weekdays=(6,))
+        assert len(detect(december, calendar=strict)) == 1
+
+    @pytest.mark.parametrize(
+        ("start", "expected"),
+        [("2024-03-04T22:58:30Z", 0), ("2024-03-04T22:55:00Z", 1)],
+        ids=["90s-before-20h", "5min-before-20h"],
+    )
+    def test_minutes_around_the_boundary_hour_do_not_accuse(
+        self, start: str, expected: int
+    ) -> None:
+        """Switching to Bandeira 2 90 s before 20:00 is tolerated; 5 min before is not."""
+        found = detect(drive("v1", start, 15))
+        assert len(found) == expected
+        if expected:
+            assert found.iloc[0]["ended_at"] == pd.Timestamp("2024-03-04T22:59:30Z")
+
+    def test_carry_over_past_morning_end(self) -> None:
+        """A ride begun in Bandeira 2 at 05:50 may keep it past 06:00 unless carry-over is off."""
+        rows = drive("v1", "2024-03-05T08:50:00Z", 30)
+        assert detect(rows).empty
+        found = detect(rows, carry_over=False)
+        assert len(found) == 1
+        assert found.iloc[0]["started_at"] == pd.Timestamp("2024-03-05T09:00:00Z")
+        assert found.iloc[0]["details"]["tariff2_since"] == "2024-03-05T08:50:00Z"
+
+    @pytest.mark.parametrize(
+        "rows",
+        [
+            drive("v1", "2024-03-04T12:00:00Z", 10, tariff=1),
+            drive("v1", "2024-03-04T12:00:00Z", 10, meter="free"),
+            drive("v1", "2024-03-04T12:00:00Z", 1.5) + drive("v1", "2024-03-04T12:12:00Z", 1.5),
+            drive("v1", "2024-03-04T12:00:00Z", 1.5)
+            + drive("v1", "2024-03-04T12:02:00Z", 0, tariff=None)
+            + drive("v1", "2024-03-04T12:02:30Z", 1.5),
+        ],
+        ids=["tariff-1", "meter-free", "split-by-silence", "split-by-unknown-tariff"],
+    )
+    def test_not_misuse(self, rows: list[dict]) -> None:
+        """Tariff 1, a free meter, and short pieces split by silences or unknown tariff."""
+        assert detect(rows).empty
+
+    def test_silence_threshold_joins_pieces(self) -> None:
+        """With a longer max_gap_s the two 90-s pieces form one 13.5-min segment."""
+        rows = drive("v1", "2024-03-04T12:00:00Z", 1.5) + drive("v1", "2024-03-04T12:12:00Z", 1.5)
+        found = detect(rows, max_gap_s=900.0)
+        assert found.iloc[0]["details"]["duration_s"] == 810.0
+
+    def test_speed_flagged_fixes_lower_confidence(self) -> None:
+        """Fixes flagged for impossible speed weigh less."""
+        rows = drive("v1", "2024-03-04T12:00:00Z", 10)
+        clean = detect(rows).iloc[0]["confidence"]
+        rows[5]["lat"] += 1.0  # one jump of ~110 km
+        jumpy = detect(rows).iloc[0]
+        assert jumpy["details"]["n_speed_flagged"] >= 1
+        assert jumpy["confidence"] < clean
+
+    def test_unsorted_pings_and_several_vehicles(self) -> None:
+        """Shuffled pings of two vehicles give one finding each."""
+        rows = drive("v1", "2024-03-04T12:00:00Z", 10) + drive("v2", "2024-03-04T12:05:00Z", 10)
+        pings = make_pings(rows).sample(frac=1.0, random_state=1).reset_index(drop=True)
+        found = detect_flag2_misuse(pings)
+        assert sorted(found["vehicle_id"]) == ["v1", "v2"]
+        assert found["finding_id"].is_unique
+
+    def test_without_tariff_nothing_is_found(self) -> None:
+        """Pings without a tariff column give an empty, typed frame."""
+        pings = make_pings(drive("v1", "2024-03-04T12:00:00Z", 10)).drop(columns=["tariff"])
+        found = detect_flag2_misuse(pings)
+        assert found.empty and list(found.columns) == list(FINDING_COLUMNS)
+
+    @pytest.mark.parametrize(
+        ("kw", "error", "match"),
+        [
+            ({"min_duration_s": -1.0}, DetectorThresholdError, "min_duration_s"),
+            ({"max_gap_s": 0.0}, DetectorThresholdError, "max_gap_s"),
+            ({"timezone": "Mars/Olympus"}, DetectorThresholdError, "fuso"),
+            ({"calendar": "20-6"}, Flag2CalendarError, "Flag2Calendar"),
+        ],
+    )
+    def test_bad_options_raise(self, kw: dict, error: type, match: str) -> None:
+        """Bad thresholds, zone or calendar are refused by name."""
+        with pytest.raises(error, match=match):
+            detect(drive("v1", "2024-03-04T12:00:00Z", 1), **kw)
+
+
+class TestWeekMask:
+    @pytest.mark.parametrize(
+        ("calendar", "match"),
+        [
+            (Flag2Calendar(windows=((7, "20:00", "06:00"),)), "dia da semana"),
+            (Flag2Calendar(windows=((0, "25:00", "06:00"),)), "HH:MM"),
+            (Flag2Calendar(windows=((0, "20:00"),)), "janela"),  # type: ignore[arg-type]
+            (Flag2Calendar(whole_months=(13,)), "mês"),
+            (Flag2Calendar(holidays=("2024-01-01",)), "feriado"),  # type: ignore[arg-type]
+        ],
+    )
+    def test_bad_calendar_raises(self, calendar: Flag2Calendar, match: str) -> None:
+        """Weekdays, times, months and dates out of range are refused."""
+        with pytest.raises(Flag2CalendarError, match=match):
+            week_mask(calendar)
+
+    def test_window_wraps_past_midnight_and_sunday_into_monday(self) -> None:
+        """Sunday 20:00–06:00 covers Monday 00:00–05:59, not 06:00."""
+        mask = week_mask(Flag2Calendar(windows=((6, "20:00", "06:00"),)))
+        assert mask[6 * 1440 + 20 * 60] and mask[6 * 1440 + 1439]
+        assert mask[0] and mask[5 * 60 + 59] and not mask[6 * 60]
+        assert mask.sum() == 10 * 60
+
+    def test_default_calendar_counts(self) -> None:
+        """Default: 10 h every night, Saturday 14:00–20:00 extra, all Sunday."""
+        mask = week_mask(DEFAULT_FLAG2_CALENDAR)
+        assert mask.sum() == 7 * 600 + 6 * 60 + (1440 - 600)
+
+
+class TestAllowedAt:
+    def test_matches_local_time(self) -> None:
+        """Monday 19:59 local is not allowed; 20:00 is; the zone matters."""
+        ns = pd.DatetimeIndex(["2024-03-04T22:59:00Z", "2024-03-04T23:00:00Z"]).as_unit("ns").asi8
+        assert allowed_at(
+            ns, calendar=DEFAULT_FLAG2_CALENDAR, timezone="America/Sao_Paulo"
+        ).tolist() == [
+            False,
+            True,
+        ]
+        assert allowed_at(ns, calendar=DEFAULT_FLAG2_CALENDAR, timezone="UTC").tolist() == [
+            True,
+            True,
+        ]
+
+    def test_empty(self) -> None:
+        """No instants, no answers."""
+        out = allowed_at(
+            np.array([], dtype=np.int64), calendar=DEFAULT_FLAG2_CALENDAR, timezone="UTC"
+        )
+        assert out.shape == (0,)
+
+
+class TestBrazilHolidays:
+    def test_movable_and_fixed_dates(self) -> None:
+        """Easter-based dates of 2024 and 2025 and Consciência Negra from 2024."""
+        days = set(brazil_holidays([2023, 2024, 2025]))
+        for d in (
+            "2024-02-12",
+            "2024-02-13",
+            "2024-03-29",
+            "2024-05-30",
+            "2025-04-18",
+            "2025-06-19",
+        ):
+            assert dt.date.fromisoformat(d) in days
+        assert dt.date(2024, 11, 20) in days and dt.date(2023, 11, 20) not in days
+        assert dt.date(2024, 4, 21) in days and dt.date(2024, 4, 22) not in days
+
+
+def _stream() -> pd.DataFrame:
+    rows = drive("v1", "2024-03-04T12:00:00Z", 10)  # misuse
+    rows += drive("v1", "2024-03-04T22:55:00Z", 15)  # misuse before 20:00, then allowed
+    rows += drive("v1", "2024-03-05T08:50:00Z", 30)  # carry-over past 06:00
+    rows += drive("v1", "2024-03-05T12:00:00Z", 1.5) + drive("v1", "2024-03-05T12:12:00Z", 5)
+    rows += drive("v2", "2024-03-04T12:00:00Z", 3, tariff=1) + drive(
+        "v2", "2024-03-04T12:03:30Z", 8
+    )
+    rows += drive("v2", "2024-03-09T13:00:00Z", 90)  # Saturday 10:00–11:30: ends with the stream
+    return make_pings(rows)
+
+
+class TestUpdateFlag2Misuse:
+    @pytest.mark.parametrize("carry_over", [True, False])
+    def test_live_equals_batch(self, carry_over: bool) -> None:
+        """Fix by fix (then a flush), the live kernel emits exactly the batch findings."""
+        pings = _stream()
+        batch = detect_flag2_misuse(pings, carry_over=carry_over)
+        assert len(batch) >= 4
+        live = []
+        for vid, group in pings.groupby("vehicle_id"):
+            state = None
+            for ping in group.to_dict("records"):
+                state, found = update_flag2_misuse(state, ping, carry_over=carry_over)
+                if found is not None:
+                    live.append(found)
+            state, found = flush_flag2_misuse(state, vehicle_id=str(vid), carry_over=carry_over)
+            if found is not None:
+                live.append(found)
+        merged = pd.concat(live, ignore_index=True)
+        merged = merged.sort_values(["started_at", "finding_id"]).reset_index(drop=True)
+        batch = batch.sort_values(["started_at", "finding_id"]).reset_index(drop=True)
+        assert merged["finding_id"].tolist() == batch["finding_id"].tolist()
+        for column in ("vehicle_id", "ended_at", "confidence", "details"):
+            assert merged[column].tolist() == batch[column].tolist()
+
+    def test_emitted_when_the_segment_ends(self) -> None:
+        """The finding comes with the first allowed fix after the segment, once; state is data."""
+        pings = make_pings(drive("v1", "2024-03-04T22:50:00Z", 20))
+        state, emitted = None, []
+        for ping in pings.to_dict("records"):
+            state, found = update_flag2_misuse(state, ping)
+            emitted.append(found is not None)
+        assert emitted.count(True) == 1
+        assert pings["timestamp"].iloc[emitted.index(True)] == pd.Timestamp("2024-03-04T23:00:00Z")
+        json.dumps(state)
+
+    def test_out_of_order_fix_raises(self) -> None:
+        """A fix older than the previous one is refused."""
+        pings = make_pings(drive("v1", "2024-03-04T12:00:00Z", 3)).to_dict("records")
+        state, _ = update_flag2_misuse(None, pings[3])
+        with pytest.raises(DetectorInputError, match="fora de ordem"):
+            update_flag2_misuse(state, pings[1])
