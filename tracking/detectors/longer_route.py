@@ -1,0 +1,986 @@
+"""``longer_route``: a passenger trip driven much longer than the reference route.
+
+Law: Porto Alegre, Decreto de 23/12/2019, art. 58 XIII (and XVI, per Decreto 21.100/2021), grave —
+multa e devolução de valores, pontuação do condutor; Pinto Bandeira, Lei 169/2015, art. 25 III,
+grave, "salvo com autorização do usuário". A finding is a proposal for human review: the passenger
+may have asked for the route, and the network may lack a closure.
+
+Definitions (each appears in the finding's ``details``):
+
+trip
+    A meter trip of :func:`tracking.trips.detect_trips` (``source == "meter"``; trips inferred from
+    stops carry no passenger and are ignored). ``driven_m`` is its ``distance_m``: the length
+    driven with GPS jumps filtered out (jump fixes dropped, impossible steps skipped), so bad data
+    can only shorten it.
+waypoints
+    Stops of the trip (:func:`tracking.stops.stop_spans`: at least ``waypoint_min_stop_s`` within
+    ``waypoint_diameter_m``) that touch neither its first nor its last fix: places where the
+    passenger had the taxi wait. The reference passes through them, in order (the passenger chose
+    them: "salvo com autorização do usuário").
+reference, on a road network (``method = "road_network"``)
+    ``reference_m``: the shortest path on ``roads`` from the pickup through the waypoints to the
+    drop-off (:func:`geo.roads.shortest_path_lengths`, snap distances included). Pickup,
+    drop-off and waypoints farther than ``max_snap_m`` from every road are outside the network.
+    ``ratio = driven_m / reference_m`` must reach ``min_ratio`` and the excess ``min_excess_m``.
+fastest route (a longer road may be the right one)
+    Drivers rightly prefer a faster, longer road (a ring road, a motorway). The fastest path
+    (urban travel speeds per road class, :data:`geo.roads.DEFAULT_SPEEDS_KMH`) is computed, and
+    a trip that *followed* a reasonable route — at least ``ROUTE_MATCH_SHARE`` (80 %) of its
+    fixes within ``ROUTE_MATCH_M`` (60 m) of the fastest or the shortest path
+    (``on_reasonable_route_share``) — is not accused, however longer than the shortest path.
+reference from peer trips (``method = "peer_trips"``)
+    Without a network (or for a trip outside it): the median ``driven_m`` of *past* trips of
+    *other* vehicles between the same H3 cells (resolution ``h3_resolution``) of pickup and
+    drop-off: trips that ended before this one started, the ``max_peer_trips`` most recent, at
+    least ``min_peer_trips`` of them. The median resists the peers' own detours; "past" makes the
+    batch and live results the same and never uses the future. Waypoint trips have no peer
+    reference (their route is the passenger's).
+consensus (reference probably wrong)
+    With a network, if at least ``min_peer_trips`` past peer trips of other vehicles exist and
+    their median ``ratio`` also reaches ``min_ratio``, everyone drives longer than the network
+    says between these places: a closure, works or a turn ban that the network lacks. No
+    finding.
+pattern
+    ``"loop"``: the track comes back within ``loop_radius_m`` of a place it passed after driving
+    at least ``min_excess_m`` (circling); ``"corridor"``: no such return — the detour follows a
+    consistent alternative route, which is also what a closed road that the network lacks looks
+    like, so ``reference_may_be_wrong`` is set and the confidence lowered.
+guards (never accuse on bad data)
+    No finding when ``reference_m < min_reference_m``, when the pickup or the drop-off fix is a
+    GPS jump (its step to the neighbouring fix implies more than ``max_speed_kmh``), or with fewer
+    than 3 fixes.
+
+Confidence: ``0.5 + 0.45·min(1, (r − min_ratio)/(min_ratio − 1))`` where ``r`` is ``ratio``,
+times 0.6 for a
+``corridor`` pattern, 0.8 for a peer reference, 0.8 if GPS jumps were filtered out of the trip,
+0.9 if an end was snapped farther than ``max_snap_m / 2``; clipped to [0.05, 0.95].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pyproj
+import shapely
+from numpy.typing import NDArray
+
+from geo.crs import WGS84, haversine_m
+from geo.h3 import cells_to_strings, check_resolution, latlng_to_cells
+from geo.roads import DEFAULT_MAX_SNAP_M, RoadGraph, shortest_path_lengths
+from tracking import frames as fr
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors._evidence import (
+    NS,
+    check_threshold,
+    clip_confidence,
+    iso_utc,
+    ping_field,
+    ping_ns,
+    require_columns,
+    utc_ns,
+)
+from tracking.detectors.findings import empty_findings, make_findings
+from tracking.stops import stop_spans
+from tracking.trips import assign_trip_ids, trip_distances
+
+KIND = "longer_route"
+
+DEFAULT_MIN_RATIO = 1.4
+"""Driven length over the reference from which a trip is a longer route (POA art. 58 XIII)."""
+DEFAULT_MIN_EXCESS_M = 1000.0
+"""Smallest excess over the reference worth a proposal (a block or two is routine)."""
+DEFAULT_MIN_REFERENCE_M = 500.0
+"""Shorter references are not judged (ratios of short trips are noise)."""
+DEFAULT_H3_RESOLUTION = 8
+"""Resolution of the pickup/drop-off cells of the peer reference (cells of ~0.7 km²)."""
+DEFAULT_MIN_PEER_TRIPS = 5
+DEFAULT_MAX_PEER_TRIPS = 50
+DEFAULT_WAYPOINT_MIN_STOP_S = 90.0
+"""A wait this long inside a trip is a passenger's stop (longer than a red light)."""
+DEFAULT_WAYPOINT_DIAMETER_M = 50.0
+DEFAULT_LOOP_RADIUS_M = 75.0
+DEFAULT_MAX_SPEED_KMH = 250.0
+ROUTE_MATCH_M = 60.0
+ROUTE_MATCH_SHARE = 0.8
+"""A trip with this share of its fixes within ``ROUTE_MATCH_M`` of the fastest path followed it."""
+DEFAULT_MAX_GAP_S = 300.0
+"""Live only: a silence longer than this ends a trip (as ``detect_trips``' ``max_gap_s``)."""
+
+_TRIP_COLUMNS = (
+    fr.VEHICLE_ID,
+    "trip_id",
+    "started_at",
+    "ended_at",
+    "pickup_lat",
+    "pickup_lon",
+    "dropoff_lat",
+    "dropoff_lon",
+    "distance_m",
+)
+NOTE_REVIEW = (
+    "Proposta para revisão humana: o passageiro pode ter pedido o trajeto (POA art. 58 XIII; "
+    "PB art. 25 III, 'salvo com autorização do usuário')."
+)
+NOTE_CORRIDOR = (
+    "O desvio segue um corredor alternativo contínuo, sem voltas: compatível com via "
+    "interditada ou obra que a malha viária não registra. A referência pode estar errada; "
+    "verificar antes de autuar."
+)
+
+
+@dataclass(frozen=True)
+class _Params:
+    min_ratio: float
+    min_excess_m: float
+    min_reference_m: float
+    max_snap_m: float
+    h3_resolution: int
+    min_peer_trips: int
+    max_peer_trips: int
+    waypoint_min_stop_s: float
+    waypoint_diameter_m: float
+    loop_radius_m: float
+    max_speed_kmh: float
+
+    def thresholds(self) -> dict[str, Any]:
+        return {
+            "min_ratio": self.min_ratio,
+            "min_excess_m": self.min_excess_m,
+            "min_reference_m": self.min_reference_m,
+            "max_snap_m": self.max_snap_m,
+            "h3_resolution": self.h3_resolution,
+            "min_peer_trips": self.min_peer_trips,
+            "max_peer_trips": self.max_peer_trips,
+            "waypoint_min_stop_s": self.waypoint_min_stop_s,
+            "waypoint_diameter_m": self.waypoint_diameter_m,
+            "loop_radius_m": self.loop_radius_m,
+            "max_speed_kmh": self.max_speed_kmh,
+        }
+
+
+def _params(**kw: Any) -> _Params:
+    if not (isinstance(kw["min_ratio"], int | float) and kw["min_ratio"] > 1):
+        msg = f"'min_ratio' foi {kw['min_ratio']!r}; esperado um número > 1"
+        raise DetectorThresholdError(msg)
+    check_threshold("min_ratio", kw["min_ratio"], positive=True)
+    for name in ("min_excess_m", "min_reference_m"):
+        check_threshold(name, kw[name], unit="metros")
+    for name in ("max_snap_m", "waypoint_diameter_m", "loop_radius_m"):
+        check_threshold(name, kw[name], positive=True, unit="metros")
+    check_threshold("waypoint_min_stop_s", kw["waypoint_min_stop_s"], positive=True, unit="s")
+    check_threshold("max_speed_kmh", kw["max_speed_kmh"], positive=True, unit="km/h")
+    for name in ("min_peer_trips", "max_peer_trips"):
+        value = kw[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            msg = f"'{name}' foi {value!r}; esperado um inteiro >= 1"
+            raise DetectorThresholdError(msg)
+    if kw["max_peer_trips"] < kw["min_peer_trips"]:
+        msg = (
+            f"'max_peer_trips' ({kw['max_peer_trips']}) menor que 'min_peer_trips' "
+            f"({kw['min_peer_trips']})"
+        )
+        raise DetectorThresholdError(msg)
+    try:
+        check_resolution(kw["h3_resolution"])
+    except ValueError as exc:
+        raise DetectorThresholdError(str(exc)) from exc
+    return _Params(**kw)
+
+
+# ----------------------------------------------------------------------------------- batch
+
+
+def detect_longer_route(
+    trips: pd.DataFrame,
+    pings: pd.DataFrame,
+    *,
+    roads: RoadGraph | None = None,
+    min_ratio: float = DEFAULT_MIN_RATIO,
+    min_excess_m: float = DEFAULT_MIN_EXCESS_M,
+    min_reference_m: float = DEFAULT_MIN_REFERENCE_M,
+    max_snap_m: float = DEFAULT_MAX_SNAP_M,
+    h3_resolution: int = DEFAULT_H3_RESOLUTION,
+    min_peer_trips: int = DEFAULT_MIN_PEER_TRIPS,
+    max_peer_trips: int = DEFAULT_MAX_PEER_TRIPS,
+    waypoint_min_stop_s: float = DEFAULT_WAYPOINT_MIN_STOP_S,
+    waypoint_diameter_m: float = DEFAULT_WAYPOINT_DIAMETER_M,
+    loop_radius_m: float = DEFAULT_LOOP_RADIUS_M,
+    max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
+) -> gpd.GeoDataFrame:
+    """Find passenger trips driven much longer than the reference route (see the module doc).
+
+    Parameters
+    ----------
+    trips : pandas.DataFrame
+        Trips of :func:`tracking.trips.detect_trips` (``TRIP_COLUMNS``; ``source``,
+        ``n_dropped_fixes`` and ``n_skipped_steps`` used when present).
+    pings : pandas.DataFrame
+        The valid fixes the trips were detected on (evidence, waypoints, guards).
+    roads : geo.roads.RoadGraph, optional
+        Road network (:func:`geo.roads.build_road_graph`); without it, peer trips only.
+    min_ratio : float, default 1.4
+        Driven length over the reference from which a trip is a longer route (POA art. 58
+        XIII / XVI; PB art. 25 III).
+    min_excess_m : float, default 1000.0
+        Smallest excess (driven minus reference), metres.
+    min_reference_m : float, default 500.0
+        References shorter than this are not judged.
+    max_snap_m : float, default 150.0
+        Farther from every road than this is outside the network.
+    h3_resolution : int, default 8
+        Resolution of the cells that define peer trips.
+    min_peer_trips, max_peer_trips : int, default 5 and 50
+        Fewest past peer trips for a peer reference or a consensus, and how many of the most
+        recent ones are used.
+    waypoint_min_stop_s, waypoint_diameter_m : float, default 90.0 and 50.0
+        A stop inside the trip at least this long within this extent is a waypoint.
+    loop_radius_m : float, default 75.0
+        Coming back within this distance of an earlier fix, after driving ``min_excess_m``, is
+        a loop.
+    max_speed_kmh : float, default 250.0
+        Implied speed of a GPS jump (pickup/drop-off guard).
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Findings (:mod:`tracking.detectors.findings`), one per accused trip; geometry is the
+        driven LineString; ``stand_id`` None.
+
+    Raises
+    ------
+    DetectorInputError
+        If a required column is missing or timestamps are naive.
+    DetectorThresholdError
+        If a threshold is out of range.
+    """
+    p = _params(
+        min_ratio=min_ratio,
+        min_excess_m=min_excess_m,
+        min_reference_m=min_reference_m,
+        max_snap_m=max_snap_m,
+        h3_resolution=h3_resolution,
+        min_peer_trips=min_peer_trips,
+        max_peer_trips=max_peer_trips,
+        waypoint_min_stop_s=waypoint_min_stop_s,
+        waypoint_diameter_m=waypoint_diameter_m,
+        loop_radius_m=loop_radius_m,
+        max_speed_kmh=max_speed_kmh,
+    )
+    table, fixes = _batch_inputs(trips, pings)
+    if not len(table["trip_id"]):
+        return empty_findings()
+    evaluated = _evaluate(table, fixes, roads, p, history=None, prune=True)
+    return _findings(evaluated, table, fixes, roads, p)
+
+
+def route_ratios(
+    trips: pd.DataFrame,
+    pings: pd.DataFrame,
+    *,
+    roads: RoadGraph | None = None,
+    max_snap_m: float = DEFAULT_MAX_SNAP_M,
+    h3_resolution: int = DEFAULT_H3_RESOLUTION,
+    min_peer_trips: int = DEFAULT_MIN_PEER_TRIPS,
+    max_peer_trips: int = DEFAULT_MAX_PEER_TRIPS,
+    waypoint_min_stop_s: float = DEFAULT_WAYPOINT_MIN_STOP_S,
+    waypoint_diameter_m: float = DEFAULT_WAYPOINT_DIAMETER_M,
+) -> pd.DataFrame:
+    """Every meter trip's driven length against its reference, without thresholds (for ROC).
+
+    Parameters
+    ----------
+    trips, pings, roads, max_snap_m, h3_resolution, min_peer_trips, max_peer_trips,
+    waypoint_min_stop_s, waypoint_diameter_m
+        As in :func:`detect_longer_route`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per meter trip: ``trip_id``, ``vehicle_id``, ``method`` (``road_network``,
+        ``peer_trips`` or None), ``driven_m``, ``reference_m``, ``ratio``, ``n_waypoints``,
+        ``peer_count``, ``peer_median_ratio``.
+    """
+    p = _params(
+        min_ratio=DEFAULT_MIN_RATIO,
+        min_excess_m=DEFAULT_MIN_EXCESS_M,
+        min_reference_m=DEFAULT_MIN_REFERENCE_M,
+        max_snap_m=max_snap_m,
+        h3_resolution=h3_resolution,
+        min_peer_trips=min_peer_trips,
+        max_peer_trips=max_peer_trips,
+        waypoint_min_stop_s=waypoint_min_stop_s,
+        waypoint_diameter_m=waypoint_diameter_m,
+        loop_radius_m=DEFAULT_LOOP_RADIUS_M,
+        max_speed_kmh=DEFAULT_MAX_SPEED_KMH,
+    )
+    table, fixes = _batch_inputs(trips, pings)
+    ev = _evaluate(table, fixes, roads, p, history=None, prune=False)
+    return pd.DataFrame(
+        {
+            "trip_id": table["trip_id"],
+            "vehicle_id": table["vehicle_id"],
+            "method": ev["method"],
+            "driven_m": table["driven_m"],
+            "reference_m": ev["reference_m"],
+            "ratio": table["driven_m"] / ev["reference_m"],
+            "n_waypoints": ev["n_waypoints"],
+            "peer_count": ev["peer_count"],
+            "peer_median_ratio": ev["peer_ratio"],
+        }
+    )
+
+
+def _batch_inputs(
+    trips: pd.DataFrame, pings: pd.DataFrame
+) -> tuple[dict[str, NDArray[Any]], dict[str, NDArray[Any]]]:
+    """Trip table and trip fixes (sorted by trip, time) as arrays."""
+    require_columns(trips, _TRIP_COLUMNS, what="viagens")
+    require_columns(pings, (fr.VEHICLE_ID, fr.TIMESTAMP, fr.LAT, fr.LON), what="pings")
+    if "source" in trips.columns:
+        trips = trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
+    trips = trips.reset_index(drop=True)
+    started = utc_ns(trips["started_at"], column="started_at", what="viagens")
+    ended = utc_ns(trips["ended_at"], column="ended_at", what="viagens")
+    utc_ns(pings[fr.TIMESTAMP], column="timestamp", what="pings")
+    n = len(trips)
+
+    def helper(name: str) -> NDArray[np.int64]:
+        if name in trips.columns:
+            return pd.to_numeric(trips[name]).fillna(0).to_numpy(dtype=np.int64)
+        return np.zeros(n, dtype=np.int64)
+
+    table: dict[str, NDArray[Any]] = {
+        "trip_id": trips["trip_id"].astype("str").to_numpy(dtype=object),
+        "vehicle_id": trips[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object),
+        "started_ns": started,
+        "ended_ns": ended,
+        "pickup_lat": trips["pickup_lat"].to_numpy(dtype=np.float64),
+        "pickup_lon": trips["pickup_lon"].to_numpy(dtype=np.float64),
+        "dropoff_lat": trips["dropoff_lat"].to_numpy(dtype=np.float64),
+        "dropoff_lon": trips["dropoff_lon"].to_numpy(dtype=np.float64),
+        "driven_m": trips["distance_m"].to_numpy(dtype=np.float64),
+        "n_jumps": helper("n_dropped_fixes") + helper("n_skipped_steps"),
+        "n_dropped": helper("n_dropped_fixes"),
+        "n_skipped": helper("n_skipped_steps"),
+    }
+    if n == 0:
+        empty: dict[str, NDArray[Any]] = {
+            "trip": np.zeros(0, np.int64),
+            "ts_ns": np.zeros(0, np.int64),
+            "lat": np.zeros(0),
+            "lon": np.zeros(0),
+            "row": np.zeros(0, np.int64),
+        }
+        return table, empty
+    vehicles = set(table["vehicle_id"].tolist())
+    scoped = pings.loc[pings[fr.VEHICLE_ID].astype("str").isin(vehicles).to_numpy()]
+    trip_of = assign_trip_ids(scoped, trips)
+    pos = pd.Series(np.arange(n), index=pd.Index(table["trip_id"]))
+    inside = trip_of.notna().to_numpy()
+    sel = scoped.loc[inside]
+    trip_idx = pos.reindex(trip_of[inside].to_numpy()).to_numpy(dtype=np.int64)
+    ts = utc_ns(sel[fr.TIMESTAMP], column="timestamp", what="pings")
+    order = np.lexsort((ts, trip_idx))
+    rows = (
+        pd.to_numeric(sel[fr.ROW]).fillna(-1).to_numpy(dtype=np.int64)
+        if fr.ROW in sel.columns
+        else np.full(len(sel), -1, dtype=np.int64)
+    )
+    fixes = {
+        "trip": trip_idx[order],
+        "ts_ns": ts[order],
+        "lat": sel[fr.LAT].to_numpy(dtype=np.float64)[order],
+        "lon": sel[fr.LON].to_numpy(dtype=np.float64)[order],
+        "row": rows[order],
+    }
+    return table, fixes
+
+
+# -------------------------------------------------------------------------------- kernels
+
+
+def _waypoints(
+    fixes: dict[str, NDArray[Any]], n_trips: int, p: _Params
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Interior stops: (trip, first fix position, last fix position), in trip/time order."""
+    trip = fixes["trip"]
+    none = np.zeros(0, dtype=np.int64)
+    if len(trip) < 3:
+        return none, none, none
+    first, last = stop_spans(
+        trip,
+        fixes["ts_ns"],
+        fixes["lat"],
+        fixes["lon"],
+        max_diameter_m=p.waypoint_diameter_m,
+        min_duration_s=p.waypoint_min_stop_s,
+        max_gap_s=None,
+    )
+    starts = np.searchsorted(trip, np.arange(n_trips), side="left")
+    ends = np.searchsorted(trip, np.arange(n_trips), side="right") - 1
+    t = trip[first]
+    interior = (first > starts[t]) & (last < ends[t])
+    return t[interior], first[interior], last[interior]
+
+
+def _legs(
+    table: dict[str, NDArray[Any]],
+    fixes: dict[str, NDArray[Any]],
+    wp_trip: NDArray[np.int64],
+    wp_first: NDArray[np.int64],
+    wp_last: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    """Legs pickup → waypoints → drop-off: (trip of leg, origins, destinations as [lon, lat])."""
+    n = len(table["trip_id"])
+    # Waypoint position: mean of its fixes.
+    counts = wp_last - wp_first + 1
+    which = np.repeat(np.arange(len(wp_first)), counts)
+    pos = np.arange(len(which)) - (np.cumsum(counts) - counts)[which] + wp_first[which]
+    w_lat = np.bincount(which, weights=fixes["lat"][pos], minlength=len(wp_first)) / counts
+    w_lon = np.bincount(which, weights=fixes["lon"][pos], minlength=len(wp_first)) / counts
+    # Points of each trip in order: pickup (key 0), waypoints (1..), drop-off (last).
+    pt_trip = np.concatenate((np.arange(n), wp_trip, np.arange(n)))
+    pt_key = np.concatenate((np.zeros(n), 1.0 + np.arange(len(wp_trip)), np.full(n, np.inf)))
+    pt_lon = np.concatenate((table["pickup_lon"], w_lon, table["dropoff_lon"]))
+    pt_lat = np.concatenate((table["pickup_lat"], w_lat, table["dropoff_lat"]))
+    order = np.lexsort((pt_key, pt_trip))
+    pt_trip, pt_lon, pt_lat = pt_trip[order], pt_lon[order], pt_lat[order]
+    same = pt_trip[1:] == pt_trip[:-1]
+    leg_trip = pt_trip[:-1][same]
+    origins = np.column_stack((pt_lon[:-1][same], pt_lat[:-1][same]))
+    dests = np.column_stack((pt_lon[1:][same], pt_lat[1:][same]))
+    return leg_trip.astype(np.int64), origins, dests
+
+
+def _network_reference(
+    graph: RoadGraph,
+    leg_trip: NDArray[np.int64],
+    origins: NDArray[np.float64],
+    dests: NDArray[np.float64],
+    n: int,
+    bound: NDArray[np.float64] | None,
+    p: _Params,
+    *,
+    weight: str = "length",
+    with_geometry: bool = False,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], list[list[Any]]]:
+    """Per trip: reference length (NaN if none), inside-network flag, max snap, leg lines."""
+    res = shortest_path_lengths(
+        graph,
+        origins,
+        dests,
+        max_snap_m=p.max_snap_m,
+        max_length_m=None if bound is None else bound[leg_trip],
+        weight="time" if weight == "time" else "length",
+        with_geometry=with_geometry,
+    )
+    status = res["status"].to_numpy(dtype=object)
+    outside = np.isin(status, ["origin_outside", "destination_outside"])
+    inside = np.bincount(leg_trip, weights=outside, minlength=n) == 0
+    length = res["length_m"].to_numpy()
+    total = np.bincount(leg_trip, weights=np.nan_to_num(length), minlength=n)
+    missing = np.bincount(leg_trip, weights=~np.isfinite(length), minlength=n) > 0
+    has_leg = np.bincount(leg_trip, minlength=n) > 0
+    total[missing | ~has_leg] = np.nan
+    inside &= has_leg
+    snap = np.fmax(res["origin_snap_m"].to_numpy(), res["destination_snap_m"].to_numpy())
+    max_snap = np.full(n, np.nan)
+    np.fmax.at(max_snap, leg_trip, snap)
+    lines: list[list[Any]] = [[] for _ in range(n)]
+    if with_geometry:
+        for t, geom in zip(leg_trip.tolist(), res["geometry"].tolist(), strict=True):
+            lines[t].append(geom)
+    return total, inside, max_snap, lines
+
+
+def _peer_stats(
+    table: dict[str, NDArray[Any]],
+    cells: tuple[NDArray[np.uint64], NDArray[np.uint64]],
+    history: dict[str, NDArray[Any]],
+    p: _Params,
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], list[list[str]]]:
+    """Per trip: count, median driven_m and median ratio of its past peer trips, and their ids.
+
+    Peers: same (pickup cell, drop-off cell), another vehicle, ended before this trip started;
+    the ``max_peer_trips`` most recent.
+    """
+    n = len(table["trip_id"])
+    count = np.zeros(n, dtype=np.int64)
+    med_len = np.full(n, np.nan)
+    med_ratio = np.full(n, np.nan)
+    ids: list[list[str]] = [[] for _ in range(n)]
+    if n == 0 or len(history["trip_id"]) == 0:
+        return count, med_len, med_ratio, ids
+    q_key = pd.MultiIndex.from_arrays([cells[0], cells[1]])
+    h_key = pd.MultiIndex.from_arrays([history["o_cell"], history["d_cell"]])
+    codes, uniq = pd.factorize(q_key.append(h_key))
+    q_code, h_code = codes[:n], codes[n:]
+    h_sizes = np.bincount(h_code, minlength=len(uniq))
+    candidates = np.flatnonzero(h_sizes[q_code] >= p.min_peer_trips)
+    if not len(candidates):
+        return count, med_len, med_ratio, ids
+    order = np.lexsort((history["ended_ns"], h_code))
+    h_sorted = h_code[order]
+    for i in candidates.tolist():
+        lo = np.searchsorted(h_sorted, q_code[i], side="left")
+        hi = np.searchsorted(h_sorted, q_code[i], side="right")
+        members = order[lo:hi]
+        keep = (history["ended_ns"][members] < table["started_ns"][i]) & (
+            history["vehicle_id"][members] != table["vehicle_id"][i]
+        )
+        members = members[keep][-p.max_peer_trips :]
+        if len(members) < p.min_peer_trips:
+            continue
+        count[i] = len(members)
+        med_len[i] = float(np.median(history["driven_m"][members]))
+        ratios = history["ratio"][members]
+        ratios = ratios[np.isfinite(ratios)]
+        if len(ratios) >= p.min_peer_trips:
+            med_ratio[i] = float(np.median(ratios))
+        ids[i] = [str(t) for t in history["trip_id"][members].tolist()]
+    return count, med_len, med_ratio, ids
+
+
+def _evaluate(
+    table: dict[str, NDArray[Any]],
+    fixes: dict[str, NDArray[Any]],
+    graph: RoadGraph | None,
+    p: _Params,
+    *,
+    history: dict[str, NDArray[Any]] | None,
+    prune: bool,
+) -> dict[str, Any]:
+    """Compute references, peers and the accusation test of every trip of ``table``."""
+    n = len(table["trip_id"])
+    driven = table["driven_m"]
+    wp_trip, wp_first, wp_last = _waypoints(fixes, n, p)
+    n_wp = np.bincount(wp_trip, minlength=n).astype(np.int64)
+    leg_trip, origins, dests = _legs(table, fixes, wp_trip, wp_first, wp_last)
+    ref = np.full(n, np.nan)
+    inside = np.zeros(n, dtype=bool)
+    max_snap = np.full(n, np.nan)
+    if graph is not None and n:
+        bound = np.maximum(driven / p.min_ratio, 1.0) if prune else None
+        ref, inside, max_snap, _ = _network_reference(graph, leg_trip, origins, dests, n, bound, p)
+    net_ratio = np.where(np.isfinite(ref), driven / ref, np.nan)
+    if prune and graph is not None:
+        # A reference beyond the search bound: ratio below min_ratio (0 keeps medians right).
+        net_ratio = np.where(inside & ~np.isfinite(ref), 0.0, net_ratio)
+    o_cell = latlng_to_cells(table["pickup_lat"], table["pickup_lon"], resolution=p.h3_resolution)
+    d_cell = latlng_to_cells(table["dropoff_lat"], table["dropoff_lon"], resolution=p.h3_resolution)
+    own = {
+        "trip_id": table["trip_id"],
+        "vehicle_id": table["vehicle_id"],
+        "ended_ns": table["ended_ns"],
+        "o_cell": o_cell,
+        "d_cell": d_cell,
+        "driven_m": driven,
+        "ratio": net_ratio,
+    }
+    hist = own if history is None else history
+    peer_count, peer_len, peer_ratio, peer_ids = _peer_stats(table, (o_cell, d_cell), hist, p)
+    use_peers = ~inside & (n_wp == 0) & np.isfinite(peer_len)
+    method = np.full(n, None, dtype=object)
+    method[inside] = "road_network"
+    method[use_peers] = "peer_trips"
+    reference = np.where(inside, ref, np.where(use_peers, peer_len, np.nan))
+    consensus = inside & np.isfinite(peer_ratio) & (peer_ratio >= p.min_ratio)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        candidate = (
+            np.isfinite(reference)
+            & (reference >= p.min_reference_m)
+            & (driven >= p.min_ratio * reference)
+            & (driven - reference >= p.min_excess_m)
+            & ~consensus
+        )
+    fastest = np.full(n, np.nan)
+    fast_lines: list[list[Any]] = [[] for _ in range(n)]
+    ref_lines: list[list[Any]] = [[] for _ in range(n)]
+    net_cand = candidate & inside
+    if graph is not None and net_cand.any():
+        legs = np.isin(leg_trip, np.flatnonzero(net_cand))
+        fastest, _, _, fast_lines = _network_reference(
+            graph,
+            leg_trip[legs],
+            origins[legs],
+            dests[legs],
+            n,
+            None,
+            p,
+            weight="time",
+            with_geometry=True,
+        )
+        _, _, _, ref_lines = _network_reference(
+            graph, leg_trip[legs], origins[legs], dests[legs], n, None, p, with_geometry=True
+        )
+        both = [a + b for a, b in zip(fast_lines, ref_lines, strict=True)]
+        on_fastest = _share_near(graph, fixes, both, np.flatnonzero(net_cand), p)
+        candidate &= ~(on_fastest >= ROUTE_MATCH_SHARE)
+    return {
+        "method": method,
+        "reference_m": reference,
+        "network_ratio": net_ratio,
+        "fastest_m": fastest,
+        "on_fastest": on_fastest if graph is not None and net_cand.any() else np.full(n, np.nan),
+        "max_snap_m": max_snap,
+        "candidate": candidate,
+        "consensus": consensus,
+        "n_waypoints": n_wp,
+        "wp": (wp_trip, wp_first, wp_last),
+        "peer_count": peer_count,
+        "peer_len": peer_len,
+        "peer_ratio": peer_ratio,
+        "peer_ids": peer_ids,
+        "o_cell": o_cell,
+        "d_cell": d_cell,
+        "ref_lines": ref_lines,
+        "fast_lines": fast_lines,
+    }
+
+
+def _share_near(
+    graph: RoadGraph,
+    fixes: dict[str, NDArray[Any]],
+    lines: list[list[Any]],
+    trips: NDArray[np.int64],
+    p: _Params,
+) -> NDArray[np.float64]:
+    """Share of each trip's fixes within ``ROUTE_MATCH_M`` of its ``lines`` (NaN if not in trips)."""
+    out = np.full(len(lines), np.nan)
+    to_xy = pyproj.Transformer.from_crs(WGS84, graph.crs, always_xy=True)
+    starts = np.searchsorted(fixes["trip"], trips, side="left")
+    ends = np.searchsorted(fixes["trip"], trips, side="right")
+    for i, lo, hi in zip(trips.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        parts = [g for g in lines[i] if g is not None]
+        if not parts or hi <= lo:
+            continue
+        line = shapely.union_all(
+            [
+                shapely.linestrings(np.column_stack(to_xy.transform(c[:, 0], c[:, 1])))
+                for c in (shapely.get_coordinates(g) for g in parts)
+            ]
+        )
+        x, y = to_xy.transform(fixes["lon"][lo:hi], fixes["lat"][lo:hi])
+        dist = shapely.distance(shapely.points(np.asarray(x), np.asarray(y)), line)
+        out[i] = float(np.mean(dist <= ROUTE_MATCH_M))
+    return out
+
+
+def _loop_m(lat: NDArray[np.float64], lon: NDArray[np.float64], radius_m: float) -> float:
+    """Longest along-track distance between two fixes that are within ``radius_m`` of each other."""
+    if len(lat) < 3:
+        return 0.0
+    step = np.concatenate(([0.0], haversine_m(lat[:-1], lon[:-1], lat[1:], lon[1:])))
+    along = np.cumsum(step)
+    near = haversine_m(lat[:, None], lon[:, None], lat[None, :], lon[None, :]) <= radius_m
+    gap = along[None, :] - along[:, None]
+    span = np.where(near & (gap > 0), gap, 0.0)
+    return float(span.max())
+
+
+def _line_coords(lines: list[Any]) -> list[list[float]] | None:
+    parts = [shapely.get_coordinates(g) for g in lines if g is not None]
+    if not parts:
+        return None
+    coords = np.concatenate(parts)
+    keep = np.ones(len(coords), dtype=bool)
+    keep[1:] = np.any(np.diff(coords, axis=0) != 0, axis=1)
+    return [[round(float(x), 7), round(float(y), 7)] for x, y in coords[keep]]
+
+
+def _findings(
+    ev: dict[str, Any],
+    table: dict[str, NDArray[Any]],
+    fixes: dict[str, NDArray[Any]],
+    graph: RoadGraph | None,
+    p: _Params,
+) -> gpd.GeoDataFrame:
+    cand = np.flatnonzero(ev["candidate"])
+    if not len(cand):
+        return empty_findings()
+    trip = fixes["trip"]
+    starts = np.searchsorted(trip, cand, side="left")
+    ends = np.searchsorted(trip, cand, side="right")
+    wp_trip, wp_first, wp_last = ev["wp"]
+    reach = p.max_speed_kmh / 3.6
+    rows: list[dict[str, Any]] = []
+    geoms: list[Any] = []
+    for i, lo, hi in zip(cand.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        if hi - lo < 3:
+            continue
+        lat, lon, ts = fixes["lat"][lo:hi], fixes["lon"][lo:hi], fixes["ts_ns"][lo:hi]
+        dt_s = np.diff(ts[[0, 1, -2, -1]]).astype(np.float64)[[0, 2]] / NS
+        d_end = haversine_m(lat[[0, -2]], lon[[0, -2]], lat[[1, -1]], lon[[1, -1]])
+        if (d_end > reach * np.maximum(dt_s, 1e-9)).any():
+            continue  # pickup or drop-off is a GPS jump: the reference would be wrong
+        driven = float(table["driven_m"][i])
+        method = str(ev["method"][i])
+        reference = float(ev["reference_m"][i])
+        fastest = float(ev["fastest_m"][i])
+        loop = _loop_m(lat, lon, p.loop_radius_m)
+        pattern = "loop" if loop >= p.min_excess_m else "corridor"
+        r = driven / reference
+        conf = 0.5 + 0.45 * min(1.0, (r - p.min_ratio) / (p.min_ratio - 1.0))
+        if pattern == "corridor":
+            conf *= 0.6
+        if method == "peer_trips":
+            conf *= 0.8
+        if table["n_jumps"][i] > 0:
+            conf *= 0.8
+        snap = float(ev["max_snap_m"][i])
+        if math.isfinite(snap) and snap > p.max_snap_m / 2:
+            conf *= 0.9
+        w = np.flatnonzero(wp_trip == i)
+        waypoints = [
+            {
+                "lat": float(np.mean(fixes["lat"][wp_first[k] : wp_last[k] + 1])),
+                "lon": float(np.mean(fixes["lon"][wp_first[k] : wp_last[k] + 1])),
+                "started_at": iso_utc(int(fixes["ts_ns"][wp_first[k]])),
+                "ended_at": iso_utc(int(fixes["ts_ns"][wp_last[k]])),
+                "duration_s": float(fixes["ts_ns"][wp_last[k]] - fixes["ts_ns"][wp_first[k]]) / NS,
+            }
+            for k in w.tolist()
+        ]
+        notes = [NOTE_REVIEW]
+        if pattern == "corridor":
+            notes.append(NOTE_CORRIDOR)
+        driven_line = [
+            [round(float(x), 7), round(float(y), 7)] for x, y in zip(lon, lat, strict=True)
+        ]
+        details = {
+            "trip_id": str(table["trip_id"][i]),
+            "method": method,
+            "driven_m": round(driven, 1),
+            "reference_m": round(reference, 1),
+            "fastest_route_m": round(fastest, 1) if math.isfinite(fastest) else None,
+            "ratio": round(driven / reference, 4),
+            "ratio_fastest_route": round(driven / fastest, 4) if math.isfinite(fastest) else None,
+            "excess_km": round((driven - reference) / 1000.0, 3),
+            "on_reasonable_route_share": (
+                round(float(ev["on_fastest"][i]), 3) if math.isfinite(ev["on_fastest"][i]) else None
+            ),
+            "excess_fastest_route_km": (
+                round((driven - fastest) / 1000.0, 3) if math.isfinite(fastest) else None
+            ),
+            "max_snap_m": round(snap, 1) if math.isfinite(snap) else None,
+            "waypoints": waypoints,
+            "pattern": pattern,
+            "loop_m": round(loop, 1),
+            "reference_may_be_wrong": pattern == "corridor",
+            "origin_cell": str(cells_to_strings([ev["o_cell"][i]])[0]),
+            "destination_cell": str(cells_to_strings([ev["d_cell"][i]])[0]),
+            "peer_trips": {
+                "count": int(ev["peer_count"][i]),
+                "median_driven_m": (
+                    round(float(ev["peer_len"][i]), 1) if ev["peer_count"][i] else None
+                ),
+                "median_ratio": (
+                    round(float(ev["peer_ratio"][i]), 4)
+                    if math.isfinite(ev["peer_ratio"][i])
+                    else None
+                ),
+                "trip_ids": ev["peer_ids"][i],
+            },
+            "n_fixes": int(hi - lo),
+            "n_dropped_fixes": int(table["n_dropped"][i]),
+            "n_skipped_steps": int(table["n_skipped"][i]),
+            "driven_line": driven_line,
+            "reference_line": _line_coords(ev["ref_lines"][i]),
+            "fastest_route_line": _line_coords(ev["fast_lines"][i]),
+            "fixes": [
+                {
+                    "timestamp": iso_utc(int(t)),
+                    "lat": float(a),
+                    "lon": float(b),
+                    "row": None if r_ < 0 else int(r_),
+                }
+                for t, a, b, r_ in zip(
+                    ts.tolist(),
+                    lat.tolist(),
+                    lon.tolist(),
+                    fixes["row"][lo:hi].tolist(),
+                    strict=True,
+                )
+            ],
+            "notes": notes,
+            "thresholds": p.thresholds(),
+        }
+        rows.append(
+            {
+                "kind": KIND,
+                "vehicle_id": str(table["vehicle_id"][i]),
+                "stand_id": None,
+                "started_at": pd.Timestamp(int(table["started_ns"][i]), unit="ns", tz="UTC"),
+                "ended_at": pd.Timestamp(int(table["ended_ns"][i]), unit="ns", tz="UTC"),
+                "confidence": clip_confidence(conf),
+                "details": details,
+            }
+        )
+        geoms.append(shapely.linestrings(np.column_stack((lon, lat))))
+    if not rows:
+        return empty_findings()
+    return make_findings(pd.DataFrame(rows), geoms)
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_longer_route_state() -> dict[str, Any]:
+    """Return the initial live state (plain data), shared by all the vehicles of a fleet.
+
+    ``open``: per vehicle, the fixes of its current meter run; ``peers``: per ``"<pickup
+    cell>-<drop-off cell>"`` and vehicle, the last ``max_peer_trips`` closed trips
+    (``[trip_id, ended_ns, driven_m, ratio]``): enough to rebuild any vehicle's "past trips of
+    other vehicles". Unlike the per-vehicle detectors the state is fleet-wide, because a peer
+    reference needs the other vehicles' trips.
+    """
+    return {"open": {}, "peers": {}, "last_ns": {}}
+
+
+def update_longer_route(
+    state: dict[str, Any] | None,
+    ping: Mapping[str, Any],
+    *,
+    roads: RoadGraph | None = None,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    min_ratio: float = DEFAULT_MIN_RATIO,
+    min_excess_m: float = DEFAULT_MIN_EXCESS_M,
+    min_reference_m: float = DEFAULT_MIN_REFERENCE_M,
+    max_snap_m: float = DEFAULT_MAX_SNAP_M,
+    h3_resolution: int = DEFAULT_H3_RESOLUTION,
+    min_peer_trips: int = DEFAULT_MIN_PEER_TRIPS,
+    max_peer_trips: int = DEFAULT_MAX_PEER_TRIPS,
+    waypoint_min_stop_s: float = DEFAULT_WAYPOINT_MIN_STOP_S,
+    waypoint_diameter_m: float = DEFAULT_WAYPOINT_DIAMETER_M,
+    loop_radius_m: float = DEFAULT_LOOP_RADIUS_M,
+    max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Advance the live state by one fix; a finding when a trip that just ended is accused.
+
+    A meter trip ends, as in :func:`tracking.trips.detect_trips`, at the vehicle's first fix
+    that is not ``occupied`` or that comes more than ``max_gap_s`` after the previous one; it is
+    then judged exactly as :func:`detect_longer_route` judges it (same kernels; the peers are
+    the trips closed so far, so batch and live agree when every trip is closed before a later
+    trip of the same cells starts).
+
+    Parameters
+    ----------
+    state : dict or None
+        From :func:`new_longer_route_state` or the previous call (one for the whole fleet).
+    ping : mapping
+        One fix: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``,
+        optional ``row``. Fixes of a vehicle must come in time order.
+    roads, max_gap_s, min_ratio, min_excess_m, min_reference_m, max_snap_m, h3_resolution,
+    min_peer_trips, max_peer_trips, waypoint_min_stop_s, waypoint_diameter_m, loop_radius_m,
+    max_speed_kmh
+        As in :func:`detect_longer_route` (``max_gap_s`` as in ``detect_trips``).
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state and a one-row findings frame, or None.
+
+    Raises
+    ------
+    DetectorInputError
+        If a fix is not after the vehicle's previous one or its timestamp is naive.
+    DetectorThresholdError
+        If a threshold is out of range.
+    """
+    p = _params(
+        min_ratio=min_ratio,
+        min_excess_m=min_excess_m,
+        min_reference_m=min_reference_m,
+        max_snap_m=max_snap_m,
+        h3_resolution=h3_resolution,
+        min_peer_trips=min_peer_trips,
+        max_peer_trips=max_peer_trips,
+        waypoint_min_stop_s=waypoint_min_stop_s,
+        waypoint_diameter_m=waypoint_diameter_m,
+        loop_radius_m=loop_radius_m,
+        max_speed_kmh=max_speed_kmh,
+    )
+    check_threshold("max_gap_s", max_gap_s, positive=True, unit="s")
+    st = new_longer_route_state() if state is None else state
+    vehicle = str(ping_field(ping, "vehicle_id"))
+    t = ping_ns(ping)
+    last = st["last_ns"].get(vehicle)
+    if last is not None and t <= last:
+        msg = f"ping fora de ordem: {iso_utc(t)} não é posterior a {iso_utc(last)}"
+        raise DetectorInputError(msg)
+    st["last_ns"][vehicle] = t
+    occupied = ping_field(ping, "meter") == "occupied"
+    run = st["open"].get(vehicle)
+    found = None
+    if run is not None and (not occupied or t - run["ts_ns"][-1] > round(max_gap_s * NS)):
+        found = _close_run(st, vehicle, st["open"].pop(vehicle), roads, p)
+    if occupied:
+        run = st["open"].setdefault(vehicle, {"ts_ns": [], "lat": [], "lon": [], "row": []})
+        row = ping_field(ping, "row")
+        run["ts_ns"].append(t)
+        run["lat"].append(float(ping["lat"]))
+        run["lon"].append(float(ping["lon"]))
+        run["row"].append(-1 if row is None else int(row))
+    return st, found
+
+
+def _close_run(
+    st: dict[str, Any], vehicle: str, run: dict[str, list[Any]], graph: RoadGraph | None, p: _Params
+) -> gpd.GeoDataFrame | None:
+    ts = np.asarray(run["ts_ns"], dtype=np.int64)
+    lat = np.asarray(run["lat"], dtype=np.float64)
+    lon = np.asarray(run["lon"], dtype=np.float64)
+    zero = np.zeros(1, dtype=np.int64)
+    last = np.array([len(ts) - 1], dtype=np.int64)
+    driven, dropped, skipped = trip_distances(
+        ts, lat, lon, zero, last, max_speed_kmh=p.max_speed_kmh
+    )
+    started = pd.Timestamp(int(ts[0]), unit="ns", tz="UTC")
+    table: dict[str, NDArray[Any]] = {
+        "trip_id": np.array([f"{vehicle}-{started.strftime('%Y%m%dT%H%M%SZ')}"], dtype=object),
+        "vehicle_id": np.array([vehicle], dtype=object),
+        "started_ns": ts[:1],
+        "ended_ns": ts[-1:],
+        "pickup_lat": lat[:1],
+        "pickup_lon": lon[:1],
+        "dropoff_lat": lat[-1:],
+        "dropoff_lon": lon[-1:],
+        "driven_m": driven,
+        "n_jumps": dropped + skipped,
+        "n_dropped": dropped,
+        "n_skipped": skipped,
+    }
+    fixes: dict[str, NDArray[Any]] = {
+        "trip": np.zeros(len(ts), dtype=np.int64),
+        "ts_ns": ts,
+        "lat": lat,
+        "lon": lon,
+        "row": np.asarray(run["row"], dtype=np.int64),
+    }
+    o_cell = latlng_to_cells(lat[:1], lon[:1], resolution=p.h3_resolution)
+    d_cell = latlng_to_cells(lat[-1:], lon[-1:], resolution=p.h3_resolution)
+    key = f"{int(o_cell[0]):x}-{int(d_cell[0]):x}"
+    entries = [(v, e) for v, items in st["peers"].get(key, {}).items() for e in items]
+    history: dict[str, NDArray[Any]] = {
+        "trip_id": np.array([e[0] for _, e in entries], dtype=object),
+        "vehicle_id": np.array([v for v, _ in entries], dtype=object),
+        "ended_ns": np.array([e[1] for _, e in entries], dtype=np.int64),
+        "o_cell": np.full(len(entries), o_cell[0], dtype=np.uint64),
+        "d_cell": np.full(len(entries), d_cell[0], dtype=np.uint64),
+        "driven_m": np.array([e[2] for _, e in entries], dtype=np.float64),
+        "ratio": np.array([e[3] for _, e in entries], dtype=np.float64),
+    }
+    ev = _evaluate(table, fixes, graph, p, history=history, prune=True)
+    mine = st["peers"].setdefault(key, {}).setdefault(vehicle, [])
+    mine.append(
+        [str(table["trip_id"][0]), int(ts[-1]), float(driven[0]), float(ev["network_ratio"][0])]
+    )
+    del mine[: -p.max_peer_trips]
+    found = _findings(ev, table, fixes, graph, p)
+    return found if len(found) else None
