@@ -1,0 +1,217 @@
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from factories import make_pings, make_track
+
+from stands._errors import (
+    LicenceFrameError,
+    MissingColumnError,
+    NaiveTimestampError,
+    ThresholdError,
+)
+from stands.presence import PRESENCE_COLUMNS, SUMMARY_COLUMNS, presence, presence_summary
+
+START, END = dt.date(2024, 3, 4), dt.date(2024, 3, 8)
+LICENCES = pd.DataFrame({"vehicle_id": ["A", "B"], "stand_id": ["S1", "S2"]})
+
+
+def _visits(rows: list[tuple[str, str, str, str, bool]]) -> pd.DataFrame:
+    """Visits (vehicle, stand, arrived ISO, departed ISO, boarded)."""
+    arrived = pd.to_datetime([r[2] for r in rows], utc=True)
+    departed = pd.to_datetime([r[3] for r in rows], utc=True)
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([r[0] for r in rows], dtype="str"),
+            "stand_id": pd.Series([r[1] for r in rows], dtype="str"),
+            "arrived_at": pd.Series(arrived, dtype="datetime64[ns, UTC]"),
+            "departed_at": pd.Series(departed, dtype="datetime64[ns, UTC]"),
+            "dwell_s": (departed - arrived).total_seconds().to_numpy(dtype=np.float64),
+            "boarded": pd.Series([r[4] for r in rows], dtype="bool"),
+            "first_row": pd.array(range(1, len(rows) + 1), dtype="Int64"),
+            "last_row": pd.array(range(101, 101 + len(rows)), dtype="Int64"),
+        }
+    )
+
+
+NO_VISITS = _visits([])
+
+
+def _pings_on(vehicle: str, days: list[int], hour_utc: float = 15.0) -> pd.DataFrame:
+    """Two fixes of ``vehicle`` on each day index after 2024-03-04, at ``hour_utc``."""
+    t0 = (hour_utc - 12.0) * 3600  # factories' time zero is 12:00Z
+    points = [(d * 86_400 + t0 + k * 60, 0.0, 0.0) for d in days for k in (0, 1)]
+    return make_pings(make_track(vehicle, points, meter="free"))
+
+
+def _row(table: pd.DataFrame, vehicle: str, stand: str, day: str) -> pd.Series:
+    sel = (
+        (table["vehicle_id"] == vehicle)
+        & (table["stand_id"] == stand)
+        & (table["date"] == pd.Timestamp(day))
+    )
+    assert sel.sum() == 1
+    return table.loc[sel].iloc[0]
+
+
+class TestPresence:
+    def test_one_row_per_licence_and_day(self) -> None:
+        """Every (vehicle, licensed stand, day) of the window has a row, typed as documented."""
+        table = presence(NO_VISITS, LICENCES, None, start=START, end=END)
+        assert list(table.columns) == list(PRESENCE_COLUMNS)
+        assert len(table) == 2 * 5
+        assert table["date"].dtype == "datetime64[ns]"
+        assert not table["operated"].any() and not table["present"].any()
+        assert table["visits"].map(len).eq(0).all()
+
+    def test_operated_from_pings_with_first_and_last_fix(self) -> None:
+        """A day with fixes is operated; the first and last fix are its evidence."""
+        table = presence(NO_VISITS, LICENCES, _pings_on("A", [0, 2]), start=START, end=END)
+        ops = table.loc[table["vehicle_id"] == "A", "operated"].tolist()
+        assert ops == [True, False, True, False, False]
+        r = _row(table, "A", "S1", "2024-03-06")
+        assert r["first_seen_at"] == pd.Timestamp("2024-03-06T15:00:00Z")
+        assert r["last_seen_at"] == pd.Timestamp("2024-03-06T15:01:00Z")
+        assert (r["first_seen_row"], r["last_seen_row"]) == (3, 4)
+        assert r["first_seen_source"] == "ping"
+        assert not r["present"]
+
+    def test_local_day_boundaries(self) -> None:
+        """A fix at 01:00Z is on the previous local day in São Paulo (22:00)."""
+        pings = _pings_on("A", [1], hour_utc=1.0)  # 2024-03-05T01:00Z
+        table = presence(NO_VISITS, LICENCES, pings, start=START, end=END)
+        assert _row(table, "A", "S1", "2024-03-04")["operated"]
+        assert not _row(table, "A", "S1", "2024-03-05")["operated"]
+        utc = presence(NO_VISITS, LICENCES, pings, start=START, end=END, timezone="UTC")
+        assert _row(utc, "A", "S1", "2024-03-05")["operated"]
+
+    @pytest.mark.parametrize(
+        ("dwell_min", "boarded", "present"),
+        [(10, False, True), (1, False, True), (0.5, False, False), (0, True, True)],
+    )
+    def test_presence_needs_min_dwell_or_boarding(
+        self, dwell_min: float, boarded: bool, present: bool
+    ) -> None:
+        """A visit counts with dwell >= 60 s, or when it boarded a passenger."""
+        departed = pd.Timestamp("2024-03-05T15:00Z") + pd.Timedelta(minutes=dwell_min)
+        visits = _visits([("A", "S1", "2024-03-05T15:00Z", departed.isoformat(), boarded)])
+        table = presence(visits, LICENCES, _pings_on("A", [1]), start=START, end=END)
+        r = _row(table, "A", "S1", "2024-03-05")
+        assert bool(r["present"]) == present
+        assert r["n_visits"] == 1
+        assert r["visits"][0]["counted"] == present
+        assert r["presence_s"] == (dwell_min * 60 if present else 0.0)
+
+    def test_visit_to_another_stand_is_operation_not_presence(self) -> None:
+        """At an unlicensed stand the vehicle operated, but was not present at its own."""
+        visits = _visits([("A", "S9", "2024-03-05T15:00Z", "2024-03-05T15:30Z", False)])
+        table = presence(visits, LICENCES, None, start=START, end=END)
+        r = _row(table, "A", "S1", "2024-03-05")
+        assert r["operated"] and not r["present"]
+        assert r["first_seen_source"] == "visit_arrival"
+        assert r["visits"] == []
+
+    def test_visit_across_midnight_counts_on_both_days(self) -> None:
+        """A visit from 23:30 to 00:30 local is presence on both local days."""
+        visits = _visits([("B", "S2", "2024-03-05T02:30Z", "2024-03-05T03:30Z", False)])
+        table = presence(visits, LICENCES, None, start=START, end=END)
+        d1, d2 = _row(table, "B", "S2", "2024-03-04"), _row(table, "B", "S2", "2024-03-05")
+        assert d1["present"] and d2["present"]
+        assert (d1["presence_s"], d2["presence_s"]) == (1800.0, 1800.0)
+        assert d1["visits"] == d2["visits"]
+        assert d1["visits"][0] == {
+            "arrived_at": "2024-03-05T02:30:00Z",
+            "departed_at": "2024-03-05T03:30:00Z",
+            "dwell_s": 3600.0,
+            "boarded": False,
+            "counted": True,
+            "first_row": 1,
+            "last_row": 101,
+        }
+
+    def test_licence_validity_limits_the_days(self) -> None:
+        """Days outside the licence's validity have no row."""
+        lic = LICENCES.assign(
+            valid_from=[pd.Timestamp("2024-03-06"), pd.NaT],
+            valid_until=[pd.NaT, pd.Timestamp("2024-03-04")],
+        )
+        table = presence(NO_VISITS, lic, None, start=START, end=END)
+        assert table.loc[table["vehicle_id"] == "A", "date"].dt.day.tolist() == [6, 7, 8]
+        assert table.loc[table["vehicle_id"] == "B", "date"].dt.day.tolist() == [4]
+
+    def test_operated_from_trips(self) -> None:
+        """Trips mark their start and end days as operated, with the pickup as evidence."""
+        trips = pd.DataFrame(
+            {
+                "vehicle_id": ["A"],
+                "started_at": pd.to_datetime(["2024-03-07T02:00Z"], utc=True),
+                "ended_at": pd.to_datetime(["2024-03-07T04:00Z"], utc=True),
+                "pickup_lat": [-30.0],
+                "pickup_lon": [-51.0],
+                "dropoff_lat": [-30.1],
+                "dropoff_lon": [-51.1],
+            }
+        )
+        table = presence(NO_VISITS, LICENCES, trips, start=START, end=END)
+        assert _row(table, "A", "S1", "2024-03-06")["operated"]  # 23:00 local
+        r = _row(table, "A", "S1", "2024-03-07")  # 01:00 local
+        assert r["operated"] and r["first_seen_source"] == "trip_end"
+        assert r["first_seen_lat"] == -30.1
+
+    def test_order_of_pings_does_not_matter(self) -> None:
+        """Unsorted pings give the same table."""
+        pings = _pings_on("A", [0, 1, 3])
+        a = presence(NO_VISITS, LICENCES, pings, start=START, end=END)
+        b = presence(NO_VISITS, LICENCES, pings.iloc[::-1], start=START, end=END)
+        pd.testing.assert_frame_equal(a, b)
+
+    def test_start_after_end_raises(self) -> None:
+        """An inverted window is refused."""
+        with pytest.raises(ThresholdError, match="start"):
+            presence(NO_VISITS, LICENCES, None, start=END, end=START)
+
+    @pytest.mark.parametrize("value", [-1.0, math.inf])
+    def test_bad_min_presence_raises(self, value: float) -> None:
+        """min_presence_s must be finite and >= 0."""
+        with pytest.raises(ThresholdError, match="min_presence_s"):
+            presence(NO_VISITS, LICENCES, None, start=START, end=END, min_presence_s=value)
+
+    def test_unknown_timezone_raises(self) -> None:
+        """The zone must be an IANA name."""
+        with pytest.raises(LicenceFrameError, match="fuso"):
+            presence(NO_VISITS, LICENCES, None, start=START, end=END, timezone="Mars/Base")
+
+    def test_naive_visits_raise(self) -> None:
+        """Visits with naive instants are refused."""
+        visits = _visits([("A", "S1", "2024-03-05T15:00Z", "2024-03-05T15:30Z", False)])
+        visits["arrived_at"] = visits["arrived_at"].dt.tz_localize(None)
+        with pytest.raises(NaiveTimestampError, match="arrived_at"):
+            presence(visits, LICENCES, None, start=START, end=END)
+
+    def test_visits_without_columns_raise(self) -> None:
+        """Visits lacking dwell_s are refused."""
+        visits = _visits([("A", "S1", "2024-03-05T15:00Z", "2024-03-05T15:30Z", False)])
+        with pytest.raises(MissingColumnError, match="dwell_s"):
+            presence(visits.drop(columns=["dwell_s"]), LICENCES, None, start=START, end=END)
+
+
+class TestPresenceSummary:
+    def test_days_present_operating_and_share(self) -> None:
+        """Share is present days over operating days; never operating gives NaN."""
+        visits = _visits([("A", "S1", "2024-03-04T15:00Z", "2024-03-04T15:30Z", False)])
+        table = presence(visits, LICENCES, _pings_on("A", [0, 1, 2, 3]), start=START, end=END)
+        summary = presence_summary(table)
+        assert list(summary.columns) == list(SUMMARY_COLUMNS)
+        a = summary.set_index("vehicle_id").loc["A"]
+        assert (a["days_licensed"], a["days_operating"], a["days_present"]) == (5, 4, 1)
+        assert a["share"] == 0.25
+        assert math.isnan(summary.set_index("vehicle_id").loc["B", "share"])
+
+    def test_missing_columns_raise(self) -> None:
+        """A table without the presence flags is refused."""
+        with pytest.raises(MissingColumnError, match="present"):
+            presence_summary(pd.DataFrame({"vehicle_id": [], "stand_id": [], "date": []}))

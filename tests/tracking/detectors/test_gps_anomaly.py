@@ -1,0 +1,242 @@
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from factories import make_pings, make_track
+
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.gps_anomaly import (
+    close_gps_anomaly,
+    detect_gps_anomaly,
+    update_gps_anomaly,
+)
+
+
+def _steady(vehicle: str, points: list[tuple[float, float]]) -> list[dict[str, Any]]:
+    """Fixes every 15 s at the given (north_m, east_m) positions."""
+    return make_track(vehicle, [(15.0 * k, n, e) for k, (n, e) in enumerate(points)])
+
+
+def _replay(pings: pd.DataFrame, **kw: Any) -> list[dict[str, Any]]:
+    states: dict[str, Any] = {}
+    out = []
+    for ping in pings.to_dict("records"):
+        state, finding = update_gps_anomaly(states.get(ping["vehicle_id"]), ping, **kw)
+        states[ping["vehicle_id"]] = state
+        if finding is not None:
+            out.append(finding)
+    for state in states.values():
+        _, finding = close_gps_anomaly(state, **kw)
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+class TestDetectGpsAnomaly:
+    def test_single_outlier_is_reported_as_the_outlier_fix(self) -> None:
+        """A → B → A' with B 5 km away is one finding naming B as the outlier."""
+        pings = make_pings(_steady("T1", [(0, 0), (100, 0), (5100, 0), (200, 0), (300, 0)]))
+        found = detect_gps_anomaly(pings)
+        assert len(found) == 1
+        f = found.iloc[0]
+        d = f["details"]
+        assert d["pattern"] == "outlier"
+        assert [x["row"] for x in d["outlier_fixes"]] == [3]
+        assert [x["row"] for x in d["fixes"]] == [2, 3, 4]
+        assert d["n_steps"] == 2
+        assert d["distance_m"] == pytest.approx(5000, abs=5)
+        assert d["dt_s"] == 15.0
+        assert d["implied_speed_kmh"] == pytest.approx(1200, abs=2)
+        assert d["return_step"]["distance_m"] == pytest.approx(100, abs=1)
+        assert d["thresholds"] == {"max_speed_kmh": 250.0, "min_jump_m": 500.0}
+        assert f["started_at"] == pd.Timestamp("2024-03-04T12:00:15Z")
+        assert f["ended_at"] == pd.Timestamp("2024-03-04T12:00:45Z")
+        assert f["vehicle_id"] == "T1"
+        assert isinstance(f["geometry"], shapely.LineString)
+        json.dumps(d)
+
+    def test_jump_without_return(self) -> None:
+        """A position that moves 8 km in 15 s and stays there is one 'jump'."""
+        pings = make_pings(_steady("T1", [(0, 0), (100, 0), (8100, 0), (8200, 0)]))
+        found = detect_gps_anomaly(pings)
+        assert len(found) == 1
+        d = found.iloc[0]["details"]
+        assert d["pattern"] == "jump"
+        assert d["outlier_fixes"] == []
+        assert d["return_step"] is None
+        assert [x["row"] for x in d["fixes"]] == [2, 3]
+
+    def test_consecutive_anomalous_steps_make_one_finding(self) -> None:
+        """Three impossible steps in a row are grouped into one finding."""
+        pings = make_pings(
+            _steady("T1", [(0, 0), (5000, 0), (0, 5000), (5000, 5000), (5050, 5000)])
+        )
+        found = detect_gps_anomaly(pings)
+        assert len(found) == 1
+        assert found.iloc[0]["details"]["n_steps"] == 3
+
+    def test_separate_outliers_make_separate_findings(self) -> None:
+        """Two outliers separated by normal steps are two findings."""
+        track = [(0, 0), (5000, 0), (50, 0), (100, 0), (150, 0), (6000, 0), (200, 0)]
+        found = detect_gps_anomaly(make_pings(_steady("T1", track)))
+        assert len(found) == 2
+        assert set(found["details"].map(lambda d: d["pattern"])) == {"outlier"}
+
+    @pytest.mark.parametrize(
+        ("dt_s", "distance_m"),
+        [
+            (1.0, 100.0),  # 360 km/h but jitter: shorter than min_jump_m
+            (2.0, 499.0),  # 898 km/h, still shorter
+            (60.0, 4000.0),  # long but 240 km/h
+            (15.0, 1000.0),  # 240 km/h
+        ],
+    )
+    def test_not_anomalous(self, dt_s: float, distance_m: float) -> None:
+        """A step needs both speed above the limit and distance above min_jump_m."""
+        pings = make_pings(make_track("T1", [(0, 0, 0), (dt_s, distance_m, 0)]))
+        assert detect_gps_anomaly(pings).empty
+
+    def test_steps_across_vehicles_do_not_count(self) -> None:
+        """One vehicle's last fix and the next vehicle's first fix are not a step."""
+        rows = _steady("A", [(0, 0), (100, 0)]) + _steady("B", [(50_000, 0), (50_100, 0)])
+        assert detect_gps_anomaly(make_pings(rows)).empty
+
+    def test_anomalous_steps_end_at_speed_flagged_fixes(self) -> None:
+        """With the ingest limit, each anomalous step ends at a fix flagged at ingest."""
+        rng = np.random.default_rng(11)
+        north = np.cumsum(rng.normal(150, 40, 400))
+        jumps = rng.random(400) < 0.05
+        north[jumps] += rng.uniform(2000, 20000, jumps.sum())
+        pings = make_pings(_steady("T1", [(float(n), 0.0) for n in north]))
+        found = detect_gps_anomaly(pings)
+        assert len(found) > 5
+        flagged = set(pings.loc[pings["speed_flag"], "row"])
+        for d in found["details"]:
+            assert {s["to_row"] for s in d["steps"]} <= flagged
+
+    def test_confidence_grows_past_the_thresholds(self) -> None:
+        """A farther, faster outlier gets more confidence; a single outlier never gets 1."""
+        rows = _steady("A", [(0, 0), (1200, 0), (0, 0)]) + _steady(
+            "B", [(0, 0), (30_000, 0), (0, 0)]
+        )
+        conf = detect_gps_anomaly(make_pings(rows)).set_index("vehicle_id")["confidence"]
+        assert 0.5 < conf["A"] < conf["B"] < 1.0
+
+    def test_custom_thresholds_are_used_and_shown(self) -> None:
+        """A lower speed limit catches a 200 km/h step; thresholds are in the evidence."""
+        pings = make_pings(make_track("T1", [(0, 0, 0), (15, 840, 0)]))
+        assert detect_gps_anomaly(pings).empty
+        found = detect_gps_anomaly(pings, max_speed_kmh=150, min_jump_m=300)
+        assert found.iloc[0]["details"]["thresholds"] == {
+            "max_speed_kmh": 150.0,
+            "min_jump_m": 300.0,
+        }
+
+    def test_unsorted_pings_give_the_same_findings(self) -> None:
+        """Row order does not change the findings."""
+        pings = make_pings(_steady("T1", [(0, 0), (100, 0), (5100, 0), (200, 0)]))
+        shuffled = pings.iloc[::-1]
+        assert (
+            detect_gps_anomaly(pings)["finding_id"].tolist()
+            == detect_gps_anomaly(shuffled)["finding_id"].tolist()
+        )
+
+    def test_empty_pings_give_typed_empty_frame(self) -> None:
+        """No pings, no findings, with the contract's columns."""
+        found = detect_gps_anomaly(make_pings([]))
+        assert list(found.columns) == list(FINDING_COLUMNS)
+        validate_findings(found)
+
+    @pytest.mark.parametrize("name", ["max_speed_kmh", "min_jump_m"])
+    @pytest.mark.parametrize("value", [0, -5.0, math.nan])
+    def test_bad_threshold_raises(self, name: str, value: float) -> None:
+        """Thresholds must be finite and positive."""
+        with pytest.raises(DetectorThresholdError, match=name):
+            detect_gps_anomaly(make_pings([]), **{name: value})
+
+    def test_missing_column_raises(self) -> None:
+        """Pings without a timestamp are refused."""
+        pings = make_pings(_steady("T1", [(0, 0)])).drop(columns=["timestamp"])
+        with pytest.raises(DetectorInputError, match="timestamp"):
+            detect_gps_anomaly(pings)
+
+
+class TestUpdateGpsAnomaly:
+    def test_replay_gives_the_batch_findings(self) -> None:
+        """Replaying pings one by one (then closing) yields the batch findings exactly."""
+        rng = np.random.default_rng(7)
+        rows = []
+        for v in range(5):
+            north = np.cumsum(rng.normal(120, 60, 300))
+            bad = rng.random(300) < 0.06
+            north[bad] += rng.choice([-1, 1], bad.sum()) * rng.uniform(600, 30_000, bad.sum())
+            t = np.cumsum(rng.choice([1.0, 5.0, 15.0, 15.0, 60.0], 300))
+            points = [(float(a), float(n), 0.0) for a, n in zip(t, north, strict=True)]
+            rows += make_track(f"V{v}", points)
+        pings = make_pings(rows)
+        batch = detect_gps_anomaly(pings)
+        live = _replay(pings)
+        assert len(batch) > 10
+        assert sorted(f["finding_id"] for f in live) == sorted(batch["finding_id"])
+        by_id = {f["finding_id"]: f for f in live}
+        for row in batch.itertuples(index=False):
+            f = by_id[row.finding_id]
+            assert f["details"] == row.details
+            assert f["confidence"] == row.confidence
+            assert f["ended_at"] == row.ended_at
+            assert f["geometry"].equals(row.geometry)
+
+    def test_run_is_emitted_when_a_normal_step_closes_it(self) -> None:
+        """A → B → A' is emitted at the fix after A', not before."""
+        pings = make_pings(_steady("T1", [(0, 0), (5000, 0), (50, 0), (100, 0)]))
+        state, emitted = None, []
+        for ping in pings.to_dict("records"):
+            state, finding = update_gps_anomaly(state, ping)
+            emitted.append(finding is not None)
+        assert emitted == [False, False, False, True]
+
+    def test_state_is_plain_data(self) -> None:
+        """The state (last fix and open run) is JSON-serialisable."""
+        pings = make_pings(_steady("T1", [(0, 0), (5000, 0)])).to_dict("records")
+        state, _ = update_gps_anomaly(None, pings[0])
+        state, _ = update_gps_anomaly(state, pings[1])
+        assert len(state["run"]) == 2
+        json.dumps(state)
+
+    def test_ping_of_another_vehicle_raises(self) -> None:
+        """One state per vehicle."""
+        a = make_pings(_steady("A", [(0, 0)])).to_dict("records")[0]
+        b = make_pings(_steady("B", [(0, 0), (5, 0)])).to_dict("records")[1]
+        state, _ = update_gps_anomaly(None, a)
+        with pytest.raises(DetectorInputError, match="veículo"):
+            update_gps_anomaly(state, b)
+
+
+class TestCloseGpsAnomaly:
+    def test_close_emits_the_open_run(self) -> None:
+        """A jump at the end of the stream is emitted on close, as in batch."""
+        pings = make_pings(_steady("T1", [(0, 0), (100, 0), (9000, 0)]))
+        state = None
+        for ping in pings.to_dict("records"):
+            state, finding = update_gps_anomaly(state, ping)
+            assert finding is None
+        state, finding = close_gps_anomaly(state)
+        assert finding is not None
+        assert finding["finding_id"] == detect_gps_anomaly(pings).iloc[0]["finding_id"]
+        assert state is not None and state["run"] == []
+
+    @pytest.mark.parametrize("with_state", [False, True])
+    def test_close_without_open_run_emits_nothing(self, with_state: bool) -> None:
+        """No open run (or no state at all): nothing to emit."""
+        state = None
+        if with_state:
+            ping = make_pings(_steady("T1", [(0, 0)])).to_dict("records")[0]
+            state, _ = update_gps_anomaly(None, ping)
+        assert close_gps_anomaly(state)[1] is None

@@ -1,0 +1,234 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import geopandas as gpd
+import pandas as pd
+import pytest
+import shapely
+from factories import make_pings, make_track, offset_m
+
+from geo.crs import haversine_m
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.illegal_stand_formation import (
+    detect_illegal_stand_formation,
+    link_resolution,
+)
+from tracking.stops import detect_stops
+
+DAY = 86_400.0
+PLACE = (1000.0, 1000.0)  # (north_m, east_m) of the informal rank, ~1.4 km from the stand
+
+
+def _square(north: float, east: float, half_m: float) -> shapely.Polygon:
+    corners = [(-1, -1), (-1, 1), (1, 1), (1, -1)]
+    return shapely.Polygon(
+        [offset_m(north + a * half_m, east + b * half_m)[::-1] for a, b in corners]
+    )
+
+
+STANDS = gpd.GeoDataFrame({"stand_id": ["S1"]}, geometry=[_square(0, 0, 20)], crs=4326)
+
+
+def _wait(
+    vehicle: str,
+    t0: float,
+    at: tuple[float, float],
+    *,
+    wait_s: float = 900.0,
+    meter: str | None = "free",
+) -> list[dict[str, Any]]:
+    """Drive in, wait ``wait_s`` at ``at`` with 3 m of jitter (a fix every 30 s), drive off."""
+    n, e = at
+    points = [(t0 - 60, n + 600, e + 600)]
+    points += [(t0 + k * 30, n + 3 * (k % 2), e) for k in range(int(wait_s // 30) + 1)]
+    points.append((t0 + wait_s + 60, n - 600, e - 600))
+    meters = ["occupied"] + [meter] * (len(points) - 2) + ["occupied"]
+    return make_track(vehicle, points, meter=meters)
+
+
+def _detect(rows: list[dict[str, Any]], **kw: Any) -> gpd.GeoDataFrame:
+    pings = make_pings(rows)
+    return detect_illegal_stand_formation(detect_stops(pings), pings, STANDS, **kw)
+
+
+def _three_days(at: tuple[float, float] = PLACE, **kw: Any) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for d, v in enumerate(["A", "B", "C"]):
+        rows += _wait(v, d * DAY, at, **kw)
+    return rows
+
+
+class TestDetectIllegalStandFormation:
+    def test_recurring_free_waiting_is_one_finding_per_place(self) -> None:
+        """Three taxis waiting free 15 min on three days at one spot: one finding, explained."""
+        found = _detect(_three_days())
+        assert len(found) == 1
+        f = found.iloc[0]
+        assert f["kind"] == "illegal_stand_formation"
+        assert f["vehicle_id"] is None and f["stand_id"] is None
+        assert f["started_at"] == pd.Timestamp("2024-03-04T12:00:00Z")
+        assert f["ended_at"] == pd.Timestamp("2024-03-06T12:15:00Z")
+        d = f["details"]
+        assert d["vehicles"] == ["A", "B", "C"]
+        assert d["dates"] == ["2024-03-04", "2024-03-05", "2024-03-06"]
+        assert (d["n_vehicles"], d["n_days"], d["n_stops"]) == (3, 3, 3)
+        assert [s["vehicle_id"] for s in d["stops"]] == ["A", "B", "C"]
+        assert all(s["duration_s"] == 900.0 and s["free_share"] == 1.0 for s in d["stops"])
+        assert d["nearest_stand_m"] == pytest.approx(1386, abs=5)
+        assert len(d["fixes"]) == 6 and all(x["meter"] == "free" for x in d["fixes"])
+        assert d["thresholds"]["min_vehicles"] == 3 and d["thresholds"]["min_wait_s"] == 600.0
+        stop = d["stops"][0]
+        assert f["geometry"].contains(shapely.Point(stop["lon"], stop["lat"]))
+        json.dumps(d)
+
+    def test_too_few_vehicles(self) -> None:
+        """Two vehicles on three days are not a stand formation (min_vehicles 3)."""
+        rows = _wait("A", 0, PLACE) + _wait("B", DAY, PLACE) + _wait("A", 2 * DAY, PLACE)
+        assert _detect(rows).empty
+        assert len(_detect(rows, min_vehicles=2)) == 1
+
+    def test_too_few_days(self) -> None:
+        """Three vehicles on the same day are not recurrent (min_days 3)."""
+        rows = _wait("A", 0, PLACE) + _wait("B", 3000, PLACE) + _wait("C", 6000, PLACE)
+        assert _detect(rows).empty
+        assert len(_detect(rows, min_days=1)) == 1
+
+    def test_days_are_local_days(self) -> None:
+        """Stops on three UTC dates but two local dates (São Paulo) are two days."""
+        # 23:30Z and 02:00Z next day are the same local evening (20:30 and 23:00 local).
+        base = -12 * 3600 + 11.5 * 3600  # 2024-03-04T11:30Z + offsets below
+        rows = (
+            _wait("A", base, PLACE)  # 11:30Z day 1 -> local day 1
+            + _wait("B", base + 12 * 3600, PLACE)  # 23:30Z day 1 -> local day 1
+            + _wait("C", base + 14.5 * 3600, PLACE)  # 02:00Z day 2 -> local day 1
+            + _wait("A", base + DAY + 12 * 3600, PLACE)  # 23:30Z day 2 -> local day 2
+        )
+        assert _detect(rows).empty
+        found = _detect(rows, min_days=2)
+        assert found.iloc[0]["details"]["dates"] == ["2024-03-04", "2024-03-05"]
+
+    def test_brief_stops_do_not_count(self) -> None:
+        """Waits shorter than min_wait_s (a red light, a quick drop) do not count."""
+        assert _detect(_three_days(wait_s=300)).empty
+
+    def test_occupied_waits_do_not_count(self) -> None:
+        """Waiting with the meter occupied (a passenger aboard) is not waiting for one."""
+        assert _detect(_three_days(meter="occupied")).empty
+
+    def test_unknown_meter_does_not_count(self) -> None:
+        """Without meter data a stop is not known to be a free taxi waiting."""
+        assert _detect(_three_days(meter=None)).empty
+
+    def test_waiting_inside_a_stand_does_not_count(self) -> None:
+        """Taxis waiting inside a real stand are not an illegal stand."""
+        assert _detect(_three_days(at=(0.0, 0.0))).empty
+
+    @pytest.mark.parametrize(
+        ("offset", "expected"),
+        [(40.0, 0), (65.0, 0), (90.0, 1)],
+    )
+    def test_jitter_at_a_stand_edge(self, offset: float, expected: int) -> None:
+        """Stops within stand_buffer_m (50 m) of the stand's edge (20 m) do not count."""
+        assert len(_detect(_three_days(at=(offset, 0.0)))) == expected
+
+    def test_allowed_places_do_not_count(self) -> None:
+        """A regulated parking area is an allowed place to wait."""
+        allowed = gpd.GeoSeries([_square(*PLACE, 30)], crs=4326)
+        assert _detect(_three_days(), allowed_places=allowed).empty
+
+    def test_nearby_stops_make_one_place_far_ones_do_not(self) -> None:
+        """Stops 40 m apart join one place; 600 m apart they are separate places."""
+        near = (
+            _wait("A", 0, PLACE)
+            + _wait("B", DAY, (PLACE[0] + 40, PLACE[1]))
+            + _wait("C", 2 * DAY, (PLACE[0], PLACE[1] + 40))
+        )
+        assert len(_detect(near)) == 1
+        far = (
+            _wait("A", 0, PLACE)
+            + _wait("B", DAY, (PLACE[0] + 600, PLACE[1]))
+            + _wait("C", 2 * DAY, (PLACE[0], PLACE[1] + 600))
+        )
+        assert _detect(far).empty
+
+    def test_two_places_starting_together_keep_distinct_ids(self) -> None:
+        """Two places whose first stops start at the same instant are two findings."""
+        other = (5000.0, -3000.0)
+        rows = _three_days()
+        for d, v in enumerate(["D", "E", "F"]):
+            rows += _wait(v, d * DAY, other)
+        found = _detect(rows)
+        assert len(found) == 2
+        assert found["finding_id"].nunique() == 2
+        assert found["started_at"].nunique() == 1
+
+    def test_confidence_grows_with_vehicles_and_days(self) -> None:
+        """More vehicles and days past the thresholds give more confidence, never 1."""
+        base = _detect(_three_days()).iloc[0]["confidence"]
+        rows = _three_days()
+        for d, v in enumerate(["D", "E", "F"]):
+            rows += _wait(v, (d + 3) * DAY, PLACE)
+        more = _detect(rows).iloc[0]["confidence"]
+        assert 0.5 <= base < more < 1.0
+
+    def test_area_is_a_polygon_around_the_stops(self) -> None:
+        """The geometry covers every stop and stays within a few metres of them."""
+        f = _detect(_three_days()).iloc[0]
+        lat, lon = offset_m(*PLACE)
+        c = f["geometry"].centroid
+        assert haversine_m(c.y, c.x, lat, lon) < 15
+        assert f["geometry"].geom_type == "Polygon"
+
+    def test_no_stops_give_typed_empty_frame(self) -> None:
+        """No stops, no findings, with the contract's columns."""
+        pings = make_pings([])
+        found = detect_illegal_stand_formation(detect_stops(pings), pings, STANDS)
+        assert list(found.columns) == list(FINDING_COLUMNS)
+        validate_findings(found)
+
+    def test_no_stands_at_all(self) -> None:
+        """With an empty stands layer every waiting place is outside stands."""
+        pings = make_pings(_three_days())
+        found = detect_illegal_stand_formation(detect_stops(pings), pings, STANDS.iloc[:0])
+        assert len(found) == 1
+        assert found.iloc[0]["details"]["nearest_stand_m"] is None
+
+    @pytest.mark.parametrize(
+        ("option", "value"),
+        [
+            ("min_vehicles", 0),
+            ("min_days", 1.5),
+            ("min_wait_s", -1),
+            ("cluster_radius_m", 0),
+            ("stand_buffer_m", float("nan")),
+            ("min_free_share", 1.0),
+        ],
+    )
+    def test_bad_threshold_raises(self, option: str, value: float) -> None:
+        """Thresholds out of range are refused, naming the option."""
+        pings = make_pings([])
+        with pytest.raises(DetectorThresholdError, match=option):
+            detect_illegal_stand_formation(detect_stops(pings), pings, STANDS, **{option: value})
+
+    def test_projected_stands_raise(self) -> None:
+        """Stands must be in a geographic CRS."""
+        pings = make_pings(_three_days())
+        with pytest.raises(DetectorInputError, match="CRS"):
+            detect_illegal_stand_formation(detect_stops(pings), pings, STANDS.to_crs(31982))
+
+    def test_stops_without_columns_raise(self) -> None:
+        """Stops lacking duration_s are refused."""
+        pings = make_pings(_three_days())
+        stops = detect_stops(pings).drop(columns=["duration_s"])
+        with pytest.raises(DetectorInputError, match="duration_s"):
+            detect_illegal_stand_formation(stops, pings, STANDS)
+
+
+class TestLinkResolution:
+    @pytest.mark.parametrize(("radius_m", "resolution"), [(30, 12), (75, 11), (200, 10)])
+    def test_resolution_for_radius(self, radius_m: float, resolution: int) -> None:
+        """The typical link distance (2.7 edges) is nearest the radius."""
+        assert link_resolution(radius_m) == resolution

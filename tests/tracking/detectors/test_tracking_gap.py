@@ -1,0 +1,255 @@
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from factories import make_pings, make_track
+
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.tracking_gap import detect_tracking_gap, update_tracking_gap
+
+
+def _gap_track(
+    meter_before: str | None,
+    meter_after: str | None,
+    *,
+    gap_s: float = 900.0,
+    moved_m: float = 2000.0,
+    vehicle: str = "T1",
+) -> list[dict[str, Any]]:
+    """Two fixes 15 s apart, a silence of ``gap_s``, two fixes ``moved_m`` further north."""
+    return make_track(
+        vehicle,
+        [(0, 0, 0), (15, 0, 0), (15 + gap_s, moved_m, 0), (30 + gap_s, moved_m, 0)],
+        meter=[meter_before, meter_before, meter_after, meter_after],
+    )
+
+
+def _replay(pings: pd.DataFrame, **kw: Any) -> list[dict[str, Any]]:
+    states: dict[str, Any] = {}
+    out = []
+    for ping in pings.to_dict("records"):
+        state, finding = update_tracking_gap(states.get(ping["vehicle_id"]), ping, **kw)
+        states[ping["vehicle_id"]] = state
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+class TestDetectTrackingGap:
+    def test_gap_occupied_both_sides_is_a_finding(self) -> None:
+        """A 15-min silence with a passenger aboard on both sides gives one finding, explained."""
+        found = detect_tracking_gap(make_pings(_gap_track("occupied", "occupied")))
+        assert len(found) == 1
+        f = found.iloc[0]
+        assert f["kind"] == "tracking_gap"
+        assert f["vehicle_id"] == "T1"
+        assert f["stand_id"] is None
+        assert f["started_at"] == pd.Timestamp("2024-03-04T12:00:15Z")
+        assert f["ended_at"] == pd.Timestamp("2024-03-04T12:15:15Z")
+        d = f["details"]
+        assert d["gap_s"] == 900.0
+        assert d["displacement_m"] == pytest.approx(2000.0, abs=2)
+        assert d["implied_speed_kmh"] == pytest.approx(8.0, abs=0.1)
+        assert (d["meter_before"], d["meter_after"]) == ("occupied", "occupied")
+        assert d["rule"] == "occupied_both_sides"
+        assert [x["row"] for x in d["fixes"]] == [2, 3]
+        assert d["fixes"][0]["timestamp"] == "2024-03-04T12:00:15Z"
+        assert d["thresholds"] == {"max_gap_s": 300.0, "parked_radius_m": 100.0}
+        assert isinstance(f["geometry"], shapely.LineString)
+        json.dumps(d)  # plain JSON
+
+    def test_gap_while_parked_and_free_is_not_a_finding(self) -> None:
+        """An hour of silence while parked (10 m) with the meter free is no finding."""
+        pings = make_pings(_gap_track("free", "free", gap_s=3600, moved_m=10))
+        assert detect_tracking_gap(pings).empty
+
+    @pytest.mark.parametrize(
+        ("before", "after", "moved_m", "rule"),
+        [
+            ("occupied", "occupied", 0.0, "occupied_both_sides"),
+            ("occupied", "free", 2000.0, "occupied_before_and_moved"),
+            ("occupied", "off", 150.0, "occupied_before_and_moved"),
+            ("occupied", None, 2000.0, "occupied_before_and_moved"),
+            ("occupied", "free", 50.0, None),
+            ("free", "occupied", 2000.0, None),
+            ("free", "free", 5000.0, None),
+            ("off", "off", 5000.0, None),
+            (None, None, 5000.0, None),
+        ],
+    )
+    def test_in_service_rule(
+        self, before: str | None, after: str | None, moved_m: float, rule: str | None
+    ) -> None:
+        """Only gaps starting occupied, and ending occupied or after moving, are findings."""
+        found = detect_tracking_gap(make_pings(_gap_track(before, after, moved_m=moved_m)))
+        assert len(found) == (rule is not None)
+        if rule is not None:
+            assert found.iloc[0]["details"]["rule"] == rule
+
+    @pytest.mark.parametrize(("gap_s", "expected"), [(299.0, 0), (300.0, 0), (301.0, 1)])
+    def test_gap_must_exceed_max_gap(self, gap_s: float, expected: int) -> None:
+        """A silence of exactly max_gap_s is not a gap; one second more is."""
+        track = make_track("T1", [(0, 0, 0), (gap_s, 900, 0)], meter="occupied")
+        assert len(detect_tracking_gap(make_pings(track))) == expected
+
+    def test_vehicles_are_not_joined(self) -> None:
+        """The last fix of one vehicle and the first of the next are not a gap."""
+        rows = make_track("A", [(0, 0, 0), (15, 100, 0)], meter="occupied") + make_track(
+            "B", [(5000, 5000, 0), (5015, 5100, 0)], meter="occupied"
+        )
+        assert detect_tracking_gap(make_pings(rows)).empty
+
+    def test_confidence_grows_with_gap_and_displacement(self) -> None:
+        """Longer silences and larger displacements give higher confidence, never 1."""
+        rows = (
+            _gap_track("occupied", "occupied", gap_s=400, moved_m=0, vehicle="A")
+            + _gap_track("occupied", "occupied", gap_s=3600, moved_m=0, vehicle="B")
+            + _gap_track("occupied", "occupied", gap_s=3600, moved_m=900, vehicle="C")
+        )
+        conf = detect_tracking_gap(make_pings(rows)).set_index("vehicle_id")["confidence"]
+        assert 0.5 < conf["A"] < conf["B"] < conf["C"] < 1.0
+
+    def test_speed_flagged_fix_lowers_confidence(self) -> None:
+        """A gap ending at a speed-flagged fix (doubtful position) gets less confidence."""
+        rows = _gap_track("occupied", "occupied", gap_s=400, moved_m=50_000)
+        flagged = detect_tracking_gap(make_pings(rows)).iloc[0]
+        assert flagged["details"]["fixes"][1]["speed_flag"] is True
+        clean = detect_tracking_gap(make_pings(rows, max_speed_kmh=1000)).iloc[0]
+        assert flagged["confidence"] == pytest.approx(clean["confidence"] * 0.75)
+
+    def test_unsorted_pings_give_the_same_findings(self) -> None:
+        """Row order does not change the findings."""
+        rows = _gap_track("occupied", "occupied", vehicle="A") + _gap_track(
+            "occupied", "free", vehicle="B"
+        )
+        pings = make_pings(rows)
+        shuffled = pings.sample(frac=1.0, random_state=3)
+        a, b = detect_tracking_gap(pings), detect_tracking_gap(shuffled)
+        assert a["finding_id"].tolist() == b["finding_id"].tolist()
+        assert a["details"].tolist() == b["details"].tolist()
+
+    def test_custom_thresholds_are_used_and_shown(self) -> None:
+        """A longer max_gap_s drops the gap; a smaller one keeps it and is shown."""
+        pings = make_pings(_gap_track("occupied", "occupied", gap_s=900))
+        assert detect_tracking_gap(pings, max_gap_s=1000).empty
+        found = detect_tracking_gap(pings, max_gap_s=600, parked_radius_m=20)
+        assert found.iloc[0]["details"]["thresholds"] == {
+            "max_gap_s": 600.0,
+            "parked_radius_m": 20.0,
+        }
+
+    def test_pings_without_meter_give_no_finding(self) -> None:
+        """Without the meter a silence cannot be told from the end of a shift."""
+        pings = make_pings(_gap_track("occupied", "occupied")).drop(columns=["meter"])
+        assert detect_tracking_gap(pings).empty
+
+    def test_empty_pings_give_typed_empty_frame(self) -> None:
+        """No pings, no findings, with the contract's columns."""
+        found = detect_tracking_gap(make_pings([]))
+        assert found.empty
+        assert list(found.columns) == list(FINDING_COLUMNS)
+        validate_findings(found)
+
+    @pytest.mark.parametrize("value", [0, -1.0, math.nan, math.inf])
+    def test_bad_threshold_raises(self, value: float) -> None:
+        """Thresholds must be finite and positive."""
+        with pytest.raises(DetectorThresholdError, match="max_gap_s"):
+            detect_tracking_gap(make_pings([]), max_gap_s=value)
+
+    def test_naive_timestamps_raise(self) -> None:
+        """Naive instants are refused."""
+        pings = make_pings(_gap_track("occupied", "occupied"))
+        pings["timestamp"] = pings["timestamp"].dt.tz_localize(None)
+        with pytest.raises(DetectorInputError, match="fuso"):
+            detect_tracking_gap(pings)
+
+    def test_missing_column_raises(self) -> None:
+        """A pings frame without lat is refused, naming the column."""
+        pings = make_pings(_gap_track("occupied", "occupied")).drop(columns=["lat"])
+        with pytest.raises(DetectorInputError, match="lat"):
+            detect_tracking_gap(pings)
+
+    def test_unknown_meter_raises(self) -> None:
+        """A meter value other than free/occupied/off is refused."""
+        pings = make_pings(_gap_track("occupied", "occupied"))
+        pings["meter"] = pings["meter"].astype(object)
+        pings.loc[0, "meter"] = "busy"
+        with pytest.raises(DetectorInputError, match="busy"):
+            detect_tracking_gap(pings)
+
+
+class TestUpdateTrackingGap:
+    def test_replay_gives_the_batch_findings(self) -> None:
+        """Replaying pings one by one yields the batch findings, ids and details included."""
+        rng = np.random.default_rng(5)
+        rows = []
+        for v in range(6):
+            t, north = 0.0, 0.0
+            points, meters = [], []
+            for _ in range(60):
+                t += float(rng.choice([15, 15, 15, 400, 1200]))
+                north += float(rng.choice([0, 20, 300, 3000]))
+                points.append((t, north, 0.0))
+                meters.append(str(rng.choice(["free", "occupied", "occupied", "off"])))
+            rows += make_track(f"V{v}", points, meter=meters)
+        pings = make_pings(rows)
+        batch = detect_tracking_gap(pings)
+        live = _replay(pings)
+        assert len(batch) > 5
+        assert sorted(f["finding_id"] for f in live) == sorted(batch["finding_id"])
+        by_id = {f["finding_id"]: f for f in live}
+        for row in batch.itertuples(index=False):
+            f = by_id[row.finding_id]
+            assert f["details"] == row.details
+            assert f["confidence"] == row.confidence
+            assert (f["started_at"], f["ended_at"]) == (row.started_at, row.ended_at)
+            assert f["geometry"].equals(row.geometry)
+
+    def test_finding_is_emitted_when_the_next_fix_arrives(self) -> None:
+        """Nothing is emitted during the silence; the fix after it emits the gap."""
+        pings = make_pings(_gap_track("occupied", "occupied")).to_dict("records")
+        state, out = None, []
+        for ping in pings:
+            state, finding = update_tracking_gap(state, ping)
+            out.append(finding)
+        assert [f is not None for f in out] == [False, False, True, False]
+
+    def test_state_is_plain_data_and_input_is_not_modified(self) -> None:
+        """The state is JSON-serialisable and a new dict each call."""
+        p0, p1 = make_pings(_gap_track("occupied", "occupied")).to_dict("records")[:2]
+        state, _ = update_tracking_gap(None, p0)
+        before = json.dumps(state)
+        new_state, _ = update_tracking_gap(state, p1)
+        assert json.dumps(state) == before
+        assert new_state is not state
+        json.dumps(new_state)
+
+    def test_late_fix_is_ignored(self) -> None:
+        """A fix not later than the last one leaves the state as it was."""
+        p = make_pings(_gap_track("occupied", "occupied")).to_dict("records")
+        state, _ = update_tracking_gap(None, p[1])
+        again, finding = update_tracking_gap(state, p[0])
+        assert finding is None
+        assert again == state
+
+    def test_ping_of_another_vehicle_raises(self) -> None:
+        """One state per vehicle: a ping of another vehicle is refused."""
+        a = make_pings(_gap_track("occupied", "occupied", vehicle="A")).to_dict("records")
+        b = make_pings(_gap_track("occupied", "occupied", vehicle="B")).to_dict("records")
+        state, _ = update_tracking_gap(None, a[0])
+        with pytest.raises(DetectorInputError, match="veículo"):
+            update_tracking_gap(state, b[1])
+
+    def test_naive_ping_raises(self) -> None:
+        """A live ping without timezone is refused."""
+        ping = make_pings(_gap_track("occupied", "occupied")).to_dict("records")[0]
+        ping["timestamp"] = "2024-03-04T12:00:00"
+        with pytest.raises(DetectorInputError, match="fuso"):
+            update_tracking_gap(None, ping)
