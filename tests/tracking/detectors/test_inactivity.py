@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pandas as pd
+import pytest
+from factories import make_pings, offset_m
+
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.inactivity import detect_inactivity
+from tracking.trips import detect_trips
+
+D = dt.date
+AS_OF = D(2024, 4, 9)  # the data runs from 2024-01-01 to 2024-04-09: 100 local days
+
+
+def fix(vehicle: str, day: str, meter: str | None = "free", hour: int = 15) -> dict:
+    lat, lon = offset_m(10.0, 10.0)
+    return {
+        "vehicle_id": vehicle,
+        "timestamp": f"{day}T{hour:02d}:00:00Z",
+        "lat": lat,
+        "lon": lon,
+        "meter": meter,
+    }
+
+
+def data(*extra: dict) -> pd.DataFrame:
+    rows = [
+        fix("busy", "2024-01-01", "occupied"),
+        fix("busy", "2024-04-05", "occupied"),
+        fix("busy", "2024-04-09", "free"),
+        fix("idle", "2024-01-20", "occupied"),
+        fix("idle", "2024-04-01", "free"),  # on, but not carrying anyone
+        fix("nometer", "2024-04-08", None),
+        fix("nometer_old", "2024-01-15", None),
+        *extra,
+    ]
+    return make_pings(rows)
+
+
+def fleet(*vehicles: str, **status: object) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "vehicle_id": v,
+                "status": status.get("status", "active"),
+                "status_since": status.get("status_since"),
+                "status_until": status.get("status_until"),
+            }
+            for v in vehicles
+        ]
+    )
+
+
+def ids(found: pd.DataFrame) -> list[str]:
+    return sorted(found["vehicle_id"])
+
+
+class TestDetectInactivity:
+    def test_idle_vehicles_are_found(self) -> None:
+        """Last carried a passenger 80 days ago, or sent its last fix 85 days ago: found."""
+        found = detect_inactivity(
+            data(), fleet("busy", "idle", "nometer", "nometer_old"), as_of=AS_OF
+        )
+        assert ids(found) == ["idle", "nometer_old"]
+        validate_findings(found)
+        assert list(found.columns) == list(FINDING_COLUMNS)
+
+    def test_evidence(self) -> None:
+        """Evidence: the last operation's fix and time, the days counted and the threshold."""
+        found = detect_inactivity(data(), fleet("idle"), as_of=AS_OF)
+        f = found.iloc[0]
+        d = f["details"]
+        json.dumps(d)
+        assert d["last_operation_at"] == "2024-01-20T15:00:00Z"
+        assert d["last_operation_source"] == "occupied_fix"
+        assert d["idle_days"] == 80 and d["excused_days"] == 0 and d["counted_idle_days"] == 80
+        assert d["window"] == {"first_day": "2024-01-01", "last_day": "2024-04-09"}
+        assert d["thresholds"] == {"max_idle_days": 60}
+        assert d["fixes"][0]["row"] == 4
+        assert f["started_at"] == pd.Timestamp("2024-01-20T15:00:00Z")
+        assert f["ended_at"] == pd.Timestamp("2024-04-10T03:00:00Z")  # local midnight
+        assert f["confidence"] == pytest.approx(0.6 + 0.35 * 20 / 60, abs=1e-4)
+        assert f.geometry is not None
+
+    def test_plain_fix_weighs_less(self) -> None:
+        """Without meter data the last fix is the last operation, at 0.9 times the confidence."""
+        f = detect_inactivity(data(), fleet("nometer_old"), as_of=AS_OF).iloc[0]
+        assert f["details"]["last_operation_source"] == "fix"
+        assert f["confidence"] == pytest.approx(0.9 * (0.6 + 0.35 * 25 / 60), abs=1e-4)
+
+    @pytest.mark.parametrize(("day", "found"), [("2024-02-09", 0), ("2024-02-08", 1)])
+    def test_more_than_max_idle_days(self, day: str, found: int) -> None:
+        """Exactly 60 idle days is lawful; 61 is not (art. 60 X: 'superior a 60 dias')."""
+        pings = data(fix("edge", day, "occupied"))
+        assert len(detect_inactivity(pings, fleet("edge"), as_of=AS_OF)) == found
+
+    def test_never_seen_vehicle_in_a_long_window(self) -> None:
+        """A fleet vehicle absent from 100 days of data is inactive, at lower confidence."""
+        f = detect_inactivity(data(), fleet("ghost"), as_of=AS_OF).iloc[0]
+        assert f["details"]["last_operation_at"] is None
+        assert f["details"]["idle_days"] == 100
+        assert f["details"]["fixes"] == [] and f.geometry is None
+        assert f["started_at"] == pd.Timestamp("2024-01-01T03:00:00Z")
+        assert f["confidence"] == pytest.approx(0.7 * (0.6 + 0.35 * 40 / 60), abs=1e-4)
+
+    def test_short_window_accuses_no_one(self) -> None:
+        """With 30 days of data, an absent vehicle may have run before: nothing is found."""
+        pings = make_pings([fix("busy", "2024-03-11"), fix("busy", "2024-04-09")])
+        assert detect_inactivity(pings, fleet("ghost", "busy"), as_of=AS_OF).empty
+
+    def test_data_since_widens_the_window(self) -> None:
+        """A feed known to start earlier makes a short window long enough."""
+        pings = make_pings([fix("busy", "2024-03-11"), fix("busy", "2024-04-09")])
+        found = detect_inactivity(pings, fleet("ghost"), as_of=AS_OF, data_since=D(2024, 1, 1))
+        assert ids(found) == ["ghost"]
+
+    @pytest.mark.parametrize(
+        ("status", "expected"),
+        [
+            ({"status": "reserved", "status_since": D(2024, 2, 1)}, []),
+            (
+                {
+                    "status": "reserved",
+                    "status_since": D(2024, 2, 1),
+                    "status_until": D(2024, 2, 10),
+                },
+                ["idle"],
+            ),
+            ({"status": "suspended"}, []),
+            ({"status": "active"}, ["idle"]),
+        ],
+        ids=["reserva-open", "reserva-10-days", "suspended", "active"],
+    )
+    def test_reserva_and_barring_statuses_excuse_their_days(
+        self, status: dict, expected: list[str]
+    ) -> None:
+        """Days under reserva (or suspension) do not count; the rest still does."""
+        found = detect_inactivity(data(), fleet("idle", **status), as_of=AS_OF)
+        assert ids(found) == expected
+        if expected and status["status"] == "reserved":
+            d = found.iloc[0]["details"]
+            assert d["excused_days"] == 10 and d["counted_idle_days"] == 70
+            assert d["excusing_status"]["status_until"] == "2024-02-10"
+
+    def test_data_after_as_of_is_ignored(self) -> None:
+        """Operation after as_of does not excuse; the window ends at as_of."""
+        pings = data(fix("idle", "2024-04-05", "occupied"))
+        found = detect_inactivity(pings, fleet("idle"), as_of=D(2024, 4, 1))
+        assert found.iloc[0]["details"]["idle_days"] == 72
+
+    def test_days_after_the_data_are_not_counted(self) -> None:
+        """An as_of later than the data counts idle days only up to the data's last day."""
+        found = detect_inactivity(data(), fleet("idle"), as_of=D(2024, 6, 1))
+        assert found.iloc[0]["details"]["window"]["last_day"] == "2024-04-09"
+        assert found.iloc[0]["details"]["idle_days"] == 80
+
+    def test_trips_as_activity(self) -> None:
+        """Given trips, the last trip's end is the last operation."""
+        rows = [fix("busy", "2024-01-01", "occupied"), fix("busy", "2024-04-09", "occupied")]
+        rows += [
+            fix("idle", "2024-01-20", "occupied"),
+            fix("idle", "2024-01-20", "occupied", hour=16),
+        ]
+        trips = detect_trips(make_pings(rows))
+        found = detect_inactivity(trips, fleet("idle"), as_of=AS_OF, data_since=D(2024, 1, 1))
+        assert found.iloc[0]["details"]["last_operation_source"] == "trip"
+        assert found.iloc[0]["details"]["last_operation_at"] == "2024-01-20T16:00:00Z"
+
+    def test_empty_activity(self) -> None:
+        """No data at all: no window, no finding."""
+        assert detect_inactivity(data().iloc[:0], fleet("ghost"), as_of=AS_OF).empty
+
+    @pytest.mark.parametrize(
+        ("kw", "match"),
+        [
+            ({"max_idle_days": 0}, "max_idle_days"),
+            ({"max_idle_days": 1.5}, "max_idle_days"),
+            ({"as_of": pd.Timestamp("2024-04-09")}, "as_of"),
+            ({"timezone": "Nowhere/City"}, "fuso"),
+        ],
+    )
+    def test_bad_options_raise(self, kw: dict, match: str) -> None:
+        """Bad thresholds, dates or zones are refused by name."""
+        options = {"as_of": AS_OF, **kw}
+        with pytest.raises(DetectorThresholdError, match=match):
+            detect_inactivity(data(), fleet("idle"), **options)
+
+    def test_activity_without_times_raises(self) -> None:
+        """A frame that is neither pings nor trips is refused."""
+        with pytest.raises(DetectorInputError, match="timestamp"):
+            detect_inactivity(pd.DataFrame({"vehicle_id": ["a"]}), fleet("a"), as_of=AS_OF)
