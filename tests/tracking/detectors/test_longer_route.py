@@ -1,0 +1,287 @@
+"""longer_route: hand-made tracks on a hand-made grid, batch = live, and real Porto detours."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from factories import make_pings, make_track, offset_m
+
+from geo.roads import build_road_graph
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors.longer_route import (
+    detect_longer_route,
+    new_longer_route_state,
+    route_ratios,
+    update_longer_route,
+)
+from tracking.trips import detect_trips
+
+sys.path.append(str(Path(__file__).resolve().parent))
+import detours  # noqa: E402
+
+GRID_M = 500.0
+GRID_N = 9  # 0 .. 4 000 m
+
+
+def _grid() -> gpd.GeoDataFrame:
+    """Two-way streets every 500 m over 4 km × 4 km around ORIGIN (vertices at crossings)."""
+    ticks = [k * GRID_M for k in range(GRID_N)]
+    lines = []
+    for v in ticks:
+        lines.append([offset_m(v, e)[::-1] for e in ticks])  # east-west street at north = v
+        lines.append([offset_m(n, v)[::-1] for n in ticks])  # north-south street at east = v
+    return gpd.GeoDataFrame(
+        {"oneway": [False] * len(lines)},
+        geometry=[shapely.LineString(c) for c in lines],
+        crs=4326,
+    )
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return build_road_graph(_grid())
+
+
+def _route(corners: list[tuple[float, float]], *, step_m: float = 100.0):
+    """(north, east) points every ``step_m`` along a polyline of (north, east) corners."""
+    pts = [corners[0]]
+    for (n0, e0), (n1, e1) in zip(corners[:-1], corners[1:], strict=True):
+        d = math.hypot(n1 - n0, e1 - e0)
+        k = max(1, round(d / step_m))
+        pts += [(n0 + (n1 - n0) * i / k, e0 + (e1 - e0) * i / k) for i in range(1, k + 1)]
+    return pts
+
+
+def _trip(vehicle: str, corners, *, t0: float = 0.0, wait_at: int | None = None, wait_s=0):
+    """Occupied fixes every 15 s along ``corners`` then one free fix; optional wait at a point."""
+    pts = _route(corners)
+    rows, t = [], t0
+    for i, (n, e) in enumerate(pts):
+        rows.append((t, n, e))
+        t += 15
+        if wait_at is not None and i == wait_at:
+            for _ in range(int(wait_s // 15)):
+                rows.append((t, n, e))
+                t += 15
+    track = make_track(vehicle, rows, meter="occupied")
+    n, e = pts[-1]
+    track += make_track(vehicle, [(t + 15, n, e)], meter="free")
+    return track
+
+
+STRAIGHT = [(0.0, 0.0), (0.0, 3000.0)]
+LOOP = [(0, 0), (0, 1500), (1000, 1500), (1000, 2000), (0, 2000), (0, 1500), (0, 3000)]
+CORRIDOR = [(0, 0), (1000, 0), (1000, 3000), (0, 3000)]
+
+
+def _detect(rows, **kw):
+    pings = make_pings(rows)
+    return detect_longer_route(detect_trips(pings), pings, **kw), pings
+
+
+class TestDetectLongerRoute:
+    def test_loop_detour_is_a_finding(self, grid):
+        """Circling a block mid-trip (6 km for 3 km) is a longer route with high confidence."""
+        found, pings = _detect(_trip("V1", LOOP), roads=grid)
+        assert len(found) == 1
+        f = found.iloc[0]
+        d = f["details"]
+        assert f["kind"] == "longer_route" and f["vehicle_id"] == "V1" and f["stand_id"] is None
+        assert d["method"] == "road_network" and d["pattern"] == "loop"
+        assert d["reference_m"] == pytest.approx(3000, rel=0.01)
+        assert d["ratio"] == pytest.approx(2.0, rel=0.02)
+        assert d["excess_km"] == pytest.approx(3.0, rel=0.03)
+        assert f["confidence"] >= 0.9 and f["confidence"] < 1.0
+        assert d["thresholds"]["min_ratio"] == 1.4 and d["thresholds"]["min_excess_m"] == 1000
+        assert len(d["fixes"]) == d["n_fixes"] == len(d["driven_line"])
+        assert d["fixes"][0]["row"] == 1
+        assert d["reference_line"][0] == pytest.approx(d["driven_line"][0])
+        assert f["geometry"].geom_type == "LineString"
+        json.dumps(d)  # JSON-serialisable
+
+    def test_straight_trip_is_not(self, grid):
+        """The shortest route is never accused."""
+        found, _ = _detect(_trip("V1", STRAIGHT), roads=grid)
+        assert found.empty
+
+    def test_corridor_detour_gets_low_confidence_and_a_warning(self, grid):
+        """A continuous alternative corridor (what a closed road looks like) is only flagged for review."""
+        found, _ = _detect(_trip("V1", CORRIDOR), roads=grid)
+        assert len(found) == 1
+        d = found.iloc[0]["details"]
+        assert d["pattern"] == "corridor" and d["reference_may_be_wrong"] is True
+        assert any("interditada" in note for note in d["notes"])
+        assert found.iloc[0]["confidence"] < 0.5
+
+    def test_closed_road_everyone_detours_is_not_accused(self, grid):
+        """When past trips of other vehicles took the same detour, the network is wrong: no finding."""
+        rows = []
+        for k in range(5):
+            rows += _trip(f"P{k}", CORRIDOR, t0=k * 3600)
+        rows += _trip("V1", CORRIDOR, t0=6 * 3600)
+        found, _ = _detect(rows, roads=grid)
+        assert "V1" not in set(found["vehicle_id"])
+
+    def test_waypoint_of_the_passenger_excuses_the_detour(self, grid):
+        """A 3-minute wait at the far point of the loop makes it the passenger's route."""
+        far = len(_route(LOOP[:4])) - 1
+        found, _ = _detect(_trip("V1", LOOP, wait_at=far, wait_s=180), roads=grid)
+        assert found.empty
+
+    @pytest.mark.parametrize(
+        ("corners", "why"),
+        [
+            ([(0, 0), (0, 200), (400, 200), (400, 0), (0, 0), (0, 400)], "short reference"),
+            ([(20000, 20000), (20000, 23000), (21000, 23000)], "outside the network"),
+        ],
+    )
+    def test_no_reference_no_finding(self, grid, corners, why):
+        """A trip with a reference below 500 m, or off the network without peers, is not judged."""
+        found, _ = _detect(_trip("V1", corners), roads=grid)
+        assert found.empty, why
+
+    def test_gps_jump_at_pickup_is_not_accused(self, grid):
+        """A pickup fix 5 km off (an impossible jump) does not produce a reference to accuse with."""
+        rows = _trip("V1", STRAIGHT)
+        rows[0]["lat"], rows[0]["lon"] = offset_m(3000, 4000)
+        rows[0]["timestamp"] = -15.0
+        found, _ = _detect(rows, roads=grid)
+        assert found.empty
+
+    def test_peer_reference_without_a_network(self):
+        """Without roads, five past straight trips of other vehicles are the reference."""
+        rows = []
+        for k in range(5):
+            rows += _trip(f"P{k}", STRAIGHT, t0=k * 3600)
+        rows += _trip("V1", LOOP, t0=6 * 3600)
+        found, _ = _detect(rows)
+        assert list(found["vehicle_id"]) == ["V1"]
+        d = found.iloc[0]["details"]
+        assert d["method"] == "peer_trips" and d["peer_trips"]["count"] == 5
+        assert d["reference_m"] == pytest.approx(3000, rel=0.01)
+        assert d["reference_line"] is None
+
+    def test_too_few_peers_no_finding(self):
+        """Four peers are fewer than min_peer_trips: no reference, no finding."""
+        rows = []
+        for k in range(4):
+            rows += _trip(f"P{k}", STRAIGHT, t0=k * 3600)
+        rows += _trip("V1", LOOP, t0=6 * 3600)
+        found, _ = _detect(rows)
+        assert found.empty
+
+    def test_trips_from_stops_are_ignored(self, grid):
+        """A trip without passenger (inferred from stops) is never a longer route."""
+        pings = make_pings(_trip("V1", LOOP))
+        trips = detect_trips(pings)
+        trips["source"] = "stops"
+        assert detect_longer_route(trips, pings, roads=grid).empty
+
+    def test_empty_input(self, grid):
+        """No trips: an empty, typed findings frame."""
+        pings = make_pings(_trip("V1", STRAIGHT))
+        trips = detect_trips(pings).iloc[:0]
+        out = detect_longer_route(trips, pings, roads=grid)
+        assert out.empty and list(out.columns)[:2] == ["finding_id", "kind"]
+
+    @pytest.mark.parametrize(
+        ("option", "value", "match"),
+        [
+            ("min_ratio", 1.0, "min_ratio"),
+            ("min_excess_m", -1.0, "min_excess_m"),
+            ("max_snap_m", 0.0, "max_snap_m"),
+            ("min_peer_trips", 0, "min_peer_trips"),
+            ("h3_resolution", 16, "resolução"),
+        ],
+    )
+    def test_bad_thresholds(self, grid, option, value, match):
+        """Out-of-range thresholds raise a named error naming the option."""
+        pings = make_pings(_trip("V1", STRAIGHT))
+        with pytest.raises(DetectorThresholdError, match=match):
+            detect_longer_route(detect_trips(pings), pings, roads=grid, **{option: value})
+
+    def test_missing_column(self, grid):
+        """A trips frame without distance_m is rejected."""
+        pings = make_pings(_trip("V1", STRAIGHT))
+        with pytest.raises(DetectorInputError, match="distance_m"):
+            detect_longer_route(detect_trips(pings).drop(columns="distance_m"), pings)
+
+
+class TestRouteRatios:
+    def test_ratio_per_trip(self, grid):
+        """Every meter trip gets its driven length over the reference."""
+        pings = make_pings(_trip("A", STRAIGHT) + _trip("B", LOOP))
+        out = route_ratios(detect_trips(pings), pings, roads=grid).set_index("vehicle_id")
+        assert out.loc["A", "ratio"] == pytest.approx(1.0, abs=0.02)
+        assert out.loc["B", "ratio"] == pytest.approx(2.0, rel=0.02)
+
+
+class TestUpdateLongerRoute:
+    @pytest.mark.parametrize("with_roads", [True, False])
+    def test_live_equals_batch(self, grid, with_roads):
+        """Fix by fix, the live kernel emits the batch findings (same ids, details, confidence)."""
+        rows = []
+        for k in range(5):
+            rows += _trip(f"P{k}", STRAIGHT, t0=k * 3600)
+        rows += _trip("V1", LOOP, t0=6 * 3600) + _trip("V2", CORRIDOR, t0=6 * 3600 + 7)
+        pings = make_pings(rows)
+        roads = grid if with_roads else None
+        batch = detect_longer_route(detect_trips(pings), pings, roads=roads)
+        state, live = new_longer_route_state(), []
+        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+            state, found = update_longer_route(state, ping, roads=roads)
+            if found is not None:
+                live.append(found)
+        live_frame = pd.concat(live, ignore_index=True) if live else batch.iloc[:0]
+        live_frame = live_frame.sort_values("finding_id", ignore_index=True)
+        batch = batch.sort_values("finding_id", ignore_index=True)
+        assert len(batch) >= 1
+        assert list(live_frame["finding_id"]) == list(batch["finding_id"])
+        assert list(live_frame["confidence"]) == list(batch["confidence"])
+        assert list(live_frame["details"]) == list(batch["details"])
+
+    def test_out_of_order_fix(self):
+        """A fix older than the vehicle's previous one is refused."""
+        rows = make_pings(_trip("V1", STRAIGHT)).to_dict("records")
+        state, _ = update_longer_route(None, rows[1])
+        with pytest.raises(DetectorInputError, match="fora de ordem"):
+            update_longer_route(state, rows[0])
+
+
+@pytest.mark.slow
+class TestRealPortoDetours:
+    """Detours injected in real Porto trips (``detours.py``): recall and false-positive rate."""
+
+    @pytest.fixture(scope="class")
+    def porto(self):
+        graph = detours.porto_graph()
+        pings, pool = detours.porto_pool(graph)
+        sample = detours.sample_trips(pool, n=200, seed=7)
+        return graph, pings, sample
+
+    def test_recall_on_detours_of_ratio_1_4(self, porto):
+        """At least 90 % of the injected detours of measured ratio >= 1.4 are found."""
+        graph, pings, sample = porto
+        det_pings, labels = detours.make_detours(graph, pings, sample, seed=7)
+        found = detect_longer_route(detect_trips(det_pings, max_gap_s=60), det_pings, roads=graph)
+        positives = labels.loc[labels["ratio"] >= 1.4]
+        assert len(positives) >= 150
+        recall = positives["vehicle_id"].isin(set(found["vehicle_id"])).mean()
+        assert recall >= 0.90
+
+    def test_false_positive_rate_on_real_trips(self, porto):
+        """At most 5 % of the unmodified trips are flagged."""
+        graph, pings, sample = porto
+        neg = detours.trip_pings(pings, sample)
+        trips = detect_trips(neg, max_gap_s=60)
+        found = detect_longer_route(trips, neg, roads=graph)
+        assert len(trips) == len(sample)
+        assert len(found) / len(trips) <= 0.05
