@@ -40,8 +40,13 @@ from numpy.typing import NDArray
 from scipy.sparse.csgraph import dijkstra
 
 from geo.crs import WGS84, haversine_m
-from geo.roads import RoadGraph, build_road_graph, read_libcity_roads, shortest_path_lengths
-from geo.roads import snap_to_roads
+from geo.roads import (
+    RoadGraph,
+    build_road_graph,
+    read_libcity_roads,
+    shortest_path_lengths,
+    snap_to_roads,
+)
 from tracking import frames as fr
 from tracking.porto import read_porto_trips
 from tracking.trips import assign_trip_ids, detect_trips, trip_distances

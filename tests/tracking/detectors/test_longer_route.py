@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import geopandas as gpd
-import numpy as np
 import pandas as pd
 import pytest
 import shapely
@@ -113,7 +112,7 @@ class TestDetectLongerRoute:
         assert found.empty
 
     def test_corridor_detour_gets_low_confidence_and_a_warning(self, grid):
-        """A continuous alternative corridor (what a closed road looks like) is only flagged for review."""
+        """A continuous alternative corridor (like a closed road) gets low confidence and a warning."""
         found, _ = _detect(_trip("V1", CORRIDOR), roads=grid)
         assert len(found) == 1
         d = found.iloc[0]["details"]
@@ -122,7 +121,7 @@ class TestDetectLongerRoute:
         assert found.iloc[0]["confidence"] < 0.5
 
     def test_closed_road_everyone_detours_is_not_accused(self, grid):
-        """When past trips of other vehicles took the same detour, the network is wrong: no finding."""
+        """Past trips of other vehicles took the same detour: the network is wrong, no finding."""
         rows = []
         for k in range(5):
             rows += _trip(f"P{k}", CORRIDOR, t0=k * 3600)
@@ -149,7 +148,7 @@ class TestDetectLongerRoute:
         assert found.empty, why
 
     def test_gps_jump_at_pickup_is_not_accused(self, grid):
-        """A pickup fix 5 km off (an impossible jump) does not produce a reference to accuse with."""
+        """A pickup fix 5 km off (an impossible jump) gives no reference to accuse with."""
         rows = _trip("V1", STRAIGHT)
         rows[0]["lat"], rows[0]["lon"] = offset_m(3000, 4000)
         rows[0]["timestamp"] = -15.0
