@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import pandas as pd
+import pytest
+import shapely
+from factories import make_pings, offset_m
+
+from tracking.detectors._errors import BoundaryError, DetectorThresholdError
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.outside_municipality import (
+    boundary_polygon,
+    detect_outside_municipality,
+)
+from tracking.trips import detect_trips
+
+DATA = Path(__file__).resolve().parents[3] / "data"
+BOUNDARIES = DATA / "brazil" / "boundaries" / "municipios_poa_pvh_pintobandeira.geojson"
+
+
+def square(half_m: float = 5000.0) -> shapely.Polygon:
+    """A square of side 2 * half_m metres around the factories' origin, in lon/lat."""
+    corners = [offset_m(n * half_m, e * half_m) for n, e in ((-1, -1), (-1, 1), (1, 1), (1, -1))]
+    return shapely.Polygon([(lon, lat) for lat, lon in corners])
+
+
+def ride(
+    vehicle: str,
+    start_s: int,
+    north_m: float,
+    east_m: float,
+    *,
+    step_east_m: float = -200.0,
+    n: int = 10,
+    before: str | None = "free",
+    **extra: Any,
+) -> list[dict]:
+    """A fix with meter ``before``, then ``n`` occupied fixes every 30 s moving east-west."""
+    rows = []
+    for k in range(-1, n):
+        lat, lon = offset_m(north_m, east_m + step_east_m * max(k, 0))
+        meter = before if k < 0 else "occupied"
+        row = {"vehicle_id": vehicle, "timestamp": start_s + 30 * (k + 1), "lat": lat, "lon": lon}
+        row["meter"] = meter
+        if k == 0:
+            row.update(extra)
+        rows.append(row)
+    return rows
+
+
+def detect(rows: list[dict], boundary: Any = None, **kw: Any) -> pd.DataFrame:
+    pings = make_pings(rows)
+    trips = detect_trips(pings, max_gap_s=300.0)
+    return detect_outside_municipality(
+        trips, square() if boundary is None else boundary, pings=pings, **kw
+    )
+
+
+class TestDetectOutsideMunicipality:
+    def test_pickup_outside_is_found(self) -> None:
+        """A pickup 1 km outside the boundary is one finding with its distance."""
+        found = detect(ride("v1", 0, 0.0, 6000.0))
+        validate_findings(found)
+        assert list(found.columns) == list(FINDING_COLUMNS)
+        f = found.iloc[0]
+        assert (f["kind"], f["vehicle_id"], f["stand_id"]) == ("outside_municipality", "v1", None)
+        d = f["details"]
+        json.dumps(d)
+        assert d["distance_to_boundary_m"] == pytest.approx(1000.0, rel=0.01)
+        assert d["meter_switch_seen"] is True
+        assert d["thresholds"] == {"boundary_tolerance_m": 200.0}
+        assert d["crs"] == "EPSG:31982"
+        assert [x["row"] for x in d["fixes"]] == [1, 2]
+        assert f["confidence"] == pytest.approx(0.95)
+        lat, lon = offset_m(0.0, 6000.0)
+        assert (f.geometry.x, f.geometry.y) == pytest.approx((lon, lat))
+
+    @pytest.mark.parametrize(
+        ("east_m", "expected"),
+        [(0.0, 0), (4900.0, 0), (5100.0, 0), (5300.0, 1)],
+        ids=["centre", "inside-edge", "within-tolerance", "beyond-tolerance"],
+    )
+    def test_tolerance_absorbs_boundary_error(self, east_m: float, expected: int) -> None:
+        """Pickups inside, or up to 200 m outside, accuse nobody."""
+        assert len(detect(ride("v1", 0, 0.0, east_m))) == expected
+
+    def test_tolerance_is_a_parameter(self) -> None:
+        """With a 50 m tolerance a pickup 100 m outside is found, at low confidence."""
+        found = detect(ride("v1", 0, 0.0, 5100.0), boundary_tolerance_m=50.0)
+        assert len(found) == 1
+        assert found.iloc[0]["confidence"] == pytest.approx(0.5 + 0.45 * 50 / 200, abs=1e-3)
+
+    def test_dropoff_outside_is_lawful(self) -> None:
+        """A ride started inside and ending in another municipality is allowed (art. 19)."""
+        assert detect(ride("v1", 0, 0.0, 3000.0, step_east_m=500.0)).empty
+
+    def test_tracking_resumed_with_passenger_halves_confidence(self) -> None:
+        """A trip that 'starts' after a silence with the meter already occupied is uncertain."""
+        rows = ride("v1", 0, 0.0, 0.0, n=3) + ride("v1", 1000, 0.0, 7000.0, before="occupied")
+        found = detect(rows)
+        assert len(found) == 1
+        assert found.iloc[0]["details"]["meter_switch_seen"] is False
+        assert found.iloc[0]["confidence"] == pytest.approx(0.95 * 0.5)
+
+    def test_poor_accuracy_lowers_confidence(self) -> None:
+        """A pickup with 800 m accuracy weighs less."""
+        sharp = detect(ride("v1", 0, 0.0, 5600.0)).iloc[0]
+        blurred = detect(ride("v1", 0, 0.0, 5600.0, accuracy_m=300.0)).iloc[0]
+        assert blurred["details"]["pickup_accuracy_m"] == 300.0
+        assert blurred["confidence"] < sharp["confidence"]
+
+    def test_stop_inferred_trips_are_not_judged_by_default(self) -> None:
+        """A vehicle without meter leaving a stop outside is no ride, unless asked."""
+        stay = [(t, 0.0, 7000.0) for t in range(0, 301, 30)]
+        move = [(330 + 30 * k, 0.0, 7000.0 - 300.0 * k) for k in range(1, 10)]
+        stay2 = [(630 + t, 0.0, 4300.0) for t in range(0, 301, 30)]
+        rows = []
+        for t, n, e in stay + move + stay2:
+            lat, lon = offset_m(n, e)
+            rows.append({"vehicle_id": "v1", "timestamp": t, "lat": lat, "lon": lon})
+        pings = make_pings(rows)
+        trips = detect_trips(pings)
+        assert (trips["source"] == "stops").all() and len(trips) == 1
+        assert detect_outside_municipality(trips, square(), pings=pings).empty
+        found = detect_outside_municipality(
+            trips, square(), pings=pings, include_inferred_trips=True
+        )
+        assert found.iloc[0]["details"]["source"] == "stops"
+
+    def test_without_pings_switch_is_unknown(self) -> None:
+        """Without pings the meter switch is not checked (None) and confidence is not cut."""
+        trips = detect_trips(make_pings(ride("v1", 0, 0.0, 6000.0)))
+        f = detect_outside_municipality(trips, square()).iloc[0]
+        assert f["details"]["meter_switch_seen"] is None
+        assert f["details"]["fixes"][0]["row"] == 2
+
+    def test_real_porto_alegre_boundary(self) -> None:
+        """A ride hailed in Canoas is outside Porto Alegre; one from Praça da Matriz is not."""
+        poa = gpd.read_file(BOUNDARIES)
+        poa = poa.loc[poa["cod_ibge"].astype(str) == "4314902"]
+        matriz = ride("v1", 0, 0.0, 0.0)
+        canoas = ride("v2", 0, 0.0, 0.0)
+        for r in canoas:
+            r["lat"], r["lon"] = -29.9177, -51.1836
+        canoas[1]["lat"] += 1e-4  # the meter starts while moving
+        found = detect(matriz + canoas, poa)
+        assert found["vehicle_id"].tolist() == ["v2"]
+        assert found.iloc[0]["details"]["distance_to_boundary_m"] > 1000.0
+
+    def test_projected_frame_is_reprojected(self) -> None:
+        """A boundary frame in SIRGAS 2000 / UTM 22S gives the same finding."""
+        frame = gpd.GeoDataFrame(geometry=[square()], crs=4326).to_crs(31982)
+        a = detect(ride("v1", 0, 0.0, 6000.0))
+        b = detect(ride("v1", 0, 0.0, 6000.0), frame)
+        assert a["finding_id"].tolist() == b["finding_id"].tolist()
+        assert b.iloc[0]["details"]["distance_to_boundary_m"] == pytest.approx(
+            a.iloc[0]["details"]["distance_to_boundary_m"], abs=0.5
+        )
+
+    def test_bad_tolerance_raises(self) -> None:
+        """A negative tolerance is refused by name."""
+        with pytest.raises(DetectorThresholdError, match="boundary_tolerance_m"):
+            detect(ride("v1", 0, 0.0, 0.0), boundary_tolerance_m=-1.0)
+
+
+class TestBoundaryPolygon:
+    @pytest.mark.parametrize(
+        ("boundary", "match"),
+        [
+            (gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 1, 1)]), "CRS"),
+            (shapely.LineString([(0, 0), (1, 1)]), "LineString"),
+            (shapely.box(500000, 6600000, 510000, 6610000), "EPSG:4326"),
+            (shapely.Polygon(), "vazio"),
+            ("POLYGON((0 0, 1 0, 1 1, 0 0))", "str"),
+        ],
+        ids=["no-crs", "line", "projected-coordinates", "empty", "text"],
+    )
+    def test_unusable_boundaries_raise(self, boundary: Any, match: str) -> None:
+        """Boundaries that are not (Multi)Polygons in lon/lat are refused."""
+        with pytest.raises(BoundaryError, match=match):
+            boundary_polygon(boundary)
+
+    def test_frame_rows_are_unioned_and_invalid_repaired(self) -> None:
+        """Several rows become one polygon; a bow-tie is repaired into a valid one."""
+        frame = gpd.GeoDataFrame(
+            geometry=[shapely.box(0, 0, 1, 1), shapely.box(2, 0, 3, 1)], crs=4326
+        )
+        assert boundary_polygon(frame).geom_type == "MultiPolygon"
+        bowtie = shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1)])
+        fixed = boundary_polygon(bowtie)
+        assert fixed.is_valid and fixed.area == pytest.approx(0.5)
