@@ -139,6 +139,7 @@ _PARQUET_SUFFIXES = {".parquet", ".geoparquet"}
 _TRUE = {"yes", "true", "1", "t", "y"}
 _REVERSE = {"-1", "reverse"}
 _MPH = 1.609344
+_AT_NODE_M = 1.0
 _CHUNK_BYTES = 64 * 2**20  # distance matrix rows per Dijkstra batch, as bytes
 
 
@@ -423,12 +424,13 @@ class RoadGraph:
     """A directed road graph as plain arrays (built by :func:`build_road_graph`).
 
     ``matrix`` is the CSR adjacency (``n_nodes × n_nodes``, weights in metres), ``time_matrix``
-    the same edges weighted by free-flow travel time in seconds. Edges are *pieces* of road
-    between nodes: ``piece_u``/``piece_v`` (node ids at the drawn start/end),
-    ``piece_length_m``, ``piece_time_s``, ``piece_forward``/``piece_backward`` (drivable u→v / v→u),
+    the same edges weighted by travel time in seconds. Edges are *pieces* of road between
+    nodes: ``piece_u``/``piece_v`` (node ids at the drawn start/end), ``piece_length_m``,
+    ``piece_time_s``, ``piece_forward``/``piece_backward`` (drivable u→v / v→u),
     ``piece_lonlat`` (LineStrings in EPSG:4326) and ``piece_xy`` (the same in ``crs``, for
     snapping through ``tree``). ``edge_piece``/``edge_forward`` give, for each stored CSR entry,
-    its piece and whether it runs along the piece's drawing direction.
+    its piece and whether it runs along the piece's drawing direction; ``time_edge_*`` the same
+    for ``time_matrix`` (of parallel edges, each matrix keeps its cheapest).
     """
 
     matrix: csr_array
@@ -445,6 +447,8 @@ class RoadGraph:
     piece_xy: NDArray[np.object_]
     edge_piece: NDArray[np.int64]
     edge_forward: NDArray[np.bool_]
+    time_edge_piece: NDArray[np.int64]
+    time_edge_forward: NDArray[np.bool_]
     crs: pyproj.CRS
     tree: shapely.STRtree
 
@@ -672,28 +676,9 @@ def _graph_from_pieces(
         msg = "malha viária sem nenhum trecho de comprimento positivo"
         raise RoadGraphError(msg)
     n_nodes = len(node_lon)
-    pieces = np.arange(len(u), dtype=np.int64)
-    src = np.concatenate((u[fwd], v[bwd]))
-    dst = np.concatenate((v[fwd], u[bwd]))
-    weight = np.concatenate((length[fwd], length[bwd]))
-    piece = np.concatenate((pieces[fwd], pieces[bwd]))
-    forward = np.concatenate((np.ones(int(fwd.sum()), bool), np.zeros(int(bwd.sum()), bool)))
-    order = np.lexsort((weight, dst, src))
-    src, dst, weight, piece, forward = (a[order] for a in (src, dst, weight, piece, forward))
-    first = np.ones(len(src), dtype=bool)
-    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-    src, dst, weight, piece, forward = (a[first] for a in (src, dst, weight, piece, forward))
-    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n_nodes), out=indptr[1:])
-    # Zero weights would read as "no edge" in some csgraph paths: keep a millimetre.
-    matrix = csr_array(
-        (np.maximum(weight, 1e-3), dst.astype(np.int32), indptr), shape=(n_nodes, n_nodes)
-    )
     piece_time = length / (speed_kmh / 3.6)
-    time_matrix = csr_array(
-        (np.maximum(piece_time[piece], 1e-4), dst.astype(np.int32), indptr),
-        shape=(n_nodes, n_nodes),
-    )
+    matrix, edge_piece, edge_forward = _csr(u, v, fwd, bwd, length, n_nodes)
+    time_matrix, time_piece, time_forward = _csr(u, v, fwd, bwd, piece_time, n_nodes)
     crs = utm_crs_for(float(np.mean(node_lon)), float(np.mean(node_lat)))
     to_xy = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
     xy = shapely.transform(geoms, lambda c: np.column_stack(to_xy.transform(c[:, 0], c[:, 1])))
@@ -710,14 +695,45 @@ def _graph_from_pieces(
         piece_backward=bwd,
         piece_lonlat=geoms,
         piece_xy=np.asarray(xy, dtype=object),
-        edge_piece=piece,
-        edge_forward=forward,
+        edge_piece=edge_piece,
+        edge_forward=edge_forward,
+        time_edge_piece=time_piece,
+        time_edge_forward=time_forward,
         crs=crs,
         tree=shapely.STRtree(xy),
     )
 
 
 # --- snapping and shortest paths -------------------------------------------------------------
+
+
+def _csr(
+    u: NDArray[np.int64],
+    v: NDArray[np.int64],
+    fwd: NDArray[np.bool_],
+    bwd: NDArray[np.bool_],
+    cost: NDArray[np.float64],
+    n_nodes: int,
+) -> tuple[csr_array, NDArray[np.int64], NDArray[np.bool_]]:
+    """CSR adjacency weighted by ``cost`` (cheapest of parallel edges), with piece and direction."""
+    pieces = np.arange(len(u), dtype=np.int64)
+    src = np.concatenate((u[fwd], v[bwd]))
+    dst = np.concatenate((v[fwd], u[bwd]))
+    weight = np.concatenate((cost[fwd], cost[bwd]))
+    piece = np.concatenate((pieces[fwd], pieces[bwd]))
+    forward = np.concatenate((np.ones(int(fwd.sum()), bool), np.zeros(int(bwd.sum()), bool)))
+    order = np.lexsort((weight, dst, src))
+    src, dst, weight, piece, forward = (a[order] for a in (src, dst, weight, piece, forward))
+    first = np.ones(len(src), dtype=bool)
+    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    src, dst, weight, piece, forward = (a[first] for a in (src, dst, weight, piece, forward))
+    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n_nodes), out=indptr[1:])
+    # Zero weights would read as "no edge" in some csgraph paths: keep a tiny positive cost.
+    matrix = csr_array(
+        (np.maximum(weight, 1e-4), dst.astype(np.int32), indptr), shape=(n_nodes, n_nodes)
+    )
+    return matrix, piece, forward
 
 
 def snap_to_roads(
@@ -839,7 +855,7 @@ def shortest_path_lengths(
     status[ok & ~found] = "beyond_max_length" if bounded else "unreachable"
     if need_paths:
         steps = [
-            _path_steps(graph, so, sd, i, choice) if found[i] else None
+            _path_steps(graph, so, sd, i, choice, time=weight == "time") if found[i] else None
             for i, choice in enumerate(best)
         ]
         network_m = np.array(
@@ -913,10 +929,19 @@ def _ends(
     cost = piece_cost[p]
     fwd = graph.piece_forward[p]
     bwd = graph.piece_backward[p]
+    # A position within a metre of a piece's end is at that node, whatever the direction.
+    at_u = f * graph.piece_length_m[p] <= _AT_NODE_M
+    at_v = (1.0 - f) * graph.piece_length_m[p] <= _AT_NODE_M
     if leaving:  # forward → reach v; backward → reach u
-        parts = ((fwd, graph.piece_v[p], (1.0 - f) * cost), (bwd, graph.piece_u[p], f * cost))
+        parts = (
+            (fwd | at_v, graph.piece_v[p], (1.0 - f) * cost),
+            (bwd | at_u, graph.piece_u[p], f * cost),
+        )
     else:  # forward → come from u; backward → come from v
-        parts = ((fwd, graph.piece_u[p], f * cost), (bwd, graph.piece_v[p], (1.0 - f) * cost))
+        parts = (
+            (fwd | at_u, graph.piece_u[p], f * cost),
+            (bwd | at_v, graph.piece_v[p], (1.0 - f) * cost),
+        )
     pair_out = np.concatenate([pairs[m] for m, _, _ in parts])
     node_out = np.concatenate([node[m] for m, node, _ in parts])
     cost_out = np.concatenate([c[m] for m, _, c in parts])
@@ -1010,9 +1035,12 @@ def _route_costs(
     return best_cost, best
 
 
-def _piece_between(graph: RoadGraph, a: int, b: int) -> tuple[int, bool]:
-    start, stop = graph.matrix.indptr[a], graph.matrix.indptr[a + 1]
-    k = start + int(np.searchsorted(graph.matrix.indices[start:stop], b))
+def _piece_between(graph: RoadGraph, a: int, b: int, *, time: bool) -> tuple[int, bool]:
+    matrix = graph.time_matrix if time else graph.matrix
+    start, stop = matrix.indptr[a], matrix.indptr[a + 1]
+    k = start + int(np.searchsorted(matrix.indices[start:stop], b))
+    if time:
+        return int(graph.time_edge_piece[k]), bool(graph.time_edge_forward[k])
     return int(graph.edge_piece[k]), bool(graph.edge_forward[k])
 
 
@@ -1020,7 +1048,13 @@ _Step = tuple[int, float, float]  # piece, from fraction, to fraction (drawing d
 
 
 def _path_steps(
-    graph: RoadGraph, so: pd.DataFrame, sd: pd.DataFrame, i: int, choice: _Choice | None
+    graph: RoadGraph,
+    so: pd.DataFrame,
+    sd: pd.DataFrame,
+    i: int,
+    choice: _Choice | None,
+    *,
+    time: bool,
 ) -> list[_Step]:
     """Return the pieces of pair ``i``'s path with the fractions driven from and to."""
     if choice is None:
@@ -1030,7 +1064,7 @@ def _path_steps(
     a, b, pred = choice
     if a < 0:
         return [(po, fo, fd)]
-    exit_fwd = int(graph.piece_v[po]) == a and bool(graph.piece_forward[po])
+    exit_fwd = int(graph.piece_v[po]) == a
     steps: list[_Step] = [(po, fo, 1.0 if exit_fwd else 0.0)]
     if pred is None:
         msg = "caminho sem predecessores"
@@ -1040,9 +1074,9 @@ def _path_steps(
         nodes.append(int(pred[nodes[-1]]))
     nodes.reverse()
     for x, y in zip(nodes[:-1], nodes[1:], strict=True):
-        piece, forward = _piece_between(graph, x, y)
+        piece, forward = _piece_between(graph, x, y, time=time)
         steps.append((piece, 0.0, 1.0) if forward else (piece, 1.0, 0.0))
-    entry_fwd = int(graph.piece_u[pd_]) == b and bool(graph.piece_forward[pd_])
+    entry_fwd = int(graph.piece_u[pd_]) == b
     steps.append((pd_, 0.0 if entry_fwd else 1.0, fd))
     return steps
 

@@ -112,7 +112,7 @@ class TestDetectLongerRoute:
         assert found.empty
 
     def test_corridor_detour_gets_low_confidence_and_a_warning(self, grid):
-        """A continuous alternative corridor (like a closed road) gets low confidence and a warning."""
+        """A continuous alternative corridor (like a closed road): low confidence, a warning."""
         found, _ = _detect(_trip("V1", CORRIDOR), roads=grid)
         assert len(found) == 1
         d = found.iloc[0]["details"]
