@@ -37,6 +37,7 @@ stream); batch and live give the same findings.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -182,13 +183,25 @@ def week_mask(calendar: Flag2Calendar) -> NDArray[np.bool_]:
     Returns
     -------
     numpy.ndarray of bool
-        ``mask[weekday * 1440 + minute_of_day]``.
+        ``mask[weekday * 1440 + minute_of_day]`` (read-only; cached per calendar).
 
     Raises
     ------
     Flag2CalendarError
         If a weekday, time or month is out of range.
     """
+    try:
+        return _cached_mask(calendar)
+    except TypeError:  # a calendar holding lists is not hashable: build it every time
+        return _build_mask(calendar)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_mask(calendar: Flag2Calendar) -> NDArray[np.bool_]:
+    return _build_mask(calendar)
+
+
+def _build_mask(calendar: Flag2Calendar) -> NDArray[np.bool_]:
     mask = np.zeros(7 * _MINUTES_PER_DAY, dtype=bool)
     for window in calendar.windows:
         if not isinstance(window, tuple | list) or len(window) != 3:
@@ -212,7 +225,19 @@ def week_mask(calendar: Flag2Calendar) -> NDArray[np.bool_]:
         if not isinstance(date, dt.date):
             msg = f"feriado da Bandeira 2 era {date!r}; esperado uma data (datetime.date)"
             raise Flag2CalendarError(msg)
+    mask.flags.writeable = False
     return mask
+
+
+@functools.lru_cache(maxsize=256)
+def _holiday_days(calendar: Flag2Calendar, years: tuple[int, ...]) -> NDArray[np.int64]:
+    """Day numbers of the calendar's holidays (and national ones of ``years``), sorted."""
+    holidays = list(calendar.holidays)
+    if calendar.national_holidays:
+        holidays += brazil_holidays(years)
+    days = np.unique(np.array([(d - dt.date(1970, 1, 1)).days for d in holidays], dtype=np.int64))
+    days.flags.writeable = False
+    return days
 
 
 def allowed_at(
@@ -246,12 +271,13 @@ def allowed_at(
     if calendar.whole_months:
         month = day.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) % 12 + 1
         allowed |= np.isin(month, np.array(calendar.whole_months, dtype=np.int64))
-    holidays = list(calendar.holidays)
-    if calendar.national_holidays:
-        years = np.unique(day.astype("datetime64[D]").astype("datetime64[Y]").astype(np.int64))
-        holidays += brazil_holidays(int(y) + 1970 for y in years)
-    if holidays:
-        hol = np.array([(d - dt.date(1970, 1, 1)).days for d in holidays], dtype=np.int64)
+    years = np.unique(day.astype("datetime64[D]").astype("datetime64[Y]").astype(np.int64))
+    year_list = tuple(int(y) + 1970 for y in years)
+    try:
+        hol = _holiday_days(calendar, year_list)
+    except TypeError:  # unhashable calendar
+        hol = _holiday_days.__wrapped__(calendar, year_list)
+    if len(hol):
         allowed |= np.isin(day, hol)
     return np.asarray(allowed, dtype=bool)
 

@@ -216,6 +216,14 @@ class TestWeekMask:
         assert mask[0] and mask[5 * 60 + 59] and not mask[6 * 60]
         assert mask.sum() == 10 * 60
 
+    def test_calendar_of_lists_works(self) -> None:
+        """A calendar written with lists (unhashable) gives the same mask as with tuples."""
+        listed = Flag2Calendar(windows=[[0, "20:00", "06:00"]])  # type: ignore[arg-type]
+        tupled = Flag2Calendar(windows=((0, "20:00", "06:00"),))
+        assert (week_mask(listed) == week_mask(tupled)).all()
+        ns = np.array([pd.Timestamp("2024-03-04T23:30:00Z").value], dtype=np.int64)
+        assert allowed_at(ns, calendar=listed, timezone="America/Sao_Paulo").tolist() == [True]
+
     def test_default_calendar_counts(self) -> None:
         """Default: 10 h every night, Saturday 14:00–20:00 extra, all Sunday."""
         mask = week_mask(DEFAULT_FLAG2_CALENDAR)
