@@ -33,9 +33,7 @@ def _replay(pings: pd.DataFrame, **kw: Any) -> list[dict[str, Any]]:
         if finding is not None:
             out.append(finding)
     for state in states.values():
-        _, finding = close_gps_anomaly(state, **kw)
-        if finding is not None:
-            out.append(finding)
+        out += close_gps_anomaly(state, **kw)[1]
     return out
 
 
@@ -55,7 +53,11 @@ class TestDetectGpsAnomaly:
         assert d["dt_s"] == 15.0
         assert d["implied_speed_kmh"] == pytest.approx(1200, abs=2)
         assert d["return_step"]["distance_m"] == pytest.approx(100, abs=1)
-        assert d["thresholds"] == {"max_speed_kmh": 250.0, "min_jump_m": 500.0}
+        assert d["thresholds"] == {
+            "max_speed_kmh": 250.0,
+            "min_jump_m": 500.0,
+            "max_excursion_s": 300.0,
+        }
         assert f["started_at"] == pd.Timestamp("2024-03-04T12:00:15Z")
         assert f["ended_at"] == pd.Timestamp("2024-03-04T12:00:45Z")
         assert f["vehicle_id"] == "T1"
@@ -72,6 +74,33 @@ class TestDetectGpsAnomaly:
         assert d["outlier_fixes"] == []
         assert d["return_step"] is None
         assert [x["row"] for x in d["fixes"]] == [2, 3]
+
+    def test_displaced_stretch_is_one_outlier_finding(self) -> None:
+        """A jump away, three consistent fixes there, and a jump back: one finding, 4 outliers."""
+        track = [(0, 0), (100, 0), (3000, 0), (3100, 0), (3200, 0), (3300, 0), (250, 0), (350, 0)]
+        found = detect_gps_anomaly(make_pings(_steady("T1", track)))
+        assert len(found) == 1
+        d = found.iloc[0]["details"]
+        assert d["pattern"] == "outlier"
+        assert [x["row"] for x in d["outlier_fixes"]] == [3, 4, 5, 6]
+        assert [s["anomalous"] for s in d["steps"]] == [True, False, False, False, True]
+        assert d["n_anomalous_steps"] == 2
+        assert d["return_step"]["distance_m"] == pytest.approx(150, abs=1)
+
+    def test_jumps_farther_apart_than_max_excursion_are_two_findings(self) -> None:
+        """A jump back after more than max_excursion_s is a second, separate jump."""
+        away = [(3000.0 + 100 * k, 0.0) for k in range(25)]  # 6 min displaced
+        track = [(0.0, 0.0), (100.0, 0.0), *away, (250.0, 0.0), (350.0, 0.0)]
+        pings = make_pings(_steady("T1", track))
+        found = detect_gps_anomaly(pings)
+        assert found["details"].map(lambda d: d["pattern"]).tolist() == ["jump", "jump"]
+        assert len(detect_gps_anomaly(pings, max_excursion_s=600)) == 1
+
+    def test_jump_back_elsewhere_is_not_an_excursion(self) -> None:
+        """Jumping away and then to a third far place is two jumps, not a return."""
+        track = [(0, 0), (100, 0), (3000, 0), (3100, 0), (3100, 6000), (3100, 6100)]
+        found = detect_gps_anomaly(make_pings(_steady("T1", track)))
+        assert found["details"].map(lambda d: d["pattern"]).tolist() == ["jump", "jump"]
 
     def test_consecutive_anomalous_steps_make_one_finding(self) -> None:
         """Three impossible steps in a row are grouped into one finding."""
@@ -137,6 +166,7 @@ class TestDetectGpsAnomaly:
         assert found.iloc[0]["details"]["thresholds"] == {
             "max_speed_kmh": 150.0,
             "min_jump_m": 300.0,
+            "max_excursion_s": 300.0,
         }
 
     def test_unsorted_pings_give_the_same_findings(self) -> None:
@@ -154,7 +184,7 @@ class TestDetectGpsAnomaly:
         assert list(found.columns) == list(FINDING_COLUMNS)
         validate_findings(found)
 
-    @pytest.mark.parametrize("name", ["max_speed_kmh", "min_jump_m"])
+    @pytest.mark.parametrize("name", ["max_speed_kmh", "min_jump_m", "max_excursion_s"])
     @pytest.mark.parametrize("value", [0, -5.0, math.nan])
     def test_bad_threshold_raises(self, name: str, value: float) -> None:
         """Thresholds must be finite and positive."""
@@ -202,12 +232,42 @@ class TestUpdateGpsAnomaly:
             emitted.append(finding is not None)
         assert emitted == [False, False, False, True]
 
+    def test_jump_is_held_until_it_cannot_return(self) -> None:
+        """A jump is emitted once max_excursion_s passes without a jump back."""
+        track = [(0, 0), (100, 0), (3000, 0)] + [(3000 + 100 * k, 0) for k in range(1, 25)]
+        pings = make_pings(_steady("T1", track))
+        state, emitted = None, []
+        for ping in pings.to_dict("records"):
+            state, finding = update_gps_anomaly(state, ping)
+            emitted.append(finding is not None)
+        # The jump's origin is at 15 s; the first fix later than 15 + 300 s emits it.
+        assert emitted.index(True) == 22
+        assert sum(emitted) == 1
+
+    def test_two_findings_certain_at_once_come_one_per_call(self) -> None:
+        """A held jump and a new outlier settled by one fix are returned on successive calls."""
+        track = [(0, 0), (100, 0), (30000, 0), (30100, 0), (30200, 0), (40000, 0), (30300, 0)]
+        track += [(30400, 0), (30500, 0)]
+        pings = make_pings(_steady("T1", track))
+        batch = detect_gps_anomaly(pings)
+        assert batch["details"].map(lambda d: d["pattern"]).tolist() == ["jump", "outlier"]
+        state, emitted = None, []
+        for ping in pings.to_dict("records"):
+            state, finding = update_gps_anomaly(state, ping)
+            emitted.append(None if finding is None else finding["finding_id"])
+        # Both become certain at the fix after the return (index 7); the second comes at 8.
+        assert emitted[7:] == batch["finding_id"].tolist()
+        assert emitted[:7] == [None] * 7
+
     def test_state_is_plain_data(self) -> None:
         """The state (last fix and open run) is JSON-serialisable."""
         pings = make_pings(_steady("T1", [(0, 0), (5000, 0)])).to_dict("records")
         state, _ = update_gps_anomaly(None, pings[0])
         state, _ = update_gps_anomaly(state, pings[1])
         assert len(state["run"]) == 2
+        json.dumps(state)
+        state, _ = update_gps_anomaly(state, {**pings[1], "timestamp": "2024-03-04T12:00:30Z"})
+        assert state["pending"] is not None
         json.dumps(state)
 
     def test_ping_of_another_vehicle_raises(self) -> None:
@@ -227,10 +287,11 @@ class TestCloseGpsAnomaly:
         for ping in pings.to_dict("records"):
             state, finding = update_gps_anomaly(state, ping)
             assert finding is None
-        state, finding = close_gps_anomaly(state)
-        assert finding is not None
-        assert finding["finding_id"] == detect_gps_anomaly(pings).iloc[0]["finding_id"]
-        assert state is not None and state["run"] == []
+        state, findings = close_gps_anomaly(state)
+        assert [f["finding_id"] for f in findings] == detect_gps_anomaly(pings)[
+            "finding_id"
+        ].tolist()
+        assert state is not None and state["run"] == [] and state["pending"] is None
 
     @pytest.mark.parametrize("with_state", [False, True])
     def test_close_without_open_run_emits_nothing(self, with_state: bool) -> None:
@@ -239,4 +300,4 @@ class TestCloseGpsAnomaly:
         if with_state:
             ping = make_pings(_steady("T1", [(0, 0)])).to_dict("records")[0]
             state, _ = update_gps_anomaly(None, ping)
-        assert close_gps_anomaly(state)[1] is None
+        assert close_gps_anomaly(state)[1] == []
