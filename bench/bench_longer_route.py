@@ -16,6 +16,7 @@ detector (trips/s), Dijkstra batches and single pairs (scipy) against networkx.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -26,8 +27,6 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "tests" / "tracking" / "detectors"))
-
-import contextlib
 
 import detours  # noqa: E402
 
