@@ -651,7 +651,7 @@ def _share_near(
     trips: NDArray[np.int64],
     p: _Params,
 ) -> NDArray[np.float64]:
-    """Share of each trip's fixes within ``ROUTE_MATCH_M`` of its ``lines`` (NaN if not in trips)."""
+    """Share of each trip's fixes within ``ROUTE_MATCH_M`` of its ``lines`` (NaN: not judged)."""
     out = np.full(len(lines), np.nan)
     to_xy = pyproj.Transformer.from_crs(WGS84, graph.crs, always_xy=True)
     starts = np.searchsorted(fixes["trip"], trips, side="left")
