@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -215,3 +216,38 @@ class TestPresenceSummary:
         """A table without the presence flags is refused."""
         with pytest.raises(MissingColumnError, match="present"):
             presence_summary(pd.DataFrame({"vehicle_id": [], "stand_id": [], "date": []}))
+
+
+@pytest.mark.slow
+class TestPresenceOnPorto:
+    DATA = Path(__file__).resolve().parents[2] / "data" / "porto" / "derived"
+
+    def test_taxis_hailed_at_a_stand_are_present_there(self) -> None:
+        """Licensing each Porto taxi at the stands it was hailed at (CALL_TYPE B labels), the
+        taxi is present there on the local day of each such trip (boarding visits count whatever
+        their dwell): measured 461 of 477 licences (96.6 %) on 2013-07-01; the rest start more
+        than 100 m from the stand's point."""
+        from geo.cover import build_stand_cover, match_stands
+        from stands.layers import read_porto_stands
+        from stands.visits import detect_visits
+        from tracking.porto import read_porto_trips
+
+        pings, _, labels = read_porto_trips(self.DATA / "trips_combined.csv")
+        stands = read_porto_stands(self.DATA / "taxi_stands.csv", radius_m=100)
+        ping, stand = match_stands(
+            pings["lat"].to_numpy(), pings["lon"].to_numpy(), build_stand_cover(stands)
+        )
+        memberships = pd.DataFrame(
+            {"ping_index": ping, "stand_id": stands["stand_id"].to_numpy()[stand]}
+        )
+        visits = detect_visits(pings, memberships, max_gap_s=60)
+        hailed = labels[(labels["call_type"] == "B") & labels["origin_stand"].notna()]
+        day = dt.date(2013, 7, 1)
+        local = hailed["started_at"].dt.tz_convert("Europe/Lisbon").dt.date
+        hailed = hailed[local == day]
+        lic = hailed[["vehicle_id", "origin_stand"]].drop_duplicates()
+        lic = lic.rename(columns={"origin_stand": "stand_id"})
+        table = presence(visits, lic, pings, start=day, end=day, timezone="Europe/Lisbon")
+        assert len(table) == len(lic) == 477
+        assert table["operated"].all()
+        assert table["present"].sum() == 461

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import geopandas as gpd
@@ -232,3 +233,23 @@ class TestLinkResolution:
     def test_resolution_for_radius(self, radius_m: float, resolution: int) -> None:
         """The typical link distance (2.7 edges) is nearest the radius."""
         assert link_resolution(radius_m) == resolution
+
+
+@pytest.mark.slow
+class TestDetectIllegalStandFormationOnPorto:
+    DATA = Path(__file__).resolve().parents[3] / "data" / "porto" / "derived"
+
+    def test_porto_passenger_trips_form_no_illegal_stand(self) -> None:
+        """Porto fixes are all 'occupied' (passenger trips): of 276 stops, 56 last 10 min or
+        more, none of them waiting for a passenger, so no place is reported."""
+        from stands.layers import read_porto_stands
+        from tracking.porto import read_porto_trips
+
+        pings, _, _ = read_porto_trips(self.DATA / "trips_combined.csv")
+        stands = read_porto_stands(self.DATA / "taxi_stands.csv", radius_m=100)
+        stops = detect_stops(pings)
+        assert (len(stops), int((stops["duration_s"] >= 600).sum())) == (276, 56)
+        assert detect_illegal_stand_formation(stops, pings, stands).empty
+        # Even if the meter had been free, no place gathers 3 taxis on 3 days in this sample.
+        free = pings.assign(meter="free")
+        assert detect_illegal_stand_formation(stops, free, stands, timezone="Europe/Lisbon").empty
