@@ -228,6 +228,10 @@ def detect_queue_jump(
                     "fix_at_our_boarding": fix,
                 }
             )
+        unique: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for fx in fixes:
+            unique.setdefault((fx["timestamp"], fx["row"], fx["lat"], fx["lon"]), fx)
+        fixes = list(unique.values())
         excess = (max(waits) - min_wait_ahead_s) / (2.0 * max(min_wait_ahead_s, 60.0))
         conf = 0.55 + 0.1 * min(len(ahead) - 1, 3) + 0.25 * min(1.0, excess)
         details = {
