@@ -24,8 +24,7 @@ class PingFormat(StrEnum):
 
 
 MUNICIPALITY_TIMEZONES = {"1100205": "America/Porto_Velho"}
-_STAGES = 6
-PORTO_TRIP_GAP_S = 60.0
+_STAGES = 7
 
 
 def _is_porto(path: Path) -> bool:
@@ -72,8 +71,7 @@ def analyze(
     params = AnalysisParams(
         timezone=tz,
         h3_resolution=h3_resolution or defaults.h3_resolution,
-        # Porto trips are separate records of 15 s fixes: a minute of silence splits them.
-        trip_max_gap_s=trip_max_gap_s or (PORTO_TRIP_GAP_S if porto else defaults.trip_max_gap_s),
+        trip_max_gap_s=trip_max_gap_s or defaults.trip_max_gap_s,
     )
     as_of_date = _parse_date(as_of) if as_of else None
     console = Console(stderr=True)

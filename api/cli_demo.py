@@ -23,7 +23,7 @@ PORTO_ALEGRE = "4314902"
 POA_STAND_RADIUS_M = 30.0
 PORTO_STAND_RADIUS_M = 100.0
 RECALL_RADII_M = (50.0, 100.0, 150.0)
-PORTO_TRIP_GAP_S = 60.0
+TRACK_BREAK_S = 60.0  # map lines: Porto fixes come every 15 s
 
 
 def _paths(data: Path) -> dict[str, Path]:
@@ -161,7 +161,7 @@ def _replay_porto(
     from tracking.porto import read_porto_trips
     from tracking.porto_eval import boarding_recall
 
-    params = AnalysisParams(trip_max_gap_s=PORTO_TRIP_GAP_S, timezone="Europe/Lisbon")
+    params = AnalysisParams(timezone="Europe/Lisbon")
     with console.status("Reproduzindo as viagens do Porto contra os 63 pontos…"):
         pings, rejected, labels = read_porto_trips(paths["porto_trips"])
         recall = {}
@@ -210,7 +210,7 @@ def _tracks(pings: Any) -> Any:
     ts = pings["timestamp"].astype("int64").to_numpy() // 1_000_000_000
     veh = pings["vehicle_id"].to_numpy()
     new = np.ones(len(pings), dtype=bool)
-    new[1:] = (veh[1:] != veh[:-1]) | (np.diff(ts) > PORTO_TRIP_GAP_S)
+    new[1:] = (veh[1:] != veh[:-1]) | (np.diff(ts) > TRACK_BREAK_S)
     run = np.cumsum(new) - 1
     sizes = np.bincount(run)
     keep = sizes[run] >= 2

@@ -54,7 +54,15 @@ from stands._errors import (
 )
 from stands.frames import STAND_ID
 from stands.licences import DEFAULT_TIMEZONE, check_timezone, is_licensed
-from tracking.frames import METER, METER_VALUES, ROW, TIMESTAMP, VEHICLE_ID, VISIT_COLUMNS
+from tracking.frames import (
+    METER,
+    METER_VALUES,
+    ROW,
+    TIMESTAMP,
+    TRIP_REF,
+    VEHICLE_ID,
+    VISIT_COLUMNS,
+)
 
 PING_INDEX = "ping_index"
 MEMBERSHIP_COLUMNS = (PING_INDEX, STAND_ID)
@@ -404,7 +412,12 @@ def detect_visits(
     silences = np.cumsum(silence)
     occupied_prev = np.zeros(n, dtype=bool)
     occupied_prev[1:] = occupied[:-1]
-    trip_start = np.flatnonzero(occupied & (silence | ~occupied_prev))
+    new_record = np.zeros(n, dtype=bool)  # trip-record datasets: a new record is a new trip
+    if TRIP_REF in pings.columns:
+        ref = pings[TRIP_REF].to_numpy(dtype=object)
+        ref = ref if order is None else ref[order]
+        new_record[1:] = ref[1:] != ref[:-1]
+    trip_start = np.flatnonzero(occupied & (silence | ~occupied_prev | new_record))
 
     # Memberships sorted by (stand, position) with duplicates removed: one packed key.
     positions = ping_index if order is None else pos_of[ping_index]

@@ -5,7 +5,9 @@ Pings (validated fixes, in memory) are sorted by (vehicle_id, timestamp) with a 
 ``speed_kmh``/``heading_deg``/``accuracy_m`` float64 (NaN when absent), ``meter`` str
 (``free``/``occupied``/``off`` or None), ``tariff`` Int8 (1/2 or <NA>), ``driver_id`` str or None,
 ``row`` int64 (1-based data row of the source file), ``speed_flag`` bool (implied speed from the
-previous fix of the vehicle above the limit: kept, flagged).
+previous fix of the vehicle above the limit: kept, flagged). Optional ``trip_ref`` str: the source
+trip record of trip-record datasets (Porto ECML/PKDD); a change of ``trip_ref`` is a meter cycle
+(the passenger left, the meter went free) even though no free fix was observed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ ROW = "row"
 SPEED_FLAG = "speed_flag"
 STAND_ID = "stand_id"
 REASON = "reason"
+TRIP_REF = "trip_ref"
 
 METER_VALUES = ("free", "occupied", "off")
 TARIFF_VALUES = (1, 2)

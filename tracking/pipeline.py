@@ -20,17 +20,27 @@ import pandas as pd
 
 from geo.cover import DEFAULT_RESOLUTION, build_stand_cover, match_stands
 from geo.crs import haversine_m
+from geo.roads import RoadGraph
 from stands.licences import licence_frame_from_fleet
 from stands.occupancy import occupancy
 from stands.visits import BOARDED_AT, detect_visits
 from tracking import frames as fr
+from tracking.detect import DetectorInputs, Thresholds, run_detectors
+from tracking.detectors.findings import KINDS, empty_findings, write_findings_geojson
 from tracking.ingest import write_rejected
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
 
 Progress = Callable[[str], None]
 
-OUTPUT_FILES = ("stand_visits.csv", "trips.csv", "rejected.csv", "occupancy.csv", "summary.json")
+OUTPUT_FILES = (
+    "findings.geojson",
+    "stand_visits.csv",
+    "trips.csv",
+    "rejected.csv",
+    "occupancy.csv",
+    "summary.json",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +70,8 @@ class AnalysisResult:
     trips: pd.DataFrame
     stops: pd.DataFrame
     occupancy: pd.DataFrame
+    findings: gpd.GeoDataFrame = field(default_factory=empty_findings)
+    skipped_detectors: dict[str, str] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
 
 
@@ -134,6 +146,11 @@ def analyze_pings(
     stands: gpd.GeoDataFrame,
     *,
     fleet: pd.DataFrame | None = None,
+    boundary: Any = None,
+    roads: RoadGraph | None = None,
+    as_of: dt.date | None = None,
+    thresholds: Thresholds | None = None,
+    kinds: tuple[str, ...] = KINDS,
     params: AnalysisParams = AnalysisParams(),
     progress: Progress = _noop,
 ) -> AnalysisResult:
@@ -146,7 +163,17 @@ def analyze_pings(
     stands : geopandas.GeoDataFrame
         Stands frame (``stands/frames.py``).
     fleet : pandas.DataFrame, optional
-        Fleet frame; without it ``licensed`` is unknown.
+        Fleet frame; without it ``licensed`` is unknown and the fleet detectors are skipped.
+    boundary : shapely geometry, optional
+        Municipal boundary (EPSG:4326) for ``outside_municipality``.
+    roads : geo.roads.RoadGraph, optional
+        Road network for ``longer_route`` (without it: past trips between the same cells).
+    as_of : datetime.date, optional
+        Last local day analysed (default: the last day with fixes).
+    thresholds : mapping, optional
+        ``{kind: {parameter: value}}`` for the detectors (the municipality's configuration).
+    kinds : tuple of str
+        Finding kinds to detect.
     params : AnalysisParams
         Thresholds.
     progress : callable
@@ -186,6 +213,25 @@ def analyze_pings(
     progress("Calculando ocupação dos pontos")
     occ = occupancy(visits, stands, bucket=params.occupancy_bucket, include_idle=False)
 
+    progress("Rodando os detectores de infrações")
+    findings, skipped = run_detectors(
+        DetectorInputs(
+            pings=pings,
+            visits=visits,
+            trips=trips,
+            stops=stops,
+            stands=stands,
+            fleet=fleet,
+            licences=licences,
+            boundary=boundary,
+            roads=roads,
+            as_of=as_of,
+            timezone=params.timezone,
+        ),
+        thresholds=thresholds,
+        kinds=kinds,
+    )
+
     result = AnalysisResult(
         pings=pings,
         rejected=rejected,
@@ -194,6 +240,8 @@ def analyze_pings(
         trips=trips,
         stops=stops,
         occupancy=occ,
+        findings=findings,
+        skipped_detectors=skipped,
     )
     result.summary = summarize(result, params=params, n_matched=int(np.unique(ping_idx).size))
     return result
@@ -224,6 +272,11 @@ def summarize(result: AnalysisResult, *, params: AnalysisParams, n_matched: int)
         "trips": int(len(trips)),
         "trips_from_stands": int(trips["pickup_stand_id"].notna().sum()) if len(trips) else 0,
         "stops": int(len(result.stops)),
+        "findings": int(len(result.findings)),
+        "findings_by_kind": {
+            str(k): int(v) for k, v in result.findings["kind"].value_counts().sort_index().items()
+        },
+        "detectors_skipped": result.skipped_detectors,
         "time_span_utc": span,
         "parameters": asdict(params),
     }
@@ -244,6 +297,7 @@ def write_outputs(result: AnalysisResult, out_dir: Path) -> list[Path]:
         Created if missing.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
+    write_findings_geojson(result.findings, out_dir / "findings.geojson")
     visits = result.visits.loc[:, list(fr.VISIT_COLUMNS)].copy()
     for col in ("arrived_at", "departed_at"):
         visits[col] = _iso_utc(visits[col])

@@ -44,7 +44,7 @@ from tracking.validate import make_rejected, validate_pings
 POINT_INTERVAL_S = 15
 """Sampling period of the Porto polylines (seconds)."""
 
-TRIP_REF = "trip_ref"
+TRIP_REF = fr.TRIP_REF
 POINT_INDEX = "point_index"
 PORTO_REQUIRED = ("TRIP_ID", "CALL_TYPE", "ORIGIN_STAND", "TAXI_ID", "TIMESTAMP", "POLYLINE")
 LABEL_COLUMNS = (TRIP_REF, fr.VEHICLE_ID, "call_type", "origin_stand", "started_at", "n_points")
@@ -128,6 +128,9 @@ def read_porto_trips(
         }
     )
     pings, rejected = validate_pings(raw, now=now, max_speed_kmh=max_speed_kmh)
+    # Each record is one passenger trip: keep it, so a new record is a new meter cycle.
+    ref_of_row = pd.Series(trip_ref.to_numpy(dtype=object), index=trip_row)
+    pings[fr.TRIP_REF] = ref_of_row.reindex(pings[fr.ROW].to_numpy()).to_numpy(dtype=object)
 
     trip_level = _trip_rejections(cells, start_ok, poly_ok, malformed)
     if len(trip_level):

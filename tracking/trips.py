@@ -129,6 +129,9 @@ def detect_trips(
     gap_ns = round(max_gap_s * _NS)
     new_segment = np.ones(n, dtype=bool)
     new_segment[1:] = (codes[1:] != codes[:-1]) | (np.diff(ts_ns) > gap_ns)
+    if fr.TRIP_REF in sorted_.columns:  # trip-record datasets: each record is its own trip
+        ref = sorted_[fr.TRIP_REF].to_numpy(dtype=object)
+        new_segment[1:] |= ref[1:] != ref[:-1]
 
     if fr.METER in sorted_.columns:
         meter = sorted_[fr.METER]

@@ -137,4 +137,4 @@ class TestAnalyze:
         assert done.returncode == 0, done.stderr
         summary = json.loads((out / "summary.json").read_text())
         assert summary["trips"] >= 35
-        assert summary["parameters"]["trip_max_gap_s"] == 60.0
+        assert summary["findings_by_kind"].get("tracking_gap", 0) == 0  # records, not gaps

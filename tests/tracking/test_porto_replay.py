@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from stands.layers import read_porto_stands
-from tracking.pipeline import AnalysisParams, analyze_pings
+from tracking.pipeline import analyze_pings
 from tracking.porto import read_porto_trips
 from tracking.porto_eval import boarding_recall
 
@@ -26,7 +26,7 @@ class TestBoardingRecall:
         """Every B trip whose first fix lies inside its labelled stand boards at that stand."""
         pings, rejected, labels = porto
         stands = read_porto_stands(DATA / "derived" / "taxi_stands.csv", radius_m=radius_m)
-        result = analyze_pings(pings, rejected, stands, params=AnalysisParams(trip_max_gap_s=60))
+        result = analyze_pings(pings, rejected, stands, kinds=())
         r = boarding_recall(labels, pings, result.visits, result.trips, stands)
         assert r["labelled"] == 916
         assert r["detected_inside"] == r["first_fix_inside"]

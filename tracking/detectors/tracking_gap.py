@@ -47,6 +47,7 @@ import shapely
 from numpy.typing import NDArray
 
 from geo.crs import haversine_m
+from tracking import frames as fr
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._track_kernels import (
     METER_NAMES,
@@ -110,6 +111,10 @@ def detect_tracking_gap(
     dt_ns = np.diff(track.ts_ns)
     cand = np.flatnonzero(same & (dt_ns > round(max_gap_s * NS)))
     cand = cand[track.meter[cand] == METER_OCCUPIED]
+    if fr.TRIP_REF in pings.columns:  # trip records: silence between two records is no gap
+        ref = pings.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")[fr.TRIP_REF]
+        ref_a = ref.to_numpy(dtype=object)
+        cand = cand[ref_a[cand] == ref_a[cand + 1]]
     if not len(cand):
         return findings_from_records([])
     found, _, _, _ = _gap_kernel(track, cand, max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
@@ -157,7 +162,7 @@ def update_tracking_gap(
     check_positive(max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
     fix = live_fix(ping)
     if state is None:
-        return {"last": fix}, None
+        return {"last": fix, "trip_ref": ping.get(fr.TRIP_REF)}, None
     last = state["last"]
     if last["vehicle_id"] != fix["vehicle_id"]:
         msg = (
@@ -168,6 +173,10 @@ def update_tracking_gap(
     if fix["ts_ns"] <= last["ts_ns"]:
         return dict(state), None
     new_state = {"last": fix}
+    ref, last_ref = ping.get(fr.TRIP_REF), state.get("trip_ref")
+    new_state["trip_ref"] = ref
+    if ref is not None and last_ref is not None and ref != last_ref:
+        return new_state, None
     if fix["ts_ns"] - last["ts_ns"] <= round(max_gap_s * NS) or last["meter"] != "occupied":
         return new_state, None
     track = fix_arrays([last, fix])
