@@ -10,6 +10,11 @@ stay numbers and datetimes, other columns become text), then checked by
 :func:`tracking.validate.validate_pings`. A CSV record with the wrong number of fields is rejected
 as ``malformed_row`` with its fields kept in order (extra fields joined into the last column with
 ``,``), without stopping the read.
+
+:func:`read_pings` streams the file in chunks of ``chunk_rows`` rows (Arrow's streaming CSV
+reader, Parquet record batches) through :func:`tracking.validate.validate_ping_chunks`, so only
+the valid fixes, in compact arrays, and the rejected rows stay in memory: the peak is about the
+size of the resulting pings frame plus one chunk, whatever the file's size.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -29,16 +34,20 @@ import pyarrow.parquet as pq
 from tracking import frames as fr
 from tracking._errors import (
     EmptyFileError,
+    InvalidParameterError,
     MalformedFileError,
     MissingColumnsError,
     ReservedColumnError,
     UnsupportedFormatError,
 )
-from tracking.validate import make_rejected, validate_pings
+from tracking.validate import make_rejected, validate_ping_chunks
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
 _ID_COLUMNS = (fr.VEHICLE_ID, fr.DRIVER_ID)
 PARQUET_SUFFIXES = (".parquet", ".pq")
+DEFAULT_CHUNK_ROWS = 1_000_000
+"""Rows read and validated at a time by :func:`read_pings`."""
+_CSV_BLOCK_BYTES = 8 << 20
 
 
 def read_pings(
@@ -46,8 +55,9 @@ def read_pings(
     *,
     now: pd.Timestamp | None = None,
     max_speed_kmh: float = 250.0,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Read a pings file and validate it.
+    """Read a pings file and validate it, chunk by chunk.
 
     Parameters
     ----------
@@ -57,6 +67,8 @@ def read_pings(
         Reference instant for future timestamps (tz-aware); defaults to the current time.
     max_speed_kmh : float, default 250.0
         Implied speed above which a fix is flagged (``speed_flag``), never dropped.
+    chunk_rows : int, default 1,000,000
+        Rows read and validated at a time; the result does not depend on it.
 
     Returns
     -------
@@ -77,15 +89,30 @@ def read_pings(
         If a required column is absent (the message names them).
     ReservedColumnError
         If the file has a ``row`` or ``reason`` column.
+    InvalidParameterError
+        If ``chunk_rows`` is not a positive integer.
     FileNotFoundError
         If the file does not exist.
     """
-    raw, malformed = read_raw_pings(path)
-    pings, rejected = validate_pings(raw, now=now, max_speed_kmh=max_speed_kmh)
-    if len(malformed):
-        rejected = pd.concat([malformed, rejected], ignore_index=True)
-        rejected = rejected.sort_values(fr.ROW, kind="stable", ignore_index=True)
-    return pings, rejected
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+        msg = f"'chunk_rows' era {chunk_rows!r}; esperado um inteiro positivo"
+        raise InvalidParameterError(msg)
+    p = Path(path)
+    name = p.name.lower()
+    if name.endswith(CSV_SUFFIXES):
+        return _read_csv_pings(p, now=now, max_speed_kmh=max_speed_kmh, chunk_rows=chunk_rows)
+    if name.endswith(PARQUET_SUFFIXES):
+        if not p.is_file():
+            raise FileNotFoundError(f"arquivo de pings não encontrado: {p}")
+        integral = _integral_id_columns(p)
+        return validate_ping_chunks(
+            lambda: _iter_parquet_chunks(p, chunk_rows=chunk_rows, integral_ids=integral),
+            now=now,
+            max_speed_kmh=max_speed_kmh,
+        )
+    allowed = ", ".join((*CSV_SUFFIXES, *PARQUET_SUFFIXES))
+    msg = f"formato de arquivo de pings não suportado: {p.name}; esperado um de {allowed}"
+    raise UnsupportedFormatError(msg)
 
 
 def read_raw_pings(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -317,7 +344,196 @@ def _split_records(texts: list[str]) -> Iterator[list[str]]:
         yield next(csv.reader([text]), [])
 
 
+def _read_csv_pings(
+    path: Path, *, now: pd.Timestamp | None, max_speed_kmh: float, chunk_rows: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if not path.is_file():
+        raise FileNotFoundError(f"arquivo de pings não encontrado: {path}")
+    names = _read_header(path)
+    _check_columns(names, required=fr.PING_REQUIRED, source=path.name)
+    # Chunks carry the ordinal of each parsed record as ``row``; the file's data rows are only
+    # known once every malformed record has been met, so rows are mapped at the end.
+    runs: list[list[tuple[int | None, str]]] = []
+
+    def chunks() -> Iterator[pd.DataFrame]:
+        bad: list[tuple[int | None, str]] = []
+        runs.append(bad)
+        return _iter_csv_chunks(path, names, chunk_rows=chunk_rows, bad=bad)
+
+    pings, rejected = validate_ping_chunks(chunks, now=now, max_speed_kmh=max_speed_kmh)
+    bad = runs[0]
+    if not bad:
+        return pings, rejected
+    if any(number is None for number, _ in bad):
+        msg = f"{path.name}: não foi possível numerar as linhas malformadas do CSV"
+        raise MalformedFileError(msg)
+    bad = sorted(bad, key=lambda item: item[0] or 0)
+    bad_rows = np.array([(number or 0) - 1 for number, _ in bad], dtype=np.int64)
+    pings[fr.ROW] = _data_rows(pings[fr.ROW].to_numpy(dtype=np.int64), bad_rows)
+    rejected[fr.ROW] = _data_rows(rejected[fr.ROW].to_numpy(dtype=np.int64), bad_rows)
+    malformed = make_rejected(
+        _malformed_frame(bad_rows, [text for _, text in bad], names),
+        ["malformed_row"] * len(bad_rows),
+    )
+    rejected = pd.concat([malformed, rejected], ignore_index=True)
+    return pings, rejected.sort_values(fr.ROW, kind="stable", ignore_index=True)
+
+
+def _data_rows(ordinals: np.ndarray, bad_rows: np.ndarray) -> np.ndarray:
+    """Map the ordinal of each parsed record (1-based) to its data row, skipping ``bad_rows``.
+
+    The j-th parsed record is data row j + #{i : bad_rows[i] - i <= j} (``bad_rows`` sorted).
+    """
+    shifted = bad_rows - np.arange(len(bad_rows), dtype=np.int64)
+    return ordinals + np.searchsorted(shifted, ordinals, side="right")
+
+
+def _iter_csv_chunks(
+    path: Path, names: list[str], *, chunk_rows: int, bad: list[tuple[int | None, str]]
+) -> Iterator[pd.DataFrame]:
+    """Yield the cells of a CSV file as text, ``chunk_rows`` records at a time.
+
+    ``row`` is the ordinal of the record among the well-formed ones; malformed records go to
+    ``bad`` as (line number counting the header, text), as Arrow's serial parser reports them.
+    """
+
+    def on_invalid(row: pcsv.InvalidRow) -> str:
+        bad.append((row.number, row.text))
+        return "skip"
+
+    try:
+        reader = pcsv.open_csv(
+            path,
+            read_options=pcsv.ReadOptions(
+                column_names=names, skip_rows=1, use_threads=False, block_size=_CSV_BLOCK_BYTES
+            ),
+            parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
+            convert_options=pcsv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.large_string()),
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except pa.ArrowInvalid as exc:
+        raise MalformedFileError(f"{path.name}: CSV inválido ({exc})") from exc
+    done = 0
+    for table in _rebatch(_csv_batches(reader, path), chunk_rows):
+        yield _cells_frame(table, names, first_row=done + 1)
+        done += table.num_rows
+    if done == 0:
+        yield _cells_frame(pa.table({n: pa.array([], pa.large_string()) for n in names}), names)
+
+
+def _csv_batches(reader: pcsv.CSVStreamingReader, path: Path) -> Iterator[pa.RecordBatch]:
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except pa.ArrowInvalid as exc:
+            raise MalformedFileError(f"{path.name}: CSV inválido ({exc})") from exc
+        yield batch
+
+
+def _rebatch(batches: Iterable[pa.RecordBatch], chunk_rows: int) -> Iterator[pa.Table]:
+    """Regroup record batches into tables of ``chunk_rows`` rows (the last one may be shorter)."""
+    parts: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        start = 0
+        while start < batch.num_rows:
+            n = min(chunk_rows - size, batch.num_rows - start)
+            parts.append(batch.slice(start, n))
+            size += n
+            start += n
+            if size == chunk_rows:
+                yield pa.Table.from_batches(parts)
+                parts, size = [], 0
+    if size:
+        yield pa.Table.from_batches(parts)
+
+
+def _cells_frame(table: pa.Table, names: list[str], *, first_row: int = 1) -> pd.DataFrame:
+    raw = pd.DataFrame(
+        {name: pd.Series(pd.array(table.column(name), dtype="str")) for name in names},
+        copy=False,
+    )
+    raw[fr.ROW] = np.arange(first_row, first_row + table.num_rows, dtype=np.int64)
+    return raw
+
+
 # --- Parquet -------------------------------------------------------------------------------
+
+
+def _open_parquet(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        if path.stat().st_size == 0:
+            raise EmptyFileError(f"{path.name}: arquivo vazio") from exc
+        raise MalformedFileError(f"{path.name}: Parquet inválido ({exc})") from exc
+
+
+def _integral_id_columns(path: Path) -> set[str]:
+    """Return the float identifier columns whose values are all integral (int with nulls).
+
+    Decided over the whole file, so that every chunk converts them alike.
+    """
+    pf = _open_parquet(path)
+    schema = pf.schema_arrow
+    check_ping_columns([n.strip() for n in schema.names], source=path.name)
+    out: set[str] = set()
+    for name in schema.names:
+        typ = schema.field(name).type
+        if pa.types.is_dictionary(typ):
+            typ = typ.value_type
+        if name.strip() in _ID_COLUMNS and pa.types.is_floating(typ):
+            try:
+                column = pf.read(columns=[name]).column(0)
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise MalformedFileError(f"{path.name}: Parquet inválido ({exc})") from exc
+            values = np.asarray(column.cast(pa.float64()).to_numpy(), dtype=np.float64)
+            if _all_integral(values):
+                out.add(name)
+    return out
+
+
+def _iter_parquet_chunks(
+    path: Path, *, chunk_rows: int, integral_ids: set[str]
+) -> Iterator[pd.DataFrame]:
+    """Yield the raw cells of a Parquet file, ``chunk_rows`` rows at a time."""
+    pf = _open_parquet(path)
+    done = 0
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        it = iter(pf.iter_batches(batch_size=chunk_rows))
+        while True:
+            try:
+                batch = next(it)
+            except StopIteration:
+                return
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise MalformedFileError(f"{path.name}: Parquet inválido ({exc})") from exc
+            yield batch
+
+    for table in _rebatch(batches(), chunk_rows):
+        yield _parquet_frame(table, integral_ids=integral_ids, first_row=done + 1)
+        done += table.num_rows
+    if done == 0:
+        yield _parquet_frame(pf.schema_arrow.empty_table(), integral_ids=integral_ids)
+
+
+def _parquet_frame(table: pa.Table, *, integral_ids: set[str], first_row: int = 1) -> pd.DataFrame:
+    out: dict[str, pd.Series] = {}
+    for name in table.column_names:
+        key = name.strip()
+        series = _parquet_column(table.column(name), is_time=key == fr.TIMESTAMP)
+        if name in integral_ids and pd.api.types.is_float_dtype(series.dtype):
+            series = _float_ids_to_int(series)
+        out[key] = series
+    raw = pd.DataFrame(out, copy=False)
+    raw[fr.ROW] = np.arange(first_row, first_row + len(raw), dtype=np.int64)
+    return raw
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
@@ -364,12 +580,19 @@ def _nullable_int(typ: pa.DataType) -> pd.api.extensions.ExtensionDtype | None:
 
 def _integral_float_ids(series: pd.Series) -> pd.Series:
     """Turn identifiers stored as floats (an int column with nulls) back to ints: 12.0 -> 12."""
+    if _all_integral(series.to_numpy(dtype=np.float64)):
+        return _float_ids_to_int(series)
+    return series
+
+
+def _all_integral(values: np.ndarray) -> bool:
+    finite = values[np.isfinite(values)]
+    return bool(np.all(finite == np.round(finite)) and np.all(np.abs(finite) < 2**53))
+
+
+def _float_ids_to_int(series: pd.Series) -> pd.Series:
     values = series.to_numpy(dtype=np.float64)
     finite = np.isfinite(values)
-    if np.all(values[finite] == np.round(values[finite])) and np.all(
-        np.abs(values[finite]) < 2**53
-    ):
-        return pd.Series(
-            pd.array(np.where(finite, values, 0).astype(np.int64), dtype="Int64")
-        ).mask(~finite)
-    return series
+    return pd.Series(pd.array(np.where(finite, values, 0).astype(np.int64), dtype="Int64")).mask(
+        ~finite
+    )

@@ -47,11 +47,17 @@ coordinates. Row-level checks come first; the duplicate checks only look at rows
 
 "Earlier" means earlier in the order of the raw frame (the file order). Fixes implying an
 impossible speed are *kept* and flagged (``speed_flag``), never rejected.
+
+Long inputs are validated chunk by chunk with :func:`validate_ping_chunks` (what
+:func:`tracking.ingest.read_pings` does): the same rules, the same result, with only the valid
+fixes kept between chunks in compact arrays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -98,6 +104,13 @@ _NUMERIC_RE = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
 _OFFSET_RE = r"\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s*(?:z|[+-]\d{2}(?::?\d{2})?)$"
 
 
+ChunkSource = Callable[[], Iterable[pd.DataFrame]]
+"""A zero-argument callable returning the raw chunks of one input, in input order, each time."""
+
+KEPT_BYTES_PER_ROW = 78
+"""Memory held per kept fix between chunks by :func:`validate_ping_chunks` (arrays + key index)."""
+
+
 def validate_pings(
     raw: pd.DataFrame,
     *,
@@ -138,10 +151,53 @@ def validate_pings(
     InvalidParameterError
         If ``now`` is naive or a threshold is not positive.
     """
-    missing = [c for c in (fr.ROW, *fr.PING_REQUIRED) if c not in raw.columns]
-    if missing:
-        msg = f"faltam coluna(s) obrigatória(s) nos pings: {', '.join(missing)}"
-        raise MissingColumnsError(msg)
+    return validate_ping_chunks(
+        lambda: (raw,),
+        now=now,
+        max_speed_kmh=max_speed_kmh,
+        future_tolerance_s=future_tolerance_s,
+    )
+
+
+def validate_ping_chunks(
+    chunks: ChunkSource,
+    *,
+    now: pd.Timestamp | None = None,
+    max_speed_kmh: float = 250.0,
+    future_tolerance_s: float = FUTURE_TOLERANCE_S,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Validate raw fixes given in consecutive chunks, as :func:`validate_pings` on all of them.
+
+    Each chunk is checked on its own and dropped; between chunks only the valid fixes are kept,
+    in compact arrays (about :data:`KEPT_BYTES_PER_ROW` bytes a fix: vehicle and driver as codes
+    into dictionaries, ``meter`` and ``tariff`` as small codes), plus the rejected rows with
+    their cells. Duplicates across chunk boundaries follow the same rules as within one frame:
+    a kept fix's (vehicle, instant) is found through a 64-bit hash, and every hash match is
+    checked against the exact key. A later row with the key of a kept fix of an earlier chunk
+    and the same parsed values (coordinates, speed, meter, ...) may still differ in how a cell
+    is written, so ``duplicate`` versus ``conflicting_duplicate`` is settled by comparing the
+    cells: ``chunks`` is called a second time, only then, to fetch the kept rows concerned.
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns an iterable of raw frames (as :func:`validate_pings` takes them), in input
+        order, with the same columns; ``row`` values identify rows across calls.
+    now, max_speed_kmh, future_tolerance_s
+        As in :func:`validate_pings`.
+
+    Returns
+    -------
+    pings, rejected : pandas.DataFrame
+        As :func:`validate_pings` returns them for the concatenation of the chunks.
+
+    Raises
+    ------
+    MissingColumnsError
+        If a chunk lacks ``row`` or a required ping column.
+    InvalidParameterError
+        If ``now`` is naive or a threshold is not positive.
+    """
     now_ts = _check_now(now)
     if not max_speed_kmh > 0:
         msg = f"'max_speed_kmh' era {max_speed_kmh}; esperado um número positivo"
@@ -149,80 +205,21 @@ def validate_pings(
     if not future_tolerance_s >= 0:
         msg = f"'future_tolerance_s' era {future_tolerance_s}; esperado um número >= 0"
         raise InvalidParameterError(msg)
-
-    n = len(raw)
-    code = np.zeros(n, dtype=np.int8)
-
-    def flag(reason: str, bad: NDArray[np.bool_]) -> None:
-        code[(code == 0) & bad] = _CODE[reason]
-
-    vehicle = _arrow_text(raw[fr.VEHICLE_ID])
-    flag("empty_vehicle_id", _np(pc.equal(vehicle, "")).astype(bool))
-
-    lat, lat_missing, lat_invalid = _as_number(raw[fr.LAT])
-    lon, lon_missing, lon_invalid = _as_number(raw[fr.LON])
-    flag("missing_coordinates", lat_missing | lon_missing)
-    flag("invalid_coordinates", lat_invalid | lon_invalid)
-    with np.errstate(invalid="ignore"):
-        flag("out_of_range_coordinates", (np.abs(lat) > 90.0) | (np.abs(lon) > 180.0))
-        flag("null_island", (lat == 0.0) & (lon == 0.0))
-
-    ts_ns, ts_missing, ts_unparseable, ts_naive = _parse_timestamps(raw[fr.TIMESTAMP])
-    flag("missing_timestamp", ts_missing)
-    flag("unparseable_timestamp", ts_unparseable)
-    flag("naive_timestamp", ts_naive)
     limit_ns = now_ts.value + int(round(future_tolerance_s * 1e9))
-    flag("future_timestamp", (code == 0) & (ts_ns > limit_ns))
-
-    meter = pc.utf8_lower(_optional_text(raw, fr.METER, n))
-    meter_given = _np(pc.not_equal(meter, "")).astype(bool)
-    meter_known = _np(pc.is_in(meter, value_set=pa.array(fr.METER_VALUES))).astype(bool)
-    flag("unknown_meter", meter_given & ~meter_known)
-
-    tariff, _, tariff_invalid = _optional_number(raw, fr.TARIFF, n)
-    with np.errstate(invalid="ignore"):
-        bad_tariff = tariff_invalid | (~np.isnan(tariff) & ~np.isin(tariff, fr.TARIFF_VALUES))
-    flag("unknown_tariff", bad_tariff)
-
-    with np.errstate(invalid="ignore"):
-        speed, _, bad = _optional_number(raw, fr.SPEED_KMH, n)
-        flag("invalid_speed", bad | (speed < 0))
-        heading, _, bad = _optional_number(raw, fr.HEADING_DEG, n)
-        flag("invalid_heading", bad | (heading < 0) | (heading > 360))
-        accuracy, _, bad = _optional_number(raw, fr.ACCURACY_M, n)
-        flag("invalid_accuracy", bad | (accuracy < 0))
-
-    uniques = pc.unique(vehicle)
-    uniques = pc.take(uniques, pc.sort_indices(uniques))
-    vehicle_codes = np.asarray(_np(pc.index_in(vehicle, value_set=uniques)), dtype=np.int64)
-    ok_pos = np.flatnonzero(code == 0)
-    order = ok_pos[_sort_order(vehicle_codes[ok_pos], ts_ns[ok_pos])]
-    dup = _flag_duplicates(raw, code, vehicle_codes, ts_ns, order)
-    if dup.any():
-        order = order[~dup]
-    ok = code == 0
-    pings = _build_pings(
-        order=order,
-        vehicle_codes=vehicle_codes,
-        vehicle_uniques=uniques,
-        ts_ns=ts_ns,
-        lat=lat,
-        lon=lon,
-        speed=speed,
-        heading=heading,
-        accuracy=accuracy,
-        meter=meter,
-        tariff=tariff,
-        driver=_optional_text(raw, fr.DRIVER_ID, n),
-        row=raw[fr.ROW].to_numpy(dtype=np.int64),
-        max_speed_kmh=max_speed_kmh,
+    state = _State()
+    for raw in chunks():
+        _add_chunk(state, raw, limit_ns=limit_ns)
+    if not state.rejected:
+        return empty_pings(), empty_rejected([])
+    rejected = (
+        pd.concat(state.rejected, ignore_index=True)
+        if len(state.rejected) > 1
+        else (state.rejected[0])
     )
-    bad_pos = np.flatnonzero(~ok)
-    reasons = pc.take(
-        pa.array(REJECTION_REASONS, type=pa.large_string()), pa.array(code[bad_pos] - 1)
-    )
-    rejected = make_rejected(raw.take(bad_pos), reasons)
-    return pings, rejected
+    state.rejected = []
+    if state.pending_rejected:
+        _settle_pending(state, rejected, chunks)
+    return _finish(state, max_speed_kmh=max_speed_kmh), rejected
 
 
 def make_rejected(
@@ -289,23 +286,7 @@ def empty_pings() -> pd.DataFrame:
     pandas.DataFrame
         Zero rows, columns :data:`tracking.frames.PING_COLUMNS`.
     """
-    empty = np.zeros(0, dtype=np.int64)
-    return _build_pings(
-        order=empty,
-        vehicle_codes=empty,
-        vehicle_uniques=pa.array([], type=pa.string()),
-        ts_ns=empty,
-        lat=np.zeros(0),
-        lon=np.zeros(0),
-        speed=np.zeros(0),
-        heading=np.zeros(0),
-        accuracy=np.zeros(0),
-        meter=pa.chunked_array([], type=pa.string()),
-        tariff=np.zeros(0),
-        driver=pa.chunked_array([], type=pa.string()),
-        row=empty,
-        max_speed_kmh=250.0,
-    )
+    return _finish(_State(), max_speed_kmh=250.0)
 
 
 def speed_flags(
@@ -336,8 +317,26 @@ def speed_flags(
     """
     n = len(ts_ns)
     flags = np.zeros(n, dtype=bool)
-    if n < 2:
-        return flags
+    # In blocks, so that the temporaries stay small on long inputs.
+    for start in range(1, n, _FLAG_BLOCK):
+        stop = min(n, start + _FLAG_BLOCK)
+        part = slice(start - 1, stop)
+        flags[start:stop] = _step_flags(
+            vehicle_codes[part], ts_ns[part], lat[part], lon[part], max_speed_kmh=max_speed_kmh
+        )
+    return flags
+
+
+def _step_flags(
+    vehicle_codes: NDArray[np.integer],
+    ts_ns: NDArray[np.int64],
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+    *,
+    max_speed_kmh: float,
+) -> NDArray[np.bool_]:
+    """Return the flags of fixes 1..n-1 of a block (fix 0 only gives the previous position)."""
+    flags = np.zeros(len(ts_ns) - 1, dtype=bool)
     same = vehicle_codes[1:] == vehicle_codes[:-1]
     reach_m = max_speed_kmh / 3.6 * (np.diff(ts_ns).astype(np.float64) / 1e9)
     # Cheap upper bound of the great-circle distance first: R·(|Δφ| + |Δλ|).
@@ -345,7 +344,7 @@ def speed_flags(
     maybe = np.flatnonzero(same & (bound_m > reach_m))
     if len(maybe):
         dist_m = haversine_m(lat[maybe], lon[maybe], lat[maybe + 1], lon[maybe + 1])
-        flags[maybe[dist_m > reach_m[maybe]] + 1] = True
+        flags[maybe[dist_m > reach_m[maybe]]] = True
     return flags
 
 
@@ -578,97 +577,480 @@ def _sort_order(codes: NDArray[np.int64], ts_ns: NDArray[np.int64]) -> NDArray[n
     return by_time[np.argsort(codes[by_time], kind="stable")]
 
 
-def _flag_duplicates(
+# --- the chunked engine ------------------------------------------------------------------------
+
+_FLAG_BLOCK = 1 << 20
+_N_BUCKETS = 256
+_BUCKET_SHIFT = np.uint64(56)
+_METER_CODES = pa.array(["", *fr.METER_VALUES], type=pa.string())
+_FLOAT_PARTS = ("lat", "lon", "speed", "heading", "accuracy")
+_OPTIONAL_FLOATS = {"speed": fr.SPEED_KMH, "heading": fr.HEADING_DEG, "accuracy": fr.ACCURACY_M}
+_PARTS = ("vcode", "ts", *_FLOAT_PARTS, "meter", "tariff", "driver", "row")
+_KEY_V = "__vehicle_code"
+_KEY_T = "__ts_ns"
+
+
+@dataclass(eq=False)
+class _Parsed:
+    """Row checks of one chunk: a reason code per row and the parsed values."""
+
+    code: NDArray[np.int8]
+    vehicle: pa.ChunkedArray
+    ts_ns: NDArray[np.int64]
+    lat: NDArray[np.float64]
+    lon: NDArray[np.float64]
+    floats: dict[str, NDArray[np.float64] | None]
+    meter: pa.ChunkedArray
+    tariff: NDArray[np.float64]
+    driver: pa.ChunkedArray
+
+
+@dataclass(eq=False)
+class _State:
+    """What :func:`validate_ping_chunks` keeps between chunks (plain data).
+
+    ``parts`` holds the kept fixes, one array per chunk and field (``None``: the column was
+    absent, all NaN); a kept fix's index counts kept fixes in input order. The key index maps
+    the 64-bit hash of (vehicle code, instant) of each kept fix to its index, in buckets by the
+    hash's top byte, each sorted. ``stored`` has the cells of the conflicting (and pending)
+    rows, which a later identical row duplicates.
+    """
+
+    n: int = 0
+    n_chunks: int = 0
+    n_rejected: int = 0
+    vehicles: dict[str, int] = field(default_factory=dict)
+    drivers: dict[str, int] = field(default_factory=dict)
+    parts: dict[str, list[NDArray[Any] | None]] = field(
+        default_factory=lambda: {name: [] for name in _PARTS}
+    )
+    starts: list[int] = field(default_factory=list)
+    index_hash: list[NDArray[np.uint64]] = field(
+        default_factory=lambda: [np.zeros(0, np.uint64) for _ in range(_N_BUCKETS)]
+    )
+    index_kept: list[NDArray[np.integer]] = field(
+        default_factory=lambda: [np.zeros(0, np.uint32) for _ in range(_N_BUCKETS)]
+    )
+    unindexed: int = 0
+    stored: list[pd.DataFrame] = field(default_factory=list)
+    rejected: list[pd.DataFrame] = field(default_factory=list)
+    pending_rejected: list[NDArray[np.int64]] = field(default_factory=list)
+    pending_kept: list[NDArray[np.int64]] = field(default_factory=list)
+
+
+def _row_checks(raw: pd.DataFrame, *, limit_ns: int) -> _Parsed:
+    """Apply the row-level rules to one chunk (every reason before the duplicate ones)."""
+    n = len(raw)
+    code = np.zeros(n, dtype=np.int8)
+
+    def flag(reason: str, bad: NDArray[np.bool_]) -> None:
+        code[(code == 0) & bad] = _CODE[reason]
+
+    vehicle = _arrow_text(raw[fr.VEHICLE_ID])
+    flag("empty_vehicle_id", _np(pc.equal(vehicle, "")).astype(bool))
+
+    lat, lat_missing, lat_invalid = _as_number(raw[fr.LAT])
+    lon, lon_missing, lon_invalid = _as_number(raw[fr.LON])
+    flag("missing_coordinates", lat_missing | lon_missing)
+    flag("invalid_coordinates", lat_invalid | lon_invalid)
+    with np.errstate(invalid="ignore"):
+        flag("out_of_range_coordinates", (np.abs(lat) > 90.0) | (np.abs(lon) > 180.0))
+        flag("null_island", (lat == 0.0) & (lon == 0.0))
+
+    ts_ns, ts_missing, ts_unparseable, ts_naive = _parse_timestamps(raw[fr.TIMESTAMP])
+    flag("missing_timestamp", ts_missing)
+    flag("unparseable_timestamp", ts_unparseable)
+    flag("naive_timestamp", ts_naive)
+    flag("future_timestamp", (code == 0) & (ts_ns > limit_ns))
+
+    meter = pc.utf8_lower(_optional_text(raw, fr.METER, n))
+    meter_given = _np(pc.not_equal(meter, "")).astype(bool)
+    meter_known = _np(pc.is_in(meter, value_set=pa.array(fr.METER_VALUES))).astype(bool)
+    flag("unknown_meter", meter_given & ~meter_known)
+
+    tariff, _, tariff_invalid = _optional_number(raw, fr.TARIFF, n)
+    with np.errstate(invalid="ignore"):
+        bad_tariff = tariff_invalid | (~np.isnan(tariff) & ~np.isin(tariff, fr.TARIFF_VALUES))
+    flag("unknown_tariff", bad_tariff)
+
+    floats: dict[str, NDArray[np.float64] | None] = {}
+    with np.errstate(invalid="ignore"):
+        speed, _, bad = _optional_number(raw, fr.SPEED_KMH, n)
+        flag("invalid_speed", bad | (speed < 0))
+        heading, _, bad = _optional_number(raw, fr.HEADING_DEG, n)
+        flag("invalid_heading", bad | (heading < 0) | (heading > 360))
+        accuracy, _, bad = _optional_number(raw, fr.ACCURACY_M, n)
+        flag("invalid_accuracy", bad | (accuracy < 0))
+    for name, values in (("speed", speed), ("heading", heading), ("accuracy", accuracy)):
+        floats[name] = values if _OPTIONAL_FLOATS[name] in raw.columns else None
+    return _Parsed(
+        code=code,
+        vehicle=vehicle,
+        ts_ns=ts_ns,
+        lat=lat,
+        lon=lon,
+        floats=floats,
+        meter=meter,
+        tariff=tariff,
+        driver=_optional_text(raw, fr.DRIVER_ID, n),
+    )
+
+
+def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int) -> None:
+    """Check one chunk, keep its new valid fixes, and record its rejected rows."""
+    missing = [c for c in (fr.ROW, *fr.PING_REQUIRED) if c not in raw.columns]
+    if missing:
+        msg = f"faltam coluna(s) obrigatória(s) nos pings: {', '.join(missing)}"
+        raise MissingColumnsError(msg)
+    parsed = _row_checks(raw, limit_ns=limit_ns)
+    code = parsed.code
+    ok = np.flatnonzero(code == 0)
+    take = pa.array(ok, type=pa.int64())
+    values: dict[str, NDArray[Any] | None] = {
+        "vcode": _encode(state.vehicles, pc.take(parsed.vehicle, take)),
+        "ts": parsed.ts_ns[ok],
+        "lat": parsed.lat[ok],
+        "lon": parsed.lon[ok],
+        **{k: (v[ok] if v is not None else None) for k, v in parsed.floats.items()},
+        "meter": np.asarray(
+            _np(pc.index_in(pc.take(parsed.meter, take), value_set=_METER_CODES)), dtype=np.int8
+        ),
+        "tariff": np.nan_to_num(parsed.tariff[ok], nan=0.0).astype(np.int8),
+        "driver": _encode(state.drivers, pc.take(parsed.driver, take)),
+        "row": raw[fr.ROW].to_numpy(dtype=np.int64)[ok],
+    }
+    del parsed
+    vg, t = values["vcode"], values["ts"]
+    _flush_index(state)
+    match = _lookup(state, vg, t)
+    later = np.zeros(len(ok), dtype=bool)
+    in_group = np.zeros(len(ok), dtype=bool)
+    if len(ok) > 1:
+        order = _sort_order(vg, t)
+        same = (vg[order[1:]] == vg[order[:-1]]) & (t[order[1:]] == t[order[:-1]])
+        later[order[1:][same]] = True
+        in_group[order[1:][same]] = True
+        in_group[order[:-1][same]] = True
+    seen = match >= 0
+    pending_pos = pending_kept = np.zeros(0, dtype=np.int64)
+    candidates = np.flatnonzero(in_group | seen)
+    if candidates.size:
+        pending_pos, pending_kept = _classify(
+            state, raw, code, ok=ok, candidates=candidates, later=later, match=match, values=values
+        )
+    keep = np.flatnonzero(~later & ~seen)
+    _append_kept(state, {k: (v[keep] if v is not None else None) for k, v in values.items()})
+
+    bad_pos = np.flatnonzero(code != 0)
+    reasons = pc.take(
+        pa.array(REJECTION_REASONS, type=pa.large_string()), pa.array(code[bad_pos] - 1)
+    )
+    piece = make_rejected(raw.take(bad_pos), reasons)
+    if pending_pos.size:
+        state.pending_rejected.append(state.n_rejected + np.searchsorted(bad_pos, pending_pos))
+        state.pending_kept.append(pending_kept)
+    if state.n_chunks == 0 or len(piece):
+        state.rejected.append(piece)
+    state.n_rejected += len(piece)
+    state.n_chunks += 1
+
+
+def _classify(
+    state: _State,
     raw: pd.DataFrame,
     code: NDArray[np.int8],
-    vehicle_codes: NDArray[np.int64],
-    ts_ns: NDArray[np.int64],
-    order: NDArray[np.intp],
-) -> NDArray[np.bool_]:
-    """Mark ``duplicate``/``conflicting_duplicate`` in ``code``; return the mask over ``order``.
-
-    ``order`` lists the rows that passed the row checks, sorted by (vehicle, time, input order).
-    """
-    dup = np.zeros(len(order), dtype=bool)
-    if len(order) < 2:
-        return dup
-    same = (vehicle_codes[order[1:]] == vehicle_codes[order[:-1]]) & (
-        ts_ns[order[1:]] == ts_ns[order[:-1]]
-    )
-    if not same.any():
-        return dup
-    in_group = np.zeros(len(order), dtype=bool)
-    in_group[1:] |= same
-    in_group[:-1] |= same
-    candidates = np.sort(order[in_group])  # input order
-    originals = [c for c in raw.columns if c != fr.ROW]
-    sub = pd.DataFrame(
-        {c: _as_text(raw[c].iloc[candidates]).to_numpy(dtype=object) for c in originals}
-    )
-    exact = sub.duplicated(keep="first").to_numpy(dtype=bool)
-    code[candidates[exact]] = _CODE["duplicate"]
-    rest = candidates[~exact]
-    key = pd.DataFrame({"v": vehicle_codes[rest], "t": ts_ns[rest]})
-    conflicting = key.duplicated(keep="first").to_numpy(dtype=bool)
-    code[rest[conflicting]] = _CODE["conflicting_duplicate"]
-    dup[in_group] = code[order[in_group]] != 0
-    return dup
-
-
-def _build_pings(
     *,
-    order: NDArray[np.int64],
-    vehicle_codes: NDArray[np.integer],
-    vehicle_uniques: pa.Array,
-    ts_ns: NDArray[np.int64],
-    lat: NDArray[np.float64],
-    lon: NDArray[np.float64],
-    speed: NDArray[np.float64],
-    heading: NDArray[np.float64],
-    accuracy: NDArray[np.float64],
-    meter: pa.ChunkedArray,
-    tariff: NDArray[np.float64],
-    driver: pa.ChunkedArray,
-    row: NDArray[np.int64],
-    max_speed_kmh: float,
-) -> pd.DataFrame:
-    codes = vehicle_codes[order]
-    t = ts_ns[order]
-    la = lat[order]
-    lo = lon[order]
-    take = pa.array(order, type=pa.int64())
-    tariff_out = tariff[order]
-    tariff_na = np.isnan(tariff_out)
-    frame = pd.DataFrame(
+    ok: NDArray[np.intp],
+    candidates: NDArray[np.intp],
+    later: NDArray[np.bool_],
+    match: NDArray[np.int64],
+    values: dict[str, NDArray[Any] | None],
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Mark ``duplicate``/``conflicting_duplicate`` among rows sharing a key with another.
+
+    ``candidates`` index ``ok`` (input order): rows of a (vehicle, instant) met twice in this
+    chunk, or already kept from an earlier chunk (``match`` >= 0). Returns the chunk positions
+    of the rows whose verdict waits for the cells of the kept fix of an earlier chunk, and the
+    index of that fix.
+    """
+    pos = ok[candidates]
+    originals = [c for c in raw.columns if c != fr.ROW]
+    cells = pd.DataFrame({c: _as_text(raw[c].iloc[pos]).reset_index(drop=True) for c in originals})
+    dup = cells.duplicated(keep="first").to_numpy(dtype=bool).copy()
+    seen = match[candidates] >= 0
+    vg = np.asarray(values["vcode"])[candidates]
+    t = np.asarray(values["ts"])[candidates]
+    ask = np.flatnonzero(seen & ~dup)
+    if ask.size and state.stored:
+        dup[ask] = _identical_to_stored(state, cells.iloc[ask], vg[ask], t[ask])
+    rest = (later[candidates] | seen) & ~dup
+    pend = np.flatnonzero(rest & seen)
+    if pend.size:
+        same = _same_values(state, values, candidates[pend], match[candidates[pend]])
+        pend = pend[same]
+    code[pos[dup]] = _CODE["duplicate"]
+    code[pos[rest]] = _CODE["conflicting_duplicate"]
+    if rest.any():
+        stored = cells.loc[rest].reset_index(drop=True)
+        stored.insert(0, _KEY_T, t[rest])
+        stored.insert(0, _KEY_V, vg[rest])
+        state.stored.append(stored)
+    return pos[pend].astype(np.int64), match[candidates[pend]]
+
+
+def _identical_to_stored(
+    state: _State, cells: pd.DataFrame, vg: NDArray[np.int32], t: NDArray[np.int64]
+) -> NDArray[np.bool_]:
+    """Whether each row is identical, cell for cell, to a stored row of an earlier chunk."""
+    if len(state.stored) > 1:
+        state.stored = [pd.concat(state.stored, ignore_index=True)]
+    stored = state.stored[0]
+    query = cells.reset_index(drop=True)
+    query.insert(0, _KEY_T, t)
+    query.insert(0, _KEY_V, vg)
+    query["__i"] = np.arange(len(query))
+    pairs = query.merge(stored, on=[_KEY_V, _KEY_T], suffixes=("", "__s"))
+    same = np.ones(len(pairs), dtype=bool)
+    for col in cells.columns:
+        same &= pairs[col].to_numpy(dtype=object) == pairs[f"{col}__s"].to_numpy(dtype=object)
+    out = np.zeros(len(query), dtype=bool)
+    out[pairs["__i"].to_numpy(dtype=np.int64)[same]] = True
+    return out
+
+
+def _same_values(
+    state: _State,
+    values: dict[str, NDArray[Any] | None],
+    local: NDArray[np.intp],
+    kept: NDArray[np.int64],
+) -> NDArray[np.bool_]:
+    """Whether rows of this chunk parse to the same values as kept fixes (NaN equals NaN)."""
+    same = np.ones(len(local), dtype=bool)
+    for name in (*_FLOAT_PARTS, "meter", "tariff", "driver"):
+        mine = values[name]
+        theirs = _gather(state, name, kept)
+        a = mine[local] if mine is not None else np.full(len(local), np.nan)
+        if name in _FLOAT_PARTS:
+            same &= (a == theirs) | (np.isnan(a) & np.isnan(theirs))
+        else:
+            same &= a == theirs
+    return same
+
+
+def _settle_pending(state: _State, rejected: pd.DataFrame, chunks: ChunkSource) -> None:
+    """Compare pending rows with the cells of their kept fix, read again from ``chunks``."""
+    at = np.concatenate(state.pending_rejected)
+    kept_rows = _gather(state, "row", np.concatenate(state.pending_kept)).astype(np.int64)
+    state.pending_rejected, state.pending_kept = [], []
+    originals = [c for c in rejected.columns if c not in REJECTED_LEAD]
+    wanted = np.unique(kept_rows)
+    found: list[pd.DataFrame] = []
+    n_found = 0
+    for raw in chunks():
+        hit = np.flatnonzero(np.isin(raw[fr.ROW].to_numpy(dtype=np.int64), wanted))
+        if hit.size:
+            part = pd.DataFrame(
+                {c: _as_text(raw[c].iloc[hit]).reset_index(drop=True) for c in originals}
+            )
+            part.index = raw[fr.ROW].to_numpy(dtype=np.int64)[hit]
+            found.append(part)
+            n_found += hit.size
+            if n_found >= wanted.size:
+                break
+    firsts = pd.concat(found).reindex(kept_rows)
+    later = rejected.iloc[at]
+    same = np.ones(len(at), dtype=bool)
+    for col in originals:
+        same &= firsts[col].to_numpy(dtype=object) == later[col].to_numpy(dtype=object)
+    reason = rejected.columns.get_loc(fr.REASON)
+    rejected.iloc[at[same], reason] = "duplicate"
+
+
+def _encode(dictionary: dict[str, int], text: pa.ChunkedArray) -> NDArray[np.int32]:
+    """Codes of ``text`` in a dictionary shared by all chunks (new values appended)."""
+    if len(text) == 0:
+        return np.zeros(0, dtype=np.int32)
+    encoded = pc.dictionary_encode(text.combine_chunks() if text.num_chunks != 1 else text.chunk(0))
+    lut = np.fromiter(
+        (dictionary.setdefault(v, len(dictionary)) for v in encoded.dictionary.to_pylist()),
+        dtype=np.int32,
+        count=len(encoded.dictionary),
+    )
+    return lut[np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+
+
+def _fmix(h: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """MurmurHash3's 64-bit finaliser (a bijection that mixes every bit)."""
+    with np.errstate(over="ignore"):
+        h = h ^ (h >> np.uint64(33))
+        h = h * np.uint64(0xFF51AFD7ED558CCD)
+        h = h ^ (h >> np.uint64(33))
+        h = h * np.uint64(0xC4CEB9FE1A85EC53)
+        return h ^ (h >> np.uint64(33))
+
+
+def _key_hash(vg: NDArray[np.int32], t: NDArray[np.int64]) -> NDArray[np.uint64]:
+    with np.errstate(over="ignore"):
+        return _fmix(t.view(np.uint64) ^ (vg.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)))
+
+
+def _append_kept(state: _State, kept: dict[str, NDArray[Any] | None]) -> None:
+    k = len(kept["ts"])  # type: ignore[arg-type]
+    if k == 0:
+        return
+    state.starts.append(state.n)
+    for name in _PARTS:
+        state.parts[name].append(kept[name])
+    state.n += k
+    state.unindexed = k
+
+
+def _flush_index(state: _State) -> None:
+    """Add the last chunk's kept fixes to the key index (only once a next chunk comes)."""
+    k = state.unindexed
+    if k == 0:
+        return
+    state.unindexed = 0
+    first = state.n - k
+    h = _key_hash(state.parts["vcode"][-1], state.parts["ts"][-1])  # type: ignore[arg-type]
+    order = np.argsort(h)
+    h = h[order]
+    dtype = np.uint32 if state.n < 2**32 else np.int64
+    idx = (order + first).astype(dtype)
+    bounds = np.searchsorted(h >> _BUCKET_SHIFT, np.arange(_N_BUCKETS + 1, dtype=np.uint64))
+    for b in range(_N_BUCKETS):
+        lo, hi = bounds[b], bounds[b + 1]
+        if lo == hi:
+            continue
+        at = np.searchsorted(state.index_hash[b], h[lo:hi])
+        state.index_hash[b] = np.insert(state.index_hash[b], at, h[lo:hi])
+        state.index_kept[b] = np.insert(state.index_kept[b].astype(dtype), at, idx[lo:hi])
+
+
+def _lookup(state: _State, vg: NDArray[np.int32], t: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Index of the kept fix with the same (vehicle, instant) as each row, or -1."""
+    match = np.full(len(vg), -1, dtype=np.int64)
+    if state.n == 0 or len(vg) == 0:
+        return match
+    h = _key_hash(vg, t)
+    bucket = (h >> _BUCKET_SHIFT).astype(np.intp)
+    order = np.argsort(bucket, kind="stable")
+    bounds = np.searchsorted(bucket[order], np.arange(_N_BUCKETS + 1))
+    hits: list[tuple[int, NDArray[np.intp], NDArray[np.intp]]] = []
+    for b in range(_N_BUCKETS):
+        sel = order[bounds[b] : bounds[b + 1]]
+        hashes = state.index_hash[b]
+        if sel.size == 0 or hashes.size == 0:
+            continue
+        q = h[sel]
+        at = np.minimum(np.searchsorted(hashes, q), hashes.size - 1)
+        hit = hashes[at] == q
+        if hit.any():
+            hits.append((b, sel[hit], at[hit]))
+    if not hits:
+        return match
+    rows = np.concatenate([sel for _, sel, _ in hits])
+    first = np.concatenate([state.index_kept[b][at].astype(np.int64) for b, _, at in hits])
+    exact = (_gather(state, "vcode", first) == vg[rows]) & (_gather(state, "ts", first) == t[rows])
+    match[rows[exact]] = first[exact]
+    if not exact.all():
+        # A hash shared by several kept fixes (a collision): check each against the exact key.
+        where = {int(i): (b, int(a)) for b, sel, at in hits for i, a in zip(sel, at, strict=True)}
+        for i in rows[~exact]:
+            b, start = where[int(i)]
+            hashes = state.index_hash[b]
+            stop = start
+            while stop < hashes.size and hashes[stop] == h[i]:
+                stop += 1
+            cand = state.index_kept[b][start:stop].astype(np.int64)
+            same = (_gather(state, "vcode", cand) == vg[i]) & (_gather(state, "ts", cand) == t[i])
+            if same.any():
+                match[i] = cand[np.argmax(same)]
+    return match
+
+
+def _gather(state: _State, name: str, idx: NDArray[np.int64]) -> NDArray[Any]:
+    """Values of field ``name`` of the kept fixes ``idx``."""
+    pieces = state.parts[name]
+    starts = np.asarray(state.starts, dtype=np.int64)
+    which = np.searchsorted(starts, idx, side="right") - 1
+    out = np.full(len(idx), np.nan) if name in _FLOAT_PARTS else np.zeros(len(idx), np.int64)
+    for p in np.unique(which):
+        piece = pieces[p]
+        if piece is None:
+            continue
+        sel = which == p
+        out[sel] = piece[idx[sel] - starts[p]]
+    return out
+
+
+def _take(state: _State, name: str, order: NDArray[np.intp]) -> NDArray[Any]:
+    """Concatenate field ``name`` (dropping its pieces) and reorder it by ``order``."""
+    pieces = state.parts[name]
+    state.parts[name] = []
+    if all(p is None for p in pieces):
+        return np.full(len(order), np.nan)
+    sizes = np.diff([*state.starts, state.n])
+    whole = np.concatenate(
+        [p if p is not None else np.full(s, np.nan) for p, s in zip(pieces, sizes, strict=True)]
+    )
+    del pieces
+    return whole[order]
+
+
+def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
+    """Build the pings frame from the kept fixes, field by field to keep the peak low."""
+    state.index_hash, state.index_kept, state.stored = [], [], []
+    n = state.n
+    vehicles = pa.array(list(state.vehicles), type=pa.string())
+    by_name = np.asarray(_np(pc.sort_indices(vehicles)), dtype=np.int64)
+    rank = np.empty(len(vehicles), dtype=np.int32)
+    rank[by_name] = np.arange(len(vehicles), dtype=np.int32)
+    ordered_vehicles = pc.take(vehicles, pa.array(by_name, type=pa.int64()))
+    codes = rank[_take(state, "vcode", np.arange(n))] if n else np.zeros(0, np.int32)
+    ts = _take(state, "ts", np.arange(n)).astype(np.int64) if n else np.zeros(0, np.int64)
+    sort_codes = codes.astype(np.int16) if len(vehicles) < 2**15 else codes
+    order = _sort_order(sort_codes, ts)
+    del sort_codes
+    codes, ts = codes[order], ts[order]
+    lat, lon = _take(state, "lat", order), _take(state, "lon", order)
+    flags = speed_flags(codes, ts, lat, lon, max_speed_kmh=max_speed_kmh)
+    speed = _take(state, "speed", order)
+    heading = _take(state, "heading", order)
+    accuracy = _take(state, "accuracy", order)
+    row = _take(state, "row", order).astype(np.int64, copy=False)
+    meter = _take(state, "meter", order).astype(np.int8, copy=False)
+    tariff = _take(state, "tariff", order).astype(np.int8, copy=False)
+    driver = _take(state, "driver", order).astype(np.int32, copy=False)
+    del order
+    vehicle_col = _str_series(pc.take(ordered_vehicles, pa.array(codes)))
+    del codes
+    meter_col = _str_series(
+        pc.take(pa.array([None, *fr.METER_VALUES], type=pa.string()), pa.array(meter))
+    )
+    del meter
+    drivers = pa.array([v or None for v in state.drivers], type=pa.string())
+    driver_col = _str_series(pc.take(drivers, pa.array(driver)))
+    del driver
+    stamp = pd.Series(pd.array(ts.view("datetime64[ns]"))).dt.tz_localize("UTC")
+    del ts
+    return pd.DataFrame(
         {
-            fr.VEHICLE_ID: _str_series(pc.take(vehicle_uniques, pa.array(codes, type=pa.int64()))),
-            fr.TIMESTAMP: pd.Series(t.view("datetime64[ns]")).dt.tz_localize("UTC"),
-            fr.LAT: la,
-            fr.LON: lo,
-            fr.SPEED_KMH: speed[order],
-            fr.HEADING_DEG: heading[order],
-            fr.ACCURACY_M: accuracy[order],
-            fr.METER: _take_text(meter, take),
-            fr.TARIFF: pd.arrays.IntegerArray(
-                np.where(tariff_na, 0, tariff_out).astype(np.int8), tariff_na
-            ),
-            fr.DRIVER_ID: _take_text(driver, take),
-            fr.ROW: row[order],
-            fr.SPEED_FLAG: speed_flags(codes, t, la, lo, max_speed_kmh=max_speed_kmh),
-        }
+            fr.VEHICLE_ID: vehicle_col,
+            fr.TIMESTAMP: stamp,
+            fr.LAT: lat,
+            fr.LON: lon,
+            fr.SPEED_KMH: speed,
+            fr.HEADING_DEG: heading,
+            fr.ACCURACY_M: accuracy,
+            fr.METER: meter_col,
+            fr.TARIFF: pd.arrays.IntegerArray(tariff, tariff == 0),
+            fr.DRIVER_ID: driver_col,
+            fr.ROW: row,
+            fr.SPEED_FLAG: flags,
+        },
+        copy=False,
     )
-    return frame
-
-
-def _take_text(arr: pa.ChunkedArray, indices: pa.Array) -> pd.Series:
-    """Return ``arr[indices]`` as pandas ``str``, empty strings as missing (via a dictionary)."""
-    encoded = pc.dictionary_encode(arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0))
-    dictionary = encoded.dictionary
-    dictionary = pc.if_else(
-        pc.equal(dictionary, ""), pa.scalar(None, type=dictionary.type), dictionary
-    )
-    codes = pc.take(encoded.indices, indices)
-    return _str_series(pc.take(dictionary, codes))
 
 
 def _str_series(arr: pa.Array | pa.ChunkedArray) -> pd.Series:
