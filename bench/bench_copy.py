@@ -2,16 +2,23 @@
 
 Runs against a real PostGIS: a throwaway database ``pontual_bench_<hex>`` is created on the server
 of ``--url`` (else ``PONTUAL_DATABASE_URL``/``DATABASE_URL``, else the local cluster that
-``pontual db start`` manages), migrated to head, and dropped at the end.
+``pontual db start`` manages), migrated to head, and dropped at the end. The server's settings
+matter (the embedded cluster's are ``db.cluster.BULK_LOAD_SETTINGS``): they are printed.
 
     .venv/bin/python bench/bench_copy.py              # 1,000,000 COPY rows, 20,000 ORM rows
-    .venv/bin/python bench/bench_copy.py -n 200000 --orm-n 5000
+    .venv/bin/python bench/bench_copy.py -n 200000 --orm-n 5000 --repeat 1
 
-Scenarios (each into empty daily partitions except the re-import):
-- ``copy_fixes`` new fixes: the direct COPY path (validation, encoding, H3 r9/r12, COPY);
+Scenarios, each ``--repeat`` times (the machine may be shared: compare CPU seconds too):
+- ``encode only``: the client-side part (checks, sort, H3 r9/r12, numpy payload), no database;
+- ``copy_fixes`` new days: no partition yet, so each day's partition is created, loaded with
+  ``COPY … FREEZE``, indexed and attached in the importing transaction;
 - ``copy_fixes`` same fixes again: the conflict-safe staging path, inserts nothing;
-- ``encode only``: the client-side part (checks, H3, numpy payload), no database;
-- ORM ``session.add_all`` of ``Fix`` objects with EWKT geometries, one commit.
+- ``copy_fixes`` existing empty partitions: direct COPY into ``fixes`` (index kept up per row);
+- ORM ``session.add_all`` of ``Fix`` objects with EWKT geometries, one commit (once).
+
+Columns: wall seconds, rows/s, client CPU seconds (this process, all threads), server CPU
+seconds (the importing backend, read from /proc when the server is local and readable, else
+blank; parallel index-build workers are not counted), load average (1 min) before and after.
 """
 
 from __future__ import annotations
@@ -21,11 +28,13 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -33,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from db.engine import create_database, drop_database, make_engine, parse_url  # noqa: E402
 from db.migrate import upgrade  # noqa: E402
 from tracking.models import Fix  # noqa: E402
-from tracking.store import _encode, copy_fixes, ensure_fix_partitions  # noqa: E402
+from tracking.store import _encode, copy_fixes  # noqa: E402
 
 
 def synthetic_pings(n: int, *, vehicles: int = 3000, seed: int = 0) -> pd.DataFrame:
@@ -72,15 +81,93 @@ def _server_url(cli_url: str | None) -> str:
     return database_url(migrate=False)
 
 
-def _truncate(engine: Engine) -> None:
+def _drop_daily_partitions(engine: Engine) -> None:
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE fixes"))
+        names = conn.execute(
+            text(
+                "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                "WHERE i.inhparent = 'fixes'::regclass AND c.relname <> 'fixes_default'"
+            )
+        ).scalars()
+        for name in list(names):
+            conn.execute(text(f"DROP TABLE {name}"))
+
+
+def _backend_cpu_s(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Result:
+    name: str
+    rows: int
+    wall_s: float
+    client_cpu_s: float
+    server_cpu_s: float | None
+    load_before: float
+    load_after: float
+
+
+def _timed(engine: Engine, name: str, rows: int, work: Callable[[Connection], int]) -> Result:
+    """Run ``work`` in one transaction (committed, so the commit's fsync is timed too)."""
+    load0 = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), time.process_time()
+    with engine.begin() as conn:
+        pid = int(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
+        s0 = _backend_cpu_s(pid)
+        got = work(conn)
+    s1 = _backend_cpu_s(pid)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if got != rows:
+        raise RuntimeError(f"{name}: expected {rows} rows, got {got}")
+    server = s1 - s0 if s0 is not None and s1 is not None else None
+    return Result(name, rows, wall, cpu, server, load0, os.getloadavg()[0])
+
+
+def _orm_insert(engine: Engine, small: pd.DataFrame) -> Result:
+    load0 = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), time.process_time()
+    with Session(engine) as session:
+        session.add_all(
+            Fix(
+                vehicle_id=r.vehicle_id,
+                ts=r.timestamp.to_pydatetime(),
+                lat=r.lat,
+                lon=r.lon,
+                geom=f"SRID=4326;POINT({r.lon!r} {r.lat!r})",
+                speed_kmh=r.speed_kmh,
+                heading_deg=r.heading_deg,
+                accuracy_m=None if np.isnan(r.accuracy_m) else r.accuracy_m,
+                meter=r.meter,
+                tariff=None if pd.isna(r.tariff) else int(r.tariff),
+                driver_id=r.driver_id,
+                speed_flag=bool(r.speed_flag),
+                source="bench",
+            )
+            for r in small.itertuples(index=False)
+        )
+        session.commit()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    name = "GeoAlchemy2 ORM add_all + commit"
+    return Result(name, len(small), wall, cpu, None, load0, os.getloadavg()[0])
+
+
+def _server_settings(engine: Engine) -> str:
+    names = ("wal_level", "max_wal_size", "wal_buffers", "shared_buffers", "maintenance_work_mem")
+    with engine.connect() as conn:
+        return ", ".join(f"{n}={conn.execute(text(f'SHOW {n}')).scalar_one()}" for n in names)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=1_000_000, help="fixes stored by COPY")
     parser.add_argument("--orm-n", type=int, default=20_000, help="fixes stored by the ORM")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each COPY scenario")
     parser.add_argument("--url", default=None, help="PostgreSQL server URL")
     args = parser.parse_args()
 
@@ -89,73 +176,52 @@ def main() -> None:
         hide_password=False
     )
     create_database(url)
-    results: list[tuple[str, int, float]] = []
+    results: list[Result] = []
     engine = make_engine(url)
     try:
         upgrade(url)
+        settings = _server_settings(engine)
         pings = synthetic_pings(args.n)
-        days = pings["timestamp"].dt.floor("D")
+        n = len(pings)
 
-        t0 = time.perf_counter()
-        for _ in _encode(pings, source="bench").payload():
-            pass
-        results.append(("encode only (client, no DB)", args.n, time.perf_counter() - t0))
+        def encode_only(_: Connection) -> int:
+            for _block in _encode(pings, source="bench").payload():
+                pass
+            return n
 
-        with engine.begin() as conn:
-            ensure_fix_partitions(conn, days.min().date(), days.max().date())
-        t0 = time.perf_counter()
-        with engine.begin() as conn:
+        def store(conn: Connection) -> int:
+            return copy_fixes(conn, pings, source="bench")
+
+        def store_again(conn: Connection) -> int:
             inserted = copy_fixes(conn, pings, source="bench")
-        results.append(("copy_fixes, new fixes (direct COPY)", inserted, time.perf_counter() - t0))
+            if inserted:
+                raise RuntimeError(f"re-import inserted {inserted} rows")
+            return n
 
-        t0 = time.perf_counter()
+        for _ in range(args.repeat):
+            results.append(_timed(engine, "encode only (client, no DB)", n, encode_only))
+            _drop_daily_partitions(engine)
+            results.append(_timed(engine, "copy_fixes, new days (create+FREEZE)", n, store))
+            results.append(_timed(engine, "copy_fixes, same fixes again (staging)", n, store_again))
+            with engine.begin() as conn:
+                conn.execute(text("TRUNCATE fixes"))
+            results.append(_timed(engine, "copy_fixes, existing empty partitions", n, store))
         with engine.begin() as conn:
-            again = copy_fixes(conn, pings, source="bench")
-        if again != 0:
-            raise RuntimeError(f"re-import inserted {again} rows")
-        results.append(
-            ("copy_fixes, same fixes again (staging)", len(pings), time.perf_counter() - t0)
-        )
-
-        _truncate(engine)
-        t0 = time.perf_counter()
-        with engine.begin() as conn:
-            inserted = copy_fixes(conn, pings, source="bench")
-        results.append(("copy_fixes, new fixes (2nd run)", inserted, time.perf_counter() - t0))
-
-        _truncate(engine)
-        small = pings.head(args.orm_n)
-        t0 = time.perf_counter()
-        with Session(engine) as session:
-            session.add_all(
-                Fix(
-                    vehicle_id=r.vehicle_id,
-                    ts=r.timestamp.to_pydatetime(),
-                    lat=r.lat,
-                    lon=r.lon,
-                    geom=f"SRID=4326;POINT({r.lon!r} {r.lat!r})",
-                    speed_kmh=r.speed_kmh,
-                    heading_deg=r.heading_deg,
-                    accuracy_m=None if np.isnan(r.accuracy_m) else r.accuracy_m,
-                    meter=r.meter,
-                    tariff=None if pd.isna(r.tariff) else int(r.tariff),
-                    driver_id=r.driver_id,
-                    speed_flag=bool(r.speed_flag),
-                    source="bench",
-                )
-                for r in small.itertuples(index=False)
-            )
-            session.commit()
-        results.append(("GeoAlchemy2 ORM add_all + commit", len(small), time.perf_counter() - t0))
+            conn.execute(text("TRUNCATE fixes"))
+        results.append(_orm_insert(engine, pings.head(args.orm_n)))
     finally:
         engine.dispose()
         drop_database(url)
 
-    print(f"\n{'method':<42} {'rows':>10} {'seconds':>9} {'rows/s':>12}")
-    for name, rows, secs in results:
-        print(f"{name:<42} {rows:>10,} {secs:>9.2f} {rows / secs:>12,.0f}")
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"\nload average: {load} (cores: {os.cpu_count()})")
+    print(f"\nserver: {settings}; cores: {os.cpu_count()}")
+    header = f"{'method':<40} {'rows':>9} {'wall s':>7} {'rows/s':>9} {'cli cpu':>7} "
+    print(header + f"{'srv cpu':>7} {'load':>11}")
+    for r in results:
+        srv = f"{r.server_cpu_s:7.2f}" if r.server_cpu_s is not None else " " * 7
+        print(
+            f"{r.name:<40} {r.rows:>9,} {r.wall_s:>7.2f} {r.rows / r.wall_s:>9,.0f} "
+            f"{r.client_cpu_s:>7.2f} {srv} {r.load_before:>5.2f}-{r.load_after:<5.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -69,6 +69,17 @@ _REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
 _PG_STATUS_NOT_RUNNING = 3
 _MAX_SOCKET_PATH = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 
+BULK_LOAD_SETTINGS = {
+    # A table created in the importing transaction (each new day of fixes) is written without
+    # WAL and fsynced at commit: committed imports stay durable. Costs: no streaming
+    # replication and no WAL archiving (point-in-time recovery) for the embedded cluster.
+    "wal_level": "minimal",
+    "max_wal_senders": "0",
+    # The primary-key sort of a freshly loaded daily partition stays in memory.
+    "maintenance_work_mem": "256MB",
+}
+"""Server settings of the embedded cluster for bulk loads of fixes (see bench/bench_copy.py)."""
+
 
 @dataclass(frozen=True)
 class ClusterStatus:
@@ -596,6 +607,7 @@ def start_cluster(
     log = pgdata / "server.log"
     log_offset = log.stat().st_size if log.exists() else 0
     settings = {"listen_addresses": HOST, "unix_socket_directories": str(pgdata)}
+    settings |= BULK_LOAD_SETTINGS
     if not durable:
         settings |= {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
     options = [f"-p {port}"] + [f"-c {key}={shlex.quote(v)}" for key, v in settings.items()]

@@ -1,9 +1,11 @@
 """PostgreSQL binary COPY payloads built with numpy, without a Python loop per row.
 
 A binary COPY row is: field count (int16), then per field its byte length (int32, -1 for NULL)
-and its bytes, all big-endian. Rows whose variable-width fields have the same byte lengths (and
-the same NULLs) have the same layout, so rows are grouped by that layout and each group becomes
-one numpy structured array written as raw bytes. Row order within the payload is not kept.
+and its bytes, all big-endian. A block of rows is first laid out as one numpy structured array
+where every field has its widest width in the block (strings padded, NULLs holding filler); the
+bytes that a row does not use (the padding, the filler) are then dropped with a single boolean
+mask over the block. Rows keep their order, so a payload sorted by a table's key reaches the
+server sorted (cheaper index maintenance and index builds, rows of one key together on disk).
 """
 
 from __future__ import annotations
@@ -66,12 +68,20 @@ class BytesColumn:
         return BytesColumn(self.data, self.starts[idx], self.byte_lengths[idx])
 
     def gather(self, idx: NDArray[np.int64], length: int) -> NDArray[Any]:
-        """Return rows ``idx``, all ``length`` bytes long, as an ``S<length>`` array."""
+        """Return rows ``idx`` as an ``S<length>`` array of their first ``length`` bytes.
+
+        Rows shorter than ``length`` (or NULL) are padded with arbitrary bytes.
+        """
+        if length <= 0 or self.data.size == 0:
+            return np.zeros(len(idx), dtype=f"S{max(length, 1)}")
         pos = self.starts[idx][:, None] + np.arange(length, dtype=np.int64)
+        np.minimum(pos, self.data.size - 1, out=pos)
         return np.ascontiguousarray(self.data[pos]).view(f"S{length}").ravel()
 
 
 Column = FixedColumn | BytesColumn
+Block = bytes | memoryview
+"""A piece of a COPY payload: anything psycopg's ``Copy.write`` sends as is."""
 
 
 def text_column(values: pd.Series) -> BytesColumn:
@@ -150,38 +160,17 @@ def ewkb_point_column(
     return FixedColumn(out)
 
 
-def _layout_keys(lengths: list[NDArray[np.int64]], rows: NDArray[np.int64]) -> NDArray[np.int64]:
-    key = np.zeros(len(rows), dtype=np.int64)
-    span = 1
-    for col_lengths in lengths:
-        part = col_lengths[rows] + 1  # 0 for NULL
-        radix = int(part.max()) + 1 if len(part) else 1
-        if radix == 1:
-            continue
-        if span * radix >= 1 << 62:  # too many combinations for a mixed-radix key: compact it
-            _, key = np.unique(key, return_inverse=True)
-            span = int(key.max()) + 1
-            _, part = np.unique(part, return_inverse=True)
-            radix = int(part.max()) + 1
-        key = key * radix + part
-        span *= radix
-    return key
-
-
-def _group_dtype(
-    columns: Sequence[Column], first: int, lengths: list[NDArray[np.int64]]
-) -> np.dtype[Any]:
+def _block_dtype(columns: Sequence[Column], widths: list[int]) -> np.dtype[Any]:
     fields: list[tuple[str, Any]] = [("n_fields", ">i2")]
-    for i, (col, col_lengths) in enumerate(zip(columns, lengths, strict=True)):
-        length = int(col_lengths[first])
+    for i, (col, width) in enumerate(zip(columns, widths, strict=True)):
         fields.append((f"l{i}", ">i4"))
-        if length > 0:
-            dtype = col.values.dtype if isinstance(col, FixedColumn) else np.dtype(f"S{length}")
+        if width > 0:
+            dtype = col.values.dtype if isinstance(col, FixedColumn) else np.dtype(f"S{width}")
             fields.append((f"v{i}", dtype))
     return np.dtype(fields)
 
 
-def copy_rows(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterator[bytes]:
+def copy_rows(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterator[Block]:
     """Yield the binary COPY rows of ``columns`` (no header, no trailer), a block at a time.
 
     Parameters
@@ -193,8 +182,8 @@ def copy_rows(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterat
 
     Yields
     ------
-    bytes
-        Encoded rows, grouped by layout rather than in input order.
+    bytes or memoryview
+        Encoded rows, in the order given.
 
     Raises
     ------
@@ -206,30 +195,40 @@ def copy_rows(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterat
     if any(len(x) != n for x in lengths):
         msg = "colunas do COPY com números de linhas diferentes"
         raise ValueError(msg)
-    varying = [x for x in lengths if n and x.min() != x.max()]
     for lo in range(0, n, chunk_rows):
-        rows = np.arange(lo, min(lo + chunk_rows, n), dtype=np.int64)
-        key = _layout_keys(varying, rows)
-        order = np.argsort(key, kind="stable")
-        cuts = np.flatnonzero(np.diff(key[order])) + 1
-        for group in np.split(order, cuts):
-            idx = rows[group]
-            dtype = _group_dtype(columns, int(idx[0]), lengths)
-            out = np.empty(len(idx), dtype=dtype)
-            out["n_fields"] = len(columns)
-            for i, col in enumerate(columns):
-                length = int(lengths[i][idx[0]])
-                out[f"l{i}"] = length
-                if length <= 0:
-                    continue
-                if isinstance(col, FixedColumn):
-                    out[f"v{i}"] = col.values[idx]
-                else:
-                    out[f"v{i}"] = col.gather(idx, length)
-            yield out.tobytes()
+        hi = min(lo + chunk_rows, n)
+        block_lengths = [x[lo:hi] for x in lengths]
+        widths = [
+            col.values.dtype.itemsize if isinstance(col, FixedColumn) else max(int(x.max()), 0)
+            for col, x in zip(columns, block_lengths, strict=True)
+        ]
+        dtype = _block_dtype(columns, widths)
+        out = np.empty(hi - lo, dtype=dtype)
+        out["n_fields"] = len(columns)
+        rows = np.arange(lo, hi, dtype=np.int64)
+        short: list[tuple[int, int, NDArray[np.int64]]] = []  # (offset, width, lengths)
+        for i, (col, width, col_lengths) in enumerate(
+            zip(columns, widths, block_lengths, strict=True)
+        ):
+            out[f"l{i}"] = col_lengths
+            if width == 0:
+                continue
+            if isinstance(col, FixedColumn):
+                out[f"v{i}"] = col.values[lo:hi]
+            else:
+                out[f"v{i}"] = col.gather(rows, width)
+            if int(col_lengths.min()) < width:
+                short.append((dtype.fields[f"v{i}"][1], width, col_lengths))
+        raw = out.view(np.uint8).reshape(hi - lo, dtype.itemsize)
+        if short:
+            keep = np.ones(raw.shape, dtype=bool)
+            for offset, width, col_lengths in short:
+                keep[:, offset : offset + width] = np.arange(width) < col_lengths[:, None]
+            raw = raw[keep]
+        yield memoryview(raw.reshape(-1))  # no copy; psycopg sends any buffer
 
 
-def copy_payload(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterator[bytes]:
+def copy_payload(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterator[Block]:
     """Yield a complete binary COPY stream (header, rows, trailer) for ``columns``.
 
     See :func:`copy_rows` for the parameters.

@@ -9,17 +9,19 @@ temporary staging table, then ``INSERT … ON CONFLICT (vehicle_id, ts) DO NOTHI
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-from collections.abc import Iterator
+import queue
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 import psycopg
 from numpy.typing import NDArray
-from psycopg.copy import QueuedLibpqWriter
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
@@ -37,6 +39,9 @@ _US_PER_DAY = 86_400_000_000
 _SRID = 4326
 _STAGE = "_fixes_stage"
 _PARTITION_LOCK_KEY = 7_294_310_001  # pg_advisory_xact_lock key serialising partition DDL
+_CHUNK_ROWS = 65_536  # rows encoded at a time: the server gets its first block early
+_PREFETCH_BLOCKS = 32  # encoded blocks waiting for the server, at most (a few chunks)
+_EPOCH = dt.date(1970, 1, 1)
 _FIX_COLUMNS = (
     "vehicle_id",
     "ts",
@@ -221,21 +226,85 @@ def _h3_column(cells: NDArray[np.uint64]) -> pcp.FixedColumn:
     return pcp.FixedColumn(cells.view(np.int64).astype(">i8"), null if null.any() else None)
 
 
-def _write_copy(conn: Connection, table: str, payload: Iterator[bytes]) -> None:
+def _write_copy(
+    conn: Connection, table: str, payload: Iterable[pcp.Block], *, freeze: bool = False
+) -> None:
     dbapi = conn.connection.driver_connection
     if dbapi is None:  # pragma: no cover - a live connection always has one
         msg = "conexão sem driver psycopg ativo"
         raise RuntimeError(msg)
-    # A queued writer sends from a thread, so encoding the next block overlaps the send.
+    options = "FORMAT BINARY, FREEZE" if freeze else "FORMAT BINARY"
     with (
         dbapi.cursor() as cur,
-        cur.copy(
-            f"COPY {table} ({_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)",
-            writer=QueuedLibpqWriter(cur),
-        ) as copy,
+        cur.copy(f"COPY {table} ({_COLUMN_LIST}) FROM STDIN ({options})") as copy,
     ):
         for block in payload:
             copy.write(block)
+
+
+class _Prefetcher:
+    """Encode COPY payloads in a background thread, a bounded number of blocks ahead.
+
+    While the server ingests one block (or builds an index between two payloads), the next
+    blocks are encoded: numpy and H3 release the GIL, so client and server use a core each.
+    Payloads are taken in the order given, each with :meth:`next_payload`; blocks left over
+    from a payload whose COPY failed are skipped.
+    """
+
+    _END = object()
+
+    def __init__(self, payloads: Iterable[Iterable[pcp.Block]], *, depth: int) -> None:
+        self._queue: queue.Queue[tuple[int, object]] = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._taken = -1
+        self._thread = threading.Thread(
+            target=self._run, args=(payloads,), name="copy-encoder", daemon=True
+        )
+
+    def __enter__(self) -> _Prefetcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        while self._thread.is_alive():  # unblock a producer waiting on a full queue
+            with contextlib.suppress(queue.Empty):
+                self._queue.get(timeout=0.05)
+        self._thread.join()
+
+    def _put(self, item: tuple[int, object]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def _run(self, payloads: Iterable[Iterable[pcp.Block]]) -> None:
+        i = -1
+        try:
+            for i, payload in enumerate(payloads):
+                for block in payload:
+                    if not self._put((i, block)):
+                        return
+                if not self._put((i, self._END)):
+                    return
+        except BaseException as exc:  # handed to the consuming thread
+            self._put((i, exc))
+
+    def next_payload(self) -> Iterator[pcp.Block]:
+        """Yield the blocks of the next payload."""
+        self._taken += 1
+        while True:
+            i, item = self._queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            if i < self._taken:
+                continue  # left over from an earlier payload
+            if item is self._END:
+                return
+            yield cast(pcp.Block, item)
 
 
 @dataclass(frozen=True)
@@ -244,7 +313,8 @@ class _Encoded:
 
     rows: NDArray[np.int64]  # input rows to store, deduplicated, by (UTC day, vehicle, ts)
     ts_us: NDArray[np.int64]  # of ``rows``
-    vehicle_ids: list[str]
+    vehicle_codes: NDArray[np.int64]  # of ``rows``, into ``vehicle_ids``
+    vehicle_ids: list[str]  # sorted
     vehicle_id: pcp.BytesColumn
     lat: NDArray[np.float64]
     lon: NDArray[np.float64]
@@ -257,15 +327,23 @@ class _Encoded:
     speed_flag: NDArray[np.bool_]
     source: str
 
-    def payload(self, *, chunk_rows: int = 250_000) -> Iterator[bytes]:
-        """Yield the binary COPY stream; H3 cells are computed a chunk at a time."""
+    def payload(
+        self, positions: NDArray[np.int64] | None = None, *, chunk_rows: int = _CHUNK_ROWS
+    ) -> Iterator[pcp.Block]:
+        """Yield the binary COPY stream of the stored rows at ``positions`` (default: all).
+
+        H3 cells are computed a chunk at a time.
+        """
+        if positions is None:
+            positions = np.arange(len(self.rows), dtype=np.int64)
         yield pcp.COPY_HEADER
-        for lo in range(0, len(self.rows), chunk_rows):
-            idx = self.rows[lo : lo + chunk_rows]
+        for lo in range(0, len(positions), chunk_rows):
+            pos = positions[lo : lo + chunk_rows]
+            idx = self.rows[pos]
             lat, lon = self.lat[idx], self.lon[idx]
             columns: list[pcp.Column] = [
                 self.vehicle_id.take(idx),
-                pcp.timestamptz_column(self.ts_us[lo : lo + chunk_rows]),
+                pcp.timestamptz_column(self.ts_us[pos]),
                 pcp.float8_column(lat),
                 pcp.float8_column(lon),
                 pcp.ewkb_point_column(lon, lat, srid=_SRID),
@@ -281,6 +359,20 @@ class _Encoded:
             ]
             yield from pcp.copy_rows(columns, chunk_rows=chunk_rows)
         yield pcp.COPY_TRAILER
+
+
+def _day_vehicle_ts_order(
+    ts_us: NDArray[np.int64], codes: NDArray[np.int64], n_codes: int
+) -> NDArray[np.int64]:
+    """Return the stable order of rows by (UTC day, vehicle code, ts)."""
+    day = np.floor_divide(ts_us, _US_PER_DAY)
+    first = int(day.min()) if len(day) else 0
+    span = (int(day.max()) - first + 1) if len(day) else 1
+    if span * max(n_codes, 1) < (1 << 63) // _US_PER_DAY:
+        # One int64 key: sorting it is several times faster than a three-key lexsort.
+        key = ((day - first) * n_codes + codes) * _US_PER_DAY + (ts_us - day * _US_PER_DAY)
+        return np.argsort(key, kind="stable")
+    return np.lexsort((ts_us, codes, day))
 
 
 def _encode(pings: pd.DataFrame, *, source: str) -> _Encoded:
@@ -310,7 +402,7 @@ def _encode(pings: pd.DataFrame, *, source: str) -> _Encoded:
     # Keep the first of rows sharing (vehicle_id, ts); order by (UTC day, vehicle, ts) so each
     # daily partition and its primary key receive long sorted runs.
     codes, uniques = pd.factorize(vids.astype("string"), sort=True)
-    order = np.lexsort((ts_us, codes, np.floor_divide(ts_us, _US_PER_DAY)))
+    order = _day_vehicle_ts_order(ts_us, codes, len(uniques))
     c_sorted, t_sorted = codes[order], ts_us[order]
     keep = np.ones(len(order), dtype=bool)  # lexsort is stable: the earliest row comes first
     keep[1:] = (c_sorted[1:] != c_sorted[:-1]) | (t_sorted[1:] != t_sorted[:-1])
@@ -323,6 +415,7 @@ def _encode(pings: pd.DataFrame, *, source: str) -> _Encoded:
     return _Encoded(
         rows=rows,
         ts_us=ts_us[rows],
+        vehicle_codes=codes[rows].astype(np.int64),
         vehicle_ids=[str(v) for v in uniques],
         vehicle_id=pcp.text_column(vids),
         lat=lat,
@@ -342,12 +435,6 @@ def _encode(pings: pd.DataFrame, *, source: str) -> _Encoded:
     )
 
 
-def _utc_days(ts_us: NDArray[np.int64]) -> list[dt.date]:
-    day_numbers = np.unique(np.floor_divide(ts_us, _US_PER_DAY))
-    epoch = dt.date(1970, 1, 1)
-    return [epoch + dt.timedelta(days=int(d)) for d in day_numbers]
-
-
 def _any_stored(conn: Connection, vehicle_ids: list[str], ts_us: NDArray[np.int64]) -> bool:
     lo = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(ts_us.min()))
     hi = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(ts_us.max()))
@@ -361,13 +448,121 @@ def _any_stored(conn: Connection, vehicle_ids: list[str], ts_us: NDArray[np.int6
     return bool(found)
 
 
+def _day_bounds(day: dt.date) -> tuple[str, str]:
+    return (
+        f"{day.isoformat()} 00:00:00+00",
+        f"{(day + dt.timedelta(days=1)).isoformat()} 00:00:00+00",
+    )
+
+
+def _stranded_days(conn: Connection, days: list[dt.date]) -> set[dt.date]:
+    """Return the days among ``days`` that have fixes in the DEFAULT partition."""
+    lo, _ = _day_bounds(min(days))
+    _, hi = _day_bounds(max(days))
+    found = conn.execute(
+        text(
+            f"SELECT DISTINCT CAST(ts AT TIME ZONE 'UTC' AS date) FROM {FIXES_DEFAULT_PARTITION} "
+            "WHERE ts >= CAST(:lo AS timestamptz) AND ts < CAST(:hi AS timestamptz)"
+        ),
+        {"lo": lo, "hi": hi},
+    )
+    return {r[0] for r in found} & set(days)
+
+
+def _claim_new_days(conn: Connection, days: list[dt.date]) -> list[dt.date]:
+    """Return the days whose partition this transaction will create and load itself.
+
+    Days without a partition and without fixes in DEFAULT qualify; for days with fixes stranded
+    in DEFAULT the partition is created now (moving them). Holds the partition lock until the
+    end of the transaction, so a concurrent import waits and then sees the new partitions.
+    """
+    existing = _existing_partitions(conn)
+    missing = [d for d in days if partition_name(d) not in existing]
+    if not missing:
+        return []
+    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PARTITION_LOCK_KEY})
+    existing = _existing_partitions(conn)
+    missing = [d for d in missing if partition_name(d) not in existing]
+    if not missing:
+        return []
+    stranded = _stranded_days(conn, missing)
+    if stranded:
+        _ensure_days(conn, sorted(stranded))
+    return [d for d in missing if d not in stranded]
+
+
+def _load_new_partition(conn: Connection, day: dt.date, payload: Iterable[pcp.Block]) -> None:
+    """Create ``day``'s partition as a plain table, COPY into it, then build its primary key.
+
+    A table created in the same transaction takes ``COPY … FREEZE`` (rows written frozen, no
+    later vacuum rewrite) and, with ``wal_level=minimal``, skips WAL (fsynced at commit); one
+    sorted index build is cheaper than a million index insertions. The CHECK on the day's
+    bounds lets :func:`_attach_partition` skip the validation scan.
+    """
+    name = partition_name(day)
+    lo, hi = _day_bounds(day)
+    conn.execute(
+        text(
+            f"CREATE TABLE {name} (LIKE {FIXES_TABLE} INCLUDING DEFAULTS INCLUDING CONSTRAINTS, "
+            f"CONSTRAINT {name}_day CHECK (ts >= '{lo}' AND ts < '{hi}'))"
+        )
+    )
+    _write_copy(conn, name, payload, freeze=True)
+    conn.execute(
+        text(f"ALTER TABLE {name} ADD CONSTRAINT {name}_pkey PRIMARY KEY (vehicle_id, ts)")
+    )
+
+
+def _attach_partition(conn: Connection, day: dt.date) -> None:
+    name = partition_name(day)
+    lo, hi = _day_bounds(day)
+    conn.execute(
+        text(
+            f"ALTER TABLE {FIXES_TABLE} ATTACH PARTITION {name} "
+            f"FOR VALUES FROM ('{lo}') TO ('{hi}')"
+        )
+    )
+    conn.execute(text(f"ALTER TABLE {name} DROP CONSTRAINT {name}_day"))
+
+
+def _copy_existing(
+    conn: Connection, enc: _Encoded, positions: NDArray[np.int64], payload: Iterable[pcp.Block]
+) -> int:
+    """Store rows bound for partitions that existed: direct COPY if none can clash, else staged."""
+    vehicle_ids = [enc.vehicle_ids[c] for c in np.unique(enc.vehicle_codes[positions])]
+    if not _any_stored(conn, vehicle_ids, enc.ts_us[positions]):
+        try:
+            with conn.begin_nested():
+                _write_copy(conn, FIXES_TABLE, payload)
+            return len(positions)
+        except psycopg.errors.UniqueViolation:
+            payload = enc.payload(positions)  # a concurrent import stored some: stage them
+    conn.execute(text(f"DROP TABLE IF EXISTS pg_temp.{_STAGE}"))
+    conn.execute(
+        text(f"CREATE TEMP TABLE {_STAGE} (LIKE {FIXES_TABLE} INCLUDING DEFAULTS) ON COMMIT DROP")
+    )
+    _write_copy(conn, _STAGE, payload)
+    inserted = conn.execute(
+        text(
+            f"INSERT INTO {FIXES_TABLE} ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {_STAGE} "
+            "ON CONFLICT (vehicle_id, ts) DO NOTHING"
+        )
+    ).rowcount
+    conn.execute(text(f"DROP TABLE pg_temp.{_STAGE}"))
+    return int(inserted)
+
+
 def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
     """Store validated pings in ``fixes`` by binary COPY; fixes already stored are skipped.
 
-    The daily partitions the pings need are created first. When none of the pings' vehicles has a
-    stored fix in the pings' time span, the payload is copied straight into ``fixes`` (inside a
-    savepoint); otherwise, or if a concurrent import wins a race, it goes through a temporary
-    staging table and ``INSERT … ON CONFLICT (vehicle_id, ts) DO NOTHING``.
+    Rows of a UTC day that has no partition yet go into a new table created in this transaction
+    (``COPY … FREEZE``, then its primary key is built and it is attached as the day's
+    partition): the fastest path, and WAL-free on a server with ``wal_level=minimal``. Rows of
+    days whose partition exists are copied straight into ``fixes`` (inside a savepoint) when none
+    of their vehicles has a stored fix in their time span; otherwise, or if a concurrent import
+    wins a race, they go through a temporary staging table and
+    ``INSERT … ON CONFLICT (vehicle_id, ts) DO NOTHING``. Encoding runs in a background thread,
+    overlapping the server's work.
 
     Parameters
     ----------
@@ -396,27 +591,29 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
     enc = _encode(pings, source=source)
     if len(enc.rows) == 0:
         return 0
-    _ensure_days(conn, _utc_days(enc.ts_us))
-    if not _any_stored(conn, enc.vehicle_ids, enc.ts_us):
-        try:
-            with conn.begin_nested():
-                _write_copy(conn, FIXES_TABLE, enc.payload())
-            return len(enc.rows)
-        except psycopg.errors.UniqueViolation:
-            pass  # a concurrent import stored some of them: take the conflict-safe path
-    conn.execute(text(f"DROP TABLE IF EXISTS pg_temp.{_STAGE}"))
-    conn.execute(
-        text(f"CREATE TEMP TABLE {_STAGE} (LIKE {FIXES_TABLE} INCLUDING DEFAULTS) ON COMMIT DROP")
-    )
-    _write_copy(conn, _STAGE, enc.payload())
-    inserted = conn.execute(
-        text(
-            f"INSERT INTO {FIXES_TABLE} ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {_STAGE} "
-            "ON CONFLICT (vehicle_id, ts) DO NOTHING"
-        )
-    ).rowcount
-    conn.execute(text(f"DROP TABLE pg_temp.{_STAGE}"))
-    return int(inserted)
+    # Stored rows are sorted by UTC day first: each day is one run of positions.
+    day_numbers, starts = np.unique(np.floor_divide(enc.ts_us, _US_PER_DAY), return_index=True)
+    ends = np.append(starts[1:], len(enc.rows))
+    days = [_EPOCH + dt.timedelta(days=int(d)) for d in day_numbers]
+    fresh = set(_claim_new_days(conn, days))
+    new_runs = [(d, s, e) for d, s, e in zip(days, starts, ends, strict=True) if d in fresh]
+    rest = np.concatenate(
+        [np.arange(s, e) for d, s, e in zip(days, starts, ends, strict=True) if d not in fresh]
+        or [np.zeros(0, dtype=np.int64)]
+    ).astype(np.int64)
+    payloads = [enc.payload(np.arange(s, e, dtype=np.int64)) for _, s, e in new_runs]
+    if len(rest):
+        payloads.append(enc.payload(rest))
+    inserted = 0
+    with _Prefetcher(payloads, depth=_PREFETCH_BLOCKS) as prefetch:
+        for day, s, e in new_runs:
+            _load_new_partition(conn, day, prefetch.next_payload())
+            inserted += int(e - s)
+        if len(rest):
+            inserted += _copy_existing(conn, enc, rest, prefetch.next_payload())
+    for day, _, _ in new_runs:  # last, so the lock on DEFAULT is held as briefly as possible
+        _attach_partition(conn, day)
+    return inserted
 
 
 def _json_safe(value: Any) -> Any:

@@ -264,6 +264,102 @@ class TestCopyFixes:
         assert _count(conn) == 0
 
 
+def _constraints(conn: Connection, table: str) -> set[tuple[str, str]]:
+    rows = conn.execute(
+        text(
+            "SELECT contype, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = CAST(:t AS regclass)"
+        ),
+        {"t": table},
+    )
+    return {(r[0], r[1]) for r in rows}
+
+
+class TestCopyFixesNewDays:
+    def test_new_day_partition_matches_a_declared_one(self, conn: Connection) -> None:
+        """A day loaded into a new table ends attached, with the same constraints and key."""
+        ensure_fix_partitions(conn, dt.date(2024, 4, 1), dt.date(2024, 4, 1))
+        pings = make_pings([_ping("A", "2024-04-02T10:00:00Z"), _ping("B", "2024-04-02T11:00:00Z")])
+        assert copy_fixes(conn, pings, source="a") == 2
+        assert "fixes_p20240402" in _partitions(conn)
+        assert _constraints(conn, "fixes_p20240402") == _constraints(conn, "fixes_p20240401")
+        parent_index = conn.execute(
+            text(
+                "SELECT i.inhparent::regclass::text FROM pg_inherits i "
+                "WHERE i.inhrelid = CAST('fixes_p20240402_pkey' AS regclass)"
+            )
+        ).scalar_one()
+        assert parent_index == "pk_fixes"
+        assert copy_fixes(conn, pings, source="a") == 0
+
+    def test_rows_stored_in_key_order(self, conn: Connection) -> None:
+        """Shuffled pings with mixed NULLs and id lengths are laid on disk by (vehicle_id, ts)."""
+        rng = np.random.default_rng(7)
+        n = 3000
+        pings = pd.DataFrame(
+            {
+                "vehicle_id": [f"V{'x' * (i % 3)}{i % 40}" for i in range(n)],
+                "timestamp": pd.to_datetime(1_717_200_000 + np.arange(n) * 5, unit="s", utc=True),
+                "lat": rng.uniform(-30.1, -30.0, n),
+                "lon": rng.uniform(-51.3, -51.1, n),
+                "accuracy_m": np.where(rng.random(n) < 0.5, np.nan, 5.0),
+                "meter": rng.choice(np.array(["free", "occupied", None], dtype=object), n),
+            }
+        ).sample(frac=1.0, random_state=1)
+        assert copy_fixes(conn, pings, source="a") == n
+        stored = conn.execute(
+            text("SELECT vehicle_id, ts FROM fixes_p20240601 ORDER BY ctid")
+        ).all()
+        assert len(stored) == n
+        assert stored == sorted(stored, key=lambda r: (r[0].encode(), r[1]))
+
+    def test_existing_and_new_days_in_one_batch(self, conn: Connection) -> None:
+        """Rows of a day already holding fixes and of a new day are both stored, once."""
+        copy_fixes(conn, make_pings([_ping("A", "2024-05-01T10:00:00Z")]), source="a")
+        pings = make_pings(
+            [
+                _ping("A", "2024-05-01T10:00:00Z"),  # already stored
+                _ping("B", "2024-05-01T10:00:00Z"),
+                _ping("A", "2024-05-02T10:00:00Z"),
+            ]
+        )
+        assert copy_fixes(conn, pings, source="b") == 2
+        rows = conn.execute(
+            text("SELECT tableoid::regclass::text, vehicle_id, source FROM fixes ORDER BY ts, 2")
+        ).all()
+        assert rows == [
+            ("fixes_p20240501", "A", "a"),
+            ("fixes_p20240501", "B", "b"),
+            ("fixes_p20240502", "A", "b"),
+        ]
+
+    def test_fixes_stranded_in_default_are_moved_not_duplicated(self, conn: Connection) -> None:
+        """A new day with fixes already in DEFAULT gets its partition; stored fixes are skipped."""
+        conn.execute(
+            text(
+                "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, speed_flag, source) VALUES "
+                "('A', '2023-07-07T10:00:00Z', -30, -51, "
+                "ST_SetSRID(ST_MakePoint(-51, -30), 4326), false, 'old')"
+            )
+        )
+        pings = make_pings([_ping("A", "2023-07-07T10:00:00Z"), _ping("A", "2023-07-07T10:00:15Z")])
+        assert copy_fixes(conn, pings, source="new") == 1
+        assert _count(conn, "SELECT count(*) FROM fixes_default") == 0
+        assert _count(conn, "SELECT count(*) FROM fixes_p20230707") == 2
+
+    def test_encoding_error_reaches_the_caller(
+        self, conn: Connection, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An error raised while encoding in the background thread is raised by copy_fixes."""
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise OverflowError("h3 quebrou")
+
+        monkeypatch.setattr("tracking.store.latlng_to_cells", broken)
+        with pytest.raises(OverflowError, match="h3 quebrou"):
+            copy_fixes(conn, make_pings([_ping("A", "2024-01-01T10:00:00Z")]), source="a")
+
+
 class TestCopyRejected:
     def test_stores_reason_row_and_raw_values(self, conn: Connection) -> None:
         """Each rejected row is kept with its row number, reason and original cells as JSON."""
