@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from api.settings import get_settings
+from maps.offline import OSM_TILES
 
 
 class PingFormat(StrEnum):
@@ -55,9 +56,23 @@ def analyze(
     trip_max_gap_s: Annotated[
         float | None, typer.Option(help="Silêncio (s) que encerra uma viagem.")
     ] = None,
+    boundary: Annotated[
+        Path | None,
+        typer.Option(help="Limite municipal (GeoJSON); padrão: o do --municipality, se incluído."),
+    ] = None,
+    roads: Annotated[
+        Path | None, typer.Option(help="Malha viária OSM (GeoJSON/GPKG/GeoParquet/.osm).")
+    ] = None,
+    thresholds: Annotated[
+        Path | None, typer.Option(help="Limiares dos detectores (TOML: [tipo] nome = valor).")
+    ] = None,
+    tiles: Annotated[
+        str, typer.Option(help="URL dos tiles do map.html; 'none' para mapa sem fundo.")
+    ] = OSM_TILES,
 ) -> None:
     """Analisa pings contra pontos e frota e grava os arquivos de saída do contrato."""
     from fleet.loaders import read_fleet
+    from maps.findings import findings_map
     from stands.layers import read_stands
     from tracking.ingest import read_pings
     from tracking.pipeline import AnalysisParams, analyze_pings, cut_at_as_of, write_outputs
@@ -94,23 +109,95 @@ def analyze(
         bar.update(task, advance=1, description="Lendo pontos e frota")
         stand_frame = read_stands(stands, default_radius_m=stand_radius_m)
         fleet_frame = read_fleet(fleet, municipality=municipality) if fleet else None
+        limits = _thresholds(thresholds) if thresholds else None
+        area = _boundary(boundary, municipality)
+        graph = _road_graph(roads) if roads else None
 
         def step(label: str) -> None:
             bar.update(task, advance=1, description=label)
 
         result = analyze_pings(
-            valid, rejected, stand_frame, fleet=fleet_frame, params=params, progress=step
+            valid,
+            rejected,
+            stand_frame,
+            fleet=fleet_frame,
+            boundary=area,
+            roads=graph,
+            as_of=as_of_date,
+            thresholds=limits,
+            params=params,
+            progress=step,
         )
         bar.update(task, description="Gravando arquivos")
         paths = write_outputs(result, out)
+        tile_url = None if tiles.lower() == "none" else tiles
+        findings_map(stand_frame, result.findings, tiles=tile_url).save(str(out / "map.html"))
+        paths.append(out / "map.html")
         bar.update(task, completed=_STAGES, description="Concluído")
     s = result.summary
     typer.echo(
         f"{s['pings_valid']} pings válidos, {s['pings_rejected']} rejeitados; "
         f"{s['visits']} visitas ({s['boardings']} com embarque), {s['trips']} viagens, "
-        f"{s['stops']} paradas."
+        f"{s['stops']} paradas; {s['findings']} achados."
     )
+    for kind, n in s["findings_by_kind"].items():
+        typer.echo(f"  {kind}: {n}")
+    for kind, why in s["detectors_skipped"].items():
+        typer.echo(f"  {kind}: não verificado ({why})")
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
+
+
+BOUNDARIES = (
+    Path(__file__).resolve().parents[1]
+    / "data/brazil/boundaries/municipios_poa_pvh_pintobandeira.geojson"
+)
+
+
+def _boundary(path: Path | None, municipality: str | None) -> Any:
+    """Return the municipal polygon: --boundary, else the bundled one of --municipality."""
+    import geopandas as gpd
+
+    if path is None:
+        if municipality is None or not BOUNDARIES.is_file():
+            return None
+        bundled = gpd.read_file(BOUNDARIES)
+        match = bundled.loc[bundled["cod_ibge"].astype(str) == municipality]
+        return match.geometry.union_all() if len(match) else None
+    if not path.is_file():
+        msg = f"arquivo de limite municipal não encontrado: {path}"
+        raise FileNotFoundError(msg)
+    frame = gpd.read_file(path)
+    if frame.crs is not None:
+        frame = frame.to_crs(4326)
+    return frame.geometry.union_all()
+
+
+def _road_graph(path: Path) -> Any:
+    from geo.roads import build_road_graph, read_libcity_roads, read_roads
+
+    if path.suffix.lower() == ".csv":  # the LibCity export bundled for Porto
+        return build_road_graph(read_libcity_roads(path))
+    return build_road_graph(read_roads(path))
+
+
+def _thresholds(path: Path) -> dict[str, dict[str, Any]]:
+    import tomllib
+
+    from tracking.detect import ThresholdConfigError, check_thresholds
+
+    if not path.is_file():
+        msg = f"arquivo de limiares não encontrado: {path}"
+        raise FileNotFoundError(msg)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        msg = f"{path.name}: TOML inválido ({exc})"
+        raise ThresholdConfigError(msg) from None
+    if not all(isinstance(v, dict) for v in data.values()):
+        msg = f"{path.name}: esperado uma tabela [tipo] por tipo de achado"
+        raise ThresholdConfigError(msg)
+    check_thresholds(data)
+    return data
 
 
 def _parse_date(text: str) -> dt.date:
