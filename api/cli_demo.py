@@ -35,6 +35,8 @@ def _paths(data: Path) -> dict[str, Path]:
         "estimate": data / "brazil/population/estimativa_populacao_municipios_2024.csv",
         "porto_stands": data / "porto/derived/taxi_stands.csv",
         "porto_trips": data / "porto/derived/trips_combined.csv",
+        "porto_roads": data / "porto/network/porto_roads_libcity.csv",
+        "porto_boundary": data / "porto/network/porto_boundary.geojson",
     }
     missing = [str(p) for p in paths.values() if not p.is_file()]
     if missing:
@@ -76,8 +78,10 @@ def demo(
         f"\nSaídas em [bold]{out}[/bold]:\n"
         f"  {out / 'summary.json'}  (resumo)\n"
         f"  {replay['map']}  (mapa do Porto: pontos por embarques e viagens)\n"
+        f"  {replay['findings_map']}  (mapa de fiscalização: achados por tipo)\n"
         f"  {poa_map}  (mapa dos pontos de Porto Alegre)\n"
-        f"  {out / 'porto'}/  (stand_visits.csv, trips.csv, rejected.csv, occupancy.csv)"
+        f"  {out / 'porto'}/  (findings.geojson, stand_visits.csv, trips.csv, rejected.csv, "
+        "occupancy.csv)"
     )
 
 
@@ -155,8 +159,11 @@ def _replay_porto(
 ) -> dict[str, Any]:
     import geopandas as gpd
 
+    from geo.roads import build_road_graph, read_libcity_roads
+    from maps.findings import findings_map
     from maps.overview import stands_trips_map
     from stands.layers import read_porto_stands
+    from tracking.detectors.findings import KINDS
     from tracking.pipeline import AnalysisParams, analyze_pings, write_outputs
     from tracking.porto import read_porto_trips
     from tracking.porto_eval import boarding_recall
@@ -164,14 +171,25 @@ def _replay_porto(
     params = AnalysisParams(timezone="Europe/Lisbon")
     with console.status("Reproduzindo as viagens do Porto contra os 63 pontos…"):
         pings, rejected, labels = read_porto_trips(paths["porto_trips"])
+        graph = build_road_graph(read_libcity_roads(paths["porto_roads"]))
+        boundary = gpd.read_file(paths["porto_boundary"]).geometry.union_all()
         recall = {}
         for radius in RECALL_RADII_M:
             stands = read_porto_stands(paths["porto_stands"], radius_m=radius)
-            result = analyze_pings(pings, rejected, stands, params=params)
+            full = radius == PORTO_STAND_RADIUS_M  # detectors on the main run only
+            result = analyze_pings(
+                pings,
+                rejected,
+                stands,
+                boundary=boundary if full else None,
+                roads=graph if full else None,
+                kinds=KINDS if full else (),
+                params=params,
+            )
             recall[f"{radius:.0f}"] = boarding_recall(
                 labels, pings, result.visits, result.trips, stands
             )
-            if radius == PORTO_STAND_RADIUS_M:
+            if full:
                 main = result
         write_outputs(main, out / "porto")
 
@@ -188,6 +206,7 @@ def _replay_porto(
     )
     map_path = out / "porto_map.html"
     fmap.save(str(map_path))
+    findings_map(main.stands, main.findings, tiles=tiles).save(str(out / "porto" / "map.html"))
     return {
         "stand_radius_m": PORTO_STAND_RADIUS_M,
         "summary": main.summary,
@@ -197,6 +216,8 @@ def _replay_porto(
             for sid, n in per_stand.items()
         ],
         "recall_by_radius_m": recall,
+        "findings_by_kind": main.summary["findings_by_kind"],
+        "findings_map": str(out / "porto" / "map.html"),
         "map": str(map_path),
     }
 
@@ -283,3 +304,10 @@ def _print_tables(console: Console, loaded: dict[str, int], replay: dict[str, An
             f"{r['recall']:.1%}",
         )
     console.print(rec)
+
+    found = Table(title="Porto: achados por tipo (malha OSM do centro, limite do distrito)")
+    found.add_column("tipo")
+    found.add_column("achados", justify="right")
+    for kind, n in replay["findings_by_kind"].items():
+        found.add_row(kind, str(n))
+    console.print(found)
