@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ import pytest
 from tracking import frames as fr
 from tracking._errors import (
     EmptyFileError,
+    InvalidParameterError,
     MalformedFileError,
     MissingColumnsError,
     ReservedColumnError,
@@ -267,3 +269,142 @@ class TestWriteRejected:
         """A frame without the reason column is refused."""
         with pytest.raises(MissingColumnsError, match="reason"):
             write_rejected(pd.DataFrame({"row": [1]}), tmp_path / "r.csv")
+
+
+def _messy_rows(n: int, seed: int) -> list[str]:
+    """CSV lines of ``n`` fixes with bad cells, duplicates of every kind, shuffled."""
+    rng = np.random.default_rng(seed)
+    cells = {
+        "vehicle_id": ["V1", "V2", " V1", "", "V3"],
+        "timestamp": [
+            "1709553600",
+            "1709553615",
+            "2024-03-04T09:00:00-03:00",
+            "2024-03-04T12:00:15Z",
+            "2024-03-04T09:00:00",
+            "ontem",
+            "",
+        ],
+        "lat": ["-30.0277", "-30.02770", "-30.1", "", "95", "x"],
+        "lon": ["-51.2287", "-51.2", "0"],
+        "meter": ["free", "Free ", "occupied", "", "busy"],
+        "note": ["", "a", "b,c"],
+    }
+    rows = [
+        ",".join(
+            f'"{v}"' if "," in v else v
+            for v in (str(rng.choice(np.array(vals, dtype=object))) for vals in cells.values())
+        )
+        for _ in range(n)
+    ]
+    rows += [rows[i] for i in rng.integers(0, n, n // 4)]  # exact copies, anywhere
+    order = rng.permutation(len(rows))
+    lines = [rows[i] for i in order]
+    lines.insert(len(lines) // 3, "V9,1709553600")  # malformed: too few fields
+    lines.insert(len(lines) // 2, "")  # blank line
+    return [",".join(cells), *lines]
+
+
+class TestReadPingsChunked:
+    TEXT = (
+        HEADER
+        + "a,1709553600,-30,-51,free,\n"  # 1 kept
+        + "b,1709553600,-30\n"  # 2 malformed
+        + "a,1709553615,-30,-51,free,\n"  # 3 kept
+        + "\n"
+        + "a,1709553600,-30,-51,free,\n"  # 4 duplicate of 1 (earlier chunk)
+        + "a,1709553600,-30.0,-51,free,\n"  # 5 same values, other text: conflicting
+        + "a,1709553600,-30.0,-51,free,\n"  # 6 duplicate of 5 (a conflicting row)
+        + "a,1709553615,-31,-51,free,\n"  # 7 conflicting with 3
+        + "c,1709553600,,-51,,\n"  # 8 missing coordinates
+        + "c,1709553600,-30,-51,,,x\n"  # 9 malformed: too many fields
+        + " a,1709553615,-30,-51,free,\n"  # 10 same key as 3 once stripped: conflicting
+    )
+
+    @pytest.mark.parametrize("chunk_rows", [1, 2, 3, 4, 100])
+    def test_chunk_size_does_not_change_the_result(self, tmp_path: Path, chunk_rows: int) -> None:
+        """Rows, reasons and pings are the same whatever the chunk size."""
+        path = _csv(tmp_path, self.TEXT)
+        pings, rejected = read_pings(path, now=NOW, chunk_rows=chunk_rows)
+        assert pings["row"].tolist() == [1, 3]
+        assert dict(zip(rejected["row"], rejected["reason"], strict=True)) == {
+            2: "malformed_row",
+            4: "duplicate",
+            5: "conflicting_duplicate",
+            6: "duplicate",
+            7: "conflicting_duplicate",
+            8: "missing_coordinates",
+            9: "malformed_row",
+            10: "conflicting_duplicate",
+        }
+        whole_pings, whole_rejected = read_pings(path, now=NOW, chunk_rows=10**6)
+        pd.testing.assert_frame_equal(pings, whole_pings)
+        pd.testing.assert_frame_equal(rejected, whole_rejected)
+
+    def test_rejected_rows_keep_their_cells_across_chunks(self, tmp_path: Path) -> None:
+        """A duplicate found in a later chunk keeps its own cells, as written."""
+        _, rejected = read_pings(_csv(tmp_path, self.TEXT), now=NOW, chunk_rows=2)
+        row5 = rejected.loc[rejected["row"] == 5].iloc[0]
+        row10 = rejected.loc[rejected["row"] == 10].iloc[0]
+        assert (row5["lat"], row10["vehicle_id"]) == ("-30.0", " a")
+
+    @pytest.mark.parametrize("seed", [0, 1, 2])
+    def test_random_messy_file_same_as_one_chunk(self, tmp_path: Path, seed: int) -> None:
+        """Shuffled bad rows and duplicates: chunks of 7 rows give the one-chunk result."""
+        path = _csv(tmp_path, "\n".join(_messy_rows(300, seed)) + "\n")
+        whole = read_pings(path, now=NOW, chunk_rows=10**6)
+        assert set(whole[1]["reason"]) >= {"duplicate", "conflicting_duplicate", "malformed_row"}
+        for got, expected in zip(read_pings(path, now=NOW, chunk_rows=7), whole, strict=True):
+            pd.testing.assert_frame_equal(got, expected)
+
+    def test_parquet_in_chunks(self, tmp_path: Path) -> None:
+        """Parquet read 2 rows at a time: float ids are converted alike in every chunk."""
+        path = tmp_path / "pings.parquet"
+        table = pa.table(
+            {
+                "vehicle_id": pa.array([12.0, 12.0, None, 14.5, 12.0], type=pa.float64()),
+                "timestamp": pa.array([1709553600, 1709553615, 1709553600, 1709553600, 1709553600]),
+                "lat": [-30.0, -30.0, -30.0, -30.0, -30.0],
+                "lon": [-51.0, -51.0, -51.0, -51.0, -51.0],
+            }
+        )
+        pq.write_table(table, path, row_group_size=3)
+        pings, rejected = read_pings(path, now=NOW, chunk_rows=2)
+        assert pings["vehicle_id"].tolist() == ["12.0", "12.0", "14.5"]
+        assert rejected[["row", "reason", "vehicle_id"]].to_dict("records") == [
+            {"row": 3, "reason": "empty_vehicle_id", "vehicle_id": ""},
+            {"row": 5, "reason": "duplicate", "vehicle_id": "12.0"},
+        ]
+        for got, expected in zip(
+            (pings, rejected), read_pings(path, now=NOW, chunk_rows=10**6), strict=True
+        ):
+            pd.testing.assert_frame_equal(got, expected)
+
+    def test_integral_float_ids_in_a_later_chunk(self, tmp_path: Path) -> None:
+        """Ids 12.0 and 13.0 (an int column with a null) read as "12", "13" in every chunk."""
+        path = tmp_path / "pings.parquet"
+        pq.write_table(
+            pa.table(
+                {
+                    "vehicle_id": pa.array([12.0, None, 13.0], type=pa.float64()),
+                    "timestamp": pa.array([1709553600] * 3),
+                    "lat": [-30.0] * 3,
+                    "lon": [-51.0] * 3,
+                }
+            ),
+            path,
+        )
+        pings, _ = read_pings(path, now=NOW, chunk_rows=1)
+        assert pings["vehicle_id"].tolist() == ["12", "13"]
+
+    def test_header_only_in_chunks(self, tmp_path: Path) -> None:
+        """A header without data rows gives empty typed frames with a small chunk size too."""
+        pings, rejected = read_pings(_csv(tmp_path, HEADER), now=NOW, chunk_rows=1)
+        assert pings.empty and rejected.empty
+        assert list(rejected.columns) == ["row", "reason", *HEADER.strip().split(",")]
+
+    @pytest.mark.parametrize("chunk_rows", [0, -5, 2.5, True])
+    def test_bad_chunk_rows(self, tmp_path: Path, chunk_rows: Any) -> None:
+        """A chunk size that is not a positive integer is refused, naming the argument."""
+        with pytest.raises(InvalidParameterError, match="'chunk_rows' era"):
+            read_pings(_csv(tmp_path, HEADER), now=NOW, chunk_rows=chunk_rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from tracking.validate import (
     empty_pings,
     empty_rejected,
     speed_flags,
+    validate_ping_chunks,
     validate_pings,
 )
 
@@ -357,3 +359,70 @@ class TestEmptyFrames:
         assert frame.empty
         assert list(frame.columns) == ["row", "reason", "vehicle_id", "lat"]
         assert str(frame["row"].dtype) == "int64" and str(frame["lat"].dtype) == "str"
+
+
+class TestValidatePingChunks:
+    ROWS: list[dict[str, Any]] = [
+        GOOD,
+        {**GOOD, "timestamp": "2024-03-04T09:00:15-03:00"},
+        {**GOOD, "lat": "-30.02770"},  # same values as row 1, other text
+        {**GOOD, "lat": ""},
+        GOOD,  # duplicate of row 1
+        {**GOOD, "vehicle_id": "V2", "meter": "Occupied", "tariff": "2"},
+        {**GOOD, "timestamp": "2024-03-04T09:00:15-03:00", "speed_kmh": "80"},  # conflicts with 2
+        {**GOOD, "lat": "-30.02770"},  # duplicate of row 3 (a conflicting row)
+    ]
+
+    @staticmethod
+    def _source(
+        raw: pd.DataFrame, size: int, calls: list[int]
+    ) -> Callable[[], Iterator[pd.DataFrame]]:
+        def chunks() -> Iterator[pd.DataFrame]:
+            calls.append(1)
+            for start in range(0, len(raw), size):
+                yield raw.iloc[start : start + size].reset_index(drop=True)
+
+        return chunks
+
+    @pytest.mark.parametrize("size", [1, 2, 3, 5, 8])
+    def test_same_result_as_one_frame(self, size: int) -> None:
+        """Any split into chunks gives what validate_pings gives on the whole frame."""
+        raw = make_raw_pings(self.ROWS)
+        expected = validate_pings(raw, now=NOW)
+        got = validate_ping_chunks(self._source(raw, size, []), now=NOW)
+        assert dict(zip(got[1]["row"], got[1]["reason"], strict=True)) == {
+            3: "conflicting_duplicate",
+            4: "missing_coordinates",
+            5: "duplicate",
+            7: "conflicting_duplicate",
+            8: "duplicate",
+        }
+        for a, b in zip(got, expected, strict=True):
+            pd.testing.assert_frame_equal(a, b)
+
+    @pytest.mark.parametrize(
+        ("later", "calls"),
+        [
+            ({**GOOD, "lat": "-30.5"}, 1),  # other value: conflicting without reading again
+            (GOOD, 2),  # same values: the cells of row 1 are read again
+        ],
+    )
+    def test_reads_again_only_to_compare_cells(self, later: dict[str, Any], calls: int) -> None:
+        """The chunks are read a second time only when values tie with a kept fix's."""
+        raw = make_raw_pings([GOOD, later])
+        seen: list[int] = []
+        _, rejected = validate_ping_chunks(self._source(raw, 1, seen), now=NOW)
+        assert len(seen) == calls
+        assert len(rejected) == 1
+
+    def test_no_chunks(self) -> None:
+        """A source with no chunk at all gives empty, typed frames."""
+        pings, rejected = validate_ping_chunks(lambda: iter(()), now=NOW)
+        assert pings.empty and rejected.empty
+        assert list(pings.columns) == list(fr.PING_COLUMNS)
+
+    def test_missing_column_in_a_chunk(self) -> None:
+        """A chunk without lon raises, naming the column."""
+        raw = make_raw_pings([GOOD]).drop(columns=["lon"])
+        with pytest.raises(MissingColumnsError, match="lon"):
+            validate_ping_chunks(lambda: iter((raw,)), now=NOW)
