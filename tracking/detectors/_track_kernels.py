@@ -41,6 +41,7 @@ class TrackArrays(NamedTuple):
     meter: NDArray[np.int8]  # METER_* codes
     row: NDArray[np.int64]  # -1 when unknown
     speed_flag: NDArray[np.bool_]
+    trip_ref: NDArray[np.object_] | None = None  # source trip record (None: column absent)
 
 
 def check_positive(**values: float) -> None:
@@ -107,7 +108,8 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
     ----------
     pings : pandas.DataFrame
         Validated fixes (``tracking/frames.py``): ``vehicle_id``, ``timestamp`` (tz-aware),
-        ``lat``, ``lon``; optional ``meter``, ``row``, ``speed_flag`` (absent: unknown, -1, False).
+        ``lat``, ``lon``; optional ``meter``, ``row``, ``speed_flag`` (absent: unknown, -1,
+        False) and ``trip_ref`` (absent: None).
 
     Returns
     -------
@@ -142,6 +144,14 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
         if fr.SPEED_FLAG in pings.columns
         else np.zeros(n, dtype=bool)
     )
+    ref = (
+        np.asarray(
+            pings[fr.TRIP_REF].astype(object).where(pings[fr.TRIP_REF].notna(), None),
+            dtype=object,
+        )
+        if fr.TRIP_REF in pings.columns
+        else None
+    )
     if n > 1:
         dc = np.diff(codes)
         in_order = bool(np.all((dc > 0) | ((dc == 0) & (np.diff(ts) >= 0))))
@@ -149,8 +159,9 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
             order = np.lexsort((ts, codes))
             codes, ts, lat, lon = codes[order], ts[order], lat[order], lon[order]
             meter, row, flag = meter[order], row[order], flag[order]
+            ref = None if ref is None else ref[order]
     vehicles = np.asarray(uniques, dtype=object)
-    return TrackArrays(vehicles, codes, ts, lat, lon, meter, row, flag)
+    return TrackArrays(vehicles, codes, ts, lat, lon, meter, row, flag, ref)
 
 
 def timestamp_ns(value: Any, *, what: str = "o ping") -> int:
@@ -170,7 +181,7 @@ def live_fix(ping: Mapping[str, Any]) -> dict[str, Any]:
     """Normalise one live ping (a row of a pings frame, as a mapping) to a plain fix dict.
 
     Keys: ``vehicle_id`` str, ``ts_ns`` int, ``lat``/``lon`` float, ``meter`` str or None,
-    ``row`` int or None, ``speed_flag`` bool.
+    ``row`` int or None, ``speed_flag`` bool, ``trip_ref`` str or None.
     """
     for key in (fr.VEHICLE_ID, fr.TIMESTAMP, fr.LAT, fr.LON):
         if key not in ping or _is_null(ping[key]):
@@ -183,6 +194,7 @@ def live_fix(ping: Mapping[str, Any]) -> dict[str, Any]:
         raise DetectorInputError(msg)
     row: Any = ping.get(fr.ROW)
     flag: Any = ping.get(fr.SPEED_FLAG)
+    ref: Any = ping.get(fr.TRIP_REF)
     return {
         "vehicle_id": str(ping[fr.VEHICLE_ID]),
         "ts_ns": timestamp_ns(ping[fr.TIMESTAMP]),
@@ -191,6 +203,7 @@ def live_fix(ping: Mapping[str, Any]) -> dict[str, Any]:
         "meter": meter,
         "row": None if _is_null(row) or int(row) < 0 else int(row),
         "speed_flag": False if _is_null(flag) else bool(flag),
+        "trip_ref": None if _is_null(ref) else str(ref),
     }
 
 
@@ -212,6 +225,7 @@ def fix_arrays(fixes: Sequence[Mapping[str, Any]]) -> TrackArrays:
         meter=np.asarray([_METER_CODE.get(f["meter"], 0) for f in fixes], dtype=np.int8),
         row=np.asarray([-1 if f["row"] is None else f["row"] for f in fixes], dtype=np.int64),
         speed_flag=np.asarray([f["speed_flag"] for f in fixes], dtype=bool),
+        trip_ref=np.asarray([f.get("trip_ref") for f in fixes], dtype=object),
     )
 
 

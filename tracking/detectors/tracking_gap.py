@@ -22,6 +22,11 @@ in service
     displacement below ``parked_radius_m``) is not a finding, nor any gap whose fix before has
     the meter ``free``, ``off`` or unknown: without the meter a silence cannot be told from the
     end of a shift.
+trip records
+    When the pings carry ``trip_ref`` (trip-record datasets such as Porto's, where every fix is
+    ``occupied``), two fixes of different records are two meter cycles — the passenger left
+    during the silence — so the silence between them is not a gap. A fix with no ``trip_ref``
+    does not break the rule's other conditions.
 confidence
     ``0.5 + 0.3·(1 − max_gap_s/gap_s) + 0.15·min(1, displacement_m / (10·parked_radius_m))``,
     times 0.75 when either fix is speed-flagged at ingest (its position is doubtful). It grows
@@ -47,7 +52,6 @@ import shapely
 from numpy.typing import NDArray
 
 from geo.crs import haversine_m
-from tracking import frames as fr
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._track_kernels import (
     METER_NAMES,
@@ -111,10 +115,6 @@ def detect_tracking_gap(
     dt_ns = np.diff(track.ts_ns)
     cand = np.flatnonzero(same & (dt_ns > round(max_gap_s * NS)))
     cand = cand[track.meter[cand] == METER_OCCUPIED]
-    if fr.TRIP_REF in pings.columns:  # trip records: silence between two records is no gap
-        ref = pings.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")[fr.TRIP_REF]
-        ref_a = ref.to_numpy(dtype=object)
-        cand = cand[ref_a[cand] == ref_a[cand + 1]]
     if not len(cand):
         return findings_from_records([])
     found, _, _, _ = _gap_kernel(track, cand, max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
@@ -162,7 +162,7 @@ def update_tracking_gap(
     check_positive(max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
     fix = live_fix(ping)
     if state is None:
-        return {"last": fix, "trip_ref": ping.get(fr.TRIP_REF)}, None
+        return {"last": fix}, None
     last = state["last"]
     if last["vehicle_id"] != fix["vehicle_id"]:
         msg = (
@@ -173,10 +173,6 @@ def update_tracking_gap(
     if fix["ts_ns"] <= last["ts_ns"]:
         return dict(state), None
     new_state = {"last": fix}
-    ref, last_ref = ping.get(fr.TRIP_REF), state.get("trip_ref")
-    new_state["trip_ref"] = ref
-    if ref is not None and last_ref is not None and ref != last_ref:
-        return new_state, None
     if fix["ts_ns"] - last["ts_ns"] <= round(max_gap_s * NS) or last["meter"] != "occupied":
         return new_state, None
     track = fix_arrays([last, fix])
@@ -203,6 +199,10 @@ def _gap_kernel(
     occupied_after = track.meter[j] == METER_OCCUPIED
     moved = disp_m >= parked_radius_m
     found = (dt_ns > round(max_gap_s * NS)) & occupied_before & (occupied_after | moved)
+    if track.trip_ref is not None:  # a new trip record is a new meter cycle: no gap
+        a, b = track.trip_ref[i], track.trip_ref[j]
+        known = np.asarray(pd.notna(a) & pd.notna(b), dtype=bool)
+        found &= ~(known & np.asarray(a != b, dtype=bool))
     conf = (
         0.5
         + 0.3 * (1.0 - max_gap_s / gap_s)

@@ -146,6 +146,21 @@ class TestDetectTrackingGap:
             "parked_radius_m": 20.0,
         }
 
+    @pytest.mark.parametrize(
+        ("refs", "expected"),
+        [
+            (["r1", "r1", "r2", "r2"], 0),  # a new trip record: the meter cycled
+            (["r1", "r1", "r1", "r1"], 1),
+            (["r1", "r1", None, None], 1),  # unknown record: the rule's other conditions apply
+        ],
+    )
+    def test_trip_records(self, refs: list[str | None], expected: int) -> None:
+        """Silences between two trip records (trip_ref) are meter cycles, not gaps."""
+        pings = make_pings(_gap_track("occupied", "occupied"))
+        pings["trip_ref"] = pd.Series(refs, dtype=object)
+        assert len(detect_tracking_gap(pings)) == expected
+        assert len(_replay(pings)) == expected
+
     def test_pings_without_meter_give_no_finding(self) -> None:
         """Without the meter a silence cannot be told from the end of a shift."""
         pings = make_pings(_gap_track("occupied", "occupied")).drop(columns=["meter"])
