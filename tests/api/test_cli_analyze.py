@@ -138,3 +138,77 @@ class TestAnalyze:
         summary = json.loads((out / "summary.json").read_text())
         assert summary["trips"] >= 35
         assert summary["findings_by_kind"].get("tracking_gap", 0) == 0  # records, not gaps
+
+
+class TestAnalyzeDetectors:
+    def test_findings_and_map_written(self, run_pontual, tmp_path):
+        """findings.geojson is a FeatureCollection with the contract's properties; map.html is
+        self-contained (no CDN)."""
+        pings, stands = _write_inputs(tmp_path)
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze", "--pings", str(pings), "--stands", str(stands), "--out", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+        fc = json.loads((out / "findings.geojson").read_text())
+        assert fc["type"] == "FeatureCollection"
+        for feature in fc["features"]:
+            assert set(feature["properties"]) == {
+                "finding_id",
+                "kind",
+                "vehicle_id",
+                "stand_id",
+                "started_at",
+                "ended_at",
+                "confidence",
+                "details",
+            }
+        html = (out / "map.html").read_text(encoding="utf-8")
+        assert "L.map(" in html and "cdn." not in html
+
+    def test_outside_municipality_with_bundled_boundary(self, run_pontual, tmp_path):
+        """--municipality 4314902 brings Porto Alegre's boundary: a pickup in Porto (Portugal)
+        is outside it."""
+        rows = [
+            ("X1", f"2024-03-04T09:{m:02d}:00-03:00", 41.15 + m * 0.001, -8.61, "occupied")
+            for m in range(6)
+        ]
+        pings, stands = _write_inputs(tmp_path)
+        pd.DataFrame(rows, columns=["vehicle_id", "timestamp", "lat", "lon", "meter"]).to_csv(
+            pings, index=False
+        )
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze",
+            "--pings",
+            str(pings),
+            "--stands",
+            str(stands),
+            "--municipality",
+            "4314902",
+            "--out",
+            str(out),
+        )
+        assert done.returncode == 0, done.stderr
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["findings_by_kind"].get("outside_municipality") == 1
+        assert "outside_municipality" not in summary["detectors_skipped"]
+
+    def test_bad_thresholds_file(self, run_pontual, tmp_path):
+        """A thresholds file naming an unknown threshold fails with one clear message."""
+        pings, stands = _write_inputs(tmp_path)
+        conf = tmp_path / "limiares.toml"
+        conf.write_text("[tracking_gap]\nmax_gap = 600\n", encoding="utf-8")
+        done = run_pontual(
+            "analyze",
+            "--pings",
+            str(pings),
+            "--stands",
+            str(stands),
+            "--thresholds",
+            str(conf),
+            "--out",
+            str(tmp_path / "out"),
+        )
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert "max_gap" in done.stderr
