@@ -15,7 +15,13 @@ from stands._errors import (
     NaiveTimestampError,
     ThresholdError,
 )
-from stands.presence import PRESENCE_COLUMNS, SUMMARY_COLUMNS, presence, presence_summary
+from stands.presence import (
+    PRESENCE_COLUMNS,
+    SUMMARY_COLUMNS,
+    day_bounds_ns,
+    presence,
+    presence_summary,
+)
 
 START, END = dt.date(2024, 3, 4), dt.date(2024, 3, 8)
 LICENCES = pd.DataFrame({"vehicle_id": ["A", "B"], "stand_id": ["S1", "S2"]})
@@ -216,6 +222,28 @@ class TestPresenceSummary:
         """A table without the presence flags is refused."""
         with pytest.raises(MissingColumnError, match="present"):
             presence_summary(pd.DataFrame({"vehicle_id": [], "stand_id": [], "date": []}))
+
+
+class TestDayBoundsNs:
+    def test_local_midnights_in_utc(self) -> None:
+        """São Paulo days start at 03:00Z; one more bound closes the last day."""
+        days = np.arange(np.datetime64("2024-03-04"), np.datetime64("2024-03-06"))
+        bounds = pd.to_datetime(day_bounds_ns(days, "America/Sao_Paulo"), utc=True)
+        assert list(bounds) == [
+            pd.Timestamp("2024-03-04T03:00Z"),
+            pd.Timestamp("2024-03-05T03:00Z"),
+            pd.Timestamp("2024-03-06T03:00Z"),
+        ]
+
+    def test_midnight_skipped_by_daylight_saving(self) -> None:
+        """On 2018-11-04 Brazil's clocks jumped from 00:00 to 01:00: the day starts at 01:00."""
+        days = np.arange(np.datetime64("2018-11-03"), np.datetime64("2018-11-05"))
+        bounds = pd.to_datetime(day_bounds_ns(days, "America/Sao_Paulo"), utc=True)
+        assert list(bounds) == [
+            pd.Timestamp("2018-11-03T03:00Z"),
+            pd.Timestamp("2018-11-04T03:00Z"),  # 01:00 summer time
+            pd.Timestamp("2018-11-05T02:00Z"),
+        ]
 
 
 @pytest.mark.slow

@@ -111,9 +111,11 @@ class TestDetectIllegalStandFormation:
         found = _detect(rows, min_days=2)
         assert found.iloc[0]["details"]["dates"] == ["2024-03-04", "2024-03-05"]
 
-    def test_brief_stops_do_not_count(self) -> None:
-        """Waits shorter than min_wait_s (a red light, a quick drop) do not count."""
-        assert _detect(_three_days(wait_s=300)).empty
+    @pytest.mark.parametrize("at", [PLACE, (90.0, 0.0)])
+    def test_brief_stops_do_not_count(self, at: tuple[float, float]) -> None:
+        """Waits shorter than min_wait_s (a red light near a stand, a quick drop) do not count."""
+        assert _detect(_three_days(at=at, wait_s=300)).empty
+        assert len(_detect(_three_days(at=at, wait_s=300), min_wait_s=240)) == 1
 
     def test_occupied_waits_do_not_count(self) -> None:
         """Waiting with the meter occupied (a passenger aboard) is not waiting for one."""
