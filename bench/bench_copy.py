@@ -12,7 +12,7 @@ Scenarios, each ``--repeat`` times (the machine may be shared: compare CPU secon
 - ``encode only``: the client-side part (checks, sort, H3 r9/r12, numpy payload), no database;
 - ``copy_fixes`` new days: no partition yet, so each day's partition is created, loaded with
   ``COPY … FREEZE``, indexed and attached in the importing transaction;
-- ``copy_fixes`` same fixes again: the conflict-safe staging path, inserts nothing;
+- ``copy_fixes`` same fixes again: stored keys fetched and matched, inserts nothing;
 - ``copy_fixes`` existing empty partitions: direct COPY into ``fixes`` (index kept up per row);
 - ORM ``session.add_all`` of ``Fix`` objects with EWKT geometries, one commit (once).
 
@@ -202,7 +202,7 @@ def main() -> None:
             results.append(_timed(engine, "encode only (client, no DB)", n, encode_only))
             _drop_daily_partitions(engine)
             results.append(_timed(engine, "copy_fixes, new days (create+FREEZE)", n, store))
-            results.append(_timed(engine, "copy_fixes, same fixes again (staging)", n, store_again))
+            results.append(_timed(engine, "copy_fixes, same fixes again", n, store_again))
             with engine.begin() as conn:
                 conn.execute(text("TRUNCATE fixes"))
             results.append(_timed(engine, "copy_fixes, existing empty partitions", n, store))

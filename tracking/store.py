@@ -361,17 +361,31 @@ class _Encoded:
         yield pcp.COPY_TRAILER
 
 
+def _composite_keys(
+    ts_us: NDArray[np.int64], codes: NDArray[np.int64], *, first_day: int, n_codes: int
+) -> NDArray[np.int64]:
+    """One int64 per (vehicle code, ts), increasing with (UTC day, vehicle code, ts)."""
+    day = np.floor_divide(ts_us, _US_PER_DAY)
+    return ((day - first_day) * n_codes + codes) * _US_PER_DAY + (ts_us - day * _US_PER_DAY)
+
+
+def _keys_fit(span_days: int, n_codes: int) -> bool:
+    """Whether :func:`_composite_keys` fits in int64 for this many days and vehicle codes."""
+    return span_days * max(n_codes, 1) < (1 << 63) // _US_PER_DAY
+
+
 def _day_vehicle_ts_order(
     ts_us: NDArray[np.int64], codes: NDArray[np.int64], n_codes: int
 ) -> NDArray[np.int64]:
     """Return the stable order of rows by (UTC day, vehicle code, ts)."""
+    if len(ts_us) == 0:
+        return np.zeros(0, dtype=np.int64)
     day = np.floor_divide(ts_us, _US_PER_DAY)
-    first = int(day.min()) if len(day) else 0
-    span = (int(day.max()) - first + 1) if len(day) else 1
-    if span * max(n_codes, 1) < (1 << 63) // _US_PER_DAY:
+    first = int(day.min())
+    if _keys_fit(int(day.max()) - first + 1, n_codes):
         # One int64 key: sorting it is several times faster than a three-key lexsort.
-        key = ((day - first) * n_codes + codes) * _US_PER_DAY + (ts_us - day * _US_PER_DAY)
-        return np.argsort(key, kind="stable")
+        keys = _composite_keys(ts_us, codes, first_day=first, n_codes=n_codes)
+        return np.argsort(keys, kind="stable")
     return np.lexsort((ts_us, codes, day))
 
 
@@ -525,12 +539,67 @@ def _attach_partition(conn: Connection, day: dt.date) -> None:
     conn.execute(text(f"ALTER TABLE {name} DROP CONSTRAINT {name}_day"))
 
 
+def _stored_mask(
+    conn: Connection, enc: _Encoded, positions: NDArray[np.int64]
+) -> NDArray[np.bool_] | None:
+    """Return which rows at ``positions`` are already in ``fixes`` (None: too wide a span).
+
+    The stored timestamps of the rows' vehicles in their time span come back packed, one
+    ``bytea`` per vehicle, and are matched in numpy: far cheaper than staging every row for
+    ``ON CONFLICT`` to skip it.
+    """
+    codes, ts_us = enc.vehicle_codes[positions], enc.ts_us[positions]
+    days = np.floor_divide(ts_us, _US_PER_DAY)
+    first, n_codes = int(days.min()), len(enc.vehicle_ids)
+    if not _keys_fit(int(days.max()) - first + 1, n_codes):
+        return None
+    vehicle_codes = np.unique(codes)
+    dbapi = conn.connection.driver_connection
+    if dbapi is None:  # pragma: no cover - a live connection always has one
+        msg = "conexão sem driver psycopg ativo"
+        raise RuntimeError(msg)
+    query = (
+        "SELECT v.i, string_agg(timestamptz_send(f.ts), ''::bytea) "
+        f"FROM {FIXES_TABLE} f "
+        "JOIN unnest(CAST(%(vids)s AS text[])) WITH ORDINALITY AS v(vehicle_id, i) "
+        'ON f.vehicle_id = v.vehicle_id COLLATE "C" '
+        "WHERE f.ts BETWEEN %(lo)s AND %(hi)s GROUP BY v.i"
+    )
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    params = {
+        "vids": [enc.vehicle_ids[c] for c in vehicle_codes],
+        "lo": epoch + dt.timedelta(microseconds=int(ts_us.min())),
+        "hi": epoch + dt.timedelta(microseconds=int(ts_us.max())),
+    }
+    with dbapi.cursor(binary=True) as cur:
+        found = cur.execute(query, params).fetchall()
+    if not found:
+        return np.zeros(len(positions), dtype=bool)
+    stored_ts = [np.frombuffer(packed, dtype=">i8") for _, packed in found]
+    stored_codes = vehicle_codes[np.array([i for i, _ in found], dtype=np.int64) - 1]
+    stored_keys = np.sort(
+        _composite_keys(
+            np.concatenate(stored_ts).astype(np.int64) + pcp.PG_EPOCH_US,
+            np.repeat(stored_codes, [len(t) for t in stored_ts]),
+            first_day=first,
+            n_codes=n_codes,
+        )
+    )
+    keys = _composite_keys(ts_us, codes, first_day=first, n_codes=n_codes)
+    at = np.minimum(np.searchsorted(stored_keys, keys), len(stored_keys) - 1)
+    return np.asarray(stored_keys[at] == keys)
+
+
 def _copy_existing(
-    conn: Connection, enc: _Encoded, positions: NDArray[np.int64], payload: Iterable[pcp.Block]
+    conn: Connection,
+    enc: _Encoded,
+    positions: NDArray[np.int64],
+    payload: Iterable[pcp.Block],
+    *,
+    direct: bool,
 ) -> int:
-    """Store rows bound for partitions that existed: direct COPY if none can clash, else staged."""
-    vehicle_ids = [enc.vehicle_ids[c] for c in np.unique(enc.vehicle_codes[positions])]
-    if not _any_stored(conn, vehicle_ids, enc.ts_us[positions]):
+    """Store rows bound for partitions that existed: direct COPY, or staged if it may clash."""
+    if direct:
         try:
             with conn.begin_nested():
                 _write_copy(conn, FIXES_TABLE, payload)
@@ -558,11 +627,12 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
     Rows of a UTC day that has no partition yet go into a new table created in this transaction
     (``COPY … FREEZE``, then its primary key is built and it is attached as the day's
     partition): the fastest path, and WAL-free on a server with ``wal_level=minimal``. Rows of
-    days whose partition exists are copied straight into ``fixes`` (inside a savepoint) when none
-    of their vehicles has a stored fix in their time span; otherwise, or if a concurrent import
-    wins a race, they go through a temporary staging table and
+    days whose partition exists are copied straight into ``fixes`` (inside a savepoint), less
+    those already stored: when the rows' vehicles have stored fixes in the rows' time span, their
+    stored timestamps are fetched and matched first. If a concurrent import wins a race (or the
+    span is too wide to match keys in int64), the rows go through a temporary staging table and
     ``INSERT … ON CONFLICT (vehicle_id, ts) DO NOTHING``. Encoding runs in a background thread,
-    overlapping the server's work.
+    overlapping the server's work; rows reach the server sorted by (vehicle_id, ts).
 
     Parameters
     ----------
@@ -601,6 +671,15 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
         [np.arange(s, e) for d, s, e in zip(days, starts, ends, strict=True) if d not in fresh]
         or [np.zeros(0, dtype=np.int64)]
     ).astype(np.int64)
+    direct = True  # rows of existing partitions: COPY straight into fixes
+    if len(rest):
+        vehicle_ids = [enc.vehicle_ids[c] for c in np.unique(enc.vehicle_codes[rest])]
+        if _any_stored(conn, vehicle_ids, enc.ts_us[rest]):
+            stored = _stored_mask(conn, enc, rest)
+            if stored is None:
+                direct = False  # let ON CONFLICT sort them out
+            else:
+                rest = rest[~stored]
     payloads = [enc.payload(np.arange(s, e, dtype=np.int64)) for _, s, e in new_runs]
     if len(rest):
         payloads.append(enc.payload(rest))
@@ -610,7 +689,7 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
             _load_new_partition(conn, day, prefetch.next_payload())
             inserted += int(e - s)
         if len(rest):
-            inserted += _copy_existing(conn, enc, rest, prefetch.next_payload())
+            inserted += _copy_existing(conn, enc, rest, prefetch.next_payload(), direct=direct)
     for day, _, _ in new_runs:  # last, so the lock on DEFAULT is held as briefly as possible
         _attach_partition(conn, day)
     return inserted

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
+import tracking.store
 from geo.h3 import latlng_to_cells
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
 from tracking.store import copy_fixes, copy_rejected, ensure_fix_partitions, partition_name
@@ -358,6 +359,54 @@ class TestCopyFixesNewDays:
         monkeypatch.setattr("tracking.store.latlng_to_cells", broken)
         with pytest.raises(OverflowError, match="h3 quebrou"):
             copy_fixes(conn, make_pings([_ping("A", "2024-01-01T10:00:00Z")]), source="a")
+
+
+class TestCopyFixesReimport:
+    def test_only_missing_fixes_are_copied(
+        self, conn: Connection, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Re-importing a batch with extra fixes copies just those, directly, across vehicles."""
+        base = [
+            _ping(v, f"2024-08-0{d}T1{h}:00:00Z")
+            for v in ("Táxi-ç1", "B", "b", "C")
+            for d in (1, 2)
+            for h in range(3)
+        ]
+        copy_fixes(conn, make_pings(base), source="a")
+        copied: list[tuple[int, bool]] = []
+        real = tracking.store._copy_existing
+
+        def spy(conn: Connection, enc: Any, positions: Any, payload: Any, *, direct: bool) -> int:
+            copied.append((len(positions), direct))
+            return real(conn, enc, positions, payload, direct=direct)
+
+        monkeypatch.setattr("tracking.store._copy_existing", spy)
+        extra = [_ping("B", "2024-08-01T15:00:00Z"), _ping("D", "2024-08-02T10:00:00Z")]
+        assert copy_fixes(conn, make_pings(base + extra), source="b") == 2
+        assert copied == [(2, True)]
+        assert _count(conn) == len(base) + 2
+        rows = conn.execute(text("SELECT vehicle_id, ts FROM fixes WHERE source = 'b'")).all()
+        assert sorted(r[0] for r in rows) == ["B", "D"]
+
+    def test_other_vehicles_fixes_do_not_count(self, conn: Connection) -> None:
+        """A stored fix of another vehicle at the same instant does not block a new one."""
+        copy_fixes(conn, make_pings([_ping("A", "2024-08-05T10:00:00Z")]), source="a")
+        pings = make_pings(
+            [_ping("A", "2024-08-05T10:00:00Z"), _ping("AB", "2024-08-05T10:00:00Z")]
+        )
+        assert copy_fixes(conn, pings, source="b") == 1
+
+    def test_wide_span_uses_conflict_path(
+        self, conn: Connection, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When the composite keys would not fit in int64, ON CONFLICT still skips stored fixes."""
+        stored = [_ping("A", "2024-09-01T10:00:00Z"), _ping("A", "2024-09-03T10:00:00Z")]
+        assert copy_fixes(conn, make_pings(stored), source="a") == 2
+        monkeypatch.setattr("tracking.store._keys_fit", lambda *args: False)
+        more = make_pings([*stored, _ping("A", "2024-09-01T11:00:00Z")])
+        assert copy_fixes(conn, more, source="b") == 1
+        assert copy_fixes(conn, more, source="c") == 0
+        assert _count(conn) == 3
 
 
 class TestCopyRejected:
