@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
@@ -53,30 +54,34 @@ class FixedColumn:
 
 @dataclass(frozen=True)
 class BytesColumn:
-    """A variable-width column as one byte buffer with per-row starts and lengths (-1: NULL)."""
+    """A variable-width column, dictionary-encoded: its distinct values and one code per row.
 
-    data: NDArray[np.uint8]
-    starts: NDArray[np.int64]
-    byte_lengths: NDArray[np.int64]
+    ``values`` holds the distinct values as ``S<w>`` items (``w`` the longest; shorter ones
+    padded), ``value_lengths`` their byte lengths; ``codes`` index ``values``, -1 for NULL.
+    Encoding a block then takes one 1-D fancy index per column, whatever the strings.
+    """
+
+    values: NDArray[Any]
+    value_lengths: NDArray[np.int64]
+    codes: NDArray[np.int64]
+
+    @property
+    def width(self) -> int:
+        """Bytes of the longest value (0 if there is none)."""
+        return int(self.value_lengths.max()) if len(self.value_lengths) else 0
 
     def lengths(self) -> NDArray[np.int64]:
         """Per-row byte length, -1 where NULL."""
-        return self.byte_lengths
+        return np.append(self.value_lengths, -1)[self.codes]
 
     def take(self, idx: NDArray[np.int64]) -> BytesColumn:
-        """Return the rows ``idx`` (sharing the byte buffer)."""
-        return BytesColumn(self.data, self.starts[idx], self.byte_lengths[idx])
+        """Return the rows ``idx`` (sharing the distinct values)."""
+        return BytesColumn(self.values, self.value_lengths, self.codes[idx])
 
-    def gather(self, idx: NDArray[np.int64], length: int) -> NDArray[Any]:
-        """Return rows ``idx`` as an ``S<length>`` array of their first ``length`` bytes.
-
-        Rows shorter than ``length`` (or NULL) are padded with arbitrary bytes.
-        """
-        if length <= 0 or self.data.size == 0:
-            return np.zeros(len(idx), dtype=f"S{max(length, 1)}")
-        pos = self.starts[idx][:, None] + np.arange(length, dtype=np.int64)
-        np.minimum(pos, self.data.size - 1, out=pos)
-        return np.ascontiguousarray(self.data[pos]).view(f"S{length}").ravel()
+    def gather(self) -> NDArray[Any]:
+        """Return each row's value as an ``S<width>`` item (NULL rows: zero bytes)."""
+        padded = np.append(self.values, np.zeros(1, dtype=self.values.dtype))
+        return padded[self.codes]
 
 
 Column = FixedColumn | BytesColumn
@@ -89,33 +94,42 @@ def text_column(values: pd.Series) -> BytesColumn:
 
     Non-string values are converted with ``astype("string")`` first.
     """
-    arr = _arrow_strings(values)
-    n = len(arr)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    buf = arr.buffers()[2]
+    encoded = pc.dictionary_encode(_arrow_strings(values))
+    dictionary = encoded.dictionary
+    n_values = len(dictionary)
+    offsets = np.frombuffer(dictionary.buffers()[1], dtype=np.int64)[
+        dictionary.offset : dictionary.offset + n_values + 1
+    ]
+    buf = dictionary.buffers()[2]
     data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
-    lengths = np.diff(offsets)
-    if arr.null_count:
-        lengths = np.where(arr.is_null().to_numpy(zero_copy_only=False), -1, lengths)
-    return BytesColumn(data=data, starts=offsets[:-1].astype(np.int64), byte_lengths=lengths)
+    value_lengths = np.diff(offsets).astype(np.int64)
+    width = int(value_lengths.max()) if n_values else 0
+    if width == 0 or data.size == 0:
+        strings = np.zeros(n_values, dtype=f"S{max(width, 1)}")
+    else:
+        pos = offsets[:-1, None] + np.arange(width, dtype=np.int64)
+        np.minimum(pos, data.size - 1, out=pos)
+        strings = np.ascontiguousarray(data[pos]).view(f"S{width}").ravel()
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return BytesColumn(values=strings, value_lengths=value_lengths, codes=codes)
 
 
 def null_column(n: int) -> BytesColumn:
     """Return a column that is NULL in all ``n`` rows (any type)."""
     return BytesColumn(
-        data=np.zeros(0, np.uint8),
-        starts=np.zeros(n, dtype=np.int64),
-        byte_lengths=np.full(n, -1, dtype=np.int64),
+        values=np.zeros(0, dtype="S1"),
+        value_lengths=np.zeros(0, dtype=np.int64),
+        codes=np.full(n, -1, dtype=np.int64),
     )
 
 
 def constant_text_column(value: str, n: int) -> BytesColumn:
     """Return a column holding the same string in all ``n`` rows."""
-    raw = np.frombuffer(value.encode("utf-8"), dtype=np.uint8)
+    raw = value.encode("utf-8")
     return BytesColumn(
-        data=raw,
-        starts=np.zeros(n, dtype=np.int64),
-        byte_lengths=np.full(n, raw.size, dtype=np.int64),
+        values=np.array([raw], dtype=f"S{max(len(raw), 1)}"),
+        value_lengths=np.array([len(raw)], dtype=np.int64),
+        codes=np.zeros(n, dtype=np.int64),
     )
 
 
@@ -170,6 +184,37 @@ def _block_dtype(columns: Sequence[Column], widths: list[int]) -> np.dtype[Any]:
     return np.dtype(fields)
 
 
+def _fill_block(
+    out: NDArray[Any], columns: Sequence[Column], widths: list[int]
+) -> list[tuple[int, int, NDArray[np.bool_]]]:
+    """Fill ``out``'s fields; return (offset, width, bytes used) of fields some rows leave short."""
+    short: list[tuple[int, int, NDArray[np.bool_]]] = []
+    for i, (col, width) in enumerate(zip(columns, widths, strict=True)):
+        if isinstance(col, FixedColumn):
+            if col.null is None or not col.null.any():
+                out[f"l{i}"] = width
+                out[f"v{i}"] = col.values
+                continue
+            out[f"l{i}"] = np.where(col.null, -1, width)
+            out[f"v{i}"] = col.values
+            used = ~col.null[:, None]
+        else:
+            lengths = col.lengths()
+            low, high = int(lengths.min()), int(lengths.max())
+            if low == high:
+                out[f"l{i}"] = low
+            else:
+                out[f"l{i}"] = lengths
+            if width == 0:
+                continue
+            out[f"v{i}"] = col.gather()
+            if low == width:
+                continue
+            used = np.arange(width) < lengths[:, None]
+        short.append((out.dtype.fields[f"v{i}"][1], width, used))
+    return short
+
+
 def copy_rows(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterator[Block]:
     """Yield the binary COPY rows of ``columns`` (no header, no trailer), a block at a time.
 
@@ -190,40 +235,29 @@ def copy_rows(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterat
     ValueError
         If the columns differ in length.
     """
-    lengths = [c.lengths() for c in columns]
-    n = len(lengths[0]) if lengths else 0
-    if any(len(x) != n for x in lengths):
+    sizes = {len(c.values) if isinstance(c, FixedColumn) else len(c.codes) for c in columns}
+    if len(sizes) > 1:
         msg = "colunas do COPY com números de linhas diferentes"
         raise ValueError(msg)
+    n = sizes.pop() if sizes else 0
     for lo in range(0, n, chunk_rows):
-        hi = min(lo + chunk_rows, n)
-        block_lengths = [x[lo:hi] for x in lengths]
+        block = np.arange(lo, min(lo + chunk_rows, n), dtype=np.int64)
+        cols = [c.take(block) if n > len(block) else c for c in columns]
         widths = [
-            col.values.dtype.itemsize if isinstance(col, FixedColumn) else max(int(x.max()), 0)
-            for col, x in zip(columns, block_lengths, strict=True)
+            c.values.dtype.itemsize
+            if isinstance(c, FixedColumn)
+            else (c.width if (c.codes >= 0).any() else 0)
+            for c in cols
         ]
-        dtype = _block_dtype(columns, widths)
-        out = np.empty(hi - lo, dtype=dtype)
-        out["n_fields"] = len(columns)
-        rows = np.arange(lo, hi, dtype=np.int64)
-        short: list[tuple[int, int, NDArray[np.int64]]] = []  # (offset, width, lengths)
-        for i, (col, width, col_lengths) in enumerate(
-            zip(columns, widths, block_lengths, strict=True)
-        ):
-            out[f"l{i}"] = col_lengths
-            if width == 0:
-                continue
-            if isinstance(col, FixedColumn):
-                out[f"v{i}"] = col.values[lo:hi]
-            else:
-                out[f"v{i}"] = col.gather(rows, width)
-            if int(col_lengths.min()) < width:
-                short.append((dtype.fields[f"v{i}"][1], width, col_lengths))
-        raw = out.view(np.uint8).reshape(hi - lo, dtype.itemsize)
+        dtype = _block_dtype(cols, widths)
+        out = np.empty(len(block), dtype=dtype)
+        out["n_fields"] = len(cols)
+        short = _fill_block(out, cols, widths)
+        raw = out.view(np.uint8).reshape(len(block), dtype.itemsize)
         if short:
             keep = np.ones(raw.shape, dtype=bool)
-            for offset, width, col_lengths in short:
-                keep[:, offset : offset + width] = np.arange(width) < col_lengths[:, None]
+            for offset, width, used in short:
+                keep[:, offset : offset + width] = used
             raw = raw[keep]
         yield memoryview(raw.reshape(-1))  # no copy; psycopg sends any buffer
 
