@@ -29,20 +29,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base
+from tracking.detectors.findings import KINDS as FINDING_KINDS
 
-FINDING_KINDS = (
-    "unlicensed_stand_use",
-    "habitual_absence",
-    "illegal_stand_formation",
-    "longer_route",
-    "tracking_gap",
-    "gps_anomaly",
-    "operating_while_barred",
-    "inactivity",
-    "outside_municipality",
-    "queue_jump",
-    "flag2_misuse",
-)
 FINE_UNITS = ("UFM", "BRL", "UPF")
 
 
