@@ -9,9 +9,9 @@ Definitions (each appears in the finding's ``details``):
 
 trip
     A meter trip of :func:`tracking.trips.detect_trips` (``source == "meter"``; trips inferred from
-    stops carry no passenger and are ignored). ``driven_m`` is its ``distance_m``: the length
-    driven with GPS jumps filtered out (jump fixes dropped, impossible steps skipped), so bad data
-    can only shorten it.
+    stops carry no passenger and are ignored). ``driven_m`` is the length driven along its fixes
+    with GPS jumps filtered out (:func:`tracking.trips.trip_distances` at ``max_speed_kmh``, 150
+    km/h: jump fixes dropped, impossible steps skipped), so bad data can only shorten it.
 waypoints
     Stops of the trip (:func:`tracking.stops.stop_spans`: at least ``waypoint_min_stop_s`` within
     ``waypoint_diameter_m``) that touch neither its first nor its last fix: places where the
@@ -24,10 +24,17 @@ reference, on a road network (``method = "road_network"``)
     ``ratio = driven_m / reference_m`` must reach ``min_ratio`` and the excess ``min_excess_m``.
 fastest route (a longer road may be the right one)
     Drivers rightly prefer a faster, longer road (a ring road, a motorway). The fastest path
-    (urban travel speeds per road class, :data:`geo.roads.DEFAULT_SPEEDS_KMH`) is computed, and
-    a trip that *followed* a reasonable route — at least ``ROUTE_MATCH_SHARE`` (80 %) of its
-    fixes within ``ROUTE_MATCH_M`` (60 m) of the fastest or the shortest path
-    (``on_reasonable_route_share``) — is not accused, however longer than the shortest path.
+    (urban travel speeds per road class, :data:`geo.roads.DEFAULT_SPEEDS_KMH`) is computed. A
+    trip is not accused, however longer than the shortest path, when it
+
+    - *followed* a reasonable route: at least ``ROUTE_MATCH_SHARE`` (80 %) of its driven length
+      within ``ROUTE_MATCH_M`` (60 m) of the fastest or the shortest path
+      (``on_reasonable_route_share``, by length so that waits weigh nothing);
+    - is a variant of the fastest route: ``driven_m`` at most ``NEAR_FASTEST_RATIO`` (1.1) times
+      its length (``ratio_fastest_route``) with at least ``NEAR_FASTEST_SHARE`` (60 %) on the
+      reasonable routes;
+    - or was as quick as it: ``duration_s`` at most ``FASTEST_TIME_FACTOR`` (1.0) times the
+      fastest path's free-flow time (``fastest_route_s``): a faster road was taken.
 reference from peer trips (``method = "peer_trips"``)
     Without a network (or for a trip outside it): the median ``driven_m`` of *past* trips of
     *other* vehicles between the same H3 cells (resolution ``h3_resolution``) of pickup and
@@ -105,10 +112,19 @@ DEFAULT_WAYPOINT_MIN_STOP_S = 90.0
 """A wait this long inside a trip is a passenger's stop (longer than a red light)."""
 DEFAULT_WAYPOINT_DIAMETER_M = 50.0
 DEFAULT_LOOP_RADIUS_M = 75.0
-DEFAULT_MAX_SPEED_KMH = 250.0
+DEFAULT_MAX_SPEED_KMH = 150.0
+"""Implied speed of a GPS jump: such steps add nothing to ``driven_m`` (a 1 km spike in 15 s is
+240 km/h) and such an end gives no reference."""
 ROUTE_MATCH_M = 60.0
 ROUTE_MATCH_SHARE = 0.8
-"""A trip with this share of its fixes within ``ROUTE_MATCH_M`` of the fastest path followed it."""
+"""A trip with this share of its driven length within ``ROUTE_MATCH_M`` of the fastest or the
+shortest path followed a reasonable route."""
+NEAR_FASTEST_RATIO = 1.1
+NEAR_FASTEST_SHARE = 0.6
+"""Driven at most ``NEAR_FASTEST_RATIO`` times the fastest path's length, with this share of its
+length on the reasonable routes: a variant of the fastest route, not a lengthened trip."""
+FASTEST_TIME_FACTOR = 1.0
+"""A trip lasting at most this times the fastest path's free-flow time took a faster road."""
 DEFAULT_MAX_GAP_S = 300.0
 """Live only: a silence longer than this ends a trip (as ``detect_trips``' ``max_gap_s``)."""
 
@@ -243,8 +259,9 @@ def detect_longer_route(
     loop_radius_m : float, default 75.0
         Coming back within this distance of an earlier fix, after driving ``min_excess_m``, is
         a loop.
-    max_speed_kmh : float, default 250.0
-        Implied speed of a GPS jump (pickup/drop-off guard).
+    max_speed_kmh : float, default 150.0
+        Implied speed of a GPS jump: jumps are filtered out of ``driven_m``, and a pickup or
+        drop-off that is one gives no finding.
 
     Returns
     -------
@@ -275,6 +292,7 @@ def detect_longer_route(
     table, fixes = _batch_inputs(trips, pings)
     if not len(table["trip_id"]):
         return empty_findings()
+    _redrive(table, fixes, p)
     evaluated = _evaluate(table, fixes, roads, p, history=None, prune=True)
     return _findings(evaluated, table, fixes, roads, p)
 
@@ -320,6 +338,7 @@ def route_ratios(
         max_speed_kmh=DEFAULT_MAX_SPEED_KMH,
     )
     table, fixes = _batch_inputs(trips, pings)
+    _redrive(table, fixes, p)
     ev = _evaluate(table, fixes, roads, p, history=None, prune=False)
     return pd.DataFrame(
         {
@@ -402,6 +421,34 @@ def _batch_inputs(
     return table, fixes
 
 
+def _redrive(table: dict[str, NDArray[Any]], fixes: dict[str, NDArray[Any]], p: _Params) -> None:
+    """Driven length of each trip from its fixes, jumps filtered at ``max_speed_kmh`` (in place).
+
+    The same measure as the live path (:func:`_close_run`); trips without fixes keep their
+    ``distance_m``.
+    """
+    n = len(table["trip_id"])
+    first = np.searchsorted(fixes["trip"], np.arange(n), side="left")
+    last = np.searchsorted(fixes["trip"], np.arange(n), side="right") - 1
+    has = last >= first
+    if not has.any():
+        return
+    driven, dropped, skipped = trip_distances(
+        fixes["ts_ns"],
+        fixes["lat"],
+        fixes["lon"],
+        first[has],
+        last[has],
+        max_speed_kmh=p.max_speed_kmh,
+    )
+    table["driven_m"] = table["driven_m"].copy()
+    table["driven_m"][has] = driven
+    for key, value in (("n_dropped", dropped), ("n_skipped", skipped)):
+        table[key] = table[key].copy()
+        table[key][has] = value
+    table["n_jumps"] = table["n_dropped"] + table["n_skipped"]
+
+
 # -------------------------------------------------------------------------------- kernels
 
 
@@ -469,8 +516,14 @@ def _network_reference(
     *,
     weight: str = "length",
     with_geometry: bool = False,
-) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], list[list[Any]]]:
-    """Per trip: reference length (NaN if none), inside-network flag, max snap, leg lines."""
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.bool_],
+    NDArray[np.float64],
+    list[list[Any]],
+    NDArray[np.float64],
+]:
+    """Per trip: reference length (NaN if none), inside-network flag, max snap, leg lines, time."""
     res = shortest_path_lengths(
         graph,
         origins,
@@ -488,6 +541,10 @@ def _network_reference(
     missing = np.bincount(leg_trip, weights=~np.isfinite(length), minlength=n) > 0
     has_leg = np.bincount(leg_trip, minlength=n) > 0
     total[missing | ~has_leg] = np.nan
+    duration = np.bincount(
+        leg_trip, weights=np.nan_to_num(res["duration_s"].to_numpy()), minlength=n
+    )
+    duration[missing | ~has_leg] = np.nan
     inside &= has_leg
     snap = np.fmax(res["origin_snap_m"].to_numpy(), res["destination_snap_m"].to_numpy())
     max_snap = np.full(n, np.nan)
@@ -496,7 +553,7 @@ def _network_reference(
     if with_geometry:
         for t, geom in zip(leg_trip.tolist(), res["geometry"].tolist(), strict=True):
             lines[t].append(geom)
-    return total, inside, max_snap, lines
+    return total, inside, max_snap, lines, duration
 
 
 def _peer_stats(
@@ -567,7 +624,9 @@ def _evaluate(
     max_snap = np.full(n, np.nan)
     if graph is not None and n:
         bound = np.maximum(driven / p.min_ratio, 1.0) if prune else None
-        ref, inside, max_snap, _ = _network_reference(graph, leg_trip, origins, dests, n, bound, p)
+        ref, inside, max_snap, _, _ = _network_reference(
+            graph, leg_trip, origins, dests, n, bound, p
+        )
     net_ratio = np.where(np.isfinite(ref), driven / ref, np.nan)
     if prune and graph is not None:
         # A reference beyond the search bound: ratio below min_ratio (0 keeps medians right).
@@ -600,12 +659,13 @@ def _evaluate(
             & ~consensus
         )
     fastest = np.full(n, np.nan)
+    fastest_s = np.full(n, np.nan)
     fast_lines: list[list[Any]] = [[] for _ in range(n)]
     ref_lines: list[list[Any]] = [[] for _ in range(n)]
     net_cand = candidate & inside
     if graph is not None and net_cand.any():
         legs = np.isin(leg_trip, np.flatnonzero(net_cand))
-        fastest, _, _, fast_lines = _network_reference(
+        fastest, _, _, fast_lines, fastest_s = _network_reference(
             graph,
             leg_trip[legs],
             origins[legs],
@@ -616,17 +676,25 @@ def _evaluate(
             weight="time",
             with_geometry=True,
         )
-        _, _, _, ref_lines = _network_reference(
+        _, _, _, ref_lines, _ = _network_reference(
             graph, leg_trip[legs], origins[legs], dests[legs], n, None, p, with_geometry=True
         )
         both = [a + b for a, b in zip(fast_lines, ref_lines, strict=True)]
         on_fastest = _share_near(graph, fixes, both, np.flatnonzero(net_cand), p)
-        candidate &= ~(on_fastest >= ROUTE_MATCH_SHARE)
+        duration_s = (table["ended_ns"] - table["started_ns"]) / NS
+        with np.errstate(invalid="ignore"):
+            reasonable = (
+                (on_fastest >= ROUTE_MATCH_SHARE)
+                | ((driven <= NEAR_FASTEST_RATIO * fastest) & (on_fastest >= NEAR_FASTEST_SHARE))
+                | (duration_s <= FASTEST_TIME_FACTOR * fastest_s)
+            )
+        candidate &= ~reasonable
     return {
         "method": method,
         "reference_m": reference,
         "network_ratio": net_ratio,
         "fastest_m": fastest,
+        "fastest_s": fastest_s,
         "on_fastest": on_fastest if graph is not None and net_cand.any() else np.full(n, np.nan),
         "max_snap_m": max_snap,
         "candidate": candidate,
@@ -651,7 +719,10 @@ def _share_near(
     trips: NDArray[np.int64],
     p: _Params,
 ) -> NDArray[np.float64]:
-    """Share of each trip's fixes within ``ROUTE_MATCH_M`` of its ``lines`` (NaN: not judged)."""
+    """Share of each trip's driven length near its ``lines`` (NaN: not judged).
+
+    A step counts when both its fixes are within ``ROUTE_MATCH_M`` of the lines.
+    """
     out = np.full(len(lines), np.nan)
     to_xy = pyproj.Transformer.from_crs(WGS84, graph.crs, always_xy=True)
     starts = np.searchsorted(fixes["trip"], trips, side="left")
@@ -667,8 +738,12 @@ def _share_near(
             ]
         )
         x, y = to_xy.transform(fixes["lon"][lo:hi], fixes["lat"][lo:hi])
-        dist = shapely.distance(shapely.points(np.asarray(x), np.asarray(y)), line)
-        out[i] = float(np.mean(dist <= ROUTE_MATCH_M))
+        x, y = np.asarray(x), np.asarray(y)
+        near = shapely.distance(shapely.points(x, y), line) <= ROUTE_MATCH_M
+        step = np.hypot(np.diff(x), np.diff(y))
+        total = float(step.sum())
+        # By length: waiting fixes (boarding, traffic) weigh nothing, fast roads their length.
+        out[i] = float(step[near[:-1] & near[1:]].sum()) / total if total > 0 else float(near.all())
     return out
 
 
@@ -723,6 +798,7 @@ def _findings(
         method = str(ev["method"][i])
         reference = float(ev["reference_m"][i])
         fastest = float(ev["fastest_m"][i])
+        fastest_s = float(ev["fastest_s"][i])
         loop = _loop_m(lat, lon, p.loop_radius_m)
         pattern = "loop" if loop >= p.min_excess_m else "corridor"
         r = driven / reference
@@ -761,6 +837,8 @@ def _findings(
             "fastest_route_m": round(fastest, 1) if math.isfinite(fastest) else None,
             "ratio": round(driven / reference, 4),
             "ratio_fastest_route": round(driven / fastest, 4) if math.isfinite(fastest) else None,
+            "duration_s": float(table["ended_ns"][i] - table["started_ns"][i]) / NS,
+            "fastest_route_s": round(fastest_s, 1) if math.isfinite(fastest_s) else None,
             "excess_km": round((driven - reference) / 1000.0, 3),
             "on_reasonable_route_share": (
                 round(float(ev["on_fastest"][i]), 3) if math.isfinite(ev["on_fastest"][i]) else None
