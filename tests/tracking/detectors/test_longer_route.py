@@ -59,9 +59,17 @@ def _route(corners: list[tuple[float, float]], *, step_m: float = 100.0):
     return pts
 
 
-def _trip(vehicle: str, corners, *, t0: float = 0.0, wait_at: int | None = None, wait_s=0):
+def _trip(
+    vehicle: str,
+    corners,
+    *,
+    t0: float = 0.0,
+    wait_at: int | None = None,
+    wait_s=0,
+    step_m: float = 100.0,
+):
     """Occupied fixes every 15 s along ``corners`` then one free fix; optional wait at a point."""
-    pts = _route(corners)
+    pts = _route(corners, step_m=step_m)
     rows, t = [], t0
     for i, (n, e) in enumerate(pts):
         rows.append((t, n, e))
@@ -154,6 +162,23 @@ class TestDetectLongerRoute:
         rows[0]["timestamp"] = -15.0
         found, _ = _detect(rows, roads=grid)
         assert found.empty
+
+    def test_gps_spike_adds_no_length(self, grid):
+        """Two fixes 1 km off and back within 30 s (240 km/h) are a GPS spike, not a detour."""
+        rows = _trip("V1", STRAIGHT, step_m=50.0)  # 12 km/h: slower than the fastest path
+        for k in (10, 11):
+            rows[k]["lat"], rows[k]["lon"] = offset_m(1000.0, k * 50.0)
+        found, pings = _detect(rows, roads=grid)
+        assert found.empty
+        ratios = route_ratios(detect_trips(pings), pings, roads=grid)
+        assert 0.9 <= ratios["ratio"].iat[0] <= 1.0  # the skipped jump steps only shorten it
+
+    def test_loop_as_quick_as_the_fastest_path_is_not_accused(self, grid):
+        """A loop at 96 km/h, quicker than the free-flow fastest path (20 km/h), is not accused."""
+        found, _ = _detect(_trip("V1", LOOP, step_m=400.0), roads=grid)
+        assert found.empty
+        slow, _ = _detect(_trip("V1", LOOP, step_m=100.0), roads=grid)
+        assert len(slow) == 1
 
     def test_peer_reference_without_a_network(self):
         """Without roads, five past straight trips of other vehicles are the reference."""
