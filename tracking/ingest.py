@@ -47,7 +47,7 @@ _ID_COLUMNS = (fr.VEHICLE_ID, fr.DRIVER_ID)
 PARQUET_SUFFIXES = (".parquet", ".pq")
 DEFAULT_CHUNK_ROWS = 1_000_000
 """Rows read and validated at a time by :func:`read_pings`."""
-_CSV_BLOCK_BYTES = 8 << 20
+_CSV_BLOCK_BYTES = 1 << 20  # larger blocks make Arrow hold much more per row
 
 
 def read_pings(
@@ -418,8 +418,10 @@ def _iter_csv_chunks(
         raise MalformedFileError(f"{path.name}: CSV inválido ({exc})") from exc
     done = 0
     for table in _rebatch(_csv_batches(reader, path), chunk_rows):
+        n = table.num_rows
         yield _cells_frame(table, names, first_row=done + 1)
-        done += table.num_rows
+        del table  # not held while the next chunk is read
+        done += n
     if done == 0:
         yield _cells_frame(pa.table({n: pa.array([], pa.large_string()) for n in names}), names)
 
@@ -517,8 +519,10 @@ def _iter_parquet_chunks(
             yield batch
 
     for table in _rebatch(batches(), chunk_rows):
+        n = table.num_rows
         yield _parquet_frame(table, integral_ids=integral_ids, first_row=done + 1)
-        done += table.num_rows
+        del table  # not held while the next chunk is read
+        done += n
     if done == 0:
         yield _parquet_frame(pf.schema_arrow.empty_table(), integral_ids=integral_ids)
 

@@ -55,6 +55,8 @@ fixes kept between chunks in compact arrays.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,6 +211,8 @@ def validate_ping_chunks(
     state = _State()
     for raw in chunks():
         _add_chunk(state, raw, limit_ns=limit_ns)
+        del raw
+        _release_free_memory()
     if not state.rejected:
         return empty_pings(), empty_rejected([])
     rejected = (
@@ -219,6 +223,7 @@ def validate_ping_chunks(
     state.rejected = []
     if state.pending_rejected:
         _settle_pending(state, rejected, chunks)
+        _release_free_memory()
     return _finish(state, max_speed_kmh=max_speed_kmh), rejected
 
 
@@ -612,8 +617,10 @@ class _State:
     ``parts`` holds the kept fixes, one array per chunk and field (``None``: the column was
     absent, all NaN); a kept fix's index counts kept fixes in input order. The key index maps
     the 64-bit hash of (vehicle code, instant) of each kept fix to its index, in buckets by the
-    hash's top byte, each sorted. ``stored`` has the cells of the conflicting (and pending)
-    rows, which a later identical row duplicates.
+    hash's top byte, each sorted; it is only built (and looked up) for rows not later than the
+    ``latest`` kept instant of their vehicle, so a file in time order never needs it.
+    ``stored`` has the cells of the conflicting (and pending) rows, which a later identical row
+    duplicates.
     """
 
     n: int = 0
@@ -631,7 +638,8 @@ class _State:
     index_kept: list[NDArray[np.integer]] = field(
         default_factory=lambda: [np.zeros(0, np.uint32) for _ in range(_N_BUCKETS)]
     )
-    unindexed: int = 0
+    latest: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    unindexed: list[int] = field(default_factory=list)
     stored: list[pd.DataFrame] = field(default_factory=list)
     rejected: list[pd.DataFrame] = field(default_factory=list)
     pending_rejected: list[NDArray[np.int64]] = field(default_factory=list)
@@ -720,13 +728,18 @@ def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int) -> None:
         "row": raw[fr.ROW].to_numpy(dtype=np.int64)[ok],
     }
     del parsed
-    vg, t = values["vcode"], values["ts"]
-    _flush_index(state)
-    match = _lookup(state, vg, t)
+    vg, t = np.asarray(values["vcode"]), np.asarray(values["ts"])
+    match = np.full(len(ok), -1, dtype=np.int64)
+    known = np.flatnonzero(vg < len(state.latest))
+    maybe = known[t[known] <= state.latest[vg[known]]]  # may share a key with an earlier chunk
+    if maybe.size:
+        _flush_index(state)
+        match[maybe] = _lookup(state, vg[maybe], t[maybe])
     later = np.zeros(len(ok), dtype=bool)
     in_group = np.zeros(len(ok), dtype=bool)
+    small = len(state.vehicles) < 2**15  # int16 codes sort by radix
+    order = _sort_order(vg.astype(np.int16) if small else vg, t)
     if len(ok) > 1:
-        order = _sort_order(vg, t)
         same = (vg[order[1:]] == vg[order[:-1]]) & (t[order[1:]] == t[order[:-1]])
         later[order[1:][same]] = True
         in_group[order[1:][same]] = True
@@ -738,8 +751,11 @@ def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int) -> None:
         pending_pos, pending_kept = _classify(
             state, raw, code, ok=ok, candidates=candidates, later=later, match=match, values=values
         )
+    _update_latest(state, vg[order], t[order])
     keep = np.flatnonzero(~later & ~seen)
-    _append_kept(state, {k: (v[keep] if v is not None else None) for k, v in values.items()})
+    if keep.size < len(ok):
+        values = {k: (v[keep] if v is not None else None) for k, v in values.items()}
+    _append_kept(state, values)
 
     bad_pos = np.flatnonzero(code != 0)
     reasons = pc.take(
@@ -866,6 +882,26 @@ def _settle_pending(state: _State, rejected: pd.DataFrame, chunks: ChunkSource) 
     rejected.iloc[at[same], reason] = "duplicate"
 
 
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def _release_free_memory() -> None:
+    """Give memory freed by a chunk back to the system (Arrow's pool, glibc's heap).
+
+    Without it the allocators keep a chunk's worth of freed buffers (hundreds of MB for a
+    million rows), which would add to the peak of the next step.
+    """
+    pa.default_memory_pool().release_unused()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
 def _encode(dictionary: dict[str, int], text: pa.ChunkedArray) -> NDArray[np.int32]:
     """Codes of ``text`` in a dictionary shared by all chunks (new values appended)."""
     if len(text) == 0:
@@ -894,37 +930,54 @@ def _key_hash(vg: NDArray[np.int32], t: NDArray[np.int64]) -> NDArray[np.uint64]
         return _fmix(t.view(np.uint64) ^ (vg.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)))
 
 
+def _update_latest(state: _State, vg: NDArray[np.int32], t: NDArray[np.int64]) -> None:
+    """Raise each vehicle's latest instant (``vg``, ``t`` sorted by vehicle then time)."""
+    if len(state.latest) < len(state.vehicles):
+        grown = np.full(len(state.vehicles), np.iinfo(np.int64).min, dtype=np.int64)
+        grown[: len(state.latest)] = state.latest
+        state.latest = grown
+    if len(vg):
+        last = np.flatnonzero(np.append(vg[1:] != vg[:-1], True))
+        state.latest[vg[last]] = np.maximum(state.latest[vg[last]], t[last])
+
+
 def _append_kept(state: _State, kept: dict[str, NDArray[Any] | None]) -> None:
     k = len(kept["ts"])  # type: ignore[arg-type]
     if k == 0:
         return
+    state.unindexed.append(len(state.starts))
     state.starts.append(state.n)
     for name in _PARTS:
         state.parts[name].append(kept[name])
     state.n += k
-    state.unindexed = k
 
 
 def _flush_index(state: _State) -> None:
-    """Add the last chunk's kept fixes to the key index (only once a next chunk comes)."""
-    k = state.unindexed
-    if k == 0:
+    """Add the kept fixes not yet in the key index (built only when a lookup needs it)."""
+    if not state.unindexed:
         return
-    state.unindexed = 0
-    first = state.n - k
-    h = _key_hash(state.parts["vcode"][-1], state.parts["ts"][-1])  # type: ignore[arg-type]
-    order = np.argsort(h)
-    h = h[order]
+    pieces, state.unindexed = state.unindexed, []
     dtype = np.uint32 if state.n < 2**32 else np.int64
-    idx = (order + first).astype(dtype)
-    bounds = np.searchsorted(h >> _BUCKET_SHIFT, np.arange(_N_BUCKETS + 1, dtype=np.uint64))
+    h = np.concatenate(
+        [_key_hash(state.parts["vcode"][p], state.parts["ts"][p]) for p in pieces]  # type: ignore[arg-type]
+    )
+    idx = np.concatenate(
+        [
+            np.arange(state.starts[p], state.starts[p] + len(state.parts["ts"][p]), dtype=dtype)  # type: ignore[arg-type]
+            for p in pieces
+        ]
+    )
+    bucket = (h >> _BUCKET_SHIFT).astype(np.uint8)
+    by_bucket = np.argsort(bucket, kind="stable")  # radix sort
+    bounds = np.searchsorted(bucket[by_bucket], np.arange(_N_BUCKETS + 1))
     for b in range(_N_BUCKETS):
-        lo, hi = bounds[b], bounds[b + 1]
-        if lo == hi:
+        part = by_bucket[bounds[b] : bounds[b + 1]]
+        if part.size == 0:
             continue
-        at = np.searchsorted(state.index_hash[b], h[lo:hi])
-        state.index_hash[b] = np.insert(state.index_hash[b], at, h[lo:hi])
-        state.index_kept[b] = np.insert(state.index_kept[b].astype(dtype), at, idx[lo:hi])
+        part = part[np.argsort(h[part])]
+        at = np.searchsorted(state.index_hash[b], h[part])
+        state.index_hash[b] = np.insert(state.index_hash[b], at, h[part])
+        state.index_kept[b] = np.insert(state.index_kept[b].astype(dtype), at, idx[part])
 
 
 def _lookup(state: _State, vg: NDArray[np.int32], t: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -933,8 +986,8 @@ def _lookup(state: _State, vg: NDArray[np.int32], t: NDArray[np.int64]) -> NDArr
     if state.n == 0 or len(vg) == 0:
         return match
     h = _key_hash(vg, t)
-    bucket = (h >> _BUCKET_SHIFT).astype(np.intp)
-    order = np.argsort(bucket, kind="stable")
+    bucket = (h >> _BUCKET_SHIFT).astype(np.uint8)
+    order = np.argsort(bucket, kind="stable")  # radix sort
     bounds = np.searchsorted(bucket[order], np.arange(_N_BUCKETS + 1))
     hits: list[tuple[int, NDArray[np.intp], NDArray[np.intp]]] = []
     for b in range(_N_BUCKETS):
@@ -991,11 +1044,16 @@ def _take(state: _State, name: str, order: NDArray[np.intp]) -> NDArray[Any]:
     if all(p is None for p in pieces):
         return np.full(len(order), np.nan)
     sizes = np.diff([*state.starts, state.n])
-    whole = np.concatenate(
-        [p if p is not None else np.full(s, np.nan) for p, s in zip(pieces, sizes, strict=True)]
-    )
+    filled = [
+        p if p is not None else np.full(s, np.nan) for p, s in zip(pieces, sizes, strict=True)
+    ]
+    whole = filled[0] if len(filled) == 1 else np.concatenate(filled)
+    del filled
     del pieces
-    return whole[order]
+    out = whole[order]
+    del whole
+    _release_free_memory()  # the pieces sat in the heap: give them back before the next field
+    return out
 
 
 def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
@@ -1012,9 +1070,14 @@ def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
     sort_codes = codes.astype(np.int16) if len(vehicles) < 2**15 else codes
     order = _sort_order(sort_codes, ts)
     del sort_codes
-    codes, ts = codes[order], ts[order]
+    codes = codes[order]
+    stamp = pd.Series(pd.array(ts[order].view("datetime64[ns]"))).dt.tz_localize("UTC")
+    del ts
+    _release_free_memory()
+    ts = np.asarray(stamp.array.asi8)  # a view of the column
     lat, lon = _take(state, "lat", order), _take(state, "lon", order)
     flags = speed_flags(codes, ts, lat, lon, max_speed_kmh=max_speed_kmh)
+    del ts
     speed = _take(state, "speed", order)
     heading = _take(state, "heading", order)
     accuracy = _take(state, "accuracy", order)
@@ -1023,6 +1086,7 @@ def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
     tariff = _take(state, "tariff", order).astype(np.int8, copy=False)
     driver = _take(state, "driver", order).astype(np.int32, copy=False)
     del order
+    _release_free_memory()
     vehicle_col = _str_series(pc.take(ordered_vehicles, pa.array(codes)))
     del codes
     meter_col = _str_series(
@@ -1032,8 +1096,7 @@ def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
     drivers = pa.array([v or None for v in state.drivers], type=pa.string())
     driver_col = _str_series(pc.take(drivers, pa.array(driver)))
     del driver
-    stamp = pd.Series(pd.array(ts.view("datetime64[ns]"))).dt.tz_localize("UTC")
-    del ts
+    _release_free_memory()
     return pd.DataFrame(
         {
             fr.VEHICLE_ID: vehicle_col,

@@ -1,0 +1,577 @@
+"""Benchmark: `pontual analyze` end to end on a synthetic Porto Alegre day, stage by stage.
+
+Data (written to a temporary folder):
+
+- **stands** — the real Porto Alegre stands with ``coord_quality == ok`` (364 of 379) as a
+  GeoJSON of points (``stand_id`` = ``codigo``), buffered 30 m on load (``--stand-radius-m``);
+- **fleet** — a contract fleet CSV: every simulated taxi with a parking licence at its home
+  stand, 2 % suspended and 1 % revoked, some permits expired;
+- **pings** — ``--n`` fixes (default 10M) of ``--vehicles`` taxis (default 3,375, Porto Alegre's
+  fleet: ~19M fixes a day at one every 15 s), every 15 s from 06:00 local, in meter cycles: wait
+  at a stand (free, 1–40 min, a queue place within ~8 m of the stand's centre), trip with a
+  passenger (occupied, 5–25 min at 20–32 km/h, tariff 2 one time in ten), sometimes a stop (off,
+  10–45 min), cruise back to a stand (free, 3–15 min); GPS noise 3–6 m, rare tracking gaps
+  (10–30 min), 0.1 % fixes sent twice, 0.05 % broken (empty coordinates, naive timestamps,
+  unknown meter). Rows in time order, as a fleet server exports them; ISO 8601 timestamps with
+  the ``-03:00`` offset; all optional columns. Parquet (``--format parquet``) holds the same fixes
+  typed (floats, tz-aware timestamps).
+
+Then, each in its own fresh subprocess:
+
+1. the real CLI, ``pontual analyze --pings … --stands … --fleet … --municipality 4314902
+   --stand-radius-m 30 --out …`` (every detector whose inputs are there; the bundled Porto Alegre
+   boundary), timed, with the process's peak RSS (``VmHWM`` of ``/proc/self/status``);
+2. the same steps in-process, stage by stage: reading + validation, stands/fleet/boundary, each
+   stage of ``tracking.pipeline.analyze_pings`` (marked by its progress labels), each detector,
+   writing the output files and the map. The peak RSS of each stage is ``VmHWM`` after resetting
+   it (``/proc/self/clear_refs``) at the stage's start.
+
+Usage::
+
+    .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375]
+        [--format csv|parquet] [--keep DIR] [--skip-cli] [--skip-stages]
+
+``--n 1000000`` runs in about a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+POA_STANDS = ROOT / "data" / "brazil" / "taxi_stands" / "pontos_taxi_poa_2020-03-10.geojson"
+POA = "4314902"
+STAND_RADIUS_M = 30.0
+START_LOCAL = pd.Timestamp("2024-03-04T06:00:00", tz="America/Sao_Paulo")
+STEP_S = 15
+M_PER_DEG = 111_320.0
+# Porto Alegre's urban area, for drop-offs (a few land outside the municipality, as in life).
+LAT_RANGE = (-30.20, -29.96)
+LON_RANGE = (-51.27, -51.08)
+
+# --- synthetic data --------------------------------------------------------------------------
+
+
+def write_stands(path: Path) -> pd.DataFrame:
+    """Write the POA stands (coordinates ``ok``) as a contract GeoJSON of points; return them."""
+    raw = json.loads(POA_STANDS.read_text(encoding="utf-8"))
+    features = []
+    rows = []
+    for feat in raw["features"]:
+        props = feat["properties"]
+        if props.get("coord_quality") != "ok":
+            continue
+        lon, lat = feat["geometry"]["coordinates"][:2]
+        stand_id = str(props["codigo"])
+        features.append(
+            {
+                "type": "Feature",
+                "properties": {
+                    "stand_id": stand_id,
+                    "name": props.get("nome"),
+                    "municipality": POA,
+                },
+                "geometry": {"type": "Point", "coordinates": [lon, lat]},
+            }
+        )
+        rows.append((stand_id, lat, lon))
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    return pd.DataFrame(rows, columns=["stand_id", "lat", "lon"])
+
+
+def write_fleet(
+    path: Path, vehicles: np.ndarray, home: np.ndarray, rng: np.random.Generator
+) -> None:
+    """Write a contract fleet CSV: a licence at the home stand; a few barred or expired."""
+    n = len(vehicles)
+    status = np.where(rng.random(n) < 0.02, "suspended", "active").astype(object)
+    status[rng.random(n) < 0.01] = "revoked"
+    barred = status != "active"
+    since = np.where(barred, "2024-02-20", "").astype(object)
+    until = np.where(status == "suspended", "2024-03-20", "").astype(object)
+    alvara = np.where(rng.random(n) < 0.01, "2024-01-31", "2025-12-31").astype(object)
+    pd.DataFrame(
+        {
+            "vehicle_id": vehicles,
+            "plate": [f"IZZ{i:04d}" for i in range(n)],
+            "accessible": np.where(rng.random(n) < 0.05, "true", "false"),
+            "stands": home,
+            "status": status,
+            "status_since": since,
+            "status_until": until,
+            "alvara_valid_until": alvara,
+            "inspection_valid_until": "2025-06-30",
+            "municipality": POA,
+        }
+    ).to_csv(path, index=False)
+
+
+def simulate(
+    n: int, stands: pd.DataFrame, *, n_vehicles: int, seed: int = 11
+) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """Return ``n`` fixes (typed Arrow table, time order), the vehicle ids and home stands."""
+    rng = np.random.default_rng(seed)
+    v_count = max(1, min(n_vehicles, n))
+    per = -(-n // v_count)  # fixes per vehicle
+    s_lat = stands["lat"].to_numpy()
+    s_lon = stands["lon"].to_numpy()
+    n_stands = len(stands)
+    home = rng.integers(0, n_stands, v_count)
+
+    # Meter cycles: wait at a stand, trip, optional stop, cruise back; durations in fixes.
+    cycles = max(4, int(per / 100) + 4)
+    shape = (v_count, cycles)
+    wait = rng.integers(4, 161, shape) * (rng.random(shape) < 0.75)  # a quarter: street hail
+    trip = rng.integers(20, 101, shape)
+    stop = rng.integers(40, 181, shape) * (rng.random(shape) < 0.3)
+    cruise = rng.integers(12, 61, shape)
+    dur = np.stack([wait, trip, stop, cruise], axis=2).reshape(v_count, cycles * 4)
+    short = per - dur.sum(axis=1)
+    dur[:, -1] += np.maximum(short, 0)
+
+    # Anchors: stand of each cycle (home 60 %), drop-off at a distance fitting the trip.
+    stand_of = np.where(rng.random(shape) < 0.6, home[:, None], rng.integers(0, n_stands, shape))
+    a_lat, a_lon = s_lat[stand_of], s_lon[stand_of]
+    speed_ms = rng.uniform(5.5, 9.0, shape)
+    reach_m = trip * STEP_S * speed_ms / 1.3
+    angle = rng.uniform(0, 2 * np.pi, shape)
+    d_lat = np.clip(a_lat + reach_m * np.sin(angle) / M_PER_DEG, *LAT_RANGE)
+    d_lon = np.clip(
+        a_lon + reach_m * np.cos(angle) / (M_PER_DEG * np.cos(np.radians(a_lat))), *LON_RANGE
+    )
+    next_lat = np.concatenate([a_lat[:, 1:], a_lat[:, -1:]], axis=1)
+    next_lon = np.concatenate([a_lon[:, 1:], a_lon[:, -1:]], axis=1)
+    # Queue place within ~8 m of the stand's centre, held during the wait.
+    q_lat = a_lat + rng.normal(0, 5, shape) / M_PER_DEG
+    q_lon = a_lon + rng.normal(0, 5, shape) / (M_PER_DEG * np.cos(np.radians(a_lat)))
+    start_lat = np.stack([q_lat, q_lat, d_lat, d_lat], axis=2).reshape(v_count, -1)
+    start_lon = np.stack([q_lon, q_lon, d_lon, d_lon], axis=2).reshape(v_count, -1)
+    end_lat = np.stack([q_lat, d_lat, d_lat, next_lat], axis=2).reshape(v_count, -1)
+    end_lon = np.stack([q_lon, d_lon, d_lon, next_lon], axis=2).reshape(v_count, -1)
+    slot = np.tile(np.arange(4, dtype=np.int8), v_count * cycles)
+    tariff2 = np.repeat(rng.random(v_count * cycles) < 0.1, 4)
+    del wait, trip, stop, cruise, stand_of, a_lat, a_lon, d_lat, d_lon, next_lat, next_lon
+
+    # Expand episodes to fixes: the first ``per`` fixes of each vehicle.
+    flat = dur.reshape(-1)
+    episode = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
+    first_fix = np.concatenate([[0], np.cumsum(dur.sum(axis=1))[:-1]])
+    take = (first_fix[:, None] + np.arange(per)[None, :]).reshape(-1)[: v_count * per]
+    episode = episode[take]
+    del take
+    ep_start = (np.cumsum(flat) - flat)[episode]  # in the flat sequence of all vehicles
+    veh = np.repeat(np.arange(v_count), per)
+    within = np.arange(episode.size, dtype=np.int64) - veh * per - (ep_start - first_fix[veh])
+    frac = within / np.maximum(flat[episode], 1)
+    lat = start_lat.reshape(-1)[episode] + (end_lat - start_lat).reshape(-1)[episode] * frac
+    lon = start_lon.reshape(-1)[episode] + (end_lon - start_lon).reshape(-1)[episode] * frac
+    kind = slot[episode]
+    moving = (kind == 1) | (kind == 3)
+    noise_m = np.where(moving, 6.0, 3.0)
+    lat += rng.normal(0, 1, lat.size) * noise_m / M_PER_DEG
+    lon += rng.normal(0, 1, lon.size) * noise_m / (M_PER_DEG * np.cos(np.radians(lat)))
+    ep_len_m = np.hypot(
+        (end_lat - start_lat).reshape(-1) * M_PER_DEG,
+        (end_lon - start_lon).reshape(-1) * M_PER_DEG * np.cos(np.radians(-30.05)),
+    )
+    ep_speed = ep_len_m / np.maximum(flat, 1) / STEP_S * 3.6
+    speed = np.where(
+        moving, ep_speed[episode] + rng.normal(0, 3, lat.size), rng.uniform(0, 2, lat.size)
+    )
+    heading = (
+        np.degrees(
+            np.arctan2(
+                (end_lon - start_lon).reshape(-1)[episode],
+                (end_lat - start_lat).reshape(-1)[episode],
+            )
+        )
+        % 360
+    )
+    meter_code = np.array([0, 1, 2, 0], dtype=np.int8)[kind]  # free, occupied, off, free
+    tariff = np.where(kind == 1, np.where(tariff2[episode], 2, 1), 0).astype(np.int8)
+    del start_lat, start_lon, end_lat, end_lon, frac, within, ep_start, kind, moving
+
+    # Time: one fix every 15 s from each vehicle's start, with rare silences.
+    step = np.full(lat.size, STEP_S, dtype=np.int64)
+    gaps = rng.random(lat.size) < 0.0004
+    step[gaps] = rng.integers(600, 1800, int(gaps.sum()))
+    step[np.arange(v_count) * per] = 0
+    t0 = START_LOCAL.tz_convert("UTC").value // 10**9 + rng.integers(0, STEP_S, v_count)
+    secs = np.cumsum(step)
+    secs -= np.repeat(secs[np.arange(v_count) * per], per)  # seconds since the vehicle's start
+    shift = secs // (6 * 3600)  # two drivers, six-hour shifts
+    secs += np.repeat(t0, per)
+    driver = veh * 2 + (shift % 2)
+    order = np.argsort(secs, kind="stable")[:n]
+    vehicles = np.array([f"POA-{i:04d}" for i in range(v_count)], dtype=object)
+    table = pa.table(
+        {
+            "vehicle_id": pc.take(pa.array(vehicles, pa.string()), pa.array(veh[order])),
+            "timestamp": pa.array(secs[order] * 10**9, pa.timestamp("ns", tz="UTC")),
+            "lat": np.round(lat[order], 6),
+            "lon": np.round(lon[order], 6),
+            "speed_kmh": np.round(np.clip(speed[order], 0, None), 1),
+            "heading_deg": np.round(heading[order]).astype(np.int16) % 360,
+            "accuracy_m": rng.integers(3, 16, n).astype(np.int16),
+            "meter": pa.DictionaryArray.from_arrays(
+                pa.array(meter_code[order]), pa.array(["free", "occupied", "off"])
+            ),
+            "tariff": pa.array(tariff[order], mask=tariff[order] == 0),
+            "driver_id": pc.binary_join_element_wise(
+                "M", pc.cast(pa.array(driver[order]), pa.string()), ""
+            ),
+        }
+    )
+    return table, vehicles, stands["stand_id"].to_numpy()[home]
+
+
+def _iso_local(ts: pa.ChunkedArray) -> pa.Array:
+    """Timestamps as ISO 8601 text with the ``-03:00`` offset (through the unique seconds)."""
+    secs = np.asarray(pc.cast(ts, pa.int64()).to_numpy()) // 10**9
+    uniq, inverse = np.unique(secs, return_inverse=True)
+    text = (
+        pd.to_datetime(uniq, unit="s", utc=True)
+        .tz_convert("America/Sao_Paulo")
+        .strftime("%Y-%m-%dT%H:%M:%S%z")
+        .str.replace(r"(\d\d)$", r":\1", regex=True)
+    )
+    return pc.take(pa.array(np.asarray(text, dtype=object), pa.string()), pa.array(inverse))
+
+
+def write_pings(table: pa.Table, path: Path, *, fmt: str, seed: int = 12) -> dict[str, int]:
+    """Write the fixes with a few resent (duplicate) and broken rows; return their counts."""
+    rng = np.random.default_rng(seed)
+    n = table.num_rows
+    if fmt == "parquet":
+        pq.write_table(table, path, row_group_size=1_000_000)
+        return {"resent": 0, "broken": 0}
+    cols = {
+        "vehicle_id": table.column("vehicle_id"),
+        "timestamp": _iso_local(table.column("timestamp")),
+        **{
+            c: pc.cast(table.column(c), pa.string())
+            for c in ("lat", "lon", "speed_kmh", "heading_deg", "accuracy_m")
+        },
+        "meter": pc.cast(table.column("meter"), pa.string()),
+        "tariff": pc.fill_null(pc.cast(table.column("tariff"), pa.string()), ""),
+        "driver_id": table.column("driver_id"),
+    }
+    text = pa.table(cols)
+    # 0.1 % of fixes sent twice (the copy right after), 0.05 % broken in assorted ways.
+    resent = np.flatnonzero(rng.random(n) < 0.001)
+    idx = np.sort(np.concatenate([np.arange(n), resent]))[:n]
+    text = text.take(pa.array(idx))
+    broken = np.flatnonzero(rng.random(n) < 0.0005)
+    kinds = rng.integers(0, 3, broken.size)
+    for k, (col, value) in enumerate(
+        (("lat", ""), ("timestamp", "2024-03-04 09:00:00"), ("meter", "busy"))
+    ):
+        rows = broken[kinds == k]
+        values = np.asarray(text.column(col).to_numpy(zero_copy_only=False), dtype=object)
+        values[rows] = value
+        text = text.set_column(text.schema.get_field_index(col), col, pa.array(values, pa.string()))
+    pcsv.write_csv(text, path)
+    return {"resent": int(np.sum(idx[1:] == idx[:-1])), "broken": int(broken.size)}
+
+
+# --- measurement -----------------------------------------------------------------------------
+
+
+def _status_mb(key: str) -> float:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _reset_peak() -> None:
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+        fh.write("5")
+
+
+_CLI_WRAPPER = """
+import atexit, json, sys, time
+t0 = time.perf_counter()
+def report():
+    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]
+    print(json.dumps({'seconds': time.perf_counter() - t0, 'peak_mb': int(hwm) / 1024}),
+          file=sys.stderr)
+atexit.register(report)
+sys.argv = ['pontual', *sys.argv[1:]]
+from api.cli import main
+main()
+"""
+
+
+def run_cli(args: list[str]) -> dict[str, Any]:
+    """Run ``pontual analyze`` in a subprocess; return its time, peak RSS and last lines."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _CLI_WRAPPER, "analyze", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    report["returncode"] = proc.returncode
+    report["stdout"] = proc.stdout.strip()
+    if proc.returncode != 0:
+        report["stderr"] = proc.stderr[-2000:]
+    return report
+
+
+_LABELS = {
+    "Casando": "matching (H3 cover + point-in-polygon)",
+    "Detectando visitas": "visits, queue, boardings",
+    "Detectando paradas": "stops + trips (+ pickup stands)",
+    "Calculando ocupação": "occupancy",
+    "Rodando os detectores": "detectors",
+}
+
+
+def _short(label: str) -> str:
+    for prefix, name in _LABELS.items():
+        if label.startswith(prefix):
+            return name
+    return label
+
+
+def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The CLI's steps in this process, stage by stage: seconds and peak RSS of each."""
+    import tracking.pipeline as pipeline
+    from api.cli_analyze import _boundary
+    from fleet.loaders import read_fleet
+    from maps.findings import findings_map
+    from stands.layers import read_stands
+    from tracking.ingest import read_pings
+    from tracking.pipeline import AnalysisParams, analyze_pings, write_outputs
+
+    rows: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+
+    def begin(name: str, *, level: int = 0) -> None:
+        current.update(name=name, level=level, t=time.perf_counter())
+        _reset_peak()
+
+    def end() -> None:
+        if current:
+            rows.append(
+                {
+                    "stage": current["name"],
+                    "level": current["level"],
+                    "seconds": time.perf_counter() - current["t"],
+                    "peak_mb": max(_status_mb("VmHWM"), current.get("floor", 0.0)),
+                    "rss_after_mb": _status_mb("VmRSS"),
+                }
+            )
+            current.clear()
+
+    params = AnalysisParams()
+    rows.append(
+        {
+            "stage": "(imports, before reading)",
+            "level": 0,
+            "seconds": 0.0,
+            "peak_mb": _status_mb("VmHWM"),
+            "rss_after_mb": _status_mb("VmRSS"),
+        }
+    )
+    begin("read + validate pings")
+    pings, rejected = read_pings(spec["pings"], max_speed_kmh=params.max_speed_kmh)
+    end()
+    begin("stands, fleet, boundary")
+    stands = read_stands(spec["stands"], default_radius_m=STAND_RADIUS_M)
+    fleet = read_fleet(spec["fleet"], municipality=POA)
+    boundary = _boundary(None, POA)
+    end()
+
+    def on_stage(label: str) -> None:
+        end()
+        begin(_short(label))
+
+    detector_rows: list[dict[str, Any]] = []
+    original = pipeline.run_detectors
+
+    def close_detector() -> None:
+        if detector_rows and "seconds" not in detector_rows[-1]:
+            last = detector_rows[-1]
+            last.update(seconds=time.perf_counter() - last["t"], peak_mb=_status_mb("VmHWM"))
+            current["floor"] = max(current.get("floor", 0.0), last["peak_mb"])
+
+    def on_detector(kind: str) -> None:
+        close_detector()
+        _reset_peak()
+        detector_rows.append({"stage": f"detector: {kind}", "level": 1, "t": time.perf_counter()})
+
+    def run_detectors(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("progress", on_detector)
+        out = original(*args, **kwargs)
+        close_detector()
+        _reset_peak()
+        return out
+
+    pipeline.run_detectors = run_detectors  # per-detector timing; the pipeline is unchanged
+    result = analyze_pings(
+        pings, rejected, stands, fleet=fleet, boundary=boundary, params=params, progress=on_stage
+    )
+    end()
+    pipeline.run_detectors = original
+    begin("write outputs (CSV, GeoJSON, summary)")
+    with tempfile.TemporaryDirectory() as out:
+        write_outputs(result, Path(out))
+        end()
+        begin("map.html")
+        findings_map(stands, result.findings, tiles=None).save(str(Path(out) / "map.html"))
+        end()
+    for row in detector_rows:
+        row.pop("t", None)
+        row.setdefault("rss_after_mb", float("nan"))
+    at = next((i for i, r in enumerate(rows) if r["stage"] == "detectors"), len(rows))
+    rows[at + 1 : at + 1] = detector_rows
+    rows.append(
+        {
+            "stage": "(summary)",
+            "level": 0,
+            "seconds": 0.0,
+            "peak_mb": float("nan"),
+            "rss_after_mb": float("nan"),
+            "summary": {
+                k: result.summary.get(k)
+                for k in (
+                    "pings_valid",
+                    "pings_rejected",
+                    "pings_in_stands",
+                    "visits",
+                    "boardings",
+                    "trips",
+                    "stops",
+                )
+            }
+            | {
+                "findings": int(len(result.findings)),
+                "pings_frame_mb": round(pings.memory_usage(deep=True).sum() / 2**20, 1),
+            },
+        }
+    )
+    return rows
+
+
+def print_stages(rows: list[dict[str, Any]], n: int) -> None:
+    print("| stage | seconds | pings/s | peak RSS (MB) | RSS after (MB) |")
+    print("|---|---:|---:|---:|---:|")
+    total = 0.0
+    for r in rows:
+        if r["stage"].startswith("("):
+            if r["stage"] == "(imports, before reading)":
+                print(f"| {r['stage']} | | | {r['peak_mb']:,.0f} | {r['rss_after_mb']:,.0f} |")
+            continue
+        name = ("&nbsp;&nbsp;↳ " if r["level"] else "") + r["stage"]
+        if not r["level"]:
+            total += r["seconds"]
+        rate = f"{n / r['seconds'] / 1e6:,.2f} M" if r["seconds"] > 0 else ""
+        after = "" if np.isnan(r["rss_after_mb"]) else f"{r['rss_after_mb']:,.0f}"
+        print(f"| {name} | {r['seconds']:.2f} | {rate} | {r['peak_mb']:,.0f} | {after} |")
+    peak = max(r["peak_mb"] for r in rows if not np.isnan(r["peak_mb"]))
+    print(f"| **total** | **{total:.2f}** | **{n / total / 1e6:,.2f} M** | **{peak:,.0f}** | |")
+    summary = next((r["summary"] for r in rows if "summary" in r), {})
+    print(
+        "\n"
+        + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in summary.items())
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=10_000_000, help="fixes (default 10M)")
+    parser.add_argument("--vehicles", type=int, default=3375)
+    parser.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    parser.add_argument("--keep", type=Path, help="write the data here and keep it")
+    parser.add_argument("--skip-cli", action="store_true")
+    parser.add_argument("--skip-stages", action="store_true")
+    parser.add_argument("--stages-json", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.stages_json:  # the child process of the stage breakdown
+        print(json.dumps(run_stages(json.loads(args.stages_json))))
+        return
+
+    tmp = tempfile.TemporaryDirectory()
+    folder = args.keep or Path(tmp.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    stands_path, fleet_path = folder / "stands.geojson", folder / "fleet.csv"
+    pings_path = folder / f"pings_{args.n}.{args.format}"
+    t = time.perf_counter()
+    stands = write_stands(stands_path)
+    if not pings_path.is_file():
+        table, vehicles, home = simulate(args.n, stands, n_vehicles=args.vehicles)
+        extra = write_pings(table, pings_path, fmt=args.format)
+        write_fleet(fleet_path, vehicles, home, np.random.default_rng(13))
+        del table
+    else:
+        extra = {}
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load "
+        f"{os.getloadavg()[0]:.1f}; data: {args.n:,} fixes of {args.vehicles:,} taxis, "
+        f"{len(stands)} stands; {pings_path.suffix[1:]} {pings_path.stat().st_size / 1e6:,.0f} MB "
+        f"{extra} (written in {time.perf_counter() - t:.0f} s)\n"
+    )
+    if not args.skip_cli:
+        out = folder / "out"
+        report = run_cli(
+            [
+                "--pings",
+                str(pings_path),
+                "--stands",
+                str(stands_path),
+                "--fleet",
+                str(fleet_path),
+                "--municipality",
+                POA,
+                "--stand-radius-m",
+                str(STAND_RADIUS_M),
+                "--out",
+                str(out),
+            ]
+        )
+        print(
+            f"**CLI end to end** (`pontual analyze`, own process): {report['seconds']:.1f} s, "
+            f"{args.n / report['seconds'] / 1e6:.2f} M pings/s, peak RSS "
+            f"{report['peak_mb']:,.0f} MB, exit {report['returncode']}\n"
+        )
+        print(report["stdout"] or report.get("stderr", ""), "\n")
+    if not args.skip_stages:
+        spec = {"pings": str(pings_path), "stands": str(stands_path), "fleet": str(fleet_path)}
+        proc = subprocess.run(
+            [sys.executable, __file__, "--stages-json", json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=False,
+        )
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:])
+            raise SystemExit(proc.returncode)
+        print_stages(json.loads(proc.stdout.strip().splitlines()[-1]), args.n)
+    tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
