@@ -308,13 +308,14 @@ def route_ratios(
     max_peer_trips: int = DEFAULT_MAX_PEER_TRIPS,
     waypoint_min_stop_s: float = DEFAULT_WAYPOINT_MIN_STOP_S,
     waypoint_diameter_m: float = DEFAULT_WAYPOINT_DIAMETER_M,
+    max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
 ) -> pd.DataFrame:
     """Every meter trip's driven length against its reference, without thresholds (for ROC).
 
     Parameters
     ----------
     trips, pings, roads, max_snap_m, h3_resolution, min_peer_trips, max_peer_trips,
-    waypoint_min_stop_s, waypoint_diameter_m
+    waypoint_min_stop_s, waypoint_diameter_m, max_speed_kmh
         As in :func:`detect_longer_route`.
 
     Returns
@@ -322,7 +323,10 @@ def route_ratios(
     pandas.DataFrame
         One row per meter trip: ``trip_id``, ``vehicle_id``, ``method`` (``road_network``,
         ``peer_trips`` or None), ``driven_m``, ``reference_m``, ``ratio``, ``n_waypoints``,
-        ``peer_count``, ``peer_median_ratio``.
+        ``peer_count``, ``peer_median_ratio``, ``fastest_route_m``, ``reasonable_route``
+        (True when a fastest-route guard of :func:`detect_longer_route` excuses the trip) and
+        ``guarded_ratio`` (``ratio``, or at most 1 on a reasonable route: the score that the
+        detector thresholds).
     """
     p = _params(
         min_ratio=DEFAULT_MIN_RATIO,
@@ -335,11 +339,12 @@ def route_ratios(
         waypoint_min_stop_s=waypoint_min_stop_s,
         waypoint_diameter_m=waypoint_diameter_m,
         loop_radius_m=DEFAULT_LOOP_RADIUS_M,
-        max_speed_kmh=DEFAULT_MAX_SPEED_KMH,
+        max_speed_kmh=max_speed_kmh,
     )
     table, fixes = _batch_inputs(trips, pings)
     _redrive(table, fixes, p)
     ev = _evaluate(table, fixes, roads, p, history=None, prune=False)
+    ratio = table["driven_m"] / ev["reference_m"]
     return pd.DataFrame(
         {
             "trip_id": table["trip_id"],
@@ -347,10 +352,13 @@ def route_ratios(
             "method": ev["method"],
             "driven_m": table["driven_m"],
             "reference_m": ev["reference_m"],
-            "ratio": table["driven_m"] / ev["reference_m"],
+            "ratio": ratio,
             "n_waypoints": ev["n_waypoints"],
             "peer_count": ev["peer_count"],
             "peer_median_ratio": ev["peer_ratio"],
+            "fastest_route_m": ev["fastest_m"],
+            "reasonable_route": ev["reasonable"],
+            "guarded_ratio": np.where(ev["reasonable"], np.fmin(ratio, 1.0), ratio),
         }
     )
 
@@ -662,7 +670,9 @@ def _evaluate(
     fastest_s = np.full(n, np.nan)
     fast_lines: list[list[Any]] = [[] for _ in range(n)]
     ref_lines: list[list[Any]] = [[] for _ in range(n)]
-    net_cand = candidate & inside
+    # The fastest-route guards: for the candidates (for every judged trip without pruning).
+    net_cand = inside & np.isfinite(reference) if not prune else candidate & inside
+    reasonable = np.zeros(n, dtype=bool)
     if graph is not None and net_cand.any():
         legs = np.isin(leg_trip, np.flatnonzero(net_cand))
         fastest, _, _, fast_lines, fastest_s = _network_reference(
@@ -695,6 +705,7 @@ def _evaluate(
         "network_ratio": net_ratio,
         "fastest_m": fastest,
         "fastest_s": fastest_s,
+        "reasonable": reasonable,
         "on_fastest": on_fastest if graph is not None and net_cand.any() else np.full(n, np.nan),
         "max_snap_m": max_snap,
         "candidate": candidate,

@@ -247,6 +247,15 @@ class TestRouteRatios:
         assert out.loc["A", "ratio"] == pytest.approx(1.0, abs=0.02)
         assert out.loc["B", "ratio"] == pytest.approx(2.0, rel=0.02)
 
+    def test_guarded_ratio(self, grid):
+        """A trip on a reasonable route scores at most 1; a slow loop keeps its ratio."""
+        pings = make_pings(_trip("A", STRAIGHT) + _trip("B", LOOP))
+        out = route_ratios(detect_trips(pings), pings, roads=grid).set_index("vehicle_id")
+        assert bool(out.loc["A", "reasonable_route"]) and out.loc["A", "guarded_ratio"] <= 1.0
+        assert not out.loc["B", "reasonable_route"]
+        assert out.loc["B", "guarded_ratio"] == out.loc["B", "ratio"]
+        assert out.loc["B", "fastest_route_m"] == pytest.approx(3000, rel=0.01)
+
 
 class TestUpdateLongerRoute:
     @pytest.mark.parametrize("with_roads", [True, False])
