@@ -125,6 +125,14 @@ NEAR_FASTEST_SHARE = 0.6
 length on the reasonable routes: a variant of the fastest route, not a lengthened trip."""
 FASTEST_TIME_FACTOR = 1.0
 """A trip lasting at most this times the fastest path's free-flow time took a faster road."""
+ROUTE_GUARDS = {
+    "route_match_m": ROUTE_MATCH_M,
+    "route_match_share": ROUTE_MATCH_SHARE,
+    "near_fastest_ratio": NEAR_FASTEST_RATIO,
+    "near_fastest_share": NEAR_FASTEST_SHARE,
+    "fastest_time_factor": FASTEST_TIME_FACTOR,
+}
+"""The fixed reasonable-route thresholds, reported in each finding's ``thresholds``."""
 DEFAULT_MAX_GAP_S = 300.0
 """Live only: a silence longer than this ends a trip (as ``detect_trips``' ``max_gap_s``)."""
 
@@ -898,7 +906,7 @@ def _findings(
                 )
             ],
             "notes": notes,
-            "thresholds": p.thresholds(),
+            "thresholds": {**p.thresholds(), **ROUTE_GUARDS},
         }
         rows.append(
             {

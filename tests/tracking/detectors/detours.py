@@ -6,11 +6,11 @@ evaluates on synthetic outliers made from real trips). This generator makes them
 pool
     The meter trips of ``data/porto/derived/trips_combined.csv`` (read with
     :func:`tracking.porto.read_porto_trips`, trips by :func:`tracking.trips.detect_trips` with
-    ``max_gap_s=60``) whose every fix lies inside the network's bounding box, with a shortest
-    path between pickup and drop-off of at least ``min_reference_m`` (default 2 500 m:
-    ``min_excess_m / (min_ratio - 1)`` of the detector's defaults, so that every detour of ratio
-    ≥ 1.4 also adds ≥ 1 km — on shorter trips a 1.4 detour is below the materiality threshold by
-    design) and at least 8 fixes.
+    ``max_gap_s=60``; each Porto record, ``trip_ref``, is its own trip) whose every fix lies
+    inside the network's bounding box, with a shortest path between pickup and drop-off of at
+    least ``min_reference_m`` (default 2 500 m: ``min_excess_m / (min_ratio - 1)`` of the
+    detector's defaults, so that every detour of ratio ≥ 1.4 also adds ≥ 1 km — on shorter trips
+    a 1.4 detour is below the materiality threshold by design) and at least 8 fixes.
 negatives
     Pool trips as they are (their real fixes).
 detour

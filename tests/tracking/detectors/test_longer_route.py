@@ -108,6 +108,10 @@ class TestDetectLongerRoute:
         assert d["excess_km"] == pytest.approx(3.0, rel=0.03)
         assert f["confidence"] >= 0.9 and f["confidence"] < 1.0
         assert d["thresholds"]["min_ratio"] == 1.4 and d["thresholds"]["min_excess_m"] == 1000
+        assert (
+            d["thresholds"]["route_match_share"] == 0.8
+            and d["fastest_route_s"] > d["duration_s"] / 2
+        )
         assert len(d["fixes"]) == d["n_fixes"] == len(d["driven_line"])
         assert d["fixes"][0]["row"] == 1
         assert d["reference_line"][0] == pytest.approx(d["driven_line"][0])
