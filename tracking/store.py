@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 
 from db import pgcopy as pcp
 from db.upsert import stage_rows
-from geo.h3 import latlng_to_cells
+from geo.h3 import NO_DISKS, latlng_to_cells, latlng_to_parent_cells
 from tracking import frames
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
 from tracking.models import FIXES_DEFAULT_PARTITION, FIXES_TABLE
@@ -337,10 +337,14 @@ class _Encoded:
         if positions is None:
             positions = np.arange(len(self.rows), dtype=np.int64)
         yield pcp.COPY_HEADER
+        disks = NO_DISKS  # reused from chunk to chunk: the fleet stays in one area
         for lo in range(0, len(positions), chunk_rows):
             pos = positions[lo : lo + chunk_rows]
             idx = self.rows[pos]
             lat, lon = self.lat[idx], self.lon[idx]
+            r9, r12 = H3_RESOLUTIONS
+            cells12 = latlng_to_cells(lat, lon, resolution=r12)
+            cells9, disks = latlng_to_parent_cells(lat, lon, cells12, resolution=r9, disks=disks)
             columns: list[pcp.Column] = [
                 self.vehicle_id.take(idx),
                 pcp.timestamptz_column(self.ts_us[pos]),
@@ -353,7 +357,8 @@ class _Encoded:
                 self.meter.take(idx),
                 self.tariff.take(idx),
                 self.driver_id.take(idx),
-                *(_h3_column(latlng_to_cells(lat, lon, resolution=r)) for r in H3_RESOLUTIONS),
+                _h3_column(cells9),
+                _h3_column(cells12),
                 pcp.FixedColumn(self.speed_flag[idx].astype("u1")),
                 pcp.constant_text_column(self.source, len(idx)),
             ]

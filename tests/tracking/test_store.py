@@ -235,6 +235,25 @@ class TestCopyFixes:
         assert stored["driver_id"].tolist() == pings["driver_id"].tolist()
         assert stored["speed_flag"].tolist() == pings["speed_flag"].tolist()
 
+    def test_h3_cells_of_many_fixes(self, conn: Connection) -> None:
+        """Stored h3_r9/h3_r12 of thousands of fixes equal geo.h3's indexing of each point."""
+        rng = np.random.default_rng(5)
+        n = 20_000
+        pings = pd.DataFrame(
+            {
+                "vehicle_id": [f"V{i % 300}" for i in range(n)],
+                "timestamp": pd.to_datetime(1_717_300_000 + np.arange(n), unit="s", utc=True),
+                "lat": -30.03 + rng.normal(0, 0.03, n),
+                "lon": -51.2 + rng.normal(0, 0.03, n),
+            }
+        )
+        assert copy_fixes(conn, pings, source="h3") == n
+        stored = pd.read_sql(text("SELECT lat, lon, h3_r9, h3_r12 FROM fixes"), conn)
+        lat, lon = stored["lat"].to_numpy(), stored["lon"].to_numpy()
+        for res in (9, 12):
+            expected = latlng_to_cells(lat, lon, resolution=res).view(np.int64)
+            np.testing.assert_array_equal(stored[f"h3_r{res}"].to_numpy(), expected)
+
     def test_empty_frame_inserts_nothing(self, conn: Connection) -> None:
         """No rows in, zero out, no error."""
         pings = make_pings([_ping("A", "2024-01-01T10:00:00Z")]).iloc[:0]
