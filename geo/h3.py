@@ -17,6 +17,7 @@ from typing import Literal
 
 import h3 as _h3
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import shapely
 from arro3.core import Array
@@ -531,15 +532,18 @@ def latlng_to_parent_cells(
     parents = cells_to_parent(cells_a.ravel(), resolution=resolution)
     if check_resolution(resolution) < _DISK_MIN_RESOLUTION or parents.size == 0:
         return latlng_to_cells(lat_f, lon_f, resolution=resolution).reshape(shape), disks
-    distinct = np.unique(parents[parents != NULL_CELL])
-    known = np.isin(distinct, disks.cells, assume_unique=True)
-    new = distinct[~known]
+    codes, distinct = pd.factorize(parents)  # hashing: cheaper than sorting every point
+    distinct = np.asarray(distinct, dtype=np.uint64)
+    new = np.setdiff1d(distinct[distinct != NULL_CELL], disks.cells, assume_unique=True)
     if len(new) > parents.size // 4:  # scattered points: computing disks would cost more
         return latlng_to_cells(lat_f, lon_f, resolution=resolution).reshape(shape), disks
     if len(new):
         disks = disks.merged(cell_disks(new))
-    at = np.minimum(np.searchsorted(disks.cells, parents), max(len(disks.cells) - 1, 0))
-    found = (disks.cells[at] == parents) if len(disks.cells) else np.zeros(len(parents), bool)
+    if len(disks.cells) == 0:
+        return latlng_to_cells(lat_f, lon_f, resolution=resolution).reshape(shape), disks
+    at_distinct = np.minimum(np.searchsorted(disks.cells, distinct), len(disks.cells) - 1)
+    at = at_distinct[codes]
+    found = (disks.cells[at_distinct] == distinct)[codes]
     dx = (lon_f - disks.lon[at]) * disks.cos_lat[at]
     dy = lat_f - disks.lat[at]
     inside = found & (dx * dx + dy * dy < disks.radius2[at])
