@@ -354,8 +354,38 @@ def _short(label: str) -> str:
     return label
 
 
+_PIPELINE_STEPS = (
+    "build_stand_cover",
+    "match_stands",
+    "licence_frame_from_fleet",
+    "detect_visits",
+    "detect_stops",
+    "detect_trips",
+    "pickup_stands",
+    "occupancy",
+    "summarize",
+)
+"""Functions that ``tracking.pipeline`` calls by name, timed as sub-rows of their stage."""
+
+
+def _release() -> None:
+    import ctypes
+    import gc
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """The CLI's steps in this process, stage by stage: seconds and peak RSS of each."""
+    """Run the CLI's steps in this process, stage by stage: seconds and peak RSS of each.
+
+    A stage's peak is ``VmHWM`` after resetting it at the stage's start; sub-rows (the
+    functions the pipeline calls, each detector) reset it too, and their peaks count towards
+    their stage's. With ``trim``, after each stage and sub-row, the cyclic garbage collector runs
+    and the allocators give freed memory back (a diagnostic: the CLI does neither), so
+    ``RSS after`` is close to what stays alive.
+    """
     import tracking.pipeline as pipeline
     from api.cli_analyze import _boundary
     from fleet.loaders import read_fleet
@@ -365,35 +395,76 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
     from tracking.pipeline import AnalysisParams, analyze_pings, write_outputs
 
     rows: list[dict[str, Any]] = []
-    current: dict[str, Any] = {}
+    stage: dict[str, Any] = {}
+    trim = bool(spec.get("trim"))
 
-    def begin(name: str, *, level: int = 0) -> None:
-        current.update(name=name, level=level, t=time.perf_counter())
+    def begin(name: str) -> None:
+        row = {"stage": name, "level": 0, "t": time.perf_counter(), "floor": 0.0}
+        rows.append(row)
+        stage.clear()
+        stage.update(row=row)
         _reset_peak()
 
     def end() -> None:
-        if current:
-            rows.append(
-                {
-                    "stage": current["name"],
-                    "level": current["level"],
-                    "seconds": time.perf_counter() - current["t"],
-                    "peak_mb": max(_status_mb("VmHWM"), current.get("floor", 0.0)),
-                    "rss_after_mb": _status_mb("VmRSS"),
-                }
-            )
-            current.clear()
+        if not stage:
+            return
+        row = stage.pop("row")
+        row["seconds"] = time.perf_counter() - row.pop("t")
+        row["peak_mb"] = max(_status_mb("VmHWM"), row.pop("floor"))
+        if trim:
+            _release()
+        row["rss_after_mb"] = _status_mb("VmRSS")
+
+    def sub_begin(name: str) -> dict[str, Any]:
+        if stage:
+            stage["row"]["floor"] = max(stage["row"]["floor"], _status_mb("VmHWM"))
+        row = {"stage": name, "level": 1, "t": time.perf_counter()}
+        rows.append(row)
+        _reset_peak()
+        return row
+
+    def sub_end(row: dict[str, Any]) -> None:
+        row["seconds"] = time.perf_counter() - row.pop("t")
+        row["peak_mb"] = _status_mb("VmHWM")
+        if trim:
+            _release()
+        row["rss_after_mb"] = _status_mb("VmRSS")
+        if stage:
+            stage["row"]["floor"] = max(stage["row"]["floor"], row["peak_mb"])
+
+    def timed(name: str, func: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            row = sub_begin(name)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                sub_end(row)
+
+        return wrapper
+
+    for name in _PIPELINE_STEPS:
+        if hasattr(pipeline, name):
+            setattr(pipeline, name, timed(name, getattr(pipeline, name)))
+    detector: dict[str, Any] = {}
+    original = pipeline.run_detectors
+
+    def on_detector(kind: str) -> None:
+        if detector:
+            sub_end(detector.pop("row"))
+        detector["row"] = sub_begin(f"detector: {kind}")
+
+    def run_detectors(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("progress", on_detector)
+        out = original(*args, **kwargs)
+        if detector:
+            sub_end(detector.pop("row"))
+        return out
+
+    pipeline.run_detectors = run_detectors
 
     params = AnalysisParams()
-    rows.append(
-        {
-            "stage": "(imports, before reading)",
-            "level": 0,
-            "seconds": 0.0,
-            "peak_mb": _status_mb("VmHWM"),
-            "rss_after_mb": _status_mb("VmRSS"),
-        }
-    )
+    base = {"peak_mb": _status_mb("VmHWM"), "rss_after_mb": _status_mb("VmRSS")}
+    rows.append({"stage": "(imports, before reading)", "level": 0, "seconds": 0.0, **base})
     begin("read + validate pings")
     pings, rejected = read_pings(spec["pings"], max_speed_kmh=params.max_speed_kmh)
     end()
@@ -407,33 +478,10 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
         end()
         begin(_short(label))
 
-    detector_rows: list[dict[str, Any]] = []
-    original = pipeline.run_detectors
-
-    def close_detector() -> None:
-        if detector_rows and "seconds" not in detector_rows[-1]:
-            last = detector_rows[-1]
-            last.update(seconds=time.perf_counter() - last["t"], peak_mb=_status_mb("VmHWM"))
-            current["floor"] = max(current.get("floor", 0.0), last["peak_mb"])
-
-    def on_detector(kind: str) -> None:
-        close_detector()
-        _reset_peak()
-        detector_rows.append({"stage": f"detector: {kind}", "level": 1, "t": time.perf_counter()})
-
-    def run_detectors(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("progress", on_detector)
-        out = original(*args, **kwargs)
-        close_detector()
-        _reset_peak()
-        return out
-
-    pipeline.run_detectors = run_detectors  # per-detector timing; the pipeline is unchanged
     result = analyze_pings(
         pings, rejected, stands, fleet=fleet, boundary=boundary, params=params, progress=on_stage
     )
     end()
-    pipeline.run_detectors = original
     begin("write outputs (CSV, GeoJSON, summary)")
     with tempfile.TemporaryDirectory() as out:
         write_outputs(result, Path(out))
@@ -441,61 +489,39 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
         begin("map.html")
         findings_map(stands, result.findings, tiles=None).save(str(Path(out) / "map.html"))
         end()
-    for row in detector_rows:
-        row.pop("t", None)
-        row.setdefault("rss_after_mb", float("nan"))
-    at = next((i for i, r in enumerate(rows) if r["stage"] == "detectors"), len(rows))
-    rows[at + 1 : at + 1] = detector_rows
-    rows.append(
-        {
-            "stage": "(summary)",
-            "level": 0,
-            "seconds": 0.0,
-            "peak_mb": float("nan"),
-            "rss_after_mb": float("nan"),
-            "summary": {
-                k: result.summary.get(k)
-                for k in (
-                    "pings_valid",
-                    "pings_rejected",
-                    "pings_in_stands",
-                    "visits",
-                    "boardings",
-                    "trips",
-                    "stops",
-                )
-            }
-            | {
-                "findings": int(len(result.findings)),
-                "pings_frame_mb": round(pings.memory_usage(deep=True).sum() / 2**20, 1),
-            },
-        }
-    )
+    keys = ("pings_valid", "pings_rejected", "pings_in_stands", "visits", "boardings", "trips")
+    summary = {k: result.summary.get(k) for k in (*keys, "stops")}
+    summary["findings"] = int(len(result.findings))
+    summary["pings_frame_mb"] = round(pings.memory_usage(deep=True).sum() / 2**20, 1)
+    rows.append({"stage": "(summary)", "level": 0, "summary": summary})
     return rows
 
 
 def print_stages(rows: list[dict[str, Any]], n: int) -> None:
+    """Print the stage rows as a markdown table (sub-rows indented), then the counts."""
     print("| stage | seconds | pings/s | peak RSS (MB) | RSS after (MB) |")
     print("|---|---:|---:|---:|---:|")
     total = 0.0
+    peak = 0.0
     for r in rows:
+        if r["stage"] == "(summary)":
+            continue
         if r["stage"].startswith("("):
-            if r["stage"] == "(imports, before reading)":
-                print(f"| {r['stage']} | | | {r['peak_mb']:,.0f} | {r['rss_after_mb']:,.0f} |")
+            print(f"| {r['stage']} | | | {r['peak_mb']:,.0f} | {r['rss_after_mb']:,.0f} |")
             continue
         name = ("&nbsp;&nbsp;↳ " if r["level"] else "") + r["stage"]
         if not r["level"]:
             total += r["seconds"]
+            name = f"**{name}**"
+        peak = max(peak, r["peak_mb"])
         rate = f"{n / r['seconds'] / 1e6:,.2f} M" if r["seconds"] > 0 else ""
-        after = "" if np.isnan(r["rss_after_mb"]) else f"{r['rss_after_mb']:,.0f}"
-        print(f"| {name} | {r['seconds']:.2f} | {rate} | {r['peak_mb']:,.0f} | {after} |")
-    peak = max(r["peak_mb"] for r in rows if not np.isnan(r["peak_mb"]))
+        print(
+            f"| {name} | {r['seconds']:.2f} | {rate} | {r['peak_mb']:,.0f} | "
+            f"{r['rss_after_mb']:,.0f} |"
+        )
     print(f"| **total** | **{total:.2f}** | **{n / total / 1e6:,.2f} M** | **{peak:,.0f}** | |")
     summary = next((r["summary"] for r in rows if "summary" in r), {})
-    print(
-        "\n"
-        + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in summary.items())
-    )
+    print("\n" + ", ".join(f"{k} {v:,}" for k, v in summary.items()))
 
 
 def main() -> None:
@@ -506,6 +532,9 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="write the data here and keep it")
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-stages", action="store_true")
+    parser.add_argument(
+        "--trim", action="store_true", help="give freed memory back after each stage (diagnostic)"
+    )
     parser.add_argument("--stages-json", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stages_json:  # the child process of the stage breakdown
@@ -557,7 +586,12 @@ def main() -> None:
         )
         print(report["stdout"] or report.get("stderr", ""), "\n")
     if not args.skip_stages:
-        spec = {"pings": str(pings_path), "stands": str(stands_path), "fleet": str(fleet_path)}
+        spec = {
+            "pings": str(pings_path),
+            "stands": str(stands_path),
+            "fleet": str(fleet_path),
+            "trim": args.trim,
+        }
         proc = subprocess.run(
             [sys.executable, __file__, "--stages-json", json.dumps(spec)],
             capture_output=True,

@@ -575,7 +575,8 @@ def _parquet_column(col: pa.ChunkedArray, *, is_time: bool) -> pd.Series:
         return pd.Series(col.to_numpy(), dtype=np.float64)
     if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
         col = col.cast(pa.string())
-    return pd.Series(col.to_pandas()).astype("str").fillna("")
+    # Straight from Arrow: no Python string objects (to_pandas would make one per cell).
+    return pd.Series(pd.array(col, dtype="str")).fillna("")
 
 
 def _nullable_int(typ: pa.DataType) -> pd.api.extensions.ExtensionDtype | None:
