@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session
 
 import tracking.store
@@ -378,6 +379,33 @@ class TestCopyFixesNewDays:
         monkeypatch.setattr("tracking.store.latlng_to_cells", broken)
         with pytest.raises(OverflowError, match="h3 quebrou"):
             copy_fixes(conn, make_pings([_ping("A", "2024-01-01T10:00:00Z")]), source="a")
+
+
+class TestCopyFixesConcurrent:
+    def test_two_imports_of_a_new_day(self, db_engine: Engine) -> None:
+        """Two transactions importing overlapping pings of a new day store each fix once."""
+        first = make_pings([_ping("A", f"2037-03-04T10:00:{s:02d}Z") for s in range(0, 40)])
+        second = make_pings([_ping("A", f"2037-03-04T10:00:{s:02d}Z") for s in range(20, 60)])
+        results: dict[str, int] = {}
+        try:
+            with db_engine.begin() as one:
+                results["one"] = copy_fixes(one, first, source="one")
+
+                def run_two() -> None:
+                    with db_engine.begin() as two:
+                        results["two"] = copy_fixes(two, second, source="two")
+
+                worker = threading.Thread(target=run_two)
+                worker.start()
+                worker.join(timeout=1.0)
+                assert worker.is_alive()  # waits for the first import's partition lock
+            worker.join(timeout=60)
+            assert results == {"one": 40, "two": 20}
+            with db_engine.connect() as conn:
+                assert _count(conn, "SELECT count(*) FROM fixes_p20370304") == 60
+        finally:
+            with db_engine.begin() as conn:
+                conn.execute(text("DROP TABLE IF EXISTS fixes_p20370304"))
 
 
 class TestCopyFixesReimport:
