@@ -40,7 +40,7 @@ _SRID = 4326
 _STAGE = "_fixes_stage"
 _PARTITION_LOCK_KEY = 7_294_310_001  # pg_advisory_xact_lock key serialising partition DDL
 _CHUNK_ROWS = 65_536  # rows encoded at a time: the server gets its first block early
-_PREFETCH_BLOCKS = 32  # encoded blocks waiting for the server, at most (a few chunks)
+_PREFETCH_BLOCKS = 4  # encoded blocks (one per chunk, ~11 MB) waiting for the server, at most
 _EPOCH = dt.date(1970, 1, 1)
 _FIX_COLUMNS = (
     "vehicle_id",
