@@ -57,7 +57,8 @@ class BytesColumn:
     """A variable-width column, dictionary-encoded: its distinct values and one code per row.
 
     ``values`` holds the distinct values as ``S<w>`` items (``w`` the longest; shorter ones
-    padded), ``value_lengths`` their byte lengths; ``codes`` index ``values``, -1 for NULL.
+    padded with zero bytes), ``value_lengths`` their byte lengths; ``codes`` index ``values``,
+    -1 for NULL.
     Encoding a block then takes one 1-D fancy index per column, whatever the strings.
     """
 
@@ -109,7 +110,9 @@ def text_column(values: pd.Series) -> BytesColumn:
     else:
         pos = offsets[:-1, None] + np.arange(width, dtype=np.int64)
         np.minimum(pos, data.size - 1, out=pos)
-        strings = np.ascontiguousarray(data[pos]).view(f"S{width}").ravel()
+        raw = data[pos]
+        raw[np.arange(width) >= value_lengths[:, None]] = 0  # zero padding
+        strings = np.ascontiguousarray(raw).view(f"S{width}").ravel()
     codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     return BytesColumn(values=strings, value_lengths=value_lengths, codes=codes)
 
