@@ -187,6 +187,14 @@ def _block_dtype(columns: Sequence[Column], widths: list[int]) -> np.dtype[Any]:
     return np.dtype(fields)
 
 
+def _field_offset(dtype: np.dtype[Any], name: str) -> int:
+    fields = dtype.fields
+    if fields is None:  # pragma: no cover - block dtypes are structured
+        msg = "dtype sem campos"
+        raise TypeError(msg)
+    return int(fields[name][1])
+
+
 def _fill_block(
     out: NDArray[Any], columns: Sequence[Column], widths: list[int]
 ) -> list[tuple[int, int, NDArray[np.bool_]]]:
@@ -214,7 +222,7 @@ def _fill_block(
             if low == width:
                 continue
             used = np.arange(width) < lengths[:, None]
-        short.append((out.dtype.fields[f"v{i}"][1], width, used))
+        short.append((_field_offset(out.dtype, f"v{i}"), width, used))
     return short
 
 
@@ -262,7 +270,7 @@ def copy_rows(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterat
             for offset, width, used in short:
                 keep[:, offset : offset + width] = used
             raw = raw[keep]
-        yield memoryview(raw.reshape(-1))  # no copy; psycopg sends any buffer
+        yield raw.reshape(-1).data  # a memoryview, no copy; psycopg sends any buffer
 
 
 def copy_payload(columns: Sequence[Column], *, chunk_rows: int = 250_000) -> Iterator[Block]:

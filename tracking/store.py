@@ -371,7 +371,8 @@ def _composite_keys(
 ) -> NDArray[np.int64]:
     """One int64 per (vehicle code, ts), increasing with (UTC day, vehicle code, ts)."""
     day = np.floor_divide(ts_us, _US_PER_DAY)
-    return ((day - first_day) * n_codes + codes) * _US_PER_DAY + (ts_us - day * _US_PER_DAY)
+    keys = ((day - first_day) * n_codes + codes) * _US_PER_DAY + (ts_us - day * _US_PER_DAY)
+    return np.asarray(keys, dtype=np.int64)
 
 
 def _keys_fit(span_days: int, n_codes: int) -> bool:
