@@ -188,37 +188,41 @@ def _float_column(pings: pd.DataFrame, name: str) -> NDArray[np.float64]:
         raise PingFrameError(msg) from None
 
 
-def _checked_meter(pings: pd.DataFrame) -> pd.Series | None:
+def _meter_column(pings: pd.DataFrame) -> pcp.BytesColumn:
+    """Encode ``meter``, checking only its distinct values (it is dictionary-encoded anyway)."""
     if frames.METER not in pings.columns:
-        return None
-    meter = pings[frames.METER]
-    bad = meter.notna() & ~meter.isin(frames.METER_VALUES)
-    if bad.any():
+        return pcp.null_column(len(pings))
+    column = pcp.text_column(pings[frames.METER])
+    distinct = [bytes(v).decode("utf-8") for v in column.values.tolist()]
+    bad = [v for v in distinct if v not in frames.METER_VALUES]
+    if bad:
         msg = (
-            f"'{frames.METER}' era {meter[bad].iloc[0]!r}; "
+            f"'{frames.METER}' era {bad[0]!r}; "
             f"esperado um de {', '.join(frames.METER_VALUES)} ou vazio"
         )
         raise PingFrameError(msg)
-    return meter
+    return column
 
 
 def _checked_tariff(pings: pd.DataFrame) -> pcp.FixedColumn:
     if frames.TARIFF not in pings.columns:
         return pcp.FixedColumn(np.zeros(len(pings), ">i2"), np.ones(len(pings), dtype=bool))
     try:
-        tariff = pd.to_numeric(pings[frames.TARIFF]).astype("Int16")
+        values = pd.to_numeric(pings[frames.TARIFF]).to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):
         msg = (
             f"'{frames.TARIFF}' não numérica (tipo {pings[frames.TARIFF].dtype}); "
             "esperado 1, 2 ou vazio"
         )
         raise PingFrameError(msg) from None
-    bad = tariff.notna() & ~tariff.isin(frames.TARIFF_VALUES)
+    null = np.isnan(values)
+    bad = ~null & ~np.isin(values, frames.TARIFF_VALUES)
     if bad.any():
-        msg = f"'{frames.TARIFF}' era {tariff[bad].iloc[0]!r}; esperado 1, 2 ou vazio"
+        first = float(values[bad][0])
+        shown = int(first) if first.is_integer() else first
+        msg = f"'{frames.TARIFF}' era {shown!r}; esperado 1, 2 ou vazio"
         raise PingFrameError(msg)
-    null = tariff.isna().to_numpy(dtype=bool)
-    return pcp.FixedColumn(tariff.fillna(0).to_numpy(dtype=np.int16).astype(">i2"), null)
+    return pcp.FixedColumn(np.where(null, 0, values).astype(">i2"), null)
 
 
 def _h3_column(cells: NDArray[np.uint64]) -> pcp.FixedColumn:
@@ -416,7 +420,7 @@ def _encode(pings: pd.DataFrame, *, source: str) -> _Encoded:
         msg = f"coluna '{frames.VEHICLE_ID}' tem {int(vids.isna().sum())} valores nulos"
         raise PingFrameError(msg)
     n = len(pings)
-    meter = _checked_meter(pings)
+    meter = _meter_column(pings)
     tariff = _checked_tariff(pings)
 
     # Keep the first of rows sharing (vehicle_id, ts); order by (UTC day, vehicle, ts) so each
@@ -443,7 +447,7 @@ def _encode(pings: pd.DataFrame, *, source: str) -> _Encoded:
         speed_kmh=_float_column(pings, frames.SPEED_KMH),
         heading_deg=_float_column(pings, frames.HEADING_DEG),
         accuracy_m=_float_column(pings, frames.ACCURACY_M),
-        meter=pcp.text_column(meter) if meter is not None else pcp.null_column(n),
+        meter=meter,
         tariff=tariff,
         driver_id=(
             pcp.text_column(pings[frames.DRIVER_ID])

@@ -275,7 +275,14 @@ class TestCopyFixes:
 
     @pytest.mark.parametrize(
         ("column", "value", "match"),
-        [("meter", "busy", "busy"), ("tariff", 3, "tariff"), ("lat", 91.0, "fora de")],
+        [
+            ("meter", "busy", "busy"),
+            ("meter", "", "era ''"),
+            ("tariff", 3, "tariff"),
+            ("tariff", 1.5, "era 1.5"),
+            ("tariff", "x", "não numérica"),
+            ("lat", 91.0, "fora de"),
+        ],
     )
     def test_bad_values_raise(self, conn: Connection, column: str, value: Any, match: str) -> None:
         """Unknown meter/tariff values and out-of-range coordinates are refused, nothing stored."""
