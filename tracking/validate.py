@@ -574,7 +574,7 @@ def _unix_seconds(
     return ns, present & ~ok
 
 
-def _sort_order(codes: NDArray[np.int64], ts_ns: NDArray[np.int64]) -> NDArray[np.intp]:
+def _sort_order(codes: NDArray[np.integer], ts_ns: NDArray[np.int64]) -> NDArray[np.intp]:
     """Stable order by (vehicle, time): ties keep the input order."""
     if len(ts_ns) > 1 and bool(np.all(ts_ns[1:] >= ts_ns[:-1])):
         return np.argsort(codes, kind="stable")  # time-ordered input, the usual case
@@ -878,14 +878,13 @@ def _settle_pending(state: _State, rejected: pd.DataFrame, chunks: ChunkSource) 
     same = np.ones(len(at), dtype=bool)
     for col in originals:
         same &= firsts[col].to_numpy(dtype=object) == later[col].to_numpy(dtype=object)
-    reason = rejected.columns.get_loc(fr.REASON)
-    rejected.iloc[at[same], reason] = "duplicate"
+    rejected.loc[rejected.index[at[same]], fr.REASON] = "duplicate"
 
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
     try:
-        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
+        return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):  # not glibc
         return None
 
@@ -1074,7 +1073,7 @@ def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
     stamp = pd.Series(pd.array(ts[order].view("datetime64[ns]"))).dt.tz_localize("UTC")
     del ts
     _release_free_memory()
-    ts = np.asarray(stamp.array.asi8)  # a view of the column
+    ts = pd.DatetimeIndex(stamp, copy=False).asi8  # a view of the column
     lat, lon = _take(state, "lat", order), _take(state, "lon", order)
     flags = speed_flags(codes, ts, lat, lon, max_speed_kmh=max_speed_kmh)
     del ts
