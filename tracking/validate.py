@@ -211,8 +211,9 @@ def validate_ping_chunks(
     state = _State()
     for raw in chunks():
         _add_chunk(state, raw, limit_ns=limit_ns)
+        rows = len(raw)
         del raw
-        _release_free_memory()
+        _release_free_memory(rows)
     if not state.rejected:
         return empty_pings(), empty_rejected([])
     rejected = (
@@ -223,7 +224,7 @@ def validate_ping_chunks(
     state.rejected = []
     if state.pending_rejected:
         _settle_pending(state, rejected, chunks)
-        _release_free_memory()
+        _release_free_memory(state.n)
     return _finish(state, max_speed_kmh=max_speed_kmh), rejected
 
 
@@ -585,6 +586,7 @@ def _sort_order(codes: NDArray[np.integer], ts_ns: NDArray[np.int64]) -> NDArray
 # --- the chunked engine ------------------------------------------------------------------------
 
 _FLAG_BLOCK = 1 << 20
+_RELEASE_MIN_ROWS = 100_000
 _N_BUCKETS = 256
 _BUCKET_SHIFT = np.uint64(56)
 _METER_CODES = pa.array(["", *fr.METER_VALUES], type=pa.string())
@@ -889,12 +891,15 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-def _release_free_memory() -> None:
+def _release_free_memory(rows: int) -> None:
     """Give memory freed by a chunk back to the system (Arrow's pool, glibc's heap).
 
     Without it the allocators keep a chunk's worth of freed buffers (hundreds of MB for a
-    million rows), which would add to the peak of the next step.
+    million rows), which would add to the peak of the next step. Skipped for small inputs
+    (``rows`` under :data:`_RELEASE_MIN_ROWS`), where it would only cost time.
     """
+    if rows < _RELEASE_MIN_ROWS:
+        return
     pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:
@@ -1051,7 +1056,7 @@ def _take(state: _State, name: str, order: NDArray[np.intp]) -> NDArray[Any]:
     del pieces
     out = whole[order]
     del whole
-    _release_free_memory()  # the pieces sat in the heap: give them back before the next field
+    _release_free_memory(state.n)  # the pieces sat in the heap: give them back first
     return out
 
 
@@ -1072,7 +1077,7 @@ def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
     codes = codes[order]
     stamp = pd.Series(pd.array(ts[order].view("datetime64[ns]"))).dt.tz_localize("UTC")
     del ts
-    _release_free_memory()
+    _release_free_memory(n)
     ts = pd.DatetimeIndex(stamp, copy=False).asi8  # a view of the column
     lat, lon = _take(state, "lat", order), _take(state, "lon", order)
     flags = speed_flags(codes, ts, lat, lon, max_speed_kmh=max_speed_kmh)
@@ -1085,7 +1090,7 @@ def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
     tariff = _take(state, "tariff", order).astype(np.int8, copy=False)
     driver = _take(state, "driver", order).astype(np.int32, copy=False)
     del order
-    _release_free_memory()
+    _release_free_memory(n)
     vehicle_col = _str_series(pc.take(ordered_vehicles, pa.array(codes)))
     del codes
     meter_col = _str_series(
@@ -1095,7 +1100,7 @@ def _finish(state: _State, *, max_speed_kmh: float) -> pd.DataFrame:
     drivers = pa.array([v or None for v in state.drivers], type=pa.string())
     driver_col = _str_series(pc.take(drivers, pa.array(driver)))
     del driver
-    _release_free_memory()
+    _release_free_memory(n)
     return pd.DataFrame(
         {
             fr.VEHICLE_ID: vehicle_col,
