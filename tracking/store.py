@@ -569,12 +569,10 @@ def _stored_mask(
         msg = "conexão sem driver psycopg ativo"
         raise RuntimeError(msg)
     query = (
-        "SELECT v.i, string_agg(timestamptz_send(f.ts), ''::bytea) "
-        f"FROM {FIXES_TABLE} f "
-        "JOIN unnest(CAST(%(vids)s AS text[])) WITH ORDINALITY AS v(vehicle_id, i) "
-        'ON f.vehicle_id = v.vehicle_id COLLATE "C" '
-        "WHERE f.ts BETWEEN %(lo)s AND %(hi)s GROUP BY v.i"
-    )
+        "SELECT vehicle_id, string_agg(timestamptz_send(ts), ''::bytea) "
+        f"FROM {FIXES_TABLE} WHERE vehicle_id = ANY(%(vids)s) AND ts BETWEEN %(lo)s AND %(hi)s "
+        "GROUP BY vehicle_id"
+    )  # an index-only scan of the primary key (pages are all-visible after COPY FREEZE)
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     params = {
         "vids": [enc.vehicle_ids[c] for c in vehicle_codes],
@@ -585,8 +583,9 @@ def _stored_mask(
         found = cur.execute(query, params).fetchall()
     if not found:
         return np.zeros(len(positions), dtype=bool)
+    code_of = {v: i for i, v in enumerate(enc.vehicle_ids)}
     stored_ts = [np.frombuffer(packed, dtype=">i8") for _, packed in found]
-    stored_codes = vehicle_codes[np.array([i for i, _ in found], dtype=np.int64) - 1]
+    stored_codes = np.array([code_of[v] for v, _ in found], dtype=np.int64)
     stored_keys = np.sort(
         _composite_keys(
             np.concatenate(stored_ts).astype(np.int64) + pcp.PG_EPOCH_US,
