@@ -92,7 +92,8 @@ def cut_at_as_of(pings: pd.DataFrame, *, as_of: dt.date, timezone: str) -> pd.Da
         IANA zone of the local day.
     """
     end = pd.Timestamp(as_of + dt.timedelta(days=1), tz=ZoneInfo(timezone)).tz_convert("UTC")
-    return pings.loc[pings[fr.TIMESTAMP] < end].reset_index(drop=True)
+    keep = pings[fr.TIMESTAMP] < end
+    return pings if keep.all() else pings.loc[keep].reset_index(drop=True)
 
 
 def pickup_stands(trips: pd.DataFrame, visits: pd.DataFrame, stands: gpd.GeoDataFrame) -> pd.Series:

@@ -72,6 +72,7 @@ from tracking.detectors._evidence import (
 from tracking.detectors.findings import empty_findings, make_findings
 
 KIND = "unlicensed_stand_use"
+_METER_LITERAL = {"free": "free", "occupied": "occupied", "off": "off"}
 DEFAULT_ACCESSIBLE_MAX_WAIT_S = 600.0
 DEFAULT_MAX_GAP_S = 300.0
 _VISIT_NEEDED = (
@@ -326,7 +327,8 @@ def detect_unlicensed_stand_use(
                     "licensed": False,
                     "licensed_stands": list(facts[vehicle[i]]["stands"]) if facts else None,
                     "accessible": accessible[i],
-                    "meter_before": str(meter[int(prev[k])]),
+                    # canonical literal: keeping the column's own str would pin its memory
+                    "meter_before": _METER_LITERAL.get(meter[int(prev[k])], "unknown"),
                     "meter_switch_gap_s": float((ns[b] - ns[int(prev[k])]) / NS),
                     "other_stand_ids": [s for s in others[b] if s != stand[i]],
                     "thresholds": {"max_gap_s": thresholds["max_gap_s"]},
