@@ -559,10 +559,11 @@ def _stored_mask(
     ``ON CONFLICT`` to skip it.
     """
     codes, ts_us = enc.vehicle_codes[positions], enc.ts_us[positions]
-    days = np.floor_divide(ts_us, _US_PER_DAY)
-    first, n_codes = int(days.min()), len(enc.vehicle_ids)
-    if not _keys_fit(int(days.max()) - first + 1, n_codes):
+    first = int(ts_us.min()) // _US_PER_DAY
+    span_us = (int(ts_us.max()) // _US_PER_DAY - first + 1) * _US_PER_DAY
+    if not _keys_fit(span_us // _US_PER_DAY, len(enc.vehicle_ids)):
         return None
+    origin = first * _US_PER_DAY
     vehicle_codes = np.unique(codes)
     dbapi = conn.connection.driver_connection
     if dbapi is None:  # pragma: no cover - a live connection always has one
@@ -584,17 +585,19 @@ def _stored_mask(
     if not found:
         return np.zeros(len(positions), dtype=bool)
     code_of = {v: i for i, v in enumerate(enc.vehicle_ids)}
+    found.sort(key=lambda row: code_of[row[0]])
     stored_ts = [np.frombuffer(packed, dtype=">i8") for _, packed in found]
-    stored_codes = np.array([code_of[v] for v, _ in found], dtype=np.int64)
-    stored_keys = np.sort(
-        _composite_keys(
-            np.concatenate(stored_ts).astype(np.int64) + pcp.PG_EPOCH_US,
-            np.repeat(stored_codes, [len(t) for t in stored_ts]),
-            first_day=first,
-            n_codes=n_codes,
-        )
+    stored_codes = np.repeat(
+        np.array([code_of[v] for v, _ in found], dtype=np.int64), [len(t) for t in stored_ts]
     )
-    keys = _composite_keys(ts_us, codes, first_day=first, n_codes=n_codes)
+    # (vehicle code, ts) as one int64; no division, and sorted already when each vehicle's
+    # timestamps come in order (as the index scan gives them)
+    stored_keys = stored_codes * span_us + (
+        np.concatenate(stored_ts).astype(np.int64) + (pcp.PG_EPOCH_US - origin)
+    )
+    if len(stored_keys) > 1 and not (stored_keys[1:] > stored_keys[:-1]).all():
+        stored_keys.sort()
+    keys = codes * span_us + (ts_us - origin)
     at = np.minimum(np.searchsorted(stored_keys, keys), len(stored_keys) - 1)
     return np.asarray(stored_keys[at] == keys)
 
