@@ -20,17 +20,21 @@ Columns: wall seconds, rows/s, client CPU seconds (this process, all threads), s
 seconds (the importing backend, read from /proc when the server is local and readable, else
 blank; parallel index-build workers are not counted), load average (1 min) before and after.
 
-Measured (1M fixes, 3,000 taxis, one day; 2 cores shared with other jobs, load 1.4-2.2; durable
-embedded cluster; two runs of each, two rounds; "before" is the code and server settings this
-work started from, run with this script):
+Measured (1M fixes, 3,000 taxis, one day; durable embedded cluster; 2 cores shared with other
+jobs; each cell the range of 2-4 runs; "before" is the code and server settings this work started
+from, run with this script):
 
-    scenario                          before: s (rows/s)             after: s (rows/s)
-    encode only                       1.35-1.91 (524k-741k)          0.96-1.47 (682k-1.05M)
-    new days                          3.95-4.39 (228k-253k)          1.74-2.29 (436k-576k)
-      server CPU                      2.7-3.6 s                      1.4-1.6 s
-    same fixes again                  4.62-5.78 (173k-216k)          0.54-0.83 (1.2M-1.9M)
-    existing empty partitions         3.70-5.02 (199k-270k)          2.77-3.05 (328k-362k)
-    ORM (20,000 rows)                 8.0k-10.1k rows/s              (unchanged)
+    scenario                    load ~1.0-1.2                      load ~1.4-2.2
+                                before         after               before         after
+    encode only                 627k-735k/s    853k-1.01M/s        524k-741k/s    682k-1.05M/s
+    new days                    288k-293k/s    424k-567k/s         228k-253k/s    436k-576k/s
+      wall s / server CPU s     3.4 / 2.8      1.8 / 1.4           4.0-4.4/2.7-3.6  1.7-2.3/1.4-1.6
+    same fixes again            240k-244k/s    2.1M-2.5M/s         173k-216k/s    1.2M-1.9M/s
+    existing empty partitions   264k-286k/s    346k-365k/s         199k-270k/s    328k-362k/s
+    ORM (20,000 rows)           8.6k/s         9.0k/s              8.0k-10.1k/s   8.2k-10.1k/s
+
+10M fixes (load ~1.1-1.4): new days 17.3 s (577k/s), same again 9.1 s, existing partitions 27.5 s;
+peak RSS 3.2 GB.
 """
 
 from __future__ import annotations
