@@ -19,7 +19,15 @@ RADIUS_M = "radius_m"
 STAND_COLUMNS = (STAND_ID, NAME, CAPACITY, MUNICIPALITY, "geometry")
 
 FLEET_COLUMNS = (
-    "vehicle_id", "plate", "accessible", "stands", "status", "status_since", "status_until",
-    "alvara_valid_until", "inspection_valid_until", "municipality",
+    "vehicle_id",
+    "plate",
+    "accessible",
+    "stands",
+    "status",
+    "status_since",
+    "status_until",
+    "alvara_valid_until",
+    "inspection_valid_until",
+    "municipality",
 )
 VEHICLE_STATUSES = ("active", "suspended", "out_of_operation", "reserved", "revoked")

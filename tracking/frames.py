@@ -36,13 +36,34 @@ PING_OPTIONAL = (SPEED_KMH, HEADING_DEG, ACCURACY_M, METER, TARIFF, DRIVER_ID)
 PING_COLUMNS = (*PING_REQUIRED, *PING_OPTIONAL, ROW, SPEED_FLAG)
 
 VISIT_COLUMNS = (
-    "vehicle_id", "stand_id", "arrived_at", "departed_at", "dwell_s",
-    "queue_position", "boarded", "licensed",
+    "vehicle_id",
+    "stand_id",
+    "arrived_at",
+    "departed_at",
+    "dwell_s",
+    "queue_position",
+    "boarded",
+    "licensed",
 )
 TRIP_COLUMNS = (
-    "vehicle_id", "trip_id", "started_at", "ended_at", "pickup_lat", "pickup_lon",
-    "dropoff_lat", "dropoff_lon", "distance_m", "pickup_stand_id",
+    "vehicle_id",
+    "trip_id",
+    "started_at",
+    "ended_at",
+    "pickup_lat",
+    "pickup_lon",
+    "dropoff_lat",
+    "dropoff_lon",
+    "distance_m",
+    "pickup_stand_id",
 )
 STOP_COLUMNS = (
-    "vehicle_id", "stop_id", "started_at", "ended_at", "duration_s", "lat", "lon", "n_fixes",
+    "vehicle_id",
+    "stop_id",
+    "started_at",
+    "ended_at",
+    "duration_s",
+    "lat",
+    "lon",
+    "n_fixes",
 )

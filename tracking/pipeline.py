@@ -254,7 +254,11 @@ def summarize(result: AnalysisResult, *, params: AnalysisParams, n_matched: int)
     boarded = (
         visits["boarded"].fillna(False).astype(bool) if len(visits) else pd.Series([], dtype=bool)
     )
-    reasons = result.rejected["reason"].value_counts().sort_index() if len(result.rejected) else {}
+    reasons: dict[Any, int] = (
+        result.rejected["reason"].value_counts().sort_index().to_dict()
+        if len(result.rejected)
+        else {}
+    )
     span = (
         [pings[fr.TIMESTAMP].min().isoformat(), pings[fr.TIMESTAMP].max().isoformat()]
         if len(pings)
@@ -263,7 +267,7 @@ def summarize(result: AnalysisResult, *, params: AnalysisParams, n_matched: int)
     return {
         "pings_valid": int(len(pings)),
         "pings_rejected": int(len(result.rejected)),
-        "rejected_by_reason": {str(k): int(v) for k, v in dict(reasons).items()},
+        "rejected_by_reason": {str(k): int(v) for k, v in reasons.items()},
         "pings_speed_flagged": int(pings[fr.SPEED_FLAG].sum()) if len(pings) else 0,
         "pings_in_stands": n_matched,
         "vehicles": int(pings[fr.VEHICLE_ID].nunique()),
@@ -284,7 +288,8 @@ def summarize(result: AnalysisResult, *, params: AnalysisParams, n_matched: int)
 
 
 def _iso_utc(col: pd.Series) -> pd.Series:
-    return col.dt.tz_convert("UTC").dt.strftime("%Y-%m-%dT%H:%M:%SZ").astype(object)
+    text: pd.Series = col.dt.tz_convert("UTC").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return text.astype(object)
 
 
 def write_outputs(result: AnalysisResult, out_dir: Path) -> list[Path]:
