@@ -24,7 +24,6 @@ class PingFormat(StrEnum):
     porto = "porto"
 
 
-MUNICIPALITY_TIMEZONES = {"1100205": "America/Porto_Velho"}
 _STAGES = 7
 
 
@@ -78,7 +77,8 @@ def analyze(
     from tracking.pipeline import AnalysisParams, analyze_pings, cut_at_as_of, write_outputs
     from tracking.porto import read_porto_trips
 
-    tz = timezone or MUNICIPALITY_TIMEZONES.get(municipality or "", get_settings().timezone)
+    bundled_area, bundled_tz = _bundled_municipality(municipality)
+    tz = timezone or bundled_tz or get_settings().timezone
     porto = pings_format is PingFormat.porto or (
         pings_format is PingFormat.auto and _is_porto(pings)
     )
@@ -110,7 +110,7 @@ def analyze(
         stand_frame = read_stands(stands, default_radius_m=stand_radius_m)
         fleet_frame = read_fleet(fleet, municipality=municipality) if fleet else None
         limits = _thresholds(thresholds) if thresholds else None
-        area = _boundary(boundary, municipality)
+        area = _read_boundary(boundary) if boundary else bundled_area
         graph = _road_graph(roads) if roads else None
 
         def step(label: str) -> None:
@@ -147,22 +147,26 @@ def analyze(
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
 
 
-BOUNDARIES = (
-    Path(__file__).resolve().parents[1]
-    / "data/brazil/boundaries/municipios_poa_pvh_pintobandeira.geojson"
-)
-
-
-def _boundary(path: Path | None, municipality: str | None) -> Any:
-    """Return the municipal polygon: --boundary, else the bundled one of --municipality."""
+def _bundled_municipality(code: str | None) -> tuple[Any, str | None]:
+    """Return the bundled boundary and time zone of an IBGE code (None, None if not bundled)."""
     import geopandas as gpd
 
-    if path is None:
-        if municipality is None or not BOUNDARIES.is_file():
-            return None
-        bundled = gpd.read_file(BOUNDARIES)
-        match = bundled.loc[bundled["cod_ibge"].astype(str) == municipality]
-        return match.geometry.union_all() if len(match) else None
+    from api.cli_import import BOUNDARIES
+    from fleet.loaders import UF_TIMEZONES
+
+    if code is None or not BOUNDARIES.is_file():
+        return None, None
+    bundled = gpd.read_file(BOUNDARIES).to_crs(4326)
+    match = bundled.loc[bundled["cod_ibge"].astype(str) == code]
+    if match.empty:
+        return None, None
+    return match.geometry.union_all(), UF_TIMEZONES.get(str(match["uf"].iloc[0]))
+
+
+def _read_boundary(path: Path) -> Any:
+    """Return the union of the polygons of a boundary file, in EPSG:4326."""
+    import geopandas as gpd
+
     if not path.is_file():
         msg = f"arquivo de limite municipal não encontrado: {path}"
         raise FileNotFoundError(msg)

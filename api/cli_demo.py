@@ -88,6 +88,7 @@ def demo(
 def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[str, int]:
     from sqlalchemy import text
 
+    from api.cli_import import file_as_of
     from db.engine import make_engine
     from fleet.loaders import (
         load_fleet,
@@ -119,7 +120,7 @@ def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[s
             )
             load_stands(conn=conn, stands=poa, retire_missing=True)
             fleet = read_fleet(paths["poa_fleet"], municipality=PORTO_ALEGRE)
-            load_fleet(conn=conn, fleet=fleet, as_of=_fleet_date(paths["poa_fleet"]))
+            load_fleet(conn=conn, fleet=fleet, as_of=file_as_of(None, paths["poa_fleet"]))
         with console.status("Importando pontos e viagens do Porto…"), engine.begin() as conn:
             porto = read_stands_registry(paths["porto_stands"], point_radius_m=PORTO_STAND_RADIUS_M)
             porto["stand_id"] = "PT-" + porto["stand_id"].astype(str)
@@ -143,15 +144,6 @@ def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[s
         engine.dispose()
     counts["fixes_new_this_run"] = new_fixes
     return counts
-
-
-def _fleet_date(path: Path) -> Any:
-    import datetime as dt
-
-    import pandas as pd
-
-    head = pd.read_csv(path, nrows=1, dtype=str)
-    return dt.date.fromisoformat(str(head["data_extracao"].iloc[0])[:10])
 
 
 def _replay_porto(

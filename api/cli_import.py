@@ -137,7 +137,7 @@ def fleet(
     from fleet.loaders import load_fleet, read_fleet
 
     frame = read_fleet(file, municipality=municipality)
-    date = _as_of(as_of, file)
+    date = file_as_of(as_of, file)
     with _transaction() as conn:
         report = load_fleet(conn=conn, fleet=frame, as_of=date)
     _echo_report("Veículos", report.vehicles)
@@ -157,7 +157,8 @@ def fleet(
         typer.echo(f"  aviso: {len(report.unmatched_stands)} pontos não encontrados: {shown}")
 
 
-def _as_of(value: str | None, file: Path) -> dt.date:
+def file_as_of(value: str | None, file: Path) -> dt.date:
+    """Return the date a fleet file describes: --as-of, else its data_extracao, else today."""
     if value:
         try:
             return dt.date.fromisoformat(value)
