@@ -1,7 +1,8 @@
-"""ORM models of the legal layer: findings, infraction proposals, and the append-only audit log.
+"""ORM models of the legal layer: findings, proposals and their review, alerts, the audit log.
 
 Findings are facts about the tracks and name vehicles and stands by id without foreign keys: a batch
-analysis may accuse a vehicle that is not (yet) in the registry.
+analysis may accuse a vehicle that is not (yet) in the registry. Nothing here is ever deleted: the
+database refuses DELETE on findings, proposals and their links, and any change to the audit log.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from typing import Any
 from geoalchemy2 import Geometry, WKBElement
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
     ForeignKey,
     Identity,
+    Index,
     Integer,
     Numeric,
     String,
@@ -32,6 +35,17 @@ from db.base import Base
 from tracking.detectors.findings import KINDS as FINDING_KINDS
 
 FINE_UNITS = ("UFM", "BRL", "UPF")
+STATUSES = (
+    "proposta",
+    "confirmada",
+    "descartada",
+    "notificada",
+    "em_defesa",
+    "defesa_deferida",
+    "defesa_indeferida",
+    "arquivada",
+)
+"""Review states of a proposal (``enforcement.workflow`` holds the allowed transitions)."""
 
 
 class Finding(Base):
@@ -84,9 +98,25 @@ class Proposal(Base):
     fine_amount: Mapped[Decimal | None] = mapped_column(Numeric(14, 2))
     fine_unit: Mapped[str | None] = mapped_column(Text)
     reincidence_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    status: Mapped[str] = mapped_column(Text, server_default=text("'pending'"))
+    status: Mapped[str] = mapped_column(Text, server_default=text("'proposta'"), index=True)
     deadlines: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    service: Mapped[str] = mapped_column(Text, server_default=text("'taxi'"))
+    rule_key: Mapped[str] = mapped_column(Text)
+    committed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    committed_until: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    confidence: Mapped[float] = mapped_column(Float(53))
+    document: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    auto_number: Mapped[str | None] = mapped_column(Text, unique=True)
+    agent_id: Mapped[str | None] = mapped_column(Text)
+    confirmed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    dismissed_reason: Mapped[str | None] = mapped_column(Text)
+    notified_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    defence_filed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )
 
@@ -96,6 +126,9 @@ class Proposal(Base):
             "(fine_amount IS NULL) = (fine_unit IS NULL)", name="fine_amount_with_unit"
         ),
         CheckConstraint("reincidence_count >= 0", name="reincidence_non_negative"),
+        CheckConstraint("status IN (" + ", ".join(f"'{s}'" for s in STATUSES) + ")", name="status"),
+        CheckConstraint("committed_until >= committed_at", name="committed_order"),
+        Index("ix_proposals_reincidence", "vehicle_id", "municipality_code", "rule_key"),
     )
 
 
@@ -124,3 +157,60 @@ class AuditEntry(Base):
     entity: Mapped[str] = mapped_column(Text)
     entity_id: Mapped[str | None] = mapped_column(Text)
     details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+
+
+class Alert(Base):
+    """A live finding announced to enforcement; ``throttle_key`` groups recurrences."""
+
+    __tablename__ = "alerts"
+
+    alert_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    finding_id: Mapped[str] = mapped_column(Text, ForeignKey("findings.finding_id"), index=True)
+    kind: Mapped[str] = mapped_column(Text)
+    vehicle_id: Mapped[str | None] = mapped_column(Text)
+    stand_id: Mapped[str | None] = mapped_column(Text)
+    throttle_key: Mapped[str] = mapped_column(Text, index=True)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    geometry: Mapped[WKBElement | None] = mapped_column(
+        Geometry("GEOMETRY", srid=4326, spatial_index=False)
+    )
+    created_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+
+class Webhook(Base):
+    """A configured receiver of alerts: HMAC-signed POSTs, with optional filters."""
+
+    __tablename__ = "webhooks"
+
+    webhook_id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    secret: Mapped[str] = mapped_column(Text)
+    filters: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    active: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    created_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+
+class WebhookDelivery(Base):
+    """Delivery state of one alert to one webhook: at most one successful POST per pair."""
+
+    __tablename__ = "webhook_deliveries"
+
+    webhook_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("webhooks.webhook_id"), primary_key=True
+    )
+    alert_id: Mapped[str] = mapped_column(Text, ForeignKey("alerts.alert_id"), primary_key=True)
+    status: Mapped[str] = mapped_column(Text, server_default=text("'pending'"))
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    next_attempt_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    last_error: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        CheckConstraint("status IN ('pending', 'delivered', 'failed')", name="status"),
+    )
