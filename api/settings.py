@@ -26,6 +26,12 @@ class Settings(BaseSettings):
     db_port: int = 54329
     pg_bindir: Path | None = None
     timezone: str = "America/Sao_Paulo"
+    # HTTP API (pontual serve)
+    token_ttl_s: int = Field(default=8 * 3600, gt=0)
+    public_rate_limit_per_min: int = Field(default=60, gt=0)
+    public_recent_fix_s: float = Field(default=600.0, gt=0)
+    public_max_radius_m: float = Field(default=5000.0, gt=0)
+    ingest_max_batch: int = Field(default=1000, gt=0)
 
 
 @lru_cache
