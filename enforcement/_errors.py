@@ -1,0 +1,23 @@
+"""Named errors of the legal layer (messages in pt-BR: they reach agents through CLI and API)."""
+
+from __future__ import annotations
+
+
+class EnforcementError(ValueError):
+    """Base of the legal layer's errors."""
+
+
+class RulebookError(EnforcementError):
+    """A rulebook file that is not valid TOML or does not follow the schema."""
+
+
+class UnknownMunicipalityError(EnforcementError):
+    """A municipality code without a configured rulebook."""
+
+
+class ProposalNotFoundError(EnforcementError, LookupError):
+    """No proposal has the given id."""
+
+
+class TransitionError(EnforcementError):
+    """A review step not allowed from the proposal's current state, or missing its data."""

@@ -1,0 +1,284 @@
+"""Findings → infraction proposals, by a municipality's rulebooks (pure functions, no I/O).
+
+A proposal is what an agent reviews: the findings it rests on, the provision they may breach
+(verbatim excerpt), the gravity, the penalty and fine for this incidence, the reincidence count,
+the review status and the deadlines. Definitions:
+
+grouping
+    Findings of one vehicle under one provision on one local day (the municipality's time zone)
+    make one proposal: an agent writes one auto for them. ``illegal_stand_formation`` names no
+    vehicle (one finding per place): each vehicle in its ``details.vehicles`` gets a proposal.
+reincidence
+    Confirmed infractions (``confirmed``: vehicle, rule key, committed_at) of the same provision
+    (same article, paragraph, inciso and alínea) by the same vehicle, committed within the
+    rulebook's window before this one. Pending, dismissed or archived proposals never count.
+sanction
+    The rule's own penalty on a first incidence and ``penalty_reincidence`` after one, else the
+    gravity's ladder by incidence; the fine is the rule's amount, else its gravity's, charged
+    from ``fine_from_incidence`` and doubled per reincidence under ``fine_progression = "double"``.
+    An amount the text does not give stays null, with the rulebook's note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd
+
+from enforcement.rulebook import Rule, Rulebook
+
+CONFIRMED_STATUSES = ("confirmada", "notificada", "em_defesa", "defesa_indeferida")
+"""States of a proposal that count as a confirmed infraction for reincidence."""
+
+CONFIRMED_COLUMNS = ("vehicle_id", "rule_key", "committed_at")
+
+
+def rule_key(rulebook: Rulebook, rule: Rule) -> str:
+    """Identity of a provision across runs: municipality, service and the rule's article path."""
+    return f"{rulebook.municipality}:{rulebook.service}:{rule.key}"
+
+
+def window_start(rulebook: Rulebook, at: pd.Timestamp) -> pd.Timestamp:
+    """First instant of the reincidence window that ends at ``at``."""
+    r = rulebook.reincidence
+    if r.window_days is not None:
+        return at - pd.Timedelta(days=r.window_days)
+    return at - pd.DateOffset(months=r.window_months or 0)
+
+
+def reincidence_count(
+    rulebook: Rulebook, *, key: str, vehicle_id: str, at: pd.Timestamp, confirmed: pd.DataFrame
+) -> int:
+    """Count confirmed infractions of ``key`` by the vehicle in the window before ``at``."""
+    if confirmed.empty:
+        return 0
+    times = pd.to_datetime(confirmed["committed_at"], utc=True)
+    mask = (
+        (confirmed["vehicle_id"].astype(str) == vehicle_id)
+        & (confirmed["rule_key"] == key)
+        & (times >= window_start(rulebook, at))
+        & (times < at)
+    )
+    return int(mask.sum())
+
+
+def sanction(rulebook: Rulebook, rule: Rule, reincidence: int) -> dict[str, Any]:
+    """Penalty, fine and suspension for the ``reincidence + 1``-th incidence of a rule."""
+    incidence = reincidence + 1
+    grav = rulebook.gravities.get(rule.gravity or "")
+    ladder = grav.penalties if grav else ()
+    if reincidence and rule.penalty_reincidence:
+        penalty = rule.penalty_reincidence
+    elif rule.penalty and (not reincidence or not ladder):
+        penalty = rule.penalty
+    elif ladder:
+        penalty = ladder[min(incidence, len(ladder)) - 1]
+    else:
+        penalty = None
+    base = rule.fine or (grav.fine if grav else None)
+    fine: dict[str, Any] | None = None
+    fine_note = rule.fine_note or (grav.fine_note if grav else None)
+    if base is not None:
+        if incidence >= (grav.fine_from_incidence if grav else 1):
+            factor = 2**reincidence if grav and grav.fine_progression == "double" else 1
+            fine = {"amount": float(base.amount * Decimal(factor)), "unit": base.unit}
+            fine_note = None
+        else:
+            fine_note = f"sem multa na {incidence}ª incidência ({grav.provision if grav else ''})"
+    suspension = None
+    if grav and grav.suspension_days:
+        double = grav.suspension_progression == "double"
+        suspension = grav.suspension_days * (2**reincidence if double else 1)
+    return {
+        "incidence": incidence,
+        "penalty": penalty,
+        "fine": fine,
+        "fine_note": fine_note,
+        "suspension_days": suspension,
+    }
+
+
+def deadlines(rulebook: Rulebook) -> dict[str, dict[str, Any]]:
+    """Return the procedural periods; ``due`` dates are set as the review advances."""
+    return {
+        name: {
+            "days": d.days,
+            "from": d.from_,
+            "provision": d.provision,
+            "on_lapse": d.on_lapse,
+            "suspensive": d.suspensive,
+            "due": None,
+        }
+        for name, d in rulebook.deadlines.items()
+    }
+
+
+def _vehicles_of(finding: Mapping[str, Any]) -> list[str]:
+    if finding["vehicle_id"] is not None and not pd.isna(finding["vehicle_id"]):
+        return [str(finding["vehicle_id"])]
+    return [str(v) for v in (finding["details"] or {}).get("vehicles", [])]
+
+
+def _service_of(fleet: pd.DataFrame | None) -> dict[str, str]:
+    if fleet is None or "service" not in fleet.columns:
+        return {}
+    return dict(zip(fleet["vehicle_id"].astype(str), fleet["service"].fillna("taxi"), strict=True))
+
+
+def _proposal_id(municipality: str, key: str, vehicle_id: str, finding_ids: Iterable[str]) -> str:
+    raw = "|".join([municipality, key, vehicle_id, *sorted(finding_ids)])
+    return "P-" + hashlib.sha1(raw.encode()).hexdigest()[:16]
+
+
+def propose(
+    findings: pd.DataFrame,
+    rulebooks: Mapping[str, Rulebook],
+    *,
+    timezone: str,
+    confirmed: pd.DataFrame | None = None,
+    fleet: pd.DataFrame | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Turn findings into proposals under a municipality's rulebooks.
+
+    Parameters
+    ----------
+    findings
+        A findings frame (``tracking.detectors.findings``).
+    rulebooks
+        The municipality's rulebooks by service (:func:`enforcement.rulebook.rulebooks_for`).
+    timezone
+        The municipality's zone: findings of one local day are grouped.
+    confirmed
+        Confirmed infractions for reincidence, columns :data:`CONFIRMED_COLUMNS`.
+    fleet
+        Optional fleet frame; its ``service`` column (``taxi`` by default, or ``fretamento``)
+        picks the rulebook of each vehicle.
+
+    Returns
+    -------
+    proposals, uncovered
+        The proposals (JSON-ready dicts, sorted by time then id), and the number of findings by
+        ``"<kind>"`` that no rule covers (or ``"<kind>: <reason>"``), which make no proposal.
+    """
+    history = confirmed if confirmed is not None else pd.DataFrame(columns=list(CONFIRMED_COLUMNS))
+    service_of = _service_of(fleet)
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
+    uncovered: dict[str, int] = {}
+    rules: dict[str, tuple[Rulebook, Rule]] = {}
+    for finding in findings.to_dict("records"):
+        details = finding["details"] or {}
+        for vehicle_id in _vehicles_of(finding):
+            service = service_of.get(vehicle_id, "taxi")
+            book = rulebooks.get(service)
+            rule = book.rule_for(finding["kind"], details) if book else None
+            if book is None or rule is None:
+                why = finding["kind"]
+                if book is None:
+                    why += f": sem regulamento de {service}"
+                uncovered[why] = uncovered.get(why, 0) + 1
+                continue
+            if finding["confidence"] < rule.confidence_min:
+                why = f"{finding['kind']}: confiança abaixo de {rule.confidence_min}"
+                uncovered[why] = uncovered.get(why, 0) + 1
+                continue
+            key = rule_key(book, rule)
+            rules[key] = (book, rule)
+            day = pd.Timestamp(finding["started_at"]).tz_convert(timezone).date().isoformat()
+            groups.setdefault((vehicle_id, key, day, service), []).append(finding)
+
+    proposals = []
+    for (vehicle_id, key, _, _), members in groups.items():
+        book, rule = rules[key]
+        start = min(pd.Timestamp(f["started_at"]) for f in members)
+        end = max(pd.Timestamp(f["ended_at"]) for f in members)
+        count = reincidence_count(book, key=key, vehicle_id=vehicle_id, at=start, confirmed=history)
+        ids = sorted(str(f["finding_id"]) for f in members)
+        stand_ids = sorted({str(f["stand_id"]) for f in members if f["stand_id"] is not None})
+        proposals.append(
+            proposal_record(
+                book,
+                rule,
+                proposal_id=_proposal_id(book.municipality, key, vehicle_id, ids),
+                finding_ids=ids,
+                vehicle_id=vehicle_id,
+                stand_id=stand_ids[0] if stand_ids else None,
+                started_at=start,
+                ended_at=end,
+                confidence=max(float(f["confidence"]) for f in members),
+                reincidence=count,
+            )
+        )
+    proposals.sort(key=lambda p: (p["committed_at"], p["proposal_id"]))
+    return proposals, dict(sorted(uncovered.items()))
+
+
+def proposal_record(
+    book: Rulebook,
+    rule: Rule,
+    *,
+    proposal_id: str,
+    finding_ids: list[str],
+    vehicle_id: str,
+    stand_id: str | None,
+    started_at: pd.Timestamp,
+    ended_at: pd.Timestamp,
+    confidence: float,
+    reincidence: int,
+) -> dict[str, Any]:
+    """One proposal as plain data: the ``proposals.json`` record (PRODUCT.md), status proposta."""
+    s = sanction(book, rule, reincidence)
+    gravity_note = rule.gravity_note
+    if rule.gravity is None and gravity_note is None and book.gravity_set_by_regulation:
+        gravity_note = "gravidade definida em regulamento"
+    return {
+        "proposal_id": proposal_id,
+        "finding_ids": finding_ids,
+        "kind": rule.kind,
+        "vehicle_id": vehicle_id,
+        "stand_id": stand_id,
+        "municipality": book.municipality,
+        "service": book.service,
+        "law": book.law,
+        "rule_key": rule_key(book, rule),
+        "article": rule.article,
+        "inciso": rule.inciso,
+        "paragraph": rule.paragraph,
+        "alinea": rule.alinea,
+        "provision": rule.provision,
+        "excerpt": rule.excerpt,
+        "gravity": rule.gravity,
+        "gravity_note": gravity_note,
+        "penalty": s["penalty"],
+        "penalty_provision": rule.penalty_provision,
+        "measure": rule.measure,
+        "pontuacao": rule.pontuacao,
+        "fine": s["fine"],
+        "fine_note": s["fine_note"],
+        "fine_payer": {"who": book.fine_payer, "provision": book.fine_payer_provision},
+        "suspension_days": s["suspension_days"],
+        "reincidence_count": reincidence,
+        "incidence": s["incidence"],
+        "status": "proposta",
+        "deadlines": deadlines(book),
+        "committed_at": _iso(started_at),
+        "committed_until": _iso(ended_at),
+        "confidence": round(confidence, 4),
+        "note": rule.note,
+    }
+
+
+def _iso(ts: pd.Timestamp) -> str:
+    return ts.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def confirmed_from_proposals(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Return the confirmed infractions (for reincidence) among earlier proposal records."""
+    rows = [
+        {k: r[k] for k in CONFIRMED_COLUMNS}
+        for r in records
+        if r.get("status") in CONFIRMED_STATUSES
+    ]
+    return pd.DataFrame(rows, columns=list(CONFIRMED_COLUMNS))

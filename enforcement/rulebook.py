@@ -1,0 +1,256 @@
+"""Rulebooks: each municipality's law as data (``enforcement/rulebooks/<IBGE>-<service>.toml``).
+
+A rulebook maps finding kinds (with sub-cases read from the finding's ``details``) to the
+provision of the law that a finding may breach: article, inciso, the verbatim excerpt, gravity,
+penalties, measure, pontuação and fine, plus the reincidence window and the procedural deadlines.
+Amounts the text does not give are absent (null), with a note saying why; nothing is invented.
+The texts quoted live in ``enforcement/laws/``; a test proves every excerpt occurs in its text.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from enforcement._errors import RulebookError, UnknownMunicipalityError
+from tracking.detectors.findings import KINDS
+
+RULEBOOK_DIR = Path(__file__).parent / "rulebooks"
+LAW_DIR = Path(__file__).parent / "laws"
+SERVICES = ("taxi", "fretamento")
+GRAVITIES = ("leve", "média", "grave", "gravíssima", "absolutamente incompatível")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Fine(_Frozen):
+    """A fine as the text states it."""
+
+    amount: Decimal = Field(gt=0)
+    unit: Literal["UFM", "BRL", "UPF"]
+
+
+class Reincidence(_Frozen):
+    """How far back confirmed infractions of the same provision count."""
+
+    window_days: int | None = Field(default=None, gt=0)
+    window_months: int | None = Field(default=None, gt=0)
+    basis: Literal["confirmed"] = "confirmed"
+    provision: str | None = None
+    excerpt: str | None = None
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _one_window(self) -> Reincidence:
+        if (self.window_days is None) == (self.window_months is None):
+            msg = "reincidence: give exactly one of window_days, window_months"
+            raise ValueError(msg)
+        return self
+
+
+class Deadline(_Frozen):
+    """A procedural period (notification, defence, appeal, payment)."""
+
+    days: int = Field(gt=0)
+    from_: str = Field(alias="from")
+    provision: str
+    excerpt: str | None = None
+    on_lapse: str | None = None
+    suspensive: bool | None = None
+    note: str | None = None
+
+
+class Gravity(_Frozen):
+    """Penalty of one gravity: fine, its progression, and the penalty ladder by incidence."""
+
+    provision: str | None = None
+    excerpt: str | None = None
+    fine: Fine | None = None
+    fine_note: str | None = None
+    fine_from_incidence: int = Field(default=1, ge=1)
+    fine_progression: Literal["fixed", "double"] = "fixed"
+    penalties: tuple[str, ...] = ()
+    suspension_days: int | None = Field(default=None, gt=0)
+    suspension_progression: Literal["fixed", "double"] = "fixed"
+    note: str | None = None
+
+
+class Rule(_Frozen):
+    """One provision a finding kind (or one of its sub-cases) may breach."""
+
+    kind: str
+    when: dict[str, str | tuple[str, ...]] = Field(default_factory=dict)
+    article: str
+    inciso: str | None = None
+    paragraph: str | None = None
+    alinea: str | None = None
+    provision: str
+    excerpt: str
+    gravity: str | None = None
+    gravity_note: str | None = None
+    penalty: str | None = None
+    penalty_reincidence: str | None = None
+    penalty_provision: str | None = None
+    measure: str | None = None
+    measure_provision: str | None = None
+    pontuacao: str | None = None
+    pontuacao_note: str | None = None
+    fine: Fine | None = None
+    fine_note: str | None = None
+    confidence_min: float = Field(default=0.0, ge=0, le=1)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _known(self) -> Rule:
+        if self.kind not in KINDS:
+            msg = f"kind '{self.kind}' is not a finding kind; expected one of {', '.join(KINDS)}"
+            raise ValueError(msg)
+        if self.gravity is not None and self.gravity not in GRAVITIES:
+            msg = f"gravity '{self.gravity}'; expected one of {', '.join(GRAVITIES)}"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def key(self) -> str:
+        """Identity of the provision, for reincidence: article, paragraph, inciso, alínea."""
+        parts = [self.article, self.paragraph or "", self.inciso or "", self.alinea or ""]
+        return "art." + ":".join(parts)
+
+    def matches(self, kind: str, details: Mapping[str, Any]) -> bool:
+        """Whether a finding of ``kind`` with ``details`` falls under this rule."""
+        if kind != self.kind:
+            return False
+        for name, wanted in self.when.items():
+            value = details.get(name)
+            allowed = (wanted,) if isinstance(wanted, str) else wanted
+            if value is None or str(value) not in allowed:
+                return False
+        return True
+
+
+class Rulebook(_Frozen):
+    """One municipality's rules for one service (taxi or fretamento)."""
+
+    schema_: int = Field(alias="schema")
+    municipality: str = Field(pattern=r"^\d{7}$")
+    municipality_name: str
+    uf: str
+    service: Literal["taxi", "fretamento"]
+    law: str
+    law_file: str
+    fine_unit: Literal["UFM", "BRL", "UPF"]
+    fine_payer: str
+    fine_payer_provision: str | None = None
+    fine_payer_excerpt: str | None = None
+    gravity_set_by_regulation: bool = False
+    note: str | None = None
+    reincidence: Reincidence
+    deadlines: dict[str, Deadline] = Field(default_factory=dict)
+    gravities: dict[str, Gravity] = Field(default_factory=dict)
+    rules: tuple[Rule, ...]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Rulebook:
+        for name in self.gravities:
+            if name not in GRAVITIES:
+                msg = f"gravities.{name}: expected one of {', '.join(GRAVITIES)}"
+                raise ValueError(msg)
+        for rule in self.rules:
+            if rule.gravity is not None and self.gravities and rule.gravity not in self.gravities:
+                msg = f"rule {rule.provision}: gravity '{rule.gravity}' has no [gravities] table"
+                raise ValueError(msg)
+        if not (LAW_DIR / self.law_file).is_file():
+            msg = f"law_file '{self.law_file}' is not in enforcement/laws/"
+            raise ValueError(msg)
+        return self
+
+    def rule_for(self, kind: str, details: Mapping[str, Any]) -> Rule | None:
+        """Return the first rule that a finding falls under, or None."""
+        return next((r for r in self.rules if r.matches(kind, details)), None)
+
+    def law_text(self) -> str:
+        """Return the text of the law the rulebook quotes."""
+        return (LAW_DIR / self.law_file).read_text(encoding="utf-8")
+
+
+def normalize_whitespace(text: str) -> str:
+    """Collapse every run of whitespace to one space, as excerpts are compared."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def excerpts(rulebook: Rulebook) -> list[tuple[str, str]]:
+    """Every verbatim excerpt of a rulebook, as ``(where, text)`` pairs."""
+    found: list[tuple[str, str]] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, BaseModel):
+            value = {k: getattr(value, k) for k in type(value).model_fields}
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k.endswith("excerpt") and isinstance(v, str):
+                    found.append((f"{where}.{k}", v))
+                else:
+                    walk(v, f"{where}.{k}")
+        elif isinstance(value, tuple | list):
+            for i, v in enumerate(value):
+                walk(v, f"{where}[{i}]")
+
+    walk(rulebook, rulebook.municipality + "-" + rulebook.service)
+    return found
+
+
+def read_rulebook(path: Path) -> Rulebook:
+    """Read and validate one rulebook file.
+
+    Raises
+    ------
+    RulebookError
+        The file is not valid TOML or does not follow the schema; the message names the field.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return Rulebook.model_validate(data)
+    except tomllib.TOMLDecodeError as exc:
+        msg = f"{path.name}: TOML inválido ({exc})"
+        raise RulebookError(msg) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        msg = f"{path.name}: {where}: {first['msg']}"
+        raise RulebookError(msg) from None
+
+
+@cache
+def bundled_rulebooks() -> dict[tuple[str, str], Rulebook]:
+    """Every rulebook shipped with Pontual, keyed by ``(municipality, service)``."""
+    books = [read_rulebook(p) for p in sorted(RULEBOOK_DIR.glob("*.toml"))]
+    return {(b.municipality, b.service): b for b in books}
+
+
+def rulebooks_for(municipality: str) -> dict[str, Rulebook]:
+    """Return the rulebooks of a municipality, by service.
+
+    Raises
+    ------
+    UnknownMunicipalityError
+        No rulebook is configured for the code; the message lists the ones that are.
+    """
+    books = {s: b for (m, s), b in bundled_rulebooks().items() if m == municipality}
+    if not books:
+        books_all = bundled_rulebooks().items()
+        known = sorted({f"{m} ({b.municipality_name})" for (m, _), b in books_all})
+        msg = (
+            f"nenhum regulamento configurado para o município '{municipality}'; "
+            f"disponíveis: {', '.join(known)}"
+        )
+        raise UnknownMunicipalityError(msg)
+    return books

@@ -1,0 +1,100 @@
+from pathlib import Path
+
+import pytest
+
+from enforcement._errors import RulebookError, UnknownMunicipalityError
+from enforcement.rulebook import (
+    RULEBOOK_DIR,
+    bundled_rulebooks,
+    excerpts,
+    normalize_whitespace,
+    read_rulebook,
+    rulebooks_for,
+)
+
+BUNDLED = sorted(RULEBOOK_DIR.glob("*.toml"))
+EXPECTED = {
+    ("4314902", "taxi"),
+    ("4314902", "fretamento"),
+    ("4314548", "taxi"),
+    ("1100205", "taxi"),
+}
+
+
+class TestBundledRulebooks:
+    def test_one_per_municipality_and_service(self) -> None:
+        """Porto Alegre (taxi and fretamento), Pinto Bandeira and Porto Velho are bundled."""
+        assert set(bundled_rulebooks()) == EXPECTED
+
+    @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+    def test_every_excerpt_occurs_in_its_law(self, path: Path) -> None:
+        """Every excerpt is the law's own words, after whitespace is normalised."""
+        book = read_rulebook(path)
+        law = normalize_whitespace(book.law_text())
+        found = excerpts(book)
+        assert len(found) >= len(book.rules)
+        missing = [where for where, text in found if normalize_whitespace(text) not in law]
+        assert missing == []
+
+    @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+    def test_file_name_is_municipality_and_service(self, path: Path) -> None:
+        """``<IBGE>-<service>.toml`` names what the file holds."""
+        book = read_rulebook(path)
+        assert path.stem == f"{book.municipality}-{book.service}"
+
+    @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+    def test_fallback_rules_come_last(self, path: Path) -> None:
+        """A rule without ``when`` never hides a more specific rule of its kind after it."""
+        book = read_rulebook(path)
+        for i, rule in enumerate(book.rules):
+            if not rule.when:
+                later = [r for r in book.rules[i + 1 :] if r.kind == rule.kind]
+                assert later == [], rule.provision
+
+    def test_porto_velho_gravity_is_set_by_regulation(self) -> None:
+        """Porto Velho's law leaves gravities to a decree: its rules say so instead."""
+        book = bundled_rulebooks()[("1100205", "taxi")]
+        assert book.gravity_set_by_regulation
+        assert all(r.gravity is None for r in book.rules)
+        assert all(r.fine is None for r in book.rules)
+
+    def test_excerpt_check_catches_a_changed_word(self, tmp_path: Path) -> None:
+        """A paraphrase is not an excerpt: the check that guards the rulebooks can fail."""
+        src = (RULEBOOK_DIR / "4314548-taxi.toml").read_text(encoding="utf-8")
+        book = read_rulebook(RULEBOOK_DIR / "4314548-taxi.toml")
+        first = book.rules[0].excerpt
+        words = first.split()
+        changed = src.replace(words[-1], words[-1] + "x", 1)
+        path = tmp_path / "4314548-taxi.toml"
+        path.write_text(changed, encoding="utf-8")
+        law = normalize_whitespace(book.law_text())
+        bad = [w for w, t in excerpts(read_rulebook(path)) if normalize_whitespace(t) not in law]
+        assert bad
+
+
+class TestReadRulebook:
+    def test_invalid_toml_names_the_file(self, tmp_path: Path) -> None:
+        """Broken TOML is a RulebookError naming the file."""
+        path = tmp_path / "x.toml"
+        path.write_text("schema = [", encoding="utf-8")
+        with pytest.raises(RulebookError, match="x.toml: TOML inválido"):
+            read_rulebook(path)
+
+    def test_unknown_kind_names_the_field(self, tmp_path: Path) -> None:
+        """A rule for a kind that is not a finding kind is refused, naming where."""
+        src = (RULEBOOK_DIR / "4314548-taxi.toml").read_text(encoding="utf-8")
+        path = tmp_path / "bad.toml"
+        path.write_text(src.replace('kind = "longer_route"', 'kind = "speeding"', 1), "utf-8")
+        with pytest.raises(RulebookError, match=r"bad.toml: rules\.\d+.*speeding"):
+            read_rulebook(path)
+
+
+class TestRulebooksFor:
+    def test_porto_alegre_has_two_services(self) -> None:
+        """Porto Alegre's taxi decree and its fretamento decree."""
+        assert set(rulebooks_for("4314902")) == {"taxi", "fretamento"}
+
+    def test_unknown_code_lists_the_configured(self) -> None:
+        """An unknown municipality is a clear error listing the configured ones."""
+        with pytest.raises(UnknownMunicipalityError, match="nenhum regulamento.*4314548"):
+            rulebooks_for("3550308")
