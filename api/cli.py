@@ -16,12 +16,13 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from api import cli_analyze, cli_db, cli_demo, cli_import
+    from api import cli_analyze, cli_db, cli_demo, cli_import, cli_serve
 
     app.add_typer(cli_db.app, name="db")
     app.add_typer(cli_import.app, name="import")
     app.command("analyze")(cli_analyze.analyze)
     app.command("demo")(cli_demo.demo)
+    app.command("serve")(cli_serve.serve)
 
 
 _register()

@@ -1,0 +1,83 @@
+"""Named errors of the HTTP API; each carries its HTTP status and a machine-readable code.
+
+Messages are pt-BR: they reach users in the ``{"error": {"code", "message", ...}}`` body.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """Base of the errors a handler raises on purpose; mapped to a 4xx/503 in one place."""
+
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details or {}
+        self.headers = headers or {}
+
+
+class NotAuthenticatedError(ApiError):
+    """No credentials, or credentials that are wrong, expired or revoked (401)."""
+
+    status_code = 401
+    code = "not_authenticated"
+
+
+class ForbiddenError(ApiError, PermissionError):
+    """Authenticated, but the role (or the supervisor's stands) does not allow it (403)."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class NotFoundError(ApiError, LookupError):
+    """The named resource does not exist (404)."""
+
+    status_code = 404
+    code = "not_found"
+
+
+class ConflictError(ApiError):
+    """The request clashes with stored data, e.g. an id already taken (409)."""
+
+    status_code = 409
+    code = "conflict"
+
+
+class InvalidRequestError(ApiError, ValueError):
+    """A parameter is out of its allowed range or inconsistent (422)."""
+
+    status_code = 422
+    code = "invalid_request"
+
+
+class RateLimitedError(ApiError):
+    """Too many requests from one client (429, with ``Retry-After``)."""
+
+    status_code = 429
+    code = "rate_limited"
+
+
+class ServiceUnavailableError(ApiError):
+    """The database cannot be reached or is not migrated (503)."""
+
+    status_code = 503
+    code = "database_unavailable"
+
+
+class UserAdminError(ValueError):
+    """A ``pontual users``/``pontual devices`` command cannot be carried out (CLI message)."""

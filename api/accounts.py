@@ -1,0 +1,288 @@
+"""Queries on accounts, tokens and devices (keyword-only functions over a session).
+
+Nothing here commits: the caller owns the transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from api._errors import UserAdminError
+from api.models import ROLES, AccessToken, Device, User, UserStand
+from api.security import (
+    MIN_PASSWORD_LENGTH,
+    hash_password,
+    new_device_token,
+    new_user_token,
+    token_digest,
+    verify_password,
+)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a logged-in user, with the stands a supervisor is scoped to."""
+
+    user_id: int
+    username: str
+    role: str
+    stand_ids: frozenset[str] = frozenset()
+
+    @property
+    def actor(self) -> str:
+        """Name of the caller in the audit log."""
+        return f"user:{self.username}"
+
+
+@dataclass(frozen=True)
+class DevicePrincipal:
+    """A GPS device: it may send fixes for its vehicle only."""
+
+    device_id: int
+    vehicle_id: str
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def check_role(role: str) -> str:
+    """Return ``role`` if it is a known role, else raise :class:`UserAdminError`."""
+    if role not in ROLES:
+        msg = f"papel '{role}' desconhecido; esperado um de {', '.join(ROLES)}"
+        raise UserAdminError(msg)
+    return role
+
+
+def check_password(password: str) -> str:
+    """Return ``password`` if it is long enough, else raise :class:`UserAdminError`."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        msg = f"a senha precisa de pelo menos {MIN_PASSWORD_LENGTH} caracteres"
+        raise UserAdminError(msg)
+    return password
+
+
+def get_user(*, session: Session, username: str) -> User:
+    """Return the user named ``username`` or raise :class:`UserAdminError`."""
+    user = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        msg = f"usuário '{username}' não existe"
+        raise UserAdminError(msg)
+    return user
+
+
+def _set_stands(session: Session, user: User, stand_ids: Iterable[str]) -> None:
+    from stands.models import Stand
+
+    wanted = sorted(set(stand_ids))
+    known = set(session.scalars(select(Stand.stand_id).where(Stand.stand_id.in_(wanted))))
+    unknown = [s for s in wanted if s not in known]
+    if unknown:
+        msg = f"pontos desconhecidos: {', '.join(unknown)}"
+        raise UserAdminError(msg)
+    session.execute(delete(UserStand).where(UserStand.user_id == user.user_id))
+    session.add_all(UserStand(user_id=user.user_id, stand_id=s) for s in wanted)
+
+
+def create_user(
+    *,
+    session: Session,
+    username: str,
+    password: str,
+    role: str,
+    full_name: str | None = None,
+    stand_ids: Sequence[str] = (),
+) -> User:
+    """Create an account; a supervisor is linked to ``stand_ids`` (at least one).
+
+    Raises
+    ------
+    UserAdminError
+        Unknown role, short password, name taken, or a supervisor without known stands.
+    """
+    check_role(role)
+    check_password(password)
+    username = username.strip()
+    if not username:
+        msg = "o nome de usuário não pode ser vazio"
+        raise UserAdminError(msg)
+    if session.scalar(select(User.user_id).where(User.username == username)) is not None:
+        msg = f"usuário '{username}' já existe"
+        raise UserAdminError(msg)
+    if role == "supervisor" and not stand_ids:
+        msg = "um supervisor precisa de pelo menos um ponto (--stand)"
+        raise UserAdminError(msg)
+    user = User(
+        username=username, full_name=full_name, role=role, password_hash=hash_password(password)
+    )
+    session.add(user)
+    session.flush()
+    if stand_ids:
+        _set_stands(session, user, stand_ids)
+    return user
+
+
+def user_stands(*, session: Session, user_id: int) -> list[str]:
+    """Return the stand ids a user is linked to, sorted."""
+    return sorted(session.scalars(select(UserStand.stand_id).where(UserStand.user_id == user_id)))
+
+
+def set_role(
+    *, session: Session, username: str, role: str, stand_ids: Sequence[str] | None = None
+) -> User:
+    """Change a user's role (and a supervisor's stands); their tokens are revoked."""
+    check_role(role)
+    user = get_user(session=session, username=username)
+    if role == "supervisor":
+        if stand_ids:
+            _set_stands(session, user, stand_ids)
+        elif not user_stands(session=session, user_id=user.user_id):
+            msg = "um supervisor precisa de pelo menos um ponto (--stand)"
+            raise UserAdminError(msg)
+    elif stand_ids:
+        msg = "apenas supervisores são vinculados a pontos"
+        raise UserAdminError(msg)
+    else:
+        _set_stands(session, user, [])
+    user.role = role
+    revoke_user_tokens(session=session, user_id=user.user_id)
+    return user
+
+
+def disable_user(*, session: Session, username: str) -> User:
+    """Disable an account and revoke its tokens (the account and its audit trail remain)."""
+    user = get_user(session=session, username=username)
+    if user.disabled_at is None:
+        user.disabled_at = _now()
+    revoke_user_tokens(session=session, user_id=user.user_id)
+    return user
+
+
+def set_password(*, session: Session, username: str, password: str) -> User:
+    """Set a new password; the user's tokens are revoked."""
+    check_password(password)
+    user = get_user(session=session, username=username)
+    user.password_hash = hash_password(password)
+    revoke_user_tokens(session=session, user_id=user.user_id)
+    return user
+
+
+def authenticate(*, session: Session, username: str, password: str) -> User | None:
+    """Return the active user whose password matches, else None (same cost either way)."""
+    user = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        verify_password(_dummy_hash(), password)  # no timing hint that the name is unknown
+        return None
+    if not verify_password(user.password_hash, password) or user.disabled_at is not None:
+        return None
+    return user
+
+
+def issue_token(
+    *, session: Session, user: User, ttl_s: int, now: dt.datetime | None = None
+) -> tuple[str, dt.datetime]:
+    """Create a bearer token for ``user``; return it (shown once) and its expiry."""
+    now = now or _now()
+    token = new_user_token()
+    expires_at = now + dt.timedelta(seconds=ttl_s)
+    session.add(
+        AccessToken(
+            token_hash=token_digest(token),
+            user_id=user.user_id,
+            created_at=now,
+            expires_at=expires_at,
+        )
+    )
+    return token, expires_at
+
+
+def principal_for_token(
+    *, session: Session, token: str, now: dt.datetime | None = None
+) -> Principal | None:
+    """Return the caller owning a valid token (not expired, not revoked, account active)."""
+    now = now or _now()
+    row = session.execute(
+        select(User.user_id, User.username, User.role)
+        .join(AccessToken, AccessToken.user_id == User.user_id)
+        .where(
+            AccessToken.token_hash == token_digest(token),
+            AccessToken.revoked_at.is_(None),
+            AccessToken.expires_at > now,
+            User.disabled_at.is_(None),
+        )
+    ).first()
+    if row is None:
+        return None
+    stands: frozenset[str] = frozenset()
+    if row.role == "supervisor":
+        stands = frozenset(user_stands(session=session, user_id=row.user_id))
+    return Principal(user_id=row.user_id, username=row.username, role=row.role, stand_ids=stands)
+
+
+def revoke_token(*, session: Session, token: str) -> bool:
+    """Revoke one token; return whether it was active."""
+    result = session.execute(
+        update(AccessToken)
+        .where(AccessToken.token_hash == token_digest(token), AccessToken.revoked_at.is_(None))
+        .values(revoked_at=_now())
+    )
+    return bool(result.rowcount)
+
+
+def revoke_user_tokens(*, session: Session, user_id: int) -> int:
+    """Revoke every active token of a user; return how many."""
+    result = session.execute(
+        update(AccessToken)
+        .where(AccessToken.user_id == user_id, AccessToken.revoked_at.is_(None))
+        .values(revoked_at=_now())
+    )
+    return int(result.rowcount)
+
+
+def create_device(
+    *, session: Session, vehicle_id: str, label: str | None = None
+) -> tuple[Device, str]:
+    """Register a device of ``vehicle_id``; return it and its token (shown once, stored hashed)."""
+    vehicle_id = vehicle_id.strip()
+    if not vehicle_id:
+        msg = "o vehicle_id do dispositivo não pode ser vazio"
+        raise UserAdminError(msg)
+    token = new_device_token()
+    device = Device(vehicle_id=vehicle_id, token_hash=token_digest(token), label=label)
+    session.add(device)
+    session.flush()
+    return device, token
+
+
+def device_for_token(*, session: Session, token: str) -> DevicePrincipal | None:
+    """Return the active device owning ``token``, else None."""
+    row = session.execute(
+        select(Device.device_id, Device.vehicle_id).where(
+            Device.token_hash == token_digest(token), Device.revoked_at.is_(None)
+        )
+    ).first()
+    return (
+        None if row is None else DevicePrincipal(device_id=row.device_id, vehicle_id=row.vehicle_id)
+    )
+
+
+def revoke_device(*, session: Session, device_id: int) -> Device:
+    """Revoke a device's token; its fixes stay."""
+    device = session.get(Device, device_id)
+    if device is None:
+        msg = f"dispositivo {device_id} não existe"
+        raise UserAdminError(msg)
+    if device.revoked_at is None:
+        device.revoked_at = _now()
+    return device
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    return hash_password("pontual-dummy-password")

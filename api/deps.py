@@ -1,0 +1,122 @@
+"""``Annotated`` dependencies of the routes: settings, database session, callers and roles."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer, OAuth2PasswordBearer
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from api import accounts
+from api._errors import ForbiddenError, NotAuthenticatedError, RateLimitedError
+from api.accounts import DevicePrincipal, Principal
+from api.ratelimit import RateLimiter
+from api.settings import Settings
+
+TOKEN_URL = "/api/v1/auth/token"
+
+_oauth2 = OAuth2PasswordBearer(tokenUrl=TOKEN_URL, auto_error=False)
+_device_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="DeviceToken",
+    description="Token do dispositivo (impresso uma vez por `pontual devices add`)",
+)
+
+
+def get_settings(request: Request) -> Settings:
+    """Return the settings the app was created with."""
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_engine(request: Request) -> Engine:
+    """Return the app's engine."""
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+def get_session(engine: Annotated[Engine, Depends(get_engine)]) -> Iterator[Session]:
+    """Yield a session; handlers commit what they write, the rest is rolled back on close."""
+    with Session(engine, expire_on_commit=False) as session:
+        yield session
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def _unauthenticated(message: str) -> NotAuthenticatedError:
+    return NotAuthenticatedError(message, headers={"WWW-Authenticate": "Bearer"})
+
+
+def current_user(session: SessionDep, token: Annotated[str | None, Depends(_oauth2)]) -> Principal:
+    """Return the logged-in caller, or raise 401."""
+    if not token:
+        raise _unauthenticated("autenticação necessária: envie 'Authorization: Bearer <token>'")
+    principal = accounts.principal_for_token(session=session, token=token)
+    if principal is None:
+        raise _unauthenticated("token inválido, expirado ou revogado; faça login novamente")
+    return principal
+
+
+CurrentUser = Annotated[Principal, Depends(current_user)]
+
+
+def require_roles(*roles: str) -> Callable[[Principal], Principal]:
+    """Return a dependency that lets only ``roles`` through (403 for the others)."""
+    allowed = frozenset(roles)
+
+    def dependency(user: CurrentUser) -> Principal:
+        if user.role not in allowed:
+            msg = (
+                f"o papel '{user.role}' não tem acesso a este recurso "
+                f"(permitido: {', '.join(sorted(allowed))})"
+            )
+            raise ForbiddenError(msg)
+        return user
+
+    return dependency
+
+
+def current_device(
+    session: SessionDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_device_bearer)],
+) -> DevicePrincipal:
+    """Return the device owning the bearer token, or raise 401."""
+    if credentials is None or not credentials.credentials:
+        raise _unauthenticated("token do dispositivo ausente: 'Authorization: Bearer <token>'")
+    device = accounts.device_for_token(session=session, token=credentials.credentials)
+    if device is None:
+        raise _unauthenticated("token de dispositivo inválido ou revogado")
+    return device
+
+
+CurrentDevice = Annotated[DevicePrincipal, Depends(current_device)]
+
+
+def client_key(request: Request) -> str:
+    """Return the key a public client is rate-limited by: its IP address."""
+    return request.client.host if request.client else "unknown"
+
+
+def public_rate_limit(request: Request) -> None:
+    """Count a public request against the client's quota; 429 with Retry-After when over."""
+    limiter: RateLimiter = request.app.state.public_limiter
+    wait_s = limiter.hit(client_key(request))
+    if wait_s is not None:
+        retry = RateLimiter.retry_after(wait_s)
+        msg = (
+            f"limite de {limiter.limit} requisições por minuto excedido; "
+            f"tente novamente em {retry} s"
+        )
+        raise RateLimitedError(msg, headers={"Retry-After": retry})
+
+
+def supervisor_scope(user: Principal, stand_id: str) -> None:
+    """Raise 403 when a supervisor asks for a stand outside their scope."""
+    if user.role == "supervisor" and stand_id not in user.stand_ids:
+        msg = f"o ponto '{stand_id}' não está entre os pontos deste supervisor"
+        raise ForbiddenError(msg)

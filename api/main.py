@@ -1,0 +1,102 @@
+"""The FastAPI application: mounts one router per area, the error handlers and the rate limiter.
+
+Mounting another area is one line in :data:`ROUTERS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from sqlalchemy import Engine
+
+from api.errors import install_error_handlers
+from api.ratelimit import RateLimiter
+from api.settings import Settings, get_settings
+
+ROUTERS = ("api.routes.health",)
+"""Modules whose ``router`` is mounted, in this order."""
+
+POOL_SIZE = 10
+POOL_OVERFLOW = 30
+
+DESCRIPTION = """\
+API do Pontual: pontos de táxi e licenças, frota, ocupação, achados, mapas; ingestão de posições
+GPS (lote JSON e protocolo OsmAnd); consultas públicas para cidadãos (táxis acessíveis e pontos
+próximos, sem dados pessoais). Erros: corpo `{"error": {"code", "message", ...}}`.
+"""
+
+
+def _engine_for(settings: Settings, database_url: str | None) -> Engine:
+    from sqlalchemy import create_engine
+
+    from db.engine import parse_url
+
+    url = database_url or settings.database_url
+    if url is None:
+        from api.cli_db import database_url as ready_url
+
+        url = ready_url(settings, migrate=False)
+    # Sync handlers run in a thread pool (40 threads): let as many hold a connection.
+    return create_engine(
+        parse_url(url),
+        pool_size=POOL_SIZE,
+        max_overflow=POOL_OVERFLOW,
+        pool_pre_ping=True,
+        pool_timeout=10,
+        connect_args={"connect_timeout": 5},
+    )
+
+
+def create_app(
+    *,
+    database_url: str | None = None,
+    engine: Engine | None = None,
+    settings: Settings | None = None,
+) -> FastAPI:
+    """Build the application.
+
+    Parameters
+    ----------
+    database_url : str, optional
+        Database to serve; default ``settings.database_url``, else the local embedded cluster.
+        Migrations are not run here (``pontual serve`` runs them before starting).
+    engine : sqlalchemy.Engine, optional
+        Engine to use instead of creating one (not disposed by the app).
+    settings : Settings, optional
+        Defaults to :func:`api.settings.get_settings`.
+
+    Returns
+    -------
+    fastapi.FastAPI
+        The app, OpenAPI docs at ``/docs`` and ``/openapi.json``.
+    """
+    settings = settings or get_settings()
+    own_engine = engine is None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if own_engine:
+            app.state.engine.dispose()
+
+    app = FastAPI(
+        title="Pontual",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine if engine is not None else _engine_for(settings, database_url)
+    app.state.public_limiter = RateLimiter(limit=settings.public_rate_limit_per_min)
+    install_error_handlers(app)
+    for name in ROUTERS:
+        app.include_router(importlib.import_module(name).router)
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """Build the app from the environment (``uvicorn --factory``, several workers)."""
+    return create_app()

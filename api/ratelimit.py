@@ -1,0 +1,46 @@
+"""A small in-process rate limiter: fixed one-minute windows per client key.
+
+Good for one ``pontual serve`` process; behind several workers or a proxy pool each process
+counts on its own (the effective limit is then per process).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+
+class RateLimiter:
+    """Count requests per key in fixed windows of ``window_s`` seconds."""
+
+    def __init__(
+        self, *, limit: int, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._windows: dict[str, tuple[float, int]] = {}
+
+    def hit(self, key: str) -> float | None:
+        """Count one request of ``key``; return None if allowed, else seconds until allowed."""
+        now = self._clock()
+        with self._lock:
+            start, count = self._windows.get(key, (now, 0))
+            if now - start >= self.window_s:
+                start, count = now, 0
+            if count >= self.limit:
+                return max(0.0, start + self.window_s - now)
+            self._windows[key] = (start, count + 1)
+            if len(self._windows) > 100_000:  # forget stale windows now and then
+                self._windows = {
+                    k: v for k, v in self._windows.items() if now - v[0] < self.window_s
+                }
+            return None
+
+    @staticmethod
+    def retry_after(seconds: float) -> str:
+        """Return the ``Retry-After`` header value (whole seconds, at least 1)."""
+        return str(max(1, math.ceil(seconds)))

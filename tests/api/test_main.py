@@ -1,0 +1,79 @@
+"""Tests of api.main: the app, health and readiness, and the error body."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from api.settings import Settings
+
+
+@pytest.fixture
+def fresh_database_url(database_url: str) -> Iterator[str]:
+    """An empty PostGIS database with no migration applied."""
+    from db.engine import create_database, drop_database, parse_url
+
+    name = f"pontual_empty_{secrets.token_hex(4)}"
+    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
+    create_database(url)
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
+class TestCreateApp:
+    def test_openapi_and_docs_are_served(self, client: TestClient) -> None:
+        """The OpenAPI schema and the docs page are served."""
+        schema = client.get("/openapi.json")
+        assert schema.status_code == 200
+        assert schema.json()["info"]["title"] == "Pontual"
+        assert client.get("/docs").status_code == 200
+
+    def test_health_answers_without_database(self) -> None:
+        """/health is up even when the database is unreachable."""
+        app = create_app(database_url="postgresql://u:p@127.0.0.1:1/none", settings=Settings())
+        with TestClient(app, raise_server_exceptions=False) as c:
+            assert c.get("/health").json() == {"status": "ok"}
+
+    def test_ready_when_migrated(self, client: TestClient) -> None:
+        """/ready is 200 with the head revision on a migrated database."""
+        from db.migrate import head
+
+        response = client.get("/ready")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ready", "revision": head()}
+
+    def test_ready_503_when_database_down(self) -> None:
+        """/ready is 503 with a machine-readable body when the database does not answer."""
+        app = create_app(database_url="postgresql://u:p@127.0.0.1:1/none", settings=Settings())
+        with TestClient(app, raise_server_exceptions=False) as c:
+            response = c.get("/ready")
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] == "database_unavailable"
+        assert "p@" not in response.text
+
+    def test_ready_503_when_not_migrated(self, fresh_database_url: str) -> None:
+        """/ready is 503 'database_unavailable' on a database without our schema."""
+        app = create_app(database_url=fresh_database_url, settings=Settings())
+        with TestClient(app, raise_server_exceptions=False) as c:
+            response = c.get("/ready")
+            app.state.engine.dispose()
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] in ("database_unavailable", "database_not_migrated")
+
+    def test_unknown_route_is_a_json_404(self, client: TestClient) -> None:
+        """An unknown path is a 404 with the error body."""
+        response = client.get("/nao-existe")
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+
+    def test_wrong_method_is_a_json_405(self, client: TestClient) -> None:
+        """A wrong method is a 405 with the error body."""
+        response = client.post("/health")
+        assert response.status_code == 405
+        assert response.json()["error"]["code"] == "method_not_allowed"
