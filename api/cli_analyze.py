@@ -68,8 +68,15 @@ def analyze(
     tiles: Annotated[
         str, typer.Option(help="URL dos tiles do map.html; 'none' para mapa sem fundo.")
     ] = OSM_TILES,
+    confirmed: Annotated[
+        Path | None,
+        typer.Option(
+            help="proposals.json anterior: as infrações confirmadas contam para a reincidência."
+        ),
+    ] = None,
 ) -> None:
     """Analisa pings contra pontos e frota e grava os arquivos de saída do contrato."""
+    from enforcement.proposals import proposal_summary, propose, write_proposals_json
     from fleet.loaders import read_fleet
     from maps.findings import findings_map
     from stands.layers import read_stands
@@ -77,6 +84,8 @@ def analyze(
     from tracking.pipeline import AnalysisParams, analyze_pings, cut_at_as_of, write_outputs
     from tracking.porto import read_porto_trips
 
+    books, no_rulebook = _rulebooks(municipality)
+    history = _confirmed(confirmed) if confirmed else None
     bundled_area, bundled_tz = _bundled_municipality(municipality)
     tz = timezone or bundled_tz or get_settings().timezone
     porto = pings_format is PingFormat.porto or (
@@ -129,7 +138,16 @@ def analyze(
             progress=step,
         )
         bar.update(task, description="Gravando arquivos")
+        proposals = None
+        if books:
+            proposals, uncovered = propose(
+                result.findings, books, timezone=tz, confirmed=history, fleet=fleet_frame
+            )
+            result.summary |= proposal_summary(proposals, uncovered)
         paths = write_outputs(result, out)
+        if proposals is not None:
+            write_proposals_json(proposals, out / "proposals.json")
+            paths.append(out / "proposals.json")
         tile_url = None if tiles.lower() == "none" else tiles
         findings_map(stand_frame, result.findings, tiles=tile_url).save(str(out / "map.html"))
         paths.append(out / "map.html")
@@ -144,7 +162,42 @@ def analyze(
         typer.echo(f"  {kind}: {n}")
     for kind, why in s["detectors_skipped"].items():
         typer.echo(f"  {kind}: não verificado ({why})")
+    if proposals is not None:
+        typer.echo(f"{len(proposals)} propostas de autuação ({municipality}).")
+        for kind, n in s["findings_without_provision"].items():
+            typer.echo(f"  {kind}: {n} achado(s) sem dispositivo no regulamento")
+    elif no_rulebook:
+        typer.echo(f"aviso: {no_rulebook}; proposals.json não gerado.")
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
+
+
+def _rulebooks(code: str | None) -> tuple[dict[str, Any], str | None]:
+    """Return the municipality's rulebooks by service, or why there are none."""
+    from enforcement.rulebook import UnknownMunicipalityError, rulebooks_for
+
+    if code is None:
+        return {}, None
+    try:
+        return dict(rulebooks_for(code)), None
+    except UnknownMunicipalityError as exc:
+        return {}, str(exc)
+
+
+def _confirmed(path: Path) -> pd.DataFrame:
+    """Read the confirmed infractions (for reincidence) of an earlier ``proposals.json``."""
+    import json
+
+    from enforcement.proposals import confirmed_from_proposals
+
+    if not path.is_file():
+        msg = f"arquivo de propostas anteriores não encontrado: {path}"
+        raise FileNotFoundError(msg)
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+        return confirmed_from_proposals(records)
+    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
+        msg = f"{path.name}: não é um proposals.json válido ({exc!r})"
+        raise ValueError(msg) from None
 
 
 def _bundled_municipality(code: str | None) -> tuple[Any, str | None]:

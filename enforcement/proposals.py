@@ -22,8 +22,10 @@ sanction
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -282,3 +284,20 @@ def confirmed_from_proposals(records: Iterable[Mapping[str, Any]]) -> pd.DataFra
         if r.get("status") in CONFIRMED_STATUSES
     ]
     return pd.DataFrame(rows, columns=list(CONFIRMED_COLUMNS))
+
+
+def proposal_summary(proposals: list[dict[str, Any]], uncovered: dict[str, int]) -> dict[str, Any]:
+    """Return the ``summary.json`` entries of a run's proposals."""
+    by: dict[str, int] = {}
+    for p in proposals:
+        by[p["provision"]] = by.get(p["provision"], 0) + 1
+    return {
+        "proposals": len(proposals),
+        "proposals_by_provision": dict(sorted(by.items())),
+        "findings_without_provision": uncovered,
+    }
+
+
+def write_proposals_json(proposals: list[dict[str, Any]], path: Path) -> None:
+    """Write ``proposals.json``: a JSON list of proposal records (PRODUCT.md)."""
+    path.write_text(json.dumps(proposals, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

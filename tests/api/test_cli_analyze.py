@@ -194,6 +194,59 @@ class TestAnalyzeDetectors:
         assert summary["findings_by_kind"].get("outside_municipality") == 1
         assert "outside_municipality" not in summary["detectors_skipped"]
 
+    def test_proposals_with_reincidence(self, run_pontual, tmp_path):
+        """--municipality 4314548 writes proposals.json by Pinto Bandeira's law; an earlier
+        confirmed infraction given with --confirmed makes the next one a reincidence, fined."""
+        rows = [
+            ("X1", f"2024-03-04T09:{m:02d}:00-03:00", 41.15 + m * 0.001, -8.61, meter)
+            for m, meter in enumerate(["free"] + ["occupied"] * 6)
+        ]
+        pings, stands = _write_inputs(tmp_path)
+        pd.DataFrame(rows, columns=["vehicle_id", "timestamp", "lat", "lon", "meter"]).to_csv(
+            pings, index=False
+        )
+        args = ["analyze", "--pings", str(pings), "--stands", str(stands)]
+        args += ["--municipality", "4314548"]
+        done = run_pontual(*args, "--out", str(tmp_path / "a"))
+        assert done.returncode == 0, done.stderr
+        (first,) = json.loads((tmp_path / "a" / "proposals.json").read_text())
+        required = {
+            "proposal_id", "finding_ids", "kind", "vehicle_id", "municipality", "article",
+            "inciso", "paragraph", "provision", "excerpt", "gravity", "penalty", "measure",
+            "pontuacao", "fine", "reincidence_count", "status", "deadlines",
+        }  # fmt: skip
+        assert required <= set(first)
+        assert (first["kind"], first["article"], first["inciso"]) == (
+            "outside_municipality",
+            "25",
+            "X",
+        )
+        assert (first["gravity"], first["reincidence_count"], first["fine"]) == ("grave", 0, None)
+        assert first["status"] == "proposta" and first["municipality"] == "4314548"
+        summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+        assert summary["proposals"] == 1
+
+        earlier = dict(first, status="confirmada", committed_at="2023-12-01T12:00:00Z")
+        history = tmp_path / "anteriores.json"
+        history.write_text(json.dumps([earlier]), encoding="utf-8")
+        done = run_pontual(*args, "--confirmed", str(history), "--out", str(tmp_path / "b"))
+        assert done.returncode == 0, done.stderr
+        (second,) = json.loads((tmp_path / "b" / "proposals.json").read_text())
+        assert second["reincidence_count"] == 1
+        assert second["fine"] == {"amount": 1015.0, "unit": "BRL"}
+
+    def test_municipality_without_rulebook(self, run_pontual, tmp_path):
+        """A code without a rulebook still analyses, says so, and writes no proposals.json."""
+        pings, stands = _write_inputs(tmp_path)
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze", "--pings", str(pings), "--stands", str(stands),
+            "--municipality", "3550308", "--out", str(out),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "nenhum regulamento configurado" in done.stdout
+        assert not (out / "proposals.json").exists()
+
     def test_bad_thresholds_file(self, run_pontual, tmp_path):
         """A thresholds file naming an unknown threshold fails with one clear message."""
         pings, stands = _write_inputs(tmp_path)
