@@ -19,7 +19,13 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.pool import NullPool
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-MODEL_MODULES = ("fleet.models", "stands.models", "tracking.models", "enforcement.models")
+MODEL_MODULES = (
+    "fleet.models",
+    "stands.models",
+    "tracking.models",
+    "enforcement.models",
+    "api.models",
+)
 _PARTITION_CHILD = re.compile(r"^fixes_(p\d{8}|default)$")
 
 
