@@ -307,6 +307,7 @@ class TestBundledProposals:
                     "details": details,
                 }
             )
-            props, _ = propose(f, {rb.service: rb}, timezone=TZ)
+            fleet = pd.DataFrame({"vehicle_id": ["V1"], "service": [rb.service]})
+            props, _ = propose(f, {rb.service: rb}, timezone=TZ, fleet=fleet)
             assert [p["provision"] for p in props] == [rule.provision]
             assert props[0]["excerpt"] == rule.excerpt
