@@ -16,7 +16,9 @@ sanction
     The rule's own penalty on a first incidence and ``penalty_reincidence`` after one, else the
     gravity's ladder by incidence; the fine is the rule's amount, else its gravity's, charged
     from ``fine_from_incidence`` and doubled per reincidence under ``fine_progression = "double"``.
-    An amount the text does not give stays null, with the rulebook's note.
+    An amount the text does not give stays null, with the rulebook's note. Suspension days apply
+    only when the penalty suspends, doubled once on reincidence under
+    ``suspension_progression = "double_on_reincidence"`` (fretamento art. 19 § 3º).
 """
 
 from __future__ import annotations
@@ -91,9 +93,9 @@ def sanction(rulebook: Rulebook, rule: Rule, reincidence: int) -> dict[str, Any]
         else:
             fine_note = f"sem multa na {incidence}ª incidência ({grav.provision if grav else ''})"
     suspension = None
-    if grav and grav.suspension_days:
-        double = grav.suspension_progression == "double"
-        suspension = grav.suspension_days * (2**reincidence if double else 1)
+    if grav and grav.suspension_days and "suspens" in (penalty or "").lower():
+        double = reincidence and grav.suspension_progression == "double_on_reincidence"
+        suspension = grav.suspension_days * (2 if double else 1)
     return {
         "incidence": incidence,
         "penalty": penalty,

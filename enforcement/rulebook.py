@@ -80,7 +80,7 @@ class Gravity(_Frozen):
     fine_progression: Literal["fixed", "double"] = "fixed"
     penalties: tuple[str, ...] = ()
     suspension_days: int | None = Field(default=None, gt=0)
-    suspension_progression: Literal["fixed", "double"] = "fixed"
+    suspension_progression: Literal["fixed", "double_on_reincidence"] = "fixed"
     note: str | None = None
 
 

@@ -128,6 +128,26 @@ class TestSanction:
         assert s["fine"] is None and s["penalty"] is None
 
 
+class TestFretamentoSanction:
+    def rule(self, reason: str) -> Any:
+        rb = bundled_rulebooks()[("4314902", "fretamento")]
+        return rb, rb.rule_for("operating_while_barred", {"reason": reason})
+
+    def test_suspension_doubles_once_on_reincidence(self) -> None:
+        """Art. 19 § 3º: 10 days (grave), doubled on reincidence — 20, not 40 — and the fine
+        doubles progressively (art. 21): 100, 200, 400 UFM."""
+        rb, rule = self.rule("inspection_expired")
+        got = [sanction(rb, rule, n) for n in range(3)]
+        assert [g["suspension_days"] for g in got] == [10, 20, 20]
+        assert [g["fine"]["amount"] for g in got] == [100.0, 200.0, 400.0]
+
+    def test_no_suspension_when_the_penalty_is_only_a_fine(self) -> None:
+        """Art. 25 II is gravíssima but its penalty is only multa: no suspension days."""
+        rb, rule = self.rule("alvara_expired")
+        assert sanction(rb, rule, 0)["suspension_days"] is None
+        assert sanction(rb, rule, 1)["fine"] == {"amount": 300.0, "unit": "UFM"}
+
+
 class TestReincidenceCount:
     @pytest.mark.parametrize(
         ("committed", "expected"),
