@@ -16,13 +16,15 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from api import cli_analyze, cli_db, cli_demo, cli_import, cli_serve
+    from api import cli_analyze, cli_db, cli_demo, cli_import, cli_serve, cli_users
 
     app.add_typer(cli_db.app, name="db")
     app.add_typer(cli_import.app, name="import")
     app.command("analyze")(cli_analyze.analyze)
     app.command("demo")(cli_demo.demo)
     app.command("serve")(cli_serve.serve)
+    app.add_typer(cli_users.app, name="users")
+    app.add_typer(cli_users.devices_app, name="devices")
 
 
 _register()

@@ -48,6 +48,10 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
+BearerToken = Annotated[str | None, Depends(_oauth2)]
+"""The raw bearer token of the request, if any."""
+
+
 def _unauthenticated(message: str) -> NotAuthenticatedError:
     return NotAuthenticatedError(message, headers={"WWW-Authenticate": "Bearer"})
 

@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
+from api_factories import PASSWORD, ROLES
 from fastapi import FastAPI
 from sqlalchemy import Engine
 from starlette.exceptions import StarletteDeprecationWarning
@@ -65,3 +66,95 @@ def client(app: FastAPI) -> Iterator[TestClient]:
     """A test client of the app (errors come back as responses, never raised)."""
     with TestClient(app, raise_server_exceptions=False) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def seeded(api_engine: Engine) -> dict[str, object]:
+    """Registry, stands, licences, a finding, a device and one user per role in the API database.
+
+    Returns a dict: ``tokens`` (role → bearer token), ``device_token`` (of vehicle V1),
+    ``other_device_token`` (of V2).
+    """
+    import datetime as dt
+
+    from geoalchemy2.shape import from_shape
+    from shapely.geometry import MultiPolygon, Point
+
+    from api import accounts
+    from db.engine import session_scope
+    from enforcement.models import Finding
+    from fleet.models import PermitHolder, Vehicle
+    from stands.models import ParkingLicence, Stand
+
+    def square(lat: float, lon: float) -> object:
+        poly = Point(lon, lat).buffer(0.0004, cap_style="square")
+        return from_shape(MultiPolygon([poly]), srid=4326)
+
+    with session_scope(api_engine) as session:
+        session.add_all(
+            [
+                Stand(
+                    stand_id="S1",
+                    name="Ponto Matriz",
+                    capacity=3,
+                    geometry=square(-30.0277, -51.2287),
+                    phone="51 3333-0000",
+                ),
+                Stand(
+                    stand_id="S2",
+                    name="Ponto Rodoviária",
+                    capacity=5,
+                    geometry=square(-30.0200, -51.2200),
+                ),
+            ]
+        )
+        holder = PermitHolder(name="Maria da Silva", cpf="12345678901", phone="51 99999-0000")
+        session.add(holder)
+        session.flush()
+        session.add_all(
+            [
+                Vehicle(
+                    vehicle_id="V1",
+                    prefixo="V1",
+                    plate="ABC1D23",
+                    accessible=True,
+                    holder_id=holder.holder_id,
+                ),
+                Vehicle(vehicle_id="V2", prefixo="V2", plate="XYZ9K87", accessible=False),
+                Vehicle(vehicle_id="V3", prefixo="V3", plate="QWE4R56", accessible=True),
+            ]
+        )
+        session.flush()
+        session.add(ParkingLicence(vehicle_id="V1", stand_id="S1"))
+        now = dt.datetime.now(dt.UTC)
+        session.add(
+            Finding(
+                finding_id="F1",
+                kind="tracking_gap",
+                vehicle_id="V1",
+                stand_id=None,
+                started_at=now - dt.timedelta(hours=2),
+                ended_at=now - dt.timedelta(hours=1),
+                confidence=0.9,
+                details={"gap_s": 3600},
+                geometry=from_shape(Point(-51.2287, -30.0277), srid=4326),
+            )
+        )
+        tokens = {}
+        for role in ROLES:
+            user = accounts.create_user(
+                session=session,
+                username=f"u_{role}",
+                password=PASSWORD,
+                role=role,
+                full_name=f"Pessoa {role}",
+                stand_ids=["S1"] if role == "supervisor" else (),
+            )
+            tokens[role], _ = accounts.issue_token(session=session, user=user, ttl_s=3600)
+        _, device_token = accounts.create_device(session=session, vehicle_id="V1")
+        _, other_device_token = accounts.create_device(session=session, vehicle_id="V2")
+    return {
+        "tokens": tokens,
+        "device_token": device_token,
+        "other_device_token": other_device_token,
+    }

@@ -1,0 +1,72 @@
+"""Login (OAuth2 password form → opaque bearer token), who am I, logout."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.security import OAuth2PasswordRequestForm
+from pydantic import BaseModel
+
+from api import accounts
+from api._errors import NotAuthenticatedError
+from api.deps import BearerToken, CurrentUser, SessionDep, SettingsDep, public_rate_limit
+from api.schemas import error_responses
+
+router = APIRouter(prefix="/api/v1/auth", tags=["autenticação"])
+
+
+class Token(BaseModel):
+    """A bearer token and when it expires."""
+
+    access_token: str
+    token_type: str = "bearer"
+    expires_at: dt.datetime
+
+
+class Me(BaseModel):
+    """The logged-in user."""
+
+    username: str
+    role: str
+    stand_ids: list[str]
+
+
+@router.post(
+    "/token",
+    response_model=Token,
+    responses=error_responses(401, 422, 429, 503),
+    dependencies=[Depends(public_rate_limit)],
+)
+def login(
+    form: Annotated[OAuth2PasswordRequestForm, Depends()],
+    session: SessionDep,
+    settings: SettingsDep,
+) -> Token:
+    """Troca usuário e senha por um token de acesso (expira após `token_ttl_s`)."""
+    user = accounts.authenticate(session=session, username=form.username, password=form.password)
+    if user is None:
+        raise NotAuthenticatedError(
+            "usuário ou senha incorretos, ou conta desativada",
+            code="invalid_credentials",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    token, expires_at = accounts.issue_token(session=session, user=user, ttl_s=settings.token_ttl_s)
+    session.commit()
+    return Token(access_token=token, expires_at=expires_at)
+
+
+@router.get("/me", response_model=Me, responses=error_responses(401, 503))
+def me(user: CurrentUser) -> Me:
+    """Quem está autenticado, com o papel e (supervisor) os pontos."""
+    return Me(username=user.username, role=user.role, stand_ids=sorted(user.stand_ids))
+
+
+@router.post("/logout", status_code=204, responses=error_responses(401, 503))
+def logout(user: CurrentUser, session: SessionDep, token: BearerToken) -> Response:
+    """Revoga o token usado nesta requisição."""
+    if token:
+        accounts.revoke_token(session=session, token=token)
+        session.commit()
+    return Response(status_code=204)

@@ -1,0 +1,95 @@
+"""Tests of api.accounts: users, passwords, tokens, devices."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from sqlalchemy.orm import Session
+
+from api import accounts
+from api._errors import UserAdminError
+from api.models import User
+
+PASSWORD = "uma-senha-longa"
+
+
+def _user(session: Session, role: str = "planner", name: str = "ana") -> User:
+    return accounts.create_user(session=session, username=name, password=PASSWORD, role=role)
+
+
+class TestCreateUser:
+    def test_password_is_stored_hashed(self, db_session: Session) -> None:
+        """The password is stored as an argon2id hash, never in clear."""
+        user = _user(db_session)
+        assert user.password_hash.startswith("$argon2id$")
+        assert PASSWORD not in user.password_hash
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"role": "citizen"}, "papel 'citizen' desconhecido"),
+            ({"password": "curta"}, "pelo menos 8"),
+            ({"role": "supervisor"}, "supervisor precisa"),
+            ({"role": "supervisor", "stand_ids": ["NOPE"]}, "pontos desconhecidos: NOPE"),
+        ],
+    )
+    def test_refuses_bad_input(self, db_session: Session, kwargs: dict, match: str) -> None:
+        """Unknown role, short password, supervisor without known stands are refused."""
+        args = {"username": "bia", "password": PASSWORD, "role": "planner"} | kwargs
+        with pytest.raises(UserAdminError, match=match):
+            accounts.create_user(session=db_session, **args)
+
+    def test_name_taken(self, db_session: Session) -> None:
+        """A second account with the same name is refused."""
+        _user(db_session)
+        with pytest.raises(UserAdminError, match="já existe"):
+            _user(db_session)
+
+
+class TestAuthenticate:
+    def test_right_and_wrong_password(self, db_session: Session) -> None:
+        """Only the right password of an active account authenticates."""
+        _user(db_session)
+        assert accounts.authenticate(session=db_session, username="ana", password=PASSWORD)
+        assert not accounts.authenticate(session=db_session, username="ana", password="x" * 9)
+        assert not accounts.authenticate(session=db_session, username="zé", password=PASSWORD)
+
+    def test_disabled_account(self, db_session: Session) -> None:
+        """A disabled account does not authenticate."""
+        _user(db_session)
+        accounts.disable_user(session=db_session, username="ana")
+        assert not accounts.authenticate(session=db_session, username="ana", password=PASSWORD)
+
+
+class TestPrincipalForToken:
+    def test_valid_expired_and_revoked(self, db_session: Session) -> None:
+        """A token works until it expires or is revoked."""
+        user = _user(db_session)
+        now = dt.datetime.now(dt.UTC)
+        token, expires = accounts.issue_token(session=db_session, user=user, ttl_s=60, now=now)
+        db_session.flush()
+        found = accounts.principal_for_token(session=db_session, token=token, now=now)
+        assert found is not None and found.role == "planner"
+        later = expires + dt.timedelta(seconds=1)
+        assert accounts.principal_for_token(session=db_session, token=token, now=later) is None
+        assert accounts.revoke_token(session=db_session, token=token)
+        assert accounts.principal_for_token(session=db_session, token=token, now=now) is None
+
+    def test_password_change_revokes(self, db_session: Session) -> None:
+        """Changing the password revokes the user's tokens."""
+        user = _user(db_session)
+        token, _ = accounts.issue_token(session=db_session, user=user, ttl_s=60)
+        accounts.set_password(session=db_session, username="ana", password="outra-senha-9")
+        assert accounts.principal_for_token(session=db_session, token=token) is None
+
+
+class TestDeviceForToken:
+    def test_device_token_round_trip(self, db_session: Session) -> None:
+        """A device token names its vehicle until revoked; only its digest is stored."""
+        device, token = accounts.create_device(session=db_session, vehicle_id="P-101")
+        assert token not in device.token_hash
+        found = accounts.device_for_token(session=db_session, token=token)
+        assert found is not None and found.vehicle_id == "P-101"
+        accounts.revoke_device(session=db_session, device_id=device.device_id)
+        assert accounts.device_for_token(session=db_session, token=token) is None
