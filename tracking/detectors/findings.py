@@ -142,11 +142,12 @@ def validate_findings(findings: pd.DataFrame) -> None:
         raise FindingsFrameError(msg)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """Return ``value`` as plain JSON data (timestamps as ISO UTC, NaN as None, numpy unboxed)."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, pd.Timestamp):
         return (
             value.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -162,7 +163,7 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, np.ndarray):
-        return [_jsonable(v) for v in value.tolist()]
+        return [jsonable(v) for v in value.tolist()]
     return value
 
 
@@ -189,10 +190,10 @@ def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
                     "kind": row.kind,
                     "vehicle_id": row.vehicle_id,
                     "stand_id": row.stand_id,
-                    "started_at": _jsonable(row.started_at),
-                    "ended_at": _jsonable(row.ended_at),
+                    "started_at": jsonable(row.started_at),
+                    "ended_at": jsonable(row.ended_at),
                     "confidence": float(row.confidence),
-                    "details": _jsonable(row.details),
+                    "details": jsonable(row.details),
                 },
             }
         )
