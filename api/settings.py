@@ -32,6 +32,11 @@ class Settings(BaseSettings):
     public_recent_fix_s: float = Field(default=600.0, gt=0)
     public_max_radius_m: float = Field(default=5000.0, gt=0)
     ingest_max_batch: int = Field(default=1000, gt=0)
+    # Live alerts (enforcement/live.py, api/alerts.py)
+    alert_throttle_s: float = Field(default=900.0, ge=0)
+    webhook_max_attempts: int = Field(default=6, gt=0)
+    webhook_backoff_s: float = Field(default=2.0, gt=0)
+    webhook_timeout_s: float = Field(default=5.0, gt=0)
 
 
 @lru_cache
