@@ -175,6 +175,31 @@ class Alert(Base):
         Geometry("GEOMETRY", srid=4326, spatial_index=False)
     )
     created_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), index=True
+    )
+    event_at: Mapped[dt.datetime | None] = mapped_column(
+        DateTime(timezone=True), comment="end of the alerted finding (event time)"
+    )
+    repeat_count: Mapped[int] = mapped_column(
+        Integer, server_default=text("0"), comment="throttled recurrences folded into this alert"
+    )
+    last_repeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class LiveDetectorState(Base):
+    """Live detector state of one vehicle (plain JSON data), read and written under its lock.
+
+    ``detector`` is a finding kind, or ``longer_route_peers:<cells>`` for the vehicle's closed
+    trips between two H3 cells (the peer references other vehicles' live trips read).
+    """
+
+    __tablename__ = "live_detector_states"
+
+    vehicle_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    detector: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
+    state: Mapped[Any] = mapped_column(JSONB)
+    last_ts: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )
 
