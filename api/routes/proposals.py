@@ -1,0 +1,231 @@
+"""Infraction proposals and their review (enforcement agents and admins)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
+from sqlalchemy import func, select
+
+from api._errors import ConflictError, NotFoundError
+from api.deps import SessionDep, SettingsDep, require_roles
+from api.schemas import error_responses
+from enforcement import workflow
+from enforcement._errors import ProposalNotFoundError, TransitionError
+from enforcement.models import STATUSES, Proposal
+
+router = APIRouter(prefix="/api/v1/proposals", tags=["propostas de autuação"])
+
+Reviewer = Annotated[Any, Depends(require_roles("agent", "admin"))]
+_ERRORS = error_responses(401, 403, 404, 409, 422, 503)
+
+
+class ProposalPublic(BaseModel):
+    """A proposal in the ``proposals.json`` shape, with its review fields."""
+
+    model_config = {"extra": "allow"}
+
+    proposal_id: str
+    kind: str
+    vehicle_id: str | None
+    municipality: str
+    provision: str
+    excerpt: str
+    status: str
+
+
+class ProposalsPublic(BaseModel):
+    """A page of proposals."""
+
+    data: list[ProposalPublic]
+    count: int
+
+
+class ProposalDetail(ProposalPublic):
+    """One proposal with its audit trail."""
+
+    history: list[dict[str, Any]]
+
+
+class GenerateRequest(BaseModel):
+    """Propose for the stored findings no proposal of the municipality covers yet."""
+
+    municipality: str = Field(pattern=r"^\d{7}$")
+    timezone: str | None = None
+
+
+class Generated(BaseModel):
+    """How many proposals were created."""
+
+    created: int
+
+
+class DismissRequest(BaseModel):
+    """Why the proposal is dismissed."""
+
+    reason: str = Field(min_length=3, max_length=2000)
+
+
+class DecisionRequest(BaseModel):
+    """The decision on a defence and its grounds."""
+
+    accepted: bool
+    reason: str = Field(min_length=3, max_length=2000)
+
+
+class StepRequest(BaseModel):
+    """When the step happened (default: now)."""
+
+    at: dt.datetime | None = None
+
+
+@contextmanager
+def _domain_errors() -> Iterator[None]:
+    try:
+        yield
+    except ProposalNotFoundError as exc:
+        raise NotFoundError(str(exc)) from None
+    except TransitionError as exc:
+        raise ConflictError(str(exc)) from None
+
+
+def _detail(session: Any, proposal_id: str) -> ProposalDetail:
+    with _domain_errors():
+        p = workflow.get_proposal(session, proposal_id)
+    record = workflow.as_record(p, workflow.finding_ids_of(session, proposal_id))
+    return ProposalDetail(**record, history=workflow.proposal_history(session, proposal_id))
+
+
+@router.get("", response_model=ProposalsPublic, responses=_ERRORS)
+def list_proposals(
+    session: SessionDep,
+    _: Reviewer,
+    status: Annotated[Literal[STATUSES] | None, Query()] = None,  # type: ignore[valid-type]
+    municipality: Annotated[str | None, Query(pattern=r"^\d{7}$")] = None,
+    vehicle_id: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> ProposalsPublic:
+    """Lista propostas (filtros: situação, município, prefixo), as mais recentes primeiro."""
+    where = []
+    if status:
+        where.append(Proposal.status == status)
+    if municipality:
+        where.append(Proposal.municipality_code == municipality)
+    if vehicle_id:
+        where.append(Proposal.vehicle_id == vehicle_id)
+    count = session.execute(select(func.count()).select_from(Proposal).where(*where)).scalar_one()
+    rows = session.execute(
+        select(Proposal)
+        .where(*where)
+        .order_by(Proposal.committed_at.desc(), Proposal.proposal_id)
+        .limit(limit)
+        .offset(offset)
+    ).scalars()
+    data = [ProposalPublic(**workflow.as_record(p)) for p in rows]
+    return ProposalsPublic(data=data, count=count)
+
+
+@router.get("/deadlines", responses=_ERRORS)
+def deadlines(
+    session: SessionDep,
+    _: Reviewer,
+    within_days: Annotated[int, Query(ge=0, le=365)] = 5,
+) -> list[dict[str, Any]]:
+    """Prazos (notificação, defesa) que vencem em até `within_days` dias ou já venceram."""
+    return workflow.deadline_warnings(session, within_days=within_days)
+
+
+@router.post("/generate", response_model=Generated, responses=_ERRORS)
+def generate(
+    body: GenerateRequest, session: SessionDep, settings: SettingsDep, _: Reviewer
+) -> Generated:
+    """Gera propostas para os achados armazenados ainda sem proposta no município."""
+    n = workflow.generate_proposals(
+        session, municipality=body.municipality, timezone=body.timezone or settings.timezone
+    )
+    session.commit()
+    return Generated(created=n)
+
+
+@router.get("/{proposal_id}", response_model=ProposalDetail, responses=_ERRORS)
+def get_one(proposal_id: str, session: SessionDep, _: Reviewer) -> ProposalDetail:
+    """Uma proposta, com os achados e o histórico de revisão."""
+    return _detail(session, proposal_id)
+
+
+def _step(session: Any, proposal_id: str, run: Callable[[], Any]) -> ProposalDetail:
+    with _domain_errors():
+        run()
+    session.commit()
+    return _detail(session, proposal_id)
+
+
+@router.post("/{proposal_id}/confirm", response_model=ProposalDetail, responses=_ERRORS)
+def confirm(
+    proposal_id: str, body: StepRequest, session: SessionDep, user: Reviewer
+) -> ProposalDetail:
+    """Confirma a proposta: o agente lavra o auto de infração (numerado)."""
+    return _step(
+        session,
+        proposal_id,
+        lambda: workflow.confirm(session, proposal_id, agent_id=user.username, at=body.at),
+    )
+
+
+@router.post("/{proposal_id}/dismiss", response_model=ProposalDetail, responses=_ERRORS)
+def dismiss(
+    proposal_id: str, body: DismissRequest, session: SessionDep, user: Reviewer
+) -> ProposalDetail:
+    """Descarta a proposta, com o motivo."""
+    return _step(
+        session,
+        proposal_id,
+        lambda: workflow.dismiss(session, proposal_id, agent_id=user.username, reason=body.reason),
+    )
+
+
+@router.post("/{proposal_id}/notify", response_model=ProposalDetail, responses=_ERRORS)
+def notify(
+    proposal_id: str, body: StepRequest, session: SessionDep, user: Reviewer
+) -> ProposalDetail:
+    """Registra a entrega da notificação de penalidade; começa o prazo de defesa."""
+    return _step(
+        session,
+        proposal_id,
+        lambda: workflow.notify(session, proposal_id, actor=user.username, at=body.at),
+    )
+
+
+@router.post("/{proposal_id}/defence", response_model=ProposalDetail, responses=_ERRORS)
+def defence(
+    proposal_id: str, body: StepRequest, session: SessionDep, user: Reviewer
+) -> ProposalDetail:
+    """Registra a defesa apresentada no prazo (efeito suspensivo quando a lei o dá)."""
+    return _step(
+        session,
+        proposal_id,
+        lambda: workflow.file_defence(session, proposal_id, actor=user.username, at=body.at),
+    )
+
+
+@router.post("/{proposal_id}/decision", response_model=ProposalDetail, responses=_ERRORS)
+def decision(
+    proposal_id: str, body: DecisionRequest, session: SessionDep, user: Reviewer
+) -> ProposalDetail:
+    """Decide a defesa: deferida (o auto cai) ou indeferida (a penalidade se mantém)."""
+    return _step(
+        session,
+        proposal_id,
+        lambda: workflow.decide_defence(
+            session,
+            proposal_id,
+            agent_id=user.username,
+            accepted=body.accepted,
+            reason=body.reason,
+        ),
+    )

@@ -1,0 +1,74 @@
+from api_factories import bearer
+from sqlalchemy import select
+
+def _generate(client, tokens) -> dict:
+    r = client.post(
+        "/api/v1/proposals/generate",
+        json={"municipality": "4314902"},
+        headers=bearer(tokens["agent"]),
+    )
+    assert r.status_code == 200, r.text
+    listed = client.get(
+        "/api/v1/proposals", params={"vehicle_id": "V1"}, headers=bearer(tokens["agent"])
+    ).json()
+    (gap,) = [p for p in listed["data"] if p["kind"] == "tracking_gap"]
+    return gap
+
+
+class TestProposalRoutes:
+    def test_generate_review_and_audit(self, client, seeded, api_engine) -> None:
+        """The seeded tracking gap becomes a Porto Alegre proposal (art. 58 IX); an agent
+        confirms it and the auto number and the audit trail come back."""
+        from db.engine import session_scope
+        from fleet.models import Municipality
+
+        with session_scope(api_engine) as s:
+            if (
+                s.execute(select(Municipality).where(Municipality.code == "4314902")).first()
+                is None
+            ):
+                s.add(
+                    Municipality(
+                        code="4314902", name="Porto Alegre", uf="RS", timezone="America/Sao_Paulo"
+                    )
+                )
+        tokens = seeded["tokens"]
+        gap = _generate(client, tokens)
+        assert (gap["article"], gap["inciso"], gap["gravity"]) == ("58", "IX", "grave")
+        pid = gap["proposal_id"]
+
+        r = client.post(
+            f"/api/v1/proposals/{pid}/confirm", json={}, headers=bearer(tokens["agent"])
+        )
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["status"] == "confirmada" and body["agent_id"] == "u_agent"
+        assert body["auto_number"].startswith("AI-4314902-")
+        assert [h["to"] for h in body["history"]] == ["proposta", "confirmada"]
+        assert body["finding_ids"] == ["F1"]
+
+        again = client.post(
+            f"/api/v1/proposals/{pid}/confirm", json={}, headers=bearer(tokens["agent"])
+        )
+        assert again.status_code == 409
+        assert again.json()["error"]["code"] == "conflict"
+
+    def test_unknown_is_404_and_planner_is_403(self, client, seeded) -> None:
+        """An unknown id is 404; a planner may not review proposals."""
+        tokens = seeded["tokens"]
+        r = client.post(
+            "/api/v1/proposals/P-x/dismiss",
+            json={"reason": "teste"},
+            headers=bearer(tokens["agent"]),
+        )
+        assert r.status_code == 404
+        r = client.get("/api/v1/proposals", headers=bearer(tokens["planner"]))
+        assert r.status_code == 403
+
+    def test_dismiss_requires_reason(self, client, seeded) -> None:
+        """A dismissal without a reason is a 422 with a machine-readable body."""
+        r = client.post(
+            "/api/v1/proposals/P-x/dismiss", json={}, headers=bearer(seeded["tokens"]["agent"])
+        )
+        assert r.status_code == 422
+        assert r.json()["error"]["code"]
