@@ -1,6 +1,7 @@
 from api_factories import bearer
 from sqlalchemy import select
 
+
 def _generate(client, tokens) -> dict:
     r = client.post(
         "/api/v1/proposals/generate",
