@@ -16,7 +16,13 @@ from api.errors import install_error_handlers
 from api.ratelimit import RateLimiter
 from api.settings import Settings, get_settings
 
-ROUTERS = ("api.routes.health", "api.routes.auth", "api.routes.proposals")
+ROUTERS = (
+    "api.routes.health",
+    "api.routes.auth",
+    "api.routes.pings",
+    "api.routes.osmand",
+    "api.routes.proposals",
+)
 """Modules whose ``router`` is mounted, in this order."""
 
 POOL_SIZE = 10

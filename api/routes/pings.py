@@ -1,0 +1,88 @@
+"""Device ingest: ``POST /api/v1/pings``, a JSON batch answered row by row."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from api._errors import InvalidRequestError
+from api.deps import CurrentDevice, SessionDep, SettingsDep
+from api.ingest import ingest_batch
+from api.schemas import error_responses
+
+router = APIRouter(prefix="/api/v1/pings", tags=["ingestão"])
+
+Scalar = str | float | None
+
+
+class PingIn(BaseModel):
+    """One GPS fix as in the pings contract; values are checked row by row, not here."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    vehicle_id: str | None = Field(None, description="Veículo; padrão: o do dispositivo")
+    timestamp: Scalar = Field(None, description="ISO 8601 com fuso, ou segundos Unix (UTC)")
+    lat: Scalar = Field(None, description="Latitude WGS84")
+    lon: Scalar = Field(None, description="Longitude WGS84")
+    speed_kmh: Scalar = None
+    heading_deg: Scalar = None
+    accuracy_m: Scalar = None
+    meter: Scalar = Field(None, description="free | occupied | off")
+    tariff: Scalar = Field(None, description="1 ou 2 (bandeira), com o taxímetro ocupado")
+    driver_id: Scalar = None
+
+
+class PingBatch(BaseModel):
+    """A batch of fixes of the device's vehicle."""
+
+    pings: list[PingIn]
+
+
+class PingResult(BaseModel):
+    """What happened to one row (``row`` is its 1-based position in the batch)."""
+
+    row: int
+    status: Literal["accepted", "duplicate", "rejected"]
+    reason: str | None = None
+
+
+class PingBatchResult(BaseModel):
+    """Counts and the per-row results, sent after the fixes are durably stored."""
+
+    accepted: int
+    duplicates: int
+    rejected: int
+    results: list[PingResult]
+
+
+@router.post("", response_model=PingBatchResult, responses=error_responses(401, 422, 503))
+def post_pings(
+    batch: PingBatch, device: CurrentDevice, session: SessionDep, settings: SettingsDep
+) -> PingBatchResult:
+    """Recebe um lote de posições do dispositivo; responde linha a linha após gravar (COMMIT).
+
+    Cada linha: `accepted` (gravada), `duplicate` (já gravada: mesmo veículo e instante) ou
+    `rejected` com o motivo (as mesmas regras da importação de arquivos, mais
+    `vehicle_not_allowed`: o dispositivo só envia posições do próprio veículo). Reenviar um lote
+    é seguro.
+    """
+    if len(batch.pings) > settings.ingest_max_batch:
+        msg = f"lote com {len(batch.pings)} posições; máximo {settings.ingest_max_batch}"
+        raise InvalidRequestError(msg, code="batch_too_large")
+    rows = [p.model_dump() for p in batch.pings]
+    conn = session.connection()
+    results = ingest_batch(
+        conn=conn, rows=rows, vehicle_id=device.vehicle_id, source=f"api:device:{device.device_id}"
+    )
+    session.commit()
+    counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
+    for r in results:
+        counts[r.status] += 1
+    return PingBatchResult(
+        accepted=counts["accepted"],
+        duplicates=counts["duplicate"],
+        rejected=counts["rejected"],
+        results=[PingResult(row=r.row, status=r.status, reason=r.reason) for r in results],  # type: ignore[arg-type]
+    )

@@ -1,0 +1,92 @@
+"""Tests of api.routes.osmand: the OsmAnd protocol as Traccar Client speaks it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+
+from api.routes.osmand import osmand_row
+
+
+def _traccar_query(token: str, unix_s: int) -> str:
+    # Traccar Client's ProtocolFormatter: these parameters, in this order, speed in knots,
+    # accuracy 0 for GPS fixes; the request is a POST with an empty body.
+    return (
+        f"id={token}&timestamp={unix_s}&lat=-30.0277&lon=-51.2287&speed=10.0&bearing=90.0"
+        "&altitude=12.5&accuracy=0.0&batt=87.0"
+    )
+
+
+class TestOsmand:
+    def test_traccar_client_request_is_accepted(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """Traccar Client's POST with query parameters is stored; 200 with an empty body."""
+        unix_s = int(time.time()) - 3600
+        response = client.post(f"/osmand?{_traccar_query(seeded['device_token'], unix_s)}")
+        assert response.status_code == 200
+        assert response.content == b""
+        with api_engine.connect() as conn:
+            row = conn.execute(
+                text(
+                    "SELECT speed_kmh, heading_deg, accuracy_m, source FROM fixes "
+                    "WHERE vehicle_id = 'V1' AND ts = to_timestamp(:t)"
+                ),
+                {"t": unix_s},
+            ).one()
+        assert row.speed_kmh == pytest.approx(18.52)
+        assert row.heading_deg == 90.0
+        assert row.accuracy_m is None
+        assert row.source.startswith("osmand:device:")
+        again = client.post(f"/osmand?{_traccar_query(seeded['device_token'], unix_s)}")
+        assert again.status_code == 200
+
+    def test_get_and_form_post(self, client: TestClient, seeded: dict) -> None:
+        """The same fix by GET, and by POST as a form, is accepted."""
+        token = seeded["device_token"]
+        unix_s = int(time.time()) - 3000
+        assert client.get(f"/osmand?{_traccar_query(token, unix_s)}").status_code == 200
+        form = {
+            "id": token,
+            "timestamp": str(unix_s + 1),
+            "lat": "-30.02",
+            "lon": "-51.22",
+            "meter": "occupied",
+            "tariff": "1",
+        }
+        assert client.post("/osmand", data=form).status_code == 200
+
+    def test_unknown_id_is_401(self, client: TestClient, seeded: dict) -> None:
+        """An id that is not a device token is refused with 401."""
+        response = client.get("/osmand?id=123456&lat=-30&lon=-51&timestamp=1700000000")
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "not_authenticated"
+
+    def test_rejected_fix_is_400_with_reason(self, client: TestClient, seeded: dict) -> None:
+        """A fix failing validation is a 400 naming the reason."""
+        token = seeded["device_token"]
+        response = client.get(f"/osmand?id={token}&lat=0&lon=0&timestamp=1700000000")
+        assert response.status_code == 400
+        assert response.json()["error"]["reason"] == "null_island"
+
+
+class TestOsmandRow:
+    @pytest.mark.parametrize(
+        ("params", "expected"),
+        [
+            ({"speed": "10"}, {"speed_kmh": pytest.approx(18.52)}),
+            ({"timestamp": "1700000000000"}, {"timestamp": 1700000000.0}),
+            ({"timestamp": "2024-03-04T12:00:00Z"}, {"timestamp": "2024-03-04T12:00:00Z"}),
+            ({"location": "-30.1,-51.2"}, {"lat": "-30.1", "lon": "-51.2"}),
+            ({"accuracy": "0"}, {"accuracy_m": None}),
+            ({"accuracy": "12"}, {"accuracy_m": "12"}),
+        ],
+    )
+    def test_units_and_forms(self, params: dict, expected: dict) -> None:
+        """Knots become km/h, milliseconds seconds, 'location' lat/lon, accuracy 0 unknown."""
+        row = osmand_row(params)
+        for key, value in expected.items():
+            assert row[key] == value
