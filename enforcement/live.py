@@ -1,0 +1,605 @@
+"""Live detection on ingested fixes: detector states, findings, throttled alerts, NOTIFY.
+
+:func:`process_fixes` runs after the accepted fixes of an ingest are committed. For each vehicle,
+in time order, it feeds every fix to the live functions of ``tracking/detectors``
+(``update_tracking_gap``, ``update_gps_anomaly``, ``update_flag2_misuse``,
+``update_operating_while_barred``, ``update_longer_route``): the same kernels as the batch
+detectors, so a fix stream gives the batch's findings with the batch's ids.
+
+State and several server processes
+    Each (vehicle, detector) state is plain JSON in ``live_detector_states``, read and written
+    in the caller's transaction while holding a transaction-level advisory lock per vehicle
+    (``pg_advisory_xact_lock``), taken in a fixed order (sorted lock keys) so that two
+    processes never deadlock. A process handling a vehicle's next batch waits for the commit of
+    the previous one and then reads its state. Rebuilding states from each vehicle's last stored
+    fixes was rejected: ``gps_anomaly``, ``flag2_misuse``, ``operating_while_barred`` and
+    ``longer_route`` carry open runs, segments and days whose length has no bound a query could
+    know, and a replay per batch costs more than one row read. ``longer_route`` is fleet-wide
+    (peer trips of other vehicles): each vehicle keeps its open meter run in its own row and its
+    closed trips per pair of H3 cells in ``longer_route_peers:<cells>`` rows, which other
+    vehicles read (never lock) when one of their trips between the same cells closes.
+Late fixes
+    A fix not later than the last fix a detector saw for the vehicle is skipped by that detector
+    (it is stored; the batch ``pontual analyze`` sees it). A device sends its fixes in order, so
+    this only drops fixes of overlapping concurrent requests for one vehicle.
+Findings and alerts
+    Findings are inserted with ``ON CONFLICT (finding_id) DO NOTHING`` (ids are deterministic:
+    a finding already stored, e.g. by a batch run, gives no second alert). Each new finding
+    creates one ``alerts`` row (``alert_id = "alert-" + finding_id``), a ``webhook_deliveries``
+    row per active webhook whose filters match, and ``NOTIFY pontual_alerts, '<alert_id>'``,
+    all in the caller's transaction: subscribers hear of an alert only once it is committed.
+Throttling
+    A recurring condition is stored as a finding but not re-alerted: when an alert with the same
+    ``throttle_key`` (``kind|vehicle_id|stand_id``) has an ``event_at`` (the end of its
+    finding) within ``throttle_s`` of the new finding's end, that alert's ``repeat_count`` is
+    incremented and its ``last_repeat_at`` set, and nothing is announced. The window is measured
+    in event time, so replays and live streams throttle alike; at most one alert per key and
+    window. ``throttle_s = 0`` alerts every finding.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from sqlalchemy import bindparam, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Session
+
+from geo.h3 import latlng_to_cells
+from geo.roads import RoadGraph
+from tracking import frames as fr
+from tracking.detectors.findings import jsonable
+from tracking.detectors.flag2_misuse import update_flag2_misuse
+from tracking.detectors.gps_anomaly import update_gps_anomaly
+from tracking.detectors.longer_route import (
+    DEFAULT_H3_RESOLUTION,
+    update_longer_route,
+)
+from tracking.detectors.longer_route import DEFAULT_MAX_GAP_S as ROUTE_MAX_GAP_S
+from tracking.detectors.operating_while_barred import update_operating_while_barred
+from tracking.detectors.tracking_gap import update_tracking_gap
+
+CHANNEL = "pontual_alerts"
+"""PostgreSQL NOTIFY channel; the payload is the alert id."""
+LIVE_KINDS = (
+    "tracking_gap",
+    "gps_anomaly",
+    "flag2_misuse",
+    "operating_while_barred",
+    "longer_route",
+)
+"""Finding kinds detected live (the others need a whole day, the stands or the future)."""
+DEFAULT_THROTTLE_S = 900.0
+PEERS_PREFIX = "longer_route_peers:"
+_LOCK_CLASS = 72_943  # first key of pg_advisory_xact_lock(int, int): the live detector locks
+_NS = 1_000_000_000
+
+_UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
+    "tracking_gap": update_tracking_gap,
+    "gps_anomaly": update_gps_anomaly,
+    "flag2_misuse": update_flag2_misuse,
+    "operating_while_barred": update_operating_while_barred,
+    "longer_route": update_longer_route,
+}
+_WIRED = {"vehicle", "roads", "timezone"}
+
+Thresholds = Mapping[str, Mapping[str, Any]]
+
+
+class LiveConfigError(ValueError):
+    """A live threshold names an unknown kind or parameter."""
+
+
+def live_params(kind: str, thresholds: Thresholds | None) -> dict[str, Any]:
+    """Return the keyword arguments of ``kind``'s update function set by ``thresholds``.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`LIVE_KINDS`.
+    thresholds : mapping or None
+        ``{kind: {parameter: value}}`` as for the batch detectors; parameters that only the
+        batch detector takes (e.g. ``include_inferred_trips``) are left out.
+
+    Raises
+    ------
+    LiveConfigError
+        If ``kind`` is not live or a parameter is unknown to both its live and batch functions.
+    """
+    if kind not in _UPDATES:
+        msg = f"tipo de achado {kind!r} não tem detecção ao vivo; esperado um de {LIVE_KINDS}"
+        raise LiveConfigError(msg)
+    from tracking.detect import threshold_names
+
+    live = {
+        p.name
+        for p in inspect.signature(_UPDATES[kind]).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in _WIRED
+    }
+    batch = set(threshold_names(kind))
+    out = {}
+    for name, value in (thresholds or {}).get(kind, {}).items():
+        if name in live:
+            out[name] = value
+        elif name not in batch:
+            msg = f"limiar {name!r} não existe em {kind}; esperado um de {', '.join(sorted(live))}"
+            raise LiveConfigError(msg)
+    return out
+
+
+def throttle_key(kind: str, vehicle_id: str | None, stand_id: str | None) -> str:
+    """Return the key under which recurrences of a condition are throttled."""
+    return f"{kind}|{vehicle_id or ''}|{stand_id or ''}"
+
+
+def alert_matches(filters: Mapping[str, Any] | None, alert: Mapping[str, Any]) -> bool:
+    """Tell whether an alert passes subscription or webhook filters.
+
+    Parameters
+    ----------
+    filters : mapping or None
+        Optional keys: ``kinds`` (list of kinds), ``bbox`` (``[min_lon, min_lat, max_lon,
+        max_lat]``: the alert's geometry bounds must intersect it), ``stand_ids`` (list: the
+        alert's ``stand_id`` must be one of them). Missing or empty keys do not filter.
+    alert : mapping
+        An alert payload (:func:`alert_payload`).
+    """
+    if not filters:
+        return True
+    kinds = filters.get("kinds")
+    if kinds and alert.get("kind") not in kinds:
+        return False
+    stands = filters.get("stand_ids")
+    if stands and alert.get("stand_id") not in stands:
+        return False
+    box = filters.get("bbox")
+    if box:
+        bounds = alert.get("bbox")
+        if not bounds:
+            return False
+        min_lon, min_lat, max_lon, max_lat = box
+        a0, a1, a2, a3 = bounds
+        if a2 < min_lon or a0 > max_lon or a3 < min_lat or a1 > max_lat:
+            return False
+    return True
+
+
+def alert_payload(finding: Mapping[str, Any], *, alert_id: str) -> dict[str, Any]:
+    """Return the JSON announced for a finding (SSE, WebSocket, webhooks).
+
+    Keys: ``alert_id``, ``finding_id``, ``kind``, ``vehicle_id``, ``stand_id``, ``started_at``,
+    ``ended_at`` (ISO 8601 UTC), ``confidence``, ``point`` (``[lon, lat]`` of a representative
+    point, or null), ``bbox`` (bounds of the geometry, or null), ``details``.
+    """
+    geom = finding.get("geometry")
+    has_geom = geom is not None and not geom.is_empty
+    point = shapely.point_on_surface(geom) if has_geom else None
+    return {
+        "alert_id": alert_id,
+        "finding_id": finding["finding_id"],
+        "kind": finding["kind"],
+        "vehicle_id": finding["vehicle_id"],
+        "stand_id": finding["stand_id"],
+        "started_at": jsonable(pd.Timestamp(finding["started_at"])),
+        "ended_at": jsonable(pd.Timestamp(finding["ended_at"])),
+        "confidence": round(float(finding["confidence"]), 4),
+        "point": None if point is None else [round(point.x, 6), round(point.y, 6)],
+        "bbox": None if not has_geom else [round(float(b), 6) for b in geom.bounds],
+        "details": jsonable(finding["details"]),
+    }
+
+
+# --- detector calls ------------------------------------------------------------------------
+
+
+def _records(found: Any) -> list[dict[str, Any]]:
+    """Return the finding records of an update's output (a record, a frame, or None)."""
+    if found is None:
+        return []
+    if isinstance(found, gpd.GeoDataFrame):
+        return [dict(zip(found.columns, row, strict=True)) for row in found.itertuples(False)]
+    return [dict(found)]
+
+
+def _plain(value: Any) -> Any:
+    """Make a state JSON-safe (numpy scalars to Python)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _route_cells(run: Mapping[str, list[Any]], resolution: int) -> str:
+    lat = np.asarray([run["lat"][0], run["lat"][-1]], dtype=np.float64)
+    lon = np.asarray([run["lon"][0], run["lon"][-1]], dtype=np.float64)
+    cells = latlng_to_cells(lat, lon, resolution=resolution)
+    return f"{int(cells[0]):x}-{int(cells[1]):x}"
+
+
+def _longer_route_step(
+    session: Session,
+    state: dict[str, Any] | None,
+    ping: Mapping[str, Any],
+    params: Mapping[str, Any],
+    roads: RoadGraph | None,
+    peers_out: dict[str, Any],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One fix through ``update_longer_route`` with this vehicle's part of the fleet state."""
+    vehicle = str(ping[fr.VEHICLE_ID])
+    own = state or {"open": None, "last_ns": None}
+    st: dict[str, Any] = {
+        "open": {} if own["open"] is None else {vehicle: own["open"]},
+        "peers": {},
+        "last_ns": {} if own["last_ns"] is None else {vehicle: own["last_ns"]},
+    }
+    run = own["open"]
+    t = int(pd.Timestamp(ping[fr.TIMESTAMP]).value)
+    max_gap_s = float(params.get("max_gap_s", ROUTE_MAX_GAP_S))
+    closes = run is not None and (
+        ping.get(fr.METER) != "occupied" or t - run["ts_ns"][-1] > round(max_gap_s * _NS)
+    )
+    key = None
+    if closes:
+        key = _route_cells(run, int(params.get("h3_resolution", DEFAULT_H3_RESOLUTION)))
+        rows = session.execute(
+            text("SELECT vehicle_id, state FROM live_detector_states WHERE detector = :d"),
+            {"d": PEERS_PREFIX + key},
+        )
+        st["peers"][key] = {str(v): s for v, s in rows}
+        if vehicle in peers_out.get(key, {}):  # written earlier in this batch
+            st["peers"][key][vehicle] = peers_out[key][vehicle]
+    st, found = update_longer_route(st, ping, roads=roads, **params)
+    if key is not None and vehicle in st["peers"].get(key, {}):
+        peers_out.setdefault(key, {})[vehicle] = st["peers"][key][vehicle]
+    new_state = {"open": st["open"].get(vehicle), "last_ns": st["last_ns"].get(vehicle)}
+    return new_state, _records(found)
+
+
+def _lock_vehicles(session: Session, vehicle_ids: Sequence[str]) -> None:
+    """Take each vehicle's advisory lock, in ascending key order (no deadlock between txns)."""
+    keys = session.execute(
+        text("SELECT DISTINCT hashtext(v) AS k FROM unnest(CAST(:vs AS text[])) AS v ORDER BY k"),
+        {"vs": list(vehicle_ids)},
+    ).scalars()
+    for key in list(keys):
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:c, :k)"), {"c": _LOCK_CLASS, "k": int(key)}
+        )
+
+
+def _load_states(
+    session: Session, vehicle_ids: Sequence[str], kinds: Iterable[str]
+) -> dict[tuple[str, str], tuple[Any, int | None]]:
+    rows = session.execute(
+        text(
+            "SELECT vehicle_id, detector, state, last_ts FROM live_detector_states "
+            "WHERE vehicle_id = ANY(:vs) AND detector = ANY(:ds)"
+        ),
+        {"vs": list(vehicle_ids), "ds": list(kinds)},
+    )
+    return {
+        (str(v), str(d)): (s, None if ts is None else int(pd.Timestamp(ts).value))
+        for v, d, s, ts in rows
+    }
+
+
+def _save_states(session: Session, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    stmt = text(
+        "INSERT INTO live_detector_states (vehicle_id, detector, state, last_ts, updated_at) "
+        "VALUES (:v, :d, :s, :ts, now()) ON CONFLICT (vehicle_id, detector) DO UPDATE "
+        "SET state = EXCLUDED.state, last_ts = EXCLUDED.last_ts, updated_at = now()"
+    ).bindparams(bindparam("s", type_=JSONB))
+    session.execute(stmt, rows)
+
+
+def fleet_records(
+    session: Session, vehicle_ids: Sequence[str], *, day: dt.date
+) -> dict[str, dict[str, Any]]:
+    """Fleet records (``operating_while_barred``'s ``vehicle``) of registered vehicles on ``day``.
+
+    The status is the vehicle's status period covering ``day`` (none: not barred by status).
+    """
+    rows = session.execute(
+        text(
+            "SELECT v.vehicle_id, p.status, p.valid_from, p.valid_until, "
+            "v.alvara_valid_until, v.inspection_valid_until FROM vehicles v "
+            "LEFT JOIN LATERAL (SELECT status, valid_from, valid_until "
+            "  FROM vehicle_status_periods p WHERE p.vehicle_id = v.vehicle_id "
+            "  AND (p.valid_from IS NULL OR p.valid_from <= :day) "
+            "  AND (p.valid_until IS NULL OR p.valid_until >= :day) "
+            "  ORDER BY p.valid_from DESC NULLS LAST LIMIT 1) p ON true "
+            "WHERE v.vehicle_id = ANY(:vs)"
+        ),
+        {"vs": list(vehicle_ids), "day": day},
+    )
+    return {
+        str(v): {
+            "status": status,
+            "status_since": since,
+            "status_until": until,
+            "alvara_valid_until": alvara,
+            "inspection_valid_until": inspection,
+        }
+        for v, status, since, until, alvara, inspection in rows
+    }
+
+
+def _ping_dicts(pings: pd.DataFrame) -> list[dict[str, Any]]:
+    cols = [c for c in fr.PING_COLUMNS if c in pings.columns]
+    frame = pings[cols].sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
+    frame = frame.astype(object).where(frame.notna(), None)
+    return [dict(zip(cols, row, strict=True)) for row in frame.itertuples(False, None)]
+
+
+def detect_live(
+    session: Session,
+    pings: pd.DataFrame,
+    *,
+    thresholds: Thresholds | None = None,
+    kinds: Sequence[str] = LIVE_KINDS,
+    roads: RoadGraph | None = None,
+    timezone: str = "America/Sao_Paulo",
+) -> list[dict[str, Any]]:
+    """Advance the stored live states by ``pings``; return the finding records they complete.
+
+    Takes the vehicles' locks and writes their states in the session's transaction (the caller
+    commits). See :func:`process_fixes` for the parameters.
+    """
+    params = {kind: live_params(kind, thresholds) for kind in kinds}
+    if pings.empty or not kinds:
+        return []
+    fixes = _ping_dicts(pings)
+    vehicles = sorted({str(f[fr.VEHICLE_ID]) for f in fixes})
+    _lock_vehicles(session, vehicles)
+    states = _load_states(session, vehicles, kinds)
+    fleet: dict[str, dict[str, Any]] = {}
+    if "operating_while_barred" in kinds:
+        last = max(pd.Timestamp(f[fr.TIMESTAMP]) for f in fixes)
+        fleet = fleet_records(session, vehicles, day=last.tz_convert(timezone).date())
+    found: list[dict[str, Any]] = []
+    saved: list[dict[str, Any]] = []
+    peers: dict[str, dict[str, Any]] = {}
+    for kind in kinds:
+        fn = _UPDATES[kind]
+        for vehicle in vehicles:
+            if kind == "operating_while_barred" and vehicle not in fleet:
+                continue  # not registered: never barred, no state to keep
+            state, last_ns = states.get((vehicle, kind), (None, None))
+            seen = last_ns
+            for fix in fixes:
+                if fix[fr.VEHICLE_ID] != vehicle:
+                    continue
+                t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
+                if seen is not None and t <= seen:
+                    continue
+                seen = t
+                if kind == "longer_route":
+                    state, out = _longer_route_step(session, state, fix, params[kind], roads, peers)
+                elif kind == "operating_while_barred":
+                    state, res = fn(
+                        state, fix, vehicle=fleet[vehicle], timezone=timezone, **params[kind]
+                    )
+                    out = _records(res)
+                elif kind == "flag2_misuse":
+                    state, res = fn(state, fix, timezone=timezone, **params[kind])
+                    out = _records(res)
+                else:
+                    state, res = fn(state, fix, **params[kind])
+                    out = _records(res)
+                found.extend(out)
+            if seen != last_ns:
+                saved.append(
+                    {
+                        "v": vehicle,
+                        "d": kind,
+                        "s": _plain(state),
+                        "ts": pd.Timestamp(seen, unit="ns", tz="UTC").to_pydatetime(),
+                    }
+                )
+    for key, by_vehicle in peers.items():
+        saved.extend(
+            {"v": v, "d": PEERS_PREFIX + key, "s": _plain(entries), "ts": None}
+            for v, entries in by_vehicle.items()
+        )
+    _save_states(session, saved)
+    return found
+
+
+# --- findings → alerts ---------------------------------------------------------------------
+
+
+def _insert_findings(session: Session, records: list[dict[str, Any]]) -> set[str]:
+    """Insert finding records; return the ids that were new."""
+    if not records:
+        return set()
+    new: set[str] = set()
+    stmt = text(
+        "INSERT INTO findings (finding_id, kind, vehicle_id, stand_id, started_at, ended_at, "
+        "confidence, details, geometry) VALUES (:finding_id, :kind, :vehicle_id, :stand_id, "
+        ":started_at, :ended_at, :confidence, :details, ST_GeomFromEWKT(:geometry)) "
+        "ON CONFLICT (finding_id) DO NOTHING RETURNING finding_id"
+    ).bindparams(bindparam("details", type_=JSONB))
+    for r in records:
+        geom = r.get("geometry")
+        row = {
+            "finding_id": r["finding_id"],
+            "kind": r["kind"],
+            "vehicle_id": r["vehicle_id"],
+            "stand_id": r["stand_id"],
+            "started_at": pd.Timestamp(r["started_at"]).to_pydatetime(),
+            "ended_at": pd.Timestamp(r["ended_at"]).to_pydatetime(),
+            "confidence": float(r["confidence"]),
+            "details": jsonable(r["details"]),
+            "geometry": None if geom is None or geom.is_empty else f"SRID=4326;{geom.wkt}",
+        }
+        got = session.execute(stmt, row).scalar_one_or_none()
+        if got is not None:
+            new.add(str(got))
+    return new
+
+
+def _active_webhooks(session: Session) -> list[tuple[int, dict[str, Any]]]:
+    rows = session.execute(text("SELECT webhook_id, filters FROM webhooks WHERE active"))
+    return [(int(w), dict(f or {})) for w, f in rows]
+
+
+def _alert(
+    session: Session,
+    record: Mapping[str, Any],
+    *,
+    throttle_s: float,
+    webhooks: list[tuple[int, dict[str, Any]]],
+) -> str | None:
+    """Create the alert of a new finding, or fold it into a recent one; return the alert id."""
+    key = throttle_key(record["kind"], record["vehicle_id"], record["stand_id"])
+    ended = pd.Timestamp(record["ended_at"]).to_pydatetime()
+    if throttle_s > 0:
+        window = dt.timedelta(seconds=throttle_s)
+        recent = session.execute(
+            text(
+                "SELECT alert_id FROM alerts WHERE throttle_key = :k "
+                "AND event_at BETWEEN :lo AND :hi ORDER BY event_at DESC LIMIT 1 FOR UPDATE"
+            ),
+            {"k": key, "lo": ended - window, "hi": ended + window},
+        ).scalar_one_or_none()
+        if recent is not None:
+            session.execute(
+                text(
+                    "UPDATE alerts SET repeat_count = repeat_count + 1, "
+                    "last_repeat_at = GREATEST(last_repeat_at, :t) WHERE alert_id = :a"
+                ),
+                {"t": ended, "a": recent},
+            )
+            return None
+    alert_id = f"alert-{record['finding_id']}"
+    payload = alert_payload(record, alert_id=alert_id)
+    geom = record.get("geometry")
+    session.execute(
+        text(
+            "INSERT INTO alerts (alert_id, finding_id, kind, vehicle_id, stand_id, throttle_key, "
+            "payload, geometry, event_at) VALUES (:a, :f, :kind, :v, :s, :k, :p, "
+            "ST_GeomFromEWKT(:g), :e) ON CONFLICT (alert_id) DO NOTHING"
+        ).bindparams(bindparam("p", type_=JSONB)),
+        {
+            "a": alert_id,
+            "f": record["finding_id"],
+            "kind": record["kind"],
+            "v": record["vehicle_id"],
+            "s": record["stand_id"],
+            "k": key,
+            "p": payload,
+            "g": None if geom is None or geom.is_empty else f"SRID=4326;{geom.wkt}",
+            "e": ended,
+        },
+    )
+    targets = [{"w": w, "a": alert_id} for w, f in webhooks if alert_matches(f, payload)]
+    if targets:
+        session.execute(
+            text(
+                "INSERT INTO webhook_deliveries (webhook_id, alert_id) VALUES (:w, :a) "
+                "ON CONFLICT DO NOTHING"
+            ),
+            targets,
+        )
+    session.execute(text("SELECT pg_notify(:c, :a)"), {"c": CHANNEL, "a": alert_id})
+    return alert_id
+
+
+def store_findings(
+    session: Session,
+    records: list[dict[str, Any]],
+    *,
+    throttle_s: float = DEFAULT_THROTTLE_S,
+) -> list[dict[str, Any]]:
+    """Insert finding records and alert the new ones (throttled), in the session's transaction.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        The caller commits.
+    records : list of dict
+        Finding records (findings-frame columns).
+    throttle_s : float, default 900
+        Throttle window (see the module docstring); 0 alerts every new finding.
+
+    Returns
+    -------
+    list of dict
+        The records, each with ``new`` (inserted now) and ``alert_id`` (None when the finding
+        was already stored or throttled).
+    """
+    new = _insert_findings(session, records)
+    webhooks = _active_webhooks(session) if new else []
+    out = []
+    for r in sorted(records, key=lambda r: (pd.Timestamp(r["ended_at"]), r["finding_id"])):
+        is_new = r["finding_id"] in new
+        alert_id = _alert(session, r, throttle_s=throttle_s, webhooks=webhooks) if is_new else None
+        out.append({**r, "new": is_new, "alert_id": alert_id})
+    return out
+
+
+def process_fixes(
+    session: Session,
+    pings: pd.DataFrame,
+    *,
+    thresholds: Thresholds | None = None,
+    kinds: Sequence[str] = LIVE_KINDS,
+    throttle_s: float = DEFAULT_THROTTLE_S,
+    roads: RoadGraph | None = None,
+    timezone: str = "America/Sao_Paulo",
+) -> list[dict[str, Any]]:
+    """Run the live detectors on fixes already stored, store their findings, alert the new ones.
+
+    Call it after the fixes' COMMIT, then commit the session: states, findings, alerts, webhook
+    deliveries and the NOTIFY are one transaction (module docstring).
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Session on the database (psycopg 3); the caller commits or rolls back.
+    pings : pandas.DataFrame
+        The accepted fixes (pings-frame columns, tz-aware ``timestamp``), any order.
+    thresholds : mapping, optional
+        ``{kind: {parameter: value}}`` as for ``pontual analyze`` (``tracking.detect``).
+    kinds : sequence of str, default LIVE_KINDS
+        Which live detectors to run.
+    throttle_s : float, default 900
+        Throttle window in seconds (0: none).
+    roads : geo.roads.RoadGraph, optional
+        Road network for ``longer_route`` (peer trips only without it).
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the local days (``flag2_misuse`` calendar, ``operating_while_barred`` days).
+
+    Returns
+    -------
+    list of dict
+        The finding records these fixes completed, each with ``new`` and ``alert_id``.
+
+    Raises
+    ------
+    LiveConfigError
+        If a threshold names an unknown kind or parameter.
+    """
+    found = detect_live(
+        session, pings, thresholds=thresholds, kinds=kinds, roads=roads, timezone=timezone
+    )
+    return store_findings(session, found, throttle_s=throttle_s)

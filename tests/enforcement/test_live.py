@@ -1,0 +1,233 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+from factories import make_pings, offset_m
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from enforcement.live import (
+    LIVE_KINDS,
+    LiveConfigError,
+    alert_matches,
+    live_params,
+    process_fixes,
+    throttle_key,
+)
+from tracking.detectors.flag2_misuse import detect_flag2_misuse
+from tracking.detectors.gps_anomaly import detect_gps_anomaly
+from tracking.detectors.tracking_gap import detect_tracking_gap
+
+T0 = pd.Timestamp("2024-03-04T12:00:00Z")  # a Monday, 09:00 in Porto Alegre
+
+
+def _fix(
+    vehicle: str, minute: float, north_m: float, meter: str, tariff: int | None = None
+) -> dict[str, Any]:
+    lat, lon = offset_m(north_m, 0.0)
+    return {
+        "vehicle_id": vehicle,
+        "timestamp": T0 + pd.Timedelta(minutes=minute),
+        "lat": lat,
+        "lon": lon,
+        "meter": meter,
+        "tariff": tariff,
+    }
+
+
+def track(vehicle: str) -> list[dict[str, Any]]:
+    """Bandeira 2 on a Monday morning, a GPS outlier, a gap in service, then free fixes."""
+    rows = [_fix(vehicle, k / 2, 50.0 * k, "occupied", 2) for k in range(21)]  # 10 min, tariff 2
+    rows += [_fix(vehicle, 10.5 + k / 2, 1000.0, "free") for k in range(10)]  # parked, free
+    rows[25]["lat"], rows[25]["lon"] = offset_m(6000.0, 0.0)  # 6 km away for one fix
+    rows += [_fix(vehicle, 16.0, 1000.0, "occupied", 1)]
+    rows += [_fix(vehicle, 40.0, 4000.0, "occupied", 1)]  # 24 min of silence, moved 3 km
+    rows += [_fix(vehicle, 41.0 + k, 4000.0, "free") for k in range(10)]
+    return rows
+
+
+def batch_ids(pings: pd.DataFrame) -> set[str]:
+    found = pd.concat(
+        [
+            detect_tracking_gap(pings),
+            detect_gps_anomaly(pings),
+            detect_flag2_misuse(pings, timezone="America/Sao_Paulo"),
+        ]
+    )
+    return set(found["finding_id"])
+
+
+def count(session: Session, sql: str, **params: Any) -> int:
+    return int(session.execute(text(sql), params).scalar_one())
+
+
+class TestProcessFixes:
+    def test_live_finds_what_the_batch_finds(self, db_session: Session) -> None:
+        """Fed one fix batch at a time, the live detectors give the batch detectors' ids."""
+        pings = make_pings(track("LIVE1"))
+        expected = batch_ids(pings)
+        assert {i.split("-")[0] for i in expected} == {
+            "tracking_gap",
+            "gps_anomaly",
+            "flag2_misuse",
+        }
+        found = []
+        for start in range(0, len(pings), 7):  # requests of 7 fixes
+            found += process_fixes(db_session, pings.iloc[start : start + 7], throttle_s=0)
+        assert {f["finding_id"] for f in found} == expected
+        assert all(f["new"] and f["alert_id"] == f"alert-{f['finding_id']}" for f in found)
+        stored = count(db_session, "SELECT count(*) FROM findings WHERE vehicle_id = :v", v="LIVE1")
+        assert stored == len(expected)
+        alerts = count(db_session, "SELECT count(*) FROM alerts WHERE vehicle_id = :v", v="LIVE1")
+        assert alerts == len(expected)
+
+    def test_one_request_equals_many(self, db_session: Session) -> None:
+        """All fixes in one call give the same findings as the same fixes one by one."""
+        pings = make_pings(track("LIVE2"))
+        found = process_fixes(db_session, pings, throttle_s=0)
+        assert {f["finding_id"] for f in found} == batch_ids(pings)
+
+    def test_resent_fixes_give_nothing(self, db_session: Session) -> None:
+        """Fixes sent again (or older than the state) produce no finding and no alert."""
+        pings = make_pings(track("LIVE3"))
+        first = process_fixes(db_session, pings, throttle_s=0)
+        again = process_fixes(db_session, pings, throttle_s=0)
+        assert first and again == []
+
+    def test_state_is_plain_json_per_vehicle_and_detector(self, db_session: Session) -> None:
+        """Each (vehicle, detector) state is one JSON row with the last fix time."""
+        pings = make_pings(track("LIVE4"))
+        process_fixes(db_session, pings)
+        rows = db_session.execute(
+            text(
+                "SELECT detector, last_ts FROM live_detector_states WHERE vehicle_id = 'LIVE4' "
+                "AND detector NOT LIKE 'longer_route_peers:%'"
+            )
+        ).all()
+        assert {d for d, _ in rows} == set(LIVE_KINDS) - {"operating_while_barred"}
+        assert {pd.Timestamp(ts) for _, ts in rows} == {pings["timestamp"].max()}
+
+    def test_finding_already_stored_is_not_alerted(self, db_session: Session) -> None:
+        """A finding stored before (e.g. by a batch run) is kept and not alerted again."""
+        pings = make_pings(track("LIVE5"))
+        gap = detect_tracking_gap(pings).iloc[0]
+        db_session.execute(
+            text(
+                "INSERT INTO findings (finding_id, kind, vehicle_id, started_at, ended_at, "
+                "confidence) VALUES (:i, 'tracking_gap', 'LIVE5', :s, :e, 0.9)"
+            ),
+            {"i": gap["finding_id"], "s": gap["started_at"], "e": gap["ended_at"]},
+        )
+        found = process_fixes(db_session, pings, throttle_s=0)
+        mine = [f for f in found if f["finding_id"] == gap["finding_id"]]
+        assert len(mine) == 1 and not mine[0]["new"] and mine[0]["alert_id"] is None
+
+    def test_operating_while_barred_for_a_suspended_vehicle(self, db_session: Session) -> None:
+        """A suspended registered vehicle in service is found once its day is over."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('LIVE6', 'LIVE6'); "
+                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+                "VALUES ('LIVE6', 'suspended', '2024-03-01', '2024-03-31')"
+            )
+        )
+        rows = [_fix("LIVE6", k, 300.0 * k, "occupied", 1) for k in range(6)]
+        rows += [_fix("LIVE6", 7, 2000.0, "free"), _fix("LIVE6", 24 * 60, 2000.0, "free")]
+        found = process_fixes(db_session, make_pings(rows), kinds=("operating_while_barred",))
+        assert [f["kind"] for f in found] == ["operating_while_barred"]
+        assert found[0]["details"]["reason"] == "suspended"
+
+    def test_unknown_threshold_is_refused(self, db_session: Session) -> None:
+        """A threshold unknown to the live and the batch detector is an error."""
+        with pytest.raises(LiveConfigError, match="max_gap_minutes"):
+            process_fixes(
+                db_session,
+                make_pings(track("LIVE7")),
+                thresholds={"tracking_gap": {"max_gap_minutes": 5}},
+            )
+
+
+class TestThrottling:
+    @staticmethod
+    def gaps(vehicle: str, starts_min: list[float]) -> pd.DataFrame:
+        rows = []
+        for m in starts_min:  # each: occupied, 6 min of silence, occupied, free
+            rows += [
+                _fix(vehicle, m, 0.0, "occupied", 1),
+                _fix(vehicle, m + 6, 0.0, "occupied", 1),
+                _fix(vehicle, m + 6.5, 0.0, "free"),
+            ]
+        return make_pings(rows)
+
+    def test_recurrence_within_the_window_is_not_realerted(self, db_session: Session) -> None:
+        """Gaps 7 min apart: every finding stored, one alert counting the repeats."""
+        found = process_fixes(db_session, self.gaps("THR1", [0, 7, 14]), throttle_s=900)
+        assert len(found) == 3 and all(f["new"] for f in found)
+        assert [f["alert_id"] is not None for f in found] == [True, False, False]
+        row = db_session.execute(
+            text("SELECT repeat_count, last_repeat_at FROM alerts WHERE vehicle_id = 'THR1'")
+        ).one()
+        assert row[0] == 2
+        assert pd.Timestamp(row[1]) == T0 + pd.Timedelta(minutes=20)
+
+    def test_after_the_window_a_new_alert(self, db_session: Session) -> None:
+        """A recurrence past the window is alerted again."""
+        found = process_fixes(db_session, self.gaps("THR2", [0, 30]), throttle_s=900)
+        assert all(f["alert_id"] is not None for f in found)
+
+    def test_zero_window_alerts_everything(self, db_session: Session) -> None:
+        """throttle_s=0 alerts every new finding."""
+        found = process_fixes(db_session, self.gaps("THR3", [0, 7]), throttle_s=0)
+        assert all(f["alert_id"] is not None for f in found)
+
+    def test_throttle_key_names_kind_vehicle_stand(self) -> None:
+        """The key is kind, vehicle and stand."""
+        assert throttle_key("queue_jump", "V1", "S1") == "queue_jump|V1|S1"
+        assert throttle_key("tracking_gap", "V1", None) == "tracking_gap|V1|"
+
+
+class TestAlertMatches:
+    ALERT: dict[str, Any] = {  # noqa: RUF012
+        "kind": "tracking_gap",
+        "stand_id": "S1",
+        "bbox": [-51.23, -30.03, -51.22, -30.02],
+    }
+
+    @pytest.mark.parametrize(
+        ("filters", "expected"),
+        [
+            (None, True),
+            ({}, True),
+            ({"kinds": ["tracking_gap", "gps_anomaly"]}, True),
+            ({"kinds": ["gps_anomaly"]}, False),
+            ({"stand_ids": ["S1"]}, True),
+            ({"stand_ids": ["S2"]}, False),
+            ({"bbox": [-51.3, -30.1, -51.2, -30.0]}, True),
+            ({"bbox": [-51.225, -30.025, -51.0, -29.0]}, True),  # overlaps a corner
+            ({"bbox": [-51.1, -30.1, -51.0, -30.0]}, False),
+            ({"kinds": ["tracking_gap"], "stand_ids": ["S2"]}, False),
+        ],
+    )
+    def test_filters(self, filters: dict[str, Any] | None, expected: bool) -> None:
+        """Kinds, stands and bbox filter; all given filters must pass."""
+        assert alert_matches(filters, self.ALERT) is expected
+
+    def test_bbox_filter_drops_alerts_without_geometry(self) -> None:
+        """An alert without geometry never passes an area filter."""
+        assert not alert_matches({"bbox": [-180, -90, 180, 90]}, {**self.ALERT, "bbox": None})
+
+
+class TestLiveParams:
+    def test_batch_only_parameters_are_left_out(self) -> None:
+        """A batch-only threshold is accepted and not passed to the live function."""
+        params = live_params(
+            "operating_while_barred", {"operating_while_barred": {"include_inferred_trips": False}}
+        )
+        assert params == {}
+
+    def test_kind_without_live_detection(self) -> None:
+        """A kind with no live function is refused."""
+        with pytest.raises(LiveConfigError, match="habitual_absence"):
+            live_params("habitual_absence", None)
