@@ -21,6 +21,10 @@ ROUTERS = (
     "api.routes.auth",
     "api.routes.pings",
     "api.routes.osmand",
+    "api.routes.stands",
+    "api.routes.fleet",
+    "api.routes.findings",
+    "api.routes.maps",
     "api.routes.proposals",
 )
 """Modules whose ``router`` is mounted, in this order."""

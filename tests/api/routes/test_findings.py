@@ -1,0 +1,36 @@
+"""Tests of api.routes.findings: GeoJSON findings for agents and admins."""
+
+from __future__ import annotations
+
+from api_factories import bearer
+from fastapi.testclient import TestClient
+
+
+class TestListFindings:
+    def test_filter_by_kind_and_vehicle(self, client: TestClient, seeded: dict) -> None:
+        """Filters by kind and vehicle select the seeded finding; another kind selects none."""
+        headers = bearer(seeded["tokens"]["agent"])
+        body = client.get(
+            "/api/v1/findings?kind=tracking_gap&vehicle_id=V1", headers=headers
+        ).json()
+        assert [f["id"] for f in body["features"]] == ["F1"]
+        assert body["features"][0]["geometry"]["type"] == "Point"
+        none = client.get("/api/v1/findings?kind=queue_jump", headers=headers).json()
+        assert none["count"] == 0
+
+    def test_naive_period_is_422(self, client: TestClient, seeded: dict) -> None:
+        """A period bound without a UTC offset is refused."""
+        response = client.get(
+            "/api/v1/findings?since=2024-01-01T00:00:00", headers=bearer(seeded["tokens"]["agent"])
+        )
+        assert response.status_code == 422
+
+
+class TestGetFinding:
+    def test_detail_and_404(self, client: TestClient, seeded: dict) -> None:
+        """One finding with its details; an unknown id is 404."""
+        headers = bearer(seeded["tokens"]["admin"])
+        assert client.get("/api/v1/findings/F1", headers=headers).json()["properties"][
+            "details"
+        ] == {"gap_s": 3600}
+        assert client.get("/api/v1/findings/NOPE", headers=headers).status_code == 404
