@@ -16,7 +16,15 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from api import cli_analyze, cli_db, cli_demo, cli_import, cli_serve, cli_users
+    from api import (
+        cli_analyze,
+        cli_db,
+        cli_demo,
+        cli_import,
+        cli_proposals,
+        cli_serve,
+        cli_users,
+    )
 
     app.add_typer(cli_db.app, name="db")
     app.add_typer(cli_import.app, name="import")
@@ -25,6 +33,7 @@ def _register() -> None:
     app.command("serve")(cli_serve.serve)
     app.add_typer(cli_users.app, name="users")
     app.add_typer(cli_users.devices_app, name="devices")
+    app.add_typer(cli_proposals.app, name="proposals")
 
 
 _register()

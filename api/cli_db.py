@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import typer
 
 from api.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 app = typer.Typer(
     help="Banco de dados PostGIS (start, stop, status, upgrade). Sem DATABASE_URL, o pontual "
@@ -42,6 +47,19 @@ def database_url(settings: Settings | None = None, *, migrate: bool = True) -> s
         bindir=settings.pg_bindir,
         migrate=migrate,
     )
+
+
+@contextlib.contextmanager
+def cli_session() -> Iterator[Session]:
+    """Yield a session on the ready database for one CLI command (commit on success)."""
+    from db.engine import make_engine, session_scope
+
+    engine = make_engine(database_url())
+    try:
+        with session_scope(engine) as session:
+            yield session
+    finally:
+        engine.dispose()
 
 
 def _revision(url: str) -> str | None:

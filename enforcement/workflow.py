@@ -184,6 +184,7 @@ def generate_proposals(
 ) -> int:
     """Propose for the stored findings that no proposal of the municipality covers yet."""
     books = rulebooks_for(municipality)
+    _ensure_municipality(session, next(iter(books.values())))
     covered = (
         select(ProposalFinding.finding_id)
         .join(Proposal)
@@ -202,6 +203,20 @@ def generate_proposals(
         confirmed=confirmed_history(session, municipality=municipality),
     )
     return store_proposals(session, records)
+
+
+def _ensure_municipality(session: Session, book: Rulebook) -> None:
+    """Register the rulebook's municipality if the registry lacks it (proposals refer to it)."""
+    from fleet.loaders import UF_TIMEZONES
+    from fleet.models import Municipality
+
+    row = {
+        "code": book.municipality,
+        "name": book.municipality_name,
+        "uf": book.uf,
+        "timezone": UF_TIMEZONES.get(book.uf),
+    }
+    session.execute(insert(Municipality).values(row).on_conflict_do_nothing())
 
 
 def _audit(

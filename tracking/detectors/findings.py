@@ -20,6 +20,8 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import shapely
+import shapely.geometry
 
 KINDS = (
     "unlicensed_stand_use",
@@ -201,3 +203,40 @@ def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
         json.dumps({"type": "FeatureCollection", "features": features}, ensure_ascii=False),
         encoding="utf-8",
     )
+
+
+def read_findings_geojson(path: Path) -> gpd.GeoDataFrame:
+    """Read a ``findings.geojson`` back into a validated findings frame.
+
+    Raises
+    ------
+    FindingsFrameError
+        The file is not a FeatureCollection of findings (the message names what is missing).
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        features = data["features"]
+        rows = [{**f["properties"], "geometry": f.get("geometry")} for f in features]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        msg = f"{path.name}: não é um findings.geojson (FeatureCollection de achados): {exc!r}"
+        raise FindingsFrameError(msg) from None
+    if not rows:
+        return empty_findings()
+    frame = pd.DataFrame(rows)
+    missing = [c for c in FINDING_COLUMNS if c not in frame.columns]
+    if missing:
+        msg = f"{path.name}: faltam as propriedades {', '.join(missing)}"
+        raise FindingsFrameError(msg)
+    geometry = [shapely.geometry.shape(g) if g else None for g in frame["geometry"]]
+    for col in ("started_at", "ended_at"):
+        frame[col] = pd.to_datetime(frame[col], utc=True).astype(_UTC)
+    frame["confidence"] = frame["confidence"].astype("float64")
+    frame["vehicle_id"] = (
+        frame["vehicle_id"].astype(object).where(frame["vehicle_id"].notna(), None)
+    )
+    frame["stand_id"] = frame["stand_id"].astype(object).where(frame["stand_id"].notna(), None)
+    out = gpd.GeoDataFrame(
+        frame.drop(columns="geometry"), geometry=gpd.GeoSeries(geometry, crs=4326), crs=4326
+    )[list(FINDING_COLUMNS)]
+    validate_findings(out)
+    return out

@@ -1,0 +1,204 @@
+"""`pontual proposals ...`: infraction proposals and their review, on the database."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from api.cli_db import cli_session
+
+app = typer.Typer(
+    help="Propostas de autuação: gerar a partir dos achados, revisar (confirmar, descartar, "
+    "notificar, defesa, decisão), prazos. Cada passo fica no registro de auditoria.",
+    no_args_is_help=True,
+)
+
+Agent = Annotated[str, typer.Option("--agent", help="Identificação do agente (matrícula).")]
+At = Annotated[
+    str | None,
+    typer.Option("--at", help="Data/hora do passo (ISO 8601 com fuso); padrão: agora."),
+]
+
+
+def _at(value: str | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        at = dt.datetime.fromisoformat(value)
+    except ValueError:
+        msg = f"--at '{value}' não é uma data/hora ISO 8601 (ex.: 2025-03-04T10:00:00-03:00)"
+        raise typer.BadParameter(msg) from None
+    if at.tzinfo is None:
+        raise typer.BadParameter(f"--at '{value}' precisa de fuso horário (ex.: -03:00)")
+    return at
+
+
+def _echo_json(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+@app.command()
+def generate(
+    municipality: Annotated[str, typer.Option(help="Código IBGE do município.")],
+    findings: Annotated[
+        Path | None,
+        typer.Option(help="findings.geojson de um `pontual analyze` a carregar antes."),
+    ] = None,
+    timezone: Annotated[str | None, typer.Option(help="Fuso dos dias locais.")] = None,
+) -> None:
+    """Gera propostas para os achados ainda sem proposta no município."""
+    from api.settings import get_settings
+    from enforcement.rulebook import rulebooks_for
+    from enforcement.workflow import generate_proposals, store_findings
+    from tracking.detectors.findings import read_findings_geojson
+
+    rulebooks_for(municipality)  # fail early on a code without rulebook
+    frame = read_findings_geojson(findings) if findings else None
+    with cli_session() as session:
+        loaded = store_findings(session, frame) if frame is not None else 0
+        created = generate_proposals(
+            session, municipality=municipality, timezone=timezone or get_settings().timezone
+        )
+    if frame is not None:
+        typer.echo(f"{loaded} achado(s) novos de {len(frame)} em {findings}.")
+    typer.echo(f"{created} proposta(s) criada(s) para o município {municipality}.")
+
+
+@app.command("list")
+def list_(
+    status: Annotated[str | None, typer.Option(help="Situação (ex.: proposta).")] = None,
+    municipality: Annotated[str | None, typer.Option(help="Código IBGE.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Saída em JSON.")] = False,
+) -> None:
+    """Lista as propostas, as mais recentes primeiro."""
+    from sqlalchemy import select
+
+    from enforcement.models import Proposal
+    from enforcement.workflow import as_record
+
+    query = select(Proposal).order_by(Proposal.committed_at.desc(), Proposal.proposal_id)
+    if status:
+        query = query.where(Proposal.status == status)
+    if municipality:
+        query = query.where(Proposal.municipality_code == municipality)
+    with cli_session() as session:
+        records = [as_record(p) for p in session.execute(query).scalars()]
+    if as_json:
+        _echo_json(records)
+        return
+    for r in records:
+        typer.echo(
+            f"{r['proposal_id']}  {r['status']:<18} {r['committed_at'][:16]}  "
+            f"{r['vehicle_id'] or '-':<10} {r['provision']:<28} {r['kind']}"
+        )
+    typer.echo(f"{len(records)} proposta(s).")
+
+
+@app.command()
+def show(proposal_id: Annotated[str, typer.Argument(help="Id da proposta.")]) -> None:
+    """Mostra uma proposta com seus achados e o histórico de revisão (JSON)."""
+    from enforcement.workflow import as_record, finding_ids_of, get_proposal, proposal_history
+
+    with cli_session() as session:
+        p = get_proposal(session, proposal_id)
+        record = as_record(p, finding_ids_of(session, proposal_id))
+        record["history"] = proposal_history(session, proposal_id)
+    _echo_json(record)
+
+
+@app.command()
+def confirm(proposal_id: str, agent: Agent, at: At = None) -> None:
+    """Confirma a proposta: lavra o auto de infração (numerado)."""
+    from enforcement.workflow import confirm as run
+
+    with cli_session() as session:
+        p = run(session, proposal_id, agent_id=agent, at=_at(at))
+        number, due = p.auto_number, (p.deadlines.get("notification") or {}).get("due")
+    typer.echo(f"Auto de infração {number} lavrado.")
+    if due:
+        typer.echo(f"Notificar até {due[:10]}.")
+
+
+@app.command()
+def dismiss(
+    proposal_id: str,
+    agent: Agent,
+    reason: Annotated[str, typer.Option(help="Motivo do descarte.")],
+    at: At = None,
+) -> None:
+    """Descarta a proposta, com o motivo."""
+    from enforcement.workflow import dismiss as run
+
+    with cli_session() as session:
+        run(session, proposal_id, agent_id=agent, reason=reason, at=_at(at))
+    typer.echo(f"Proposta {proposal_id} descartada.")
+
+
+@app.command()
+def notify(proposal_id: str, agent: Agent, at: At = None) -> None:
+    """Registra a entrega da notificação de penalidade (começa o prazo de defesa)."""
+    from enforcement.workflow import notify as run
+
+    with cli_session() as session:
+        p = run(session, proposal_id, actor=agent, at=_at(at))
+        due = (p.deadlines.get("defence") or {}).get("due")
+    typer.echo(f"Proposta {proposal_id} notificada." + (f" Defesa até {due[:10]}." if due else ""))
+
+
+@app.command()
+def defence(proposal_id: str, agent: Agent, at: At = None) -> None:
+    """Registra a defesa apresentada no prazo."""
+    from enforcement.workflow import file_defence
+
+    with cli_session() as session:
+        file_defence(session, proposal_id, actor=agent, at=_at(at))
+    typer.echo(f"Defesa registrada na proposta {proposal_id}.")
+
+
+@app.command()
+def decide(
+    proposal_id: str,
+    agent: Agent,
+    reason: Annotated[str, typer.Option(help="Fundamentação da decisão.")],
+    accepted: Annotated[
+        bool, typer.Option("--accepted/--rejected", help="Defesa deferida ou indeferida.")
+    ],
+    at: At = None,
+) -> None:
+    """Decide a defesa (deferida: o auto cai; indeferida: a penalidade se mantém)."""
+    from enforcement.workflow import decide_defence
+
+    with cli_session() as session:
+        p = decide_defence(
+            session, proposal_id, agent_id=agent, accepted=accepted, reason=reason, at=_at(at)
+        )
+        status = p.status
+    typer.echo(f"Proposta {proposal_id}: {status}.")
+
+
+@app.command()
+def deadlines(
+    within_days: Annotated[int, typer.Option(help="Horizonte em dias.")] = 5,
+    archive: Annotated[
+        bool, typer.Option(help="Arquiva os autos com prazo de notificação vencido.")
+    ] = False,
+) -> None:
+    """Prazos a vencer (e vencidos); com --archive, arquiva os autos não notificados a tempo."""
+    from enforcement.workflow import archive_lapsed, deadline_warnings
+
+    with cli_session() as session:
+        archived = archive_lapsed(session) if archive else []
+        warnings = deadline_warnings(session, within_days=within_days)
+    for pid in archived:
+        typer.echo(f"arquivada: {pid} (prazo de notificação vencido)")
+    for w in warnings:
+        flag = "VENCIDO" if w["overdue"] else "vence"
+        typer.echo(
+            f"{w['proposal_id']}  {w['auto_number'] or '-'}  {w['deadline']}: {flag} em "
+            f"{w['due'][:10]} ({w['provision']})"
+        )
+    typer.echo(f"{len(warnings)} prazo(s) em até {within_days} dia(s).")

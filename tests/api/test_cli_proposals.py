@@ -1,0 +1,73 @@
+"""`pontual proposals` through the console script, on the API tests' database."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+STANDS = {
+    "type": "FeatureCollection",
+    "features": [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [-51.45, -29.1]},
+            "properties": {"stand_id": "PB1", "radius_m": 40},
+        }
+    ],
+}
+
+
+def _analyze_outside_pinto_bandeira(run_pontual, tmp_path, vehicle: str) -> str:
+    rows = [
+        (vehicle, f"2024-03-04T09:{m:02d}:00-03:00", 41.15 + m * 0.001, -8.61, meter)
+        for m, meter in enumerate(["free"] + ["occupied"] * 6)
+    ]
+    pings, stands = tmp_path / "pings.csv", tmp_path / "stands.geojson"
+    stands.write_text(json.dumps(STANDS), encoding="utf-8")
+    pd.DataFrame(rows, columns=["vehicle_id", "timestamp", "lat", "lon", "meter"]).to_csv(
+        pings, index=False
+    )
+    done = run_pontual(
+        "analyze", "--pings", str(pings), "--stands", str(stands),
+        "--municipality", "4314548", "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return str(tmp_path / "o" / "findings.geojson")
+
+
+class TestProposalsCli:
+    def test_generate_confirm_show(self, run_pontual, tmp_path, api_database_url) -> None:
+        """findings.geojson → proposals in the database → confirmed by an agent, with history;
+        a second confirmation fails with one clear message."""
+        env = {"DATABASE_URL": api_database_url}
+        findings = _analyze_outside_pinto_bandeira(run_pontual, tmp_path, "CLI-1")
+        done = run_pontual(
+            "proposals", "generate", "--municipality", "4314548", "--findings", findings, **env
+        )
+        assert done.returncode == 0, done.stderr
+        assert "1 proposta(s) criada(s)" in done.stdout
+
+        done = run_pontual("proposals", "list", "--municipality", "4314548", "--json", **env)
+        (p,) = [r for r in json.loads(done.stdout) if r["vehicle_id"] == "CLI-1"]
+        assert (p["provision"], p["status"]) == ("art. 25, X", "proposta")
+
+        done = run_pontual("proposals", "confirm", p["proposal_id"], "--agent", "fiscal-9", **env)
+        assert done.returncode == 0, done.stderr
+        assert "Auto de infração AI-4314548-" in done.stdout and "Notificar até" in done.stdout
+
+        shown = json.loads(run_pontual("proposals", "show", p["proposal_id"], **env).stdout)
+        assert [h["to"] for h in shown["history"]] == ["proposta", "confirmada"]
+        assert shown["history"][1]["actor"] == "fiscal-9"
+
+        again = run_pontual("proposals", "confirm", p["proposal_id"], "--agent", "x", **env)
+        assert again.returncode == 1
+        assert again.stderr.startswith("erro:") and "Traceback" not in again.stderr
+
+    def test_unknown_municipality(self, run_pontual, api_database_url) -> None:
+        """A code without rulebook fails with one line listing the configured ones."""
+        done = run_pontual(
+            "proposals", "generate", "--municipality", "3550308", DATABASE_URL=api_database_url
+        )
+        assert done.returncode == 1
+        assert "nenhum regulamento configurado" in done.stderr

@@ -1,0 +1,51 @@
+import json
+
+import pandas as pd
+import pytest
+import shapely
+
+from tracking.detectors.findings import (
+    FindingsFrameError,
+    make_findings,
+    read_findings_geojson,
+    write_findings_geojson,
+)
+
+
+def _findings():
+    rows = pd.DataFrame(
+        {
+            "kind": ["tracking_gap", "illegal_stand_formation"],
+            "vehicle_id": ["V1", None],
+            "stand_id": [None, None],
+            "started_at": ["2024-03-04T12:00:00Z", "2024-03-05T12:00:00Z"],
+            "ended_at": ["2024-03-04T12:20:00Z", "2024-03-06T12:00:00Z"],
+            "confidence": [0.9, 0.6],
+            "details": [{"gap_s": 1200, "fixes": [{"row": 3}]}, {"vehicles": ["A", "B"]}],
+        }
+    )
+    geoms = [shapely.Point(-51.2, -30.0), shapely.Point(-51.2, -30.0).buffer(0.001)]
+    return make_findings(rows, geoms)
+
+
+class TestReadFindingsGeojson:
+    def test_round_trip(self, tmp_path) -> None:
+        """What write_findings_geojson writes reads back to the same findings."""
+        path = tmp_path / "findings.geojson"
+        before = _findings()
+        write_findings_geojson(before, path)
+        after = read_findings_geojson(path)
+        assert list(after["finding_id"]) == list(before["finding_id"])
+        assert list(after["details"]) == list(before["details"])
+        assert after["started_at"].equals(before["started_at"])
+        assert after.geometry.geom_equals_exact(before.geometry, 1e-9).all()
+        assert after["vehicle_id"].tolist() == before["vehicle_id"].tolist()
+        assert None in after["vehicle_id"].tolist()
+
+    def test_not_findings(self, tmp_path) -> None:
+        """A GeoJSON without the contract's properties is a named error, not a traceback."""
+        path = tmp_path / "x.geojson"
+        path.write_text(json.dumps({"type": "FeatureCollection", "features": [
+            {"type": "Feature", "geometry": None, "properties": {"kind": "x"}}]}))  # fmt: skip
+        with pytest.raises(FindingsFrameError, match="faltam as propriedades finding_id"):
+            read_findings_geojson(path)
