@@ -25,6 +25,7 @@ ROUTERS = (
     "api.routes.fleet",
     "api.routes.findings",
     "api.routes.maps",
+    "api.routes.public",
     "api.routes.proposals",
 )
 """Modules whose ``router`` is mounted, in this order."""
