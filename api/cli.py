@@ -22,6 +22,7 @@ def _register() -> None:
         cli_demo,
         cli_import,
         cli_proposals,
+        cli_rulebooks,
         cli_serve,
         cli_users,
     )
@@ -34,6 +35,7 @@ def _register() -> None:
     app.add_typer(cli_users.app, name="users")
     app.add_typer(cli_users.devices_app, name="devices")
     app.add_typer(cli_proposals.app, name="proposals")
+    app.command("rulebooks")(cli_rulebooks.rulebooks)
 
 
 _register()

@@ -303,3 +303,11 @@ def proposal_summary(proposals: list[dict[str, Any]], uncovered: dict[str, int])
 def write_proposals_json(proposals: list[dict[str, Any]], path: Path) -> None:
     """Write ``proposals.json``: a JSON list of proposal records (PRODUCT.md)."""
     path.write_text(json.dumps(proposals, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def format_fine(amount: float, unit: str) -> str:
+    """Write a fine as people read it: ``R$ 1.015,00``, ``200 UFM``."""
+    if unit == "BRL":
+        whole = f"{amount:,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
+        return f"R$ {whole}"
+    return f"{amount:g} {unit}".replace(".", ",")
