@@ -5,6 +5,8 @@ provision of the law that a finding may breach: article, inciso, the verbatim ex
 penalties, measure, pontuação and fine, plus the reincidence window and the procedural deadlines.
 Amounts the text does not give are absent (null), with a note saying why; nothing is invented.
 The texts quoted live in ``enforcement/laws/``; a test proves every excerpt occurs in its text.
+An optional ``[planning]`` table holds the planning rules (fleet per inhabitants, accessible
+share, vehicle age, inspection bands) that ``pontual plan`` applies.
 """
 
 from __future__ import annotations
@@ -137,6 +139,87 @@ class Rule(_Frozen):
         return True
 
 
+class InspectionBand(_Frozen):
+    """Periodic inspection interval for vehicles of an age band (whole years, both inclusive)."""
+
+    age_min_years: int = Field(ge=0)
+    age_max_years: int = Field(ge=0)
+    interval_days: int = Field(gt=0)
+    provision: str | None = None
+    excerpt: str | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> InspectionBand:
+        if self.age_max_years < self.age_min_years:
+            msg = f"inspection band: age_max_years {self.age_max_years} < age_min_years"
+            raise ValueError(msg)
+        return self
+
+
+class Planning(_Frozen):
+    """Planning rules of a municipality's law: fleet size per inhabitants, accessible share, age.
+
+    Fleet size is either a range (``inhabitants_per_taxi_min``/``_max``: fewest and most
+    inhabitants per taxi) or one fixed proportion (``inhabitants_per_taxi``). The accessible
+    requirement is a share of the fleet (``accessible_share_min``, e.g. 0.02) or one vehicle in
+    every ``accessible_one_in``. Ages are whole years counted from the year of manufacture or of
+    first registration.
+    """
+
+    population: Literal["census", "census_or_estimate"] = "census_or_estimate"
+    inhabitants_per_taxi: int | None = Field(default=None, gt=0)
+    inhabitants_per_taxi_min: int | None = Field(default=None, gt=0)
+    inhabitants_per_taxi_max: int | None = Field(default=None, gt=0)
+    provision: str | None = None
+    excerpt: str | None = None
+    population_provision: str | None = None
+    population_excerpt: str | None = None
+    accessible_share_min: Decimal | None = Field(default=None, gt=0, le=1)
+    accessible_one_in: int | None = Field(default=None, gt=0)
+    accessible_provision: str | None = None
+    accessible_excerpt: str | None = None
+    max_vehicle_age_years: int | None = Field(default=None, ge=0)
+    age_counted_from: Literal["manufacture", "first_registration"] = "manufacture"
+    age_provision: str | None = None
+    age_excerpt: str | None = None
+    age_basis_provision: str | None = None
+    age_basis_excerpt: str | None = None
+    inspection_bands: tuple[InspectionBand, ...] = ()
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _one_sizing(self) -> Planning:
+        ranged = (self.inhabitants_per_taxi_min, self.inhabitants_per_taxi_max)
+        if self.inhabitants_per_taxi is not None and any(v is not None for v in ranged):
+            msg = "planning: give inhabitants_per_taxi or the _min/_max range, not both"
+            raise ValueError(msg)
+        low, high = ranged
+        if low is not None and high is not None and high < low:
+            msg = f"planning: inhabitants_per_taxi_max {high} < inhabitants_per_taxi_min {low}"
+            raise ValueError(msg)
+        if self.accessible_share_min is not None and self.accessible_one_in is not None:
+            msg = "planning: give accessible_share_min or accessible_one_in, not both"
+            raise ValueError(msg)
+        bands = sorted(self.inspection_bands, key=lambda b: b.age_min_years)
+        for before, after in zip(bands, bands[1:], strict=False):
+            if after.age_min_years <= before.age_max_years:
+                msg = "planning: inspection bands overlap"
+                raise ValueError(msg)
+        return self
+
+    @property
+    def has_sizing(self) -> bool:
+        """Whether the rule sizes the fleet by population."""
+        return any(
+            v is not None
+            for v in (
+                self.inhabitants_per_taxi,
+                self.inhabitants_per_taxi_min,
+                self.inhabitants_per_taxi_max,
+            )
+        )
+
+
 class Rulebook(_Frozen):
     """One municipality's rules for one service (taxi or fretamento)."""
 
@@ -157,6 +240,7 @@ class Rulebook(_Frozen):
     deadlines: dict[str, Deadline] = Field(default_factory=dict)
     gravities: dict[str, Gravity] = Field(default_factory=dict)
     rules: tuple[Rule, ...]
+    planning: Planning | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Rulebook:
