@@ -1,0 +1,386 @@
+"""Live alerts in the server: detection on ingest, LISTEN/NOTIFY fan-out, webhook delivery.
+
+Detection
+    :func:`detect_on_ingest` runs :func:`enforcement.live.process_fixes` on the fixes an ingest
+    just stored, inside a savepoint of the ingest's transaction: the fixes, the detector
+    states, the findings, the alerts and their ``NOTIFY`` commit together, so an alert is never
+    announced for a fix that is not durable, and a detector failure is logged and rolled back to
+    the savepoint without losing the fixes.
+Fan-out
+    Each server process holds one :class:`AlertHub`: one psycopg async connection that
+    ``LISTEN`` on ``pontual_alerts`` (reconnecting with backoff), reads each announced alert
+    and hands it to the in-process subscribers (SSE and WebSocket clients) whose filters match.
+    Whichever process committed the alert, every process hears the NOTIFY.
+Webhooks
+    A delivery worker per process (:func:`deliver_due`, woken by each NOTIFY and every few
+    seconds) claims due ``webhook_deliveries`` rows with ``FOR UPDATE SKIP LOCKED``, POSTs the
+    alert as JSON with ``X-Pontual-Signature: sha256=<hex HMAC-SHA256 of the body with the
+    webhook's secret>`` and ``X-Pontual-Alert-Id``, and in the same transaction marks the row
+    ``delivered`` after a 2xx, or schedules the next attempt after
+    ``backoff_s · 2^(attempts − 1)`` (at most one hour), ``failed`` after ``max_attempts``.
+    The row lock is held during the POST, so two workers never send the same (webhook, alert);
+    only a crash between the receiver's 2xx and the COMMIT can repeat a delivery, which the
+    receiver can recognise by ``X-Pontual-Alert-Id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import hashlib
+import hmac
+import json
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import psycopg
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+from api.settings import Settings, get_settings
+from enforcement.live import CHANNEL, alert_matches, process_fixes
+
+log = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Pontual-Signature"
+ALERT_ID_HEADER = "X-Pontual-Alert-Id"
+QUEUE_SIZE = 1000
+POLL_S = 5.0
+MAX_BACKOFF_S = 3600.0
+_RECONNECT_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+# --- detection on ingest -------------------------------------------------------------------
+
+
+def detect_on_ingest(
+    conn: Connection, pings: pd.DataFrame, *, settings: Settings | None = None
+) -> list[dict[str, Any]]:
+    """Run the live detectors on fixes just stored in ``conn``'s transaction (in a savepoint).
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        The ingest's connection, inside its transaction (the caller commits).
+    pings : pandas.DataFrame
+        The fixes stored now (validated pings frame).
+    settings : Settings, optional
+        Throttle window and time zone; default :func:`api.settings.get_settings`.
+
+    Returns
+    -------
+    list of dict
+        The finding records completed (see :func:`enforcement.live.process_fixes`); empty when
+        the detectors failed (logged, rolled back to the savepoint; the fixes stay).
+    """
+    if pings.empty:
+        return []
+    settings = settings or get_settings()
+    savepoint = conn.begin_nested()
+    try:
+        with Session(bind=conn) as session:
+            found = process_fixes(
+                session,
+                pings,
+                throttle_s=settings.alert_throttle_s,
+                timezone=settings.timezone,
+            )
+            session.flush()
+    except Exception:
+        savepoint.rollback()
+        log.exception("detecção ao vivo falhou; posições gravadas, sem achados neste lote")
+        return []
+    savepoint.commit()
+    return found
+
+
+# --- reading alerts --------------------------------------------------------------------------
+
+
+def _event(row: Mapping[str, Any]) -> dict[str, Any]:
+    created = row["created_at"]
+    return {
+        **dict(row["payload"]),
+        "created_at": created.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"),
+        "repeat_count": int(row["repeat_count"]),
+    }
+
+
+def fetch_alert(engine: Engine, alert_id: str) -> dict[str, Any] | None:
+    """Return an alert as it is announced (payload, ``created_at``, ``repeat_count``)."""
+    with engine.connect() as conn:
+        row = (
+            conn.execute(
+                text("SELECT payload, created_at, repeat_count FROM alerts WHERE alert_id = :a"),
+                {"a": alert_id},
+            )
+            .mappings()
+            .one_or_none()
+        )
+    return None if row is None else _event(row)
+
+
+def list_alerts(
+    *,
+    session: Session,
+    kinds: list[str] | None = None,
+    stand_ids: list[str] | None = None,
+    bbox: tuple[float, float, float, float] | None = None,
+    vehicle_id: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[dict[str, Any]], int]:
+    """Return recent alerts (newest first) matching the filters, and how many match in all."""
+    where = ["true"]
+    params: dict[str, Any] = {"limit": limit, "offset": offset}
+    if kinds:
+        where.append("kind = ANY(:kinds)")
+        params["kinds"] = kinds
+    if stand_ids:
+        where.append("stand_id = ANY(:stands)")
+        params["stands"] = stand_ids
+    if vehicle_id:
+        where.append("vehicle_id = :vehicle")
+        params["vehicle"] = vehicle_id
+    if bbox:
+        where.append("geometry && ST_MakeEnvelope(:x0, :y0, :x1, :y1, 4326)")
+        params.update(dict(zip(("x0", "y0", "x1", "y1"), bbox, strict=True)))
+    cond = " AND ".join(where)
+    total = session.execute(text(f"SELECT count(*) FROM alerts WHERE {cond}"), params).scalar_one()  # noqa: S608
+    rows = session.execute(
+        text(
+            "SELECT payload, created_at, repeat_count FROM alerts "  # noqa: S608
+            f"WHERE {cond} ORDER BY created_at DESC, alert_id LIMIT :limit OFFSET :offset"
+        ),
+        params,
+    ).mappings()
+    return [_event(r) for r in rows], int(total)
+
+
+# --- fan-out -------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One in-process subscriber: its filters and the queue its alerts arrive in."""
+
+    filters: dict[str, Any]
+    queue: asyncio.Queue[dict[str, Any]] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=QUEUE_SIZE)
+    )
+    dropped: int = 0
+
+
+def conninfo(engine: Engine) -> str:
+    """Return the libpq URL of an engine's database (for the LISTEN connection)."""
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class AlertHub:
+    """The process's LISTEN connection and its subscribers (one per app instance)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.subscribers: set[Subscription] = set()
+        self.listening = asyncio.Event()
+        self.wake = asyncio.Event()
+
+    def subscribe(self, filters: Mapping[str, Any]) -> Subscription:
+        """Register a subscriber; alerts matching ``filters`` reach its queue."""
+        sub = Subscription(filters=dict(filters))
+        self.subscribers.add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        """Forget a subscriber."""
+        self.subscribers.discard(sub)
+
+    def publish(self, alert: Mapping[str, Any]) -> int:
+        """Hand an alert to the matching subscribers; return how many got it."""
+        n = 0
+        for sub in list(self.subscribers):
+            if alert_matches(sub.filters, alert):
+                try:
+                    sub.queue.put_nowait(dict(alert))
+                    n += 1
+                except asyncio.QueueFull:
+                    sub.dropped += 1
+        return n
+
+    async def _announced(self, alert_id: str) -> None:
+        self.wake.set()
+        if not self.subscribers:
+            return
+        alert = await asyncio.to_thread(fetch_alert, self.engine, alert_id)
+        if alert is not None:
+            self.publish(alert)
+
+    async def listen(self) -> None:
+        """LISTEN on the alerts channel until cancelled, reconnecting after failures."""
+        failures = 0
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    conninfo(self.engine), autocommit=True, connect_timeout=5
+                )
+            except psycopg.Error as exc:
+                delay = _RECONNECT_S[min(failures, len(_RECONNECT_S) - 1)]
+                if failures == 0:
+                    log.warning("LISTEN de alertas sem conexão (%s); nova tentativa", exc)
+                failures += 1
+                await asyncio.sleep(delay)
+                continue
+            try:
+                await conn.execute(f"LISTEN {CHANNEL}")
+                failures = 0
+                self.listening.set()
+                self.wake.set()  # deliveries may have been queued while disconnected
+                async for note in conn.notifies():
+                    await self._announced(note.payload)
+            except psycopg.Error as exc:
+                log.warning("LISTEN de alertas interrompido (%s); reconectando", exc)
+            finally:
+                self.listening.clear()
+                with contextlib.suppress(psycopg.Error):
+                    await conn.close()
+            await asyncio.sleep(_RECONNECT_S[0])
+
+
+# --- webhooks ------------------------------------------------------------------------------
+
+
+def signature(secret: str, body: bytes) -> str:
+    """Return the ``X-Pontual-Signature`` value of a body: ``sha256=<hex HMAC>``."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _post(url: str, body: bytes, headers: Mapping[str, str], timeout_s: float) -> str | None:
+    """POST; return None after a 2xx, else the error text."""
+    request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+            status = int(response.status)
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}"
+    except (OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"[:500]
+    return None if 200 <= status < 300 else f"HTTP {status}"
+
+
+def deliver_due(
+    engine: Engine,
+    *,
+    max_attempts: int,
+    backoff_s: float,
+    timeout_s: float,
+    limit: int = 20,
+) -> int:
+    """Attempt the due webhook deliveries once; return how many were attempted.
+
+    Parameters
+    ----------
+    engine : sqlalchemy.Engine
+        The database.
+    max_attempts : int
+        Attempts after which a delivery is ``failed``.
+    backoff_s : float
+        Delay before the 2nd attempt; doubled for each further one (at most one hour).
+    timeout_s : float
+        Timeout of each POST.
+    limit : int, default 20
+        Deliveries claimed per call.
+    """
+    with engine.connect() as conn, conn.begin():
+        rows = (
+            conn.execute(
+                text(
+                    "SELECT d.webhook_id, d.alert_id, d.attempts, w.url, w.secret, "
+                    "a.payload, a.created_at, a.repeat_count "
+                    "FROM webhook_deliveries d "
+                    "JOIN webhooks w ON w.webhook_id = d.webhook_id "
+                    "JOIN alerts a ON a.alert_id = d.alert_id "
+                    "WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.active "
+                    "ORDER BY d.next_attempt_at LIMIT :n FOR UPDATE OF d SKIP LOCKED"
+                ),
+                {"n": limit},
+            )
+            .mappings()
+            .all()
+        )
+        for row in rows:
+            body = json.dumps(_event(row), ensure_ascii=False, separators=(",", ":")).encode()
+            headers = {
+                "Content-Type": "application/json",
+                "User-Agent": "pontual-webhooks/1",
+                SIGNATURE_HEADER: signature(row["secret"], body),
+                ALERT_ID_HEADER: row["alert_id"],
+            }
+            error = _post(row["url"], body, headers, timeout_s)
+            attempts = int(row["attempts"]) + 1
+            key = {"w": row["webhook_id"], "a": row["alert_id"], "n": attempts}
+            if error is None:
+                conn.execute(
+                    text(
+                        "UPDATE webhook_deliveries SET status = 'delivered', attempts = :n, "
+                        "delivered_at = now(), last_error = NULL "
+                        "WHERE webhook_id = :w AND alert_id = :a"
+                    ),
+                    key,
+                )
+                continue
+            delay = min(MAX_BACKOFF_S, backoff_s * 2 ** (attempts - 1))
+            conn.execute(
+                text(
+                    "UPDATE webhook_deliveries SET attempts = :n, last_error = :e, "
+                    "status = CASE WHEN :n >= :max THEN 'failed' ELSE 'pending' END, "
+                    "next_attempt_at = now() + make_interval(secs => :delay) "
+                    "WHERE webhook_id = :w AND alert_id = :a"
+                ),
+                key | {"e": error, "max": max_attempts, "delay": delay},
+            )
+    return len(rows)
+
+
+async def webhook_worker(hub: AlertHub, settings: Settings) -> None:
+    """Deliver webhooks until cancelled: woken by each NOTIFY, else every few seconds."""
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(hub.wake.wait(), timeout=POLL_S)
+        hub.wake.clear()
+        try:
+            while await asyncio.to_thread(
+                deliver_due,
+                hub.engine,
+                max_attempts=settings.webhook_max_attempts,
+                backoff_s=settings.webhook_backoff_s,
+                timeout_s=settings.webhook_timeout_s,
+            ):
+                pass
+        except Exception:  # the database may be away: retry at the next wake-up
+            log.exception("entrega de webhooks falhou; nova tentativa em instantes")
+
+
+@contextlib.asynccontextmanager
+async def alerts_lifespan(app: Any) -> AsyncIterator[None]:
+    """Start the app's hub (``app.state.alert_hub``) and webhook worker; stop them at shutdown."""
+    hub = AlertHub(app.state.engine)
+    app.state.alert_hub = hub
+    tasks = [
+        asyncio.create_task(hub.listen(), name="pontual-alerts-listen"),
+        asyncio.create_task(webhook_worker(hub, app.state.settings), name="pontual-webhooks"),
+    ]
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
