@@ -30,6 +30,7 @@ import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from api.alerts import detect_on_ingest
 from tracking import frames as fr
 from tracking.store import copy_fixes, copy_rejected
 from tracking.validate import validate_pings
@@ -145,6 +146,7 @@ def ingest_batch(
     fresh = pings.loc[~is_stored].reset_index(drop=True)
     if len(fresh):
         copy_fixes(conn, fresh, source=source)
+        detect_on_ingest(conn, fresh)  # live detectors → findings, alerts (savepoint)
     bad = pd.concat([refused, rejected.loc[rejected[fr.REASON] != "duplicate"]], ignore_index=True)
     if len(bad):
         copy_rejected(conn, bad, source=source)
