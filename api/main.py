@@ -27,6 +27,7 @@ ROUTERS = (
     "api.routes.maps",
     "api.routes.public",
     "api.routes.proposals",
+    "api.routes.alerts",
 )
 """Modules whose ``router`` is mounted, in this order."""
 

@@ -1,0 +1,391 @@
+"""Live alerts for enforcement (agents and admins) and webhooks (admins).
+
+- ``GET /api/v1/alerts``: recent alerts, newest first, paged.
+- ``GET /api/v1/alerts/stream``: Server-Sent Events (``Authorization: Bearer <token>``). Each
+  alert is an ``event: alert`` with ``id: <alert_id>`` and the alert JSON as ``data``; a comment
+  line ``: conectado`` opens the stream and ``: keepalive`` follows every 15 s of silence.
+- ``WS /api/v1/alerts/ws``: WebSocket; the token goes in the ``token`` query parameter or, when
+  absent, in the first message (``{"token": "..."}``, within 10 s; a browser cannot set headers
+  on a WebSocket). The server answers ``{"type": "subscribed", ...}``, then sends
+  ``{"type": "alert", "alert": {...}}`` messages. Close codes: 4401 (no or bad token), 4403
+  (role), 4422 (bad filter).
+
+Filters (query parameters of the three, all optional, all must pass): ``kind`` (repeated or
+comma-separated finding kinds), ``bbox`` (``min_lon,min_lat,max_lon,max_lat``: the alert's
+geometry must intersect it), ``stand_id`` (repeated or comma-separated; alerts of those stands).
+
+Webhooks (admin): ``POST /api/v1/webhooks`` (``url``, ``secret``, ``filters``), ``GET``, and
+``DELETE /api/v1/webhooks/{id}``, which deactivates (rows are never deleted). Deliveries are
+signed and retried as :mod:`api.alerts` describes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, WebSocket, WebSocketDisconnect
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field, field_validator
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+from api import accounts
+from api._errors import InvalidRequestError, NotFoundError
+from api.accounts import Principal
+from api.alerts import AlertHub, alerts_lifespan, list_alerts
+from api.deps import SessionDep, require_roles
+from api.schemas import error_responses
+from tracking.detectors.findings import KINDS
+
+router = APIRouter(prefix="/api/v1", lifespan=alerts_lifespan)
+
+ROLES = ("agent", "admin")
+Reviewer = Annotated[Principal, Depends(require_roles(*ROLES))]
+Admin = Annotated[Principal, Depends(require_roles("admin"))]
+KEEPALIVE_S = 15.0
+WS_AUTH_TIMEOUT_S = 10.0
+_ERRORS = error_responses(401, 403, 422, 503)
+
+KindsQuery = Annotated[
+    list[str] | None,
+    Query(description="Tipos de achado (repetido ou separado por vírgulas)"),
+]
+BboxQuery = Annotated[
+    str | None, Query(description="Área: min_lon,min_lat,max_lon,max_lat (WGS84)")
+]
+StandsQuery = Annotated[
+    list[str] | None, Query(description="Pontos (stand_id; repetido ou separado por vírgulas)")
+]
+
+
+class AlertFilters(BaseModel):
+    """Which alerts a subscriber or webhook receives (empty: all)."""
+
+    kinds: list[str] = Field(default_factory=list)
+    bbox: list[float] | None = Field(None, description="[min_lon, min_lat, max_lon, max_lat]")
+    stand_ids: list[str] = Field(default_factory=list)
+
+    @field_validator("kinds")
+    @classmethod
+    def _known_kinds(cls, kinds: list[str]) -> list[str]:
+        bad = [k for k in kinds if k not in KINDS]
+        if bad:
+            msg = f"tipo de achado {bad[0]!r} desconhecido; esperado um de {', '.join(KINDS)}"
+            raise ValueError(msg)
+        return kinds
+
+    @field_validator("bbox")
+    @classmethod
+    def _valid_bbox(cls, bbox: list[float] | None) -> list[float] | None:
+        if bbox is None:
+            return None
+        check_bbox(bbox)
+        return bbox
+
+
+class AlertPublic(BaseModel):
+    """An alert: its finding's facts, a point and bounds, and how many recurrences it folds."""
+
+    alert_id: str
+    finding_id: str
+    kind: str
+    vehicle_id: str | None
+    stand_id: str | None
+    started_at: str
+    ended_at: str
+    confidence: float
+    point: list[float] | None
+    bbox: list[float] | None
+    details: dict[str, Any]
+    created_at: str
+    repeat_count: int
+
+
+class AlertsPublic(BaseModel):
+    """A page of alerts and the total count of the filter."""
+
+    data: list[AlertPublic]
+    count: int
+
+
+class WebhookCreate(BaseModel):
+    """A receiver of alerts: an http(s) URL, the HMAC secret, optional filters."""
+
+    url: str = Field(pattern=r"^https?://\S+$", max_length=2000)
+    secret: str = Field(min_length=16, max_length=256)
+    filters: AlertFilters = Field(default_factory=AlertFilters)
+
+
+class WebhookPublic(BaseModel):
+    """A configured webhook (the secret is never returned)."""
+
+    webhook_id: int
+    url: str
+    filters: AlertFilters
+    active: bool
+    created_at: str
+
+
+class WebhooksPublic(BaseModel):
+    """Every webhook, active or not."""
+
+    data: list[WebhookPublic]
+    count: int
+
+
+def check_bbox(bbox: list[float]) -> tuple[float, float, float, float]:
+    """Return a valid ``(min_lon, min_lat, max_lon, max_lat)`` or raise ValueError (pt-BR)."""
+    if len(bbox) != 4:
+        msg = f"bbox com {len(bbox)} números; esperado min_lon,min_lat,max_lon,max_lat"
+        raise ValueError(msg)
+    x0, y0, x1, y1 = (float(v) for v in bbox)
+    if not (-180 <= x0 <= x1 <= 180 and -90 <= y0 <= y1 <= 90):
+        msg = "bbox fora de ordem ou dos limites WGS84: min_lon ≤ max_lon, min_lat ≤ max_lat"
+        raise ValueError(msg)
+    return x0, y0, x1, y1
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+def parse_filters(
+    kind: list[str] | None, bbox: str | None, stand_id: list[str] | None
+) -> AlertFilters:
+    """Build filters from query parameters; raise InvalidRequestError (422) when malformed."""
+    try:
+        box = None if not bbox else [float(v) for v in bbox.split(",")]
+        return AlertFilters(kinds=_split(kind), bbox=box, stand_ids=_split(stand_id))
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        errors = getattr(exc, "errors", None)
+        msg = str(errors()[0]["msg"]) if callable(errors) else str(exc)
+        raise InvalidRequestError(
+            msg.removeprefix("Value error, "), code="invalid_filter"
+        ) from None
+
+
+def _hub(app: Any) -> AlertHub:
+    hub: AlertHub = app.state.alert_hub
+    return hub
+
+
+@router.get("/alerts", response_model=AlertsPublic, responses=_ERRORS, tags=["alertas"])
+def get_alerts(
+    user: Reviewer,
+    session: SessionDep,
+    kind: KindsQuery = None,
+    bbox: BboxQuery = None,
+    stand_id: StandsQuery = None,
+    vehicle_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Any:
+    """Alertas recentes (mais novos primeiro), filtrados por tipo, área, ponto e veículo."""
+    f = parse_filters(kind, bbox, stand_id)
+    data, count = list_alerts(
+        session=session,
+        kinds=f.kinds or None,
+        stand_ids=f.stand_ids or None,
+        bbox=None if f.bbox is None else check_bbox(f.bbox),
+        vehicle_id=vehicle_id,
+        limit=limit,
+        offset=offset,
+    )
+    return {"data": data, "count": count}
+
+
+def _sse(alert: dict[str, Any]) -> str:
+    data = json.dumps(alert, ensure_ascii=False, separators=(",", ":"))
+    return f"id: {alert['alert_id']}\nevent: alert\ndata: {data}\n\n"
+
+
+@router.get(
+    "/alerts/stream",
+    responses={200: {"content": {"text/event-stream": {}}}} | _ERRORS,
+    response_class=StreamingResponse,
+    tags=["alertas"],
+)
+async def stream_alerts(
+    request: Request,
+    user: Reviewer,
+    kind: KindsQuery = None,
+    bbox: BboxQuery = None,
+    stand_id: StandsQuery = None,
+) -> StreamingResponse:
+    """Alertas ao vivo por Server-Sent Events (`Authorization: Bearer <token>`)."""
+    hub = _hub(request.app)
+    sub = hub.subscribe(parse_filters(kind, bbox, stand_id).model_dump())
+
+    async def events() -> AsyncIterator[str]:
+        try:
+            yield ": conectado\n\n"
+            while True:
+                try:
+                    alert = await asyncio.wait_for(sub.queue.get(), timeout=KEEPALIVE_S)
+                except TimeoutError:
+                    yield ": keepalive\n\n"
+                    continue
+                yield _sse(alert)
+        finally:
+            hub.unsubscribe(sub)
+
+    return StreamingResponse(
+        events(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def _principal(engine: Engine, token: str) -> Principal | None:
+    with Session(engine) as session:
+        return accounts.principal_for_token(session=session, token=token)
+
+
+async def _ws_token(websocket: WebSocket, token: str | None) -> str | None:
+    if token:
+        return token
+    try:
+        first = await asyncio.wait_for(websocket.receive_text(), timeout=WS_AUTH_TIMEOUT_S)
+        value = json.loads(first).get("token")
+    except (TimeoutError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+@router.websocket("/alerts/ws")
+async def alerts_websocket(
+    websocket: WebSocket,
+    token: str | None = None,
+    kind: KindsQuery = None,
+    bbox: BboxQuery = None,
+    stand_id: StandsQuery = None,
+) -> None:
+    """Alertas ao vivo por WebSocket (token no parâmetro `token` ou na primeira mensagem)."""
+    await websocket.accept()
+    raw = await _ws_token(websocket, token)
+    user = (
+        None
+        if raw is None
+        else await run_in_threadpool(_principal, websocket.app.state.engine, raw)
+    )
+    if user is None:
+        await websocket.close(code=4401, reason="token inválido, expirado ou ausente")
+        return
+    if user.role not in ROLES:
+        await websocket.close(code=4403, reason=f"o papel '{user.role}' não recebe alertas")
+        return
+    try:
+        filters = parse_filters(kind, bbox, stand_id)
+    except InvalidRequestError as exc:
+        await websocket.close(code=4422, reason=exc.message[:120])
+        return
+    hub = _hub(websocket.app)
+    sub = hub.subscribe(filters.model_dump())
+
+    async def drain() -> None:  # ends when the client leaves
+        with contextlib.suppress(WebSocketDisconnect):
+            while True:
+                await websocket.receive_text()
+
+    async def forward() -> None:
+        while True:
+            alert = await sub.queue.get()
+            await websocket.send_json({"type": "alert", "alert": alert})
+
+    try:
+        await websocket.send_json({"type": "subscribed", "filters": filters.model_dump()})
+        tasks = [asyncio.create_task(drain()), asyncio.create_task(forward())]
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        for task in (*done, *pending):
+            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
+                await task
+    except WebSocketDisconnect:
+        pass
+    finally:
+        hub.unsubscribe(sub)
+
+
+# --- webhooks ------------------------------------------------------------------------------
+
+
+def _webhook(row: Any) -> dict[str, Any]:
+    return {
+        "webhook_id": int(row["webhook_id"]),
+        "url": row["url"],
+        "filters": row["filters"] or {},
+        "active": bool(row["active"]),
+        "created_at": row["created_at"].isoformat(),
+    }
+
+
+_WEBHOOK_COLUMNS = "webhook_id, url, filters, active, created_at"
+
+
+@router.post(
+    "/webhooks",
+    response_model=WebhookPublic,
+    status_code=201,
+    responses=_ERRORS,
+    tags=["webhooks"],
+)
+def create_webhook(body: WebhookCreate, user: Admin, session: SessionDep) -> Any:
+    """Cadastra um webhook: cada alerta que passa nos filtros é enviado por POST, assinado."""
+    from sqlalchemy import bindparam
+    from sqlalchemy.dialects.postgresql import JSONB
+
+    row = (
+        session.execute(
+            text(
+                "INSERT INTO webhooks (url, secret, filters) VALUES (:u, :s, :f) "
+                f"RETURNING {_WEBHOOK_COLUMNS}"
+            ).bindparams(bindparam("f", type_=JSONB)),
+            {"u": body.url, "s": body.secret, "f": body.filters.model_dump()},
+        )
+        .mappings()
+        .one()
+    )
+    session.commit()
+    return _webhook(row)
+
+
+@router.get("/webhooks", response_model=WebhooksPublic, responses=_ERRORS, tags=["webhooks"])
+def get_webhooks(user: Admin, session: SessionDep) -> Any:
+    """Lista os webhooks, ativos e desativados (o segredo nunca é devolvido)."""
+    rows = session.execute(
+        text(f"SELECT {_WEBHOOK_COLUMNS} FROM webhooks ORDER BY webhook_id")  # noqa: S608
+    ).mappings()
+    data = [_webhook(r) for r in rows]
+    return {"data": data, "count": len(data)}
+
+
+@router.delete(
+    "/webhooks/{webhook_id}",
+    response_model=WebhookPublic,
+    responses=error_responses(401, 403, 404, 422, 503),
+    tags=["webhooks"],
+)
+def deactivate_webhook(webhook_id: int, user: Admin, session: SessionDep) -> Any:
+    """Desativa um webhook (o registro e suas entregas são mantidos)."""
+    row = (
+        session.execute(
+            text(
+                "UPDATE webhooks SET active = false WHERE webhook_id = :w "  # noqa: S608
+                f"RETURNING {_WEBHOOK_COLUMNS}"
+            ),
+            {"w": webhook_id},
+        )
+        .mappings()
+        .one_or_none()
+    )
+    if row is None:
+        msg = f"webhook {webhook_id} não existe"
+        raise NotFoundError(msg)
+    session.commit()
+    return _webhook(row)
