@@ -21,3 +21,7 @@ class ProposalNotFoundError(EnforcementError, LookupError):
 
 class TransitionError(EnforcementError):
     """A review step not allowed from the proposal's current state, or missing its data."""
+
+
+class DocumentError(EnforcementError):
+    """Document data (auto de infração, notificação) missing a key or holding a bad value."""

@@ -1,0 +1,192 @@
+"""A realistic sample document: a Pinto Bandeira ``longer_route`` auto de infração (fictitious).
+
+Import from a test module as ``from document_factories import sample_document``. The people,
+plate, permit and trip are invented; the rule, excerpt, fine and deadlines come from the bundled
+Pinto Bandeira rulebook (Lei 169/2015, art. 25, III). Write the committed examples with::
+
+    PYTHONPATH=tests .venv/bin/python -m document_factories docs/examples
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from enforcement.documents import Document, render_auto_html, render_auto_pdf
+from enforcement.proposals import proposal_record
+from enforcement.rulebook import bundled_rulebooks
+
+TZ = "America/Sao_Paulo"
+PINTO_BANDEIRA = "4314548"
+STARTED = pd.Timestamp("2025-03-15T00:40:05Z")
+"""Pickup: 14/03/2025 21:40:05 local (UTC−03:00): the local day differs from the UTC day."""
+
+# Pickup at a stand in the town centre, drop-off to the north-east; (lon, lat).
+_REFERENCE = [
+    (-51.45030, -29.09780),
+    (-51.44890, -29.09690),
+    (-51.44700, -29.09540),
+    (-51.44420, -29.09330),
+    (-51.44150, -29.09110),
+]
+_DRIVEN = [
+    (-51.45030, -29.09780),
+    (-51.45110, -29.09600),
+    (-51.45180, -29.09330),
+    (-51.45020, -29.09080),
+    (-51.44760, -29.08930),
+    (-51.44520, -29.08990),
+    (-51.44610, -29.09230),
+    (-51.44850, -29.09300),
+    (-51.44700, -29.09540),
+    (-51.44420, -29.09330),
+    (-51.44150, -29.09110),
+]
+_STAND = [
+    (-51.45042, -29.09786),
+    (-51.45018, -29.09786),
+    (-51.45018, -29.09774),
+    (-51.45042, -29.09774),
+    (-51.45042, -29.09786),
+]
+
+
+def _length_m(line: list[tuple[float, float]]) -> float:
+    total = 0.0
+    for (x0, y0), (x1, y1) in zip(line, line[1:], strict=False):
+        p0, p1 = math.radians(y0), math.radians(y1)
+        a = (
+            math.sin((p1 - p0) / 2) ** 2
+            + math.cos(p0) * math.cos(p1) * math.sin(math.radians(x1 - x0) / 2) ** 2
+        )
+        total += 2 * 6_371_008.8 * math.asin(math.sqrt(a))
+    return total
+
+
+def _fixes(line: list[tuple[float, float]], spacing_m: float) -> list[tuple[float, float]]:
+    """Positions every ~``spacing_m`` along a line (a 15 s GPS track at ~30 km/h)."""
+    out = [line[0]]
+    for a, b in zip(line, line[1:], strict=False):
+        n = max(1, round(_length_m([a, b]) / spacing_m))
+        out += [
+            (round(a[0] + (b[0] - a[0]) * k / n, 7), round(a[1] + (b[1] - a[1]) * k / n, 7))
+            for k in range(1, n + 1)
+        ]
+    return out
+
+
+def sample_document(**over: Any) -> Document:
+    """A notified longer_route proposal of Pinto Bandeira (2nd incidence: warning and fine).
+
+    Keyword arguments replace top-level keys of the document.
+    """
+    book = bundled_rulebooks()[(PINTO_BANDEIRA, "taxi")]
+    rule = book.rule_for("longer_route", {})
+    assert rule is not None
+    track = _fixes(_DRIVEN, 125.0)
+    driven_m, reference_m = _length_m(track), _length_m(_REFERENCE)
+    duration_s = 15.0 * (len(track) - 1)
+    ended = STARTED + pd.Timedelta(seconds=duration_s)
+    finding: dict[str, Any] = {
+        "finding_id": "F-6c1d0e2a9b7f4a31",
+        "kind": "longer_route",
+        "started_at": STARTED.isoformat(),
+        "ended_at": ended.isoformat(),
+        "confidence": 0.83,
+        "details": {
+            "trip_id": "07-20250315-004005",
+            "method": "road_network",
+            "driven_m": round(driven_m, 1),
+            "reference_m": round(reference_m, 1),
+            "ratio": round(driven_m / reference_m, 4),
+            "excess_km": round((driven_m - reference_m) / 1000, 3),
+            "duration_s": duration_s,
+            "pattern": "loop",
+            "loop_m": 1480.0,
+            "n_fixes": len(track),
+            "origin_cell": "88a9012345fffff",
+            "driven_line": [list(p) for p in track],
+            "reference_line": [list(p) for p in _REFERENCE],
+            "notes": [
+                "Proposta para revisão humana: o passageiro pode ter pedido o trajeto "
+                "(PB art. 25 III, 'salvo com autorização do usuário')."
+            ],
+            "thresholds": {
+                "min_ratio": 1.4,
+                "min_excess_m": 1000.0,
+                "min_reference_m": 500.0,
+                "max_snap_m": 150.0,
+                "loop_radius_m": 60.0,
+                "max_speed_kmh": 150.0,
+            },
+        },
+    }
+    proposal = proposal_record(
+        book,
+        rule,
+        proposal_id="P-3f9a51c0d2e84b17",
+        finding_ids=[finding["finding_id"]],
+        vehicle_id="07",
+        stand_id="PB-01",
+        started_at=STARTED,
+        ended_at=ended,
+        confidence=0.83,
+        reincidence=1,
+    )
+    confirmed = dt.datetime(2025, 3, 17, 14, 5, tzinfo=dt.UTC)
+    notified = dt.datetime(2025, 3, 24, 13, 30, tzinfo=dt.UTC)
+    deadlines = copy.deepcopy(proposal["deadlines"])
+    deadlines["notification"]["due"] = (confirmed + dt.timedelta(days=30)).isoformat()
+    deadlines["defence"]["due"] = (notified + dt.timedelta(days=30)).isoformat()
+    proposal |= {
+        "status": "notificada",
+        "auto_number": "AI-4314548-2025-000012",
+        "agent_id": "F-0123",
+        "confirmed_at": confirmed.isoformat(),
+        "notified_at": notified.isoformat(),
+        "deadlines": deadlines,
+    }
+    document: Document = {
+        "proposal": proposal,
+        "vehicle": {
+            "prefixo": "07",
+            "plate": "EXE1M23",
+            "make_model": "Chevrolet Spin 1.8 (2022)",
+            "permit_number": "007/2016",
+            "holder_name": "Maria Exemplo Rossi",
+            "driver_name": "Carlos Exemplo da Silva",
+        },
+        "place": {
+            "text": "Corrida com embarque no Ponto de Táxi nº 1 (Centro) e desembarque em "
+            "-29.09110, -51.44150",
+            "municipality_name": "Pinto Bandeira",
+        },
+        "findings": [finding],  # type: ignore[list-item]
+        "geometry": {"track": track, "stand": _STAND, "route": _REFERENCE},
+        "timezone": TZ,
+        "authority": "Prefeitura Municipal de Pinto Bandeira · Diretoria de Trânsito (DT/SOST)",
+        "agent_name": "Agente Exemplo Bertolini",
+    }
+    document.update(over)  # type: ignore[typeddict-item]
+    return document
+
+
+def write_examples(out: Path) -> list[Path]:
+    """Write the sample auto de infração as PDF and HTML into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    doc = sample_document()
+    pdf, page = out / "auto-de-infracao-exemplo.pdf", out / "auto-de-infracao-exemplo.html"
+    pdf.write_bytes(render_auto_pdf(doc))
+    page.write_text(render_auto_html(doc), encoding="utf-8")
+    return [pdf, page]
+
+
+if __name__ == "__main__":
+    for path in write_examples(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/examples")):
+        print(path)

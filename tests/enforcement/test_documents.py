@@ -1,0 +1,447 @@
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from document_factories import sample_document
+from pypdf import PdfReader
+
+from enforcement._errors import DocumentError
+from enforcement.documents import (
+    IRREGULARITIES,
+    MAX_DOTS,
+    MAX_MEASURES,
+    NO_DRIVER,
+    NOT_GIVEN,
+    Document,
+    document_fields,
+    evidence_summary,
+    fit_map,
+    map_primitives,
+    render_auto_html,
+    render_auto_pdf,
+    render_html,
+    render_notificacao_html,
+    render_notificacao_pdf,
+    render_pdf,
+)
+from enforcement.proposals import sanction
+from enforcement.rulebook import bundled_rulebooks, normalize_whitespace
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "documents"
+
+
+def pdf_text(data: bytes) -> str:
+    """Text of every page, whitespace collapsed (lines wrap anywhere between words)."""
+    reader = PdfReader(io.BytesIO(data))
+    return normalize_whitespace(" ".join(page.extract_text() for page in reader.pages))
+
+
+def html_text(page: str) -> str:
+    return normalize_whitespace(page)
+
+
+def auto_values(doc: Document) -> list[str]:
+    """Values the auto must show (Pinto Bandeira art. 37), plus sanction and deadlines."""
+    v = doc["vehicle"]
+    return [
+        str(v["driver_name"]),
+        str(v["plate"]),
+        str(v["make_model"]),
+        str(doc["place"]["text"]),
+        "Pinto Bandeira",
+        "14/03/2025, das 21:40:05 às 21:45:50",  # local time: the UTC day is 15/03
+        "America/Sao_Paulo, UTC-03:00",
+        IRREGULARITIES["longer_route"],
+        "art. 25, III",
+        "Agente Exemplo Bertolini (matrícula F-0123)",
+        "AI-4314548-2025-000012",
+        "R$ 1.015,00",
+        "até 16/04/2025",
+        "até 23/04/2025",
+    ]
+
+
+def notificacao_values(doc: Document) -> list[str]:
+    """Art. 38 adds the holder, the provision with its description and the permit number."""
+    return [
+        *auto_values(doc),
+        str(doc["vehicle"]["holder_name"]),
+        str(doc["vehicle"]["permit_number"]),
+        normalize_whitespace(str(doc["proposal"]["excerpt"])),
+    ]
+
+
+def labelled(doc: Document, kind: str = "auto") -> dict[str, str]:
+    """The field table as label → value."""
+    return {label: value for _, label, value in document_fields(doc, kind=kind)}  # type: ignore[arg-type]
+
+
+def bare_document() -> Document:
+    """The sample without any optional datum: no plate, people, permit, place or geometry."""
+    doc = sample_document()
+    finding = dict(doc["findings"][0])
+    finding["details"] = {"ratio": 1.9}
+    return sample_document(
+        vehicle={
+            "prefixo": "07",
+            "plate": None,
+            "make_model": None,
+            "permit_number": None,
+            "holder_name": None,
+            "driver_name": None,
+        },
+        place={"text": None, "municipality_name": "Pinto Bandeira"},
+        findings=[finding],
+        geometry={},
+    )
+
+
+def track_only_document() -> Document:
+    doc = sample_document()
+    finding = dict(doc["findings"][0])
+    finding["details"] = {"ratio": 1.9}
+    return sample_document(findings=[finding], geometry={"track": doc["geometry"]["track"]})
+
+
+def hostile_document() -> Document:
+    doc = sample_document()
+    vehicle = dict(doc["vehicle"], holder_name="<script>alert(1)</script>", plate="A&B<1>")
+    return sample_document(vehicle=vehicle)
+
+
+class TestDocumentFields:
+    def test_auto_holds_the_art_37_fields_only(self) -> None:
+        """The auto lists operator, plate, make/model, place, time, irregularity and agent."""
+        doc = sample_document()
+        rows = document_fields(doc, kind="auto")
+        labels = [label for _, label, _ in rows]
+        text = " ".join(value for _, _, value in rows)
+        for value in auto_values(doc):
+            assert value in text
+        assert "Nome do permissionário" not in labels
+        assert "Nº da permissão" not in labels
+        assert "Descrição do dispositivo" not in labels
+
+    def test_notificacao_adds_holder_provision_excerpt_and_permit(self) -> None:
+        """The notificação adds the art. 38 fields, the holder named as the rulebook's payer."""
+        doc = sample_document()
+        rows = labelled(doc, "notificacao")
+        assert rows["Nome do permissionário"] == "Maria Exemplo Rossi"
+        assert rows["Nº da permissão"] == "007/2016"
+        assert rows["Nome do infrator (condutor)"] == "Carlos Exemplo da Silva"
+        assert rows["Descrição do dispositivo"] == doc["proposal"]["excerpt"]
+        assert rows["Dispositivo infringido"].startswith(
+            "art. 25, III da Lei Municipal nº 169/2015"
+        )
+
+    def test_rows_are_grouped_by_section_in_order(self) -> None:
+        """Sections appear once each, in the documents' order."""
+        sections = [s for s, _, _ in document_fields(sample_document(), kind="notificacao")]
+        seen = list(dict.fromkeys(sections))
+        assert seen == [
+            "Identificação",
+            "Veículo e responsáveis",
+            "Local, data e hora da constatação",
+            "Infração",
+            "Penalidade e medida administrativa",
+            "Prazos",
+        ]
+        assert sections == sorted(sections, key=seen.index)
+
+    def test_times_follow_the_given_zone(self) -> None:
+        """The same instant reads 20:40:05 in Porto Velho (UTC−04:00)."""
+        doc = sample_document(timezone="America/Porto_Velho")
+        rows = labelled(doc, "auto")
+        assert rows["Data e hora"].startswith("14/03/2025, das 20:40:05 às 20:45:50")
+        assert "UTC-04:00" in rows["Data e hora"]
+
+    def test_missing_values_say_so(self) -> None:
+        """Absent optional data reads "não informado"; an unknown driver "não identificado"."""
+        rows = labelled(bare_document(), "notificacao")
+        assert rows["Placa do veículo"] == NOT_GIVEN
+        assert rows["Marca/modelo"] == NOT_GIVEN
+        assert rows["Nº da permissão"] == NOT_GIVEN
+        assert rows["Nome do permissionário"] == NOT_GIVEN
+        assert rows["Local"] == NOT_GIVEN
+        assert rows["Nome do infrator (condutor)"] == NO_DRIVER
+
+    @pytest.mark.parametrize(
+        ("incidence", "expected"),
+        [
+            (0, "sem multa na 1ª incidência (art. 22)"),
+            (1, "R$ 1.015,00"),
+        ],
+    )
+    def test_fine_by_incidence(self, incidence: int, expected: str) -> None:
+        """Pinto Bandeira charges the grave fine only from the 2nd incidence (art. 22)."""
+        book = bundled_rulebooks()[("4314548", "taxi")]
+        rule = book.rule_for("longer_route", {})
+        assert rule is not None
+        doc = sample_document()
+        proposal = {**doc["proposal"], **sanction(book, rule, incidence)}
+        fine = labelled(sample_document(proposal=proposal))["Multa"]
+        assert fine == expected
+
+    def test_fine_without_amount_in_the_text(self) -> None:
+        """A fine the text does not quantify says so, with the rulebook's note."""
+        doc = sample_document()
+        note = "valor não consta deste decreto"
+        proposal = {**doc["proposal"], "fine": None, "fine_note": note, "penalty": "multa"}
+        fine = labelled(sample_document(proposal=proposal))["Multa"]
+        assert fine == f"valor não fixado neste texto legal ({note})"
+
+    def test_deadline_without_due_date_names_its_start(self) -> None:
+        """A deadline not yet running tells when it starts; a running one its start date."""
+        doc = sample_document()
+        deadlines = {k: {**d, "due": None} for k, d in doc["proposal"]["deadlines"].items()}
+        proposal = {**doc["proposal"], "deadlines": deadlines, "notified_at": None}
+        rows = labelled(sample_document(proposal=proposal))
+        assert "contados de 17/03/2025 11:05:00" in rows["Prazo de notificação"]
+        assert "vencimento fixado quando o prazo começar" in rows["Prazo de defesa"]
+        assert "com efeito suspensivo" in rows["Prazo de defesa"]
+
+    def test_unknown_kind(self) -> None:
+        """Only auto and notificacao are documents."""
+        with pytest.raises(DocumentError, match="'kind' foi 'multa'; esperado um de auto"):
+            document_fields(sample_document(), kind="multa")  # type: ignore[arg-type]
+
+    def test_missing_key(self) -> None:
+        """A document without its vehicle is refused by name."""
+        doc: dict[str, Any] = dict(sample_document())
+        del doc["vehicle"]
+        with pytest.raises(DocumentError, match="não tem 'vehicle'"):
+            document_fields(doc, kind="auto")  # type: ignore[arg-type]
+
+    def test_unknown_timezone(self) -> None:
+        """The zone must be an IANA name."""
+        with pytest.raises(DocumentError, match="'timezone' foi 'Brasília'"):
+            document_fields(sample_document(timezone="Brasília"), kind="auto")
+
+    @pytest.mark.parametrize(
+        ("value", "match"),
+        [("2025-03-15T00:40:05", "sem fuso horário"), ("ontem", "data/hora inválida: ontem")],
+    )
+    def test_bad_time(self, value: str, match: str) -> None:
+        """A time without offset, or not ISO 8601, is refused rather than guessed."""
+        doc = sample_document()
+        proposal = {**doc["proposal"], "committed_at": value}
+        with pytest.raises(DocumentError, match=match):
+            document_fields(sample_document(proposal=proposal), kind="auto")
+
+
+class TestEvidenceSummary:
+    def test_longer_route_measures_and_thresholds(self) -> None:
+        """Measures and thresholds in pt-BR with units; the time in the local zone."""
+        finding = sample_document()["findings"][0]
+        head, measures, thresholds = evidence_summary(finding, timezone="America/Sao_Paulo")
+        assert head.startswith("F-6c1d0e2a9b7f4a31: Itinerário mais extenso que o necessário")
+        assert "14/03/2025 21:40:05 a 14/03/2025 21:45:50" in head
+        assert "confiança 0,83" in head
+        assert "referência: malha viária" in measures
+        assert "duração: 5 min 45 s" in measures
+        assert "razão mínima: 1,4" in thresholds
+        assert "excesso mínimo: 1.000 m" in thresholds
+        assert not any("cell" in m or "driven_line" in m for m in measures)
+
+    def test_measures_are_capped(self) -> None:
+        """At most MAX_MEASURES measures, then how many more the finding holds."""
+        finding = dict(sample_document()["findings"][0])
+        finding["details"] = {f"x{i}_m": float(i) for i in range(MAX_MEASURES + 3)}
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert len(measures) == MAX_MEASURES + 1
+        assert measures[-1] == "mais 3 no registro da constatação"
+
+
+class TestFitMap:
+    def test_same_scale_on_both_axes_north_up(self) -> None:
+        """1 km east and 1 km north span the same length in the box; north is up."""
+        lat = -29.1
+        dlon = 1000 / (111_195.08 * 0.8738)  # cos(29.1°)
+        dlat = 1000 / 111_195.08
+        fitted = fit_map(
+            {"track": [(-51.45, lat), (-51.45 + dlon, lat), (-51.45, lat + dlat)]},
+            width=400,
+            height=300,
+        )
+        assert fitted is not None
+        (x0, y0), (x1, y1), (x2, y2) = fitted["layers"]["track"]
+        assert abs(x1 - x0) == pytest.approx(abs(y2 - y0), rel=0.01)
+        assert y2 > y0
+        assert (x1 - x0) * fitted["metres_per_unit"] == pytest.approx(1000, rel=0.01)
+
+    def test_fits_inside_the_margin(self) -> None:
+        """Every projected point lies inside the box less its margin."""
+        doc = sample_document()
+        fitted = fit_map({"track": doc["geometry"]["track"]}, width=300, height=200, margin=10)
+        assert fitted is not None
+        for x, y in fitted["layers"]["track"]:
+            assert 10 - 1e-9 <= x <= 290 + 1e-9
+            assert 10 - 1e-9 <= y <= 190 + 1e-9
+
+    def test_single_point_is_centred(self) -> None:
+        """One position sits in the middle of a map at least MIN_EXTENT_M wide."""
+        fitted = fit_map({"point": [(-51.45, -29.1)]}, width=200, height=100)
+        assert fitted is not None
+        assert fitted["layers"]["point"] == [pytest.approx((100.0, 50.0))]
+
+    def test_nothing_to_draw(self) -> None:
+        """No position: no map."""
+        assert fit_map({"track": [], "route": []}, width=200, height=100) is None
+
+
+class TestMapPrimitives:
+    def test_sample_draws_every_layer(self) -> None:
+        """Track, dots, dashed route, stand, north arrow, scale bar and legend."""
+        prims = map_primitives(sample_document())
+        texts = [p["text"] for p in prims if p["shape"] == "text"]
+        dashed = [p for p in prims if p["shape"] == "polyline" and p["dash"]]
+        assert len(dashed) == 2  # the route and its legend sample
+        assert "N" in texts
+        assert any(re.fullmatch(r"\d+ m|\d+ km", t) for t in texts)
+        for label in ("Trajeto registrado (posições GPS)", "Rota de referência", "Ponto de táxi"):
+            assert label in texts
+        assert sum(p["shape"] == "circle" for p in prims) >= len(
+            sample_document()["geometry"]["track"]
+        )
+
+    def test_absent_layers_are_not_drawn(self) -> None:
+        """Without route or stand, neither is drawn nor in the legend."""
+        prims = map_primitives(track_only_document())
+        texts = [p["text"] for p in prims if p["shape"] == "text"]
+        assert not [p for p in prims if p["dash"]]
+        assert "Rota de referência" not in texts
+        assert "Ponto de táxi" not in texts
+
+    def test_no_geometry(self) -> None:
+        """Without any position the map says so."""
+        texts = [p["text"] for p in map_primitives(bare_document()) if p["shape"] == "text"]
+        assert texts == ["Sem geometria para o mapa"]
+
+    def test_long_tracks_are_thinned(self) -> None:
+        """A long track draws at most about MAX_DOTS fix dots."""
+        track = [(-51.45 + i * 1e-5, -29.1) for i in range(5 * MAX_DOTS)]
+        prims = map_primitives(sample_document(geometry={"track": track}))
+        assert sum(p["shape"] == "circle" for p in prims) == MAX_DOTS + 5  # start, end, legend
+
+
+class TestRenderHtml:
+    def test_unknown_kind(self) -> None:
+        """The kind is checked before anything is drawn."""
+        with pytest.raises(DocumentError, match="'kind' foi"):
+            render_html(sample_document(), kind="aviso")  # type: ignore[arg-type]
+
+    def test_draft_is_marked(self) -> None:
+        """A proposal not yet confirmed renders as a minuta."""
+        doc = sample_document()
+        page = render_html(
+            sample_document(proposal={**doc["proposal"], "status": "proposta"}), kind="auto"
+        )
+        assert "MINUTA" in page
+
+
+class TestRenderPdf:
+    def test_same_document_same_bytes(self) -> None:
+        """No clock inside: rendering is reproducible."""
+        doc = sample_document()
+        assert render_pdf(doc, kind="auto") == render_pdf(doc, kind="auto")
+
+    def test_draft_is_marked(self) -> None:
+        """A proposal not yet confirmed renders as a minuta."""
+        doc = sample_document()
+        data = render_pdf(
+            sample_document(proposal={**doc["proposal"], "status": "proposta"}), kind="auto"
+        )
+        assert "MINUTA" in pdf_text(data)
+
+
+class TestRenderAutoPdf:
+    def test_opens_and_holds_the_fields(self) -> None:
+        """pypdf opens the PDF; its text holds every art. 37 value, accents intact."""
+        doc = sample_document()
+        data = render_auto_pdf(doc)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "auto-de-infracao.pdf").write_bytes(data)
+        reader = PdfReader(io.BytesIO(data))
+        assert reader.metadata is not None
+        assert reader.metadata.title == "Auto de Infração AI-4314548-2025-000012"
+        text = pdf_text(data)
+        assert "AUTO DE INFRAÇÃO" in text
+        for value in auto_values(doc):
+            assert value in text, value
+        assert "Mapa da evidência" in text
+        assert "Rota de referência" in text
+
+    def test_missing_optional_data(self) -> None:
+        """No plate, people, place or geometry still renders, saying what is missing."""
+        text = pdf_text(render_auto_pdf(bare_document()))
+        assert "Placa do veículo não informado" in text
+        assert f"Nome do operador (condutor) {NO_DRIVER}" in text
+        assert "Sem geometria para o mapa" in text
+
+    def test_markup_in_values_is_text(self) -> None:
+        """Values with markup are printed as typed, not interpreted."""
+        text = pdf_text(render_notificacao_pdf(hostile_document()))
+        assert "<script>alert(1)</script>" in text
+        assert "A&B<1>" in text
+
+
+class TestRenderNotificacaoPdf:
+    def test_opens_and_holds_the_fields(self) -> None:
+        """The notificação's text also holds holder, permit number and the excerpt verbatim."""
+        doc = sample_document()
+        data = render_notificacao_pdf(doc)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "notificacao-de-penalidade.pdf").write_bytes(data)
+        text = pdf_text(data)
+        assert "NOTIFICAÇÃO DE PENALIDADE" in text
+        for value in notificacao_values(doc):
+            assert value in text, value
+
+
+class TestRenderAutoHtml:
+    def test_holds_the_fields_and_the_map(self) -> None:
+        """The page holds every art. 37 value and an inline SVG map with the track polyline."""
+        doc = sample_document()
+        page = render_auto_html(doc)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "auto-de-infracao.html").write_text(page, encoding="utf-8")
+        assert page.startswith("<!DOCTYPE html>")
+        assert '<html lang="pt-BR">' in page
+        text = html_text(page)
+        for value in auto_values(doc):
+            assert value in text, value
+        svg = page[page.index("<svg") : page.index("</svg>")]
+        assert svg.count("<polyline") >= 2
+        assert 'stroke="#1f5fbf"' in svg  # the track
+        assert "stroke-dasharray" in svg  # the reference route
+
+    def test_missing_optional_data(self) -> None:
+        """No plate, people, place or geometry still renders, saying what is missing."""
+        page = render_auto_html(bare_document())
+        assert f"<th>Placa do veículo</th><td>{NOT_GIVEN}</td>" in page
+        assert f"<td>{NO_DRIVER}</td>" in page
+        assert "Sem geometria para o mapa" in page
+
+    def test_no_route_no_stand(self) -> None:
+        """A track alone draws no dashed route."""
+        page = render_auto_html(track_only_document())
+        assert "<polyline" in page
+        assert "stroke-dasharray" not in page
+
+
+class TestRenderNotificacaoHtml:
+    def test_holds_the_fields(self) -> None:
+        """The page also holds holder, permit number and the excerpt."""
+        doc = sample_document()
+        text = html_text(render_notificacao_html(doc))
+        for value in notificacao_values(doc):
+            assert value in text, value
+
+    def test_values_are_escaped(self) -> None:
+        """Markup in a value is escaped, never emitted."""
+        page = render_notificacao_html(hostile_document())
+        assert "<script>" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+        assert "A&amp;B&lt;1&gt;" in page
