@@ -1076,10 +1076,9 @@ def render_pdf(document: Document, *, kind: DocumentKind) -> bytes:
     story += [
         Spacer(1, 16 * mm),
         Table(
-            [[par(s, sign) for s in _SIGNATURES[kind]]],
-            colWidths=[width / 2 - 5 * mm, width / 2 - 5 * mm],
-            style=TableStyle([("LINEABOVE", (0, 0), (-1, 0), 0.8, colors.black)]),
-            spaceBefore=0,
+            [[par(_SIGNATURES[kind][0], sign), "", par(_SIGNATURES[kind][1], sign)]],
+            colWidths=[width / 2 - 5 * mm, 10 * mm, width / 2 - 5 * mm],
+            style=TableStyle([("LINEABOVE", (i, 0), (i, 0), 0.8, colors.black) for i in (0, 2)]),
         ),
     ]
     footer = f"{TITLES[kind]} · {number} · Pontual"
