@@ -413,6 +413,24 @@ def _booleans(values: pd.Series, *, column: str, source: str) -> list[bool | Non
     return out
 
 
+_MIN_YEAR, _MAX_YEAR = 1900, 2100
+
+
+def _years(values: pd.Series, *, source: str) -> pd.Series:
+    """Parse the optional ``year`` (of manufacture) column: 4-digit years, blank is missing."""
+    out: list[int | None] = []
+    for i, v in enumerate(values):
+        if v is None:
+            out.append(None)
+            continue
+        s = str(v).strip()
+        if not (s.isdigit() and _MIN_YEAR <= int(s) <= _MAX_YEAR):
+            msg = f"{source}, linha {i + 1}: 'year' era {v!r}; esperado um ano como 2019"
+            raise FleetFileError(msg)
+        out.append(int(s))
+    return pd.Series(out, dtype="Int64")
+
+
 def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None) -> pd.DataFrame:
     n = len(raw)
 
@@ -464,7 +482,7 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
             "plate": col("plate"),
             "make": col("make"),
             "model": col("model"),
-            "year": [None] * n,
+            "year": _years(col("year"), source=source),
             "fuel": [None] * n,
             "first_registered_on": [None] * n,
             "accessible": _booleans(

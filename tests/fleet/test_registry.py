@@ -166,12 +166,22 @@ class TestReadFleet:
         assert fleet.loc["T2", "municipality"] == "4314548"
         assert fleet.loc["T2", "stands"] == ()
 
+    def test_contract_year_is_optional(self, tmp_path: Path) -> None:
+        """The optional ``year`` (of manufacture) column is read as Int64; blank is missing."""
+        fleet = read_fleet(_write(tmp_path, "vehicle_id,year\nT1,2019\nT2,\n"))
+        assert str(fleet["year"].dtype) == "Int64"
+        assert fleet["year"].iloc[0] == 2019
+        assert fleet["year"].isna().iloc[1]
+        without = read_fleet(_write(tmp_path, "vehicle_id\nT1\n"))
+        assert without["year"].isna().all()
+
     @pytest.mark.parametrize(
         ("body", "match"),
         [
             ("vehicle_id,status\nT1,parked\n", "linha 1: 'status' era 'parked'"),
             ("vehicle_id,status_since\nT1,10/01/2024\n", "esperado data"),
             ("vehicle_id,accessible\nT1,talvez\n", "true ou false"),
+            ("vehicle_id,year\nT1,19\n", "linha 1: 'year' era '19'"),
             ("vehicle_id\nT1\nT1\n", "repetido"),
             ("placa,marca\nX,Y\n", "não reconhecido"),
             (
