@@ -67,12 +67,14 @@ def raw_frame(rows: Sequence[Mapping[str, Any]], *, default_vehicle_id: str) -> 
 
     A row without ``vehicle_id`` is for ``default_vehicle_id`` (the device's vehicle).
     """
-    data: dict[str, list[Any]] = {fr.ROW: list(range(1, len(rows) + 1))}
+    data: dict[str, pd.Series] = {
+        fr.ROW: pd.Series(np.arange(1, len(rows) + 1, dtype=np.int64))
+    }
     for column in RAW_COLUMNS:
         cells = [_cell(r.get(column)) for r in rows]
         if column == fr.VEHICLE_ID:
             cells = [c or default_vehicle_id for c in cells]
-        data[column] = cells
+        data[column] = pd.Series(cells, dtype="str")
     return pd.DataFrame(data)
 
 
@@ -122,6 +124,8 @@ def ingest_batch(
     list of RowResult
         ``accepted``, ``duplicate`` or ``rejected`` with a reason, one per row.
     """
+    if not rows:
+        return []
     results: dict[int, RowResult] = {}
     raw = raw_frame(rows, default_vehicle_id=vehicle_id)
     foreign = raw[fr.VEHICLE_ID].str.strip().to_numpy() != vehicle_id
