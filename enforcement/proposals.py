@@ -23,6 +23,7 @@ sanction
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -30,6 +31,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from enforcement.rulebook import Rule, Rulebook
@@ -114,6 +116,7 @@ def deadlines(rulebook: Rulebook) -> dict[str, dict[str, Any]]:
             "provision": d.provision,
             "on_lapse": d.on_lapse,
             "suspensive": d.suspensive,
+            "counting": d.counting,
             "due": None,
         }
         for name, d in rulebook.deadlines.items()
@@ -311,3 +314,24 @@ def format_fine(amount: float, unit: str) -> str:
         whole = f"{amount:,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
         return f"R$ {whole}"
     return f"{amount:g} {unit}".replace(".", ",")
+
+
+def due_at(start: dt.datetime, *, days: int, counting: str, timezone: str) -> dt.datetime:
+    """End of the last day of a period of ``days`` starting at ``start``, in local time.
+
+    The start day is excluded; ``business_days`` skips weekends and Brazil's national holidays
+    (and nationwide pontos facultativos: counting errs in favour of the accused), as the
+    Código de Processo Civil counts procedural periods (arts. 219 and 224).
+    """
+    from tracking.detectors.flag2_misuse import brazil_holidays
+
+    first = pd.Timestamp(start).tz_convert(timezone).date()
+    if counting == "business_days":
+        years = range(first.year, first.year + 2 + days // 200)
+        holidays = np.array(brazil_holidays(years), dtype="datetime64[D]")
+        last = np.busday_offset(np.datetime64(first, "D"), days, roll="forward", holidays=holidays)
+        end = pd.Timestamp(last).date()
+    else:
+        end = first + dt.timedelta(days=days)
+    local = pd.Timestamp(dt.datetime.combine(end, dt.time(23, 59, 59)), tz=timezone)
+    return local.to_pydatetime()

@@ -68,6 +68,7 @@ class Deadline(_Frozen):
     excerpt: str | None = None
     on_lapse: str | None = None
     suspensive: bool | None = None
+    counting: Literal["calendar_days", "business_days"] = "calendar_days"
     note: str | None = None
 
 

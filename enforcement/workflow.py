@@ -31,8 +31,15 @@ from sqlalchemy.orm import Session
 from db.upsert import hex_ewkb
 from enforcement._errors import ProposalNotFoundError, TransitionError
 from enforcement.models import AuditEntry, Finding, Proposal, ProposalFinding
-from enforcement.proposals import CONFIRMED_STATUSES, propose, reincidence_count, sanction
+from enforcement.proposals import (
+    CONFIRMED_STATUSES,
+    due_at,
+    propose,
+    reincidence_count,
+    sanction,
+)
 from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks, rulebooks_for
+from fleet.loaders import UF_TIMEZONES
 from tracking.detectors.findings import jsonable
 
 TRANSITIONS: dict[str, tuple[str, ...]] = {
@@ -207,7 +214,6 @@ def generate_proposals(
 
 def _ensure_municipality(session: Session, book: Rulebook) -> None:
     """Register the rulebook's municipality if the registry lacks it (proposals refer to it)."""
-    from fleet.loaders import UF_TIMEZONES
     from fleet.models import Municipality
 
     row = {
@@ -284,10 +290,14 @@ def _now(at: dt.datetime | None) -> dt.datetime:
 
 
 def _set_due(p: Proposal, start: str, at: dt.datetime) -> None:
+    book, _ = rule_of(p)
+    timezone = UF_TIMEZONES.get(book.uf, "America/Sao_Paulo")
     deadlines = {k: dict(v) for k, v in (p.deadlines or {}).items()}
     for d in deadlines.values():
         if d.get("from") == start:
-            d["due"] = (at + dt.timedelta(days=int(d["days"]))).isoformat()
+            counting = d.get("counting", "calendar_days")
+            due = due_at(at, days=int(d["days"]), counting=counting, timezone=timezone)
+            d["due"] = due.isoformat()
     p.deadlines = deadlines
 
 

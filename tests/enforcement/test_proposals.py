@@ -6,6 +6,7 @@ import shapely
 
 from enforcement.proposals import (
     confirmed_from_proposals,
+    due_at,
     propose,
     reincidence_count,
     sanction,
@@ -331,3 +332,21 @@ class TestBundledProposals:
             props, _ = propose(f, {rb.service: rb}, timezone=TZ, fleet=fleet)
             assert [p["provision"] for p in props] == [rule.provision]
             assert props[0]["excerpt"] == rule.excerpt
+
+
+class TestDueAt:
+    def test_calendar_days_end_of_local_day(self) -> None:
+        """30 calendar days after 4 Mar 2025 (22:00 local) end at 23:59:59 local on 3 Apr."""
+        import datetime as dt
+
+        start = dt.datetime(2025, 3, 5, 1, 0, tzinfo=dt.UTC)  # 4 Mar, 22:00 in São Paulo
+        due = due_at(start, days=30, counting="calendar_days", timezone=TZ)
+        assert due.isoformat() == "2025-04-03T23:59:59-03:00"
+
+    def test_business_days_skip_weekends_and_holidays(self) -> None:
+        """5 business days from Wed 16 Apr 2025 skip Good Friday, the weekend and Tiradentes."""
+        import datetime as dt
+
+        start = dt.datetime(2025, 4, 16, 15, 0, tzinfo=dt.UTC)
+        due = due_at(start, days=5, counting="business_days", timezone=TZ)
+        assert due.date() == dt.date(2025, 4, 25)

@@ -125,7 +125,9 @@ class TestSteps:
         confirm(session, pid, agent_id="a", at=T0)
         notify(session, pid, actor="a", at=T0 + dt.timedelta(days=10))
         p = get_proposal(session, pid)
-        assert p.deadlines["defence"]["due"].startswith("2025-04-13")
+        # 30 dias úteis from Fri 14 Mar 2025 (art. 53, CPC counting): Good Friday 18 Apr and
+        # Tiradentes 21 Apr skipped
+        assert p.deadlines["defence"]["due"].startswith("2025-04-29T23:59:59")
         file_defence(session, pid, actor="defensor", at=T0 + dt.timedelta(days=20))
         decide_defence(
             session,
@@ -170,12 +172,16 @@ class TestSteps:
         assert get_proposal(session, pid).status == "arquivada"
 
     def test_defence_out_of_time_is_refused(self, session) -> None:
-        """A defence after its 30 days (art. 53) is refused."""
+        """A defence after its 30 business days (art. 53) is refused; on day 31 (calendar) it
+        is still in time."""
         pid = _one(session, "2025-03-04T12:00:00Z")
         confirm(session, pid, agent_id="a", at=T0)
         notify(session, pid, actor="a", at=T0)
-        with pytest.raises(TransitionError, match="fora do prazo"):
+        with session.begin_nested() as sp:
             file_defence(session, pid, actor="d", at=T0 + dt.timedelta(days=31))
+            sp.rollback()
+        with pytest.raises(TransitionError, match="fora do prazo"):
+            file_defence(session, pid, actor="d", at=T0 + dt.timedelta(days=45))
 
     def test_unknown_proposal(self, session) -> None:
         """An unknown id is a named not-found error."""
