@@ -28,6 +28,8 @@ confidence
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import geopandas as gpd
@@ -35,6 +37,7 @@ import numpy as np
 import pandas as pd
 import pyproj
 import shapely
+from numpy.typing import NDArray
 from shapely.geometry.base import BaseGeometry
 
 from geo.crs import utm_crs_for
@@ -45,6 +48,8 @@ from tracking.detectors._evidence import (
     clip_confidence,
     fix_record,
     iso_utc,
+    ping_field,
+    ping_ns,
     ping_rows,
     require_columns,
     sorted_view,
@@ -108,6 +113,130 @@ def boundary_polygon(boundary: Any) -> BaseGeometry:
         )
         raise BoundaryError(msg)
     return geom
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedBoundary:
+    """The boundary ready for measuring (built once; shared by batch and live).
+
+    Attributes
+    ----------
+    utm : pyproj.CRS
+        The boundary's UTM zone (SIRGAS 2000 / UTM in Brazil).
+    to_utm : pyproj.Transformer
+        EPSG:4326 → ``utm``.
+    polygon : shapely geometry
+        The boundary in ``utm``.
+    zone_ok : shapely geometry
+        ``polygon`` grown by the tolerance (prepared).
+    tolerance_m : float
+        The tolerance.
+    """
+
+    utm: pyproj.CRS
+    to_utm: pyproj.Transformer
+    polygon: BaseGeometry
+    zone_ok: BaseGeometry
+    tolerance_m: float
+
+
+def prepare_boundary(
+    boundary: Any, *, boundary_tolerance_m: float = DEFAULT_BOUNDARY_TOLERANCE_M
+) -> PreparedBoundary:
+    """Prepare the municipal boundary once for :func:`update_outside_municipality`.
+
+    Parameters
+    ----------
+    boundary : shapely (Multi)Polygon in EPSG:4326, or GeoDataFrame/GeoSeries with a CRS
+        The municipality (see :func:`boundary_polygon`).
+    boundary_tolerance_m : float, default 200
+        Pickups up to this far outside the polygon are not reported.
+
+    Returns
+    -------
+    PreparedBoundary
+
+    Raises
+    ------
+    BoundaryError
+        If the boundary is not a usable (Multi)Polygon.
+    DetectorThresholdError
+        If the tolerance is negative.
+    """
+    check_threshold("boundary_tolerance_m", boundary_tolerance_m, unit="metros")
+    geom = boundary_polygon(boundary)
+    centre = geom.representative_point()
+    utm = utm_crs_for(centre.x, centre.y)
+    to_utm = pyproj.Transformer.from_crs(4326, utm, always_xy=True)
+    poly = shapely.transform(geom, lambda xy: np.column_stack(to_utm.transform(xy[:, 0], xy[:, 1])))
+    zone_ok = shapely.buffer(poly, boundary_tolerance_m) if boundary_tolerance_m > 0 else poly
+    shapely.prepare(zone_ok)
+    return PreparedBoundary(
+        utm=utm,
+        to_utm=to_utm,
+        polygon=poly,
+        zone_ok=zone_ok,
+        tolerance_m=float(boundary_tolerance_m),
+    )
+
+
+def _outside(
+    prepared: PreparedBoundary, lat: NDArray[np.float64], lon: NDArray[np.float64]
+) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """Which pickups lie beyond the tolerance, and the distance of those to the boundary (m)."""
+    x, y = prepared.to_utm.transform(lon, lat)
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    outside = ~shapely.contains_xy(prepared.zone_ok, x, y)
+    dist = np.asarray(
+        shapely.distance(prepared.polygon, shapely.points(x[outside], y[outside])),
+        dtype=np.float64,
+    )
+    return outside, dist
+
+
+def _finding_row(
+    *,
+    vehicle_id: str,
+    trip_id: str | None,
+    start_ns: int,
+    end_ns: int,
+    pickup: dict[str, Any],
+    before: dict[str, Any] | None,
+    distance_m: float,
+    accuracy_m: float,
+    speed_flagged: bool,
+    switch_seen: bool | None,
+    source: str,
+    prepared: PreparedBoundary,
+) -> tuple[dict[str, Any], Any]:
+    """One finding from a judged pickup (shared by batch and live)."""
+    tol = prepared.tolerance_m
+    conf = 0.5 + 0.45 * min(1.0, (distance_m - tol - accuracy_m) / (4.0 * max(tol, 50.0)))
+    conf *= (0.5 if switch_seen is False else 1.0) * (0.8 if speed_flagged else 1.0)
+    fixes = [pickup] if before is None else [before, pickup]
+    details = {
+        "fixes": fixes,
+        "distance_to_boundary_m": distance_m,
+        "pickup_accuracy_m": accuracy_m if accuracy_m > 0 else None,
+        "meter_switch_seen": switch_seen,
+        "trip_id": trip_id,
+        "trip_started_at": iso_utc(start_ns),
+        "trip_ended_at": iso_utc(end_ns),
+        "trip_duration_s": float((end_ns - start_ns) / NS),
+        "source": source,
+        "crs": f"EPSG:{prepared.utm.to_epsg()}",
+        "thresholds": {"boundary_tolerance_m": float(tol)},
+    }
+    row = {
+        "kind": KIND,
+        "vehicle_id": vehicle_id,
+        "stand_id": None,
+        "started_at": pd.Timestamp(start_ns, unit="ns", tz="UTC"),
+        "ended_at": pd.Timestamp(end_ns, unit="ns", tz="UTC"),
+        "confidence": clip_confidence(conf),
+        "details": details,
+    }
+    return row, shapely.Point(pickup["lon"], pickup["lat"])
 
 
 def detect_outside_municipality(
@@ -174,18 +303,11 @@ def detect_outside_municipality(
     if not len(idx):
         return empty_findings()
 
-    centre = geom.representative_point()
-    utm = utm_crs_for(centre.x, centre.y)
-    to_utm = pyproj.Transformer.from_crs(4326, utm, always_xy=True)
-    poly = shapely.transform(geom, lambda xy: np.column_stack(to_utm.transform(xy[:, 0], xy[:, 1])))
-    zone_ok = shapely.buffer(poly, boundary_tolerance_m) if boundary_tolerance_m > 0 else poly
-    shapely.prepare(zone_ok)
-    x, y = to_utm.transform(lon[idx], lat[idx])
-    outside = ~shapely.contains_xy(zone_ok, x, y)
-    idx, x, y = idx[outside], np.asarray(x)[outside], np.asarray(y)[outside]
+    prepared = prepare_boundary(geom, boundary_tolerance_m=boundary_tolerance_m)
+    outside, dist = _outside(prepared, lat[idx], lon[idx])
+    idx = idx[outside]
     if not len(idx):
         return empty_findings()
-    dist = shapely.distance(poly, shapely.points(x, y))
 
     first_row = (
         pd.to_numeric(trips["first_row"]).fillna(-1).to_numpy(dtype=np.int64)
@@ -229,40 +351,165 @@ def detect_outside_municipality(
                 q = int(prev_orig[k])
                 before[k] = fix_record(int(ns_sorted[prev[k]]), p_lat[q], p_lon[q], int(rows[q]))
 
-    tol = boundary_tolerance_m
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
     for k, t in enumerate(idx.tolist()):
-        d = float(dist[k])
-        conf = 0.5 + 0.45 * min(1.0, (d - tol - accuracy[k]) / (4.0 * max(tol, 50.0)))
-        conf *= (0.5 if switch[k] is False else 1.0) * (0.8 if flagged[k] else 1.0)
-        fixes = [fix_record(int(start[t]), lat[t], lon[t], int(first_row[t]))]
-        prior = before[k]
-        if prior is not None:
-            fixes.insert(0, prior)
-        details = {
-            "fixes": fixes,
-            "distance_to_boundary_m": d,
-            "pickup_accuracy_m": float(accuracy[k]) if accuracy[k] > 0 else None,
-            "meter_switch_seen": switch[k],
-            "trip_id": str(trips["trip_id"].iloc[t]) if "trip_id" in trips.columns else None,
-            "trip_started_at": iso_utc(start[t]),
-            "trip_ended_at": iso_utc(end[t]),
-            "trip_duration_s": float((end[t] - start[t]) / NS),
-            "source": str(source[t]),
-            "crs": f"EPSG:{utm.to_epsg()}",
-            "thresholds": {"boundary_tolerance_m": float(tol)},
-        }
-        out.append(
-            {
-                "kind": KIND,
-                "vehicle_id": str(trips["vehicle_id"].iloc[t]),
-                "stand_id": None,
-                "started_at": pd.Timestamp(int(start[t]), unit="ns", tz="UTC"),
-                "ended_at": pd.Timestamp(int(end[t]), unit="ns", tz="UTC"),
-                "confidence": clip_confidence(conf),
-                "details": details,
-            }
+        row, geom_k = _finding_row(
+            vehicle_id=str(trips["vehicle_id"].iloc[t]),
+            trip_id=str(trips["trip_id"].iloc[t]) if "trip_id" in trips.columns else None,
+            start_ns=int(start[t]),
+            end_ns=int(end[t]),
+            pickup=fix_record(int(start[t]), lat[t], lon[t], int(first_row[t])),
+            before=before[k],
+            distance_m=float(dist[k]),
+            accuracy_m=float(accuracy[k]),
+            speed_flagged=bool(flagged[k]),
+            switch_seen=switch[k],
+            source=str(source[t]),
+            prepared=prepared,
         )
-        geoms.append(shapely.Point(lon[t], lat[t]))
+        out.append(row)
+        geoms.append(geom_k)
     return make_findings(pd.DataFrame(out), geoms)
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_outside_state() -> dict[str, Any]:
+    """Return the initial live state of one vehicle (plain data).
+
+    ``last``: the vehicle's previous fix (``ns``, ``lat``, ``lon``, ``row``, ``meter``);
+    ``trip``: the open meter trip (its start, last fix time and, when the pickup is outside,
+    the judged pickup), or None.
+    """
+    return {"last": None, "trip": None}
+
+
+def _close_trip(
+    trip: Mapping[str, Any] | None, *, vehicle_id: str, prepared: PreparedBoundary
+) -> gpd.GeoDataFrame | None:
+    if trip is None or trip["judged"] is None:
+        return None
+    j = trip["judged"]
+    start = int(trip["started_ns"])
+    stamp = pd.Timestamp(start, unit="ns", tz="UTC").strftime("%Y%m%dT%H%M%SZ")
+    row, geom = _finding_row(
+        vehicle_id=vehicle_id,
+        trip_id=f"{vehicle_id}-{stamp}",
+        start_ns=start,
+        end_ns=int(trip["ended_ns"]),
+        pickup=j["pickup"],
+        before=j["before"],
+        distance_m=float(j["distance_m"]),
+        accuracy_m=float(j["accuracy_m"]),
+        speed_flagged=bool(j["speed_flagged"]),
+        switch_seen=bool(j["switch_seen"]),
+        source="meter",
+        prepared=prepared,
+    )
+    return make_findings(pd.DataFrame([row]), [geom])
+
+
+def update_outside_municipality(
+    state: dict[str, Any] | None,
+    ping: Mapping[str, Any],
+    *,
+    boundary: PreparedBoundary,
+    max_gap_s: float = 300.0,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Advance one vehicle's live state by one fix; a finding when an outside trip ends.
+
+    Meter trips are cut as :func:`tracking.trips.detect_trips` cuts them (a run of ``occupied``
+    fixes, split by a silence longer than ``max_gap_s``); the pickup is judged at the trip's
+    first fix and the finding emitted at its end (the first later fix that is not
+    ``occupied`` or comes after a silence), or at :func:`flush_outside_municipality`. Equal to
+    :func:`detect_outside_municipality` over ``detect_trips(pings)`` with ``pings`` (trips
+    inferred from stops are not judged live; they are not judged by default in batch either).
+
+    Parameters
+    ----------
+    state : dict or None
+        The vehicle's state from the previous call (None at first); fixes in time order.
+    ping : mapping
+        ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``; optional
+        ``row``, ``accuracy_m``, ``speed_flag``.
+    boundary : PreparedBoundary
+        From :func:`prepare_boundary` (carries the tolerance).
+    max_gap_s : float, default 300
+        The trip gap of ``detect_trips`` (the pipeline's ``trip_max_gap_s``).
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state and a one-row findings frame, or None.
+
+    Raises
+    ------
+    DetectorInputError
+        If the fix is not later than the previous one or its timestamp is naive.
+    """
+    check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
+    st = new_outside_state() if state is None else dict(state)
+    t = ping_ns(ping)
+    last = st["last"]
+    if last is not None and t <= last["ns"]:
+        msg = f"ping fora de ordem: {iso_utc(t)} não é posterior a {iso_utc(last['ns'])}"
+        raise DetectorInputError(msg)
+    vehicle_id = str(ping_field(ping, "vehicle_id"))
+    occupied = ping_field(ping, "meter") == "occupied"
+    gap = last is None or t - last["ns"] > round(max_gap_s * NS)
+    found = None
+    if st["trip"] is not None and (not occupied or gap):
+        found = _close_trip(st["trip"], vehicle_id=vehicle_id, prepared=boundary)
+        st["trip"] = None
+    lat, lon = float(ping["lat"]), float(ping["lon"])
+    row = ping_field(ping, "row")
+    fix = fix_record(t, lat, lon, -1 if row is None else int(row))
+    if occupied and st["trip"] is None:
+        judged = None
+        if np.isfinite(lat) and np.isfinite(lon):
+            outside, dist = _outside(
+                boundary, np.array([lat], dtype=np.float64), np.array([lon], dtype=np.float64)
+            )
+            if outside[0]:
+                acc = ping_field(ping, "accuracy_m")
+                acc_f = float(acc) if acc is not None else 0.0
+                judged = {
+                    "pickup": fix,
+                    "before": None if last is None else last["fix"],
+                    "distance_m": float(dist[0]),
+                    "accuracy_m": acc_f if np.isfinite(acc_f) and acc_f > 0 else 0.0,
+                    "speed_flagged": bool(ping_field(ping, "speed_flag") or False),
+                    "switch_seen": last is not None and last["meter"] in ("free", "off"),
+                }
+        st["trip"] = {"started_ns": t, "ended_ns": t, "judged": judged}
+    elif occupied:
+        st["trip"] = {**st["trip"], "ended_ns": t}
+    st["last"] = {"ns": t, "fix": fix, "meter": ping_field(ping, "meter")}
+    return st, found
+
+
+def flush_outside_municipality(
+    state: dict[str, Any] | None, *, vehicle_id: str, boundary: PreparedBoundary
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """End a vehicle's stream: close its open trip and emit its finding, if any.
+
+    Parameters
+    ----------
+    state : dict or None
+        The vehicle's live state.
+    vehicle_id : str
+        The vehicle.
+    boundary : PreparedBoundary
+        As in :func:`update_outside_municipality`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The state without an open trip, and the pending finding.
+    """
+    st = new_outside_state() if state is None else dict(state)
+    found = _close_trip(st["trip"], vehicle_id=vehicle_id, prepared=boundary)
+    st["trip"] = None
+    return st, found

@@ -9,12 +9,16 @@ import pandas as pd
 import pytest
 import shapely
 from factories import make_pings, offset_m
+from live_compare import assert_same_findings, concat_live
 
-from tracking.detectors._errors import BoundaryError, DetectorThresholdError
+from tracking.detectors._errors import BoundaryError, DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.outside_municipality import (
     boundary_polygon,
     detect_outside_municipality,
+    flush_outside_municipality,
+    prepare_boundary,
+    update_outside_municipality,
 )
 from tracking.trips import detect_trips
 
@@ -193,3 +197,72 @@ class TestBoundaryPolygon:
         bowtie = shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1)])
         fixed = boundary_polygon(bowtie)
         assert fixed.is_valid and fixed.area == pytest.approx(0.5)
+
+
+def _fleet_days() -> list[dict]:
+    """Three vehicles over two days: pickups outside and inside, and the edge cases."""
+    day = 86_400
+    rows = (
+        ride("a", 0, 0.0, 7000.0)  # outside, switch seen
+        + ride("a", 900, 0.0, 0.0)  # inside
+        + ride("a", day, 0.0, 5150.0)  # within the tolerance: nothing
+        + ride("a", day + 1800, 0.0, 9000.0, before="off", accuracy_m=40.0)
+        + ride("b", 60, 6000.0, 0.0, before="occupied")  # resumed aboard: half confidence
+        + ride("b", 2000, 0.0, 8000.0, before=None)  # unknown meter before
+        + ride("b", day + 60, 0.0, 6500.0, speed_kmh=10.0)
+        + ride("c", 0, 0.0, 0.0)  # never outside
+    )
+    # b: a silence inside a trip splits it (the second part starts outside, no switch seen)
+    lat, lon = offset_m(0.0, 7500.0)
+    rows += [
+        {"vehicle_id": "b", "timestamp": day + 5000, "lat": lat, "lon": lon, "meter": "occupied"},
+        {"vehicle_id": "b", "timestamp": day + 5030, "lat": lat, "lon": lon, "meter": "occupied"},
+        {"vehicle_id": "b", "timestamp": day + 6000, "lat": lat, "lon": lon, "meter": "occupied"},
+        {"vehicle_id": "b", "timestamp": day + 6030, "lat": lat, "lon": lon, "meter": "free"},
+    ]
+    # a trip with no fix before it (the vehicle's first fix is occupied)
+    first = ride("d", 0, 0.0, -8000.0)[1:]
+    return rows + first
+
+
+class TestUpdateOutsideMunicipality:
+    def test_live_equals_batch(self) -> None:
+        """Fix by fix, over vehicles and days, live emits exactly the batch findings."""
+        pings = make_pings(_fleet_days())
+        batch = detect_outside_municipality(
+            detect_trips(pings, max_gap_s=300.0), square(), pings=pings
+        )
+        assert len(batch) == 8
+        prepared = prepare_boundary(square())
+        states: dict[str, Any] = {}
+        out = []
+        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+            vid = ping["vehicle_id"]
+            states[vid], found = update_outside_municipality(
+                states.get(vid), ping, boundary=prepared
+            )
+            out.append(found)
+        for vid, state in states.items():
+            out.append(flush_outside_municipality(state, vehicle_id=vid, boundary=prepared)[1])
+        assert_same_findings(concat_live(out), batch)
+        json.dumps(states)  # plain data
+
+    def test_finding_is_emitted_when_the_trip_ends(self) -> None:
+        """Nothing while the passenger is aboard; the first free fix emits the trip's finding."""
+        pings = make_pings(ride("a", 0, 0.0, 7000.0) + ride("a", 900, 0.0, 0.0))
+        prepared = prepare_boundary(square())
+        state, emitted = None, []
+        for ping in pings.to_dict("records"):
+            state, found = update_outside_municipality(state, ping, boundary=prepared)
+            emitted.append(found is not None)
+        assert emitted.index(True) == 11  # the free fix before the second ride
+        assert emitted.count(True) == 1
+        assert flush_outside_municipality(state, vehicle_id="a", boundary=prepared)[1] is None
+
+    def test_out_of_order_fix_raises(self) -> None:
+        """A fix older than the previous one is refused."""
+        records = make_pings(ride("a", 0, 0.0, 7000.0)).to_dict("records")
+        prepared = prepare_boundary(square())
+        state, _ = update_outside_municipality(None, records[3], boundary=prepared)
+        with pytest.raises(DetectorInputError, match="fora de ordem"):
+            update_outside_municipality(state, records[2], boundary=prepared)
