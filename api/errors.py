@@ -13,7 +13,7 @@ from typing import Any, cast
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -93,6 +93,10 @@ def _http_error(_: Request, exc: Exception) -> JSONResponse:
 
 
 def _database_error(_: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, DataError):  # a value the database cannot take (out of range…)
+        return error_response(
+            422, "invalid_request", "valor fora do intervalo aceito (número grande demais?)"
+        )
     if (
         isinstance(exc, DBAPIError)
         and not isinstance(exc, OperationalError)

@@ -67,9 +67,7 @@ def raw_frame(rows: Sequence[Mapping[str, Any]], *, default_vehicle_id: str) -> 
 
     A row without ``vehicle_id`` is for ``default_vehicle_id`` (the device's vehicle).
     """
-    data: dict[str, pd.Series] = {
-        fr.ROW: pd.Series(np.arange(1, len(rows) + 1, dtype=np.int64))
-    }
+    data: dict[str, pd.Series] = {fr.ROW: pd.Series(np.arange(1, len(rows) + 1, dtype=np.int64))}
     for column in RAW_COLUMNS:
         cells = [_cell(r.get(column)) for r in rows]
         if column == fr.VEHICLE_ID:

@@ -36,5 +36,8 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {c: {"model": ErrorBody, "description": descriptions.get(c, "Erro")} for c in codes}
 
 
+MAX_OFFSET = 2**31 - 1
+"""Largest page offset accepted (the database counts rows in bigint; far beyond any table)."""
+
 AUTH_ERRORS = error_responses(401, 403, 422, 503)
 """Errors of a route behind a login."""

@@ -13,7 +13,7 @@ from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.deps import SessionDep, require_roles
 from api.routes.stands import Feature
-from api.schemas import error_responses
+from api.schemas import MAX_OFFSET, error_responses
 from tracking.detectors.findings import KINDS
 
 router = APIRouter(prefix="/api/v1/findings", tags=["achados"])
@@ -40,7 +40,7 @@ def list_findings(
     since: dt.datetime | None = None,
     until: dt.datetime | None = None,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Any:
     """Achados filtrados por tipo, veículo e período (sobreposição), mais recentes primeiro."""
     for name, value in (("since", since), ("until", until)):

@@ -19,7 +19,7 @@ from api._errors import ForbiddenError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles
-from api.schemas import error_responses
+from api.schemas import MAX_OFFSET, error_responses
 
 router = APIRouter(prefix="/api/v1/vehicles", tags=["frota"])
 
@@ -120,7 +120,7 @@ def list_vehicles(
     municipality_code: Annotated[str | None, Query(pattern=r"^\d{7}$")] = None,
     include_personal: bool = False,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Any:
     """Veículos da frota; placas e titulares só com `include_personal` (admin, agente; auditado)."""
     _check_personal(user, include_personal)

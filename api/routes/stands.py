@@ -17,7 +17,7 @@ from api import queries
 from api._errors import ConflictError, InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
-from api.schemas import error_responses
+from api.schemas import MAX_OFFSET, error_responses
 
 router = APIRouter(prefix="/api/v1/stands", tags=["pontos e licenças"])
 
@@ -135,7 +135,7 @@ def list_stands(
     session: SessionDep,
     include_retired: bool = False,
     limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Any:
     """Pontos de táxi como GeoJSON (o supervisor vê só os seus)."""
     ids = sorted(user.stand_ids) if user.role == "supervisor" else None
