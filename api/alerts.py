@@ -83,21 +83,20 @@ def detect_on_ingest(
     if pings.empty:
         return []
     settings = settings or get_settings()
-    savepoint = conn.begin_nested()
     try:
-        with Session(bind=conn) as session:
+        # The session works in a SAVEPOINT of conn's transaction: its commit releases the
+        # savepoint (the caller's COMMIT makes it durable), an error rolls back to it.
+        with Session(bind=conn, join_transaction_mode="create_savepoint") as session:
             found = process_fixes(
                 session,
                 pings,
                 throttle_s=settings.alert_throttle_s,
                 timezone=settings.timezone,
             )
-            session.flush()
+            session.commit()
     except Exception:
-        savepoint.rollback()
         log.exception("detecção ao vivo falhou; posições gravadas, sem achados neste lote")
         return []
-    savepoint.commit()
     return found
 
 
@@ -348,11 +347,25 @@ def deliver_due(
     return len(rows)
 
 
+def next_due_s(engine: Engine) -> float | None:
+    """Return the seconds until the next pending delivery is due (None: none pending)."""
+    with engine.connect() as conn:
+        value = conn.execute(
+            text(
+                "SELECT extract(epoch FROM min(d.next_attempt_at) - now()) "
+                "FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id "
+                "WHERE d.status = 'pending' AND w.active"
+            )
+        ).scalar_one()
+    return None if value is None else float(value)
+
+
 async def webhook_worker(hub: AlertHub, settings: Settings) -> None:
-    """Deliver webhooks until cancelled: woken by each NOTIFY, else every few seconds."""
+    """Deliver webhooks until cancelled: woken by each NOTIFY or when a retry falls due."""
+    wait_s = 0.0
     while True:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(hub.wake.wait(), timeout=POLL_S)
+            await asyncio.wait_for(hub.wake.wait(), timeout=wait_s)
         hub.wake.clear()
         try:
             while await asyncio.to_thread(
@@ -363,8 +376,11 @@ async def webhook_worker(hub: AlertHub, settings: Settings) -> None:
                 timeout_s=settings.webhook_timeout_s,
             ):
                 pass
-        except Exception:  # the database may be away: retry at the next wake-up
+            due = await asyncio.to_thread(next_due_s, hub.engine)
+            wait_s = POLL_S if due is None else min(POLL_S, max(0.05, due))
+        except Exception:  # the database may be away: retry later
             log.exception("entrega de webhooks falhou; nova tentativa em instantes")
+            wait_s = POLL_S
 
 
 @contextlib.asynccontextmanager
