@@ -202,3 +202,30 @@ def deadlines(
             f"{w['due'][:10]} ({w['provision']})"
         )
     typer.echo(f"{len(warnings)} prazo(s) em até {within_days} dia(s).")
+
+
+@app.command()
+def document(
+    proposal_id: str,
+    out: Annotated[Path, typer.Option(help="Arquivo de saída (.pdf ou .html).")],
+    kind: Annotated[
+        str,
+        typer.Option(help="auto (auto de infração) ou notificacao (notificação de penalidade)."),
+    ] = "auto",
+) -> None:
+    """Gera o auto de infração ou a notificação de penalidade (PDF ou HTML, com mapa da prova)."""
+    from enforcement.documents import render_html, render_pdf
+    from enforcement.evidence import document_for
+
+    if kind not in ("auto", "notificacao"):
+        raise typer.BadParameter(f"--kind '{kind}': use auto ou notificacao")
+    suffix = out.suffix.lower()
+    if suffix not in (".pdf", ".html"):
+        raise typer.BadParameter(f"--out '{out}': a extensão deve ser .pdf ou .html")
+    with cli_session() as session:
+        doc = document_for(session, proposal_id)
+    if suffix == ".pdf":
+        out.write_bytes(render_pdf(doc, kind=kind))  # type: ignore[arg-type]
+    else:
+        out.write_text(render_html(doc, kind=kind), encoding="utf-8")  # type: ignore[arg-type]
+    typer.echo(f"{out} gravado.")

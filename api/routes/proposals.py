@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
@@ -229,3 +229,34 @@ def decision(
             reason=body.reason,
         ),
     )
+
+
+@router.get(
+    "/{proposal_id}/documents/{kind}",
+    responses={
+        **_ERRORS,
+        200: {"content": {"application/pdf": {}, "text/html": {}}, "description": "Documento"},
+    },
+    response_class=Response,
+)
+def document(
+    proposal_id: str,
+    kind: Literal["auto", "notificacao"],
+    session: SessionDep,
+    _: Reviewer,
+    format: Annotated[Literal["pdf", "html"], Query()] = "pdf",  # noqa: A002
+) -> Response:
+    """Auto de infração ou notificação de penalidade, em PDF ou HTML, com o mapa da prova."""
+    from enforcement.documents import render_html, render_pdf
+    from enforcement.evidence import document_for
+
+    with _domain_errors():
+        doc = document_for(session, proposal_id)
+    if format == "pdf":
+        name = f"{kind}-{proposal_id}.pdf"
+        return Response(
+            render_pdf(doc, kind=kind),
+            media_type="application/pdf",
+            headers={"Content-Disposition": f'inline; filename="{name}"'},
+        )
+    return Response(render_html(doc, kind=kind), media_type="text/html; charset=utf-8")

@@ -60,6 +60,15 @@ class TestProposalsCli:
         assert [h["to"] for h in shown["history"]] == ["proposta", "confirmada"]
         assert shown["history"][1]["actor"] == "fiscal-9"
 
+        pdf = tmp_path / "auto.pdf"
+        done = run_pontual("proposals", "document", p["proposal_id"], "--out", str(pdf), **env)
+        assert done.returncode == 0, done.stderr
+        from pypdf import PdfReader
+
+        text = " ".join(page.extract_text() for page in PdfReader(pdf).pages)
+        assert "AUTO DE INFRAÇÃO" in text.upper() and shown["auto_number"] in text
+        assert "art. 25" in text and "fiscal-9" in text
+
         again = run_pontual("proposals", "confirm", p["proposal_id"], "--agent", "x", **env)
         assert again.returncode == 1
         assert again.stderr.startswith("erro:") and "Traceback" not in again.stderr

@@ -48,6 +48,16 @@ class TestProposalRoutes:
         assert [h["to"] for h in body["history"]] == ["proposta", "confirmada"]
         assert body["finding_ids"] == ["F1"]
 
+        pdf = client.get(f"/api/v1/proposals/{pid}/documents/auto", headers=bearer(tokens["agent"]))
+        assert pdf.status_code == 200 and pdf.headers["content-type"] == "application/pdf"
+        assert pdf.content.startswith(b"%PDF")
+        html = client.get(
+            f"/api/v1/proposals/{pid}/documents/notificacao",
+            params={"format": "html"},
+            headers=bearer(tokens["agent"]),
+        )
+        assert html.status_code == 200 and "art. 58" in html.text and "<svg" in html.text
+
         again = client.post(
             f"/api/v1/proposals/{pid}/confirm", json={}, headers=bearer(tokens["agent"])
         )
