@@ -46,6 +46,7 @@ from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from enforcement._errors import DocumentError
+from enforcement.proposals import format_fine
 
 DocumentKind = Literal["auto", "notificacao"]
 DOCUMENT_KINDS: tuple[DocumentKind, ...] = ("auto", "notificacao")
@@ -369,16 +370,10 @@ def _days(value: Any) -> str:
 def _fine(p: Mapping[str, Any]) -> str:
     fine, note = p.get("fine"), p.get("fine_note")
     if fine:
-        return _money(float(fine["amount"]), str(fine["unit"]))
+        return format_fine(float(fine["amount"]), str(fine["unit"]))
     if "multa" in str(p.get("penalty") or "").lower() or not note:
         return NO_FINE_AMOUNT + (f" ({note})" if note else "")
     return str(note) if str(note).startswith("sem multa") else f"sem multa ({note})"
-
-
-def _money(amount: float, unit: str) -> str:
-    if unit == "BRL":
-        return "R$ " + _number(amount, 2)
-    return f"{_number(amount, 0 if amount == int(amount) else 2)} {unit}"
 
 
 def _payer(p: Mapping[str, Any]) -> str:
