@@ -39,6 +39,7 @@ confidence
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -54,7 +55,10 @@ from tracking.detectors._evidence import (
     day_iso,
     fix_record,
     iso_utc,
+    local_day,
     local_days,
+    ping_field,
+    ping_ns,
     ping_rows,
     require_columns,
     utc_ns,
@@ -216,6 +220,34 @@ def detect_inactivity(
     if found is None or not registry:
         return empty_findings()
     last_op, span_first, span_last = found
+    return _inactivity_findings(
+        last_op,
+        span_first,
+        span_last,
+        registry,
+        as_of_day=as_of_day,
+        max_idle_days=max_idle_days,
+        data_since=data_since,
+        timezone=timezone,
+    )
+
+
+def _inactivity_findings(
+    last_op: Mapping[str, Mapping[str, Any]],
+    span_first: int,
+    span_last: int,
+    registry: Mapping[str, Mapping[str, Any]],
+    *,
+    as_of_day: int,
+    max_idle_days: int,
+    data_since: dt.date | None,
+    timezone: str,
+) -> gpd.GeoDataFrame:
+    """Build the findings from each vehicle's last operation (kernel of batch and live).
+
+    ``last_op`` maps vehicle ids to ``{ns, lat, lon, row, source}``; ``span_first`` and
+    ``span_last`` are the first and last instant of the data before the end of ``as_of_day``.
+    """
     first_day = int(local_days(np.array([span_first]), timezone)[0])
     if data_since is not None:
         first_day = (data_since - dt.date(1970, 1, 1)).days
@@ -295,3 +327,189 @@ def detect_inactivity(
             else shapely.Point(op["lon"], op["lat"])
         )
     return make_findings(pd.DataFrame(out), geoms)
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_inactivity_state() -> dict[str, Any]:
+    """Return the initial live state (plain data), one for the whole fleet.
+
+    ``first_ns``/``last_ns``: the data's time span; ``day``: the local day of the latest fix;
+    ``vehicles``: per vehicle ``known`` (a meter value was seen), ``op`` (its last ``occupied``
+    fix) and ``fix`` (its last fix), each ``{ns, lat, lon, row}``; ``emitted``: per vehicle the
+    ``started_at`` (ns) of the finding already emitted, so that each is emitted once.
+    """
+    return {"first_ns": None, "last_ns": None, "day": None, "vehicles": {}, "emitted": {}}
+
+
+def _check_options(max_idle_days: int, timezone: str) -> None:
+    if (
+        not isinstance(max_idle_days, int | np.integer)
+        or isinstance(max_idle_days, bool)
+        or max_idle_days < 1
+    ):
+        msg = f"'max_idle_days' foi {max_idle_days!r}; esperado um inteiro >= 1 (dias)"
+        raise DetectorThresholdError(msg)
+    zone(timezone)
+
+
+def tick_inactivity(
+    state: dict[str, Any] | None,
+    *,
+    as_of: dt.date,
+    fleet: pd.DataFrame,
+    max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
+    data_since: dt.date | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Judge the fleet at the end of local day ``as_of``; emit the findings not emitted before.
+
+    Call it once every fix up to the end of ``as_of`` is in the state (a clock at local
+    midnight, with the feed's lateness allowed for); :func:`update_inactivity` calls it itself
+    when a fix of a new local day arrives. A finding is the one :func:`detect_inactivity` gives
+    over the fixes seen so far with the same ``as_of``; a vehicle's finding is emitted once (a
+    later tick with the same last operation gives the same ``finding_id`` and is not
+    re-emitted; a new idle period after the vehicle operated again is a new finding).
+
+    Parameters
+    ----------
+    state : dict or None
+        The fleet's live state.
+    as_of : datetime.date
+        Last local day judged (inclusive).
+    fleet : pandas.DataFrame
+        Fleet frame (``vehicle_id``, ``status``, ``status_since``, ``status_until``).
+    max_idle_days, data_since, timezone
+        As in :func:`detect_inactivity`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state and the new findings, or None.
+
+    Raises
+    ------
+    DetectorThresholdError
+        If a threshold is out of range or ``as_of`` is not a date.
+    FleetFrameError
+        If a fleet status or date is invalid.
+    """
+    _check_options(max_idle_days, timezone)
+    if not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime):
+        msg = f"'as_of' foi {as_of!r}; esperado uma data (datetime.date)"
+        raise DetectorThresholdError(msg)
+    st = new_inactivity_state() if state is None else dict(state)
+    registry = _fleet_registry(fleet)
+    if st["first_ns"] is None or not registry:
+        return st, None
+    as_of_day = (as_of - dt.date(1970, 1, 1)).days
+    if int(local_days(np.array([st["first_ns"]]), timezone)[0]) > as_of_day:
+        return st, None
+    last_op: dict[str, dict[str, Any]] = {}
+    for vid, v in st["vehicles"].items():
+        rec = v["op"] if v["known"] else v["fix"]
+        if rec is not None:
+            source = "occupied_fix" if v["known"] else "fix"
+            last_op[vid] = {**rec, "source": source}
+    found = _inactivity_findings(
+        last_op,
+        int(st["first_ns"]),
+        int(st["last_ns"]),
+        registry,
+        as_of_day=as_of_day,
+        max_idle_days=max_idle_days,
+        data_since=data_since,
+        timezone=timezone,
+    )
+    started = found["started_at"].astype("int64").tolist() if len(found) else []
+    new = [
+        k
+        for k, (vid, ns) in enumerate(zip(found["vehicle_id"].tolist(), started, strict=True))
+        if st["emitted"].get(vid) != ns
+    ]
+    if not new:
+        return st, None
+    emitted = dict(st["emitted"])
+    for k in new:
+        emitted[str(found["vehicle_id"].iloc[k])] = int(started[k])
+    st["emitted"] = emitted
+    return st, found.iloc[new].reset_index(drop=True)
+
+
+def update_inactivity(
+    state: dict[str, Any] | None,
+    ping: Mapping[str, Any],
+    *,
+    fleet: pd.DataFrame,
+    max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
+    data_since: dt.date | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Take one fix into the fleet's state; at a new local day, judge the day that ended.
+
+    The first fix of a local day later than the state's runs :func:`tick_inactivity` with
+    ``as_of`` the day before it, before the fix is taken in, so a finding equals
+    :func:`detect_inactivity` over the pings seen so far with that ``as_of``. Fixes must come
+    in time order across the whole fleet (a late fix of an earlier day is taken in, but the
+    day it belongs to has already been judged).
+
+    Parameters
+    ----------
+    state : dict or None
+        From :func:`new_inactivity_state` or the previous call (None at first).
+    ping : mapping
+        ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``, optional ``row``.
+    fleet, max_idle_days, data_since, timezone
+        As in :func:`tick_inactivity`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state and the findings of the day judged, or None.
+
+    Raises
+    ------
+    DetectorInputError
+        If the fix's timestamp is naive.
+    """
+    _check_options(max_idle_days, timezone)
+    st = new_inactivity_state() if state is None else dict(state)
+    t = ping_ns(ping)
+    today = local_day(t, timezone)
+    found = None
+    if st["day"] is not None and today > st["day"]:
+        as_of = dt.date(1970, 1, 1) + dt.timedelta(days=today - 1)
+        st, found = tick_inactivity(
+            st,
+            as_of=as_of,
+            fleet=fleet,
+            max_idle_days=max_idle_days,
+            data_since=data_since,
+            timezone=timezone,
+        )
+    st["day"] = today if st["day"] is None else max(st["day"], today)
+    st["first_ns"] = t if st["first_ns"] is None else min(st["first_ns"], t)
+    st["last_ns"] = t if st["last_ns"] is None else max(st["last_ns"], t)
+    vid = str(ping_field(ping, "vehicle_id"))
+    row = ping_field(ping, "row")
+    lat, lon = ping_field(ping, "lat"), ping_field(ping, "lon")
+    rec = {
+        "ns": t,
+        "lat": float("nan") if lat is None else float(lat),
+        "lon": float("nan") if lon is None else float(lon),
+        "row": -1 if row is None else int(row),
+    }
+    meter = ping_field(ping, "meter")
+    prev = st["vehicles"].get(vid, {"known": False, "op": None, "fix": None})
+    later = prev["fix"] is None or t >= prev["fix"]["ns"]
+    op_later = prev["op"] is None or t >= prev["op"]["ns"]
+    st["vehicles"] = {
+        **st["vehicles"],
+        vid: {
+            "known": prev["known"] or meter is not None,
+            "op": rec if meter == "occupied" and op_later else prev["op"],
+            "fix": rec if later else prev["fix"],
+        },
+    }
+    return st, found

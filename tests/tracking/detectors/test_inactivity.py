@@ -6,10 +6,16 @@ import json
 import pandas as pd
 import pytest
 from factories import make_pings, offset_m
+from live_compare import assert_same_findings
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.inactivity import detect_inactivity
+from tracking.detectors.inactivity import (
+    detect_inactivity,
+    new_inactivity_state,
+    tick_inactivity,
+    update_inactivity,
+)
 from tracking.trips import detect_trips
 
 D = dt.date
@@ -193,3 +199,87 @@ class TestDetectInactivity:
         """A frame that is neither pings nor trips is refused."""
         with pytest.raises(DetectorInputError, match="timestamp"):
             detect_inactivity(pd.DataFrame({"vehicle_id": ["a"]}), fleet("a"), as_of=AS_OF)
+
+
+def _stream() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Several vehicles over 100 days: busy, idle, unmetered, reserved, never seen."""
+    extra = [
+        fix("reserved", "2024-01-02", "occupied"),
+        fix("reserved", "2024-04-02", "free"),
+        fix("late", "2024-01-03", "occupied"),
+        fix("late", "2024-03-20", "occupied"),  # idle again, but within 60 days
+        fix("busy", "2024-02-10", "occupied", hour=2),  # 23:00 local the day before
+        fix("idle", "2024-03-31", "occupied", hour=2),  # operated again (local 30 Mar)
+    ]
+    weekly = pd.date_range("2024-01-08", "2024-04-08", freq="7D")
+    extra += [fix("busy", d.date().isoformat(), "free", hour=20) for d in weekly]
+    pings = data(*extra)
+    registry = pd.concat(
+        [
+            fleet("busy", "idle", "nometer", "nometer_old", "late", "ghost"),
+            fleet("reserved", status="reserved", status_since="2024-02-01"),
+        ],
+        ignore_index=True,
+    )
+    return pings, registry
+
+
+def _midnight_after(day: dt.date) -> pd.Timestamp:
+    return pd.Timestamp(day + dt.timedelta(days=1)).tz_localize("America/Sao_Paulo")
+
+
+class TestUpdateInactivity:
+    def test_live_equals_batch(self) -> None:
+        """Each day's new findings equal the batch over the fixes so far; each emitted once."""
+        pings, registry = _stream()
+        state = new_inactivity_state()
+        emitted: list[str] = []
+        vehicles: set[str] = set()
+        checked = 0
+        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+            state, found = update_inactivity(state, ping, fleet=registry)
+            if found is None:
+                continue
+            as_of = D.fromisoformat(found["details"].iloc[0]["as_of"])
+            seen = pings.loc[pings["timestamp"] < _midnight_after(as_of)]
+            batch = detect_inactivity(seen, registry, as_of=as_of)
+            assert_same_findings(found, batch.loc[batch["finding_id"].isin(found["finding_id"])])
+            assert set(batch["finding_id"]) <= set(emitted) | set(found["finding_id"])
+            emitted.extend(found["finding_id"])
+            vehicles.update(found["vehicle_id"])
+            checked += 1
+        state, found = tick_inactivity(state, as_of=AS_OF, fleet=registry)
+        emitted.extend([] if found is None else found["finding_id"])
+        json.dumps(state)  # plain data
+        final = detect_inactivity(pings, registry, as_of=AS_OF)
+        assert checked >= 2
+        assert len(emitted) == len(set(emitted))
+        assert set(final["finding_id"]) <= set(emitted)
+        assert set(final["vehicle_id"]) == {"ghost", "nometer_old"}
+        # idle, late and nometer were inactive for a while, then seen again
+        assert vehicles == {"ghost", "nometer_old", "idle", "late", "nometer"}
+
+    def test_never_operating_vehicle_waits_for_the_window(self) -> None:
+        """A vehicle never seen is accused only once the data window alone exceeds the limit."""
+        days = ("2024-01-01", "2024-02-01", "2024-03-01", "2024-03-05")
+        pings = make_pings([fix("busy", d, "occupied") for d in days])
+        state = None
+        out = []
+        for ping in pings.to_dict("records"):
+            state, found = update_inactivity(state, ping, fleet=fleet("busy", "ghost"))
+            out.append(found)
+        assert [f is None for f in out] == [True, True, True, False]
+        assert out[3]["vehicle_id"].tolist() == ["ghost"]
+        assert out[3]["details"].iloc[0]["as_of"] == "2024-03-04"
+
+    def test_tick_before_the_data_emits_nothing(self) -> None:
+        """A tick on a day before the first fix judges nothing."""
+        state, _ = update_inactivity(
+            None, make_pings([fix("a", "2024-03-01")]).iloc[0].to_dict(), fleet=fleet("a")
+        )
+        assert tick_inactivity(state, as_of=D(2024, 2, 1), fleet=fleet("a"))[1] is None
+
+    def test_bad_threshold_raises(self) -> None:
+        """``max_idle_days`` must be a positive integer."""
+        with pytest.raises(DetectorThresholdError, match="max_idle_days"):
+            tick_inactivity(None, as_of=AS_OF, fleet=fleet("a"), max_idle_days=0)
