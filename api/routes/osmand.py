@@ -26,7 +26,8 @@ from starlette.concurrency import run_in_threadpool
 from api import accounts
 from api._errors import ApiError, NotAuthenticatedError
 from api.deps import get_engine
-from api.ingest import REJECTED, ingest_batch
+from api.ingest import REJECTED
+from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
 
 router = APIRouter(prefix="/osmand", tags=["ingestão"])
@@ -91,13 +92,12 @@ def _store(request: Request, params: dict[str, str]) -> None:
         if device is None:
             msg = "dispositivo desconhecido ou revogado: 'id' deve ser o token do dispositivo"
             raise NotAuthenticatedError(msg)
-        (result,) = ingest_batch(
-            conn=session.connection(),
+        (result,) = ingest_with_retry(
+            session,
             rows=[osmand_row(params)],
             vehicle_id=device.vehicle_id,
             source=f"osmand:device:{device.device_id}",
         )
-        session.commit()
     if result.status == REJECTED:
         msg = f"posição rejeitada: {result.reason}"
         raise FixRejectedError(msg, details={"reason": result.reason})

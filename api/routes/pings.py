@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 from api._errors import InvalidRequestError
 from api.deps import CurrentDevice, SessionDep, SettingsDep
-from api.ingest import ingest_batch
+from api.ingest import RowResult, ingest_batch
 from api.schemas import error_responses
 
 router = APIRouter(prefix="/api/v1/pings", tags=["ingestão"])
@@ -57,6 +59,33 @@ class PingBatchResult(BaseModel):
     results: list[PingResult]
 
 
+RETRY_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock, serialization failure
+MAX_ATTEMPTS = 3
+
+
+def ingest_with_retry(
+    session: Session, *, rows: list[dict[str, Any]], vehicle_id: str, source: str
+) -> list[RowResult]:
+    """Run :func:`ingest_batch` and commit, retrying when concurrent batches deadlock.
+
+    Concurrent first batches of a new day race to create its partition; PostgreSQL then aborts
+    one transaction (deadlock detected), which is safe to run again.
+    """
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            results = ingest_batch(
+                conn=session.connection(), rows=rows, vehicle_id=vehicle_id, source=source
+            )
+            session.commit()
+            return results
+        except OperationalError as exc:
+            session.rollback()
+            code = getattr(exc.orig, "sqlstate", None)
+            if code not in RETRY_SQLSTATES or attempt == MAX_ATTEMPTS:
+                raise
+    raise AssertionError  # pragma: no cover - the loop returns or raises
+
+
 @router.post("", response_model=PingBatchResult, responses=error_responses(401, 422, 503))
 def post_pings(
     batch: PingBatch, device: CurrentDevice, session: SessionDep, settings: SettingsDep
@@ -72,11 +101,9 @@ def post_pings(
         msg = f"lote com {len(batch.pings)} posições; máximo {settings.ingest_max_batch}"
         raise InvalidRequestError(msg, code="batch_too_large")
     rows = [p.model_dump() for p in batch.pings]
-    conn = session.connection()
-    results = ingest_batch(
-        conn=conn, rows=rows, vehicle_id=device.vehicle_id, source=f"api:device:{device.device_id}"
+    results = ingest_with_retry(
+        session, rows=rows, vehicle_id=device.vehicle_id, source=f"api:device:{device.device_id}"
     )
-    session.commit()
     counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
     for r in results:
         counts[r.status] += 1
