@@ -43,6 +43,7 @@ confidence
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -163,23 +164,88 @@ def detect_illegal_stand_formation(
     layers = [_geographic(stands, "os pontos")]
     if allowed_places is not None:
         layers.append(_geographic(allowed_places, "as áreas permitidas"))
+    cand = _candidates(stops, pings, min_wait_s=min_wait_s, min_free_share=min_free_share)
+    return _place_findings(
+        cand,
+        layers,
+        stand_buffer_m=stand_buffer_m,
+        cluster_radius_m=cluster_radius_m,
+        min_vehicles=min_vehicles,
+        min_days=min_days,
+        min_wait_s=min_wait_s,
+        min_free_share=min_free_share,
+        timezone=timezone,
+    )
+
+
+def _candidates(
+    stops: pd.DataFrame, pings: pd.DataFrame, *, min_wait_s: float, min_free_share: float
+) -> list[dict[str, Any]]:
+    """Return the stops long and free enough to be waiting, with their evidence (plain data)."""
     start = utc_ns(stops["started_at"], name="started_at", what="as paradas")
     end = utc_ns(stops["ended_at"], name="ended_at", what="as paradas")
     duration = stops["duration_s"].to_numpy(dtype=np.float64)
     cand = np.flatnonzero(duration >= min_wait_s)
     if not len(cand):
-        return empty_findings()
+        return []
     track = track_arrays(pings)
     vehicle = stops[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
     first, last = _stop_fixes(track, vehicle[cand], start[cand], end[cand])
     share = _free_share(track, first, last)
     keep = share > min_free_share
     cand, first, last, share = cand[keep], first[keep], last[keep], share[keep]
-    if not len(cand):
-        return empty_findings()
+    lat = stops[fr.LAT].to_numpy(dtype=np.float64)
+    lon = stops[fr.LON].to_numpy(dtype=np.float64)
+    stop_id = (
+        stops["stop_id"].astype("str").to_numpy(dtype=object)
+        if "stop_id" in stops.columns
+        else np.full(len(stops), None, dtype=object)
+    )
+    out = []
+    for k, c in enumerate(cand.tolist()):
+        fixes = [fix_evidence(track, int(first[k]))]
+        if last[k] != first[k]:
+            fixes.append(fix_evidence(track, int(last[k])))
+        out.append(
+            {
+                "vehicle_id": str(vehicle[c]),
+                "start_ns": int(start[c]),
+                "end_ns": int(end[c]),
+                "duration_s": float(duration[c]),
+                "lat": float(lat[c]),
+                "lon": float(lon[c]),
+                "share": float(share[k]),
+                "stop_id": None if stop_id[c] is None else str(stop_id[c]),
+                "fixes": fixes,
+            }
+        )
+    return out
 
-    lat = stops[fr.LAT].to_numpy(dtype=np.float64)[cand]
-    lon = stops[fr.LON].to_numpy(dtype=np.float64)[cand]
+
+def _place_findings(
+    candidates: list[dict[str, Any]],
+    layers: list[gpd.GeoSeries],
+    *,
+    stand_buffer_m: float,
+    cluster_radius_m: float,
+    min_vehicles: int,
+    min_days: int,
+    min_wait_s: float,
+    min_free_share: float,
+    timezone: str,
+) -> gpd.GeoDataFrame:
+    """Find the places of waiting stops outside the stands that meet the thresholds."""
+    if not candidates:
+        return empty_findings()
+    cand = np.arange(len(candidates))
+    vehicle = np.array([c["vehicle_id"] for c in candidates], dtype=object)
+    start = np.array([c["start_ns"] for c in candidates], dtype=np.int64)
+    end = np.array([c["end_ns"] for c in candidates], dtype=np.int64)
+    duration = np.array([c["duration_s"] for c in candidates], dtype=np.float64)
+    share = np.array([c["share"] for c in candidates], dtype=np.float64)
+    stop_id = np.array([c["stop_id"] for c in candidates], dtype=object)
+    lat = np.array([c["lat"] for c in candidates], dtype=np.float64)
+    lon = np.array([c["lon"] for c in candidates], dtype=np.float64)
     crs = utm_crs_for(float(np.mean(lon)), float(np.mean(lat)))
     points = gpd.GeoSeries(gpd.points_from_xy(lon, lat), crs=WGS84).to_crs(crs)
     pts = np.asarray(points.values, dtype=object)
@@ -196,7 +262,7 @@ def detect_illegal_stand_formation(
             idx, dist = tree.query_nearest(pts, return_distance=True, all_matches=False)
             stand_dist[idx[0]] = dist
     out = ~near
-    cand, first, last, share = cand[out], first[out], last[out], share[out]
+    cand, share, stop_id = cand[out], share[out], stop_id[out]
     lat, lon, pts, stand_dist = lat[out], lon[out], pts[out], stand_dist[out]
     if not len(cand):
         return empty_findings()
@@ -220,11 +286,6 @@ def detect_illegal_stand_formation(
         "stand_buffer_m": float(stand_buffer_m),
         "cluster_radius_m": float(cluster_radius_m),
     }
-    stop_id = (
-        stops["stop_id"].astype("str").to_numpy(dtype=object)[cand]
-        if "stop_id" in stops.columns
-        else np.full(len(cand), None, dtype=object)
-    )
     rows: list[dict[str, Any]] = []
     geometries = []
     for p, n_vehicles, n_days in zip(
@@ -260,9 +321,7 @@ def detect_illegal_stand_formation(
                     ),
                 }
             )
-            fixes.append(fix_evidence(track, int(first[m])))
-            if last[m] != first[m]:
-                fixes.append(fix_evidence(track, int(last[m])))
+            fixes.extend(candidates[c]["fixes"])
         place_id = gh3.cells_to_strings(cells[members[:1]])[0]
         known = stand_dist[members][~np.isnan(stand_dist[members])]
         details = {
@@ -385,3 +444,102 @@ def _places(cells: NDArray[np.uint64]) -> NDArray[np.int64]:
             break
         label = new
     return np.asarray(label[inverse], dtype=np.int64)
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_stand_formation_state() -> dict[str, Any]:
+    """Return the initial live state (plain data), one for the whole fleet.
+
+    ``stops``: every waiting stop so far (long and free enough; near a stand or not, since the
+    metric zone is chosen from all of them as in batch), with its evidence fixes;
+    ``emitted``: the ids of the findings already emitted.
+    """
+    return {"stops": [], "emitted": []}
+
+
+def update_illegal_stand_formation(
+    state: dict[str, Any] | None,
+    stop: Mapping[str, Any],
+    fixes: pd.DataFrame,
+    *,
+    stands: gpd.GeoDataFrame,
+    allowed_places: gpd.GeoDataFrame | gpd.GeoSeries | None = None,
+    stand_buffer_m: float = DEFAULT_STAND_BUFFER_M,
+    cluster_radius_m: float = DEFAULT_CLUSTER_RADIUS_M,
+    min_vehicles: int = DEFAULT_MIN_VEHICLES,
+    min_days: int = DEFAULT_MIN_DAYS,
+    min_wait_s: float = DEFAULT_MIN_WAIT_S,
+    min_free_share: float = DEFAULT_MIN_FREE_SHARE,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Take one closed stop into the fleet's state; emit the places that now meet the thresholds.
+
+    The input is a stop, not a fix: stops come from :func:`tracking.stops.detect_stops` run by
+    the caller over the vehicle's recent fixes once the stop has ended (its extent depends on
+    the vehicle's mean latitude, so it is not cut fix by fix here). A waiting stop is kept (as
+    plain data) and the places are rebuilt with the batch kernel over every waiting stop so
+    far; a place that meets the thresholds is emitted once, with the content
+    :func:`detect_illegal_stand_formation` gives over the stops seen so far. A place that
+    later grows keeps its ``finding_id`` (its earliest stop does not change) and is not
+    re-emitted; two places that merge into one with an earlier first stop give a new id.
+
+    Parameters
+    ----------
+    state : dict or None
+        From :func:`new_stand_formation_state` or the previous call.
+    stop : mapping
+        One stop (a row of ``detect_stops``): ``vehicle_id``, ``started_at``, ``ended_at``,
+        ``duration_s``, ``lat``, ``lon``, optional ``stop_id``.
+    fixes : pandas.DataFrame
+        The stop's vehicle's pings covering [started_at, ended_at] (the meter of the stop).
+    stands, allowed_places, stand_buffer_m, cluster_radius_m, min_vehicles, min_days,
+    min_wait_s, min_free_share, timezone
+        As in :func:`detect_illegal_stand_formation`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state and the newly certain findings, or None.
+
+    Raises
+    ------
+    DetectorInputError
+        If an input lacks columns, has naive times, or a layer is not geographic.
+    DetectorThresholdError
+        If a threshold is out of range or the timezone is unknown.
+    """
+    st = new_stand_formation_state() if state is None else dict(state)
+    frame = pd.DataFrame([dict(stop)])
+    for column in ("started_at", "ended_at"):
+        frame[column] = pd.to_datetime(frame[column], utc=True) if len(frame) else frame[column]
+    vid = str(stop.get(fr.VEHICLE_ID))
+    mine = fixes.loc[fixes[fr.VEHICLE_ID].astype("str") == vid]
+    options: dict[str, Any] = {
+        "stand_buffer_m": stand_buffer_m,
+        "cluster_radius_m": cluster_radius_m,
+        "min_vehicles": min_vehicles,
+        "min_days": min_days,
+        "min_wait_s": min_wait_s,
+        "min_free_share": min_free_share,
+        "timezone": timezone,
+    }
+    # Validation as in batch (the stop frame of one row).
+    detect_illegal_stand_formation(
+        frame.iloc[:0], mine, stands, allowed_places=allowed_places, **options
+    )
+    new = _candidates(frame, mine, min_wait_s=min_wait_s, min_free_share=min_free_share)
+    if not new:
+        return st, None
+    st["stops"] = sorted([*st["stops"], *new], key=lambda c: (c["start_ns"], c["vehicle_id"]))
+    layers = [_geographic(stands, "os pontos")]
+    if allowed_places is not None:
+        layers.append(_geographic(allowed_places, "as áreas permitidas"))
+    found = _place_findings(st["stops"], layers, **options)
+    fresh = ~found["finding_id"].isin(st["emitted"]).to_numpy(dtype=bool)
+    if not fresh.any():
+        return st, None
+    found = found.loc[fresh].reset_index(drop=True)
+    st["emitted"] = [*st["emitted"], *found["finding_id"].tolist()]
+    return st, found

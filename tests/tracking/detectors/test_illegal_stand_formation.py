@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import shapely
 from factories import make_pings, make_track, offset_m
+from live_compare import assert_same_findings, concat_live
 
 from geo.crs import haversine_m
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
@@ -16,6 +17,7 @@ from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.illegal_stand_formation import (
     detect_illegal_stand_formation,
     link_resolution,
+    update_illegal_stand_formation,
 )
 from tracking.stops import detect_stops
 
@@ -255,3 +257,55 @@ class TestDetectIllegalStandFormationOnPorto:
         # Even if the meter had been free, no place gathers 3 taxis on 3 days in this sample.
         free = pings.assign(meter="free")
         assert detect_illegal_stand_formation(stops, free, stands, timezone="Europe/Lisbon").empty
+
+
+def _fleet_month() -> list[dict[str, Any]]:
+    """Four days, several vehicles: one informal rank, and the cases that accuse no one."""
+    other = (5000.0, -3000.0)
+    rows: list[dict[str, Any]] = []
+    for d, v in enumerate(["A", "B", "C", "D"]):
+        rows += _wait(v, d * DAY, PLACE)  # the informal rank, a new vehicle each day
+        rows += _wait(v, d * DAY + 3 * 3600, (40.0, 0.0))  # jitter at the stand's edge
+        rows += _wait(v, d * DAY + 6 * 3600, (60.0, 0.0), wait_s=90.0)  # red light near the stand
+        rows += _wait(v, d * DAY + 7 * 3600, PLACE, wait_s=300.0)  # a stop, too short to wait
+    rows += _wait("A", 3 * DAY + 9 * 3600, PLACE, meter="occupied")  # waiting with a passenger
+    rows += _wait("E", 4 * 3600, other) + _wait("E", DAY + 4 * 3600, other)  # one vehicle only
+    rows += _wait("F", 2 * DAY + 8 * 3600, (PLACE[0] + 40, PLACE[1]))  # joins the rank later
+    return rows
+
+
+class TestUpdateIllegalStandFormation:
+    def test_live_equals_batch(self) -> None:
+        """Stop by stop, live emits the rank once it is certain, as batch over the stops so far."""
+        pings = make_pings(_fleet_month())
+        stops = detect_stops(pings).sort_values("ended_at", kind="stable", ignore_index=True)
+        state: dict[str, Any] | None = None
+        out = []
+        for k, stop in enumerate(stops.to_dict("records")):
+            mine = pings.loc[pings["vehicle_id"] == stop["vehicle_id"]]
+            state, found = update_illegal_stand_formation(state, stop, mine, stands=STANDS)
+            if found is not None:
+                batch = detect_illegal_stand_formation(stops.iloc[: k + 1], pings, STANDS)
+                assert_same_findings(found, batch)
+                assert found["details"].iloc[0]["n_days"] == 3  # emitted when it became certain
+            out.append(found)
+        live = concat_live(out)
+        assert live is not None and len(live) == 1
+        final = detect_illegal_stand_formation(stops, pings, STANDS)
+        assert final["finding_id"].tolist() == live["finding_id"].tolist()  # grew, same id
+        assert final["details"].iloc[0]["n_vehicles"] == 5
+        json.dumps(state)  # plain data
+
+    def test_stops_that_do_not_wait_leave_no_trace(self) -> None:
+        """A stop shorter than ``min_wait_s`` is not kept in the state."""
+        pings = make_pings(_wait("A", 0, PLACE, wait_s=300.0))
+        stop = detect_stops(pings).iloc[0].to_dict()
+        state, found = update_illegal_stand_formation(None, stop, pings, stands=STANDS)
+        assert found is None and state["stops"] == []
+
+    def test_bad_threshold_raises(self) -> None:
+        """Thresholds are checked as in batch."""
+        pings = make_pings(_wait("A", 0, PLACE))
+        stop = detect_stops(pings).iloc[0].to_dict()
+        with pytest.raises(DetectorThresholdError, match="min_vehicles"):
+            update_illegal_stand_formation(None, stop, pings, stands=STANDS, min_vehicles=0)
