@@ -21,6 +21,7 @@ def _register() -> None:
         cli_db,
         cli_demo,
         cli_import,
+        cli_plan,
         cli_proposals,
         cli_rulebooks,
         cli_serve,
@@ -35,6 +36,7 @@ def _register() -> None:
     app.add_typer(cli_users.app, name="users")
     app.add_typer(cli_users.devices_app, name="devices")
     app.add_typer(cli_proposals.app, name="proposals")
+    app.command("plan")(cli_plan.plan)
     app.command("rulebooks")(cli_rulebooks.rulebooks)
 
 
@@ -54,7 +56,7 @@ def main() -> None:
         sys.exit(1)
 
 
-_ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "enforcement", "db")
+_ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "enforcement", "db", "planning")
 
 
 def _is_ours(exc: BaseException) -> bool:
