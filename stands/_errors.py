@@ -74,3 +74,32 @@ class LicenceFrameError(StandsError):
 
 class PingFrameError(StandsError):
     """Pings that break their frame contract (null vehicle ids, unknown meter values)."""
+
+
+# Registry operations (stands/registry.py) and the supervisor's view (stands/supervision.py).
+class UnknownStandError(StandsError):
+    """A stand id that is not in the registry (or is retired where an active stand is needed)."""
+
+
+class StandExistsError(StandsError):
+    """A stand id that is already in the registry."""
+
+
+class UnknownVehicleError(StandsError):
+    """A prefixo (vehicle id) that is not in the fleet registry."""
+
+
+class LicenceOverlapError(StandsError):
+    """A parking licence whose period overlaps another of the same prefixo at the same stand."""
+
+
+class UnknownLicenceError(StandsError):
+    """No parking licence matches (id, or prefixo × stand valid on the date)."""
+
+
+class SupervisorError(StandsError):
+    """A supervisor record that does not exist or cannot take the change (dates out of order)."""
+
+
+class StandScopeError(StandsError):
+    """A supervisor asked about a stand outside their own stands."""
