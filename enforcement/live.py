@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -274,14 +275,13 @@ def _longer_route_step(
 
 def _lock_vehicles(session: Session, vehicle_ids: Sequence[str]) -> None:
     """Take each vehicle's advisory lock, in ascending key order (no deadlock between txns)."""
-    keys = session.execute(
-        text("SELECT DISTINCT hashtext(v) AS k FROM unnest(CAST(:vs AS text[])) AS v ORDER BY k"),
-        {"vs": list(vehicle_ids)},
-    ).scalars()
-    for key in list(keys):
-        session.execute(
-            text("SELECT pg_advisory_xact_lock(:c, :k)"), {"c": _LOCK_CLASS, "k": int(key)}
-        )
+    session.execute(
+        text(
+            "SELECT pg_advisory_xact_lock(:c, k) FROM (SELECT DISTINCT hashtext(v) AS k "
+            "FROM unnest(CAST(:vs AS text[])) AS v ORDER BY k) AS keys"
+        ),
+        {"c": _LOCK_CLASS, "vs": list(vehicle_ids)},
+    ).all()
 
 
 def _load_states(
@@ -303,12 +303,21 @@ def _load_states(
 def _save_states(session: Session, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
-    stmt = text(
-        "INSERT INTO live_detector_states (vehicle_id, detector, state, last_ts, updated_at) "
-        "VALUES (:v, :d, :s, :ts, now()) ON CONFLICT (vehicle_id, detector) DO UPDATE "
-        "SET state = EXCLUDED.state, last_ts = EXCLUDED.last_ts, updated_at = now()"
-    ).bindparams(bindparam("s", type_=JSONB))
-    session.execute(stmt, rows)
+    session.execute(
+        text(
+            "INSERT INTO live_detector_states (vehicle_id, detector, state, last_ts, updated_at) "
+            "SELECT v, d, s, ts, now() FROM unnest(CAST(:v AS text[]), CAST(:d AS text[]), "
+            "CAST(:s AS jsonb[]), CAST(:ts AS timestamptz[])) AS r(v, d, s, ts) "
+            "ON CONFLICT (vehicle_id, detector) DO UPDATE "
+            "SET state = EXCLUDED.state, last_ts = EXCLUDED.last_ts, updated_at = now()"
+        ),
+        {
+            "v": [r["v"] for r in rows],
+            "d": [r["d"] for r in rows],
+            "s": [json.dumps(r["s"], separators=(",", ":")) for r in rows],
+            "ts": [r["ts"] for r in rows],
+        },
+    )
 
 
 def fleet_records(

@@ -487,3 +487,31 @@ class TestAlertHub:
             return n, hit.queue.qsize(), miss.queue.qsize()
 
         assert asyncio.run(scenario()) == (1, 1, 0)
+
+
+class TestDetectOnIngest:
+    def test_detector_failure_keeps_the_fixes(
+        self,
+        client: TestClient,
+        vehicle: tuple[str, str],
+        api_engine: Engine,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """A failing detector is logged and rolled back to its savepoint; the fix is stored."""
+        import api.alerts
+
+        def broken(*args: object, **kwargs: object) -> list[dict[str, Any]]:
+            msg = "detector quebrado"
+            raise RuntimeError(msg)
+
+        monkeypatch.setattr(api.alerts, "process_fixes", broken)
+        vehicle_id, token = vehicle
+        response = client.post("/api/v1/pings", json={"pings": [_fix(3)]}, headers=bearer(token))
+        assert response.status_code == 200 and response.json()["accepted"] == 1
+        assert "detecção ao vivo falhou" in caplog.text
+        with api_engine.connect() as conn:
+            stored = conn.execute(
+                text("SELECT count(*) FROM fixes WHERE vehicle_id = :v"), {"v": vehicle_id}
+            ).scalar_one()
+        assert stored == 1
