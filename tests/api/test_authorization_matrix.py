@@ -29,6 +29,7 @@ ADMIN = frozenset({"admin"})
 REVIEWERS = frozenset({"admin", "agent"})
 REGISTRY = frozenset({"admin", "planner", "agent"})
 DEVICE = frozenset({"device"})
+PLANNERS = frozenset({"admin", "planner"})
 
 MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/openapi.json"): ALL,
@@ -67,16 +68,24 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/proposals/{proposal_id}/notify"): REVIEWERS,
     ("POST", "/api/v1/proposals/{proposal_id}/defence"): REVIEWERS,
     ("POST", "/api/v1/proposals/{proposal_id}/decision"): REVIEWERS,
+    ("GET", "/api/v1/proposals/{proposal_id}/documents/{kind}"): REVIEWERS,
     ("GET", "/api/v1/alerts"): REVIEWERS,
     ("GET", "/api/v1/alerts/stream"): REVIEWERS,
     ("GET", "/api/v1/webhooks"): ADMIN,
     ("POST", "/api/v1/webhooks"): ADMIN,
     ("DELETE", "/api/v1/webhooks/{webhook_id}"): ADMIN,
+    ("GET", "/api/v1/planning/{municipality}"): PLANNERS,
 }
 
 # Path parameters: readers get seeded records (the supervisor's own stand); writers get ids
 # that do not exist, so an allowed write is a harmless 404.
-READ_IDS = {"stand_id": "S1", "vehicle_id": "V1", "finding_id": "F1", "proposal_id": "P-NONE"}
+READ_IDS = {
+    "stand_id": "S1",
+    "vehicle_id": "V1",
+    "finding_id": "F1",
+    "proposal_id": "P-NONE",
+    "municipality": "1100205",
+}
 WRITE_IDS = {"stand_id": "MATRIX-NONE", "proposal_id": "P-NONE", "webhook_id": "999999"}
 QUERIES = {
     "/api/v1/public/accessible-taxis": "?lat=-30.03&lon=-51.23&radius_m=500",

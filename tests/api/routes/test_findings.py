@@ -13,8 +13,11 @@ class TestListFindings:
         body = client.get(
             "/api/v1/findings?kind=tracking_gap&vehicle_id=V1", headers=headers
         ).json()
-        assert [f["id"] for f in body["features"]] == ["F1"]
-        assert body["features"][0]["geometry"]["type"] == "Point"
+        # live detection on ingest may add findings of V1 from other tests' fixes
+        f1 = next(f for f in body["features"] if f["id"] == "F1")
+        assert f1["geometry"]["type"] == "Point"
+        assert {f["properties"]["kind"] for f in body["features"]} == {"tracking_gap"}
+        assert {f["properties"]["vehicle_id"] for f in body["features"]} == {"V1"}
         none = client.get("/api/v1/findings?kind=queue_jump", headers=headers).json()
         assert none["count"] == 0
 
