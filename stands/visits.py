@@ -40,11 +40,14 @@ licensed
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from geo.cover import StandCover, match_stands
 from stands._errors import (
     MembershipError,
     MissingColumnError,
@@ -501,3 +504,308 @@ def detect_visits(
         boarding_ping=boarding_ping,
         boarded_ns=boarded_ns,
     )
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_visits_state() -> dict[str, Any]:
+    """Return the initial live state of visits (plain data), one for the whole fleet.
+
+    ``vehicles``: per vehicle its previous fix (``last``), its open runs per stand and its
+    closed runs awaiting the boarding decision (``pending``); ``stands``: per stand the
+    arrivals of the unfinished runs (``unfinished``, per vehicle), the finished visits awaiting
+    their queue position (``ready``) and the released visits that may still be ahead of a later
+    arrival (``kept``, ``[vehicle_id, arrived_ns, departed_ns]``).
+    """
+    return {"vehicles": {}, "stands": {}}
+
+
+def _live_fix(ping: Mapping[str, Any], t: int) -> dict[str, Any]:
+    def field(name: str) -> Any:
+        value = ping.get(name)
+        if value is None or (not isinstance(value, str) and pd.isna(value)):
+            return None
+        return value
+
+    row, meter = field(ROW), field(METER)
+    return {
+        "ns": t,
+        "lat": float(ping["lat"]),
+        "lon": float(ping["lon"]),
+        "row": None if row is None else int(row),
+        "meter": None if meter is None else str(meter),
+        "speed_flag": bool(field("speed_flag") or False),
+    }
+
+
+def _stand_state(st: dict[str, Any], stand_id: str) -> dict[str, Any]:
+    return st["stands"].setdefault(stand_id, {"unfinished": {}, "ready": [], "kept": []})
+
+
+def _finish(
+    st: dict[str, Any],
+    vehicle_id: str,
+    run: dict[str, Any],
+    board: dict[str, Any] | None,
+    *,
+    min_dwell_s: float,
+    licences: pd.DataFrame | None,
+    timezone: str,
+) -> None:
+    """Drop a run whose boarding is decided, or queue it for its queue position."""
+    stand = _stand_state(st, run["stand_id"])
+    arrivals = stand["unfinished"].get(vehicle_id, [])
+    arrivals.remove(run["first"]["ns"])
+    if arrivals:
+        stand["unfinished"][vehicle_id] = arrivals
+    else:
+        stand["unfinished"].pop(vehicle_id, None)
+    dwell_ns = run["last"]["ns"] - run["first"]["ns"]
+    if dwell_ns < min_dwell_s * _NS and board is None:
+        return
+    licensed = None
+    if licences is not None:
+        licensed = bool(
+            is_licensed(
+                licences,
+                [vehicle_id],
+                [run["stand_id"]],
+                pd.to_datetime([run["first"]["ns"]], unit="ns", utc=True),
+                timezone=timezone,
+            )[0]
+        )
+    stand["ready"].append(
+        {
+            VEHICLE_ID: vehicle_id,
+            STAND_ID: run["stand_id"],
+            "arrived_ns": run["first"]["ns"],
+            "departed_ns": run["last"]["ns"],
+            "dwell_s": dwell_ns / _NS,
+            "queue_position": None,
+            "boarded": board is not None,
+            "licensed": licensed,
+            N_FIXES: run["n"],
+            "first": run["first"],
+            "last": run["last"],
+            "boarding": board,
+            "before_boarding": run["board_prev"] if board is not None else None,
+        }
+    )
+
+
+def _release(st: dict[str, Any], stand_id: str, out: list[dict[str, Any]]) -> None:
+    """Give the finished visits of a stand their queue position, in arrival order."""
+    stand = st["stands"][stand_id]
+    blocking = [(a, v) for v, arrivals in stand["unfinished"].items() for a in arrivals]
+    first_open = min(blocking) if blocking else None
+    ready = sorted(stand["ready"], key=lambda v: (v["arrived_ns"], v[VEHICLE_ID]))
+    kept = stand["kept"]
+    while ready and (
+        first_open is None or (ready[0]["arrived_ns"], ready[0][VEHICLE_ID]) < first_open
+    ):
+        visit = ready.pop(0)
+        arrived = visit["arrived_ns"]
+        ahead = sum(1 for v, a, d in kept if (a, v) < (arrived, visit[VEHICLE_ID]) and d >= arrived)
+        visit["queue_position"] = 1 + ahead
+        kept = [k for k in kept if k[2] >= arrived]
+        kept.append([visit[VEHICLE_ID], arrived, visit["departed_ns"]])
+        out.append(visit)
+    stand["ready"] = ready
+    stand["kept"] = kept
+    if not ready and not stand["unfinished"] and not kept:
+        del st["stands"][stand_id]
+
+
+def update_visits(
+    state: dict[str, Any] | None,
+    ping: Mapping[str, Any],
+    *,
+    cover: StandCover,
+    licences: pd.DataFrame | None = None,
+    exit_grace_s: float = 60.0,
+    min_dwell_s: float = 60.0,
+    boarding_grace_s: float = 120.0,
+    max_gap_s: float = 600.0,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Advance the fleet's visits by one fix; return the visits that became final.
+
+    The same definitions as :func:`detect_visits`, fix by fix: the fix is matched to the stands
+    with :func:`geo.cover.match_stands` (the batch matcher, so the assignment is the same),
+    runs grow, split on excursions longer than ``exit_grace_s`` and on silences, and a closed
+    run waits for its boarding decision (a trip start within ``boarding_grace_s``). A visit is
+    released once its queue position is certain: when no unfinished run of the stand arrived
+    before it. Released visits are plain dicts: ``vehicle_id``, ``stand_id``, ``arrived_ns``,
+    ``departed_ns``, ``dwell_s``, ``queue_position``, ``boarded``, ``licensed`` (None without
+    licences), ``n_fixes``, and the fixes ``first``, ``last``, ``boarding`` and
+    ``before_boarding`` (the vehicle's fix before the boarding fix), each ``{ns, lat, lon, row,
+    meter, speed_flag}``. Trip-record datasets (``trip_ref``) are not followed live.
+
+    Parameters
+    ----------
+    state : dict or None
+        From :func:`new_visits_state` or the previous call.
+    ping : mapping
+        ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, optional ``meter``, ``row``,
+        ``speed_flag``. A vehicle's fixes in time order; for the queue positions to be released
+        early, the fleet's fixes in time order.
+    cover : geo.cover.StandCover
+        The stands' cover (``build_stand_cover``), with ``stand_ids``.
+    licences, exit_grace_s, min_dwell_s, boarding_grace_s, max_gap_s, timezone
+        As in :func:`detect_visits`.
+
+    Returns
+    -------
+    tuple of (dict, list of dict)
+        The new state and the visits released by this fix (in arrival order per stand).
+
+    Raises
+    ------
+    ThresholdError
+        If a threshold is negative or not finite.
+    PingFrameError
+        If the fix is not later than the vehicle's previous one or its time is naive.
+    """
+    _check_thresholds(
+        exit_grace_s=exit_grace_s,
+        min_dwell_s=min_dwell_s,
+        boarding_grace_s=boarding_grace_s,
+        max_gap_s=max_gap_s,
+    )
+    st = new_visits_state() if state is None else state
+    stamp = pd.Timestamp(ping.get(TIMESTAMP))
+    if stamp.tzinfo is None:
+        msg = f"'timestamp' do ping era {ping.get(TIMESTAMP)!r}; esperado um instante com fuso"
+        raise NaiveTimestampError(msg)
+    t = int(stamp.tz_convert("UTC").as_unit("ns").value)
+    vid = str(ping[VEHICLE_ID])
+    vs = st["vehicles"].setdefault(vid, {"last": None, "runs": {}, "pending": []})
+    last = vs["last"]
+    if last is not None and t <= last["ns"]:
+        msg = f"ping fora de ordem do veículo {vid}: {stamp} não é posterior ao anterior"
+        raise PingFrameError(msg)
+    fix = _live_fix(ping, t)
+    options: dict[str, Any] = {
+        "min_dwell_s": min_dwell_s,
+        "licences": licences,
+        "timezone": timezone,
+    }
+    touched: set[str] = set()
+    silence = last is None or (t - last["ns"]) > max_gap_s * _NS
+    occupied = fix["meter"] == OCCUPIED
+    trip_start = occupied and (silence or last is None or last["meter"] != OCCUPIED)
+
+    def close(run: dict[str, Any]) -> None:
+        touched.add(run["stand_id"])
+        board = run["board"]
+        if board is not None:
+            inside = board["ns"] <= run["last"]["ns"]
+            ok = inside or board["ns"] - run["last"]["ns"] <= boarding_grace_s * _NS
+            _finish(st, vid, run, board if ok else None, **options)
+        else:
+            vs["pending"].append(run)
+
+    if silence:
+        for run in vs["runs"].values():
+            close(run)
+        vs["runs"] = {}
+        for run in vs["pending"]:
+            _finish(st, vid, run, None, **options)
+        vs["pending"] = []
+
+    ping_idx, stand_idx = match_stands([fix["lat"]], [fix["lon"]], cover)
+    inside_ids = {str(cover.stand_ids[s]) for s in stand_idx.tolist()}
+    for sid, run in list(vs["runs"].items()):
+        if sid in inside_ids:
+            if run["first_out"] is not None and t - run["first_out"] > exit_grace_s * _NS:
+                close(vs["runs"].pop(sid))
+        else:
+            if run["first_out"] is None:
+                run["first_out"] = t
+            if t - run["first_out"] > exit_grace_s * _NS:
+                close(vs["runs"].pop(sid))
+    if trip_start:
+        for run in vs["runs"].values():
+            if run["board"] is None:
+                run["board"], run["board_prev"] = fix, last
+        for run in vs["pending"]:
+            if t - run["last"]["ns"] <= boarding_grace_s * _NS:
+                run["board"], run["board_prev"] = fix, last
+    still = []
+    for run in vs["pending"]:
+        if run["board"] is not None:
+            touched.add(run["stand_id"])
+            _finish(st, vid, run, run["board"], **options)
+        elif t - run["last"]["ns"] > boarding_grace_s * _NS or trip_start:
+            touched.add(run["stand_id"])
+            _finish(st, vid, run, None, **options)
+        else:
+            still.append(run)
+    vs["pending"] = still
+    for sid in sorted(inside_ids):
+        run = vs["runs"].get(sid)
+        if run is None:
+            vs["runs"][sid] = {
+                "stand_id": sid,
+                "first": fix,
+                "last": fix,
+                "n": 1,
+                "first_out": None,
+                "board": fix if trip_start else None,
+                "board_prev": last if trip_start else None,
+            }
+            stand = _stand_state(st, sid)
+            stand["unfinished"].setdefault(vid, []).append(t)
+        else:
+            run["last"], run["n"], run["first_out"] = fix, run["n"] + 1, None
+    vs["last"] = fix
+    out: list[dict[str, Any]] = []
+    for sid in sorted(touched):
+        if sid in st["stands"]:
+            _release(st, sid, out)
+    return st, out
+
+
+def flush_visits(
+    state: dict[str, Any] | None,
+    *,
+    licences: pd.DataFrame | None = None,
+    min_dwell_s: float = 60.0,
+    boarding_grace_s: float = 120.0,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """End the stream: close every run, decide every boarding, release every visit.
+
+    Parameters
+    ----------
+    state : dict or None
+        The live state.
+    licences, min_dwell_s, boarding_grace_s, timezone
+        As in :func:`update_visits`.
+
+    Returns
+    -------
+    tuple of (dict, list of dict)
+        The emptied state and the remaining visits.
+    """
+    st = new_visits_state() if state is None else state
+    options: dict[str, Any] = {
+        "min_dwell_s": min_dwell_s,
+        "licences": licences,
+        "timezone": timezone,
+    }
+    for vid, vs in st["vehicles"].items():
+        for run in [*vs["runs"].values(), *vs["pending"]]:
+            board = run["board"]
+            ok = board is not None and (
+                board["ns"] <= run["last"]["ns"]
+                or board["ns"] - run["last"]["ns"] <= boarding_grace_s * _NS
+            )
+            _finish(st, vid, run, board if ok else None, **options)
+        vs["runs"], vs["pending"] = {}, []
+    out: list[dict[str, Any]] = []
+    for sid in sorted(st["stands"]):
+        _release(st, sid, out)
+    st["stands"] = {}
+    return st, out

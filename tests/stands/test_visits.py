@@ -2,10 +2,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
+from factories import make_pings, offset_m
+from shapely import Polygon
 
+from geo.cover import StandCover, build_stand_cover, match_stands
 from stands._errors import (
     LicenceFrameError,
     MembershipError,
@@ -14,7 +18,13 @@ from stands._errors import (
     PingFrameError,
     ThresholdError,
 )
-from stands.visits import VISIT_FRAME_COLUMNS, detect_visits, empty_visits
+from stands.visits import (
+    VISIT_FRAME_COLUMNS,
+    detect_visits,
+    empty_visits,
+    flush_visits,
+    update_visits,
+)
 from tracking.frames import VISIT_COLUMNS
 
 T0 = pd.Timestamp("2024-03-01T12:00:00Z")
@@ -419,3 +429,87 @@ class TestDetectVisitsOnPorto:
         assert len(hailed) > 900
         assert right / len(hailed) >= 0.94
         assert right / anywhere >= 0.95
+
+
+def _square_stand(stand_id: str, north_m: float, east_m: float, half_m: float) -> dict:
+    corners = [(-1, -1), (-1, 1), (1, 1), (1, -1)]
+    shell = [offset_m(north_m + a * half_m, east_m + b * half_m)[::-1] for a, b in corners]
+    return {"stand_id": stand_id, "geometry": Polygon(shell)}
+
+
+def _random_fleet(seed: int) -> tuple[pd.DataFrame, StandCover]:
+    """Five vehicles around two overlapping stands and a third: edge jitter, meters, silences."""
+    stands = gpd.GeoDataFrame(
+        [
+            _square_stand("A", 0.0, 0.0, 20.0),
+            _square_stand("B", 0.0, 30.0, 20.0),  # overlaps A
+            _square_stand("C", 300.0, 0.0, 15.0),
+        ],
+        crs=4326,
+    )
+    rng = np.random.default_rng(seed)
+    rows = []
+    for v in range(5):
+        t = float(rng.integers(0, 600))
+        for _ in range(400):
+            t += float(rng.choice([10, 20, 30, 45, 90, 700], p=[0.2, 0.3, 0.3, 0.1, 0.07, 0.03]))
+            spot = rng.choice([0, 1, 2], p=[0.6, 0.25, 0.15])
+            north = [0.0, 300.0, 150.0][spot] + float(rng.normal(0, 18))
+            east = [15.0, 0.0, 200.0][spot] + float(rng.normal(0, 18))
+            lat, lon = offset_m(north, east)
+            meter = rng.choice(["free", "occupied", "off", None], p=[0.6, 0.25, 0.1, 0.05])
+            rows.append((f"v{v}", t, lat, lon, meter))
+    return make_pings(rows), build_stand_cover(stands)
+
+
+class TestUpdateVisits:
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_live_equals_batch(self, seed: int) -> None:
+        """Fix by fix over the fleet, the released visits equal detect_visits, queue included."""
+        pings, cover = _random_fleet(seed)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        options = {"exit_grace_s": 60.0, "min_dwell_s": 60.0, "boarding_grace_s": 120.0}
+        batch = detect_visits(pings, memberships, max_gap_s=300.0, **options)
+        assert len(batch) > 50 and batch["boarded"].any() and (batch["queue_position"] > 1).any()
+        state, live = None, []
+        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+            state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0, **options)
+            live.extend(out)
+        before_flush = len(live)
+        state, out = flush_visits(state, min_dwell_s=60.0, boarding_grace_s=120.0)
+        live.extend(out)
+        assert before_flush > len(live) // 2  # most visits are released before the end
+        assert state["stands"] == {}
+
+        def key(v: dict) -> tuple:
+            b = v["boarding"]
+            return (
+                v["vehicle_id"],
+                v["stand_id"],
+                v["arrived_ns"],
+                v["departed_ns"],
+                v["queue_position"],
+                v["boarded"],
+                None if b is None else b["ns"],
+                v["n_fixes"],
+                v["first"]["row"],
+                v["last"]["row"],
+            )
+
+        expected = [
+            (
+                r.vehicle_id,
+                r.stand_id,
+                r.arrived_at.value,
+                r.departed_at.value,
+                r.queue_position,
+                r.boarded,
+                None if pd.isna(r.boarded_at) else r.boarded_at.value,
+                r.n_fixes,
+                r.first_row,
+                r.last_row,
+            )
+            for r in batch.itertuples()
+        ]
+        assert sorted(key(v) for v in live) == sorted(expected)
