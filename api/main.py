@@ -28,6 +28,7 @@ ROUTERS = (
     "api.routes.public",
     "api.routes.proposals",
     "api.routes.alerts",
+    "api.routes.planning",
 )
 """Modules whose ``router`` is mounted, in this order."""
 
