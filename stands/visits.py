@@ -590,6 +590,7 @@ def _finish(
             "last": run["last"],
             "boarding": board,
             "before_boarding": run["board_prev"] if board is not None else None,
+            "track": [f for f in run["track"] if f["ns"] <= run["last"]["ns"]],
         }
     )
 
@@ -617,6 +618,25 @@ def _release(st: dict[str, Any], stand_id: str, out: list[dict[str, Any]]) -> No
         del st["stands"][stand_id]
 
 
+def _close_run(
+    st: dict[str, Any],
+    vid: str,
+    vs: dict[str, Any],
+    run: dict[str, Any],
+    *,
+    boarding_grace_s: float,
+    **options: Any,
+) -> None:
+    """Close a run: finish it if its boarding is decided, else leave it pending."""
+    board = run["board"]
+    if board is not None:
+        inside = board["ns"] <= run["last"]["ns"]
+        ok = inside or board["ns"] - run["last"]["ns"] <= boarding_grace_s * _NS
+        _finish(st, vid, run, board if ok else None, **options)
+    else:
+        vs["pending"].append(run)
+
+
 def update_visits(
     state: dict[str, Any] | None,
     ping: Mapping[str, Any],
@@ -640,7 +660,8 @@ def update_visits(
     ``departed_ns``, ``dwell_s``, ``queue_position``, ``boarded``, ``licensed`` (None without
     licences), ``n_fixes``, and the fixes ``first``, ``last``, ``boarding`` and
     ``before_boarding`` (the vehicle's fix before the boarding fix), each ``{ns, lat, lon, row,
-    meter, speed_flag}``. Trip-record datasets (``trip_ref``) are not followed live.
+    meter, speed_flag}``, and ``track``: every fix of the vehicle from the first to the last
+    inside fix (excursions included). Trip-record datasets (``trip_ref``) are not followed live.
 
     Parameters
     ----------
@@ -698,13 +719,7 @@ def update_visits(
 
     def close(run: dict[str, Any]) -> None:
         touched.add(run["stand_id"])
-        board = run["board"]
-        if board is not None:
-            inside = board["ns"] <= run["last"]["ns"]
-            ok = inside or board["ns"] - run["last"]["ns"] <= boarding_grace_s * _NS
-            _finish(st, vid, run, board if ok else None, **options)
-        else:
-            vs["pending"].append(run)
+        _close_run(st, vid, vs, run, boarding_grace_s=boarding_grace_s, **options)
 
     if silence:
         for run in vs["runs"].values():
@@ -754,11 +769,15 @@ def update_visits(
                 "first_out": None,
                 "board": fix if trip_start else None,
                 "board_prev": last if trip_start else None,
+                "track": [fix],
             }
             stand = _stand_state(st, sid)
             stand["unfinished"].setdefault(vid, []).append(t)
         else:
             run["last"], run["n"], run["first_out"] = fix, run["n"] + 1, None
+    for run in vs["runs"].values():
+        if run["track"][-1]["ns"] != t:
+            run["track"].append(fix)  # excursion fixes belong to the visit's span
     vs["last"] = fix
     out: list[dict[str, Any]] = []
     for sid in sorted(touched):
@@ -808,4 +827,76 @@ def flush_visits(
     for sid in sorted(st["stands"]):
         _release(st, sid, out)
     st["stands"] = {}
+    return st, out
+
+
+def tick_visits(
+    state: dict[str, Any] | None,
+    *,
+    now: pd.Timestamp,
+    licences: pd.DataFrame | None = None,
+    exit_grace_s: float = 60.0,
+    min_dwell_s: float = 60.0,
+    boarding_grace_s: float = 120.0,
+    max_gap_s: float = 600.0,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Settle what the passing of time makes certain, and release the visits it frees.
+
+    Every fix still to come is later than ``now`` (the caller's watermark: the time up to which
+    the whole fleet's fixes are in). So a run whose vehicle has been outside the stand longer
+    than ``exit_grace_s``, or silent longer than ``max_gap_s``, is over; a closed run more than
+    ``boarding_grace_s`` past its last inside fix (or whose vehicle fell silent) did not board.
+    Without ticks a vehicle that stops reporting holds back the queue of its stands until its
+    next fix or :func:`flush_visits`.
+
+    Parameters
+    ----------
+    state : dict or None
+        The live state.
+    now : pandas.Timestamp
+        The watermark (tz-aware).
+    licences, exit_grace_s, min_dwell_s, boarding_grace_s, max_gap_s, timezone
+        As in :func:`update_visits`.
+
+    Returns
+    -------
+    tuple of (dict, list of dict)
+        The new state and the visits released.
+    """
+    st = new_visits_state() if state is None else state
+    stamp = pd.Timestamp(now)
+    if stamp.tzinfo is None:
+        msg = f"'now' era {now!r}; esperado um instante com fuso"
+        raise NaiveTimestampError(msg)
+    t = int(stamp.tz_convert("UTC").as_unit("ns").value)
+    options: dict[str, Any] = {
+        "min_dwell_s": min_dwell_s,
+        "licences": licences,
+        "timezone": timezone,
+    }
+    touched: set[str] = set()
+    for vid, vs in st["vehicles"].items():
+        if vs["last"] is None:
+            continue
+        silent = t - vs["last"]["ns"] > max_gap_s * _NS
+        for sid, run in list(vs["runs"].items()):
+            gone = run["first_out"] is not None and t - run["first_out"] > exit_grace_s * _NS
+            if gone or silent:
+                touched.add(sid)
+                _close_run(
+                    st, vid, vs, vs["runs"].pop(sid), boarding_grace_s=boarding_grace_s, **options
+                )
+        still = []
+        for run in vs["pending"]:
+            if silent or t - run["last"]["ns"] > boarding_grace_s * _NS:
+                touched.add(run["stand_id"])
+                _finish(st, vid, run, None, **options)
+            else:
+                still.append(run)
+        vs["pending"] = still
+    out: list[dict[str, Any]] = []
+    for sid in sorted(touched):
+        if sid in st["stands"]:
+            _release(st, sid, out)
     return st, out

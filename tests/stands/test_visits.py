@@ -23,6 +23,7 @@ from stands.visits import (
     detect_visits,
     empty_visits,
     flush_visits,
+    tick_visits,
     update_visits,
 )
 from tracking.frames import VISIT_COLUMNS
@@ -463,8 +464,8 @@ def _random_fleet(seed: int) -> tuple[pd.DataFrame, StandCover]:
 
 
 class TestUpdateVisits:
-    @pytest.mark.parametrize("seed", [1, 2, 3])
-    def test_live_equals_batch(self, seed: int) -> None:
+    @pytest.mark.parametrize(("seed", "ticks"), [(1, False), (2, True), (3, True)])
+    def test_live_equals_batch(self, seed: int, ticks: bool) -> None:
         """Fix by fix over the fleet, the released visits equal detect_visits, queue included."""
         pings, cover = _random_fleet(seed)
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
@@ -476,6 +477,9 @@ class TestUpdateVisits:
         for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
             state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0, **options)
             live.extend(out)
+            if ticks:  # the fleet's fixes come in time order: each one is a watermark
+                state, out = tick_visits(state, now=ping["timestamp"], max_gap_s=300.0, **options)
+                live.extend(out)
         before_flush = len(live)
         state, out = flush_visits(state, min_dwell_s=60.0, boarding_grace_s=120.0)
         live.extend(out)

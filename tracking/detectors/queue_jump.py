@@ -37,6 +37,7 @@ confidence
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -77,6 +78,71 @@ _VISIT_NEEDED = (
     "boarded_at",
     "boarding_ping",
 )
+
+
+def _finding_row(
+    *,
+    vehicle_id: str,
+    stand_id: str,
+    arrived_ns: int,
+    departed_ns: int,
+    boarded_ns: int,
+    queue_position: int,
+    first_fix: dict[str, Any],
+    boarding_fix: dict[str, Any],
+    ahead: list[dict[str, Any]],
+    min_wait_ahead_s: float,
+    tolerance_s: float,
+) -> tuple[dict[str, Any], Any]:
+    """One finding from a boarding and the vehicles it passed, in arrival order (batch, live)."""
+    fixes = [first_fix, boarding_fix]
+    waits = []
+    passed = []
+    for other in ahead:
+        wait_s = (boarded_ns - other["arrived_ns"]) / NS
+        waits.append(wait_s)
+        fixes.append(other["fix"])
+        passed.append(
+            {
+                "vehicle_id": other["vehicle_id"],
+                "arrived_at": iso_utc(other["arrived_ns"]),
+                "departed_at": iso_utc(other["departed_ns"]),
+                "boarded_at": None if other["boarded_ns"] is None else iso_utc(other["boarded_ns"]),
+                "queue_position": other["queue_position"],
+                "wait_s": float(wait_s),
+                "meter_at_our_boarding": "free",
+                "fix_at_our_boarding": other["fix"],
+            }
+        )
+    unique: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for fx in fixes:
+        unique.setdefault((fx["timestamp"], fx["row"], fx["lat"], fx["lon"]), fx)
+    excess = (max(waits) - min_wait_ahead_s) / (2.0 * max(min_wait_ahead_s, 60.0))
+    conf = 0.55 + 0.1 * min(len(passed) - 1, 3) + 0.25 * min(1.0, excess)
+    details = {
+        "fixes": list(unique.values()),
+        "arrived_at": iso_utc(arrived_ns),
+        "departed_at": iso_utc(departed_ns),
+        "boarded_at": iso_utc(boarded_ns),
+        "queue_position": queue_position,
+        "n_ahead": len(passed),
+        "max_wait_ahead_s": float(max(waits)),
+        "ahead": passed,
+        "thresholds": {
+            "min_wait_ahead_s": float(min_wait_ahead_s),
+            "tolerance_s": float(tolerance_s),
+        },
+    }
+    row = {
+        "kind": KIND,
+        "vehicle_id": vehicle_id,
+        "stand_id": stand_id,
+        "started_at": pd.Timestamp(arrived_ns, unit="ns", tz="UTC"),
+        "ended_at": pd.Timestamp(max(departed_ns, boarded_ns), unit="ns", tz="UTC"),
+        "confidence": clip_confidence(conf),
+        "details": details,
+    }
+    return row, shapely.Point(boarding_fix["lon"], boarding_fix["lat"])
 
 
 def detect_queue_jump(
@@ -203,61 +269,154 @@ def detect_queue_jump(
     for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
         me = int(i[s])
         bp = int(bping[me])
-        b_me = int(b_ns[me])
         ahead = []
-        fixes = [
-            fix_record(int(ns[first[me]]), lat[first[me]], lon[first[me]], int(rows[first[me]])),
-            fix_record(int(ns[bp]), lat[bp], lon[bp], int(rows[bp])),
-        ]
-        waits = []
         for k in range(s, e):
             other, p = int(j[k]), int(at[k])
-            wait_s = (b_me - int(arrived[other])) / NS
-            waits.append(wait_s)
-            fix = fix_record(int(ns[p]), lat[p], lon[p], int(rows[p]))
-            fixes.append(fix)
             ahead.append(
                 {
                     "vehicle_id": vehicle[other],
-                    "arrived_at": iso_utc(arrived[other]),
-                    "departed_at": iso_utc(departed[other]),
-                    "boarded_at": iso_utc(b_ns[other]) if boarded[other] else None,
+                    "arrived_ns": int(arrived[other]),
+                    "departed_ns": int(departed[other]),
+                    "boarded_ns": int(b_ns[other]) if boarded[other] else None,
                     "queue_position": int(queue[other]),
-                    "wait_s": float(wait_s),
-                    "meter_at_our_boarding": "free",
-                    "fix_at_our_boarding": fix,
+                    "fix": fix_record(int(ns[p]), lat[p], lon[p], int(rows[p])),
                 }
             )
-        unique: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for fx in fixes:
-            unique.setdefault((fx["timestamp"], fx["row"], fx["lat"], fx["lon"]), fx)
-        fixes = list(unique.values())
-        excess = (max(waits) - min_wait_ahead_s) / (2.0 * max(min_wait_ahead_s, 60.0))
-        conf = 0.55 + 0.1 * min(len(ahead) - 1, 3) + 0.25 * min(1.0, excess)
-        details = {
-            "fixes": fixes,
-            "arrived_at": iso_utc(arrived[me]),
-            "departed_at": iso_utc(departed[me]),
-            "boarded_at": iso_utc(b_me),
-            "queue_position": int(queue[me]),
-            "n_ahead": len(ahead),
-            "max_wait_ahead_s": float(max(waits)),
-            "ahead": ahead,
-            "thresholds": {
-                "min_wait_ahead_s": float(min_wait_ahead_s),
-                "tolerance_s": float(tolerance_s),
-            },
-        }
-        out.append(
-            {
-                "kind": KIND,
-                "vehicle_id": vehicle[me],
-                "stand_id": str(stand_ids[stand_code[me]]),
-                "started_at": pd.Timestamp(int(arrived[me]), unit="ns", tz="UTC"),
-                "ended_at": pd.Timestamp(max(int(departed[me]), b_me), unit="ns", tz="UTC"),
-                "confidence": clip_confidence(conf),
-                "details": details,
-            }
+        row, geom = _finding_row(
+            vehicle_id=vehicle[me],
+            stand_id=str(stand_ids[stand_code[me]]),
+            arrived_ns=int(arrived[me]),
+            departed_ns=int(departed[me]),
+            boarded_ns=int(b_ns[me]),
+            queue_position=int(queue[me]),
+            first_fix=fix_record(
+                int(ns[first[me]]), lat[first[me]], lon[first[me]], int(rows[first[me]])
+            ),
+            boarding_fix=fix_record(int(ns[bp]), lat[bp], lon[bp], int(rows[bp])),
+            ahead=ahead,
+            min_wait_ahead_s=min_wait_ahead_s,
+            tolerance_s=tolerance_s,
         )
-        geoms.append(shapely.Point(lon[bp], lat[bp]))
+        out.append(row)
+        geoms.append(geom)
     return make_findings(pd.DataFrame(out), geoms)
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_queue_state() -> dict[str, Any]:
+    """Return the initial live state of one stand (plain data).
+
+    ``visits``: the stand's released visits that may still be ahead of a later boarding (those
+    that departed after the latest arrival seen), each with its fix track (``[ns, meter, lat,
+    lon, row]``) for the meter at another vehicle's boarding.
+    """
+    return {"visits": []}
+
+
+def update_queue_jump(
+    state: dict[str, Any] | None,
+    visit: Mapping[str, Any],
+    *,
+    accessible: bool | None = None,
+    min_wait_ahead_s: float = DEFAULT_MIN_WAIT_AHEAD_S,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Judge one released visit of a stand against the stand's earlier visits.
+
+    The state is the stand's (keep one per ``stand_id``; the queue spans vehicles). Visits
+    come from :func:`stands.visits.update_visits`, which releases a stand's visits in arrival
+    order once their queue position is certain: when a boarded visit is released, every visit
+    of the stand that arrived before it is final, so the finding (built by the batch kernel)
+    is certain and emitted at once, equal to :func:`detect_queue_jump` on the same fixes.
+
+    Parameters
+    ----------
+    state : dict or None
+        The stand's state (None at first).
+    visit : mapping
+        A released visit of this stand (``update_visits``), with its ``track``.
+    accessible : bool or None
+        Whether the visit's vehicle is a Táxi Acessível (fleet ``accessible``): its boardings
+        are not judged.
+    min_wait_ahead_s, tolerance_s
+        As in :func:`detect_queue_jump`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state and a one-row findings frame, or None.
+
+    Raises
+    ------
+    DetectorThresholdError
+        If a threshold is negative.
+    """
+    check_threshold("min_wait_ahead_s", min_wait_ahead_s, unit="segundos")
+    check_threshold("tolerance_s", tolerance_s, unit="segundos")
+    st = new_queue_state() if state is None else dict(state)
+    arrived = int(visit["arrived_ns"])
+    kept = [v for v in st["visits"] if v["departed_ns"] >= arrived]
+    found = None
+    board = visit.get("boarding")
+    if visit.get("boarded") and board is not None and accessible is not True:
+        b = int(board["ns"])
+        tol = round(tolerance_s * NS)
+        ahead = []
+        for j in sorted(kept, key=lambda v: (v["arrived_ns"], v["vehicle_id"])):
+            ok = (
+                j["vehicle_id"] != str(visit["vehicle_id"])
+                and j["arrived_ns"] + tol < arrived
+                and j["departed_ns"] >= b + tol
+                and (j["boarded_ns"] is None or j["boarded_ns"] > b + tol)
+                and b - j["arrived_ns"] >= round(min_wait_ahead_s * NS)
+            )
+            at = [f for f in j["track"] if f[0] <= b]
+            if not ok or not at or at[-1][1] != "free":
+                continue
+            ns, _, lat, lon, row = at[-1]
+            ahead.append(
+                {
+                    "vehicle_id": j["vehicle_id"],
+                    "arrived_ns": j["arrived_ns"],
+                    "departed_ns": j["departed_ns"],
+                    "boarded_ns": j["boarded_ns"],
+                    "queue_position": j["queue_position"],
+                    "fix": fix_record(ns, lat, lon, -1 if row is None else row),
+                }
+            )
+        if ahead:
+            first = visit["first"]
+            row, geom = _finding_row(
+                vehicle_id=str(visit["vehicle_id"]),
+                stand_id=str(visit["stand_id"]),
+                arrived_ns=arrived,
+                departed_ns=int(visit["departed_ns"]),
+                boarded_ns=b,
+                queue_position=int(visit["queue_position"]),
+                first_fix=fix_record(
+                    first["ns"], first["lat"], first["lon"], _row(first.get("row"))
+                ),
+                boarding_fix=fix_record(b, board["lat"], board["lon"], _row(board.get("row"))),
+                ahead=ahead,
+                min_wait_ahead_s=min_wait_ahead_s,
+                tolerance_s=tolerance_s,
+            )
+            found = make_findings(pd.DataFrame([row]), [geom])
+    kept.append(
+        {
+            "vehicle_id": str(visit["vehicle_id"]),
+            "arrived_ns": arrived,
+            "departed_ns": int(visit["departed_ns"]),
+            "boarded_ns": int(board["ns"]) if visit.get("boarded") and board else None,
+            "queue_position": int(visit["queue_position"]),
+            "track": [[f["ns"], f["meter"], f["lat"], f["lon"], f["row"]] for f in visit["track"]],
+        }
+    )
+    st["visits"] = kept
+    return st, found
+
+
+def _row(value: Any) -> int:
+    return -1 if value is None else int(value)

@@ -1,17 +1,21 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
 from factories import make_pings, make_track, offset_m
+from live_compare import assert_same_findings, concat_live
 
+from geo.cover import build_stand_cover, match_stands
 from geo.crs import haversine_m
-from stands.visits import detect_visits
+from stands.visits import detect_visits, flush_visits, tick_visits, update_visits
 from tracking.detectors._errors import DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.queue_jump import detect_queue_jump
+from tracking.detectors.queue_jump import detect_queue_jump, update_queue_jump
 
 STAND = (0.0, 0.0, 30.0)  # north_m, east_m, radius_m of stand "S1"
 
@@ -156,3 +160,93 @@ class TestDetectQueueJump:
         """Negative thresholds are refused by name."""
         with pytest.raises(DetectorThresholdError, match=option):
             detect(at_stand("v1", 0, 1200), **{option: value})
+
+
+DAY = 86_400
+
+
+def _stand_cover():
+    lat, lon = offset_m(STAND[0], STAND[1])
+    point = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982)
+    circle = point.buffer(STAND[2], 64).to_crs(4326)
+    return build_stand_cover(gpd.GeoDataFrame({"stand_id": ["S1"]}, geometry=circle, crs=4326))
+
+
+def _fleet_days() -> list[dict]:
+    """Two days at one stand: jumps, and the cases that must not accuse."""
+    rows: list[dict] = []
+    for d in (0, DAY):
+        rows += at_stand("v1", d, d + 1500)  # waits free the whole time
+        rows += at_stand("v2", d + 300, d + 600, board_at=d + 600)  # jumps v1
+        rows += at_stand("v5", d + 400, d + 700, board_at=d + 700)  # jumps v1 (and not v2)
+    rows += at_stand("off", DAY + 2000, DAY + 3000, meter="off")  # parked, not waiting
+    rows += at_stand("v3", DAY + 2300, DAY + 2500, board_at=DAY + 2500)  # passes "off": no
+    rows += at_stand("acc", 300, 600, board_at=600)  # accessible: priority, excused
+    # GPS jitter at the edge: v4 steps out for 40 s (< exit grace) while waiting
+    jitter = make_track(
+        "v4",
+        [(DAY + 5000 + 30 * k, 1.0 if k != 5 else 45.0, 0.0) for k in range(30)],
+        meter=["free"] * 30,
+    )
+    rows += jitter + at_stand("v6", DAY + 5300, DAY + 5500, board_at=DAY + 5500)
+    return rows
+
+
+def _live(pings: pd.DataFrame, fleet: pd.DataFrame | None = None) -> Any:
+    cover = _stand_cover()
+    accessible = (
+        {} if fleet is None else dict(zip(fleet["vehicle_id"], fleet["accessible"], strict=True))
+    )
+    visits_state = None
+    stands: dict[str, Any] = {}
+    out = []
+
+    def judge(released: list[dict]) -> None:
+        for visit in released:
+            sid = visit["stand_id"]
+            stands[sid], found = update_queue_jump(
+                stands.get(sid), visit, accessible=accessible.get(visit["vehicle_id"])
+            )
+            out.append(found)
+
+    for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+        visits_state, released = update_visits(visits_state, ping, cover=cover, max_gap_s=300.0)
+        judge(released)
+        visits_state, released = tick_visits(visits_state, now=ping["timestamp"], max_gap_s=300.0)
+        judge(released)
+    judge(flush_visits(visits_state)[1])
+    json.dumps(stands)  # plain data
+    return concat_live(out)
+
+
+class TestUpdateQueueJump:
+    def test_live_equals_batch(self) -> None:
+        """Visit by visit (released by update_visits), live finds exactly the batch jumps."""
+        pings = make_pings(_fleet_days())
+        fleet = pd.DataFrame(
+            {"vehicle_id": ["acc", "v1", "v2"], "accessible": [True, False, False]}
+        )
+        cover = _stand_cover()
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        visits = detect_visits(pings, memberships, max_gap_s=300.0)
+        batch = detect_queue_jump(visits, pings, fleet=fleet)
+        assert sorted(batch["vehicle_id"]) == ["v2", "v2", "v5", "v5", "v6"]
+        assert_same_findings(_live(pings, fleet), batch)
+
+    def test_finding_is_emitted_when_the_boarding_visit_is_released(self) -> None:
+        """Emitted once, as soon as the visits it rests on are final (v1's, ahead, last)."""
+        away = make_track("v1", [(1290 + 30 * k, 450.0 + 150 * k, 0.0) for k in range(6)])
+        rows = at_stand("v1", 0, 1200) + away + at_stand("v2", 300, 600, board_at=600)
+        pings = make_pings(rows)
+        cover = _stand_cover()
+        state, stand, emitted_at = None, None, []
+        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+            state, released = update_visits(state, ping, cover=cover, max_gap_s=300.0)
+            state, more = tick_visits(state, now=ping["timestamp"], max_gap_s=300.0)
+            for visit in released + more:
+                stand, found = update_queue_jump(stand, visit)
+                if found is not None:
+                    emitted_at.append(ping["timestamp"])
+        # v1 left at 12:20:00; its visit is final once the boarding grace (120 s) is over
+        assert emitted_at == [pd.Timestamp("2024-03-04T12:22:30Z")]
