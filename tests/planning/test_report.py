@@ -1,0 +1,132 @@
+"""Tests of planning.report: the plan's figures, and its table, JSON and HTML renderings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pandas as pd
+import pytest
+
+from planning.population import bundled_population_table, population_for
+from planning.report import build_plan, chart_svg, render_html, render_json, render_table
+from planning.rules import bundled_planning_rule
+
+AS_OF = dt.date(2025, 6, 1)
+KEYS = {
+    "municipality",
+    "population",
+    "population_source",
+    "rule",
+    "fleet_min",
+    "fleet_max",
+    "fleet_current",
+    "accessible_min",
+    "accessible_current",
+}
+
+
+def _plan(code: str, *, year: int = 2022, service: str = "taxi", fleet=None) -> dict:
+    rule, source = bundled_planning_rule(code, service=service)
+    return build_plan(
+        population=population_for(bundled_population_table(), municipality=code, year=year),
+        service=service,
+        rule=rule,
+        rule_source=source,
+        no_rule_message=None if rule else "nenhuma regra de planejamento configurada",
+        fleet=fleet,
+        fleet_source="frota.csv" if fleet is not None else None,
+        as_of=AS_OF,
+    )
+
+
+def _fleet(n: int, *, accessible: int, years: list[int] | None = None) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "vehicle_id": [f"V{i}" for i in range(n)],
+            "accessible": [i < accessible for i in range(n)],
+            "year": pd.array(years or [2024] * n, dtype="Int64"),
+        }
+    )
+
+
+class TestBuildPlan:
+    def test_porto_velho_without_fleet(self) -> None:
+        """658–920 taxis; accessible on the largest allowed fleet (2 % of 920 → 19); no fleet."""
+        plan = _plan("1100205")
+        assert set(plan) >= KEYS
+        assert (plan["population"], plan["fleet_min"], plan["fleet_max"]) == (460_413, 658, 920)
+        assert plan["fleet_current"] is None and plan["fleet_gap"]["status"] == "unknown"
+        assert (plan["accessible_min"], plan["accessible_basis"]) == (19, "frota máxima permitida")
+        assert plan["rule"]["rounding"].startswith("frota_min = ceil(população / 700)")
+        assert [p["provision"] for p in plan["provisions"]] == ["art. 5º, § 4º", "art. 18"]
+
+    def test_porto_velho_small_fleet_gap(self) -> None:
+        """A 600-taxi fleet with 10 accessible: 58 short of 658, 2 short of 12 (2 % of 600)."""
+        plan = _plan("1100205", fleet=_fleet(600, accessible=10))
+        assert plan["fleet_current"] == 600
+        assert (plan["fleet_gap"]["status"], plan["fleet_gap"]["missing"]) == ("below", 58)
+        assert (plan["accessible_min"], plan["accessible_current"]) == (12, 10)
+        assert plan["accessible_gap"]["missing"] == 2
+
+    def test_estimate_with_census_rule_is_noted(self) -> None:
+        """Porto Velho's law wants the census: with the 2024 estimate the plan says so."""
+        plan = _plan("1100205", year=2024)
+        assert (plan["fleet_min"], plan["fleet_max"]) == (736, 1029)
+        assert any("censo" in n for n in plan["notes"])
+
+    def test_pinto_bandeira_age(self) -> None:
+        """4 permits for 2,723 inhabitants; a 2019 car is over 5 years in 2025."""
+        plan = _plan("4314548", fleet=_fleet(5, accessible=0, years=[2019, 2020, 2021, 2022, 2023]))
+        assert (plan["fleet_min"], plan["fleet_max"], plan["fleet_current"]) == (4, 4, 5)
+        assert plan["fleet_gap"]["excess"] == 1
+        assert plan["accessible_min"] is None
+        assert [v["vehicle_id"] for v in plan["vehicles"]["over_age"]] == ["V0"]
+
+    @pytest.mark.parametrize(("n", "required"), [(9, 1), (10, 1), (11, 2), (25, 3)])
+    def test_fretamento_one_in_ten(self, n: int, required: int) -> None:
+        """The fretamento needs one accessible vehicle in every 10 used (rounded up)."""
+        plan = _plan("4314902", service="fretamento", fleet=_fleet(n, accessible=1))
+        assert plan["fleet_min"] is None and plan["fleet_max"] is None
+        assert (plan["accessible_min"], plan["accessible_basis"]) == (required, "frota atual")
+
+    def test_no_rule(self) -> None:
+        """Porto Alegre's taxi: population given, no rule, no figures, the message."""
+        plan = _plan("4314902")
+        assert plan["population"] == 1_332_570
+        assert plan["rule"] is None and plan["fleet_min"] is None
+        assert "nenhuma regra" in plan["rule_message"]
+
+    def test_json_serialisable(self) -> None:
+        """The plan is plain JSON."""
+        plan = _plan("1100205", fleet=_fleet(700, accessible=14))
+        assert json.loads(render_json(plan))["fleet_current"] == 700
+
+
+class TestRenderTable:
+    def test_figures_in_portuguese(self) -> None:
+        """The table gives the population with pt-BR digits and the allowed range."""
+        text = render_table(_plan("1100205"))
+        assert "460.413" in text and "mínimo 658, máximo 920" in text
+
+
+class TestChartSvg:
+    def test_range_and_current(self) -> None:
+        """The allowed range is a rect, the current fleet a line; out of range in red."""
+        svg = chart_svg(_plan("1100205", fleet=_fleet(600, accessible=10)))
+        assert svg.startswith("<svg") and 'class="allowed"' in svg
+        assert 'class="current"' in svg and "#c62828" in svg
+        assert 'class="required"' in svg and 'class="present"' in svg
+
+
+class TestRenderHtml:
+    def test_chart_and_map(self) -> None:
+        """The report embeds the SVG chart and the map document (iframe srcdoc)."""
+        page = render_html(_plan("1100205"), map_html="<html><body>MAPA</body></html>")
+        assert '<svg xmlns="http://www.w3.org/2000/svg" id="plan-chart"' in page
+        assert "id='planner-map'" in page and "MAPA" in page
+        assert "500 habitantes por táxi" in page
+
+    def test_no_rule_message_shown(self) -> None:
+        """Without a rule the report says so."""
+        assert "id='no-rule'" in render_html(_plan("4314902"))
