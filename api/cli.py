@@ -25,6 +25,7 @@ def _register() -> None:
         cli_proposals,
         cli_rulebooks,
         cli_serve,
+        cli_stands,
         cli_users,
     )
 
@@ -38,6 +39,9 @@ def _register() -> None:
     app.add_typer(cli_proposals.app, name="proposals")
     app.command("plan")(cli_plan.plan)
     app.command("rulebooks")(cli_rulebooks.rulebooks)
+    app.add_typer(cli_stands.stands_app, name="stands")
+    app.add_typer(cli_stands.licences_app, name="licences")
+    app.add_typer(cli_stands.supervisors_app, name="supervisors")
 
 
 _register()
