@@ -1,10 +1,33 @@
-"""The enforcement map of a run: stands, and findings by kind, each kind in its own layer."""
+"""The enforcement map: findings by kind, illegal-stand areas, detour evidence and a replay.
+
+Each finding kind is its own canvas layer (a circleMarker per finding; areas and lines drawn as
+shapes), toggled in the layer control. ``illegal_stand_formation`` areas are polygons. For
+``longer_route`` the driven track and the reference route (``details.driven_line`` and
+``details.reference_line``) are drawn in an evidence layer. A time slider replays the GPS fixes
+(those of the last ``trail_s`` before the slider's instant) and the findings (from their start).
+Popups are built on click from each finding's properties, so 50,000 findings open quickly.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import folium
 import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
 
+from maps._errors import MapInputError
+from maps._layers import (
+    bounds_of,
+    check_columns,
+    check_wgs84,
+    column,
+    epoch_s,
+    layer_spec,
+    render_layers,
+)
 from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
 
 KIND_LABELS = {
@@ -20,68 +43,297 @@ KIND_LABELS = {
     "queue_jump": ("Desrespeito à fila", "#c51b8a"),
     "flag2_misuse": ("Bandeira 2 indevida", "#fec44f"),
 }
+METER_LABELS = {"free": "Livre", "occupied": "Ocupado", "off": "Desligado"}
+METER_COLOURS = {"free": "#1a9850", "occupied": "#2c7fb8", "off": "#969696"}
+DRIVEN_COLOUR = "#7b3294"
+REFERENCE_COLOUR = "#2166ac"
+DEFAULT_TIMEZONE = "America/Sao_Paulo"
+FINDING_REQUIRED = ("finding_id", "kind", "started_at", "geometry")
+FIX_REQUIRED = ("vehicle_id", "timestamp", "lat", "lon")
+
+_FINDING_POPUP = {
+    "type": "fields",
+    "title": None,
+    "fields": [
+        ["finding_id", "Achado", "text"],
+        ["vehicle_id", "Veículo", "text"],
+        ["stand_id", "Ponto", "text"],
+        ["t0", "Início", "time"],
+        ["t1", "Fim", "time"],
+        ["confidence", "Confiança", "pct"],
+        ["resumo", "Evidência", "text", "skip_null"],
+    ],
+}
+
+
+def _summary(kind: str, details: Any) -> str | None:
+    """One pt-BR line of the measured evidence, for the popup."""
+    if not isinstance(details, dict):
+        return None
+    if kind == "longer_route" and details.get("driven_m") and details.get("reference_m"):
+        return (
+            f"percorrido {details['driven_m'] / 1000:.2f} km × referência "
+            f"{details['reference_m'] / 1000:.2f} km (razão {details.get('ratio', 0):.2f})"
+        ).replace(".", ",")
+    if kind == "illegal_stand_formation" and "n_vehicles" in details:
+        return (
+            f"{details['n_vehicles']} veículos, {details.get('n_days', '?')} dias, "
+            f"{details.get('n_stops', '?')} paradas"
+        )
+    return None
+
+
+def _text(values: pd.Series) -> list[Any]:
+    return [None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in values]
+
+
+def _stands_layer(stands: gpd.GeoDataFrame) -> dict[str, Any]:
+    names = stands["name"] if "name" in stands.columns else stands["stand_id"]
+    return layer_spec(
+        layer_id="stands",
+        label=f"Pontos de táxi ({len(stands)})",
+        geometry=stands.geometry,
+        props={"stand_id": _text(stands["stand_id"]), "name": _text(names)},
+        style={"color": "#333333", "weight": 1, "fillColor": "#bdbdbd", "fillOpacity": 0.5},
+        shape_style={"fillOpacity": 0.3},
+        popup={
+            "type": "fields",
+            "title": "name",
+            "fields": [["stand_id", "Ponto nº", "text"]],
+        },
+        z=-2,
+    )
+
+
+def _kind_layer(kind: str, group: gpd.GeoDataFrame) -> dict[str, Any]:
+    label, colour = KIND_LABELS.get(kind, (kind, "#000000"))
+    details = group["details"] if "details" in group.columns else pd.Series([None] * len(group))
+    ended = group["ended_at"] if "ended_at" in group.columns else group["started_at"]
+    props = {
+        "finding_id": _text(group["finding_id"]),
+        "vehicle_id": _text(group.get("vehicle_id", pd.Series([None] * len(group)))),
+        "stand_id": _text(group.get("stand_id", pd.Series([None] * len(group)))),
+        "t0": epoch_s(group["started_at"]),
+        "t1": epoch_s(ended),
+        "confidence": column(group.get("confidence", pd.Series([np.nan] * len(group)))),
+        "resumo": [_summary(kind, d) for d in details],
+    }
+    return layer_spec(
+        layer_id=f"kind:{kind}",
+        label=f"{label} ({len(group)})",
+        geometry=group.geometry,
+        props=props,
+        style={
+            "color": colour,
+            "fillColor": colour,
+            "radius": 5,
+            "weight": 1,
+            "fillOpacity": 0.75,
+            "opacity": 0.9,
+        },
+        shape_style={"weight": 2, "fillOpacity": 0.25},
+        popup=_FINDING_POPUP | {"title_text": label},
+        time={"start": "t0", "window_s": None},
+    )
+
+
+def _evidence_layer(routes: gpd.GeoDataFrame) -> dict[str, Any] | None:
+    """Driven track and reference route of each ``longer_route`` finding, as two lines."""
+    geoms: list[Any] = []
+    props: dict[str, list[Any]] = {"finding_id": [], "linha": [], "colour": [], "dash": []}
+    props |= {"vehicle_id": [], "t0": [], "km": []}
+    starts = epoch_s(routes["started_at"])
+    for fid, vehicle, t0, details in zip(
+        routes["finding_id"],
+        routes.get("vehicle_id", [None] * len(routes)),
+        starts,
+        routes["details"],
+        strict=True,
+    ):
+        if not isinstance(details, dict):
+            continue
+        for key, what, colour, dash, metres in (
+            ("driven_line", "Trajeto percorrido", DRIVEN_COLOUR, None, details.get("driven_m")),
+            (
+                "reference_line",
+                "Rota de referência",
+                REFERENCE_COLOUR,
+                "6 4",
+                details.get("reference_m"),
+            ),
+        ):
+            coords = details.get(key)
+            if not coords or len(coords) < 2:
+                continue
+            geoms.append(shapely.LineString(coords))
+            props["finding_id"].append(str(fid))
+            props["linha"].append(what)
+            props["colour"].append(colour)
+            props["dash"].append(dash)
+            props["vehicle_id"].append(None if vehicle is None else str(vehicle))
+            props["t0"].append(t0)
+            props["km"].append(metres)
+    if not geoms:
+        return None
+    n_routes = len(set(props["finding_id"]))
+    return layer_spec(
+        layer_id="detours",
+        label=f"Evidência de desvio: trajeto × rota de referência ({n_routes})",
+        geometry=gpd.GeoSeries(geoms, crs=4326),
+        props=props,
+        style={"weight": 3, "opacity": 0.85},
+        style_by={"color": "colour", "dashArray": "dash"},
+        markers=False,
+        popup={
+            "type": "fields",
+            "title": "linha",
+            "fields": [
+                ["finding_id", "Achado", "text"],
+                ["vehicle_id", "Veículo", "text"],
+                ["km", "Extensão", "km"],
+            ],
+        },
+        time={"start": "t0", "window_s": None},
+        z=-1,
+    )
+
+
+def _fixes_layer(fixes: pd.DataFrame, *, trail_s: float, max_fixes: int) -> dict[str, Any]:
+    check_columns(fixes, FIX_REQUIRED, what="as posições")
+    frame = fixes.sort_values(["vehicle_id", "timestamp"], kind="stable")
+    total = len(frame)
+    if total > max_fixes:
+        frame = frame.iloc[:: int(np.ceil(total / max_fixes))]
+    meter = (
+        frame["meter"].astype(object).where(frame["meter"].notna(), None)
+        if "meter" in frame.columns
+        else pd.Series([None] * len(frame), index=frame.index)
+    )
+    sampled = "" if len(frame) == total else f", 1 a cada {int(np.ceil(total / max_fixes))}"
+    return layer_spec(
+        layer_id="fixes",
+        label=f"Posições GPS (últimos {trail_s / 60:.0f} min do replay; {len(frame)}{sampled})",
+        geometry=gpd.GeoSeries(
+            gpd.points_from_xy(frame["lon"].to_numpy(), frame["lat"].to_numpy()), crs=4326
+        ),
+        props={
+            "vehicle_id": _text(frame["vehicle_id"]),
+            "t0": epoch_s(frame["timestamp"]),
+            "taximetro": [METER_LABELS.get(m, "—") if m else "—" for m in meter],
+            "colour": [METER_COLOURS.get(m, "#525252") if m else "#525252" for m in meter],
+        },
+        style={"radius": 3, "weight": 0, "fillOpacity": 0.9},
+        style_by={"fillColor": "colour", "color": "colour"},
+        popup={
+            "type": "fields",
+            "title": "vehicle_id",
+            "fields": [["t0", "Instante", "time"], ["taximetro", "Taxímetro", "text"]],
+        },
+        time={"start": "t0", "window_s": trail_s},
+        z=1,
+    )
 
 
 def findings_map(
     stands: gpd.GeoDataFrame,
     findings: gpd.GeoDataFrame,
     *,
+    fixes: pd.DataFrame | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
+    trail_s: float = 600.0,
+    max_fixes: int = 50_000,
     tiles: str | None = OSM_TILES,
     attribution: str = OSM_ATTRIBUTION,
 ) -> folium.Map:
-    """Map stands and findings, one toggleable layer per finding kind.
+    """Map stands and findings, one layer per kind, with detour evidence and a replay slider.
 
     Parameters
     ----------
     stands : geopandas.GeoDataFrame
-        Stands frame (EPSG:4326).
+        Stands frame (EPSG:4326): ``stand_id``, optional ``name``.
     findings : geopandas.GeoDataFrame
-        Findings frame (``tracking.detectors.findings``); rows without geometry are not drawn.
+        Findings frame (``tracking.detectors.findings``, EPSG:4326); rows without geometry are
+        not drawn. ``details`` (dicts) feed the evidence lines and the popup summary.
+    fixes : pandas.DataFrame, optional
+        GPS fixes (pings frame: ``vehicle_id``, ``timestamp`` tz-aware, ``lat``, ``lon``,
+        optional ``meter``) replayed by the slider.
+    timezone : str
+        Zone of the times shown (popups, slider).
+    trail_s : float
+        A fix stays on the map this long after its instant while replaying.
+    max_fixes : int
+        At most this many fixes go into the page (every k-th fix beyond it).
     tiles, attribution
         Tile source; None maps on a plain background.
+
+    Returns
+    -------
+    folium.Map
+        Self-contained map (no CDN).
+
+    Raises
+    ------
+    MapInputError
+        If a frame is not in EPSG:4326, lacks a column, or has naive times.
     """
+    check_wgs84(stands, what="os pontos")
+    check_wgs84(findings, what="os achados")
+    check_columns(stands, ("stand_id", "geometry"), what="os pontos")
+    check_columns(findings, FINDING_REQUIRED, what="os achados")
+    if trail_s <= 0 or max_fixes <= 0:
+        msg = f"trail_s ({trail_s}) e max_fixes ({max_fixes}) devem ser positivos"
+        raise MapInputError(msg)
     drawn = findings.loc[findings.geometry.notna() & ~findings.geometry.is_empty]
     # Frame the stands (the city), not the GPS outliers that findings may point at.
-    framing = stands.geometry if len(stands) else drawn.geometry
-    minx, miny, maxx, maxy = framing.total_bounds if len(framing) else (0.0, 0.0, 0.0, 0.0)
-    fmap = base_map(
-        location=((miny + maxy) / 2, (minx + maxx) / 2), tiles=tiles, attribution=attribution
+    bounds = bounds_of(stands, drawn)
+    centre = (
+        ((bounds[0][0] + bounds[1][0]) / 2, (bounds[0][1] + bounds[1][1]) / 2)
+        if bounds
+        else (0.0, 0.0)
     )
+    fmap = base_map(location=centre, tiles=tiles, attribution=attribution)
+    layers: list[dict[str, Any]] = []
     if len(stands):
-        layer = folium.FeatureGroup(name=f"Pontos de táxi ({len(stands)})")
-        folium.GeoJson(
-            stands[["stand_id", "name", "geometry"]].to_json(),
-            style_function=lambda _: {"color": "#333333", "weight": 1, "fillOpacity": 0.3},
-            tooltip=folium.GeoJsonTooltip(["stand_id", "name"], aliases=["Ponto nº", "Nome"]),
-        ).add_to(layer)
-        layer.add_to(fmap)
+        layers.append(_stands_layer(stands))
     for kind, group in drawn.groupby("kind", sort=True):
-        label, colour = KIND_LABELS.get(str(kind), (str(kind), "#000000"))
-        frame = group[
-            ["finding_id", "vehicle_id", "stand_id", "started_at", "confidence", "geometry"]
-        ].copy()
-        frame["started_at"] = frame["started_at"].dt.strftime("%Y-%m-%d %H:%M UTC")
-        frame["confidence"] = frame["confidence"].round(2)
-        frame["vehicle_id"] = frame["vehicle_id"].fillna("—")
-        frame["stand_id"] = frame["stand_id"].fillna("—")
-        layer = folium.FeatureGroup(name=f"{label} ({len(frame)})")
-        folium.GeoJson(
-            frame.to_json(),
-            marker=folium.CircleMarker(radius=5, weight=1, fill=True),
-            style_function=lambda _, c=colour: {
-                "color": c,
-                "fillColor": c,
-                "weight": 3,
-                "fillOpacity": 0.5,
-                "opacity": 0.8,
-            },
-            popup=folium.GeoJsonPopup(
-                ["finding_id", "vehicle_id", "stand_id", "started_at", "confidence"],
-                aliases=["Achado", "Veículo", "Ponto", "Início", "Confiança"],
-            ),
-        ).add_to(layer)
-        layer.add_to(fmap)
-    folium.LayerControl(collapsed=False).add_to(fmap)
-    if len(framing):
-        fmap.fit_bounds([[miny, minx], [maxy, maxx]])
-    return fmap
+        layers.append(_kind_layer(str(kind), group))
+    if "details" in drawn.columns:
+        routes = drawn.loc[drawn["kind"] == "longer_route"]
+        evidence = _evidence_layer(routes) if len(routes) else None
+        if evidence is not None:
+            layers.append(evidence)
+    times = [t for t in epoch_s(drawn["started_at"]) if t is not None]
+    times += [t for t in epoch_s(drawn.get("ended_at", drawn["started_at"])) if t is not None]
+    if fixes is not None and len(fixes):
+        fix_layer = _fixes_layer(fixes, trail_s=trail_s, max_fixes=max_fixes)
+        layers.append(fix_layer)
+        times += [t for t in fix_layer["props"]["t0"] if t is not None]
+    slider = None
+    if times:
+        lo, hi = min(times), max(times)
+        slider = {
+            "title": "Replay: posições e achados até o instante",
+            "min": lo,
+            "max": hi,
+            "step": max(1, (hi - lo) // 1000),
+        }
+    legend = {
+        "title": "Achados por tipo",
+        "items": [
+            [KIND_LABELS.get(str(k), (str(k), "#000000"))[1], KIND_LABELS.get(str(k), (k, ""))[0]]
+            for k in sorted(drawn["kind"].unique())
+        ],
+    }
+    if any(layer["id"] == "detours" for layer in layers):
+        legend["items"] += [
+            [DRIVEN_COLOUR, "Trajeto percorrido"],
+            [REFERENCE_COLOUR, "Rota de referência (tracejada)"],
+        ]
+    return render_layers(
+        fmap,
+        layers=layers,
+        timezone=timezone,
+        bounds=bounds,
+        legend=legend if legend["items"] else None,
+        slider=slider,
+    )

@@ -1,0 +1,151 @@
+"""The enforcement map renders offline in headless Chromium: kinds, areas, detours, replay."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import shapely
+from map_factories import (
+    T0,
+    click_row,
+    make_findings,
+    make_pings,
+    make_stands,
+    only_tiles_failed,
+    open_offline,
+    overlay_labels,
+)
+
+from maps._errors import MapInputError
+from maps.findings import findings_map
+
+pytestmark = pytest.mark.browser
+
+DRIVEN = [[-51.2250, -30.0250], [-51.2230, -30.0290], [-51.2150, -30.0320]]
+REFERENCE = [[-51.2250, -30.0250], [-51.2150, -30.0320]]
+
+
+def _findings():
+    return make_findings(
+        [
+            {
+                "kind": "unlicensed_stand_use",
+                "finding_id": "F-unl-1",
+                "stand_id": "1",
+                "minute": 0,
+                "geometry": shapely.Point(-51.2287, -30.0277),
+            },
+            {
+                "kind": "unlicensed_stand_use",
+                "finding_id": "F-unl-2",
+                "stand_id": "2",
+                "minute": 30,
+                "geometry": shapely.Point(-51.2200, -30.0300),
+            },
+            {
+                "kind": "illegal_stand_formation",
+                "vehicle_id": None,
+                "minute": 10,
+                "details": {"n_vehicles": 4, "n_days": 3, "n_stops": 9},
+                "geometry": shapely.Point(-51.2150, -30.0250).buffer(0.001),
+            },
+            {
+                "kind": "longer_route",
+                "finding_id": "F-route",
+                "minute": 20,
+                "details": {
+                    "driven_m": 5000.0,
+                    "reference_m": 3000.0,
+                    "ratio": 1.6667,
+                    "driven_line": DRIVEN,
+                    "reference_line": REFERENCE,
+                },
+                "geometry": shapely.LineString(DRIVEN),
+            },
+        ]
+    )
+
+
+def _fixes():
+    return make_pings(
+        [("V1", m, -30.0277 + m * 1e-4, -51.2287, "free") for m in range(0, 40, 2)]
+        + [("V2", 5, -30.0300, -51.2200, "occupied")]
+    )
+
+
+class TestFindingsMap:
+    def test_offline_layers_counts_and_popups(self, open_map, tmp_path):
+        """No CDN, no console error, only tiles fail; a layer per kind with its count, the
+        illegal-stand area as a polygon, the detour's two lines; clicks open popups."""
+        fmap = findings_map(make_stands(), _findings(), fixes=_fixes())
+        html = tmp_path / "enforcement.html"
+        page, errors, failed = open_offline(open_map, fmap, html)
+        text = html.read_text(encoding="utf-8")
+        assert "cdn" not in text and "<script src=" not in text
+        assert errors == []
+        assert only_tiles_failed(failed)
+        labels = overlay_labels(page)
+        assert labels[:6] == [
+            "Pontos de táxi (3)",
+            "Formação de ponto irregular (1)",
+            "Percurso mais longo (1)",
+            "Embarque em ponto sem licença (2)",
+            "Evidência de desvio: trajeto × rota de referência (1)",
+            "Posições GPS (últimos 10 min do replay; 21)",
+        ]
+        counts = page.evaluate(
+            "['stands','kind:unlicensed_stand_use','kind:illegal_stand_formation',"
+            "'kind:longer_route','detours'].map(id => PontualMaps.count(id))"
+        )
+        assert counts == [3, 2, 1, 1, 2]  # the detour: driven + reference lines
+        spec = page.evaluate("PontualMaps.maps.map.layers['kind:illegal_stand_formation'].spec")
+        assert spec["shapes"][0]["type"] == "Polygon"
+        assert "Rodoviária" in click_row(page, "stands", 2)  # findings lie over stands 1 and 2
+
+    def test_finding_popup_shows_evidence(self, open_map, tmp_path):
+        """A longer-route finding's popup names the kind, the id and the measured lengths."""
+        fmap = findings_map(make_stands(), _findings(), tiles=None)
+        page, errors, failed = open_offline(open_map, fmap, tmp_path / "map.html")
+        page.evaluate("PontualMaps.maps.map.layers['stands'].group.remove()")
+        popup = click_row(page, "kind:longer_route", 0)
+        assert "Percurso mais longo" in popup
+        assert "F-route" in popup
+        assert "percorrido 5,00 km × referência 3,00 km (razão 1,67)" in popup
+        assert errors == [] and failed == []
+
+    def test_time_slider_replays(self, open_map, tmp_path):
+        """Moving the slider shows the findings started by then and the fixes of the trail."""
+        fmap = findings_map(make_stands(), _findings(), fixes=_fixes(), tiles=None)
+        page, errors, _ = open_offline(open_map, fmap, tmp_path / "map.html")
+        at = int((T0 + pd.Timedelta(minutes=15)).timestamp())
+        page.locator(".pontual-range").fill(str(at))
+        visible = page.evaluate(
+            "['kind:unlicensed_stand_use','kind:illegal_stand_formation','kind:longer_route',"
+            "'fixes'].map(id => PontualMaps.count(id))"
+        )
+        # findings from 0 and 10 min; the 10-min trail keeps V1's fixes at 6..14 min, not
+        # V2's at 5 min (exactly 10 min old)
+        assert visible == [1, 1, 0, 5]
+        assert "04/03/2024" in page.inner_text(".pontual-time")
+        page.locator(".pontual-range").fill(str(int((T0 + pd.Timedelta(hours=1)).timestamp())))
+        assert page.evaluate("PontualMaps.count('kind:unlicensed_stand_use')") == 2
+        assert errors == []
+
+    def test_stands_only(self, open_map, tmp_path):
+        """With no findings the map shows the stands, without slider or error."""
+        findings = _findings().iloc[0:0]
+        page, errors, failed = open_offline(
+            open_map, findings_map(make_stands(), findings, tiles=None), tmp_path / "map.html"
+        )
+        assert overlay_labels(page) == ["Pontos de táxi (3)"]
+        assert page.locator(".pontual-range").count() == 0
+        assert errors == [] and failed == []
+
+    def test_rejects_bad_frames(self):
+        """Projected stands and naive finding times are refused with a named error."""
+        with pytest.raises(MapInputError, match="EPSG:4326"):
+            findings_map(make_stands().to_crs(31982), _findings())
+        naive = _findings()
+        naive["started_at"] = naive["started_at"].dt.tz_localize(None)
+        with pytest.raises(MapInputError, match="sem fuso"):
+            findings_map(make_stands(), naive)
