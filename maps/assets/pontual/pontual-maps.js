@@ -90,19 +90,21 @@
     ".": ["#d9d9d9", "não operou"],
   };
   function presenceChart(licensees, days) {
-    var cell = 9,
+    var cell = days.length <= 14 ? 14 : days.length <= 31 ? 9 : 5,
       gap = 1,
       labelW = 64,
       top = 14,
-      rowH = cell + 3;
-    var width = labelW + days.length * (cell + gap);
+      rowH = cell + 3,
+      keyW = 300;
+    var gridW = labelW + days.length * (cell + gap);
+    var width = Math.max(gridW, keyW);
     var height = top + licensees.length * rowH + 16;
     var svg =
       "<svg class='pontual-chart' role='img' width='" + width + "' height='" + height +
       "' viewBox='0 0 " + width + " " + height + "'><title>Presença dos licenciados por dia</title>";
     svg += "<text x='" + labelW + "' y='10'>" + esc(days[0]) + "</text>";
-    if (days.length > 1)
-      svg += "<text x='" + width + "' y='10' text-anchor='end'>" + esc(days[days.length - 1]) + "</text>";
+    if (days.length * (cell + gap) > 70)
+      svg += "<text x='" + gridW + "' y='10' text-anchor='end'>" + esc(days[days.length - 1]) + "</text>";
     for (var k = 0; k < licensees.length; k++) {
       var y = top + k * rowH;
       svg += "<text x='0' y='" + (y + cell - 1) + "'>" + esc(licensees[k][0]) + "</text>";
@@ -116,11 +118,11 @@
           esc(days[d]) + ": " + c[1] + "</title></rect>";
       }
     }
-    var ly = top + licensees.length * rowH + 10, lx = 0;
+    var ly = top + licensees.length * rowH + 12, lx = 0;
     for (var key in PRESENCE) {
       svg += "<rect x='" + lx + "' y='" + (ly - 8) + "' width='8' height='8' fill='" + PRESENCE[key][0] + "'></rect>";
       svg += "<text x='" + (lx + 11) + "' y='" + ly + "'>" + PRESENCE[key][1] + "</text>";
-      lx += 11 + PRESENCE[key][1].length * 5.2 + 8;
+      lx += 11 + PRESENCE[key][1].length * 5.2 + 10;
     }
     return svg + "</svg>";
   }
@@ -156,7 +158,7 @@
       html += "<div>Nenhum veículo no ponto neste instante.</div>";
     }
     if (r.licensees.length && meta.days && meta.days.length) {
-      html += "<div><b>Presença dos licenciados</b> (" + meta.days.length + " dias)</div>";
+      html += "<div class='pontual-chart-title'>Presença dos licenciados (" + meta.days.length + " dias)</div>";
       html += presenceChart(r.licensees, meta.days);
     } else if (meta.has_presence) {
       html += "<div>Sem licenciados neste ponto no período.</div>";
