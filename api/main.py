@@ -29,6 +29,7 @@ ROUTERS = (
     "api.routes.proposals",
     "api.routes.alerts",
     "api.routes.planning",
+    "api.routes.supervision",
 )
 """Modules whose ``router`` is mounted, in this order."""
 

@@ -30,6 +30,7 @@ REVIEWERS = frozenset({"admin", "agent"})
 REGISTRY = frozenset({"admin", "planner", "agent"})
 DEVICE = frozenset({"device"})
 PLANNERS = frozenset({"admin", "planner"})
+SUPERVISORS = frozenset({"admin", "supervisor"})
 
 MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/openapi.json"): ALL,
@@ -75,6 +76,11 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/webhooks"): ADMIN,
     ("DELETE", "/api/v1/webhooks/{webhook_id}"): ADMIN,
     ("GET", "/api/v1/planning/{municipality}"): PLANNERS,
+    ("GET", "/api/v1/supervision/stands"): SUPERVISORS,
+    ("GET", "/api/v1/supervision/stands/{stand_id}/occupancy"): SUPERVISORS,
+    ("GET", "/api/v1/supervision/stands/{stand_id}/intruders"): SUPERVISORS,
+    ("GET", "/api/v1/supervision/stands/{stand_id}/presence"): SUPERVISORS,
+    ("GET", "/api/v1/supervision/stands/{stand_id}/licensees"): SUPERVISORS,
 }
 
 # Path parameters: readers get seeded records (the supervisor's own stand); writers get ids
