@@ -21,6 +21,7 @@ def _register() -> None:
         cli_db,
         cli_demo,
         cli_import,
+        cli_maps,
         cli_plan,
         cli_proposals,
         cli_rulebooks,
@@ -33,6 +34,7 @@ def _register() -> None:
     app.add_typer(cli_import.app, name="import")
     app.command("analyze")(cli_analyze.analyze)
     app.command("demo")(cli_demo.demo)
+    app.add_typer(cli_maps.app, name="maps")
     app.command("serve")(cli_serve.serve)
     app.add_typer(cli_users.app, name="users")
     app.add_typer(cli_users.devices_app, name="devices")

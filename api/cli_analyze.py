@@ -149,7 +149,9 @@ def analyze(
             write_proposals_json(proposals, out / "proposals.json")
             paths.append(out / "proposals.json")
         tile_url = None if tiles.lower() == "none" else tiles
-        findings_map(stand_frame, result.findings, tiles=tile_url).save(str(out / "map.html"))
+        findings_map(
+            stand_frame, result.findings, fixes=valid, timezone=tz, tiles=tile_url
+        ).save(str(out / "map.html"))
         paths.append(out / "map.html")
         bar.update(task, completed=_STAGES, description="Concluído")
     s = result.summary
