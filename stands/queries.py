@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Sequence
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import geopandas as gpd
@@ -62,7 +63,8 @@ def stands_frame(
         ``stands.loaders.REGISTRY_COLUMNS`` and ``retired_at``; ``capacity`` and
         ``order_number`` Int64; geometry None where the stand has no location.
     """
-    where, params = ["TRUE"], {}
+    where: list[str] = ["TRUE"]
+    params: dict[str, Any] = {}
     if stand_ids is not None:
         where.append("stand_id = ANY(:ids)")
         params["ids"] = list(stand_ids)
@@ -514,7 +516,12 @@ def supervisor_intruders(
     ids = supervision.scope(stand_ids)
     lo, hi = _local_bounds(start, end, timezone)
     visits = visits_from_fixes(
-        session=session, stand_ids=ids, start=lo, end=hi, timezone=timezone, **thresholds
+        session=session,
+        stand_ids=ids,
+        start=lo,
+        end=hi,
+        timezone=timezone,
+        **cast(dict[str, Any], thresholds),
     )
     licences = licence_frame(session=session, stand_ids=ids)
     return supervision.intruders(visits, licences, stand_ids=ids, timezone=timezone)
@@ -541,7 +548,12 @@ def supervisor_presence(
     lo, hi = _local_bounds(start, end, timezone)
     licences = licence_frame(session=session, stand_ids=ids)
     visits = visits_from_fixes(
-        session=session, stand_ids=ids, start=lo, end=hi, timezone=timezone, **thresholds
+        session=session,
+        stand_ids=ids,
+        start=lo,
+        end=hi,
+        timezone=timezone,
+        **cast(dict[str, Any], thresholds),
     )
     sightings = operation_sightings(
         session=session,

@@ -31,7 +31,6 @@ Pontos livres and stands of unknown kind are left out: the rule is about pontos 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 import pandas as pd
 
@@ -149,7 +148,10 @@ def supervisor_lapses(
     valid = (lic[VALID_FROM].isna() | (lic[VALID_FROM] <= day)) & (
         lic[VALID_UNTIL].isna() | (lic[VALID_UNTIL] >= day)
     )
-    prefixos = lic[valid].groupby(STAND_ID)[VEHICLE_ID].agg(lambda v: tuple(sorted(set(v))))
+    prefixos: dict[str, tuple[str, ...]] = {
+        str(stand): tuple(sorted(set(group)))
+        for stand, group in lic.loc[valid, [STAND_ID, VEHICLE_ID]].groupby(STAND_ID)[VEHICLE_ID]
+    }
 
     out = pd.DataFrame({STAND_ID: pd.Series([s for s in ids if s not in covered], dtype="str")})
     out["last_supervised_on"] = _dates_of(last, out[STAND_ID])
@@ -165,7 +167,7 @@ def supervisor_lapses(
     if only_overdue:
         keep &= out["overdue"] | (out["days_without"].isna() & include_unrecorded)
     out = out[keep.to_numpy(dtype=bool)]
-    order: Any = out.assign(_d=out["days_without"].fillna(-1)).sort_values(
+    order = out.assign(_d=out["days_without"].fillna(-1)).sort_values(
         ["_d", STAND_ID], ascending=[False, True], kind="stable"
     )
     return order.drop(columns="_d").reset_index(drop=True)[list(LAPSE_COLUMNS)]
