@@ -900,3 +900,35 @@ def tick_visits(
         if sid in st["stands"]:
             _release(st, sid, out)
     return st, out
+
+
+def unreleased_arrivals(state: Mapping[str, Any] | None) -> dict[str, int]:
+    """Per vehicle, the earliest arrival (epoch ns) among its visits not yet released.
+
+    Open runs, runs awaiting their boarding decision and finished visits awaiting their queue
+    position all count (a run that will turn out too short to be a visit counts until dropped).
+    Every visit of a vehicle that arrived before this instant has been released; a consumer
+    that must see all of a vehicle's visits up to an instant (overlapping stands, a local day)
+    waits until it is later than that instant. Vehicles with nothing pending are absent.
+
+    Parameters
+    ----------
+    state : mapping or None
+        The live visits state (:func:`update_visits`).
+
+    Returns
+    -------
+    dict of str to int
+        ``vehicle_id`` -> earliest unreleased arrival, epoch nanoseconds (UTC).
+    """
+    out: dict[str, int] = {}
+    if state is None:
+        return out
+    for stand in state["stands"].values():
+        for vid, arrivals in stand["unfinished"].items():
+            if arrivals:
+                out[vid] = min(out.get(vid, arrivals[0]), *arrivals)
+        for visit in stand["ready"]:
+            vid = visit[VEHICLE_ID]
+            out[vid] = min(out.get(vid, visit["arrived_ns"]), visit["arrived_ns"])
+    return out

@@ -24,6 +24,7 @@ from stands.visits import (
     empty_visits,
     flush_visits,
     tick_visits,
+    unreleased_arrivals,
     update_visits,
 )
 from tracking.frames import VISIT_COLUMNS
@@ -517,3 +518,33 @@ class TestUpdateVisits:
             for r in batch.itertuples()
         ]
         assert sorted(key(v) for v in live) == sorted(expected)
+
+
+class TestUnreleasedArrivals:
+    def test_every_visit_arrived_before_the_bound_is_released(self) -> None:
+        """At each fix, a vehicle's visits that arrived before its bound are already released."""
+        pings, cover = _random_fleet(4)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        batch = detect_visits(pings, memberships, max_gap_s=300.0)
+        expected = {(r.vehicle_id, r.stand_id, r.arrived_at.value) for r in batch.itertuples()}
+        state, released = None, set()
+        bounded, checked = 0, 0
+        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+            state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0)
+            state, more = tick_visits(state, now=ping["timestamp"], max_gap_s=300.0)
+            released |= {(v["vehicle_id"], v["stand_id"], v["arrived_ns"]) for v in out + more}
+            bound = unreleased_arrivals(state)
+            now = ping["timestamp"].value
+            bounded += len(bound)
+            for vid, sid, arrived in expected:
+                if arrived < now and arrived < bound.get(vid, now):
+                    assert (vid, sid, arrived) in released
+                    checked += 1
+            assert all(b <= now for b in bound.values())
+        assert bounded > 100 and checked > 1000
+        assert unreleased_arrivals(flush_visits(state)[0]) == {}
+
+    def test_no_state_has_nothing_pending(self) -> None:
+        """Without a state no vehicle has a pending visit."""
+        assert unreleased_arrivals(None) == {}

@@ -43,11 +43,15 @@ confidence (boarding)
     the meter start (0 when it started inside), clipped to [0.05, 0.95].
 confidence (accessible wait)
     ``0.4 + 0.3 min(1, (wait_s - accessible_max_wait_s) / (2 accessible_max_wait_s))``.
+live
+    :func:`update_unlicensed_stand_use` takes the visits released by ``stands.visits``'s live
+    tracker and holds a boarded visit (a wait) until every visit of the vehicle that may share
+    its boarding fix (overlap it) is released; the findings are built by the same kernels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -166,6 +170,113 @@ def _previous_fix(pings: pd.DataFrame, positions: NDArray[np.int64]) -> NDArray[
     return np.where(ok, prev_orig, -1)
 
 
+def _boarding_finding(
+    *,
+    vehicle_id: str,
+    stand_id: str,
+    arrived_ns: int,
+    departed_ns: int,
+    boarded_ns: int,
+    n_fixes: int,
+    queue_position: int,
+    fixes: list[dict[str, Any]],
+    accessible: bool | None,
+    licensed_stands: list[str] | None,
+    meter_before: Any,
+    switch_gap_ns: int,
+    other_stand_ids: list[str],
+    boarding_flagged: bool,
+    boarding_lon: float,
+    boarding_lat: float,
+    max_gap_s: float,
+) -> tuple[dict[str, Any], Any]:
+    """One boarding finding and its geometry (the batch and live kernels)."""
+    lag_s = max(0.0, (boarded_ns - departed_ns) / NS)
+    conf = (
+        0.95
+        - 0.25 * (n_fixes == 1)
+        - 0.2 * min(1.0, lag_s / 120.0)
+        - 0.1 * (accessible is None)
+        - 0.15 * boarding_flagged
+    )
+    details = {
+        "subtype": "boarding",
+        "fixes": fixes,
+        "arrived_at": iso_utc(arrived_ns),
+        "departed_at": iso_utc(departed_ns),
+        "boarded_at": iso_utc(boarded_ns),
+        "dwell_s": float((departed_ns - arrived_ns) / NS),
+        "boarding_lag_s": float(lag_s),
+        "n_fixes_inside": int(n_fixes),
+        "queue_position": int(queue_position),
+        "licensed": False,
+        "licensed_stands": licensed_stands,
+        "accessible": accessible,
+        # canonical literal: keeping the column's own str would pin its memory
+        "meter_before": _METER_LITERAL.get(meter_before, "unknown"),
+        "meter_switch_gap_s": float(switch_gap_ns / NS),
+        "other_stand_ids": other_stand_ids,
+        "thresholds": {"max_gap_s": float(max_gap_s)},
+    }
+    row = {
+        "kind": KIND,
+        "vehicle_id": vehicle_id,
+        "stand_id": stand_id,
+        "started_at": pd.Timestamp(arrived_ns, unit="ns", tz="UTC"),
+        "ended_at": pd.Timestamp(max(departed_ns, boarded_ns), unit="ns", tz="UTC"),
+        "confidence": clip_confidence(conf),
+        "details": details,
+    }
+    return row, shapely.Point(boarding_lon, boarding_lat)
+
+
+def _wait_finding(
+    *,
+    vehicle_id: str,
+    stand_id: str,
+    arrived_ns: int,
+    departed_ns: int,
+    boarded_ns: int | None,
+    n_fixes: int,
+    queue_position: int,
+    fixes: list[dict[str, Any]],
+    licensed_stands: list[str],
+    last_lon: float,
+    last_lat: float,
+    accessible_max_wait_s: float,
+) -> tuple[dict[str, Any], Any]:
+    """One accessible-wait finding and its geometry (the batch and live kernels)."""
+    end = departed_ns if boarded_ns is None else min(departed_ns, boarded_ns)
+    wait_s = (end - arrived_ns) / NS
+    excess = (wait_s - accessible_max_wait_s) / max(2.0 * accessible_max_wait_s, 1.0)
+    conf = 0.4 + 0.3 * min(1.0, excess)
+    details = {
+        "subtype": "accessible_wait",
+        "fixes": fixes,
+        "arrived_at": iso_utc(arrived_ns),
+        "departed_at": iso_utc(departed_ns),
+        "boarded_at": None if boarded_ns is None else iso_utc(boarded_ns),
+        "dwell_s": float((departed_ns - arrived_ns) / NS),
+        "wait_s": float(wait_s),
+        "n_fixes_inside": int(n_fixes),
+        "queue_position": int(queue_position),
+        "licensed": False,
+        "licensed_stands": licensed_stands,
+        "accessible": True,
+        "thresholds": {"accessible_max_wait_s": float(accessible_max_wait_s)},
+    }
+    row = {
+        "kind": KIND,
+        "vehicle_id": vehicle_id,
+        "stand_id": stand_id,
+        "started_at": pd.Timestamp(arrived_ns, unit="ns", tz="UTC"),
+        "ended_at": pd.Timestamp(end, unit="ns", tz="UTC"),
+        "confidence": clip_confidence(conf),
+        "details": details,
+    }
+    return row, shapely.Point(last_lon, last_lat)
+
+
 def detect_unlicensed_stand_use(
     visits: pd.DataFrame,
     pings: pd.DataFrame,
@@ -263,10 +374,6 @@ def detect_unlicensed_stand_use(
         if "speed_flag" in pings.columns
         else np.zeros(n, dtype=bool)
     )
-    thresholds = {
-        "max_gap_s": float(max_gap_s),
-        "accessible_max_wait_s": float(accessible_max_wait_s),
-    }
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
 
@@ -303,50 +410,28 @@ def detect_unlicensed_stand_use(
             for k, i in enumerate(idx.tolist()):
                 if not switch_seen[k]:
                     continue
-                b = int(bp[k])
-                lag_s = max(0.0, (int(boarded_ns[i]) - int(departed[i])) / NS)
-                acc_unknown = accessible[i] is None
-                conf = (
-                    0.95
-                    - 0.25 * (n_fixes[i] == 1)
-                    - 0.2 * min(1.0, lag_s / 120.0)
-                    - 0.1 * acc_unknown
-                    - 0.15 * bool(flagged[b])
+                b, p = int(bp[k]), int(prev[k])
+                row, geom = _boarding_finding(
+                    vehicle_id=vehicle[i],
+                    stand_id=stand[i],
+                    arrived_ns=int(arrived[i]),
+                    departed_ns=int(departed[i]),
+                    boarded_ns=int(boarded_ns[i]),
+                    n_fixes=int(n_fixes[i]),
+                    queue_position=int(queue[i]),
+                    fixes=_fixes([int(first[i]), int(last[i]), p, b], ns, lat, lon, rows),
+                    accessible=accessible[i],
+                    licensed_stands=list(facts[vehicle[i]]["stands"]) if facts else None,
+                    meter_before=meter[p],
+                    switch_gap_ns=int(ns[b] - ns[p]),
+                    other_stand_ids=[s for s in others[b] if s != stand[i]],
+                    boarding_flagged=bool(flagged[b]),
+                    boarding_lon=float(lon[b]),
+                    boarding_lat=float(lat[b]),
+                    max_gap_s=max_gap_s,
                 )
-                fixes = _fixes([int(first[i]), int(last[i]), int(prev[k]), b], ns, lat, lon, rows)
-                details = {
-                    "subtype": "boarding",
-                    "fixes": fixes,
-                    "arrived_at": iso_utc(arrived[i]),
-                    "departed_at": iso_utc(departed[i]),
-                    "boarded_at": iso_utc(boarded_ns[i]),
-                    "dwell_s": float(dwell_s[i]),
-                    "boarding_lag_s": float(lag_s),
-                    "n_fixes_inside": int(n_fixes[i]),
-                    "queue_position": int(queue[i]),
-                    "licensed": False,
-                    "licensed_stands": list(facts[vehicle[i]]["stands"]) if facts else None,
-                    "accessible": accessible[i],
-                    # canonical literal: keeping the column's own str would pin its memory
-                    "meter_before": _METER_LITERAL.get(meter[int(prev[k])], "unknown"),
-                    "meter_switch_gap_s": float((ns[b] - ns[int(prev[k])]) / NS),
-                    "other_stand_ids": [s for s in others[b] if s != stand[i]],
-                    "thresholds": {"max_gap_s": thresholds["max_gap_s"]},
-                }
-                out.append(
-                    {
-                        "kind": KIND,
-                        "vehicle_id": vehicle[i],
-                        "stand_id": stand[i],
-                        "started_at": pd.Timestamp(int(arrived[i]), unit="ns", tz="UTC"),
-                        "ended_at": pd.Timestamp(
-                            max(int(departed[i]), int(boarded_ns[i])), unit="ns", tz="UTC"
-                        ),
-                        "confidence": clip_confidence(conf),
-                        "details": details,
-                    }
-                )
-                geoms.append(shapely.Point(lon[b], lat[b]))
+                out.append(row)
+                geoms.append(geom)
 
     # --- accessible waits ----------------------------------------------------------------
     wait_end = np.where(boarded, np.minimum(departed, boarded_ns), departed)
@@ -365,38 +450,329 @@ def detect_unlicensed_stand_use(
         for i in waits.tolist():
             if i in excused:
                 continue
-            excess = (wait_s[i] - accessible_max_wait_s) / max(2.0 * accessible_max_wait_s, 1.0)
-            conf = 0.4 + 0.3 * min(1.0, excess)
-            end = int(wait_end[i])
-            fixes = _fixes([int(first[i]), int(last[i]), int(bping[i])], ns, lat, lon, rows)
-            details = {
-                "subtype": "accessible_wait",
-                "fixes": fixes,
-                "arrived_at": iso_utc(arrived[i]),
-                "departed_at": iso_utc(departed[i]),
-                "boarded_at": iso_utc(boarded_ns[i]) if boarded[i] else None,
-                "dwell_s": float(dwell_s[i]),
-                "wait_s": float(wait_s[i]),
-                "n_fixes_inside": int(n_fixes[i]),
-                "queue_position": int(queue[i]),
-                "licensed": False,
-                "licensed_stands": list(facts[vehicle[i]]["stands"]),
-                "accessible": True,
-                "thresholds": {"accessible_max_wait_s": thresholds["accessible_max_wait_s"]},
-            }
-            out.append(
-                {
-                    "kind": KIND,
-                    "vehicle_id": vehicle[i],
-                    "stand_id": stand[i],
-                    "started_at": pd.Timestamp(int(arrived[i]), unit="ns", tz="UTC"),
-                    "ended_at": pd.Timestamp(end, unit="ns", tz="UTC"),
-                    "confidence": clip_confidence(conf),
-                    "details": details,
-                }
-            )
             p = int(last[i])
-            geoms.append(shapely.Point(lon[p], lat[p]))
+            row, geom = _wait_finding(
+                vehicle_id=vehicle[i],
+                stand_id=stand[i],
+                arrived_ns=int(arrived[i]),
+                departed_ns=int(departed[i]),
+                boarded_ns=int(boarded_ns[i]) if boarded[i] else None,
+                n_fixes=int(n_fixes[i]),
+                queue_position=int(queue[i]),
+                fixes=_fixes([int(first[i]), p, int(bping[i])], ns, lat, lon, rows),
+                licensed_stands=list(facts[vehicle[i]]["stands"]),
+                last_lon=float(lon[p]),
+                last_lat=float(lat[p]),
+                accessible_max_wait_s=accessible_max_wait_s,
+            )
+            out.append(row)
+            geoms.append(geom)
     if not out:
         return empty_findings()
     return make_findings(pd.DataFrame(out), geoms)
+
+
+# ------------------------------------------------------------------------------------- live
+
+_HELD_FIELDS = (
+    "vehicle_id",
+    "stand_id",
+    "arrived_ns",
+    "departed_ns",
+    "queue_position",
+    "licensed",
+    "n_fixes",
+    "first",
+    "last",
+    "boarding",
+    "before_boarding",
+)
+
+
+def new_unlicensed_state() -> dict[str, Any]:
+    """Return the initial live state (plain data), one for the whole fleet.
+
+    ``held``: per vehicle, its released visits awaiting a decision — boarded visits (``role``
+    ``"boarding"``) until every visit of the vehicle that may share the boarding fix is
+    released, and a Táxi Acessível's long waits at stands it is not licensed for (``role``
+    ``"wait"``) until every visit of the vehicle that may overlap them is released; each is
+    the released visit without its track. ``lawful``: per Táxi Acessível, ``[arrived_ns,
+    departed_ns]`` of its released visits to stands it may use (licensed or unknown), kept
+    while a wait may still overlap them.
+    """
+    return {"held": {}, "lawful": {}}
+
+
+def _facts_of(
+    facts: Mapping[str, Mapping[str, Any]] | None, vehicle_id: str
+) -> tuple[bool, bool | None, list[str] | None]:
+    """``(licence known, accessible, licensed stands)`` of a vehicle, as the batch reads them."""
+    if not facts:
+        return True, None, None
+    fact = facts.get(vehicle_id)
+    if fact is None:
+        return False, None, None
+    return bool(fact["licence_known"]), fact["accessible"], list(fact["stands"])
+
+
+def _live_fixes(fixes: Iterable[Mapping[str, Any] | None]) -> list[dict[str, Any]]:
+    """Evidence fixes of one vehicle, each once, in time order (as the batch ``_fixes``)."""
+    seen: dict[int, Mapping[str, Any]] = {}
+    for f in fixes:
+        if f is not None:
+            seen.setdefault(int(f["ns"]), f)
+    return [
+        fix_record(ns, f["lat"], f["lon"], -1 if f.get("row") is None else int(f["row"]))
+        for ns, f in sorted(seen.items())
+    ]
+
+
+def _decide_boarding(
+    members: list[dict[str, Any]],
+    *,
+    facts: Mapping[str, Mapping[str, Any]] | None,
+    max_gap_s: float,
+) -> tuple[dict[str, Any], Any] | None:
+    """Judge one boarding fix over all the vehicle's visits it marks: a finding or None."""
+    vid = str(members[0]["vehicle_id"])
+    known, accessible, stands = _facts_of(facts, vid)
+    if accessible is True or not known or any(m["licensed"] is not False for m in members):
+        return None
+    b = int(members[0]["boarding"]["ns"])
+    ordered = sorted(
+        members,
+        key=lambda m: (
+            b > m["departed_ns"],
+            -((m["departed_ns"] - m["arrived_ns"]) / NS),
+            str(m["stand_id"]),
+            m["arrived_ns"],
+        ),
+    )
+    chosen = ordered[0]
+    prev, board = chosen["before_boarding"], chosen["boarding"]
+    if (
+        prev is None
+        or b - int(prev["ns"]) > round(max_gap_s * NS)
+        or prev.get("meter") not in ("free", "off")
+    ):
+        return None
+    stand = str(chosen["stand_id"])
+    return _boarding_finding(
+        vehicle_id=vid,
+        stand_id=stand,
+        arrived_ns=int(chosen["arrived_ns"]),
+        departed_ns=int(chosen["departed_ns"]),
+        boarded_ns=b,
+        n_fixes=int(chosen["n_fixes"]),
+        queue_position=int(chosen["queue_position"]),
+        fixes=_live_fixes([chosen["first"], chosen["last"], prev, board]),
+        accessible=accessible,
+        licensed_stands=stands,
+        meter_before=prev.get("meter"),
+        switch_gap_ns=b - int(prev["ns"]),
+        other_stand_ids=[str(m["stand_id"]) for m in ordered if str(m["stand_id"]) != stand],
+        boarding_flagged=bool(board.get("speed_flag") or False),
+        boarding_lon=float(board["lon"]),
+        boarding_lat=float(board["lat"]),
+        max_gap_s=max_gap_s,
+    )
+
+
+def _decide_vehicle(
+    st: dict[str, Any],
+    vid: str,
+    bound: int | None,
+    *,
+    facts: Mapping[str, Mapping[str, Any]] | None,
+    accessible_max_wait_s: float,
+    max_gap_s: float,
+) -> list[tuple[dict[str, Any], Any]]:
+    """Decide the held visits of one vehicle that no unreleased visit can still affect."""
+    out: list[tuple[dict[str, Any], Any]] = []
+    held = st["held"].get(vid, [])
+    lawful = st["lawful"].get(vid, [])
+
+    def due(at_ns: int) -> bool:
+        return bound is None or bound > at_ns
+
+    groups: dict[int, list[dict[str, Any]]] = {}
+    still: list[dict[str, Any]] = []
+    for h in held:
+        if h["role"] == "boarding" and due(int(h["boarding"]["ns"])):
+            groups.setdefault(int(h["boarding"]["ns"]), []).append(h)
+        elif h["role"] == "wait" and due(int(h["departed_ns"])):
+            w0, w1 = int(h["arrived_ns"]), int(h["departed_ns"])
+            if any(a <= w1 and d >= w0 for a, d in lawful):
+                continue  # a visit to a stand it may use overlaps the wait
+            board = h["boarding"]
+            last = h["last"]
+            _, _, stands = _facts_of(facts, vid)
+            out.append(
+                _wait_finding(
+                    vehicle_id=vid,
+                    stand_id=str(h["stand_id"]),
+                    arrived_ns=w0,
+                    departed_ns=w1,
+                    boarded_ns=None if board is None else int(board["ns"]),
+                    n_fixes=int(h["n_fixes"]),
+                    queue_position=int(h["queue_position"]),
+                    fixes=_live_fixes([h["first"], last, board]),
+                    licensed_stands=stands or [],
+                    last_lon=float(last["lon"]),
+                    last_lat=float(last["lat"]),
+                    accessible_max_wait_s=accessible_max_wait_s,
+                )
+            )
+        else:
+            still.append(h)
+    for members in groups.values():
+        found = _decide_boarding(members, facts=facts, max_gap_s=max_gap_s)
+        if found is not None:
+            out.append(found)
+    # A later wait arrives after ``bound`` (or after every fix seen): older lawful visits
+    # can no longer overlap one.
+    floor = min(
+        [int(h["arrived_ns"]) for h in still if h["role"] == "wait"]
+        + ([] if bound is None else [bound])
+        + [np.iinfo(np.int64).max]
+    )
+    lawful = [[a, d] for a, d in lawful if d >= floor]
+    for key, value in (("held", still), ("lawful", lawful)):
+        if value:
+            st[key][vid] = value
+        else:
+            st[key].pop(vid, None)
+    return out
+
+
+def _check_live(accessible_max_wait_s: float, max_gap_s: float) -> None:
+    check_threshold("accessible_max_wait_s", accessible_max_wait_s, unit="segundos")
+    check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
+
+
+def update_unlicensed_stand_use(
+    state: dict[str, Any] | None,
+    visits: Iterable[Mapping[str, Any]],
+    *,
+    unreleased: Mapping[str, int],
+    facts: Mapping[str, Mapping[str, Any]] | None = None,
+    accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Take the visits one step of the visit tracker released; emit the findings now certain.
+
+    A boarding's finding depends on every visit of the vehicle that the same boarding fix
+    marks (overlapping stands: one licensed or unknown excuses them all), and a Táxi
+    Acessível's wait on every visit of the vehicle overlapping it; the visit tracker releases
+    a stand's visits in arrival order, so those may come out at different times. Each such
+    visit is held until the vehicle's earliest unreleased arrival (``unreleased``) is later
+    than the boarding fix (for a wait, than its departure): then every visit that could
+    matter has been released, and the finding — built by the batch kernel — equals
+    :func:`detect_unlicensed_stand_use` on the same fixes. Every held visit is rechecked on
+    each call, so call it after every step of the tracker (with no visits if none came out).
+
+    Parameters
+    ----------
+    state : dict or None
+        From :func:`new_unlicensed_state` or the previous call (None at first).
+    visits : iterable of mapping
+        All the visits one call of :func:`stands.visits.update_visits`, ``tick_visits`` or
+        ``flush_visits`` released (plain dicts, computed with licences).
+    unreleased : mapping of str to int
+        :func:`stands.visits.unreleased_arrivals` of the tracker's state after that call.
+    facts : mapping, optional
+        :func:`fleet_facts` of the fleet frame (computed once by the caller); None or empty:
+        no fleet, as in the batch.
+    accessible_max_wait_s, max_gap_s
+        As in :func:`detect_unlicensed_stand_use`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state and the findings now certain, or None.
+
+    Raises
+    ------
+    DetectorThresholdError
+        If a threshold is negative (``max_gap_s`` must be > 0).
+    """
+    _check_live(accessible_max_wait_s, max_gap_s)
+    st = new_unlicensed_state() if state is None else state
+    for visit in visits:
+        vid = str(visit["vehicle_id"])
+        known, accessible, _ = _facts_of(facts, vid)
+        accusable = visit["licensed"] is False and known
+        boarded = bool(visit["boarded"]) and visit.get("boarding") is not None
+        record = {k: visit.get(k) for k in _HELD_FIELDS}
+        record["vehicle_id"], record["stand_id"] = vid, str(visit["stand_id"])
+        if accessible is True:
+            end = int(visit["departed_ns"])
+            if boarded:
+                end = min(end, int(visit["boarding"]["ns"]))
+            if not accusable:
+                st["lawful"].setdefault(vid, []).append(
+                    [int(visit["arrived_ns"]), int(visit["departed_ns"])]
+                )
+            elif (end - int(visit["arrived_ns"])) / NS > accessible_max_wait_s:
+                st["held"].setdefault(vid, []).append({**record, "role": "wait"})
+        elif boarded:
+            st["held"].setdefault(vid, []).append({**record, "role": "boarding"})
+    return _decide_all(
+        st,
+        unreleased,
+        facts=facts,
+        accessible_max_wait_s=accessible_max_wait_s,
+        max_gap_s=max_gap_s,
+    )
+
+
+def flush_unlicensed_stand_use(
+    state: dict[str, Any] | None,
+    *,
+    facts: Mapping[str, Mapping[str, Any]] | None = None,
+    accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """End the stream: decide every held visit (after the visits of ``flush_visits`` are in).
+
+    Parameters
+    ----------
+    state : dict or None
+        The live state.
+    facts, accessible_max_wait_s, max_gap_s
+        As in :func:`update_unlicensed_stand_use`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The emptied state and the remaining findings, or None.
+    """
+    _check_live(accessible_max_wait_s, max_gap_s)
+    st = new_unlicensed_state() if state is None else state
+    return _decide_all(
+        st, None, facts=facts, accessible_max_wait_s=accessible_max_wait_s, max_gap_s=max_gap_s
+    )
+
+
+def _decide_all(
+    st: dict[str, Any],
+    unreleased: Mapping[str, int] | None,
+    *,
+    facts: Mapping[str, Mapping[str, Any]] | None,
+    accessible_max_wait_s: float,
+    max_gap_s: float,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    found: list[tuple[dict[str, Any], Any]] = []
+    for vid in sorted(set(st["held"]) | set(st["lawful"])):
+        bound = None if unreleased is None else unreleased.get(vid)
+        found += _decide_vehicle(
+            st,
+            vid,
+            None if bound is None else int(bound),
+            facts=facts,
+            accessible_max_wait_s=accessible_max_wait_s,
+            max_gap_s=max_gap_s,
+        )
+    if not found:
+        return st, None
+    return st, make_findings(pd.DataFrame([r for r, _ in found]), [g for _, g in found])

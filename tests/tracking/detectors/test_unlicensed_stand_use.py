@@ -2,17 +2,31 @@ from __future__ import annotations
 
 import json
 
+import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
 from factories import make_pings, make_track, offset_m
+from live_compare import assert_same_findings, concat_live
 
+from geo.cover import StandCover, build_stand_cover, match_stands
 from geo.crs import haversine_m
 from stands.licences import licence_frame_from_fleet
-from stands.visits import detect_visits
+from stands.visits import (
+    detect_visits,
+    flush_visits,
+    tick_visits,
+    unreleased_arrivals,
+    update_visits,
+)
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.unlicensed_stand_use import detect_unlicensed_stand_use, fleet_facts
+from tracking.detectors.unlicensed_stand_use import (
+    detect_unlicensed_stand_use,
+    fleet_facts,
+    flush_unlicensed_stand_use,
+    update_unlicensed_stand_use,
+)
 
 # Stands: centre (north_m, east_m) and radius. S3 overlaps S2.
 STANDS = {"S1": (0.0, 0.0, 30.0), "S2": (2000.0, 0.0, 30.0), "S3": (2000.0, 20.0, 30.0)}
@@ -276,3 +290,213 @@ class TestFleetFacts:
     def test_no_fleet_is_empty(self) -> None:
         """Without a fleet there are no facts."""
         assert fleet_facts(None) == {}
+
+
+DAY = 86_400
+
+
+def _cover(stands: dict[str, tuple[float, float, float]] = STANDS) -> StandCover:
+    rows = []
+    for stand, (north, east, radius) in stands.items():
+        lat, lon = offset_m(north, east)
+        circle = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982).buffer(radius, 64)
+        rows.append({"stand_id": stand, "geometry": circle.to_crs(4326).iloc[0]})
+    return build_stand_cover(gpd.GeoDataFrame(rows, crs=4326))
+
+
+def _parked(vehicle: str, at: tuple[float, float], t0: int, t1: int) -> list[dict]:
+    """A vehicle parked (meter off) at ``at`` from ``t0`` to ``t1``, then driving 3 min south."""
+    points = [(t, at[0] + 3.0, at[1]) for t in range(t0, t1 + 1, 30)]
+    points += [(t1 + 30 * k, at[0] - 150.0 * k, at[1]) for k in range(1, 7)]
+    return make_track(vehicle, points, meter="off")
+
+
+def _acc_wait(t0: int, at: tuple[float, float], wait_s: int = 900) -> list[dict]:
+    """The Táxi Acessível arrives free at ``at``, waits ``wait_s`` and leaves north, free."""
+    n0, e0 = at
+    points = [(t0 - 90 + 30 * k, n0 - 300 + 100 * k, e0) for k in range(3)]
+    points += [(t0 + 30 * k, n0 + 1.0, e0) for k in range(wait_s // 30 + 1)]
+    points += [(t0 + wait_s + 30 * k, n0 + 100 * k, e0) for k in range(1, 4)]
+    return make_track("acc", points, meter="free")
+
+
+def _fleet_days() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Three days, five vehicles, three stands (S3 overlapping S2): findings and excuses."""
+    fleet = pd.DataFrame(
+        {
+            "vehicle_id": ["v1", "acc", "unk", "park", "named"],
+            "accessible": [False, True, None, False, False],
+            "stands": [("S2",), ("S2",), ("S2",), ("S2",), ()],
+            "stand_names": [(), (), (), (), ("RODOVIARIA",)],
+        }
+    )
+    rows: list[dict] = []
+    for d in (0, DAY, 2 * DAY):
+        rows += wait_then_board("v1", t0=d)  # boards at S1, unlicensed: found
+        rows += wait_then_board("v1", at=(2000.0, -20.0), t0=d + 3000)  # own stand S2
+        # Inside S2 and S3 (S2 licensed): excused. The parked vehicle at S2 holds S2's queue,
+        # so v1's S2 visit is released long after its S3 visit.
+        rows += _parked("park", (2000.0, -10.0), d + 5500, d + 9000)
+        rows += wait_then_board("v1", at=(2000.0, 10.0), t0=d + 6000)
+        rows += wait_then_board("unk", t0=d + 1200)  # accessibility unknown: found, weaker
+        rows += wait_then_board("named", t0=d + 2400)  # licence names unresolved: never
+        rows += wait_then_board("acc", wait_s=120, t0=d + 10_000)  # brief boarding: excused
+    rows += _acc_wait(12_000, (0.0, 0.0))  # Táxi Acessível waiting 15 min at S1: weak finding
+    # ... and 15 min in S2 ∩ S3 behind the parked vehicle: the S2 visit excuses the S3 wait
+    rows += _parked("park", (2000.0, -10.0), DAY + 13_000, DAY + 16_000)
+    rows += _acc_wait(DAY + 13_500, (2000.0, 10.0))
+    # GPS jitter at S1's edge: a free vehicle passing by with one fix just inside
+    points = [
+        (2 * DAY + 12_000 + 30 * k, -300 + 60 * k, 28.0 if k in (5, 6) else 45.0) for k in range(12)
+    ]
+    rows += make_track("v1", points, meter="free")
+    # GPS jitter at the edge of its own stand S2: fixes outside for 40 s, then boards there
+    points = [
+        (2 * DAY + 13_000 + 20 * k, 2000.0, -25.0 if k not in (4, 5) else -36.0) for k in range(20)
+    ]
+    points += [(2 * DAY + 13_400 + 30 * k, 2000.0 - 150.0 * k, -25.0) for k in range(1, 4)]
+    rows += make_track("v1", points, meter=["free"] * 19 + ["occupied"] * 4)
+    # Tracking resumed with the passenger aboard, at a red light inside S1
+    points = [(2 * DAY + 14_000 + 30 * k, -3000 + 100 * k, 0.0) for k in range(5)]
+    points += [(2 * DAY + 14_720 + 20 * k, 2.0 * k, 0.0) for k in range(4)]
+    points += [(2 * DAY + 14_800 + 30 * k, 100 * k, 0.0) for k in range(1, 5)]
+    rows += make_track("v1", points, meter="occupied")
+    return make_pings(rows), fleet
+
+
+def _live_findings(
+    pings: pd.DataFrame, fleet: pd.DataFrame, *, hold: bool = True
+) -> tuple[gpd.GeoDataFrame | None, int]:
+    """Live findings over the fixes in time order, and how many came before the end."""
+    cover = _cover()
+    licences = licence_frame_from_fleet(fleet)
+    facts = fleet_facts(fleet)
+    options = {"licences": licences, "max_gap_s": 300.0}
+    visits_state, state, out = None, None, []
+
+    def feed(released: list[dict]) -> None:
+        nonlocal state
+        unreleased = unreleased_arrivals(visits_state) if hold else {}
+        state, found = update_unlicensed_stand_use(
+            state, released, unreleased=unreleased, facts=facts
+        )
+        out.append(found)
+
+    for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+        visits_state, released = update_visits(visits_state, ping, cover=cover, **options)
+        feed(released)
+        visits_state, released = tick_visits(visits_state, now=ping["timestamp"], **options)
+        feed(released)
+    before_end = sum(0 if f is None else len(f) for f in out)
+    visits_state, released = flush_visits(visits_state, licences=licences)
+    feed(released)
+    json.dumps(state)  # plain data
+    state, found = flush_unlicensed_stand_use(state, facts=facts)
+    assert state == {"held": {}, "lawful": {}}
+    return concat_live([*out, found]), before_end
+
+
+def _batch_findings(pings: pd.DataFrame, fleet: pd.DataFrame) -> gpd.GeoDataFrame:
+    cover = _cover()
+    p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+    memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+    licences = licence_frame_from_fleet(fleet)
+    visits = detect_visits(pings, memberships, licences=licences, max_gap_s=300.0)
+    return detect_unlicensed_stand_use(visits, pings, fleet=fleet)
+
+
+class TestUpdateUnlicensedStandUse:
+    def test_live_equals_batch(self) -> None:
+        """Visit by visit (released by update_visits), live finds exactly the batch findings."""
+        pings, fleet = _fleet_days()
+        batch = _batch_findings(pings, fleet)
+        subtypes = [
+            (f["vehicle_id"], f["stand_id"], d["subtype"])
+            for f, d in zip(batch.to_dict("records"), batch["details"], strict=True)
+        ]
+        assert sorted(subtypes) == sorted(
+            [("v1", "S1", "boarding")] * 3
+            + [("unk", "S1", "boarding")] * 3
+            + [("acc", "S1", "accessible_wait")]
+        )
+        live, before_end = _live_findings(pings, fleet)
+        assert_same_findings(live, batch)
+        assert before_end == len(batch)  # each emitted as the stream went, not at its end
+
+    def test_overlapping_licensed_visit_released_later_is_awaited(self) -> None:
+        """Without the hold, the S3 visit released before the S2 one would accuse v1 and acc."""
+        pings, fleet = _fleet_days()
+        batch = _batch_findings(pings, fleet)
+        unheld, _ = _live_findings(pings, fleet, hold=False)
+        assert unheld is not None
+        wrong = set(unheld["finding_id"]) - set(batch["finding_id"])
+        wrongly = unheld.loc[unheld["finding_id"].isin(wrong)]
+        assert sorted(set(wrongly["vehicle_id"])) == ["acc", "v1"]
+        assert set(wrongly["stand_id"]) == {"S3"}
+
+    def test_finding_waits_for_the_overlapping_visit(self) -> None:
+        """A boarding in S2 ∩ S3 (neither licensed) is emitted once its S2 visit is released."""
+        fleet = pd.DataFrame({"vehicle_id": ["v1", "park"], "stands": [("S1",), ("S1",)]})
+        rows = _parked("park", (2000.0, -10.0), -300, 1200) + wait_then_board(
+            "v1", at=(2000.0, 10.0)
+        )
+        pings = make_pings(rows)
+        cover = _cover()
+        licences = licence_frame_from_fleet(fleet)
+        facts = fleet_facts(fleet)
+        visits_state, state, emitted = None, None, []
+        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+            visits_state, released = update_visits(
+                visits_state, ping, cover=cover, licences=licences, max_gap_s=300.0
+            )
+            visits_state, more = tick_visits(
+                visits_state, now=ping["timestamp"], licences=licences, max_gap_s=300.0
+            )
+            state, found = update_unlicensed_stand_use(
+                state, released + more, unreleased=unreleased_arrivals(visits_state), facts=facts
+            )
+            if found is not None:
+                emitted.append((ping["timestamp"], found))
+        assert len(emitted) == 1
+        at, found = emitted[0]
+        # the parked vehicle's last fix in S2 is at 12:20:00: its run ends after the exit grace
+        # (60 s from 12:20:30) and is final after the boarding grace (120 s, at 12:22:30)
+        assert at == pd.Timestamp("2024-03-04T12:22:30Z")
+        f = found.iloc[0]
+        assert (f["vehicle_id"], f["stand_id"]) == ("v1", "S2")
+        assert f["details"]["other_stand_ids"] == ["S3"]
+
+    def test_bad_threshold_raises(self) -> None:
+        """A negative wait threshold is refused by name."""
+        with pytest.raises(DetectorThresholdError, match="accessible_max_wait_s"):
+            update_unlicensed_stand_use(None, [], unreleased={}, accessible_max_wait_s=-1.0)
+
+
+class TestFlushUnlicensedStandUse:
+    def test_flush_decides_held_visits(self) -> None:
+        """A boarding still held at the end of the stream is decided by the flush."""
+        pings = make_pings(wait_then_board())
+        cover = _cover()
+        licences = licence_frame_from_fleet(FLEET)
+        facts = fleet_facts(FLEET)
+        visits_state, state = None, None
+        for ping in pings.to_dict("records"):
+            visits_state, released = update_visits(
+                visits_state, ping, cover=cover, licences=licences, max_gap_s=300.0
+            )
+            state, found = update_unlicensed_stand_use(
+                state, released, unreleased={"v1": 0}, facts=facts
+            )
+            assert found is None  # held: the vehicle "has" a visit pending since 1970
+        visits_state, released = flush_visits(visits_state, licences=licences)
+        state, found = update_unlicensed_stand_use(
+            state, released, unreleased={"v1": 0}, facts=facts
+        )
+        assert found is None and state["held"]
+        state, found = flush_unlicensed_stand_use(state, facts=facts)
+        assert found is not None and found["vehicle_id"].tolist() == ["v1"]
+        assert state == {"held": {}, "lawful": {}}
+
+    def test_empty_state_gives_nothing(self) -> None:
+        """Flushing an empty state finds nothing."""
+        assert flush_unlicensed_stand_use(None)[1] is None
