@@ -54,6 +54,9 @@ def demo(
     tiles: Annotated[
         str, typer.Option(help="URL dos tiles do mapa base; 'none' para mapa sem fundo.")
     ] = OSM_TILES,
+    open_maps: Annotated[
+        bool, typer.Option("--open/--no-open", help="Abrir os quatro mapas no navegador.")
+    ] = True,
 ) -> None:
     """Carrega os dados reais no PostGIS local, reproduz as viagens do Porto e gera mapas."""
     console = Console()
@@ -83,6 +86,13 @@ def demo(
         f"  {out / 'porto'}/  (findings.geojson, stand_visits.csv, trips.csv, rejected.csv, "
         "occupancy.csv)"
     )
+    from api.demo_maps import open_in_browser
+
+    console.print("\nOs quatro mapas:")
+    for label, path in replay["maps"].items():
+        console.print(f"  {label}: {path}")
+    if open_maps:
+        open_in_browser(list(replay["maps"].values()))
 
 
 def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[str, int]:
@@ -198,7 +208,12 @@ def _replay_porto(
     )
     map_path = out / "porto_map.html"
     fmap.save(str(map_path))
-    findings_map(main.stands, main.findings, tiles=tiles).save(str(out / "porto" / "map.html"))
+    findings_map(
+        main.stands, main.findings, fixes=main.pings, timezone=params.timezone, tiles=tiles
+    ).save(str(out / "porto" / "map.html"))
+    from api.demo_maps import demo_maps
+
+    four = demo_maps(main, out, timezone=params.timezone, tiles=tiles)
     return {
         "stand_radius_m": PORTO_STAND_RADIUS_M,
         "summary": main.summary,
@@ -211,6 +226,7 @@ def _replay_porto(
         "findings_by_kind": main.summary["findings_by_kind"],
         "findings_map": str(out / "porto" / "map.html"),
         "map": str(map_path),
+        "maps": {label: str(path) for label, path in four.items()},
     }
 
 

@@ -24,7 +24,7 @@ from stands.occupancy import present_at
 
 DEFAULT_TIMEZONE = "America/Sao_Paulo"
 CLASSES = (
-    ("unknown", "#9e9e9e", "Capacidade desconhecida"),
+    ("unknown", "#9e9ac8", "Com veículos, capacidade desconhecida"),
     ("empty", "#e0f3f8", "Vazio"),
     ("low", "#a6d96a", "Até 50% da capacidade"),
     ("mid", "#fee08b", "De 50% a 99%"),
@@ -40,10 +40,10 @@ PRESENCE_REQUIRED = ("vehicle_id", "stand_id", "date", "operated", "present")
 
 def occupancy_class(present: int, capacity: float | None) -> str:
     """Class name of :data:`CLASSES` for ``present`` vehicles at a stand of ``capacity``."""
-    if capacity is None or not np.isfinite(capacity) or capacity <= 0:
-        return "unknown"
     if present == 0:
         return "empty"
+    if capacity is None or not np.isfinite(capacity) or capacity <= 0:
+        return "unknown"
     share = present / capacity
     if share < 0.5:
         return "low"

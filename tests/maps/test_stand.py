@@ -59,7 +59,8 @@ class TestOccupancyClass:
         ("present", "capacity", "expected"),
         [
             (2, None, "unknown"),
-            (0, 0.0, "unknown"),
+            (0, None, "empty"),
+            (1, 0.0, "unknown"),
             (0, 3.0, "empty"),
             (1, 3.0, "low"),
             (2, 3.0, "mid"),

@@ -1,0 +1,209 @@
+"""Frames for the maps, read from PostGIS (``maps/`` itself never touches the database).
+
+Stand map: the stands (a supervisor's own only), the fixes of the window of the vehicles seen
+inside them or licensed there, visits by :func:`stands.visits.detect_visits` (a visit still in
+progress — its last inside fix is the vehicle's latest and at most ``max_gap_s`` old — lasts
+until ``now``), occupancy and presence. Citizen map: the fixes of accessible vehicles in the
+recent window and the accessibility flag. Planner map: pickups (a fix turning the meter
+``occupied``) of the window as trips.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+MAX_GAP_S = 600.0
+
+
+def stands_frame(session: Session, *, stand_ids: list[str] | None = None) -> gpd.GeoDataFrame:
+    """Active stands with geometry (``stand_ids`` limits them), EPSG:4326."""
+    where = " AND stand_id = ANY(:ids)" if stand_ids is not None else ""
+    frame = gpd.read_postgis(
+        text(
+            "SELECT stand_id, coalesce(name, stand_id) AS name, capacity, geometry FROM stands "
+            f"WHERE retired_at IS NULL AND geometry IS NOT NULL{where} ORDER BY stand_id"
+        ),
+        session.connection(),
+        geom_col="geometry",
+        params={"ids": stand_ids or []},
+    )
+    frame["capacity"] = pd.array(frame["capacity"], dtype="Int64")
+    return frame.set_crs(4326, allow_override=True)
+
+
+def licences_frame(session: Session, *, stand_ids: list[str]) -> pd.DataFrame:
+    """Parking licences of the stands (licence frame of ``stands.licences``)."""
+    rows = session.execute(
+        text(
+            "SELECT vehicle_id, stand_id, valid_from, valid_until FROM parking_licences "
+            "WHERE stand_id = ANY(:ids) ORDER BY vehicle_id, stand_id"
+        ),
+        {"ids": stand_ids},
+    ).all()
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
+            "stand_id": pd.Series([r.stand_id for r in rows], dtype="str"),
+            "valid_from": pd.Series([r.valid_from for r in rows], dtype="object"),
+            "valid_until": pd.Series([r.valid_until for r in rows], dtype="object"),
+        }
+    )
+
+
+def stand_frames(
+    session: Session,
+    *,
+    stands: gpd.GeoDataFrame,
+    since: dt.datetime,
+    now: dt.datetime,
+    timezone: str,
+) -> dict[str, Any]:
+    """Visits, occupancy and presence of ``stands`` over [since, now].
+
+    Returns
+    -------
+    dict
+        ``visits``, ``occupancy`` (None without visits), ``presence`` (None without licences).
+    """
+    from stands.occupancy import occupancy
+    from stands.presence import presence
+    from stands.visits import detect_visits
+
+    ids = stands["stand_id"].astype(str).tolist()
+    licences = licences_frame(session, stand_ids=ids)
+    params = {"ids": ids, "since": since, "now": now}
+    rows = session.execute(
+        text(
+            "WITH s AS (SELECT stand_id, geometry FROM stands WHERE stand_id = ANY(:ids)), "
+            "seen AS (SELECT DISTINCT f.vehicle_id FROM fixes f JOIN s "
+            "  ON ST_Covers(s.geometry, f.geom) WHERE f.ts BETWEEN :since AND :now "
+            "  UNION SELECT vehicle_id FROM parking_licences WHERE stand_id = ANY(:ids)) "
+            "SELECT f.vehicle_id, f.ts, f.lat, f.lon, f.meter, "
+            "  (SELECT s.stand_id FROM s WHERE ST_Covers(s.geometry, f.geom) "
+            "   ORDER BY s.stand_id LIMIT 1) AS stand_id "
+            "FROM fixes f WHERE f.vehicle_id IN (SELECT vehicle_id FROM seen) "
+            "AND f.ts BETWEEN :since AND :now ORDER BY f.vehicle_id, f.ts"
+        ),
+        params,
+    ).all()
+    pings = pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
+            "timestamp": pd.to_datetime([r.ts for r in rows], utc=True).as_unit("ns"),
+            "lat": np.array([r.lat for r in rows], dtype=float),
+            "lon": np.array([r.lon for r in rows], dtype=float),
+            "meter": pd.Series([r.meter for r in rows], dtype="object"),
+        }
+    )
+    inside = np.array([r.stand_id is not None for r in rows], dtype=bool)
+    memberships = pd.DataFrame(
+        {
+            "ping_index": np.flatnonzero(inside).astype(np.int64),
+            "stand_id": pd.Series(
+                [r.stand_id for r in rows if r.stand_id is not None], dtype="str"
+            ),
+        }
+    )
+    visits = detect_visits(
+        pings,
+        memberships,
+        licences=licences,
+        min_dwell_s=0.0,
+        max_gap_s=MAX_GAP_S,
+        timezone=timezone,
+    )
+    if len(visits):
+        now_ts = pd.Timestamp(now)
+        latest = pings.groupby("vehicle_id")["timestamp"].max()
+        ongoing = (
+            visits["departed_at"].to_numpy() == latest.reindex(visits["vehicle_id"]).to_numpy()
+        ) & ((now_ts - visits["departed_at"]).dt.total_seconds().to_numpy() <= MAX_GAP_S)
+        visits.loc[ongoing, "departed_at"] = now_ts
+    occ = occupancy(visits, stands, start=since, end=now) if len(visits) else None
+    table = None
+    if len(licences):
+        start = pd.Timestamp(since).tz_convert(timezone).date()
+        end = pd.Timestamp(now).tz_convert(timezone).date()
+        # Only the licensees are in the table; passing only their fixes and visits also avoids
+        # an IndexError in stands.presence._sightings when a part holds no licensee.
+        licensees = set(licences["vehicle_id"])
+        own = pings.loc[pings["vehicle_id"].isin(licensees)]
+        table = presence(
+            visits.loc[visits["vehicle_id"].isin(licensees)],
+            licences,
+            own if len(own) else None,
+            start=start,
+            end=end,
+            timezone=timezone,
+        )
+    return {"visits": visits, "occupancy": occ, "presence": table}
+
+
+def citizen_frames(
+    session: Session, *, since: dt.datetime, now: dt.datetime
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Latest fix of each accessible vehicle in [since, now] and the accessible fleet."""
+    rows = session.execute(
+        text(
+            "SELECT DISTINCT ON (f.vehicle_id) f.vehicle_id, f.ts, f.lat, f.lon, f.meter "
+            "FROM fixes f JOIN vehicles v ON v.vehicle_id = f.vehicle_id AND v.accessible "
+            "WHERE f.ts BETWEEN :since AND :now ORDER BY f.vehicle_id, f.ts DESC"
+        ),
+        {"since": since, "now": now},
+    ).all()
+    pings = pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
+            "timestamp": pd.to_datetime([r.ts for r in rows], utc=True).as_unit("ns"),
+            "lat": np.array([r.lat for r in rows], dtype=float),
+            "lon": np.array([r.lon for r in rows], dtype=float),
+            "meter": pd.Series([r.meter for r in rows], dtype="object"),
+        }
+    )
+    fleet = pd.DataFrame({"vehicle_id": pings["vehicle_id"], "accessible": True})
+    return pings, fleet
+
+
+def pickups_frame(session: Session, *, since: dt.datetime, now: dt.datetime) -> pd.DataFrame:
+    """Pickups of the window: fixes where the meter turns ``occupied`` (trips frame columns)."""
+    rows = session.execute(
+        text(
+            "SELECT lat, lon FROM (SELECT lat, lon, meter, "
+            "  lag(meter) OVER (PARTITION BY vehicle_id ORDER BY ts) AS before "
+            "  FROM fixes WHERE ts BETWEEN :since AND :now) f "
+            "WHERE meter = 'occupied' AND before IS DISTINCT FROM 'occupied'"
+        ),
+        {"since": since, "now": now},
+    ).all()
+    return pd.DataFrame(
+        {
+            "pickup_lat": np.array([r.lat for r in rows], dtype=float),
+            "pickup_lon": np.array([r.lon for r in rows], dtype=float),
+        }
+    )
+
+
+def findings_frame(
+    session: Session, *, kinds: tuple[str, ...] | None = None, limit: int
+) -> gpd.GeoDataFrame:
+    """Return the most recent findings (``kinds`` only, if given) with their details, EPSG:4326."""
+    where = "WHERE kind = ANY(:kinds) " if kinds else ""
+    frame = gpd.read_postgis(
+        text(
+            "SELECT finding_id, kind, vehicle_id, stand_id, started_at, ended_at, confidence, "
+            f"details, geometry FROM findings {where}ORDER BY started_at DESC LIMIT :limit"
+        ),
+        session.connection(),
+        geom_col="geometry",
+        params={"kinds": list(kinds or ()), "limit": limit},
+    )
+    for col in ("started_at", "ended_at"):
+        frame[col] = pd.to_datetime(frame[col], utc=True).dt.as_unit("ns")
+    return frame.set_crs(4326, allow_override=True)
