@@ -23,12 +23,19 @@ confidence
 sighting of the vehicle that day (the evidence that it operated) and the day's visits to the
 stand. Geometry: the stand's polygon when ``stands`` is given, else None. ``started_at`` and
 ``ended_at``: local midnight starting the window and local midnight after ``as_of``.
+
+Live: :func:`update_habitual_absence` keeps, per vehicle, the first and last fix of each local
+day and the released visits of the window; :func:`tick_habitual_absence` judges a vehicle's day
+with this detector once every visit it started before that day's end has been released, and
+emits a (vehicle, stand) finding at most once per window.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -47,6 +54,7 @@ from stands.presence import (
     presence_summary,
 )
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors._evidence import local_day, ping_field, ping_ns
 from tracking.detectors._track_kernels import (
     check_timezone,
     finding_record,
@@ -120,17 +128,13 @@ def detect_habitual_absence(
     MissingColumnError, NaiveTimestampError, LicenceFrameError
         From :func:`stands.presence.presence`, for malformed inputs.
     """
-    check_timezone(timezone)
-    _check_int(window_days=window_days, min_operating_days=min_operating_days)
-    share_ok = isinstance(min_presence_share, int | float) and not isinstance(
-        min_presence_share, bool
+    _check_options(
+        stands=stands,
+        timezone=timezone,
+        window_days=window_days,
+        min_operating_days=min_operating_days,
+        min_presence_share=min_presence_share,
     )
-    if not (share_ok and math.isfinite(min_presence_share) and 0 < min_presence_share <= 1):
-        msg = f"'min_presence_share' era {min_presence_share!r}; esperado um número em (0, 1]"
-        raise DetectorThresholdError(msg)
-    if stands is not None and "stand_id" not in stands.columns:
-        msg = "os pontos não têm a coluna 'stand_id'"
-        raise DetectorInputError(msg)
     last_day = as_of if as_of is not None else _last_day(visits, pings_or_trips, timezone)
     if last_day is None:
         return findings_from_records([])
@@ -213,6 +217,27 @@ def detect_habitual_absence(
     return findings_from_records(records)
 
 
+def _check_options(
+    *,
+    stands: gpd.GeoDataFrame | None,
+    timezone: str,
+    window_days: int,
+    min_operating_days: int,
+    min_presence_share: float,
+) -> None:
+    check_timezone(timezone)
+    _check_int(window_days=window_days, min_operating_days=min_operating_days)
+    share_ok = isinstance(min_presence_share, int | float) and not isinstance(
+        min_presence_share, bool
+    )
+    if not (share_ok and math.isfinite(min_presence_share) and 0 < min_presence_share <= 1):
+        msg = f"'min_presence_share' era {min_presence_share!r}; esperado um número em (0, 1]"
+        raise DetectorThresholdError(msg)
+    if stands is not None and "stand_id" not in stands.columns:
+        msg = "os pontos não têm a coluna 'stand_id'"
+        raise DetectorInputError(msg)
+
+
 def _check_int(**values: int) -> None:
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
@@ -271,3 +296,314 @@ def _day_evidence(days: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[s
         )
         fixes.extend(f for f in (first, last) if f is not None and f not in fixes)
     return out, fixes
+
+
+# ------------------------------------------------------------------------------------- live
+
+
+def new_habitual_absence_state() -> dict[str, Any]:
+    """Return the initial live state (plain data), one for the whole fleet.
+
+    ``days``: per vehicle, per local day (ISO date), its first and last fix ``[ns, lat, lon,
+    row]`` (the sightings of the presence table); ``visits``: per vehicle, its released visits
+    ``[stand_id, arrived_ns, departed_ns, dwell_s, boarded, first_row, last_row]``; ``next``:
+    per licensed vehicle, the next local day to judge (ISO); ``emitted``: per vehicle and
+    stand, the last day (``as_of``) whose finding was emitted; ``clock``: ``[timezone, day,
+    start_ns, end_ns]`` of the latest fix's local day (a cache). Data older than every window
+    still to be judged is dropped.
+    """
+    return {"days": {}, "visits": {}, "next": {}, "emitted": {}, "clock": None}
+
+
+@functools.lru_cache(maxsize=4096)
+def _day_bounds(day: int, timezone: str) -> tuple[int, int]:
+    """Local midnights (epoch ns) starting and ending day number ``day``, as presence cuts."""
+    bounds = day_bounds_ns(np.array([day], dtype="datetime64[D]"), timezone)
+    return int(bounds[0]), int(bounds[1])
+
+
+def _day_number(st: dict[str, Any], t: int, timezone: str) -> int:
+    """Local day number of instant ``t``, cut at the midnights of the presence table."""
+    clock = st["clock"]
+    if clock is not None and clock[0] == timezone and clock[2] <= t < clock[3]:
+        return int(clock[1])
+    day = local_day(t, timezone)
+    start, end = _day_bounds(day, timezone)
+    while t < start:  # a midnight moved by a DST change
+        day -= 1
+        start, end = _day_bounds(day, timezone)
+    while t >= end:
+        day += 1
+        start, end = _day_bounds(day, timezone)
+    st["clock"] = [timezone, day, start, end]
+    return day
+
+
+def _day_iso(day: int) -> str:
+    return (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+
+
+def _day_int(value: dt.date | str) -> int:
+    date = dt.date.fromisoformat(value) if isinstance(value, str) else value
+    return (date - dt.date(1970, 1, 1)).days
+
+
+def update_habitual_absence(
+    state: dict[str, Any] | None,
+    *,
+    ping: Mapping[str, Any] | None = None,
+    visits: Iterable[Mapping[str, Any]] = (),
+    timezone: str = DEFAULT_TIMEZONE,
+) -> dict[str, Any]:
+    """Take a fix (the day's first and last sightings) and released visits into the state.
+
+    Findings come from :func:`tick_habitual_absence`, which judges whole local days.
+
+    Parameters
+    ----------
+    state : dict or None
+        From :func:`new_habitual_absence_state` or the previous call (None at first).
+    ping : mapping, optional
+        A fix: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, optional ``row``.
+    visits : iterable of mapping
+        Visits released by :func:`stands.visits.update_visits`, ``tick_visits`` or
+        ``flush_visits`` (any stand: their arrivals and departures are sightings too).
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the local days (the same in every call).
+
+    Returns
+    -------
+    dict
+        The new state.
+
+    Raises
+    ------
+    DetectorInputError
+        If the fix's timestamp is naive.
+    DetectorThresholdError
+        If the timezone is unknown.
+    """
+    check_timezone(timezone)
+    st = new_habitual_absence_state() if state is None else state
+    if ping is not None:
+        t = ping_ns(ping)
+        day = _day_iso(_day_number(st, t, timezone))
+        lat, lon, row = ping_field(ping, "lat"), ping_field(ping, "lon"), ping_field(ping, "row")
+        rec = [
+            t,
+            float("nan") if lat is None else float(lat),
+            float("nan") if lon is None else float(lon),
+            -1 if row is None else int(row),
+        ]
+        days = st["days"].setdefault(str(ping_field(ping, "vehicle_id")), {})
+        seen = days.get(day)
+        if seen is None:
+            days[day] = [rec, rec]
+        else:  # ties as the presence table: the first fix stays first, the last one last
+            if t < seen[0][0]:
+                seen[0] = rec
+            if t >= seen[1][0]:
+                seen[1] = rec
+    for visit in visits:
+        first, last = visit.get("first") or {}, visit.get("last") or {}
+        st["visits"].setdefault(str(visit["vehicle_id"]), []).append(
+            [
+                str(visit["stand_id"]),
+                int(visit["arrived_ns"]),
+                int(visit["departed_ns"]),
+                float(visit["dwell_s"]),
+                bool(visit["boarded"]),
+                first.get("row"),
+                last.get("row"),
+            ]
+        )
+    return st
+
+
+def _sightings_frame(st: dict[str, Any], vehicles: list[str], lo: str, hi: str) -> pd.DataFrame:
+    """Build the pings frame: each vehicle's first and last fix of the local days lo..hi (ISO)."""
+    recs = []
+    for vid in vehicles:
+        for day, (first, last) in sorted(st["days"].get(vid, {}).items()):
+            if lo <= day <= hi:
+                recs += [(vid, *first)] + ([(vid, *last)] if last[0] != first[0] else [])
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([r[0] for r in recs], dtype="str"),
+            "timestamp": pd.Series(
+                pd.to_datetime(np.array([r[1] for r in recs], dtype=np.int64), unit="ns", utc=True)
+            ).astype(pd.DatetimeTZDtype("ns", "UTC")),
+            "lat": np.array([r[2] for r in recs], dtype=np.float64),
+            "lon": np.array([r[3] for r in recs], dtype=np.float64),
+            "row": np.array([r[4] for r in recs], dtype=np.int64),
+        }
+    )
+
+
+def _visits_frame(st: dict[str, Any], vehicles: list[str], since_ns: int) -> pd.DataFrame:
+    """Build the visits frame of the vehicles' released visits departed at or after since_ns."""
+    recs = [(vid, *v) for vid in vehicles for v in st["visits"].get(vid, []) if v[2] >= since_ns]
+
+    def utc(k: int) -> pd.Series:
+        ns = np.array([r[k] for r in recs], dtype=np.int64)
+        return pd.Series(pd.to_datetime(ns, unit="ns", utc=True)).astype(
+            pd.DatetimeTZDtype("ns", "UTC")
+        )
+
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([r[0] for r in recs], dtype="str"),
+            "stand_id": pd.Series([r[1] for r in recs], dtype="str"),
+            "arrived_at": utc(2),
+            "departed_at": utc(3),
+            "dwell_s": np.array([r[4] for r in recs], dtype=np.float64),
+            "boarded": np.array([r[5] for r in recs], dtype=bool),
+            "first_row": pd.array([r[6] for r in recs], dtype="Int64"),
+            "last_row": pd.array([r[7] for r in recs], dtype="Int64"),
+        }
+    )
+
+
+def tick_habitual_absence(
+    state: dict[str, Any] | None,
+    *,
+    as_of: dt.date,
+    licences: pd.DataFrame,
+    unreleased: Mapping[str, int],
+    stands: gpd.GeoDataFrame | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
+    window_days: int = DEFAULT_WINDOW_DAYS,
+    min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
+    min_presence_share: float = DEFAULT_MIN_PRESENCE_SHARE,
+    min_presence_s: float = DEFAULT_MIN_PRESENCE_S,
+) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
+    """Judge each licensed vehicle's local days up to ``as_of`` once they are certain.
+
+    Call it once every fix up to the end of local day ``as_of`` is in the state (a clock at
+    local midnight, with the feed's lateness allowed for). A vehicle's day is judged once every
+    visit of the vehicle that started before the midnight ending it has been released (its
+    ``unreleased`` arrival, if any, is at or after that midnight): a visit across midnight, or
+    one whose queue position waits on another vehicle, holds the day back until a later tick.
+    The day is judged by :func:`detect_habitual_absence` (the presence table of
+    :func:`stands.presence.presence`) over the kept sightings and visits with ``as_of`` that
+    day, so a finding equals the batch's. A (vehicle, stand) finding is emitted once per
+    window: after one, that pair's next finding is emitted only for a window that does not
+    overlap it (``window_days`` later), so a persistent absence is not reported every day.
+    Days before the first tick of a vehicle are not judged.
+
+    Parameters
+    ----------
+    state : dict or None
+        The live state.
+    as_of : datetime.date
+        The latest local day to judge (inclusive).
+    licences : pandas.DataFrame
+        Licence frame (``stands/licences.py``): the vehicles judged and their stands.
+    unreleased : mapping of str to int
+        :func:`stands.visits.unreleased_arrivals` of the visit tracker's state.
+    stands, timezone, window_days, min_operating_days, min_presence_share, min_presence_s
+        As in :func:`detect_habitual_absence`.
+
+    Returns
+    -------
+    tuple of (dict, geopandas.GeoDataFrame or None)
+        The new state and the findings emitted, or None.
+
+    Raises
+    ------
+    DetectorThresholdError
+        If a threshold is out of range, the timezone unknown or ``as_of`` not a date.
+    DetectorInputError
+        If the licences lack ``vehicle_id`` or ``stands`` lacks ``stand_id``.
+    """
+    _check_options(
+        stands=stands,
+        timezone=timezone,
+        window_days=window_days,
+        min_operating_days=min_operating_days,
+        min_presence_share=min_presence_share,
+    )
+    if not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime):
+        msg = f"'as_of' era {as_of!r}; esperado uma data (datetime.date)"
+        raise DetectorThresholdError(msg)
+    if "vehicle_id" not in licences.columns:
+        msg = "as licenças não têm a coluna 'vehicle_id'"
+        raise DetectorInputError(msg)
+    st = new_habitual_absence_state() if state is None else state
+    last = _day_int(as_of)
+    licensed = [str(v) for v in licences["vehicle_id"].tolist()]
+    vehicles = sorted(set(licensed))
+    ends: dict[int, int] = {}
+    due: dict[int, list[str]] = {}
+    for vid in vehicles:
+        day = _day_int(st["next"][vid]) if vid in st["next"] else last
+        bound = unreleased.get(vid)
+        while day <= last:
+            if day not in ends:
+                ends[day] = _day_bounds(day, timezone)[1]
+            if bound is not None and int(bound) < ends[day]:
+                break
+            due.setdefault(day, []).append(vid)
+            day += 1
+        st["next"][vid] = _day_iso(day)
+    frames = []
+    for day in sorted(due):
+        vids = due[day]
+        lo = day - (window_days - 1)
+        found = detect_habitual_absence(
+            _visits_frame(st, vids, _day_bounds(lo, timezone)[0]),
+            licences.loc[np.isin(np.array(licensed, dtype=object), vids)],
+            _sightings_frame(st, vids, _day_iso(lo), _day_iso(day)),
+            as_of=dt.date(1970, 1, 1) + dt.timedelta(days=day),
+            stands=stands,
+            timezone=timezone,
+            window_days=window_days,
+            min_operating_days=min_operating_days,
+            min_presence_share=min_presence_share,
+            min_presence_s=min_presence_s,
+        )
+        keep = []
+        for k, (vid, sid) in enumerate(
+            zip(found["vehicle_id"].tolist(), found["stand_id"].tolist(), strict=True)
+        ):
+            before = st["emitted"].get(vid, {}).get(sid)
+            if before is None or day - _day_int(before) >= window_days:
+                keep.append(k)
+                st["emitted"].setdefault(vid, {})[sid] = _day_iso(day)
+        if keep:
+            frames.append(found.iloc[keep])
+    if due:
+        _prune(st, vehicles, last, window_days, timezone)
+    if not frames:
+        return st, None
+    out = pd.concat(frames, ignore_index=True)
+    out = gpd.GeoDataFrame(out, geometry="geometry", crs=4326)
+    return st, out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
+
+
+def _prune(
+    st: dict[str, Any], vehicles: list[str], last: int, window_days: int, timezone: str
+) -> None:
+    """Drop sightings, visits and emissions older than every window still to be judged."""
+    oldest = min([_day_int(st["next"][v]) for v in vehicles if v in st["next"]] + [last + 1])
+    floor = oldest - (window_days - 1)
+    floor_iso = _day_iso(floor)
+    floor_ns = _day_bounds(floor, timezone)[0]
+    for vid in list(st["days"]):
+        kept = {d: v for d, v in st["days"][vid].items() if d >= floor_iso}
+        if kept:
+            st["days"][vid] = kept
+        else:
+            del st["days"][vid]
+    for vid in list(st["visits"]):
+        kept_visits = [v for v in st["visits"][vid] if v[2] >= floor_ns]
+        if kept_visits:
+            st["visits"][vid] = kept_visits
+        else:
+            del st["visits"][vid]
+    for vid in list(st["emitted"]):
+        pairs = {s: d for s, d in st["emitted"][vid].items() if oldest - _day_int(d) < window_days}
+        if pairs:
+            st["emitted"][vid] = pairs
+        else:
+            del st["emitted"][vid]

@@ -8,11 +8,24 @@ import numpy as np
 import pandas as pd
 import pytest
 import shapely
-from factories import make_pings, make_track
+from factories import make_pings, make_track, offset_m
+from live_compare import assert_same_findings
 
+from geo.cover import StandCover, build_stand_cover, match_stands
+from stands.visits import (
+    detect_visits,
+    flush_visits,
+    tick_visits,
+    unreleased_arrivals,
+    update_visits,
+)
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.habitual_absence import detect_habitual_absence
+from tracking.detectors.habitual_absence import (
+    detect_habitual_absence,
+    tick_habitual_absence,
+    update_habitual_absence,
+)
 
 AS_OF = dt.date(2024, 3, 30)  # window of 30 days: 2024-03-01 … 2024-03-30
 LICENCES = pd.DataFrame({"vehicle_id": ["A", "B"], "stand_id": ["S1", "S1"]})
@@ -168,3 +181,229 @@ class TestDetectHabitualAbsence:
         """A stands frame without stand_id cannot give the geometry."""
         with pytest.raises(DetectorInputError, match="stand_id"):
             _detect(_pings("A", [1]), [], stands=STANDS.drop(columns=["stand_id"]))
+
+
+# --- live -------------------------------------------------------------------------------------
+
+DAY_S = 86_400
+N_DAYS = 11
+LIVE_STANDS = {"S1": (0.0, 0.0, 30.0), "S2": (2000.0, 0.0, 30.0), "S3": (2000.0, 20.0, 30.0)}
+LIVE_LICENCES = pd.DataFrame(
+    {
+        "vehicle_id": ["absent", "present", "jitter", "idle", "rare", "night", "late"],
+        "stand_id": ["S1", "S1", "S1", "S1", "S1", "S2", "S2"],
+    }
+)
+LIVE_OPTIONS = {"window_days": 7, "min_operating_days": 2, "min_presence_share": 0.6}
+
+
+def _local(day: int, hour: float) -> int:
+    """Seconds after the factories' BASE_TIME (Mon 2024-03-04 09:00 local) of a local time."""
+    return int(day * DAY_S + (hour - 9.0) * 3600)
+
+
+def _stay(vehicle: str, t0: int, t1: int, at: tuple[float, float], step: int = 30) -> list:
+    """Drive in from the south, stay at ``at`` (meter free) from t0 to t1, drive out north."""
+    n0, e0 = at
+    points = [(t0 - 60, n0 - 300.0, e0), (t0 - 30, n0 - 150.0, e0)]
+    points += [(t, n0 + 1.0, e0) for t in range(t0, t1 + 1, step)]
+    points += [(t1 + 30 * k, n0 + 150.0 * k, e0) for k in range(1, 7)]
+    return make_track(vehicle, points, meter="free")
+
+
+def _trip(vehicle: str, t0: int) -> list:
+    """Ten minutes with a passenger far from every stand (the vehicle operates)."""
+    points = [(t0 + 60 * k, 5000.0 + 200.0 * k, 3000.0) for k in range(11)]
+    return make_track(vehicle, points, meter="occupied")
+
+
+def _live_rows() -> list:
+    rows: list = []
+    for d in range(N_DAYS):
+        rows += _trip("absent", _local(d, 10))
+        if d == 1:
+            rows += _stay("absent", _local(d, 14), _local(d, 14.25), (0.0, 0.0))
+        rows += _trip("present", _local(d, 10.5))
+        if d not in (3, 7):
+            rows += _stay("present", _local(d, 15), _local(d, 15.25), (0.0, 0.0))
+        # waits 2 min at S1's edge; GPS puts two fixes (40 s) just outside: still one visit
+        t0 = _local(d, 16)
+        points = [(t0 + 20 * k, 26.0 if k not in (2, 3) else 34.0, 0.0) for k in range(7)]
+        points += [(t0 + 120 + 30 * k, 26.0 + 150.0 * k, 0.0) for k in range(1, 7)]
+        rows += _trip("jitter", _local(d, 11)) + make_track("jitter", points, meter="free")
+        if d in (2, 9):  # one operating day per window, never at the stand: too few days
+            rows += _trip("rare", _local(d, 12))
+        # parked at S2 across midnight, every night; operates by day
+        rows += _trip("night", _local(d, 12.5))
+        rows += _stay("night", _local(d, 23), _local(d, 25), (2000.0, -10.0), step=60)
+        # by day operates; at night waits 20 min in S2 ∩ S3 behind "night": its S2 visit is
+        # released after "night" leaves, past midnight
+        rows += _trip("late", _local(d, 13))
+        if d == 0:
+            rows += _stay("late", _local(d, 17), _local(d, 17.25), (2000.0, 10.0))
+        else:
+            rows += _stay("late", _local(d, 23.33), _local(d, 23.66), (2000.0, 10.0))
+    return rows
+
+
+def _live_cover() -> tuple[gpd.GeoDataFrame, StandCover]:
+    rows = []
+    for stand, (north, east, radius) in LIVE_STANDS.items():
+        lat, lon = offset_m(north, east)
+        circle = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982).buffer(radius, 64)
+        rows.append({"stand_id": stand, "geometry": circle.to_crs(4326).iloc[0]})
+    stands = gpd.GeoDataFrame(rows, crs=4326)
+    return stands, build_stand_cover(stands)
+
+
+def _local_day(ts: pd.Timestamp) -> dt.date:
+    return ts.tz_convert("America/Sao_Paulo").date()
+
+
+def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, gpd.GeoDataFrame]]:
+    """Fix by fix: visits, sightings, and a tick for the last whole local day after each fix."""
+    stands, cover = _live_cover()
+    visits_state, state, out = None, None, []
+
+    def tick(as_of: dt.date, unreleased: dict[str, int]) -> None:
+        nonlocal state
+        state, found = tick_habitual_absence(
+            state,
+            as_of=as_of,
+            licences=LIVE_LICENCES,
+            unreleased=unreleased if hold else {},
+            stands=stands,
+            **LIVE_OPTIONS,
+        )
+        if found is not None:
+            out.append((as_of, found))
+
+    for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+        visits_state, released = update_visits(visits_state, ping, cover=cover, max_gap_s=300.0)
+        visits_state, more = tick_visits(visits_state, now=ping["timestamp"], max_gap_s=300.0)
+        state = update_habitual_absence(state, ping=ping, visits=released + more)
+        yesterday = _local_day(ping["timestamp"]) - dt.timedelta(days=1)
+        tick(yesterday, unreleased_arrivals(visits_state))
+    visits_state, released = flush_visits(visits_state)
+    state = update_habitual_absence(state, visits=released)
+    tick(_local_day(pings["timestamp"].max()), {})
+    json.dumps(state)  # plain data
+    return out
+
+
+def _batch(pings: pd.DataFrame, as_of: dt.date) -> gpd.GeoDataFrame:
+    stands, cover = _live_cover()
+    p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+    memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+    visits = detect_visits(pings, memberships, max_gap_s=300.0)
+    return detect_habitual_absence(
+        visits, LIVE_LICENCES, pings, as_of=as_of, stands=stands, **LIVE_OPTIONS
+    )
+
+
+class TestTickHabitualAbsence:
+    def test_live_equals_batch(self) -> None:
+        """Each emitted finding is the batch's for its day; every batch finding is covered."""
+        pings = make_pings(_live_rows())
+        live = _run_live(pings)
+        first = _local_day(pings["timestamp"].min())
+        days = [first + dt.timedelta(days=k) for k in range(N_DAYS)]
+        batch = {day: _batch(pings, day) for day in days}
+        emitted = [(day, f) for day, found in live for f in found.to_dict("records")]
+        assert [(d.isoformat(), f["vehicle_id"]) for d, f in emitted] == [
+            ("2024-03-05", "absent"),  # days 0–1 operating, present on one: 50 % < 60 %
+            ("2024-03-12", "absent"),  # the next window that does not overlap the first
+        ]
+        for day, found in live:
+            assert_same_findings(
+                found, batch[day].loc[batch[day]["finding_id"].isin(found["finding_id"])]
+            )
+        for day, found in batch.items():
+            for f in found.to_dict("records"):
+                assert any(
+                    e["vehicle_id"] == f["vehicle_id"]
+                    and e["stand_id"] == f["stand_id"]
+                    and dt.timedelta(0) <= day - d < dt.timedelta(days=7)
+                    for d, e in emitted
+                ), (day, f["vehicle_id"])
+        accused = {f["vehicle_id"] for found in batch.values() for f in found.to_dict("records")}
+        assert accused == {"absent"}  # jitter, night, late, rare and idle are not absent
+
+    def test_day_waits_for_visits_across_midnight(self) -> None:
+        """Without waiting for the visits held past midnight, "late" would be accused."""
+        pings = make_pings(_live_rows())
+        wrong = {
+            f["vehicle_id"]
+            for _, found in _run_live(pings, hold=False)
+            for f in found.to_dict("records")
+        }
+        assert "late" in wrong
+
+    def test_days_are_judged_once_from_the_first_tick(self) -> None:
+        """The first tick judges only its day; an earlier as_of later judges nothing again."""
+        pings = make_pings(_trip("absent", _local(0, 10)) + _trip("absent", _local(1, 10)))
+        options = {"licences": LIVE_LICENCES, "unreleased": {}, **LIVE_OPTIONS}
+        state = None
+        for ping in pings.to_dict("records"):
+            state = update_habitual_absence(state, ping=ping)
+        state, found = tick_habitual_absence(state, as_of=dt.date(2024, 3, 4), **options)
+        assert found is None and state["next"]["absent"] == "2024-03-05"
+        state, found = tick_habitual_absence(state, as_of=dt.date(2024, 3, 5), **options)
+        assert found is not None and found["vehicle_id"].tolist() == ["absent"]
+        assert found.iloc[0]["details"]["days_operating"] == 2
+        state, found = tick_habitual_absence(state, as_of=dt.date(2024, 3, 5), **options)
+        assert found is None and state["next"]["absent"] == "2024-03-06"
+
+    def test_unreleased_visit_holds_the_day(self) -> None:
+        """A vehicle whose visit arrived before midnight and is not released waits."""
+        state, _ = tick_habitual_absence(
+            None, as_of=dt.date(2024, 3, 4), licences=LIVE_LICENCES, unreleased={}, **LIVE_OPTIONS
+        )
+        midnight = pd.Timestamp("2024-03-06T03:00Z").value
+        options = {"licences": LIVE_LICENCES, **LIVE_OPTIONS}
+        held = {"late": midnight - 1, "night": midnight}
+        state, _ = tick_habitual_absence(
+            state, as_of=dt.date(2024, 3, 5), unreleased=held, **options
+        )
+        assert state["next"]["late"] == "2024-03-05"  # still to judge
+        assert state["next"]["night"] == "2024-03-06"  # arrived at midnight: the next day's
+
+    @pytest.mark.parametrize(
+        ("kw", "match"),
+        [
+            ({"window_days": 0}, "window_days"),
+            ({"min_presence_share": 1.5}, "min_presence_share"),
+            ({"as_of": pd.Timestamp("2024-03-05")}, "as_of"),
+        ],
+    )
+    def test_bad_options_raise(self, kw: dict, match: str) -> None:
+        """Bad thresholds or an as_of that is not a date are refused by name."""
+        options = {"as_of": AS_OF, **kw}
+        with pytest.raises(DetectorThresholdError, match=match):
+            tick_habitual_absence(None, licences=LICENCES, unreleased={}, **options)
+
+
+class TestUpdateHabitualAbsence:
+    def test_keeps_first_and_last_fix_per_local_day(self) -> None:
+        """Fixes of one local day (UTC straddles two dates) keep only the first and the last."""
+        rows = make_track("A", [(_local(0, h), 0.0, 0.0) for h in (0.5, 10, 20, 23.9)])
+        rows += make_track("A", [(_local(1, 0.1), 0.0, 0.0)])
+        state = None
+        for ping in make_pings(rows).to_dict("records"):
+            state = update_habitual_absence(state, ping=ping)
+        days = state["days"]["A"]
+        assert sorted(days) == ["2024-03-04", "2024-03-05"]
+        first, last = days["2024-03-04"]
+        assert (first[3], last[3]) == (1, 4)
+        assert days["2024-03-05"][0] == days["2024-03-05"][1]
+
+    def test_naive_timestamp_raises(self) -> None:
+        """A fix without a zone is refused."""
+        ping = {
+            "vehicle_id": "A",
+            "timestamp": pd.Timestamp("2024-03-05 10:00"),
+            "lat": 0,
+            "lon": 0,
+        }
+        with pytest.raises(DetectorInputError, match="timestamp"):
+            update_habitual_absence(None, ping=ping)
