@@ -118,10 +118,17 @@ def _kind_layer(kind: str, group: gpd.GeoDataFrame) -> dict[str, Any]:
         "confidence": column(group.get("confidence", pd.Series([np.nan] * len(group)))),
         "resumo": [_summary(kind, d) for d in details],
     }
+    geometry = group.geometry
+    if kind == "longer_route":
+        # The trip is drawn by the evidence layer (driven vs reference); here its pickup.
+        lines = shapely.get_type_id(geometry.to_numpy()) == 1
+        firsts = shapely.get_point(geometry.to_numpy()[lines], 0)
+        geometry = geometry.copy()
+        geometry.loc[lines] = firsts
     return layer_spec(
         layer_id=f"kind:{kind}",
         label=f"{label} ({len(group)})",
-        geometry=group.geometry,
+        geometry=geometry,
         props=props,
         style={
             "color": colour,
