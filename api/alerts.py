@@ -41,7 +41,7 @@ from typing import Any
 import pandas as pd
 import psycopg
 from sqlalchemy import Engine, text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.orm import Session
 
 from api.settings import Settings, get_settings
@@ -103,7 +103,7 @@ def detect_on_ingest(
 # --- reading alerts --------------------------------------------------------------------------
 
 
-def _event(row: Mapping[str, Any]) -> dict[str, Any]:
+def _event(row: Mapping[str, Any] | RowMapping) -> dict[str, Any]:
     created = row["created_at"]
     return {
         **dict(row["payload"]),

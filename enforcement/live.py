@@ -193,7 +193,7 @@ def alert_payload(finding: Mapping[str, Any], *, alert_id: str) -> dict[str, Any
         "ended_at": jsonable(pd.Timestamp(finding["ended_at"])),
         "confidence": round(float(finding["confidence"]), 4),
         "point": None if point is None else [round(point.x, 6), round(point.y, 6)],
-        "bbox": None if not has_geom else [round(float(b), 6) for b in geom.bounds],
+        "bbox": None if not has_geom else [round(float(b), 6) for b in shapely.bounds(geom)],
         "details": jsonable(finding["details"]),
     }
 
@@ -415,7 +415,7 @@ def detect_live(
                     state, res = fn(state, fix, **params[kind])
                     out = _records(res)
                 found.extend(out)
-            if seen != last_ns:
+            if seen is not None and seen != last_ns:
                 saved.append(
                     {
                         "v": vehicle,

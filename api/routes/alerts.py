@@ -118,7 +118,7 @@ class WebhookCreate(BaseModel):
 
     url: str = Field(pattern=r"^https?://\S+$", max_length=2000)
     secret: str = Field(min_length=16, max_length=256)
-    filters: AlertFilters = Field(default_factory=AlertFilters)
+    filters: AlertFilters = Field(default_factory=lambda: AlertFilters(bbox=None))
 
 
 class WebhookPublic(BaseModel):
@@ -206,7 +206,7 @@ def _sse(alert: dict[str, Any]) -> str:
 
 @router.get(
     "/alerts/stream",
-    responses={200: {"content": {"text/event-stream": {}}}} | _ERRORS,
+    responses={**_ERRORS, 200: {"content": {"text/event-stream": {}}}},
     response_class=StreamingResponse,
     tags=["alertas"],
 )
