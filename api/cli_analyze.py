@@ -5,15 +5,24 @@ from __future__ import annotations
 import datetime as dt
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from api.settings import get_settings
-from maps.offline import OSM_TILES
+from maps.tiles import OSM_TILES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class Engine(StrEnum):
+    """Where ``pontual analyze`` runs."""
+
+    local = "local"
+    dask = "dask"
 
 
 class PingFormat(StrEnum):
@@ -28,6 +37,8 @@ _STAGES = 7
 
 
 def _is_porto(path: Path) -> bool:
+    import pandas as pd
+
     if path.suffix.lower() not in (".csv", ".gz") or not path.is_file():
         return False
     header = pd.read_csv(path, nrows=0).columns
@@ -74,6 +85,16 @@ def analyze(
             help="proposals.json anterior: as infrações confirmadas contam para a reincidência."
         ),
     ] = None,
+    engine: Annotated[
+        Engine, typer.Option(help="Onde rodar: local (este processo) ou dask (cluster).")
+    ] = Engine.local,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Endereço do escalonador Dask (tcp://…); sem ele, um cluster local."),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Workers do cluster Dask local (sem --scheduler).")
+    ] = 2,
 ) -> None:
     """Analisa pings contra pontos e frota e grava os arquivos de saída do contrato."""
     from enforcement.proposals import proposal_summary, propose, write_proposals_json
@@ -125,18 +146,24 @@ def analyze(
         def step(label: str) -> None:
             bar.update(task, advance=1, description=label)
 
-        result = analyze_pings(
-            valid,
-            rejected,
-            stand_frame,
-            fleet=fleet_frame,
-            boundary=area,
-            roads=graph,
-            as_of=as_of_date,
-            thresholds=limits,
-            params=params,
-            progress=step,
-        )
+        options: dict[str, Any] = {
+            "fleet": fleet_frame,
+            "boundary": area,
+            "roads": graph,
+            "as_of": as_of_date,
+            "thresholds": limits,
+            "params": params,
+            "progress": step,
+        }
+        if engine is Engine.dask:
+            from tracking.distributed import analyze_pings_distributed, dask_client
+
+            with dask_client(scheduler, workers=workers) as client:
+                result = analyze_pings_distributed(
+                    valid, rejected, stand_frame, client=client, **options
+                )
+        else:
+            result = analyze_pings(valid, rejected, stand_frame, **options)
         bar.update(task, description="Gravando arquivos")
         proposals = None
         if books:
@@ -149,9 +176,9 @@ def analyze(
             write_proposals_json(proposals, out / "proposals.json")
             paths.append(out / "proposals.json")
         tile_url = None if tiles.lower() == "none" else tiles
-        findings_map(
-            stand_frame, result.findings, fixes=valid, timezone=tz, tiles=tile_url
-        ).save(str(out / "map.html"))
+        findings_map(stand_frame, result.findings, fixes=valid, timezone=tz, tiles=tile_url).save(
+            str(out / "map.html")
+        )
         paths.append(out / "map.html")
         bar.update(task, completed=_STAGES, description="Concluído")
     s = result.summary

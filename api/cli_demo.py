@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from maps.offline import OSM_TILES
+from maps.tiles import OSM_TILES
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 PORTO_ALEGRE = "4314902"

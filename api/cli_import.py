@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from sqlalchemy.engine import Connection
-
-from db.upsert import ImportReport
 
 if TYPE_CHECKING:
     import pandas as pd
+    from sqlalchemy.engine import Connection
+
+    from db.upsert import ImportReport
 
 app = typer.Typer(
     help="Importa arquivos para o banco (municipalities, stands, fleet, pings, porto).",

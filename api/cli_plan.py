@@ -9,13 +9,15 @@ from __future__ import annotations
 import datetime as dt
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo
 
-import pandas as pd
 import typer
 
-from maps.offline import OSM_TILES
+from maps.tiles import OSM_TILES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class PlanFormat(StrEnum):

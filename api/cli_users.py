@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from sqlalchemy.orm import Session
+
+from api.cli_db import cli_session
 
 app = typer.Typer(
     help="Contas de usuário e papéis (admin, planner, agent, supervisor).", no_args_is_help=True
@@ -25,19 +24,6 @@ StandOption = Annotated[
 PasswordStdin = Annotated[
     bool, typer.Option("--password-stdin", help="Lê a senha da entrada padrão (uma linha).")
 ]
-
-
-@contextmanager
-def _session() -> Iterator[Session]:
-    from api.cli_db import database_url
-    from db.engine import make_engine, session_scope
-
-    engine = make_engine(database_url())
-    try:
-        with session_scope(engine) as session:
-            yield session
-    finally:
-        engine.dispose()
 
 
 def _read_password(password_stdin: bool) -> str:
@@ -60,7 +46,7 @@ def create(
 
     accounts.check_role(role)
     password = _read_password(password_stdin)
-    with _session() as session:
+    with cli_session() as session:
         user = accounts.create_user(
             session=session,
             username=username,
@@ -80,7 +66,7 @@ def list_users() -> None:
     from api import accounts
     from api.models import User
 
-    with _session() as session:
+    with cli_session() as session:
         users = session.scalars(select(User).order_by(User.username)).all()
         if not users:
             typer.echo("Nenhum usuário cadastrado (crie com: pontual users create).")
@@ -101,7 +87,7 @@ def set_role(
     """Muda o papel (e os pontos de um supervisor); os tokens do usuário são revogados."""
     from api import accounts
 
-    with _session() as session:
+    with cli_session() as session:
         user = accounts.set_role(session=session, username=username, role=role, stand_ids=stand)
         typer.echo(f"Usuário '{user.username}' agora tem o papel {user.role}.")
 
@@ -111,7 +97,7 @@ def disable(username: Annotated[str, typer.Argument(help="Nome de usuário.")]) 
     """Desativa a conta e revoga seus tokens (o histórico de auditoria permanece)."""
     from api import accounts
 
-    with _session() as session:
+    with cli_session() as session:
         accounts.disable_user(session=session, username=username)
         typer.echo(f"Usuário '{username}' desativado; tokens revogados.")
 
@@ -125,7 +111,7 @@ def passwd(
     from api import accounts
 
     password = _read_password(password_stdin)
-    with _session() as session:
+    with cli_session() as session:
         accounts.set_password(session=session, username=username, password=password)
         typer.echo(f"Senha de '{username}' alterada; tokens revogados.")
 
@@ -141,7 +127,7 @@ def add_device(
     from api import accounts
     from fleet.models import Vehicle
 
-    with _session() as session:
+    with cli_session() as session:
         device, token = accounts.create_device(session=session, vehicle_id=vehicle_id, label=label)
         known = session.scalar(select(Vehicle.vehicle_id).where(Vehicle.vehicle_id == vehicle_id))
         typer.echo(f"Dispositivo {device.device_id} do veículo {device.vehicle_id} registrado.")
@@ -158,7 +144,7 @@ def list_devices() -> None:
 
     from api.models import Device
 
-    with _session() as session:
+    with cli_session() as session:
         devices = session.scalars(select(Device).order_by(Device.device_id)).all()
         if not devices:
             typer.echo("Nenhum dispositivo (registre com: pontual devices add VEHICLE_ID).")
@@ -173,6 +159,6 @@ def revoke_device(device_id: Annotated[int, typer.Argument(help="Id do dispositi
     """Revoga o token de um dispositivo (as posições já recebidas permanecem)."""
     from api import accounts
 
-    with _session() as session:
+    with cli_session() as session:
         device = accounts.revoke_device(session=session, device_id=device_id)
         typer.echo(f"Dispositivo {device.device_id} ({device.vehicle_id}) revogado.")

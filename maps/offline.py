@@ -15,10 +15,9 @@ from pathlib import Path
 
 import folium
 
-ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+from maps.tiles import OSM_ATTRIBUTION, OSM_TILES  # noqa: E402  (re-exported)
 
-OSM_TILES = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
-OSM_ATTRIBUTION = "&copy; colaboradores do OpenStreetMap"
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 
 
 @lru_cache

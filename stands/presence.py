@@ -327,6 +327,8 @@ def _sightings(
             return
         v = _vehicle_codes(vehicle_col.iloc[keep], vehicles)
         mine = v >= 0
+        if not mine.any():
+            return
         keep = keep[mine]
         parts.append((v[mine], ts[keep], lat[keep], lon[keep], row[keep], SOURCES.index(source)))
 

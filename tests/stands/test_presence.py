@@ -75,6 +75,11 @@ class TestPresence:
         assert not table["operated"].any() and not table["present"].any()
         assert table["visits"].map(len).eq(0).all()
 
+    def test_pings_of_non_licensees_only(self) -> None:
+        """Fixes of vehicles without a licence are ignored, not a crash."""
+        table = presence(NO_VISITS, LICENCES, _pings_on("ZZ", [0, 2]), start=START, end=END)
+        assert not table["operated"].any()
+
     def test_operated_from_pings_with_first_and_last_fix(self) -> None:
         """A day with fixes is operated; the first and last fix are its evidence."""
         table = presence(NO_VISITS, LICENCES, _pings_on("A", [0, 2]), start=START, end=END)
