@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 
-from maps.offline import OSM_TILES
+from maps.tiles import OSM_TILES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 app = typer.Typer(
     help="Mapas em HTML autocontido (funcionam sem rede): pontos, fiscalização, cidadão, "
@@ -39,6 +41,8 @@ def _tiles(value: str) -> str | None:
 
 
 def _instant(value: str | None, name: str) -> pd.Timestamp | None:
+    import pandas as pd
+
     if value is None:
         return None
     try:
@@ -78,6 +82,8 @@ def read_visits_csv(path: Path) -> pd.DataFrame:
     ValueError
         If a required column is missing or an instant has no offset.
     """
+    import pandas as pd
+
     if not path.is_file():
         msg = f"arquivo de visitas não encontrado: {path}"
         raise FileNotFoundError(msg)
@@ -117,6 +123,8 @@ def read_visits_csv(path: Path) -> pd.DataFrame:
 
 def busiest_instant(visits: pd.DataFrame) -> pd.Timestamp | None:
     """Return the arrival instant with the most visits in progress (None without visits)."""
+    import pandas as pd
+
     if visits.empty:
         return None
     arrived = pd.DatetimeIndex(visits["arrived_at"]).as_unit("ns").asi8
@@ -174,6 +182,8 @@ def stand(
 
 
 def _presence(visits: pd.DataFrame, fleet: Path, trips: Path | None, timezone: str) -> Any:
+    import pandas as pd
+
     from fleet.loaders import read_fleet
     from stands.licences import licence_frame_from_fleet
     from stands.presence import presence
