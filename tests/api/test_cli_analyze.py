@@ -265,3 +265,46 @@ class TestAnalyzeDetectors:
         )
         assert done.returncode == 1 and "Traceback" not in done.stderr
         assert "max_gap" in done.stderr
+
+
+class TestAnalyzeDaskEngine:
+    def test_dask_engine_writes_the_local_files(self, run_pontual, tmp_path):
+        """--engine dask (a local cluster, one worker process) writes the local engine's contract
+        files, on 60 real Porto trips of many taxis."""
+        trips = tmp_path / "porto.csv"
+        pd.read_csv(DATA / "porto/derived/trips_combined.csv", nrows=300).to_csv(trips, index=False)
+        stands = pd.read_csv(DATA / "porto/derived/taxi_stands.csv")
+        fc = {
+            "type": "FeatureCollection",
+            "features": [
+                {
+                    "type": "Feature",
+                    "geometry": {"type": "Point", "coordinates": [r.Longitude, r.Latitude]},
+                    "properties": {"stand_id": str(r.ID), "name": r.Descricao},
+                }
+                for r in stands.itertuples()
+            ],
+        }
+        layer = tmp_path / "porto_stands.geojson"
+        layer.write_text(json.dumps(fc), encoding="utf-8")
+        common = ["--pings", str(trips), "--stands", str(layer), "--stand-radius-m", "100"]
+        common += ["--tiles", "none", "--timezone", "Europe/Lisbon"]
+        local = run_pontual("analyze", *common, "--out", str(tmp_path / "local"))
+        assert local.returncode == 0, local.stderr
+        dask = run_pontual(
+            "analyze",
+            *common,
+            "--out",
+            str(tmp_path / "dask"),
+            "--engine",
+            "dask",
+            "--workers",
+            "1",
+        )
+        assert dask.returncode == 0, dask.stderr
+        assert dask.stdout.splitlines()[:-1] == local.stdout.splitlines()[:-1]  # bar the out dir
+        for name in ("findings.geojson", "stand_visits.csv", "trips.csv", "occupancy.csv"):
+            a = (tmp_path / "local" / name).read_bytes()
+            assert a == (tmp_path / "dask" / name).read_bytes(), name
+        summary = json.loads((tmp_path / "dask" / "summary.json").read_text())
+        assert summary["vehicles"] >= 30 and summary["visits"] > 0
