@@ -11,6 +11,7 @@ import asyncio
 import datetime as dt
 import hashlib
 import hmac
+import io
 import json
 import queue
 import secrets
@@ -26,6 +27,7 @@ import pytest
 import uvicorn
 from api_factories import bearer
 from fastapi.testclient import TestClient
+from pypdf import PdfReader
 from sqlalchemy import Engine, text
 from websockets.sync.client import connect as ws_connect
 
@@ -517,3 +519,41 @@ class TestDetectOnIngest:
                 text("SELECT count(*) FROM fixes WHERE vehicle_id = :v"), {"v": vehicle_id}
             ).scalar_one()
         assert stored == 1
+
+
+# --- issue #6 end to end: fix → alert → confirmation → auto de infração ------------------
+
+
+class TestFixToAuto:
+    def test_fix_alert_confirm_pdf(self, servers, seeded, vehicle) -> None:
+        """HTTP fix → tracking gap → SSE alert < 2 s → proposal (POA art. 58 IX) confirmed by the
+        agent → PDF with prefixo, place, date, irregularity, provision, auto number and agent."""
+        a, _ = servers
+        vehicle_id, token = vehicle
+        agent = seeded["tokens"]["agent"]
+        auth = bearer(agent)
+
+        start_gap(a, token)
+        with SseClient(a.url, agent, kind="tracking_gap") as sub:
+            sent = complete_gap(a, token)
+            ((at, alert),) = sub.alerts_for(vehicle_id, ALERT_WAIT_S + 1)
+        assert at - sent < ALERT_WAIT_S
+
+        with httpx.Client(base_url=a.url, headers=auth, timeout=30) as http:
+            done = http.post("/api/v1/proposals/generate", json={"municipality": "4314902"})
+            assert done.status_code == 200, done.text
+            listed = http.get("/api/v1/proposals", params={"vehicle_id": vehicle_id}).json()
+            (proposal,) = [p for p in listed["data"] if p["kind"] == "tracking_gap"]
+            detail = http.get(f"/api/v1/proposals/{proposal['proposal_id']}").json()
+            assert detail["finding_ids"] == [alert["finding_id"]]
+            assert detail["provision"] == "art. 58, IX" and detail["gravity"] == "grave"
+
+            confirmed = http.post(f"/api/v1/proposals/{proposal['proposal_id']}/confirm", json={})
+            assert confirmed.status_code == 200, confirmed.text
+            auto_number = confirmed.json()["auto_number"]
+
+            pdf = http.get(f"/api/v1/proposals/{proposal['proposal_id']}/documents/auto")
+            assert pdf.status_code == 200
+        text = " ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf.content)).pages)
+        for field in (auto_number, vehicle_id, "art. 58", "u_agent", "Porto Alegre"):
+            assert field in text, field
