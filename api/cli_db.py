@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -162,4 +162,76 @@ def upgrade() -> None:
     url = database_url()
     typer.echo(
         f"Esquema de {describe_url(url)} na revisão {_revision(url) or '?'} (a mais recente)."
+    )
+
+
+@app.command()
+def partitions(
+    ahead_days: Annotated[
+        int, typer.Option("--ahead-days", min=0, help="Dias UTC à frente de hoje a preparar.")
+    ] = 7,
+) -> None:
+    """Cria antecipadamente as partições diárias de fixes (hoje e os próximos dias, UTC)."""
+    import datetime as dt
+
+    from tracking.store import ensure_fix_partitions
+
+    today = dt.datetime.now(dt.UTC).date()
+    with cli_session() as session:
+        created = ensure_fix_partitions(
+            session.connection(), today, today + dt.timedelta(days=ahead_days)
+        )
+    last = today + dt.timedelta(days=ahead_days)
+    if created:
+        typer.echo(f"{len(created)} partição(ões) criada(s): {', '.join(created)}")
+    else:
+        typer.echo(f"Partições de {today} a {last} já existiam.")
+
+
+@app.command()
+def retention(
+    keep_days: Annotated[
+        int | None,
+        typer.Option(
+            "--keep-days",
+            min=1,
+            help="Dias UTC completos mantidos (padrão: PONTUAL_RETENTION_DAYS, 365).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Só conta o que seria apagado; não apaga.")
+    ] = False,
+    actor: Annotated[
+        str, typer.Option("--actor", help="Quem executa (matrícula), para a auditoria.")
+    ] = "sistema",
+) -> None:
+    """Apaga os fixes brutos mais antigos que o período de retenção (LGPD), exceto evidências.
+
+    Fixes citados nos detalhes de achados e o trajeto das propostas de autuação são mantidos.
+    A execução (mesmo simulada) fica no registro de auditoria.
+    """
+    import datetime as dt
+
+    from enforcement.models import AuditEntry
+    from tracking.retention import apply_retention
+
+    days = keep_days or get_settings().retention_days
+    today = dt.datetime.now(dt.UTC).date()
+    with cli_session() as session:
+        report = apply_retention(session.connection(), keep_days=days, today=today, dry_run=dry_run)
+        session.add(
+            AuditEntry(
+                actor=actor,
+                action="fix_retention_dry_run" if dry_run else "fix_retention",
+                entity="fixes",
+                entity_id=None,
+                details=report.as_dict(),
+            )
+        )
+    verb = "seriam apagados" if dry_run else "apagados"
+    typer.echo(
+        f"Retenção de {days} dias (antes de {report.cutoff}): {report.rows_deleted} fixes {verb}, "
+        f"{report.rows_kept} mantidos como evidência ({report.evidence_refs} referências); "
+        f"partições removidas: {len(report.partitions_dropped)}, "
+        f"aparadas: {len(report.partitions_trimmed)}."
     )

@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     db_port: int = 54329
     pg_bindir: Path | None = None
     timezone: str = "America/Sao_Paulo"
+    # LGPD: raw fixes older than this many whole UTC days are deleted by `pontual db retention`
+    # (evidence of findings and proposals excepted).
+    retention_days: int = Field(default=365, gt=0)
     # HTTP API (pontual serve)
     token_ttl_s: int = Field(default=8 * 3600, gt=0)
     public_rate_limit_per_min: int = Field(default=60, gt=0)
