@@ -567,7 +567,26 @@ def as_record(p: Proposal, finding_ids: list[str] | None = None) -> dict[str, An
         "confirmed_at": p.confirmed_at.isoformat() if p.confirmed_at else None,
         "dismissed_reason": p.dismissed_reason,
         "notified_at": p.notified_at.isoformat() if p.notified_at else None,
+        "penalty_enforceable_from": enforceable_from(p),
     }
+
+
+def enforceable_from(p: Proposal) -> str | None:
+    """When the penalty may be enforced, or None while it may not (yet, or ever).
+
+    A notified penalty is enforceable once its defence period ends without a defence; a
+    suspensive defence (e.g. Pinto Bandeira art. 53 § 1º) holds it until the defence is
+    decided, and a rejected defence releases it at the decision. Without a defence period in
+    the rulebook, from the notification.
+    """
+    defence = (p.deadlines or {}).get("defence") or {}
+    if p.status == "defesa_indeferida" and p.decided_at is not None:
+        return p.decided_at.isoformat()
+    if p.status == "em_defesa" and defence.get("suspensive") is False and p.notified_at:
+        return p.notified_at.isoformat()
+    if p.status == "notificada" and p.notified_at is not None:
+        return defence.get("due") or p.notified_at.isoformat()
+    return None
 
 
 def finding_ids_of(session: Session, proposal_id: str) -> list[str]:

@@ -128,7 +128,11 @@ class TestSteps:
         # 30 dias úteis from Fri 14 Mar 2025 (art. 53, CPC counting): Good Friday 18 Apr and
         # Tiradentes 21 Apr skipped
         assert p.deadlines["defence"]["due"].startswith("2025-04-29T23:59:59")
+        assert as_record(p)["penalty_enforceable_from"].startswith("2025-04-29")
         file_defence(session, pid, actor="defensor", at=T0 + dt.timedelta(days=20))
+        assert (
+            as_record(get_proposal(session, pid))["penalty_enforceable_from"] is None
+        )  # suspensive
         decide_defence(
             session,
             pid,
@@ -136,6 +140,9 @@ class TestSteps:
             accepted=False,
             reason="sem prova",
             at=T0 + dt.timedelta(days=40),
+        )
+        assert as_record(get_proposal(session, pid))["penalty_enforceable_from"].startswith(
+            "2025-04-13"
         )
         steps = [(h["from"], h["to"]) for h in proposal_history(session, pid)]
         assert steps == [
