@@ -18,6 +18,7 @@ from api.settings import Settings, get_settings
 
 ROUTERS = (
     "api.routes.health",
+    "api.routes.docs",
     "api.routes.auth",
     "api.routes.pings",
     "api.routes.osmand",
@@ -101,6 +102,8 @@ def create_app(
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by api.routes.docs with vendored Swagger UI (no CDN)
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = engine if engine is not None else _engine_for(settings, database_url)

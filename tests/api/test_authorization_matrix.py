@@ -36,7 +36,7 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/openapi.json"): ALL,
     ("GET", "/docs"): ALL,
     ("GET", "/docs/oauth2-redirect"): ALL,
-    ("GET", "/redoc"): ALL,
+    ("GET", "/docs/assets/{name}"): ALL,
     ("GET", "/health"): ALL,
     ("GET", "/ready"): ALL,
     ("POST", "/api/v1/auth/token"): ALL,
@@ -94,6 +94,7 @@ READ_IDS = {
     "finding_id": "F1",
     "proposal_id": "P-NONE",
     "municipality": "1100205",
+    "name": "swagger-ui.css",
 }
 WRITE_IDS = {"stand_id": "MATRIX-NONE", "proposal_id": "P-NONE", "webhook_id": "999999"}
 QUERIES = {

@@ -77,3 +77,15 @@ class TestCreateApp:
         response = client.post("/health")
         assert response.status_code == 405
         assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+class TestDocs:
+    def test_swagger_ui_is_served_by_the_app(self, client) -> None:
+        """The docs page loads Swagger UI from the app itself, never from a CDN."""
+        page = client.get("/docs")
+        assert page.status_code == 200
+        assert "/docs/assets/swagger-ui-bundle.js" in page.text
+        assert "cdn" not in page.text.lower()
+        js = client.get("/docs/assets/swagger-ui-bundle.js")
+        assert js.status_code == 200 and len(js.content) > 100_000
+        assert client.get("/docs/assets/index.html").status_code == 404
