@@ -18,6 +18,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     Identity,
+    Index,
     SmallInteger,
     Text,
     func,
@@ -34,9 +35,10 @@ FIXES_DEFAULT_PARTITION = "fixes_default"
 class Fix(Base):
     """One stored GPS fix; H3 cells are stored as signed 64-bit integers.
 
-    The only index is the primary key ``(vehicle_id, ts)`` (``vehicle_id`` compared bytewise,
-    collation "C"): every other index slows the bulk ingest, and the daily partitions already
-    bound time-range scans. Add per-query indexes in a later migration when a query needs one.
+    Indexes, chosen by ``bench/bench_fix_indexes.py``: the primary key ``(vehicle_id, ts)``
+    (``vehicle_id`` compared bytewise, collation "C") for a vehicle's track, and
+    ``(h3_r9, ts)`` for a place over time (migration 0005, one per daily partition). The daily
+    partitions bound time-range scans; BRIN on ``ts`` and GiST on ``geom`` did not pay.
     """
 
     __tablename__ = FIXES_TABLE
@@ -61,6 +63,7 @@ class Fix(Base):
         CheckConstraint("meter IN ('free', 'occupied', 'off')", name="meter"),
         CheckConstraint("tariff IN (1, 2)", name="tariff"),
         CheckConstraint("lat BETWEEN -90 AND 90 AND lon BETWEEN -180 AND 180", name="lat_lon"),
+        Index("ix_fixes_h3_r9_ts", "h3_r9", "ts"),
         {"postgresql_partition_by": "RANGE (ts)"},
     )
 

@@ -156,3 +156,18 @@ class TestFindingKinds:
         else:
             with pytest.raises(DBAPIError, match="ck_findings_kind"):
                 db_session.execute(insert, {"kind": kind})
+
+
+class TestFixIndexes:
+    def test_new_partitions_get_the_h3_index(self, db_session: Session) -> None:
+        """A daily partition made after migration 0005 has its (h3_r9, ts) index."""
+        import datetime as dt
+
+        from tracking.store import ensure_fix_partitions
+
+        conn = db_session.connection()
+        ensure_fix_partitions(conn, dt.date(2031, 1, 1), dt.date(2031, 1, 1))
+        defs = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE tablename = 'fixes_p20310101'")
+        ).scalars()
+        assert any("(h3_r9, ts)" in d for d in defs)
