@@ -57,6 +57,38 @@ _POLYGONAL = ("Polygon", "MultiPolygon")
 _IBGE_CODE = re.compile(r"^\d{7}$")
 _MAX_LISTED = 5
 _PLURAL = {"feição": "feições", "linha": "linhas"}
+# GEOS validity reasons (shapely.is_valid_reason) in pt-BR; the location follows as "em (x y)".
+_INVALID_REASONS = {
+    "Self-intersection": "auto-interseção (o contorno cruza a si mesmo)",
+    "Ring Self-intersection": "auto-interseção de um anel",
+    "Too few points in geometry component": "anel com pontos insuficientes",
+    "Hole lies outside shell": "buraco fora do contorno externo",
+    "Nested holes": "buracos um dentro do outro",
+    "Nested shells": "polígonos um dentro do outro",
+    "Interior is disconnected": "interior desconexo",
+    "Duplicate Rings": "anéis repetidos",
+    "Invalid Coordinate": "coordenada inválida",
+    "Ring is not closed": "anel não fechado",
+}
+_REASON = re.compile(r"^(?P<name>[^\[]+?)\s*(\[(?P<where>[^\]]*)\])?$")
+
+
+def invalid_reason(geom: Any) -> str:
+    """Return why a geometry is invalid, in pt-BR, with the place GEOS names (lon lat).
+
+    Parameters
+    ----------
+    geom : shapely geometry
+        An invalid geometry.
+    """
+    reason = str(shapely.is_valid_reason(geom))
+    match = _REASON.match(reason)
+    if match is None:
+        return reason
+    name = match.group("name").strip()
+    text = _INVALID_REASONS.get(name, name)
+    where = match.group("where")
+    return f"{text} em ({where})" if where else text
 
 
 def read_stands(
@@ -218,7 +250,7 @@ def validate_stands(gdf: gpd.GeoDataFrame) -> None:
         i = int(np.flatnonzero(invalid)[0])
         msg = (
             f"polígono inválido no ponto de táxi {ids[i]!r} (linha {i + 1}): "
-            f"{shapely.is_valid_reason(geoms[i])}"
+            f"{invalid_reason(geoms[i])}"
         )
         raise InvalidGeometryError(msg)
     if not pd.api.types.is_integer_dtype(gdf[CAPACITY].dtype) and not gdf[CAPACITY].isna().all():
@@ -444,7 +476,7 @@ def _checked_polygons(
         i = int(where[0])
         msg = (
             f"polígono inválido no ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}'): "
-            f"{shapely.is_valid_reason(geoms[i])}; corrija a geometria (ex.: 'Corrigir geometrias' "
+            f"{invalid_reason(geoms[i])}; corrija a geometria (ex.: 'Corrigir geometrias' "
             "no QGIS) ou leia com repair=True"
         )
         if where.size > 1:
@@ -460,7 +492,7 @@ def _checked_polygons(
         if fixed is None or fixed.is_empty or fixed.geom_type not in _POLYGONAL:
             msg = (
                 f"polígono inválido no ponto de táxi {ids[j]!r} ({unit} {j + 1} de '{source}') "
-                f"sem área após o reparo: {shapely.is_valid_reason(geoms[j])}"
+                f"sem área após o reparo: {invalid_reason(geoms[j])}"
             )
             raise InvalidGeometryError(msg)
         out[j] = fixed

@@ -710,6 +710,8 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
 def _json_safe(value: Any) -> Any:
     if value is None or value is pd.NA or value is pd.NaT:
         return None
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
     if isinstance(value, float) and not np.isfinite(value):
         return None
     if isinstance(value, pd.Timestamp | dt.datetime | dt.date):
@@ -761,7 +763,7 @@ def copy_rejected(conn: Connection, rejected: pd.DataFrame, *, source: str) -> i
             _json_safe(row),
             reason,
             json.dumps(
-                {str(c): _json_safe(v) for c, v in zip(raw_cols, rec, strict=True)},
+                {_json_safe(str(c)): _json_safe(v) for c, v in zip(raw_cols, rec, strict=True)},
                 ensure_ascii=False,
             ),
         )

@@ -39,6 +39,9 @@ coordinates. Row-level checks come first; the duplicate checks only look at rows
 ``invalid_speed`` / ``invalid_heading`` / ``invalid_accuracy``
     Optional numeric column not empty and not a finite number in range (speed and accuracy
     >= 0, heading in [0, 360]).
+``invalid_text``
+    ``vehicle_id`` or ``driver_id`` holds a NUL character (U+0000), which no PostgreSQL text can
+    store: a corrupt cell, not an identifier.
 ``duplicate``
     Identical, across all original columns, to an earlier row of the input.
 ``conflicting_duplicate``
@@ -87,6 +90,7 @@ REJECTION_REASONS: tuple[str, ...] = (
     "invalid_speed",
     "invalid_heading",
     "invalid_accuracy",
+    "invalid_text",
     "duplicate",
     "conflicting_duplicate",
 )
@@ -693,6 +697,9 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int) -> _Parsed:
         flag("invalid_accuracy", bad | (accuracy < 0))
     for name, values in (("speed", speed), ("heading", heading), ("accuracy", accuracy)):
         floats[name] = values if _OPTIONAL_FLOATS[name] in raw.columns else None
+    driver = _optional_text(raw, fr.DRIVER_ID, n)
+    nul = pc.or_(pc.match_substring(vehicle, "\x00"), pc.match_substring(driver, "\x00"))
+    flag("invalid_text", _np(pc.fill_null(nul, False)).astype(bool))
     return _Parsed(
         code=code,
         vehicle=vehicle,
@@ -702,7 +709,7 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int) -> _Parsed:
         floats=floats,
         meter=meter,
         tariff=tariff,
-        driver=_optional_text(raw, fr.DRIVER_ID, n),
+        driver=driver,
     )
 
 

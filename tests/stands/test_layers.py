@@ -209,7 +209,7 @@ class TestReadStands:
     def test_invalid_polygon_rejected(self, tmp_path: Path) -> None:
         """A self-intersecting polygon is rejected by default, with GEOS's reason and the fix."""
         path = _write(tmp_path, [_feature({"stand_id": "x"}, _polygon(BOWTIE))])
-        with pytest.raises(InvalidGeometryError, match="'x'.*Self-intersection.*repair=True"):
+        with pytest.raises(InvalidGeometryError, match="'x'.*auto-interseção.*repair=True"):
             read_stands(path)
 
     def test_invalid_polygon_repaired(self, tmp_path: Path) -> None:
