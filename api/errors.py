@@ -3,6 +3,11 @@
 Errors raised on purpose (:class:`api._errors.ApiError`) keep their status; request validation
 errors are 422; an unreachable database is 503; a ``ValueError`` raised by one of our rooms (bad
 input reaching a library function) is 422. Anything else is a bug: 500, logged.
+
+Database errors are mapped the same whether SQLAlchemy wrapped them or the code used the psycopg
+connection directly (COPY, raw cursors): an operational error (connection lost, server shutting
+down, disk full…) is 503 with ``Retry-After``, its code naming the cause when PostgreSQL's SQLSTATE
+says it (:data:`SQLSTATE_503`); a data error is 422.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from typing import Any, cast
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from psycopg import DataError as PgDataError
+from psycopg import Error as PgError
+from psycopg import OperationalError as PgOperationalError
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -34,6 +42,19 @@ _STATUS_CODES = {
     415: ("unsupported_media_type", "tipo de conteúdo não suportado"),
     429: ("rate_limited", "muitas requisições; tente mais tarde"),
 }
+
+
+SQLSTATE_503 = {
+    "53100": (
+        "database_disk_full",
+        "banco de dados sem espaço em disco; este pedido não foi concluído. Avise o "
+        "administrador e tente novamente mais tarde",
+    ),
+    "53200": ("database_out_of_memory", "banco de dados sem memória; tente novamente em instantes"),
+    "53300": ("database_busy", "banco de dados sem conexões livres; tente novamente em instantes"),
+}
+"""503 codes and messages of PostgreSQL's "insufficient resources" errors, by SQLSTATE."""
+_UNAVAILABLE = ("database_unavailable", "banco de dados indisponível; tente novamente em instantes")
 
 
 def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
@@ -92,24 +113,22 @@ def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(status, code, message, headers=getattr(exc, "headers", None))
 
 
-def _database_error(_: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, DataError):  # a value the database cannot take (out of range…)
+def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, DataError | PgDataError):  # a value the database cannot take (range…)
         return error_response(
             422, "invalid_request", "valor fora do intervalo aceito (número grande demais?)"
         )
-    if (
-        isinstance(exc, DBAPIError)
-        and not isinstance(exc, OperationalError)
-        and not exc.connection_invalidated
+    if isinstance(exc, DBAPIError) and not (
+        isinstance(exc, OperationalError) or exc.connection_invalidated
     ):
-        return _unexpected(_, exc)
-    log.warning("database unavailable: %s", type(exc).__name__)
-    return error_response(
-        503,
-        "database_unavailable",
-        "banco de dados indisponível; tente novamente em instantes",
-        headers={"Retry-After": "5"},
-    )
+        return _unexpected(request, exc)
+    if isinstance(exc, PgError) and not isinstance(exc, PgOperationalError):
+        return _unexpected(request, exc)
+    driver_error = exc.orig if isinstance(exc, DBAPIError) else exc
+    sqlstate = getattr(driver_error, "sqlstate", None)
+    code, message = SQLSTATE_503.get(sqlstate or "", _UNAVAILABLE)
+    log.warning("database unavailable: %s (SQLSTATE %s)", type(driver_error).__name__, sqlstate)
+    return error_response(503, code, message, headers={"Retry-After": "5"})
 
 
 def _value_error(request: Request, exc: Exception) -> JSONResponse:
@@ -128,7 +147,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    for db_error in (OperationalError, DBAPIError, PoolTimeoutError, DatabaseUnreachableError):
+    db_errors = (OperationalError, DBAPIError, PoolTimeoutError, DatabaseUnreachableError, PgError)
+    for db_error in db_errors:
         app.add_exception_handler(db_error, _database_error)
     app.add_exception_handler(ValueError, _value_error)
     app.add_exception_handler(Exception, _unexpected)

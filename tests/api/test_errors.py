@@ -1,0 +1,83 @@
+"""Tests of api.errors: database errors, SQLAlchemy-wrapped or raw psycopg, map to 503/422."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from fastapi import FastAPI
+from psycopg import errors as pg
+from sqlalchemy.exc import OperationalError, ProgrammingError
+from starlette.exceptions import StarletteDeprecationWarning
+
+from api.errors import install_error_handlers
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from fastapi.testclient import TestClient
+
+
+def _wrapped(error: psycopg.Error) -> Exception:
+    """Return ``error`` as SQLAlchemy raises it."""
+    kind = OperationalError if isinstance(error, psycopg.OperationalError) else ProgrammingError
+    return kind("INSERT …", {}, error)
+
+
+def _answer(raise_it: Callable[[], None]) -> tuple[int, dict, dict[str, str]]:
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise_it()
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/boom")
+    return response.status_code, response.json(), dict(response.headers)
+
+
+def _raiser(error: Exception) -> Callable[[], None]:
+    def raise_it() -> None:
+        raise error
+
+    return raise_it
+
+
+class TestInstallErrorHandlers:
+    @pytest.mark.parametrize("wrap", [False, True], ids=["raw_psycopg", "sqlalchemy"])
+    @pytest.mark.parametrize(
+        ("error", "code"),
+        [
+            (pg.DiskFull("could not extend file: No space left on device"), "database_disk_full"),
+            (pg.AdminShutdown("terminating connection"), "database_unavailable"),
+            (pg.TooManyConnections("too many clients"), "database_busy"),
+            (psycopg.OperationalError("connection failed"), "database_unavailable"),
+        ],
+    )
+    def test_operational_errors_are_503_naming_the_cause(
+        self, error: psycopg.Error, code: str, wrap: bool
+    ) -> None:
+        """An operational database error is a 503 with Retry-After, its code from the SQLSTATE."""
+        status, body, headers = _answer(_raiser(_wrapped(error) if wrap else error))
+        assert status == 503
+        assert body["error"]["code"] == code
+        assert headers["retry-after"] == "5"
+
+    def test_disk_full_message_says_so_in_portuguese(self) -> None:
+        """The full-disk message names the problem."""
+        _, body, _ = _answer(_raiser(pg.DiskFull("no space")))
+        assert "sem espaço em disco" in body["error"]["message"]
+
+    def test_raw_data_error_is_422(self) -> None:
+        """A value the database cannot take, raised by psycopg directly, is a 422."""
+        status, body, _ = _answer(_raiser(pg.NumericValueOutOfRange("integer out of range")))
+        assert (status, body["error"]["code"]) == (422, "invalid_request")
+
+    @pytest.mark.parametrize("wrap", [False, True], ids=["raw_psycopg", "sqlalchemy"])
+    def test_other_database_errors_stay_500(self, wrap: bool) -> None:
+        """A programming error (a bug, not an outage) is a 500 internal_error, not a 503."""
+        error = pg.DuplicateTable('relation "fixes_p20240101" already exists')
+        status, body, _ = _answer(_raiser(_wrapped(error) if wrap else error))
+        assert (status, body["error"]["code"]) == (500, "internal_error")
