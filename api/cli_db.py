@@ -14,8 +14,9 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 app = typer.Typer(
-    help="Banco de dados PostGIS (start, stop, status, upgrade). Sem DATABASE_URL, o pontual "
-    "gerencia um servidor PostGIS local no diretório de dados do usuário.",
+    help="Banco de dados PostGIS (start, stop, status, upgrade, partitions, retention). "
+    "Sem DATABASE_URL, o pontual gerencia um servidor PostGIS local no diretório de dados "
+    "do usuário.",
     no_args_is_help=True,
 )
 
