@@ -291,7 +291,14 @@ def _read_geojson(path: Path) -> gpd.GeoDataFrame:
         geometry = feature.get("geometry")
         try:
             geoms.append(shape(geometry) if geometry else None)
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        except (
+            ValueError,
+            TypeError,
+            AttributeError,
+            KeyError,
+            IndexError,
+            shapely.errors.ShapelyError,  # GEOS and unknown geometry types
+        ) as exc:
             msg = f"feição {i} de '{path.name}': geometria ilegível ({exc})"
             raise StandsFormatError(msg) from exc
     frame = pd.DataFrame.from_records(records, index=pd.RangeIndex(len(records)))
