@@ -1,9 +1,8 @@
 """Live ingest of GPS fixes sent by a device: the file ingest's validation, per-row answers.
 
-One call validates a batch with :func:`tracking.validate.validate_pings` (the same rules and
-reason codes as ``pontual import pings``), stores the good fixes with
-:func:`tracking.store.copy_fixes` and the bad rows with :func:`tracking.store.copy_rejected`, and
-says what happened to each row:
+A batch is checked with the rules and reason codes of :func:`tracking.validate.validate_pings`
+(``pontual import pings``), its good fixes are stored in one statement, and each row gets an
+answer:
 
 ``accepted``
     Stored now.
@@ -14,6 +13,19 @@ says what happened to each row:
     Not stored; ``reason`` is a validation code (``null_island``, ``naive_timestamp``…) or
     ``vehicle_not_allowed`` (a device may only send fixes of its own vehicle).
 
+Validation
+    Small JSON batches are checked in plain Python (:func:`check_batch`) when every cell has a
+    form whose reading is unambiguous (numbers, ISO 8601 with an offset, Unix seconds, plain
+    ``meter`` and ``driver_id`` words); a batch with any other cell goes through
+    :func:`tracking.validate.validate_pings` itself. Both give the same answers (a property test
+    compares them on random batches).
+Storage
+    ``INSERT … SELECT … FROM unnest(…) ON CONFLICT (vehicle_id, ts) DO NOTHING RETURNING ts``
+    writes the fixes and, in the same statement, queues the inserted ones in ``live_queue`` for
+    the live detectors (:mod:`api.live_worker`), so a fix is detected on once it is committed and
+    the request does not wait for the detectors. The day's partition of ``fixes`` is ensured
+    first (once per process and day). Rejected rows go to ``rejected_fixes``.
+
 The caller commits; answers are sent only after the commit, so an acknowledged fix is durable.
 """
 
@@ -21,25 +33,29 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import text
+from numpy.typing import NDArray
 from sqlalchemy.engine import Connection
 
-from api.alerts import detect_on_ingest
+from geo.h3 import latlng_to_cells
 from tracking import frames as fr
-from tracking.store import copy_fixes, copy_rejected
-from tracking.validate import validate_pings
+from tracking.store import H3_RESOLUTIONS, copy_rejected, ensure_fix_partitions
+from tracking.validate import FUTURE_TOLERANCE_S, MAX_UNIX_S, speed_flags, validate_pings
 
 ACCEPTED = "accepted"
 DUPLICATE = "duplicate"
 REJECTED = "rejected"
 VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
+MAX_SPEED_KMH = 250.0
+"""Implied speed above which a fix is flagged (``speed_flag``), as in the file ingest."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,31 @@ class RowResult:
     row: int
     status: str
     reason: str | None = None
+
+
+@dataclass(eq=False)
+class CheckedBatch:
+    """A validated batch: answers decided by validation, the fixes to store, rejected rows.
+
+    The fix arrays are aligned and sorted by (vehicle, time); floats are NaN when empty.
+    ``bad`` holds the rows to quarantine: (row, reason, original cells as text).
+    """
+
+    n: int
+    answers: dict[int, RowResult]
+    rows: NDArray[np.int64]
+    vehicle_id: list[str]
+    ts_ns: NDArray[np.int64]
+    lat: NDArray[np.float64]
+    lon: NDArray[np.float64]
+    speed_kmh: NDArray[np.float64]
+    heading_deg: NDArray[np.float64]
+    accuracy_m: NDArray[np.float64]
+    meter: list[str | None]
+    tariff: list[int | None]
+    driver_id: list[str | None]
+    speed_flag: NDArray[np.bool_]
+    bad: list[tuple[int, str, dict[str, str]]] = field(default_factory=list)
 
 
 def _cell(value: Any) -> str:
@@ -76,22 +117,406 @@ def raw_frame(rows: Sequence[Mapping[str, Any]], *, default_vehicle_id: str) -> 
     return pd.DataFrame(data)
 
 
-def _stored_timestamps(conn: Connection, vehicle_id: str, ts: pd.Series) -> set[pd.Timestamp]:
-    if ts.empty:
-        return set()
-    found = conn.execute(
-        text(
-            "SELECT ts FROM fixes WHERE vehicle_id = :v AND ts BETWEEN :lo AND :hi "
-            "AND ts = ANY(:ts)"
-        ),
-        {
-            "v": vehicle_id,
-            "lo": ts.min().to_pydatetime(),
-            "hi": ts.max().to_pydatetime(),
-            "ts": [t.to_pydatetime() for t in ts],
-        },
+def _cells(row: Mapping[str, Any], vehicle_id: str) -> dict[str, str]:
+    out = {c: _cell(row.get(c)) for c in RAW_COLUMNS}
+    out[fr.VEHICLE_ID] = out[fr.VEHICLE_ID] or vehicle_id
+    return out
+
+
+# --- validation: the file ingest's rules -------------------------------------------------------
+
+
+def _slow_check(
+    rows: Sequence[Mapping[str, Any]], *, vehicle_id: str, now: pd.Timestamp
+) -> CheckedBatch:
+    """Check a batch with :func:`validate_pings` (any cell, the reference behaviour)."""
+    answers: dict[int, RowResult] = {}
+    raw = raw_frame(rows, default_vehicle_id=vehicle_id)
+    foreign = raw[fr.VEHICLE_ID].str.strip().to_numpy() != vehicle_id
+    refused = raw.loc[foreign].assign(**{fr.REASON: VEHICLE_NOT_ALLOWED})
+    for row in refused[fr.ROW].tolist():
+        answers[int(row)] = RowResult(int(row), REJECTED, VEHICLE_NOT_ALLOWED)
+    mine = raw.loc[~foreign].reset_index(drop=True)
+    pings, rejected = validate_pings(mine, now=now, max_speed_kmh=MAX_SPEED_KMH)
+    for row, reason in zip(rejected[fr.ROW].tolist(), rejected[fr.REASON].tolist(), strict=True):
+        if reason == "duplicate":
+            answers[int(row)] = RowResult(int(row), DUPLICATE)
+        else:
+            answers[int(row)] = RowResult(int(row), REJECTED, str(reason))
+    bad_frame = pd.concat(
+        [refused, rejected.loc[rejected[fr.REASON] != "duplicate"]], ignore_index=True
     )
-    return {pd.Timestamp(r[0]).tz_convert("UTC") for r in found}
+    bad = [
+        (int(r[fr.ROW]), str(r[fr.REASON]), {c: str(r[c]) for c in RAW_COLUMNS})
+        for r in bad_frame.to_dict("records")
+    ]
+
+    def floats(name: str) -> NDArray[np.float64]:
+        return pings[name].to_numpy(dtype=np.float64, na_value=np.nan)
+
+    def texts(name: str) -> list[str | None]:
+        return [None if pd.isna(v) else str(v) for v in pings[name].tolist()]
+
+    return CheckedBatch(
+        n=len(rows),
+        answers=answers,
+        rows=pings[fr.ROW].to_numpy(dtype=np.int64),
+        vehicle_id=[str(v) for v in pings[fr.VEHICLE_ID].tolist()],
+        ts_ns=np.asarray(pd.DatetimeIndex(pings[fr.TIMESTAMP]).as_unit("ns").asi8),
+        lat=floats(fr.LAT),
+        lon=floats(fr.LON),
+        speed_kmh=floats(fr.SPEED_KMH),
+        heading_deg=floats(fr.HEADING_DEG),
+        accuracy_m=floats(fr.ACCURACY_M),
+        meter=texts(fr.METER),
+        tariff=[None if pd.isna(v) else int(v) for v in pings[fr.TARIFF].tolist()],
+        driver_id=texts(fr.DRIVER_ID),
+        speed_flag=pings[fr.SPEED_FLAG].to_numpy(dtype=bool),
+        bad=bad,
+    )
+
+
+class _UnusualCellError(Exception):
+    """A cell outside the forms the fast check reads; the batch takes the reference path."""
+
+
+_OK, _MISSING, _INVALID = 0, 1, 2
+_NAN = float("nan")
+_NUMBER = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?", re.ASCII)
+_UNIX = re.compile(r"-?\d{1,12}(?:\.\d{1,9})?", re.ASCII)
+_ISO = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})",
+    re.ASCII,
+)
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+_PLAIN = re.compile(r"[!-~](?:[ -~]*[!-~])?")  # printable ASCII, no blank at either end
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+_NS = 1_000_000_000
+_TARIFFS = frozenset(float(t) for t in fr.TARIFF_VALUES)
+_UNIX_SAFE_S = 9e9  # x 1e9 stays below int64's end
+
+
+def _number(value: Any) -> tuple[float, int]:
+    """Read a numeric cell: (value, _OK) or (NaN, _MISSING / _INVALID)."""
+    if value is None or value == "":
+        return _NAN, _MISSING
+    if type(value) is float:
+        return (value, _OK) if math.isfinite(value) else (_NAN, _INVALID)
+    if type(value) is str and _NUMBER.fullmatch(value):
+        return float(value), _OK
+    raise _UnusualCellError
+
+
+def _iso_ns(m: re.Match[str]) -> int:
+    y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+    if not 1900 <= y <= 2200 or h > 23 or mi > 59 or s > 59:  # noqa: PLR2004
+        raise _UnusualCellError
+    try:
+        day = dt.date(y, mo, d).toordinal() - _EPOCH_ORDINAL
+    except ValueError:
+        raise _UnusualCellError from None
+    frac = m.group(7)
+    offset = m.group(8)
+    offset_s = 0
+    if offset != "Z":
+        hh, mm = int(offset[1:3]), int(offset[-2:])
+        if hh > 23 or mm > 59:  # noqa: PLR2004
+            raise _UnusualCellError
+        offset_s = (hh * 3600 + mm * 60) * (-1 if offset[0] == "-" else 1)
+    seconds = day * 86_400 + h * 3600 + mi * 60 + s - offset_s
+    return seconds * _NS + (int(frac.ljust(9, "0")) if frac else 0)
+
+
+def _timestamp(value: Any) -> tuple[int | None, float | None, int]:
+    """Read a timestamp cell: (ns, None, _OK) ISO, (None, seconds, _OK) Unix, or missing."""
+    if value is None or value == "":
+        return None, None, _MISSING
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise _UnusualCellError
+        return None, value, _OK
+    if type(value) is str:
+        m = _ISO.fullmatch(value)
+        if m:
+            return _iso_ns(m), None, _OK
+        if _UNIX.fullmatch(value):
+            return None, float(value), _OK
+    raise _UnusualCellError
+
+
+def _word(value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    if type(value) is str and _WORD.fullmatch(value):
+        return value.lower()
+    raise _UnusualCellError
+
+
+def _plain(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if type(value) is str and _PLAIN.fullmatch(value):
+        return value
+    raise _UnusualCellError
+
+
+def _unix_ns(seconds: float) -> int | None:
+    """Unix seconds as validate_pings reads them (numpy rounding); None: unparseable."""
+    if not 0 <= seconds < MAX_UNIX_S:
+        return None
+    if seconds >= _UNIX_SAFE_S:  # near int64's end: left to the reference path
+        raise _UnusualCellError
+    return int(np.round(np.float64(seconds) * 1e9))
+
+
+def _row_reason(r: Mapping[str, Any], *, limit_ns: int) -> tuple[str | None, int, tuple[Any, ...]]:
+    """Check one row of the device's vehicle: (reason or None, instant in ns, parsed values)."""
+    lat, lat_s = _number(r.get(fr.LAT))
+    lon, lon_s = _number(r.get(fr.LON))
+    ns, seconds, ts_s = _timestamp(r.get(fr.TIMESTAMP))
+    meter = _word(r.get(fr.METER))
+    tariff, tariff_s = _number(r.get(fr.TARIFF))
+    speed, speed_s = _number(r.get(fr.SPEED_KMH))
+    heading, heading_s = _number(r.get(fr.HEADING_DEG))
+    accuracy, accuracy_s = _number(r.get(fr.ACCURACY_M))
+    driver = _plain(r.get(fr.DRIVER_ID))
+    if seconds is not None:
+        ns = _unix_ns(seconds)
+        if ns is None:
+            ts_s = _INVALID
+    values = (lat, lon, speed, heading, accuracy, meter, tariff, driver)
+    t = ns or 0
+    if _MISSING in (lat_s, lon_s):
+        return "missing_coordinates", t, values
+    if _INVALID in (lat_s, lon_s):
+        return "invalid_coordinates", t, values
+    if abs(lat) > 90.0 or abs(lon) > 180.0:  # noqa: PLR2004
+        return "out_of_range_coordinates", t, values
+    if lat == 0.0 and lon == 0.0:
+        return "null_island", t, values
+    if ts_s == _MISSING:
+        return "missing_timestamp", t, values
+    if ts_s == _INVALID:
+        return "unparseable_timestamp", t, values
+    if t > limit_ns:
+        return "future_timestamp", t, values
+    if meter and meter not in fr.METER_VALUES:
+        return "unknown_meter", t, values
+    if tariff_s == _INVALID or not (tariff_s == _MISSING or tariff in _TARIFFS):
+        return "unknown_tariff", t, values
+    if speed_s == _INVALID or speed < 0:
+        return "invalid_speed", t, values
+    if heading_s == _INVALID or heading < 0 or heading > 360:  # noqa: PLR2004
+        return "invalid_heading", t, values
+    if accuracy_s == _INVALID or accuracy < 0:
+        return "invalid_accuracy", t, values
+    return None, t, values
+
+
+def _fast_check(
+    rows: Sequence[Mapping[str, Any]], *, vehicle_id: str, now: pd.Timestamp
+) -> CheckedBatch:
+    """Check a batch whose cells all have plain forms, in Python; raise _UnusualCellError otherwise.
+
+    Every cell of every row is read (a rejected row's too): one unusual cell anywhere sends the
+    whole batch to :func:`validate_pings`, whose column-wide parsing it could affect.
+    """
+    if not _PLAIN.fullmatch(vehicle_id):
+        raise _UnusualCellError
+    limit_ns = now.value + int(round(FUTURE_TOLERANCE_S * 1e9))
+    answers: dict[int, RowResult] = {}
+    bad: list[tuple[int, str, dict[str, str]]] = []
+    kept: list[tuple[int, int, tuple[Any, ...]]] = []  # (instant, row, values)
+    groups: dict[int, list[dict[str, str]]] = {}  # instant -> cells of its rows (if met twice)
+    first: dict[int, int] = {}  # instant -> index of its kept row
+    for i, r in enumerate(rows):
+        row = i + 1
+        v = r.get(fr.VEHICLE_ID)
+        foreign = not (v is None or v == "" or v == vehicle_id)
+        if foreign and (type(v) is not str or v.strip() == vehicle_id):
+            raise _UnusualCellError
+        why, t, values = _row_reason(r, limit_ns=limit_ns)
+        if foreign:
+            why = VEHICLE_NOT_ALLOWED
+        elif why is None:
+            if t not in first:
+                first[t] = i
+                kept.append((t, row, values))
+                continue
+            group = groups.get(t)
+            if group is None:
+                group = groups[t] = [_cells(rows[first[t]], vehicle_id)]
+            cells = _cells(r, vehicle_id)
+            if cells in group:
+                answers[row] = RowResult(row, DUPLICATE)
+                continue
+            group.append(cells)
+            why = "conflicting_duplicate"
+        answers[row] = RowResult(row, REJECTED, why)
+        bad.append((row, why, _cells(r, vehicle_id)))
+    kept.sort(key=lambda k: k[0])
+    n_kept = len(kept)
+    cols = list(zip(*(k[2] for k in kept), strict=True)) if kept else [()] * 8
+    ts_ns = np.fromiter((k[0] for k in kept), dtype=np.int64, count=n_kept)
+    lat = np.asarray(cols[0], dtype=np.float64)
+    lon = np.asarray(cols[1], dtype=np.float64)
+    return CheckedBatch(
+        n=len(rows),
+        answers=answers,
+        rows=np.fromiter((k[1] for k in kept), dtype=np.int64, count=n_kept),
+        vehicle_id=[vehicle_id] * n_kept,
+        ts_ns=ts_ns,
+        lat=lat,
+        lon=lon,
+        speed_kmh=np.asarray(cols[2], dtype=np.float64),
+        heading_deg=np.asarray(cols[3], dtype=np.float64),
+        accuracy_m=np.asarray(cols[4], dtype=np.float64),
+        meter=[m or None for m in cols[5]],
+        tariff=[None if math.isnan(t) else int(t) for t in cols[6]],
+        driver_id=list(cols[7]),
+        speed_flag=speed_flags(
+            np.zeros(n_kept, dtype=np.int32), ts_ns, lat, lon, max_speed_kmh=MAX_SPEED_KMH
+        ),
+        bad=bad,
+    )
+
+
+def check_batch(
+    rows: Sequence[Mapping[str, Any]], *, vehicle_id: str, now: dt.datetime | None = None
+) -> CheckedBatch:
+    """Validate a device's batch with the file ingest's rules, plus ``vehicle_not_allowed``.
+
+    Parameters
+    ----------
+    rows : sequence of mappings
+        JSON rows with the pings contract's fields (``vehicle_id`` optional: the device's).
+    vehicle_id : str
+        The only vehicle the sender may report.
+    now : datetime.datetime, optional
+        Reference for ``future_timestamp`` (tz-aware); default the current time.
+
+    Returns
+    -------
+    CheckedBatch
+        What :func:`tracking.validate.validate_pings` decides for the rows of ``vehicle_id``,
+        computed in plain Python when every cell has a plain form (module docstring).
+    """
+    now_ts = pd.Timestamp(time.time_ns(), tz="UTC") if now is None else pd.Timestamp(now)
+    try:
+        return _fast_check(rows, vehicle_id=vehicle_id, now=now_ts)
+    except _UnusualCellError:
+        return _slow_check(rows, vehicle_id=vehicle_id, now=now_ts)
+
+
+# --- storage -------------------------------------------------------------------------------------
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_US = dt.timedelta(microseconds=1)
+_QUEUED = (
+    "vehicle_id, ts, lat, lon, speed_kmh, heading_deg, accuracy_m, meter, tariff, driver_id, "
+    "speed_flag"
+)
+_INSERT = f"""
+WITH ins AS (
+  INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, speed_kmh, heading_deg, accuracy_m, meter,
+                     tariff, driver_id, h3_r9, h3_r12, speed_flag, source)
+  SELECT u.v, u.ts, u.lat, u.lon, ST_SetSRID(ST_MakePoint(u.lon, u.lat), 4326), u.speed,
+         u.heading, u.accuracy, u.meter, u.tariff, u.driver, u.h9, u.h12, u.flag, %(source)s
+  FROM unnest(%(v)s::text[], %(ts)s::timestamptz[], %(lat)s::float8[], %(lon)s::float8[],
+              %(speed)s::float8[], %(heading)s::float8[], %(accuracy)s::float8[],
+              %(meter)s::text[], %(tariff)s::int2[], %(driver)s::text[], %(h9)s::int8[],
+              %(h12)s::int8[], %(flag)s::bool[])
+       AS u(v, ts, lat, lon, speed, heading, accuracy, meter, tariff, driver, h9, h12, flag)
+  ON CONFLICT (vehicle_id, ts) DO NOTHING
+  RETURNING {_QUEUED}
+), queued AS (
+  INSERT INTO live_queue ({_QUEUED}) SELECT {_QUEUED} FROM ins
+)
+SELECT vehicle_id, ts FROM ins
+"""  # noqa: S608 - constant column lists
+_known_days: dict[str, set[dt.date]] = {}
+"""UTC days whose partition of ``fixes`` was seen committed, per database (this process)."""
+
+
+def _ensure_days(conn: Connection, days: set[dt.date]) -> None:
+    """Create the missing daily partitions; remember the days found already there."""
+    key = conn.engine.url.render_as_string(hide_password=True)
+    known = _known_days.setdefault(key, set())
+    for day in sorted(days - known):
+        if not ensure_fix_partitions(conn, day, day):
+            known.add(day)  # existed before this transaction: committed
+        # created now: remembered after a later batch finds it, once this one has committed
+
+
+def _floats(values: NDArray[np.float64]) -> list[float | None]:
+    return [None if math.isnan(v) else v for v in values.tolist()]
+
+
+def store_batch(conn: Connection, batch: CheckedBatch, *, source: str) -> list[RowResult]:
+    """Store a checked batch (fixes, live queue, rejected rows); return one answer per row.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection (psycopg 3) inside the caller's transaction; nothing is committed here.
+    batch : CheckedBatch
+        From :func:`check_batch`.
+    source : str
+        Stored with each fix and rejected row (e.g. ``api:device:7``).
+
+    Returns
+    -------
+    list of RowResult
+        ``accepted`` or ``duplicate`` (already stored) for the fixes, validation's answers for
+        the other rows, in row order.
+    """
+    answers = dict(batch.answers)
+    if len(batch.rows):
+        ts_us = batch.ts_ns // 1000
+        _ensure_days(
+            conn,
+            {
+                dt.date(1970, 1, 1) + dt.timedelta(days=int(d))
+                for d in np.unique(ts_us // 86_400_000_000)
+            },
+        )
+        r12, r9 = max(H3_RESOLUTIONS), min(H3_RESOLUTIONS)
+        h12 = latlng_to_cells(batch.lat, batch.lon, resolution=r12).view(np.int64)
+        h9 = latlng_to_cells(batch.lat, batch.lon, resolution=r9).view(np.int64)
+        params = {
+            "source": source,
+            "v": batch.vehicle_id,
+            "ts": [_EPOCH + _US * us for us in ts_us.tolist()],
+            "lat": batch.lat.tolist(),
+            "lon": batch.lon.tolist(),
+            "speed": _floats(batch.speed_kmh),
+            "heading": _floats(batch.heading_deg),
+            "accuracy": _floats(batch.accuracy_m),
+            "meter": batch.meter,
+            "tariff": batch.tariff,
+            "driver": batch.driver_id,
+            "h9": [c or None for c in h9.tolist()],
+            "h12": [c or None for c in h12.tolist()],
+            "flag": batch.speed_flag.tolist(),
+        }
+        dbapi = conn.connection.driver_connection
+        if dbapi is None:  # pragma: no cover - a live connection always has one
+            msg = "conexão sem driver psycopg ativo"
+            raise RuntimeError(msg)
+        with dbapi.cursor() as cur:
+            inserted = {(v, (ts - _EPOCH) // _US) for v, ts in cur.execute(_INSERT, params)}
+        for row, v, us in zip(batch.rows.tolist(), batch.vehicle_id, ts_us.tolist(), strict=True):
+            if (v, us) in inserted:
+                inserted.discard((v, us))  # a second fix of the same microsecond was not stored
+                answers[row] = RowResult(row, ACCEPTED)
+            else:
+                answers[row] = RowResult(row, DUPLICATE)
+    if batch.bad:
+        bad = pd.DataFrame(
+            [{fr.ROW: row, fr.REASON: reason, **cells} for row, reason, cells in batch.bad]
+        )
+        copy_rejected(conn, bad, source=source)
+    return [answers[i] for i in range(1, batch.n + 1)]
 
 
 def ingest_batch(
@@ -124,32 +549,5 @@ def ingest_batch(
     """
     if not rows:
         return []
-    results: dict[int, RowResult] = {}
-    raw = raw_frame(rows, default_vehicle_id=vehicle_id)
-    foreign = raw[fr.VEHICLE_ID].str.strip().to_numpy() != vehicle_id
-    refused = raw.loc[foreign].assign(**{fr.REASON: VEHICLE_NOT_ALLOWED})
-    for row in refused[fr.ROW].tolist():
-        results[row] = RowResult(row, REJECTED, VEHICLE_NOT_ALLOWED)
-    mine = raw.loc[~foreign].reset_index(drop=True)
-    pings, rejected = validate_pings(mine, now=None if now is None else pd.Timestamp(now))
-    for row, reason in zip(rejected[fr.ROW].tolist(), rejected[fr.REASON].tolist(), strict=True):
-        if reason == "duplicate":
-            results[int(row)] = RowResult(int(row), DUPLICATE)
-        else:
-            results[int(row)] = RowResult(int(row), REJECTED, str(reason))
-    stored = _stored_timestamps(conn, vehicle_id, pings[fr.TIMESTAMP])
-    is_stored = np.fromiter(
-        (t in stored for t in pings[fr.TIMESTAMP]), dtype=bool, count=len(pings)
-    )
-    for row in pings.loc[is_stored, fr.ROW].tolist():
-        results[int(row)] = RowResult(int(row), DUPLICATE)
-    for row in pings.loc[~is_stored, fr.ROW].tolist():
-        results[int(row)] = RowResult(int(row), ACCEPTED)
-    fresh = pings.loc[~is_stored].reset_index(drop=True)
-    if len(fresh):
-        copy_fixes(conn, fresh, source=source)
-        detect_on_ingest(conn, fresh)  # live detectors → findings, alerts (savepoint)
-    bad = pd.concat([refused, rejected.loc[rejected[fr.REASON] != "duplicate"]], ignore_index=True)
-    if len(bad):
-        copy_rejected(conn, bad, source=source)
-    return [results[i] for i in range(1, len(rows) + 1)]
+    batch = check_batch(rows, vehicle_id=vehicle_id, now=now)
+    return store_batch(conn, batch, source=source)

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Index,
     Integer,
     Numeric,
+    SmallInteger,
     String,
     Text,
     func,
@@ -202,6 +203,34 @@ class LiveDetectorState(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )
+
+
+class LiveQueueEntry(Base):
+    """A fix stored by the HTTP ingest and not yet seen by the live detectors.
+
+    Written in the fix's own transaction (``api.ingest``), claimed and deleted by a live worker
+    (``api.live_worker``) once the detectors ran: a committed fix is detected on exactly once.
+    """
+
+    __tablename__ = "live_queue"
+
+    queue_id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    vehicle_id: Mapped[str] = mapped_column(Text)
+    ts: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    lat: Mapped[float] = mapped_column(Float(53))
+    lon: Mapped[float] = mapped_column(Float(53))
+    speed_kmh: Mapped[float | None] = mapped_column(Float(53))
+    heading_deg: Mapped[float | None] = mapped_column(Float(53))
+    accuracy_m: Mapped[float | None] = mapped_column(Float(53))
+    meter: Mapped[str | None] = mapped_column(Text)
+    tariff: Mapped[int | None] = mapped_column(SmallInteger)
+    driver_id: Mapped[str | None] = mapped_column(Text)
+    speed_flag: Mapped[bool] = mapped_column(Boolean)
+    queued_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+    __table_args__ = (Index("ix_live_queue_vehicle_id_ts", "vehicle_id", "ts"),)
 
 
 class Webhook(Base):

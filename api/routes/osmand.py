@@ -26,7 +26,8 @@ from starlette.concurrency import run_in_threadpool
 from api import accounts
 from api._errors import ApiError, NotAuthenticatedError
 from api.deps import get_engine
-from api.ingest import REJECTED
+from api.ingest import ACCEPTED, REJECTED
+from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
 
@@ -98,6 +99,8 @@ def _store(request: Request, params: dict[str, str]) -> None:
             vehicle_id=device.vehicle_id,
             source=f"osmand:device:{device.device_id}",
         )
+    if result.status == ACCEPTED:
+        wake_live_worker(request.app)
     if result.status == REJECTED:
         msg = f"posição rejeitada: {result.reason}"
         raise FixRejectedError(msg, details={"reason": result.reason})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -12,9 +12,11 @@ from sqlalchemy.orm import Session
 from api._errors import InvalidRequestError
 from api.deps import CurrentDevice, SessionDep, SettingsDep
 from api.ingest import RowResult, ingest_batch
+from api.live_worker import live_lifespan, wake_live_worker
 from api.schemas import error_responses
 
-router = APIRouter(prefix="/api/v1/pings", tags=["ingestão"])
+router = APIRouter(prefix="/api/v1/pings", tags=["ingestão"], lifespan=live_lifespan)
+"""The live worker of the process (:mod:`api.live_worker`) starts with the app."""
 
 Scalar = str | float | None
 
@@ -88,7 +90,11 @@ def ingest_with_retry(
 
 @router.post("", response_model=PingBatchResult, responses=error_responses(401, 422, 503))
 def post_pings(
-    batch: PingBatch, device: CurrentDevice, session: SessionDep, settings: SettingsDep
+    batch: PingBatch,
+    device: CurrentDevice,
+    session: SessionDep,
+    settings: SettingsDep,
+    request: Request,
 ) -> PingBatchResult:
     """Recebe um lote de posições do dispositivo; responde linha a linha após gravar (COMMIT).
 
@@ -107,6 +113,8 @@ def post_pings(
     counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
     for r in results:
         counts[r.status] += 1
+    if counts["accepted"]:
+        wake_live_worker(request.app)  # the new fixes are in the live queue
     return PingBatchResult(
         accepted=counts["accepted"],
         duplicates=counts["duplicate"],

@@ -1,0 +1,153 @@
+"""Live detection off the request path: a worker per server process drains ``live_queue``.
+
+The HTTP ingest writes each inserted fix to ``live_queue`` in the fix's own transaction
+(:mod:`api.ingest`), so the request is answered after the COMMIT without waiting for the
+detectors. A worker in each process (:func:`live_lifespan`) repeatedly claims the queued fixes
+of some vehicles, runs :func:`api.alerts.detect_on_ingest` on them (the live detectors in a
+savepoint: states, findings, alerts and their ``NOTIFY``) and deletes them, all in one
+transaction: a committed fix is detected on exactly once, even across a crash.
+
+Ordering
+    A worker claims a vehicle only if it gets that vehicle's queue lock
+    (``pg_try_advisory_xact_lock``, never waiting), and then takes *all* of its queued fixes:
+    two workers never hold fixes of the same vehicle, and a vehicle's fixes reach the
+    detectors in time order, batch after batch.
+Latency
+    The process that stored a batch wakes its worker at once; the others poll every
+    :data:`IDLE_POLL_S` seconds while idle. Under sustained load the queue absorbs the bursts
+    the detectors cannot follow (see bench/README.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Engine, text
+
+from api.alerts import detect_on_ingest
+from api.settings import Settings
+from tracking import frames as fr
+
+log = logging.getLogger(__name__)
+
+IDLE_POLL_S = 0.1
+"""Seconds between looks at the queue while it is empty."""
+CLAIM_VEHICLES = 32
+"""Vehicles claimed at most per transaction (with all their queued fixes)."""
+_QUEUE_LOCK_CLASS = 72_944  # first key of pg_advisory_xact_lock(int, int): live queue claims
+_ERROR_PAUSE_S = 1.0
+
+_CLAIM = text(
+    "WITH candidates AS MATERIALIZED ("
+    "  SELECT vehicle_id FROM live_queue GROUP BY vehicle_id ORDER BY min(queue_id) LIMIT :n"
+    "), mine AS MATERIALIZED ("
+    "  SELECT vehicle_id FROM candidates WHERE pg_try_advisory_xact_lock(:c, hashtext(vehicle_id))"
+    ") "
+    "SELECT q.queue_id, q.vehicle_id, q.ts, q.lat, q.lon, q.speed_kmh, q.heading_deg, "
+    "q.accuracy_m, q.meter, q.tariff, q.driver_id, q.speed_flag "
+    "FROM live_queue q WHERE q.vehicle_id IN (SELECT vehicle_id FROM mine) "
+    "ORDER BY q.vehicle_id, q.ts, q.queue_id"
+)
+_COLUMNS = (
+    fr.VEHICLE_ID,
+    fr.TIMESTAMP,
+    fr.LAT,
+    fr.LON,
+    fr.SPEED_KMH,
+    fr.HEADING_DEG,
+    fr.ACCURACY_M,
+    fr.METER,
+    fr.TARIFF,
+    fr.DRIVER_ID,
+    fr.SPEED_FLAG,
+)
+
+
+def _pings(rows: list[Any]) -> pd.DataFrame:
+    """Return the claimed fixes as a pings frame (the columns the live detectors read)."""
+    data = dict(zip(_COLUMNS, zip(*(r[1:] for r in rows), strict=True), strict=True))
+    frame = pd.DataFrame({c: list(v) for c, v in data.items()})
+    frame[fr.TIMESTAMP] = pd.to_datetime(frame[fr.TIMESTAMP], utc=True)
+    frame[fr.TARIFF] = pd.array(frame[fr.TARIFF].tolist(), dtype="Int8")
+    frame[fr.ROW] = range(1, len(frame) + 1)
+    return frame
+
+
+def process_queue(engine: Engine, *, settings: Settings, max_vehicles: int = CLAIM_VEHICLES) -> int:
+    """Run the live detectors on the queued fixes of up to ``max_vehicles`` free vehicles.
+
+    Parameters
+    ----------
+    engine : sqlalchemy.Engine
+        The database.
+    settings : Settings
+        Throttle window and time zone of the detectors.
+    max_vehicles : int, default CLAIM_VEHICLES
+        Vehicles claimed at most (the oldest queued first).
+
+    Returns
+    -------
+    int
+        Fixes taken off the queue (0: nothing queued, or every queued vehicle is being
+        processed by another worker).
+    """
+    with engine.connect() as conn, conn.begin():
+        rows = conn.execute(_CLAIM, {"n": max_vehicles, "c": _QUEUE_LOCK_CLASS}).all()
+        if not rows:
+            return 0
+        # a failure is logged and rolled back to its savepoint: the fixes leave the queue
+        detect_on_ingest(conn, _pings(rows), settings=settings)
+        conn.execute(
+            text("DELETE FROM live_queue WHERE queue_id = ANY(:ids)"),
+            {"ids": [r[0] for r in rows]},
+        )
+    return len(rows)
+
+
+async def live_worker(engine: Engine, settings: Settings, wake: asyncio.Event) -> None:
+    """Drain the live queue until cancelled: at once when woken, else every IDLE_POLL_S."""
+    while True:
+        wake.clear()
+        try:
+            done = await asyncio.to_thread(process_queue, engine, settings=settings)
+        except Exception:  # the database may be away: try again shortly
+            log.exception("fila de detecção ao vivo: falha ao processar; nova tentativa")
+            await asyncio.sleep(_ERROR_PAUSE_S)
+            continue
+        if not done:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=IDLE_POLL_S)
+
+
+@contextlib.asynccontextmanager
+async def live_lifespan(app: Any) -> AsyncIterator[None]:
+    """Start this process's live worker; ``app.state.live_wake()`` wakes it from any thread."""
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def wake_worker() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: shutting down
+            loop.call_soon_threadsafe(wake.set)
+
+    app.state.live_wake = wake_worker
+    task = asyncio.create_task(
+        live_worker(app.state.engine, app.state.settings, wake), name="pontual-live-worker"
+    )
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def wake_live_worker(app: Any) -> None:
+    """Wake the process's live worker, if it runs (the app's lifespan started it)."""
+    wake: Callable[[], None] | None = getattr(app.state, "live_wake", None)
+    if wake is not None:
+        wake()
