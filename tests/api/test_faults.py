@@ -481,6 +481,7 @@ class Blocker:
                     ),
                     {"d": self.database},
                 ).scalar_one()
+                conn.rollback()  # pg_stat_activity is a snapshot taken once per transaction
                 if waiting >= n:
                     return
                 if time.monotonic() > deadline:
