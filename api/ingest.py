@@ -410,8 +410,6 @@ def check_batch(
 
 # --- storage -------------------------------------------------------------------------------------
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_US = dt.timedelta(microseconds=1)
 _QUEUED = (
     "vehicle_id, ts, lat, lon, speed_kmh, heading_deg, accuracy_m, meter, tariff, driver_id, "
     "speed_flag"
@@ -420,9 +418,10 @@ _INSERT = f"""
 WITH ins AS (
   INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, speed_kmh, heading_deg, accuracy_m, meter,
                      tariff, driver_id, h3_r9, h3_r12, speed_flag, source)
-  SELECT u.v, u.ts, u.lat, u.lon, ST_SetSRID(ST_MakePoint(u.lon, u.lat), 4326), u.speed,
+  SELECT u.v, timestamptz 'epoch' + u.ts * interval '1 microsecond', u.lat, u.lon,
+         ST_SetSRID(ST_MakePoint(u.lon, u.lat), 4326), u.speed,
          u.heading, u.accuracy, u.meter, u.tariff, u.driver, u.h9, u.h12, u.flag, %(source)s
-  FROM unnest(%(v)s::text[], %(ts)s::timestamptz[], %(lat)s::float8[], %(lon)s::float8[],
+  FROM unnest(%(v)s::text[], %(ts)s::int8[], %(lat)s::float8[], %(lon)s::float8[],
               %(speed)s::float8[], %(heading)s::float8[], %(accuracy)s::float8[],
               %(meter)s::text[], %(tariff)s::int2[], %(driver)s::text[], %(h9)s::int8[],
               %(h12)s::int8[], %(flag)s::bool[])
@@ -432,7 +431,7 @@ WITH ins AS (
 ), queued AS (
   INSERT INTO live_queue ({_QUEUED}) SELECT {_QUEUED} FROM ins
 )
-SELECT vehicle_id, ts FROM ins
+SELECT vehicle_id, (extract(epoch FROM ts) * 1000000)::int8 FROM ins
 """  # noqa: S608 - constant column lists
 _known_days: dict[str, set[dt.date]] = {}
 """UTC days whose partition of ``fixes`` was seen committed, per database (this process)."""
@@ -448,8 +447,18 @@ def _ensure_days(conn: Connection, days: set[dt.date]) -> None:
         # created now: remembered after a later batch finds it, once this one has committed
 
 
-def _floats(values: NDArray[np.float64]) -> list[float | None]:
-    return [None if math.isnan(v) else v for v in values.tolist()]
+def _numbers(values: list[Any]) -> str:
+    """Return an array literal of numbers or None (NaN is None), for ``%s::<type>[]``."""
+    return "{" + ",".join("NULL" if v is None or v != v else repr(v) for v in values) + "}"
+
+
+def _texts(values: list[str | None]) -> str:
+    """Return an array literal of texts or None, for ``%s::text[]``."""
+    quoted = (
+        "NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        for v in values
+    )
+    return "{" + ",".join(quoted) + "}"
 
 
 def store_batch(conn: Connection, batch: CheckedBatch, *, source: str) -> list[RowResult]:
@@ -483,28 +492,29 @@ def store_batch(conn: Connection, batch: CheckedBatch, *, source: str) -> list[R
         r12, r9 = max(H3_RESOLUTIONS), min(H3_RESOLUTIONS)
         h12 = latlng_to_cells(batch.lat, batch.lon, resolution=r12).view(np.int64)
         h9 = latlng_to_cells(batch.lat, batch.lon, resolution=r9).view(np.int64)
+        # Array literals: far cheaper to build than psycopg's per-element list adaptation.
         params = {
             "source": source,
-            "v": batch.vehicle_id,
-            "ts": [_EPOCH + _US * us for us in ts_us.tolist()],
-            "lat": batch.lat.tolist(),
-            "lon": batch.lon.tolist(),
-            "speed": _floats(batch.speed_kmh),
-            "heading": _floats(batch.heading_deg),
-            "accuracy": _floats(batch.accuracy_m),
-            "meter": batch.meter,
-            "tariff": batch.tariff,
-            "driver": batch.driver_id,
-            "h9": [c or None for c in h9.tolist()],
-            "h12": [c or None for c in h12.tolist()],
-            "flag": batch.speed_flag.tolist(),
+            "v": _texts(batch.vehicle_id),
+            "ts": _numbers(ts_us.tolist()),
+            "lat": _numbers(batch.lat.tolist()),
+            "lon": _numbers(batch.lon.tolist()),
+            "speed": _numbers(batch.speed_kmh.tolist()),
+            "heading": _numbers(batch.heading_deg.tolist()),
+            "accuracy": _numbers(batch.accuracy_m.tolist()),
+            "meter": _texts(batch.meter),
+            "tariff": _numbers(batch.tariff),
+            "driver": _texts(batch.driver_id),
+            "h9": _numbers([c or None for c in h9.tolist()]),
+            "h12": _numbers([c or None for c in h12.tolist()]),
+            "flag": "{" + ",".join("t" if f else "f" for f in batch.speed_flag.tolist()) + "}",
         }
         dbapi = conn.connection.driver_connection
         if dbapi is None:  # pragma: no cover - a live connection always has one
             msg = "conexão sem driver psycopg ativo"
             raise RuntimeError(msg)
         with dbapi.cursor() as cur:
-            inserted = {(v, (ts - _EPOCH) // _US) for v, ts in cur.execute(_INSERT, params)}
+            inserted = set(cur.execute(_INSERT, params))
         for row, v, us in zip(batch.rows.tolist(), batch.vehicle_id, ts_us.tolist(), strict=True):
             if (v, us) in inserted:
                 inserted.discard((v, us))  # a second fix of the same microsecond was not stored

@@ -127,6 +127,10 @@ async def live_worker(engine: Engine, settings: Settings, wake: asyncio.Event) -
 @contextlib.asynccontextmanager
 async def live_lifespan(app: Any) -> AsyncIterator[None]:
     """Start this process's live worker; ``app.state.live_wake()`` wakes it from any thread."""
+    settings: Settings = app.state.settings
+    if not settings.live_worker:  # detection runs in a process of its own (main below)
+        yield
+        return
     loop = asyncio.get_running_loop()
     wake = asyncio.Event()
 
@@ -151,3 +155,40 @@ def wake_live_worker(app: Any) -> None:
     wake: Callable[[], None] | None = getattr(app.state, "live_wake", None)
     if wake is not None:
         wake()
+
+
+def main() -> None:
+    """Run a live worker alone: ``python -m api.live_worker [--nice N]`` (``DATABASE_URL``).
+
+    For servers started with ``PONTUAL_LIVE_WORKER=false``: detection then runs in its own
+    process, at a lower CPU priority than the ingest (``--nice``, default 10) on a busy host.
+    """
+    import argparse
+    import os
+
+    from api.cli_db import database_url
+    from api.settings import get_settings
+    from db.engine import make_engine
+
+    parser = argparse.ArgumentParser(
+        description=main.__doc__.splitlines()[0] if main.__doc__ else ""
+    )
+    parser.add_argument("--nice", type=int, default=10)
+    args = parser.parse_args()
+    os.nice(args.nice)
+    settings = get_settings()
+    engine = make_engine(settings.database_url or database_url(settings, migrate=False))
+
+    async def run() -> None:
+        await live_worker(engine, settings, asyncio.Event())
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    main()

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     webhook_max_attempts: int = Field(default=6, gt=0)
     webhook_backoff_s: float = Field(default=2.0, gt=0)
     webhook_timeout_s: float = Field(default=5.0, gt=0)
+    # Live detection of ingested fixes (api/live_worker.py): a worker in each server process,
+    # or none (then run ``python -m api.live_worker`` beside the servers)
+    live_worker: bool = True
 
 
 @lru_cache

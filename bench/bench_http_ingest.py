@@ -7,6 +7,15 @@ asyncio clients (httpx), each a device of its own vehicle, send batches of ``--b
 second apart, back to back, for ``--seconds``. Reported: acknowledged fixes/s, latency p50/p99 per
 batch, and loss = acknowledged as accepted minus stored (counted in the database at the end).
 
+Under that load (issue #10 part 3), an observer reads the stand-occupancy endpoint of a stand
+where the fleet drives (every 0.5 s, an agent's token) and holds an SSE alert stream open; every
+5 s a probe vehicle sends an occupied fix 25 min old and then one 5 min old (a tracking gap), and
+the time from that POST to the alert's arrival on the stream is measured. At the end the live
+queue's backlog is reported, and how long the live detectors take to drain it.
+
+``--live server`` (default) runs the live worker in each server process; ``--live process`` runs
+the servers with ``PONTUAL_LIVE_WORKER=false`` and one ``python -m api.live_worker --nice 10``.
+
     .venv/bin/python bench/bench_http_ingest.py                 # 60 s, 8 clients, 2 workers
     .venv/bin/python bench/bench_http_ingest.py --seconds 10 --clients 4 --workers 1
 
@@ -18,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
+import json
 import os
 import secrets
 import signal
@@ -30,6 +41,9 @@ import time
 import httpx
 import numpy as np
 from sqlalchemy import text
+
+STAND = ("BENCH1", -30.0295, -51.23)  # id, lat, lon: where the bench fleet drives
+PROBE_EVERY_S = 5.0
 
 
 def _free_port() -> int:
@@ -52,19 +66,100 @@ def _database(url: str | None) -> tuple[str, str]:
     return base, bench_url
 
 
-def _devices(url: str, n: int) -> list[tuple[str, str]]:
+def _devices(url: str, n: int, n_probes: int) -> tuple[list, list, str]:
+    """Devices of the load, devices of registered probe vehicles, an agent's token; a stand."""
     from api import accounts
     from db.engine import make_engine, session_scope
+    from fleet.models import Vehicle
+    from stands.registry import create_stand
 
     engine = make_engine(url)
-    out = []
+    out, probes = [], []
     with session_scope(engine) as session:
         for i in range(n):
             vehicle = f"B{i:03d}"
             _, token = accounts.create_device(session=session, vehicle_id=vehicle)
             out.append((vehicle, token))
+        for i in range(n_probes):
+            vehicle = f"PROBE{i:03d}"
+            session.add(Vehicle(vehicle_id=vehicle, prefixo=vehicle))
+            session.flush()
+            _, token = accounts.create_device(session=session, vehicle_id=vehicle)
+            probes.append((vehicle, token))
+        stand_id, lat, lon = STAND
+        create_stand(
+            session=session,
+            stand_id=stand_id,
+            actor="bench",
+            lat=lat,
+            lon=lon,
+            radius_m=60,
+            capacity=4,
+        )
+        user = accounts.create_user(
+            session=session, username="bench-agent", password="senha-do-bench-1", role="agent"
+        )
+        agent, _ = accounts.issue_token(session=session, user=user, ttl_s=3600)
     engine.dispose()
-    return out
+    return out, probes, agent
+
+
+async def _sse(base: str, agent: str, arrived: dict[str, float], ready: asyncio.Event) -> None:
+    """Hold the alert stream open; note when each probe vehicle's alert arrives."""
+    headers = {"Authorization": f"Bearer {agent}"}
+    timeout = httpx.Timeout(10, read=None)
+    async with (
+        httpx.AsyncClient(base_url=base, timeout=timeout) as client,
+        client.stream(
+            "GET", "/api/v1/alerts/stream", params={"kind": "tracking_gap"}, headers=headers
+        ) as response,
+    ):
+        async for line in response.aiter_lines():
+            if line.startswith(": conectado"):
+                ready.set()
+            elif line.startswith("data: "):
+                event = json.loads(line[6:])
+                arrived.setdefault(event["vehicle_id"], time.perf_counter())
+
+
+async def _observer(
+    base: str,
+    agent: str,
+    probes: list[tuple[str, str]],
+    deadline: float,
+    occupancy_ms: list[float],
+    sent: dict[str, float],
+) -> None:
+    """Read the stand's occupancy every 0.5 s; start a probe's tracking gap every 5 s."""
+    headers = {"Authorization": f"Bearer {agent}"}
+    next_probe = time.perf_counter() + 1.0
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            response = await client.get(f"/api/v1/stands/{STAND[0]}/occupancy", headers=headers)
+            if response.status_code == 200:
+                occupancy_ms.append((time.perf_counter() - t0) * 1000)
+            else:
+                print("occupancy", response.status_code, response.text[:200], file=sys.stderr)
+            if t0 >= next_probe and len(sent) < len(probes):
+                vehicle, token = probes[len(sent)]
+                now = dt.datetime.now(dt.UTC)
+                for minutes_ago in (25, 5):
+                    fix = {
+                        "timestamp": (now - dt.timedelta(minutes=minutes_ago)).isoformat(),
+                        "lat": -30.0277,
+                        "lon": -51.2287,
+                        "meter": "occupied",
+                    }
+                    t_send = time.perf_counter()
+                    await client.post(
+                        "/api/v1/pings",
+                        json={"pings": [fix]},
+                        headers={"Authorization": f"Bearer {token}"},
+                    )
+                sent[vehicle] = t_send
+                next_probe += PROBE_EVERY_S
+            await asyncio.sleep(max(0.0, 0.5 - (time.perf_counter() - t0)))
 
 
 async def _client(
@@ -102,19 +197,72 @@ async def _client(
     _ = seconds
 
 
-async def _run(base: str, devices: list[tuple[str, str]], batch: int, seconds: int) -> tuple:
+async def _run(
+    base: str,
+    devices: list[tuple[str, str]],
+    batch: int,
+    seconds: int,
+    probes: list[tuple[str, str]],
+    agent: str,
+) -> tuple:
     latencies: list[float] = []
     acked = [0]
-    start = dt.datetime.now(dt.UTC) - dt.timedelta(days=2)
+    occupancy_ms: list[float] = []
+    sent: dict[str, float] = {}
+    arrived: dict[str, float] = {}
+    ready = asyncio.Event()
+    sse = asyncio.create_task(_sse(base, agent, arrived, ready))
+    await asyncio.wait_for(ready.wait(), timeout=30)
+    # A fix per simulated second: up to 40,000 fixes/s in all stay in the past.
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds * 40_000 / len(devices))
     t0 = time.perf_counter()
     deadline = t0 + seconds
     await asyncio.gather(
+        _observer(base, agent, probes, deadline, occupancy_ms, sent),
         *(
             _client(base, token, batch, deadline, start, latencies, acked, seconds)
             for _, token in devices
-        )
+        ),
     )
-    return time.perf_counter() - t0, latencies, acked[0]
+    wall = time.perf_counter() - t0
+    return wall, latencies, acked[0], occupancy_ms, sent, arrived, sse
+
+
+def _drain(url: str, sent: dict, arrived: dict, timeout_s: float = 600) -> tuple[int, float]:
+    """Return the live queue's backlog at the end of the load and the seconds to drain it."""
+    from db.engine import make_engine
+
+    engine = make_engine(url)
+    t0 = time.perf_counter()
+    with engine.connect() as conn:
+        backlog = int(conn.execute(text("SELECT count(*) FROM live_queue")).scalar_one())
+        left = backlog
+        while left and time.perf_counter() - t0 < timeout_s:
+            time.sleep(0.2)
+            left = int(conn.execute(text("SELECT count(*) FROM live_queue")).scalar_one())
+            conn.rollback()
+    engine.dispose()
+    return backlog, time.perf_counter() - t0
+
+
+async def _until_drained(
+    url: str,
+    base: str,
+    devices: list,
+    args: argparse.Namespace,
+    probes: list,
+    agent: str,
+) -> tuple:
+    """Run the load, then wait (stream still open) until the live queue is empty."""
+    wall, latencies, acked, occupancy_ms, sent, arrived, sse = await _run(
+        base, devices, args.batch, args.seconds, probes, agent
+    )
+    drained = await asyncio.to_thread(_drain, url, sent, arrived)
+    await asyncio.sleep(1.0)  # the last alerts on their way
+    sse.cancel()
+    with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+        await sse
+    return wall, latencies, acked, occupancy_ms, sent, arrived, drained
 
 
 def main() -> None:
@@ -124,6 +272,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--live", choices=("server", "process"), default="server")
     args = parser.parse_args()
 
     from db.engine import drop_database, make_engine
@@ -131,6 +280,10 @@ def main() -> None:
     _, url = _database(args.url)
     port = _free_port()
     env = os.environ | {"DATABASE_URL": url}
+    live = None
+    if args.live == "process":
+        env |= {"PONTUAL_LIVE_WORKER": "false"}
+        live = subprocess.Popen([sys.executable, "-m", "api.live_worker", "--nice", "10"], env=env)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -152,7 +305,8 @@ def main() -> None:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        devices = _devices(url, args.clients)
+        n_probes = int(args.seconds // PROBE_EVERY_S)
+        devices, probes, agent = _devices(url, args.clients, n_probes)
         for _ in range(200):
             try:
                 if httpx.get(f"{base}/health", timeout=1).status_code == 200:
@@ -160,11 +314,17 @@ def main() -> None:
             except httpx.TransportError:
                 time.sleep(0.1)
         load_before = os.getloadavg()[0]
-        wall, latencies, acked = asyncio.run(_run(base, devices, args.batch, args.seconds))
+        wall, latencies, acked, occupancy_ms, sent, arrived, sse = asyncio.run(
+            _until_drained(url, base, devices, args, probes, agent)
+        )
         load_after = os.getloadavg()[0]
         engine = make_engine(url)
         with engine.connect() as conn:
-            stored = int(conn.execute(text("SELECT count(*) FROM fixes")).scalar_one())
+            stored = int(
+                conn.execute(
+                    text("SELECT count(*) FROM fixes WHERE vehicle_id LIKE 'B%'")
+                ).scalar_one()
+            )
         engine.dispose()
         lat_ms = np.array(latencies) * 1000
         print(
@@ -178,7 +338,22 @@ def main() -> None:
             f"p99 {np.percentile(lat_ms, 99):.1f} ms, max {lat_ms.max():.1f} ms"
         )
         print(f"loss (acknowledged - stored) {acked - stored}")
+        occ = np.array(occupancy_ms)
+        print(
+            f"stand occupancy under load: {len(occ)} reads, p50 {np.percentile(occ, 50):.1f} ms, "
+            f"p99 {np.percentile(occ, 99):.1f} ms"
+        )
+        backlog, drain_s = sse
+        lags = sorted(arrived[v] - sent[v] for v in sent if v in arrived)
+        print(
+            f"live queue at the end of the load: {backlog} fixes, drained in {drain_s:.1f} s; "
+            f"alerts on SSE {len(lags)}/{len(sent)}, POST -> SSE "
+            + (f"p50 {np.percentile(lags, 50):.2f} s, max {max(lags):.2f} s" if lags else "-")
+        )
     finally:
+        if live is not None:
+            live.send_signal(signal.SIGINT)
+            live.wait(timeout=20)
         server.send_signal(signal.SIGINT)
         try:
             server.wait(timeout=20)

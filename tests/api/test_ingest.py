@@ -184,3 +184,47 @@ class TestCheckBatch:
         assert batch.answers == {2: ingest.RowResult(2, "rejected", reason)}
         assert batch.rows.tolist() == [1]
         assert [b[:2] for b in batch.bad] == [(2, reason)]
+
+
+class TestIngestBatch:
+    def test_stores_what_the_file_ingest_stores_and_queues_it(self, db_session: Any) -> None:
+        """Fixes stored by ingest_batch equal copy_fixes' (every column); they are queued."""
+        from sqlalchemy import text
+
+        from tracking.store import copy_fixes
+
+        rows = [
+            {"timestamp": "2026-11-30T10:00:00.123456Z", "lat": -30.03, "lon": -51.23},
+            {"timestamp": 1_764_496_801.5, "lat": -30.0301, "lon": -51.2301, "speed_kmh": 12.5,
+             "heading_deg": 90.0, "accuracy_m": 4.0, "meter": "Occupied", "tariff": "2",
+             "driver_id": 'D "7"'},
+            {"timestamp": "2026-11-30T07:00:03-03:00", "lat": -29.5, "lon": -51.2},  # far: flag
+        ]  # fmt: skip
+        conn = db_session.connection()
+        results = ingest.ingest_batch(
+            conn=conn, rows=rows, vehicle_id="HTTP1", source="t", now=NOW.to_pydatetime()
+        )
+        assert [r.status for r in results] == ["accepted"] * 3
+        again = ingest.ingest_batch(
+            conn=conn, rows=rows, vehicle_id="HTTP1", source="t", now=NOW.to_pydatetime()
+        )
+        assert [r.status for r in again] == ["duplicate"] * 3
+        pings, _ = ingest.validate_pings(
+            ingest.raw_frame(rows, default_vehicle_id="FILE1"), now=NOW
+        )
+        copy_fixes(conn, pings, source="t")
+        columns = (
+            "ts, lat, lon, ST_AsEWKT(geom), speed_kmh, heading_deg, accuracy_m, meter, tariff, "
+            "driver_id, h3_r9, h3_r12, speed_flag"
+        )
+
+        def stored(vehicle: str) -> list[tuple[Any, ...]]:
+            query = f"SELECT {columns} FROM fixes WHERE vehicle_id = :v ORDER BY ts"  # noqa: S608
+            return [tuple(r) for r in conn.execute(text(query), {"v": vehicle})]
+
+        assert stored("HTTP1") == stored("FILE1")
+        assert [r[-1] for r in stored("HTTP1")] == [False, False, True]
+        queued = conn.execute(
+            text("SELECT count(*) FROM live_queue WHERE vehicle_id = 'HTTP1'")
+        ).scalar_one()
+        assert queued == 3
