@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api._errors import ApiError
 from db._errors import DatabaseUnreachableError
+from tracking._errors import PartitionStateError
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,12 @@ def _value_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(422, "invalid_request", str(exc))
 
 
+def _storage_error(request: Request, exc: Exception) -> JSONResponse:
+    """Storage in a state the server cannot fix by itself: 503 naming it, nothing acknowledged."""
+    log.error("storage error on %s %s: %s", request.method, request.url.path, exc)
+    return error_response(503, "storage_error", str(exc), headers={"Retry-After": "60"})
+
+
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal_error", "erro interno; o incidente foi registrado")
@@ -151,4 +158,5 @@ def install_error_handlers(app: FastAPI) -> None:
     for db_error in db_errors:
         app.add_exception_handler(db_error, _database_error)
     app.add_exception_handler(ValueError, _value_error)
+    app.add_exception_handler(PartitionStateError, _storage_error)
     app.add_exception_handler(Exception, _unexpected)

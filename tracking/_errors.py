@@ -33,3 +33,7 @@ class InvalidParameterError(ValueError):
 
 class PingFrameError(ValueError):
     """A pings frame that breaks its contract (e.g. naive timestamps)."""
+
+
+class PartitionStateError(RuntimeError):
+    """A daily partition of ``fixes`` in a state ingest cannot fix safely (e.g. detached)."""

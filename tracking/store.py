@@ -29,7 +29,12 @@ from db import pgcopy as pcp
 from db.upsert import stage_rows
 from geo.h3 import NO_DISKS, latlng_to_cells, latlng_to_parent_cells
 from tracking import frames
-from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
+from tracking._errors import (
+    InvalidParameterError,
+    MissingColumnsError,
+    PartitionStateError,
+    PingFrameError,
+)
 from tracking.models import FIXES_DEFAULT_PARTITION, FIXES_TABLE
 
 H3_RESOLUTIONS = (9, 12)
@@ -122,6 +127,13 @@ def _ensure_days(conn: Connection, days: list[dt.date]) -> list[str]:
         name = partition_name(day)
         if name in existing:
             continue
+        if conn.execute(text("SELECT to_regclass(:n)"), {"n": name}).scalar() is not None:
+            msg = (
+                f"a tabela {name} existe mas não é partição de {FIXES_TABLE} (desanexada?): "
+                f"os fixes de {day} não foram gravados; reanexe-a com ALTER TABLE {FIXES_TABLE} "
+                f"ATTACH PARTITION {name} … ou renomeie-a"
+            )
+            raise PartitionStateError(msg)
         lo = f"{day.isoformat()} 00:00:00+00"
         hi = f"{(day + dt.timedelta(days=1)).isoformat()} 00:00:00+00"
         bounds = {"lo": lo, "hi": hi}

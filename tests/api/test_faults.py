@@ -723,11 +723,6 @@ class TestBrokenPartition:
         everything = set(both.keys) | set(broken.keys)
         assert stored_fixes(engine, [vehicle_id]) == Counter(dict.fromkeys(everything, 1))
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="a day's table detached by hand (or left by a failed attach) makes the ingest "
-        "run CREATE TABLE with its name: DuplicateTable, answered 500 internal_error",
-    )
     def test_detached_partition_is_stored_or_a_clear_error(
         self, killable: tuple[ServeProcess, Engine, tuple[str, str]]
     ) -> None:
@@ -748,3 +743,4 @@ class TestBrokenPartition:
             assert not stored, "rows stored but not acknowledged"
             assert response.status_code == 503 or 400 <= response.status_code < 500, response.text
             assert response.json()["error"]["code"] != "internal_error"
+            assert partition_name(day) in response.json()["error"]["message"]
