@@ -387,7 +387,8 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
     ``RSS after`` is close to what stays alive.
     """
     import tracking.pipeline as pipeline
-    from api.cli_analyze import _boundary
+    from api.cli_analyze import _bundled_municipality, _rulebooks
+    from enforcement.proposals import proposal_summary, propose, write_proposals_json
     from fleet.loaders import read_fleet
     from maps.findings import findings_map
     from stands.layers import read_stands
@@ -462,7 +463,7 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
     pipeline.run_detectors = run_detectors
 
-    params = AnalysisParams()
+    params = AnalysisParams(timezone="America/Sao_Paulo")
     base = {"peak_mb": _status_mb("VmHWM"), "rss_after_mb": _status_mb("VmRSS")}
     rows.append({"stage": "(imports, before reading)", "level": 0, "seconds": 0.0, **base})
     begin("read + validate pings")
@@ -471,7 +472,8 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
     begin("stands, fleet, boundary")
     stands = read_stands(spec["stands"], default_radius_m=STAND_RADIUS_M)
     fleet = read_fleet(spec["fleet"], municipality=POA)
-    boundary = _boundary(None, POA)
+    boundary, timezone = _bundled_municipality(POA)
+    books, _ = _rulebooks(POA)
     end()
 
     def on_stage(label: str) -> None:
@@ -482,12 +484,19 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
         pings, rejected, stands, fleet=fleet, boundary=boundary, params=params, progress=on_stage
     )
     end()
-    begin("write outputs (CSV, GeoJSON, summary)")
+    begin("proposals (rulebooks)")
+    proposals, uncovered = propose(result.findings, books, timezone=timezone, fleet=fleet)
+    result.summary |= proposal_summary(proposals, uncovered)
+    end()
+    begin("write outputs (CSV, GeoJSON, summary, proposals)")
     with tempfile.TemporaryDirectory() as out:
         write_outputs(result, Path(out))
+        write_proposals_json(proposals, Path(out) / "proposals.json")
         end()
         begin("map.html")
-        findings_map(stands, result.findings, tiles=None).save(str(Path(out) / "map.html"))
+        findings_map(stands, result.findings, fixes=pings, timezone=timezone, tiles=None).save(
+            str(Path(out) / "map.html")
+        )
         end()
     keys = ("pings_valid", "pings_rejected", "pings_in_stands", "visits", "boardings", "trips")
     summary = {k: result.summary.get(k) for k in (*keys, "stops")}

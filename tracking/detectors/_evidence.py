@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -126,8 +127,8 @@ def day_array(values: Iterable[Any], *, column: str, what: str, missing: int) ->
 
 
 def iso_utc(ns: int) -> str:
-    """``YYYY-MM-DDTHH:MM:SSZ`` of an epoch-nanosecond instant."""
-    return pd.Timestamp(int(ns), unit="ns", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``YYYY-MM-DDTHH:MM:SSZ`` of an epoch-nanosecond instant (seconds floored)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(ns) // NS))
 
 
 def fix_record(ns: int, lat: float, lon: float, row: int | None) -> dict[str, Any]:

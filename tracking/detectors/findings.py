@@ -48,6 +48,8 @@ FINDING_COLUMNS = (
     "geometry",
 )
 _UTC = pd.DatetimeTZDtype("ns", "UTC")
+_ID_STAMP = "%Y%m%dT%H%M%S.%fZ"
+_ISO_UTC = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class FindingsFrameError(ValueError):
@@ -83,9 +85,25 @@ def finding_id(kind: str, vehicle_id: str | None, stand_id: str | None, started_
     started_at : timestamp-like
         Start of the finding's interval (tz-aware).
     """
-    stamp = pd.Timestamp(started_at).tz_convert("UTC").strftime("%Y%m%dT%H%M%S.%fZ")
+    stamp = pd.Timestamp(started_at).tz_convert("UTC").strftime(_ID_STAMP)
     key = f"{kind}|{vehicle_id or ''}|{stand_id or ''}|{stamp}"
     return f"{kind}-{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+
+
+def _finding_ids(frame: pd.DataFrame) -> list[str]:
+    """:func:`finding_id` of every row (the stamps formatted at once)."""
+    started = frame["started_at"]
+    if started.isna().any():  # let finding_id raise as it does on its own
+        stamps = [pd.Timestamp(t).tz_convert("UTC").strftime(_ID_STAMP) for t in started]
+    else:
+        stamps = started.dt.tz_convert("UTC").dt.strftime(_ID_STAMP).tolist()
+    out = []
+    for kind, vehicle_id, stand_id, stamp in zip(
+        frame["kind"], frame["vehicle_id"], frame["stand_id"], stamps, strict=True
+    ):
+        key = f"{kind}|{vehicle_id or ''}|{stand_id or ''}|{stamp}"
+        out.append(f"{kind}-{hashlib.sha1(key.encode()).hexdigest()[:16]}")
+    return out
 
 
 def make_findings(rows: pd.DataFrame, geometry: Iterable[Any] | None = None) -> gpd.GeoDataFrame:
@@ -110,12 +128,7 @@ def make_findings(rows: pd.DataFrame, geometry: Iterable[Any] | None = None) -> 
     frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True).astype(_UTC)
     frame["ended_at"] = pd.to_datetime(frame["ended_at"], utc=True).astype(_UTC)
     frame["confidence"] = frame["confidence"].astype("float64")
-    frame["finding_id"] = [
-        finding_id(k, v, sid, t)
-        for k, v, sid, t in zip(
-            frame["kind"], frame["vehicle_id"], frame["stand_id"], frame["started_at"], strict=True
-        )
-    ]
+    frame["finding_id"] = _finding_ids(frame)
     geo = gpd.GeoSeries(
         list(geometry) if geometry is not None else [None] * len(frame), index=frame.index, crs=4326
     )
@@ -169,6 +182,50 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def _plain(value: Any) -> Any:
+    """JSON encoder hook: the values :func:`jsonable` converts that JSON lacks (else TypeError)."""
+    if isinstance(value, pd.Timestamp | np.floating):
+        return jsonable(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    msg = f"Object of type {type(value).__name__} is not JSON serializable"
+    raise TypeError(msg)
+
+
+# Strict: a NaN (which jsonable turns into null) or an odd key raises, and that feature takes
+# the jsonable path; both paths give the same text.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_plain)
+
+
+def _utc_texts(col: pd.Series) -> list[Any]:
+    """``jsonable`` of each instant of a column (at once when tz-aware and complete)."""
+    if isinstance(col.dtype, pd.DatetimeTZDtype) and not col.isna().any():
+        texts: list[Any] = col.dt.tz_convert("UTC").dt.strftime(_ISO_UTC).tolist()
+        return texts
+    return [jsonable(v) for v in col]
+
+
+def _geometries(geoms: gpd.GeoSeries) -> list[Any]:
+    """``__geo_interface__`` of each geometry (None for a missing or empty one)."""
+    values = np.asarray(geoms.array, dtype=object)
+    out: list[Any] = [None] * len(values)
+    type_id = shapely.get_type_id(values)
+    empty = shapely.is_empty(values)
+    points = np.flatnonzero((type_id == 0) & ~empty & ~shapely.has_z(values))
+    xy = shapely.get_coordinates(values[points]).tolist()
+    for k, (x, y) in zip(points.tolist(), xy, strict=True):
+        out[k] = {"type": "Point", "coordinates": (x, y)}
+    for k in np.flatnonzero((type_id > 0) & ~empty).tolist():
+        out[k] = values[k].__geo_interface__
+    for k in np.flatnonzero((type_id == 0) & ~empty & shapely.has_z(values)).tolist():
+        out[k] = values[k].__geo_interface__
+    return out
+
+
 def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
     """Write ``findings.geojson``: a FeatureCollection with the contract's properties.
 
@@ -180,29 +237,42 @@ def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
         Destination file.
     """
     validate_findings(findings)
-    features = []
-    for row in findings.itertuples(index=False):
-        geom = row.geometry
-        features.append(
-            {
+    columns = zip(
+        _geometries(findings.geometry),
+        findings["finding_id"].tolist(),
+        findings["kind"].tolist(),
+        findings["vehicle_id"].tolist(),
+        findings["stand_id"].tolist(),
+        _utc_texts(findings["started_at"]),
+        _utc_texts(findings["ended_at"]),
+        findings["confidence"].astype("float64").tolist(),
+        findings["details"].tolist(),
+        strict=True,
+    )
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write('{"type": "FeatureCollection", "features": [')
+        for k, (geom, fid, kind, vehicle, stand, start, end, conf, details) in enumerate(columns):
+            feature = {
                 "type": "Feature",
-                "geometry": None if geom is None or geom.is_empty else geom.__geo_interface__,
+                "geometry": geom,
                 "properties": {
-                    "finding_id": row.finding_id,
-                    "kind": row.kind,
-                    "vehicle_id": row.vehicle_id,
-                    "stand_id": row.stand_id,
-                    "started_at": jsonable(row.started_at),
-                    "ended_at": jsonable(row.ended_at),
-                    "confidence": float(row.confidence),
-                    "details": jsonable(row.details),
+                    "finding_id": fid,
+                    "kind": kind,
+                    "vehicle_id": vehicle,
+                    "stand_id": stand,
+                    "started_at": start,
+                    "ended_at": end,
+                    "confidence": conf,
+                    "details": details,
                 },
             }
-        )
-    path.write_text(
-        json.dumps({"type": "FeatureCollection", "features": features}, ensure_ascii=False),
-        encoding="utf-8",
-    )
+            try:
+                text = _ENCODER.encode(feature)
+            except (ValueError, TypeError):
+                feature["properties"]["details"] = jsonable(details)  # type: ignore[index]
+                text = json.dumps(feature, ensure_ascii=False)
+            fh.write(", " + text if k else text)
+        fh.write("]}")
 
 
 def read_findings_geojson(path: Path) -> gpd.GeoDataFrame:
