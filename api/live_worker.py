@@ -41,6 +41,7 @@ CLAIM_VEHICLES = 32
 """Vehicles claimed at most per transaction (with all their queued fixes)."""
 _QUEUE_LOCK_CLASS = 72_944  # first key of pg_advisory_xact_lock(int, int): live queue claims
 _ERROR_PAUSE_S = 1.0
+_STOP_WAIT_S = 10.0
 
 _CLAIM = text(
     "WITH candidates AS MATERIALIZED ("
@@ -109,19 +110,30 @@ def process_queue(engine: Engine, *, settings: Settings, max_vehicles: int = CLA
     return len(rows)
 
 
-async def live_worker(engine: Engine, settings: Settings, wake: asyncio.Event) -> None:
-    """Drain the live queue until cancelled: at once when woken, else every IDLE_POLL_S."""
-    while True:
+async def _wait(event: asyncio.Event, timeout_s: float) -> None:
+    """Wait for ``event`` at most ``timeout_s`` (asyncio.wait: cancellation never swallowed)."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout_s)
+    finally:
+        waiter.cancel()
+
+
+async def live_worker(
+    engine: Engine, settings: Settings, wake: asyncio.Event, stop: asyncio.Event | None = None
+) -> None:
+    """Drain the live queue until ``stop`` is set (or cancelled): at once when woken."""
+    stop = stop or asyncio.Event()
+    while not stop.is_set():
         wake.clear()
         try:
             done = await asyncio.to_thread(process_queue, engine, settings=settings)
         except Exception:  # the database may be away: try again shortly
             log.exception("fila de detecção ao vivo: falha ao processar; nova tentativa")
-            await asyncio.sleep(_ERROR_PAUSE_S)
+            await _wait(stop, _ERROR_PAUSE_S)
             continue
         if not done:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=IDLE_POLL_S)
+            await _wait(wake, IDLE_POLL_S)
 
 
 @contextlib.asynccontextmanager
@@ -139,12 +151,16 @@ async def live_lifespan(app: Any) -> AsyncIterator[None]:
             loop.call_soon_threadsafe(wake.set)
 
     app.state.live_wake = wake_worker
+    stop = asyncio.Event()
     task = asyncio.create_task(
-        live_worker(app.state.engine, app.state.settings, wake), name="pontual-live-worker"
+        live_worker(app.state.engine, app.state.settings, wake, stop), name="pontual-live-worker"
     )
     try:
         yield
     finally:
+        stop.set()  # ends the loop after the claim in progress (committed or rolled back)
+        wake.set()
+        await asyncio.wait({task}, timeout=_STOP_WAIT_S)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
