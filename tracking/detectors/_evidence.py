@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError, FleetFrameError
@@ -148,6 +150,17 @@ def ping_rows(pings: pd.DataFrame) -> NDArray[np.int64]:
     return pd.to_numeric(pings["row"]).fillna(-1).to_numpy(dtype=np.int64)
 
 
+def meter_at(pings: pd.DataFrame, positions: NDArray[np.int64]) -> NDArray[np.object_]:
+    """``meter`` of the pings at ``positions`` (None everywhere without the column).
+
+    Only those cells become Python objects: the whole column as objects would cost seconds and
+    hundreds of MB on millions of fixes.
+    """
+    if "meter" not in pings.columns:
+        return np.full(len(positions), None, dtype=object)
+    return np.asarray(pings["meter"].take(positions).to_numpy(dtype=object), dtype=object)
+
+
 def ping_field(ping: Mapping[str, Any], name: str) -> Any:
     """Return a ping field for the live functions, None when absent or null."""
     value = ping.get(name)
@@ -179,6 +192,45 @@ def clip_confidence(value: float, *, high: float = 0.95, low: float = 0.05) -> f
     return round(min(high, max(low, float(value))), 4)
 
 
+def vehicle_codes(values: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.object_]]:
+    """``pd.factorize(values.astype("str"), sort=True)`` as arrays, without Python strings.
+
+    Text columns are dictionary-encoded by Arrow (several times faster on millions of fixes);
+    other columns take pandas' path. Null ids get code -1, as in :func:`pandas.factorize`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(codes, uniques)``: int64 codes into ``uniques`` (str, sorted).
+    """
+    arr = pa.array(values, from_pandas=True) if len(values) else None
+    if arr is None or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        codes, uniques = pd.factorize(values.astype("str"), sort=True)
+        return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    if arr.null_count == 0 and len(arr) > 1:
+        head, tail = arr[:-1], arr[1:]
+        if pc.all(pc.less_equal(head, tail)).as_py():  # sorted (the pings contract): runs
+            change = np.asarray(pc.not_equal(head, tail).to_numpy(zero_copy_only=False), bool)
+            codes = np.concatenate(([0], np.cumsum(change, dtype=np.int64)))
+            starts = np.flatnonzero(np.concatenate(([True], change)))
+            first = arr.take(pa.array(starts)).to_numpy(zero_copy_only=False)
+            return codes, np.asarray(first, dtype=object)
+    encoded = pc.dictionary_encode(arr)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.unify_dictionaries()
+        dictionary = encoded.chunk(0).dictionary  # len(values) > 0: at least one chunk
+        indices = pa.chunked_array([c.indices for c in encoded.chunks], type=pa.int32())
+    else:
+        dictionary, indices = encoded.dictionary, encoded.indices
+    found = np.asarray(dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    order = np.argsort(found, kind="stable")
+    rank = np.empty(len(found) + 1, dtype=np.int64)
+    rank[order] = np.arange(len(found), dtype=np.int64)
+    rank[-1] = -1  # null ids
+    raw = np.asarray(pc.fill_null(indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return rank[raw], found[order]
+
+
 def sorted_view(
     pings: pd.DataFrame,
 ) -> tuple[NDArray[np.int64] | None, NDArray[np.int64], NDArray[np.int64]]:
@@ -188,7 +240,7 @@ def sorted_view(
     that sort it; ``codes`` (vehicle codes) and ``ns`` (UTC nanoseconds) are in sorted order.
     """
     ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
-    codes = pd.factorize(pings["vehicle_id"].astype("str"), sort=True)[0].astype(np.int64)
+    codes = vehicle_codes(pings["vehicle_id"])[0]
     dv, dt_ = np.diff(codes), np.diff(ns)
     if bool(np.all((dv > 0) | ((dv == 0) & (dt_ >= 0)))):
         return None, codes, ns

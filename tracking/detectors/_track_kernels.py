@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from tracking import frames as fr
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors._evidence import vehicle_codes
 from tracking.detectors.findings import empty_findings, finding_id, make_findings
 
 NS = 1_000_000_000
@@ -129,8 +130,7 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
     if vid.isna().any():
         msg = f"'vehicle_id' dos pings tem {int(vid.isna().sum())} valor(es) nulo(s)"
         raise DetectorInputError(msg)
-    codes, uniques = pd.factorize(vid.astype("str"), sort=True)
-    codes = codes.astype(np.int64)
+    codes, uniques = vehicle_codes(vid)
     lat = pings[fr.LAT].to_numpy(dtype=np.float64)
     lon = pings[fr.LON].to_numpy(dtype=np.float64)
     meter = meter_codes(pings[fr.METER] if fr.METER in pings.columns else None, n)
@@ -160,8 +160,7 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
             codes, ts, lat, lon = codes[order], ts[order], lat[order], lon[order]
             meter, row, flag = meter[order], row[order], flag[order]
             ref = None if ref is None else ref[order]
-    vehicles = np.asarray(uniques, dtype=object)
-    return TrackArrays(vehicles, codes, ts, lat, lon, meter, row, flag, ref)
+    return TrackArrays(uniques, codes, ts, lat, lon, meter, row, flag, ref)
 
 
 def timestamp_ns(value: Any, *, what: str = "o ping") -> int:

@@ -62,6 +62,7 @@ from tracking.detectors._evidence import (
     ping_rows,
     require_columns,
     utc_ns,
+    vehicle_codes,
     zone,
 )
 from tracking.detectors.findings import empty_findings, make_findings
@@ -410,12 +411,15 @@ def detect_flag2_misuse(
     ns0 = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
     if len(pings) == 0 or "meter" not in pings.columns or "tariff" not in pings.columns:
         return empty_findings()
-    codes0, vehicles = pd.factorize(pings["vehicle_id"].astype("str"))
-    order = np.lexsort((ns0, codes0))
-    ns, codes = ns0[order], codes0[order]
-    flag2 = (pings["meter"].to_numpy(dtype=object)[order] == "occupied") & (
-        pd.to_numeric(pings["tariff"]).fillna(0).to_numpy()[order] == 2
-    )
+    codes, vehicles = vehicle_codes(pings["vehicle_id"])
+    ns = ns0
+    dv, dt_ = np.diff(codes), np.diff(ns0)
+    order: NDArray[np.int64] | slice = slice(None)  # the contract's order: nothing to sort
+    if not bool(np.all((dv > 0) | ((dv == 0) & (dt_ >= 0)))):
+        order = np.lexsort((ns0, codes))
+        ns, codes = ns0[order], codes[order]
+    occupied = pings["meter"].eq("occupied").fillna(False).to_numpy(dtype=bool)
+    flag2 = occupied[order] & (pd.to_numeric(pings["tariff"]).fillna(0).to_numpy()[order] == 2)
     if not flag2.any():
         return empty_findings()
     n = len(ns)

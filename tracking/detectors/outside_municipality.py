@@ -48,6 +48,7 @@ from tracking.detectors._evidence import (
     clip_confidence,
     fix_record,
     iso_utc,
+    meter_at,
     ping_field,
     ping_ns,
     ping_rows,
@@ -330,12 +331,7 @@ def detect_outside_municipality(
         prev = pos - 1
         has_prev = (prev >= 0) & (codes[np.maximum(prev, 0)] == codes[pos])
         prev_orig = prev if order is None else order[np.maximum(prev, 0)]
-        meter = (
-            pings["meter"].to_numpy(dtype=object)
-            if "meter" in pings.columns
-            else np.full(len(pings), None, dtype=object)
-        )
-        prev_meter = pd.Series(meter[prev_orig]).to_numpy(dtype=object)
+        prev_meter = meter_at(pings, prev_orig)
         seen = has_prev & pd.Series(prev_meter).isin(["free", "off"]).to_numpy(dtype=bool)
         if "accuracy_m" in pings.columns:
             acc = pings["accuracy_m"].to_numpy(dtype=np.float64)[orig]

@@ -53,6 +53,7 @@ from tracking.detectors._evidence import (
     fix_record,
     iso_utc,
     last_at_or_before,
+    meter_at,
     ping_rows,
     require_columns,
     sorted_positions,
@@ -249,8 +250,7 @@ def detect_queue_jump(
     at = np.where(
         at_sorted >= 0, at_sorted if order is None else order[np.maximum(at_sorted, 0)], -1
     )
-    meter = pings["meter"].to_numpy(dtype=object)
-    free = (at >= 0) & (pd.Series(meter[np.maximum(at, 0)]).to_numpy(dtype=object) == "free")
+    free = (at >= 0) & (meter_at(pings, np.maximum(at, 0)) == "free")
     i, j, at = i[free], j[free], at[free]
     if not len(i):
         return empty_findings()

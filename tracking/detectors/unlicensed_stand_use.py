@@ -67,6 +67,7 @@ from tracking.detectors._evidence import (
     clip_confidence,
     fix_record,
     iso_utc,
+    meter_at,
     ping_rows,
     require_columns,
     sorted_positions,
@@ -364,11 +365,6 @@ def detect_unlicensed_stand_use(
     lat = pings["lat"].to_numpy(dtype=np.float64)
     lon = pings["lon"].to_numpy(dtype=np.float64)
     rows = ping_rows(pings)
-    meter = (
-        pings["meter"].to_numpy(dtype=object)
-        if "meter" in pings.columns
-        else np.full(n, None, dtype=object)
-    )
     flagged = (
         pings["speed_flag"].fillna(False).to_numpy(dtype=bool)
         if "speed_flag" in pings.columns
@@ -402,10 +398,11 @@ def detect_unlicensed_stand_use(
             bp = bping[idx]
             prev = _previous_fix(pings, bp)
             pp = np.maximum(prev, 0)
+            meter_before = meter_at(pings, pp)
             switch_seen = (
                 (prev >= 0)
                 & (ns[bp] - ns[pp] <= round(max_gap_s * NS))
-                & pd.Series(meter[pp]).isin(["free", "off"]).to_numpy(dtype=bool)
+                & pd.Series(meter_before).isin(["free", "off"]).to_numpy(dtype=bool)
             )
             for k, i in enumerate(idx.tolist()):
                 if not switch_seen[k]:
@@ -422,7 +419,7 @@ def detect_unlicensed_stand_use(
                     fixes=_fixes([int(first[i]), int(last[i]), p, b], ns, lat, lon, rows),
                     accessible=accessible[i],
                     licensed_stands=list(facts[vehicle[i]]["stands"]) if facts else None,
-                    meter_before=meter[p],
+                    meter_before=meter_before[k],
                     switch_gap_ns=int(ns[b] - ns[p]),
                     other_stand_ids=[s for s in others[b] if s != stand[i]],
                     boarding_flagged=bool(flagged[b]),
