@@ -6,15 +6,18 @@ Supervisors see only their own stands (403 for the others; lists are filtered).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from api import queries
-from api._errors import ConflictError, InvalidRequestError, NotFoundError
+from api._errors import ConflictError, NotFoundError
 from api.accounts import Principal
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
 from api.schemas import MAX_OFFSET, error_responses
@@ -44,14 +47,19 @@ class StandsPublic(BaseModel):
 
 
 class StandCreate(BaseModel):
-    """A new stand: its area as a GeoJSON Polygon/MultiPolygon (EPSG:4326)."""
+    """A new stand: a GeoJSON Polygon/MultiPolygon (EPSG:4326), or a point with ``radius_m``."""
 
     stand_id: str = Field(min_length=1, max_length=100)
     name: str | None = None
     capacity: int | None = Field(None, ge=0, le=10_000)
+    order_number: int | None = Field(None, ge=1)
     kind: Literal["fixo", "livre"] | None = None
+    address: str | None = Field(None, max_length=500)
     municipality_code: str | None = Field(None, pattern=r"^\d{7}$")
-    geometry: dict[str, Any]
+    geometry: dict[str, Any] | None = None
+    lat: float | None = Field(None, ge=-90, le=90)
+    lon: float | None = Field(None, ge=-180, le=180)
+    radius_m: float | None = Field(None, gt=0)
 
 
 class StandUpdate(BaseModel):
@@ -59,8 +67,84 @@ class StandUpdate(BaseModel):
 
     name: str | None = None
     capacity: int | None = Field(None, ge=0, le=10_000)
+    order_number: int | None = Field(None, ge=1)
     kind: Literal["fixo", "livre"] | None = None
+    address: str | None = Field(None, max_length=500)
     geometry: dict[str, Any] | None = None
+    lat: float | None = Field(None, ge=-90, le=90)
+    lon: float | None = Field(None, ge=-180, le=180)
+    radius_m: float | None = Field(None, gt=0)
+
+
+class RetireRequest(BaseModel):
+    """From which local date the stand is retired (default: today) and why."""
+
+    on: dt.date | None = None
+    reason: str | None = Field(None, max_length=2000)
+
+
+class LicenceGrant(BaseModel):
+    """A parking licence of a prefixo at the stand (inclusive local dates)."""
+
+    vehicle_id: str = Field(min_length=1, max_length=64)
+    valid_from: dt.date
+    valid_until: dt.date | None = None
+
+
+class LicenceEnd(BaseModel):
+    """The licence's last day, and why."""
+
+    until: dt.date
+    reason: str | None = Field(None, max_length=2000)
+
+
+class ExclusionRequest(BaseModel):
+    """Exclusion of a prefixo from a ponto fixo (POA art. 50): its ground and a note."""
+
+    vehicle_id: str = Field(min_length=1, max_length=64)
+    on: dt.date
+    ground: Literal["solicitacao", "penalidade", "sem_supervisor"]
+    note: str | None = Field(None, max_length=2000)
+
+
+class ElectionRequest(BaseModel):
+    """An election of the supervisor de ponto (POA art. 42): name, date, ata."""
+
+    person_name: str = Field(min_length=1, max_length=200)
+    elected_on: dt.date
+    minutes_ref: str = Field(min_length=1, max_length=200)
+
+
+class HomologationRequest(BaseModel):
+    """The date of the homologation (POA art. 42 § 2º)."""
+
+    on: dt.date
+
+
+class SupervisorPublic(BaseModel):
+    """A supervisor term of a stand."""
+
+    supervisor_id: int
+    stand_id: str
+    person_name: str
+    elected_on: dt.date | None
+    minutes_ref: str | None
+    homologated_on: dt.date | None
+    until: dt.date | None
+
+
+class SupervisorsPublic(BaseModel):
+    """Supervisor terms of a stand (the history)."""
+
+    data: list[SupervisorPublic]
+    count: int
+
+
+class Recorded(BaseModel):
+    """What a registry write recorded."""
+
+    stand_id: str
+    detail: dict[str, Any]
 
 
 class LicencePublic(BaseModel):
@@ -100,27 +184,6 @@ class OccupancyPublic(BaseModel):
     vehicles: list[PresentVehicle]
 
 
-def _multipolygon_wkt(geometry: dict[str, Any]) -> str:
-    import shapely
-    from shapely.geometry import MultiPolygon, Polygon, shape
-
-    try:
-        geom = shape(geometry)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
-        msg = f"geometria GeoJSON inválida: {exc}"
-        raise InvalidRequestError(msg) from None
-    if isinstance(geom, Polygon):
-        geom = MultiPolygon([geom])
-    if not isinstance(geom, MultiPolygon) or geom.is_empty or not geom.is_valid:
-        msg = "a geometria deve ser um Polygon ou MultiPolygon GeoJSON válido e não vazio"
-        raise InvalidRequestError(msg)
-    minx, miny, maxx, maxy = geom.bounds
-    if minx < -180 or maxx > 180 or miny < -90 or maxy > 90:
-        msg = "coordenadas fora de WGS84 (lon em [-180, 180], lat em [-90, 90])"
-        raise InvalidRequestError(msg)
-    return str(shapely.to_wkt(geom))
-
-
 def _stand_or_404(session: SessionDep, stand_id: str) -> dict[str, Any]:
     feature = queries.stand_feature(session=session, stand_id=stand_id)
     if feature is None:
@@ -152,78 +215,227 @@ def get_stand(stand_id: str, user: Viewer, session: SessionDep) -> Any:
     return _stand_or_404(session, stand_id)
 
 
+@contextmanager
+def _registry_errors() -> Iterator[None]:
+    """Map the registry's named errors to 404/409; the others stay 422."""
+    from stands import _errors as se
+
+    try:
+        yield
+    except (se.UnknownStandError, se.UnknownVehicleError, se.UnknownLicenceError) as exc:
+        raise NotFoundError(str(exc)) from None
+    except (se.StandExistsError, se.LicenceOverlapError) as exc:
+        raise ConflictError(str(exc)) from None
+
+
+def _geometry_args(body: BaseModel) -> dict[str, Any]:
+    fields = body.model_dump(exclude_unset=True)
+    return {
+        "area": fields.get("geometry"),
+        "lat": fields.get("lat"),
+        "lon": fields.get("lon"),
+        "radius_m": fields.get("radius_m"),
+    }
+
+
+def _licence_detail(lic: Any) -> dict[str, Any]:
+    fields = ("vehicle_id", "valid_from", "valid_until")
+    detail: dict[str, Any] = jsonable_encoder({k: getattr(lic, k) for k in fields})
+    return detail
+
+
+def _today(settings: Any) -> dt.date:
+    return dt.datetime.now(ZoneInfo(settings.timezone)).date()
+
+
 @router.post(
     "", response_model=Feature, status_code=201, responses=error_responses(401, 403, 409, 422, 503)
 )
 def create_stand(body: StandCreate, user: Admin, session: SessionDep) -> Any:
-    """Cria um ponto (admin)."""
-    from geoalchemy2 import WKTElement
+    """Cria um ponto (admin), como polígono ou ponto com raio; a mudança fica na auditoria."""
+    from stands import registry
 
-    from stands.models import Stand
-
-    wkt = _multipolygon_wkt(body.geometry)
-    if session.get(Stand, body.stand_id) is not None:
-        msg = f"o ponto '{body.stand_id}' já existe"
-        raise ConflictError(msg)
-    if body.municipality_code is not None:
-        from fleet.models import Municipality
-
-        if session.get(Municipality, body.municipality_code) is None:
-            msg = f"município {body.municipality_code} não cadastrado"
-            raise InvalidRequestError(msg)
-    session.add(
-        Stand(
+    attrs = body.model_dump(exclude={"geometry", "lat", "lon", "radius_m", "stand_id"})
+    with _registry_errors():
+        registry.create_stand(
+            session=session,
             stand_id=body.stand_id,
-            name=body.name,
-            capacity=body.capacity,
-            kind=body.kind,
-            municipality_code=body.municipality_code,
-            geometry=WKTElement(wkt, srid=4326),
+            actor=user.actor,
+            **_geometry_args(body),
+            **attrs,
         )
-    )
     session.commit()
     return _stand_or_404(session, body.stand_id)
 
 
 @router.patch("/{stand_id}", response_model=Feature, responses=_ERRORS)
 def update_stand(stand_id: str, body: StandUpdate, user: Admin, session: SessionDep) -> Any:
-    """Altera nome, capacidade, tipo ou área de um ponto (admin)."""
-    from geoalchemy2 import WKTElement
-    from sqlalchemy import func
+    """Altera atributos ou a área de um ponto (admin); a mudança fica na auditoria."""
+    from stands import registry
 
-    from stands.models import Stand
-
-    stand = session.get(Stand, stand_id)
-    if stand is None:
-        msg = f"ponto '{stand_id}' não encontrado"
-        raise NotFoundError(msg)
-    changes = body.model_dump(exclude_unset=True)
-    if changes.get("geometry") is not None:
-        stand.geometry = WKTElement(_multipolygon_wkt(changes["geometry"]), srid=4326)  # type: ignore[assignment]
-        stand.radius_m = None
-    for field in ("name", "capacity", "kind"):
-        if field in changes:
-            setattr(stand, field, changes[field])
-    stand.updated_at = func.now()  # type: ignore[assignment]
+    attrs = body.model_dump(exclude_unset=True, exclude={"geometry", "lat", "lon", "radius_m"})
+    geometry = {k: v for k, v in _geometry_args(body).items() if v is not None}
+    with _registry_errors():
+        registry.edit_stand(
+            session=session, stand_id=stand_id, actor=user.actor, **geometry, **attrs
+        )
     session.commit()
     return _stand_or_404(session, stand_id)
 
 
 @router.post("/{stand_id}/retire", response_model=Feature, responses=_ERRORS)
-def retire_stand(stand_id: str, user: Admin, session: SessionDep) -> Any:
-    """Desativa um ponto (admin); o histórico permanece."""
-    from sqlalchemy import func
+def retire_stand(
+    stand_id: str,
+    user: Admin,
+    session: SessionDep,
+    settings: SettingsDep,
+    body: RetireRequest | None = None,
+) -> Any:
+    """Desativa um ponto (admin); as licenças vigentes terminam na véspera; o histórico fica."""
+    from stands import registry
 
-    from stands.models import Stand
-
-    stand = session.get(Stand, stand_id)
-    if stand is None:
-        msg = f"ponto '{stand_id}' não encontrado"
-        raise NotFoundError(msg)
-    if stand.retired_at is None:
-        stand.retired_at = func.now()  # type: ignore[assignment]
-        session.commit()
+    body = body or RetireRequest()
+    with _registry_errors():
+        registry.retire_stand(
+            session=session,
+            stand_id=stand_id,
+            actor=user.actor,
+            on=body.on or _today(settings),
+            reason=body.reason,
+            timezone=settings.timezone,
+        )
+    session.commit()
     return _stand_or_404(session, stand_id)
+
+
+@router.post("/{stand_id}/licences", response_model=Recorded, status_code=201, responses=_ERRORS)
+def grant_licence(stand_id: str, body: LicenceGrant, user: Admin, session: SessionDep) -> Any:
+    """Concede licença de estacionamento a um prefixo neste ponto (admin)."""
+    from stands import registry
+
+    with _registry_errors():
+        lic = registry.grant_licence(
+            session=session,
+            stand_id=stand_id,
+            vehicle_id=body.vehicle_id,
+            valid_from=body.valid_from,
+            valid_until=body.valid_until,
+            actor=user.actor,
+        )
+    session.commit()
+    detail = {
+        "vehicle_id": lic.vehicle_id,
+        "valid_from": lic.valid_from,
+        "valid_until": lic.valid_until,
+    }
+    return {"stand_id": stand_id, "detail": jsonable_encoder(detail)}
+
+
+@router.post("/{stand_id}/licences/{vehicle_id}/end", response_model=Recorded, responses=_ERRORS)
+def end_licence(
+    stand_id: str, vehicle_id: str, body: LicenceEnd, user: Admin, session: SessionDep
+) -> Any:
+    """Encerra a licença do prefixo vigente em `until` (admin)."""
+    from stands import registry
+
+    with _registry_errors():
+        lic = registry.end_licence(
+            session=session,
+            stand_id=stand_id,
+            vehicle_id=vehicle_id,
+            until=body.until,
+            reason=body.reason,
+            actor=user.actor,
+        )
+    session.commit()
+    detail = {
+        "vehicle_id": lic.vehicle_id,
+        "valid_from": lic.valid_from,
+        "valid_until": lic.valid_until,
+    }
+    return {"stand_id": stand_id, "detail": jsonable_encoder(detail)}
+
+
+@router.post("/{stand_id}/exclusions", response_model=Recorded, status_code=201, responses=_ERRORS)
+def exclude(stand_id: str, body: ExclusionRequest, user: Admin, session: SessionDep) -> Any:
+    """Exclui um prefixo do ponto fixo (art. 50 do decreto de Porto Alegre), com o motivo."""
+    from stands import registry
+
+    with _registry_errors():
+        exclusion = registry.exclude_prefixo(
+            session=session,
+            stand_id=stand_id,
+            vehicle_id=body.vehicle_id,
+            on=body.on,
+            ground=body.ground,
+            note=body.note,
+            actor=user.actor,
+        )
+    session.commit()
+    detail = {"vehicle_id": body.vehicle_id, "on": body.on, "reason": exclusion.reason}
+    return {"stand_id": stand_id, "detail": jsonable_encoder(detail)}
+
+
+def _supervisor_public(s: Any) -> dict[str, Any]:
+    return {k: getattr(s, k) for k in SupervisorPublic.model_fields}
+
+
+@router.get("/{stand_id}/supervisors", response_model=SupervisorsPublic, responses=_ERRORS)
+def supervisors(stand_id: str, user: Viewer, session: SessionDep) -> Any:
+    """Supervisores do ponto ao longo do tempo (eleição, ata, homologação)."""
+    from stands import registry
+
+    supervisor_scope(user, stand_id)
+    _stand_or_404(session, stand_id)
+    rows = [
+        _supervisor_public(s)
+        for s in registry.list_supervisors(session=session, stand_ids=[stand_id])
+    ]
+    return {"data": rows, "count": len(rows)}
+
+
+@router.post(
+    "/{stand_id}/supervisors", response_model=SupervisorPublic, status_code=201, responses=_ERRORS
+)
+def elect(stand_id: str, body: ElectionRequest, user: Admin, session: SessionDep) -> Any:
+    """Registra a eleição do supervisor do ponto fixo (art. 42), ainda não homologada."""
+    from stands import registry
+
+    with _registry_errors():
+        sup = registry.elect_supervisor(
+            session=session,
+            stand_id=stand_id,
+            person_name=body.person_name,
+            elected_on=body.elected_on,
+            minutes_ref=body.minutes_ref,
+            actor=user.actor,
+        )
+    session.commit()
+    return _supervisor_public(sup)
+
+
+@router.post(
+    "/{stand_id}/supervisors/{supervisor_id}/homologate",
+    response_model=SupervisorPublic,
+    responses=_ERRORS,
+)
+def homologate(
+    stand_id: str, supervisor_id: int, body: HomologationRequest, user: Admin, session: SessionDep
+) -> Any:
+    """Homologa a eleição (art. 42 § 2º); o supervisor anterior deixa a função na véspera."""
+    from stands import registry
+    from stands.models import StandSupervisor
+
+    sup = session.get(StandSupervisor, supervisor_id)
+    if sup is None or sup.stand_id != stand_id:
+        raise NotFoundError(f"eleição {supervisor_id} não encontrada no ponto '{stand_id}'")
+    with _registry_errors():
+        registry.homologate_supervisor(
+            session=session, supervisor_id=supervisor_id, on=body.on, actor=user.actor
+        )
+    session.commit()
+    session.refresh(sup)
+    return _supervisor_public(sup)
 
 
 @router.get("/{stand_id}/licences", response_model=LicencesPublic, responses=_ERRORS)

@@ -51,6 +51,12 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("PATCH", "/api/v1/stands/{stand_id}"): ADMIN,
     ("POST", "/api/v1/stands/{stand_id}/retire"): ADMIN,
     ("GET", "/api/v1/stands/{stand_id}/licences"): USERS,
+    ("POST", "/api/v1/stands/{stand_id}/licences"): ADMIN,
+    ("POST", "/api/v1/stands/{stand_id}/licences/{vehicle_id}/end"): ADMIN,
+    ("POST", "/api/v1/stands/{stand_id}/exclusions"): ADMIN,
+    ("GET", "/api/v1/stands/{stand_id}/supervisors"): USERS,
+    ("POST", "/api/v1/stands/{stand_id}/supervisors"): ADMIN,
+    ("POST", "/api/v1/stands/{stand_id}/supervisors/{supervisor_id}/homologate"): ADMIN,
     ("GET", "/api/v1/stands/{stand_id}/occupancy"): USERS,
     ("GET", "/api/v1/vehicles"): REGISTRY,
     ("GET", "/api/v1/vehicles/{vehicle_id}"): REGISTRY,
@@ -96,7 +102,12 @@ READ_IDS = {
     "municipality": "1100205",
     "name": "swagger-ui.css",
 }
-WRITE_IDS = {"stand_id": "MATRIX-NONE", "proposal_id": "P-NONE", "webhook_id": "999999"}
+WRITE_IDS = {
+    "stand_id": "MATRIX-NONE",
+    "proposal_id": "P-NONE",
+    "webhook_id": "999999",
+    "supervisor_id": "999999",
+}
 QUERIES = {
     "/api/v1/public/accessible-taxis": "?lat=-30.03&lon=-51.23&radius_m=500",
     "/api/v1/public/stands": "?lat=-30.03&lon=-51.23&radius_m=500",

@@ -117,3 +117,68 @@ class TestStandOccupancy:
         ]
         assert body["intruders"] == 1
         assert body["vehicles_present"] == 2
+
+
+class TestRegistryWrites:
+    def test_point_stand_licences_exclusion_supervisor_audited(
+        self, client: TestClient, seeded: dict, api_engine
+    ) -> None:
+        """An admin creates a point stand with a radius, grants a licence (an overlapping one is
+        409), excludes the prefixo with its art. 50 ground, records and homologates a supervisor;
+        every change is in the audit log under the admin's name."""
+        from sqlalchemy import text
+
+        headers = bearer(seeded["tokens"]["admin"])
+        body = {"stand_id": "PT1", "lat": -30.05, "lon": -51.21, "radius_m": 25, "kind": "fixo",
+                "capacity": 3, "order_number": 7, "address": "Rua A, 1"}  # fmt: skip
+        created = client.post("/api/v1/stands", json=body, headers=headers)
+        assert created.status_code == 201, created.text
+        assert created.json()["properties"]["radius_m"] == 25
+
+        grant = {"vehicle_id": "V2", "valid_from": "2024-01-01"}
+        assert (
+            client.post("/api/v1/stands/PT1/licences", json=grant, headers=headers).status_code
+            == 201
+        )
+        again = client.post("/api/v1/stands/PT1/licences", json=grant, headers=headers)
+        assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"
+
+        excl = {"vehicle_id": "V2", "on": "2024-06-01", "ground": "penalidade"}
+        done = client.post("/api/v1/stands/PT1/exclusions", json=excl, headers=headers)
+        assert done.status_code == 201, done.text
+        licences = client.get("/api/v1/stands/PT1/licences", headers=headers).json()["data"]
+        assert [(lic["vehicle_id"], lic["valid_until"]) for lic in licences] == [
+            ("V2", "2024-05-31")
+        ]
+
+        elect = {
+            "person_name": "Ana Souza",
+            "elected_on": "2024-02-01",
+            "minutes_ref": "ata 1/2024",
+        }
+        sup = client.post("/api/v1/stands/PT1/supervisors", json=elect, headers=headers).json()
+        path = f"/api/v1/stands/PT1/supervisors/{sup['supervisor_id']}/homologate"
+        homologated = client.post(path, json={"on": "2024-02-10"}, headers=headers)
+        assert homologated.json()["homologated_on"] == "2024-02-10"
+        listed = client.get("/api/v1/stands/PT1/supervisors", headers=headers).json()
+        assert listed["count"] == 1
+
+        with api_engine.connect() as conn:
+            actions = (
+                conn.execute(
+                    text(
+                        "SELECT action FROM audit_log WHERE actor = 'user:u_admin' "
+                        "AND (entity_id = 'PT1' OR details::text LIKE '%PT1%')"
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        assert len(actions) >= 4
+
+    def test_unknown_vehicle_is_404(self, client: TestClient, seeded: dict) -> None:
+        """A licence for a prefixo not in the registry is a 404 naming it."""
+        headers = bearer(seeded["tokens"]["admin"])
+        grant = {"vehicle_id": "NOPE", "valid_from": "2024-01-01"}
+        response = client.post("/api/v1/stands/S2/licences", json=grant, headers=headers)
+        assert response.status_code == 404 and "NOPE" in response.json()["error"]["message"]
