@@ -3,8 +3,11 @@
 :func:`process_fixes` runs after the accepted fixes of an ingest are committed. For each vehicle,
 in time order, it feeds every fix to the live functions of ``tracking/detectors``
 (``update_tracking_gap``, ``update_gps_anomaly``, ``update_flag2_misuse``,
-``update_operating_while_barred``, ``update_longer_route``): the same kernels as the batch
-detectors, so a fix stream gives the batch's findings with the batch's ids.
+``update_operating_while_barred``, ``update_longer_route``, ``update_outside_municipality``):
+the same kernels as the batch detectors, so a fix stream gives the batch's findings with the
+batch's ids. ``outside_municipality`` judges a registered vehicle's pickups against its
+municipality's boundary (``vehicles.municipality_code`` → ``municipalities.boundary``,
+prepared once per process and tolerance); vehicles without either are not judged live.
 
 State and several server processes
     Each (vehicle, detector) state is plain JSON in ``live_detector_states``, read and written
@@ -66,6 +69,12 @@ from tracking.detectors.longer_route import (
 )
 from tracking.detectors.longer_route import DEFAULT_MAX_GAP_S as ROUTE_MAX_GAP_S
 from tracking.detectors.operating_while_barred import update_operating_while_barred
+from tracking.detectors.outside_municipality import (
+    DEFAULT_BOUNDARY_TOLERANCE_M,
+    PreparedBoundary,
+    prepare_boundary,
+    update_outside_municipality,
+)
 from tracking.detectors.tracking_gap import update_tracking_gap
 
 CHANNEL = "pontual_alerts"
@@ -76,6 +85,7 @@ LIVE_KINDS = (
     "flag2_misuse",
     "operating_while_barred",
     "longer_route",
+    "outside_municipality",
 )
 """Finding kinds detected live (the others need a whole day, the stands or the future)."""
 DEFAULT_THROTTLE_S = 900.0
@@ -89,8 +99,11 @@ _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "flag2_misuse": update_flag2_misuse,
     "operating_while_barred": update_operating_while_barred,
     "longer_route": update_longer_route,
+    "outside_municipality": update_outside_municipality,
 }
-_WIRED = {"vehicle", "roads", "timezone"}
+_WIRED = {"vehicle", "roads", "timezone", "boundary"}
+_BOUNDARIES: dict[tuple[str, float], PreparedBoundary] = {}
+"""Prepared municipal boundaries of this process, by (municipality code, tolerance)."""
 
 Thresholds = Mapping[str, Mapping[str, Any]]
 
@@ -352,6 +365,39 @@ def fleet_records(
     }
 
 
+def vehicle_boundaries(
+    session: Session,
+    vehicle_ids: Sequence[str],
+    *,
+    boundary_tolerance_m: float = DEFAULT_BOUNDARY_TOLERANCE_M,
+) -> dict[str, PreparedBoundary]:
+    """Return the prepared boundaries of the vehicles' municipalities, by vehicle.
+
+    Vehicles not registered, without a municipality or whose municipality has no boundary are
+    left out. Each municipality's boundary is prepared once per process and tolerance (a boundary
+    changed in the database takes effect on restart).
+    """
+    rows = session.execute(
+        text(
+            "SELECT v.vehicle_id, v.municipality_code FROM vehicles v "
+            "JOIN municipalities m ON m.code = v.municipality_code "
+            "WHERE v.vehicle_id = ANY(:vs) AND m.boundary IS NOT NULL"
+        ),
+        {"vs": list(vehicle_ids)},
+    ).all()
+    tol = float(boundary_tolerance_m)
+    missing = sorted({str(c) for _, c in rows if (str(c), tol) not in _BOUNDARIES})
+    if missing:
+        found = session.execute(
+            text("SELECT code, ST_AsBinary(boundary) FROM municipalities WHERE code = ANY(:cs)"),
+            {"cs": missing},
+        )
+        for code, wkb in found:
+            geom = shapely.from_wkb(bytes(wkb))
+            _BOUNDARIES[(str(code), tol)] = prepare_boundary(geom, boundary_tolerance_m=tol)
+    return {str(v): _BOUNDARIES[(str(c), tol)] for v, c in rows}
+
+
 def _ping_dicts(pings: pd.DataFrame) -> list[dict[str, Any]]:
     cols = [c for c in fr.PING_COLUMNS if c in pings.columns]
     frame = pings[cols].sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
@@ -384,6 +430,14 @@ def detect_live(
     if "operating_while_barred" in kinds:
         last = max(pd.Timestamp(f[fr.TIMESTAMP]) for f in fixes)
         fleet = fleet_records(session, vehicles, day=last.tz_convert(timezone).date())
+    boundaries: dict[str, PreparedBoundary] = {}
+    if "outside_municipality" in kinds:
+        tol = (
+            (thresholds or {})
+            .get("outside_municipality", {})
+            .get("boundary_tolerance_m", DEFAULT_BOUNDARY_TOLERANCE_M)
+        )
+        boundaries = vehicle_boundaries(session, vehicles, boundary_tolerance_m=tol)
     found: list[dict[str, Any]] = []
     saved: list[dict[str, Any]] = []
     peers: dict[str, dict[str, Any]] = {}
@@ -392,6 +446,8 @@ def detect_live(
         for vehicle in vehicles:
             if kind == "operating_while_barred" and vehicle not in fleet:
                 continue  # not registered: never barred, no state to keep
+            if kind == "outside_municipality" and vehicle not in boundaries:
+                continue  # no municipality or no boundary to judge pickups by
             state, last_ns = states.get((vehicle, kind), (None, None))
             seen = last_ns
             for fix in fixes:
@@ -407,6 +463,9 @@ def detect_live(
                     state, res = fn(
                         state, fix, vehicle=fleet[vehicle], timezone=timezone, **params[kind]
                     )
+                    out = _records(res)
+                elif kind == "outside_municipality":
+                    state, res = fn(state, fix, boundary=boundaries[vehicle], **params[kind])
                     out = _records(res)
                 elif kind == "flag2_misuse":
                     state, res = fn(state, fix, timezone=timezone, **params[kind])

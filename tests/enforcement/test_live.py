@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import geopandas as gpd
 import pandas as pd
 import pytest
 from factories import make_pings, offset_m
@@ -18,7 +20,18 @@ from enforcement.live import (
 )
 from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
+from tracking.detectors.outside_municipality import detect_outside_municipality
 from tracking.detectors.tracking_gap import detect_tracking_gap
+from tracking.trips import detect_trips
+
+BOUNDARIES = (
+    Path(__file__).resolve().parents[2]
+    / "data"
+    / "brazil"
+    / "boundaries"
+    / "municipios_poa_pvh_pintobandeira.geojson"
+)
+POA = "4314902"
 
 T0 = pd.Timestamp("2024-03-04T12:00:00Z")  # a Monday, 09:00 in Porto Alegre
 
@@ -106,7 +119,8 @@ class TestProcessFixes:
                 "AND detector NOT LIKE 'longer_route_peers:%'"
             )
         ).all()
-        assert {d for d, _ in rows} == set(LIVE_KINDS) - {"operating_while_barred"}
+        unregistered = {"operating_while_barred", "outside_municipality"}
+        assert {d for d, _ in rows} == set(LIVE_KINDS) - unregistered
         assert {pd.Timestamp(ts) for _, ts in rows} == {pings["timestamp"].max()}
 
     def test_finding_already_stored_is_not_alerted(self, db_session: Session) -> None:
@@ -138,6 +152,56 @@ class TestProcessFixes:
         found = process_fixes(db_session, make_pings(rows), kinds=("operating_while_barred",))
         assert [f["kind"] for f in found] == ["operating_while_barred"]
         assert found[0]["details"]["reason"] == "suspended"
+
+    @staticmethod
+    def register_in_porto_alegre(session: Session, vehicles: list[str]) -> gpd.GeoDataFrame:
+        poa = gpd.read_file(BOUNDARIES)
+        poa = poa.loc[poa["cod_ibge"].astype(str) == POA]
+        session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf, boundary) VALUES (:c, 'Porto Alegre', "
+                "'RS', ST_Multi(ST_GeomFromText(:g, 4326))) ON CONFLICT (code) DO UPDATE "
+                "SET boundary = EXCLUDED.boundary"
+            ),
+            {"c": POA, "g": poa.geometry.union_all().wkt},
+        )
+        session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
+                "SELECT v, v, :c FROM unnest(CAST(:vs AS text[])) AS v"
+            ),
+            {"c": POA, "vs": vehicles},
+        )
+        return poa
+
+    def test_outside_municipality_from_the_vehicles_boundary(self, db_session: Session) -> None:
+        """A pickup in Canoas by a Porto Alegre taxi is found live as in batch; others are not."""
+        poa = self.register_in_porto_alegre(db_session, ["OUT1"])
+        rows = []
+        for start, (lat, lon) in ((0.0, (-29.9177, -51.1836)), (20.0, offset_m(0.0, 0.0))):
+            rows.append({**_fix("OUT1", start, 0.0, "free"), "lat": lat, "lon": lon})
+            rows += [
+                {
+                    **_fix("OUT1", start + 1 + k, 0.0, "occupied", 1),
+                    "lat": lat + 4e-4 * k,
+                    "lon": lon,
+                }
+                for k in range(6)
+            ]
+            rows.append({**_fix("OUT1", start + 8, 0.0, "free"), "lat": lat, "lon": lon})
+        outsider = [{**r, "vehicle_id": "OUT2"} for r in rows]  # not registered: not judged
+        pings = make_pings(rows + outsider)
+        mine = pings[pings["vehicle_id"] == "OUT1"].reset_index(drop=True)
+        batch = detect_outside_municipality(detect_trips(mine, max_gap_s=300.0), poa, pings=mine)
+        assert len(batch) == 1
+        found = []
+        for start in range(0, len(pings), 5):
+            found += process_fixes(
+                db_session, pings.iloc[start : start + 5], kinds=("outside_municipality",)
+            )
+        assert [f["finding_id"] for f in found] == batch["finding_id"].tolist()
+        assert found[0]["details"] == batch.iloc[0]["details"]
+        assert found[0]["alert_id"] is not None
 
     def test_unknown_threshold_is_refused(self, db_session: Session) -> None:
         """A threshold unknown to the live and the batch detector is an error."""
