@@ -21,6 +21,25 @@ State and several server processes
     (peer trips of other vehicles): each vehicle keeps its open meter run in its own row and its
     closed trips per pair of H3 cells in ``longer_route_peers:<cells>`` rows, which other
     vehicles read (never lock) when one of their trips between the same cells closes.
+Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
+    A vehicle's queue position depends on the other vehicles at the stand, so these kinds run
+    on one fleet-wide visits tracker (``stands.visits.update_visits``) fed with every fix of
+    the call in time order. Its state is one row (``vehicle_id`` ``'*'``, detector
+    ``visits``), beside ``unlicensed_stand_use``'s fleet state and one ``queue_jump:<stand_id>``
+    row per stand, all read and written under one global advisory lock
+    (``pg_advisory_xact_lock(72944, 0)``, another lock class than the vehicles'), taken
+    *after* the call's vehicle locks and never before one: a process holding it asks for no
+    other lock, so no cycle can form; calls carrying the visit kinds run one at a time. The
+    stands are the ``stands`` table's active ones with a geometry, covered once per process
+    and covered again when the table changes (row count, latest ``updated_at`` or
+    ``retired_at``); no such stand: the visit kinds are skipped (no lock, no state). Licences
+    come from ``parking_licences``, the fleet facts (``accessible``, licensed stands) from
+    ``vehicles``; the visit thresholds are ``tracking.pipeline.AnalysisParams``' defaults, as
+    in ``pontual analyze``. Released visits feed ``update_queue_jump`` (per stand) and
+    ``update_unlicensed_stand_use``. The tracker is not ticked (``tick_visits`` needs a
+    fleet-wide watermark the caller does not have yet): a visit is released by later fixes
+    (of its own vehicle and of those ahead of it), so a vehicle that stops reporting at a
+    stand holds back that stand's findings until it reports again.
 Late fixes
     A fix not later than the last fix a detector saw for the vehicle is skipped by that detector
     (it is stored; the batch ``pontual analyze`` sees it). A device sends its fixes in order, so
@@ -57,8 +76,11 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
+from geo.cover import StandCover, build_stand_cover
 from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
+from stands.queries import licence_frame, stands_frame
+from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
 from tracking.detectors.findings import jsonable
 from tracking.detectors.flag2_misuse import update_flag2_misuse
@@ -75,7 +97,9 @@ from tracking.detectors.outside_municipality import (
     prepare_boundary,
     update_outside_municipality,
 )
+from tracking.detectors.queue_jump import update_queue_jump
 from tracking.detectors.tracking_gap import update_tracking_gap
+from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
 
 CHANNEL = "pontual_alerts"
 """PostgreSQL NOTIFY channel; the payload is the alert id."""
@@ -86,8 +110,10 @@ LIVE_KINDS = (
     "operating_while_barred",
     "longer_route",
     "outside_municipality",
+    "queue_jump",
+    "unlicensed_stand_use",
 )
-"""Finding kinds detected live (the others need a whole day, the stands or the future)."""
+"""Finding kinds detected live (the others need a whole day, closed stops or the future)."""
 DEFAULT_THROTTLE_S = 900.0
 PEERS_PREFIX = "longer_route_peers:"
 _LOCK_CLASS = 72_943  # first key of pg_advisory_xact_lock(int, int): the live detector locks
@@ -100,9 +126,19 @@ _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "operating_while_barred": update_operating_while_barred,
     "longer_route": update_longer_route,
     "outside_municipality": update_outside_municipality,
+    "queue_jump": update_queue_jump,
+    "unlicensed_stand_use": update_unlicensed_stand_use,
 }
-_WIRED = {"vehicle", "roads", "timezone", "boundary"}
+VISIT_KINDS = ("queue_jump", "unlicensed_stand_use")
+"""Kinds fed by the fleet-wide visits tracker (one state, one global lock)."""
+FLEET_ROW = "*"
+"""``vehicle_id`` of the fleet-wide state rows (``visits``, ``unlicensed_stand_use``,
+``queue_jump:<stand_id>``)."""
+_FLEET_LOCK_CLASS = 72_944  # pg_advisory_xact_lock(72944, 0): the fleet-wide visit states
+_WIRED = {"vehicle", "roads", "timezone", "boundary", "accessible", "unreleased", "facts"}
 _BOUNDARIES: dict[tuple[str, float], PreparedBoundary] = {}
+_COVER: dict[str, Any] = {}
+"""This process's stand cover and the stands-table signature it was built from."""
 """Prepared municipal boundaries of this process, by (municipality code, tolerance)."""
 
 Thresholds = Mapping[str, Mapping[str, Any]]
@@ -398,6 +434,144 @@ def vehicle_boundaries(
     return {str(v): _BOUNDARIES[(str(c), tol)] for v, c in rows}
 
 
+def stand_cover(session: Session) -> StandCover | None:
+    """Return the cover of the active stands with a geometry (None when there are none).
+
+    Built once per process and rebuilt when the ``stands`` table changes (its row count, latest
+    ``updated_at`` or latest ``retired_at`` differ from those it was built from).
+    """
+    signature = tuple(
+        session.execute(text("SELECT count(*), max(updated_at), max(retired_at) FROM stands")).one()
+    )
+    if _COVER.get("signature") != signature:
+        from tracking.pipeline import AnalysisParams
+
+        stands = stands_frame(session=session)
+        stands = stands[stands.geometry.notna() & ~stands.geometry.is_empty]
+        cover = (
+            build_stand_cover(
+                stands.reset_index(drop=True), resolution=AnalysisParams().h3_resolution
+            )
+            if len(stands)
+            else None
+        )
+        _COVER.update(signature=signature, cover=cover)
+    return _COVER["cover"]
+
+
+def live_fleet(session: Session) -> pd.DataFrame:
+    """Return the fleet frame of the registered vehicles (``fleet_facts``'s input).
+
+    ``vehicle_id``, ``accessible`` and ``stands`` (the stands of the vehicle's parking
+    licences, sorted).
+    """
+    rows = session.execute(
+        text(
+            "SELECT v.vehicle_id, v.accessible, COALESCE(array_agg(DISTINCT l.stand_id ORDER BY "
+            "l.stand_id) FILTER (WHERE l.stand_id IS NOT NULL), '{}') FROM vehicles v "
+            "LEFT JOIN parking_licences l ON l.vehicle_id = v.vehicle_id "
+            "GROUP BY v.vehicle_id, v.accessible ORDER BY v.vehicle_id"
+        )
+    ).all()
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([str(v) for v, _, _ in rows], dtype="str"),
+            "accessible": pd.Series([a for _, a, _ in rows], dtype="object"),
+            "stands": pd.Series([tuple(s) for _, _, s in rows], dtype="object"),
+            "stand_names": pd.Series([() for _ in rows], dtype="object"),
+        }
+    )
+
+
+def _detect_visit_kinds(
+    session: Session,
+    fixes: list[dict[str, Any]],
+    kinds: Sequence[str],
+    params: Mapping[str, Mapping[str, Any]],
+    *,
+    timezone: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Feed the fixes to the fleet's visits tracker and the visit kinds; findings, states."""
+    cover = stand_cover(session)
+    if cover is None:
+        return [], []
+    from tracking.pipeline import AnalysisParams
+
+    a = AnalysisParams()
+    session.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": _FLEET_LOCK_CLASS})
+    names = ["visits", "unlicensed_stand_use"]
+    stored = dict(
+        session.execute(
+            text(
+                "SELECT detector, state FROM live_detector_states "
+                "WHERE vehicle_id = :v AND detector = ANY(:ds)"
+            ),
+            {"v": FLEET_ROW, "ds": names},
+        ).all()
+    )
+    visits_state = stored.get("visits") or new_visits_state()
+    unlicensed = stored.get("unlicensed_stand_use")
+    licences = licence_frame(session=session).drop(columns="licence_id")
+    facts = fleet_facts(live_fleet(session))
+    options = {
+        "cover": cover,
+        "licences": licences,
+        "exit_grace_s": a.visit_exit_grace_s,
+        "min_dwell_s": a.visit_min_dwell_s,
+        "boarding_grace_s": a.boarding_grace_s,
+        "max_gap_s": a.trip_max_gap_s,
+        "timezone": timezone,
+    }
+    queues: dict[str, Any] = {}
+    found: list[dict[str, Any]] = []
+    last_seen = 0
+    for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
+        t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
+        known = visits_state["vehicles"].get(str(fix[fr.VEHICLE_ID]))
+        if known is not None and known["last"] is not None and t <= known["last"]["ns"]:
+            continue  # late fix: stored, seen by the batch only
+        last_seen = max(last_seen, t)
+        visits_state, released = update_visits(visits_state, fix, **options)
+        if "queue_jump" in kinds:
+            for visit in released:
+                sid = str(visit["stand_id"])
+                if sid not in queues:
+                    queues[sid] = session.execute(
+                        text(
+                            "SELECT state FROM live_detector_states "
+                            "WHERE vehicle_id = :v AND detector = :d"
+                        ),
+                        {"v": FLEET_ROW, "d": f"queue_jump:{sid}"},
+                    ).scalar_one_or_none()
+                accessible = facts.get(str(visit["vehicle_id"]), {}).get("accessible")
+                queues[sid], res = update_queue_jump(
+                    queues[sid], visit, accessible=accessible, **params["queue_jump"]
+                )
+                found.extend(_records(res))
+        if "unlicensed_stand_use" in kinds:
+            unlicensed, res = update_unlicensed_stand_use(
+                unlicensed,
+                released,
+                unreleased=unreleased_arrivals(visits_state),
+                facts=facts,
+                **params["unlicensed_stand_use"],
+            )
+            found.extend(_records(res))
+    if not last_seen:
+        return found, []
+    ts = pd.Timestamp(last_seen, unit="ns", tz="UTC").to_pydatetime()
+    saved = [{"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts}]
+    if unlicensed is not None:
+        saved.append(
+            {"v": FLEET_ROW, "d": "unlicensed_stand_use", "s": _plain(unlicensed), "ts": ts}
+        )
+    saved += [
+        {"v": FLEET_ROW, "d": f"queue_jump:{sid}", "s": _plain(st), "ts": ts}
+        for sid, st in queues.items()
+    ]
+    return found, saved
+
+
 def _ping_dicts(pings: pd.DataFrame) -> list[dict[str, Any]]:
     cols = [c for c in fr.PING_COLUMNS if c in pings.columns]
     frame = pings[cols].sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
@@ -442,6 +616,8 @@ def detect_live(
     saved: list[dict[str, Any]] = []
     peers: dict[str, dict[str, Any]] = {}
     for kind in kinds:
+        if kind in VISIT_KINDS:
+            continue  # fleet-wide, below
         fn = _UPDATES[kind]
         for vehicle in vehicles:
             if kind == "operating_while_barred" and vehicle not in fleet:
@@ -488,6 +664,11 @@ def detect_live(
             {"v": v, "d": PEERS_PREFIX + key, "s": _plain(entries), "ts": None}
             for v, entries in by_vehicle.items()
         )
+    visit_kinds = [k for k in kinds if k in VISIT_KINDS]
+    if visit_kinds:
+        more, rows = _detect_visit_kinds(session, fixes, visit_kinds, params, timezone=timezone)
+        found.extend(more)
+        saved.extend(rows)
     _save_states(session, saved)
     return found
 

@@ -6,22 +6,30 @@ from typing import Any
 import geopandas as gpd
 import pandas as pd
 import pytest
-from factories import make_pings, offset_m
+from factories import make_pings, make_track, offset_m
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from enforcement.live import (
     LIVE_KINDS,
+    VISIT_KINDS,
     LiveConfigError,
     alert_matches,
     live_params,
     process_fixes,
+    stand_cover,
     throttle_key,
 )
+from geo.cover import build_stand_cover, match_stands
+from stands.licences import licence_frame_from_fleet
+from stands.queries import stands_frame
+from stands.visits import detect_visits
 from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
 from tracking.detectors.outside_municipality import detect_outside_municipality
+from tracking.detectors.queue_jump import detect_queue_jump
 from tracking.detectors.tracking_gap import detect_tracking_gap
+from tracking.detectors.unlicensed_stand_use import detect_unlicensed_stand_use
 from tracking.trips import detect_trips
 
 BOUNDARIES = (
@@ -119,7 +127,7 @@ class TestProcessFixes:
                 "AND detector NOT LIKE 'longer_route_peers:%'"
             )
         ).all()
-        unregistered = {"operating_while_barred", "outside_municipality"}
+        unregistered = {"operating_while_barred", "outside_municipality", *VISIT_KINDS}
         assert {d for d, _ in rows} == set(LIVE_KINDS) - unregistered
         assert {pd.Timestamp(ts) for _, ts in rows} == {pings["timestamp"].max()}
 
@@ -211,6 +219,117 @@ class TestProcessFixes:
                 make_pings(track("LIVE7")),
                 thresholds={"tracking_gap": {"max_gap_minutes": 5}},
             )
+
+
+def at_stand(vehicle: str, arrive: int, leave: int, *, board_at: int | None = None) -> list[dict]:
+    """Approach from the south, wait at the stand (a fix every 30 s), leave north until 2000 s."""
+    points = [(arrive - 60, -300.0, 0.0), (arrive - 30, -150.0, 0.0)]
+    points += [(t, 1.0, 0.0) for t in range(arrive, leave + 1, 30)]
+    points += [(t, 150.0 * (t - leave) / 30, 0.0) for t in range(leave + 30, 2001, 30)]
+    meters = [
+        "occupied" if board_at is not None and t >= board_at else "free" for t, _, _ in points
+    ]
+    return make_track(vehicle, points, meter=meters)
+
+
+class TestVisitKinds:
+    FLEET = pd.DataFrame(  # noqa: RUF012
+        {
+            "vehicle_id": ["Q1", "Q2", "Q3"],
+            "accessible": [False, False, False],
+            "stands": [("QS1",), ("QS1",), ()],
+            "stand_names": [(), (), ()],
+        }
+    )
+
+    @classmethod
+    def register(cls, session: Session) -> None:
+        lat, lon = offset_m(0.0, 0.0)
+        circle = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982).buffer(30.0, 64)
+        session.execute(
+            text(
+                "INSERT INTO stands (stand_id, name, geometry) "
+                "VALUES ('QS1', 'Ponto Q', ST_Multi(ST_GeomFromText(:g, 4326)))"
+            ),
+            {"g": circle.to_crs(4326).iloc[0].wkt},
+        )
+        for vid, acc, stands in cls.FLEET[["vehicle_id", "accessible", "stands"]].itertuples(
+            index=False
+        ):
+            session.execute(
+                text("INSERT INTO vehicles (vehicle_id, prefixo, accessible) VALUES (:v, :v, :a)"),
+                {"v": vid, "a": acc},
+            )
+            for sid in stands:
+                session.execute(
+                    text("INSERT INTO parking_licences (vehicle_id, stand_id) VALUES (:v, :s)"),
+                    {"v": vid, "s": sid},
+                )
+
+    @classmethod
+    def batch(cls, session: Session, pings: pd.DataFrame) -> pd.DataFrame:
+        cover = build_stand_cover(stands_frame(session=session))
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        licences = licence_frame_from_fleet(cls.FLEET)
+        visits = detect_visits(pings, memberships, licences=licences, max_gap_s=300.0)
+        return pd.concat(
+            [
+                detect_queue_jump(visits, pings, fleet=cls.FLEET),
+                detect_unlicensed_stand_use(visits, pings, fleet=cls.FLEET),
+            ]
+        )
+
+    def test_live_finds_what_the_batch_finds(self, db_session: Session) -> None:
+        """Fed the fleet's fixes in requests, the visit kinds give the batch detectors' ids."""
+        self.register(db_session)
+        rows = at_stand("Q1", 0, 1200)  # waits first, licensed
+        rows += at_stand("Q2", 300, 600, board_at=600)  # licensed, leaves ahead of Q1
+        rows += at_stand("Q3", 700, 900, board_at=900)  # unlicensed, leaves ahead of Q1
+        pings = make_pings(rows)
+        batch = self.batch(db_session, pings)
+        assert sorted(zip(batch["kind"], batch["vehicle_id"], strict=True)) == [
+            ("queue_jump", "Q2"),
+            ("queue_jump", "Q3"),
+            ("unlicensed_stand_use", "Q3"),
+        ]
+        ordered = pings.sort_values("timestamp", kind="stable")
+        found = []
+        for start in range(0, len(ordered), 5):
+            found += process_fixes(
+                db_session, ordered.iloc[start : start + 5], kinds=VISIT_KINDS, throttle_s=0
+            )
+        assert sorted(f["finding_id"] for f in found) == sorted(batch["finding_id"])
+        by_id = {f["finding_id"]: f for f in found}
+        for f in batch.to_dict("records"):
+            assert by_id[f["finding_id"]]["details"] == f["details"]
+        assert all(f["stand_id"] == "QS1" and f["alert_id"] for f in found)
+        rows_ = db_session.execute(
+            text("SELECT detector FROM live_detector_states WHERE vehicle_id = '*'")
+        ).scalars()
+        assert set(rows_) == {"visits", "unlicensed_stand_use", "queue_jump:QS1"}
+
+    def test_without_stands_nothing_is_kept(self, db_session: Session) -> None:
+        """No stand with a geometry: the visit kinds keep no state and find nothing."""
+        pings = make_pings(at_stand("Q9", 0, 600, board_at=600))
+        assert process_fixes(db_session, pings, kinds=VISIT_KINDS) == []
+        n = count(db_session, "SELECT count(*) FROM live_detector_states WHERE vehicle_id = '*'")
+        assert n == 0
+
+
+class TestStandCover:
+    def test_rebuilt_when_the_stands_change(self, db_session: Session) -> None:
+        """No stands: None; a stand added: a cover with it; one more: rebuilt with both."""
+        assert stand_cover(db_session) is None
+        TestVisitKinds.register(db_session)
+        assert list(stand_cover(db_session).stand_ids) == ["QS1"]
+        db_session.execute(
+            text(
+                "INSERT INTO stands (stand_id, geometry) "
+                "SELECT 'QS2', ST_Translate(geometry, 0.01, 0) FROM stands WHERE stand_id = 'QS1'"
+            )
+        )
+        assert sorted(stand_cover(db_session).stand_ids) == ["QS1", "QS2"]
 
 
 class TestThrottling:
