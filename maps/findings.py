@@ -16,6 +16,8 @@ import folium
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import shapely
 
 from maps._errors import MapInputError
@@ -205,12 +207,36 @@ def _evidence_layer(routes: gpd.GeoDataFrame) -> dict[str, Any] | None:
     )
 
 
+def _in_order(fixes: pd.DataFrame) -> bool:
+    """Whether ``fixes`` are already sorted by (vehicle_id, timestamp), without sorting them.
+
+    Checked on Arrow's view of the ids (pandas' own checks take seconds on 10M fixes); False
+    whenever unsure (null ids or instants, ids not text).
+    """
+    if len(fixes) < 2:
+        return True
+    stamps = fixes["timestamp"]
+    if stamps.dtype.kind != "M" or stamps.isna().any():
+        return False
+    ids = pa.array(fixes["vehicle_id"], from_pandas=True)
+    if ids.null_count or not (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)):
+        return False
+    head, tail = ids[:-1], ids[1:]
+    if not pc.all(pc.less_equal(head, tail)).as_py():
+        return False
+    same = np.asarray(pc.equal(head, tail).to_numpy(zero_copy_only=False), dtype=bool)
+    ns = pd.DatetimeIndex(stamps).asi8
+    return bool(np.all(~same | (np.diff(ns) >= 0)))
+
+
 def _fixes_layer(fixes: pd.DataFrame, *, trail_s: float, max_fixes: int) -> dict[str, Any]:
     check_columns(fixes, FIX_REQUIRED, what="as posições")
-    frame = fixes.sort_values(["vehicle_id", "timestamp"], kind="stable")
-    total = len(frame)
-    if total > max_fixes:
-        frame = frame.iloc[:: int(np.ceil(total / max_fixes))]
+    total = len(fixes)
+    step = int(np.ceil(total / max_fixes)) if total > max_fixes else 1
+    if _in_order(fixes):  # the pings contract: take the sample, sort nothing
+        frame = fixes.iloc[::step]
+    else:
+        frame = fixes.sort_values(["vehicle_id", "timestamp"], kind="stable").iloc[::step]
     meter = (
         frame["meter"].astype(object).where(frame["meter"].notna(), None)
         if "meter" in frame.columns

@@ -292,6 +292,12 @@ def _iso_utc(col: pd.Series) -> pd.Series:
     return text.astype(object)
 
 
+def _fixed6(col: pd.Series) -> pd.Series:
+    """``float_format="%.6f"`` of ``to_csv`` done at once (pandas formats value by value)."""
+    text = ["" if v != v else f"{v:.6f}" for v in col.to_numpy(dtype=np.float64).tolist()]
+    return pd.Series(text, index=col.index, dtype=object)
+
+
 def write_outputs(result: AnalysisResult, out_dir: Path) -> list[Path]:
     """Write the contract files of a run into ``out_dir`` and return their paths.
 
@@ -312,6 +318,8 @@ def write_outputs(result: AnalysisResult, out_dir: Path) -> list[Path]:
     trips = result.trips.loc[:, list(fr.TRIP_COLUMNS)].copy()
     for col in ("started_at", "ended_at"):
         trips[col] = _iso_utc(trips[col])
+    for col in trips.columns[[isinstance(d, np.dtype) and d.kind == "f" for d in trips.dtypes]]:
+        trips[col] = _fixed6(trips[col])
     trips.to_csv(out_dir / "trips.csv", index=False, float_format="%.6f")
 
     write_rejected(result.rejected, out_dir / "rejected.csv")

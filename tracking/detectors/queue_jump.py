@@ -204,7 +204,8 @@ def detect_queue_jump(
         return empty_findings()
 
     vehicle = visits["vehicle_id"].astype("str").to_numpy(dtype=object)
-    stand_code, stand_ids = pd.factorize(visits["stand_id"].astype("str"))
+    stand_code, stand_index = pd.factorize(visits["stand_id"].astype("str"))
+    stand_ids = np.asarray(stand_index, dtype=object)  # plain str: cheap to index one by one
     stand_code = stand_code.astype(np.int64)
     arrived = utc_ns(visits["arrived_at"], column="arrived_at", what="as visitas")
     departed = utc_ns(visits["departed_at"], column="departed_at", what="as visitas")

@@ -391,7 +391,15 @@ def detect_unlicensed_stand_use(
         frame = frame.sort_values(
             ["key", "inside", "dwell", "stand"], ascending=[True, False, False, True]
         )
-        others = frame.groupby("key")["stand"].agg(list)
+        # The stands of each boarding fix, in the order above (one in nearly every case).
+        keys = frame["key"].to_numpy(dtype=np.int64)
+        members = frame["stand"].to_numpy(dtype=object)
+        cut = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1], [True])))
+        others = {
+            int(keys[a]): members[a:b].tolist()
+            for a, b in zip(cut[:-1], cut[1:], strict=True)
+            if len(keys)
+        }
         chosen = frame.drop_duplicates("key")
         if len(chosen):
             idx = chosen["v"].to_numpy(dtype=np.int64)
