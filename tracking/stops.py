@@ -45,6 +45,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from tracking import frames as fr
+from tracking._codes import vehicle_codes
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
 from tracking._geodesy import local_xy_m
 
@@ -228,21 +229,16 @@ def prepared_pings(
             "esperado data/hora com fuso (UTC), como sai da validação"
         )
         raise PingFrameError(msg)
-    codes, vehicles = pd.factorize(pings[fr.VEHICLE_ID].astype("str"), sort=False)
-    codes = codes.astype(np.int64)
+    codes, uniques = vehicle_codes(pings[fr.VEHICLE_ID])  # codes in sorted-id order
     ts = timestamps_ns(pings)
-    vehicles = pd.Index(vehicles, dtype="str")
-    grouped = bool(np.all(codes[1:] >= codes[:-1])) and vehicles.is_monotonic_increasing
-    in_order = grouped and bool(np.all((codes[1:] != codes[:-1]) | (ts[1:] >= ts[:-1])))
+    vehicles = pd.Index(uniques, dtype="str")
+    dc = np.diff(codes)
+    in_order = bool(np.all((dc > 0) | ((dc == 0) & (ts[1:] >= ts[:-1]))))
     if in_order and isinstance(pings.index, pd.RangeIndex) and pings.index.start == 0:
         return pings, codes, vehicles, ts, None
-    sorter = np.argsort(vehicles.to_numpy(dtype=object), kind="stable")
-    rank = np.empty(len(sorter), dtype=np.int64)
-    rank[sorter] = np.arange(len(sorter))
-    codes = rank[codes]
     order = np.lexsort((ts, codes))
     out = pings.iloc[order].reset_index(drop=True)
-    return out, codes[order], vehicles[sorter], ts[order], order
+    return out, codes[order], vehicles, ts[order], order
 
 
 def timestamps_ns(pings: pd.DataFrame) -> NDArray[np.int64]:
