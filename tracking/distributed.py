@@ -62,6 +62,7 @@ from tracking.pipeline import (
     AnalysisParams,
     AnalysisResult,
     Progress,
+    count_distinct,
     pickup_stands,
     summarize,
 )
@@ -286,7 +287,7 @@ def _vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any
         "skipped": skipped,
         "evidence": part.loc[mask].reset_index(drop=True),
         "evidence_pos": np.cumsum(mask) - 1,
-        "n_matched": int(np.unique(ping_idx).size),
+        "n_matched": count_distinct(ping_idx, len(part)),
     }
 
 

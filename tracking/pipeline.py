@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from geo.cover import DEFAULT_RESOLUTION, build_stand_cover, match_stands
 from geo.crs import haversine_m
@@ -141,6 +142,17 @@ def pickup_stands(trips: pd.DataFrame, visits: pd.DataFrame, stands: gpd.GeoData
     return out
 
 
+def count_distinct(positions: NDArray[np.integer], n: int) -> int:
+    """Count the distinct values among ``positions`` (each in ``[0, n)``).
+
+    A mask, not ``np.unique``: numpy 2.4's unique of millions of distinct integers takes
+    seconds (4.6 s for 3.4M), its sort-based variants a tenth of that, the mask far less.
+    """
+    seen = np.zeros(n, dtype=bool)
+    seen[positions] = True
+    return int(np.count_nonzero(seen))
+
+
 def analyze_pings(
     pings: pd.DataFrame,
     rejected: pd.DataFrame,
@@ -244,7 +256,8 @@ def analyze_pings(
         findings=findings,
         skipped_detectors=skipped,
     )
-    result.summary = summarize(result, params=params, n_matched=int(np.unique(ping_idx).size))
+    n_matched = count_distinct(ping_idx, len(pings))
+    result.summary = summarize(result, params=params, n_matched=n_matched)
     return result
 
 
