@@ -63,7 +63,8 @@ def planner_map(
     Returns
     -------
     folium.Map
-        Layers (pt-BR) with a layer control; fitted to the layers' extent.
+        Layers (pt-BR) with a layer control; fitted to the stands, coverage, candidates and
+        boundary (the demand cells only when there is nothing else).
     """
     layers = {
         "células": areas,
@@ -75,8 +76,11 @@ def planner_map(
     for what, frame in layers.items():
         _check_wgs84(frame, what)
     present = [f for f in layers.values() if f is not None and len(f)]
+    # Frame the stands, their coverage, candidates and the boundary; stray pickups far away
+    # (GPS errors, trips out of town) would otherwise zoom the map out to nothing.
+    focus = [f for k, f in layers.items() if k != "células" and f is not None and len(f)]
     if present:
-        bounds = np.array([f.total_bounds for f in present])
+        bounds = np.array([f.total_bounds for f in (focus or present)])
         minx, miny = bounds[:, 0].min(), bounds[:, 1].min()
         maxx, maxy = bounds[:, 2].max(), bounds[:, 3].max()
         fmap = base_map(
