@@ -129,6 +129,22 @@ def _vehicles_of(finding: Mapping[str, Any]) -> list[str]:
     return [str(v) for v in (finding["details"] or {}).get("vehicles", [])]
 
 
+def _records(findings: pd.DataFrame) -> list[dict[str, Any]]:
+    """``findings.to_dict("records")`` without the geometry (unused here, slow to box)."""
+    columns = [c for c in findings.columns if c != "geometry"]
+    values = [findings[c].tolist() for c in columns]
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _local_days(findings: pd.DataFrame, timezone: str) -> list[str]:
+    """ISO local date of each finding's ``started_at`` in ``timezone``."""
+    started = findings["started_at"]
+    if isinstance(started.dtype, pd.DatetimeTZDtype) and not started.isna().any():
+        days: list[str] = started.dt.tz_convert(timezone).dt.strftime("%Y-%m-%d").tolist()
+        return days
+    return [pd.Timestamp(t).tz_convert(timezone).date().isoformat() for t in started]
+
+
 def _service_of(fleet: pd.DataFrame | None) -> dict[str, str]:
     if fleet is None or "service" not in fleet.columns:
         return {}
@@ -175,7 +191,7 @@ def propose(
     groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
     uncovered: dict[str, int] = {}
     rules: dict[str, tuple[Rulebook, Rule]] = {}
-    for finding in findings.to_dict("records"):
+    for finding, day in zip(_records(findings), _local_days(findings, timezone), strict=True):
         details = finding["details"] or {}
         for vehicle_id in _vehicles_of(finding):
             service = service_of.get(vehicle_id, "taxi")
@@ -193,7 +209,6 @@ def propose(
                 continue
             key = rule_key(book, rule)
             rules[key] = (book, rule)
-            day = pd.Timestamp(finding["started_at"]).tz_convert(timezone).date().isoformat()
             groups.setdefault((vehicle_id, key, day, service), []).append(finding)
 
     proposals = []
