@@ -148,12 +148,11 @@ def stop_spans(
     none = np.zeros(0, dtype=np.int64)
     if n < 2:
         return none, none
-    lat0 = _group_mean(codes, lat)
-    x, y = local_xy_m(lat, lon, lat0)
-    dt_ns = np.diff(ts_ns)
-    link = (codes[1:] == codes[:-1]) & (np.hypot(np.diff(x), np.diff(y)) <= max_diameter_m)
+    x, y = local_xy_m(lat, lon, _group_mean(codes, lat))
+    link = codes[1:] == codes[:-1]
+    link &= np.hypot(np.diff(x), np.diff(y)) <= max_diameter_m
     if max_gap_s is not None:
-        link &= dt_ns <= round(max_gap_s * _NS)
+        link &= np.diff(ts_ns) <= round(max_gap_s * _NS)
 
     # Candidate runs: maximal runs of linked fixes lasting at least min_duration_s.
     starts = np.flatnonzero(np.concatenate(([True], ~link)))
@@ -173,16 +172,19 @@ def stop_spans(
     cy = y[idx] - y[starts][run_of]
     rel_s = (ts_ns[idx] - ts_ns[starts][run_of]).astype(np.float64) / _NS
     run_end = (offset + lengths - 1)[run_of]
+    del x, y, link  # full-length arrays: free them before the window tables
 
     # First fix at least min_duration_s after each candidate fix, within its run.
     span_s = rel_s[offset + lengths - 1]
     base = np.cumsum(span_s + min_duration_s + 1.0) - (span_s + min_duration_s + 1.0)
     key = rel_s + base[run_of]
+    del rel_s, run_of, base
     j_min = np.searchsorted(key, key + (min_duration_s - _EPS_S), side="left")
-    j_min = np.maximum(j_min, np.arange(len(key)) + 1)
-    valid = j_min <= run_end
+    np.maximum(j_min, np.arange(len(key)) + 1, out=j_min)
     ok = np.zeros(len(key), dtype=bool)
-    pos = np.flatnonzero(valid)
+    del key
+    pos = np.flatnonzero(j_min <= run_end)
+    del run_end
     ok[pos] = _window_extent(cx, cy, pos, j_min[pos]) <= max_diameter_m
 
     first, last = _grow_stops(cx, cy, ok, offset, lengths, j_min, max_diameter_m)
