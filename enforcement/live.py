@@ -40,6 +40,13 @@ Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
     fleet-wide watermark the caller does not have yet): a visit is released by later fixes
     (of its own vehicle and of those ahead of it), so a vehicle that stops reporting at a
     stand holds back that stand's findings until it reports again.
+Inactivity
+    ``inactivity`` keeps one fleet-wide state (row ``'*'``/``inactivity``, under the same
+    global lock) fed with each call's fixes in time order; ``update_inactivity`` judges the
+    previous local day when the first fix of a new local day arrives, over every registered
+    vehicle (``vehicles``, status of the local day of the call's last fix). Nothing ticks at
+    midnight itself: a day is judged by the first fix after it. ``habitual_absence`` and
+    ``illegal_stand_formation`` are not live here yet.
 Late fixes
     A fix not later than the last fix a detector saw for the vehicle is skipped by that detector
     (it is stored; the batch ``pontual analyze`` sees it). A device sends its fixes in order, so
@@ -85,6 +92,7 @@ from tracking import frames as fr
 from tracking.detectors.findings import jsonable
 from tracking.detectors.flag2_misuse import update_flag2_misuse
 from tracking.detectors.gps_anomaly import update_gps_anomaly
+from tracking.detectors.inactivity import update_inactivity
 from tracking.detectors.longer_route import (
     DEFAULT_H3_RESOLUTION,
     update_longer_route,
@@ -112,6 +120,7 @@ LIVE_KINDS = (
     "outside_municipality",
     "queue_jump",
     "unlicensed_stand_use",
+    "inactivity",
 )
 """Finding kinds detected live (the others need a whole day, closed stops or the future)."""
 DEFAULT_THROTTLE_S = 900.0
@@ -128,6 +137,7 @@ _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "outside_municipality": update_outside_municipality,
     "queue_jump": update_queue_jump,
     "unlicensed_stand_use": update_unlicensed_stand_use,
+    "inactivity": update_inactivity,
 }
 VISIT_KINDS = ("queue_jump", "unlicensed_stand_use")
 """Kinds fed by the fleet-wide visits tracker (one state, one global lock)."""
@@ -135,7 +145,16 @@ FLEET_ROW = "*"
 """``vehicle_id`` of the fleet-wide state rows (``visits``, ``unlicensed_stand_use``,
 ``queue_jump:<stand_id>``)."""
 _FLEET_LOCK_CLASS = 72_944  # pg_advisory_xact_lock(72944, 0): the fleet-wide visit states
-_WIRED = {"vehicle", "roads", "timezone", "boundary", "accessible", "unreleased", "facts"}
+_WIRED = {
+    "vehicle",
+    "roads",
+    "timezone",
+    "boundary",
+    "accessible",
+    "unreleased",
+    "facts",
+    "fleet",
+}
 _BOUNDARIES: dict[tuple[str, float], PreparedBoundary] = {}
 _COVER: dict[str, Any] = {}
 """This process's stand cover and the stands-table signature it was built from."""
@@ -498,7 +517,7 @@ def _detect_visit_kinds(
     from tracking.pipeline import AnalysisParams
 
     a = AnalysisParams()
-    session.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": _FLEET_LOCK_CLASS})
+    _fleet_lock(session)
     names = ["visits", "unlicensed_stand_use"]
     stored = dict(
         session.execute(
@@ -572,6 +591,62 @@ def _detect_visit_kinds(
     return found, saved
 
 
+def _fleet_lock(session: Session) -> None:
+    """Take the fleet-wide states' lock (after the vehicle locks; see the module docstring)."""
+    session.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": _FLEET_LOCK_CLASS})
+
+
+def _detect_inactivity(
+    session: Session,
+    fixes: list[dict[str, Any]],
+    params: Mapping[str, Any],
+    *,
+    timezone: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Feed the fixes to the fleet's inactivity state in time order; findings, state rows."""
+    ids = [str(v) for v in session.execute(text("SELECT vehicle_id FROM vehicles")).scalars()]
+    if not ids:
+        return [], []
+    _fleet_lock(session)
+    state = session.execute(
+        text(
+            "SELECT state FROM live_detector_states "
+            "WHERE vehicle_id = :v AND detector = 'inactivity'"
+        ),
+        {"v": FLEET_ROW},
+    ).scalar_one_or_none()
+    last = max(pd.Timestamp(f[fr.TIMESTAMP]) for f in fixes)
+    records = fleet_records(session, ids, day=last.tz_convert(timezone).date())
+    fleet = pd.DataFrame(
+        [
+            {
+                "vehicle_id": v,
+                "status": r["status"],
+                "status_since": r["status_since"],
+                "status_until": r["status_until"],
+            }
+            for v, r in records.items()
+        ]
+    )
+    found: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    last_ns = None if state is None else state["last_ns"]
+    for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
+        t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
+        vid = str(fix[fr.VEHICLE_ID])
+        known = None if state is None else state["vehicles"].get(vid)
+        prev = seen.get(vid, known["fix"]["ns"] if known and known["fix"] else None)
+        if prev is not None and t <= prev:
+            continue  # late fix
+        seen[vid] = t
+        state, res = update_inactivity(state, fix, fleet=fleet, timezone=timezone, **params)
+        found.extend(_records(res))
+    if state is None or state["last_ns"] == last_ns:
+        return found, []
+    ts = pd.Timestamp(int(state["last_ns"]), unit="ns", tz="UTC").to_pydatetime()
+    return found, [{"v": FLEET_ROW, "d": "inactivity", "s": _plain(state), "ts": ts}]
+
+
 def _ping_dicts(pings: pd.DataFrame) -> list[dict[str, Any]]:
     cols = [c for c in fr.PING_COLUMNS if c in pings.columns]
     frame = pings[cols].sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
@@ -616,7 +691,7 @@ def detect_live(
     saved: list[dict[str, Any]] = []
     peers: dict[str, dict[str, Any]] = {}
     for kind in kinds:
-        if kind in VISIT_KINDS:
+        if kind in VISIT_KINDS or kind == "inactivity":
             continue  # fleet-wide, below
         fn = _UPDATES[kind]
         for vehicle in vehicles:
@@ -667,6 +742,10 @@ def detect_live(
     visit_kinds = [k for k in kinds if k in VISIT_KINDS]
     if visit_kinds:
         more, rows = _detect_visit_kinds(session, fixes, visit_kinds, params, timezone=timezone)
+        found.extend(more)
+        saved.extend(rows)
+    if "inactivity" in kinds:
+        more, rows = _detect_inactivity(session, fixes, params["inactivity"], timezone=timezone)
         found.extend(more)
         saved.extend(rows)
     _save_states(session, saved)

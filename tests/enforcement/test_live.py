@@ -26,6 +26,7 @@ from stands.queries import stands_frame
 from stands.visits import detect_visits
 from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
+from tracking.detectors.inactivity import detect_inactivity
 from tracking.detectors.outside_municipality import detect_outside_municipality
 from tracking.detectors.queue_jump import detect_queue_jump
 from tracking.detectors.tracking_gap import detect_tracking_gap
@@ -127,7 +128,12 @@ class TestProcessFixes:
                 "AND detector NOT LIKE 'longer_route_peers:%'"
             )
         ).all()
-        unregistered = {"operating_while_barred", "outside_municipality", *VISIT_KINDS}
+        unregistered = {
+            "operating_while_barred",
+            "outside_municipality",
+            "inactivity",
+            *VISIT_KINDS,
+        }
         assert {d for d, _ in rows} == set(LIVE_KINDS) - unregistered
         assert {pd.Timestamp(ts) for _, ts in rows} == {pings["timestamp"].max()}
 
@@ -315,6 +321,48 @@ class TestVisitKinds:
         assert process_fixes(db_session, pings, kinds=VISIT_KINDS) == []
         n = count(db_session, "SELECT count(*) FROM live_detector_states WHERE vehicle_id = '*'")
         assert n == 0
+
+
+class TestInactivity:
+    def test_judged_when_a_new_local_day_begins(self, db_session: Session) -> None:
+        """A registered vehicle never seen is found at the first fix past 60 days, as in batch."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('INA1', 'INA1'), "
+                "('INA2', 'INA2')"
+            )
+        )
+        lat, lon = offset_m(0.0, 0.0)
+        days = ("2024-01-01", "2024-02-01", "2024-03-01", "2024-03-05")
+        pings = make_pings(
+            [
+                {
+                    "vehicle_id": "INA1",
+                    "timestamp": f"{d}T15:00:00Z",
+                    "lat": lat,
+                    "lon": lon,
+                    "meter": "occupied",
+                }
+                for d in days
+            ]
+        )
+        found = []
+        for k in range(len(pings)):
+            found += process_fixes(db_session, pings.iloc[k : k + 1], kinds=("inactivity",))
+        fleet = pd.DataFrame(
+            {
+                "vehicle_id": ["INA1", "INA2"],
+                "status": [None, None],
+                "status_since": [None, None],
+                "status_until": [None, None],
+            }
+        )
+        batch = detect_inactivity(pings.iloc[:3], fleet, as_of=pd.Timestamp("2024-03-04").date())
+        assert batch["vehicle_id"].tolist() == ["INA2"]
+        assert [f["finding_id"] for f in found] == batch["finding_id"].tolist()
+        assert found[0]["details"] == batch.iloc[0]["details"]
+        again = process_fixes(db_session, pings.iloc[3:], kinds=("inactivity",))
+        assert again == []
 
 
 class TestStandCover:
