@@ -8,6 +8,7 @@ live ``update_*`` functions compare the same numbers.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -129,7 +130,13 @@ def day_array(values: Iterable[Any], *, column: str, what: str, missing: int) ->
 
 def iso_utc(ns: int) -> str:
     """``YYYY-MM-DDTHH:MM:SSZ`` of an epoch-nanosecond instant (seconds floored)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(ns) // NS))
+    return _iso_second(int(ns) // NS)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _iso_second(second: int) -> str:
+    # Evidence repeats instants (the vehicles passed in a queue, both ends of a visit).
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
 
 
 def fix_record(ns: int, lat: float, lon: float, row: int | None) -> dict[str, Any]:

@@ -21,8 +21,9 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from tracking import frames as fr
+from tracking._codes import vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors._evidence import vehicle_codes
+from tracking.detectors._evidence import iso_utc
 from tracking.detectors.findings import empty_findings, finding_id, make_findings
 
 NS = 1_000_000_000
@@ -226,11 +227,6 @@ def fix_arrays(fixes: Sequence[Mapping[str, Any]]) -> TrackArrays:
         speed_flag=np.asarray([f["speed_flag"] for f in fixes], dtype=bool),
         trip_ref=np.asarray([f.get("trip_ref") for f in fixes], dtype=object),
     )
-
-
-def iso_utc(ts_ns: int) -> str:
-    """ISO 8601 UTC text of epoch nanoseconds, to the second: ``YYYY-MM-DDTHH:MM:SSZ``."""
-    return str(np.datetime_as_string(np.datetime64(int(ts_ns), "ns").astype("datetime64[s]"))) + "Z"
 
 
 def fix_evidence(track: TrackArrays, i: int) -> dict[str, Any]:

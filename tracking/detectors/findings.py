@@ -252,7 +252,7 @@ def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
     with path.open("w", encoding="utf-8") as fh:
         fh.write('{"type": "FeatureCollection", "features": [')
         for k, (geom, fid, kind, vehicle, stand, start, end, conf, details) in enumerate(columns):
-            feature = {
+            feature: dict[str, Any] = {
                 "type": "Feature",
                 "geometry": geom,
                 "properties": {
@@ -269,7 +269,7 @@ def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
             try:
                 text = _ENCODER.encode(feature)
             except (ValueError, TypeError):
-                feature["properties"]["details"] = jsonable(details)  # type: ignore[index]
+                feature["properties"]["details"] = jsonable(details)
                 text = json.dumps(feature, ensure_ascii=False)
             fh.write(", " + text if k else text)
         fh.write("]}")

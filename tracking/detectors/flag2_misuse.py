@@ -49,6 +49,7 @@ import pandas as pd
 import shapely
 from numpy.typing import NDArray
 
+from tracking._codes import vehicle_codes
 from tracking.detectors._errors import DetectorInputError, Flag2CalendarError
 from tracking.detectors._evidence import (
     DAY_NS,
@@ -62,7 +63,6 @@ from tracking.detectors._evidence import (
     ping_rows,
     require_columns,
     utc_ns,
-    vehicle_codes,
     zone,
 )
 from tracking.detectors.findings import empty_findings, make_findings

@@ -54,12 +54,11 @@ from stands.presence import (
     presence_summary,
 )
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors._evidence import local_day, ping_field, ping_ns
+from tracking.detectors._evidence import iso_utc, local_day, ping_field, ping_ns
 from tracking.detectors._track_kernels import (
     check_timezone,
     finding_record,
     findings_from_records,
-    iso_utc,
     local_dates,
     utc_ns,
 )

@@ -56,6 +56,7 @@ from geo import h3 as gh3
 from geo.crs import WGS84, utm_crs_for
 from tracking import frames as fr
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors._evidence import iso_utc
 from tracking.detectors._track_kernels import (
     METER_FREE,
     TrackArrays,
@@ -63,7 +64,6 @@ from tracking.detectors._track_kernels import (
     check_positive,
     check_timezone,
     fix_evidence,
-    iso_utc,
     local_dates,
     track_arrays,
     utc_ns,

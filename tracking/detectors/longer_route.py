@@ -81,6 +81,7 @@ from geo.crs import WGS84, haversine_m
 from geo.h3 import cells_to_strings, check_resolution, latlng_to_cells
 from geo.roads import DEFAULT_MAX_SNAP_M, RoadGraph, shortest_path_lengths
 from tracking import frames as fr
+from tracking._codes import vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._evidence import (
     NS,
@@ -92,7 +93,6 @@ from tracking.detectors._evidence import (
     ping_ns,
     require_columns,
     utc_ns,
-    vehicle_codes,
 )
 from tracking.detectors.findings import empty_findings, make_findings
 from tracking.stops import stop_spans
@@ -460,7 +460,7 @@ def _sorted_trip_fixes(
             return None
     n = len(table["trip_id"])
     vehicle = table["vehicle_id"]
-    t_code = pd.Index(uniques).get_indexer(vehicle).astype(np.int64)
+    t_code = pd.Index(uniques).get_indexer(pd.Index(vehicle)).astype(np.int64)
     known = t_code >= 0
     block_lo = np.searchsorted(codes, t_code, side="left").astype(np.int64)
     block_hi = np.searchsorted(codes, t_code, side="right").astype(np.int64) - 1
