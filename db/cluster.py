@@ -809,7 +809,37 @@ def ensure_database(
     return url
 
 
+_REVISION_RE = re.compile(r"^(down_)?revision\b[^=]*=\s*['\"]?([\w]+)", re.MULTILINE)
+
+
+def bundled_head() -> str | None:
+    """Return the newest bundled migration, read from the scripts without importing Alembic."""
+    versions = Path(__file__).parent / "migrations" / "versions"
+    revisions, parents = set(), set()
+    for script in versions.glob("[0-9]*.py"):
+        for down, rev in _REVISION_RE.findall(script.read_text(encoding="utf-8")):
+            (parents if down else revisions).add(rev)
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
 def _upgrade(url: str) -> None:
+    """Migrate to head; a database already at head costs one query (no Alembic import)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.pool import NullPool
+
+    head = bundled_head()
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except SQLAlchemyError:
+        current = None  # never migrated
+    finally:
+        engine.dispose()
+    if head is not None and current == head:
+        return
     from db.migrate import upgrade  # owned by the migrations work; imported late
 
     upgrade(url)
