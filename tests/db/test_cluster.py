@@ -225,3 +225,12 @@ class TestServiceUserUnderRoot:
         assert as_user("ls", str(inner)) == 0
         assert as_user("ls", str(parent)) != 0
         assert not stat.S_IMODE(parent.stat().st_mode) & stat.S_IROTH
+
+
+class TestBundledHead:
+    def test_matches_alembic(self) -> None:
+        """The head read from the scripts is Alembic's own head."""
+        from db.cluster import bundled_head
+        from db.migrate import head
+
+        assert bundled_head() == head()
