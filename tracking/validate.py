@@ -24,7 +24,7 @@ coordinates. Row-level checks come first; the duplicate checks only look at rows
 ``missing_timestamp``
     ``timestamp`` empty.
 ``unparseable_timestamp``
-    Neither ISO 8601 nor Unix seconds in [0, 1e10) (milliseconds are refused here, not
+    Neither ISO 8601 nor Unix seconds in [0, 9.2e9) (milliseconds are refused here, not
     misread as a date in the year 45000).
 ``naive_timestamp``
     ISO 8601 without a UTC offset (``Z`` or ``±HH[:MM]``), or a naive datetime column.
@@ -99,8 +99,9 @@ REJECTION_REASONS: tuple[str, ...] = (
 FUTURE_TOLERANCE_S = 300.0
 """Clock skew allowed between a device and ``now`` before a fix counts as from the future."""
 
-MAX_UNIX_S = 1e10
-"""Upper bound (exclusive) of a Unix-seconds timestamp; larger values are likely milliseconds."""
+MAX_UNIX_S = 9.2e9
+"""Upper bound (exclusive) of a Unix-seconds timestamp (year 2261: nanoseconds fit in int64);
+larger values are likely milliseconds."""
 
 REJECTED_LEAD = (fr.ROW, fr.REASON)
 

@@ -60,6 +60,7 @@ class TestValidatePings:
             ({"timestamp": "ontem"}, "unparseable_timestamp"),
             ({"timestamp": "2024-02-30T10:00:00Z"}, "unparseable_timestamp"),
             ({"timestamp": "1709553600000"}, "unparseable_timestamp"),  # milliseconds
+            ({"timestamp": "9300000000"}, "unparseable_timestamp"),  # ns beyond int64 (year 2264)
             ({"timestamp": "-5"}, "unparseable_timestamp"),
             ({"timestamp": "2024-03-04T09:00:00"}, "naive_timestamp"),
             ({"timestamp": "2024-03-04 09:00"}, "naive_timestamp"),
