@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import pytest
 import shapely
 from factories import make_pings, offset_m
 
 from tracking import frames as fr
-from tracking.pipeline import AnalysisParams, analyze_pings, write_outputs
+from tracking.pipeline import AnalysisParams, analyze_pings, count_distinct, write_outputs
 
 
 def _stand(stand_id: str, north_m: float, east_m: float, half_m: float = 15.0) -> dict:
@@ -124,3 +125,13 @@ class TestWriteOutputs:
         summary = json.loads((tmp_path / "summary.json").read_text())
         assert summary["pings_rejected"] == 1
         assert summary["parameters"]["h3_resolution"] == AnalysisParams().h3_resolution
+
+
+class TestCountDistinct:
+    @pytest.mark.parametrize(
+        ("positions", "n", "expected"),
+        [([], 0, 0), ([], 5, 0), ([3, 1, 3, 0], 4, 3), (list(range(10)) * 2, 10, 10)],
+    )
+    def test_counts_distinct_positions(self, positions, n, expected):
+        """Repeated positions count once; none gives zero."""
+        assert count_distinct(np.asarray(positions, dtype=np.int64), n) == expected

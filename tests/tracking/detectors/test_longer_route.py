@@ -118,6 +118,20 @@ class TestDetectLongerRoute:
         assert f["geometry"].geom_type == "LineString"
         json.dumps(d)  # JSON-serialisable
 
+    def test_unsorted_pings_give_the_same_findings(self, grid):
+        """Pings out of order (each trip's fixes then found by merging) give the same findings."""
+        rows = _trip("V1", LOOP) + _trip("V2", CORRIDOR, t0=600) + _trip("V1", LOOP, t0=7200)
+        pings = make_pings(rows)
+        trips = detect_trips(pings)
+        shuffled = pings.sample(frac=1.0, random_state=3).reset_index(drop=True)
+        found = detect_longer_route(trips, pings, roads=grid)
+        again = detect_longer_route(trips, shuffled, roads=grid)
+        assert len(found) == 3
+        pd.testing.assert_frame_equal(
+            found.drop(columns="geometry"), again.drop(columns="geometry")
+        )
+        assert found.geometry.geom_equals(again.geometry).all()
+
     def test_straight_trip_is_not(self, grid):
         """The shortest route is never accused."""
         found, _ = _detect(_trip("V1", STRAIGHT), roads=grid)
