@@ -32,7 +32,7 @@ system:
 $(VENV)/.installed: pyproject.toml requirements.lock | system
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip uv
-	$(VENV)/bin/uv pip install -q --python $(PY) -r requirements.lock
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -r requirements.lock
 	$(VENV)/bin/uv pip install -q --python $(PY) --no-deps -e .
 	touch $@
 
