@@ -83,6 +83,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
+from enforcement.workflow import insert_findings
 from geo.cover import StandCover, build_stand_cover
 from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
@@ -755,36 +756,6 @@ def detect_live(
 # --- findings → alerts ---------------------------------------------------------------------
 
 
-def _insert_findings(session: Session, records: list[dict[str, Any]]) -> set[str]:
-    """Insert finding records; return the ids that were new."""
-    if not records:
-        return set()
-    new: set[str] = set()
-    stmt = text(
-        "INSERT INTO findings (finding_id, kind, vehicle_id, stand_id, started_at, ended_at, "
-        "confidence, details, geometry) VALUES (:finding_id, :kind, :vehicle_id, :stand_id, "
-        ":started_at, :ended_at, :confidence, :details, ST_GeomFromEWKT(:geometry)) "
-        "ON CONFLICT (finding_id) DO NOTHING RETURNING finding_id"
-    ).bindparams(bindparam("details", type_=JSONB))
-    for r in records:
-        geom = r.get("geometry")
-        row = {
-            "finding_id": r["finding_id"],
-            "kind": r["kind"],
-            "vehicle_id": r["vehicle_id"],
-            "stand_id": r["stand_id"],
-            "started_at": pd.Timestamp(r["started_at"]).to_pydatetime(),
-            "ended_at": pd.Timestamp(r["ended_at"]).to_pydatetime(),
-            "confidence": float(r["confidence"]),
-            "details": jsonable(r["details"]),
-            "geometry": None if geom is None or geom.is_empty else f"SRID=4326;{geom.wkt}",
-        }
-        got = session.execute(stmt, row).scalar_one_or_none()
-        if got is not None:
-            new.add(str(got))
-    return new
-
-
 def _active_webhooks(session: Session) -> list[tuple[int, dict[str, Any]]]:
     rows = session.execute(text("SELECT webhook_id, filters FROM webhooks WHERE active"))
     return [(int(w), dict(f or {})) for w, f in rows]
@@ -875,7 +846,7 @@ def store_findings(
         The records, each with ``new`` (inserted now) and ``alert_id`` (None when the finding
         was already stored or throttled).
     """
-    new = _insert_findings(session, records)
+    new = insert_findings(session, records)
     webhooks = _active_webhooks(session) if new else []
     out = []
     for r in sorted(records, key=lambda r: (pd.Timestamp(r["ended_at"]), r["finding_id"])):

@@ -18,7 +18,7 @@ defence is decided or its period ends).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -55,32 +55,37 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
 _AUTO_LOCK_KEY = 7_294_310_002  # pg_advisory_xact_lock key serialising auto numbers
 
 
-def store_findings(session: Session, findings: gpd.GeoDataFrame) -> int:
-    """Insert findings (ids are deterministic: a finding stored before is left as it was).
+def insert_findings(session: Session, records: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Insert finding records (findings-frame columns, shapely geometry) in one statement.
 
-    Returns the number of new rows.
+    Ids are deterministic: a finding stored before is left as it was. Returns the new ids.
     """
-    if findings.empty:
-        return 0
-    geoms = hex_ewkb(findings.geometry.to_numpy())
+    if not records:
+        return set()
+    geoms = hex_ewkb([r.get("geometry") for r in records])
     rows = [
         {
             "finding_id": r["finding_id"],
             "kind": r["kind"],
             "vehicle_id": r["vehicle_id"],
             "stand_id": r["stand_id"],
-            "started_at": r["started_at"].to_pydatetime(),
-            "ended_at": r["ended_at"].to_pydatetime(),
+            "started_at": pd.Timestamp(r["started_at"]).to_pydatetime(),
+            "ended_at": pd.Timestamp(r["ended_at"]).to_pydatetime(),
             "confidence": float(r["confidence"]),
             "details": jsonable(r["details"] or {}),
             "geometry": func.ST_GeomFromEWKB(func.decode(g, "hex")) if g else None,
         }
-        for r, g in zip(findings.to_dict("records"), geoms, strict=True)
+        for r, g in zip(records, geoms, strict=True)
     ]
     done = session.execute(
         insert(Finding).values(rows).on_conflict_do_nothing().returning(Finding.finding_id)
     )
-    return len(done.all())
+    return {str(f) for f in done.scalars()}
+
+
+def store_findings(session: Session, findings: gpd.GeoDataFrame) -> int:
+    """Insert a findings frame (see :func:`insert_findings`); return the number of new rows."""
+    return len(insert_findings(session, findings.to_dict("records")))
 
 
 def load_findings(session: Session, finding_ids: Iterable[str]) -> gpd.GeoDataFrame:
