@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -88,20 +87,12 @@ def _test_cluster() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """URL of a fresh, migrated PostGIS database for this session (dropped at the end)."""
-    from db.engine import create_database, drop_database, parse_url
-    from db.migrate import upgrade
+    from factories import migrated_database
 
     external = os.environ.get("PONTUAL_TEST_DATABASE_URL") or os.environ.get("DATABASE_URL")
     with ExitStack() as stack:
         server_url = external or stack.enter_context(_test_cluster())
-        name = f"pontual_test_{secrets.token_hex(4)}"
-        url = parse_url(server_url).set(database=name).render_as_string(hide_password=False)
-        create_database(url)
-        try:
-            upgrade(url)
-            yield url
-        finally:
-            drop_database(url)
+        yield stack.enter_context(migrated_database(server_url))
 
 
 @pytest.fixture(scope="session")

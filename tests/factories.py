@@ -11,7 +11,8 @@ around :data:`ORIGIN` with :func:`offset_m`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -159,3 +160,21 @@ def make_raw_pings(
     raw = pd.DataFrame(data)
     raw[fr.ROW] = np.arange(1, len(rows) + 1, dtype=np.int64)
     return raw
+
+
+@contextmanager
+def migrated_database(server_url: str, *, prefix: str = "pontual_test") -> Iterator[str]:
+    """Create a fresh database on ``server_url``'s server, migrate it, yield its URL, drop it."""
+    import secrets
+
+    from db.engine import create_database, drop_database, parse_url
+    from db.migrate import upgrade
+
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    url = parse_url(server_url).set(database=name).render_as_string(hide_password=False)
+    create_database(url)
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        drop_database(url)

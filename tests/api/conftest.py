@@ -6,12 +6,12 @@ not share the suite's database: they get a fresh migrated one, dropped at the en
 
 from __future__ import annotations
 
-import secrets
 import warnings
 from collections.abc import Iterator
 
 import pytest
 from api_factories import PASSWORD, ROLES
+from factories import migrated_database
 from fastapi import FastAPI
 from sqlalchemy import Engine
 from starlette.exceptions import StarletteDeprecationWarning
@@ -27,17 +27,8 @@ with warnings.catch_warnings():
 @pytest.fixture(scope="session")
 def api_database_url(database_url: str) -> Iterator[str]:
     """URL of a fresh, migrated database for the API tests (dropped at the end)."""
-    from db.engine import create_database, drop_database, parse_url
-    from db.migrate import upgrade
-
-    name = f"pontual_api_{secrets.token_hex(4)}"
-    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
-    create_database(url)
-    try:
-        upgrade(url)
+    with migrated_database(database_url, prefix="pontual_api") as url:
         yield url
-    finally:
-        drop_database(url)
 
 
 @pytest.fixture(scope="session")

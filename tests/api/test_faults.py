@@ -52,6 +52,7 @@ from typing import Any
 import httpx
 import pytest
 from api_factories import bearer
+from factories import migrated_database
 from sqlalchemy import Engine, text
 
 PONTUAL = Path(sys.executable).with_name("pontual")
@@ -150,17 +151,8 @@ def serve(tmp_path: Path) -> Iterator[list[ServeProcess]]:
 @pytest.fixture
 def fresh_database_url(database_url: str) -> Iterator[str]:
     """A fresh migrated database on the test server for one test (dropped at the end)."""
-    from db.engine import create_database, drop_database, parse_url
-    from db.migrate import upgrade
-
-    name = f"pontual_faults_{secrets.token_hex(4)}"
-    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
-    create_database(url)
-    try:
-        upgrade(url)
+    with migrated_database(database_url, prefix="pontual_faults") as url:
         yield url
-    finally:
-        drop_database(url)
 
 
 @pytest.fixture

@@ -5,14 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
 import pytest
 import shapely
-from factories import make_pings
+from factories import make_pings, migrated_database
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
@@ -171,17 +170,8 @@ class TestApplyRetention:
 @pytest.fixture(scope="module")
 def fresh_url(database_url: str) -> Iterator[str]:
     """A database of its own for the CLI (it commits)."""
-    from db.engine import create_database, drop_database, parse_url
-    from db.migrate import upgrade
-
-    name = f"pontual_test_{secrets.token_hex(4)}"
-    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
-    create_database(url)
-    try:
-        upgrade(url)
+    with migrated_database(database_url) as url:
         yield url
-    finally:
-        drop_database(url)
 
 
 class TestRetentionCommand:
