@@ -55,6 +55,7 @@ QUEUE_SIZE = 1000
 POLL_S = 5.0
 MAX_BACKOFF_S = 3600.0
 _RECONNECT_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+_STOP_WAIT_S = 10.0
 
 
 # --- detection on ingest -------------------------------------------------------------------
@@ -360,12 +361,20 @@ def next_due_s(engine: Engine) -> float | None:
     return None if value is None else float(value)
 
 
+async def wait_event(event: asyncio.Event, timeout_s: float) -> None:
+    """Wait for ``event`` at most ``timeout_s`` (asyncio.wait: cancellation never swallowed)."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout_s)
+    finally:
+        waiter.cancel()
+
+
 async def webhook_worker(hub: AlertHub, settings: Settings) -> None:
     """Deliver webhooks until cancelled: woken by each NOTIFY or when a retry falls due."""
     wait_s = 0.0
     while True:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(hub.wake.wait(), timeout=wait_s)
+        await wait_event(hub.wake, wait_s)  # never swallows a cancellation (wait_for can)
         hub.wake.clear()
         try:
             while await asyncio.to_thread(
@@ -397,6 +406,4 @@ async def alerts_lifespan(app: Any) -> AsyncIterator[None]:
     finally:
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asyncio.wait(tasks, timeout=_STOP_WAIT_S)  # bounded: shutdown never hangs

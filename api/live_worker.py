@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine, text
 
-from api.alerts import detect_on_ingest
+from api.alerts import detect_on_ingest, wait_event
 from api.settings import Settings
 from tracking import frames as fr
 
@@ -110,15 +110,6 @@ def process_queue(engine: Engine, *, settings: Settings, max_vehicles: int = CLA
     return len(rows)
 
 
-async def _wait(event: asyncio.Event, timeout_s: float) -> None:
-    """Wait for ``event`` at most ``timeout_s`` (asyncio.wait: cancellation never swallowed)."""
-    waiter = asyncio.ensure_future(event.wait())
-    try:
-        await asyncio.wait({waiter}, timeout=timeout_s)
-    finally:
-        waiter.cancel()
-
-
 async def live_worker(
     engine: Engine, settings: Settings, wake: asyncio.Event, stop: asyncio.Event | None = None
 ) -> None:
@@ -130,10 +121,10 @@ async def live_worker(
             done = await asyncio.to_thread(process_queue, engine, settings=settings)
         except Exception:  # the database may be away: try again shortly
             log.exception("fila de detecção ao vivo: falha ao processar; nova tentativa")
-            await _wait(stop, _ERROR_PAUSE_S)
+            await wait_event(stop, _ERROR_PAUSE_S)
             continue
         if not done:
-            await _wait(wake, IDLE_POLL_S)
+            await wait_event(wake, IDLE_POLL_S)
 
 
 @contextlib.asynccontextmanager
