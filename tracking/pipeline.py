@@ -261,9 +261,43 @@ def analyze_pings(
     return result
 
 
-def summarize(result: AnalysisResult, *, params: AnalysisParams, n_matched: int) -> dict[str, Any]:
-    """Return the ``summary.json`` content of a run: counts, the thresholds used, time span."""
-    pings, visits, trips = result.pings, result.visits, result.trips
+def ping_stats(pings: pd.DataFrame) -> dict[str, Any]:
+    """Return the counts of a pings frame for ``summary.json`` (see :func:`merge_ping_stats`)."""
+    return {
+        "pings_valid": int(len(pings)),
+        "pings_speed_flagged": int(pings[fr.SPEED_FLAG].sum()) if len(pings) else 0,
+        "vehicles": int(pings[fr.VEHICLE_ID].nunique()),
+        "first": pings[fr.TIMESTAMP].min() if len(pings) else None,
+        "last": pings[fr.TIMESTAMP].max() if len(pings) else None,
+    }
+
+
+def merge_ping_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the :func:`ping_stats` of partitions holding disjoint vehicles, concatenated."""
+    firsts = [p["first"] for p in parts if p["first"] is not None]
+    lasts = [p["last"] for p in parts if p["last"] is not None]
+    return {
+        "pings_valid": sum(p["pings_valid"] for p in parts),
+        "pings_speed_flagged": sum(p["pings_speed_flagged"] for p in parts),
+        "vehicles": sum(p["vehicles"] for p in parts),
+        "first": min(firsts) if firsts else None,
+        "last": max(lasts) if lasts else None,
+    }
+
+
+def summarize(
+    result: AnalysisResult,
+    *,
+    params: AnalysisParams,
+    n_matched: int,
+    stats: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Return the ``summary.json`` content of a run: counts, the thresholds used, time span.
+
+    ``stats`` (:func:`ping_stats`) stands for ``result.pings`` when the engine never held them all.
+    """
+    stats = stats if stats is not None else ping_stats(result.pings)
+    visits, trips = result.visits, result.trips
     boarded = (
         visits["boarded"].fillna(False).astype(bool) if len(visits) else pd.Series([], dtype=bool)
     )
@@ -272,18 +306,15 @@ def summarize(result: AnalysisResult, *, params: AnalysisParams, n_matched: int)
         if len(result.rejected)
         else {}
     )
-    span = (
-        [pings[fr.TIMESTAMP].min().isoformat(), pings[fr.TIMESTAMP].max().isoformat()]
-        if len(pings)
-        else [None, None]
-    )
+    first, last = stats["first"], stats["last"]
+    span = [first.isoformat(), last.isoformat()] if first is not None else [None, None]
     return {
-        "pings_valid": int(len(pings)),
+        "pings_valid": stats["pings_valid"],
         "pings_rejected": int(len(result.rejected)),
         "rejected_by_reason": {str(k): int(v) for k, v in reasons.items()},
-        "pings_speed_flagged": int(pings[fr.SPEED_FLAG].sum()) if len(pings) else 0,
+        "pings_speed_flagged": stats["pings_speed_flagged"],
         "pings_in_stands": n_matched,
-        "vehicles": int(pings[fr.VEHICLE_ID].nunique()),
+        "vehicles": stats["vehicles"],
         "stands": int(len(result.stands)),
         "visits": int(len(visits)),
         "boardings": int(boarded.sum()),
