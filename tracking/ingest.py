@@ -23,6 +23,7 @@ import csv
 import gzip
 import io
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -97,22 +98,97 @@ def read_pings(
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
         msg = f"'chunk_rows' era {chunk_rows!r}; esperado um inteiro positivo"
         raise InvalidParameterError(msg)
-    p = Path(path)
-    name = p.name.lower()
-    if name.endswith(CSV_SUFFIXES):
-        return _read_csv_pings(p, now=now, max_speed_kmh=max_speed_kmh, chunk_rows=chunk_rows)
-    if name.endswith(PARQUET_SUFFIXES):
+    source = RawPings.open(path, chunk_rows=chunk_rows)
+    pings, rejected = validate_ping_chunks(source.chunks, now=now, max_speed_kmh=max_speed_kmh)
+    if not source.malformed_count:
+        return pings, rejected
+    pings[fr.ROW] = source.data_rows(pings[fr.ROW].to_numpy(dtype=np.int64))
+    rejected[fr.ROW] = source.data_rows(rejected[fr.ROW].to_numpy(dtype=np.int64))
+    rejected = pd.concat([source.malformed(), rejected], ignore_index=True)
+    return pings, rejected.sort_values(fr.ROW, kind="stable", ignore_index=True)
+
+
+@dataclass(eq=False)
+class RawPings:
+    """The raw chunks of one pings file (CSV or Parquet), read as often as asked.
+
+    CSV chunks number each well-formed record (``row`` is its ordinal); records with the wrong
+    number of fields are skipped and remembered, so the file's data rows are only known once a
+    first read has gone through the whole file: then :meth:`data_rows` maps ordinals to rows and
+    :meth:`malformed` gives those records as rejected rows (``malformed_row``). Parquet has no
+    malformed records: ``row`` is the data row.
+    """
+
+    path: Path
+    chunk_rows: int
+    names: list[str] = field(default_factory=list)
+    integral_ids: set[str] = field(default_factory=set)
+    bad: list[tuple[int | None, str]] | None = None
+
+    @classmethod
+    def open(cls, path: str | Path, *, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> RawPings:
+        """Check the file's format and columns (see :func:`read_pings` for the errors)."""
+        if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+            msg = f"'chunk_rows' era {chunk_rows!r}; esperado um inteiro positivo"
+            raise InvalidParameterError(msg)
+        p = Path(path)
+        name = p.name.lower()
+        if not name.endswith((*CSV_SUFFIXES, *PARQUET_SUFFIXES)):
+            allowed = ", ".join((*CSV_SUFFIXES, *PARQUET_SUFFIXES))
+            msg = f"formato de arquivo de pings não suportado: {p.name}; esperado um de {allowed}"
+            raise UnsupportedFormatError(msg)
         if not p.is_file():
             raise FileNotFoundError(f"arquivo de pings não encontrado: {p}")
-        integral = _integral_id_columns(p)
-        return validate_ping_chunks(
-            lambda: _iter_parquet_chunks(p, chunk_rows=chunk_rows, integral_ids=integral),
-            now=now,
-            max_speed_kmh=max_speed_kmh,
-        )
-    allowed = ", ".join((*CSV_SUFFIXES, *PARQUET_SUFFIXES))
-    msg = f"formato de arquivo de pings não suportado: {p.name}; esperado um de {allowed}"
-    raise UnsupportedFormatError(msg)
+        if name.endswith(PARQUET_SUFFIXES):
+            return cls(p, chunk_rows, integral_ids=_integral_id_columns(p), bad=[])
+        names = _read_header(p)
+        _check_columns(names, required=fr.PING_REQUIRED, source=p.name)
+        return cls(p, chunk_rows, names=names)
+
+    @property
+    def is_csv(self) -> bool:
+        """Whether the file is CSV (else Parquet)."""
+        return bool(self.names)
+
+    def chunks(self) -> Iterator[pd.DataFrame]:
+        """Yield the raw cells, ``chunk_rows`` rows at a time, with ``row``."""
+        if not self.is_csv:
+            yield from _iter_parquet_chunks(
+                self.path, chunk_rows=self.chunk_rows, integral_ids=self.integral_ids
+            )
+            return
+        bad: list[tuple[int | None, str]] = []
+        yield from _iter_csv_chunks(self.path, self.names, chunk_rows=self.chunk_rows, bad=bad)
+        if self.bad is None:
+            self.bad = sorted(bad, key=lambda item: item[0] or 0)
+            if any(number is None for number, _ in bad):
+                msg = f"{self.path.name}: não foi possível numerar as linhas malformadas do CSV"
+                raise MalformedFileError(msg)
+
+    @property
+    def malformed_count(self) -> int:
+        """Malformed records met by the first whole read."""
+        return len(self._bad())
+
+    def data_rows(self, ordinals: np.ndarray) -> np.ndarray:
+        """Map record ordinals (the ``row`` of the chunks) to the file's data rows."""
+        bad = self._bad()
+        if not bad:
+            return ordinals
+        return _data_rows(ordinals, np.array([(n or 0) - 1 for n, _ in bad], dtype=np.int64))
+
+    def malformed(self) -> pd.DataFrame:
+        """Return the malformed records as rejected rows, in file order."""
+        bad = self._bad()
+        rows = np.array([(n or 0) - 1 for n, _ in bad], dtype=np.int64)
+        frame = _malformed_frame(rows, [text for _, text in bad], self.names)
+        return make_rejected(frame, ["malformed_row"] * len(rows))
+
+    def _bad(self) -> list[tuple[int | None, str]]:
+        if self.bad is None:
+            msg = "as linhas malformadas só são conhecidas depois de uma leitura completa"
+            raise RuntimeError(msg)
+        return self.bad
 
 
 def read_raw_pings(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -342,41 +418,6 @@ def _malformed_frame(rows: np.ndarray, texts: list[str], names: list[str]) -> pd
 def _split_records(texts: list[str]) -> Iterator[list[str]]:
     for text in texts:
         yield next(csv.reader([text]), [])
-
-
-def _read_csv_pings(
-    path: Path, *, now: pd.Timestamp | None, max_speed_kmh: float, chunk_rows: int
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    if not path.is_file():
-        raise FileNotFoundError(f"arquivo de pings não encontrado: {path}")
-    names = _read_header(path)
-    _check_columns(names, required=fr.PING_REQUIRED, source=path.name)
-    # Chunks carry the ordinal of each parsed record as ``row``; the file's data rows are only
-    # known once every malformed record has been met, so rows are mapped at the end.
-    runs: list[list[tuple[int | None, str]]] = []
-
-    def chunks() -> Iterator[pd.DataFrame]:
-        bad: list[tuple[int | None, str]] = []
-        runs.append(bad)
-        return _iter_csv_chunks(path, names, chunk_rows=chunk_rows, bad=bad)
-
-    pings, rejected = validate_ping_chunks(chunks, now=now, max_speed_kmh=max_speed_kmh)
-    bad = runs[0]
-    if not bad:
-        return pings, rejected
-    if any(number is None for number, _ in bad):
-        msg = f"{path.name}: não foi possível numerar as linhas malformadas do CSV"
-        raise MalformedFileError(msg)
-    bad = sorted(bad, key=lambda item: item[0] or 0)
-    bad_rows = np.array([(number or 0) - 1 for number, _ in bad], dtype=np.int64)
-    pings[fr.ROW] = _data_rows(pings[fr.ROW].to_numpy(dtype=np.int64), bad_rows)
-    rejected[fr.ROW] = _data_rows(rejected[fr.ROW].to_numpy(dtype=np.int64), bad_rows)
-    malformed = make_rejected(
-        _malformed_frame(bad_rows, [text for _, text in bad], names),
-        ["malformed_row"] * len(bad_rows),
-    )
-    rejected = pd.concat([malformed, rejected], ignore_index=True)
-    return pings, rejected.sort_values(fr.ROW, kind="stable", ignore_index=True)
 
 
 def _data_rows(ordinals: np.ndarray, bad_rows: np.ndarray) -> np.ndarray:
