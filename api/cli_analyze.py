@@ -95,6 +95,12 @@ def analyze(
     workers: Annotated[
         int, typer.Option(min=1, help="Workers do cluster Dask local (sem --scheduler).")
     ] = 2,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Partições analisadas ao mesmo tempo (motor local), cada uma num processo."
+        ),
+    ] = 1,
 ) -> None:
     """Analisa pings contra pontos e frota e grava os arquivos de saída do contrato."""
     from enforcement.proposals import proposal_summary, propose, write_proposals_json
@@ -129,14 +135,7 @@ def analyze(
         transient=True,
         disable=not console.is_terminal,
     ) as bar:
-        task = bar.add_task("Lendo e validando pings", total=_STAGES)
-        if porto:
-            valid, rejected, _ = read_porto_trips(pings, max_speed_kmh=params.max_speed_kmh)
-        else:
-            valid, rejected = read_pings(pings, max_speed_kmh=params.max_speed_kmh)
-        if as_of_date is not None:
-            valid = cut_at_as_of(valid, as_of=as_of_date, timezone=tz)
-        bar.update(task, advance=1, description="Lendo pontos e frota")
+        task = bar.add_task("Lendo pontos e frota", total=_STAGES)
         stand_frame = read_stands(stands, default_radius_m=stand_radius_m)
         fleet_frame = read_fleet(fleet, municipality=municipality) if fleet else None
         limits = _thresholds(thresholds) if thresholds else None
@@ -155,15 +154,33 @@ def analyze(
             "params": params,
             "progress": step,
         }
-        if engine is Engine.dask:
-            from tracking.distributed import analyze_pings_distributed, dask_client
+        if engine is Engine.local and not porto:
+            from tracking.buckets import analyze_file
 
-            with dask_client(scheduler, workers=workers) as client:
-                result = analyze_pings_distributed(
-                    valid, rejected, stand_frame, client=client, **options
-                )
+            def detail(label: str) -> None:  # per-partition steps: the bar does not advance
+                bar.update(task, description=label)
+
+            bar.update(task, advance=1, description="Lendo e validando pings")
+            result, fixes = analyze_file(
+                pings, stand_frame, jobs=jobs, **options | {"progress": detail}
+            )
         else:
-            result = analyze_pings(valid, rejected, stand_frame, **options)
+            bar.update(task, advance=1, description="Lendo e validando pings")
+            if porto:
+                fixes, rejected, _ = read_porto_trips(pings, max_speed_kmh=params.max_speed_kmh)
+            else:
+                fixes, rejected = read_pings(pings, max_speed_kmh=params.max_speed_kmh)
+            if as_of_date is not None:
+                fixes = cut_at_as_of(fixes, as_of=as_of_date, timezone=tz)
+            if engine is Engine.dask:
+                from tracking.distributed import analyze_pings_distributed, dask_client
+
+                with dask_client(scheduler, workers=workers) as client:
+                    result = analyze_pings_distributed(
+                        fixes, rejected, stand_frame, client=client, **options
+                    )
+            else:
+                result = analyze_pings(fixes, rejected, stand_frame, **options)
         bar.update(task, description="Gravando arquivos")
         proposals = None
         if books:
@@ -176,7 +193,7 @@ def analyze(
             write_proposals_json(proposals, out / "proposals.json")
             paths.append(out / "proposals.json")
         tile_url = None if tiles.lower() == "none" else tiles
-        findings_map(stand_frame, result.findings, fixes=valid, timezone=tz, tiles=tile_url).save(
+        findings_map(stand_frame, result.findings, fixes=fixes, timezone=tz, tiles=tile_url).save(
             str(out / "map.html")
         )
         paths.append(out / "map.html")

@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from geo.roads import RoadGraph
-from stands.licences import licence_frame_from_fleet
 from tracking import frames as fr
 from tracking.detect import Thresholds
 from tracking.detectors.findings import KINDS
@@ -31,6 +30,7 @@ from tracking.partitions import (  # noqa: F401  (re-exported)
     VEHICLE_KINDS,
     gather,
     requeue,
+    stage_context,
     vehicle_partitions,
     vehicle_stage,
 )
@@ -162,7 +162,6 @@ def analyze_pings_distributed(
     pings = _contiguous(pings)
     tz = params.timezone
     as_of = as_of or _last_local_day(pings, tz)
-    licences = licence_frame_from_fleet(fleet) if fleet is not None else None
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     ranges = vehicle_partitions(
         pings[fr.VEHICLE_ID], partition_fixes=partition_fixes, min_partitions=2 * n_workers
@@ -170,17 +169,16 @@ def analyze_pings_distributed(
     if not ranges:
         ranges = [(0, 0)]
     progress(f"Distribuindo {len(ranges)} partições por veículo em {n_workers} worker(s)")
-    context = {
-        "params": params,
-        "stands": stands,
-        "fleet": fleet,
-        "licences": licences,
-        "boundary": boundary,
-        "roads": roads,
-        "as_of": as_of,
-        "thresholds": thresholds,
-        "kinds": kinds,
-    }
+    context = stage_context(
+        stands,
+        fleet=fleet,
+        boundary=boundary,
+        roads=roads,
+        as_of=as_of,
+        thresholds=thresholds,
+        kinds=kinds,
+        params=params,
+    )
     [ctx] = client.scatter([context], broadcast=True)
     parts = client.scatter([pings.iloc[a:b] for a, b in ranges])
     futures = client.map(vehicle_stage, parts, context=ctx, pure=False)

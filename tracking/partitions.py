@@ -34,6 +34,7 @@ a partition of whole vehicles is exact by construction; the parallelism comes fr
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -42,13 +43,17 @@ import geopandas as gpd
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from geo.cover import build_stand_cover, match_stands
+from geo.roads import RoadGraph
+from stands.licences import licence_frame_from_fleet
 from stands.occupancy import occupancy
 from stands.visits import _queue_positions
 from stands.visits import detect_visits as detect_visits_
 from tracking import frames as fr
-from tracking.detect import DetectorInputs, run_detectors
+from tracking.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.pipeline import (
     AnalysisParams,
@@ -75,7 +80,8 @@ VEHICLE_KINDS = (
 CROSS_KINDS = tuple(k for k in KINDS if k not in VEHICLE_KINDS)
 """Kinds judged on the gathered frames (across vehicles or days)."""
 
-_POSITIONS = ("first_ping", "last_ping", "boarding_ping")
+POSITIONS = ("first_ping", "last_ping", "boarding_ping")
+"""Columns of visits, trips and stops that are positions into the pings frame."""
 
 
 def vehicle_partitions(
@@ -161,18 +167,47 @@ def evidence_mask(
     return grown
 
 
+def stage_context(
+    stands: gpd.GeoDataFrame,
+    *,
+    fleet: pd.DataFrame | None,
+    boundary: Any,
+    roads: RoadGraph | None,
+    as_of: dt.date | None,
+    thresholds: Thresholds | None,
+    kinds: tuple[str, ...],
+    params: AnalysisParams,
+) -> dict[str, Any]:
+    """Return the inputs every partition shares, with the stand cover and licences built once."""
+    return {
+        "params": params,
+        "stands": stands,
+        "cover": build_stand_cover(stands, resolution=params.h3_resolution),
+        "fleet": fleet,
+        "licences": licence_frame_from_fleet(fleet) if fleet is not None else None,
+        "boundary": boundary,
+        "roads": roads,
+        "as_of": as_of,
+        "thresholds": thresholds,
+        "kinds": kinds,
+    }
+
+
 def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]:
     """Run the local pipeline's functions on a partition of whole vehicles.
 
-    ``context`` holds the run's inputs: ``params``, ``stands``, ``fleet``, ``licences``,
-    ``boundary``, ``roads``, ``as_of``, ``thresholds``, ``kinds``. Returns the partition's
-    frames (positions into ``part``), its findings of :data:`VEHICLE_KINDS`, its evidence fixes
-    and counts, for :func:`gather`.
+    ``context`` is :func:`stage_context`'s. Returns the partition's frames (positions into
+    ``part``), its findings of :data:`VEHICLE_KINDS`, its evidence fixes and counts, for
+    :func:`gather`.
     """
     params: AnalysisParams = context["params"]
     stands: gpd.GeoDataFrame = context["stands"]
     part = part.reset_index(drop=True)
-    cover = build_stand_cover(stands, resolution=params.h3_resolution)
+    fleet: pd.DataFrame | None = context["fleet"]
+    if fleet is not None:  # the per-vehicle kinds read only the partition's own registry
+        own = fleet[fr.VEHICLE_ID].isin(pd.unique(part[fr.VEHICLE_ID]))
+        fleet = fleet.loc[own.to_numpy()]
+    cover = context["cover"]
     ping_idx, stand_idx = match_stands(part[fr.LAT].to_numpy(), part[fr.LON].to_numpy(), cover)
     memberships = pd.DataFrame(
         {"ping_index": ping_idx, "stand_id": stands["stand_id"].to_numpy()[stand_idx]}
@@ -202,7 +237,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
             trips=trips,
             stops=stops,
             stands=stands,
-            fleet=context["fleet"],
+            fleet=fleet,
             licences=context["licences"],
             boundary=context["boundary"],
             roads=context["roads"],
@@ -212,7 +247,13 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         thresholds=context["thresholds"],
         kinds=kinds,
     )
-    mask = evidence_mask(part, visits, stops, trips)
+    wanted = set(context["kinds"])
+    mask = evidence_mask(
+        part,
+        visits if wanted & _VISIT_EVIDENCE else visits.iloc[:0],
+        stops if "illegal_stand_formation" in wanted else stops.iloc[:0],
+        trips if "longer_route" in wanted else trips.iloc[:0],
+    )
     return {
         "n_pings": len(part),
         "stats": ping_stats(part),
@@ -221,10 +262,22 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "stops": stops,
         "findings": findings,
         "skipped": skipped,
-        "evidence": part.loc[mask].reset_index(drop=True),
+        "evidence": _evidence_frame(part.loc[mask]),
         "evidence_pos": np.cumsum(mask) - 1,
         "n_matched": count_distinct(ping_idx, len(part)),
     }
+
+
+_VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}
+_EVIDENCE_COLUMNS = (*fr.PING_REQUIRED, fr.METER, fr.ROW, fr.SPEED_FLAG, fr.TRIP_REF)
+
+
+def _evidence_frame(fixes: pd.DataFrame) -> pd.DataFrame:
+    """Keep the columns the cross-vehicle kinds read, ``meter`` as a one-byte categorical."""
+    out = fixes[[c for c in _EVIDENCE_COLUMNS if c in fixes.columns]].reset_index(drop=True)
+    if fr.METER in out.columns:
+        out[fr.METER] = pd.Categorical(out[fr.METER], categories=fr.METER_VALUES)
+    return out
 
 
 def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -239,7 +292,7 @@ def _shift_positions(
     offsets: npt.NDArray[np.int64],
     maps: Sequence[npt.NDArray[np.int64]] = (),
     *,
-    columns: tuple[str, ...] = _POSITIONS,
+    columns: tuple[str, ...] = POSITIONS,
 ) -> pd.DataFrame:
     """Move each partition's (``_part``) positions by ``offsets``, through ``maps`` if given."""
     visits = frame
@@ -289,6 +342,41 @@ def _by_vehicle(frame: pd.DataFrame) -> pd.DataFrame:
     if len(frame) < 2:
         return frame.reset_index(drop=True)
     return frame.sort_values(fr.VEHICLE_ID, kind="stable", ignore_index=True)
+
+
+def _vehicle_order(pieces: Sequence[pd.DataFrame]) -> npt.NDArray[np.int64] | None:
+    """Order putting the concatenated ``pieces`` (each sorted, vehicles disjoint) in vehicle order.
+
+    None when they already are. Vehicles are compared as UTF-8 bytes, as the pings sort does.
+    """
+    blocks: list[tuple[str, int, int]] = []
+    offset = 0
+    for piece in pieces:
+        n = len(piece)
+        if n:
+            ids = pa.array(piece[fr.VEHICLE_ID].astype("str"), type=pa.large_string())
+            change = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+            starts = np.flatnonzero(np.r_[True, change])
+            names = ids.take(pa.array(starts)).to_pylist()
+            ends = np.r_[starts[1:], n]
+            blocks += zip(names, (starts + offset).tolist(), (ends + offset).tolist(), strict=True)
+        offset += n
+    ordered = sorted(blocks, key=lambda b: b[0].encode("utf-8"))
+    if ordered == blocks:
+        return None
+    return np.concatenate([np.arange(a, b, dtype=np.int64) for _, a, b in ordered])
+
+
+def _through(frame: pd.DataFrame, rank: npt.NDArray[np.int64]) -> pd.DataFrame:
+    """Map the position columns of ``frame`` through ``rank`` (old position -> new)."""
+    out = frame.copy()
+    for col in (c for c in POSITIONS if c in out.columns):
+        values = pd.array(out[col], dtype="Int64")
+        missing = np.asarray(values.isna(), dtype=bool)
+        raw = values.fillna(0).to_numpy(dtype=np.int64)
+        moved = pd.arrays.IntegerArray(np.where(missing, 0, rank[raw]), missing)
+        out[col] = pd.Series(moved, index=out.index).astype(frame[col].dtype)
+    return out
 
 
 def _noop(_: str) -> None:
@@ -354,12 +442,20 @@ def gather(
             columns=ends,
         )
     )
-    evidence = _concat([r["evidence"] for r in results])
-    ev_sizes = np.array([len(r["evidence"]) for r in results], dtype=np.int64)
+    pieces = [r.pop("evidence") for r in results]
+    ev_sizes = np.array([len(p) for p in pieces], dtype=np.int64)
     ev_offsets = np.r_[0, np.cumsum(ev_sizes)[:-1]].astype(np.int64)
-    ev_visits = _by_vehicle(
-        requeue(_shift_positions(all_visits, ev_offsets, [r["evidence_pos"] for r in results]))
-    )
+    perm = _vehicle_order(pieces)
+    evidence = _concat(pieces)
+    del pieces
+    if perm is not None:
+        evidence = evidence.take(perm).reset_index(drop=True)
+    ev_visits = _shift_positions(all_visits, ev_offsets, [r["evidence_pos"] for r in results])
+    if perm is not None:
+        rank = np.empty(len(perm), dtype=np.int64)
+        rank[perm] = np.arange(len(perm), dtype=np.int64)
+        ev_visits = _through(ev_visits, rank)
+    ev_visits = _by_vehicle(requeue(ev_visits))
     del all_visits, tagged
 
     progress("Calculando ocupação dos pontos")
