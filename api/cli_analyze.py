@@ -95,6 +95,16 @@ def analyze(
     workers: Annotated[
         int, typer.Option(min=1, help="Workers do cluster Dask local (sem --scheduler).")
     ] = 2,
+    kinds: Annotated[
+        str | None,
+        typer.Option(
+            "--kinds",
+            help=(
+                "Tipos de achado a detectar, separados por vírgula (padrão: todos); 'nenhum' "
+                "para só visitas, viagens, paradas e ocupação."
+            ),
+        ),
+    ] = None,
     jobs: Annotated[
         int,
         typer.Option(
@@ -153,6 +163,7 @@ def analyze(
             "thresholds": limits,
             "params": params,
             "progress": step,
+            "kinds": _parse_kinds(kinds),
         }
         if engine is Engine.local and not porto:
             from tracking.buckets import analyze_file
@@ -301,6 +312,21 @@ def _thresholds(path: Path) -> dict[str, dict[str, Any]]:
         raise ThresholdConfigError(msg)
     check_thresholds(data)
     return data
+
+
+def _parse_kinds(text: str | None) -> tuple[str, ...]:
+    from tracking.detectors.findings import KINDS
+
+    if text is None:
+        return KINDS
+    if text.strip().lower() in ("nenhum", "none", ""):
+        return ()
+    asked = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in asked if k not in KINDS]
+    if unknown:
+        msg = f"tipo(s) desconhecido(s): {', '.join(unknown)}; conhecidos: {', '.join(KINDS)}"
+        raise typer.BadParameter(msg, param_hint="'--kinds'")
+    return tuple(k for k in KINDS if k in asked)
 
 
 def _parse_date(text: str) -> dt.date:

@@ -263,7 +263,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "findings": findings,
         "skipped": skipped,
         "evidence": _evidence_frame(part.loc[mask]),
-        "evidence_pos": np.cumsum(mask) - 1,
+        "evidence_visits": _through(visits, np.cumsum(mask) - 1),  # positions into evidence
         "n_matched": count_distinct(ping_idx, len(part)),
     }
 
@@ -290,11 +290,10 @@ def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 def _shift_positions(
     frame: pd.DataFrame,
     offsets: npt.NDArray[np.int64],
-    maps: Sequence[npt.NDArray[np.int64]] = (),
     *,
     columns: tuple[str, ...] = POSITIONS,
 ) -> pd.DataFrame:
-    """Move each partition's (``_part``) positions by ``offsets``, through ``maps`` if given."""
+    """Move each partition's (``_part``) positions by its offset."""
     visits = frame
     out = visits.drop(columns="_part")
     part = visits["_part"].to_numpy(dtype=np.int64)
@@ -305,8 +304,7 @@ def _shift_positions(
         moved = raw.copy()
         for k in np.unique(part).tolist():
             sel = part == k
-            local = raw[sel] if not len(maps) else maps[k][raw[sel]]
-            moved[sel] = offsets[k] + local
+            moved[sel] = offsets[k] + raw[sel]
         shifted = pd.Series(pd.arrays.IntegerArray(moved, missing), index=out.index)
         out[col] = shifted.astype(visits[col].dtype)
     return out
@@ -450,7 +448,10 @@ def gather(
     del pieces
     if perm is not None:
         evidence = evidence.take(perm).reset_index(drop=True)
-    ev_visits = _shift_positions(all_visits, ev_offsets, [r["evidence_pos"] for r in results])
+    ev_visits = _shift_positions(
+        _concat([r.pop("evidence_visits").assign(_part=k) for k, r in enumerate(results)]),
+        ev_offsets,
+    )
     if perm is not None:
         rank = np.empty(len(perm), dtype=np.int64)
         rank[perm] = np.arange(len(perm), dtype=np.int64)

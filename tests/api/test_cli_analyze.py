@@ -267,6 +267,38 @@ class TestAnalyzeDetectors:
         assert "max_gap" in done.stderr
 
 
+class TestAnalyzeKindsAndJobs:
+    def test_kinds_none_is_the_tracking_core(self, run_pontual, tmp_path):
+        """--kinds nenhum: visits, trips, occupancy written; no detector runs or is skipped."""
+        pings, stands = _write_inputs(tmp_path)
+        out = tmp_path / "out"
+        args = ["--pings", str(pings), "--stands", str(stands), "--out", str(out)]
+        done = run_pontual("analyze", *args, "--kinds", "nenhum")
+        assert done.returncode == 0, done.stderr
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        assert summary["visits"] == 1 and summary["findings"] == 0
+        assert summary["detectors_skipped"] == {}
+        assert json.loads((out / "findings.geojson").read_text(encoding="utf-8"))["features"] == []
+
+    def test_unknown_kind_is_named(self, run_pontual, tmp_path):
+        """An unknown kind is a usage error naming it and listing the known ones."""
+        pings, stands = _write_inputs(tmp_path)
+        args = ["--pings", str(pings), "--stands", str(stands), "--out", str(tmp_path / "o")]
+        done = run_pontual("analyze", *args, "--kinds", "queue_jump,furar_sinal")
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert "furar_sinal" in done.stderr and "tracking_gap" in done.stderr
+
+    def test_two_jobs_write_the_same_files(self, run_pontual, tmp_path):
+        """--jobs 2 (buckets in two processes) writes the files --jobs 1 writes."""
+        pings, stands = _write_inputs(tmp_path)
+        for jobs in ("1", "2"):
+            args = ["--pings", str(pings), "--stands", str(stands), "--out", str(tmp_path / jobs)]
+            done = run_pontual("analyze", *args, "--jobs", jobs, "--tiles", "none")
+            assert done.returncode == 0, done.stderr
+        for name in ("findings.geojson", "stand_visits.csv", "trips.csv", "rejected.csv"):
+            assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
+
+
 class TestAnalyzeDaskEngine:
     def test_dask_engine_writes_the_local_files(self, run_pontual, tmp_path):
         """--engine dask (a local cluster, one worker process) writes the local engine's contract
