@@ -171,9 +171,16 @@ def _map_step(n_rows: int) -> int:
     return max(1, math.ceil(n_rows / MAP_FIXES))
 
 
-def _bucket_of(raw: pd.DataFrame, n_buckets: int) -> np.ndarray:
-    """Bucket of each row: CRC-32 of its trimmed ``vehicle_id`` (as validation reads it)."""
-    encoded = pc.dictionary_encode(_arrow_text(raw[fr.VEHICLE_ID]).combine_chunks())
+def _bucket_of(source: RawPings, table: pa.Table, n_buckets: int) -> np.ndarray:
+    """Bucket of each row: CRC-32 of its ``vehicle_id`` as validation reads it (trimmed text)."""
+    name = next(n for n in table.column_names if n.strip() == fr.VEHICLE_ID)
+    sub = table.select([name, fr.ROW])
+    column = (
+        pd.Series(pd.array(sub.column(0), dtype="str"))
+        if source.is_csv
+        else source.frame(sub)[fr.VEHICLE_ID]
+    )
+    encoded = pc.dictionary_encode(_arrow_text(column).combine_chunks())
     lut = np.fromiter(
         (zlib.crc32(v.encode("utf-8")) % n_buckets for v in encoded.dictionary.to_pylist()),
         dtype=np.int64,
@@ -183,21 +190,21 @@ def _bucket_of(raw: pd.DataFrame, n_buckets: int) -> np.ndarray:
 
 
 def _spill(source: RawPings, folder: Path, n_buckets: int) -> tuple[int, list[Path]]:
-    """Write each chunk's rows to their vehicle's bucket; return the rows and the bucket files."""
+    """Write each chunk's rows, as read, to their vehicle's bucket; return rows and files."""
     writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
     sinks: dict[int, Any] = {}
     schema: pa.Schema | None = None
     n_rows = 0
     try:
-        for raw in source.chunks():
-            table = pa.Table.from_pandas(raw, preserve_index=False)
+        for table in source.tables():
             if schema is None:
                 schema = table.schema
             elif not table.schema.equals(schema):
                 table = table.cast(schema)
-            n_rows += len(raw)
-            bucket = _bucket_of(raw, n_buckets) if len(raw) else np.zeros(0, np.int64)
-            del raw
+            n_rows += table.num_rows
+            bucket = (
+                _bucket_of(source, table, n_buckets) if table.num_rows else np.zeros(0, np.int64)
+            )
             order = np.argsort(bucket, kind="stable")
             bounds = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
             table = table.take(pa.array(order, type=pa.int64()))  # one take, then slices
@@ -232,7 +239,7 @@ class _BucketJob:
         with pa.ipc.open_stream(file) as reader:
             table = reader.read_all()
         file.unlink()
-        raw = table.to_pandas()
+        raw = self.source.frame(table)
         del table
         raw[fr.ROW] = self.source.data_rows(raw[fr.ROW].to_numpy(dtype=np.int64))
         params: AnalysisParams = self.context["params"]

@@ -152,18 +152,27 @@ class RawPings:
 
     def chunks(self) -> Iterator[pd.DataFrame]:
         """Yield the raw cells, ``chunk_rows`` rows at a time, with ``row``."""
+        for table in self.tables():
+            yield self.frame(table)
+
+    def tables(self) -> Iterator[pa.Table]:
+        """Yield the chunks as read (Arrow), each with a ``row`` column; see :meth:`frame`."""
         if not self.is_csv:
-            yield from _iter_parquet_chunks(
-                self.path, chunk_rows=self.chunk_rows, integral_ids=self.integral_ids
-            )
+            yield from _iter_parquet_tables(self.path, chunk_rows=self.chunk_rows)
             return
         bad: list[tuple[int | None, str]] = []
-        yield from _iter_csv_chunks(self.path, self.names, chunk_rows=self.chunk_rows, bad=bad)
+        yield from _iter_csv_tables(self.path, self.names, chunk_rows=self.chunk_rows, bad=bad)
         if self.bad is None:
             self.bad = sorted(bad, key=lambda item: item[0] or 0)
             if any(number is None for number, _ in bad):
                 msg = f"{self.path.name}: não foi possível numerar as linhas malformadas do CSV"
                 raise MalformedFileError(msg)
+
+    def frame(self, table: pa.Table) -> pd.DataFrame:
+        """Return the raw frame of a chunk of :meth:`tables` (as :meth:`chunks` yields it)."""
+        if self.is_csv:
+            return _cells_frame(table, self.names)
+        return _parquet_frame(table, integral_ids=self.integral_ids)
 
     @property
     def malformed_count(self) -> int:
@@ -429,9 +438,9 @@ def _data_rows(ordinals: np.ndarray, bad_rows: np.ndarray) -> np.ndarray:
     return ordinals + np.searchsorted(shifted, ordinals, side="right")
 
 
-def _iter_csv_chunks(
+def _iter_csv_tables(
     path: Path, names: list[str], *, chunk_rows: int, bad: list[tuple[int | None, str]]
-) -> Iterator[pd.DataFrame]:
+) -> Iterator[pa.Table]:
     """Yield the cells of a CSV file as text, ``chunk_rows`` records at a time.
 
     ``row`` is the ordinal of the record among the well-formed ones; malformed records go to
@@ -460,11 +469,16 @@ def _iter_csv_chunks(
     done = 0
     for table in _rebatch(_csv_batches(reader, path), chunk_rows):
         n = table.num_rows
-        yield _cells_frame(table, names, first_row=done + 1)
+        yield _with_rows(table, done + 1)
         del table  # not held while the next chunk is read
         done += n
     if done == 0:
-        yield _cells_frame(pa.table({n: pa.array([], pa.large_string()) for n in names}), names)
+        yield _with_rows(pa.table({n: pa.array([], pa.large_string()) for n in names}), 1)
+
+
+def _with_rows(table: pa.Table, first_row: int) -> pa.Table:
+    rows = np.arange(first_row, first_row + table.num_rows, dtype=np.int64)
+    return table.append_column(fr.ROW, pa.array(rows))
 
 
 def _csv_batches(reader: pcsv.CSVStreamingReader, path: Path) -> Iterator[pa.RecordBatch]:
@@ -496,12 +510,12 @@ def _rebatch(batches: Iterable[pa.RecordBatch], chunk_rows: int) -> Iterator[pa.
         yield pa.Table.from_batches(parts)
 
 
-def _cells_frame(table: pa.Table, names: list[str], *, first_row: int = 1) -> pd.DataFrame:
+def _cells_frame(table: pa.Table, names: list[str]) -> pd.DataFrame:
     raw = pd.DataFrame(
         {name: pd.Series(pd.array(table.column(name), dtype="str")) for name in names},
         copy=False,
     )
-    raw[fr.ROW] = np.arange(first_row, first_row + table.num_rows, dtype=np.int64)
+    raw[fr.ROW] = table.column(fr.ROW).to_numpy()
     return raw
 
 
@@ -541,10 +555,8 @@ def _integral_id_columns(path: Path) -> set[str]:
     return out
 
 
-def _iter_parquet_chunks(
-    path: Path, *, chunk_rows: int, integral_ids: set[str]
-) -> Iterator[pd.DataFrame]:
-    """Yield the raw cells of a Parquet file, ``chunk_rows`` rows at a time."""
+def _iter_parquet_tables(path: Path, *, chunk_rows: int) -> Iterator[pa.Table]:
+    """Yield a Parquet file's rows as stored, ``chunk_rows`` at a time, with ``row``."""
     pf = _open_parquet(path)
     done = 0
 
@@ -561,23 +573,25 @@ def _iter_parquet_chunks(
 
     for table in _rebatch(batches(), chunk_rows):
         n = table.num_rows
-        yield _parquet_frame(table, integral_ids=integral_ids, first_row=done + 1)
+        yield _with_rows(table, done + 1)
         del table  # not held while the next chunk is read
         done += n
     if done == 0:
-        yield _parquet_frame(pf.schema_arrow.empty_table(), integral_ids=integral_ids)
+        yield _with_rows(pf.schema_arrow.empty_table(), 1)
 
 
-def _parquet_frame(table: pa.Table, *, integral_ids: set[str], first_row: int = 1) -> pd.DataFrame:
+def _parquet_frame(table: pa.Table, *, integral_ids: set[str]) -> pd.DataFrame:
     out: dict[str, pd.Series] = {}
     for name in table.column_names:
+        if name == fr.ROW:
+            continue
         key = name.strip()
         series = _parquet_column(table.column(name), is_time=key == fr.TIMESTAMP)
         if name in integral_ids and pd.api.types.is_float_dtype(series.dtype):
             series = _float_ids_to_int(series)
         out[key] = series
     raw = pd.DataFrame(out, copy=False)
-    raw[fr.ROW] = np.arange(first_row, first_row + len(raw), dtype=np.int64)
+    raw[fr.ROW] = table.column(fr.ROW).to_numpy()
     return raw
 
 
