@@ -20,8 +20,12 @@ Then, each in its own fresh subprocess:
 
 1. the real CLI, ``pontual analyze --pings … --stands … --fleet … --municipality 4314902
    --stand-radius-m 30 --out …`` (every detector whose inputs are there; the bundled Porto Alegre
-   boundary), timed, with the process's peak RSS (``VmHWM`` of ``/proc/self/status``);
-2. the same steps in-process, stage by stage: reading + validation, stands/fleet/boundary, each
+   boundary) — the file engine (``tracking/buckets.py``) with each ``--jobs`` of ``--jobs``, with
+   ``--kinds nenhum`` (the tracking core alone) if ``--core``, and the Dask engine with each
+   worker count of ``--dask`` — timed, with the main process's peak RSS (``VmHWM`` of
+   ``/proc/self/status``) and the peak of the process tree's summed PSS;
+2. the in-memory engine (``read_pings`` + ``tracking.pipeline.analyze_pings``, every fix held),
+   in-process, stage by stage: reading + validation, stands/fleet/boundary, each
    stage of ``tracking.pipeline.analyze_pings`` (marked by its progress labels), each detector,
    writing the output files and the map. The peak RSS of each stage is ``VmHWM`` after resetting
    it (``/proc/self/clear_refs``) at the stage's start.
@@ -30,6 +34,7 @@ Usage::
 
     .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375]
         [--format csv|parquet] [--keep DIR] [--skip-cli] [--skip-stages]
+        [--jobs 1 2] [--core] [--dask 1 2]
 
 ``--n 1000000`` runs in about a minute.
 """
@@ -37,12 +42,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -321,20 +328,49 @@ main()
 
 
 def run_cli(args: list[str]) -> dict[str, Any]:
-    """Run ``pontual analyze`` in a subprocess; return its time, peak RSS and last lines."""
-    proc = subprocess.run(
+    """Run ``pontual analyze`` in a subprocess; return its time, peaks and last lines.
+
+    ``peak_mb`` is the main process's VmHWM; ``tree_peak_mb`` the highest sum, sampled every
+    50 ms, of the proportional set sizes (PSS: shared pages split between the sharers, so forked
+    workers are not counted twice) of the process and its children (``--jobs``, Dask workers).
+    """
+    import psutil
+
+    proc = subprocess.Popen(
         [sys.executable, "-c", _CLI_WRAPPER, "analyze", *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
     )
-    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        root = psutil.Process(proc.pid)
+        while not done.wait(0.05):
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                continue
+            total = 0
+            for p in tree:
+                with contextlib.suppress(psutil.Error):
+                    total += p.memory_full_info().pss
+            peak[0] = max(peak[0], total)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    done.set()
+    sampler.join()
+    report = json.loads(stderr.strip().splitlines()[-1])
+    report["tree_peak_mb"] = peak[0] / 2**20
     report["returncode"] = proc.returncode
-    report["stdout"] = proc.stdout.strip()
+    report["stdout"] = stdout.strip()
     if proc.returncode != 0:
-        report["stderr"] = proc.stderr[-2000:]
+        report["stderr"] = stderr[-2000:]
     return report
 
 
@@ -540,6 +576,13 @@ def main() -> None:
     parser.add_argument("--format", choices=("csv", "parquet"), default="csv")
     parser.add_argument("--keep", type=Path, help="write the data here and keep it")
     parser.add_argument("--skip-cli", action="store_true")
+    parser.add_argument(
+        "--jobs", type=int, nargs="*", default=[1, 2], help="--jobs values of the CLI runs"
+    )
+    parser.add_argument("--core", action="store_true", help="also run --kinds nenhum")
+    parser.add_argument(
+        "--dask", type=int, nargs="*", default=[], help="Dask worker counts to run (e.g. 1 2)"
+    )
     parser.add_argument("--skip-stages", action="store_true")
     parser.add_argument(
         "--trim", action="store_true", help="give freed memory back after each stage (diagnostic)"
@@ -571,29 +614,41 @@ def main() -> None:
         f"{extra} (written in {time.perf_counter() - t:.0f} s)\n"
     )
     if not args.skip_cli:
-        out = folder / "out"
-        report = run_cli(
-            [
-                "--pings",
-                str(pings_path),
-                "--stands",
-                str(stands_path),
-                "--fleet",
-                str(fleet_path),
-                "--municipality",
-                POA,
-                "--stand-radius-m",
-                str(STAND_RADIUS_M),
-                "--out",
-                str(out),
-            ]
-        )
-        print(
-            f"**CLI end to end** (`pontual analyze`, own process): {report['seconds']:.1f} s, "
-            f"{args.n / report['seconds'] / 1e6:.2f} M pings/s, peak RSS "
-            f"{report['peak_mb']:,.0f} MB, exit {report['returncode']}\n"
-        )
-        print(report["stdout"] or report.get("stderr", ""), "\n")
+        common = [
+            "--pings",
+            str(pings_path),
+            "--stands",
+            str(stands_path),
+            "--fleet",
+            str(fleet_path),
+            "--municipality",
+            POA,
+            "--stand-radius-m",
+            str(STAND_RADIUS_M),
+            "--tiles",
+            "none",
+        ]
+        runs = [(f"file engine, --jobs {j}", ["--jobs", str(j)]) for j in args.jobs]
+        if args.core:
+            runs.append(("file engine, --jobs 1, --kinds nenhum", ["--kinds", "nenhum"]))
+        runs += [
+            (f"Dask LocalCluster, {w} worker(s)", ["--engine", "dask", "--workers", str(w)])
+            for w in args.dask
+        ]
+        print("**CLI end to end** (`pontual analyze`, own process, every detector unless said):\n")
+        print("| run | seconds | M pings/s | peak RSS main (MB) | peak PSS tree (MB) | exit |")
+        print("|---|---:|---:|---:|---:|---:|")
+        last = ""
+        for label, extra_args in runs:
+            report = run_cli([*common, "--out", str(folder / "out"), *extra_args])
+            print(
+                f"| {label} | {report['seconds']:.1f} | {args.n / report['seconds'] / 1e6:.2f} | "
+                f"{report['peak_mb']:,.0f} | {report['tree_peak_mb']:,.0f} | "
+                f"{report['returncode']} |",
+                flush=True,
+            )
+            last = report["stdout"] or report.get("stderr", "")
+        print("\n" + last + "\n")
     if not args.skip_stages:
         spec = {
             "pings": str(pings_path),
