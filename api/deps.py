@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from api import accounts
 from api._errors import ForbiddenError, NotAuthenticatedError, RateLimitedError
 from api.accounts import DevicePrincipal, Principal
-from api.ratelimit import RateLimiter
+from api.ratelimit import RateLimiter, TtlCache
 from api.settings import Settings
 
 TOKEN_URL = "/api/v1/auth/token"
@@ -86,15 +86,25 @@ def require_roles(*roles: str) -> Callable[[Principal], Principal]:
 
 
 def current_device(
+    request: Request,
     session: SessionDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_device_bearer)],
 ) -> DevicePrincipal:
-    """Return the device owning the bearer token, or raise 401."""
+    """Return the device owning the bearer token, or raise 401.
+
+    A valid token is remembered for ``device_token_cache_s`` (a device sends every few seconds;
+    a revoked token is refused within that delay); an invalid one is asked every time.
+    """
     if credentials is None or not credentials.credentials:
         raise _unauthenticated("token do dispositivo ausente: 'Authorization: Bearer <token>'")
-    device = accounts.device_for_token(session=session, token=credentials.credentials)
+    cache: TtlCache[DevicePrincipal] = request.app.state.device_tokens
+    key = accounts.token_digest(credentials.credentials)
+    device = cache.get(key)
     if device is None:
-        raise _unauthenticated("token de dispositivo inválido ou revogado")
+        device = accounts.device_for_token(session=session, token=credentials.credentials)
+        if device is None:
+            raise _unauthenticated("token de dispositivo inválido ou revogado")
+        cache.put(key, device)
     return device
 
 

@@ -12,8 +12,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
+from api.accounts import DevicePrincipal
 from api.errors import install_error_handlers
-from api.ratelimit import RateLimiter
+from api.ratelimit import RateLimiter, TtlCache
 from api.settings import Settings, get_settings
 
 ROUTERS = (
@@ -108,6 +109,7 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine if engine is not None else _engine_for(settings, database_url)
     app.state.public_limiter = RateLimiter(limit=settings.public_rate_limit_per_min)
+    app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
     install_error_handlers(app)
     for name in ROUTERS:
         app.include_router(importlib.import_module(name).router)

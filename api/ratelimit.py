@@ -1,7 +1,8 @@
-"""A small in-process rate limiter: fixed one-minute windows per client key.
+"""Small in-process helpers of the API: a rate limiter and a TTL cache.
 
-Good for one ``pontual serve`` process; behind several workers or a proxy pool each process
-counts on its own (the effective limit is then per process).
+The rate limiter counts fixed one-minute windows per client key. Good for one ``pontual serve``
+process; behind several workers or a proxy pool each process counts on its own (the effective
+limit is then per process).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
 
 
 class RateLimiter:
@@ -44,3 +48,38 @@ class RateLimiter:
     def retry_after(seconds: float) -> str:
         """Return the ``Retry-After`` header value (whole seconds, at least 1)."""
         return str(max(1, math.ceil(seconds)))
+
+
+class TtlCache(Generic[V]):
+    """Values by key for ``ttl_s`` seconds (thread-safe; at most ``max_items`` kept)."""
+
+    def __init__(
+        self,
+        *,
+        ttl_s: float,
+        max_items: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.max_items = max_items
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._items: dict[str, tuple[float, V]] = {}
+
+    def get(self, key: str) -> V | None:
+        """Return the value of ``key`` if stored less than ``ttl_s`` ago, else None."""
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is None or self._clock() - hit[0] >= self.ttl_s:
+            return None
+        return hit[1]
+
+    def put(self, key: str, value: V) -> None:
+        """Store ``value`` under ``key`` from now."""
+        now = self._clock()
+        with self._lock:
+            if len(self._items) >= self.max_items:
+                self._items = {k: v for k, v in self._items.items() if now - v[0] < self.ttl_s}
+                if len(self._items) >= self.max_items:
+                    self._items.clear()
+            self._items[key] = (now, value)

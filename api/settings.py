@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     public_recent_fix_s: float = Field(default=600.0, gt=0)
     public_max_radius_m: float = Field(default=5000.0, gt=0)
     ingest_max_batch: int = Field(default=1000, gt=0)
+    # A device token found valid is trusted this long without asking the database again (a
+    # revoked token is refused within this delay); 0 asks every time.
+    device_token_cache_s: float = Field(default=10.0, ge=0)
     # Live alerts (enforcement/live.py, api/alerts.py)
     alert_throttle_s: float = Field(default=900.0, ge=0)
     webhook_max_attempts: int = Field(default=6, gt=0)

@@ -2,9 +2,11 @@
 
 A throwaway database ``pontual_bench_http_<hex>`` is created on the server of ``--url`` (else
 ``DATABASE_URL``, else the local cluster ``pontual db start`` manages), migrated, and dropped at
-the end. ``uvicorn`` serves the app on 127.0.0.1 (``--workers`` processes); ``--clients`` concurrent
-asyncio clients (httpx), each a device of its own vehicle, send batches of ``--batch`` fixes one
-second apart, back to back, for ``--seconds``. Reported: acknowledged fixes/s, latency p50/p99 per
+the end. ``uvicorn`` serves the app on 127.0.0.1 (``--workers`` processes); ``--clients``
+concurrent asyncio clients, each a device of its own vehicle, send batches of ``--batch`` fixes
+(one simulated second apart) back to back for ``--seconds``, each on one keep-alive connection
+with the requests written by hand (asyncio streams: a lean load generator, since it shares the
+cores with the servers and PostgreSQL). Reported: acknowledged fixes/s, latency p50/p99 per
 batch, and loss = acknowledged as accepted minus stored (counted in the database at the end).
 
 Under that load (issue #10 part 3), an observer reads the stand-occupancy endpoint of a stand
@@ -172,29 +174,59 @@ async def _client(
     acked: list[int],
     seconds: int,
 ) -> None:
-    headers = {"Authorization": f"Bearer {token}"}
+    """One device: batches back to back on a keep-alive HTTP/1.1 connection.
+
+    A lean client (asyncio streams, the request bytes built by hand) so that the load generator,
+    which shares the machine's cores with the servers and PostgreSQL, costs little per request.
+    """
+    host, port = base.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    head = (
+        f"POST /api/v1/pings HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+    )
     t = 0
-    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
+    try:
         while time.perf_counter() < deadline:
-            pings = [
+            body = json.dumps(
                 {
-                    "timestamp": (start + dt.timedelta(seconds=t + i)).isoformat(),
-                    "lat": -30.03 + 0.0001 * ((t + i) % 100),
-                    "lon": -51.23,
-                    "speed_kmh": 20.0,
-                    "meter": "free",
+                    "pings": [
+                        {
+                            "timestamp": (start + dt.timedelta(seconds=t + i)).isoformat(),
+                            "lat": -30.03 + 0.0001 * ((t + i) % 100),
+                            "lon": -51.23,
+                            "speed_kmh": 20.0,
+                            "meter": "free",
+                        }
+                        for i in range(batch)
+                    ]
                 }
-                for i in range(batch)
-            ]
+            ).encode()
             t += batch
             t0 = time.perf_counter()
-            response = await client.post("/api/v1/pings", json={"pings": pings})
+            writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            status, answer = await _response(reader)
             lat.append(time.perf_counter() - t0)
-            if response.status_code != 200:
-                print("error", response.status_code, response.text[:200], file=sys.stderr)
+            if status != 200:
+                print("error", status, answer[:200], file=sys.stderr)
                 continue
-            acked[0] += response.json()["accepted"]
+            acked[0] += json.loads(answer)["accepted"]
+    finally:
+        writer.close()
     _ = seconds
+
+
+async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """Read one HTTP/1.1 response with a Content-Length body: (status, body)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    length = next(
+        int(line.split(":", 1)[1])
+        for line in lines[1:]
+        if line.lower().startswith("content-length")
+    )
+    return status, await reader.readexactly(length)
 
 
 async def _run(

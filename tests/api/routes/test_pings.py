@@ -102,3 +102,53 @@ class TestPostPings:
         )
         assert response.status_code == 422
         assert response.json()["error"]["code"] == "invalid_request"
+
+
+class TestDeviceTokenCache:
+    def test_revoked_device_is_refused_within_the_delay(self, api_engine: Engine) -> None:
+        """A revoked device token works while cached, then gets 401 (and 401 at once if the
+        cache is off); an unknown token is never cached."""
+        from api import accounts
+        from api.main import create_app
+        from api.settings import Settings
+        from db.engine import session_scope
+
+        with session_scope(api_engine) as session:
+            device, token = accounts.create_device(session=session, vehicle_id="V2")
+            device_id = device.device_id
+        batch = {"pings": [{"timestamp": _iso(700), "lat": -30.03, "lon": -51.23}]}
+        cached = create_app(engine=api_engine, settings=Settings(device_token_cache_s=3600))
+        uncached = create_app(engine=api_engine, settings=Settings(device_token_cache_s=0))
+        with TestClient(cached) as a, TestClient(uncached) as b:
+            assert a.post("/api/v1/pings", json=batch, headers=bearer(token)).status_code == 200
+            assert b.post("/api/v1/pings", json=batch, headers=bearer(token)).status_code == 200
+            with session_scope(api_engine) as session:
+                accounts.revoke_device(session=session, device_id=device_id)
+            assert a.post("/api/v1/pings", json=batch, headers=bearer(token)).status_code == 200
+            assert b.post("/api/v1/pings", json=batch, headers=bearer(token)).status_code == 401
+            cached.state.device_tokens.ttl_s = 0  # the delay has passed
+            assert a.post("/api/v1/pings", json=batch, headers=bearer(token)).status_code == 401
+            for _ in range(2):
+                bad = a.post("/api/v1/pings", json=batch, headers=bearer("nao-existe"))
+                assert bad.status_code == 401
+
+
+class TestTtlCache:
+    def test_values_expire(self) -> None:
+        """A value is returned until ttl_s has passed; when full, the expired ones go."""
+        from api.ratelimit import TtlCache
+
+        now = [0.0]
+        cache = TtlCache[int](ttl_s=10, max_items=2, clock=lambda: now[0])
+        cache.put("a", 1)
+        assert cache.get("a") == 1 and cache.get("b") is None
+        now[0] = 9.9
+        assert cache.get("a") == 1
+        now[0] = 10.0
+        assert cache.get("a") is None
+        now[0] = 5.0
+        cache.put("b", 2)
+        now[0] = 12.0
+        cache.put("c", 3)  # full: "a" (stored at 0) has expired and goes; "b" stays
+        assert [cache.get(k) for k in "abc"] == [None, 2, 3]
+        assert len(cache._items) == 2
