@@ -2,10 +2,10 @@
 
 A throwaway database ``pontual_bench_http_<hex>`` is created on the server of ``--url`` (else
 ``DATABASE_URL``, else the local cluster ``pontual db start`` manages), migrated, and dropped at
-the end. ``uvicorn`` serves the app on 127.0.0.1 (``--workers`` processes); ``--clients``
-concurrent asyncio clients, each a device of its own vehicle, send batches of ``--batch`` fixes
-(one simulated second apart) back to back for ``--seconds``, each on one keep-alive connection
-with the requests written by hand (asyncio streams: a lean load generator, since it shares the
+the end. ``pontual serve`` serves the app on 127.0.0.1 (``--workers`` processes, each on its own
+``SO_REUSEPORT`` socket); ``--clients`` concurrent asyncio clients, each a device of its own
+vehicle, send batches of ``--batch`` fixes (one simulated second apart) back to back for
+``--seconds``, each on one keep-alive connection with the requests written by hand (asyncio streams: a lean load generator, since it shares the
 cores with the servers and PostgreSQL). Reported: acknowledged fixes/s, latency p50/p99 per
 batch, and loss = acknowledged as accepted minus stored (counted in the database at the end).
 
@@ -39,6 +39,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -318,11 +319,8 @@ def main() -> None:
         live = subprocess.Popen([sys.executable, "-m", "api.live_worker", "--nice", "10"], env=env)
     server = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "api.main:app_from_environment",
-            "--factory",
+            str(Path(sys.executable).with_name("pontual")),
+            "serve",
             "--host",
             "127.0.0.1",
             "--port",

@@ -34,6 +34,7 @@ all ``duplicate`` (it was stored, the answer was lost).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import secrets
@@ -82,7 +83,10 @@ def _free_port() -> int:
 class ServeProcess:
     """``pontual serve`` in a child process on 127.0.0.1; its output goes to ``log_path``."""
 
-    def __init__(self, *, database_url: str, data_dir: Path, log_path: Path) -> None:
+    def __init__(
+        self, *, database_url: str, data_dir: Path, log_path: Path, workers: int = 1
+    ) -> None:
+        self.workers = workers
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {
@@ -97,7 +101,7 @@ class ServeProcess:
     def start(self) -> None:
         """Start the server (on the same port each time) and wait until /health answers."""
         command = [str(PONTUAL), "serve", "--host", "127.0.0.1", "--port", str(self.port)]
-        command += ["--log-level", "warning"]
+        command += ["--log-level", "warning", "--workers", str(self.workers)]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 command, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -143,6 +147,86 @@ def serve(tmp_path: Path) -> Iterator[list[ServeProcess]]:
     yield servers
     for server in servers:
         server.stop()
+
+
+def _serving(supervisor: Any, port: int) -> list[Any]:
+    """The supervisor's children listening on ``port`` (the server workers)."""
+    import psutil
+
+    found = []
+    for child in supervisor.children():
+        with contextlib.suppress(psutil.Error):
+            if any(
+                c.laddr.port == port and c.status == psutil.CONN_LISTEN
+                for c in child.net_connections("tcp")
+            ):
+                found.append(child)
+    return found
+
+
+def _wait_for(what: str, predicate: Any, timeout_s: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail(f"{what}: not within {timeout_s} s")
+
+
+class TestServeWorkers:
+    def test_connections_spread_dead_worker_restarts_all_die_with_supervisor(
+        self, serve: list[ServeProcess], fresh_database_url: str, tmp_path: Path
+    ) -> None:
+        """--workers 2: each worker listens on its own SO_REUSEPORT socket and keep-alive
+        connections land on both; a SIGKILLed worker is replaced; SIGKILL of the supervisor
+        takes the workers down with it (no orphan keeps the port)."""
+        import psutil
+
+        server = ServeProcess(
+            database_url=fresh_database_url,
+            data_dir=tmp_path,
+            log_path=tmp_path / "serve.log",
+            workers=2,
+        )
+        serve.append(server)
+        server.start()
+        assert server.process is not None
+        supervisor = psutil.Process(server.process.pid)
+        workers = _wait_for("two listening workers", lambda: _serving(supervisor, server.port))
+        assert len(workers) == 2
+        clients = [httpx.Client(base_url=server.url) for _ in range(16)]
+        try:
+            for client in clients:
+                assert client.get("/health").status_code == 200
+
+            def served_by() -> list[int]:
+                return [
+                    sum(
+                        c.laddr.port == server.port and c.status == psutil.CONN_ESTABLISHED
+                        for c in w.net_connections("tcp")
+                    )
+                    for w in workers
+                ]
+
+            counts = served_by()
+            assert sum(counts) == 16 and min(counts) > 0, counts
+        finally:
+            for client in clients:
+                client.close()
+        workers[0].kill()
+        _wait_for(
+            "a new worker",
+            lambda: (
+                len(_serving(supervisor, server.port)) == 2
+                and workers[0].pid not in {w.pid for w in _serving(supervisor, server.port)}
+            ),
+        )
+        assert httpx.get(server.url + "/health", timeout=5).status_code == 200
+        survivors = _serving(supervisor, server.port)
+        server.kill()
+        _, alive = psutil.wait_procs(survivors, timeout=30)
+        assert not alive, f"workers outlived the supervisor: {alive}"
 
 
 # --- databases and devices -----------------------------------------------------------------
