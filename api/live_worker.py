@@ -165,10 +165,15 @@ def wake_live_worker(app: Any) -> None:
 
 
 def main() -> None:
-    """Run a live worker alone: ``python -m api.live_worker [--nice N]`` (``DATABASE_URL``).
+    """Run a live worker alone: ``python -m api.live_worker [--nice N] [--idle]``.
+
+    The database is ``DATABASE_URL``'s (else the embedded cluster's).
 
     For servers started with ``PONTUAL_LIVE_WORKER=false``: detection then runs in its own
-    process, at a lower CPU priority than the ingest (``--nice``, default 10) on a busy host.
+    process, at a lower CPU priority than the ingest (``--nice``, default 10) on a busy host;
+    ``--idle`` (Linux ``SCHED_IDLE``) gives it only the CPU nothing else wants, so that under
+    overload the ingest keeps every core and detection catches up afterwards (its queue is
+    durable).
     """
     import argparse
     import os
@@ -181,8 +186,11 @@ def main() -> None:
         description=main.__doc__.splitlines()[0] if main.__doc__ else ""
     )
     parser.add_argument("--nice", type=int, default=10)
+    parser.add_argument("--idle", action="store_true", help="SCHED_IDLE (Linux)")
     args = parser.parse_args()
     os.nice(args.nice)
+    if args.idle:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     settings = get_settings()
     engine = make_engine(settings.database_url or database_url(settings, migrate=False))
 

@@ -5,9 +5,10 @@ A throwaway database ``pontual_bench_http_<hex>`` is created on the server of ``
 the end. ``pontual serve`` serves the app on 127.0.0.1 (``--workers`` processes, each on its own
 ``SO_REUSEPORT`` socket); ``--clients`` concurrent asyncio clients, each a device of its own
 vehicle, send batches of ``--batch`` fixes (one simulated second apart) back to back for
-``--seconds``, each on one keep-alive connection with the requests written by hand (asyncio streams: a lean load generator, since it shares the
-cores with the servers and PostgreSQL). Reported: acknowledged fixes/s, latency p50/p99 per
-batch, and loss = acknowledged as accepted minus stored (counted in the database at the end).
+``--seconds``, each on one keep-alive connection with the requests written by hand (asyncio
+streams: a lean load generator, since it shares the cores with the servers and PostgreSQL).
+Reported: acknowledged fixes/s, latency p50/p99 per batch, and loss = acknowledged as accepted
+minus stored (counted in the database at the end).
 
 Under that load (issue #10 part 3), an observer reads the stand-occupancy endpoint of a stand
 where the fleet drives (every 0.5 s, an agent's token) and holds an SSE alert stream open; every
@@ -16,7 +17,8 @@ the time from that POST to the alert's arrival on the stream is measured. At the
 queue's backlog is reported, and how long the live detectors take to drain it.
 
 ``--live server`` (default) runs the live worker in each server process; ``--live process`` runs
-the servers with ``PONTUAL_LIVE_WORKER=false`` and one ``python -m api.live_worker --nice 10``.
+the servers with ``PONTUAL_LIVE_WORKER=false`` and one ``python -m api.live_worker --nice 10``;
+``--live idle`` the same worker under ``SCHED_IDLE`` (only the CPU the ingest leaves).
 
     .venv/bin/python bench/bench_http_ingest.py                 # 60 s, 8 clients, 2 workers
     .venv/bin/python bench/bench_http_ingest.py --seconds 10 --clients 4 --workers 1
@@ -305,7 +307,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch", type=int, default=100)
-    parser.add_argument("--live", choices=("server", "process"), default="server")
+    parser.add_argument("--live", choices=("server", "process", "idle"), default="server")
     args = parser.parse_args()
 
     from db.engine import drop_database, make_engine
@@ -314,9 +316,10 @@ def main() -> None:
     port = _free_port()
     env = os.environ | {"DATABASE_URL": url}
     live = None
-    if args.live == "process":
+    if args.live in ("process", "idle"):
         env |= {"PONTUAL_LIVE_WORKER": "false"}
-        live = subprocess.Popen([sys.executable, "-m", "api.live_worker", "--nice", "10"], env=env)
+        priority = ["--nice", "10"] + (["--idle"] if args.live == "idle" else [])
+        live = subprocess.Popen([sys.executable, "-m", "api.live_worker", *priority], env=env)
     server = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("pontual")),
