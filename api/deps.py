@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer, OAuth2PasswordBearer
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -26,14 +27,14 @@ _device_bearer = HTTPBearer(
 )
 
 
-def get_settings(request: Request) -> Settings:
-    """Return the settings the app was created with."""
+async def get_settings(request: Request) -> Settings:
+    """Return the settings the app was created with (async: no thread hop)."""
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_engine(request: Request) -> Engine:
-    """Return the app's engine."""
+async def get_engine(request: Request) -> Engine:
+    """Return the app's engine (async: no thread hop)."""
     engine: Engine = request.app.state.engine
     return engine
 
@@ -45,6 +46,7 @@ def get_session(engine: Annotated[Engine, Depends(get_engine)]) -> Iterator[Sess
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+EngineDep = Annotated[Engine, Depends(get_engine)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
@@ -85,15 +87,16 @@ def require_roles(*roles: str) -> Callable[[Principal], Principal]:
     return dependency
 
 
-def current_device(
+async def current_device(
     request: Request,
-    session: SessionDep,
+    engine: Annotated[Engine, Depends(get_engine)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_device_bearer)],
 ) -> DevicePrincipal:
     """Return the device owning the bearer token, or raise 401.
 
     A valid token is remembered for ``device_token_cache_s`` (a device sends every few seconds;
-    a revoked token is refused within that delay); an invalid one is asked every time.
+    a revoked token is refused within that delay); an invalid one is asked every time. Async:
+    a remembered token costs no thread hop; the database is asked from the thread pool.
     """
     if credentials is None or not credentials.credentials:
         raise _unauthenticated("token do dispositivo ausente: 'Authorization: Bearer <token>'")
@@ -101,11 +104,16 @@ def current_device(
     key = accounts.token_digest(credentials.credentials)
     device = cache.get(key)
     if device is None:
-        device = accounts.device_for_token(session=session, token=credentials.credentials)
+        device = await run_in_threadpool(_device_for_token, engine, credentials.credentials)
         if device is None:
             raise _unauthenticated("token de dispositivo inválido ou revogado")
         cache.put(key, device)
     return device
+
+
+def _device_for_token(engine: Engine, token: str) -> DevicePrincipal | None:
+    with Session(engine) as session:
+        return accounts.device_for_token(session=session, token=token)
 
 
 CurrentDevice = Annotated[DevicePrincipal, Depends(current_device)]

@@ -25,7 +25,6 @@ from starlette.concurrency import run_in_threadpool
 
 from api import accounts
 from api._errors import ApiError, NotAuthenticatedError
-from api.deps import get_engine
 from api.ingest import ACCEPTED, REJECTED
 from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
@@ -88,7 +87,7 @@ def _store(request: Request, params: dict[str, str]) -> None:
     from sqlalchemy.orm import Session
 
     token = params.get("id") or params.get("deviceid") or ""
-    with Session(get_engine(request)) as session:
+    with Session(request.app.state.engine) as session:
         device = accounts.device_for_token(session=session, token=token) if token else None
         if device is None:
             msg = "dispositivo desconhecido ou revogado: 'id' deve ser o token do dispositivo"
