@@ -35,10 +35,14 @@ def serve(
     url = database_url(settings)  # starts the local cluster on demand, migrates to head
     typer.echo(f"Banco: {describe_url(url)}; API em http://{host}:{port} (docs em /docs)")
     if workers == 1:
+        import gc
+
         from api.main import create_app
 
+        app = create_app(database_url=url, settings=settings)
+        gc.freeze()  # what the imports built needs no more collection passes
         uvicorn.run(
-            create_app(database_url=url, settings=settings),
+            app,
             host=host,
             port=port,
             log_level=log_level,

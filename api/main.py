@@ -5,6 +5,7 @@ Mounting another area is one line in :data:`ROUTERS`.
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -118,4 +119,6 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """Build the app from the environment (``uvicorn --factory``, several workers)."""
-    return create_app()
+    app = create_app()
+    gc.freeze()  # a server process: what the imports built needs no more collection passes
+    return app

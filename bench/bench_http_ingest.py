@@ -47,6 +47,8 @@ import httpx
 import numpy as np
 from sqlalchemy import text
 
+DONE: list[tuple[float, int]] = []
+"""(time answered, fixes) of every acknowledged batch: the throughput over time."""
 STAND = ("BENCH1", -30.0295, -51.23)  # id, lat, lon: where the bench fleet drives
 PROBE_EVERY_S = 5.0
 
@@ -214,6 +216,7 @@ async def _client(
                 print("error", status, answer[:200], file=sys.stderr)
                 continue
             acked[0] += json.loads(answer)["accepted"]
+            DONE.append((time.perf_counter(), batch))
     finally:
         writer.close()
     _ = seconds
@@ -371,6 +374,12 @@ def main() -> None:
             f"p99 {np.percentile(lat_ms, 99):.1f} ms, max {lat_ms.max():.1f} ms"
         )
         print(f"loss (acknowledged - stored) {acked - stored}")
+        if DONE:
+            t0 = DONE[0][0]
+            windows = np.bincount(
+                [int((t - t0) // 10) for t, _ in DONE], weights=[n for _, n in DONE]
+            )
+            print("fixes/s per 10 s: " + ", ".join(f"{w / 10:,.0f}" for w in windows))
         occ = np.array(occupancy_ms)
         print(
             f"stand occupancy under load: {len(occ)} reads, p50 {np.percentile(occ, 50):.1f} ms, "

@@ -109,7 +109,7 @@ async def post_pings(
     if len(batch.pings) > settings.ingest_max_batch:
         msg = f"lote com {len(batch.pings)} posições; máximo {settings.ingest_max_batch}"
         raise InvalidRequestError(msg, code="batch_too_large")
-    rows = [p.model_dump() for p in batch.pings]
+    rows = batch.model_dump()["pings"]
     results = await run_in_threadpool(
         _ingest, engine, rows, device.vehicle_id, f"api:device:{device.device_id}"
     )
