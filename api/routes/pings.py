@@ -7,10 +7,12 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
+from typing_extensions import TypedDict
 
 from api._errors import InvalidRequestError
 from api.deps import CurrentDevice, EngineDep, SettingsDep
@@ -45,6 +47,14 @@ class PingBatch(BaseModel):
     """A batch of fixes of the device's vehicle."""
 
     pings: list[PingIn]
+
+
+_PingRow = TypedDict(  # type: ignore[misc]  # PingIn's fields, as a plain dict
+    "_PingRow", {name: f.annotation for name, f in PingIn.model_fields.items()}, total=False
+)
+_BATCH = TypeAdapter(TypedDict("_PingRows", {"pings": list[_PingRow]}))  # type: ignore[operator,misc,valid-type]
+"""Reads a body as :class:`PingBatch` does, straight from the JSON bytes into dicts (about 4×
+faster than FastAPI's json.loads, model validation and dump of 100 rows)."""
 
 
 class PingResult(BaseModel):
@@ -91,25 +101,38 @@ def ingest_with_retry(
     raise AssertionError  # pragma: no cover - the loop returns or raises
 
 
-@router.post("", response_model=PingBatchResult, responses=error_responses(401, 422, 503))
+@router.post(
+    "",
+    response_model=PingBatchResult,
+    responses=error_responses(401, 422, 503),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": PingBatch.model_json_schema()}},
+        }
+    },
+)
 async def post_pings(
-    batch: PingBatch,
+    request: Request,
     device: CurrentDevice,
     engine: EngineDep,
     settings: SettingsDep,
-    request: Request,
 ) -> Response:
     """Recebe um lote de posições do dispositivo; responde linha a linha após gravar (COMMIT).
 
     Cada linha: `accepted` (gravada), `duplicate` (já gravada: mesmo veículo e instante) ou
     `rejected` com o motivo (as mesmas regras da importação de arquivos, mais
     `vehicle_not_allowed`: o dispositivo só envia posições do próprio veículo). Reenviar um lote
-    é seguro.
+    é seguro. O corpo é um `PingBatch`.
     """
-    if len(batch.pings) > settings.ingest_max_batch:
-        msg = f"lote com {len(batch.pings)} posições; máximo {settings.ingest_max_batch}"
+    try:
+        rows = _BATCH.validate_json(await request.body())["pings"]
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        raise RequestValidationError(errors) from None
+    if len(rows) > settings.ingest_max_batch:
+        msg = f"lote com {len(rows)} posições; máximo {settings.ingest_max_batch}"
         raise InvalidRequestError(msg, code="batch_too_large")
-    rows = batch.model_dump()["pings"]
     results = await run_in_threadpool(
         _ingest, engine, rows, device.vehicle_id, f"api:device:{device.device_id}"
     )

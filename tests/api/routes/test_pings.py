@@ -152,3 +152,22 @@ class TestTtlCache:
         cache.put("c", 3)  # full: "a" (stored at 0) has expired and goes; "b" stays
         assert [cache.get(k) for k in "abc"] == [None, 2, 3]
         assert len(cache._items) == 2
+
+
+class TestBatchBody:
+    def test_malformed_bodies_are_422_naming_the_place(
+        self, client: TestClient, seeded: dict
+    ) -> None:
+        """Not JSON, no 'pings', a cell that is an object: 422 with the body location."""
+        headers = bearer(seeded["device_token"]) | {"Content-Type": "application/json"}
+        cases = [
+            (b"{nope", ["body"]),
+            (b'{"pongs": []}', ["body", "pings"]),
+            (b'{"pings": [{"lat": {"x": 1}}]}', ["body", "pings", 0, "lat"]),
+        ]
+        for body, loc in cases:
+            answer = client.post("/api/v1/pings", content=body, headers=headers)
+            assert answer.status_code == 422, answer.text
+            error = answer.json()["error"]
+            assert error["code"] == "invalid_request"
+            assert error["errors"][0]["loc"][: len(loc)] == loc
