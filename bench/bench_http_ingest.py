@@ -401,7 +401,11 @@ def main() -> None:
     finally:
         if live is not None:
             live.send_signal(signal.SIGINT)
-            live.wait(timeout=20)
+            try:
+                live.wait(timeout=20)
+            except subprocess.TimeoutExpired:  # deep in a large backlog batch
+                live.kill()
+                live.wait(timeout=10)
         server.send_signal(signal.SIGINT)
         try:
             server.wait(timeout=20)
