@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime as dt
+import gzip
 import math
 import multiprocessing
 import tempfile
@@ -106,7 +107,7 @@ def analyze_file(
         fixes of the cross-vehicle kinds, not every fix) and the positions into it
         (:data:`tracking.partitions.POSITIONS`), which are dropped.
     sample : pandas.DataFrame
-        About :data:`MAP_FIXES` fixes, every k-th of each vehicle, for the map.
+        About :data:`MAP_FIXES` fixes (every k-th of each bucket), for the map.
 
     Raises
     ------
@@ -155,16 +156,23 @@ def analyze_file(
 
 
 def _estimate_rows(source: RawPings) -> int:
-    """Rows of the file: exact for Parquet, from the first MB's line length for CSV."""
+    """Estimate the file's rows (only sizes the buckets).
+
+    Exact for Parquet; for CSV, the file's size over the mean line length of its first MB (for
+    .gz, of the text the first MB inflates to, and the size inflated alike).
+    """
     if not source.is_csv:
         return int(pq.ParquetFile(source.path).metadata.num_rows)
     size = source.path.stat().st_size
     if source.path.name.lower().endswith(".gz"):
-        size *= 5  # a typical ratio for text of numbers; only sizes the buckets
-    with source.path.open("rb") as fh:
-        head = fh.read(_CSV_SAMPLE_BYTES)
+        with source.path.open("rb") as raw, gzip.GzipFile(fileobj=raw) as fh:
+            head = fh.read(_CSV_SAMPLE_BYTES)
+            size = int(size * len(head) / max(1, raw.tell()))  # the inflation ratio
+    else:
+        with source.path.open("rb") as fh:
+            head = fh.read(_CSV_SAMPLE_BYTES)
     lines = max(1, head.count(b"\n"))
-    return max(1, int(size / (len(head) / lines)))
+    return max(1, int(size / max(1.0, len(head) / lines)))
 
 
 def _map_step(n_rows: int) -> int:
