@@ -11,15 +11,12 @@
   restarted (fast shutdown, then start) during ingest: clients get a 503 with a JSON body and
   ``Retry-After`` (or a connection error), never another 5xx; ``/ready`` goes 503 then 200; after
   the restart everything acknowledged is stored.
-- A broken partition: the day's partition refuses writes as a full disk does (SQLSTATE 53100,
-  ``disk_full``), or it was detached by hand. The client gets a clear error and nothing is
-  acknowledged that is not stored.
-
-A real full disk is not simulated: it needs a small file system for a tablespace (a tmpfs or loop
-mount, i.e. root and ``mount``), and PostgreSQL may PANIC when its WAL cannot be written, which
-would take the shared test cluster down. The trigger raises the error PostgreSQL raises when it
-cannot extend a table's file (``could not extend file …: No space left on device``, SQLSTATE
-53100), so the API's handling of that error is what is tested.
+- A full disk: a day's partition in a tablespace on a 2 MB tmpfs, filled by ingest until
+  PostgreSQL cannot extend the table's file (needs root to mount; skipped otherwise); and the
+  same error (SQLSTATE 53100, ``disk_full``) raised by a trigger, which runs anywhere. A broken
+  partition: detached by hand. The client gets a clear error and nothing is acknowledged that is
+  not stored. Only the table's file system fills — never the WAL's, which would make PostgreSQL
+  PANIC and take the shared test cluster down.
 
 Each test is bounded (well under a minute on two shared cores). The long variants (more clients,
 several kills or restarts over minutes) are marked ``slow`` and run only with
@@ -798,6 +795,73 @@ class TestBrokenPartition:
             assert {r["status"] for r in response.json()["results"]} <= {"accepted", "duplicate"}
         everything = set(both.keys) | set(broken.keys)
         assert stored_fixes(engine, [vehicle_id]) == Counter(dict.fromkeys(everything, 1))
+
+    def test_real_full_disk_on_a_small_tablespace(
+        self, killable: tuple[ServeProcess, Engine, tuple[str, str]], tmp_path: Path
+    ) -> None:
+        """A day's partition on a 2 MB tmpfs tablespace, filled by ingest: the batch that finds
+        the disk full gets 503 ``database_disk_full``; every acknowledged fix is stored once and
+        nothing unacknowledged is (needs root to mount the tmpfs: skipped otherwise)."""
+        import tempfile
+
+        from tracking.store import _day_bounds, partition_name
+
+        server, engine, (vehicle_id, token) = killable
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs needs root")
+        # Not under tmp_path: the server's user must reach it (pytest's folders are 0700).
+        small = Path(tempfile.mkdtemp(prefix="pontual-faults-ts-"))
+        small.chmod(0o755)
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if mounted.returncode != 0:
+            pytest.skip(f"no tmpfs here: {mounted.stderr.strip()}")
+        day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=9)
+        name = partition_name(day)
+        try:
+            with engine.connect() as conn:
+                data_dir = Path(conn.exec_driver_sql("SHOW data_directory").scalar_one())
+            owner = data_dir.stat()
+            os.chown(small, owner.st_uid, owner.st_gid)
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql(f"CREATE TABLESPACE faults_small LOCATION '{small}'")
+            lo, hi = _day_bounds(day)
+            with engine.begin() as conn:
+                conn.exec_driver_sql(
+                    f"CREATE TABLE {name} PARTITION OF fixes "
+                    f"FOR VALUES FROM ('{lo}') TO ('{hi}') TABLESPACE faults_small"
+                )
+            acked: set[tuple[str, dt.datetime]] = set()
+            full = None
+            noon = dt.datetime.combine(day, dt.time(12), tzinfo=dt.UTC)
+            for k in range(2_000):  # 2 MB holds ~10,000 fixes: it fills well before
+                batch = Batch(
+                    [(vehicle_id, noon + dt.timedelta(seconds=k * 100 + i)) for i in range(100)]
+                )
+                response = post(server, token, batch)
+                if response.status_code != 200:
+                    full = response
+                    break
+                statuses = [r["status"] for r in response.json()["results"]]
+                assert statuses == ["accepted"] * 100, statuses
+                acked |= set(batch.keys)
+            assert full is not None, "the 2 MB tablespace never filled"
+            assert full.status_code == 503, full.text
+            assert full.json()["error"]["code"] == "database_disk_full", full.text
+            assert full.headers.get("retry-after", "").isdigit()
+            assert acked, "the disk was full before the first batch"
+            assert stored_fixes(engine, [vehicle_id]) == Counter(dict.fromkeys(acked, 1))
+        finally:
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("DROP TABLESPACE IF EXISTS faults_small")
+            subprocess.run(["umount", str(small)], check=False)
+            small.rmdir()
 
     def test_detached_partition_is_stored_or_a_clear_error(
         self, killable: tuple[ServeProcess, Engine, tuple[str, str]]
