@@ -25,15 +25,7 @@ from geo.roads import RoadGraph
 from tracking import frames as fr
 from tracking.detect import Thresholds
 from tracking.detectors.findings import KINDS
-from tracking.partitions import (  # noqa: F401  (re-exported)
-    CROSS_KINDS,
-    VEHICLE_KINDS,
-    gather,
-    requeue,
-    stage_context,
-    vehicle_partitions,
-    vehicle_stage,
-)
+from tracking.partitions import gather, stage_context, vehicle_partitions, vehicle_stage
 from tracking.pipeline import AnalysisParams, AnalysisResult, Progress
 
 DEFAULT_PARTITION_FIXES = 1_000_000

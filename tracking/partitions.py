@@ -229,23 +229,15 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         part, stops=stops, max_gap_s=params.trip_max_gap_s, max_speed_kmh=params.max_speed_kmh
     )
     trips["pickup_stand_id"] = pickup_stands(trips, visits, stands)
-    kinds = tuple(k for k in context["kinds"] if k in VEHICLE_KINDS)
-    findings, skipped = run_detectors(
-        DetectorInputs(
-            pings=part,
-            visits=visits,
-            trips=trips,
-            stops=stops,
-            stands=stands,
-            fleet=fleet,
-            licences=context["licences"],
-            boundary=context["boundary"],
-            roads=context["roads"],
-            as_of=context["as_of"],
-            timezone=params.timezone,
-        ),
-        thresholds=context["thresholds"],
-        kinds=kinds,
+    findings, skipped = _detect(
+        context,
+        VEHICLE_KINDS,
+        pings=part,
+        visits=visits,
+        trips=trips,
+        stops=stops,
+        fleet=fleet,
+        as_of=context["as_of"],
     )
     wanted = set(context["kinds"])
     mask = evidence_mask(
@@ -266,6 +258,37 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "evidence_visits": _through(visits, np.cumsum(mask) - 1),  # positions into evidence
         "n_matched": count_distinct(ping_idx, len(part)),
     }
+
+
+def _detect(
+    context: dict[str, Any],
+    among: tuple[str, ...],
+    *,
+    pings: pd.DataFrame,
+    visits: pd.DataFrame,
+    trips: pd.DataFrame,
+    stops: pd.DataFrame,
+    fleet: pd.DataFrame | None,
+    as_of: dt.date | None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run the run's kinds that are ``among`` these, with the run's other inputs."""
+    return run_detectors(
+        DetectorInputs(
+            pings=pings,
+            visits=visits,
+            trips=trips,
+            stops=stops,
+            stands=context["stands"],
+            fleet=fleet,
+            licences=context["licences"],
+            boundary=context["boundary"],
+            roads=context["roads"],
+            as_of=as_of,
+            timezone=context["params"].timezone,
+        ),
+        thresholds=context["thresholds"],
+        kinds=tuple(k for k in context["kinds"] if k in among),
+    )
 
 
 _VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}
@@ -463,22 +486,15 @@ def gather(
     occ = occupancy(visits, stands, bucket=params.occupancy_bucket, include_idle=False)
 
     progress("Rodando os detectores entre veículos e dias")
-    cross, skipped_cross = run_detectors(
-        DetectorInputs(
-            pings=evidence,
-            visits=ev_visits,
-            trips=trips.drop(columns=list(ends)),
-            stops=stops.drop(columns=list(ends)),
-            stands=stands,
-            fleet=context["fleet"],
-            licences=context["licences"],
-            boundary=context["boundary"],
-            roads=context["roads"],
-            as_of=as_of,
-            timezone=params.timezone,
-        ),
-        thresholds=context["thresholds"],
-        kinds=tuple(k for k in kinds if k in CROSS_KINDS),
+    cross, skipped_cross = _detect(
+        context,
+        CROSS_KINDS,
+        pings=evidence,
+        visits=ev_visits,
+        trips=trips.drop(columns=list(ends)),
+        stops=stops.drop(columns=list(ends)),
+        fleet=context["fleet"],
+        as_of=as_of,
     )
     found = [f for f in [*(r["findings"] for r in results), cross] if len(f)]
     if found:

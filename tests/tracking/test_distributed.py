@@ -15,9 +15,8 @@ from tracking.distributed import (
     DistributedEngineError,
     analyze_pings_distributed,
     dask_client,
-    requeue,
-    vehicle_partitions,
 )
+from tracking.partitions import requeue, vehicle_partitions
 from tracking.pipeline import AnalysisParams, analyze_pings
 
 
