@@ -30,6 +30,7 @@ import multiprocessing
 import tempfile
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +202,7 @@ def _spill(source: RawPings, folder: Path, n_buckets: int) -> tuple[int, list[Pa
     """Write each chunk's rows, as read, to their vehicle's bucket; return rows and files."""
     writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
     sinks: dict[int, Any] = {}
+    paths: dict[int, Path] = {}
     schema: pa.Schema | None = None
     n_rows = 0
     try:
@@ -221,7 +223,8 @@ def _spill(source: RawPings, folder: Path, n_buckets: int) -> tuple[int, list[Pa
                 if hi == lo and (b != 0 or b in writers):
                     continue  # bucket 0 always exists: it carries an empty file's schema
                 if b not in writers:
-                    sinks[b] = (folder / f"bucket-{b:05d}.arrow").open("wb")
+                    paths[b] = folder / f"bucket-{b:05d}.arrow"
+                    sinks[b] = paths[b].open("wb")
                     writers[b] = pa.ipc.new_stream(sinks[b], schema)
                 writers[b].write_table(table.slice(lo, hi - lo))
             del table
@@ -229,19 +232,17 @@ def _spill(source: RawPings, folder: Path, n_buckets: int) -> tuple[int, list[Pa
         for b, writer in writers.items():
             writer.close()
             sinks[b].close()
-    return n_rows, [folder / f"bucket-{b:05d}.arrow" for b in sorted(writers)]
+    return n_rows, [paths[b] for b in sorted(paths)]
 
 
+@dataclass(frozen=True, kw_only=True)
 class _BucketJob:
     """What each bucket's run needs (plain data; inherited by forked processes)."""
 
-    def __init__(
-        self, *, source: RawPings, context: dict[str, Any], now: pd.Timestamp, step: int
-    ) -> None:
-        self.source = source
-        self.context = context
-        self.now = now
-        self.step = step
+    source: RawPings
+    context: dict[str, Any]
+    now: pd.Timestamp
+    step: int
 
     def __call__(self, file: Path) -> dict[str, Any]:
         with pa.ipc.open_stream(file) as reader:
