@@ -89,7 +89,7 @@ def require_roles(*roles: str) -> Callable[[Principal], Principal]:
 
 async def current_device(
     request: Request,
-    engine: Annotated[Engine, Depends(get_engine)],
+    engine: EngineDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_device_bearer)],
 ) -> DevicePrincipal:
     """Return the device owning the bearer token, or raise 401.
