@@ -172,10 +172,15 @@ def partitions(
         int, typer.Option("--ahead-days", min=0, help="Dias UTC à frente de hoje a preparar.")
     ] = 7,
 ) -> None:
-    """Cria antecipadamente as partições diárias de fixes (hoje e os próximos dias, UTC)."""
+    """Cria as partições diárias de fixes (hoje e os próximos dias, UTC) e indexa os dias fechados.
+
+    Rode uma vez por dia: o índice por lugar (célula H3 × hora) de cada dia já fechado é criado
+    aqui, fora da gravação (que fica mais rápida sem ele).
+    """
     import datetime as dt
 
-    from tracking.store import ensure_fix_partitions
+    from db.engine import make_engine
+    from tracking.store import ensure_fix_partitions, index_closed_days
 
     today = dt.datetime.now(dt.UTC).date()
     with cli_session() as session:
@@ -187,6 +192,20 @@ def partitions(
         typer.echo(f"{len(created)} partição(ões) criada(s): {', '.join(created)}")
     else:
         typer.echo(f"Partições de {today} a {last} já existiam.")
+    engine = make_engine(database_url())
+    try:
+        indexed = index_closed_days(
+            engine,
+            before=today,
+            progress=lambda name: typer.echo(f"Indexando por lugar {name}…"),
+        )
+    finally:
+        engine.dispose()
+    typer.echo(
+        f"Índice por lugar criado em {len(indexed)} dia(s) fechado(s)."
+        if indexed
+        else "Todos os dias fechados já têm o índice por lugar."
+    )
 
 
 @app.command()

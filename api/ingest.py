@@ -46,7 +46,7 @@ from sqlalchemy.engine import Connection
 
 from geo.h3 import latlng_to_cells
 from tracking import frames as fr
-from tracking.store import H3_RESOLUTIONS, copy_rejected, ensure_fix_partitions
+from tracking.store import H3_RESOLUTION, copy_rejected, ensure_fix_partitions
 from tracking.validate import FUTURE_TOLERANCE_S, MAX_UNIX_S, speed_flags, validate_pings
 
 ACCEPTED = "accepted"
@@ -417,15 +417,15 @@ _QUEUED = (
 _INSERT = f"""
 WITH ins AS (
   INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, speed_kmh, heading_deg, accuracy_m, meter,
-                     tariff, driver_id, h3_r9, h3_r12, speed_flag, source)
+                     tariff, driver_id, h3_r9, speed_flag, source)
   SELECT u.v, timestamptz 'epoch' + u.ts * interval '1 microsecond', u.lat, u.lon,
          ST_SetSRID(ST_MakePoint(u.lon, u.lat), 4326), u.speed,
-         u.heading, u.accuracy, u.meter, u.tariff, u.driver, u.h9, u.h12, u.flag, %(source)s
+         u.heading, u.accuracy, u.meter, u.tariff, u.driver, u.h9, u.flag, %(source)s
   FROM unnest(%(v)s::text[], %(ts)s::int8[], %(lat)s::float8[], %(lon)s::float8[],
               %(speed)s::float8[], %(heading)s::float8[], %(accuracy)s::float8[],
               %(meter)s::text[], %(tariff)s::int2[], %(driver)s::text[], %(h9)s::int8[],
-              %(h12)s::int8[], %(flag)s::bool[])
-       AS u(v, ts, lat, lon, speed, heading, accuracy, meter, tariff, driver, h9, h12, flag)
+              %(flag)s::bool[])
+       AS u(v, ts, lat, lon, speed, heading, accuracy, meter, tariff, driver, h9, flag)
   ON CONFLICT (vehicle_id, ts) DO NOTHING
   RETURNING {_QUEUED}
 ), queued AS (
@@ -489,9 +489,7 @@ def store_batch(conn: Connection, batch: CheckedBatch, *, source: str) -> list[R
                 for d in np.unique(ts_us // 86_400_000_000)
             },
         )
-        r12, r9 = max(H3_RESOLUTIONS), min(H3_RESOLUTIONS)
-        h12 = latlng_to_cells(batch.lat, batch.lon, resolution=r12).view(np.int64)
-        h9 = latlng_to_cells(batch.lat, batch.lon, resolution=r9).view(np.int64)
+        h9 = latlng_to_cells(batch.lat, batch.lon, resolution=H3_RESOLUTION).view(np.int64)
         # Array literals: far cheaper to build than psycopg's per-element list adaptation.
         params = {
             "source": source,
@@ -506,7 +504,6 @@ def store_batch(conn: Connection, batch: CheckedBatch, *, source: str) -> list[R
             "tariff": _numbers(batch.tariff),
             "driver": _texts(batch.driver_id),
             "h9": _numbers([c or None for c in h9.tolist()]),
-            "h12": _numbers([c or None for c in h12.tolist()]),
             "flag": "{" + ",".join("t" if f else "f" for f in batch.speed_flag.tolist()) + "}",
         }
         dbapi = conn.connection.driver_connection

@@ -9,7 +9,7 @@ matter (the embedded cluster's are ``db.cluster.BULK_LOAD_SETTINGS``): they are 
     .venv/bin/python bench/bench_copy.py -n 200000 --orm-n 5000 --repeat 1
 
 Scenarios, each ``--repeat`` times (the machine may be shared: compare CPU seconds too):
-- ``encode only``: the client-side part (checks, sort, H3 r9/r12, numpy payload), no database;
+- ``encode only``: the client-side part (checks, sort, H3 r9, numpy payload), no database;
 - ``copy_fixes`` new days: no partition yet, so each day's partition is created, loaded with
   ``COPY … FREEZE``, indexed and attached in the importing transaction;
 - ``copy_fixes`` same fixes again: stored keys fetched and matched, inserts nothing;

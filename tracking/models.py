@@ -18,7 +18,6 @@ from sqlalchemy import (
     DateTime,
     Float,
     Identity,
-    Index,
     SmallInteger,
     Text,
     func,
@@ -37,8 +36,9 @@ class Fix(Base):
 
     Indexes, chosen by ``bench/bench_fix_indexes.py``: the primary key ``(vehicle_id, ts)``
     (``vehicle_id`` compared bytewise, collation "C") for a vehicle's track, and
-    ``(h3_r9, ts)`` for a place over time (migration 0005, one per daily partition). The daily
-    partitions bound time-range scans; BRIN on ``ts`` and GiST on ``geom`` did not pay.
+    ``(h3_r9, ts)`` for a place over time, on each closed day's partition only (built off the
+    write path by ``tracking.store.index_closed_days``; migration 0008). The daily partitions
+    bound time-range scans; BRIN on ``ts`` and GiST on ``geom`` did not pay.
     """
 
     __tablename__ = FIXES_TABLE
@@ -55,7 +55,6 @@ class Fix(Base):
     tariff: Mapped[int | None] = mapped_column(SmallInteger)
     driver_id: Mapped[str | None] = mapped_column(Text)
     h3_r9: Mapped[int | None] = mapped_column(BigInteger)
-    h3_r12: Mapped[int | None] = mapped_column(BigInteger)
     speed_flag: Mapped[bool] = mapped_column(Boolean)
     source: Mapped[str] = mapped_column(Text)
 
@@ -63,7 +62,6 @@ class Fix(Base):
         CheckConstraint("meter IN ('free', 'occupied', 'off')", name="meter"),
         CheckConstraint("tariff IN (1, 2)", name="tariff"),
         CheckConstraint("lat BETWEEN -90 AND 90 AND lon BETWEEN -180 AND 180", name="lat_lon"),
-        Index("ix_fixes_h3_r9_ts", "h3_r9", "ts"),
         {"postgresql_partition_by": "RANGE (ts)"},
     )
 

@@ -26,7 +26,6 @@ partition is either wholly kept or wholly past.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -35,9 +34,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from tracking._errors import InvalidParameterError
-from tracking.models import FIXES_DEFAULT_PARTITION, FIXES_TABLE
+from tracking.models import FIXES_DEFAULT_PARTITION
+from tracking.store import daily_partitions
 
-_PARTITION = re.compile(rf"^{FIXES_TABLE}_p(\d{{8}})$")
 _RETAINED = "_retained_fixes"
 
 
@@ -99,22 +98,6 @@ def evidence_fixes(
     elif isinstance(details, list):
         for value in details:
             yield from evidence_fixes(value, vehicle_id)
-
-
-def _daily_partitions(conn: Connection) -> list[tuple[str, dt.date]]:
-    rows = conn.execute(
-        text(
-            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-            "WHERE i.inhparent = CAST(:parent AS regclass)"
-        ),
-        {"parent": FIXES_TABLE},
-    ).scalars()
-    out = []
-    for name in rows:
-        match = _PARTITION.match(str(name))
-        if match:
-            out.append((str(name), dt.datetime.strptime(match.group(1), "%Y%m%d").date()))
-    return sorted(out, key=lambda x: x[1])
 
 
 def _stage_evidence(conn: Connection, *, cutoff: dt.datetime, track_margin_s: float) -> int:
@@ -213,7 +196,7 @@ def apply_retention(
     report = RetentionReport(keep_days=keep_days, cutoff=cutoff.isoformat(), dry_run=dry_run)
     report.evidence_refs = _stage_evidence(conn, cutoff=cutoff, track_margin_s=track_margin_s)
     keep = _kept_predicate("f")
-    for name, day in _daily_partitions(conn):
+    for name, day in daily_partitions(conn):
         if day >= cutoff.date():
             continue
         total = int(conn.execute(text(f"SELECT count(*) FROM {name}")).scalar_one())

@@ -13,8 +13,9 @@ import contextlib
 import datetime as dt
 import json
 import queue
+import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -22,12 +23,13 @@ import numpy as np
 import pandas as pd
 import psycopg
 from numpy.typing import NDArray
+from psycopg import sql
 from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from db import pgcopy as pcp
 from db.upsert import stage_rows
-from geo.h3 import NO_DISKS, latlng_to_cells, latlng_to_parent_cells
+from geo.h3 import latlng_to_cells
 from tracking import frames
 from tracking._errors import (
     InvalidParameterError,
@@ -37,8 +39,8 @@ from tracking._errors import (
 )
 from tracking.models import FIXES_DEFAULT_PARTITION, FIXES_TABLE
 
-H3_RESOLUTIONS = (9, 12)
-"""Resolutions stored with each fix (columns ``h3_r9``, ``h3_r12``)."""
+H3_RESOLUTION = 9
+"""Resolution of the cell stored with each fix (column ``h3_r9``)."""
 
 _US_PER_DAY = 86_400_000_000
 _SRID = 4326
@@ -60,16 +62,79 @@ _FIX_COLUMNS = (
     "tariff",
     "driver_id",
     "h3_r9",
-    "h3_r12",
     "speed_flag",
     "source",
 )
 _COLUMN_LIST = ", ".join(_FIX_COLUMNS)
 
 
+_PARTITION_NAME = re.compile(rf"^{FIXES_TABLE}_p(\d{{8}})$")
+
+
 def partition_name(day: dt.date) -> str:
     """Return the name of the daily partition of ``fixes`` holding UTC day ``day``."""
     return f"{FIXES_TABLE}_p{day:%Y%m%d}"
+
+
+def daily_partitions(conn: Connection) -> list[tuple[str, dt.date]]:
+    """Return the daily partitions of ``fixes`` (name, UTC day), by day; DEFAULT is not one."""
+    out = []
+    for name in _existing_partitions(conn):
+        match = _PARTITION_NAME.match(name)
+        if match:
+            out.append((name, dt.datetime.strptime(match.group(1), "%Y%m%d").date()))
+    return sorted(out, key=lambda x: x[1])
+
+
+def place_index_name(partition: str) -> str:
+    """Return the name of a daily partition's place index, btree ``(h3_r9, ts)``."""
+    return f"{partition}_h3_r9_ts"
+
+
+def index_closed_days(
+    engine: Engine, *, before: dt.date, progress: Callable[[str], None] | None = None
+) -> list[str]:
+    """Build the place index ``(h3_r9, ts)`` of every daily partition of a day before ``before``.
+
+    Partitions are written without it (new days by COPY, today's by the live ingest: each index
+    kept up costs every write) and read by place once their day is closed; this builds it for the
+    closed days lacking one (the daily ``pontual db partitions``). ``CREATE INDEX CONCURRENTLY``:
+    fixes arriving late for those days are not blocked. An index left invalid by an interrupted
+    build is dropped and built again.
+
+    Parameters
+    ----------
+    engine : sqlalchemy.engine.Engine
+        Engine of the database (each index is built outside any transaction).
+    before : datetime.date
+        First UTC day not indexed (today's, as a rule).
+    progress : callable, optional
+        Called with each partition's name before its index is built.
+
+    Returns
+    -------
+    list of str
+        Names of the indexes built (empty when every closed day had its own).
+    """
+    built = []
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for partition, day in daily_partitions(conn):
+            if day >= before:
+                continue
+            name = place_index_name(partition)
+            valid = conn.execute(
+                text("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(:name)"),
+                {"name": name},
+            ).scalar()
+            if valid:
+                continue
+            if progress is not None:
+                progress(partition)
+            if valid is not None:
+                conn.execute(text(f"DROP INDEX CONCURRENTLY {name}"))
+            conn.execute(text(f"CREATE INDEX CONCURRENTLY {name} ON {partition} (h3_r9, ts)"))
+            built.append(name)
+    return built
 
 
 def _existing_partitions(conn: Connection) -> set[str]:
@@ -242,17 +307,26 @@ def _h3_column(cells: NDArray[np.uint64]) -> pcp.FixedColumn:
     return pcp.FixedColumn(cells.view(np.int64).astype(">i8"), null if null.any() else None)
 
 
-def _write_copy(
-    conn: Connection, table: str, payload: Iterable[pcp.Block], *, freeze: bool = False
-) -> None:
+def _dbapi(conn: Connection) -> psycopg.Connection[Any]:
     dbapi = conn.connection.driver_connection
     if dbapi is None:  # pragma: no cover - a live connection always has one
         msg = "conexão sem driver psycopg ativo"
         raise RuntimeError(msg)
+    return cast("psycopg.Connection[Any]", dbapi)
+
+
+def _write_copy(
+    conn: Connection,
+    table: str,
+    payload: Iterable[pcp.Block],
+    *,
+    freeze: bool = False,
+    columns: tuple[str, ...] = _FIX_COLUMNS,
+) -> None:
     options = "FORMAT BINARY, FREEZE" if freeze else "FORMAT BINARY"
     with (
-        dbapi.cursor() as cur,
-        cur.copy(f"COPY {table} ({_COLUMN_LIST}) FROM STDIN ({options})") as copy,
+        _dbapi(conn).cursor() as cur,
+        cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN ({options})") as copy,
     ):
         for block in payload:
             copy.write(block)
@@ -344,23 +418,24 @@ class _Encoded:
     source: str
 
     def payload(
-        self, positions: NDArray[np.int64] | None = None, *, chunk_rows: int = _CHUNK_ROWS
+        self,
+        positions: NDArray[np.int64] | None = None,
+        *,
+        source: bool = True,
+        chunk_rows: int = _CHUNK_ROWS,
     ) -> Iterator[pcp.Block]:
         """Yield the binary COPY stream of the stored rows at ``positions`` (default: all).
 
-        H3 cells are computed a chunk at a time.
+        H3 cells are computed a chunk at a time. Without ``source`` the last column of
+        ``_FIX_COLUMNS`` is left out (the table's default gives it).
         """
         if positions is None:
             positions = np.arange(len(self.rows), dtype=np.int64)
         yield pcp.COPY_HEADER
-        disks = NO_DISKS  # reused from chunk to chunk: the fleet stays in one area
         for lo in range(0, len(positions), chunk_rows):
             pos = positions[lo : lo + chunk_rows]
             idx = self.rows[pos]
             lat, lon = self.lat[idx], self.lon[idx]
-            r9, r12 = H3_RESOLUTIONS
-            cells12 = latlng_to_cells(lat, lon, resolution=r12)
-            cells9, disks = latlng_to_parent_cells(lat, lon, cells12, resolution=r9, disks=disks)
             columns: list[pcp.Column] = [
                 self.vehicle_id.take(idx),
                 pcp.timestamptz_column(self.ts_us[pos]),
@@ -373,11 +448,11 @@ class _Encoded:
                 self.meter.take(idx),
                 self.tariff.take(idx),
                 self.driver_id.take(idx),
-                _h3_column(cells9),
-                _h3_column(cells12),
+                _h3_column(latlng_to_cells(lat, lon, resolution=H3_RESOLUTION)),
                 pcp.FixedColumn(self.speed_flag[idx].astype("u1")),
-                pcp.constant_text_column(self.source, len(idx)),
             ]
+            if source:
+                columns.append(pcp.constant_text_column(self.source, len(idx)))
             yield from pcp.copy_rows(columns, chunk_rows=chunk_rows)
         yield pcp.COPY_TRAILER
 
@@ -527,13 +602,17 @@ def _claim_new_days(conn: Connection, days: list[dt.date]) -> list[dt.date]:
     return [d for d in missing if d not in stranded]
 
 
-def _load_new_partition(conn: Connection, day: dt.date, payload: Iterable[pcp.Block]) -> None:
+def _load_new_partition(
+    conn: Connection, day: dt.date, payload: Iterable[pcp.Block], *, source: str
+) -> None:
     """Create ``day``'s partition as a plain table, COPY into it, then build its primary key.
 
     A table created in the same transaction takes ``COPY … FREEZE`` (rows written frozen, no
     later vacuum rewrite) and, with ``wal_level=minimal``, skips WAL (fsynced at commit); one
     sorted index build is cheaper than a million index insertions. The CHECK on the day's
-    bounds lets :func:`_attach_partition` skip the validation scan.
+    bounds lets :func:`_attach_partition` skip the validation scan. ``source``, one value for
+    the whole load, is the column's default during the COPY (``payload`` leaves it out): a
+    constant instead of a text received per row.
     """
     name = partition_name(day)
     lo, hi = _day_bounds(day)
@@ -543,7 +622,14 @@ def _load_new_partition(conn: Connection, day: dt.date, payload: Iterable[pcp.Bl
             f"CONSTRAINT {name}_day CHECK (ts >= '{lo}' AND ts < '{hi}'))"
         )
     )
-    _write_copy(conn, name, payload, freeze=True)
+    with _dbapi(conn).cursor() as cur:
+        cur.execute(
+            sql.SQL("ALTER TABLE {} ALTER COLUMN source SET DEFAULT {}").format(
+                sql.Identifier(name), sql.Literal(source)
+            )
+        )
+    _write_copy(conn, name, payload, freeze=True, columns=_FIX_COLUMNS[:-1])
+    conn.execute(text(f"ALTER TABLE {name} ALTER COLUMN source DROP DEFAULT"))
     conn.execute(
         text(f"ALTER TABLE {name} ADD CONSTRAINT {name}_pkey PRIMARY KEY (vehicle_id, ts)")
     )
@@ -577,10 +663,6 @@ def _stored_mask(
         return None
     origin = first * _US_PER_DAY
     vehicle_codes = np.unique(codes)
-    dbapi = conn.connection.driver_connection
-    if dbapi is None:  # pragma: no cover - a live connection always has one
-        msg = "conexão sem driver psycopg ativo"
-        raise RuntimeError(msg)
     query = (
         "SELECT vehicle_id, string_agg(timestamptz_send(ts), ''::bytea) "
         f"FROM {FIXES_TABLE} WHERE vehicle_id = ANY(%(vids)s) AND ts BETWEEN %(lo)s AND %(hi)s "
@@ -592,7 +674,7 @@ def _stored_mask(
         "lo": epoch + dt.timedelta(microseconds=int(ts_us.min())),
         "hi": epoch + dt.timedelta(microseconds=int(ts_us.max())),
     }
-    with dbapi.cursor(binary=True) as cur:
+    with _dbapi(conn).cursor(binary=True) as cur:
         found = cur.execute(query, params).fetchall()
     if not found:
         return np.zeros(len(positions), dtype=bool)
@@ -704,13 +786,15 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
                 direct = False  # let ON CONFLICT sort them out
             else:
                 rest = rest[~stored]
-    payloads = [enc.payload(np.arange(s, e, dtype=np.int64)) for _, s, e in new_runs]
+    payloads = [
+        enc.payload(np.arange(s, e, dtype=np.int64), source=False) for _, s, e in new_runs
+    ]
     if len(rest):
         payloads.append(enc.payload(rest))
     inserted = 0
     with _Prefetcher(payloads, depth=_PREFETCH_BLOCKS) as prefetch:
         for day, s, e in new_runs:
-            _load_new_partition(conn, day, prefetch.next_payload())
+            _load_new_partition(conn, day, prefetch.next_payload(), source=source)
             inserted += int(e - s)
         if len(rest):
             inserted += _copy_existing(conn, enc, rest, prefetch.next_payload(), direct=direct)

@@ -215,7 +215,7 @@ class TestIngestBatch:
         copy_fixes(conn, pings, source="t")
         columns = (
             "ts, lat, lon, ST_AsEWKT(geom), speed_kmh, heading_deg, accuracy_m, meter, tariff, "
-            "driver_id, h3_r9, h3_r12, speed_flag"
+            "driver_id, h3_r9, speed_flag"
         )
 
         def stored(vehicle: str) -> list[tuple[Any, ...]]:

@@ -159,15 +159,42 @@ class TestFindingKinds:
 
 
 class TestFixIndexes:
-    def test_new_partitions_get_the_h3_index(self, db_session: Session) -> None:
-        """A daily partition made after migration 0005 has its (h3_r9, ts) index."""
-        import datetime as dt
+    def test_0008_moves_the_place_index_to_closed_days(self, empty_database_url: str) -> None:
+        """0008: closed days keep a (h3_r9, ts) index of their own, today's none; down: back."""
+        url = empty_database_url
+        upgrade(url, "0007")
+        engine = create_engine(url, poolclass=NullPool)
+        today = dt.datetime.now(dt.UTC).date()
+        closed, open_ = "fixes_p20240301", f"fixes_p{today:%Y%m%d}"
 
-        from tracking.store import ensure_fix_partitions
+        def indexes() -> dict[str, set[str]]:
+            with engine.connect() as conn:
+                rows = conn.execute(
+                    text(
+                        "SELECT tablename, indexdef FROM pg_indexes "
+                        "WHERE tablename IN (:a, :b) AND indexdef LIKE '%(h3_r9, ts)%'"
+                    ),
+                    {"a": closed, "b": open_},
+                ).all()
+            return {t: {d.split(" ON ")[0] for tt, d in rows if tt == t} for t in (closed, open_)}
 
-        conn = db_session.connection()
-        ensure_fix_partitions(conn, dt.date(2031, 1, 1), dt.date(2031, 1, 1))
-        defs = conn.execute(
-            text("SELECT indexdef FROM pg_indexes WHERE tablename = 'fixes_p20310101'")
-        ).scalars()
-        assert any("(h3_r9, ts)" in d for d in defs)
+        try:
+            with engine.begin() as conn:
+                ensure_fix_partitions(conn, dt.date(2024, 3, 1), dt.date(2024, 3, 1))
+                ensure_fix_partitions(conn, today, today)
+            assert all(indexes().values())  # 0005: every partition, through the parent
+            upgrade(url, "0008")
+            assert indexes() == {
+                closed: {f"CREATE INDEX {closed}_h3_r9_ts"},
+                open_: set(),
+            }
+            downgrade(url, "0007")
+            assert indexes() == {
+                closed: {f"CREATE INDEX {closed}_h3_r9_ts"},
+                open_: {f"CREATE INDEX {open_}_h3_r9_ts"},
+            }
+            with engine.connect() as conn:
+                parent = conn.execute(text("SELECT to_regclass('ix_fixes_h3_r9_ts')")).scalar()
+            assert parent is not None
+        finally:
+            engine.dispose()

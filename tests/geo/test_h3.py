@@ -7,17 +7,13 @@ import shapely
 
 from geo._errors import CoordinateArrayError, InvalidResolutionError
 from geo.h3 import (
-    NO_DISKS,
-    cell_disks,
     cell_polygons,
     cells_to_latlng,
-    cells_to_parent,
     cells_to_strings,
     check_resolution,
     edge_length_m,
     grid_disk,
     latlng_to_cells,
-    latlng_to_parent_cells,
     polygons_to_cells,
 )
 
@@ -208,116 +204,3 @@ class TestCellsToStrings:
 def _city_points(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     return POA[0] + rng.normal(0, 0.03, n), POA[1] + rng.normal(0, 0.03, n)
-
-
-class TestCellsToParent:
-    @pytest.mark.parametrize("res", [0, 5, 9, 11, 12])
-    def test_equals_h3_py(self, res: int) -> None:
-        """Parents are h3-py's cell_to_parent, bit for bit."""
-        cells = latlng_to_cells(*_random_points(300), resolution=12)
-        expected = [h3.str_to_int(h3.cell_to_parent(h3.int_to_str(int(c)), res)) for c in cells]
-        assert cells_to_parent(cells, resolution=res).tolist() == expected
-
-    def test_null_and_shape_kept(self) -> None:
-        """The null cell stays 0 and the input shape is kept."""
-        cells = latlng_to_cells(
-            np.array([[POA[0], 95.0]]), np.array([[POA[1], 0.0]]), resolution=12
-        )
-        parents = cells_to_parent(cells, resolution=9)
-        assert parents.shape == (1, 2)
-        assert parents[0, 1] == 0
-        assert parents[0, 0] == latlng_to_cells([POA[0]], [POA[1]], resolution=9)[0]
-
-    def test_finer_resolution_raises(self) -> None:
-        """A parent finer than the cells is refused."""
-        cells = latlng_to_cells(*_random_points(3), resolution=9)
-        with pytest.raises(InvalidResolutionError, match="mais fina"):
-            cells_to_parent(cells, resolution=10)
-
-
-class TestLatlngToParentCells:
-    def test_equals_indexing_in_a_city(self) -> None:
-        """Chunk by chunk, reusing the disks, the cells equal direct indexing (12 -> 9)."""
-        lat, lon = _city_points(200_000)
-        fine = latlng_to_cells(lat, lon, resolution=12)
-        disks = NO_DISKS
-        for lo in range(0, len(lat), 50_000):
-            part = slice(lo, lo + 50_000)
-            got, disks = latlng_to_parent_cells(
-                lat[part], lon[part], fine[part], resolution=9, disks=disks
-            )
-            np.testing.assert_array_equal(got, latlng_to_cells(lat[part], lon[part], resolution=9))
-        assert (disks.radius2 > 0).mean() > 0.99
-        assert (
-            cells_to_parent(fine, resolution=9) != latlng_to_cells(lat, lon, resolution=9)
-        ).any()
-
-    @pytest.mark.parametrize(
-        ("where", "fine", "coarse"),
-        [("globe", 12, 9), ("pentagons", 15, 6), ("antimeridian", 15, 6), ("city", 12, 3)],
-    )
-    def test_equals_indexing_elsewhere(self, where: str, fine: int, coarse: int) -> None:
-        """Scattered points, pentagons, the antimeridian and coarse parents also match exactly."""
-        rng = np.random.default_rng(11)
-        n = 60_000
-        if where == "globe":
-            lat, lon = np.degrees(np.arcsin(rng.uniform(-1, 1, n))), rng.uniform(-180, 180, n)
-        elif where == "pentagons":
-            centres = np.array([h3.cell_to_latlng(p) for p in h3.get_pentagons(6)])
-            spot = rng.integers(0, len(centres), n)
-            lat = np.clip(centres[spot, 0] + rng.normal(0, 0.2, n), -90, 90)
-            lon = (centres[spot, 1] + rng.normal(0, 0.2, n) + 180) % 360 - 180
-        elif where == "antimeridian":
-            lat = rng.uniform(-60, 60, n)
-            lon = np.where(rng.random(n) < 0.5, 180 - rng.exponential(0.05, n), -180 + 0.01)
-        else:
-            lat, lon = _city_points(n)
-        cells = latlng_to_cells(lat, lon, resolution=fine)
-        got, _ = latlng_to_parent_cells(lat, lon, cells, resolution=coarse)
-        np.testing.assert_array_equal(got, latlng_to_cells(lat, lon, resolution=coarse))
-
-    def test_points_without_cell_get_zero(self) -> None:
-        """A point with the null cell gets 0, like latlng_to_cells."""
-        lat, lon = np.array([POA[0], np.nan]), np.array([POA[1], 0.0])
-        got, _ = latlng_to_parent_cells(
-            lat, lon, latlng_to_cells(lat, lon, resolution=12), resolution=9
-        )
-        assert got[1] == 0
-        assert got[0] == latlng_to_cells(lat[:1], lon[:1], resolution=9)[0]
-
-    def test_disks_grow_only_with_new_parents(self) -> None:
-        """Disks returned cover the parents seen; a second pass over them adds none."""
-        lat, lon = _city_points(20_000, seed=2)
-        cells = latlng_to_cells(lat, lon, resolution=12)
-        _, disks = latlng_to_parent_cells(lat, lon, cells, resolution=9)
-        assert set(np.unique(cells_to_parent(cells, resolution=9)).tolist()) == set(
-            disks.cells.tolist()
-        )
-        _, again = latlng_to_parent_cells(lat, lon, cells, resolution=9, disks=disks)
-        assert len(again.cells) == len(disks.cells)
-
-    def test_shape_mismatch_raises(self) -> None:
-        """Cells must match the coordinates' shape."""
-        with pytest.raises(CoordinateArrayError, match="mesmo formato"):
-            latlng_to_parent_cells([POA[0]], [POA[1]], np.zeros(2, np.uint64), resolution=9)
-
-
-class TestCellDisks:
-    def test_disk_inside_hexagon(self) -> None:
-        """A city cell's disk is centred inside it and reaches none of its vertices."""
-        cell = latlng_to_cells([POA[0]], [POA[1]], resolution=9)
-        disks = cell_disks(cell)
-        assert disks.radius2[0] > 0
-        boundary = np.array(h3.cell_to_boundary(h3.int_to_str(int(cell[0]))))
-        x = (boundary[:, 1] - disks.lon[0]) * disks.cos_lat[0]
-        y = boundary[:, 0] - disks.lat[0]
-        assert (x * x + y * y > disks.radius2[0]).all()
-
-    @pytest.mark.parametrize("kind", ["pentagon", "coarse"])
-    def test_no_disk_where_unsafe(self, kind: str) -> None:
-        """Pentagons and cells coarser than resolution 6 get no disk."""
-        if kind == "pentagon":
-            cell = h3.str_to_int(sorted(h3.get_pentagons(9))[0])
-        else:
-            cell = int(latlng_to_cells([POA[0]], [POA[1]], resolution=5)[0])
-        assert cell_disks(np.array([cell], np.uint64)).radius2[0] < 0

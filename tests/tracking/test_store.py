@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from factories import migrated_database
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 import tracking.store
 from geo.h3 import latlng_to_cells
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
-from tracking.store import copy_fixes, copy_rejected, ensure_fix_partitions, partition_name
+from tracking.store import (
+    copy_fixes,
+    copy_rejected,
+    ensure_fix_partitions,
+    index_closed_days,
+    partition_name,
+)
 
 
 def make_pings(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -125,12 +134,11 @@ class TestCopyFixes:
         rows = conn.execute(
             text(
                 "SELECT vehicle_id, ts, lat, lon, ST_X(geom), ST_Y(geom), ST_SRID(geom), "
-                "speed_kmh, heading_deg, accuracy_m, meter, tariff, driver_id, h3_r9, h3_r12, "
+                "speed_kmh, heading_deg, accuracy_m, meter, tariff, driver_id, h3_r9, "
                 "speed_flag, source FROM fixes ORDER BY ts"
             )
         ).all()
         cell9 = int(latlng_to_cells([-30.03], [-51.22], resolution=9)[0])
-        cell12 = int(latlng_to_cells([-30.03], [-51.22], resolution=12)[0])
         assert rows[0] == (
             "Táxi-ç1",
             dt.datetime(2024, 1, 1, 10, 0, tzinfo=dt.UTC),
@@ -146,12 +154,11 @@ class TestCopyFixes:
             2,
             "D-77",
             cell9,
-            cell12,
             True,
             "file.csv",
         )
         assert rows[1][7:13] == (None, None, None, None, None, None)
-        assert rows[1][15] is False
+        assert rows[1][14] is False
 
     def test_second_import_adds_nothing(self, conn: Connection) -> None:
         """Copying the same pings twice inserts them once; the second call returns 0."""
@@ -237,7 +244,7 @@ class TestCopyFixes:
         assert stored["speed_flag"].tolist() == pings["speed_flag"].tolist()
 
     def test_h3_cells_of_many_fixes(self, conn: Connection) -> None:
-        """Stored h3_r9/h3_r12 of thousands of fixes equal geo.h3's indexing of each point."""
+        """Stored h3_r9 of thousands of fixes equal geo.h3's indexing of each point."""
         rng = np.random.default_rng(5)
         n = 20_000
         pings = pd.DataFrame(
@@ -249,11 +256,9 @@ class TestCopyFixes:
             }
         )
         assert copy_fixes(conn, pings, source="h3") == n
-        stored = pd.read_sql(text("SELECT lat, lon, h3_r9, h3_r12 FROM fixes"), conn)
-        lat, lon = stored["lat"].to_numpy(), stored["lon"].to_numpy()
-        for res in (9, 12):
-            expected = latlng_to_cells(lat, lon, resolution=res).view(np.int64)
-            np.testing.assert_array_equal(stored[f"h3_r{res}"].to_numpy(), expected)
+        stored = pd.read_sql(text("SELECT lat, lon, h3_r9 FROM fixes"), conn)
+        expected = latlng_to_cells(stored["lat"], stored["lon"], resolution=9).view(np.int64)
+        np.testing.assert_array_equal(stored["h3_r9"].to_numpy(), expected)
 
     def test_empty_frame_inserts_nothing(self, conn: Connection) -> None:
         """No rows in, zero out, no error."""
@@ -386,6 +391,100 @@ class TestCopyFixesNewDays:
         monkeypatch.setattr("tracking.store.latlng_to_cells", broken)
         with pytest.raises(OverflowError, match="h3 quebrou"):
             copy_fixes(conn, make_pings([_ping("A", "2024-01-01T10:00:00Z")]), source="a")
+
+
+def _place_indexes(conn: Connection) -> dict[str, bool]:
+    """Indexes on (h3_r9, ts) of fixes' partitions: name -> valid."""
+    rows = conn.execute(
+        text(
+            "SELECT c.relname, i.indisvalid FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE 'fixes_p%' "
+            "AND pg_get_indexdef(c.oid) LIKE '%(h3_r9, ts)'"
+        )
+    )
+    return {str(r[0]): bool(r[1]) for r in rows}
+
+
+class TestPlaceIndex:
+    """The place index (h3_r9, ts): built for closed days, off the write path."""
+
+    @pytest.fixture
+    def engine(self, database_url: str) -> Iterator[Engine]:
+        """A database of its own: indexes are built concurrently, outside any transaction."""
+        from db.engine import make_engine
+
+        with migrated_database(database_url) as url:
+            engine = make_engine(url)
+            try:
+                yield engine
+            finally:
+                engine.dispose()
+
+    def test_writes_do_not_build_it(self, conn: Connection) -> None:
+        """A day loaded by COPY and a partition made ahead have their primary key only."""
+        copy_fixes(conn, make_pings([_ping("A", "2024-04-02T10:00:00Z")]), source="a")
+        ensure_fix_partitions(conn, dt.date(2024, 4, 3), dt.date(2024, 4, 3))
+        assert _place_indexes(conn) == {}
+
+    def test_closed_days_get_it_today_does_not(self, engine: Engine) -> None:
+        """Every closed day lacking it gets one; today's partition stays without; idempotent."""
+        today = dt.datetime.now(dt.UTC).date()
+        now = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=5)
+        with engine.begin() as conn:
+            pings = [_ping("A", "2024-03-01T10:00:00Z"), _ping("B", "2024-03-02T10:00:00Z")]
+            copy_fixes(conn, make_pings([*pings, _ping("A", now.isoformat())]), source="a")
+        seen: list[str] = []
+        built = index_closed_days(engine, before=today, progress=seen.append)
+        assert built == ["fixes_p20240301_h3_r9_ts", "fixes_p20240302_h3_r9_ts"]
+        assert seen == ["fixes_p20240301", "fixes_p20240302"]
+        with engine.connect() as conn:
+            assert _place_indexes(conn) == dict.fromkeys(built, True)
+        assert index_closed_days(engine, before=today) == []
+
+    def test_an_invalid_index_is_built_again(self, engine: Engine) -> None:
+        """An index left invalid by a failed concurrent build is dropped and rebuilt valid."""
+        with engine.begin() as conn:
+            pings = [_ping("A", "2024-03-01T10:00:00Z"), _ping("B", "2024-03-01T10:00:00Z")]
+            copy_fixes(conn, make_pings(pings), source="a")
+        with (
+            engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn,
+            pytest.raises(DBAPIError, match="could not create unique index"),
+        ):  # two fixes share (h3_r9, ts): the unique build fails and leaves its index invalid
+            conn.execute(
+                text(
+                    "CREATE UNIQUE INDEX CONCURRENTLY fixes_p20240301_h3_r9_ts "
+                    "ON fixes_p20240301 (h3_r9, ts)"
+                )
+            )
+        with engine.connect() as conn:
+            assert _place_indexes(conn) == {"fixes_p20240301_h3_r9_ts": False}
+        assert index_closed_days(engine, before=dt.date(2024, 3, 2)) == ["fixes_p20240301_h3_r9_ts"]
+        with engine.connect() as conn:
+            assert _place_indexes(conn) == {"fixes_p20240301_h3_r9_ts": True}
+            definition = conn.execute(
+                text("SELECT pg_get_indexdef('fixes_p20240301_h3_r9_ts'::regclass)")
+            ).scalar_one()
+        assert not definition.startswith("CREATE UNIQUE")
+
+    def test_place_queries_use_it(self, engine: Engine) -> None:
+        """A cell x time query on a closed day is an index scan of that day's index."""
+        cell = int(latlng_to_cells([-30.03], [-51.22], resolution=9)[0])
+        with engine.begin() as conn:
+            pings = [_ping(f"V{i}", f"2024-03-01T10:{i:02d}:00Z") for i in range(50)]
+            copy_fixes(conn, make_pings(pings), source="a")
+        index_closed_days(engine, before=dt.date(2024, 3, 2))
+        with engine.connect() as conn:
+            conn.execute(text("SET enable_seqscan = off"))
+            plan = "\n".join(
+                conn.execute(
+                    text(
+                        "EXPLAIN SELECT vehicle_id FROM fixes WHERE h3_r9 = :c "
+                        "AND ts >= '2024-03-01T10:00:00Z' AND ts < '2024-03-01T11:00:00Z'"
+                    ),
+                    {"c": cell},
+                ).scalars()
+            )
+        assert "fixes_p20240301_h3_r9_ts" in plan
 
 
 class TestCopyFixesConcurrent:
