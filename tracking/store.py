@@ -786,9 +786,7 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
                 direct = False  # let ON CONFLICT sort them out
             else:
                 rest = rest[~stored]
-    payloads = [
-        enc.payload(np.arange(s, e, dtype=np.int64), source=False) for _, s, e in new_runs
-    ]
+    payloads = [enc.payload(np.arange(s, e, dtype=np.int64), source=False) for _, s, e in new_runs]
     if len(rest):
         payloads.append(enc.payload(rest))
     inserted = 0
