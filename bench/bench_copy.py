@@ -11,14 +11,16 @@ matter (the embedded cluster's are ``db.cluster.BULK_LOAD_SETTINGS``): they are 
 Scenarios, each ``--repeat`` times (the machine may be shared: compare CPU seconds too):
 - ``encode only``: the client-side part (checks, sort, H3 r9, numpy payload), no database;
 - ``copy_fixes`` new days: no partition yet, so each day's partition is created, loaded with
-  ``COPY … FREEZE``, indexed and attached in the importing transaction;
+  ``COPY … FREEZE``, given its primary key and attached in the importing transaction;
 - ``copy_fixes`` same fixes again: stored keys fetched and matched, inserts nothing;
-- ``copy_fixes`` existing empty partitions: direct COPY into ``fixes`` (index kept up per row);
+- ``copy_fixes`` existing empty partitions: direct COPY into ``fixes`` (primary key kept up per
+  row);
 - ORM ``session.add_all`` of ``Fix`` objects with EWKT geometries, one commit (once).
 
 Columns: wall seconds, rows/s, client CPU seconds (this process, all threads), server CPU
 seconds (the importing backend, read from /proc when the server is local and readable, else
 blank; parallel index-build workers are not counted), load average (1 min) before and after.
+A ``CHECKPOINT`` before each scenario keeps one from paying for the writes of the one before.
 
 Measured (1M fixes, 3,000 taxis, one day; durable embedded cluster; 2 cores shared with other
 jobs; each cell the range of 2-4 runs; "before" is the code and server settings this work started
@@ -35,6 +37,15 @@ from, run with this script):
 
 10M fixes (load ~1.1-1.4): new days 17.3 s (577k/s), same again 9.1 s, existing partitions 27.5 s;
 peak RSS 3.2 GB.
+
+Migration 0005 then added a btree (h3_r9, ts) to every partition, built inside each new day's
+import: new days fell to 309k-359k/s (1M) and 330k/s (10M). Since migrations 0007/0008 (no
+``h3_r12``; the place index built for closed days by ``pontual db partitions``, off the write
+path) and ``source`` as the new table's default during the COPY, run of 2026-11-30 (load ~1.0-1.2,
+``--repeat 5`` and ``--repeat 3``): new days 446k-603k/s (median of the five: 594k/s; wall 1.66-2.24
+s, server CPU 1.3-1.9 s), same fixes again 1.7M-2.6M/s, existing empty partitions 321k-418k/s (was
+107k-118k/s), ORM 5.5k-8.7k/s. 10M: new days 16.1 s (622k/s), same again 5.6 s, existing
+partitions 25.8 s (387k/s).
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -109,6 +121,15 @@ def _drop_daily_partitions(engine: Engine) -> None:
             conn.execute(text(f"DROP TABLE {name}"))
 
 
+def _checkpoint(engine: Engine) -> None:
+    """Flush dirty buffers now, so no scenario pays for the writes of the one before."""
+    with engine.connect() as conn:
+        try:
+            conn.execute(text("CHECKPOINT"))
+        except DBAPIError:  # needs superuser or pg_checkpoint; then the runs stay as they are
+            conn.rollback()
+
+
 def _backend_cpu_s(pid: int) -> float | None:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
@@ -131,6 +152,7 @@ class Result:
 
 def _timed(engine: Engine, name: str, rows: int, work: Callable[[Connection], int]) -> Result:
     """Run ``work`` in one transaction (committed, so the commit's fsync is timed too)."""
+    _checkpoint(engine)
     load0 = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
     with engine.begin() as conn:
@@ -146,6 +168,7 @@ def _timed(engine: Engine, name: str, rows: int, work: Callable[[Connection], in
 
 
 def _orm_insert(engine: Engine, small: pd.DataFrame) -> Result:
+    _checkpoint(engine)
     load0 = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
     with Session(engine) as session:
