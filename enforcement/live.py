@@ -45,8 +45,26 @@ Inactivity
     global lock) fed with each call's fixes in time order; ``update_inactivity`` judges the
     previous local day when the first fix of a new local day arrives, over every registered
     vehicle (``vehicles``, status of the local day of the call's last fix). Nothing ticks at
-    midnight itself: a day is judged by the first fix after it. ``habitual_absence`` and
-    ``illegal_stand_formation`` are not live here yet.
+    midnight itself: a day is judged by the first fix after it.
+Habitual absence
+    ``habitual_absence`` keeps one fleet-wide state (row ``'*'``/``habitual_absence``, under
+    the global lock) fed by the visits tracker: each fix is a sighting of its local day and
+    each released visit a stay at its stand (``update_habitual_absence``). After each call the
+    local days before its last fix's are judged (``tick_habitual_absence``, licences from
+    ``parking_licences``), a vehicle's day once its visits begun before the midnight ending it
+    are released; each (vehicle, stand) is emitted at most once per window. Operation is told
+    by fixes (any fix that day), as when ``detect_habitual_absence`` is given pings.
+Illegal stand formation
+    Stops are cut from each vehicle's runs: a run is a span of its fixes with no step longer
+    than twice the stops' diameter and no silence longer than the stops' ``max_gap_s`` (one row
+    per vehicle, detector ``illegal_stand_formation``). No stop spans a longer step or silence,
+    so when a run closes its stops are final: its fixes are read back from ``fixes`` (where the
+    ingest stored them), ``detect_stops`` finds its stops with ``pontual analyze``'s thresholds
+    (the extent's reference latitude is the run's mean latitude, the batch's is the vehicle's
+    over the whole input: a stop within ~0.1 % of the diameter could differ), and they go, in
+    end order, to ``update_illegal_stand_formation`` (fleet row ``'*'``, global lock). A stop is
+    seen once the vehicle has moved on. The fleet state keeps the waiting stops ended within
+    :data:`STAND_FORMATION_WINDOW_DAYS` of the newest: a place is judged over that window.
 Late fixes
     A fix not later than the last fix a detector saw for the vehicle is skipped by that detector
     (it is stored; the batch ``pontual analyze`` sees it). A device sends its fixes in order, so
@@ -73,7 +91,7 @@ import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import geopandas as gpd
 import numpy as np
@@ -85,6 +103,7 @@ from sqlalchemy.orm import Session
 
 from enforcement.workflow import insert_findings
 from geo.cover import StandCover, build_stand_cover
+from geo.crs import haversine_m
 from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from stands.queries import licence_frame, stands_frame
@@ -93,6 +112,11 @@ from tracking import frames as fr
 from tracking.detectors.findings import jsonable
 from tracking.detectors.flag2_misuse import update_flag2_misuse
 from tracking.detectors.gps_anomaly import update_gps_anomaly
+from tracking.detectors.habitual_absence import tick_habitual_absence, update_habitual_absence
+from tracking.detectors.illegal_stand_formation import (
+    DEFAULT_MIN_WAIT_S,
+    update_illegal_stand_formation,
+)
 from tracking.detectors.inactivity import update_inactivity
 from tracking.detectors.longer_route import (
     DEFAULT_H3_RESOLUTION,
@@ -109,6 +133,8 @@ from tracking.detectors.outside_municipality import (
 from tracking.detectors.queue_jump import update_queue_jump
 from tracking.detectors.tracking_gap import update_tracking_gap
 from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
+from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
+from tracking.stops import detect_stops
 
 CHANNEL = "pontual_alerts"
 """PostgreSQL NOTIFY channel; the payload is the alert id."""
@@ -122,8 +148,10 @@ LIVE_KINDS = (
     "queue_jump",
     "unlicensed_stand_use",
     "inactivity",
+    "habitual_absence",
+    "illegal_stand_formation",
 )
-"""Finding kinds detected live (the others need a whole day, closed stops or the future)."""
+"""Finding kinds detected live: every kind of the contract."""
 DEFAULT_THROTTLE_S = 900.0
 PEERS_PREFIX = "longer_route_peers:"
 _LOCK_CLASS = 72_943  # first key of pg_advisory_xact_lock(int, int): the live detector locks
@@ -139,9 +167,18 @@ _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "queue_jump": update_queue_jump,
     "unlicensed_stand_use": update_unlicensed_stand_use,
     "inactivity": update_inactivity,
+    "habitual_absence": tick_habitual_absence,  # its thresholds are the tick's
+    "illegal_stand_formation": update_illegal_stand_formation,
 }
 VISIT_KINDS = ("queue_jump", "unlicensed_stand_use")
-"""Kinds fed by the fleet-wide visits tracker (one state, one global lock)."""
+"""Kinds judging the visits of the fleet-wide visits tracker (one state, one global lock)."""
+_TRACKER_KINDS = (*VISIT_KINDS, "habitual_absence")
+"""Kinds fed by the visits tracker (``habitual_absence`` takes its visits as sightings)."""
+_FLEET_KINDS = (*_TRACKER_KINDS, "inactivity", "illegal_stand_formation")
+"""Kinds with fleet-wide state, run after the per-vehicle kinds."""
+STAND_FORMATION_WINDOW_DAYS = 30
+"""Waiting stops kept live for ``illegal_stand_formation``: those ended within this many days
+of the latest one (the batch counts a whole input; a live place is judged over this window)."""
 FLEET_ROW = "*"
 """``vehicle_id`` of the fleet-wide state rows (``visits``, ``unlicensed_stand_use``,
 ``queue_jump:<stand_id>``)."""
@@ -155,11 +192,15 @@ _WIRED = {
     "unreleased",
     "facts",
     "fleet",
+    "as_of",
+    "licences",
+    "stands",
+    "allowed_places",
 }
 _BOUNDARIES: dict[tuple[str, float], PreparedBoundary] = {}
-_COVER: dict[str, Any] = {}
-"""This process's stand cover and the stands-table signature it was built from."""
 """Prepared municipal boundaries of this process, by (municipality code, tolerance)."""
+_COVER: dict[str, Any] = {}
+"""This process's active stands, their cover and the stands-table signature they came from."""
 
 Thresholds = Mapping[str, Mapping[str, Any]]
 
@@ -460,6 +501,11 @@ def stand_cover(session: Session) -> StandCover | None:
     Built once per process and rebuilt when the ``stands`` table changes (its row count, latest
     ``updated_at`` or latest ``retired_at`` differ from those it was built from).
     """
+    return _active_stands(session)[1]
+
+
+def _active_stands(session: Session) -> tuple[gpd.GeoDataFrame, StandCover | None]:
+    """Return the active stands with a geometry and their cover (cached: see stand_cover)."""
     signature = tuple(
         session.execute(text("SELECT count(*), max(updated_at), max(retired_at) FROM stands")).one()
     )
@@ -467,16 +513,14 @@ def stand_cover(session: Session) -> StandCover | None:
         from tracking.pipeline import AnalysisParams
 
         stands = stands_frame(session=session)
-        stands = stands[stands.geometry.notna() & ~stands.geometry.is_empty]
+        stands = stands[stands.geometry.notna() & ~stands.geometry.is_empty].reset_index(drop=True)
         cover = (
-            build_stand_cover(
-                stands.reset_index(drop=True), resolution=AnalysisParams().h3_resolution
-            )
+            build_stand_cover(stands, resolution=AnalysisParams().h3_resolution)
             if len(stands)
             else None
         )
-        _COVER.update(signature=signature, cover=cover)
-    return _COVER["cover"]
+        _COVER.update(signature=signature, stands=stands, cover=cover)
+    return _COVER["stands"], _COVER["cover"]
 
 
 def live_fleet(session: Session) -> pd.DataFrame:
@@ -511,15 +555,20 @@ def _detect_visit_kinds(
     *,
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Feed the fixes to the fleet's visits tracker and the visit kinds; findings, states."""
-    cover = stand_cover(session)
+    """Feed the fixes to the fleet's visits tracker and its kinds; findings, state rows.
+
+    ``habitual_absence`` takes each fix and each released visit as sightings, and judges the
+    local days before the latest fix's (:func:`tick_habitual_absence`; a day is judged by the
+    first fix after it, and a vehicle's day waits for its visits to be released).
+    """
+    stands, cover = _active_stands(session)
     if cover is None:
         return [], []
     from tracking.pipeline import AnalysisParams
 
     a = AnalysisParams()
     _fleet_lock(session)
-    names = ["visits", "unlicensed_stand_use"]
+    names = ["visits", "unlicensed_stand_use", "habitual_absence"]
     stored = dict(
         session.execute(
             text(
@@ -531,6 +580,7 @@ def _detect_visit_kinds(
     )
     visits_state = stored.get("visits") or new_visits_state()
     unlicensed = stored.get("unlicensed_stand_use")
+    absence = stored.get("habitual_absence")
     licences = licence_frame(session=session).drop(columns="licence_id")
     facts = fleet_facts(live_fleet(session))
     options = {
@@ -552,6 +602,8 @@ def _detect_visit_kinds(
             continue  # late fix: stored, seen by the batch only
         last_seen = max(last_seen, t)
         visits_state, released = update_visits(visits_state, fix, **options)
+        if "habitual_absence" in kinds:
+            absence = update_habitual_absence(absence, ping=fix, visits=released, timezone=timezone)
         if "queue_jump" in kinds:
             for visit in released:
                 sid = str(visit["stand_id"])
@@ -579,12 +631,23 @@ def _detect_visit_kinds(
             found.extend(_records(res))
     if not last_seen:
         return found, []
-    ts = pd.Timestamp(last_seen, unit="ns", tz="UTC").to_pydatetime()
-    saved = [{"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts}]
-    if unlicensed is not None:
-        saved.append(
-            {"v": FLEET_ROW, "d": "unlicensed_stand_use", "s": _plain(unlicensed), "ts": ts}
+    last = pd.Timestamp(last_seen, unit="ns", tz="UTC")
+    if "habitual_absence" in kinds:
+        absence, res = tick_habitual_absence(
+            absence,
+            as_of=last.tz_convert(timezone).date() - dt.timedelta(days=1),
+            licences=licences,
+            unreleased=unreleased_arrivals(visits_state),
+            stands=stands,
+            timezone=timezone,
+            **params["habitual_absence"],
         )
+        found.extend(_records(res))
+    ts = last.to_pydatetime()
+    saved = [{"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts}]
+    for name, state in (("unlicensed_stand_use", unlicensed), ("habitual_absence", absence)):
+        if state is not None:
+            saved.append({"v": FLEET_ROW, "d": name, "s": _plain(state), "ts": ts})
     saved += [
         {"v": FLEET_ROW, "d": f"queue_jump:{sid}", "s": _plain(st), "ts": ts}
         for sid, st in queues.items()
@@ -648,6 +711,132 @@ def _detect_inactivity(
     return found, [{"v": FLEET_ROW, "d": "inactivity", "s": _plain(state), "ts": ts}]
 
 
+def _closed_runs(
+    fixes: list[dict[str, Any]],
+    states: Mapping[tuple[str, str], tuple[Any, int | None]],
+    *,
+    max_step_m: float,
+    max_gap_s: float,
+) -> tuple[list[tuple[str, int, int]], list[dict[str, Any]]]:
+    """Advance each vehicle's open run of fixes; return the runs that closed and the states.
+
+    A run is a span of a vehicle's fixes with no step longer than ``max_step_m`` and no silence
+    longer than ``max_gap_s``: no stop spans a longer step or silence, so the stops of a closed
+    run are final. Runs are (vehicle, first ns, last ns).
+    """
+    closed: list[tuple[str, int, int]] = []
+    saved: list[dict[str, Any]] = []
+    by_vehicle: dict[str, list[dict[str, Any]]] = {}
+    for fix in fixes:
+        by_vehicle.setdefault(str(fix[fr.VEHICLE_ID]), []).append(fix)
+    for vehicle, mine in by_vehicle.items():
+        run, last_ns = states.get((vehicle, "illegal_stand_formation"), (None, None))
+        seen = last_ns
+        for fix in mine:
+            t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
+            if seen is not None and t <= seen:
+                continue  # late fix
+            seen = t
+            lat, lon = float(fix[fr.LAT]), float(fix[fr.LON])
+            if run is not None:
+                step = float(haversine_m(run["lat"], run["lon"], lat, lon))
+                if step <= max_step_m and (t - run["last_ns"]) / _NS <= max_gap_s:
+                    run.update(last_ns=t, lat=lat, lon=lon)
+                    continue
+                closed.append((vehicle, int(run["first_ns"]), int(run["last_ns"])))
+            run = {"first_ns": t, "last_ns": t, "lat": lat, "lon": lon}
+        if seen is not None and seen != last_ns:
+            when = pd.Timestamp(seen, unit="ns", tz="UTC").to_pydatetime()
+            saved.append({"v": vehicle, "d": "illegal_stand_formation", "s": run, "ts": when})
+    return closed, saved
+
+
+def _detect_stand_formation(
+    session: Session,
+    fixes: list[dict[str, Any]],
+    states: Mapping[tuple[str, str], tuple[Any, int | None]],
+    params: Mapping[str, Any],
+    *,
+    timezone: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Feed the stops that the fixes closed to the fleet's informal-rank state.
+
+    Each vehicle keeps its open run (:func:`_closed_runs`, steps up to twice the stops'
+    diameter: a run never splits a stop the batch would find); when a run closes, its stored
+    fixes are read back from ``fixes`` and :func:`tracking.stops.detect_stops` finds its stops
+    (thresholds of ``pontual analyze``; the extent's reference latitude is the run's mean, not
+    the whole input's as in batch), which :func:`update_illegal_stand_formation` takes in end
+    order. The fleet state keeps the waiting stops ended within
+    :data:`STAND_FORMATION_WINDOW_DAYS` of the latest.
+    """
+    from tracking.pipeline import AnalysisParams
+
+    a = AnalysisParams()
+    closed, saved = _closed_runs(
+        fixes, states, max_step_m=2 * a.stop_max_diameter_m, max_gap_s=DEFAULT_STOP_MAX_GAP_S
+    )
+    min_wait_s = float(params.get("min_wait_s", DEFAULT_MIN_WAIT_S))
+    closed = [r for r in closed if (r[2] - r[1]) / _NS >= min_wait_s]  # no waiting stop in it
+    stands, _ = _active_stands(session)
+    if not closed:
+        return [], saved
+    stops = []
+    for vehicle, first_ns, last_ns in closed:
+        rows = session.execute(
+            text(
+                "SELECT ts, lat, lon, meter FROM fixes WHERE vehicle_id = :v "
+                "AND ts BETWEEN :a AND :b ORDER BY ts"
+            ),
+            {
+                "v": vehicle,
+                "a": pd.Timestamp(first_ns, unit="ns", tz="UTC").to_pydatetime(),
+                "b": pd.Timestamp(last_ns, unit="ns", tz="UTC").to_pydatetime(),
+            },
+        ).all()
+        run = pd.DataFrame(
+            {
+                fr.VEHICLE_ID: pd.Series([vehicle] * len(rows), dtype="str"),
+                fr.TIMESTAMP: pd.to_datetime([r[0] for r in rows], utc=True),
+                fr.LAT: np.array([r[1] for r in rows], dtype=np.float64),
+                fr.LON: np.array([r[2] for r in rows], dtype=np.float64),
+                fr.METER: pd.Series([r[3] for r in rows], dtype="object"),
+            }
+        )
+        found_stops = detect_stops(
+            run, max_diameter_m=a.stop_max_diameter_m, min_duration_s=a.stop_min_duration_s
+        )
+        stops += [(cast("dict[str, Any]", stop), run) for stop in found_stops.to_dict("records")]
+    if not stops:
+        return [], saved
+    _fleet_lock(session)
+    state = session.execute(
+        text(
+            "SELECT state FROM live_detector_states "
+            "WHERE vehicle_id = :v AND detector = 'illegal_stand_formation'"
+        ),
+        {"v": FLEET_ROW},
+    ).scalar_one_or_none()
+    found: list[dict[str, Any]] = []
+    stops.sort(key=lambda s: (pd.Timestamp(s[0]["ended_at"]), str(s[0][fr.VEHICLE_ID])))
+    for stop, run in stops:
+        if state is not None:  # the window: older waiting stops no longer count
+            floor = int(pd.Timestamp(stop["ended_at"]).value) - STAND_FORMATION_WINDOW_DAYS * (
+                86_400 * _NS
+            )
+            state["stops"] = [c for c in state["stops"] if c["end_ns"] >= floor]
+        state, res = update_illegal_stand_formation(
+            state, stop, run, stands=stands, timezone=timezone, **params
+        )
+        found.extend(_records(res))
+    if state is not None:
+        state["emitted"] = state["emitted"][-10_000:]  # ids re-emitted are stored once anyway
+        last = max(pd.Timestamp(s[0]["ended_at"]) for s in stops).to_pydatetime()
+        saved.append(
+            {"v": FLEET_ROW, "d": "illegal_stand_formation", "s": _plain(state), "ts": last}
+        )
+    return found, saved
+
+
 def _ping_dicts(pings: pd.DataFrame) -> list[dict[str, Any]]:
     cols = [c for c in fr.PING_COLUMNS if c in pings.columns]
     frame = pings[cols].sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
@@ -692,7 +881,7 @@ def detect_live(
     saved: list[dict[str, Any]] = []
     peers: dict[str, dict[str, Any]] = {}
     for kind in kinds:
-        if kind in VISIT_KINDS or kind == "inactivity":
+        if kind in _FLEET_KINDS:
             continue  # fleet-wide, below
         fn = _UPDATES[kind]
         for vehicle in vehicles:
@@ -740,9 +929,15 @@ def detect_live(
             {"v": v, "d": PEERS_PREFIX + key, "s": _plain(entries), "ts": None}
             for v, entries in by_vehicle.items()
         )
-    visit_kinds = [k for k in kinds if k in VISIT_KINDS]
-    if visit_kinds:
-        more, rows = _detect_visit_kinds(session, fixes, visit_kinds, params, timezone=timezone)
+    tracker_kinds = [k for k in kinds if k in _TRACKER_KINDS]
+    if tracker_kinds:
+        more, rows = _detect_visit_kinds(session, fixes, tracker_kinds, params, timezone=timezone)
+        found.extend(more)
+        saved.extend(rows)
+    if "illegal_stand_formation" in kinds:
+        more, rows = _detect_stand_formation(
+            session, fixes, states, params["illegal_stand_formation"], timezone=timezone
+        )
         found.extend(more)
         saved.extend(rows)
     if "inactivity" in kinds:

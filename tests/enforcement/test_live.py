@@ -7,6 +7,17 @@ import geopandas as gpd
 import pandas as pd
 import pytest
 from factories import make_pings, make_track, offset_m
+from live_scenarios import (
+    LIVE_LICENCES,
+    LIVE_OPTIONS,
+    N_DAYS,
+    RANK_STANDS,
+    absence_batch,
+    absence_rows,
+    fleet_month,
+    live_cover,
+    local_day,
+)
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -26,11 +37,14 @@ from stands.queries import stands_frame
 from stands.visits import detect_visits
 from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
+from tracking.detectors.illegal_stand_formation import detect_illegal_stand_formation
 from tracking.detectors.inactivity import detect_inactivity
 from tracking.detectors.outside_municipality import detect_outside_municipality
 from tracking.detectors.queue_jump import detect_queue_jump
 from tracking.detectors.tracking_gap import detect_tracking_gap
 from tracking.detectors.unlicensed_stand_use import detect_unlicensed_stand_use
+from tracking.stops import detect_stops
+from tracking.store import copy_fixes
 from tracking.trips import detect_trips
 
 BOUNDARIES = (
@@ -132,6 +146,7 @@ class TestProcessFixes:
             "operating_while_barred",
             "outside_municipality",
             "inactivity",
+            "habitual_absence",  # fleet-wide state
             *VISIT_KINDS,
         }
         assert {d for d, _ in rows} == set(LIVE_KINDS) - unregistered
@@ -365,6 +380,113 @@ class TestInactivity:
         assert again == []
 
 
+def _register_stands(session: Session, stands: gpd.GeoDataFrame) -> None:
+    for sid, geom in zip(stands["stand_id"], stands.geometry, strict=True):
+        session.execute(
+            text(
+                "INSERT INTO stands (stand_id, name, geometry) "
+                "VALUES (:s, :s, ST_Multi(ST_GeomFromText(:g, 4326)))"
+            ),
+            {"s": sid, "g": geom.wkt},
+        )
+
+
+def _without_rows(value: Any) -> Any:
+    """Evidence without file rows (live fixes come from the database, which has none)."""
+    if isinstance(value, dict):
+        return {k: _without_rows(v) for k, v in value.items() if k != "row"}
+    if isinstance(value, list):
+        return [_without_rows(v) for v in value]
+    return value
+
+
+class TestHabitualAbsence:
+    def test_live_equals_batch(self, db_session: Session) -> None:
+        """Fed in requests, the worker emits the batch's findings of the days it judges."""
+        stands, _ = live_cover()
+        _register_stands(db_session, stands)
+        for vid, sid in LIVE_LICENCES.itertuples(index=False):
+            db_session.execute(
+                text("INSERT INTO vehicles (vehicle_id, prefixo) VALUES (:v, :v)"), {"v": vid}
+            )
+            db_session.execute(
+                text("INSERT INTO parking_licences (vehicle_id, stand_id) VALUES (:v, :s)"),
+                {"v": vid, "s": sid},
+            )
+        pings = make_pings(absence_rows())
+        ordered = pings.sort_values("timestamp", kind="stable")
+        found = []
+        for start in range(0, len(ordered), 40):
+            found += process_fixes(
+                db_session,
+                ordered.iloc[start : start + 40],
+                kinds=("habitual_absence",),
+                thresholds={"habitual_absence": LIVE_OPTIONS},
+                throttle_s=0,
+            )
+        assert [f["vehicle_id"] for f in found] == ["absent", "absent"]  # once per window
+        first = local_day(pings["timestamp"].min())
+        batch = pd.concat(
+            [absence_batch(pings, first + pd.Timedelta(days=k)) for k in range(N_DAYS)]
+        ).drop_duplicates("finding_id")
+        by_id = {f["finding_id"]: f for f in batch.to_dict("records")}
+        for f in found:
+            expected = by_id[f["finding_id"]]
+            for column in ("stand_id", "started_at", "ended_at", "confidence", "details"):
+                assert f[column] == expected[column], column
+        state = db_session.execute(
+            text(
+                "SELECT state FROM live_detector_states "
+                "WHERE vehicle_id = '*' AND detector = 'habitual_absence'"
+            )
+        ).scalar_one()
+        assert set(state) == {"days", "visits", "next", "emitted", "clock"}
+
+
+class TestIllegalStandFormation:
+    def test_live_equals_batch(self, db_session: Session) -> None:
+        """Stops closed by the stored fixes feed the rank: emitted once, when certain, as batch."""
+        _register_stands(db_session, RANK_STANDS)
+        pings = make_pings(fleet_month())
+        copy_fixes(db_session.connection(), pings, source="t")
+        ordered = pings.sort_values("timestamp", kind="stable")
+        found = []
+        for start in range(0, len(ordered), 25):
+            found += process_fixes(
+                db_session,
+                ordered.iloc[start : start + 25],
+                kinds=("illegal_stand_formation",),
+                throttle_s=0,
+            )
+        stops = detect_stops(pings)
+        final = detect_illegal_stand_formation(stops, pings, RANK_STANDS)
+        assert [f["finding_id"] for f in found] == final["finding_id"].tolist()  # one, once
+        emitted = found[0]
+        assert emitted["details"]["n_days"] == 3  # emitted when it became certain
+        seen = stops.loc[stops["ended_at"] <= emitted["ended_at"]]
+        then = detect_illegal_stand_formation(seen, pings, RANK_STANDS).iloc[0]
+        assert _without_rows(emitted["details"]) == _without_rows(then["details"])
+        assert (emitted["started_at"], emitted["ended_at"]) == (
+            then["started_at"],
+            then["ended_at"],
+        )
+        assert final.iloc[0]["details"]["n_vehicles"] == 5  # the rank grew after; same id
+        runs = db_session.execute(
+            text(
+                "SELECT count(*) FROM live_detector_states "
+                "WHERE detector = 'illegal_stand_formation' AND vehicle_id <> '*'"
+            )
+        ).scalar_one()
+        assert runs == pings["vehicle_id"].nunique()  # each vehicle's open run
+
+    def test_no_stored_fixes_no_stops(self, db_session: Session) -> None:
+        """Runs are read back from ``fixes``: fixes not stored there give no stop (no finding)."""
+        _register_stands(db_session, RANK_STANDS)
+        pings = make_pings(fleet_month())
+        found = process_fixes(db_session, pings, kinds=("illegal_stand_formation",))
+        assert found == []
+
+
 class TestStandCover:
     def test_rebuilt_when_the_stands_change(self, db_session: Session) -> None:
         """No stands: None; a stand added: a cover with it; one more: rebuilt with both."""
@@ -460,5 +582,20 @@ class TestLiveParams:
 
     def test_kind_without_live_detection(self) -> None:
         """A kind with no live function is refused."""
-        with pytest.raises(LiveConfigError, match="habitual_absence"):
-            live_params("habitual_absence", None)
+        with pytest.raises(LiveConfigError, match="speeding"):
+            live_params("speeding", None)
+
+    def test_every_contract_kind_is_live(self) -> None:
+        """Each kind of the contract runs live, with the batch's thresholds."""
+        from tracking.detect import KINDS
+
+        assert set(LIVE_KINDS) == set(KINDS)
+        thresholds = {
+            "habitual_absence": {"window_days": 14, "min_operating_days": 5},
+            "illegal_stand_formation": {"min_vehicles": 4, "cluster_radius_m": 60.0},
+        }
+        assert live_params("habitual_absence", thresholds) == thresholds["habitual_absence"]
+        assert live_params("illegal_stand_formation", thresholds) == {
+            "min_vehicles": 4,
+            "cluster_radius_m": 60.0,
+        }

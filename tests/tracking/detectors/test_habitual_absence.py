@@ -8,12 +8,21 @@ import numpy as np
 import pandas as pd
 import pytest
 import shapely
-from factories import make_pings, make_track, offset_m
+from factories import make_pings, make_track
 from live_compare import assert_same_findings
+from live_scenarios import (
+    LIVE_LICENCES,
+    LIVE_OPTIONS,
+    N_DAYS,
+    absence_batch,
+    absence_rows,
+    live_cover,
+    local,
+    local_day,
+    trip,
+)
 
-from geo.cover import StandCover, build_stand_cover, match_stands
 from stands.visits import (
-    detect_visits,
     flush_visits,
     tick_visits,
     unreleased_arrivals,
@@ -185,84 +194,10 @@ class TestDetectHabitualAbsence:
 
 # --- live -------------------------------------------------------------------------------------
 
-DAY_S = 86_400
-N_DAYS = 11
-LIVE_STANDS = {"S1": (0.0, 0.0, 30.0), "S2": (2000.0, 0.0, 30.0), "S3": (2000.0, 20.0, 30.0)}
-LIVE_LICENCES = pd.DataFrame(
-    {
-        "vehicle_id": ["absent", "present", "jitter", "idle", "rare", "night", "late"],
-        "stand_id": ["S1", "S1", "S1", "S1", "S1", "S2", "S2"],
-    }
-)
-LIVE_OPTIONS = {"window_days": 7, "min_operating_days": 2, "min_presence_share": 0.6}
-
-
-def _local(day: int, hour: float) -> int:
-    """Seconds after the factories' BASE_TIME (Mon 2024-03-04 09:00 local) of a local time."""
-    return int(day * DAY_S + (hour - 9.0) * 3600)
-
-
-def _stay(vehicle: str, t0: int, t1: int, at: tuple[float, float], step: int = 30) -> list:
-    """Drive in from the south, stay at ``at`` (meter free) from t0 to t1, drive out north."""
-    n0, e0 = at
-    points = [(t0 - 60, n0 - 300.0, e0), (t0 - 30, n0 - 150.0, e0)]
-    points += [(t, n0 + 1.0, e0) for t in range(t0, t1 + 1, step)]
-    points += [(t1 + 30 * k, n0 + 150.0 * k, e0) for k in range(1, 7)]
-    return make_track(vehicle, points, meter="free")
-
-
-def _trip(vehicle: str, t0: int) -> list:
-    """Ten minutes with a passenger far from every stand (the vehicle operates)."""
-    points = [(t0 + 60 * k, 5000.0 + 200.0 * k, 3000.0) for k in range(11)]
-    return make_track(vehicle, points, meter="occupied")
-
-
-def _live_rows() -> list:
-    rows: list = []
-    for d in range(N_DAYS):
-        rows += _trip("absent", _local(d, 10))
-        if d == 1:
-            rows += _stay("absent", _local(d, 14), _local(d, 14.25), (0.0, 0.0))
-        rows += _trip("present", _local(d, 10.5))
-        if d not in (3, 7):
-            rows += _stay("present", _local(d, 15), _local(d, 15.25), (0.0, 0.0))
-        # waits 2 min at S1's edge; GPS puts two fixes (40 s) just outside: still one visit
-        t0 = _local(d, 16)
-        points = [(t0 + 20 * k, 26.0 if k not in (2, 3) else 34.0, 0.0) for k in range(7)]
-        points += [(t0 + 120 + 30 * k, 26.0 + 150.0 * k, 0.0) for k in range(1, 7)]
-        rows += _trip("jitter", _local(d, 11)) + make_track("jitter", points, meter="free")
-        if d in (2, 9):  # one operating day per window, never at the stand: too few days
-            rows += _trip("rare", _local(d, 12))
-        # parked at S2 across midnight, every night; operates by day
-        rows += _trip("night", _local(d, 12.5))
-        rows += _stay("night", _local(d, 23), _local(d, 25), (2000.0, -10.0), step=60)
-        # by day operates; at night waits 20 min in S2 ∩ S3 behind "night": its S2 visit is
-        # released after "night" leaves, past midnight
-        rows += _trip("late", _local(d, 13))
-        if d == 0:
-            rows += _stay("late", _local(d, 17), _local(d, 17.25), (2000.0, 10.0))
-        else:
-            rows += _stay("late", _local(d, 23.33), _local(d, 23.66), (2000.0, 10.0))
-    return rows
-
-
-def _live_cover() -> tuple[gpd.GeoDataFrame, StandCover]:
-    rows = []
-    for stand, (north, east, radius) in LIVE_STANDS.items():
-        lat, lon = offset_m(north, east)
-        circle = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982).buffer(radius, 64)
-        rows.append({"stand_id": stand, "geometry": circle.to_crs(4326).iloc[0]})
-    stands = gpd.GeoDataFrame(rows, crs=4326)
-    return stands, build_stand_cover(stands)
-
-
-def _local_day(ts: pd.Timestamp) -> dt.date:
-    return ts.tz_convert("America/Sao_Paulo").date()
-
 
 def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, gpd.GeoDataFrame]]:
     """Fix by fix: visits, sightings, and a tick for the last whole local day after each fix."""
-    stands, cover = _live_cover()
+    stands, cover = live_cover()
     visits_state, state, out = None, None, []
 
     def tick(as_of: dt.date, unreleased: dict[str, int]) -> None:
@@ -282,33 +217,23 @@ def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, 
         visits_state, released = update_visits(visits_state, ping, cover=cover, max_gap_s=300.0)
         visits_state, more = tick_visits(visits_state, now=ping["timestamp"], max_gap_s=300.0)
         state = update_habitual_absence(state, ping=ping, visits=released + more)
-        yesterday = _local_day(ping["timestamp"]) - dt.timedelta(days=1)
+        yesterday = local_day(ping["timestamp"]) - dt.timedelta(days=1)
         tick(yesterday, unreleased_arrivals(visits_state))
     visits_state, released = flush_visits(visits_state)
     state = update_habitual_absence(state, visits=released)
-    tick(_local_day(pings["timestamp"].max()), {})
+    tick(local_day(pings["timestamp"].max()), {})
     json.dumps(state)  # plain data
     return out
-
-
-def _batch(pings: pd.DataFrame, as_of: dt.date) -> gpd.GeoDataFrame:
-    stands, cover = _live_cover()
-    p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
-    memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
-    visits = detect_visits(pings, memberships, max_gap_s=300.0)
-    return detect_habitual_absence(
-        visits, LIVE_LICENCES, pings, as_of=as_of, stands=stands, **LIVE_OPTIONS
-    )
 
 
 class TestTickHabitualAbsence:
     def test_live_equals_batch(self) -> None:
         """Each emitted finding is the batch's for its day; every batch finding is covered."""
-        pings = make_pings(_live_rows())
+        pings = make_pings(absence_rows())
         live = _run_live(pings)
-        first = _local_day(pings["timestamp"].min())
+        first = local_day(pings["timestamp"].min())
         days = [first + dt.timedelta(days=k) for k in range(N_DAYS)]
-        batch = {day: _batch(pings, day) for day in days}
+        batch = {day: absence_batch(pings, day) for day in days}
         emitted = [(day, f) for day, found in live for f in found.to_dict("records")]
         assert [(d.isoformat(), f["vehicle_id"]) for d, f in emitted] == [
             ("2024-03-05", "absent"),  # days 0–1 operating, present on one: 50 % < 60 %
@@ -331,7 +256,7 @@ class TestTickHabitualAbsence:
 
     def test_day_waits_for_visits_across_midnight(self) -> None:
         """Without waiting for the visits held past midnight, "late" would be accused."""
-        pings = make_pings(_live_rows())
+        pings = make_pings(absence_rows())
         wrong = {
             f["vehicle_id"]
             for _, found in _run_live(pings, hold=False)
@@ -341,7 +266,7 @@ class TestTickHabitualAbsence:
 
     def test_days_are_judged_once_from_the_first_tick(self) -> None:
         """The first tick judges only its day; an earlier as_of later judges nothing again."""
-        pings = make_pings(_trip("absent", _local(0, 10)) + _trip("absent", _local(1, 10)))
+        pings = make_pings(trip("absent", local(0, 10)) + trip("absent", local(1, 10)))
         options = {"licences": LIVE_LICENCES, "unreleased": {}, **LIVE_OPTIONS}
         state = None
         for ping in pings.to_dict("records"):
@@ -384,10 +309,10 @@ class TestTickHabitualAbsence:
 
 
 class TestUpdateHabitualAbsence:
-    def test_keeps_first_and_last_fix_per_local_day(self) -> None:
+    def test_keeps_first_and_last_fix_perlocal_day(self) -> None:
         """Fixes of one local day (UTC straddles two dates) keep only the first and the last."""
-        rows = make_track("A", [(_local(0, h), 0.0, 0.0) for h in (0.5, 10, 20, 23.9)])
-        rows += make_track("A", [(_local(1, 0.1), 0.0, 0.0)])
+        rows = make_track("A", [(local(0, h), 0.0, 0.0) for h in (0.5, 10, 20, 23.9)])
+        rows += make_track("A", [(local(1, 0.1), 0.0, 0.0)])
         state = None
         for ping in make_pings(rows).to_dict("records"):
             state = update_habitual_absence(state, ping=ping)

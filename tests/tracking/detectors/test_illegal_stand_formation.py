@@ -8,8 +8,10 @@ import geopandas as gpd
 import pandas as pd
 import pytest
 import shapely
-from factories import make_pings, make_track, offset_m
+from factories import make_pings, offset_m
 from live_compare import assert_same_findings, concat_live
+from live_scenarios import DAY, PLACE, fleet_month, square, wait
+from live_scenarios import RANK_STANDS as STANDS
 
 from geo.crs import haversine_m
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
@@ -21,36 +23,6 @@ from tracking.detectors.illegal_stand_formation import (
 )
 from tracking.stops import detect_stops
 
-DAY = 86_400.0
-PLACE = (1000.0, 1000.0)  # (north_m, east_m) of the informal rank, ~1.4 km from the stand
-
-
-def _square(north: float, east: float, half_m: float) -> shapely.Polygon:
-    corners = [(-1, -1), (-1, 1), (1, 1), (1, -1)]
-    return shapely.Polygon(
-        [offset_m(north + a * half_m, east + b * half_m)[::-1] for a, b in corners]
-    )
-
-
-STANDS = gpd.GeoDataFrame({"stand_id": ["S1"]}, geometry=[_square(0, 0, 20)], crs=4326)
-
-
-def _wait(
-    vehicle: str,
-    t0: float,
-    at: tuple[float, float],
-    *,
-    wait_s: float = 900.0,
-    meter: str | None = "free",
-) -> list[dict[str, Any]]:
-    """Drive in, wait ``wait_s`` at ``at`` with 3 m of jitter (a fix every 30 s), drive off."""
-    n, e = at
-    points = [(t0 - 60, n + 600, e + 600)]
-    points += [(t0 + k * 30, n + 3 * (k % 2), e) for k in range(int(wait_s // 30) + 1)]
-    points.append((t0 + wait_s + 60, n - 600, e - 600))
-    meters = ["occupied"] + [meter] * (len(points) - 2) + ["occupied"]
-    return make_track(vehicle, points, meter=meters)
-
 
 def _detect(rows: list[dict[str, Any]], **kw: Any) -> gpd.GeoDataFrame:
     pings = make_pings(rows)
@@ -60,7 +32,7 @@ def _detect(rows: list[dict[str, Any]], **kw: Any) -> gpd.GeoDataFrame:
 def _three_days(at: tuple[float, float] = PLACE, **kw: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for d, v in enumerate(["A", "B", "C"]):
-        rows += _wait(v, d * DAY, at, **kw)
+        rows += wait(v, d * DAY, at, **kw)
     return rows
 
 
@@ -89,13 +61,13 @@ class TestDetectIllegalStandFormation:
 
     def test_too_few_vehicles(self) -> None:
         """Two vehicles on three days are not a stand formation (min_vehicles 3)."""
-        rows = _wait("A", 0, PLACE) + _wait("B", DAY, PLACE) + _wait("A", 2 * DAY, PLACE)
+        rows = wait("A", 0, PLACE) + wait("B", DAY, PLACE) + wait("A", 2 * DAY, PLACE)
         assert _detect(rows).empty
         assert len(_detect(rows, min_vehicles=2)) == 1
 
     def test_too_few_days(self) -> None:
         """Three vehicles on the same day are not recurrent (min_days 3)."""
-        rows = _wait("A", 0, PLACE) + _wait("B", 3000, PLACE) + _wait("C", 6000, PLACE)
+        rows = wait("A", 0, PLACE) + wait("B", 3000, PLACE) + wait("C", 6000, PLACE)
         assert _detect(rows).empty
         assert len(_detect(rows, min_days=1)) == 1
 
@@ -104,10 +76,10 @@ class TestDetectIllegalStandFormation:
         # 23:30Z and 02:00Z next day are the same local evening (20:30 and 23:00 local).
         base = -12 * 3600 + 11.5 * 3600  # 2024-03-04T11:30Z + offsets below
         rows = (
-            _wait("A", base, PLACE)  # 11:30Z day 1 -> local day 1
-            + _wait("B", base + 12 * 3600, PLACE)  # 23:30Z day 1 -> local day 1
-            + _wait("C", base + 14.5 * 3600, PLACE)  # 02:00Z day 2 -> local day 1
-            + _wait("A", base + DAY + 12 * 3600, PLACE)  # 23:30Z day 2 -> local day 2
+            wait("A", base, PLACE)  # 11:30Z day 1 -> local day 1
+            + wait("B", base + 12 * 3600, PLACE)  # 23:30Z day 1 -> local day 1
+            + wait("C", base + 14.5 * 3600, PLACE)  # 02:00Z day 2 -> local day 1
+            + wait("A", base + DAY + 12 * 3600, PLACE)  # 23:30Z day 2 -> local day 2
         )
         assert _detect(rows).empty
         found = _detect(rows, min_days=2)
@@ -141,21 +113,21 @@ class TestDetectIllegalStandFormation:
 
     def test_allowed_places_do_not_count(self) -> None:
         """A regulated parking area is an allowed place to wait."""
-        allowed = gpd.GeoSeries([_square(*PLACE, 30)], crs=4326)
+        allowed = gpd.GeoSeries([square(*PLACE, 30)], crs=4326)
         assert _detect(_three_days(), allowed_places=allowed).empty
 
     def test_nearby_stops_make_one_place_far_ones_do_not(self) -> None:
         """Stops 40 m apart join one place; 600 m apart they are separate places."""
         near = (
-            _wait("A", 0, PLACE)
-            + _wait("B", DAY, (PLACE[0] + 40, PLACE[1]))
-            + _wait("C", 2 * DAY, (PLACE[0], PLACE[1] + 40))
+            wait("A", 0, PLACE)
+            + wait("B", DAY, (PLACE[0] + 40, PLACE[1]))
+            + wait("C", 2 * DAY, (PLACE[0], PLACE[1] + 40))
         )
         assert len(_detect(near)) == 1
         far = (
-            _wait("A", 0, PLACE)
-            + _wait("B", DAY, (PLACE[0] + 600, PLACE[1]))
-            + _wait("C", 2 * DAY, (PLACE[0], PLACE[1] + 600))
+            wait("A", 0, PLACE)
+            + wait("B", DAY, (PLACE[0] + 600, PLACE[1]))
+            + wait("C", 2 * DAY, (PLACE[0], PLACE[1] + 600))
         )
         assert _detect(far).empty
 
@@ -164,7 +136,7 @@ class TestDetectIllegalStandFormation:
         other = (5000.0, -3000.0)
         rows = _three_days()
         for d, v in enumerate(["D", "E", "F"]):
-            rows += _wait(v, d * DAY, other)
+            rows += wait(v, d * DAY, other)
         found = _detect(rows)
         assert len(found) == 2
         assert found["finding_id"].nunique() == 2
@@ -175,7 +147,7 @@ class TestDetectIllegalStandFormation:
         base = _detect(_three_days()).iloc[0]["confidence"]
         rows = _three_days()
         for d, v in enumerate(["D", "E", "F"]):
-            rows += _wait(v, (d + 3) * DAY, PLACE)
+            rows += wait(v, (d + 3) * DAY, PLACE)
         more = _detect(rows).iloc[0]["confidence"]
         assert 0.5 <= base < more < 1.0
 
@@ -259,25 +231,10 @@ class TestDetectIllegalStandFormationOnPorto:
         assert detect_illegal_stand_formation(stops, free, stands, timezone="Europe/Lisbon").empty
 
 
-def _fleet_month() -> list[dict[str, Any]]:
-    """Four days, several vehicles: one informal rank, and the cases that accuse no one."""
-    other = (5000.0, -3000.0)
-    rows: list[dict[str, Any]] = []
-    for d, v in enumerate(["A", "B", "C", "D"]):
-        rows += _wait(v, d * DAY, PLACE)  # the informal rank, a new vehicle each day
-        rows += _wait(v, d * DAY + 3 * 3600, (40.0, 0.0))  # jitter at the stand's edge
-        rows += _wait(v, d * DAY + 6 * 3600, (60.0, 0.0), wait_s=90.0)  # red light near the stand
-        rows += _wait(v, d * DAY + 7 * 3600, PLACE, wait_s=300.0)  # a stop, too short to wait
-    rows += _wait("A", 3 * DAY + 9 * 3600, PLACE, meter="occupied")  # waiting with a passenger
-    rows += _wait("E", 4 * 3600, other) + _wait("E", DAY + 4 * 3600, other)  # one vehicle only
-    rows += _wait("F", 2 * DAY + 8 * 3600, (PLACE[0] + 40, PLACE[1]))  # joins the rank later
-    return rows
-
-
 class TestUpdateIllegalStandFormation:
     def test_live_equals_batch(self) -> None:
         """Stop by stop, live emits the rank once it is certain, as batch over the stops so far."""
-        pings = make_pings(_fleet_month())
+        pings = make_pings(fleet_month())
         stops = detect_stops(pings).sort_values("ended_at", kind="stable", ignore_index=True)
         state: dict[str, Any] | None = None
         out = []
@@ -298,14 +255,14 @@ class TestUpdateIllegalStandFormation:
 
     def test_stops_that_do_not_wait_leave_no_trace(self) -> None:
         """A stop shorter than ``min_wait_s`` is not kept in the state."""
-        pings = make_pings(_wait("A", 0, PLACE, wait_s=300.0))
+        pings = make_pings(wait("A", 0, PLACE, wait_s=300.0))
         stop = detect_stops(pings).iloc[0].to_dict()
         state, found = update_illegal_stand_formation(None, stop, pings, stands=STANDS)
         assert found is None and state["stops"] == []
 
     def test_bad_threshold_raises(self) -> None:
         """Thresholds are checked as in batch."""
-        pings = make_pings(_wait("A", 0, PLACE))
+        pings = make_pings(wait("A", 0, PLACE))
         stop = detect_stops(pings).iloc[0].to_dict()
         with pytest.raises(DetectorThresholdError, match="min_vehicles"):
             update_illegal_stand_formation(None, stop, pings, stands=STANDS, min_vehicles=0)
