@@ -149,7 +149,7 @@ def analyze_file(
         [source.malformed(), *(r.pop("rejected") for r in results)], ignore_index=True
     ).sort_values(fr.ROW, kind="stable", ignore_index=True)
     sample = pd.concat([r.pop("sample") for r in results], ignore_index=True)
-    result = gather(results, rejected, context, progress=progress)
+    result = gather(results, rejected, context, jobs=jobs, progress=progress)
     for name in ("visits", "trips", "stops"):  # positions into a frame of every fix: none here
         frame = getattr(result, name)
         setattr(result, name, frame.drop(columns=[c for c in POSITIONS if c in frame.columns]))
