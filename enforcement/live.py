@@ -784,7 +784,7 @@ def _detect_stand_formation(
     for vehicle, first_ns, last_ns in closed:
         rows = session.execute(
             text(
-                "SELECT ts, lat, lon, meter FROM fixes WHERE vehicle_id = :v "
+                "SELECT ts, lat, lon, meter, speed_flag FROM fixes WHERE vehicle_id = :v "
                 "AND ts BETWEEN :a AND :b ORDER BY ts"
             ),
             {
@@ -800,6 +800,7 @@ def _detect_stand_formation(
                 fr.LAT: np.array([r[1] for r in rows], dtype=np.float64),
                 fr.LON: np.array([r[2] for r in rows], dtype=np.float64),
                 fr.METER: pd.Series([r[3] for r in rows], dtype="object"),
+                fr.SPEED_FLAG: np.array([bool(r[4]) for r in rows], dtype=bool),
             }
         )
         found_stops = detect_stops(

@@ -63,7 +63,7 @@ _FIX_COLUMNS = (
     "driver_id",
     "h3_r9",
     "speed_flag",
-    "source",
+    "source",  # last: a new day's COPY leaves it to the column's default
 )
 _COLUMN_LIST = ", ".join(_FIX_COLUMNS)
 
