@@ -95,6 +95,15 @@ def batch_ids(pings: pd.DataFrame) -> set[str]:
     return set(found["finding_id"])
 
 
+def feed(session: Session, pings: pd.DataFrame, size: int, **options: Any) -> list[dict[str, Any]]:
+    """Send the fleet's fixes in time order, ``size`` per request; the findings of them all."""
+    ordered = pings.sort_values("timestamp", kind="stable")
+    found = []
+    for start in range(0, len(ordered), size):
+        found += process_fixes(session, ordered.iloc[start : start + size], throttle_s=0, **options)
+    return found
+
+
 def count(session: Session, sql: str, **params: Any) -> int:
     return int(session.execute(text(sql), params).scalar_one())
 
@@ -314,12 +323,7 @@ class TestVisitKinds:
             ("queue_jump", "Q3"),
             ("unlicensed_stand_use", "Q3"),
         ]
-        ordered = pings.sort_values("timestamp", kind="stable")
-        found = []
-        for start in range(0, len(ordered), 5):
-            found += process_fixes(
-                db_session, ordered.iloc[start : start + 5], kinds=VISIT_KINDS, throttle_s=0
-            )
+        found = feed(db_session, pings, 5, kinds=VISIT_KINDS)
         assert sorted(f["finding_id"] for f in found) == sorted(batch["finding_id"])
         by_id = {f["finding_id"]: f for f in found}
         for f in batch.to_dict("records"):
@@ -414,16 +418,13 @@ class TestHabitualAbsence:
                 {"v": vid, "s": sid},
             )
         pings = make_pings(absence_rows())
-        ordered = pings.sort_values("timestamp", kind="stable")
-        found = []
-        for start in range(0, len(ordered), 40):
-            found += process_fixes(
-                db_session,
-                ordered.iloc[start : start + 40],
-                kinds=("habitual_absence",),
-                thresholds={"habitual_absence": LIVE_OPTIONS},
-                throttle_s=0,
-            )
+        found = feed(
+            db_session,
+            pings,
+            40,
+            kinds=("habitual_absence",),
+            thresholds={"habitual_absence": LIVE_OPTIONS},
+        )
         assert [f["vehicle_id"] for f in found] == ["absent", "absent"]  # once per window
         first = local_day(pings["timestamp"].min())
         batch = pd.concat(
@@ -449,15 +450,7 @@ class TestIllegalStandFormation:
         _register_stands(db_session, RANK_STANDS)
         pings = make_pings(fleet_month())
         copy_fixes(db_session.connection(), pings, source="t")
-        ordered = pings.sort_values("timestamp", kind="stable")
-        found = []
-        for start in range(0, len(ordered), 25):
-            found += process_fixes(
-                db_session,
-                ordered.iloc[start : start + 25],
-                kinds=("illegal_stand_formation",),
-                throttle_s=0,
-            )
+        found = feed(db_session, pings, 25, kinds=("illegal_stand_formation",))
         stops = detect_stops(pings)
         final = detect_illegal_stand_formation(stops, pings, RANK_STANDS)
         assert [f["finding_id"] for f in found] == final["finding_id"].tolist()  # one, once
