@@ -9,8 +9,9 @@ transaction: a committed fix is detected on exactly once, even across a crash.
 
 Ordering
     A worker claims a vehicle only if it gets that vehicle's queue lock
-    (``pg_try_advisory_xact_lock``, never waiting), and then takes *all* of its queued fixes:
-    two workers never hold fixes of the same vehicle, and a vehicle's fixes reach the
+    (``pg_try_advisory_xact_lock``, never waiting), and then takes its queued fixes in time
+    order, up to :data:`CLAIM_FIXES` in all (the last vehicle's latest fixes wait for the next
+    claim): two workers never hold fixes of the same vehicle, and a vehicle's fixes reach the
     detectors in time order, batch after batch.
 Latency
     The process that stored a batch wakes its worker at once; the others poll every
@@ -38,7 +39,10 @@ log = logging.getLogger(__name__)
 IDLE_POLL_S = 0.1
 """Seconds between looks at the queue while it is empty."""
 CLAIM_VEHICLES = 32
-"""Vehicles claimed at most per transaction (with all their queued fixes)."""
+"""Vehicles claimed at most per transaction."""
+CLAIM_FIXES = 20_000
+"""Fixes claimed at most per transaction: a backlog (after an overload or an outage) is drained
+in bounded transactions, each committing its alerts, not in one holding every queued fix."""
 _QUEUE_LOCK_CLASS = 72_944  # first key of pg_advisory_xact_lock(int, int): live queue claims
 _ERROR_PAUSE_S = 1.0
 _STOP_WAIT_S = 10.0
@@ -52,7 +56,7 @@ _CLAIM = text(
     "SELECT q.queue_id, q.vehicle_id, q.ts, q.lat, q.lon, q.speed_kmh, q.heading_deg, "
     "q.accuracy_m, q.meter, q.tariff, q.driver_id, q.speed_flag "
     "FROM live_queue q WHERE q.vehicle_id IN (SELECT vehicle_id FROM mine) "
-    "ORDER BY q.vehicle_id, q.ts, q.queue_id"
+    "ORDER BY q.vehicle_id, q.ts, q.queue_id LIMIT :m"
 )
 _COLUMNS = (
     fr.VEHICLE_ID,
@@ -79,7 +83,13 @@ def _pings(rows: list[Any]) -> pd.DataFrame:
     return frame
 
 
-def process_queue(engine: Engine, *, settings: Settings, max_vehicles: int = CLAIM_VEHICLES) -> int:
+def process_queue(
+    engine: Engine,
+    *,
+    settings: Settings,
+    max_vehicles: int = CLAIM_VEHICLES,
+    max_fixes: int = CLAIM_FIXES,
+) -> int:
     """Run the live detectors on the queued fixes of up to ``max_vehicles`` free vehicles.
 
     Parameters
@@ -90,6 +100,8 @@ def process_queue(engine: Engine, *, settings: Settings, max_vehicles: int = CLA
         Throttle window and time zone of the detectors.
     max_vehicles : int, default CLAIM_VEHICLES
         Vehicles claimed at most (the oldest queued first).
+    max_fixes : int, default CLAIM_FIXES
+        Fixes taken at most, each vehicle's oldest first.
 
     Returns
     -------
@@ -98,7 +110,9 @@ def process_queue(engine: Engine, *, settings: Settings, max_vehicles: int = CLA
         processed by another worker).
     """
     with engine.connect() as conn, conn.begin():
-        rows = conn.execute(_CLAIM, {"n": max_vehicles, "c": _QUEUE_LOCK_CLASS}).all()
+        rows = conn.execute(
+            _CLAIM, {"n": max_vehicles, "m": max_fixes, "c": _QUEUE_LOCK_CLASS}
+        ).all()
         if not rows:
             return 0
         # a failure is logged and rolled back to its savepoint: the fixes leave the queue
