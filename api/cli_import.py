@@ -174,6 +174,8 @@ def file_as_of(value: str | None, file: Path) -> dt.date:
 
 
 def _store_pings(file: Path, pings: pd.DataFrame, rejected: pd.DataFrame) -> None:
+    import pandas as pd
+
     from tracking.store import copy_fixes, copy_rejected
 
     with _transaction() as conn:
@@ -183,6 +185,12 @@ def _store_pings(file: Path, pings: pd.DataFrame, rejected: pd.DataFrame) -> Non
         f"Pings válidos: {len(pings)}; gravados: {stored}; já existentes: {len(pings) - stored}; "
         f"rejeitados: {len(rejected)} ({kept} novos na quarentena)."
     )
+    today = pd.Timestamp.now(tz="UTC").normalize()
+    if stored and pings["timestamp"].min() < today:
+        typer.echo(
+            "Consultas por lugar (célula H3 × hora) dos dias já fechados ficam rápidas quando "
+            "`pontual db partitions` (diário) criar o índice por lugar deles."
+        )
 
 
 @app.command()

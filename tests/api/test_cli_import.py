@@ -67,6 +67,7 @@ class TestImportCommands:
         )
         stored = _ok(run_pontual("import", "pings", str(pings), **env))
         assert "gravados: 1;" in stored and "rejeitados: 1 (1 novos" in stored
+        assert "`pontual db partitions` (diário)" in stored  # a closed day: its place index
 
     def test_missing_file_is_an_error(self, run_pontual: Run, import_db: str) -> None:
         """A stands file that does not exist ends with 'erro:' and exit 1."""
