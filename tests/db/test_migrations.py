@@ -16,7 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from db.engine import create_database, drop_database, parse_url
 from db.migrate import current, downgrade, head, include_object, target_metadata, upgrade
-from tracking.store import ensure_fix_partitions
+from tracking.store import ensure_fix_partitions, index_closed_days
 
 POSTGIS_TABLES = {"spatial_ref_sys"}
 
@@ -159,42 +159,43 @@ class TestFindingKinds:
 
 
 class TestFixIndexes:
-    def test_0008_moves_the_place_index_to_closed_days(self, empty_database_url: str) -> None:
-        """0008: closed days keep a (h3_r9, ts) index of their own, today's none; down: back."""
+    def test_0008_moves_the_place_index_off_the_partitions(self, empty_database_url: str) -> None:
+        """0008 drops 0005's index from every partition (a catalog change); the closed days get
+        theirs from index_closed_days, today's none; the downgrade restores 0005's, valid."""
         url = empty_database_url
         upgrade(url, "0007")
         engine = create_engine(url, poolclass=NullPool)
         today = dt.datetime.now(dt.UTC).date()
         closed, open_ = "fixes_p20240301", f"fixes_p{today:%Y%m%d}"
 
-        def indexes() -> dict[str, set[str]]:
+        def indexed() -> set[str]:
             with engine.connect() as conn:
                 rows = conn.execute(
                     text(
-                        "SELECT tablename, indexdef FROM pg_indexes "
-                        "WHERE tablename IN (:a, :b) AND indexdef LIKE '%(h3_r9, ts)%'"
-                    ),
-                    {"a": closed, "b": open_},
-                ).all()
-            return {t: {d.split(" ON ")[0] for tt, d in rows if tt == t} for t in (closed, open_)}
+                        "SELECT tablename FROM pg_indexes "
+                        "WHERE tablename LIKE 'fixes%' AND indexdef LIKE '%(h3_r9, ts)%'"
+                    )
+                ).scalars()
+                return set(rows)
 
         try:
             with engine.begin() as conn:
                 ensure_fix_partitions(conn, dt.date(2024, 3, 1), dt.date(2024, 3, 1))
                 ensure_fix_partitions(conn, today, today)
-            assert all(indexes().values())  # 0005: every partition, through the parent
+            assert indexed() == {"fixes", "fixes_default", closed, open_}  # 0005: all
             upgrade(url, "0008")
-            assert indexes() == {
-                closed: {f"CREATE INDEX {closed}_h3_r9_ts"},
-                open_: set(),
-            }
+            assert indexed() == set()
+            assert index_closed_days(engine, before=today) == [f"{closed}_h3_r9_ts"]
+            assert indexed() == {closed}
             downgrade(url, "0007")
-            assert indexes() == {
-                closed: {f"CREATE INDEX {closed}_h3_r9_ts"},
-                open_: {f"CREATE INDEX {open_}_h3_r9_ts"},
-            }
+            assert indexed() == {"fixes", "fixes_default", closed, open_}
             with engine.connect() as conn:
-                parent = conn.execute(text("SELECT to_regclass('ix_fixes_h3_r9_ts')")).scalar()
-            assert parent is not None
+                valid = conn.execute(
+                    text(
+                        "SELECT indisvalid FROM pg_index "
+                        "WHERE indexrelid = 'ix_fixes_h3_r9_ts'::regclass"
+                    )
+                ).scalar_one()
+            assert valid
         finally:
             engine.dispose()
