@@ -777,9 +777,9 @@ def _detect_stand_formation(
     )
     min_wait_s = float(params.get("min_wait_s", DEFAULT_MIN_WAIT_S))
     closed = [r for r in closed if (r[2] - r[1]) / _NS >= min_wait_s]  # no waiting stop in it
-    stands, _ = _active_stands(session)
     if not closed:
         return [], saved
+    stands, _ = _active_stands(session)
     stops = []
     for vehicle, first_ns, last_ns in closed:
         rows = session.execute(

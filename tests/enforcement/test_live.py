@@ -472,6 +472,16 @@ class TestIllegalStandFormation:
         ).scalar_one()
         assert runs == pings["vehicle_id"].nunique()  # each vehicle's open run
 
+    def test_without_stands_the_rank_is_still_found(self, db_session: Session) -> None:
+        """No stand registered: waiting anywhere is outside every stand, as in batch."""
+        pings = make_pings(fleet_month())
+        copy_fixes(db_session.connection(), pings, source="t")
+        found = feed(db_session, pings, 200, kinds=("illegal_stand_formation",))
+        empty = RANK_STANDS.iloc[:0]
+        batch = detect_illegal_stand_formation(detect_stops(pings), pings, empty)
+        assert sorted(f["finding_id"] for f in found) == sorted(batch["finding_id"])
+        assert len(found) >= 1
+
     def test_no_stored_fixes_no_stops(self, db_session: Session) -> None:
         """Runs are read back from ``fixes``: fixes not stored there give no stop (no finding)."""
         _register_stands(db_session, RANK_STANDS)
