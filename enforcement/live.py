@@ -134,7 +134,7 @@ from tracking.detectors.queue_jump import update_queue_jump
 from tracking.detectors.tracking_gap import update_tracking_gap
 from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
 from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
-from tracking.stops import detect_stops
+from tracking.stops import detect_stops, timestamps_ns
 
 CHANNEL = "pontual_alerts"
 """PostgreSQL NOTIFY channel; the payload is the alert id."""
@@ -712,7 +712,7 @@ def _detect_inactivity(
 
 
 def _closed_runs(
-    fixes: list[dict[str, Any]],
+    pings: pd.DataFrame,
     states: Mapping[tuple[str, str], tuple[Any, int | None]],
     *,
     max_step_m: float,
@@ -722,38 +722,49 @@ def _closed_runs(
 
     A run is a span of a vehicle's fixes with no step longer than ``max_step_m`` and no silence
     longer than ``max_gap_s``: no stop spans a longer step or silence, so the stops of a closed
-    run are final. Runs are (vehicle, first ns, last ns).
+    run are final. Runs are (vehicle, first ns, last ns). Vectorised per vehicle.
     """
+    frame = pings.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
+    vids = frame[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
+    ts = timestamps_ns(frame)
+    lat = frame[fr.LAT].to_numpy(dtype=np.float64)
+    lon = frame[fr.LON].to_numpy(dtype=np.float64)
+    bounds = np.r_[0, np.flatnonzero(vids[1:] != vids[:-1]) + 1, len(vids)]
     closed: list[tuple[str, int, int]] = []
     saved: list[dict[str, Any]] = []
-    by_vehicle: dict[str, list[dict[str, Any]]] = {}
-    for fix in fixes:
-        by_vehicle.setdefault(str(fix[fr.VEHICLE_ID]), []).append(fix)
-    for vehicle, mine in by_vehicle.items():
+    for lo_, hi_ in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        vehicle = str(vids[lo_])
         run, last_ns = states.get((vehicle, "illegal_stand_formation"), (None, None))
-        seen = last_ns
-        for fix in mine:
-            t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
-            if seen is not None and t <= seen:
-                continue  # late fix
-            seen = t
-            lat, lon = float(fix[fr.LAT]), float(fix[fr.LON])
-            if run is not None:
-                step = float(haversine_m(run["lat"], run["lon"], lat, lon))
-                if step <= max_step_m and (t - run["last_ns"]) / _NS <= max_gap_s:
-                    run.update(last_ns=t, lat=lat, lon=lon)
-                    continue
-                closed.append((vehicle, int(run["first_ns"]), int(run["last_ns"])))
-            run = {"first_ns": t, "last_ns": t, "lat": lat, "lon": lon}
-        if seen is not None and seen != last_ns:
-            when = pd.Timestamp(seen, unit="ns", tz="UTC").to_pydatetime()
-            saved.append({"v": vehicle, "d": "illegal_stand_formation", "s": run, "ts": when})
+        t = ts[lo_:hi_]
+        new = np.r_[True, t[1:] > t[:-1]]  # late fixes (not after the last seen) are skipped
+        if last_ns is not None:
+            new &= t > last_ns
+        t, la, lo = t[new], lat[lo_:hi_][new], lon[lo_:hi_][new]
+        if not len(t):
+            continue
+        head = (t[0], la[0], lo[0]) if run is None else (run["last_ns"], run["lat"], run["lon"])
+        prev_t, prev_la, prev_lo = (
+            np.r_[h, x[:-1]] for h, x in zip(head, (t, la, lo), strict=True)
+        )
+        breaks = (haversine_m(prev_la, prev_lo, la, lo) > max_step_m) | (
+            (t - prev_t) / _NS > max_gap_s
+        )
+        breaks[0] |= run is None
+        starts = np.flatnonzero(breaks).tolist()
+        first = None if run is None else int(run["first_ns"])
+        for start in starts:  # a new run begins: the one before it closes
+            if first is not None:
+                closed.append((vehicle, first, int(prev_t[start])))
+            first = int(t[start])
+        run = {"first_ns": first, "last_ns": int(t[-1]), "lat": float(la[-1]), "lon": float(lo[-1])}
+        when = pd.Timestamp(int(t[-1]), unit="ns", tz="UTC").to_pydatetime()
+        saved.append({"v": vehicle, "d": "illegal_stand_formation", "s": run, "ts": when})
     return closed, saved
 
 
 def _detect_stand_formation(
     session: Session,
-    fixes: list[dict[str, Any]],
+    pings: pd.DataFrame,
     states: Mapping[tuple[str, str], tuple[Any, int | None]],
     params: Mapping[str, Any],
     *,
@@ -773,7 +784,7 @@ def _detect_stand_formation(
 
     a = AnalysisParams()
     closed, saved = _closed_runs(
-        fixes, states, max_step_m=2 * a.stop_max_diameter_m, max_gap_s=DEFAULT_STOP_MAX_GAP_S
+        pings, states, max_step_m=2 * a.stop_max_diameter_m, max_gap_s=DEFAULT_STOP_MAX_GAP_S
     )
     min_wait_s = float(params.get("min_wait_s", DEFAULT_MIN_WAIT_S))
     closed = [r for r in closed if (r[2] - r[1]) / _NS >= min_wait_s]  # no waiting stop in it
@@ -937,7 +948,7 @@ def detect_live(
         saved.extend(rows)
     if "illegal_stand_formation" in kinds:
         more, rows = _detect_stand_formation(
-            session, fixes, states, params["illegal_stand_formation"], timezone=timezone
+            session, pings, states, params["illegal_stand_formation"], timezone=timezone
         )
         found.extend(more)
         saved.extend(rows)
