@@ -108,6 +108,21 @@ def db_engine(database_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
+def own_engine(database_url: str) -> Iterator[Engine]:
+    """Engine on a fresh migrated database of the test's own, for code that commits itself."""
+    from factories import migrated_database
+
+    from db.engine import make_engine
+
+    with migrated_database(database_url) as url:
+        engine = make_engine(url)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture
 def db_session(db_engine: Engine) -> Iterator[Session]:
     """Session inside an outer transaction rolled back after the test; commits become savepoints."""
     with db_engine.connect() as connection:

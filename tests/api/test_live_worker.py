@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
-import pytest
-from factories import migrated_database
 from sqlalchemy import Engine, text
 
 from api.live_worker import process_queue
 from api.settings import Settings
 
 T0 = dt.datetime(2024, 3, 4, 12, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    """A database of its own: each claim commits."""
-    from db.engine import make_engine
-
-    with migrated_database(database_url) as url:
-        engine = make_engine(url)
-        try:
-            yield engine
-        finally:
-            engine.dispose()
 
 
 def _last_seen(engine: Engine) -> dict[str, dt.datetime]:
@@ -40,13 +24,13 @@ def _last_seen(engine: Engine) -> dict[str, dt.datetime]:
 
 
 class TestProcessQueue:
-    def test_a_backlog_drains_in_bounded_claims_in_time_order(self, engine: Engine) -> None:
+    def test_a_backlog_drains_in_bounded_claims_in_time_order(self, own_engine: Engine) -> None:
         """Three vehicles' 12 queued fixes go 5 a claim; a vehicle's oldest fixes go first."""
         # V1's fixes are queued newest first: the claim still takes them by time.
         queued = [("V1", 3 - k) for k in range(4)] + [
             (v, k) for v in ("V2", "V3") for k in range(4)
         ]
-        with engine.begin() as conn:
+        with own_engine.begin() as conn:
             for vehicle, minute in queued:
                 conn.execute(
                     text(
@@ -56,13 +40,13 @@ class TestProcessQueue:
                     {"v": vehicle, "ts": T0 + dt.timedelta(minutes=minute)},
                 )
         settings = Settings()
-        assert process_queue(engine, settings=settings, max_fixes=5) == 5
-        assert _last_seen(engine) == {"V1": T0 + dt.timedelta(minutes=3), "V2": T0}
+        assert process_queue(own_engine, settings=settings, max_fixes=5) == 5
+        assert _last_seen(own_engine) == {"V1": T0 + dt.timedelta(minutes=3), "V2": T0}
         taken = []
-        while done := process_queue(engine, settings=settings, max_fixes=5):
+        while done := process_queue(own_engine, settings=settings, max_fixes=5):
             taken.append(done)
         assert taken == [5, 2]
         last = T0 + dt.timedelta(minutes=3)
-        assert _last_seen(engine) == {"V1": last, "V2": last, "V3": last}
-        with engine.connect() as conn:
+        assert _last_seen(own_engine) == {"V1": last, "V2": last, "V3": last}
+        with own_engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM live_queue")).scalar_one() == 0

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from factories import migrated_database
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -406,19 +404,8 @@ def _place_indexes(conn: Connection) -> dict[str, bool]:
 
 
 class TestPlaceIndex:
-    """The place index (h3_r9, ts): built for closed days, off the write path."""
-
-    @pytest.fixture
-    def engine(self, database_url: str) -> Iterator[Engine]:
-        """A database of its own: indexes are built concurrently, outside any transaction."""
-        from db.engine import make_engine
-
-        with migrated_database(database_url) as url:
-            engine = make_engine(url)
-            try:
-                yield engine
-            finally:
-                engine.dispose()
+    """The place index (h3_r9, ts): built for closed days, off the write path (concurrently,
+    outside any transaction: each test has a database of its own)."""
 
     def test_writes_do_not_build_it(self, conn: Connection) -> None:
         """A day loaded by COPY and a partition made ahead have their primary key only."""
@@ -426,28 +413,28 @@ class TestPlaceIndex:
         ensure_fix_partitions(conn, dt.date(2024, 4, 3), dt.date(2024, 4, 3))
         assert _place_indexes(conn) == {}
 
-    def test_closed_days_get_it_today_does_not(self, engine: Engine) -> None:
+    def test_closed_days_get_it_today_does_not(self, own_engine: Engine) -> None:
         """Every closed day lacking it gets one; today's partition stays without; idempotent."""
         today = dt.datetime.now(dt.UTC).date()
         now = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=5)
-        with engine.begin() as conn:
+        with own_engine.begin() as conn:
             pings = [_ping("A", "2024-03-01T10:00:00Z"), _ping("B", "2024-03-02T10:00:00Z")]
             copy_fixes(conn, make_pings([*pings, _ping("A", now.isoformat())]), source="a")
         seen: list[str] = []
-        built = index_closed_days(engine, before=today, progress=seen.append)
+        built = index_closed_days(own_engine, before=today, progress=seen.append)
         assert built == ["fixes_p20240301_h3_r9_ts", "fixes_p20240302_h3_r9_ts"]
         assert seen == ["fixes_p20240301", "fixes_p20240302"]
-        with engine.connect() as conn:
+        with own_engine.connect() as conn:
             assert _place_indexes(conn) == dict.fromkeys(built, True)
-        assert index_closed_days(engine, before=today) == []
+        assert index_closed_days(own_engine, before=today) == []
 
-    def test_an_invalid_index_is_built_again(self, engine: Engine) -> None:
+    def test_an_invalid_index_is_built_again(self, own_engine: Engine) -> None:
         """An index left invalid by a failed concurrent build is dropped and rebuilt valid."""
-        with engine.begin() as conn:
+        with own_engine.begin() as conn:
             pings = [_ping("A", "2024-03-01T10:00:00Z"), _ping("B", "2024-03-01T10:00:00Z")]
             copy_fixes(conn, make_pings(pings), source="a")
         with (
-            engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn,
+            own_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn,
             pytest.raises(DBAPIError, match="could not create unique index"),
         ):  # two fixes share (h3_r9, ts): the unique build fails and leaves its index invalid
             conn.execute(
@@ -456,24 +443,25 @@ class TestPlaceIndex:
                     "ON fixes_p20240301 (h3_r9, ts)"
                 )
             )
-        with engine.connect() as conn:
+        with own_engine.connect() as conn:
             assert _place_indexes(conn) == {"fixes_p20240301_h3_r9_ts": False}
-        assert index_closed_days(engine, before=dt.date(2024, 3, 2)) == ["fixes_p20240301_h3_r9_ts"]
-        with engine.connect() as conn:
+        built = index_closed_days(own_engine, before=dt.date(2024, 3, 2))
+        assert built == ["fixes_p20240301_h3_r9_ts"]
+        with own_engine.connect() as conn:
             assert _place_indexes(conn) == {"fixes_p20240301_h3_r9_ts": True}
             definition = conn.execute(
                 text("SELECT pg_get_indexdef('fixes_p20240301_h3_r9_ts'::regclass)")
             ).scalar_one()
         assert not definition.startswith("CREATE UNIQUE")
 
-    def test_place_queries_use_it(self, engine: Engine) -> None:
+    def test_place_queries_use_it(self, own_engine: Engine) -> None:
         """A cell x time query on a closed day is an index scan of that day's index."""
         cell = int(latlng_to_cells([-30.03], [-51.22], resolution=9)[0])
-        with engine.begin() as conn:
+        with own_engine.begin() as conn:
             pings = [_ping(f"V{i}", f"2024-03-01T10:{i:02d}:00Z") for i in range(50)]
             copy_fixes(conn, make_pings(pings), source="a")
-        index_closed_days(engine, before=dt.date(2024, 3, 2))
-        with engine.connect() as conn:
+        index_closed_days(own_engine, before=dt.date(2024, 3, 2))
+        with own_engine.connect() as conn:
             conn.execute(text("SET enable_seqscan = off"))
             plan = "\n".join(
                 conn.execute(
