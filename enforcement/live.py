@@ -568,7 +568,7 @@ def _detect_visit_kinds(
 
     a = AnalysisParams()
     _fleet_lock(session)
-    names = ["visits", "unlicensed_stand_use", "habitual_absence"]
+    names = ["visits", *(k for k in ("unlicensed_stand_use", "habitual_absence") if k in kinds)]
     stored = dict(
         session.execute(
             text(
