@@ -47,13 +47,17 @@ Inactivity
     vehicle (``vehicles``, status of the local day of the call's last fix). Nothing ticks at
     midnight itself: a day is judged by the first fix after it.
 Habitual absence
-    ``habitual_absence`` keeps one fleet-wide state (row ``'*'``/``habitual_absence``, under
-    the global lock) fed by the visits tracker: each fix is a sighting of its local day and
-    each released visit a stay at its stand (``update_habitual_absence``). After each call the
-    local days before its last fix's are judged (``tick_habitual_absence``, licences from
-    ``parking_licences``), a vehicle's day once its visits begun before the midnight ending it
-    are released; each (vehicle, stand) is emitted at most once per window. Operation is told
-    by fixes (any fix that day), as when ``detect_habitual_absence`` is given pings.
+    ``habitual_absence`` is fed by the visits tracker: each fix is a sighting of its local day
+    and each released visit a stay at its stand (``update_habitual_absence``). Its state is per
+    vehicle — one row each (detector ``habitual_absence``: the window's sightings and visits,
+    the next day to judge, the emissions), read and written under the global lock for the
+    vehicles a call touches (its fixes' and its released visits'), so a call never rewrites the
+    fleet's 30 days of visits. After each call those vehicles' local days before its last fix's
+    are judged (``tick_habitual_absence``, licences from ``parking_licences``), a vehicle's day
+    once its visits begun before the midnight ending it are released: a day is judged by the
+    vehicle's first fix (or released visit) after it. Each (vehicle, stand) is emitted at most
+    once per window. Operation is told by fixes (any fix that day), as when
+    ``detect_habitual_absence`` is given pings.
 Illegal stand formation
     Stops are cut from each vehicle's runs: a run is a span of its fixes with no step longer
     than twice the stops' diameter and no silence longer than the stops' ``max_gap_s`` (one row
@@ -112,7 +116,11 @@ from tracking import frames as fr
 from tracking.detectors.findings import jsonable
 from tracking.detectors.flag2_misuse import update_flag2_misuse
 from tracking.detectors.gps_anomaly import update_gps_anomaly
-from tracking.detectors.habitual_absence import tick_habitual_absence, update_habitual_absence
+from tracking.detectors.habitual_absence import (
+    new_habitual_absence_state,
+    tick_habitual_absence,
+    update_habitual_absence,
+)
 from tracking.detectors.illegal_stand_formation import (
     DEFAULT_MIN_WAIT_S,
     update_illegal_stand_formation,
@@ -558,8 +566,8 @@ def _detect_visit_kinds(
     """Feed the fixes to the fleet's visits tracker and its kinds; findings, state rows.
 
     ``habitual_absence`` takes each fix and each released visit as sightings, and judges the
-    local days before the latest fix's (:func:`tick_habitual_absence`; a day is judged by the
-    first fix after it, and a vehicle's day waits for its visits to be released).
+    local days before the latest fix's (:func:`tick_habitual_absence`) of the vehicles whose
+    state the call touched; a vehicle's day waits for its visits to be released.
     """
     stands, cover = _active_stands(session)
     if cover is None:
@@ -568,7 +576,7 @@ def _detect_visit_kinds(
 
     a = AnalysisParams()
     _fleet_lock(session)
-    names = ["visits", *(k for k in ("unlicensed_stand_use", "habitual_absence") if k in kinds)]
+    names = ["visits", *(["unlicensed_stand_use"] if "unlicensed_stand_use" in kinds else [])]
     stored = dict(
         session.execute(
             text(
@@ -580,7 +588,10 @@ def _detect_visit_kinds(
     )
     visits_state = stored.get("visits") or new_visits_state()
     unlicensed = stored.get("unlicensed_stand_use")
-    absence = stored.get("habitual_absence")
+    absence = new_habitual_absence_state() if "habitual_absence" in kinds else None
+    touched: set[str] = set()  # vehicles whose habitual_absence part is loaded
+    if absence is not None:
+        _load_absence(session, {str(f[fr.VEHICLE_ID]) for f in fixes}, absence, touched)
     licences = licence_frame(session=session).drop(columns="licence_id")
     facts = fleet_facts(live_fleet(session))
     options = {
@@ -602,7 +613,8 @@ def _detect_visit_kinds(
             continue  # late fix: stored, seen by the batch only
         last_seen = max(last_seen, t)
         visits_state, released = update_visits(visits_state, fix, **options)
-        if "habitual_absence" in kinds:
+        if absence is not None:
+            _load_absence(session, {str(v["vehicle_id"]) for v in released}, absence, touched)
             absence = update_habitual_absence(absence, ping=fix, visits=released, timezone=timezone)
         if "queue_jump" in kinds:
             for visit in released:
@@ -632,11 +644,12 @@ def _detect_visit_kinds(
     if not last_seen:
         return found, []
     last = pd.Timestamp(last_seen, unit="ns", tz="UTC")
-    if "habitual_absence" in kinds:
+    if absence is not None:
+        mine = licences["vehicle_id"].astype("str").isin(touched).to_numpy(dtype=bool)
         absence, res = tick_habitual_absence(
             absence,
             as_of=last.tz_convert(timezone).date() - dt.timedelta(days=1),
-            licences=licences,
+            licences=licences.loc[mine],
             unreleased=unreleased_arrivals(visits_state),
             stands=stands,
             timezone=timezone,
@@ -645,14 +658,54 @@ def _detect_visit_kinds(
         found.extend(_records(res))
     ts = last.to_pydatetime()
     saved = [{"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts}]
-    for name, state in (("unlicensed_stand_use", unlicensed), ("habitual_absence", absence)):
-        if state is not None:
-            saved.append({"v": FLEET_ROW, "d": name, "s": _plain(state), "ts": ts})
+    if unlicensed is not None:
+        saved.append(
+            {"v": FLEET_ROW, "d": "unlicensed_stand_use", "s": _plain(unlicensed), "ts": ts}
+        )
+    if absence is not None:
+        saved += [
+            {"v": vid, "d": "habitual_absence", "s": _plain(part), "ts": ts}
+            for vid, part in _absence_parts(absence, touched).items()
+        ]
     saved += [
         {"v": FLEET_ROW, "d": f"queue_jump:{sid}", "s": _plain(st), "ts": ts}
         for sid, st in queues.items()
     ]
     return found, saved
+
+
+_ABSENCE_KEYS = ("days", "visits", "next", "emitted")
+"""Keys of the habitual_absence state that are per vehicle (``clock`` is a cache)."""
+
+
+def _load_absence(
+    session: Session, vehicles: set[str], state: dict[str, Any], loaded: set[str]
+) -> None:
+    """Merge the stored habitual_absence parts of ``vehicles`` not yet ``loaded`` into state."""
+    missing = sorted(vehicles - loaded)
+    if not missing:
+        return
+    rows = session.execute(
+        text(
+            "SELECT vehicle_id, state FROM live_detector_states "
+            "WHERE detector = 'habitual_absence' AND vehicle_id = ANY(:vs)"
+        ),
+        {"vs": missing},
+    )
+    for vid, part in rows:
+        for key in _ABSENCE_KEYS:
+            if vid in part[key]:
+                state[key][vid] = part[key][vid]
+    loaded.update(missing)
+
+
+def _absence_parts(state: dict[str, Any], vehicles: set[str]) -> dict[str, dict[str, Any]]:
+    """Split the habitual_absence state into one part per vehicle (those holding anything)."""
+    parts = {
+        vid: {key: {vid: state[key][vid]} if vid in state[key] else {} for key in _ABSENCE_KEYS}
+        for vid in sorted(vehicles)
+    }
+    return {vid: part | {"clock": None} for vid, part in parts.items() if any(part.values())}
 
 
 def _fleet_lock(session: Session) -> None:

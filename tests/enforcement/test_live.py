@@ -155,7 +155,7 @@ class TestProcessFixes:
             "operating_while_barred",
             "outside_municipality",
             "inactivity",
-            "habitual_absence",  # fleet-wide state
+            "habitual_absence",  # fed by the visits tracker: needs stands
             *VISIT_KINDS,
         }
         assert {d for d, _ in rows} == set(LIVE_KINDS) - unregistered
@@ -435,13 +435,16 @@ class TestHabitualAbsence:
             expected = by_id[f["finding_id"]]
             for column in ("stand_id", "started_at", "ended_at", "confidence", "details"):
                 assert f[column] == expected[column], column
-        state = db_session.execute(
+        states = db_session.execute(  # one row per vehicle: a call rewrites its vehicles' only
             text(
-                "SELECT state FROM live_detector_states "
-                "WHERE vehicle_id = '*' AND detector = 'habitual_absence'"
+                "SELECT vehicle_id, state FROM live_detector_states "
+                "WHERE detector = 'habitual_absence'"
             )
-        ).scalar_one()
-        assert set(state) == {"days", "visits", "next", "emitted", "clock"}
+        ).all()
+        assert {v for v, _ in states} == set(pings["vehicle_id"])
+        for vehicle, state in states:
+            assert set(state) == {"days", "visits", "next", "emitted", "clock"}
+            assert set(state["days"]) == {vehicle}
 
 
 class TestIllegalStandFormation:
