@@ -883,17 +883,22 @@ def _detect_stand_formation(
     ).scalar_one_or_none()
     found: list[dict[str, Any]] = []
     stops.sort(key=lambda s: (pd.Timestamp(s[0]["ended_at"]), str(s[0][fr.VEHICLE_ID])))
+    changed = False  # no waiting stop added or dropped: the (large) fleet row is not rewritten
     for stop, run in stops:
         if state is not None:  # the window: older waiting stops no longer count
             floor = int(pd.Timestamp(stop["ended_at"]).value) - STAND_FORMATION_WINDOW_DAYS * (
                 86_400 * _NS
             )
-            state["stops"] = [c for c in state["stops"] if c["end_ns"] >= floor]
+            kept = [c for c in state["stops"] if c["end_ns"] >= floor]
+            changed |= len(kept) != len(state["stops"])
+            state["stops"] = kept
+        before = 0 if state is None else len(state["stops"])
         state, res = update_illegal_stand_formation(
             state, stop, run, stands=stands, timezone=timezone, **params
         )
+        changed |= len(state["stops"]) != before
         found.extend(_records(res))
-    if state is not None:
+    if state is not None and changed:
         state["emitted"] = state["emitted"][-10_000:]  # ids re-emitted are stored once anyway
         last = max(pd.Timestamp(s[0]["ended_at"]) for s in stops).to_pydatetime()
         saved.append(
