@@ -34,12 +34,10 @@ a partition of whole vehicles is exact by construction; the parallelism comes fr
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime as dt
 import functools
 import math
-import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import geopandas as gpd
@@ -56,6 +54,7 @@ from stands.occupancy import occupancy
 from stands.visits import _queue_positions
 from stands.visits import detect_visits as detect_visits_
 from tracking import frames as fr
+from tracking.aside import aside
 from tracking.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.pipeline import (
@@ -298,37 +297,21 @@ def _detect(
     )
 
 
-_FORKED: Callable[[], tuple[gpd.GeoDataFrame, dict[str, str]]] | None = None
-
-
-def _run_forked() -> tuple[gpd.GeoDataFrame, dict[str, str]]:
-    assert _FORKED is not None
-    return _FORKED()
-
-
 def _detect_in_two(
     context: dict[str, Any], among: tuple[str, ...], **inputs: Any
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """:func:`_detect`, the :data:`FORKED_CROSS_KINDS` in a forked process (inputs inherited)."""
-    aside = tuple(k for k in among if k in FORKED_CROSS_KINDS and k in context["kinds"])
-    here = tuple(k for k in among if k not in aside)
-    if not aside or not any(k in context["kinds"] for k in here):
+    away = tuple(k for k in among if k in FORKED_CROSS_KINDS and k in context["kinds"])
+    here = tuple(k for k in among if k not in away)
+    if not away or not any(k in context["kinds"] for k in here):
         return _detect(context, among, **inputs)
-    global _FORKED
-    _FORKED = functools.partial(_detect, context, aside, **inputs)
-    try:
-        with concurrent.futures.ProcessPoolExecutor(
-            max_workers=1, mp_context=multiprocessing.get_context("fork")
-        ) as pool:
-            future = pool.submit(_run_forked)
-            found, skipped = _detect(context, here, **inputs)
-            found_aside, skipped_aside = future.result()
-    finally:
-        _FORKED = None
-    both = [f for f in (found, found_aside) if len(f)]
+    with aside(functools.partial(_detect, context, away, **inputs)) as result_away:
+        found, skipped = _detect(context, here, **inputs)
+        found_away, skipped_away = result_away()
+    both = [f for f in (found, found_away) if len(f)]
     if both:
         found = gpd.GeoDataFrame(pd.concat(both, ignore_index=True), geometry="geometry", crs=4326)
-    return found, skipped | skipped_aside
+    return found, skipped | skipped_away
 
 
 _VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}

@@ -591,7 +591,7 @@ def _sort_order(codes: NDArray[np.integer], ts_ns: NDArray[np.int64]) -> NDArray
 # --- the chunked engine ------------------------------------------------------------------------
 
 _FLAG_BLOCK = 1 << 20
-_RELEASE_MIN_ROWS = 100_000
+_RELEASE_MIN_ROWS = 1_000_000
 _N_BUCKETS = 256
 _BUCKET_SHIFT = np.uint64(56)
 _METER_CODES = pa.array(["", *fr.METER_VALUES], type=pa.string())
@@ -903,8 +903,10 @@ def _release_free_memory(rows: int) -> None:
     """Give memory freed by a chunk back to the system (Arrow's pool, glibc's heap).
 
     Without it the allocators keep a chunk's worth of freed buffers (hundreds of MB for a
-    million rows), which would add to the peak of the next step. Skipped for small inputs
-    (``rows`` under :data:`_RELEASE_MIN_ROWS`), where it would only cost time.
+    million rows), which would add to the peak of the next step. Skipped under
+    :data:`_RELEASE_MIN_ROWS` rows (a bucket of :mod:`tracking.buckets` is about half that):
+    there the next step reuses what was freed, and memory given back would be faulted in and
+    zeroed again (10M pings by buckets: ~3 s of kernel time).
     """
     if rows < _RELEASE_MIN_ROWS:
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -289,7 +290,8 @@ class TestAnalyzeKindsAndJobs:
         assert "furar_sinal" in done.stderr and "tracking_gap" in done.stderr
 
     def test_two_jobs_write_the_same_files(self, run_pontual, tmp_path):
-        """--jobs 2 (buckets in two processes) writes the files --jobs 1 writes."""
+        """--jobs 2 (buckets in two processes, the map drawn in a third) writes the files --jobs 1
+        writes; the map's only differences are folium's random element ids."""
         pings, stands = _write_inputs(tmp_path)
         for jobs in ("1", "2"):
             args = ["--pings", str(pings), "--stands", str(stands), "--out", str(tmp_path / jobs)]
@@ -297,6 +299,11 @@ class TestAnalyzeKindsAndJobs:
             assert done.returncode == 0, done.stderr
         for name in ("findings.geojson", "stand_visits.csv", "trips.csv", "rejected.csv"):
             assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
+        pages = [
+            re.sub(r"_[0-9a-f]{32}\b", "_id", (tmp_path / jobs / "map.html").read_text())
+            for jobs in ("1", "2")
+        ]
+        assert pages[0] == pages[1] and "pontual_layers" in pages[0]
 
 
 class TestAnalyzeDaskEngine:
