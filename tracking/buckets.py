@@ -22,11 +22,9 @@ file: see ``bench/bench_analyze.py``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime as dt
 import gzip
 import math
-import multiprocessing
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -43,6 +41,7 @@ import pyarrow.parquet as pq
 
 from geo.roads import RoadGraph
 from tracking import frames as fr
+from tracking.aside import forked_map
 from tracking.detect import Thresholds
 from tracking.detectors.findings import KINDS
 from tracking.ingest import RawPings
@@ -139,11 +138,11 @@ def analyze_file(
     with tempfile.TemporaryDirectory(prefix="pontual-buckets-") as tmp:
         folder = Path(tmp)
         progress(f"Lendo e separando os pings em {n_buckets} partição(ões) por veículo")
-        n_rows, files = _spill(source, folder, n_buckets)
+        n_rows, buckets = _spill(source, folder, n_buckets, jobs=jobs)
         job = _BucketJob(source=source, context=context, now=now, step=_map_step(n_rows))
         results = []
-        for done, out in enumerate(_run(job, files, jobs), start=1):
-            progress(f"Validando e analisando partição {done}/{len(files)}")
+        for done, out in enumerate(forked_map(job, buckets, jobs=jobs), start=1):
+            progress(f"Validando e analisando partição {done}/{len(buckets)}")
             results.append(out)
     rejected = pd.concat(
         [source.malformed(), *(r.pop("rejected") for r in results)], ignore_index=True
@@ -198,15 +197,51 @@ def _bucket_of(source: RawPings, table: pa.Table, n_buckets: int) -> np.ndarray:
     return lut[np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
 
 
-def _spill(source: RawPings, folder: Path, n_buckets: int) -> tuple[int, list[Path]]:
-    """Write each chunk's rows, as read, to their vehicle's bucket; return rows and files."""
+_Bucket = list[tuple[Path, int]]
+"""A bucket's files, in file order, each with what to add to its ``row`` (see :func:`_spill`)."""
+
+
+def _spill(
+    source: RawPings, folder: Path, n_buckets: int, *, jobs: int
+) -> tuple[int, list[_Bucket]]:
+    """Write each row, as read, to its vehicle's bucket; return the rows and the buckets.
+
+    With ``jobs`` > 1, a plain CSV is read as that many byte ranges at once
+    (:meth:`tracking.ingest.RawPings.ranges`), each range writing its own file of each bucket.
+    """
+    ranges = source.ranges(jobs) if jobs > 1 else []
+    if not ranges:
+        n_rows, files = _spill_tables(source, source.tables(), folder / "0", n_buckets)
+        return n_rows, [[(files[b], 0)] for b in sorted(files)]
+
+    def spill_range(k: int) -> tuple[int, list[tuple[int | None, str]], dict[int, Path]]:
+        bad: list[tuple[int | None, str]] = []
+        tables = source.range_tables(*ranges[k], bad)
+        n_rows, files = _spill_tables(source, tables, folder / str(k), n_buckets)
+        return n_rows, bad, files
+
+    spilled = list(forked_map(spill_range, range(len(ranges)), jobs=jobs))
+    offsets = source.join_ranges([(n, bad) for n, bad, _ in spilled])
+    found = sorted({b for *_, files in spilled for b in files})
+    buckets = [
+        [(files[b], off) for (*_, files), off in zip(spilled, offsets, strict=True) if b in files]
+        for b in found
+    ]
+    return sum(n for n, *_ in spilled), buckets
+
+
+def _spill_tables(
+    source: RawPings, tables: Iterator[pa.Table], folder: Path, n_buckets: int
+) -> tuple[int, dict[int, Path]]:
+    """Write each table's rows to their vehicle's bucket file in ``folder``."""
+    folder.mkdir()
     writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
     sinks: dict[int, Any] = {}
     paths: dict[int, Path] = {}
     schema: pa.Schema | None = None
     n_rows = 0
     try:
-        for table in source.tables():
+        for table in tables:
             if schema is None:
                 schema = table.schema
             elif not table.schema.equals(schema):
@@ -232,7 +267,7 @@ def _spill(source: RawPings, folder: Path, n_buckets: int) -> tuple[int, list[Pa
         for b, writer in writers.items():
             writer.close()
             sinks[b].close()
-    return n_rows, [paths[b] for b in sorted(paths)]
+    return n_rows, paths
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,12 +279,19 @@ class _BucketJob:
     now: pd.Timestamp
     step: int
 
-    def __call__(self, file: Path) -> dict[str, Any]:
-        with pa.ipc.open_stream(file) as reader:
-            table = reader.read_all()
-        file.unlink()
-        raw = self.source.frame(table)
-        del table
+    def __call__(self, bucket: _Bucket) -> dict[str, Any]:
+        tables = []
+        for file, offset in bucket:
+            with pa.ipc.open_stream(file) as reader:
+                table = reader.read_all()
+            file.unlink()
+            if offset:  # a range's ordinals made the file's
+                at = table.schema.get_field_index(fr.ROW)
+                ordinals = pa.array(table.column(at).to_numpy() + offset)
+                table = table.set_column(at, fr.ROW, ordinals)
+            tables.append(table)
+        raw = self.source.frame(pa.concat_tables(tables))
+        del tables, table
         raw[fr.ROW] = self.source.data_rows(raw[fr.ROW].to_numpy(dtype=np.int64))
         params: AnalysisParams = self.context["params"]
         pings, rejected = validate_pings(raw, now=self.now, max_speed_kmh=params.max_speed_kmh)
@@ -266,28 +308,3 @@ class _BucketJob:
 def _sample(pings: pd.DataFrame, step: int) -> pd.DataFrame:
     cols = [c for c in _MAP_COLUMNS if c in pings.columns]
     return pings.iloc[::step][cols].reset_index(drop=True)
-
-
-_JOB: _BucketJob | None = None
-
-
-def _run_forked(file: Path) -> dict[str, Any]:
-    assert _JOB is not None
-    return _JOB(file)
-
-
-def _run(job: _BucketJob, files: list[Path], jobs: int) -> Iterator[dict[str, Any]]:
-    """Yield each bucket's result, in bucket order; ``jobs`` > 1 runs them in forked processes."""
-    if jobs == 1 or len(files) == 1:
-        for file in files:
-            yield job(file)
-        return
-    global _JOB
-    _JOB = job
-    try:
-        with concurrent.futures.ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("fork")
-        ) as pool:
-            yield from pool.map(_run_forked, files)
-    finally:
-        _JOB = None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import mmap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,9 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 DEFAULT_CHUNK_ROWS = 1_000_000
 """Rows read and validated at a time by :func:`read_pings`."""
 _CSV_BLOCK_BYTES = 1 << 20  # larger blocks make Arrow hold much more per row
+_QUOTE_BLOCK = 16 << 20
+RANGE_MIN_BYTES = 64 << 20
+"""Smallest CSV :meth:`RawPings.ranges` cuts (under it, starting processes costs more)."""
 
 
 def read_pings(
@@ -163,10 +167,78 @@ class RawPings:
         bad: list[tuple[int | None, str]] = []
         yield from _iter_csv_tables(self.path, self.names, chunk_rows=self.chunk_rows, bad=bad)
         if self.bad is None:
-            self.bad = sorted(bad, key=lambda item: item[0] or 0)
-            if any(number is None for number, _ in bad):
-                msg = f"{self.path.name}: não foi possível numerar as linhas malformadas do CSV"
-                raise MalformedFileError(msg)
+            self._remember(bad)
+
+    def _remember(self, bad: list[tuple[int | None, str]]) -> None:
+        self.bad = sorted(bad, key=lambda item: item[0] or 0)
+        if any(number is None for number, _ in bad):
+            msg = f"{self.path.name}: não foi possível numerar as linhas malformadas do CSV"
+            raise MalformedFileError(msg)
+
+    def ranges(self, parts: int) -> list[tuple[int, int]]:
+        """Cut a plain CSV's records into ``parts`` byte ranges at line ends, to be read at once.
+
+        A cut is a line end outside any quoted field: an even count of double quotes before it
+        (a quoted field may hold a line break; an escaped quote counts two). Empty (read the
+        file whole with :meth:`tables`) for a compressed CSV, Parquet, or a CSV under
+        :data:`RANGE_MIN_BYTES`.
+        """
+        if parts < 2 or not self.is_csv or not self.path.name.lower().endswith(".csv"):
+            return []
+        size = self.path.stat().st_size
+        if size < RANGE_MIN_BYTES:
+            return []
+        with self.path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            data = np.frombuffer(mm, dtype=np.uint8)
+            start = mm.find(b"\n") + 1
+            cuts, quotes = [start], 0
+            for k in range(1, parts):
+                at = max(cuts[-1], start + (size - start) * k // parts)
+                quotes += _count_quotes(data, cuts[-1], at)
+                while (end := mm.find(b"\n", at)) >= 0:
+                    quotes += _count_quotes(data, at, end)
+                    at = end + 1
+                    if quotes % 2 == 0:
+                        cuts.append(at)
+                        break
+                else:
+                    break  # no safe cut left
+            del data  # the map cannot close while a view is held
+        bounds = [*cuts, size] if start > 0 else []
+        return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=False) if b > a]
+
+    def range_tables(
+        self, start: int, stop: int, bad: list[tuple[int | None, str]]
+    ) -> Iterator[pa.Table]:
+        """Yield the records of a byte range of :meth:`ranges`, as :meth:`tables` does.
+
+        ``row`` counts the range's well-formed records from 1 and ``bad`` gets its malformed
+        ones numbered within the range: :meth:`join_ranges` makes both file-wide.
+        """
+        with pa.memory_map(str(self.path)) as mm:
+            yield from _iter_csv_tables(
+                self.path,
+                self.names,
+                chunk_rows=self.chunk_rows,
+                bad=bad,
+                data=mm.read_at(stop - start, start),  # a view of the mapped file
+            )
+
+    def join_ranges(self, ranges: list[tuple[int, list[tuple[int | None, str]]]]) -> list[int]:
+        """Take the ranges' well-formed counts and malformed records, in file order.
+
+        Sets the file's malformed records (as a whole read would) and returns what to add to
+        each range's ``row`` to make it the record's ordinal in the file.
+        """
+        offsets, bad = [], []
+        good_before, rows_before = 0, 1  # Arrow counts the header as a row
+        for good, range_bad in ranges:
+            offsets.append(good_before)
+            bad += [(None if n is None else n + rows_before, text) for n, text in range_bad]
+            good_before += good
+            rows_before += good + len(range_bad)
+        self._remember(bad)
+        return offsets
 
     def frame(self, table: pa.Table) -> pd.DataFrame:
         """Return the raw frame of a chunk of :meth:`tables` (as :meth:`chunks` yields it)."""
@@ -439,12 +511,19 @@ def _data_rows(ordinals: np.ndarray, bad_rows: np.ndarray) -> np.ndarray:
 
 
 def _iter_csv_tables(
-    path: Path, names: list[str], *, chunk_rows: int, bad: list[tuple[int | None, str]]
+    path: Path,
+    names: list[str],
+    *,
+    chunk_rows: int,
+    bad: list[tuple[int | None, str]],
+    data: pa.Buffer | None = None,
 ) -> Iterator[pa.Table]:
     """Yield the cells of a CSV file as text, ``chunk_rows`` records at a time.
 
     ``row`` is the ordinal of the record among the well-formed ones; malformed records go to
-    ``bad`` as (line number counting the header, text), as Arrow's serial parser reports them.
+    ``bad`` as (line number counting the header, text), as Arrow's serial parser reports them
+    (empty lines are not counted). With ``data`` (a byte range of the file's records, no
+    header), its records instead, numbered from 1 within it.
     """
 
     def on_invalid(row: pcsv.InvalidRow) -> str:
@@ -453,9 +532,12 @@ def _iter_csv_tables(
 
     try:
         reader = pcsv.open_csv(
-            path,
+            path if data is None else pa.BufferReader(data),
             read_options=pcsv.ReadOptions(
-                column_names=names, skip_rows=1, use_threads=False, block_size=_CSV_BLOCK_BYTES
+                column_names=names,
+                skip_rows=1 if data is None else 0,
+                use_threads=False,
+                block_size=_CSV_BLOCK_BYTES,
             ),
             parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
             convert_options=pcsv.ConvertOptions(
@@ -474,6 +556,14 @@ def _iter_csv_tables(
         done += n
     if done == 0:
         yield _with_rows(pa.table({n: pa.array([], pa.large_string()) for n in names}), 1)
+
+
+def _count_quotes(data: np.ndarray, start: int, stop: int) -> int:
+    """Double quotes in ``data[start:stop]``, counted a block at a time."""
+    n = 0
+    for a in range(start, stop, _QUOTE_BLOCK):
+        n += int(np.count_nonzero(data[a : min(stop, a + _QUOTE_BLOCK)] == ord('"')))
+    return n
 
 
 def _with_rows(table: pa.Table, first_row: int) -> pa.Table:

@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 from partition_scenario import BOUNDARY, STANDS, assert_same, scenario_fleet, scenario_pings
 
+from tracking import ingest
 from tracking._errors import MissingColumnsError
 from tracking.buckets import analyze_file
-from tracking.ingest import read_pings
+from tracking.ingest import RawPings, read_pings
 from tracking.pipeline import AnalysisParams, analyze_pings
 
 NOW = pd.Timestamp("2025-01-01T00:00Z")
@@ -112,6 +113,36 @@ class TestAnalyzeFile:
         got, _ = analyze_file(path, STANDS, now=NOW, bucket_fixes=400, jobs=2, **kw)
         assert_same(got, local, positions=False)
         pd.testing.assert_frame_equal(got.rejected, local.rejected)
+
+    @pytest.mark.parametrize("jobs", [2, 3])
+    def test_csv_read_as_byte_ranges(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+    ) -> None:
+        """A CSV read as ``jobs`` byte ranges at once (any size allowed here), with malformed
+        records in several ranges, empty lines, quoted cells and a line break inside one: the
+        local result, rows numbered as in one read."""
+        monkeypatch.setattr(ingest, "RANGE_MIN_BYTES", 0)
+        cells = _contract_rows()
+        cells.loc[7, "driver_id"] = '"M\n58"'  # a quoted cell holding a line break
+        cells.loc[900, "driver_id"] = '"M, ""58"""'
+        lines = [",".join(CONTRACT)]
+        for k, rec in enumerate(cells[CONTRACT].itertuples(index=False)):
+            lines.append(",".join(rec))
+            if k % 400 == 13:
+                lines.append("v9,2024-03-04T12:00:00Z,-30.0,1,2,3,4,5,6,7,8")  # too many fields
+            if k % 700 == 5:
+                lines.append("")
+        path = tmp_path / "pings.csv"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        assert len(RawPings.open(path).ranges(jobs)) == jobs
+        kw = _kw(tmp_path)
+        local = _local(path, **kw)
+        got, _ = analyze_file(
+            path, STANDS, now=NOW, bucket_fixes=300, chunk_rows=257, jobs=jobs, **kw
+        )
+        assert_same(got, local, positions=False)
+        pd.testing.assert_frame_equal(got.rejected, local.rejected)
+        assert (got.rejected["reason"] == "malformed_row").sum() == len(cells) // 400 + 1
 
     def test_header_only_file(self, tmp_path: Path) -> None:
         """No data rows: the empty result, not an error."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tracking import frames as fr
+from tracking import ingest
 from tracking._errors import (
     EmptyFileError,
     InvalidParameterError,
@@ -21,7 +24,7 @@ from tracking._errors import (
     ReservedColumnError,
     UnsupportedFormatError,
 )
-from tracking.ingest import read_pings, write_rejected
+from tracking.ingest import RawPings, read_pings, write_rejected
 
 NOW = pd.Timestamp("2024-03-04T12:00:00Z")
 HEADER = "vehicle_id,timestamp,lat,lon,meter,tariff\n"
@@ -408,3 +411,46 @@ class TestReadPingsChunked:
         """A chunk size that is not a positive integer is refused, naming the argument."""
         with pytest.raises(InvalidParameterError, match="'chunk_rows' era"):
             read_pings(_csv(tmp_path, HEADER), now=NOW, chunk_rows=chunk_rows)
+
+
+class TestByteRanges:
+    """RawPings.ranges: cuts of a plain CSV at line ends outside quoted cells."""
+
+    HEADER = "vehicle_id,timestamp,lat,lon,driver_id\n"
+
+    def _records(self, text: str) -> list[list[str]]:
+        return list(csv.reader(io.StringIO(text)))
+
+    def test_a_cut_never_falls_inside_a_quoted_cell(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The middle of the file is inside a cell of 2,000 quoted lines: the cut comes after
+        its record, and the ranges hold whole records, every one once."""
+        monkeypatch.setattr(ingest, "RANGE_MIN_BYTES", 0)
+        row = "v1,2024-03-04T12:00:00Z,-30.0,-51.0,"
+        body = [row + "M1\n"] * 3 + [row + '"' + "x\n" * 2000 + '"\n'] + [row + "M2\n"] * 3
+        path = tmp_path / "p.csv"
+        path.write_text(self.HEADER + "".join(body), encoding="utf-8")
+        data = path.read_bytes()
+        ranges = RawPings.open(path).ranges(2)
+        assert len(ranges) == 2 and ranges[0][0] == len(self.HEADER)
+        assert ranges[0][1] > len(data) // 2 and ranges[1][1] == len(data)
+        parts = [self._records(data[a:b].decode()) for a, b in ranges]
+        assert parts[0][-1][-1] == "x\n" * 2000 and len(parts[1]) == 3
+        assert parts[0] + parts[1] == self._records("".join(body))
+
+    def test_small_compressed_or_unsplittable_files_are_read_whole(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = tmp_path / "p.csv"
+        path.write_text(self.HEADER + "v1,2024-03-04T12:00:00Z,-30.0,-51.0,M1\n" * 50, "utf-8")
+        assert RawPings.open(path).ranges(2) == []  # under RANGE_MIN_BYTES
+        monkeypatch.setattr(ingest, "RANGE_MIN_BYTES", 0)
+        assert len(RawPings.open(path).ranges(2)) == 2
+        assert RawPings.open(path).ranges(1) == []
+        gz = tmp_path / "p.csv.gz"
+        gz.write_bytes(gzip.compress(path.read_bytes()))
+        assert RawPings.open(gz).ranges(2) == []
+        quoted = tmp_path / "q.csv"  # one record, its cell open to the end: no safe cut
+        quoted.write_text(self.HEADER + 'v1,t,1,2,"' + "x\n" * 100 + '"\n', "utf-8")
+        assert RawPings.open(quoted).ranges(2) == [(len(self.HEADER), quoted.stat().st_size)]
