@@ -342,7 +342,7 @@ def _fixed6(col: pd.Series) -> pd.Series:
     return pd.Series(text, index=col.index, dtype=object)
 
 
-def write_outputs(result: AnalysisResult, out_dir: Path) -> list[Path]:
+def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = True) -> list[Path]:
     """Write the contract files of a run into ``out_dir`` and return their paths.
 
     Parameters
@@ -351,9 +351,13 @@ def write_outputs(result: AnalysisResult, out_dir: Path) -> list[Path]:
         From :func:`analyze_pings`.
     out_dir : pathlib.Path
         Created if missing.
+    findings : bool, default True
+        False leaves ``findings.geojson`` (still among the paths returned) to the caller:
+        :func:`tracking.detectors.findings.write_findings_geojson`.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_findings_geojson(result.findings, out_dir / "findings.geojson")
+    if findings:
+        write_findings_geojson(result.findings, out_dir / "findings.geojson")
     visits = result.visits.loc[:, list(fr.VISIT_COLUMNS)].copy()
     for col in ("arrived_at", "departed_at"):
         visits[col] = _iso_utc(visits[col])

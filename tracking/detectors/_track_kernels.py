@@ -83,6 +83,11 @@ def meter_codes(col: pd.Series | None, n: int) -> NDArray[np.int8]:
     """METER_* code of each fix; raise on a value other than free/occupied/off/null."""
     if col is None:
         return np.zeros(n, dtype=np.int8)
+    if isinstance(col.dtype, pd.CategoricalDtype) and set(col.cat.categories) <= set(
+        fr.METER_VALUES
+    ):  # the evidence frames' one-byte meter: by its codes
+        lut = np.array([_METER_CODE[c] for c in col.cat.categories] + [0], dtype=np.int8)
+        return lut[col.cat.codes.to_numpy()]  # code -1 (null) takes the last: unknown
     arr = pa.array(col, from_pandas=True)
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         try:
