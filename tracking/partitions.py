@@ -82,9 +82,11 @@ VEHICLE_KINDS = (
 CROSS_KINDS = tuple(k for k in KINDS if k not in VEHICLE_KINDS)
 """Kinds judged on the gathered frames (across vehicles or days)."""
 
-FORKED_CROSS_KINDS = ("queue_jump", "unlicensed_stand_use", "inactivity")
+FORKED_CROSS_KINDS = ("queue_jump", "unlicensed_stand_use", "habitual_absence", "inactivity")
 """Cross kinds run in a forked process, beside the others, when :func:`gather` has two jobs:
-about half of the cross kinds' time (10M pings: 6.1 s of 13)."""
+about half of the cross kinds' time (10M pings, one after another: these 3.5 s, the others
+3.3 s)."""
+
 
 POSITIONS = ("first_ping", "last_ping", "boarding_ping")
 """Columns of visits, trips and stops that are positions into the pings frame."""
@@ -388,14 +390,15 @@ def _by_vehicle(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(fr.VEHICLE_ID, kind="stable", ignore_index=True)
 
 
-def _vehicle_order(pieces: Sequence[pd.DataFrame]) -> npt.NDArray[np.int64] | None:
-    """Order putting the concatenated ``pieces`` (each sorted, vehicles disjoint) in vehicle order.
+def _vehicle_order(pieces: Sequence[pd.DataFrame]) -> list[tuple[int, int, int]] | None:
+    """Return the blocks ``(piece, start, stop)`` putting ``pieces`` in vehicle order.
 
-    None when they already are. Vehicles are compared as UTF-8 bytes, as the pings sort does.
+    Each piece is sorted and the pieces' vehicles disjoint: one block per vehicle. None when the
+    concatenation already is in order. Vehicles are compared as UTF-8 bytes, as the pings sort
+    does.
     """
-    blocks: list[tuple[str, int, int]] = []
-    offset = 0
-    for piece in pieces:
+    blocks: list[tuple[str, int, int, int]] = []
+    for k, piece in enumerate(pieces):
         n = len(piece)
         if n:
             ids = pa.array(piece[fr.VEHICLE_ID].astype("str"), type=pa.large_string())
@@ -403,12 +406,29 @@ def _vehicle_order(pieces: Sequence[pd.DataFrame]) -> npt.NDArray[np.int64] | No
             starts = np.flatnonzero(np.r_[True, change])
             names = ids.take(pa.array(starts)).to_pylist()
             ends = np.r_[starts[1:], n]
-            blocks += zip(names, (starts + offset).tolist(), (ends + offset).tolist(), strict=True)
-        offset += n
+            blocks += zip(names, [k] * len(names), starts.tolist(), ends.tolist(), strict=True)
     ordered = sorted(blocks, key=lambda b: b[0].encode("utf-8"))
     if ordered == blocks:
         return None
-    return np.concatenate([np.arange(a, b, dtype=np.int64) for _, a, b in ordered])
+    return [(k, a, b) for _, k, a, b in ordered]
+
+
+def _stack(pieces: Sequence[pd.DataFrame], blocks: list[tuple[int, int, int]]) -> pd.DataFrame:
+    """Stack the rows ``pieces[k][a:b]`` of each block, in order, each column copied once.
+
+    What ``pd.concat(pieces).take(order)`` gives, by slices instead of row by row.
+    """
+    columns: dict[str, Any] = {}
+    for name in pieces[0].columns:
+        arrays = [piece[name].array for piece in pieces]
+        parts = [arrays[k][a:b] for k, a, b in blocks]
+        first = parts[0]
+        if isinstance(first, pd.arrays.ArrowExtensionArray | pd.arrays.ArrowStringArray):
+            whole = pa.concat_arrays([pa.array(part) for part in parts])
+            columns[name] = pd.array(whole, dtype=first.dtype)
+        else:
+            columns[name] = type(first)._concat_same_type(parts)
+    return pd.DataFrame(columns, copy=False)  # the columns are fresh: no second copy
 
 
 def _through(frame: pd.DataFrame, rank: npt.NDArray[np.int64]) -> pd.DataFrame:
@@ -493,11 +513,15 @@ def gather(
     pieces = [r.pop("evidence") for r in results]
     ev_sizes = np.array([len(p) for p in pieces], dtype=np.int64)
     ev_offsets = np.r_[0, np.cumsum(ev_sizes)[:-1]].astype(np.int64)
-    perm = _vehicle_order(pieces)
-    evidence = _concat(pieces)
+    blocks = _vehicle_order(pieces)
+    if blocks is None:
+        evidence, perm = _concat(pieces), None
+    else:
+        evidence = _stack(pieces, blocks)
+        perm = np.concatenate(
+            [np.arange(ev_offsets[k] + a, ev_offsets[k] + b, dtype=np.int64) for k, a, b in blocks]
+        )
     del pieces
-    if perm is not None:
-        evidence = evidence.take(perm).reset_index(drop=True)
     ev_visits = _shift_positions(
         _concat([r.pop("evidence_visits").assign(_part=k) for k, r in enumerate(results)]),
         ev_offsets,

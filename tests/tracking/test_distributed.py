@@ -11,12 +11,13 @@ import pytest
 from factories import make_pings
 from partition_scenario import BOUNDARY, STANDS, assert_same, scenario_fleet, scenario_pings
 
+from tracking import frames as fr
 from tracking.distributed import (
     DistributedEngineError,
     analyze_pings_distributed,
     dask_client,
 )
-from tracking.partitions import requeue, vehicle_partitions
+from tracking.partitions import _stack, _vehicle_order, requeue, vehicle_partitions
 from tracking.pipeline import AnalysisParams, analyze_pings
 
 
@@ -85,6 +86,39 @@ class TestVehiclePartitions:
             (14, 15),
         ]
         assert vehicle_partitions(ids.iloc[:0], partition_fixes=10) == []
+
+
+class TestEvidenceInVehicleOrder:
+    def test_blocks_stack_as_concat_and_take(self) -> None:
+        """Pieces of disjoint vehicles (each sorted) stacked by vehicle blocks equal their
+        concatenation taken in vehicle order, column types kept (text, instants, categories)."""
+        t = pd.Timestamp("2024-03-04T12:00Z")
+
+        def piece(vehicles: list[str], start: int) -> pd.DataFrame:
+            n = len(vehicles)
+            return pd.DataFrame(
+                {
+                    fr.VEHICLE_ID: pd.Series(vehicles, dtype="str"),
+                    fr.TIMESTAMP: [t + pd.Timedelta(start + k, "s") for k in range(n)],
+                    fr.LAT: [-30.0 - k / 1000 for k in range(n)],
+                    fr.METER: pd.Categorical(
+                        (["free", None, "off"] * n)[:n], categories=fr.METER_VALUES
+                    ),
+                    fr.ROW: range(start, start + n),
+                    fr.SPEED_FLAG: [k % 2 == 0 for k in range(n)],
+                }
+            )
+
+        empty = piece(["z"], 50).iloc[:0]
+        pieces = [piece(["b", "b", "é", "é", "é"], 0), empty, piece(["a", "c", "c"], 100)]
+        blocks = _vehicle_order(pieces)
+        assert blocks == [(2, 0, 1), (0, 0, 2), (2, 1, 3), (0, 2, 5)]  # a b c é (UTF-8 bytes)
+        whole = pd.concat(pieces, ignore_index=True)
+        order = [5, 0, 1, 6, 7, 2, 3, 4]
+        pd.testing.assert_frame_equal(
+            _stack(pieces, blocks), whole.take(order).reset_index(drop=True)
+        )
+        assert _vehicle_order([pieces[2]]) is None  # already in order
 
 
 class TestRequeue:
