@@ -54,6 +54,7 @@ from stands.occupancy import occupancy
 from stands.visits import _queue_positions
 from stands.visits import detect_visits as detect_visits_
 from tracking import frames as fr
+from tracking._codes import vehicle_codes
 from tracking.aside import aside
 from tracking.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
@@ -145,11 +146,11 @@ def evidence_mask(
         np.add.at(delta, first, 1)
         np.add.at(delta, np.maximum(last, board) + 1, -1)
     ts = pd.DatetimeIndex(part[fr.TIMESTAMP]).as_unit("ns").asi8
-    vehicles = part[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
-    starts = np.flatnonzero(np.r_[True, vehicles[1:] != vehicles[:-1]])
-    block = pd.Series(starts, index=pd.Index(vehicles[starts]))
-    ends = np.r_[starts[1:], n]
-    block_end = pd.Series(ends, index=pd.Index(vehicles[starts]))
+    codes, uniques = vehicle_codes(part[fr.VEHICLE_ID])  # part: sorted by (vehicle, time)
+    # (vehicle, instant) as one increasing key: the vehicle's code, then the instant's rank
+    instants = np.unique(ts)
+    width = np.int64(len(instants) + 1)
+    key = codes * width + np.searchsorted(instants, ts)
     spans = [stops]
     if len(trips):
         meter = trips["source"].astype("str") == "meter" if "source" in trips.columns else None
@@ -157,20 +158,17 @@ def evidence_mask(
     for frame in spans:
         if not len(frame):
             continue
-        vid = frame[fr.VEHICLE_ID].astype("str")
-        a = block.reindex(vid).to_numpy(dtype=np.int64)
-        b = block_end.reindex(vid).to_numpy(dtype=np.int64)
+        code = pd.Index(uniques).get_indexer(frame[fr.VEHICLE_ID].astype("str")).astype(np.int64)
         t0 = pd.DatetimeIndex(frame["started_at"]).as_unit("ns").asi8
         t1 = pd.DatetimeIndex(frame["ended_at"]).as_unit("ns").asi8
-        lo = np.array([a[k] + np.searchsorted(ts[a[k] : b[k]], t0[k]) for k in range(len(a))])
-        hi = np.array(
-            [a[k] + np.searchsorted(ts[a[k] : b[k]], t1[k], side="right") for k in range(len(a))]
-        )
+        # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
+        lo = np.searchsorted(key, code * width + np.searchsorted(instants, t0, side="left"))
+        hi = np.searchsorted(key, code * width + np.searchsorted(instants, t1, side="right"))
         np.add.at(delta, lo.astype(np.int64), 1)
         np.add.at(delta, hi.astype(np.int64), -1)
     mask = np.cumsum(delta[:n]) > 0
     grown = mask.copy()
-    same_prev = np.r_[False, vehicles[1:] == vehicles[:-1]]
+    same_prev = np.r_[False, codes[1:] == codes[:-1]]
     grown[:-1] |= mask[1:] & same_prev[1:]
     grown[1:] |= mask[:-1] & same_prev[1:]
     return grown

@@ -109,14 +109,16 @@ def _finding_ids(frame: pd.DataFrame) -> list[str]:
 def make_findings(rows: pd.DataFrame, geometry: Iterable[Any] | None = None) -> gpd.GeoDataFrame:
     """Build a validated, sorted findings frame (``finding_id`` is derived).
 
-    ``rows`` holds ``kind, vehicle_id, stand_id, started_at, ended_at, confidence, details``.
+    ``rows`` holds ``kind, vehicle_id, stand_id, started_at, ended_at, confidence, details``;
+    the instants tz-aware or as epoch nanoseconds.
 
     Parameters
     ----------
     rows : pandas.DataFrame
         One row per finding.
     geometry : iterable of shapely geometries, optional
-        One per row (EPSG:4326).
+        One per row (EPSG:4326); or one ``(lon, lat)`` tuple per row, for points made at once
+        (a ``shapely.Point`` apiece costs ~3 µs: 0.2 s for the visit kinds' findings at 10M).
     """
     if rows.empty:
         return empty_findings()
@@ -129,9 +131,10 @@ def make_findings(rows: pd.DataFrame, geometry: Iterable[Any] | None = None) -> 
     frame["ended_at"] = pd.to_datetime(frame["ended_at"], utc=True).astype(_UTC)
     frame["confidence"] = frame["confidence"].astype("float64")
     frame["finding_id"] = _finding_ids(frame)
-    geo = gpd.GeoSeries(
-        list(geometry) if geometry is not None else [None] * len(frame), index=frame.index, crs=4326
-    )
+    shapes: Any = list(geometry) if geometry is not None else [None] * len(frame)
+    if shapes and all(type(g) is tuple for g in shapes):
+        shapes = shapely.points(np.asarray(shapes, dtype=np.float64))
+    geo = gpd.GeoSeries(shapes, index=frame.index, crs=4326)
     out = gpd.GeoDataFrame(frame, geometry=geo, crs=4326)[list(FINDING_COLUMNS)]
     validate_findings(out)
     return out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)

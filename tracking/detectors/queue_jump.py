@@ -43,7 +43,6 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-import shapely
 
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
@@ -95,7 +94,11 @@ def _finding_row(
     min_wait_ahead_s: float,
     tolerance_s: float,
 ) -> tuple[dict[str, Any], Any]:
-    """One finding from a boarding and the vehicles it passed, in arrival order (batch, live)."""
+    """One finding from a boarding and the vehicles it passed, in arrival order (batch, live).
+
+    Returns the row (instants as epoch nanoseconds) and the boarding's ``(lon, lat)``, as
+    :func:`tracking.detectors.findings.make_findings` takes them.
+    """
     fixes = [first_fix, boarding_fix]
     waits = []
     passed = []
@@ -138,12 +141,12 @@ def _finding_row(
         "kind": KIND,
         "vehicle_id": vehicle_id,
         "stand_id": stand_id,
-        "started_at": pd.Timestamp(arrived_ns, unit="ns", tz="UTC"),
-        "ended_at": pd.Timestamp(max(departed_ns, boarded_ns), unit="ns", tz="UTC"),
+        "started_at": arrived_ns,
+        "ended_at": max(departed_ns, boarded_ns),
         "confidence": clip_confidence(conf),
         "details": details,
     }
-    return row, shapely.Point(boarding_fix["lon"], boarding_fix["lat"])
+    return row, (boarding_fix["lon"], boarding_fix["lat"])
 
 
 def detect_queue_jump(

@@ -57,7 +57,6 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-import shapely
 from numpy.typing import NDArray
 
 from tracking.detectors._errors import DetectorInputError
@@ -191,7 +190,7 @@ def _boarding_finding(
     boarding_lat: float,
     max_gap_s: float,
 ) -> tuple[dict[str, Any], Any]:
-    """One boarding finding and its geometry (the batch and live kernels)."""
+    """One boarding finding and its point as ``(lon, lat)`` (the batch and live kernels)."""
     lag_s = max(0.0, (boarded_ns - departed_ns) / NS)
     conf = (
         0.95
@@ -223,12 +222,12 @@ def _boarding_finding(
         "kind": KIND,
         "vehicle_id": vehicle_id,
         "stand_id": stand_id,
-        "started_at": pd.Timestamp(arrived_ns, unit="ns", tz="UTC"),
-        "ended_at": pd.Timestamp(max(departed_ns, boarded_ns), unit="ns", tz="UTC"),
+        "started_at": arrived_ns,
+        "ended_at": max(departed_ns, boarded_ns),
         "confidence": clip_confidence(conf),
         "details": details,
     }
-    return row, shapely.Point(boarding_lon, boarding_lat)
+    return row, (boarding_lon, boarding_lat)
 
 
 def _wait_finding(
@@ -246,7 +245,7 @@ def _wait_finding(
     last_lat: float,
     accessible_max_wait_s: float,
 ) -> tuple[dict[str, Any], Any]:
-    """One accessible-wait finding and its geometry (the batch and live kernels)."""
+    """One accessible-wait finding and its point as ``(lon, lat)`` (the batch and live kernels)."""
     end = departed_ns if boarded_ns is None else min(departed_ns, boarded_ns)
     wait_s = (end - arrived_ns) / NS
     excess = (wait_s - accessible_max_wait_s) / max(2.0 * accessible_max_wait_s, 1.0)
@@ -270,12 +269,12 @@ def _wait_finding(
         "kind": KIND,
         "vehicle_id": vehicle_id,
         "stand_id": stand_id,
-        "started_at": pd.Timestamp(arrived_ns, unit="ns", tz="UTC"),
-        "ended_at": pd.Timestamp(end, unit="ns", tz="UTC"),
+        "started_at": arrived_ns,
+        "ended_at": end,
         "confidence": clip_confidence(conf),
         "details": details,
     }
-    return row, shapely.Point(last_lon, last_lat)
+    return row, (last_lon, last_lat)
 
 
 def detect_unlicensed_stand_use(
