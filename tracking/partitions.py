@@ -261,7 +261,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "stops": stops,
         "findings": findings,
         "skipped": skipped,
-        "evidence": _evidence_frame(part.loc[mask]),
+        "evidence": _evidence_frame(part, mask),
         "evidence_visits": _through(visits, np.cumsum(mask) - 1),  # positions into evidence
         "n_matched": count_distinct(ping_idx, len(part)),
     }
@@ -319,11 +319,21 @@ _VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}
 _EVIDENCE_COLUMNS = (*fr.PING_REQUIRED, fr.METER, fr.ROW, fr.SPEED_FLAG, fr.TRIP_REF)
 
 
-def _evidence_frame(fixes: pd.DataFrame) -> pd.DataFrame:
-    """Keep the columns the cross-vehicle kinds read, ``meter`` as a one-byte categorical."""
-    out = fixes[[c for c in _EVIDENCE_COLUMNS if c in fixes.columns]].reset_index(drop=True)
+def _evidence_frame(part: pd.DataFrame, mask: npt.NDArray[np.bool_]) -> pd.DataFrame:
+    """Keep the masked fixes' columns the cross-vehicle kinds read; ``meter`` one byte a fix.
+
+    ``meter`` becomes a categorical of :data:`tracking.frames.METER_VALUES` (another value, as
+    ``pd.Categorical`` would make it, a null), coded by Arrow.
+    """
+    out = part.loc[mask, [c for c in _EVIDENCE_COLUMNS if c in part.columns]]
+    out = out.reset_index(drop=True)
     if fr.METER in out.columns:
-        out[fr.METER] = pd.Categorical(out[fr.METER], categories=fr.METER_VALUES)
+        meter = pa.array(out[fr.METER], from_pandas=True)
+        if pa.types.is_null(meter.type):  # no meter at all
+            meter = meter.cast(pa.string())
+        values = pa.array(fr.METER_VALUES, type=meter.type)
+        codes = pc.fill_null(pc.index_in(meter, value_set=values), -1).to_numpy()
+        out[fr.METER] = pd.Categorical.from_codes(codes, categories=fr.METER_VALUES)
     return out
 
 
