@@ -647,9 +647,10 @@ def _peer_stats(
     ids: list[list[str]] = [[] for _ in range(n)]
     if n == 0 or len(history["trip_id"]) == 0:
         return count, med_len, med_ratio, ids
-    q_key = pd.MultiIndex.from_arrays([cells[0], cells[1]])
-    h_key = pd.MultiIndex.from_arrays([history["o_cell"], history["d_cell"]])
-    codes, uniq = pd.factorize(q_key.append(h_key))
+    # (origin, destination) pairs as codes: each cell coded, then the pair of codes
+    o_code, o_uniq = pd.factorize(np.concatenate((cells[0], history["o_cell"])))
+    d_code, _ = pd.factorize(np.concatenate((cells[1], history["d_cell"])))
+    codes, uniq = pd.factorize(o_code.astype(np.int64) * len(o_uniq) + d_code)
     q_code, h_code = codes[:n], codes[n:]
     h_sizes = np.bincount(h_code, minlength=len(uniq))
     candidates = np.flatnonzero(h_sizes[q_code] >= p.min_peer_trips)
