@@ -35,7 +35,7 @@ Usage::
 
     .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375]
         [--format csv|parquet] [--keep DIR] [--skip-cli] [--skip-stages]
-        [--jobs 1 2] [--core] [--dask 1 2] [--repeat 3]
+        [--jobs 1 2] [--core] [--dask 1 2] [--repeat 3] [--timeline 2]
 
 ``--n 1000000`` runs in about a minute.
 """
@@ -547,6 +547,85 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
+    """Run the CLI's steps with the file engine in this process; return when each began.
+
+    The same calls as ``pontual analyze --jobs J`` (the cyclic collector paused, the buckets and
+    half the cross-vehicle kinds in forked processes, ``findings.geojson`` and the map beside
+    the proposals and the other files), marked by the engine's own progress labels.
+    """
+    import gc
+
+    gc.disable()
+    t0 = time.perf_counter()
+    marks: list[tuple[str, float]] = []
+
+    def mark(label: str) -> None:
+        marks.append((label, time.perf_counter() - t0))
+
+    from api.cli_analyze import _bundled_municipality, _rulebooks
+    from enforcement.proposals import proposal_summary, propose, write_proposals_json
+    from fleet.loaders import read_fleet
+    from maps.findings import findings_map
+    from stands.layers import read_stands
+    from tracking.aside import aside
+    from tracking.buckets import analyze_file
+    from tracking.detectors.findings import write_findings_geojson
+    from tracking.pipeline import AnalysisParams, write_outputs
+
+    mark("imports done")
+    jobs = int(spec["jobs"])
+    books, _ = _rulebooks(POA)
+    area, tz = _bundled_municipality(POA)
+    stands = read_stands(Path(spec["stands"]), default_radius_m=STAND_RADIUS_M)
+    fleet = read_fleet(Path(spec["fleet"]), municipality=POA)
+    mark("stands, fleet, boundary done")
+    params = AnalysisParams(timezone=tz)
+    result, fixes = analyze_file(
+        Path(spec["pings"]),
+        stands,
+        fleet=fleet,
+        boundary=area,
+        params=params,
+        jobs=jobs,
+        progress=mark,
+    )
+    mark("analysis done")
+    out = Path(spec["out"])
+
+    def findings_and_map() -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_findings_geojson(result.findings, out / "findings.geojson")
+        findings_map(stands, result.findings, fixes=fixes, timezone=tz, tiles=None).save(
+            str(out / "map.html")
+        )
+
+    with aside(findings_and_map, fork=jobs > 1) as written:
+        proposals, uncovered = propose(result.findings, books, timezone=tz, fleet=fleet)
+        result.summary |= proposal_summary(proposals, uncovered)
+        mark("proposals done")
+        write_outputs(result, out, findings=False)
+        write_proposals_json(proposals, out / "proposals.json")
+        mark("other files done")
+        written()
+    mark("findings.geojson and map done (forked beside)")
+    return marks
+
+
+def print_timeline(marks: list[tuple[str, float]], n: int) -> None:
+    """Print the file engine's timeline: each mark, when, and the time since the last one."""
+    buckets = [i for i, (label, _) in enumerate(marks) if label.startswith("Validando")]
+    inner = set(buckets[1:-1])  # of the buckets' marks, the first and the last
+    keep = [m for i, m in enumerate(marks) if i not in inner]
+    print("| at (s) | mark (a progress label opens a step; '… done' closes one) | since the last (s) |")
+    print("|---:|---|---:|")
+    before = 0.0
+    for label, t in keep:
+        print(f"| {t:.2f} | {label} | {t - before:.2f} |")
+        before = t
+    print(f"| **{before:.2f}** | **total** ({n / before / 1e6:.2f} M pings/s) | |")
+
+
 def print_stages(rows: list[dict[str, Any]], n: int) -> None:
     """Print the stage rows as a markdown table (sub-rows indented), then the counts."""
     print("| stage | seconds | pings/s | peak RSS (MB) | RSS after (MB) |")
@@ -595,10 +674,21 @@ def main() -> None:
     parser.add_argument(
         "--trim", action="store_true", help="give freed memory back after each stage (diagnostic)"
     )
+    parser.add_argument(
+        "--timeline",
+        type=int,
+        nargs="*",
+        default=[],
+        help="--jobs values whose file-engine timeline to print (each in its own process)",
+    )
     parser.add_argument("--stages-json", help=argparse.SUPPRESS)
+    parser.add_argument("--timeline-json", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stages_json:  # the child process of the stage breakdown
         print(json.dumps(run_stages(json.loads(args.stages_json))))
+        return
+    if args.timeline_json:  # the child process of a file-engine timeline
+        print(json.dumps(run_file_timeline(json.loads(args.timeline_json))))
         return
 
     tmp = tempfile.TemporaryDirectory()
@@ -667,6 +757,28 @@ def main() -> None:
             )
             last = report["stdout"] or report.get("stderr", "")
         print("\n" + last + "\n")
+    for jobs in args.timeline:
+        spec = {
+            "pings": str(pings_path),
+            "stands": str(stands_path),
+            "fleet": str(fleet_path),
+            "out": str(folder / "out"),
+            "jobs": jobs,
+        }
+        proc = subprocess.run(
+            [sys.executable, __file__, "--timeline-json", json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=False,
+        )
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:])
+            raise SystemExit(proc.returncode)
+        print(f"**File engine timeline** (`--jobs {jobs}`, the CLI's calls in one process):\n")
+        print_timeline([tuple(m) for m in json.loads(proc.stdout.strip().splitlines()[-1])], args.n)
+        print()
     if not args.skip_stages:
         spec = {
             "pings": str(pings_path),
