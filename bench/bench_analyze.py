@@ -617,7 +617,7 @@ def print_timeline(marks: list[tuple[str, float]], n: int) -> None:
     buckets = [i for i, (label, _) in enumerate(marks) if label.startswith("Validando")]
     inner = set(buckets[1:-1])  # of the buckets' marks, the first and the last
     keep = [m for i, m in enumerate(marks) if i not in inner]
-    print("| at (s) | mark (a progress label opens a step; '… done' closes one) | since the last (s) |")
+    print("| at (s) | mark (a progress label opens a step; '… done' closes one) | since last (s) |")
     print("|---:|---|---:|")
     before = 0.0
     for label, t in keep:
