@@ -770,7 +770,8 @@ def main() -> None:
             capture_output=True,
             text=True,
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            # as `pontual analyze` sets it before Arrow loads (api/cli_analyze.py)
+            env={**os.environ, "PYTHONPATH": str(ROOT), "MIMALLOC_PURGE_DELAY": "-1"},
             check=False,
         )
         if proc.returncode != 0:
