@@ -100,14 +100,8 @@ def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[s
 
     from api.cli_import import file_as_of
     from db.engine import make_engine
-    from fleet.loaders import (
-        load_fleet,
-        load_municipalities,
-        load_populations,
-        read_fleet,
-        read_municipalities,
-        read_populations,
-    )
+    from fleet.loaders import read_fleet, read_municipalities, read_populations
+    from fleet.store import load_fleet, load_municipalities, load_populations
     from stands.loaders import load_stands, read_stands_registry
     from tracking.porto import read_porto_trips
     from tracking.store import copy_fixes, copy_rejected

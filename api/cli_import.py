@@ -73,12 +73,8 @@ def municipalities(
     ] = ESTIMATE,
 ) -> None:
     """Importa os 5.570 municípios do IBGE, a população (Censo 2022, estimativa 2024) e limites."""
-    from fleet.loaders import (
-        load_municipalities,
-        load_populations,
-        read_municipalities,
-        read_populations,
-    )
+    from fleet.loaders import read_municipalities, read_populations
+    from fleet.store import load_municipalities, load_populations
 
     frame = read_municipalities(_existing(census), boundaries_path=_existing(boundaries))
     populations = read_populations(census, _existing(estimate))
@@ -134,7 +130,8 @@ def fleet(
     ] = None,
 ) -> None:
     """Importa a frota: prefixos/veículos, situação e licenças de estacionamento."""
-    from fleet.loaders import load_fleet, read_fleet
+    from fleet.loaders import read_fleet
+    from fleet.store import load_fleet
 
     frame = read_fleet(file, municipality=municipality)
     date = file_as_of(as_of, file)

@@ -29,12 +29,12 @@ from sqlalchemy.dialects.postgresql import ExcludeConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base
-
-VEHICLE_STATUSES = ("active", "suspended", "out_of_operation", "reserved", "revoked")
-DRIVER_ROLES = ("autorizatario_condutor", "auxiliar")
-POPULATION_KINDS = ("census", "estimate")
-MAX_AUXILIARY_DRIVERS = 2
-"""Auxiliary drivers per prefixo at once (PV art. 43 §1; PB art. 14)."""
+from fleet.vocabulary import (  # noqa: F401  (re-exported)
+    DRIVER_ROLES,
+    MAX_AUXILIARY_DRIVERS,
+    POPULATION_KINDS,
+    VEHICLE_STATUSES,
+)
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:

@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from fleet._errors import AuxiliaryDriverLimitError, FleetFileError
-from fleet.loaders import add_driver_assignment, check_auxiliary_limit
+from fleet.store import add_driver_assignment, check_auxiliary_limit
 
 D = dt.date
 

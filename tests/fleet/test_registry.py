@@ -13,14 +13,12 @@ from sqlalchemy.orm import Session
 from fleet._errors import FleetFileError, UnknownMunicipalityError
 from fleet.loaders import (
     PORTO_ALEGRE,
-    load_fleet,
-    load_municipalities,
-    load_populations,
     normalize_name,
     read_fleet,
     read_municipalities,
     read_populations,
 )
+from fleet.store import load_fleet, load_municipalities, load_populations
 from stands.loaders import load_stands, read_poa_stands
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "brazil"
