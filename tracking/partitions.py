@@ -158,7 +158,8 @@ def evidence_mask(
     for frame in spans:
         if not len(frame):
             continue
-        code = pd.Index(uniques).get_indexer(frame[fr.VEHICLE_ID].astype("str")).astype(np.int64)
+        vid = pd.Index(frame[fr.VEHICLE_ID].astype("str"))
+        code = pd.Index(uniques).get_indexer(vid).astype(np.int64)
         t0 = pd.DatetimeIndex(frame["started_at"]).as_unit("ns").asi8
         t1 = pd.DatetimeIndex(frame["ended_at"]).as_unit("ns").asi8
         # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
@@ -333,7 +334,9 @@ def _evidence_frame(part: pd.DataFrame, mask: npt.NDArray[np.bool_]) -> pd.DataF
             meter = meter.cast(pa.string())
         values = pa.array(fr.METER_VALUES, type=meter.type)
         codes = pc.fill_null(pc.index_in(meter, value_set=values), -1).to_numpy()
-        out[fr.METER] = pd.Categorical.from_codes(codes, categories=fr.METER_VALUES)
+        out[fr.METER] = pd.Categorical.from_codes(
+            codes, dtype=pd.CategoricalDtype(list(fr.METER_VALUES))
+        )
     return out
 
 
