@@ -32,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
+import fleet.models  # noqa: F401  (the registry tables its foreign keys name)
 from db.base import Base
 from tracking.detectors.findings import KINDS as FINDING_KINDS
 

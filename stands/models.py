@@ -22,6 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ExcludeConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+import fleet.models  # noqa: F401  (the registry tables its foreign keys name)
 from db.base import Base
 
 STAND_KINDS = ("fixo", "livre")
