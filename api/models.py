@@ -20,6 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+import stands.models  # noqa: F401  (the stands table its foreign keys name)
 from db.base import Base
 
 ROLES = ("admin", "planner", "agent", "supervisor")

@@ -11,7 +11,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("module", ["enforcement.models", "stands.models", "fleet.models"])
+MODULES = ["api.models", "enforcement.models", "stands.models", "tracking.models", "fleet.models"]
+
+
+@pytest.mark.parametrize("module", MODULES)
 def test_foreign_keys_resolve_when_imported_alone(module: str) -> None:
     """A command that imports one models module (``pontual proposals confirm`` imports the
     legal layer's) can flush: every foreign key's table is registered."""
