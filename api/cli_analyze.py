@@ -6,7 +6,7 @@ import contextlib
 import datetime as dt
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -121,14 +121,10 @@ def analyze(
     # the analysis frees and reallocates the same sizes all along: faulting them in and zeroing
     # them again took ~2 s of 28 at 10M pings. Read when Arrow loads: before the imports below.
     os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")
-    from enforcement.proposals import proposal_summary, propose, write_proposals_json
     from fleet.loaders import read_fleet
-    from maps.findings import findings_map
     from stands.layers import read_stands
-    from tracking.aside import aside
-    from tracking.detectors.findings import write_findings_geojson
     from tracking.ingest import read_pings
-    from tracking.pipeline import AnalysisParams, analyze_pings, cut_at_as_of, write_outputs
+    from tracking.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
     from tracking.porto import read_porto_trips
 
     books, no_rulebook = _rulebooks(municipality)
@@ -206,29 +202,18 @@ def analyze(
             else:
                 result = analyze_pings(fixes, rejected, stand_frame, **options)
         bar.update(task, description="Gravando arquivos")
-        tile_url = None if tiles.lower() == "none" else tiles
-
-        def findings_and_map() -> None:
-            out.mkdir(parents=True, exist_ok=True)
-            write_findings_geojson(result.findings, out / "findings.geojson")
-            findings_map(
-                stand_frame, result.findings, fixes=fixes, timezone=tz, tiles=tile_url
-            ).save(str(out / "map.html"))
-
-        # findings.geojson and the map (about half the files' time) beside the rest
-        with aside(findings_and_map, fork=jobs > 1) as written:
-            proposals = None
-            if books:
-                proposals, uncovered = propose(
-                    result.findings, books, timezone=tz, confirmed=history, fleet=fleet_frame
-                )
-                result.summary |= proposal_summary(proposals, uncovered)
-            paths = write_outputs(result, out, findings=False)
-            if proposals is not None:
-                write_proposals_json(proposals, out / "proposals.json")
-                paths.append(out / "proposals.json")
-            written()
-        paths.append(out / "map.html")
+        paths, proposals = write_results(
+            result,
+            fixes,
+            out,
+            stands=stand_frame,
+            books=books,
+            timezone=tz,
+            history=history,
+            fleet=fleet_frame,
+            tiles=None if tiles.lower() == "none" else tiles,
+            jobs=jobs,
+        )
         bar.update(task, completed=_STAGES, description="Concluído")
     s = result.summary
     typer.echo(
@@ -247,6 +232,57 @@ def analyze(
     elif no_rulebook:
         typer.echo(f"aviso: {no_rulebook}; proposals.json não gerado.")
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
+
+
+def write_results(
+    result: Any,
+    fixes: pd.DataFrame,
+    out: Path,
+    *,
+    stands: Any,
+    books: dict[str, Any],
+    timezone: str,
+    history: pd.DataFrame | None = None,
+    fleet: pd.DataFrame | None = None,
+    tiles: str | None = None,
+    jobs: int = 1,
+    progress: Callable[[str], None] = lambda _: None,
+) -> tuple[list[Path], Any]:
+    """Write a run's contract files, ``proposals.json`` (with rulebooks) and the map page.
+
+    With ``jobs`` > 1, ``findings.geojson`` and the map (about half the files' time) are written
+    in a forked process beside the proposals and the other files. ``progress`` is called after
+    the proposals and after the other files. Returns the paths written and the proposals (None
+    without rulebooks).
+    """
+    from enforcement.proposals import proposal_summary, propose, write_proposals_json
+    from maps.findings import findings_map
+    from tracking.aside import aside
+    from tracking.detectors.findings import write_findings_geojson
+    from tracking.pipeline import write_outputs
+
+    def findings_and_map() -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_findings_geojson(result.findings, out / "findings.geojson")
+        findings_map(stands, result.findings, fixes=fixes, timezone=timezone, tiles=tiles).save(
+            str(out / "map.html")
+        )
+
+    with aside(findings_and_map, fork=jobs > 1) as written:
+        proposals = None
+        if books:
+            proposals, uncovered = propose(
+                result.findings, books, timezone=timezone, confirmed=history, fleet=fleet
+            )
+            result.summary |= proposal_summary(proposals, uncovered)
+        progress("proposals done")
+        paths = write_outputs(result, out, findings=False)
+        if proposals is not None:
+            write_proposals_json(proposals, out / "proposals.json")
+            paths.append(out / "proposals.json")
+        progress("other files done")
+        written()
+    return [*paths, out / "map.html"], proposals
 
 
 @contextlib.contextmanager

@@ -551,8 +551,8 @@ def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
     """Run the CLI's steps with the file engine in this process; return when each began.
 
     The same calls as ``pontual analyze --jobs J`` (the cyclic collector paused, the buckets and
-    half the cross-vehicle kinds in forked processes, ``findings.geojson`` and the map beside
-    the proposals and the other files), marked by the engine's own progress labels.
+    half the cross-vehicle kinds in forked processes, then :func:`api.cli_analyze.write_results`),
+    marked by the engine's own progress labels.
     """
     import gc
 
@@ -563,15 +563,11 @@ def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
     def mark(label: str) -> None:
         marks.append((label, time.perf_counter() - t0))
 
-    from api.cli_analyze import _bundled_municipality, _rulebooks
-    from enforcement.proposals import proposal_summary, propose, write_proposals_json
+    from api.cli_analyze import _bundled_municipality, _rulebooks, write_results
     from fleet.loaders import read_fleet
-    from maps.findings import findings_map
     from stands.layers import read_stands
-    from tracking.aside import aside
     from tracking.buckets import analyze_file
-    from tracking.detectors.findings import write_findings_geojson
-    from tracking.pipeline import AnalysisParams, write_outputs
+    from tracking.pipeline import AnalysisParams
 
     mark("imports done")
     jobs = int(spec["jobs"])
@@ -591,23 +587,17 @@ def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
         progress=mark,
     )
     mark("analysis done")
-    out = Path(spec["out"])
-
-    def findings_and_map() -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_findings_geojson(result.findings, out / "findings.geojson")
-        findings_map(stands, result.findings, fixes=fixes, timezone=tz, tiles=None).save(
-            str(out / "map.html")
-        )
-
-    with aside(findings_and_map, fork=jobs > 1) as written:
-        proposals, uncovered = propose(result.findings, books, timezone=tz, fleet=fleet)
-        result.summary |= proposal_summary(proposals, uncovered)
-        mark("proposals done")
-        write_outputs(result, out, findings=False)
-        write_proposals_json(proposals, out / "proposals.json")
-        mark("other files done")
-        written()
+    write_results(
+        result,
+        fixes,
+        Path(spec["out"]),
+        stands=stands,
+        books=books,
+        timezone=tz,
+        fleet=fleet,
+        jobs=jobs,
+        progress=mark,
+    )
     mark("findings.geojson and map done (forked beside)")
     return marks
 
