@@ -20,10 +20,9 @@ import numpy as np
 import pandas as pd
 import shapely
 from branca.element import MacroElement
-from jinja2 import Template
 
 from maps._errors import MapInputError
-from maps.offline import ASSETS_DIR
+from maps.offline import ASSETS_DIR, RawElement
 
 COORD_DECIMALS = 6
 """Decimal places of coordinates in the page (≈ 0.1 m)."""
@@ -38,22 +37,27 @@ def _pontual_inline() -> str:
 
 
 class _Render(MacroElement):  # type: ignore[misc]
-    """Calls ``PontualMaps.render(map, spec)`` after the map is created."""
-
-    _template = Template(
-        "{% macro html(this, kwargs) %}"
-        '<script type="application/json" id="{{ this.get_name() }}">{{ this.spec }}</script>'
-        "{% endmacro %}"
-        "{% macro script(this, kwargs) %}"
-        "PontualMaps.render({{ this._parent.get_name() }}, "
-        "JSON.parse(document.getElementById('{{ this.get_name() }}').textContent));"
-        "{% endmacro %}"
-    )
+    """Calls ``PontualMaps.render(map, spec)`` after the map is created (the spec as is)."""
 
     def __init__(self, spec: str) -> None:
         super().__init__()
         self._name = "PontualLayers"
         self.spec = spec
+
+    def render(self, **kwargs: Any) -> None:
+        """Add the spec to the page's body and the call to its script."""
+        figure, name = self.get_root(), self.get_name()
+        figure.html.add_child(
+            RawElement(f'<script type="application/json" id="{name}">{self.spec}</script>'),
+            name=name,
+        )
+        figure.script.add_child(
+            RawElement(
+                f"PontualMaps.render({self._parent.get_name()}, "
+                f"JSON.parse(document.getElementById('{name}').textContent));"
+            ),
+            name=name,
+        )
 
 
 def check_wgs84(frame: gpd.GeoDataFrame, *, what: str) -> None:
@@ -226,7 +230,7 @@ def render_layers(
 ) -> folium.Map:
     """Inline the JS once and draw ``layers`` on ``fmap`` (see the module docstring)."""
     root = fmap.get_root()
-    root.header.add_child(folium.Element(_pontual_inline()), name="pontual_inline")
+    root.header.add_child(RawElement(_pontual_inline()), name="pontual_inline")
     spec = {
         "name": "map",
         "timezone": timezone,

@@ -12,12 +12,30 @@ import base64
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import folium
+from branca.element import Element
 
 from maps.tiles import OSM_ATTRIBUTION, OSM_TILES  # noqa: E402  (re-exported)
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+
+
+class RawElement(Element):  # type: ignore[misc]
+    """Text put in the page as is.
+
+    ``folium.Element(text)`` compiles ``text`` as a Jinja template at every render: seconds for
+    a page's megabytes of inlined script and data, and wrong for text holding ``{{`` or ``{%``.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def render(self, **kwargs: Any) -> str:
+        """Return the text."""
+        return self.text
 
 
 @lru_cache
@@ -58,7 +76,7 @@ def base_map(
     fmap = folium.Map(location=list(location), zoom_start=zoom_start, tiles=None)
     fmap.default_js = []
     fmap.default_css = []
-    fmap.get_root().header.add_child(folium.Element(_leaflet_inline()), name="leaflet_inline")
+    fmap.get_root().header.add_child(RawElement(_leaflet_inline()), name="leaflet_inline")
     if tiles:
         folium.TileLayer(tiles=tiles, attr=attribution, name="Mapa base", control=False).add_to(
             fmap

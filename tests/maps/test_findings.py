@@ -131,6 +131,17 @@ class TestFindingsMap:
         assert page.evaluate("PontualMaps.count('kind:unlicensed_stand_use')") == 2
         assert errors == []
 
+    def test_text_with_template_marks_shown_as_written(self, open_map, tmp_path):
+        """A cell holding Jinja marks reaches the page as written: the page is not a template
+        (``{% if`` without its end once failed the render)."""
+        findings = _findings()
+        findings.loc[0, "vehicle_id"] = "{{ placa }}{% if x %}"
+        fmap = findings_map(make_stands(), findings, tiles=None)
+        page, errors, failed = open_offline(open_map, fmap, tmp_path / "map.html")
+        page.evaluate("PontualMaps.maps.map.layers['stands'].group.remove()")
+        assert "{{ placa }}{% if x %}" in click_row(page, "kind:unlicensed_stand_use", 0)
+        assert errors == [] and failed == []
+
     def test_stands_only(self, open_map, tmp_path):
         """With no findings the map shows the stands, without slider or error."""
         findings = _findings().iloc[0:0]
