@@ -1,3 +1,4 @@
+import json
 from typing import Any
 
 import pandas as pd
@@ -10,6 +11,7 @@ from enforcement.proposals import (
     propose,
     reincidence_count,
     sanction,
+    write_proposals_json,
 )
 from enforcement.rulebook import Rulebook, bundled_rulebooks
 from tracking.detectors.findings import make_findings
@@ -350,3 +352,20 @@ class TestDueAt:
         start = dt.datetime(2025, 4, 16, 15, 0, tzinfo=dt.UTC)
         due = due_at(start, days=5, counting="business_days", timezone=TZ)
         assert due.date() == dt.date(2025, 4, 25)
+
+
+def test_proposals_json_text(tmp_path):
+    """proposals.json is json.dumps(..., ensure_ascii=False, indent=2) and a line end, also for
+    what the fast writer refuses (a key that is not text)."""
+    path = tmp_path / "proposals.json"
+    records: list[Any] = [
+        {"proposal_id": "P1", "finding_ids": ["a", "b"], "fine": 1015.0, "nome": "infração"},
+        {"proposal_id": "P2", "finding_ids": [], "details": {}, "points": 7, "x": None},
+    ]
+    write_proposals_json(records, path)
+    assert (
+        path.read_text(encoding="utf-8") == json.dumps(records, ensure_ascii=False, indent=2) + "\n"
+    )
+    records[1]["details"] = {3: "três"}
+    write_proposals_json(records, path)
+    assert json.loads(path.read_text(encoding="utf-8"))[1]["details"] == {"3": "três"}

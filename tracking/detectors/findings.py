@@ -19,6 +19,7 @@ from typing import Any
 
 import geopandas as gpd
 import numpy as np
+import orjson
 import pandas as pd
 import shapely
 import shapely.geometry
@@ -199,9 +200,10 @@ def _plain(value: Any) -> Any:
     raise TypeError(msg)
 
 
-# Strict: a NaN (which jsonable turns into null) or an odd key raises, and that feature takes
-# the jsonable path; both paths give the same text.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_plain)
+# numpy values as JSON has them (NaN and infinities as null, as jsonable makes NaN); instants
+# through _plain (ISO UTC, as jsonable writes them). Anything orjson refuses (a key that is not
+# text, an integer beyond 64 bits) takes the jsonable path.
+_ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 def _utc_texts(col: pd.Series) -> list[Any]:
@@ -252,8 +254,8 @@ def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
         findings["details"].tolist(),
         strict=True,
     )
-    with path.open("w", encoding="utf-8") as fh:
-        fh.write('{"type": "FeatureCollection", "features": [')
+    with path.open("wb") as fh:
+        fh.write(b'{"type":"FeatureCollection","features":[')
         for k, (geom, fid, kind, vehicle, stand, start, end, conf, details) in enumerate(columns):
             feature: dict[str, Any] = {
                 "type": "Feature",
@@ -270,12 +272,12 @@ def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
                 },
             }
             try:
-                text = _ENCODER.encode(feature)
-            except (ValueError, TypeError):
+                text = orjson.dumps(feature, default=_plain, option=_ORJSON_OPTIONS)
+            except TypeError:  # orjson.JSONEncodeError included
                 feature["properties"]["details"] = jsonable(details)
-                text = json.dumps(feature, ensure_ascii=False)
-            fh.write(", " + text if k else text)
-        fh.write("]}")
+                text = json.dumps(feature, ensure_ascii=False, separators=(",", ":")).encode()
+            fh.write(b"," + text if k else text)
+        fh.write(b"]}")
 
 
 def read_findings_geojson(path: Path) -> gpd.GeoDataFrame:

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 import shapely
@@ -41,6 +42,37 @@ class TestReadFindingsGeojson:
         assert after.geometry.geom_equals_exact(before.geometry, 1e-9).all()
         assert after["vehicle_id"].tolist() == before["vehicle_id"].tolist()
         assert None in after["vehicle_id"].tolist()
+
+    def test_details_values_as_json_has_them(self, tmp_path) -> None:
+        """numpy values, NaN, infinity and instants in ``details`` are written as JSON has
+        them (NaN and infinity as null, instants in ISO UTC); a key that is not text, or an
+        integer beyond 64 bits, is written too (by the slower path), keys as text."""
+        path = tmp_path / "findings.geojson"
+        before = _findings()
+        before.at[0, "details"] = {
+            "n": np.int64(7),
+            "ok": np.bool_(True),
+            "ratios": np.array([1.5, np.nan]),
+            "gap_s": np.float64("nan"),
+            "speed": float("inf"),
+            "at": pd.Timestamp("2024-03-04T09:00:00-03:00"),
+            "fixes": ({"row": 3},),
+        }
+        before.at[1, "details"] = {1: "um", "big": 2**70}
+        write_findings_geojson(before, path)
+        after = read_findings_geojson(path)
+        assert after["details"].tolist() == [
+            {
+                "n": 7,
+                "ok": True,
+                "ratios": [1.5, None],
+                "gap_s": None,
+                "speed": None,
+                "at": "2024-03-04T12:00:00Z",
+                "fixes": [{"row": 3}],
+            },
+            {"1": "um", "big": 2**70},
+        ]
 
     def test_not_findings(self, tmp_path) -> None:
         """A GeoJSON without the contract's properties is a named error, not a traceback."""
