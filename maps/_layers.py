@@ -17,6 +17,7 @@ from typing import Any
 import folium
 import geopandas as gpd
 import numpy as np
+import orjson
 import pandas as pd
 import shapely
 from branca.element import MacroElement
@@ -239,6 +240,7 @@ def render_layers(
         "slider": dict(slider) if slider else None,
         "bounds": bounds,
     }
-    text = json.dumps(spec, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # keys as text, as json.dumps makes them; NaN would be null (columns have None already)
+    text = orjson.dumps(spec, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode()
     fmap.add_child(_Render(text.replace("</", "<\\/")))
     return fmap
