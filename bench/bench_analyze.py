@@ -550,9 +550,9 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
 def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
     """Run the CLI's steps with the file engine in this process; return when each began.
 
-    The same calls as ``pontual analyze --jobs J`` (the cyclic collector paused, the buckets and
-    half the cross-vehicle kinds in forked processes, then :func:`api.cli_analyze.write_results`),
-    marked by the engine's own progress labels.
+    The same calls as ``pontual analyze --jobs J`` (the cyclic collector paused, freed heap kept,
+    the buckets and half the cross-vehicle kinds in forked processes, then
+    :func:`api.cli_analyze.write_results`), marked by the engine's own progress labels.
     """
     import gc
 
@@ -563,12 +563,13 @@ def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
     def mark(label: str) -> None:
         marks.append((label, time.perf_counter() - t0))
 
-    from api.cli_analyze import _bundled_municipality, _rulebooks, write_results
+    from api.cli_analyze import _bundled_municipality, _keep_freed_heap, _rulebooks, write_results
     from fleet.loaders import read_fleet
     from stands.layers import read_stands
     from tracking.buckets import analyze_file
     from tracking.pipeline import AnalysisParams
 
+    _keep_freed_heap()
     mark("imports done")
     jobs = int(spec["jobs"])
     books, _ = _rulebooks(POA)
