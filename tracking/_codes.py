@@ -3,7 +3,8 @@
 ``pd.factorize`` of a text column of millions of fixes takes most of a second each time; the
 pipeline and the detectors need the codes many times. Arrow compares and dictionary-encodes
 the column in C, and a frame in the contract's order (sorted by vehicle) needs no hashing at
-all: its codes are the runs of equal ids.
+all: its codes are the runs of equal ids. The codes of the last few Arrow columns are kept (an
+Arrow array never changes), so the stages and detectors that read one frame compute them once.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
+
+_KEPT = 2
+_kept: list[tuple[pa.ChunkedArray, tuple[NDArray[np.int64], NDArray[np.object_]]]] = []
 
 
 def vehicle_codes(values: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.object_]]:
@@ -24,12 +28,46 @@ def vehicle_codes(values: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.obje
     Returns
     -------
     tuple of numpy.ndarray
-        ``(codes, uniques)``: int64 codes into ``uniques`` (str, sorted).
+        ``(codes, uniques)``: int64 codes into ``uniques`` (str, sorted); read-only when the
+        column is Arrow text (they are kept for the next call on it).
     """
+    source = getattr(values.array, "_pa_array", None)
+    if isinstance(source, pa.ChunkedArray) and len(values):
+        for kept, result in _kept:
+            if kept is source:
+                return result
+        result = _text_codes(source)
+        if result is not None:
+            for array in result:
+                array.flags.writeable = False
+            _kept.insert(0, (source, result))
+            del _kept[_KEPT:]
+            return result
     arr = pa.array(values, from_pandas=True) if len(values) else None
     if arr is None or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         codes, uniques = pd.factorize(values.astype("str"), sort=True)
         return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    result = _text_codes(arr)
+    assert result is not None
+    return result
+
+
+def in_track_order(codes: NDArray[np.integer], ns: NDArray[np.int64]) -> bool:
+    """Whether fixes are in (vehicle code, instant) order, as the pings contract sorts them."""
+    if len(codes) < 2:
+        return True
+    if not bool(np.all(codes[1:] >= codes[:-1])):
+        return False
+    back = np.flatnonzero(ns[1:] < ns[:-1])  # time may only go back where the vehicle changes
+    return bool(np.all(codes[back + 1] > codes[back]))
+
+
+def _text_codes(
+    arr: pa.Array | pa.ChunkedArray,
+) -> tuple[NDArray[np.int64], NDArray[np.object_]] | None:
+    """:func:`vehicle_codes` of Arrow text (None for another type)."""
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
     if arr.null_count == 0 and len(arr) > 1:
         head, tail = arr[:-1], arr[1:]
         if pc.all(pc.less_equal(head, tail)).as_py():  # sorted (the pings contract): runs

@@ -45,7 +45,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from tracking import frames as fr
-from tracking._codes import vehicle_codes
+from tracking._codes import in_track_order, vehicle_codes
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
 from tracking._geodesy import local_xy_m
 
@@ -234,8 +234,7 @@ def prepared_pings(
     codes, uniques = vehicle_codes(pings[fr.VEHICLE_ID])  # codes in sorted-id order
     ts = timestamps_ns(pings)
     vehicles = pd.Index(uniques, dtype="str")
-    dc = np.diff(codes)
-    in_order = bool(np.all((dc > 0) | ((dc == 0) & (ts[1:] >= ts[:-1]))))
+    in_order = in_track_order(codes, ts)
     if in_order and isinstance(pings.index, pd.RangeIndex) and pings.index.start == 0:
         return pings, codes, vehicles, ts, None
     order = np.lexsort((ts, codes))

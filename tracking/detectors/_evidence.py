@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from tracking._codes import vehicle_codes
+from tracking._codes import in_track_order, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError, FleetFrameError
 
 NS = 1_000_000_000
@@ -208,8 +208,7 @@ def sorted_view(
     """
     ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
     codes = vehicle_codes(pings["vehicle_id"])[0]
-    dv, dt_ = np.diff(codes), np.diff(ns)
-    if bool(np.all((dv > 0) | ((dv == 0) & (dt_ >= 0)))):
+    if in_track_order(codes, ns):
         return None, codes, ns
     order = np.lexsort((ns, codes)).astype(np.int64)
     return order, codes[order], ns[order]

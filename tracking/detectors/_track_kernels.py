@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from tracking import frames as fr
-from tracking._codes import vehicle_codes
+from tracking._codes import in_track_order, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._evidence import iso_utc
 from tracking.detectors.findings import empty_findings, finding_id, make_findings
@@ -158,14 +158,11 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
         if fr.TRIP_REF in pings.columns
         else None
     )
-    if n > 1:
-        dc = np.diff(codes)
-        in_order = bool(np.all((dc > 0) | ((dc == 0) & (np.diff(ts) >= 0))))
-        if not in_order:
-            order = np.lexsort((ts, codes))
-            codes, ts, lat, lon = codes[order], ts[order], lat[order], lon[order]
-            meter, row, flag = meter[order], row[order], flag[order]
-            ref = None if ref is None else ref[order]
+    if not in_track_order(codes, ts):
+        order = np.lexsort((ts, codes))
+        codes, ts, lat, lon = codes[order], ts[order], lat[order], lon[order]
+        meter, row, flag = meter[order], row[order], flag[order]
+        ref = None if ref is None else ref[order]
     return TrackArrays(uniques, codes, ts, lat, lon, meter, row, flag, ref)
 
 

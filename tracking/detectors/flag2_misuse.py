@@ -49,7 +49,7 @@ import pandas as pd
 import shapely
 from numpy.typing import NDArray
 
-from tracking._codes import vehicle_codes
+from tracking._codes import in_track_order, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, Flag2CalendarError
 from tracking.detectors._evidence import (
     DAY_NS,
@@ -413,9 +413,8 @@ def detect_flag2_misuse(
         return empty_findings()
     codes, vehicles = vehicle_codes(pings["vehicle_id"])
     ns = ns0
-    dv, dt_ = np.diff(codes), np.diff(ns0)
     order: NDArray[np.int64] | slice = slice(None)  # the contract's order: nothing to sort
-    if not bool(np.all((dv > 0) | ((dv == 0) & (dt_ >= 0)))):
+    if not in_track_order(codes, ns0):
         order = np.lexsort((ns0, codes))
         ns, codes = ns0[order], codes[order]
     occupied = pings["meter"].eq("occupied").fillna(False).to_numpy(dtype=bool)

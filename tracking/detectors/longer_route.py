@@ -81,7 +81,7 @@ from geo.crs import WGS84, haversine_m
 from geo.h3 import cells_to_strings, check_resolution, latlng_to_cells
 from geo.roads import DEFAULT_MAX_SNAP_M, RoadGraph, shortest_path_lengths
 from tracking import frames as fr
-from tracking._codes import vehicle_codes
+from tracking._codes import in_track_order, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._evidence import (
     NS,
@@ -454,10 +454,8 @@ def _sorted_trip_fixes(
     """
     codes, uniques = vehicle_codes(pings[fr.VEHICLE_ID])
     p_ts = utc_ns(pings[fr.TIMESTAMP], column="timestamp", what="pings")
-    if len(codes) > 1:
-        dc = np.diff(codes)
-        if codes[0] < 0 or not bool(np.all((dc > 0) | ((dc == 0) & (np.diff(p_ts) >= 0)))):
-            return None
+    if len(codes) > 1 and (codes[0] < 0 or not in_track_order(codes, p_ts)):
+        return None
     n = len(table["trip_id"])
     vehicle = table["vehicle_id"]
     t_code = pd.Index(uniques).get_indexer(pd.Index(vehicle)).astype(np.int64)
