@@ -1,4 +1,4 @@
-"""Vehicle codes from Arrow: the same codes as pandas' sorted factorize."""
+"""Vehicle codes from Arrow: the same codes as pandas' sorted factorize; the track-order test."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tracking._codes import vehicle_codes
+from tracking._codes import in_track_order, vehicle_codes
 
 
 def _expected(values: pd.Series) -> tuple[list[int], list[str]]:
@@ -42,3 +42,37 @@ class TestVehicleCodes:
         """Non-text, empty and one-row columns give pandas' answer."""
         codes, uniques = vehicle_codes(values)
         assert (codes.tolist(), uniques.tolist()) == _expected(values)
+
+    def test_kept_codes_follow_the_column(self):
+        """A column asked again gives the kept codes (read-only); a changed frame gives its own."""
+        frame = pd.DataFrame({"vehicle_id": pd.Series(["b", "a", "b"], dtype="str")})
+        first = vehicle_codes(frame["vehicle_id"])
+        assert vehicle_codes(frame["vehicle_id"])[0] is first[0]
+        assert not first[0].flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            first[0][0] = 5
+        frame.loc[0, "vehicle_id"] = "c"
+        codes, uniques = vehicle_codes(frame["vehicle_id"])
+        assert (codes.tolist(), uniques.tolist()) == ([2, 0, 1], ["a", "b", "c"])
+        assert first[0].tolist() == [1, 0, 1]
+
+
+class TestInTrackOrder:
+    @pytest.mark.parametrize(
+        ("codes", "ns", "expected"),
+        [
+            ([], [], True),
+            ([0], [5], True),
+            ([0, 0, 1, 1], [1, 2, 0, 3], True),  # time goes back only at a new vehicle
+            ([0, 0, 0], [1, 1, 1], True),  # equal instants keep their order
+            ([0, 0, 1], [2, 1, 3], False),  # back in time within a vehicle
+            ([1, 0], [0, 1], False),  # vehicles out of order
+            ([-1, -1, 0], [5, 6, 0], True),  # null ids (code -1) first, as factorize sorts
+        ],
+    )
+    def test_order(self, codes, ns, expected):
+        """True exactly when sorted by (code, instant), as the two-diff test said."""
+        c, t = np.array(codes, dtype=np.int64), np.array(ns, dtype=np.int64)
+        assert in_track_order(c, t) is expected
+        dc, dt = np.diff(c), np.diff(t)
+        assert bool(np.all((dc > 0) | ((dc == 0) & (dt >= 0)))) is expected
