@@ -139,6 +139,31 @@ def _iso_second(second: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
 
 
+def iso_utc_many(ns: NDArray[np.int64]) -> list[str]:
+    """:func:`iso_utc` of each instant, computed at once."""
+    seconds = (np.asarray(ns, dtype=np.int64) // NS).astype("datetime64[s]")
+    return [f"{text}Z" for text in np.datetime_as_string(seconds, unit="s").tolist()]
+
+
+def fix_records(
+    ns: NDArray[np.int64],
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+    row: NDArray[np.int64],
+) -> list[dict[str, Any]]:
+    """:func:`fix_record` of each fix, computed at once."""
+    return [
+        {"timestamp": t, "lat": y, "lon": x, "row": None if r < 0 else r}
+        for t, y, x, r in zip(
+            iso_utc_many(ns),
+            np.asarray(lat, dtype=np.float64).tolist(),
+            np.asarray(lon, dtype=np.float64).tolist(),
+            np.asarray(row, dtype=np.int64).tolist(),
+            strict=True,
+        )
+    ]
+
+
 def fix_record(ns: int, lat: float, lon: float, row: int | None) -> dict[str, Any]:
     """One evidence fix: ``{timestamp, lat, lon, row}`` (JSON-ready; row None if unknown)."""
     return {

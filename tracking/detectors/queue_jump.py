@@ -50,7 +50,9 @@ from tracking.detectors._evidence import (
     check_threshold,
     clip_confidence,
     fix_record,
+    fix_records,
     iso_utc,
+    iso_utc_many,
     last_at_or_before,
     meter_at,
     ping_rows,
@@ -96,6 +98,10 @@ def _finding_row(
 ) -> tuple[dict[str, Any], Any]:
     """One finding from a boarding and the vehicles it passed, in arrival order (batch, live).
 
+    Each vehicle passed: its ``vehicle_id``, ``arrived_ns``, ``arrived_at``, ``departed_at``,
+    ``boarded_at`` (:func:`iso_utc` texts, ``boarded_at`` None when it did not board),
+    ``queue_position`` and ``fix`` (at our boarding).
+
     Returns the row (instants as epoch nanoseconds) and the boarding's ``(lon, lat)``, as
     :func:`tracking.detectors.findings.make_findings` takes them.
     """
@@ -109,9 +115,9 @@ def _finding_row(
         passed.append(
             {
                 "vehicle_id": other["vehicle_id"],
-                "arrived_at": iso_utc(other["arrived_ns"]),
-                "departed_at": iso_utc(other["departed_ns"]),
-                "boarded_at": None if other["boarded_ns"] is None else iso_utc(other["boarded_ns"]),
+                "arrived_at": other["arrived_at"],
+                "departed_at": other["departed_at"],
+                "boarded_at": other["boarded_at"],
                 "queue_position": other["queue_position"],
                 "wait_s": float(wait_s),
                 "meter_at_our_boarding": "free",
@@ -268,36 +274,47 @@ def detect_queue_jump(
     i, j, at = i[by], j[by], at[by]
     starts = np.flatnonzero(np.concatenate(([True], i[1:] != i[:-1])))
     ends = np.append(starts[1:], len(i))
+    # Plain values made at once: numpy scalars taken one by one cost most of the loop.
+    b_text = iso_utc_many(b_ns[j])
+    ahead_all = [
+        {
+            "vehicle_id": v,
+            "arrived_ns": a,
+            "arrived_at": a_text,
+            "departed_at": d_text,
+            "boarded_at": bt if was_boarded else None,
+            "queue_position": qp,
+            "fix": fx,
+        }
+        for v, a, a_text, d_text, bt, was_boarded, qp, fx in zip(
+            vehicle[j].tolist(),
+            arrived[j].tolist(),
+            iso_utc_many(arrived[j]),
+            iso_utc_many(departed[j]),
+            b_text,
+            boarded[j].tolist(),
+            queue[j].tolist(),
+            fix_records(ns[at], lat[at], lon[at], rows[at]),
+            strict=True,
+        )
+    ]
+    me = i[starts]
+    bp = bping[me]
+    first_fixes = fix_records(ns[first[me]], lat[first[me]], lon[first[me]], rows[first[me]])
+    boarding_fixes = fix_records(ns[bp], lat[bp], lon[bp], rows[bp])
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        me = int(i[s])
-        bp = int(bping[me])
-        ahead = []
-        for k in range(s, e):
-            other, p = int(j[k]), int(at[k])
-            ahead.append(
-                {
-                    "vehicle_id": vehicle[other],
-                    "arrived_ns": int(arrived[other]),
-                    "departed_ns": int(departed[other]),
-                    "boarded_ns": int(b_ns[other]) if boarded[other] else None,
-                    "queue_position": int(queue[other]),
-                    "fix": fix_record(int(ns[p]), lat[p], lon[p], int(rows[p])),
-                }
-            )
+    for k, (s, e, m) in enumerate(zip(starts.tolist(), ends.tolist(), me.tolist(), strict=True)):
         row, geom = _finding_row(
-            vehicle_id=vehicle[me],
-            stand_id=str(stand_ids[stand_code[me]]),
-            arrived_ns=int(arrived[me]),
-            departed_ns=int(departed[me]),
-            boarded_ns=int(b_ns[me]),
-            queue_position=int(queue[me]),
-            first_fix=fix_record(
-                int(ns[first[me]]), lat[first[me]], lon[first[me]], int(rows[first[me]])
-            ),
-            boarding_fix=fix_record(int(ns[bp]), lat[bp], lon[bp], int(rows[bp])),
-            ahead=ahead,
+            vehicle_id=vehicle[m],
+            stand_id=str(stand_ids[stand_code[m]]),
+            arrived_ns=int(arrived[m]),
+            departed_ns=int(departed[m]),
+            boarded_ns=int(b_ns[m]),
+            queue_position=int(queue[m]),
+            first_fix=first_fixes[k],
+            boarding_fix=boarding_fixes[k],
+            ahead=ahead_all[s:e],
             min_wait_ahead_s=min_wait_ahead_s,
             tolerance_s=tolerance_s,
         )
@@ -384,8 +401,9 @@ def update_queue_jump(
                 {
                     "vehicle_id": j["vehicle_id"],
                     "arrived_ns": j["arrived_ns"],
-                    "departed_ns": j["departed_ns"],
-                    "boarded_ns": j["boarded_ns"],
+                    "arrived_at": iso_utc(j["arrived_ns"]),
+                    "departed_at": iso_utc(j["departed_ns"]),
+                    "boarded_at": None if j["boarded_ns"] is None else iso_utc(j["boarded_ns"]),
                     "queue_position": j["queue_position"],
                     "fix": fix_record(ns, lat, lon, -1 if row is None else row),
                 }
