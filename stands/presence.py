@@ -51,6 +51,7 @@ from stands.licences import (
     check_timezone,
     validate_licences,
 )
+from tracking.detectors._evidence import iso_utc_many
 
 DEFAULT_MIN_PRESENCE_S = 60.0
 DATE = "date"
@@ -453,10 +454,6 @@ def _seen_columns(seen: dict[str, Any], take: npt.NDArray[np.int64]) -> list[Any
     ]
 
 
-def _iso(ns: int) -> str:
-    return str(np.datetime_as_string(np.datetime64(int(ns), "ns").astype("datetime64[s]"))) + "Z"
-
-
 def _visit_days(
     visits: pd.DataFrame,
     lic: pd.DataFrame,
@@ -506,15 +503,24 @@ def _visit_days(
     last_row = _int_col(sub, "last_row", len(keep))
     evidence = [
         {
-            "arrived_at": _iso(int(arrived[i])),
-            "departed_at": _iso(int(departed[i])),
-            "dwell_s": float(dwell[i]),
-            "boarded": bool(boarded[i]),
-            "counted": bool(counted[i]),
-            "first_row": None if first_row[i] < 0 else int(first_row[i]),
-            "last_row": None if last_row[i] < 0 else int(last_row[i]),
+            "arrived_at": a,
+            "departed_at": d,
+            "dwell_s": w,
+            "boarded": b,
+            "counted": c,
+            "first_row": None if r0 < 0 else r0,
+            "last_row": None if r1 < 0 else r1,
         }
-        for i in range(len(keep))
+        for a, d, w, b, c, r0, r1 in zip(
+            iso_utc_many(arrived),
+            iso_utc_many(departed),
+            dwell.tolist(),
+            boarded.tolist(),
+            counted.tolist(),
+            first_row.tolist(),
+            last_row.tolist(),
+            strict=True,
+        )
     ]
     exploded = pd.DataFrame(
         {
