@@ -33,16 +33,16 @@ def vehicle_codes(values: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.obje
     """
     source = getattr(values.array, "_pa_array", None)
     if isinstance(source, pa.ChunkedArray) and len(values):
-        for kept, result in _kept:
+        for kept, known in _kept:
             if kept is source:
-                return result
-        result = _text_codes(source)
-        if result is not None:
-            for array in result:
+                return known
+        made = _text_codes(source)
+        if made is not None:
+            for array in made:
                 array.flags.writeable = False
-            _kept.insert(0, (source, result))
+            _kept.insert(0, (source, made))
             del _kept[_KEPT:]
-            return result
+            return made
     arr = pa.array(values, from_pandas=True) if len(values) else None
     if arr is None or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         codes, uniques = pd.factorize(values.astype("str"), sort=True)

@@ -42,6 +42,7 @@ pickup_stand_id
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -222,13 +223,19 @@ def trip_distances(
     lo = lon[pos]
     reach_m_per_s = max_speed_kmh / 3.6
 
-    alive = np.ones(len(pos), dtype=bool)
-    for _ in range(_MAX_JUMP_ROUNDS):
+    def steps(alive: NDArray[np.bool_]) -> tuple[NDArray[Any], ...]:
         idx = np.flatnonzero(alive)
         tr = trip[idx]
         same = tr[1:] == tr[:-1]
         d = haversine_m(la[idx[:-1]], lo[idx[:-1]], la[idx[1:]], lo[idx[1:]])
         fast = same & (d > reach_m_per_s * (t[idx[1:]] - t[idx[:-1]]))
+        return idx, tr, same, d, fast
+
+    alive = np.ones(len(pos), dtype=bool)
+    current = False  # whether the steps below are those of the fixes still alive
+    for _ in range(_MAX_JUMP_ROUNDS):
+        idx, tr, same, d, fast = steps(alive)
+        current = True
         if not fast.any():
             break
         m = len(idx)
@@ -248,12 +255,10 @@ def trip_distances(
         if not jump.any():
             break
         alive[idx[np.flatnonzero(jump[:m])]] = False
+        current = False
 
-    idx = np.flatnonzero(alive)
-    tr = trip[idx]
-    same = tr[1:] == tr[:-1]
-    d = haversine_m(la[idx[:-1]], lo[idx[:-1]], la[idx[1:]], lo[idx[1:]])
-    fast = same & (d > reach_m_per_s * (t[idx[1:]] - t[idx[:-1]]))
+    if not current:
+        idx, tr, same, d, fast = steps(alive)
     counted = same & ~fast
     distance = np.bincount(tr[1:][counted], weights=d[counted], minlength=k)
     skipped = np.bincount(tr[1:][fast], minlength=k).astype(np.int64)
