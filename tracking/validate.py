@@ -485,6 +485,21 @@ def _parse_timestamps(
         return np.asarray(_np(pc.cast(ts, pa.int64())), dtype=np.int64), missing, unparseable, naive
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    # A few odd cells (naive, blank, garbage) fail the cast of all: cast the cells of the most
+    # common length (one writer's format) at once, the others by the detailed rules.
+    lengths = _np(pc.binary_length(raw_text)).astype(np.int64)
+    common = lengths == np.argmax(np.bincount(lengths)) if n else lengths.astype(bool)
+    if common.any() and not common.all():
+        try:
+            ts = pc.cast(pc.filter(raw_text, pa.array(common)), pa.timestamp("ns", tz="UTC"))
+            ts_ns[common] = np.asarray(_np(pc.cast(ts, pa.int64())), dtype=np.int64)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return _parse_text_timestamps(pc.utf8_trim_whitespace(raw_text))
+        rest = ~common
+        sub = _parse_text_timestamps(pc.utf8_trim_whitespace(pc.filter(raw_text, pa.array(rest))))
+        for out, part in zip((ts_ns, missing, unparseable, naive), sub, strict=True):
+            out[rest] = part
+        return ts_ns, missing, unparseable, naive
     return _parse_text_timestamps(pc.utf8_trim_whitespace(raw_text))
 
 

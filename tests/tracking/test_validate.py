@@ -427,3 +427,36 @@ class TestValidatePingChunks:
         raw = make_raw_pings([GOOD]).drop(columns=["lon"])
         with pytest.raises(MissingColumnsError, match="lon"):
             validate_ping_chunks(lambda: iter((raw,)), now=NOW)
+
+
+class TestTimestampCells:
+    ODD = [
+        "2024-03-04 09:00:00",  # naive
+        "",
+        "   ",
+        "1709553600",  # Unix seconds
+        "1709553600000",  # milliseconds: refused
+        "garbage",
+        "2024-03-04T09:00:00.250-03:00",  # fractional seconds, another length
+        " 2024-03-04T09:00:00-03:00",  # blank before
+        "2024-03-04T09:00:00+0000",
+        "2024-03-04T12:00:00Z",
+        "2024-13-04T09:00:00-03:00",  # month 13, the common length
+    ]
+
+    @pytest.mark.parametrize("seed", [0, 1, 2])
+    def test_cell_by_cell(self, seed):
+        """A column of one format with odd cells among them: each cell's instant and reason
+        are those it gets alone (the cells of the common length are cast at once)."""
+        rng = np.random.default_rng(seed)
+        common = [f"2024-03-04T{h:02d}:{m:02d}:00-03:00" for h in range(6, 9) for m in range(60)]
+        cells = np.array(common + self.ODD * 3, dtype=object)
+        rng.shuffle(cells)
+        rows = [GOOD | {"vehicle_id": f"V{k}", "timestamp": c} for k, c in enumerate(cells)]
+        pings, rejected = _validate(rows)
+        alone = [_validate([r]) for r in rows]
+        kept = {p["vehicle_id"].iloc[0]: p["timestamp"].iloc[0] for p, _ in alone if len(p)}
+        reasons = {r["vehicle_id"].iloc[0]: r[fr.REASON].iloc[0] for _, r in alone if len(r)}
+        assert dict(zip(pings["vehicle_id"], pings["timestamp"], strict=True)) == kept
+        assert dict(zip(rejected["vehicle_id"], rejected[fr.REASON], strict=True)) == reasons
+        assert len(kept) > len(common) and len(reasons) > 10
