@@ -417,7 +417,7 @@ def _as_number(col: pd.Series) -> tuple[NDArray[np.float64], NDArray[np.bool_], 
         text = _arrow_text(col, strip=False)
         empty = pc.equal(text, "")
         try:  # fast path: every non-empty cell is a number for Arrow, without blanks
-            values = _np(pc.cast(pc.if_else(empty, "nan", text), pa.float64())).astype(np.float64)
+            values = _np(pc.cast(_empty_as_null(text), pa.float64())).astype(np.float64)
             missing = _np(empty).astype(bool)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             text = pc.utf8_trim_whitespace(text)
@@ -427,6 +427,19 @@ def _as_number(col: pd.Series) -> tuple[NDArray[np.float64], NDArray[np.bool_], 
         invalid = ~missing & ~np.isfinite(values)
     values = np.where(invalid, np.nan, values)
     return values, missing, invalid
+
+
+def _empty_as_null(text: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Return the text with its empty cells null (same buffers, a validity bitmap added)."""
+    chunks = []
+    for chunk in text.chunks:
+        given = pc.not_equal(chunk, "")
+        if chunk.offset or chunk.null_count or given.offset:  # not a plain array: copy
+            chunks.append(pc.if_else(given, chunk, pa.scalar(None, chunk.type)))
+        else:
+            buffers = [given.buffers()[1], *chunk.buffers()[1:]]
+            chunks.append(pa.Array.from_buffers(chunk.type, len(chunk), buffers))
+    return pa.chunked_array(chunks, type=text.type)
 
 
 def _text_to_float(text: pa.ChunkedArray, numeric: NDArray[np.bool_]) -> NDArray[np.float64]:
