@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 import typer
@@ -49,10 +51,18 @@ def _register() -> None:
 _register()
 
 
+_EXIT_AT_ONCE = ("analyze",)
+"""Commands whose process leaves without the interpreter's teardown once they succeed."""
+
+
 def main() -> None:
     """Entry point of the console script."""
     try:
         app()
+    except SystemExit as exc:
+        if exc.code in (0, None) and sys.argv[1:2] and sys.argv[1] in _EXIT_AT_ONCE:
+            _exit_at_once()
+        raise
     except (ValueError, RuntimeError, OSError) as exc:
         # Our rooms raise named errors (their ``_errors.py``) with pt-BR messages;
         # a missing file is the user's too. Anything else is a bug: let it surface.
@@ -60,6 +70,17 @@ def main() -> None:
             raise
         typer.secho(f"erro: {exc}", err=True, fg=typer.colors.RED)
         sys.exit(1)
+
+
+def _exit_at_once() -> None:
+    """Leave now, output flushed: freeing a 10M-ping analysis's objects one by one took ~0.5 s.
+
+    Its files are written and closed and its processes joined; nothing else is left to do.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 _ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "enforcement", "db", "planning")

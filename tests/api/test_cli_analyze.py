@@ -54,6 +54,8 @@ class TestAnalyze:
             "analyze", "--pings", str(pings), "--stands", str(stands), "--out", str(out)
         )
         assert done.returncode == 0, done.stderr
+        # the process leaves without the interpreter's teardown: its last line still comes out
+        assert done.stdout.strip().splitlines()[-1].startswith(f"Saídas em {out}")
         visits = pd.read_csv(out / "stand_visits.csv", dtype=str)
         assert tuple(visits.columns) == fr.VISIT_COLUMNS
         assert visits[["vehicle_id", "stand_id", "boarded"]].values.tolist() == [
