@@ -27,6 +27,7 @@ from stands.occupancy import occupancy
 from stands.visits import BOARDED_AT, detect_visits
 from tracking import frames as fr
 from tracking.detect import DetectorInputs, Thresholds, run_detectors
+from tracking.detectors._evidence import iso_utc_many
 from tracking.detectors.findings import KINDS, empty_findings, write_findings_geojson
 from tracking.ingest import write_rejected
 from tracking.stops import detect_stops
@@ -332,8 +333,11 @@ def summarize(
 
 
 def _iso_utc(col: pd.Series) -> pd.Series:
-    text: pd.Series = col.dt.tz_convert("UTC").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return text.astype(object)
+    """``YYYY-MM-DDTHH:MM:SSZ`` of each instant (None where missing), formatted at once."""
+    ns = pd.DatetimeIndex(col.dt.tz_convert("UTC")).as_unit("ns").asi8
+    text = np.array(iso_utc_many(ns), dtype=object)
+    text[col.isna().to_numpy()] = None
+    return pd.Series(text, index=col.index, dtype=object)
 
 
 def _fixed6(col: pd.Series) -> pd.Series:

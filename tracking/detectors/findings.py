@@ -24,6 +24,8 @@ import pandas as pd
 import shapely
 import shapely.geometry
 
+from tracking.detectors._evidence import iso_utc_many
+
 KINDS = (
     "unlicensed_stand_use",
     "habitual_absence",
@@ -50,7 +52,6 @@ FINDING_COLUMNS = (
 )
 _UTC = pd.DatetimeTZDtype("ns", "UTC")
 _ID_STAMP = "%Y%m%dT%H%M%S.%fZ"
-_ISO_UTC = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class FindingsFrameError(ValueError):
@@ -209,8 +210,7 @@ _ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_PASSTHROUGH_DATETIME
 def _utc_texts(col: pd.Series) -> list[Any]:
     """``jsonable`` of each instant of a column (at once when tz-aware and complete)."""
     if isinstance(col.dtype, pd.DatetimeTZDtype) and not col.isna().any():
-        texts: list[Any] = col.dt.tz_convert("UTC").dt.strftime(_ISO_UTC).tolist()
-        return texts
+        return list(iso_utc_many(pd.DatetimeIndex(col.dt.tz_convert("UTC")).as_unit("ns").asi8))
     return [jsonable(v) for v in col]
 
 
