@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from tracking import frames as fr
 from tracking._codes import in_track_order, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors._evidence import iso_utc
+from tracking.detectors._evidence import iso_utc, iso_utc_many
 from tracking.detectors.findings import empty_findings, finding_id, make_findings
 
 NS = 1_000_000_000
@@ -242,6 +242,30 @@ def fix_evidence(track: TrackArrays, i: int) -> dict[str, Any]:
         "meter": METER_NAMES[int(track.meter[i])],
         "speed_flag": bool(track.speed_flag[i]),
     }
+
+
+def fix_evidences(track: TrackArrays, positions: NDArray[np.int64]) -> list[dict[str, Any]]:
+    """:func:`fix_evidence` of each fix at ``positions``, computed at once."""
+    rows = track.row[positions].tolist()
+    return [
+        {
+            "timestamp": t,
+            "lat": y,
+            "lon": x,
+            "row": None if r < 0 else r,
+            "meter": METER_NAMES[m],
+            "speed_flag": f,
+        }
+        for t, y, x, r, m, f in zip(
+            iso_utc_many(track.ts_ns[positions]),
+            track.lat[positions].tolist(),
+            track.lon[positions].tolist(),
+            rows,
+            track.meter[positions].tolist(),
+            track.speed_flag[positions].tolist(),
+            strict=True,
+        )
+    ]
 
 
 def finding_record(

@@ -63,7 +63,7 @@ from tracking.detectors._track_kernels import (
     check_columns,
     check_positive,
     check_timezone,
-    fix_evidence,
+    fix_evidences,
     local_dates,
     track_arrays,
     utc_ns,
@@ -201,11 +201,11 @@ def _candidates(
         if "stop_id" in stops.columns
         else np.full(len(stops), None, dtype=object)
     )
+    first_fix = fix_evidences(track, first)
+    last_fix = fix_evidences(track, last)
     out = []
     for k, c in enumerate(cand.tolist()):
-        fixes = [fix_evidence(track, int(first[k]))]
-        if last[k] != first[k]:
-            fixes.append(fix_evidence(track, int(last[k])))
+        fixes = [first_fix[k]] if last[k] == first[k] else [first_fix[k], last_fix[k]]
         out.append(
             {
                 "vehicle_id": str(vehicle[c]),
@@ -259,8 +259,9 @@ def _place_findings(
         hit, _ = tree.query(pts, predicate="dwithin", distance=stand_buffer_m)
         near[hit] = True
         if i == 0:
-            idx, dist = tree.query_nearest(pts, return_distance=True, all_matches=False)
-            stand_dist[idx[0]] = dist
+            nearest = np.flatnonzero(~near)  # the others are dropped below
+            idx, dist = tree.query_nearest(pts[nearest], return_distance=True, all_matches=False)
+            stand_dist[nearest[idx[0]]] = dist
     out = ~near
     cand, share, stop_id = cand[out], share[out], stop_id[out]
     lat, lon, pts, stand_dist = lat[out], lon[out], pts[out], stand_dist[out]
