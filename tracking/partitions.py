@@ -37,7 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import geopandas as gpd
@@ -443,14 +443,38 @@ def _stack(pieces: Sequence[pd.DataFrame], blocks: list[tuple[int, int, int]]) -
     return pd.DataFrame(columns, copy=False)  # the columns are fresh: no second copy
 
 
-def _through(frame: pd.DataFrame, rank: npt.NDArray[np.int64]) -> pd.DataFrame:
-    """Map the position columns of ``frame`` through ``rank`` (old position -> new)."""
+def _block_moves(
+    blocks: list[tuple[int, int, int]], offsets: npt.NDArray[np.int64]
+) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:
+    """Map positions in the pieces' concatenation to positions in :func:`_stack`'s frame."""
+    piece, start, stop = (np.array(c, dtype=np.int64) for c in zip(*blocks, strict=True))
+    old = offsets[piece] + start
+    new = np.cumsum(stop - start) - (stop - start)
+    by_old = np.argsort(old)
+    old, new = old[by_old], new[by_old]
+
+    def move(positions: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        block = np.searchsorted(old, positions, side="right") - 1
+        return new[block] + (positions - old[block])
+
+    return move
+
+
+def _through(
+    frame: pd.DataFrame,
+    rank: npt.NDArray[np.int64] | Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]],
+) -> pd.DataFrame:
+    """Map the position columns of ``frame`` through ``rank`` (old position -> new).
+
+    ``rank`` is an array indexed by old position, or a function of the old positions.
+    """
     out = frame.copy()
     for col in (c for c in POSITIONS if c in out.columns):
         values = pd.array(out[col], dtype="Int64")
         missing = np.asarray(values.isna(), dtype=bool)
         raw = values.fillna(0).to_numpy(dtype=np.int64)
-        moved = pd.arrays.IntegerArray(np.where(missing, 0, rank[raw]), missing)
+        mapped = rank(raw) if callable(rank) else rank[raw]
+        moved = pd.arrays.IntegerArray(np.where(missing, 0, mapped), missing)
         out[col] = pd.Series(moved, index=out.index).astype(frame[col].dtype)
     return out
 
@@ -526,22 +550,14 @@ def gather(
     ev_sizes = np.array([len(p) for p in pieces], dtype=np.int64)
     ev_offsets = np.r_[0, np.cumsum(ev_sizes)[:-1]].astype(np.int64)
     blocks = _vehicle_order(pieces)
-    if blocks is None:
-        evidence, perm = _concat(pieces), None
-    else:
-        evidence = _stack(pieces, blocks)
-        perm = np.concatenate(
-            [np.arange(ev_offsets[k] + a, ev_offsets[k] + b, dtype=np.int64) for k, a, b in blocks]
-        )
+    evidence = _concat(pieces) if blocks is None else _stack(pieces, blocks)
     del pieces
     ev_visits = _shift_positions(
         _concat([r.pop("evidence_visits").assign(_part=k) for k, r in enumerate(results)]),
         ev_offsets,
     )
-    if perm is not None:
-        rank = np.empty(len(perm), dtype=np.int64)
-        rank[perm] = np.arange(len(perm), dtype=np.int64)
-        ev_visits = _through(ev_visits, rank)
+    if blocks is not None:
+        ev_visits = _through(ev_visits, _block_moves(blocks, ev_offsets))
     ev_visits = _by_vehicle(requeue(ev_visits))
     del all_visits, tagged
 

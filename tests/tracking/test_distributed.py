@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from factories import make_pings
@@ -17,7 +18,13 @@ from tracking.distributed import (
     analyze_pings_distributed,
     dask_client,
 )
-from tracking.partitions import _stack, _vehicle_order, requeue, vehicle_partitions
+from tracking.partitions import (
+    _block_moves,
+    _stack,
+    _vehicle_order,
+    requeue,
+    vehicle_partitions,
+)
 from tracking.pipeline import AnalysisParams, analyze_pings
 
 
@@ -119,6 +126,10 @@ class TestEvidenceInVehicleOrder:
             _stack(pieces, blocks), whole.take(order).reset_index(drop=True)
         )
         assert _vehicle_order([pieces[2]]) is None  # already in order
+        # a position in the concatenation moves to where its row is in the stack
+        offsets = np.cumsum([0, *(len(p) for p in pieces)])[:-1]
+        moved = _block_moves(blocks, offsets)(np.arange(len(whole)))
+        assert moved.tolist() == np.argsort(order).tolist()
 
 
 class TestRequeue:
