@@ -223,19 +223,19 @@ def trip_distances(
     lo = lon[pos]
     reach_m_per_s = max_speed_kmh / 3.6
 
-    def steps(alive: NDArray[np.bool_]) -> tuple[NDArray[Any], ...]:
-        idx = np.flatnonzero(alive)
+    def steps(
+        idx: NDArray[np.intp], d: NDArray[np.float64] | None = None
+    ) -> tuple[NDArray[Any], ...]:
         tr = trip[idx]
         same = tr[1:] == tr[:-1]
-        d = haversine_m(la[idx[:-1]], lo[idx[:-1]], la[idx[1:]], lo[idx[1:]])
+        if d is None:
+            d = haversine_m(la[idx[:-1]], lo[idx[:-1]], la[idx[1:]], lo[idx[1:]])
         fast = same & (d > reach_m_per_s * (t[idx[1:]] - t[idx[:-1]]))
-        return idx, tr, same, d, fast
+        return tr, same, d, fast
 
-    alive = np.ones(len(pos), dtype=bool)
-    current = False  # whether the steps below are those of the fixes still alive
+    idx = np.arange(len(pos))
+    tr, same, d, fast = steps(idx)
     for _ in range(_MAX_JUMP_ROUNDS):
-        idx, tr, same, d, fast = steps(alive)
-        current = True
         if not fast.any():
             break
         m = len(idx)
@@ -254,11 +254,17 @@ def trip_distances(
         jump = inner | head | tail
         if not jump.any():
             break
-        alive[idx[np.flatnonzero(jump[:m])]] = False
-        current = False
+        # Drop the jumps; a step between two fixes that stay neighbours keeps its length.
+        kept = np.flatnonzero(~jump[:m])
+        idx = idx[kept]
+        again = kept[1:] != kept[:-1] + 1
+        d = d[kept[:-1]]
+        new = np.flatnonzero(again)
+        d[new] = haversine_m(la[idx[new]], lo[idx[new]], la[idx[new + 1]], lo[idx[new + 1]])
+        tr, same, d, fast = steps(idx, d)
 
-    if not current:
-        idx, tr, same, d, fast = steps(alive)
+    alive = np.zeros(len(pos), dtype=bool)
+    alive[idx] = True
     counted = same & ~fast
     distance = np.bincount(tr[1:][counted], weights=d[counted], minlength=k)
     skipped = np.bincount(tr[1:][fast], minlength=k).astype(np.int64)
