@@ -124,22 +124,36 @@ def make_findings(rows: pd.DataFrame, geometry: Iterable[Any] | None = None) -> 
     """
     if rows.empty:
         return empty_findings()
-    frame = rows.copy()
-    frame["vehicle_id"] = (
-        frame["vehicle_id"].astype(object).where(frame["vehicle_id"].notna(), None)
+    frame = pd.DataFrame(
+        {
+            "kind": rows["kind"],
+            "vehicle_id": _objects_or_none(rows["vehicle_id"]),
+            "stand_id": _objects_or_none(rows["stand_id"]),
+            "started_at": pd.to_datetime(rows["started_at"], utc=True).astype(_UTC),
+            "ended_at": pd.to_datetime(rows["ended_at"], utc=True).astype(_UTC),
+            "confidence": rows["confidence"].astype("float64"),
+            "details": rows["details"],
+        }
     )
-    frame["stand_id"] = frame["stand_id"].astype(object).where(frame["stand_id"].notna(), None)
-    frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True).astype(_UTC)
-    frame["ended_at"] = pd.to_datetime(frame["ended_at"], utc=True).astype(_UTC)
-    frame["confidence"] = frame["confidence"].astype("float64")
-    frame["finding_id"] = _finding_ids(frame)
+    ids = _finding_ids(frame)
+    frame.insert(0, "finding_id", ids)
     shapes: Any = list(geometry) if geometry is not None else [None] * len(frame)
     if shapes and all(type(g) is tuple for g in shapes):
         shapes = shapely.points(np.asarray(shapes, dtype=np.float64))
-    geo = gpd.GeoSeries(shapes, index=frame.index, crs=4326)
-    out = gpd.GeoDataFrame(frame, geometry=geo, crs=4326)[list(FINDING_COLUMNS)]
+    out = gpd.GeoDataFrame(frame, geometry=gpd.GeoSeries(shapes, index=frame.index), crs=4326)
     validate_findings(out)
-    return out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
+    order = np.lexsort(
+        (
+            np.asarray(ids, dtype=object),
+            frame["started_at"].array.asi8,
+            frame["kind"].to_numpy(dtype=object),
+        )
+    )
+    return out.take(order).reset_index(drop=True)
+
+
+def _objects_or_none(col: pd.Series) -> pd.Series:
+    return col.astype(object).where(col.notna(), None)
 
 
 def validate_findings(findings: pd.DataFrame) -> None:
