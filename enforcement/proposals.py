@@ -131,10 +131,26 @@ def _vehicles_of(finding: Mapping[str, Any]) -> list[str]:
 
 
 def _records(findings: pd.DataFrame) -> list[dict[str, Any]]:
-    """``findings.to_dict("records")`` without the geometry (unused here, slow to box)."""
+    """``findings.to_dict("records")`` without the geometry (unused here, slow to box).
+
+    Complete tz-aware instants come as epoch nanoseconds (a Timestamp apiece took most of the
+    time); :func:`_instant` reads either.
+    """
     columns = [c for c in findings.columns if c != "geometry"]
-    values = [findings[c].tolist() for c in columns]
+    values = [_plain(findings[c]) for c in columns]
     return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _plain(col: pd.Series) -> list[Any]:
+    if isinstance(col.dtype, pd.DatetimeTZDtype) and not col.isna().any():
+        ns: list[Any] = pd.DatetimeIndex(col).as_unit("ns").asi8.tolist()
+        return ns
+    return col.tolist()
+
+
+def _instant(value: Any) -> pd.Timestamp:
+    """Return an instant of :func:`_records` (epoch nanoseconds or a Timestamp) as a Timestamp."""
+    return pd.Timestamp(value, tz="UTC") if isinstance(value, int) else pd.Timestamp(value)
 
 
 def _local_days(findings: pd.DataFrame, timezone: str) -> list[str]:
@@ -215,8 +231,8 @@ def propose(
     proposals = []
     for (vehicle_id, key, _, _), members in groups.items():
         book, rule = rules[key]
-        start = min(pd.Timestamp(f["started_at"]) for f in members)
-        end = max(pd.Timestamp(f["ended_at"]) for f in members)
+        start = _instant(min(f["started_at"] for f in members))
+        end = _instant(max(f["ended_at"] for f in members))
         count = reincidence_count(book, key=key, vehicle_id=vehicle_id, at=start, confirmed=history)
         ids = sorted(str(f["finding_id"]) for f in members)
         stand_ids = sorted({str(f["stand_id"]) for f in members if f["stand_id"] is not None})
