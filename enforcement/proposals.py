@@ -36,6 +36,7 @@ import orjson
 import pandas as pd
 
 from enforcement.rulebook import Rule, Rulebook
+from tracking._codes import epoch_ns
 
 CONFIRMED_STATUSES = ("confirmada", "notificada", "em_defesa", "defesa_indeferida")
 """States of a proposal that count as a confirmed infraction for reincidence."""
@@ -143,7 +144,7 @@ def _records(findings: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _plain(col: pd.Series) -> list[Any]:
     if isinstance(col.dtype, pd.DatetimeTZDtype) and not col.isna().any():
-        ns: list[Any] = pd.DatetimeIndex(col).as_unit("ns").asi8.tolist()
+        ns: list[Any] = epoch_ns(col).tolist()
         return ns
     return col.tolist()
 

@@ -24,6 +24,7 @@ from branca.element import MacroElement
 
 from maps._errors import MapInputError
 from maps.offline import ASSETS_DIR, RawElement
+from tracking._codes import epoch_ns
 
 COORD_DECIMALS = 6
 """Decimal places of coordinates in the page (≈ 0.1 m)."""
@@ -84,7 +85,7 @@ def epoch_s(values: pd.Series) -> list[int | None]:
     if not isinstance(values.dtype, pd.DatetimeTZDtype):
         msg = f"'{values.name}' é {values.dtype} sem fuso horário; esperados instantes com fuso"
         raise MapInputError(msg)
-    ns = pd.DatetimeIndex(values).as_unit("ns").asi8
+    ns = epoch_ns(values)
     seconds = ns // 1_000_000_000
     missing = values.isna().to_numpy()
     return [None if m else int(s) for s, m in zip(seconds.tolist(), missing.tolist(), strict=True)]

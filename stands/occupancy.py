@@ -42,6 +42,7 @@ from stands._errors import (
 )
 from stands.frames import CAPACITY, STAND_ID
 from stands.visits import dense_rank
+from tracking._codes import epoch_ns
 from tracking.frames import VEHICLE_ID
 
 ARRIVED_AT = "arrived_at"
@@ -86,7 +87,7 @@ def _instants_ns(values: pd.Series, *, name: str) -> npt.NDArray[np.int64]:
     if values.isna().any():
         msg = f"'{name}' tem {int(values.isna().sum())} instantes nulos"
         raise NaiveTimestampError(msg)
-    return pd.DatetimeIndex(values).as_unit("ns").asi8
+    return epoch_ns(values)
 
 
 def _instant_ns(value: Any, *, name: str) -> int:

@@ -51,6 +51,7 @@ from stands.licences import (
     check_timezone,
     validate_licences,
 )
+from tracking._codes import epoch_ns
 from tracking.detectors._evidence import iso_utc_many
 
 DEFAULT_MIN_PRESENCE_S = 60.0
@@ -276,7 +277,7 @@ def _utc_ns(col: pd.Series, *, name: str, what: str) -> npt.NDArray[np.int64]:
     if col.isna().any():
         msg = f"'{name}' de {what} tem {int(col.isna().sum())} instantes nulos"
         raise NaiveTimestampError(msg)
-    return np.asarray(pd.DatetimeIndex(col).as_unit("ns").asi8, dtype=np.int64)
+    return epoch_ns(col)
 
 
 def _require(frame: pd.DataFrame, cols: tuple[str, ...], what: str) -> None:

@@ -57,6 +57,7 @@ from stands._errors import (
 )
 from stands.frames import STAND_ID
 from stands.licences import DEFAULT_TIMEZONE, check_timezone, is_licensed
+from tracking._codes import epoch_ns, vehicle_codes
 from tracking.frames import (
     METER,
     METER_VALUES,
@@ -225,9 +226,8 @@ def _ping_arrays(
                 f"esperado um de {', '.join(METER_VALUES)} ou vazio"
             )
             raise PingFrameError(msg)
-    codes, uniques = pd.factorize(pings[VEHICLE_ID].astype("str"), sort=True)
-    t_ns = pd.DatetimeIndex(ts).as_unit("ns").asi8
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object), t_ns
+    codes, uniques = vehicle_codes(pings[VEHICLE_ID])
+    return codes, uniques, epoch_ns(ts)
 
 
 def _membership_arrays(

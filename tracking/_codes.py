@@ -52,6 +52,20 @@ def vehicle_codes(values: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.obje
     return result
 
 
+def epoch_ns(values: pd.Series | pd.Index) -> NDArray[np.int64]:
+    """Epoch nanoseconds of instants (NaT as the smallest int64).
+
+    A read-only view when they are nanoseconds already (``as_unit("ns")`` copies even then:
+    66 MB for the 8.3M evidence fixes of a 10M run).
+    """
+    index = pd.DatetimeIndex(values)
+    if index.unit != "ns":
+        index = index.as_unit("ns")
+    view = index.asi8.view()
+    view.flags.writeable = False
+    return view
+
+
 def in_track_order(codes: NDArray[np.integer], ns: NDArray[np.int64]) -> bool:
     """Whether fixes are in (vehicle code, instant) order, as the pings contract sorts them."""
     if len(codes) < 2:

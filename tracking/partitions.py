@@ -54,7 +54,7 @@ from stands.occupancy import occupancy
 from stands.visits import _queue_positions
 from stands.visits import detect_visits as detect_visits_
 from tracking import frames as fr
-from tracking._codes import vehicle_codes
+from tracking._codes import epoch_ns, vehicle_codes
 from tracking.aside import aside
 from tracking.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
@@ -145,7 +145,7 @@ def evidence_mask(
         board = pd.to_numeric(visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64)
         np.add.at(delta, first, 1)
         np.add.at(delta, np.maximum(last, board) + 1, -1)
-    ts = pd.DatetimeIndex(part[fr.TIMESTAMP]).as_unit("ns").asi8
+    ts = epoch_ns(part[fr.TIMESTAMP])
     codes, uniques = vehicle_codes(part[fr.VEHICLE_ID])  # part: sorted by (vehicle, time)
     # (vehicle, instant) as one increasing key: the vehicle's code, then the instant's rank
     instants = np.unique(ts)
@@ -160,8 +160,8 @@ def evidence_mask(
             continue
         vid = pd.Index(frame[fr.VEHICLE_ID].astype("str"))
         code = pd.Index(uniques).get_indexer(vid).astype(np.int64)
-        t0 = pd.DatetimeIndex(frame["started_at"]).as_unit("ns").asi8
-        t1 = pd.DatetimeIndex(frame["ended_at"]).as_unit("ns").asi8
+        t0 = epoch_ns(frame["started_at"])
+        t1 = epoch_ns(frame["ended_at"])
         # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
         lo = np.searchsorted(key, code * width + np.searchsorted(instants, t0, side="left"))
         hi = np.searchsorted(key, code * width + np.searchsorted(instants, t1, side="right"))
@@ -388,8 +388,8 @@ def requeue(visits: pd.DataFrame) -> pd.DataFrame:
         return out
     stand = pd.factorize(out["stand_id"].astype("str"))[0].astype(np.int64)
     vehicle = pd.factorize(out["vehicle_id"].astype("str"), sort=True)[0].astype(np.int64)
-    arrived = pd.DatetimeIndex(out["arrived_at"]).as_unit("ns").asi8
-    departed = pd.DatetimeIndex(out["departed_at"]).as_unit("ns").asi8
+    arrived = epoch_ns(out["arrived_at"])
+    departed = epoch_ns(out["departed_at"])
     queue = _queue_positions(stand, vehicle, arrived, departed)
     out["queue_position"] = pd.Series(queue, index=out.index).astype(out["queue_position"].dtype)
     return out

@@ -26,6 +26,7 @@ from stands.licences import licence_frame_from_fleet
 from stands.occupancy import occupancy
 from stands.visits import BOARDED_AT, detect_visits
 from tracking import frames as fr
+from tracking._codes import epoch_ns
 from tracking.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors._evidence import iso_utc_many
 from tracking.detectors.findings import KINDS, empty_findings, write_findings_geojson
@@ -334,7 +335,7 @@ def summarize(
 
 def _iso_utc(col: pd.Series) -> pd.Series:
     """``YYYY-MM-DDTHH:MM:SSZ`` of each instant (None where missing), formatted at once."""
-    ns = pd.DatetimeIndex(col.dt.tz_convert("UTC")).as_unit("ns").asi8
+    ns = epoch_ns(col)
     text = np.array(iso_utc_many(ns), dtype=object)
     text[col.isna().to_numpy()] = None
     return pd.Series(text, index=col.index, dtype=object)

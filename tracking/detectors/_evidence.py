@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from tracking._codes import in_track_order, vehicle_codes
+from tracking._codes import epoch_ns, in_track_order, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError, FleetFrameError
 
 NS = 1_000_000_000
@@ -54,7 +54,7 @@ def utc_ns(
     if null.any() and not allow_null:
         msg = f"'{column}' de {what} tem {int(null.sum())} instante(s) nulo(s)"
         raise DetectorInputError(msg)
-    ns = pd.DatetimeIndex(values.dt.tz_convert("UTC")).as_unit("ns").asi8
+    ns = epoch_ns(values)
     if null.any():
         ns = ns.copy()
         ns[null] = NO_DAY_LOW

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from tracking import frames as fr
-from tracking._codes import in_track_order, vehicle_codes
+from tracking._codes import epoch_ns, in_track_order, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._evidence import iso_utc, iso_utc_many
 from tracking.detectors.findings import empty_findings, finding_id, make_findings
@@ -76,7 +76,7 @@ def utc_ns(col: pd.Series, *, name: str, what: str) -> NDArray[np.int64]:
     if col.isna().any():
         msg = f"'{name}' de {what} tem {int(col.isna().sum())} instante(s) nulo(s)"
         raise DetectorInputError(msg)
-    return np.asarray(pd.DatetimeIndex(col).as_unit("ns").asi8, dtype=np.int64)
+    return epoch_ns(col)
 
 
 def meter_codes(col: pd.Series | None, n: int) -> NDArray[np.int8]:

@@ -24,6 +24,7 @@ import pandas as pd
 import shapely
 import shapely.geometry
 
+from tracking._codes import epoch_ns
 from tracking.detectors._evidence import iso_utc_many
 
 KINDS = (
@@ -224,7 +225,7 @@ _ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_PASSTHROUGH_DATETIME
 def _utc_texts(col: pd.Series) -> list[Any]:
     """``jsonable`` of each instant of a column (at once when tz-aware and complete)."""
     if isinstance(col.dtype, pd.DatetimeTZDtype) and not col.isna().any():
-        return list(iso_utc_many(pd.DatetimeIndex(col.dt.tz_convert("UTC")).as_unit("ns").asi8))
+        return list(iso_utc_many(epoch_ns(col)))
     return [jsonable(v) for v in col]
 
 
