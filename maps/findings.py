@@ -86,7 +86,10 @@ def _summary(kind: str, details: Any) -> str | None:
 
 
 def _text(values: pd.Series) -> list[Any]:
-    return [None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in values]
+    return [
+        None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+        for v in values.tolist()
+    ]
 
 
 def _stands_layer(stands: gpd.GeoDataFrame) -> dict[str, Any]:
