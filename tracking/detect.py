@@ -52,6 +52,8 @@ class DetectorInputs:
     roads: RoadGraph | None = None
     as_of: dt.date | None = None
     timezone: str = "America/Sao_Paulo"
+    waiting_stops: list[dict[str, Any]] | None = None
+    """Illegal stand formation's waiting stops, found vehicle by vehicle (``stops`` unread)."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -68,7 +70,7 @@ _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
     "flag2_misuse": detect_flag2_misuse,
 }
 # Inputs wired by this module, not thresholds a municipality sets.
-_WIRED = {"fleet", "pings", "stands", "roads", "as_of", "timezone"}
+_WIRED = {"fleet", "pings", "stands", "roads", "as_of", "timezone", "waiting"}
 
 
 def threshold_names(kind: str) -> tuple[str, ...]:
@@ -143,7 +145,10 @@ def run_detectors(
         "tracking_gap": ((i.pings,), {}),
         "gps_anomaly": ((i.pings,), {}),
         "flag2_misuse": ((i.pings,), tz),
-        "illegal_stand_formation": ((i.stops, i.pings, i.stands), tz),
+        "illegal_stand_formation": (
+            (i.stops, i.pings, i.stands),
+            tz | {"waiting": i.waiting_stops},
+        ),
         "longer_route": ((i.trips, i.pings), {"roads": i.roads}),
         "habitual_absence": (
             ((i.visits, i.licences, i.trips), {"as_of": as_of, "stands": i.stands} | tz)

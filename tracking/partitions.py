@@ -58,6 +58,7 @@ from tracking._codes import epoch_ns, vehicle_codes
 from tracking.aside import aside
 from tracking.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
+from tracking.detectors.illegal_stand_formation import waiting_stops
 from tracking.pipeline import (
     AnalysisParams,
     AnalysisResult,
@@ -132,9 +133,9 @@ def vehicle_partitions(
 
 
 def evidence_mask(
-    part: pd.DataFrame, visits: pd.DataFrame, stops: pd.DataFrame, trips: pd.DataFrame
+    part: pd.DataFrame, visits: pd.DataFrame, trips: pd.DataFrame
 ) -> npt.NDArray[np.bool_]:
-    """Mark the fixes inside visits, stops and meter trips, and one neighbour on each side."""
+    """Mark the fixes inside visits and meter trips, and one neighbour on each side."""
     n = len(part)
     if n == 0:
         return np.zeros(0, dtype=bool)
@@ -151,7 +152,7 @@ def evidence_mask(
     instants = np.unique(ts)
     width = np.int64(len(instants) + 1)
     key = codes * width + np.searchsorted(instants, ts)
-    spans = [stops]
+    spans = []
     if len(trips):
         meter = trips["source"].astype("str") == "meter" if "source" in trips.columns else None
         spans.append(trips if meter is None else trips.loc[meter.to_numpy()])
@@ -248,10 +249,15 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         as_of=context["as_of"],
     )
     wanted = set(context["kinds"])
+    waiting: list[dict[str, Any]] = []
+    if "illegal_stand_formation" in wanted:  # its per-vehicle half: no stop fixes gathered
+        limits = (context["thresholds"] or {}).get("illegal_stand_formation", {})
+        waiting = waiting_stops(
+            stops, part, **{k: limits[k] for k in ("min_wait_s", "min_free_share") if k in limits}
+        )
     mask = evidence_mask(
         part,
         visits if wanted & _VISIT_EVIDENCE else visits.iloc[:0],
-        stops if "illegal_stand_formation" in wanted else stops.iloc[:0],
         trips if "longer_route" in wanted else trips.iloc[:0],
     )
     return {
@@ -264,6 +270,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "skipped": skipped,
         "evidence": _evidence_frame(part, mask),
         "evidence_visits": _through(visits, np.cumsum(mask) - 1),  # positions into evidence
+        "waiting": waiting,
         "n_matched": count_distinct(ping_idx, len(part)),
     }
 
@@ -278,6 +285,7 @@ def _detect(
     stops: pd.DataFrame,
     fleet: pd.DataFrame | None,
     as_of: dt.date | None,
+    waiting_stops: list[dict[str, Any]] | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """Run the run's kinds that are ``among`` these, with the run's other inputs."""
     return run_detectors(
@@ -293,6 +301,7 @@ def _detect(
             roads=context["roads"],
             as_of=as_of,
             timezone=context["params"].timezone,
+            waiting_stops=waiting_stops,
         ),
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),
@@ -574,6 +583,10 @@ def gather(
         stops=stops.drop(columns=list(ends)),
         fleet=context["fleet"],
         as_of=as_of,
+        waiting_stops=sorted(  # the stops' order: by vehicle, then start
+            (w for r in results for w in r["waiting"]),
+            key=lambda w: (w["vehicle_id"].encode("utf-8"), w["start_ns"]),
+        ),
     )
     found = [f for f in [*(r["findings"] for r in results), cross] if len(f)]
     if found:

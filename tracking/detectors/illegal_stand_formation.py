@@ -104,6 +104,7 @@ def detect_illegal_stand_formation(
     min_wait_s: float = DEFAULT_MIN_WAIT_S,
     min_free_share: float = DEFAULT_MIN_FREE_SHARE,
     timezone: str = DEFAULT_TIMEZONE,
+    waiting: list[dict[str, Any]] | None = None,
 ) -> gpd.GeoDataFrame:
     """Find places outside every stand where free taxis recurrently wait.
 
@@ -132,6 +133,10 @@ def detect_illegal_stand_formation(
         A waiting stop has the meter ``free`` on more than this share of its fixes.
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days.
+    waiting : list of dict, optional
+        The waiting stops already found vehicle by vehicle (:func:`waiting_stops` with the same
+        ``min_wait_s`` and ``min_free_share``), by an engine that sees the fixes in partitions;
+        ``stops`` and ``pings`` are then not read.
 
     Returns
     -------
@@ -145,28 +150,21 @@ def detect_illegal_stand_formation(
     DetectorThresholdError
         If a threshold is out of range or the timezone is unknown.
     """
-    check_positive(
-        stand_buffer_m=stand_buffer_m, cluster_radius_m=cluster_radius_m, min_wait_s=min_wait_s
-    )
+    check_positive(stand_buffer_m=stand_buffer_m, cluster_radius_m=cluster_radius_m)
+    _check_waiting(min_wait_s, min_free_share)
     for name, value in (("min_vehicles", min_vehicles), ("min_days", min_days)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             msg = f"'{name}' era {value!r}; esperado um inteiro >= 1"
             raise DetectorThresholdError(msg)
-    if not (
-        isinstance(min_free_share, int | float)
-        and math.isfinite(min_free_share)
-        and 0 <= min_free_share < 1
-    ):
-        msg = f"'min_free_share' era {min_free_share!r}; esperado um número em [0, 1)"
-        raise DetectorThresholdError(msg)
     check_timezone(timezone)
-    check_columns(stops, STOP_REQUIRED, what="as paradas")
     layers = [_geographic(stands, "os pontos")]
     if allowed_places is not None:
         layers.append(_geographic(allowed_places, "as áreas permitidas"))
-    cand = _candidates(stops, pings, min_wait_s=min_wait_s, min_free_share=min_free_share)
+    if waiting is None:
+        check_columns(stops, STOP_REQUIRED, what="as paradas")
+        waiting = _candidates(stops, pings, min_wait_s=min_wait_s, min_free_share=min_free_share)
     return _place_findings(
-        cand,
+        waiting,
         layers,
         stand_buffer_m=stand_buffer_m,
         cluster_radius_m=cluster_radius_m,
@@ -176,6 +174,42 @@ def detect_illegal_stand_formation(
         min_free_share=min_free_share,
         timezone=timezone,
     )
+
+
+def waiting_stops(
+    stops: pd.DataFrame,
+    pings: pd.DataFrame,
+    *,
+    min_wait_s: float = DEFAULT_MIN_WAIT_S,
+    min_free_share: float = DEFAULT_MIN_FREE_SHARE,
+) -> list[dict[str, Any]]:
+    """Return the waiting stops of some vehicles (see the module docstring), as plain data.
+
+    The per-vehicle half of :func:`detect_illegal_stand_formation`: an engine that sees the fixes
+    vehicle by vehicle passes what this returns for all of them as its ``waiting``, sorted by
+    vehicle then start (the order of the stops).
+
+    Raises
+    ------
+    DetectorInputError
+        If the stops lack columns or times are naive.
+    DetectorThresholdError
+        If a threshold is out of range.
+    """
+    _check_waiting(min_wait_s, min_free_share)
+    check_columns(stops, STOP_REQUIRED, what="as paradas")
+    return _candidates(stops, pings, min_wait_s=min_wait_s, min_free_share=min_free_share)
+
+
+def _check_waiting(min_wait_s: float, min_free_share: float) -> None:
+    check_positive(min_wait_s=min_wait_s)
+    if not (
+        isinstance(min_free_share, int | float)
+        and math.isfinite(min_free_share)
+        and 0 <= min_free_share < 1
+    ):
+        msg = f"'min_free_share' era {min_free_share!r}; esperado um número em [0, 1)"
+        raise DetectorThresholdError(msg)
 
 
 def _candidates(

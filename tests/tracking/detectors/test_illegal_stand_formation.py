@@ -20,6 +20,7 @@ from tracking.detectors.illegal_stand_formation import (
     detect_illegal_stand_formation,
     link_resolution,
     update_illegal_stand_formation,
+    waiting_stops,
 )
 from tracking.stops import detect_stops
 
@@ -58,6 +59,28 @@ class TestDetectIllegalStandFormation:
         stop = d["stops"][0]
         assert f["geometry"].contains(shapely.Point(stop["lon"], stop["lat"]))
         json.dumps(d)
+
+    def test_waiting_found_vehicle_by_vehicle(self) -> None:
+        """The waiting stops found for each vehicle apart (as the partitioned engines do) give
+        the findings of all the stops at once; brief and occupied stops are not among them."""
+        rows = (
+            _three_days()
+            + wait("D", 0, PLACE, wait_s=300.0)
+            + wait("E", DAY, PLACE, meter="occupied")
+        )
+        pings = make_pings(rows)
+        stops = detect_stops(pings)
+        waiting = []
+        for vehicle in sorted(pings["vehicle_id"].unique()):
+            mine = pings.loc[pings["vehicle_id"] == vehicle].reset_index(drop=True)
+            waiting += waiting_stops(stops.loc[stops["vehicle_id"] == vehicle], mine)
+        assert [w["vehicle_id"] for w in waiting] == ["A", "B", "C"]
+        whole = detect_illegal_stand_formation(stops, pings, STANDS)
+        apart = detect_illegal_stand_formation(
+            stops.iloc[:0], pings.iloc[:0], STANDS, waiting=waiting
+        )
+        assert_same_findings(apart, whole)
+        assert len(whole) == 1
 
     def test_too_few_vehicles(self) -> None:
         """Two vehicles on three days are not a stand formation (min_vehicles 3)."""
