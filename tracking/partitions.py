@@ -86,9 +86,9 @@ CROSS_KINDS = tuple(k for k in KINDS if k not in VEHICLE_KINDS)
 
 FORKED_CROSS_KINDS = ("illegal_stand_formation", "longer_route", "inactivity")
 """Cross kinds run in a forked process, beside the others, when :func:`gather` has two jobs:
-about half of the cross kinds' time (10M pings, one after another: these 3.5 s, the others
-3.4 s), and few findings, so little to send back (the 52,660 findings of the others took 0.9 s
-to pickle and unpickle)."""
+about half of the cross kinds' time (10M pings, one after another, at best: these 2.0 s, the
+others 2.1 s), and few findings, so little to send back (the 52,660 findings of the others took
+0.9 s to pickle and unpickle)."""
 
 
 POSITIONS = ("first_ping", "last_ping", "boarding_ping")
