@@ -250,7 +250,8 @@ def _spill_tables(
             bucket = (
                 _bucket_of(source, table, n_buckets) if table.num_rows else np.zeros(0, np.int64)
             )
-            order = np.argsort(bucket, kind="stable")
+            small = bucket.astype(np.int16) if n_buckets < 2**15 else bucket  # sorts by radix
+            order = np.argsort(small, kind="stable")
             bounds = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
             table = table.take(pa.array(order, type=pa.int64()))  # one take, then slices
             for b in range(n_buckets):
