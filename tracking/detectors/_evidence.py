@@ -58,10 +58,7 @@ def utc_ns(
     if null.any():
         ns = ns.copy()
         ns[null] = NO_DAY_LOW
-        return ns
-    view = ns.view()
-    view.flags.writeable = False
-    return view
+    return ns
 
 
 def check_threshold(name: str, value: float, *, positive: bool = False, unit: str = "") -> None:
