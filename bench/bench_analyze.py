@@ -323,8 +323,10 @@ def report():
           file=sys.stderr)
 atexit.register(report)
 sys.argv = ['pontual', *sys.argv[1:]]
-from api.cli import main
-main()
+import api.cli
+leave = api.cli._exit_at_once  # a successful analyze leaves without atexit: report first
+api.cli._exit_at_once = lambda: (report(), leave())
+api.cli.main()
 """
 
 
