@@ -10,18 +10,21 @@ per partition (:func:`vehicle_stage`)
     :func:`tracking.stops.detect_stops`, :func:`tracking.trips.detect_trips`,
     :func:`tracking.pipeline.pickup_stands`, and :func:`tracking.detect.run_detectors` with the
     kinds whose facts are one vehicle's (:data:`VEHICLE_KINDS`: gaps, GPS anomalies, Bandeira 2,
-    operating while barred, outside the municipality). Each partition also returns its
-    *evidence fixes*: the fixes inside its visits, stops and meter trips, with one fix of margin
-    on each side (the previous fix of a boarding, the neighbours of a pickup or drop-off).
+    operating while barred, outside the municipality) and illegal stand formation's waiting
+    stops (:func:`tracking.detectors.illegal_stand_formation.waiting_stops`: long, mostly free
+    stops, with their first and last fix). Each partition also returns its *evidence fixes*:
+    the fixes inside its visits and meter trips, with one fix of margin on each side (the
+    previous fix of a boarding, the neighbours of a pickup or drop-off).
 gathered (:func:`gather`, over small frames)
     The partitions' visits, trips, stops and evidence fixes are concatenated and put in vehicle
     order (the order the local engine gives). Queue positions are recomputed over all vehicles of
     each stand with the kernel of ``detect_visits``; then occupancy
     (:func:`stands.occupancy.occupancy`) and ``run_detectors`` with the kinds that compare
     vehicles or need every day at once (:data:`CROSS_KINDS`: queue_jump, unlicensed_stand_use —
-    its evidence names the queue position —, illegal_stand_formation — stops of several vehicles
-    on several days —, habitual_absence — presence over the days —, inactivity — the whole
-    fleet —, longer_route — past trips of other vehicles between the same cells).
+    its evidence names the queue position —, illegal_stand_formation — the waiting stops of
+    several vehicles on several days, clustered into places —, habitual_absence — presence
+    over the days —, inactivity — the whole fleet —, longer_route — past trips of other
+    vehicles between the same cells).
 
 Why vehicle partitions and not vehicle × day: a trip, a stop, a visit, a silence or a GPS
 excursion that crosses midnight belongs to two days, and every per-vehicle kernel (trip and stop
