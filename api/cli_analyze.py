@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import datetime as dt
 import gc
 import os
@@ -122,12 +121,14 @@ def analyze(
     # the analysis frees and reallocates the same sizes all along: faulting them in and zeroing
     # them again took ~2 s of 28 at 10M pings. Read when Arrow loads: before the imports below.
     os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")
-    _keep_freed_heap()
     from fleet.loaders import read_fleet
     from stands.layers import read_stands
     from tracking.ingest import read_pings
     from tracking.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
     from tracking.porto import read_porto_trips
+    from tracking.validate import keep_freed_heap
+
+    keep_freed_heap()
 
     books, no_rulebook = _rulebooks(municipality)
     history = _confirmed(confirmed) if confirmed else None
@@ -285,26 +286,6 @@ def write_results(
         progress("other files done")
         written()
     return [*paths, out / "map.html"], proposals
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_MMAP_THRESHOLD_MAX = 32 << 20  # glibc's largest on 64-bit
-
-
-def _keep_freed_heap() -> None:
-    """Have glibc's malloc (numpy's arrays) keep freed memory for the next allocations.
-
-    By default, arrays of a few MB are mapped and unmapped one by one, and the heap's free top
-    is given back: at 10M pings, ~1M page faults (every page zeroed again), ~0.1 s of kernel time
-    per bucket. Arrays up to 32 MB now come from the heap, which is not trimmed; explicit trims
-    (:func:`tracking.validate._release_free_memory`) still give memory back. No-op without glibc.
-    """
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
-    mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)  # an int: 2 GB
 
 
 @contextlib.contextmanager

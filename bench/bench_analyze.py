@@ -565,13 +565,14 @@ def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
     def mark(label: str) -> None:
         marks.append((label, time.perf_counter() - t0))
 
-    from api.cli_analyze import _bundled_municipality, _keep_freed_heap, _rulebooks, write_results
+    from api.cli_analyze import _bundled_municipality, _rulebooks, write_results
     from fleet.loaders import read_fleet
     from stands.layers import read_stands
     from tracking.buckets import analyze_file
     from tracking.pipeline import AnalysisParams
+    from tracking.validate import keep_freed_heap
 
-    _keep_freed_heap()
+    keep_freed_heap()
     mark("imports done")
     jobs = int(spec["jobs"])
     books, _ = _rulebooks(POA)

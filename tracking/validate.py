@@ -920,11 +920,31 @@ def _settle_pending(state: _State, rejected: pd.DataFrame, chunks: ChunkSource) 
 
 
 @functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
+def _glibc(name: str) -> Callable[..., int] | None:
+    """Return glibc's function name, or None when the C library is another."""
     try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc
+        return getattr(ctypes.CDLL("libc.so.6"), name)  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
         return None
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_MAX = 32 << 20  # glibc's largest on 64-bit
+
+
+def keep_freed_heap() -> None:
+    """Have glibc's malloc (numpy's arrays) keep freed memory for the next allocations.
+
+    By default, arrays of a few MB are mapped and unmapped one by one, and the heap's free top
+    is given back: at 10M pings, ~1M page faults (every page zeroed again), ~0.1 s of kernel time
+    per bucket. Arrays up to 32 MB then come from the heap, which is not trimmed;
+    :func:`_release_free_memory` still gives memory back. For a whole process (``pontual
+    analyze``); no-op without glibc.
+    """
+    mallopt = _glibc("mallopt")
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
+        mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)  # an int: 2 GB
 
 
 def _release_free_memory(rows: int) -> None:
@@ -939,7 +959,7 @@ def _release_free_memory(rows: int) -> None:
     if rows < _RELEASE_MIN_ROWS:
         return
     pa.default_memory_pool().release_unused()
-    trim = _malloc_trim()
+    trim = _glibc("malloc_trim")
     if trim is not None:
         trim(0)
 
