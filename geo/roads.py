@@ -828,26 +828,84 @@ def shortest_path_lengths(
         If the arrays are malformed or of different lengths, a bound is not positive, or
         ``weight`` is unknown.
     """
-    if weight not in ("length", "time"):
-        msg = f"'weight' era {weight!r}; esperado 'length' ou 'time'"
-        raise RoadGraphError(msg)
     org = _lonlat_array(origins, "origins")
     dst = _lonlat_array(destinations, "destinations")
     if len(org) != len(dst):
         msg = f"{len(org)} origem(ns) para {len(dst)} destino(s); esperado um destino por origem"
         raise RoadGraphError(msg)
-    n = len(org)
-    bounded = max_length_m is not None and weight == "length"
-    bound = _bounds(max_length_m if bounded else None, n)
     so = snap_to_roads(graph, org, max_snap_m=max_snap_m)
     sd = snap_to_roads(graph, dst, max_snap_m=max_snap_m)
+    return routes_between(
+        graph,
+        so,
+        sd,
+        max_length_m=max_length_m,
+        weight=weight,
+        with_geometry=with_geometry,
+        origin_lonlat=org,
+        destination_lonlat=dst,
+    )
+
+
+def routes_between(
+    graph: RoadGraph,
+    origins: pd.DataFrame,
+    destinations: pd.DataFrame,
+    *,
+    max_length_m: ArrayLike | None = None,
+    weight: Literal["length", "time"] = "length",
+    with_geometry: bool = False,
+    origin_lonlat: ArrayLike | None = None,
+    destination_lonlat: ArrayLike | None = None,
+    with_steps: bool = False,
+) -> pd.DataFrame:
+    """Shortest (or fastest) path between positions already on the network, pair by pair.
+
+    Parameters
+    ----------
+    graph : RoadGraph
+        The network.
+    origins, destinations : pandas.DataFrame
+        Positions on the network as :func:`snap_to_roads` gives them (``piece``, -1 when off
+        the network; ``fraction``; ``snap_m``, added to the length), paired row by row; e.g.
+        the positions a map matcher chose, with ``snap_m`` 0.
+    max_length_m, weight, with_geometry
+        As in :func:`shortest_path_lengths`.
+    origin_lonlat, destination_lonlat : array_like, optional
+        ``(n, 2)`` [lon, lat] the drawn path starts and ends at (default: the positions on
+        the road).
+    with_steps : bool, default False
+        Also return each path as ``steps``: a list of ``(piece, from_fraction, to_fraction)``
+        (empty without a path), as :func:`path_pieces_sum` and the map matcher use.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`shortest_path_lengths`.
+
+    Raises
+    ------
+    RoadGraphError
+        If the frames differ in length, a bound is not positive, or ``weight`` is unknown.
+    """
+    if weight not in ("length", "time"):
+        msg = f"'weight' era {weight!r}; esperado 'length' ou 'time'"
+        raise RoadGraphError(msg)
+    so = origins.reset_index(drop=True)
+    sd = destinations.reset_index(drop=True)
+    if len(so) != len(sd):
+        msg = f"{len(so)} origem(ns) para {len(sd)} destino(s); esperado um destino por origem"
+        raise RoadGraphError(msg)
+    n = len(so)
+    bounded = max_length_m is not None and weight == "length"
+    bound = _bounds(max_length_m if bounded else None, n)
     status = np.full(n, "ok", dtype=object)
     status[sd["piece"].to_numpy() < 0] = "destination_outside"
     status[so["piece"].to_numpy() < 0] = "origin_outside"
     ok = status == "ok"
     snap_total = so["snap_m"].to_numpy() + sd["snap_m"].to_numpy()
     net_bound = np.where(np.isfinite(bound), bound - np.nan_to_num(snap_total), np.inf)
-    need_paths = with_geometry or weight == "time"
+    need_paths = with_geometry or with_steps or weight == "time"
     cost, best = _route_costs(
         graph, so, sd, ok, net_bound, time=weight == "time", with_paths=need_paths
     )
@@ -879,11 +937,44 @@ def shortest_path_lengths(
         }
     )
     if with_geometry:
+        org = position_lonlat(graph, so) if origin_lonlat is None else np.asarray(origin_lonlat)
+        dst = (
+            position_lonlat(graph, sd)
+            if destination_lonlat is None
+            else np.asarray(destination_lonlat)
+        )
         out["geometry"] = pd.Series(
             [_steps_line(graph, org[i], dst[i], st) if st else None for i, st in enumerate(steps)],
             dtype=object,
         )
+    if with_steps:
+        out["steps"] = pd.Series(
+            [st if st else [] for st in steps] if need_paths else [[] for _ in range(n)],
+            dtype=object,
+        )
     return out
+
+
+def position_lonlat(graph: RoadGraph, positions: pd.DataFrame) -> NDArray[np.float64]:
+    """[lon, lat] of positions on the network (``piece``, ``fraction``); NaN when off it."""
+    piece = positions["piece"].to_numpy(dtype=np.int64)
+    frac = positions["fraction"].to_numpy(dtype=np.float64)
+    out = np.full((len(piece), 2), np.nan)
+    on = piece >= 0
+    if on.any():
+        pts = shapely.line_interpolate_point(graph.piece_xy[piece[on]], frac[on], normalized=True)
+        xy = shapely.get_coordinates(pts)
+        to_ll = pyproj.Transformer.from_crs(graph.crs, WGS84, always_xy=True)
+        lon, lat = to_ll.transform(xy[:, 0], xy[:, 1])
+        out[on, 0], out[on, 1] = lon, lat
+    return out
+
+
+def path_pieces_sum(
+    graph: RoadGraph, steps: list[tuple[int, float, float]], *, weight: Literal["length", "time"]
+) -> float:
+    """Length (m) or free-flow time (s) of a path given as ``(piece, from, to)`` fractions."""
+    return _steps_sum(graph.piece_time_s if weight == "time" else graph.piece_length_m, steps)
 
 
 def _lonlat_array(points: ArrayLike, name: str) -> NDArray[np.float64]:
