@@ -19,6 +19,12 @@ transition
     beta_share · great_circle``: the longer the step, the more a route may bend. A route longer
     than ``max_speed_kmh`` allows in the time between the fixes (plus ``2·radius_m``) is
     impossible.
+jumps (moves the network cannot explain)
+    A route whose log-likelihood is below ``-jump_penalty``, or longer than both ``1.25 ·
+    great_circle`` and what ``detour_speed_kmh`` allows in the time between the fixes (plus
+    ``4·sigma_m``), is not believed: a street missing from the network, a one-way street driven
+    against its direction, a turn the network forbids. The step is a *jump* at the fixed cost
+    ``jump_penalty`` and counts as the straight move, never as a loop invented around the gap.
 Viterbi and breaks
     The most likely sequence of candidates per track. When no transition is possible the track
     *breaks*: a new segment starts, and the gap counts as the great-circle distance between the
@@ -57,6 +63,10 @@ DEFAULT_BETA_M = 30.0
 DEFAULT_BETA_SHARE = 0.25
 DEFAULT_MAX_SPEED_KMH = 150.0
 DEFAULT_JUMP_PENALTY = 6.0
+"""Log-likelihood cost of a move the network cannot explain (counted as the straight move)."""
+DEFAULT_DETOUR_SPEED_KMH = 50.0
+"""A route between two fixes longer than 1.25 times the straight move is believed only if it
+could be driven at this speed in the time between them (else a street is missing)."""
 MAX_SEARCH_M = 20_000.0
 """Dijkstra's search radius never exceeds this (a gap of minutes between fixes)."""
 
@@ -100,6 +110,7 @@ def match_tracks(
     beta_share: float = DEFAULT_BETA_SHARE,
     max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
     jump_penalty: float = DEFAULT_JUMP_PENALTY,
+    detour_speed_kmh: float = DEFAULT_DETOUR_SPEED_KMH,
     with_paths: bool = False,
 ) -> TrackMatches:
     """Match GPS tracks to the road network (see the module docstring).
@@ -134,6 +145,8 @@ def match_tracks(
         ("radius_m", radius_m),
         ("beta_m", beta_m),
         ("max_speed_kmh", max_speed_kmh),
+        ("jump_penalty", jump_penalty),
+        ("detour_speed_kmh", detour_speed_kmh),
     ):
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             msg = f"'{name}' era {value!r}; esperado um número > 0"
@@ -163,7 +176,7 @@ def match_tracks(
     if len(np.unique(trk[starts])) != len(starts):
         msg = "as posições de cada trajeto devem ser contíguas em 'track'"
         raise RoadGraphError(msg)
-    ends = np.r_[starts[1:], n]
+    ends = np.r_[starts[1:], n] if n else np.zeros(0, np.int64)
     if n > 1 and (np.diff(t)[trk[1:] == trk[:-1]] < 0).any():
         msg = "as posições de cada trajeto devem estar em ordem de tempo"
         raise RoadGraphError(msg)
@@ -178,15 +191,23 @@ def match_tracks(
     fix_piece = np.full(n, -1, dtype=np.int64)
     fix_fraction = np.full(n, np.nan)
     fix_step_m = np.full(n, np.nan)
-    rows: list[dict[str, float | int]] = []
+    rows: list[dict[str, object]] = []
     paths: list[list[tuple[int, float, float]]] | None = [] if with_paths else None
-    params = _Model(sigma_m, radius_m, beta_m, beta_share, max_speed_kmh / 3.6, jump_penalty)
+    params = _Model(
+        sigma_m,
+        radius_m,
+        beta_m,
+        beta_share,
+        max_speed_kmh / 3.6,
+        jump_penalty,
+        detour_speed_kmh / 3.6,
+    )
     for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
-        row, path = _match_one(graph, node_xy, px, py, t, kept, cand, lo, hi, params, with_paths)
+        row, chosen, path = _match_one(
+            graph, node_xy, px, py, t, kept, cand, lo, hi, params, with_paths
+        )
         row["track"] = int(trk[lo])
         rows.append(row)
-        chosen = row.pop("_chosen")
-        assert isinstance(chosen, dict)  # noqa: S101 (internal contract)
         for fix, (piece, frac, step) in chosen.items():
             fix_piece[fix] = piece
             fix_fraction[fix] = frac
@@ -223,6 +244,7 @@ class _Model:
     beta_share: float
     max_speed_ms: float
     jump_penalty: float
+    detour_speed_ms: float
 
 
 @dataclass(frozen=True)
@@ -306,8 +328,8 @@ def _match_one(
     hi: int,
     m: _Model,
     with_paths: bool,
-) -> tuple[dict[str, object], list[tuple[int, float, float]]]:
-    """Match one track's fixes ``lo:hi``."""
+) -> tuple[dict[str, object], dict[int, tuple[int, float, float]], list[tuple[int, float, float]]]:
+    """Match one track's fixes ``lo:hi``: its row, each matched fix's position, its path."""
     fixes = np.arange(lo, hi)[kept[lo:hi]]
     n_kept = len(fixes)
     fixes = fixes[cand.ptr[fixes + 1] > cand.ptr[fixes]]
@@ -323,10 +345,9 @@ def _match_one(
         "origin_fraction": np.nan,
         "destination_piece": -1,
         "destination_fraction": np.nan,
-        "_chosen": {},
     }
     if len(fixes) < 2:
-        return row, []
+        return row, {}, []
     c_lo, c_hi = cand.ptr[fixes], cand.ptr[fixes + 1]
     sizes = c_hi - c_lo
     flat = np.concatenate(
@@ -350,7 +371,10 @@ def _match_one(
     dt_s = np.diff(t[fixes]) / 1e9
     limit = m.max_speed_ms * dt_s + 2.0 * m.radius_m
     # Routes longer than this are unexplained (a jump): Dijkstra need not look farther.
-    explained_m = gc + m.jump_penalty * (m.beta_m + m.beta_share * gc)
+    explained_m = np.minimum(
+        gc + m.jump_penalty * (m.beta_m + m.beta_share * gc),
+        np.maximum(m.detour_speed_ms * dt_s, 1.25 * gc) + 4.0 * m.sigma_m,
+    )
     search = float(min(max(np.minimum(limit, explained_m).max(), 1.0), MAX_SEARCH_M))
     k = len(fixes)
     owner = np.repeat(np.arange(k), sizes)  # fix (0..k-1) of each candidate
@@ -399,7 +423,9 @@ def _match_one(
     # A move the network cannot explain (a missing street, a one-way driven against): a jump
     # at a fixed cost, counted as the great circle, rather than an invented loop.
     feasible = gc <= m.max_speed_ms * dt_s
-    explained = trans >= -m.jump_penalty
+    explained = (trans >= -m.jump_penalty) & (
+        route <= np.maximum(m.detour_speed_ms * dt_s, 1.25 * gc)[ps] + 4.0 * m.sigma_m
+    )
     trans = np.where(explained, trans, np.where(feasible[ps], -m.jump_penalty, -_INF))
     emission = -0.5 * (cand.dist[flat] / m.sigma_m) ** 2
 
@@ -448,7 +474,7 @@ def _match_one(
     row["origin_fraction"] = float(frac[chosen[0]])
     row["destination_piece"] = int(piece[chosen[-1]])
     row["destination_fraction"] = float(frac[chosen[-1]])
-    row["_chosen"] = {
+    positions = {
         int(f): (int(piece[c]), float(frac[c]), float(d))
         for f, c, d in zip(fixes, chosen, np.r_[0.0, step_len], strict=True)
     }
@@ -473,7 +499,7 @@ def _match_one(
                     local_nodes,
                 )
             )
-    return row, path
+    return row, positions, path
 
 
 def _subgraph(
