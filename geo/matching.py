@@ -77,16 +77,18 @@ _INF = np.inf
 class TrackMatches:
     """Result of :func:`match_tracks`.
 
-    ``tracks``: one row per track (in the order of first appearance): ``track``, ``matched_m``
-    (NaN when fewer than two fixes matched), ``n_fixes``, ``n_kept`` (after thinning),
-    ``n_matched`` (kept fixes with a candidate), ``n_breaks``, ``mean_snap_m`` (mean distance
-    of the matched fixes to their chosen road), ``origin_piece``/``origin_fraction`` and
-    ``destination_piece``/``destination_fraction`` (the first and last matched positions; -1 and
-    NaN when unmatched). ``fix_piece``/``fix_fraction`` give, per input fix, its chosen position
-    (-1 / NaN when the fix was thinned out or unmatched) and ``fix_step_m`` the matched length
-    from the previous chosen fix (0 at a track's first). ``paths`` (with ``with_paths``): per
-    track, the pieces driven as ``(piece, from_fraction, to_fraction)`` along the drawing
-    direction of each piece.
+    ``tracks``: one row per track (in the order of first appearance): ``track``,
+    ``matched_m`` (NaN when fewer than two fixes matched), ``n_fixes``, ``n_kept`` (after
+    thinning), ``n_matched`` (kept fixes with a candidate), ``n_breaks``, ``n_jumps``,
+    ``unexplained_m`` (the part of ``matched_m`` counted as straight moves across breaks and
+    jumps), ``mean_snap_m`` (mean distance of the matched fixes to their chosen road),
+    ``origin_piece``/``origin_fraction`` and ``destination_piece``/``destination_fraction``
+    (the first and last matched positions; -1 and NaN when unmatched).
+
+    ``fix_piece``/``fix_fraction`` give, per input fix, its chosen position (-1 / NaN when the
+    fix was thinned out or unmatched) and ``fix_step_m`` the matched length from the previous
+    chosen fix (0 at a track's first). ``paths`` (with ``with_paths``): per track, the pieces
+    driven as ``(piece, from_fraction, to_fraction)`` along each piece's drawing direction.
     """
 
     tracks: pd.DataFrame
@@ -222,6 +224,7 @@ def match_tracks(
         "n_matched",
         "n_breaks",
         "n_jumps",
+        "unexplained_m",
         "mean_snap_m",
         "origin_piece",
         "origin_fraction",
@@ -340,6 +343,7 @@ def _match_one(
         "n_matched": len(fixes),
         "n_breaks": 0,
         "n_jumps": 0,
+        "unexplained_m": 0.0,
         "mean_snap_m": np.nan,
         "origin_piece": -1,
         "origin_fraction": np.nan,
@@ -467,6 +471,7 @@ def _match_one(
     jumped = ~broken & ~explained[step_pair]
     step_len = np.where(broken, np.where(feasible, gc, 0.0), np.where(jumped, gc, route[step_pair]))
     row["n_jumps"] = int(jumped.sum())
+    row["unexplained_m"] = float(step_len[broken | jumped].sum())
     row["matched_m"] = float(step_len.sum())
     row["n_breaks"] = len(seg_start) - 1
     row["mean_snap_m"] = float(cand.dist[flat[chosen]].mean())

@@ -970,6 +970,17 @@ def position_lonlat(graph: RoadGraph, positions: pd.DataFrame) -> NDArray[np.flo
     return out
 
 
+def path_line(graph: RoadGraph, steps: list[tuple[int, float, float]]) -> Any:
+    """LineString (EPSG:4326) of a path given as ``(piece, from, to)`` fractions; None if empty."""
+    if not steps:
+        return None
+    ends = pd.DataFrame(
+        {"piece": [steps[0][0], steps[-1][0]], "fraction": [steps[0][1], steps[-1][2]]}
+    )
+    lonlat = position_lonlat(graph, ends)
+    return _steps_line(graph, lonlat[0], lonlat[1], steps)
+
+
 def path_pieces_sum(
     graph: RoadGraph, steps: list[tuple[int, float, float]], *, weight: Literal["length", "time"]
 ) -> float:

@@ -9,39 +9,45 @@ Definitions (each appears in the finding's ``details``):
 
 trip
     A meter trip of :func:`tracking.trips.detect_trips` (``source == "meter"``; trips inferred from
-    stops carry no passenger and are ignored). ``driven_m`` is the length driven along its fixes
-    with GPS jumps filtered out (:func:`tracking.trips.trip_distances` at ``max_speed_kmh``, 150
-    km/h: jump fixes dropped, impossible steps skipped), so bad data can only shorten it.
+    stops carry no passenger and are ignored). ``driven_m`` is the length along its fixes with
+    GPS jumps filtered out (:func:`tracking.trips.trip_distances` at ``max_speed_kmh``, 150
+    km/h: jump fixes dropped, impossible steps skipped), so bad data can only shorten it;
+    ``straight_m`` the straight line between its pickup and drop-off.
 waypoints
     Stops of the trip (:func:`tracking.stops.stop_spans`: at least ``waypoint_min_stop_s`` within
     ``waypoint_diameter_m``) that touch neither its first nor its last fix: places where the
     passenger had the taxi wait. The reference passes through them, in order (the passenger chose
     them: "salvo com autorização do usuário").
-reference, on a road network (``method = "road_network"``)
-    ``reference_m``: the shortest path on ``roads`` from the pickup through the waypoints to the
-    drop-off (:func:`geo.roads.shortest_path_lengths`, snap distances included). Pickup,
-    drop-off and waypoints farther than ``max_snap_m`` from every road are outside the network.
-    ``ratio = driven_m / reference_m`` must reach ``min_ratio`` and the excess ``min_excess_m``.
+on a road network (``method = "road_network"``)
+    The trip's fixes are map-matched (:func:`geo.matching.match_tracks`: a hidden Markov model
+    on the network, one-way streets honoured; a move the network cannot explain counts as the
+    straight move, never as an invented loop). ``matched_m`` is the length of the matched path:
+    unlike ``driven_m`` it does not shrink when fixes are sparse (30 s chords cut every
+    corner). ``reference_m`` is the shortest path on ``roads`` from the matched pickup through
+    the waypoints to the matched drop-off; ``ratio = matched_m / reference_m`` must reach
+    ``min_ratio`` and the excess ``min_excess_m``. The match must be sound: at least
+    ``MIN_MATCHED_SHARE`` of the fixes near a road and at most ``MAX_UNEXPLAINED_SHARE`` of the
+    length in unexplained moves; pickup, drop-off and waypoints farther than ``max_snap_m`` from
+    every road are outside the network.
 fastest route (a longer road may be the right one)
     Drivers rightly prefer a faster, longer road (a ring road, a motorway). The fastest path
-    (urban travel speeds per road class, :data:`geo.roads.DEFAULT_SPEEDS_KMH`) is computed. A
-    trip is not accused, however longer than the shortest path, when it
-
-    - *followed* a reasonable route: at least ``ROUTE_MATCH_SHARE`` (80 %) of its driven length
-      within ``ROUTE_MATCH_M`` (60 m) of the fastest or the shortest path
-      (``on_reasonable_route_share``, by length so that waits weigh nothing);
-    - is a variant of the fastest route: ``driven_m`` at most ``NEAR_FASTEST_RATIO`` (1.1) times
-      its length (``ratio_fastest_route``) with at least ``NEAR_FASTEST_SHARE`` (60 %) on the
-      reasonable routes;
-    - or was as quick as it: ``duration_s`` at most ``FASTEST_TIME_FACTOR`` (1.0) times the
-      fastest path's free-flow time (``fastest_route_s``): a faster road was taken.
+    through the same points (urban travel speeds per road class,
+    :data:`geo.roads.DEFAULT_SPEEDS_KMH`) is computed, and the matched path's free-flow time
+    too: ``time_ratio = matched_route_s / fastest_route_s`` must also reach ``min_time_ratio``
+    — a route that is long but as fast as the fastest is a driver's fair choice. A trip that
+    lasted at most ``FASTEST_TIME_FACTOR`` (1.0) times the fastest path's free-flow time cost
+    the passenger no time and is never accused. The score the detector thresholds is then
+    ``min(ratio, time_ratio)``.
 reference from peer trips (``method = "peer_trips"``)
-    Without a network (or for a trip outside it): the median ``driven_m`` of *past* trips of
-    *other* vehicles between the same H3 cells (resolution ``h3_resolution``) of pickup and
-    drop-off: trips that ended before this one started, the ``max_peer_trips`` most recent, at
-    least ``min_peer_trips`` of them. The median resists the peers' own detours; "past" makes the
-    batch and live results the same and never uses the future. Waypoint trips have no peer
-    reference (their route is the passenger's).
+    Without a network (or for a trip outside it): past trips of *other* vehicles between the
+    same H3 cells (resolution ``h3_resolution``) of pickup and drop-off, that ended before this
+    one started, the ``max_peer_trips`` most recent, at least ``min_peer_trips``. Peers are
+    compared by their *straight-line ratio* (``driven_m / straight_m`` of each peer, between its
+    own ends), so that peers whose ends lie closer together in the same cells do not shorten
+    the reference: ``reference_m = median peer straight-line ratio × straight_m``. A trip
+    driven within ``MIN_STRAIGHT_RATIO`` (1.2) times its own straight line is never accused.
+    The median resists the peers' own detours; "past" makes the batch and live results the
+    same. Waypoint trips have no peer reference (their route is the passenger's).
 consensus (reference probably wrong)
     With a network, if at least ``min_peer_trips`` past peer trips of other vehicles exist and
     their median ``ratio`` also reaches ``min_ratio``, everyone drives longer than the network
@@ -57,10 +63,11 @@ guards (never accuse on bad data)
     GPS jump (its step to the neighbouring fix implies more than ``max_speed_kmh``), or with fewer
     than 3 fixes.
 
-Confidence: ``0.5 + 0.45·min(1, (r − min_ratio)/(min_ratio − 1))`` where ``r`` is ``ratio``,
-times 0.6 for a
-``corridor`` pattern, 0.8 for a peer reference, 0.8 if GPS jumps were filtered out of the trip,
-0.9 if an end was snapped farther than ``max_snap_m / 2``; clipped to [0.05, 0.95].
+Confidence: ``0.5 + 0.45·min(1, (s − min_ratio)/(min_ratio − 1))`` where ``s`` is the score
+(``min(ratio, time_ratio)`` on a network, ``ratio`` with peers), times 0.6 for a ``corridor``
+pattern, 0.8 for a peer reference, 0.8 if GPS jumps were filtered out of the trip or the match
+had jumps or breaks, 0.9 if an end was snapped farther than ``max_snap_m / 2``; clipped to
+[0.05, 0.95].
 """
 
 from __future__ import annotations
@@ -73,13 +80,20 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-import pyproj
 import shapely
 from numpy.typing import NDArray
 
-from geo.crs import WGS84, haversine_m
+from geo.crs import haversine_m
 from geo.h3 import cells_to_strings, check_resolution, latlng_to_cells
-from geo.roads import DEFAULT_MAX_SNAP_M, RoadGraph, shortest_path_lengths
+from geo.matching import match_tracks
+from geo.roads import (
+    DEFAULT_MAX_SNAP_M,
+    RoadGraph,
+    path_line,
+    path_pieces_sum,
+    routes_between,
+    shortest_path_lengths,
+)
 from tracking import frames as fr
 from tracking._codes import in_track_order, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
@@ -117,24 +131,31 @@ DEFAULT_LOOP_RADIUS_M = 75.0
 DEFAULT_MAX_SPEED_KMH = 150.0
 """Implied speed of a GPS jump: such steps add nothing to ``driven_m`` (a 1 km spike in 15 s is
 240 km/h) and such an end gives no reference."""
-ROUTE_MATCH_M = 60.0
-ROUTE_MATCH_SHARE = 0.8
-"""A trip with this share of its driven length within ``ROUTE_MATCH_M`` of the fastest or the
-shortest path followed a reasonable route."""
-NEAR_FASTEST_RATIO = 1.1
-NEAR_FASTEST_SHARE = 0.6
-"""Driven at most ``NEAR_FASTEST_RATIO`` times the fastest path's length, with this share of its
-length on the reasonable routes: a variant of the fastest route, not a lengthened trip."""
+DEFAULT_MIN_TIME_RATIO = 1.4
+"""On a road network, the matched route's free-flow time over the fastest path's from which a
+trip is a longer route: a longer road that is faster (a ring road, a motorway) is no detour."""
 FASTEST_TIME_FACTOR = 1.0
-"""A trip lasting at most this times the fastest path's free-flow time took a faster road."""
+"""A trip lasting at most this times the fastest path's free-flow time lost the passenger no
+time (a faster road was taken): never accused."""
+MIN_STRAIGHT_RATIO = 1.2
+"""Without a network: a trip driven within this times the straight line between its own pickup
+and drop-off is never accused, whatever its peers."""
+SCREEN_FACTOR = 1.4
+"""The matched length may exceed the length along the fixes by up to this factor (sparse fixes
+cut corners): a trip shorter along its fixes than ``min_ratio / SCREEN_FACTOR`` times the
+shortest path between its raw ends cannot be accused and is not matched."""
+MIN_MATCHED_SHARE = 0.8
+"""At least this share of a trip's fixes must lie within reach of a road for the match to count."""
+MAX_UNEXPLAINED_SHARE = 0.2
+"""At most this share of the matched length may be straight moves the network could not explain
+(breaks, jumps: missing streets, GPS excursions)."""
 ROUTE_GUARDS = {
-    "route_match_m": ROUTE_MATCH_M,
-    "route_match_share": ROUTE_MATCH_SHARE,
-    "near_fastest_ratio": NEAR_FASTEST_RATIO,
-    "near_fastest_share": NEAR_FASTEST_SHARE,
     "fastest_time_factor": FASTEST_TIME_FACTOR,
+    "min_straight_line_ratio": MIN_STRAIGHT_RATIO,
+    "min_matched_share": MIN_MATCHED_SHARE,
+    "max_unexplained_share": MAX_UNEXPLAINED_SHARE,
 }
-"""The fixed reasonable-route thresholds, reported in each finding's ``thresholds``."""
+"""The fixed guards, reported in each finding's ``thresholds``."""
 DEFAULT_MAX_GAP_S = 300.0
 """Live only: a silence longer than this ends a trip (as ``detect_trips``' ``max_gap_s``)."""
 
@@ -173,6 +194,7 @@ class _Params:
     waypoint_diameter_m: float
     loop_radius_m: float
     max_speed_kmh: float
+    min_time_ratio: float
 
     def thresholds(self) -> dict[str, Any]:
         return {
@@ -187,6 +209,7 @@ class _Params:
             "waypoint_diameter_m": self.waypoint_diameter_m,
             "loop_radius_m": self.loop_radius_m,
             "max_speed_kmh": self.max_speed_kmh,
+            "min_time_ratio": self.min_time_ratio,
         }
 
 
@@ -195,6 +218,9 @@ def _params(**kw: Any) -> _Params:
         msg = f"'min_ratio' foi {kw['min_ratio']!r}; esperado um número > 1"
         raise DetectorThresholdError(msg)
     check_threshold("min_ratio", kw["min_ratio"], positive=True)
+    if not (isinstance(kw["min_time_ratio"], int | float) and kw["min_time_ratio"] >= 1):
+        msg = f"'min_time_ratio' foi {kw['min_time_ratio']!r}; esperado um número >= 1"
+        raise DetectorThresholdError(msg)
     for name in ("min_excess_m", "min_reference_m"):
         check_threshold(name, kw[name], unit="metros")
     for name in ("max_snap_m", "waypoint_diameter_m", "loop_radius_m"):
@@ -228,6 +254,7 @@ def detect_longer_route(
     *,
     roads: RoadGraph | None = None,
     min_ratio: float = DEFAULT_MIN_RATIO,
+    min_time_ratio: float = DEFAULT_MIN_TIME_RATIO,
     min_excess_m: float = DEFAULT_MIN_EXCESS_M,
     min_reference_m: float = DEFAULT_MIN_REFERENCE_M,
     max_snap_m: float = DEFAULT_MAX_SNAP_M,
@@ -253,6 +280,9 @@ def detect_longer_route(
     min_ratio : float, default 1.4
         Driven length over the reference from which a trip is a longer route (POA art. 58
         XIII / XVI; PB art. 25 III).
+    min_time_ratio : float, default 1.4
+        On a network, the matched route's free-flow time over the fastest path's from which
+        a trip is a longer route (a faster road is no detour).
     min_excess_m : float, default 1000.0
         Smallest excess (driven minus reference), metres.
     min_reference_m : float, default 500.0
@@ -288,6 +318,7 @@ def detect_longer_route(
     """
     p = _params(
         min_ratio=min_ratio,
+        min_time_ratio=min_time_ratio,
         min_excess_m=min_excess_m,
         min_reference_m=min_reference_m,
         max_snap_m=max_snap_m,
@@ -332,14 +363,18 @@ def route_ratios(
     -------
     pandas.DataFrame
         One row per meter trip: ``trip_id``, ``vehicle_id``, ``method`` (``road_network``,
-        ``peer_trips`` or None), ``driven_m``, ``reference_m``, ``ratio``, ``n_waypoints``,
-        ``peer_count``, ``peer_median_ratio``, ``fastest_route_m``, ``reasonable_route``
-        (True when a fastest-route guard of :func:`detect_longer_route` excuses the trip) and
-        ``guarded_ratio`` (``ratio``, or at most 1 on a reasonable route: the score that the
-        detector thresholds).
+        ``peer_trips`` or None), ``driven_m`` (along the fixes), ``matched_m`` (the map-matched
+        route), ``straight_m``, ``reference_m``, ``ratio`` (``matched_m`` or, with peers,
+        ``driven_m`` over ``reference_m``), ``time_ratio`` (matched route's free-flow time
+        over the fastest path's), ``n_waypoints``, ``peer_count``, ``peer_median_ratio``,
+        ``fastest_route_m``, ``fastest_route_s``, ``reasonable_route`` (True when the trip was
+        as quick as the fastest path: never accused) and ``guarded_ratio`` (the score the
+        detector thresholds: the smaller of ``ratio`` and ``time_ratio`` on a network, at most
+        1 on a reasonable route).
     """
     p = _params(
         min_ratio=DEFAULT_MIN_RATIO,
+        min_time_ratio=DEFAULT_MIN_TIME_RATIO,
         min_excess_m=DEFAULT_MIN_EXCESS_M,
         min_reference_m=DEFAULT_MIN_REFERENCE_M,
         max_snap_m=max_snap_m,
@@ -354,21 +389,25 @@ def route_ratios(
     table, fixes = _batch_inputs(trips, pings)
     _redrive(table, fixes, p)
     ev = _evaluate(table, fixes, roads, p, history=None, prune=False)
-    ratio = table["driven_m"] / ev["reference_m"]
+    mr = ev["matched"]
     return pd.DataFrame(
         {
             "trip_id": table["trip_id"],
             "vehicle_id": table["vehicle_id"],
             "method": ev["method"],
             "driven_m": table["driven_m"],
+            "matched_m": mr["matched_m"],
+            "straight_m": ev["straight_m"],
             "reference_m": ev["reference_m"],
-            "ratio": ratio,
+            "ratio": ev["ratio"],
+            "time_ratio": ev["time_ratio"],
             "n_waypoints": ev["n_waypoints"],
             "peer_count": ev["peer_count"],
             "peer_median_ratio": ev["peer_ratio"],
-            "fastest_route_m": ev["fastest_m"],
-            "reasonable_route": ev["reasonable"],
-            "guarded_ratio": np.where(ev["reasonable"], np.fmin(ratio, 1.0), ratio),
+            "fastest_route_m": mr["fastest_m"],
+            "fastest_route_s": mr["fastest_s"],
+            "reasonable_route": ev["quick"],
+            "guarded_ratio": ev["score"],
         }
     )
 
@@ -633,18 +672,20 @@ def _peer_stats(
     history: dict[str, NDArray[Any]],
     p: _Params,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], list[list[str]]]:
-    """Per trip: count, median driven_m and median ratio of its past peer trips, and their ids.
+    """Per trip: count, median straight-line ratio and median ratio of its past peer trips, ids.
 
     Peers: same (pickup cell, drop-off cell), another vehicle, ended before this trip started;
-    the ``max_peer_trips`` most recent.
+    the ``max_peer_trips`` most recent. A peer's straight-line ratio is its ``driven_m`` over
+    the straight line between its own pickup and drop-off: comparing ratios, not lengths,
+    makes peers whose ends lie closer together or farther apart in the same cells comparable.
     """
     n = len(table["trip_id"])
     count = np.zeros(n, dtype=np.int64)
-    med_len = np.full(n, np.nan)
+    med_straight = np.full(n, np.nan)
     med_ratio = np.full(n, np.nan)
     ids: list[list[str]] = [[] for _ in range(n)]
     if n == 0 or len(history["trip_id"]) == 0:
-        return count, med_len, med_ratio, ids
+        return count, med_straight, med_ratio, ids
     # (origin, destination) pairs as codes: each cell coded, then the pair of codes
     o_code, o_uniq = pd.factorize(np.concatenate((cells[0], history["o_cell"])))
     d_code, _ = pd.factorize(np.concatenate((cells[1], history["d_cell"])))
@@ -653,27 +694,181 @@ def _peer_stats(
     h_sizes = np.bincount(h_code, minlength=len(uniq))
     candidates = np.flatnonzero(h_sizes[q_code] >= p.min_peer_trips)
     if not len(candidates):
-        return count, med_len, med_ratio, ids
+        return count, med_straight, med_ratio, ids
     order = np.lexsort((history["ended_ns"], h_code))
     h_sorted = h_code[order]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        h_straight = history["driven_m"] / history["straight_m"]
     for i in candidates.tolist():
         lo = np.searchsorted(h_sorted, q_code[i], side="left")
         hi = np.searchsorted(h_sorted, q_code[i], side="right")
         members = order[lo:hi]
-        keep = (history["ended_ns"][members] < table["started_ns"][i]) & (
-            history["vehicle_id"][members] != table["vehicle_id"][i]
+        keep = (
+            (history["ended_ns"][members] < table["started_ns"][i])
+            & (history["vehicle_id"][members] != table["vehicle_id"][i])
+            & np.isfinite(h_straight[members])
         )
         members = members[keep][-p.max_peer_trips :]
         if len(members) < p.min_peer_trips:
             continue
         count[i] = len(members)
-        med_len[i] = float(np.median(history["driven_m"][members]))
+        med_straight[i] = float(np.median(h_straight[members]))
         ratios = history["ratio"][members]
         ratios = ratios[np.isfinite(ratios)]
         if len(ratios) >= p.min_peer_trips:
             med_ratio[i] = float(np.median(ratios))
         ids[i] = [str(t) for t in history["trip_id"][members].tolist()]
-    return count, med_len, med_ratio, ids
+    return count, med_straight, med_ratio, ids
+
+
+def _straight_m(table: dict[str, NDArray[Any]]) -> NDArray[np.float64]:
+    """Straight line between each trip's pickup and drop-off, metres."""
+    return np.asarray(
+        haversine_m(
+            table["pickup_lat"], table["pickup_lon"], table["dropoff_lat"], table["dropoff_lon"]
+        ),
+        dtype=np.float64,
+    )
+
+
+def _positions(piece: NDArray[np.int64], fraction: NDArray[np.float64]) -> pd.DataFrame:
+    return pd.DataFrame({"piece": piece, "fraction": fraction, "snap_m": np.zeros(len(piece))})
+
+
+def _matched_routes(
+    graph: RoadGraph,
+    table: dict[str, NDArray[Any]],
+    fixes: dict[str, NDArray[Any]],
+    judge: NDArray[np.bool_],
+    wp: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+) -> dict[str, Any]:
+    """Map-match the trips to ``judge`` and route between their matched positions.
+
+    Per trip (NaN / -1 / False elsewhere): ``matched_m`` and ``matched_s`` (length and free-flow
+    time of the matched path), the match's quality (``match_ok`` and its counts),
+    ``reference_m`` (shortest path pickup → waypoints → drop-off between the matched
+    positions), ``fastest_m``/``fastest_s`` (the fastest path through the same points), and the
+    legs (``leg_trip``, ``leg_from``, ``leg_to`` as positions) for drawing the routes later.
+    """
+    n = len(table["trip_id"])
+    out = _matched_routes_empty(n)
+    sel = np.flatnonzero(judge[fixes["trip"]]) if len(fixes["trip"]) else np.zeros(0, np.int64)
+    if not len(sel):
+        return out
+    m = match_tracks(
+        graph,
+        fixes["trip"][sel],
+        fixes["lon"][sel],
+        fixes["lat"][sel],
+        fixes["ts_ns"][sel],
+        with_paths=True,
+    )
+    tr = m.tracks
+    trip = tr["track"].to_numpy(dtype=np.int64)
+    out["matched_m"][trip] = tr["matched_m"].to_numpy()
+    out["unexplained_m"][trip] = tr["unexplained_m"].to_numpy()
+    out["mean_snap_m"][trip] = tr["mean_snap_m"].to_numpy()
+    out["n_used"][trip] = tr["n_kept"].to_numpy()
+    out["n_matched"][trip] = tr["n_matched"].to_numpy()
+    out["n_jumps"][trip] = tr["n_jumps"].to_numpy()
+    out["n_breaks"][trip] = tr["n_breaks"].to_numpy()
+    for t, path in zip(trip.tolist(), m.paths or [], strict=True):
+        out["paths"][t] = path
+        out["matched_s"][t] = path_pieces_sum(graph, path, weight="time")
+    # Each fix's matched position, in the order of ``fixes``.
+    fix_piece = np.full(len(fixes["trip"]), -1, dtype=np.int64)
+    fix_frac = np.full(len(fixes["trip"]), np.nan)
+    fix_piece[sel], fix_frac[sel] = m.fix_piece, m.fix_fraction
+    # Points of each trip: the first and last matched fixes, and the first matched fix of each
+    # waypoint; a waypoint without one leaves the trip unjudged.
+    wp_trip, wp_first, wp_last = wp
+    wp_pos = np.full(len(wp_trip), -1, dtype=np.int64)
+    for k, (lo, hi) in enumerate(zip(wp_first.tolist(), wp_last.tolist(), strict=True)):
+        hit = np.flatnonzero(fix_piece[lo : hi + 1] >= 0)
+        if len(hit):
+            wp_pos[k] = lo + int(hit[0])
+    ok_wp = np.bincount(wp_trip[wp_pos < 0], minlength=n) == 0
+    good = np.zeros(n, dtype=bool)
+    good[trip] = (
+        np.isfinite(tr["matched_m"].to_numpy())
+        & (tr["n_matched"].to_numpy() >= MIN_MATCHED_SHARE * tr["n_kept"].to_numpy())
+        & (
+            tr["unexplained_m"].to_numpy()
+            <= MAX_UNEXPLAINED_SHARE * np.nan_to_num(tr["matched_m"].to_numpy())
+        )
+    )
+    good &= ok_wp & judge
+    pts_trip = np.concatenate((trip, wp_trip[wp_pos >= 0], trip))
+    key = np.concatenate(
+        (np.zeros(len(trip)), 1.0 + np.arange(int((wp_pos >= 0).sum())), np.full(len(trip), np.inf))
+    )
+    pts_piece = np.concatenate(
+        (
+            tr["origin_piece"].to_numpy(dtype=np.int64),
+            fix_piece[wp_pos[wp_pos >= 0]],
+            tr["destination_piece"].to_numpy(dtype=np.int64),
+        )
+    )
+    pts_frac = np.concatenate(
+        (
+            tr["origin_fraction"].to_numpy(),
+            fix_frac[wp_pos[wp_pos >= 0]],
+            tr["destination_fraction"].to_numpy(),
+        )
+    )
+    keep = good[pts_trip]
+    order = np.lexsort((key[keep], pts_trip[keep]))
+    pts_trip, pts_piece, pts_frac = (a[keep][order] for a in (pts_trip, pts_piece, pts_frac))
+    same = pts_trip[1:] == pts_trip[:-1]
+    leg_trip = pts_trip[:-1][same]
+    leg_from = _positions(pts_piece[:-1][same], pts_frac[:-1][same])
+    leg_to = _positions(pts_piece[1:][same], pts_frac[1:][same])
+    out["legs"] = (leg_trip, leg_from, leg_to)
+    if not len(leg_trip):
+        return out
+    for weight, length_key, time_key in (
+        ("length", "reference_m", None),
+        ("time", "fastest_m", "fastest_s"),
+    ):
+        res = routes_between(graph, leg_from, leg_to, weight=weight)  # type: ignore[arg-type]
+        length = res["network_m"].to_numpy()
+        missing = np.bincount(leg_trip, weights=~np.isfinite(length), minlength=n) > 0
+        total = np.bincount(leg_trip, weights=np.nan_to_num(length), minlength=n)
+        has = np.bincount(leg_trip, minlength=n) > 0
+        out[length_key] = np.where(has & ~missing, total, np.nan)
+        if time_key is not None:
+            t_total = np.bincount(
+                leg_trip, weights=np.nan_to_num(res["duration_s"].to_numpy()), minlength=n
+            )
+            out[time_key] = np.where(has & ~missing, t_total, np.nan)
+    out["match_ok"] = good & np.isfinite(out["reference_m"]) & np.isfinite(out["fastest_s"])
+    return out
+
+
+def _route_lines(
+    graph: RoadGraph,
+    legs: tuple[NDArray[np.int64], pd.DataFrame, Any],
+    trips: NDArray[np.int64],
+    n: int,
+) -> tuple[list[list[Any]], list[list[Any]]]:
+    """Per trip of ``trips``: the shortest and the fastest paths' lines, leg by leg."""
+    ref_lines: list[list[Any]] = [[] for _ in range(n)]
+    fast_lines: list[list[Any]] = [[] for _ in range(n)]
+    leg_trip, leg_from, leg_to = legs
+    sel = np.flatnonzero(np.isin(leg_trip, trips))
+    if not len(sel):
+        return ref_lines, fast_lines
+    for weight, lines in (("length", ref_lines), ("time", fast_lines)):
+        res = routes_between(
+            graph,
+            leg_from.iloc[sel],
+            leg_to.iloc[sel],
+            weight=weight,  # type: ignore[arg-type]
+            with_geometry=True,
+        )
+        for t, geom in zip(leg_trip[sel].tolist(), res["geometry"].tolist(), strict=True):
+            lines[t].append(geom)
+    return ref_lines, fast_lines
 
 
 def _evaluate(
@@ -688,21 +883,32 @@ def _evaluate(
     """Compute references, peers and the accusation test of every trip of ``table``."""
     n = len(table["trip_id"])
     driven = table["driven_m"]
+    straight = _straight_m(table)
     wp_trip, wp_first, wp_last = _waypoints(fixes, n, p)
     n_wp = np.bincount(wp_trip, minlength=n).astype(np.int64)
-    leg_trip, origins, dests = _legs(table, fixes, wp_trip, wp_first, wp_last)
-    ref = np.full(n, np.nan)
     inside = np.zeros(n, dtype=bool)
     max_snap = np.full(n, np.nan)
+    judge = np.zeros(n, dtype=bool)
     if graph is not None and n:
-        bound = np.maximum(driven / p.min_ratio, 1.0) if prune else None
-        ref, inside, max_snap, _, _ = _network_reference(
+        # A first, cheap reference between the raw ends: trips whose fixes are not even
+        # SCREEN_FACTOR / min_ratio times it long cannot be accused and are not matched.
+        leg_trip, origins, dests = _legs(table, fixes, wp_trip, wp_first, wp_last)
+        bound = np.maximum(driven * SCREEN_FACTOR / p.min_ratio, 1.0) if prune else None
+        screen, inside, max_snap, _, _ = _network_reference(
             graph, leg_trip, origins, dests, n, bound, p
         )
-    net_ratio = np.where(np.isfinite(ref), driven / ref, np.nan)
+        judge = inside & np.isfinite(screen) if prune else inside
+        mr = _matched_routes(graph, table, fixes, judge, (wp_trip, wp_first, wp_last))
+    else:
+        mr = _matched_routes_empty(n)
+    matched_ok = mr["match_ok"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        net_ratio = np.where(matched_ok, mr["matched_m"] / mr["reference_m"], np.nan)
+        time_ratio = np.where(matched_ok, mr["matched_s"] / mr["fastest_s"], np.nan)
     if prune and graph is not None:
-        # A reference beyond the search bound: ratio below min_ratio (0 keeps medians right).
-        net_ratio = np.where(inside & ~np.isfinite(ref), 0.0, net_ratio)
+        # Not matched because too short to be accused: a ratio below min_ratio (0 keeps the
+        # peers' medians right).
+        net_ratio = np.where(inside & ~judge, 0.0, net_ratio)
     o_cell = latlng_to_cells(table["pickup_lat"], table["pickup_lon"], resolution=p.h3_resolution)
     d_cell = latlng_to_cells(table["dropoff_lat"], table["dropoff_lon"], resolution=p.h3_resolution)
     own = {
@@ -712,113 +918,78 @@ def _evaluate(
         "o_cell": o_cell,
         "d_cell": d_cell,
         "driven_m": driven,
+        "straight_m": straight,
         "ratio": net_ratio,
     }
     hist = own if history is None else history
-    peer_count, peer_len, peer_ratio, peer_ids = _peer_stats(table, (o_cell, d_cell), hist, p)
-    use_peers = ~inside & (n_wp == 0) & np.isfinite(peer_len)
+    peer_count, peer_straight, peer_ratio, peer_ids = _peer_stats(table, (o_cell, d_cell), hist, p)
+    use_peers = ~inside & (n_wp == 0) & np.isfinite(peer_straight)
     method = np.full(n, None, dtype=object)
-    method[inside] = "road_network"
+    method[matched_ok] = "road_network"
     method[use_peers] = "peer_trips"
-    reference = np.where(inside, ref, np.where(use_peers, peer_len, np.nan))
-    consensus = inside & np.isfinite(peer_ratio) & (peer_ratio >= p.min_ratio)
+    peer_reference = peer_straight * straight
+    reference = np.where(matched_ok, mr["reference_m"], np.where(use_peers, peer_reference, np.nan))
+    measured = np.where(matched_ok, mr["matched_m"], driven)
+    consensus = matched_ok & np.isfinite(peer_ratio) & (peer_ratio >= p.min_ratio)
+    duration_s = (table["ended_ns"] - table["started_ns"]) / NS
     with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = measured / reference
+        # The passenger lost no time: the trip was as quick as the fastest path in free flow.
+        quick = matched_ok & (duration_s <= FASTEST_TIME_FACTOR * mr["fastest_s"])
+        score = np.where(matched_ok, np.fmin(ratio, time_ratio), ratio)
         candidate = (
             np.isfinite(reference)
             & (reference >= p.min_reference_m)
-            & (driven >= p.min_ratio * reference)
-            & (driven - reference >= p.min_excess_m)
+            & (ratio >= p.min_ratio)
+            & (measured - reference >= p.min_excess_m)
+            & (~matched_ok | (time_ratio >= p.min_time_ratio))
+            & (~use_peers | (driven >= MIN_STRAIGHT_RATIO * straight))
             & ~consensus
+            & ~quick
         )
-    fastest = np.full(n, np.nan)
-    fastest_s = np.full(n, np.nan)
-    fast_lines: list[list[Any]] = [[] for _ in range(n)]
-    ref_lines: list[list[Any]] = [[] for _ in range(n)]
-    # The fastest-route guards: for the candidates (for every judged trip without pruning).
-    net_cand = inside & np.isfinite(reference) if not prune else candidate & inside
-    reasonable = np.zeros(n, dtype=bool)
-    if graph is not None and net_cand.any():
-        legs = np.isin(leg_trip, np.flatnonzero(net_cand))
-        fastest, _, _, fast_lines, fastest_s = _network_reference(
-            graph,
-            leg_trip[legs],
-            origins[legs],
-            dests[legs],
-            n,
-            None,
-            p,
-            weight="time",
-            with_geometry=True,
-        )
-        _, _, _, ref_lines, _ = _network_reference(
-            graph, leg_trip[legs], origins[legs], dests[legs], n, None, p, with_geometry=True
-        )
-        both = [a + b for a, b in zip(fast_lines, ref_lines, strict=True)]
-        on_fastest = _share_near(graph, fixes, both, np.flatnonzero(net_cand), p)
-        duration_s = (table["ended_ns"] - table["started_ns"]) / NS
-        with np.errstate(invalid="ignore"):
-            reasonable = (
-                (on_fastest >= ROUTE_MATCH_SHARE)
-                | ((driven <= NEAR_FASTEST_RATIO * fastest) & (on_fastest >= NEAR_FASTEST_SHARE))
-                | (duration_s <= FASTEST_TIME_FACTOR * fastest_s)
-            )
-        candidate &= ~reasonable
     return {
         "method": method,
         "reference_m": reference,
+        "measured_m": measured,
+        "ratio": ratio,
+        "time_ratio": time_ratio,
+        "score": np.where(quick, np.fmin(score, 1.0), score),
         "network_ratio": net_ratio,
-        "fastest_m": fastest,
-        "fastest_s": fastest_s,
-        "reasonable": reasonable,
-        "on_fastest": on_fastest if graph is not None and net_cand.any() else np.full(n, np.nan),
+        "straight_m": straight,
+        "quick": quick,
+        "matched": mr,
         "max_snap_m": max_snap,
         "candidate": candidate,
         "consensus": consensus,
         "n_waypoints": n_wp,
         "wp": (wp_trip, wp_first, wp_last),
         "peer_count": peer_count,
-        "peer_len": peer_len,
+        "peer_straight": peer_straight,
         "peer_ratio": peer_ratio,
         "peer_ids": peer_ids,
         "o_cell": o_cell,
         "d_cell": d_cell,
-        "ref_lines": ref_lines,
-        "fast_lines": fast_lines,
     }
 
 
-def _share_near(
-    graph: RoadGraph,
-    fixes: dict[str, NDArray[Any]],
-    lines: list[list[Any]],
-    trips: NDArray[np.int64],
-    p: _Params,
-) -> NDArray[np.float64]:
-    """Share of each trip's driven length near its ``lines`` (NaN: not judged).
-
-    A step counts when both its fixes are within ``ROUTE_MATCH_M`` of the lines.
-    """
-    out = np.full(len(lines), np.nan)
-    to_xy = pyproj.Transformer.from_crs(WGS84, graph.crs, always_xy=True)
-    starts = np.searchsorted(fixes["trip"], trips, side="left")
-    ends = np.searchsorted(fixes["trip"], trips, side="right")
-    for i, lo, hi in zip(trips.tolist(), starts.tolist(), ends.tolist(), strict=True):
-        parts = [g for g in lines[i] if g is not None]
-        if not parts or hi <= lo:
-            continue
-        line = shapely.union_all(
-            [
-                shapely.linestrings(np.column_stack(to_xy.transform(c[:, 0], c[:, 1])))
-                for c in (shapely.get_coordinates(g) for g in parts)
-            ]
+def _matched_routes_empty(n: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        name: np.full(n, np.nan)
+        for name in (
+            "matched_m",
+            "matched_s",
+            "unexplained_m",
+            "mean_snap_m",
+            "reference_m",
+            "fastest_m",
+            "fastest_s",
         )
-        x, y = to_xy.transform(fixes["lon"][lo:hi], fixes["lat"][lo:hi])
-        x, y = np.asarray(x), np.asarray(y)
-        near = shapely.distance(shapely.points(x, y), line) <= ROUTE_MATCH_M
-        step = np.hypot(np.diff(x), np.diff(y))
-        total = float(step.sum())
-        # By length: waiting fixes (boarding, traffic) weigh nothing, fast roads their length.
-        out[i] = float(step[near[:-1] & near[1:]].sum()) / total if total > 0 else float(near.all())
+    }
+    for name in ("n_used", "n_matched", "n_jumps", "n_breaks"):
+        out[name] = np.zeros(n, dtype=np.int64)
+    out["match_ok"] = np.zeros(n, dtype=bool)
+    out["paths"] = [[] for _ in range(n)]
+    out["legs"] = (np.zeros(0, np.int64), _positions(np.zeros(0, np.int64), np.zeros(0)), None)
     return out
 
 
@@ -854,6 +1025,12 @@ def _findings(
     cand = np.flatnonzero(ev["candidate"])
     if not len(cand):
         return empty_findings()
+    n = len(table["trip_id"])
+    mr = ev["matched"]
+    if graph is not None:
+        ref_lines, fast_lines = _route_lines(graph, mr["legs"], cand, n)
+    else:
+        ref_lines = fast_lines = [[] for _ in range(n)]
     trip = fixes["trip"]
     starts = np.searchsorted(trip, cand, side="left")
     ends = np.searchsorted(trip, cand, side="right")
@@ -869,20 +1046,21 @@ def _findings(
         d_end = haversine_m(lat[[0, -2]], lon[[0, -2]], lat[[1, -1]], lon[[1, -1]])
         if (d_end > reach * np.maximum(dt_s, 1e-9)).any():
             continue  # pickup or drop-off is a GPS jump: the reference would be wrong
-        driven = float(table["driven_m"][i])
         method = str(ev["method"][i])
+        network = method == "road_network"
+        measured = float(ev["measured_m"][i])
         reference = float(ev["reference_m"][i])
-        fastest = float(ev["fastest_m"][i])
-        fastest_s = float(ev["fastest_s"][i])
+        r = measured / reference
+        time_ratio = float(ev["time_ratio"][i])
         loop = _loop_m(lat, lon, p.loop_radius_m)
         pattern = "loop" if loop >= p.min_excess_m else "corridor"
-        r = driven / reference
-        conf = 0.5 + 0.45 * min(1.0, (r - p.min_ratio) / (p.min_ratio - 1.0))
+        score = min(r, time_ratio) if network else r
+        conf = 0.5 + 0.45 * min(1.0, (score - p.min_ratio) / (p.min_ratio - 1.0))
         if pattern == "corridor":
             conf *= 0.6
-        if method == "peer_trips":
+        if not network:
             conf *= 0.8
-        if table["n_jumps"][i] > 0:
+        if table["n_jumps"][i] > 0 or (network and mr["n_jumps"][i] + mr["n_breaks"][i] > 0):
             conf *= 0.8
         snap = float(ev["max_snap_m"][i])
         if math.isfinite(snap) and snap > p.max_snap_m / 2:
@@ -904,22 +1082,37 @@ def _findings(
         driven_line = [
             [round(float(x), 7), round(float(y), 7)] for x, y in zip(lon, lat, strict=True)
         ]
+        fastest = float(mr["fastest_m"][i])
+        fastest_s = float(mr["fastest_s"][i])
+        straight = float(ev["straight_m"][i])
         details = {
             "trip_id": str(table["trip_id"][i]),
             "method": method,
-            "driven_m": round(driven, 1),
+            "driven_m": round(float(table["driven_m"][i]), 1),
+            "matched_m": round(measured, 1) if network else None,
+            "straight_m": round(straight, 1),
+            "ratio_straight_line": round(float(table["driven_m"][i]) / straight, 4)
+            if straight > 0
+            else None,
             "reference_m": round(reference, 1),
-            "fastest_route_m": round(fastest, 1) if math.isfinite(fastest) else None,
-            "ratio": round(driven / reference, 4),
-            "ratio_fastest_route": round(driven / fastest, 4) if math.isfinite(fastest) else None,
+            "ratio": round(r, 4),
+            "excess_km": round((measured - reference) / 1000.0, 3),
+            "fastest_route_m": round(fastest, 1) if network else None,
+            "fastest_route_s": round(fastest_s, 1) if network else None,
+            "matched_route_s": round(float(mr["matched_s"][i]), 1) if network else None,
+            "time_ratio": round(time_ratio, 4) if network else None,
             "duration_s": float(table["ended_ns"][i] - table["started_ns"][i]) / NS,
-            "fastest_route_s": round(fastest_s, 1) if math.isfinite(fastest_s) else None,
-            "excess_km": round((driven - reference) / 1000.0, 3),
-            "on_reasonable_route_share": (
-                round(float(ev["on_fastest"][i]), 3) if math.isfinite(ev["on_fastest"][i]) else None
-            ),
-            "excess_fastest_route_km": (
-                round((driven - fastest) / 1000.0, 3) if math.isfinite(fastest) else None
+            "match": (
+                {
+                    "n_fixes_used": int(mr["n_used"][i]),
+                    "n_matched": int(mr["n_matched"][i]),
+                    "n_jumps": int(mr["n_jumps"][i]),
+                    "n_breaks": int(mr["n_breaks"][i]),
+                    "unexplained_m": round(float(mr["unexplained_m"][i]), 1),
+                    "mean_snap_m": round(float(mr["mean_snap_m"][i]), 1),
+                }
+                if network
+                else None
             ),
             "max_snap_m": round(snap, 1) if math.isfinite(snap) else None,
             "waypoints": waypoints,
@@ -930,8 +1123,8 @@ def _findings(
             "destination_cell": str(cells_to_strings([ev["d_cell"][i]])[0]),
             "peer_trips": {
                 "count": int(ev["peer_count"][i]),
-                "median_driven_m": (
-                    round(float(ev["peer_len"][i]), 1) if ev["peer_count"][i] else None
+                "median_straight_line_ratio": (
+                    round(float(ev["peer_straight"][i]), 4) if ev["peer_count"][i] else None
                 ),
                 "median_ratio": (
                     round(float(ev["peer_ratio"][i]), 4)
@@ -944,8 +1137,13 @@ def _findings(
             "n_dropped_fixes": int(table["n_dropped"][i]),
             "n_skipped_steps": int(table["n_skipped"][i]),
             "driven_line": driven_line,
-            "reference_line": _line_coords(ev["ref_lines"][i]),
-            "fastest_route_line": _line_coords(ev["fast_lines"][i]),
+            "matched_line": (
+                _line_coords([path_line(graph, mr["paths"][i])])
+                if network and graph is not None
+                else None
+            ),
+            "reference_line": _line_coords(ref_lines[i]),
+            "fastest_route_line": _line_coords(fast_lines[i]),
             "fixes": [
                 {
                     "timestamp": iso_utc(int(t)),
@@ -989,9 +1187,9 @@ def new_longer_route_state() -> dict[str, Any]:
 
     ``open``: per vehicle, the fixes of its current meter run; ``peers``: per ``"<pickup
     cell>-<drop-off cell>"`` and vehicle, the last ``max_peer_trips`` closed trips
-    (``[trip_id, ended_ns, driven_m, ratio]``): enough to rebuild any vehicle's "past trips of
-    other vehicles". Unlike the per-vehicle detectors the state is fleet-wide, because a peer
-    reference needs the other vehicles' trips.
+    (``[trip_id, ended_ns, driven_m, ratio, straight_m]``): enough to rebuild any vehicle's
+    "past trips of other vehicles". Unlike the per-vehicle detectors the state is fleet-wide,
+    because a peer reference needs the other vehicles' trips.
     """
     return {"open": {}, "peers": {}, "last_ns": {}}
 
@@ -1003,6 +1201,7 @@ def update_longer_route(
     roads: RoadGraph | None = None,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     min_ratio: float = DEFAULT_MIN_RATIO,
+    min_time_ratio: float = DEFAULT_MIN_TIME_RATIO,
     min_excess_m: float = DEFAULT_MIN_EXCESS_M,
     min_reference_m: float = DEFAULT_MIN_REFERENCE_M,
     max_snap_m: float = DEFAULT_MAX_SNAP_M,
@@ -1048,6 +1247,7 @@ def update_longer_route(
     """
     p = _params(
         min_ratio=min_ratio,
+        min_time_ratio=min_time_ratio,
         min_excess_m=min_excess_m,
         min_reference_m=min_reference_m,
         max_snap_m=max_snap_m,
@@ -1128,11 +1328,19 @@ def _close_run(
         "d_cell": np.full(len(entries), d_cell[0], dtype=np.uint64),
         "driven_m": np.array([e[2] for _, e in entries], dtype=np.float64),
         "ratio": np.array([e[3] for _, e in entries], dtype=np.float64),
+        # Entries of states stored before the straight line was kept have none (NaN: unused).
+        "straight_m": np.array([e[4] if len(e) > 4 else np.nan for _, e in entries]),
     }
     ev = _evaluate(table, fixes, graph, p, history=history, prune=True)
     mine = st["peers"].setdefault(key, {}).setdefault(vehicle, [])
     mine.append(
-        [str(table["trip_id"][0]), int(ts[-1]), float(driven[0]), float(ev["network_ratio"][0])]
+        [
+            str(table["trip_id"][0]),
+            int(ts[-1]),
+            float(driven[0]),
+            float(ev["network_ratio"][0]),
+            float(ev["straight_m"][0]),
+        ]
     )
     del mine[: -p.max_peer_trips]
     found = _findings(ev, table, fixes, graph, p)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import pytest
 import shapely
@@ -89,6 +90,17 @@ LOOP = [(0, 0), (0, 1500), (1000, 1500), (1000, 2000), (0, 2000), (0, 1500), (0,
 CORRIDOR = [(0, 0), (1000, 0), (1000, 3000), (0, 3000)]
 
 
+def _cell_span(east_m: float) -> tuple[float, float]:
+    """West- and eastmost offsets (north 0) in the resolution-8 H3 cell of (0, east_m)."""
+    from geo.h3 import latlng_to_cells
+
+    east = east_m + np.arange(-700.0, 701.0, 5.0)
+    lat, lon = zip(*(offset_m(0.0, e) for e in east), strict=True)
+    cells = latlng_to_cells(np.array(lat), np.array(lon), resolution=8)
+    same = east[cells == cells[len(east) // 2]]
+    return float(same.min()) + 5.0, float(same.max()) - 5.0
+
+
 def _detect(rows, **kw):
     pings = make_pings(rows)
     return detect_longer_route(detect_trips(pings), pings, **kw), pings
@@ -108,15 +120,62 @@ class TestDetectLongerRoute:
         assert d["excess_km"] == pytest.approx(3.0, rel=0.03)
         assert f["confidence"] >= 0.9 and f["confidence"] < 1.0
         assert d["thresholds"]["min_ratio"] == 1.4 and d["thresholds"]["min_excess_m"] == 1000
-        assert (
-            d["thresholds"]["route_match_share"] == 0.8
-            and d["fastest_route_s"] > d["duration_s"] / 2
-        )
+        assert d["thresholds"]["min_time_ratio"] == 1.4
+        assert d["fastest_route_s"] > d["duration_s"] / 2
+        assert d["matched_m"] == pytest.approx(6000, rel=0.02)
+        assert d["time_ratio"] == pytest.approx(2.0, rel=0.02)
+        assert d["straight_m"] == pytest.approx(3000, rel=0.01)
+        assert d["driven_m"] == pytest.approx(6000, rel=0.02)
+        assert d["match"]["n_jumps"] == 0 and d["match"]["n_breaks"] == 0
+        assert d["matched_line"][0] == pytest.approx(d["driven_line"][0], abs=1e-4)
         assert len(d["fixes"]) == d["n_fixes"] == len(d["driven_line"])
         assert d["fixes"][0]["row"] == 1
         assert d["reference_line"][0] == pytest.approx(d["driven_line"][0])
         assert f["geometry"].geom_type == "LineString"
         json.dumps(d)  # JSON-serialisable
+
+    @pytest.mark.parametrize("step_m", [100.0, 250.0])
+    def test_ratio_does_not_depend_on_sampling(self, grid, step_m):
+        """Fixes every 15 s or 37 s along the same loop (corners cut) measure the same ratio."""
+        corners = np.array(LOOP, dtype=float)
+        seg = np.hypot(*np.diff(corners, axis=0).T)
+        along = np.r_[0.0, np.cumsum(seg)]
+        s_m = np.r_[0.0, np.arange(step_m / 3, along[-1], step_m), along[-1]]
+        north = np.interp(s_m, along, corners[:, 0])
+        east = np.interp(s_m, along, corners[:, 1])
+        rows = make_track("V1", list(zip(s_m / 6.67, north, east, strict=True)), meter="occupied")
+        rows += make_track("V1", [(s_m[-1] / 6.67 + 15, north[-1], east[-1])], meter="free")
+        pings = make_pings(rows)
+        out = route_ratios(detect_trips(pings), pings, roads=grid)
+        chords = out["driven_m"].iat[0] / out["reference_m"].iat[0]
+        assert out["ratio"].iat[0] == pytest.approx(2.0, rel=0.03)
+        if step_m > 200:
+            assert chords < 1.9  # along the fixes, the corners are lost
+
+    def test_time_ratio_guard_spares_a_faster_longer_road(self):
+        """A ring road 1.6x longer but 3x faster than the direct street is not a longer route."""
+        streets = _grid()
+        ring = [offset_m(-1000, 0)[::-1], offset_m(-1000, 4000)[::-1]]
+        access = [[offset_m(0, 0)[::-1], ring[0]], [ring[1], offset_m(0, 4000)[::-1]]]
+        frame = gpd.GeoDataFrame(
+            {
+                "oneway": [False] * (len(streets) + 3),
+                "highway": ["residential"] * len(streets) + ["motorway"] * 3,
+            },
+            geometry=[*streets.geometry, shapely.LineString(ring)]
+            + [shapely.LineString(a) for a in access],
+            crs=4326,
+        )
+        ring_graph = build_road_graph(frame)
+        corners = [(0, 0), (-1000, 0), (-1000, 4000), (0, 4000)]
+        rows = _trip("V1", corners, step_m=100.0)
+        for r in rows:  # 75 km/h on the ring (but 25 km/h would still be faster than 15)
+            r["timestamp"] = r["timestamp"] / 3.0
+        found, pings = _detect(rows, roads=ring_graph)
+        ratios = route_ratios(detect_trips(pings), pings, roads=ring_graph)
+        assert ratios["ratio"].iat[0] == pytest.approx(1.5, rel=0.03)
+        assert ratios["time_ratio"].iat[0] == pytest.approx(1.0, abs=0.01)  # the fastest path
+        assert found.empty
 
     def test_unsorted_pings_give_the_same_findings(self, grid):
         """Pings out of order (each trip's fixes then found by merging) give the same findings."""
@@ -211,6 +270,57 @@ class TestDetectLongerRoute:
         assert d["reference_m"] == pytest.approx(3000, rel=0.01)
         assert d["reference_line"] is None
 
+    def test_peer_reference_is_normalised_by_the_straight_line(self):
+        """Peers that drive 1.3x their straight line make 2.6x a ratio of 2 (reference 1.3x)."""
+        l_shape = [(0.0, 0.0), (900.0, 1500.0), (0.0, 3000.0)]  # 1.166x the straight line
+        rows = []
+        for k in range(5):
+            rows += _trip(f"P{k}", l_shape, t0=k * 3600)
+        rows += _trip("V1", LOOP, t0=6 * 3600)
+        found, _ = _detect(rows)
+        assert list(found["vehicle_id"]) == ["V1"]
+        d = found.iloc[0]["details"]
+        assert d["peer_trips"]["median_straight_line_ratio"] == pytest.approx(1.166, rel=0.01)
+        assert d["reference_m"] == pytest.approx(1.166 * 3000, rel=0.01)
+        assert d["ratio"] == pytest.approx(2.0 / 1.166, rel=0.02)
+
+    def test_straight_trip_between_peer_cells_is_never_accused(self):
+        """Peers with closer ends in the same H3 cells never make a straight trip a detour.
+
+        The pattern seen on a simulated Porto Alegre fleet: the old reference was the peers'
+        median length, so a trip between the far corners of two cells, driven straight, was
+        "2x its peers". A trip within 1.2x its own straight line is never a finding.
+        """
+        a_west, a_east = _cell_span(0.0)
+        b_west, b_east = _cell_span(2000.0)
+        assert a_east < b_west
+        rows = []
+        for k in range(5):  # between the near sides of the two cells
+            rows += _trip(f"P{k}", [(0.0, a_east), (0.0, b_west)], t0=k * 3600)
+        rows += _trip("V1", [(0.0, a_west), (0.0, b_east)], t0=6 * 3600)  # far sides, straight
+        assert (b_east - a_west) >= 1.4 * (b_west - a_east) + 1000  # the old rule accused it
+        pings = make_pings(rows)
+        trips = detect_trips(pings)
+        out = route_ratios(trips, pings)
+        v1 = out.set_index("vehicle_id").loc["V1"]
+        assert v1["peer_count"] == 5  # same cells: the peers are there
+        found = detect_longer_route(trips, pings)
+        assert found.empty
+
+    def test_fleet_of_straight_trips_gives_no_finding(self):
+        """Three hundred straight trips between ten busy places, no network: zero findings."""
+        rng = np.random.default_rng(11)
+        places = rng.uniform(-6000, 6000, size=(10, 2))
+        rows = []
+        for k in range(300):
+            a, b = rng.choice(10, size=2, replace=False)
+            start = places[a] + rng.uniform(-400, 400, 2)
+            end = places[b] + rng.uniform(-400, 400, 2)
+            rows += _trip(f"T{k % 40}", [tuple(start), tuple(end)], t0=k * 1800.0)
+        pings = make_pings(rows)
+        found = detect_longer_route(detect_trips(pings), pings)
+        assert found.empty
+
     def test_too_few_peers_no_finding(self):
         """Four peers are fewer than min_peer_trips: no reference, no finding."""
         rows = []
@@ -266,8 +376,8 @@ class TestRouteRatios:
         assert out.loc["B", "ratio"] == pytest.approx(2.0, rel=0.02)
 
     def test_guarded_ratio(self, grid):
-        """A trip on a reasonable route scores at most 1; a slow loop keeps its ratio."""
-        pings = make_pings(_trip("A", STRAIGHT) + _trip("B", LOOP))
+        """A trip as quick as the fastest path scores at most 1; a slow loop keeps its ratio."""
+        pings = make_pings(_trip("A", STRAIGHT, step_m=400.0) + _trip("B", LOOP))
         out = route_ratios(detect_trips(pings), pings, roads=grid).set_index("vehicle_id")
         assert bool(out.loc["A", "reasonable_route"]) and out.loc["A", "guarded_ratio"] <= 1.0
         assert not out.loc["B", "reasonable_route"]
