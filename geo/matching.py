@@ -48,6 +48,7 @@ import pandas as pd
 import pyproj
 import shapely
 from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import csr_array
 from scipy.sparse.csgraph import dijkstra
 
 from geo._errors import RoadGraphError
@@ -523,7 +524,20 @@ def _subgraph(
     local_nodes = np.flatnonzero(inside)
     local_of = np.full(graph.n_nodes, -1, dtype=np.int64)
     local_of[local_nodes] = np.arange(len(local_nodes))
-    sub = graph.matrix[local_nodes][:, local_nodes]
+    # The rows of the local nodes, keeping the entries whose column is local too.
+    m = graph.matrix
+    starts, ends = m.indptr[local_nodes], m.indptr[local_nodes + 1]
+    counts = ends - starts
+    entry = np.arange(int(counts.sum())) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    col = local_of[m.indices[entry]]
+    keep = col >= 0
+    row = np.repeat(np.arange(len(local_nodes)), counts)[keep]
+    indptr = np.zeros(len(local_nodes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=len(local_nodes)), out=indptr[1:])
+    sub = csr_array(
+        (m.data[entry[keep]], col[keep].astype(np.int32), indptr),
+        shape=(len(local_nodes), len(local_nodes)),
+    )
     return sub, local_of, local_nodes
 
 

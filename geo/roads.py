@@ -853,6 +853,7 @@ def routes_between(
     destinations: pd.DataFrame,
     *,
     max_length_m: ArrayLike | None = None,
+    max_duration_s: ArrayLike | None = None,
     weight: Literal["length", "time"] = "length",
     with_geometry: bool = False,
     origin_lonlat: ArrayLike | None = None,
@@ -871,6 +872,9 @@ def routes_between(
         the positions a map matcher chose, with ``snap_m`` 0.
     max_length_m, weight, with_geometry
         As in :func:`shortest_path_lengths`.
+    max_duration_s : float or array_like, optional
+        With ``weight="time"``: upper bound of the free-flow time per pair (status
+        ``"beyond_max_duration"`` past it).
     origin_lonlat, destination_lonlat : array_like, optional
         ``(n, 2)`` [lon, lat] the drawn path starts and ends at (default: the positions on
         the road).
@@ -897,20 +901,23 @@ def routes_between(
         msg = f"{len(so)} origem(ns) para {len(sd)} destino(s); esperado um destino por origem"
         raise RoadGraphError(msg)
     n = len(so)
-    bounded = max_length_m is not None and weight == "length"
-    bound = _bounds(max_length_m if bounded else None, n)
+    limit = max_length_m if weight == "length" else max_duration_s
+    bounded = limit is not None
+    bound = _bounds(limit, n, "max_length_m" if weight == "length" else "max_duration_s")
     status = np.full(n, "ok", dtype=object)
     status[sd["piece"].to_numpy() < 0] = "destination_outside"
     status[so["piece"].to_numpy() < 0] = "origin_outside"
     ok = status == "ok"
     snap_total = so["snap_m"].to_numpy() + sd["snap_m"].to_numpy()
-    net_bound = np.where(np.isfinite(bound), bound - np.nan_to_num(snap_total), np.inf)
+    snap_cost = np.nan_to_num(snap_total) if weight == "length" else 0.0
+    net_bound = np.where(np.isfinite(bound), bound - snap_cost, np.inf)
     need_paths = with_geometry or with_steps or weight == "time"
     cost, best = _route_costs(
         graph, so, sd, ok, net_bound, time=weight == "time", with_paths=need_paths
     )
     found = np.isfinite(cost)
-    status[ok & ~found] = "beyond_max_length" if bounded else "unreachable"
+    beyond = "beyond_max_length" if weight == "length" else "beyond_max_duration"
+    status[ok & ~found] = beyond if bounded else "unreachable"
     if need_paths:
         steps = [
             _path_steps(graph, so, sd, i, choice, time=weight == "time") if found[i] else None
@@ -1006,12 +1013,12 @@ def _lonlat_array(points: ArrayLike, name: str) -> NDArray[np.float64]:
     return arr
 
 
-def _bounds(max_length_m: ArrayLike | None, n: int) -> NDArray[np.float64]:
-    if max_length_m is None:
+def _bounds(limit: ArrayLike | None, n: int, name: str) -> NDArray[np.float64]:
+    if limit is None:
         return np.full(n, np.inf)
-    bound = np.broadcast_to(np.asarray(max_length_m, dtype=np.float64), (n,)).copy()
+    bound = np.broadcast_to(np.asarray(limit, dtype=np.float64), (n,)).copy()
     if (np.isnan(bound) | (bound <= 0)).any():
-        msg = "'max_length_m' deve ser > 0 (metros) em todos os pares"
+        msg = f"'{name}' deve ser > 0 em todos os pares"
         raise RoadGraphError(msg)
     return bound
 

@@ -741,6 +741,8 @@ def _matched_routes(
     fixes: dict[str, NDArray[Any]],
     judge: NDArray[np.bool_],
     wp: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+    *,
+    bounded: bool,
 ) -> dict[str, Any]:
     """Map-match the trips to ``judge`` and route between their matched positions.
 
@@ -749,6 +751,8 @@ def _matched_routes(
     ``reference_m`` (shortest path pickup → waypoints → drop-off between the matched
     positions), ``fastest_m``/``fastest_s`` (the fastest path through the same points), and the
     legs (``leg_trip``, ``leg_from``, ``leg_to`` as positions) for drawing the routes later.
+    With ``bounded``, searches stop at the matched path's own length and time (``beyond``:
+    the reference is longer or the fastest path slower, a ratio below 1).
     """
     n = len(table["trip_id"])
     out = _matched_routes_empty(n)
@@ -826,11 +830,28 @@ def _matched_routes(
     out["legs"] = (leg_trip, leg_from, leg_to)
     if not len(leg_trip):
         return out
+    beyond = np.zeros(n, dtype=bool)
     for weight, length_key, time_key in (
         ("length", "reference_m", None),
         ("time", "fastest_m", "fastest_s"),
     ):
-        res = routes_between(graph, leg_from, leg_to, weight=weight)  # type: ignore[arg-type]
+        # Pruning: a reference longer (a fastest path slower) than the matched path itself
+        # means a ratio below 1, which accuses nobody: the search stops there.
+        limit = out["matched_m" if weight == "length" else "matched_s"][leg_trip] + 1.0
+        res = routes_between(
+            graph,
+            leg_from,
+            leg_to,
+            weight=weight,  # type: ignore[arg-type]
+            max_length_m=limit if bounded and weight == "length" else None,
+            max_duration_s=limit if bounded and weight == "time" else None,
+        )
+        beyond |= (
+            np.bincount(
+                leg_trip, weights=res["status"].str.startswith("beyond").to_numpy(), minlength=n
+            )
+            > 0
+        )
         length = res["network_m"].to_numpy()
         missing = np.bincount(leg_trip, weights=~np.isfinite(length), minlength=n) > 0
         total = np.bincount(leg_trip, weights=np.nan_to_num(length), minlength=n)
@@ -841,6 +862,7 @@ def _matched_routes(
                 leg_trip, weights=np.nan_to_num(res["duration_s"].to_numpy()), minlength=n
             )
             out[time_key] = np.where(has & ~missing, t_total, np.nan)
+    out["beyond"] = beyond
     out["match_ok"] = good & np.isfinite(out["reference_m"]) & np.isfinite(out["fastest_s"])
     return out
 
@@ -898,7 +920,9 @@ def _evaluate(
             graph, leg_trip, origins, dests, n, bound, p
         )
         judge = inside & np.isfinite(screen) if prune else inside
-        mr = _matched_routes(graph, table, fixes, judge, (wp_trip, wp_first, wp_last))
+        mr = _matched_routes(
+            graph, table, fixes, judge, (wp_trip, wp_first, wp_last), bounded=prune
+        )
     else:
         mr = _matched_routes_empty(n)
     matched_ok = mr["match_ok"]
@@ -908,7 +932,7 @@ def _evaluate(
     if prune and graph is not None:
         # Not matched because too short to be accused: a ratio below min_ratio (0 keeps the
         # peers' medians right).
-        net_ratio = np.where(inside & ~judge, 0.0, net_ratio)
+        net_ratio = np.where((inside & ~judge) | mr["beyond"], 0.0, net_ratio)
     o_cell = latlng_to_cells(table["pickup_lat"], table["pickup_lon"], resolution=p.h3_resolution)
     d_cell = latlng_to_cells(table["dropoff_lat"], table["dropoff_lon"], resolution=p.h3_resolution)
     own = {
@@ -988,6 +1012,7 @@ def _matched_routes_empty(n: int) -> dict[str, Any]:
     for name in ("n_used", "n_matched", "n_jumps", "n_breaks"):
         out[name] = np.zeros(n, dtype=np.int64)
     out["match_ok"] = np.zeros(n, dtype=bool)
+    out["beyond"] = np.zeros(n, dtype=bool)
     out["paths"] = [[] for _ in range(n)]
     out["legs"] = (np.zeros(0, np.int64), _positions(np.zeros(0, np.int64), np.zeros(0)), None)
     return out
