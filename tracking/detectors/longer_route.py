@@ -783,14 +783,17 @@ def _matched_routes(
     fix_piece = np.full(len(fixes["trip"]), -1, dtype=np.int64)
     fix_frac = np.full(len(fixes["trip"]), np.nan)
     fix_piece[sel], fix_frac[sel] = m.fix_piece, m.fix_fraction
-    # Points of each trip: the first and last matched fixes, and the first matched fix of each
-    # waypoint; a waypoint without one leaves the trip unjudged.
+    # Points of each trip: the first and last matched fixes, and at each waypoint the last
+    # matched fix up to its end (the fixes of a wait are thinned out: they lie within 2·sigma
+    # of that one); a waypoint without one leaves the trip unjudged.
     wp_trip, wp_first, wp_last = wp
     wp_pos = np.full(len(wp_trip), -1, dtype=np.int64)
-    for k, (lo, hi) in enumerate(zip(wp_first.tolist(), wp_last.tolist(), strict=True)):
-        hit = np.flatnonzero(fix_piece[lo : hi + 1] >= 0)
-        if len(hit):
-            wp_pos[k] = lo + int(hit[0])
+    matched_fix = np.flatnonzero(fix_piece >= 0)
+    if len(wp_trip) and len(matched_fix):
+        j = np.searchsorted(matched_fix, wp_last, side="right") - 1
+        cand = matched_fix[np.maximum(j, 0)]
+        ok = (j >= 0) & (fixes["trip"][cand] == wp_trip)
+        wp_pos = np.where(ok, cand, -1)
     ok_wp = np.bincount(wp_trip[wp_pos < 0], minlength=n) == 0
     good = np.zeros(n, dtype=bool)
     good[trip] = (
