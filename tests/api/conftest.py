@@ -49,7 +49,9 @@ def app(api_engine: Engine) -> FastAPI:
     from api.main import create_app
     from api.settings import Settings
 
-    settings = Settings(public_rate_limit_per_min=10_000, secret_key=SECRET_KEY)
+    settings = Settings(
+        public_rate_limit_per_min=10_000, login_rate_limit_per_min=10_000, secret_key=SECRET_KEY
+    )
     return create_app(engine=api_engine, settings=settings)
 
 
