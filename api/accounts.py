@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from api._errors import UserAdminError
@@ -23,6 +23,17 @@ from api.security import (
     token_digest,
     verify_password,
 )
+
+SESSIONS_CHANNEL = "pontual_sessions"
+"""NOTIFY channel of revoked sessions: ``user:<user_id>`` or ``token:<sha256 of the token>``.
+
+Sent in the revoking transaction (delivered at its COMMIT): every server process closes the
+alert streams (SSE, WebSocket) of that user or token at once.
+"""
+
+
+def _announce_revocation(session: Session, payload: str) -> None:
+    session.execute(select(func.pg_notify(SESSIONS_CHANNEL, payload)))
 
 
 @dataclass(frozen=True)
@@ -226,22 +237,25 @@ def principal_for_token(
 
 
 def revoke_token(*, session: Session, token: str) -> bool:
-    """Revoke one token; return whether it was active."""
+    """Revoke one token and close its alert streams; return whether it was active."""
+    digest = token_digest(token)
     result = session.execute(
         update(AccessToken)
-        .where(AccessToken.token_hash == token_digest(token), AccessToken.revoked_at.is_(None))
+        .where(AccessToken.token_hash == digest, AccessToken.revoked_at.is_(None))
         .values(revoked_at=_now())
     )
+    _announce_revocation(session, f"token:{digest}")
     return bool(result.rowcount)
 
 
 def revoke_user_tokens(*, session: Session, user_id: int) -> int:
-    """Revoke every active token of a user; return how many."""
+    """Revoke every active token of a user and close their alert streams; return how many."""
     result = session.execute(
         update(AccessToken)
         .where(AccessToken.user_id == user_id, AccessToken.revoked_at.is_(None))
         .values(revoked_at=_now())
     )
+    _announce_revocation(session, f"user:{user_id}")
     return int(result.rowcount)
 
 

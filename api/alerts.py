@@ -10,14 +10,17 @@ Fan-out
     Each server process holds one :class:`AlertHub`: one psycopg async connection that
     ``LISTEN`` on ``pontual_alerts`` (reconnecting with backoff), reads each announced alert
     and hands it to the in-process subscribers (SSE and WebSocket clients) whose filters match.
-    Whichever process committed the alert, every process hears the NOTIFY.
+    Whichever process committed the alert, every process hears the NOTIFY. The same
+    connection listens on ``pontual_sessions`` (:data:`api.accounts.SESSIONS_CHANNEL`): a
+    logout, a disabled account, a password or role change closes that session's streams.
 Webhooks
     A delivery worker per process (:func:`deliver_due`, woken by each NOTIFY and every few
     seconds) claims due ``webhook_deliveries`` rows with ``FOR UPDATE SKIP LOCKED``, POSTs the
     alert as JSON with ``X-Pontual-Signature: sha256=<hex HMAC-SHA256 of the body with the
-    webhook's secret>`` and ``X-Pontual-Alert-Id``, and in the same transaction marks the row
-    ``delivered`` after a 2xx, or schedules the next attempt after
-    ``backoff_s · 2^(attempts − 1)`` (at most one hour), ``failed`` after ``max_attempts``.
+    webhook's secret>`` (stored encrypted, :mod:`api.crypto`) and ``X-Pontual-Alert-Id``, and
+    in the same transaction marks the row ``delivered`` after a 2xx, or schedules the next
+    attempt after ``backoff_s · 2^(attempts − 1)`` (at most one hour), ``failed`` after
+    ``max_attempts``.
     The row lock is held during the POST, so two workers never send the same (webhook, alert);
     only a crash between the receiver's 2xx and the COMMIT can repeat a delivery, which the
     receiver can recognise by ``X-Pontual-Alert-Id``.
@@ -44,6 +47,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.orm import Session
 
+from api.accounts import SESSIONS_CHANNEL
 from api.settings import Settings, get_settings
 from enforcement.live import CHANNEL, alert_matches, process_fixes
 
@@ -167,15 +171,37 @@ def list_alerts(
 # --- fan-out -------------------------------------------------------------------------------
 
 
+SESSION_CLOSED: dict[str, Any] = {"type": "session_closed"}
+"""Put in a subscriber's queue (compared by identity) when its session ends: the stream closes."""
+
+
 @dataclass(eq=False)
 class Subscription:
-    """One in-process subscriber: its filters and the queue its alerts arrive in."""
+    """One in-process subscriber: its filters, whose session it is, the queue of its alerts.
+
+    ``closed`` is the reason once the session was revoked (the stream then ends).
+    """
 
     filters: dict[str, Any]
     queue: asyncio.Queue[dict[str, Any]] = field(
         default_factory=lambda: asyncio.Queue(maxsize=QUEUE_SIZE)
     )
     dropped: int = 0
+    user_id: int | None = None
+    token_digest: str | None = None
+    closed: str | None = None
+
+    def close(self, reason: str) -> None:
+        """End the subscription: nothing more is delivered, the stream reads the sentinel."""
+        if self.closed is not None:
+            return
+        self.closed = reason
+        while True:
+            try:
+                self.queue.put_nowait(SESSION_CLOSED)
+                return
+            except asyncio.QueueFull:
+                self.queue.get_nowait()  # a full queue: the oldest alert gives way
 
 
 def conninfo(engine: Engine) -> str:
@@ -192,11 +218,34 @@ class AlertHub:
         self.listening = asyncio.Event()
         self.wake = asyncio.Event()
 
-    def subscribe(self, filters: Mapping[str, Any]) -> Subscription:
-        """Register a subscriber; alerts matching ``filters`` reach its queue."""
-        sub = Subscription(filters=dict(filters))
+    def subscribe(
+        self,
+        filters: Mapping[str, Any],
+        *,
+        user_id: int | None = None,
+        token_digest: str | None = None,
+    ) -> Subscription:
+        """Register a subscriber; alerts matching ``filters`` reach its queue.
+
+        ``user_id`` and ``token_digest`` name its session: a revocation of either
+        (:data:`api.accounts.SESSIONS_CHANNEL`) closes it.
+        """
+        sub = Subscription(filters=dict(filters), user_id=user_id, token_digest=token_digest)
         self.subscribers.add(sub)
         return sub
+
+    def close_sessions(self, payload: str) -> int:
+        """Close the subscriptions of a revoked session (``user:<id>`` or ``token:<digest>``)."""
+        kind, _, value = payload.partition(":")
+        n = 0
+        for sub in list(self.subscribers):
+            if (kind == "user" and str(sub.user_id) == value) or (
+                kind == "token" and sub.token_digest == value
+            ):
+                sub.close("sessão encerrada (logout, conta desativada, senha ou papel alterado)")
+                self.subscribers.discard(sub)
+                n += 1
+        return n
 
     def unsubscribe(self, sub: Subscription) -> None:
         """Forget a subscriber."""
@@ -206,7 +255,7 @@ class AlertHub:
         """Hand an alert to the matching subscribers; return how many got it."""
         n = 0
         for sub in list(self.subscribers):
-            if alert_matches(sub.filters, alert):
+            if sub.closed is None and alert_matches(sub.filters, alert):
                 try:
                     sub.queue.put_nowait(dict(alert))
                     n += 1
@@ -239,11 +288,16 @@ class AlertHub:
                 continue
             try:
                 await conn.execute(f"LISTEN {CHANNEL}")
+                await conn.execute(f"LISTEN {SESSIONS_CHANNEL}")
                 failures = 0
                 self.listening.set()
                 self.wake.set()  # deliveries may have been queued while disconnected
                 async for note in conn.notifies():
-                    await self._announced(note.payload)
+                    # In commit order: a session revoked before an alert never receives it.
+                    if note.channel == SESSIONS_CHANNEL:
+                        self.close_sessions(note.payload)
+                    else:
+                        await self._announced(note.payload)
             except psycopg.Error as exc:
                 log.warning("LISTEN de alertas interrompido (%s); reconectando", exc)
             finally:
@@ -281,6 +335,7 @@ def deliver_due(
     backoff_s: float,
     timeout_s: float,
     limit: int = 20,
+    settings: Settings | None = None,
 ) -> int:
     """Attempt the due webhook deliveries once; return how many were attempted.
 
@@ -296,7 +351,12 @@ def deliver_due(
         Timeout of each POST.
     limit : int, default 20
         Deliveries claimed per call.
+    settings : Settings, optional
+        The key of the stored secrets (:mod:`api.crypto`); default ``get_settings()``.
     """
+    from api.crypto import SecretKeyError, decrypt_secret
+
+    settings = settings or get_settings()
     with engine.connect() as conn, conn.begin():
         rows = (
             conn.execute(
@@ -316,13 +376,18 @@ def deliver_due(
         )
         for row in rows:
             body = json.dumps(_event(row), ensure_ascii=False, separators=(",", ":")).encode()
-            headers = {
-                "Content-Type": "application/json",
-                "User-Agent": "pontual-webhooks/1",
-                SIGNATURE_HEADER: signature(row["secret"], body),
-                ALERT_ID_HEADER: row["alert_id"],
-            }
-            error = _post(row["url"], body, headers, timeout_s)
+            try:
+                secret = decrypt_secret(row["secret"], settings=settings)
+            except SecretKeyError as exc:
+                error: str | None = str(exc)
+            else:
+                headers = {
+                    "Content-Type": "application/json",
+                    "User-Agent": "pontual-webhooks/1",
+                    SIGNATURE_HEADER: signature(secret, body),
+                    ALERT_ID_HEADER: row["alert_id"],
+                }
+                error = _post(row["url"], body, headers, timeout_s)
             attempts = int(row["attempts"]) + 1
             key = {"w": row["webhook_id"], "a": row["alert_id"], "n": attempts}
             if error is None:
@@ -371,7 +436,16 @@ async def wait_event(event: asyncio.Event, timeout_s: float) -> None:
 
 
 async def webhook_worker(hub: AlertHub, settings: Settings) -> None:
-    """Deliver webhooks until cancelled: woken by each NOTIFY or when a retry falls due."""
+    """Deliver webhooks until cancelled: woken by each NOTIFY or when a retry falls due.
+
+    First encrypts any secret an older version stored in clear (:mod:`api.crypto`).
+    """
+    from api.crypto import encrypt_stored_secrets
+
+    try:
+        await asyncio.to_thread(encrypt_stored_secrets, hub.engine, settings=settings)
+    except Exception:  # the database may be away: the next start tries again
+        log.exception("cifragem dos segredos de webhook adiada")
     wait_s = 0.0
     while True:
         await wait_event(hub.wake, wait_s)  # never swallows a cancellation (wait_for can)
@@ -383,6 +457,7 @@ async def webhook_worker(hub: AlertHub, settings: Settings) -> None:
                 max_attempts=settings.webhook_max_attempts,
                 backoff_s=settings.webhook_backoff_s,
                 timeout_s=settings.webhook_timeout_s,
+                settings=settings,
             ):
                 pass
             due = await asyncio.to_thread(next_due_s, hub.engine)

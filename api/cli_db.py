@@ -248,6 +248,14 @@ def retention(
                 details=report.as_dict(),
             )
         )
+    if report.unreadable_evidence:
+        named = ", ".join(sorted({e["finding_id"] for e in report.unreadable_evidence}))
+        typer.echo(
+            f"Atenção: {len(report.unreadable_evidence)} evidência(s) com instante ou posição "
+            f"ilegível nos achados {named}; partições mantidas inteiras: "
+            f"{', '.join(report.partitions_refused) or 'nenhuma'} (registrado na auditoria).",
+            err=True,
+        )
     verb = "seriam apagados" if dry_run else "apagados"
     typer.echo(
         f"Retenção de {days} dias (antes de {report.cutoff}): {report.rows_deleted} fixes {verb}, "

@@ -49,8 +49,16 @@ def generate(
         typer.Option(help="findings.geojson de um `pontual analyze` a carregar antes."),
     ] = None,
     timezone: Annotated[str | None, typer.Option(help="Fuso dos dias locais.")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent", help="Quem gera (matrícula), para a auditoria; padrão: o usuário do sistema."
+        ),
+    ] = None,
 ) -> None:
     """Gera propostas para os achados ainda sem proposta no município."""
+    import getpass
+
     from api.settings import get_settings
     from enforcement.rulebook import rulebooks_for
     from enforcement.workflow import generate_proposals, store_findings
@@ -61,7 +69,10 @@ def generate(
     with cli_session() as session:
         loaded = store_findings(session, frame) if frame is not None else 0
         created = generate_proposals(
-            session, municipality=municipality, timezone=timezone or get_settings().timezone
+            session,
+            municipality=municipality,
+            timezone=timezone or get_settings().timezone,
+            actor=agent or f"os:{getpass.getuser()}",
         )
     if frame is not None:
         typer.echo(f"{loaded} achado(s) novos de {len(frame)} em {findings}.")

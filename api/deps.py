@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from ipaddress import IPv4Network, IPv6Network, ip_address
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -119,14 +120,43 @@ def _device_for_token(engine: Engine, token: str) -> DevicePrincipal | None:
 CurrentDevice = Annotated[DevicePrincipal, Depends(current_device)]
 
 
+def _trusted(address: str, networks: tuple[IPv4Network | IPv6Network, ...]) -> bool:
+    try:
+        ip = ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)
+
+
 def client_key(request: Request) -> str:
-    """Return the key a public client is rate-limited by: its IP address."""
-    return request.client.host if request.client else "unknown"
+    """Return the key a client is rate-limited by: its IP address.
+
+    ``X-Forwarded-For`` counts only when the peer is one of ``trusted_proxies``: the client
+    is then the rightmost address of the header that is not a trusted proxy (what a client
+    writes to the left of its proxy's entry cannot choose its bucket).
+    """
+    peer = request.client.host if request.client else "unknown"
+    networks = request.app.state.trusted_proxies
+    if not networks or not _trusted(peer, networks):
+        return peer
+    hops = [h.strip() for v in request.headers.getlist("x-forwarded-for") for h in v.split(",")]
+    for hop in reversed([h for h in hops if h]):
+        if not _trusted(hop, networks):
+            return hop
+    return peer
 
 
 def public_rate_limit(request: Request) -> None:
     """Count a public request against the client's quota; 429 with Retry-After when over."""
-    limiter: RateLimiter = request.app.state.public_limiter
+    _rate_limit(request, request.app.state.public_limiter)
+
+
+def login_rate_limit(request: Request) -> None:
+    """Count a login against the client's login quota (a bucket apart from the public one)."""
+    _rate_limit(request, request.app.state.login_limiter)
+
+
+def _rate_limit(request: Request, limiter: RateLimiter) -> None:
     wait_s = limiter.hit(client_key(request))
     if wait_s is not None:
         retry = RateLimiter.retry_after(wait_s)

@@ -13,10 +13,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
+from api import redact
 from api.accounts import DevicePrincipal
 from api.errors import install_error_handlers
+from api.headers import SecurityHeaders
 from api.ratelimit import RateLimiter, TtlCache
-from api.settings import Settings, get_settings
+from api.settings import Settings, get_settings, proxy_networks
 
 ROUTERS = (
     "api.routes.health",
@@ -110,8 +112,12 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine if engine is not None else _engine_for(settings, database_url)
     app.state.public_limiter = RateLimiter(limit=settings.public_rate_limit_per_min)
+    app.state.login_limiter = RateLimiter(limit=settings.login_rate_limit_per_min)
+    app.state.trusted_proxies = proxy_networks(settings.trusted_proxies)
     app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
     install_error_handlers(app)
+    app.add_middleware(SecurityHeaders)
+    redact.install()
     for name in ROUTERS:
         app.include_router(importlib.import_module(name).router)
     return app

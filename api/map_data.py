@@ -149,7 +149,14 @@ def stand_frames(
 def citizen_frames(
     session: Session, *, since: dt.datetime, now: dt.datetime
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Latest fix of each accessible vehicle in [since, now] and the accessible fleet."""
+    """Latest fix of each accessible vehicle in [since, now] and the accessible fleet.
+
+    Positions are the centres of their cells of the public grid
+    (:data:`api.routes.public.CELL_RESOLUTION`): the exact fixes never reach the citizen map.
+    """
+    from api.routes.public import CELL_RESOLUTION
+    from geo.h3 import snap_to_cell_centres
+
     rows = session.execute(
         text(
             "SELECT DISTINCT ON (f.vehicle_id) f.vehicle_id, f.ts, f.lat, f.lon, f.meter "
@@ -158,12 +165,17 @@ def citizen_frames(
         ),
         {"since": since, "now": now},
     ).all()
+    _, lat, lon = snap_to_cell_centres(
+        np.array([r.lat for r in rows], dtype=float),
+        np.array([r.lon for r in rows], dtype=float),
+        resolution=CELL_RESOLUTION,
+    )
     pings = pd.DataFrame(
         {
             "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
             "timestamp": pd.to_datetime([r.ts for r in rows], utc=True).as_unit("ns"),
-            "lat": np.array([r.lat for r in rows], dtype=float),
-            "lon": np.array([r.lon for r in rows], dtype=float),
+            "lat": lat,
+            "lon": lon,
             "meter": pd.Series([r.meter for r in rows], dtype="object"),
         }
     )

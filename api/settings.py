@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 
 import platformdirs
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -32,6 +33,11 @@ class Settings(BaseSettings):
     # HTTP API (pontual serve)
     token_ttl_s: int = Field(default=8 * 3600, gt=0)
     public_rate_limit_per_min: int = Field(default=60, gt=0)
+    # Logins per client IP and minute: a bucket of its own (public traffic cannot lock staff out)
+    login_rate_limit_per_min: int = Field(default=20, gt=0)
+    # Proxies whose X-Forwarded-For is believed (comma-separated IPs or networks, e.g.
+    # "10.0.0.5,192.168.1.0/24"); empty: the header is ignored and the peer is the client
+    trusted_proxies: str = ""
     public_recent_fix_s: float = Field(default=600.0, gt=0)
     public_max_radius_m: float = Field(default=5000.0, gt=0)
     ingest_max_batch: int = Field(default=1000, gt=0)
@@ -43,9 +49,32 @@ class Settings(BaseSettings):
     webhook_max_attempts: int = Field(default=6, gt=0)
     webhook_backoff_s: float = Field(default=2.0, gt=0)
     webhook_timeout_s: float = Field(default=5.0, gt=0)
+    # Key of the webhook secrets' encryption (Fernet, urlsafe base64 of 32 bytes); empty: the
+    # file ``secret.key`` of the data directory, created on first use (api/crypto.py)
+    secret_key: SecretStr | None = None
     # Live detection of ingested fixes (api/live_worker.py): a worker in each server process,
     # or none (then run ``python -m api.live_worker`` beside the servers)
     live_worker: bool = True
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _valid_proxies(cls, value: str) -> str:
+        proxy_networks(value)
+        return value
+
+
+def proxy_networks(value: str) -> tuple[IPv4Network | IPv6Network, ...]:
+    """Parse ``trusted_proxies``; raise ValueError (pt-BR) naming a bad entry."""
+    out = []
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(ip_network(item, strict=False))
+        except ValueError:
+            msg = f"PONTUAL_TRUSTED_PROXIES: '{item}' não é um IP nem uma rede (ex.: 10.0.0.0/8)"
+            raise ValueError(msg) from None
+    return tuple(out)
 
 
 @lru_cache

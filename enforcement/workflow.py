@@ -163,11 +163,14 @@ def _record_to_row(p: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def store_proposals(session: Session, proposals: list[dict[str, Any]]) -> int:
+def store_proposals(
+    session: Session, proposals: list[dict[str, Any]], *, actor: str = "sistema"
+) -> int:
     """Insert proposal records and their links to findings (already stored).
 
     A proposal stored before (same deterministic id) is left as it was: its review may have
-    advanced. Returns the number of new proposals.
+    advanced. Each new one gets a ``create`` audit entry by ``actor``. Returns the number of
+    new proposals.
     """
     if not proposals:
         return 0
@@ -187,14 +190,18 @@ def store_proposals(session: Session, proposals: list[dict[str, Any]]) -> int:
     if links:
         session.execute(insert(ProposalFinding).values(links).on_conflict_do_nothing())
     for pid in sorted(fresh):
-        _audit(session, actor="sistema", action="create", proposal_id=pid, frm=None, to="proposta")
+        _audit(session, actor=actor, action="create", proposal_id=pid, frm=None, to="proposta")
     return len(fresh)
 
 
 def generate_proposals(
     session: Session, *, municipality: str, timezone: str, actor: str = "sistema"
 ) -> int:
-    """Propose for the stored findings that no proposal of the municipality covers yet."""
+    """Propose for the stored findings that no proposal of the municipality covers yet.
+
+    ``actor`` (the agent or user who asked) is recorded on each new proposal's ``create``
+    audit entry.
+    """
     books = rulebooks_for(municipality)
     _ensure_municipality(session, next(iter(books.values())))
     covered = (
@@ -214,7 +221,7 @@ def generate_proposals(
         timezone=timezone,
         confirmed=confirmed_history(session, municipality=municipality),
     )
-    return store_proposals(session, records)
+    return store_proposals(session, records, actor=actor)
 
 
 def _ensure_municipality(session: Session, book: Rulebook) -> None:

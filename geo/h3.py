@@ -319,3 +319,39 @@ def cells_to_strings(cells: ArrayLike) -> NDArray[np.str_]:
     """
     arr = _as_uint64(cells)
     return np.asarray([format(int(c), "x") for c in arr.tolist()], dtype=np.str_)
+
+
+def snap_to_cell_centres(
+    lat: ArrayLike, lon: ArrayLike, *, resolution: int
+) -> tuple[NDArray[np.uint64], NDArray[np.float64], NDArray[np.float64]]:
+    """Replace positions by the centre of their H3 cell (coarsening before any use).
+
+    Whatever is computed afterwards from the centres (distances, filters, counts) depends on
+    the cells only: two positions in one cell give identical results.
+
+    Parameters
+    ----------
+    lat, lon : array_like
+        WGS84 degrees, same shape (finite, in range).
+    resolution : int
+        H3 resolution of the grid, 0–15.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(cells, lat, lon)``: the ``uint64`` cells and the latitudes and longitudes of their
+        centres, flattened.
+
+    Raises
+    ------
+    InvalidResolutionError
+        If ``resolution`` is not in 0–15.
+    CoordinateArrayError
+        If a coordinate cannot be indexed (not finite or out of range).
+    """
+    cells = latlng_to_cells(lat, lon, resolution=resolution).ravel()
+    if (cells == NULL_CELL).any():
+        msg = "coordenada fora de [-90, 90] × [-180, 180] ou não finita: não há célula H3"
+        raise CoordinateArrayError(msg)
+    clat, clon = cells_to_latlng(cells)
+    return cells, clat, clon

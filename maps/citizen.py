@@ -4,11 +4,13 @@ The rules of the public API (``/api/v1/public/…``, README "Public endpoints"):
 
 - a taxi shows when it is accessible (fleet ``accessible``), its latest fix at ``at`` is at most
   ``recent_s`` old and its meter is ``free``;
-- no vehicle id, prefixo, plate or driver reaches the page: taxis are grouped by their position
-  rounded to :data:`COORDINATE_DECIMALS` decimal places (≈ 100 m), each group shown as a count
-  with the age of its latest fix in whole minutes;
-- stands (public places) are drawn where they are, with the number of such taxis inside the
-  stand and within ``nearby_m``, counted from the exact positions before rounding.
+- no vehicle id, prefixo, plate or driver reaches the page, and no exact position: each taxi
+  is replaced by its H3 cell of resolution :data:`CELL_RESOLUTION` (≈ 120 m across) before
+  anything else is computed; a cell is shown at its centre as a count with the age of its
+  latest fix in whole minutes;
+- stands (public places) are drawn where they are, with the number of such taxis whose cell
+  overlaps the stand and whose cell centre is within ``nearby_m``: counts that depend on the
+  cells only, as in the API.
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geo.h3 import cell_polygons, snap_to_cell_centres
 from maps._errors import MapInputError
 from maps._layers import bounds_of, check_columns, check_wgs84, layer_spec, render_layers
 from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
 
-COORDINATE_DECIMALS = 3
-"""Decimal places of taxi positions (the public API's precision, ≈ 100 m)."""
+CELL_RESOLUTION = 10
+"""H3 resolution of the taxis' cells (the public API's grid, ≈ 120 m across)."""
+POSITION_DECIMALS = 6
+"""Decimals of the cell centres drawn (as the API)."""
 NEARBY_M = 500.0
-"""A taxi this close to a stand counts in the stand's nearby accessible supply (as the API)."""
+"""A taxi whose cell centre is this close to a stand counts in its nearby supply (as the API)."""
 RECENT_S = 600.0
 """Default age limit of a taxi's latest fix (the API's ``public_recent_fix_s``)."""
 DEFAULT_TIMEZONE = "America/Sao_Paulo"
@@ -67,15 +72,34 @@ def free_accessible_now(
     )
 
 
+def taxi_cells(taxis: pd.DataFrame, *, resolution: int = CELL_RESOLUTION) -> pd.DataFrame:
+    """Replace each taxi's position by its H3 cell: ``cell`` (uint64), ``lat``/``lon`` (centre).
+
+    Parameters
+    ----------
+    taxis : pandas.DataFrame
+        ``lat``, ``lon`` and any other columns (kept).
+    resolution : int
+        H3 resolution of the grid.
+    """
+    cells, lat, lon = snap_to_cell_centres(
+        taxis["lat"].to_numpy(dtype=float),
+        taxis["lon"].to_numpy(dtype=float),
+        resolution=resolution,
+    )
+    return taxis.assign(cell=cells, lat=lat, lon=lon)
+
+
 def _supply(
     stands: gpd.GeoDataFrame, taxis: pd.DataFrame, *, nearby_m: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Free accessible taxis inside each stand and within ``nearby_m`` of it."""
+    """Taxi cells overlapping each stand, and taxi cell centres within ``nearby_m`` of it."""
     n = len(stands)
     if taxis.empty or n == 0:
         return np.zeros(n, dtype=int), np.zeros(n, dtype=int)
     points = gpd.GeoSeries(gpd.points_from_xy(taxis["lon"], taxis["lat"]), crs=4326)
-    inside = points.sindex.query(stands.geometry, predicate="covers")
+    polygons = gpd.GeoSeries(cell_polygons(taxis["cell"].to_numpy(dtype=np.uint64)), crs=4326)
+    inside = polygons.sindex.query(stands.geometry, predicate="intersects")
     utm = stands.estimate_utm_crs()
     near = points.to_crs(utm).sindex.query(
         stands.geometry.to_crs(utm), predicate="dwithin", distance=nearby_m
@@ -145,14 +169,14 @@ def citizen_map(
     if len(pings) and not isinstance(pings["timestamp"].dtype, pd.DatetimeTZDtype):
         msg = "'timestamp' das posições sem fuso horário; esperados instantes com fuso (UTC)"
         raise MapInputError(msg)
-    taxis = free_accessible_now(pings, fleet, at=at, recent_s=recent_s)
+    taxis = taxi_cells(free_accessible_now(pings, fleet, at=at, recent_s=recent_s))
     at_stand, nearby = _supply(stands, taxis, nearby_m=nearby_m)
 
     cells = (
         pd.DataFrame(
             {
-                "lat": taxis["lat"].round(COORDINATE_DECIMALS),
-                "lon": taxis["lon"].round(COORDINATE_DECIMALS),
+                "lat": taxis["lat"].round(POSITION_DECIMALS),
+                "lon": taxis["lon"].round(POSITION_DECIMALS),
                 "age_min": (taxis["age_s"] // 60).astype(int),
             }
         )
@@ -169,7 +193,7 @@ def citizen_map(
                 for n in cells["n"].tolist()
             ],
             "age_min": [f"há {a} min" for a in cells["age_min"].tolist()],
-            "precisao": ["aproximada (cerca de 100 m)"] * len(cells),
+            "precisao": ["aproximada (célula de cerca de 120 m)"] * len(cells),
         },
         style={
             "radius": 8,

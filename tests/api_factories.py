@@ -12,3 +12,7 @@ PASSWORD = "senha-de-teste-123"
 def bearer(token: str) -> dict[str, str]:
     """Return the Authorization header of a bearer token."""
     return {"Authorization": f"Bearer {token}"}
+
+
+SECRET_KEY = "oGD3pDyBv0ofUQb3obqeq2DPmy1gxCFsbhOHGS9gBw8="
+"""Fernet key of the test apps' webhook secrets (no key file in the user's data directory)."""

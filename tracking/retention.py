@@ -11,6 +11,13 @@ A fix is *evidence*, and is kept whatever its age, when
 - or it lies on the stored track of a proposal's vehicle over ``[committed_at - margin,
   committed_until + margin]``: what the auto de infração draws (``enforcement/evidence.py``).
 
+Unreadable evidence fails closed: a record whose instant cannot be read (not ISO 8601, no
+offset, not a string) or whose position is not numeric, when the finding has no vehicle to
+keep by, cannot say which fixes it names; every fix of every vehicle over the finding's UTC
+days (one day of margin either side) is then kept, the partitions of those days are left
+whole (``partitions_refused``) and the record is reported (``unreadable_evidence``: finding,
+value), so the run's audit entry names it.
+
 Kept fixes stay in ``fixes`` (and in their daily partition), so the documents and every query
 read them as before. Per daily partition older than the cutoff:
 
@@ -38,6 +45,7 @@ from tracking.models import FIXES_DEFAULT_PARTITION
 from tracking.store import daily_partitions
 
 _RETAINED = "_retained_fixes"
+_DAY = dt.timedelta(days=1)
 
 
 @dataclass(kw_only=True)
@@ -52,6 +60,8 @@ class RetentionReport:
     partitions_trimmed: list[str] = field(default_factory=list)
     rows_deleted: int = 0
     rows_kept: int = 0
+    partitions_refused: list[str] = field(default_factory=list)
+    unreadable_evidence: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """Return the report as plain data."""
@@ -77,8 +87,11 @@ def retention_cutoff(*, keep_days: int, today: dt.date) -> dt.datetime:
 
 def evidence_fixes(
     details: Any, vehicle_id: str | None
-) -> Iterator[tuple[str | None, str, float, float]]:
+) -> Iterator[tuple[str | None, Any, Any, Any]]:
     """Yield ``(vehicle_id, timestamp, lat, lon)`` of every fix record in a finding's details.
+
+    A fix record is a JSON object with the keys ``timestamp``, ``lat`` and ``lon``; their
+    values are yielded as they are (numbers as floats), readable or not: the caller decides.
 
     Parameters
     ----------
@@ -90,9 +103,14 @@ def evidence_fixes(
     if isinstance(details, dict):
         owner = details.get("vehicle_id", vehicle_id)
         owner = owner if isinstance(owner, str) else vehicle_id
-        ts, lat, lon = details.get("timestamp"), details.get("lat"), details.get("lon")
-        if isinstance(ts, str) and isinstance(lat, int | float) and isinstance(lon, int | float):
-            yield owner, ts, float(lat), float(lon)
+        if {"timestamp", "lat", "lon"} <= details.keys():
+            lat, lon = details["lat"], details["lon"]
+            yield (
+                owner,
+                details["timestamp"],
+                float(lat) if _is_number(lat) else lat,
+                float(lon) if _is_number(lon) else lon,
+            )
         for value in details.values():
             yield from evidence_fixes(value, owner)
     elif isinstance(details, list):
@@ -100,26 +118,56 @@ def evidence_fixes(
             yield from evidence_fixes(value, vehicle_id)
 
 
-def _stage_evidence(conn: Connection, *, cutoff: dt.datetime, track_margin_s: float) -> int:
-    """Fill the temporary table of retained spans; return the number of evidence references."""
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _instant(value: Any) -> dt.datetime | None:
+    """Return the tz-aware instant of an evidence timestamp, or None when it cannot be read."""
+    if not isinstance(value, str):
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
+
+
+def _stage_evidence(
+    conn: Connection, *, cutoff: dt.datetime, track_margin_s: float, report: RetentionReport
+) -> int:
+    """Fill the temporary table of retained spans; return the number of evidence references.
+
+    Unreadable records go to ``report.unreadable_evidence`` and retain whole days (``whole``).
+    """
     conn.execute(
         text(
             f'CREATE TEMP TABLE {_RETAINED} (vehicle_id text COLLATE "C", '
-            "t0 timestamptz NOT NULL, t1 timestamptz NOT NULL, lat float8, lon float8) "
-            "ON COMMIT DROP"
+            "t0 timestamptz NOT NULL, t1 timestamptz NOT NULL, lat float8, lon float8, "
+            "whole boolean NOT NULL DEFAULT false) ON COMMIT DROP"
         )
     )
     rows: list[dict[str, Any]] = []
     found = conn.execute(
-        text("SELECT vehicle_id, details FROM findings").execution_options(yield_per=2000)
+        text(
+            "SELECT finding_id, vehicle_id, started_at, ended_at, details FROM findings"
+        ).execution_options(yield_per=2000)
     )
-    for vehicle_id, details in found:
+    for finding_id, vehicle_id, started_at, ended_at, details in found:
         for owner, ts, lat, lon in evidence_fixes(details, vehicle_id):
-            try:
-                t0 = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
-            except ValueError:
+            t0 = _instant(ts)
+            placed = owner is not None or (_is_number(lat) and _is_number(lon))
+            if t0 is None or not placed:
+                report.unreadable_evidence.append(
+                    {"finding_id": finding_id, "timestamp": repr(ts)[:80], "vehicle_id": owner}
+                )
+                day0 = dt.datetime.combine(started_at.astimezone(dt.UTC).date(), dt.time(0), dt.UTC)
+                day1 = dt.datetime.combine(ended_at.astimezone(dt.UTC).date(), dt.time(0), dt.UTC)
+                if day0 - _DAY < cutoff:
+                    span = {"t0": day0 - _DAY, "t1": day1 + 2 * _DAY}
+                    rows.append({"v": None, "lat": None, "lon": None, "whole": True} | span)
                 continue
-            if t0.tzinfo is None or t0 >= cutoff:
+            if t0 >= cutoff:
                 continue
             rows.append(
                 {
@@ -128,11 +176,12 @@ def _stage_evidence(conn: Connection, *, cutoff: dt.datetime, track_margin_s: fl
                     "t1": t0 + dt.timedelta(seconds=1),
                     "lat": None if owner else lat,
                     "lon": None if owner else lon,
+                    "whole": False,
                 }
             )
     if rows:
         conn.execute(
-            text(f"INSERT INTO {_RETAINED} VALUES (:v, :t0, :t1, :lat, :lon)"),
+            text(f"INSERT INTO {_RETAINED} VALUES (:v, :t0, :t1, :lat, :lon, :whole)"),
             rows,
         )
     tracks = conn.execute(
@@ -149,11 +198,19 @@ def _stage_evidence(conn: Connection, *, cutoff: dt.datetime, track_margin_s: fl
     return len(rows) + int(tracks or 0)
 
 
+def _refused_days(conn: Connection) -> list[tuple[dt.datetime, dt.datetime]]:
+    """Spans retained whole (unreadable evidence)."""
+    return [
+        (r.t0, r.t1)
+        for r in conn.execute(text(f"SELECT t0, t1 FROM {_RETAINED} WHERE whole")).all()
+    ]
+
+
 def _kept_predicate(alias: str) -> str:
     """Return the SQL condition: the row ``alias`` is evidence."""
     return (
         f"EXISTS (SELECT 1 FROM {_RETAINED} r WHERE "
-        f"((r.vehicle_id = {alias}.vehicle_id) OR (r.vehicle_id IS NULL "
+        f"(r.whole OR (r.vehicle_id = {alias}.vehicle_id) OR (r.vehicle_id IS NULL "
         f"AND abs(r.lat - {alias}.lat) < 1e-6 AND abs(r.lon - {alias}.lon) < 1e-6)) "
         f"AND {alias}.ts >= r.t0 AND {alias}.ts < r.t1)"
     )
@@ -194,10 +251,17 @@ def apply_retention(
     """
     cutoff = retention_cutoff(keep_days=keep_days, today=today)
     report = RetentionReport(keep_days=keep_days, cutoff=cutoff.isoformat(), dry_run=dry_run)
-    report.evidence_refs = _stage_evidence(conn, cutoff=cutoff, track_margin_s=track_margin_s)
+    report.evidence_refs = _stage_evidence(
+        conn, cutoff=cutoff, track_margin_s=track_margin_s, report=report
+    )
     keep = _kept_predicate("f")
+    refused = _refused_days(conn)
     for name, day in daily_partitions(conn):
         if day >= cutoff.date():
+            continue
+        start = dt.datetime.combine(day, dt.time(0), dt.UTC)
+        if any(t0 < start + _DAY and start < t1 for t0, t1 in refused):
+            report.partitions_refused.append(name)  # unreadable evidence may be in it
             continue
         total = int(conn.execute(text(f"SELECT count(*) FROM {name}")).scalar_one())
         kept = int(conn.execute(text(f"SELECT count(*) FROM {name} f WHERE {keep}")).scalar_one())

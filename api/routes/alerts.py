@@ -4,11 +4,16 @@
 - ``GET /api/v1/alerts/stream``: Server-Sent Events (``Authorization: Bearer <token>``). Each
   alert is an ``event: alert`` with ``id: <alert_id>`` and the alert JSON as ``data``; a comment
   line ``: conectado`` opens the stream and ``: keepalive`` follows every 15 s of silence.
-- ``WS /api/v1/alerts/ws``: WebSocket; the token goes in the ``token`` query parameter or, when
-  absent, in the first message (``{"token": "..."}``, within 10 s; a browser cannot set headers
-  on a WebSocket). The server answers ``{"type": "subscribed", ...}``, then sends
-  ``{"type": "alert", "alert": {...}}`` messages. Close codes: 4401 (no or bad token), 4403
-  (role), 4422 (bad filter).
+- ``WS /api/v1/alerts/ws``: WebSocket; the token goes in the ``Authorization`` header, the
+  ``token`` query parameter or, when both are absent, in the first message (``{"token":
+  "..."}``, sent at once: within 1 s; a browser cannot set headers on a WebSocket). The server
+  answers ``{"type": "subscribed", ...}``, then sends ``{"type": "alert", "alert": {...}}``
+  messages. Close codes: 4401 (no or bad token, or the session ended), 4403 (role), 4422 (bad
+  filter).
+
+Both streams end when their session does: logout, account disabled, password or role changed
+(announced by the revocation, :data:`api.accounts.SESSIONS_CHANNEL`), or the token found
+expired or revoked at a keepalive (every 15 s of silence). SSE sends ``event: closed`` first.
 
 Filters (query parameters of the three, all optional, all must pass): ``kind`` (repeated or
 comma-separated finding kinds), ``bbox`` (``min_lon,min_lat,max_lon,max_lat``: the alert's
@@ -37,8 +42,8 @@ from sqlalchemy.orm import Session
 from api import accounts
 from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
-from api.alerts import AlertHub, alerts_lifespan, list_alerts
-from api.deps import SessionDep, require_roles
+from api.alerts import SESSION_CLOSED, AlertHub, Subscription, alerts_lifespan, list_alerts
+from api.deps import BearerToken, SessionDep, SettingsDep, require_roles
 from api.schemas import error_responses
 from tracking.detectors.findings import KINDS
 
@@ -48,7 +53,8 @@ ROLES = ("agent", "admin")
 Reviewer = Annotated[Principal, Depends(require_roles(*ROLES))]
 Admin = Annotated[Principal, Depends(require_roles("admin"))]
 KEEPALIVE_S = 15.0
-WS_AUTH_TIMEOUT_S = 10.0
+WS_AUTH_TIMEOUT_S = 1.0
+"""A WebSocket with no token in its handshake must send it as its first message this soon."""
 _ERRORS = error_responses(401, 403, 422, 503)
 
 KindsQuery = Annotated[
@@ -213,23 +219,35 @@ def _sse(alert: dict[str, Any]) -> str:
 async def stream_alerts(
     request: Request,
     user: Reviewer,
+    token: BearerToken,
     kind: KindsQuery = None,
     bbox: BboxQuery = None,
     stand_id: StandsQuery = None,
 ) -> StreamingResponse:
-    """Alertas ao vivo por Server-Sent Events (`Authorization: Bearer <token>`)."""
+    """Alertas ao vivo por Server-Sent Events (`Authorization: Bearer <token>`).
+
+    O fluxo termina (evento `closed`) no logout, na desativação da conta e na troca de senha
+    ou de papel.
+    """
     hub = _hub(request.app)
-    sub = hub.subscribe(parse_filters(kind, bbox, stand_id).model_dump())
+    engine = request.app.state.engine
+    sub = hub.subscribe(
+        parse_filters(kind, bbox, stand_id).model_dump(),
+        user_id=user.user_id,
+        token_digest=accounts.token_digest(token or ""),
+    )
 
     async def events() -> AsyncIterator[str]:
         try:
             yield ": conectado\n\n"
             while True:
-                try:
-                    alert = await asyncio.wait_for(sub.queue.get(), timeout=KEEPALIVE_S)
-                except TimeoutError:
+                alert = await _next_alert(sub, engine, token or "")
+                if alert is None:
                     yield ": keepalive\n\n"
                     continue
+                if alert is SESSION_CLOSED:
+                    yield f"event: closed\ndata: {json.dumps({'reason': sub.closed})}\n\n"
+                    return
                 yield _sse(alert)
         finally:
             hub.unsubscribe(sub)
@@ -246,13 +264,33 @@ def _principal(engine: Engine, token: str) -> Principal | None:
         return accounts.principal_for_token(session=session, token=token)
 
 
+async def _next_alert(sub: Subscription, engine: Engine, token: str) -> dict[str, Any] | None:
+    """Wait for the next alert; None after :data:`KEEPALIVE_S` of silence.
+
+    :data:`~api.alerts.SESSION_CLOSED` when the session ended: announced by its revocation, or
+    found at a silence (the token expired, or a revocation was missed while the hub's LISTEN
+    connection was down).
+    """
+    try:
+        return await asyncio.wait_for(sub.queue.get(), timeout=KEEPALIVE_S)
+    except TimeoutError:
+        user = await run_in_threadpool(_principal, engine, token)
+        if user is None or user.role not in ROLES:
+            sub.close("sessão expirada ou revogada")
+            return SESSION_CLOSED
+        return None
+
+
 async def _ws_token(websocket: WebSocket, token: str | None) -> str | None:
     if token:
         return token
+    header = websocket.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip() or None
     try:
         first = await asyncio.wait_for(websocket.receive_text(), timeout=WS_AUTH_TIMEOUT_S)
         value = json.loads(first).get("token")
-    except (TimeoutError, ValueError, AttributeError):
+    except (TimeoutError, ValueError, AttributeError, WebSocketDisconnect):
         return None
     return value if isinstance(value, str) and value else None
 
@@ -265,7 +303,10 @@ async def alerts_websocket(
     bbox: BboxQuery = None,
     stand_id: StandsQuery = None,
 ) -> None:
-    """Alertas ao vivo por WebSocket (token no parâmetro `token` ou na primeira mensagem)."""
+    """Alertas ao vivo por WebSocket (token no cabeçalho, no parâmetro `token` ou na 1ª mensagem).
+
+    Sem token em 1 s, a conexão é fechada com 4401.
+    """
     await websocket.accept()
     raw = await _ws_token(websocket, token)
     user = (
@@ -273,7 +314,7 @@ async def alerts_websocket(
         if raw is None
         else await run_in_threadpool(_principal, websocket.app.state.engine, raw)
     )
-    if user is None:
+    if user is None or raw is None:
         await websocket.close(code=4401, reason="token inválido, expirado ou ausente")
         return
     if user.role not in ROLES:
@@ -285,7 +326,10 @@ async def alerts_websocket(
         await websocket.close(code=4422, reason=exc.message[:120])
         return
     hub = _hub(websocket.app)
-    sub = hub.subscribe(filters.model_dump())
+    sub = hub.subscribe(
+        filters.model_dump(), user_id=user.user_id, token_digest=accounts.token_digest(raw)
+    )
+    engine = websocket.app.state.engine
 
     async def drain() -> None:  # ends when the client leaves
         with contextlib.suppress(WebSocketDisconnect):
@@ -294,8 +338,12 @@ async def alerts_websocket(
 
     async def forward() -> None:
         while True:
-            alert = await sub.queue.get()
-            await websocket.send_json({"type": "alert", "alert": alert})
+            alert = await _next_alert(sub, engine, raw)
+            if alert is SESSION_CLOSED:
+                await websocket.close(code=4401, reason=(sub.closed or "")[:120])
+                return
+            if alert is not None:
+                await websocket.send_json({"type": "alert", "alert": alert})
 
     try:
         await websocket.send_json({"type": "subscribed", "filters": filters.model_dump()})
@@ -335,10 +383,17 @@ _WEBHOOK_COLUMNS = "webhook_id, url, filters, active, created_at"
     responses=_ERRORS,
     tags=["webhooks"],
 )
-def create_webhook(body: WebhookCreate, user: Admin, session: SessionDep) -> Any:
-    """Cadastra um webhook: cada alerta que passa nos filtros é enviado por POST, assinado."""
+def create_webhook(
+    body: WebhookCreate, user: Admin, session: SessionDep, settings: SettingsDep
+) -> Any:
+    """Cadastra um webhook: cada alerta que passa nos filtros é enviado por POST, assinado.
+
+    O segredo é guardado cifrado (chave `PONTUAL_SECRET_KEY` ou `secret.key`) e nunca devolvido.
+    """
     from sqlalchemy import bindparam
     from sqlalchemy.dialects.postgresql import JSONB
+
+    from api.crypto import encrypt_secret
 
     row = (
         session.execute(
@@ -346,7 +401,11 @@ def create_webhook(body: WebhookCreate, user: Admin, session: SessionDep) -> Any
                 "INSERT INTO webhooks (url, secret, filters) VALUES (:u, :s, :f) "
                 f"RETURNING {_WEBHOOK_COLUMNS}"
             ).bindparams(bindparam("f", type_=JSONB)),
-            {"u": body.url, "s": body.secret, "f": body.filters.model_dump()},
+            {
+                "u": body.url,
+                "s": encrypt_secret(body.secret, settings=settings),
+                "f": body.filters.model_dump(),
+            },
         )
         .mappings()
         .one()

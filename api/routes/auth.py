@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from api import accounts
 from api._errors import NotAuthenticatedError
-from api.deps import BearerToken, CurrentUser, SessionDep, SettingsDep, public_rate_limit
+from api.deps import BearerToken, CurrentUser, SessionDep, SettingsDep, login_rate_limit
 from api.schemas import error_responses
 
 router = APIRouter(prefix="/api/v1/auth", tags=["autenticação"])
@@ -37,7 +37,7 @@ class Me(BaseModel):
     "/token",
     response_model=Token,
     responses=error_responses(401, 422, 429, 503),
-    dependencies=[Depends(public_rate_limit)],
+    dependencies=[Depends(login_rate_limit)],
 )
 def login(
     form: Annotated[OAuth2PasswordRequestForm, Depends()],

@@ -7,11 +7,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
 from api._errors import ConflictError, NotFoundError
+from api.accounts import Principal
+from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles
 from api.schemas import error_responses
 from enforcement import workflow
@@ -20,7 +22,9 @@ from enforcement.models import STATUSES, Proposal
 
 router = APIRouter(prefix="/api/v1/proposals", tags=["propostas de autuação"])
 
-Reviewer = Annotated[Any, Depends(require_roles("agent", "admin"))]
+Reviewer = Annotated[Principal, Depends(require_roles("agent", "admin"))]
+DOCUMENT_PERSONAL_FIELDS = ("plate", "holder_name", "driver_name")
+"""Personal fields a document may show (audited when present)."""
 _ERRORS = error_responses(401, 403, 404, 409, 422, 503)
 
 
@@ -142,11 +146,17 @@ def deadlines(
 
 @router.post("/generate", response_model=Generated, responses=_ERRORS)
 def generate(
-    body: GenerateRequest, session: SessionDep, settings: SettingsDep, _: Reviewer
+    body: GenerateRequest, session: SessionDep, settings: SettingsDep, user: Reviewer
 ) -> Generated:
-    """Gera propostas para os achados armazenados ainda sem proposta no município."""
+    """Gera propostas para os achados armazenados ainda sem proposta no município.
+
+    Quem pediu fica registrado na auditoria de cada proposta criada.
+    """
     n = workflow.generate_proposals(
-        session, municipality=body.municipality, timezone=body.timezone or settings.timezone
+        session,
+        municipality=body.municipality,
+        timezone=body.timezone or settings.timezone,
+        actor=user.username,
     )
     session.commit()
     return Generated(created=n)
@@ -242,16 +252,32 @@ def decision(
 def document(
     proposal_id: str,
     kind: Literal["auto", "notificacao"],
+    request: Request,
     session: SessionDep,
-    _: Reviewer,
+    user: Reviewer,
     format: Annotated[Literal["pdf", "html"], Query()] = "pdf",  # noqa: A002
 ) -> Response:
-    """Auto de infração ou notificação de penalidade, em PDF ou HTML, com o mapa da prova."""
+    """Auto de infração ou notificação de penalidade, em PDF ou HTML, com o mapa da prova.
+
+    Traz a placa e o nome do titular (dados pessoais): cada documento entregue fica no registro
+    de auditoria.
+    """
     from enforcement.documents import render_html, render_pdf
     from enforcement.evidence import document_for
 
     with _domain_errors():
         doc = document_for(session, proposal_id)
+    fields = [f for f in DOCUMENT_PERSONAL_FIELDS if doc["vehicle"].get(f)]
+    if fields:
+        record_personal_data_access(
+            session=session,
+            actor=user.actor,
+            entity="proposal_documents",
+            ids=[proposal_id],
+            fields=fields,
+            route=request.url.path,
+        )
+        session.commit()  # audited before the document leaves
     if format == "pdf":
         name = f"{kind}-{proposal_id}.pdf"
         return Response(

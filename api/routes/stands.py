@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, Field
 from sqlalchemy import select
@@ -19,6 +19,7 @@ from sqlalchemy import select
 from api import queries
 from api._errors import ConflictError, NotFoundError
 from api.accounts import Principal
+from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
 from api.schemas import MAX_OFFSET, error_responses
 
@@ -26,6 +27,8 @@ router = APIRouter(prefix="/api/v1/stands", tags=["pontos e licenças"])
 
 Viewer = Annotated[Principal, Depends(require_roles("admin", "planner", "agent", "supervisor"))]
 Admin = Annotated[Principal, Depends(require_roles("admin"))]
+SupervisorReader = Annotated[Principal, Depends(require_roles("admin", "agent", "supervisor"))]
+"""Who reads the supervisors' names (personal data; planners do not)."""
 _ERRORS = error_responses(401, 403, 404, 422, 503)
 
 
@@ -381,8 +384,13 @@ def _supervisor_public(s: Any) -> dict[str, Any]:
 
 
 @router.get("/{stand_id}/supervisors", response_model=SupervisorsPublic, responses=_ERRORS)
-def supervisors(stand_id: str, user: Viewer, session: SessionDep) -> Any:
-    """Supervisores do ponto ao longo do tempo (eleição, ata, homologação)."""
+def supervisors(
+    stand_id: str, request: Request, user: SupervisorReader, session: SessionDep
+) -> Any:
+    """Supervisores do ponto ao longo do tempo (eleição, ata, homologação).
+
+    O nome é dado pessoal: admin, agente e o supervisor do ponto; cada leitura é auditada.
+    """
     from stands import registry
 
     supervisor_scope(user, stand_id)
@@ -391,6 +399,16 @@ def supervisors(stand_id: str, user: Viewer, session: SessionDep) -> Any:
         _supervisor_public(s)
         for s in registry.list_supervisors(session=session, stand_ids=[stand_id])
     ]
+    if rows:
+        record_personal_data_access(
+            session=session,
+            actor=user.actor,
+            entity="stand_supervisors",
+            ids=[str(r["supervisor_id"]) for r in rows],
+            fields=("person_name",),
+            route=request.url.path,
+        )
+        session.commit()  # audited before the names leave
     return {"data": rows, "count": len(rows)}
 
 

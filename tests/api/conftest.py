@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
-from api_factories import PASSWORD, ROLES
+from api_factories import PASSWORD, ROLES, SECRET_KEY
 from factories import migrated_database
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -49,7 +49,10 @@ def app(api_engine: Engine) -> FastAPI:
     from api.main import create_app
     from api.settings import Settings
 
-    return create_app(engine=api_engine, settings=Settings(public_rate_limit_per_min=10_000))
+    settings = Settings(
+        public_rate_limit_per_min=10_000, login_rate_limit_per_min=10_000, secret_key=SECRET_KEY
+    )
+    return create_app(engine=api_engine, settings=settings)
 
 
 @pytest.fixture

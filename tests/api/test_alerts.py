@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from api_factories import bearer
+from api_factories import SECRET_KEY, bearer
 from fastapi.testclient import TestClient
 from pypdf import PdfReader
 from sqlalchemy import Engine, text
@@ -81,7 +81,9 @@ def servers(api_database_url: str) -> Iterator[tuple[Server, Server]]:
     from api.settings import Settings
     from db.engine import make_engine
 
-    settings = Settings(webhook_backoff_s=0.3, webhook_max_attempts=4, webhook_timeout_s=2)
+    settings = Settings(
+        webhook_backoff_s=0.3, webhook_max_attempts=4, webhook_timeout_s=2, secret_key=SECRET_KEY
+    )
     engines = [make_engine(api_database_url) for _ in range(2)]
     try:
         with (
@@ -115,6 +117,7 @@ class SseClient:
     def __init__(self, url: str, token: str, **params: Any) -> None:
         self.events: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
         self.ready = threading.Event()
+        self.ended = threading.Event()  # the server closed the stream
         self.status: int | None = None
         self._stop = False
         self._args = (url + "/api/v1/alerts/stream", bearer(token), params)
@@ -138,6 +141,7 @@ class SseClient:
                         data = None
                     if self._stop:
                         return
+            self.ended.set()
         except httpx.HTTPError:
             pass
         finally:
@@ -159,7 +163,7 @@ class SseClient:
                 at, event = self.events.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
                 break
-            if event["vehicle_id"] == vehicle_id:
+            if event.get("vehicle_id") == vehicle_id:
                 out.append((at, event))
         return out
 
@@ -420,7 +424,104 @@ class TestGetAlerts:
         assert client.get(path).status_code == 401
 
 
+REVOCATIONS = ("logout", "disable", "password", "role")
+
+
+@pytest.fixture
+def fresh_agent(api_engine: Engine) -> tuple[str, str]:
+    """A new agent account and a token of it: (username, token)."""
+    from api import accounts
+    from db.engine import session_scope
+
+    username = f"ag_{secrets.token_hex(4)}"
+    with session_scope(api_engine) as session:
+        user = accounts.create_user(
+            session=session, username=username, password="senha-longa-1", role="agent"
+        )
+        token, _ = accounts.issue_token(session=session, user=user, ttl_s=600)
+    return username, token
+
+
+def _revoke(how: str, server: Server, api_engine: Engine, username: str, token: str) -> None:
+    """End the session as an admin or the user would: HTTP logout or the CLI's account calls."""
+    from api import accounts
+    from db.engine import session_scope
+
+    if how == "logout":
+        response = httpx.post(server.url + "/api/v1/auth/logout", headers=bearer(token))
+        assert response.status_code == 204
+        return
+    with session_scope(api_engine) as session:
+        if how == "disable":
+            accounts.disable_user(session=session, username=username)
+        elif how == "password":
+            accounts.set_password(session=session, username=username, password="outra-senha-2")
+        else:
+            accounts.set_role(session=session, username=username, role="planner")
+
+
+class TestStreamsEndWithTheSession:
+    @pytest.mark.parametrize("how", REVOCATIONS)
+    def test_sse_and_websocket_close_and_get_no_later_alert(
+        self,
+        servers: tuple[Server, Server],
+        seeded: dict,
+        vehicle: tuple[str, str],
+        fresh_agent: tuple[str, str],
+        api_engine: Engine,
+        how: str,
+    ) -> None:
+        """After logout, disable, password or role change, the user's SSE stream (event
+        'closed') and WebSocket (4401) end, and the next alert reaches only a live session."""
+        from websockets.exceptions import ConnectionClosed
+
+        a, b = servers
+        vehicle_id, device = vehicle
+        username, token = fresh_agent
+        with (
+            SseClient(b.url, token, kind="tracking_gap") as sse,
+            SseClient(b.url, seeded["tokens"]["admin"], kind="tracking_gap") as control,
+            ws_connect(f"ws://127.0.0.1:{b.port}/api/v1/alerts/ws?kind=tracking_gap") as ws,
+        ):
+            ws.send(json.dumps({"token": token}))
+            assert json.loads(ws.recv(timeout=5))["type"] == "subscribed"
+            _revoke(how, a, api_engine, username, token)
+            assert sse.ended.wait(5), "SSE stream still open"
+            closed_events = [e for _, e in list(sse.events.queue) if "reason" in e]
+            assert closed_events and "sessão" in closed_events[0]["reason"]
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    ws.recv(timeout=5)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+            start_gap(a, device)
+            complete_gap(a, device)
+            assert control.alerts_for(vehicle_id, timeout_s=ALERT_WAIT_S * 2)
+        assert sse.alerts_for(vehicle_id, timeout_s=0.2) == []
+
+
 class TestAlertsWebsocket:
+    def test_unauthenticated_is_closed_at_once(self, client: TestClient) -> None:
+        """A WebSocket that sends no token is closed with 4401 within the 1 s allowance."""
+        from starlette.websockets import WebSocketDisconnect
+
+        from api.routes.alerts import WS_AUTH_TIMEOUT_S
+
+        assert WS_AUTH_TIMEOUT_S <= 1.0
+        started = time.monotonic()
+        with (
+            client.websocket_connect("/api/v1/alerts/ws") as ws,
+            pytest.raises(WebSocketDisconnect) as closed,
+        ):
+            ws.receive_json()
+        assert closed.value.code == 4401
+        assert time.monotonic() - started < 5.0
+
+    def test_header_token_subscribes(self, client: TestClient, seeded: dict) -> None:
+        """A token in the Authorization header of the handshake subscribes at once."""
+        headers = bearer(seeded["tokens"]["agent"])
+        with client.websocket_connect("/api/v1/alerts/ws", headers=headers) as ws:
+            assert ws.receive_json()["type"] == "subscribed"
+
     def test_refuses_bad_token_and_role(self, client: TestClient, seeded: dict) -> None:
         """No valid token closes with 4401; a planner's token with 4403."""
         from starlette.websockets import WebSocketDisconnect

@@ -54,7 +54,7 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/stands/{stand_id}/licences"): ADMIN,
     ("POST", "/api/v1/stands/{stand_id}/licences/{vehicle_id}/end"): ADMIN,
     ("POST", "/api/v1/stands/{stand_id}/exclusions"): ADMIN,
-    ("GET", "/api/v1/stands/{stand_id}/supervisors"): USERS,
+    ("GET", "/api/v1/stands/{stand_id}/supervisors"): frozenset({"admin", "agent", "supervisor"}),
     ("POST", "/api/v1/stands/{stand_id}/supervisors"): ADMIN,
     ("POST", "/api/v1/stands/{stand_id}/supervisors/{supervisor_id}/homologate"): ADMIN,
     ("GET", "/api/v1/stands/{stand_id}/occupancy"): USERS,

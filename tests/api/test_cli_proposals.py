@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 
 import pandas as pd
@@ -58,6 +59,7 @@ class TestProposalsCli:
 
         shown = json.loads(run_pontual("proposals", "show", p["proposal_id"], **env).stdout)
         assert [h["to"] for h in shown["history"]] == ["proposta", "confirmada"]
+        assert shown["history"][0]["actor"] == f"os:{getpass.getuser()}"  # no --agent given
         assert shown["history"][1]["actor"] == "fiscal-9"
 
         pdf = tmp_path / "auto.pdf"
@@ -80,3 +82,18 @@ class TestProposalsCli:
         )
         assert done.returncode == 1
         assert "nenhum regulamento configurado" in done.stderr
+
+    def test_generate_records_the_agent(self, run_pontual, tmp_path, api_database_url) -> None:
+        """`generate --agent` names that agent on each new proposal's 'create' entry."""
+        env = {"DATABASE_URL": api_database_url}
+        findings = _analyze_outside_pinto_bandeira(run_pontual, tmp_path, "CLI-AG")
+        done = run_pontual(
+            "proposals", "generate", "--municipality", "4314548", "--findings", findings,
+            "--agent", "fiscal-7", **env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        done = run_pontual("proposals", "list", "--municipality", "4314548", "--json", **env)
+        (p,) = [r for r in json.loads(done.stdout) if r["vehicle_id"] == "CLI-AG"]
+        shown = json.loads(run_pontual("proposals", "show", p["proposal_id"], **env).stdout)
+        assert shown["history"][0]["action"] == "create"
+        assert shown["history"][0]["actor"] == "fiscal-7"

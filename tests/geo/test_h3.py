@@ -204,3 +204,26 @@ class TestCellsToStrings:
 def _city_points(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     return POA[0] + rng.normal(0, 0.03, n), POA[1] + rng.normal(0, 0.03, n)
+
+
+class TestSnapToCellCentres:
+    def test_centre_names_the_same_cell(self) -> None:
+        """Each position becomes its cell's centre, which lies in that same cell."""
+        from geo.h3 import snap_to_cell_centres
+
+        cells, lat, lon = snap_to_cell_centres(
+            [-30.02771, -30.0280], [-51.22872, -51.2291], resolution=10
+        )
+        assert (latlng_to_cells(lat, lon, resolution=10) == cells).all()
+        assert (
+            cells == latlng_to_cells([-30.02771, -30.0280], [-51.22872, -51.2291], resolution=10)
+        ).all()
+        assert abs(lat[0] - -30.02771) > 0 or abs(lon[0] - -51.22872) > 0
+
+    def test_out_of_range_is_refused(self) -> None:
+        """A coordinate with no cell raises instead of snapping to nowhere."""
+        from geo._errors import CoordinateArrayError
+        from geo.h3 import snap_to_cell_centres
+
+        with pytest.raises(CoordinateArrayError, match="célula H3"):
+            snap_to_cell_centres([95.0], [0.0], resolution=10)

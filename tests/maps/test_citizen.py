@@ -14,11 +14,12 @@ from map_factories import (
     overlay_labels,
 )
 
-from api.routes.public import COORDINATE_DECIMALS as API_DECIMALS
+from api.routes.public import CELL_RESOLUTION as API_RESOLUTION
 from api.routes.public import NEARBY_M as API_NEARBY_M
 from api.settings import Settings
+from geo.h3 import snap_to_cell_centres
 from maps._errors import MapInputError
-from maps.citizen import COORDINATE_DECIMALS, NEARBY_M, RECENT_S, citizen_map
+from maps.citizen import CELL_RESOLUTION, NEARBY_M, RECENT_S, citizen_map
 
 pytestmark = pytest.mark.browser
 
@@ -65,10 +66,11 @@ class TestCitizenMap:
             "Táxis acessíveis livres agora (2)",
         ]
         taxis = page.evaluate("PontualMaps.maps.map.layers.taxis.spec")
-        assert sorted(zip(taxis["lat"], taxis["lon"], strict=True)) == [
-            (-30.033, -51.22),
-            (-30.028, -51.229),
-        ]
+        _, lat, lon = snap_to_cell_centres(
+            [-30.02771, -30.03271], [-51.22872, -51.22003], resolution=CELL_RESOLUTION
+        )
+        centres = zip(lat.round(6).tolist(), lon.round(6).tolist(), strict=True)
+        assert sorted(zip(taxis["lat"], taxis["lon"], strict=True)) == sorted(centres)
         popup = click_row(page, "stands_supply", 0)
         assert "Praça da Matriz" in popup
         assert "Táxis acessíveis livres no ponto\t1" in popup
@@ -83,7 +85,7 @@ class TestCitizenMap:
             assert secret not in text
 
     def test_taxis_in_one_cell_are_one_marker(self, open_map, tmp_path):
-        """Two taxis in the same ~100 m cell show as one marker counting both."""
+        """Two taxis in the same ~120 m cell show as one marker counting both."""
         pings = make_pings(
             [
                 ("ACC-101", 59, -30.02771, -51.22872, "free"),
@@ -97,8 +99,8 @@ class TestCitizenMap:
         assert errors == []
 
     def test_follows_the_public_api(self):
-        """Precision, nearby radius and recency are the public API's."""
-        assert COORDINATE_DECIMALS == API_DECIMALS
+        """Grid, nearby radius and recency are the public API's."""
+        assert CELL_RESOLUTION == API_RESOLUTION
         assert NEARBY_M == API_NEARBY_M
         assert Settings().public_recent_fix_s == RECENT_S
 

@@ -155,6 +155,39 @@ class TestApplyRetention:
         assert report.rows_kept == _count(conn, "ts < '2025-02-08'")
         assert report.rows_deleted == before - _count(conn)
 
+    @pytest.mark.parametrize(
+        ("vehicle", "record"),
+        [
+            ("V4", {"timestamp": "03/02/2025 10:05", "lat": -29.1, "lon": -51.45}),  # not ISO
+            ("V4", {"timestamp": "2025-02-03T10:05:00", "lat": -29.1, "lon": -51.45}),  # naive
+            ("V4", {"timestamp": 1738577100, "lat": -29.1, "lon": -51.45}),  # not a string
+            (None, {"timestamp": "2025-02-03T10:05:00Z", "lat": "-29.1", "lon": -51.45}),
+        ],
+    )
+    def test_unreadable_evidence_fails_closed(
+        self, db_session: Session, vehicle: str | None, record: dict[str, Any]
+    ) -> None:
+        """Evidence whose instant (or, with no vehicle, place) cannot be read keeps its
+        finding's days whole (partition not dropped, no fix deleted), reported by finding."""
+        conn = _seed(db_session)
+        store_findings(db_session, _finding(vehicle, "2025-02-03T10:05Z", {"fix": record}))
+        db_session.flush()
+        v4_before = _count(conn, "vehicle_id = 'V4'")
+        report = apply_retention(conn, keep_days=30, today=TODAY)
+        # The finding's day and one either side (2025-02-04 has no partition) are left whole.
+        assert report.partitions_refused == ["fixes_p20250202", "fixes_p20250203"]
+        assert "fixes_p20250203" in _partitions(conn)
+        assert "fixes_p20250203" not in report.partitions_dropped
+        assert _count(conn, "vehicle_id = 'V4'") == v4_before == 61
+        (bad,) = report.unreadable_evidence
+        assert bad["timestamp"] == repr(record["timestamp"])
+        assert bad["finding_id"] in {
+            r for r in conn.execute(text("SELECT finding_id FROM findings")).scalars()
+        }
+        assert _count(conn, "vehicle_id = 'V3' AND ts < '2025-03-01'") == 61  # untouched day
+        # The readable rest is applied as before.
+        assert report.partitions_trimmed == ["fixes_p20250201"]
+
     def test_dry_run_changes_nothing(self, db_session: Session) -> None:
         """A dry run reports what a real run does, and deletes nothing."""
         conn = _seed(db_session)

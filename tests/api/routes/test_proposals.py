@@ -83,3 +83,60 @@ class TestProposalRoutes:
         )
         assert r.status_code == 422
         assert r.json()["error"]["code"]
+
+
+class TestGenerateActor:
+    def test_http_generation_records_the_caller(self, client, seeded, api_engine) -> None:
+        """Proposals generated over HTTP name the logged-in user on their 'create' entry."""
+        import datetime as dt
+        import secrets
+
+        from geoalchemy2.shape import from_shape
+        from shapely.geometry import Point
+
+        from db.engine import session_scope
+        from enforcement.models import Finding
+        from fleet.models import Municipality
+
+        finding_id = f"F-ACT-{secrets.token_hex(3)}"
+        now = dt.datetime.now(dt.UTC)
+        with session_scope(api_engine) as s:
+            if s.get(Municipality, "4314902") is None:
+                s.add(
+                    Municipality(
+                        code="4314902", name="Porto Alegre", uf="RS", timezone="America/Sao_Paulo"
+                    )
+                )
+            s.add(
+                Finding(
+                    finding_id=finding_id,
+                    kind="tracking_gap",
+                    vehicle_id="V3",
+                    stand_id=None,
+                    started_at=now - dt.timedelta(days=3, hours=2),
+                    ended_at=now - dt.timedelta(days=3, hours=1),
+                    confidence=0.9,
+                    details={"gap_s": 3600},
+                    geometry=from_shape(Point(-51.2287, -30.0277), srid=4326),
+                )
+            )
+        r = client.post(
+            "/api/v1/proposals/generate",
+            json={"municipality": "4314902"},
+            headers=bearer(seeded["tokens"]["admin"]),
+        )
+        assert r.status_code == 200 and r.json()["created"] >= 1, r.text
+        listed = client.get(
+            "/api/v1/proposals",
+            params={"vehicle_id": "V3"},
+            headers=bearer(seeded["tokens"]["agent"]),
+        ).json()["data"]
+        detail = [
+            client.get(
+                f"/api/v1/proposals/{p['proposal_id']}", headers=bearer(seeded["tokens"]["agent"])
+            ).json()
+            for p in listed
+        ]
+        (mine,) = [d for d in detail if finding_id in d["finding_ids"]]
+        assert mine["history"][0]["action"] == "create"
+        assert mine["history"][0]["actor"] == "u_admin"
