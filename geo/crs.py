@@ -69,6 +69,21 @@ def _utm_epsg(lon: float, lat: float) -> int:
     return (32700 if south else 32600) + zone
 
 
+def _utm_epsg_many(lon: NDArray[np.float64], lat: NDArray[np.float64]) -> NDArray[np.int64]:
+    """:func:`_utm_epsg` of many positions at once (all within UTM's range)."""
+    zone = np.minimum(np.floor((lon + 180.0) / 6.0).astype(np.int64) + 1, 60)
+    south = lat < 0
+    lon_min, lat_min, lon_max, lat_max = _BRAZIL_BBOX
+    in_brazil = (lon >= lon_min) & (lon <= lon_max) & (lat >= lat_min) & (lat <= lat_max)
+    sirgas_s = in_brazil & south & (zone >= _SIRGAS_SOUTH_ZONES.start)
+    sirgas_s &= zone < _SIRGAS_SOUTH_ZONES.stop
+    sirgas_n = in_brazil & ~south & (zone >= _SIRGAS_NORTH_ZONES.start)
+    sirgas_n &= zone < _SIRGAS_NORTH_ZONES.stop
+    out = np.where(south, 32700, 32600) + zone
+    out = np.where(sirgas_s, 31960 + zone, out)
+    return np.where(sirgas_n, 31954 + zone, out).astype(np.int64)
+
+
 def haversine_m(
     lat1: ArrayLike, lon1: ArrayLike, lat2: ArrayLike, lon2: ArrayLike
 ) -> NDArray[np.float64]:
@@ -320,8 +335,7 @@ def distance_to_geometries_m(
         & usable[index]
     )
     epsg = np.zeros(lat_a.shape, dtype=np.int64)
-    pairs = zip(lon_a[ok].tolist(), lat_a[ok].tolist(), strict=True)
-    epsg[ok] = [_utm_epsg(x, y) for x, y in pairs]
+    epsg[ok] = _utm_epsg_many(lon_a[ok], lat_a[ok])
     for code in np.unique(epsg[ok]).tolist():
         rows = np.flatnonzero(epsg == code)
         transformer = _to_utm(code)
