@@ -595,7 +595,7 @@ class TestDetectVisitsOnPorto:
             {"ping_index": ping, "stand_id": stands["stand_id"].to_numpy()[stand]}
         )
         # Porto has only occupied fixes: a 60 s silence (4 periods) separates two trips.
-        visits = detect_visits(pings, memberships, max_gap_s=60)
+        visits = detect_visits(pings, memberships, stands=stands, max_gap_s=60)
         boarded = visits[visits["boarded"]]
         found = boarded.groupby(["vehicle_id", "boarded_at"])["stand_id"].agg(set)
         hailed = labels[(labels["call_type"] == "B") & labels["origin_stand"].notna()]
