@@ -114,6 +114,7 @@ def stand_frames(
     visits = detect_visits(
         pings,
         memberships,
+        stands=stands,
         licences=licences,
         min_dwell_s=0.0,
         max_gap_s=MAX_GAP_S,

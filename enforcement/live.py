@@ -204,6 +204,8 @@ _WIRED = {
     "licences",
     "stands",
     "allowed_places",
+    "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
+    "boarding_grace_m",
 }
 _BOUNDARIES: dict[tuple[str, float], PreparedBoundary] = {}
 """Prepared municipal boundaries of this process, by (municipality code, tolerance)."""
@@ -600,9 +602,11 @@ def _detect_visit_kinds(
         "exit_grace_s": a.visit_exit_grace_s,
         "min_dwell_s": a.visit_min_dwell_s,
         "boarding_grace_s": a.boarding_grace_s,
+        "boarding_grace_m": a.boarding_grace_m,
         "max_gap_s": a.trip_max_gap_s,
         "timezone": timezone,
     }
+    boarding = {"boarding_grace_s": a.boarding_grace_s, "boarding_grace_m": a.boarding_grace_m}
     queues: dict[str, Any] = {}
     found: list[dict[str, Any]] = []
     last_seen = 0
@@ -629,7 +633,11 @@ def _detect_visit_kinds(
                     ).scalar_one_or_none()
                 accessible = facts.get(str(visit["vehicle_id"]), {}).get("accessible")
                 queues[sid], res = update_queue_jump(
-                    queues[sid], visit, accessible=accessible, **params["queue_jump"]
+                    queues[sid],
+                    visit,
+                    accessible=accessible,
+                    **boarding,
+                    **params["queue_jump"],
                 )
                 found.extend(_records(res))
         if "unlicensed_stand_use" in kinds:
@@ -638,6 +646,7 @@ def _detect_visit_kinds(
                 released,
                 unreleased=unreleased_arrivals(visits_state),
                 facts=facts,
+                **boarding,
                 **params["unlicensed_stand_use"],
             )
             found.extend(_records(res))

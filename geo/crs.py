@@ -7,7 +7,9 @@ WGS 84 / UTM elsewhere (Porto, Portugal: EPSG:32629).
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -65,6 +67,21 @@ def _utm_epsg(lon: float, lat: float) -> int:
     if in_brazil and not south and zone in _SIRGAS_NORTH_ZONES:
         return 31954 + zone
     return (32700 if south else 32600) + zone
+
+
+def _utm_epsg_many(lon: NDArray[np.float64], lat: NDArray[np.float64]) -> NDArray[np.int64]:
+    """:func:`_utm_epsg` of many positions at once (all within UTM's range)."""
+    zone = np.minimum(np.floor((lon + 180.0) / 6.0).astype(np.int64) + 1, 60)
+    south = lat < 0
+    lon_min, lat_min, lon_max, lat_max = _BRAZIL_BBOX
+    in_brazil = (lon >= lon_min) & (lon <= lon_max) & (lat >= lat_min) & (lat <= lat_max)
+    sirgas_s = in_brazil & south & (zone >= _SIRGAS_SOUTH_ZONES.start)
+    sirgas_s &= zone < _SIRGAS_SOUTH_ZONES.stop
+    sirgas_n = in_brazil & ~south & (zone >= _SIRGAS_NORTH_ZONES.start)
+    sirgas_n &= zone < _SIRGAS_NORTH_ZONES.stop
+    out = np.where(south, 32700, 32600) + zone
+    out = np.where(sirgas_s, 31960 + zone, out)
+    return np.where(sirgas_n, 31954 + zone, out).astype(np.int64)
 
 
 def haversine_m(
@@ -252,4 +269,83 @@ def buffer_points_m(
         buffered = metric.buffer(radii[rows], quad_segs=quad_segs).to_crs(WGS84)
         result[rows] = buffered.to_numpy()
     out[out.geometry.name] = gpd.GeoSeries(result, index=out.index, crs=WGS84)
+    return out
+
+
+@functools.cache
+def _to_utm(epsg: int) -> pyproj.Transformer:
+    """Lon/lat (EPSG:4326) to the metric CRS ``epsg``; one per zone and process (thread-safe)."""
+    return pyproj.Transformer.from_crs(WGS84, pyproj.CRS.from_epsg(epsg), always_xy=True)
+
+
+def distance_to_geometries_m(
+    lat: ArrayLike,
+    lon: ArrayLike,
+    geometries: ArrayLike,
+    *,
+    which: ArrayLike | None = None,
+) -> NDArray[np.float64]:
+    """Distance in metres from each point to a geometry: 0 inside a polygon, else to its edge.
+
+    Each pair is measured in the UTM CRS of its point (:func:`utm_crs_for`: SIRGAS 2000 / UTM in
+    Brazil, WGS 84 / UTM elsewhere), the geometry projected into that zone. A geometry used by
+    many points of one zone is projected once. The same pair gives the same distance whether it
+    is measured alone or among others (live and batch agree to the last bit).
+
+    Parameters
+    ----------
+    lat, lon : array_like
+        1-D point coordinates in degrees (EPSG:4326).
+    geometries : array_like of shapely geometries
+        Geometries in EPSG:4326: one per point, or the distinct ones indexed by ``which``.
+    which : array_like of int, optional
+        Per point, the position of its geometry in ``geometries``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float64`` distances, one per point; NaN where a coordinate is not finite or outside
+        UTM's range, or the geometry is null or empty.
+
+    Raises
+    ------
+    ValueError
+        If the arrays are not 1-D or their lengths do not match.
+    """
+    lat_a = np.asarray(lat, dtype=np.float64)
+    lon_a = np.asarray(lon, dtype=np.float64)
+    geoms = np.asarray(geometries, dtype=object)
+    index = np.arange(len(geoms)) if which is None else np.asarray(which, dtype=np.int64)
+    if lat_a.ndim != 1 or lat_a.shape != lon_a.shape or index.shape != lat_a.shape:
+        msg = (
+            f"lat, lon e as geometrias devem ser vetores 1-D do mesmo tamanho; recebidos "
+            f"{lat_a.shape}, {lon_a.shape} e {index.shape}"
+        )
+        raise ValueError(msg)
+    out = np.full(lat_a.shape, np.nan, dtype=np.float64)
+    if lat_a.size == 0:
+        return out
+    usable = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+    ok = (
+        np.isfinite(lat_a)
+        & np.isfinite(lon_a)
+        & (np.abs(lon_a) <= 180)
+        & (lat_a >= -80)
+        & (lat_a <= 84)
+        & usable[index]
+    )
+    epsg = np.zeros(lat_a.shape, dtype=np.int64)
+    epsg[ok] = _utm_epsg_many(lon_a[ok], lat_a[ok])
+    for code in np.unique(epsg[ok]).tolist():
+        rows = np.flatnonzero(epsg == code)
+        transformer = _to_utm(code)
+        used, local = np.unique(index[rows], return_inverse=True)
+
+        def project(xy: NDArray[np.float64], t: pyproj.Transformer = transformer) -> Any:
+            x, y = t.transform(xy[:, 0], xy[:, 1])
+            return np.column_stack([x, y])
+
+        metric = shapely.transform(geoms[used], project)
+        x, y = transformer.transform(lon_a[rows], lat_a[rows])
+        out[rows] = shapely.distance(shapely.points(x, y), metric[local])
     return out

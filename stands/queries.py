@@ -227,12 +227,12 @@ WITH s AS (
     SELECT DISTINCT f.vehicle_id FROM fixes f JOIN s ON ST_Covers(s.geometry, f.geom)
     WHERE f.ts >= :lo AND f.ts <= :hi
 ), f AS (
-    SELECT f.vehicle_id, f.ts, f.meter,
+    SELECT f.vehicle_id, f.ts, f.meter, f.lat, f.lon,
            ARRAY(SELECT s.stand_id FROM s WHERE ST_Covers(s.geometry, f.geom)) AS stand_ids
     FROM fixes f
     WHERE f.vehicle_id IN (SELECT vehicle_id FROM seen) AND f.ts >= :lo AND f.ts <= :hi
 ), w AS (
-    SELECT vehicle_id, ts, meter, stand_ids, cardinality(stand_ids) > 0 AS inside,
+    SELECT vehicle_id, ts, meter, lat, lon, stand_ids, cardinality(stand_ids) > 0 AS inside,
            max(ts) FILTER (WHERE cardinality(stand_ids) > 0) OVER (
                PARTITION BY vehicle_id ORDER BY ts
                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS prev_in,
@@ -242,7 +242,7 @@ WITH s AS (
            max(ts) OVER (PARTITION BY vehicle_id) AS latest
     FROM f
 )
-SELECT vehicle_id, ts, meter, stand_ids, latest FROM w
+SELECT vehicle_id, ts, meter, lat, lon, stand_ids, latest FROM w
 WHERE inside OR ts - prev_in <= :keep OR next_in - ts <= :keep
 ORDER BY vehicle_id, ts
 """
@@ -258,6 +258,7 @@ def visits_from_fixes(
     exit_grace_s: float = 60.0,
     min_dwell_s: float = 60.0,
     boarding_grace_s: float = 120.0,
+    boarding_grace_m: float = 30.0,
     max_gap_s: float = 600.0,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> pd.DataFrame:
@@ -278,8 +279,9 @@ def visits_from_fixes(
         Tz-aware bounds of the fixes read (inclusive).
     licences : pandas.DataFrame, optional
         Licence frame for ``licensed``.
-    exit_grace_s, min_dwell_s, boarding_grace_s, max_gap_s : float
-        Visit thresholds (``stands.visits.detect_visits``).
+    exit_grace_s, min_dwell_s, boarding_grace_s, boarding_grace_m, max_gap_s : float
+        Visit thresholds (``stands.visits.detect_visits``; boardings are measured to the
+        stands' stored geometries).
     timezone : str, default "America/Sao_Paulo"
         Zone of the licence dates.
 
@@ -307,10 +309,14 @@ def visits_from_fixes(
         {
             fr.VEHICLE_ID: pd.Series([r.vehicle_id for r in rows], dtype="str"),
             fr.TIMESTAMP: pd.to_datetime(pd.Series([r.ts for r in rows], dtype="object"), utc=True),
+            fr.LAT: np.array([r.lat for r in rows], dtype=np.float64),
+            fr.LON: np.array([r.lon for r in rows], dtype=np.float64),
             fr.METER: pd.Series([r.meter for r in rows], dtype="object"),
         }
     )
     pings[fr.TIMESTAMP] = pings[fr.TIMESTAMP].astype(pd.DatetimeTZDtype("ns", "UTC"))
+    stands = stands_frame(session=session, stand_ids=list(stand_ids), include_retired=True)
+    stands = stands.loc[stands.geometry.notna(), [STAND_ID, "geometry"]]
     counts = np.array([len(r.stand_ids) for r in rows], dtype=np.int64)
     memberships = pd.DataFrame(
         {
@@ -321,10 +327,12 @@ def visits_from_fixes(
     visits = detect_visits(
         pings,
         memberships,
+        stands=stands,
         licences=licences,
         exit_grace_s=exit_grace_s,
         min_dwell_s=min_dwell_s,
         boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
         max_gap_s=max_gap_s,
         timezone=timezone,
     )

@@ -12,17 +12,34 @@ visit
 arrived_at, departed_at
     The first and the last fix *inside* the stand (not the first fix outside: we only assert
     what was observed). ``dwell_s = departed_at - arrived_at``; a one-fix visit has dwell 0.
+trip start
+    As in ``tracking/trips.py``: a fix with meter ``occupied`` whose previous fix of the vehicle
+    is not ``occupied`` (``free``, ``off`` or unknown), or is more than ``max_gap_s`` earlier,
+    or does not exist, or belongs to another trip record (``trip_ref``, trip-record datasets
+    such as Porto's, where every fix is occupied and each record is one passenger trip).
 boarding
-    The start of a trip, as in ``tracking/trips.py``: a fix with meter ``occupied`` whose
-    previous fix of the vehicle is not ``occupied``, or is more than ``max_gap_s`` earlier, or
-    does not exist. A visit is ``boarded`` when the first trip start at or after its arrival
-    lies inside the visit (between its first and last inside fix), or comes after the last
-    inside fix by at most ``boarding_grace_s`` with no silence in between (the meter switched on
-    while leaving the stand). A vehicle whose meter is unknown (None) never boards. One trip
-    start may mark visits of several stands (overlapping stands, or stands passed in quick
-    succession); ``boarding_ping`` identifies the start so that consumers can tell.
-    ``boarded_at`` is the time of that fix: "a boarding's time is the departure from the stand
-    with the passenger" (PRODUCT.md).
+    Where the meter comes on, in time *and* in space. The candidate is the first trip start of
+    the vehicle at or after the visit's arrival. The visit is ``boarded`` when that fix
+
+    - lies within the visit (between its first and last inside fix), or comes after the last
+      inside fix by at most ``boarding_grace_s`` (default 120 s) with no silence in between —
+      the meter switched on while pulling out of the stand; and
+    - lies inside the stand's polygon, or within ``boarding_grace_m`` (default 30 m) of its
+      edge: ``boarding_distance_m``, measured from the fix to the stand's geometry in the
+      fix's UTM zone (:func:`geo.crs.distance_to_geometries_m`; 0 inside). Those metres
+      absorb GPS jitter at the edge and a meter switched on in the street beside the stand.
+
+    A taxi that drops its passenger at the stand and switches the meter on again 600 m away a
+    minute later did not board at the stand: a drop-off at a stand is not a boarding. If the
+    candidate fails either test the visit is not boarded (a later trip start does not count).
+    Without the stands' geometries (``stands`` not given) the distance of a fix outside the
+    stand is unknown and only trip starts inside it count. A vehicle whose meter is unknown
+    (None) never boards. One trip start may mark visits of several stands (overlapping
+    stands, or stands within ``boarding_grace_m`` of each other); ``boarding_ping`` identifies
+    the start so that consumers can tell. ``boarded_at`` is the time of that fix: "a
+    boarding's time is the departure from the stand with the passenger" (PRODUCT.md);
+    ``boarding_lag_s = boarded_at - departed_at`` (<= 0 when the meter came on within the
+    visit).
 minimum dwell
     Visits shorter than ``min_dwell_s`` are pass-throughs and are dropped, unless boarded (a
     boarding always makes a visit — in the Porto data all fixes are occupied, so the boarding
@@ -43,11 +60,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import geopandas as gpd
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import pyproj
 
 from geo.cover import StandCover, match_stands
+from geo.crs import WGS84, distance_to_geometries_m, require_geographic
 from stands._errors import (
     MembershipError,
     MissingColumnError,
@@ -59,6 +79,8 @@ from stands.frames import STAND_ID
 from stands.licences import DEFAULT_TIMEZONE, check_timezone, is_licensed
 from tracking._codes import epoch_ns, vehicle_codes
 from tracking.frames import (
+    LAT,
+    LON,
     METER,
     METER_VALUES,
     ROW,
@@ -82,6 +104,7 @@ BOARDED_AT = "boarded_at"
 BOARDING_PING = "boarding_ping"
 BOARDING_ROW = "boarding_row"
 BOARDING_LAG_S = "boarding_lag_s"  # boarded_at - departed_at; <= 0 when the meter started inside
+BOARDING_DISTANCE_M = "boarding_distance_m"  # boarding fix to the stand's geometry; 0 inside
 HELPER_COLUMNS = (
     N_FIXES,
     FIRST_PING,
@@ -92,6 +115,7 @@ HELPER_COLUMNS = (
     BOARDING_PING,
     BOARDING_ROW,
     BOARDING_LAG_S,
+    BOARDING_DISTANCE_M,
 )
 VISIT_FRAME_COLUMNS = (*VISIT_COLUMNS, *HELPER_COLUMNS)
 
@@ -121,6 +145,7 @@ def empty_visits() -> pd.DataFrame:
         rows=None,
         boarding_ping=np.array([], dtype=np.int64),
         boarded_ns=np.array([], dtype=np.int64),
+        boarding_m=np.array([], dtype=np.float64),
     )
 
 
@@ -139,6 +164,7 @@ def _visit_frame(
     rows: pd.arrays.IntegerArray | None,
     boarding_ping: npt.NDArray[np.int64],
     boarded_ns: npt.NDArray[np.int64],
+    boarding_m: npt.NDArray[np.float64],
 ) -> pd.DataFrame:
     """Assemble the typed visits frame; ``boarding_ping``/``boarded_ns`` are -1 when unboarded."""
     n = len(vehicle_id)
@@ -182,6 +208,9 @@ def _visit_frame(
             BOARDING_PING: nullable(np.where(unboarded, 0, boarding_ping), unboarded),
             BOARDING_ROW: boarding_row,
             BOARDING_LAG_S: pd.Series(lag_s, dtype="float64"),
+            BOARDING_DISTANCE_M: pd.Series(
+                np.where(unboarded, np.nan, boarding_m), dtype="float64"
+            ),
         }
     )
 
@@ -193,8 +222,43 @@ def _check_thresholds(**values: float) -> None:
             ok = ok and value > 0
         if not ok:
             bound = "> 0" if name == "max_gap_s" else ">= 0"
-            msg = f"'{name}' foi {value!r}; esperado um número finito {bound} (segundos)"
+            unit = "metros" if name.endswith("_m") else "segundos"
+            msg = f"'{name}' foi {value!r}; esperado um número finito {bound} ({unit})"
             raise ThresholdError(msg)
+
+
+def stand_geometries(stands: gpd.GeoDataFrame, stand_ids: npt.NDArray[np.object_]) -> Any:
+    """Return the geometry (EPSG:4326) of each of ``stand_ids`` in ``stands`` (object array).
+
+    Parameters
+    ----------
+    stands : geopandas.GeoDataFrame
+        Stands frame (``stands/frames.py``): ``stand_id`` and a polygon geometry, EPSG:4326.
+    stand_ids : numpy.ndarray of str
+        The stands wanted.
+
+    Raises
+    ------
+    MissingColumnError
+        If ``stands`` has no ``stand_id``.
+    MembershipError
+        If a wanted stand is not in ``stands``, or the frame is not in EPSG:4326.
+    """
+    if STAND_ID not in stands.columns:
+        msg = "os pontos não têm a coluna stand_id; esperado o quadro de pontos (stands/frames.py)"
+        raise MissingColumnError(msg)
+    crs = require_geographic(stands, what="pontos de táxi")
+    if not pyproj.CRS(crs).equals(WGS84):
+        msg = f"CRS dos pontos de táxi era {crs.to_string()}; esperado EPSG:4326"
+        raise MembershipError(msg)
+    by_id = pd.Series(stands.geometry.to_numpy(), index=stands[STAND_ID].astype("str").to_numpy())
+    by_id = by_id[~by_id.index.duplicated()]
+    missing = [str(s) for s in stand_ids if str(s) not in by_id.index]
+    if missing:
+        shown = ", ".join(repr(s) for s in missing[:5])
+        msg = f"as pertinências citam pontos ausentes do quadro de pontos: {shown}"
+        raise MembershipError(msg)
+    return by_id.reindex([str(s) for s in stand_ids]).to_numpy(dtype=object)
 
 
 def _ping_arrays(
@@ -320,10 +384,12 @@ def detect_visits(
     pings: pd.DataFrame,
     memberships: pd.DataFrame,
     *,
+    stands: gpd.GeoDataFrame | None = None,
     licences: pd.DataFrame | None = None,
     exit_grace_s: float = 60.0,
     min_dwell_s: float = 60.0,
     boarding_grace_s: float = 120.0,
+    boarding_grace_m: float = 30.0,
     max_gap_s: float = 600.0,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> pd.DataFrame:
@@ -341,6 +407,10 @@ def detect_visits(
     memberships : pandas.DataFrame
         Containment pairs ``ping_index`` (int, position in ``pings``), ``stand_id`` (str), e.g.
         from ``geo.cover.match_stands``. Duplicate pairs are ignored.
+    stands : geopandas.GeoDataFrame, optional
+        The stands the memberships refer to (``stand_id``, polygon geometry, EPSG:4326), for
+        the distance of a trip start outside the stand (``boarding_grace_m``); the pings then
+        need ``lat`` and ``lon``. Without it only trip starts inside the stand are boardings.
     licences : pandas.DataFrame, optional
         Licence frame (``stands.licences``); without it ``licensed`` is <NA>.
     exit_grace_s : float, default 60
@@ -350,6 +420,8 @@ def detect_visits(
         Visits with a shorter dwell are dropped unless boarded.
     boarding_grace_s : float, default 120
         Longest time from the last inside fix to a trip start counted as boarding at the stand.
+    boarding_grace_m : float, default 30
+        Longest distance from a trip start to the stand's edge counted as boarding at it.
     max_gap_s : float, default 600
         A silence longer than this between two fixes of a vehicle ends a visit and a trip.
     timezone : str, default "America/Sao_Paulo"
@@ -370,7 +442,8 @@ def detect_visits(
     PingFrameError
         If vehicle ids are null or meter values unknown.
     MembershipError
-        If ``ping_index`` is not an integer within the pings, or ``stand_id`` is null.
+        If ``ping_index`` is not an integer within the pings, ``stand_id`` is null, or a
+        stand of the memberships is not in ``stands``.
     ThresholdError
         If a threshold is negative or not finite (``max_gap_s`` must be > 0).
     LicenceFrameError
@@ -380,11 +453,16 @@ def detect_visits(
         exit_grace_s=exit_grace_s,
         min_dwell_s=min_dwell_s,
         boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
         max_gap_s=max_gap_s,
     )
     check_timezone(timezone)
+    if stands is not None and not {LAT, LON} <= set(pings.columns):
+        msg = "os pings não têm as colunas lat e lon; esperadas para medir o embarque ao ponto"
+        raise MissingColumnError(msg)
     vcode0, vehicle_ids, t0 = _ping_arrays(pings)
     ping_index, scode, stand_ids = _membership_arrays(memberships, len(pings))
+    geometries = None if stands is None else stand_geometries(stands, stand_ids)
     if len(ping_index) == 0:
         return empty_visits()
     n = len(pings)
@@ -442,8 +520,10 @@ def detect_visits(
     visit_stand, visit_vehicle = stand[run_first], vcode[first]
     n_fixes = (run_last - run_first + 1).astype(np.int64)
 
-    # Boarding: the first trip start at or after arrival, inside the visit or just after it.
+    # Boarding: the first trip start at or after arrival, inside the visit or just after it,
+    # inside the stand or within boarding_grace_m of its edge.
     boarding = np.full(len(first), -1, dtype=np.int64)
+    boarding_m = np.full(len(first), np.nan, dtype=np.float64)
     if len(trip_start):
         j = np.searchsorted(trip_start, first, side="left")
         cand = trip_start[np.minimum(j, len(trip_start) - 1)]
@@ -454,6 +534,20 @@ def detect_visits(
             & (silences[cand] == silences[last])
         )
         ok = (j < len(trip_start)) & (vcode[cand] == visit_vehicle) & (inside | after)
+        # A fix inside the stand (a membership) is at 0 m; others are measured to its edge.
+        cand_key = visit_stand * np.int64(n) + cand
+        at = np.minimum(np.searchsorted(keys, cand_key), len(keys) - 1)
+        member = keys[at] == cand_key
+        boarding_m = np.where(member, 0.0, np.nan)
+        far = np.flatnonzero(ok & ~member)
+        if len(far) and geometries is not None:
+            used, which = np.unique(visit_stand[far], return_inverse=True)
+            geoms = geometries[used]
+            lat = pings[LAT].to_numpy(dtype=np.float64)
+            lon = pings[LON].to_numpy(dtype=np.float64)
+            p = cand[far] if order is None else order[cand[far]]
+            boarding_m[far] = distance_to_geometries_m(lat[p], lon[p], geoms, which=which)
+        ok &= boarding_m <= boarding_grace_m  # NaN (unknown distance) is not a boarding
         boarding = np.where(ok, cand, -1)
     boarded = boarding >= 0
 
@@ -461,7 +555,7 @@ def detect_visits(
     keep = (dwell_ns >= min_dwell_s * _NS) | boarded
     first, last, boarding = first[keep], last[keep], boarding[keep]
     visit_stand, visit_vehicle, n_fixes = visit_stand[keep], visit_vehicle[keep], n_fixes[keep]
-    boarded = boarded[keep]
+    boarded, boarding_m = boarded[keep], boarding_m[keep]
     arrived, departed = t[first], t[last]
     boarded_ns = np.where(boarded, t[np.maximum(boarding, 0)], -1)
     queue = _queue_positions(visit_stand, visit_vehicle, arrived, departed)
@@ -470,6 +564,7 @@ def detect_visits(
     first, last, boarding = first[out_order], last[out_order], boarding[out_order]
     visit_stand, visit_vehicle = visit_stand[out_order], visit_vehicle[out_order]
     n_fixes, boarded, queue = n_fixes[out_order], boarded[out_order], queue[out_order]
+    boarding_m = boarding_m[out_order]
     arrived, departed, boarded_ns = arrived[out_order], departed[out_order], boarded_ns[out_order]
 
     def original(p: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -503,6 +598,7 @@ def detect_visits(
         rows=rows,
         boarding_ping=boarding_ping,
         boarded_ns=boarded_ns,
+        boarding_m=boarding_m,
     )
 
 
@@ -589,6 +685,7 @@ def _finish(
             "first": run["first"],
             "last": run["last"],
             "boarding": board,
+            "boarding_distance_m": run.get("board_m") if board is not None else None,
             "before_boarding": run["board_prev"] if board is not None else None,
             "track": [f for f in run["track"] if f["ns"] <= run["last"]["ns"]],
         }
@@ -628,13 +725,31 @@ def _close_run(
     **options: Any,
 ) -> None:
     """Close a run: finish it if its boarding is decided, else leave it pending."""
-    board = run["board"]
-    if board is not None:
-        inside = board["ns"] <= run["last"]["ns"]
-        ok = inside or board["ns"] - run["last"]["ns"] <= boarding_grace_s * _NS
-        _finish(st, vid, run, board if ok else None, **options)
+    if run["board"] is not None:
+        _finish(st, vid, run, _judged(run, boarding_grace_s=boarding_grace_s), **options)
     else:
         vs["pending"].append(run)
+
+
+def _judged(run: dict[str, Any], *, boarding_grace_s: float) -> dict[str, Any] | None:
+    """Return the run's trip start if it boarded at the stand (time and distance), else None.
+
+    The distance was judged when the trip start was seen (``board_near``, with the
+    ``boarding_grace_m`` of :func:`update_visits`); the time is judged here, once the run's
+    last inside fix is known.
+    """
+    board = run["board"]
+    if board is None or not run.get("board_near", True):
+        return None
+    lag_ns = board["ns"] - run["last"]["ns"]
+    return board if lag_ns <= 0 or lag_ns <= boarding_grace_s * _NS else None
+
+
+def _distance_m(fix: Mapping[str, Any], stand_id: str, cover: StandCover) -> float:
+    """Distance from a fix outside a stand to the stand's geometry (as the batch measures it)."""
+    where = np.flatnonzero(cover.stand_ids.astype(str) == stand_id)
+    geometry = cover.geometries[where[:1]]
+    return float(distance_to_geometries_m([fix["lat"]], [fix["lon"]], geometry)[0])
 
 
 def update_visits(
@@ -646,6 +761,7 @@ def update_visits(
     exit_grace_s: float = 60.0,
     min_dwell_s: float = 60.0,
     boarding_grace_s: float = 120.0,
+    boarding_grace_m: float = 30.0,
     max_gap_s: float = 600.0,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -654,11 +770,14 @@ def update_visits(
     The same definitions as :func:`detect_visits`, fix by fix: the fix is matched to the stands
     with :func:`geo.cover.match_stands` (the batch matcher, so the assignment is the same),
     runs grow, split on excursions longer than ``exit_grace_s`` and on silences, and a closed
-    run waits for its boarding decision (a trip start within ``boarding_grace_s``). A visit is
-    released once its queue position is certain: when no unfinished run of the stand arrived
-    before it. Released visits are plain dicts: ``vehicle_id``, ``stand_id``, ``arrived_ns``,
-    ``departed_ns``, ``dwell_s``, ``queue_position``, ``boarded``, ``licensed`` (None without
-    licences), ``n_fixes``, and the fixes ``first``, ``last``, ``boarding`` and
+    run waits for its boarding decision (a trip start within ``boarding_grace_s``; the trip
+    start's distance to the stand, 0 inside, is measured when it is seen and must be at most
+    ``boarding_grace_m``). A visit is released once its queue position is certain: when no
+    unfinished run of the stand arrived before it. Released visits are plain dicts:
+    ``vehicle_id``, ``stand_id``, ``arrived_ns``, ``departed_ns``, ``dwell_s``,
+    ``queue_position``, ``boarded``, ``licensed`` (None without licences), ``n_fixes``,
+    ``boarding_distance_m`` (None when not boarded), and the fixes ``first``, ``last``,
+    ``boarding`` and
     ``before_boarding`` (the vehicle's fix before the boarding fix), each ``{ns, lat, lon, row,
     meter, speed_flag}``, and ``track``: every fix of the vehicle from the first to the last
     inside fix (excursions included). Trip-record datasets (``trip_ref``) are not followed live.
@@ -672,8 +791,9 @@ def update_visits(
         ``speed_flag``. A vehicle's fixes in time order; for the queue positions to be released
         early, the fleet's fixes in time order.
     cover : geo.cover.StandCover
-        The stands' cover (``build_stand_cover``), with ``stand_ids``.
-    licences, exit_grace_s, min_dwell_s, boarding_grace_s, max_gap_s, timezone
+        The stands' cover (``build_stand_cover``), with ``stand_ids`` and the geometries the
+        boarding distance is measured to.
+    licences, exit_grace_s, min_dwell_s, boarding_grace_s, boarding_grace_m, max_gap_s, timezone
         As in :func:`detect_visits`.
 
     Returns
@@ -692,6 +812,7 @@ def update_visits(
         exit_grace_s=exit_grace_s,
         min_dwell_s=min_dwell_s,
         boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
         max_gap_s=max_gap_s,
     )
     st = new_visits_state() if state is None else state
@@ -740,18 +861,26 @@ def update_visits(
                 run["first_out"] = t
             if t - run["first_out"] > exit_grace_s * _NS:
                 close(vs["runs"].pop(sid))
+
+    def board(run: dict[str, Any]) -> None:
+        """Keep the run's first trip start with its distance to the stand."""
+        sid = run["stand_id"]
+        metres = 0.0 if sid in inside_ids else _distance_m(fix, sid, cover)
+        run["board"], run["board_prev"], run["board_m"] = fix, last, metres
+        run["board_near"] = metres <= boarding_grace_m  # NaN (unknown) is not near
+
     if trip_start:
         for run in vs["runs"].values():
             if run["board"] is None:
-                run["board"], run["board_prev"] = fix, last
+                board(run)
         for run in vs["pending"]:
             if t - run["last"]["ns"] <= boarding_grace_s * _NS:
-                run["board"], run["board_prev"] = fix, last
+                board(run)
     still = []
     for run in vs["pending"]:
         if run["board"] is not None:
             touched.add(run["stand_id"])
-            _finish(st, vid, run, run["board"], **options)
+            _finish(st, vid, run, _judged(run, boarding_grace_s=boarding_grace_s), **options)
         elif t - run["last"]["ns"] > boarding_grace_s * _NS or trip_start:
             touched.add(run["stand_id"])
             _finish(st, vid, run, None, **options)
@@ -769,6 +898,8 @@ def update_visits(
                 "first_out": None,
                 "board": fix if trip_start else None,
                 "board_prev": last if trip_start else None,
+                "board_m": 0.0 if trip_start else None,
+                "board_near": True,
                 "track": [fix],
             }
             stand = _stand_state(st, sid)
@@ -816,12 +947,7 @@ def flush_visits(
     }
     for vid, vs in st["vehicles"].items():
         for run in [*vs["runs"].values(), *vs["pending"]]:
-            board = run["board"]
-            ok = board is not None and (
-                board["ns"] <= run["last"]["ns"]
-                or board["ns"] - run["last"]["ns"] <= boarding_grace_s * _NS
-            )
-            _finish(st, vid, run, board if ok else None, **options)
+            _finish(st, vid, run, _judged(run, boarding_grace_s=boarding_grace_s), **options)
         vs["runs"], vs["pending"] = {}, []
     out: list[dict[str, Any]] = []
     for sid in sorted(st["stands"]):

@@ -144,7 +144,7 @@ def absence_batch(pings: pd.DataFrame, as_of: dt.date) -> gpd.GeoDataFrame:
     stands, cover = live_cover()
     p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
     memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
-    visits = detect_visits(pings, memberships, max_gap_s=300.0)
+    visits = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
     return detect_habitual_absence(
         visits, LIVE_LICENCES, pings, as_of=as_of, stands=stands, **LIVE_OPTIONS
     )

@@ -54,6 +54,15 @@ def _at_stand(vehicle: str, arrive: int, leave: int, *, board_at: int | None = N
     return make_track(vehicle, points, meter=meters)
 
 
+def _leave_then_meter_on(vehicle: str, t0: int, *, meter_on_north_m: float) -> list:
+    """Wait free at S1 for 5 min, leave north; the meter comes on 30 s after the last fix in,
+    ``meter_on_north_m`` north of the stand's centre (its edge is 30 m north)."""
+    points = [(t0 - 60, -300.0, 0.0), (t0 - 30, -150.0, 0.0)]
+    points += [(t0 + 30 * k, 1.0, 0.0) for k in range(11)]
+    points += [(t0 + 330, meter_on_north_m, 0.0), (t0 + 360, meter_on_north_m + 150.0, 0.0)]
+    return make_track(vehicle, points, meter=["free"] * 13 + ["occupied"] * 2)
+
+
 def _wait(vehicle: str, t0: int, at: tuple[float, float], wait_s: int = 900) -> list:
     """Drive in, wait free at ``at`` with 3 m of jitter, drive off."""
     n, e = at
@@ -87,6 +96,10 @@ def scenario_rows() -> list[dict[str, Any]]:
         rows += _wait(["A", "B", "C", "D"][d], t + 4 * 3600, PLACE)  # the informal rank
         rows += _midnight_trip("N", d)  # a trip across local midnight, every night
     rows += _wait("A", 3 * DAY + 6 * 3600, (PLACE[0] + 40, PLACE[1]))
+    # v5 (licensed at S2) at S1: the meter on 20 m beyond the edge (a boarding there, found) and
+    # 600 m beyond it (a drop-off: nothing).
+    rows += _leave_then_meter_on("v5", 2 * DAY + 2 * 3600, meter_on_north_m=50.0)
+    rows += _leave_then_meter_on("v5", 2 * DAY + 3 * 3600, meter_on_north_m=630.0)
     # A parked night across midnight, free, near the rank (a stop across midnight).
     rows += make_track(
         "P", [(MIDNIGHT - 3600 + 60 * k, PLACE[0] + 2, PLACE[1]) for k in range(121)], meter="free"

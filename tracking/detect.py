@@ -54,6 +54,10 @@ class DetectorInputs:
     timezone: str = "America/Sao_Paulo"
     waiting_stops: list[dict[str, Any]] | None = None
     """Illegal stand formation's waiting stops, found vehicle by vehicle (``stops`` unread)."""
+    boarding_grace_s: float = 120.0
+    """The time grace the visits' boardings were decided with (``stands.visits``)."""
+    boarding_grace_m: float = 30.0
+    """The distance grace the visits' boardings were decided with (``stands.visits``)."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -70,7 +74,17 @@ _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
     "flag2_misuse": detect_flag2_misuse,
 }
 # Inputs wired by this module, not thresholds a municipality sets.
-_WIRED = {"fleet", "pings", "stands", "roads", "as_of", "timezone", "waiting"}
+_WIRED = {
+    "fleet",
+    "pings",
+    "stands",
+    "roads",
+    "as_of",
+    "timezone",
+    "waiting",
+    "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
+    "boarding_grace_m",
+}
 
 
 def threshold_names(kind: str) -> tuple[str, ...]:
@@ -139,9 +153,10 @@ def run_detectors(
     i = inputs
     as_of = i.as_of or _last_local_day(i.pings, i.timezone)
     tz = {"timezone": i.timezone}
+    boarding = {"boarding_grace_s": i.boarding_grace_s, "boarding_grace_m": i.boarding_grace_m}
     calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]] | str] = {
-        "unlicensed_stand_use": ((i.visits, i.pings), {"fleet": i.fleet}),
-        "queue_jump": ((i.visits, i.pings), {"fleet": i.fleet}),
+        "unlicensed_stand_use": ((i.visits, i.pings), {"fleet": i.fleet} | boarding),
+        "queue_jump": ((i.visits, i.pings), {"fleet": i.fleet} | boarding),
         "tracking_gap": ((i.pings,), {}),
         "gps_anomaly": ((i.pings,), {}),
         "flag2_misuse": ((i.pings,), tz),

@@ -227,10 +227,12 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
     visits = detect_visits_(
         part,
         memberships,
+        stands=stands,
         licences=context["licences"],
         exit_grace_s=params.visit_exit_grace_s,
         min_dwell_s=params.visit_min_dwell_s,
         boarding_grace_s=params.boarding_grace_s,
+        boarding_grace_m=params.boarding_grace_m,
         max_gap_s=params.trip_max_gap_s,
         timezone=params.timezone,
     )
@@ -305,6 +307,8 @@ def _detect(
             as_of=as_of,
             timezone=context["params"].timezone,
             waiting_stops=waiting_stops,
+            boarding_grace_s=context["params"].boarding_grace_s,
+            boarding_grace_m=context["params"].boarding_grace_m,
         ),
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),

@@ -56,6 +56,7 @@ class AnalysisParams:
     visit_exit_grace_s: float = 60.0
     visit_min_dwell_s: float = 60.0
     boarding_grace_s: float = 120.0
+    boarding_grace_m: float = 30.0
     stop_max_diameter_m: float = 50.0
     stop_min_duration_s: float = 180.0
     occupancy_bucket: str = "15min"
@@ -206,10 +207,12 @@ def analyze_pings(
     visits = detect_visits(
         pings,
         memberships,
+        stands=stands,
         licences=licences,
         exit_grace_s=params.visit_exit_grace_s,
         min_dwell_s=params.visit_min_dwell_s,
         boarding_grace_s=params.boarding_grace_s,
+        boarding_grace_m=params.boarding_grace_m,
         max_gap_s=params.trip_max_gap_s,
         timezone=params.timezone,
     )
@@ -242,6 +245,8 @@ def analyze_pings(
             roads=roads,
             as_of=as_of,
             timezone=params.timezone,
+            boarding_grace_s=params.boarding_grace_s,
+            boarding_grace_m=params.boarding_grace_m,
         ),
         thresholds=thresholds,
         kinds=kinds,

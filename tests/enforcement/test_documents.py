@@ -245,6 +245,22 @@ class TestEvidenceSummary:
         assert "excesso mínimo: 1.000 m" in thresholds
         assert not any("cell" in m or "driven_line" in m for m in measures)
 
+    def test_boarding_distance_and_lag_are_labelled(self) -> None:
+        """A boarding's distance and lag and their thresholds are named in pt-BR, with units."""
+        finding = dict(sample_document()["findings"][0])
+        finding["kind"] = "unlicensed_stand_use"
+        finding["details"] = {
+            "boarding_lag_s": 30.0,
+            "boarding_distance_m": 19.96,
+            "thresholds": {"boarding_grace_s": 120.0, "boarding_grace_m": 30.0},
+        }
+        _, measures, thresholds = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert measures == [
+            "distância do taxímetro ligado ao ponto: 20 m",
+            "tempo da saída do ponto ao taxímetro ligado: 30 s",
+        ]
+        assert "distância máxima ao ponto: 30 m" in thresholds
+
     def test_measures_are_capped(self) -> None:
         """At most MAX_MEASURES measures, then how many more the finding holds."""
         finding = dict(sample_document()["findings"][0])

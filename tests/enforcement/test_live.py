@@ -265,10 +265,10 @@ def at_stand(vehicle: str, arrive: int, leave: int, *, board_at: int | None = No
 class TestVisitKinds:
     FLEET = pd.DataFrame(  # noqa: RUF012
         {
-            "vehicle_id": ["Q1", "Q2", "Q3"],
-            "accessible": [False, False, False],
-            "stands": [("QS1",), ("QS1",), ()],
-            "stand_names": [(), (), ()],
+            "vehicle_id": ["Q1", "Q2", "Q3", "Q4"],
+            "accessible": [False, False, False, False],
+            "stands": [("QS1",), ("QS1",), (), ()],
+            "stand_names": [(), (), (), ()],
         }
     )
 
@@ -298,11 +298,14 @@ class TestVisitKinds:
 
     @classmethod
     def batch(cls, session: Session, pings: pd.DataFrame) -> pd.DataFrame:
-        cover = build_stand_cover(stands_frame(session=session))
+        stands = stands_frame(session=session)
+        cover = build_stand_cover(stands)
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
         licences = licence_frame_from_fleet(cls.FLEET)
-        visits = detect_visits(pings, memberships, licences=licences, max_gap_s=300.0)
+        visits = detect_visits(
+            pings, memberships, stands=stands, licences=licences, max_gap_s=300.0
+        )
         return pd.concat(
             [
                 detect_queue_jump(visits, pings, fleet=cls.FLEET),
@@ -315,14 +318,21 @@ class TestVisitKinds:
         self.register(db_session)
         rows = at_stand("Q1", 0, 1200)  # waits first, licensed
         rows += at_stand("Q2", 300, 600, board_at=600)  # licensed, leaves ahead of Q1
-        rows += at_stand("Q3", 700, 900, board_at=900)  # unlicensed, leaves ahead of Q1
+        rows += at_stand("Q3", 690, 900, board_at=900)  # unlicensed, leaves ahead of Q1
+        # unlicensed, after Q1 left: the meter on 20 m beyond the edge, 30 s after leaving
+        points = [(1240, -150.0, 0.0), *[(t, 1.0, 0.0) for t in range(1270, 1571, 30)]]
+        points += [(t, 50.0 + 5 * (t - 1600), 0.0) for t in range(1600, 2001, 30)]
+        rows += make_track("Q4", points, meter=["free"] * 12 + ["occupied"] * 14)
         pings = make_pings(rows)
         batch = self.batch(db_session, pings)
         assert sorted(zip(batch["kind"], batch["vehicle_id"], strict=True)) == [
             ("queue_jump", "Q2"),
             ("queue_jump", "Q3"),
             ("unlicensed_stand_use", "Q3"),
+            ("unlicensed_stand_use", "Q4"),
         ]
+        q4 = batch.loc[batch["vehicle_id"].eq("Q4"), "details"].iloc[0]
+        assert 19.0 < q4["boarding_distance_m"] < 21.0
         found = feed(db_session, pings, 5, kinds=VISIT_KINDS)
         assert sorted(f["finding_id"] for f in found) == sorted(batch["finding_id"])
         by_id = {f["finding_id"]: f for f in found}

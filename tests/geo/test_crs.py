@@ -11,6 +11,7 @@ import shapely
 from geo._errors import CRSError, NotGeographicCRSError, NotMetricCRSError
 from geo.crs import (
     buffer_points_m,
+    distance_to_geometries_m,
     haversine_m,
     require_geographic,
     require_metric,
@@ -189,3 +190,47 @@ class TestBufferPointsM:
         """Per-row radii must match the number of rows."""
         with pytest.raises(ValueError, match="2 valores para 1 linhas"):
             buffer_points_m(_points([(-51.2, -30.0)]), [1.0, 2.0])
+
+
+class TestDistanceToGeometriesM:
+    def _circle(self, lon: float, lat: float, radius_m: float) -> shapely.Geometry:
+        return buffer_points_m(_points([(lon, lat)]), radius_m, quad_segs=64).geometry.iloc[0]
+
+    @pytest.mark.parametrize(
+        ("lon", "lat"), [(-51.2287, -30.0277), (-8.61, 41.15)], ids=["porto-alegre", "porto"]
+    )
+    def test_inside_is_zero_and_outside_is_metres_to_the_edge(self, lon: float, lat: float) -> None:
+        """0 inside a 100 m circle; 20 m and 600 m beyond its edge (UTM metres: within 0.1 m)."""
+        circle = self._circle(lon, lat, 100.0)
+        north = [0.0, 50.0, 120.0, 700.0]  # metres north of the centre (geodesic)
+        lons, lats, _ = GEOD.fwd([lon] * 4, [lat] * 4, [0.0] * 4, north)
+        got = distance_to_geometries_m(lats, lons, [circle], which=[0, 0, 0, 0])
+        assert got[:2].tolist() == [0.0, 0.0]
+        assert got[2] == pytest.approx(20.0, abs=0.1)
+        assert got[3] == pytest.approx(600.0, abs=0.5)
+
+    def test_alone_equals_among_others(self) -> None:
+        """A pair measured alone gives the same float as among many (live equals batch)."""
+        rng = np.random.default_rng(3)
+        circles = [self._circle(-51.2287, -30.0277, 30.0), self._circle(-51.22, -30.03, 50.0)]
+        lat = -30.0277 + rng.normal(0, 0.0004, 50)
+        lon = -51.2287 + rng.normal(0, 0.0004, 50)
+        which = rng.integers(0, 2, 50)
+        many = distance_to_geometries_m(lat, lon, circles, which=which)
+        alone = [
+            distance_to_geometries_m([a], [o], [circles[w]])[0]
+            for a, o, w in zip(lat, lon, which, strict=True)
+        ]
+        assert many.tolist() == alone
+        assert (many > 0).any() and (many == 0).any()
+
+    def test_unknown_is_nan(self) -> None:
+        """A NaN coordinate or a null geometry gives NaN, not an error."""
+        circle = self._circle(-51.2287, -30.0277, 30.0)
+        got = distance_to_geometries_m([np.nan, -30.0277], [-51.2287, -51.2287], [circle, None])
+        assert np.isnan(got).all()
+
+    def test_mismatched_lengths_raise(self) -> None:
+        """Arrays of different lengths are refused."""
+        with pytest.raises(ValueError, match="mesmo tamanho"):
+            distance_to_geometries_m([0.0, 1.0], [0.0], [shapely.Point(0, 0)])

@@ -66,7 +66,8 @@ def db(db_session: Session) -> Session:
     """Stands S1 (at ORIGIN) and S2 (500 m north), licensees, people and one morning of fixes.
 
     A1 (S1's licensee) waits at S1 09:00–09:20 then drives off; X9 (no licence) waits at S1
-    09:05–09:25 and boards 1 minute after leaving; B1 and B2 wait at S2 (B1 licensed there).
+    09:05–09:25 and boards 1.5 minutes after leaving, 20 m from S1's edge; B1 and B2 wait at S2
+    (B1 licensed there).
     """
     s = db_session
     s.execute(
@@ -90,7 +91,8 @@ def db(db_session: Session) -> Session:
     grant_licence(session=s, stand_id="S1", vehicle_id="A1", valid_from=DAY, actor="t")
     grant_licence(session=s, stand_id="S2", vehicle_id="B1", valid_from=DAY, actor="t")
     _fixes(s, "A1", _run(range(0, 21), 0) + _run(range(21, 40), 300))
-    _fixes(s, "X9", _run(range(5, 26), 0) + [(26.5, 200, "free"), (27, 250, "occupied")])
+    _fixes(s, "X9", _run(range(5, 26), 0) + [(26, 45, "free"), (26.5, 50, "occupied")])
+    _fixes(s, "X9", [(27, 250, "occupied")])
     _fixes(s, "B1", _run(range(0, 31), S2_NORTH_M) + [(200, 2000, "free")])
     _fixes(s, "B2", _run(range(0, 31), S2_NORTH_M))
     return s
@@ -151,7 +153,8 @@ class TestOverdueStands:
 
 class TestVisitsFromFixes:
     def test_visits_of_the_stands_only(self, db: Session) -> None:
-        """Visits at S1: A1 09:00–09:20 and X9 09:05–09:25, boarded 1.5 min after leaving."""
+        """Visits at S1: A1 09:00–09:20 and X9 09:05–09:25, boarded 1.5 min after leaving,
+        20 m from the stand's edge."""
         visits = visits_from_fixes(session=db, stand_ids=["S1"], start=T0,
                                    end=T0 + dt.timedelta(hours=4))  # fmt: skip
         assert visits["stand_id"].unique().tolist() == ["S1"]
@@ -162,6 +165,7 @@ class TestVisitsFromFixes:
              pd.Timestamp(T0 + dt.timedelta(minutes=25)), True],
         ]  # fmt: skip
         assert pd.Timestamp(visits.attrs["latest"]["A1"]) == T0 + dt.timedelta(minutes=39)
+        assert visits["boarding_distance_m"].iloc[1] == pytest.approx(20.0, abs=0.5)
 
     def test_far_fixes_do_not_join_visits(self, db: Session) -> None:
         """A vehicle away for an hour (fixes not read) comes back as a second visit."""

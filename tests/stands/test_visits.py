@@ -6,7 +6,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
-from factories import make_pings, offset_m
+from factories import at, make_pings, make_track, offset_m
 from shapely import Polygon
 
 from geo.cover import StandCover, build_stand_cover, match_stands
@@ -58,6 +58,18 @@ def _track(tracks: dict[str, list[Fix]]) -> tuple[pd.DataFrame, pd.DataFrame]:
         }
     )
     return pings, memberships
+
+
+def _spot_stands() -> gpd.GeoDataFrame:
+    """Stands S and T as polygons around the one spot of every ``_track`` fix.
+
+    Whichever stands a fix is said to be in, it lies inside both polygons (0 m from them):
+    with these geometries only the time of a trip start is judged.
+    """
+    square = Polygon(
+        [(-51.2201, -30.0301), (-51.2201, -30.0299), (-51.2199, -30.0299), (-51.2199, -30.0301)]
+    )
+    return gpd.GeoDataFrame({"stand_id": ["S", "T"]}, geometry=[square, square], crs=4326)
 
 
 def _steady(t_from: float, t_to: float, stands: str, meter: str | None = "free") -> list[Fix]:
@@ -143,11 +155,12 @@ class TestDetectVisits:
         free_out = [(leave + float(t), "", "free") for t in np.arange(15, start_s, 15)]
         fixes = [*_steady(0, leave, "S"), *free_out, (leave + start_s, "", "occupied")]
         fixes.append((leave + start_s + 15, "", "occupied"))
-        visits = detect_visits(*_track({"A": fixes}), boarding_grace_s=120)
+        visits = detect_visits(*_track({"A": fixes}), stands=_spot_stands(), boarding_grace_s=120)
         assert len(visits) == 1
         assert bool(visits.loc[0, "boarded"]) is boarded
         if boarded:
             assert visits.loc[0, "boarding_lag_s"] == start_s
+            assert visits.loc[0, "boarding_distance_m"] == 0.0
         else:
             assert pd.isna(visits.loc[0, "boarded_at"])
 
@@ -259,12 +272,12 @@ class TestDetectVisits:
         tracks = {"A": [*_steady(0, 120, "S"), *_steady(135, 200, "", "occupied")]}
         tracks["B"] = _steady(30, 200, "S")
         pings, memberships = _track(tracks)
-        expected = detect_visits(pings, memberships)
+        expected = detect_visits(pings, memberships, stands=_spot_stands())
         perm = np.random.default_rng(7).permutation(len(pings))
         shuffled = pings.iloc[perm].reset_index(drop=True)
         new_index = np.argsort(perm)
         moved = memberships.assign(ping_index=new_index[memberships["ping_index"].to_numpy()])
-        got = detect_visits(shuffled, moved)
+        got = detect_visits(shuffled, moved, stands=_spot_stands())
         positions = ("first_ping", "last_ping", "boarding_ping")
         cols = [c for c in VISIT_FRAME_COLUMNS if c not in positions]
         pd.testing.assert_frame_equal(got[cols], expected[cols])
@@ -368,6 +381,168 @@ class TestDetectVisits:
             detect_visits(pings, memberships, timezone="Mars/Olympus")
 
 
+def _square(half_m: float = 20.0) -> gpd.GeoDataFrame:
+    """Stand S: a square of side 2 * half_m centred on the factories' origin (north 0, east 0)."""
+    return gpd.GeoDataFrame([_square_stand("S", 0.0, 0.0, half_m)], crs=4326)
+
+
+def _both(
+    points: list[tuple[float, float, float]],
+    meters: list[str | None],
+    *,
+    trip_refs: list[str] | None = None,
+    boarding_grace_m: float = 30.0,
+) -> tuple[pd.DataFrame, list[dict]]:
+    """One vehicle's track against stand S: the batch visits, and the visits released live."""
+    stands = _square()
+    cover = build_stand_cover(stands)
+    pings = make_pings(make_track("A", points, meter=meters))
+    if trip_refs is not None:
+        pings["trip_ref"] = pd.Series(trip_refs, dtype="str")
+    p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+    memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+    options = {"boarding_grace_s": 120.0, "boarding_grace_m": boarding_grace_m}
+    batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0, **options)
+    if trip_refs is not None:
+        return batch, []  # trip records are not followed live
+    state, live = None, []
+    for ping in pings.to_dict("records"):
+        state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0, **options)
+        live.extend(out)
+    live.extend(flush_visits(state, boarding_grace_s=120.0)[1])
+    return batch, live
+
+
+def _approach(t0: float = 0.0) -> list[tuple[float, float, float]]:
+    """Driving in from 300 m south: the fixes before the stand."""
+    return [(t0, -300.0, 0.0), (t0 + 15, -150.0, 0.0)]
+
+
+class TestBoardingWhereTheMeterComesOn:
+    """Issue 18: a boarding needs the meter to come on inside the stand or close to its edge."""
+
+    def test_drop_off_then_meter_on_600_m_away_is_not_a_boarding(self) -> None:
+        """Arrive occupied, drop the passenger at the stand, meter on 600 m away 60 s later: not
+        boarded (the old rule, time alone, called it a boarding)."""
+        points = [*_approach(), *[(30 + 15 * k, -10.0 + 5 * k, 0.0) for k in range(5)]]
+        points += [(105, 150.0, 0.0), (120, 300.0, 0.0), (135, 450.0, 0.0), (150, 620.0, 0.0)]
+        points += [(165, 700.0, 0.0)]
+        meters = ["occupied"] * 3 + ["free"] * 7 + ["occupied"] * 2
+        batch, live = _both(points, meters)
+        assert len(batch) == 1 and batch.loc[0, "dwell_s"] == 60.0
+        assert not bool(batch.loc[0, "boarded"])
+        assert [v["boarded"] for v in live] == [False]
+        loose, _ = _both(points, meters, boarding_grace_m=1e6)
+        assert bool(loose.loc[0, "boarded"])  # the time rule alone would accuse
+        assert loose.loc[0, "boarding_lag_s"] == 60.0
+        # 600 m on the sphere of the factories, 598 m in UTM on the ellipsoid
+        assert loose.loc[0, "boarding_distance_m"] == pytest.approx(600.0, rel=0.01)
+
+    def test_porto_records_drop_off_then_new_record_600_m_away(self) -> None:
+        """Trip records (all fixes occupied): a record ending at the stand and the next starting
+        600 m away within 2 min is not a boarding at the stand."""
+        points = [*_approach(), *[(30 + 15 * k, -10.0 + 5 * k, 0.0) for k in range(5)]]
+        points += [(150, 620.0, 0.0), (165, 700.0, 0.0)]
+        refs = ["r1"] * 7 + ["r2"] * 2
+        batch, _ = _both(points, ["occupied"] * 9, trip_refs=refs)
+        assert len(batch) == 1 and not bool(batch.loc[0, "boarded"])
+        loose, _ = _both(points, ["occupied"] * 9, trip_refs=refs, boarding_grace_m=1e6)
+        assert bool(loose.loc[0, "boarded"])  # the time rule alone would accuse
+
+    @pytest.mark.parametrize("out_m", [10.0, 25.0], ids=["10m", "25m"])
+    def test_gps_jitter_at_the_edge_is_a_boarding(self, out_m: float) -> None:
+        """An inside fix, then the trip start 10-25 m outside the polygon: boarded, both ways."""
+        points = [*_approach(), *[(30 + 15 * k, 0.0, 0.0) for k in range(6)]]
+        points += [(120, 20.0 + out_m, 0.0), (135, 200.0, 0.0), (150, 400.0, 0.0)]
+        meters = ["occupied"] * 2 + ["free"] * 6 + ["occupied"] * 3
+        batch, live = _both(points, meters)
+        assert len(batch) == 1 and bool(batch.loc[0, "boarded"])
+        assert batch.loc[0, "boarding_distance_m"] == pytest.approx(out_m, abs=0.5)
+        assert batch.loc[0, "boarding_lag_s"] == 15.0
+        assert [v["boarded"] for v in live] == [True]
+        assert live[0]["boarding_distance_m"] == batch.loc[0, "boarding_distance_m"]
+
+    def test_meter_on_while_pulling_out_is_a_boarding(self) -> None:
+        """The first occupied fix just outside the stand (5 m), within the grace: boarded."""
+        points = [*_approach(), *[(30 + 15 * k, 0.0, 0.0) for k in range(6)]]
+        points += [(120, 25.0, 0.0), (135, 150.0, 0.0)]
+        meters = ["occupied"] * 2 + ["free"] * 6 + ["occupied"] * 2
+        batch, live = _both(points, meters)
+        assert bool(batch.loc[0, "boarded"])
+        assert batch.loc[0, "boarded_at"] == at(120)
+        assert 4.0 < batch.loc[0, "boarding_distance_m"] < 6.0
+        assert [v["boarded"] for v in live] == [True]
+
+    def test_meter_on_inside_is_at_zero_metres(self) -> None:
+        """The meter coming on inside the stand is a boarding at distance 0."""
+        points = [*_approach(), *[(30 + 15 * k, 0.0, 0.0) for k in range(6)], (120, 200.0, 0.0)]
+        meters = ["occupied"] * 2 + ["free"] * 4 + ["occupied"] * 3
+        batch, live = _both(points, meters)
+        assert bool(batch.loc[0, "boarded"])
+        assert batch.loc[0, "boarding_distance_m"] == 0.0
+        assert live[0]["boarding_distance_m"] == 0.0
+
+    def test_meter_on_40_m_away_within_grace_is_not_a_boarding(self) -> None:
+        """The trip starting 40 m from the edge 30 s after leaving: not boarded, both ways."""
+        points = [*_approach(), *[(30 + 15 * k, 0.0, 0.0) for k in range(6)]]
+        points += [(120, 35.0, 0.0), (135, 60.0, 0.0), (150, 300.0, 0.0)]
+        meters = ["occupied"] * 2 + ["free"] * 7 + ["occupied"] * 2
+        batch, live = _both(points, meters)
+        assert len(batch) == 1 and not bool(batch.loc[0, "boarded"])
+        assert pd.isna(batch.loc[0, "boarding_distance_m"])
+        assert [v["boarded"] for v in live] == [False]
+        assert live[0]["boarding_distance_m"] is None
+
+    def test_a_later_trip_start_near_the_stand_does_not_rescue_a_far_one(self) -> None:
+        """The first trip start after arrival decides: far away, the visit is not boarded even
+        if the meter cycles again near the stand within the grace."""
+        points = [*_approach(), *[(30 + 15 * k, 0.0, 0.0) for k in range(6)]]
+        points += [(120, 80.0, 0.0), (135, 50.0, 0.0), (150, 25.0, 0.0)]
+        meters = ["occupied"] * 2 + ["free"] * 6 + ["occupied", "free", "occupied"]
+        batch, live = _both(points, meters)
+        assert not batch["boarded"].any()
+        assert not any(v["boarded"] for v in live)
+
+    @pytest.mark.parametrize(
+        ("start", "boarded"),
+        [((0.0, 0.0), True), ((35.0, 0.0), True), ((620.0, 0.0), False)],
+        ids=["inside", "15m-outside", "600m-away"],
+    )
+    def test_porto_trip_records_board_where_the_record_starts(
+        self, start: tuple[float, float], boarded: bool
+    ) -> None:
+        """Trip records: a record ending inside the stand, the next starting 15 s later inside or
+        15 m outside (boarded), or 600 m away (not)."""
+        points = [*_approach(), *[(30 + 15 * k, -10.0 + 5 * k, 0.0) for k in range(5)]]
+        points += [(105, *start), (120, 700.0, 0.0)]
+        refs = ["r1"] * 7 + ["r2"] * 2
+        batch, _ = _both(points, ["occupied"] * 9, trip_refs=refs)
+        assert len(batch) == 1
+        assert bool(batch.loc[0, "boarded"]) is boarded
+        if boarded:
+            assert batch.loc[0, "boarded_at"] == at(105)
+
+    def test_without_geometries_only_trip_starts_inside_count(self) -> None:
+        """Without the stands' geometries a trip start outside the stand is not a boarding."""
+        fixes = [*_steady(0, 120, "S"), (135, "", "occupied"), (150, "", "occupied")]
+        assert not detect_visits(*_track({"A": fixes}))["boarded"].any()
+        fixes = [*_steady(0, 120, "S"), (135, "S", "occupied"), (150, "", "occupied")]
+        assert detect_visits(*_track({"A": fixes}))["boarded"].all()
+
+    def test_bad_boarding_grace_m_raises(self) -> None:
+        """A negative boarding_grace_m is refused, naming it and its unit."""
+        pings, memberships = _track({"A": _steady(0, 120, "S")})
+        with pytest.raises(ThresholdError, match="boarding_grace_m.*metros"):
+            detect_visits(pings, memberships, boarding_grace_m=-1.0)
+
+    def test_stand_missing_from_the_geometries_raises(self) -> None:
+        """A stand of the memberships absent from ``stands`` is refused by its id."""
+        pings, memberships = _track({"A": _steady(0, 120, "S")})
+        stands = _spot_stands().iloc[1:]
+        with pytest.raises(MembershipError, match="'S'"):
+            detect_visits(pings, memberships, stands=stands)
+
+
 class TestDetectVisitsRandomised:
     @pytest.mark.parametrize("seed", [1, 2, 3])
     def test_queue_positions_match_brute_force(self, seed: int) -> None:
@@ -420,7 +595,7 @@ class TestDetectVisitsOnPorto:
             {"ping_index": ping, "stand_id": stands["stand_id"].to_numpy()[stand]}
         )
         # Porto has only occupied fixes: a 60 s silence (4 periods) separates two trips.
-        visits = detect_visits(pings, memberships, max_gap_s=60)
+        visits = detect_visits(pings, memberships, stands=stands, max_gap_s=60)
         boarded = visits[visits["boarded"]]
         found = boarded.groupby(["vehicle_id", "boarded_at"])["stand_id"].agg(set)
         hailed = labels[(labels["call_type"] == "B") & labels["origin_stand"].notna()]
@@ -440,7 +615,10 @@ def _square_stand(stand_id: str, north_m: float, east_m: float, half_m: float) -
 
 
 def _random_fleet(seed: int) -> tuple[pd.DataFrame, StandCover]:
-    """Five vehicles around two overlapping stands and a third: edge jitter, meters, silences."""
+    """Five vehicles around two overlapping stands and a third: edge jitter, meters, silences.
+
+    The jitter (18 m) puts many trip starts just outside a stand, on both sides of 30 m.
+    """
     stands = gpd.GeoDataFrame(
         [
             _square_stand("A", 0.0, 0.0, 20.0),
@@ -464,6 +642,13 @@ def _random_fleet(seed: int) -> tuple[pd.DataFrame, StandCover]:
     return make_pings(rows), build_stand_cover(stands)
 
 
+def _cover_stands(cover: StandCover) -> gpd.GeoDataFrame:
+    """The stands frame a cover was built from."""
+    return gpd.GeoDataFrame(
+        {"stand_id": cover.stand_ids}, geometry=list(cover.geometries), crs=4326
+    )
+
+
 class TestUpdateVisits:
     @pytest.mark.parametrize(("seed", "ticks"), [(1, False), (2, True), (3, True)])
     def test_live_equals_batch(self, seed: int, ticks: bool) -> None:
@@ -471,15 +656,37 @@ class TestUpdateVisits:
         pings, cover = _random_fleet(seed)
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
-        options = {"exit_grace_s": 60.0, "min_dwell_s": 60.0, "boarding_grace_s": 120.0}
-        batch = detect_visits(pings, memberships, max_gap_s=300.0, **options)
+        options = {
+            "exit_grace_s": 60.0,
+            "min_dwell_s": 60.0,
+            "boarding_grace_s": 120.0,
+            "boarding_grace_m": 30.0,
+        }
+        stands = _cover_stands(cover)
+        batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0, **options)
         assert len(batch) > 50 and batch["boarded"].any() and (batch["queue_position"] > 1).any()
+        outside = batch["boarding_distance_m"] > 0
+        assert outside.any() and (batch["boarding_distance_m"] == 0).any()
+        # Trip starts turned down for their distance alone: the rule is exercised both ways.
+        loose = detect_visits(
+            pings,
+            memberships,
+            stands=stands,
+            max_gap_s=300.0,
+            **options | {"boarding_grace_m": 1e6},
+        )
+        assert loose["boarded"].sum() > batch["boarded"].sum()
         state, live = None, []
         for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
             state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0, **options)
             live.extend(out)
             if ticks:  # the fleet's fixes come in time order: each one is a watermark
-                state, out = tick_visits(state, now=ping["timestamp"], max_gap_s=300.0, **options)
+                state, out = tick_visits(
+                    state,
+                    now=ping["timestamp"],
+                    max_gap_s=300.0,
+                    **{k: v for k, v in options.items() if k != "boarding_grace_m"},
+                )
                 live.extend(out)
         before_flush = len(live)
         state, out = flush_visits(state, min_dwell_s=60.0, boarding_grace_s=120.0)
@@ -500,6 +707,7 @@ class TestUpdateVisits:
                 v["n_fixes"],
                 v["first"]["row"],
                 v["last"]["row"],
+                v["boarding_distance_m"],
             )
 
         expected = [
@@ -514,6 +722,7 @@ class TestUpdateVisits:
                 r.n_fixes,
                 r.first_row,
                 r.last_row,
+                None if pd.isna(r.boarding_distance_m) else r.boarding_distance_m,
             )
             for r in batch.itertuples()
         ]

@@ -85,6 +85,12 @@ class TestAnalyzeFile:
         kinds = set(local.findings["kind"])
         assert {"queue_jump", "illegal_stand_formation", "unlicensed_stand_use"} <= kinds
         assert 0 < len(sample) <= len(local.pings)
+        unlicensed = local.findings.loc[local.findings["kind"].eq("unlicensed_stand_use")]
+        metres = [d["boarding_distance_m"] for d in unlicensed["details"]]
+        assert 0.0 in metres and any(0 < m <= 30 for m in metres)  # inside, and at the edge
+        drop_off = pd.Timestamp("2024-03-06T15:00:00Z")  # v5's meter on 600 m away: no finding
+        assert not unlicensed["started_at"].eq(drop_off).any()
+        assert local.visits["arrived_at"].eq(drop_off).any()
 
     def test_gzipped_csv(self, tmp_path: Path) -> None:
         """A .csv.gz (its row count estimated from the inflated text) gives the local result."""

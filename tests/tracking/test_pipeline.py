@@ -37,9 +37,11 @@ def stands() -> gpd.GeoDataFrame:
 def _track(vehicle: str, t0: float, *, board_at_stand: bool) -> list[tuple]:
     """Wait 5 min free at stand A, then carry a passenger 2 km north (to stand B)."""
     rows = []
-    for k in range(11):  # 0..300 s at the stand, free
-        rows.append((vehicle, t0 + 30 * k, *offset_m(2, 1), "free", None))
     meter = "occupied" if board_at_stand else "free"
+    for k in range(11):  # 0..300 s at the stand, free; the meter comes on at the last fix
+        at_stand = meter if k == 10 else "free"
+        tariff = 1 if at_stand == "occupied" else None
+        rows.append((vehicle, t0 + 30 * k, *offset_m(2, 1), at_stand, tariff))
     for k in range(1, 21):  # 100 m every 15 s
         rows.append(
             (

@@ -221,6 +221,13 @@ def ping_ns(ping: Mapping[str, Any]) -> int:
     return int(ts.tz_convert("UTC").as_unit("ns").value)
 
 
+def metres_or_none(value: Any) -> float | None:
+    """Return a distance for the evidence, in metres to the centimetre; None when unknown."""
+    if value is None or pd.isna(value):
+        return None
+    return round(float(value), 2)
+
+
 def clip_confidence(value: float, *, high: float = 0.95, low: float = 0.05) -> float:
     """Confidence clipped to ``[low, high]`` (never 1.0) and rounded to 4 decimals."""
     return round(min(high, max(low, float(value))), 4)

@@ -7,7 +7,10 @@ in the evidence):
 
 boarding instant
     ``boarded_at`` of our boarded visit: the fix where the meter started (PRODUCT.md: the
-    boarding's time is the departure from the stand with the passenger).
+    boarding's time is the departure from the stand with the passenger). The visit boarded
+    only if the meter came on inside the stand or within ``boarding_grace_m`` of its edge, at
+    most ``boarding_grace_s`` after the last fix inside (:func:`stands.visits.detect_visits`);
+    the evidence shows ``boarding_lag_s``, ``boarding_distance_m`` and both thresholds.
 vehicle ahead
     Another vehicle's visit to the same stand that
 
@@ -55,6 +58,7 @@ from tracking.detectors._evidence import (
     iso_utc_many,
     last_at_or_before,
     meter_at,
+    metres_or_none,
     ping_rows,
     require_columns,
     sorted_positions,
@@ -79,7 +83,10 @@ _VISIT_NEEDED = (
     "last_ping",
     "boarded_at",
     "boarding_ping",
+    "boarding_distance_m",
 )
+DEFAULT_BOARDING_GRACE_S = 120.0  # stands.visits.detect_visits' defaults
+DEFAULT_BOARDING_GRACE_M = 30.0
 
 
 def _finding_row(
@@ -93,8 +100,11 @@ def _finding_row(
     first_fix: dict[str, Any],
     boarding_fix: dict[str, Any],
     ahead: list[dict[str, Any]],
+    boarding_distance_m: float | None,
     min_wait_ahead_s: float,
     tolerance_s: float,
+    boarding_grace_s: float,
+    boarding_grace_m: float,
 ) -> tuple[dict[str, Any], Any]:
     """One finding from a boarding and the vehicles it passed, in arrival order (batch, live).
 
@@ -134,6 +144,8 @@ def _finding_row(
         "arrived_at": iso_utc(arrived_ns),
         "departed_at": iso_utc(departed_ns),
         "boarded_at": iso_utc(boarded_ns),
+        "boarding_lag_s": float((boarded_ns - departed_ns) / NS),
+        "boarding_distance_m": metres_or_none(boarding_distance_m),
         "queue_position": queue_position,
         "n_ahead": len(passed),
         "max_wait_ahead_s": float(max(waits)),
@@ -141,6 +153,8 @@ def _finding_row(
         "thresholds": {
             "min_wait_ahead_s": float(min_wait_ahead_s),
             "tolerance_s": float(tolerance_s),
+            "boarding_grace_s": float(boarding_grace_s),
+            "boarding_grace_m": float(boarding_grace_m),
         },
     }
     row = {
@@ -162,6 +176,8 @@ def detect_queue_jump(
     fleet: pd.DataFrame | None = None,
     min_wait_ahead_s: float = DEFAULT_MIN_WAIT_AHEAD_S,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
 ) -> gpd.GeoDataFrame:
     """Find boardings that left ahead of a vehicle waiting longer at the same stand.
 
@@ -181,6 +197,9 @@ def detect_queue_jump(
         Shortest wait of the vehicle passed, from its arrival to our boarding.
     tolerance_s : float, default 30
         GPS sampling tolerance on arrivals, presence and the other vehicle's boarding.
+    boarding_grace_s, boarding_grace_m : float, default 120 and 30
+        The thresholds the visits' boardings were decided with
+        (:func:`stands.visits.detect_visits`), shown in the evidence.
 
     Returns
     -------
@@ -196,6 +215,8 @@ def detect_queue_jump(
     """
     check_threshold("min_wait_ahead_s", min_wait_ahead_s, unit="segundos")
     check_threshold("tolerance_s", tolerance_s, unit="segundos")
+    check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
+    check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
     require_columns(visits, _VISIT_NEEDED, what="as visitas (stands.visits.detect_visits)")
     require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
     facts = fleet_facts(fleet)
@@ -270,6 +291,7 @@ def detect_queue_jump(
     lon = pings["lon"].to_numpy(dtype=np.float64)
     rows = ping_rows(pings)
     queue = visits["queue_position"].to_numpy(dtype=np.int64)
+    distance_m = pd.to_numeric(visits["boarding_distance_m"]).to_numpy(dtype=np.float64)
     by = np.lexsort((arrived[j], i))
     i, j, at = i[by], j[by], at[by]
     starts = np.flatnonzero(np.concatenate(([True], i[1:] != i[:-1])))
@@ -315,8 +337,11 @@ def detect_queue_jump(
             first_fix=first_fixes[k],
             boarding_fix=boarding_fixes[k],
             ahead=ahead_all[s:e],
+            boarding_distance_m=float(distance_m[m]),
             min_wait_ahead_s=min_wait_ahead_s,
             tolerance_s=tolerance_s,
+            boarding_grace_s=boarding_grace_s,
+            boarding_grace_m=boarding_grace_m,
         )
         out.append(row)
         geoms.append(geom)
@@ -343,6 +368,8 @@ def update_queue_jump(
     accessible: bool | None = None,
     min_wait_ahead_s: float = DEFAULT_MIN_WAIT_AHEAD_S,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
 ) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
     """Judge one released visit of a stand against the stand's earlier visits.
 
@@ -361,7 +388,7 @@ def update_queue_jump(
     accessible : bool or None
         Whether the visit's vehicle is a Táxi Acessível (fleet ``accessible``): its boardings
         are not judged.
-    min_wait_ahead_s, tolerance_s
+    min_wait_ahead_s, tolerance_s, boarding_grace_s, boarding_grace_m
         As in :func:`detect_queue_jump`.
 
     Returns
@@ -376,6 +403,8 @@ def update_queue_jump(
     """
     check_threshold("min_wait_ahead_s", min_wait_ahead_s, unit="segundos")
     check_threshold("tolerance_s", tolerance_s, unit="segundos")
+    check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
+    check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
     st = new_queue_state() if state is None else dict(state)
     arrived = int(visit["arrived_ns"])
     kept = [v for v in st["visits"] if v["departed_ns"] >= arrived]
@@ -422,8 +451,11 @@ def update_queue_jump(
                 ),
                 boarding_fix=fix_record(b, board["lat"], board["lon"], _row(board.get("row"))),
                 ahead=ahead,
+                boarding_distance_m=visit.get("boarding_distance_m"),
                 min_wait_ahead_s=min_wait_ahead_s,
                 tolerance_s=tolerance_s,
+                boarding_grace_s=boarding_grace_s,
+                boarding_grace_m=boarding_grace_m,
             )
             found = make_findings(pd.DataFrame([row]), [geom])
     kept.append(

@@ -14,8 +14,12 @@ boarding
     vehicle's previous fix) exists, is not ``occupied`` and is at most ``max_gap_s`` earlier.
     A trip that "starts" because tracking resumed with the passenger aboard (an occupied
     vehicle whose GPS came back at a red light next to a stand) says nothing about where the
-    passenger boarded. A meter started too long after leaving the stand is not a boarding at it
-    (``boarding_grace_s`` of :func:`stands.visits.detect_visits`).
+    passenger boarded. A meter started too long after leaving the stand, or too far from it, is
+    not a boarding at it (``boarding_grace_s`` and ``boarding_grace_m`` of
+    :func:`stands.visits.detect_visits`: a drop-off at the stand followed by the meter coming on
+    down the street is not a boarding there). The evidence shows the time from the last fix
+    inside to the meter start (``boarding_lag_s``), the distance from the meter start to the
+    stand (``boarding_distance_m``, 0 inside) and both thresholds.
 overlapping stands
     One trip start may mark visits of several stands. If any of them is licensed for the
     vehicle or of unknown licence, the boarding may have been at the vehicle's own stand: no
@@ -67,6 +71,7 @@ from tracking.detectors._evidence import (
     fix_record,
     iso_utc,
     meter_at,
+    metres_or_none,
     ping_rows,
     require_columns,
     sorted_positions,
@@ -79,6 +84,8 @@ KIND = "unlicensed_stand_use"
 _METER_LITERAL = {"free": "free", "occupied": "occupied", "off": "off"}
 DEFAULT_ACCESSIBLE_MAX_WAIT_S = 600.0
 DEFAULT_MAX_GAP_S = 300.0
+DEFAULT_BOARDING_GRACE_S = 120.0  # stands.visits.detect_visits' defaults
+DEFAULT_BOARDING_GRACE_M = 30.0
 _VISIT_NEEDED = (
     "vehicle_id",
     "stand_id",
@@ -93,6 +100,7 @@ _VISIT_NEEDED = (
     "last_ping",
     "boarded_at",
     "boarding_ping",
+    "boarding_distance_m",
 )
 
 
@@ -188,7 +196,10 @@ def _boarding_finding(
     boarding_flagged: bool,
     boarding_lon: float,
     boarding_lat: float,
+    boarding_distance_m: float | None,
     max_gap_s: float,
+    boarding_grace_s: float,
+    boarding_grace_m: float,
 ) -> tuple[dict[str, Any], Any]:
     """One boarding finding and its point as ``(lon, lat)`` (the batch and live kernels)."""
     lag_s = max(0.0, (boarded_ns - departed_ns) / NS)
@@ -207,6 +218,7 @@ def _boarding_finding(
         "boarded_at": iso_utc(boarded_ns),
         "dwell_s": float((departed_ns - arrived_ns) / NS),
         "boarding_lag_s": float(lag_s),
+        "boarding_distance_m": metres_or_none(boarding_distance_m),
         "n_fixes_inside": int(n_fixes),
         "queue_position": int(queue_position),
         "licensed": False,
@@ -216,7 +228,11 @@ def _boarding_finding(
         "meter_before": _METER_LITERAL.get(meter_before, "unknown"),
         "meter_switch_gap_s": float(switch_gap_ns / NS),
         "other_stand_ids": other_stand_ids,
-        "thresholds": {"max_gap_s": float(max_gap_s)},
+        "thresholds": {
+            "max_gap_s": float(max_gap_s),
+            "boarding_grace_s": float(boarding_grace_s),
+            "boarding_grace_m": float(boarding_grace_m),
+        },
     }
     row = {
         "kind": KIND,
@@ -284,6 +300,8 @@ def detect_unlicensed_stand_use(
     fleet: pd.DataFrame | None = None,
     accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
 ) -> gpd.GeoDataFrame:
     """Find boardings at stands the vehicle has no parking licence for, and accessible waits.
 
@@ -307,6 +325,9 @@ def detect_unlicensed_stand_use(
     max_gap_s : float, default 300
         Longest silence between the fix before the boarding and the boarding fix for the meter
         switch to count as seen (the pipeline's trip gap).
+    boarding_grace_s, boarding_grace_m : float, default 120 and 30
+        The thresholds the visits' boardings were decided with
+        (:func:`stands.visits.detect_visits`), shown in the evidence.
 
     Returns
     -------
@@ -322,6 +343,8 @@ def detect_unlicensed_stand_use(
     """
     check_threshold("accessible_max_wait_s", accessible_max_wait_s, unit="segundos")
     check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
+    check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
+    check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
     _check_visits(visits)
     require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
     facts = fleet_facts(fleet)
@@ -357,6 +380,7 @@ def detect_unlicensed_stand_use(
         visits["boarded_at"], column="boarded_at", what="as visitas", allow_null=True
     )
     dwell_s = (departed - arrived) / NS
+    distance_m = pd.to_numeric(visits["boarding_distance_m"]).to_numpy(dtype=np.float64)
     n_fixes = visits["n_fixes"].to_numpy(dtype=np.int64)
     queue = visits["queue_position"].to_numpy(dtype=np.int64)
 
@@ -432,7 +456,10 @@ def detect_unlicensed_stand_use(
                     boarding_flagged=bool(flagged[b]),
                     boarding_lon=float(lon[b]),
                     boarding_lat=float(lat[b]),
+                    boarding_distance_m=float(distance_m[i]),
                     max_gap_s=max_gap_s,
+                    boarding_grace_s=boarding_grace_s,
+                    boarding_grace_m=boarding_grace_m,
                 )
                 out.append(row)
                 geoms.append(geom)
@@ -490,6 +517,7 @@ _HELD_FIELDS = (
     "last",
     "boarding",
     "before_boarding",
+    "boarding_distance_m",
 )
 
 
@@ -536,6 +564,8 @@ def _decide_boarding(
     *,
     facts: Mapping[str, Mapping[str, Any]] | None,
     max_gap_s: float,
+    boarding_grace_s: float,
+    boarding_grace_m: float,
 ) -> tuple[dict[str, Any], Any] | None:
     """Judge one boarding fix over all the vehicle's visits it marks: a finding or None."""
     vid = str(members[0]["vehicle_id"])
@@ -578,7 +608,10 @@ def _decide_boarding(
         boarding_flagged=bool(board.get("speed_flag") or False),
         boarding_lon=float(board["lon"]),
         boarding_lat=float(board["lat"]),
+        boarding_distance_m=chosen.get("boarding_distance_m"),
         max_gap_s=max_gap_s,
+        boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
     )
 
 
@@ -590,6 +623,8 @@ def _decide_vehicle(
     facts: Mapping[str, Mapping[str, Any]] | None,
     accessible_max_wait_s: float,
     max_gap_s: float,
+    boarding_grace_s: float,
+    boarding_grace_m: float,
 ) -> list[tuple[dict[str, Any], Any]]:
     """Decide the held visits of one vehicle that no unreleased visit can still affect."""
     out: list[tuple[dict[str, Any], Any]] = []
@@ -630,7 +665,13 @@ def _decide_vehicle(
         else:
             still.append(h)
     for members in groups.values():
-        found = _decide_boarding(members, facts=facts, max_gap_s=max_gap_s)
+        found = _decide_boarding(
+            members,
+            facts=facts,
+            max_gap_s=max_gap_s,
+            boarding_grace_s=boarding_grace_s,
+            boarding_grace_m=boarding_grace_m,
+        )
         if found is not None:
             out.append(found)
     # A later wait arrives after ``bound`` (or after every fix seen): older lawful visits
@@ -649,9 +690,13 @@ def _decide_vehicle(
     return out
 
 
-def _check_live(accessible_max_wait_s: float, max_gap_s: float) -> None:
+def _check_live(
+    accessible_max_wait_s: float, max_gap_s: float, boarding_grace_s: float, boarding_grace_m: float
+) -> None:
     check_threshold("accessible_max_wait_s", accessible_max_wait_s, unit="segundos")
     check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
+    check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
+    check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
 
 
 def update_unlicensed_stand_use(
@@ -662,6 +707,8 @@ def update_unlicensed_stand_use(
     facts: Mapping[str, Mapping[str, Any]] | None = None,
     accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
 ) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
     """Take the visits one step of the visit tracker released; emit the findings now certain.
 
@@ -687,7 +734,7 @@ def update_unlicensed_stand_use(
     facts : mapping, optional
         :func:`fleet_facts` of the fleet frame (computed once by the caller); None or empty:
         no fleet, as in the batch.
-    accessible_max_wait_s, max_gap_s
+    accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m
         As in :func:`detect_unlicensed_stand_use`.
 
     Returns
@@ -700,7 +747,7 @@ def update_unlicensed_stand_use(
     DetectorThresholdError
         If a threshold is negative (``max_gap_s`` must be > 0).
     """
-    _check_live(accessible_max_wait_s, max_gap_s)
+    _check_live(accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m)
     st = new_unlicensed_state() if state is None else state
     for visit in visits:
         vid = str(visit["vehicle_id"])
@@ -727,6 +774,8 @@ def update_unlicensed_stand_use(
         facts=facts,
         accessible_max_wait_s=accessible_max_wait_s,
         max_gap_s=max_gap_s,
+        boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
     )
 
 
@@ -736,6 +785,8 @@ def flush_unlicensed_stand_use(
     facts: Mapping[str, Mapping[str, Any]] | None = None,
     accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
 ) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
     """End the stream: decide every held visit (after the visits of ``flush_visits`` are in).
 
@@ -743,7 +794,7 @@ def flush_unlicensed_stand_use(
     ----------
     state : dict or None
         The live state.
-    facts, accessible_max_wait_s, max_gap_s
+    facts, accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m
         As in :func:`update_unlicensed_stand_use`.
 
     Returns
@@ -751,10 +802,16 @@ def flush_unlicensed_stand_use(
     tuple of (dict, geopandas.GeoDataFrame or None)
         The emptied state and the remaining findings, or None.
     """
-    _check_live(accessible_max_wait_s, max_gap_s)
+    _check_live(accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m)
     st = new_unlicensed_state() if state is None else state
     return _decide_all(
-        st, None, facts=facts, accessible_max_wait_s=accessible_max_wait_s, max_gap_s=max_gap_s
+        st,
+        None,
+        facts=facts,
+        accessible_max_wait_s=accessible_max_wait_s,
+        max_gap_s=max_gap_s,
+        boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
     )
 
 
@@ -765,6 +822,8 @@ def _decide_all(
     facts: Mapping[str, Mapping[str, Any]] | None,
     accessible_max_wait_s: float,
     max_gap_s: float,
+    boarding_grace_s: float,
+    boarding_grace_m: float,
 ) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
     found: list[tuple[dict[str, Any], Any]] = []
     for vid in sorted(set(st["held"]) | set(st["lawful"])):
@@ -776,6 +835,8 @@ def _decide_all(
             facts=facts,
             accessible_max_wait_s=accessible_max_wait_s,
             max_gap_s=max_gap_s,
+            boarding_grace_s=boarding_grace_s,
+            boarding_grace_m=boarding_grace_m,
         )
     if not found:
         return st, None

@@ -24,7 +24,7 @@ def visits_for(pings: pd.DataFrame) -> pd.DataFrame:
     lat, lon = offset_m(STAND[0], STAND[1])
     inside = np.flatnonzero(haversine_m(pings["lat"], pings["lon"], lat, lon) <= STAND[2])
     memberships = pd.DataFrame({"ping_index": inside.astype(np.int64), "stand_id": "S1"})
-    return detect_visits(pings, memberships, max_gap_s=300.0)
+    return detect_visits(pings, memberships, stands=_stand_frame(), max_gap_s=300.0)
 
 
 def at_stand(
@@ -42,6 +42,16 @@ def at_stand(
     meters = [meter] * len(points)
     if board_at is not None:
         meters = [("occupied" if t >= board_at else meter) for t, _, _ in points]
+    return make_track(vehicle, points, meter=meters)
+
+
+def drop_off(vehicle: str, arrive: int, leave: int, *, meter_on_m: float) -> list[dict]:
+    """Arrive occupied, the passenger leaves at the stand, wait free, leave north; the meter
+    comes on 30 s after the last fix inside, ``meter_on_m`` metres north of the stand's centre."""
+    points = [(arrive - 60, -300.0, 0.0), (arrive - 30, -150.0, 0.0)]
+    points += [(t, 1.0, 0.0) for t in range(arrive, leave + 1, 30)]
+    points += [(leave + 30, meter_on_m, 0.0), (leave + 60, meter_on_m + 150.0, 0.0)]
+    meters = ["occupied"] * 3 + ["free"] * (len(points) - 5) + ["occupied"] * 2
     return make_track(vehicle, points, meter=meters)
 
 
@@ -64,22 +74,46 @@ class TestDetectQueueJump:
         assert d["ahead"][0]["wait_s"] == 600.0
         assert d["ahead"][0]["queue_position"] == 1 and d["queue_position"] == 2
         assert d["ahead"][0]["fix_at_our_boarding"]["timestamp"] == "2024-03-04T12:10:00Z"
-        assert d["thresholds"] == {"min_wait_ahead_s": 120.0, "tolerance_s": 30.0}
+        assert d["thresholds"] == {
+            "min_wait_ahead_s": 120.0,
+            "tolerance_s": 30.0,
+            "boarding_grace_s": 120.0,
+            "boarding_grace_m": 30.0,
+        }
+        assert d["boarding_lag_s"] == 0.0 and d["boarding_distance_m"] == 0.0
         json.dumps(d)
         assert 0.5 < f["confidence"] < 1.0
         validate_findings(found)
 
     def test_two_vehicles_passed_raise_confidence(self) -> None:
         """Passing two waiting vehicles is one finding naming both, with more confidence."""
-        one = detect(at_stand("v1", 0, 1200) + at_stand("v3", 400, 600, board_at=600))
+        one = detect(at_stand("v1", 0, 1200) + at_stand("v3", 390, 600, board_at=600))
+        assert len(one) == 1
         two = detect(
             at_stand("v1", 0, 1200)
             + at_stand("v2", 60, 1200)
-            + at_stand("v3", 400, 600, board_at=600)
+            + at_stand("v3", 390, 600, board_at=600)
         )
         assert len(two) == 1
         assert [a["vehicle_id"] for a in two.iloc[0]["details"]["ahead"]] == ["v1", "v2"]
         assert two.iloc[0]["confidence"] > one.iloc[0]["confidence"]
+
+    def test_drop_off_then_meter_on_600_m_away_is_not_a_jump(self) -> None:
+        """Issue 18's pattern: a passenger dropped at the stand, the meter on again 600 m away
+        30 s after leaving: no boarding at the stand, so no jump over the waiting v1."""
+        rows = at_stand("v1", 0, 1200) + drop_off("v2", 300, 600, meter_on_m=630.0)
+        assert detect(rows).empty
+
+    def test_meter_on_at_the_edge_is_a_jump_with_its_distance(self) -> None:
+        """The meter on 20 m outside the stand 30 s after leaving: a boarding there, a jump;
+        the evidence gives the lag, the distance and their thresholds."""
+        rows = at_stand("v1", 0, 1200) + drop_off("v2", 300, 600, meter_on_m=50.0)
+        found = detect(rows)
+        assert found["vehicle_id"].tolist() == ["v2"]
+        d = found.iloc[0]["details"]
+        assert d["boarding_lag_s"] == 30.0
+        assert 19.0 < d["boarding_distance_m"] < 21.0
+        assert d["thresholds"]["boarding_grace_m"] == 30.0
 
     def test_waiting_vehicle_boarding_later_counts(self) -> None:
         """The vehicle ahead boarding 60 s after us (beyond the tolerance) was still passed."""
@@ -130,7 +164,8 @@ class TestDetectQueueJump:
             + [(t, 1.0, 0.0) for t in range(720, 1201, 30)],
             meter="free",
         )
-        assert detect(rows + at_stand("v2", 350, 600, board_at=600)).empty
+        assert detect(rows + at_stand("v2", 360, 600, board_at=600)).empty
+        assert len(detect(at_stand("v1", 0, 1200) + at_stand("v2", 360, 600, board_at=600))) == 1
 
     def test_accessible_vehicle_is_not_judged(self) -> None:
         """A Táxi Acessível chosen out of order is excused (priority of PcD)."""
@@ -165,11 +200,15 @@ class TestDetectQueueJump:
 DAY = 86_400
 
 
-def _stand_cover():
+def _stand_frame() -> gpd.GeoDataFrame:
     lat, lon = offset_m(STAND[0], STAND[1])
     point = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982)
     circle = point.buffer(STAND[2], 64).to_crs(4326)
-    return build_stand_cover(gpd.GeoDataFrame({"stand_id": ["S1"]}, geometry=circle, crs=4326))
+    return gpd.GeoDataFrame({"stand_id": ["S1"]}, geometry=circle, crs=4326)
+
+
+def _stand_cover():
+    return build_stand_cover(_stand_frame())
 
 
 def _fleet_days() -> list[dict]:
@@ -180,7 +219,7 @@ def _fleet_days() -> list[dict]:
         rows += at_stand("v2", d + 300, d + 600, board_at=d + 600)  # jumps v1
         rows += at_stand("v5", d + 400, d + 700, board_at=d + 700)  # jumps v1 (and not v2)
     rows += at_stand("off", DAY + 2000, DAY + 3000, meter="off")  # parked, not waiting
-    rows += at_stand("v3", DAY + 2300, DAY + 2500, board_at=DAY + 2500)  # passes "off": no
+    rows += at_stand("v3", DAY + 2290, DAY + 2500, board_at=DAY + 2500)  # passes "off": no
     rows += at_stand("acc", 300, 600, board_at=600)  # accessible: priority, excused
     # GPS jitter at the edge: v4 steps out for 40 s (< exit grace) while waiting
     jitter = make_track(
@@ -188,7 +227,9 @@ def _fleet_days() -> list[dict]:
         [(DAY + 5000 + 30 * k, 1.0 if k != 5 else 45.0, 0.0) for k in range(30)],
         meter=["free"] * 30,
     )
-    rows += jitter + at_stand("v6", DAY + 5300, DAY + 5500, board_at=DAY + 5500)
+    rows += jitter + at_stand("v6", DAY + 5290, DAY + 5500, board_at=DAY + 5500)
+    rows += drop_off("v7", DAY + 800, DAY + 1010, meter_on_m=630.0)  # meter on 600 m away: no
+    rows += drop_off("v8", DAY + 900, DAY + 1110, meter_on_m=50.0)  # on 20 m outside: jumps v1
     return rows
 
 
@@ -229,9 +270,9 @@ class TestUpdateQueueJump:
         cover = _stand_cover()
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
-        visits = detect_visits(pings, memberships, max_gap_s=300.0)
+        visits = detect_visits(pings, memberships, stands=_stand_frame(), max_gap_s=300.0)
         batch = detect_queue_jump(visits, pings, fleet=fleet)
-        assert sorted(batch["vehicle_id"]) == ["v2", "v2", "v5", "v5", "v6"]
+        assert sorted(batch["vehicle_id"]) == ["v2", "v2", "v5", "v5", "v6", "v8"]
         assert_same_findings(_live(pings, fleet), batch)
 
     def test_finding_is_emitted_when_the_boarding_visit_is_released(self) -> None:

@@ -40,6 +40,16 @@ FLEET = pd.DataFrame(
 )
 
 
+def _stands(stands: dict[str, tuple[float, float, float]] = STANDS) -> gpd.GeoDataFrame:
+    """The stands as circles (radius in metres, buffered in UTM)."""
+    rows = []
+    for stand, (north, east, radius) in stands.items():
+        lat, lon = offset_m(north, east)
+        circle = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982).buffer(radius, 64)
+        rows.append({"stand_id": stand, "geometry": circle.to_crs(4326).iloc[0]})
+    return gpd.GeoDataFrame(rows, crs=4326)
+
+
 def visits_for(
     pings: pd.DataFrame, fleet: pd.DataFrame | None = FLEET, **options: float
 ) -> pd.DataFrame:
@@ -51,7 +61,9 @@ def visits_for(
         sid += [stand] * len(inside)
     memberships = pd.DataFrame({"ping_index": np.array(idx, dtype=np.int64), "stand_id": sid})
     licences = licence_frame_from_fleet(fleet) if fleet is not None else None
-    return detect_visits(pings, memberships, licences=licences, max_gap_s=300.0, **options)
+    return detect_visits(
+        pings, memberships, stands=_stands(), licences=licences, max_gap_s=300.0, **options
+    )
 
 
 def wait_then_board(
@@ -69,6 +81,25 @@ def wait_then_board(
     points += [(t0 + wait_s + 30 * k, n0 + 150 * k, e0) for k in range(1, 6)]
     meters[-1] = "occupied"  # meter started at the last fix inside
     meters += ["occupied"] * 5
+    return make_track(vehicle, points, meter=meters)
+
+
+def board_at_the_edge(vehicle: str = "v1", *, t0: int = 0) -> list[dict]:
+    """Arrive free at S1, wait 300 s, leave north; the meter comes on 20 m outside, 30 s later."""
+    points = [(t0 - 120 + 30 * k, -400.0 + 100 * k, 0.0) for k in range(4)]
+    points += [(t0 + t, 0.0, 0.0) for t in range(0, 301, 30)]
+    points += [(t0 + 330, 50.0, 0.0), (t0 + 360, 200.0, 0.0), (t0 + 390, 350.0, 0.0)]
+    return make_track(vehicle, points, meter=["free"] * 15 + ["occupied"] * 3)
+
+
+def drop_off_then_leave(vehicle: str = "v1", *, t0: int = 0) -> list[dict]:
+    """Arrive occupied at S1, the passenger leaves there, 2 min free inside, leave north; the
+    meter comes on 600 m from the stand's edge 90 s after the last fix inside."""
+    points = [(t0 - 120 + 30 * k, -400.0 + 100 * k, 0.0) for k in range(4)]
+    points += [(t0 + t, 0.0, 0.0) for t in range(0, 121, 30)]
+    points += [(t0 + 150, 150.0, 0.0), (t0 + 180, 350.0, 0.0)]
+    points += [(t0 + 210, 630.0, 0.0), (t0 + 240, 800.0, 0.0)]
+    meters = ["occupied"] * 5 + ["free"] * 6 + ["occupied"] * 2
     return make_track(vehicle, points, meter=meters)
 
 
@@ -102,8 +133,13 @@ class TestDetectUnlicensedStandUse:
         json.dumps(details)
         rows = [f["row"] for f in details["fixes"]]
         assert rows == sorted(rows) and 5 in rows and rows[-1] == 15
-        assert details["thresholds"] == {"max_gap_s": 300.0}
+        assert details["thresholds"] == {
+            "max_gap_s": 300.0,
+            "boarding_grace_s": 120.0,
+            "boarding_grace_m": 30.0,
+        }
         assert details["dwell_s"] == 300.0
+        assert details["boarding_distance_m"] == 0.0
 
     def test_boarding_at_licensed_stand_is_not_found(self) -> None:
         """Boarding at the vehicle's own stand accuses nothing."""
@@ -165,18 +201,40 @@ class TestDetectUnlicensedStandUse:
         assert detect(pings).empty
 
     def test_meter_started_just_after_leaving_lowers_confidence(self) -> None:
-        """A meter started 60 s after the last fix inside is a boarding, with less confidence."""
-        rows = wait_then_board()
-        for r in rows[-6:-5]:
-            r["meter"] = "free"
-        for k, r in enumerate(rows[-5:]):
-            r["meter"] = "occupied" if k >= 1 else "free"
+        """A meter started 60 s after the last fix inside, 20 m from the stand (pulling out
+        slowly), is a boarding, with less confidence."""
+        points = [(-120 + 30 * k, -400.0 + 100 * k, 0.0) for k in range(4)]
+        points += [(t, 0.0, 0.0) for t in range(0, 301, 30)]
+        points += [(330, 40.0, 0.0), (360, 50.0, 0.0), (390, 200.0, 0.0), (420, 350.0, 0.0)]
+        rows = make_track("v1", points, meter=["free"] * 16 + ["occupied"] * 3)
         pings = make_pings(rows)
         found = detect(pings)
         assert len(found) == 1
         assert found.iloc[0]["details"]["boarding_lag_s"] == 60.0
         inside = detect(make_pings(wait_then_board())).iloc[0]["confidence"]
         assert found.iloc[0]["confidence"] < inside
+
+    def test_meter_on_just_outside_the_stand_is_found_with_its_distance(self) -> None:
+        """The meter coming on 20 m outside the stand 30 s after leaving: found, and the
+        evidence gives the distance and the lag with their thresholds."""
+        pings = make_pings(board_at_the_edge())
+        found = detect(pings)
+        assert len(found) == 1
+        details = found.iloc[0]["details"]
+        assert details["boarding_lag_s"] == 30.0
+        assert 19.0 < details["boarding_distance_m"] < 21.0
+        assert details["thresholds"]["boarding_grace_m"] == 30.0
+
+    def test_drop_off_then_meter_on_600_m_away_is_not_found(self) -> None:
+        """Issue 18's pattern: arrive occupied, drop the passenger at the stand, leave, meter on
+        600 m away 90 s later: no boarding at the stand, no accusation."""
+        pings = make_pings(drop_off_then_leave())
+        visits = visits_for(pings)
+        assert len(visits) == 1 and not visits["boarded"].any()
+        assert detect(pings).empty
+        # The time rule alone (any distance) made it an accusation.
+        loose = visits_for(pings, boarding_grace_m=1e6)
+        assert len(detect_unlicensed_stand_use(loose, pings, fleet=FLEET)) == 1
 
     def test_red_light_while_occupied_is_not_found(self) -> None:
         """An occupied taxi stopped 40 s at a red light inside the stand boarded nobody there."""
@@ -296,12 +354,7 @@ DAY = 86_400
 
 
 def _cover(stands: dict[str, tuple[float, float, float]] = STANDS) -> StandCover:
-    rows = []
-    for stand, (north, east, radius) in stands.items():
-        lat, lon = offset_m(north, east)
-        circle = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982).buffer(radius, 64)
-        rows.append({"stand_id": stand, "geometry": circle.to_crs(4326).iloc[0]})
-    return build_stand_cover(gpd.GeoDataFrame(rows, crs=4326))
+    return build_stand_cover(_stands(stands))
 
 
 def _parked(vehicle: str, at: tuple[float, float], t0: int, t1: int) -> list[dict]:
@@ -361,6 +414,8 @@ def _fleet_days() -> tuple[pd.DataFrame, pd.DataFrame]:
     points += [(2 * DAY + 14_720 + 20 * k, 2.0 * k, 0.0) for k in range(4)]
     points += [(2 * DAY + 14_800 + 30 * k, 100 * k, 0.0) for k in range(1, 5)]
     rows += make_track("v1", points, meter="occupied")
+    rows += board_at_the_edge("v1", t0=2 * DAY + 16_000)  # meter on 20 m outside S1: found
+    rows += drop_off_then_leave("v1", t0=2 * DAY + 18_000)  # meter on 600 m away: nothing
     return make_pings(rows), fleet
 
 
@@ -401,7 +456,7 @@ def _batch_findings(pings: pd.DataFrame, fleet: pd.DataFrame) -> gpd.GeoDataFram
     p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
     memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
     licences = licence_frame_from_fleet(fleet)
-    visits = detect_visits(pings, memberships, licences=licences, max_gap_s=300.0)
+    visits = detect_visits(pings, memberships, stands=_stands(), licences=licences, max_gap_s=300.0)
     return detect_unlicensed_stand_use(visits, pings, fleet=fleet)
 
 
@@ -415,7 +470,7 @@ class TestUpdateUnlicensedStandUse:
             for f, d in zip(batch.to_dict("records"), batch["details"], strict=True)
         ]
         assert sorted(subtypes) == sorted(
-            [("v1", "S1", "boarding")] * 3
+            [("v1", "S1", "boarding")] * 4
             + [("unk", "S1", "boarding")] * 3
             + [("acc", "S1", "accessible_wait")]
         )
