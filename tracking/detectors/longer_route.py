@@ -687,9 +687,9 @@ def _peer_stats(
     if n == 0 or len(history["trip_id"]) == 0:
         return count, med_straight, med_ratio, ids
     # (origin, destination) pairs as codes: each cell coded, then the pair of codes
-    o_code, o_uniq = pd.factorize(np.concatenate((cells[0], history["o_cell"])))
-    d_code, _ = pd.factorize(np.concatenate((cells[1], history["d_cell"])))
-    codes, uniq = pd.factorize(o_code.astype(np.int64) * len(o_uniq) + d_code)
+    o_code, _ = pd.factorize(np.concatenate((cells[0], history["o_cell"])))
+    d_code, d_uniq = pd.factorize(np.concatenate((cells[1], history["d_cell"])))
+    codes, uniq = pd.factorize(o_code.astype(np.int64) * len(d_uniq) + d_code)
     q_code, h_code = codes[:n], codes[n:]
     h_sizes = np.bincount(h_code, minlength=len(uniq))
     candidates = np.flatnonzero(h_sizes[q_code] >= p.min_peer_trips)

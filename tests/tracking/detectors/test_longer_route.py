@@ -307,6 +307,22 @@ class TestDetectLongerRoute:
         found = detect_longer_route(trips, pings)
         assert found.empty
 
+    def test_peers_of_another_cell_pair_are_never_used(self):
+        """Peers are the trips between this trip's own two cells, never a pair sharing a code.
+
+        Pairs were once packed as ``origin_code × n_origins + destination_code``, so with more
+        destination cells than origin cells two pairs could share a key (A→G and C→B here).
+        """
+        a, b, c, d, g = (0.0, 0.0), (0.0, 3000.0), (3000.0, 0.0), (0.0, 6000.0), (3000.0, 3000.0)
+        rows = _trip("A0", [a, b]) + _trip("A1", [a, d], t0=600)
+        for k in range(5):
+            rows += _trip(f"P{k}", [c, b], t0=1200 + k * 600)
+        rows += _trip("V", [a, g], t0=7200) + _trip("Q", [c, b], t0=9000)
+        pings = make_pings(rows)
+        out = route_ratios(detect_trips(pings), pings).set_index("vehicle_id")
+        assert out.loc["V", "peer_count"] == 0
+        assert out.loc["Q", "peer_count"] == 5  # its own pair's five peers
+
     def test_fleet_of_straight_trips_gives_no_finding(self):
         """Three hundred straight trips between ten busy places, no network: zero findings."""
         rng = np.random.default_rng(11)
