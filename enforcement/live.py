@@ -600,6 +600,8 @@ def _detect_visit_kinds(
         "cover": cover,
         "licences": licences,
         "exit_grace_s": a.visit_exit_grace_s,
+        "exit_grace_m": a.visit_exit_grace_m,
+        "near_exit_grace_s": a.visit_near_exit_grace_s,
         "min_dwell_s": a.visit_min_dwell_s,
         "boarding_grace_s": a.boarding_grace_s,
         "boarding_grace_m": a.boarding_grace_m,

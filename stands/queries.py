@@ -27,7 +27,12 @@ from stands.frames import STAND_ID
 from stands.licences import DEFAULT_TIMEZONE, LICENCE_COLUMNS, VALID_FROM, VALID_UNTIL
 from stands.occupancy import present_at
 from stands.supervisors import MAX_DAYS_WITHOUT_SUPERVISOR, supervisor_lapses
-from stands.visits import detect_visits
+from stands.visits import (
+    DEFAULT_EXIT_GRACE_M,
+    DEFAULT_EXIT_GRACE_S,
+    DEFAULT_NEAR_EXIT_GRACE_S,
+    detect_visits,
+)
 from tracking import frames as fr
 
 _STANDS_SQL = """
@@ -255,7 +260,9 @@ def visits_from_fixes(
     start: dt.datetime,
     end: dt.datetime,
     licences: pd.DataFrame | None = None,
-    exit_grace_s: float = 60.0,
+    exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
+    exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
+    near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
     min_dwell_s: float = 60.0,
     boarding_grace_s: float = 120.0,
     boarding_grace_m: float = 30.0,
@@ -265,7 +272,8 @@ def visits_from_fixes(
     """Detect visits to ``stand_ids`` from the fixes stored between ``start`` and ``end``.
 
     Only fixes of vehicles seen inside one of the stands are read, and of those only the fixes
-    within ``max(exit_grace_s, boarding_grace_s, max_gap_s)`` of an inside fix: everything the
+    within ``max(exit_grace_s, near_exit_grace_s, boarding_grace_s, max_gap_s)`` of an inside
+    fix: everything the
     visit rules of ``stands/visits.py`` look at (excursions, boardings, silences), so the
     visits equal those detected on the vehicles' whole tracks.
 
@@ -279,7 +287,8 @@ def visits_from_fixes(
         Tz-aware bounds of the fixes read (inclusive).
     licences : pandas.DataFrame, optional
         Licence frame for ``licensed``.
-    exit_grace_s, min_dwell_s, boarding_grace_s, boarding_grace_m, max_gap_s : float
+    exit_grace_s, exit_grace_m, near_exit_grace_s, min_dwell_s, boarding_grace_s,
+    boarding_grace_m, max_gap_s : float
         Visit thresholds (``stands.visits.detect_visits``; boardings are measured to the
         stands' stored geometries).
     timezone : str, default "America/Sao_Paulo"
@@ -300,7 +309,7 @@ def visits_from_fixes(
         if value.tzinfo is None:
             msg = f"'{name}' sem fuso horário; esperado um instante com fuso"
             raise NaiveTimestampError(msg)
-    keep = dt.timedelta(seconds=max(exit_grace_s, boarding_grace_s, max_gap_s))
+    keep = dt.timedelta(seconds=max(exit_grace_s, near_exit_grace_s, boarding_grace_s, max_gap_s))
     rows = session.execute(
         text(_VISIT_FIXES_SQL),
         {"ids": list(stand_ids), "lo": start, "hi": end, "keep": keep},
@@ -330,6 +339,8 @@ def visits_from_fixes(
         stands=stands,
         licences=licences,
         exit_grace_s=exit_grace_s,
+        exit_grace_m=exit_grace_m,
+        near_exit_grace_s=near_exit_grace_s,
         min_dwell_s=min_dwell_s,
         boarding_grace_s=boarding_grace_s,
         boarding_grace_m=boarding_grace_m,

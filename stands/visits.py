@@ -7,8 +7,11 @@ visit
     stands; stands may overlap, so a fix may belong to visits of several stands at once). The
     run tolerates GPS jitter with hysteresis: an *excursion* — fixes outside the stand followed
     by a fix back inside — does not split the visit when it lasts at most ``exit_grace_s``,
-    measured from the first fix outside to the first fix back inside. A silence (two consecutive
-    fixes of the vehicle more than ``max_gap_s`` apart) anywhere in the run ends the visit.
+    measured from the first fix outside to the first fix back inside; nor, when the stands'
+    geometries are given, when every fix of it stays within ``exit_grace_m`` of the stand and it
+    lasts at most ``near_exit_grace_s`` (a taxi waiting in its place whose GPS drifts just
+    outside a small stand for minutes is still waiting there). A silence (two consecutive fixes
+    of the vehicle more than ``max_gap_s`` apart) anywhere in the run ends the visit.
 arrived_at, departed_at
     The first and the last fix *inside* the stand (not the first fix outside: we only assert
     what was observed). ``dwell_s = departed_at - arrived_at``; a one-fix visit has dwell 0.
@@ -120,6 +123,11 @@ HELPER_COLUMNS = (
 VISIT_FRAME_COLUMNS = (*VISIT_COLUMNS, *HELPER_COLUMNS)
 
 _NS = 1_000_000_000
+DEFAULT_EXIT_GRACE_S = 60.0
+DEFAULT_EXIT_GRACE_M = 30.0
+"""A taxi whose fixes stay this close to its stand has not left it (GPS drift at a small stand)."""
+DEFAULT_NEAR_EXIT_GRACE_S = 900.0
+"""Longest drift within ``DEFAULT_EXIT_GRACE_M`` of the stand that does not split a visit."""
 _UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
 
 
@@ -386,7 +394,9 @@ def detect_visits(
     *,
     stands: gpd.GeoDataFrame | None = None,
     licences: pd.DataFrame | None = None,
-    exit_grace_s: float = 60.0,
+    exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
+    exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
+    near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
     min_dwell_s: float = 60.0,
     boarding_grace_s: float = 120.0,
     boarding_grace_m: float = 30.0,
@@ -416,6 +426,9 @@ def detect_visits(
     exit_grace_s : float, default 60
         Longest excursion outside a stand (first fix outside to first fix back inside) that
         does not split a visit.
+    exit_grace_m, near_exit_grace_s : float, default 30 and 900
+        With ``stands``: an excursion whose fixes all stay within ``exit_grace_m`` of the stand
+        does not split the visit if it lasts at most ``near_exit_grace_s``.
     min_dwell_s : float, default 60
         Visits with a shorter dwell are dropped unless boarded.
     boarding_grace_s : float, default 120
@@ -451,6 +464,8 @@ def detect_visits(
     """
     _check_thresholds(
         exit_grace_s=exit_grace_s,
+        exit_grace_m=exit_grace_m,
+        near_exit_grace_s=near_exit_grace_s,
         min_dwell_s=min_dwell_s,
         boarding_grace_s=boarding_grace_s,
         boarding_grace_m=boarding_grace_m,
@@ -511,7 +526,26 @@ def detect_visits(
     same_run = (stand[1:] == stand[:-1]) & (vcode[b] == vcode[a])
     silent = silences[b] != silences[a]
     first_out = np.minimum(a + 1, n - 1)
-    excursion = (b > a + 1) & ((t[b] - t[first_out]) > exit_grace_s * _NS)
+    away_ns = t[b] - t[first_out]
+    excursion = (b > a + 1) & (away_ns > exit_grace_s * _NS)
+    if geometries is not None:
+        # Near excursions: every fix within exit_grace_m of the stand, not too long.
+        near = np.flatnonzero(excursion & same_run & ~silent & (away_ns <= near_exit_grace_s * _NS))
+        if len(near):
+            counts = b[near] - a[near] - 1
+            gap = np.repeat(np.arange(len(near)), counts)
+            at = np.arange(len(gap)) - np.repeat(np.cumsum(counts) - counts, counts)
+            pos_gap = a[near][gap] + 1 + at
+            p = pos_gap if order is None else order[pos_gap]
+            used, which = np.unique(stand[1:][near][gap], return_inverse=True)
+            metres = distance_to_geometries_m(
+                pings[LAT].to_numpy(dtype=np.float64)[p],
+                pings[LON].to_numpy(dtype=np.float64)[p],
+                geometries[used],
+                which=which,
+            )
+            far = np.bincount(gap, weights=~(metres <= exit_grace_m), minlength=len(near)) > 0
+            excursion[near[~far]] = False
     new_run = np.ones(len(pos), dtype=bool)
     new_run[1:] = ~same_run | silent | excursion
     run_first = np.flatnonzero(new_run)
@@ -745,6 +779,19 @@ def _judged(run: dict[str, Any], *, boarding_grace_s: float) -> dict[str, Any] |
     return board if lag_ns <= 0 or lag_ns <= boarding_grace_s * _NS else None
 
 
+def _left(run: dict[str, Any], t: int, exit_grace_s: float, near_exit_grace_s: float) -> bool:
+    """Whether the run's excursion, still going or just ended at ``t``, ends the visit.
+
+    The batch's rule: away longer than ``exit_grace_s`` with a fix farther than ``exit_grace_m``
+    (``run["far"]``), or away longer than ``near_exit_grace_s``. Either way the run's last
+    inside fix is final (a fix back inside then starts a new run).
+    """
+    if run["first_out"] is None:
+        return False
+    away = t - run["first_out"]
+    return bool(away > exit_grace_s * _NS and (run["far"] or away > near_exit_grace_s * _NS))
+
+
 def _distance_m(fix: Mapping[str, Any], stand_id: str, cover: StandCover) -> float:
     """Distance from a fix outside a stand to the stand's geometry (as the batch measures it)."""
     where = np.flatnonzero(cover.stand_ids.astype(str) == stand_id)
@@ -758,7 +805,9 @@ def update_visits(
     *,
     cover: StandCover,
     licences: pd.DataFrame | None = None,
-    exit_grace_s: float = 60.0,
+    exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
+    exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
+    near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
     min_dwell_s: float = 60.0,
     boarding_grace_s: float = 120.0,
     boarding_grace_m: float = 30.0,
@@ -769,7 +818,8 @@ def update_visits(
 
     The same definitions as :func:`detect_visits`, fix by fix: the fix is matched to the stands
     with :func:`geo.cover.match_stands` (the batch matcher, so the assignment is the same),
-    runs grow, split on excursions longer than ``exit_grace_s`` and on silences, and a closed
+    runs grow, split on excursions longer than ``exit_grace_s`` (a near excursion, within
+    ``exit_grace_m`` of the stand, longer than ``near_exit_grace_s``) and on silences, and a closed
     run waits for its boarding decision (a trip start within ``boarding_grace_s``; the trip
     start's distance to the stand, 0 inside, is measured when it is seen and must be at most
     ``boarding_grace_m``). A visit is released once its queue position is certain: when no
@@ -793,7 +843,8 @@ def update_visits(
     cover : geo.cover.StandCover
         The stands' cover (``build_stand_cover``), with ``stand_ids`` and the geometries the
         boarding distance is measured to.
-    licences, exit_grace_s, min_dwell_s, boarding_grace_s, boarding_grace_m, max_gap_s, timezone
+    licences, exit_grace_s, exit_grace_m, near_exit_grace_s, min_dwell_s, boarding_grace_s,
+    boarding_grace_m, max_gap_s, timezone
         As in :func:`detect_visits`.
 
     Returns
@@ -810,6 +861,8 @@ def update_visits(
     """
     _check_thresholds(
         exit_grace_s=exit_grace_s,
+        exit_grace_m=exit_grace_m,
+        near_exit_grace_s=near_exit_grace_s,
         min_dwell_s=min_dwell_s,
         boarding_grace_s=boarding_grace_s,
         boarding_grace_m=boarding_grace_m,
@@ -853,14 +906,13 @@ def update_visits(
     ping_idx, stand_idx = match_stands([fix["lat"]], [fix["lon"]], cover)
     inside_ids = {str(cover.stand_ids[s]) for s in stand_idx.tolist()}
     for sid, run in list(vs["runs"].items()):
-        if sid in inside_ids:
-            if run["first_out"] is not None and t - run["first_out"] > exit_grace_s * _NS:
-                close(vs["runs"].pop(sid))
-        else:
+        if sid not in inside_ids:
             if run["first_out"] is None:
-                run["first_out"] = t
-            if t - run["first_out"] > exit_grace_s * _NS:
-                close(vs["runs"].pop(sid))
+                run["first_out"], run["far"] = t, False
+            if not run["far"]:
+                run["far"] = not _distance_m(fix, sid, cover) <= exit_grace_m
+        if _left(run, t, exit_grace_s, near_exit_grace_s):
+            close(vs["runs"].pop(sid))
 
     def board(run: dict[str, Any]) -> None:
         """Keep the run's first trip start with its distance to the stand."""
@@ -896,6 +948,7 @@ def update_visits(
                 "last": fix,
                 "n": 1,
                 "first_out": None,
+                "far": False,
                 "board": fix if trip_start else None,
                 "board_prev": last if trip_start else None,
                 "board_m": 0.0 if trip_start else None,
@@ -905,7 +958,7 @@ def update_visits(
             stand = _stand_state(st, sid)
             stand["unfinished"].setdefault(vid, []).append(t)
         else:
-            run["last"], run["n"], run["first_out"] = fix, run["n"] + 1, None
+            run["last"], run["n"], run["first_out"], run["far"] = fix, run["n"] + 1, None, False
     for run in vs["runs"].values():
         if run["track"][-1]["ns"] != t:
             run["track"].append(fix)  # excursion fixes belong to the visit's span
@@ -961,7 +1014,8 @@ def tick_visits(
     *,
     now: pd.Timestamp,
     licences: pd.DataFrame | None = None,
-    exit_grace_s: float = 60.0,
+    exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
+    near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
     min_dwell_s: float = 60.0,
     boarding_grace_s: float = 120.0,
     max_gap_s: float = 600.0,
@@ -971,7 +1025,8 @@ def tick_visits(
 
     Every fix still to come is later than ``now`` (the caller's watermark: the time up to which
     the whole fleet's fixes are in). So a run whose vehicle has been outside the stand longer
-    than ``exit_grace_s``, or silent longer than ``max_gap_s``, is over; a closed run more than
+    than ``exit_grace_s`` (with a fix farther than ``exit_grace_m``; else longer than
+    ``near_exit_grace_s``), or silent longer than ``max_gap_s``, is over; a closed run more than
     ``boarding_grace_s`` past its last inside fix (or whose vehicle fell silent) did not board.
     Without ticks a vehicle that stops reporting holds back the queue of its stands until its
     next fix or :func:`flush_visits`.
@@ -982,7 +1037,8 @@ def tick_visits(
         The live state.
     now : pandas.Timestamp
         The watermark (tz-aware).
-    licences, exit_grace_s, min_dwell_s, boarding_grace_s, max_gap_s, timezone
+    licences, exit_grace_s, near_exit_grace_s, min_dwell_s, boarding_grace_s, max_gap_s,
+    timezone
         As in :func:`update_visits`.
 
     Returns
@@ -1007,8 +1063,7 @@ def tick_visits(
             continue
         silent = t - vs["last"]["ns"] > max_gap_s * _NS
         for sid, run in list(vs["runs"].items()):
-            gone = run["first_out"] is not None and t - run["first_out"] > exit_grace_s * _NS
-            if gone or silent:
+            if _left(run, t, exit_grace_s, near_exit_grace_s) or silent:
                 touched.add(sid)
                 _close_run(
                     st, vid, vs, vs["runs"].pop(sid), boarding_grace_s=boarding_grace_s, **options

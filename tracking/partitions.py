@@ -230,6 +230,8 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         stands=stands,
         licences=context["licences"],
         exit_grace_s=params.visit_exit_grace_s,
+        exit_grace_m=params.visit_exit_grace_m,
+        near_exit_grace_s=params.visit_near_exit_grace_s,
         min_dwell_s=params.visit_min_dwell_s,
         boarding_grace_s=params.boarding_grace_s,
         boarding_grace_m=params.boarding_grace_m,

@@ -54,6 +54,8 @@ class AnalysisParams:
     max_speed_kmh: float = 250.0
     trip_max_gap_s: float = 300.0
     visit_exit_grace_s: float = 60.0
+    visit_exit_grace_m: float = 30.0
+    visit_near_exit_grace_s: float = 900.0
     visit_min_dwell_s: float = 60.0
     boarding_grace_s: float = 120.0
     boarding_grace_m: float = 30.0
@@ -210,6 +212,8 @@ def analyze_pings(
         stands=stands,
         licences=licences,
         exit_grace_s=params.visit_exit_grace_s,
+        exit_grace_m=params.visit_exit_grace_m,
+        near_exit_grace_s=params.visit_near_exit_grace_s,
         min_dwell_s=params.visit_min_dwell_s,
         boarding_grace_s=params.boarding_grace_s,
         boarding_grace_m=params.boarding_grace_m,

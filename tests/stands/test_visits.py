@@ -543,6 +543,54 @@ class TestBoardingWhereTheMeterComesOn:
             detect_visits(pings, memberships, stands=stands)
 
 
+def _drift(
+    out_m: float, drift_s: float
+) -> tuple[list[tuple[float, float, float]], list[str | None]]:
+    """A taxi waiting at S (20 m half-side): 10 min inside, then ``drift_s`` with its GPS
+    ``out_m`` from the centre, then 5 min inside again, then away (one fix every 15 s)."""
+    points = [*_approach()]
+    t = 30.0
+    for north, duration in ((0.0, 600.0), (out_m, drift_s), (0.0, 300.0)):
+        for _ in range(int(duration // 15)):
+            points.append((t, north, 0.0))
+            t += 15.0
+    points += [(t, 300.0, 0.0), (t + 15, 600.0, 0.0)]
+    return points, ["free"] * len(points)
+
+
+class TestNearExcursions:
+    """A waiting taxi whose GPS drifts just outside a small stand has not left it."""
+
+    @pytest.mark.parametrize(
+        ("out_m", "drift_s", "n_visits"),
+        [(35.0, 180.0, 1), (45.0, 600.0, 1), (80.0, 180.0, 2), (35.0, 1200.0, 2)],
+        ids=["near-3min", "near-10min", "far-3min", "near-20min"],
+    )
+    def test_drift_within_exit_grace_m_keeps_the_visit(
+        self, out_m: float, drift_s: float, n_visits: int
+    ) -> None:
+        """Drifting 15-25 m beyond the edge for up to 15 min keeps one visit; farther (60 m
+        beyond) or longer splits it; batch and live agree."""
+        points, meters = _drift(out_m, drift_s)
+        batch, live = _both(points, meters)
+        assert len(batch) == n_visits
+        assert len(live) == n_visits
+        assert sorted(v["arrived_ns"] for v in live) == sorted(
+            batch["arrived_at"].astype("int64").tolist()
+        )
+        if n_visits == 1:
+            assert batch.loc[0, "dwell_s"] == pytest.approx(600 + drift_s + 300 - 15)
+
+    def test_without_geometries_time_alone_splits(self) -> None:
+        """Without the stands' geometries the distance is unknown: the old rule (time alone)."""
+        points, meters = _drift(35.0, 180.0)
+        pings = make_pings(make_track("A", points, meter=meters))
+        cover = build_stand_cover(_square())
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        assert len(detect_visits(pings, memberships, max_gap_s=300.0)) == 2
+
+
 class TestDetectVisitsRandomised:
     @pytest.mark.parametrize("seed", [1, 2, 3])
     def test_queue_positions_match_brute_force(self, seed: int) -> None:
@@ -735,7 +783,7 @@ class TestUnreleasedArrivals:
         pings, cover = _random_fleet(4)
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
-        batch = detect_visits(pings, memberships, max_gap_s=300.0)
+        batch = detect_visits(pings, memberships, stands=_cover_stands(cover), max_gap_s=300.0)
         expected = {(r.vehicle_id, r.stand_id, r.arrived_at.value) for r in batch.itertuples()}
         state, released = None, set()
         bounded, checked = 0, 0

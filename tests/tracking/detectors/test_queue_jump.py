@@ -61,6 +61,17 @@ def detect(rows: list[dict], **kw: object):
 
 
 class TestDetectQueueJump:
+    def test_head_of_the_queue_drifting_outside_boards_first(self) -> None:
+        """FIFO: the head's GPS drifts 15 m beyond the 30 m stand for 3 min, then it boards
+        before the taxi behind: its visit is not split, so it jumped no one."""
+        head = at_stand("v1", 0, 1200, board_at=1200)
+        for row in head:  # fixes 300..480 s drift 45 m north of the centre
+            t = row["timestamp"] - head[2]["timestamp"]
+            if 300 <= t <= 480:
+                row["lat"], row["lon"] = offset_m(45.0, 0.0)
+        found = detect(head + at_stand("v2", 200, 1500, board_at=1500))
+        assert found.empty
+
     def test_leaving_ahead_of_waiting_vehicle_is_found(self) -> None:
         """v2 arrives after v1, boards while v1 still waits free: one finding for v2."""
         found = detect(at_stand("v1", 0, 1200) + at_stand("v2", 300, 600, board_at=600))
