@@ -404,10 +404,12 @@ def plot(
             x = np.concatenate(([0.0], curve["fpr"], [1.0]))
             y = np.concatenate(([0.0], curve["tpr"], [1.0]))
             auc = summaries[name]["scores"][col]["auc"]
-            label = f"{name}: {col} (AUC {auc:.3f})" if len(results) > 1 else f"{col} (AUC {auc:.3f})"
+            label = (
+                f"{name}: {col} (AUC {auc:.3f})" if len(results) > 1 else f"{col} (AUC {auc:.3f})"
+            )
             style = ("-", "--", ":", "-.")[j % 4]
             for a in (ax, zoom):
-                a.step(x, y, where="post", ls=style, color=f"C{k}", label=label)
+                a.plot(x, y, ls=style, color=f"C{k}", label=label)
         s = summaries[name]
         for a in (ax, zoom):
             a.scatter(
@@ -417,7 +419,9 @@ def plot(
                 color=f"C{k}",
                 edgecolor="black",
                 zorder=3,
-                label=f"{name}: decision at defaults" if len(results) > 1 else "decision at defaults",
+                label=f"{name}: decision at defaults"
+                if len(results) > 1
+                else "decision at defaults",
             )
     for a in (ax, zoom):
         a.axvline(MAX_FPR, color="grey", lw=0.6, ls=":")

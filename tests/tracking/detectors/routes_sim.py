@@ -22,7 +22,10 @@ Legitimate routes (negatives, ``is_detour`` False)
     Trips whose shortest path is 1–15 km (log-uniform target length). The meter-on part is one of
     ``shortest`` (the shortest path), ``fastest`` (least travel time by the cruise speed of each
     road class plus the expected red-light delay of its intersections: main roads preferred; may
-    be longer than the shortest, and is not an infraction) or ``alternative`` (the shortest path
+    be much longer than the shortest, and is not an infraction; but one longer than
+    :data:`ALTERNATIVE_MAX_RATIO` × the shortest that saves under :data:`FASTEST_MIN_SAVING` of
+    its time is not a route a driver could defend, and the trip is redrawn) or ``alternative``
+    (the shortest path
     under randomly perturbed segment lengths, a driver's habit, kept only within
     :data:`ALTERNATIVE_MAX_RATIO` of the shortest).
 
@@ -70,6 +73,7 @@ Everything is seeded (``numpy.random.default_rng(seed)``): the same seed gives t
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,6 +134,7 @@ TRIP_M = (1000.0, 15000.0)
 WAYPOINT_OFFSET_M = (500.0, 3000.0)
 MIN_DETOUR_RATIO = 1.4
 ALTERNATIVE_MAX_RATIO = 1.15
+FASTEST_MIN_SAVING = 0.10
 RATIO_BANDS = ((1.4, 1.6), (1.6, 2.0), (2.0, 3.0), (3.0, 4.5))
 SAMPLING_S = (5.0, 30.0)
 NOISE_M = (5.0, 20.0)
@@ -152,6 +157,7 @@ LABEL_COLUMNS = (
     "legit_route_m",
     "true_driven_m",
     "excess_m",
+    "shortest_time_s",
     "fastest_time_s",
     "route_time_s",
     "sampling_s",
@@ -166,7 +172,16 @@ LABEL_COLUMNS = (
     "dropoff_lat",
     "dropoff_lon",
 )
-"""Columns of the labels frame (one row per simulated trip)."""
+"""Columns of the labels frame, one row per simulated trip (the meter-on part):
+
+``trip_key`` (``vehicle_id#0``); ``is_detour``; ``case`` (shortest, fastest, alternative,
+waypoint, uturn, loop); ``n_waypoints``, ``laps`` (of a loop); ``true_ratio`` =
+``true_driven_m / shortest_m`` (network lengths); ``legit_route_m`` (the legitimate route: the
+shortest path under a detour, the driven route otherwise); ``excess_m`` = driven − shortest;
+``shortest_time_s``, ``fastest_time_s``, ``route_time_s`` (expected travel times of the routing
+model); ``sampling_s``, ``noise_m`` (horizontal RMS), ``noise_tau_s``, ``n_outliers`` (multipath
+fixes while occupied); ``pickup_wait_s`` (free, before the meter goes on); ``meter_on``,
+``meter_off`` (UTC); true pickup and drop-off positions."""
 
 _Step = tuple[int, float, float]  # segment, from fraction, to fraction (0 ≤ from ≤ to ≤ 1)
 _Position = tuple[int, float]  # segment, fraction along its drawing direction
@@ -197,6 +212,8 @@ class SimNetwork:
     pickup_segs: NDArray[np.int64]
     pickup_weights: NDArray[np.float64]
     node_xy: NDArray[np.float64]
+    node_points: NDArray[np.object_]
+    node_tree: shapely.STRtree
     node_degree: NDArray[np.int64]
     length: csr_array
     length_seg: NDArray[np.int64]
@@ -276,6 +293,8 @@ def load_network(path: str | Path = NETWORK_CSV) -> SimNetwork:
         pickup_segs=pickup,
         pickup_weights=seg_len[pickup] / seg_len[pickup].sum(),
         node_xy=node_xy,
+        node_points=shapely.points(node_xy),
+        node_tree=shapely.STRtree(shapely.points(node_xy)),
         node_degree=degree,
         length=length,
         length_seg=length_seg,
@@ -471,17 +490,31 @@ def _draw_trip(net: SimNetwork, rng: np.random.Generator) -> _Trip:
                 return _Trip(origin, destination, shortest, length)
 
 
+def _fastest(net: SimNetwork, trip: _Trip) -> list[_Step] | None:
+    """The least-time path by :data:`SimNetwork.seg_time_s`."""
+    return _route(
+        net,
+        _exits(net, trip.origin, net.seg_time_s),
+        _entries(net, trip.destination, net.seg_time_s),
+        matrix=net.time,
+        seg_of=net.time_seg,
+        weight=net.seg_time_s,
+    )
+
+
 def _legit_route(
     net: SimNetwork, trip: _Trip, case: str, rng: np.random.Generator
 ) -> list[_Step] | None:
     """The meter-on route of a negative case (None: this trip has no such route; redraw)."""
     if case == "shortest":
         return trip.shortest
-    ends = (_exits(net, trip.origin, net.seg_time_s), _entries(net, trip.destination, net.seg_time_s))
     if case == "fastest":
-        return _route(
-            net, *ends, matrix=net.time, seg_of=net.time_seg, weight=net.seg_time_s
-        )
+        fastest = _fastest(net, trip)
+        if fastest is None:
+            return None
+        longer = _length(net, fastest) / trip.shortest_m > ALTERNATIVE_MAX_RATIO
+        saving = 1.0 - _time(net, fastest) / _time(net, trip.shortest)
+        return None if longer and saving < FASTEST_MIN_SAVING else fastest
     for sigma in (0.15, 0.25, 0.35, 0.5, 0.7):  # alternative: perturbed lengths
         w = net.seg_len_m * rng.lognormal(0.0, sigma, len(net.seg_len_m))
         matrix, seg_of = _csr(net.seg_u, net.seg_v, w, net.n_nodes)
@@ -514,16 +547,28 @@ def _inner_nodes(net: SimNetwork, steps: list[_Step], lo: float, hi: float) -> l
     return [int(i) for i in np.flatnonzero(full & (at >= lo) & (at <= hi))[:-1]]
 
 
-def _waypoint_detour(
-    net: SimNetwork, trip: _Trip, n_waypoints: int, rng: np.random.Generator
-) -> list[_Step] | None:
+def _waypoint_band(net: SimNetwork, trip: _Trip) -> tuple[Any, NDArray[np.int64]]:
+    """The route as a line, and the intersections 0.5–3 km (straight line) from it."""
     line = shapely.linestrings(_coords(net, trip.shortest))
-    off = shapely.distance(shapely.points(net.node_xy), line)
-    band = np.flatnonzero((off >= WAYPOINT_OFFSET_M[0]) & (off <= WAYPOINT_OFFSET_M[1]))
-    if len(band) < n_waypoints:
+    box = shapely.buffer(shapely.envelope(line), WAYPOINT_OFFSET_M[1])
+    near = net.node_tree.query(box)
+    off = shapely.distance(net.node_points[near], line)
+    band = near[(off >= WAYPOINT_OFFSET_M[0]) & (off <= WAYPOINT_OFFSET_M[1])]
+    return line, np.sort(band).astype(np.int64)
+
+
+def _waypoint_detour(
+    net: SimNetwork,
+    trip: _Trip,
+    n_waypoints: int,
+    band: tuple[Any, NDArray[np.int64]],
+    rng: np.random.Generator,
+) -> list[_Step] | None:
+    line, nodes = band
+    if len(nodes) < n_waypoints:
         return None
-    chosen = rng.choice(band, size=n_waypoints, replace=False)
-    along = shapely.line_locate_point(line, shapely.points(net.node_xy[chosen]))
+    chosen = rng.choice(nodes, size=n_waypoints, replace=False)
+    along = shapely.line_locate_point(line, net.node_points[chosen])
     chosen = chosen[np.argsort(along)]
     sources = _exits(net, trip.origin, net.seg_len_m)
     steps: list[_Step] = []
@@ -537,9 +582,14 @@ def _waypoint_detour(
     return None if last is None else steps + last
 
 
-def _straight_on(
-    net: SimNetwork, seg: int, distance_m: float, avoid: int | None
-) -> list[_Step]:
+def _turn(net: SimNetwork, heading: float, seg: int) -> float:
+    """Absolute heading change (radians) from ``heading`` into ``seg``."""
+    d = net.seg_coords[seg][1] - net.seg_coords[seg][0]
+    a = math.atan2(d[1], d[0]) - heading
+    return abs((a + math.pi) % (2 * math.pi) - math.pi)
+
+
+def _straight_on(net: SimNetwork, seg: int, distance_m: float, avoid: int | None) -> list[_Step]:
     """Segments continuing from the end of ``seg`` with the least heading change."""
     out: list[_Step] = []
     driven = 0.0
@@ -557,14 +607,9 @@ def _straight_on(
         first = False
         if not nexts:
             break
-
-        def turn(s: int) -> float:
-            d = net.seg_coords[s][1] - net.seg_coords[s][0]
-            a = math.atan2(d[1], d[0]) - heading
-            return abs((a + math.pi) % (2 * math.pi) - math.pi)
-
-        seg = min(nexts, key=turn)
-        if turn(seg) > math.radians(100):
+        turns = [_turn(net, heading, s) for s in nexts]
+        seg = nexts[int(np.argmin(turns))]
+        if min(turns) > math.radians(100):
             break
         visited.add(seg)
         out.append((seg, 0.0, 1.0))
@@ -601,9 +646,9 @@ def _uturn_detour(
             rest = [(twin, 0.0, 1.0 - last[2])]
     else:
         back = []
-        rest = _shortest(net, _node_end(_end_node(net, out)), _entries(
-            net, trip.destination, net.seg_len_m
-        ))
+        rest = _shortest(
+            net, _node_end(_end_node(net, out)), _entries(net, trip.destination, net.seg_len_m)
+        )
     if rest is None:
         return None
     return head + out + back + rest
@@ -650,11 +695,12 @@ def _detour(
     target = float(rng.uniform(lo, hi))
     best: tuple[list[_Step], int, int] | None = None
     best_gap = math.inf
+    band = _waypoint_band(net, trip) if case == "waypoint" else None
     for _ in range(12):
         n_wp, laps = 0, 0
-        if case == "waypoint":
+        if band is not None:
             n_wp = int(rng.integers(1, 3))
-            steps = _waypoint_detour(net, trip, n_wp, rng)
+            steps = _waypoint_detour(net, trip, n_wp, band, rng)
         elif case == "uturn":
             steps = _uturn_detour(net, trip, target, rng)
         else:
@@ -679,7 +725,7 @@ def _detour(
 def _drive(
     net: SimNetwork, steps: list[_Step], t0: float, traffic: float, rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Vertices (UTM) and times of driving ``steps`` from ``t0``, red lights and U-turns included."""
+    """Vertices (UTM) and times of driving ``steps`` from ``t0`` (red lights, U-turns too)."""
     xy: list[NDArray[np.float64]] = []
     ts: list[NDArray[np.float64]] = []
     t = t0
@@ -801,12 +847,24 @@ def _timeline(
     return np.concatenate(xy), np.concatenate(ts), meter_on, meter_off, wait
 
 
+def _mix(given: Mapping[str, float] | None, default: dict[str, float]) -> dict[str, float]:
+    if given is None:
+        return default
+    unknown = sorted(set(given) - set(default))
+    if unknown or not math.isclose(sum(given.values()), 1.0):
+        msg = f"cases {dict(given)!r}: expected shares of {sorted(default)} summing to 1"
+        raise ValueError(msg)
+    return dict(given)
+
+
 def simulate_trips(
     *,
     n_negative: int,
     n_positive: int,
     seed: int,
     network: SimNetwork | None = None,
+    negative_cases: Mapping[str, float] | None = None,
+    positive_cases: Mapping[str, float] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, gpd.GeoDataFrame]:
     """Simulate labelled taxi trips on the Porto network (see the module docstring).
 
@@ -818,6 +876,9 @@ def simulate_trips(
         Seed of :func:`numpy.random.default_rng`.
     network : SimNetwork, optional
         The graph (:func:`load_network`); loaded from the bundled CSV when not given.
+    negative_cases, positive_cases : mapping of str to float, optional
+        Share of each case (default :data:`NEGATIVE_CASES`, :data:`POSITIVE_CASES`); e.g.
+        ``{"loop": 1.0}`` for loops only.
 
     Returns
     -------
@@ -829,13 +890,20 @@ def simulate_trips(
     routes : geopandas.GeoDataFrame
         ``vehicle_id``, ``route`` (``driven`` or ``shortest``) and the meter-on path as an
         EPSG:4326 LineString.
+
+    Raises
+    ------
+    ValueError
+        If a case is unknown or the shares do not sum to 1.
     """
+    neg_mix = _mix(negative_cases, NEGATIVE_CASES)
+    pos_mix = _mix(positive_cases, POSITIVE_CASES)
     net = load_network() if network is None else network
     rng = np.random.default_rng(seed)
     to_ll = pyproj.Transformer.from_crs(net.crs, WGS84, always_xy=True)
     cases = [
-        *rng.choice(list(NEGATIVE_CASES), size=n_negative, p=list(NEGATIVE_CASES.values())),
-        *rng.choice(list(POSITIVE_CASES), size=n_positive, p=list(POSITIVE_CASES.values())),
+        *rng.choice(list(neg_mix), size=n_negative, p=list(neg_mix.values())),
+        *rng.choice(list(pos_mix), size=n_positive, p=list(pos_mix.values())),
     ]
     ping_parts: list[pd.DataFrame] = []
     labels: list[dict[str, Any]] = []
@@ -873,9 +941,7 @@ def simulate_trips(
             size = rng.uniform(*OUTLIER_M, len(jump))
             err[jump] += np.column_stack((size * np.cos(angle), size * np.sin(angle)))
         lon, lat = to_ll.transform(px + err[:, 0], py + err[:, 1])
-        start = BASE_TIME + pd.Timedelta(
-            seconds=int(rng.integers(0, 28 * 86400))
-        )
+        start = BASE_TIME + pd.Timedelta(seconds=int(rng.integers(0, 28 * 86400)))
         on = (ts >= meter_on) & (ts <= meter_off)
         meter = np.where(on, "occupied", "free")
         ping_parts.append(
@@ -892,7 +958,7 @@ def simulate_trips(
         driven_m = _length(net, route)
         pick_ll = to_ll.transform(*_position_xy(net, trip.origin))
         drop_ll = to_ll.transform(*_position_xy(net, trip.destination))
-        fastest = _legit_route(net, trip, "fastest", rng)
+        fastest = _fastest(net, trip)
         labels.append(
             {
                 "vehicle_id": vehicle,
@@ -906,6 +972,7 @@ def simulate_trips(
                 "legit_route_m": trip.shortest_m if positive else driven_m,
                 "true_driven_m": driven_m,
                 "excess_m": driven_m - trip.shortest_m,
+                "shortest_time_s": _time(net, trip.shortest),
                 "fastest_time_s": _time(net, fastest) if fastest else math.nan,
                 "route_time_s": _time(net, route),
                 "sampling_s": sampling_s,
