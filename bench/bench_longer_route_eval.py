@@ -61,6 +61,7 @@ from tracking.validate import validate_pings  # noqa: E402
 DEFAULT_DETECTOR = "current=tracking.detectors.longer_route:route_ratios,detect_longer_route"
 DEFAULT_SCORES = ("ratio", "guarded_ratio")
 MAX_FPR = 0.05
+MIN_RATIO = 1.4  # detect_longer_route's default min_ratio, for the table of misses
 RATIO_BANDS = ((1.4, 1.6), (1.6, 2.0), (2.0, 3.0), (3.0, math.inf))
 SAMPLING_BANDS = ((5.0, 10.0), (10.0, 20.0), (20.0, 30.0))
 NOISE_BANDS = ((5.0, 10.0), (10.0, 15.0), (15.0, 20.0))
@@ -291,6 +292,21 @@ def summary(result: pd.DataFrame, score_columns: Sequence[str]) -> dict[str, Any
     return out
 
 
+def misses(result: pd.DataFrame) -> dict[str, int] | None:
+    """Why detours were missed at the defaults, from ``ratio`` and ``guarded_ratio`` if given."""
+    if not {"ratio", "guarded_ratio"} <= set(result.columns):
+        return None
+    miss = result.loc[result["is_detour"] & ~result["flagged"]]
+    low = miss["ratio"] < MIN_RATIO
+    guard = ~low & (miss["guarded_ratio"] < MIN_RATIO)
+    return {
+        "missed": len(miss),
+        "ratio below min_ratio": int(low.sum()),
+        "excused by the route guard": int(guard.sum()),
+        "other rule (e.g. excess < 1 km)": int((~low & ~guard).sum()),
+    }
+
+
 def _band_name(lo: float, hi: float, unit: str = "") -> str:
     def fmt(v: float) -> str:
         return f"{v / 1000:g} km" if unit == "m" else f"{v:g}{unit}"
@@ -485,6 +501,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             summaries[det.name] = summary(result, score_columns)
             summaries[det.name]["times"] = times
             breakdowns[det.name] = breakdown(result)
+            summaries[det.name]["misses"] = misses(result)
             print(
                 f"{det.name}: {times['n_trips']} trips detected in {times['trips_s']:.1f} s; "
                 f"scores {times['score_s']:.1f} s; decision {times['decide_s']:.1f} s; "
@@ -494,6 +511,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(headline_table(summaries, score_columns))
         print()
         print(breakdown_table(breakdowns))
+        why = {k: v["misses"] for k, v in summaries.items() if v.get("misses")}
+        if why:
+            print()
+            print(
+                _md(pd.DataFrame(why).rename_axis("missed detours at the defaults").reset_index())
+            )
         if args.png_dir is not None:
             args.png_dir.mkdir(parents=True, exist_ok=True)
             png = args.png_dir / f"longer_route_roc_{set_name}.png"

@@ -45,7 +45,10 @@ Movement
     Each segment is driven at its class's cruise speed (:data:`CRUISE_KMH`) times a per-trip
     traffic factor (0.55–1.0) times a per-segment factor (0.85–1.15), at constant speed. At an
     intersection (3+ neighbours) the car waits at a red light (10–60 s) with a probability set
-    by the class of the road it arrives on (:data:`RED_LIGHT_P`); a U-turn costs 5–15 s. Timeline
+    by the class of the road it arrives on (:data:`RED_LIGHT_P`), once per junction (no other
+    stop within the next :data:`RED_LIGHT_SPACING_M`: the nodes of a dual carriageway's crossing
+    are one junction); a U-turn costs 5–15 s. There are no traffic queues longer than one red
+    light. Timeline
     of a vehicle: a free approach of 0.3–1.5 km to the pickup; with probability 0.5 a free wait
     there for the passenger (30–300 s); the meter goes on; 0–20 s of boarding (occupied, stopped);
     the trip; 10–60 s stopped at the drop-off (occupied, paying); the meter goes free; 0–30 s
@@ -129,6 +132,7 @@ RED_LIGHT_P = {
 
 NO_PICKUP_CLASSES = frozenset({"motorway", "trunk", "motorway_link", "trunk_link"})
 RED_LIGHT_S = (10.0, 60.0)
+RED_LIGHT_SPACING_M = 100.0
 MEAN_RED_LIGHT_S = 35.0
 TRIP_M = (1000.0, 15000.0)
 WAYPOINT_OFFSET_M = (500.0, 3000.0)
@@ -729,6 +733,7 @@ def _drive(
     xy: list[NDArray[np.float64]] = []
     ts: list[NDArray[np.float64]] = []
     t = t0
+    since_stop_m = math.inf
     for i, (seg, f0, f1) in enumerate(steps):
         c = _sub_coords(net, seg, f0, f1)
         d = np.concatenate(([0.0], np.cumsum(np.hypot(*np.diff(c, axis=0).T))))
@@ -736,15 +741,21 @@ def _drive(
         xy.append(c)
         ts.append(t + d / speed)
         t = ts[-1][-1]
+        since_stop_m += d[-1]
         if i + 1 < len(steps) and f1 == 1.0:
             node = int(net.seg_v[seg])
             wait = 0.0
             if steps[i + 1][0] == net.seg_twin[seg]:
                 wait = rng.uniform(5.0, 15.0)
-            elif net.node_degree[node] >= 3 and rng.random() < net.seg_red_p[seg]:
+            elif (
+                net.node_degree[node] >= 3
+                and since_stop_m >= RED_LIGHT_SPACING_M
+                and rng.random() < net.seg_red_p[seg]
+            ):
                 wait = rng.uniform(*RED_LIGHT_S)
             if wait > 0:
                 t += wait
+                since_stop_m = 0.0
                 xy.append(c[-1:])
                 ts.append(np.array([t]))
     return np.concatenate(xy), np.concatenate(ts)
