@@ -321,6 +321,8 @@ def breakdown(result: pd.DataFrame) -> pd.DataFrame:
     for lo, hi in RATIO_BANDS:
         m = pos_mask & (result["true_ratio"] >= lo) & (result["true_ratio"] < hi)
         groups.append(("true ratio", _band_name(lo, hi), m))
+    legit_long = ~pos_mask & (result["true_ratio"] >= MIN_RATIO)
+    groups.append(("true ratio", f"legitimate, >= {MIN_RATIO:g}", legit_long))
     for case in sorted(result["case"].unique()):
         groups.append(("case", str(case), result["case"] == case))
     for name, col, bands, unit in (
@@ -446,8 +448,9 @@ def plot(
     ax.plot([0, 1], [0, 1], color="grey", lw=0.5)
     zoom.set_xlim(0, 0.2)
     zoom.set_ylim(0.5, 1.0)
-    zoom.set_title("zoom: FPR <= 0.2")
-    ax.set_title(eval_set.title, fontsize=9)
+    zoom.set_title("zoom: FPR <= 0.2", fontsize=9)
+    ax.set_title("ROC", fontsize=9)
+    fig.suptitle(eval_set.title, fontsize=10)
     zoom.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
