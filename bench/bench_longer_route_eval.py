@@ -27,6 +27,7 @@ Several detectors side by side: repeat ``--detector NAME=MODULE[:SCORE_FN[,DECIS
 matched=tracking.detectors.longer_route_mm:route_ratios,detect_longer_route``. The score function
 returns a frame with ``vehicle_id``, ``trip_id`` and numeric score columns (``--score-columns``);
 the decision function returns findings with ``vehicle_id``, ``started_at`` and ``ended_at``.
+Other thresholds: a small module whose functions call the detector with them.
 
 Figures of the current detector: ``bench/README.md`` ("longer_route: two evaluation sets").
 """
@@ -166,8 +167,9 @@ def detours_set(graph: RoadGraph, *, n: int, seed: int) -> EvalSet:
 def parse_detector(spec: str) -> Detector:
     """``NAME=MODULE[:SCORE_FN[,DECISION_FN]]`` → :class:`Detector`."""
     name, _, target = spec.partition("=")
-    if not target:
-        name, target = spec, spec
+    if not target:  # no name: the module's last component
+        target = spec
+        name = spec.partition(":")[0].rsplit(".", 1)[-1]
     module_name, _, fns = target.partition(":")
     score_name, _, decide_name = fns.partition(",")
     module = importlib.import_module(module_name)
