@@ -190,13 +190,14 @@ def _label_of(rows: pd.DataFrame, labels: pd.DataFrame) -> pd.Series:
         labels[["label_id", "vehicle_id", "window_start", "window_end"]], on="vehicle_id"
     )
     whole = both["window_start"].isna()
-    lo = np.maximum(both["started_at"], both["window_start"].fillna(both["started_at"]))
-    hi = np.minimum(both["ended_at"], both["window_end"].fillna(both["ended_at"]))
+    lo = both[["started_at", "window_start"]].max(axis=1)
+    hi = both[["ended_at", "window_end"]].min(axis=1)
     overlap = (hi - lo).dt.total_seconds()
     both = both.assign(overlap=np.where(whole, np.inf, overlap))
     both = both.loc[whole | (overlap >= 0)]
     best = both.sort_values("overlap", ascending=False).drop_duplicates("_row")
-    return best.set_index("_row")["label_id"].reindex(range(len(rows)))
+    out: pd.Series = best.set_index("_row")["label_id"].reindex(range(len(rows)))
+    return out
 
 
 def run_detector(

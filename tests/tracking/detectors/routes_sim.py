@@ -443,7 +443,7 @@ def _sub_coords(net: SimNetwork, seg: int, f0: float, f1: float) -> NDArray[np.f
 
 
 def _position_xy(net: SimNetwork, pos: _Position) -> NDArray[np.float64]:
-    return _sub_coords(net, pos[0], pos[1], pos[1])[0]
+    return np.asarray(_sub_coords(net, pos[0], pos[1], pos[1])[0], dtype=np.float64)
 
 
 def _single_source(
@@ -453,7 +453,7 @@ def _single_source(
     matrix = net.length_reverse if reverse else net.length
     dist = dijkstra(matrix, directed=True, indices=[s.node for s in sources])
     dist = np.atleast_2d(dist) + np.array([[s.cost] for s in sources])
-    return dist.min(axis=0)
+    return np.asarray(dist.min(axis=0), dtype=np.float64)
 
 
 # --- trip choice ----------------------------------------------------------------------------
