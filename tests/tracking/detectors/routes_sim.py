@@ -25,9 +25,8 @@ Legitimate routes (negatives, ``is_detour`` False)
     be much longer than the shortest, and is not an infraction; but one longer than
     :data:`ALTERNATIVE_MAX_RATIO` × the shortest that saves under :data:`FASTEST_MIN_SAVING` of
     its time is not a route a driver could defend, and the trip is redrawn) or ``alternative``
-    (the shortest path
-    under randomly perturbed segment lengths, a driver's habit, kept only within
-    :data:`ALTERNATIVE_MAX_RATIO` of the shortest).
+    (the shortest path under randomly perturbed segment lengths, a driver's habit, kept only
+    within :data:`ALTERNATIVE_MAX_RATIO` of the shortest).
 
 Detours (positives, ``is_detour`` True; driven length / shortest ≥ :data:`MIN_DETOUR_RATIO`)
     ``waypoint``: through 1–2 intersections drawn 0.5–3 km (straight-line) from the legitimate
@@ -48,11 +47,10 @@ Movement
     by the class of the road it arrives on (:data:`RED_LIGHT_P`), once per junction (no other
     stop within the next :data:`RED_LIGHT_SPACING_M`: the nodes of a dual carriageway's crossing
     are one junction); a U-turn costs 5–15 s. There are no traffic queues longer than one red
-    light. Timeline
-    of a vehicle: a free approach of 0.3–1.5 km to the pickup; with probability 0.5 a free wait
-    there for the passenger (30–300 s); the meter goes on; 0–20 s of boarding (occupied, stopped);
-    the trip; 10–60 s stopped at the drop-off (occupied, paying); the meter goes free; 0–30 s
-    stopped; a free departure of 0.3–1.5 km. One vehicle per trip.
+    light. Timeline of a vehicle: a free approach of 0.3–1.5 km to the pickup; with probability
+    0.5 a free wait there for the passenger (30–300 s); the meter goes on; 0–20 s of boarding
+    (occupied, stopped); the trip; 10–60 s stopped at the drop-off (occupied, paying); the meter
+    goes free; 0–30 s stopped; a free departure of 0.3–1.5 km. One vehicle per trip.
 
 Observation
     A fix every ``sampling_s`` (per trip, uniform 5–30 s) times a uniform 0.8–1.2 jitter per
