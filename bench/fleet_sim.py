@@ -195,6 +195,8 @@ LOOKALIKES: dict[str, dict[str, str]] = {
         "two_passengers_together": "two passengers take the second and the first taxi within 15 s",
         "accessible_priority": "a PcD passenger takes the Táxi Acessível out of order (art. 28)",
         "ahead_resting_meter_off": "the vehicle ahead rests with the meter off (Desligado)",
+        "hail_after_passing_stand": "street hail within 150 s after driving through a stand "
+        "where taxis wait",
     },
     "flag2_misuse": {
         "tariff2_allowed_time": "Bandeira 2 at night, Saturday afternoon or Sunday",
@@ -232,6 +234,12 @@ class World:
     fleet: pd.DataFrame  # prefixo, stand_id, model
     to_xy: Transformer
     to_ll: Transformer
+    xy: np.ndarray = dataclasses.field(default_factory=lambda: np.empty((0, 2)))
+    ids: list[str] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.xy = self.stands[["x", "y"]].to_numpy(dtype=float)
+        self.ids = [str(s) for s in self.stands["stand_id"]]
 
     def inside_margin(self, x: float, y: float) -> float:
         """Signed distance to the boundary: positive inside, negative outside (m)."""
@@ -400,6 +408,12 @@ class Track:
                 stops.append(s)
                 s += rng.uniform(500, 1300)
         marks = sorted([(float(c), False) for c in cum[1:]] + [(s, True) for s in stops])
+        if stops:
+            px = np.interp(stops, cum, full[:, 0])
+            py = np.interp(stops, cum, full[:, 1])
+            clear = dict(
+                zip(stops, world.tree.query(np.column_stack([px, py]))[0] > 80.0, strict=True)
+            )
         at = 0.0
         for s, is_pause in marks:
             if s <= at and not is_pause:
@@ -409,7 +423,7 @@ class Track:
             if s > at:
                 self.move_to(x, y, (s - at) / v, meter, tariff, device=device)
                 at = s
-            if is_pause and world.nearest_stand_m(x, y) > 80.0:
+            if is_pause and clear[s]:
                 self.stay(rng.uniform(10, 45), meter, tariff, device=device)
         return total
 
@@ -729,8 +743,8 @@ def _pick_groups(world: World, rng: np.random.Generator, n_groups: int) -> list[
     rng.shuffle(cand)
     chosen: list[int] = []
     for i in cand:
-        p = np.array([st.at[i, "x"], st.at[i, "y"]])
-        if all(np.hypot(*(p - [st.at[j, "x"], st.at[j, "y"]])) >= 1500 for j in chosen):
+        p = world.xy[i].copy()
+        if all(np.hypot(*(p - world.xy[j])) >= 1500 for j in chosen):
             chosen.append(int(i))
         if len(chosen) == n_groups:
             break
@@ -776,7 +790,6 @@ def build_sim(*, seed: int, days: int, n_prefixos: int) -> Sim:
     rng = np.random.default_rng(seed)
     n_groups = math.ceil(n_prefixos / GROUP_SIZE)
     stand_idx = _pick_groups(world, rng, n_groups)
-    st = world.stands
     sim = Sim(world=world, seed=seed, days=days, day0=START_DATE, groups=[], vehicles=[])
     th = scaled_thresholds(days)
     sim.max_idle_days = int(th.get("inactivity", {}).get("max_idle_days", MAX_IDLE_DAYS))
@@ -787,7 +800,7 @@ def build_sim(*, seed: int, days: int, n_prefixos: int) -> Sim:
     used: set[str] = set()
     n_left = n_prefixos
     for g_i, si in enumerate(stand_idx):
-        centre = np.array([st.at[si, "x"], st.at[si, "y"]])
+        centre = world.xy[si].copy()
         ang = rng.uniform(0, 2 * math.pi)
         axis = np.array([math.cos(ang), math.sin(ang)])
         perp = np.array([-axis[1], axis[0]])
@@ -799,7 +812,7 @@ def build_sim(*, seed: int, days: int, n_prefixos: int) -> Sim:
         g = Group(
             idx=g_i,
             stand_idx=si,
-            stand_id=str(st.at[si, "stand_id"]),
+            stand_id=world.ids[si],
             centre=centre,
             axis=axis,
             slots=slots,
@@ -913,6 +926,8 @@ def _assign_roles(sim: Sim, rng: np.random.Generator) -> None:
                     v.home = p
                     break
     for v in vs:
+        if v.role == "roamer" and v.shift == "night":
+            v.shift = "day"
         if v.role in ("barred_alvara", "barred_compliant"):
             v.shift = "late"
 
@@ -935,7 +950,7 @@ def _plan_days(sim: Sim, rng: np.random.Generator) -> None:
                 a = max(1, (n - length) // 3)
                 works = works and not (a <= d < a + length)
             elif v.role == "roamer":
-                mode = "stand" if r.random() < 0.05 else "roam"
+                mode = "stand" if r.random() < 0.03 else "roam"
             elif v.role == "partial_presence":
                 mode = "stand" if r.random() < 0.5 else "roam"
             elif v.role == "short_absence":
@@ -1663,6 +1678,10 @@ class _DayRunner:
         t_off0 = tr.t
         dist = float(np.hypot(spot[0] - tr.x, spot[1] - tr.y))
         moved_off = r.random() < 0.08 and dist >= 1500
+        if moved_off:  # the meter is seen off before the device goes off
+            tr.stay(r.uniform(60, 120), OFF)
+            tr.protect.append((t_off0 - 30, tr.t))
+            t_off0 = tr.t
         self.drive_to(vs, spot, OFF)
         t_at = tr.t
         tr.stay(r.uniform(1800, 3000), OFF)
@@ -1753,19 +1772,17 @@ class _DayRunner:
     def foreign_stand(
         self, p: np.ndarray, r_min: float, r_max: float, r: np.random.Generator
     ) -> int | None:
-        st = self.world.stands
         cand = [
             i
             for i in self.sim.foreign
-            if r_min <= math.hypot(st.at[i, "x"] - p[0], st.at[i, "y"] - p[1]) <= r_max
+            if r_min <= math.hypot(self.world.xy[i][0] - p[0], self.world.xy[i][1] - p[1]) <= r_max
         ]
         if not cand:
             cand = list(self.sim.foreign)
         return int(cand[int(r.integers(len(cand)))]) if cand else None
 
     def stand_xy(self, i: int) -> np.ndarray:
-        st = self.world.stands
-        return np.array([st.at[i, "x"], st.at[i, "y"]])
+        return self.world.xy[i].copy()
 
     def destination(self, p0: np.ndarray, r: np.random.Generator) -> np.ndarray:
         """An ordinary drop-off: a popular place's drop-off bay, or an address in the city."""
@@ -1776,7 +1793,7 @@ class _DayRunner:
         st = self.world.stands
         for _ in range(200):
             i = int(r.integers(len(st)))
-            p = np.array([st.at[i, "x"], st.at[i, "y"]]) + r.normal(0, 700, 2)
+            p = self.world.xy[i].copy() + r.normal(0, 700, 2)
             d = float(np.hypot(*(p - p0)))
             if not 700 <= d <= 14000:
                 continue
@@ -1784,6 +1801,13 @@ class _DayRunner:
                 continue
             return p
         return self.dest_at(p0, 2000, r)
+
+    def poi_at(
+        self, p0: np.ndarray, d_min: float, d_max: float, r: np.random.Generator
+    ) -> np.ndarray | None:
+        """A busy place's drop-off bay ``d_min``–``d_max`` m away, if any."""
+        ok = [q for q in self.sim.pois if d_min <= np.hypot(*(q - p0)) <= d_max]
+        return ok[int(r.integers(len(ok)))] + r.normal(0, 6, 2) if ok else None
 
     def dest_at(self, p0: np.ndarray, dist_m: float, r: np.random.Generator) -> np.ndarray:
         """A drop-off about ``dist_m`` from ``p0``, inside the city, clear of the stands."""
@@ -1848,6 +1872,7 @@ class _DayRunner:
         speed: float | None = None
         dest: np.ndarray | None = None
         gap_s = 0.0
+        dest_kind = ""
         foreign_drop: int | None = None
         if kind in ("dest_foreign_hail", "dest_foreign"):
             foreign_drop = self.foreign_stand(p0, 1500, 7000, r)
@@ -1864,7 +1889,12 @@ class _DayRunner:
             gap_s, speed = float(r.uniform(100, 200)), 7.5
             dest = self.dest_at(p0, (gap_s + r.uniform(300, 600)) * speed, r)
         elif kind in ("detour", "waypoint", "ring"):
-            dest = self.dest_at(p0, r.uniform(2000, 6000), r)
+            # half of them to a busy place (tourists to the airport, the bus station)
+            if r.random() < 0.5 and self.sim.pois:
+                dest = self.poi_at(p0, 2000, 9000, r)
+                dest_kind = "" if dest is None else "busy place"
+            if dest is None:
+                dest = self.dest_at(p0, r.uniform(2000, 6000), r)
         elif kind == "flag2_day":
             dest = self.dest_at(p0, r.uniform(3000, 7000), r)
         elif kind in ("flag2_carry", "flag2_early"):
@@ -1943,6 +1973,7 @@ class _DayRunner:
             "kind": kind,
             "origin": origin,
             "note": note,
+            "dest_kind": dest_kind or "address",
         }
         sim.rides.append(rec)
         self.ride_truth(
@@ -1997,14 +2028,13 @@ class _DayRunner:
         pay: float,
     ) -> None:
         v, sim, w = vs.v, self.sim, self.world
-        st = w.stands
         t_pick, t_drop, kind = rec["t_pick"], rec["t_drop"], rec["kind"]
         near = w.near_stand(rec["x0"], rec["y0"], STAND_RADIUS_M - 6)
-        rec["pickup_stand_id"] = str(st.at[near[0], "stand_id"]) if near else None
+        rec["pickup_stand_id"] = w.ids[near[0]] if near else None
         end_board = t_pick + board
         # unlicensed_stand_use
         if near:
-            sid = str(st.at[near[0], "stand_id"])
+            sid = w.ids[near[0]]
             start = arrived if arrived is not None else t_pick
             if sid == v.stand_id:
                 sim.add_truth(
@@ -2042,7 +2072,7 @@ class _DayRunner:
                 msg = f"unplanned boarding inside stand {sid} by {v.vid} ({rec['origin']})"
                 raise AssertionError(msg)
         if foreign_drop is not None and kind == "dest_foreign":
-            sid = str(st.at[foreign_drop, "stand_id"])
+            sid = w.ids[foreign_drop]
             sim.add_truth(
                 "unlicensed_stand_use",
                 "negative",
@@ -2076,7 +2106,7 @@ class _DayRunner:
             start=t_pick,
             end=t_drop,
             note=f"ratio {ratio:.2f}, straight {rec['straight_m']:.0f} m, "
-            f"driven {rec['driven_m']:.0f} m",
+            f"driven {rec['driven_m']:.0f} m, to {rec['dest_kind']}",
         )
         # outside_municipality
         m0 = w.inside_margin(rec["x0"], rec["y0"])
@@ -2210,7 +2240,7 @@ class _DayRunner:
             "negative",
             "dropoff_foreign_stand_then_hail",
             vehicle_id=vs.v.vid,
-            stand_id=str(w.stands.at[fi, "stand_id"]),
+            stand_id=w.ids[fi],
             start=t_in - 5,
             end=tr.t + 60,
             note=f"left {t_left:.0f}, hail {tr.t - t_left:.0f} s later "
@@ -2276,7 +2306,7 @@ class _DayRunner:
                     "positive",
                     "accessible_wait",
                     vehicle_id=vs.v.vid,
-                    stand_id=str(w.stands.at[fi, "stand_id"]),
+                    stand_id=w.ids[fi],
                     start=t_arr,
                     end=tr.t + (120 if boards else 0),
                     note=f"waited {wait:.0f} s (art. 46 sole §)",
@@ -2361,7 +2391,7 @@ def _pois(sim: Sim) -> list[np.ndarray]:
     rng = np.random.default_rng(sim.seed + 1)
     out = []
     for i in st.sort_values("n_licensed", ascending=False).index[:8]:
-        c = np.array([st.at[i, "x"], st.at[i, "y"]])
+        c = w.xy[i].copy()
         for _ in range(100):
             ang = rng.uniform(0, 2 * math.pi)
             p = c + rng.uniform(90, 110) * np.array([math.cos(ang), math.sin(ang)])
@@ -2380,7 +2410,7 @@ def _foreign_stands(sim: Sim) -> list[int]:
     for i in range(len(st)):
         if i in homes or nn[i] < 150:
             continue
-        p = np.array([st.at[i, "x"], st.at[i, "y"]])
+        p = w.xy[i].copy()
         if w.inside_margin(*p) < 800:
             continue
         if any(np.hypot(*(p - g.centre)) < 400 for g in sim.groups):
@@ -2601,6 +2631,7 @@ def _passing_foreign_stands(sim: Sim) -> None:
     if rides.empty:
         return
     vmap = {v.vid: v for v in sim.vehicles}
+    queue_stands = {g.stand_id for g in sim.groups}
     for vid, rs in rides.groupby("vehicle_id"):
         v = vmap[str(vid)]
         legs = np.array(v.track.legs, dtype=float)
@@ -2612,24 +2643,38 @@ def _passing_foreign_stands(sim: Sim) -> None:
             xy = np.column_stack(
                 [g[:, 2] + f * (g[:, 4] - g[:, 2]), g[:, 3] + f * (g[:, 5] - g[:, 3])]
             )
-            hits = w.tree.query_ball_point(xy, STAND_RADIUS_M + 5)
+            # a fix can fall inside a stand passed within 60 m (GPS error)
+            hits = w.tree.query_ball_point(xy, STAND_RADIUS_M + 30)
             seen: dict[str, float] = {}
             for tt, h in zip(ts, hits, strict=True):
                 for j in h:
-                    sid = str(w.stands.at[j, "stand_id"])
-                    if sid != v.stand_id and sid != rec.pickup_stand_id and sid not in seen:
+                    sid = w.ids[j]
+                    if sid != rec.pickup_stand_id and sid not in seen:
                         seen[sid] = float(tt)
             for sid, tt in seen.items():
-                sim.add_truth(
-                    "unlicensed_stand_use",
-                    "negative",
-                    "boarding_after_passing_foreign_stand",
-                    vehicle_id=v.vid,
-                    stand_id=sid,
-                    start=tt,
-                    end=rec.t_pick + 60,
-                    note=f"passed {rec.t_pick - tt:.0f} s before the meter start",
-                )
+                note = f"passed {rec.t_pick - tt:.0f} s before the meter start"
+                if sid != v.stand_id:
+                    sim.add_truth(
+                        "unlicensed_stand_use",
+                        "negative",
+                        "boarding_after_passing_foreign_stand",
+                        vehicle_id=v.vid,
+                        stand_id=sid,
+                        start=tt,
+                        end=rec.t_pick + 60,
+                        note=note,
+                    )
+                if sid in queue_stands:
+                    sim.add_truth(
+                        "queue_jump",
+                        "negative",
+                        "hail_after_passing_stand",
+                        vehicle_id=v.vid,
+                        stand_id=sid,
+                        start=tt,
+                        end=rec.t_pick + 60,
+                        note=note,
+                    )
 
 
 def _date(sim: Sim, d: int) -> dt.date:
@@ -2715,9 +2760,11 @@ def _barred_truth(sim: Sim) -> None:
 
 def _operating_days(sim: Sim) -> dict[str, set[int]]:
     assert sim.pings is not None
-    day = (sim.pings["t"].to_numpy() // DAY_S).astype(int)
+    pairs = pd.DataFrame(
+        {"v": sim.pings["vehicle_id"].astype(str), "d": sim.pings["t"].to_numpy() // DAY_S}
+    ).drop_duplicates()
     out: dict[str, set[int]] = {}
-    for vid, d in set(zip(sim.pings["vehicle_id"], day, strict=True)):
+    for vid, d in zip(pairs["v"], pairs["d"], strict=True):
         out.setdefault(str(vid), set()).add(int(d))
     return out
 
@@ -2760,9 +2807,11 @@ def _presence_truth(sim: Sim) -> None:
 def _inactivity_truth(sim: Sim) -> None:
     rides = pd.DataFrame(sim.rides)
     last_op: dict[str, int] = {}
+    worked_days: dict[str, set[int]] = {}
     for rec in rides.itertuples():
         d = sim.day_of(rec.t_drop)
         last_op[str(rec.vehicle_id)] = max(last_op.get(str(rec.vehicle_id), -1), d)
+        worked_days.setdefault(str(rec.vehicle_id), set()).add(d)
     last = sim.days - 1
     m = sim.max_idle_days
     for v in sim.vehicles:
@@ -2778,11 +2827,7 @@ def _inactivity_truth(sim: Sim) -> None:
         )
         counted = len(idle_days) - excused
         # longest idle run inside the period (a break in the middle counts too)
-        worked = (
-            sorted({sim.day_of(r.t_drop) for r in rides.itertuples() if r.vehicle_id == v.vid})
-            if lo is not None
-            else []
-        )
+        worked = sorted(worked_days.get(v.vid, set())) if lo is not None else []
         runs = [b - a - 1 for a, b in itertools.pairwise([-1, *worked, last + 1])]
         longest = max(runs) if runs else len(idle_days)
         note = f"idle {len(idle_days)} days to the end, excused {excused}, longest break {longest}"
