@@ -995,7 +995,6 @@ RIDE_MODS = {
     "tunnel",
     "outside_then_pickup",
     "dest_outside",
-    "flag2_day",
 }
 
 
@@ -1063,15 +1062,20 @@ def _schedule_episodes(sim: Sim, rng: np.random.Generator) -> None:
         if got:
             v, d = got
             add(v, d, "call", any_time(v, d), mod="near_boundary")
-    day_pool = [(v, d) for v, d in plain if weekday_ok(d)]
+    day_pool = [
+        (v, d)
+        for v, d in plain
+        if weekday_ok(d)
+        and min(v.windows[d][1] - 3600, sim.t_of(d, 15 * 3600))
+        > max(v.windows[d][0] + 1800, sim.t_of(d, 9 * 3600))
+    ]
     for _ in range(counts["flag2_day"]):
         got = pick(day_pool)
-        if got:
+        if got:  # a call, so that the ride happens in the day (Bandeira 2 all along)
             v, d = got
             s, e, _ = v.windows[d]
-            lo, hi = max(s + 1800, sim.t_of(d, 9 * 3600)), min(e - 3600, sim.t_of(d, 16 * 3600))
-            if hi > lo:
-                add(v, d, "flag2_day", float(rng.uniform(lo, hi)))
+            lo, hi = max(s + 1800, sim.t_of(d, 9 * 3600)), min(e - 3600, sim.t_of(d, 15 * 3600))
+            add(v, d, "call", float(rng.uniform(lo, hi)), mod="flag2_day")
     early = [
         (v, d)
         for v, d in elig
@@ -1832,18 +1836,8 @@ class _DayRunner:
         raise ValueError(msg)
 
     def take_mod(self, vs: _VS) -> Episode | None:
-        t = vs.v.track.t
-        for ep in list(vs.mods):
-            if ep.kind == "flag2_day":
-                loc = self.sim.local(t)
-                if loc.hour >= 17 or loc.date() != self.sim.day0 + dt.timedelta(days=self.day):
-                    vs.mods.remove(ep)  # too late today: dropped
-                    continue
-                if not (9 <= loc.hour < 17) or loc.weekday() >= 5:
-                    continue
-            vs.mods.remove(ep)
-            return ep
-        return None
+        """The oldest ride change waiting for this vehicle's next passenger."""
+        return vs.mods.pop(0) if vs.mods else None
 
     # ---------------------------------------------------------------- rides
     def ride(
