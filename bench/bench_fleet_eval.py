@@ -117,6 +117,46 @@ def run_analyze(paths: dict[str, Path], meta: dict[str, Any], out: Path, *, jobs
     return time.perf_counter() - t0
 
 
+def run_straight_fleet(stands: Path, root: Path, *, seed: int, jobs: int = 1) -> dict[str, Any]:
+    """Issue 18's acceptance case: a fleet of straight trips only; ``longer_route`` findings."""
+    pings, trips = fleet_sim.straight_trip_fleet(
+        seed=seed, n_vehicles=30, trips_per_vehicle=60, waypoint_share=0.1, address_share=0.3
+    )
+    root.mkdir(parents=True, exist_ok=True)
+    pings.drop(columns=["t"]).to_csv(root / "pings.csv", index=False)
+    exe = Path(sys.executable).with_name("pontual")
+    cmd = [
+        str(exe),
+        "analyze",
+        "--pings",
+        str(root / "pings.csv"),
+        "--stands",
+        str(stands),
+        "--kinds",
+        "longer_route",
+        "--tiles",
+        "none",
+        "--jobs",
+        str(jobs),
+        "--out",
+        str(root / "out"),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        msg = f"pontual analyze failed ({res.returncode}):\n{res.stdout}\n{res.stderr}"
+        raise RuntimeError(msg)
+    findings = read_findings(root / "out" / "findings.geojson")
+    return {
+        "trips": len(trips),
+        "waypoint_trips": int((trips["kind"] == "waypoint").sum()),
+        "max_straight_ratio": float(
+            (trips["driven_m"] / trips["straight_m"])[trips["kind"] == "straight"].max()
+        ),
+        "findings": len(findings),
+        "finding_ids": list(findings["finding_id"]),
+    }
+
+
 def read_findings(path: Path) -> pd.DataFrame:
     """The findings' properties, with times as UTC timestamps and the geometry as shapely."""
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -360,6 +400,7 @@ def markdown(
     meta: dict[str, Any],
     timings: dict[str, float],
     command: str,
+    straight: dict[str, Any] | None = None,
     max_fp_rows: int = 12,
 ) -> str:
     k = result["kinds"]
@@ -426,6 +467,17 @@ def markdown(
                 f"{f['lookalike']} | {_detail_summary(f['details'])} |"
             )
         lines.append("")
+    if straight is not None:
+        lines += [
+            f"Straight trips only (`fleet_sim.straight_trip_fleet`, `--kinds longer_route`, "
+            f"no road network): {straight['trips']:,} trips ({straight['waypoint_trips']} with "
+            f"a passenger's stop on the way), the others at most "
+            f"{straight['max_straight_ratio']:.3f}× their straight line: "
+            f"**{straight['findings']} `longer_route` findings**"
+            + (f" ({', '.join(straight['finding_ids'][:5])})" if straight["findings"] else "")
+            + ".",
+            "",
+        ]
     fn_rows = [(kind, f) for kind in KINDS for f in k[kind]["fn_list"]]
     if fn_rows:
         lines += [
@@ -462,12 +514,17 @@ def main() -> None:
         meta = json.loads(paths["meta"].read_text(encoding="utf-8"))
         t_an = run_analyze(paths, meta, root / "out", jobs=a.jobs)
         result = score(read_findings(root / "out" / "findings.geojson"), read_truth(paths["truth"]))
+        straight = run_straight_fleet(paths["stands"], root / "straight", seed=a.seed, jobs=a.jobs)
         command = (
             f".venv/bin/python bench/bench_fleet_eval.py --seed {a.seed} --days {a.days} "
             f"--prefixos {a.prefixos} --jobs {a.jobs}"
         )
         md = markdown(
-            result, meta=meta, timings={"simulate_s": t_sim, "analyze_s": t_an}, command=command
+            result,
+            meta=meta,
+            timings={"simulate_s": t_sim, "analyze_s": t_an},
+            command=command,
+            straight=straight,
         )
         if a.keep:
             result["matched"].to_csv(root / "matched.csv", index=False)
