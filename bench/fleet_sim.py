@@ -38,7 +38,7 @@ Shifts and meter (Livre = ``free``, Ocupado = ``occupied``, Desligado = ``off``)
     first vehicle in the queue: the meter turns ``occupied`` while the vehicle is in its place
     (45–75 s of boarding), then the trip; drop-off anywhere (20–50 s paying, ``occupied``), meter
     ``free``; back to the stand, hailed on the way one time in five (hail points are at least
-    80 m from every stand's centre). Lunch (meter off) at the group's restaurant, or resting in
+    100 m from every stand's centre). Lunch (meter off) at the group's restaurant, or resting in
     the queue place with the meter off (keeping the place). Roam-mode days: cruise and street
     hails only, never waiting at a stand. Tariff: Bandeira 2 when the default municipal calendar
     allows it at the pickup (20:00–06:00, Saturdays from 14:00, Sundays; Bandeira 1 on holidays
@@ -98,6 +98,7 @@ DEFAULT_PREFIXOS = 50
 GROUP_SIZE = 5
 STAND_RADIUS_M = 30.0
 STAND_SLOTS = 3
+HAIL_CLEAR_M = 100.0  # street hails and calls at least this far from every stand's centre
 STRAIGHT_MAX_RATIO = 1.025
 FIX_INTERVAL_S = 15.0
 DAY_S = 86_400
@@ -761,7 +762,7 @@ def _free_point(
     r_min: float,
     r_max: float,
     *,
-    stand_clear_m: float = 80.0,
+    stand_clear_m: float = 100.0,
     margin_m: float = 400.0,
     tries: int = 200,
 ) -> np.ndarray | None:
@@ -1739,7 +1740,10 @@ class _DayRunner:
             if r.random() < 0.2 and np.hypot(*(dest - a)) > 1200:
                 f = r.uniform(0.2, 0.8)
                 hp = a + f * (dest - a) + r.normal(0, 120, 2)
-                if self.world.nearest_stand_m(*hp) >= 80 and self.world.inside_margin(*hp) >= 300:
+                if (
+                    self.world.nearest_stand_m(*hp) >= HAIL_CLEAR_M
+                    and self.world.inside_margin(*hp) >= 300
+                ):
                     self.drive_to(vs, hp, FREE)
                     self.ride(vs, origin="hail")
                     continue
@@ -1764,7 +1768,10 @@ class _DayRunner:
                 target = np.mean([g.centre for g in self.sim.groups], axis=0)
             if r.random() < 0.7:
                 hp = a + r.uniform(0.3, 1.0) * (target - a)
-                if self.world.nearest_stand_m(*hp) >= 80 and self.world.inside_margin(*hp) >= 300:
+                if (
+                    self.world.nearest_stand_m(*hp) >= HAIL_CLEAR_M
+                    and self.world.inside_margin(*hp) >= 300
+                ):
                     self.drive_to(vs, hp, FREE)
                     tr.stay(r.uniform(5, 40), FREE)
                     self.ride(vs, origin="hail")
@@ -2220,7 +2227,7 @@ class _DayRunner:
         for _ in range(100):
             ang = r.uniform(0, 2 * math.pi)
             hp = p + r.uniform(450, 700) * np.array([math.cos(ang), math.sin(ang)])
-            if w.nearest_stand_m(*hp) >= 80 and w.inside_margin(*hp) >= 300:
+            if w.nearest_stand_m(*hp) >= HAIL_CLEAR_M and w.inside_margin(*hp) >= 300:
                 break
         else:
             return
@@ -2455,21 +2462,23 @@ def _free_periods(track: Track) -> list[tuple[float, float]]:
 def _make_pings(sim: Sim) -> pd.DataFrame:
     rng = np.random.default_rng(sim.seed + 2)
     # displaced stretches (gps_anomaly positives) on free drives, away from stands and rides
-    cands: list[tuple[Vehicle, float, float]] = []
+    cands: list[tuple[Vehicle, float, float, np.ndarray]] = []
     for v in sim.vehicles:
         guard = np.array(v.track.protect + v.track.quiet).reshape(-1, 2)
         for a, b in _free_periods(v.track):
-            if b - a < 420:
-                continue
-            if ((guard[:, 0] < b + 120) & (guard[:, 1] > a - 120)).any():
-                continue
-            cands.append((v, a, b))
+            if b - a >= 420:
+                cands.append((v, a, b, guard))
     stretches: dict[str, list[tuple[float, float, float, float]]] = {}
-    order = rng.permutation(len(cands))[: sim.counts.get("stretch", 1)]
-    for i in order:
-        v, a, b = cands[int(i)]
+    n_left = sim.counts.get("stretch", 1)
+    for i in rng.permutation(len(cands)):
+        if n_left == 0:
+            break
+        v, a, b, guard = cands[int(i)]
         dur = rng.uniform(30, 150)
         ts = rng.uniform(a + 120, b - 120 - dur)
+        if ((guard[:, 0] < ts + dur + 90) & (guard[:, 1] > ts - 90)).any():
+            continue  # too close to a boarding, a drop-off or an injected event
+        n_left -= 1
         ang, dist = rng.uniform(0, 2 * math.pi), rng.uniform(3000, 12000)
         stretches.setdefault(v.vid, []).append(
             (ts, ts + dur, dist * math.cos(ang), dist * math.sin(ang))

@@ -251,3 +251,14 @@ class TestEndToEnd:
         out = files["pings"].parent.parent / "out"
         assert len(scored["matched"]) > 0
         assert len(pd.read_csv(out / "rejected.csv")) == 0
+
+
+class TestStraightTripFleet:
+    def test_no_longer_route_on_straight_trips(
+        self, files: dict[str, Path], tmp_path: Path
+    ) -> None:
+        """A fleet of straight trips (issue 18's acceptance case) gets no longer_route finding."""
+        r = bench_fleet_eval.run_straight_fleet(files["stands"], tmp_path, seed=SEED)
+        assert r["trips"] >= 1000
+        assert r["max_straight_ratio"] <= 1.03
+        assert r["findings"] == 0, r["finding_ids"][:5]
