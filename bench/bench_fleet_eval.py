@@ -502,13 +502,23 @@ def main() -> None:
     parser.add_argument("--prefixos", type=int, default=fleet_sim.DEFAULT_PREFIXOS)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--format", choices=["csv", "parquet"], default="parquet")
+    parser.add_argument(
+        "--gps-noise-m",
+        type=float,
+        nargs=2,
+        default=list(fleet_sim.GPS_NOISE_M),
+        metavar=("LO", "HI"),
+        help="radial RMS GPS error per vehicle-day, metres",
+    )
     parser.add_argument("--keep", type=Path, help="folder for the data and outputs (kept)")
     parser.add_argument("--report", type=Path, help="also write the markdown here")
     a = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fleet_eval_") as tmp:
         root = a.keep or Path(tmp)
         t0 = time.perf_counter()
-        sim = fleet_sim.simulate(seed=a.seed, days=a.days, n_prefixos=a.prefixos)
+        sim = fleet_sim.simulate(
+            seed=a.seed, days=a.days, n_prefixos=a.prefixos, gps_noise_m=tuple(a.gps_noise_m)
+        )
         paths = fleet_sim.write_files(sim, root / "in", fmt=a.format)
         t_sim = time.perf_counter() - t0
         meta = json.loads(paths["meta"].read_text(encoding="utf-8"))
@@ -518,6 +528,11 @@ def main() -> None:
         command = (
             f".venv/bin/python bench/bench_fleet_eval.py --seed {a.seed} --days {a.days} "
             f"--prefixos {a.prefixos} --jobs {a.jobs}"
+            + (
+                f" --gps-noise-m {a.gps_noise_m[0]:g} {a.gps_noise_m[1]:g}"
+                if tuple(a.gps_noise_m) != fleet_sim.GPS_NOISE_M
+                else ""
+            )
         )
         md = markdown(
             result,

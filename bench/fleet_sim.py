@@ -52,10 +52,36 @@ GPS
     over 200 s unless injected); about one single multipath outlier per three vehicle-days
     (50–250 m); ``accuracy_m`` reported; ``speed_kmh`` from the true motion (±1.5).
 
-Violations (positives) and look-alikes (negatives), per kind — see :data:`LOOKALIKES` and the
-functions below; every row of the ground truth names its rule, and every negative its type. The
-rates scale with days × vehicles; each kind has at least one positive and each look-alike type
-at least one case when the period allows it.
+Violations (positives), each a rule of the law (docs' DOMAIN table):
+
+- ``unlicensed_stand_use`` (POA art. 59 XIII): a taxi drives to a stand no simulated prefixo is
+  licensed for, waits there free 10–480 s, and the meter turns occupied inside it; a Táxi
+  Acessível waiting 20–30 min at such a stand (art. 46 sole §: no waiting; ``accessible_wait``);
+- ``habitual_absence`` (art. 49): "roamers" that operate most days but go to their stand on
+  about 3 % of them (share ≤ 0.1 of operating days);
+- ``illegal_stand_formation`` (art. 59 XIV; PB art. 20 VII): places ≥ 400 m from every stand
+  where 4 taxis wait free 15–35 min, three of them a day, on 8 days (scaled to the period);
+- ``longer_route`` (art. 58 XIII; PB art. 25 III): detours of ratio 1.6–2.6 on 2–6 km trips
+  (through a side point, or a full circle), half of them to busy places (airport, bus station);
+- ``tracking_gap`` (art. 58 IX, 59 VI): the device off 8–15 min in the middle of an occupied
+  trip while the taxi drives on;
+- ``gps_anomaly``: fixes displaced 3–12 km for 30–150 s, then back on the track;
+- ``operating_while_barred`` (arts. 60 V, 59 V, 58 XII, 58 III): service on days the fleet
+  file bars (``suspended`` and ``out_of_operation`` periods, alvará and vistoria expired);
+- ``inactivity`` (art. 60 X): prefixos of the fleet never seen; one operating only on day one;
+- ``outside_municipality`` (art. 19; PB art. 25 X): a ride to Canoas, Cachoeirinha or Viamão,
+  then a new passenger picked up there ≥ 1 km outside the boundary;
+- ``queue_jump`` (PB art. 24 II): the passenger boards the second taxi while the first has
+  waited ≥ 5 min and stays at least 3 min more;
+- ``flag2_misuse`` (PB art. 25 V): Bandeira 2 for a whole weekday daytime ride (09:00–15:00).
+
+Look-alikes (negatives) are in :data:`LOOKALIKES`; some are injected (drop-off at a foreign
+stand then a hail, a passenger's waypoint, a petrol-station meeting…), others are found in the
+simulated tracks (every boarding at the own stand, every straight trip, every hail within 150 s
+after passing within 60 m of a stand, every tariff-2 ride at an allowed hour…). The truth of
+``operating_while_barred``, ``habitual_absence``, ``inactivity`` and ``flag2_misuse`` is derived
+from what was driven; cases close to a documented threshold are labelled ``ambiguous`` and
+counted neither way. The rates scale with days × vehicles; each kind has at least one positive.
 
 Thresholds: the positives clearly exceed and the negatives clearly stay within the documented
 defaults of each detector. Runs shorter than :data:`DEFAULT_DAYS` cannot reach ``inactivity``'s
@@ -101,6 +127,7 @@ STAND_SLOTS = 3
 HAIL_CLEAR_M = 100.0  # street hails and calls at least this far from every stand's centre
 STRAIGHT_MAX_RATIO = 1.025
 FIX_INTERVAL_S = 15.0
+GPS_NOISE_M = (5.0, 15.0)  # radial RMS error of a vehicle-day's fixes, drawn in this range
 DAY_S = 86_400
 SERVICE_DAY_START_S = 4 * 3600  # a service day runs 04:00–04:00 local (night shifts)
 
@@ -666,6 +693,7 @@ class Sim:
     pois: list[np.ndarray] = dataclasses.field(default_factory=list)
     foreign: list[int] = dataclasses.field(default_factory=list)  # usable foreign stands
     pings: pd.DataFrame | None = None
+    gps_noise_m: tuple[float, float] = GPS_NOISE_M
     max_idle_days: int = MAX_IDLE_DAYS
     ha_window_days: int = HA_WINDOW_DAYS
     ha_min_operating_days: int = HA_MIN_OPERATING_DAYS
@@ -2370,9 +2398,19 @@ class _DayRunner:
 # --------------------------------------------------------------------------- the run
 
 
-def simulate(*, seed: int = 7, days: int = DEFAULT_DAYS, n_prefixos: int = DEFAULT_PREFIXOS) -> Sim:
-    """Simulate the fleet: movement, ground truth and pings (deterministic for a seed)."""
+def simulate(
+    *,
+    seed: int = 7,
+    days: int = DEFAULT_DAYS,
+    n_prefixos: int = DEFAULT_PREFIXOS,
+    gps_noise_m: tuple[float, float] = GPS_NOISE_M,
+) -> Sim:
+    """Simulate the fleet: movement, ground truth and pings (deterministic for a seed).
+
+    ``gps_noise_m`` bounds the radial RMS error drawn per vehicle-day (metres).
+    """
     sim = build_sim(seed=seed, days=days, n_prefixos=n_prefixos)
+    sim.gps_noise_m = gps_noise_m
     sim.pois = _pois(sim)
     sim.foreign = _foreign_stands(sim)
     for d in range(days):
@@ -2558,7 +2596,7 @@ def _vehicle_fixes(
             continue
         edge[m[:3]] = True
         edge[m[-3:]] = True
-        radial = r.uniform(5, 15)
+        radial = r.uniform(*sim.gps_noise_m)
         sa = radial / math.sqrt(2)
         for arr in (ex, ey):
             e0 = r.normal(0, sa)
