@@ -206,35 +206,12 @@ class TestSimulate:
             fleet_sim.build_sim(seed=1, days=3, n_prefixos=30)
 
 
-_KNOWN = {
-    "unlicensed_stand_use": (
-        "visits marked boarded when the meter starts within boarding_grace_s (120 s) after the "
-        "last fix inside, wherever the taxi then is: a street hail 200-700 m after driving "
-        "through a foreign stand, or after dropping a passenger there, becomes a boarding "
-        "(issue 18 item 1)"
-    ),
-    "queue_jump": (
-        "the head of the queue is accused: its visit is split when GPS drift keeps its fixes "
-        "outside the 30 m stand for more than exit_grace_s (60 s), so its new visit 'arrives' "
-        "after the taxis it was ahead of; and a hail after driving through a stand is taken "
-        "for a boarding there (same boarding_grace_s defect)"
-    ),
-}
-
-
 class TestEndToEnd:
     """``pontual analyze`` on a small simulated fleet (6 days, 24 prefixos): no finding may
-    accuse a look-alike. Known defects are strict xfails: remove the mark once fixed."""
+    accuse a look-alike (the drop-off and drive-through boardings of issue 18 and the FIFO
+    head whose GPS drifts outside a small stand among them)."""
 
-    @pytest.mark.parametrize(
-        "kind",
-        [
-            pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=_KNOWN[k]))
-            if k in _KNOWN
-            else k
-            for k in bench_fleet_eval.KINDS
-        ],
-    )
+    @pytest.mark.parametrize("kind", bench_fleet_eval.KINDS)
     def test_no_false_positive(self, scored: dict[str, Any], kind: str) -> None:
         """No finding of this kind hits a negative look-alike or an unlabelled case."""
         r = scored["kinds"][kind]
