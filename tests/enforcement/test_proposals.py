@@ -8,7 +8,9 @@ import shapely
 from enforcement.proposals import (
     confirmed_from_proposals,
     due_at,
+    proposal_summary,
     propose,
+    propose_all,
     reincidence_count,
     sanction,
     write_proposals_json,
@@ -254,7 +256,7 @@ class TestPropose:
         assert props[0]["finding_ids"] == props[1]["finding_ids"]
 
     def test_low_confidence_makes_no_proposal(self) -> None:
-        """Findings under the rule's ``confidence_min`` are left as findings only."""
+        """Findings under the rule's ``confidence_min`` are listed for review, not proposed."""
         f = findings(
             {
                 "kind": "illegal_stand_formation",
@@ -264,10 +266,9 @@ class TestPropose:
                 "details": {"vehicles": ["A"]},
             }
         )
-        props, uncovered = propose(f, {"taxi": book()}, timezone=TZ)
-        assert props == [] and list(uncovered) == [
-            "illegal_stand_formation: confiança abaixo de 0.3"
-        ]
+        done = propose_all(f, {"taxi": book(confidence_floor={"default": 0.1})}, timezone=TZ)
+        assert done.proposals == [] and done.uncovered == {}
+        assert [r["reason"] for r in done.for_review] == ["confiança 0.20 abaixo do piso 0.3"]
 
     def test_fleet_service_picks_the_rulebook(self) -> None:
         """A vehicle of another service with no rulebook is reported, not judged by the taxi one."""
@@ -330,6 +331,19 @@ class TestBundledProposals:
                     "details": details,
                 }
             )
+            if rule.repetition is not None:  # repeated: the minimum within the window
+                f = findings(
+                    *[
+                        {
+                            "kind": rule.kind,
+                            "vehicle_id": "V1",
+                            "confidence": 0.99,
+                            "started_at": f"2025-03-04T1{i}:00:00Z",
+                            "details": details,
+                        }
+                        for i in range(rule.repetition.min_findings)
+                    ]
+                )
             fleet = pd.DataFrame({"vehicle_id": ["V1"], "service": [rb.service]})
             props, _ = propose(f, {rb.service: rb}, timezone=TZ, fleet=fleet)
             assert [p["provision"] for p in props] == [rule.provision]
@@ -369,3 +383,271 @@ def test_proposals_json_text(tmp_path):
     records[1]["details"] = {3: "três"}
     write_proposals_json(records, path)
     assert json.loads(path.read_text(encoding="utf-8"))[1]["details"] == {"3": "três"}
+
+
+POA_TAXI = ("4314902", "taxi")
+POA_FRETAMENTO = ("4314902", "fretamento")
+
+
+def _anomaly(start: str, *, seconds: float = 30, fid: str | None = None) -> dict[str, Any]:
+    begin = pd.Timestamp(start)
+    row = {
+        "kind": "gps_anomaly",
+        "vehicle_id": "P1",
+        "confidence": 0.9,
+        "started_at": begin.isoformat(),
+        "ended_at": (begin + pd.Timedelta(seconds=seconds)).isoformat(),
+        "details": {"pattern": "outlier"},
+    }
+    if fid:
+        row["finding_id"] = fid
+    return row
+
+
+class TestConfidenceFloor:
+    def test_default_floor_is_half(self) -> None:
+        """Under the bundled default (0.5) a 0.45 finding is for review; 0.5 is proposed."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        f = findings(
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "A",
+                "confidence": 0.45,
+                "started_at": "2025-03-04T12:00:00Z",
+            },
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "B",
+                "confidence": 0.5,
+                "started_at": "2025-03-04T12:00:00Z",
+            },
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert [p["vehicle_id"] for p in done.proposals] == ["B"]
+        (item,) = done.for_review
+        assert (item["vehicle_id"], item["kind"], item["provision"]) == (
+            "A",
+            "queue_jump",
+            "art. 24, II",
+        )
+        assert item["reason"] == "confiança 0.45 abaixo do piso 0.5"
+        assert item["finding_id"] == f.loc[f["vehicle_id"] == "A", "finding_id"].item()
+
+    def test_rulebook_sets_a_floor_per_kind(self) -> None:
+        """A kind's own floor in the rulebook wins over its default."""
+        rb = book(confidence_floor={"default": 0.5, "queue_jump": 0.9})
+        f = findings(
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "A",
+                "confidence": 0.85,
+                "started_at": "2025-03-04T12:00:00Z",
+            }
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert done.proposals == [] and len(done.for_review) == 1
+
+    def test_run_override_merges_over_the_rulebook(self) -> None:
+        """``confidence_floor`` of the run (``--thresholds``) replaces the rulebook's per kind."""
+        rb = book(confidence_floor={"default": 0.5, "queue_jump": 0.9})
+        f = findings(
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "A",
+                "confidence": 0.6,
+                "started_at": "2025-03-04T12:00:00Z",
+            }
+        )
+        lowered = propose_all(f, {"taxi": rb}, timezone=TZ, confidence_floor={"queue_jump": 0.55})
+        assert len(lowered.proposals) == 1
+        only_default = propose_all(f, {"taxi": rb}, timezone=TZ, confidence_floor={"default": 0.1})
+        assert only_default.proposals == []  # the rulebook's queue_jump floor still applies
+
+    def test_bad_floor_is_refused(self) -> None:
+        """A floor outside [0, 1] or for an unknown kind is a named error."""
+        with pytest.raises(ValueError, match=r"confidence_floor\.default"):
+            book(confidence_floor={"default": 1.5})
+        with pytest.raises(ValueError, match=r"confidence_floor\.speeding"):
+            book(confidence_floor={"speeding": 0.5})
+
+    def test_summary_counts_and_lists_for_review(self) -> None:
+        """summary.json's ``findings_for_review`` counts by kind and lists the ids."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        f = findings(
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "A",
+                "confidence": 0.3,
+                "started_at": "2025-03-04T12:00:00Z",
+            }
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        summary = proposal_summary(done.proposals, done.uncovered, done.for_review)
+        review = summary["findings_for_review"]
+        assert review["count"] == 1 and review["by_kind"] == {"queue_jump": 1}
+        assert [r["finding_id"] for r in review["findings"]] == list(f["finding_id"])
+        assert summary["proposals"] == 0
+
+
+class TestRepetition:
+    def test_a_single_multipath_outlier_is_never_a_proposal(self) -> None:
+        """One GPS outlier (POA art. 58, IX) is listed for review, never proposed."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(_anomaly("2025-03-04T12:00:00Z"))
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert done.proposals == []
+        (item,) = done.for_review
+        assert item["kind"] == "gps_anomaly" and "não repetido nem persistente" in item["reason"]
+        assert "1 achado(s) do veículo em 24 h (mínimo 3)" in item["reason"]
+
+    def test_three_anomalies_within_a_day_are_a_proposal(self) -> None:
+        """Three anomalies of one vehicle within 24 h show the tracking was not fully available."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(
+            _anomaly("2025-03-04T12:00:00Z"),
+            _anomaly("2025-03-04T15:00:00Z"),
+            _anomaly("2025-03-04T20:00:00Z"),
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        (p,) = done.proposals
+        assert p["provision"] == "art. 58, IX" and len(p["finding_ids"]) == 3
+        assert p["repetition"]["most_findings_in_window"] == 3
+        assert done.for_review == []
+
+    def test_anomalies_spread_over_more_than_the_window_are_not(self) -> None:
+        """Three anomalies 13 h apart never fall in one 24 h window: no proposal."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(
+            _anomaly("2025-03-04T00:00:00Z"),
+            _anomaly("2025-03-04T13:00:00Z"),
+            _anomaly("2025-03-05T02:00:00Z"),
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert done.proposals == [] and len(done.for_review) == 3
+
+    def test_one_persistent_anomaly_is_a_proposal(self) -> None:
+        """One anomaly lasting 10 minutes or more is persistent: proposed alone."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(_anomaly("2025-03-04T12:00:00Z", seconds=600))
+        (p,) = propose_all(f, {"taxi": rb}, timezone=TZ).proposals
+        assert p["repetition"]["longest_s"] == 600.0
+
+    def test_earlier_findings_count_as_context(self) -> None:
+        """Anomalies handled before (``context``) count towards the repetition, not proposed."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        earlier = findings(_anomaly("2025-03-04T10:00:00Z"), _anomaly("2025-03-04T11:00:00Z"))
+        f = findings(_anomaly("2025-03-04T12:00:00Z"))
+        (p,) = propose_all(f, {"taxi": rb}, timezone=TZ, context=earlier).proposals
+        assert p["finding_ids"] == list(f["finding_id"])
+
+    def test_low_confidence_anomalies_do_not_count(self) -> None:
+        """Anomalies under the confidence floor neither propose nor count towards repetition."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        rows = [_anomaly(f"2025-03-04T1{i}:00:00Z") for i in range(3)]
+        rows[0]["confidence"] = rows[1]["confidence"] = 0.3
+        done = propose_all(findings(*rows), {"taxi": rb}, timezone=TZ)
+        assert done.proposals == [] and len(done.for_review) == 3
+
+
+class TestReincidenceStatuses:
+    def _history(self, key: str, status: str) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "vehicle_id": "V1",
+                    "rule_key": key,
+                    "committed_at": "2024-06-01T12:00:00Z",
+                    "status": status,
+                    "auto_number": "AI-4314902-2024-000031",
+                    "proposal_id": "P-1",
+                }
+            ]
+        )
+
+    @pytest.mark.parametrize(
+        ("status", "counted"),
+        [
+            ("confirmada", 0),
+            ("notificada", 0),
+            ("em_defesa", 0),
+            ("defesa_indeferida", 0),
+            ("definitiva", 1),
+        ],
+    )
+    def test_fretamento_counts_only_final_decisions(self, status: str, counted: int) -> None:
+        """Fretamento art. 19 § 5º: only infractions with a final decision make a reincidence."""
+        rb = bundled_rulebooks()[POA_FRETAMENTO]
+        rule = rb.rule_for("operating_while_barred", {"reason": "inspection_expired"})
+        assert rule is not None
+        key = f"4314902:fretamento:{rule.key}"
+        at = pd.Timestamp("2025-03-04T12:00:00Z")
+        n = reincidence_count(
+            rb, key=key, vehicle_id="V1", at=at, confirmed=self._history(key, status)
+        )
+        assert n == counted
+
+    @pytest.mark.parametrize("status", ["confirmada", "notificada", "em_defesa", "definitiva"])
+    def test_taxi_counts_every_issued_auto(self, status: str) -> None:
+        """Pinto Bandeira art. 48 does not ask for a final decision: issued autos count."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        key = "4314548:taxi:art.24::II:"
+        at = pd.Timestamp("2025-03-04T12:00:00Z")
+        hist = self._history(key, status)
+        assert reincidence_count(rb, key=key, vehicle_id="V1", at=at, confirmed=hist) == 1
+
+    def test_proposal_names_the_earlier_autos(self) -> None:
+        """A reincidence lists the earlier autos (number and date) it counted."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        key = "4314548:taxi:art.24::II:"
+        f = findings(
+            {"kind": "queue_jump", "vehicle_id": "V1", "started_at": "2025-03-04T12:00:00Z"}
+        )
+        (p,), _ = propose(f, {"taxi": rb}, timezone=TZ, confirmed=self._history(key, "notificada"))
+        assert p["reincidence_count"] == 1
+        assert p["reincidence_priors"] == [
+            {
+                "auto_number": "AI-4314902-2024-000031",
+                "proposal_id": "P-1",
+                "committed_at": "2024-06-01T12:00:00Z",
+                "status": "notificada",
+            }
+        ]
+
+    def test_rulebook_refuses_final_decision_without_the_law_words(self) -> None:
+        """``basis = "final_decision"`` must count only ``definitiva`` and quote the law."""
+        with pytest.raises(ValueError, match="statuses_excerpt"):
+            book(
+                reincidence={
+                    "window_days": 365,
+                    "basis": "final_decision",
+                    "statuses": ["definitiva"],
+                }
+            )
+        with pytest.raises(ValueError, match="definitiva"):
+            book(
+                reincidence={
+                    "window_days": 365,
+                    "basis": "final_decision",
+                    "statuses": ["confirmada"],
+                    "statuses_excerpt": "x",
+                }
+            )
+
+    def test_confirmed_from_proposals_keeps_status_and_auto(self) -> None:
+        """An earlier proposals.json keeps each record's status and auto number."""
+        recs = [
+            {
+                "vehicle_id": "V",
+                "rule_key": "k",
+                "committed_at": "2025-01-01T00:00:00Z",
+                "status": "definitiva",
+                "auto_number": "AI-1",
+                "proposal_id": "P-9",
+            }
+        ]
+        frame = confirmed_from_proposals(recs)
+        assert frame[["status", "auto_number", "proposal_id"]].iloc[0].tolist() == [
+            "definitiva",
+            "AI-1",
+            "P-9",
+        ]
