@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from enforcement.documents import Document, render_auto_html, render_auto_pdf
-from enforcement.proposals import proposal_record
+from enforcement.proposals import due_at, proposal_record
 from enforcement.rulebook import bundled_rulebooks
 
 TZ = "America/Sao_Paulo"
@@ -142,8 +142,8 @@ def sample_document(**over: Any) -> Document:
     confirmed = dt.datetime(2025, 3, 17, 14, 5, tzinfo=dt.UTC)
     notified = dt.datetime(2025, 3, 24, 13, 30, tzinfo=dt.UTC)
     deadlines = copy.deepcopy(proposal["deadlines"])
-    deadlines["notification"]["due"] = (confirmed + dt.timedelta(days=30)).isoformat()
-    deadlines["defence"]["due"] = (notified + dt.timedelta(days=30)).isoformat()
+    for d, start in ((deadlines["notification"], confirmed), (deadlines["defence"], notified)):
+        d["due"] = due_at(start, days=d["days"], counting=d["counting"], timezone=TZ).isoformat()
     proposal |= {
         "status": "notificada",
         "auto_number": "AI-4314548-2025-000012",
@@ -151,6 +151,18 @@ def sample_document(**over: Any) -> Document:
         "confirmed_at": confirmed.isoformat(),
         "notified_at": notified.isoformat(),
         "deadlines": deadlines,
+        "exception": {
+            **proposal["exception"],
+            "answer": "Usuária ouvida em 17/03/2025: não pediu nem autorizou o desvio.",
+        },
+        "reincidence_priors": [
+            {
+                "auto_number": "AI-4314548-2024-000031",
+                "proposal_id": "P-0a1b2c3d4e5f6071",
+                "committed_at": "2024-08-12T19:20:00Z",
+                "status": "notificada",
+            }
+        ],
     }
     document: Document = {
         "proposal": proposal,
