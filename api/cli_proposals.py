@@ -49,23 +49,47 @@ def generate(
         typer.Option(help="findings.geojson de um `pontual analyze` a carregar antes."),
     ] = None,
     timezone: Annotated[str | None, typer.Option(help="Fuso dos dias locais.")] = None,
+    thresholds: Annotated[
+        Path | None,
+        typer.Option(
+            help="TOML de limiares; sua tabela [confidence_floor] muda o piso de confiança."
+        ),
+    ] = None,
 ) -> None:
-    """Gera propostas para os achados ainda sem proposta no município."""
+    """Gera propostas para os achados ainda sem proposta no município.
+
+    Achados abaixo do piso de confiança, ou que a regra só aceita repetidos, ficam para revisão
+    (listados por id) e não viram proposta.
+    """
+    from api.cli_analyze import read_thresholds
+    from api.inputs import require_file
     from api.settings import get_settings
     from enforcement.rulebook import rulebooks_for
-    from enforcement.workflow import generate_proposals, store_findings
+    from enforcement.workflow import generate_report, store_findings
     from tracking.detectors.findings import read_findings_geojson
 
     rulebooks_for(municipality)  # fail early on a code without rulebook
-    frame = read_findings_geojson(findings) if findings else None
+    floor = read_thresholds(thresholds)[1] if thresholds else None
+    frame = None
+    if findings:
+        frame = read_findings_geojson(require_file(findings, flag="--findings"))
     with cli_session() as session:
         loaded = store_findings(session, frame) if frame is not None else 0
-        created = generate_proposals(
-            session, municipality=municipality, timezone=timezone or get_settings().timezone
+        created, done = generate_report(
+            session,
+            municipality=municipality,
+            timezone=timezone or get_settings().timezone,
+            confidence_floor=floor,
         )
     if frame is not None:
         typer.echo(f"{loaded} achado(s) novos de {len(frame)} em {findings}.")
     typer.echo(f"{created} proposta(s) criada(s) para o município {municipality}.")
+    if done.for_review:
+        typer.echo(f"{len(done.for_review)} achado(s) para revisão, sem proposta:")
+    for r in done.for_review:
+        typer.echo(
+            f"  {r['finding_id']}  {r['vehicle_id'] or '-'}  {r['provision']}: {r['reason']}"
+        )
 
 
 @app.command("list")
@@ -111,14 +135,43 @@ def show(proposal_id: Annotated[str, typer.Argument(help="Id da proposta.")]) ->
 
 
 @app.command()
-def confirm(proposal_id: str, agent: Agent, at: At = None) -> None:
+def confirm(
+    proposal_id: str,
+    agent: Agent,
+    at: At = None,
+    exception_answer: Annotated[
+        str | None,
+        typer.Option(
+            "--exception-answer",
+            help="Resposta à exceção do dispositivo ('salvo com autorização do usuário'): por "
+            "que ela não se aplica. Obrigatória quando a regra tem exceção.",
+        ),
+    ] = None,
+    pontuacao: Annotated[
+        str | None,
+        typer.Option(
+            help="Pontuação escolhida quando o dispositivo a deixa ao caso (POA art. 57, XI): "
+            "condutor ou autorizatário."
+        ),
+    ] = None,
+) -> None:
     """Confirma a proposta: lavra o auto de infração (numerado)."""
     from enforcement.workflow import confirm as run
 
     with cli_session() as session:
-        p = run(session, proposal_id, agent_id=agent, at=_at(at))
+        p = run(
+            session,
+            proposal_id,
+            agent_id=agent,
+            at=_at(at),
+            exception_answer=exception_answer,
+            pontuacao=pontuacao,
+        )
         number, due = p.auto_number, (p.deadlines.get("notification") or {}).get("due")
+        priors = (p.document or {}).get("reincidence_priors") or []
     typer.echo(f"Auto de infração {number} lavrado.")
+    for x in priors:
+        typer.echo(f"Reincidência: auto {x['auto_number'] or '-'} ({x['committed_at'][:10]}).")
     if due:
         typer.echo(f"Notificar até {due[:10]}.")
 
@@ -178,6 +231,27 @@ def decide(
         )
         status = p.status
     typer.echo(f"Proposta {proposal_id}: {status}.")
+
+
+@app.command()
+def finalize(
+    proposal_id: str,
+    agent: Agent,
+    reason: Annotated[
+        str, typer.Option(help="Fundamentação (ex.: sem recurso no prazo; recurso indeferido).")
+    ],
+    at: At = None,
+) -> None:
+    """Registra a decisão definitiva (sem recurso administrativo cabível).
+
+    Só então a infração conta para a reincidência onde a lei o exige (fretamento de Porto
+    Alegre, art. 19, § 5º).
+    """
+    from enforcement.workflow import finalize as run
+
+    with cli_session() as session:
+        run(session, proposal_id, agent_id=agent, reason=reason, at=_at(at))
+    typer.echo(f"Proposta {proposal_id}: decisão definitiva registrada.")
 
 
 @app.command()

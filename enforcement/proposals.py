@@ -48,7 +48,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from enforcement.rulebook import COUNTABLE_STATUSES, Rule, Rulebook
+from enforcement.rulebook import COUNTABLE_STATUSES, Rule, Rulebook, check_confidence_floor
 from tracking._codes import epoch_ns
 
 CONFIRMED_STATUSES = COUNTABLE_STATUSES
@@ -291,6 +291,8 @@ def propose_all(
     Proposed
         The proposals, the findings no rule covers and the findings listed for review.
     """
+    if confidence_floor:
+        check_confidence_floor(confidence_floor, where="confidence_floor")
     history = confirmed if confirmed is not None else pd.DataFrame(columns=list(CONFIRMED_COLUMNS))
     service_of = _service_of(fleet)
     uncovered: dict[str, int] = {}

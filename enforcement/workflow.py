@@ -35,7 +35,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from db.upsert import hex_ewkb
-from enforcement._errors import ProposalNotFoundError, TransitionError
+from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
 from enforcement.models import AuditEntry, Finding, Proposal, ProposalFinding
 from enforcement.proposals import (
     CONFIRMED_STATUSES,
@@ -45,7 +45,13 @@ from enforcement.proposals import (
     reincidence_priors,
     sanction,
 )
-from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks, rulebooks_for
+from enforcement.rulebook import (
+    Rule,
+    Rulebook,
+    bundled_rulebooks,
+    check_confidence_floor,
+    rulebooks_for,
+)
 from fleet.loaders import UF_TIMEZONES
 from tracking.detectors.findings import jsonable
 
@@ -256,6 +262,8 @@ def generate_report(
         (the records, the findings without rule, the findings for review).
     """
     books = rulebooks_for(municipality)
+    if confidence_floor:
+        check_confidence_floor(confidence_floor, where="confidence_floor")
     _ensure_municipality(session, next(iter(books.values())))
     covered = (
         select(ProposalFinding.finding_id)
@@ -407,17 +415,17 @@ def _exception_answer(
                 f"a proposta {proposal_id} ({rule.provision}) não tem exceção legal a responder; "
                 "confirme sem --exception-answer"
             )
-            raise TransitionError(msg)
+            raise ReviewDataError(msg)
         return None
     exc = rule.exception
     if len(text) < MIN_ANSWER_CHARS:
         msg = (
             f"a proposta {proposal_id} não pode ser confirmada sem responder à exceção do "
             f"{exc.provision} ('{exc.excerpt}'): {exc.question} Informe por que a exceção não se "
-            f"aplica (--exception-answer, ao menos {MIN_ANSWER_CHARS} caracteres; ex.: 'usuário "
-            "ouvido: não autorizou o trajeto'); se ela se aplica, descarte a proposta"
+            f"aplica (--exception-answer, ao menos {MIN_ANSWER_CHARS} caracteres); se ela se "
+            "aplica, descarte a proposta"
         )
-        raise TransitionError(msg)
+        raise ReviewDataError(msg)
     return {
         "provision": exc.provision,
         "excerpt": exc.excerpt,
@@ -438,7 +446,7 @@ def _pontuacao(proposal_id: str, rule: Rule, chosen: str | None) -> str | None:
                 f"a pontuação da proposta {proposal_id} ({rule.provision}) fica a critério do "
                 f"agente, conforme o caso (art. 55): --pontuacao {got}; esperado um de: {allowed}"
             )
-            raise TransitionError(msg)
+            raise ReviewDataError(msg)
         return chosen
     if chosen is not None and chosen != rule.pontuacao:
         fixed = f"'{rule.pontuacao}'" if rule.pontuacao else "nenhuma"
@@ -446,7 +454,7 @@ def _pontuacao(proposal_id: str, rule: Rule, chosen: str | None) -> str | None:
             f"a pontuação do {rule.provision} é fixada pelo texto legal ({fixed}): "
             "confirme sem --pontuacao"
         )
-        raise TransitionError(msg)
+        raise ReviewDataError(msg)
     return rule.pontuacao
 
 
