@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from sqlalchemy.orm import Session
 
 from api.cli_db import cli_session
 
@@ -303,3 +304,39 @@ def document(
     else:
         out.write_text(render_html(doc, kind=kind), encoding="utf-8")  # type: ignore[arg-type]
     typer.echo(f"{out} gravado.")
+
+
+@app.command()
+def examples(
+    out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("docs/examples"),
+) -> None:
+    """Gera os exemplos de auto de infração e de notificação de penalidade (HTML e PDF).
+
+    Roda o fluxo real de revisão (propostas, confirmação com resposta à exceção, notificação,
+    prazos, reincidência) sobre dados fictícios de Pinto Bandeira, num banco temporário criado
+    no mesmo servidor e apagado ao fim.
+    """
+    import secrets
+
+    from api.cli_db import database_url
+    from db.engine import create_database, drop_database, make_engine, parse_url
+    from db.migrate import upgrade
+    from enforcement.examples import write_examples
+
+    server = database_url(migrate=False)
+    name = f"pontual_examples_{secrets.token_hex(4)}"
+    scratch = parse_url(server).set(database=name).render_as_string(hide_password=False)
+    create_database(scratch)
+    try:
+        upgrade(scratch)
+        engine = make_engine(scratch)
+        try:
+            with Session(engine) as session:
+                paths = write_examples(session, out)
+                session.rollback()
+        finally:
+            engine.dispose()
+    finally:
+        drop_database(scratch)
+    for path in paths:
+        typer.echo(f"{path} gravado.")

@@ -458,7 +458,9 @@ def _incidence(p: Mapping[str, Any], tz: ZoneInfo) -> str:
 
 def _deadlines(p: Mapping[str, Any], tz: ZoneInfo) -> list[tuple[str, str]]:
     rows = []
-    for name, d in (p.get("deadlines") or {}).items():
+    order = {name: i for i, name in enumerate(DEADLINE_LABELS)}
+    deadlines = sorted((p.get("deadlines") or {}).items(), key=lambda kv: order.get(kv[0], 99))
+    for name, d in deadlines:  # in procedural order (the database's JSON sorts its keys)
         start, start_key = DEADLINE_FROM.get(str(d.get("from")), (f"de {d.get('from')}", ""))
         text = f"{d['days']} dias {start} ({d.get('provision') or 'sem dispositivo'})"
         if d.get("due"):
