@@ -651,3 +651,45 @@ class TestReincidenceStatuses:
             "AI-1",
             "P-9",
         ]
+
+
+class TestConfirmedFileForFretamento:
+    @pytest.mark.parametrize(("status", "expected"), [("notificada", 0), ("definitiva", 1)])
+    def test_earlier_proposals_json_counts_final_decisions_only(
+        self, status: str, expected: int
+    ) -> None:
+        """`pontual analyze --confirmed`: a fretamento infraction of an earlier proposals.json
+        counts only once its decision is final (art. 19 § 5º)."""
+        rb = bundled_rulebooks()[POA_FRETAMENTO]
+        f = findings(
+            {
+                "kind": "operating_while_barred",
+                "vehicle_id": "F1",
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"reason": "alvara_expired"},
+            }
+        )
+        fleet = pd.DataFrame({"vehicle_id": ["F1"], "service": ["fretamento"]})
+        (first,), _ = propose(
+            findings(
+                {
+                    "kind": "operating_while_barred",
+                    "vehicle_id": "F1",
+                    "started_at": "2024-09-04T12:00:00Z",
+                    "details": {"reason": "alvara_expired"},
+                }
+            ),
+            {"fretamento": rb},
+            timezone=TZ,
+            fleet=fleet,
+        )
+        earlier = [{**first, "status": status, "auto_number": "AI-4314902-2024-000005"}]
+        (p,), _ = propose(
+            f,
+            {"fretamento": rb},
+            timezone=TZ,
+            fleet=fleet,
+            confirmed=confirmed_from_proposals(earlier),
+        )
+        assert p["reincidence_count"] == expected
+        assert p["fine"]["amount"] == 150.0 * 2**expected
