@@ -6,7 +6,7 @@ import shapely
 from sqlalchemy import delete, select, text
 from sqlalchemy.exc import DBAPIError
 
-from enforcement._errors import ProposalNotFoundError, TransitionError
+from enforcement._errors import DocumentError, ProposalNotFoundError, TransitionError
 from enforcement.models import AuditEntry, Proposal, ProposalFinding
 from enforcement.workflow import (
     archive_lapsed,
@@ -270,6 +270,21 @@ class TestConfirmAnswersTheException:
         assert record["exception"]["answered_by"] == "a"
         (entry,) = [h for h in proposal_history(session, pid) if h["action"] == "confirm"]
         assert entry["exception_answer"] == answer
+
+    def test_auto_stored_without_answer_is_not_printed(self, session) -> None:
+        """An auto confirmed before answers were recorded cannot be printed: its exception is
+        unresolved."""
+        from enforcement.documents import render_html
+        from enforcement.evidence import document_for
+
+        pid = _proposal(session, _route("2025-03-04T12:00:00Z"), PB)
+        p = get_proposal(session, pid)
+        p.status, p.auto_number, p.confirmed_at = "confirmada", "AI-antigo-1", T0
+        session.flush()
+        document = document_for(session, pid)
+        assert document["proposal"]["exception"]["answer"] is None
+        with pytest.raises(DocumentError, match="exceção não resolvida"):
+            render_html(document, kind="auto")
 
     def test_answer_for_a_rule_without_exception_is_refused(self, session) -> None:
         """Art. 24 II has no exception: an answer is a mistake, refused."""
