@@ -327,15 +327,23 @@ def test_header_only_file(
     assert out.exists() and any(out.iterdir())
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize(
+    "header", [PINGS_HEADER, PINGS_HEADER.rstrip("\n")], ids=["line-end", "no-line-end"]
+)
 def test_header_only_pings_make_empty_contract_files(
+    header: str,
+    jobs: str,
     good: dict[str, Path],
     tmp_path: Path,
     run_in_process: Callable[[list[str]], tuple[int, str]],
 ) -> None:
-    """`analyze` on a header-only pings file writes every contract file, empty but valid."""
-    bad = _variant(tmp_path, "pings.csv", "header")
+    """`analyze` on a header-only pings file (with or without a line end after the header)
+    writes every contract file, empty but valid."""
+    bad = tmp_path / "pings.csv"
+    bad.write_text(header, encoding="utf-8")
     out = tmp_path / "out"
-    code, output = run_in_process(_args("analyze", "--pings", bad, good, out))
+    code, output = run_in_process([*_args("analyze", "--pings", bad, good, out), "--jobs", jobs])
     assert code == 0, output
     assert json.loads((out / "findings.geojson").read_text())["features"] == []
     assert json.loads((out / "proposals.json").read_text()) == []

@@ -693,3 +693,63 @@ class TestConfirmedFileForFretamento:
         )
         assert p["reincidence_count"] == expected
         assert p["fine"]["amount"] == 150.0 * 2**expected
+
+
+class TestLegalCorrections:
+    def test_pinto_bandeira_inactivity_is_not_proposed(self) -> None:
+        """PB art. 32 VIII is a registry fact (vehicle not presented after the reserva), not GPS
+        idleness: an inactivity finding makes no proposal, even under a reserva."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        assert "inactivity" in rb.uncovered and "art. 32, VIII" in rb.uncovered["inactivity"]
+        f = findings(
+            {
+                "kind": "inactivity",
+                "vehicle_id": "V1",
+                "confidence": 0.9,
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"current_status": "reserved"},
+            }
+        )
+        props, uncovered = propose(f, {"taxi": rb}, timezone=TZ)
+        assert props == [] and uncovered == {"inactivity": 1}
+
+    def test_porto_velho_art_9_citation_is_marked_uncertain(self) -> None:
+        """PV art. 9's incisos are misnumbered in the available text: the proposal says the
+        number must be checked in the official text."""
+        rb = bundled_rulebooks()[("1100205", "taxi")]
+        f = findings(
+            {
+                "kind": "operating_while_barred",
+                "vehicle_id": "V1",
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"reason": "alvara_expired"},
+            }
+        )
+        (p,), _ = propose(f, {"taxi": rb}, timezone=TZ)
+        assert p["provision"] == "art. 9º, VIII"
+        assert p["citation_uncertain"].startswith(
+            "numeração do inciso a confirmar no texto oficial"
+        )
+        law = rb.law_text()
+        assert "Art. 9º São deveres dos taxistas:\n\nV - " in law  # the list starts at V
+
+    def test_rules_with_salvo_declare_an_exception(self) -> None:
+        """Every bundled rule whose excerpt says "salvo …" declares it as an exception to be
+        answered on confirming."""
+        for rb in bundled_rulebooks().values():
+            for rule in rb.rules:
+                if "salvo" in rule.excerpt.lower():
+                    assert rule.exception is not None, rule.provision
+                    assert rule.exception.excerpt in rule.excerpt
+
+    @pytest.mark.parametrize(
+        "when", [{"reason": "reserved"}, {"subtype": "accessible_wait"}, {}], ids=str
+    )
+    def test_57_xi_rules_leave_the_pontuacao_to_the_agent(self, when: dict[str, str]) -> None:
+        """POA art. 57 XI c ("autorizatário ou condutor, conforme o caso"): no pontuação fixed,
+        the choices offered."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        kind = {"reason": "operating_while_barred", "subtype": "unlicensed_stand_use"}
+        rule = rb.rule_for(kind.get(next(iter(when), ""), "outside_municipality"), when)
+        assert rule is not None and "57, XI" in rule.provision
+        assert rule.pontuacao is None and rule.pontuacao_choices == ("condutor", "autorizatário")
