@@ -214,7 +214,7 @@ HEADER_ONLY_IS_AN_ERROR = {
 }
 """A header-only file is an error here; everywhere else it means "nothing" (empty outputs)."""
 EMPTY_IS_VALID = {"--thresholds"}
-"""An empty TOML of thresholds is valid: the defaults."""
+"""An empty TOML of thresholds is valid: the defaults (in ``test_header_only_file``)."""
 NEEDS_DATABASE = {"import pings", "import stands", "import fleet", "import porto"}
 NEEDS_DATABASE_ALWAYS = {"proposals generate"}
 
@@ -278,7 +278,7 @@ def run_in_process(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[str]], tup
         (*case, variant)
         for case in CASES
         for variant in ("missing", "dir", "empty")
-        if not (variant == "empty" and case[1] in EMPTY_IS_VALID)  # tested below
+        if not (variant == "empty" and case[1] in EMPTY_IS_VALID)
     ],
     ids=lambda v: str(v),
 )
@@ -301,20 +301,24 @@ def test_bad_file_is_one_error_line(
 
 
 @pytest.mark.parametrize(
-    ("command", "flag", "name"),
-    [c for c in CASES if c[0] not in NEEDS_DATABASE | NEEDS_DATABASE_ALWAYS],
+    ("command", "flag", "name", "variant"),
+    [
+        *[(*c, "header") for c in CASES if c[0] not in NEEDS_DATABASE | NEEDS_DATABASE_ALWAYS],
+        ("analyze", "--thresholds", "thresholds.toml", "empty"),  # 0 bytes: the defaults
+    ],
     ids=lambda v: str(v),
 )
 def test_header_only_file(
     command: str,
     flag: str,
     name: str,
+    variant: str,
     good: dict[str, Path],
     tmp_path: Path,
     run_in_process: Callable[[list[str]], tuple[int, str]],
 ) -> None:
     """A header-only file means "nothing" (exit 0, outputs written), or is one clear error."""
-    bad = _variant(tmp_path, name, "header")
+    bad = _variant(tmp_path, name, variant)
     out = tmp_path / "out"
     code, output = run_in_process(_args(command, flag, bad, good, out))
     assert "Traceback" not in output
@@ -363,22 +367,6 @@ def test_zero_byte_pings_to_analyze_is_the_reported_case(
     code, output = run_in_process(_args("analyze", "--pings", bad, good, tmp_path / "o"))
     assert code == 1 and "EmptyDataError" not in output
     assert output.strip() == f"erro: --pings: arquivo vazio (0 bytes): {bad}"
-
-
-@pytest.mark.parametrize("content", ["", "# nada\n"], ids=["0-byte", "comment-only"])
-def test_empty_thresholds_are_the_defaults(
-    content: str,
-    good: dict[str, Path],
-    tmp_path: Path,
-    run_in_process: Callable[[list[str]], tuple[int, str]],
-) -> None:
-    """An empty thresholds TOML overrides nothing: the run goes on with the defaults."""
-    path = tmp_path / "t.toml"
-    path.write_text(content)
-    out = tmp_path / "out"
-    code, output = run_in_process(_args("analyze", "--thresholds", path, good, out))
-    assert code == 0, output
-    assert (out / "summary.json").is_file()
 
 
 @pytest.mark.parametrize(

@@ -564,36 +564,48 @@ class TestReincidenceStatuses:
             ]
         )
 
-    @pytest.mark.parametrize(
-        ("status", "counted"),
-        [
-            ("confirmada", 0),
-            ("notificada", 0),
-            ("em_defesa", 0),
-            ("defesa_indeferida", 0),
-            ("definitiva", 1),
-        ],
-    )
-    def test_fretamento_counts_only_final_decisions(self, status: str, counted: int) -> None:
-        """Fretamento art. 19 § 5º: only infractions with a final decision make a reincidence."""
-        rb = bundled_rulebooks()[POA_FRETAMENTO]
-        rule = rb.rule_for("operating_while_barred", {"reason": "inspection_expired"})
+    def test_fretamento_counts_only_final_decisions_taxi_every_issued_auto(self) -> None:
+        """Fretamento art. 19 § 5º: only infractions with a final decision make a reincidence;
+        Pinto Bandeira art. 48 asks for no final decision: every issued auto counts."""
+        fret = bundled_rulebooks()[POA_FRETAMENTO]
+        rule = fret.rule_for("operating_while_barred", {"reason": "inspection_expired"})
         assert rule is not None
-        key = f"4314902:fretamento:{rule.key}"
+        fret_key = f"4314902:fretamento:{rule.key}"
+        taxi = bundled_rulebooks()[("4314548", "taxi")]
+        taxi_key = "4314548:taxi:art.24::II:"
         at = pd.Timestamp("2025-03-04T12:00:00Z")
-        n = reincidence_count(
-            rb, key=key, vehicle_id="V1", at=at, confirmed=self._history(key, status)
-        )
-        assert n == counted
-
-    @pytest.mark.parametrize("status", ["confirmada", "notificada", "em_defesa", "definitiva"])
-    def test_taxi_counts_every_issued_auto(self, status: str) -> None:
-        """Pinto Bandeira art. 48 does not ask for a final decision: issued autos count."""
-        rb = bundled_rulebooks()[("4314548", "taxi")]
-        key = "4314548:taxi:art.24::II:"
-        at = pd.Timestamp("2025-03-04T12:00:00Z")
-        hist = self._history(key, status)
-        assert reincidence_count(rb, key=key, vehicle_id="V1", at=at, confirmed=hist) == 1
+        counted = {
+            status: (
+                reincidence_count(
+                    fret,
+                    key=fret_key,
+                    vehicle_id="V1",
+                    at=at,
+                    confirmed=self._history(fret_key, status),
+                ),
+                reincidence_count(
+                    taxi,
+                    key=taxi_key,
+                    vehicle_id="V1",
+                    at=at,
+                    confirmed=self._history(taxi_key, status),
+                ),
+            )
+            for status in (
+                "confirmada",
+                "notificada",
+                "em_defesa",
+                "defesa_indeferida",
+                "definitiva",
+            )
+        }
+        assert counted == {
+            "confirmada": (0, 1),
+            "notificada": (0, 1),
+            "em_defesa": (0, 1),
+            "defesa_indeferida": (0, 1),
+            "definitiva": (1, 1),
+        }
 
     def test_proposal_names_the_earlier_autos(self) -> None:
         """A reincidence lists the earlier autos (number and date) it counted."""
