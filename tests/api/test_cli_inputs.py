@@ -355,6 +355,7 @@ def test_header_only_pings_make_empty_contract_files(
         assert pd.read_csv(out / name).empty
     summary = json.loads((out / "summary.json").read_text())
     assert summary["pings_valid"] == 0 and summary["findings"] == 0
+    assert summary["findings_for_review"] == {"count": 0, "by_kind": {}, "findings": []}
 
 
 def test_zero_byte_pings_to_analyze_is_the_reported_case(
