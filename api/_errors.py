@@ -81,3 +81,7 @@ class ServiceUnavailableError(ApiError):
 
 class UserAdminError(ValueError):
     """A ``pontual users``/``pontual devices`` command cannot be carried out (CLI message)."""
+
+
+class InputFileError(ValueError):
+    """An input file of a command: missing, a folder, empty or unreadable (names the option)."""

@@ -15,6 +15,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from api._errors import InputFileError
+from api.inputs import read_input, require_file
 from api.settings import get_settings
 from maps.tiles import OSM_TILES
 
@@ -45,7 +47,7 @@ def _is_porto(path: Path) -> bool:
 
     if path.suffix.lower() not in (".csv", ".gz") or not path.is_file():
         return False
-    header = pd.read_csv(path, nrows=0).columns
+    header = read_input(path, lambda p: pd.read_csv(p, nrows=0).columns, flag="--pings")
     return "POLYLINE" in header and "TAXI_ID" in header
 
 
@@ -131,7 +133,9 @@ def analyze(
     keep_freed_heap()
 
     books, no_rulebook = _rulebooks(municipality)
+    require_file(pings, flag="--pings")
     history = _confirmed(confirmed) if confirmed else None
+    limits, floor = read_thresholds(thresholds) if thresholds else ({}, None)
     bundled_area, bundled_tz = _bundled_municipality(municipality)
     tz = timezone or bundled_tz or get_settings().timezone
     porto = pings_format is PingFormat.porto or (
@@ -158,11 +162,16 @@ def analyze(
         ) as bar,
     ):
         task = bar.add_task("Lendo pontos e frota", total=_STAGES)
-        stand_frame = read_stands(stands, default_radius_m=stand_radius_m)
-        fleet_frame = read_fleet(fleet, municipality=municipality) if fleet else None
-        limits = _thresholds(thresholds) if thresholds else None
-        area = _read_boundary(boundary) if boundary else bundled_area
-        graph = _road_graph(roads) if roads else None
+        stand_frame = read_input(
+            stands, lambda p: read_stands(p, default_radius_m=stand_radius_m), flag="--stands"
+        )
+        fleet_frame = None
+        if fleet:
+            fleet_frame = read_input(
+                fleet, lambda p: read_fleet(p, municipality=municipality), flag="--fleet"
+            )
+        area = read_input(boundary, _read_boundary, flag="--boundary") if boundary else bundled_area
+        graph = read_input(roads, _road_graph, flag="--roads") if roads else None
 
         def step(label: str) -> None:
             bar.update(task, advance=1, description=label)
@@ -172,7 +181,7 @@ def analyze(
             "boundary": area,
             "roads": graph,
             "as_of": as_of_date,
-            "thresholds": limits,
+            "thresholds": limits or None,
             "params": params,
             "progress": step,
             "kinds": _parse_kinds(kinds),
@@ -216,6 +225,7 @@ def analyze(
             fleet=fleet_frame,
             tiles=None if tiles.lower() == "none" else tiles,
             jobs=jobs,
+            confidence_floor=floor,
         )
         bar.update(task, completed=_STAGES, description="Concluído")
     s = result.summary
@@ -232,6 +242,8 @@ def analyze(
         typer.echo(f"{len(proposals)} propostas de autuação ({municipality}).")
         for kind, n in s["findings_without_provision"].items():
             typer.echo(f"  {kind}: {n} achado(s) sem dispositivo no regulamento")
+        for kind, n in s["findings_for_review"]["by_kind"].items():
+            typer.echo(f"  {kind}: {n} achado(s) para revisão, sem proposta (summary.json)")
     elif no_rulebook:
         typer.echo(f"aviso: {no_rulebook}; proposals.json não gerado.")
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
@@ -250,15 +262,18 @@ def write_results(
     tiles: str | None = None,
     jobs: int = 1,
     progress: Callable[[str], None] = lambda _: None,
+    confidence_floor: dict[str, float] | None = None,
 ) -> tuple[list[Path], Any]:
     """Write a run's contract files, ``proposals.json`` (with rulebooks) and the map page.
 
     With ``jobs`` > 1, ``findings.geojson`` and the map (about half the files' time) are written
     in a forked process beside the proposals and the other files. ``progress`` is called after
     the proposals and after the other files. Returns the paths written and the proposals (None
-    without rulebooks).
+    without rulebooks). Findings a rule covers but that make no proposal (under the confidence
+    floor, merged from ``confidence_floor``, or not repeated enough) are counted and listed in
+    ``summary.json`` (``findings_for_review``).
     """
-    from enforcement.proposals import proposal_summary, propose, write_proposals_json
+    from enforcement.proposals import proposal_summary, propose_all, write_proposals_json
     from maps.findings import findings_map
     from tracking.aside import aside
     from tracking.detectors.findings import write_findings_geojson
@@ -274,10 +289,16 @@ def write_results(
     with aside(findings_and_map, fork=jobs > 1) as written:
         proposals = None
         if books:
-            proposals, uncovered = propose(
-                result.findings, books, timezone=timezone, confirmed=history, fleet=fleet
+            done = propose_all(
+                result.findings,
+                books,
+                timezone=timezone,
+                confirmed=history,
+                fleet=fleet,
+                confidence_floor=confidence_floor,
             )
-            result.summary |= proposal_summary(proposals, uncovered)
+            proposals = done.proposals
+            result.summary |= proposal_summary(proposals, done.uncovered, done.for_review)
         progress("proposals done")
         paths = write_outputs(result, out, findings=False)
         if proposals is not None:
@@ -317,20 +338,23 @@ def _rulebooks(code: str | None) -> tuple[dict[str, Any], str | None]:
 
 
 def _confirmed(path: Path) -> pd.DataFrame:
-    """Read the confirmed infractions (for reincidence) of an earlier ``proposals.json``."""
+    """Read the infractions counted for reincidence of an earlier ``proposals.json``.
+
+    ``[]`` (no earlier proposals) is valid: no reincidence.
+    """
     import json
 
     from enforcement.proposals import confirmed_from_proposals
 
-    if not path.is_file():
-        msg = f"arquivo de propostas anteriores não encontrado: {path}"
-        raise FileNotFoundError(msg)
+    require_file(path, flag="--confirmed")
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(records, list):
+            raise TypeError("esperado uma lista JSON de propostas")
         return confirmed_from_proposals(records)
-    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
-        msg = f"{path.name}: não é um proposals.json válido ({exc!r})"
-        raise ValueError(msg) from None
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError, AttributeError) as exc:
+        msg = f"--confirmed: {path.name} não é um proposals.json válido ({exc})"
+        raise InputFileError(msg) from None
 
 
 def _bundled_municipality(code: str | None) -> tuple[Any, str | None]:
@@ -350,16 +374,23 @@ def _bundled_municipality(code: str | None) -> tuple[Any, str | None]:
 
 
 def _read_boundary(path: Path) -> Any:
-    """Return the union of the polygons of a boundary file, in EPSG:4326."""
+    """Return the union of the polygons of a boundary file, in EPSG:4326.
+
+    Raises
+    ------
+    InputFileError
+        The file holds no polygon (e.g. an empty FeatureCollection).
+    """
     import geopandas as gpd
 
-    if not path.is_file():
-        msg = f"arquivo de limite municipal não encontrado: {path}"
-        raise FileNotFoundError(msg)
     frame = gpd.read_file(path)
     if frame.crs is not None:
         frame = frame.to_crs(4326)
-    return frame.geometry.union_all()
+    polygons = frame.geometry[frame.geometry.geom_type.isin(["Polygon", "MultiPolygon"])]
+    if polygons.empty:
+        msg = f"{path.name} não tem nenhum polígono de limite municipal"
+        raise InputFileError(msg)
+    return polygons.union_all()
 
 
 def _road_graph(path: Path) -> Any:
@@ -370,24 +401,42 @@ def _road_graph(path: Path) -> Any:
     return build_road_graph(read_roads(path))
 
 
-def _thresholds(path: Path) -> dict[str, dict[str, Any]]:
+def read_thresholds(
+    path: Path, *, flag: str = "--thresholds"
+) -> tuple[dict[str, dict[str, Any]], dict[str, float] | None]:
+    """Read a thresholds TOML: the detectors' tables and the ``[confidence_floor]`` table.
+
+    An empty file (or one without tables) is valid: the defaults. ``[confidence_floor]``
+    (``default`` and finding kinds, values in [0, 1]) is merged over the rulebook's floors.
+
+    Raises
+    ------
+    InputFileError
+        Missing, a folder, not TOML, or a table or value out of place (named).
+    """
     import tomllib
 
-    from tracking.detect import ThresholdConfigError, check_thresholds
+    from enforcement.rulebook import check_confidence_floor
+    from tracking.detect import check_thresholds
 
-    if not path.is_file():
-        msg = f"arquivo de limiares não encontrado: {path}"
-        raise FileNotFoundError(msg)
+    require_file(path, flag=flag, allow_empty=True)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        msg = f"{path.name}: TOML inválido ({exc})"
-        raise ThresholdConfigError(msg) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        msg = f"{flag}: {path.name}: TOML inválido ({exc})"
+        raise InputFileError(msg) from None
     if not all(isinstance(v, dict) for v in data.values()):
-        msg = f"{path.name}: esperado uma tabela [tipo] por tipo de achado"
-        raise ThresholdConfigError(msg)
-    check_thresholds(data)
-    return data
+        msg = f"{flag}: {path.name}: esperado uma tabela [tipo] por tipo de achado"
+        raise InputFileError(msg)
+    floor = data.pop("confidence_floor", None)
+    try:
+        if floor is not None:
+            check_confidence_floor(floor, where="confidence_floor")
+        check_thresholds(data)
+    except ValueError as exc:
+        msg = f"{flag}: {path.name}: {exc}"
+        raise InputFileError(msg) from None
+    return data, floor
 
 
 def _parse_kinds(text: str | None) -> tuple[str, ...]:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from api.inputs import read_input, require_file
+
 if TYPE_CHECKING:
     import pandas as pd
     from sqlalchemy.engine import Connection
@@ -53,11 +55,8 @@ def _echo_report(what: str, report: ImportReport, *, retired: bool = False) -> N
         typer.echo(f"  aviso: {note}")
 
 
-def _existing(path: Path) -> Path:
-    if not path.is_file():
-        msg = f"arquivo não encontrado: {path}"
-        raise FileNotFoundError(msg)
-    return path
+FILE = "FILE"
+"""How errors name the positional file argument of ``pontual import <kind> FILE``."""
 
 
 @app.command()
@@ -76,8 +75,12 @@ def municipalities(
     from fleet.loaders import read_municipalities, read_populations
     from fleet.store import load_municipalities, load_populations
 
-    frame = read_municipalities(_existing(census), boundaries_path=_existing(boundaries))
-    populations = read_populations(census, _existing(estimate))
+    require_file(boundaries, flag="--boundaries")
+    require_file(estimate, flag="--estimate")
+    frame = read_input(
+        census, lambda p: read_municipalities(p, boundaries_path=boundaries), flag="--census"
+    )
+    populations = read_input(estimate, lambda p: read_populations(census, p), flag="--estimate")
     with _transaction() as conn:
         _echo_report("Municípios", load_municipalities(conn=conn, municipalities=frame))
         _echo_report("População", load_populations(conn=conn, populations=populations))
@@ -106,7 +109,11 @@ def stands(
     """Importa pontos de táxi (atualiza os existentes) e informa o que mudou."""
     from stands.loaders import load_stands, read_stands_registry
 
-    frame = read_stands_registry(file, municipality=municipality, point_radius_m=radius_m)
+    frame = read_input(
+        file,
+        lambda p: read_stands_registry(p, municipality=municipality, point_radius_m=radius_m),
+        flag=FILE,
+    )
     if id_prefix:
         frame["stand_id"] = id_prefix + frame["stand_id"].astype(str)
     with _transaction() as conn:
@@ -133,7 +140,7 @@ def fleet(
     from fleet.loaders import read_fleet
     from fleet.store import load_fleet
 
-    frame = read_fleet(file, municipality=municipality)
+    frame = read_input(file, lambda p: read_fleet(p, municipality=municipality), flag=FILE)
     date = file_as_of(as_of, file)
     with _transaction() as conn:
         report = load_fleet(conn=conn, fleet=frame, as_of=date)
@@ -197,7 +204,7 @@ def pings(
     """Valida e grava pings GPS; reimportar o mesmo arquivo não duplica nada."""
     from tracking.ingest import read_pings
 
-    valid, rejected = read_pings(file)
+    valid, rejected = read_input(file, read_pings, flag=FILE)
     _store_pings(file, valid, rejected)
 
 
@@ -208,6 +215,6 @@ def porto(
     """Importa viagens do Porto como pings (um a cada 15 s) e os grava."""
     from tracking.porto import read_porto_trips
 
-    valid, rejected, labels = read_porto_trips(file)
+    valid, rejected, labels = read_input(file, read_porto_trips, flag=FILE)
     _store_pings(file, valid, rejected)
     typer.echo(f"Viagens lidas: {len(labels)}.")

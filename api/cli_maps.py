@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from api.inputs import read_input
 from maps.tiles import OSM_TILES
 
 if TYPE_CHECKING:
@@ -60,6 +61,13 @@ def _instant(value: str | None, name: str) -> pd.Timestamp | None:
     return ts.tz_convert("UTC")
 
 
+def _read_boundary(path: Path) -> Any:
+    import geopandas as gpd
+
+    frame = gpd.read_file(path)
+    return frame.to_crs(4326) if frame.crs is not None else frame.set_crs(4326)
+
+
 def _save(fmap: Any, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fmap.save(str(out))
@@ -69,7 +77,25 @@ def _save(fmap: Any, out: Path) -> None:
 def _read_stands(path: Path, radius_m: float | None) -> Any:
     from stands.layers import read_stands
 
-    return read_stands(path, default_radius_m=radius_m)
+    return read_input(path, lambda p: read_stands(p, default_radius_m=radius_m), flag="--stands")
+
+
+def _read_findings(path: Path) -> Any:
+    from tracking.detectors.findings import read_findings_geojson
+
+    return read_input(path, read_findings_geojson, flag="--findings")
+
+
+def _read_fleet(path: Path) -> Any:
+    from fleet.loaders import read_fleet
+
+    return read_input(path, read_fleet, flag="--fleet")
+
+
+def _read_trips(path: Path) -> Any:
+    from planning.io import read_trips
+
+    return read_input(path, read_trips, flag="--trips")
 
 
 def read_visits_csv(path: Path) -> pd.DataFrame:
@@ -100,6 +126,9 @@ def read_visits_csv(path: Path) -> pd.DataFrame:
         except (ValueError, TypeError) as exc:
             msg = f"{path.name}: '{col}' com instante inválido ({exc})"
             raise ValueError(msg) from None
+        if raw.empty:  # header only: no visits
+            out[col] = pd.Series(pd.DatetimeIndex([], tz="UTC").as_unit("ns"))
+            continue
         if not isinstance(out[col].dtype, pd.DatetimeTZDtype):
             msg = f"{path.name}: '{col}' sem fuso horário; esperado ISO 8601 com offset"
             raise ValueError(msg)
@@ -165,10 +194,14 @@ def stand(
     from stands.occupancy import occupancy
 
     stand_frame = _read_stands(stands, stand_radius_m)
-    visit_frame = read_visits_csv(visits)
+    visit_frame = read_input(visits, read_visits_csv, flag="--visits")
+    fleet_frame = _read_fleet(fleet) if fleet else None
+    trip_frame = _read_trips(trips) if trips else None
     when = _instant(at, "--at") or (busiest_instant(visit_frame) if busiest else None)
     occ = occupancy(visit_frame, stand_frame, bucket=bucket) if len(visit_frame) else None
-    table = _presence(visit_frame, fleet, trips, timezone) if fleet else None
+    table = None
+    if fleet_frame is not None:
+        table = _presence(visit_frame, fleet_frame, trip_frame, timezone)
     fmap = stand_map(
         stand_frame,
         visit_frame,
@@ -181,21 +214,20 @@ def stand(
     _save(fmap, out)
 
 
-def _presence(visits: pd.DataFrame, fleet: Path, trips: Path | None, timezone: str) -> Any:
+def _presence(
+    visits: pd.DataFrame, fleet: pd.DataFrame, trips: pd.DataFrame | None, timezone: str
+) -> Any:
     import pandas as pd
 
-    from fleet.loaders import read_fleet
     from stands.licences import licence_frame_from_fleet
     from stands.presence import presence
 
     if visits.empty:
         return None
-    licences = licence_frame_from_fleet(read_fleet(fleet))
+    licences = licence_frame_from_fleet(fleet)
     trip_frame = None
     if trips is not None:
-        from planning.io import read_trips
-
-        trip_frame = read_trips(trips)
+        trip_frame = trips.copy()
         for col in ("started_at", "ended_at"):
             trip_frame[col] = pd.to_datetime(trip_frame[col], format="ISO8601", utc=True)
     start: dt.date = visits["arrived_at"].min().tz_convert(timezone).date()
@@ -218,12 +250,13 @@ def enforcement(
 ) -> None:
     """Mapa de fiscalização: achados por tipo, áreas de ponto irregular, desvios e replay."""
     from maps.findings import findings_map
-    from tracking.detectors.findings import read_findings_geojson
 
+    stand_frame = _read_stands(stands, stand_radius_m)
+    found = _read_findings(findings)
     fixes = _read_pings(pings) if pings else None
     fmap = findings_map(
-        _read_stands(stands, stand_radius_m),
-        read_findings_geojson(findings),
+        stand_frame,
+        found,
         fixes=fixes,
         max_fixes=max_fixes,
         timezone=timezone,
@@ -235,7 +268,7 @@ def enforcement(
 def _read_pings(path: Path) -> pd.DataFrame:
     from tracking.ingest import read_pings
 
-    valid, _ = read_pings(path)
+    valid, _ = read_input(path, read_pings, flag="--pings")
     return valid
 
 
@@ -257,13 +290,12 @@ def citizen(
     tiles: Tiles = OSM_TILES,
 ) -> None:
     """Mapa do cidadão: táxis acessíveis livres agora e pontos com oferta acessível."""
-    from fleet.loaders import read_fleet
     from maps.citizen import citizen_map
 
     fmap = citizen_map(
         _read_stands(stands, stand_radius_m),
         _read_pings(pings),
-        read_fleet(fleet),
+        _read_fleet(fleet),
         at=_instant(at, "--at"),
         recent_s=recent_s,
         timezone=timezone,
@@ -294,29 +326,25 @@ def planner(
     tiles: Tiles = OSM_TILES,
 ) -> None:
     """Mapa do planejamento: demanda por célula H3, cobertura dos pontos e locais candidatos."""
-    import geopandas as gpd
-
     from maps.planner import planner_map
     from planning.demand import candidate_sites, demand_vs_capacity, stand_coverage
-    from planning.io import read_trips
-    from tracking.detectors.findings import read_findings_geojson
 
     stand_frame = _read_stands(stands, stand_radius_m)
-    areas = demand_vs_capacity(
-        read_trips(trips), stand_frame, resolution=h3_resolution, walk_m=walk_m
-    )
+    trip_frame = _read_trips(trips)
+    found = _read_findings(findings) if findings else None
+    area = read_input(boundary, _read_boundary, flag="--boundary") if boundary else None
+    areas = demand_vs_capacity(trip_frame, stand_frame, resolution=h3_resolution, walk_m=walk_m)
     candidates = (
         candidate_sites(
-            read_findings_geojson(findings),
+            found,
             stands=stand_frame,
             areas=areas,
             resolution=h3_resolution,
             min_days=min_days,
         )
-        if findings
+        if found is not None
         else None
     )
-    area = gpd.read_file(boundary).to_crs(4326) if boundary else None
     fmap = planner_map(
         areas=areas,
         coverage=stand_coverage(stand_frame, walk_m=walk_m),

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import typer
 
+from api.inputs import read_input
 from maps.tiles import OSM_TILES
 
 if TYPE_CHECKING:
@@ -100,12 +101,25 @@ def plan(
     reference = _as_of(as_of)
     fleet_frame = None
     fleet_source = None
+    if rules is not None:
+        from planning.rules import read_planning_rules
+
+        read_input(rules, read_planning_rules, flag="--rules")
     if fleet is not None:
-        fleet_frame = read_fleet(fleet, municipality=municipality)
+        fleet_frame = read_input(
+            fleet, lambda p: read_fleet(p, municipality=municipality), flag="--fleet"
+        )
         fleet_source = fleet.name
     elif from_db:
         fleet_frame = _registry_fleet(municipality, reference)
         fleet_source = "cadastro (banco de dados)"
+    trip_frame = _read_trips(trips)
+    stand_frame = None
+    if stands:
+        stand_frame = read_input(
+            stands, lambda p: read_stands(p, default_radius_m=stand_radius_m), flag="--stands"
+        )
+    found = read_input(findings, read_findings_geojson, flag="--findings") if findings else None
     plan_data, frames = compose_plan(
         municipality=municipality,
         year=year,
@@ -115,9 +129,9 @@ def plan(
         fleet=fleet_frame,
         fleet_source=fleet_source,
         fleet_is_active=from_db,
-        trips=_read_trips(trips),
-        stands=read_stands(stands, default_radius_m=stand_radius_m) if stands else None,
-        findings=read_findings_geojson(findings) if findings else None,
+        trips=trip_frame,
+        stands=stand_frame,
+        findings=found,
         h3_resolution=h3_resolution,
         walk_m=walk_m,
         unknown_capacity_spaces=unknown_capacity,
@@ -168,7 +182,7 @@ def _read_trips(path: Path | None) -> pd.DataFrame | None:
         return None
     from planning.io import read_trips
 
-    return read_trips(path)
+    return read_input(path, read_trips, flag="--trips")
 
 
 def _registry_fleet(municipality: str, as_of: dt.date) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from sqlalchemy.orm import Session
 
 from api.cli_db import cli_session
 
@@ -55,28 +56,50 @@ def generate(
             "--agent", help="Quem gera (matrícula), para a auditoria; padrão: o usuário do sistema."
         ),
     ] = None,
+    thresholds: Annotated[
+        Path | None,
+        typer.Option(
+            help="TOML de limiares; sua tabela [confidence_floor] muda o piso de confiança."
+        ),
+    ] = None,
 ) -> None:
-    """Gera propostas para os achados ainda sem proposta no município."""
+    """Gera propostas para os achados ainda sem proposta no município.
+
+    Achados abaixo do piso de confiança, ou que a regra só aceita repetidos, ficam para revisão
+    (listados por id) e não viram proposta.
+    """
     import getpass
 
+    from api.cli_analyze import read_thresholds
+    from api.inputs import require_file
     from api.settings import get_settings
     from enforcement.rulebook import rulebooks_for
-    from enforcement.workflow import generate_proposals, store_findings
+    from enforcement.workflow import generate_report, store_findings
     from tracking.detectors.findings import read_findings_geojson
 
     rulebooks_for(municipality)  # fail early on a code without rulebook
-    frame = read_findings_geojson(findings) if findings else None
+    floor = read_thresholds(thresholds)[1] if thresholds else None
+    frame = None
+    if findings:
+        frame = read_findings_geojson(require_file(findings, flag="--findings"))
     with cli_session() as session:
         loaded = store_findings(session, frame) if frame is not None else 0
-        created = generate_proposals(
+        created, done = generate_report(
             session,
             municipality=municipality,
             timezone=timezone or get_settings().timezone,
             actor=agent or f"os:{getpass.getuser()}",
+            confidence_floor=floor,
         )
     if frame is not None:
         typer.echo(f"{loaded} achado(s) novos de {len(frame)} em {findings}.")
     typer.echo(f"{created} proposta(s) criada(s) para o município {municipality}.")
+    if done.for_review:
+        typer.echo(f"{len(done.for_review)} achado(s) para revisão, sem proposta:")
+    for r in done.for_review:
+        typer.echo(
+            f"  {r['finding_id']}  {r['vehicle_id'] or '-'}  {r['provision']}: {r['reason']}"
+        )
 
 
 @app.command("list")
@@ -122,14 +145,43 @@ def show(proposal_id: Annotated[str, typer.Argument(help="Id da proposta.")]) ->
 
 
 @app.command()
-def confirm(proposal_id: str, agent: Agent, at: At = None) -> None:
+def confirm(
+    proposal_id: str,
+    agent: Agent,
+    at: At = None,
+    exception_answer: Annotated[
+        str | None,
+        typer.Option(
+            "--exception-answer",
+            help="Resposta à exceção do dispositivo ('salvo com autorização do usuário'): por "
+            "que ela não se aplica. Obrigatória quando a regra tem exceção.",
+        ),
+    ] = None,
+    pontuacao: Annotated[
+        str | None,
+        typer.Option(
+            help="Pontuação escolhida quando o dispositivo a deixa ao caso (POA art. 57, XI): "
+            "condutor ou autorizatário."
+        ),
+    ] = None,
+) -> None:
     """Confirma a proposta: lavra o auto de infração (numerado)."""
     from enforcement.workflow import confirm as run
 
     with cli_session() as session:
-        p = run(session, proposal_id, agent_id=agent, at=_at(at))
+        p = run(
+            session,
+            proposal_id,
+            agent_id=agent,
+            at=_at(at),
+            exception_answer=exception_answer,
+            pontuacao=pontuacao,
+        )
         number, due = p.auto_number, (p.deadlines.get("notification") or {}).get("due")
+        priors = (p.document or {}).get("reincidence_priors") or []
     typer.echo(f"Auto de infração {number} lavrado.")
+    for x in priors:
+        typer.echo(f"Reincidência: auto {x['auto_number'] or '-'} ({x['committed_at'][:10]}).")
     if due:
         typer.echo(f"Notificar até {due[:10]}.")
 
@@ -192,6 +244,27 @@ def decide(
 
 
 @app.command()
+def finalize(
+    proposal_id: str,
+    agent: Agent,
+    reason: Annotated[
+        str, typer.Option(help="Fundamentação (ex.: sem recurso no prazo; recurso indeferido).")
+    ],
+    at: At = None,
+) -> None:
+    """Registra a decisão definitiva (sem recurso administrativo cabível).
+
+    Só então a infração conta para a reincidência onde a lei o exige (fretamento de Porto
+    Alegre, art. 19, § 5º).
+    """
+    from enforcement.workflow import finalize as run
+
+    with cli_session() as session:
+        run(session, proposal_id, agent_id=agent, reason=reason, at=_at(at))
+    typer.echo(f"Proposta {proposal_id}: decisão definitiva registrada.")
+
+
+@app.command()
 def deadlines(
     within_days: Annotated[int, typer.Option(help="Horizonte em dias.")] = 5,
     archive: Annotated[
@@ -240,3 +313,39 @@ def document(
     else:
         out.write_text(render_html(doc, kind=kind), encoding="utf-8")  # type: ignore[arg-type]
     typer.echo(f"{out} gravado.")
+
+
+@app.command()
+def examples(
+    out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("docs/examples"),
+) -> None:
+    """Gera os exemplos de auto de infração e de notificação de penalidade (HTML e PDF).
+
+    Roda o fluxo real de revisão (propostas, confirmação com resposta à exceção, notificação,
+    prazos, reincidência) sobre dados fictícios de Pinto Bandeira, num banco temporário criado
+    no mesmo servidor e apagado ao fim.
+    """
+    import secrets
+
+    from api.cli_db import database_url
+    from db.engine import create_database, drop_database, make_engine, parse_url
+    from db.migrate import upgrade
+    from enforcement.examples import write_examples
+
+    server = database_url(migrate=False)
+    name = f"pontual_examples_{secrets.token_hex(4)}"
+    scratch = parse_url(server).set(database=name).render_as_string(hide_password=False)
+    create_database(scratch)
+    try:
+        upgrade(scratch)
+        engine = make_engine(scratch)
+        try:
+            with Session(engine) as session:
+                paths = write_examples(session, out)
+                session.rollback()
+        finally:
+            engine.dispose()
+    finally:
+        drop_database(scratch)
+    for path in paths:
+        typer.echo(f"{path} gravado.")

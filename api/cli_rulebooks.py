@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from enforcement.rulebook import Rule, Rulebook
 
 
 def rulebooks(
@@ -13,7 +16,12 @@ def rulebooks(
     ] = None,
     markdown: Annotated[bool, typer.Option("--markdown", help="Tabela em Markdown.")] = False,
 ) -> None:
-    """Mostra, por regulamento, o dispositivo, a gravidade e a multa de cada tipo de achado."""
+    """Mostra, por regulamento, o dispositivo, a gravidade e a multa de cada tipo de achado.
+
+    A última coluna diz o que o agente responde ao confirmar (exceção do dispositivo, pontuação
+    a escolher) e o que um achado precisa para virar proposta (piso de confiança, repetição);
+    os tipos deixados sem regra aparecem com o motivo.
+    """
     from enforcement.proposals import format_fine
     from enforcement.rulebook import bundled_rulebooks, rulebooks_for
 
@@ -22,9 +30,19 @@ def rulebooks(
         if municipality
         else list(bundled_rulebooks().values())
     )
-    header = ("município", "serviço", "achado", "caso", "dispositivo", "gravidade", "multa")
+    header = (
+        "município",
+        "serviço",
+        "achado",
+        "caso",
+        "dispositivo",
+        "gravidade",
+        "multa",
+        "na confirmação e antes da proposta",
+    )
     rows = []
     for book in books:
+        where = f"{book.municipality_name} ({book.municipality})"
         for rule in book.rules:
             grav = book.gravities.get(rule.gravity or "")
             fine = rule.fine or (grav.fine if grav else None)
@@ -38,21 +56,44 @@ def rulebooks(
             )
             rows.append(
                 (
-                    f"{book.municipality_name} ({book.municipality})",
+                    where,
                     book.service,
                     rule.kind,
                     case or "—",
                     rule.provision,
                     rule.gravity or ("por regulamento" if book.gravity_set_by_regulation else "—"),
                     fine_text,
+                    _conditions(book, rule),
                 )
             )
+        for kind, reason in book.uncovered.items():
+            rows.append((where, book.service, kind, "—", f"sem proposta: {reason}", "—", "—", "—"))
     if markdown:
         typer.echo("| " + " | ".join(header) + " |")
         typer.echo("|" + "---|" * len(header))
         for r in rows:
-            typer.echo("| " + " | ".join(r) + " |")
+            typer.echo("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
         return
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
     for r in (header, *rows):
         typer.echo("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)).rstrip())
+
+
+def _conditions(book: Rulebook, rule: Rule) -> str:
+    """Say what the agent answers on confirming and what a finding needs to be proposed."""
+    out = []
+    if rule.exception is not None:
+        out.append(f"responder à exceção '{rule.exception.excerpt}'")
+    if rule.pontuacao_choices:
+        out.append(f"escolher a pontuação ({' ou '.join(rule.pontuacao_choices)})")
+    if rule.repetition is not None:
+        rep = rule.repetition
+        text = f"só repetido ({rep.min_findings} em {rep.window_hours:g} h)"
+        if rep.min_duration_s is not None:
+            text += f" ou persistente (≥ {rep.min_duration_s:g} s)"
+        out.append(text)
+    if rule.citation_uncertain:
+        out.append(rule.citation_uncertain.split(":")[0])
+    floor = max(book.floor_for(rule.kind), rule.confidence_min)
+    out.append(f"confiança ≥ {floor:g}")
+    return "; ".join(out)

@@ -23,5 +23,12 @@ class TransitionError(EnforcementError):
     """A review step not allowed from the proposal's current state, or missing its data."""
 
 
+class ReviewDataError(TransitionError):
+    """A review step missing what the agent must give, or given what does not apply.
+
+    E.g. the answer to the rule's exception, or the pontuação where the text leaves it open.
+    """
+
+
 class DocumentError(EnforcementError):
     """Document data (auto de infração, notificação) missing a key or holding a bad value."""

@@ -14,13 +14,18 @@ notificação de penalidade (art. 38)
     adds the holder's name, the infringed provision and its description (the verbatim excerpt)
     and the permit number.
 
-Both also carry the sanction (penalty, measure, fine or why there is none), the procedural
-deadlines (with due dates once the workflow has set them), a concise summary of the evidence
-(measures and the thresholds they were compared with) and a map of the evidence drawn without
-tiles: the GPS track, the stand, the reference route and the place of the finding, in a local
-equirectangular frame (:func:`fit_map`), as inline SVG in HTML and a reportlab ``Drawing`` in
-PDF. Times are shown in the municipality's zone (``document["timezone"]``). A proposal not yet
-confirmed renders as a draft (minuta).
+Both also carry what the agent answered on confirming: the provision's own exception ("salvo
+com autorização do usuário") with the agent's answer — an issued document with an unanswered
+exception is refused (:class:`DocumentError`) — and the pontuação the agent chose where the text
+leaves it to the case; the earlier autos a reincidence counted (number and date); a warning
+where the citation must be checked in the official text. They carry the sanction (penalty,
+measure, fine or why there is none), the procedural deadlines (with due dates once the workflow
+has set them), a concise summary of the evidence (measures and the thresholds they were
+compared with) and a map of the evidence drawn without tiles: the GPS track, the stand, the
+reference route and the place of the finding, in a local equirectangular frame
+(:func:`fit_map`), as inline SVG in HTML and a reportlab ``Drawing`` in PDF. Times are shown
+in the municipality's zone (``document["timezone"]``). A proposal not yet confirmed renders as
+a draft (minuta).
 """
 
 from __future__ import annotations
@@ -162,6 +167,7 @@ STATUS_LABELS = {
     "em_defesa": "em defesa",
     "defesa_deferida": "defesa deferida",
     "defesa_indeferida": "defesa indeferida",
+    "definitiva": "decisão definitiva (sem recurso administrativo cabível)",
     "arquivada": "arquivada",
 }
 DEADLINE_LABELS = {
@@ -190,14 +196,14 @@ _AUTO_FIELDS = (
     "auto_number confirmed_at status law agent "
     "operator prefixo plate make_model "
     "place municipality when "
-    "irregularity provision gravity "
+    "irregularity provision citation exception repetition gravity "
     "penalty measure suspension fine fine_payer pontuacao reincidence deadlines"
 )
 _NOTIFICACAO_FIELDS = (
     "auto_number confirmed_at notified_at status law agent "
     "holder permit_number infractor prefixo plate make_model "
     "place municipality when "
-    "irregularity provision excerpt gravity "
+    "irregularity provision citation excerpt exception repetition gravity "
     "penalty measure suspension fine fine_payer pontuacao reincidence deadlines"
 )
 _FIELDS: dict[DocumentKind, tuple[str, ...]] = {
@@ -263,15 +269,18 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
         "when": ("where", "Data e hora", _interval(p, tz)),
         "irregularity": ("what", "Irregularidade constatada", _irregularity(document)),
         "provision": ("what", "Dispositivo infringido", _provision(p)),
+        "citation": ("what", "Citação a conferir", p.get("citation_uncertain") or ""),
         "excerpt": ("what", "Descrição do dispositivo", _given(p.get("excerpt"))),
+        "exception": ("what", "Exceção prevista no dispositivo", _exception(p)),
+        "repetition": ("what", "Repetição ou persistência", _repetition(p)),
         "gravity": ("what", "Gravidade", _given(p.get("gravity") or p.get("gravity_note"))),
         "penalty": ("sanction", "Penalidade", _given(p.get("penalty"))),
         "measure": ("sanction", "Medida administrativa", p.get("measure") or "nenhuma"),
         "suspension": ("sanction", "Suspensão", _days(p.get("suspension_days"))),
         "fine": ("sanction", "Multa", _fine(p)),
         "fine_payer": ("sanction", "Responsável pela multa", _payer(p)),
-        "pontuacao": ("sanction", "Pontuação", p.get("pontuacao") or ""),
-        "reincidence": ("sanction", "Incidência", _incidence(p)),
+        "pontuacao": ("sanction", "Pontuação", _pontuacao(p)),
+        "reincidence": ("sanction", "Incidência", _incidence(p, tz)),
     }
     out: list[tuple[str, str, str]] = []
     titles = dict(_SECTIONS)
@@ -280,8 +289,8 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
             out += [(titles["deadlines"], lab, val) for lab, val in _deadlines(p, tz)]
             continue
         section, label, value = rows[key]
-        if key in ("suspension", "pontuacao") and not value:
-            continue  # only when the law has them
+        if key in ("suspension", "pontuacao", "citation", "exception", "repetition") and not value:
+            continue  # only when the law (or the rule) has them
         out.append((titles[section], label, value))
     order = {title: i for i, (_, title) in enumerate(_SECTIONS)}
     return sorted(out, key=lambda r: order[r[0]])  # stable: field order kept within a section
@@ -292,6 +301,15 @@ def _check(document: Mapping[str, Any]) -> None:
         if key not in document:
             msg = f"o documento não tem '{key}'"
             raise DocumentError(msg)
+    p = document["proposal"]
+    exception = p.get("exception") or {}
+    if exception and not exception.get("answer") and p.get("status", "proposta") != "proposta":
+        msg = (
+            f"a proposta {p.get('proposal_id')} ({p.get('provision')}) foi confirmada sem resposta "
+            f"à exceção do dispositivo ('{exception.get('excerpt')}'): um auto não imprime exceção "
+            "não resolvida"
+        )
+        raise DocumentError(msg)
     try:
         ZoneInfo(str(document["timezone"]))
     except (ZoneInfoNotFoundError, ValueError):
@@ -353,7 +371,46 @@ def _provision(p: Mapping[str, Any]) -> str:
     if not p.get("provision"):
         return NOT_GIVEN
     law = f" da {p['law']}" if p.get("law") else ""
-    return f"{p['provision']}{law}"
+    uncertain = p.get("citation_uncertain")
+    warning = f" ({str(uncertain).split(':')[0]})" if uncertain else ""
+    return f"{p['provision']}{law}{warning}"
+
+
+def _exception(p: Mapping[str, Any]) -> str:
+    exception = p.get("exception") or {}
+    if not exception:
+        return ""
+    head = (
+        f"'{exception.get('excerpt')}' ({exception.get('provision')}). {exception.get('question')}"
+    )
+    if exception.get("answer"):
+        return f"{head} Resposta do agente: {exception['answer']}"
+    return f"{head} A responder pelo agente na confirmação."
+
+
+def _repetition(p: Mapping[str, Any]) -> str:
+    rep = p.get("repetition") or {}
+    if not rep:
+        return ""
+    text = (
+        f"{rep['most_findings_in_window']} achado(s) do veículo em {rep['window_hours']:g} h "
+        f"(mínimo {rep['min_findings']})"
+    )
+    if rep.get("min_duration_s"):
+        text += (
+            f"; o mais longo durou {rep['longest_s']:.0f} s (persistente a partir de "
+            f"{rep['min_duration_s']:g} s)"
+        )
+    return f"{text} ({rep.get('provision')})"
+
+
+def _pontuacao(p: Mapping[str, Any]) -> str:
+    if p.get("pontuacao"):
+        chosen = " (escolhida pelo agente, conforme o caso)" if p.get("pontuacao_choices") else ""
+        return f"{p['pontuacao']}{chosen}"
+    if p.get("pontuacao_choices"):
+        return f"a definir pelo agente: {' ou '.join(p['pontuacao_choices'])}, conforme o caso"
+    return ""
 
 
 def _irregularity(document: Document) -> str:
@@ -383,18 +440,27 @@ def _payer(p: Mapping[str, Any]) -> str:
     return str(payer["who"]) + (f" ({payer['provision']})" if payer.get("provision") else "")
 
 
-def _incidence(p: Mapping[str, Any]) -> str:
+def _incidence(p: Mapping[str, Any], tz: ZoneInfo) -> str:
     count = int(p.get("reincidence_count") or 0)
     incidence = int(p.get("incidence") or count + 1)
     if not count:
         return f"{incidence}ª (sem infração anterior confirmada do mesmo dispositivo)"
     plural = "infrações anteriores confirmadas" if count > 1 else "infração anterior confirmada"
-    return f"{incidence}ª ({count} {plural} do mesmo dispositivo na janela de reincidência)"
+    text = f"{incidence}ª ({count} {plural} do mesmo dispositivo na janela de reincidência"
+    priors = [
+        f"auto {x.get('auto_number') or 'sem número'} de "
+        f"{_instant(x['committed_at']).astimezone(tz):%d/%m/%Y}"  # type: ignore[union-attr]
+        for x in p.get("reincidence_priors") or []
+        if x.get("committed_at")
+    ]
+    return text + (f": {'; '.join(priors)})" if priors else ")")
 
 
 def _deadlines(p: Mapping[str, Any], tz: ZoneInfo) -> list[tuple[str, str]]:
     rows = []
-    for name, d in (p.get("deadlines") or {}).items():
+    order = {name: i for i, name in enumerate(DEADLINE_LABELS)}
+    deadlines = sorted((p.get("deadlines") or {}).items(), key=lambda kv: order.get(kv[0], 99))
+    for name, d in deadlines:  # in procedural order (the database's JSON sorts its keys)
         start, start_key = DEADLINE_FROM.get(str(d.get("from")), (f"de {d.get('from')}", ""))
         text = f"{d['days']} dias {start} ({d.get('provision') or 'sem dispositivo'})"
         if d.get("due"):

@@ -38,8 +38,19 @@ def _ring(geom: Any) -> list[tuple[float, float]] | None:
 def document_for(session: Session, proposal_id: str) -> Document:
     """Assemble the document data of a stored proposal."""
     p = get_proposal(session, proposal_id)
-    book, _ = rule_of(p)
+    book, rule = rule_of(p)
     record = as_record(p, finding_ids_of(session, proposal_id))
+    if record["exception"] is None and rule.exception is not None:
+        # stored before exceptions were recorded: open, so an issued auto is refused
+        record["exception"] = {
+            "provision": rule.exception.provision,
+            "excerpt": rule.exception.excerpt,
+            "question": rule.exception.question,
+            "answer": None,
+        }
+    if not record["pontuacao_choices"] and rule.pontuacao_choices:
+        record["pontuacao_choices"] = list(rule.pontuacao_choices)
+    record["citation_uncertain"] = record["citation_uncertain"] or rule.citation_uncertain
     findings = load_findings(session, record["finding_ids"])
     vehicle = session.get(Vehicle, p.vehicle_id) if p.vehicle_id else None
     holder = session.get(PermitHolder, vehicle.holder_id) if vehicle and vehicle.holder_id else None

@@ -79,6 +79,10 @@ Findings and alerts
     creates one ``alerts`` row (``alert_id = "alert-" + finding_id``), a ``webhook_deliveries``
     row per active webhook whose filters match, and ``NOTIFY pontual_alerts, '<alert_id>'``,
     all in the caller's transaction: subscribers hear of an alert only once it is committed.
+    An alert is not an accusation: stored live findings become proposals only through
+    ``enforcement.workflow.generate_report`` (``pontual proposals generate``, ``POST
+    /api/v1/proposals/generate``), under the rulebook's confidence floor and repetition rules,
+    which list the others for review.
 Throttling
     A recurring condition is stored as a finding but not re-alerted: when an alert with the same
     ``throttle_key`` (``kind|vehicle_id|stand_id``) has an ``event_at`` (the end of its

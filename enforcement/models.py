@@ -45,6 +45,7 @@ STATUSES = (
     "em_defesa",
     "defesa_deferida",
     "defesa_indeferida",
+    "definitiva",
     "arquivada",
 )
 """Review states of a proposal (``enforcement.workflow`` holds the allowed transitions)."""

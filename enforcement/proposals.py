@@ -9,9 +9,22 @@ grouping
     make one proposal: an agent writes one auto for them. ``illegal_stand_formation`` names no
     vehicle (one finding per place): each vehicle in its ``details.vehicles`` gets a proposal.
 reincidence
-    Confirmed infractions (``confirmed``: vehicle, rule key, committed_at) of the same provision
-    (same article, paragraph, inciso and alínea) by the same vehicle, committed within the
-    rulebook's window before this one. Pending, dismissed or archived proposals never count.
+    Earlier infractions (``confirmed``: vehicle, rule key, committed_at, and optionally the
+    review ``status``, ``auto_number`` and ``proposal_id``) of the same provision (same article,
+    paragraph, inciso and alínea) by the same vehicle, committed within the rulebook's window
+    before this one, in a review state the rulebook counts (``reincidence.statuses``: every
+    issued auto by default; only ``definitiva`` where the law asks for a final decision).
+    Pending, dismissed or archived proposals never count. Each proposal names the earlier
+    infractions it counted (``reincidence_priors``: auto number and date), so the accused can
+    check the window.
+confidence floor
+    A finding whose confidence is below its kind's floor (the rulebook's ``confidence_floor``,
+    overridable per run, and the rule's own ``confidence_min``) makes no proposal: it is listed
+    for review with the reason (:func:`propose_all`).
+repetition
+    A rule with ``repetition`` (POA art. 58, IX for ``gps_anomaly``) proposes only findings
+    that are repeated (``min_findings`` of the vehicle under the rule within ``window_hours``)
+    or persistent (one lasting ``min_duration_s``); the others are listed for review.
 sanction
     The rule's own penalty on a first incidence and ``penalty_reincidence`` after one, else the
     gravity's ladder by incidence; the fine is the rule's amount, else its gravity's, charged
@@ -29,19 +42,23 @@ import json
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
 import pandas as pd
 
-from enforcement.rulebook import Rule, Rulebook
+from enforcement.rulebook import COUNTABLE_STATUSES, Rule, Rulebook, check_confidence_floor
 from tracking._codes import epoch_ns
 
-CONFIRMED_STATUSES = ("confirmada", "notificada", "em_defesa", "defesa_indeferida")
-"""States of a proposal that count as a confirmed infraction for reincidence."""
+CONFIRMED_STATUSES = COUNTABLE_STATUSES
+"""States of a proposal that some rulebook counts for reincidence (each counts its own subset,
+``reincidence.statuses``)."""
 
 CONFIRMED_COLUMNS = ("vehicle_id", "rule_key", "committed_at")
+"""Required columns of the reincidence history; ``status``, ``auto_number`` and
+``proposal_id`` are optional (without ``status``, every row counts)."""
+PRIOR_COLUMNS = ("status", "auto_number", "proposal_id")
 
 
 def rule_key(rulebook: Rulebook, rule: Rule) -> str:
@@ -57,12 +74,16 @@ def window_start(rulebook: Rulebook, at: pd.Timestamp) -> pd.Timestamp:
     return at - pd.DateOffset(months=r.window_months or 0)
 
 
-def reincidence_count(
+def reincidence_priors(
     rulebook: Rulebook, *, key: str, vehicle_id: str, at: pd.Timestamp, confirmed: pd.DataFrame
-) -> int:
-    """Count confirmed infractions of ``key`` by the vehicle in the window before ``at``."""
+) -> list[dict[str, Any]]:
+    """Return the earlier infractions of ``key`` by the vehicle counted in the window to ``at``.
+
+    Each is ``{"auto_number", "proposal_id", "committed_at", "status"}`` (None where the history
+    lacks it), oldest first. Rows whose ``status`` the rulebook does not count are left out.
+    """
     if confirmed.empty:
-        return 0
+        return []
     times = pd.to_datetime(confirmed["committed_at"], utc=True)
     mask = (
         (confirmed["vehicle_id"].astype(str) == vehicle_id)
@@ -70,7 +91,31 @@ def reincidence_count(
         & (times >= window_start(rulebook, at))
         & (times < at)
     )
-    return int(mask.sum())
+    if "status" in confirmed.columns:
+        mask &= confirmed["status"].isin(rulebook.reincidence.statuses)
+    rows = confirmed.loc[mask].assign(_at=times[mask]).sort_values("_at", kind="stable")
+    return [
+        {
+            "auto_number": _text_or_none(r.get("auto_number")),
+            "proposal_id": _text_or_none(r.get("proposal_id")),
+            "committed_at": _iso(r["_at"]),
+            "status": _text_or_none(r.get("status")),
+        }
+        for r in rows.to_dict("records")
+    ]
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
+def reincidence_count(
+    rulebook: Rulebook, *, key: str, vehicle_id: str, at: pd.Timestamp, confirmed: pd.DataFrame
+) -> int:
+    """Count the earlier infractions of ``key`` that count (:func:`reincidence_priors`)."""
+    return len(
+        reincidence_priors(rulebook, key=key, vehicle_id=vehicle_id, at=at, confirmed=confirmed)
+    )
 
 
 def sanction(rulebook: Rulebook, rule: Rule, reincidence: int) -> dict[str, Any]:
@@ -174,6 +219,19 @@ def _proposal_id(municipality: str, key: str, vehicle_id: str, finding_ids: Iter
     return "P-" + hashlib.sha1(raw.encode()).hexdigest()[:16]
 
 
+class Proposed(NamedTuple):
+    """What :func:`propose_all` makes of a findings frame."""
+
+    proposals: list[dict[str, Any]]
+    """Proposal records (JSON-ready), sorted by time then id."""
+    uncovered: dict[str, int]
+    """Findings no rule covers, by ``"<kind>"`` or ``"<kind>: <reason>"``."""
+    for_review: list[dict[str, Any]]
+    """Findings a rule covers that are not proposed (under the confidence floor, or not repeated
+    enough): ``finding_id``, ``kind``, ``vehicle_id``, ``confidence``, ``provision``, ``reason``,
+    sorted by finding id then vehicle."""
+
+
 def propose(
     findings: pd.DataFrame,
     rulebooks: Mapping[str, Rulebook],
@@ -181,7 +239,30 @@ def propose(
     timezone: str,
     confirmed: pd.DataFrame | None = None,
     fleet: pd.DataFrame | None = None,
+    confidence_floor: Mapping[str, float] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Turn findings into proposals: :func:`propose_all` without the review list."""
+    done = propose_all(
+        findings,
+        rulebooks,
+        timezone=timezone,
+        confirmed=confirmed,
+        fleet=fleet,
+        confidence_floor=confidence_floor,
+    )
+    return done.proposals, done.uncovered
+
+
+def propose_all(
+    findings: pd.DataFrame,
+    rulebooks: Mapping[str, Rulebook],
+    *,
+    timezone: str,
+    confirmed: pd.DataFrame | None = None,
+    fleet: pd.DataFrame | None = None,
+    confidence_floor: Mapping[str, float] | None = None,
+    context: pd.DataFrame | None = None,
+) -> Proposed:
     """Turn findings into proposals under a municipality's rulebooks.
 
     Parameters
@@ -193,22 +274,31 @@ def propose(
     timezone
         The municipality's zone: findings of one local day are grouped.
     confirmed
-        Confirmed infractions for reincidence, columns :data:`CONFIRMED_COLUMNS`.
+        Earlier infractions for reincidence, columns :data:`CONFIRMED_COLUMNS` (and optionally
+        :data:`PRIOR_COLUMNS`).
     fleet
         Optional fleet frame; its ``service`` column (``taxi`` by default, or ``fretamento``)
         picks the rulebook of each vehicle.
+    confidence_floor
+        Per-run floors ``{kind or "default": value}`` merged over each rulebook's
+        ``confidence_floor`` (the ``[confidence_floor]`` table of ``--thresholds``).
+    context
+        Findings already handled (e.g. proposed earlier) that count towards a rule's
+        ``repetition`` but are not proposed again.
 
     Returns
     -------
-    proposals, uncovered
-        The proposals (JSON-ready dicts, sorted by time then id), and the number of findings by
-        ``"<kind>"`` that no rule covers (or ``"<kind>: <reason>"``), which make no proposal.
+    Proposed
+        The proposals, the findings no rule covers and the findings listed for review.
     """
+    if confidence_floor:
+        check_confidence_floor(confidence_floor, where="confidence_floor")
     history = confirmed if confirmed is not None else pd.DataFrame(columns=list(CONFIRMED_COLUMNS))
     service_of = _service_of(fleet)
-    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
     uncovered: dict[str, int] = {}
+    review: list[dict[str, Any]] = []
     rules: dict[str, tuple[Rulebook, Rule]] = {}
+    candidates: list[tuple[str, str, str, str, Mapping[str, Any]]] = []
     for finding, day in zip(_records(findings), _local_days(findings, timezone), strict=True):
         details = finding["details"] or {}
         for vehicle_id in _vehicles_of(finding):
@@ -221,38 +311,149 @@ def propose(
                     why += f": sem regulamento de {service}"
                 uncovered[why] = uncovered.get(why, 0) + 1
                 continue
-            if finding["confidence"] < rule.confidence_min:
-                why = f"{finding['kind']}: confiança abaixo de {rule.confidence_min}"
-                uncovered[why] = uncovered.get(why, 0) + 1
+            floor = max(book.floor_for(finding["kind"], confidence_floor), rule.confidence_min)
+            if float(finding["confidence"]) < floor:
+                why = f"confiança {float(finding['confidence']):.2f} abaixo do piso {floor:g}"
+                review.append(_review_item(finding, vehicle_id, rule, why))
                 continue
             key = rule_key(book, rule)
             rules[key] = (book, rule)
-            groups.setdefault((vehicle_id, key, day, service), []).append(finding)
+            candidates.append((vehicle_id, key, day, service, finding))
+
+    repeated = _repetition_verdicts(candidates, rules, context)
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
+    evidence: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for vehicle_id, key, day, service, finding in candidates:
+        verdict = repeated.get((vehicle_id, key, str(finding["finding_id"])))
+        if verdict is not None and not verdict["met"]:
+            review.append(_review_item(finding, vehicle_id, rules[key][1], verdict["reason"]))
+            continue
+        groups.setdefault((vehicle_id, key, day, service), []).append(finding)
+        if verdict is not None:
+            evidence.setdefault((vehicle_id, key, day, service), []).append(verdict)
 
     proposals = []
-    for (vehicle_id, key, _, _), members in groups.items():
+    for group, members in groups.items():
+        vehicle_id, key = group[0], group[1]
         book, rule = rules[key]
         start = _instant(min(f["started_at"] for f in members))
         end = _instant(max(f["ended_at"] for f in members))
-        count = reincidence_count(book, key=key, vehicle_id=vehicle_id, at=start, confirmed=history)
+        priors = reincidence_priors(
+            book, key=key, vehicle_id=vehicle_id, at=start, confirmed=history
+        )
         ids = sorted(str(f["finding_id"]) for f in members)
         stand_ids = sorted({str(f["stand_id"]) for f in members if f["stand_id"] is not None})
-        proposals.append(
-            proposal_record(
-                book,
-                rule,
-                proposal_id=_proposal_id(book.municipality, key, vehicle_id, ids),
-                finding_ids=ids,
-                vehicle_id=vehicle_id,
-                stand_id=stand_ids[0] if stand_ids else None,
-                started_at=start,
-                ended_at=end,
-                confidence=max(float(f["confidence"]) for f in members),
-                reincidence=count,
-            )
+        record = proposal_record(
+            book,
+            rule,
+            proposal_id=_proposal_id(book.municipality, key, vehicle_id, ids),
+            finding_ids=ids,
+            vehicle_id=vehicle_id,
+            stand_id=stand_ids[0] if stand_ids else None,
+            started_at=start,
+            ended_at=end,
+            confidence=max(float(f["confidence"]) for f in members),
+            reincidence=len(priors),
+            priors=priors,
         )
+        if group in evidence:
+            record["repetition"] = _repetition_summary(rule, evidence[group])
+        proposals.append(record)
     proposals.sort(key=lambda p: (p["committed_at"], p["proposal_id"]))
-    return proposals, dict(sorted(uncovered.items()))
+    review.sort(key=lambda r: (r["finding_id"], r["vehicle_id"] or ""))
+    return Proposed(proposals, dict(sorted(uncovered.items())), review)
+
+
+def _review_item(
+    finding: Mapping[str, Any], vehicle_id: str, rule: Rule, reason: str
+) -> dict[str, Any]:
+    return {
+        "finding_id": str(finding["finding_id"]),
+        "kind": finding["kind"],
+        "vehicle_id": vehicle_id,
+        "confidence": round(float(finding["confidence"]), 4),
+        "provision": rule.provision,
+        "reason": reason,
+    }
+
+
+def _repetition_verdicts(
+    candidates: list[tuple[str, str, str, str, Mapping[str, Any]]],
+    rules: Mapping[str, tuple[Rulebook, Rule]],
+    context: pd.DataFrame | None,
+) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Whether each candidate under a rule with ``repetition`` is repeated or persistent.
+
+    Keyed by ``(vehicle_id, rule key, finding_id)``: ``met``, ``reason``, ``in_window`` (most
+    findings of a ``window_hours`` window holding this one) and ``duration_s``.
+    """
+    series: dict[tuple[str, str], list[tuple[int, int, str, bool]]] = {}
+    for vehicle_id, key, _, _, f in candidates:
+        if rules[key][1].repetition is not None:
+            series.setdefault((vehicle_id, key), []).append(
+                (_ns(f["started_at"]), _ns(f["ended_at"]), str(f["finding_id"]), True)
+            )
+    if not series:
+        return {}
+    if context is not None and not context.empty:
+        seen = {fid for items in series.values() for _, _, fid, _ in items}
+        for f in _records(context):
+            if str(f["finding_id"]) in seen:
+                continue
+            for vehicle_id in _vehicles_of(f):
+                for (vid, key), items in series.items():
+                    book, rule = rules[key]
+                    if vid == vehicle_id and rule.matches(f["kind"], f["details"] or {}):
+                        items.append((_ns(f["started_at"]), _ns(f["ended_at"]), "", False))
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for (vehicle_id, key), items in series.items():
+        rep = rules[key][1].repetition
+        assert rep is not None
+        items.sort()
+        starts = np.array([i[0] for i in items], dtype=np.int64)
+        window_ns = int(rep.window_hours * 3600 * 1e9)
+        last = np.searchsorted(starts, starts + window_ns, side="right") - 1
+        sizes = last - np.arange(len(items)) + 1
+        # most findings in a window [start_i, start_i + W] that holds finding k
+        best = np.zeros(len(items), dtype=np.int64)
+        for i, (j, n) in enumerate(zip(last.tolist(), sizes.tolist(), strict=True)):
+            best[i : j + 1] = np.maximum(best[i : j + 1], n)
+        for k, (t0, t1, fid, own) in enumerate(items):
+            if not own:
+                continue
+            duration_s = (t1 - t0) / 1e9
+            long_enough = rep.min_duration_s is not None and duration_s >= rep.min_duration_s
+            met = bool(best[k] >= rep.min_findings or long_enough)
+            reason = (
+                f"não repetido nem persistente ({rep.provision}): {int(best[k])} achado(s) do "
+                f"veículo em {rep.window_hours:g} h (mínimo {rep.min_findings})"
+            )
+            if rep.min_duration_s is not None:
+                reason += f" e duração de {duration_s:.0f} s (mínimo {rep.min_duration_s:g} s)"
+            out[(vehicle_id, key, fid)] = {
+                "met": met,
+                "reason": reason,
+                "in_window": int(best[k]),
+                "duration_s": round(duration_s, 1),
+            }
+    return out
+
+
+def _repetition_summary(rule: Rule, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+    rep = rule.repetition
+    assert rep is not None
+    return {
+        "provision": rep.provision,
+        "min_findings": rep.min_findings,
+        "window_hours": rep.window_hours,
+        "min_duration_s": rep.min_duration_s,
+        "most_findings_in_window": max(v["in_window"] for v in verdicts),
+        "longest_s": max(v["duration_s"] for v in verdicts),
+    }
+
+
+def _ns(value: Any) -> int:
+    return value if isinstance(value, int) else int(pd.Timestamp(value).as_unit("ns").value)
 
 
 def proposal_record(
@@ -267,8 +468,15 @@ def proposal_record(
     ended_at: pd.Timestamp,
     confidence: float,
     reincidence: int,
+    priors: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """One proposal as plain data: the ``proposals.json`` record (PRODUCT.md), status proposta."""
+    """One proposal as plain data: the ``proposals.json`` record (PRODUCT.md), status proposta.
+
+    Beyond the contract's fields: ``reincidence_priors`` (the earlier infractions counted),
+    ``exception`` (the provision's own exception, whose ``answer`` the agent gives on
+    confirming), ``pontuacao_choices`` (where the agent chooses the pontuação) and
+    ``citation_uncertain`` (why the citation must be checked in the official text).
+    """
     s = sanction(book, rule, reincidence)
     gravity_note = rule.gravity_note
     if rule.gravity is None and gravity_note is None and book.gravity_set_by_regulation:
@@ -300,6 +508,7 @@ def proposal_record(
         "fine_payer": {"who": book.fine_payer, "provision": book.fine_payer_provision},
         "suspension_days": s["suspension_days"],
         "reincidence_count": reincidence,
+        "reincidence_priors": list(priors or []),
         "incidence": s["incidence"],
         "status": "proposta",
         "deadlines": deadlines(book),
@@ -307,6 +516,16 @@ def proposal_record(
         "committed_until": _iso(ended_at),
         "confidence": round(confidence, 4),
         "note": rule.note,
+        "exception": None
+        if rule.exception is None
+        else {
+            "provision": rule.exception.provision,
+            "excerpt": rule.exception.excerpt,
+            "question": rule.exception.question,
+            "answer": None,
+        },
+        "pontuacao_choices": list(rule.pontuacao_choices),
+        "citation_uncertain": rule.citation_uncertain,
     }
 
 
@@ -315,24 +534,49 @@ def _iso(ts: pd.Timestamp) -> str:
 
 
 def confirmed_from_proposals(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Return the confirmed infractions (for reincidence) among earlier proposal records."""
+    """Return the infractions that may count for reincidence among earlier proposal records.
+
+    Keeps each record's ``status``, ``auto_number`` and ``proposal_id``: each rulebook counts
+    only its own states (``reincidence.statuses``).
+    """
+    columns = [*CONFIRMED_COLUMNS, *PRIOR_COLUMNS]
     rows = [
-        {k: r[k] for k in CONFIRMED_COLUMNS}
-        for r in records
-        if r.get("status") in CONFIRMED_STATUSES
+        {k: r.get(k) for k in columns} for r in records if r.get("status") in CONFIRMED_STATUSES
     ]
-    return pd.DataFrame(rows, columns=list(CONFIRMED_COLUMNS))
+    for r in rows:
+        if any(r[k] is None for k in CONFIRMED_COLUMNS):
+            missing = [k for k in CONFIRMED_COLUMNS if r[k] is None]
+            msg = f"proposta sem {', '.join(missing)}: {r.get('proposal_id') or r}"
+            raise KeyError(msg)
+    return pd.DataFrame(rows, columns=columns)
 
 
-def proposal_summary(proposals: list[dict[str, Any]], uncovered: dict[str, int]) -> dict[str, Any]:
-    """Return the ``summary.json`` entries of a run's proposals."""
+def proposal_summary(
+    proposals: list[dict[str, Any]],
+    uncovered: dict[str, int],
+    for_review: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Return the ``summary.json`` entries of a run's proposals.
+
+    ``findings_for_review`` counts the findings a rule covers that make no proposal (under
+    the confidence floor, or not repeated enough), by kind, and lists them with the reason.
+    """
     by: dict[str, int] = {}
     for p in proposals:
         by[p["provision"]] = by.get(p["provision"], 0) + 1
+    review = for_review or []
+    by_kind: dict[str, int] = {}
+    for r in review:
+        by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + 1
     return {
         "proposals": len(proposals),
         "proposals_by_provision": dict(sorted(by.items())),
         "findings_without_provision": uncovered,
+        "findings_for_review": {
+            "count": len(review),
+            "by_kind": dict(sorted(by_kind.items())),
+            "findings": review,
+        },
     }
 
 

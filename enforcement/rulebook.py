@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -28,6 +28,25 @@ RULEBOOK_DIR = Path(__file__).parent / "rulebooks"
 LAW_DIR = Path(__file__).parent / "laws"
 SERVICES = ("taxi", "fretamento")
 GRAVITIES = ("leve", "média", "grave", "gravíssima", "absolutamente incompatível")
+CountableStatus = Literal[
+    "confirmada", "notificada", "em_defesa", "defesa_indeferida", "definitiva"
+]
+COUNTABLE_STATUSES: tuple[str, ...] = get_args(CountableStatus)
+"""Review states a rulebook may count for reincidence (``enforcement.models.STATUSES``)."""
+Pontuacao = Literal["condutor", "autorizatário", "condutor e autorizatário"]
+DEFAULT_REINCIDENCE_STATUSES = COUNTABLE_STATUSES
+"""Counted when the law does not restrict reincidence to final decisions: every auto issued
+and not fallen (dismissed, archived or defence accepted never count)."""
+PONTUACOES: tuple[str, ...] = get_args(Pontuacao)
+"""Who bears the non-pecuniary penalties (Porto Alegre art. 55)."""
+DEFAULT_CONFIDENCE_FLOOR = 0.5
+"""Findings whose confidence is below this are listed for review but never proposed.
+
+Every detector's confidence is 0.5 or more once its thresholds are met and falls below 0.5 only
+when a doubt lowers it (e.g. a vehicle never seen in the feed, a pickup without a meter switch,
+a speed-flagged fix): a finding its own detector rates no likelier true than false accuses no one
+until a person has looked at it.
+"""
 
 
 class _Frozen(BaseModel):
@@ -42,11 +61,19 @@ class Fine(_Frozen):
 
 
 class Reincidence(_Frozen):
-    """How far back confirmed infractions of the same provision count."""
+    """How far back earlier infractions of the same provision count, and which of them.
+
+    ``statuses`` are the review states of an earlier proposal that make it count: by default
+    every auto issued and not fallen (:data:`DEFAULT_REINCIDENCE_STATUSES`); ``["definitiva"]``
+    where the law counts only infractions with a final decision (``basis = "final_decision"``,
+    e.g. Porto Alegre's fretamento decree, art. 19, § 5º), quoted in ``statuses_excerpt``.
+    """
 
     window_days: int | None = Field(default=None, gt=0)
     window_months: int | None = Field(default=None, gt=0)
-    basis: Literal["confirmed"] = "confirmed"
+    basis: Literal["confirmed", "final_decision"] = "confirmed"
+    statuses: tuple[CountableStatus, ...] = get_args(CountableStatus)
+    statuses_excerpt: str | None = None
     provision: str | None = None
     excerpt: str | None = None
     note: str | None = None
@@ -55,6 +82,15 @@ class Reincidence(_Frozen):
     def _one_window(self) -> Reincidence:
         if (self.window_days is None) == (self.window_months is None):
             msg = "reincidence: give exactly one of window_days, window_months"
+            raise ValueError(msg)
+        if not self.statuses:
+            msg = "reincidence.statuses: give at least one review state"
+            raise ValueError(msg)
+        if self.basis == "final_decision" and set(self.statuses) != {"definitiva"}:
+            msg = "reincidence: basis 'final_decision' counts only statuses = ['definitiva']"
+            raise ValueError(msg)
+        if self.basis == "final_decision" and not self.statuses_excerpt:
+            msg = "reincidence: basis 'final_decision' needs statuses_excerpt (the law's words)"
             raise ValueError(msg)
         return self
 
@@ -87,6 +123,34 @@ class Gravity(_Frozen):
     note: str | None = None
 
 
+class RuleException(_Frozen):
+    """An exception the provision itself states ("salvo …"), answered by the agent on confirming.
+
+    A proposal under a rule with an exception cannot be confirmed without the agent's answer
+    (why the exception does not apply); the auto prints the question and the answer.
+    """
+
+    provision: str
+    excerpt: str
+    question: str
+    note: str | None = None
+
+
+class Repetition(_Frozen):
+    """Findings that accuse only when repeated or persistent (e.g. POA art. 58, IX).
+
+    A finding under the rule makes a proposal only if the vehicle has at least ``min_findings``
+    findings of the rule within ``window_hours`` (a window holding this one), or if this one
+    alone lasts ``min_duration_s`` or more. Otherwise it is listed for review, never proposed.
+    """
+
+    min_findings: int = Field(ge=2)
+    window_hours: float = Field(gt=0)
+    min_duration_s: float | None = Field(default=None, gt=0)
+    provision: str
+    note: str
+
+
 class Rule(_Frozen):
     """One provision a finding kind (or one of its sub-cases) may breach."""
 
@@ -107,9 +171,17 @@ class Rule(_Frozen):
     measure_provision: str | None = None
     pontuacao: str | None = None
     pontuacao_note: str | None = None
+    pontuacao_choices: tuple[Pontuacao, ...] = ()
+    """Where the text leaves the pontuação to the case (POA art. 57, XI, c): the agent chooses
+    one of these on confirming, and the auto prints the choice."""
     fine: Fine | None = None
     fine_note: str | None = None
     confidence_min: float = Field(default=0.0, ge=0, le=1)
+    exception: RuleException | None = None
+    repetition: Repetition | None = None
+    citation_uncertain: str | None = None
+    """Why the citation (e.g. the inciso's number) must be checked in the official text; shown
+    on proposals and documents until it is."""
     note: str | None = None
 
     @model_validator(mode="after")
@@ -119,6 +191,12 @@ class Rule(_Frozen):
             raise ValueError(msg)
         if self.gravity is not None and self.gravity not in GRAVITIES:
             msg = f"gravity '{self.gravity}'; expected one of {', '.join(GRAVITIES)}"
+            raise ValueError(msg)
+        if self.pontuacao is not None and self.pontuacao_choices:
+            msg = f"rule {self.provision}: give pontuacao or pontuacao_choices, not both"
+            raise ValueError(msg)
+        if len(self.pontuacao_choices) == 1:
+            msg = f"rule {self.provision}: one pontuação is no choice; use pontuacao"
             raise ValueError(msg)
         return self
 
@@ -240,6 +318,13 @@ class Rulebook(_Frozen):
     reincidence: Reincidence
     deadlines: dict[str, Deadline] = Field(default_factory=dict)
     gravities: dict[str, Gravity] = Field(default_factory=dict)
+    confidence_floor: dict[str, float] = Field(
+        default_factory=lambda: {"default": DEFAULT_CONFIDENCE_FLOOR}
+    )
+    """Minimum confidence per finding kind (``default`` for the others): a finding below it is
+    listed for review, never proposed."""
+    uncovered: dict[str, str] = Field(default_factory=dict)
+    """Finding kinds deliberately left without a rule, with the reason (pt-BR)."""
     rules: tuple[Rule, ...]
     planning: Planning | None = None
 
@@ -256,7 +341,20 @@ class Rulebook(_Frozen):
         if not (LAW_DIR / self.law_file).is_file():
             msg = f"law_file '{self.law_file}' is not in enforcement/laws/"
             raise ValueError(msg)
+        check_confidence_floor(self.confidence_floor, where="confidence_floor")
+        for kind in self.uncovered:
+            if kind not in KINDS:
+                msg = f"uncovered.{kind}: not a finding kind; expected one of {', '.join(KINDS)}"
+                raise ValueError(msg)
+            if any(r.kind == kind for r in self.rules):
+                msg = f"uncovered.{kind}: the kind has a rule"
+                raise ValueError(msg)
         return self
+
+    def floor_for(self, kind: str, override: Mapping[str, float] | None = None) -> float:
+        """Confidence floor of a kind: ``override`` merged over the rulebook's table."""
+        table = {**self.confidence_floor, **(override or {})}
+        return float(table.get(kind, table.get("default", DEFAULT_CONFIDENCE_FLOOR)))
 
     def rule_for(self, kind: str, details: Mapping[str, Any]) -> Rule | None:
         """Return the first rule that a finding falls under, or None."""
@@ -265,6 +363,23 @@ class Rulebook(_Frozen):
     def law_text(self) -> str:
         """Return the text of the law the rulebook quotes."""
         return (LAW_DIR / self.law_file).read_text(encoding="utf-8")
+
+
+def check_confidence_floor(table: Mapping[str, Any], *, where: str) -> None:
+    """Check a confidence floor table: keys ``default`` or finding kinds, values in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        A key or a value out of place; the message names it and the allowed values.
+    """
+    for key, value in table.items():
+        if key != "default" and key not in KINDS:
+            msg = f"{where}.{key}: esperado 'default' ou um tipo de achado ({', '.join(KINDS)})"
+            raise ValueError(msg)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            msg = f"{where}.{key} foi {value!r}; esperado um número entre 0 e 1"
+            raise ValueError(msg)
 
 
 def normalize_whitespace(text: str) -> str:

@@ -5,10 +5,16 @@ States (``enforcement.models.STATUSES``) and the steps between them::
     proposta ──confirm (agent: issues the auto de infração)──▶ confirmada ──notify──▶ notificada
        └──dismiss (reason)──▶ descartada            └──archive_lapsed──▶ arquivada
     notificada ──file_defence──▶ em_defesa ──decide_defence──▶ defesa_deferida | defesa_indeferida
+    notificada | defesa_indeferida ──finalize (no appeal left)──▶ definitiva
 
 Every step writes one audit entry (who, when, from, to, and the step's data); nothing is ever
 deleted (the database refuses it). Reincidence and the sanction are computed again when the
-agent confirms, from the infractions confirmed by then, so the auto carries the right incidence.
+agent confirms, from the infractions each rulebook counts by then (``reincidence.statuses``:
+issued autos, or only final decisions for Porto Alegre's fretamento, art. 19 § 5º), so the auto
+carries the right incidence and names the earlier autos. Confirming also answers what the rule
+leaves to the agent: the provision's own exception ("salvo com autorização do usuário", PB art.
+25 III), which the agent must answer or the proposal cannot be confirmed, and the pontuação
+where the text leaves it to the case (POA art. 57 XI, c).
 Deadlines get their due dates as the steps happen: the notification's from the auto (Pinto
 Bandeira art. 36 § 1º archives an auto not notified in 30 days), the defence's from the
 notification (suspensive where the law says so: the penalty is not enforceable until the
@@ -29,16 +35,23 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from db.upsert import hex_ewkb
-from enforcement._errors import ProposalNotFoundError, TransitionError
+from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
 from enforcement.models import AuditEntry, Finding, Proposal, ProposalFinding
 from enforcement.proposals import (
     CONFIRMED_STATUSES,
+    Proposed,
     due_at,
-    propose,
-    reincidence_count,
+    propose_all,
+    reincidence_priors,
     sanction,
 )
-from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks, rulebooks_for
+from enforcement.rulebook import (
+    Rule,
+    Rulebook,
+    bundled_rulebooks,
+    check_confidence_floor,
+    rulebooks_for,
+)
 from fleet.loaders import UF_TIMEZONES
 from tracking.detectors.findings import jsonable
 
@@ -49,6 +62,7 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     "archive": ("confirmada",),
     "file_defence": ("notificada",),
     "decide_defence": ("em_defesa",),
+    "finalize": ("notificada", "defesa_indeferida"),
 }
 """Which states each step starts from."""
 
@@ -108,14 +122,19 @@ def load_findings(session: Session, finding_ids: Iterable[str]) -> gpd.GeoDataFr
 
 
 def confirmed_history(session: Session, *, municipality: str) -> pd.DataFrame:
-    """Return the confirmed infractions of a municipality (vehicle, rule key, committed_at)."""
+    """Return a municipality's infractions that may count for reincidence.
+
+    Columns ``vehicle_id``, ``rule_key``, ``committed_at``, ``status``, ``auto_number`` and
+    ``proposal_id``; each rulebook counts only its ``reincidence.statuses``.
+    """
+    columns = ["vehicle_id", "rule_key", "committed_at", "status", "auto_number", "proposal_id"]
     rows = session.execute(
-        select(Proposal.vehicle_id, Proposal.rule_key, Proposal.committed_at).where(
+        select(*(getattr(Proposal, c) for c in columns)).where(
             Proposal.municipality_code == municipality,
             Proposal.status.in_(CONFIRMED_STATUSES),
         )
     ).all()
-    return pd.DataFrame(rows, columns=["vehicle_id", "rule_key", "committed_at"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _record_to_row(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,7 +152,13 @@ def _record_to_row(p: Mapping[str, Any]) -> dict[str, Any]:
             "suspension_days",
             "incidence",
             "note",
+            "reincidence_priors",
+            "exception",
+            "pontuacao_choices",
+            "citation_uncertain",
+            "repetition",
         )
+        if k in p
     }
     return {
         "proposal_id": p["proposal_id"],
@@ -195,14 +220,54 @@ def store_proposals(
 
 
 def generate_proposals(
-    session: Session, *, municipality: str, timezone: str, actor: str = "sistema"
+    session: Session,
+    *,
+    municipality: str,
+    timezone: str,
+    actor: str = "sistema",
+    confidence_floor: Mapping[str, float] | None = None,
 ) -> int:
     """Propose for the stored findings that no proposal of the municipality covers yet.
 
     ``actor`` (the agent or user who asked) is recorded on each new proposal's ``create``
-    audit entry.
+    audit entry. Returns the number of new proposals (:func:`generate_report` also says what
+    was left for review).
+    """
+    created, _ = generate_report(
+        session,
+        municipality=municipality,
+        timezone=timezone,
+        actor=actor,
+        confidence_floor=confidence_floor,
+    )
+    return created
+
+
+def generate_report(
+    session: Session,
+    *,
+    municipality: str,
+    timezone: str,
+    actor: str = "sistema",
+    confidence_floor: Mapping[str, float] | None = None,
+) -> tuple[int, Proposed]:
+    """Propose for the stored findings no proposal of the municipality covers yet.
+
+    The path of live findings too: the live detectors store findings (``enforcement.live``),
+    and this turns them into proposals. A finding under its kind's confidence floor (the
+    rulebook's, merged with ``confidence_floor``) or not repeated enough for its rule is listed
+    for review and stays uncovered: a later run judges it again (with the findings that came
+    since). Findings already proposed count towards a rule's repetition.
+
+    Returns
+    -------
+    created, proposed
+        The number of new proposals, and :func:`enforcement.proposals.propose_all`'s result
+        (the records, the findings without rule, the findings for review).
     """
     books = rulebooks_for(municipality)
+    if confidence_floor:
+        check_confidence_floor(confidence_floor, where="confidence_floor")
     _ensure_municipality(session, next(iter(books.values())))
     covered = (
         select(ProposalFinding.finding_id)
@@ -214,14 +279,40 @@ def generate_proposals(
     ).scalars()
     findings = load_findings(session, list(ids))
     if findings.empty:
-        return 0
-    records, _ = propose(
+        return 0, Proposed([], {}, [])
+    done = propose_all(
         findings,
         books,
         timezone=timezone,
         confirmed=confirmed_history(session, municipality=municipality),
+        confidence_floor=confidence_floor,
+        context=_repetition_context(session, books, findings, covered),
     )
-    return store_proposals(session, records, actor=actor)
+    return store_proposals(session, done.proposals, actor=actor), done
+
+
+def _repetition_context(
+    session: Session, books: Mapping[str, Rulebook], findings: pd.DataFrame, covered: Any
+) -> pd.DataFrame | None:
+    """Return the proposed findings near the new ones, of kinds whose rule needs repetition."""
+    rules = [r for b in books.values() for r in b.rules if r.repetition is not None]
+    if not rules:
+        return None
+    kinds = sorted({r.kind for r in rules})
+    window = pd.Timedelta(hours=max(r.repetition.window_hours for r in rules if r.repetition))
+    mine = findings.loc[findings["kind"].isin(kinds)]
+    if mine.empty:
+        return None
+    ids = session.execute(
+        select(Finding.finding_id).where(
+            Finding.finding_id.in_(covered),
+            Finding.kind.in_(kinds),
+            Finding.vehicle_id.in_(sorted(mine["vehicle_id"].dropna().astype(str).unique())),
+            Finding.started_at >= (mine["started_at"].min() - window).to_pydatetime(),
+            Finding.started_at <= (mine["started_at"].max() + window).to_pydatetime(),
+        )
+    ).scalars()
+    return load_findings(session, list(ids))
 
 
 def _ensure_municipality(session: Session, book: Rulebook) -> None:
@@ -313,30 +404,118 @@ def _set_due(p: Proposal, start: str, at: dt.datetime) -> None:
     p.deadlines = deadlines
 
 
+MIN_ANSWER_CHARS = 10
+"""Shortest answer to a rule's exception: a reason, not a checkbox."""
+
+
+def _exception_answer(
+    proposal_id: str, rule: Rule, answer: str | None, *, agent_id: str, at: dt.datetime
+) -> dict[str, Any] | None:
+    """Return the answer to the rule's exception to record; refuse a missing one."""
+    text = (answer or "").strip()
+    if rule.exception is None:
+        if text:
+            msg = (
+                f"a proposta {proposal_id} ({rule.provision}) não tem exceção legal a responder; "
+                "confirme sem --exception-answer"
+            )
+            raise ReviewDataError(msg)
+        return None
+    exc = rule.exception
+    if len(text) < MIN_ANSWER_CHARS:
+        msg = (
+            f"a proposta {proposal_id} não pode ser confirmada sem responder à exceção do "
+            f"{exc.provision} ('{exc.excerpt}'): {exc.question} Informe por que a exceção não se "
+            f"aplica (--exception-answer, ao menos {MIN_ANSWER_CHARS} caracteres); se ela se "
+            "aplica, descarte a proposta"
+        )
+        raise ReviewDataError(msg)
+    return {
+        "provision": exc.provision,
+        "excerpt": exc.excerpt,
+        "question": exc.question,
+        "answer": text,
+        "answered_by": agent_id,
+        "answered_at": at.isoformat(),
+    }
+
+
+def _pontuacao(proposal_id: str, rule: Rule, chosen: str | None) -> str | None:
+    """Return the auto's pontuação: the rule's, or the agent's choice where the rule leaves it."""
+    if rule.pontuacao_choices:
+        if chosen not in rule.pontuacao_choices:
+            allowed = ", ".join(rule.pontuacao_choices)
+            got = f"foi '{chosen}'" if chosen else "não foi informada"
+            msg = (
+                f"a pontuação da proposta {proposal_id} ({rule.provision}) fica a critério do "
+                f"agente, conforme o caso (art. 55): --pontuacao {got}; esperado um de: {allowed}"
+            )
+            raise ReviewDataError(msg)
+        return chosen
+    if chosen is not None and chosen != rule.pontuacao:
+        fixed = f"'{rule.pontuacao}'" if rule.pontuacao else "nenhuma"
+        msg = (
+            f"a pontuação do {rule.provision} é fixada pelo texto legal ({fixed}): "
+            "confirme sem --pontuacao"
+        )
+        raise ReviewDataError(msg)
+    return rule.pontuacao
+
+
 def confirm(
-    session: Session, proposal_id: str, *, agent_id: str, at: dt.datetime | None = None
+    session: Session,
+    proposal_id: str,
+    *,
+    agent_id: str,
+    at: dt.datetime | None = None,
+    exception_answer: str | None = None,
+    pontuacao: str | None = None,
 ) -> Proposal:
-    """Confirm a proposal: the agent issues the auto de infração (numbered), sanction recomputed."""
+    """Confirm a proposal: the agent issues the auto de infração (numbered), sanction recomputed.
+
+    Parameters
+    ----------
+    exception_answer
+        Required when the rule states an exception ("salvo com autorização do usuário"): why it
+        does not apply (e.g. the passenger did not authorise the route), in the agent's words;
+        printed on the auto. Refused for a rule without exception.
+    pontuacao
+        Required when the rule leaves the pontuação to the case (POA art. 57, XI, c): one of
+        the rule's ``pontuacao_choices``; refused when the text fixes it.
+
+    Raises
+    ------
+    TransitionError
+        Not a ``proposta``, no agent, the exception unanswered, or a pontuação out of place.
+    """
     if not agent_id.strip():
         raise TransitionError("confirmar exige a identificação do agente")
     now = _now(at)
     p = _step(session, proposal_id, "confirm")
     book, rule = rule_of(p)
-    count = reincidence_count(
+    exception = _exception_answer(proposal_id, rule, exception_answer, agent_id=agent_id, at=now)
+    chosen = _pontuacao(proposal_id, rule, pontuacao)
+    priors = reincidence_priors(
         book,
         key=p.rule_key,
         vehicle_id=p.vehicle_id or "",
         at=pd.Timestamp(p.committed_at),
         confirmed=confirmed_history(session, municipality=p.municipality_code),
     )
+    count = len(priors)
     s = sanction(book, rule, count)
     p.reincidence_count = count
     p.penalty = s["penalty"]
     p.fine_amount = Decimal(str(s["fine"]["amount"])) if s["fine"] else None
     p.fine_unit = s["fine"]["unit"] if s["fine"] else None
+    p.pontuacao = chosen
     p.document = {
         **(p.document or {}),
         **{k: s[k] for k in ("incidence", "fine_note", "suspension_days")},
+        "reincidence_priors": priors,
+        "exception": exception,
+        "pontuacao_choices": list(rule.pontuacao_choices),
+        "citation_uncertain": rule.citation_uncertain,
     }
     p.auto_number = _next_auto_number(session, p.municipality_code, now)
     p.agent_id = agent_id
@@ -344,6 +523,11 @@ def confirm(
     p.status = "confirmada"
     p.updated_at = now
     _set_due(p, "auto", now)
+    extra: dict[str, Any] = {}
+    if exception is not None:
+        extra["exception_answer"] = exception["answer"]
+    if rule.pontuacao_choices:
+        extra["pontuacao"] = chosen
     _audit(
         session,
         actor=agent_id,
@@ -353,6 +537,8 @@ def confirm(
         to="confirmada",
         auto_number=p.auto_number,
         reincidence_count=count,
+        reincidence_autos=[x["auto_number"] for x in priors],
+        **extra,
     )
     return p
 
@@ -470,6 +656,67 @@ def decide_defence(
     return p
 
 
+def finalize(
+    session: Session,
+    proposal_id: str,
+    *,
+    agent_id: str,
+    reason: str,
+    at: dt.datetime | None = None,
+) -> Proposal:
+    """Record the final decision: no administrative appeal is left (state ``definitiva``).
+
+    From ``notificada`` (no defence was filed) once the defence period, and the appeal period
+    that follows it where the rulebook has one (e.g. fretamento art. 33: 15 days "do término do
+    prazo desta"), have ended; from ``defesa_indeferida`` once the appeal period has ended (or
+    the appeal was decided: say so in ``reason``). Only final decisions count for reincidence
+    under Porto Alegre's fretamento decree (art. 19, § 5º).
+
+    Raises
+    ------
+    TransitionError
+        No reason, a state other than those two, or a defence or appeal period still open.
+    """
+    if not reason.strip() or not agent_id.strip():
+        raise TransitionError("registrar a decisão definitiva exige o agente e a fundamentação")
+    now = _now(at)
+    p = _step(session, proposal_id, "finalize")
+    deadlines = p.deadlines or {}
+    defence, appeal = deadlines.get("defence") or {}, deadlines.get("appeal") or {}
+    open_until: tuple[str, str] | None = None
+    if p.status == "notificada" and defence.get("due"):
+        until = dt.datetime.fromisoformat(defence["due"])
+        if appeal.get("days"):
+            book, _ = rule_of(p)
+            timezone = UF_TIMEZONES.get(book.uf, "America/Sao_Paulo")
+            counting = appeal.get("counting", "calendar_days")
+            until = due_at(until, days=int(appeal["days"]), counting=counting, timezone=timezone)
+            open_until = (until.isoformat(), f"recurso, {appeal.get('provision')}")
+        else:
+            open_until = (until.isoformat(), f"defesa, {defence.get('provision')}")
+    elif p.status == "defesa_indeferida" and appeal.get("due"):
+        open_until = (appeal["due"], f"recurso, {appeal.get('provision')}")
+    if open_until and now <= dt.datetime.fromisoformat(open_until[0]):
+        msg = (
+            f"a decisão da proposta {proposal_id} ainda não é definitiva: cabe {open_until[1]} "
+            f"até {open_until[0][:10]}"
+        )
+        raise TransitionError(msg)
+    frm = p.status
+    p.status, p.updated_at = "definitiva", now
+    p.document = {**(p.document or {}), "final_at": now.isoformat(), "final_reason": reason}
+    _audit(
+        session,
+        actor=agent_id,
+        action="finalize",
+        proposal_id=proposal_id,
+        frm=frm,
+        to="definitiva",
+        reason=reason,
+    )
+    return p
+
+
 def archive_lapsed(session: Session, *, at: dt.datetime | None = None) -> list[str]:
     """Archive confirmed autos whose notification period ran out (e.g. PB art. 36 § 1º)."""
     now = _now(at)
@@ -567,6 +814,7 @@ def as_record(p: Proposal, finding_ids: list[str] | None = None) -> dict[str, An
         "fine_payer": doc.get("fine_payer"),
         "suspension_days": doc.get("suspension_days"),
         "reincidence_count": p.reincidence_count,
+        "reincidence_priors": doc.get("reincidence_priors", []),
         "incidence": doc.get("incidence"),
         "status": p.status,
         "deadlines": p.deadlines,
@@ -574,11 +822,17 @@ def as_record(p: Proposal, finding_ids: list[str] | None = None) -> dict[str, An
         "committed_until": p.committed_until.isoformat(),
         "confidence": p.confidence,
         "note": doc.get("note"),
+        "exception": doc.get("exception"),
+        "pontuacao_choices": doc.get("pontuacao_choices", []),
+        "citation_uncertain": doc.get("citation_uncertain"),
+        "repetition": doc.get("repetition"),
         "auto_number": p.auto_number,
         "agent_id": p.agent_id,
         "confirmed_at": p.confirmed_at.isoformat() if p.confirmed_at else None,
         "dismissed_reason": p.dismissed_reason,
         "notified_at": p.notified_at.isoformat() if p.notified_at else None,
+        "decided_at": p.decided_at.isoformat() if p.decided_at else None,
+        "final_at": doc.get("final_at"),
         "penalty_enforceable_from": enforceable_from(p),
     }
 
@@ -592,6 +846,11 @@ def enforceable_from(p: Proposal) -> str | None:
     the rulebook, from the notification.
     """
     defence = (p.deadlines or {}).get("defence") or {}
+    if p.status == "definitiva":
+        final = (p.document or {}).get("final_at")
+        if p.decided_at is not None:
+            return p.decided_at.isoformat()
+        return defence.get("due") or (p.notified_at.isoformat() if p.notified_at else final)
     if p.status == "defesa_indeferida" and p.decided_at is not None:
         return p.decided_at.isoformat()
     if p.status == "em_defesa" and defence.get("suspensive") is False and p.notified_at:

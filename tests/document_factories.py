@@ -2,83 +2,32 @@
 
 Import from a test module as ``from document_factories import sample_document``. The people,
 plate, permit and trip are invented; the rule, excerpt, fine and deadlines come from the bundled
-Pinto Bandeira rulebook (Lei 169/2015, art. 25, III). Write the committed examples with::
-
-    PYTHONPATH=tests .venv/bin/python -m document_factories docs/examples
+Pinto Bandeira rulebook (Lei 169/2015, art. 25, III), the due dates from ``due_at`` with the
+rulebook's counting. This is plain data for the renderers' unit tests; the committed examples
+in ``docs/examples/`` are written by the real workflow (``pontual proposals examples``).
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
-import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from enforcement.documents import Document, render_auto_html, render_auto_pdf
-from enforcement.proposals import proposal_record
+from enforcement.documents import Document
+from enforcement.examples import DRIVEN as _DRIVEN
+from enforcement.examples import REFERENCE as _REFERENCE
+from enforcement.examples import STAND as _STAND
+from enforcement.examples import fixes_along as _fixes
+from enforcement.examples import length_m as _length_m
+from enforcement.proposals import due_at, proposal_record
 from enforcement.rulebook import bundled_rulebooks
 
 TZ = "America/Sao_Paulo"
 PINTO_BANDEIRA = "4314548"
 STARTED = pd.Timestamp("2025-03-15T00:40:05Z")
 """Pickup: 14/03/2025 21:40:05 local (UTC−03:00): the local day differs from the UTC day."""
-
-# Pickup at a stand in the town centre, drop-off to the north-east; (lon, lat).
-_REFERENCE = [
-    (-51.45030, -29.09780),
-    (-51.44890, -29.09690),
-    (-51.44700, -29.09540),
-    (-51.44420, -29.09330),
-    (-51.44150, -29.09110),
-]
-_DRIVEN = [
-    (-51.45030, -29.09780),
-    (-51.45110, -29.09600),
-    (-51.45180, -29.09330),
-    (-51.45020, -29.09080),
-    (-51.44760, -29.08930),
-    (-51.44520, -29.08990),
-    (-51.44610, -29.09230),
-    (-51.44850, -29.09300),
-    (-51.44700, -29.09540),
-    (-51.44420, -29.09330),
-    (-51.44150, -29.09110),
-]
-_STAND = [
-    (-51.45042, -29.09786),
-    (-51.45018, -29.09786),
-    (-51.45018, -29.09774),
-    (-51.45042, -29.09774),
-    (-51.45042, -29.09786),
-]
-
-
-def _length_m(line: list[tuple[float, float]]) -> float:
-    total = 0.0
-    for (x0, y0), (x1, y1) in zip(line, line[1:], strict=False):
-        p0, p1 = math.radians(y0), math.radians(y1)
-        a = (
-            math.sin((p1 - p0) / 2) ** 2
-            + math.cos(p0) * math.cos(p1) * math.sin(math.radians(x1 - x0) / 2) ** 2
-        )
-        total += 2 * 6_371_008.8 * math.asin(math.sqrt(a))
-    return total
-
-
-def _fixes(line: list[tuple[float, float]], spacing_m: float) -> list[tuple[float, float]]:
-    """Positions every ~``spacing_m`` along a line (a 15 s GPS track at ~30 km/h)."""
-    out = [line[0]]
-    for a, b in zip(line, line[1:], strict=False):
-        n = max(1, round(_length_m([a, b]) / spacing_m))
-        out += [
-            (round(a[0] + (b[0] - a[0]) * k / n, 7), round(a[1] + (b[1] - a[1]) * k / n, 7))
-            for k in range(1, n + 1)
-        ]
-    return out
 
 
 def sample_document(**over: Any) -> Document:
@@ -142,8 +91,8 @@ def sample_document(**over: Any) -> Document:
     confirmed = dt.datetime(2025, 3, 17, 14, 5, tzinfo=dt.UTC)
     notified = dt.datetime(2025, 3, 24, 13, 30, tzinfo=dt.UTC)
     deadlines = copy.deepcopy(proposal["deadlines"])
-    deadlines["notification"]["due"] = (confirmed + dt.timedelta(days=30)).isoformat()
-    deadlines["defence"]["due"] = (notified + dt.timedelta(days=30)).isoformat()
+    for d, start in ((deadlines["notification"], confirmed), (deadlines["defence"], notified)):
+        d["due"] = due_at(start, days=d["days"], counting=d["counting"], timezone=TZ).isoformat()
     proposal |= {
         "status": "notificada",
         "auto_number": "AI-4314548-2025-000012",
@@ -151,6 +100,18 @@ def sample_document(**over: Any) -> Document:
         "confirmed_at": confirmed.isoformat(),
         "notified_at": notified.isoformat(),
         "deadlines": deadlines,
+        "exception": {
+            **proposal["exception"],
+            "answer": "Usuária ouvida em 17/03/2025: não pediu nem autorizou o desvio.",
+        },
+        "reincidence_priors": [
+            {
+                "auto_number": "AI-4314548-2024-000031",
+                "proposal_id": "P-0a1b2c3d4e5f6071",
+                "committed_at": "2024-08-12T19:20:00Z",
+                "status": "notificada",
+            }
+        ],
     }
     document: Document = {
         "proposal": proposal,
@@ -175,18 +136,3 @@ def sample_document(**over: Any) -> Document:
     }
     document.update(over)  # type: ignore[typeddict-item]
     return document
-
-
-def write_examples(out: Path) -> list[Path]:
-    """Write the sample auto de infração as PDF and HTML into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    doc = sample_document()
-    pdf, page = out / "auto-de-infracao-exemplo.pdf", out / "auto-de-infracao-exemplo.html"
-    pdf.write_bytes(render_auto_pdf(doc))
-    page.write_text(render_auto_html(doc), encoding="utf-8")
-    return [pdf, page]
-
-
-if __name__ == "__main__":
-    for path in write_examples(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/examples")):
-        print(path)

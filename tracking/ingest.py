@@ -452,8 +452,17 @@ def _read_table(
             ),
         )
     except pa.ArrowInvalid as exc:
+        if _only_a_header(path):  # no line end after the header: Arrow cannot skip it
+            return pa.table({n: pa.array([], pa.string()) for n in names}), bad
         raise MalformedFileError(f"{path.name}: CSV inválido ({exc})") from exc
     return table, bad
+
+
+def _only_a_header(path: Path) -> bool:
+    """Whether a CSV file holds one line and nothing after it (a header without line end)."""
+    with path.open("rb") as handle:
+        head = handle.read(1 << 16)
+    return len(head) < 1 << 16 and b"\n" not in head.rstrip() and b"\r" not in head.rstrip()
 
 
 def _read_csv(path: Path, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -543,6 +552,9 @@ def _iter_csv_tables(
             ),
         )
     except pa.ArrowInvalid as exc:
+        if data is None and _only_a_header(path):  # a header without line end: no records
+            yield _with_rows(pa.table({n: pa.array([], pa.large_string()) for n in names}), 1)
+            return
         raise MalformedFileError(f"{path.name}: CSV inválido ({exc})") from exc
     done = 0
     for table in _rebatch(_csv_batches(reader, path), chunk_rows):

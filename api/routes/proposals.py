@@ -11,13 +11,13 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
-from api._errors import ConflictError, NotFoundError
+from api._errors import ConflictError, InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles
 from api.schemas import error_responses
 from enforcement import workflow
-from enforcement._errors import ProposalNotFoundError, TransitionError
+from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
 from enforcement.models import STATUSES, Proposal
 
 router = APIRouter(prefix="/api/v1/proposals", tags=["propostas de autuação"])
@@ -60,12 +60,53 @@ class GenerateRequest(BaseModel):
 
     municipality: str = Field(pattern=r"^\d{7}$")
     timezone: str | None = None
+    confidence_floor: dict[str, float] | None = Field(
+        default=None,
+        description="Piso de confiança por tipo de achado (ou 'default'), sobre o do regulamento.",
+    )
+
+
+class ForReview(BaseModel):
+    """A finding a rule covers that makes no proposal, and why."""
+
+    finding_id: str
+    kind: str
+    vehicle_id: str | None
+    confidence: float
+    provision: str
+    reason: str
 
 
 class Generated(BaseModel):
-    """How many proposals were created."""
+    """How many proposals were created, and the findings left for review."""
 
     created: int
+    for_review: list[ForReview] = []
+
+
+class ConfirmRequest(BaseModel):
+    """What the agent gives on confirming (the auto de infração)."""
+
+    at: dt.datetime | None = None
+    exception_answer: str | None = Field(
+        default=None,
+        max_length=2000,
+        description=(
+            "Resposta à exceção do dispositivo (ex.: 'salvo com autorização do usuário'): por "
+            "que ela não se aplica. Obrigatória quando a regra tem exceção."
+        ),
+    )
+    pontuacao: str | None = Field(
+        default=None,
+        description="Pontuação escolhida onde o dispositivo a deixa ao caso (POA art. 57, XI).",
+    )
+
+
+class FinalizeRequest(BaseModel):
+    """The grounds of the final decision (no administrative appeal left)."""
+
+    reason: str = Field(min_length=3, max_length=2000)
+    at: dt.datetime | None = None
 
 
 class DismissRequest(BaseModel):
@@ -93,6 +134,8 @@ def _domain_errors() -> Iterator[None]:
         yield
     except ProposalNotFoundError as exc:
         raise NotFoundError(str(exc)) from None
+    except ReviewDataError as exc:
+        raise InvalidRequestError(str(exc)) from None
     except TransitionError as exc:
         raise ConflictError(str(exc)) from None
 
@@ -150,16 +193,21 @@ def generate(
 ) -> Generated:
     """Gera propostas para os achados armazenados ainda sem proposta no município.
 
-    Quem pediu fica registrado na auditoria de cada proposta criada.
+    Quem pediu fica registrado na auditoria de cada proposta criada. Achados abaixo do piso de
+    confiança, ou que a regra só aceita repetidos, voltam em `for_review` e não viram proposta.
     """
-    n = workflow.generate_proposals(
-        session,
-        municipality=body.municipality,
-        timezone=body.timezone or settings.timezone,
-        actor=user.username,
-    )
+    try:
+        n, done = workflow.generate_report(
+            session,
+            municipality=body.municipality,
+            timezone=body.timezone or settings.timezone,
+            actor=user.username,
+            confidence_floor=body.confidence_floor,
+        )
+    except ValueError as exc:  # a floor out of place, an unknown municipality
+        raise InvalidRequestError(str(exc)) from None
     session.commit()
-    return Generated(created=n)
+    return Generated(created=n, for_review=[ForReview(**r) for r in done.for_review])
 
 
 @router.get("/{proposal_id}", response_model=ProposalDetail, responses=_ERRORS)
@@ -177,13 +225,38 @@ def _step(session: Any, proposal_id: str, run: Callable[[], Any]) -> ProposalDet
 
 @router.post("/{proposal_id}/confirm", response_model=ProposalDetail, responses=_ERRORS)
 def confirm(
-    proposal_id: str, body: StepRequest, session: SessionDep, user: Reviewer
+    proposal_id: str, body: ConfirmRequest, session: SessionDep, user: Reviewer
 ) -> ProposalDetail:
-    """Confirma a proposta: o agente lavra o auto de infração (numerado)."""
+    """Confirma a proposta: o agente lavra o auto de infração (numerado).
+
+    Se o dispositivo tem exceção ("salvo com autorização do usuário"), `exception_answer` é
+    obrigatório (422 sem ele); se deixa a pontuação ao caso, `pontuacao` também.
+    """
     return _step(
         session,
         proposal_id,
-        lambda: workflow.confirm(session, proposal_id, agent_id=user.username, at=body.at),
+        lambda: workflow.confirm(
+            session,
+            proposal_id,
+            agent_id=user.username,
+            at=body.at,
+            exception_answer=body.exception_answer,
+            pontuacao=body.pontuacao,
+        ),
+    )
+
+
+@router.post("/{proposal_id}/finalize", response_model=ProposalDetail, responses=_ERRORS)
+def finalize(
+    proposal_id: str, body: FinalizeRequest, session: SessionDep, user: Reviewer
+) -> ProposalDetail:
+    """Registra a decisão definitiva, sem recurso administrativo cabível."""
+    return _step(
+        session,
+        proposal_id,
+        lambda: workflow.finalize(
+            session, proposal_id, agent_id=user.username, reason=body.reason, at=body.at
+        ),
     )
 
 

@@ -54,6 +54,15 @@ class TestProposalsCli:
         assert (p["provision"], p["status"]) == ("art. 25, X", "proposta")
 
         done = run_pontual("proposals", "confirm", p["proposal_id"], "--agent", "fiscal-9", **env)
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert done.stderr.startswith("erro:") and "--exception-answer" in done.stderr
+        assert "que não tenha convênio com a DT/SOST" in done.stderr  # PB art. 25, X
+
+        answer = "Origem em Porto (Portugal): município sem convênio com a DT/SOST."
+        done = run_pontual(
+            "proposals", "confirm", p["proposal_id"], "--agent", "fiscal-9",
+            "--exception-answer", answer, **env,
+        )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "Auto de infração AI-4314548-" in done.stdout and "Notificar até" in done.stdout
 
@@ -70,6 +79,7 @@ class TestProposalsCli:
         text = " ".join(page.extract_text() for page in PdfReader(pdf).pages)
         assert "AUTO DE INFRAÇÃO" in text.upper() and shown["auto_number"] in text
         assert "art. 25" in text and "fiscal-9" in text
+        assert "Resposta do agente: Origem em Porto (Portugal)" in " ".join(text.split())
 
         again = run_pontual("proposals", "confirm", p["proposal_id"], "--agent", "x", **env)
         assert again.returncode == 1

@@ -12,6 +12,28 @@ class TestRulebooksCli:
         assert "art. 24, II" in line and "média" in line and "R$ 507,00 (a partir da 2ª)" in line
         assert "4314902" not in done.stdout
 
+    def test_markdown_says_what_changed_in_the_legal_layer(self, run_pontual) -> None:
+        """PB inactivity has no proposal (art. 32 VIII is a registry fact); exceptions, the
+        pontuação to choose, POA 58 IX's repetition and PV art. 9's numbering are shown."""
+        done = run_pontual("rulebooks", "--markdown")
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+
+        def row(*parts: str) -> str:
+            return next(r for r in lines if all(p in r for p in parts))
+
+        pb = row("Pinto Bandeira", "| inactivity |")
+        assert "sem proposta" in pb and "art. 32, VIII" in pb and "fato do cadastro" in pb
+        assert "responder à exceção 'salvo com autorização do usuário'" in row(
+            "Pinto Bandeira", "| longer_route |"
+        )
+        assert "escolher a pontuação (condutor ou autorizatário)" in row(
+            "Porto Alegre", "reason=reserved"
+        )
+        assert "só repetido (3 em 24 h) ou persistente (≥ 600 s)" in row("| gps_anomaly |")
+        assert "numeração do inciso a confirmar no texto oficial" in row("art. 9º, VIII")
+        assert all(r.count(" | ") == 7 for r in lines if r.startswith("| ")), "8 columns"
+
     def test_unknown_code(self, run_pontual) -> None:
         """An unknown code fails with one line."""
         done = run_pontual("rulebooks", "--municipality", "123")

@@ -58,8 +58,8 @@ def auto_values(doc: Document) -> list[str]:
         "Agente Exemplo Bertolini (matrícula F-0123)",
         "AI-4314548-2025-000012",
         "R$ 1.015,00",
-        "até 16/04/2025",
-        "até 23/04/2025",
+        "até 16/04/2025",  # notification: 30 calendar days (PB art. 36 § 1º)
+        "até 08/05/2025",  # defence: 30 business days (PB art. 53, CPC counting)
     ]
 
 
@@ -461,3 +461,69 @@ class TestRenderNotificacaoHtml:
         assert "<script>" not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
         assert "A&amp;B&lt;1&gt;" in page
+
+
+def _with(doc: Document, **proposal: Any) -> Document:
+    return sample_document(proposal={**doc["proposal"], **proposal})
+
+
+class TestWhatTheAgentAnswered:
+    def test_auto_prints_the_exception_and_the_answer(self) -> None:
+        """PB art. 25 III's "salvo com autorização do usuário" is printed with the answer."""
+        rows = labelled(sample_document())
+        text = rows["Exceção prevista no dispositivo"]
+        assert "'salvo com autorização do usuário' (art. 25, III)" in text
+        assert "Resposta do agente: Usuária ouvida em 17/03/2025" in text
+
+    def test_issued_auto_with_unanswered_exception_is_refused(self) -> None:
+        """An issued auto never prints an unresolved exception: rendering it is an error."""
+        doc = sample_document()
+        bad = _with(doc, exception={**doc["proposal"]["exception"], "answer": None})
+        with pytest.raises(DocumentError, match="exceção não resolvida"):
+            render_html(bad, kind="auto")
+        with pytest.raises(DocumentError, match="exceção não resolvida"):
+            render_pdf(bad, kind="notificacao")
+
+    def test_draft_says_the_exception_is_to_be_answered(self) -> None:
+        """A minuta may show the exception still open, saying the agent answers it."""
+        doc = sample_document()
+        draft = _with(
+            doc, status="proposta", exception={**doc["proposal"]["exception"], "answer": None}
+        )
+        assert labelled(draft)["Exceção prevista no dispositivo"].endswith(
+            "A responder pelo agente na confirmação."
+        )
+
+    def test_pontuacao_chosen_by_the_agent(self) -> None:
+        """Where the text leaves it to the case (POA 57 XI), the auto prints the choice."""
+        doc = _with(
+            sample_document(),
+            pontuacao="autorizatário",
+            pontuacao_choices=["condutor", "autorizatário"],
+        )
+        assert (
+            labelled(doc)["Pontuação"] == "autorizatário (escolhida pelo agente, conforme o caso)"
+        )
+        draft = _with(doc, pontuacao=None, status="proposta")
+        assert labelled(draft)["Pontuação"] == (
+            "a definir pelo agente: condutor ou autorizatário, conforme o caso"
+        )
+
+    def test_reincidence_names_the_earlier_autos(self) -> None:
+        """The incidence names each earlier auto counted, with its date (local)."""
+        text = labelled(sample_document())["Incidência"]
+        assert text.endswith(
+            "na janela de reincidência: auto AI-4314548-2024-000031 de 12/08/2024)"
+        )
+
+    def test_uncertain_citation_is_flagged(self) -> None:
+        """A citation to check (PV art. 9) says so beside the provision and in its own row."""
+        book = bundled_rulebooks()[("1100205", "taxi")]
+        rule = book.rule_for("operating_while_barred", {"reason": "alvara_expired"})
+        assert rule is not None and rule.citation_uncertain
+        doc = _with(sample_document(), citation_uncertain=rule.citation_uncertain)
+        rows = labelled(doc, "notificacao")
+        assert rows["Dispositivo infringido"].endswith(
+            "(numeração do inciso a confirmar no texto oficial)"
+        )
+        assert rows["Citação a conferir"] == rule.citation_uncertain

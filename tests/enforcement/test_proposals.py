@@ -8,7 +8,9 @@ import shapely
 from enforcement.proposals import (
     confirmed_from_proposals,
     due_at,
+    proposal_summary,
     propose,
+    propose_all,
     reincidence_count,
     sanction,
     write_proposals_json,
@@ -254,7 +256,7 @@ class TestPropose:
         assert props[0]["finding_ids"] == props[1]["finding_ids"]
 
     def test_low_confidence_makes_no_proposal(self) -> None:
-        """Findings under the rule's ``confidence_min`` are left as findings only."""
+        """Findings under the rule's ``confidence_min`` are listed for review, not proposed."""
         f = findings(
             {
                 "kind": "illegal_stand_formation",
@@ -264,10 +266,9 @@ class TestPropose:
                 "details": {"vehicles": ["A"]},
             }
         )
-        props, uncovered = propose(f, {"taxi": book()}, timezone=TZ)
-        assert props == [] and list(uncovered) == [
-            "illegal_stand_formation: confiança abaixo de 0.3"
-        ]
+        done = propose_all(f, {"taxi": book(confidence_floor={"default": 0.1})}, timezone=TZ)
+        assert done.proposals == [] and done.uncovered == {}
+        assert [r["reason"] for r in done.for_review] == ["confiança 0.20 abaixo do piso 0.3"]
 
     def test_fleet_service_picks_the_rulebook(self) -> None:
         """A vehicle of another service with no rulebook is reported, not judged by the taxi one."""
@@ -330,6 +331,19 @@ class TestBundledProposals:
                     "details": details,
                 }
             )
+            if rule.repetition is not None:  # repeated: the minimum within the window
+                f = findings(
+                    *[
+                        {
+                            "kind": rule.kind,
+                            "vehicle_id": "V1",
+                            "confidence": 0.99,
+                            "started_at": f"2025-03-04T1{i}:00:00Z",
+                            "details": details,
+                        }
+                        for i in range(rule.repetition.min_findings)
+                    ]
+                )
             fleet = pd.DataFrame({"vehicle_id": ["V1"], "service": [rb.service]})
             props, _ = propose(f, {rb.service: rb}, timezone=TZ, fleet=fleet)
             assert [p["provision"] for p in props] == [rule.provision]
@@ -369,3 +383,385 @@ def test_proposals_json_text(tmp_path):
     records[1]["details"] = {3: "três"}
     write_proposals_json(records, path)
     assert json.loads(path.read_text(encoding="utf-8"))[1]["details"] == {"3": "três"}
+
+
+POA_TAXI = ("4314902", "taxi")
+POA_FRETAMENTO = ("4314902", "fretamento")
+
+
+def _anomaly(start: str, *, seconds: float = 30, fid: str | None = None) -> dict[str, Any]:
+    begin = pd.Timestamp(start)
+    row = {
+        "kind": "gps_anomaly",
+        "vehicle_id": "P1",
+        "confidence": 0.9,
+        "started_at": begin.isoformat(),
+        "ended_at": (begin + pd.Timedelta(seconds=seconds)).isoformat(),
+        "details": {"pattern": "outlier"},
+    }
+    if fid:
+        row["finding_id"] = fid
+    return row
+
+
+class TestConfidenceFloor:
+    def test_default_floor_is_half(self) -> None:
+        """Under the bundled default (0.5) a 0.45 finding is for review; 0.5 is proposed."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        f = findings(
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "A",
+                "confidence": 0.45,
+                "started_at": "2025-03-04T12:00:00Z",
+            },
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "B",
+                "confidence": 0.5,
+                "started_at": "2025-03-04T12:00:00Z",
+            },
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert [p["vehicle_id"] for p in done.proposals] == ["B"]
+        (item,) = done.for_review
+        assert (item["vehicle_id"], item["kind"], item["provision"]) == (
+            "A",
+            "queue_jump",
+            "art. 24, II",
+        )
+        assert item["reason"] == "confiança 0.45 abaixo do piso 0.5"
+        assert item["finding_id"] == f.loc[f["vehicle_id"] == "A", "finding_id"].item()
+
+    def test_rulebook_sets_a_floor_per_kind(self) -> None:
+        """A kind's own floor in the rulebook wins over its default."""
+        rb = book(confidence_floor={"default": 0.5, "queue_jump": 0.9})
+        f = findings(
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "A",
+                "confidence": 0.85,
+                "started_at": "2025-03-04T12:00:00Z",
+            }
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert done.proposals == [] and len(done.for_review) == 1
+
+    def test_run_override_merges_over_the_rulebook(self) -> None:
+        """``confidence_floor`` of the run (``--thresholds``) replaces the rulebook's per kind."""
+        rb = book(confidence_floor={"default": 0.5, "queue_jump": 0.9})
+        f = findings(
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "A",
+                "confidence": 0.6,
+                "started_at": "2025-03-04T12:00:00Z",
+            }
+        )
+        lowered = propose_all(f, {"taxi": rb}, timezone=TZ, confidence_floor={"queue_jump": 0.55})
+        assert len(lowered.proposals) == 1
+        only_default = propose_all(f, {"taxi": rb}, timezone=TZ, confidence_floor={"default": 0.1})
+        assert only_default.proposals == []  # the rulebook's queue_jump floor still applies
+
+    def test_bad_floor_is_refused(self) -> None:
+        """A floor outside [0, 1] or for an unknown kind is a named error."""
+        with pytest.raises(ValueError, match=r"confidence_floor\.default"):
+            book(confidence_floor={"default": 1.5})
+        with pytest.raises(ValueError, match=r"confidence_floor\.speeding"):
+            book(confidence_floor={"speeding": 0.5})
+
+    def test_summary_counts_and_lists_for_review(self) -> None:
+        """summary.json's ``findings_for_review`` counts by kind and lists the ids."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        f = findings(
+            {
+                "kind": "queue_jump",
+                "vehicle_id": "A",
+                "confidence": 0.3,
+                "started_at": "2025-03-04T12:00:00Z",
+            }
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        summary = proposal_summary(done.proposals, done.uncovered, done.for_review)
+        review = summary["findings_for_review"]
+        assert review["count"] == 1 and review["by_kind"] == {"queue_jump": 1}
+        assert [r["finding_id"] for r in review["findings"]] == list(f["finding_id"])
+        assert summary["proposals"] == 0
+
+
+class TestRepetition:
+    def test_a_single_multipath_outlier_is_never_a_proposal(self) -> None:
+        """One GPS outlier (POA art. 58, IX) is listed for review, never proposed."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(_anomaly("2025-03-04T12:00:00Z"))
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert done.proposals == []
+        (item,) = done.for_review
+        assert item["kind"] == "gps_anomaly" and "não repetido nem persistente" in item["reason"]
+        assert "1 achado(s) do veículo em 24 h (mínimo 3)" in item["reason"]
+
+    def test_three_anomalies_within_a_day_are_a_proposal(self) -> None:
+        """Three anomalies of one vehicle within 24 h show the tracking was not fully available."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(
+            _anomaly("2025-03-04T12:00:00Z"),
+            _anomaly("2025-03-04T15:00:00Z"),
+            _anomaly("2025-03-04T20:00:00Z"),
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        (p,) = done.proposals
+        assert p["provision"] == "art. 58, IX" and len(p["finding_ids"]) == 3
+        assert p["repetition"]["most_findings_in_window"] == 3
+        assert done.for_review == []
+
+    def test_anomalies_spread_over_more_than_the_window_are_not(self) -> None:
+        """Three anomalies 13 h apart never fall in one 24 h window: no proposal."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(
+            _anomaly("2025-03-04T00:00:00Z"),
+            _anomaly("2025-03-04T13:00:00Z"),
+            _anomaly("2025-03-05T02:00:00Z"),
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert done.proposals == [] and len(done.for_review) == 3
+
+    def test_one_persistent_anomaly_is_a_proposal(self) -> None:
+        """One anomaly lasting 10 minutes or more is persistent: proposed alone."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(_anomaly("2025-03-04T12:00:00Z", seconds=600))
+        (p,) = propose_all(f, {"taxi": rb}, timezone=TZ).proposals
+        assert p["repetition"]["longest_s"] == 600.0
+
+    def test_earlier_findings_count_as_context(self) -> None:
+        """Anomalies handled before (``context``) count towards the repetition, not proposed."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        earlier = findings(_anomaly("2025-03-04T10:00:00Z"), _anomaly("2025-03-04T11:00:00Z"))
+        f = findings(_anomaly("2025-03-04T12:00:00Z"))
+        (p,) = propose_all(f, {"taxi": rb}, timezone=TZ, context=earlier).proposals
+        assert p["finding_ids"] == list(f["finding_id"])
+
+    def test_low_confidence_anomalies_do_not_count(self) -> None:
+        """Anomalies under the confidence floor neither propose nor count towards repetition."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        rows = [_anomaly(f"2025-03-04T1{i}:00:00Z") for i in range(3)]
+        rows[0]["confidence"] = rows[1]["confidence"] = 0.3
+        done = propose_all(findings(*rows), {"taxi": rb}, timezone=TZ)
+        assert done.proposals == [] and len(done.for_review) == 3
+
+
+class TestReincidenceStatuses:
+    def _history(self, key: str, status: str) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "vehicle_id": "V1",
+                    "rule_key": key,
+                    "committed_at": "2024-06-01T12:00:00Z",
+                    "status": status,
+                    "auto_number": "AI-4314902-2024-000031",
+                    "proposal_id": "P-1",
+                }
+            ]
+        )
+
+    def test_fretamento_counts_only_final_decisions_taxi_every_issued_auto(self) -> None:
+        """Fretamento art. 19 § 5º: only infractions with a final decision make a reincidence;
+        Pinto Bandeira art. 48 asks for no final decision: every issued auto counts."""
+        fret = bundled_rulebooks()[POA_FRETAMENTO]
+        rule = fret.rule_for("operating_while_barred", {"reason": "inspection_expired"})
+        assert rule is not None
+        fret_key = f"4314902:fretamento:{rule.key}"
+        taxi = bundled_rulebooks()[("4314548", "taxi")]
+        taxi_key = "4314548:taxi:art.24::II:"
+        at = pd.Timestamp("2025-03-04T12:00:00Z")
+        counted = {
+            status: (
+                reincidence_count(
+                    fret,
+                    key=fret_key,
+                    vehicle_id="V1",
+                    at=at,
+                    confirmed=self._history(fret_key, status),
+                ),
+                reincidence_count(
+                    taxi,
+                    key=taxi_key,
+                    vehicle_id="V1",
+                    at=at,
+                    confirmed=self._history(taxi_key, status),
+                ),
+            )
+            for status in (
+                "confirmada",
+                "notificada",
+                "em_defesa",
+                "defesa_indeferida",
+                "definitiva",
+            )
+        }
+        assert counted == {
+            "confirmada": (0, 1),
+            "notificada": (0, 1),
+            "em_defesa": (0, 1),
+            "defesa_indeferida": (0, 1),
+            "definitiva": (1, 1),
+        }
+
+    def test_proposal_names_the_earlier_autos(self) -> None:
+        """A reincidence lists the earlier autos (number and date) it counted."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        key = "4314548:taxi:art.24::II:"
+        f = findings(
+            {"kind": "queue_jump", "vehicle_id": "V1", "started_at": "2025-03-04T12:00:00Z"}
+        )
+        (p,), _ = propose(f, {"taxi": rb}, timezone=TZ, confirmed=self._history(key, "notificada"))
+        assert p["reincidence_count"] == 1
+        assert p["reincidence_priors"] == [
+            {
+                "auto_number": "AI-4314902-2024-000031",
+                "proposal_id": "P-1",
+                "committed_at": "2024-06-01T12:00:00Z",
+                "status": "notificada",
+            }
+        ]
+
+    def test_rulebook_refuses_final_decision_without_the_law_words(self) -> None:
+        """``basis = "final_decision"`` must count only ``definitiva`` and quote the law."""
+        with pytest.raises(ValueError, match="statuses_excerpt"):
+            book(
+                reincidence={
+                    "window_days": 365,
+                    "basis": "final_decision",
+                    "statuses": ["definitiva"],
+                }
+            )
+        with pytest.raises(ValueError, match="definitiva"):
+            book(
+                reincidence={
+                    "window_days": 365,
+                    "basis": "final_decision",
+                    "statuses": ["confirmada"],
+                    "statuses_excerpt": "x",
+                }
+            )
+
+    def test_confirmed_from_proposals_keeps_status_and_auto(self) -> None:
+        """An earlier proposals.json keeps each record's status and auto number."""
+        recs = [
+            {
+                "vehicle_id": "V",
+                "rule_key": "k",
+                "committed_at": "2025-01-01T00:00:00Z",
+                "status": "definitiva",
+                "auto_number": "AI-1",
+                "proposal_id": "P-9",
+            }
+        ]
+        frame = confirmed_from_proposals(recs)
+        assert frame[["status", "auto_number", "proposal_id"]].iloc[0].tolist() == [
+            "definitiva",
+            "AI-1",
+            "P-9",
+        ]
+
+
+class TestConfirmedFileForFretamento:
+    @pytest.mark.parametrize(("status", "expected"), [("notificada", 0), ("definitiva", 1)])
+    def test_earlier_proposals_json_counts_final_decisions_only(
+        self, status: str, expected: int
+    ) -> None:
+        """`pontual analyze --confirmed`: a fretamento infraction of an earlier proposals.json
+        counts only once its decision is final (art. 19 § 5º)."""
+        rb = bundled_rulebooks()[POA_FRETAMENTO]
+        f = findings(
+            {
+                "kind": "operating_while_barred",
+                "vehicle_id": "F1",
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"reason": "alvara_expired"},
+            }
+        )
+        fleet = pd.DataFrame({"vehicle_id": ["F1"], "service": ["fretamento"]})
+        (first,), _ = propose(
+            findings(
+                {
+                    "kind": "operating_while_barred",
+                    "vehicle_id": "F1",
+                    "started_at": "2024-09-04T12:00:00Z",
+                    "details": {"reason": "alvara_expired"},
+                }
+            ),
+            {"fretamento": rb},
+            timezone=TZ,
+            fleet=fleet,
+        )
+        earlier = [{**first, "status": status, "auto_number": "AI-4314902-2024-000005"}]
+        (p,), _ = propose(
+            f,
+            {"fretamento": rb},
+            timezone=TZ,
+            fleet=fleet,
+            confirmed=confirmed_from_proposals(earlier),
+        )
+        assert p["reincidence_count"] == expected
+        assert p["fine"]["amount"] == 150.0 * 2**expected
+
+
+class TestLegalCorrections:
+    def test_pinto_bandeira_inactivity_is_not_proposed(self) -> None:
+        """PB art. 32 VIII is a registry fact (vehicle not presented after the reserva), not GPS
+        idleness: an inactivity finding makes no proposal, even under a reserva."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+        assert "inactivity" in rb.uncovered and "art. 32, VIII" in rb.uncovered["inactivity"]
+        f = findings(
+            {
+                "kind": "inactivity",
+                "vehicle_id": "V1",
+                "confidence": 0.9,
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"current_status": "reserved"},
+            }
+        )
+        props, uncovered = propose(f, {"taxi": rb}, timezone=TZ)
+        assert props == [] and uncovered == {"inactivity": 1}
+
+    def test_porto_velho_art_9_citation_is_marked_uncertain(self) -> None:
+        """PV art. 9's incisos are misnumbered in the available text: the proposal says the
+        number must be checked in the official text."""
+        rb = bundled_rulebooks()[("1100205", "taxi")]
+        f = findings(
+            {
+                "kind": "operating_while_barred",
+                "vehicle_id": "V1",
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"reason": "alvara_expired"},
+            }
+        )
+        (p,), _ = propose(f, {"taxi": rb}, timezone=TZ)
+        assert p["provision"] == "art. 9º, VIII"
+        assert p["citation_uncertain"].startswith(
+            "numeração do inciso a confirmar no texto oficial"
+        )
+        law = rb.law_text()
+        assert "Art. 9º São deveres dos taxistas:\n\nV - " in law  # the list starts at V
+
+    def test_rules_with_salvo_declare_an_exception(self) -> None:
+        """Every bundled rule whose excerpt says "salvo …" declares it as an exception to be
+        answered on confirming."""
+        for rb in bundled_rulebooks().values():
+            for rule in rb.rules:
+                if "salvo" in rule.excerpt.lower():
+                    assert rule.exception is not None, rule.provision
+                    assert rule.exception.excerpt in rule.excerpt
+
+    @pytest.mark.parametrize(
+        "when", [{"reason": "reserved"}, {"subtype": "accessible_wait"}, {}], ids=str
+    )
+    def test_57_xi_rules_leave_the_pontuacao_to_the_agent(self, when: dict[str, str]) -> None:
+        """POA art. 57 XI c ("autorizatário ou condutor, conforme o caso"): no pontuação fixed,
+        the choices offered."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        kind = {"reason": "operating_while_barred", "subtype": "unlicensed_stand_use"}
+        rule = rb.rule_for(kind.get(next(iter(when), ""), "outside_municipality"), when)
+        assert rule is not None and "57, XI" in rule.provision
+        assert rule.pontuacao is None and rule.pontuacao_choices == ("condutor", "autorizatário")

@@ -140,3 +140,116 @@ class TestGenerateActor:
         (mine,) = [d for d in detail if finding_id in d["finding_ids"]]
         assert mine["history"][0]["action"] == "create"
         assert mine["history"][0]["actor"] == "u_admin"
+
+
+class TestConfirmAnswers:
+    def test_exception_and_pontuacao_over_http(self, client, seeded, api_engine) -> None:
+        """POA longer_route (art. 58 XIII) needs the agent's answer to the exception (422
+        without it) and art. 57 XI needs the pontuação chosen; the answers are recorded."""
+        import datetime as dt
+
+        from geoalchemy2.shape import from_shape
+        from shapely.geometry import Point
+
+        from db.engine import session_scope
+        from enforcement.models import Finding
+        from fleet.models import Municipality
+
+        now = dt.datetime.now(dt.UTC)
+        with session_scope(api_engine) as s:
+            if s.get(Municipality, "4314902") is None:
+                s.add(
+                    Municipality(
+                        code="4314902", name="Porto Alegre", uf="RS", timezone="America/Sao_Paulo"
+                    )
+                )
+            for fid, kind, details in (
+                ("F-route", "longer_route", {"ratio": 1.9}),
+                ("F-reserved", "operating_while_barred", {"reason": "reserved"}),
+                ("F-weak", "queue_jump", {}),
+            ):
+                s.add(
+                    Finding(
+                        finding_id=fid,
+                        kind=kind,
+                        vehicle_id="V3",
+                        stand_id=None,
+                        started_at=now - dt.timedelta(hours=3),
+                        ended_at=now - dt.timedelta(hours=3),
+                        confidence=0.3 if fid == "F-weak" else 0.9,
+                        details=details,
+                        geometry=from_shape(Point(-51.2287, -30.0277), srid=4326),
+                    )
+                )
+        tokens = seeded["tokens"]
+        r = client.post(
+            "/api/v1/proposals/generate",
+            json={"municipality": "4314902", "confidence_floor": {"queue_jump": 0.5}},
+            headers=bearer(tokens["agent"]),
+        )
+        assert r.status_code == 200, r.text
+        assert "F-weak" not in [x["finding_id"] for x in r.json()["for_review"]]  # no rule
+        listed = client.get(
+            "/api/v1/proposals", params={"vehicle_id": "V3"}, headers=bearer(tokens["agent"])
+        ).json()["data"]
+        by_kind = {p["kind"]: p["proposal_id"] for p in listed}
+
+        route = f"/api/v1/proposals/{by_kind['longer_route']}/confirm"
+        r = client.post(route, json={}, headers=bearer(tokens["agent"]))
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["code"] == "invalid_request"
+        assert "desnecessário ao atendimento do usuário" in r.json()["error"]["message"]
+        answer = "Passageira ouvida: não pediu nem autorizou o desvio."
+        r = client.post(route, json={"exception_answer": answer}, headers=bearer(tokens["agent"]))
+        assert r.status_code == 200, r.text
+        assert r.json()["exception"]["answer"] == answer
+        assert r.json()["history"][-1]["exception_answer"] == answer
+
+        barred = f"/api/v1/proposals/{by_kind['operating_while_barred']}/confirm"
+        r = client.post(barred, json={}, headers=bearer(tokens["agent"]))
+        assert r.status_code == 422 and "condutor, autorizatário" in r.json()["error"]["message"]
+        r = client.post(barred, json={"pontuacao": "condutor"}, headers=bearer(tokens["agent"]))
+        assert r.status_code == 200, r.text
+        assert r.json()["pontuacao"] == "condutor"
+
+    def test_generate_lists_low_confidence_for_review(self, client, seeded, api_engine) -> None:
+        """A stored finding under the floor comes back in ``for_review``, not as a proposal."""
+        import datetime as dt
+
+        from db.engine import session_scope
+        from enforcement.models import Finding
+        from fleet.models import Municipality
+
+        with session_scope(api_engine) as s:
+            if s.get(Municipality, "4314548") is None:
+                s.add(
+                    Municipality(
+                        code="4314548", name="Pinto Bandeira", uf="RS", timezone="America/Sao_Paulo"
+                    )
+                )
+            s.add(
+                Finding(
+                    finding_id="F-low-pb",
+                    kind="queue_jump",
+                    vehicle_id="V2",
+                    stand_id="S1",
+                    started_at=dt.datetime(2025, 3, 4, 12, tzinfo=dt.UTC),
+                    ended_at=dt.datetime(2025, 3, 4, 12, tzinfo=dt.UTC),
+                    confidence=0.2,
+                    details={},
+                )
+            )
+        r = client.post(
+            "/api/v1/proposals/generate",
+            json={"municipality": "4314548"},
+            headers=bearer(seeded["tokens"]["agent"]),
+        )
+        assert r.status_code == 200, r.text
+        (item,) = [x for x in r.json()["for_review"] if x["finding_id"] == "F-low-pb"]
+        assert item["reason"] == "confiança 0.20 abaixo do piso 0.5"
+        r = client.post(
+            "/api/v1/proposals/generate",
+            json={"municipality": "4314548", "confidence_floor": {"default": 2}},
+            headers=bearer(seeded["tokens"]["agent"]),
+        )
+        assert r.status_code == 422

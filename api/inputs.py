@@ -1,0 +1,76 @@
+"""Input files of the commands: one check and one error per bad file, naming the option.
+
+A missing file, a folder, a 0-byte file, or a file its reader cannot parse ends the command
+with one ``erro: <option>: …`` line (``api.cli.main``) and exit status 1, never a traceback.
+Where an empty input means something (a TOML of thresholds with no table: the defaults), the
+caller allows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from api._errors import InputFileError
+
+T = TypeVar("T")
+_ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "enforcement", "db", "planning")
+
+
+def require_file(path: Path, *, flag: str, allow_empty: bool = False) -> Path:
+    """Return ``path`` if it is a readable file (and not empty, unless ``allow_empty``).
+
+    Raises
+    ------
+    InputFileError
+        Missing, a folder, unreadable, or 0 bytes; the message names ``flag`` and the path.
+    """
+    if not path.exists():
+        msg = f"{flag}: arquivo não encontrado: {path}"
+        raise InputFileError(msg)
+    if path.is_dir():
+        msg = f"{flag}: {path} é uma pasta; esperado um arquivo"
+        raise InputFileError(msg)
+    try:
+        with path.open("rb") as handle:
+            first = handle.read(1)
+    except OSError as exc:
+        msg = f"{flag}: não foi possível abrir {path} ({exc.strerror or exc})"
+        raise InputFileError(msg) from None
+    if not first and not allow_empty:
+        msg = f"{flag}: arquivo vazio (0 bytes): {path}"
+        raise InputFileError(msg)
+    return path
+
+
+def read_input(path: Path, read: Callable[[Path], T], *, flag: str, allow_empty: bool = False) -> T:
+    """Check ``path`` (:func:`require_file`) and read it with ``read``, naming ``flag`` on error.
+
+    Our rooms' named errors keep their message, prefixed with the option; any other error of
+    the reader (a parser's) becomes one line saying what could not be read.
+
+    Raises
+    ------
+    InputFileError
+        The file is bad or its reader failed.
+    """
+    require_file(path, flag=flag, allow_empty=allow_empty)
+    try:
+        return read(path)
+    except InputFileError as exc:
+        if str(exc).startswith(f"{flag}:"):
+            raise
+        msg = f"{flag}: {exc}"
+        raise InputFileError(msg) from None
+    except Exception as exc:
+        if _is_ours(exc):
+            msg = f"{flag}: {exc}"
+        else:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            msg = f"{flag}: não foi possível ler {path.name} ({detail})"
+        raise InputFileError(msg) from None
+
+
+def _is_ours(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] in _ROOMS
