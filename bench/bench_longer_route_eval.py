@@ -230,17 +230,20 @@ def run_detector(
     out["n_trips"] = out["n_trips"].fillna(0).astype(int)
     out["scored"] = out[cols].notna().any(axis=1) if cols else False
     out[cols] = out[cols].fillna(0.0)
-    flagged: set[Any] = set()
+    out["confidence"] = np.nan
     if len(findings):
         f = pd.DataFrame(
             {
                 "vehicle_id": findings["vehicle_id"].astype(str).to_numpy(),
                 "started_at": pd.to_datetime(findings["started_at"], utc=True).to_numpy(),
                 "ended_at": pd.to_datetime(findings["ended_at"], utc=True).to_numpy(),
+                "confidence": pd.to_numeric(findings.get("confidence", np.nan)),
             }
         )
-        flagged = set(_label_of(f, eval_set.labels).dropna())
-    out["flagged"] = out.index.isin(flagged)
+        f["label_id"] = _label_of(f, eval_set.labels).to_numpy()
+        best = f.dropna(subset=["label_id"]).groupby("label_id")["confidence"].max()
+        out.loc[best.index, "confidence"] = best.to_numpy()
+    out["flagged"] = out["confidence"].notna()
     times = {"trips_s": t_trips, "score_s": t_score, "decide_s": t_decide, "n_trips": len(trips)}
     return out.reset_index(), times
 
@@ -293,6 +296,22 @@ def summary(result: pd.DataFrame, score_columns: Sequence[str]) -> dict[str, Any
         rec, thr = recall_at_fpr(p, n, MAX_FPR)
         out["scores"][col] = {"auc": roc_auc(p, n), "recall_at_fpr": rec, "threshold": thr}
     return out
+
+
+CONFIDENCE_BINS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def reliability(result: pd.DataFrame) -> pd.DataFrame:
+    """Findings binned by confidence: how many, their mean confidence, the share on detours."""
+    found = result.loc[result["flagged"]]
+    bins = pd.cut(found["confidence"], CONFIDENCE_BINS, include_lowest=True)
+    table = found.groupby(bins, observed=True).agg(
+        findings=("is_detour", "size"),
+        mean_confidence=("confidence", "mean"),
+        precision=("is_detour", "mean"),
+    )
+    table.index = table.index.astype(str)
+    return table.rename_axis("confidence").reset_index().round(3)
 
 
 def misses(result: pd.DataFrame) -> dict[str, int] | None:
@@ -517,6 +536,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(headline_table(summaries, score_columns))
         print()
         print(breakdown_table(breakdowns))
+        for name, result in results.items():
+            print(f"\nReliability of the confidence ({name}; precision at this set's mix):\n")
+            print(_md(reliability(result)))
         why = {k: v["misses"] for k, v in summaries.items() if v.get("misses")}
         if why:
             print()

@@ -197,13 +197,16 @@ class TestDetectLongerRoute:
         assert found.empty
 
     def test_corridor_detour_gets_low_confidence_and_a_warning(self, grid):
-        """A continuous alternative corridor (like a closed road): low confidence, a warning."""
+        """A continuous alternative corridor (like a closed road): lower confidence, a warning."""
         found, _ = _detect(_trip("V1", CORRIDOR), roads=grid)
         assert len(found) == 1
         d = found.iloc[0]["details"]
         assert d["pattern"] == "corridor" and d["reference_may_be_wrong"] is True
         assert any("interditada" in note for note in d["notes"])
-        assert found.iloc[0]["confidence"] < 0.5
+        score = min(d["ratio"], d["time_ratio"])
+        base = 0.6 + 0.35 * min(1.0, (score - 1.4) / 0.4)
+        assert found.iloc[0]["confidence"] == pytest.approx(0.85 * base, abs=1e-3)
+        assert found.iloc[0]["confidence"] < 0.75
 
     def test_closed_road_everyone_detours_is_not_accused(self, grid):
         """Past trips of other vehicles took the same detour: the network is wrong, no finding."""
