@@ -70,7 +70,9 @@ from tracking.detectors.unlicensed_stand_use import fleet_facts
 
 KIND = "queue_jump"
 DEFAULT_MIN_WAIT_AHEAD_S = 120.0
-DEFAULT_TOLERANCE_S = 30.0
+DEFAULT_TOLERANCE_S = 60.0
+"""Arrivals closer than this are not ordered: each is seen up to one fix late (15-30 s), and
+GPS noise at a small stand's edge moves the first fix inside by as much again."""
 BUCKET_S = 3600  # interval-stabbing buckets (any value works; this keeps pairs few)
 _VISIT_NEEDED = (
     "vehicle_id",
@@ -195,7 +197,7 @@ def detect_queue_jump(
         Fleet frame; Táxis Acessíveis (``accessible`` True) are not judged.
     min_wait_ahead_s : float, default 120
         Shortest wait of the vehicle passed, from its arrival to our boarding.
-    tolerance_s : float, default 30
+    tolerance_s : float, default 60
         GPS sampling tolerance on arrivals, presence and the other vehicle's boarding.
     boarding_grace_s, boarding_grace_m : float, default 120 and 30
         The thresholds the visits' boardings were decided with

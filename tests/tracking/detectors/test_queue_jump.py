@@ -87,7 +87,7 @@ class TestDetectQueueJump:
         assert d["ahead"][0]["fix_at_our_boarding"]["timestamp"] == "2024-03-04T12:10:00Z"
         assert d["thresholds"] == {
             "min_wait_ahead_s": 120.0,
-            "tolerance_s": 30.0,
+            "tolerance_s": 60.0,
             "boarding_grace_s": 120.0,
             "boarding_grace_m": 30.0,
         }
@@ -127,12 +127,19 @@ class TestDetectQueueJump:
         assert d["thresholds"]["boarding_grace_m"] == 30.0
 
     def test_waiting_vehicle_boarding_later_counts(self) -> None:
-        """The vehicle ahead boarding 60 s after us (beyond the tolerance) was still passed."""
+        """The vehicle ahead boarding 90 s after us (beyond the tolerance) was still passed."""
         found = detect(
-            at_stand("v1", 0, 660, board_at=660) + at_stand("v2", 300, 600, board_at=600)
+            at_stand("v1", 0, 690, board_at=690) + at_stand("v2", 300, 600, board_at=600)
         )
         assert found["vehicle_id"].tolist() == ["v2"]
-        assert found.iloc[0]["details"]["ahead"][0]["boarded_at"] == "2024-03-04T12:11:00Z"
+        assert found.iloc[0]["details"]["ahead"][0]["boarded_at"] == "2024-03-04T12:11:30Z"
+
+    def test_arrivals_a_fix_apart_are_not_ordered(self) -> None:
+        """Two taxis seen arriving 45 s apart are not in a known order; 90 s apart they are."""
+        found = detect(at_stand("v1", 0, 1200) + at_stand("v2", 45, 600, board_at=600))
+        assert found.empty
+        later = detect(at_stand("v1", 0, 1200) + at_stand("v2", 90, 600, board_at=600))
+        assert later["vehicle_id"].tolist() == ["v2"]
 
     @pytest.mark.parametrize(
         "rows",
@@ -161,7 +168,7 @@ class TestDetectQueueJump:
 
     def test_min_wait_threshold_is_applied(self) -> None:
         """A vehicle ahead that waited 100 s is passed only when the threshold is lower."""
-        rows = at_stand("v1", 500, 1200) + at_stand("v2", 540, 600, board_at=600)
+        rows = at_stand("v1", 500, 1200) + at_stand("v2", 570, 600, board_at=600)
         found = detect(rows, min_wait_ahead_s=60.0)
         assert len(found) == 1
         assert found.iloc[0]["details"]["max_wait_ahead_s"] == 100.0
