@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Strict
+
+from fleet.dates import check_registry_date, check_registry_instant
 
 
 class ErrorDetail(BaseModel):
@@ -41,3 +44,51 @@ MAX_OFFSET = 2**31 - 1
 
 AUTH_ERRORS = error_responses(401, 403, 422, 503)
 """Errors of a route behind a login."""
+
+
+class StrictBody(BaseModel):
+    """Base of request bodies: finite numbers only, no unknown field.
+
+    With the field types below (:data:`Float`, :data:`Int`, :data:`RegistryDate`...), a value
+    must have its JSON type: no ``true`` for 1, no ``0.0`` for a date, no number in a string
+    (422 naming the field).
+    """
+
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
+
+
+def _date_text(value: Any) -> Any:
+    """Let a date through only as ``AAAA-MM-DD`` text (or a date, from Python callers)."""
+    if isinstance(value, dt.datetime) or not isinstance(value, str | dt.date):
+        msg = f"esperada uma data AAAA-MM-DD em texto, não {type(value).__name__}"
+        raise ValueError(msg)  # noqa: TRY004 - pydantic wants ValueError
+    return value
+
+
+def _instant_text(value: Any) -> Any:
+    """Let an instant through only as ISO 8601 text (or a datetime, from Python callers)."""
+    if not isinstance(value, str | dt.datetime):
+        msg = f"esperado um instante ISO 8601 em texto, não {type(value).__name__}"
+        raise ValueError(msg)  # noqa: TRY004 - pydantic wants ValueError
+    return value
+
+
+def _registry_date(value: dt.date) -> dt.date:
+    return check_registry_date(value, name="data")
+
+
+def _registry_instant(value: dt.datetime) -> dt.datetime:
+    return check_registry_instant(value, name="instante")
+
+
+Float = Annotated[float, Strict()]
+"""A JSON number (an integer is fine; a boolean or a string is not); finite in a StrictBody."""
+Int = Annotated[int, Strict()]
+"""A JSON integer (no boolean, no 1.0, no string)."""
+RegistryDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_registry_date)]
+"""A registry date (``AAAA-MM-DD`` text) in the range of :mod:`fleet.dates` (1990-01-01 to
+today + 1 year)."""
+RegistryInstant = Annotated[
+    AwareDatetime, BeforeValidator(_instant_text), AfterValidator(_registry_instant)
+]
+"""An instant (ISO 8601 text with its offset) whose date lies in the registry range."""

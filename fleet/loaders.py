@@ -19,6 +19,7 @@ import pandas as pd
 import shapely
 
 from fleet._errors import FleetFileError
+from fleet.dates import RegistryDateError, check_registry_date
 from fleet.vocabulary import VEHICLE_STATUSES
 
 PORTO_ALEGRE = "4314902"
@@ -281,9 +282,14 @@ def _dates(values: pd.Series, *, column: str, source: str) -> list[dt.date | Non
             out.append(None)
             continue
         try:
-            out.append(dt.date.fromisoformat(str(v).strip()[:10]))
+            day = dt.date.fromisoformat(str(v).strip()[:10])
         except ValueError:
             msg = f"{source}, linha {i + 1}: '{column}' era {v!r}; esperado data AAAA-MM-DD"
+            raise FleetFileError(msg) from None
+        try:
+            out.append(check_registry_date(day, name=column))
+        except RegistryDateError as exc:
+            msg = f"{source}, linha {i + 1}: {exc}"
             raise FleetFileError(msg) from None
     return out
 
