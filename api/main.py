@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 from api.accounts import DevicePrincipal
 from api.errors import install_error_handlers
+from api.limits import BodyLimitMiddleware
 from api.ratelimit import RateLimiter, TtlCache
 from api.settings import Settings, get_settings
 
@@ -112,6 +113,7 @@ def create_app(
     app.state.public_limiter = RateLimiter(limit=settings.public_rate_limit_per_min)
     app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
     install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     for name in ROUTERS:
         app.include_router(importlib.import_module(name).router)
     return app

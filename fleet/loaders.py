@@ -275,7 +275,10 @@ def _blank_to_none(values: pd.Series) -> pd.Series:
     return pd.Series(out, index=values.index, dtype=object)
 
 
-def _dates(values: pd.Series, *, column: str, source: str) -> list[dt.date | None]:
+def _dates(
+    values: pd.Series, *, column: str, source: str, registry: bool = False
+) -> list[dt.date | None]:
+    """Read dates; ``registry`` ones (validity, status) must lie in ``fleet.dates``' range."""
     out: list[dt.date | None] = []
     for i, v in enumerate(values):
         if v is None or str(v).strip() == "":
@@ -287,7 +290,7 @@ def _dates(values: pd.Series, *, column: str, source: str) -> list[dt.date | Non
             msg = f"{source}, linha {i + 1}: '{column}' era {v!r}; esperado data AAAA-MM-DD"
             raise FleetFileError(msg) from None
         try:
-            out.append(check_registry_date(day, name=column))
+            out.append(check_registry_date(day, name=column) if registry else day)
         except RegistryDateError as exc:
             msg = f"{source}, linha {i + 1}: {exc}"
             raise FleetFileError(msg) from None
@@ -360,7 +363,7 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
         for v in col("stands")
     ]
     dates = {
-        c: _dates(col(c), column=c, source=source)
+        c: _dates(col(c), column=c, source=source, registry=True)
         for c in ("status_since", "status_until", "alvara_valid_until", "inspection_valid_until")
     }
     for i, (since, until) in enumerate(
