@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Strict
 
-from fleet.dates import check_registry_date, check_registry_instant
+from fleet.dates import check_query_date, check_registry_date, check_registry_instant
 
 
 class ErrorDetail(BaseModel):
@@ -81,6 +81,12 @@ def _registry_instant(value: dt.datetime) -> dt.datetime:
     return check_registry_instant(value, name="instante")
 
 
+def _query_date(value: dt.date) -> dt.date:
+    return check_query_date(value, name="data")
+
+
+QueryDate = Annotated[dt.date, AfterValidator(_query_date)]
+"""A day a query looks at (``AAAA-MM-DD``), from 1678-01-01 to 2261-12-31."""
 Float = Annotated[float, Strict()]
 """A JSON number (an integer is fine; a boolean or a string is not); finite in a StrictBody."""
 Int = Annotated[int, Strict()]

@@ -37,6 +37,12 @@ PANDAS_DATE_MAX = dt.date(2262, 4, 10)
 """Latest date a nanosecond ``pandas.Timestamp`` holds (whole day, any time zone)."""
 
 
+QUERY_DATE_MIN = dt.date(1678, 1, 1)
+"""Earliest date a query may name (a local day, whole, in pandas' range in any time zone)."""
+QUERY_DATE_MAX = dt.date(2261, 12, 31)
+"""Latest date a query may name."""
+
+
 class RegistryDateError(FleetError):
     """A registry date outside :data:`REGISTRY_DATE_MIN` … today + :data:`REGISTRY_YEARS_AHEAD`."""
 
@@ -102,6 +108,25 @@ def check_registry_instant(
         msg = f"'{name}' era {value!r}; esperado um instante ISO 8601 com fuso (ex.: ...Z)"
         raise RegistryDateError(msg)
     check_registry_date(value.astimezone(dt.UTC).date(), name=name, today=today)
+    return value
+
+
+def check_query_date(value: dt.date, *, name: str) -> dt.date:
+    """Return a date a query names (a day to look at) if readable, else raise.
+
+    Looking is not storing: any day from :data:`QUERY_DATE_MIN` to :data:`QUERY_DATE_MAX`.
+
+    Raises
+    ------
+    RegistryDateError
+        If ``value`` is outside that range.
+    """
+    if not QUERY_DATE_MIN <= value <= QUERY_DATE_MAX:
+        msg = (
+            f"'{name}' era {value.isoformat()}; esperado uma data entre "
+            f"{QUERY_DATE_MIN.isoformat()} e {QUERY_DATE_MAX.isoformat()}"
+        )
+        raise RegistryDateError(msg)
     return value
 
 
