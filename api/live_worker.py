@@ -137,30 +137,24 @@ def _detect_vehicles(
 ) -> dict[str, str]:
     """Run the detectors on the claimed vehicles; return the failed ones and their errors.
 
-    All together first (one savepoint); after a failure, each vehicle alone in its own.
+    All together first (one frame, one savepoint); after a failure, each vehicle alone, with a
+    frame and a savepoint of its own.
     """
     failed = unreadable_registry_rows(conn, sorted(claimed))
-    frames: dict[str, pd.DataFrame] = {}
-    for vehicle, rows in claimed.items():
-        if vehicle in failed:
-            continue
-        try:
-            frames[vehicle] = _pings(rows)
-        except Exception as exc:  # noqa: BLE001 - any unreadable fix fails its vehicle only
-            failed[vehicle] = _error_text(exc)
-    if not frames:
+    vehicles = [v for v in claimed if v not in failed]
+    if not vehicles:
         return failed
     try:
-        detect_on_ingest(conn, pd.concat(frames.values(), ignore_index=True), settings=settings)
+        detect_on_ingest(conn, _pings([r for v in vehicles for r in claimed[v]]), settings=settings)
     except Exception as exc:
         if _database_failure(exc):
             raise
-        log.warning("detecção ao vivo falhou em %d veículos juntos; um a um agora", len(frames))
+        log.warning("detecção ao vivo falhou em %d veículos juntos; um a um agora", len(vehicles))
     else:
         return failed
-    for vehicle, frame in frames.items():
+    for vehicle in vehicles:
         try:
-            detect_on_ingest(conn, frame, settings=settings)
+            detect_on_ingest(conn, _pings(claimed[vehicle]), settings=settings)
         except Exception as exc:
             if _database_failure(exc):
                 raise

@@ -13,6 +13,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from api_factories import LiveServer, bearer
@@ -88,6 +89,20 @@ def _send_until_answered(sock: socket.socket, chunks: Iterator[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
+def device(api_engine: Any, seeded: dict) -> str:
+    """The token of a device of this module's own vehicle (LIM1)."""
+    from api import accounts
+    from db.engine import session_scope
+    from fleet.models import Vehicle
+
+    with session_scope(api_engine) as session:
+        if session.get(Vehicle, "LIM1") is None:
+            session.add(Vehicle(vehicle_id="LIM1", prefixo="LIM1"))
+            session.flush()
+        return accounts.create_device(session=session, vehicle_id="LIM1")[1]
+
+
+@pytest.fixture(scope="module")
 def server(api_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """``pontual serve`` on the API tests' database."""
     log = tmp_path_factory.mktemp("limits") / "serve.log"
@@ -96,7 +111,7 @@ def server(api_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 class TestBodyLimit:
-    def test_declared_200_mb_fix_is_refused_unread(self, server: LiveServer, seeded: dict) -> None:
+    def test_declared_200_mb_fix_is_refused_unread(self, server: LiveServer, device: str) -> None:
         """Content-Length of 200 MB: 413 at once; the server's peak memory stays flat."""
         prefix = (
             b'{"pings": [{"timestamp": "2026-01-01T00:00:00Z", "lat": 1, "lon": 1, "driver_id": "'
@@ -104,16 +119,14 @@ class TestBodyLimit:
         _reset_peak(server.pid)
         before = _kib(server.pid, "VmRSS")
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
-            sock.sendall(
-                _head("/api/v1/pings", seeded["device_token"], f"Content-Length: {BODY_BYTES}\r\n")
-            )
+            sock.sendall(_head("/api/v1/pings", device, f"Content-Length: {BODY_BYTES}\r\n"))
             _send_until_answered(sock, iter([prefix, *[CHUNK] * (BODY_BYTES // len(CHUNK))]))
             status, body = _read_response(sock)
         assert status == 413
         assert json.loads(body)["error"]["code"] == "payload_too_large"
         assert _kib(server.pid, "VmHWM") - before < MAX_GROWTH_BYTES
 
-    def test_chunked_200_mb_fix_is_cut_off(self, server: LiveServer, seeded: dict) -> None:
+    def test_chunked_200_mb_fix_is_cut_off(self, server: LiveServer, device: str) -> None:
         """No length, 200 MB in chunks: 413 once past the limit; peak memory stays flat."""
         prefix = (
             b'{"pings": [{"timestamp": "2026-01-01T00:00:00Z", "lat": 1, "lon": 1, "driver_id": "'
@@ -127,7 +140,7 @@ class TestBodyLimit:
         _reset_peak(server.pid)
         before = _kib(server.pid, "VmRSS")
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
-            sock.sendall(_head("/osmand", seeded["device_token"], "Transfer-Encoding: chunked\r\n"))
+            sock.sendall(_head("/osmand", device, "Transfer-Encoding: chunked\r\n"))
             started = time.monotonic()
             _send_until_answered(sock, chunked())
             status, body = _read_response(sock)
@@ -135,7 +148,7 @@ class TestBodyLimit:
         assert json.loads(body)["error"]["code"] == "payload_too_large"
         assert _kib(server.pid, "VmHWM") - before < MAX_GROWTH_BYTES
 
-    def test_small_requests_still_pass(self, server: LiveServer, seeded: dict) -> None:
+    def test_small_requests_still_pass(self, server: LiveServer, device: str) -> None:
         """After the refusals, the same server stores a normal batch."""
         import datetime as dt
 
@@ -145,7 +158,7 @@ class TestBodyLimit:
         answer = httpx.post(
             server.url + "/api/v1/pings",
             json={"pings": [{"timestamp": t, "lat": -30.05, "lon": -51.25}]},
-            headers=bearer(seeded["device_token"]),
+            headers=bearer(device),
             timeout=30,
         )
         assert answer.status_code == 200 and answer.json()["accepted"] == 1

@@ -29,6 +29,27 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+@pytest.fixture(scope="module")
+def edge(api_engine: Engine, seeded: dict) -> dict[str, str]:
+    """Two vehicles of this module's own (EDGE1, EDGE2) and their device tokens.
+
+    Their recent fixes stay away from the seeded vehicles, whose latest positions other tests
+    read (the public finder, the stand queue).
+    """
+    from api import accounts
+    from db.engine import session_scope
+    from fleet.models import Vehicle
+
+    tokens = {}
+    with session_scope(api_engine) as session:
+        for vehicle in ("EDGE1", "EDGE2"):
+            if session.get(Vehicle, vehicle) is None:
+                session.add(Vehicle(vehicle_id=vehicle, prefixo=vehicle))
+                session.flush()
+            tokens[vehicle] = accounts.create_device(session=session, vehicle_id=vehicle)[1]
+    return tokens
+
+
 def _post(client: TestClient, token: str, pings: list[dict]) -> dict:
     answer = client.post("/api/v1/pings", json={"pings": pings}, headers=bearer(token))
     assert answer.status_code == 200, answer.text
@@ -51,12 +72,12 @@ def _rejected_reasons(engine: Engine, source_like: str, marker: str) -> list[str
 class TestExtremeInstants:
     @pytest.mark.parametrize("timestamp", EXTREME)
     def test_batch_rejects_row_never_500(
-        self, client: TestClient, seeded: dict, timestamp: str
+        self, client: TestClient, edge: dict[str, str], timestamp: str
     ) -> None:
         """An instant pandas cannot hold is a rejected row (unparseable), not a 500."""
         body = _post(
             client,
-            seeded["device_token"],
+            edge["EDGE1"],
             [{"timestamp": timestamp, "lat": -30.03, "lon": -51.22}],
         )
         assert body["results"] == [
@@ -65,14 +86,14 @@ class TestExtremeInstants:
 
     @pytest.mark.parametrize("timestamp", [*EXTREME, "99999999999999999", "-11676096000", "1e30"])
     def test_osmand_answers_200_and_keeps_the_reason(
-        self, client: TestClient, seeded: dict, api_engine: Engine, timestamp: str
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine, timestamp: str
     ) -> None:
         """OsmAnd: 200 (the device's queue moves on), the fix kept rejected with its reason."""
         marker = f"x{random.randrange(10**9)}"
         answer = client.get(
             "/osmand",
             params={
-                "id": seeded["device_token"],
+                "id": edge["EDGE1"],
                 "lat": "-30.03",
                 "lon": "-51.22",
                 "timestamp": timestamp,
@@ -86,7 +107,7 @@ class TestExtremeInstants:
 
 class TestLiveWindow:
     def test_old_and_future_fixes_are_rejected(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """Older than 7 days or beyond now + 5 min: rejected with a reason, no partition made."""
         now = _now()
@@ -96,7 +117,7 @@ class TestLiveWindow:
                      "lon": -51.22})  # fmt: skip
         rows.append({"timestamp": (now - dt.timedelta(days=6)).isoformat(), "lat": -30.031,
                      "lon": -51.22})  # fmt: skip
-        body = _post(client, seeded["device_token"], rows)
+        body = _post(client, edge["EDGE1"], rows)
         reasons = [r["reason"] for r in body["results"]]
         assert reasons == [*["too_old_timestamp"] * 3, "future_timestamp", None]
         assert body["accepted"] == 1
@@ -124,7 +145,7 @@ class TestLiveWindow:
 
 class TestStrictTypes:
     def test_bool_and_non_finite_are_rejected_rows(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """``lat: true`` is an invalid coordinate (never 1.0); NaN and Infinity too."""
         t = (_now() - dt.timedelta(minutes=50)).isoformat()
@@ -139,7 +160,7 @@ class TestStrictTypes:
         answer = client.post(
             "/api/v1/pings",
             content=raw,
-            headers=bearer(seeded["device_token"]) | {"Content-Type": "application/json"},
+            headers=bearer(edge["EDGE1"]) | {"Content-Type": "application/json"},
         )
         assert answer.status_code == 200, answer.text
         assert [r["reason"] for r in answer.json()["results"]] == [
@@ -150,13 +171,13 @@ class TestStrictTypes:
         ]
 
     def test_long_identifiers_are_rejected_rows(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """A driver_id over 64 characters is ``invalid_text`` and kept in the quarantine."""
         t = (_now() - dt.timedelta(minutes=40)).isoformat()
         body = _post(
             client,
-            seeded["device_token"],
+            edge["EDGE1"],
             [
                 {"timestamp": t, "lat": -30.03, "lon": -51.22, "driver_id": "D" * 65},
                 {"timestamp": t, "lat": -30.03, "lon": -51.22, "driver_id": "D" * 64},
@@ -168,7 +189,7 @@ class TestStrictTypes:
 
 class TestExactMicroseconds:
     def test_random_fractional_instants_round_trip(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """Fractional Unix seconds (JSON numbers, JSON text, OsmAnd text) are stored exactly."""
         rng = random.Random(12)
@@ -176,7 +197,7 @@ class TestExactMicroseconds:
         micros = sorted({base * 10**6 + rng.randrange(4 * 86_400 * 10**6) for _ in range(600)})
         texts = [f"{us // 10**6}.{us % 10**6:06d}" for us in micros]
         number_rows = [
-            {"vehicle_id": "V1", "timestamp": float(t), "lat": -30.03, "lon": -51.22,
+            {"vehicle_id": "EDGE1", "timestamp": float(t), "lat": -30.03, "lon": -51.22,
              "driver_id": "us-exact"}
             for t in texts[:300]
         ]  # fmt: skip
@@ -184,12 +205,12 @@ class TestExactMicroseconds:
             {"timestamp": t, "lat": -30.03, "lon": -51.22, "driver_id": "us-exact"}
             for t in texts[300:550]
         ]
-        assert _post(client, seeded["device_token"], number_rows)["accepted"] == 300
-        assert _post(client, seeded["other_device_token"], text_rows)["accepted"] == 250
+        assert _post(client, edge["EDGE1"], number_rows)["accepted"] == 300
+        assert _post(client, edge["EDGE2"], text_rows)["accepted"] == 250
         for t in texts[550:]:
             answer = client.get(
                 "/osmand",
-                params={"id": seeded["device_token"], "timestamp": t, "lat": "-30.03",
+                params={"id": edge["EDGE1"], "timestamp": t, "lat": "-30.03",
                         "lon": "-51.22", "driver_id": "us-exact"},
             )  # fmt: skip
             assert answer.status_code == 200 and "X-Pontual-Rejected" not in answer.headers
@@ -254,34 +275,34 @@ def _fix(engine: Engine, vehicle: str, ts: dt.datetime) -> dict | None:
 class TestTraccarClient:
     @pytest.mark.parametrize("body", TRACCAR_JSON)
     def test_json_bodies_of_traccars_tests_are_answered_200(
-        self, client: TestClient, seeded: dict, body: str
+        self, client: TestClient, edge: dict[str, str], body: str
     ) -> None:
         """Traccar Client 9's JSON (its own tests' bodies): 200, kept as too old (2021-2025)."""
         data = json.loads(body)
-        data["device_id"] = seeded["device_token"]
+        data["device_id"] = edge["EDGE1"]
         answer = client.post("/osmand", json=data)
         assert answer.status_code == 200, answer.text
         assert answer.headers["X-Pontual-Rejected"] == "too_old_timestamp"
 
     def test_json_body_is_stored_with_units(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """A current Traccar Client 9 fix is stored: speed m/s → km/h, heading −1 unknown."""
         data = json.loads(TRACCAR_JSON[2])
         when = (_now() - dt.timedelta(minutes=30)).replace(microsecond=444000)
-        data["device_id"] = seeded["device_token"]
+        data["device_id"] = edge["EDGE1"]
         data["location"]["timestamp"] = when.isoformat().replace("+00:00", "Z")
         data["location"]["coords"] |= {"latitude": -30.03, "longitude": -51.22, "heading": -1}
         answer = client.post("/osmand", json=data)
         assert answer.status_code == 200 and "X-Pontual-Rejected" not in answer.headers
-        fix = _fix(api_engine, "V1", when)
+        fix = _fix(api_engine, "EDGE1", when)
         assert fix is not None
         assert fix["speed_kmh"] == pytest.approx(18.67 * 3.6)
         assert fix["heading_deg"] is None and fix["accuracy_m"] == 3.8
         assert fix["ts_origin"] is None
 
     def test_json_batch_of_locations(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """``location`` as a list (batch sync): each one stored."""
         when = _now().replace(microsecond=0) - dt.timedelta(minutes=25)
@@ -291,62 +312,60 @@ class TestTraccarClient:
                         "accuracy": 4}}
             for s in (0, 10, 20)
         ]  # fmt: skip
-        answer = client.post(
-            "/osmand", json={"device_id": seeded["device_token"], "location": locations}
-        )
+        answer = client.post("/osmand", json={"device_id": edge["EDGE1"], "location": locations})
         assert answer.status_code == 200 and "X-Pontual-Rejected" not in answer.headers
-        assert all(_fix(api_engine, "V1", when + dt.timedelta(seconds=s)) for s in (0, 10, 20))
+        assert all(_fix(api_engine, "EDGE1", when + dt.timedelta(seconds=s)) for s in (0, 10, 20))
 
     @pytest.mark.parametrize("query", TRACCAR_QUERIES)
     def test_queries_of_traccars_tests_are_answered_200(
-        self, client: TestClient, seeded: dict, query: str
+        self, client: TestClient, edge: dict[str, str], query: str
     ) -> None:
         """The query forms of Traccar's tests: 200 (their dates are years old: kept as such)."""
-        answer = client.post(f"/osmand?id={seeded['device_token']}&{query}")
+        answer = client.post(f"/osmand?id={edge['EDGE1']}&{query}")
         assert answer.status_code == 200, answer.text
         assert answer.headers["X-Pontual-Rejected"] == "too_old_timestamp"
 
     def test_naive_timestamp_is_utc_and_recorded(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """``timestamp=2014-06-04 09:10:11`` form: read as UTC, ``ts_origin = naive_utc``."""
         when = _now().replace(microsecond=0) - dt.timedelta(minutes=20)
         naive = when.strftime("%Y-%m-%d+%H%%3A%M%%3A%S")
         answer = client.post(
             f"/osmand?lat=-30.03&lon=-51.222&timestamp={naive}&altitude=384.7&speed=0.0"
-            f"&id={seeded['device_token']}"
+            f"&id={edge['EDGE1']}"
         )
         assert answer.status_code == 200 and "X-Pontual-Rejected" not in answer.headers
-        fix = _fix(api_engine, "V1", when)
+        fix = _fix(api_engine, "EDGE1", when)
         assert fix is not None and fix["ts_origin"] == "naive_utc"
 
     def test_missing_timestamp_is_the_receive_time(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """No ``timestamp`` (Traccar's test query with ``deviceid``): dated on receipt."""
         before = _now()
         answer = client.get(
             "/osmand?lat=-30.04&lon=-51.23&speed=0.0&heading=0.0&vacc=0&hacc=0&altitude=0"
-            f"&deviceid={seeded['device_token']}"
+            f"&deviceid={edge['EDGE1']}"
         )
         after = _now()
         assert answer.status_code == 200 and "X-Pontual-Rejected" not in answer.headers
         with api_engine.connect() as conn:
             ts, origin = conn.execute(
                 text(
-                    "SELECT ts, ts_origin FROM fixes WHERE vehicle_id = 'V1' AND lat = -30.04 "
+                    "SELECT ts, ts_origin FROM fixes WHERE vehicle_id = 'EDGE1' AND lat = -30.04 "
                     "AND lon = -51.23"
                 )
             ).one()
         assert before <= ts <= after and origin == "received"
 
     def test_unknown_device_is_401_and_malformed_body_200(
-        self, client: TestClient, seeded: dict, api_engine: Engine
+        self, client: TestClient, edge: dict[str, str], api_engine: Engine
     ) -> None:
         """Only an unknown token is an error; a known device's malformed body is kept, 200."""
         assert client.post("/osmand", json=json.loads(TRACCAR_JSON[0])).status_code == 401
         answer = client.post(
-            f"/osmand?id={seeded['device_token']}",
+            f"/osmand?id={edge['EDGE1']}",
             content=b'{"location": ',
             headers={"Content-Type": "application/json"},
         )
