@@ -50,7 +50,7 @@ class StandCreate(StrictBody):
     """A new stand: a GeoJSON Polygon/MultiPolygon (EPSG:4326), or a point with ``radius_m``."""
 
     stand_id: str = Field(min_length=1, max_length=100)
-    name: str | None = None
+    name: str | None = Field(None, max_length=200)
     capacity: Int | None = Field(None, ge=0, le=10_000)
     order_number: Int | None = Field(None, ge=1)
     kind: Literal["fixo", "livre"] | None = None
@@ -65,7 +65,7 @@ class StandCreate(StrictBody):
 class StandUpdate(StrictBody):
     """Fields to change (absent: unchanged)."""
 
-    name: str | None = None
+    name: str | None = Field(None, max_length=200)
     capacity: Int | None = Field(None, ge=0, le=10_000)
     order_number: Int | None = Field(None, ge=1)
     kind: Literal["fixo", "livre"] | None = None

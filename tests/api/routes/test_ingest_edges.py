@@ -379,3 +379,13 @@ class TestTraccarClient:
                 )
             ).scalar_one()
         assert raw["body"] == '{"location": '
+
+
+class TestBatchLimit:
+    def test_batch_over_the_limit_is_422(self, client: TestClient, edge: dict[str, str]) -> None:
+        """1,001 rows (limit 1,000) are refused whole, naming the limit; nothing is stored."""
+        t = (_now() - dt.timedelta(minutes=5)).isoformat()
+        rows = [{"timestamp": t, "lat": -30.03, "lon": -51.22}] * 1001
+        answer = client.post("/api/v1/pings", json={"pings": rows}, headers=bearer(edge["EDGE1"]))
+        assert answer.status_code == 422
+        assert answer.json()["error"]["code"] == "batch_too_large"

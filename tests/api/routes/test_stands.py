@@ -217,7 +217,8 @@ class TestEndLicenceTwice:
 
 class TestStrictRequestTypes:
     def test_patch_with_bool_and_tiny_radius_is_422(self, client: TestClient, seeded: dict) -> None:
-        """``lat 0, lon false, radius_m 5e-324`` is refused; the stand keeps its area."""
+        """``lat 0, lon false, radius_m 5e-324`` (and other wrong types, lengths, unknown fields)
+        is refused; the stand keeps its area."""
         headers = bearer(seeded["tokens"]["admin"])
         before = client.get("/api/v1/stands/S2", headers=headers).json()["geometry"]
         for body in (
@@ -227,6 +228,8 @@ class TestStrictRequestTypes:
             {"lat": "-30.02", "lon": -51.22, "radius_m": 30},
             {"capacity": True},
             {"capacity": 2.0},
+            {"name": "N" * 201},
+            {"nmae": "typo"},
         ):
             answer = client.patch("/api/v1/stands/S2", json=body, headers=headers)
             assert answer.status_code == 422, (body, answer.text)
