@@ -28,10 +28,12 @@ class ErrorBody(BaseModel):
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """Return the OpenAPI ``responses`` entries of the given error statuses."""
     descriptions = {
+        400: "Requisição malformada (corpo ilegível)",
         401: "Sem credenciais válidas",
         403: "Papel sem acesso",
         404: "Não encontrado",
         409: "Conflito com dados existentes",
+        413: "Corpo da requisição acima do limite do servidor",
         422: "Requisição inválida",
         429: "Limite de requisições excedido",
         503: "Banco de dados indisponível",

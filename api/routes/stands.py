@@ -26,7 +26,7 @@ router = APIRouter(prefix="/api/v1/stands", tags=["pontos e licenças"])
 
 Viewer = Annotated[Principal, Depends(require_roles("admin", "planner", "agent", "supervisor"))]
 Admin = Annotated[Principal, Depends(require_roles("admin"))]
-_ERRORS = error_responses(401, 403, 404, 422, 503)
+_ERRORS = error_responses(401, 403, 404, 409, 422, 503)
 
 
 class Feature(BaseModel):

@@ -1,8 +1,9 @@
 """Schemathesis against a real ``pontual serve`` on 127.0.0.1 (own database, admin token).
 
-Every operation of the live OpenAPI schema gets a bounded number of generated requests (the
-device routes with the device's token, the others as an admin): no answer may be a 5xx, carry a
-status its operation does not document, or break its documented schema. Logout runs last, with
+Every operation of the live OpenAPI schema gets a bounded number of generated requests, valid
+ones and invalid ones (the device routes with the device's token, the others as an admin): no
+answer may be a 5xx, carry a status its operation does not document, or break its documented
+schema. Logout runs last, with
 a token of its own. Left out: the endless alert stream (SSE).
 
 ``PONTUAL_FUZZ_EXAMPLES`` raises the examples per operation for a longer run (default 10)::
@@ -22,7 +23,9 @@ import pytest
 import schemathesis
 from api_factories import LiveServer, bearer
 from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
+from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
@@ -97,9 +100,14 @@ def live(own_engine: Engine, tmp_path: Path) -> Iterator[tuple[LiveServer, dict[
 
 
 def _run(
-    operation: Any, headers: dict[str, str], failures: list[str], *, device_id: str | None = None
+    operation: Any,
+    headers: dict[str, str],
+    failures: list[str],
+    *,
+    mode: GenerationMode,
+    device_id: str | None = None,
 ) -> None:
-    @given(case=operation.as_strategy())
+    @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
         max_examples=MAX_EXAMPLES,
         deadline=None,
@@ -118,8 +126,10 @@ def _run(
 
     try:
         run()
+    except Unsatisfiable:  # nothing to make invalid (no parameter, no body): nothing to test
+        pass
     except Exception as exc:  # noqa: BLE001 - collect every operation's failure, then report
-        failures.append(f"{operation.label}: {exc}"[:3000])
+        failures.append(f"{operation.label} ({mode.value}): {exc}"[:3000])
 
 
 def test_live_server_fuzz(live: tuple[LiveServer, dict[str, Any]]) -> None:
@@ -131,15 +141,14 @@ def test_live_server_fuzz(live: tuple[LiveServer, dict[str, Any]]) -> None:
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) > 30
     failures: list[str] = []
-    last = []
-    for operation in operations:
-        if operation.path == LOGOUT:
-            last.append(operation)
-            continue
-        token = tokens["device"] if operation.path in DEVICE_PATHS else tokens["admin"]
-        device_id = tokens["device"] if operation.path == "/osmand" else None
-        _run(operation, bearer(token), failures, device_id=device_id)
-    for operation in last:
-        _run(operation, bearer(tokens["logout"]), failures)
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        for operation in operations:
+            if operation.path == LOGOUT:
+                continue
+            token = tokens["device"] if operation.path in DEVICE_PATHS else tokens["admin"]
+            device_id = tokens["device"] if operation.path == "/osmand" else None
+            _run(operation, bearer(token), failures, mode=mode, device_id=device_id)
+    for operation in (op for op in operations if op.path == LOGOUT):
+        _run(operation, bearer(tokens["logout"]), failures, mode=GenerationMode.POSITIVE)
     assert not failures, "\n\n".join(failures)
     assert "Traceback" not in server.log_path.read_text(errors="replace")
