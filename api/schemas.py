@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Strict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict
 
-from fleet.dates import check_query_date, check_registry_date, check_registry_instant
+from fleet.dates import check_query_date, check_registry_date
 
 
 class ErrorDetail(BaseModel):
@@ -67,20 +67,8 @@ def _date_text(value: Any) -> Any:
     return value
 
 
-def _instant_text(value: Any) -> Any:
-    """Let an instant through only as ISO 8601 text (or a datetime, from Python callers)."""
-    if not isinstance(value, str | dt.datetime):
-        msg = f"esperado um instante ISO 8601 em texto, não {type(value).__name__}"
-        raise ValueError(msg)  # noqa: TRY004 - pydantic wants ValueError
-    return value
-
-
 def _registry_date(value: dt.date) -> dt.date:
     return check_registry_date(value, name="data")
-
-
-def _registry_instant(value: dt.datetime) -> dt.datetime:
-    return check_registry_instant(value, name="instante")
 
 
 def _query_date(value: dt.date) -> dt.date:
@@ -96,7 +84,3 @@ Int = Annotated[int, Strict()]
 RegistryDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_registry_date)]
 """A registry date (``AAAA-MM-DD`` text) in the range of :mod:`fleet.dates` (1990-01-01 to
 today + 1 year)."""
-RegistryInstant = Annotated[
-    AwareDatetime, BeforeValidator(_instant_text), AfterValidator(_registry_instant)
-]
-"""An instant (ISO 8601 text with its offset) whose date lies in the registry range."""
