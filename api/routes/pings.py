@@ -90,6 +90,24 @@ class PingBatchResult(BaseModel):
     results: list[PingResult]
 
 
+def _inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """Return a model's JSON schema with its ``$defs`` inlined (they resolve nowhere else)."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return inline(schema)  # type: ignore[no-any-return]
+
+
 RETRY_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock, serialization failure
 MAX_ATTEMPTS = 3
 
@@ -136,7 +154,7 @@ def ingest_with_retry(
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": PingBatch.model_json_schema()}},
+            "content": {"application/json": {"schema": _inline_schema(PingBatch)}},
         }
     },
 )

@@ -3,8 +3,8 @@
 Every operation of the live OpenAPI schema gets a bounded number of generated requests, valid
 ones and invalid ones (the device routes with the device's token, the others as an admin): no
 answer may be a 5xx, carry a status its operation does not document, or break its documented
-schema. Logout runs last, with
-a token of its own. Left out: the endless alert stream (SSE).
+schema. Operations whose path names seeded records (S1, V1, F1...) run once more with those ids.
+Logout runs last, with a token of its own. Left out: the endless alert stream (SSE).
 
 ``PONTUAL_FUZZ_EXAMPLES`` raises the examples per operation for a longer run (default 10)::
 
@@ -47,7 +47,7 @@ def _seed(engine: Engine) -> dict[str, Any]:
     from db.engine import session_scope
     from enforcement.models import Finding
     from fleet.models import Vehicle
-    from stands.models import ParkingLicence, Stand
+    from stands.models import ParkingLicence, Stand, StandSupervisor
 
     def square(lat: float, lon: float) -> Any:
         poly = Point(lon, lat).buffer(0.0004, cap_style="square")
@@ -72,6 +72,12 @@ def _seed(engine: Engine) -> dict[str, Any]:
         )
         session.flush()
         session.add(ParkingLicence(vehicle_id="V1", stand_id="S1"))
+        supervisor = StandSupervisor(
+            stand_id="S1", person_name="Fulano", elected_on=dt.date(2024, 1, 2), minutes_ref="1"
+        )
+        session.add(supervisor)
+        session.flush()
+        supervisor_id = supervisor.supervisor_id
         now = dt.datetime.now(dt.UTC)
         session.add(
             Finding(
@@ -87,7 +93,14 @@ def _seed(engine: Engine) -> dict[str, Any]:
         token, _ = accounts.issue_token(session=session, user=admin, ttl_s=3600)
         leaving, _ = accounts.issue_token(session=session, user=admin, ttl_s=3600)
         _, device = accounts.create_device(session=session, vehicle_id="V1")
-    return {"admin": token, "logout": leaving, "device": device}
+    known = {
+        "stand_id": "S1",
+        "vehicle_id": "V1",
+        "finding_id": "F1",
+        "municipality": "4314902",
+        "supervisor_id": supervisor_id,
+    }
+    return {"admin": token, "logout": leaving, "device": device, "known": known}
 
 
 @pytest.fixture
@@ -106,8 +119,11 @@ def _run(
     *,
     mode: GenerationMode,
     device_id: str | None = None,
+    path_parameters: dict[str, Any] | None = None,
 ) -> None:
-    @given(case=operation.as_strategy(generation_mode=mode))
+    strategy = operation.as_strategy(generation_mode=mode, path_parameters=path_parameters)
+
+    @given(case=strategy)
     @settings(
         max_examples=MAX_EXAMPLES,
         deadline=None,
@@ -148,6 +164,13 @@ def test_live_server_fuzz(live: tuple[LiveServer, dict[str, Any]]) -> None:
             token = tokens["device"] if operation.path in DEVICE_PATHS else tokens["admin"]
             device_id = tokens["device"] if operation.path == "/osmand" else None
             _run(operation, bearer(token), failures, mode=mode, device_id=device_id)
+    # Once more with the path's ids of seeded records, so that the checks reach past the 404s.
+    for operation in operations:
+        names = {p.name for p in operation.path_parameters}
+        if operation.path != LOGOUT and names and names <= tokens["known"].keys():
+            pinned = {name: tokens["known"][name] for name in names}
+            mode = GenerationMode.POSITIVE
+            _run(operation, bearer(tokens["admin"]), failures, mode=mode, path_parameters=pinned)
     for operation in (op for op in operations if op.path == LOGOUT):
         _run(operation, bearer(tokens["logout"]), failures, mode=GenerationMode.POSITIVE)
     assert not failures, "\n\n".join(failures)
