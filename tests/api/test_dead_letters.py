@@ -153,6 +153,17 @@ class TestBadRegistryRow:
             )
             conn.execute(
                 text(
+                    "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from) "
+                    "VALUES ('BAD', 'active', '0202-12-01')"
+                )
+            )
+            conn.execute(
+                text(
+                    "UPDATE vehicles SET alvara_valid_until = '7743-01-01' WHERE vehicle_id = 'BAD'"
+                )
+            )
+            conn.execute(
+                text(
                     "INSERT INTO stands (stand_id, name, retired_at) "
                     "VALUES ('S9', 'Velho', '0250-06-01T00:00:00Z')"
                 )
@@ -170,6 +181,8 @@ class TestBadRegistryRow:
             "/api/v1/stands/S1/occupancy",
             "/api/v1/stands/S1/licences",
             "/api/v1/maps/stands",
+            "/api/v1/vehicles",
+            "/api/v1/vehicles/BAD",
         ):
             assert client.get(path, headers=admin).status_code == 200, path
         start = NOW - dt.timedelta(hours=2)
@@ -188,12 +201,15 @@ class TestBadRegistryRow:
         listed = run_pontual("alerts", "failed", DATABASE_URL=world["url"])
         assert listed.returncode == 0, listed.stderr
         assert "veículo BAD" in listed.stdout and "0202-12-01" in listed.stdout
-        with own_engine.begin() as conn:
+        assert "7743-01-01" in letter.error and "situação" in letter.error
+        with own_engine.begin() as conn:  # the admin corrects the rows
             conn.execute(
                 text(
                     "UPDATE parking_licences SET valid_from = '2022-12-01' WHERE vehicle_id = 'BAD'"
                 )
             )
+            conn.execute(text("UPDATE vehicle_status_periods SET valid_from = '2022-12-01'"))
+            conn.execute(text("UPDATE vehicles SET alvara_valid_until = '2027-01-01'"))
         retried = run_pontual("alerts", "retry", DATABASE_URL=world["url"])
         assert retried.returncode == 0, retried.stderr
         assert "Detecção concluída: BAD" in retried.stdout
