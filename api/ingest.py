@@ -452,11 +452,22 @@ def check_batch(
     now_ts = pd.Timestamp(time.time_ns(), tz="UTC") if now is None else pd.Timestamp(now)
     now_ts = now_ts.tz_convert("UTC").as_unit("ns")
     not_before = None if max_age_s is None else now_ts - pd.Timedelta(seconds=max_age_s)
-    options = {"now": now_ts, "future_tolerance_s": future_tolerance_s, "not_before": not_before}
     try:
-        return _fast_check(rows, vehicle_id=vehicle_id, **options)
+        return _fast_check(
+            rows,
+            vehicle_id=vehicle_id,
+            now=now_ts,
+            future_tolerance_s=future_tolerance_s,
+            not_before=not_before,
+        )
     except _UnusualCellError:
-        return _slow_check(rows, vehicle_id=vehicle_id, **options)
+        return _slow_check(
+            rows,
+            vehicle_id=vehicle_id,
+            now=now_ts,
+            future_tolerance_s=future_tolerance_s,
+            not_before=not_before,
+        )
 
 
 # --- storage -------------------------------------------------------------------------------------
@@ -503,7 +514,7 @@ def _numbers(values: list[Any]) -> str:
     return "{" + ",".join("NULL" if v is None or v != v else repr(v) for v in values) + "}"
 
 
-def _texts(values: list[str | None]) -> str:
+def _texts(values: Sequence[str | None]) -> str:
     """Return an array literal of texts or None, for ``%s::text[]``."""
     quoted = (
         "NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -147,7 +147,7 @@ def pandas_dates(values: Iterable[dt.date | dt.datetime | None]) -> pd.Series:
     """
     days = [
         None
-        if v is None or v is pd.NaT
+        if v is None or pd.isna(v)
         else min(
             max(v.date() if isinstance(v, dt.datetime) else v, PANDAS_DATE_MIN), PANDAS_DATE_MAX
         )
@@ -164,7 +164,7 @@ def pandas_instants(values: Iterable[dt.datetime | None]) -> pd.Series:
     """Return stored instants (tz-aware) as ``datetime64[ns, UTC]``, clipped as dates are."""
     low = dt.datetime.combine(PANDAS_DATE_MIN, dt.time(), tzinfo=dt.UTC)
     high = dt.datetime.combine(PANDAS_DATE_MAX, dt.time(), tzinfo=dt.UTC)
-    clipped = [None if v is None or v is pd.NaT else min(max(v, low), high) for v in values]
+    clipped = [None if v is None or pd.isna(v) else min(max(v, low), high) for v in values]
     return pd.Series(pd.to_datetime(pd.Series(clipped, dtype="object"), utc=True)).astype(
         "datetime64[ns, UTC]"
     )

@@ -145,13 +145,13 @@ def osmand_row(params: Mapping[str, str], *, received: dt.datetime | None = None
 def traccar_json_row(location: Any, *, received: dt.datetime | None = None) -> dict[str, Any]:
     """Map one ``location`` object of Traccar Client 9's JSON body to a pings-contract row."""
     received = received or dt.datetime.now(dt.UTC)
-    loc = location if isinstance(location, dict) else {}
-    coords = loc.get("coords") if isinstance(loc.get("coords"), dict) else {}
+    loc: dict[str, Any] = location if isinstance(location, dict) else {}
+    coords: dict[str, Any] = loc["coords"] if isinstance(loc.get("coords"), dict) else {}
+    extras: dict[str, Any] = loc["extras"] if isinstance(loc.get("extras"), dict) else {}
     timestamp, origin = _instant(loc.get("timestamp"), received=received)
     speed = _number(coords.get("speed"))
     heading = _number(coords.get("heading"))
     accuracy = _number(coords.get("accuracy"))
-    extras = loc.get("extras") if isinstance(loc.get("extras"), dict) else {}
     return {
         "timestamp": _text(timestamp),
         "lat": _text(coords.get("latitude")),
