@@ -1,11 +1,11 @@
 """Live alerts in the server: detection on ingest, LISTEN/NOTIFY fan-out, webhook delivery.
 
 Detection
-    :func:`detect_on_ingest` runs :func:`enforcement.live.process_fixes` on the fixes an ingest
-    just stored, inside a savepoint of the ingest's transaction: the fixes, the detector
-    states, the findings, the alerts and their ``NOTIFY`` commit together, so an alert is never
-    announced for a fix that is not durable, and a detector failure is logged and rolled back to
-    the savepoint without losing the fixes.
+    :func:`detect_on_ingest` runs :func:`enforcement.live.process_fixes` on queued fixes inside
+    a savepoint of the caller's transaction: the detector states, the findings, the alerts and
+    their ``NOTIFY`` commit together with the queue's update, so an alert is never announced for
+    a fix that is not durable. A detector failure rolls back to the savepoint and is raised: the
+    live worker (:mod:`api.live_worker`) keeps the fixes and records a dead letter.
 Fan-out
     Each server process holds one :class:`AlertHub`: one psycopg async connection that
     ``LISTEN`` on ``pontual_alerts`` (reconnecting with backoff), reads each announced alert
@@ -73,35 +73,41 @@ def detect_on_ingest(
     Parameters
     ----------
     conn : sqlalchemy.engine.Connection
-        The ingest's connection, inside its transaction (the caller commits).
+        A connection inside its transaction (the caller commits).
     pings : pandas.DataFrame
-        The fixes stored now (validated pings frame).
+        Stored fixes (validated pings frame).
     settings : Settings, optional
         Throttle window and time zone; default :func:`api.settings.get_settings`.
 
     Returns
     -------
     list of dict
-        The finding records completed (see :func:`enforcement.live.process_fixes`); empty when
-        the detectors failed (logged, rolled back to the savepoint; the fixes stay).
+        The finding records completed (see :func:`enforcement.live.process_fixes`).
+
+    Raises
+    ------
+    Exception
+        Whatever the detectors raised, after rolling back to the savepoint (the caller's
+        transaction stays usable, unless the connection itself failed).
     """
     if pings.empty:
         return []
     settings = settings or get_settings()
-    try:
-        # The session works in a SAVEPOINT of conn's transaction: its commit releases the
-        # savepoint (the caller's COMMIT makes it durable), an error rolls back to it.
-        with Session(bind=conn, join_transaction_mode="create_savepoint") as session:
+    # The session works in a SAVEPOINT of conn's transaction: its commit releases the
+    # savepoint (the caller's COMMIT makes it durable); leaving it uncommitted on an error
+    # rolls back to it.
+    with Session(bind=conn, join_transaction_mode="create_savepoint") as session:
+        try:
             found = process_fixes(
                 session,
                 pings,
                 throttle_s=settings.alert_throttle_s,
                 timezone=settings.timezone,
             )
-            session.commit()
-    except Exception:
-        log.exception("detecção ao vivo falhou; posições gravadas, sem achados neste lote")
-        return []
+        except BaseException:
+            session.rollback()  # back to the savepoint; conn's transaction goes on
+            raise
+        session.commit()
     return found
 
 

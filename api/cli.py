@@ -19,6 +19,7 @@ app = typer.Typer(
 
 def _register() -> None:
     from api import (
+        cli_alerts,
         cli_analyze,
         cli_db,
         cli_demo,
@@ -46,6 +47,7 @@ def _register() -> None:
     app.add_typer(cli_stands.stands_app, name="stands")
     app.add_typer(cli_stands.licences_app, name="licences")
     app.add_typer(cli_stands.supervisors_app, name="supervisors")
+    app.add_typer(cli_alerts.app, name="alerts")
 
 
 _register()

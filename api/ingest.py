@@ -10,15 +10,22 @@ answer:
     Already stored (same vehicle and timestamp; the stored fix is kept), or identical to an
     earlier row of the batch. Safe to resend: ingest is idempotent on (vehicle, timestamp).
 ``rejected``
-    Not stored; ``reason`` is a validation code (``null_island``, ``naive_timestamp``…) or
-    ``vehicle_not_allowed`` (a device may only send fixes of its own vehicle).
+    Not stored; ``reason`` is a validation code (``null_island``, ``naive_timestamp``…),
+    ``too_old_timestamp`` (older than the live ingest's ``max_age_s``: devices cannot write
+    history, files can) or ``vehicle_not_allowed`` (a device may only send fixes of its own
+    vehicle). Rejected rows are kept in ``rejected_fixes`` with their reason.
 
 Validation
     Small JSON batches are checked in plain Python (:func:`check_batch`) when every cell has a
     form whose reading is unambiguous (numbers, ISO 8601 with an offset, Unix seconds, plain
     ``meter`` and ``driver_id`` words); a batch with any other cell goes through
     :func:`tracking.validate.validate_pings` itself. Both give the same answers (a property test
-    compares them on random batches).
+    compares them on random batches) and share the rules that are not plain comparisons
+    (:func:`tracking.validate.unix_seconds_ns`, :data:`tracking.validate.MAX_ID_CHARS`).
+Instant's origin
+    A row may carry ``_ts_origin`` (set by the OsmAnd route, never read from a client's JSON):
+    stored in ``fixes.ts_origin`` (``naive_utc``: a time without offset read as UTC;
+    ``received``: no time sent, the receive time used).
 Storage
     ``INSERT … SELECT … FROM unnest(…) ON CONFLICT (vehicle_id, ts) DO NOTHING RETURNING ts``
     writes the fixes and, in the same statement, queues the inserted ones in ``live_queue`` for
@@ -47,13 +54,21 @@ from sqlalchemy.engine import Connection
 from geo.h3 import latlng_to_cells
 from tracking import frames as fr
 from tracking.store import H3_RESOLUTION, copy_rejected, ensure_fix_partitions
-from tracking.validate import FUTURE_TOLERANCE_S, MAX_UNIX_S, speed_flags, validate_pings
+from tracking.validate import (
+    FUTURE_TOLERANCE_S,
+    MAX_ID_CHARS,
+    speed_flags,
+    unix_seconds_ns,
+    validate_pings,
+)
 
 ACCEPTED = "accepted"
 DUPLICATE = "duplicate"
 REJECTED = "rejected"
 VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
+TS_ORIGIN = "_ts_origin"
+"""Row key of how the instant was obtained (``naive_utc``, ``received``; absent: as sent)."""
 MAX_SPEED_KMH = 250.0
 """Implied speed above which a fix is flagged (``speed_flag``), as in the file ingest."""
 
@@ -90,6 +105,7 @@ class CheckedBatch:
     driver_id: list[str | None]
     speed_flag: NDArray[np.bool_]
     bad: list[tuple[int, str, dict[str, str]]] = field(default_factory=list)
+    ts_origin: list[str | None] = field(default_factory=list)
 
 
 def _cell(value: Any) -> str:
@@ -127,7 +143,12 @@ def _cells(row: Mapping[str, Any], vehicle_id: str) -> dict[str, str]:
 
 
 def _slow_check(
-    rows: Sequence[Mapping[str, Any]], *, vehicle_id: str, now: pd.Timestamp
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    vehicle_id: str,
+    now: pd.Timestamp,
+    future_tolerance_s: float = FUTURE_TOLERANCE_S,
+    not_before: pd.Timestamp | None = None,
 ) -> CheckedBatch:
     """Check a batch with :func:`validate_pings` (any cell, the reference behaviour)."""
     answers: dict[int, RowResult] = {}
@@ -137,7 +158,13 @@ def _slow_check(
     for row in refused[fr.ROW].tolist():
         answers[int(row)] = RowResult(int(row), REJECTED, VEHICLE_NOT_ALLOWED)
     mine = raw.loc[~foreign].reset_index(drop=True)
-    pings, rejected = validate_pings(mine, now=now, max_speed_kmh=MAX_SPEED_KMH)
+    pings, rejected = validate_pings(
+        mine,
+        now=now,
+        max_speed_kmh=MAX_SPEED_KMH,
+        future_tolerance_s=future_tolerance_s,
+        not_before=not_before,
+    )
     for row, reason in zip(rejected[fr.ROW].tolist(), rejected[fr.REASON].tolist(), strict=True):
         if reason == "duplicate":
             answers[int(row)] = RowResult(int(row), DUPLICATE)
@@ -157,10 +184,11 @@ def _slow_check(
     def texts(name: str) -> list[str | None]:
         return [None if pd.isna(v) else str(v) for v in pings[name].tolist()]
 
+    kept_rows = pings[fr.ROW].to_numpy(dtype=np.int64)
     return CheckedBatch(
         n=len(rows),
         answers=answers,
-        rows=pings[fr.ROW].to_numpy(dtype=np.int64),
+        rows=kept_rows,
         vehicle_id=[str(v) for v in pings[fr.VEHICLE_ID].tolist()],
         ts_ns=np.asarray(pd.DatetimeIndex(pings[fr.TIMESTAMP]).as_unit("ns").asi8),
         lat=floats(fr.LAT),
@@ -173,6 +201,7 @@ def _slow_check(
         driver_id=texts(fr.DRIVER_ID),
         speed_flag=pings[fr.SPEED_FLAG].to_numpy(dtype=bool),
         bad=bad,
+        ts_origin=[rows[r - 1].get(TS_ORIGIN) for r in kept_rows.tolist()],
     )
 
 
@@ -184,6 +213,7 @@ _OK, _MISSING, _INVALID = 0, 1, 2
 _NAN = float("nan")
 _NUMBER = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?", re.ASCII)
 _UNIX = re.compile(r"-?\d{1,12}(?:\.\d{1,9})?", re.ASCII)
+_NO_FLOOR = np.iinfo(np.int64).min
 _ISO = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})",
     re.ASCII,
@@ -193,7 +223,6 @@ _PLAIN = re.compile(r"[!-~](?:[ -~]*[!-~])?")  # printable ASCII, no blank at ei
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _NS = 1_000_000_000
 _TARIFFS = frozenset(float(t) for t in fr.TARIFF_VALUES)
-_UNIX_SAFE_S = 9e9  # x 1e9 stays below int64's end
 
 
 def _number(value: Any) -> tuple[float, int]:
@@ -227,21 +256,30 @@ def _iso_ns(m: re.Match[str]) -> int:
     return seconds * _NS + (int(frac.ljust(9, "0")) if frac else 0)
 
 
-def _timestamp(value: Any) -> tuple[int | None, float | None, int]:
-    """Read a timestamp cell: (ns, None, _OK) ISO, (None, seconds, _OK) Unix, or missing."""
+def _timestamp(value: Any) -> tuple[int | None, int]:
+    """Read a timestamp cell: (ns, _OK), (None, _MISSING) or (None, _INVALID).
+
+    Unix seconds go through :func:`tracking.validate.unix_seconds_ns` as the file ingest reads
+    them: text exactly, a JSON float as its shortest decimal (``repr``, the text the reference
+    path is given).
+    """
     if value is None or value == "":
-        return None, None, _MISSING
+        return None, _MISSING
     if type(value) is float:
         if not math.isfinite(value):
             raise _UnusualCellError
-        return None, value, _OK
-    if type(value) is str:
+        text = repr(value)
+    elif type(value) is str:
         m = _ISO.fullmatch(value)
         if m:
-            return _iso_ns(m), None, _OK
-        if _UNIX.fullmatch(value):
-            return None, float(value), _OK
-    raise _UnusualCellError
+            return _iso_ns(m), _OK
+        if not _UNIX.fullmatch(value):
+            raise _UnusualCellError
+        text = value
+    else:
+        raise _UnusualCellError
+    ns = unix_seconds_ns(text)
+    return (None, _INVALID) if ns is None else (ns, _OK)
 
 
 def _word(value: Any) -> str:
@@ -260,31 +298,20 @@ def _plain(value: Any) -> str | None:
     raise _UnusualCellError
 
 
-def _unix_ns(seconds: float) -> int | None:
-    """Unix seconds as validate_pings reads them (numpy rounding); None: unparseable."""
-    if not 0 <= seconds < MAX_UNIX_S:
-        return None
-    if seconds >= _UNIX_SAFE_S:  # near int64's end: left to the reference path
-        raise _UnusualCellError
-    return int(np.round(np.float64(seconds) * 1e9))
-
-
-def _row_reason(r: Mapping[str, Any], *, limit_ns: int) -> tuple[str | None, int, tuple[Any, ...]]:
+def _row_reason(
+    r: Mapping[str, Any], *, limit_ns: int, floor_ns: int
+) -> tuple[str | None, int, tuple[Any, ...]]:
     """Check one row of the device's vehicle: (reason or None, instant in ns, parsed values)."""
     lat, lat_s = _number(r.get(fr.LAT))
     lon, lon_s = _number(r.get(fr.LON))
-    ns, seconds, ts_s = _timestamp(r.get(fr.TIMESTAMP))
+    ns, ts_s = _timestamp(r.get(fr.TIMESTAMP))
     meter = _word(r.get(fr.METER))
     tariff, tariff_s = _number(r.get(fr.TARIFF))
     speed, speed_s = _number(r.get(fr.SPEED_KMH))
     heading, heading_s = _number(r.get(fr.HEADING_DEG))
     accuracy, accuracy_s = _number(r.get(fr.ACCURACY_M))
     driver = _plain(r.get(fr.DRIVER_ID))
-    if seconds is not None:
-        ns = _unix_ns(seconds)
-        if ns is None:
-            ts_s = _INVALID
-    values = (lat, lon, speed, heading, accuracy, meter, tariff, driver)
+    values = (lat, lon, speed, heading, accuracy, meter, tariff, driver, r.get(TS_ORIGIN))
     t = ns or 0
     if _MISSING in (lat_s, lon_s):
         return "missing_coordinates", t, values
@@ -300,6 +327,8 @@ def _row_reason(r: Mapping[str, Any], *, limit_ns: int) -> tuple[str | None, int
         return "unparseable_timestamp", t, values
     if t > limit_ns:
         return "future_timestamp", t, values
+    if t < floor_ns:
+        return "too_old_timestamp", t, values
     if meter and meter not in fr.METER_VALUES:
         return "unknown_meter", t, values
     if tariff_s == _INVALID or not (tariff_s == _MISSING or tariff in _TARIFFS):
@@ -310,20 +339,28 @@ def _row_reason(r: Mapping[str, Any], *, limit_ns: int) -> tuple[str | None, int
         return "invalid_heading", t, values
     if accuracy_s == _INVALID or accuracy < 0:
         return "invalid_accuracy", t, values
+    if driver is not None and len(driver) > MAX_ID_CHARS:
+        return "invalid_text", t, values
     return None, t, values
 
 
 def _fast_check(
-    rows: Sequence[Mapping[str, Any]], *, vehicle_id: str, now: pd.Timestamp
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    vehicle_id: str,
+    now: pd.Timestamp,
+    future_tolerance_s: float = FUTURE_TOLERANCE_S,
+    not_before: pd.Timestamp | None = None,
 ) -> CheckedBatch:
     """Check a batch whose cells all have plain forms, in Python; raise _UnusualCellError otherwise.
 
     Every cell of every row is read (a rejected row's too): one unusual cell anywhere sends the
     whole batch to :func:`validate_pings`, whose column-wide parsing it could affect.
     """
-    if not _PLAIN.fullmatch(vehicle_id):
+    if not _PLAIN.fullmatch(vehicle_id) or len(vehicle_id) > MAX_ID_CHARS:
         raise _UnusualCellError
-    limit_ns = now.value + int(round(FUTURE_TOLERANCE_S * 1e9))
+    limit_ns = now.value + int(round(future_tolerance_s * 1e9))
+    floor_ns = _NO_FLOOR if not_before is None else not_before.value
     answers: dict[int, RowResult] = {}
     bad: list[tuple[int, str, dict[str, str]]] = []
     kept: list[tuple[int, int, tuple[Any, ...]]] = []  # (instant, row, values)
@@ -335,7 +372,7 @@ def _fast_check(
         foreign = not (v is None or v == "" or v == vehicle_id)
         if foreign and (type(v) is not str or v.strip() == vehicle_id):
             raise _UnusualCellError
-        why, t, values = _row_reason(r, limit_ns=limit_ns)
+        why, t, values = _row_reason(r, limit_ns=limit_ns, floor_ns=floor_ns)
         if foreign:
             why = VEHICLE_NOT_ALLOWED
         elif why is None:
@@ -356,7 +393,7 @@ def _fast_check(
         bad.append((row, why, _cells(r, vehicle_id)))
     kept.sort(key=lambda k: k[0])
     n_kept = len(kept)
-    cols = list(zip(*(k[2] for k in kept), strict=True)) if kept else [()] * 8
+    cols = list(zip(*(k[2] for k in kept), strict=True)) if kept else [()] * 9
     ts_ns = np.fromiter((k[0] for k in kept), dtype=np.int64, count=n_kept)
     lat = np.asarray(cols[0], dtype=np.float64)
     lon = np.asarray(cols[1], dtype=np.float64)
@@ -378,11 +415,17 @@ def _fast_check(
             np.zeros(n_kept, dtype=np.int32), ts_ns, lat, lon, max_speed_kmh=MAX_SPEED_KMH
         ),
         bad=bad,
+        ts_origin=list(cols[8]),
     )
 
 
 def check_batch(
-    rows: Sequence[Mapping[str, Any]], *, vehicle_id: str, now: dt.datetime | None = None
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    vehicle_id: str,
+    now: dt.datetime | None = None,
+    max_age_s: float | None = None,
+    future_tolerance_s: float = FUTURE_TOLERANCE_S,
 ) -> CheckedBatch:
     """Validate a device's batch with the file ingest's rules, plus ``vehicle_not_allowed``.
 
@@ -393,7 +436,12 @@ def check_batch(
     vehicle_id : str
         The only vehicle the sender may report.
     now : datetime.datetime, optional
-        Reference for ``future_timestamp`` (tz-aware); default the current time.
+        Reference for ``future_timestamp`` and ``too_old_timestamp`` (tz-aware); default the
+        current time.
+    max_age_s : float, optional
+        Fixes older than ``now - max_age_s`` are ``too_old_timestamp``; None: any age.
+    future_tolerance_s : float, default FUTURE_TOLERANCE_S
+        Fixes later than ``now + future_tolerance_s`` are ``future_timestamp``.
 
     Returns
     -------
@@ -402,10 +450,24 @@ def check_batch(
         computed in plain Python when every cell has a plain form (module docstring).
     """
     now_ts = pd.Timestamp(time.time_ns(), tz="UTC") if now is None else pd.Timestamp(now)
+    now_ts = now_ts.tz_convert("UTC").as_unit("ns")
+    not_before = None if max_age_s is None else now_ts - pd.Timedelta(seconds=max_age_s)
     try:
-        return _fast_check(rows, vehicle_id=vehicle_id, now=now_ts)
+        return _fast_check(
+            rows,
+            vehicle_id=vehicle_id,
+            now=now_ts,
+            future_tolerance_s=future_tolerance_s,
+            not_before=not_before,
+        )
     except _UnusualCellError:
-        return _slow_check(rows, vehicle_id=vehicle_id, now=now_ts)
+        return _slow_check(
+            rows,
+            vehicle_id=vehicle_id,
+            now=now_ts,
+            future_tolerance_s=future_tolerance_s,
+            not_before=not_before,
+        )
 
 
 # --- storage -------------------------------------------------------------------------------------
@@ -417,15 +479,15 @@ _QUEUED = (
 _INSERT = f"""
 WITH ins AS (
   INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, speed_kmh, heading_deg, accuracy_m, meter,
-                     tariff, driver_id, h3_r9, speed_flag, source)
+                     tariff, driver_id, h3_r9, speed_flag, source, ts_origin)
   SELECT u.v, timestamptz 'epoch' + u.ts * interval '1 microsecond', u.lat, u.lon,
          ST_SetSRID(ST_MakePoint(u.lon, u.lat), 4326), u.speed,
-         u.heading, u.accuracy, u.meter, u.tariff, u.driver, u.h9, u.flag, %(source)s
+         u.heading, u.accuracy, u.meter, u.tariff, u.driver, u.h9, u.flag, %(source)s, u.origin
   FROM unnest(%(v)s::text[], %(ts)s::int8[], %(lat)s::float8[], %(lon)s::float8[],
               %(speed)s::float8[], %(heading)s::float8[], %(accuracy)s::float8[],
               %(meter)s::text[], %(tariff)s::int2[], %(driver)s::text[], %(h9)s::int8[],
-              %(flag)s::bool[])
-       AS u(v, ts, lat, lon, speed, heading, accuracy, meter, tariff, driver, h9, flag)
+              %(flag)s::bool[], %(origin)s::text[])
+       AS u(v, ts, lat, lon, speed, heading, accuracy, meter, tariff, driver, h9, flag, origin)
   ON CONFLICT (vehicle_id, ts) DO NOTHING
   RETURNING {_QUEUED}
 ), queued AS (
@@ -452,7 +514,7 @@ def _numbers(values: list[Any]) -> str:
     return "{" + ",".join("NULL" if v is None or v != v else repr(v) for v in values) + "}"
 
 
-def _texts(values: list[str | None]) -> str:
+def _texts(values: Sequence[str | None]) -> str:
     """Return an array literal of texts or None, for ``%s::text[]``."""
     quoted = (
         "NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -505,6 +567,7 @@ def store_batch(conn: Connection, batch: CheckedBatch, *, source: str) -> list[R
             "driver": _texts(batch.driver_id),
             "h9": _numbers([c or None for c in h9.tolist()]),
             "flag": "{" + ",".join("t" if f else "f" for f in batch.speed_flag.tolist()) + "}",
+            "origin": _texts(batch.ts_origin or [None] * len(batch.rows)),
         }
         dbapi = conn.connection.driver_connection
         if dbapi is None:  # pragma: no cover - a live connection always has one
@@ -533,6 +596,8 @@ def ingest_batch(
     vehicle_id: str,
     source: str,
     now: dt.datetime | None = None,
+    max_age_s: float | None = None,
+    future_tolerance_s: float = FUTURE_TOLERANCE_S,
 ) -> list[RowResult]:
     """Validate and store a device's batch; return one result per row, in row order.
 
@@ -548,6 +613,8 @@ def ingest_batch(
         Stored with each fix and rejected row (e.g. ``api:device:7``).
     now : datetime.datetime, optional
         Reference for ``future_timestamp`` (tz-aware); default the current time.
+    max_age_s, future_tolerance_s : float
+        As in :func:`check_batch`.
 
     Returns
     -------
@@ -556,5 +623,11 @@ def ingest_batch(
     """
     if not rows:
         return []
-    batch = check_batch(rows, vehicle_id=vehicle_id, now=now)
+    batch = check_batch(
+        rows,
+        vehicle_id=vehicle_id,
+        now=now,
+        max_age_s=max_age_s,
+        future_tolerance_s=future_tolerance_s,
+    )
     return store_batch(conn, batch, source=source)

@@ -17,7 +17,9 @@ from api import redact
 from api.accounts import DevicePrincipal
 from api.errors import install_error_handlers
 from api.headers import SecurityHeaders
+from api.limits import BodyLimitMiddleware
 from api.ratelimit import RateLimiter, TtlCache
+from api.schemas import error_responses
 from api.settings import Settings, get_settings, proxy_networks
 
 ROUTERS = (
@@ -116,10 +118,14 @@ def create_app(
     app.state.trusted_proxies = proxy_networks(settings.trusted_proxies)
     app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
     install_error_handlers(app)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(SecurityHeaders)  # outermost: a 413 carries the headers too
     redact.install()
+    # Any request may be unreadable (400: e.g. a body that is not UTF-8) or too large (413).
     for name in ROUTERS:
-        app.include_router(importlib.import_module(name).router)
+        app.include_router(
+            importlib.import_module(name).router, responses=error_responses(400, 413)
+        )
     return app
 
 

@@ -19,6 +19,8 @@ import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from fleet.dates import pandas_dates
+
 MAX_GAP_S = 600.0
 
 
@@ -51,8 +53,8 @@ def licences_frame(session: Session, *, stand_ids: list[str]) -> pd.DataFrame:
         {
             "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
             "stand_id": pd.Series([r.stand_id for r in rows], dtype="str"),
-            "valid_from": pd.Series([r.valid_from for r in rows], dtype="object"),
-            "valid_until": pd.Series([r.valid_until for r in rows], dtype="object"),
+            "valid_from": pandas_dates(r.valid_from for r in rows),
+            "valid_until": pandas_dates(r.valid_until for r in rows),
         }
     )
 

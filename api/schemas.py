@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict
+
+from fleet.dates import check_query_date, check_registry_date
 
 
 class ErrorDetail(BaseModel):
@@ -25,10 +28,12 @@ class ErrorBody(BaseModel):
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """Return the OpenAPI ``responses`` entries of the given error statuses."""
     descriptions = {
+        400: "Requisição malformada (corpo ilegível)",
         401: "Sem credenciais válidas",
         403: "Papel sem acesso",
         404: "Não encontrado",
         409: "Conflito com dados existentes",
+        413: "Corpo da requisição acima do limite do servidor",
         422: "Requisição inválida",
         429: "Limite de requisições excedido",
         503: "Banco de dados indisponível",
@@ -41,3 +46,41 @@ MAX_OFFSET = 2**31 - 1
 
 AUTH_ERRORS = error_responses(401, 403, 422, 503)
 """Errors of a route behind a login."""
+
+
+class StrictBody(BaseModel):
+    """Base of request bodies: finite numbers only, no unknown field.
+
+    With the field types below (:data:`Float`, :data:`Int`, :data:`RegistryDate`...), a value
+    must have its JSON type: no ``true`` for 1, no ``0.0`` for a date, no number in a string
+    (422 naming the field).
+    """
+
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
+
+
+def _date_text(value: Any) -> Any:
+    """Let a date through only as ``AAAA-MM-DD`` text (or a date, from Python callers)."""
+    if isinstance(value, dt.datetime) or not isinstance(value, str | dt.date):
+        msg = f"esperada uma data AAAA-MM-DD em texto, não {type(value).__name__}"
+        raise ValueError(msg)  # noqa: TRY004 - pydantic wants ValueError
+    return value
+
+
+def _registry_date(value: dt.date) -> dt.date:
+    return check_registry_date(value, name="data")
+
+
+def _query_date(value: dt.date) -> dt.date:
+    return check_query_date(value, name="data")
+
+
+QueryDate = Annotated[dt.date, AfterValidator(_query_date)]
+"""A day a query looks at (``AAAA-MM-DD``), from 1678-01-01 to 2261-12-31."""
+Float = Annotated[float, Strict()]
+"""A JSON number (an integer is fine; a boolean or a string is not); finite in a StrictBody."""
+Int = Annotated[int, Strict()]
+"""A JSON integer (no boolean, no 1.0, no string)."""
+RegistryDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_registry_date)]
+"""A registry date (``AAAA-MM-DD`` text) in the range of :mod:`fleet.dates` (1990-01-01 to
+today + 1 year)."""

@@ -55,6 +55,16 @@ class Settings(BaseSettings):
     # Live detection of ingested fixes (api/live_worker.py): a worker in each server process,
     # or none (then run ``python -m api.live_worker`` beside the servers)
     live_worker: bool = True
+    # A vehicle whose live detection failed (dead letter) is retried after this many seconds,
+    # doubled at each new failure up to live_retry_max_s (``pontual alerts retry``: at once)
+    live_retry_s: float = Field(default=60.0, gt=0)
+    live_retry_max_s: float = Field(default=3600.0, gt=0)
+    # Live ingest (HTTP, OsmAnd) refuses fixes older than this many days (``too_old_timestamp``)
+    # or later than now + future_tolerance_s (``future_timestamp``); file imports keep history
+    ingest_max_age_days: float = Field(default=7.0, gt=0)
+    ingest_future_tolerance_s: float = Field(default=300.0, ge=0)
+    # Largest request body accepted (bytes), checked before it is read: 413 beyond
+    max_body_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -107,9 +107,11 @@ import pandas as pd
 import shapely
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from enforcement.workflow import insert_findings
+from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.cover import StandCover, build_stand_cover
 from geo.crs import haversine_m
 from geo.h3 import latlng_to_cells
@@ -467,12 +469,64 @@ def fleet_records(
     return {
         str(v): {
             "status": status,
-            "status_since": since,
-            "status_until": until,
-            "alvara_valid_until": alvara,
-            "inspection_valid_until": inspection,
+            "status_since": _readable(since),
+            "status_until": _readable(until),
+            "alvara_valid_until": _readable(alvara),
+            "inspection_valid_until": _readable(inspection),
         }
         for v, status, since, until, alvara, inspection in rows
+    }
+
+
+def _readable(day: dt.date | None) -> dt.date | None:
+    """Clip a stored registry date to what pandas holds (as ``fleet.dates.pandas_dates``)."""
+    if day is None:
+        return None
+    return min(max(day, PANDAS_DATE_MIN), PANDAS_DATE_MAX)
+
+
+_UNREADABLE_SQL = """
+SELECT vehicle_id, 'licença ' || licence_id || ' no ponto ' || stand_id || ': valid_from '
+       || coalesce(valid_from::text, '-') || ', valid_until ' || coalesce(valid_until::text, '-')
+FROM parking_licences WHERE vehicle_id = ANY(:vs)
+  AND (valid_from NOT BETWEEN :lo AND :hi OR valid_until NOT BETWEEN :lo AND :hi)
+UNION ALL
+SELECT vehicle_id, 'situação ' || period_id || ' (' || status || '): valid_from '
+       || coalesce(valid_from::text, '-') || ', valid_until ' || coalesce(valid_until::text, '-')
+FROM vehicle_status_periods WHERE vehicle_id = ANY(:vs)
+  AND (valid_from NOT BETWEEN :lo AND :hi OR valid_until NOT BETWEEN :lo AND :hi)
+UNION ALL
+SELECT vehicle_id, 'veículo: alvara_valid_until ' || coalesce(alvara_valid_until::text, '-')
+       || ', inspection_valid_until ' || coalesce(inspection_valid_until::text, '-')
+FROM vehicles WHERE vehicle_id = ANY(:vs)
+  AND (alvara_valid_until NOT BETWEEN :lo AND :hi OR inspection_valid_until NOT BETWEEN :lo AND :hi)
+ORDER BY 1, 2
+"""
+
+
+def unreadable_registry_rows(
+    session: Session | Connection, vehicle_ids: Sequence[str]
+) -> dict[str, str]:
+    """Return, per vehicle, its registry rows holding a date the detectors cannot read.
+
+    Licences, status periods and document expiries with a date outside
+    ``fleet.dates.PANDAS_DATE_MIN`` … ``PANDAS_DATE_MAX`` (e.g. ``0202-12-01``, stored before
+    the registry checked its dates, or by hand): such a vehicle is not judged live until the row
+    is corrected (a typo there could accuse it wrongly); the message names the rows.
+    """
+    if not vehicle_ids:
+        return {}
+    rows = session.execute(
+        text(_UNREADABLE_SQL),
+        {"vs": list(vehicle_ids), "lo": PANDAS_DATE_MIN, "hi": PANDAS_DATE_MAX},
+    ).all()
+    out: dict[str, list[str]] = {}
+    for vehicle, what in rows:
+        out.setdefault(str(vehicle), []).append(str(what))
+    return {
+        v: "cadastro com data fora do intervalo legível "
+        f"({PANDAS_DATE_MIN.isoformat()} a {PANDAS_DATE_MAX.isoformat()}): " + "; ".join(items)
+        for v, items in out.items()
     }
 
 

@@ -30,11 +30,12 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, validates
 
 import fleet.models  # noqa: F401  (the registry tables its foreign keys name)
 from db.base import Base
 from tracking.detectors.findings import KINDS as FINDING_KINDS
+from tracking.detectors.findings import jsonable
 
 FINE_UNITS = ("UFM", "BRL", "UPF")
 STATUSES = (
@@ -161,6 +162,25 @@ class AuditEntry(Base):
     entity_id: Mapped[str | None] = mapped_column(Text)
     details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
 
+    @validates("details")
+    def _jsonable_details(self, _key: str, value: Any) -> Any:
+        """Make the details JSON at any depth: dates and instants as ISO text, Decimal as float."""
+        return audit_json(value)
+
+
+def audit_json(value: Any) -> Any:
+    """Return ``value`` with dates, instants, Decimals, sets and tuples made JSON, recursively."""
+    if isinstance(value, dict):
+        return {str(k): audit_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        return [audit_json(v) for v in items]
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return jsonable(value)
+
 
 class Alert(Base):
     """A live finding announced to enforcement; ``throttle_key`` groups recurrences."""
@@ -233,6 +253,44 @@ class LiveQueueEntry(Base):
     )
 
     __table_args__ = (Index("ix_live_queue_vehicle_id_ts", "vehicle_id", "ts"),)
+
+
+class LiveDeadLetter(Base):
+    """A vehicle whose live detection failed: the error, the fixes' range, the retry schedule.
+
+    Written by the live worker (``api.live_worker``) when the detectors raise on a vehicle's
+    claimed fixes, or its registry holds a date they cannot read. The fixes stay in
+    ``live_queue``, held (the vehicle is not claimed) until ``next_retry_at``; the row is
+    resolved (``resolved_at``) by the first claim of the vehicle that succeeds. At most one open
+    row per vehicle. Listed by ``pontual alerts failed``, retried now by ``pontual alerts retry``.
+    """
+
+    __tablename__ = "live_dead_letters"
+
+    dead_letter_id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    vehicle_id: Mapped[str] = mapped_column(Text)
+    error: Mapped[str] = mapped_column(Text)
+    first_ts: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    last_ts: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    n_fixes: Mapped[int] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    failed_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    last_failed_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    next_retry_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    resolved_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        Index(
+            "ux_live_dead_letters_open",
+            "vehicle_id",
+            unique=True,
+            postgresql_where=text("resolved_at IS NULL"),
+        ),
+    )
 
 
 class Webhook(Base):

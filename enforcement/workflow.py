@@ -52,6 +52,7 @@ from enforcement.rulebook import (
     check_confidence_floor,
     rulebooks_for,
 )
+from fleet.dates import check_registry_instant
 from fleet.loaders import UF_TIMEZONES
 from tracking.detectors.findings import jsonable
 
@@ -389,6 +390,8 @@ def _now(at: dt.datetime | None) -> dt.datetime:
     if now.tzinfo is None:
         msg = "a data/hora do passo de revisão precisa de fuso horário"
         raise TransitionError(msg)
+    if at is not None:  # a step's date is a registry date (fleet.dates' range)
+        check_registry_instant(at, name="at")
     return now
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 import shapely
 
 from fleet._errors import FleetFileError
+from fleet.dates import RegistryDateError, check_registry_date
 from fleet.vocabulary import VEHICLE_STATUSES
 
 PORTO_ALEGRE = "4314902"
@@ -274,16 +275,24 @@ def _blank_to_none(values: pd.Series) -> pd.Series:
     return pd.Series(out, index=values.index, dtype=object)
 
 
-def _dates(values: pd.Series, *, column: str, source: str) -> list[dt.date | None]:
+def _dates(
+    values: pd.Series, *, column: str, source: str, registry: bool = False
+) -> list[dt.date | None]:
+    """Read dates; ``registry`` ones (validity, status) must lie in ``fleet.dates``' range."""
     out: list[dt.date | None] = []
     for i, v in enumerate(values):
         if v is None or str(v).strip() == "":
             out.append(None)
             continue
         try:
-            out.append(dt.date.fromisoformat(str(v).strip()[:10]))
+            day = dt.date.fromisoformat(str(v).strip()[:10])
         except ValueError:
             msg = f"{source}, linha {i + 1}: '{column}' era {v!r}; esperado data AAAA-MM-DD"
+            raise FleetFileError(msg) from None
+        try:
+            out.append(check_registry_date(day, name=column) if registry else day)
+        except RegistryDateError as exc:
+            msg = f"{source}, linha {i + 1}: {exc}"
             raise FleetFileError(msg) from None
     return out
 
@@ -354,7 +363,7 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
         for v in col("stands")
     ]
     dates = {
-        c: _dates(col(c), column=c, source=source)
+        c: _dates(col(c), column=c, source=source, registry=True)
         for c in ("status_since", "status_until", "alvara_valid_until", "inspection_valid_until")
     }
     for i, (since, until) in enumerate(

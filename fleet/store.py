@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
 from fleet._errors import AuxiliaryDriverLimitError, FleetFileError, UnknownMunicipalityError
+from fleet.dates import check_optional_registry_date, check_registry_date
 from fleet.loaders import normalize_name
 from fleet.models import DriverAssignment
 from fleet.vocabulary import DRIVER_ROLES, MAX_AUXILIARY_DRIVERS
@@ -165,7 +166,10 @@ def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> Flee
     ------
     UnknownMunicipalityError
         If a vehicle's municipality is not in the registry.
+    fleet.dates.RegistryDateError
+        If ``as_of`` is outside the registry range.
     """
+    check_registry_date(as_of, name="as_of")
     new_vehicles = _new_vehicle_ids(conn, fleet["vehicle_id"].tolist())
     vehicles = _load_vehicles(conn, fleet)
     created, closed = _load_statuses(conn, fleet, as_of=as_of)
@@ -419,7 +423,11 @@ def add_driver_assignment(
     ------
     AuxiliaryDriverLimitError
         If the prefixo would have more than two auxiliaries at once.
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
     """
+    check_registry_date(valid_from, name="valid_from")
+    check_optional_registry_date(valid_until, name="valid_until")
     stored = session.execute(
         text(
             "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "

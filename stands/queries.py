@@ -21,6 +21,7 @@ import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from fleet.dates import pandas_dates, pandas_instants
 from stands import supervision
 from stands._errors import NaiveTimestampError, ThresholdError
 from stands.frames import STAND_ID
@@ -84,7 +85,7 @@ def stands_frame(
     )
     for col in ("capacity", "order_number"):
         frame[col] = frame[col].astype("Int64")
-    frame["retired_at"] = pd.to_datetime(frame["retired_at"], utc=True)
+    frame["retired_at"] = pandas_instants(frame["retired_at"].astype("object").tolist())
     return frame
 
 
@@ -129,12 +130,10 @@ def licence_frame(
             "licence_id": pd.Series([r.licence_id for r in rows], dtype="int64"),
             "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
             STAND_ID: pd.Series([r.stand_id for r in rows], dtype="str"),
-            VALID_FROM: pd.to_datetime(pd.Series([r.valid_from for r in rows], dtype="object")),
-            VALID_UNTIL: pd.to_datetime(pd.Series([r.valid_until for r in rows], dtype="object")),
+            VALID_FROM: pandas_dates(r.valid_from for r in rows),
+            VALID_UNTIL: pandas_dates(r.valid_until for r in rows),
         }
-    ).astype({VALID_FROM: "datetime64[ns]", VALID_UNTIL: "datetime64[ns]"})[
-        ["licence_id", *LICENCE_COLUMNS]
-    ]
+    )[["licence_id", *LICENCE_COLUMNS]]
 
 
 def supervisors_frame(
@@ -173,7 +172,7 @@ def supervisors_frame(
         ],
     )
     for col in ("elected_on", "homologated_on", "until"):
-        frame[col] = pd.to_datetime(frame[col].astype("object")).astype("datetime64[ns]")
+        frame[col] = pandas_dates(frame[col].astype("object").tolist())
     return frame.astype({"supervisor_id": "int64", STAND_ID: "str"})
 
 

@@ -5,7 +5,9 @@ write the change and one audit-log entry (``enforcement.models.AuditEntry``) and
 commits. Bad input raises a named error of ``stands/_errors.py`` with a pt-BR message.
 
 Dates of licences and supervisor terms are inclusive local calendar dates (the municipality's
-zone), as everywhere in the registry.
+zone), as everywhere in the registry. Every date a command stores is checked against the registry
+range of :mod:`fleet.dates` (1990-01-01 to today + 1 year): ``fleet.dates.RegistryDateError``
+otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from enforcement.models import AuditEntry
+from fleet.dates import check_optional_registry_date, check_registry_date
 from fleet.models import Municipality, Vehicle
 from geo.crs import WGS84, buffer_points_m
 from stands._errors import (
@@ -45,6 +48,11 @@ from stands.models import STAND_KINDS, LicenceExclusion, ParkingLicence, Stand, 
 
 MAX_RADIUS_M = 1000.0
 """Largest radius accepted for a stand given as a point (a larger one is a typo, not a stand)."""
+MIN_RADIUS_M = 1.0
+"""Smallest radius accepted for a stand given as a point (a smaller one draws no area)."""
+MIN_AREA_M2 = 1.0
+"""Smallest stand area accepted (a polygon with less is degenerate: a point or a line)."""
+_M_PER_DEG = 111_320.0
 
 EXCLUSION_GROUNDS: Mapping[str, tuple[str, str]] = {
     "solicitacao": ("art. 50, I", "por solicitação do próprio autorizatário"),
@@ -81,12 +89,8 @@ def _audit(
     session: Session, *, actor: str, action: str, entity: str, entity_id: str, **details: Any
 ) -> None:
     _require_actor(actor)
-    clean = {
-        k: (v.isoformat() if isinstance(v, dt.date | dt.datetime) else v)
-        for k, v in details.items()
-    }
     session.add(
-        AuditEntry(actor=actor, action=action, entity=entity, entity_id=entity_id, details=clean)
+        AuditEntry(actor=actor, action=action, entity=entity, entity_id=entity_id, details=details)
     )
 
 
@@ -116,8 +120,8 @@ def stand_area(
     lat, lon : float, optional
         Centre of a circular stand (degrees, EPSG:4326); needs ``radius_m``.
     radius_m : float, optional
-        Radius of the circle, in metres (0 < radius_m <= ``MAX_RADIUS_M``), buffered in the
-        local UTM CRS.
+        Radius of the circle, in metres (``MIN_RADIUS_M`` <= radius_m <= ``MAX_RADIUS_M``),
+        buffered in the local UTM CRS.
 
     Returns
     -------
@@ -127,12 +131,12 @@ def stand_area(
     Raises
     ------
     InvalidGeometryError
-        If both or neither of polygon and point are given, the polygon is invalid or empty, or
-        coordinates are out of range.
+        If both or neither of polygon and point are given, the polygon is invalid or empty, its
+        area is below ``MIN_AREA_M2``, or coordinates are out of range.
     UnsupportedGeometryError
         If the GeoJSON geometry is not a Polygon/MultiPolygon.
     InvalidRadiusError
-        If the point has no radius, or the radius is not in (0, ``MAX_RADIUS_M``].
+        If the point has no radius, or the radius is not in [``MIN_RADIUS_M``, ``MAX_RADIUS_M``].
     """
     has_point = lat is not None or lon is not None
     if (area is None) == (not has_point):
@@ -162,6 +166,7 @@ def stand_area(
             msg = f"polígono inválido: {shapely.is_valid_reason(geom)}; corrija a geometria"
             raise InvalidGeometryError(msg)
         _in_wgs84(geom)
+        _check_area(geom)
         return geom, None
     if lat is None or lon is None:
         msg = "ponto incompleto: informe lat e lon"
@@ -174,12 +179,29 @@ def stand_area(
     if radius_m is None:
         msg = "ponto sem radius_m; informe o raio do ponto em metros"
         raise InvalidRadiusError(msg)
-    if not (math.isfinite(radius_m) and 0 < radius_m <= MAX_RADIUS_M):
-        msg = f"radius_m era {radius_m!r}; esperado um número em (0, {MAX_RADIUS_M:g}] metros"
+    if not (math.isfinite(radius_m) and MIN_RADIUS_M <= radius_m <= MAX_RADIUS_M):
+        msg = (
+            f"radius_m era {radius_m!r}; esperado um número em [{MIN_RADIUS_M:g}, "
+            f"{MAX_RADIUS_M:g}] metros"
+        )
         raise InvalidRadiusError(msg)
     point = gpd.GeoDataFrame(geometry=[shapely.Point(lon, lat)], crs=WGS84)
     circle = buffer_points_m(point, radius_m).geometry.iloc[0]
-    return MultiPolygon([circle]), float(radius_m)
+    area = MultiPolygon([circle])
+    _check_area(area)
+    return area, float(radius_m)
+
+
+def _check_area(geom: MultiPolygon) -> None:
+    """Refuse an area below :data:`MIN_AREA_M2` (approximate metres at its latitude)."""
+    lat = geom.centroid.y if not geom.is_empty else 0.0
+    area_m2 = geom.area * _M_PER_DEG**2 * math.cos(math.radians(lat))
+    if geom.is_empty or not area_m2 >= MIN_AREA_M2:
+        msg = (
+            f"área do ponto de {area_m2:.3g} m²; esperado ao menos {MIN_AREA_M2:g} m² "
+            "(um polígono que não seja um ponto ou uma linha)"
+        )
+        raise InvalidGeometryError(msg)
 
 
 def _check_attributes(
@@ -486,6 +508,7 @@ def retire_stand(
         If the stand does not exist or is already retired.
     """
     _require_actor(actor)
+    check_registry_date(on, name="on")
     stand = get_stand(session=session, stand_id=stand_id, active=True)
     day_before = on - dt.timedelta(days=1)
     ended = session.scalars(
@@ -591,6 +614,8 @@ def grant_licence(
         database's exclusion constraint enforces it too).
     """
     _require_actor(actor)
+    check_registry_date(valid_from, name="valid_from")
+    check_optional_registry_date(valid_until, name="valid_until")
     get_stand(session=session, stand_id=stand_id, active=True)
     _vehicle(session, vehicle_id)
     if valid_until is not None and valid_until < valid_from:
@@ -695,6 +720,7 @@ def end_licence(
         If no licence of the prefixo at the stand is valid on ``until``.
     """
     _require_actor(actor)
+    check_registry_date(until, name="until")
     get_stand(session=session, stand_id=stand_id)
     _vehicle(session, vehicle_id)
     licence = licence_on(session=session, stand_id=stand_id, vehicle_id=vehicle_id, on=until)
@@ -708,7 +734,7 @@ def end_licence(
         entity_id=str(licence.licence_id),
         stand_id=stand_id,
         vehicle_id=vehicle_id,
-        valid_until={"from": previous, "to": until.isoformat()},
+        valid_until={"from": previous, "to": until},
         reason=reason,
     )
     session.flush()
@@ -788,6 +814,7 @@ def exclude_prefixo(
         If ``ground`` is unknown.
     """
     _require_actor(actor)
+    check_registry_date(on, name="on")
     reason = exclusion_reason(ground, note)
     get_stand(session=session, stand_id=stand_id)
     _vehicle(session, vehicle_id)
@@ -871,6 +898,7 @@ def elect_supervisor(
         If the stand is a ponto livre, or the name or the ata is empty.
     """
     _require_actor(actor)
+    check_registry_date(elected_on, name="elected_on")
     stand = get_stand(session=session, stand_id=stand_id, active=True)
     if stand.kind == "livre":
         msg = f"o ponto '{stand_id}' é livre; supervisor é eleito em ponto fixo (art. 42)"
@@ -934,6 +962,7 @@ def homologate_supervisor(
         the election.
     """
     _require_actor(actor)
+    check_registry_date(on, name="on")
     record = _supervisor(session, supervisor_id)
     if record.homologated_on is not None:
         msg = f"supervisor {supervisor_id} já homologado em {record.homologated_on}"
@@ -988,6 +1017,7 @@ def end_supervisor_term(
         If the record does not exist, already ended, or ``until`` precedes the election.
     """
     _require_actor(actor)
+    check_registry_date(until, name="until")
     record = _supervisor(session, supervisor_id)
     if record.until is not None:
         msg = f"o mandato do supervisor {supervisor_id} já terminou em {record.until}"

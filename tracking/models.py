@@ -57,6 +57,9 @@ class Fix(Base):
     h3_r9: Mapped[int | None] = mapped_column(BigInteger)
     speed_flag: Mapped[bool] = mapped_column(Boolean)
     source: Mapped[str] = mapped_column(Text)
+    ts_origin: Mapped[str | None] = mapped_column(Text)
+    """How ``ts`` was obtained: NULL, sent with an offset (or Unix time); ``naive_utc``, an
+    OsmAnd time without offset read as UTC; ``received``, none sent: the receive time."""
 
     __table_args__: Any = (
         CheckConstraint("meter IN ('free', 'occupied', 'off')", name="meter"),

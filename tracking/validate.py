@@ -24,12 +24,16 @@ coordinates. Row-level checks come first; the duplicate checks only look at rows
 ``missing_timestamp``
     ``timestamp`` empty.
 ``unparseable_timestamp``
-    Neither ISO 8601 nor Unix seconds in [0, 9.2e9) (milliseconds are refused here, not
-    misread as a date in the year 45000).
+    Neither ISO 8601 within what a nanosecond ``pandas.Timestamp`` holds (1677-09-21 to
+    2262-04-11) nor Unix seconds in [0, 9.2e9) (milliseconds are refused here, not misread as a
+    date in the year 45000).
 ``naive_timestamp``
     ISO 8601 without a UTC offset (``Z`` or ``±HH[:MM]``), or a naive datetime column.
 ``future_timestamp``
     After ``now`` plus :data:`FUTURE_TOLERANCE_S`.
+``too_old_timestamp``
+    Before ``not_before``, when given (live ingest refuses fixes older than a few days; file
+    imports give none and keep all history).
 ``unknown_meter``
     ``meter`` not empty and not one of ``free``, ``occupied``, ``off`` (case and surrounding
     blanks are ignored).
@@ -41,7 +45,7 @@ coordinates. Row-level checks come first; the duplicate checks only look at rows
     >= 0, heading in [0, 360]).
 ``invalid_text``
     ``vehicle_id`` or ``driver_id`` holds a NUL character (U+0000), which no PostgreSQL text can
-    store: a corrupt cell, not an identifier.
+    store, or is longer than :data:`MAX_ID_CHARS` characters: a corrupt cell, not an identifier.
 ``duplicate``
     Identical, across all original columns, to an earlier row of the input.
 ``conflicting_duplicate``
@@ -50,6 +54,12 @@ coordinates. Row-level checks come first; the duplicate checks only look at rows
 
 "Earlier" means earlier in the order of the raw frame (the file order). Fixes implying an
 impossible speed are *kept* and flagged (``speed_flag``), never rejected.
+
+Unix seconds are read exactly: written as text (CSV, JSON strings, OsmAnd), their decimal digits
+give the nanoseconds (``1700000000.010`` is 10 ms, never 9.999 ms as float arithmetic gives);
+as binary floats (a Parquet float column), the float is rounded to the nearest microsecond,
+which recovers every instant written with at most 6 decimals before 2106.
+:func:`unix_seconds_ns` is the same rule for one value (the HTTP ingest's fast path).
 
 Long inputs are validated chunk by chunk with :func:`validate_ping_chunks` (what
 :func:`tracking.ingest.read_pings` does): the same rules, the same result, with only the valid
@@ -60,6 +70,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +97,7 @@ REJECTION_REASONS: tuple[str, ...] = (
     "unparseable_timestamp",
     "naive_timestamp",
     "future_timestamp",
+    "too_old_timestamp",
     "unknown_meter",
     "unknown_tariff",
     "invalid_speed",
@@ -102,6 +115,9 @@ FUTURE_TOLERANCE_S = 300.0
 MAX_UNIX_S = 9.2e9
 """Upper bound (exclusive) of a Unix-seconds timestamp (year 2261: nanoseconds fit in int64);
 larger values are likely milliseconds."""
+
+MAX_ID_CHARS = 64
+"""Longest ``vehicle_id`` and ``driver_id`` accepted (characters, after trimming blanks)."""
 
 REJECTED_LEAD = (fr.ROW, fr.REASON)
 
@@ -124,6 +140,7 @@ def validate_pings(
     now: pd.Timestamp | None = None,
     max_speed_kmh: float = 250.0,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
+    not_before: pd.Timestamp | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split raw GPS fixes into valid pings and rejected rows.
 
@@ -142,6 +159,9 @@ def validate_pings(
         Implied speed from the previous kept fix of the vehicle above which a fix is flagged.
     future_tolerance_s : float, default 300.0
         Clock skew tolerated after ``now``.
+    not_before : pandas.Timestamp, optional
+        Earliest instant accepted (tz-aware); earlier fixes are ``too_old_timestamp``. None:
+        any past instant.
 
     Returns
     -------
@@ -163,6 +183,7 @@ def validate_pings(
         now=now,
         max_speed_kmh=max_speed_kmh,
         future_tolerance_s=future_tolerance_s,
+        not_before=not_before,
     )
 
 
@@ -172,6 +193,7 @@ def validate_ping_chunks(
     now: pd.Timestamp | None = None,
     max_speed_kmh: float = 250.0,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
+    not_before: pd.Timestamp | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Validate raw fixes given in consecutive chunks, as :func:`validate_pings` on all of them.
 
@@ -190,7 +212,7 @@ def validate_ping_chunks(
     chunks : callable
         Returns an iterable of raw frames (as :func:`validate_pings` takes them), in input
         order, with the same columns; ``row`` values identify rows across calls.
-    now, max_speed_kmh, future_tolerance_s
+    now, max_speed_kmh, future_tolerance_s, not_before
         As in :func:`validate_pings`.
 
     Returns
@@ -213,9 +235,10 @@ def validate_ping_chunks(
         msg = f"'future_tolerance_s' era {future_tolerance_s}; esperado um número >= 0"
         raise InvalidParameterError(msg)
     limit_ns = now_ts.value + int(round(future_tolerance_s * 1e9))
+    floor_ns = _NO_FLOOR if not_before is None else _check_now(not_before).value
     state = _State()
     for raw in chunks():
-        _add_chunk(state, raw, limit_ns=limit_ns)
+        _add_chunk(state, raw, limit_ns=limit_ns, floor_ns=floor_ns)
         rows = len(raw)
         del raw
         _release_free_memory(rows)
@@ -369,7 +392,50 @@ def _check_now(now: pd.Timestamp | None) -> pd.Timestamp:
     if ts.tzinfo is None:
         msg = f"'now' era {ts} sem fuso horário; informe um instante com fuso (por exemplo UTC)"
         raise InvalidParameterError(msg)
-    return ts.tz_convert("UTC")
+    return ts.tz_convert("UTC").as_unit("ns")
+
+
+_NO_FLOOR = np.iinfo(np.int64).min
+_UNIX_DECIMAL_RE = r"^(?P<sign>[+-]?)(?P<whole>\d*)(?:\.(?P<frac>\d*))?$"
+"""Unix seconds as plain decimal text (no exponent): sign, whole seconds, fraction."""
+_UNIX_DECIMAL = re.compile(_UNIX_DECIMAL_RE.strip("^$"), re.ASCII)
+_NUMERIC = re.compile(_NUMERIC_RE.strip("^$"), re.ASCII)
+_MAX_UNIX_NS = int(MAX_UNIX_S) * 1_000_000_000
+
+
+def unix_seconds_ns(value: str | float) -> int | None:
+    """Read Unix seconds exactly: epoch nanoseconds, or None outside [0, :data:`MAX_UNIX_S`).
+
+    Parameters
+    ----------
+    value : str or float
+        Text as written (no surrounding blanks): plain decimal digits are read exactly to the
+        nanosecond (a 10th decimal rounds half up); a number with an exponent is read as a
+        float. A float is rounded to the nearest microsecond.
+
+    Returns
+    -------
+    int or None
+        None when the text is not a number, or the instant is out of range.
+    """
+    if isinstance(value, str):
+        m = _UNIX_DECIMAL.fullmatch(value)
+        if m is None or not (m.group(2) or m.group(3)):
+            if not _NUMERIC.fullmatch(value):
+                return None
+            return unix_seconds_ns(float(value))
+        sign, whole, frac = m.group(1), m.group(2).lstrip("0"), m.group(3) or ""
+        if len(whole) > 11:  # noqa: PLR2004 - far beyond MAX_UNIX_S
+            return None
+        digits = (frac + "0" * 10)[:10]
+        ns = int(whole or "0") * 1_000_000_000 + int(digits[:9]) + (digits[9] >= "5")
+        if sign == "-" and ns:
+            return None
+        return ns if ns < _MAX_UNIX_NS else None
+    if not (math.isfinite(value) and 0 <= value < MAX_UNIX_S):
+        return None
+    whole_s = math.floor(value)
+    return whole_s * 1_000_000_000 + round((value - whole_s) * 1e6) * 1000
 
 
 def _as_text(col: pd.Series) -> pd.Series:
@@ -562,8 +628,7 @@ def _detailed_timestamps(
     missing = _np(pc.equal(text, "")).astype(bool)
     numeric = _np(pc.match_substring_regex(text, _NUMERIC_RE)).astype(bool)
     if numeric.any():
-        seconds = _text_to_float(text, numeric)
-        ns, bad = _unix_seconds(seconds, numeric)
+        ns, bad = _unix_text(text, numeric)
         ts_ns[numeric] = ns[numeric]
         unparseable[numeric] = bad[numeric]
     iso = ~missing & ~numeric
@@ -594,18 +659,76 @@ def _parse_iso(text: pa.ChunkedArray) -> tuple[NDArray[np.int64], NDArray[np.boo
         pd.Series(_np(text), dtype=object), format="ISO8601", utc=True, errors="coerce"
     )
     bad = parsed.isna().to_numpy(dtype=bool)
-    ns = parsed.astype("datetime64[ns, UTC]").to_numpy(dtype="datetime64[ns]").view(np.int64)
-    return np.where(bad, 0, ns), bad
+    # Beyond a nanosecond Timestamp's range (years 1677-2262) is unparseable, never an error.
+    values = parsed.to_numpy(dtype="datetime64[us]", na_value=np.datetime64("NaT"))
+    low, high = (
+        np.datetime64(pd.Timestamp.min.ceil("us")),
+        np.datetime64(pd.Timestamp.max.floor("us")),
+    )
+    bad = bad | ~((values >= low) & (values <= high))
+    ok = ~bad
+    ns = np.zeros(len(bad), dtype=np.int64)
+    if ok.any():
+        ns[ok] = (
+            parsed[ok].astype("datetime64[ns, UTC]").to_numpy(dtype="datetime64[ns]").view(np.int64)
+        )
+    return ns, bad
 
 
 def _unix_seconds(
     seconds: NDArray[np.float64], present: NDArray[np.bool_]
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """Float Unix seconds to epoch ns, rounded to the microsecond (as :func:`unix_seconds_ns`)."""
     with np.errstate(invalid="ignore"):
         ok = present & np.isfinite(seconds) & (seconds >= 0) & (seconds < MAX_UNIX_S)
     ns = np.zeros(len(seconds), dtype=np.int64)
-    ns[ok] = np.round(seconds[ok] * 1e9).astype(np.int64)
+    whole = np.floor(seconds[ok])
+    micros = np.round((seconds[ok] - whole) * 1e6).astype(np.int64)
+    ns[ok] = whole.astype(np.int64) * 1_000_000_000 + micros * 1000
     return ns, present & ~ok
+
+
+def _unix_text(
+    text: pa.ChunkedArray, numeric: NDArray[np.bool_]
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """Numeric text cells (``numeric``) to epoch ns exactly, as :func:`unix_seconds_ns`."""
+    n = len(text)
+    ns = np.zeros(n, dtype=np.int64)
+    bad = numeric.copy()
+    if not numeric.any():
+        return ns, bad
+    parts = pc.extract_regex(pc.if_else(pa.array(numeric), text, ""), _UNIX_DECIMAL_RE)
+    exact = numeric & _np(pc.is_valid(parts)).astype(bool)
+    exact &= _np(pc.not_equal(text, ".")).astype(bool)
+    if exact.any():
+        take = pa.array(np.flatnonzero(exact))
+        sign = pc.take(pc.struct_field(parts, [0]), take)
+        whole = pc.utf8_ltrim(pc.take(pc.struct_field(parts, [1]), take), characters="0")
+        frac = pc.fill_null(pc.take(pc.struct_field(parts, [2]), take), "")
+        fits = _np(pc.less_equal(pc.utf8_length(whole), 11)).astype(bool)
+        whole = pc.if_else(pa.array(fits), whole, "")
+        whole_s = np.asarray(
+            _np(pc.cast(pc.if_else(pc.equal(whole, ""), "0", whole), pa.int64())), dtype=np.int64
+        )
+        digits = pc.utf8_slice_codeunits(pc.utf8_rpad(frac, width=10, padding="0"), 0, 10)
+        nanos = np.asarray(
+            _np(pc.cast(pc.utf8_slice_codeunits(digits, 0, 9), pa.int64())), dtype=np.int64
+        )
+        up = _np(pc.greater_equal(pc.utf8_slice_codeunits(digits, 9, 10), "5")).astype(bool)
+        with np.errstate(over="ignore"):
+            value = whole_s * 1_000_000_000 + nanos + up
+        negative = _np(pc.equal(sign, "-")).astype(bool) & (value != 0)
+        good = fits & ~negative & (value >= 0) & (value < _MAX_UNIX_NS)
+        idx = np.flatnonzero(exact)
+        ns[idx[good]] = value[good]
+        bad[idx] = ~good
+    rest = numeric & ~exact
+    if rest.any():
+        seconds = _text_to_float(text, rest)
+        floats, float_bad = _unix_seconds(seconds, rest)
+        ns[rest] = floats[rest]
+        bad[rest] = float_bad[rest]
+    return ns, bad
 
 
 def _sort_order(codes: NDArray[np.integer], ts_ns: NDArray[np.int64]) -> NDArray[np.intp]:
@@ -681,7 +804,7 @@ class _State:
     pending_kept: list[NDArray[np.int64]] = field(default_factory=list)
 
 
-def _row_checks(raw: pd.DataFrame, *, limit_ns: int) -> _Parsed:
+def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) -> _Parsed:
     """Apply the row-level rules to one chunk (every reason before the duplicate ones)."""
     n = len(raw)
     code = np.zeros(n, dtype=np.int8)
@@ -705,6 +828,7 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int) -> _Parsed:
     flag("unparseable_timestamp", ts_unparseable)
     flag("naive_timestamp", ts_naive)
     flag("future_timestamp", (code == 0) & (ts_ns > limit_ns))
+    flag("too_old_timestamp", (code == 0) & (ts_ns < floor_ns))
 
     meter = pc.utf8_lower(_optional_text(raw, fr.METER, n))
     meter_given = _np(pc.not_equal(meter, "")).astype(bool)
@@ -728,7 +852,11 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int) -> _Parsed:
         floats[name] = values if _OPTIONAL_FLOATS[name] in raw.columns else None
     driver = _optional_text(raw, fr.DRIVER_ID, n)
     nul = pc.or_(pc.match_substring(vehicle, "\x00"), pc.match_substring(driver, "\x00"))
-    flag("invalid_text", _np(pc.fill_null(nul, False)).astype(bool))
+    long = pc.or_(
+        pc.greater(pc.utf8_length(vehicle), MAX_ID_CHARS),
+        pc.greater(pc.utf8_length(driver), MAX_ID_CHARS),
+    )
+    flag("invalid_text", _np(pc.fill_null(pc.or_(nul, long), False)).astype(bool))
     return _Parsed(
         code=code,
         vehicle=vehicle,
@@ -742,13 +870,13 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int) -> _Parsed:
     )
 
 
-def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int) -> None:
+def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int) -> None:
     """Check one chunk, keep its new valid fixes, and record its rejected rows."""
     missing = [c for c in (fr.ROW, *fr.PING_REQUIRED) if c not in raw.columns]
     if missing:
         msg = f"faltam coluna(s) obrigatória(s) nos pings: {', '.join(missing)}"
         raise MissingColumnsError(msg)
-    parsed = _row_checks(raw, limit_ns=limit_ns)
+    parsed = _row_checks(raw, limit_ns=limit_ns, floor_ns=floor_ns)
     code = parsed.code
     ok = np.flatnonzero(code == 0)
     take = pa.array(ok, type=pa.int64())

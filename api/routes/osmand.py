@@ -1,70 +1,128 @@
 """The OsmAnd HTTP protocol (Traccar Client and many trackers) at ``/osmand``, GET or POST.
 
-Traccar Client sends ``POST <server URL>?id=…&timestamp=…&lat=…&lon=…&speed=…&bearing=…&altitude=…
-&accuracy=…&batt=…`` with an empty body; others send the same by GET or as a form. The device is
-identified by ``id``, which must be the device token printed by ``pontual devices add``: a long
-random secret, so guessing another vehicle's id is not practical (send it over HTTPS).
+Request shapes (those Traccar's own ``OsmAndProtocolDecoder`` reads and its tests send):
 
-Units: ``speed`` is in knots (OsmAnd/Traccar), stored in km/h; ``bearing`` is the heading in
-degrees; ``accuracy`` in metres, 0 meaning unknown (Traccar Client sends 0 for GPS fixes);
-``timestamp`` in Unix seconds (milliseconds when ≥ 10¹¹) or ISO 8601 with an offset.
-``altitude``, ``hdop``, ``batt`` and other extras are accepted and not stored. ``meter``,
-``tariff`` and ``driver_id`` are Pontual's extras.
+- **Query or form** (Traccar Client up to 8, OsmAnd, most trackers): ``POST <server URL>?id=…
+  &timestamp=…&lat=…&lon=…&speed=…&bearing=…&altitude=…&accuracy=…&batt=…`` with an empty body,
+  or the same by GET, or as an ``application/x-www-form-urlencoded`` body. ``id`` (or
+  ``deviceid``) is the device token; ``location=lat,lon`` may replace ``lat``/``lon``.
+- **JSON** (Traccar Client 9, ``Content-Type: application/json``): ``{"device_id": "<token>",
+  "location": {"timestamp": "2025-06-15T13:45:12.862Z", "coords": {"latitude": …,
+  "longitude": …, "accuracy": …, "speed": …, "heading": …, "altitude": …}, "is_moving": …,
+  "battery": {…}, "activity": {…}, "extras": {…}, …}}``; ``location`` may also be a list of
+  such objects (a batch). ``speed`` is in m/s and ``-1`` means unknown, as does a negative
+  ``heading``.
 
-Answers: 200 with an empty body when the fix is stored or was already stored; 401 for an unknown
-or revoked id; 400 with the error body when the fix is rejected (the reason of the file ingest).
+The device is identified by its token (``id``, ``deviceid`` or ``device_id``), printed by
+``pontual devices add``: a long random secret, so guessing another vehicle's id is not practical
+(send it over HTTPS).
+
+Units: query ``speed`` in knots (OsmAnd/Traccar), JSON ``speed`` in m/s, stored in km/h;
+``bearing``/``heading`` in degrees; ``accuracy`` in metres, 0 meaning unknown (Traccar Client
+sends 0 for GPS fixes). ``altitude``, ``hdop``, ``batt`` and other extras are accepted and not
+stored. ``meter``, ``tariff`` and ``driver_id`` are Pontual's extras.
+
+Time: ``timestamp`` in Unix seconds (milliseconds when ≥ 10¹¹, read exactly), ISO 8601 with an
+offset, or ``yyyy-MM-dd HH:mm:ss`` without one, which the protocol defines as UTC (stored with
+``fixes.ts_origin = 'naive_utc'``). Without ``timestamp`` the fix is dated by its receive time,
+as Traccar does (``ts_origin = 'received'``).
+
+Answers: the device's queue must move on (Traccar Client resends its oldest unacknowledged fix
+for ever on any non-2xx answer), so a fix that can never be accepted — invalid, too old, in the
+future, malformed — is answered **200** and kept in ``rejected_fixes`` with its reason
+(also in the ``X-Pontual-Rejected`` header). Only what resending can cure is an error: 401 for
+an unknown or revoked token, 413 for a body over the limit (checked before it is read), 503
+while the database is unavailable. A stored (or already stored) fix is 200 with an empty body.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import math
+import re
+from collections.abc import Mapping
 from typing import Annotated, Any
 
+import pandas as pd
 from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from api import accounts
-from api._errors import ApiError, NotAuthenticatedError
-from api.ingest import ACCEPTED, REJECTED
+from api._errors import NotAuthenticatedError
+from api.ingest import ACCEPTED, REJECTED, TS_ORIGIN, RowResult
 from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
+from tracking.store import copy_rejected
 
 router = APIRouter(prefix="/osmand", tags=["ingestão"])
 
 KNOTS_TO_KMH = 1.852
+MPS_TO_KMH = 3.6
 MS_THRESHOLD = 1e11
 """OsmAnd timestamps at or above this are milliseconds."""
+REJECTED_HEADER = "X-Pontual-Rejected"
+NAIVE_UTC = "naive_utc"
+RECEIVED = "received"
+MALFORMED = "malformed_request"
+_NAIVE = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)")
+_MILLIS = re.compile(r"\d{11,15}")
 
 Param = Annotated[str | None, Query()]
 
 
-class FixRejectedError(ApiError):
-    """The OsmAnd fix fails validation (400, with the reason)."""
-
-    status_code = 400
-    code = "fix_rejected"
-
-
-def _number(value: str | None) -> float | None:
-    if value is None or not value.strip():
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
         return None
-    try:
+    if isinstance(value, int | float):
         number = float(value)
-    except ValueError:
+    elif isinstance(value, str) and value.strip():
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+    else:
         return None
     return number if math.isfinite(number) else None
 
 
-def osmand_row(params: dict[str, str]) -> dict[str, Any]:
-    """Map OsmAnd parameters to a pings-contract row (units converted, see the module doc)."""
+def _instant(value: Any, *, received: dt.datetime) -> tuple[Any, str | None]:
+    """Return the timestamp cell to validate and its origin (module docstring, Time)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return received.isoformat(), RECEIVED
+    if isinstance(value, str):
+        text = value.strip()
+        if _MILLIS.fullmatch(text) and int(text) >= MS_THRESHOLD:
+            return f"{text[:-3]}.{text[-3:]}", None  # exact: the decimal point moves
+        naive = _NAIVE.fullmatch(text)
+        if naive:
+            return f"{naive.group(1)}T{naive.group(2)}Z", NAIVE_UTC
+        numeric = _number(text)
+        if numeric is not None and numeric >= MS_THRESHOLD:
+            return numeric / 1000.0, None
+        return text, None
+    numeric = _number(value)
+    if numeric is not None and numeric >= MS_THRESHOLD:
+        return numeric / 1000.0, None
+    return value, None
+
+
+def _text(value: Any) -> Any:
+    """Return a JSON scalar as is; an object or a list as text (the ingest rejects it)."""
+    if isinstance(value, dict | list):
+        return json.dumps(value)[:200]
+    return value
+
+
+def osmand_row(params: Mapping[str, str], *, received: dt.datetime | None = None) -> dict[str, Any]:
+    """Map OsmAnd query/form parameters to a pings-contract row (see the module docstring)."""
+    received = received or dt.datetime.now(dt.UTC)
     lat, lon = params.get("lat"), params.get("lon")
     if (lat is None or lon is None) and "location" in params:
         lat, _, lon = params["location"].partition(",")
-    timestamp: Any = params.get("timestamp")
-    numeric_ts = _number(timestamp)
-    if numeric_ts is not None and numeric_ts >= MS_THRESHOLD:
-        timestamp = numeric_ts / 1000.0
+    timestamp, origin = _instant(params.get("timestamp"), received=received)
     speed = params.get("speed")
     knots = _number(speed)
     accuracy: Any = params.get("accuracy")
@@ -80,34 +138,96 @@ def osmand_row(params: dict[str, str]) -> dict[str, Any]:
         "meter": params.get("meter"),
         "tariff": params.get("tariff"),
         "driver_id": params.get("driver_id"),
+        TS_ORIGIN: origin,
     }
 
 
-def _store(request: Request, params: dict[str, str]) -> None:
-    from sqlalchemy.orm import Session
+def traccar_json_row(location: Any, *, received: dt.datetime | None = None) -> dict[str, Any]:
+    """Map one ``location`` object of Traccar Client 9's JSON body to a pings-contract row."""
+    received = received or dt.datetime.now(dt.UTC)
+    loc: dict[str, Any] = location if isinstance(location, dict) else {}
+    coords: dict[str, Any] = loc["coords"] if isinstance(loc.get("coords"), dict) else {}
+    extras: dict[str, Any] = loc["extras"] if isinstance(loc.get("extras"), dict) else {}
+    timestamp, origin = _instant(loc.get("timestamp"), received=received)
+    speed = _number(coords.get("speed"))
+    heading = _number(coords.get("heading"))
+    accuracy = _number(coords.get("accuracy"))
+    return {
+        "timestamp": _text(timestamp),
+        "lat": _text(coords.get("latitude")),
+        "lon": _text(coords.get("longitude")),
+        "speed_kmh": speed * MPS_TO_KMH if speed is not None and speed >= 0 else None,
+        "heading_deg": heading if heading is not None and heading >= 0 else None,
+        "accuracy_m": accuracy if accuracy is not None and accuracy > 0 else None,
+        "meter": _text(extras.get("meter")),
+        "tariff": _text(extras.get("tariff")),
+        "driver_id": _text(extras.get("driver_id")),
+        TS_ORIGIN: origin,
+    }
 
-    token = params.get("id") or params.get("deviceid") or ""
+
+def _json_rows(body: bytes, *, received: dt.datetime) -> tuple[str, list[dict[str, Any]] | None]:
+    """Return the token and the rows of a JSON body (None: the body is not Traccar's JSON)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return "", None
+    if not isinstance(data, dict):
+        return "", None
+    token = data.get("device_id")
+    token = token if isinstance(token, str) else ""
+    locations = data.get("location")
+    if isinstance(locations, dict):
+        locations = [locations]
+    if not isinstance(locations, list) or not locations:
+        return token, None
+    return token, [traccar_json_row(loc, received=received) for loc in locations]
+
+
+def _device(session: Session, token: str) -> accounts.DevicePrincipal:
+    device = accounts.device_for_token(session=session, token=token) if token else None
+    if device is None:
+        msg = "dispositivo desconhecido ou revogado: 'id' deve ser o token do dispositivo"
+        raise NotAuthenticatedError(msg)
+    return device
+
+
+def _store(
+    request: Request, token: str, rows: list[dict[str, Any]] | None, raw: Mapping[str, Any]
+) -> list[RowResult]:
+    """Authenticate, then store the rows (or quarantine a malformed request); commit."""
+    settings = request.app.state.settings
     with Session(request.app.state.engine) as session:
-        device = accounts.device_for_token(session=session, token=token) if token else None
-        if device is None:
-            msg = "dispositivo desconhecido ou revogado: 'id' deve ser o token do dispositivo"
-            raise NotAuthenticatedError(msg)
-        (result,) = ingest_with_retry(
-            session,
-            rows=[osmand_row(params)],
-            vehicle_id=device.vehicle_id,
-            source=f"osmand:device:{device.device_id}",
-        )
-    if result.status == ACCEPTED:
-        wake_live_worker(request.app)
-    if result.status == REJECTED:
-        msg = f"posição rejeitada: {result.reason}"
-        raise FixRejectedError(msg, details={"reason": result.reason})
+        device = _device(session, token)
+        source = f"osmand:device:{device.device_id}"
+        if rows is None:
+            bad = {"row": [1], "reason": [MALFORMED]} | {k: [str(v)[:1000]] for k, v in raw.items()}
+            copy_rejected(session.connection(), pd.DataFrame(bad), source=source)
+            session.commit()
+            return [RowResult(1, REJECTED, MALFORMED)]
+        results: list[RowResult] = []
+        step = settings.ingest_max_batch
+        for start in range(0, len(rows), step):
+            part = ingest_with_retry(
+                session,
+                rows=rows[start : start + step],
+                vehicle_id=device.vehicle_id,
+                source=source,
+                max_age_s=settings.ingest_max_age_days * 86_400.0,
+                future_tolerance_s=settings.ingest_future_tolerance_s,
+            )
+            results += [RowResult(r.row + start, r.status, r.reason) for r in part]
+        return results
 
 
 _DOC = {
-    "responses": {200: {"description": "Posição gravada (ou já gravada); corpo vazio"}}
-    | error_responses(400, 401, 422, 503),
+    "responses": {
+        200: {
+            "description": "Posição gravada, já gravada, ou rejeitada para sempre (motivo no "
+            f"cabeçalho {REJECTED_HEADER} e em rejected_fixes); corpo vazio"
+        }
+    }
+    | error_responses(401, 413, 422, 503),
     "response_class": Response,
 }
 
@@ -128,12 +248,34 @@ async def osmand(
     meter: Param = None,
     tariff: Param = None,
 ) -> Response:
-    """Recebe uma posição no protocolo OsmAnd (Traccar Client): `id` é o token do dispositivo."""
+    """Recebe posições no protocolo OsmAnd (Traccar Client): consulta, formulário ou JSON.
+
+    O token do dispositivo vai em `id` (ou `device_id` no JSON do Traccar Client 9). Posição
+    que nunca poderá ser aceita responde 200 (a fila do aparelho segue) e fica em
+    `rejected_fixes` com o motivo; 401 só para token desconhecido.
+    """
+    received = dt.datetime.now(dt.UTC)
     params = dict(request.query_params)
-    if request.method == "POST" and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
-        form = await request.form()
-        params |= {k: v for k, v in form.items() if isinstance(v, str)}
-    await run_in_threadpool(_store, request, params)
-    return Response(status_code=200)
+    token = params.get("id") or params.get("deviceid") or ""
+    content_type = request.headers.get("content-type", "")
+    rows: list[dict[str, Any]] | None
+    raw: dict[str, Any] = params
+    if request.method == "POST" and content_type.startswith("application/json"):
+        body = await request.body()
+        body_token, rows = _json_rows(body, received=received)
+        token = body_token or token
+        raw = {"body": body[:1000].decode("utf-8", "replace")}
+    else:
+        if request.method == "POST" and content_type.startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")
+        ):
+            form = await request.form()
+            params |= {k: v for k, v in form.items() if isinstance(v, str)}
+            token = params.get("id") or params.get("deviceid") or ""
+        rows = [osmand_row(params, received=received)]
+    results = await run_in_threadpool(_store, request, token, rows, raw)
+    if any(r.status == ACCEPTED for r in results):
+        wake_live_worker(request.app)
+    rejected = sorted({str(r.reason) for r in results if r.status == REJECTED})
+    headers = {REJECTED_HEADER: ",".join(rejected)} if rejected else None
+    return Response(status_code=200, headers=headers)

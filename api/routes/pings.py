@@ -8,7 +8,16 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+)
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -19,15 +28,22 @@ from api.deps import CurrentDevice, EngineDep, SettingsDep
 from api.ingest import RowResult, ingest_batch
 from api.live_worker import live_lifespan, wake_live_worker
 from api.schemas import error_responses
+from tracking.validate import FUTURE_TOLERANCE_S
 
 router = APIRouter(prefix="/api/v1/pings", tags=["ingestão"], lifespan=live_lifespan)
 """The live worker of the process (:mod:`api.live_worker`) starts with the app."""
 
-Scalar = str | float | None
+Scalar = StrictStr | StrictFloat | StrictBool | None
+"""A JSON scalar as sent: a boolean stays a boolean (an invalid number, rejected row by row),
+never 1.0."""
 
 
 class PingIn(BaseModel):
-    """One GPS fix as in the pings contract; values are checked row by row, not here."""
+    """One GPS fix as in the pings contract; values are checked row by row, not here.
+
+    A value of the wrong kind (``"lat": true``, ``NaN``, an over-long ``driver_id``...) makes
+    that row ``rejected`` with its reason; only a body that is not a batch of such rows is 422.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -74,22 +90,52 @@ class PingBatchResult(BaseModel):
     results: list[PingResult]
 
 
+def _inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """Return a model's JSON schema with its ``$defs`` inlined (they resolve nowhere else)."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return inline(schema)  # type: ignore[no-any-return]
+
+
 RETRY_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock, serialization failure
 MAX_ATTEMPTS = 3
 
 
 def ingest_with_retry(
-    session: Session, *, rows: list[dict[str, Any]], vehicle_id: str, source: str
+    session: Session,
+    *,
+    rows: list[dict[str, Any]],
+    vehicle_id: str,
+    source: str,
+    max_age_s: float | None = None,
+    future_tolerance_s: float = FUTURE_TOLERANCE_S,
 ) -> list[RowResult]:
     """Run :func:`ingest_batch` and commit, retrying when concurrent batches deadlock.
 
     Concurrent first batches of a new day race to create its partition; PostgreSQL then aborts
-    one transaction (deadlock detected), which is safe to run again.
+    one transaction (deadlock detected), which is safe to run again. ``max_age_s`` and
+    ``future_tolerance_s`` are the live ingest's window (:func:`api.ingest.check_batch`).
     """
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             results = ingest_batch(
-                conn=session.connection(), rows=rows, vehicle_id=vehicle_id, source=source
+                conn=session.connection(),
+                rows=rows,
+                vehicle_id=vehicle_id,
+                source=source,
+                max_age_s=max_age_s,
+                future_tolerance_s=future_tolerance_s,
             )
             session.commit()
             return results
@@ -104,11 +150,11 @@ def ingest_with_retry(
 @router.post(
     "",
     response_model=PingBatchResult,
-    responses=error_responses(401, 422, 503),
+    responses=error_responses(401, 413, 422, 503),
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": PingBatch.model_json_schema()}},
+            "content": {"application/json": {"schema": _inline_schema(PingBatch)}},
         }
     },
 )
@@ -122,8 +168,9 @@ async def post_pings(
 
     Cada linha: `accepted` (gravada), `duplicate` (já gravada: mesmo veículo e instante) ou
     `rejected` com o motivo (as mesmas regras da importação de arquivos, mais
+    `too_old_timestamp`, posição mais antiga que o limite da ingestão ao vivo, e
     `vehicle_not_allowed`: o dispositivo só envia posições do próprio veículo). Reenviar um lote
-    é seguro. O corpo é um `PingBatch`.
+    é seguro. O corpo é um `PingBatch`; 413 acima do tamanho máximo do corpo.
     """
     try:
         rows = _BATCH.validate_json(await request.body())["pings"]
@@ -134,7 +181,7 @@ async def post_pings(
         msg = f"lote com {len(rows)} posições; máximo {settings.ingest_max_batch}"
         raise InvalidRequestError(msg, code="batch_too_large")
     results = await run_in_threadpool(
-        _ingest, engine, rows, device.vehicle_id, f"api:device:{device.device_id}"
+        _ingest, engine, rows, device.vehicle_id, f"api:device:{device.device_id}", settings
     )
     counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
     for r in results:
@@ -152,8 +199,15 @@ async def post_pings(
 
 
 def _ingest(
-    engine: Engine, rows: list[dict[str, Any]], vehicle_id: str, source: str
+    engine: Engine, rows: list[dict[str, Any]], vehicle_id: str, source: str, settings: Any
 ) -> list[RowResult]:
     """Store a batch in its own session (one thread-pool hop for the whole request)."""
     with Session(engine, expire_on_commit=False) as session:
-        return ingest_with_retry(session, rows=rows, vehicle_id=vehicle_id, source=source)
+        return ingest_with_retry(
+            session,
+            rows=rows,
+            vehicle_id=vehicle_id,
+            source=source,
+            max_age_s=settings.ingest_max_age_days * 86_400.0,
+            future_tolerance_s=settings.ingest_future_tolerance_s,
+        )

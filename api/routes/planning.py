@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.deps import SessionDep, require_roles
-from api.schemas import error_responses
+from api.schemas import QueryDate, error_responses
 
 router = APIRouter(prefix="/api/v1/planning", tags=["planejamento"])
 
@@ -51,7 +51,7 @@ def get_plan(
     municipality: Annotated[str, Path(description="Código IBGE (7 dígitos)")],
     year: Annotated[int, Query(description="2022 (Censo) ou 2024 (estimativa)")] = 2022,
     service: Literal["taxi", "fretamento"] = "taxi",
-    as_of: Annotated[dt.date | None, Query(description="Data de referência")] = None,
+    as_of: Annotated[QueryDate | None, Query(description="Data de referência")] = None,
 ) -> Any:
     """Frota permitida pela população, acessíveis exigidos e presentes, veículos irregulares."""
     from planning._errors import PlanningError, UnknownMunicipalityError

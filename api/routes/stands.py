@@ -21,7 +21,7 @@ from api._errors import ConflictError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
-from api.schemas import MAX_OFFSET, error_responses
+from api.schemas import MAX_OFFSET, Float, Int, RegistryDate, StrictBody, error_responses
 
 router = APIRouter(prefix="/api/v1/stands", tags=["pontos e licenças"])
 
@@ -29,7 +29,7 @@ Viewer = Annotated[Principal, Depends(require_roles("admin", "planner", "agent",
 Admin = Annotated[Principal, Depends(require_roles("admin"))]
 SupervisorReader = Annotated[Principal, Depends(require_roles("admin", "agent", "supervisor"))]
 """Who reads the supervisors' names (personal data; planners do not)."""
-_ERRORS = error_responses(401, 403, 404, 422, 503)
+_ERRORS = error_responses(401, 403, 404, 409, 422, 503)
 
 
 class Feature(BaseModel):
@@ -49,79 +49,79 @@ class StandsPublic(BaseModel):
     count: int
 
 
-class StandCreate(BaseModel):
+class StandCreate(StrictBody):
     """A new stand: a GeoJSON Polygon/MultiPolygon (EPSG:4326), or a point with ``radius_m``."""
 
     stand_id: str = Field(min_length=1, max_length=100)
-    name: str | None = None
-    capacity: int | None = Field(None, ge=0, le=10_000)
-    order_number: int | None = Field(None, ge=1)
+    name: str | None = Field(None, max_length=200)
+    capacity: Int | None = Field(None, ge=0, le=10_000)
+    order_number: Int | None = Field(None, ge=1)
     kind: Literal["fixo", "livre"] | None = None
     address: str | None = Field(None, max_length=500)
     municipality_code: str | None = Field(None, pattern=r"^\d{7}$")
     geometry: dict[str, Any] | None = None
-    lat: float | None = Field(None, ge=-90, le=90)
-    lon: float | None = Field(None, ge=-180, le=180)
-    radius_m: float | None = Field(None, gt=0)
+    lat: Float | None = Field(None, ge=-90, le=90)
+    lon: Float | None = Field(None, ge=-180, le=180)
+    radius_m: Float | None = Field(None, gt=0)
 
 
-class StandUpdate(BaseModel):
+class StandUpdate(StrictBody):
     """Fields to change (absent: unchanged)."""
 
-    name: str | None = None
-    capacity: int | None = Field(None, ge=0, le=10_000)
-    order_number: int | None = Field(None, ge=1)
+    name: str | None = Field(None, max_length=200)
+    capacity: Int | None = Field(None, ge=0, le=10_000)
+    order_number: Int | None = Field(None, ge=1)
     kind: Literal["fixo", "livre"] | None = None
     address: str | None = Field(None, max_length=500)
     geometry: dict[str, Any] | None = None
-    lat: float | None = Field(None, ge=-90, le=90)
-    lon: float | None = Field(None, ge=-180, le=180)
-    radius_m: float | None = Field(None, gt=0)
+    lat: Float | None = Field(None, ge=-90, le=90)
+    lon: Float | None = Field(None, ge=-180, le=180)
+    radius_m: Float | None = Field(None, gt=0)
 
 
-class RetireRequest(BaseModel):
+class RetireRequest(StrictBody):
     """From which local date the stand is retired (default: today) and why."""
 
-    on: dt.date | None = None
+    on: RegistryDate | None = None
     reason: str | None = Field(None, max_length=2000)
 
 
-class LicenceGrant(BaseModel):
+class LicenceGrant(StrictBody):
     """A parking licence of a prefixo at the stand (inclusive local dates)."""
 
     vehicle_id: str = Field(min_length=1, max_length=64)
-    valid_from: dt.date
-    valid_until: dt.date | None = None
+    valid_from: RegistryDate
+    valid_until: RegistryDate | None = None
 
 
-class LicenceEnd(BaseModel):
+class LicenceEnd(StrictBody):
     """The licence's last day, and why."""
 
-    until: dt.date
+    until: RegistryDate
     reason: str | None = Field(None, max_length=2000)
 
 
-class ExclusionRequest(BaseModel):
+class ExclusionRequest(StrictBody):
     """Exclusion of a prefixo from a ponto fixo (POA art. 50): its ground and a note."""
 
     vehicle_id: str = Field(min_length=1, max_length=64)
-    on: dt.date
+    on: RegistryDate
     ground: Literal["solicitacao", "penalidade", "sem_supervisor"]
     note: str | None = Field(None, max_length=2000)
 
 
-class ElectionRequest(BaseModel):
+class ElectionRequest(StrictBody):
     """An election of the supervisor de ponto (POA art. 42): name, date, ata."""
 
     person_name: str = Field(min_length=1, max_length=200)
-    elected_on: dt.date
+    elected_on: RegistryDate
     minutes_ref: str = Field(min_length=1, max_length=200)
 
 
-class HomologationRequest(BaseModel):
+class HomologationRequest(StrictBody):
     """The date of the homologation (POA art. 42 § 2º)."""
 
-    on: dt.date
+    on: RegistryDate
 
 
 class SupervisorPublic(BaseModel):

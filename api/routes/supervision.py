@@ -20,7 +20,7 @@ from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
-from api.schemas import error_responses
+from api.schemas import QueryDate, error_responses
 
 router = APIRouter(prefix="/api/v1/supervision", tags=["supervisão de ponto"])
 
@@ -28,7 +28,7 @@ Supervisor = Annotated[Principal, Depends(require_roles("admin", "supervisor"))]
 MAX_PERIOD_DAYS = 92
 CONTACT_FIELDS = ("name", "address", "phone")
 _ERRORS = error_responses(401, 403, 404, 422, 503)
-Day = Annotated[dt.date | None, Query(description="Dia local (AAAA-MM-DD); padrão: hoje.")]
+Day = Annotated[QueryDate | None, Query(description="Dia local (AAAA-MM-DD); padrão: hoje.")]
 
 
 class SupervisedStand(BaseModel):

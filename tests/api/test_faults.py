@@ -820,7 +820,9 @@ class TestBrokenPartition:
         )
         if mounted.returncode != 0:
             pytest.skip(f"no tmpfs here: {mounted.stderr.strip()}")
-        day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=9)
+        day = dt.datetime.now(dt.UTC).date() - dt.timedelta(
+            days=6
+        )  # inside the live window (7 days)
         name = partition_name(day)
         try:
             with engine.connect() as conn:

@@ -15,6 +15,8 @@ from api import ingest
 from api.ingest import CheckedBatch, check_batch
 
 NOW = pd.Timestamp("2026-11-30T12:00:00Z")
+NOT_BEFORE = pd.Timestamp("2000-01-01T00:00:00Z")
+"""Live ingest's oldest instant in the property tests (the instants drawn span 1960-2030)."""
 DEVICE = "V1"
 _FIELDS = ("lat", "lon", "speed_kmh", "heading_deg", "accuracy_m")
 
@@ -78,7 +80,9 @@ plain_words = st.one_of(
     st.just(""),
     st.sampled_from(["free", "occupied", "off", "FREE", "Occupied", "busy", "x_1"]),
 )
-plain_drivers = st.one_of(st.none(), st.just(""), st.sampled_from(["D1", "D2", "motorista 7"]))
+plain_drivers = st.one_of(
+    st.none(), st.just(""), st.sampled_from(["D1", "D2", "motorista 7", "D" * 64, "D" * 65])
+)
 plain_vehicles = st.one_of(st.none(), st.just(""), st.just(DEVICE), st.just("V2"))
 
 odd = st.sampled_from(
@@ -142,6 +146,7 @@ def assert_same(fast: CheckedBatch, slow: CheckedBatch) -> None:
     assert fast.tariff == slow.tariff
     assert fast.driver_id == slow.driver_id
     np.testing.assert_array_equal(fast.speed_flag, slow.speed_flag)
+    assert fast.ts_origin == slow.ts_origin
     assert sorted(fast.bad, key=lambda b: b[0]) == sorted(slow.bad, key=lambda b: b[0])
 
 
@@ -153,15 +158,19 @@ class TestCheckBatch:
     @given(rows=plain_batches)
     def test_plain_batches_take_the_fast_path_and_agree(self, rows: list[dict[str, Any]]) -> None:
         """Batches of plain cells are checked in Python, with validate_pings' exact answers."""
-        fast = ingest._fast_check(rows, vehicle_id=DEVICE, now=NOW)
-        assert_same(fast, ingest._slow_check(rows, vehicle_id=DEVICE, now=NOW))
+        fast = ingest._fast_check(rows, vehicle_id=DEVICE, now=NOW, not_before=NOT_BEFORE)
+        assert_same(
+            fast, ingest._slow_check(rows, vehicle_id=DEVICE, now=NOW, not_before=NOT_BEFORE)
+        )
 
     @PROPERTY
     @given(rows=mixed_batches)
     def test_any_batch_agrees_with_validate_pings(self, rows: list[dict[str, Any]]) -> None:
         """With unusual cells mixed in, check_batch still answers as validate_pings does."""
-        slow = ingest._slow_check(rows, vehicle_id=DEVICE, now=NOW)
-        assert_same(check_batch(rows, vehicle_id=DEVICE, now=NOW.to_pydatetime()), slow)
+        slow = ingest._slow_check(rows, vehicle_id=DEVICE, now=NOW, not_before=NOT_BEFORE)
+        max_age_s = (NOW - NOT_BEFORE).total_seconds()
+        batch = check_batch(rows, vehicle_id=DEVICE, now=NOW.to_pydatetime(), max_age_s=max_age_s)
+        assert_same(batch, slow)
 
     @pytest.mark.parametrize(
         ("cell", "reason"),
@@ -170,6 +179,9 @@ class TestCheckBatch:
             ({"lat": 0.0, "lon": 0.0}, "null_island"),
             ({"timestamp": "2026-11-30T12:10:00Z"}, "future_timestamp"),
             ({"timestamp": 1.0e10}, "unparseable_timestamp"),
+            ({"timestamp": "9999-01-01T00:00:00Z"}, "unparseable_timestamp"),
+            ({"timestamp": "2026-11-20T11:00:00Z"}, "too_old_timestamp"),
+            ({"driver_id": "D" * 65}, "invalid_text"),
             ({"meter": "busy"}, "unknown_meter"),
             ({"tariff": 3.0}, "unknown_tariff"),
             ({"heading_deg": 361.0}, "invalid_heading"),
@@ -180,7 +192,9 @@ class TestCheckBatch:
         """A bad row is rejected with its reason; the good row beside it is kept."""
         good = {"timestamp": "2026-11-30T11:00:00Z", "lat": -30.03, "lon": -51.23}
         bad = good | {"timestamp": "2026-11-30T11:00:05Z"} | cell
-        batch = check_batch([good, bad], vehicle_id=DEVICE, now=NOW.to_pydatetime())
+        batch = check_batch(
+            [good, bad], vehicle_id=DEVICE, now=NOW.to_pydatetime(), max_age_s=7 * 86_400.0
+        )
         assert batch.answers == {2: ingest.RowResult(2, "rejected", reason)}
         assert batch.rows.tolist() == [1]
         assert [b[:2] for b in batch.bad] == [(2, reason)]

@@ -94,6 +94,19 @@ class TestConfirm:
             "confirmada",
         )
 
+    @pytest.mark.parametrize(
+        "at",
+        [dt.datetime(1, 1, 1, tzinfo=dt.UTC), dt.datetime(9999, 12, 31, tzinfo=dt.UTC)],
+    )
+    def test_step_date_outside_the_registry_range_is_refused(self, session, at) -> None:
+        """A review step dated in year 1 or 9999 is refused before anything is stored."""
+        from fleet.dates import RegistryDateError
+
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        with pytest.raises(RegistryDateError, match="'at' era"):
+            confirm(session, pid, agent_id="fiscal-7", at=at)
+        assert session.get(Proposal, pid).status == "proposta"
+
     def test_reincidence_counts_confirmed_only_and_inside_window(self, session) -> None:
         """A confirmed earlier infraction 300 days before makes a reincidence (fine R$ 507);
         one only proposed does not count."""

@@ -585,3 +585,29 @@ class TestCopyRejected:
         """A frame without a reason column is refused."""
         with pytest.raises(MissingColumnsError, match="reason"):
             copy_rejected(conn, pd.DataFrame({"row": [1]}), source="f")
+
+
+class TestExactInstants:
+    def test_fractional_unix_seconds_round_trip_through_a_file(
+        self, conn: Connection, tmp_path: Any
+    ) -> None:
+        """1,000 random fractional Unix seconds in a CSV are stored to the exact microsecond."""
+        from tracking.ingest import read_pings
+
+        rng = np.random.default_rng(7)
+        micros = sorted(
+            {int(v) for v in 1_704_067_200 * 10**6 + rng.integers(0, 86_400 * 10**6, 1000)}
+        )
+        lines = [f"US,{us // 10**6}.{us % 10**6:06d},-30.03,-51.22" for us in micros]
+        path = tmp_path / "micros.csv"
+        path.write_text("vehicle_id,timestamp,lat,lon\n" + "\n".join(lines) + "\n")
+        pings, rejected = read_pings(path, now=pd.Timestamp("2030-01-01", tz="UTC"))
+        assert rejected.empty
+        assert copy_fixes(conn, pings, source="micros.csv") == len(micros)
+        stored = conn.execute(
+            text(
+                "SELECT (extract(epoch FROM ts) * 1000000)::int8 FROM fixes "
+                "WHERE vehicle_id = 'US' ORDER BY ts"
+            )
+        ).scalars()
+        assert list(stored) == micros

@@ -13,10 +13,12 @@ from factories import make_raw_pings
 from tracking import frames as fr
 from tracking._errors import InvalidParameterError, MissingColumnsError
 from tracking.validate import (
+    MAX_ID_CHARS,
     REJECTION_REASONS,
     empty_pings,
     empty_rejected,
     speed_flags,
+    unix_seconds_ns,
     validate_ping_chunks,
     validate_pings,
 )
@@ -460,3 +462,72 @@ class TestTimestampCells:
         assert dict(zip(pings["vehicle_id"], pings["timestamp"], strict=True)) == kept
         assert dict(zip(rejected["vehicle_id"], rejected[fr.REASON], strict=True)) == reasons
         assert len(kept) > len(common) and len(reasons) > 10
+
+
+def _random_micros(seed: int, n: int) -> list[int]:
+    """Distinct epoch microseconds of 2020-2026, with any fraction of a second."""
+    rng = np.random.default_rng(seed)
+    start, span = 1_577_836_800 * 10**6, 6 * 365 * 86_400 * 10**6
+    return sorted({int(v) for v in start + rng.integers(0, span, size=n)})
+
+
+class TestInstantsAtTheEdge:
+    @pytest.mark.parametrize(
+        "timestamp",
+        [
+            "9999-12-31T23:59:59Z",
+            "0001-01-01T00:00:00Z",
+            "1600-01-01T00:00:00+00:00",
+            "1677-09-20T00:00:00Z",
+            "2262-04-12T00:00:00Z",
+        ],
+    )
+    def test_beyond_pandas_range_is_unparseable(self, timestamp: str) -> None:
+        """An ISO instant no nanosecond Timestamp holds is rejected, never an error."""
+        pings, rejected = _validate([GOOD, {**GOOD, "vehicle_id": "V2", "timestamp": timestamp}])
+        assert list(pings["vehicle_id"]) == ["V1"]
+        assert rejected["reason"].tolist() == ["unparseable_timestamp"]
+
+    def test_not_before_rejects_older_fixes(self) -> None:
+        """``not_before`` makes earlier fixes ``too_old_timestamp``; without it they are kept."""
+        old = {**GOOD, "vehicle_id": "V2", "timestamp": "2024-02-20T00:00:00Z"}
+        pings, rejected = _validate([GOOD, old], not_before=pd.Timestamp("2024-02-26", tz="UTC"))
+        assert list(pings["vehicle_id"]) == ["V1"]
+        assert rejected["reason"].tolist() == ["too_old_timestamp"]
+        assert len(_validate([GOOD, old])[0]) == 2
+
+    @pytest.mark.parametrize("column", ["vehicle_id", "driver_id"])
+    def test_identifiers_longer_than_the_limit_are_invalid_text(self, column: str) -> None:
+        """65 characters is ``invalid_text``; 64 is kept."""
+        long_ = {**GOOD, "timestamp": "2024-03-04T09:00:01-03:00", column: "X" * (MAX_ID_CHARS + 1)}
+        edge = {**GOOD, "timestamp": "2024-03-04T09:00:02-03:00", column: "Y" * MAX_ID_CHARS}
+        pings, rejected = _validate([long_, edge])
+        assert rejected["reason"].tolist() == ["invalid_text"]
+        assert len(pings) == 1
+
+    def test_unix_text_is_read_exactly(self) -> None:
+        """Decimal Unix seconds give their exact nanoseconds, as ``unix_seconds_ns`` does."""
+        micros = _random_micros(1, 2000)
+        cells = [f"{us // 10**6}.{us % 10**6:06d}" for us in micros]
+        cells += ["1700000000.010", "1700000000.123456789", "1700000000.1234567895", "1.7e9",
+                  "+1700000000.5", "1700000000.", ".5", "00001700000000.25"]  # fmt: skip
+        rows = [{**GOOD, "vehicle_id": f"V{k}", "timestamp": c} for k, c in enumerate(cells)]
+        pings, rejected = _validate(rows, now=pd.Timestamp("2030-01-01", tz="UTC"))
+        assert rejected.empty
+        got = dict(zip(pings["vehicle_id"], pings["timestamp"].astype("int64"), strict=True))
+        expected = {f"V{k}": unix_seconds_ns(c) for k, c in enumerate(cells)}
+        assert got == expected
+        assert [got[f"V{k}"] for k in range(len(micros))] == [us * 1000 for us in micros]
+        assert expected[f"V{len(micros)}"] == 1_700_000_000_010_000_000
+        assert expected[f"V{len(micros) + 2}"] == 1_700_000_000_123_456_790
+
+    def test_unix_floats_round_to_the_microsecond(self) -> None:
+        """A float column (Parquet) gives the nearest microsecond: ….010 stays ….010000."""
+        micros = _random_micros(2, 2000)
+        raw = make_raw_pings([{**GOOD, "vehicle_id": f"V{k}"} for k in range(len(micros))])
+        raw["timestamp"] = np.array([us / 1e6 for us in micros], dtype=np.float64)
+        pings, rejected = validate_pings(raw, now=pd.Timestamp("2030-01-01", tz="UTC"))
+        assert rejected.empty
+        got = dict(zip(pings["vehicle_id"], pings["timestamp"].astype("int64"), strict=True))
+        assert [got[f"V{k}"] for k in range(len(micros))] == [us * 1000 for us in micros]
+        assert all(unix_seconds_ns(us / 1e6) == us * 1000 for us in micros)

@@ -182,3 +182,78 @@ class TestRegistryWrites:
         grant = {"vehicle_id": "NOPE", "valid_from": "2024-01-01"}
         response = client.post("/api/v1/stands/S2/licences", json=grant, headers=headers)
         assert response.status_code == 404 and "NOPE" in response.json()["error"]["message"]
+
+
+class TestEndLicenceTwice:
+    def test_ending_an_ended_licence_again_is_audited(
+        self, client: TestClient, seeded: dict, api_engine
+    ) -> None:
+        """Ending an already ended licence earlier is 200, the previous end audited as text."""
+        from sqlalchemy import text
+
+        headers = bearer(seeded["tokens"]["admin"])
+        body = {"stand_id": "END1", "lat": -30.06, "lon": -51.21, "radius_m": 20}
+        assert client.post("/api/v1/stands", json=body, headers=headers).status_code == 201
+        grant = {"vehicle_id": "V3", "valid_from": "2023-01-01"}
+        url = "/api/v1/stands/END1/licences"
+        assert client.post(url, json=grant, headers=headers).status_code == 201
+        first = client.post(f"{url}/V3/end", json={"until": "2024-06-30"}, headers=headers)
+        assert first.status_code == 200, first.text
+        again = client.post(f"{url}/V3/end", json={"until": "2024-03-31"}, headers=headers)
+        assert again.status_code == 200, again.text
+        assert again.json()["detail"]["valid_until"] == "2024-03-31"
+        with api_engine.connect() as conn:
+            details = conn.execute(
+                text(
+                    "SELECT details FROM audit_log WHERE entity = 'parking_licence' "
+                    "AND action = 'end' AND details->>'stand_id' = 'END1' ORDER BY entry_id"
+                )
+            ).scalars()
+            assert [d["valid_until"] for d in details] == [
+                {"from": None, "to": "2024-06-30"},
+                {"from": "2024-06-30", "to": "2024-03-31"},
+            ]
+
+
+class TestStrictRequestTypes:
+    def test_patch_with_bool_and_tiny_radius_is_422(self, client: TestClient, seeded: dict) -> None:
+        """``lat 0, lon false, radius_m 5e-324`` (and other wrong types, lengths, unknown fields)
+        is refused; the stand keeps its area."""
+        headers = bearer(seeded["tokens"]["admin"])
+        before = client.get("/api/v1/stands/S2", headers=headers).json()["geometry"]
+        for body in (
+            {"lat": 0, "lon": False, "radius_m": 5e-324},
+            {"lat": -30.02, "lon": -51.22, "radius_m": 5e-324},
+            {"lat": True, "lon": -51.22, "radius_m": 30},
+            {"lat": "-30.02", "lon": -51.22, "radius_m": 30},
+            {"capacity": True},
+            {"capacity": 2.0},
+            {"name": "N" * 201},
+            {"nmae": "typo"},
+        ):
+            answer = client.patch("/api/v1/stands/S2", json=body, headers=headers)
+            assert answer.status_code == 422, (body, answer.text)
+        assert client.get("/api/v1/stands/S2", headers=headers).json()["geometry"] == before
+
+    def test_degenerate_polygons_are_422(self, client: TestClient, seeded: dict) -> None:
+        """A polygon that is a point or a line, or empty, is refused."""
+        headers = bearer(seeded["tokens"]["admin"])
+        point = [[-51.3, -30.1]] * 4
+        line = [[-51.3, -30.1], [-51.29, -30.1], [-51.28, -30.1], [-51.3, -30.1]]
+        for ring in (point, line, []):
+            body = {"stand_id": "DEG1", "geometry": {"type": "Polygon", "coordinates": [ring]}}
+            answer = client.post("/api/v1/stands", json=body, headers=headers)
+            assert answer.status_code == 422, (ring, answer.text)
+
+    def test_dates_must_be_text_in_the_registry_range(
+        self, client: TestClient, seeded: dict
+    ) -> None:
+        """``on: 0.0`` or a number is not a date; 0202-12-01 and far futures are out of range."""
+        headers = bearer(seeded["tokens"]["admin"])
+        far = (dt.date.today() + dt.timedelta(days=800)).isoformat()
+        for on in (0.0, 0, 1700000000, "0202-12-01", "7743-01-01", far, "1989-12-31"):
+            answer = client.post("/api/v1/stands/S2/retire", json={"on": on}, headers=headers)
+            assert answer.status_code == 422, (on, answer.text)
+        election = {"person_name": "X", "elected_on": "7743-01-01", "minutes_ref": "ata 1"}
+        answer = client.post("/api/v1/stands/S1/supervisors", json=election, headers=headers)
+        assert answer.status_code == 422

@@ -104,6 +104,13 @@ class TestStandIntruders:
             response = _get(client, seeded, "supervisor", f"/S1/intruders{query}")
             assert response.status_code == 422  # type: ignore[attr-defined]
 
+    def test_days_beyond_what_pandas_holds(self, client: TestClient, seeded: dict) -> None:
+        """Days in year 9999 or 0001 are 422, never 500, on every view taking a period."""
+        for view in ("intruders", "presence"):
+            for query in ("?start=9999-12-30&end=9999-12-31", "?start=0001-01-01&end=0001-01-02"):
+                response = _get(client, seeded, "supervisor", f"/S1/{view}{query}")
+                assert response.status_code == 422, (view, query)  # type: ignore[attr-defined]
+
 
 class TestStandPresence:
     def test_licensee_presence(self, client: TestClient, seeded: dict, tracks: None) -> None:
