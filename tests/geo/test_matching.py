@@ -112,7 +112,7 @@ class TestMatchTracks:
         assert m.tracks["matched_m"].iat[0] <= true_m * 1.02
 
     def test_missing_street_is_a_jump_not_a_loop(self):
-        """A street absent from the network counts as the straight move, never a detour around it."""
+        """A street absent from the network counts as the straight move, never a loop around it."""
         graph = _grid(skip={((2, 2), (2, 3)), ((2, 3), (2, 4))})
         lon, lat, ts, true_m = _drive([(400, 0), (400, 1200)], step_s=15)
         m = match_tracks(graph, np.zeros(len(lon), dtype=np.int64), lon, lat, ts)
