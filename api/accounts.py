@@ -14,7 +14,6 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from api._errors import UserAdminError
-from api.models import ROLES, AccessToken, Device, User, UserStand
 from api.security import (
     MIN_PASSWORD_LENGTH,
     hash_password,
@@ -23,6 +22,7 @@ from api.security import (
     token_digest,
     verify_password,
 )
+from db.accounts.models import ROLES, AccessToken, Device, User, UserStand
 
 SESSIONS_CHANNEL = "pontual_sessions"
 """NOTIFY channel of revoked sessions: ``user:<user_id>`` or ``token:<sha256 of the token>``.
@@ -89,7 +89,7 @@ def get_user(*, session: Session, username: str) -> User:
 
 
 def _set_stands(session: Session, user: User, stand_ids: Iterable[str]) -> None:
-    from stands.models import Stand
+    from db.stands.models import Stand
 
     wanted = sorted(set(stand_ids))
     known = set(session.scalars(select(Stand.stand_id).where(Stand.stand_id.in_(wanted))))

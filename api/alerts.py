@@ -1,7 +1,7 @@
 """Live alerts in the server: detection on ingest, LISTEN/NOTIFY fan-out, webhook delivery.
 
 Detection
-    :func:`detect_on_ingest` runs :func:`enforcement.live.process_fixes` on queued fixes inside
+    :func:`detect_on_ingest` runs :func:`engines.live.process_fixes` on queued fixes inside
     a savepoint of the caller's transaction: the detector states, the findings, the alerts and
     their ``NOTIFY`` commit together with the queue's update, so an alert is never announced for
     a fix that is not durable. A detector failure rolls back to the savepoint and is raised: the
@@ -49,7 +49,7 @@ from sqlalchemy.orm import Session
 
 from api.accounts import SESSIONS_CHANNEL
 from api.settings import Settings, get_settings
-from enforcement.live import CHANNEL, alert_matches, process_fixes
+from engines.live import CHANNEL, alert_matches, process_fixes
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def detect_on_ingest(
     Returns
     -------
     list of dict
-        The finding records completed (see :func:`enforcement.live.process_fixes`).
+        The finding records completed (see :func:`engines.live.process_fixes`).
 
     Raises
     ------

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from enforcement.models import AuditEntry
+from db.enforcement.models import AuditEntry
 
 READ_PERSONAL_DATA = "read_personal_data"
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import gc
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -119,18 +116,16 @@ def analyze(
     ] = 1,
 ) -> None:
     """Analisa pings contra pontos e frota e grava os arquivos de saída do contrato."""
-    # Arrow's allocator (mimalloc) gives freed pages back to the system 10 ms after a free, and
-    # the analysis frees and reallocates the same sizes all along: faulting them in and zeroing
-    # them again took ~2 s of 28 at 10M pings. Read when Arrow loads: before the imports below.
-    os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")
+    import runtime
+
+    runtime.keep_arrow_pages()  # read when Arrow loads: before the imports below
+    from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
     from fleet.loaders import read_fleet
     from stands.layers import read_stands
     from tracking.ingest import read_pings
-    from tracking.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
     from tracking.porto import read_porto_trips
-    from tracking.validate import keep_freed_heap
 
-    keep_freed_heap()
+    runtime.keep_freed_heap()
 
     books, no_rulebook = _rulebooks(municipality)
     require_file(pings, flag="--pings")
@@ -150,7 +145,7 @@ def analyze(
     as_of_date = _parse_date(as_of) if as_of else None
     console = Console(stderr=True)
     with (
-        _cycle_collector_paused(),
+        runtime.cycle_collector_paused(),
         Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -187,7 +182,7 @@ def analyze(
             "kinds": _parse_kinds(kinds),
         }
         if engine is Engine.local and not porto:
-            from tracking.buckets import analyze_file
+            from engines.buckets import analyze_file
 
             def detail(label: str) -> None:  # per-partition steps: the bar does not advance
                 bar.update(task, description=label)
@@ -205,7 +200,7 @@ def analyze(
             if as_of_date is not None:
                 fixes = cut_at_as_of(fixes, as_of=as_of_date, timezone=tz)
             if engine is Engine.dask:
-                from tracking.distributed import analyze_pings_distributed, dask_client
+                from engines.distributed import analyze_pings_distributed, dask_client
 
                 with dask_client(scheduler, workers=workers) as client:
                     result = analyze_pings_distributed(
@@ -274,10 +269,10 @@ def write_results(
     ``summary.json`` (``findings_for_review``).
     """
     from enforcement.proposals import proposal_summary, propose_all, write_proposals_json
+    from engines.pipeline import write_outputs
     from maps.findings import findings_map
-    from tracking.aside import aside
+    from runtime import aside
     from tracking.detectors.findings import write_findings_geojson
-    from tracking.pipeline import write_outputs
 
     def findings_and_map() -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -307,22 +302,6 @@ def write_results(
         progress("other files done")
         written()
     return [*paths, out / "map.html"], proposals
-
-
-@contextlib.contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic collector for the analysis.
-
-    It builds millions of objects without cycles (evidence records, rows): the collector's passes
-    over them took ~8 % of a 10M-ping run.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _rulebooks(code: str | None) -> tuple[dict[str, Any], str | None]:
@@ -362,7 +341,7 @@ def _bundled_municipality(code: str | None) -> tuple[Any, str | None]:
     import geopandas as gpd
 
     from api.cli_import import BOUNDARIES
-    from fleet.loaders import UF_TIMEZONES
+    from geo.calendar import UF_TIMEZONES
 
     if code is None or not BOUNDARIES.is_file():
         return None, None
@@ -417,7 +396,7 @@ def read_thresholds(
     import tomllib
 
     from enforcement.rulebook import check_confidence_floor
-    from tracking.detect import check_thresholds
+    from tracking.detectors.detect import check_thresholds
 
     require_file(path, flag=flag, allow_empty=True)
     try:

@@ -180,7 +180,7 @@ def partitions(
     import datetime as dt
 
     from db.engine import make_engine
-    from tracking.store import ensure_fix_partitions, index_closed_days
+    from db.tracking.store import ensure_fix_partitions, index_closed_days
 
     today = dt.datetime.now(dt.UTC).date()
     with cli_session() as session:
@@ -232,8 +232,8 @@ def retention(
     """
     import datetime as dt
 
-    from enforcement.models import AuditEntry
-    from tracking.retention import apply_retention
+    from db.enforcement.models import AuditEntry
+    from db.tracking.retention import apply_retention
 
     days = keep_days or get_settings().retention_days
     today = dt.datetime.now(dt.UTC).date()

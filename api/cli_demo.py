@@ -19,7 +19,6 @@ from rich.table import Table
 from maps.tiles import OSM_TILES
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-PORTO_ALEGRE = "4314902"
 POA_STAND_RADIUS_M = 30.0
 PORTO_STAND_RADIUS_M = 100.0
 RECALL_RADII_M = (50.0, 100.0, 150.0)
@@ -100,11 +99,12 @@ def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[s
 
     from api.cli_import import file_as_of
     from db.engine import make_engine
-    from fleet.loaders import read_fleet, read_municipalities, read_populations
-    from fleet.store import load_fleet, load_municipalities, load_populations
-    from stands.loaders import load_stands, read_stands_registry
+    from db.fleet.store import load_fleet, load_municipalities, load_populations
+    from db.stands.store import load_stands
+    from db.tracking.store import copy_fixes, copy_rejected
+    from fleet.loaders import PORTO_ALEGRE, read_fleet, read_municipalities, read_populations
+    from stands.loaders import read_stands_registry
     from tracking.porto import read_porto_trips
-    from tracking.store import copy_fixes, copy_rejected
 
     engine = make_engine(url)
     try:
@@ -155,14 +155,14 @@ def _replay_porto(
 ) -> dict[str, Any]:
     import geopandas as gpd
 
+    from engines.pipeline import AnalysisParams, analyze_pings, write_outputs
     from geo.roads import build_road_graph, read_libcity_roads
     from maps.findings import findings_map
     from maps.overview import stands_trips_map
     from stands.layers import read_porto_stands
+    from stands.porto_eval import boarding_recall
     from tracking.detectors.findings import KINDS
-    from tracking.pipeline import AnalysisParams, analyze_pings, write_outputs
     from tracking.porto import read_porto_trips
-    from tracking.porto_eval import boarding_recall
 
     params = AnalysisParams(timezone="Europe/Lisbon")
     with console.status("Reproduzindo as viagens do Porto contra os 63 pontos…"):
@@ -251,7 +251,7 @@ def _tracks(pings: Any) -> Any:
 
 
 def _poa_map(paths: dict[str, Path], out: Path, tiles: str | None) -> Path:
-    from fleet.loaders import normalize_name, read_fleet
+    from fleet.loaders import PORTO_ALEGRE, normalize_name, read_fleet
     from maps.overview import stands_trips_map
     from stands.loaders import read_stands_registry
 

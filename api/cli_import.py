@@ -72,8 +72,8 @@ def municipalities(
     ] = ESTIMATE,
 ) -> None:
     """Importa os 5.570 municípios do IBGE, a população (Censo 2022, estimativa 2024) e limites."""
+    from db.fleet.store import load_municipalities, load_populations
     from fleet.loaders import read_municipalities, read_populations
-    from fleet.store import load_municipalities, load_populations
 
     require_file(boundaries, flag="--boundaries")
     require_file(estimate, flag="--estimate")
@@ -107,7 +107,8 @@ def stands(
     ] = "",
 ) -> None:
     """Importa pontos de táxi (atualiza os existentes) e informa o que mudou."""
-    from stands.loaders import load_stands, read_stands_registry
+    from db.stands.store import load_stands
+    from stands.loaders import read_stands_registry
 
     frame = read_input(
         file,
@@ -137,8 +138,8 @@ def fleet(
     ] = None,
 ) -> None:
     """Importa a frota: prefixos/veículos, situação e licenças de estacionamento."""
+    from db.fleet.store import load_fleet
     from fleet.loaders import read_fleet
-    from fleet.store import load_fleet
 
     frame = read_input(file, lambda p: read_fleet(p, municipality=municipality), flag=FILE)
     date = file_as_of(as_of, file)
@@ -180,7 +181,7 @@ def file_as_of(value: str | None, file: Path) -> dt.date:
 def _store_pings(file: Path, pings: pd.DataFrame, rejected: pd.DataFrame) -> None:
     import pandas as pd
 
-    from tracking.store import copy_fixes, copy_rejected
+    from db.tracking.store import copy_fixes, copy_rejected
 
     with _transaction() as conn:
         stored = copy_fixes(conn, pings, source=file.name)

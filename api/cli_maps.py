@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from api.inputs import read_input
+from geo.calendar import DEFAULT_TIMEZONE
 from maps.tiles import OSM_TILES
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 
 Out = Annotated[Path, typer.Option("--out", help="Arquivo HTML de saída.")]
 Stands = Annotated[Path, typer.Option(help="Pontos de táxi (GeoJSON, GeoPackage ou CSV).")]

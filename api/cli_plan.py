@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import typer
 
 from api.inputs import read_input
+from geo.calendar import DEFAULT_TIMEZONE
 from maps.tiles import OSM_TILES
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def plan(
 
 def _as_of(value: str | None) -> dt.date:
     if value is None:
-        return dt.datetime.now(ZoneInfo("America/Sao_Paulo")).date()
+        return dt.datetime.now(ZoneInfo(DEFAULT_TIMEZONE)).date()
     try:
         return dt.date.fromisoformat(value)
     except ValueError:
@@ -188,7 +189,7 @@ def _read_trips(path: Path | None) -> pd.DataFrame | None:
 def _registry_fleet(municipality: str, as_of: dt.date) -> pd.DataFrame:
     from api.cli_db import database_url
     from db.engine import make_engine
-    from planning.io import active_fleet_from_db
+    from db.fleet.store import active_fleet_from_db
 
     engine = make_engine(database_url())
     try:

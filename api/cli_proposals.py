@@ -73,8 +73,8 @@ def generate(
     from api.cli_analyze import read_thresholds
     from api.inputs import require_file
     from api.settings import get_settings
+    from db.enforcement.workflow import generate_report, store_findings
     from enforcement.rulebook import rulebooks_for
-    from enforcement.workflow import generate_report, store_findings
     from tracking.detectors.findings import read_findings_geojson
 
     rulebooks_for(municipality)  # fail early on a code without rulebook
@@ -111,8 +111,8 @@ def list_(
     """Lista as propostas, as mais recentes primeiro."""
     from sqlalchemy import select
 
-    from enforcement.models import Proposal
-    from enforcement.workflow import as_record
+    from db.enforcement.models import Proposal
+    from db.enforcement.workflow import as_record
 
     query = select(Proposal).order_by(Proposal.committed_at.desc(), Proposal.proposal_id)
     if status:
@@ -135,7 +135,7 @@ def list_(
 @app.command()
 def show(proposal_id: Annotated[str, typer.Argument(help="Id da proposta.")]) -> None:
     """Mostra uma proposta com seus achados e o histórico de revisão (JSON)."""
-    from enforcement.workflow import as_record, finding_ids_of, get_proposal, proposal_history
+    from db.enforcement.workflow import as_record, finding_ids_of, get_proposal, proposal_history
 
     with cli_session() as session:
         p = get_proposal(session, proposal_id)
@@ -166,7 +166,7 @@ def confirm(
     ] = None,
 ) -> None:
     """Confirma a proposta: lavra o auto de infração (numerado)."""
-    from enforcement.workflow import confirm as run
+    from db.enforcement.workflow import confirm as run
 
     with cli_session() as session:
         p = run(
@@ -194,7 +194,7 @@ def dismiss(
     at: At = None,
 ) -> None:
     """Descarta a proposta, com o motivo."""
-    from enforcement.workflow import dismiss as run
+    from db.enforcement.workflow import dismiss as run
 
     with cli_session() as session:
         run(session, proposal_id, agent_id=agent, reason=reason, at=_at(at))
@@ -204,7 +204,7 @@ def dismiss(
 @app.command()
 def notify(proposal_id: str, agent: Agent, at: At = None) -> None:
     """Registra a entrega da notificação de penalidade (começa o prazo de defesa)."""
-    from enforcement.workflow import notify as run
+    from db.enforcement.workflow import notify as run
 
     with cli_session() as session:
         p = run(session, proposal_id, actor=agent, at=_at(at))
@@ -215,7 +215,7 @@ def notify(proposal_id: str, agent: Agent, at: At = None) -> None:
 @app.command()
 def defence(proposal_id: str, agent: Agent, at: At = None) -> None:
     """Registra a defesa apresentada no prazo."""
-    from enforcement.workflow import file_defence
+    from db.enforcement.workflow import file_defence
 
     with cli_session() as session:
         file_defence(session, proposal_id, actor=agent, at=_at(at))
@@ -233,7 +233,7 @@ def decide(
     at: At = None,
 ) -> None:
     """Decide a defesa (deferida: o auto cai; indeferida: a penalidade se mantém)."""
-    from enforcement.workflow import decide_defence
+    from db.enforcement.workflow import decide_defence
 
     with cli_session() as session:
         p = decide_defence(
@@ -257,7 +257,7 @@ def finalize(
     Só então a infração conta para a reincidência onde a lei o exige (fretamento de Porto
     Alegre, art. 19, § 5º).
     """
-    from enforcement.workflow import finalize as run
+    from db.enforcement.workflow import finalize as run
 
     with cli_session() as session:
         run(session, proposal_id, agent_id=agent, reason=reason, at=_at(at))
@@ -272,7 +272,7 @@ def deadlines(
     ] = False,
 ) -> None:
     """Prazos a vencer (e vencidos); com --archive, arquiva os autos não notificados a tempo."""
-    from enforcement.workflow import archive_lapsed, deadline_warnings
+    from db.enforcement.workflow import archive_lapsed, deadline_warnings
 
     with cli_session() as session:
         archived = archive_lapsed(session) if archive else []
@@ -298,8 +298,8 @@ def document(
     ] = "auto",
 ) -> None:
     """Gera o auto de infração ou a notificação de penalidade (PDF ou HTML, com mapa da prova)."""
+    from db.enforcement.evidence import document_for
     from enforcement.documents import render_html, render_pdf
-    from enforcement.evidence import document_for
 
     if kind not in ("auto", "notificacao"):
         raise typer.BadParameter(f"--kind '{kind}': use auto ou notificacao")
@@ -328,9 +328,9 @@ def examples(
     import secrets
 
     from api.cli_db import database_url
+    from db.enforcement.examples import write_examples
     from db.engine import create_database, drop_database, make_engine, parse_url
     from db.migrate import upgrade
-    from enforcement.examples import write_examples
 
     server = database_url(migrate=False)
     name = f"pontual_examples_{secrets.token_hex(4)}"

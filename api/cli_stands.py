@@ -1,6 +1,6 @@
 """`pontual stands|licences|supervisors ...`: the stand registry on the database.
 
-Each change goes through ``stands/registry.py`` and is written to the audit log with ``--actor``.
+Each change goes through ``db/stands/registry.py`` and is written to the audit log with ``--actor``.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def create(
     municipality: Municipality = None,
 ) -> None:
     """Cria um ponto: polígono (--geometry) ou centro e raio (--lat --lon --radius-m)."""
-    from stands.registry import create_stand
+    from db.stands.registry import create_stand
 
     with cli_session() as session:
         stand = create_stand(
@@ -184,7 +184,7 @@ def edit(
     ] = None,
 ) -> None:
     """Altera atributos ou a área de um ponto (o que não for informado fica como está)."""
-    from stands.registry import edit_stand
+    from db.stands.registry import edit_stand
 
     with cli_session() as session:
         edit_stand(
@@ -207,7 +207,7 @@ def retire(
 ) -> None:
     """Desativa um ponto; as licenças vigentes terminam na véspera. O histórico permanece."""
     from api.settings import get_settings
-    from stands.registry import retire_stand
+    from db.stands.registry import retire_stand
 
     day = _date(on, "--on") or _today()
     with cli_session() as session:
@@ -229,7 +229,7 @@ def list_(
     as_json: AsJson = False,
 ) -> None:
     """Lista os pontos (id, nome, tipo, vagas, endereço)."""
-    from stands.queries import stands_frame
+    from db.stands.queries import stands_frame
 
     with cli_session() as session:
         frame = stands_frame(
@@ -259,8 +259,8 @@ def show(
     """Mostra um ponto com suas licenças, exclusões e supervisores."""
     from sqlalchemy import text
 
-    from stands.queries import licence_frame, stands_frame, supervisors_frame
-    from stands.registry import get_stand
+    from db.stands.queries import licence_frame, stands_frame, supervisors_frame
+    from db.stands.registry import get_stand
 
     with cli_session() as session:
         get_stand(session=session, stand_id=stand_id)
@@ -314,7 +314,7 @@ def grant(
     ] = None,
 ) -> None:
     """Concede licença de estacionamento a um prefixo num ponto."""
-    from stands.registry import grant_licence
+    from db.stands.registry import grant_licence
 
     with cli_session() as session:
         lic = grant_licence(
@@ -335,7 +335,7 @@ def end(
     reason: Annotated[str | None, typer.Option(help="Motivo.")] = None,
 ) -> None:
     """Encerra a licença do prefixo vigente na data (--until passa a ser o último dia)."""
-    from stands.registry import end_licence
+    from db.stands.registry import end_licence
 
     day = _required_date(until, "--until")
     with cli_session() as session:
@@ -361,7 +361,7 @@ def exclude(
     note: Annotated[str | None, typer.Option(help="Observação (nº do processo...).")] = None,
 ) -> None:
     """Exclui um prefixo do ponto fixo (art. 50) e registra o motivo."""
-    from stands.registry import exclude_prefixo
+    from db.stands.registry import exclude_prefixo
 
     day = _required_date(on, "--on")
     with cli_session() as session:
@@ -383,7 +383,7 @@ def list_licences(
     """Lista as licenças de estacionamento."""
     import pandas as pd
 
-    from stands.queries import licence_frame
+    from db.stands.queries import licence_frame
 
     day = _date(on, "--on")
     with cli_session() as session:
@@ -431,7 +431,7 @@ def elect(
     actor: Actor,
 ) -> None:
     """Registra a eleição de um supervisor de ponto fixo (a homologar)."""
-    from stands.registry import elect_supervisor
+    from db.stands.registry import elect_supervisor
 
     with cli_session() as session:
         rec = elect_supervisor(
@@ -449,7 +449,7 @@ def homologate(
     actor: Actor,
 ) -> None:
     """Homologa a eleição; o mandato do supervisor anterior termina na véspera."""
-    from stands.registry import homologate_supervisor
+    from db.stands.registry import homologate_supervisor
 
     day = _required_date(on, "--on")
     with cli_session() as session:
@@ -470,7 +470,7 @@ def end_term(
     reason: Annotated[str | None, typer.Option(help="Motivo (renúncia, destituição...).")] = None,
 ) -> None:
     """Encerra o mandato de um supervisor."""
-    from stands.registry import end_supervisor_term
+    from db.stands.registry import end_supervisor_term
 
     day = _required_date(until, "--until")
     with cli_session() as session:
@@ -486,7 +486,7 @@ def list_supervisors(
     as_json: AsJson = False,
 ) -> None:
     """Histórico dos supervisores (todos os mandatos)."""
-    from stands.queries import supervisors_frame
+    from db.stands.queries import supervisors_frame
 
     with cli_session() as session:
         frame = supervisors_frame(session=session, stand_ids=None if stand is None else [stand])
@@ -518,7 +518,7 @@ def overdue(
     as_json: AsJson = False,
 ) -> None:
     """Pontos fixos sem supervisor há mais de 90 dias (art. 50, III) e prefixos em risco."""
-    from stands.queries import overdue_stands
+    from db.stands.queries import overdue_stands
 
     day = _date(as_of, "--as-of") or _today()
     with cli_session() as session:

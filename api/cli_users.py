@@ -64,7 +64,7 @@ def list_users() -> None:
     from sqlalchemy import select
 
     from api import accounts
-    from api.models import User
+    from db.accounts.models import User
 
     with cli_session() as session:
         users = session.scalars(select(User).order_by(User.username)).all()
@@ -125,7 +125,7 @@ def add_device(
     from sqlalchemy import select
 
     from api import accounts
-    from fleet.models import Vehicle
+    from db.fleet.models import Vehicle
 
     with cli_session() as session:
         device, token = accounts.create_device(session=session, vehicle_id=vehicle_id, label=label)
@@ -142,7 +142,7 @@ def list_devices() -> None:
     """Lista os dispositivos: id, veículo, situação e descrição (nunca o token)."""
     from sqlalchemy import select
 
-    from api.models import Device
+    from db.accounts.models import Device
 
     with cli_session() as session:
         devices = session.scalars(select(Device).order_by(Device.device_id)).all()

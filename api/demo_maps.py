@@ -28,7 +28,7 @@ def demo_maps(result: Any, out: Path, *, timezone: str, tiles: str | None) -> di
 
     Parameters
     ----------
-    result : tracking.pipeline.AnalysisResult
+    result : engines.pipeline.AnalysisResult
         The Porto replay.
     out : pathlib.Path
         Output folder (exists).

@@ -51,12 +51,13 @@ import pandas as pd
 from numpy.typing import NDArray
 from sqlalchemy.engine import Connection
 
+from db.tracking.store import H3_RESOLUTION, copy_rejected, ensure_fix_partitions
 from geo.h3 import latlng_to_cells
 from tracking import frames as fr
-from tracking.store import H3_RESOLUTION, copy_rejected, ensure_fix_partitions
 from tracking.validate import (
     FUTURE_TOLERANCE_S,
     MAX_ID_CHARS,
+    MAX_SPEED_KMH,
     speed_flags,
     unix_seconds_ns,
     validate_pings,
@@ -69,7 +70,6 @@ VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
 TS_ORIGIN = "_ts_origin"
 """Row key of how the instant was obtained (``naive_utc``, ``received``; absent: as sent)."""
-MAX_SPEED_KMH = 250.0
 """Implied speed above which a fix is flagged (``speed_flag``), as in the file ingest."""
 
 

@@ -21,7 +21,7 @@ Failures: late, never lost
     The claimed vehicles run together in one savepoint; if the detectors raise, each vehicle
     runs again alone in its own savepoint, so one vehicle's bad data or a detector bug on its
     fixes never stops the others. A vehicle that fails — or whose registry holds a date the
-    detectors cannot read (:func:`enforcement.live.unreadable_registry_rows`), which is checked
+    detectors cannot read (:func:`engines.live.unreadable_registry_rows`), which is checked
     first — gets a dead letter (``live_dead_letters``: the error, the range and number of its
     claimed fixes, attempts) and its fixes stay in the queue, held: the vehicle is not claimed
     again before ``next_retry_at`` (``live_retry_s``, doubled after each failure up to
@@ -47,7 +47,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from api.alerts import detect_on_ingest, wait_event
 from api.settings import Settings
-from enforcement.live import unreadable_registry_rows
+from engines.live import unreadable_registry_rows
 from tracking import frames as fr
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,8 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from geo.calendar import DEFAULT_TIMEZONE
+
 
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("pontual", appauthor=False))
@@ -26,7 +28,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir)
     db_port: int = 54329
     pg_bindir: Path | None = None
-    timezone: str = "America/Sao_Paulo"
+    timezone: str = DEFAULT_TIMEZONE
     # LGPD: raw fixes older than this many whole UTC days are deleted by `pontual db retention`
     # (evidence of findings and proposals excepted).
     retention_days: int = Field(default=365, gt=0)
@@ -44,7 +46,7 @@ class Settings(BaseSettings):
     # A device token found valid is trusted this long without asking the database again (a
     # revoked token is refused within this delay); 0 asks every time.
     device_token_cache_s: float = Field(default=10.0, ge=0)
-    # Live alerts (enforcement/live.py, api/alerts.py)
+    # Live alerts (engines/live.py, api/alerts.py)
     alert_throttle_s: float = Field(default=900.0, ge=0)
     webhook_max_attempts: int = Field(default=6, gt=0)
     webhook_backoff_s: float = Field(default=2.0, gt=0)

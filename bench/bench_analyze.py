@@ -20,14 +20,14 @@ Then, each in its own fresh subprocess:
 
 1. the real CLI, ``pontual analyze --pings … --stands … --fleet … --municipality 4314902
    --stand-radius-m 30 --out …`` (every detector whose inputs are there; the bundled Porto Alegre
-   boundary) — the file engine (``tracking/buckets.py``) with each ``--jobs`` of ``--jobs``, with
+   boundary) — the file engine (``engines/buckets.py``) with each ``--jobs`` of ``--jobs``, with
    ``--kinds nenhum`` (the tracking core alone) if ``--core``, and the Dask engine with each
    worker count of ``--dask`` — timed ``--repeat`` times, with the main process's peak RSS
    (``VmHWM`` of ``/proc/self/status``), then run once more for the peak of the process tree's
    summed PSS (sampling it slows the run down, so that run is not timed);
-2. the in-memory engine (``read_pings`` + ``tracking.pipeline.analyze_pings``, every fix held),
+2. the in-memory engine (``read_pings`` + ``engines.pipeline.analyze_pings``, every fix held),
    in-process, stage by stage: reading + validation, stands/fleet/boundary, each
-   stage of ``tracking.pipeline.analyze_pings`` (marked by its progress labels), each detector,
+   stage of ``engines.pipeline.analyze_pings`` (marked by its progress labels), each detector,
    writing the output files and the map. The peak RSS of each stage is ``VmHWM`` after resetting
    it (``/proc/self/clear_refs``) at the stage's start.
 
@@ -408,7 +408,7 @@ _PIPELINE_STEPS = (
     "occupancy",
     "summarize",
 )
-"""Functions that ``tracking.pipeline`` calls by name, timed as sub-rows of their stage."""
+"""Functions that ``engines.pipeline`` calls by name, timed as sub-rows of their stage."""
 
 
 def _release() -> None:
@@ -429,14 +429,14 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
     and the allocators give freed memory back (a diagnostic: the CLI does neither), so
     ``RSS after`` is close to what stays alive.
     """
-    import tracking.pipeline as pipeline
+    import engines.pipeline as pipeline
     from api.cli_analyze import _bundled_municipality, _rulebooks
     from enforcement.proposals import proposal_summary, propose, write_proposals_json
+    from engines.pipeline import AnalysisParams, analyze_pings, write_outputs
     from fleet.loaders import read_fleet
     from maps.findings import findings_map
     from stands.layers import read_stands
     from tracking.ingest import read_pings
-    from tracking.pipeline import AnalysisParams, analyze_pings, write_outputs
 
     rows: list[dict[str, Any]] = []
     stage: dict[str, Any] = {}
@@ -566,10 +566,10 @@ def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
         marks.append((label, time.perf_counter() - t0))
 
     from api.cli_analyze import _bundled_municipality, _rulebooks, write_results
+    from engines.buckets import analyze_file
+    from engines.pipeline import AnalysisParams
     from fleet.loaders import read_fleet
     from stands.layers import read_stands
-    from tracking.buckets import analyze_file
-    from tracking.pipeline import AnalysisParams
     from tracking.validate import keep_freed_heap
 
     keep_freed_heap()

@@ -2,7 +2,7 @@
 
 The 2,104 real Porto taxi trips of ``data/porto/derived/trips_combined.csv`` (ECML/PKDD 2015, a
 fix every 15 s, every fix occupied: each trip record is one passenger trip) go through the
-stages of ``pontual analyze`` (:func:`tracking.pipeline.analyze_pings`, read with
+stages of ``pontual analyze`` (:func:`engines.pipeline.analyze_pings`, read with
 :func:`tracking.porto.read_porto_trips`) against Porto's 63 stands
 (``data/porto/derived/taxi_stands.csv``) drawn as circles of 50, 100 (the demo's radius,
 ``api/cli_demo.py``) and 150 m. The ``boarded`` visits are then compared with two references:
@@ -17,7 +17,7 @@ geometric truth (written here from scratch: no H3, no visits, none of the detect
     is such an event; precision = right / detected, recall = events detected / events.
 real labels
     Trips hailed at a stand (``CALL_TYPE`` B with ``ORIGIN_STAND``): the share detected as a
-    boarding at the labelled stand at the trip's start (:func:`tracking.porto_eval.
+    boarding at the labelled stand at the trip's start (:func:`stands.porto_eval.
     boarding_recall`, the figures of ``pontual demo`` and of the README), and the geometric
     ceiling (first fix inside the labelled stand).
 
@@ -47,10 +47,10 @@ import geopandas as gpd  # noqa: E402
 import pandas as pd  # noqa: E402
 import shapely  # noqa: E402
 
+from engines.pipeline import AnalysisParams, analyze_pings  # noqa: E402
 from stands.layers import read_porto_stands  # noqa: E402
-from tracking.pipeline import AnalysisParams, analyze_pings  # noqa: E402
+from stands.porto_eval import boarding_recall  # noqa: E402
 from tracking.porto import read_porto_trips  # noqa: E402
-from tracking.porto_eval import boarding_recall  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "porto" / "derived"
 UTM_29N = 32629  # Porto's metric CRS

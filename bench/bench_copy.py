@@ -1,4 +1,4 @@
-"""Benchmark: storing fixes by binary COPY (tracking.store.copy_fixes) vs GeoAlchemy2 ORM inserts.
+"""Benchmark: storing fixes by binary COPY (db.tracking.store.copy_fixes) vs GeoAlchemy2 ORM.
 
 Runs against a real PostGIS: a throwaway database ``pontual_bench_<hex>`` is created on the server
 of ``--url`` (else ``PONTUAL_DATABASE_URL``/``DATABASE_URL``, else the local cluster that
@@ -69,8 +69,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from db.engine import create_database, drop_database, make_engine, parse_url  # noqa: E402
 from db.migrate import upgrade  # noqa: E402
-from tracking.models import Fix  # noqa: E402
-from tracking.store import _encode, copy_fixes  # noqa: E402
+from db.tracking.models import Fix  # noqa: E402
+from db.tracking.store import _encode, copy_fixes  # noqa: E402
 
 
 def synthetic_pings(n: int, *, vehicles: int = 3000, seed: int = 0) -> pd.DataFrame:

@@ -41,7 +41,7 @@ from bench_copy import _drop_daily_partitions, _server_url, synthetic_pings  # n
 
 from db.engine import create_database, drop_database, make_engine, parse_url  # noqa: E402
 from db.migrate import upgrade  # noqa: E402
-from tracking.store import copy_fixes  # noqa: E402
+from db.tracking.store import copy_fixes  # noqa: E402
 
 INDEX_SETS: dict[str, tuple[str, ...]] = {
     "none": (),

@@ -77,8 +77,8 @@ def _devices(url: str, n: int, n_probes: int) -> tuple[list, list, str]:
     """Devices of the load, devices of registered probe vehicles, an agent's token; a stand."""
     from api import accounts
     from db.engine import make_engine, session_scope
-    from fleet.models import Vehicle
-    from stands.registry import create_stand
+    from db.fleet.models import Vehicle
+    from db.stands.registry import create_stand
 
     engine = make_engine(url)
     out, probes = [], []

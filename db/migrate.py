@@ -20,11 +20,11 @@ from sqlalchemy.pool import NullPool
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 MODEL_MODULES = (
-    "fleet.models",
-    "stands.models",
-    "tracking.models",
-    "enforcement.models",
-    "api.models",
+    "db.fleet.models",
+    "db.stands.models",
+    "db.tracking.models",
+    "db.enforcement.models",
+    "db.accounts.models",
 )
 _PARTITION_CHILD = re.compile(r"^fixes_(p\d{8}|default)$")
 

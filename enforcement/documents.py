@@ -52,6 +52,7 @@ from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Space
 
 from enforcement._errors import DocumentError
 from enforcement.proposals import format_fine
+from geo.crs import EARTH_RADIUS_M
 
 DocumentKind = Literal["auto", "notificacao"]
 DOCUMENT_KINDS: tuple[DocumentKind, ...] = ("auto", "notificacao")
@@ -627,7 +628,6 @@ def _notes(finding: EvidenceFinding) -> list[str]:
 
 # --- map of the evidence ------------------------------------------------------------------
 
-EARTH_RADIUS_M = 6_371_008.8
 MIN_EXTENT_M = 200.0
 """Smallest side of the map, so that one point or a short wait still shows its surroundings."""
 MAP_STYLE = {

@@ -49,7 +49,7 @@ import orjson
 import pandas as pd
 
 from enforcement.rulebook import COUNTABLE_STATUSES, Rule, Rulebook, check_confidence_floor
-from tracking._codes import epoch_ns
+from tracking.arrays import epoch_ns
 
 CONFIRMED_STATUSES = COUNTABLE_STATUSES
 """States of a proposal that some rulebook counts for reincidence (each counts its own subset,
@@ -609,7 +609,7 @@ def due_at(start: dt.datetime, *, days: int, counting: str, timezone: str) -> dt
     (and nationwide pontos facultativos: counting errs in favour of the accused), as the
     Código de Processo Civil counts procedural periods (arts. 219 and 224).
     """
-    from tracking.detectors.flag2_misuse import brazil_holidays
+    from geo.calendar import brazil_holidays
 
     first = pd.Timestamp(start).tz_convert(timezone).date()
     if counting == "business_days":

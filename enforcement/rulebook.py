@@ -32,7 +32,7 @@ CountableStatus = Literal[
     "confirmada", "notificada", "em_defesa", "defesa_indeferida", "definitiva"
 ]
 COUNTABLE_STATUSES: tuple[str, ...] = get_args(CountableStatus)
-"""Review states a rulebook may count for reincidence (``enforcement.models.STATUSES``)."""
+"""Review states a rulebook may count for reincidence (``db.enforcement.models.STATUSES``)."""
 Pontuacao = Literal["condutor", "autorizatário", "condutor e autorizatário"]
 DEFAULT_REINCIDENCE_STATUSES = COUNTABLE_STATUSES
 """Counted when the law does not restrict reincidence to final decisions: every auto issued

@@ -1,7 +1,7 @@
 """Registry readers: municipalities, IBGE population, the fleet (contract CSV or POA's file).
 
 Readers turn files into frames (pure, no database: ``pontual analyze`` reads a fleet without
-importing SQLAlchemy); :mod:`fleet.store` writes them to the database. Dates in the registry are
+importing SQLAlchemy); :mod:`db.fleet.store` writes them to the database. Dates in the registry are
 local calendar dates, inclusive; a null start means "not known" (a registry snapshot), never
 "today".
 """
@@ -21,26 +21,9 @@ import shapely
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_registry_date
 from fleet.vocabulary import VEHICLE_STATUSES
+from geo.calendar import TIMEZONE_EXCEPTIONS, UF_TIMEZONES
 
 PORTO_ALEGRE = "4314902"
-PORTO_VELHO = "1100205"
-PINTO_BANDEIRA = "4314548"
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
-
-# Legal time zone of each UF (IANA). Amazonas is split (west: America/Eirunepe, UTC-5) and is
-# left unknown; Pernambuco's Fernando de Noronha is the one exception handled by code.
-UF_TIMEZONES = {
-    "AC": "America/Rio_Branco", "AL": "America/Maceio", "AP": "America/Belem",
-    "BA": "America/Bahia", "CE": "America/Fortaleza", "DF": "America/Sao_Paulo",
-    "ES": "America/Sao_Paulo", "GO": "America/Sao_Paulo", "MA": "America/Fortaleza",
-    "MG": "America/Sao_Paulo", "MS": "America/Campo_Grande", "MT": "America/Cuiaba",
-    "PA": "America/Belem", "PB": "America/Fortaleza", "PE": "America/Recife",
-    "PI": "America/Fortaleza", "PR": "America/Sao_Paulo", "RJ": "America/Sao_Paulo",
-    "RN": "America/Fortaleza", "RO": "America/Porto_Velho", "RR": "America/Boa_Vista",
-    "RS": "America/Sao_Paulo", "SC": "America/Sao_Paulo", "SE": "America/Maceio",
-    "SP": "America/Sao_Paulo", "TO": "America/Araguaina",
-}  # fmt: skip
-_TIMEZONE_EXCEPTIONS = {"2605459": "America/Noronha"}  # Fernando de Noronha (PE)
 
 CENSUS_2022 = "IBGE, Censo Demográfico 2022 (pop_total, 1ª divulgação)"
 ESTIMATE_2024 = "IBGE, Estimativas da população residente, 1º jul. 2024 (DOU)"
@@ -100,7 +83,7 @@ def read_municipalities(
     _check_codes(codes, source=source)
     uf = census["uf"].str.strip().str.upper()
     tz = uf.map(UF_TIMEZONES).astype(object)
-    tz = tz.where(~codes.isin(_TIMEZONE_EXCEPTIONS), codes.map(_TIMEZONE_EXCEPTIONS))
+    tz = tz.where(~codes.isin(TIMEZONE_EXCEPTIONS), codes.map(TIMEZONE_EXCEPTIONS))
     out = gpd.GeoDataFrame(
         {
             "code": codes,

@@ -24,7 +24,7 @@ from branca.element import MacroElement
 
 from maps._errors import MapInputError
 from maps.offline import ASSETS_DIR, RawElement
-from tracking._codes import epoch_ns
+from tracking.arrays import epoch_ns
 
 COORD_DECIMALS = 6
 """Decimal places of coordinates in the page (≈ 0.1 m)."""

@@ -22,6 +22,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geo.calendar import DEFAULT_TIMEZONE
 from geo.h3 import cell_polygons, snap_to_cell_centres
 from maps._errors import MapInputError
 from maps._layers import bounds_of, check_columns, check_wgs84, layer_spec, render_layers
@@ -35,7 +36,6 @@ NEARBY_M = 500.0
 """A taxi whose cell centre is this close to a stand counts in its nearby supply (as the API)."""
 RECENT_S = 600.0
 """Default age limit of a taxi's latest fix (the API's ``public_recent_fix_s``)."""
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 TAXI_COLOUR = "#2166ac"
 SUPPLY_COLOUR = "#1a9850"
 NO_SUPPLY_COLOUR = "#bdbdbd"

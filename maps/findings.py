@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import shapely
 
+from geo.calendar import DEFAULT_TIMEZONE
 from maps._errors import MapInputError
 from maps._layers import (
     bounds_of,
@@ -49,7 +50,6 @@ METER_LABELS = {"free": "Livre", "occupied": "Ocupado", "off": "Desligado"}
 METER_COLOURS = {"free": "#1a9850", "occupied": "#2c7fb8", "off": "#969696"}
 DRIVEN_COLOUR = "#7b3294"
 REFERENCE_COLOUR = "#2166ac"
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 FINDING_REQUIRED = ("finding_id", "kind", "started_at", "geometry")
 FIX_REQUIRED = ("vehicle_id", "timestamp", "lat", "lon")
 

@@ -17,12 +17,12 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geo.calendar import DEFAULT_TIMEZONE
 from maps._errors import MapInputError
 from maps._layers import bounds_of, check_columns, check_wgs84, layer_spec, render_layers
 from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
 from stands.occupancy import present_at
 
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 CLASSES = (
     ("unknown", "#9e9ac8", "Com veículos, capacidade desconhecida"),
     ("empty", "#e0f3f8", "Vazio"),

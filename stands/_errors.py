@@ -76,7 +76,7 @@ class PingFrameError(StandsError):
     """Pings that break their frame contract (null vehicle ids, unknown meter values)."""
 
 
-# Registry operations (stands/registry.py) and the supervisor's view (stands/supervision.py).
+# Registry operations (db/stands/registry.py) and the supervisor's view (stands/supervision.py).
 class UnknownStandError(StandsError):
     """A stand id that is not in the registry (or is retired where an active stand is needed)."""
 

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from geo.calendar import DEFAULT_TIMEZONE
 from stands._errors import LicenceFrameError, MissingColumnError, NaiveTimestampError
 from stands.frames import STAND_ID
 
@@ -26,7 +27,6 @@ STANDS = "stands"
 VALID_FROM = "valid_from"
 VALID_UNTIL = "valid_until"
 LICENCE_COLUMNS = (VEHICLE_ID, STAND_ID, VALID_FROM, VALID_UNTIL)
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 
 
 def empty_licence_frame() -> pd.DataFrame:

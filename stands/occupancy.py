@@ -42,7 +42,7 @@ from stands._errors import (
 )
 from stands.frames import CAPACITY, STAND_ID
 from stands.visits import dense_rank
-from tracking._codes import epoch_ns
+from tracking.arrays import epoch_ns
 from tracking.frames import VEHICLE_ID
 
 ARRIVED_AT = "arrived_at"

@@ -41,18 +41,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from geo.calendar import DEFAULT_TIMEZONE
 from stands._errors import MissingColumnError, NaiveTimestampError, ThresholdError
 from stands.frames import STAND_ID
-from stands.licences import (
-    DEFAULT_TIMEZONE,
-    VALID_FROM,
-    VALID_UNTIL,
-    VEHICLE_ID,
-    check_timezone,
-    validate_licences,
-)
-from tracking._codes import epoch_ns
-from tracking.detectors._evidence import iso_utc_many
+from stands.licences import VALID_FROM, VALID_UNTIL, VEHICLE_ID, check_timezone, validate_licences
+from tracking.arrays import epoch_ns, iso_utc_many
 
 DEFAULT_MIN_PRESENCE_S = 60.0
 DATE = "date"

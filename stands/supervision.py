@@ -22,16 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geo.calendar import DEFAULT_TIMEZONE
 from stands._errors import MissingColumnError, StandScopeError
 from stands.frames import STAND_ID
-from stands.licences import (
-    DEFAULT_TIMEZONE,
-    VALID_FROM,
-    VALID_UNTIL,
-    VEHICLE_ID,
-    is_licensed,
-    validate_licences,
-)
+from stands.licences import VALID_FROM, VALID_UNTIL, VEHICLE_ID, is_licensed, validate_licences
 from stands.occupancy import present_at
 from stands.presence import FIRST_SEEN, LAST_SEEN, presence
 

@@ -69,6 +69,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyproj
 
+from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, match_stands
 from geo.crs import WGS84, distance_to_geometries_m, require_geographic
 from stands._errors import (
@@ -79,8 +80,8 @@ from stands._errors import (
     ThresholdError,
 )
 from stands.frames import STAND_ID
-from stands.licences import DEFAULT_TIMEZONE, check_timezone, is_licensed
-from tracking._codes import epoch_ns, vehicle_codes
+from stands.licences import check_timezone, is_licensed
+from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.frames import (
     LAT,
     LON,
@@ -357,7 +358,7 @@ def dense_rank(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], in
     return ranks, int(ranks[order[-1]]) + 1
 
 
-def _queue_positions(
+def queue_positions(
     stand: npt.NDArray[np.int64],
     vehicle: npt.NDArray[np.int64],
     arrived: npt.NDArray[np.int64],
@@ -592,7 +593,7 @@ def detect_visits(
     boarded, boarding_m = boarded[keep], boarding_m[keep]
     arrived, departed = t[first], t[last]
     boarded_ns = np.where(boarded, t[np.maximum(boarding, 0)], -1)
-    queue = _queue_positions(visit_stand, visit_vehicle, arrived, departed)
+    queue = queue_positions(visit_stand, visit_vehicle, arrived, departed)
 
     out_order = np.lexsort((visit_stand, arrived, visit_vehicle))
     first, last, boarding = first[out_order], last[out_order], boarding[out_order]

@@ -15,12 +15,12 @@ from typing import Any
 
 import pandas as pd
 
+from db.enforcement.examples import DRIVEN as _DRIVEN
+from db.enforcement.examples import REFERENCE as _REFERENCE
+from db.enforcement.examples import STAND as _STAND
+from db.enforcement.examples import fixes_along as _fixes
+from db.enforcement.examples import length_m as _length_m
 from enforcement.documents import Document
-from enforcement.examples import DRIVEN as _DRIVEN
-from enforcement.examples import REFERENCE as _REFERENCE
-from enforcement.examples import STAND as _STAND
-from enforcement.examples import fixes_along as _fixes
-from enforcement.examples import length_m as _length_m
 from enforcement.proposals import due_at, proposal_record
 from enforcement.rulebook import bundled_rulebooks
 

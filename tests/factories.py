@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geo.crs import EARTH_RADIUS_M
 from tracking import frames as fr
 from tracking.validate import speed_flags
 
@@ -28,7 +29,6 @@ ORIGIN = (-30.0277, -51.2287)
 """Centre of Porto Alegre (Praça da Matriz), the default place of hand-made tracks."""
 
 _TUPLE_FIELDS = (fr.VEHICLE_ID, fr.TIMESTAMP, fr.LAT, fr.LON, fr.METER, fr.TARIFF)
-_EARTH_RADIUS_M = 6_371_008.8
 
 
 def at(t: float | str | pd.Timestamp) -> pd.Timestamp:
@@ -50,8 +50,8 @@ def offset_m(
     Spherical, exact enough for tracks of a few kilometres (haversine agrees to < 0.1 %).
     """
     lat0, lon0 = origin
-    dlat = math.degrees(north_m / _EARTH_RADIUS_M)
-    dlon = math.degrees(east_m / (_EARTH_RADIUS_M * math.cos(math.radians(lat0))))
+    dlat = math.degrees(north_m / EARTH_RADIUS_M)
+    dlon = math.degrees(east_m / (EARTH_RADIUS_M * math.cos(math.radians(lat0))))
     return lat0 + dlat, lon0 + dlon
 
 

@@ -15,8 +15,8 @@ import pandas as pd
 import shapely
 from factories import make_pings, make_track, offset_m
 
+from engines.pipeline import AnalysisResult
 from fleet.loaders import read_fleet
-from tracking.pipeline import AnalysisResult
 
 DAY = 86_400
 PLACE = (1000.0, 1000.0)  # an informal rank ~1.4 km from the stand

@@ -12,8 +12,6 @@ from numpy.typing import NDArray
 
 from geo.crs import EARTH_RADIUS_M, haversine_m
 
-__all__ = ["EARTH_RADIUS_M", "haversine_m", "local_xy_m", "step_distances_m"]
-
 FloatArray = NDArray[np.float64]
 
 

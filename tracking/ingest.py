@@ -42,7 +42,7 @@ from tracking._errors import (
     ReservedColumnError,
     UnsupportedFormatError,
 )
-from tracking.validate import make_rejected, validate_ping_chunks
+from tracking.validate import MAX_SPEED_KMH, make_rejected, validate_ping_chunks
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
 _ID_COLUMNS = (fr.VEHICLE_ID, fr.DRIVER_ID)
@@ -59,7 +59,7 @@ def read_pings(
     path: str | Path,
     *,
     now: pd.Timestamp | None = None,
-    max_speed_kmh: float = 250.0,
+    max_speed_kmh: float = MAX_SPEED_KMH,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Read a pings file and validate it, chunk by chunk.

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 from tracking import frames as fr
 from tracking._errors import InvalidParameterError
 from tracking.ingest import read_csv_cells
-from tracking.validate import make_rejected, validate_pings
+from tracking.validate import MAX_SPEED_KMH, make_rejected, validate_pings
 
 POINT_INTERVAL_S = 15
 """Sampling period of the Porto polylines (seconds)."""
@@ -58,7 +58,7 @@ def read_porto_trips(
     path: str | Path,
     *,
     now: pd.Timestamp | None = None,
-    max_speed_kmh: float = 250.0,
+    max_speed_kmh: float = MAX_SPEED_KMH,
     point_interval_s: int = POINT_INTERVAL_S,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Read Porto ECML/PKDD trips as validated pings, rejected rows and trip labels.

@@ -45,9 +45,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from tracking import frames as fr
-from tracking._codes import in_track_order, vehicle_codes
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
 from tracking._geodesy import local_xy_m
+from tracking.arrays import in_track_order, vehicle_codes
 
 DEFAULT_MAX_GAP_S = 600.0
 STOP_ID = "stop_id"

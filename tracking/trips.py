@@ -48,10 +48,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from geo.crs import haversine_m
 from tracking import frames as fr
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
-from tracking._geodesy import haversine_m
 from tracking.stops import detect_stops, prepared_pings
+from tracking.validate import MAX_SPEED_KMH
 
 TRIP_ID = "trip_id"
 N_FIXES = "n_fixes"
@@ -81,7 +82,7 @@ def detect_trips(
     *,
     stops: pd.DataFrame | None = None,
     max_gap_s: float = 300.0,
-    max_speed_kmh: float = 250.0,
+    max_speed_kmh: float = MAX_SPEED_KMH,
     stand_of_ping: Sequence[str | None] | pd.Series | NDArray[np.object_] | None = None,
 ) -> pd.DataFrame:
     """Detect the trips of every vehicle, from its meter or, without meter data, its stops.

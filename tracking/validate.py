@@ -68,8 +68,6 @@ fixes kept between chunks in compact arrays.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -82,9 +80,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from geo.crs import EARTH_RADIUS_M, haversine_m
+from runtime import release_free_memory
 from tracking import frames as fr
 from tracking._errors import InvalidParameterError, MissingColumnsError
-from tracking._geodesy import EARTH_RADIUS_M, haversine_m
 
 REJECTION_REASONS: tuple[str, ...] = (
     "malformed_row",  # set by the CSV reader, never by validate_pings
@@ -108,6 +107,10 @@ REJECTION_REASONS: tuple[str, ...] = (
     "conflicting_duplicate",
 )
 """Rejection codes, in the order of precedence used when a row has several problems."""
+
+MAX_SPEED_KMH = 250.0
+"""Fastest credible step between two fixes of a taxi: faster steps are flagged as impossible
+(validation, trips, the ``gps_anomaly`` detector)."""
 
 FUTURE_TOLERANCE_S = 300.0
 """Clock skew allowed between a device and ``now`` before a fix counts as from the future."""
@@ -138,7 +141,7 @@ def validate_pings(
     raw: pd.DataFrame,
     *,
     now: pd.Timestamp | None = None,
-    max_speed_kmh: float = 250.0,
+    max_speed_kmh: float = MAX_SPEED_KMH,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
     not_before: pd.Timestamp | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -191,7 +194,7 @@ def validate_ping_chunks(
     chunks: ChunkSource,
     *,
     now: pd.Timestamp | None = None,
-    max_speed_kmh: float = 250.0,
+    max_speed_kmh: float = MAX_SPEED_KMH,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
     not_before: pd.Timestamp | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -320,7 +323,7 @@ def empty_pings() -> pd.DataFrame:
     pandas.DataFrame
         Zero rows, columns :data:`tracking.frames.PING_COLUMNS`.
     """
-    return _finish(_State(), max_speed_kmh=250.0)
+    return _finish(_State(), max_speed_kmh=MAX_SPEED_KMH)
 
 
 def speed_flags(
@@ -456,7 +459,7 @@ def _as_text(col: pd.Series) -> pd.Series:
     return text
 
 
-def _arrow_text(col: pd.Series, *, strip: bool = True) -> pa.ChunkedArray:
+def arrow_text(col: pd.Series, *, strip: bool = True) -> pa.ChunkedArray:
     """Return the column as an Arrow string array, empty string for missing values."""
     text = col if isinstance(col.dtype, pd.StringDtype) else _as_text(col)
     if getattr(text.dtype, "storage", None) == "pyarrow":
@@ -480,7 +483,7 @@ def _as_number(col: pd.Series) -> tuple[NDArray[np.float64], NDArray[np.bool_], 
         missing = np.isnan(values)
         invalid = np.isinf(values)
     else:
-        text = _arrow_text(col, strip=False)
+        text = arrow_text(col, strip=False)
         empty = pc.equal(text, "")
         try:  # fast path: every non-empty cell is a number for Arrow, without blanks
             values = _np(pc.cast(_empty_as_null(text), pa.float64())).astype(np.float64)
@@ -520,7 +523,7 @@ def _text_to_float(text: pa.ChunkedArray, numeric: NDArray[np.bool_]) -> NDArray
 
 def _optional_text(raw: pd.DataFrame, name: str, n: int) -> pa.ChunkedArray:
     if name in raw.columns:
-        return _arrow_text(raw[name])
+        return arrow_text(raw[name])
     return pa.chunked_array([pa.repeat(pa.scalar("", type=pa.large_string()), n)])
 
 
@@ -558,7 +561,7 @@ def _parse_timestamps(
         ts_ns, unparseable = _unix_seconds(seconds, ~missing)
         return ts_ns, missing, unparseable, naive
 
-    raw_text = _arrow_text(col, strip=False)
+    raw_text = arrow_text(col, strip=False)
     try:  # fast path on the cells as written
         ts = pc.cast(raw_text, pa.timestamp("ns", tz="UTC"))
         return np.asarray(_np(pc.cast(ts, pa.int64())), dtype=np.int64), missing, unparseable, naive
@@ -812,7 +815,7 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) 
     def flag(reason: str, bad: NDArray[np.bool_]) -> None:
         code[(code == 0) & bad] = _CODE[reason]
 
-    vehicle = _arrow_text(raw[fr.VEHICLE_ID])
+    vehicle = arrow_text(raw[fr.VEHICLE_ID])
     flag("empty_vehicle_id", _np(pc.equal(vehicle, "")).astype(bool))
 
     lat, lat_missing, lat_invalid = _as_number(raw[fr.LAT])
@@ -1047,49 +1050,18 @@ def _settle_pending(state: _State, rejected: pd.DataFrame, chunks: ChunkSource) 
     rejected.loc[rejected.index[at[same]], fr.REASON] = "duplicate"
 
 
-@functools.cache
-def _glibc(name: str) -> Callable[..., int] | None:
-    """Return glibc's function name, or None when the C library is another."""
-    try:
-        return getattr(ctypes.CDLL("libc.so.6"), name)  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_MMAP_THRESHOLD_MAX = 32 << 20  # glibc's largest on 64-bit
-
-
-def keep_freed_heap() -> None:
-    """Have glibc's malloc (numpy's arrays) keep freed memory for the next allocations.
-
-    By default, arrays of a few MB are mapped and unmapped one by one, and the heap's free top
-    is given back: at 10M pings, ~1M page faults (every page zeroed again), ~0.1 s of kernel time
-    per bucket. Arrays up to 32 MB then come from the heap, which is not trimmed;
-    :func:`_release_free_memory` still gives memory back. For a whole process (``pontual
-    analyze``); no-op without glibc.
-    """
-    mallopt = _glibc("mallopt")
-    if mallopt is not None:
-        mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
-        mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)  # an int: 2 GB
-
-
 def _release_free_memory(rows: int) -> None:
     """Give memory freed by a chunk back to the system (Arrow's pool, glibc's heap).
 
     Without it the allocators keep a chunk's worth of freed buffers (hundreds of MB for a
     million rows), which would add to the peak of the next step. Skipped under
-    :data:`_RELEASE_MIN_ROWS` rows (a bucket of :mod:`tracking.buckets` is about half that):
+    :data:`_RELEASE_MIN_ROWS` rows (a bucket of :mod:`engines.buckets` is about half that):
     there the next step reuses what was freed, and memory given back would be faulted in and
     zeroed again (10M pings by buckets: ~3 s of kernel time).
     """
     if rows < _RELEASE_MIN_ROWS:
         return
-    pa.default_memory_pool().release_unused()
-    trim = _glibc("malloc_trim")
-    if trim is not None:
-        trim(0)
+    release_free_memory()
 
 
 def _encode(dictionary: dict[str, int], text: pa.ChunkedArray) -> NDArray[np.int32]:

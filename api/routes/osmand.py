@@ -55,7 +55,7 @@ from api.ingest import ACCEPTED, REJECTED, TS_ORIGIN, RowResult
 from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
-from tracking.store import copy_rejected
+from db.tracking.store import copy_rejected
 
 router = APIRouter(prefix="/osmand", tags=["ingestão"])
 

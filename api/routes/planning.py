@@ -17,6 +17,7 @@ from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.deps import SessionDep, require_roles
 from api.schemas import QueryDate, error_responses
+from geo.calendar import DEFAULT_TIMEZONE
 
 router = APIRouter(prefix="/api/v1/planning", tags=["planejamento"])
 
@@ -54,11 +55,11 @@ def get_plan(
     as_of: Annotated[QueryDate | None, Query(description="Data de referência")] = None,
 ) -> Any:
     """Frota permitida pela população, acessíveis exigidos e presentes, veículos irregulares."""
+    from db.fleet.store import active_fleet_from_db
     from planning._errors import PlanningError, UnknownMunicipalityError
     from planning.compose import compose_plan
-    from planning.io import active_fleet_from_db
 
-    reference = as_of or dt.datetime.now(ZoneInfo("America/Sao_Paulo")).date()
+    reference = as_of or dt.datetime.now(ZoneInfo(DEFAULT_TIMEZONE)).date()
     try:
         fleet = active_fleet_from_db(
             conn=session.connection(), municipality=municipality, as_of=reference

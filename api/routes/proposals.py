@@ -16,9 +16,9 @@ from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles
 from api.schemas import error_responses
-from enforcement import workflow
+from db.enforcement import workflow
+from db.enforcement.models import STATUSES, Proposal
 from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
-from enforcement.models import STATUSES, Proposal
 
 router = APIRouter(prefix="/api/v1/proposals", tags=["propostas de autuação"])
 
@@ -335,8 +335,8 @@ def document(
     Traz a placa e o nome do titular (dados pessoais): cada documento entregue fica no registro
     de auditoria.
     """
+    from db.enforcement.evidence import document_for
     from enforcement.documents import render_html, render_pdf
-    from enforcement.evidence import document_for
 
     with _domain_errors():
         doc = document_for(session, proposal_id)

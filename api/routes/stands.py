@@ -256,7 +256,7 @@ def _today(settings: Any) -> dt.date:
 )
 def create_stand(body: StandCreate, user: Admin, session: SessionDep) -> Any:
     """Cria um ponto (admin), como polígono ou ponto com raio; a mudança fica na auditoria."""
-    from stands import registry
+    from db.stands import registry
 
     attrs = body.model_dump(exclude={"geometry", "lat", "lon", "radius_m", "stand_id"})
     with _registry_errors():
@@ -274,7 +274,7 @@ def create_stand(body: StandCreate, user: Admin, session: SessionDep) -> Any:
 @router.patch("/{stand_id}", response_model=Feature, responses=_ERRORS)
 def update_stand(stand_id: str, body: StandUpdate, user: Admin, session: SessionDep) -> Any:
     """Altera atributos ou a área de um ponto (admin); a mudança fica na auditoria."""
-    from stands import registry
+    from db.stands import registry
 
     attrs = body.model_dump(exclude_unset=True, exclude={"geometry", "lat", "lon", "radius_m"})
     geometry = {k: v for k, v in _geometry_args(body).items() if v is not None}
@@ -295,7 +295,7 @@ def retire_stand(
     body: RetireRequest | None = None,
 ) -> Any:
     """Desativa um ponto (admin); as licenças vigentes terminam na véspera; o histórico fica."""
-    from stands import registry
+    from db.stands import registry
 
     body = body or RetireRequest()
     with _registry_errors():
@@ -314,7 +314,7 @@ def retire_stand(
 @router.post("/{stand_id}/licences", response_model=Recorded, status_code=201, responses=_ERRORS)
 def grant_licence(stand_id: str, body: LicenceGrant, user: Admin, session: SessionDep) -> Any:
     """Concede licença de estacionamento a um prefixo neste ponto (admin)."""
-    from stands import registry
+    from db.stands import registry
 
     with _registry_errors():
         lic = registry.grant_licence(
@@ -339,7 +339,7 @@ def end_licence(
     stand_id: str, vehicle_id: str, body: LicenceEnd, user: Admin, session: SessionDep
 ) -> Any:
     """Encerra a licença do prefixo vigente em `until` (admin)."""
-    from stands import registry
+    from db.stands import registry
 
     with _registry_errors():
         lic = registry.end_licence(
@@ -362,7 +362,7 @@ def end_licence(
 @router.post("/{stand_id}/exclusions", response_model=Recorded, status_code=201, responses=_ERRORS)
 def exclude(stand_id: str, body: ExclusionRequest, user: Admin, session: SessionDep) -> Any:
     """Exclui um prefixo do ponto fixo (art. 50 do decreto de Porto Alegre), com o motivo."""
-    from stands import registry
+    from db.stands import registry
 
     with _registry_errors():
         exclusion = registry.exclude_prefixo(
@@ -391,7 +391,7 @@ def supervisors(
 
     O nome é dado pessoal: admin, agente e o supervisor do ponto; cada leitura é auditada.
     """
-    from stands import registry
+    from db.stands import registry
 
     supervisor_scope(user, stand_id)
     _stand_or_404(session, stand_id)
@@ -417,7 +417,7 @@ def supervisors(
 )
 def elect(stand_id: str, body: ElectionRequest, user: Admin, session: SessionDep) -> Any:
     """Registra a eleição do supervisor do ponto fixo (art. 42), ainda não homologada."""
-    from stands import registry
+    from db.stands import registry
 
     with _registry_errors():
         sup = registry.elect_supervisor(
@@ -441,8 +441,8 @@ def homologate(
     stand_id: str, supervisor_id: int, body: HomologationRequest, user: Admin, session: SessionDep
 ) -> Any:
     """Homologa a eleição (art. 42 § 2º); o supervisor anterior deixa a função na véspera."""
-    from stands import registry
-    from stands.models import StandSupervisor
+    from db.stands import registry
+    from db.stands.models import StandSupervisor
 
     sup = session.get(StandSupervisor, supervisor_id)
     if sup is None or sup.stand_id != stand_id:
@@ -459,7 +459,7 @@ def homologate(
 @router.get("/{stand_id}/licences", response_model=LicencesPublic, responses=_ERRORS)
 def stand_licences(stand_id: str, user: Viewer, session: SessionDep) -> Any:
     """Licenças de estacionamento do ponto (prefixos e vigência; POA art. 43 parágrafo único)."""
-    from stands.models import ParkingLicence
+    from db.stands.models import ParkingLicence
 
     supervisor_scope(user, stand_id)
     _stand_or_404(session, stand_id)

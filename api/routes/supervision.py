@@ -1,7 +1,7 @@
 """The supervisor de ponto's view: their stands now, intruders, licensees' presence and contacts.
 
 Supervisors see only their own stands (403 for the others; the list is filtered); admins see
-all. Every answer is computed by ``stands/queries.py`` for the one stand asked, so nothing of
+all. Every answer is computed by ``db/stands/queries.py`` for the one stand asked, so nothing of
 another stand is read. The contact list (POA art. 43, parágrafo único) is personal data: each
 read is written to the audit log before the answer leaves.
 """
@@ -145,8 +145,8 @@ class StandLicensees(BaseModel):
 
 
 def _checked_stand(user: Principal, session: SessionDep, stand_id: str) -> Any:
+    from db.stands.registry import get_stand
     from stands._errors import UnknownStandError
-    from stands.registry import get_stand
 
     supervisor_scope(user, stand_id)
     try:
@@ -180,7 +180,7 @@ def _value(value: Any) -> Any:
 @router.get("/stands", response_model=SupervisedStands, responses=_ERRORS)
 def my_stands(user: Supervisor, session: SessionDep, settings: SettingsDep) -> Any:
     """Os pontos do supervisor (admin: todos os ativos), com o número de licenciados hoje."""
-    from stands.queries import licence_frame, stands_frame
+    from db.stands.queries import licence_frame, stands_frame
 
     ids = sorted(user.stand_ids) if user.role == "supervisor" else None
     stands = stands_frame(session=session, stand_ids=ids)
@@ -213,7 +213,7 @@ def stand_queue(
     window_min: Annotated[int, Query(ge=1, le=1440)] = 120,
 ) -> Any:
     """Quem está no ponto agora, em ordem de fila, e quem não tem licença."""
-    from stands.queries import supervisor_queue
+    from db.stands.queries import supervisor_queue
 
     stand = _checked_stand(user, session, stand_id)
     now = dt.datetime.now(dt.UTC)
@@ -255,7 +255,7 @@ def stand_intruders(
     end: Day = None,
 ) -> Any:
     """Visitas ao ponto de veículos sem licença de estacionamento nele, no período."""
-    from stands.queries import supervisor_intruders
+    from db.stands.queries import supervisor_intruders
 
     _checked_stand(user, session, stand_id)
     start, end = _period(start, end, _today(settings))
@@ -285,8 +285,8 @@ def stand_presence(
     end: Day = None,
 ) -> Any:
     """Presença dos licenciados no ponto, dia a dia: dias presentes × dias em operação."""
+    from db.stands.queries import supervisor_presence
     from stands.presence import presence_summary
-    from stands.queries import supervisor_presence
 
     _checked_stand(user, session, stand_id)
     start, end = _period(start, end, _today(settings))
@@ -334,7 +334,7 @@ def stand_licensees(
 
     Dado pessoal: cada leitura fica no registro de auditoria.
     """
-    from stands.queries import supervisor_contacts
+    from db.stands.queries import supervisor_contacts
 
     _checked_stand(user, session, stand_id)
     day = on or _today(settings)

@@ -75,10 +75,10 @@ def seeded(api_engine: Engine) -> dict[str, object]:
     from shapely.geometry import MultiPolygon, Point
 
     from api import accounts
+    from db.enforcement.models import Finding
     from db.engine import session_scope
-    from enforcement.models import Finding
-    from fleet.models import PermitHolder, Vehicle
-    from stands.models import ParkingLicence, Stand
+    from db.fleet.models import PermitHolder, Vehicle
+    from db.stands.models import ParkingLicence, Stand
 
     def square(lat: float, lon: float) -> object:
         poly = Point(lon, lat).buffer(0.0004, cap_style="square")

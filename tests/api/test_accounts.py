@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from api import accounts
 from api._errors import UserAdminError
-from api.models import User
+from db.accounts.models import User
 
 PASSWORD = "uma-senha-longa"
 

@@ -101,7 +101,7 @@ def vehicle(api_engine: Engine) -> tuple[str, str]:
     """A fresh registered vehicle and its device token: (vehicle_id, token)."""
     from api import accounts
     from db.engine import session_scope
-    from fleet.models import Vehicle
+    from db.fleet.models import Vehicle
 
     vehicle_id = f"AL{secrets.token_hex(3).upper()}"
     with session_scope(api_engine) as session:

@@ -39,8 +39,8 @@ def world(own_engine: Engine) -> Iterator[dict[str, Any]]:
     from api.main import create_app
     from api.settings import Settings
     from db.engine import session_scope
-    from fleet.models import Vehicle
-    from stands.models import ParkingLicence, Stand
+    from db.fleet.models import Vehicle
+    from db.stands.models import ParkingLicence, Stand
 
     with session_scope(own_engine) as session:
         poly = Point(-51.2287, -30.0277).buffer(0.0004, cap_style="square")
@@ -224,7 +224,7 @@ class TestDetectorException:
     ) -> None:
         """A detector raising on one vehicle holds its fixes; the next due pass detects them."""
         from api.live_worker import process_queue
-        from enforcement import live
+        from engines import live
 
         real = live.detect_live
 

@@ -270,7 +270,7 @@ def add_devices(engine: Engine, n: int) -> list[tuple[str, str]]:
     """Register ``n`` vehicles with a device each; return (vehicle_id, device token) pairs."""
     from api import accounts
     from db.engine import session_scope
-    from fleet.models import Vehicle
+    from db.fleet.models import Vehicle
 
     out = []
     with session_scope(engine) as session:
@@ -526,7 +526,7 @@ def killable(
 
 def ensure_day(engine: Engine, day: dt.date) -> None:
     """Create ``day``'s partition of ``fixes`` now (as the partition job does ahead of time)."""
-    from tracking.store import ensure_fix_partitions
+    from db.tracking.store import ensure_fix_partitions
 
     with engine.begin() as conn:
         ensure_fix_partitions(conn, day, day)
@@ -768,7 +768,7 @@ class TestBrokenPartition:
         self, killable: tuple[ServeProcess, Engine, tuple[str, str]]
     ) -> None:
         """A day's partition that cannot grow: 503 naming the full disk; the retry stores all."""
-        from tracking.store import partition_name
+        from db.tracking.store import partition_name
 
         server, engine, (vehicle_id, token) = killable
         broken_day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=3)
@@ -804,7 +804,7 @@ class TestBrokenPartition:
         nothing unacknowledged is (needs root to mount the tmpfs: skipped otherwise)."""
         import tempfile
 
-        from tracking.store import _day_bounds, partition_name
+        from db.tracking.store import _day_bounds, partition_name
 
         server, engine, (vehicle_id, token) = killable
         if os.geteuid() != 0:
@@ -869,7 +869,7 @@ class TestBrokenPartition:
         self, killable: tuple[ServeProcess, Engine, tuple[str, str]]
     ) -> None:
         """Fixes of a day whose partition was detached: stored (readable), or a clear non-500."""
-        from tracking.store import partition_name
+        from db.tracking.store import partition_name
 
         server, engine, (vehicle_id, token) = killable
         day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=5)

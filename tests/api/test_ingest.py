@@ -205,7 +205,7 @@ class TestIngestBatch:
         """Fixes stored by ingest_batch equal copy_fixes' (every column); they are queued."""
         from sqlalchemy import text
 
-        from tracking.store import copy_fixes
+        from db.tracking.store import copy_fixes
 
         rows = [
             {"timestamp": "2026-11-30T10:00:00.123456Z", "lat": -30.03, "lon": -51.23},

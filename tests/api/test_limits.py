@@ -93,7 +93,7 @@ def device(api_engine: Any, seeded: dict) -> str:
     """The token of a device of this module's own vehicle (LIM1)."""
     from api import accounts
     from db.engine import session_scope
-    from fleet.models import Vehicle
+    from db.fleet.models import Vehicle
 
     with session_scope(api_engine) as session:
         if session.get(Vehicle, "LIM1") is None:

@@ -44,10 +44,10 @@ def _seed(engine: Engine) -> dict[str, Any]:
     from shapely.geometry import MultiPolygon, Point
 
     from api import accounts
+    from db.enforcement.models import Finding
     from db.engine import session_scope
-    from enforcement.models import Finding
-    from fleet.models import Vehicle
-    from stands.models import ParkingLicence, Stand, StandSupervisor
+    from db.fleet.models import Vehicle
+    from db.stands.models import ParkingLicence, Stand, StandSupervisor
 
     def square(lat: float, lon: float) -> Any:
         poly = Point(lon, lat).buffer(0.0004, cap_style="square")

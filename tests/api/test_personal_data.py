@@ -63,8 +63,8 @@ def registry(client_module: TestClient, seeded: dict, api_engine: Engine) -> dic
     from sqlalchemy import select
 
     from db.engine import session_scope
-    from fleet.models import Driver, DriverAssignment, Municipality
-    from stands import registry as stand_registry
+    from db.fleet.models import Driver, DriverAssignment, Municipality
+    from db.stands import registry as stand_registry
 
     with session_scope(api_engine) as s:
         if s.execute(select(Municipality).where(Municipality.code == POA)).first() is None:

@@ -16,13 +16,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from db.cluster import find_bindir
+from db.enforcement.models import AuditEntry
+from db.enforcement.workflow import generate_proposals, store_findings
 from db.engine import create_database, drop_database, make_engine, parse_url
+from db.fleet.models import Municipality
 from db.migrate import upgrade
-from enforcement.models import AuditEntry
-from enforcement.workflow import generate_proposals, store_findings
-from fleet.models import Municipality
+from db.tracking.store import copy_fixes
 from tracking.detectors.findings import make_findings
-from tracking.store import copy_fixes
 
 PB = "4314548"
 # Key tables and the order that makes their checksum deterministic.

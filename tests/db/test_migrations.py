@@ -16,7 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from db.engine import create_database, drop_database, parse_url
 from db.migrate import current, downgrade, head, include_object, target_metadata, upgrade
-from tracking.store import ensure_fix_partitions, index_closed_days
+from db.tracking.store import ensure_fix_partitions, index_closed_days
 
 POSTGIS_TABLES = {"spatial_ref_sys"}
 

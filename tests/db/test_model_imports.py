@@ -11,7 +11,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-MODULES = ["api.models", "enforcement.models", "stands.models", "tracking.models", "fleet.models"]
+MODULES = [
+    "db.accounts.models",
+    "db.enforcement.models",
+    "db.stands.models",
+    "db.tracking.models",
+    "db.fleet.models",
+]
 
 
 @pytest.mark.parametrize("module", MODULES)

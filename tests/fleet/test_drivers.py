@@ -10,8 +10,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from db.fleet.store import add_driver_assignment, check_auxiliary_limit
 from fleet._errors import AuxiliaryDriverLimitError, FleetFileError
-from fleet.store import add_driver_assignment, check_auxiliary_limit
 
 D = dt.date
 

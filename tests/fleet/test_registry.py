@@ -10,6 +10,8 @@ import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
+from db.fleet.store import load_fleet, load_municipalities, load_populations
+from db.stands.store import load_stands
 from fleet._errors import FleetFileError, UnknownMunicipalityError
 from fleet.loaders import (
     PORTO_ALEGRE,
@@ -18,8 +20,7 @@ from fleet.loaders import (
     read_municipalities,
     read_populations,
 )
-from fleet.store import load_fleet, load_municipalities, load_populations
-from stands.loaders import load_stands, read_poa_stands
+from stands.loaders import read_poa_stands
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "brazil"
 CENSUS = DATA / "population" / "censo2022_populacao_municipios.csv"

@@ -11,13 +11,9 @@ import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
+from db.stands.store import load_stands
 from stands._errors import DuplicateStandIdError
-from stands.loaders import (
-    DEFAULT_POINT_RADIUS_M,
-    load_stands,
-    read_poa_stands,
-    read_stands_registry,
-)
+from stands.loaders import DEFAULT_POINT_RADIUS_M, read_poa_stands, read_stands_registry
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 POA_STANDS = DATA / "brazil" / "taxi_stands" / "pontos_taxi_poa_2020-03-10.geojson"

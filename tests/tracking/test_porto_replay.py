@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from engines.pipeline import analyze_pings
 from stands.layers import read_porto_stands
-from tracking.pipeline import analyze_pings
+from stands.porto_eval import boarding_recall
 from tracking.porto import read_porto_trips
-from tracking.porto_eval import boarding_recall
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "porto"
 

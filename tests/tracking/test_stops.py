@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 from factories import ORIGIN, at, make_pings, make_track
 
+from geo.crs import haversine_m
 from tracking import frames as fr
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
-from tracking._geodesy import haversine_m, local_xy_m
+from tracking._geodesy import local_xy_m
 from tracking.porto import read_porto_trips
 from tracking.stops import detect_stops, stop_spans
 

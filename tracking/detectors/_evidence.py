@@ -8,9 +8,7 @@ live ``update_*`` functions compare the same numbers.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -19,10 +17,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from tracking._codes import epoch_ns, in_track_order, vehicle_codes
+from tracking.arrays import NS, epoch_ns, in_track_order, iso_utc, iso_utc_many, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError, FleetFrameError
 
-NS = 1_000_000_000
 DAY_NS = 86_400 * NS
 NO_DAY_LOW = np.iinfo(np.int64).min // 2  # "unbounded" lower date (days)
 NO_DAY_HIGH = np.iinfo(np.int64).max // 2  # "unbounded" upper date (days)
@@ -129,23 +126,6 @@ def day_array(values: Iterable[Any], *, column: str, what: str, missing: int) ->
     """Day numbers of a column of date-like cells; empty cells become ``missing``."""
     out = [day_of(v, column=column, what=what) for v in values]
     return np.array([missing if d is None else d for d in out], dtype=np.int64)
-
-
-def iso_utc(ns: int) -> str:
-    """``YYYY-MM-DDTHH:MM:SSZ`` of an epoch-nanosecond instant (seconds floored)."""
-    return _iso_second(int(ns) // NS)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _iso_second(second: int) -> str:
-    # Evidence repeats instants (the vehicles passed in a queue, both ends of a visit).
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
-
-
-def iso_utc_many(ns: NDArray[np.int64]) -> list[str]:
-    """:func:`iso_utc` of each instant, computed at once."""
-    seconds = (np.asarray(ns, dtype=np.int64) // NS).astype("datetime64[s]")
-    return [f"{text}Z" for text in np.datetime_as_string(seconds, unit="s").tolist()]
 
 
 def fix_records(

@@ -21,9 +21,8 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from tracking import frames as fr
-from tracking._codes import epoch_ns, in_track_order, vehicle_codes
+from tracking.arrays import epoch_ns, in_track_order, iso_utc, iso_utc_many, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors._evidence import iso_utc, iso_utc_many
 from tracking.detectors.findings import empty_findings, finding_id, make_findings
 
 NS = 1_000_000_000

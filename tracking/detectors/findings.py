@@ -24,8 +24,7 @@ import pandas as pd
 import shapely
 import shapely.geometry
 
-from tracking._codes import epoch_ns
-from tracking.detectors._evidence import iso_utc_many
+from tracking.arrays import epoch_ns, iso_utc_many
 
 KINDS = (
     "unlicensed_stand_use",

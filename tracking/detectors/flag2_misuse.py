@@ -39,7 +39,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +49,8 @@ import pandas as pd
 import shapely
 from numpy.typing import NDArray
 
-from tracking._codes import in_track_order, vehicle_codes
+from geo.calendar import DEFAULT_TIMEZONE, brazil_holidays
+from tracking.arrays import in_track_order, iso_utc, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, Flag2CalendarError
 from tracking.detectors._evidence import (
     DAY_NS,
@@ -57,7 +58,6 @@ from tracking.detectors._evidence import (
     check_threshold,
     clip_confidence,
     fix_record,
-    iso_utc,
     ping_field,
     ping_ns,
     ping_rows,
@@ -70,7 +70,6 @@ from tracking.detectors.findings import empty_findings, make_findings
 KIND = "flag2_misuse"
 DEFAULT_MIN_DURATION_S = 120.0
 DEFAULT_MAX_GAP_S = 300.0
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 _MINUTES_PER_DAY = 1440
 _HHMM = re.compile(r"^(\d{1,2}):(\d{2})$")
 
@@ -111,49 +110,6 @@ DEFAULT_FLAG2_CALENDAR = Flag2Calendar(
     national_holidays=True,
 )
 """Every night 20:00–06:00, Saturday from 14:00, Sundays, December, national holidays."""
-
-
-def _easter(year: int) -> dt.date:
-    """Gregorian Easter Sunday (anonymous Gregorian algorithm)."""
-    a, b, c = year % 19, year // 100, year % 100
-    d, e = b // 4, b % 4
-    f = (b + 8) // 25
-    g = (b - f + 1) // 3
-    h = (19 * a + b - d - g + 15) % 30
-    i, k = c // 4, c % 4
-    ell = (32 + 2 * e + 2 * i - h - k) % 7
-    m = (a + 11 * h + 22 * ell) // 451
-    month = (h + ell - 7 * m + 114) // 31
-    day = (h + ell - 7 * m + 114) % 31 + 1
-    return dt.date(year, month, day)
-
-
-def brazil_holidays(years: Iterable[int]) -> list[dt.date]:
-    """Brazil's national holidays and nationwide pontos facultativos of ``years``.
-
-    Fixed: 1 Jan, 21 Apr, 1 May, 7 Sep, 12 Oct, 2 Nov, 15 Nov, 20 Nov (from 2024, Lei
-    14.759/2023), 25 Dec. Movable: Carnaval Monday and Tuesday, Good Friday, Corpus Christi.
-
-    Parameters
-    ----------
-    years : iterable of int
-        Calendar years.
-
-    Returns
-    -------
-    list of datetime.date
-        Sorted dates.
-    """
-    out: set[dt.date] = set()
-    for year in years:
-        for month, day in ((1, 1), (4, 21), (5, 1), (9, 7), (10, 12), (11, 2), (11, 15), (12, 25)):
-            out.add(dt.date(year, month, day))
-        if year >= 2024:
-            out.add(dt.date(year, 11, 20))
-        easter = _easter(year)
-        for offset in (-48, -47, -2, 60):  # Carnaval Mon/Tue, Good Friday, Corpus Christi
-            out.add(easter + dt.timedelta(days=offset))
-    return sorted(out)
 
 
 def _minute(text: str, *, allow_24: bool) -> int:

@@ -77,10 +77,9 @@ from tracking.detectors._track_kernels import (
     live_fix,
     track_arrays,
 )
-from tracking.validate import speed_flags
+from tracking.validate import MAX_SPEED_KMH, speed_flags
 
 KIND = "gps_anomaly"
-DEFAULT_MAX_SPEED_KMH = 250.0
 """Implied speed above which a step is impossible (km/h); POA art. 59 VI / 58 IX. Same default
 as the ingest ``speed_flag``."""
 DEFAULT_MIN_JUMP_M = 500.0
@@ -95,7 +94,7 @@ Thresholds = tuple[float, float, float]
 def detect_gps_anomaly(
     pings: pd.DataFrame,
     *,
-    max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
+    max_speed_kmh: float = MAX_SPEED_KMH,
     min_jump_m: float = DEFAULT_MIN_JUMP_M,
     max_excursion_s: float = DEFAULT_MAX_EXCURSION_S,
 ) -> gpd.GeoDataFrame:
@@ -158,7 +157,7 @@ def update_gps_anomaly(
     state: Mapping[str, Any] | None,
     ping: Mapping[str, Any],
     *,
-    max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
+    max_speed_kmh: float = MAX_SPEED_KMH,
     min_jump_m: float = DEFAULT_MIN_JUMP_M,
     max_excursion_s: float = DEFAULT_MAX_EXCURSION_S,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -225,7 +224,7 @@ def update_gps_anomaly(
 def close_gps_anomaly(
     state: Mapping[str, Any] | None,
     *,
-    max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
+    max_speed_kmh: float = MAX_SPEED_KMH,
     min_jump_m: float = DEFAULT_MIN_JUMP_M,
     max_excursion_s: float = DEFAULT_MAX_EXCURSION_S,
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

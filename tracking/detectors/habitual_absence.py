@@ -42,6 +42,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geo.calendar import DEFAULT_TIMEZONE
 from stands.presence import (
     DATE,
     DEFAULT_MIN_PRESENCE_S,
@@ -53,8 +54,9 @@ from stands.presence import (
     presence,
     presence_summary,
 )
+from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors._evidence import iso_utc, local_day, ping_field, ping_ns
+from tracking.detectors._evidence import local_day, ping_field, ping_ns
 from tracking.detectors._track_kernels import (
     check_timezone,
     finding_record,
@@ -64,7 +66,6 @@ from tracking.detectors._track_kernels import (
 )
 
 KIND = "habitual_absence"
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 DEFAULT_WINDOW_DAYS = 30
 """Local days observed, ending on ``as_of`` (POA art. 49; art. 28 § 2)."""
 DEFAULT_MIN_OPERATING_DAYS = 10

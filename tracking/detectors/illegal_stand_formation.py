@@ -53,10 +53,11 @@ import shapely
 from numpy.typing import NDArray
 
 from geo import h3 as gh3
+from geo.calendar import DEFAULT_TIMEZONE
 from geo.crs import WGS84, utm_crs_for
 from tracking import frames as fr
+from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors._evidence import iso_utc
 from tracking.detectors._track_kernels import (
     METER_FREE,
     TrackArrays,
@@ -71,7 +72,6 @@ from tracking.detectors._track_kernels import (
 from tracking.detectors.findings import empty_findings, make_findings
 
 KIND = "illegal_stand_formation"
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 DEFAULT_STAND_BUFFER_M = 50.0
 """A stop within this distance of a stand or allowed place is not counted (m)."""
 DEFAULT_CLUSTER_RADIUS_M = 75.0

@@ -47,6 +47,8 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from geo.calendar import DEFAULT_TIMEZONE
+from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._evidence import (
     NO_DAY_HIGH,
@@ -54,7 +56,6 @@ from tracking.detectors._evidence import (
     clip_confidence,
     day_iso,
     fix_record,
-    iso_utc,
     local_day,
     local_days,
     ping_field,
@@ -69,7 +70,6 @@ from tracking.detectors.operating_while_barred import BARRING_STATUSES, _fleet_r
 
 KIND = "inactivity"
 DEFAULT_MAX_IDLE_DAYS = 60
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 
 
 def _local_midnight_ns(day: int, timezone: str) -> int:

@@ -98,13 +98,12 @@ from geo.roads import (
     shortest_path_lengths,
 )
 from tracking import frames as fr
-from tracking._codes import in_track_order, vehicle_codes
+from tracking.arrays import in_track_order, iso_utc, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._evidence import (
     NS,
     check_threshold,
     clip_confidence,
-    iso_utc,
     last_at_or_before,
     ping_field,
     ping_ns,

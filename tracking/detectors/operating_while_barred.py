@@ -59,6 +59,8 @@ import pandas as pd
 import shapely
 from numpy.typing import NDArray
 
+from geo.calendar import DEFAULT_TIMEZONE
+from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, FleetFrameError
 from tracking.detectors._evidence import (
     NO_DAY_HIGH,
@@ -69,7 +71,6 @@ from tracking.detectors._evidence import (
     day_array,
     day_iso,
     fix_record,
-    iso_utc,
     local_day,
     local_days,
     ping_field,
@@ -95,7 +96,6 @@ BARRING_STATUSES = ("revoked", "suspended", "out_of_operation", "reserved")
 KNOWN_STATUSES = ("active", *BARRING_STATUSES)
 DEFAULT_MIN_TRIP_DURATION_S = 60.0
 DEFAULT_MAX_GAP_S = 300.0
-DEFAULT_TIMEZONE = "America/Sao_Paulo"
 MAX_TRIPS_IN_DETAILS = 50
 _STATUS_CODE = {s: i for i, s in enumerate(BARRING_STATUSES)}
 _TRIP_COLUMNS = (

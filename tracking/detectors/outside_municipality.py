@@ -41,13 +41,13 @@ from numpy.typing import NDArray
 from shapely.geometry.base import BaseGeometry
 
 from geo.crs import utm_crs_for
+from tracking.arrays import iso_utc
 from tracking.detectors._errors import BoundaryError, DetectorInputError
 from tracking.detectors._evidence import (
     NS,
     check_threshold,
     clip_confidence,
     fix_record,
-    iso_utc,
     meter_at,
     ping_field,
     ping_ns,

@@ -47,6 +47,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from tracking.arrays import iso_utc, iso_utc_many
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
     NS,
@@ -54,8 +55,6 @@ from tracking.detectors._evidence import (
     clip_confidence,
     fix_record,
     fix_records,
-    iso_utc,
-    iso_utc_many,
     last_at_or_before,
     meter_at,
     metres_or_none,

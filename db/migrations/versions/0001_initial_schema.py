@@ -133,7 +133,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('vehicle_id', 'ts', name=op.f('pk_fixes')),
     postgresql_partition_by='RANGE (ts)'
     )
-    # Daily partitions (fixes_pYYYYMMDD) are added by tracking.store.ensure_fix_partitions;
+    # Daily partitions (fixes_pYYYYMMDD) are added by db.tracking.store.ensure_fix_partitions;
     # whatever falls outside them lands here and is never lost.
     op.execute("CREATE TABLE fixes_default PARTITION OF fixes DEFAULT")
     op.create_geospatial_table('municipalities',

@@ -3,7 +3,7 @@
 Migration 0005 put it on every daily partition through a partitioned index, so every new day
 built it inside its COPY import (40 % of the import's time) and the live ingest kept it up row
 by row on today's partition. Place-by-time reads are of past days; partitions are now written
-with their primary key only, and ``tracking.store.index_closed_days`` (run daily by ``pontual db
+with their primary key only, and ``db.tracking.store.index_closed_days`` (run daily by ``pontual db
 partitions``) builds each closed day's index concurrently. Here the partitioned index goes, with
 every partition's (PostgreSQL cannot detach an index from its parent): the upgrade is a catalog
 change only, and the next ``pontual db partitions`` rebuilds the closed days' indexes one by one

@@ -2,7 +2,7 @@
 
 Porto Alegre's fretamento decree counts for reincidence only the infractions "que sejam objeto
 de decisão definitiva, de modo que não caiba mais a apresentação de recurso administrativo"
-(art. 19, § 5º): the workflow records that moment (``enforcement.workflow.finalize``), so the
+(art. 19, § 5º): the workflow records that moment (``db.enforcement.workflow.finalize``), so the
 status check admits it. Downgrading refuses while a proposal is ``definitiva``.
 
 Revision ID: 0009

@@ -38,7 +38,7 @@ def edge(api_engine: Engine, seeded: dict) -> dict[str, str]:
     """
     from api import accounts
     from db.engine import session_scope
-    from fleet.models import Vehicle
+    from db.fleet.models import Vehicle
 
     tokens = {}
     with session_scope(api_engine) as session:

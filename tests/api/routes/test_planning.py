@@ -16,7 +16,7 @@ AS_OF = dt.date(2025, 6, 1)
 def pinto_bandeira_fleet(api_engine: Engine, seeded: dict) -> None:
     """Five Pinto Bandeira taxis: four active (one accessible, one from 2018), one suspended."""
     from db.engine import session_scope
-    from fleet.models import Municipality, Vehicle, VehicleStatusPeriod
+    from db.fleet.models import Municipality, Vehicle, VehicleStatusPeriod
 
     with session_scope(api_engine) as session:
         if session.get(Municipality, "4314548") is None:

@@ -21,7 +21,7 @@ class TestProposalRoutes:
         """The seeded tracking gap becomes a Porto Alegre proposal (art. 58 IX); an agent
         confirms it and the auto number and the audit trail come back."""
         from db.engine import session_scope
-        from fleet.models import Municipality
+        from db.fleet.models import Municipality
 
         with session_scope(api_engine) as s:
             if (
@@ -94,9 +94,9 @@ class TestGenerateActor:
         from geoalchemy2.shape import from_shape
         from shapely.geometry import Point
 
+        from db.enforcement.models import Finding
         from db.engine import session_scope
-        from enforcement.models import Finding
-        from fleet.models import Municipality
+        from db.fleet.models import Municipality
 
         finding_id = f"F-ACT-{secrets.token_hex(3)}"
         now = dt.datetime.now(dt.UTC)
@@ -151,9 +151,9 @@ class TestConfirmAnswers:
         from geoalchemy2.shape import from_shape
         from shapely.geometry import Point
 
+        from db.enforcement.models import Finding
         from db.engine import session_scope
-        from enforcement.models import Finding
-        from fleet.models import Municipality
+        from db.fleet.models import Municipality
 
         now = dt.datetime.now(dt.UTC)
         with session_scope(api_engine) as s:
@@ -216,9 +216,9 @@ class TestConfirmAnswers:
         """A stored finding under the floor comes back in ``for_review``, not as a proposal."""
         import datetime as dt
 
+        from db.enforcement.models import Finding
         from db.engine import session_scope
-        from enforcement.models import Finding
-        from fleet.models import Municipality
+        from db.fleet.models import Municipality
 
         with session_scope(api_engine) as s:
             if s.get(Municipality, "4314548") is None:

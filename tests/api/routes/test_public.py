@@ -156,8 +156,8 @@ def lone_taxi(client: TestClient, api_engine: Any) -> Iterator[Any]:
 
     from api import accounts
     from db.engine import session_scope
-    from fleet.models import Vehicle
-    from stands.models import Stand
+    from db.fleet.models import Vehicle
+    from db.stands.models import Stand
 
     vehicle_id = f"PRIV{secrets.token_hex(3).upper()}"
     stand_id = f"PRIV-{vehicle_id}"

@@ -36,7 +36,7 @@ def tracks(seeded: dict, api_engine: Engine) -> Iterator[None]:
     from shapely.geometry import MultiPolygon, Point
 
     from db.engine import session_scope
-    from stands.models import Stand
+    from db.stands.models import Stand
 
     square = Point(SUP_STAND[1], SUP_STAND[0]).buffer(0.0004, cap_style="square")
     with session_scope(api_engine) as session:

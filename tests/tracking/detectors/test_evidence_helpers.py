@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracking.detectors._evidence import fix_record, fix_records, iso_utc, iso_utc_many
+from tracking.arrays import iso_utc, iso_utc_many
+from tracking.detectors._evidence import fix_record, fix_records
 
 
 def test_iso_utc_many_equals_iso_utc():

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from factories import make_pings, offset_m
 
+from geo.calendar import brazil_holidays
 from tracking.detectors._errors import (
     DetectorInputError,
     DetectorThresholdError,
@@ -19,7 +20,6 @@ from tracking.detectors.flag2_misuse import (
     DEFAULT_FLAG2_CALENDAR,
     Flag2Calendar,
     allowed_at,
-    brazil_holidays,
     detect_flag2_misuse,
     flush_flag2_misuse,
     update_flag2_misuse,

@@ -1,0 +1,874 @@
+"""Review of infraction proposals in the database, with an append-only audit trail.
+
+States (``db.enforcement.models.STATUSES``) and the steps between them::
+
+    proposta ──confirm (agent: issues the auto de infração)──▶ confirmada ──notify──▶ notificada
+       └──dismiss (reason)──▶ descartada            └──archive_lapsed──▶ arquivada
+    notificada ──file_defence──▶ em_defesa ──decide_defence──▶ defesa_deferida | defesa_indeferida
+    notificada | defesa_indeferida ──finalize (no appeal left)──▶ definitiva
+
+Every step writes one audit entry (who, when, from, to, and the step's data); nothing is ever
+deleted (the database refuses it). Reincidence and the sanction are computed again when the
+agent confirms, from the infractions each rulebook counts by then (``reincidence.statuses``:
+issued autos, or only final decisions for Porto Alegre's fretamento, art. 19 § 5º), so the auto
+carries the right incidence and names the earlier autos. Confirming also answers what the rule
+leaves to the agent: the provision's own exception ("salvo com autorização do usuário", PB art.
+25 III), which the agent must answer or the proposal cannot be confirmed, and the pontuação
+where the text leaves it to the case (POA art. 57 XI, c).
+Deadlines get their due dates as the steps happen: the notification's from the auto (Pinto
+Bandeira art. 36 § 1º archives an auto not notified in 30 days), the defence's from the
+notification (suspensive where the law says so: the penalty is not enforceable until the
+defence is decided or its period ends).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+import geopandas as gpd
+import pandas as pd
+from sqlalchemy import func, select, text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from db.enforcement.models import AuditEntry, Finding, Proposal, ProposalFinding
+from db.upsert import hex_ewkb
+from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
+from enforcement.proposals import (
+    CONFIRMED_STATUSES,
+    Proposed,
+    due_at,
+    propose_all,
+    reincidence_priors,
+    sanction,
+)
+from enforcement.rulebook import (
+    Rule,
+    Rulebook,
+    bundled_rulebooks,
+    check_confidence_floor,
+    rulebooks_for,
+)
+from fleet.dates import check_registry_instant
+from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
+from tracking.detectors.findings import jsonable
+
+TRANSITIONS: dict[str, tuple[str, ...]] = {
+    "confirm": ("proposta",),
+    "dismiss": ("proposta",),
+    "notify": ("confirmada",),
+    "archive": ("confirmada",),
+    "file_defence": ("notificada",),
+    "decide_defence": ("em_defesa",),
+    "finalize": ("notificada", "defesa_indeferida"),
+}
+"""Which states each step starts from."""
+
+_AUTO_LOCK_KEY = 7_294_310_002  # pg_advisory_xact_lock key serialising auto numbers
+
+
+def insert_findings(session: Session, records: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Insert finding records (findings-frame columns, shapely geometry) in one statement.
+
+    Ids are deterministic: a finding stored before is left as it was. Returns the new ids.
+    """
+    if not records:
+        return set()
+    geoms = hex_ewkb([r.get("geometry") for r in records])
+    rows = [
+        {
+            "finding_id": r["finding_id"],
+            "kind": r["kind"],
+            "vehicle_id": r["vehicle_id"],
+            "stand_id": r["stand_id"],
+            "started_at": pd.Timestamp(r["started_at"]).to_pydatetime(),
+            "ended_at": pd.Timestamp(r["ended_at"]).to_pydatetime(),
+            "confidence": float(r["confidence"]),
+            "details": jsonable(r["details"] or {}),
+            "geometry": func.ST_GeomFromEWKB(func.decode(g, "hex")) if g else None,
+        }
+        for r, g in zip(records, geoms, strict=True)
+    ]
+    done = session.execute(
+        insert(Finding).values(rows).on_conflict_do_nothing().returning(Finding.finding_id)
+    )
+    return {str(f) for f in done.scalars()}
+
+
+def store_findings(session: Session, findings: gpd.GeoDataFrame) -> int:
+    """Insert a findings frame (see :func:`insert_findings`); return the number of new rows."""
+    return len(insert_findings(session, findings.to_dict("records")))
+
+
+def load_findings(session: Session, finding_ids: Iterable[str]) -> gpd.GeoDataFrame:
+    """Read findings back as a findings frame (EPSG:4326)."""
+    query = select(
+        Finding.finding_id,
+        Finding.kind,
+        Finding.vehicle_id,
+        Finding.stand_id,
+        Finding.started_at,
+        Finding.ended_at,
+        Finding.confidence,
+        Finding.details,
+        Finding.geometry.label("geometry"),
+    ).where(Finding.finding_id.in_(list(finding_ids)))
+    frame = gpd.read_postgis(query, session.connection(), geom_col="geometry")
+    for col in ("started_at", "ended_at"):
+        frame[col] = pd.to_datetime(frame[col], utc=True)
+    return frame
+
+
+def confirmed_history(session: Session, *, municipality: str) -> pd.DataFrame:
+    """Return a municipality's infractions that may count for reincidence.
+
+    Columns ``vehicle_id``, ``rule_key``, ``committed_at``, ``status``, ``auto_number`` and
+    ``proposal_id``; each rulebook counts only its ``reincidence.statuses``.
+    """
+    columns = ["vehicle_id", "rule_key", "committed_at", "status", "auto_number", "proposal_id"]
+    rows = session.execute(
+        select(*(getattr(Proposal, c) for c in columns)).where(
+            Proposal.municipality_code == municipality,
+            Proposal.status.in_(CONFIRMED_STATUSES),
+        )
+    ).all()
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _record_to_row(p: Mapping[str, Any]) -> dict[str, Any]:
+    fine = p["fine"]
+    document = {
+        k: p[k]
+        for k in (
+            "stand_id",
+            "law",
+            "alinea",
+            "gravity_note",
+            "penalty_provision",
+            "fine_note",
+            "fine_payer",
+            "suspension_days",
+            "incidence",
+            "note",
+            "reincidence_priors",
+            "exception",
+            "pontuacao_choices",
+            "citation_uncertain",
+            "repetition",
+        )
+        if k in p
+    }
+    return {
+        "proposal_id": p["proposal_id"],
+        "municipality_code": p["municipality"],
+        "service": p["service"],
+        "kind": p["kind"],
+        "vehicle_id": p["vehicle_id"],
+        "rule_key": p["rule_key"],
+        "article": p["article"],
+        "inciso": p["inciso"],
+        "paragraph": p["paragraph"],
+        "provision": p["provision"],
+        "excerpt": p["excerpt"],
+        "gravity": p["gravity"],
+        "penalty": p["penalty"],
+        "measure": p["measure"],
+        "pontuacao": p["pontuacao"],
+        "fine_amount": Decimal(str(fine["amount"])) if fine else None,
+        "fine_unit": fine["unit"] if fine else None,
+        "reincidence_count": p["reincidence_count"],
+        "status": p["status"],
+        "deadlines": p["deadlines"],
+        "committed_at": pd.Timestamp(p["committed_at"]).to_pydatetime(),
+        "committed_until": pd.Timestamp(p["committed_until"]).to_pydatetime(),
+        "confidence": p["confidence"],
+        "document": document,
+    }
+
+
+def store_proposals(
+    session: Session, proposals: list[dict[str, Any]], *, actor: str = "sistema"
+) -> int:
+    """Insert proposal records and their links to findings (already stored).
+
+    A proposal stored before (same deterministic id) is left as it was: its review may have
+    advanced. Each new one gets a ``create`` audit entry by ``actor``. Returns the number of
+    new proposals.
+    """
+    if not proposals:
+        return 0
+    new = session.execute(
+        insert(Proposal)
+        .values([_record_to_row(p) for p in proposals])
+        .on_conflict_do_nothing()
+        .returning(Proposal.proposal_id)
+    ).scalars()
+    fresh = set(new)
+    links = [
+        {"proposal_id": p["proposal_id"], "finding_id": f}
+        for p in proposals
+        if p["proposal_id"] in fresh
+        for f in p["finding_ids"]
+    ]
+    if links:
+        session.execute(insert(ProposalFinding).values(links).on_conflict_do_nothing())
+    for pid in sorted(fresh):
+        _audit(session, actor=actor, action="create", proposal_id=pid, frm=None, to="proposta")
+    return len(fresh)
+
+
+def generate_proposals(
+    session: Session,
+    *,
+    municipality: str,
+    timezone: str,
+    actor: str = "sistema",
+    confidence_floor: Mapping[str, float] | None = None,
+) -> int:
+    """Propose for the stored findings that no proposal of the municipality covers yet.
+
+    ``actor`` (the agent or user who asked) is recorded on each new proposal's ``create``
+    audit entry. Returns the number of new proposals (:func:`generate_report` also says what
+    was left for review).
+    """
+    created, _ = generate_report(
+        session,
+        municipality=municipality,
+        timezone=timezone,
+        actor=actor,
+        confidence_floor=confidence_floor,
+    )
+    return created
+
+
+def generate_report(
+    session: Session,
+    *,
+    municipality: str,
+    timezone: str,
+    actor: str = "sistema",
+    confidence_floor: Mapping[str, float] | None = None,
+) -> tuple[int, Proposed]:
+    """Propose for the stored findings no proposal of the municipality covers yet.
+
+    The path of live findings too: the live detectors store findings (``engines.live``),
+    and this turns them into proposals. A finding under its kind's confidence floor (the
+    rulebook's, merged with ``confidence_floor``) or not repeated enough for its rule is listed
+    for review and stays uncovered: a later run judges it again (with the findings that came
+    since). Findings already proposed count towards a rule's repetition.
+
+    Returns
+    -------
+    created, proposed
+        The number of new proposals, and :func:`enforcement.proposals.propose_all`'s result
+        (the records, the findings without rule, the findings for review).
+    """
+    books = rulebooks_for(municipality)
+    if confidence_floor:
+        check_confidence_floor(confidence_floor, where="confidence_floor")
+    _ensure_municipality(session, next(iter(books.values())))
+    covered = (
+        select(ProposalFinding.finding_id)
+        .join(Proposal)
+        .where(Proposal.municipality_code == municipality)
+    )
+    ids = session.execute(
+        select(Finding.finding_id).where(Finding.finding_id.not_in(covered))
+    ).scalars()
+    findings = load_findings(session, list(ids))
+    if findings.empty:
+        return 0, Proposed([], {}, [])
+    done = propose_all(
+        findings,
+        books,
+        timezone=timezone,
+        confirmed=confirmed_history(session, municipality=municipality),
+        confidence_floor=confidence_floor,
+        context=_repetition_context(session, books, findings, covered),
+    )
+    return store_proposals(session, done.proposals, actor=actor), done
+
+
+def _repetition_context(
+    session: Session, books: Mapping[str, Rulebook], findings: pd.DataFrame, covered: Any
+) -> pd.DataFrame | None:
+    """Return the proposed findings near the new ones, of kinds whose rule needs repetition."""
+    rules = [r for b in books.values() for r in b.rules if r.repetition is not None]
+    if not rules:
+        return None
+    kinds = sorted({r.kind for r in rules})
+    window = pd.Timedelta(hours=max(r.repetition.window_hours for r in rules if r.repetition))
+    mine = findings.loc[findings["kind"].isin(kinds)]
+    if mine.empty:
+        return None
+    ids = session.execute(
+        select(Finding.finding_id).where(
+            Finding.finding_id.in_(covered),
+            Finding.kind.in_(kinds),
+            Finding.vehicle_id.in_(sorted(mine["vehicle_id"].dropna().astype(str).unique())),
+            Finding.started_at >= (mine["started_at"].min() - window).to_pydatetime(),
+            Finding.started_at <= (mine["started_at"].max() + window).to_pydatetime(),
+        )
+    ).scalars()
+    return load_findings(session, list(ids))
+
+
+def _ensure_municipality(session: Session, book: Rulebook) -> None:
+    """Register the rulebook's municipality if the registry lacks it (proposals refer to it)."""
+    from db.fleet.models import Municipality
+
+    row = {
+        "code": book.municipality,
+        "name": book.municipality_name,
+        "uf": book.uf,
+        "timezone": UF_TIMEZONES.get(book.uf),
+    }
+    session.execute(insert(Municipality).values(row).on_conflict_do_nothing())
+
+
+def _audit(
+    session: Session,
+    *,
+    actor: str,
+    action: str,
+    proposal_id: str,
+    frm: str | None,
+    to: str,
+    **data: Any,
+) -> None:
+    session.add(
+        AuditEntry(
+            actor=actor,
+            action=action,
+            entity="proposal",
+            entity_id=proposal_id,
+            details={"from": frm, "to": to, **jsonable(data)},
+        )
+    )
+
+
+def get_proposal(session: Session, proposal_id: str, *, lock: bool = False) -> Proposal:
+    """Return one proposal (row-locked for a review step when ``lock``)."""
+    query = select(Proposal).where(Proposal.proposal_id == proposal_id)
+    found = session.execute(query.with_for_update() if lock else query).scalar_one_or_none()
+    if found is None:
+        msg = f"proposta '{proposal_id}' não encontrada"
+        raise ProposalNotFoundError(msg)
+    return found
+
+
+def rule_of(proposal: Proposal) -> tuple[Rulebook, Rule]:
+    """Return the rulebook and rule a stored proposal was drawn from."""
+    book = bundled_rulebooks().get((proposal.municipality_code, proposal.service))
+    prefix = f"{proposal.municipality_code}:{proposal.service}:"
+    rule = next(
+        (r for r in (book.rules if book else ()) if prefix + r.key == proposal.rule_key), None
+    )
+    if book is None or rule is None:
+        msg = (
+            f"regra '{proposal.rule_key}' da proposta {proposal.proposal_id} "
+            "não está mais no regulamento"
+        )
+        raise TransitionError(msg)
+    return book, rule
+
+
+def _step(session: Session, proposal_id: str, action: str) -> Proposal:
+    p = get_proposal(session, proposal_id, lock=True)
+    if p.status not in TRANSITIONS[action]:
+        allowed = ", ".join(TRANSITIONS[action])
+        msg = f"a proposta {proposal_id} está '{p.status}'; '{action}' só a partir de: {allowed}"
+        raise TransitionError(msg)
+    return p
+
+
+def _now(at: dt.datetime | None) -> dt.datetime:
+    now = at or dt.datetime.now(dt.UTC)
+    if now.tzinfo is None:
+        msg = "a data/hora do passo de revisão precisa de fuso horário"
+        raise TransitionError(msg)
+    if at is not None:  # a step's date is a registry date (fleet.dates' range)
+        check_registry_instant(at, name="at")
+    return now
+
+
+def _set_due(p: Proposal, start: str, at: dt.datetime) -> None:
+    book, _ = rule_of(p)
+    timezone = UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE)
+    deadlines = {k: dict(v) for k, v in (p.deadlines or {}).items()}
+    for d in deadlines.values():
+        if d.get("from") == start:
+            counting = d.get("counting", "calendar_days")
+            due = due_at(at, days=int(d["days"]), counting=counting, timezone=timezone)
+            d["due"] = due.isoformat()
+    p.deadlines = deadlines
+
+
+MIN_ANSWER_CHARS = 10
+"""Shortest answer to a rule's exception: a reason, not a checkbox."""
+
+
+def _exception_answer(
+    proposal_id: str, rule: Rule, answer: str | None, *, agent_id: str, at: dt.datetime
+) -> dict[str, Any] | None:
+    """Return the answer to the rule's exception to record; refuse a missing one."""
+    text = (answer or "").strip()
+    if rule.exception is None:
+        if text:
+            msg = (
+                f"a proposta {proposal_id} ({rule.provision}) não tem exceção legal a responder; "
+                "confirme sem --exception-answer"
+            )
+            raise ReviewDataError(msg)
+        return None
+    exc = rule.exception
+    if len(text) < MIN_ANSWER_CHARS:
+        msg = (
+            f"a proposta {proposal_id} não pode ser confirmada sem responder à exceção do "
+            f"{exc.provision} ('{exc.excerpt}'): {exc.question} Informe por que a exceção não se "
+            f"aplica (--exception-answer, ao menos {MIN_ANSWER_CHARS} caracteres); se ela se "
+            "aplica, descarte a proposta"
+        )
+        raise ReviewDataError(msg)
+    return {
+        "provision": exc.provision,
+        "excerpt": exc.excerpt,
+        "question": exc.question,
+        "answer": text,
+        "answered_by": agent_id,
+        "answered_at": at.isoformat(),
+    }
+
+
+def _pontuacao(proposal_id: str, rule: Rule, chosen: str | None) -> str | None:
+    """Return the auto's pontuação: the rule's, or the agent's choice where the rule leaves it."""
+    if rule.pontuacao_choices:
+        if chosen not in rule.pontuacao_choices:
+            allowed = ", ".join(rule.pontuacao_choices)
+            got = f"foi '{chosen}'" if chosen else "não foi informada"
+            msg = (
+                f"a pontuação da proposta {proposal_id} ({rule.provision}) fica a critério do "
+                f"agente, conforme o caso (art. 55): --pontuacao {got}; esperado um de: {allowed}"
+            )
+            raise ReviewDataError(msg)
+        return chosen
+    if chosen is not None and chosen != rule.pontuacao:
+        fixed = f"'{rule.pontuacao}'" if rule.pontuacao else "nenhuma"
+        msg = (
+            f"a pontuação do {rule.provision} é fixada pelo texto legal ({fixed}): "
+            "confirme sem --pontuacao"
+        )
+        raise ReviewDataError(msg)
+    return rule.pontuacao
+
+
+def confirm(
+    session: Session,
+    proposal_id: str,
+    *,
+    agent_id: str,
+    at: dt.datetime | None = None,
+    exception_answer: str | None = None,
+    pontuacao: str | None = None,
+) -> Proposal:
+    """Confirm a proposal: the agent issues the auto de infração (numbered), sanction recomputed.
+
+    Parameters
+    ----------
+    exception_answer
+        Required when the rule states an exception ("salvo com autorização do usuário"): why it
+        does not apply (e.g. the passenger did not authorise the route), in the agent's words;
+        printed on the auto. Refused for a rule without exception.
+    pontuacao
+        Required when the rule leaves the pontuação to the case (POA art. 57, XI, c): one of
+        the rule's ``pontuacao_choices``; refused when the text fixes it.
+
+    Raises
+    ------
+    TransitionError
+        Not a ``proposta``, no agent, the exception unanswered, or a pontuação out of place.
+    """
+    if not agent_id.strip():
+        raise TransitionError("confirmar exige a identificação do agente")
+    now = _now(at)
+    p = _step(session, proposal_id, "confirm")
+    book, rule = rule_of(p)
+    exception = _exception_answer(proposal_id, rule, exception_answer, agent_id=agent_id, at=now)
+    chosen = _pontuacao(proposal_id, rule, pontuacao)
+    priors = reincidence_priors(
+        book,
+        key=p.rule_key,
+        vehicle_id=p.vehicle_id or "",
+        at=pd.Timestamp(p.committed_at),
+        confirmed=confirmed_history(session, municipality=p.municipality_code),
+    )
+    count = len(priors)
+    s = sanction(book, rule, count)
+    p.reincidence_count = count
+    p.penalty = s["penalty"]
+    p.fine_amount = Decimal(str(s["fine"]["amount"])) if s["fine"] else None
+    p.fine_unit = s["fine"]["unit"] if s["fine"] else None
+    p.pontuacao = chosen
+    p.document = {
+        **(p.document or {}),
+        **{k: s[k] for k in ("incidence", "fine_note", "suspension_days")},
+        "reincidence_priors": priors,
+        "exception": exception,
+        "pontuacao_choices": list(rule.pontuacao_choices),
+        "citation_uncertain": rule.citation_uncertain,
+    }
+    p.auto_number = _next_auto_number(session, p.municipality_code, now)
+    p.agent_id = agent_id
+    p.confirmed_at = now
+    p.status = "confirmada"
+    p.updated_at = now
+    _set_due(p, "auto", now)
+    extra: dict[str, Any] = {}
+    if exception is not None:
+        extra["exception_answer"] = exception["answer"]
+    if rule.pontuacao_choices:
+        extra["pontuacao"] = chosen
+    _audit(
+        session,
+        actor=agent_id,
+        action="confirm",
+        proposal_id=proposal_id,
+        frm="proposta",
+        to="confirmada",
+        auto_number=p.auto_number,
+        reincidence_count=count,
+        reincidence_autos=[x["auto_number"] for x in priors],
+        **extra,
+    )
+    return p
+
+
+def _next_auto_number(session: Session, municipality: str, at: dt.datetime) -> str:
+    session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _AUTO_LOCK_KEY})
+    prefix = f"AI-{municipality}-{at.year}-"
+    last = session.execute(
+        select(func.max(Proposal.auto_number)).where(Proposal.auto_number.like(prefix + "%"))
+    ).scalar_one()
+    n = int(last.rsplit("-", 1)[1]) + 1 if last else 1
+    return f"{prefix}{n:06d}"
+
+
+def dismiss(
+    session: Session,
+    proposal_id: str,
+    *,
+    agent_id: str,
+    reason: str,
+    at: dt.datetime | None = None,
+) -> Proposal:
+    """Dismiss a proposal, with the agent's reason."""
+    if not reason.strip() or not agent_id.strip():
+        raise TransitionError("descartar exige o agente e o motivo")
+    now = _now(at)
+    p = _step(session, proposal_id, "dismiss")
+    p.status, p.dismissed_reason, p.agent_id, p.updated_at = "descartada", reason, agent_id, now
+    _audit(
+        session,
+        actor=agent_id,
+        action="dismiss",
+        proposal_id=proposal_id,
+        frm="proposta",
+        to="descartada",
+        reason=reason,
+    )
+    return p
+
+
+def notify(
+    session: Session, proposal_id: str, *, actor: str, at: dt.datetime | None = None
+) -> Proposal:
+    """Record the notificação de penalidade's delivery; the defence period starts."""
+    now = _now(at)
+    p = _step(session, proposal_id, "notify")
+    due = (p.deadlines or {}).get("notification", {}).get("due")
+    if due and now > dt.datetime.fromisoformat(due):
+        msg = (
+            f"prazo de notificação vencido em {due[:10]} "
+            f"({p.deadlines['notification']['provision']}): o auto deve ser arquivado"
+        )
+        raise TransitionError(msg)
+    p.status, p.notified_at, p.updated_at = "notificada", now, now
+    _set_due(p, "notification", now)
+    _audit(
+        session,
+        actor=actor,
+        action="notify",
+        proposal_id=proposal_id,
+        frm="confirmada",
+        to="notificada",
+    )
+    return p
+
+
+def file_defence(
+    session: Session, proposal_id: str, *, actor: str, at: dt.datetime | None = None
+) -> Proposal:
+    """Record a defence filed within its period (suspensive where the law says so)."""
+    now = _now(at)
+    p = _step(session, proposal_id, "file_defence")
+    due = (p.deadlines or {}).get("defence", {}).get("due")
+    if due and now > dt.datetime.fromisoformat(due):
+        msg = f"defesa fora do prazo (vencido em {due[:10]}, {p.deadlines['defence']['provision']})"
+        raise TransitionError(msg)
+    p.status, p.defence_filed_at, p.updated_at = "em_defesa", now, now
+    _audit(
+        session,
+        actor=actor,
+        action="file_defence",
+        proposal_id=proposal_id,
+        frm="notificada",
+        to="em_defesa",
+    )
+    return p
+
+
+def decide_defence(
+    session: Session,
+    proposal_id: str,
+    *,
+    agent_id: str,
+    accepted: bool,
+    reason: str,
+    at: dt.datetime | None = None,
+) -> Proposal:
+    """Decide a defence: accepted (the auto falls) or rejected (the penalty stands)."""
+    if not reason.strip():
+        raise TransitionError("a decisão da defesa exige a fundamentação")
+    now = _now(at)
+    p = _step(session, proposal_id, "decide_defence")
+    to = "defesa_deferida" if accepted else "defesa_indeferida"
+    p.status, p.decided_at, p.updated_at = to, now, now
+    _set_due(p, "decision", now)
+    _audit(
+        session,
+        actor=agent_id,
+        action="decide_defence",
+        proposal_id=proposal_id,
+        frm="em_defesa",
+        to=to,
+        reason=reason,
+    )
+    return p
+
+
+def finalize(
+    session: Session,
+    proposal_id: str,
+    *,
+    agent_id: str,
+    reason: str,
+    at: dt.datetime | None = None,
+) -> Proposal:
+    """Record the final decision: no administrative appeal is left (state ``definitiva``).
+
+    From ``notificada`` (no defence was filed) once the defence period, and the appeal period
+    that follows it where the rulebook has one (e.g. fretamento art. 33: 15 days "do término do
+    prazo desta"), have ended; from ``defesa_indeferida`` once the appeal period has ended (or
+    the appeal was decided: say so in ``reason``). Only final decisions count for reincidence
+    under Porto Alegre's fretamento decree (art. 19, § 5º).
+
+    Raises
+    ------
+    TransitionError
+        No reason, a state other than those two, or a defence or appeal period still open.
+    """
+    if not reason.strip() or not agent_id.strip():
+        raise TransitionError("registrar a decisão definitiva exige o agente e a fundamentação")
+    now = _now(at)
+    p = _step(session, proposal_id, "finalize")
+    deadlines = p.deadlines or {}
+    defence, appeal = deadlines.get("defence") or {}, deadlines.get("appeal") or {}
+    open_until: tuple[str, str] | None = None
+    if p.status == "notificada" and defence.get("due"):
+        until = dt.datetime.fromisoformat(defence["due"])
+        if appeal.get("days"):
+            book, _ = rule_of(p)
+            timezone = UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE)
+            counting = appeal.get("counting", "calendar_days")
+            until = due_at(until, days=int(appeal["days"]), counting=counting, timezone=timezone)
+            open_until = (until.isoformat(), f"recurso, {appeal.get('provision')}")
+        else:
+            open_until = (until.isoformat(), f"defesa, {defence.get('provision')}")
+    elif p.status == "defesa_indeferida" and appeal.get("due"):
+        open_until = (appeal["due"], f"recurso, {appeal.get('provision')}")
+    if open_until and now <= dt.datetime.fromisoformat(open_until[0]):
+        msg = (
+            f"a decisão da proposta {proposal_id} ainda não é definitiva: cabe {open_until[1]} "
+            f"até {open_until[0][:10]}"
+        )
+        raise TransitionError(msg)
+    frm = p.status
+    p.status, p.updated_at = "definitiva", now
+    p.document = {**(p.document or {}), "final_at": now.isoformat(), "final_reason": reason}
+    _audit(
+        session,
+        actor=agent_id,
+        action="finalize",
+        proposal_id=proposal_id,
+        frm=frm,
+        to="definitiva",
+        reason=reason,
+    )
+    return p
+
+
+def archive_lapsed(session: Session, *, at: dt.datetime | None = None) -> list[str]:
+    """Archive confirmed autos whose notification period ran out (e.g. PB art. 36 § 1º)."""
+    now = _now(at)
+    candidates = session.execute(
+        select(Proposal).where(Proposal.status == "confirmada").with_for_update(skip_locked=True)
+    ).scalars()
+    archived = []
+    for p in candidates:
+        n = (p.deadlines or {}).get("notification", {})
+        if n.get("due") and n.get("on_lapse") and now > dt.datetime.fromisoformat(n["due"]):
+            p.status, p.updated_at = "arquivada", now
+            _audit(
+                session,
+                actor="sistema",
+                action="archive",
+                proposal_id=p.proposal_id,
+                frm="confirmada",
+                to="arquivada",
+                reason=f"notificação não entregue até {n['due'][:10]} ({n['provision']})",
+            )
+            archived.append(p.proposal_id)
+    return archived
+
+
+def deadline_warnings(
+    session: Session, *, within_days: int = 5, at: dt.datetime | None = None
+) -> list[dict[str, Any]]:
+    """Open deadlines due within ``within_days`` (or already missed), soonest first."""
+    now = _now(at)
+    horizon = now + dt.timedelta(days=within_days)
+    state_deadline = {"confirmada": "notification", "notificada": "defence"}
+    rows = session.execute(select(Proposal).where(Proposal.status.in_(state_deadline))).scalars()
+    out = []
+    for p in rows:
+        name = state_deadline[p.status]
+        d = (p.deadlines or {}).get(name, {})
+        if not d.get("due"):
+            continue
+        due = dt.datetime.fromisoformat(d["due"])
+        if due <= horizon:
+            out.append(
+                {
+                    "proposal_id": p.proposal_id,
+                    "auto_number": p.auto_number,
+                    "status": p.status,
+                    "deadline": name,
+                    "due": d["due"],
+                    "overdue": due < now,
+                    "provision": d.get("provision"),
+                    "on_lapse": d.get("on_lapse"),
+                }
+            )
+    return sorted(out, key=lambda w: w["due"])
+
+
+def proposal_history(session: Session, proposal_id: str) -> list[dict[str, Any]]:
+    """Return the audit entries of one proposal, oldest first."""
+    rows = session.execute(
+        select(AuditEntry)
+        .where(AuditEntry.entity == "proposal", AuditEntry.entity_id == proposal_id)
+        .order_by(AuditEntry.entry_id)
+    ).scalars()
+    return [
+        {"at": r.at.isoformat(), "actor": r.actor, "action": r.action, **r.details} for r in rows
+    ]
+
+
+def as_record(p: Proposal, finding_ids: list[str] | None = None) -> dict[str, Any]:
+    """Return a stored proposal in the ``proposals.json`` shape, with its review fields."""
+    doc = p.document or {}
+    return {
+        "proposal_id": p.proposal_id,
+        "finding_ids": finding_ids or [],
+        "kind": p.kind,
+        "vehicle_id": p.vehicle_id,
+        "stand_id": doc.get("stand_id"),
+        "municipality": p.municipality_code,
+        "service": p.service,
+        "law": doc.get("law"),
+        "rule_key": p.rule_key,
+        "article": p.article,
+        "inciso": p.inciso,
+        "paragraph": p.paragraph,
+        "alinea": doc.get("alinea"),
+        "provision": p.provision,
+        "excerpt": p.excerpt,
+        "gravity": p.gravity,
+        "gravity_note": doc.get("gravity_note"),
+        "penalty": p.penalty,
+        "penalty_provision": doc.get("penalty_provision"),
+        "measure": p.measure,
+        "pontuacao": p.pontuacao,
+        "fine": {"amount": float(p.fine_amount), "unit": p.fine_unit} if p.fine_amount else None,
+        "fine_note": doc.get("fine_note"),
+        "fine_payer": doc.get("fine_payer"),
+        "suspension_days": doc.get("suspension_days"),
+        "reincidence_count": p.reincidence_count,
+        "reincidence_priors": doc.get("reincidence_priors", []),
+        "incidence": doc.get("incidence"),
+        "status": p.status,
+        "deadlines": p.deadlines,
+        "committed_at": p.committed_at.isoformat(),
+        "committed_until": p.committed_until.isoformat(),
+        "confidence": p.confidence,
+        "note": doc.get("note"),
+        "exception": doc.get("exception"),
+        "pontuacao_choices": doc.get("pontuacao_choices", []),
+        "citation_uncertain": doc.get("citation_uncertain"),
+        "repetition": doc.get("repetition"),
+        "auto_number": p.auto_number,
+        "agent_id": p.agent_id,
+        "confirmed_at": p.confirmed_at.isoformat() if p.confirmed_at else None,
+        "dismissed_reason": p.dismissed_reason,
+        "notified_at": p.notified_at.isoformat() if p.notified_at else None,
+        "decided_at": p.decided_at.isoformat() if p.decided_at else None,
+        "final_at": doc.get("final_at"),
+        "penalty_enforceable_from": enforceable_from(p),
+    }
+
+
+def enforceable_from(p: Proposal) -> str | None:
+    """When the penalty may be enforced, or None while it may not (yet, or ever).
+
+    A notified penalty is enforceable once its defence period ends without a defence; a
+    suspensive defence (e.g. Pinto Bandeira art. 53 § 1º) holds it until the defence is
+    decided, and a rejected defence releases it at the decision. Without a defence period in
+    the rulebook, from the notification.
+    """
+    defence = (p.deadlines or {}).get("defence") or {}
+    if p.status == "definitiva":
+        final = (p.document or {}).get("final_at")
+        if p.decided_at is not None:
+            return p.decided_at.isoformat()
+        return defence.get("due") or (p.notified_at.isoformat() if p.notified_at else final)
+    if p.status == "defesa_indeferida" and p.decided_at is not None:
+        return p.decided_at.isoformat()
+    if p.status == "em_defesa" and defence.get("suspensive") is False and p.notified_at:
+        return p.notified_at.isoformat()
+    if p.status == "notificada" and p.notified_at is not None:
+        return defence.get("due") or p.notified_at.isoformat()
+    return None
+
+
+def finding_ids_of(session: Session, proposal_id: str) -> list[str]:
+    """Return the ids of the findings a proposal rests on."""
+    return list(
+        session.execute(
+            select(ProposalFinding.finding_id)
+            .where(ProposalFinding.proposal_id == proposal_id)
+            .order_by(ProposalFinding.finding_id)
+        ).scalars()
+    )

@@ -1,0 +1,494 @@
+"""Registry writers: municipalities, IBGE population, the fleet and driver assignments.
+
+``load_*`` functions write the frames of :mod:`fleet.loaders` in bulk (staging table +
+set-based merge) and report what changed. Dates in the registry are local calendar dates,
+inclusive; a null start means "not known" (a registry snapshot), never "today".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+from db.fleet.models import DriverAssignment
+from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
+from fleet._errors import AuxiliaryDriverLimitError, FleetFileError, UnknownMunicipalityError
+from fleet.dates import check_optional_registry_date, check_registry_date
+from fleet.loaders import normalize_name
+from fleet.vocabulary import DRIVER_ROLES, MAX_AUXILIARY_DRIVERS
+
+
+def load_municipalities(*, conn: Connection, municipalities: gpd.GeoDataFrame) -> ImportReport:
+    """Upsert municipalities (code, name, uf, timezone, boundary) in bulk.
+
+    A boundary or timezone that the input leaves empty does not erase a stored one.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    municipalities : geopandas.GeoDataFrame
+        As from :func:`read_municipalities`.
+
+    Returns
+    -------
+    ImportReport
+        Created / updated / unchanged counts.
+    """
+    rows = zip(
+        municipalities["code"],
+        municipalities["name"],
+        municipalities["uf"],
+        municipalities["timezone"],
+        hex_ewkb(municipalities.geometry.to_numpy()),
+        strict=True,
+    )
+    stage = stage_rows(
+        conn,
+        like="municipalities",
+        columns=("code", "name", "uf", "timezone", "boundary"),
+        rows=rows,
+    )
+    conn.execute(
+        text(
+            f"UPDATE {stage} AS s SET boundary = coalesce(s.boundary, m.boundary), "
+            "timezone = coalesce(s.timezone, m.timezone) "
+            "FROM municipalities m WHERE m.code = s.code"
+        )
+    )
+    return merge_staged(
+        conn,
+        stage=stage,
+        table="municipalities",
+        key=("code",),
+        columns=("name", "uf", "timezone", "boundary"),
+    )
+
+
+def load_populations(*, conn: Connection, populations: pd.DataFrame) -> ImportReport:
+    """Upsert population figures keyed by (municipality, year, kind).
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    populations : pandas.DataFrame
+        As from :func:`read_populations`; every municipality must already be stored.
+
+    Returns
+    -------
+    ImportReport
+        Created / updated / unchanged counts.
+
+    Raises
+    ------
+    UnknownMunicipalityError
+        If a code is not in the registry.
+    """
+    cols = ("municipality_code", "year", "kind", "population", "source")
+    rows = populations[list(cols)].astype(object).itertuples(index=False, name=None)
+    stage = stage_rows(conn, like="municipal_populations", columns=cols, rows=rows)
+    _check_known_municipalities(conn, stage, "municipality_code")
+    return merge_staged(
+        conn,
+        stage=stage,
+        table="municipal_populations",
+        key=("municipality_code", "year", "kind"),
+        columns=("population", "source"),
+    )
+
+
+def _check_known_municipalities(conn: Connection, stage: str, column: str) -> None:
+    unknown = conn.execute(
+        text(
+            f"SELECT DISTINCT s.{column} FROM {stage} s WHERE s.{column} IS NOT NULL "
+            f"AND NOT EXISTS (SELECT 1 FROM municipalities m WHERE m.code = s.{column}) "
+            "ORDER BY 1 LIMIT 5"
+        )
+    ).scalars()
+    found = list(unknown)
+    if found:
+        msg = (
+            f"municípios não cadastrados: {', '.join(found)}; "
+            "rode antes: pontual import municipalities"
+        )
+        raise UnknownMunicipalityError(msg)
+
+
+# ------------------------------------------------------------------------------------ fleet
+
+
+@dataclass(frozen=True)
+class FleetImportReport:
+    """What a fleet import changed."""
+
+    vehicles: ImportReport
+    statuses_created: int
+    statuses_closed: int
+    licences_created: int
+    licences_ended: int
+    licences_unchanged: int
+    unmatched_stands: tuple[str, ...]
+
+
+def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> FleetImportReport:
+    """Upsert vehicles, their status and their parking licences from a fleet frame.
+
+    Status: a vehicle without any stored period gets the file's (start unknown unless
+    ``status_since``); one whose latest period has another status gets it closed the day before
+    the new one starts (``status_since``, else ``as_of``). Licences: stands named for a vehicle and
+    not currently licensed are added (start unknown on a vehicle's first import, else ``as_of``);
+    current licences to stands the file no longer names end the day before ``as_of``.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    fleet : pandas.DataFrame
+        As from :func:`read_fleet`. ``stand_names`` are matched to the stands of the vehicle's
+        municipality by :func:`normalize_name`.
+    as_of : datetime.date
+        Local date the file describes (the snapshot's date).
+
+    Returns
+    -------
+    FleetImportReport
+        Counts, and the stand ids/names that matched no stored stand (those licences are skipped).
+
+    Raises
+    ------
+    UnknownMunicipalityError
+        If a vehicle's municipality is not in the registry.
+    fleet.dates.RegistryDateError
+        If ``as_of`` is outside the registry range.
+    """
+    check_registry_date(as_of, name="as_of")
+    new_vehicles = _new_vehicle_ids(conn, fleet["vehicle_id"].tolist())
+    vehicles = _load_vehicles(conn, fleet)
+    created, closed = _load_statuses(conn, fleet, as_of=as_of)
+    lic_created, lic_ended, lic_same, unmatched = _load_licences(
+        conn, fleet, as_of=as_of, new_vehicles=new_vehicles
+    )
+    return FleetImportReport(
+        vehicles=vehicles,
+        statuses_created=created,
+        statuses_closed=closed,
+        licences_created=lic_created,
+        licences_ended=lic_ended,
+        licences_unchanged=lic_same,
+        unmatched_stands=unmatched,
+    )
+
+
+def _new_vehicle_ids(conn: Connection, ids: list[str]) -> set[str]:
+    stored = conn.execute(
+        text("SELECT vehicle_id FROM vehicles WHERE vehicle_id = ANY(:ids)"), {"ids": ids}
+    ).scalars()
+    return set(ids) - set(stored)
+
+
+_VEHICLE_COLUMNS = (
+    "prefixo", "municipality_code", "plate", "make", "model", "year", "fuel",
+    "first_registered_on", "accessible", "alvara_valid_until", "inspection_valid_until",
+)  # fmt: skip
+
+
+def _load_vehicles(conn: Connection, fleet: pd.DataFrame) -> ImportReport:
+    frame = fleet.rename(columns={"municipality": "municipality_code"})
+    cols = ("vehicle_id", *_VEHICLE_COLUMNS)
+    rows = frame[list(cols)].astype(object).itertuples(index=False, name=None)
+    stage = stage_rows(
+        conn,
+        like="vehicles",
+        columns=cols,
+        rows=rows,
+    )
+    _check_known_municipalities(conn, stage, "municipality_code")
+    # Unknown accessibility (None) keeps what is stored; a new vehicle defaults to false.
+    conn.execute(
+        text(
+            f"UPDATE {stage} AS s SET accessible = coalesce(s.accessible, v.accessible, false) "
+            "FROM vehicles v WHERE v.vehicle_id = s.vehicle_id"
+        )
+    )
+    conn.execute(text(f"UPDATE {stage} SET accessible = false WHERE accessible IS NULL"))
+    return merge_staged(
+        conn,
+        stage=stage,
+        table="vehicles",
+        key=("vehicle_id",),
+        columns=_VEHICLE_COLUMNS,
+        touch={"updated_at": "now()"},
+    )
+
+
+def _load_statuses(conn: Connection, fleet: pd.DataFrame, *, as_of: dt.date) -> tuple[int, int]:
+    given = fleet[fleet["status"].notna()]
+    if given.empty:
+        return 0, 0
+    rows = (
+        (r.vehicle_id, r.status, r.status_since, r.status_until)
+        for r in given[["vehicle_id", "status", "status_since", "status_until"]].itertuples()
+    )
+    stage = stage_rows(
+        conn,
+        like="vehicle_status_periods",
+        columns=("vehicle_id", "status", "valid_from", "valid_until"),
+        rows=rows,
+    )
+    # Latest stored period of each staged vehicle.
+    conn.execute(
+        text(
+            f"""CREATE TEMP TABLE _latest_status ON COMMIT DROP AS
+            SELECT DISTINCT ON (p.vehicle_id) p.period_id, p.vehicle_id, p.status,
+                   p.valid_from, p.valid_until
+            FROM vehicle_status_periods p JOIN {stage} s USING (vehicle_id)
+            ORDER BY p.vehicle_id, p.valid_from DESC NULLS LAST, p.period_id DESC"""
+        )
+    )
+    # A changed status starts on status_since, else on as_of.
+    conn.execute(
+        text(
+            f"UPDATE {stage} s SET valid_from = :as_of FROM _latest_status l "
+            "WHERE l.vehicle_id = s.vehicle_id AND l.status <> s.status AND s.valid_from IS NULL"
+        ),
+        {"as_of": as_of},
+    )
+    closed = conn.execute(
+        text(
+            f"UPDATE vehicle_status_periods p SET valid_until = s.valid_from - 1 "
+            f"FROM _latest_status l JOIN {stage} s USING (vehicle_id) "
+            "WHERE p.period_id = l.period_id AND l.status <> s.status "
+            "AND (p.valid_until IS NULL OR p.valid_until >= s.valid_from)"
+        )
+    ).rowcount
+    created = conn.execute(
+        text(
+            f"INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+            f"SELECT s.vehicle_id, s.status, s.valid_from, s.valid_until FROM {stage} s "
+            "LEFT JOIN _latest_status l USING (vehicle_id) "
+            "WHERE l.vehicle_id IS NULL OR l.status <> s.status"
+        )
+    ).rowcount
+    conn.execute(text("DROP TABLE _latest_status"))
+    return created, closed
+
+
+def _load_licences(
+    conn: Connection, fleet: pd.DataFrame, *, as_of: dt.date, new_vehicles: set[str]
+) -> tuple[int, int, int, tuple[str, ...]]:
+    by_name = {
+        (mun, name): sid
+        for sid, mun, name in conn.execute(
+            text("SELECT stand_id, municipality_code, name FROM stands WHERE name IS NOT NULL")
+        ).all()
+        for name in [normalize_name(name)]
+    }
+    known_ids = set(conn.execute(text("SELECT stand_id FROM stands")).scalars())
+    pairs: list[tuple[str, str, dt.date | None]] = []
+    unmatched: set[str] = set()
+    for vid, mun, ids, names in fleet[
+        ["vehicle_id", "municipality", "stands", "stand_names"]
+    ].itertuples(index=False, name=None):
+        start = None if vid in new_vehicles else as_of
+        for sid in ids:
+            if sid in known_ids:
+                pairs.append((vid, sid, start))
+            else:
+                unmatched.add(sid)
+        for name in names:
+            found = by_name.get((mun, name))
+            if found is None:
+                unmatched.add(name)
+            else:
+                pairs.append((vid, found, start))
+    stage = stage_rows(
+        conn,
+        like="parking_licences",
+        columns=("vehicle_id", "stand_id", "valid_from"),
+        rows=iter(sorted(set(pairs), key=lambda p: (p[0], p[1]))),
+    )
+    current = "(p.valid_until IS NULL OR p.valid_until >= :as_of)"
+    vehicles = fleet["vehicle_id"].tolist()
+    ended = conn.execute(
+        text(
+            f"UPDATE parking_licences p SET valid_until = :as_of - 1 "
+            f"WHERE p.vehicle_id = ANY(:vids) AND {current} "
+            "AND (p.valid_from IS NULL OR p.valid_from < :as_of) "
+            f"AND NOT EXISTS (SELECT 1 FROM {stage} s "
+            "WHERE s.vehicle_id = p.vehicle_id AND s.stand_id = p.stand_id)"
+        ),
+        {"as_of": as_of, "vids": vehicles},
+    ).rowcount
+    unchanged = conn.execute(
+        text(
+            f"DELETE FROM {stage} s USING parking_licences p "
+            f"WHERE p.vehicle_id = s.vehicle_id AND p.stand_id = s.stand_id AND {current}"
+        ),
+        {"as_of": as_of},
+    ).rowcount
+    created = conn.execute(
+        text(
+            f"INSERT INTO parking_licences (vehicle_id, stand_id, valid_from) "
+            f"SELECT vehicle_id, stand_id, valid_from FROM {stage}"
+        )
+    ).rowcount
+    return created, ended, unchanged, tuple(sorted(unmatched))
+
+
+# ---------------------------------------------------------------------------------- drivers
+
+
+def check_auxiliary_limit(
+    assignments: pd.DataFrame, *, max_auxiliaries: int = MAX_AUXILIARY_DRIVERS
+) -> None:
+    """Raise if a prefixo has more than ``max_auxiliaries`` auxiliary drivers on some date.
+
+    PV art. 43 §1 and PB art. 14 allow at most two condutores auxiliares per permit. The
+    database enforces the same rule with a trigger.
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        ``vehicle_id``, ``role``, ``valid_from`` (date), ``valid_until`` (date or None: open);
+        both dates inclusive.
+    max_auxiliaries : int
+        Legal maximum at once.
+
+    Raises
+    ------
+    AuxiliaryDriverLimitError
+        Naming the prefixo and the first date with too many auxiliaries.
+    FleetFileError
+        If a role is unknown.
+    """
+    bad = ~assignments["role"].isin(DRIVER_ROLES)
+    if bad.any():
+        msg = (
+            f"'role' era {assignments['role'][bad].iloc[0]!r}; "
+            f"esperado um de {', '.join(DRIVER_ROLES)}"
+        )
+        raise FleetFileError(msg)
+    aux = assignments[assignments["role"] == "auxiliar"]
+    for vid, group in aux.groupby("vehicle_id", sort=True):
+        starts = pd.to_datetime(pd.Series(group["valid_from"])).to_numpy()
+        ends = pd.to_datetime(pd.Series(group["valid_until"])).to_numpy()
+        for start in np.unique(starts):
+            active = (starts <= start) & (np.isnat(ends) | (ends >= start))
+            if int(active.sum()) > max_auxiliaries:
+                day = pd.Timestamp(start).date()
+                msg = (
+                    f"o prefixo {vid} teria {int(active.sum())} condutores auxiliares em {day}; "
+                    f"o limite é {max_auxiliaries} (art. 43 §1 de Porto Velho; "
+                    "art. 14 de Pinto Bandeira)"
+                )
+                raise AuxiliaryDriverLimitError(msg)
+
+
+def add_driver_assignment(
+    *,
+    session: Session,
+    driver_id: str,
+    vehicle_id: str,
+    role: str,
+    valid_from: dt.date,
+    valid_until: dt.date | None = None,
+) -> DriverAssignment:
+    """Link a driver to a prefixo after checking the auxiliary-driver limit.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Session in the caller's transaction (flushed, not committed).
+    driver_id, vehicle_id : str
+        Stored driver and vehicle.
+    role : str
+        ``autorizatario_condutor`` or ``auxiliar``.
+    valid_from, valid_until : datetime.date
+        Inclusive local dates; ``valid_until`` None means open.
+
+    Returns
+    -------
+    DriverAssignment
+        The new, flushed assignment.
+
+    Raises
+    ------
+    AuxiliaryDriverLimitError
+        If the prefixo would have more than two auxiliaries at once.
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
+    """
+    check_registry_date(valid_from, name="valid_from")
+    check_optional_registry_date(valid_until, name="valid_until")
+    stored = session.execute(
+        text(
+            "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
+            "WHERE vehicle_id = :v AND role = 'auxiliar'"
+        ),
+        {"v": vehicle_id},
+    ).all()
+    frame = pd.DataFrame(
+        [*map(tuple, stored), (vehicle_id, role, valid_from, valid_until)],
+        columns=["vehicle_id", "role", "valid_from", "valid_until"],
+    )
+    check_auxiliary_limit(frame)
+    assignment = DriverAssignment(
+        driver_id=driver_id,
+        vehicle_id=vehicle_id,
+        role=role,
+        valid_from=valid_from,
+        valid_until=valid_until,
+    )
+    session.add(assignment)
+    session.flush()
+    return assignment
+
+
+_ACTIVE_SQL = """
+SELECT v.vehicle_id, v.prefixo, v.year, v.first_registered_on, v.accessible,
+       v.inspection_valid_until, v.alvara_valid_until, v.municipality_code AS municipality,
+       'active' AS status
+FROM vehicles v
+WHERE v.municipality_code = :m
+  AND EXISTS (SELECT 1 FROM vehicle_status_periods s WHERE s.vehicle_id = v.vehicle_id
+              AND s.status = 'active'
+              AND (s.valid_from IS NULL OR s.valid_from <= :d)
+              AND (s.valid_until IS NULL OR s.valid_until >= :d))
+ORDER BY v.vehicle_id
+"""
+
+
+def active_fleet_from_db(*, conn: Connection, municipality: str, as_of: dt.date) -> pd.DataFrame:
+    """Return the registry's vehicles of a municipality whose status is active on ``as_of``.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection to the registry.
+    municipality : str
+        IBGE code.
+    as_of : datetime.date
+        Local date (status periods are inclusive).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``vehicle_id``, ``prefixo``, ``year`` (Int64), ``first_registered_on``, ``accessible``,
+        ``inspection_valid_until``, ``alvara_valid_until``, ``municipality``, ``status``.
+    """
+    rows = conn.execute(text(_ACTIVE_SQL), {"m": municipality, "d": as_of}).mappings().all()
+    columns = [
+        "vehicle_id", "prefixo", "year", "first_registered_on", "accessible",
+        "inspection_valid_until", "alvara_valid_until", "municipality", "status",
+    ]  # fmt: skip
+    frame = pd.DataFrame([dict(r) for r in rows], columns=columns)
+    frame["year"] = frame["year"].astype("Int64")
+    return frame

@@ -1,0 +1,613 @@
+"""Database reads of the stands room: registry frames, visits from stored fixes, and the views.
+
+Keyword-only functions over a session. Frames come out in the contracts of the pure functions
+(``stands/licences.py``, ``stands/visits.py``, ...), which the views below then apply:
+
+- :func:`overdue_stands` — the 90-day rule (``stands/supervisors.py``);
+- ``supervisor_*`` — the supervisor's view (``stands/supervision.py``), for the stands of their
+  scope only: the SQL itself selects nothing of other stands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection, Sequence
+from typing import Any, cast
+from zoneinfo import ZoneInfo
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from fleet.dates import pandas_dates, pandas_instants
+from geo.calendar import DEFAULT_TIMEZONE
+from stands import supervision
+from stands._errors import NaiveTimestampError, ThresholdError
+from stands.frames import STAND_ID
+from stands.licences import LICENCE_COLUMNS, VALID_FROM, VALID_UNTIL
+from stands.occupancy import present_at
+from stands.supervisors import MAX_DAYS_WITHOUT_SUPERVISOR, supervisor_lapses
+from stands.visits import (
+    DEFAULT_EXIT_GRACE_M,
+    DEFAULT_EXIT_GRACE_S,
+    DEFAULT_NEAR_EXIT_GRACE_S,
+    detect_visits,
+)
+from tracking import frames as fr
+
+_STANDS_SQL = """
+SELECT stand_id, name, address, phone, order_number, kind, capacity,
+       municipality_code AS municipality, radius_m, location_note, retired_at, geometry
+FROM stands
+"""
+
+
+def stands_frame(
+    *,
+    session: Session,
+    stand_ids: Collection[str] | None = None,
+    municipality: str | None = None,
+    include_retired: bool = False,
+) -> gpd.GeoDataFrame:
+    """Return stands as a GeoDataFrame (EPSG:4326), sorted by stand_id.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Database session.
+    stand_ids : collection of str, optional
+        Only these stands.
+    municipality : str, optional
+        Only this municipality (IBGE code).
+    include_retired : bool, default False
+        Keep retired stands.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        ``stands.loaders.REGISTRY_COLUMNS`` and ``retired_at``; ``capacity`` and
+        ``order_number`` Int64; geometry None where the stand has no location.
+    """
+    where: list[str] = ["TRUE"]
+    params: dict[str, Any] = {}
+    if stand_ids is not None:
+        where.append("stand_id = ANY(:ids)")
+        params["ids"] = list(stand_ids)
+    if municipality is not None:
+        where.append("municipality_code = :mun")
+        params["mun"] = municipality
+    if not include_retired:
+        where.append("retired_at IS NULL")
+    sql = f"{_STANDS_SQL} WHERE {' AND '.join(where)} ORDER BY stand_id"
+    frame = gpd.read_postgis(
+        text(sql), session.connection(), geom_col="geometry", params=params, crs=4326
+    )
+    for col in ("capacity", "order_number"):
+        frame[col] = frame[col].astype("Int64")
+    frame["retired_at"] = pandas_instants(frame["retired_at"].astype("object").tolist())
+    return frame
+
+
+def licence_frame(
+    *,
+    session: Session,
+    stand_ids: Collection[str] | None = None,
+    vehicle_ids: Collection[str] | None = None,
+) -> pd.DataFrame:
+    """Return parking licences as a licence frame (``stands/licences.py``) with ``licence_id``.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Database session.
+    stand_ids, vehicle_ids : collection of str, optional
+        Only these stands / prefixos.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``licence_id`` then ``LICENCE_COLUMNS`` (dates naive ``datetime64[ns]``, NaT: open),
+        sorted by (stand_id, vehicle_id, valid_from).
+    """
+    where, params = ["TRUE"], {}
+    if stand_ids is not None:
+        where.append("stand_id = ANY(:ids)")
+        params["ids"] = list(stand_ids)
+    if vehicle_ids is not None:
+        where.append("vehicle_id = ANY(:vids)")
+        params["vids"] = list(vehicle_ids)
+    rows = session.execute(
+        text(
+            "SELECT licence_id, vehicle_id, stand_id, valid_from, valid_until "
+            f"FROM parking_licences WHERE {' AND '.join(where)} "
+            "ORDER BY stand_id, vehicle_id, valid_from NULLS FIRST"
+        ),
+        params,
+    ).all()
+    return pd.DataFrame(
+        {
+            "licence_id": pd.Series([r.licence_id for r in rows], dtype="int64"),
+            "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
+            STAND_ID: pd.Series([r.stand_id for r in rows], dtype="str"),
+            VALID_FROM: pandas_dates(r.valid_from for r in rows),
+            VALID_UNTIL: pandas_dates(r.valid_until for r in rows),
+        }
+    )[["licence_id", *LICENCE_COLUMNS]]
+
+
+def supervisors_frame(
+    *, session: Session, stand_ids: Collection[str] | None = None
+) -> pd.DataFrame:
+    """Return supervisor records (every term): id, stand, person, election, homologation, end.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``supervisor_id``, ``stand_id``, ``person_name``, ``elected_on``, ``minutes_ref``,
+        ``homologated_on``, ``until`` (dates naive ``datetime64[ns]``), sorted by stand and
+        election.
+    """
+    where, params = "TRUE", {}
+    if stand_ids is not None:
+        where, params = "stand_id = ANY(:ids)", {"ids": list(stand_ids)}
+    rows = session.execute(
+        text(
+            "SELECT supervisor_id, stand_id, person_name, elected_on, minutes_ref, "
+            f"homologated_on, until FROM stand_supervisors WHERE {where} "
+            "ORDER BY stand_id, elected_on, supervisor_id"
+        ),
+        params,
+    ).all()
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "supervisor_id",
+            STAND_ID,
+            "person_name",
+            "elected_on",
+            "minutes_ref",
+            "homologated_on",
+            "until",
+        ],
+    )
+    for col in ("elected_on", "homologated_on", "until"):
+        frame[col] = pandas_dates(frame[col].astype("object").tolist())
+    return frame.astype({"supervisor_id": "int64", STAND_ID: "str"})
+
+
+def overdue_stands(
+    *,
+    session: Session,
+    as_of: dt.date,
+    max_days: int = MAX_DAYS_WITHOUT_SUPERVISOR,
+    municipality: str | None = None,
+    only_overdue: bool = True,
+    include_unrecorded: bool = False,
+) -> pd.DataFrame:
+    """Pontos fixos without a homologated supervisor for more than ``max_days`` (art. 50, III).
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Database session.
+    as_of : datetime.date
+        Day of the check.
+    max_days : int, default 90
+        Days allowed without a supervisor.
+    municipality : str, optional
+        Only this municipality's stands.
+    only_overdue, include_unrecorded : bool
+        See :func:`stands.supervisors.supervisor_lapses`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`stands.supervisors.LAPSE_COLUMNS`, plus ``name``.
+    """
+    stands = stands_frame(session=session, municipality=municipality, include_retired=True)
+    ids = stands[STAND_ID].tolist()
+    lapses = supervisor_lapses(
+        stands,
+        supervisors_frame(session=session, stand_ids=ids),
+        licence_frame(session=session, stand_ids=ids),
+        as_of=as_of,
+        max_days=max_days,
+        only_overdue=only_overdue,
+        include_unrecorded=include_unrecorded,
+    )
+    names = stands.set_index(STAND_ID)["name"]
+    lapses.insert(1, "name", lapses[STAND_ID].map(names).astype("object"))
+    return lapses
+
+
+# --- visits and sightings from the stored fixes ----------------------------------------------
+
+_VISIT_FIXES_SQL = """
+WITH s AS (
+    SELECT stand_id, geometry FROM stands
+    WHERE stand_id = ANY(:ids) AND geometry IS NOT NULL
+), seen AS (
+    SELECT DISTINCT f.vehicle_id FROM fixes f JOIN s ON ST_Covers(s.geometry, f.geom)
+    WHERE f.ts >= :lo AND f.ts <= :hi
+), f AS (
+    SELECT f.vehicle_id, f.ts, f.meter, f.lat, f.lon,
+           ARRAY(SELECT s.stand_id FROM s WHERE ST_Covers(s.geometry, f.geom)) AS stand_ids
+    FROM fixes f
+    WHERE f.vehicle_id IN (SELECT vehicle_id FROM seen) AND f.ts >= :lo AND f.ts <= :hi
+), w AS (
+    SELECT vehicle_id, ts, meter, lat, lon, stand_ids, cardinality(stand_ids) > 0 AS inside,
+           max(ts) FILTER (WHERE cardinality(stand_ids) > 0) OVER (
+               PARTITION BY vehicle_id ORDER BY ts
+               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS prev_in,
+           min(ts) FILTER (WHERE cardinality(stand_ids) > 0) OVER (
+               PARTITION BY vehicle_id ORDER BY ts
+               ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS next_in,
+           max(ts) OVER (PARTITION BY vehicle_id) AS latest
+    FROM f
+)
+SELECT vehicle_id, ts, meter, lat, lon, stand_ids, latest FROM w
+WHERE inside OR ts - prev_in <= :keep OR next_in - ts <= :keep
+ORDER BY vehicle_id, ts
+"""
+
+
+def visits_from_fixes(
+    *,
+    session: Session,
+    stand_ids: Collection[str],
+    start: dt.datetime,
+    end: dt.datetime,
+    licences: pd.DataFrame | None = None,
+    exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
+    exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
+    near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
+    min_dwell_s: float = 60.0,
+    boarding_grace_s: float = 120.0,
+    boarding_grace_m: float = 30.0,
+    max_gap_s: float = 600.0,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> pd.DataFrame:
+    """Detect visits to ``stand_ids`` from the fixes stored between ``start`` and ``end``.
+
+    Only fixes of vehicles seen inside one of the stands are read, and of those only the fixes
+    within ``max(exit_grace_s, near_exit_grace_s, boarding_grace_s, max_gap_s)`` of an inside
+    fix: everything the
+    visit rules of ``stands/visits.py`` look at (excursions, boardings, silences), so the
+    visits equal those detected on the vehicles' whole tracks.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Database session.
+    stand_ids : collection of str
+        Stands to detect visits at (others are not read).
+    start, end : datetime.datetime
+        Tz-aware bounds of the fixes read (inclusive).
+    licences : pandas.DataFrame, optional
+        Licence frame for ``licensed``.
+    exit_grace_s, exit_grace_m, near_exit_grace_s, min_dwell_s, boarding_grace_s,
+    boarding_grace_m, max_gap_s : float
+        Visit thresholds (``stands.visits.detect_visits``; boardings are measured to the
+        stands' stored geometries).
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the licence dates.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``stands.visits.VISIT_FRAME_COLUMNS``; ``attrs["latest"]``: each seen vehicle's last
+        fix time up to ``end`` (dict vehicle_id → ISO 8601 instant).
+
+    Raises
+    ------
+    NaiveTimestampError
+        If the bounds are naive.
+    """
+    for name, value in (("start", start), ("end", end)):
+        if value.tzinfo is None:
+            msg = f"'{name}' sem fuso horário; esperado um instante com fuso"
+            raise NaiveTimestampError(msg)
+    keep = dt.timedelta(seconds=max(exit_grace_s, near_exit_grace_s, boarding_grace_s, max_gap_s))
+    rows = session.execute(
+        text(_VISIT_FIXES_SQL),
+        {"ids": list(stand_ids), "lo": start, "hi": end, "keep": keep},
+    ).all()
+    pings = pd.DataFrame(
+        {
+            fr.VEHICLE_ID: pd.Series([r.vehicle_id for r in rows], dtype="str"),
+            fr.TIMESTAMP: pd.to_datetime(pd.Series([r.ts for r in rows], dtype="object"), utc=True),
+            fr.LAT: np.array([r.lat for r in rows], dtype=np.float64),
+            fr.LON: np.array([r.lon for r in rows], dtype=np.float64),
+            fr.METER: pd.Series([r.meter for r in rows], dtype="object"),
+        }
+    )
+    pings[fr.TIMESTAMP] = pings[fr.TIMESTAMP].astype(pd.DatetimeTZDtype("ns", "UTC"))
+    stands = stands_frame(session=session, stand_ids=list(stand_ids), include_retired=True)
+    stands = stands.loc[stands.geometry.notna(), [STAND_ID, "geometry"]]
+    counts = np.array([len(r.stand_ids) for r in rows], dtype=np.int64)
+    memberships = pd.DataFrame(
+        {
+            "ping_index": np.repeat(np.arange(len(rows), dtype=np.int64), counts),
+            STAND_ID: pd.Series([s for r in rows for s in r.stand_ids], dtype="str"),
+        }
+    )
+    visits = detect_visits(
+        pings,
+        memberships,
+        stands=stands,
+        licences=licences,
+        exit_grace_s=exit_grace_s,
+        exit_grace_m=exit_grace_m,
+        near_exit_grace_s=near_exit_grace_s,
+        min_dwell_s=min_dwell_s,
+        boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
+        max_gap_s=max_gap_s,
+        timezone=timezone,
+    )
+    latest = {str(r.vehicle_id): r.latest for r in rows}
+    visits.attrs["latest"] = {v: pd.Timestamp(t).isoformat() for v, t in latest.items()}
+    return visits
+
+
+def operation_sightings(
+    *,
+    session: Session,
+    vehicle_ids: Sequence[str],
+    start: dt.date,
+    end: dt.date,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> pd.DataFrame:
+    """Return the first and last fix of each vehicle on each local day: proof it operated.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Database session.
+    vehicle_ids : sequence of str
+        Vehicles.
+    start, end : datetime.date
+        First and last local day (inclusive).
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the local days.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``vehicle_id``, ``timestamp`` (tz-aware UTC): two rows per vehicle and day operated
+        (one when a single fix), sorted; a pings-like frame for ``stands.presence.presence``.
+    """
+    zone = ZoneInfo(timezone)
+    lo = dt.datetime.combine(start, dt.time(), tzinfo=zone)
+    hi = dt.datetime.combine(end + dt.timedelta(days=1), dt.time(), tzinfo=zone)
+    rows = session.execute(
+        text(
+            "SELECT vehicle_id, min(ts) AS first, max(ts) AS last FROM fixes "
+            "WHERE vehicle_id = ANY(:v) AND ts >= :lo AND ts < :hi "
+            "GROUP BY vehicle_id, (ts AT TIME ZONE :tz)::date"
+        ),
+        {"v": list(vehicle_ids), "lo": lo, "hi": hi, "tz": timezone},
+    ).all()
+    vehicles = [r.vehicle_id for r in rows for _ in (0, 1)]
+    stamps = [t for r in rows for t in (r.first, r.last)]
+    frame = pd.DataFrame(
+        {
+            fr.VEHICLE_ID: pd.Series(vehicles, dtype="str"),
+            fr.TIMESTAMP: pd.to_datetime(pd.Series(stamps, dtype="object"), utc=True).astype(
+                pd.DatetimeTZDtype("ns", "UTC")
+            ),
+        }
+    )
+    frame = frame.drop_duplicates().sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
+    return frame.reset_index(drop=True)
+
+
+def licensee_people(*, session: Session, vehicle_ids: Sequence[str], on: dt.date) -> pd.DataFrame:
+    """Return the autorizatário and the auxiliary drivers of each prefixo on ``on``.
+
+    The registry keeps the address and phone of permit holders; drivers have no contact
+    fields, so an auxiliary driver's address and phone are null.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``vehicle_id``, ``role`` (``autorizatario`` / ``auxiliar``), ``name``, ``address``,
+        ``phone``.
+    """
+    rows = session.execute(
+        text(
+            "SELECT v.vehicle_id, 'autorizatario' AS role, h.name, h.address, h.phone "
+            "FROM vehicles v JOIN permit_holders h ON h.holder_id = v.holder_id "
+            "WHERE v.vehicle_id = ANY(:v) "
+            "UNION ALL "
+            "SELECT a.vehicle_id, 'auxiliar', d.name, NULL, NULL "
+            "FROM driver_assignments a JOIN drivers d ON d.driver_id = a.driver_id "
+            "WHERE a.vehicle_id = ANY(:v) AND a.role = 'auxiliar' AND a.valid_from <= :on "
+            "AND (a.valid_until IS NULL OR a.valid_until >= :on)"
+        ),
+        {"v": list(vehicle_ids), "on": on},
+    ).all()
+    columns = ("vehicle_id", "role", "name", "address", "phone")
+    frame = pd.DataFrame(
+        {c: pd.Series([r[i] for r in rows], dtype="object") for i, c in enumerate(columns)}
+    )
+    return frame.astype({"vehicle_id": "str"})
+
+
+# --- the supervisor's view --------------------------------------------------------------------
+
+
+def supervisor_queue(
+    *,
+    session: Session,
+    stand_ids: Collection[str],
+    now: dt.datetime,
+    window_s: float = 7200.0,
+    max_gap_s: float = 600.0,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> pd.DataFrame:
+    """Who is at the supervisor's stands now, in queue order, licensed or not.
+
+    A visit is in progress when its last inside fix is the vehicle's latest fix up to ``now``
+    and at most ``max_gap_s`` old; its departure is then taken as ``now``. Visits shorter than
+    a minute count (a vehicle that just arrived is in the queue).
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Database session.
+    stand_ids : collection of str
+        The supervisor's stands.
+    now : datetime.datetime
+        Tz-aware instant.
+    window_s : float, default 7200
+        Fixes of the last ``window_s`` seconds are read.
+    max_gap_s : float, default 600
+        Longest silence of a vehicle still counted as present.
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the licence dates.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``stands.occupancy.PRESENT_COLUMNS``.
+    """
+    ids = supervision.scope(stand_ids)
+    if window_s <= 0:
+        msg = f"'window_s' era {window_s}; esperado > 0"
+        raise ThresholdError(msg)
+    licences = licence_frame(session=session, stand_ids=ids)
+    visits = visits_from_fixes(
+        session=session,
+        stand_ids=ids,
+        start=now - dt.timedelta(seconds=window_s),
+        end=now,
+        min_dwell_s=0.0,
+        max_gap_s=max_gap_s,
+        timezone=timezone,
+    )
+    now_ts = pd.Timestamp(now).tz_convert("UTC")
+    latest = visits.attrs.pop("latest", {})
+    if len(visits):
+        last_fix = pd.to_datetime(
+            visits[fr.VEHICLE_ID].astype("str").map(latest), utc=True
+        ).to_numpy()
+        ongoing = (visits["departed_at"].to_numpy() == last_fix) & (
+            (now_ts - visits["departed_at"]).dt.total_seconds().to_numpy() <= max_gap_s
+        )
+        visits = visits.loc[ongoing].copy()
+        visits["departed_at"] = now_ts
+    if visits.empty:
+        return present_at(visits, now_ts)
+    return supervision.queue_now(visits, licences, stand_ids=ids, at=now_ts, timezone=timezone)
+
+
+def _local_bounds(start: dt.date, end: dt.date, timezone: str) -> tuple[dt.datetime, dt.datetime]:
+    if end < start:
+        msg = f"período invertido: {start} a {end}"
+        raise ThresholdError(msg)
+    zone = ZoneInfo(timezone)
+    lo = dt.datetime.combine(start, dt.time(), tzinfo=zone)
+    hi = dt.datetime.combine(end + dt.timedelta(days=1), dt.time(), tzinfo=zone)
+    return lo, hi - dt.timedelta(microseconds=1)
+
+
+def supervisor_intruders(
+    *,
+    session: Session,
+    stand_ids: Collection[str],
+    start: dt.date,
+    end: dt.date,
+    timezone: str = DEFAULT_TIMEZONE,
+    **thresholds: float,
+) -> pd.DataFrame:
+    """Visits to the supervisor's stands by unlicensed vehicles over local days start–end.
+
+    ``thresholds`` are passed to :func:`visits_from_fixes`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`stands.supervision.INTRUDER_COLUMNS`.
+    """
+    ids = supervision.scope(stand_ids)
+    lo, hi = _local_bounds(start, end, timezone)
+    visits = visits_from_fixes(
+        session=session,
+        stand_ids=ids,
+        start=lo,
+        end=hi,
+        timezone=timezone,
+        **cast(dict[str, Any], thresholds),
+    )
+    licences = licence_frame(session=session, stand_ids=ids)
+    return supervision.intruders(visits, licences, stand_ids=ids, timezone=timezone)
+
+
+def supervisor_presence(
+    *,
+    session: Session,
+    stand_ids: Collection[str],
+    start: dt.date,
+    end: dt.date,
+    timezone: str = DEFAULT_TIMEZONE,
+    min_presence_s: float = 60.0,
+    **thresholds: float,
+) -> pd.DataFrame:
+    """Presence table of the licensees of the supervisor's stands over local days start–end.
+
+    Returns
+    -------
+    pandas.DataFrame
+        See :func:`stands.supervision.licensee_presence`.
+    """
+    ids = supervision.scope(stand_ids)
+    lo, hi = _local_bounds(start, end, timezone)
+    licences = licence_frame(session=session, stand_ids=ids)
+    visits = visits_from_fixes(
+        session=session,
+        stand_ids=ids,
+        start=lo,
+        end=hi,
+        timezone=timezone,
+        **cast(dict[str, Any], thresholds),
+    )
+    sightings = operation_sightings(
+        session=session,
+        vehicle_ids=sorted(set(licences["vehicle_id"])),
+        start=start,
+        end=end,
+        timezone=timezone,
+    )
+    return supervision.licensee_presence(
+        visits,
+        licences[list(LICENCE_COLUMNS)],
+        sightings,
+        stand_ids=ids,
+        start=start,
+        end=end,
+        timezone=timezone,
+        min_presence_s=min_presence_s,
+    )
+
+
+def supervisor_contacts(
+    *, session: Session, stand_ids: Collection[str], on: dt.date
+) -> pd.DataFrame:
+    """Contact list of the licensees of the supervisor's stands on ``on`` (art. 43, par. único).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`stands.supervision.CONTACT_COLUMNS`.
+    """
+    ids = supervision.scope(stand_ids)
+    licences = licence_frame(session=session, stand_ids=ids)
+    people = licensee_people(
+        session=session, vehicle_ids=sorted(set(licences["vehicle_id"])), on=on
+    )
+    return supervision.licensee_contacts(
+        licences[list(LICENCE_COLUMNS)], people, stand_ids=ids, on=on
+    )

@@ -1,0 +1,307 @@
+"""``pontual analyze`` of a pings file larger than memory: vehicle buckets spilled to disk.
+
+:func:`analyze_file` gives the result of :func:`tracking.ingest.read_pings` followed by
+:func:`engines.pipeline.analyze_pings` (the same findings, visits, trips, stops, occupancy,
+rejected rows and summary) without ever holding every fix:
+
+1. *spill* — the file is read once in chunks (:class:`tracking.ingest.RawPings`); each row goes,
+   as its raw cells, to the bucket of its vehicle (CRC-32 of the trimmed ``vehicle_id``), an
+   Arrow IPC file in a temporary folder. About ``bucket_fixes`` rows per bucket.
+2. *per bucket* — the bucket's rows, in file order, are validated
+   (:func:`tracking.validate.validate_pings`: every rule is about one row or one vehicle's rows,
+   so a bucket gives the verdicts the whole file would) and analysed with
+   :func:`engines.partitions.vehicle_stage`; only its small frames, rejected rows, evidence
+   fixes and a sample of fixes for the map are kept. With ``jobs`` > 1, buckets run in that many
+   forked processes.
+3. *gather* — :func:`engines.partitions.gather`: queue positions across vehicles, occupancy
+   and the cross-vehicle kinds.
+
+The peak is about one bucket's work (times ``jobs``) plus the gathered evidence fixes, not the
+file: see ``bench/bench_analyze.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import math
+import tempfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engines.partitions import POSITIONS, gather, stage_context, vehicle_stage
+from engines.pipeline import AnalysisParams, AnalysisResult, Progress, cut_at_as_of, no_progress
+from geo.roads import RoadGraph
+from runtime import forked_map
+from tracking import frames as fr
+from tracking.detectors.detect import Thresholds
+from tracking.detectors.findings import KINDS
+from tracking.ingest import RawPings
+from tracking.validate import arrow_text, validate_pings
+
+DEFAULT_BUCKET_FIXES = 500_000
+"""Rows per bucket aimed at (a bucket's work takes a few hundred MB)."""
+
+SPILL_CHUNK_ROWS = 250_000
+"""Rows read at a time while spilling (the spill's peak is a few times a chunk's cells)."""
+
+MAP_FIXES = 50_000
+"""Fixes sampled for the map page."""
+
+_MAP_COLUMNS = (fr.VEHICLE_ID, fr.TIMESTAMP, fr.LAT, fr.LON, fr.METER)
+_CSV_SAMPLE_BYTES = 1 << 20
+
+
+def analyze_file(
+    path: str | Path,
+    stands: gpd.GeoDataFrame,
+    *,
+    fleet: pd.DataFrame | None = None,
+    boundary: Any = None,
+    roads: RoadGraph | None = None,
+    as_of: dt.date | None = None,
+    thresholds: Thresholds | None = None,
+    kinds: tuple[str, ...] = KINDS,
+    params: AnalysisParams | None = None,
+    now: pd.Timestamp | None = None,
+    bucket_fixes: int = DEFAULT_BUCKET_FIXES,
+    jobs: int = 1,
+    chunk_rows: int = SPILL_CHUNK_ROWS,
+    progress: Progress = no_progress,
+) -> tuple[AnalysisResult, pd.DataFrame]:
+    """Read, validate and analyse a pings file bucket by bucket (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A pings file (CSV, CSV.gz or Parquet) in the public format.
+    stands, fleet, boundary, roads, as_of, thresholds, kinds, params, progress
+        As in :func:`engines.pipeline.analyze_pings`.
+    now : pandas.Timestamp, optional
+        Reference instant for future timestamps; defaults to the current time.
+    bucket_fixes : int, default 500,000
+        Rows per bucket aimed at.
+    jobs : int, default 1
+        Buckets analysed at once, each in its own process when more than one.
+    chunk_rows : int, default 250,000
+        Rows read at a time while spilling.
+
+    Returns
+    -------
+    result : AnalysisResult
+        As :func:`engines.pipeline.analyze_pings` gives it, except ``pings`` (the evidence
+        fixes of the cross-vehicle kinds, not every fix) and the positions into it
+        (:data:`engines.partitions.POSITIONS`), which are dropped.
+    sample : pandas.DataFrame
+        About :data:`MAP_FIXES` fixes (every k-th of each bucket), for the map.
+
+    Raises
+    ------
+    UnsupportedFormatError, EmptyFileError, MalformedFileError, MissingColumnsError,
+    ReservedColumnError, InvalidParameterError, FileNotFoundError
+        As :func:`tracking.ingest.read_pings`.
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        msg = f"'jobs' era {jobs!r}; esperado um inteiro positivo"
+        raise ValueError(msg)
+    if isinstance(bucket_fixes, bool) or not isinstance(bucket_fixes, int) or bucket_fixes < 1:
+        msg = f"'bucket_fixes' era {bucket_fixes!r}; esperado um inteiro positivo"
+        raise ValueError(msg)
+    params = params or AnalysisParams()
+    source = RawPings.open(path, chunk_rows=chunk_rows)
+    now = now if now is not None else pd.Timestamp.now(tz="UTC")
+    context = stage_context(
+        stands,
+        fleet=fleet,
+        boundary=boundary,
+        roads=roads,
+        as_of=as_of,
+        thresholds=thresholds,
+        kinds=kinds,
+        params=params,
+    )
+    n_buckets = max(1, math.ceil(_estimate_rows(source) / bucket_fixes))
+    with tempfile.TemporaryDirectory(prefix="pontual-buckets-") as tmp:
+        folder = Path(tmp)
+        progress(f"Lendo e separando os pings em {n_buckets} partição(ões) por veículo")
+        n_rows, buckets = _spill(source, folder, n_buckets, jobs=jobs)
+        job = _BucketJob(source=source, context=context, now=now, step=_map_step(n_rows))
+        results = []
+        for done, out in enumerate(forked_map(job, buckets, jobs=jobs), start=1):
+            progress(f"Validando e analisando partição {done}/{len(buckets)}")
+            results.append(out)
+    rejected = pd.concat(
+        [source.malformed(), *(r.pop("rejected") for r in results)], ignore_index=True
+    ).sort_values(fr.ROW, kind="stable", ignore_index=True)
+    sample = pd.concat([r.pop("sample") for r in results], ignore_index=True)
+    result = gather(results, rejected, context, jobs=jobs, progress=progress)
+    for name in ("visits", "trips", "stops"):  # positions into a frame of every fix: none here
+        frame = getattr(result, name)
+        setattr(result, name, frame.drop(columns=[c for c in POSITIONS if c in frame.columns]))
+    return result, sample
+
+
+def _estimate_rows(source: RawPings) -> int:
+    """Estimate the file's rows (only sizes the buckets).
+
+    Exact for Parquet; for CSV, the file's size over the mean line length of its first MB (for
+    .gz, of the text the first MB inflates to, and the size inflated alike).
+    """
+    if not source.is_csv:
+        return int(pq.ParquetFile(source.path).metadata.num_rows)
+    size = source.path.stat().st_size
+    if source.path.name.lower().endswith(".gz"):
+        with source.path.open("rb") as raw, gzip.GzipFile(fileobj=raw) as fh:
+            head = fh.read(_CSV_SAMPLE_BYTES)
+            size = int(size * len(head) / max(1, raw.tell()))  # the inflation ratio
+    else:
+        with source.path.open("rb") as fh:
+            head = fh.read(_CSV_SAMPLE_BYTES)
+    lines = max(1, head.count(b"\n"))
+    return max(1, int(size / max(1.0, len(head) / lines)))
+
+
+def _map_step(n_rows: int) -> int:
+    return max(1, math.ceil(n_rows / MAP_FIXES))
+
+
+def _bucket_of(source: RawPings, table: pa.Table, n_buckets: int) -> np.ndarray:
+    """Bucket of each row: CRC-32 of its ``vehicle_id`` as validation reads it (trimmed text)."""
+    name = next(n for n in table.column_names if n.strip() == fr.VEHICLE_ID)
+    sub = table.select([name, fr.ROW])
+    column = (
+        pd.Series(pd.array(sub.column(0), dtype="str"))
+        if source.is_csv
+        else source.frame(sub)[fr.VEHICLE_ID]
+    )
+    encoded = pc.dictionary_encode(arrow_text(column).combine_chunks())
+    lut = np.fromiter(
+        (zlib.crc32(v.encode("utf-8")) % n_buckets for v in encoded.dictionary.to_pylist()),
+        dtype=np.int64,
+        count=len(encoded.dictionary),
+    )
+    return lut[np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+
+
+_Bucket = list[tuple[Path, int]]
+"""A bucket's files, in file order, each with what to add to its ``row`` (see :func:`_spill`)."""
+
+
+def _spill(
+    source: RawPings, folder: Path, n_buckets: int, *, jobs: int
+) -> tuple[int, list[_Bucket]]:
+    """Write each row, as read, to its vehicle's bucket; return the rows and the buckets.
+
+    With ``jobs`` > 1, a plain CSV is read as that many byte ranges at once
+    (:meth:`tracking.ingest.RawPings.ranges`), each range writing its own file of each bucket.
+    """
+    ranges = source.ranges(jobs) if jobs > 1 else []
+    if not ranges:
+        n_rows, files = _spill_tables(source, source.tables(), folder / "0", n_buckets)
+        return n_rows, [[(files[b], 0)] for b in sorted(files)]
+
+    def spill_range(k: int) -> tuple[int, list[tuple[int | None, str]], dict[int, Path]]:
+        bad: list[tuple[int | None, str]] = []
+        tables = source.range_tables(*ranges[k], bad)
+        n_rows, files = _spill_tables(source, tables, folder / str(k), n_buckets)
+        return n_rows, bad, files
+
+    spilled = list(forked_map(spill_range, range(len(ranges)), jobs=jobs))
+    offsets = source.join_ranges([(n, bad) for n, bad, _ in spilled])
+    found = sorted({b for *_, files in spilled for b in files})
+    buckets = [
+        [(files[b], off) for (*_, files), off in zip(spilled, offsets, strict=True) if b in files]
+        for b in found
+    ]
+    return sum(n for n, *_ in spilled), buckets
+
+
+def _spill_tables(
+    source: RawPings, tables: Iterator[pa.Table], folder: Path, n_buckets: int
+) -> tuple[int, dict[int, Path]]:
+    """Write each table's rows to their vehicle's bucket file in ``folder``."""
+    folder.mkdir()
+    writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
+    sinks: dict[int, Any] = {}
+    paths: dict[int, Path] = {}
+    schema: pa.Schema | None = None
+    n_rows = 0
+    try:
+        for table in tables:
+            if schema is None:
+                schema = table.schema
+            elif not table.schema.equals(schema):
+                table = table.cast(schema)
+            n_rows += table.num_rows
+            bucket = (
+                _bucket_of(source, table, n_buckets) if table.num_rows else np.zeros(0, np.int64)
+            )
+            small = bucket.astype(np.int16) if n_buckets < 2**15 else bucket  # sorts by radix
+            order = np.argsort(small, kind="stable")
+            bounds = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
+            table = table.take(pa.array(order, type=pa.int64()))  # one take, then slices
+            for b in range(n_buckets):
+                lo, hi = int(bounds[b]), int(bounds[b + 1])
+                if hi == lo and (b != 0 or b in writers):
+                    continue  # bucket 0 always exists: it carries an empty file's schema
+                if b not in writers:
+                    paths[b] = folder / f"bucket-{b:05d}.arrow"
+                    sinks[b] = paths[b].open("wb")
+                    writers[b] = pa.ipc.new_stream(sinks[b], schema)
+                writers[b].write_table(table.slice(lo, hi - lo))
+            del table
+    finally:
+        for b, writer in writers.items():
+            writer.close()
+            sinks[b].close()
+    return n_rows, paths
+
+
+@dataclass(frozen=True, kw_only=True)
+class _BucketJob:
+    """What each bucket's run needs (plain data; inherited by forked processes)."""
+
+    source: RawPings
+    context: dict[str, Any]
+    now: pd.Timestamp
+    step: int
+
+    def __call__(self, bucket: _Bucket) -> dict[str, Any]:
+        tables = []
+        for file, offset in bucket:
+            with pa.ipc.open_stream(file) as reader:
+                table = reader.read_all()
+            file.unlink()
+            if offset:  # a range's ordinals made the file's
+                at = table.schema.get_field_index(fr.ROW)
+                ordinals = pa.array(table.column(at).to_numpy() + offset)
+                table = table.set_column(at, fr.ROW, ordinals)
+            tables.append(table)
+        raw = self.source.frame(pa.concat_tables(tables))
+        del tables, table
+        raw[fr.ROW] = self.source.data_rows(raw[fr.ROW].to_numpy(dtype=np.int64))
+        params: AnalysisParams = self.context["params"]
+        pings, rejected = validate_pings(raw, now=self.now, max_speed_kmh=params.max_speed_kmh)
+        del raw
+        as_of = self.context["as_of"]
+        if as_of is not None:
+            pings = cut_at_as_of(pings, as_of=as_of, timezone=params.timezone)
+        out = vehicle_stage(pings, self.context)
+        out["rejected"] = rejected
+        out["sample"] = _sample(pings, self.step)
+        return out
+
+
+def _sample(pings: pd.DataFrame, step: int) -> pd.DataFrame:
+    cols = [c for c in _MAP_COLUMNS if c in pings.columns]
+    return pings.iloc[::step][cols].reset_index(drop=True)

@@ -1,0 +1,1239 @@
+"""Live detection on ingested fixes: detector states, findings, throttled alerts, NOTIFY.
+
+:func:`process_fixes` runs after the accepted fixes of an ingest are committed. For each vehicle,
+in time order, it feeds every fix to the live functions of ``tracking/detectors``
+(``update_tracking_gap``, ``update_gps_anomaly``, ``update_flag2_misuse``,
+``update_operating_while_barred``, ``update_longer_route``, ``update_outside_municipality``):
+the same kernels as the batch detectors, so a fix stream gives the batch's findings with the
+batch's ids. ``outside_municipality`` judges a registered vehicle's pickups against its
+municipality's boundary (``vehicles.municipality_code`` → ``municipalities.boundary``,
+prepared once per process and tolerance); vehicles without either are not judged live.
+
+State and several server processes
+    Each (vehicle, detector) state is plain JSON in ``live_detector_states``, read and written
+    in the caller's transaction while holding a transaction-level advisory lock per vehicle
+    (``pg_advisory_xact_lock``), taken in a fixed order (sorted lock keys) so that two
+    processes never deadlock. A process handling a vehicle's next batch waits for the commit of
+    the previous one and then reads its state. Rebuilding states from each vehicle's last stored
+    fixes was rejected: ``gps_anomaly``, ``flag2_misuse``, ``operating_while_barred`` and
+    ``longer_route`` carry open runs, segments and days whose length has no bound a query could
+    know, and a replay per batch costs more than one row read. ``longer_route`` is fleet-wide
+    (peer trips of other vehicles): each vehicle keeps its open meter run in its own row and its
+    closed trips per pair of H3 cells in ``longer_route_peers:<cells>`` rows, which other
+    vehicles read (never lock) when one of their trips between the same cells closes.
+Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
+    A vehicle's queue position depends on the other vehicles at the stand, so these kinds run
+    on one fleet-wide visits tracker (``stands.visits.update_visits``) fed with every fix of
+    the call in time order. Its state is one row (``vehicle_id`` ``'*'``, detector
+    ``visits``), beside ``unlicensed_stand_use``'s fleet state and one ``queue_jump:<stand_id>``
+    row per stand, all read and written under one global advisory lock
+    (``pg_advisory_xact_lock(72944, 0)``, another lock class than the vehicles'), taken
+    *after* the call's vehicle locks and never before one: a process holding it asks for no
+    other lock, so no cycle can form; calls carrying the visit kinds run one at a time. The
+    stands are the ``stands`` table's active ones with a geometry, covered once per process
+    and covered again when the table changes (row count, latest ``updated_at`` or
+    ``retired_at``); no such stand: the visit kinds are skipped (no lock, no state). Licences
+    come from ``parking_licences``, the fleet facts (``accessible``, licensed stands) from
+    ``vehicles``; the visit thresholds are ``engines.pipeline.AnalysisParams``' defaults, as
+    in ``pontual analyze``. Released visits feed ``update_queue_jump`` (per stand) and
+    ``update_unlicensed_stand_use``. The tracker is not ticked (``tick_visits`` needs a
+    fleet-wide watermark the caller does not have yet): a visit is released by later fixes
+    (of its own vehicle and of those ahead of it), so a vehicle that stops reporting at a
+    stand holds back that stand's findings until it reports again.
+Inactivity
+    ``inactivity`` keeps one fleet-wide state (row ``'*'``/``inactivity``, under the same
+    global lock) fed with each call's fixes in time order; ``update_inactivity`` judges the
+    previous local day when the first fix of a new local day arrives, over every registered
+    vehicle (``vehicles``, status of the local day of the call's last fix). Nothing ticks at
+    midnight itself: a day is judged by the first fix after it.
+Habitual absence
+    ``habitual_absence`` is fed by the visits tracker: each fix is a sighting of its local day
+    and each released visit a stay at its stand (``update_habitual_absence``). Its state is per
+    vehicle — one row each (detector ``habitual_absence``: the window's sightings and visits,
+    the next day to judge, the emissions), read and written under the global lock for the
+    vehicles a call touches (its fixes' and its released visits'), so a call never rewrites the
+    fleet's 30 days of visits. After each call those vehicles' local days before its last fix's
+    are judged (``tick_habitual_absence``, licences from ``parking_licences``), a vehicle's day
+    once its visits begun before the midnight ending it are released: a day is judged by the
+    vehicle's first fix (or released visit) after it. Each (vehicle, stand) is emitted at most
+    once per window. Operation is told by fixes (any fix that day), as when
+    ``detect_habitual_absence`` is given pings.
+Illegal stand formation
+    Stops are cut from each vehicle's runs: a run is a span of its fixes with no step longer
+    than twice the stops' diameter and no silence longer than the stops' ``max_gap_s`` (one row
+    per vehicle, detector ``illegal_stand_formation``). No stop spans a longer step or silence,
+    so when a run closes its stops are final: its fixes are read back from ``fixes`` (where the
+    ingest stored them), ``detect_stops`` finds its stops with ``pontual analyze``'s thresholds
+    (the extent's reference latitude is the run's mean latitude, the batch's is the vehicle's
+    over the whole input: a stop within ~0.1 % of the diameter could differ), and they go, in
+    end order, to ``update_illegal_stand_formation`` (fleet row ``'*'``, global lock). A stop is
+    seen once the vehicle has moved on. The fleet state keeps the waiting stops ended within
+    :data:`STAND_FORMATION_WINDOW_DAYS` of the newest: a place is judged over that window.
+Late fixes
+    A fix not later than the last fix a detector saw for the vehicle is skipped by that detector
+    (it is stored; the batch ``pontual analyze`` sees it). A device sends its fixes in order, so
+    this only drops fixes of overlapping concurrent requests for one vehicle.
+Findings and alerts
+    Findings are inserted with ``ON CONFLICT (finding_id) DO NOTHING`` (ids are deterministic:
+    a finding already stored, e.g. by a batch run, gives no second alert). Each new finding
+    creates one ``alerts`` row (``alert_id = "alert-" + finding_id``), a ``webhook_deliveries``
+    row per active webhook whose filters match, and ``NOTIFY pontual_alerts, '<alert_id>'``,
+    all in the caller's transaction: subscribers hear of an alert only once it is committed.
+    An alert is not an accusation: stored live findings become proposals only through
+    ``db.enforcement.workflow.generate_report`` (``pontual proposals generate``, ``POST
+    /api/v1/proposals/generate``), under the rulebook's confidence floor and repetition rules,
+    which list the others for review.
+Throttling
+    A recurring condition is stored as a finding but not re-alerted: when an alert with the same
+    ``throttle_key`` (``kind|vehicle_id|stand_id``) has an ``event_at`` (the end of its
+    finding) within ``throttle_s`` of the new finding's end, that alert's ``repeat_count`` is
+    incremented and its ``last_repeat_at`` set, and nothing is announced. The window is measured
+    in event time, so replays and live streams throttle alike; at most one alert per key and
+    window. ``throttle_s = 0`` alerts every finding.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from sqlalchemy import bindparam, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+from db.enforcement.workflow import insert_findings
+from db.stands.queries import licence_frame, stands_frame
+from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
+from geo.calendar import DEFAULT_TIMEZONE
+from geo.cover import StandCover, build_stand_cover
+from geo.crs import haversine_m
+from geo.h3 import latlng_to_cells
+from geo.roads import RoadGraph
+from stands.visits import new_visits_state, unreleased_arrivals, update_visits
+from tracking import frames as fr
+from tracking.detectors.findings import jsonable
+from tracking.detectors.flag2_misuse import update_flag2_misuse
+from tracking.detectors.gps_anomaly import update_gps_anomaly
+from tracking.detectors.habitual_absence import (
+    new_habitual_absence_state,
+    tick_habitual_absence,
+    update_habitual_absence,
+)
+from tracking.detectors.illegal_stand_formation import (
+    DEFAULT_MIN_WAIT_S,
+    update_illegal_stand_formation,
+)
+from tracking.detectors.inactivity import update_inactivity
+from tracking.detectors.longer_route import (
+    DEFAULT_H3_RESOLUTION,
+    update_longer_route,
+)
+from tracking.detectors.longer_route import DEFAULT_MAX_GAP_S as ROUTE_MAX_GAP_S
+from tracking.detectors.operating_while_barred import update_operating_while_barred
+from tracking.detectors.outside_municipality import (
+    DEFAULT_BOUNDARY_TOLERANCE_M,
+    PreparedBoundary,
+    prepare_boundary,
+    update_outside_municipality,
+)
+from tracking.detectors.queue_jump import update_queue_jump
+from tracking.detectors.tracking_gap import update_tracking_gap
+from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
+from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
+from tracking.stops import detect_stops, timestamps_ns
+
+CHANNEL = "pontual_alerts"
+"""PostgreSQL NOTIFY channel; the payload is the alert id."""
+LIVE_KINDS = (
+    "tracking_gap",
+    "gps_anomaly",
+    "flag2_misuse",
+    "operating_while_barred",
+    "longer_route",
+    "outside_municipality",
+    "queue_jump",
+    "unlicensed_stand_use",
+    "inactivity",
+    "habitual_absence",
+    "illegal_stand_formation",
+)
+"""Finding kinds detected live: every kind of the contract."""
+DEFAULT_THROTTLE_S = 900.0
+PEERS_PREFIX = "longer_route_peers:"
+_LOCK_CLASS = 72_943  # first key of pg_advisory_xact_lock(int, int): the live detector locks
+_NS = 1_000_000_000
+
+_UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
+    "tracking_gap": update_tracking_gap,
+    "gps_anomaly": update_gps_anomaly,
+    "flag2_misuse": update_flag2_misuse,
+    "operating_while_barred": update_operating_while_barred,
+    "longer_route": update_longer_route,
+    "outside_municipality": update_outside_municipality,
+    "queue_jump": update_queue_jump,
+    "unlicensed_stand_use": update_unlicensed_stand_use,
+    "inactivity": update_inactivity,
+    "habitual_absence": tick_habitual_absence,  # its thresholds are the tick's
+    "illegal_stand_formation": update_illegal_stand_formation,
+}
+VISIT_KINDS = ("queue_jump", "unlicensed_stand_use")
+"""Kinds judging the visits of the fleet-wide visits tracker (one state, one global lock)."""
+_TRACKER_KINDS = (*VISIT_KINDS, "habitual_absence")
+"""Kinds fed by the visits tracker (``habitual_absence`` takes its visits as sightings)."""
+_FLEET_KINDS = (*_TRACKER_KINDS, "inactivity", "illegal_stand_formation")
+"""Kinds with fleet-wide state, run after the per-vehicle kinds."""
+STAND_FORMATION_WINDOW_DAYS = 30
+"""Waiting stops kept live for ``illegal_stand_formation``: those ended within this many days
+of the latest one (the batch counts a whole input; a live place is judged over this window)."""
+FLEET_ROW = "*"
+"""``vehicle_id`` of the fleet-wide state rows (``visits``, ``unlicensed_stand_use``,
+``queue_jump:<stand_id>``)."""
+_FLEET_LOCK_CLASS = 72_944  # pg_advisory_xact_lock(72944, 0): the fleet-wide visit states
+_WIRED = {
+    "vehicle",
+    "roads",
+    "timezone",
+    "boundary",
+    "accessible",
+    "unreleased",
+    "facts",
+    "fleet",
+    "as_of",
+    "licences",
+    "stands",
+    "allowed_places",
+    "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
+    "boarding_grace_m",
+}
+_BOUNDARIES: dict[tuple[str, float], PreparedBoundary] = {}
+"""Prepared municipal boundaries of this process, by (municipality code, tolerance)."""
+_COVER: dict[str, Any] = {}
+"""This process's active stands, their cover and the stands-table signature they came from."""
+
+Thresholds = Mapping[str, Mapping[str, Any]]
+
+
+class LiveConfigError(ValueError):
+    """A live threshold names an unknown kind or parameter."""
+
+
+def live_params(kind: str, thresholds: Thresholds | None) -> dict[str, Any]:
+    """Return the keyword arguments of ``kind``'s update function set by ``thresholds``.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`LIVE_KINDS`.
+    thresholds : mapping or None
+        ``{kind: {parameter: value}}`` as for the batch detectors; parameters that only the
+        batch detector takes (e.g. ``include_inferred_trips``) are left out.
+
+    Raises
+    ------
+    LiveConfigError
+        If ``kind`` is not live or a parameter is unknown to both its live and batch functions.
+    """
+    if kind not in _UPDATES:
+        msg = f"tipo de achado {kind!r} não tem detecção ao vivo; esperado um de {LIVE_KINDS}"
+        raise LiveConfigError(msg)
+    from tracking.detectors.detect import threshold_names
+
+    live = {
+        p.name
+        for p in inspect.signature(_UPDATES[kind]).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in _WIRED
+    }
+    batch = set(threshold_names(kind))
+    out = {}
+    for name, value in (thresholds or {}).get(kind, {}).items():
+        if name in live:
+            out[name] = value
+        elif name not in batch:
+            msg = f"limiar {name!r} não existe em {kind}; esperado um de {', '.join(sorted(live))}"
+            raise LiveConfigError(msg)
+    return out
+
+
+def throttle_key(kind: str, vehicle_id: str | None, stand_id: str | None) -> str:
+    """Return the key under which recurrences of a condition are throttled."""
+    return f"{kind}|{vehicle_id or ''}|{stand_id or ''}"
+
+
+def alert_matches(filters: Mapping[str, Any] | None, alert: Mapping[str, Any]) -> bool:
+    """Tell whether an alert passes subscription or webhook filters.
+
+    Parameters
+    ----------
+    filters : mapping or None
+        Optional keys: ``kinds`` (list of kinds), ``bbox`` (``[min_lon, min_lat, max_lon,
+        max_lat]``: the alert's geometry bounds must intersect it), ``stand_ids`` (list: the
+        alert's ``stand_id`` must be one of them). Missing or empty keys do not filter.
+    alert : mapping
+        An alert payload (:func:`alert_payload`).
+    """
+    if not filters:
+        return True
+    kinds = filters.get("kinds")
+    if kinds and alert.get("kind") not in kinds:
+        return False
+    stands = filters.get("stand_ids")
+    if stands and alert.get("stand_id") not in stands:
+        return False
+    box = filters.get("bbox")
+    if box:
+        bounds = alert.get("bbox")
+        if not bounds:
+            return False
+        min_lon, min_lat, max_lon, max_lat = box
+        a0, a1, a2, a3 = bounds
+        if a2 < min_lon or a0 > max_lon or a3 < min_lat or a1 > max_lat:
+            return False
+    return True
+
+
+def alert_payload(finding: Mapping[str, Any], *, alert_id: str) -> dict[str, Any]:
+    """Return the JSON announced for a finding (SSE, WebSocket, webhooks).
+
+    Keys: ``alert_id``, ``finding_id``, ``kind``, ``vehicle_id``, ``stand_id``, ``started_at``,
+    ``ended_at`` (ISO 8601 UTC), ``confidence``, ``point`` (``[lon, lat]`` of a representative
+    point, or null), ``bbox`` (bounds of the geometry, or null), ``details``.
+    """
+    geom = finding.get("geometry")
+    has_geom = geom is not None and not geom.is_empty
+    point = shapely.point_on_surface(geom) if has_geom else None
+    return {
+        "alert_id": alert_id,
+        "finding_id": finding["finding_id"],
+        "kind": finding["kind"],
+        "vehicle_id": finding["vehicle_id"],
+        "stand_id": finding["stand_id"],
+        "started_at": jsonable(pd.Timestamp(finding["started_at"])),
+        "ended_at": jsonable(pd.Timestamp(finding["ended_at"])),
+        "confidence": round(float(finding["confidence"]), 4),
+        "point": None if point is None else [round(point.x, 6), round(point.y, 6)],
+        "bbox": None if not has_geom else [round(float(b), 6) for b in shapely.bounds(geom)],
+        "details": jsonable(finding["details"]),
+    }
+
+
+# --- detector calls ------------------------------------------------------------------------
+
+
+def _records(found: Any) -> list[dict[str, Any]]:
+    """Return the finding records of an update's output (a record, a frame, or None)."""
+    if found is None:
+        return []
+    if isinstance(found, gpd.GeoDataFrame):
+        return [dict(zip(found.columns, row, strict=True)) for row in found.itertuples(False)]
+    return [dict(found)]
+
+
+def _plain(value: Any) -> Any:
+    """Make a state JSON-safe (numpy scalars to Python)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _route_cells(run: Mapping[str, list[Any]], resolution: int) -> str:
+    lat = np.asarray([run["lat"][0], run["lat"][-1]], dtype=np.float64)
+    lon = np.asarray([run["lon"][0], run["lon"][-1]], dtype=np.float64)
+    cells = latlng_to_cells(lat, lon, resolution=resolution)
+    return f"{int(cells[0]):x}-{int(cells[1]):x}"
+
+
+def _longer_route_step(
+    session: Session,
+    state: dict[str, Any] | None,
+    ping: Mapping[str, Any],
+    params: Mapping[str, Any],
+    roads: RoadGraph | None,
+    peers_out: dict[str, Any],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One fix through ``update_longer_route`` with this vehicle's part of the fleet state."""
+    vehicle = str(ping[fr.VEHICLE_ID])
+    own = state or {"open": None, "last_ns": None}
+    st: dict[str, Any] = {
+        "open": {} if own["open"] is None else {vehicle: own["open"]},
+        "peers": {},
+        "last_ns": {} if own["last_ns"] is None else {vehicle: own["last_ns"]},
+    }
+    run = own["open"]
+    t = int(pd.Timestamp(ping[fr.TIMESTAMP]).value)
+    max_gap_s = float(params.get("max_gap_s", ROUTE_MAX_GAP_S))
+    closes = run is not None and (
+        ping.get(fr.METER) != "occupied" or t - run["ts_ns"][-1] > round(max_gap_s * _NS)
+    )
+    key = None
+    if closes:
+        key = _route_cells(run, int(params.get("h3_resolution", DEFAULT_H3_RESOLUTION)))
+        rows = session.execute(
+            text("SELECT vehicle_id, state FROM live_detector_states WHERE detector = :d"),
+            {"d": PEERS_PREFIX + key},
+        )
+        st["peers"][key] = {str(v): s for v, s in rows}
+        if vehicle in peers_out.get(key, {}):  # written earlier in this batch
+            st["peers"][key][vehicle] = peers_out[key][vehicle]
+    st, found = update_longer_route(st, ping, roads=roads, **params)
+    if key is not None and vehicle in st["peers"].get(key, {}):
+        peers_out.setdefault(key, {})[vehicle] = st["peers"][key][vehicle]
+    new_state = {"open": st["open"].get(vehicle), "last_ns": st["last_ns"].get(vehicle)}
+    return new_state, _records(found)
+
+
+def _lock_vehicles(session: Session, vehicle_ids: Sequence[str]) -> None:
+    """Take each vehicle's advisory lock, in ascending key order (no deadlock between txns)."""
+    session.execute(
+        text(
+            "SELECT pg_advisory_xact_lock(:c, k) FROM (SELECT DISTINCT hashtext(v) AS k "
+            "FROM unnest(CAST(:vs AS text[])) AS v ORDER BY k) AS keys"
+        ),
+        {"c": _LOCK_CLASS, "vs": list(vehicle_ids)},
+    ).all()
+
+
+def _load_states(
+    session: Session, vehicle_ids: Sequence[str], kinds: Iterable[str]
+) -> dict[tuple[str, str], tuple[Any, int | None]]:
+    rows = session.execute(
+        text(
+            "SELECT vehicle_id, detector, state, last_ts FROM live_detector_states "
+            "WHERE vehicle_id = ANY(:vs) AND detector = ANY(:ds)"
+        ),
+        {"vs": list(vehicle_ids), "ds": list(kinds)},
+    )
+    return {
+        (str(v), str(d)): (s, None if ts is None else int(pd.Timestamp(ts).value))
+        for v, d, s, ts in rows
+    }
+
+
+def _save_states(session: Session, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    session.execute(
+        text(
+            "INSERT INTO live_detector_states (vehicle_id, detector, state, last_ts, updated_at) "
+            "SELECT v, d, s, ts, now() FROM unnest(CAST(:v AS text[]), CAST(:d AS text[]), "
+            "CAST(:s AS jsonb[]), CAST(:ts AS timestamptz[])) AS r(v, d, s, ts) "
+            "ON CONFLICT (vehicle_id, detector) DO UPDATE "
+            "SET state = EXCLUDED.state, last_ts = EXCLUDED.last_ts, updated_at = now()"
+        ),
+        {
+            "v": [r["v"] for r in rows],
+            "d": [r["d"] for r in rows],
+            "s": [json.dumps(r["s"], separators=(",", ":")) for r in rows],
+            "ts": [r["ts"] for r in rows],
+        },
+    )
+
+
+def fleet_records(
+    session: Session, vehicle_ids: Sequence[str], *, day: dt.date
+) -> dict[str, dict[str, Any]]:
+    """Fleet records (``operating_while_barred``'s ``vehicle``) of registered vehicles on ``day``.
+
+    The status is the vehicle's status period covering ``day`` (none: not barred by status).
+    """
+    rows = session.execute(
+        text(
+            "SELECT v.vehicle_id, p.status, p.valid_from, p.valid_until, "
+            "v.alvara_valid_until, v.inspection_valid_until FROM vehicles v "
+            "LEFT JOIN LATERAL (SELECT status, valid_from, valid_until "
+            "  FROM vehicle_status_periods p WHERE p.vehicle_id = v.vehicle_id "
+            "  AND (p.valid_from IS NULL OR p.valid_from <= :day) "
+            "  AND (p.valid_until IS NULL OR p.valid_until >= :day) "
+            "  ORDER BY p.valid_from DESC NULLS LAST LIMIT 1) p ON true "
+            "WHERE v.vehicle_id = ANY(:vs)"
+        ),
+        {"vs": list(vehicle_ids), "day": day},
+    )
+    return {
+        str(v): {
+            "status": status,
+            "status_since": _readable(since),
+            "status_until": _readable(until),
+            "alvara_valid_until": _readable(alvara),
+            "inspection_valid_until": _readable(inspection),
+        }
+        for v, status, since, until, alvara, inspection in rows
+    }
+
+
+def _readable(day: dt.date | None) -> dt.date | None:
+    """Clip a stored registry date to what pandas holds (as ``fleet.dates.pandas_dates``)."""
+    if day is None:
+        return None
+    return min(max(day, PANDAS_DATE_MIN), PANDAS_DATE_MAX)
+
+
+_UNREADABLE_SQL = """
+SELECT vehicle_id, 'licença ' || licence_id || ' no ponto ' || stand_id || ': valid_from '
+       || coalesce(valid_from::text, '-') || ', valid_until ' || coalesce(valid_until::text, '-')
+FROM parking_licences WHERE vehicle_id = ANY(:vs)
+  AND (valid_from NOT BETWEEN :lo AND :hi OR valid_until NOT BETWEEN :lo AND :hi)
+UNION ALL
+SELECT vehicle_id, 'situação ' || period_id || ' (' || status || '): valid_from '
+       || coalesce(valid_from::text, '-') || ', valid_until ' || coalesce(valid_until::text, '-')
+FROM vehicle_status_periods WHERE vehicle_id = ANY(:vs)
+  AND (valid_from NOT BETWEEN :lo AND :hi OR valid_until NOT BETWEEN :lo AND :hi)
+UNION ALL
+SELECT vehicle_id, 'veículo: alvara_valid_until ' || coalesce(alvara_valid_until::text, '-')
+       || ', inspection_valid_until ' || coalesce(inspection_valid_until::text, '-')
+FROM vehicles WHERE vehicle_id = ANY(:vs)
+  AND (alvara_valid_until NOT BETWEEN :lo AND :hi OR inspection_valid_until NOT BETWEEN :lo AND :hi)
+ORDER BY 1, 2
+"""
+
+
+def unreadable_registry_rows(
+    session: Session | Connection, vehicle_ids: Sequence[str]
+) -> dict[str, str]:
+    """Return, per vehicle, its registry rows holding a date the detectors cannot read.
+
+    Licences, status periods and document expiries with a date outside
+    ``fleet.dates.PANDAS_DATE_MIN`` … ``PANDAS_DATE_MAX`` (e.g. ``0202-12-01``, stored before
+    the registry checked its dates, or by hand): such a vehicle is not judged live until the row
+    is corrected (a typo there could accuse it wrongly); the message names the rows.
+    """
+    if not vehicle_ids:
+        return {}
+    rows = session.execute(
+        text(_UNREADABLE_SQL),
+        {"vs": list(vehicle_ids), "lo": PANDAS_DATE_MIN, "hi": PANDAS_DATE_MAX},
+    ).all()
+    out: dict[str, list[str]] = {}
+    for vehicle, what in rows:
+        out.setdefault(str(vehicle), []).append(str(what))
+    return {
+        v: "cadastro com data fora do intervalo legível "
+        f"({PANDAS_DATE_MIN.isoformat()} a {PANDAS_DATE_MAX.isoformat()}): " + "; ".join(items)
+        for v, items in out.items()
+    }
+
+
+def vehicle_boundaries(
+    session: Session,
+    vehicle_ids: Sequence[str],
+    *,
+    boundary_tolerance_m: float = DEFAULT_BOUNDARY_TOLERANCE_M,
+) -> dict[str, PreparedBoundary]:
+    """Return the prepared boundaries of the vehicles' municipalities, by vehicle.
+
+    Vehicles not registered, without a municipality or whose municipality has no boundary are
+    left out. Each municipality's boundary is prepared once per process and tolerance (a boundary
+    changed in the database takes effect on restart).
+    """
+    rows = session.execute(
+        text(
+            "SELECT v.vehicle_id, v.municipality_code FROM vehicles v "
+            "JOIN municipalities m ON m.code = v.municipality_code "
+            "WHERE v.vehicle_id = ANY(:vs) AND m.boundary IS NOT NULL"
+        ),
+        {"vs": list(vehicle_ids)},
+    ).all()
+    tol = float(boundary_tolerance_m)
+    missing = sorted({str(c) for _, c in rows if (str(c), tol) not in _BOUNDARIES})
+    if missing:
+        found = session.execute(
+            text("SELECT code, ST_AsBinary(boundary) FROM municipalities WHERE code = ANY(:cs)"),
+            {"cs": missing},
+        )
+        for code, wkb in found:
+            geom = shapely.from_wkb(bytes(wkb))
+            _BOUNDARIES[(str(code), tol)] = prepare_boundary(geom, boundary_tolerance_m=tol)
+    return {str(v): _BOUNDARIES[(str(c), tol)] for v, c in rows}
+
+
+def stand_cover(session: Session) -> StandCover | None:
+    """Return the cover of the active stands with a geometry (None when there are none).
+
+    Built once per process and rebuilt when the ``stands`` table changes (its row count, latest
+    ``updated_at`` or latest ``retired_at`` differ from those it was built from).
+    """
+    return _active_stands(session)[1]
+
+
+def _active_stands(session: Session) -> tuple[gpd.GeoDataFrame, StandCover | None]:
+    """Return the active stands with a geometry and their cover (cached: see stand_cover)."""
+    signature = tuple(
+        session.execute(text("SELECT count(*), max(updated_at), max(retired_at) FROM stands")).one()
+    )
+    if _COVER.get("signature") != signature:
+        from engines.pipeline import AnalysisParams
+
+        stands = stands_frame(session=session)
+        stands = stands[stands.geometry.notna() & ~stands.geometry.is_empty].reset_index(drop=True)
+        cover = (
+            build_stand_cover(stands, resolution=AnalysisParams().h3_resolution)
+            if len(stands)
+            else None
+        )
+        _COVER.update(signature=signature, stands=stands, cover=cover)
+    return _COVER["stands"], _COVER["cover"]
+
+
+def live_fleet(session: Session) -> pd.DataFrame:
+    """Return the fleet frame of the registered vehicles (``fleet_facts``'s input).
+
+    ``vehicle_id``, ``accessible`` and ``stands`` (the stands of the vehicle's parking
+    licences, sorted).
+    """
+    rows = session.execute(
+        text(
+            "SELECT v.vehicle_id, v.accessible, COALESCE(array_agg(DISTINCT l.stand_id ORDER BY "
+            "l.stand_id) FILTER (WHERE l.stand_id IS NOT NULL), '{}') FROM vehicles v "
+            "LEFT JOIN parking_licences l ON l.vehicle_id = v.vehicle_id "
+            "GROUP BY v.vehicle_id, v.accessible ORDER BY v.vehicle_id"
+        )
+    ).all()
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([str(v) for v, _, _ in rows], dtype="str"),
+            "accessible": pd.Series([a for _, a, _ in rows], dtype="object"),
+            "stands": pd.Series([tuple(s) for _, _, s in rows], dtype="object"),
+            "stand_names": pd.Series([() for _ in rows], dtype="object"),
+        }
+    )
+
+
+def _detect_visit_kinds(
+    session: Session,
+    fixes: list[dict[str, Any]],
+    kinds: Sequence[str],
+    params: Mapping[str, Mapping[str, Any]],
+    *,
+    timezone: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Feed the fixes to the fleet's visits tracker and its kinds; findings, state rows.
+
+    ``habitual_absence`` takes each fix and each released visit as sightings, and judges the
+    local days before the latest fix's (:func:`tick_habitual_absence`) of the vehicles whose
+    state the call touched; a vehicle's day waits for its visits to be released.
+    """
+    stands, cover = _active_stands(session)
+    if cover is None:
+        return [], []
+    from engines.pipeline import AnalysisParams
+
+    a = AnalysisParams()
+    _fleet_lock(session)
+    names = ["visits", *(["unlicensed_stand_use"] if "unlicensed_stand_use" in kinds else [])]
+    stored = dict(
+        session.execute(
+            text(
+                "SELECT detector, state FROM live_detector_states "
+                "WHERE vehicle_id = :v AND detector = ANY(:ds)"
+            ),
+            {"v": FLEET_ROW, "ds": names},
+        ).all()
+    )
+    visits_state = stored.get("visits") or new_visits_state()
+    unlicensed = stored.get("unlicensed_stand_use")
+    absence = new_habitual_absence_state() if "habitual_absence" in kinds else None
+    touched: set[str] = set()  # vehicles whose habitual_absence part is loaded
+    if absence is not None:
+        _load_absence(session, {str(f[fr.VEHICLE_ID]) for f in fixes}, absence, touched)
+    licences = licence_frame(session=session).drop(columns="licence_id")
+    facts = fleet_facts(live_fleet(session))
+    options = {
+        "cover": cover,
+        "licences": licences,
+        "exit_grace_s": a.visit_exit_grace_s,
+        "exit_grace_m": a.visit_exit_grace_m,
+        "near_exit_grace_s": a.visit_near_exit_grace_s,
+        "min_dwell_s": a.visit_min_dwell_s,
+        "boarding_grace_s": a.boarding_grace_s,
+        "boarding_grace_m": a.boarding_grace_m,
+        "max_gap_s": a.trip_max_gap_s,
+        "timezone": timezone,
+    }
+    boarding = {"boarding_grace_s": a.boarding_grace_s, "boarding_grace_m": a.boarding_grace_m}
+    queues: dict[str, Any] = {}
+    found: list[dict[str, Any]] = []
+    last_seen = 0
+    for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
+        t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
+        known = visits_state["vehicles"].get(str(fix[fr.VEHICLE_ID]))
+        if known is not None and known["last"] is not None and t <= known["last"]["ns"]:
+            continue  # late fix: stored, seen by the batch only
+        last_seen = max(last_seen, t)
+        visits_state, released = update_visits(visits_state, fix, **options)
+        if absence is not None:
+            _load_absence(session, {str(v["vehicle_id"]) for v in released}, absence, touched)
+            absence = update_habitual_absence(absence, ping=fix, visits=released, timezone=timezone)
+        if "queue_jump" in kinds:
+            for visit in released:
+                sid = str(visit["stand_id"])
+                if sid not in queues:
+                    queues[sid] = session.execute(
+                        text(
+                            "SELECT state FROM live_detector_states "
+                            "WHERE vehicle_id = :v AND detector = :d"
+                        ),
+                        {"v": FLEET_ROW, "d": f"queue_jump:{sid}"},
+                    ).scalar_one_or_none()
+                accessible = facts.get(str(visit["vehicle_id"]), {}).get("accessible")
+                queues[sid], res = update_queue_jump(
+                    queues[sid],
+                    visit,
+                    accessible=accessible,
+                    **boarding,
+                    **params["queue_jump"],
+                )
+                found.extend(_records(res))
+        if "unlicensed_stand_use" in kinds:
+            unlicensed, res = update_unlicensed_stand_use(
+                unlicensed,
+                released,
+                unreleased=unreleased_arrivals(visits_state),
+                facts=facts,
+                **boarding,
+                **params["unlicensed_stand_use"],
+            )
+            found.extend(_records(res))
+    if not last_seen:
+        return found, []
+    last = pd.Timestamp(last_seen, unit="ns", tz="UTC")
+    if absence is not None:
+        mine = licences["vehicle_id"].astype("str").isin(touched).to_numpy(dtype=bool)
+        absence, res = tick_habitual_absence(
+            absence,
+            as_of=last.tz_convert(timezone).date() - dt.timedelta(days=1),
+            licences=licences.loc[mine],
+            unreleased=unreleased_arrivals(visits_state),
+            stands=stands,
+            timezone=timezone,
+            **params["habitual_absence"],
+        )
+        found.extend(_records(res))
+    ts = last.to_pydatetime()
+    saved = [{"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts}]
+    if unlicensed is not None:
+        saved.append(
+            {"v": FLEET_ROW, "d": "unlicensed_stand_use", "s": _plain(unlicensed), "ts": ts}
+        )
+    if absence is not None:
+        saved += [
+            {"v": vid, "d": "habitual_absence", "s": _plain(part), "ts": ts}
+            for vid, part in _absence_parts(absence, touched).items()
+        ]
+    saved += [
+        {"v": FLEET_ROW, "d": f"queue_jump:{sid}", "s": _plain(st), "ts": ts}
+        for sid, st in queues.items()
+    ]
+    return found, saved
+
+
+_ABSENCE_KEYS = ("days", "visits", "next", "emitted")
+"""Keys of the habitual_absence state that are per vehicle (``clock`` is a cache)."""
+
+
+def _load_absence(
+    session: Session, vehicles: set[str], state: dict[str, Any], loaded: set[str]
+) -> None:
+    """Merge the stored habitual_absence parts of ``vehicles`` not yet ``loaded`` into state."""
+    missing = sorted(vehicles - loaded)
+    if not missing:
+        return
+    rows = session.execute(
+        text(
+            "SELECT vehicle_id, state FROM live_detector_states "
+            "WHERE detector = 'habitual_absence' AND vehicle_id = ANY(:vs)"
+        ),
+        {"vs": missing},
+    )
+    for vid, part in rows:
+        for key in _ABSENCE_KEYS:
+            if vid in part[key]:
+                state[key][vid] = part[key][vid]
+    loaded.update(missing)
+
+
+def _absence_parts(state: dict[str, Any], vehicles: set[str]) -> dict[str, dict[str, Any]]:
+    """Split the habitual_absence state into one part per vehicle (those holding anything)."""
+    parts = {
+        vid: {key: {vid: state[key][vid]} if vid in state[key] else {} for key in _ABSENCE_KEYS}
+        for vid in sorted(vehicles)
+    }
+    return {vid: part | {"clock": None} for vid, part in parts.items() if any(part.values())}
+
+
+def _fleet_lock(session: Session) -> None:
+    """Take the fleet-wide states' lock (after the vehicle locks; see the module docstring)."""
+    session.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": _FLEET_LOCK_CLASS})
+
+
+def _detect_inactivity(
+    session: Session,
+    fixes: list[dict[str, Any]],
+    params: Mapping[str, Any],
+    *,
+    timezone: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Feed the fixes to the fleet's inactivity state in time order; findings, state rows."""
+    ids = [str(v) for v in session.execute(text("SELECT vehicle_id FROM vehicles")).scalars()]
+    if not ids:
+        return [], []
+    _fleet_lock(session)
+    state = session.execute(
+        text(
+            "SELECT state FROM live_detector_states "
+            "WHERE vehicle_id = :v AND detector = 'inactivity'"
+        ),
+        {"v": FLEET_ROW},
+    ).scalar_one_or_none()
+    last = max(pd.Timestamp(f[fr.TIMESTAMP]) for f in fixes)
+    records = fleet_records(session, ids, day=last.tz_convert(timezone).date())
+    fleet = pd.DataFrame(
+        [
+            {
+                "vehicle_id": v,
+                "status": r["status"],
+                "status_since": r["status_since"],
+                "status_until": r["status_until"],
+            }
+            for v, r in records.items()
+        ]
+    )
+    found: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    last_ns = None if state is None else state["last_ns"]
+    for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
+        t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
+        vid = str(fix[fr.VEHICLE_ID])
+        known = None if state is None else state["vehicles"].get(vid)
+        prev = seen.get(vid, known["fix"]["ns"] if known and known["fix"] else None)
+        if prev is not None and t <= prev:
+            continue  # late fix
+        seen[vid] = t
+        state, res = update_inactivity(state, fix, fleet=fleet, timezone=timezone, **params)
+        found.extend(_records(res))
+    if state is None or state["last_ns"] == last_ns:
+        return found, []
+    ts = pd.Timestamp(int(state["last_ns"]), unit="ns", tz="UTC").to_pydatetime()
+    return found, [{"v": FLEET_ROW, "d": "inactivity", "s": _plain(state), "ts": ts}]
+
+
+def _closed_runs(
+    pings: pd.DataFrame,
+    states: Mapping[tuple[str, str], tuple[Any, int | None]],
+    *,
+    max_step_m: float,
+    max_gap_s: float,
+) -> tuple[list[tuple[str, int, int]], list[dict[str, Any]]]:
+    """Advance each vehicle's open run of fixes; return the runs that closed and the states.
+
+    A run is a span of a vehicle's fixes with no step longer than ``max_step_m`` and no silence
+    longer than ``max_gap_s``: no stop spans a longer step or silence, so the stops of a closed
+    run are final. Runs are (vehicle, first ns, last ns). Vectorised per vehicle.
+    """
+    frame = pings.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
+    vids = frame[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
+    ts = timestamps_ns(frame)
+    lat = frame[fr.LAT].to_numpy(dtype=np.float64)
+    lon = frame[fr.LON].to_numpy(dtype=np.float64)
+    bounds = np.r_[0, np.flatnonzero(vids[1:] != vids[:-1]) + 1, len(vids)]
+    closed: list[tuple[str, int, int]] = []
+    saved: list[dict[str, Any]] = []
+    for lo_, hi_ in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        vehicle = str(vids[lo_])
+        run, last_ns = states.get((vehicle, "illegal_stand_formation"), (None, None))
+        t = ts[lo_:hi_]
+        new = np.r_[True, t[1:] > t[:-1]]  # late fixes (not after the last seen) are skipped
+        if last_ns is not None:
+            new &= t > last_ns
+        t, la, lo = t[new], lat[lo_:hi_][new], lon[lo_:hi_][new]
+        if not len(t):
+            continue
+        head = (t[0], la[0], lo[0]) if run is None else (run["last_ns"], run["lat"], run["lon"])
+        prev_t, prev_la, prev_lo = (
+            np.r_[h, x[:-1]] for h, x in zip(head, (t, la, lo), strict=True)
+        )
+        breaks = (haversine_m(prev_la, prev_lo, la, lo) > max_step_m) | (
+            (t - prev_t) / _NS > max_gap_s
+        )
+        breaks[0] |= run is None
+        starts = np.flatnonzero(breaks).tolist()
+        first = None if run is None else int(run["first_ns"])
+        for start in starts:  # a new run begins: the one before it closes
+            if first is not None:
+                closed.append((vehicle, first, int(prev_t[start])))
+            first = int(t[start])
+        run = {"first_ns": first, "last_ns": int(t[-1]), "lat": float(la[-1]), "lon": float(lo[-1])}
+        when = pd.Timestamp(int(t[-1]), unit="ns", tz="UTC").to_pydatetime()
+        saved.append({"v": vehicle, "d": "illegal_stand_formation", "s": run, "ts": when})
+    return closed, saved
+
+
+def _detect_stand_formation(
+    session: Session,
+    pings: pd.DataFrame,
+    states: Mapping[tuple[str, str], tuple[Any, int | None]],
+    params: Mapping[str, Any],
+    *,
+    timezone: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Feed the stops that the fixes closed to the fleet's informal-rank state.
+
+    Each vehicle keeps its open run (:func:`_closed_runs`, steps up to twice the stops'
+    diameter: a run never splits a stop the batch would find); when a run closes, its stored
+    fixes are read back from ``fixes`` and :func:`tracking.stops.detect_stops` finds its stops
+    (thresholds of ``pontual analyze``; the extent's reference latitude is the run's mean, not
+    the whole input's as in batch), which :func:`update_illegal_stand_formation` takes in end
+    order. The fleet state keeps the waiting stops ended within
+    :data:`STAND_FORMATION_WINDOW_DAYS` of the latest.
+    """
+    from engines.pipeline import AnalysisParams
+
+    a = AnalysisParams()
+    closed, saved = _closed_runs(
+        pings, states, max_step_m=2 * a.stop_max_diameter_m, max_gap_s=DEFAULT_STOP_MAX_GAP_S
+    )
+    min_wait_s = float(params.get("min_wait_s", DEFAULT_MIN_WAIT_S))
+    closed = [r for r in closed if (r[2] - r[1]) / _NS >= min_wait_s]  # no waiting stop in it
+    if not closed:
+        return [], saved
+    stands, _ = _active_stands(session)
+    stops = []
+    for vehicle, first_ns, last_ns in closed:
+        rows = session.execute(
+            text(
+                "SELECT ts, lat, lon, meter, speed_flag FROM fixes WHERE vehicle_id = :v "
+                "AND ts BETWEEN :a AND :b ORDER BY ts"
+            ),
+            {
+                "v": vehicle,
+                "a": pd.Timestamp(first_ns, unit="ns", tz="UTC").to_pydatetime(),
+                "b": pd.Timestamp(last_ns, unit="ns", tz="UTC").to_pydatetime(),
+            },
+        ).all()
+        run = pd.DataFrame(
+            {
+                fr.VEHICLE_ID: pd.Series([vehicle] * len(rows), dtype="str"),
+                fr.TIMESTAMP: pd.to_datetime([r[0] for r in rows], utc=True),
+                fr.LAT: np.array([r[1] for r in rows], dtype=np.float64),
+                fr.LON: np.array([r[2] for r in rows], dtype=np.float64),
+                fr.METER: pd.Series([r[3] for r in rows], dtype="object"),
+                fr.SPEED_FLAG: np.array([bool(r[4]) for r in rows], dtype=bool),
+            }
+        )
+        found_stops = detect_stops(
+            run, max_diameter_m=a.stop_max_diameter_m, min_duration_s=a.stop_min_duration_s
+        )
+        stops += [(cast("dict[str, Any]", stop), run) for stop in found_stops.to_dict("records")]
+    if not stops:
+        return [], saved
+    _fleet_lock(session)
+    state = session.execute(
+        text(
+            "SELECT state FROM live_detector_states "
+            "WHERE vehicle_id = :v AND detector = 'illegal_stand_formation'"
+        ),
+        {"v": FLEET_ROW},
+    ).scalar_one_or_none()
+    found: list[dict[str, Any]] = []
+    stops.sort(key=lambda s: (pd.Timestamp(s[0]["ended_at"]), str(s[0][fr.VEHICLE_ID])))
+    changed = False  # no waiting stop added or dropped: the (large) fleet row is not rewritten
+    for stop, run in stops:
+        if state is not None:  # the window: older waiting stops no longer count
+            floor = int(pd.Timestamp(stop["ended_at"]).value) - STAND_FORMATION_WINDOW_DAYS * (
+                86_400 * _NS
+            )
+            kept = [c for c in state["stops"] if c["end_ns"] >= floor]
+            changed |= len(kept) != len(state["stops"])
+            state["stops"] = kept
+        before = 0 if state is None else len(state["stops"])
+        state, res = update_illegal_stand_formation(
+            state, stop, run, stands=stands, timezone=timezone, **params
+        )
+        changed |= len(state["stops"]) != before
+        found.extend(_records(res))
+    if state is not None and changed:
+        state["emitted"] = state["emitted"][-10_000:]  # ids re-emitted are stored once anyway
+        last = max(pd.Timestamp(s[0]["ended_at"]) for s in stops).to_pydatetime()
+        saved.append(
+            {"v": FLEET_ROW, "d": "illegal_stand_formation", "s": _plain(state), "ts": last}
+        )
+    return found, saved
+
+
+def _ping_dicts(pings: pd.DataFrame) -> list[dict[str, Any]]:
+    cols = [c for c in fr.PING_COLUMNS if c in pings.columns]
+    frame = pings[cols].sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
+    frame = frame.astype(object).where(frame.notna(), None)
+    return [dict(zip(cols, row, strict=True)) for row in frame.itertuples(False, None)]
+
+
+def detect_live(
+    session: Session,
+    pings: pd.DataFrame,
+    *,
+    thresholds: Thresholds | None = None,
+    kinds: Sequence[str] = LIVE_KINDS,
+    roads: RoadGraph | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> list[dict[str, Any]]:
+    """Advance the stored live states by ``pings``; return the finding records they complete.
+
+    Takes the vehicles' locks and writes their states in the session's transaction (the caller
+    commits). See :func:`process_fixes` for the parameters.
+    """
+    params = {kind: live_params(kind, thresholds) for kind in kinds}
+    if pings.empty or not kinds:
+        return []
+    fixes = _ping_dicts(pings)
+    vehicles = sorted({str(f[fr.VEHICLE_ID]) for f in fixes})
+    _lock_vehicles(session, vehicles)
+    states = _load_states(session, vehicles, kinds)
+    fleet: dict[str, dict[str, Any]] = {}
+    if "operating_while_barred" in kinds:
+        last = max(pd.Timestamp(f[fr.TIMESTAMP]) for f in fixes)
+        fleet = fleet_records(session, vehicles, day=last.tz_convert(timezone).date())
+    boundaries: dict[str, PreparedBoundary] = {}
+    if "outside_municipality" in kinds:
+        tol = (
+            (thresholds or {})
+            .get("outside_municipality", {})
+            .get("boundary_tolerance_m", DEFAULT_BOUNDARY_TOLERANCE_M)
+        )
+        boundaries = vehicle_boundaries(session, vehicles, boundary_tolerance_m=tol)
+    found: list[dict[str, Any]] = []
+    saved: list[dict[str, Any]] = []
+    peers: dict[str, dict[str, Any]] = {}
+    for kind in kinds:
+        if kind in _FLEET_KINDS:
+            continue  # fleet-wide, below
+        fn = _UPDATES[kind]
+        for vehicle in vehicles:
+            if kind == "operating_while_barred" and vehicle not in fleet:
+                continue  # not registered: never barred, no state to keep
+            if kind == "outside_municipality" and vehicle not in boundaries:
+                continue  # no municipality or no boundary to judge pickups by
+            state, last_ns = states.get((vehicle, kind), (None, None))
+            seen = last_ns
+            for fix in fixes:
+                if fix[fr.VEHICLE_ID] != vehicle:
+                    continue
+                t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
+                if seen is not None and t <= seen:
+                    continue
+                seen = t
+                if kind == "longer_route":
+                    state, out = _longer_route_step(session, state, fix, params[kind], roads, peers)
+                elif kind == "operating_while_barred":
+                    state, res = fn(
+                        state, fix, vehicle=fleet[vehicle], timezone=timezone, **params[kind]
+                    )
+                    out = _records(res)
+                elif kind == "outside_municipality":
+                    state, res = fn(state, fix, boundary=boundaries[vehicle], **params[kind])
+                    out = _records(res)
+                elif kind == "flag2_misuse":
+                    state, res = fn(state, fix, timezone=timezone, **params[kind])
+                    out = _records(res)
+                else:
+                    state, res = fn(state, fix, **params[kind])
+                    out = _records(res)
+                found.extend(out)
+            if seen is not None and seen != last_ns:
+                saved.append(
+                    {
+                        "v": vehicle,
+                        "d": kind,
+                        "s": _plain(state),
+                        "ts": pd.Timestamp(seen, unit="ns", tz="UTC").to_pydatetime(),
+                    }
+                )
+    for key, by_vehicle in peers.items():
+        saved.extend(
+            {"v": v, "d": PEERS_PREFIX + key, "s": _plain(entries), "ts": None}
+            for v, entries in by_vehicle.items()
+        )
+    tracker_kinds = [k for k in kinds if k in _TRACKER_KINDS]
+    if tracker_kinds:
+        more, rows = _detect_visit_kinds(session, fixes, tracker_kinds, params, timezone=timezone)
+        found.extend(more)
+        saved.extend(rows)
+    if "illegal_stand_formation" in kinds:
+        more, rows = _detect_stand_formation(
+            session, pings, states, params["illegal_stand_formation"], timezone=timezone
+        )
+        found.extend(more)
+        saved.extend(rows)
+    if "inactivity" in kinds:
+        more, rows = _detect_inactivity(session, fixes, params["inactivity"], timezone=timezone)
+        found.extend(more)
+        saved.extend(rows)
+    _save_states(session, saved)
+    return found
+
+
+# --- findings → alerts ---------------------------------------------------------------------
+
+
+def _active_webhooks(session: Session) -> list[tuple[int, dict[str, Any]]]:
+    rows = session.execute(text("SELECT webhook_id, filters FROM webhooks WHERE active"))
+    return [(int(w), dict(f or {})) for w, f in rows]
+
+
+def _alert(
+    session: Session,
+    record: Mapping[str, Any],
+    *,
+    throttle_s: float,
+    webhooks: list[tuple[int, dict[str, Any]]],
+) -> str | None:
+    """Create the alert of a new finding, or fold it into a recent one; return the alert id."""
+    key = throttle_key(record["kind"], record["vehicle_id"], record["stand_id"])
+    ended = pd.Timestamp(record["ended_at"]).to_pydatetime()
+    if throttle_s > 0:
+        window = dt.timedelta(seconds=throttle_s)
+        recent = session.execute(
+            text(
+                "SELECT alert_id FROM alerts WHERE throttle_key = :k "
+                "AND event_at BETWEEN :lo AND :hi ORDER BY event_at DESC LIMIT 1 FOR UPDATE"
+            ),
+            {"k": key, "lo": ended - window, "hi": ended + window},
+        ).scalar_one_or_none()
+        if recent is not None:
+            session.execute(
+                text(
+                    "UPDATE alerts SET repeat_count = repeat_count + 1, "
+                    "last_repeat_at = GREATEST(last_repeat_at, :t) WHERE alert_id = :a"
+                ),
+                {"t": ended, "a": recent},
+            )
+            return None
+    alert_id = f"alert-{record['finding_id']}"
+    payload = alert_payload(record, alert_id=alert_id)
+    geom = record.get("geometry")
+    session.execute(
+        text(
+            "INSERT INTO alerts (alert_id, finding_id, kind, vehicle_id, stand_id, throttle_key, "
+            "payload, geometry, event_at) VALUES (:a, :f, :kind, :v, :s, :k, :p, "
+            "ST_GeomFromEWKT(:g), :e) ON CONFLICT (alert_id) DO NOTHING"
+        ).bindparams(bindparam("p", type_=JSONB)),
+        {
+            "a": alert_id,
+            "f": record["finding_id"],
+            "kind": record["kind"],
+            "v": record["vehicle_id"],
+            "s": record["stand_id"],
+            "k": key,
+            "p": payload,
+            "g": None if geom is None or geom.is_empty else f"SRID=4326;{geom.wkt}",
+            "e": ended,
+        },
+    )
+    targets = [{"w": w, "a": alert_id} for w, f in webhooks if alert_matches(f, payload)]
+    if targets:
+        session.execute(
+            text(
+                "INSERT INTO webhook_deliveries (webhook_id, alert_id) VALUES (:w, :a) "
+                "ON CONFLICT DO NOTHING"
+            ),
+            targets,
+        )
+    session.execute(text("SELECT pg_notify(:c, :a)"), {"c": CHANNEL, "a": alert_id})
+    return alert_id
+
+
+def store_findings(
+    session: Session,
+    records: list[dict[str, Any]],
+    *,
+    throttle_s: float = DEFAULT_THROTTLE_S,
+) -> list[dict[str, Any]]:
+    """Insert finding records and alert the new ones (throttled), in the session's transaction.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        The caller commits.
+    records : list of dict
+        Finding records (findings-frame columns).
+    throttle_s : float, default 900
+        Throttle window (see the module docstring); 0 alerts every new finding.
+
+    Returns
+    -------
+    list of dict
+        The records, each with ``new`` (inserted now) and ``alert_id`` (None when the finding
+        was already stored or throttled).
+    """
+    new = insert_findings(session, records)
+    webhooks = _active_webhooks(session) if new else []
+    out = []
+    for r in sorted(records, key=lambda r: (pd.Timestamp(r["ended_at"]), r["finding_id"])):
+        is_new = r["finding_id"] in new
+        alert_id = _alert(session, r, throttle_s=throttle_s, webhooks=webhooks) if is_new else None
+        out.append({**r, "new": is_new, "alert_id": alert_id})
+    return out
+
+
+def process_fixes(
+    session: Session,
+    pings: pd.DataFrame,
+    *,
+    thresholds: Thresholds | None = None,
+    kinds: Sequence[str] = LIVE_KINDS,
+    throttle_s: float = DEFAULT_THROTTLE_S,
+    roads: RoadGraph | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> list[dict[str, Any]]:
+    """Run the live detectors on fixes already stored, store their findings, alert the new ones.
+
+    Call it after the fixes' COMMIT, then commit the session: states, findings, alerts, webhook
+    deliveries and the NOTIFY are one transaction (module docstring).
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Session on the database (psycopg 3); the caller commits or rolls back.
+    pings : pandas.DataFrame
+        The accepted fixes (pings-frame columns, tz-aware ``timestamp``), any order.
+    thresholds : mapping, optional
+        ``{kind: {parameter: value}}`` as for ``pontual analyze`` (``tracking.detectors.detect``).
+    kinds : sequence of str, default LIVE_KINDS
+        Which live detectors to run.
+    throttle_s : float, default 900
+        Throttle window in seconds (0: none).
+    roads : geo.roads.RoadGraph, optional
+        Road network for ``longer_route`` (peer trips only without it).
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the local days (``flag2_misuse`` calendar, ``operating_while_barred`` days).
+
+    Returns
+    -------
+    list of dict
+        The finding records these fixes completed, each with ``new`` and ``alert_id``.
+
+    Raises
+    ------
+    LiveConfigError
+        If a threshold names an unknown kind or parameter.
+    """
+    found = detect_live(
+        session, pings, thresholds=thresholds, kinds=kinds, roads=roads, timezone=timezone
+    )
+    return store_findings(session, found, throttle_s=throttle_s)

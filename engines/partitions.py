@@ -1,0 +1,621 @@
+"""Analysis by partitions of whole vehicles: the per-partition stage and the gather.
+
+Both engines that do not hold every fix at once share this: the Dask engine
+(:mod:`engines.distributed`, partitions on workers) and the file engine
+(:mod:`engines.buckets`, partitions spilled to disk and run one or two at a time).
+
+per partition (:func:`vehicle_stage`)
+    A partition is a set of whole vehicles (every fix of each, all days). On it: stand matching
+    (:func:`geo.cover.match_stands`), :func:`stands.visits.detect_visits`,
+    :func:`tracking.stops.detect_stops`, :func:`tracking.trips.detect_trips`,
+    :func:`engines.pipeline.pickup_stands`, and :func:`tracking.detectors.detect.run_detectors`
+    with the kinds whose facts are one vehicle's (:data:`VEHICLE_KINDS`: gaps, GPS anomalies,
+    Bandeira 2, operating while barred, outside the municipality) and illegal stand formation's
+    waiting stops (:func:`tracking.detectors.illegal_stand_formation.waiting_stops`: long,
+    mostly free stops, with their first and last fix). Each partition also returns its
+    *evidence fixes*: the fixes inside its visits and meter trips, with one fix of margin on each
+    side (the previous fix of a boarding, the neighbours of a pickup or drop-off).
+gathered (:func:`gather`, over small frames)
+    The partitions' visits, trips, stops and evidence fixes are concatenated and put in vehicle
+    order (the order the local engine gives). Queue positions are recomputed over all vehicles of
+    each stand with the kernel of ``detect_visits``; then occupancy
+    (:func:`stands.occupancy.occupancy`) and ``run_detectors`` with the kinds that compare
+    vehicles or need every day at once (:data:`CROSS_KINDS`: queue_jump, unlicensed_stand_use —
+    its evidence names the queue position —, illegal_stand_formation — the waiting stops of
+    several vehicles on several days, clustered into places —, habitual_absence — presence
+    over the days —, inactivity — the whole fleet —, longer_route — past trips of other
+    vehicles between the same cells).
+
+Why vehicle partitions and not vehicle × day: a trip, a stop, a visit, a silence or a GPS
+excursion that crosses midnight belongs to two days, and every per-vehicle kernel (trip and stop
+segmentation, visit hysteresis, gap and anomaly runs, Bandeira 2 runs) would need an overlap
+window and a stitching rule of its own, each a new way to differ from the local engine. A
+vehicle's whole history is small — a year at one fix per 15 s is 2.1 M fixes, about 150 MB —, so
+a partition of whole vehicles is exact by construction; the parallelism comes from the fleet
+(3,375 taxis in Porto Alegre).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engines.pipeline import (
+    AnalysisParams,
+    AnalysisResult,
+    Progress,
+    count_distinct,
+    merge_ping_stats,
+    no_progress,
+    pickup_stands,
+    ping_stats,
+    summarize,
+)
+from geo.cover import build_stand_cover, match_stands
+from geo.roads import RoadGraph
+from runtime import aside
+from stands.licences import licence_frame_from_fleet
+from stands.occupancy import occupancy
+from stands.visits import detect_visits as detect_visits_
+from stands.visits import queue_positions
+from tracking import frames as fr
+from tracking.arrays import epoch_ns, vehicle_codes
+from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
+from tracking.detectors.findings import KINDS, empty_findings
+from tracking.detectors.illegal_stand_formation import waiting_stops
+from tracking.stops import detect_stops
+from tracking.trips import detect_trips
+
+VEHICLE_KINDS = (
+    "tracking_gap",
+    "gps_anomaly",
+    "flag2_misuse",
+    "operating_while_barred",
+    "outside_municipality",
+)
+"""Kinds judged per vehicle, on the workers."""
+
+CROSS_KINDS = tuple(k for k in KINDS if k not in VEHICLE_KINDS)
+"""Kinds judged on the gathered frames (across vehicles or days)."""
+
+FORKED_CROSS_KINDS = ("illegal_stand_formation", "longer_route", "inactivity")
+"""Cross kinds run in a forked process, beside the others, when :func:`gather` has two jobs:
+about half of the cross kinds' time (10M pings, one after another, at best: these 2.0 s, the
+others 2.1 s), and few findings, so little to send back (the 52,660 findings of the others took
+0.9 s to pickle and unpickle)."""
+
+
+POSITIONS = ("first_ping", "last_ping", "boarding_ping")
+"""Columns of visits, trips and stops that are positions into the pings frame."""
+
+
+def vehicle_partitions(
+    vehicle_ids: pd.Series, *, partition_fixes: int, min_partitions: int = 1
+) -> list[tuple[int, int]]:
+    """Cut pings sorted by vehicle into ``[start, stop)`` row ranges of whole vehicles.
+
+    Parameters
+    ----------
+    vehicle_ids : pandas.Series
+        ``vehicle_id`` of the pings, each vehicle's rows contiguous.
+    partition_fixes : int
+        Target fixes per partition (a vehicle with more makes a partition alone).
+    min_partitions : int, default 1
+        Cut finer when needed to give at least this many (vehicles permitting).
+
+    Returns
+    -------
+    list of tuple of int
+        Row ranges covering every row once, in row order.
+    """
+    n = len(vehicle_ids)
+    if n == 0:
+        return []
+    values = vehicle_ids.astype("str").to_numpy(dtype=object)
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    bounds = np.r_[starts, n]
+    target = max(1, min(partition_fixes, math.ceil(n / max(1, min_partitions))))
+    out: list[tuple[int, int]] = []
+    begin = 0
+    for stop in bounds[1:].tolist():
+        if stop - begin >= target:
+            out.append((begin, stop))
+            begin = stop
+    if begin < n:
+        out.append((begin, n))
+    return out
+
+
+def evidence_mask(
+    part: pd.DataFrame, visits: pd.DataFrame, trips: pd.DataFrame
+) -> npt.NDArray[np.bool_]:
+    """Mark the fixes inside visits and meter trips, and one neighbour on each side."""
+    n = len(part)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    delta = np.zeros(n + 1, dtype=np.int64)
+    if len(visits):
+        first = visits["first_ping"].to_numpy(dtype=np.int64)
+        last = visits["last_ping"].to_numpy(dtype=np.int64)
+        board = pd.to_numeric(visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64)
+        np.add.at(delta, first, 1)
+        np.add.at(delta, np.maximum(last, board) + 1, -1)
+    ts = epoch_ns(part[fr.TIMESTAMP])
+    codes, uniques = vehicle_codes(part[fr.VEHICLE_ID])  # part: sorted by (vehicle, time)
+    # (vehicle, instant) as one increasing key: the vehicle's code, then the instant's rank
+    instants = np.unique(ts)
+    width = np.int64(len(instants) + 1)
+    key = codes * width + np.searchsorted(instants, ts)
+    spans = []
+    if len(trips):
+        meter = trips["source"].astype("str") == "meter" if "source" in trips.columns else None
+        spans.append(trips if meter is None else trips.loc[meter.to_numpy()])
+    for frame in spans:
+        if not len(frame):
+            continue
+        vid = pd.Index(frame[fr.VEHICLE_ID].astype("str"))
+        code = pd.Index(uniques).get_indexer(vid).astype(np.int64)
+        t0 = epoch_ns(frame["started_at"])
+        t1 = epoch_ns(frame["ended_at"])
+        # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
+        lo = np.searchsorted(key, code * width + np.searchsorted(instants, t0, side="left"))
+        hi = np.searchsorted(key, code * width + np.searchsorted(instants, t1, side="right"))
+        np.add.at(delta, lo.astype(np.int64), 1)
+        np.add.at(delta, hi.astype(np.int64), -1)
+    mask = np.cumsum(delta[:n]) > 0
+    grown = mask.copy()
+    same_prev = np.r_[False, codes[1:] == codes[:-1]]
+    grown[:-1] |= mask[1:] & same_prev[1:]
+    grown[1:] |= mask[:-1] & same_prev[1:]
+    return grown
+
+
+def stage_context(
+    stands: gpd.GeoDataFrame,
+    *,
+    fleet: pd.DataFrame | None,
+    boundary: Any,
+    roads: RoadGraph | None,
+    as_of: dt.date | None,
+    thresholds: Thresholds | None,
+    kinds: tuple[str, ...],
+    params: AnalysisParams,
+) -> dict[str, Any]:
+    """Return the inputs every partition shares, with the stand cover and licences built once."""
+    return {
+        "params": params,
+        "stands": stands,
+        "cover": build_stand_cover(stands, resolution=params.h3_resolution),
+        "fleet": fleet,
+        "licences": licence_frame_from_fleet(fleet) if fleet is not None else None,
+        "boundary": boundary,
+        "roads": roads,
+        "as_of": as_of,
+        "thresholds": thresholds,
+        "kinds": kinds,
+    }
+
+
+def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]:
+    """Run the local pipeline's functions on a partition of whole vehicles.
+
+    ``context`` is :func:`stage_context`'s. Returns the partition's frames (positions into
+    ``part``), its findings of :data:`VEHICLE_KINDS`, its evidence fixes and counts, for
+    :func:`gather`.
+    """
+    params: AnalysisParams = context["params"]
+    stands: gpd.GeoDataFrame = context["stands"]
+    part = part.reset_index(drop=True)
+    fleet: pd.DataFrame | None = context["fleet"]
+    if fleet is not None:  # the per-vehicle kinds read only the partition's own registry
+        own = fleet[fr.VEHICLE_ID].isin(pd.unique(part[fr.VEHICLE_ID]))
+        fleet = fleet.loc[own.to_numpy()]
+    cover = context["cover"]
+    ping_idx, stand_idx = match_stands(part[fr.LAT].to_numpy(), part[fr.LON].to_numpy(), cover)
+    memberships = pd.DataFrame(
+        {"ping_index": ping_idx, "stand_id": stands["stand_id"].to_numpy()[stand_idx]}
+    )
+    visits = detect_visits_(
+        part,
+        memberships,
+        stands=stands,
+        licences=context["licences"],
+        exit_grace_s=params.visit_exit_grace_s,
+        exit_grace_m=params.visit_exit_grace_m,
+        near_exit_grace_s=params.visit_near_exit_grace_s,
+        min_dwell_s=params.visit_min_dwell_s,
+        boarding_grace_s=params.boarding_grace_s,
+        boarding_grace_m=params.boarding_grace_m,
+        max_gap_s=params.trip_max_gap_s,
+        timezone=params.timezone,
+    )
+    stops = detect_stops(
+        part, max_diameter_m=params.stop_max_diameter_m, min_duration_s=params.stop_min_duration_s
+    )
+    trips = detect_trips(
+        part, stops=stops, max_gap_s=params.trip_max_gap_s, max_speed_kmh=params.max_speed_kmh
+    )
+    trips["pickup_stand_id"] = pickup_stands(trips, visits, stands)
+    findings, skipped = _detect(
+        context,
+        VEHICLE_KINDS,
+        pings=part,
+        visits=visits,
+        trips=trips,
+        stops=stops,
+        fleet=fleet,
+        as_of=context["as_of"],
+    )
+    wanted = set(context["kinds"])
+    waiting: list[dict[str, Any]] = []
+    if "illegal_stand_formation" in wanted:  # its per-vehicle half: no stop fixes gathered
+        limits = (context["thresholds"] or {}).get("illegal_stand_formation", {})
+        waiting = waiting_stops(
+            stops, part, **{k: limits[k] for k in ("min_wait_s", "min_free_share") if k in limits}
+        )
+    mask = evidence_mask(
+        part,
+        visits if wanted & _VISIT_EVIDENCE else visits.iloc[:0],
+        trips if "longer_route" in wanted else trips.iloc[:0],
+    )
+    return {
+        "n_pings": len(part),
+        "stats": ping_stats(part),
+        "visits": visits,
+        "trips": trips,
+        "stops": stops,
+        "findings": findings,
+        "skipped": skipped,
+        "evidence": _evidence_frame(part, mask),
+        "evidence_visits": _through(visits, np.cumsum(mask) - 1),  # positions into evidence
+        "waiting": waiting,
+        "n_matched": count_distinct(ping_idx, len(part)),
+    }
+
+
+def _detect(
+    context: dict[str, Any],
+    among: tuple[str, ...],
+    *,
+    pings: pd.DataFrame,
+    visits: pd.DataFrame,
+    trips: pd.DataFrame,
+    stops: pd.DataFrame,
+    fleet: pd.DataFrame | None,
+    as_of: dt.date | None,
+    waiting_stops: list[dict[str, Any]] | None = None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run the run's kinds that are ``among`` these, with the run's other inputs."""
+    return run_detectors(
+        DetectorInputs(
+            pings=pings,
+            visits=visits,
+            trips=trips,
+            stops=stops,
+            stands=context["stands"],
+            fleet=fleet,
+            licences=context["licences"],
+            boundary=context["boundary"],
+            roads=context["roads"],
+            as_of=as_of,
+            timezone=context["params"].timezone,
+            waiting_stops=waiting_stops,
+            boarding_grace_s=context["params"].boarding_grace_s,
+            boarding_grace_m=context["params"].boarding_grace_m,
+        ),
+        thresholds=context["thresholds"],
+        kinds=tuple(k for k in context["kinds"] if k in among),
+    )
+
+
+def _detect_in_two(
+    context: dict[str, Any], among: tuple[str, ...], **inputs: Any
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """:func:`_detect`, the :data:`FORKED_CROSS_KINDS` in a forked process (inputs inherited)."""
+    away = tuple(k for k in among if k in FORKED_CROSS_KINDS and k in context["kinds"])
+    here = tuple(k for k in among if k not in away)
+    if not away or not any(k in context["kinds"] for k in here):
+        return _detect(context, among, **inputs)
+    with aside(functools.partial(_detect, context, away, **inputs)) as result_away:
+        found, skipped = _detect(context, here, **inputs)
+        found_away, skipped_away = result_away()
+    both = [f for f in (found, found_away) if len(f)]
+    if both:
+        found = gpd.GeoDataFrame(pd.concat(both, ignore_index=True), geometry="geometry", crs=4326)
+    return found, skipped | skipped_away
+
+
+_VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}
+_EVIDENCE_COLUMNS = (*fr.PING_REQUIRED, fr.METER, fr.ROW, fr.SPEED_FLAG, fr.TRIP_REF)
+
+
+def _evidence_frame(part: pd.DataFrame, mask: npt.NDArray[np.bool_]) -> pd.DataFrame:
+    """Keep the masked fixes' columns the cross-vehicle kinds read; ``meter`` one byte a fix.
+
+    ``meter`` becomes a categorical of :data:`tracking.frames.METER_VALUES` (another value, as
+    ``pd.Categorical`` would make it, a null), coded by Arrow.
+    """
+    out = part.loc[mask, [c for c in _EVIDENCE_COLUMNS if c in part.columns]]
+    out = out.reset_index(drop=True)
+    if fr.METER in out.columns:
+        meter = pa.array(out[fr.METER], from_pandas=True)
+        if pa.types.is_null(meter.type):  # no meter at all
+            meter = meter.cast(pa.string())
+        values = pa.array(fr.METER_VALUES, type=meter.type)
+        codes = pc.fill_null(pc.index_in(meter, value_set=values), -1).to_numpy()
+        out[fr.METER] = pd.Categorical.from_codes(
+            codes, dtype=pd.CategoricalDtype(list(fr.METER_VALUES))
+        )
+    return out
+
+
+def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    kept = [f for f in frames if len(f)]
+    if not kept:
+        return frames[0]
+    return pd.concat(kept, ignore_index=True)
+
+
+def _shift_positions(
+    frame: pd.DataFrame,
+    offsets: npt.NDArray[np.int64],
+    *,
+    columns: tuple[str, ...] = POSITIONS,
+) -> pd.DataFrame:
+    """Move each partition's (``_part``) positions by its offset."""
+    visits = frame
+    out = visits.drop(columns="_part")
+    part = visits["_part"].to_numpy(dtype=np.int64)
+    for col in columns:
+        values = visits[col].astype("Int64")
+        missing = values.isna().to_numpy(dtype=bool)
+        raw = values.fillna(0).to_numpy(dtype=np.int64)
+        moved = raw.copy()
+        for k in np.unique(part).tolist():
+            sel = part == k
+            moved[sel] = offsets[k] + raw[sel]
+        shifted = pd.Series(pd.arrays.IntegerArray(moved, missing), index=out.index)
+        out[col] = shifted.astype(visits[col].dtype)
+    return out
+
+
+def requeue(visits: pd.DataFrame) -> pd.DataFrame:
+    """Recompute ``queue_position`` over every vehicle of each stand (the kernel of detect_visits).
+
+    Parameters
+    ----------
+    visits : pandas.DataFrame
+        Visits of all vehicles (``stands.visits`` frame).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy with the fleet-wide queue positions.
+    """
+    out = visits.copy()
+    if not len(out):
+        return out
+    stand = pd.factorize(out["stand_id"].astype("str"))[0].astype(np.int64)
+    vehicle = pd.factorize(out["vehicle_id"].astype("str"), sort=True)[0].astype(np.int64)
+    arrived = epoch_ns(out["arrived_at"])
+    departed = epoch_ns(out["departed_at"])
+    queue = queue_positions(stand, vehicle, arrived, departed)
+    out["queue_position"] = pd.Series(queue, index=out.index).astype(out["queue_position"].dtype)
+    return out
+
+
+def _by_vehicle(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in vehicle order, each vehicle's rows in the order they came (a stable sort)."""
+    if len(frame) < 2:
+        return frame.reset_index(drop=True)
+    return frame.sort_values(fr.VEHICLE_ID, kind="stable", ignore_index=True)
+
+
+def _vehicle_order(pieces: Sequence[pd.DataFrame]) -> list[tuple[int, int, int]] | None:
+    """Return the blocks ``(piece, start, stop)`` putting ``pieces`` in vehicle order.
+
+    Each piece is sorted and the pieces' vehicles disjoint: one block per vehicle. None when the
+    concatenation already is in order. Vehicles are compared as UTF-8 bytes, as the pings sort
+    does.
+    """
+    blocks: list[tuple[str, int, int, int]] = []
+    for k, piece in enumerate(pieces):
+        n = len(piece)
+        if n:
+            ids = pa.array(piece[fr.VEHICLE_ID].astype("str"), type=pa.large_string())
+            change = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+            starts = np.flatnonzero(np.r_[True, change])
+            names = ids.take(pa.array(starts)).to_pylist()
+            ends = np.r_[starts[1:], n]
+            blocks += zip(names, [k] * len(names), starts.tolist(), ends.tolist(), strict=True)
+    ordered = sorted(blocks, key=lambda b: b[0].encode("utf-8"))
+    if ordered == blocks:
+        return None
+    return [(k, a, b) for _, k, a, b in ordered]
+
+
+def _stack(pieces: Sequence[pd.DataFrame], blocks: list[tuple[int, int, int]]) -> pd.DataFrame:
+    """Stack the rows ``pieces[k][a:b]`` of each block, in order, each column copied once.
+
+    What ``pd.concat(pieces).take(order)`` gives, by slices instead of row by row.
+    """
+    columns: dict[str, Any] = {}
+    for name in pieces[0].columns:
+        arrays = [piece[name].array for piece in pieces]
+        parts = [arrays[k][a:b] for k, a, b in blocks]
+        first = parts[0]
+        if isinstance(first, pd.arrays.ArrowExtensionArray | pd.arrays.ArrowStringArray):
+            whole = pa.concat_arrays([pa.array(part) for part in parts])
+            columns[name] = pd.array(whole, dtype=first.dtype)
+        else:
+            columns[name] = type(first)._concat_same_type(parts)
+    return pd.DataFrame(columns, copy=False)  # the columns are fresh: no second copy
+
+
+def _block_moves(
+    blocks: list[tuple[int, int, int]], offsets: npt.NDArray[np.int64]
+) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:
+    """Map positions in the pieces' concatenation to positions in :func:`_stack`'s frame."""
+    piece, start, stop = (np.array(c, dtype=np.int64) for c in zip(*blocks, strict=True))
+    old = offsets[piece] + start
+    new = np.cumsum(stop - start) - (stop - start)
+    by_old = np.argsort(old)
+    old, new = old[by_old], new[by_old]
+
+    def move(positions: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        block = np.searchsorted(old, positions, side="right") - 1
+        return np.asarray(new[block] + (positions - old[block]), dtype=np.int64)
+
+    return move
+
+
+def _through(
+    frame: pd.DataFrame,
+    rank: npt.NDArray[np.int64] | Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]],
+) -> pd.DataFrame:
+    """Map the position columns of ``frame`` through ``rank`` (old position -> new).
+
+    ``rank`` is an array indexed by old position, or a function of the old positions.
+    """
+    out = frame.copy()
+    for col in (c for c in POSITIONS if c in out.columns):
+        values = out[col].astype("Int64")
+        missing = values.isna().to_numpy(dtype=bool)
+        raw: npt.NDArray[np.int64] = np.asarray(values.fillna(0).to_numpy(), dtype=np.int64)
+        mapped = rank(raw) if callable(rank) else rank[raw]
+        moved = pd.arrays.IntegerArray(np.where(missing, 0, mapped), missing)
+        out[col] = pd.Series(moved, index=out.index).astype(frame[col].dtype)
+    return out
+
+
+def gather(
+    results: Sequence[dict[str, Any]],
+    rejected: pd.DataFrame,
+    context: dict[str, Any],
+    *,
+    pings: pd.DataFrame | None = None,
+    jobs: int = 1,
+    progress: Progress = no_progress,
+) -> AnalysisResult:
+    """Join the partitions' results (:func:`vehicle_stage`) and run the cross-vehicle steps.
+
+    Parameters
+    ----------
+    results : sequence of dict
+        One per partition, in any order (each vehicle in one partition only).
+    rejected : pandas.DataFrame
+        The run's rejected rows.
+    context : dict
+        The inputs the partitions ran with (see :func:`vehicle_stage`); ``as_of`` None means
+        the last local day with fixes.
+    pings : pandas.DataFrame, optional
+        Every valid fix, when the engine holds them (kept in the result).
+    jobs : int, default 1
+        With 2 or more, the :data:`FORKED_CROSS_KINDS` run in a forked process beside the
+        other cross kinds.
+    progress : callable
+        Called with a pt-BR stage label before each stage.
+
+    Returns
+    -------
+    AnalysisResult
+        Equal to :func:`engines.pipeline.analyze_pings` on the partitions' fixes; ``pings``
+        is the given frame, or the evidence fixes when none is given.
+    """
+    params: AnalysisParams = context["params"]
+    stands: gpd.GeoDataFrame = context["stands"]
+    kinds: tuple[str, ...] = context["kinds"]
+    stats = merge_ping_stats([r["stats"] for r in results])
+    as_of = context["as_of"]
+    if as_of is None and stats["last"] is not None:
+        as_of = stats["last"].tz_convert(params.timezone).date()
+
+    progress("Juntando visitas, viagens e paradas; fila dos pontos")
+    sizes = np.array([r["n_pings"] for r in results], dtype=np.int64)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+    tagged = [r["visits"].assign(_part=k) for k, r in enumerate(results)]
+    all_visits = _concat(tagged)
+    visits = _by_vehicle(requeue(_shift_positions(all_visits, starts)))
+    ends = ("first_ping", "last_ping")
+    trips = _by_vehicle(
+        _shift_positions(
+            _concat([r["trips"].assign(_part=k) for k, r in enumerate(results)]),
+            starts,
+            columns=ends,
+        )
+    )
+    stops = _by_vehicle(
+        _shift_positions(
+            _concat([r["stops"].assign(_part=k) for k, r in enumerate(results)]),
+            starts,
+            columns=ends,
+        )
+    )
+    pieces = [r.pop("evidence") for r in results]
+    ev_sizes = np.array([len(p) for p in pieces], dtype=np.int64)
+    ev_offsets = np.r_[0, np.cumsum(ev_sizes)[:-1]].astype(np.int64)
+    blocks = _vehicle_order(pieces)
+    evidence = _concat(pieces) if blocks is None else _stack(pieces, blocks)
+    del pieces
+    ev_visits = _shift_positions(
+        _concat([r.pop("evidence_visits").assign(_part=k) for k, r in enumerate(results)]),
+        ev_offsets,
+    )
+    if blocks is not None:
+        ev_visits = _through(ev_visits, _block_moves(blocks, ev_offsets))
+    ev_visits = _by_vehicle(requeue(ev_visits))
+    del all_visits, tagged
+
+    progress("Calculando ocupação dos pontos")
+    occ = occupancy(visits, stands, bucket=params.occupancy_bucket, include_idle=False)
+
+    progress("Rodando os detectores entre veículos e dias")
+    cross, skipped_cross = (_detect_in_two if jobs > 1 else _detect)(
+        context,
+        CROSS_KINDS,
+        pings=evidence,
+        visits=ev_visits,
+        trips=trips.drop(columns=list(ends)),
+        stops=stops.drop(columns=list(ends)),
+        fleet=context["fleet"],
+        as_of=as_of,
+        waiting_stops=sorted(  # the stops' order: by vehicle, then start
+            (w for r in results for w in r["waiting"]),
+            key=lambda w: (w["vehicle_id"].encode("utf-8"), w["start_ns"]),
+        ),
+    )
+    found = [f for f in [*(r["findings"] for r in results), cross] if len(f)]
+    if found:
+        findings = gpd.GeoDataFrame(
+            pd.concat(found, ignore_index=True), geometry="geometry", crs=4326
+        )
+        findings = findings.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
+    else:
+        findings = empty_findings()
+    skipped_all = (results[0]["skipped"] if results else {}) | skipped_cross
+    skipped = {k: skipped_all[k] for k in kinds if k in skipped_all}
+
+    result = AnalysisResult(
+        pings=pings if pings is not None else evidence,
+        rejected=rejected,
+        stands=stands,
+        visits=visits,
+        trips=trips,
+        stops=stops,
+        occupancy=occ,
+        findings=findings,
+        skipped_detectors=skipped,
+    )
+    n_matched = sum(r["n_matched"] for r in results)
+    result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
+    return result

@@ -1,0 +1,488 @@
+import datetime as dt
+
+import pandas as pd
+import pytest
+import shapely
+from sqlalchemy import delete, select, text
+from sqlalchemy.exc import DBAPIError
+
+from db.enforcement.models import AuditEntry, Proposal, ProposalFinding
+from db.enforcement.workflow import (
+    archive_lapsed,
+    as_record,
+    confirm,
+    deadline_warnings,
+    decide_defence,
+    dismiss,
+    file_defence,
+    finalize,
+    finding_ids_of,
+    generate_proposals,
+    generate_report,
+    get_proposal,
+    notify,
+    proposal_history,
+    store_findings,
+)
+from db.fleet.models import Municipality
+from enforcement._errors import DocumentError, ProposalNotFoundError, TransitionError
+from tracking.detectors.findings import make_findings
+
+PB = "4314548"
+TZ = "America/Sao_Paulo"
+T0 = dt.datetime(2025, 3, 4, 15, 0, tzinfo=dt.UTC)
+
+
+def _findings(*starts: str, vehicle: str = "PB-01", kind: str = "queue_jump"):
+    frame = pd.DataFrame(
+        {
+            "kind": kind,
+            "vehicle_id": vehicle,
+            "stand_id": "S1",
+            "started_at": list(starts),
+            "ended_at": list(starts),
+            "confidence": 0.9,
+            "details": [{"queue_position": 2}] * len(starts),
+        }
+    )
+    return make_findings(frame, [shapely.Point(-51.45, -29.1)] * len(starts))
+
+
+@pytest.fixture
+def session(db_session):
+    db_session.add(Municipality(code=PB, name="Pinto Bandeira", uf="RS", timezone=TZ))
+    db_session.flush()
+    return db_session
+
+
+def _one(session, start: str, **kw) -> str:
+    """Store one finding, propose, and return the proposal that rests on it."""
+    findings = _findings(start, **kw)
+    store_findings(session, findings)
+    assert generate_proposals(session, municipality=PB, timezone=TZ) == 1
+    return session.execute(
+        select(ProposalFinding.proposal_id).where(
+            ProposalFinding.finding_id == findings["finding_id"].iloc[0]
+        )
+    ).scalar_one()
+
+
+class TestGenerateProposals:
+    def test_stores_each_proposal_once(self, session) -> None:
+        """Findings are proposed once; a second run proposes nothing new."""
+        store_findings(session, _findings("2025-03-04T12:00:00Z", "2025-03-06T12:00:00Z"))
+        assert generate_proposals(session, municipality=PB, timezone=TZ) == 2
+        assert generate_proposals(session, municipality=PB, timezone=TZ) == 0
+        p = session.execute(select(Proposal)).scalars().first()
+        assert (p.provision, p.gravity, p.status) == ("art. 24, II", "média", "proposta")
+        assert len(finding_ids_of(session, p.proposal_id)) == 1
+        assert proposal_history(session, p.proposal_id)[0]["to"] == "proposta"
+
+
+class TestConfirm:
+    def test_confirm_issues_numbered_auto_and_sets_notification_due(self, session) -> None:
+        """Confirmation numbers the auto, records the agent and the notification deadline."""
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        p = confirm(session, pid, agent_id="fiscal-7", at=T0)
+        assert p.auto_number == f"AI-{PB}-2025-000001"
+        assert p.status == "confirmada" and p.agent_id == "fiscal-7"
+        assert p.deadlines["notification"]["due"].startswith("2025-04-03")
+        (entry,) = [h for h in proposal_history(session, pid) if h["action"] == "confirm"]
+        assert (entry["actor"], entry["from"], entry["to"]) == (
+            "fiscal-7",
+            "proposta",
+            "confirmada",
+        )
+
+    @pytest.mark.parametrize(
+        "at",
+        [dt.datetime(1, 1, 1, tzinfo=dt.UTC), dt.datetime(9999, 12, 31, tzinfo=dt.UTC)],
+    )
+    def test_step_date_outside_the_registry_range_is_refused(self, session, at) -> None:
+        """A review step dated in year 1 or 9999 is refused before anything is stored."""
+        from fleet.dates import RegistryDateError
+
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        with pytest.raises(RegistryDateError, match="'at' era"):
+            confirm(session, pid, agent_id="fiscal-7", at=at)
+        assert session.get(Proposal, pid).status == "proposta"
+
+    def test_reincidence_counts_confirmed_only_and_inside_window(self, session) -> None:
+        """A confirmed earlier infraction 300 days before makes a reincidence (fine R$ 507);
+        one only proposed does not count."""
+        _one(session, "2024-06-08T12:00:00Z")  # proposed, never confirmed
+        first = _one(session, "2024-05-08T12:00:00Z")  # 300 days before 2025-03-04
+        confirm(session, first, agent_id="a", at=T0)
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        p = confirm(session, pid, agent_id="a", at=T0)
+        assert p.reincidence_count == 1
+        assert (p.fine_amount, p.fine_unit) == (507, "BRL")
+        assert p.auto_number.endswith("000002")
+
+    def test_reincidence_just_outside_window(self, session) -> None:
+        """366 days before is outside Pinto Bandeira's 365-day window (art. 48)."""
+        first = _one(session, "2024-03-03T12:00:00Z")
+        confirm(session, first, agent_id="a", at=T0)
+        p = confirm(session, _one(session, "2025-03-04T12:00:00Z"), agent_id="a", at=T0)
+        assert p.reincidence_count == 0 and p.fine_amount is None
+
+    def test_needs_an_agent(self, session) -> None:
+        """Confirming without the agent's id is refused."""
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        with pytest.raises(TransitionError, match="agente"):
+            confirm(session, pid, agent_id=" ")
+
+
+class TestSteps:
+    def test_full_path_to_decision(self, session) -> None:
+        """proposta → confirmada → notificada → em_defesa → defesa_indeferida, each audited."""
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        confirm(session, pid, agent_id="a", at=T0)
+        notify(session, pid, actor="a", at=T0 + dt.timedelta(days=10))
+        p = get_proposal(session, pid)
+        # 30 dias úteis from Fri 14 Mar 2025 (art. 53, CPC counting): Good Friday 18 Apr and
+        # Tiradentes 21 Apr skipped
+        assert p.deadlines["defence"]["due"].startswith("2025-04-29T23:59:59")
+        assert as_record(p)["penalty_enforceable_from"].startswith("2025-04-29")
+        file_defence(session, pid, actor="defensor", at=T0 + dt.timedelta(days=20))
+        assert (
+            as_record(get_proposal(session, pid))["penalty_enforceable_from"] is None
+        )  # suspensive
+        decide_defence(
+            session,
+            pid,
+            agent_id="junta",
+            accepted=False,
+            reason="sem prova",
+            at=T0 + dt.timedelta(days=40),
+        )
+        assert as_record(get_proposal(session, pid))["penalty_enforceable_from"].startswith(
+            "2025-04-13"
+        )
+        steps = [(h["from"], h["to"]) for h in proposal_history(session, pid)]
+        assert steps == [
+            (None, "proposta"),
+            ("proposta", "confirmada"),
+            ("confirmada", "notificada"),
+            ("notificada", "em_defesa"),
+            ("em_defesa", "defesa_indeferida"),
+        ]
+
+    def test_dismiss_needs_reason_and_is_final(self, session) -> None:
+        """Dismissal records the reason; a dismissed proposal cannot be confirmed."""
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        with pytest.raises(TransitionError, match="motivo"):
+            dismiss(session, pid, agent_id="a", reason="")
+        dismiss(session, pid, agent_id="a", reason="fila desfeita por ordem do fiscal")
+        assert as_record(get_proposal(session, pid))["dismissed_reason"].startswith("fila")
+        with pytest.raises(TransitionError, match="descartada"):
+            confirm(session, pid, agent_id="a")
+
+    def test_notification_after_30_days_is_refused_and_archived(self, session) -> None:
+        """PB art. 36 § 1º: an auto not notified within 30 days is archived, not notified."""
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        confirm(session, pid, agent_id="a", at=T0)
+        late = T0 + dt.timedelta(days=31)
+        warnings = deadline_warnings(session, within_days=5, at=T0 + dt.timedelta(days=27))
+        assert [(w["proposal_id"], w["deadline"], w["overdue"]) for w in warnings] == [
+            (pid, "notification", False)
+        ]
+        with pytest.raises(TransitionError, match="prazo de notificação vencido"):
+            notify(session, pid, actor="a", at=late)
+        assert archive_lapsed(session, at=T0 + dt.timedelta(days=29)) == []
+        assert archive_lapsed(session, at=late) == [pid]
+        assert get_proposal(session, pid).status == "arquivada"
+
+    def test_defence_out_of_time_is_refused(self, session) -> None:
+        """A defence after its 30 business days (art. 53) is refused; on day 31 (calendar) it
+        is still in time."""
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        confirm(session, pid, agent_id="a", at=T0)
+        notify(session, pid, actor="a", at=T0)
+        with session.begin_nested() as sp:
+            file_defence(session, pid, actor="d", at=T0 + dt.timedelta(days=31))
+            sp.rollback()
+        with pytest.raises(TransitionError, match="fora do prazo"):
+            file_defence(session, pid, actor="d", at=T0 + dt.timedelta(days=45))
+
+    def test_unknown_proposal(self, session) -> None:
+        """An unknown id is a named not-found error."""
+        with pytest.raises(ProposalNotFoundError, match="não encontrada"):
+            confirm(session, "P-nope", agent_id="a")
+
+
+class TestNothingIsDeleted:
+    @pytest.mark.parametrize("table", ["proposals", "findings", "proposal_findings"])
+    def test_delete_is_refused(self, session, table) -> None:
+        """The database refuses DELETE on findings, proposals and their links."""
+        _one(session, "2025-03-04T12:00:00Z")
+        with pytest.raises(DBAPIError, match="nunca são apagadas"), session.begin_nested():
+            session.execute(text(f"DELETE FROM {table}"))
+
+    def test_audit_is_append_only(self, session) -> None:
+        """Audit entries cannot be deleted either."""
+        _one(session, "2025-03-04T12:00:00Z")
+        with pytest.raises(DBAPIError, match="só aceita inclusões"), session.begin_nested():
+            session.execute(delete(AuditEntry))
+
+
+POA = "4314902"
+
+
+@pytest.fixture
+def poa(db_session):
+    db_session.add(Municipality(code=POA, name="Porto Alegre", uf="RS", timezone=TZ))
+    db_session.flush()
+    return db_session
+
+
+def _proposal(session, frame, municipality: str) -> str:
+    store_findings(session, frame)
+    assert generate_proposals(session, municipality=municipality, timezone=TZ) == 1
+    return session.execute(
+        select(ProposalFinding.proposal_id).where(
+            ProposalFinding.finding_id == frame["finding_id"].iloc[0]
+        )
+    ).scalar_one()
+
+
+def _route(start: str, vehicle: str = "PB-07"):
+    frame = pd.DataFrame(
+        {
+            "kind": "longer_route",
+            "vehicle_id": vehicle,
+            "stand_id": None,
+            "started_at": [start],
+            "ended_at": [start],
+            "confidence": 0.9,
+            "details": [{"ratio": 1.9}],
+        }
+    )
+    return make_findings(frame, [shapely.Point(-51.45, -29.1)])
+
+
+class TestConfirmAnswersTheException:
+    def test_longer_route_cannot_be_confirmed_without_the_answer(self, session) -> None:
+        """PB art. 25 III: without the agent's answer to "salvo com autorização do usuário",
+        the proposal stays a proposal."""
+        pid = _proposal(session, _route("2025-03-04T12:00:00Z"), PB)
+        with pytest.raises(TransitionError, match="salvo com autorização do usuário"):
+            confirm(session, pid, agent_id="a", at=T0)
+        with pytest.raises(TransitionError, match="--exception-answer"):
+            confirm(session, pid, agent_id="a", at=T0, exception_answer="não")
+        assert get_proposal(session, pid).status == "proposta"
+
+    def test_answer_is_recorded_and_audited(self, session) -> None:
+        """The answer, the question and who answered are kept on the proposal and audited."""
+        pid = _proposal(session, _route("2025-03-04T12:00:00Z"), PB)
+        answer = "Passageiro ouvido: não autorizou o trajeto."
+        confirm(session, pid, agent_id="a", at=T0, exception_answer=answer)
+        record = as_record(get_proposal(session, pid))
+        assert record["exception"]["answer"] == answer
+        assert record["exception"]["excerpt"] == "salvo com autorização do usuário"
+        assert record["exception"]["answered_by"] == "a"
+        (entry,) = [h for h in proposal_history(session, pid) if h["action"] == "confirm"]
+        assert entry["exception_answer"] == answer
+
+    def test_auto_stored_without_answer_is_not_printed(self, session) -> None:
+        """An auto confirmed before answers were recorded cannot be printed: its exception is
+        unresolved."""
+        from db.enforcement.evidence import document_for
+        from enforcement.documents import render_html
+
+        pid = _proposal(session, _route("2025-03-04T12:00:00Z"), PB)
+        p = get_proposal(session, pid)
+        p.status, p.auto_number, p.confirmed_at = "confirmada", "AI-antigo-1", T0
+        session.flush()
+        document = document_for(session, pid)
+        assert document["proposal"]["exception"]["answer"] is None
+        with pytest.raises(DocumentError, match="exceção não resolvida"):
+            render_html(document, kind="auto")
+
+    def test_answer_for_a_rule_without_exception_is_refused(self, session) -> None:
+        """Art. 24 II has no exception: an answer is a mistake, refused."""
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        with pytest.raises(TransitionError, match="não tem exceção"):
+            confirm(session, pid, agent_id="a", at=T0, exception_answer="usuário não autorizou")
+
+
+class TestConfirmChoosesThePontuacao:
+    def _barred(self, start: str):
+        frame = pd.DataFrame(
+            {
+                "kind": "operating_while_barred",
+                "vehicle_id": "POA-1",
+                "stand_id": None,
+                "started_at": [start],
+                "ended_at": [start],
+                "confidence": 0.9,
+                "details": [{"reason": "reserved"}],
+            }
+        )
+        return make_findings(frame, [shapely.Point(-51.2, -30.0)])
+
+    def test_57_xi_needs_the_agents_choice(self, poa) -> None:
+        """POA art. 57 XI c ("autorizatário ou condutor, conforme o caso"): the agent chooses."""
+        pid = _proposal(poa, self._barred("2025-03-04T12:00:00Z"), POA)
+        assert as_record(get_proposal(poa, pid))["pontuacao_choices"] == [
+            "condutor",
+            "autorizatário",
+        ]
+        with pytest.raises(TransitionError, match="esperado um de: condutor, autorizatário"):
+            confirm(poa, pid, agent_id="a", at=T0)
+        with pytest.raises(TransitionError, match="'ambos'"):
+            confirm(poa, pid, agent_id="a", at=T0, pontuacao="ambos")
+        p = confirm(poa, pid, agent_id="a", at=T0, pontuacao="autorizatário")
+        assert p.pontuacao == "autorizatário"
+
+    def test_a_fixed_pontuacao_cannot_be_changed(self, poa) -> None:
+        """Where the text fixes the pontuação (art. 59 XIII), the agent cannot choose."""
+        frame = pd.DataFrame(
+            {
+                "kind": "unlicensed_stand_use",
+                "vehicle_id": "POA-1",
+                "stand_id": "S1",
+                "started_at": ["2025-03-04T12:00:00Z"],
+                "ended_at": ["2025-03-04T12:00:00Z"],
+                "confidence": 0.9,
+                "details": [{"subtype": "boarding"}],
+            }
+        )
+        pid = _proposal(poa, make_findings(frame, [shapely.Point(-51.2, -30.0)]), POA)
+        with pytest.raises(TransitionError, match="fixada pelo texto legal"):
+            confirm(
+                poa,
+                pid,
+                agent_id="a",
+                at=T0,
+                pontuacao="condutor",
+                exception_answer="táxi não acessível; usuário sem deficiência",
+            )
+
+
+class TestReincidenceNamesAndStatuses:
+    def test_confirmed_auto_names_the_earlier_auto(self, session) -> None:
+        """The second auto records the first one's number and date."""
+        first = _one(session, "2024-08-12T12:00:00Z")
+        confirm(session, first, agent_id="a", at=dt.datetime(2024, 8, 13, tzinfo=dt.UTC))
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        confirm(session, pid, agent_id="a", at=T0)
+        priors = as_record(get_proposal(session, pid))["reincidence_priors"]
+        assert priors == [
+            {
+                "auto_number": f"AI-{PB}-2024-000001",
+                "proposal_id": first,
+                "committed_at": "2024-08-12T12:00:00Z",
+                "status": "confirmada",
+            }
+        ]
+
+    def _fretamento(self, poa, start: str) -> str:
+        """Store a fretamento proposal (the registry has no service: the fleet frame says it)."""
+        from db.enforcement.workflow import store_proposals
+        from enforcement.proposals import propose
+        from enforcement.rulebook import rulebooks_for
+
+        frame = pd.DataFrame(
+            {
+                "kind": "operating_while_barred",
+                "vehicle_id": "F-1",
+                "stand_id": None,
+                "started_at": [start],
+                "ended_at": [start],
+                "confidence": 0.9,
+                "details": [{"reason": "alvara_expired"}],
+            }
+        )
+        found = make_findings(frame, [shapely.Point(-51.2, -30.0)])
+        store_findings(poa, found)
+        fleet = pd.DataFrame({"vehicle_id": ["F-1"], "service": ["fretamento"]})
+        (record,), _ = propose(found, rulebooks_for(POA), timezone=TZ, fleet=fleet)
+        assert store_proposals(poa, [record]) == 1
+        return str(record["proposal_id"])
+
+    def test_fretamento_counts_only_final_decisions(self, poa) -> None:
+        """Fretamento art. 19 § 5º: an auto notified, defended and rejected does not count
+        until the decision is final (no appeal left); then the fine doubles (art. 21)."""
+        first = self._fretamento(poa, "2024-05-02T12:00:00Z")
+        at = dt.datetime(2024, 5, 3, 12, tzinfo=dt.UTC)
+        confirm(poa, first, agent_id="a", at=at)
+        notify(poa, first, actor="a", at=at + dt.timedelta(days=1))
+        file_defence(poa, first, actor="d", at=at + dt.timedelta(days=5))
+        decide_defence(
+            poa,
+            first,
+            agent_id="s",
+            accepted=False,
+            reason="sem prova",
+            at=at + dt.timedelta(days=20),
+        )
+        second = self._fretamento(poa, "2025-03-04T12:00:00Z")
+        with poa.begin_nested() as sp:
+            p = confirm(poa, second, agent_id="a", at=T0)
+            assert p.reincidence_count == 0 and float(p.fine_amount) == 150.0
+            sp.rollback()
+        with pytest.raises(TransitionError, match="cabe recurso"):
+            finalize(poa, first, agent_id="s", reason="sem recurso", at=at + dt.timedelta(days=30))
+        finalize(
+            poa, first, agent_id="s", reason="sem recurso no prazo", at=at + dt.timedelta(days=40)
+        )
+        p = confirm(poa, second, agent_id="a", at=T0)
+        assert p.reincidence_count == 1 and float(p.fine_amount) == 300.0
+        assert as_record(p)["reincidence_priors"][0]["status"] == "definitiva"
+
+    def test_finalize_waits_for_defence_and_appeal(self, poa) -> None:
+        """Without a defence, the decision is final only after the defence period and the
+        appeal period that follows it (fretamento art. 33: 15 days)."""
+        pid = self._fretamento(poa, "2025-01-02T12:00:00Z")
+        at = dt.datetime(2025, 1, 3, 12, tzinfo=dt.UTC)
+        confirm(poa, pid, agent_id="a", at=at)
+        notify(poa, pid, actor="a", at=at)
+        with pytest.raises(TransitionError, match="cabe recurso, art. 33"):
+            finalize(poa, pid, agent_id="s", reason="sem defesa", at=at + dt.timedelta(days=40))
+        p = finalize(
+            poa, pid, agent_id="s", reason="sem defesa nem recurso", at=at + dt.timedelta(days=50)
+        )
+        assert p.status == "definitiva"
+        assert [h["to"] for h in proposal_history(poa, pid)][-1] == "definitiva"
+
+
+class TestGenerateReport:
+    def test_low_confidence_findings_are_listed_for_review(self, session) -> None:
+        """Live or stored findings under the floor make no proposal and are listed by id."""
+        frame = _findings("2025-03-04T12:00:00Z")
+        frame["confidence"] = 0.4
+        store_findings(session, frame)
+        created, done = generate_report(session, municipality=PB, timezone=TZ)
+        assert created == 0 and done.proposals == []
+        assert [r["finding_id"] for r in done.for_review] == list(frame["finding_id"])
+        created, _ = generate_report(
+            session, municipality=PB, timezone=TZ, confidence_floor={"queue_jump": 0.3}
+        )
+        assert created == 1
+
+    def test_earlier_proposed_anomalies_count_for_repetition(self, poa) -> None:
+        """POA 58 IX: a fourth anomaly counts the three already proposed within 24 h."""
+
+        def anomaly(start: str):
+            frame = pd.DataFrame(
+                {
+                    "kind": "gps_anomaly",
+                    "vehicle_id": "POA-9",
+                    "stand_id": None,
+                    "started_at": [start],
+                    "ended_at": [start],
+                    "confidence": 0.9,
+                    "details": [{"pattern": "outlier"}],
+                }
+            )
+            return make_findings(frame, [shapely.Point(-51.2, -30.0)])
+
+        for hour in (10, 11, 12):
+            store_findings(poa, anomaly(f"2025-03-04T{hour}:00:00Z"))
+        assert generate_proposals(poa, municipality=POA, timezone=TZ) == 1
+        store_findings(poa, anomaly("2025-03-05T09:00:00Z"))  # next local day
+        assert generate_proposals(poa, municipality=POA, timezone=TZ) == 1
+        store_findings(poa, anomaly("2025-03-07T09:00:00Z"))  # alone: for review
+        created, done = generate_report(poa, municipality=POA, timezone=TZ)
+        assert created == 0 and len(done.for_review) == 1

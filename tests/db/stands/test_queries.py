@@ -1,0 +1,259 @@
+"""Database reads of the stands room and the supervisor's view on stored fixes (real PostGIS)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+from factories import ORIGIN, offset_m
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from db.stands.queries import (
+    licence_frame,
+    licensee_people,
+    operation_sightings,
+    overdue_stands,
+    stands_frame,
+    supervisor_contacts,
+    supervisor_intruders,
+    supervisor_presence,
+    supervisor_queue,
+    supervisors_frame,
+    visits_from_fixes,
+)
+from db.stands.registry import (
+    create_stand,
+    elect_supervisor,
+    end_supervisor_term,
+    grant_licence,
+    homologate_supervisor,
+)
+from stands._errors import NaiveTimestampError, StandScopeError, ThresholdError
+from stands.licences import LICENCE_COLUMNS
+
+T0 = dt.datetime(2024, 3, 4, 12, 0, tzinfo=dt.UTC)  # 09:00 in Porto Alegre
+DAY = dt.date(2024, 3, 4)
+S2_NORTH_M = 500.0
+
+
+def _square(north_m: float, half_m: float = 30.0) -> dict:
+    (s, w), (n, e) = offset_m(north_m - half_m, -half_m), offset_m(north_m + half_m, half_m)
+    return {"type": "Polygon", "coordinates": [[[w, s], [e, s], [e, n], [w, n], [w, s]]]}
+
+
+def _fixes(session: Session, vehicle: str, points: list[tuple[float, float, str]]) -> None:
+    """Store fixes (minutes after T0, metres north of ORIGIN, meter)."""
+    for minute, north, meter in points:
+        lat, lon = offset_m(north, 0.0)
+        session.execute(
+            text(
+                "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, meter, speed_flag, source) "
+                "VALUES (:v, :ts, :lat, :lon, ST_Point(:lon, :lat, 4326), :m, false, 'test')"
+            ),
+            {"v": vehicle, "ts": T0 + dt.timedelta(minutes=minute), "lat": lat, "lon": lon,
+             "m": meter},
+        )  # fmt: skip
+
+
+def _run(minutes: range, north: float, meter: str = "free") -> list[tuple[float, float, str]]:
+    return [(m, north, meter) for m in minutes]
+
+
+@pytest.fixture
+def db(db_session: Session) -> Session:
+    """Stands S1 (at ORIGIN) and S2 (500 m north), licensees, people and one morning of fixes.
+
+    A1 (S1's licensee) waits at S1 09:00–09:20 then drives off; X9 (no licence) waits at S1
+    09:05–09:25 and boards 1.5 minutes after leaving, 20 m from S1's edge; B1 and B2 wait at S2
+    (B1 licensed there).
+    """
+    s = db_session
+    s.execute(
+        text(
+            "INSERT INTO permit_holders (holder_id, name, address, phone) OVERRIDING SYSTEM VALUE "
+            "VALUES (9001, 'Ana Souza', 'Rua A, 1', '51 9000'), "
+            "(9002, 'Bruno Lima', 'Rua B, 2', '51 9111');"
+            "INSERT INTO vehicles (vehicle_id, prefixo, holder_id) VALUES "
+            "('A1', 'A1', 9001), ('B1', 'B1', 9002), ('B2', 'B2', NULL), ('X9', 'X9', NULL);"
+            "INSERT INTO drivers (driver_id, name) VALUES ('D1', 'Caio Auxiliar'), "
+            "('D2', 'Dora Antiga');"
+            "INSERT INTO driver_assignments (driver_id, vehicle_id, role, valid_from, valid_until) "
+            "VALUES ('D1', 'A1', 'auxiliar', '2024-01-01', NULL), "
+            "('D2', 'A1', 'auxiliar', '2023-01-01', '2023-12-31')"
+        )
+    )
+    create_stand(session=s, stand_id="S1", actor="t", area=_square(0), kind="fixo", capacity=1)
+    create_stand(
+        session=s, stand_id="S2", actor="t", area=_square(S2_NORTH_M), kind="fixo", capacity=2
+    )
+    grant_licence(session=s, stand_id="S1", vehicle_id="A1", valid_from=DAY, actor="t")
+    grant_licence(session=s, stand_id="S2", vehicle_id="B1", valid_from=DAY, actor="t")
+    _fixes(s, "A1", _run(range(0, 21), 0) + _run(range(21, 40), 300))
+    _fixes(s, "X9", _run(range(5, 26), 0) + [(26, 45, "free"), (26.5, 50, "occupied")])
+    _fixes(s, "X9", [(27, 250, "occupied")])
+    _fixes(s, "B1", _run(range(0, 31), S2_NORTH_M) + [(200, 2000, "free")])
+    _fixes(s, "B2", _run(range(0, 31), S2_NORTH_M))
+    return s
+
+
+class TestStandsFrame:
+    def test_active_stands_with_attributes(self, db: Session) -> None:
+        """Stands come back as a GeoDataFrame in EPSG:4326, retired ones only on request."""
+        db.execute(text("UPDATE stands SET retired_at = now() WHERE stand_id = 'S2'"))
+        frame = stands_frame(session=db)
+        assert frame["stand_id"].tolist() == ["S1"] and frame.crs.to_epsg() == 4326
+        assert frame["capacity"].dtype == "Int64" and frame.geometry.iloc[0].contains(
+            __import__("shapely").Point(ORIGIN[1], ORIGIN[0])
+        )
+        assert len(stands_frame(session=db, include_retired=True)) == 2
+
+
+class TestLicenceFrame:
+    def test_licence_frame_contract(self, db: Session) -> None:
+        """Licences come back in the licence-frame contract with their ids."""
+        frame = licence_frame(session=db, stand_ids=["S1"])
+        assert list(frame.columns) == ["licence_id", *LICENCE_COLUMNS]
+        assert frame["vehicle_id"].tolist() == ["A1"]
+        assert frame["valid_from"].tolist() == [pd.Timestamp(DAY)]
+        assert frame["valid_until"].isna().all() and frame["valid_from"].dtype == "datetime64[ns]"
+
+
+class TestSupervisorsFrame:
+    def test_history(self, db: Session) -> None:
+        """Every record of the stand, with dates as datetime64."""
+        elect_supervisor(session=db, stand_id="S1", person_name="Ana", elected_on=DAY,
+                         minutes_ref="ata", actor="t")  # fmt: skip
+        frame = supervisors_frame(session=db, stand_ids=["S1"])
+        assert frame["person_name"].tolist() == ["Ana"]
+        assert frame["elected_on"].tolist() == [pd.Timestamp(DAY)]
+        assert frame["homologated_on"].isna().all()
+        assert supervisors_frame(session=db, stand_ids=["S2"]).empty
+
+
+class TestOverdueStands:
+    def test_lapsed_91_days(self, db: Session) -> None:
+        """S1's supervisor left 91 days before as_of: S1 is overdue and would lose A1."""
+        rec = elect_supervisor(
+            session=db, stand_id="S1", person_name="Ana", elected_on=dt.date(2023, 1, 1),
+            minutes_ref="ata", actor="t",
+        )  # fmt: skip
+        homologate_supervisor(session=db, supervisor_id=rec.supervisor_id,
+                              on=dt.date(2023, 1, 10), actor="t")  # fmt: skip
+        as_of = dt.date(2024, 6, 1)
+        end_supervisor_term(session=db, supervisor_id=rec.supervisor_id,
+                            until=as_of - dt.timedelta(days=91), actor="t")  # fmt: skip
+        out = overdue_stands(session=db, as_of=as_of)
+        (row,) = out.to_dict(orient="records")
+        assert (row["stand_id"], row["days_without"], row["prefixos"]) == ("S1", 91, ("A1",))
+        assert row["name"] is None
+        assert overdue_stands(session=db, as_of=as_of - dt.timedelta(days=1)).empty
+
+
+class TestVisitsFromFixes:
+    def test_visits_of_the_stands_only(self, db: Session) -> None:
+        """Visits at S1: A1 09:00–09:20 and X9 09:05–09:25, boarded 1.5 min after leaving,
+        20 m from the stand's edge."""
+        visits = visits_from_fixes(session=db, stand_ids=["S1"], start=T0,
+                                   end=T0 + dt.timedelta(hours=4))  # fmt: skip
+        assert visits["stand_id"].unique().tolist() == ["S1"]
+        got = visits[["vehicle_id", "arrived_at", "departed_at", "boarded"]].values.tolist()
+        assert got == [
+            ["A1", pd.Timestamp(T0), pd.Timestamp(T0 + dt.timedelta(minutes=20)), False],
+            ["X9", pd.Timestamp(T0 + dt.timedelta(minutes=5)),
+             pd.Timestamp(T0 + dt.timedelta(minutes=25)), True],
+        ]  # fmt: skip
+        assert pd.Timestamp(visits.attrs["latest"]["A1"]) == T0 + dt.timedelta(minutes=39)
+        assert visits["boarding_distance_m"].iloc[1] == pytest.approx(20.0, abs=0.5)
+
+    def test_far_fixes_do_not_join_visits(self, db: Session) -> None:
+        """A vehicle away for an hour (fixes not read) comes back as a second visit."""
+        _fixes(db, "A1", _run(range(100, 110), 0))
+        visits = visits_from_fixes(session=db, stand_ids=["S1"], start=T0,
+                                   end=T0 + dt.timedelta(hours=4))  # fmt: skip
+        assert (visits["vehicle_id"] == "A1").sum() == 2
+
+    def test_naive_bounds_refused(self, db: Session) -> None:
+        """Naive bounds are refused."""
+        with pytest.raises(NaiveTimestampError):
+            visits_from_fixes(session=db, stand_ids=["S1"], start=T0.replace(tzinfo=None), end=T0)
+
+
+class TestOperationSightings:
+    def test_first_and_last_fix_per_local_day(self, db: Session) -> None:
+        """B1's first and last fix of the local day; vehicles not asked for are not read."""
+        frame = operation_sightings(session=db, vehicle_ids=["B1"], start=DAY, end=DAY)
+        assert frame["vehicle_id"].unique().tolist() == ["B1"]
+        assert frame["timestamp"].tolist() == [
+            pd.Timestamp(T0), pd.Timestamp(T0 + dt.timedelta(minutes=200)),
+        ]  # fmt: skip
+
+
+class TestLicenseePeople:
+    def test_holder_and_current_auxiliaries(self, db: Session) -> None:
+        """A1's autorizatária with contact, and its current auxiliary (a former one is not)."""
+        frame = licensee_people(session=db, vehicle_ids=["A1"], on=DAY)
+        assert sorted(map(tuple, frame[["role", "name", "phone"]].values.tolist())) == [
+            ("autorizatario", "Ana Souza", "51 9000"), ("auxiliar", "Caio Auxiliar", None),
+        ]  # fmt: skip
+
+
+class TestSupervisorQueue:
+    def test_queue_now(self, db: Session) -> None:
+        """At 09:15 S1 has A1 then X9 (unlicensed); at 09:23 only X9; S2's vehicles never."""
+        now = T0 + dt.timedelta(minutes=15)
+        out = supervisor_queue(session=db, stand_ids=["S1"], now=now)
+        assert out[["position", "vehicle_id"]].values.tolist() == [[1, "A1"], [2, "X9"]]
+        assert out["licensed"].tolist() == [True, False]
+        later = supervisor_queue(session=db, stand_ids=["S1"], now=T0 + dt.timedelta(minutes=23))
+        assert later["vehicle_id"].tolist() == ["X9"]
+
+    def test_empty_stand_and_bad_window(self, db: Session) -> None:
+        """Before anyone arrives the queue is empty; a non-positive window is refused."""
+        assert supervisor_queue(session=db, stand_ids=["S1"], now=T0 - dt.timedelta(hours=1)).empty
+        with pytest.raises(ThresholdError):
+            supervisor_queue(session=db, stand_ids=["S1"], now=T0, window_s=0)
+
+
+class TestSupervisorIntruders:
+    def test_unlicensed_visit(self, db: Session) -> None:
+        """X9 is S1's only intruder that day."""
+        out = supervisor_intruders(session=db, stand_ids=["S1"], start=DAY, end=DAY)
+        assert out[["stand_id", "vehicle_id", "boarded"]].values.tolist() == [["S1", "X9", True]]
+
+
+class TestSupervisorPresence:
+    def test_licensee_present(self, db: Session) -> None:
+        """A1 operated and was present at S1 on the day."""
+        out = supervisor_presence(session=db, stand_ids=["S1"], start=DAY, end=DAY)
+        assert out[["vehicle_id", "operated", "present"]].values.tolist() == [["A1", True, True]]
+
+
+class TestSupervisorContacts:
+    def test_contacts(self, db: Session) -> None:
+        """S1's list has A1's autorizatária and auxiliary."""
+        out = supervisor_contacts(session=db, stand_ids=["S1"], on=DAY)
+        assert out["name"].tolist() == ["Ana Souza", "Caio Auxiliar"]
+
+
+class TestSupervisorScope:
+    """A supervisor scoped to S1 learns nothing about S2, through every view."""
+
+    def test_nothing_of_s2(self, db: Session) -> None:
+        """No S2 id, vehicle, licensee or person appears in any S1 view; no scope: refused."""
+        s2_things = {"S2", "B1", "B2", "Bruno Lima", "Rua B, 2", "51 9111"}
+        views = [
+            supervisor_queue(session=db, stand_ids=["S1"], now=T0 + dt.timedelta(minutes=15)),
+            supervisor_intruders(session=db, stand_ids=["S1"], start=DAY, end=DAY),
+            supervisor_presence(session=db, stand_ids=["S1"], start=DAY, end=DAY),
+            supervisor_contacts(session=db, stand_ids=["S1"], on=DAY),
+        ]
+        for view in views:
+            seen = {str(v) for v in view.astype("object").to_numpy().ravel()}
+            assert not seen & s2_things, view
+        # the same calls on S2 do see S2: the scope, not the data, hides it
+        assert set(supervisor_queue(session=db, stand_ids=["S2"], now=T0 + dt.timedelta(
+            minutes=15))["vehicle_id"]) == {"B1", "B2"}  # fmt: skip
+        with pytest.raises(StandScopeError):
+            supervisor_contacts(session=db, stand_ids=[], on=DAY)

@@ -1,0 +1,173 @@
+"""The file engine (vehicle buckets spilled to disk) gives read_pings + analyze_pings' result."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from partition_scenario import BOUNDARY, STANDS, assert_same, scenario_fleet, scenario_pings
+
+from engines.buckets import analyze_file
+from engines.pipeline import AnalysisParams, analyze_pings
+from tracking import ingest
+from tracking._errors import MissingColumnsError
+from tracking.ingest import RawPings, read_pings
+
+NOW = pd.Timestamp("2025-01-01T00:00Z")
+CONTRACT = ["vehicle_id", "timestamp", "lat", "lon", "speed_kmh", "meter", "tariff", "driver_id"]
+
+
+def _contract_rows() -> pd.DataFrame:
+    """The scenario as contract cells (text), shuffled across vehicles, plus bad rows."""
+    pings = scenario_pings()
+    cells = pd.DataFrame(
+        {
+            "vehicle_id": pings["vehicle_id"].astype(str),
+            "timestamp": pings["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "lat": pings["lat"].map(repr),
+            "lon": pings["lon"].map(repr),
+            "speed_kmh": "",
+            "meter": pings["meter"].fillna("").astype(str),
+            "tariff": "",
+            "driver_id": "",
+        }
+    )
+    cells = cells.sample(frac=1.0, random_state=7).reset_index(drop=True)  # by time, interleaved
+    first = cells.iloc[3].to_dict()
+    extra = [
+        first,  # an exact duplicate of an early row, far from it (another chunk)
+        first | {"lat": "-30.0001"},  # a conflicting duplicate
+        first | {"lat": ""},  # missing coordinates
+        first | {"timestamp": "2024-03-04T12:00:00"},  # naive
+        first | {"vehicle_id": "  "},  # empty vehicle
+        first | {"meter": "broken"},
+    ]
+    return pd.concat([cells, pd.DataFrame(extra)], ignore_index=True)
+
+
+def _write_csv(path: Path, cells: pd.DataFrame, *, malformed_after: int | None = None) -> Path:
+    lines = [",".join(CONTRACT)]
+    for k, rec in enumerate(cells[CONTRACT].itertuples(index=False)):
+        lines.append(",".join(rec))
+        if malformed_after is not None and k == malformed_after:
+            lines.append("v9,2024-03-04T12:00:00Z,-30.0,-51.0,1,2,3,4,5,6,7")  # too many fields
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _local(path: Path, **kw: Any) -> Any:
+    pings, rejected = read_pings(path, now=NOW)
+    if kw.get("as_of") is not None:
+        from engines.pipeline import cut_at_as_of
+
+        pings = cut_at_as_of(pings, as_of=kw["as_of"], timezone=AnalysisParams().timezone)
+    return analyze_pings(pings, rejected, STANDS, **kw)
+
+
+def _kw(tmp_path: Path) -> dict[str, Any]:
+    return {"fleet": scenario_fleet(tmp_path), "boundary": BOUNDARY, "params": AnalysisParams()}
+
+
+class TestAnalyzeFile:
+    def test_csv_equals_local_engine(self, tmp_path: Path) -> None:
+        """Many small buckets and chunks, malformed and duplicate rows: the local result."""
+        path = _write_csv(tmp_path / "pings.csv", _contract_rows(), malformed_after=500)
+        kw = _kw(tmp_path)
+        local = _local(path, **kw)
+        got, sample = analyze_file(path, STANDS, now=NOW, bucket_fixes=300, chunk_rows=257, **kw)
+        assert_same(got, local, positions=False)
+        pd.testing.assert_frame_equal(got.rejected, local.rejected)
+        reasons = set(got.rejected["reason"])
+        assert {"malformed_row", "duplicate", "conflicting_duplicate", "naive_timestamp"} <= reasons
+        kinds = set(local.findings["kind"])
+        assert {"queue_jump", "illegal_stand_formation", "unlicensed_stand_use"} <= kinds
+        assert 0 < len(sample) <= len(local.pings)
+        unlicensed = local.findings.loc[local.findings["kind"].eq("unlicensed_stand_use")]
+        metres = [d["boarding_distance_m"] for d in unlicensed["details"]]
+        assert 0.0 in metres and any(0 < m <= 30 for m in metres)  # inside, and at the edge
+        drop_off = pd.Timestamp("2024-03-06T15:00:00Z")  # v5's meter on 600 m away: no finding
+        assert not unlicensed["started_at"].eq(drop_off).any()
+        assert local.visits["arrived_at"].eq(drop_off).any()
+
+    def test_gzipped_csv(self, tmp_path: Path) -> None:
+        """A .csv.gz (its row count estimated from the inflated text) gives the local result."""
+        import gzip
+
+        plain = _write_csv(tmp_path / "pings.csv", _contract_rows())
+        path = tmp_path / "pings.csv.gz"
+        path.write_bytes(gzip.compress(plain.read_bytes()))
+        kw = _kw(tmp_path)
+        local = _local(path, **kw)
+        got, _ = analyze_file(path, STANDS, now=NOW, bucket_fixes=500, **kw)
+        assert_same(got, local, positions=False)
+        pd.testing.assert_frame_equal(got.rejected, local.rejected)
+
+    def test_parquet_two_jobs_and_as_of(self, tmp_path: Path) -> None:
+        """Typed Parquet, buckets in two forked processes, an earlier --as-of: the local result."""
+        cells = _contract_rows()
+        typed = cells.assign(
+            lat=pd.to_numeric(cells["lat"], errors="coerce"),
+            lon=pd.to_numeric(cells["lon"], errors="coerce"),
+        )
+        path = tmp_path / "pings.parquet"
+        typed.to_parquet(path, index=False)
+        kw = _kw(tmp_path) | {"as_of": dt.date(2024, 3, 5)}
+        local = _local(path, **kw)
+        got, _ = analyze_file(path, STANDS, now=NOW, bucket_fixes=400, jobs=2, **kw)
+        assert_same(got, local, positions=False)
+        pd.testing.assert_frame_equal(got.rejected, local.rejected)
+
+    @pytest.mark.parametrize("jobs", [2, 3])
+    def test_csv_read_as_byte_ranges(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+    ) -> None:
+        """A CSV read as ``jobs`` byte ranges at once (any size allowed here), with malformed
+        records in several ranges, empty lines, quoted cells and a line break inside one: the
+        local result, rows numbered as in one read."""
+        monkeypatch.setattr(ingest, "RANGE_MIN_BYTES", 0)
+        cells = _contract_rows()
+        cells.loc[7, "driver_id"] = '"M\n58"'  # a quoted cell holding a line break
+        cells.loc[900, "driver_id"] = '"M, ""58"""'
+        lines = [",".join(CONTRACT)]
+        for k, rec in enumerate(cells[CONTRACT].itertuples(index=False)):
+            lines.append(",".join(rec))
+            if k % 400 == 13:
+                lines.append("v9,2024-03-04T12:00:00Z,-30.0,1,2,3,4,5,6,7,8")  # too many fields
+            if k % 700 == 5:
+                lines.append("")
+        path = tmp_path / "pings.csv"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        assert len(RawPings.open(path).ranges(jobs)) == jobs
+        kw = _kw(tmp_path)
+        local = _local(path, **kw)
+        got, _ = analyze_file(
+            path, STANDS, now=NOW, bucket_fixes=300, chunk_rows=257, jobs=jobs, **kw
+        )
+        assert_same(got, local, positions=False)
+        pd.testing.assert_frame_equal(got.rejected, local.rejected)
+        assert (got.rejected["reason"] == "malformed_row").sum() == len(cells) // 400 + 1
+
+    def test_header_only_file(self, tmp_path: Path) -> None:
+        """No data rows: the empty result, not an error."""
+        path = _write_csv(tmp_path / "empty.csv", _contract_rows().iloc[:0])
+        local = _local(path)
+        got, sample = analyze_file(path, STANDS, now=NOW)
+        assert_same(got, local, positions=False)
+        assert got.summary["pings_valid"] == 0 and sample.empty
+
+    def test_missing_column_is_named(self, tmp_path: Path) -> None:
+        """A file without 'lon' fails before anything is spilled, naming the column."""
+        path = tmp_path / "bad.csv"
+        path.write_text("vehicle_id,timestamp,lat\nv1,2024-03-04T12:00:00Z,-30\n", "utf-8")
+        with pytest.raises(MissingColumnsError, match="lon"):
+            analyze_file(path, STANDS)
+
+    @pytest.mark.parametrize("bad", [{"jobs": 0}, {"bucket_fixes": 0}])
+    def test_bad_sizes(self, tmp_path: Path, bad: dict[str, int]) -> None:
+        """Zero jobs or zero rows per bucket is refused with the parameter's name."""
+        path = _write_csv(tmp_path / "p.csv", _contract_rows().iloc[:5])
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            analyze_file(path, STANDS, **bad)

@@ -1,0 +1,163 @@
+"""The Dask engine gives the local engine's result on a multi-vehicle, multi-day input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from factories import make_pings
+from partition_scenario import BOUNDARY, STANDS, assert_same, scenario_fleet, scenario_pings
+
+from engines.distributed import (
+    DistributedEngineError,
+    analyze_pings_distributed,
+    dask_client,
+)
+from engines.partitions import (
+    _block_moves,
+    _stack,
+    _vehicle_order,
+    requeue,
+    vehicle_partitions,
+)
+from engines.pipeline import AnalysisParams, analyze_pings
+from tracking import frames as fr
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    with dask_client(workers=2, processes=False) as c:
+        yield c
+
+
+class TestAnalyzePingsDistributed:
+    def test_same_result_as_local_engine(self, client: Any, tmp_path: Path) -> None:
+        """Findings (ids, content), visits, trips, stops, occupancy and summary equal local's."""
+        pings = scenario_pings()
+        fleet = scenario_fleet(tmp_path)
+        kw: dict[str, Any] = {"fleet": fleet, "boundary": BOUNDARY, "params": AnalysisParams()}
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=client, partition_fixes=200, **kw
+        )
+        assert_same(dist, local)
+        kinds = set(local.findings["kind"])
+        assert {"queue_jump", "illegal_stand_formation", "outside_municipality"} <= kinds
+        assert {"unlicensed_stand_use", "gps_anomaly", "operating_while_barred"} <= kinds
+        night = local.trips.loc[local.trips["trip_id"].str.match(r"N-\d{8}T0[23]")]
+        local_days = night["started_at"].dt.tz_convert("America/Sao_Paulo").dt.day
+        ended_days = night["ended_at"].dt.tz_convert("America/Sao_Paulo").dt.day
+        assert len(night) == 4 and (local_days != ended_days).all()  # not cut at midnight
+        queue = local.visits.loc[local.visits["stand_id"].eq("S1"), "queue_position"]
+        assert queue.max() == 3  # positions span vehicles of different partitions
+
+    def test_as_of_and_subset_of_kinds(self, client: Any, tmp_path: Path) -> None:
+        """An earlier --as-of and a subset of kinds give the local result too."""
+        pings = scenario_pings()
+        pings = pings.loc[pings["timestamp"] < pd.Timestamp("2024-03-06T03:00Z")]
+        pings = pings.reset_index(drop=True)
+        kw: dict[str, Any] = {
+            "fleet": scenario_fleet(tmp_path),
+            "kinds": ("queue_jump", "habitual_absence", "tracking_gap", "inactivity"),
+        }
+        import datetime as dt
+
+        kw["as_of"] = dt.date(2024, 3, 5)
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=client, partition_fixes=500, **kw
+        )
+        assert_same(dist, local)
+
+    def test_empty_pings(self, client: Any) -> None:
+        """No pings: the empty result of the local engine."""
+        empty = make_pings([])
+        local = analyze_pings(empty, pd.DataFrame(), STANDS)
+        dist = analyze_pings_distributed(empty, pd.DataFrame(), STANDS, client=client)
+        assert_same(dist, local)
+
+
+class TestVehiclePartitions:
+    def test_whole_vehicles_cover_every_row(self) -> None:
+        """Ranges cut only between vehicles, cover all rows once, about the target size."""
+        ids = pd.Series(["a"] * 5 + ["b"] * 2 + ["c"] * 7 + ["d"])
+        assert vehicle_partitions(ids, partition_fixes=6) == [(0, 7), (7, 14), (14, 15)]
+        assert vehicle_partitions(ids, partition_fixes=100) == [(0, 15)]
+        assert vehicle_partitions(ids, partition_fixes=100, min_partitions=3) == [
+            (0, 5),
+            (5, 14),
+            (14, 15),
+        ]
+        assert vehicle_partitions(ids.iloc[:0], partition_fixes=10) == []
+
+
+class TestEvidenceInVehicleOrder:
+    def test_blocks_stack_as_concat_and_take(self) -> None:
+        """Pieces of disjoint vehicles (each sorted) stacked by vehicle blocks equal their
+        concatenation taken in vehicle order, column types kept (text, instants, categories)."""
+        t = pd.Timestamp("2024-03-04T12:00Z")
+
+        def piece(vehicles: list[str], start: int) -> pd.DataFrame:
+            n = len(vehicles)
+            return pd.DataFrame(
+                {
+                    fr.VEHICLE_ID: pd.Series(vehicles, dtype="str"),
+                    fr.TIMESTAMP: [t + pd.Timedelta(start + k, "s") for k in range(n)],
+                    fr.LAT: [-30.0 - k / 1000 for k in range(n)],
+                    fr.METER: pd.Categorical(
+                        (["free", None, "off"] * n)[:n], categories=fr.METER_VALUES
+                    ),
+                    fr.ROW: range(start, start + n),
+                    fr.SPEED_FLAG: [k % 2 == 0 for k in range(n)],
+                }
+            )
+
+        empty = piece(["z"], 50).iloc[:0]
+        pieces = [piece(["b", "b", "é", "é", "é"], 0), empty, piece(["a", "c", "c"], 100)]
+        blocks = _vehicle_order(pieces)
+        assert blocks == [(2, 0, 1), (0, 0, 2), (2, 1, 3), (0, 2, 5)]  # a b c é (UTF-8 bytes)
+        whole = pd.concat(pieces, ignore_index=True)
+        order = [5, 0, 1, 6, 7, 2, 3, 4]
+        pd.testing.assert_frame_equal(
+            _stack(pieces, blocks), whole.take(order).reset_index(drop=True)
+        )
+        assert _vehicle_order([pieces[2]]) is None  # already in order
+        # a position in the concatenation moves to where its row is in the stack
+        offsets = np.cumsum([0, *(len(p) for p in pieces)])[:-1]
+        moved = _block_moves(blocks, offsets)(np.arange(len(whole)))
+        assert moved.tolist() == np.argsort(order).tolist()
+
+
+class TestRequeue:
+    def test_positions_across_vehicles(self) -> None:
+        """A visit arriving while two others are in progress at the stand is third."""
+        t = pd.Timestamp("2024-03-04T12:00Z")
+        visits = pd.DataFrame(
+            {
+                "vehicle_id": pd.Series(["b", "a", "c", "d"], dtype="str"),
+                "stand_id": pd.Series(["S", "S", "S", "T"], dtype="str"),
+                "arrived_at": [t, t, t + pd.Timedelta(60, "s"), t + pd.Timedelta(60, "s")],
+                "departed_at": [t + pd.Timedelta(600, "s")] * 4,
+                "queue_position": [1, 1, 1, 1],
+            }
+        )
+        assert requeue(visits)["queue_position"].tolist() == [2, 1, 3, 1]
+
+
+class TestDaskClient:
+    def test_unreachable_scheduler_is_a_named_error(self) -> None:
+        """A scheduler nobody listens on gives DistributedEngineError naming the address."""
+        with (
+            pytest.raises(DistributedEngineError, match="tcp://127.0.0.1:9"),
+            dask_client("tcp://127.0.0.1:9", connect_timeout_s=1),
+        ):
+            pass
+
+    def test_bad_worker_count(self) -> None:
+        """Zero workers is refused before any cluster starts."""
+        with pytest.raises(ValueError, match="'workers' era 0"), dask_client(workers=0):
+            pass

@@ -1,0 +1,617 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import pandas as pd
+import pytest
+from factories import make_pings, make_track, offset_m
+from live_scenarios import (
+    LIVE_LICENCES,
+    LIVE_OPTIONS,
+    N_DAYS,
+    RANK_STANDS,
+    absence_batch,
+    absence_rows,
+    fleet_month,
+    live_cover,
+    local_day,
+)
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from db.stands.queries import stands_frame
+from db.tracking.store import copy_fixes
+from engines.live import (
+    LIVE_KINDS,
+    VISIT_KINDS,
+    LiveConfigError,
+    alert_matches,
+    live_params,
+    process_fixes,
+    stand_cover,
+    throttle_key,
+)
+from geo.cover import build_stand_cover, match_stands
+from stands.licences import licence_frame_from_fleet
+from stands.visits import detect_visits
+from tracking.detectors.flag2_misuse import detect_flag2_misuse
+from tracking.detectors.gps_anomaly import detect_gps_anomaly
+from tracking.detectors.illegal_stand_formation import detect_illegal_stand_formation
+from tracking.detectors.inactivity import detect_inactivity
+from tracking.detectors.outside_municipality import detect_outside_municipality
+from tracking.detectors.queue_jump import detect_queue_jump
+from tracking.detectors.tracking_gap import detect_tracking_gap
+from tracking.detectors.unlicensed_stand_use import detect_unlicensed_stand_use
+from tracking.stops import detect_stops
+from tracking.trips import detect_trips
+
+BOUNDARIES = (
+    Path(__file__).resolve().parents[2]
+    / "data"
+    / "brazil"
+    / "boundaries"
+    / "municipios_poa_pvh_pintobandeira.geojson"
+)
+POA = "4314902"
+
+T0 = pd.Timestamp("2024-03-04T12:00:00Z")  # a Monday, 09:00 in Porto Alegre
+
+
+def _fix(
+    vehicle: str, minute: float, north_m: float, meter: str, tariff: int | None = None
+) -> dict[str, Any]:
+    lat, lon = offset_m(north_m, 0.0)
+    return {
+        "vehicle_id": vehicle,
+        "timestamp": T0 + pd.Timedelta(minutes=minute),
+        "lat": lat,
+        "lon": lon,
+        "meter": meter,
+        "tariff": tariff,
+    }
+
+
+def track(vehicle: str) -> list[dict[str, Any]]:
+    """Bandeira 2 on a Monday morning, a GPS outlier, a gap in service, then free fixes."""
+    rows = [_fix(vehicle, k / 2, 50.0 * k, "occupied", 2) for k in range(21)]  # 10 min, tariff 2
+    rows += [_fix(vehicle, 10.5 + k / 2, 1000.0, "free") for k in range(10)]  # parked, free
+    rows[25]["lat"], rows[25]["lon"] = offset_m(6000.0, 0.0)  # 6 km away for one fix
+    rows += [_fix(vehicle, 16.0, 1000.0, "occupied", 1)]
+    rows += [_fix(vehicle, 40.0, 4000.0, "occupied", 1)]  # 24 min of silence, moved 3 km
+    rows += [_fix(vehicle, 41.0 + k, 4000.0, "free") for k in range(10)]
+    return rows
+
+
+def batch_ids(pings: pd.DataFrame) -> set[str]:
+    found = pd.concat(
+        [
+            detect_tracking_gap(pings),
+            detect_gps_anomaly(pings),
+            detect_flag2_misuse(pings, timezone="America/Sao_Paulo"),
+        ]
+    )
+    return set(found["finding_id"])
+
+
+def feed(session: Session, pings: pd.DataFrame, size: int, **options: Any) -> list[dict[str, Any]]:
+    """Send the fleet's fixes in time order, ``size`` per request; the findings of them all."""
+    ordered = pings.sort_values("timestamp", kind="stable")
+    found = []
+    for start in range(0, len(ordered), size):
+        found += process_fixes(session, ordered.iloc[start : start + size], throttle_s=0, **options)
+    return found
+
+
+def count(session: Session, sql: str, **params: Any) -> int:
+    return int(session.execute(text(sql), params).scalar_one())
+
+
+class TestProcessFixes:
+    def test_live_finds_what_the_batch_finds(self, db_session: Session) -> None:
+        """Fed one fix batch at a time, the live detectors give the batch detectors' ids."""
+        pings = make_pings(track("LIVE1"))
+        expected = batch_ids(pings)
+        assert {i.split("-")[0] for i in expected} == {
+            "tracking_gap",
+            "gps_anomaly",
+            "flag2_misuse",
+        }
+        found = []
+        for start in range(0, len(pings), 7):  # requests of 7 fixes
+            found += process_fixes(db_session, pings.iloc[start : start + 7], throttle_s=0)
+        assert {f["finding_id"] for f in found} == expected
+        assert all(f["new"] and f["alert_id"] == f"alert-{f['finding_id']}" for f in found)
+        stored = count(db_session, "SELECT count(*) FROM findings WHERE vehicle_id = :v", v="LIVE1")
+        assert stored == len(expected)
+        alerts = count(db_session, "SELECT count(*) FROM alerts WHERE vehicle_id = :v", v="LIVE1")
+        assert alerts == len(expected)
+
+    def test_one_request_equals_many(self, db_session: Session) -> None:
+        """All fixes in one call give the same findings as the same fixes one by one."""
+        pings = make_pings(track("LIVE2"))
+        found = process_fixes(db_session, pings, throttle_s=0)
+        assert {f["finding_id"] for f in found} == batch_ids(pings)
+
+    def test_resent_fixes_give_nothing(self, db_session: Session) -> None:
+        """Fixes sent again (or older than the state) produce no finding and no alert."""
+        pings = make_pings(track("LIVE3"))
+        first = process_fixes(db_session, pings, throttle_s=0)
+        again = process_fixes(db_session, pings, throttle_s=0)
+        assert first and again == []
+
+    def test_state_is_plain_json_per_vehicle_and_detector(self, db_session: Session) -> None:
+        """Each (vehicle, detector) state is one JSON row with the last fix time."""
+        pings = make_pings(track("LIVE4"))
+        process_fixes(db_session, pings)
+        rows = db_session.execute(
+            text(
+                "SELECT detector, last_ts FROM live_detector_states WHERE vehicle_id = 'LIVE4' "
+                "AND detector NOT LIKE 'longer_route_peers:%'"
+            )
+        ).all()
+        unregistered = {
+            "operating_while_barred",
+            "outside_municipality",
+            "inactivity",
+            "habitual_absence",  # fed by the visits tracker: needs stands
+            *VISIT_KINDS,
+        }
+        assert {d for d, _ in rows} == set(LIVE_KINDS) - unregistered
+        assert {pd.Timestamp(ts) for _, ts in rows} == {pings["timestamp"].max()}
+
+    def test_finding_already_stored_is_not_alerted(self, db_session: Session) -> None:
+        """A finding stored before (e.g. by a batch run) is kept and not alerted again."""
+        pings = make_pings(track("LIVE5"))
+        gap = detect_tracking_gap(pings).iloc[0]
+        db_session.execute(
+            text(
+                "INSERT INTO findings (finding_id, kind, vehicle_id, started_at, ended_at, "
+                "confidence) VALUES (:i, 'tracking_gap', 'LIVE5', :s, :e, 0.9)"
+            ),
+            {"i": gap["finding_id"], "s": gap["started_at"], "e": gap["ended_at"]},
+        )
+        found = process_fixes(db_session, pings, throttle_s=0)
+        mine = [f for f in found if f["finding_id"] == gap["finding_id"]]
+        assert len(mine) == 1 and not mine[0]["new"] and mine[0]["alert_id"] is None
+
+    def test_operating_while_barred_for_a_suspended_vehicle(self, db_session: Session) -> None:
+        """A suspended registered vehicle in service is found once its day is over."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('LIVE6', 'LIVE6'); "
+                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+                "VALUES ('LIVE6', 'suspended', '2024-03-01', '2024-03-31')"
+            )
+        )
+        rows = [_fix("LIVE6", k, 300.0 * k, "occupied", 1) for k in range(6)]
+        rows += [_fix("LIVE6", 7, 2000.0, "free"), _fix("LIVE6", 24 * 60, 2000.0, "free")]
+        found = process_fixes(db_session, make_pings(rows), kinds=("operating_while_barred",))
+        assert [f["kind"] for f in found] == ["operating_while_barred"]
+        assert found[0]["details"]["reason"] == "suspended"
+
+    @staticmethod
+    def register_in_porto_alegre(session: Session, vehicles: list[str]) -> gpd.GeoDataFrame:
+        poa = gpd.read_file(BOUNDARIES)
+        poa = poa.loc[poa["cod_ibge"].astype(str) == POA]
+        session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf, boundary) VALUES (:c, 'Porto Alegre', "
+                "'RS', ST_Multi(ST_GeomFromText(:g, 4326))) ON CONFLICT (code) DO UPDATE "
+                "SET boundary = EXCLUDED.boundary"
+            ),
+            {"c": POA, "g": poa.geometry.union_all().wkt},
+        )
+        session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
+                "SELECT v, v, :c FROM unnest(CAST(:vs AS text[])) AS v"
+            ),
+            {"c": POA, "vs": vehicles},
+        )
+        return poa
+
+    def test_outside_municipality_from_the_vehicles_boundary(self, db_session: Session) -> None:
+        """A pickup in Canoas by a Porto Alegre taxi is found live as in batch; others are not."""
+        poa = self.register_in_porto_alegre(db_session, ["OUT1"])
+        rows = []
+        for start, (lat, lon) in ((0.0, (-29.9177, -51.1836)), (20.0, offset_m(0.0, 0.0))):
+            rows.append({**_fix("OUT1", start, 0.0, "free"), "lat": lat, "lon": lon})
+            rows += [
+                {
+                    **_fix("OUT1", start + 1 + k, 0.0, "occupied", 1),
+                    "lat": lat + 4e-4 * k,
+                    "lon": lon,
+                }
+                for k in range(6)
+            ]
+            rows.append({**_fix("OUT1", start + 8, 0.0, "free"), "lat": lat, "lon": lon})
+        outsider = [{**r, "vehicle_id": "OUT2"} for r in rows]  # not registered: not judged
+        pings = make_pings(rows + outsider)
+        mine = pings[pings["vehicle_id"] == "OUT1"].reset_index(drop=True)
+        batch = detect_outside_municipality(detect_trips(mine, max_gap_s=300.0), poa, pings=mine)
+        assert len(batch) == 1
+        found = []
+        for start in range(0, len(pings), 5):
+            found += process_fixes(
+                db_session, pings.iloc[start : start + 5], kinds=("outside_municipality",)
+            )
+        assert [f["finding_id"] for f in found] == batch["finding_id"].tolist()
+        assert found[0]["details"] == batch.iloc[0]["details"]
+        assert found[0]["alert_id"] is not None
+
+    def test_unknown_threshold_is_refused(self, db_session: Session) -> None:
+        """A threshold unknown to the live and the batch detector is an error."""
+        with pytest.raises(LiveConfigError, match="max_gap_minutes"):
+            process_fixes(
+                db_session,
+                make_pings(track("LIVE7")),
+                thresholds={"tracking_gap": {"max_gap_minutes": 5}},
+            )
+
+
+def at_stand(vehicle: str, arrive: int, leave: int, *, board_at: int | None = None) -> list[dict]:
+    """Approach from the south, wait at the stand (a fix every 30 s), leave north until 2000 s."""
+    points = [(arrive - 60, -300.0, 0.0), (arrive - 30, -150.0, 0.0)]
+    points += [(t, 1.0, 0.0) for t in range(arrive, leave + 1, 30)]
+    points += [(t, 150.0 * (t - leave) / 30, 0.0) for t in range(leave + 30, 2001, 30)]
+    meters = [
+        "occupied" if board_at is not None and t >= board_at else "free" for t, _, _ in points
+    ]
+    return make_track(vehicle, points, meter=meters)
+
+
+class TestVisitKinds:
+    FLEET = pd.DataFrame(  # noqa: RUF012
+        {
+            "vehicle_id": ["Q1", "Q2", "Q3", "Q4"],
+            "accessible": [False, False, False, False],
+            "stands": [("QS1",), ("QS1",), (), ()],
+            "stand_names": [(), (), (), ()],
+        }
+    )
+
+    @classmethod
+    def register(cls, session: Session) -> None:
+        lat, lon = offset_m(0.0, 0.0)
+        circle = gpd.GeoSeries.from_xy([lon], [lat], crs=4326).to_crs(31982).buffer(30.0, 64)
+        session.execute(
+            text(
+                "INSERT INTO stands (stand_id, name, geometry) "
+                "VALUES ('QS1', 'Ponto Q', ST_Multi(ST_GeomFromText(:g, 4326)))"
+            ),
+            {"g": circle.to_crs(4326).iloc[0].wkt},
+        )
+        for vid, acc, stands in cls.FLEET[["vehicle_id", "accessible", "stands"]].itertuples(
+            index=False
+        ):
+            session.execute(
+                text("INSERT INTO vehicles (vehicle_id, prefixo, accessible) VALUES (:v, :v, :a)"),
+                {"v": vid, "a": acc},
+            )
+            for sid in stands:
+                session.execute(
+                    text("INSERT INTO parking_licences (vehicle_id, stand_id) VALUES (:v, :s)"),
+                    {"v": vid, "s": sid},
+                )
+
+    @classmethod
+    def batch(cls, session: Session, pings: pd.DataFrame) -> pd.DataFrame:
+        stands = stands_frame(session=session)
+        cover = build_stand_cover(stands)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        licences = licence_frame_from_fleet(cls.FLEET)
+        visits = detect_visits(
+            pings, memberships, stands=stands, licences=licences, max_gap_s=300.0
+        )
+        return pd.concat(
+            [
+                detect_queue_jump(visits, pings, fleet=cls.FLEET),
+                detect_unlicensed_stand_use(visits, pings, fleet=cls.FLEET),
+            ]
+        )
+
+    def test_live_finds_what_the_batch_finds(self, db_session: Session) -> None:
+        """Fed the fleet's fixes in requests, the visit kinds give the batch detectors' ids."""
+        self.register(db_session)
+        rows = at_stand("Q1", 0, 1200)  # waits first, licensed
+        rows += at_stand("Q2", 300, 600, board_at=600)  # licensed, leaves ahead of Q1
+        rows += at_stand("Q3", 690, 900, board_at=900)  # unlicensed, leaves ahead of Q1
+        # unlicensed, after Q1 left: the meter on 20 m beyond the edge, 30 s after leaving
+        points = [(1240, -150.0, 0.0), *[(t, 1.0, 0.0) for t in range(1270, 1571, 30)]]
+        points += [(t, 50.0 + 5 * (t - 1600), 0.0) for t in range(1600, 2001, 30)]
+        rows += make_track("Q4", points, meter=["free"] * 12 + ["occupied"] * 14)
+        pings = make_pings(rows)
+        batch = self.batch(db_session, pings)
+        assert sorted(zip(batch["kind"], batch["vehicle_id"], strict=True)) == [
+            ("queue_jump", "Q2"),
+            ("queue_jump", "Q3"),
+            ("unlicensed_stand_use", "Q3"),
+            ("unlicensed_stand_use", "Q4"),
+        ]
+        q4 = batch.loc[batch["vehicle_id"].eq("Q4"), "details"].iloc[0]
+        assert 19.0 < q4["boarding_distance_m"] < 21.0
+        found = feed(db_session, pings, 5, kinds=VISIT_KINDS)
+        assert sorted(f["finding_id"] for f in found) == sorted(batch["finding_id"])
+        by_id = {f["finding_id"]: f for f in found}
+        for f in batch.to_dict("records"):
+            assert by_id[f["finding_id"]]["details"] == f["details"]
+        assert all(f["stand_id"] == "QS1" and f["alert_id"] for f in found)
+        rows_ = db_session.execute(
+            text("SELECT detector FROM live_detector_states WHERE vehicle_id = '*'")
+        ).scalars()
+        assert set(rows_) == {"visits", "unlicensed_stand_use", "queue_jump:QS1"}
+
+    def test_without_stands_nothing_is_kept(self, db_session: Session) -> None:
+        """No stand with a geometry: the visit kinds keep no state and find nothing."""
+        pings = make_pings(at_stand("Q9", 0, 600, board_at=600))
+        assert process_fixes(db_session, pings, kinds=VISIT_KINDS) == []
+        n = count(db_session, "SELECT count(*) FROM live_detector_states WHERE vehicle_id = '*'")
+        assert n == 0
+
+
+class TestInactivity:
+    def test_judged_when_a_new_local_day_begins(self, db_session: Session) -> None:
+        """A registered vehicle never seen is found at the first fix past 60 days, as in batch."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('INA1', 'INA1'), "
+                "('INA2', 'INA2')"
+            )
+        )
+        lat, lon = offset_m(0.0, 0.0)
+        days = ("2024-01-01", "2024-02-01", "2024-03-01", "2024-03-05")
+        pings = make_pings(
+            [
+                {
+                    "vehicle_id": "INA1",
+                    "timestamp": f"{d}T15:00:00Z",
+                    "lat": lat,
+                    "lon": lon,
+                    "meter": "occupied",
+                }
+                for d in days
+            ]
+        )
+        found = []
+        for k in range(len(pings)):
+            found += process_fixes(db_session, pings.iloc[k : k + 1], kinds=("inactivity",))
+        fleet = pd.DataFrame(
+            {
+                "vehicle_id": ["INA1", "INA2"],
+                "status": [None, None],
+                "status_since": [None, None],
+                "status_until": [None, None],
+            }
+        )
+        batch = detect_inactivity(pings.iloc[:3], fleet, as_of=pd.Timestamp("2024-03-04").date())
+        assert batch["vehicle_id"].tolist() == ["INA2"]
+        assert [f["finding_id"] for f in found] == batch["finding_id"].tolist()
+        assert found[0]["details"] == batch.iloc[0]["details"]
+        again = process_fixes(db_session, pings.iloc[3:], kinds=("inactivity",))
+        assert again == []
+
+
+def _register_stands(session: Session, stands: gpd.GeoDataFrame) -> None:
+    for sid, geom in zip(stands["stand_id"], stands.geometry, strict=True):
+        session.execute(
+            text(
+                "INSERT INTO stands (stand_id, name, geometry) "
+                "VALUES (:s, :s, ST_Multi(ST_GeomFromText(:g, 4326)))"
+            ),
+            {"s": sid, "g": geom.wkt},
+        )
+
+
+def _without_rows(value: Any) -> Any:
+    """Evidence without file rows (live fixes come from the database, which has none)."""
+    if isinstance(value, dict):
+        return {k: _without_rows(v) for k, v in value.items() if k != "row"}
+    if isinstance(value, list):
+        return [_without_rows(v) for v in value]
+    return value
+
+
+class TestHabitualAbsence:
+    def test_live_equals_batch(self, db_session: Session) -> None:
+        """Fed in requests, the worker emits the batch's findings of the days it judges."""
+        stands, _ = live_cover()
+        _register_stands(db_session, stands)
+        for vid, sid in LIVE_LICENCES.itertuples(index=False):
+            db_session.execute(
+                text("INSERT INTO vehicles (vehicle_id, prefixo) VALUES (:v, :v)"), {"v": vid}
+            )
+            db_session.execute(
+                text("INSERT INTO parking_licences (vehicle_id, stand_id) VALUES (:v, :s)"),
+                {"v": vid, "s": sid},
+            )
+        pings = make_pings(absence_rows())
+        found = feed(
+            db_session,
+            pings,
+            40,
+            kinds=("habitual_absence",),
+            thresholds={"habitual_absence": LIVE_OPTIONS},
+        )
+        assert [f["vehicle_id"] for f in found] == ["absent", "absent"]  # once per window
+        first = local_day(pings["timestamp"].min())
+        batch = pd.concat(
+            [absence_batch(pings, first + pd.Timedelta(days=k)) for k in range(N_DAYS)]
+        ).drop_duplicates("finding_id")
+        by_id = {f["finding_id"]: f for f in batch.to_dict("records")}
+        for f in found:
+            expected = by_id[f["finding_id"]]
+            for column in ("stand_id", "started_at", "ended_at", "confidence", "details"):
+                assert f[column] == expected[column], column
+        states = db_session.execute(  # one row per vehicle: a call rewrites its vehicles' only
+            text(
+                "SELECT vehicle_id, state FROM live_detector_states "
+                "WHERE detector = 'habitual_absence'"
+            )
+        ).all()
+        assert {v for v, _ in states} == set(pings["vehicle_id"])
+        for vehicle, state in states:
+            assert set(state) == {"days", "visits", "next", "emitted", "clock"}
+            assert set(state["days"]) == {vehicle}
+
+
+class TestIllegalStandFormation:
+    def test_live_equals_batch(self, db_session: Session) -> None:
+        """Stops closed by the stored fixes feed the rank: emitted once, when certain, as batch."""
+        _register_stands(db_session, RANK_STANDS)
+        pings = make_pings(fleet_month())
+        copy_fixes(db_session.connection(), pings, source="t")
+        found = feed(db_session, pings, 25, kinds=("illegal_stand_formation",))
+        stops = detect_stops(pings)
+        final = detect_illegal_stand_formation(stops, pings, RANK_STANDS)
+        assert [f["finding_id"] for f in found] == final["finding_id"].tolist()  # one, once
+        emitted = found[0]
+        assert emitted["details"]["n_days"] == 3  # emitted when it became certain
+        seen = stops.loc[stops["ended_at"] <= emitted["ended_at"]]
+        then = detect_illegal_stand_formation(seen, pings, RANK_STANDS).iloc[0]
+        assert _without_rows(emitted["details"]) == _without_rows(then["details"])
+        assert (emitted["started_at"], emitted["ended_at"]) == (
+            then["started_at"],
+            then["ended_at"],
+        )
+        assert final.iloc[0]["details"]["n_vehicles"] == 5  # the rank grew after; same id
+        runs = db_session.execute(
+            text(
+                "SELECT count(*) FROM live_detector_states "
+                "WHERE detector = 'illegal_stand_formation' AND vehicle_id <> '*'"
+            )
+        ).scalar_one()
+        assert runs == pings["vehicle_id"].nunique()  # each vehicle's open run
+
+    def test_without_stands_the_rank_is_still_found(self, db_session: Session) -> None:
+        """No stand registered: waiting anywhere is outside every stand, as in batch."""
+        pings = make_pings(fleet_month())
+        copy_fixes(db_session.connection(), pings, source="t")
+        found = feed(db_session, pings, 200, kinds=("illegal_stand_formation",))
+        empty = RANK_STANDS.iloc[:0]
+        batch = detect_illegal_stand_formation(detect_stops(pings), pings, empty)
+        assert sorted(f["finding_id"] for f in found) == sorted(batch["finding_id"])
+        assert len(found) >= 1
+
+    def test_no_stored_fixes_no_stops(self, db_session: Session) -> None:
+        """Runs are read back from ``fixes``: fixes not stored there give no stop (no finding)."""
+        _register_stands(db_session, RANK_STANDS)
+        pings = make_pings(fleet_month())
+        found = process_fixes(db_session, pings, kinds=("illegal_stand_formation",))
+        assert found == []
+
+
+class TestStandCover:
+    def test_rebuilt_when_the_stands_change(self, db_session: Session) -> None:
+        """No stands: None; a stand added: a cover with it; one more: rebuilt with both."""
+        assert stand_cover(db_session) is None
+        TestVisitKinds.register(db_session)
+        assert list(stand_cover(db_session).stand_ids) == ["QS1"]
+        db_session.execute(
+            text(
+                "INSERT INTO stands (stand_id, geometry) "
+                "SELECT 'QS2', ST_Translate(geometry, 0.01, 0) FROM stands WHERE stand_id = 'QS1'"
+            )
+        )
+        assert sorted(stand_cover(db_session).stand_ids) == ["QS1", "QS2"]
+
+
+class TestThrottling:
+    @staticmethod
+    def gaps(vehicle: str, starts_min: list[float]) -> pd.DataFrame:
+        rows = []
+        for m in starts_min:  # each: occupied, 6 min of silence, occupied, free
+            rows += [
+                _fix(vehicle, m, 0.0, "occupied", 1),
+                _fix(vehicle, m + 6, 0.0, "occupied", 1),
+                _fix(vehicle, m + 6.5, 0.0, "free"),
+            ]
+        return make_pings(rows)
+
+    def test_recurrence_within_the_window_is_not_realerted(self, db_session: Session) -> None:
+        """Gaps 7 min apart: every finding stored, one alert counting the repeats."""
+        found = process_fixes(db_session, self.gaps("THR1", [0, 7, 14]), throttle_s=900)
+        assert len(found) == 3 and all(f["new"] for f in found)
+        assert [f["alert_id"] is not None for f in found] == [True, False, False]
+        row = db_session.execute(
+            text("SELECT repeat_count, last_repeat_at FROM alerts WHERE vehicle_id = 'THR1'")
+        ).one()
+        assert row[0] == 2
+        assert pd.Timestamp(row[1]) == T0 + pd.Timedelta(minutes=20)
+
+    def test_after_the_window_a_new_alert(self, db_session: Session) -> None:
+        """A recurrence past the window is alerted again."""
+        found = process_fixes(db_session, self.gaps("THR2", [0, 30]), throttle_s=900)
+        assert all(f["alert_id"] is not None for f in found)
+
+    def test_zero_window_alerts_everything(self, db_session: Session) -> None:
+        """throttle_s=0 alerts every new finding."""
+        found = process_fixes(db_session, self.gaps("THR3", [0, 7]), throttle_s=0)
+        assert all(f["alert_id"] is not None for f in found)
+
+    def test_throttle_key_names_kind_vehicle_stand(self) -> None:
+        """The key is kind, vehicle and stand."""
+        assert throttle_key("queue_jump", "V1", "S1") == "queue_jump|V1|S1"
+        assert throttle_key("tracking_gap", "V1", None) == "tracking_gap|V1|"
+
+
+class TestAlertMatches:
+    ALERT: dict[str, Any] = {  # noqa: RUF012
+        "kind": "tracking_gap",
+        "stand_id": "S1",
+        "bbox": [-51.23, -30.03, -51.22, -30.02],
+    }
+
+    @pytest.mark.parametrize(
+        ("filters", "expected"),
+        [
+            (None, True),
+            ({}, True),
+            ({"kinds": ["tracking_gap", "gps_anomaly"]}, True),
+            ({"kinds": ["gps_anomaly"]}, False),
+            ({"stand_ids": ["S1"]}, True),
+            ({"stand_ids": ["S2"]}, False),
+            ({"bbox": [-51.3, -30.1, -51.2, -30.0]}, True),
+            ({"bbox": [-51.225, -30.025, -51.0, -29.0]}, True),  # overlaps a corner
+            ({"bbox": [-51.1, -30.1, -51.0, -30.0]}, False),
+            ({"kinds": ["tracking_gap"], "stand_ids": ["S2"]}, False),
+        ],
+    )
+    def test_filters(self, filters: dict[str, Any] | None, expected: bool) -> None:
+        """Kinds, stands and bbox filter; all given filters must pass."""
+        assert alert_matches(filters, self.ALERT) is expected
+
+    def test_bbox_filter_drops_alerts_without_geometry(self) -> None:
+        """An alert without geometry never passes an area filter."""
+        assert not alert_matches({"bbox": [-180, -90, 180, 90]}, {**self.ALERT, "bbox": None})
+
+
+class TestLiveParams:
+    def test_batch_only_parameters_are_left_out(self) -> None:
+        """A batch-only threshold is accepted and not passed to the live function."""
+        params = live_params(
+            "operating_while_barred", {"operating_while_barred": {"include_inferred_trips": False}}
+        )
+        assert params == {}
+
+    def test_kind_without_live_detection(self) -> None:
+        """A kind with no live function is refused."""
+        with pytest.raises(LiveConfigError, match="speeding"):
+            live_params("speeding", None)
+
+    def test_every_contract_kind_is_live(self) -> None:
+        """Each kind of the contract runs live, with the batch's thresholds."""
+        from tracking.detectors.detect import KINDS
+
+        assert set(LIVE_KINDS) == set(KINDS)
+        thresholds = {
+            "habitual_absence": {"window_days": 14, "min_operating_days": 5},
+            "illegal_stand_formation": {"min_vehicles": 4, "cluster_radius_m": 60.0},
+        }
+        assert live_params("habitual_absence", thresholds) == thresholds["habitual_absence"]
+        assert live_params("illegal_stand_formation", thresholds) == {
+            "min_vehicles": 4,
+            "cluster_radius_m": 60.0,
+        }

@@ -1,0 +1,139 @@
+"""The batch pipeline on hand-made tracks, and the contract files it writes."""
+
+from __future__ import annotations
+
+import json
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from factories import make_pings, offset_m
+
+from engines.pipeline import AnalysisParams, analyze_pings, count_distinct, write_outputs
+from tracking import frames as fr
+
+
+def _stand(stand_id: str, north_m: float, east_m: float, half_m: float = 15.0) -> dict:
+    lat0, lon0 = offset_m(north_m - half_m, east_m - half_m)
+    lat1, lon1 = offset_m(north_m + half_m, east_m + half_m)
+    return {
+        "stand_id": stand_id,
+        "name": f"Ponto {stand_id}",
+        "capacity": 1,
+        "municipality": "4314902",
+        "geometry": shapely.box(lon0, lat0, lon1, lat1),
+    }
+
+
+@pytest.fixture
+def stands() -> gpd.GeoDataFrame:
+    frame = gpd.GeoDataFrame([_stand("A", 0, 0), _stand("B", 2000, 0)], crs=4326)
+    frame["capacity"] = frame["capacity"].astype("Int64")
+    return frame
+
+
+def _track(vehicle: str, t0: float, *, board_at_stand: bool) -> list[tuple]:
+    """Wait 5 min free at stand A, then carry a passenger 2 km north (to stand B)."""
+    rows = []
+    meter = "occupied" if board_at_stand else "free"
+    for k in range(11):  # 0..300 s at the stand, free; the meter comes on at the last fix
+        at_stand = meter if k == 10 else "free"
+        tariff = 1 if at_stand == "occupied" else None
+        rows.append((vehicle, t0 + 30 * k, *offset_m(2, 1), at_stand, tariff))
+    for k in range(1, 21):  # 100 m every 15 s
+        rows.append(
+            (
+                vehicle,
+                t0 + 300 + 15 * k,
+                *offset_m(100 * k, 0),
+                meter,
+                1 if meter == "occupied" else None,
+            )
+        )
+    if not board_at_stand:  # drives on free past stand B, boards 4 min later far from any stand
+        for k in range(1, 17):
+            rows.append((vehicle, t0 + 600 + 15 * k, *offset_m(2000 + 100 * k, 0), "free", None))
+        for k in range(1, 6):
+            rows.append((vehicle, t0 + 840 + 15 * k, *offset_m(3600 + 100 * k, 0), "occupied", 1))
+    return rows
+
+
+class TestAnalyzePings:
+    def test_boarding_at_stand_gives_visit_trip_and_pickup_stand(self, stands):
+        """A free wait then meter on inside stand A: one boarded visit, a trip picked up at A."""
+        pings = make_pings(_track("V1", 0, board_at_stand=True))
+        result = analyze_pings(pings, pd.DataFrame(), stands)
+        visit = result.visits.set_index("stand_id").loc["A"]
+        assert bool(visit["boarded"]) is True
+        assert visit["queue_position"] == 1
+        assert visit["dwell_s"] == pytest.approx(300.0)
+        assert list(result.trips["pickup_stand_id"]) == ["A"]
+        assert result.summary["boardings"] == 1
+
+    def test_queue_and_no_boarding(self, stands):
+        """A second vehicle arriving while the first waits is second in the queue and not boarded
+        when its meter starts away from the stand."""
+        rows = _track("V1", 0, board_at_stand=True) + _track("V2", 60, board_at_stand=False)
+        result = analyze_pings(make_pings(rows), pd.DataFrame(), stands)
+        a = result.visits.loc[result.visits["stand_id"].eq("A")].set_index("vehicle_id")
+        assert a.loc["V2", "queue_position"] == 2
+        assert not bool(a.loc["V2", "boarded"])
+        v2_trips = result.trips.loc[result.trips["vehicle_id"].eq("V2")]
+        assert v2_trips["pickup_stand_id"].isna().all()
+
+    def test_licence_from_fleet(self, stands):
+        """With a fleet, a visit at a stand the vehicle is not licensed for is unlicensed."""
+        fleet = pd.DataFrame({"vehicle_id": ["V1"], "stands": [("B",)]})
+        result = analyze_pings(
+            make_pings(_track("V1", 0, board_at_stand=True)), pd.DataFrame(), stands, fleet=fleet
+        )
+        assert not bool(result.visits.set_index("stand_id").loc["A", "licensed"])
+
+    def test_empty_pings(self, stands):
+        """No pings gives empty, written outputs."""
+        empty = make_pings([])
+        result = analyze_pings(empty, pd.DataFrame(), stands)
+        assert result.visits.empty and result.trips.empty
+        assert result.summary["pings_valid"] == 0
+
+
+class TestWriteOutputs:
+    def test_contract_headers(self, stands, tmp_path):
+        """Each contract file has exactly the contract's columns, times in ISO 8601 UTC."""
+        pings = make_pings(_track("V1", 0, board_at_stand=True))
+        rejected = pd.DataFrame(
+            {
+                "row": [7],
+                "reason": ["null_island"],
+                "vehicle_id": ["V9"],
+                "timestamp": ["2024-03-04T12:00:00Z"],
+                "lat": ["0"],
+                "lon": ["0"],
+            }
+        )
+        result = analyze_pings(pings, rejected, stands, params=AnalysisParams())
+        write_outputs(result, tmp_path)
+        visits = pd.read_csv(tmp_path / "stand_visits.csv", dtype=str)
+        assert tuple(visits.columns) == fr.VISIT_COLUMNS
+        assert visits["arrived_at"].str.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$").all()
+        trips = pd.read_csv(tmp_path / "trips.csv", dtype=str)
+        assert tuple(trips.columns) == fr.TRIP_COLUMNS
+        rej = pd.read_csv(tmp_path / "rejected.csv", dtype=str)
+        assert list(rej.columns[:2]) == ["row", "reason"] and rej.loc[0, "reason"] == "null_island"
+        occ = pd.read_csv(tmp_path / "occupancy.csv")
+        assert {"stand_id", "bucket_start", "vehicles_present", "capacity"} <= set(occ.columns)
+        summary = json.loads((tmp_path / "summary.json").read_text())
+        assert summary["pings_rejected"] == 1
+        assert summary["parameters"]["h3_resolution"] == AnalysisParams().h3_resolution
+
+
+class TestCountDistinct:
+    @pytest.mark.parametrize(
+        ("positions", "n", "expected"),
+        [([], 0, 0), ([], 5, 0), ([3, 1, 3, 0], 4, 3), (list(range(10)) * 2, 10, 10)],
+    )
+    def test_counts_distinct_positions(self, positions, n, expected):
+        """Repeated positions count once; none gives zero."""
+        assert count_distinct(np.asarray(positions, dtype=np.int64), n) == expected

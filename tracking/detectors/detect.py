@@ -1,0 +1,206 @@
+"""Run every detector a run has the inputs for, with per-municipality thresholds.
+
+Each detector lives in ``tracking/detectors/<kind>.py``; this module only knows which frames each
+needs and passes the thresholds through (``thresholds[kind]`` maps keyword → value and is checked
+against the detector's keyword-only parameters, so a typo is an error, not a silent default).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import geopandas as gpd
+import pandas as pd
+
+from geo.calendar import DEFAULT_TIMEZONE
+from geo.roads import RoadGraph
+from tracking.detectors.findings import KINDS, empty_findings
+from tracking.detectors.flag2_misuse import detect_flag2_misuse
+from tracking.detectors.gps_anomaly import detect_gps_anomaly
+from tracking.detectors.habitual_absence import detect_habitual_absence
+from tracking.detectors.illegal_stand_formation import detect_illegal_stand_formation
+from tracking.detectors.inactivity import detect_inactivity
+from tracking.detectors.longer_route import detect_longer_route
+from tracking.detectors.operating_while_barred import detect_operating_while_barred
+from tracking.detectors.outside_municipality import detect_outside_municipality
+from tracking.detectors.queue_jump import detect_queue_jump
+from tracking.detectors.tracking_gap import detect_tracking_gap
+from tracking.detectors.unlicensed_stand_use import detect_unlicensed_stand_use
+
+Thresholds = Mapping[str, Mapping[str, Any]]
+
+
+class ThresholdConfigError(ValueError):
+    """A threshold configuration names an unknown kind or parameter."""
+
+
+@dataclass(kw_only=True)
+class DetectorInputs:
+    """The frames of one run (plain data); optional ones disable the detectors that need them."""
+
+    pings: pd.DataFrame
+    visits: pd.DataFrame
+    trips: pd.DataFrame
+    stops: pd.DataFrame
+    stands: gpd.GeoDataFrame
+    fleet: pd.DataFrame | None = None
+    licences: pd.DataFrame | None = None
+    boundary: Any = None
+    roads: RoadGraph | None = None
+    as_of: dt.date | None = None
+    timezone: str = DEFAULT_TIMEZONE
+    waiting_stops: list[dict[str, Any]] | None = None
+    """Illegal stand formation's waiting stops, found vehicle by vehicle (``stops`` unread)."""
+    boarding_grace_s: float = 120.0
+    """The time grace the visits' boardings were decided with (``stands.visits``)."""
+    boarding_grace_m: float = 30.0
+    """The distance grace the visits' boardings were decided with (``stands.visits``)."""
+
+
+_DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
+    "unlicensed_stand_use": detect_unlicensed_stand_use,
+    "habitual_absence": detect_habitual_absence,
+    "illegal_stand_formation": detect_illegal_stand_formation,
+    "longer_route": detect_longer_route,
+    "tracking_gap": detect_tracking_gap,
+    "gps_anomaly": detect_gps_anomaly,
+    "operating_while_barred": detect_operating_while_barred,
+    "inactivity": detect_inactivity,
+    "outside_municipality": detect_outside_municipality,
+    "queue_jump": detect_queue_jump,
+    "flag2_misuse": detect_flag2_misuse,
+}
+# Inputs wired by this module, not thresholds a municipality sets.
+_WIRED = {
+    "fleet",
+    "pings",
+    "stands",
+    "roads",
+    "as_of",
+    "timezone",
+    "waiting",
+    "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
+    "boarding_grace_m",
+}
+
+
+def threshold_names(kind: str) -> tuple[str, ...]:
+    """Keyword-only parameters of a detector that a configuration may set."""
+    params = inspect.signature(_DETECTORS[kind]).parameters.values()
+    return tuple(
+        p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in _WIRED
+    )
+
+
+def check_thresholds(thresholds: Thresholds) -> None:
+    """Raise :class:`ThresholdConfigError` for an unknown kind or parameter.
+
+    Parameters
+    ----------
+    thresholds : mapping
+        ``{kind: {parameter: value}}``.
+    """
+    for kind, values in thresholds.items():
+        if kind not in _DETECTORS:
+            msg = f"tipo de achado desconhecido {kind!r}; esperado um de {', '.join(KINDS)}"
+            raise ThresholdConfigError(msg)
+        allowed = threshold_names(kind)
+        for name in values:
+            if name not in allowed:
+                msg = f"limiar {name!r} não existe em {kind}; esperado um de {', '.join(allowed)}"
+                raise ThresholdConfigError(msg)
+
+
+def _last_local_day(pings: pd.DataFrame, timezone: str) -> dt.date | None:
+    if pings.empty:
+        return None
+    last: pd.Timestamp = pings["timestamp"].max().tz_convert(timezone)
+    return last.date()
+
+
+def run_detectors(
+    inputs: DetectorInputs,
+    *,
+    thresholds: Thresholds | None = None,
+    kinds: tuple[str, ...] = KINDS,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run the detectors of ``kinds`` whose inputs are present.
+
+    Parameters
+    ----------
+    inputs : DetectorInputs
+        The run's frames.
+    thresholds : mapping, optional
+        ``{kind: {parameter: value}}`` overriding each detector's documented defaults.
+    kinds : tuple of str
+        Which kinds to run.
+    progress : callable, optional
+        Called with the kind before each detector.
+
+    Returns
+    -------
+    findings : geopandas.GeoDataFrame
+        All findings, sorted by kind and start.
+    skipped : dict
+        ``{kind: reason}`` (pt-BR) for the kinds not run for lack of input.
+    """
+    thresholds = thresholds or {}
+    check_thresholds(thresholds)
+    i = inputs
+    as_of = i.as_of or _last_local_day(i.pings, i.timezone)
+    tz = {"timezone": i.timezone}
+    boarding = {"boarding_grace_s": i.boarding_grace_s, "boarding_grace_m": i.boarding_grace_m}
+    calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]] | str] = {
+        "unlicensed_stand_use": ((i.visits, i.pings), {"fleet": i.fleet} | boarding),
+        "queue_jump": ((i.visits, i.pings), {"fleet": i.fleet} | boarding),
+        "tracking_gap": ((i.pings,), {}),
+        "gps_anomaly": ((i.pings,), {}),
+        "flag2_misuse": ((i.pings,), tz),
+        "illegal_stand_formation": (
+            (i.stops, i.pings, i.stands),
+            tz | {"waiting": i.waiting_stops},
+        ),
+        "longer_route": ((i.trips, i.pings), {"roads": i.roads}),
+        "habitual_absence": (
+            ((i.visits, i.licences, i.trips), {"as_of": as_of, "stands": i.stands} | tz)
+            if i.licences is not None and as_of is not None
+            else "sem frota com licenças (--fleet)"
+        ),
+        "operating_while_barred": (
+            ((i.trips, i.fleet), {"pings": i.pings} | tz)
+            if i.fleet is not None
+            else "sem frota (--fleet)"
+        ),
+        "inactivity": (
+            ((i.trips, i.fleet), {"as_of": as_of} | tz)
+            if i.fleet is not None and as_of is not None
+            else "sem frota (--fleet)"
+        ),
+        "outside_municipality": (
+            ((i.trips, i.boundary), {"pings": i.pings})
+            if i.boundary is not None
+            else "sem limite municipal (--boundary ou --municipality)"
+        ),
+    }
+    found = []
+    skipped: dict[str, str] = {}
+    for kind in kinds:
+        call = calls[kind]
+        if isinstance(call, str):
+            skipped[kind] = call
+            continue
+        if progress is not None:
+            progress(kind)
+        args, kwargs = call
+        found.append(_DETECTORS[kind](*args, **kwargs, **dict(thresholds.get(kind, {}))))
+    frames = [f for f in found if len(f)]
+    if not frames:
+        return empty_findings(), skipped
+    out = pd.concat(frames, ignore_index=True)
+    out = gpd.GeoDataFrame(out, geometry="geometry", crs=4326)
+    return out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True), skipped
