@@ -16,7 +16,7 @@ test: venv
 	$(VENV)/bin/pytest
 
 lint: venv
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy geo tracking stands
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy runtime geo tracking stands engines db/tracking db/stands
 
 bench: venv
 	$(PY) bench/bench_matching.py && $(PY) bench/bench_stops.py && $(PY) bench/bench_copy.py

@@ -1,4 +1,4 @@
-"""Declarative base shared by every room's ORM models."""
+"""Declarative base of every ORM model (the tables of ``db/<domain>/models.py``)."""
 
 from __future__ import annotations
 

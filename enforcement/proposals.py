@@ -49,6 +49,7 @@ import orjson
 import pandas as pd
 
 from enforcement.rulebook import COUNTABLE_STATUSES, Rule, Rulebook, check_confidence_floor
+from geo.calendar import brazil_holidays
 from tracking.arrays import epoch_ns
 
 CONFIRMED_STATUSES = COUNTABLE_STATUSES
@@ -323,12 +324,12 @@ def propose_all(
     repeated = _repetition_verdicts(candidates, rules, context)
     groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
     evidence: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
-    for vehicle_id, key, day, service, finding in candidates:
-        verdict = repeated.get((vehicle_id, key, str(finding["finding_id"])))
+    for vehicle_id, key, day, service, member in candidates:
+        verdict = repeated.get((vehicle_id, key, str(member["finding_id"])))
         if verdict is not None and not verdict["met"]:
-            review.append(_review_item(finding, vehicle_id, rules[key][1], verdict["reason"]))
+            review.append(_review_item(member, vehicle_id, rules[key][1], verdict["reason"]))
             continue
-        groups.setdefault((vehicle_id, key, day, service), []).append(finding)
+        groups.setdefault((vehicle_id, key, day, service), []).append(member)
         if verdict is not None:
             evidence.setdefault((vehicle_id, key, day, service), []).append(verdict)
 
@@ -609,8 +610,6 @@ def due_at(start: dt.datetime, *, days: int, counting: str, timezone: str) -> dt
     (and nationwide pontos facultativos: counting errs in favour of the accused), as the
     Código de Processo Civil counts procedural periods (arts. 219 and 224).
     """
-    from geo.calendar import brazil_holidays
-
     first = pd.Timestamp(start).tz_convert(timezone).date()
     if counting == "business_days":
         years = range(first.year, first.year + 2 + days // 200)

@@ -638,7 +638,7 @@ def _detect_visit_kinds(
     a = AnalysisParams()
     _fleet_lock(session)
     names = ["visits", *(["unlicensed_stand_use"] if "unlicensed_stand_use" in kinds else [])]
-    stored = dict(
+    stored: dict[str, Any] = dict(
         session.execute(
             text(
                 "SELECT detector, state FROM live_detector_states "
@@ -655,7 +655,7 @@ def _detect_visit_kinds(
         _load_absence(session, {str(f[fr.VEHICLE_ID]) for f in fixes}, absence, touched)
     licences = licence_frame(session=session).drop(columns="licence_id")
     facts = fleet_facts(live_fleet(session))
-    options = {
+    options: dict[str, Any] = {
         "cover": cover,
         "licences": licences,
         "exit_grace_s": a.visit_exit_grace_s,

@@ -1,4 +1,4 @@
-"""ORM models of the API room: user accounts and their roles, access tokens, GPS devices.
+"""ORM models of the accounts: user accounts and their roles, access tokens, GPS devices.
 
 Secrets are never stored: passwords as argon2 hashes, bearer tokens (users and devices) as their
 SHA-256 digest (the tokens are 128+ random bits, so a fast digest is enough and lookups are one

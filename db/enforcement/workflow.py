@@ -313,7 +313,8 @@ def _repetition_context(
             Finding.started_at <= (mine["started_at"].max() + window).to_pydatetime(),
         )
     ).scalars()
-    return load_findings(session, list(ids))
+    found: pd.DataFrame = load_findings(session, list(ids))
+    return found
 
 
 def _ensure_municipality(session: Session, book: Rulebook) -> None:

@@ -1,4 +1,4 @@
-"""ORM models of the stands room: stands, supervisors, parking licences and their exclusions."""
+"""ORM models of the stands tables: stands, supervisors, parking licences and their exclusions."""
 
 from __future__ import annotations
 

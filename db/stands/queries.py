@@ -1,4 +1,4 @@
-"""Database reads of the stands room: registry frames, visits from stored fixes, and the views.
+"""Database reads for the stands room: registry frames, visits from stored fixes, and the views.
 
 Keyword-only functions over a session. Frames come out in the contracts of the pure functions
 (``stands/licences.py``, ``stands/visits.py``, ...), which the views below then apply:

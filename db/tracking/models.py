@@ -1,4 +1,4 @@
-"""ORM models of the tracking room: stored GPS fixes and rejected input rows.
+"""ORM models of the tracking tables: stored GPS fixes and rejected input rows.
 
 ``fixes`` is partitioned by range of ``ts``, one partition a UTC day (``fixes_pYYYYMMDD``), with a
 DEFAULT partition so a fix outside the prepared days is never lost; the partitions are created by

@@ -121,12 +121,14 @@ class TestAuditLogAppendOnly:
         )
 
     def test_insert_is_allowed(self, db_session: Session) -> None:
-        """New entries are accepted with a timestamp."""
+        """New entries are accepted, stamped by the database with the inserting transaction's
+        time (aware)."""
         entry_id = self._entry(db_session)
-        at = db_session.execute(
-            text("SELECT at FROM audit_log WHERE entry_id = :i"), {"i": entry_id}
-        ).scalar_one()
-        assert at is not None
+        at, now = db_session.execute(
+            text("SELECT at, now() FROM audit_log WHERE entry_id = :i"), {"i": entry_id}
+        ).one()
+        assert at.tzinfo is not None
+        assert at == now
 
     @pytest.mark.parametrize(
         "statement",

@@ -544,12 +544,14 @@ class TestThrottling:
     def test_after_the_window_a_new_alert(self, db_session: Session) -> None:
         """A recurrence past the window is alerted again."""
         found = process_fixes(db_session, self.gaps("THR2", [0, 30]), throttle_s=900)
-        assert all(f["alert_id"] is not None for f in found)
+        alerts = [f["alert_id"] for f in found]
+        assert len(alerts) == 2 and None not in alerts and alerts[0] != alerts[1]
 
     def test_zero_window_alerts_everything(self, db_session: Session) -> None:
         """throttle_s=0 alerts every new finding."""
         found = process_fixes(db_session, self.gaps("THR3", [0, 7]), throttle_s=0)
-        assert all(f["alert_id"] is not None for f in found)
+        alerts = [f["alert_id"] for f in found]
+        assert len(alerts) == 2 and None not in alerts and alerts[0] != alerts[1]
 
     def test_throttle_key_names_kind_vehicle_stand(self) -> None:
         """The key is kind, vehicle and stand."""

@@ -50,11 +50,10 @@ import shapely
 from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE, brazil_holidays
-from tracking.arrays import in_track_order, iso_utc, vehicle_codes
+from tracking.arrays import NS, in_track_order, iso_utc, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, Flag2CalendarError
 from tracking.detectors._evidence import (
     DAY_NS,
-    NS,
     check_threshold,
     clip_confidence,
     fix_record,

@@ -98,10 +98,9 @@ from geo.roads import (
     shortest_path_lengths,
 )
 from tracking import frames as fr
-from tracking.arrays import in_track_order, iso_utc, vehicle_codes
+from tracking.arrays import NS, in_track_order, iso_utc, vehicle_codes
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._evidence import (
-    NS,
     check_threshold,
     clip_confidence,
     last_at_or_before,

@@ -60,12 +60,11 @@ import shapely
 from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE
-from tracking.arrays import iso_utc
+from tracking.arrays import NS, iso_utc
 from tracking.detectors._errors import DetectorInputError, FleetFrameError
 from tracking.detectors._evidence import (
     NO_DAY_HIGH,
     NO_DAY_LOW,
-    NS,
     check_threshold,
     clip_confidence,
     day_array,

@@ -41,10 +41,9 @@ from numpy.typing import NDArray
 from shapely.geometry.base import BaseGeometry
 
 from geo.crs import utm_crs_for
-from tracking.arrays import iso_utc
+from tracking.arrays import NS, iso_utc
 from tracking.detectors._errors import BoundaryError, DetectorInputError
 from tracking.detectors._evidence import (
-    NS,
     check_threshold,
     clip_confidence,
     fix_record,

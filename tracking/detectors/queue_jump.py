@@ -47,10 +47,9 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
-from tracking.arrays import iso_utc, iso_utc_many
+from tracking.arrays import NS, iso_utc, iso_utc_many
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
-    NS,
     check_threshold,
     clip_confidence,
     fix_record,

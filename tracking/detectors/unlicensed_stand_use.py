@@ -63,10 +63,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from tracking.arrays import iso_utc
+from tracking.arrays import NS, iso_utc
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
-    NS,
     check_threshold,
     clip_confidence,
     fix_record,
