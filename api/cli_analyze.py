@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from api._errors import InputFileError
-from api.inputs import read_input, require_file
+from api.inputs import checked_municipality, read_input, require_file
 from api.settings import get_settings
 from maps.tiles import OSM_TILES
 
@@ -56,7 +56,10 @@ def analyze(
     stands: Annotated[Path, typer.Option(help="Pontos de táxi (GeoJSON, GeoPackage ou CSV).")],
     out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("out"),
     fleet: Annotated[Path | None, typer.Option(help="Frota (CSV) com licenças.")] = None,
-    municipality: Annotated[str | None, typer.Option(help="Código IBGE do município.")] = None,
+    municipality: Annotated[
+        str | None,
+        typer.Option(help="Código IBGE do município (7 dígitos).", callback=checked_municipality),
+    ] = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="Último dia analisado (AAAA-MM-DD), inclusive.")
     ] = None,
@@ -386,7 +389,9 @@ def _read_boundary(path: Path) -> Any:
     frame = gpd.read_file(path)
     if frame.crs is not None:
         frame = frame.to_crs(4326)
-    polygons = frame.geometry[frame.geometry.geom_type.isin(["Polygon", "MultiPolygon"])]
+    # A bare GeometryCollection (OSM exports, Porto's bundled boundary) holds the polygons.
+    parts = frame.geometry.explode(index_parts=False).explode(index_parts=False)
+    polygons = parts[parts.geom_type.isin(["Polygon", "MultiPolygon"])]
     if polygons.empty:
         msg = f"{path.name} não tem nenhum polígono de limite municipal"
         raise InputFileError(msg)

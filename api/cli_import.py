@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.inputs import read_input, require_file
+from api.inputs import checked_municipality, read_input, require_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,7 +93,10 @@ def stands(
     file: Annotated[Path, typer.Argument(help="GeoJSON/GeoPackage/CSV de pontos de táxi.")],
     municipality: Annotated[
         str | None,
-        typer.Option(help="Código IBGE dos pontos que o arquivo não localiza (POA: 4314902)."),
+        typer.Option(
+            help="Código IBGE dos pontos que o arquivo não localiza (POA: 4314902).",
+            callback=checked_municipality,
+        ),
     ] = None,
     radius_m: Annotated[
         float, typer.Option(help="Raio (m) dos pontos dados só como coordenada.")
@@ -127,7 +130,11 @@ def stands(
 def fleet(
     file: Annotated[Path, typer.Argument(help="CSV da frota (contrato ou frota de POA).")],
     municipality: Annotated[
-        str | None, typer.Option(help="Código IBGE dos veículos que o arquivo não localiza.")
+        str | None,
+        typer.Option(
+            help="Código IBGE dos veículos que o arquivo não localiza.",
+            callback=checked_municipality,
+        ),
     ] = None,
     as_of: Annotated[
         str | None,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.inputs import read_input
+from api.inputs import read_input, read_stands_file
 from maps.tiles import OSM_TILES
 
 if TYPE_CHECKING:
@@ -75,9 +75,10 @@ def _save(fmap: Any, out: Path) -> None:
 
 
 def _read_stands(path: Path, radius_m: float | None) -> Any:
-    from stands.layers import read_stands
-
-    return read_input(path, lambda p: read_stands(p, default_radius_m=radius_m), flag="--stands")
+    frame = read_stands_file(path, radius_m=radius_m)
+    for note in frame.attrs.get("notes", []):
+        typer.echo(f"aviso: {note}", err=True)
+    return frame
 
 
 def _read_findings(path: Path) -> Any:

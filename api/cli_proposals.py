@@ -11,6 +11,7 @@ import typer
 from sqlalchemy.orm import Session
 
 from api.cli_db import cli_session
+from api.inputs import checked_municipality
 
 app = typer.Typer(
     help="Propostas de autuação: gerar a partir dos achados, revisar (confirmar, descartar, "
@@ -44,7 +45,9 @@ def _echo_json(value: Any) -> None:
 
 @app.command()
 def generate(
-    municipality: Annotated[str, typer.Option(help="Código IBGE do município.")],
+    municipality: Annotated[
+        str, typer.Option(help="Código IBGE do município.", callback=checked_municipality)
+    ],
     findings: Annotated[
         Path | None,
         typer.Option(help="findings.geojson de um `pontual analyze` a carregar antes."),
@@ -105,7 +108,9 @@ def generate(
 @app.command("list")
 def list_(
     status: Annotated[str | None, typer.Option(help="Situação (ex.: proposta).")] = None,
-    municipality: Annotated[str | None, typer.Option(help="Código IBGE.")] = None,
+    municipality: Annotated[
+        str | None, typer.Option(help="Código IBGE.", callback=checked_municipality)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Saída em JSON.")] = False,
 ) -> None:
     """Lista as propostas, as mais recentes primeiro."""

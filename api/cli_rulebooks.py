@@ -6,13 +6,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from api.inputs import checked_municipality
+
 if TYPE_CHECKING:
     from enforcement.rulebook import Rule, Rulebook
 
 
 def rulebooks(
     municipality: Annotated[
-        str | None, typer.Option(help="Código IBGE (padrão: todos os regulamentos incluídos).")
+        str | None,
+        typer.Option(
+            help="Código IBGE (padrão: todos os regulamentos incluídos).",
+            callback=checked_municipality,
+        ),
     ] = None,
     markdown: Annotated[bool, typer.Option("--markdown", help="Tabela em Markdown.")] = False,
 ) -> None:

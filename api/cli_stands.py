@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from api.cli_db import cli_session
+from api.inputs import checked_municipality
 
 stands_app = typer.Typer(
     help="Pontos de táxi: criar, alterar, desativar, listar, detalhar.", no_args_is_help=True
@@ -37,7 +38,10 @@ Capacity = Annotated[int | None, typer.Option(help="Vagas.")]
 OrderNumber = Annotated[int | None, typer.Option("--order-number", help="Número de ordem.")]
 Kind = Annotated[str | None, typer.Option(help="Tipo: fixo ou livre.")]
 Address = Annotated[str | None, typer.Option(help="Endereço.")]
-Municipality = Annotated[str | None, typer.Option(help="Código IBGE do município (7 dígitos).")]
+Municipality = Annotated[
+    str | None,
+    typer.Option(help="Código IBGE do município (7 dígitos).", callback=checked_municipality),
+]
 Geometry = Annotated[
     str | None,
     typer.Option(

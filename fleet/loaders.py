@@ -42,6 +42,12 @@ UF_TIMEZONES = {
 }  # fmt: skip
 _TIMEZONE_EXCEPTIONS = {"2605459": "America/Noronha"}  # Fernando de Noronha (PE)
 
+
+def municipality_timezone(code: str, uf: str) -> str | None:
+    """Time zone of a municipality: its state's, or a known exception; None when unknown."""
+    return _TIMEZONE_EXCEPTIONS.get(code) or UF_TIMEZONES.get(uf.upper())
+
+
 CENSUS_2022 = "IBGE, Censo Demográfico 2022 (pop_total, 1ª divulgação)"
 ESTIMATE_2024 = "IBGE, Estimativas da população residente, 1º jul. 2024 (DOU)"
 

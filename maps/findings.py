@@ -31,20 +31,22 @@ from maps._layers import (
     render_layers,
 )
 from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
+from tracking.detectors.findings import KIND_NAMES
 
-KIND_LABELS = {
-    "unlicensed_stand_use": ("Embarque em ponto sem licença", "#d7301f"),
-    "habitual_absence": ("Ausência habitual do ponto", "#807dba"),
-    "illegal_stand_formation": ("Formação de ponto irregular", "#e6550d"),
-    "longer_route": ("Percurso mais longo", "#3182bd"),
-    "tracking_gap": ("Falha de rastreamento", "#636363"),
-    "gps_anomaly": ("Salto de GPS impossível", "#969696"),
-    "operating_while_barred": ("Operação irregular (situação/documentos)", "#a50f15"),
-    "inactivity": ("Inatividade", "#74c476"),
-    "outside_municipality": ("Embarque fora do município", "#fd8d3c"),
-    "queue_jump": ("Desrespeito à fila", "#c51b8a"),
-    "flag2_misuse": ("Bandeira 2 indevida", "#fec44f"),
+_KIND_COLOURS = {
+    "unlicensed_stand_use": "#d7301f",
+    "habitual_absence": "#807dba",
+    "illegal_stand_formation": "#e6550d",
+    "longer_route": "#3182bd",
+    "tracking_gap": "#636363",
+    "gps_anomaly": "#969696",
+    "operating_while_barred": "#a50f15",
+    "inactivity": "#74c476",
+    "outside_municipality": "#fd8d3c",
+    "queue_jump": "#c51b8a",
+    "flag2_misuse": "#fec44f",
 }
+KIND_LABELS = {kind: (KIND_NAMES[kind], colour) for kind, colour in _KIND_COLOURS.items()}
 METER_LABELS = {"free": "Livre", "occupied": "Ocupado", "off": "Desligado"}
 METER_COLOURS = {"free": "#1a9850", "occupied": "#2c7fb8", "off": "#969696"}
 DRIVEN_COLOUR = "#7b3294"

@@ -179,7 +179,7 @@ class TestReadStands:
     def test_bad_default_radius(self, tmp_path: Path, default: float) -> None:
         """A default radius that is not > 0 is refused."""
         path = _write(tmp_path, [_feature({"stand_id": "p"}, _point())])
-        with pytest.raises(InvalidRadiusError, match="default_radius_m"):
+        with pytest.raises(InvalidRadiusError, match="raio padrão era"):
             read_stands(path, default_radius_m=default)
 
     def test_null_geometry(self, tmp_path: Path) -> None:
