@@ -90,7 +90,13 @@ def municipalities(
 
 @app.command()
 def stands(
-    file: Annotated[Path, typer.Argument(help="GeoJSON/GeoPackage/CSV de pontos de táxi.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Pontos de táxi: GeoJSON/GeoPackage/CSV do contrato, CSV do Porto ou GeoJSON "
+            "de Porto Alegre (docs/formatos.md)."
+        ),
+    ],
     municipality: Annotated[
         str | None,
         typer.Option(
@@ -99,7 +105,13 @@ def stands(
         ),
     ] = None,
     radius_m: Annotated[
-        float, typer.Option(help="Raio (m) dos pontos dados só como coordenada.")
+        float,
+        typer.Option(
+            "--stand-radius-m",
+            "--radius-m",
+            min=0.1,
+            help="Raio (m) dos pontos dados só como coordenada (Porto, Porto Alegre).",
+        ),
     ] = 30.0,
     retire_missing: Annotated[
         bool,

@@ -103,7 +103,8 @@ def read_stands_file(path: Path, *, radius_m: float | None, flag: str = "--stand
         try:
             return read_any_stands(p, default_radius_m=radius_m)
         except MissingRadiusError as exc:
-            msg = f"{flag}: {exc}: dê o raio em metros com {RADIUS_FLAG} (ex.: {RADIUS_FLAG} 50)"
+            text = str(exc).removesuffix("um raio padrão")
+            msg = f"{flag}: {text}o raio em metros com {RADIUS_FLAG} (ex.: {RADIUS_FLAG} 50)"
             raise InputFileError(msg) from None
 
     return read_input(path, read, flag=flag)
