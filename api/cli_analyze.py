@@ -80,13 +80,18 @@ def analyze(
         typer.Option(help="Limite municipal (GeoJSON); padrão: o do --municipality, se incluído."),
     ] = None,
     roads: Annotated[
-        Path | None, typer.Option(help="Malha viária OSM (GeoJSON/GPKG/GeoParquet/.osm).")
+        Path | None,
+        typer.Option(help="Malha viária OSM (GeoJSON, GPKG, GeoParquet, .osm ou .pbf)."),
     ] = None,
     thresholds: Annotated[
-        Path | None, typer.Option(help="Limiares dos detectores (TOML: [tipo] nome = valor).")
+        Path | None, typer.Option(help="Limiares dos detectores (TOML: \\[tipo] nome = valor).")
     ] = None,
     tiles: Annotated[
-        str, typer.Option(help="URL dos tiles do map.html; 'none' para mapa sem fundo.")
+        str,
+        typer.Option(
+            help="URL dos tiles do mapa base (padrão: OpenStreetMap); 'none' para mapa sem fundo.",
+            show_default=False,
+        ),
     ] = OSM_TILES,
     confirmed: Annotated[
         Path | None,
@@ -99,7 +104,7 @@ def analyze(
     ] = Engine.local,
     scheduler: Annotated[
         str | None,
-        typer.Option(help="Endereço do escalonador Dask (tcp://…); sem ele, um cluster local."),
+        typer.Option(help="Endereço do escalonador Dask (tcp://HOST:8786); sem ele, um local."),
     ] = None,
     workers: Annotated[
         int, typer.Option(min=1, help="Workers do cluster Dask local (sem --scheduler).")

@@ -50,9 +50,15 @@ def _paths(data: Path) -> dict[str, Path]:
 
 def demo(
     out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("out/demo"),
-    data: Annotated[Path, typer.Option(help="Pasta dos dados reais incluídos.")] = DATA_DIR,
+    data: Annotated[
+        Path, typer.Option(help="Pasta dos dados reais incluídos.", show_default="data/ do Pontual")
+    ] = DATA_DIR,
     tiles: Annotated[
-        str, typer.Option(help="URL dos tiles do mapa base; 'none' para mapa sem fundo.")
+        str,
+        typer.Option(
+            help="URL dos tiles do mapa base (padrão: OpenStreetMap); 'none' para mapa sem fundo.",
+            show_default=False,
+        ),
     ] = OSM_TILES,
     open_maps: Annotated[
         bool, typer.Option("--open/--no-open", help="Abrir os quatro mapas no navegador.")

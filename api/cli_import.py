@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,13 +63,25 @@ FILE = "FILE"
 @app.command()
 def municipalities(
     boundaries: Annotated[
-        Path, typer.Option(help="GeoJSON de limites municipais (propriedade cod_ibge).")
+        Path,
+        typer.Option(
+            help="GeoJSON de limites municipais (propriedade cod_ibge).",
+            show_default="o incluído em data/brazil",
+        ),
     ] = BOUNDARIES,
     census: Annotated[
-        Path, typer.Option(help="CSV do Censo 2022 (cod_ibge, uf, nome, pop_total).")
+        Path,
+        typer.Option(
+            help="CSV do Censo 2022 (cod_ibge, uf, nome, pop_total).",
+            show_default="o incluído em data/brazil",
+        ),
     ] = CENSUS,
     estimate: Annotated[
-        Path, typer.Option(help="CSV da estimativa 2024 (cod_ibge, pop_estimada_2024_07_01).")
+        Path,
+        typer.Option(
+            help="CSV da estimativa 2024 (cod_ibge, pop_estimada_2024_07_01).",
+            show_default="o incluído em data/brazil",
+        ),
     ] = ESTIMATE,
 ) -> None:
     """Importa os 5.570 municípios do IBGE, a população (Censo 2022, estimativa 2024) e limites."""
@@ -108,8 +121,6 @@ def stands(
         float,
         typer.Option(
             "--stand-radius-m",
-            "--radius-m",
-            min=0.1,
             help="Raio (m) dos pontos dados só como coordenada (Porto, Porto Alegre).",
         ),
     ] = 30.0,
@@ -122,8 +133,12 @@ def stands(
     ] = "",
 ) -> None:
     """Importa pontos de táxi (atualiza os existentes) e informa o que mudou."""
+    from api._errors import InputFileError
     from stands.loaders import load_stands, read_stands_registry
 
+    if not math.isfinite(radius_m) or radius_m <= 0:
+        msg = f"--stand-radius-m era {radius_m!r}; esperado um número de metros > 0 (ex.: 30)"
+        raise InputFileError(msg)
     frame = read_input(
         file,
         lambda p: read_stands_registry(p, municipality=municipality, point_radius_m=radius_m),

@@ -30,7 +30,13 @@ DEFAULT_TIMEZONE = "America/Sao_Paulo"
 
 Out = Annotated[Path, typer.Option("--out", help="Arquivo HTML de saída.")]
 Stands = Annotated[Path, typer.Option(help="Pontos de táxi (GeoJSON, GeoPackage ou CSV).")]
-Tiles = Annotated[str, typer.Option(help="URL dos tiles do mapa base; 'none' para mapa sem fundo.")]
+Tiles = Annotated[
+    str,
+    typer.Option(
+        help="URL dos tiles do mapa base (padrão: OpenStreetMap); 'none' para mapa sem fundo.",
+        show_default=False,
+    ),
+]
 Timezone = Annotated[str, typer.Option(help="Fuso horário das horas mostradas.")]
 StandRadius = Annotated[
     float | None, typer.Option(help="Raio (m) para pontos dados como Point sem 'radius_m'.")

@@ -50,7 +50,7 @@ def plan(
     ] = PlanFormat.table,
     out: Annotated[Path | None, typer.Option(help="Arquivo de saída (padrão: a tela).")] = None,
     rules: Annotated[
-        Path | None, typer.Option(help="Regra de planejamento (TOML com a tabela [planning]).")
+        Path | None, typer.Option(help="Regra de planejamento (TOML com a tabela \\[planning]).")
     ] = None,
     fleet: Annotated[Path | None, typer.Option(help="Frota (CSV do contrato).")] = None,
     from_db: Annotated[
@@ -88,7 +88,11 @@ def plan(
         int, typer.Option(help="Vistoria que vence em até N dias é listada.")
     ] = 30,
     tiles: Annotated[
-        str, typer.Option(help="URL dos tiles do mapa; 'none' para mapa sem fundo.")
+        str,
+        typer.Option(
+            help="URL dos tiles do mapa base (padrão: OpenStreetMap); 'none' para mapa sem fundo.",
+            show_default=False,
+        ),
     ] = OSM_TILES,
 ) -> None:
     """Planejamento: frota permitida pela população, acessíveis, pontos contra demanda, veículos."""

@@ -62,7 +62,7 @@ def generate(
     thresholds: Annotated[
         Path | None,
         typer.Option(
-            help="TOML de limiares; sua tabela [confidence_floor] muda o piso de confiança."
+            help="TOML de limiares; sua tabela \\[confidence_floor] muda o piso de confiança."
         ),
     ] = None,
 ) -> None:
