@@ -83,22 +83,63 @@ def demo(
         json.dumps(summary, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8"
     )
     _print_tables(console, loaded, replay)
-    console.print(
-        f"\nSaídas em [bold]{out}[/bold]:\n"
-        f"  {out / 'summary.json'}  (resumo)\n"
-        f"  {replay['map']}  (mapa do Porto: pontos por embarques e viagens)\n"
-        f"  {replay['findings_map']}  (mapa de fiscalização: achados por tipo)\n"
-        f"  {poa_map}  (mapa dos pontos de Porto Alegre)\n"
-        f"  {out / 'porto'}/  (findings.geojson, stand_visits.csv, trips.csv, rejected.csv, "
-        "occupancy.csv)"
-    )
+    maps = [Path(p) for p in replay["maps"].values()]
+    for line in written_list(out, four=replay["maps"], boardings=Path(replay["map"]), poa=poa_map):
+        typer.echo(line)
+    for line in left_running(url):
+        typer.echo(line)
     from api.demo_maps import open_in_browser
 
-    console.print("\nOs quatro mapas:")
-    for label, path in replay["maps"].items():
-        console.print(f"  {label}: {path}")
     if open_maps:
-        open_in_browser(list(replay["maps"].values()))
+        open_in_browser(maps)
+
+
+FOUR_MAPS = {
+    "pontos (supervisor)": "supervisor de ponto: quem está no ponto agora, a fila, intrusos",
+    "fiscalização": "fiscalização: achados por tipo, evidência dos desvios, replay",
+    "planejamento": "planejamento: embarques por célula H3 contra a cobertura dos pontos",
+    "cidadão": "cidadão: táxis acessíveis livres perto (ilustrativo no Porto)",
+}
+
+
+def written_list(out: Path, *, four: dict[str, Any], boardings: Path, poa: Path) -> list[str]:
+    """Say, in one numbered list, every file the demo wrote and what it is."""
+    entries = [(Path(four[label]), FOUR_MAPS[label]) for label in FOUR_MAPS]
+    entries += [
+        (boardings, "Porto: pontos coloridos pelos embarques, com as viagens (demonstração)"),
+        (poa, "Porto Alegre: pontos coloridos pelos prefixos licenciados (demonstração)"),
+        (
+            out / "porto",
+            "saídas do pontual analyze no Porto (findings.geojson, trips.csv e os outros "
+            "arquivos de docs/formatos.md)",
+        ),
+        (out / "summary.json", "resumo da demonstração (banco, recall, achados)"),
+    ]
+    lines = [f"\nArquivos gravados em {out}/ (os mapas 1 a 4 são os quatro mapas dos usuários):"]
+    for i, (path, what) in enumerate(entries, start=1):
+        lines.append(f"  {i}. {path}{'/' if path.suffix == '' else ''}")
+        lines.append(f"     {what}")
+    return lines
+
+
+def left_running(url: str) -> list[str]:
+    """Say what the demo leaves running and how to stop it."""
+    from api.settings import get_settings
+    from db.cluster import pgdata_path
+    from db.engine import describe_url
+
+    settings = get_settings()
+    if settings.database_url:
+        return [
+            f"\nBanco: o servidor de DATABASE_URL ({describe_url(url)}), não gerenciado pelo "
+            "Pontual: nada ficou em execução por conta da demonstração."
+        ]
+    return [
+        f"\nFica em execução: o banco PostGIS local em {describe_url(url)} "
+        f"(dados em {pgdata_path(settings.data_dir)}).",
+        "Para pará-lo: pontual db stop  (sem o venv ativado: .venv/bin/pontual db stop).",
+        "Os comandos que precisam do banco o iniciam de novo quando preciso.",
+    ]
 
 
 def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[str, int]:
@@ -309,13 +350,15 @@ def _print_tables(console: Console, loaded: dict[str, int], replay: dict[str, An
             str(r["labelled"]),
             str(r["first_fix_inside"]),
             str(r["detected"]),
-            f"{r['recall']:.1%}",
+            f"{r['recall']:.1%}".replace(".", ","),
         )
     console.print(rec)
 
     found = Table(title="Porto: achados por tipo (malha OSM do centro, limite do distrito)")
     found.add_column("tipo")
     found.add_column("achados", justify="right")
+    from tracking.detectors.findings import kind_name
+
     for kind, n in replay["findings_by_kind"].items():
-        found.add_row(kind, str(n))
+        found.add_row(kind_name(kind), str(n))
     console.print(found)

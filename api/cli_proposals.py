@@ -118,6 +118,7 @@ def list_(
 
     from enforcement.models import Proposal
     from enforcement.workflow import as_record
+    from tracking.detectors.findings import kind_name
 
     query = select(Proposal).order_by(Proposal.committed_at.desc(), Proposal.proposal_id)
     if status:
@@ -132,7 +133,7 @@ def list_(
     for r in records:
         typer.echo(
             f"{r['proposal_id']}  {r['status']:<18} {r['committed_at'][:16]}  "
-            f"{r['vehicle_id'] or '-':<10} {r['provision']:<28} {r['kind']}"
+            f"{r['vehicle_id'] or '-':<10} {r['provision']:<28} {kind_name(r['kind'])}"
         )
     typer.echo(f"{len(records)} proposta(s).")
 
