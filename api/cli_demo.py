@@ -245,6 +245,11 @@ def _replay_porto(
         values=per_stand,
         value_label="Embarques",
         tracks=gpd.GeoDataFrame(tracks, crs=4326),
+        title="Porto: embarques por ponto e viagens — Pontual",
+        note=(
+            f"{len(tracks):,} trechos de viagens reais do Porto (2013); pontos de raio "
+            f"{PORTO_STAND_RADIUS_M:.0f} m."
+        ).replace(",", "."),
         tiles=tiles,
     )
     map_path = out / "porto_map.html"
@@ -305,16 +310,40 @@ def _poa_map(paths: dict[str, Path], out: Path, tiles: str | None) -> Path:
     stands = read_stands_registry(
         paths["poa_stands"], municipality=PORTO_ALEGRE, point_radius_m=POA_STAND_RADIUS_M
     )
+    note = unplaced_note(stands)
     stands = stands.loc[stands.geometry.notna()].reset_index(drop=True)
     fleet = read_fleet(paths["poa_fleet"], municipality=PORTO_ALEGRE)
     licensed = fleet["stand_names"].explode().dropna().value_counts()
     by_name = stands["name"].map(normalize_name)
     counts = by_name.map(licensed).fillna(0).astype(int)
     counts.index = stands["stand_id"]
-    fmap = stands_trips_map(stands, values=counts, value_label="Prefixos licenciados", tiles=tiles)
+    fmap = stands_trips_map(
+        stands,
+        values=counts,
+        value_label="Prefixos licenciados",
+        title="Porto Alegre: pontos de táxi e prefixos licenciados — Pontual",
+        note=note,
+        tiles=tiles,
+    )
     path = out / "poa_stands_map.html"
     fmap.save(str(path))
     return path
+
+
+def unplaced_note(stands: Any) -> str | None:
+    """Say how many stands of a registry frame cannot be drawn, and why (``location_note``)."""
+    missing = stands.loc[stands.geometry.isna()]
+    if missing.empty:
+        return None
+    parts = []
+    for why, group in missing.groupby("location_note", sort=True):
+        ids = sorted(group["stand_id"].astype(str), key=lambda s: (len(s), s))
+        parts.append(f"{len(ids)}: {why} ({', '.join(ids)})")
+    return (
+        f"{len(missing)} dos {len(stands)} pontos do arquivo não aparecem no mapa: "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 def _print_tables(console: Console, loaded: dict[str, int], replay: dict[str, Any]) -> None:

@@ -91,7 +91,7 @@ class TestFindingsMap:
             "Percurso mais longo (1)",
             "Embarque em ponto sem licença (2)",
             "Evidência de desvio: trajeto × rota de referência (1)",
-            "Posições GPS (últimos 10 min do replay; 21)",
+            "Posições GPS recentes",
         ]
         counts = page.evaluate(
             "['stands','kind:unlicensed_stand_use','kind:illegal_stand_formation',"
