@@ -279,9 +279,8 @@ def _read_porto_alegre(path: Path, *, radius_m: float) -> tuple[gpd.GeoDataFrame
         else np.full(len(raw), "ok", dtype=object)
     )
     geoms = np.asarray(raw.geometry.values, dtype=object)
-    null = shapely.is_missing(geoms) | shapely.is_empty(
-        np.where(shapely.is_missing(geoms), None, geoms)
-    )
+    null = np.asarray(shapely.is_missing(geoms), dtype=bool)
+    null[~null] = shapely.is_empty(geoms[~null])
     placeholder = ~null & np.array([q not in (None, "ok") for q in quality], dtype=bool)
     usable = ~null & ~placeholder
     notes = []
