@@ -81,7 +81,7 @@ def analyze(
     ] = None,
     roads: Annotated[
         Path | None,
-        typer.Option(help="Malha viária OSM (GeoJSON, GPKG, GeoParquet, .osm ou .pbf)."),
+        typer.Option(help="Malha viária OSM (GeoJSON, GPKG, GeoParquet ou .osm)."),
     ] = None,
     thresholds: Annotated[
         Path | None, typer.Option(help="Limiares dos detectores (TOML: \\[tipo] nome = valor).")
