@@ -76,7 +76,8 @@ def base_map(
     title
         The page's ``<title>`` (pt-BR: what the map shows).
     """
-    fmap = folium.Map(location=list(location), zoom_start=zoom_start, tiles=None)
+    # zoomSnap 0.25: the data framed beside the legend need not drop a whole zoom level
+    fmap = folium.Map(location=list(location), zoom_start=zoom_start, tiles=None, zoom_snap=0.25)
     fmap.get_root().title = title
     fmap.default_js = []
     fmap.default_css = []
