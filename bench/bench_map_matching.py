@@ -140,13 +140,23 @@ PEER_SETTINGS: dict[str, PeerSetting] = {
         thin_m=30.0,
         note="noise15-thin with a 200 m corridor and width 20",
     ),
+    "noise15-wide10": PeerSetting(
+        {**_TUNED, "max_dist": 200.0},
+        thin_m=30.0,
+        note="noise15-thin with a 200 m corridor (width 10)",
+    ),
+    "noise15-wide10-back": PeerSetting(
+        {**_TUNED, "max_dist": 200.0, "avoid_goingback": False},
+        thin_m=30.0,
+        note="noise15-wide10 without the penalty for going back (loops, U-turns)",
+    ),
     "noise15-no-ne": PeerSetting(
         {**_TUNED, "non_emitting_states": False},
         thin_m=30.0,
         note="noise15-thin without non-emitting states (one edge per fix)",
     ),
 }
-DEFAULT_PEER = "noise15-thin"
+DEFAULT_PEER = "noise15-wide10"
 
 
 # --- the peer's map -------------------------------------------------------------------------
@@ -411,6 +421,22 @@ def run_ours(graph: RoadGraph, ts: TrackSet) -> tuple[pd.DataFrame, float]:
     return out, seconds
 
 
+def time_ours_each(graph: RoadGraph, ts: TrackSet, tracks: Sequence[int]) -> float:
+    """Seconds of ``match_tracks`` called once per track on ``tracks`` (as the peer runs)."""
+    groups = {k: g for k, g in ts.fixes.groupby("track", sort=False)}
+    t0 = time.perf_counter()
+    for k in tracks:
+        f = groups[k]
+        match_tracks(
+            graph,
+            f["track"].to_numpy(),
+            f["lon"].to_numpy(),
+            f["lat"].to_numpy(),
+            f["ts_ns"].to_numpy(),
+        )
+    return time.perf_counter() - t0
+
+
 def run_peer(
     mp: InMemMap, setting: PeerSetting, ts: TrackSet, tracks: Sequence[int], *, label: str = ""
 ) -> pd.DataFrame:
@@ -441,9 +467,7 @@ def run_peer(
 # --- figures ---------------------------------------------------------------------------------
 
 
-def accuracy(
-    matched: np.ndarray, truth: np.ndarray, broken: np.ndarray
-) -> dict[str, float | int]:
+def accuracy(matched: np.ndarray, truth: np.ndarray, broken: np.ndarray) -> dict[str, float | int]:
     """Length error figures of one matcher on trips with a known truth."""
     ok = np.isfinite(matched)
     rel = np.abs(matched - truth) / truth
@@ -482,15 +506,15 @@ def md(rows: list[dict[str, Any]]) -> str:
 
 
 def accuracy_rows(
-    res: pd.DataFrame, ours_s: float, n_all: int, peer_name: str
+    res: pd.DataFrame, ours_s: float, ours_each_s: float, peer_name: str
 ) -> list[dict[str, Any]]:
-    """Rows ours (all trips), ours (the peer's trips), peer, for a frame with truth."""
+    """Rows ours (all trips, one call), ours (the peer's trips, one call each), peer."""
     rows = []
-    sub = res.loc[res["peer_m"].notna() | res["peer_s"].notna()]
+    sub = res.loc[res["peer_s"].notna()]
     fixes_all = int(res["n_fixes"].sum())
     for name, frame, cols, secs in (
-        ("ours, all trips", res, ("ours_m", "ours_breaks"), ours_s),
-        ("ours, the peer's trips", sub, ("ours_m", "ours_breaks"), ours_s * len(sub) / n_all),
+        ("ours, all trips in one call", res, ("ours_m", "ours_breaks"), ours_s),
+        ("ours, the peer's trips, one call each", sub, ("ours_m", "ours_breaks"), ours_each_s),
         (f"peer ({peer_name})", sub, ("peer_m", "peer_breaks"), float(sub["peer_s"].sum())),
     ):
         row: dict[str, Any] = {"matcher": name}
@@ -540,15 +564,15 @@ def breakdown_rows(res: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def agreement_rows(res: pd.DataFrame, ours_s: float, n_all: int) -> list[dict[str, Any]]:
+def agreement_rows(res: pd.DataFrame, ours_s: float, ours_each_s: float) -> list[dict[str, Any]]:
     """Porto: ours vs peer, and each against the GPS length, on the peer's trips."""
     sub = res.loc[res["peer_s"].notna()]
     both = sub["ours_m"].notna() & sub["peer_m"].notna()
     gap = (sub["ours_m"] - sub["peer_m"]).abs() / sub["peer_m"]
     rows: list[dict[str, Any]] = []
     for name, frame, col, secs in (
-        ("ours, all trips", res, "ours_m", ours_s),
-        ("ours, the peer's trips", sub, "ours_m", ours_s * len(sub) / n_all),
+        ("ours, all trips in one call", res, "ours_m", ours_s),
+        ("ours, the peer's trips, one call each", sub, "ours_m", ours_each_s),
         ("peer", sub, "peer_m", float(sub["peer_s"].sum())),
     ):
         ratio = frame[col] / frame["gps_m"]
@@ -615,13 +639,28 @@ def tune(graph: RoadGraph, mp: InMemMap, args: argparse.Namespace) -> None:
     )
     row.update(speed(ours_s, len(res), n_fixes))
     rows.append(row)
+    f = sim.fixes
+    for sigma in args.ours_sigma:
+        t0 = time.perf_counter()
+        m = match_tracks(
+            graph,
+            f["track"].to_numpy(),
+            f["lon"].to_numpy(),
+            f["lat"].to_numpy(),
+            f["ts_ns"].to_numpy(),
+            sigma_m=sigma,
+        )
+        secs = time.perf_counter() - t0
+        r = res.merge(m.tracks[["track", "matched_m", "n_breaks"]], on="track")
+        row = {"matcher": f"ours sigma_m={sigma:g} (diagnostic)"}
+        row.update(accuracy(r["matched_m"].to_numpy(float), r["truth_m"].to_numpy(), r["n_breaks"]))
+        row.update(speed(secs, len(r), n_fixes))
+        rows.append(row)
     for name in args.settings:
         peer = run_peer(mp, PEER_SETTINGS[name], sim, list(res["track"]), label=name)
         r = res.merge(peer, on="track")
         row = {"matcher": f"peer {name}"}
-        row.update(
-            accuracy(r["peer_m"].to_numpy(float), r["truth_m"].to_numpy(), r["peer_breaks"])
-        )
+        row.update(accuracy(r["peer_m"].to_numpy(float), r["truth_m"].to_numpy(), r["peer_breaks"]))
         row.update(speed(float(r["peer_s"].sum()), len(r), n_fixes))
         rows.append(row)
         print(md(rows[-1:]), flush=True)
@@ -637,14 +676,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--n-sim", type=int, default=150, help="simulated trips (ours)")
-    ap.add_argument("--n-sim-peer", type=int, default=50, help="of them, run by the peer")
-    ap.add_argument("--n-easy", type=int, default=15, help="easy control trips (both)")
+    ap.add_argument("--n-sim-peer", type=int, default=80, help="of them, run by the peer")
+    ap.add_argument("--n-easy", type=int, default=20, help="easy control trips (both)")
     ap.add_argument("--n-porto", type=int, default=100, help="real Porto trips (ours)")
-    ap.add_argument("--n-porto-peer", type=int, default=40, help="of them, run by the peer")
+    ap.add_argument("--n-porto-peer", type=int, default=60, help="of them, run by the peer")
     ap.add_argument("--peer", default=DEFAULT_PEER, choices=sorted(PEER_SETTINGS))
     ap.add_argument("--tune", action="store_true", help="compare the peer's settings instead")
     ap.add_argument("--n-tune", type=int, default=30, help="sim trips for --tune")
     ap.add_argument("--settings", nargs="+", default=list(PEER_SETTINGS), metavar="NAME")
+    ap.add_argument(
+        "--ours-sigma", type=float, nargs="*", default=[15.0, 20.0], help="--tune: ours' sigma_m"
+    )
     ap.add_argument("--csv-dir", type=Path, default=None, help="write per-trip results")
     args = ap.parse_args(argv)
 
@@ -672,38 +714,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (a) simulated trips with truth
     t0 = time.perf_counter()
     sim = sim_set(graph, n=args.n_sim, seed=args.seed)
-    print(f"\nsim: {len(sim.tracks)} trips, {len(sim.fixes)} fixes ({time.perf_counter() - t0:.0f} s)")
+    print(
+        f"\nsim: {len(sim.tracks)} trips, {len(sim.fixes)} fixes ({time.perf_counter() - t0:.0f} s)"
+    )
     off = (sim.tracks["route_m"] / sim.tracks["true_driven_m"] - 1).abs().max()
     print(f"route lines vs true_driven_m: max relative difference {off:.2e}")
     ours, ours_s = run_ours(graph, sim)
     peer_tracks = spread(len(sim.tracks), args.n_sim_peer)
     peer = run_peer(mp, setting, sim, peer_tracks, label="sim")
+    ours_each_s = time_ours_each(graph, sim, peer_tracks)
     res_sim = sim.tracks.merge(ours, on="track").merge(peer, on="track", how="left")
 
     # (c) easy control
     easy = easy_set(graph, sim, n=args.n_easy, seed=args.seed)
     e_ours, e_ours_s = run_ours(graph, easy)
     e_peer = run_peer(mp, setting, easy, list(easy.tracks["track"]), label="easy")
+    e_each_s = time_ours_each(graph, easy, list(easy.tracks["track"]))
     res_easy = easy.tracks.merge(e_ours, on="track").merge(e_peer, on="track", how="left")
 
     # (b) real Porto trips
     t0 = time.perf_counter()
     porto = porto_set(graph, n=args.n_porto, seed=args.seed)
-    print(f"porto: {len(porto.tracks)} trips, {len(porto.fixes)} fixes ({time.perf_counter() - t0:.0f} s)")
+    t_porto = time.perf_counter() - t0
+    print(f"porto: {len(porto.tracks)} trips, {len(porto.fixes)} fixes ({t_porto:.0f} s)")
     p_ours, p_ours_s = run_ours(graph, porto)
-    p_peer = run_peer(
-        mp, setting, porto, spread(len(porto.tracks), args.n_porto_peer), label="porto"
-    )
+    porto_tracks = spread(len(porto.tracks), args.n_porto_peer)
+    p_peer = run_peer(mp, setting, porto, porto_tracks, label="porto")
+    p_each_s = time_ours_each(graph, porto, porto_tracks)
     res_porto = porto.tracks.merge(p_ours, on="track").merge(p_peer, on="track", how="left")
 
     print(f"\n## sim: simulated trips, truth known (seed {args.seed})\n")
-    print(md(accuracy_rows(res_sim, ours_s, len(res_sim), args.peer)))
+    print(md(accuracy_rows(res_sim, ours_s, ours_each_s, args.peer)))
     print("\nBy group (the peer's trips; err = |matched - truth| / truth):\n")
     print(md(breakdown_rows(res_sim)))
     print(f"\n## easy: the same routes, a fix every {EASY_STEP_S:g} s, {EASY_NOISE_M:g} m noise\n")
-    print(md(accuracy_rows(res_easy, e_ours_s, len(res_easy), args.peer)))
+    print(md(accuracy_rows(res_easy, e_ours_s, e_each_s, args.peer)))
     print("\n## porto: real trips (15 s), no truth\n")
-    print(md(agreement_rows(res_porto, p_ours_s, len(res_porto))))
+    print(md(agreement_rows(res_porto, p_ours_s, p_each_s)))
 
     if args.csv_dir is not None:
         args.csv_dir.mkdir(parents=True, exist_ok=True)
