@@ -42,6 +42,8 @@ Matchers
     restarts it at the next fix, as the library's docs advise, and counts the gap as the straight
     line between the two fixes (as ours counts a break). Length: ``path_pred_distance()`` of each
     part. Settings in :data:`PEER_SETTINGS` (``--tune`` compares them on trips of another seed).
+    The peer iterates sets of objects hashed by strings: the script re-runs itself with
+    ``PYTHONHASHSEED=0`` so that its results repeat from run to run.
 
 Figures per matcher: time per trip and fixes/s; on ``sim`` and ``easy`` the relative length error
 ``|matched - truth| / truth`` (median, p90, share within 5 %, median signed error); the share of
@@ -54,6 +56,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -770,4 +773,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # The peer breaks ties by iterating sets of objects hashed by their names (str hashes
+        # are salted per process): pin the salt so that a run repeats exactly.
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
     sys.exit(main())
