@@ -19,6 +19,7 @@ from api.errors import install_error_handlers
 from api.headers import SecurityHeaders
 from api.ratelimit import RateLimiter, TtlCache
 from api.settings import Settings, get_settings, proxy_networks
+from api.web.pages import install as install_web
 
 ROUTERS = (
     "api.routes.health",
@@ -35,6 +36,13 @@ ROUTERS = (
     "api.routes.alerts",
     "api.routes.planning",
     "api.routes.supervision",
+    # the web console (api/web): login and error pages, then one module per area
+    "api.web.pages",
+    "api.web.admin",
+    "api.web.agent",
+    "api.web.supervisor",
+    "api.web.planner",
+    "api.web.citizen",
 )
 """Modules whose ``router`` is mounted, in this order."""
 
@@ -120,6 +128,7 @@ def create_app(
     redact.install()
     for name in ROUTERS:
         app.include_router(importlib.import_module(name).router)
+    install_web(app)
     return app
 
 
