@@ -13,9 +13,11 @@ CSRF
     A synchronizer token derived from the session: HMAC-SHA256 of a fixed label keyed with the
     session token (the login form, before any session, with a random pre-session cookie,
     :data:`CSRF_COOKIE`). It changes with every session and cannot be computed without the
-    HttpOnly cookie. :func:`verify_csrf` checks it (form field ``csrf_token`` or header
-    ``X-CSRF-Token``); :func:`require_web_roles` runs the same check on every method but
-    GET, HEAD and OPTIONS, so no state-changing page route can forget it.
+    HttpOnly cookie. One function checks it, :func:`check_csrf` (form field ``csrf_token`` or
+    header ``X-CSRF-Token``): :func:`require_web_roles` runs it on every method but GET, HEAD
+    and OPTIONS, so no state-changing page route can forget it; :func:`verify_csrf` (a session
+    form without a role) and :func:`verify_login_csrf` (the login form) are the same check as
+    dependencies.
 Pages
     :func:`require_web_roles` lets the listed roles through; an anonymous visitor is sent to the
     login with ``next`` (kept only when it is a path of this site, :func:`safe_next`), a
@@ -103,9 +105,17 @@ async def check_csrf(request: Request, *, seed: str | None, web: WebSession | No
 
 
 async def verify_csrf(request: Request, web: OptionalWebSession) -> None:
-    """Check the CSRF token: the session's, or before login the pre-session cookie's (403)."""
-    seed = web.token if web is not None else request.cookies.get(CSRF_COOKIE)
-    await check_csrf(request, seed=seed, web=web)
+    """Require the session's CSRF token (403 page without a session or a matching token).
+
+    :func:`require_web_roles` already runs this check on unsafe methods; use it alone on a
+    form route that does not need a role.
+    """
+    await check_csrf(request, seed=web.token if web is not None else None, web=web)
+
+
+async def verify_login_csrf(request: Request) -> None:
+    """Require the login form's CSRF token (of the pre-session cookie; 403 page otherwise)."""
+    await check_csrf(request, seed=request.cookies.get(CSRF_COOKIE), web=None)
 
 
 class WebRoles:

@@ -20,19 +20,19 @@ from api._errors import RateLimitedError
 from api.deps import SessionDep, SettingsDep, login_rate_limit
 from api.web._errors import CsrfError, LoginRequiredError, WebForbiddenError
 from api.web.auth import (
-    CSRF_COOKIE,
     LOGIN_PATH,
     LOGOUT_PATH,
     SESSION_COOKIE,
     OptionalWebSession,
     WebSession,
+    check_csrf,
     clear_cookie,
     csrf_token_for,
     pre_session_seed,
     safe_next,
     set_pre_session_cookie,
     set_session_cookie,
-    verify_csrf,
+    verify_login_csrf,
 )
 from api.web.nav import LANDING, ROLE_LABELS
 from api.web.templating import STATIC_PREFIX, render, static_files
@@ -110,7 +110,7 @@ def login_form(
     return _login_page(request, next_path=wanted, notice=NOTICES.get(aviso or ""))
 
 
-@router.post(LOGIN_PATH, name="web_login", dependencies=[Depends(verify_csrf)])
+@router.post(LOGIN_PATH, name="web_login", dependencies=[Depends(verify_login_csrf)])
 def login(
     request: Request,
     session: SessionDep,
@@ -145,11 +145,16 @@ def login(
     session.commit()
     response = _redirect(wanted or LANDING[user.role])
     set_session_cookie(response, request, token, max_age_s=settings.token_ttl_s)
-    clear_cookie(response, request, CSRF_COOKIE)
     return response
 
 
-@router.post(LOGOUT_PATH, name="web_logout", dependencies=[Depends(verify_csrf)])
+async def _logout_csrf(request: Request, web: OptionalWebSession) -> None:
+    """Require the session's CSRF token; without a session there is nothing to end."""
+    if web is not None:
+        await check_csrf(request, seed=web.token, web=web)
+
+
+@router.post(LOGOUT_PATH, name="web_logout", dependencies=[Depends(_logout_csrf)])
 def logout(request: Request, web: OptionalWebSession, session: SessionDep) -> Response:
     """End the session (its token is revoked, its live streams close) and go to the login."""
     if web is not None:

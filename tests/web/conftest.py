@@ -234,5 +234,5 @@ def page(open_page: Callable[..., Any]) -> Any:
 
 @pytest.fixture
 def login() -> Callable[..., Any]:
-    """Return ``login(page, role_or_username, password=WEB_PASSWORD)`` (:func:`web_helpers.login`)."""
+    """Return ``login(page, role_or_username, password=…)`` (:func:`web_helpers.login`)."""
     return login_page
