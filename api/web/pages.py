@@ -7,6 +7,7 @@ page not found (404) asked by a browser outside the JSON API.
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated, cast
 from urllib.parse import urlencode
 
@@ -253,12 +254,9 @@ def install(app: FastAPI) -> None:
                 message=message,
                 headers=dict(exc.headers or {}),
             )
-        return await _maybe_await(json_handler(request, exc))
+        answer = json_handler(request, exc)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
 
     app.add_exception_handler(StarletteHTTPException, http_error)
-
-
-async def _maybe_await(value: object) -> Response:
-    if hasattr(value, "__await__"):
-        value = await value  # type: ignore[misc]
-    return cast(Response, value)

@@ -120,6 +120,11 @@ class TestErrors:
         assert response.json()["error"]["code"] == "not_found"
 
 
+def test_serve_prints_the_console_address(web_server: ServeProcess) -> None:
+    """`pontual serve` names the console's address when it starts."""
+    assert f"Console web: {web_server.url}/" in web_server.log()
+
+
 class TestSessionAndApi:
     def test_the_api_ignores_the_session_cookie(self, web_client: Callable) -> None:
         """The JSON API authenticates by bearer only: the cookie alone gets 401 (so the API
