@@ -7,8 +7,9 @@
   session; ``web_server.url``, ``web_server.log()``).
 - ``make_user``: a new user of a role (for tests that disable or change an account).
 - ``web_client``: an httpx client logged in through the login form (``web_client("agent")``).
-- ``browser``: headless Debian Chromium; ``page``: a 1280×800 page whose ``base_url`` is the
-  server; ``open_page(width=390, height=844)`` for another viewport; ``login(page, role)``.
+- ``browser`` (tests/conftest.py: the session's headless Debian Chromium); ``page``: a
+  1280×800 page whose ``base_url`` is the server; ``open_page(width=390, height=844)`` for
+  another viewport; ``login(page, role)``.
   Every page may talk to the server only: any other request is aborted and fails the test, as
   do a CSP violation and an uncaught script error. A failing test leaves a screenshot of each of
   its pages in ``test-artifacts/``.
@@ -29,17 +30,7 @@ from sqlalchemy import Engine
 from web_helpers import WEB_PASSWORD, WEB_USERS, ServeProcess, http_login
 from web_helpers import login as login_page
 
-CHROMIUM = Path(os.environ.get("PONTUAL_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 STAND_ID = "S1"
 """The seeded stand (the supervisor's)."""
 _counter = itertools.count(1)
@@ -162,19 +153,6 @@ def anon_client(web_server: ServeProcess) -> Iterator[httpx.Client]:
     """An httpx client of the server with no session (redirects not followed)."""
     with httpx.Client(base_url=web_server.url, follow_redirects=False, timeout=30) as client:
         yield client
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """Headless Debian Chromium (Playwright), shared by the session."""
-    from playwright.sync_api import sync_playwright
-
-    if not CHROMIUM.exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM} (Debian package 'chromium')")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _is_csp_violation(text: str) -> bool:
