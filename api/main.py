@@ -123,12 +123,12 @@ def create_app(
     app.state.login_limiter = RateLimiter(limit=settings.login_rate_limit_per_min)
     app.state.trusted_proxies = proxy_networks(settings.trusted_proxies)
     app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
+    install_web(app)  # static files, the console's error pages
     install_error_handlers(app)
     app.add_middleware(SecurityHeaders)
     redact.install()
     for name in ROUTERS:
         app.include_router(importlib.import_module(name).router)
-    install_web(app)
     return app
 
 

@@ -7,7 +7,6 @@ page not found (404) asked by a browser outside the JSON API.
 
 from __future__ import annotations
 
-import inspect
 from typing import Annotated, cast
 from urllib.parse import urlencode
 
@@ -19,6 +18,7 @@ from starlette.responses import Response
 from api import accounts
 from api._errors import RateLimitedError
 from api.deps import SessionDep, SettingsDep, login_rate_limit
+from api.errors import _http_error as json_http_error
 from api.web._errors import CsrfError, LoginRequiredError, WebForbiddenError
 from api.web.auth import (
     LOGIN_PATH,
@@ -221,42 +221,36 @@ def _csrf(request: Request, exc: Exception) -> Response:
     )
 
 
-def install(app: FastAPI) -> None:
-    """Mount the static files and the console's error pages on ``app``.
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """404/405: a pt-BR page for a browser outside the JSON API, else the API's JSON error."""
+    exc = cast(StarletteHTTPException, exc)
+    browser = "text/html" in request.headers.get("accept", "")
+    if not browser or request.url.path.startswith(API_PREFIXES):
+        return json_http_error(request, exc)
+    title, message = (
+        ("Página não encontrada", "Não há página neste endereço.")
+        if exc.status_code == 404
+        else ("Ação não permitida", "Esta página não aceita esta ação.")
+    )
+    return error_page(
+        request,
+        web=None,
+        status_code=exc.status_code,
+        title=title,
+        message=message,
+        headers=dict(exc.headers or {}),
+    )
 
-    Call after :func:`api.errors.install_error_handlers`: the 404/405 of a browser outside the
-    JSON API become pages; everything else keeps the JSON handler.
+
+def install(app: FastAPI) -> None:
+    """Mount the static files and answer the console's errors with pages on ``app``.
+
+    The 404 and 405 handlers are by status code: they take precedence over the JSON handler of
+    :func:`api.errors.install_error_handlers` whatever the order, and hand it the API's paths.
     """
     app.mount(STATIC_PREFIX, static_files(), name="static")
     app.add_exception_handler(LoginRequiredError, _login_required)
     app.add_exception_handler(WebForbiddenError, _forbidden)
     app.add_exception_handler(CsrfError, _csrf)
-    json_handler = app.exception_handlers[StarletteHTTPException]
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        exc = cast(StarletteHTTPException, exc)
-        browser = "text/html" in request.headers.get("accept", "")
-        if (
-            browser
-            and exc.status_code in (404, 405)
-            and not request.url.path.startswith(API_PREFIXES)
-        ):
-            title, message = (
-                ("Página não encontrada", "Não há página neste endereço.")
-                if exc.status_code == 404
-                else ("Ação não permitida", "Esta página não aceita esta ação.")
-            )
-            return error_page(
-                request,
-                web=None,
-                status_code=exc.status_code,
-                title=title,
-                message=message,
-                headers=dict(exc.headers or {}),
-            )
-        answer = json_handler(request, exc)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return answer
-
-    app.add_exception_handler(StarletteHTTPException, http_error)
+    for status in (404, 405):
+        app.add_exception_handler(status, _http_error)
