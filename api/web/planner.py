@@ -1,0 +1,23 @@
+"""Pages of the Planejamento area (``/planejamento``): open to the roles of :data:`ROLES`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from api.web.auth import WebSession, require_web_roles
+from api.web.templating import render
+
+router = APIRouter(include_in_schema=False)
+
+ROLES = ("admin", "planner")
+"""Who may open this area (as in the API's authorisation)."""
+PlannerUser = Annotated[WebSession, Depends(require_web_roles(*ROLES))]
+
+
+@router.get("/planejamento", name="web_planner_home")
+def home(request: Request, web: PlannerUser) -> Response:
+    """Landing page of the area."""
+    return render(request, "planejamento/inicio.html", web=web, title="Planejamento")

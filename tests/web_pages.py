@@ -1,0 +1,89 @@
+"""The console's pages and who may use them: one row per route (import ``PAGES``).
+
+Read by ``tests/web/test_authorization.py`` (every route × anonymous and every role: allowed,
+403 page, or 303 to the login; CSRF on every POST), ``tests/web/test_pages.py`` (every GET
+page in Chromium: ``<title>``, ``<h1>``, axe-core) and ``tests/web/test_security.py`` (CSP,
+``no-store``). A new route of ``api/web`` without a row fails
+``test_every_web_route_has_a_row``.
+
+A new page: add ``Page("GET", "/fiscal/propostas", REVIEWERS)`` in its area's block; a form:
+``Page("POST", "/fiscal/propostas/{proposal_id}/confirmar", REVIEWERS, form={...})`` (the
+tests add the CSRF token). Path parameters are filled from :data:`PATH_IDS` unless ``url`` is
+given (a URL with the parameters and query to request).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("admin", "agent", "supervisor", "planner")
+ANONYMOUS = "anonymous"
+CALLERS = (ANONYMOUS, *ROLES)
+ANYONE = frozenset(CALLERS)
+ADMIN = frozenset({"admin"})
+REVIEWERS = frozenset({"admin", "agent"})
+SUPERVISORS = frozenset({"admin", "supervisor"})
+PLANNERS = frozenset({"admin", "planner"})
+USERS = frozenset(ROLES)
+
+PATH_IDS = {"stand_id": "S1"}
+"""Values of path parameters in the requests of the tests (the seeded records)."""
+
+
+@dataclass(frozen=True)
+class Page:
+    """A route of the console and who may use it.
+
+    ``allowed`` is None for the session's own routes (``/``, ``/painel``, ``/entrar``,
+    ``/sair``: their behaviour is tested in ``test_login.py``); :data:`ANYONE` for a public
+    page. ``browse``: a GET page opened in Chromium by ``test_pages.py``.
+    """
+
+    method: str
+    path: str
+    allowed: frozenset[str] | None
+    url: str | None = None
+    form: dict[str, Any] = field(default_factory=dict)
+    browse: bool = True
+
+    def request_url(self) -> str:
+        """Return the URL to request (``url``, else ``path`` with :data:`PATH_IDS`)."""
+        if self.url is not None:
+            return self.url
+        return re.sub(r"\{(\w+)\}", lambda m: PATH_IDS[m.group(1)], self.path)
+
+    @property
+    def id(self) -> str:
+        """Test id: ``GET /fiscal``."""
+        return f"{self.method} {self.path}"
+
+
+PAGES: tuple[Page, ...] = (
+    # --- the session's own routes (tests/web/test_login.py) ---
+    Page("GET", "/", None, browse=False),
+    Page("GET", "/painel", None, browse=False),
+    Page("GET", "/entrar", None, browse=False),  # browsed by test_pages (login page)
+    Page("POST", "/entrar", None),
+    Page("POST", "/sair", None),
+    # --- admin ---
+    Page("GET", "/admin", ADMIN),
+    # --- agent (fiscal) ---
+    Page("GET", "/fiscal", REVIEWERS),
+    # --- supervisor de ponto ---
+    Page("GET", "/supervisao", SUPERVISORS),
+    # --- planner ---
+    Page("GET", "/planejamento", PLANNERS),
+    # --- citizen (no login) ---
+    Page("GET", "/acessivel", ANYONE),
+)
+
+
+def role_for(page: Page) -> str | None:
+    """Return the caller to open ``page`` as: its area's own role, else admin, else anonymous."""
+    allowed = page.allowed or frozenset()
+    if ANONYMOUS in allowed:
+        return None
+    own = sorted(allowed - {"admin"})
+    return own[0] if own else "admin"
