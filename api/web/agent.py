@@ -119,12 +119,23 @@ LAYER_LABELS = {
     "stand": "Ponto de táxi",
     "area": "Área da constatação",
     "track": "Trajeto registrado (posições do rastreador)",
+    "segment": "Linha da constatação (salto ou intervalo sem posições)",
     "fixes": "Posições da constatação (numeradas, com hora)",
     "point": "Local da constatação",
     **dict(LINE_LAYERS),
 }
 """Legend of every map layer (the legend lists those drawn)."""
-LAYER_ORDER = ("stand", "area", "track", *(k for k, _ in LINE_LAYERS), "fixes", "point")
+LAYER_ORDER = (
+    "stand",
+    "area",
+    "track",
+    "segment",
+    *(k for k, _ in LINE_LAYERS),
+    "fixes",
+    "point",
+)
+LABELLED_FIXES = 12
+"""Up to this many fixes, each carries its number and time on the map (more: on hover)."""
 
 DONE_NOTICES = {
     "confirmar": "Proposta confirmada: auto de infração {auto} lavrado.",
@@ -432,7 +443,7 @@ def _coords(line: Any) -> list[list[float]]:
 
 
 def _geometry_layers(geom: Any) -> dict[str, Any]:
-    """Layers of a finding's own geometry: its area, its place, or its line as a track."""
+    """Layers of a finding's own geometry: its area, its place, or its line (a jump, a gap)."""
     if geom is None or geom.is_empty:
         return {}
     kind = geom.geom_type
@@ -440,7 +451,7 @@ def _geometry_layers(geom: Any) -> dict[str, Any]:
         return {"area": _ring(geom)}
     if kind in ("LineString", "MultiLineString"):
         lines = getattr(geom, "geoms", [geom])
-        return {"track": _coords([c for g in lines for c in g.coords])}
+        return {"segment": _coords([c for g in lines for c in g.coords])}
     point = shapely.point_on_surface(geom)
     return {"point": [round(point.x, 7), round(point.y, 7)]}
 
@@ -490,9 +501,6 @@ def map_layers(
         layers["track"] = _coords(track)
     if point is not None:
         layers["point"] = [round(float(point[0]), 7), round(float(point[1]), 7)]
-    for geom in geometries or []:
-        for key, value in _geometry_layers(geom).items():
-            layers.setdefault(key, value)
     fixes: list[dict[str, Any]] = []
     for f in findings:
         details = f.get("details") or {}
@@ -506,8 +514,14 @@ def map_layers(
                     "lon": float(row["lon"]),
                     "lat": float(row["lat"]),
                     "label": f"Posição {row['n']}: {row['time']} ({row['meter']})",
+                    "short": f"{row['n']} · {row['time'][-8:]}",
                 }
             )
+    for geom in geometries or []:
+        for key, value in _geometry_layers(geom).items():
+            if key == "segment" and "driven_line" in layers:
+                continue  # a detour's geometry is its driven line, drawn already
+            layers.setdefault(key, value)
     if fixes:
         layers["fixes"] = fixes
     ordered = [
@@ -515,7 +529,7 @@ def map_layers(
         for key in LAYER_ORDER
         if key in layers
     ]
-    return {"layers": ordered}
+    return {"layers": ordered, "labelled": len(fixes) <= LABELLED_FIXES}
 
 
 def _map_context(spec: dict[str, Any]) -> dict[str, Any]:

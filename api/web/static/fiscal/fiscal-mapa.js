@@ -21,6 +21,7 @@
     stand: {color: "#1b7a43", weight: 2, fillColor: "#2ca25f", fillOpacity: 0.3},
     area: {color: "#b2182b", weight: 2, fillColor: "#ef8a62", fillOpacity: 0.3},
     track: {color: "#5a6b7b", weight: 3, opacity: 0.9},
+    segment: {color: "#1b1f24", weight: 3, dashArray: "1 6", opacity: 0.9},
     driven_line: {color: "#1f5fbf", weight: 5, opacity: 0.85},
     matched_line: {color: "#0b7d7d", weight: 4, dashArray: "2 7", opacity: 0.95},
     reference_line: {color: "#c2410c", weight: 4, dashArray: "10 7", opacity: 0.95},
@@ -70,7 +71,12 @@
       drawn = L.polygon(layer.data.map(latlng), style);
     } else if (layer.id === "fixes") {
       drawn = L.featureGroup(layer.data.map(function (fix) {
-        return L.circleMarker([fix.lat, fix.lon], style).bindTooltip(fix.label);
+        var marker = L.circleMarker([fix.lat, fix.lon], style);
+        if (spec.labelled) {
+          // few fixes: each shows its number and time, as in the table below the map
+          return marker.bindTooltip(fix.short, {permanent: true, direction: "right", className: "fix-label"});
+        }
+        return marker.bindTooltip(fix.label);
       }));
     } else if (layer.id === "point") {
       drawn = L.circleMarker(latlng(layer.data), style).bindTooltip(layer.label);

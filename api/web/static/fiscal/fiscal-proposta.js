@@ -9,14 +9,23 @@
       "[aria-invalid='true'], textarea, input:not([type='hidden']), select, button");
   }
 
-  var target = document.querySelector(".action[data-invalid]");
-  if (!target && window.location.hash) {
-    var id = window.location.hash.slice(1);
-    if (/^[a-z]+$/.test(id)) { target = document.getElementById(id); }
+  function focusForm() {
+    var target = document.querySelector(".action[data-invalid]");
+    if (!target && window.location.hash) {
+      var id = window.location.hash.slice(1);
+      if (/^[a-z]+$/.test(id)) { target = document.getElementById(id); }
+    }
+    var field = firstField(target);
+    if (field) {
+      field.focus();
+      if (target.scrollIntoView) { target.scrollIntoView({block: "start"}); }
+    }
   }
-  var field = firstField(target);
-  if (field) {
-    field.focus();
-    if (target.scrollIntoView) { target.scrollIntoView({block: "start"}); }
+
+  // After the browser's own scroll to the fragment, which moves the focus to the document.
+  if (document.readyState === "complete") {
+    window.setTimeout(focusForm, 0);
+  } else {
+    window.addEventListener("load", function () { window.setTimeout(focusForm, 0); });
   }
 })();
