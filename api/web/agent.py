@@ -937,6 +937,7 @@ def proposal_context(
             )
         ),
         "allowed": allowed,
+        "form_ids": list(STEP_OF_FORM),
         "documents": [
             (kind, TITLES[kind], f"{proposal_url(proposal_id)}/documentos/{kind}")
             for kind in DOCUMENT_KINDS
@@ -1018,9 +1019,16 @@ def _step(
     """Run one step of the workflow and answer: 303 to the page, or the page with the error.
 
     ``checks`` are the form's own errors (field → pt-BR message) found before the workflow
-    runs: then nothing runs. A missing answer or reason is 422, a step out of order 409; the
-    proposal is left as it was in both.
+    runs: then nothing runs. A missing answer or reason is 422, a step out of order 409 (said
+    first: an answer does not matter to a step that cannot happen); the proposal is left as it
+    was in both.
     """
+    try:
+        status = workflow.get_proposal(session, proposal_id).status
+    except ProposalNotFoundError:
+        return _not_found(request, web, proposal_id)
+    if status not in workflow.TRANSITIONS[STEP_OF_FORM[form]]:
+        checks = None  # the workflow refuses the step itself (409)
     if checks:
         session.rollback()
         return _proposal_page(
