@@ -28,7 +28,11 @@ SUPERVISORS = frozenset({"admin", "supervisor"})
 PLANNERS = frozenset({"admin", "planner"})
 USERS = frozenset(ROLES)
 
-PATH_IDS = {"stand_id": "S1"}
+PATH_IDS = {
+    "stand_id": "S1",
+    "finding_id": "longer_route-5b3696e33e525427",  # tests/web_fiscal.py SEEDED_FINDING_ID
+    "proposal_id": "P-3322927dce7f4f37",  # tests/web_fiscal.py SEEDED_PROPOSAL_ID
+}
 """Values of path parameters in the requests of the tests (the seeded records)."""
 
 
@@ -71,6 +75,24 @@ PAGES: tuple[Page, ...] = (
     Page("GET", "/admin", ADMIN),
     # --- agent (fiscal) ---
     Page("GET", "/fiscal", REVIEWERS),
+    Page("GET", "/fiscal/alertas", REVIEWERS),
+    Page("GET", "/fiscal/achados/{finding_id}", REVIEWERS),
+    Page("GET", "/fiscal/propostas", REVIEWERS),
+    Page("GET", "/fiscal/propostas/{proposal_id}", REVIEWERS),
+    Page(
+        "GET",
+        "/fiscal/propostas/{proposal_id}/documentos/{documento}",
+        REVIEWERS,
+        url=f"/fiscal/propostas/{PATH_IDS['proposal_id']}/documentos/auto",
+    ),
+    Page("POST", "/fiscal/propostas/gerar", REVIEWERS, form={"municipio": "4314902"}),
+    # the seeded proposal is left as it is: each step is refused for what it lacks (422/409)
+    Page("POST", "/fiscal/propostas/{proposal_id}/confirmar", REVIEWERS),
+    Page("POST", "/fiscal/propostas/{proposal_id}/descartar", REVIEWERS),
+    Page("POST", "/fiscal/propostas/{proposal_id}/notificar", REVIEWERS),
+    Page("POST", "/fiscal/propostas/{proposal_id}/defesa", REVIEWERS),
+    Page("POST", "/fiscal/propostas/{proposal_id}/decidir", REVIEWERS),
+    Page("POST", "/fiscal/propostas/{proposal_id}/finalizar", REVIEWERS),
     # --- supervisor de ponto ---
     Page("GET", "/supervisao", SUPERVISORS),
     # --- planner ---

@@ -27,6 +27,7 @@ import httpx
 import pytest
 from factories import migrated_database
 from sqlalchemy import Engine
+from web_fiscal import seed_fiscal
 from web_helpers import WEB_PASSWORD, WEB_USERS, ServeProcess, http_login
 from web_helpers import login as login_page
 
@@ -92,6 +93,7 @@ def _seed(engine: Engine) -> None:
                 full_name=f"Pessoa {role}",
                 stand_ids=[STAND_ID] if role == "supervisor" else (),
             )
+    seed_fiscal(engine)  # the Fiscalização pages' records (tests/web_fiscal.py)
 
 
 @pytest.fixture(scope="session")
