@@ -9,7 +9,8 @@ page in Chromium: ``<title>``, ``<h1>``, axe-core) and ``tests/web/test_security
 A new page: add ``Page("GET", "/fiscal/propostas", REVIEWERS)`` in its area's block; a form:
 ``Page("POST", "/fiscal/propostas/{proposal_id}/confirmar", REVIEWERS, form={...})`` (the
 tests add the CSRF token). Path parameters are filled from :data:`PATH_IDS` unless ``url`` is
-given (a URL with the parameters and query to request).
+given (a URL with the parameters and query to request). A fragment a page fetches, or a
+download: ``document=False`` (in the authorisation matrix, not in the page checks).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ SUPERVISORS = frozenset({"admin", "supervisor"})
 PLANNERS = frozenset({"admin", "planner"})
 USERS = frozenset(ROLES)
 
-PATH_IDS = {"stand_id": "S1"}
+PATH_IDS = {"stand_id": "S1", "municipality": "4314902"}
 """Values of path parameters in the requests of the tests (the seeded records)."""
 
 
@@ -38,7 +39,9 @@ class Page:
 
     ``allowed`` is None for the session's own routes (``/``, ``/painel``, ``/entrar``,
     ``/sair``: their behaviour is tested in ``test_login.py``); :data:`ANYONE` for a public
-    page. ``browse``: a GET page opened in Chromium by ``test_pages.py``.
+    page. ``browse``: a GET page opened in Chromium by ``test_pages.py``. ``document``: a whole
+    page (title, h1, the strict CSP: ``test_security.py``); False for an HTML fragment or a
+    download (authorisation and ``no-store`` still checked).
     """
 
     method: str
@@ -47,6 +50,7 @@ class Page:
     url: str | None = None
     form: dict[str, Any] = field(default_factory=dict)
     browse: bool = True
+    document: bool = True
 
     def request_url(self) -> str:
         """Return the URL to request (``url``, else ``path`` with :data:`PATH_IDS`)."""
@@ -73,6 +77,9 @@ PAGES: tuple[Page, ...] = (
     Page("GET", "/fiscal", REVIEWERS),
     # --- supervisor de ponto ---
     Page("GET", "/supervisao", SUPERVISORS),
+    Page("GET", "/supervisao/pontos/{stand_id}", SUPERVISORS),
+    Page("GET", "/supervisao/pontos/{stand_id}/agora", SUPERVISORS, document=False, browse=False),
+    Page("GET", "/supervisao/pontos/{stand_id}/contatos", SUPERVISORS),
     # --- planner ---
     Page("GET", "/planejamento", PLANNERS),
     # --- citizen (no login) ---
