@@ -29,7 +29,7 @@ SUPERVISORS = frozenset({"admin", "supervisor"})
 PLANNERS = frozenset({"admin", "planner"})
 USERS = frozenset(ROLES)
 
-PATH_IDS = {"stand_id": "S1", "municipality": "4314902"}
+PATH_IDS = {"stand_id": "S1", "municipality": "1100205"}
 """Values of path parameters in the requests of the tests (the seeded records)."""
 
 
@@ -82,6 +82,15 @@ PAGES: tuple[Page, ...] = (
     Page("GET", "/supervisao/pontos/{stand_id}/contatos", SUPERVISORS),
     # --- planner ---
     Page("GET", "/planejamento", PLANNERS),
+    Page("GET", "/planejamento/{municipality}/mapa.json", PLANNERS, document=False, browse=False),
+    Page(
+        "GET",
+        "/planejamento/{municipality}/{table}.csv",
+        PLANNERS,
+        url="/planejamento/1100205/indicadores.csv",
+        document=False,
+        browse=False,
+    ),
     # --- citizen (no login) ---
     Page("GET", "/acessivel", ANYONE),
 )

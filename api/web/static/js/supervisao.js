@@ -57,8 +57,9 @@
         panel.innerHTML = html;
         if (summary !== lastSummary && announce) announce.textContent = summary;
         lastSummary = summary;
-        say("Atualizado às " + new Date().toLocaleTimeString("pt-BR") + "; atualiza sozinho a cada " +
-          intervalMs / 1000 + " s.");
+        var at = panel.querySelector("[data-at]");
+        say("Atualizado" + (at ? " (situação às " + at.getAttribute("data-at") + ")" : "") +
+          "; atualiza sozinho a cada " + intervalMs / 1000 + " s.");
         schedule(intervalMs);
       })
       .catch(function () {
