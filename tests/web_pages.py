@@ -93,6 +93,14 @@ PAGES: tuple[Page, ...] = (
     ),
     # --- citizen (no login) ---
     Page("GET", "/acessivel", ANYONE),
+    Page(
+        "GET",
+        "/acessivel/resultados",
+        ANYONE,
+        url="/acessivel/resultados?ponto=S1",
+        document=False,
+        browse=False,
+    ),
 )
 
 
