@@ -47,7 +47,7 @@ class SearchError(ValueError):
 
 
 def radii(settings: Any) -> list[int]:
-    """The search distances offered under the public API's maximum."""
+    """Return the search distances offered under the public API's maximum."""
     return [r for r in RADII_M if r <= settings.public_max_radius_m] or [
         int(settings.public_max_radius_m)
     ]
@@ -83,7 +83,7 @@ def _number(value: str, *, name: str, low: float, high: float) -> float:
 def search_point(
     session: Any, *, lat: str, lon: str, ponto: str, origem: str
 ) -> tuple[float, float, str] | None:
-    """The point to search from and how to name it; None when nothing was asked."""
+    """Return the point to search from and how to name it; None when nothing was asked."""
     if ponto:
         row = session.execute(
             text(
@@ -119,12 +119,12 @@ def nearby(
     _, clat, clon = snap_to_cell_centres([lat], [lon], resolution=public.CELL_RESOLUTION)
     return {
         "origin": origin,
-        "radius": _distance(radius_m),
+        "radius": radius_text(radius_m),
         "here": {"lat": round(float(clat[0]), 6), "lon": round(float(clon[0]), 6)},
         "taxis": [
             {
                 "index": t.index,
-                "distance": _distance(t.distance_m),
+                "distance": distance_text(t.distance_m),
                 "seen": "agora há pouco"
                 if t.last_seen_min < 1
                 else f"há {fmt.plural(t.last_seen_min, 'minuto', 'minutos')}",
@@ -137,7 +137,7 @@ def nearby(
             {
                 "stand_id": s.stand_id,
                 "name": s.name or s.stand_id,
-                "distance": _distance(s.distance_m),
+                "distance": distance_text(s.distance_m),
                 "at_stand": s.accessible_free_at_stand,
                 "nearby": s.accessible_free_nearby,
                 "lat": s.position.lat,
@@ -151,10 +151,20 @@ def nearby(
     }
 
 
-def _distance(metres: int | float) -> str:
+def distance_text(metres: float) -> str:
+    """Say a public distance: "menos de 100 m" (one cell), "cerca de 300 m", "cerca de 1,2 km"."""
+    from api.routes.public import DISTANCE_STEP_M
+
+    if metres < DISTANCE_STEP_M:
+        return f"menos de {DISTANCE_STEP_M} m"
     if metres < 1000:
-        return f"{int(metres)} m"
-    return f"{fmt.decimal(metres / 1000, digits=1)} km"
+        return f"cerca de {int(metres)} m"
+    return f"cerca de {fmt.decimal(metres / 1000, digits=1)} km"
+
+
+def radius_text(metres: int) -> str:
+    """Say a search distance: ``"500 m"``, ``"2 km"``."""
+    return f"{metres // 1000} km" if metres % 1000 == 0 else f"{fmt.integer(metres)} m"
 
 
 def _radius(value: str, settings: Any) -> int:
@@ -197,7 +207,7 @@ def home(
     """Find free accessible taxis and stands near a point (public)."""
     context: dict[str, Any] = {
         "stands": stand_choices(session),
-        "radii": [(r, _distance(r)) for r in radii(settings)],
+        "radii": [(r, radius_text(r)) for r in radii(settings)],
         "chosen_stand": ponto,
     }
     try:
@@ -240,7 +250,7 @@ def results(
     raio: str = "",
     origem: str = "",
 ) -> Response:
-    """The answer alone (HTML fragment), for the page's script."""
+    """Answer a search alone (HTML fragment), for the page's script."""
     try:
         public_rate_limit(request)
     except RateLimitedError as exc:

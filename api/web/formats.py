@@ -39,22 +39,22 @@ def date(value: dt.date | None) -> str:
 
 
 def clock(value: dt.datetime, *, timezone: str) -> str:
-    """The local time of an instant, ``"14:05"``."""
+    """Say the local time of an instant, ``"14:05"``."""
     return value.astimezone(ZoneInfo(timezone)).strftime("%H:%M")
 
 
 def clock_s(value: dt.datetime, *, timezone: str) -> str:
-    """The local time of an instant with seconds, ``"14:05:09"``."""
+    """Say the local time of an instant with seconds, ``"14:05:09"``."""
     return value.astimezone(ZoneInfo(timezone)).strftime("%H:%M:%S")
 
 
 def local_datetime(value: dt.datetime, *, timezone: str) -> str:
-    """The local date and time of an instant, ``"04/03/2024 14:05"``."""
+    """Say the local date and time of an instant, ``"04/03/2024 14:05"``."""
     return value.astimezone(ZoneInfo(timezone)).strftime("%d/%m/%Y %H:%M")
 
 
 def duration(seconds: float) -> str:
-    """A wait or a stay: ``"menos de 1 min"``, ``"12 min"``, ``"1 h 05 min"``."""
+    """Say a wait or a stay: ``"menos de 1 min"``, ``"12 min"``, ``"1 h 05 min"``."""
     minutes = int(seconds // 60)
     if minutes < 1:
         return "menos de 1 min"

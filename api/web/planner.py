@@ -37,7 +37,7 @@ from markupsafe import Markup
 from sqlalchemy import text
 from starlette.responses import Response
 
-from api.deps import SessionDep, SettingsDep
+from api.deps import SessionDep
 from api.web import formats as fmt
 from api.web.auth import WebSession, require_web_roles
 from api.web.pages import error_page
@@ -90,7 +90,7 @@ class PlanOptions:
     days: int
 
     def query(self) -> str:
-        """The options as a query string for the plan's links (CSV, map)."""
+        """Return the options as a query string for the plan's links (CSV, map)."""
         return f"ano={self.year}&servico={self.service}&dias={self.days}"
 
 
@@ -113,9 +113,7 @@ def check_options(*, municipality: str, year: str, service: str, days: str) -> P
         allowed = ", ".join(str(d) for d in DEMAND_DAYS)
         msg = f"'dias' era {days[:20]!r}; esperado um de {allowed}"
         raise PlanOptionError(msg)
-    return PlanOptions(
-        municipality=municipality, year=int(year), service=service, days=int(days)
-    )
+    return PlanOptions(municipality=municipality, year=int(year), service=service, days=int(days))
 
 
 # --- municipalities ---------------------------------------------------------------------
@@ -138,8 +136,11 @@ def municipality_names() -> dict[str, tuple[str, str]]:
 
 
 def find_municipalities(query: str) -> list[str]:
-    """Codes matching ``query``: a 7-digit code, else a name (accents and case ignored; an
-    exact name first, else names containing it), at most :data:`MAX_MATCHES`."""
+    """Return the codes matching ``query``: a 7-digit code, else a name.
+
+    Accents and case are ignored; exact names first, else names containing it, at most
+    :data:`MAX_MATCHES`.
+    """
     names = municipality_names()
     wanted = query.strip()
     if wanted.isdigit():
@@ -182,7 +183,7 @@ def _today() -> dt.date:
 
 
 def municipality_stands(session: Any, municipality: str) -> gpd.GeoDataFrame:
-    """The municipality's active stands with a location (stands frame, EPSG:4326)."""
+    """Return the municipality's active stands with a location (stands frame, EPSG:4326)."""
     from stands.queries import stands_frame
 
     stands = stands_frame(session=session, municipality=municipality)
@@ -193,7 +194,7 @@ def municipality_stands(session: Any, municipality: str) -> gpd.GeoDataFrame:
 def municipality_area(
     municipality: str, *, stands: gpd.GeoDataFrame, pickups: pd.DataFrame
 ) -> tuple[Any, str]:
-    """The area findings are taken from: (shapely geometry or None, how it was chosen)."""
+    """Return the area findings are taken from: (shapely geometry or None, how chosen)."""
     from geo.crs import WGS84, utm_crs_for_frame
     from planning.io import bundled_boundary
 
@@ -271,8 +272,11 @@ def compute_plan(
 
 
 def figure_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    """The plan's figures: ``key`` (as in the JSON; ``a.b`` inside a block), ``label``,
-    ``value`` (raw, for the CSV) and ``shown`` (as on the page)."""
+    """Return the plan's figures, each as on the page and in the CSV.
+
+    Each row: ``key`` (as in the JSON; ``a.b`` inside a block), ``label``, ``value`` (raw, for
+    the CSV) and ``shown`` (as on the page).
+    """
 
     def gap_message(value: dict[str, Any] | None) -> str | None:
         if value is None:
@@ -388,6 +392,7 @@ def table_csv(name: str, computed: dict[str, Any]) -> str:
         for row in figure_rows(plan):
             writer.writerow([row["key"], row["label"], _csv_value(row["value"])])
         return buffer.getvalue()
+    columns: tuple[tuple[str, str], ...]
     if name == "areas":
         frame = computed["frames"]["areas"]
         records = [] if frame is None else frame.drop(columns="geometry").to_dict("records")
@@ -413,7 +418,7 @@ def heat_class(pickups: int, top: int) -> int:
 
 
 def heat_legend(top: int) -> list[dict[str, Any]]:
-    """The classes of :func:`heat_class` that a cell can fall in, with their pickups' range."""
+    """Return the classes of :func:`heat_class` a cell can fall in, with their ranges."""
     out = []
     for k in range(1, HEAT + 1):
         lo = math.floor(top * ((k - 1) / HEAT) ** 2) + 1
@@ -434,7 +439,7 @@ def _features(frame: gpd.GeoDataFrame | None, columns: list[str]) -> dict[str, A
 
 
 def map_layers(computed: dict[str, Any]) -> dict[str, Any]:
-    """The planner map's layers as GeoJSON, in drawing order, and the bounds to show."""
+    """Return the planner map's layers as GeoJSON, in drawing order, and the bounds."""
     frames = computed["frames"]
     areas = frames["areas"]
     cells = None
@@ -495,7 +500,7 @@ def home(
     servico: Service = "taxi",
     dias: Days = str(DEFAULT_DEMAND_DAYS),
 ) -> Response:
-    """A municipality's plan: figures, chart, map, areas, candidate sites, vehicles, CSV."""
+    """Show a municipality's plan: figures, chart, map, areas, candidates, vehicles, CSV."""
     from planning._errors import PlanningError
 
     names = municipality_names()
@@ -601,7 +606,7 @@ def plan_map(
     servico: Service = "taxi",
     dias: Days = str(DEFAULT_DEMAND_DAYS),
 ) -> Response:
-    """The planner map's layers (GeoJSON) for the page's script."""
+    """Answer the planner map's layers (GeoJSON) for the page's script."""
     from planning._errors import PlanningError
 
     options = _options_or_error(request, web, municipality, ano, servico, dias)
@@ -625,7 +630,7 @@ def plan_csv(
     servico: Service = "taxi",
     dias: Days = str(DEFAULT_DEMAND_DAYS),
 ) -> Response:
-    """A table of the plan as a CSV download (:data:`TABLES`)."""
+    """Answer a table of the plan as a CSV download (:data:`TABLES`)."""
     from planning._errors import PlanningError
 
     if table not in TABLES:

@@ -201,7 +201,7 @@ def _today(timezone: str) -> dt.date:
 def now_panel(
     *, web: WebSession, session: Any, settings: Any, stand_id: str, capacity: int | None
 ) -> dict[str, Any]:
-    """The queue now (``GET /api/v1/supervision/stands/{id}/occupancy``), ready for the page."""
+    """Return the queue now (``GET /api/v1/supervision/stands/{id}/occupancy``) for the page."""
     queue = api.stand_queue(stand_id, web.principal, session, settings, QUEUE_WINDOW_MIN)
     tz = settings.timezone
     vehicles = [
@@ -336,7 +336,7 @@ def _missing(request: Request, web: WebSession, stand_id: str) -> Response:
 
 
 def _stand(web: WebSession, session: Any, stand_id: str) -> Any:
-    """The stand, after the API's scope check (ForbiddenError, NotFoundError)."""
+    """Return the stand, after the API's scope check (ForbiddenError, NotFoundError)."""
     from stands._errors import UnknownStandError
     from stands.registry import get_stand
 
@@ -355,7 +355,7 @@ def home(
     settings: SettingsDep,
     q: Search = "",
 ) -> Response:
-    """The caller's stands, each with its supervisor status (art. 50, III)."""
+    """List the caller's stands, each with its supervisor status (art. 50, III)."""
     mine = api.my_stands(web.principal, session, settings).data
     wanted = q.strip().casefold()
     shown = [
@@ -387,7 +387,7 @@ def home(
 def stand_page(
     request: Request, stand_id: str, web: SupervisorUser, session: SessionDep, settings: SettingsDep
 ) -> Response:
-    """A stand now (live), its supervisor status and its licensees' presence (30 days)."""
+    """Show a stand now (live), its supervisor status and its licensees' presence."""
     try:
         stand = _stand(web, session, stand_id)
     except ForbiddenError:
@@ -440,7 +440,7 @@ def stand_page(
 def stand_now(
     request: Request, stand_id: str, web: SupervisorUser, session: SessionDep, settings: SettingsDep
 ) -> Response:
-    """The "now" panel of a stand alone (HTML fragment polled by the stand's page)."""
+    """Answer the "now" panel of a stand alone (HTML fragment polled by its page)."""
     try:
         stand = _stand(web, session, stand_id)
     except ForbiddenError:

@@ -2,8 +2,9 @@
 from the registry, the same figures as ``pontual plan --from-db --format json``, the CSV
 downloads holding the figures of the page, the map's layers, the municipality selector.
 
-The module seeds Porto Velho (1100205, a bundled rule and boundary): eight active vehicles (two accessible),
-two stands, pickups of the last days and a place of recurring illegal stand formation.
+The module seeds Porto Velho (1100205, a bundled rule and boundary): eight active vehicles
+(two accessible), two stands, pickups of the last days and a place of recurring illegal stand
+formation.
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ PLACE = (-8.7700, -63.8900)
 @pytest.fixture(scope="module")
 def seeded_plan(web_engine: Engine) -> None:
     """Porto Velho's registry: vehicles, stands, pickups, findings (see the module doc)."""
+    from geoalchemy2.shape import from_shape
+    from shapely.geometry import MultiPolygon, Point
+
     from db.engine import session_scope
     from enforcement.models import Finding
     from fleet.models import Vehicle, VehicleStatusPeriod
-    from geoalchemy2.shape import from_shape
-    from shapely.geometry import MultiPolygon, Point
     from stands.models import Stand
 
     def square(lat: float, lon: float) -> Any:
@@ -62,17 +64,19 @@ def seeded_plan(web_engine: Engine) -> None:
         vehicles = [
             Vehicle(
                 vehicle_id=f"PL-{k:03d}", prefixo=f"PL-{k:03d}", municipality_code=PVH,
-                year=2001 if k == 1 else 2020, first_registered_on=dt.date(2001 if k == 1 else 2020, 1, 1),
-                accessible=k in (2, 3), inspection_valid_until=dt.date(2099, 1, 1),
+                year=2020, first_registered_on=dt.date(2020, 1, 1), accessible=k in (2, 3),
+                inspection_valid_until=dt.date(2099, 1, 1),
             )
             for k in range(1, 9)
         ]  # fmt: skip
         session.add_all(vehicles)
         session.flush()
         session.add_all(
-            VehicleStatusPeriod(vehicle_id=v.vehicle_id, status="active", valid_from=dt.date(2020, 1, 1))
+            VehicleStatusPeriod(
+                vehicle_id=v.vehicle_id, status="active", valid_from=dt.date(2020, 1, 1)
+            )
             for v in vehicles
-        )  # fmt: skip
+        )
         session.add_all(
             [
                 Stand(stand_id="PL1", name="Ponto Plano A", capacity=3, kind="fixo",
@@ -224,7 +228,7 @@ class TestExport:
 
 class TestChoice:
     def test_search_by_name_without_accents(self, web_client: Callable) -> None:
-        """"porto velho" finds Porto Velho (1100205) and shows its plan."""
+        """ "porto velho" finds Porto Velho (1100205) and shows its plan."""
         response = web_client("planner").get("/planejamento", params={"busca": "porto velho"})
         assert response.status_code == 200
         assert "<h1>Planejamento — Porto Velho/RO</h1>" in response.text

@@ -204,7 +204,9 @@ class TestLiveQueue:
         page.on("request", lambda r: asked.append(r.url) if r.url.endswith("/agora") else None)
         login(page, stands["supervisor"])
         page.goto("/supervisao/pontos/SV1")
-        expect(page.locator("#agora-estado")).to_contain_text("Atualizado (situação às", timeout=15_000)
+        expect(page.locator("#agora-estado")).to_contain_text(
+            "Atualizado (situação às", timeout=15_000
+        )
         assert asked
         page.evaluate(
             "Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
@@ -223,7 +225,7 @@ class TestLiveQueue:
     def test_refresh_button_is_keyboard_reachable(
         self, page: Any, login: Callable, stands: dict[str, str]
     ) -> None:
-        """"Atualizar agora" is a real button (shown by the script) that refreshes the panel."""
+        """ "Atualizar agora" is a real button (shown by the script) that refreshes the panel."""
         login(page, stands["supervisor"])
         page.goto("/supervisao/pontos/SV1")
         button = page.get_by_role("button", name="Atualizar agora")
@@ -246,7 +248,9 @@ class TestStandPage:
     def test_supervisor_status_overdue(self, supervisor: httpx.Client) -> None:
         """The term ended 100 days ago: the 90 days of art. 50, III ran out 10 days ago."""
         html = supervisor.get("/supervisao/pontos/SV1").text
-        assert "Sem supervisor(a) há 100 dias: o prazo de 90 dias (art. 50, III) venceu há 10" in html
+        assert (
+            "Sem supervisor(a) há 100 dias: o prazo de 90 dias (art. 50, III) venceu há 10" in html
+        )
         listing = supervisor.get("/supervisao").text
         assert "venceu há 10 dias" in listing
 
@@ -271,8 +275,9 @@ class TestStandPage:
         with web_engine.connect() as conn:
             entry = conn.execute(
                 text(
-                    "SELECT actor, entity, details FROM audit_log WHERE action = "
-                    "'read_personal_data' AND details->>'route' = '/supervisao/pontos/SV1/contatos' "
+                    "SELECT actor, entity, details FROM audit_log "
+                    "WHERE action = 'read_personal_data' "
+                    "AND details->>'route' = '/supervisao/pontos/SV1/contatos' "
                     "ORDER BY entry_id DESC"
                 )
             ).first()
