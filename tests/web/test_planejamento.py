@@ -308,3 +308,18 @@ def test_landing_shows_the_registry_municipality(
     response = web_client("planner").get("/planejamento")
     assert response.status_code == 200
     assert f'<option value="{top}" selected>' in response.text
+
+
+@pytest.mark.parametrize("top", [1, 2, 4, 7, 36, 100, 1234])
+def test_heat_legend_matches_the_cells_colours(top: int) -> None:
+    """Each pickup count 1…top is in exactly one legend range, the class heat_class gives it."""
+    from api.web.planner import heat_class, heat_legend
+
+    ranges = []
+    for entry in heat_legend(top):
+        parts = entry["label"].replace(".", "").split(" a ")
+        ranges.append((entry["heat"], int(parts[0]), int(parts[-1])))
+    for count in range(1, top + 1):
+        classes = [k for k, lo, hi in ranges if lo <= count <= hi]
+        assert classes == [heat_class(count, top)], count
+    assert heat_class(top, top) == 6

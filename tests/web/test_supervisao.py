@@ -331,3 +331,92 @@ def test_stand_page_screenshot(page: Any, login: Callable, stands: dict[str, str
     page.goto("/supervisao/pontos/SV1")
     assert_accessible(page)
     _shot(page, "web-supervisao-ponto.png")
+
+
+class TestSupervisorStatus:
+    """supervisor_statuses: the 90-day rule (stands.supervisors) said for each kind of stand."""
+
+    TODAY = dt.date(2025, 6, 30)
+
+    @pytest.fixture(scope="class")
+    def statuses(self, web_engine: Engine) -> dict[str, Any]:
+        """Stands in every situation of art. 50, III on 2025-06-30, and their statuses."""
+        from sqlalchemy.orm import Session
+
+        from api.routes.supervision import SupervisedStand
+        from api.web.supervisor import supervisor_statuses
+        from db.engine import session_scope
+        from stands.models import Stand, StandSupervisor
+
+        day = self.TODAY
+        back = lambda n: day - dt.timedelta(days=n)  # noqa: E731
+        kinds = {"ST-OK": "fixo", "ST-END": "fixo", "ST-LAPSE": "fixo", "ST-90": "fixo",
+                 "ST-PEND": "fixo", "ST-LIVRE": "livre", "ST-NOKIND": None}  # fmt: skip
+        terms = [
+            ("ST-OK", back(40), back(10), None),
+            ("ST-END", back(400), back(390), day + dt.timedelta(days=20)),
+            ("ST-LAPSE", back(500), back(490), back(30)),
+            ("ST-90", back(500), back(490), back(90)),
+            ("ST-PEND", back(5), None, None),
+        ]
+        with session_scope(web_engine) as session:
+            for k, (stand_id, kind) in enumerate(kinds.items()):
+                session.add(Stand(stand_id=stand_id, name=stand_id, kind=kind,
+                                  geometry=_square(-31.0 - k * 0.01, -52.0)))  # fmt: skip
+            session.flush()
+            for stand_id, elected, homologated, until in terms:
+                session.add(
+                    StandSupervisor(stand_id=stand_id, person_name="X", elected_on=elected,
+                                    homologated_on=homologated, until=until)
+                )  # fmt: skip
+        stands = [
+            SupervisedStand(stand_id=s, name=s, kind=k, capacity=None, address=None, licensees=0)
+            for s, k in kinds.items()
+        ]
+        with Session(web_engine) as session:
+            return supervisor_statuses(session=session, stands=stands, today=day)
+
+    def test_in_office(self, statuses: dict[str, Any]) -> None:
+        """A homologated supervisor in office: up to date, with the election and homologation
+        dates; a term with an end says the days left."""
+        ok = statuses["ST-OK"]
+        assert (ok.tone, ok.days_left) == ("ok", None)
+        assert ok.details == ("Eleição em 21/05/2025; homologação em 20/06/2025.",)
+        end = statuses["ST-END"]
+        assert end.tone == "ok"
+        assert "Mandato até 20/07/2025 (20 dias)" in end.details[1]
+
+    def test_counting_down(self, statuses: dict[str, Any]) -> None:
+        """Term ended 30 days ago: 60 days left; exactly 90 days: 0 left, not yet overdue."""
+        lapse = statuses["ST-LAPSE"]
+        assert (lapse.tone, lapse.days_without, lapse.days_left) == ("warn", 30, 60)
+        assert "restam 60 dias para eleger e homologar" in lapse.headline
+        assert lapse.details[0] == "Último dia com supervisor(a) homologado(a): 31/05/2025."
+        edge = statuses["ST-90"]
+        assert (edge.tone, edge.days_without, edge.days_left) == ("warn", 90, 0)
+
+    def test_pending_election_does_not_count(self, statuses: dict[str, Any]) -> None:
+        """An election waiting for homologation: no supervisor recorded, the election said."""
+        pending = statuses["ST-PEND"]
+        assert pending.tone == "warn" and pending.days_left is None
+        assert "não dá para contar o prazo de 90 dias" in pending.headline
+        assert pending.details == (
+            "Eleição de 25/06/2025 aguardando homologação da EPTC (art. 42, § 2º): só a "
+            "homologação conta.",
+        )
+
+    def test_rule_is_for_pontos_fixos(self, statuses: dict[str, Any]) -> None:
+        """A ponto livre and a stand of unknown kind: the rule does not apply, said so."""
+        assert statuses["ST-LIVRE"].headline.startswith("Ponto livre: a regra dos 90 dias")
+        assert statuses["ST-NOKIND"].headline.startswith("Tipo do ponto não informado")
+        assert {statuses[s].tone for s in ("ST-LIVRE", "ST-NOKIND")} == {"info"}
+
+
+def test_law_quotes_are_verbatim() -> None:
+    """The articles quoted on the stand's page are word for word in the bundled decree."""
+    from api.web.supervisor import ART_49, ART_50_III
+
+    law = (ROOT / "enforcement" / "laws" / "porto_alegre_decreto_taxi_2019.txt").read_text(
+        encoding="utf-8"
+    )
+    assert ART_49 in law and ART_50_III in law
