@@ -9,7 +9,8 @@ page in Chromium: ``<title>``, ``<h1>``, axe-core) and ``tests/web/test_security
 A new page: add ``Page("GET", "/fiscal/propostas", REVIEWERS)`` in its area's block; a form:
 ``Page("POST", "/fiscal/propostas/{proposal_id}/confirmar", REVIEWERS, form={...})`` (the
 tests add the CSRF token). Path parameters are filled from :data:`PATH_IDS` unless ``url`` is
-given (a URL with the parameters and query to request).
+given (a URL with the parameters and query to request). A fragment a page fetches, or a
+download: ``document=False`` (in the authorisation matrix, not in the page checks).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ USERS = frozenset(ROLES)
 
 PATH_IDS = {
     "stand_id": "S1",
+    "municipality": "1100205",
     "finding_id": "longer_route-5b3696e33e525427",  # tests/web_fiscal.py SEEDED_FINDING_ID
     "proposal_id": "P-3322927dce7f4f37",  # tests/web_fiscal.py SEEDED_PROPOSAL_ID
 }
@@ -42,7 +44,9 @@ class Page:
 
     ``allowed`` is None for the session's own routes (``/``, ``/painel``, ``/entrar``,
     ``/sair``: their behaviour is tested in ``test_login.py``); :data:`ANYONE` for a public
-    page. ``browse``: a GET page opened in Chromium by ``test_pages.py``.
+    page. ``browse``: a GET page opened in Chromium by ``test_pages.py``. ``document``: a whole
+    page (title, h1, the strict CSP: ``test_security.py``); False for an HTML fragment or a
+    download (authorisation and ``no-store`` still checked).
     """
 
     method: str
@@ -51,6 +55,7 @@ class Page:
     url: str | None = None
     form: dict[str, Any] = field(default_factory=dict)
     browse: bool = True
+    document: bool = True
 
     def request_url(self) -> str:
         """Return the URL to request (``url``, else ``path`` with :data:`PATH_IDS`)."""
@@ -95,10 +100,30 @@ PAGES: tuple[Page, ...] = (
     Page("POST", "/fiscal/propostas/{proposal_id}/finalizar", REVIEWERS),
     # --- supervisor de ponto ---
     Page("GET", "/supervisao", SUPERVISORS),
+    Page("GET", "/supervisao/pontos/{stand_id}", SUPERVISORS),
+    Page("GET", "/supervisao/pontos/{stand_id}/agora", SUPERVISORS, document=False, browse=False),
+    Page("GET", "/supervisao/pontos/{stand_id}/contatos", SUPERVISORS),
     # --- planner ---
     Page("GET", "/planejamento", PLANNERS),
+    Page("GET", "/planejamento/{municipality}/mapa.json", PLANNERS, document=False, browse=False),
+    Page(
+        "GET",
+        "/planejamento/{municipality}/{table}.csv",
+        PLANNERS,
+        url="/planejamento/1100205/indicadores.csv",
+        document=False,
+        browse=False,
+    ),
     # --- citizen (no login) ---
     Page("GET", "/acessivel", ANYONE),
+    Page(
+        "GET",
+        "/acessivel/resultados",
+        ANYONE,
+        url="/acessivel/resultados?ponto=S1",
+        document=False,
+        browse=False,
+    ),
 )
 
 

@@ -22,7 +22,9 @@ from api.web.nav import LANDING, NAV
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-BROWSED = [p for p in PAGES if p.method == "GET" and p.allowed is not None and p.browse]
+BROWSED = [
+    p for p in PAGES if p.method == "GET" and p.allowed is not None and p.browse and p.document
+]
 
 
 def _check_page(page: Any) -> None:

@@ -16,7 +16,8 @@ from api.headers import WEB_CSP
 from api.web.auth import SESSION_COOKIE, csrf_token_for
 from api.web.templating import static_url
 
-GET_PAGES = [p for p in PAGES if p.method == "GET" and p.allowed is not None]
+GET_ROUTES = [p for p in PAGES if p.method == "GET" and p.allowed is not None]
+GET_PAGES = [p for p in GET_ROUTES if p.document]
 INLINE = (
     re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.IGNORECASE),  # a script without src
     re.compile(r"<style\b", re.IGNORECASE),
@@ -56,9 +57,13 @@ def test_pages_have_the_strict_csp_and_no_inline_code(as_role: Callable) -> None
 
 
 def test_pages_are_never_stored(as_role: Callable) -> None:
-    """Every page, the login's included (its CSRF token): Cache-Control: no-store."""
+    """Every page, the login's included (its CSRF token), fragment and download:
+    Cache-Control: no-store."""
     for name, response in _pages_to_check(as_role):
         assert response.headers["cache-control"] == "no-store", name
+    for page in GET_ROUTES:
+        response = as_role(role_for(page)).get(page.request_url())
+        assert response.headers["cache-control"] == "no-store", page.id
 
 
 def test_page_titles_name_the_page_and_the_site(as_role: Callable) -> None:
