@@ -20,7 +20,6 @@ from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse
-from pydantic import BaseModel
 from shapely import wkb
 from shapely.geometry import MultiPolygon, mapping
 from sqlalchemy import func, or_, select
@@ -710,5 +709,3 @@ def exclude(
         errors=errors,
         posted={"vehicle_id": vehicle_id, "on": on, "ground": ground, "note": note},
     )
-
-
