@@ -429,7 +429,9 @@ def import_page(
     if folder is None:
         notice = "Esta prévia expirou ou não existe; envie o arquivo de novo."
         return _page(request, web=web, settings=settings, notice=notice)
-    return _page(request, web=web, settings=settings, upload=_meta(folder) | {"id": envio})
+    return _page(
+        request, web=web, settings=settings, upload={"done": None} | _meta(folder) | {"id": envio}
+    )
 
 
 async def _read_upload(file: UploadFile, limit: int) -> bytes | None:
@@ -613,7 +615,7 @@ def confirm(
                 request,
                 web=web,
                 settings=settings,
-                upload=meta | {"id": envio},
+                upload={"done": None} | meta | {"id": envio},
                 notice=notice,
                 status_code=409,
             )

@@ -155,7 +155,6 @@
         .join("\n");
       setMode("poligono");
     }
-    el.setAttribute("data-drawn", layer instanceof L.Circle ? "circle" : "polygon");
   }
 
   function adopt(layer) {
@@ -164,6 +163,7 @@
     if (!layer) return;
     layer.setStyle(EDIT_STYLE);
     if (!map.hasLayer(layer)) layer.addTo(map);
+    el.setAttribute("data-drawn", layer instanceof L.Circle ? "circle" : "polygon");
     layer.on("pm:edit pm:dragend pm:rotateend", function () {
       writeFields(layer);
     });
@@ -184,6 +184,7 @@
     } else if (drawn) {
       map.removeLayer(drawn);
       drawn = null;
+      el.removeAttribute("data-drawn");
     }
     return layer;
   }
@@ -205,6 +206,12 @@
     rotateMode: false,
   });
   map.pm.setGlobalOptions({ pathOptions: EDIT_STYLE, snappable: true });
+  // Geoman's buttons are links named only by their container's title: name them.
+  var containers = el.querySelectorAll(".leaflet-pm-toolbar .button-container[title]");
+  for (var c = 0; c < containers.length; c++) {
+    var button = containers[c].querySelector(".leaflet-buttons-control-button");
+    if (button) button.setAttribute("aria-label", containers[c].getAttribute("title"));
+  }
 
   map.on("pm:create", function (event) {
     adopt(event.layer);
