@@ -62,7 +62,7 @@
           }
         ).addTo(context);
         if (!drawn && context.getLayers().length && context.getBounds().isValid()) {
-          map.fitBounds(context.getBounds(), { maxZoom: 16 });
+          map.fitBounds(context.getBounds(), { maxZoom: 16, animate: false });
         }
         el.setAttribute("data-loaded", "true");
       })
@@ -237,5 +237,5 @@
 
   showMode();
   var first = drawFromFields();
-  if (first) map.fitBounds(first.getBounds(), { maxZoom: 18, padding: [40, 40] });
+  if (first) map.fitBounds(first.getBounds(), { maxZoom: 18, padding: [40, 40], animate: false });
 })();
