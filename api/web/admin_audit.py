@@ -112,9 +112,23 @@ def entity_link(entry: AuditEntry) -> str | None:
     return None
 
 
+MAX_DETAIL_CHARS = 160
+"""Longer texts in the details (a geometry's WKT) are cut on the page (the search sees all)."""
+
+
+def _shorten(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _shorten(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shorten(v) for v in value]
+    if isinstance(value, str) and len(value) > MAX_DETAIL_CHARS:
+        return f"{value[:MAX_DETAIL_CHARS]}… (+{len(value) - MAX_DETAIL_CHARS} caracteres)"
+    return value
+
+
 def details_text(details: Any) -> str:
-    """Return an entry's details as compact, readable JSON."""
-    return json.dumps(details or {}, ensure_ascii=False, sort_keys=True)
+    """Return an entry's details as compact, readable JSON (long texts cut)."""
+    return json.dumps(_shorten(details or {}), ensure_ascii=False, sort_keys=True)
 
 
 @router.get("/admin/auditoria", name="web_admin_audit")

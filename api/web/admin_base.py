@@ -217,19 +217,6 @@ def take_reveal(
     return secret if isinstance(secret, str) else None
 
 
-def reveal_subject(request: Request, *, settings: Settings, web: WebSession, kind: str) -> str:
-    """Return the subject of the secret waiting for this session (``""`` if none)."""
-    sealed = request.cookies.get(REVEAL_COOKIE)
-    if not sealed:
-        return ""
-    try:
-        payload = json.loads(fernet(settings).decrypt(sealed.encode(), ttl=REVEAL_TTL_S))
-    except (InvalidToken, ValueError):
-        return ""
-    ok = isinstance(payload, dict) and payload.get("d") == web.token_digest
-    return str(payload.get("s", "")) if ok and payload.get("k") == kind else ""
-
-
 def forget_reveal(response: Response, request: Request) -> None:
     """Delete the one-time secret's cookie (it has been shown)."""
     response.delete_cookie(

@@ -568,3 +568,100 @@ def test_admin_screenshots(page: Any, login: Callable, name: str, path: str) -> 
     assert page.locator("h1").count() == 1
     screenshot(page, name)
     assert (ROOT / "test-artifacts" / name).stat().st_size > 5_000
+
+
+# --- editing, licences, exclusions, retirement --------------------------------------------------
+
+
+def test_edit_end_exclude_and_retire(web_client: Callable, web_engine: Engine) -> None:
+    """On a new stand: a name change and a cleared capacity are written alone (the area kept);
+    a licence ends; a second prefixo is excluded under art. 50 I with the law's words; the
+    stand is retired; each step is one audit entry."""
+    admin = web_client("admin")
+    stand_id, first, second = unique("EDIT"), unique("PFX"), unique("PFX")
+    for vehicle in (first, second):
+        add_vehicle(web_engine, vehicle)
+    page = f"/admin/pontos/{stand_id}"
+    made = post_form(
+        admin,
+        "/admin/pontos/novo",
+        "/admin/pontos",
+        {
+            "stand_id": stand_id,
+            "capacity": "3",
+            "mode": "ponto",
+            "lat": "-30.01",
+            "lon": "-51.21",
+            "radius_m": "15",
+        },
+    )
+    assert made.status_code == 303
+    form = {k: v for k, v in _form_values(admin.get(page).text).items()}
+    edited = post_form(admin, page, page, form | {"name": "Novo nome", "capacity": ""})
+    assert edited.status_code == 303, html.unescape(edited.text)[-800:]
+    with session_scope(web_engine) as session:
+        stand = session.get(Stand, stand_id)
+        assert stand is not None
+        assert (stand.name, stand.capacity, stand.radius_m) == ("Novo nome", None, 15.0)
+    unchanged = post_form(admin, page, page, _form_values(admin.get(page).text))
+    assert unchanged.status_code == 422
+    assert f"nada a alterar no ponto '{stand_id}'" in html.unescape(unchanged.text)
+
+    start = "2024-01-01"
+    for vehicle in (first, second):
+        granted = post_form(
+            admin, page, page + "/licencas", {"vehicle_id": vehicle, "valid_from": start}
+        )
+        assert granted.status_code == 303
+    ended = post_form(
+        admin, page, page + "/licencas/encerrar", {"vehicle_id": first, "until": "2024-06-30"}
+    )
+    assert ended.status_code == 303
+    excluded = post_form(
+        admin,
+        page,
+        page + "/exclusoes",
+        {"vehicle_id": second, "on": "2024-07-01", "ground": "solicitacao", "note": "proc. 12"},
+    )
+    assert excluded.status_code == 303
+    shown = html.unescape(admin.get(page).text)
+    assert "art. 50, I: por solicitação do próprio autorizatário — proc. 12" in shown
+    retired = post_form(admin, page, page + "/desativar", {"on": "2024-08-01"})
+    assert retired.status_code == 303
+    with session_scope(web_engine) as session:
+        ends = dict(
+            session.execute(
+                select(ParkingLicence.vehicle_id, ParkingLicence.valid_until).where(
+                    ParkingLicence.stand_id == stand_id
+                )
+            ).all()
+        )
+        assert ends == {first: dt.date(2024, 6, 30), second: dt.date(2024, 6, 30)}
+        assert session.get(Stand, stand_id).retired_at is not None  # type: ignore[union-attr]
+        actions = session.scalars(
+            select(AuditEntry.action)
+            .where(
+                (AuditEntry.entity_id == stand_id)
+                | (AuditEntry.details["stand_id"].astext == stand_id)
+            )
+            .order_by(AuditEntry.entry_id)
+        ).all()
+        assert actions == ["create", "update", "grant", "grant", "end", "exclude", "retire"]
+
+
+_INPUT_RE = re.compile(r'<input id="ponto-[^"]*" name="(\w+)" type="text" value="([^"]*)"')
+_AREA_RE = re.compile(r'<textarea id="ponto-vertices" name="vertices"[^>]*>([^<]*)</textarea>')
+
+
+def _form_values(page_html: str) -> dict[str, str]:
+    """The stand edit form's values as the page shows them (what a browser would post)."""
+    values = {name: html.unescape(value) for name, value in _INPUT_RE.findall(page_html)}
+    area = _AREA_RE.search(page_html)
+    values["vertices"] = html.unescape(area.group(1)) if area else ""
+    mode = re.search(
+        r'id="ponto-modo-(\w+)" name="mode" value="\w+" data-area-mode checked', page_html
+    )
+    values["mode"] = mode.group(1) if mode else "poligono"
+    kind = re.search(r'<option value="(\w*)" selected>', page_html)
+    values["kind"] = kind.group(1) if kind else ""
+    return values
