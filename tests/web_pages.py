@@ -31,6 +31,7 @@ USERS = frozenset(ROLES)
 
 PATH_IDS = {
     "stand_id": "S1",
+    "user_id": "1",
     "municipality": "1100205",
     "finding_id": "longer_route-5b3696e33e525427",  # tests/web_fiscal.py SEEDED_FINDING_ID
     "proposal_id": "P-3322927dce7f4f37",  # tests/web_fiscal.py SEEDED_PROPOSAL_ID
@@ -78,6 +79,62 @@ PAGES: tuple[Page, ...] = (
     Page("POST", "/sair", None),
     # --- admin ---
     Page("GET", "/admin", ADMIN),
+    Page("GET", "/admin/usuarios", ADMIN),
+    Page("POST", "/admin/usuarios", ADMIN, form={"username": ""}),  # refused: empty name
+    Page("GET", "/admin/usuarios/{user_id}", ADMIN),
+    # the account forms on a user that does not exist (404): nothing changes
+    Page("POST", "/admin/usuarios/{user_id}/papel", ADMIN, url="/admin/usuarios/999999/papel"),
+    Page(
+        "POST",
+        "/admin/usuarios/{user_id}/desativar",
+        ADMIN,
+        url="/admin/usuarios/999999/desativar",
+    ),
+    Page("POST", "/admin/usuarios/{user_id}/senha", ADMIN, url="/admin/usuarios/999999/senha"),
+    Page("GET", "/admin/dispositivos", ADMIN),
+    Page("POST", "/admin/dispositivos", ADMIN, form={"vehicle_id": ""}),  # refused: empty
+    Page("GET", "/admin/dispositivos/novo-token", ADMIN),
+    Page(
+        "POST",
+        "/admin/dispositivos/{device_id}/revogar",
+        ADMIN,
+        url="/admin/dispositivos/999999/revogar",
+    ),
+    Page("GET", "/admin/pontos", ADMIN),
+    Page("GET", "/admin/pontos.geojson", ADMIN, browse=False),
+    Page("GET", "/admin/pontos/novo", ADMIN),
+    Page("POST", "/admin/pontos", ADMIN, form={"stand_id": ""}),  # refused: no id, no area
+    Page("GET", "/admin/pontos/{stand_id}", ADMIN),
+    Page("POST", "/admin/pontos/{stand_id}", ADMIN, form={"name": "Ponto Matriz"}),  # no change
+    # the stand forms on a stand that does not exist (404): nothing changes
+    Page(
+        "POST",
+        "/admin/pontos/{stand_id}/desativar",
+        ADMIN,
+        url="/admin/pontos/NAO-EXISTE/desativar",
+    ),
+    Page(
+        "POST",
+        "/admin/pontos/{stand_id}/licencas",
+        ADMIN,
+        url="/admin/pontos/NAO-EXISTE/licencas",
+    ),
+    Page(
+        "POST",
+        "/admin/pontos/{stand_id}/licencas/encerrar",
+        ADMIN,
+        url="/admin/pontos/NAO-EXISTE/licencas/encerrar",
+    ),
+    Page(
+        "POST",
+        "/admin/pontos/{stand_id}/exclusoes",
+        ADMIN,
+        url="/admin/pontos/NAO-EXISTE/exclusoes",
+    ),
+    Page("GET", "/admin/importacao", ADMIN),
+    Page("POST", "/admin/importacao", ADMIN, form={"kind": "frota"}),  # refused: no file
+    Page("POST", "/admin/importacao/confirmar", ADMIN, form={"envio": "nenhum"}),  # no upload
+    Page("GET", "/admin/auditoria", ADMIN),
     # --- agent (fiscal) ---
     Page("GET", "/fiscal", REVIEWERS),
     Page("GET", "/fiscal/alertas", REVIEWERS),
