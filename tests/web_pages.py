@@ -101,7 +101,7 @@ PAGES: tuple[Page, ...] = (
         url="/admin/dispositivos/999999/revogar",
     ),
     Page("GET", "/admin/pontos", ADMIN),
-    Page("GET", "/admin/pontos.geojson", ADMIN, browse=False),
+    Page("GET", "/admin/pontos.geojson", ADMIN, document=False, browse=False),
     Page("GET", "/admin/pontos/novo", ADMIN),
     Page("POST", "/admin/pontos", ADMIN, form={"stand_id": ""}),  # refused: no id, no area
     Page("GET", "/admin/pontos/{stand_id}", ADMIN),
