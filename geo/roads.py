@@ -723,10 +723,22 @@ def _csr(
     piece = np.concatenate((pieces[fwd], pieces[bwd]))
     forward = np.concatenate((np.ones(int(fwd.sum()), bool), np.zeros(int(bwd.sum()), bool)))
     order = np.lexsort((weight, dst, src))
-    src, dst, weight, piece, forward = (a[order] for a in (src, dst, weight, piece, forward))
+    src, dst, weight, piece, forward = (
+        src[order],
+        dst[order],
+        weight[order],
+        piece[order],
+        forward[order],
+    )
     first = np.ones(len(src), dtype=bool)
     first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-    src, dst, weight, piece, forward = (a[first] for a in (src, dst, weight, piece, forward))
+    src, dst, weight, piece, forward = (
+        src[first],
+        dst[first],
+        weight[first],
+        piece[first],
+        forward[first],
+    )
     indptr = np.zeros(n_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n_nodes), out=indptr[1:])
     # Zero weights would read as "no edge" in some csgraph paths: keep a tiny positive cost.
@@ -1168,8 +1180,8 @@ def _path_steps(
     """Return the pieces of pair ``i``'s path with the fractions driven from and to."""
     if choice is None:
         return []
-    po, fo = int(so["piece"].iat[i]), float(so["fraction"].iat[i])
-    pd_, fd = int(sd["piece"].iat[i]), float(sd["fraction"].iat[i])
+    po, fo = int(so["piece"].to_numpy()[i]), float(so["fraction"].to_numpy()[i])
+    pd_, fd = int(sd["piece"].to_numpy()[i]), float(sd["fraction"].to_numpy()[i])
     a, b, pred = choice
     if a < 0:
         return [(po, fo, fd)]

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import geopandas as gpd
 import numpy as np
@@ -544,8 +544,8 @@ def detect_visits(
                 geometries[used],
                 which=which,
             )
-            far = np.bincount(gap, weights=~(metres <= exit_grace_m), minlength=len(near)) > 0
-            excursion[near[~far]] = False
+            away = np.bincount(gap, weights=~(metres <= exit_grace_m), minlength=len(near)) > 0
+            excursion[near[~away]] = False
     new_run = np.ones(len(pos), dtype=bool)
     new_run[1:] = ~same_run | silent | excursion
     run_first = np.flatnonzero(new_run)
@@ -670,7 +670,10 @@ def _live_fix(ping: Mapping[str, Any], t: int) -> dict[str, Any]:
 
 
 def _stand_state(st: dict[str, Any], stand_id: str) -> dict[str, Any]:
-    return st["stands"].setdefault(stand_id, {"unfinished": {}, "ready": [], "kept": []})
+    stand: dict[str, Any] = st["stands"].setdefault(
+        stand_id, {"unfinished": {}, "ready": [], "kept": []}
+    )
+    return stand
 
 
 def _finish(
@@ -869,7 +872,7 @@ def update_visits(
         max_gap_s=max_gap_s,
     )
     st = new_visits_state() if state is None else state
-    stamp = pd.Timestamp(ping.get(TIMESTAMP))
+    stamp = pd.Timestamp(cast(Any, ping.get(TIMESTAMP)))
     if stamp.tzinfo is None:
         msg = f"'timestamp' do ping era {ping.get(TIMESTAMP)!r}; esperado um instante com fuso"
         raise NaiveTimestampError(msg)

@@ -376,8 +376,8 @@ def _shift_positions(
     out = visits.drop(columns="_part")
     part = visits["_part"].to_numpy(dtype=np.int64)
     for col in columns:
-        values = pd.array(visits[col], dtype="Int64")
-        missing = np.asarray(values.isna(), dtype=bool)
+        values = visits[col].astype("Int64")
+        missing = values.isna().to_numpy(dtype=bool)
         raw = values.fillna(0).to_numpy(dtype=np.int64)
         moved = raw.copy()
         for k in np.unique(part).tolist():
@@ -473,7 +473,7 @@ def _block_moves(
 
     def move(positions: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         block = np.searchsorted(old, positions, side="right") - 1
-        return new[block] + (positions - old[block])
+        return np.asarray(new[block] + (positions - old[block]), dtype=np.int64)
 
     return move
 
@@ -488,9 +488,9 @@ def _through(
     """
     out = frame.copy()
     for col in (c for c in POSITIONS if c in out.columns):
-        values = pd.array(out[col], dtype="Int64")
-        missing = np.asarray(values.isna(), dtype=bool)
-        raw = values.fillna(0).to_numpy(dtype=np.int64)
+        values = out[col].astype("Int64")
+        missing = values.isna().to_numpy(dtype=bool)
+        raw: npt.NDArray[np.int64] = np.asarray(values.fillna(0).to_numpy(), dtype=np.int64)
         mapped = rank(raw) if callable(rank) else rank[raw]
         moved = pd.arrays.IntegerArray(np.where(missing, 0, mapped), missing)
         out[col] = pd.Series(moved, index=out.index).astype(frame[col].dtype)

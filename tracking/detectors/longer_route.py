@@ -666,7 +666,13 @@ def _network_reference(
     if with_geometry:
         for t, geom in zip(leg_trip.tolist(), res["geometry"].tolist(), strict=True):
             lines[t].append(geom)
-    return total, inside, max_snap, lines, duration
+    return (
+        np.asarray(total, dtype=np.float64),
+        np.asarray(inside, dtype=bool),
+        max_snap,
+        lines,
+        np.asarray(duration, dtype=np.float64),
+    )
 
 
 def _peer_stats(
