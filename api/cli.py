@@ -6,6 +6,10 @@ import sys
 
 import typer
 
+from api.cli_ptbr import install as _install_ptbr
+
+_install_ptbr()
+
 app = typer.Typer(
     name="pontual",
     help="Pontual: monitoramento de frota de táxi e gestão de pontos para órgãos reguladores.",

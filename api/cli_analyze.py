@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from enum import StrEnum
@@ -13,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from api._errors import InputFileError
-from api.inputs import read_input, require_file
+from api.inputs import checked_municipality, read_input, read_stands_file, require_file
 from api.settings import get_settings
 from maps.tiles import OSM_TILES
 
@@ -53,7 +54,10 @@ def analyze(
     stands: Annotated[Path, typer.Option(help="Pontos de táxi (GeoJSON, GeoPackage ou CSV).")],
     out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("out"),
     fleet: Annotated[Path | None, typer.Option(help="Frota (CSV) com licenças.")] = None,
-    municipality: Annotated[str | None, typer.Option(help="Código IBGE do município.")] = None,
+    municipality: Annotated[
+        str | None,
+        typer.Option(help="Código IBGE do município (7 dígitos).", callback=checked_municipality),
+    ] = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="Último dia analisado (AAAA-MM-DD), inclusive.")
     ] = None,
@@ -74,13 +78,18 @@ def analyze(
         typer.Option(help="Limite municipal (GeoJSON); padrão: o do --municipality, se incluído."),
     ] = None,
     roads: Annotated[
-        Path | None, typer.Option(help="Malha viária OSM (GeoJSON/GPKG/GeoParquet/.osm).")
+        Path | None,
+        typer.Option(help="Malha viária OSM (GeoJSON, GPKG, GeoParquet ou .osm)."),
     ] = None,
     thresholds: Annotated[
-        Path | None, typer.Option(help="Limiares dos detectores (TOML: [tipo] nome = valor).")
+        Path | None, typer.Option(help="Limiares dos detectores (TOML: \\[tipo] nome = valor).")
     ] = None,
     tiles: Annotated[
-        str, typer.Option(help="URL dos tiles do map.html; 'none' para mapa sem fundo.")
+        str,
+        typer.Option(
+            help="URL dos tiles do mapa base (padrão: OpenStreetMap); 'none' para mapa sem fundo.",
+            show_default=False,
+        ),
     ] = OSM_TILES,
     confirmed: Annotated[
         Path | None,
@@ -93,7 +102,7 @@ def analyze(
     ] = Engine.local,
     scheduler: Annotated[
         str | None,
-        typer.Option(help="Endereço do escalonador Dask (tcp://…); sem ele, um cluster local."),
+        typer.Option(help="Endereço do escalonador Dask (tcp://HOST:8786); sem ele, um local."),
     ] = None,
     workers: Annotated[
         int, typer.Option(min=1, help="Workers do cluster Dask local (sem --scheduler).")
@@ -121,7 +130,6 @@ def analyze(
     runtime.keep_arrow_pages()  # read when Arrow loads: before the imports below
     from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
     from fleet.loaders import read_fleet
-    from stands.layers import read_stands
     from tracking.ingest import read_pings
     from tracking.porto import read_porto_trips
 
@@ -131,11 +139,13 @@ def analyze(
     require_file(pings, flag="--pings")
     history = _confirmed(confirmed) if confirmed else None
     limits, floor = read_thresholds(thresholds) if thresholds else ({}, None)
-    bundled_area, bundled_tz = _bundled_municipality(municipality)
-    tz = timezone or bundled_tz or get_settings().timezone
+    place = _municipality(municipality)
+    bundled_area = _bundled_boundary(municipality)
     porto = pings_format is PingFormat.porto or (
         pings_format is PingFormat.auto and _is_porto(pings)
     )
+    stand_frame = read_stands_file(stands, radius_m=stand_radius_m)
+    tz, tz_source = _timezone(timezone, place=place, porto=porto, stands=stand_frame)
     defaults = AnalysisParams()
     params = AnalysisParams(
         timezone=tz,
@@ -157,9 +167,6 @@ def analyze(
         ) as bar,
     ):
         task = bar.add_task("Lendo pontos e frota", total=_STAGES)
-        stand_frame = read_input(
-            stands, lambda p: read_stands(p, default_radius_m=stand_radius_m), flag="--stands"
-        )
         fleet_frame = None
         if fleet:
             fleet_frame = read_input(
@@ -208,6 +215,13 @@ def analyze(
                     )
             else:
                 result = analyze_pings(fixes, rejected, stand_frame, **options)
+        if area is None and place is not None:
+            skipped = result.summary.get("detectors_skipped", {})
+            if "outside_municipality" in skipped:
+                skipped["outside_municipality"] = (
+                    f"sem limite municipal: o de {place.name} ({place.code}) não vem incluído; "
+                    "dê o arquivo com --boundary"
+                )
         bar.update(task, description="Gravando arquivos")
         paths, proposals = write_results(
             result,
@@ -223,25 +237,111 @@ def analyze(
             confidence_floor=floor,
         )
         bar.update(task, completed=_STAGES, description="Concluído")
-    s = result.summary
+    _report(
+        result.summary,
+        out=out,
+        paths=paths,
+        proposals=proposals,
+        municipality=municipality,
+        no_rulebook=no_rulebook,
+        notes=stand_frame.attrs.get("notes", []),
+        timezone=(tz, tz_source),
+        boundary=_boundary_source(boundary, place, area),
+    )
+
+
+def _report(
+    s: dict[str, Any],
+    *,
+    out: Path,
+    paths: list[Path],
+    proposals: Any,
+    municipality: str | None,
+    no_rulebook: str | None,
+    notes: list[str],
+    timezone: tuple[str, str],
+    boundary: str,
+) -> None:
+    """Print what the run found, for people: kinds by their pt-BR names (files keep codes)."""
+    from tracking.detectors.findings import kind_name
+
+    for note in notes:
+        typer.echo(f"aviso: --stands: {note}")
+    typer.echo(f"Fuso horário: {timezone[0]} ({timezone[1]}).")
+    typer.echo(f"Limite municipal: {boundary}.")
     typer.echo(
         f"{s['pings_valid']} pings válidos, {s['pings_rejected']} rejeitados; "
         f"{s['visits']} visitas ({s['boardings']} com embarque), {s['trips']} viagens, "
         f"{s['stops']} paradas; {s['findings']} achados."
     )
     for kind, n in s["findings_by_kind"].items():
-        typer.echo(f"  {kind}: {n}")
+        typer.echo(f"  {kind_name(kind)}: {n}")
     for kind, why in s["detectors_skipped"].items():
-        typer.echo(f"  {kind}: não verificado ({why})")
+        typer.echo(f"  {kind_name(kind)}: não verificado ({why})")
     if proposals is not None:
         typer.echo(f"{len(proposals)} propostas de autuação ({municipality}).")
         for kind, n in s["findings_without_provision"].items():
-            typer.echo(f"  {kind}: {n} achado(s) sem dispositivo no regulamento")
+            typer.echo(f"  {kind_name(kind)}: {n} achado(s) sem dispositivo no regulamento")
         for kind, n in s["findings_for_review"]["by_kind"].items():
-            typer.echo(f"  {kind}: {n} achado(s) para revisão, sem proposta (summary.json)")
+            typer.echo(
+                f"  {kind_name(kind)}: {n} achado(s) para revisão, sem proposta (summary.json)"
+            )
     elif no_rulebook:
         typer.echo(f"aviso: {no_rulebook}; proposals.json não gerado.")
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
+
+
+def _municipality(code: str | None) -> Any:
+    """Return the municipality of ``--municipality`` (checked by its callback), or None."""
+    if code is None:
+        return None
+    from api.cli_import import CENSUS
+    from fleet.municipalities import find_municipality
+
+    return find_municipality(code, census=CENSUS)
+
+
+def _timezone(given: str | None, *, place: Any, porto: bool, stands: Any) -> tuple[str, str]:
+    """Return the zone of local days and where it comes from (said in the output).
+
+    ``--timezone``, else the municipality's, else what the data say (Porto's formats: Lisbon;
+    stands that name one IBGE municipality: its zone), else the settings' default.
+
+    Raises
+    ------
+    typer.BadParameter
+        ``--timezone`` is not an IANA zone.
+    """
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if given:
+        try:
+            ZoneInfo(given)
+        except (ZoneInfoNotFoundError, ValueError):
+            msg = f"{given!r} não é um fuso horário IANA (ex.: America/Sao_Paulo, Europe/Lisbon)"
+            raise typer.BadParameter(msg, param_hint="'--timezone'") from None
+        return given, "--timezone"
+    if place is not None and place.timezone:
+        return place.timezone, f"o de {place.name} ({place.code}), do --municipality"
+    if porto or stands.attrs.get("format") == "porto":
+        return "Europe/Lisbon", "dos dados: formato do Porto, Portugal"
+    codes = stands["municipality"].dropna().unique() if len(stands) else []
+    if len(codes) == 1:
+        from fleet._errors import UnknownMunicipalityError
+
+        with contextlib.suppress(UnknownMunicipalityError):
+            found = _municipality(str(codes[0]))
+            if found.timezone:
+                return found.timezone, f"dos pontos: {found.name} ({found.code})"
+    return get_settings().timezone, "padrão; informe outro com --timezone"
+
+
+def _boundary_source(given: Path | None, place: Any, area: Any) -> str:
+    if given is not None:
+        return f"{given.name} (--boundary)"
+    if area is not None and place is not None:
+        return f"o de {place.name} ({place.code}), incluído no Pontual"
+    return "nenhum (embarques fora do município não verificados; dê --boundary)"
 
 
 def write_results(
@@ -336,20 +436,19 @@ def _confirmed(path: Path) -> pd.DataFrame:
         raise InputFileError(msg) from None
 
 
-def _bundled_municipality(code: str | None) -> tuple[Any, str | None]:
-    """Return the bundled boundary and time zone of an IBGE code (None, None if not bundled)."""
+def _bundled_boundary(code: str | None) -> Any:
+    """Return the bundled boundary of an IBGE code (None if not bundled)."""
     import geopandas as gpd
 
     from api.cli_import import BOUNDARIES
-    from geo.calendar import UF_TIMEZONES
 
     if code is None or not BOUNDARIES.is_file():
-        return None, None
+        return None
     bundled = gpd.read_file(BOUNDARIES).to_crs(4326)
     match = bundled.loc[bundled["cod_ibge"].astype(str) == code]
     if match.empty:
-        return None, None
-    return match.geometry.union_all(), UF_TIMEZONES.get(str(match["uf"].iloc[0]))
+        return None
+    return match.geometry.union_all()
 
 
 def _read_boundary(path: Path) -> Any:
@@ -365,7 +464,9 @@ def _read_boundary(path: Path) -> Any:
     frame = gpd.read_file(path)
     if frame.crs is not None:
         frame = frame.to_crs(4326)
-    polygons = frame.geometry[frame.geometry.geom_type.isin(["Polygon", "MultiPolygon"])]
+    # A bare GeometryCollection (OSM exports, Porto's bundled boundary) holds the polygons.
+    parts = frame.geometry.explode(index_parts=False).explode(index_parts=False)
+    polygons = parts[parts.geom_type.isin(["Polygon", "MultiPolygon"])]
     if polygons.empty:
         msg = f"{path.name} não tem nenhum polígono de limite municipal"
         raise InputFileError(msg)

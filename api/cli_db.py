@@ -143,14 +143,23 @@ def status() -> None:
         server = f"parado (porta configurada {state.port}); rode: pontual db start"
     if state.postgis_version:
         postgis = f"{state.postgis_version} (banco {DATABASE})"
-    else:
+    elif state.initialised and not state.running:
+        postgis = (
+            f"{state.postgis_available} instalado no sistema; a extensão e os dados do banco "
+            "só são lidos com o servidor em execução (pontual db start)"
+        )
+    elif state.initialised:
         postgis = f"{state.postgis_available} disponível (extensão ainda não criada)"
+    else:
+        postgis = f"{state.postgis_available} instalado no sistema"
     typer.echo("Banco: local, gerenciado pelo pontual")
     typer.echo(f"Servidor: PostgreSQL {state.server_version} — {server}")
     typer.echo(f"PostGIS: {postgis}")
     if state.running and state.port is not None:
         url = cluster_url(data_dir=settings.data_dir, port=state.port)
         typer.echo(f"Esquema: {_revision(url) or 'sem migrações aplicadas'}")
+    elif state.initialised:
+        typer.echo("Esquema: não verificado (servidor parado)")
     typer.echo(f"Dados em: {state.pgdata}")
     typer.echo(f"Binários: {state.bindir}")
 

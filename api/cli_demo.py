@@ -49,9 +49,15 @@ def _paths(data: Path) -> dict[str, Path]:
 
 def demo(
     out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("out/demo"),
-    data: Annotated[Path, typer.Option(help="Pasta dos dados reais incluídos.")] = DATA_DIR,
+    data: Annotated[
+        Path, typer.Option(help="Pasta dos dados reais incluídos.", show_default="data/ do Pontual")
+    ] = DATA_DIR,
     tiles: Annotated[
-        str, typer.Option(help="URL dos tiles do mapa base; 'none' para mapa sem fundo.")
+        str,
+        typer.Option(
+            help="URL dos tiles do mapa base (padrão: OpenStreetMap); 'none' para mapa sem fundo.",
+            show_default=False,
+        ),
     ] = OSM_TILES,
     open_maps: Annotated[
         bool, typer.Option("--open/--no-open", help="Abrir os quatro mapas no navegador.")
@@ -76,22 +82,63 @@ def demo(
         json.dumps(summary, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8"
     )
     _print_tables(console, loaded, replay)
-    console.print(
-        f"\nSaídas em [bold]{out}[/bold]:\n"
-        f"  {out / 'summary.json'}  (resumo)\n"
-        f"  {replay['map']}  (mapa do Porto: pontos por embarques e viagens)\n"
-        f"  {replay['findings_map']}  (mapa de fiscalização: achados por tipo)\n"
-        f"  {poa_map}  (mapa dos pontos de Porto Alegre)\n"
-        f"  {out / 'porto'}/  (findings.geojson, stand_visits.csv, trips.csv, rejected.csv, "
-        "occupancy.csv)"
-    )
+    maps = [Path(p) for p in replay["maps"].values()]
+    for line in written_list(out, four=replay["maps"], boardings=Path(replay["map"]), poa=poa_map):
+        typer.echo(line)
+    for line in left_running(url):
+        typer.echo(line)
     from api.demo_maps import open_in_browser
 
-    console.print("\nOs quatro mapas:")
-    for label, path in replay["maps"].items():
-        console.print(f"  {label}: {path}")
     if open_maps:
-        open_in_browser(list(replay["maps"].values()))
+        open_in_browser(maps)
+
+
+FOUR_MAPS = {
+    "pontos (supervisor)": "supervisor de ponto: quem está no ponto agora, a fila, intrusos",
+    "fiscalização": "fiscalização: achados por tipo, evidência dos desvios, replay",
+    "planejamento": "planejamento: embarques por célula H3 contra a cobertura dos pontos",
+    "cidadão": "cidadão: táxis acessíveis livres perto (ilustrativo no Porto)",
+}
+
+
+def written_list(out: Path, *, four: dict[str, Any], boardings: Path, poa: Path) -> list[str]:
+    """Say, in one numbered list, every file the demo wrote and what it is."""
+    entries = [(Path(four[label]), FOUR_MAPS[label]) for label in FOUR_MAPS]
+    entries += [
+        (boardings, "Porto: pontos coloridos pelos embarques, com as viagens (demonstração)"),
+        (poa, "Porto Alegre: pontos coloridos pelos prefixos licenciados (demonstração)"),
+        (
+            out / "porto",
+            "saídas do pontual analyze no Porto (findings.geojson, trips.csv e os outros "
+            "arquivos de docs/formatos.md)",
+        ),
+        (out / "summary.json", "resumo da demonstração (banco, recall, achados)"),
+    ]
+    lines = [f"\nArquivos gravados em {out}/ (os mapas 1 a 4 são os quatro mapas dos usuários):"]
+    for i, (path, what) in enumerate(entries, start=1):
+        lines.append(f"  {i}. {path}{'/' if path.suffix == '' else ''}")
+        lines.append(f"     {what}")
+    return lines
+
+
+def left_running(url: str) -> list[str]:
+    """Say what the demo leaves running and how to stop it."""
+    from api.settings import get_settings
+    from db.cluster import pgdata_path
+    from db.engine import describe_url
+
+    settings = get_settings()
+    if settings.database_url:
+        return [
+            f"\nBanco: o servidor de DATABASE_URL ({describe_url(url)}), não gerenciado pelo "
+            "Pontual: nada ficou em execução por conta da demonstração."
+        ]
+    return [
+        f"\nFica em execução: o banco PostGIS local em {describe_url(url)} "
+        f"(dados em {pgdata_path(settings.data_dir)}).",
+        "Para pará-lo: pontual db stop  (sem o venv ativado: .venv/bin/pontual db stop).",
+        "Os comandos que precisam do banco o iniciam de novo quando preciso.",
+    ]
 
 
 def _load_registry(paths: dict[str, Path], url: str, console: Console) -> dict[str, int]:
@@ -198,6 +245,11 @@ def _replay_porto(
         values=per_stand,
         value_label="Embarques",
         tracks=gpd.GeoDataFrame(tracks, crs=4326),
+        title="Porto: embarques por ponto e viagens — Pontual",
+        note=(
+            f"{len(tracks):,} trechos de viagens reais do Porto (2013); pontos de raio "
+            f"{PORTO_STAND_RADIUS_M:.0f} m."
+        ).replace(",", "."),
         tiles=tiles,
     )
     map_path = out / "porto_map.html"
@@ -258,16 +310,40 @@ def _poa_map(paths: dict[str, Path], out: Path, tiles: str | None) -> Path:
     stands = read_stands_registry(
         paths["poa_stands"], municipality=PORTO_ALEGRE, point_radius_m=POA_STAND_RADIUS_M
     )
+    note = unplaced_note(stands)
     stands = stands.loc[stands.geometry.notna()].reset_index(drop=True)
     fleet = read_fleet(paths["poa_fleet"], municipality=PORTO_ALEGRE)
     licensed = fleet["stand_names"].explode().dropna().value_counts()
     by_name = stands["name"].map(normalize_name)
     counts = by_name.map(licensed).fillna(0).astype(int)
     counts.index = stands["stand_id"]
-    fmap = stands_trips_map(stands, values=counts, value_label="Prefixos licenciados", tiles=tiles)
+    fmap = stands_trips_map(
+        stands,
+        values=counts,
+        value_label="Prefixos licenciados",
+        title="Porto Alegre: pontos de táxi e prefixos licenciados — Pontual",
+        note=note,
+        tiles=tiles,
+    )
     path = out / "poa_stands_map.html"
     fmap.save(str(path))
     return path
+
+
+def unplaced_note(stands: Any) -> str | None:
+    """Say how many stands of a registry frame cannot be drawn, and why (``location_note``)."""
+    missing = stands.loc[stands.geometry.isna()]
+    if missing.empty:
+        return None
+    parts = []
+    for why, group in missing.groupby("location_note", sort=True):
+        ids = sorted(group["stand_id"].astype(str), key=lambda s: (len(s), s))
+        parts.append(f"{len(ids)}: {why} ({', '.join(ids)})")
+    return (
+        f"{len(missing)} dos {len(stands)} pontos do arquivo não aparecem no mapa: "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 def _print_tables(console: Console, loaded: dict[str, int], replay: dict[str, Any]) -> None:
@@ -303,13 +379,15 @@ def _print_tables(console: Console, loaded: dict[str, int], replay: dict[str, An
             str(r["labelled"]),
             str(r["first_fix_inside"]),
             str(r["detected"]),
-            f"{r['recall']:.1%}",
+            f"{r['recall']:.1%}".replace(".", ","),
         )
     console.print(rec)
 
     found = Table(title="Porto: achados por tipo (malha OSM do centro, limite do distrito)")
     found.add_column("tipo")
     found.add_column("achados", justify="right")
+    from tracking.detectors.findings import kind_name
+
     for kind, n in replay["findings_by_kind"].items():
-        found.add_row(kind, str(n))
+        found.add_row(kind_name(kind), str(n))
     console.print(found)

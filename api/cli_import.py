@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.inputs import read_input, require_file
+from api.inputs import checked_municipality, read_input, require_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,13 +63,25 @@ FILE = "FILE"
 @app.command()
 def municipalities(
     boundaries: Annotated[
-        Path, typer.Option(help="GeoJSON de limites municipais (propriedade cod_ibge).")
+        Path,
+        typer.Option(
+            help="GeoJSON de limites municipais (propriedade cod_ibge).",
+            show_default="o incluído em data/brazil",
+        ),
     ] = BOUNDARIES,
     census: Annotated[
-        Path, typer.Option(help="CSV do Censo 2022 (cod_ibge, uf, nome, pop_total).")
+        Path,
+        typer.Option(
+            help="CSV do Censo 2022 (cod_ibge, uf, nome, pop_total).",
+            show_default="o incluído em data/brazil",
+        ),
     ] = CENSUS,
     estimate: Annotated[
-        Path, typer.Option(help="CSV da estimativa 2024 (cod_ibge, pop_estimada_2024_07_01).")
+        Path,
+        typer.Option(
+            help="CSV da estimativa 2024 (cod_ibge, pop_estimada_2024_07_01).",
+            show_default="o incluído em data/brazil",
+        ),
     ] = ESTIMATE,
 ) -> None:
     """Importa os 5.570 municípios do IBGE, a população (Censo 2022, estimativa 2024) e limites."""
@@ -90,13 +103,26 @@ def municipalities(
 
 @app.command()
 def stands(
-    file: Annotated[Path, typer.Argument(help="GeoJSON/GeoPackage/CSV de pontos de táxi.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Pontos de táxi: GeoJSON/GeoPackage/CSV do contrato, CSV do Porto ou GeoJSON "
+            "de Porto Alegre (docs/formatos.md)."
+        ),
+    ],
     municipality: Annotated[
         str | None,
-        typer.Option(help="Código IBGE dos pontos que o arquivo não localiza (POA: 4314902)."),
+        typer.Option(
+            help="Código IBGE dos pontos que o arquivo não localiza (POA: 4314902).",
+            callback=checked_municipality,
+        ),
     ] = None,
     radius_m: Annotated[
-        float, typer.Option(help="Raio (m) dos pontos dados só como coordenada.")
+        float,
+        typer.Option(
+            "--stand-radius-m",
+            help="Raio (m) dos pontos dados só como coordenada (Porto, Porto Alegre).",
+        ),
     ] = 30.0,
     retire_missing: Annotated[
         bool,
@@ -107,9 +133,13 @@ def stands(
     ] = "",
 ) -> None:
     """Importa pontos de táxi (atualiza os existentes) e informa o que mudou."""
+    from api._errors import InputFileError
     from db.stands.store import load_stands
     from stands.loaders import read_stands_registry
 
+    if not math.isfinite(radius_m) or radius_m <= 0:
+        msg = f"--stand-radius-m era {radius_m!r}; esperado um número de metros > 0 (ex.: 30)"
+        raise InputFileError(msg)
     frame = read_input(
         file,
         lambda p: read_stands_registry(p, municipality=municipality, point_radius_m=radius_m),
@@ -128,7 +158,11 @@ def stands(
 def fleet(
     file: Annotated[Path, typer.Argument(help="CSV da frota (contrato ou frota de POA).")],
     municipality: Annotated[
-        str | None, typer.Option(help="Código IBGE dos veículos que o arquivo não localiza.")
+        str | None,
+        typer.Option(
+            help="Código IBGE dos veículos que o arquivo não localiza.",
+            callback=checked_municipality,
+        ),
     ] = None,
     as_of: Annotated[
         str | None,

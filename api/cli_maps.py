@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.inputs import read_input
+from api.inputs import read_input, read_stands_file
 from geo.calendar import DEFAULT_TIMEZONE
 from maps.tiles import OSM_TILES
 
@@ -30,7 +30,13 @@ app = typer.Typer(
 
 Out = Annotated[Path, typer.Option("--out", help="Arquivo HTML de saída.")]
 Stands = Annotated[Path, typer.Option(help="Pontos de táxi (GeoJSON, GeoPackage ou CSV).")]
-Tiles = Annotated[str, typer.Option(help="URL dos tiles do mapa base; 'none' para mapa sem fundo.")]
+Tiles = Annotated[
+    str,
+    typer.Option(
+        help="URL dos tiles do mapa base (padrão: OpenStreetMap); 'none' para mapa sem fundo.",
+        show_default=False,
+    ),
+]
 Timezone = Annotated[str, typer.Option(help="Fuso horário das horas mostradas.")]
 StandRadius = Annotated[
     float | None, typer.Option(help="Raio (m) para pontos dados como Point sem 'radius_m'.")
@@ -75,9 +81,10 @@ def _save(fmap: Any, out: Path) -> None:
 
 
 def _read_stands(path: Path, radius_m: float | None) -> Any:
-    from stands.layers import read_stands
-
-    return read_input(path, lambda p: read_stands(p, default_radius_m=radius_m), flag="--stands")
+    frame = read_stands_file(path, radius_m=radius_m)
+    for note in frame.attrs.get("notes", []):
+        typer.echo(f"aviso: {note}", err=True)
+    return frame
 
 
 def _read_findings(path: Path) -> Any:

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import typer
 
-from api.inputs import read_input
+from api.inputs import checked_municipality, read_input, read_stands_file
 from geo.calendar import DEFAULT_TIMEZONE
 from maps.tiles import OSM_TILES
 
@@ -38,7 +38,10 @@ class Service(StrEnum):
 
 
 def plan(
-    municipality: Annotated[str, typer.Option(help="Código IBGE do município (7 dígitos).")],
+    municipality: Annotated[
+        str,
+        typer.Option(help="Código IBGE do município (7 dígitos).", callback=checked_municipality),
+    ],
     year: Annotated[
         int, typer.Option(help="População: 2022 (Censo) ou 2024 (estimativa do IBGE).")
     ] = 2022,
@@ -48,7 +51,7 @@ def plan(
     ] = PlanFormat.table,
     out: Annotated[Path | None, typer.Option(help="Arquivo de saída (padrão: a tela).")] = None,
     rules: Annotated[
-        Path | None, typer.Option(help="Regra de planejamento (TOML com a tabela [planning]).")
+        Path | None, typer.Option(help="Regra de planejamento (TOML com a tabela \\[planning]).")
     ] = None,
     fleet: Annotated[Path | None, typer.Option(help="Frota (CSV do contrato).")] = None,
     from_db: Annotated[
@@ -86,14 +89,17 @@ def plan(
         int, typer.Option(help="Vistoria que vence em até N dias é listada.")
     ] = 30,
     tiles: Annotated[
-        str, typer.Option(help="URL dos tiles do mapa; 'none' para mapa sem fundo.")
+        str,
+        typer.Option(
+            help="URL dos tiles do mapa base (padrão: OpenStreetMap); 'none' para mapa sem fundo.",
+            show_default=False,
+        ),
     ] = OSM_TILES,
 ) -> None:
     """Planejamento: frota permitida pela população, acessíveis, pontos contra demanda, veículos."""
     from fleet.loaders import read_fleet
     from planning.compose import compose_plan
     from planning.report import render_html, render_json, render_table
-    from stands.layers import read_stands
     from tracking.detectors.findings import read_findings_geojson
 
     if fleet is not None and from_db:
@@ -117,9 +123,9 @@ def plan(
     trip_frame = _read_trips(trips)
     stand_frame = None
     if stands:
-        stand_frame = read_input(
-            stands, lambda p: read_stands(p, default_radius_m=stand_radius_m), flag="--stands"
-        )
+        stand_frame = read_stands_file(stands, radius_m=stand_radius_m)
+        for note in stand_frame.attrs.get("notes", []):
+            typer.echo(f"aviso: {note}", err=True)
     found = read_input(findings, read_findings_geojson, flag="--findings") if findings else None
     plan_data, frames = compose_plan(
         municipality=municipality,

@@ -11,6 +11,7 @@ import typer
 from sqlalchemy.orm import Session
 
 from api.cli_db import cli_session
+from api.inputs import checked_municipality
 
 app = typer.Typer(
     help="Propostas de autuação: gerar a partir dos achados, revisar (confirmar, descartar, "
@@ -44,7 +45,9 @@ def _echo_json(value: Any) -> None:
 
 @app.command()
 def generate(
-    municipality: Annotated[str, typer.Option(help="Código IBGE do município.")],
+    municipality: Annotated[
+        str, typer.Option(help="Código IBGE do município.", callback=checked_municipality)
+    ],
     findings: Annotated[
         Path | None,
         typer.Option(help="findings.geojson de um `pontual analyze` a carregar antes."),
@@ -59,7 +62,7 @@ def generate(
     thresholds: Annotated[
         Path | None,
         typer.Option(
-            help="TOML de limiares; sua tabela [confidence_floor] muda o piso de confiança."
+            help="TOML de limiares; sua tabela \\[confidence_floor] muda o piso de confiança."
         ),
     ] = None,
 ) -> None:
@@ -105,7 +108,9 @@ def generate(
 @app.command("list")
 def list_(
     status: Annotated[str | None, typer.Option(help="Situação (ex.: proposta).")] = None,
-    municipality: Annotated[str | None, typer.Option(help="Código IBGE.")] = None,
+    municipality: Annotated[
+        str | None, typer.Option(help="Código IBGE.", callback=checked_municipality)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Saída em JSON.")] = False,
 ) -> None:
     """Lista as propostas, as mais recentes primeiro."""
@@ -113,6 +118,7 @@ def list_(
 
     from db.enforcement.models import Proposal
     from db.enforcement.workflow import as_record
+    from tracking.detectors.findings import kind_name
 
     query = select(Proposal).order_by(Proposal.committed_at.desc(), Proposal.proposal_id)
     if status:
@@ -127,7 +133,7 @@ def list_(
     for r in records:
         typer.echo(
             f"{r['proposal_id']}  {r['status']:<18} {r['committed_at'][:16]}  "
-            f"{r['vehicle_id'] or '-':<10} {r['provision']:<28} {r['kind']}"
+            f"{r['vehicle_id'] or '-':<10} {r['provision']:<28} {kind_name(r['kind'])}"
         )
     typer.echo(f"{len(records)} proposta(s).")
 

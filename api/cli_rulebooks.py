@@ -6,13 +6,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from api.inputs import checked_municipality
+
 if TYPE_CHECKING:
     from enforcement.rulebook import Rule, Rulebook
 
 
 def rulebooks(
     municipality: Annotated[
-        str | None, typer.Option(help="Código IBGE (padrão: todos os regulamentos incluídos).")
+        str | None,
+        typer.Option(
+            help="Código IBGE (padrão: todos os regulamentos incluídos).",
+            callback=checked_municipality,
+        ),
     ] = None,
     markdown: Annotated[bool, typer.Option("--markdown", help="Tabela em Markdown.")] = False,
 ) -> None:
@@ -58,7 +64,7 @@ def rulebooks(
                 (
                     where,
                     book.service,
-                    rule.kind,
+                    _kind(rule.kind),
                     case or "—",
                     rule.provision,
                     rule.gravity or ("por regulamento" if book.gravity_set_by_regulation else "—"),
@@ -67,7 +73,9 @@ def rulebooks(
                 )
             )
         for kind, reason in book.uncovered.items():
-            rows.append((where, book.service, kind, "—", f"sem proposta: {reason}", "—", "—", "—"))
+            rows.append(
+                (where, book.service, _kind(kind), "—", f"sem proposta: {reason}", "—", "—", "—")
+            )
     if markdown:
         typer.echo("| " + " | ".join(header) + " |")
         typer.echo("|" + "---|" * len(header))
@@ -77,6 +85,13 @@ def rulebooks(
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
     for r in (header, *rows):
         typer.echo("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)).rstrip())
+
+
+def _kind(kind: str) -> str:
+    """Name a finding kind for people, with the code the thresholds' TOML tables use."""
+    from tracking.detectors.findings import kind_name
+
+    return f"{kind_name(kind)} ({kind})"
 
 
 def _conditions(book: Rulebook, rule: Rule) -> str:

@@ -58,7 +58,7 @@ def serve(
         bool, typer.Option(help="Registrar cada requisição no log (uvicorn; tokens mascarados).")
     ] = True,
 ) -> None:
-    """Serve a API HTTP (documentação em /docs); aplica as migrações antes de iniciar."""
+    """Serve a API HTTP (documentação em /docs) e o console web (/); aplica as migrações."""
     from api.cli_db import database_url
     from api.settings import get_settings
     from db.engine import describe_url
@@ -71,7 +71,9 @@ def serve(
             else:
                 check_port_free(host, port)
             url = database_url(settings)  # starts the local cluster on demand, migrates to head
-            typer.echo(f"Banco: {describe_url(url)}; API em http://{host}:{port} (docs em /docs)")
+            base = f"http://{host}:{port}"
+            typer.echo(f"Banco: {describe_url(url)}; API em {base} (docs em /docs)")
+            typer.echo(f"Console web: {base}/ (entre com uma conta de `pontual users`)")
             if workers == 1:
                 _serve_one(sock, url=url, log_level=log_level, access_log=access_log)
                 return

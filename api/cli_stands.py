@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from api.cli_db import cli_session
+from api.inputs import checked_municipality
 
 stands_app = typer.Typer(
     help="Pontos de táxi: criar, alterar, desativar, listar, detalhar.", no_args_is_help=True
@@ -37,7 +39,10 @@ Capacity = Annotated[int | None, typer.Option(help="Vagas.")]
 OrderNumber = Annotated[int | None, typer.Option("--order-number", help="Número de ordem.")]
 Kind = Annotated[str | None, typer.Option(help="Tipo: fixo ou livre.")]
 Address = Annotated[str | None, typer.Option(help="Endereço.")]
-Municipality = Annotated[str | None, typer.Option(help="Código IBGE do município (7 dígitos).")]
+Municipality = Annotated[
+    str | None,
+    typer.Option(help="Código IBGE do município (7 dígitos).", callback=checked_municipality),
+]
 Geometry = Annotated[
     str | None,
     typer.Option(
@@ -228,27 +233,79 @@ def list_(
     ] = False,
     as_json: AsJson = False,
 ) -> None:
-    """Lista os pontos (id, nome, tipo, vagas, endereço)."""
+    """Lista os pontos (id, nome, tipo, vagas, licenciados, endereço), em ordem de id."""
+    from sqlalchemy import text
+
+    from api.settings import get_settings
     from db.stands.queries import stands_frame
 
+    today = _today(get_settings().timezone)
     with cli_session() as session:
         frame = stands_frame(
             session=session, municipality=municipality, include_retired=include_retired
         )
+        licensed = dict(
+            session.execute(
+                text(
+                    "SELECT stand_id, count(DISTINCT vehicle_id) FROM parking_licences "
+                    "WHERE (valid_from IS NULL OR valid_from <= :d) "
+                    "AND (valid_until IS NULL OR valid_until >= :d) GROUP BY stand_id"
+                ),
+                {"d": today},
+            ).all()
+        )
     cols = ["stand_id", "name", "kind", "capacity", "order_number", "address", "municipality"]
-    cols += ["radius_m", "retired_at"]
-    rows = _records(frame[cols])
+    cols += ["radius_m", "location_note", "retired_at"]
+    rows = sorted(_records(frame[cols]), key=lambda r: id_order(r["stand_id"]))
+    for r in rows:
+        r["licensed_vehicles"] = int(licensed.get(r["stand_id"], 0))
     if as_json:
         _echo_json(rows)
         return
     for r in rows:
-        retired = f"  [desativado {r['retired_at'][:10]}]" if r["retired_at"] else ""
-        typer.echo(
-            f"{r['stand_id']}\t{r['name'] or '-'}\t{r['kind'] or 'tipo?'}\t"
-            f"{r['capacity'] if r['capacity'] is not None else '?'} vaga(s)\t"
-            f"{r['address'] or '-'}{retired}"
-        )
+        typer.echo("\t".join(stand_line(r)))
     typer.echo(f"{len(rows)} ponto(s).")
+
+
+def id_order(stand_id: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key of stand ids: numbers by value (1, 2, 10; PT-2 before PT-10), text as text."""
+    parts = re.split(r"(\d+)", str(stand_id))
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+
+
+def stand_line(r: dict[str, Any]) -> list[str]:
+    """One stand of ``stands list`` as its columns, for people.
+
+    The kind is the registry's; a stand without one that has parking licences is a ponto fixo
+    (licences are for pontos fixos: POA decree arts. 48-50), else the kind is not informed.
+    Porto Alegre's open data has neither kinds nor spaces: they are said to be missing.
+    """
+    n = r.get("licensed_vehicles", 0)
+    if r["kind"]:
+        kind = f"ponto {r['kind']}"
+    elif n:
+        kind = "ponto fixo (tem licenças)"
+    else:
+        kind = "tipo não informado"
+    spaces = f"{r['capacity']} vaga(s)" if r["capacity"] is not None else "vagas não informadas"
+    where = r["address"] or "-"
+    if r.get("location_note"):
+        where += f" (sem localização: {r['location_note']})"
+    retired = f"  [desativado {r['retired_at'][:10]}]" if r["retired_at"] else ""
+    return [
+        str(r["stand_id"]),
+        r["name"] or "-",
+        kind,
+        spaces,
+        f"{n} prefixo(s) licenciado(s)",
+        where + retired,
+    ]
+
+
+def _today(timezone: str) -> dt.date:
+    from zoneinfo import ZoneInfo
+
+    return dt.datetime.now(ZoneInfo(timezone)).date()
 
 
 @stands_app.command()

@@ -119,7 +119,7 @@ def passwd(
 @devices_app.command("add")
 def add_device(
     vehicle_id: Annotated[str, typer.Argument(help="Veículo (prefixo) do dispositivo.")],
-    label: Annotated[str | None, typer.Option(help="Descrição (modelo, telefone…).")] = None,
+    label: Annotated[str | None, typer.Option(help="Descrição (modelo, telefone etc.).")] = None,
 ) -> None:
     """Registra um dispositivo e imprime seu token UMA vez (guarde-o; só o hash é salvo)."""
     from sqlalchemy import select

@@ -5,10 +5,13 @@
 - ``Content-Security-Policy``: :data:`API_CSP` (nothing may load, no framing) on JSON and
   files; :data:`HTML_CSP` on HTML pages (maps, docs), which inline their scripts and styles
   (folium, Swagger UI's start-up) and draw OpenStreetMap tiles: scripts and styles from the
-  page itself only, no framing, no plugin, no form to elsewhere;
+  page itself only, no framing, no plugin, no form to elsewhere. The web console's pages
+  (``api/web``) send their own, stricter :data:`WEB_CSP` (no inline script or style at all);
+  an answer that already has a CSP keeps it;
 - ``Cache-Control: no-store`` on every answer except the public paths of :data:`PUBLIC_PATHS`
   (no login there, nothing personal): a personal or authenticated answer is never kept by a
-  browser or a proxy.
+  browser or a proxy. The web console's static files (``/static/``) are public and carry
+  their own ``Cache-Control``.
 
 A pure ASGI middleware (it only adds headers to ``http.response.start``), so event streams
 are not buffered.
@@ -31,6 +34,25 @@ HTML_CSP = (
     "img-src 'self' data: blob: https:; font-src 'self' data:; connect-src 'self'; "
     "object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
+WEB_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; manifest-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+)
+"""CSP of the web console's pages: only files of this server, nothing inline, no framing.
+
+A page that draws tiles from a configured tile server adds that host to ``img-src`` with
+:func:`web_csp`.
+"""
+
+
+def web_csp(*, img_src: tuple[str, ...] = ()) -> str:
+    """Return :data:`WEB_CSP` with the origins of ``img_src`` (e.g. a tile server) allowed."""
+    if not img_src:
+        return WEB_CSP
+    return WEB_CSP.replace("img-src 'self' data:;", f"img-src 'self' data: {' '.join(img_src)};")
+
+
 PUBLIC_PATHS = (
     "/api/v1/public/",
     "/api/v1/maps/citizen",
@@ -38,6 +60,7 @@ PUBLIC_PATHS = (
     "/ready",
     "/docs",
     "/openapi.json",
+    "/static/",
 )
 """Path prefixes answered to anyone without personal data: cacheable."""
 

@@ -8,9 +8,10 @@ caller allows it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from api._errors import InputFileError
 
@@ -74,3 +75,52 @@ def read_input(path: Path, read: Callable[[Path], T], *, flag: str, allow_empty:
 
 def _is_ours(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] in _ROOMS
+
+
+RADIUS_FLAG = "--stand-radius-m"
+
+
+def read_stands_file(path: Path, *, radius_m: float | None, flag: str = "--stands") -> Any:
+    """Read a stands file of any recognised format, naming the CLI's options on error.
+
+    Porto's CSV and Porto Alegre's GeoJSON (``stands.layers.stand_file_format``) are points
+    without a radius: a missing radius names ``--stand-radius-m``. The frame's
+    ``attrs["notes"]`` say which stands were left out (to be shown as warnings).
+
+    Raises
+    ------
+    InputFileError
+        The file is bad, or a radius is needed and ``radius_m`` is None or not > 0.
+    """
+    from stands._errors import MissingRadiusError
+    from stands.layers import read_any_stands
+
+    if radius_m is not None and not (math.isfinite(radius_m) and radius_m > 0):
+        msg = f"{RADIUS_FLAG} era {radius_m!r}; esperado um número de metros > 0 (ex.: 50)"
+        raise InputFileError(msg)
+
+    def read(p: Path) -> Any:
+        try:
+            return read_any_stands(p, default_radius_m=radius_m)
+        except MissingRadiusError as exc:
+            text = str(exc).removesuffix("um raio padrão")
+            msg = f"{flag}: {text}o raio em metros com {RADIUS_FLAG} (ex.: {RADIUS_FLAG} 50)"
+            raise InputFileError(msg) from None
+
+    return read_input(path, read, flag=flag)
+
+
+def checked_municipality(value: str | None) -> str | None:
+    """Check an IBGE code: the callback of every ``--municipality`` (one rule for all).
+
+    Raises
+    ------
+    fleet._errors.UnknownMunicipalityError
+        Not 7 digits, or not a municipality of the IBGE table (``erro:`` and exit status 1).
+    """
+    if value is None:
+        return None
+    from api.cli_import import CENSUS
+    from fleet.municipalities import find_municipality
+
+    return find_municipality(value, census=CENSUS).code

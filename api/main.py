@@ -21,6 +21,7 @@ from api.limits import BodyLimitMiddleware
 from api.ratelimit import RateLimiter, TtlCache
 from api.schemas import error_responses
 from api.settings import Settings, get_settings, proxy_networks
+from api.web.pages import install as install_web
 
 ROUTERS = (
     "api.routes.health",
@@ -37,6 +38,13 @@ ROUTERS = (
     "api.routes.alerts",
     "api.routes.planning",
     "api.routes.supervision",
+    # the web console (api/web): login and error pages, then one module per area
+    "api.web.pages",
+    "api.web.admin",
+    "api.web.agent",
+    "api.web.supervisor",
+    "api.web.planner",
+    "api.web.citizen",
 )
 """Modules whose ``router`` is mounted, in this order."""
 
@@ -117,6 +125,7 @@ def create_app(
     app.state.login_limiter = RateLimiter(limit=settings.login_rate_limit_per_min)
     app.state.trusted_proxies = proxy_networks(settings.trusted_proxies)
     app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
+    install_web(app)  # static files, the console's error pages
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)  # outermost: a 413 carries the headers too

@@ -186,16 +186,26 @@ def citizen_frames(
     return pings, fleet
 
 
-def pickups_frame(session: Session, *, since: dt.datetime, now: dt.datetime) -> pd.DataFrame:
-    """Pickups of the window: fixes where the meter turns ``occupied`` (trips frame columns)."""
+def pickups_frame(
+    session: Session, *, since: dt.datetime, now: dt.datetime, municipality: str | None = None
+) -> pd.DataFrame:
+    """Pickups of the window: fixes where the meter turns ``occupied`` (trips frame columns).
+
+    ``municipality`` (IBGE code): only the vehicles registered there.
+    """
+    only = (
+        " AND vehicle_id IN (SELECT vehicle_id FROM vehicles WHERE municipality_code = :m)"
+        if municipality is not None
+        else ""
+    )
     rows = session.execute(
         text(
             "SELECT lat, lon FROM (SELECT lat, lon, meter, "
             "  lag(meter) OVER (PARTITION BY vehicle_id ORDER BY ts) AS before "
-            "  FROM fixes WHERE ts BETWEEN :since AND :now) f "
+            f"  FROM fixes WHERE ts BETWEEN :since AND :now{only}) f "
             "WHERE meter = 'occupied' AND before IS DISTINCT FROM 'occupied'"
         ),
-        {"since": since, "now": now},
+        {"since": since, "now": now, "m": municipality},
     ).all()
     return pd.DataFrame(
         {

@@ -1,4 +1,6 @@
-"""Secrets out of the logs: device and user tokens, token-bearing query parameters, bearer headers.
+"""Secrets out of the logs: tokens, token-bearing parameters, bearer headers, web cookies.
+
+The web console's cookies are its session and its pre-session CSRF seed.
 
 A device token travels in the URL of every OsmAnd request (``/osmand?id=<token>``: Traccar
 Client puts it there) and a browser's WebSocket token in ``/api/v1/alerts/ws?token=…``; the
@@ -26,8 +28,12 @@ SECRET_PARAMS = (
     "access_token",
     "password",
     "secret",
+    "csrf_token",
+    "pontual_sessao",
+    "pontual_csrf",
 )
-"""Query or form parameters whose value is masked wherever a log line shows them."""
+"""Query, form or cookie parameters whose value is masked wherever a log line shows them
+(``pontual_sessao`` and ``pontual_csrf`` are the web console's cookies)."""
 
 _PARAM_RE = re.compile(r"(?i)((?:^|[?&;\s])(?:" + "|".join(SECRET_PARAMS) + r")=)[^&\s\"';]*")
 _TOKEN_RE = re.compile(r"\b(?:pu_[A-Za-z0-9_-]{20,}|pd[0-9a-f]{32})\b")

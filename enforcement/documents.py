@@ -949,6 +949,15 @@ MAP_CAPTION = (
 )
 
 
+def render_map_svg(document: Document, *, width: float = 640.0, height: float = 400.0) -> str:
+    """Return the evidence map of a document as an inline ``<svg>`` element (escaped text).
+
+    The same drawing as the HTML document's map (:func:`map_primitives`), for pages that show
+    the document inside another layout (e.g. the web console).
+    """
+    return _svg(map_primitives(document, width=width, height=height), width=width, height=height)
+
+
 # --- renderers ----------------------------------------------------------------------------
 
 

@@ -4,8 +4,9 @@ The model is Newson & Krumm's ("Hidden Markov map matching through noise and spa
 GIS 2009), on :class:`geo.roads.RoadGraph`:
 
 thinning
-    A fix within ``2·sigma_m`` of the last kept fix of its track is skipped (waits at a light or
-    a stand add jitter, not distance). The last fix of a track is always kept.
+    A track's fixes are grouped into clusters: a fix within ``2·sigma_m`` of the mean of the
+    current cluster joins it, else it starts a new one. One fix per cluster is kept, at the
+    cluster's mean: a wait at a light or a stand adds no jitter, only its place.
 candidates (hidden states)
     For each kept fix, the nearest point of each road piece within ``radius_m``, at most
     ``max_candidates`` of them (nearest first). A fix with no candidate is *unmatched* (off the
@@ -55,7 +56,7 @@ from geo._errors import RoadGraphError
 from geo.crs import WGS84
 from geo.roads import RoadGraph
 
-DEFAULT_SIGMA_M = 10.0
+DEFAULT_SIGMA_M = 15.0
 """GPS noise (standard deviation of a fix around the road), metres."""
 DEFAULT_RADIUS_M = 60.0
 """Roads farther than this from a fix are not its candidates."""
@@ -186,7 +187,7 @@ def match_tracks(
 
     to_xy = pyproj.Transformer.from_crs(WGS84, graph.crs, always_xy=True)
     px, py = (np.asarray(a, dtype=np.float64) for a in to_xy.transform(x_lon, y_lat))
-    kept = _thin(px, py, starts, ends, 2.0 * sigma_m)
+    kept, px, py = _thin(px, py, starts, ends, 2.0 * sigma_m)
     nx, ny = to_xy.transform(graph.node_lon, graph.node_lat)
     node_xy = np.column_stack((np.asarray(nx), np.asarray(ny)))
     cand = _candidates(graph, px, py, kept, radius_m, max_candidates)
@@ -225,6 +226,7 @@ def match_tracks(
         "n_matched",
         "n_breaks",
         "n_jumps",
+        "n_skipped",
         "unexplained_m",
         "mean_snap_m",
         "origin_piece",
@@ -233,7 +235,7 @@ def match_tracks(
         "destination_fraction",
     ]
     frame = pd.DataFrame(rows, columns=columns)
-    for col in ("track", "n_fixes", "n_kept", "n_matched", "n_breaks", "n_jumps"):
+    for col in ("track", "n_fixes", "n_kept", "n_matched", "n_breaks", "n_jumps", "n_skipped"):
         frame[col] = frame[col].astype(np.int64)
     for col in ("origin_piece", "destination_piece"):
         frame[col] = frame[col].astype(np.int64)
@@ -267,21 +269,30 @@ def _thin(
     starts: NDArray[np.int64],
     ends: NDArray[np.int64],
     min_move_m: float,
-) -> NDArray[np.bool_]:
-    """Keep a fix when it is ``min_move_m`` from the last kept one; the ends always."""
+) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
+    """Group each track's fixes into clusters of a wait; keep one fix per cluster.
+
+    A fix joins the current cluster while it lies within ``min_move_m`` of the cluster's mean
+    position; else it starts a new one. The first fix of each cluster is kept and placed at
+    the cluster's mean (the jitter of a wait averages out). Returns (kept, x, y).
+    """
     kept = np.zeros(len(px), dtype=bool)
+    qx, qy = px.copy(), py.copy()
     xs, ys = px.tolist(), py.tolist()
     limit = min_move_m * min_move_m
     for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
-        kept[lo] = True
-        lx, ly = xs[lo], ys[lo]
-        for i in range(lo + 1, hi - 1):
-            dx, dy = xs[i] - lx, ys[i] - ly
-            if dx * dx + dy * dy >= limit:
-                kept[i] = True
-                lx, ly = xs[i], ys[i]
-        kept[hi - 1] = True
-    return kept
+        head, sx, sy, n = lo, xs[lo], ys[lo], 1
+        for i in range(lo + 1, hi + 1):
+            cx, cy = sx / n, sy / n
+            if i < hi:
+                dx, dy = xs[i] - cx, ys[i] - cy
+                if dx * dx + dy * dy < limit:
+                    sx, sy, n = sx + xs[i], sy + ys[i], n + 1
+                    continue
+            kept[head], qx[head], qy[head] = True, cx, cy
+            if i < hi:
+                head, sx, sy, n = i, xs[i], ys[i], 1
+    return kept, qx, qy
 
 
 def _candidates(
@@ -344,6 +355,7 @@ def _match_one(
         "n_matched": len(fixes),
         "n_breaks": 0,
         "n_jumps": 0,
+        "n_skipped": 0,
         "unexplained_m": 0.0,
         "mean_snap_m": np.nan,
         "origin_piece": -1,
@@ -372,16 +384,20 @@ def _match_one(
     entry_cost = np.stack(
         (np.where(fwd, frac * length, _INF), np.where(bwd, (1.0 - frac) * length, _INF)), axis=1
     )
-    gc = np.hypot(np.diff(px[fixes]), np.diff(py[fixes]))
-    dt_s = np.diff(t[fixes]) / 1e9
-    limit = m.max_speed_ms * dt_s + 2.0 * m.radius_m
-    # Routes longer than this are unexplained (a jump): Dijkstra need not look farther.
-    explained_m = np.minimum(
-        gc + m.jump_penalty * (m.beta_m + m.beta_share * gc),
-        np.maximum(m.detour_speed_ms * dt_s, 1.25 * gc) + 4.0 * m.sigma_m,
-    )
-    search = float(min(max(np.minimum(limit, explained_m).max(), 1.0), MAX_SEARCH_M))
     k = len(fixes)
+    xy = np.column_stack((px[fixes], py[fixes]))
+    tt = t[fixes]
+    first = np.r_[0, np.cumsum(sizes)]
+    # Steps to the next fix (gap 1) and over one fix (gap 2: skipping a lone outlier).
+    gaps = [g for g in (1, 2) if k > g]
+    moves = {g: _moves(xy, tt, g, m) for g in gaps}
+    if 2 in moves:
+        # Only a spike may be skipped: the fix lies well off the way between its neighbours.
+        detour = moves[1]["gc"][:-1] + moves[1]["gc"][1:] - moves[2]["gc"]
+        moves[2]["skippable"] = detour > 4.0 * m.sigma_m
+    search = float(
+        min(max(max(float(mv["search"].max()) for mv in moves.values()), 1.0), MAX_SEARCH_M)
+    )
     owner = np.repeat(np.arange(k), sizes)  # fix (0..k-1) of each candidate
     src = np.unique(exit_node[owner < k - 1][np.isfinite(exit_cost[owner < k - 1])])
     dst = np.unique(entry_node[owner > 0][np.isfinite(entry_cost[owner > 0])])
@@ -391,114 +407,119 @@ def _match_one(
     )
     row_of = np.full(graph.n_nodes, -1, dtype=np.int64)
     row_of[src] = np.arange(len(src))
-
-    # Transitions of every step at once: pairs (a, b) of consecutive fixes' candidates.
-    first = np.r_[0, np.cumsum(sizes)]
-    na, nb = sizes[:-1], sizes[1:]
-    n_pairs = na * nb
-    ps = np.repeat(np.arange(k - 1), n_pairs)
-    off = np.arange(int(n_pairs.sum())) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
-    pa = first[ps] + off // nb[ps]
-    pb = first[ps + 1] + off % nb[ps]
-    route = np.full(len(pa), _INF)
-    slot = np.full(len(pa), -1, dtype=np.int64)  # 2*exit + entry of the best way, -1 direct
-    for i in (0, 1):
-        rows = row_of[exit_node[pa, i]]
-        for j in (0, 1):
-            via = exit_cost[pa, i] + entry_cost[pb, j]
-            ok = np.isfinite(via) & (rows >= 0)
-            d = np.full(len(pa), _INF)
-            d[ok] = dist[rows[ok], local_of[entry_node[pb[ok], j]]] + via[ok]
-            better = d < route
-            route[better] = d[better]
-            slot[better] = 2 * i + j
-    same = piece[pa] == piece[pb]
-    delta = (frac[pb] - frac[pa]) * length[pa]
-    direct = np.where(
-        same & ((fwd[pa] & (delta >= 0)) | (bwd[pa] & (delta <= 0))),
-        np.abs(delta),
-        np.where(same & (np.abs(delta) <= m.sigma_m), np.abs(delta), _INF),
-    )
-    better = direct <= route
-    route[better] = direct[better]
-    slot[better] = -1
-    beta = m.beta_m + m.beta_share * gc[ps]
-    trans = -np.abs(route - gc[ps]) / beta
-    trans[~(route <= limit[ps])] = -_INF
-    # A move the network cannot explain (a missing street, a one-way driven against): a jump
-    # at a fixed cost, counted as the great circle, rather than an invented loop.
-    feasible = gc <= m.max_speed_ms * dt_s
-    explained = (trans >= -m.jump_penalty) & (
-        route <= np.maximum(m.detour_speed_ms * dt_s, 1.25 * gc)[ps] + 4.0 * m.sigma_m
-    )
-    trans = np.where(explained, trans, np.where(feasible[ps], -m.jump_penalty, -_INF))
+    ends = _Ends(piece, frac, length, fwd, bwd, exit_node, exit_cost, entry_node, entry_cost)
+    trans = {
+        g: _transitions(g, moves[g], sizes, first, ends, dist, row_of, local_of, m) for g in gaps
+    }
     emission = -0.5 * (cand.dist[flat] / m.sigma_m) ** 2
 
-    # Viterbi with breaks.
-    score = emission[first[0] : first[1]].copy()
+    # Viterbi with breaks: each fix's best candidates come from the fix before it, or from the
+    # one before that (the fix between skipped as an outlier, at a cost).
+    scores: list[NDArray[np.float64]] = [emission[first[0] : first[1]].copy()]
     back = np.full(len(flat), -1, dtype=np.int64)
-    seg_start = [0]
-    end_scores = []  # Viterbi scores at the last fix of each segment
-    ptr = np.r_[0, np.cumsum(sizes[:-1] * sizes[1:])]
-    for s in range(k - 1):
-        na, nb = sizes[s], sizes[s + 1]
-        tr = trans[ptr[s] : ptr[s + 1]].reshape(na, nb)
-        total = score[:, None] + tr
-        best = np.argmax(total, axis=0)
-        top = total[best, np.arange(nb)]
-        if np.isneginf(top).all():
-            seg_start.append(s + 1)
-            end_scores.append(score)
-            score = emission[first[s + 1] : first[s + 2]].copy()
+    back_gap = np.zeros(len(flat), dtype=np.int64)
+    segments: list[tuple[int, int]] = []
+    seg_start = 0
+    for s in range(1, k):
+        nb = sizes[s]
+        best = np.full(nb, -_INF)
+        best_from = np.full(nb, -1, dtype=np.int64)
+        best_gap = np.zeros(nb, dtype=np.int64)
+        for g in gaps:
+            p = s - g
+            if p < seg_start:
+                continue
+            tg = trans[g]
+            tr = tg["trans"][tg["ptr"][p] : tg["ptr"][p + 1]].reshape(sizes[p], nb)
+            total = scores[p][:, None] + tr
+            arg = np.argmax(total, axis=0)
+            top = total[arg, np.arange(nb)]
+            better = top > best
+            best[better] = top[better]
+            best_from[better] = first[p] + arg[better]
+            best_gap[better] = g
+        em = emission[first[s] : first[s + 1]]
+        if np.isneginf(best).all():
+            segments.append((seg_start, s))
+            seg_start = s
+            scores.append(em.copy())
             continue
-        back[first[s + 1] : first[s + 2]] = first[s] + best
-        score = top + emission[first[s + 1] : first[s + 2]]
-    # Backtrack each segment.
+        back[first[s] : first[s + 1]] = best_from
+        back_gap[first[s] : first[s + 1]] = best_gap
+        scores.append(best + em)
+    segments.append((seg_start, k))
+
+    # Backtrack each segment: the chosen candidates, fix by fix (-1: skipped as an outlier).
     chosen = np.full(k, -1, dtype=np.int64)
-    end_scores.append(score)
-    seg_end = [*seg_start[1:], k]
-    for s0, s1, final in zip(seg_start, seg_end, end_scores, strict=True):
-        last = s1 - 1
-        c = first[last] + int(np.argmax(final))
-        chosen[last] = c
-        for f in range(last, s0, -1):
+    via_gap = np.zeros(k, dtype=np.int64)  # gap of the move into each chosen fix (0: first)
+    for s0, s1 in segments:
+        c = first[s1 - 1] + int(np.argmax(scores[s1 - 1]))
+        f = s1 - 1
+        while True:
+            chosen[f] = c
+            if f == s0:
+                break
+            g = int(back_gap[c])
+            via_gap[f] = g
             c = int(back[c])
-            chosen[f - 1] = c
-    # Lengths: routes within segments, great circle across breaks.
-    step_pair = ptr[:-1] + (chosen[:-1] - first[:-2]) * sizes[1:] + (chosen[1:] - first[1:-1])
-    broken = np.zeros(k - 1, dtype=bool)
-    broken[[s - 1 for s in seg_start[1:]]] = True
-    # A break over a step faster than max_speed_kmh is a GPS jump: it adds nothing.
-    jumped = ~broken & ~explained[step_pair]
-    step_len = np.where(broken, np.where(feasible, gc, 0.0), np.where(jumped, gc, route[step_pair]))
-    row["n_jumps"] = int(jumped.sum())
-    row["unexplained_m"] = float(step_len[broken | jumped].sum())
+            f -= g
+    kept_fix = np.flatnonzero(chosen >= 0)
+    # Moves between consecutive chosen fixes: along a route, or a break between segments.
+    seg_first = {s0 for s0, _ in segments}
+    step_len = np.zeros(len(kept_fix))
+    is_jump = np.zeros(len(kept_fix), dtype=bool)
+    is_break = np.zeros(len(kept_fix), dtype=bool)
+    pair_of = np.full(len(kept_fix), -1, dtype=np.int64)
+    for i in range(1, len(kept_fix)):
+        f_to, f_from = int(kept_fix[i]), int(kept_fix[i - 1])
+        if f_to in seg_first:
+            gc = float(moves[1]["gc"][f_from])
+            feasible = bool(moves[1]["feasible"][f_from])
+            is_break[i] = True
+            # A break over a step faster than max_speed_kmh is a GPS jump: it adds nothing.
+            step_len[i] = gc if feasible else 0.0
+            continue
+        g = int(via_gap[f_to])
+        tg = trans[g]
+        k_pair = int(
+            tg["ptr"][f_from]
+            + (chosen[f_from] - first[f_from]) * sizes[f_to]
+            + (chosen[f_to] - first[f_to])
+        )
+        pair_of[i] = k_pair
+        if tg["explained"][k_pair]:
+            step_len[i] = float(tg["route"][k_pair])
+        else:
+            is_jump[i] = True
+            step_len[i] = float(moves[g]["gc"][f_from])
+    chosen_c = chosen[kept_fix]
+    row["n_jumps"] = int(is_jump.sum())
+    row["n_skipped"] = int(k - len(kept_fix))
+    row["unexplained_m"] = float(step_len[is_break | is_jump].sum())
     row["matched_m"] = float(step_len.sum())
-    row["n_breaks"] = len(seg_start) - 1
-    row["mean_snap_m"] = float(cand.dist[flat[chosen]].mean())
-    row["origin_piece"] = int(piece[chosen[0]])
-    row["origin_fraction"] = float(frac[chosen[0]])
-    row["destination_piece"] = int(piece[chosen[-1]])
-    row["destination_fraction"] = float(frac[chosen[-1]])
+    row["n_breaks"] = len(segments) - 1
+    row["mean_snap_m"] = float(cand.dist[flat[chosen_c]].mean())
+    row["origin_piece"] = int(piece[chosen_c[0]])
+    row["origin_fraction"] = float(frac[chosen_c[0]])
+    row["destination_piece"] = int(piece[chosen_c[-1]])
+    row["destination_fraction"] = float(frac[chosen_c[-1]])
     positions = {
-        int(f): (int(piece[c]), float(frac[c]), float(d))
-        for f, c, d in zip(fixes, chosen, np.r_[0.0, step_len], strict=True)
+        int(fixes[f]): (int(piece[c]), float(frac[c]), float(d))
+        for f, c, d in zip(kept_fix.tolist(), chosen_c.tolist(), step_len.tolist(), strict=True)
     }
     path: list[tuple[int, float, float]] = []
     if with_paths:
-        for s in range(k - 1):
-            if broken[s] or jumped[s]:
+        for i in range(1, len(kept_fix)):
+            if is_break[i] or is_jump[i]:
                 continue
+            g = int(via_gap[kept_fix[i]])
             path.extend(
                 _step_pieces(
                     graph,
-                    chosen[s],
-                    chosen[s + 1],
-                    int(slot[step_pair[s]]),
-                    piece,
-                    frac,
-                    exit_node,
-                    entry_node,
+                    int(chosen_c[i - 1]),
+                    int(chosen_c[i]),
+                    int(trans[g]["slot"][pair_of[i]]),
+                    ends,
                     pred,
                     row_of,
                     local_of,
@@ -506,6 +527,107 @@ def _match_one(
                 )
             )
     return row, positions, path
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """Per candidate: its piece and fraction, and its two exits and two entries (node, cost)."""
+
+    piece: NDArray[np.int64]
+    frac: NDArray[np.float64]
+    length: NDArray[np.float64]
+    fwd: NDArray[np.bool_]
+    bwd: NDArray[np.bool_]
+    exit_node: NDArray[np.int64]
+    exit_cost: NDArray[np.float64]
+    entry_node: NDArray[np.int64]
+    entry_cost: NDArray[np.float64]
+
+
+def _moves(
+    xy: NDArray[np.float64], t: NDArray[np.int64], gap: int, m: _Model
+) -> dict[str, NDArray[Any]]:
+    """Straight moves from each fix to the ``gap``-th next: length, time, and route bounds."""
+    gc = np.hypot(*(xy[gap:] - xy[:-gap]).T)
+    dt_s = (t[gap:] - t[:-gap]) / 1e9
+    limit = m.max_speed_ms * dt_s + 2.0 * m.radius_m
+    # Routes longer than this are unexplained (a jump): Dijkstra need not look farther.
+    believed = np.maximum(m.detour_speed_ms * dt_s, 1.25 * gc) + 4.0 * m.sigma_m
+    explained_m = np.minimum(gc + m.jump_penalty * (m.beta_m + m.beta_share * gc), believed)
+    return {
+        "gc": gc,
+        "dt_s": dt_s,
+        "limit": limit,
+        "believed": believed,
+        "feasible": gc <= m.max_speed_ms * dt_s,
+        "search": np.minimum(limit, explained_m),
+    }
+
+
+def _transitions(
+    gap: int,
+    mv: dict[str, NDArray[Any]],
+    sizes: NDArray[np.int64],
+    first: NDArray[np.int64],
+    e: _Ends,
+    dist: NDArray[np.float64],
+    row_of: NDArray[np.int64],
+    local_of: NDArray[np.int64],
+    m: _Model,
+) -> dict[str, NDArray[Any]]:
+    """Every pair (a, b) of candidates of fixes ``s`` and ``s + gap``: route and log-likelihood.
+
+    Pairs of step ``s`` are ``ptr[s]:ptr[s + 1]``, ``a`` major. A move the network cannot
+    explain (a missing street, a one-way street driven against): a jump at the fixed cost
+    ``jump_penalty``, counted as the great circle, rather than an invented loop. Over a skipped
+    fix (``gap`` 2: a spike, off the way between its neighbours by more than ``4·sigma_m``)
+    only explained routes are allowed, at the cost ``jump_penalty``.
+    """
+    n_steps = len(sizes) - gap
+    na, nb = sizes[:n_steps], sizes[gap:]
+    n_pairs = na * nb
+    ps = np.repeat(np.arange(n_steps), n_pairs)
+    off = np.arange(int(n_pairs.sum())) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
+    pa = first[ps] + off // nb[ps]
+    pb = first[ps + gap] + off % nb[ps]
+    route = np.full(len(pa), _INF)
+    slot = np.full(len(pa), -1, dtype=np.int64)  # 2*exit + entry of the best way, -1 direct
+    for i in (0, 1):
+        rows = row_of[e.exit_node[pa, i]]
+        for j in (0, 1):
+            via = e.exit_cost[pa, i] + e.entry_cost[pb, j]
+            ok = np.isfinite(via) & (rows >= 0)
+            d = np.full(len(pa), _INF)
+            d[ok] = dist[rows[ok], local_of[e.entry_node[pb[ok], j]]] + via[ok]
+            better = d < route
+            route[better] = d[better]
+            slot[better] = 2 * i + j
+    same = e.piece[pa] == e.piece[pb]
+    delta = (e.frac[pb] - e.frac[pa]) * e.length[pa]
+    direct = np.where(
+        same & ((e.fwd[pa] & (delta >= 0)) | (e.bwd[pa] & (delta <= 0))),
+        np.abs(delta),
+        np.where(same & (np.abs(delta) <= m.sigma_m), np.abs(delta), _INF),
+    )
+    better = direct <= route
+    route[better] = direct[better]
+    slot[better] = -1
+    gc = mv["gc"][ps]
+    trans = -np.abs(route - gc) / (m.beta_m + m.beta_share * gc)
+    trans[~(route <= mv["limit"][ps])] = -_INF
+    explained = (trans >= -m.jump_penalty) & (route <= mv["believed"][ps])
+    if gap == 1:
+        trans = np.where(explained, trans, np.where(mv["feasible"][ps], -m.jump_penalty, -_INF))
+    else:
+        ok = explained & mv["skippable"][ps]
+        trans = np.where(ok, trans - m.jump_penalty, -_INF)
+    return {
+        "route": route,
+        "slot": slot,
+        "trans": trans,
+        "explained": explained,
+        "ptr": np.r_[0, np.cumsum(n_pairs)],
+    }
 
 
 def _subgraph(
@@ -546,20 +668,18 @@ def _step_pieces(
     a: int,
     b: int,
     slot: int,
-    piece: NDArray[np.int64],
-    frac: NDArray[np.float64],
-    exit_node: NDArray[np.int64],
-    entry_node: NDArray[np.int64],
+    e: _Ends,
     pred: NDArray[np.int32],
     row_of: NDArray[np.int64],
     local_of: NDArray[np.int64],
     local_nodes: NDArray[np.int64],
 ) -> list[tuple[int, float, float]]:
     """Pieces driven from candidate ``a`` to candidate ``b`` by the way ``slot``."""
+    piece, frac = e.piece, e.frac
     if slot < 0:
         return [(int(piece[a]), float(frac[a]), float(frac[b]))]
     i, j = divmod(slot, 2)
-    src, dst = int(exit_node[a, i]), int(entry_node[b, j])
+    src, dst = int(e.exit_node[a, i]), int(e.entry_node[b, j])
     steps = [(int(piece[a]), float(frac[a]), 1.0 if i == 0 else 0.0)]
     p = pred[row_of[src]]
     nodes = [int(local_of[dst])]
@@ -569,12 +689,12 @@ def _step_pieces(
     m = graph.matrix
     for x, y in zip(nodes[:-1], nodes[1:], strict=True):
         lo, hi = m.indptr[x], m.indptr[x + 1]
-        e = lo + int(np.searchsorted(m.indices[lo:hi], y))
-        forward = bool(graph.edge_forward[e])
+        edge = lo + int(np.searchsorted(m.indices[lo:hi], y))
+        forward = bool(graph.edge_forward[edge])
         steps.append(
-            (int(graph.edge_piece[e]), 0.0, 1.0)
+            (int(graph.edge_piece[edge]), 0.0, 1.0)
             if forward
-            else (int(graph.edge_piece[e]), 1.0, 0.0)
+            else (int(graph.edge_piece[edge]), 1.0, 0.0)
         )
     steps.append((int(piece[b]), 0.0 if j == 0 else 1.0, float(frac[b])))
     return steps

@@ -119,6 +119,7 @@ def citizen_map(
     timezone: str = DEFAULT_TIMEZONE,
     tiles: str | None = OSM_TILES,
     attribution: str = OSM_ATTRIBUTION,
+    title: str = "Táxis acessíveis livres perto de você — Pontual",
 ) -> folium.Map:
     """Map the free accessible taxis at ``at`` (coarsened, no ids) and the stands' supply.
 
@@ -260,14 +261,19 @@ def citizen_map(
         if bounds
         else (0.0, 0.0)
     )
-    fmap = base_map(location=centre, tiles=tiles, attribution=attribution)
+    fmap = base_map(location=centre, tiles=tiles, attribution=attribution, title=title)
     local = at.tz_convert(timezone).strftime("%d/%m/%Y %H:%M")
     legend = {
         "title": "Táxis acessíveis",
         "items": [
-            [TAXI_COLOUR, "Táxi acessível livre (posição aproximada)"],
-            [SUPPLY_COLOUR, f"Ponto com táxi acessível livre em até {nearby_m:.0f} m"],
-            [NO_SUPPLY_COLOUR, "Outro ponto de táxi"],
+            [TAXI_COLOUR, "Táxi acessível livre (posição aproximada)", "taxis", "dot"],
+            [
+                SUPPLY_COLOUR,
+                f"Ponto com táxi acessível livre em até {nearby_m:.0f} m",
+                "stands_supply",
+                "dot",
+            ],
+            [NO_SUPPLY_COLOUR, "Outro ponto de táxi", "stands_other", "dot"],
         ],
         "note": f"Situação às {local}."
         + (f" {note}" if note else "")

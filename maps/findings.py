@@ -32,20 +32,22 @@ from maps._layers import (
     render_layers,
 )
 from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
+from tracking.detectors.findings import KIND_NAMES
 
-KIND_LABELS = {
-    "unlicensed_stand_use": ("Embarque em ponto sem licença", "#d7301f"),
-    "habitual_absence": ("Ausência habitual do ponto", "#807dba"),
-    "illegal_stand_formation": ("Formação de ponto irregular", "#e6550d"),
-    "longer_route": ("Percurso mais longo", "#3182bd"),
-    "tracking_gap": ("Falha de rastreamento", "#636363"),
-    "gps_anomaly": ("Salto de GPS impossível", "#969696"),
-    "operating_while_barred": ("Operação irregular (situação/documentos)", "#a50f15"),
-    "inactivity": ("Inatividade", "#74c476"),
-    "outside_municipality": ("Embarque fora do município", "#fd8d3c"),
-    "queue_jump": ("Desrespeito à fila", "#c51b8a"),
-    "flag2_misuse": ("Bandeira 2 indevida", "#fec44f"),
+_KIND_COLOURS = {
+    "unlicensed_stand_use": "#d7301f",
+    "habitual_absence": "#807dba",
+    "illegal_stand_formation": "#e6550d",
+    "longer_route": "#3182bd",
+    "tracking_gap": "#636363",
+    "gps_anomaly": "#969696",
+    "operating_while_barred": "#a50f15",
+    "inactivity": "#74c476",
+    "outside_municipality": "#fd8d3c",
+    "queue_jump": "#c51b8a",
+    "flag2_misuse": "#fec44f",
 }
+KIND_LABELS = {kind: (KIND_NAMES[kind], colour) for kind, colour in _KIND_COLOURS.items()}
 METER_LABELS = {"free": "Livre", "occupied": "Ocupado", "off": "Desligado"}
 METER_COLOURS = {"free": "#1a9850", "occupied": "#2c7fb8", "off": "#969696"}
 DRIVEN_COLOUR = "#7b3294"
@@ -58,29 +60,56 @@ _FINDING_POPUP = {
     "title": None,
     "fields": [
         ["finding_id", "Achado", "text"],
-        ["vehicle_id", "Veículo", "text"],
-        ["stand_id", "Ponto", "text"],
+        ["vehicle_id", "Veículo", "text", "skip_null"],
+        ["stand_id", "Ponto", "text", "skip_null"],
         ["t0", "Início", "time"],
         ["t1", "Fim", "time"],
         ["confidence", "Confiança", "pct"],
-        ["resumo", "Evidência", "text", "skip_null"],
+        ["resumo", "Medido", "text", "skip_null"],
     ],
 }
+HIDDEN_KINDS = ("gps_anomaly",)
+"""Kinds whose layer starts off: GPS jumps draw long lines across the city (anomalies of the
+device, not of the driver's conduct); the layer control turns them on."""
+
+
+def _num(value: float, decimals: int = 0) -> str:
+    text = f"{value:,.{decimals}f}"
+    return text.replace(",", "\x00").replace(".", ",").replace("\x00", ".")
 
 
 def _summary(kind: str, details: Any) -> str | None:
-    """One pt-BR line of the measured evidence, for the popup."""
+    """One pt-BR line of what was measured, with the threshold it was compared with."""
     if not isinstance(details, dict):
         return None
+    limits = details.get("thresholds") or {}
     if kind == "longer_route" and details.get("driven_m") and details.get("reference_m"):
+        ratio = _num(details.get("ratio", 0), 2)
         return (
-            f"percorrido {details['driven_m'] / 1000:.2f} km × referência "
-            f"{details['reference_m'] / 1000:.2f} km (razão {details.get('ratio', 0):.2f})"
-        ).replace(".", ",")
+            f"percorrido {_num(details['driven_m'] / 1000, 2)} km × referência "
+            f"{_num(details['reference_m'] / 1000, 2)} km (razão {ratio})"
+        )
     if kind == "illegal_stand_formation" and "n_vehicles" in details:
         return (
             f"{details['n_vehicles']} veículos, {details.get('n_days', '?')} dias, "
             f"{details.get('n_stops', '?')} paradas"
+        )
+    if kind == "gps_anomaly" and "implied_speed_kmh" in details and "distance_m" in details:
+        limit = limits.get("max_speed_kmh")
+        return (
+            f"salto de {_num(details['distance_m'] / 1000, 2)} km em "
+            f"{_num(details.get('dt_s', 0))} s: {_num(details['implied_speed_kmh'])} km/h"
+            + (f" (limite {_num(limit)} km/h)" if limit is not None else "")
+        )
+    if kind == "tracking_gap" and "gap_s" in details:
+        limit = limits.get("max_gap_s")
+        return f"sem posições por {_num(details['gap_s'] / 60, 1)} min" + (
+            f" (limite {_num(limit / 60, 1)} min)" if limit is not None else ""
+        )
+    if kind == "outside_municipality" and details.get("distance_to_boundary_m") is not None:
+        limit = limits.get("boundary_tolerance_m")
+        return f"embarque a {_num(details['distance_to_boundary_m'])} m fora do limite" + (
+            f" (tolerância {_num(limit)} m)" if limit is not None else ""
         )
     return None
 
@@ -92,6 +121,9 @@ def _text(values: pd.Series) -> list[Any]:
     ]
 
 
+STAND_COLOUR = "#bdbdbd"
+
+
 def _stands_layer(stands: gpd.GeoDataFrame) -> dict[str, Any]:
     names = stands["name"] if "name" in stands.columns else stands["stand_id"]
     return layer_spec(
@@ -99,7 +131,7 @@ def _stands_layer(stands: gpd.GeoDataFrame) -> dict[str, Any]:
         label=f"Pontos de táxi ({len(stands)})",
         geometry=stands.geometry,
         props={"stand_id": _text(stands["stand_id"]), "name": _text(names)},
-        style={"color": "#333333", "weight": 1, "fillColor": "#bdbdbd", "fillOpacity": 0.5},
+        style={"color": "#333333", "weight": 1, "fillColor": STAND_COLOUR, "fillOpacity": 0.5},
         shape_style={"fillOpacity": 0.3},
         popup={
             "type": "fields",
@@ -146,6 +178,7 @@ def _kind_layer(kind: str, group: gpd.GeoDataFrame) -> dict[str, Any]:
         shape_style={"weight": 2, "fillOpacity": 0.25},
         popup=_FINDING_POPUP | {"title_text": label},
         time={"start": "t0", "window_s": None},
+        show=kind not in HIDDEN_KINDS,
     )
 
 
@@ -245,10 +278,9 @@ def _fixes_layer(fixes: pd.DataFrame, *, trail_s: float, max_fixes: int) -> dict
         if "meter" in frame.columns
         else pd.Series([None] * len(frame), index=frame.index)
     )
-    sampled = "" if len(frame) == total else f", 1 a cada {int(np.ceil(total / max_fixes))}"
     return layer_spec(
         layer_id="fixes",
-        label=f"Posições GPS (últimos {trail_s / 60:.0f} min do replay; {len(frame)}{sampled})",
+        label="Posições GPS recentes",
         geometry=gpd.GeoSeries(
             gpd.points_from_xy(frame["lon"].to_numpy(), frame["lat"].to_numpy()), crs=4326
         ),
@@ -267,6 +299,7 @@ def _fixes_layer(fixes: pd.DataFrame, *, trail_s: float, max_fixes: int) -> dict
         },
         time={"start": "t0", "window_s": trail_s},
         z=1,
+        meta={"total": total, "shown": len(frame), "step": step},
     )
 
 
@@ -280,8 +313,12 @@ def findings_map(
     max_fixes: int = 50_000,
     tiles: str | None = OSM_TILES,
     attribution: str = OSM_ATTRIBUTION,
+    title: str = "Fiscalização: achados por tipo — Pontual",
 ) -> folium.Map:
     """Map stands and findings, one layer per kind, with detour evidence and a replay slider.
+
+    GPS jumps (``gps_anomaly``) start hidden (:data:`HIDDEN_KINDS`); the legend has an entry
+    for every layer (dimmed while it is off) and says how the replayed fixes were sampled.
 
     Parameters
     ----------
@@ -327,7 +364,7 @@ def findings_map(
         if bounds
         else (0.0, 0.0)
     )
-    fmap = base_map(location=centre, tiles=tiles, attribution=attribution)
+    fmap = base_map(location=centre, tiles=tiles, attribution=attribution, title=title)
     layers: list[dict[str, Any]] = []
     if len(stands):
         layers.append(_stands_layer(stands))
@@ -353,23 +390,42 @@ def findings_map(
             "max": hi,
             "step": max(1, (hi - lo) // 1000),
         }
-    legend = {
-        "title": "Achados por tipo",
-        "items": [
-            [KIND_LABELS.get(str(k), (str(k), "#000000"))[1], KIND_LABELS.get(str(k), (k, ""))[0]]
-            for k in sorted(drawn["kind"].unique())
-        ],
-    }
+    items: list[list[Any]] = []
+    if len(stands):
+        items.append([STAND_COLOUR, "Ponto de táxi", "stands"])
+    for kind in sorted(drawn["kind"].unique()):
+        label, colour = KIND_LABELS.get(str(kind), (str(kind), "#000000"))
+        off = " (camada desligada: ligue-a no controle)" if kind in HIDDEN_KINDS else ""
+        items.append([colour, label + off, f"kind:{kind}", "dot"])
     if any(layer["id"] == "detours" for layer in layers):
-        legend["items"] += [
-            [DRIVEN_COLOUR, "Trajeto percorrido"],
-            [REFERENCE_COLOUR, "Rota de referência (tracejada)"],
+        items += [
+            [DRIVEN_COLOUR, "Percurso mais longo: trajeto percorrido", "detours", "line"],
+            [REFERENCE_COLOUR, "Percurso mais longo: rota de referência", "detours", "dash"],
         ]
+    note = None
+    fix_layer = next((layer for layer in layers if layer["id"] == "fixes"), None)
+    if fix_layer is not None:
+        items.append([None, "Posições GPS, pelo taxímetro", "fixes"])
+        items += [[METER_COLOURS[m], METER_LABELS[m], "fixes", "dot"] for m in METER_COLOURS]
+        items.append(["#525252", "taxímetro não informado", "fixes", "dot"])
+        meta = fix_layer["meta"]
+        note = (
+            f"Posições: as dos {trail_s / 60:.0f} min antes do instante escolhido no replay"
+            + (
+                f"; uma em cada {meta['step']} ({meta['shown']:,} de {meta['total']:,})".replace(
+                    ",", "."
+                )
+                if meta["step"] > 1
+                else ""
+            )
+            + "."
+        )
+    legend = {"title": "Achados por tipo", "items": items, "note": note}
     return render_layers(
         fmap,
         layers=layers,
         timezone=timezone,
         bounds=bounds,
-        legend=legend if legend["items"] else None,
+        legend=legend if items else None,
         slider=slider,
     )

@@ -59,6 +59,7 @@ def base_map(
     zoom_start: int = 13,
     tiles: str | None = OSM_TILES,
     attribution: str = OSM_ATTRIBUTION,
+    title: str = "Mapa — Pontual",
 ) -> folium.Map:
     """Return a folium map with Leaflet inlined and no CDN reference.
 
@@ -72,8 +73,12 @@ def base_map(
         URL template of the tile source, or None for no basemap.
     attribution
         Attribution shown for the tile source.
+    title
+        The page's ``<title>`` (pt-BR: what the map shows).
     """
-    fmap = folium.Map(location=list(location), zoom_start=zoom_start, tiles=None)
+    # zoomSnap 0.25: the data framed beside the legend need not drop a whole zoom level
+    fmap = folium.Map(location=list(location), zoom_start=zoom_start, tiles=None, zoom_snap=0.25)
+    fmap.get_root().title = title
     fmap.default_js = []
     fmap.default_css = []
     fmap.get_root().header.add_child(RawElement(_leaflet_inline()), name="leaflet_inline")

@@ -128,6 +128,7 @@ def stand_map(
     timezone: str = DEFAULT_TIMEZONE,
     tiles: str | None = OSM_TILES,
     attribution: str = OSM_ATTRIBUTION,
+    title: str = "Pontos de táxi: ocupação e fila — Pontual",
 ) -> folium.Map:
     """Map stands coloured by the vehicles present at ``at`` against capacity.
 
@@ -235,12 +236,13 @@ def stand_map(
         if bounds
         else (0.0, 0.0)
     )
-    fmap = base_map(location=centre, tiles=tiles, attribution=attribution)
+    fmap = base_map(location=centre, tiles=tiles, attribution=attribution, title=title)
     used = [c for c in CLASSES if c[0] in set(classes)] or list(CLASSES)
     legend = {
         "title": "Ocupação agora × capacidade",
-        "items": [[colour, label] for _, colour, label in used]
-        + [[INTRUDER_OUTLINE, "Contorno grosso: intrusos no ponto"]],
+        "items": [[None, "Pontos de táxi (cor: veículos agora)", "stands"]]
+        + [[colour, label, "stands", "dot"] for _, colour, label in used]
+        + [[INTRUDER_OUTLINE, "Contorno grosso: intrusos no ponto", "stands", "line"]],
         "note": "Instante: "
         + (at.tz_convert(timezone).strftime("%d/%m/%Y %H:%M") if at is not None else "—"),
     }

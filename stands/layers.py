@@ -190,6 +190,124 @@ def read_porto_stands(path: str | Path, *, radius_m: float) -> gpd.GeoDataFrame:
     return _to_stands_frame(raw, source=p.name, unit="linha", default_radius_m=None, repair=False)
 
 
+STAND_FILE_FORMATS = ("contract", "porto", "porto_alegre")
+"""Stand files recognised by :func:`read_any_stands` (see :func:`stand_file_format`)."""
+PORTO_ALEGRE = "4314902"
+_PORTO_COLUMNS = ("ID", "Descricao", "Latitude", "Longitude")
+
+
+def stand_file_format(path: str | Path) -> str:
+    """Recognise a stands file by its columns.
+
+    Returns
+    -------
+    str
+        ``"porto"`` for Porto's CSV (``ID, Descricao, Latitude, Longitude``), ``"porto_alegre"``
+        for Porto Alegre's open-data GeoJSON (properties ``codigo`` and ``nome``, no
+        ``stand_id``), else ``"contract"``.
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".csv" and p.is_file():
+        with p.open(encoding="utf-8-sig") as fh:
+            header = {c.strip() for c in fh.readline().strip().split(",")}
+        if set(_PORTO_COLUMNS) <= header and STAND_ID not in header:
+            return "porto"
+    elif suffix in (".geojson", ".json") and p.is_file():
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8-sig"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return "contract"  # read_stands says what is wrong
+        features = doc.get("features") if isinstance(doc, dict) else None
+        first = features[0] if isinstance(features, list) and features else None
+        props = first.get("properties") if isinstance(first, dict) else None
+        if isinstance(props, dict) and {"codigo", "nome"} <= set(props) and STAND_ID not in props:
+            return "porto_alegre"
+    return "contract"
+
+
+def read_any_stands(path: str | Path, *, default_radius_m: float | None = None) -> gpd.GeoDataFrame:
+    """Read a stands file of any recognised format (:func:`stand_file_format`).
+
+    The contract's layers go through :func:`read_stands`. Porto's CSV and Porto Alegre's GeoJSON
+    are points without a radius: ``default_radius_m`` is required for them. Porto Alegre's
+    stands whose coordinate is missing or a placeholder (``coord_quality`` not ``ok``) cannot be
+    drawn: they are left out and listed in ``attrs["notes"]``.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        The stands frame; ``attrs["format"]`` is the recognised format and ``attrs["notes"]``
+        lists, in pt-BR, what was left out.
+
+    Raises
+    ------
+    MissingRadiusError
+        A format of points without radius and no ``default_radius_m``.
+    StandsError
+        As :func:`read_stands` and :func:`read_porto_stands`.
+    """
+    fmt = stand_file_format(path)
+    notes: list[str] = []
+    if fmt == "contract":
+        frame = read_stands(path, default_radius_m=default_radius_m)
+    else:
+        if default_radius_m is None:
+            what = "do Porto" if fmt == "porto" else "de Porto Alegre (dados abertos)"
+            msg = (
+                f"os pontos {what} em '{Path(path).name}' são coordenadas sem raio; "
+                "informe um raio padrão"
+            )
+            raise MissingRadiusError(msg)
+        if fmt == "porto":
+            frame = read_porto_stands(path, radius_m=default_radius_m)
+        else:
+            frame, notes = _read_porto_alegre(Path(path), radius_m=default_radius_m)
+    frame.attrs["format"] = fmt
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def _read_porto_alegre(path: Path, *, radius_m: float) -> tuple[gpd.GeoDataFrame, list[str]]:
+    """Porto Alegre's stands GeoJSON (``codigo``, ``nome``, ``coord_quality``) as stands."""
+    raw = _read_geojson(path)
+    _require_columns(raw.columns, ("codigo", "nome"), source=path.name)
+    ids = np.array([_as_text(v) for v in raw["codigo"].to_numpy(dtype=object)], dtype=object)
+    quality = (
+        raw["coord_quality"].to_numpy(dtype=object)
+        if "coord_quality" in raw.columns
+        else np.full(len(raw), "ok", dtype=object)
+    )
+    geoms = np.asarray(raw.geometry.values, dtype=object)
+    null = np.asarray(shapely.is_missing(geoms), dtype=bool)
+    null[~null] = shapely.is_empty(geoms[~null])
+    placeholder = ~null & np.array([q not in (None, "ok") for q in quality], dtype=bool)
+    usable = ~null & ~placeholder
+    notes = []
+    for mask, why in (
+        (null, "sem coordenada no arquivo"),
+        (placeholder, "com coordenada provisória (a mesma de outros pontos)"),
+    ):
+        if mask.any():
+            shown = ", ".join(sorted((str(v) for v in ids[mask]), key=lambda s: (len(s), s)))
+            notes.append(f"{int(mask.sum())} ponto(s) {why}, fora da análise: {shown}")
+    kept = raw.loc[usable]
+    stands = gpd.GeoDataFrame(
+        {
+            STAND_ID: ids[usable],
+            NAME: kept["nome"].to_numpy(dtype=object),
+            MUNICIPALITY: PORTO_ALEGRE,
+            RADIUS_M: float(radius_m),
+        },
+        geometry=geoms[usable],
+        crs=WGS84,
+    )
+    frame = _to_stands_frame(
+        stands, source=path.name, unit="feição", default_radius_m=None, repair=False
+    )
+    return frame, notes
+
+
 def validate_stands(gdf: gpd.GeoDataFrame) -> None:
     """Check that a frame honours the stands contract, or raise a named error.
 
@@ -380,7 +498,7 @@ def _to_stands_frame(
     repair: bool,
 ) -> gpd.GeoDataFrame:
     if default_radius_m is not None and not _positive(default_radius_m):
-        msg = f"'default_radius_m' era {default_radius_m!r}; esperado um número finito > 0 (metros)"
+        msg = f"o raio padrão era {default_radius_m!r}; esperado um número finito > 0 (metros)"
         raise InvalidRadiusError(msg)
     _require_columns(raw.columns, (STAND_ID,), source=source)
     n = len(raw)
@@ -450,7 +568,8 @@ def _radii(
             if default is None:
                 msg = (
                     f"ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}') é um Point sem "
-                    "'radius_m' e não há raio padrão; informe radius_m ou default_radius_m"
+                    "'radius_m' e não há raio padrão; informe 'radius_m' no arquivo ou um raio "
+                    "padrão"
                 )
                 raise MissingRadiusError(msg)
             radius[i] = default

@@ -159,3 +159,32 @@ def run_pontual() -> Callable[..., subprocess.CompletedProcess[str]]:
         )
 
     return run
+
+
+CHROMIUM = Path(os.environ.get("PONTUAL_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Headless Debian Chromium through Playwright, one for the whole session.
+
+    One place only: two sync Playwright drivers cannot run at once in a thread, so the map
+    tests and the web console tests share this one.
+    """
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM} (Debian package 'chromium')")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
+        yield browser
+        browser.close()

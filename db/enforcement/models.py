@@ -133,6 +133,12 @@ class Proposal(Base):
         CheckConstraint("status IN (" + ", ".join(f"'{s}'" for s in STATUSES) + ")", name="status"),
         CheckConstraint("committed_until >= committed_at", name="committed_order"),
         Index("ix_proposals_reincidence", "vehicle_id", "municipality_code", "rule_key"),
+        # The agent's queue (api/proposal_queue.py): its order, its kind and stand filters, and
+        # the counts per status and kind read from an index instead of the wide rows.
+        Index("ix_proposals_queue_order", "committed_at", "proposal_id"),
+        Index("ix_proposals_kind_committed", "kind", "committed_at"),
+        Index("ix_proposals_stand_committed", text("(document ->> 'stand_id')"), "committed_at"),
+        Index("ix_proposals_facets", "status", "kind", "committed_at", "confidence"),
     )
 
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tracking import frames as fr
 
@@ -349,3 +350,110 @@ class TestAnalyzeDaskEngine:
             assert a == (tmp_path / "dask" / name).read_bytes(), name
         summary = json.loads((tmp_path / "dask" / "summary.json").read_text())
         assert summary["vehicles"] >= 30 and summary["visits"] > 0
+
+
+def _porto_sample(tmp_path: Path, *, n: int = 40) -> Path:
+    """The first ``n`` real Porto trips (ECML/PKDD format), as the bundled file has them."""
+    trips = tmp_path / "porto.csv"
+    pd.read_csv(DATA / "porto/derived/trips_combined.csv", nrows=n).to_csv(trips, index=False)
+    return trips
+
+
+POA_STANDS = DATA / "brazil/taxi_stands/pontos_taxi_poa_2020-03-10.geojson"
+PORTO_STANDS = DATA / "porto/derived/taxi_stands.csv"
+
+
+class TestFirstHour:
+    def test_bundled_stand_files_as_they_are(self, run_pontual, tmp_path):
+        """Porto's CSV and Porto Alegre's GeoJSON load as they are, with --stand-radius-m; the
+        15 Porto Alegre stands without a usable coordinate are named as left out."""
+        trips = _porto_sample(tmp_path)
+        for stands, radius in ((PORTO_STANDS, "100"), (POA_STANDS, "30")):
+            out = tmp_path / stands.stem
+            done = run_pontual(
+                "analyze", "--pings", str(trips), "--stands", str(stands),
+                "--stand-radius-m", radius, "--kinds", "nenhum", "--out", str(out),
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert (out / "stand_visits.csv").is_file()
+        assert "2 ponto(s) sem coordenada no arquivo, fora da análise: 441, 468" in done.stdout
+        assert "13 ponto(s) com coordenada provisória" in done.stdout
+
+    @pytest.mark.parametrize("stands", [PORTO_STANDS, POA_STANDS], ids=["porto", "poa"])
+    def test_missing_radius_names_the_flag(self, run_pontual, tmp_path, stands):
+        """Points without a radius: the error names --stand-radius-m, never a Python name."""
+        trips = _porto_sample(tmp_path, n=2)
+        done = run_pontual(
+            "analyze", "--pings", str(trips), "--stands", str(stands), "--out", str(tmp_path)
+        )
+        assert done.returncode == 1 and done.stderr.startswith("erro: --stands: ")
+        assert "--stand-radius-m" in done.stderr
+        assert "default_radius_m" not in done.stderr and "radius_m ou" not in done.stderr
+
+    def test_unknown_municipality_fails_like_plan(self, run_pontual, tmp_path):
+        """analyze --municipality 1234567 fails as plan does: the same pt-BR line, exit 1."""
+        trips = _porto_sample(tmp_path, n=2)
+        analyze = run_pontual(
+            "analyze", "--pings", str(trips), "--stands", str(PORTO_STANDS),
+            "--municipality", "1234567", "--out", str(tmp_path),
+        )  # fmt: skip
+        plan = run_pontual("plan", "--municipality", "1234567")
+        assert analyze.returncode == plan.returncode == 1
+        assert analyze.stderr == plan.stderr
+        assert analyze.stderr.startswith("erro: município '1234567' não encontrado")
+        assert not (tmp_path / "summary.json").exists()
+
+    def test_timezone_from_the_data(self, run_pontual, tmp_path):
+        """Porto's data give Europe/Lisbon, said in the output; no boundary is said too."""
+        trips = _porto_sample(tmp_path)
+        done = run_pontual(
+            "analyze", "--pings", str(trips), "--stands", str(PORTO_STANDS),
+            "--stand-radius-m", "100", "--out", str(tmp_path / "out"),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "Fuso horário: Europe/Lisbon (dos dados: formato do Porto, Portugal)." in (
+            done.stdout
+        )
+        assert "Limite municipal: nenhum" in done.stdout
+
+    def test_municipality_gives_zone_and_boundary(self, run_pontual, tmp_path):
+        """--municipality 1100205 gives Porto Velho's zone and bundled boundary, both said; no
+        'sem limite municipal (--boundary ou --municipality)'; kinds by their pt-BR names."""
+        pings, stands = _write_inputs(tmp_path)
+        done = run_pontual(
+            "analyze", "--pings", str(pings), "--stands", str(stands),
+            "--municipality", "1100205", "--out", str(tmp_path / "out"),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "Fuso horário: America/Porto_Velho (o de Porto Velho (1100205)" in done.stdout
+        assert "Limite municipal: o de Porto Velho (1100205), incluído no Pontual." in done.stdout
+        assert "sem limite municipal" not in done.stdout
+        assert "Inatividade: não verificado (sem frota (--fleet))" in done.stdout
+        assert "inactivity" not in done.stdout  # codes stay in the files
+
+    def test_municipality_without_bundled_boundary(self, run_pontual, tmp_path):
+        """A real municipality whose boundary is not bundled says so, naming --boundary."""
+        pings, stands = _write_inputs(tmp_path)
+        done = run_pontual(
+            "analyze", "--pings", str(pings), "--stands", str(stands),
+            "--municipality", "3550308", "--out", str(tmp_path / "out"),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "(--boundary ou --municipality)" not in done.stdout
+        assert "o de São Paulo (3550308) não vem incluído; dê o arquivo com --boundary" in (
+            done.stdout
+        )
+        summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+        assert "São Paulo" in summary["detectors_skipped"]["outside_municipality"]
+
+    def test_porto_boundary_collection(self, run_pontual, tmp_path):
+        """Porto's bundled boundary (a GeometryCollection) is read as the municipal limit."""
+        trips = _porto_sample(tmp_path)
+        done = run_pontual(
+            "analyze", "--pings", str(trips), "--stands", str(PORTO_STANDS),
+            "--stand-radius-m", "100", "--boundary",
+            str(DATA / "porto/network/porto_boundary.geojson"),
+            "--kinds", "outside_municipality", "--out", str(tmp_path / "out"),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "Limite municipal: porto_boundary.geojson (--boundary)." in done.stdout

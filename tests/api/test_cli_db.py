@@ -78,6 +78,10 @@ class TestLifecycle:
         assert (stopped.returncode, stopped.stdout.strip()) == (0, "Banco local parado.")
         status = run_pontual("db", "status", **env)
         assert "parado" in status.stdout
+        # a stopped cluster keeps its PostGIS and data: status says they are read when running
+        assert "extensão ainda não criada" not in status.stdout
+        assert "só são lidos com o servidor em execução (pontual db start)" in status.stdout
+        assert "Esquema: não verificado (servidor parado)" in status.stdout
 
 
 class TestClearErrors:

@@ -17,6 +17,7 @@ from db.migrate import upgrade
 ROOT = Path(__file__).resolve().parents[2]
 POA_STANDS = ROOT / "data" / "brazil" / "taxi_stands" / "pontos_taxi_poa_2020-03-10.geojson"
 POA_FLEET = ROOT / "data" / "brazil" / "taxi_fleet" / "frota_taxi_poa_2020-03-12.csv"
+PORTO_STANDS = ROOT / "data" / "porto" / "derived" / "taxi_stands.csv"
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -57,6 +58,17 @@ class TestImportCommands:
         assert "Com geometria utilizável: 364 de 379." in stands
         fleet = _ok(run_pontual("import", "fleet", str(POA_FLEET), **env))
         assert "3677 criados" in fleet and "2520 criadas" in fleet
+        listed = _ok(run_pontual("stands", "list", "--municipality", "4314902", **env))
+        rows = [line.split("\t") for line in listed.splitlines()[:-1]]
+        assert "tipo?" not in listed and "? vaga" not in listed
+        assert [r[0] for r in rows[:11]] == [str(i) for i in range(1, 12)]  # 10 after 9
+        assert rows[0][2:5] == [
+            "ponto fixo (tem licenças)",
+            "vagas não informadas",
+            "366 prefixo(s) licenciado(s)",
+        ]
+        unplaced = next(r for r in rows if r[0] == "441")
+        assert unplaced[2] == "tipo não informado" and "sem localização" in unplaced[5]
 
         pings = tmp_path / "pings.csv"
         pings.write_text(
@@ -68,6 +80,28 @@ class TestImportCommands:
         stored = _ok(run_pontual("import", "pings", str(pings), **env))
         assert "gravados: 1;" in stored and "rejeitados: 1 (1 novos" in stored
         assert "`pontual db partitions` (diário)" in stored  # a closed day: its place index
+
+    def test_porto_csv_as_is(self, run_pontual: Run, import_db: str) -> None:
+        """Porto's bundled stands CSV loads as it is; ids sort by their number (PT-2, PT-10)."""
+        env = {"PONTUAL_DATABASE_URL": import_db}
+        done = _ok(
+            run_pontual(
+                "import", "stands", str(PORTO_STANDS), "--stand-radius-m", "100",
+                "--id-prefix", "PT-", **env,
+            )
+        )  # fmt: skip
+        assert "63 criados" in done and "Com geometria utilizável: 63 de 63." in done
+        ids = [line.split("\t")[0] for line in _ok(run_pontual("stands", "list", **env))
+               .splitlines()[:-1]]  # fmt: skip
+        assert ids[:3] == ["PT-1", "PT-2", "PT-3"] and ids.index("PT-10") == 9
+
+    def test_bad_radius_names_the_flag(self, run_pontual: Run, import_db: str) -> None:
+        """A radius that is not > 0 is refused naming --stand-radius-m."""
+        done = run_pontual(
+            "import", "stands", str(PORTO_STANDS), "--stand-radius-m", "0",
+            PONTUAL_DATABASE_URL=import_db,
+        )  # fmt: skip
+        assert done.returncode == 1 and done.stderr.startswith("erro: --stand-radius-m era 0.0")
 
     def test_missing_file_is_an_error(self, run_pontual: Run, import_db: str) -> None:
         """A stands file that does not exist ends with 'erro:' and exit 1."""

@@ -128,5 +128,5 @@ class TestPlanCommand:
         page = out.read_text(encoding="utf-8")
         assert 'id="plan-chart"' in page and "id='planner-map'" in page
         inner = html.unescape(page)  # the map document is the iframe's srcdoc
-        assert "Embarques por c\\u00e9lula H3 (2)" in inner and "Locais candidatos (1)" in inner
+        assert "Embarques por célula H3 (2)" in inner and "Locais candidatos (1)" in inner
         assert "cdn." not in page

@@ -52,6 +52,10 @@ class TestProposalsCli:
         done = run_pontual("proposals", "list", "--municipality", "4314548", "--json", **env)
         (p,) = [r for r in json.loads(done.stdout) if r["vehicle_id"] == "CLI-1"]
         assert (p["provision"], p["status"]) == ("art. 25, X", "proposta")
+        table = run_pontual("proposals", "list", "--municipality", "4314548", **env).stdout
+        line = next(row for row in table.splitlines() if "CLI-1" in row)
+        assert line.endswith("Embarque fora do município")  # the kind for people; JSON keeps codes
+        assert p["kind"] == "outside_municipality"
 
         done = run_pontual("proposals", "confirm", p["proposal_id"], "--agent", "fiscal-9", **env)
         assert done.returncode == 1 and "Traceback" not in done.stderr

@@ -8,7 +8,7 @@ class TestRulebooksCli:
         """Pinto Bandeira's table names the provision, gravity and fine of each kind."""
         done = run_pontual("rulebooks", "--municipality", "4314548", "--markdown")
         assert done.returncode == 0, done.stderr
-        line = next(r for r in done.stdout.splitlines() if "| queue_jump |" in r)
+        line = next(r for r in done.stdout.splitlines() if "(queue_jump) |" in r)
         assert "art. 24, II" in line and "média" in line and "R$ 507,00 (a partir da 2ª)" in line
         assert "4314902" not in done.stdout
 
@@ -22,21 +22,26 @@ class TestRulebooksCli:
         def row(*parts: str) -> str:
             return next(r for r in lines if all(p in r for p in parts))
 
-        pb = row("Pinto Bandeira", "| inactivity |")
+        pb = row("Pinto Bandeira", "(inactivity) |")
         assert "sem proposta" in pb and "art. 32, VIII" in pb and "fato do cadastro" in pb
         assert "responder à exceção 'salvo com autorização do usuário'" in row(
-            "Pinto Bandeira", "| longer_route |"
+            "Pinto Bandeira", "(longer_route) |"
         )
         assert "escolher a pontuação (condutor ou autorizatário)" in row(
             "Porto Alegre", "reason=reserved"
         )
-        assert "só repetido (3 em 24 h) ou persistente (≥ 600 s)" in row("| gps_anomaly |")
+        assert "só repetido (3 em 24 h) ou persistente (≥ 600 s)" in row("(gps_anomaly) |")
         assert "numeração do inciso a confirmar no texto oficial" in row("art. 9º, VIII")
         assert all(r.count(" | ") == 7 for r in lines if r.startswith("| ")), "8 columns"
 
     def test_unknown_code(self, run_pontual) -> None:
         """An unknown code fails with one line."""
         done = run_pontual("rulebooks", "--municipality", "123")
+        assert done.returncode == 1 and done.stderr.startswith("erro: código IBGE '123' inválido")
+
+    def test_municipality_without_rulebook(self, run_pontual) -> None:
+        """A real municipality without a bundled rulebook says which ones exist."""
+        done = run_pontual("rulebooks", "--municipality", "3550308")
         assert done.returncode == 1 and done.stderr.startswith("erro: nenhum regulamento")
 
 

@@ -119,6 +119,11 @@ def _urls(app: Any, pid: str) -> list[str]:
         "finding_id": "F1",
         "proposal_id": pid,
         "municipality": POA,
+        # the console's pages (a cookie session: bearer callers are turned away)
+        "user_id": "1",
+        "device_id": "1",
+        "table": "indicadores",
+        "documento": "auto",
     }
     urls = []
     for route in iter_route_contexts(app.routes):

@@ -111,13 +111,47 @@ class TestMatchTracks:
         m = _match(lon, lat, ts)
         assert m.tracks["matched_m"].iat[0] <= true_m * 1.02
 
+    def test_sideways_outlier_near_another_street_is_skipped(self):
+        """A fix thrown 190 m sideways, 10 m from the parallel street (mid-block), is skipped:
+        not counted as two straight jumps out and back."""
+        lon, lat, ts, true_m = _drive([(0, 0), (0, 1200)], step_s=15, noise_m=3.0, seed=4)
+        k = len(lon) // 2
+        lon[k], lat[k] = (float(v) for v in _lonlat(190.0, k * 8.0 * 15.0 - 60.0))
+        m = _match(lon, lat, ts)
+        row = m.tracks.iloc[0]
+        assert row["n_skipped"] == 1
+        assert row["matched_m"] == pytest.approx(true_m, rel=0.03)
+        assert m.fix_piece[k] == -1  # the outlier has no position
+
+    def test_u_turn_tip_is_not_skipped(self):
+        """Driving 300 m past a junction and back: the far fix is the route, not an outlier."""
+        lon, lat, ts, true_m = _drive([(0, 0), (0, 700), (0, 400), (200, 400)], step_s=15)
+        m = _match(lon, lat, ts)
+        row = m.tracks.iloc[0]
+        assert row["n_skipped"] == 0
+        assert row["matched_m"] == pytest.approx(true_m, rel=0.1)
+
+    def test_a_wait_in_noisy_fixes_adds_little(self):
+        """Two minutes stopped with 10 m GPS noise, between two drives: under 30 m added."""
+        rng = np.random.default_rng(8)
+        a = _drive([(0, 0), (0, 400)], step_s=5)
+        b = _drive([(0, 400), (0, 800)], step_s=5)
+        wait = 24
+        w_lon, w_lat = _lonlat(rng.normal(0, 7, wait), 400 + rng.normal(0, 7, wait))
+        lon = np.r_[a[0], w_lon, b[0]]
+        lat = np.r_[a[1], w_lat, b[1]]
+        t_wait = a[2][-1] + 5 * NS * np.arange(1, wait + 1)
+        ts = np.r_[a[2], t_wait, b[2] + t_wait[-1] + 5 * NS]
+        m = _match(lon, lat, ts)
+        assert m.tracks["matched_m"].iat[0] == pytest.approx(800.0, abs=30.0)
+
     def test_missing_street_is_a_jump_not_a_loop(self):
         """A street absent from the network counts as the straight move, never a loop around it."""
         graph = _grid(skip={((2, 2), (2, 3)), ((2, 3), (2, 4))})
         lon, lat, ts, true_m = _drive([(400, 0), (400, 1200)], step_s=15)
         m = match_tracks(graph, np.zeros(len(lon), dtype=np.int64), lon, lat, ts)
         row = m.tracks.iloc[0]
-        assert row["n_jumps"] >= 1
+        assert row["n_jumps"] + row["n_skipped"] + row["n_breaks"] >= 1
         assert row["matched_m"] <= true_m * 1.05
 
     def test_loop_around_blocks_is_measured(self):

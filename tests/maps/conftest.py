@@ -1,39 +1,15 @@
-"""Headless Debian Chromium through Playwright, with no network: only file:// pages load."""
+"""Pages of the maps in the session's headless Chromium (``browser``, tests/conftest.py), with no
+network: only file:// pages load."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path(os.environ.get("PONTUAL_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    if not CHROMIUM.exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM} (Debian package 'chromium')")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        yield browser
-        browser.close()
-
+# ``browser``: the session's headless Chromium, in tests/conftest.py.
 
 TILE_HOSTS = ("tile.openstreetmap.org",)
 

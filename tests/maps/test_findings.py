@@ -91,7 +91,7 @@ class TestFindingsMap:
             "Percurso mais longo (1)",
             "Embarque em ponto sem licença (2)",
             "Evidência de desvio: trajeto × rota de referência (1)",
-            "Posições GPS (últimos 10 min do replay; 21)",
+            "Posições GPS recentes",
         ]
         counts = page.evaluate(
             "['stands','kind:unlicensed_stand_use','kind:illegal_stand_formation',"
@@ -160,3 +160,63 @@ class TestFindingsMap:
         naive["started_at"] = naive["started_at"].dt.tz_localize(None)
         with pytest.raises(MapInputError, match="sem fuso"):
             findings_map(make_stands(), naive)
+
+
+class TestMeasuredInPopups:
+    @pytest.mark.parametrize(
+        ("kind", "details", "expected"),
+        [
+            (
+                "gps_anomaly",
+                {
+                    "distance_m": 2217.4,
+                    "dt_s": 15.0,
+                    "implied_speed_kmh": 532.2,
+                    "thresholds": {"max_speed_kmh": 250.0},
+                },
+                "salto de 2,22 km em 15 s: 532 km/h (limite 250 km/h)",
+            ),
+            (
+                "tracking_gap",
+                {"gap_s": 1500.0, "thresholds": {"max_gap_s": 600.0}},
+                "sem posições por 25,0 min (limite 10,0 min)",
+            ),
+            (
+                "outside_municipality",
+                {"distance_to_boundary_m": 854.29, "thresholds": {"boundary_tolerance_m": 200.0}},
+                "embarque a 854 m fora do limite (tolerância 200 m)",
+            ),
+        ],
+    )
+    def test_summary_says_what_was_measured(self, kind, details, expected):
+        """The popup line gives the measure and the threshold it was compared with."""
+        from maps.findings import _summary
+
+        assert _summary(kind, details) == expected
+
+    def test_gps_jump_popup(self, open_map, tmp_path):
+        """A GPS jump's popup shows speed and distance, and no empty 'Ponto —' row."""
+        jump = make_findings(
+            [
+                {
+                    "kind": "gps_anomaly",
+                    "finding_id": "F-jump",
+                    "details": {
+                        "distance_m": 2217.4,
+                        "dt_s": 15.0,
+                        "implied_speed_kmh": 532.2,
+                        "thresholds": {"max_speed_kmh": 250.0},
+                    },
+                    "geometry": shapely.Point(-51.2200, -30.0250),
+                }
+            ]
+        )
+        fmap = findings_map(make_stands(), jump, tiles=None)
+        page, errors, _ = open_offline(open_map, fmap, tmp_path / "map.html")
+        page.evaluate("PontualMaps.maps.map.layers['stands'].group.remove()")
+        page.evaluate(
+            "PontualMaps.maps.map.layers['kind:gps_anomaly'].group.addTo(PontualMaps.maps.map.map)"
+        )
+        popup = click_row(page, "kind:gps_anomaly", 0)
+        assert "532 km/h (limite 250 km/h)" in popup and "2,22 km" in popup
+        assert "Ponto" not in popup and errors == []

@@ -6,6 +6,7 @@ import geopandas as gpd
 import pandas as pd
 import pytest
 import shapely
+from map_factories import click_row, only_tiles_failed, open_offline, overlay_labels
 
 from maps.overview import stands_trips_map
 
@@ -44,31 +45,45 @@ class TestStandsTripsMap:
         the stand's popup with its count."""
         fmap = stands_trips_map(_stands(), values=pd.Series({"1": 12, "3": 1}), tracks=_tracks())
         html = tmp_path / "map.html"
-        fmap.save(str(html))
+        page, errors, failed = open_offline(open_map, fmap, html)
         assert "cdn." not in html.read_text(encoding="utf-8")
-        page, errors, failed = open_map(html)
-        page.wait_for_selector("path.leaflet-interactive")
         assert errors == []
-        assert failed and all("tile.openstreetmap.org" in url for url in failed)
-        # 2 tracks, then per stand its polygon and its marker
-        assert page.locator("path.leaflet-interactive").count() == 2 + 3 + 3
-        labels = page.locator(".leaflet-control-layers-overlays label").all_inner_texts()
-        assert any("Pontos de táxi (3)" in t for t in labels)
-        assert any("Viagens (2)" in t for t in labels)
-        page.locator("path.leaflet-interactive").nth(5).click()  # the first stand's marker
-        popup = page.wait_for_selector(".leaflet-popup-content")
-        assert "Praça da Matriz" in popup.inner_text()
-        assert "12" in popup.inner_text()
+        assert only_tiles_failed(failed)
+        assert page.evaluate("['tracks', 'stands'].map(id => PontualMaps.count(id))") == [2, 3]
+        assert overlay_labels(page) == ["Viagens (2)", "Pontos de táxi (3)"]
+        popup = click_row(page, "stands", 0)
+        assert "Praça da Matriz" in popup and "Embarques" in popup and "12" in popup
+
+    def test_legend_gives_the_classes(self, open_map, tmp_path):
+        """The legend names the tracks and gives each colour class's range of the count."""
+        fmap = stands_trips_map(
+            _stands(),
+            values=pd.Series({"1": 12, "3": 1}),
+            tracks=_tracks(),
+            note="3 pontos de teste.",
+            tiles=None,
+        )
+        page, errors, _ = open_offline(open_map, fmap, tmp_path / "map.html")
+        legend = page.inner_text(".pontual-legend")
+        assert "Viagem (trajeto GPS de um táxi)" in legend
+        assert "Pontos de táxi, pela cor: embarques" in legend
+        assert "1 a 2" in legend and "11 a 12" in legend and "nenhum" in legend
+        assert "3 pontos de teste." in legend and errors == []
 
     def test_no_tiles_mode(self, open_map, tmp_path):
         """With tiles=None the map makes no request at all beyond the file."""
         fmap = stands_trips_map(_stands(), tiles=None)
-        html = tmp_path / "map.html"
-        fmap.save(str(html))
-        page, errors, failed = open_map(html)
-        page.wait_for_selector("path.leaflet-interactive")
+        page, errors, failed = open_offline(open_map, fmap, tmp_path / "map.html")
         assert errors == [] and failed == []
-        assert page.locator("path.leaflet-interactive").count() == 3 + 3
+        assert page.evaluate("PontualMaps.count('stands')") == 3
+
+    def test_stands_without_geometry_are_left_out(self):
+        """A stand without a location is not drawn (the note says why), not an error."""
+        stands = _stands()
+        stands.loc[1, "geometry"] = None
+        fmap = stands_trips_map(stands, tiles=None, note="1 ponto sem coordenada.")
+        html = fmap.get_root().render()
+        assert "Pontos de táxi (2)" in html and "1 ponto sem coordenada." in html
 
     def test_rejects_projected_stands(self):
         """Stands not in EPSG:4326 are refused with a clear message."""

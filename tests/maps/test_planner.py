@@ -8,6 +8,7 @@ import geopandas as gpd
 import pandas as pd
 import pytest
 import shapely
+from map_factories import only_tiles_failed, open_offline, overlay_labels
 
 from maps.planner import planner_map
 from planning.demand import demand_vs_capacity, stand_coverage
@@ -51,18 +52,44 @@ class TestPlannerMap:
         """No CDN, no console error, only tiles fail; cells, coverage, stand and candidate drawn."""
         fmap = planner_map(**_frames(), walk_m=400)
         path = tmp_path / "planner.html"
-        fmap.save(str(path))
+        page, errors, failed = open_offline(open_map, fmap, path)
         assert "cdn." not in path.read_text(encoding="utf-8")
-        page, errors, failed = open_map(path)
-        page.wait_for_selector("path.leaflet-interactive")
         assert errors == []
-        assert failed and all("tile.openstreetmap.org" in url for url in failed)
-        # 2 cells + 1 coverage + 1 stand + 1 candidate marker
-        assert page.locator("path.leaflet-interactive").count() == 5
-        labels = page.locator(".leaflet-control-layers-overlays label").all_inner_texts()
-        assert any("Embarques por célula H3 (2)" in t for t in labels)
-        assert any("Cobertura a pé dos pontos a 400 m" in t for t in labels)
-        assert any("Locais candidatos (1)" in t for t in labels)
+        assert only_tiles_failed(failed)
+        counts = page.evaluate(
+            "['coverage', 'cells', 'stands', 'candidates'].map(id => PontualMaps.count(id))"
+        )
+        assert counts == [1, 2, 1, 1]
+        assert overlay_labels(page) == [
+            "Cobertura a pé dos pontos a 400 m",
+            "Embarques por célula H3 (2)",
+            "Pontos de táxi (1)",
+            "Locais candidatos (1)",
+        ]
+
+    def test_click_and_colour_scale(self, open_map, tmp_path) -> None:
+        """A cell's popup gives its pickups and spaces; the legend gives the classes' ranges."""
+        fmap = planner_map(**_frames(), walk_m=400, tiles=None)
+        page, errors, _ = open_offline(open_map, fmap, tmp_path / "planner.html")
+        page.evaluate(
+            "['stands', 'coverage', 'candidates'].forEach("
+            "id => PontualMaps.maps.map.layers[id].group.remove())"
+        )
+        cells = page.evaluate("PontualMaps.maps.map.layers['cells'].spec")
+        row = cells["props"]["pickups"].index(4)
+        lat, lon = CENTRE
+        point = page.evaluate(
+            f"(() => {{ var m = PontualMaps.maps.map.map; var p = m.latLngToContainerPoint("
+            f"[{lat}, {lon}]); var b = m.getContainer().getBoundingClientRect();"
+            f" return {{x: b.left + p.x, y: b.top + p.y}}; }})()"
+        )
+        page.mouse.click(point["x"], point["y"])
+        popup = page.wait_for_selector(".leaflet-popup-content").inner_text()
+        assert cells["props"]["cell"][row] in popup
+        assert "Embarques\t4" in popup and "Vagas a 400 m a pé\t3" in popup
+        legend = page.inner_text(".pontual-legend")
+        assert "Embarques por célula H3" in legend and "3 a 4" in legend
+        assert errors == []
 
     def test_empty_map(self, open_map, tmp_path) -> None:
         """Without any layer the map still opens (Brazil), without errors."""
@@ -89,6 +116,7 @@ class TestPlannerMap:
         page, errors, _ = open_map(path)
         assert page.locator("svg#plan-chart rect.allowed").count() == 1
         frame = page.frame_locator("iframe#planner-map")
-        frame.locator("path.leaflet-interactive").first.wait_for()
-        assert frame.locator("path.leaflet-interactive").count() == 5
+        frame.locator(".pontual-legend").wait_for()
+        assert "Embarques por célula H3" in frame.locator(".pontual-legend").inner_text()
+        assert frame.locator(".leaflet-control-layers-overlays label").count() == 4
         assert errors == []

@@ -27,7 +27,13 @@ from stands._errors import (
     UnsupportedGeometryError,
 )
 from stands.frames import STAND_COLUMNS
-from stands.layers import read_porto_stands, read_stands, validate_stands
+from stands.layers import (
+    read_any_stands,
+    read_porto_stands,
+    read_stands,
+    stand_file_format,
+    validate_stands,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 POA = (-51.2287, -30.0277)
@@ -179,7 +185,7 @@ class TestReadStands:
     def test_bad_default_radius(self, tmp_path: Path, default: float) -> None:
         """A default radius that is not > 0 is refused."""
         path = _write(tmp_path, [_feature({"stand_id": "p"}, _point())])
-        with pytest.raises(InvalidRadiusError, match="default_radius_m"):
+        with pytest.raises(InvalidRadiusError, match="raio padrão era"):
             read_stands(path, default_radius_m=default)
 
     def test_null_geometry(self, tmp_path: Path) -> None:
@@ -446,3 +452,38 @@ class TestValidateStands:
         good["capacity"] = [1.5, 2.0]
         with pytest.raises(InvalidAttributeError, match="'capacity'"):
             validate_stands(good)
+
+
+class TestReadAnyStands:
+    POA = DATA / "brazil/taxi_stands/pontos_taxi_poa_2020-03-10.geojson"
+    PORTO = DATA / "porto/derived/taxi_stands.csv"
+
+    def test_formats_recognised(self, tmp_path: Path) -> None:
+        """The bundled files are recognised by their columns; anything else is the contract."""
+        contract = _write(tmp_path, [_feature({"stand_id": "A"}, _point())])
+        assert stand_file_format(self.PORTO) == "porto"
+        assert stand_file_format(self.POA) == "porto_alegre"
+        assert stand_file_format(contract) == "contract"
+
+    def test_porto_alegre_as_is(self) -> None:
+        """364 of Porto Alegre's 379 stands have a usable point; the 15 others are named."""
+        out = read_any_stands(self.POA, default_radius_m=30)
+        assert len(out) == 364 and out.attrs["format"] == "porto_alegre"
+        assert set(out["municipality"]) == {"4314902"}
+        assert out.attrs["notes"][0].endswith("fora da análise: 441, 468")
+        assert "470, 471" in out.attrs["notes"][1]
+        validate_stands(out)
+
+    def test_porto_as_is(self) -> None:
+        """Porto's 63 stands become circles of the given radius."""
+        out = read_any_stands(self.PORTO, default_radius_m=100)
+        assert len(out) == 63 and out.attrs["format"] == "porto"
+        area = out.to_crs(32629).area.to_numpy()  # WGS 84 / UTM 29N, Porto's zone
+        np.testing.assert_allclose(area.mean(), math.pi * 100**2, rtol=5e-3)
+
+    @pytest.mark.parametrize("which", ["POA", "PORTO"])
+    def test_radius_needed(self, which: str) -> None:
+        """Points without a radius need a default radius; the message does not name Python."""
+        with pytest.raises(MissingRadiusError, match="informe um raio padrão$") as caught:
+            read_any_stands(getattr(self, which))
+        assert "default_radius_m" not in str(caught.value)

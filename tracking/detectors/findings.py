@@ -39,6 +39,27 @@ KINDS = (
     "queue_jump",
     "flag2_misuse",
 )
+KIND_NAMES = {
+    "unlicensed_stand_use": "Embarque em ponto sem licença",
+    "habitual_absence": "Ausência habitual do ponto",
+    "illegal_stand_formation": "Formação de ponto irregular",
+    "longer_route": "Percurso mais longo",
+    "tracking_gap": "Falha de rastreamento",
+    "gps_anomaly": "Salto de GPS impossível",
+    "operating_while_barred": "Operação irregular (situação/documentos)",
+    "inactivity": "Inatividade",
+    "outside_municipality": "Embarque fora do município",
+    "queue_jump": "Desrespeito à fila",
+    "flag2_misuse": "Bandeira 2 indevida",
+}
+"""pt-BR name of each kind, for people (outputs for people; files keep the codes)."""
+
+
+def kind_name(kind: str) -> str:
+    """Return the pt-BR name of a finding kind (the code itself when unknown)."""
+    return KIND_NAMES.get(kind, kind)
+
+
 FINDING_COLUMNS = (
     "finding_id",
     "kind",

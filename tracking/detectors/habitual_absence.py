@@ -151,10 +151,9 @@ def detect_habitual_absence(
         min_presence_s=min_presence_s,
     )
     summary = presence_summary(table)
-    with np.errstate(invalid="ignore"):
-        hit = (summary["days_operating"] >= min_operating_days) & (
-            summary["share"] < min_presence_share
-        )
+    hit = habitually_absent(
+        summary, min_operating_days=min_operating_days, min_presence_share=min_presence_share
+    )
     summary = summary.loc[hit]
     if summary.empty:
         return findings_from_records([])
@@ -215,6 +214,38 @@ def detect_habitual_absence(
             )
         )
     return findings_from_records(records)
+
+
+def habitually_absent(
+    summary: pd.DataFrame,
+    *,
+    min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
+    min_presence_share: float = DEFAULT_MIN_PRESENCE_SHARE,
+) -> pd.Series:
+    """Tell which rows of a presence summary the rule finds habitually absent.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        ``days_operating`` and ``share`` per (vehicle, stand), as from
+        :func:`stands.presence.presence_summary`.
+    min_operating_days : int, default 10
+        Fewest operating days for a finding.
+    min_presence_share : float, default 0.2
+        A finding when present on a smaller share of the operating days.
+
+    Returns
+    -------
+    pandas.Series
+        Boolean, aligned with ``summary``: ``days_operating >= min_operating_days`` and
+        ``share < min_presence_share`` (a row that never operated is False).
+    """
+    share = summary["share"].to_numpy(dtype=np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        hit = (summary["days_operating"].to_numpy() >= min_operating_days) & (
+            share < min_presence_share
+        )
+    return pd.Series(hit, index=summary.index, dtype="bool")
 
 
 def _check_options(

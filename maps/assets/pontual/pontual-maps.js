@@ -132,7 +132,9 @@
     var meta = layer.meta || {};
     var html = "<b>" + esc(r.name) + "</b> <span>(ponto nº " + esc(r.stand_id) + ")</span>";
     html += "<table class='pontual-popup'>";
-    html += "<tr><th>Capacidade</th><td>" + formatValue(r.capacity, "num", tz) + " vagas</td></tr>";
+    html += "<tr><th>Capacidade</th><td>" +
+      (r.capacity === null || r.capacity === undefined ? "não informada"
+        : formatValue(r.capacity, "num", tz) + " vagas") + "</td></tr>";
     html +=
       "<tr><th>Agora (" + P.formatTime(meta.at, tz) + ")</th><td>" + r.n_present + " veículo(s)" +
       (r.util === null ? "" : " — " + formatValue(r.util, "pct", tz)) + "</td></tr>";
@@ -212,6 +214,9 @@
     return { group: group, items: items, spec: layer, shown: layer.n, lo: 0, hi: layer.n };
   }
 
+  /* Legend: items [colour, text, layer id?, swatch?]; colour null makes a heading. An item
+   * naming a layer is dimmed while that layer is off (layer control). Swatches: "box" (default),
+   * "dot", "line", "dash". */
   function legendControl(legend) {
     var control = L.control({ position: "bottomright" });
     control.onAdd = function () {
@@ -219,18 +224,35 @@
       var html = "<b>" + esc(legend.title) + "</b>";
       for (var k = 0; k < legend.items.length; k++) {
         var it = legend.items[k];
+        var data = it[2] ? " data-layer='" + esc(it[2]) + "'" : "";
+        if (it[0] === null) {
+          html += "<div class='pontual-legend-head'" + data + ">" + esc(it[1]) + "</div>";
+          continue;
+        }
+        var swatch = it[3] || "box";
+        var paint = swatch === "line" || swatch === "dash" ? "border-color:" : "background:";
         html +=
-          "<div><span class='pontual-swatch' style='background:" +
-          esc(it[0]) +
-          "'></span>" +
-          esc(it[1]) +
-          "</div>";
+          "<div class='pontual-legend-item'" + data + "><span class='pontual-swatch pontual-swatch-" +
+          esc(swatch) + "' style='" + paint + esc(it[0]) + "'></span>" + esc(it[1]) + "</div>";
       }
       if (legend.note) html += "<div class='pontual-note'>" + esc(legend.note) + "</div>";
       div.innerHTML = html;
+      L.DomEvent.disableScrollPropagation(div);
       return div;
     };
     return control;
+  }
+
+  function syncLegend(state) {
+    var box = state.map.getContainer().querySelector(".pontual-legend");
+    if (!box) return;
+    var rows = box.querySelectorAll("[data-layer]");
+    for (var k = 0; k < rows.length; k++) {
+      var built = state.layers[rows[k].getAttribute("data-layer")];
+      if (!built) continue;
+      var on = state.map.hasLayer(built.group);
+      rows[k].className = rows[k].className.replace(/ ?pontual-off/g, "") + (on ? "" : " pontual-off");
+    }
   }
 
   /* Time filtering: the rows of a timed layer, sorted by start; visible rows are those with
@@ -378,10 +400,33 @@
     if (spec.control !== false && spec.layers.length) {
       L.control.layers(null, overlays, { collapsed: false }).addTo(map);
     }
-    if (spec.legend) legendControl(spec.legend).addTo(map);
+    if (spec.legend) {
+      legendControl(spec.legend).addTo(map);
+      syncLegend(state);
+      map.on("overlayadd overlayremove", function () {
+        syncLegend(state);
+      });
+    }
     if (spec.slider && state.timed.length) {
       sliderControl(state, spec.slider).addTo(map);
       setTime(state, spec.slider.max);
+    }
+    // Frame the data beside the controls (layer control, legend) rather than under them.
+    if (spec.bounds) {
+      var box = map.getContainer();
+      var widest = function (selector) {
+        var w = 0, found = box.querySelectorAll(selector + " .leaflet-control");
+        for (var c = 0; c < found.length; c++) w = Math.max(w, found[c].offsetWidth);
+        return w;
+      };
+      var right = widest(".leaflet-right"), left = widest(".leaflet-top.leaflet-left");
+      if (right + left < box.clientWidth * 0.7)
+        map.fitBounds(spec.bounds, {
+          maxZoom: 16,
+          animate: false,
+          paddingTopLeft: [left + 10, 10],
+          paddingBottomRight: [right + 10, 10],
+        });
     }
     P.maps[spec.name || "map"] = state;
     P.t1 = performance.now();

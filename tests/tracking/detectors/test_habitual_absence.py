@@ -32,6 +32,7 @@ from tracking.detectors._errors import DetectorInputError, DetectorThresholdErro
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.habitual_absence import (
     detect_habitual_absence,
+    habitually_absent,
     tick_habitual_absence,
     update_habitual_absence,
 )
@@ -332,3 +333,20 @@ class TestUpdateHabitualAbsence:
         }
         with pytest.raises(DetectorInputError, match="timestamp"):
             update_habitual_absence(None, ping=ping)
+
+
+class TestHabituallyAbsent:
+    def test_rule_on_a_summary(self) -> None:
+        """Absent: enough operating days and a share under the threshold; a vehicle that never
+        operated (share NaN) or operated too few days is not."""
+        summary = pd.DataFrame(
+            {
+                "days_operating": [20, 20, 9, 0, 10],
+                "share": [0.1, 0.2, 0.0, np.nan, 0.19],
+            },
+            index=[5, 6, 7, 8, 9],
+        )
+        hit = habitually_absent(summary)
+        assert hit.tolist() == [True, False, False, False, True]
+        assert hit.index.tolist() == [5, 6, 7, 8, 9]
+        assert habitually_absent(summary, min_operating_days=21).sum() == 0

@@ -1,0 +1,233 @@
+"""The audit log, searchable (``/admin/auditoria``): who changed or read what, and when.
+
+Filters: actor, action, entity (exact), a period of local days (the municipality's zone), and a
+text looked up in the entity id and in the details; newest first, :data:`PAGE_SIZE` a page.
+Entries link to the console's page of their entity (a stand, a licence's stand, a user, the
+devices). Details that name a person (a supervisor's name, a user's full name) make the page a
+read of personal data: it is itself written to the log (``read_personal_data``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any
+from urllib.parse import quote, urlencode
+from zoneinfo import ZoneInfo
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import Select, String, cast, func, or_, select
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from api.audit import READ_PERSONAL_DATA, record_personal_data_access
+from api.deps import SessionDep, SettingsDep
+from api.schemas import QueryDate
+from api.web.admin_base import AdminUser, pt_errors
+from api.web.templating import render
+from db.enforcement.models import AuditEntry
+
+router = APIRouter(include_in_schema=False)
+
+PAGE_SIZE = 50
+PERSONAL_DETAILS = ("person_name", "full_name")
+"""Keys of an entry's details that name a person."""
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    """A search of the audit log (empty fields: no filter)."""
+
+    actor: str = ""
+    action: str = ""
+    entity: str = ""
+    since: dt.date | None = None
+    until: dt.date | None = None
+    text: str = ""
+
+
+def search_audit(
+    *,
+    session: Session,
+    where: AuditFilter,
+    timezone: str,
+    limit: int = PAGE_SIZE,
+    offset: int = 0,
+) -> tuple[list[AuditEntry], int]:
+    """Return the entries matching ``where`` (newest first) and how many match in all.
+
+    ``since`` and ``until`` are inclusive local days in ``timezone``.
+    """
+    query: Select[Any] = select(AuditEntry)
+    if where.actor:
+        query = query.where(AuditEntry.actor == where.actor)
+    if where.action:
+        query = query.where(AuditEntry.action == where.action)
+    if where.entity:
+        query = query.where(AuditEntry.entity == where.entity)
+    zone = ZoneInfo(timezone)
+    if where.since is not None:
+        start = dt.datetime.combine(where.since, dt.time(), tzinfo=zone)
+        query = query.where(AuditEntry.at >= start)
+    if where.until is not None:
+        end = dt.datetime.combine(where.until + dt.timedelta(days=1), dt.time(), tzinfo=zone)
+        query = query.where(AuditEntry.at < end)
+    if where.text:
+        like = "%" + where.text.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
+        query = query.where(
+            or_(
+                AuditEntry.entity_id.ilike(like, escape="\\"),
+                cast(AuditEntry.details, String).ilike(like, escape="\\"),
+            )
+        )
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    rows = session.scalars(
+        query.order_by(AuditEntry.entry_id.desc()).limit(limit).offset(offset)
+    ).all()
+    return list(rows), int(total)
+
+
+def distinct_values(*, session: Session, column: Any) -> list[str]:
+    """Return the values a filter may take (sorted)."""
+    return [str(v) for v in session.scalars(select(column).distinct().order_by(column)) if v]
+
+
+def entity_link(entry: AuditEntry) -> str | None:
+    """Return the console's page of an entry's entity, if it has one."""
+    details = entry.details or {}
+    stand = details.get("stand_id") if isinstance(details, dict) else None
+    if entry.entity == "stand" and entry.entity_id:
+        return f"/admin/pontos/{quote(entry.entity_id, safe='')}"
+    if entry.entity in ("parking_licence", "licence_exclusion", "stand_supervisor") and stand:
+        return f"/admin/pontos/{quote(str(stand), safe='')}"
+    if entry.entity == "user" and entry.entity_id:
+        return f"/admin/usuarios?{urlencode({'q': entry.entity_id})}"
+    if entry.entity == "device":
+        return "/admin/dispositivos"
+    if entry.entity in ("fleet_file", "stands_file"):
+        return "/admin/importacao"
+    return None
+
+
+MAX_DETAIL_CHARS = 160
+"""Longer texts in the details (a geometry's WKT) are cut on the page (the search sees all)."""
+
+
+def _shorten(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _shorten(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shorten(v) for v in value]
+    if isinstance(value, str) and len(value) > MAX_DETAIL_CHARS:
+        return f"{value[:MAX_DETAIL_CHARS]}… (+{len(value) - MAX_DETAIL_CHARS} caracteres)"
+    return value
+
+
+def details_text(details: Any) -> str:
+    """Return an entry's details as compact, readable JSON (long texts cut)."""
+    return json.dumps(_shorten(details or {}), ensure_ascii=False, sort_keys=True)
+
+
+@router.get("/admin/auditoria", name="web_admin_audit")
+def audit_log(
+    request: Request,
+    web: AdminUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    ator: Annotated[str, Query(max_length=200)] = "",
+    acao: Annotated[str, Query(max_length=100)] = "",
+    entidade: Annotated[str, Query(max_length=100)] = "",
+    de: Annotated[str, Query(max_length=40)] = "",
+    ate: Annotated[str, Query(max_length=40)] = "",
+    texto: Annotated[str, Query(max_length=200)] = "",
+    pagina: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+) -> Response:
+    """Search the audit log (filters, pages, links to the entities)."""
+    errors: dict[str, str] = {}
+    days: dict[str, dt.date | None] = {"de": None, "ate": None}
+    for key, value in (("de", de), ("ate", ate)):
+        if value.strip():
+            try:
+                days[key] = _Day.model_validate({"day": value.strip()}).day
+            except ValidationError as exc:
+                errors[key] = pt_errors(exc).get("day", "data inválida")
+    where = AuditFilter(
+        actor=ator.strip(),
+        action=acao.strip(),
+        entity=entidade.strip(),
+        since=days["de"],
+        until=days["ate"],
+        text=texto.strip(),
+    )
+    rows: list[AuditEntry] = []
+    total = 0
+    if not errors:
+        rows, total = search_audit(
+            session=session,
+            where=where,
+            timezone=settings.timezone,
+            offset=(pagina - 1) * PAGE_SIZE,
+        )
+    personal = [
+        str(r.entry_id)
+        for r in rows
+        if r.action != READ_PERSONAL_DATA
+        and isinstance(r.details, dict)
+        and any(k in r.details for k in PERSONAL_DETAILS)
+    ]
+    if personal:
+        record_personal_data_access(
+            session=session,
+            actor=web.principal.actor,
+            entity="audit_log",
+            ids=personal,
+            fields=PERSONAL_DETAILS,
+            route=request.url.path,
+        )
+        session.commit()  # audited before the details leave
+    query = {
+        "ator": where.actor,
+        "acao": where.action,
+        "entidade": where.entity,
+        "de": de.strip(),
+        "ate": ate.strip(),
+        "texto": where.text,
+    }
+    kept = {k: v for k, v in query.items() if v}
+    pages = max(1, math.ceil(total / PAGE_SIZE))
+    zone = ZoneInfo(settings.timezone)
+    return render(
+        request,
+        "admin/auditoria.html",
+        web=web,
+        title="Registro de auditoria",
+        status_code=422 if errors else 200,
+        entries=[
+            {
+                "entry": r,
+                "at": r.at.astimezone(zone),
+                "link": entity_link(r),
+                "details": details_text(r.details),
+            }
+            for r in rows
+        ],
+        total=total,
+        page=pagina,
+        pages=pages,
+        query=query,
+        page_url=lambda n: "/admin/auditoria?" + urlencode(kept | {"pagina": n}),
+        actors=distinct_values(session=session, column=AuditEntry.actor),
+        actions=distinct_values(session=session, column=AuditEntry.action),
+        entities=distinct_values(session=session, column=AuditEntry.entity),
+        errors=errors,
+        timezone=settings.timezone,
+    )
+
+
+class _Day(BaseModel):
+    """A day typed in a filter (``AAAA-MM-DD``, the range of a query)."""
+
+    day: QueryDate

@@ -1,0 +1,182 @@
+"""GPS devices (``/admin/dispositivos``): list, add for a vehicle, revoke.
+
+A new device's token is shown once, on :data:`TOKEN_PATH`, with what Traccar Client needs: the
+server URL (the OsmAnd endpoint, ``/osmand``) and the device identifier (the token), and a QR
+code of both. Traccar Client (9.x) scans a QR code from its settings screen: a URL
+``http(s)://host/path?id=…`` sets the server URL to ``http(s)://host/path`` and the device
+identifier to ``id`` (``ConfigurationService.applyUri`` in traccar/traccar-client). The QR code is
+drawn here as an inline SVG by ``segno``; the token travels to that page in a short-lived
+encrypted cookie and is never stored in clear (:mod:`api.web.admin_base`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import quote
+
+import segno
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse
+from sqlalchemy import select
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from api import accounts
+from api._errors import UserAdminError
+from api.deps import SessionDep, SettingsDep
+from api.web.admin_base import AdminUser, audit, forget_reveal, form_text, set_reveal, take_reveal
+from api.web.auth import is_https
+from api.web.templating import render
+from db.accounts.models import Device
+from db.fleet.models import Vehicle
+
+router = APIRouter(include_in_schema=False)
+
+TOKEN_PATH = "/admin/dispositivos/novo-token"
+DEVICE_TOKEN = "device_token"
+OSMAND_PATH = "/osmand"
+NOTICES = {"revogado": "Dispositivo revogado: o token não envia mais posições."}
+
+
+def server_url(request: Request) -> str:
+    """Return the URL a tracker posts fixes to: this server's OsmAnd endpoint."""
+    scheme = "https" if is_https(request) else request.url.scheme
+    host = request.headers.get("host") or request.url.netloc
+    return f"{scheme}://{host}{OSMAND_PATH}"
+
+
+def traccar_link(*, url: str, token: str) -> str:
+    """Return the configuration URL Traccar Client reads from a QR code (server URL + id)."""
+    return f"{url}?id={quote(token, safe='')}"
+
+
+def qr_svg(payload: str, *, title: str) -> str:
+    """Return an inline SVG QR code of ``payload`` (error correction M, 4 px modules)."""
+    code = segno.make(payload, error="m", micro=False)
+    svg: str = code.svg_inline(scale=4, border=4, title=title, svgclass="qr-code")
+    return svg.replace("<svg ", '<svg role="img" ', 1)
+
+
+def _devices_page(
+    request: Request,
+    *,
+    web: AdminUser,
+    session: SessionDep,
+    errors: dict[str, str] | None = None,
+    values: dict[str, str] | None = None,
+    notice: str | None = None,
+    status_code: int = 200,
+) -> Response:
+    devices = session.scalars(select(Device).order_by(Device.device_id.desc())).all()
+    return render(
+        request,
+        "admin/dispositivos.html",
+        web=web,
+        title="Dispositivos GPS",
+        status_code=status_code,
+        devices=devices,
+        errors=errors or {},
+        values=values or {},
+        notice=notice,
+        server_url=server_url(request),
+    )
+
+
+@router.get("/admin/dispositivos", name="web_admin_devices")
+def devices(request: Request, web: AdminUser, session: SessionDep, aviso: str = "") -> Response:
+    """Devices with their vehicle and state (never a token); the form of a new one."""
+    return _devices_page(request, web=web, session=session, notice=NOTICES.get(aviso))
+
+
+@router.post("/admin/dispositivos", name="web_admin_device_create")
+def create_device(
+    request: Request,
+    web: AdminUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    vehicle_id: Annotated[str, Form(max_length=64)] = "",
+    label: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """Register a device of a vehicle; its token is shown once on the next page."""
+    try:
+        device, token = accounts.create_device(
+            session=session, vehicle_id=vehicle_id, label=form_text(label)
+        )
+    except UserAdminError as exc:
+        session.rollback()
+        values = {"vehicle_id": vehicle_id, "label": label}
+        return _devices_page(
+            request,
+            web=web,
+            session=session,
+            errors={"vehicle_id": str(exc)},
+            values=values,
+            status_code=422,
+        )
+    audit(
+        session,
+        web=web,
+        action="create",
+        entity="device",
+        entity_id=str(device.device_id),
+        vehicle_id=device.vehicle_id,
+        label=device.label,
+    )
+    session.commit()
+    response = RedirectResponse(TOKEN_PATH, status_code=303)
+    set_reveal(
+        response,
+        request,
+        settings=settings,
+        web=web,
+        kind=DEVICE_TOKEN,
+        subject=str(device.device_id),
+        secret=token,
+    )
+    return response
+
+
+@router.get(TOKEN_PATH, name="web_admin_device_token")
+def new_token(
+    request: Request, web: AdminUser, session: SessionDep, settings: SettingsDep
+) -> Response:
+    """Show the new device's token once, with the server URL and QR code for Traccar Client."""
+    token = take_reveal(request, settings=settings, web=web, kind=DEVICE_TOKEN, subject=None)
+    device = accounts.device_for_token(session=session, token=token) if token else None
+    context: dict[str, object] = {"device": None, "token": None}
+    if token is not None and device is not None:
+        row = session.get(Device, device.device_id)
+        known = session.get(Vehicle, device.vehicle_id) is not None
+        url = server_url(request)
+        link = traccar_link(url=url, token=token)
+        context = {
+            "device": row,
+            "token": token,
+            "url": url,
+            "link": link,
+            "known_vehicle": known,
+            "qr": qr_svg(link, title="QR code de configuração do Traccar Client"),
+        }
+    response = render(
+        request, "admin/dispositivo_token.html", web=web, title="Token do dispositivo", **context
+    )
+    forget_reveal(response, request)
+    return response
+
+
+@router.post("/admin/dispositivos/{device_id}/revogar", name="web_admin_device_revoke")
+def revoke(device_id: int, web: AdminUser, session: SessionDep) -> Response:
+    """Revoke a device's token (its fixes stay)."""
+    if session.get(Device, device_id) is None:
+        raise HTTPException(404)
+    device = accounts.revoke_device(session=session, device_id=device_id)
+    audit(
+        session,
+        web=web,
+        action="revoke",
+        entity="device",
+        entity_id=str(device.device_id),
+        vehicle_id=device.vehicle_id,
+    )
+    session.commit()
+    return RedirectResponse("/admin/dispositivos?aviso=revogado", status_code=303)

@@ -1,0 +1,1324 @@
+"""Pages of the Fiscalização area (``/fiscal``): the enforcement agent's daily work.
+
+- ``/fiscal``: the inbox: alerts arriving live (SSE from the process's alert hub; a plain list
+  without JavaScript), the deadlines due soon and the queue's counts.
+- ``/fiscal/alertas``: every alert, paged; asked with ``Accept: text/event-stream`` (as
+  ``EventSource`` does), the live stream of the session: ``event: alert`` with ``id: <alert
+  id>``; on reconnection the alerts after ``Last-Event-ID`` (or after ``desde``) are sent first.
+- ``/fiscal/achados/{finding_id}``: a finding's evidence, the proposals resting on it, and the
+  form that generates proposals for the stored findings (as ``pontual proposals generate``).
+- ``/fiscal/propostas``: the queue, filtered, counted and paged (:mod:`api.proposal_queue`),
+  with keyboard triage (``fiscal-fila.js``).
+- ``/fiscal/propostas/{proposal_id}``: the evidence as a person needs it (map, fixes and their
+  times, measures and thresholds, the article verbatim, the earlier autos) and the workflow's
+  steps as forms (:mod:`db.enforcement.workflow` audits each with the web user as actor).
+- ``/fiscal/propostas/{proposal_id}/documentos/{documento}``: the auto de infração or the
+  notificação de penalidade, as a page or (``?formato=pdf``) a PDF; personal data audited.
+
+Open to the roles of :data:`ROLES`; every form carries the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import math
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Annotated, Any
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
+
+import shapely
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import RedirectResponse, StreamingResponse
+from geoalchemy2.shape import to_shape
+from markupsafe import Markup
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from api import accounts
+from api.alerts import SESSION_CLOSED, AlertHub, list_alerts
+from api.audit import record_personal_data_access
+from api.deps import SessionDep
+from api.proposal_queue import (
+    QueueFilters,
+    proposals_of_findings,
+    queue_counts,
+    queue_page,
+    queue_total,
+)
+from api.routes.proposals import DOCUMENT_PERSONAL_FIELDS
+from api.web.auth import WebSession, require_web_roles, safe_next
+from api.web.pages import error_page
+from api.web.templating import render
+from db.enforcement import workflow
+from db.enforcement.models import STATUSES
+from enforcement._errors import (
+    DocumentError,
+    ProposalNotFoundError,
+    ReviewDataError,
+    TransitionError,
+)
+from enforcement.documents import (
+    DEADLINE_LABELS,
+    DOCUMENT_KINDS,
+    MAP_CAPTION,
+    STATUS_LABELS,
+    TITLES,
+    document_fields,
+    evidence_summary,
+    render_map_svg,
+    render_pdf,
+)
+from enforcement.rulebook import bundled_rulebooks
+from fleet.loaders import UF_TIMEZONES
+from maps.findings import KIND_LABELS, METER_LABELS
+from tracking.detectors.findings import KINDS
+
+router = APIRouter(include_in_schema=False)
+
+ROLES = ("admin", "agent")
+"""Who may open this area (as in the API's authorisation)."""
+AgentUser = Annotated[WebSession, Depends(require_web_roles(*ROLES))]
+
+PAGE_SIZE = 50
+"""Proposals (and alerts) per page."""
+INBOX_ALERTS = 20
+"""Alerts listed on the inbox when it opens."""
+DEADLINE_DAYS = 5
+"""The inbox lists deadlines due within this many days (and those already missed)."""
+KEEPALIVE_S = 15.0
+"""A comment line after this much silence on the stream (and the session checked again)."""
+RETRY_MS = 3000
+"""How long a browser waits before reconnecting a dropped stream."""
+REPLAY_MAX = 100
+"""At most this many alerts are sent again on reconnection."""
+MAX_FIX_ROWS = 300
+"""At most this many fixes of a finding in its table (all are on the map)."""
+MAX_TEXT = 2000
+"""Longest answer, reason or grounds a form accepts (characters)."""
+MIN_REASON = 3
+"""Shortest reason of a dismissal, a decision or a final decision (as the API)."""
+EVENT_STREAM = "text/event-stream"
+
+KIND_NAMES = {k: KIND_LABELS.get(k, (k, ""))[0] for k in KINDS}
+"""Short pt-BR name of each finding kind (the maps' legend labels)."""
+STATUS_NAMES = {s: STATUS_LABELS.get(s, s).split(" (")[0] for s in STATUSES}
+"""Short pt-BR name of each review state (the documents' labels without their note)."""
+LINE_LAYERS = (
+    ("driven_line", "Trajeto da corrida (GPS)"),
+    ("matched_line", "Trajeto ajustado à malha viária"),
+    ("reference_line", "Rota de referência (mais curta)"),
+    ("fastest_route_line", "Rota mais rápida"),
+)
+"""Lines a finding's ``details`` may carry (``longer_route``), and their legend."""
+LAYER_LABELS = {
+    "stand": "Ponto de táxi",
+    "area": "Área da constatação",
+    "track": "Trajeto registrado (posições do rastreador)",
+    "segment": "Linha da constatação (salto ou intervalo sem posições)",
+    "fixes": "Posições da constatação (numeradas, com hora)",
+    "point": "Local da constatação",
+    **dict(LINE_LAYERS),
+}
+"""Legend of every map layer (the legend lists those drawn)."""
+LAYER_ORDER = (
+    "stand",
+    "area",
+    "track",
+    "segment",
+    *(k for k, _ in LINE_LAYERS),
+    "fixes",
+    "point",
+)
+LABELLED_FIXES = 12
+"""Up to this many fixes, each carries its number and time on the map (more: on hover)."""
+
+DONE_NOTICES = {
+    "confirmar": "Proposta confirmada: auto de infração {auto} lavrado.",
+    "descartar": "Proposta descartada, com o motivo registrado.",
+    "notificar": "Entrega da notificação de penalidade registrada: o prazo de defesa começou.",
+    "defesa": "Defesa registrada.",
+    "decidir": "Decisão da defesa registrada.",
+    "finalizar": "Decisão definitiva registrada.",
+}
+"""Notice of the proposal page after each step (``?feito=<step>``)."""
+STEP_OF_FORM = {
+    "confirmar": "confirm",
+    "descartar": "dismiss",
+    "notificar": "notify",
+    "defesa": "file_defence",
+    "decidir": "decide_defence",
+    "finalizar": "finalize",
+}
+"""The workflow step (``workflow.TRANSITIONS``) each form of the proposal page runs."""
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+
+def _instant(value: Any) -> dt.datetime | None:
+    if value is None or value == "":
+        return None
+    at = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+    return at if at.tzinfo is not None else at.replace(tzinfo=dt.UTC)
+
+
+def local_time(value: Any, zone: ZoneInfo, *, seconds: bool = True) -> str:
+    """Return an instant (datetime or ISO text) as local ``dd/mm/aaaa HH:MM[:SS]``, or ''."""
+    at = _instant(value)
+    if at is None:
+        return ""
+    return at.astimezone(zone).strftime("%d/%m/%Y %H:%M:%S" if seconds else "%d/%m/%Y %H:%M")
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{round(float(value) * 100):d} %"
+
+
+def _zone(request: Request) -> ZoneInfo:
+    return ZoneInfo(request.app.state.settings.timezone)
+
+
+def _municipalities() -> list[tuple[str, str, str]]:
+    """Return ``(code, name, zone)`` of each municipality with a bundled rulebook, by name."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    for (code, _), book in bundled_rulebooks().items():
+        zone = UF_TIMEZONES.get(book.uf, "America/Sao_Paulo")
+        seen.setdefault(code, (code, book.municipality_name, zone))
+    return sorted(seen.values(), key=lambda m: m[1])
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _with_query(path: str, **params: Any) -> str:
+    query = urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    return f"{path}?{query}" if query else path
+
+
+def proposal_url(proposal_id: str) -> str:
+    """Return the path of a proposal's page."""
+    return f"/fiscal/propostas/{proposal_id}"
+
+
+def _queue_link(**params: Any) -> str:
+    return _with_query("/fiscal/propostas", **params)
+
+
+def finding_url(finding_id: str) -> str:
+    """Return the path of a finding's page."""
+    return f"/fiscal/achados/{finding_id}"
+
+
+# --- alerts ---------------------------------------------------------------------------------
+
+
+def alert_view(alert: Mapping[str, Any], zone: ZoneInfo) -> dict[str, Any]:
+    """Return what the inbox shows of an alert (also sent, as JSON, on the live stream)."""
+    kind = str(alert.get("kind") or "")
+    return {
+        "alert_id": alert["alert_id"],
+        "finding_id": alert["finding_id"],
+        "kind": kind,
+        "kind_label": KIND_NAMES.get(kind, kind),
+        "vehicle_id": alert.get("vehicle_id"),
+        "stand_id": alert.get("stand_id"),
+        "when": local_time(alert.get("ended_at") or alert.get("started_at"), zone),
+        "created": local_time(alert.get("created_at"), zone),
+        "confidence": _percent(alert.get("confidence")),
+        "href": finding_url(str(alert["finding_id"])),
+        "repeat_count": int(alert.get("repeat_count") or 0),
+    }
+
+
+def _alerts_with_proposals(
+    session: Session, alerts: list[dict[str, Any]], zone: ZoneInfo
+) -> list[dict[str, Any]]:
+    covered = proposals_of_findings(
+        session=session, finding_ids=[str(a["finding_id"]) for a in alerts]
+    )
+    views = []
+    for alert in alerts:
+        view = alert_view(alert, zone)
+        view["proposals"] = [
+            {"href": proposal_url(pid), "proposal_id": pid, "status": STATUS_NAMES.get(s, s)}
+            for pid, s in covered.get(str(alert["finding_id"]), [])
+        ]
+        views.append(view)
+    return views
+
+
+def _deadline_views(session: Session, zone: ZoneInfo) -> list[dict[str, Any]]:
+    return [
+        {
+            "href": proposal_url(w["proposal_id"]),
+            "auto_number": w["auto_number"] or w["proposal_id"],
+            "deadline": DEADLINE_LABELS.get(w["deadline"], w["deadline"]),
+            "due": local_time(w["due"], zone, seconds=False),
+            "overdue": w["overdue"],
+            "provision": w["provision"] or "",
+            "on_lapse": w["on_lapse"] or "",
+            "status": STATUS_NAMES.get(w["status"], w["status"]),
+        }
+        for w in workflow.deadline_warnings(session, within_days=DEADLINE_DAYS)
+    ]
+
+
+@router.get("/fiscal", name="web_agent_home")
+def home(request: Request, web: AgentUser, session: SessionDep) -> Response:
+    """Show the inbox: live alerts, deadlines due soon, the queue's counts."""
+    zone = _zone(request)
+    alerts, total = list_alerts(session=session, limit=INBOX_ALERTS)
+    counts = queue_counts(session=session, filters=QueueFilters())
+    since = alerts[0]["created_at"] if alerts else dt.datetime.now(dt.UTC).isoformat()
+    return render(
+        request,
+        "fiscal/inicio.html",
+        web=web,
+        title="Fiscalização",
+        alerts=_alerts_with_proposals(session, alerts, zone),
+        alerts_total=total,
+        stream_url=_with_query("/fiscal/alertas", desde=since),
+        deadlines=_deadline_views(session, zone),
+        deadline_days=DEADLINE_DAYS,
+        status_counts=[
+            (STATUS_NAMES[s], counts["status"].get(s, 0), _queue_link(situacao=s)) for s in STATUSES
+        ],
+    )
+
+
+@router.get("/fiscal/alertas", name="web_agent_alerts", response_model=None)
+async def alerts_page(
+    request: Request,
+    web: AgentUser,
+    session: SessionDep,
+    pagina: str | None = None,
+    desde: str | None = None,
+) -> Response:
+    """Every alert, newest first, paged; with ``Accept: text/event-stream``, the live stream."""
+    if EVENT_STREAM in request.headers.get("accept", ""):
+        session.close()  # the stream holds no pooled connection while it waits
+        last = request.headers.get("last-event-id") or None
+        return _alert_stream(request, web, last_id=last, since=_since(desde))
+    page = _page_number(pagina)
+    zone = _zone(request)
+    alerts, total = await run_in_threadpool(
+        lambda: list_alerts(session=session, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    )
+    views = await run_in_threadpool(_alerts_with_proposals, session, alerts, zone)
+    pages = max(1, math.ceil(total / PAGE_SIZE))
+    return render(
+        request,
+        "fiscal/alertas.html",
+        web=web,
+        title="Alertas",
+        alerts=views,
+        total=total,
+        page=page,
+        pages=pages,
+        prev_url=_with_query("/fiscal/alertas", pagina=page - 1) if page > 1 else None,
+        next_url=_with_query("/fiscal/alertas", pagina=page + 1) if page < pages else None,
+    )
+
+
+def _since(value: str | None) -> dt.datetime | None:
+    try:
+        return _instant(value)
+    except ValueError:
+        return None
+
+
+def _page_number(value: str | None) -> int:
+    try:
+        return max(1, min(int(value or 1), 100_000))
+    except ValueError:
+        return 1
+
+
+def _replay(
+    engine: Engine, *, last_id: str | None, since: dt.datetime | None
+) -> list[dict[str, Any]]:
+    """Return the alerts after ``last_id`` (or created at/after ``since``), oldest first."""
+    if last_id is None and since is None:
+        return []
+    if last_id is not None:
+        where = "created_at >= (SELECT created_at FROM alerts WHERE alert_id = :last)"
+        params: dict[str, Any] = {"last": last_id, "n": REPLAY_MAX}
+    else:
+        where, params = "created_at >= :since", {"since": since, "n": REPLAY_MAX}
+    with engine.connect() as conn:
+        rows = (
+            conn.execute(
+                text(
+                    "SELECT payload, created_at, repeat_count FROM alerts "  # noqa: S608
+                    f"WHERE {where} ORDER BY created_at, alert_id LIMIT :n"
+                ),
+                params,
+            )
+            .mappings()
+            .all()
+        )
+    return [
+        {
+            **dict(r["payload"]),
+            "created_at": r["created_at"].astimezone(dt.UTC).isoformat(),
+            "repeat_count": int(r["repeat_count"]),
+        }
+        for r in rows
+        if dict(r["payload"]).get("alert_id") != last_id
+    ]
+
+
+def _session_alive(engine: Engine, token: str) -> bool:
+    with Session(engine) as session:
+        user = accounts.principal_for_token(session=session, token=token)
+    return user is not None and user.role in ROLES
+
+
+def _sse(alert: Mapping[str, Any], zone: ZoneInfo) -> str:
+    data = json.dumps(alert_view(alert, zone), ensure_ascii=False, separators=(",", ":"))
+    return f"id: {alert['alert_id']}\nevent: alert\ndata: {data}\n\n"
+
+
+def _alert_stream(
+    request: Request, web: WebSession, *, last_id: str | None, since: dt.datetime | None
+) -> StreamingResponse:
+    hub: AlertHub = request.app.state.alert_hub
+    engine: Engine = request.app.state.engine
+    zone = _zone(request)
+    # Subscribed before the replay is read: an alert committed in between comes twice (the
+    # ids sent are skipped), never not at all.
+    sub = hub.subscribe({}, user_id=web.principal.user_id, token_digest=web.token_digest)
+
+    async def events() -> AsyncIterator[str]:
+        sent: set[str] = set()
+        try:
+            yield f"retry: {RETRY_MS}\n: conectado\n\n"
+            for alert in await run_in_threadpool(_replay, engine, last_id=last_id, since=since):
+                sent.add(str(alert["alert_id"]))
+                yield _sse(alert, zone)
+            while True:
+                try:
+                    alert = await asyncio.wait_for(sub.queue.get(), timeout=KEEPALIVE_S)
+                except TimeoutError:
+                    if not await run_in_threadpool(_session_alive, engine, web.token):
+                        sub.close("sessão expirada ou revogada")
+                        alert = SESSION_CLOSED
+                    else:
+                        yield ": keepalive\n\n"
+                        continue
+                if alert is SESSION_CLOSED:
+                    reason = json.dumps({"reason": sub.closed}, ensure_ascii=False)
+                    yield f"event: closed\ndata: {reason}\n\n"
+                    return
+                if str(alert["alert_id"]) in sent:
+                    continue
+                sent.add(str(alert["alert_id"]))
+                yield _sse(alert, zone)
+        finally:
+            hub.unsubscribe(sub)
+
+    return StreamingResponse(
+        events(),
+        media_type=EVENT_STREAM,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+# --- evidence -------------------------------------------------------------------------------
+
+
+def _ring(geom: Any) -> list[list[float]]:
+    poly = max(getattr(geom, "geoms", [geom]), key=lambda g: g.area)
+    return [[round(float(x), 7), round(float(y), 7)] for x, y in poly.exterior.coords]
+
+
+def _coords(line: Any) -> list[list[float]]:
+    return [[round(float(x), 7), round(float(y), 7)] for x, y in line]
+
+
+def _geometry_layers(geom: Any) -> dict[str, Any]:
+    """Layers of a finding's own geometry: its area, its place, or its line (a jump, a gap)."""
+    if geom is None or geom.is_empty:
+        return {}
+    kind = geom.geom_type
+    if kind in ("Polygon", "MultiPolygon"):
+        return {"area": _ring(geom)}
+    if kind in ("LineString", "MultiLineString"):
+        lines = getattr(geom, "geoms", [geom])
+        return {"segment": _coords([c for g in lines for c in g.coords])}
+    point = shapely.point_on_surface(geom)
+    return {"point": [round(point.x, 7), round(point.y, 7)]}
+
+
+def fix_rows(details: Mapping[str, Any], zone: ZoneInfo) -> list[dict[str, Any]]:
+    """Return the fixes a finding names, numbered, with their local times (pt-BR)."""
+    rows = []
+    for n, fix in enumerate(details.get("fixes") or [], start=1):
+        if not isinstance(fix, Mapping) or fix.get("lat") is None or fix.get("lon") is None:
+            continue
+        meter = fix.get("meter")
+        rows.append(
+            {
+                "n": n,
+                "time": local_time(fix.get("timestamp"), zone),
+                "lat": f"{float(fix['lat']):.6f}",
+                "lon": f"{float(fix['lon']):.6f}",
+                "meter": METER_LABELS.get(str(meter), "—") if meter else "—",
+                "flag": bool(fix.get("speed_flag")),
+            }
+        )
+    return rows
+
+
+def map_layers(
+    *,
+    findings: list[Mapping[str, Any]],
+    zone: ZoneInfo,
+    track: list[Any] | None = None,
+    stand: list[Any] | None = None,
+    point: Any = None,
+    area: list[Any] | None = None,
+    geometries: list[Any] | None = None,
+) -> dict[str, Any]:
+    """Return the evidence map's layers for ``fiscal-mapa.js`` (``[lon, lat]`` everywhere).
+
+    The stand's and the finding's polygons, the vehicle's track, a ``longer_route``'s lines
+    (driven, matched, reference, fastest), the finding's fixes (numbered, with their local
+    time) and its place; each with its legend label. Only layers with positions are listed.
+    """
+    layers: dict[str, Any] = {}
+    if stand:
+        layers["stand"] = _coords(stand)
+    if area:
+        layers["area"] = _coords(area)
+    if track and len(track) >= 2:
+        layers["track"] = _coords(track)
+    if point is not None:
+        layers["point"] = [round(float(point[0]), 7), round(float(point[1]), 7)]
+    fixes: list[dict[str, Any]] = []
+    for f in findings:
+        details = f.get("details") or {}
+        for key, _ in LINE_LAYERS:
+            line = details.get(key)
+            if line and len(line) >= 2 and key not in layers:
+                layers[key] = _coords(line)
+        for row in fix_rows(details, zone):
+            fixes.append(
+                {
+                    "lon": float(row["lon"]),
+                    "lat": float(row["lat"]),
+                    "label": f"Posição {row['n']}: {row['time']} ({row['meter']})",
+                    "short": f"{row['n']} · {row['time'][-8:]}",
+                }
+            )
+    for geom in geometries or []:
+        for key, value in _geometry_layers(geom).items():
+            if key == "segment" and "driven_line" in layers:
+                continue  # a detour's geometry is its driven line, drawn already
+            layers.setdefault(key, value)
+    if fixes:
+        layers["fixes"] = fixes
+    ordered = [
+        {"id": key, "label": LAYER_LABELS[key], "data": layers[key]}
+        for key in LAYER_ORDER
+        if key in layers
+    ]
+    return {"layers": ordered, "labelled": len(fixes) <= LABELLED_FIXES}
+
+
+def _map_context(spec: dict[str, Any]) -> dict[str, Any]:
+    """Return the map's JSON (for ``data-camadas``) and its legend (the layers drawn)."""
+    return {
+        "map_data": json.dumps(spec, separators=(",", ":")),
+        "map_legend": [{"id": x["id"], "label": x["label"]} for x in spec["layers"]],
+    }
+
+
+def evidence_views(findings: list[Mapping[str, Any]], zone: ZoneInfo) -> list[dict[str, Any]]:
+    """Return each finding's heading, measures and thresholds (pt-BR), notes and fixes."""
+    out = []
+    for f in findings:
+        record = {
+            "finding_id": f["finding_id"],
+            "kind": f["kind"],
+            "started_at": f["started_at"],
+            "ended_at": f["ended_at"],
+            "confidence": float(f["confidence"]),
+            "details": f.get("details") or {},
+        }
+        head, measures, thresholds = evidence_summary(record, timezone=zone.key)  # type: ignore[arg-type]
+        details = record["details"]
+        fixes = fix_rows(details, zone)
+        out.append(
+            {
+                "finding_id": f["finding_id"],
+                "href": finding_url(str(f["finding_id"])),
+                "kind_label": KIND_NAMES.get(str(f["kind"]), str(f["kind"])),
+                "head": head,
+                "measures": measures,
+                "thresholds": thresholds,
+                "notes": [str(n) for n in details.get("notes") or [] if n],
+                "fixes": fixes[:MAX_FIX_ROWS],
+                "fixes_total": len(fixes),
+                "started": local_time(f["started_at"], zone),
+                "ended": local_time(f["ended_at"], zone),
+                "confidence": _percent(float(f["confidence"])),
+            }
+        )
+    return out
+
+
+# --- findings -------------------------------------------------------------------------------
+
+
+def _finding_records(session: Session, finding_ids: list[str]) -> list[dict[str, Any]]:
+    frame = workflow.load_findings(session, finding_ids)
+    return list(frame.to_dict("records"))
+
+
+@router.get("/fiscal/achados/{finding_id}", name="web_agent_finding")
+def finding_page(
+    request: Request,
+    finding_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    geradas: str | None = None,
+    revisao: str | None = None,
+    erro: str | None = None,
+) -> Response:
+    """Show a finding's evidence, the proposals resting on it, and the way to generate them."""
+    from db.stands.models import Stand
+
+    records = _finding_records(session, [finding_id])
+    if not records:
+        return error_page(
+            request,
+            web=web,
+            status_code=404,
+            title="Achado não encontrado",
+            message=f"Não há achado com o identificador {finding_id}.",
+        )
+    finding = records[0]
+    zone = _zone(request)
+    stand = session.get(Stand, finding["stand_id"]) if finding.get("stand_id") else None
+    shape = to_shape(stand.geometry) if stand is not None and stand.geometry is not None else None
+    stand_ring = _ring(shape) if shape is not None else None
+    covered = proposals_of_findings(session=session, finding_ids=[finding_id]).get(finding_id, [])
+    municipalities = _municipalities()
+    chosen = stand.municipality_code if stand is not None and stand.municipality_code else ""
+    notice = None
+    if geradas is not None:
+        made = int(geradas) if geradas.isdigit() else 0
+        left = int(revisao) if revisao and revisao.isdigit() else 0
+        notice = f"{made} proposta(s) nova(s) gerada(s)."
+        if left:
+            notice += (
+                f" {left} achado(s) ficaram para revisão (abaixo do piso de confiança ou sem a "
+                "repetição que a regra exige) e não viraram proposta."
+            )
+    return render(
+        request,
+        "fiscal/achado.html",
+        web=web,
+        title=f"Achado {KIND_NAMES.get(finding['kind'], finding['kind'])}",
+        finding={
+            "finding_id": finding_id,
+            "kind_label": KIND_NAMES.get(finding["kind"], finding["kind"]),
+            "vehicle_id": finding.get("vehicle_id"),
+            "stand_id": finding.get("stand_id"),
+            "stand_name": stand.name if stand is not None else None,
+            "started": local_time(finding["started_at"], zone),
+            "ended": local_time(finding["ended_at"], zone),
+            "confidence": _percent(float(finding["confidence"])),
+        },
+        evidence=evidence_views([finding], zone),
+        **_map_context(
+            map_layers(
+                findings=[finding],
+                zone=zone,
+                stand=stand_ring,
+                geometries=[finding.get("geometry")],
+            )
+        ),
+        proposals=[
+            {"href": proposal_url(pid), "proposal_id": pid, "status": STATUS_NAMES.get(s, s)}
+            for pid, s in covered
+        ],
+        municipalities=municipalities,
+        chosen_municipality=chosen,
+        back=finding_url(finding_id),
+        notice=notice,
+        error=(
+            "Escolha o município cujo regulamento deve ser aplicado."
+            if erro == "municipio"
+            else None
+        ),
+    )
+
+
+@router.post("/fiscal/propostas/gerar", name="web_agent_generate")
+def generate(
+    request: Request,
+    web: AgentUser,
+    session: SessionDep,
+    municipio: Annotated[str, Form()] = "",
+    volta: Annotated[str, Form()] = "",
+) -> Response:
+    """Propose for the stored findings no proposal of the municipality covers yet."""
+    back = safe_next(volta) or "/fiscal/propostas"
+    known = {code: zone for code, _, zone in _municipalities()}
+    if municipio not in known:
+        return _redirect(_with_query(back.split("?")[0], erro="municipio"))
+    created, done = workflow.generate_report(
+        session, municipality=municipio, timezone=known[municipio], actor=web.principal.username
+    )
+    session.commit()
+    return _redirect(
+        _with_query(back.split("?")[0], geradas=str(created), revisao=str(len(done.for_review)))
+    )
+
+
+# --- the queue ------------------------------------------------------------------------------
+
+
+def _local_day_start(value: str, zone: ZoneInfo) -> dt.datetime:
+    day = dt.date.fromisoformat(value)
+    return dt.datetime.combine(day, dt.time(), tzinfo=zone)
+
+
+def parse_queue_filters(
+    params: Mapping[str, str | None], zone: ZoneInfo
+) -> tuple[QueueFilters, dict[str, str]]:
+    """Read the queue's form: the filters, and a pt-BR error per field given a bad value.
+
+    ``situacao`` absent means the proposals still to review (``proposta``); empty, every
+    state. ``de`` and ``ate`` are local dates, both inclusive; ``confianca`` a percentage.
+    """
+    errors: dict[str, str] = {}
+    kind = (params.get("tipo") or "").strip() or None
+    if kind is not None and kind not in KINDS:
+        errors["tipo"] = f"Tipo '{kind}' desconhecido; escolha um da lista."
+        kind = None
+    raw_status = params.get("situacao")
+    status = "proposta" if raw_status is None else (raw_status.strip() or None)
+    if status is not None and status not in STATUSES:
+        errors["situacao"] = f"Situação '{status}' desconhecida; escolha uma da lista."
+        status = None
+    stand = (params.get("ponto") or "").strip()[:64] or None
+    vehicle = (params.get("veiculo") or "").strip()[:64] or None
+    since = until = None
+    for name, label in (("de", "inicial"), ("ate", "final")):
+        value = (params.get(name) or "").strip()
+        if not value:
+            continue
+        try:
+            start = _local_day_start(value, zone)
+        except ValueError:
+            errors[name] = f"Data {label} inválida: '{value[:20]}'; use o formato aaaa-mm-dd."
+            continue
+        if name == "de":
+            since = start
+        else:
+            until = start + dt.timedelta(days=1)
+    if since is not None and until is not None and until <= since:
+        errors["ate"] = "A data final é anterior à inicial."
+        until = None
+    confidence = None
+    raw = (params.get("confianca") or "").strip().replace(",", ".")
+    if raw:
+        try:
+            percent = float(raw)
+        except ValueError:
+            percent = math.nan
+        if not 0 <= percent <= 100:
+            errors["confianca"] = "Confiança mínima: um número de 0 a 100 (%)."
+        else:
+            confidence = percent / 100
+    filters = QueueFilters(
+        kind=kind,
+        status=status,
+        stand_id=stand,
+        vehicle_id=vehicle,
+        since=since,
+        until=until,
+        min_confidence=confidence,
+    )
+    return filters, errors
+
+
+QUEUE_PARAMS = ("tipo", "situacao", "ponto", "veiculo", "de", "ate", "confianca")
+
+
+def queue_context(
+    session: Session, params: Mapping[str, str | None], zone: ZoneInfo
+) -> dict[str, Any]:
+    """Everything the queue page shows for its query parameters (also timed by the bench)."""
+    filters, errors = parse_queue_filters(params, zone)
+    page = _page_number(params.get("pagina"))
+    counts = queue_counts(session=session, filters=filters)
+    total = queue_total(counts, filters)
+    pages = max(1, math.ceil(total / PAGE_SIZE))
+    page = min(page, pages)
+    rows = queue_page(
+        session=session, filters=filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+    )
+    kept = {k: params.get(k) for k in QUEUE_PARAMS if params.get(k) is not None}
+    if "situacao" not in kept:
+        kept["situacao"] = "proposta"
+
+    def link(**change: Any) -> str:
+        merged = {**kept, **change}
+        query = urlencode({k: v for k, v in merged.items() if v is not None})
+        return f"/fiscal/propostas?{query}"
+
+    return {
+        "rows": [
+            {
+                "href": proposal_url(r.proposal_id),
+                "proposal_id": r.proposal_id,
+                "kind": r.kind,
+                "kind_label": KIND_NAMES.get(r.kind, r.kind),
+                "status": r.status,
+                "status_label": STATUS_NAMES.get(r.status, r.status),
+                "vehicle_id": r.vehicle_id or "—",
+                "stand_id": r.stand_id or "—",
+                "provision": r.provision,
+                "gravity": r.gravity or "—",
+                "when": local_time(r.committed_at, zone, seconds=False),
+                "confidence": _percent(r.confidence),
+                "auto_number": r.auto_number,
+                "reincidence": r.reincidence_count,
+            }
+            for r in rows
+        ],
+        "total": total,
+        "page": page,
+        "pages": pages,
+        "first_index": (page - 1) * PAGE_SIZE + 1 if rows else 0,
+        "last_index": (page - 1) * PAGE_SIZE + len(rows),
+        "prev_url": link(pagina=page - 1) if page > 1 else None,
+        "next_url": link(pagina=page + 1) if page < pages else None,
+        "status_facets": [
+            (s, STATUS_NAMES[s], counts["status"].get(s, 0), link(situacao=s, pagina=None))
+            for s in STATUSES
+        ],
+        "status_all": (sum(counts["status"].values()), link(situacao="", pagina=None)),
+        "kind_facets": [
+            (k, KIND_NAMES[k], counts["kind"][k], link(tipo=k, pagina=None))
+            for k in KINDS
+            if counts["kind"].get(k)
+        ],
+        "kind_all": (sum(counts["kind"].values()), link(tipo=None, pagina=None)),
+        "form": {k: (params.get(k) or "") for k in QUEUE_PARAMS}
+        | {"situacao": kept["situacao"] or ""},
+        "filters": filters,
+        "errors": errors,
+        "kinds": [(k, KIND_NAMES[k]) for k in KINDS],
+        "statuses": [(s, STATUS_NAMES[s]) for s in STATUSES],
+    }
+
+
+@router.get("/fiscal/propostas", name="web_agent_queue")
+def queue(request: Request, web: AgentUser, session: SessionDep) -> Response:
+    """Show the proposals queue: filters, counts per status and kind, pages, keyboard triage."""
+    params = {k: request.query_params.get(k) for k in (*QUEUE_PARAMS, "pagina")}
+    context = queue_context(session, params, _zone(request))
+    return render(
+        request,
+        "fiscal/fila.html",
+        web=web,
+        title="Propostas de autuação",
+        status_code=422 if context["errors"] else 200,
+        **context,
+    )
+
+
+# --- one proposal ---------------------------------------------------------------------------
+
+
+def _sections(document: Any) -> dict[str, list[tuple[str, str]]]:
+    """Return the document's field table by section (``enforcement.documents``' labels)."""
+    try:
+        rows = document_fields(document, kind="notificacao")
+    except DocumentError:
+        rows = []
+    out: dict[str, list[tuple[str, str]]] = {}
+    for section, label, value in rows:
+        out.setdefault(section, []).append((label, value))
+    return out
+
+
+def proposal_context(
+    session: Session, proposal_id: str, *, form_values: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Everything the proposal page shows (raises ProposalNotFoundError)."""
+    from db.enforcement.evidence import document_for
+
+    p = workflow.get_proposal(session, proposal_id)
+    doc = document_for(session, proposal_id)
+    record = doc["proposal"]
+    zone = ZoneInfo(doc["timezone"])
+    _, rule = workflow.rule_of(p)
+    sections = _sections(doc)
+    keep = ("Infração", "Penalidade e medida administrativa", "Prazos")
+    shown = {
+        name: [(label, value) for label, value in rows if label != "Descrição do dispositivo"]
+        for name, rows in sections.items()
+        if name in keep
+    }
+    geometry = doc["geometry"]
+    allowed = {f for f, step in STEP_OF_FORM.items() if p.status in workflow.TRANSITIONS[step]}
+    priors = [
+        {
+            "auto_number": x.get("auto_number") or "sem número",
+            "date": local_time(x.get("committed_at"), zone, seconds=False),
+            "status": STATUS_NAMES.get(str(x.get("status")), x.get("status") or "—"),
+            "href": proposal_url(x["proposal_id"]) if x.get("proposal_id") else None,
+        }
+        for x in record.get("reincidence_priors") or []
+    ]
+    history = [
+        {
+            "at": local_time(h["at"], zone),
+            "actor": h["actor"],
+            "action": h["action"],
+            "to": STATUS_NAMES.get(str(h.get("to")), h.get("to") or ""),
+            "reason": h.get("reason") or h.get("exception_answer") or "",
+            "auto_number": h.get("auto_number") or "",
+        }
+        for h in workflow.proposal_history(session, proposal_id)
+    ]
+    exception = record.get("exception") or None
+    return {
+        "p": {
+            "proposal_id": p.proposal_id,
+            "kind_label": KIND_NAMES.get(p.kind, p.kind),
+            "status": p.status,
+            "status_label": STATUS_NAMES.get(p.status, p.status),
+            "vehicle_id": p.vehicle_id or "—",
+            "stand_id": record.get("stand_id"),
+            "place": doc["place"].get("text"),
+            "municipality": doc["place"].get("municipality_name"),
+            "provision": p.provision,
+            "law": record.get("law"),
+            "excerpt": p.excerpt,
+            "gravity": p.gravity,
+            "auto_number": p.auto_number,
+            "when": local_time(p.committed_at, zone),
+            "until": local_time(p.committed_until, zone),
+            "confidence": _percent(p.confidence),
+            "note": record.get("note"),
+            "citation_uncertain": record.get("citation_uncertain"),
+            "dismissed_reason": p.dismissed_reason,
+            "timezone": zone.key,
+        },
+        "sections": shown,
+        "exception": exception,
+        "exception_open": bool(exception) and not exception.get("answer"),
+        "rule_exception": rule.exception,
+        "pontuacao_choices": list(rule.pontuacao_choices),
+        "priors": priors,
+        "history": history,
+        "evidence": evidence_views(doc["findings"], zone),
+        **_map_context(
+            map_layers(
+                findings=doc["findings"],
+                zone=zone,
+                track=list(geometry.get("track") or []),
+                stand=list(geometry.get("stand") or []) or None,
+                point=geometry.get("point"),
+                area=list(geometry.get("area") or []) or None,
+            )
+        ),
+        "allowed": allowed,
+        "form_ids": list(STEP_OF_FORM),
+        "documents": [
+            (kind, TITLES[kind], f"{proposal_url(proposal_id)}/documentos/{kind}")
+            for kind in DOCUMENT_KINDS
+            if kind == "auto" or p.status not in ("proposta", "confirmada", "descartada")
+        ],
+        "draft": p.status == "proposta",
+        "values": dict(form_values or {}),
+        "errors": {},
+    }
+
+
+def _not_found(request: Request, web: WebSession, proposal_id: str) -> Response:
+    return error_page(
+        request,
+        web=web,
+        status_code=404,
+        title="Proposta não encontrada",
+        message=f"Não há proposta com o identificador {proposal_id}.",
+    )
+
+
+def _proposal_page(
+    request: Request,
+    web: WebSession,
+    session: Session,
+    proposal_id: str,
+    *,
+    status_code: int = 200,
+    notice: str | None = None,
+    errors: Mapping[str, str] | None = None,
+    values: Mapping[str, str] | None = None,
+) -> Response:
+    try:
+        context = proposal_context(session, proposal_id, form_values=values)
+    except ProposalNotFoundError:
+        return _not_found(request, web, proposal_id)
+    context["errors"] = dict(errors or {})
+    return render(
+        request,
+        "fiscal/proposta.html",
+        web=web,
+        title=f"Proposta {context['p']['kind_label']} — {context['p']['vehicle_id']}",
+        status_code=status_code,
+        notice=notice,
+        **context,
+    )
+
+
+@router.get("/fiscal/propostas/{proposal_id}", name="web_agent_proposal")
+def proposal_page(
+    request: Request,
+    proposal_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    feito: str | None = None,
+) -> Response:
+    """Show a proposal with its evidence and the workflow's steps as forms."""
+    notice = None
+    if feito in DONE_NOTICES:
+        try:
+            auto = workflow.get_proposal(session, proposal_id).auto_number
+        except ProposalNotFoundError:
+            return _not_found(request, web, proposal_id)
+        notice = DONE_NOTICES[feito].format(auto=auto or "")
+    return _proposal_page(request, web, session, proposal_id, notice=notice)
+
+
+def _step(
+    request: Request,
+    web: WebSession,
+    session: Session,
+    proposal_id: str,
+    *,
+    form: str,
+    run: Callable[[], Any],
+    values: Mapping[str, str],
+    checks: Mapping[str, str] | None = None,
+) -> Response:
+    """Run one step of the workflow and answer: 303 to the page, or the page with the error.
+
+    ``checks`` are the form's own errors (field → pt-BR message) found before the workflow
+    runs: then nothing runs. A missing answer or reason is 422, a step out of order 409 (said
+    first: an answer does not matter to a step that cannot happen); the proposal is left as it
+    was in both.
+    """
+    try:
+        status = workflow.get_proposal(session, proposal_id).status
+    except ProposalNotFoundError:
+        return _not_found(request, web, proposal_id)
+    if status not in workflow.TRANSITIONS[STEP_OF_FORM[form]]:
+        checks = None  # the workflow refuses the step itself (409)
+    if checks:
+        session.rollback()
+        return _proposal_page(
+            request, web, session, proposal_id, status_code=422, errors=checks, values=values
+        )
+    try:
+        run()
+    except ProposalNotFoundError:
+        session.rollback()
+        return _not_found(request, web, proposal_id)
+    except ReviewDataError as exc:
+        session.rollback()
+        errors = {form: _sentence(str(exc))}
+        return _proposal_page(
+            request, web, session, proposal_id, status_code=422, errors=errors, values=values
+        )
+    except TransitionError as exc:
+        session.rollback()
+        errors = {form: _sentence(str(exc))}
+        return _proposal_page(
+            request, web, session, proposal_id, status_code=409, errors=errors, values=values
+        )
+    session.commit()
+    return _redirect(_with_query(proposal_url(proposal_id), feito=form))
+
+
+def _sentence(message: str) -> str:
+    message = message.strip()
+    return (message[:1].upper() + message[1:]).rstrip(".") + "."
+
+
+def _text_field(value: str, *, label: str, minimum: int) -> str | None:
+    """Return the pt-BR error of a free-text answer, or None."""
+    size = len(value.strip())
+    if size < minimum:
+        return f"{label}: escreva ao menos {minimum} caracteres."
+    if len(value) > MAX_TEXT:
+        return f"{label}: no máximo {MAX_TEXT} caracteres (foram {len(value)})."
+    return None
+
+
+@router.post("/fiscal/propostas/{proposal_id}/confirmar", name="web_agent_confirm")
+def confirm(
+    request: Request,
+    proposal_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    resposta_excecao: Annotated[str, Form()] = "",
+    pontuacao: Annotated[str, Form()] = "",
+) -> Response:
+    """Confirm: the agent issues the auto, answering the rule's exception and its pontuação."""
+    values = {"resposta_excecao": resposta_excecao, "pontuacao": pontuacao}
+    checks: dict[str, str] = {}
+    try:
+        _, rule = workflow.rule_of(workflow.get_proposal(session, proposal_id))
+    except ProposalNotFoundError:
+        return _not_found(request, web, proposal_id)
+    except TransitionError:
+        rule = None
+    if rule is not None and rule.exception is not None:
+        problem = _text_field(
+            resposta_excecao,
+            label="Resposta à exceção do dispositivo",
+            minimum=workflow.MIN_ANSWER_CHARS,
+        )
+        if problem:
+            checks["resposta_excecao"] = (
+                f"Responda à exceção do {rule.exception.provision} "
+                f"(“{rule.exception.excerpt}”) antes de confirmar: {rule.exception.question} "
+                f"Escreva por que ela não se aplica (ao menos {workflow.MIN_ANSWER_CHARS} "
+                "caracteres). Se a exceção se aplica, descarte a proposta."
+                if not resposta_excecao.strip() or len(resposta_excecao) <= MAX_TEXT
+                else problem
+            )
+    if rule is not None and rule.pontuacao_choices and pontuacao not in rule.pontuacao_choices:
+        checks["pontuacao"] = (
+            "Escolha sobre quem recai a pontuação: "
+            + " ou ".join(rule.pontuacao_choices)
+            + f" ({rule.provision}: o texto deixa a escolha ao agente, conforme o caso)."
+        )
+    return _step(
+        request,
+        web,
+        session,
+        proposal_id,
+        form="confirmar",
+        values=values,
+        checks=checks,
+        run=lambda: workflow.confirm(
+            session,
+            proposal_id,
+            agent_id=web.principal.username,
+            exception_answer=resposta_excecao.strip() or None,
+            pontuacao=pontuacao or None,
+        ),
+    )
+
+
+@router.post("/fiscal/propostas/{proposal_id}/descartar", name="web_agent_dismiss")
+def dismiss(
+    request: Request,
+    proposal_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    motivo: Annotated[str, Form()] = "",
+) -> Response:
+    """Dismiss the proposal, with the agent's reason (required)."""
+    problem = _text_field(motivo, label="Motivo do descarte", minimum=MIN_REASON)
+    return _step(
+        request,
+        web,
+        session,
+        proposal_id,
+        form="descartar",
+        values={"motivo": motivo},
+        checks={"motivo": problem} if problem else None,
+        run=lambda: workflow.dismiss(
+            session, proposal_id, agent_id=web.principal.username, reason=motivo.strip()
+        ),
+    )
+
+
+@router.post("/fiscal/propostas/{proposal_id}/notificar", name="web_agent_notify")
+def notify(request: Request, proposal_id: str, web: AgentUser, session: SessionDep) -> Response:
+    """Record the delivery of the notificação de penalidade (now)."""
+    return _step(
+        request,
+        web,
+        session,
+        proposal_id,
+        form="notificar",
+        values={},
+        run=lambda: workflow.notify(session, proposal_id, actor=web.principal.username),
+    )
+
+
+@router.post("/fiscal/propostas/{proposal_id}/defesa", name="web_agent_defence")
+def defence(request: Request, proposal_id: str, web: AgentUser, session: SessionDep) -> Response:
+    """Record a defence filed within its period (now)."""
+    return _step(
+        request,
+        web,
+        session,
+        proposal_id,
+        form="defesa",
+        values={},
+        run=lambda: workflow.file_defence(session, proposal_id, actor=web.principal.username),
+    )
+
+
+@router.post("/fiscal/propostas/{proposal_id}/decidir", name="web_agent_decide")
+def decide(
+    request: Request,
+    proposal_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    decisao: Annotated[str, Form()] = "",
+    fundamentacao: Annotated[str, Form()] = "",
+) -> Response:
+    """Decide the defence: accepted (deferida) or rejected (indeferida), with the grounds."""
+    checks: dict[str, str] = {}
+    if decisao not in ("deferida", "indeferida"):
+        checks["decisao"] = "Escolha a decisão: defesa deferida ou indeferida."
+    problem = _text_field(fundamentacao, label="Fundamentação da decisão", minimum=MIN_REASON)
+    if problem:
+        checks["fundamentacao_decisao"] = problem
+    return _step(
+        request,
+        web,
+        session,
+        proposal_id,
+        form="decidir",
+        values={"decisao": decisao, "fundamentacao_decisao": fundamentacao},
+        checks=checks,
+        run=lambda: workflow.decide_defence(
+            session,
+            proposal_id,
+            agent_id=web.principal.username,
+            accepted=decisao == "deferida",
+            reason=fundamentacao.strip(),
+        ),
+    )
+
+
+@router.post("/fiscal/propostas/{proposal_id}/finalizar", name="web_agent_finalize")
+def finalize(
+    request: Request,
+    proposal_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    fundamentacao: Annotated[str, Form()] = "",
+) -> Response:
+    """Record the final decision (no administrative appeal left), with its grounds."""
+    problem = _text_field(fundamentacao, label="Fundamentação", minimum=MIN_REASON)
+    return _step(
+        request,
+        web,
+        session,
+        proposal_id,
+        form="finalizar",
+        values={"fundamentacao_final": fundamentacao},
+        checks={"fundamentacao_final": problem} if problem else None,
+        run=lambda: workflow.finalize(
+            session, proposal_id, agent_id=web.principal.username, reason=fundamentacao.strip()
+        ),
+    )
+
+
+# --- documents ------------------------------------------------------------------------------
+
+
+@router.get("/fiscal/propostas/{proposal_id}/documentos/{documento}", name="web_agent_document")
+def document(
+    request: Request,
+    proposal_id: str,
+    documento: str,
+    web: AgentUser,
+    session: SessionDep,
+    formato: str = "html",
+) -> Response:
+    """Show the auto de infração (or notificação) as a page, or as PDF (``?formato=pdf``).
+
+    It shows the plate and the holder's name when the registry has them: each delivery is
+    written to the audit log (who, which fields, which proposal) before it leaves.
+    """
+    from db.enforcement.evidence import document_for
+
+    if documento not in DOCUMENT_KINDS or formato not in ("html", "pdf"):
+        return error_page(
+            request,
+            web=web,
+            status_code=404,
+            title="Documento não encontrado",
+            message=(
+                f"Documento '{documento[:40]}' em '{formato[:10]}' não existe; há: "
+                + ", ".join(f"{k} (html ou pdf)" for k in DOCUMENT_KINDS)
+                + "."
+            ),
+        )
+    try:
+        doc = document_for(session, proposal_id)
+        fields = document_fields(doc, kind=documento)  # type: ignore[arg-type]
+    except ProposalNotFoundError:
+        return _not_found(request, web, proposal_id)
+    except (DocumentError, TransitionError) as exc:
+        return error_page(
+            request,
+            web=web,
+            status_code=409,
+            title="Documento indisponível",
+            message=_sentence(str(exc)),
+        )
+    personal = [f for f in DOCUMENT_PERSONAL_FIELDS if doc["vehicle"].get(f)]
+    if personal:
+        record_personal_data_access(
+            session=session,
+            actor=web.principal.actor,
+            entity="proposal_documents",
+            ids=[proposal_id],
+            fields=personal,
+            route=request.url.path,
+        )
+        session.commit()  # audited before the document leaves
+    title = TITLES[documento]  # type: ignore[index]
+    number = doc["proposal"].get("auto_number")
+    if formato == "pdf":
+        name = f"{documento}-{number or proposal_id}.pdf"
+        return Response(
+            render_pdf(doc, kind=documento),  # type: ignore[arg-type]
+            media_type="application/pdf",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+    sections: dict[str, list[tuple[str, str]]] = {}
+    for section, label, value in fields:
+        sections.setdefault(section, []).append((label, value))
+    zone = ZoneInfo(doc["timezone"])
+    return render(
+        request,
+        "fiscal/documento.html",
+        web=web,
+        title=f"{title} {number or '(minuta)'}",
+        doc_title=title,
+        number=number,
+        proposal_id=proposal_id,
+        proposal_href=proposal_url(proposal_id),
+        pdf_href=f"{request.url.path}?formato=pdf",
+        draft=doc["proposal"].get("status") == "proposta",
+        authority=f"Prefeitura Municipal de {doc['place'].get('municipality_name')}",
+        sections=sections,
+        map_svg=Markup(render_map_svg(doc, width=640.0, height=400.0)),  # noqa: S704 (escaped)
+        map_caption=MAP_CAPTION,
+        evidence=evidence_views(doc["findings"], zone),
+    )

@@ -1,0 +1,68 @@
+"""How numbers, dates and durations are written to people on the console's pages (pt-BR)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from zoneinfo import ZoneInfo
+
+NONE = "—"
+
+
+def integer(value: int | None) -> str:
+    """``1234567`` → ``"1.234.567"``; None → ``"—"``."""
+    if value is None:
+        return NONE
+    return f"{int(value):,}".replace(",", ".")
+
+
+def decimal(value: float | None, *, digits: int = 1) -> str:
+    """``1234.56`` → ``"1.234,6"`` (``digits`` after the comma); None or NaN → ``"—"``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return NONE
+    text = f"{value:,.{digits}f}"
+    return text.replace(",", "_").replace(".", ",").replace("_", ".")
+
+
+def percent(share: float | None) -> str:
+    """``0.2`` → ``"20%"`` (whole percent); None or NaN → ``"—"``."""
+    if share is None or (isinstance(share, float) and math.isnan(share)):
+        return NONE
+    return f"{round(share * 100):d}%"
+
+
+def date(value: dt.date | None) -> str:
+    """``2024-03-04`` → ``"04/03/2024"``; None → ``"—"``."""
+    if value is None:
+        return NONE
+    return value.strftime("%d/%m/%Y")
+
+
+def clock(value: dt.datetime, *, timezone: str) -> str:
+    """Say the local time of an instant, ``"14:05"``."""
+    return value.astimezone(ZoneInfo(timezone)).strftime("%H:%M")
+
+
+def clock_s(value: dt.datetime, *, timezone: str) -> str:
+    """Say the local time of an instant with seconds, ``"14:05:09"``."""
+    return value.astimezone(ZoneInfo(timezone)).strftime("%H:%M:%S")
+
+
+def local_datetime(value: dt.datetime, *, timezone: str) -> str:
+    """Say the local date and time of an instant, ``"04/03/2024 14:05"``."""
+    return value.astimezone(ZoneInfo(timezone)).strftime("%d/%m/%Y %H:%M")
+
+
+def duration(seconds: float) -> str:
+    """Say a wait or a stay: ``"menos de 1 min"``, ``"12 min"``, ``"1 h 05 min"``."""
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return "menos de 1 min"
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def plural(count: int, one: str, many: str) -> str:
+    """``plural(1, "veículo", "veículos")`` → ``"1 veículo"``; 0 and 2+ take ``many``."""
+    return f"{integer(count)} {one if count == 1 else many}"

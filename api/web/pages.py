@@ -1,0 +1,256 @@
+"""Login, logout, the way in (``/``, ``/painel``) and the console's error pages.
+
+:func:`install` mounts the static files and answers the console's errors with pt-BR pages:
+login needed (303 to ``/entrar?next=…``), role not allowed and CSRF failure (403), and a
+page not found (404) asked by a browser outside the JSON API.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, cast
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, FastAPI, Form, Request
+from fastapi.responses import RedirectResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from api import accounts
+from api._errors import RateLimitedError
+from api.deps import SessionDep, SettingsDep, login_rate_limit
+from api.errors import _http_error as json_http_error
+from api.web._errors import CsrfError, LoginRequiredError, WebForbiddenError
+from api.web.auth import (
+    LOGIN_PATH,
+    LOGOUT_PATH,
+    SESSION_COOKIE,
+    OptionalWebSession,
+    WebSession,
+    check_csrf,
+    clear_cookie,
+    csrf_token_for,
+    pre_session_seed,
+    safe_next,
+    set_pre_session_cookie,
+    set_session_cookie,
+    verify_login_csrf,
+)
+from api.web.nav import LANDING, ROLE_LABELS
+from api.web.templating import STATIC_PREFIX, render, static_files
+
+router = APIRouter(include_in_schema=False)
+
+BAD_CREDENTIALS = "Usuário ou senha incorretos, ou conta desativada."
+NOTICES = {
+    "saiu": "Você saiu. Até logo!",
+    "expirou": "Sua sessão terminou (saída, expiração ou mudança na conta). Entre novamente.",
+}
+"""Messages of the login page, by its ``aviso`` query parameter."""
+API_PREFIXES = ("/api/", "/osmand", "/docs", "/openapi.json", "/health", "/ready")
+"""Paths whose errors stay JSON whoever asks."""
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def landing(web: WebSession) -> str:
+    """Return the page a logged-in user starts on."""
+    return LANDING[web.principal.role]
+
+
+@router.get("/", name="web_root")
+def root(web: OptionalWebSession) -> Response:
+    """Send the visitor to their page, or to the login."""
+    return _redirect(landing(web) if web is not None else LOGIN_PATH)
+
+
+@router.get("/painel", name="web_panel")
+def panel(web: OptionalWebSession) -> Response:
+    """Send a logged-in user to their role's page, else to the login."""
+    return _redirect(landing(web) if web is not None else LOGIN_PATH)
+
+
+def _login_page(
+    request: Request,
+    *,
+    next_path: str | None,
+    username: str = "",
+    error: str | None = None,
+    notice: str | None = None,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    seed, new = pre_session_seed(request)
+    response = render(
+        request,
+        "entrar.html",
+        web=None,
+        title="Entrar",
+        status_code=status_code,
+        headers=headers,
+        csrf_token=csrf_token_for(seed),
+        next_path=next_path or "",
+        username=username,
+        error=error,
+        notice=notice,
+    )
+    if new:
+        set_pre_session_cookie(response, request, seed)
+    return response
+
+
+@router.get(LOGIN_PATH, name="web_login_form")
+def login_form(
+    request: Request, web: OptionalWebSession, next: str | None = None, aviso: str | None = None
+) -> Response:
+    """Show the login page (a logged-in user goes on to ``next`` or their page)."""
+    wanted = safe_next(next)
+    if web is not None:
+        return _redirect(wanted or landing(web))
+    return _login_page(request, next_path=wanted, notice=NOTICES.get(aviso or ""))
+
+
+@router.post(LOGIN_PATH, name="web_login", dependencies=[Depends(verify_login_csrf)])
+def login(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    username: Annotated[str, Form(max_length=200)] = "",
+    password: Annotated[str, Form(max_length=1000)] = "",
+    next: Annotated[str, Form(max_length=4000)] = "",
+) -> Response:
+    """Check the credentials (login bucket of the API); open a session and go on."""
+    wanted = safe_next(next)
+    try:
+        login_rate_limit(request)
+    except RateLimitedError as exc:
+        retry = exc.headers.get("Retry-After", "60")
+        return _login_page(
+            request,
+            next_path=wanted,
+            username=username,
+            error=f"Muitas tentativas de entrada deste endereço. Tente novamente em {retry} s.",
+            status_code=429,
+            headers={"Retry-After": retry},
+        )
+    user = accounts.authenticate(session=session, username=username.strip(), password=password)
+    if user is None:
+        return _login_page(
+            request, next_path=wanted, username=username, error=BAD_CREDENTIALS, status_code=422
+        )
+    old = request.cookies.get(SESSION_COOKIE)
+    if old:
+        accounts.revoke_token(session=session, token=old)  # no session survives a new login
+    token, _ = accounts.issue_token(session=session, user=user, ttl_s=settings.token_ttl_s)
+    session.commit()
+    response = _redirect(wanted or LANDING[user.role])
+    set_session_cookie(response, request, token, max_age_s=settings.token_ttl_s)
+    return response
+
+
+async def _logout_csrf(request: Request, web: OptionalWebSession) -> None:
+    """Require the session's CSRF token; without a session there is nothing to end."""
+    if web is not None:
+        await check_csrf(request, seed=web.token, web=web)
+
+
+@router.post(LOGOUT_PATH, name="web_logout", dependencies=[Depends(_logout_csrf)])
+def logout(request: Request, web: OptionalWebSession, session: SessionDep) -> Response:
+    """End the session (its token is revoked, its live streams close) and go to the login."""
+    if web is not None:
+        accounts.revoke_token(session=session, token=web.token)
+        session.commit()
+    response = _redirect(f"{LOGIN_PATH}?aviso=saiu")
+    clear_cookie(response, request, SESSION_COOKIE)
+    return response
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def _login_required(request: Request, exc: Exception) -> Response:
+    exc = cast(LoginRequiredError, exc)
+    query = {"next": exc.next_path} if exc.next_path else {}
+    if exc.ended:
+        query["aviso"] = "expirou"
+    response = _redirect(LOGIN_PATH + (f"?{urlencode(query)}" if query else ""))
+    if exc.ended:
+        clear_cookie(response, request, SESSION_COOKIE)
+    return response
+
+
+def error_page(
+    request: Request,
+    *,
+    web: WebSession | None,
+    status_code: int,
+    title: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """Return the console's error page (pt-BR), with a way back."""
+    return render(
+        request,
+        "erro.html",
+        web=web,
+        title=title,
+        status_code=status_code,
+        headers=headers,
+        message=message,
+    )
+
+
+def _forbidden(request: Request, exc: Exception) -> Response:
+    exc = cast(WebForbiddenError, exc)
+    role = ROLE_LABELS.get(exc.web.principal.role, exc.web.principal.role)
+    allowed = ", ".join(ROLE_LABELS.get(r, r) for r in sorted(exc.allowed))
+    message = f"O seu perfil ({role}) não tem acesso a esta página. Ela é reservada a: {allowed}."
+    return error_page(request, web=exc.web, status_code=403, title="Acesso negado", message=message)
+
+
+def _csrf(request: Request, exc: Exception) -> Response:
+    exc = cast(CsrfError, exc)
+    message = (
+        "Este formulário não pôde ser aceito: ele expirou ou não veio desta aplicação "
+        "(proteção contra falsificação de requisição, CSRF). Volte, recarregue a página e "
+        "tente de novo; os cookies do navegador precisam estar ativados."
+    )
+    return error_page(
+        request, web=exc.web, status_code=403, title="Formulário recusado", message=message
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """404/405: a pt-BR page for a browser outside the JSON API, else the API's JSON error."""
+    exc = cast(StarletteHTTPException, exc)
+    browser = "text/html" in request.headers.get("accept", "")
+    if not browser or request.url.path.startswith(API_PREFIXES):
+        return json_http_error(request, exc)
+    title, message = (
+        ("Página não encontrada", "Não há página neste endereço.")
+        if exc.status_code == 404
+        else ("Ação não permitida", "Esta página não aceita esta ação.")
+    )
+    return error_page(
+        request,
+        web=None,
+        status_code=exc.status_code,
+        title=title,
+        message=message,
+        headers=dict(exc.headers or {}),
+    )
+
+
+def install(app: FastAPI) -> None:
+    """Mount the static files and answer the console's errors with pages on ``app``.
+
+    The 404 and 405 handlers are by status code: they take precedence over the JSON handler of
+    :func:`api.errors.install_error_handlers` whatever the order, and hand it the API's paths.
+    """
+    app.mount(STATIC_PREFIX, static_files(), name="static")
+    app.add_exception_handler(LoginRequiredError, _login_required)
+    app.add_exception_handler(WebForbiddenError, _forbidden)
+    app.add_exception_handler(CsrfError, _csrf)
+    for status in (404, 405):
+        app.add_exception_handler(status, _http_error)

@@ -1,0 +1,22 @@
+/* Importação: refuse a file over the server's limit before it is sent (the server checks too). */
+(function () {
+  "use strict";
+  var form = document.getElementById("form-importacao");
+  if (!form) return;
+  var limit = Number(form.getAttribute("data-max-bytes"));
+  var input = form.querySelector('input[type="file"]');
+  var message = document.getElementById("importacao-tamanho");
+  form.addEventListener("submit", function (event) {
+    var file = input && input.files && input.files[0];
+    if (file && limit && file.size > limit) {
+      event.preventDefault();
+      message.textContent =
+        "O arquivo tem " + file.size.toLocaleString("pt-BR") + " bytes; o limite é " +
+        limit.toLocaleString("pt-BR") + " bytes.";
+      message.hidden = false;
+      message.setAttribute("role", "alert");
+      input.setAttribute("aria-invalid", "true");
+      input.focus();
+    }
+  });
+})();

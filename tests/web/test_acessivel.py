@@ -1,0 +1,284 @@
+"""Táxi acessível perto de você (``/acessivel``) against a real ``pontual serve``: a citizen on a
+phone finds a free accessible taxi from their location, with the public API's rules (the
+public grid, no plate or vehicle id), the same answer for two points of one cell, the
+fallbacks (a stand of the list, a tap on the map), and the public API's rate limit.
+
+The module seeds stand AC1 and, through ``/api/v1/pings``, a free accessible taxi inside it and
+a free taxi that is not accessible, beside it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+from sqlalchemy import Engine
+from web_helpers import assert_accessible, horizontal_overflow_px
+
+from api.web.citizen import distance_text
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+AC_STAND = (-30.0700, -51.1700)
+TAXI_AT = (-30.070012, -51.170034)  # exact fix of the accessible taxi, inside AC1
+CITIZEN = (-30.0673, -51.1700)  # ≈ 300 m north of the stand
+
+
+def _device(web_engine: Engine, *, accessible: bool, plate: str) -> tuple[str, str]:
+    from api import accounts
+    from db.engine import session_scope
+    from db.fleet.models import Vehicle
+
+    vehicle_id = f"AC-{secrets.token_hex(3).upper()}"
+    with session_scope(web_engine) as session:
+        session.add(
+            Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id, plate=plate, accessible=accessible)
+        )
+        session.flush()
+        _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+    return vehicle_id, token
+
+
+def _post(url: str, token: str, at: tuple[float, float]) -> None:
+    now = dt.datetime.now(dt.UTC)
+    pings = [
+        {"timestamp": (now - dt.timedelta(seconds=s)).isoformat(), "lat": at[0], "lon": at[1],
+         "meter": "free"}
+        for s in (30, 5)
+    ]  # fmt: skip
+    answer = httpx.post(
+        f"{url}/api/v1/pings",
+        json={"pings": pings},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    assert {r["status"] for r in answer.json()["results"]} == {"accepted"}
+
+
+@pytest.fixture(scope="module")
+def taxis(web_server: Any, web_engine: Engine) -> dict[str, str]:
+    """Stand AC1; a free accessible taxi in it and a free ordinary taxi beside it (fixes of
+    the last 30 s). Returns their vehicle ids and plates."""
+    from geoalchemy2.shape import from_shape
+    from shapely.geometry import MultiPolygon, Point
+
+    from db.engine import session_scope
+    from db.stands.models import Stand
+
+    square = Point(AC_STAND[1], AC_STAND[0]).buffer(0.0004, cap_style="square")
+    with session_scope(web_engine) as session:
+        session.add(
+            Stand(
+                stand_id="AC1", name="Ponto Acessível Teste", capacity=2,
+                geometry=from_shape(MultiPolygon([square]), srid=4326),
+            )
+        )  # fmt: skip
+    accessible, token = _device(web_engine, accessible=True, plate="ACX9Z99")
+    ordinary, other = _device(web_engine, accessible=False, plate="ORD1N42")
+    _post(web_server.url, token, TAXI_AT)
+    _post(web_server.url, other, (TAXI_AT[0] + 0.0002, TAXI_AT[1]))
+    return {"accessible": accessible, "ordinary": ordinary}
+
+
+def _public_taxis(url: str, at: tuple[float, float]) -> list[dict[str, Any]]:
+    answer = httpx.get(
+        f"{url}/api/v1/public/accessible-taxis",
+        params={"lat": at[0], "lon": at[1], "radius_m": 1000},
+        timeout=30,
+    )
+    assert answer.status_code == 200
+    data: list[dict[str, Any]] = answer.json()["data"]
+    return data
+
+
+def _same_cell_point(at: tuple[float, float]) -> tuple[float, float]:
+    """Another point of ``at``'s cell of the public grid, ≈ 25 m away."""
+    from api.routes.public import CELL_RESOLUTION
+    from geo.h3 import latlng_to_cells
+
+    other = (at[0] + 0.0002, at[1] + 0.0001)
+    cells = latlng_to_cells(
+        np.array([at[0], other[0]]), np.array([at[1], other[1]]), resolution=CELL_RESOLUTION
+    )
+    assert cells[0] == cells[1]
+    return other
+
+
+def _shot(page: Any, name: str) -> None:
+    targets = [ROOT / "test-artifacts" / name]
+    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
+        targets.append(ROOT / "docs" / "screenshots" / name)
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(target), full_page=True)
+
+
+def _phone(open_page: Callable, at: tuple[float, float] | None) -> Any:
+    options: dict[str, Any] = {"is_mobile": True, "has_touch": True, "locale": "pt-BR"}
+    if at is not None:
+        options |= {
+            "geolocation": {"latitude": at[0], "longitude": at[1]},
+            "permissions": ["geolocation"],
+        }
+    return open_page(width=390, height=844, **options)
+
+
+class TestFromMyLocation:
+    def test_citizen_on_a_phone_finds_an_accessible_taxi(
+        self, open_page: Callable, web_server: Any, taxis: dict[str, str]
+    ) -> None:
+        """From the location granted to the page: the accessible taxi with the public API's
+        snapped distance; no plate, no vehicle id, no exact position; no sideways scroll."""
+        phone = _phone(open_page, CITIZEN)
+        phone.goto("/acessivel")
+        phone.get_by_role("button", name="Usar a minha localização").tap()
+        first = phone.locator(".result--taxi").first
+        first.wait_for(state="visible", timeout=20_000)
+        expected = _public_taxis(web_server.url, CITIZEN)
+        assert expected and expected[0]["distance_m"] in (300, 400)  # ≈ 300 m, cells apart
+        items = phone.locator(".result--taxi")
+        assert items.count() == len(expected)
+        for k, taxi in enumerate(expected):
+            text = items.nth(k).inner_text()
+            assert f"Táxi acessível {taxi['index']}" in text
+            assert f"A cerca de {taxi['distance_m']} m;" in text
+            assert items.nth(k).get_attribute("data-lat") == f"{taxi['position']['lat']}"
+        assert phone.locator("#resultados h2").inner_text() == "Perto da sua localização"
+        expect(phone.locator("#busca-estado")).to_contain_text("táxi")
+        html = phone.content()
+        for secret in ("ACX9Z99", "ORD1N42", taxis["accessible"], taxis["ordinary"],
+                       f"{TAXI_AT[0]:.6f}", f"{TAXI_AT[1]:.6f}"):  # fmt: skip
+            assert secret not in html
+        assert horizontal_overflow_px(phone) == 0
+        button = phone.get_by_role("button", name="Buscar perto deste ponto").bounding_box()
+        assert button is not None and button["height"] >= 44  # a large touch target
+        assert_accessible(phone)
+        _shot(phone, "web-acessivel-phone.png")
+
+    def test_two_points_of_one_cell_get_the_same_answer(
+        self, open_page: Callable, web_server: Any, taxis: dict[str, str]
+    ) -> None:
+        """Two phones ≈ 25 m apart in one cell of the public grid see the same results, and
+        the fragment and the page answer them byte for byte alike."""
+        other = _same_cell_point(CITIZEN)
+        seen = []
+        for at in (CITIZEN, other):
+            phone = _phone(open_page, at)
+            phone.goto("/acessivel")
+            phone.get_by_role("button", name="Usar a minha localização").click()
+            phone.locator(".result--taxi").first.wait_for(state="visible", timeout=20_000)
+            seen.append(phone.locator("#resultados").inner_html())
+        assert seen[0] == seen[1]
+        for path in ("/acessivel/resultados", "/acessivel"):
+            answers = [
+                httpx.get(f"{web_server.url}{path}", params={"lat": a[0], "lon": a[1]}).text
+                for a in (CITIZEN, other)
+            ]
+            assert answers[0] == answers[1], path
+            assert "Táxi acessível 1" in answers[0]
+
+
+class TestFallbacks:
+    def test_location_refused_then_a_stand_from_the_list(
+        self, open_page: Callable, web_server: Any, taxis: dict[str, str]
+    ) -> None:
+        """Without permission the page says so and offers the fallbacks; the stand list,
+        used with the keyboard, finds the taxi at the stand."""
+        phone = _phone(open_page, None)
+        phone.goto("/acessivel")
+        phone.get_by_role("button", name="Usar a minha localização").click()
+        expect(phone.locator("#busca-estado")).to_contain_text(
+            "Toque no mapa ou escolha um ponto de táxi da lista", timeout=20_000
+        )
+        phone.get_by_label("Perto de um ponto de táxi").select_option("AC1")
+        phone.get_by_role("button", name="Buscar perto deste ponto").focus()
+        phone.keyboard.press("Enter")
+        heading = phone.locator("#resultados h2")
+        expect(heading).to_have_text("Perto de Ponto Acessível Teste (ponto nº AC1)")
+        expect(heading).to_be_focused()
+        stand = phone.locator(".result--stand", has_text="Ponto Acessível Teste")
+        assert "Táxis acessíveis livres: 1 no ponto" in stand.inner_text()
+        nearest = _public_taxis(web_server.url, AC_STAND)[0]["distance_m"]
+        expected = f"A {distance_text(nearest)};"
+        assert expected in phone.locator(".result--taxi").first.inner_text()
+
+    def test_tap_on_the_map(self, open_page: Callable, taxis: dict[str, str]) -> None:
+        """A tap on the map searches near that place."""
+        phone = _phone(open_page, None)
+        phone.goto("/acessivel")
+        box = phone.locator("#mapa-cidadao")
+        box.wait_for(state="visible")
+        box.tap(position={"x": 60, "y": 60})
+        expect(phone.locator("#resultados h2")).to_have_text(
+            "Perto do local escolhido no mapa", timeout=20_000
+        )
+
+    def test_without_scripts_the_stand_form_works(
+        self, web_server: Any, taxis: dict[str, str]
+    ) -> None:
+        """A plain GET with the stand (what the form sends without scripts) answers in the page."""
+        html = httpx.get(f"{web_server.url}/acessivel", params={"ponto": "AC1"}).text
+        assert "Perto de Ponto Acessível Teste (ponto nº AC1)" in html
+        assert "Táxi acessível 1" in html
+        assert '<option value="AC1" data-lat=' in html and " selected>" in html
+
+    @pytest.mark.parametrize(
+        ("query", "message"),
+        [
+            ({"lat": "abc", "lon": "-51"}, "&#39;lat&#39; era &#39;abc&#39;"),
+            ({"lat": "-30", "lon": "-51", "raio": "123"}, "&#39;raio&#39; era &#39;123&#39;"),
+            ({"ponto": "NAO-EXISTE"}, "não encontrado entre os pontos ativos"),
+        ],
+    )
+    def test_bad_search_is_said(self, web_server: Any, query: dict[str, str], message: str) -> None:
+        """A bad coordinate, distance or stand: 422 and a pt-BR alert, page and fragment."""
+        for path in ("/acessivel", "/acessivel/resultados"):
+            answer = httpx.get(f"{web_server.url}{path}", params=query)
+            assert answer.status_code == 422, path
+            assert message in answer.text and 'role="alert"' in answer.text, path
+
+
+class TestRateLimit:
+    def test_pages_share_the_public_api_limit(self, web_engine: Engine) -> None:
+        """With a limit of 3 a minute, an API call and two searches use it up: the next page
+        is a pt-BR 429 with Retry-After, and so is the next API call."""
+        import warnings
+
+        from starlette.exceptions import StarletteDeprecationWarning
+
+        from api.main import create_app
+        from api.settings import Settings
+
+        with warnings.catch_warnings():  # httpx, not httpx2, under the test client (as tests/api)
+            warnings.simplefilter("ignore", StarletteDeprecationWarning)
+            from fastapi.testclient import TestClient
+        settings = Settings(public_rate_limit_per_min=3, live_worker=False)
+        client = TestClient(create_app(engine=web_engine, settings=settings))
+        point = {"lat": CITIZEN[0], "lon": CITIZEN[1]}
+        assert client.get("/api/v1/public/stands", params=point).status_code == 200
+        assert client.get("/acessivel/resultados", params=point).status_code == 200
+        assert client.get("/acessivel", params=point).status_code == 200
+        limited = client.get("/acessivel", params=point)
+        assert limited.status_code == 429
+        assert int(limited.headers["Retry-After"]) >= 1
+        assert "Muitas buscas deste endereço em pouco tempo" in limited.text
+        assert client.get("/acessivel/resultados", params=point).status_code == 429
+        assert client.get("/api/v1/public/stands", params=point).status_code == 429
+
+
+def test_desktop_screenshot(page: Any, taxis: dict[str, str]) -> None:
+    """The page on a desktop with an answer passes axe (screenshot for the README)."""
+    page.goto("/acessivel?ponto=AC1")
+    page.locator(".result--taxi").first.wait_for(state="visible")
+    assert_accessible(page)
+    _shot(page, "web-acessivel.png")

@@ -1,0 +1,667 @@
+"""The Administração pages against a real ``pontual serve``: stands drawn in Chromium, licences,
+devices with their one-time token and QR code, users, the import preview, the audit log.
+
+Screenshots go to ``test-artifacts/``; with ``PONTUAL_UPDATE_SCREENSHOTS=1`` also to
+``docs/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import itertools
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine, func, select
+from web_helpers import WEB_PASSWORD, WEB_USERS, csrf_from, http_login
+
+from api.web.admin_devices import qr_svg
+from db.enforcement.models import AuditEntry
+from db.engine import session_scope
+from db.fleet.models import Vehicle
+from db.stands.models import ParkingLicence, Stand
+
+ROOT = Path(__file__).resolve().parents[2]
+_ids = itertools.count(1)
+
+
+def unique(prefix: str) -> str:
+    """Return an id no other test of the session uses."""
+    return f"{prefix}-{os.getpid()}-{next(_ids)}"
+
+
+def screenshot(page: Any, name: str) -> None:
+    """Save a full-page screenshot (and into docs/screenshots when asked)."""
+    targets = [ROOT / "test-artifacts" / name]
+    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
+        targets.append(ROOT / "docs" / "screenshots" / name)
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(target), full_page=True)
+
+
+def add_vehicle(engine: Engine, vehicle_id: str) -> None:
+    """Register a prefixo in the fleet."""
+    with session_scope(engine) as session:
+        session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id))
+
+
+def count(engine: Engine, model: Any, *where: Any) -> int:
+    """Count the rows of a table (matching ``where``)."""
+    with session_scope(engine) as session:
+        return int(session.scalar(select(func.count()).select_from(model).where(*where)) or 0)
+
+
+def changes(engine: Engine) -> int:
+    """Count the audit entries that record a change (reads of personal data left out)."""
+    return count(engine, AuditEntry, AuditEntry.action != "read_personal_data")
+
+
+def post_form(client: httpx.Client, page_url: str, action: str, data: dict[str, str]) -> Any:
+    """Post a console form with the CSRF token of the page it is on."""
+    token = csrf_from(client.get(page_url).text)
+    return client.post(action, data={"csrf_token": token, **data})
+
+
+def bearer(base_url: str, username: str) -> dict[str, str]:
+    """Return the Authorization header of an API token of ``username``."""
+    answer = httpx.post(
+        base_url + "/api/v1/auth/token",
+        data={"username": username, "password": WEB_PASSWORD},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    return {"Authorization": f"Bearer {answer.json()['access_token']}"}
+
+
+# --- the acceptance journey ----------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_admin_draws_a_stand_and_grants_a_licence(
+    page: Any, login: Callable, web_server: Any, web_engine: Engine
+) -> None:
+    """An admin draws a polygon with the mouse, saves it, finds it in the list and in the
+    stands API, grants a licence to a prefixo; the registry and the audit log have both."""
+    stand_id, vehicle_id = unique("DESENHO"), unique("PFX")
+    add_vehicle(web_engine, vehicle_id)
+    login(page, "admin")
+    page.goto("/admin/pontos/novo")
+    page.wait_for_selector("#mapa[data-loaded]")
+    page.get_by_role("button", name="Desenhar Polígonos").click()
+    box = page.locator("#mapa").bounding_box()
+    corners = [(-320, 90), (-140, 90), (-140, 260), (-320, 260)]
+    points = [(box["x"] + box["width"] + dx, box["y"] + dy) for dx, dy in corners]
+    for x, y in points:
+        page.mouse.click(x, y)
+    page.mouse.click(*points[0])  # back on the first vertex closes the polygon
+    page.wait_for_selector("#mapa[data-drawn=polygon]")
+    typed = page.get_by_label("Vértices do polígono").input_value().splitlines()
+    assert len(typed) == 4
+    page.get_by_label("Identificador (stand_id)").fill(stand_id)
+    page.get_by_label("Nome").fill("Ponto desenhado")
+    page.get_by_label("Vagas").fill("4")
+    page.get_by_label("Tipo").select_option("fixo")
+    screenshot(page, "web-admin-ponto-novo.png")
+    page.get_by_role("button", name="Salvar ponto").click()
+    page.wait_for_url(f"**/admin/pontos/{stand_id}?aviso=criado")
+    assert page.get_by_role("status").inner_text() == "Ponto criado."
+    assert (
+        page.get_by_role("heading", level=1).inner_text() == f"Ponto {stand_id} — Ponto desenhado"
+    )
+
+    page.goto(f"/admin/pontos?q={stand_id}")
+    assert page.get_by_role("link", name=stand_id, exact=True).count() == 1
+    api = httpx.get(
+        f"{web_server.url}/api/v1/stands/{stand_id}",
+        headers=bearer(web_server.url, WEB_USERS["admin"]),
+        timeout=30,
+    )
+    assert api.status_code == 200
+    feature = api.json()
+    assert feature["properties"]["capacity"] == 4 and feature["properties"]["kind"] == "fixo"
+    ring = feature["geometry"]["coordinates"][0][0]
+    drawn = [tuple(float(v) for v in line.split(", ")) for line in typed]
+    assert len(ring) == 5 and ring[0] == ring[-1]
+    for (lat, lon), (x, y) in zip(drawn, ring[:-1], strict=True):
+        assert abs(lat - y) < 1e-6 and abs(lon - x) < 1e-6
+
+    page.goto(f"/admin/pontos/{stand_id}")
+    page.get_by_label("Prefixo (vehicle_id)").first.fill(vehicle_id)
+    page.get_by_role("button", name="Conceder licença").click()
+    page.wait_for_url("**aviso=licenca")
+    assert page.get_by_role("status").inner_text() == "Licença concedida."
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=vehicle_id))
+    assert "sem término" in row.inner_text()
+    screenshot(page, "web-admin-ponto.png")
+
+    with session_scope(web_engine) as session:
+        licences = session.scalars(
+            select(ParkingLicence).where(ParkingLicence.stand_id == stand_id)
+        ).all()
+        assert [(lic.vehicle_id, lic.valid_until) for lic in licences] == [(vehicle_id, None)]
+        entries = session.scalars(
+            select(AuditEntry).where(AuditEntry.actor == "user:web_admin")
+        ).all()
+        mine = [
+            (e.action, e.entity)
+            for e in entries
+            if e.entity_id == stand_id or (e.details or {}).get("stand_id") == stand_id
+        ]
+        assert ("create", "stand") in mine and ("grant", "parking_licence") in mine
+    page.goto(f"/admin/auditoria?texto={stand_id}")
+    table = page.get_by_role("table").inner_text()
+    assert "grant" in table and "create" in table and stand_id in table
+
+
+@pytest.mark.browser
+def test_stand_area_typed_with_the_keyboard(page: Any, login: Callable, web_engine: Engine) -> None:
+    """Without the mouse: point and radius typed in the fields draw the circle and save it."""
+    stand_id = unique("TECLADO")
+    login(page, "admin")
+    page.goto("/admin/pontos/novo")
+    page.get_by_label("Identificador (stand_id)").fill(stand_id)
+    page.get_by_label("Ponto e raio").check()
+    page.get_by_label("Latitude do centro").fill("-30,0300")
+    page.get_by_label("Longitude do centro").fill("-51.2300")
+    page.get_by_label("Raio (metros)").fill("25")
+    page.get_by_label("Raio (metros)").press("Tab")
+    page.wait_for_selector("#mapa[data-drawn=circle]")
+    page.get_by_label("Raio (metros)").focus()
+    page.keyboard.press("Enter")  # submits the form
+    page.wait_for_url(f"**/admin/pontos/{stand_id}?aviso=criado")
+    with session_scope(web_engine) as session:
+        stand = session.get(Stand, stand_id)
+        assert stand is not None and stand.radius_m == 25.0
+
+
+# --- a bad stand ---------------------------------------------------------------------------------
+
+
+BAD_STANDS = {
+    "empty geometry": ({"mode": "poligono", "vertices": ""}, "polígono vazio"),
+    "tiny radius": (
+        {"mode": "ponto", "lat": "-30.03", "lon": "-51.23", "radius_m": "5e-324"},
+        "radius_m era 5e-324; esperado um número em [1, 1000] metros",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_STANDS))
+def test_bad_stand_is_refused_in_portuguese(
+    case: str, web_client: Callable, web_engine: Engine
+) -> None:
+    """An empty polygon, or a radius of 5e-324 m: 422, the registry's pt-BR message next to
+    the area, and nothing written."""
+    client = web_client("admin")
+    data, message = BAD_STANDS[case]
+    before = (count(web_engine, Stand), changes(web_engine))
+    answer = post_form(
+        client, "/admin/pontos/novo", "/admin/pontos", {"stand_id": unique("RUIM"), **data}
+    )
+    assert answer.status_code == 422
+    error = re.search(
+        r'<p class="field-error" id="ponto-area-erro" role="alert">([^<]*)</p>', answer.text
+    )
+    assert error is not None and message in html.unescape(error.group(1))
+    assert (count(web_engine, Stand), changes(web_engine)) == before
+
+
+@pytest.mark.parametrize(
+    ("action", "data"),
+    [
+        ("licencas", {"vehicle_id": "X", "valid_from": "0202-12-01"}),
+        ("desativar", {"on": "0202-12-01"}),
+    ],
+)
+def test_date_in_year_0202_is_refused(
+    action: str, data: dict[str, str], web_client: Callable, web_engine: Engine
+) -> None:
+    """A registry date typed as 0202-12-01: the pt-BR range message, nothing written."""
+    client = web_client("admin")
+    before = (count(web_engine, ParkingLicence), changes(web_engine))
+    answer = post_form(client, "/admin/pontos/S1", f"/admin/pontos/S1/{action}", data)
+    assert answer.status_code == 422
+    text = html.unescape(answer.text)
+    assert "era 0202-12-01; esperado uma data entre 1990-01-01 e" in text
+    assert (count(web_engine, ParkingLicence), changes(web_engine)) == before
+    with session_scope(web_engine) as session:
+        assert session.get(Stand, "S1").retired_at is None  # type: ignore[union-attr]
+
+
+# --- devices -------------------------------------------------------------------------------------
+
+_TOKEN_RE = re.compile(r'id="device-token">([^<]+)<')
+_LINK_RE = re.compile(r'id="qr-payload">([^<]+)<')
+_URL_RE = re.compile(r'id="server-url">([^<]+)<')
+_SVG_RE = re.compile(r"<svg .*?</svg>", re.S)
+
+
+def test_device_token_is_shown_once_with_its_qr_code(
+    web_client: Callable, web_server: Any, web_engine: Engine
+) -> None:
+    """A new device: its token once (not on a reload), the OsmAnd URL, and a QR code that
+    encodes exactly the Traccar Client link the page prints; the token sends fixes until the
+    device is revoked."""
+    vehicle_id = unique("GPS")
+    client = web_client("admin")
+    created = post_form(
+        client, "/admin/dispositivos", "/admin/dispositivos", {"vehicle_id": vehicle_id}
+    )
+    assert created.status_code == 303
+    assert created.headers["location"] == "/admin/dispositivos/novo-token"
+    shown = client.get("/admin/dispositivos/novo-token")
+    token = _TOKEN_RE.search(shown.text).group(1)  # type: ignore[union-attr]
+    link = html.unescape(_LINK_RE.search(shown.text).group(1))  # type: ignore[union-attr]
+    url = _URL_RE.search(shown.text).group(1)  # type: ignore[union-attr]
+    assert url == f"{web_server.url}/osmand"
+    assert link == f"{url}?id={token}"
+    svg = _SVG_RE.search(shown.text).group(0)  # type: ignore[union-attr]
+    assert svg == qr_svg(link, title="QR code de configuração do Traccar Client")
+    assert "ainda não está no cadastro da frota" in shown.text
+
+    again = client.get("/admin/dispositivos/novo-token")
+    assert again.status_code == 200
+    assert token not in again.text and "Nenhum token a mostrar" in again.text
+    assert token not in client.get("/admin/dispositivos").text
+
+    fix = {
+        "id": token,
+        "lat": "-30.03",
+        "lon": "-51.23",
+        "timestamp": str(int(dt.datetime.now(dt.UTC).timestamp())),
+    }
+    assert httpx.post(url, params=fix, timeout=30).status_code == 200
+    device_id = re.search(
+        rf"<th scope=\"row\">(\d+)</th>\s*<td>{vehicle_id}</td>",
+        client.get("/admin/dispositivos").text,
+    ).group(1)  # type: ignore[union-attr]
+    revoked = post_form(
+        client, "/admin/dispositivos", f"/admin/dispositivos/{device_id}/revogar", {}
+    )
+    assert revoked.status_code == 303
+    assert httpx.post(url, params=fix, timeout=30).status_code == 401
+    with session_scope(web_engine) as session:
+        actions = session.scalars(
+            select(AuditEntry.action).where(
+                AuditEntry.entity == "device", AuditEntry.entity_id == device_id
+            )
+        ).all()
+        assert sorted(actions) == ["create", "revoke"]
+
+
+@pytest.mark.browser
+def test_device_token_page_in_the_browser(page: Any, login: Callable) -> None:
+    """In Chromium: the token page shows the QR code and the token; a reload does not."""
+    login(page, "admin")
+    page.goto("/admin/dispositivos")
+    page.get_by_label("Veículo (prefixo)").fill(unique("CEL"))
+    page.get_by_label("Descrição (modelo, telefone…)").fill("Celular Android")
+    page.get_by_role("button", name="Registrar e gerar token").click()
+    page.wait_for_url("**/admin/dispositivos/novo-token")
+    token = page.locator("#device-token").inner_text()
+    assert re.fullmatch(r"pd[0-9a-f]{32}", token)
+    assert page.get_by_role("img", name="QR code de configuração do Traccar Client").count() == 1
+    screenshot(page, "web-admin-dispositivo-token.png")
+    page.reload()
+    assert page.locator("#device-token").count() == 0
+    assert token not in page.content()
+
+
+# --- users ---------------------------------------------------------------------------------------
+
+
+def test_user_created_with_a_temporary_password_shown_once(
+    web_client: Callable, web_server: Any, web_engine: Engine
+) -> None:
+    """A new agent gets a temporary password shown once; it logs in; a role change ends
+    that session; disabling refuses the next login; each change is audited."""
+    admin = web_client("admin")
+    username = unique("pessoa").lower()
+    created = post_form(
+        admin,
+        "/admin/usuarios",
+        "/admin/usuarios",
+        {"username": username, "full_name": "Fulana de Tal", "role": "agent"},
+    )
+    assert created.status_code == 303
+    page_url = created.headers["location"].split("?")[0]
+    shown = admin.get(created.headers["location"])
+    password = re.search(r'id="senha-valor">([^<]+)<', shown.text).group(1)  # type: ignore[union-attr]
+    assert len(password) >= 16
+    assert password not in admin.get(page_url).text  # once
+    person = http_login(web_server.url, username, html.unescape(password))
+    assert person.get("/fiscal").status_code == 200
+
+    changed = post_form(admin, page_url, page_url + "/papel", {"role": "planner"})
+    assert changed.status_code == 303
+    assert person.get("/fiscal").status_code == 303  # the session ended
+    disabled = post_form(admin, page_url, page_url + "/desativar", {})
+    assert disabled.status_code == 303
+    with pytest.raises(AssertionError, match="refused"):
+        http_login(web_server.url, username, html.unescape(password))
+    person.close()
+    with session_scope(web_engine) as session:
+        actions = session.scalars(
+            select(AuditEntry.action)
+            .where(AuditEntry.entity == "user", AuditEntry.entity_id == username)
+            .order_by(AuditEntry.entry_id)
+        ).all()
+        assert actions == ["create", "set_role", "disable"]
+        details = session.scalars(
+            select(AuditEntry.details).where(AuditEntry.entity_id == username)
+        ).all()
+        assert all(password not in str(d) for d in details)
+
+
+def test_refused_account_shows_the_reason(web_client: Callable) -> None:
+    """A supervisor without stands is refused with the accounts rule, in pt-BR."""
+    admin = web_client("admin")
+    answer = post_form(
+        admin,
+        "/admin/usuarios",
+        "/admin/usuarios",
+        {"username": unique("sup"), "role": "supervisor", "stands": ""},
+    )
+    assert answer.status_code == 422
+    assert "um supervisor precisa de pelo menos um ponto" in html.unescape(answer.text)
+
+
+# --- import --------------------------------------------------------------------------------------
+
+
+def _fleet_csv(ids: list[str]) -> str:
+    a, b, c, d = ids
+    return (
+        "vehicle_id,plate,accessible,status,status_since\n"
+        f"{a},AAA1A11,true,active,\n"
+        f"{b},BBB2B22,talvez,active,\n"
+        f"{c},CCC3C33,false,ocupado,\n"
+        f"{d},DDD4D44,false,active,\n"
+        f"{a},EEE5E55,false,active,\n"
+        f"{unique('IMP')},FFF6F66,false,active,0202-01-01\n"
+    )
+
+
+@pytest.mark.browser
+def test_import_preview_writes_nothing_and_confirm_writes_the_good_rows(
+    page: Any, login: Callable, web_engine: Engine, tmp_path: Path
+) -> None:
+    """The preview lists each bad row with the loader's reason and writes nothing; "Importar"
+    writes exactly the good rows, and the import is audited."""
+    ids = [unique("IMP") for _ in range(4)]
+    source = tmp_path / "frota_teste.csv"
+    source.write_text(_fleet_csv(ids), encoding="utf-8")
+    before = count(web_engine, Vehicle)
+    login(page, "admin")
+    page.goto("/admin/importacao")
+    page.get_by_label("O que importar").select_option("frota")
+    page.locator("#importacao-arquivo").set_input_files(str(source))
+    page.get_by_role("button", name="Enviar e ver a prévia").click()
+    page.wait_for_url("**/admin/importacao?envio=*")
+    assert count(web_engine, Vehicle) == before
+    rows = page.get_by_role("table").get_by_role("row").all()[1:]
+    found = {r.get_by_role("rowheader").inner_text(): r.inner_text() for r in rows}
+    assert sorted(found) == ["2", "3", "5", "6"]
+    assert "'accessible' era 'talvez'; esperado true ou false" in found["2"]
+    assert "frota_teste.csv, linha 3: 'status' era 'ocupado'" in found["3"]
+    assert f"vehicle_id repetido: '{ids[0]}'" in found["5"]
+    assert "'status_since' era 0202-01-01; esperado uma data entre 1990-01-01" in found["6"]
+    assert "Veículos criados (se importar)\n2" in page.locator("dl.facts").inner_text()
+    screenshot(page, "web-admin-importacao-previa.png")
+
+    page.get_by_role("button", name="Importar").click()
+    page.wait_for_selector("text=Importação concluída")
+    assert count(web_engine, Vehicle) == before + 2
+    with session_scope(web_engine) as session:
+        stored = set(session.scalars(select(Vehicle.vehicle_id).where(Vehicle.vehicle_id.in_(ids))))
+        assert stored == {ids[0], ids[3]}
+        plate = session.get(Vehicle, ids[0]).plate  # type: ignore[union-attr]
+        assert plate == "AAA1A11"  # the first of the two rows, not the repeated one
+        entry = session.scalars(
+            select(AuditEntry)
+            .where(AuditEntry.action == "import")
+            .order_by(AuditEntry.entry_id.desc())
+        ).first()
+        assert entry is not None and entry.details["rejected_rows"] == [2, 3, 5, 6]
+        assert entry.details["imported"] == 2
+    page.reload()  # the result stays; nothing is written twice
+    assert count(web_engine, Vehicle) == before + 2
+
+
+def test_import_confirm_trusts_only_the_stored_upload(web_client: Callable) -> None:
+    """A confirmation naming an upload of another session, or none, writes nothing."""
+    admin = web_client("admin")
+    other = web_client("admin")
+    token = csrf_from(admin.get("/admin/importacao").text)
+    upload = admin.post(
+        "/admin/importacao",
+        data={"csrf_token": token, "kind": "frota"},
+        files={"file": ("f.csv", f"vehicle_id\n{unique('SO')}\n".encode(), "text/csv")},
+    )
+    assert upload.status_code == 303
+    envio = upload.headers["location"].split("envio=")[1]
+    stranger = post_form(
+        other, "/admin/importacao", "/admin/importacao/confirmar", {"envio": envio}
+    )
+    assert stranger.status_code == 410
+    forged = post_form(admin, "/admin/importacao", "/admin/importacao/confirmar", {"envio": "../x"})
+    assert forged.status_code == 410
+
+
+def test_stands_import_preview_names_the_features(web_client: Callable, web_engine: Engine) -> None:
+    """A GeoJSON of stands: a feature without geometry and one with a bad radius are listed
+    with the reader's reasons and feature numbers; nothing is written before "Importar"."""
+    good, empty, bad = unique("IMPS"), unique("IMPS"), unique("IMPS")
+    square = [
+        [
+            [-51.21, -30.03],
+            [-51.2095, -30.03],
+            [-51.2095, -30.0295],
+            [-51.21, -30.0295],
+            [-51.21, -30.03],
+        ]
+    ]
+    doc = {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "properties": {"stand_id": good},
+                "geometry": {"type": "Polygon", "coordinates": square},
+            },
+            {"type": "Feature", "properties": {"stand_id": empty}, "geometry": None},
+            {
+                "type": "Feature",
+                "properties": {"stand_id": bad, "radius_m": "-3"},
+                "geometry": {"type": "Point", "coordinates": [-51.2, -30.0]},
+            },
+        ],
+    }
+    admin = web_client("admin")
+    before = count(web_engine, Stand)
+    token = csrf_from(admin.get("/admin/importacao").text)
+    upload = admin.post(
+        "/admin/importacao",
+        data={"csrf_token": token, "kind": "pontos", "radius_m": "30"},
+        files={"file": ("pontos.geojson", json.dumps(doc).encode(), "application/geo+json")},
+    )
+    assert upload.status_code == 303
+    preview = html.unescape(admin.get(upload.headers["location"]).text)
+    assert count(web_engine, Stand) == before
+    assert f"sem geometria em 'pontos.geojson': feição 2 (stand_id '{empty}')" in preview
+    assert f"'radius_m' do ponto de táxi '{bad}' (feição 3 de 'pontos.geojson') era '-3'" in preview
+    envio = upload.headers["location"].split("envio=")[1]
+    done = post_form(admin, "/admin/importacao", "/admin/importacao/confirmar", {"envio": envio})
+    assert done.status_code == 303
+    assert count(web_engine, Stand) == before + 1
+    with session_scope(web_engine) as session:
+        assert session.get(Stand, good) is not None and session.get(Stand, bad) is None
+
+
+# --- the audit log -------------------------------------------------------------------------------
+
+
+def test_audit_log_filters_and_links(web_client: Callable, web_engine: Engine) -> None:
+    """Filters by actor, action, entity, period and text; the stand's entry links to its page;
+    a day out of the query range is refused in pt-BR."""
+    admin = web_client("admin")
+    stand_id = unique("AUD")
+    created = post_form(
+        admin,
+        "/admin/pontos/novo",
+        "/admin/pontos",
+        {"stand_id": stand_id, "mode": "ponto", "lat": "-30.02", "lon": "-51.22", "radius_m": "20"},
+    )
+    assert created.status_code == 303
+    today = dt.date.today()
+    query = {
+        "ator": "user:web_admin",
+        "acao": "create",
+        "entidade": "stand",
+        "de": (today - dt.timedelta(days=1)).isoformat(),
+        "ate": (today + dt.timedelta(days=1)).isoformat(),
+        "texto": stand_id,
+    }
+    found = admin.get("/admin/auditoria", params=query)
+    assert found.status_code == 200
+    assert "1 registro(s)" in found.text
+    assert f'href="/admin/pontos/{stand_id}"' in found.text
+    none = admin.get("/admin/auditoria", params=query | {"acao": "retire"})
+    assert "0 registro(s)" in none.text
+    before = admin.get(
+        "/admin/auditoria", params=query | {"ate": (today - dt.timedelta(days=2)).isoformat()}
+    )
+    assert "0 registro(s)" in before.text
+    bad = admin.get("/admin/auditoria", params={"de": "0202-01-01"})
+    assert bad.status_code == 422
+    assert "esperado uma data entre 1678-01-01 e 2261-12-31" in html.unescape(bad.text)
+
+
+# --- screenshots of the other pages --------------------------------------------------------------
+
+SHOTS = (
+    ("web-admin.png", "/admin"),
+    ("web-admin-usuarios.png", "/admin/usuarios"),
+    ("web-admin-dispositivos.png", "/admin/dispositivos"),
+    ("web-admin-pontos.png", "/admin/pontos"),
+    ("web-admin-importacao.png", "/admin/importacao"),
+    ("web-admin-auditoria.png", "/admin/auditoria"),
+)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("name", "path"), SHOTS, ids=[s[0] for s in SHOTS])
+def test_admin_screenshots(page: Any, login: Callable, name: str, path: str) -> None:
+    """Each Administração page renders (one h1) and is saved as a screenshot."""
+    login(page, "admin")
+    page.goto(path)
+    if path == "/admin/pontos":
+        page.wait_for_selector("#mapa[data-loaded]")
+    assert page.locator("h1").count() == 1
+    screenshot(page, name)
+    assert (ROOT / "test-artifacts" / name).stat().st_size > 5_000
+
+
+# --- editing, licences, exclusions, retirement --------------------------------------------------
+
+
+def test_edit_end_exclude_and_retire(web_client: Callable, web_engine: Engine) -> None:
+    """On a new stand: a name change and a cleared capacity are written alone (the area kept);
+    a licence ends; a second prefixo is excluded under art. 50 I with the law's words; the
+    stand is retired; each step is one audit entry."""
+    admin = web_client("admin")
+    stand_id, first, second = unique("EDIT"), unique("PFX"), unique("PFX")
+    for vehicle in (first, second):
+        add_vehicle(web_engine, vehicle)
+    page = f"/admin/pontos/{stand_id}"
+    made = post_form(
+        admin,
+        "/admin/pontos/novo",
+        "/admin/pontos",
+        {
+            "stand_id": stand_id,
+            "capacity": "3",
+            "mode": "ponto",
+            "lat": "-30.01",
+            "lon": "-51.21",
+            "radius_m": "15",
+        },
+    )
+    assert made.status_code == 303
+    form = {k: v for k, v in _form_values(admin.get(page).text).items()}
+    edited = post_form(admin, page, page, form | {"name": "Novo nome", "capacity": ""})
+    assert edited.status_code == 303, html.unescape(edited.text)[-800:]
+    with session_scope(web_engine) as session:
+        stand = session.get(Stand, stand_id)
+        assert stand is not None
+        assert (stand.name, stand.capacity, stand.radius_m) == ("Novo nome", None, 15.0)
+    unchanged = post_form(admin, page, page, _form_values(admin.get(page).text))
+    assert unchanged.status_code == 422
+    assert f"nada a alterar no ponto '{stand_id}'" in html.unescape(unchanged.text)
+
+    start = "2024-01-01"
+    for vehicle in (first, second):
+        granted = post_form(
+            admin, page, page + "/licencas", {"vehicle_id": vehicle, "valid_from": start}
+        )
+        assert granted.status_code == 303
+    ended = post_form(
+        admin, page, page + "/licencas/encerrar", {"vehicle_id": first, "until": "2024-06-30"}
+    )
+    assert ended.status_code == 303
+    excluded = post_form(
+        admin,
+        page,
+        page + "/exclusoes",
+        {"vehicle_id": second, "on": "2024-07-01", "ground": "solicitacao", "note": "proc. 12"},
+    )
+    assert excluded.status_code == 303
+    shown = html.unescape(admin.get(page).text)
+    assert "art. 50, I: por solicitação do próprio autorizatário — proc. 12" in shown
+    retired = post_form(admin, page, page + "/desativar", {"on": "2024-08-01"})
+    assert retired.status_code == 303
+    with session_scope(web_engine) as session:
+        ends = dict(
+            session.execute(
+                select(ParkingLicence.vehicle_id, ParkingLicence.valid_until).where(
+                    ParkingLicence.stand_id == stand_id
+                )
+            ).all()
+        )
+        assert ends == {first: dt.date(2024, 6, 30), second: dt.date(2024, 6, 30)}
+        assert session.get(Stand, stand_id).retired_at is not None  # type: ignore[union-attr]
+        actions = session.scalars(
+            select(AuditEntry.action)
+            .where(
+                (AuditEntry.entity_id == stand_id)
+                | (AuditEntry.details["stand_id"].astext == stand_id)
+            )
+            .order_by(AuditEntry.entry_id)
+        ).all()
+        assert actions == ["create", "update", "grant", "grant", "end", "exclude", "retire"]
+
+
+_INPUT_RE = re.compile(r'<input id="ponto-[^"]*" name="(\w+)" type="text" value="([^"]*)"')
+_AREA_RE = re.compile(r'<textarea id="ponto-vertices" name="vertices"[^>]*>([^<]*)</textarea>')
+
+
+def _form_values(page_html: str) -> dict[str, str]:
+    """The stand edit form's values as the page shows them (what a browser would post)."""
+    values = {name: html.unescape(value) for name, value in _INPUT_RE.findall(page_html)}
+    area = _AREA_RE.search(page_html)
+    values["vertices"] = html.unescape(area.group(1)) if area else ""
+    mode = re.search(
+        r'id="ponto-modo-(\w+)" name="mode" value="\w+" data-area-mode checked', page_html
+    )
+    values["mode"] = mode.group(1) if mode else "poligono"
+    kind = re.search(r'<option value="(\w*)" selected>', page_html)
+    values["kind"] = kind.group(1) if kind else ""
+    return values

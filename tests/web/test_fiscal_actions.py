@@ -1,0 +1,326 @@
+"""The workflow's steps from the proposal page: what each form requires (pt-BR errors, nothing
+changed), what each records (the audit log, with the web user as actor), the deadlines on
+the inbox and the documents (their personal data audited).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import io
+import re
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+from pypdf import PdfReader
+from sqlalchemy import Engine, text
+from web_fiscal import (
+    PB,
+    SEEDED_PLATE,
+    SEEDED_PROPOSAL_ID,
+    boarding_finding,
+    longer_route_finding,
+    store_and_propose,
+    tracking_gap_finding,
+)
+from web_helpers import WEB_USERS
+
+from api.web.auth import SESSION_COOKIE, csrf_token_for
+
+AGENT = WEB_USERS["agent"]
+START = dt.datetime(2026, 11, 10, 13, 0, tzinfo=dt.UTC)
+
+
+def _vehicle(prefix: str) -> str:
+    return f"{prefix}{secrets.token_hex(3).upper()}"
+
+
+def _post(client: httpx.Client, path: str, **form: str) -> httpx.Response:
+    """POST a console form with the session's CSRF token (redirects not followed)."""
+    token = client.cookies.get(SESSION_COOKIE) or ""
+    return client.post(path, data={"csrf_token": csrf_token_for(token), **form})
+
+
+def _state(engine: Engine, proposal_id: str) -> dict[str, Any]:
+    """The proposal's row and its audit entries (action, actor, details), oldest first."""
+    with engine.connect() as conn:
+        row = (
+            conn.execute(
+                text(
+                    "SELECT status, auto_number, pontuacao, dismissed_reason, document "
+                    "FROM proposals WHERE proposal_id = :p"
+                ),
+                {"p": proposal_id},
+            )
+            .mappings()
+            .one()
+        )
+        audit = conn.execute(
+            text(
+                "SELECT action, actor, details FROM audit_log WHERE entity = 'proposal' "
+                "AND entity_id = :p ORDER BY entry_id"
+            ),
+            {"p": proposal_id},
+        ).all()
+    return {**row, "audit": [(a.action, a.actor, a.details) for a in audit]}
+
+
+def _boarding(engine: Engine, *, subtype: str = "boarding") -> str:
+    """A new proposal for a boarding at S1 (Porto Alegre art. 59, XIII, or art. 46)."""
+    finding = boarding_finding(
+        vehicle_id=_vehicle("AC"), stand_id="S1", started_at=START, subtype=subtype
+    )
+    return store_and_propose(engine, [finding])[finding["finding_id"]]
+
+
+@pytest.fixture
+def agent(web_client: Callable[..., httpx.Client]) -> httpx.Client:
+    """The seeded agent's client."""
+    return web_client("agent")
+
+
+class TestConfirm:
+    def test_without_the_exception_answer_nothing_changes(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """Art. 59, XIII has an exception: confirming without answering it (or with a few
+        letters) is a 422 page naming the exception and its question in pt-BR, the field
+        marked invalid; the proposal stays 'proposta', without auto number or audit entry."""
+        proposal = _boarding(web_engine)
+        before = _state(web_engine, proposal)
+        for answer in ("", "não"):
+            page = _post(agent, f"/fiscal/propostas/{proposal}/confirmar", resposta_excecao=answer)
+            assert page.status_code == 422
+            body = html.unescape(page.text)
+            assert "Responda à exceção do art. 59, XIII (c/c art. 46)" in body
+            assert "O embarque não se enquadra em exceção da legislação municipal" in body
+            assert 'id="resposta_excecao-erro" class="field__error" role="alert"' in page.text
+            assert 'aria-invalid="true"' in page.text
+        assert _state(web_engine, proposal) == before
+        assert before["status"] == "proposta" and before["auto_number"] is None
+
+    def test_the_pontuacao_must_be_chosen_where_the_rule_leaves_it(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """Art. 46 (c/c 57, XI): without a pontuação, or with one the rule does not offer,
+        422 with the choices; with 'condutor' the auto is issued with it."""
+        proposal = _boarding(web_engine, subtype="accessible_wait")
+        for chosen in ("", "ambos"):
+            page = _post(agent, f"/fiscal/propostas/{proposal}/confirmar", pontuacao=chosen)
+            assert page.status_code == 422
+            assert "Escolha sobre quem recai a pontuação: condutor ou autorizatário" in page.text
+        assert _state(web_engine, proposal)["status"] == "proposta"
+        done = _post(agent, f"/fiscal/propostas/{proposal}/confirmar", pontuacao="condutor")
+        assert done.status_code == 303
+        assert done.headers["location"] == f"/fiscal/propostas/{proposal}?feito=confirmar"
+        state = _state(web_engine, proposal)
+        assert (state["status"], state["pontuacao"]) == ("confirmada", "condutor")
+        action, actor, details = state["audit"][-1]
+        assert (action, actor, details["pontuacao"]) == ("confirm", AGENT, "condutor")
+
+    def test_in_the_browser_the_error_is_on_the_form_then_the_answer_is_on_the_auto(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """Confirm without the answer: the error is announced on the form and the focus goes
+        to the field; answered, the auto is issued and its page prints the agent's answer;
+        the audit names the agent and the answer."""
+        proposal = _boarding(web_engine)
+        login(page, "agent")
+        page.goto(f"/fiscal/propostas/{proposal}")
+        page.get_by_role("button", name="Confirmar e lavrar o auto").click()
+        form = page.locator("#confirmar")
+        expect(form.get_by_role("alert")).to_contain_text("Responda à exceção do art. 59, XIII")
+        field = page.locator("#resposta_excecao")
+        expect(field).to_have_attribute("aria-invalid", "true")
+        expect(field).to_be_focused()
+        answer = "Veículo comum, não é Táxi Acessível; embarcou passageiro sem deficiência."
+        field.fill(answer)
+        page.get_by_role("button", name="Confirmar e lavrar o auto").click()
+        expect(page.get_by_role("status")).to_contain_text("auto de infração AI-4314902-")
+        expect(page.locator(".summary")).to_contain_text("confirmada")
+        page.get_by_role("link", name="Auto de Infração", exact=True).click()
+        expect(page.locator(".document")).to_contain_text(f"Resposta do agente: {answer}")
+        state = _state(web_engine, proposal)
+        assert state["audit"][-1][:2] == ("confirm", AGENT)
+        assert state["audit"][-1][2]["exception_answer"] == answer
+
+
+class TestDismiss:
+    def test_a_reason_is_required(self, agent: httpx.Client, web_engine: Engine) -> None:
+        """Dismissing without a reason: 422, pt-BR, nothing changed; with one: 'descartada',
+        the reason kept and audited with the agent as actor."""
+        proposal = _boarding(web_engine)
+        before = _state(web_engine, proposal)
+        page = _post(agent, f"/fiscal/propostas/{proposal}/descartar", motivo="  ")
+        assert page.status_code == 422
+        assert "Motivo do descarte: escreva ao menos 3 caracteres." in page.text
+        assert _state(web_engine, proposal) == before
+        reason = "Táxi Acessível embarcando cadeirante (art. 46)."
+        done = _post(agent, f"/fiscal/propostas/{proposal}/descartar", motivo=reason)
+        assert done.status_code == 303
+        state = _state(web_engine, proposal)
+        assert (state["status"], state["dismissed_reason"]) == ("descartada", reason)
+        action, actor, details = state["audit"][-1]
+        assert (action, actor, details["reason"]) == ("dismiss", AGENT, reason)
+        shown = agent.get(done.headers["location"]).text
+        assert "Proposta descartada, com o motivo registrado." in shown
+        assert "Nenhuma ação do procedimento cabe na situação atual" in shown
+        late = _post(agent, f"/fiscal/propostas/{proposal}/confirmar")  # no answer: moot
+        assert late.status_code == 409
+        assert "só a partir de: proposta" in html.unescape(late.text)
+        assert _state(web_engine, proposal)["status"] == "descartada"
+
+
+class TestProcedure:
+    def test_pinto_bandeira_from_the_auto_to_the_final_decision(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """A detour in Pinto Bandeira (art. 25, III): a step out of order is a 409 page; then
+        confirm (answering 'salvo com autorização do usuário'), notify, defence, decision
+        (its choice required), final decision; each step audited with the agent as actor."""
+        finding = longer_route_finding(vehicle_id=_vehicle("PB"), started_at=START)
+        proposal = store_and_propose(web_engine, [finding], municipality=PB)[finding["finding_id"]]
+        base = f"/fiscal/propostas/{proposal}"
+
+        early = _post(agent, f"{base}/notificar")
+        assert early.status_code == 409
+        assert "só a partir de: confirmada" in html.unescape(early.text)
+
+        answer = "O passageiro não autorizou o trajeto mais longo; reclamou na chegada."
+        assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303
+        assert "Notificação de Penalidade" not in agent.get(base).text
+        assert _post(agent, f"{base}/notificar").status_code == 303
+        assert "Notificação de Penalidade" in agent.get(base).text
+        assert _post(agent, f"{base}/defesa").status_code == 303
+        missing = _post(agent, f"{base}/decidir", fundamentacao="Sem prova do alegado.")
+        assert missing.status_code == 422
+        assert "Escolha a decisão: defesa deferida ou indeferida." in missing.text
+        decided = _post(
+            agent, f"{base}/decidir", decisao="indeferida", fundamentacao="Sem prova do alegado."
+        )
+        assert decided.status_code == 303
+        final = _post(agent, f"{base}/finalizar", fundamentacao="Sem recurso cabível.")
+        assert final.status_code == 303
+        state = _state(web_engine, proposal)
+        assert state["status"] == "definitiva"
+        steps = [(a, actor) for a, actor, _ in state["audit"]]
+        assert steps == [
+            ("create", "sistema"),
+            ("confirm", AGENT),
+            ("notify", AGENT),
+            ("file_defence", AGENT),
+            ("decide_defence", AGENT),
+            ("finalize", AGENT),
+        ]
+        notice = agent.get(f"{base}/documentos/notificacao")
+        assert notice.status_code == 200
+        assert "Notificação de Penalidade" in notice.text
+        assert "Seguir itinerário mais extenso" in notice.text
+
+    def test_deadlines_due_soon_and_missed_are_on_the_inbox(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """Autos of Pinto Bandeira issued 27 and 32 days ago: their 30-day notification
+        deadlines (art. 36, § 1º) are listed on the inbox, the missed one marked."""
+        from db.enforcement import workflow
+        from db.engine import session_scope
+
+        now = dt.datetime.now(dt.UTC)
+        autos = []
+        for days in (27, 32):
+            finding = longer_route_finding(
+                vehicle_id=_vehicle("DL"), started_at=now - dt.timedelta(days=days + 1)
+            )
+            pid = store_and_propose(web_engine, [finding], municipality=PB)[finding["finding_id"]]
+            with session_scope(web_engine) as session:
+                done = workflow.confirm(
+                    session,
+                    pid,
+                    agent_id="outro",
+                    at=now - dt.timedelta(days=days),
+                    exception_answer="O passageiro não autorizou o trajeto.",
+                )
+                autos.append(done.auto_number)
+        inbox = agent.get("/fiscal").text
+        rows = {
+            number: row
+            for row in re.findall(r"<tr>(.*?)</tr>", inbox, flags=re.DOTALL)
+            for number in autos
+            if number in row
+        }
+        assert set(rows) == set(autos)
+        for row in rows.values():
+            assert "Prazo de notificação (art. 36, § 1º); sob pena de arquivamento" in row
+        assert "vencido" in rows[autos[1]] and "vencido" not in rows[autos[0]]
+
+
+class TestDocuments:
+    def test_the_auto_page_and_pdf_are_audited(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """The seeded proposal's auto (a draft): the page and the PDF show the plate; each
+        delivery adds one audit entry (user, fields, route) before it leaves."""
+
+        def reads() -> list[Any]:
+            with web_engine.connect() as conn:
+                return conn.execute(
+                    text(
+                        "SELECT actor, details FROM audit_log WHERE action = "
+                        "'read_personal_data' AND entity_id = :p ORDER BY entry_id"
+                    ),
+                    {"p": SEEDED_PROPOSAL_ID},
+                ).all()
+
+        before = len(reads())
+        path = f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}/documentos/auto"
+        page = agent.get(path)
+        assert page.status_code == 200
+        assert SEEDED_PLATE in page.text and "MINUTA" in page.text
+        assert '<svg xmlns="http://www.w3.org/2000/svg" class="evidence-map"' in page.text
+        pdf = agent.get(path, params={"formato": "pdf"})
+        assert pdf.status_code == 200
+        assert pdf.headers["content-type"] == "application/pdf"
+        assert pdf.headers["content-disposition"].startswith("attachment;")
+        words = " ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf.content)).pages)
+        assert SEEDED_PLATE in words and SEEDED_PROPOSAL_ID in words
+        new = reads()[before:]
+        assert [r.actor for r in new] == [f"user:{AGENT}"] * 2
+        assert all(r.details["fields"] == ["plate", "holder_name"] for r in new)
+        assert all(r.details["route"] == path for r in new)
+
+
+class TestGenerate:
+    def test_a_municipality_must_be_chosen(self, agent: httpx.Client, web_engine: Engine) -> None:
+        """Generating without a municipality goes back to the finding with the pt-BR error on
+        the field, and nothing is generated; with one, the finding's page lists its proposal."""
+        from db.enforcement import workflow
+        from db.engine import session_scope
+
+        finding = tracking_gap_finding(vehicle_id=_vehicle("GE"), started_at=START)
+        with session_scope(web_engine) as session:
+            workflow.insert_findings(session, [finding])
+        back = f"/fiscal/achados/{finding['finding_id']}"
+        answer = _post(agent, "/fiscal/propostas/gerar", municipio="", volta=back)
+        assert answer.status_code == 303
+        assert answer.headers["location"] == f"{back}?erro=municipio"
+        page = agent.get(answer.headers["location"]).text
+        assert "Escolha o município cujo regulamento deve ser aplicado." in page
+        assert 'aria-invalid="true" aria-describedby="municipio-erro"' in page
+        assert "Abrir a proposta" not in page
+        done = _post(agent, "/fiscal/propostas/gerar", municipio="4314902", volta=back)
+        assert done.headers["location"].startswith(f"{back}?geradas=")
+        page = agent.get(done.headers["location"]).text
+        assert "proposta(s) nova(s) gerada(s)." in page
+        assert "Abrir a proposta P-" in page
+
+    def test_the_return_path_must_be_of_this_site(self, agent: httpx.Client) -> None:
+        """A foreign ``volta`` is ignored: the queue is where the agent lands."""
+        answer = _post(
+            agent, "/fiscal/propostas/gerar", municipio="4314902", volta="https://evil.example/"
+        )
+        assert answer.status_code == 303
+        assert answer.headers["location"].startswith("/fiscal/propostas?geradas=")

@@ -1,0 +1,398 @@
+"""The Fiscalização pages in Chromium and over HTTP: the live stream (no duplicates, replay
+after a reconnection), the phone viewport, the map and its legend, and the screenshots.
+
+Screenshots go to ``test-artifacts/``; with ``PONTUAL_UPDATE_SCREENSHOTS=1`` also to
+``docs/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import queue
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+from sqlalchemy import Engine, text
+from web_fiscal import (
+    SEEDED_FINDING_ID,
+    SEEDED_PROPOSAL_ID,
+    boarding_finding,
+    store_and_propose,
+)
+from web_helpers import assert_accessible, horizontal_overflow_px
+
+from api.web.auth import SESSION_COOKIE
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+STREAM_WAIT_S = 20.0
+"""How long a test waits for an event it expects on the stream."""
+
+
+def _alert(engine: Engine, vehicle_id: str, *, minutes_ago: float) -> str:
+    """Store a boarding finding and its alert (as the live detectors do); return the alert id.
+
+    Announced with NOTIFY after the commit, like ``engines.live``: every open stream of
+    the server gets it.
+    """
+    from db.enforcement import workflow
+    from db.engine import session_scope
+    from engines.live import alert_payload
+
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes_ago)
+    finding = boarding_finding(vehicle_id=vehicle_id, stand_id="S1", started_at=started)
+    alert_id = f"alert-{secrets.token_hex(8)}"
+    with session_scope(engine) as session:
+        workflow.insert_findings(session, [finding])
+        session.execute(
+            text(
+                "INSERT INTO alerts (alert_id, finding_id, kind, vehicle_id, stand_id, "
+                "throttle_key, payload, event_at) VALUES (:a, :f, :k, :v, :s, :t, "
+                "CAST(:p AS jsonb), :e)"
+            ),
+            {
+                "a": alert_id,
+                "f": finding["finding_id"],
+                "k": finding["kind"],
+                "v": vehicle_id,
+                "s": "S1",
+                "t": f"{finding['kind']}|{vehicle_id}|S1",
+                "p": json.dumps(alert_payload(finding, alert_id=alert_id)),
+                "e": finding["ended_at"],
+            },
+        )
+    announce(engine, alert_id)
+    return alert_id
+
+
+def announce(engine: Engine, alert_id: str) -> None:
+    """NOTIFY the alert again (as a throttled recurrence of it is announced)."""
+    from engines.live import CHANNEL
+
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_notify(:c, :a)"), {"c": CHANNEL, "a": alert_id})
+        conn.commit()
+
+
+class Stream:
+    """Reads the console's alert stream in a thread: ``events`` gets (event, id, data)."""
+
+    def __init__(self, client: httpx.Client, url: str, headers: dict[str, str]) -> None:
+        self.events: queue.Queue[tuple[str, str | None, dict[str, Any]]] = queue.Queue()
+        self.opened = threading.Event()
+        self.seen: dict[str, dict[str, Any]] = {}
+        self._stop = threading.Event()
+        self._response: httpx.Response | None = None
+        self._args = (client, url, headers)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        client, url, headers = self._args
+        try:
+            with client.stream(
+                "GET",
+                url,
+                headers={"Accept": "text/event-stream", **headers},
+                timeout=httpx.Timeout(10, read=60),
+            ) as response:
+                self._response = response
+                self._read(response)
+        except (httpx.HTTPError, OSError):
+            if not self._stop.is_set():
+                raise
+
+    def _read(self, response: httpx.Response) -> None:
+        event, ident, data = "message", None, ""
+        for line in response.iter_lines():
+            self.opened.set()
+            if self._stop.is_set():
+                return
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("id: "):
+                ident = line[4:]
+            elif line.startswith("data: "):
+                data = line[6:]
+            elif line == "" and data:
+                self.events.put((event, ident, json.loads(data)))
+                if event == "closed":
+                    return
+                event, ident, data = "message", None, ""
+
+    def __enter__(self) -> Stream:
+        self._thread.start()
+        assert self.opened.wait(STREAM_WAIT_S), "the stream did not open"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._response is not None:
+            self._response.close()
+        self._thread.join(timeout=5)
+
+    def ids_of(self, vehicle_id: str, *, until: str, timeout_s: float = STREAM_WAIT_S) -> list:
+        """Alert ids of ``vehicle_id`` received until the alert ``until`` arrives."""
+        out = []
+        while True:
+            event, ident, data = self.events.get(timeout=timeout_s)
+            if event == "alert" and data.get("vehicle_id") == vehicle_id:
+                out.append(ident)
+                self.seen[str(ident)] = data
+                if ident == until:
+                    return out
+
+
+@pytest.fixture
+def agent_http(web_client: Callable[..., httpx.Client]) -> Iterator[httpx.Client]:
+    """A logged-in agent's httpx client (its own session)."""
+    yield web_client("agent")
+
+
+class TestLiveStream:
+    def test_an_alert_is_sent_once_with_its_view(
+        self, agent_http: httpx.Client, web_engine: Engine
+    ) -> None:
+        """An alert announced while the stream is open arrives as ``event: alert`` with ``id:``
+        its alert id and the inbox's view (pt-BR kind, link to the finding); announced again
+        (a recurrence), it is not sent again."""
+        vehicle = f"ST{secrets.token_hex(3).upper()}"
+        with Stream(agent_http, "/fiscal/alertas", {}) as stream:
+            first = _alert(web_engine, vehicle, minutes_ago=3)
+            announce(web_engine, first)
+            second = _alert(web_engine, vehicle, minutes_ago=2)
+            assert stream.ids_of(vehicle, until=second) == [first, second]
+        view = stream.seen[first]
+        with web_engine.connect() as conn:
+            finding = conn.execute(
+                text("SELECT finding_id FROM alerts WHERE alert_id = :a"), {"a": first}
+            ).scalar_one()
+        assert view["kind_label"] == "Embarque em ponto sem licença"
+        assert view["href"] == f"/fiscal/achados/{finding}"
+        assert (view["vehicle_id"], view["stand_id"]) == (vehicle, "S1")
+
+    def test_reconnection_replays_the_alerts_after_last_event_id_once(
+        self, agent_http: httpx.Client, web_engine: Engine
+    ) -> None:
+        """A browser reconnecting with ``Last-Event-ID: A`` gets the alerts stored after A,
+        each once, and not A itself."""
+        vehicle = f"RC{secrets.token_hex(3).upper()}"
+        first = _alert(web_engine, vehicle, minutes_ago=9)
+        missed = [_alert(web_engine, vehicle, minutes_ago=m) for m in (8, 7)]
+        with Stream(agent_http, "/fiscal/alertas", {"Last-Event-ID": first}) as stream:
+            assert stream.ids_of(vehicle, until=missed[-1]) == missed
+
+    def test_desde_replays_from_the_inbox_rendering(
+        self, agent_http: httpx.Client, web_engine: Engine
+    ) -> None:
+        """The inbox's stream URL (``?desde=`` the newest alert listed) replays what came
+        after the page was rendered, the listed one included (the page skips it by id)."""
+        vehicle = f"DS{secrets.token_hex(3).upper()}"
+        listed = _alert(web_engine, vehicle, minutes_ago=6)
+        inbox = agent_http.get("/fiscal").text
+        url = inbox.split('data-stream="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+        later = _alert(web_engine, vehicle, minutes_ago=5)
+        with Stream(agent_http, url, {}) as stream:
+            assert stream.ids_of(vehicle, until=later) == [listed, later]
+
+    def test_logout_closes_the_stream(
+        self, web_client: Callable[..., httpx.Client], make_user: Callable[..., str]
+    ) -> None:
+        """The console's stream ends with ``event: closed`` when its session logs out."""
+        from api.web.auth import csrf_token_for
+
+        client = web_client(make_user("agent"))
+        token = client.cookies.get(SESSION_COOKIE)
+        with Stream(client, "/fiscal/alertas", {}) as stream:
+            out = client.post("/sair", data={"csrf_token": csrf_token_for(token or "")})
+            assert out.status_code == 303
+            while True:
+                event, _, data = stream.events.get(timeout=STREAM_WAIT_S + 20)
+                if event == "closed":
+                    break
+        assert "sessão encerrada" in data["reason"]
+
+    def test_without_event_stream_accept_it_is_the_alerts_page(
+        self, agent_http: httpx.Client
+    ) -> None:
+        """The same address asked by a browser for HTML is the paged list of alerts."""
+        response = agent_http.get("/fiscal/alertas", headers={"Accept": "text/html"})
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/html")
+        assert "<h1>Alertas</h1>" in response.text
+
+
+class TestInboxInChromium:
+    def test_a_listed_alert_is_not_added_again_by_the_replay(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """The newest alert is listed by the server and replayed by the stream (``desde``):
+        the page shows it once; one announced later is added once, on top, marked new."""
+        vehicle = f"BR{secrets.token_hex(3).upper()}"
+        listed = _alert(web_engine, vehicle, minutes_ago=4)
+        login(page, "agent")
+        expect(page.locator("#alertas")).to_have_attribute("data-live", "on", timeout=15_000)
+        later = _alert(web_engine, vehicle, minutes_ago=2)
+        fresh = page.locator(f'[data-alert-id="{later}"]')
+        expect(fresh).to_have_count(1, timeout=STREAM_WAIT_S * 1000)
+        expect(fresh).to_have_class("alert alert--new")
+        assert page.locator(f'[data-alert-id="{listed}"]').count() == 1
+        assert page.locator("#alertas > li").first.get_attribute("data-alert-id") == later
+        assert_accessible(page)
+
+    def test_sound_is_off_until_turned_on(self, page: Any, login: Callable) -> None:
+        """The sound checkbox appears with JavaScript, unchecked; turned on, it is kept."""
+        login(page, "agent")
+        box = page.get_by_label("Tocar um som a cada alerta novo")
+        expect(box).to_be_visible()
+        expect(box).not_to_be_checked()
+        box.check()
+        page.reload()
+        expect(page.get_by_label("Tocar um som a cada alerta novo")).to_be_checked()
+
+    def test_inbox_without_javascript_is_a_plain_list(
+        self, open_page: Callable, login: Callable, web_engine: Engine
+    ) -> None:
+        """With JavaScript off the inbox lists the alerts with their links, and no sound
+        control (it would do nothing)."""
+        vehicle = f"NJ{secrets.token_hex(3).upper()}"
+        alert_id = _alert(web_engine, vehicle, minutes_ago=1)
+        plain = open_page(java_script_enabled=False)
+        login(plain, "agent")
+        item = plain.locator(f'[data-alert-id="{alert_id}"]')
+        expect(item).to_contain_text("Embarque em ponto sem licença")
+        expect(item.get_by_role("link", name="Ver a evidência e gerar a proposta")).to_be_visible()
+        expect(plain.get_by_label("Tocar um som a cada alerta novo")).to_be_hidden()
+
+
+class TestEvidencePages:
+    def test_proposal_page_draws_the_evidence_with_a_legend(
+        self, page: Any, login: Callable
+    ) -> None:
+        """The seeded detour: the map draws the stand-free evidence (the driven, matched,
+        reference and fastest lines, the numbered fixes) and the legend names each; the fixes'
+        table gives their local times; the measures and thresholds are in pt-BR."""
+        login(page, "agent")
+        page.goto(f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}")
+        legend = page.get_by_role("list", name="Legenda do mapa")
+        for label in (
+            "Trajeto da corrida (GPS)",
+            "Trajeto ajustado à malha viária",
+            "Rota de referência (mais curta)",
+            "Rota mais rápida",
+            "Posições da constatação (numeradas, com hora)",
+        ):
+            expect(legend).to_contain_text(label)
+        expect(page.locator("#mapa path.leaflet-interactive")).to_have_count(4 + 7)
+        fixes = page.locator("details.fixes table tbody tr")
+        expect(fixes).to_have_count(7)
+        expect(fixes.first).to_contain_text("20/11/2026 14:00:00")  # 17:00 UTC in Porto Alegre
+        evidence = page.locator(".evidence").first
+        expect(evidence).to_contain_text("razão percorrida/referência: 2,452")
+        expect(evidence).to_contain_text("razão mínima: 1,3")
+        expect(page.locator(".excerpt")).to_contain_text("seguir itinerário mais extenso")
+
+    def test_finding_page_lists_its_proposal(self, page: Any, login: Callable) -> None:
+        """The seeded finding's page links to the proposal resting on it."""
+        login(page, "agent")
+        page.goto(f"/fiscal/achados/{SEEDED_FINDING_ID}")
+        link = page.get_by_role("link", name=f"Abrir a proposta {SEEDED_PROPOSAL_ID}")
+        expect(link).to_have_attribute("href", f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}")
+
+    def test_unknown_records_are_pt_br_404_pages(self, agent_http: httpx.Client) -> None:
+        """An unknown proposal, finding or document: a 404 page in pt-BR."""
+        for path, words in (
+            ("/fiscal/propostas/P-nao-existe", "Proposta não encontrada"),
+            ("/fiscal/achados/nada-0", "Achado não encontrado"),
+            (f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}/documentos/multa", "Documento"),
+            ("/fiscal/propostas/P-nao-existe/documentos/auto", "Proposta não encontrada"),
+        ):
+            response = agent_http.get(path)
+            assert response.status_code == 404, path
+            assert words in response.text, path
+
+
+PHONE_PAGES = (
+    "/fiscal",
+    "/fiscal/alertas",
+    "/fiscal/propostas?situacao=",
+    f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}",
+    f"/fiscal/achados/{SEEDED_FINDING_ID}",
+    f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}/documentos/auto",
+)
+
+
+@pytest.mark.parametrize("path", PHONE_PAGES)
+def test_pages_fit_a_phone(open_page: Callable, login: Callable, path: str) -> None:
+    """At 390×844 every Fiscalização page has no sideways scroll and passes axe."""
+    phone = open_page(width=390, height=844, is_mobile=True, has_touch=True)
+    login(phone, "agent")
+    phone.goto(path)
+    assert horizontal_overflow_px(phone) == 0
+    assert phone.locator("h1").count() == 1
+    assert_accessible(phone)
+
+
+def _queue_seed(engine: Engine) -> None:
+    """A few proposals at the seeded stand, so the queue's screenshot has rows to show."""
+    base = dt.datetime(2026, 11, 18, 12, 0, tzinfo=dt.UTC)
+    store_and_propose(
+        engine,
+        [
+            boarding_finding(
+                vehicle_id=f"SC{n:02d}",
+                stand_id="S1",
+                started_at=base + dt.timedelta(hours=5 * n),
+                confidence=0.6 + 0.05 * n,
+            )
+            for n in range(6)
+        ],
+    )
+
+
+SHOTS = (
+    ("web-fiscal-inbox.png", "/fiscal", (1280, 900)),
+    ("web-fiscal-fila.png", "/fiscal/propostas", (1280, 900)),
+    ("web-fiscal-proposta.png", f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}", (1280, 900)),
+    ("web-fiscal-proposta-phone.png", f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}", (390, 844)),
+    ("web-fiscal-achado.png", f"/fiscal/achados/{SEEDED_FINDING_ID}", (1280, 900)),
+    (
+        "web-fiscal-auto.png",
+        f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}/documentos/auto",
+        (1280, 900),
+    ),
+)
+
+
+@pytest.mark.parametrize(("name", "path", "size"), SHOTS, ids=[s[0] for s in SHOTS])
+def test_screenshots(
+    open_page: Callable,
+    login: Callable,
+    web_engine: Engine,
+    name: str,
+    path: str,
+    size: tuple[int, int],
+) -> None:
+    """Screenshots of each Fiscalização page are written (desktop, and the proposal on a phone)."""
+    if name == "web-fiscal-fila.png":
+        _queue_seed(web_engine)
+    shot = open_page(width=size[0], height=size[1])
+    login(shot, "agent")
+    shot.goto(path)
+    if shot.locator("#mapa").count():
+        expect(shot.locator("#mapa .leaflet-interactive").first).to_be_attached()
+    targets = [ROOT / "test-artifacts" / name]
+    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
+        targets.append(ROOT / "docs" / "screenshots" / name)
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shot.screenshot(path=str(target), full_page=True)
+        assert target.stat().st_size > 5_000

@@ -1,0 +1,325 @@
+"""Planejamento (``/planejamento``) against a real ``pontual serve``: the plan of a municipality
+from the registry, the same figures as ``pontual plan --from-db --format json``, the CSV
+downloads holding the figures of the page, the map's layers, the municipality selector.
+
+The module seeds Porto Velho (1100205, a bundled rule and boundary): eight active vehicles
+(two accessible), two stands, pickups of the last days and a place of recurring illegal stand
+formation.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from playwright.sync_api import expect
+from sqlalchemy import Engine, text
+from web_helpers import assert_accessible
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+PVH = "1100205"
+TZ = ZoneInfo("America/Sao_Paulo")
+STAND_A = (-8.7612, -63.9004)
+STAND_B = (-8.7560, -63.9100)
+FAR = (-8.7800, -63.8800)
+PLACE = (-8.7700, -63.8900)
+
+
+@pytest.fixture(scope="module")
+def seeded_plan(web_engine: Engine) -> None:
+    """Porto Velho's registry: vehicles, stands, pickups, findings (see the module doc)."""
+    from geoalchemy2.shape import from_shape
+    from shapely.geometry import MultiPolygon, Point
+
+    from db.enforcement.models import Finding
+    from db.engine import session_scope
+    from db.fleet.models import Vehicle, VehicleStatusPeriod
+    from db.stands.models import Stand
+
+    def square(lat: float, lon: float) -> Any:
+        poly = Point(lon, lat).buffer(0.0003, cap_style="square")
+        return from_shape(MultiPolygon([poly]), srid=4326)
+
+    now = dt.datetime.now(dt.UTC)
+    with session_scope(web_engine) as session:
+        session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf, timezone) VALUES "
+                "(:c, 'Porto Velho', 'RO', 'America/Porto_Velho') ON CONFLICT DO NOTHING"
+            ),
+            {"c": PVH},
+        )
+        vehicles = [
+            Vehicle(
+                vehicle_id=f"PL-{k:03d}", prefixo=f"PL-{k:03d}", municipality_code=PVH,
+                year=2020, first_registered_on=dt.date(2020, 1, 1), accessible=k in (2, 3),
+                inspection_valid_until=dt.date(2099, 1, 1),
+            )
+            for k in range(1, 9)
+        ]  # fmt: skip
+        session.add_all(vehicles)
+        session.flush()
+        session.add_all(
+            VehicleStatusPeriod(
+                vehicle_id=v.vehicle_id, status="active", valid_from=dt.date(2020, 1, 1)
+            )
+            for v in vehicles
+        )
+        session.add_all(
+            [
+                Stand(stand_id="PL1", name="Ponto Plano A", capacity=3, kind="fixo",
+                      municipality_code=PVH, geometry=square(*STAND_A)),
+                Stand(stand_id="PL2", name="Ponto Plano B", kind="fixo",
+                      municipality_code=PVH, geometry=square(*STAND_B)),
+            ]
+        )  # fmt: skip
+        conn = session.connection()
+        pickups = [(STAND_A, 1, 3), (STAND_B, 2, 2), (FAR, 3, 4), (FAR, 4, 1)]
+        for where, k, count in pickups:
+            for n in range(count):
+                t = now - dt.timedelta(days=1 + n, hours=k)
+                for dt_s, meter in ((0, "free"), (30, "occupied"), (600, "occupied")):
+                    conn.execute(
+                        text(
+                            "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, meter, "
+                            "speed_flag, source) VALUES (:v, :ts, :lat, :lon, "
+                            "ST_Point(:lon, :lat, 4326), :m, false, 'test') ON CONFLICT DO NOTHING"
+                        ),
+                        {"v": f"PL-{k:03d}", "ts": t + dt.timedelta(seconds=dt_s),
+                         "lat": where[0], "lon": where[1] + 0.0001 * n, "m": meter},
+                    )  # fmt: skip
+        for n in range(3):
+            day = (now - dt.timedelta(days=2 + n)).astimezone(TZ).date()
+            start = now - dt.timedelta(days=2 + n)
+            session.add(
+                Finding(
+                    finding_id=f"PL-ISF-{n}", kind="illegal_stand_formation", vehicle_id=None,
+                    stand_id=None, started_at=start, ended_at=start + dt.timedelta(minutes=30),
+                    confidence=0.8,
+                    details={"place_id": "PL-PLACE", "dates": [day.isoformat()],
+                             "vehicles": ["PL-005", "PL-006"]},
+                    geometry=from_shape(Point(PLACE[1], PLACE[0]).buffer(0.0002), srid=4326),
+                )
+            )  # fmt: skip
+
+
+def _cli_plan(database_url: str, tmp_path: Path, *extra: str) -> dict[str, Any]:
+    today = dt.datetime.now(TZ).date().isoformat()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PONTUAL_")}
+    env |= {"DATABASE_URL": database_url, "PONTUAL_DATA_DIR": str(tmp_path)}
+    pontual = Path(sys.executable).with_name("pontual")
+    done = subprocess.run(
+        [str(pontual), "plan", "--municipality", PVH, "--from-db", "--format", "json",
+         "--as-of", today, *extra],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    plan: dict[str, Any] = json.loads(done.stdout)
+    return plan
+
+
+def _csv_rows(data: bytes) -> list[dict[str, str]]:
+    assert data.startswith(b"\xef\xbb\xbf")  # the BOM: spreadsheets read UTF-8
+    return list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
+
+
+def _shot(page: Any, name: str) -> None:
+    targets = [ROOT / "test-artifacts" / name]
+    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
+        targets.append(ROOT / "docs" / "screenshots" / name)
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(target), full_page=True)
+
+
+COMPARED = (
+    "municipality", "municipality_name", "uf", "service", "year", "population",
+    "population_source", "fleet_min", "fleet_max", "fleet_current", "fleet_source",
+    "accessible_min", "accessible_basis", "accessible_current",
+)  # fmt: skip
+
+
+class TestExport:
+    def test_planner_exports_the_plan(
+        self, page: Any, login: Callable, seeded_plan: None, web_database_url: str,
+        tmp_path: Path,
+    ) -> None:  # fmt: skip
+        """The planner downloads the figures' CSV: each row is on the page as shown there, and
+        the figures are those of `pontual plan --from-db --format json` for Porto Velho."""
+        login(page, "planner")
+        page.goto(f"/planejamento?municipio={PVH}")
+        assert page.locator("h1").inner_text() == "Planejamento — Porto Velho/RO"
+        expect(page.locator("#mapa-planejamento")).to_have_attribute("data-ready", "true")
+        with page.expect_download() as info:
+            page.get_by_role("link", name="Indicadores do plano (CSV)").click()
+        download = info.value
+        assert download.suggested_filename == f"plano-{PVH}-taxi-2022-indicadores.csv"
+        rows = _csv_rows(Path(download.path()).read_bytes())
+        by_key = {r["campo"]: r["valor"] for r in rows}
+
+        shown = {
+            row.get_attribute("data-key"): row.locator("td").inner_text()
+            for row in page.locator("#indicadores tr").all()
+        }
+        assert set(shown) == set(by_key)
+        assert shown["population"].replace(".", "") == by_key["population"]
+        assert shown["fleet_current"] == by_key["fleet_current"] == "8"
+        assert shown["accessible_current"] == by_key["accessible_current"] == "2"
+        assert shown["fleet_gap"] == by_key["fleet_gap"]
+        for key, value in by_key.items():
+            if value and key not in ("service",):
+                assert shown[key].replace(".", "") == value.replace(".", ""), key
+
+        cli = _cli_plan(web_database_url, tmp_path)
+        for key in COMPARED:
+            expected = "" if cli[key] is None else str(cli[key])
+            assert by_key[key] == expected, key
+        assert by_key["fleet_gap"] == cli["fleet_gap"]["message"]
+        assert by_key["accessible_gap"] == cli["accessible_gap"]["message"]
+        assert by_key["vehicles.checked"] == str(cli["vehicles"]["checked"])
+        assert by_key["vehicles.over_age"] == str(len(cli["vehicles"]["over_age"]))
+        assert by_key["vehicles.checked"] == "8"
+        assert by_key["fleet_min"] == "658" and by_key["accessible_min"] == "1"
+        assert_accessible(page)
+        _shot(page, "web-planejamento.png")
+
+    def test_demand_tables_match_the_page(self, web_client: Callable, seeded_plan: None) -> None:
+        """Areas: every cell with pickups (10 pickups in 4 cells), the page's top rows first;
+        candidates: the place seen on 3 days; vehicles: none to check (no age or inspection
+        rule in Porto Velho's law), the header still there."""
+        client = web_client("planner")
+        html = client.get(f"/planejamento?municipio={PVH}").text
+        areas = _csv_rows(client.get(f"/planejamento/{PVH}/areas.csv").content)
+        assert sum(int(r["embarques"]) for r in areas) == 10
+        assert len(areas) == 4
+        assert f"<code>{areas[0]['celula_h3']}</code>" in html
+        assert "10 embarques em 4 células H3" in html
+        candidates = _csv_rows(client.get(f"/planejamento/{PVH}/candidatos.csv").content)
+        assert [(r["local"], r["dias"], r["veiculos"]) for r in candidates] == [
+            ("PL-PLACE", "3", "2")
+        ]
+        answer = client.get(f"/planejamento/{PVH}/veiculos.csv")
+        assert answer.content.decode("utf-8-sig").startswith("prefixo,ano,idade_anos,")
+        assert _csv_rows(answer.content) == []
+
+    def test_map_layers(self, web_client: Callable, seeded_plan: None) -> None:
+        """The map's GeoJSON: the boundary, the two stands and their coverage, 4 cells, the
+        candidate; bounds around them."""
+        data = web_client("planner").get(f"/planejamento/{PVH}/mapa.json").json()
+        counts = {k: len(v["features"]) for k, v in data["layers"].items()}
+        assert counts == {"boundary": 1, "coverage": 2, "cells": 4, "stands": 2, "candidates": 1}
+        heat = {f["properties"]["heat"] for f in data["layers"]["cells"]["features"]}
+        assert max(heat) == 6 and min(heat) >= 1
+        (south, west), (north, east) = data["bounds"]
+        assert south < STAND_A[0] < north and west < STAND_A[1] < east
+
+
+class TestChoice:
+    def test_search_by_name_without_accents(self, web_client: Callable) -> None:
+        """ "porto velho" finds Porto Velho (1100205) and shows its plan."""
+        response = web_client("planner").get("/planejamento", params={"busca": "porto velho"})
+        assert response.status_code == 200
+        assert "<h1>Planejamento — Porto Velho/RO</h1>" in response.text
+
+    def test_ambiguous_name_lists_the_choices(self, web_client: Callable) -> None:
+        """A name part shared by several municipalities lists links to each (accents
+        ignored: "pinto" finds Pintópolis too)."""
+        response = web_client("planner").get("/planejamento", params={"busca": "pinto"})
+        assert "4 municípios com “pinto”: escolha um." in response.text
+        assert "/planejamento?municipio=4314548&amp;" in response.text  # Pinto Bandeira
+        assert "Pintópolis/MG (3150570)" in response.text
+
+    @pytest.mark.parametrize(
+        ("params", "message"),
+        [
+            ({"busca": "xyzzy"}, "Nenhum município do IBGE com “xyzzy”"),
+            ({"ano": "2023"}, "&#39;ano&#39; era &#39;2023&#39;; esperado um de 2022, 2024"),
+            ({"dias": "abc"}, "&#39;dias&#39; era &#39;abc&#39;; esperado um de 7, 30, 90"),
+            ({"municipio": "1234567"}, "não encontrado entre os municípios do IBGE"),
+        ],
+    )
+    def test_bad_choices_are_said(
+        self, web_client: Callable, params: dict[str, str], message: str
+    ) -> None:
+        """A bad name, year, window or code: 422 with a pt-BR message naming it, no plan."""
+        response = web_client("planner").get("/planejamento", params=params)
+        assert response.status_code == 422
+        assert message in response.text
+        assert 'role="alert"' in response.text and "Exportar (CSV)" not in response.text
+
+    def test_municipality_without_rule(self, web_client: Callable) -> None:
+        """São Paulo has no bundled rule: the population and the message, no allowed fleet."""
+        html = web_client("planner").get("/planejamento", params={"municipio": "3550308"}).text
+        assert "Nenhuma regra de planejamento configurada para São Paulo" in html
+        assert "<h1>Planejamento — São Paulo/SP</h1>" in html
+
+    def test_unknown_table_is_404(self, web_client: Callable) -> None:
+        """A table that does not exist: the 404 page naming the tables."""
+        response = web_client("planner").get(f"/planejamento/{PVH}/nada.csv")
+        assert response.status_code == 404
+        assert "esperado uma de indicadores, areas, candidatos, veiculos" in response.text
+
+    def test_agent_cannot_download(self, web_client: Callable) -> None:
+        """An agent is refused the CSV and the map data (403 page)."""
+        client = web_client("agent")
+        assert client.get(f"/planejamento/{PVH}/indicadores.csv").status_code == 403
+        assert client.get(f"/planejamento/{PVH}/mapa.json").status_code == 403
+
+    def test_plan_page_keyboard(self, page: Any, login: Callable) -> None:
+        """The form is labelled and sent with the keyboard: choosing 2024 shows that year."""
+        login(page, "planner")
+        page.goto(f"/planejamento?municipio={PVH}")
+        year = page.get_by_label("População", exact=True)
+        year.focus()
+        year.select_option("2024")
+        page.keyboard.press("Tab")  # the demand window
+        page.keyboard.press("Tab")  # the button
+        assert page.evaluate("document.activeElement.textContent") == "Ver o plano"
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert "ano=2024" in page.url
+        assert "população de 2024" in page.locator(".lead").inner_text()
+
+
+def test_landing_shows_the_registry_municipality(
+    web_client: Callable, seeded_plan: None, web_engine: Engine
+) -> None:
+    """Without a choice, the plan is that of the municipality with most registry records."""
+    with web_engine.connect() as conn:
+        top = conn.execute(
+            text(
+                "SELECT code FROM (SELECT municipality_code AS code FROM stands "
+                "WHERE retired_at IS NULL UNION ALL SELECT municipality_code FROM vehicles) r "
+                "WHERE code IS NOT NULL GROUP BY code ORDER BY count(*) DESC, code LIMIT 1"
+            )
+        ).scalar_one()
+    response = web_client("planner").get("/planejamento")
+    assert response.status_code == 200
+    assert f'<option value="{top}" selected>' in response.text
+
+
+@pytest.mark.parametrize("top", [1, 2, 4, 7, 36, 100, 1234])
+def test_heat_legend_matches_the_cells_colours(top: int) -> None:
+    """Each pickup count 1…top is in exactly one legend range, the class heat_class gives it."""
+    from api.web.planner import heat_class, heat_legend
+
+    ranges = []
+    for entry in heat_legend(top):
+        parts = entry["label"].replace(".", "").split(" a ")
+        ranges.append((entry["heat"], int(parts[0]), int(parts[-1])))
+    for count in range(1, top + 1):
+        classes = [k for k, lo, hi in ranges if lo <= count <= hi]
+        assert classes == [heat_class(count, top)], count
+    assert heat_class(top, top) == 6

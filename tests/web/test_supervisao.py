@@ -1,0 +1,422 @@
+"""Meus pontos (``/supervisao``) against a real ``pontual serve``: the queue changing live when a
+taxi's device posts fixes, the 90-day supervisor status, the licensees' presence against the
+habitual-absence rule, the audited contact list, and nothing of another supervisor's stand.
+
+The module seeds its own stands (SV1 of its supervisor, SV2 of nobody here) far from S1.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+from sqlalchemy import Engine, text
+from web_helpers import WEB_PASSWORD, assert_accessible, horizontal_overflow_px, http_login
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+TZ = ZoneInfo("America/Sao_Paulo")
+SV1 = (-30.0500, -51.2000)  # centre of stand SV1 (lat, lon)
+SV2 = (-30.0600, -51.2100)
+ELSEWHERE = (-30.0900, -51.1500)
+LICENSED = "SV-LIC"
+HOLDER = "Joana Prefixo Teste"
+OTHER_HOLDER = "Pessoa Alheia Teste"
+
+
+def _square(lat: float, lon: float) -> Any:
+    from geoalchemy2.shape import from_shape
+    from shapely.geometry import MultiPolygon, Point
+
+    return from_shape(MultiPolygon([Point(lon, lat).buffer(0.0004, cap_style="square")]), srid=4326)
+
+
+def _insert_fixes(conn: Any, vehicle: str, at: tuple[float, float], times: list) -> None:
+    for ts in times:
+        conn.execute(
+            text(
+                "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, meter, speed_flag, source) "
+                "VALUES (:v, :ts, :lat, :lon, ST_Point(:lon, :lat, 4326), 'free', false, 'test') "
+                "ON CONFLICT DO NOTHING"
+            ),
+            {"v": vehicle, "ts": ts, "lat": at[0], "lon": at[1]},
+        )
+
+
+@pytest.fixture(scope="module")
+def stands(web_engine: Engine) -> dict[str, str]:
+    """SV1 (fixo, 2 spaces; its supervisor's term ended 100 days ago; SV-LIC licensed, present
+    2 of the 12 days it operated) and SV2 (another stand, with its own licensee).
+
+    Returns the usernames: ``supervisor`` (of SV1 only).
+    """
+    from api import accounts
+    from db.engine import session_scope
+    from db.fleet.models import PermitHolder, Vehicle
+    from db.stands.models import ParkingLicence, Stand, StandSupervisor
+
+    today = dt.datetime.now(TZ).date()
+    username = f"sv_{os.getpid()}_{secrets.token_hex(2)}"
+    with session_scope(web_engine) as session:
+        session.add_all(
+            [
+                Stand(
+                    stand_id="SV1", name="Ponto Supervisão Web", capacity=2, kind="fixo",
+                    address="Rua do Teste, 1", geometry=_square(*SV1),
+                ),
+                Stand(
+                    stand_id="SV2", name="Ponto Alheio", capacity=4, kind="fixo",
+                    geometry=_square(*SV2),
+                ),
+            ]
+        )  # fmt: skip
+        mine = PermitHolder(name=HOLDER, cpf="98765432100", phone="51 98888-1111")
+        other = PermitHolder(name=OTHER_HOLDER, cpf="98765432101", phone="51 97777-2222")
+        session.add_all([mine, other])
+        session.flush()
+        session.add_all(
+            [
+                Vehicle(vehicle_id=LICENSED, prefixo=LICENSED, holder_id=mine.holder_id),
+                Vehicle(vehicle_id="SV-OTHER", prefixo="SV-OTHER", holder_id=other.holder_id),
+            ]
+        )
+        session.flush()
+        session.add_all(
+            [
+                ParkingLicence(vehicle_id=LICENSED, stand_id="SV1"),
+                ParkingLicence(vehicle_id="SV-OTHER", stand_id="SV2"),
+                StandSupervisor(
+                    stand_id="SV1", person_name="Carlos Supervisor Teste",
+                    elected_on=today - dt.timedelta(days=400),
+                    homologated_on=today - dt.timedelta(days=390),
+                    until=today - dt.timedelta(days=100),
+                ),
+            ]
+        )  # fmt: skip
+        conn = session.connection()
+        for back in range(1, 13):  # 12 operating days; at the stand on the first two
+            noon = dt.datetime.combine(today - dt.timedelta(days=back), dt.time(12), tzinfo=TZ)
+            where = SV1 if back <= 2 else ELSEWHERE
+            _insert_fixes(conn, LICENSED, where, [noon + dt.timedelta(minutes=m) for m in range(6)])
+        accounts.create_user(
+            session=session,
+            username=username,
+            password=WEB_PASSWORD,
+            role="supervisor",
+            stand_ids=["SV1"],
+        )
+    return {"supervisor": username}
+
+
+@pytest.fixture
+def supervisor(web_server: Any, stands: dict[str, str]) -> Iterator[httpx.Client]:
+    """An httpx client logged in as SV1's supervisor."""
+    client = http_login(web_server.url, stands["supervisor"])
+    yield client
+    client.close()
+
+
+def _device(web_engine: Engine, vehicle_id: str) -> str:
+    from api import accounts
+    from db.engine import session_scope
+    from db.fleet.models import Vehicle
+
+    with session_scope(web_engine) as session:
+        session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id))
+        session.flush()
+        _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+    return token
+
+
+def _post_fixes(url: str, token: str, at: tuple[float, float], ages_s: tuple[int, ...]) -> None:
+    now = dt.datetime.now(dt.UTC)
+    pings = [
+        {
+            "timestamp": (now - dt.timedelta(seconds=s)).isoformat(),
+            "lat": at[0],
+            "lon": at[1],
+            "meter": "free",
+        }
+        for s in ages_s
+    ]
+    answer = httpx.post(
+        f"{url}/api/v1/pings",
+        json={"pings": pings},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    assert [r["status"] for r in answer.json()["results"]] == ["accepted"] * len(pings)
+
+
+def _shot(page: Any, name: str) -> None:
+    targets = [ROOT / "test-artifacts" / name]
+    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
+        targets.append(ROOT / "docs" / "screenshots" / name)
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(target), full_page=True)
+
+
+class TestLiveQueue:
+    def test_queue_changes_when_a_taxi_arrives(
+        self, open_page: Callable, login: Callable, web_server: Any, web_engine: Engine,
+        stands: dict[str, str],
+    ) -> None:  # fmt: skip
+        """On a phone, the stand's page shows a taxi whose device posts fixes inside the stand,
+        as an intruder, without reloading; the live region reads the new summary."""
+        vehicle = f"SV-T{secrets.token_hex(2).upper()}"
+        token = _device(web_engine, vehicle)
+        phone = open_page(width=390, height=844, is_mobile=True, has_touch=True)
+        login(phone, stands["supervisor"])
+        phone.goto("/supervisao/pontos/SV1")
+        assert phone.locator(".now__empty").inner_text() == "Nenhum veículo no ponto agora."
+        phone.evaluate("window.__samePage = 'yes'")
+
+        _post_fixes(web_server.url, token, SV1, (40, 20, 1))
+        item = phone.locator(".queue__item", has_text=f"prefixo {vehicle}")
+        item.wait_for(state="visible", timeout=30_000)
+        assert phone.evaluate("window.__samePage") == "yes"  # no reload
+        assert "1º" in item.inner_text()
+        assert "Intruso: sem licença" in item.inner_text()
+        assert "desde " in item.inner_text()
+        summary = "1 veículo no ponto para 2 vagas; 1 intruso (sem licença)."
+        assert phone.locator(".now__summary").inner_text() == summary
+        expect(phone.locator("#agora-anuncio")).to_have_text(summary, timeout=10_000)
+        assert horizontal_overflow_px(phone) == 0
+        assert_accessible(phone)
+        _shot(phone, "web-supervisao-ponto-phone.png")
+
+    def test_polling_pauses_while_hidden(
+        self, page: Any, login: Callable, stands: dict[str, str]
+    ) -> None:
+        """The page asks for the fragment while visible, not while the tab is hidden."""
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url) if r.url.endswith("/agora") else None)
+        login(page, stands["supervisor"])
+        page.goto("/supervisao/pontos/SV1")
+        expect(page.locator("#agora-estado")).to_contain_text(
+            "Atualizado (situação às", timeout=15_000
+        )
+        assert asked
+        page.evaluate(
+            "Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+            "document.dispatchEvent(new Event('visibilitychange'))"
+        )
+        count = len(asked)
+        assert "pausada" in page.locator("#agora-estado").inner_text()
+        page.wait_for_timeout(7_000)  # longer than the refresh interval
+        assert len(asked) == count
+        with page.expect_request(lambda r: r.url.endswith("/agora"), timeout=3_000):
+            page.evaluate(  # shown again: refreshed at once, before the interval
+                "Object.defineProperty(document, 'hidden', {value: false, configurable: true});"
+                "document.dispatchEvent(new Event('visibilitychange'))"
+            )
+
+    def test_refresh_button_is_keyboard_reachable(
+        self, page: Any, login: Callable, stands: dict[str, str]
+    ) -> None:
+        """ "Atualizar agora" is a real button (shown by the script) that refreshes the panel."""
+        login(page, stands["supervisor"])
+        page.goto("/supervisao/pontos/SV1")
+        button = page.get_by_role("button", name="Atualizar agora")
+        button.focus()
+        with page.expect_response(lambda r: r.url.endswith("/agora")) as answer:
+            page.keyboard.press("Enter")
+        assert answer.value.status == 200
+
+
+class TestStandPage:
+    def test_presence_against_the_rule(self, supervisor: httpx.Client) -> None:
+        """SV-LIC was at the stand 2 of the 12 days it operated (17% < 20%, 12 >= 10 days):
+        habitual absence; the thresholds are said."""
+        html = supervisor.get("/supervisao/pontos/SV1").text
+        assert "2 de 12 (17%)" in html
+        assert "Ausência habitual: abaixo do limite (art. 49)" in html
+        assert "operou em pelo menos 10 dias e esteve no ponto em menos de 20%" in html
+        assert "<strong>1</strong> de 1 prefixo(s) abaixo do limite" in html
+
+    def test_supervisor_status_overdue(self, supervisor: httpx.Client) -> None:
+        """The term ended 100 days ago: the 90 days of art. 50, III ran out 10 days ago."""
+        html = supervisor.get("/supervisao/pontos/SV1").text
+        assert (
+            "Sem supervisor(a) há 100 dias: o prazo de 90 dias (art. 50, III) venceu há 10" in html
+        )
+        listing = supervisor.get("/supervisao").text
+        assert "venceu há 10 dias" in listing
+
+    def test_stand_page_shows_no_personal_data(
+        self, supervisor: httpx.Client, web_engine: Engine
+    ) -> None:
+        """The stand's page names prefixos only (no holder or supervisor name) and is not
+        written to the audit log."""
+        before = _audit_count(web_engine)
+        html = supervisor.get("/supervisao/pontos/SV1").text
+        assert LICENSED in html
+        assert HOLDER not in html and "Carlos Supervisor" not in html
+        assert _audit_count(web_engine) == before
+
+    def test_contacts_are_audited(
+        self, supervisor: httpx.Client, stands: dict[str, str], web_engine: Engine
+    ) -> None:
+        """The contact list names the holder with their phone, after an audit entry naming
+        the user, the records, the fields and this page."""
+        html = supervisor.get("/supervisao/pontos/SV1/contatos").text
+        assert HOLDER in html and "51 98888-1111" in html and "Autorizatário(a)" in html
+        with web_engine.connect() as conn:
+            entry = conn.execute(
+                text(
+                    "SELECT actor, entity, details FROM audit_log "
+                    "WHERE action = 'read_personal_data' "
+                    "AND details->>'route' = '/supervisao/pontos/SV1/contatos' "
+                    "ORDER BY entry_id DESC"
+                )
+            ).first()
+        assert entry is not None
+        assert entry.actor == f"user:{stands['supervisor']}"
+        assert entry.entity == "stand_licensees"
+        assert entry.details["ids"] == [LICENSED]
+        assert entry.details["fields"] == ["name", "address", "phone"]
+
+
+def _audit_count(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM audit_log")).scalar_one())
+
+
+class TestScope:
+    @pytest.mark.parametrize("suffix", ["", "/agora", "/contatos"])
+    def test_another_stand_is_refused(
+        self, supervisor: httpx.Client, web_engine: Engine, suffix: str
+    ) -> None:
+        """Page, fragment and contacts of SV2: the 403 page, nothing of SV2 in it, no audit."""
+        before = _audit_count(web_engine)
+        response = supervisor.get(f"/supervisao/pontos/SV2{suffix}")
+        assert response.status_code == 403
+        assert "não está entre os seus pontos" in response.text
+        assert "Ponto Alheio" not in response.text and OTHER_HOLDER not in response.text
+        assert "SV-OTHER" not in response.text
+        assert _audit_count(web_engine) == before
+
+    def test_list_has_own_stands_only(self, supervisor: httpx.Client) -> None:
+        """The supervisor's list is SV1 alone; no search box (that is the admin's)."""
+        html = supervisor.get("/supervisao").text
+        assert "Ponto SV1 — Ponto Supervisão Web" in html
+        assert "SV2" not in html and "Ponto Matriz" not in html
+        assert 'type="search"' not in html
+
+    def test_admin_sees_any_stand_and_searches(self, web_client: Callable) -> None:
+        """An admin opens SV2 and finds it by name; an unknown stand is the 404 page."""
+        admin = web_client("admin")
+        assert "Ponto Alheio" in admin.get("/supervisao/pontos/SV2").text
+        found = admin.get("/supervisao", params={"q": "alheio"}).text
+        assert "Ponto SV2 — Ponto Alheio" in found and "Ponto SV1 " not in found
+        missing = admin.get("/supervisao/pontos/NAO-EXISTE")
+        assert missing.status_code == 404
+        assert "Ponto não encontrado" in missing.text
+
+
+def test_stand_page_screenshot(page: Any, login: Callable, stands: dict[str, str]) -> None:
+    """The stand's page on a desktop passes axe (screenshot for the README)."""
+    login(page, stands["supervisor"])
+    page.goto("/supervisao/pontos/SV1")
+    assert_accessible(page)
+    _shot(page, "web-supervisao-ponto.png")
+
+
+class TestSupervisorStatus:
+    """supervisor_statuses: the 90-day rule (stands.supervisors) said for each kind of stand."""
+
+    TODAY = dt.date(2025, 6, 30)
+
+    @pytest.fixture(scope="class")
+    def statuses(self, web_engine: Engine) -> dict[str, Any]:
+        """Stands in every situation of art. 50, III on 2025-06-30, and their statuses."""
+        from sqlalchemy.orm import Session
+
+        from api.routes.supervision import SupervisedStand
+        from api.web.supervisor import supervisor_statuses
+        from db.engine import session_scope
+        from db.stands.models import Stand, StandSupervisor
+
+        day = self.TODAY
+        back = lambda n: day - dt.timedelta(days=n)  # noqa: E731
+        kinds = {"ST-OK": "fixo", "ST-END": "fixo", "ST-LAPSE": "fixo", "ST-90": "fixo",
+                 "ST-PEND": "fixo", "ST-LIVRE": "livre", "ST-NOKIND": None}  # fmt: skip
+        terms = [
+            ("ST-OK", back(40), back(10), None),
+            ("ST-END", back(400), back(390), day + dt.timedelta(days=20)),
+            ("ST-LAPSE", back(500), back(490), back(30)),
+            ("ST-90", back(500), back(490), back(90)),
+            ("ST-PEND", back(5), None, None),
+        ]
+        with session_scope(web_engine) as session:
+            for k, (stand_id, kind) in enumerate(kinds.items()):
+                session.add(Stand(stand_id=stand_id, name=stand_id, kind=kind,
+                                  geometry=_square(-31.0 - k * 0.01, -52.0)))  # fmt: skip
+            session.flush()
+            for stand_id, elected, homologated, until in terms:
+                session.add(
+                    StandSupervisor(stand_id=stand_id, person_name="X", elected_on=elected,
+                                    homologated_on=homologated, until=until)
+                )  # fmt: skip
+        stands = [
+            SupervisedStand(stand_id=s, name=s, kind=k, capacity=None, address=None, licensees=0)
+            for s, k in kinds.items()
+        ]
+        with Session(web_engine) as session:
+            return supervisor_statuses(session=session, stands=stands, today=day)
+
+    def test_in_office(self, statuses: dict[str, Any]) -> None:
+        """A homologated supervisor in office: up to date, with the election and homologation
+        dates; a term with an end says the days left."""
+        ok = statuses["ST-OK"]
+        assert (ok.tone, ok.days_left) == ("ok", None)
+        assert ok.details == ("Eleição em 21/05/2025; homologação em 20/06/2025.",)
+        end = statuses["ST-END"]
+        assert end.tone == "ok"
+        assert "Mandato até 20/07/2025 (20 dias)" in end.details[1]
+
+    def test_counting_down(self, statuses: dict[str, Any]) -> None:
+        """Term ended 30 days ago: 60 days left; exactly 90 days: 0 left, not yet overdue."""
+        lapse = statuses["ST-LAPSE"]
+        assert (lapse.tone, lapse.days_without, lapse.days_left) == ("warn", 30, 60)
+        assert "restam 60 dias para eleger e homologar" in lapse.headline
+        assert lapse.details[0] == "Último dia com supervisor(a) homologado(a): 31/05/2025."
+        edge = statuses["ST-90"]
+        assert (edge.tone, edge.days_without, edge.days_left) == ("warn", 90, 0)
+
+    def test_pending_election_does_not_count(self, statuses: dict[str, Any]) -> None:
+        """An election waiting for homologation: no supervisor recorded, the election said."""
+        pending = statuses["ST-PEND"]
+        assert pending.tone == "warn" and pending.days_left is None
+        assert "não dá para contar o prazo de 90 dias" in pending.headline
+        assert pending.details == (
+            "Eleição de 25/06/2025 aguardando homologação da EPTC (art. 42, § 2º): só a "
+            "homologação conta.",
+        )
+
+    def test_rule_is_for_pontos_fixos(self, statuses: dict[str, Any]) -> None:
+        """A ponto livre and a stand of unknown kind: the rule does not apply, said so."""
+        assert statuses["ST-LIVRE"].headline.startswith("Ponto livre: a regra dos 90 dias")
+        assert statuses["ST-NOKIND"].headline.startswith("Tipo do ponto não informado")
+        assert {statuses[s].tone for s in ("ST-LIVRE", "ST-NOKIND")} == {"info"}
+
+
+def test_law_quotes_are_verbatim() -> None:
+    """The articles quoted on the stand's page are word for word in the bundled decree."""
+    from api.web.supervisor import ART_49, ART_50_III
+
+    law = (ROOT / "enforcement" / "laws" / "porto_alegre_decreto_taxi_2019.txt").read_text(
+        encoding="utf-8"
+    )
+    assert ART_49 in law and ART_50_III in law
