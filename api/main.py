@@ -45,6 +45,7 @@ ROUTERS = (
     "api.web.supervisor",
     "api.web.planner",
     "api.web.citizen",
+    "api.web.basemap",
 )
 """Modules whose ``router`` is mounted, in this order."""
 

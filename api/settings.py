@@ -67,6 +67,26 @@ class Settings(BaseSettings):
     ingest_future_tolerance_s: float = Field(default=300.0, ge=0)
     # Largest request body accepted (bytes), checked before it is read: 413 beyond
     max_body_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
+    # Background of the web console's maps: a tile URL template ({z}/{x}/{y}, e.g.
+    # https://tile.openstreetmap.org/{z}/{x}/{y}.png) and its attribution; empty: the offline
+    # basemap (bundled municipal boundaries and road network, api/web/basemap.py)
+    tiles_url: str = ""
+    tiles_attribution: str = ""
+
+    @field_validator("tiles_url")
+    @classmethod
+    def _valid_tiles(cls, value: str) -> str:
+        value = value.strip()
+        if value and (
+            not value.startswith(("https://", "http://"))
+            or not all(k in value for k in ("{z}", "{x}", "{y}"))
+        ):
+            msg = (
+                f"PONTUAL_TILES_URL: '{value}' não é um modelo de URL de tiles "
+                "(http(s)://…/{z}/{x}/{y}.png) nem vazio (mapa de fundo offline)"
+            )
+            raise ValueError(msg)
+        return value
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -189,3 +189,32 @@ def horizontal_overflow_px(page: Any) -> int:
             " - document.documentElement.clientWidth"
         )
     )
+
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS_DIR = REPO / "test-artifacts"
+"""Where every screenshot goes (not committed)."""
+SCREENSHOTS_DIR = REPO / "docs" / "screenshots"
+"""The committed ones (docs/console.md, README), with ``PONTUAL_UPDATE_SCREENSHOTS=1``."""
+_MAPS_DRAWN = (
+    "() => Array.from(document.querySelectorAll('.leaflet-container'))"
+    ".every((m) => m.hasAttribute('data-mapa-base'))"
+)
+
+
+def save_screenshot(page: Any, name: str, *, min_bytes: int = 5_000) -> Path:
+    """Save a full-page screenshot ``name`` once every map has its background; return its path.
+
+    Always to ``test-artifacts/``; also to ``docs/screenshots/`` with
+    ``PONTUAL_UPDATE_SCREENSHOTS=1``. Fails if a map's background never came or the image is
+    smaller than ``min_bytes`` (a blank page).
+    """
+    page.wait_for_function(_MAPS_DRAWN, timeout=30_000)
+    targets = [ARTIFACTS_DIR / name]
+    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
+        targets.append(SCREENSHOTS_DIR / name)
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(target), full_page=True)
+        assert target.stat().st_size > min_bytes, target
+    return targets[0]

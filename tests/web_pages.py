@@ -181,6 +181,15 @@ PAGES: tuple[Page, ...] = (
         document=False,
         browse=False,
     ),
+    # --- every map's background (public, nothing personal) ---
+    Page(
+        "GET",
+        "/mapa-base.geojson",
+        ANYONE,
+        url="/mapa-base.geojson?bbox=-51.25,-30.05,-51.2,-30.0",
+        document=False,
+        browse=False,
+    ),
 )
 
 

@@ -24,8 +24,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 import maps
-from api.headers import WEB_CSP
+from api.headers import WEB_CSP, web_csp
 from api.web.auth import WebSession
+from api.web.basemap import basemap_config
 from api.web.nav import LANDING, NAV, ROLE_LABELS
 
 WEB_DIR = Path(__file__).resolve().parent
@@ -117,12 +118,15 @@ def render(
     headers : mapping, optional
         Extra headers of the answer.
     csp : str
-        Content-Security-Policy (:data:`api.headers.WEB_CSP`; :func:`api.headers.web_csp` for a
-        page that draws tiles from another host).
+        Content-Security-Policy (:data:`api.headers.WEB_CSP`); with tiles configured
+        (``PONTUAL_TILES_URL``) the default one also allows the tile server in ``img-src``.
     **context
         Variables of the template (they override the common ones).
     """
     role = web.principal.role if web is not None else None
+    basemap = basemap_config(request.app.state.settings)
+    if csp == WEB_CSP and basemap.origin is not None:
+        csp = web_csp(img_src=(basemap.origin,))
     common: dict[str, Any] = {
         "web": web,
         "user": web.principal if web is not None else None,
@@ -132,6 +136,7 @@ def render(
         "csrf_token": web.csrf_token if web is not None else None,
         "title": title,
         "current_path": request.url.path,
+        "basemap": basemap,
     }
     response = templates.TemplateResponse(
         request, template, common | context, status_code=status_code, headers=headers

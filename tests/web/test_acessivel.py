@@ -10,7 +10,6 @@ a free taxi that is not accessible, beside it.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 from sqlalchemy import Engine
-from web_helpers import assert_accessible, horizontal_overflow_px
+from web_helpers import assert_accessible, horizontal_overflow_px, save_screenshot
 
 from api.web.citizen import distance_text
 
@@ -114,15 +113,6 @@ def _same_cell_point(at: tuple[float, float]) -> tuple[float, float]:
     return other
 
 
-def _shot(page: Any, name: str) -> None:
-    targets = [ROOT / "test-artifacts" / name]
-    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
-        targets.append(ROOT / "docs" / "screenshots" / name)
-    for target in targets:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(target), full_page=True)
-
-
 def _phone(open_page: Callable, at: tuple[float, float] | None) -> Any:
     options: dict[str, Any] = {"is_mobile": True, "has_touch": True, "locale": "pt-BR"}
     if at is not None:
@@ -163,7 +153,7 @@ class TestFromMyLocation:
         button = phone.get_by_role("button", name="Buscar perto deste ponto").bounding_box()
         assert button is not None and button["height"] >= 44  # a large touch target
         assert_accessible(phone)
-        _shot(phone, "web-acessivel-phone.png")
+        save_screenshot(phone, "web-acessivel-phone.png")
 
     def test_two_points_of_one_cell_get_the_same_answer(
         self, open_page: Callable, web_server: Any, taxis: dict[str, str]
@@ -281,4 +271,4 @@ def test_desktop_screenshot(page: Any, taxis: dict[str, str]) -> None:
     page.goto("/acessivel?ponto=AC1")
     page.locator(".result--taxi").first.wait_for(state="visible")
     assert_accessible(page)
-    _shot(page, "web-acessivel.png")
+    save_screenshot(page, "web-acessivel.png")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import queue
 import secrets
 import threading
@@ -27,7 +26,7 @@ from web_fiscal import (
     boarding_finding,
     store_and_propose,
 )
-from web_helpers import assert_accessible, horizontal_overflow_px
+from web_helpers import assert_accessible, horizontal_overflow_px, save_screenshot
 
 from api.web.auth import SESSION_COOKIE
 
@@ -389,10 +388,4 @@ def test_screenshots(
     shot.goto(path)
     if shot.locator("#mapa").count():
         expect(shot.locator("#mapa .leaflet-interactive").first).to_be_attached()
-    targets = [ROOT / "test-artifacts" / name]
-    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
-        targets.append(ROOT / "docs" / "screenshots" / name)
-    for target in targets:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shot.screenshot(path=str(target), full_page=True)
-        assert target.stat().st_size > 5_000
+    save_screenshot(shot, name)

@@ -7,13 +7,18 @@ Screenshots go to ``test-artifacts/``; with ``PONTUAL_UPDATE_SCREENSHOTS=1`` als
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from web_helpers import WEB_PASSWORD, WEB_USERS, assert_accessible, horizontal_overflow_px
+from web_helpers import (
+    WEB_PASSWORD,
+    WEB_USERS,
+    assert_accessible,
+    horizontal_overflow_px,
+    save_screenshot,
+)
 from web_pages import PAGES, Page, role_for
 
 from api.web.auth import SESSION_COOKIE
@@ -175,13 +180,7 @@ def test_screenshots(
     if role is not None:
         login(shot, role)
     shot.goto(path)
-    targets = [ROOT / "test-artifacts" / name]
-    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
-        targets.append(ROOT / "docs" / "screenshots" / name)
-    for target in targets:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shot.screenshot(path=str(target), full_page=True)
-        assert target.stat().st_size > 5_000
+    save_screenshot(shot, name)
 
 
 class TestHarness:

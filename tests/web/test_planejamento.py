@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 from sqlalchemy import Engine, text
-from web_helpers import assert_accessible
+from web_helpers import assert_accessible, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -135,15 +135,6 @@ def _csv_rows(data: bytes) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
 
 
-def _shot(page: Any, name: str) -> None:
-    targets = [ROOT / "test-artifacts" / name]
-    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
-        targets.append(ROOT / "docs" / "screenshots" / name)
-    for target in targets:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(target), full_page=True)
-
-
 COMPARED = (
     "municipality", "municipality_name", "uf", "service", "year", "population",
     "population_source", "fleet_min", "fleet_max", "fleet_current", "fleet_source",
@@ -193,7 +184,7 @@ class TestExport:
         assert by_key["vehicles.checked"] == "8"
         assert by_key["fleet_min"] == "658" and by_key["accessible_min"] == "1"
         assert_accessible(page)
-        _shot(page, "web-planejamento.png")
+        save_screenshot(page, "web-planejamento.png")
 
     def test_demand_tables_match_the_page(self, web_client: Callable, seeded_plan: None) -> None:
         """Areas: every cell with pickups (10 pickups in 4 cells), the page's top rows first;

@@ -19,7 +19,13 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 from sqlalchemy import Engine, text
-from web_helpers import WEB_PASSWORD, assert_accessible, horizontal_overflow_px, http_login
+from web_helpers import (
+    WEB_PASSWORD,
+    assert_accessible,
+    horizontal_overflow_px,
+    http_login,
+    save_screenshot,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -158,15 +164,6 @@ def _post_fixes(url: str, token: str, at: tuple[float, float], ages_s: tuple[int
     assert [r["status"] for r in answer.json()["results"]] == ["accepted"] * len(pings)
 
 
-def _shot(page: Any, name: str) -> None:
-    targets = [ROOT / "test-artifacts" / name]
-    if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
-        targets.append(ROOT / "docs" / "screenshots" / name)
-    for target in targets:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(target), full_page=True)
-
-
 class TestLiveQueue:
     def test_queue_changes_when_a_taxi_arrives(
         self, open_page: Callable, login: Callable, web_server: Any, web_engine: Engine,
@@ -194,7 +191,7 @@ class TestLiveQueue:
         expect(phone.locator("#agora-anuncio")).to_have_text(summary, timeout=10_000)
         assert horizontal_overflow_px(phone) == 0
         assert_accessible(phone)
-        _shot(phone, "web-supervisao-ponto-phone.png")
+        save_screenshot(phone, "web-supervisao-ponto-phone.png")
 
     def test_polling_pauses_while_hidden(
         self, page: Any, login: Callable, stands: dict[str, str]
@@ -330,7 +327,7 @@ def test_stand_page_screenshot(page: Any, login: Callable, stands: dict[str, str
     login(page, stands["supervisor"])
     page.goto("/supervisao/pontos/SV1")
     assert_accessible(page)
-    _shot(page, "web-supervisao-ponto.png")
+    save_screenshot(page, "web-supervisao-ponto.png")
 
 
 class TestSupervisorStatus:

@@ -1,4 +1,4 @@
-/* Evidence map of a finding or a proposal (Leaflet, no tiles: the layers on a plain ground).
+/* Evidence map of a finding or a proposal (Leaflet; the background of mapa-base.js).
  *
  * Reads the layers from the map element's data-camadas (JSON: {layers: [{id, label, data}]},
  * positions as [lon, lat]); draws the stand and the finding's polygons, the vehicle's track,
@@ -45,7 +45,8 @@
     map.zoomControl._zoomOutButton.title = "Afastar";
     map.zoomControl._zoomOutButton.setAttribute("aria-label", "Afastar");
   }
-  map.attributionControl.setPrefix("Leaflet · sem mapa de fundo");
+  map.attributionControl.setPrefix("Leaflet");
+  if (window.PontualMapaBase) { window.PontualMapaBase.add(map); }
 
   // The view first (Leaflet draws a path only on a map that has one), then the layers.
   var bounds = L.latLngBounds([]);

@@ -24,6 +24,7 @@
     map = L.map(box, { zoomControl: false });
     L.control.zoom({ zoomInTitle: "Aproximar", zoomOutTitle: "Afastar" }).addTo(map);
     map.attributionControl.setPrefix("Leaflet");
+    if (window.PontualMapaBase) window.PontualMapaBase.add(map);
     var stands = L.featureGroup();
     Array.prototype.forEach.call(select.options, function (option) {
       if (!option.value) return;

@@ -5,7 +5,7 @@
  * "vertices" field (one "latitude, longitude" a line) or a circle from "lat", "lon", "radius_m",
  * as chosen by the "mode" radios. Drawing or editing on the map fills the fields; typing in the
  * fields redraws the map: the fields are the keyboard's way to the same result, and the only
- * thing the server reads. No network but this server; no basemap (works offline).
+ * thing the server reads. No network but this server (the background: mapa-base.js).
  */
 (function () {
   "use strict";
@@ -19,6 +19,7 @@
   var current = el.getAttribute("data-current") || "";
 
   var map = L.map(el, { zoomControl: true, keyboard: true }).setView(DEFAULT_VIEW, 13);
+  if (window.PontualMapaBase) window.PontualMapaBase.add(map);
   var context = L.featureGroup().addTo(map);
   var drawn = null; // the layer of the area being edited
 

@@ -1,4 +1,4 @@
-/* Planejamento: the planner map (vendored Leaflet, no tiles) from the plan's GeoJSON layers
+/* Planejamento: the planner map (vendored Leaflet, background of mapa-base.js) from the plan's GeoJSON layers
  * (data-map-url): municipal boundary, walking coverage, pickups per H3 cell (colour classes
  * heat-1…6 as in the legend), stands, candidate sites. Details of an element on click/tap. */
 (function () {
@@ -31,6 +31,7 @@
   var map = L.map(box, { zoomControl: false, preferCanvas: false });
   L.control.zoom({ zoomInTitle: "Aproximar", zoomOutTitle: "Afastar" }).addTo(map);
   map.attributionControl.setPrefix("Leaflet");
+  if (window.PontualMapaBase) window.PontualMapaBase.add(map);
   map.setView([-15.8, -47.9], 4);
 
   fetch(box.getAttribute("data-map-url"), { credentials: "same-origin", cache: "no-store" })
