@@ -2,7 +2,8 @@
 
 Layout
     ``auth.py`` the session cookie, CSRF and :func:`api.web.auth.require_web_roles`;
-    ``nav.py`` the landing page, name and nav bar of each role; ``templating.py``
+    ``nav.py`` the landing page, name and nav bar of each role; ``basemap.py`` the background
+    of every map (``/mapa-base.geojson`` or configured tiles); ``templating.py``
     :func:`api.web.templating.render` and the static files (``/static/``: ``static/`` here,
     then the maps' vendored Leaflet); ``pages.py`` login, logout and the error pages; one module
     of routes per area, each in :data:`api.main.ROUTERS`, its templates in ``templates/<area>/``:

@@ -8,7 +8,8 @@
 - ``/planejamento/{municipality}/{table}.csv``: a table of that plan to download
   (:data:`TABLES`);
 - ``/planejamento/{municipality}/mapa.json``: the layers of the planner map (GeoJSON), drawn
-  by ``static/js/planejamento.js`` with the vendored Leaflet, no tiles.
+  by ``static/js/planejamento.js`` with the vendored Leaflet, over the maps' background
+  (``static/js/mapa-base.js``).
 
 Inputs, as ``pontual plan --from-db``: the bundled IBGE population and rulebook, the registry's
 vehicles of the municipality active today; and for the demand side (the CLI's ``--trips``,

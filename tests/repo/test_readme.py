@@ -65,12 +65,22 @@ class TestSetUp:
         assert "source .venv/bin/activate" in done.stdout
 
     def test_size_and_links(self) -> None:
-        """The README is a guide (under ~12 KB) and its links to docs pages resolve."""
+        """The README is a guide (under ~12 KB); its links to docs pages and its images
+        (the console's screenshots too) resolve."""
         assert len(README.encode("utf-8")) < 12_500
-        for target in re.findall(r"\]\(((?:docs|bench|data)/[^)#]*)", README):
-            if target.startswith("docs/screenshots/"):
-                continue  # the web console's screenshots (its own tests make them)
-            assert (ROOT / target).exists(), target
+        targets = re.findall(r"\]\(((?:docs|bench|data)/[^)#]*)", README)
+        assert any(t.startswith("docs/screenshots/") for t in targets)
+        for target in targets:
+            assert (ROOT / target).is_file(), target
+
+    def test_console_gallery_shows_every_screenshot(self) -> None:
+        """docs/console.md (linked from the README) shows every committed screenshot of the
+        console, and only screenshots that exist."""
+        assert "](docs/console.md)" in README
+        gallery = (ROOT / "docs" / "console.md").read_text(encoding="utf-8")
+        shown = set(re.findall(r"!\[[^\]]+\]\((screenshots/[^)]+\.png)\)", gallery))
+        committed = {f"screenshots/{p.name}" for p in (ROOT / "docs" / "screenshots").glob("*.png")}
+        assert shown and shown == committed, (shown - committed, committed - shown)
 
 
 def _own_files(folder: Path) -> None:

@@ -540,6 +540,7 @@ def test_audit_log_filters_and_links(web_client: Callable, web_engine: Engine) -
 SHOTS = (
     ("web-admin.png", "/admin"),
     ("web-admin-usuarios.png", "/admin/usuarios"),
+    ("web-admin-usuario.png", "/admin/usuarios/1"),
     ("web-admin-dispositivos.png", "/admin/dispositivos"),
     ("web-admin-pontos.png", "/admin/pontos"),
     ("web-admin-importacao.png", "/admin/importacao"),

@@ -359,6 +359,7 @@ def _queue_seed(engine: Engine) -> None:
 
 SHOTS = (
     ("web-fiscal-inbox.png", "/fiscal", (1280, 900)),
+    ("web-fiscal-alertas.png", "/fiscal/alertas", (1280, 900)),
     ("web-fiscal-fila.png", "/fiscal/propostas", (1280, 900)),
     ("web-fiscal-proposta.png", f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}", (1280, 900)),
     ("web-fiscal-proposta-phone.png", f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}", (390, 844)),

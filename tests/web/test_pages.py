@@ -161,7 +161,6 @@ class TestPhone:
 SHOTS = (
     ("web-login.png", None, "/entrar", (1280, 800)),
     ("web-login-phone.png", None, "/entrar", (390, 844)),
-    ("web-fiscal.png", "agent", "/fiscal", (1280, 800)),
     ("web-supervisao-phone.png", "supervisor", "/supervisao", (390, 844)),
 )
 

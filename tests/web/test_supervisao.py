@@ -330,6 +330,24 @@ def test_stand_page_screenshot(page: Any, login: Callable, stands: dict[str, str
     save_screenshot(page, "web-supervisao-ponto.png")
 
 
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("web-supervisao.png", "/supervisao"),
+        ("web-supervisao-contatos.png", "/supervisao/pontos/SV1/contatos"),
+    ],
+)
+def test_supervisor_pages_screenshots(
+    page: Any, login: Callable, stands: dict[str, str], name: str, path: str
+) -> None:
+    """The supervisor's stands and a stand's contacts on a desktop pass axe (screenshots)."""
+    login(page, stands["supervisor"])
+    page.goto(path)
+    assert page.locator("h1").count() == 1
+    assert_accessible(page)
+    save_screenshot(page, name)
+
+
 class TestSupervisorStatus:
     """supervisor_statuses: the 90-day rule (stands.supervisors) said for each kind of stand."""
 
