@@ -202,12 +202,15 @@ _MAPS_DRAWN = (
 )
 
 
-def save_screenshot(page: Any, name: str, *, min_bytes: int = 5_000) -> Path:
+def save_screenshot(
+    page: Any, name: str, *, element: Any | None = None, min_bytes: int = 5_000
+) -> Path:
     """Save a full-page screenshot ``name`` once every map has its background; return its path.
 
     Always to ``test-artifacts/``; also to ``docs/screenshots/`` with
-    ``PONTUAL_UPDATE_SCREENSHOTS=1``. Fails if a map's background never came or the image is
-    smaller than ``min_bytes`` (a blank page).
+    ``PONTUAL_UPDATE_SCREENSHOTS=1``. ``element``: a locator to shoot instead of the page.
+    Fails if a map's background never came or the image is smaller than ``min_bytes`` (a
+    blank page).
     """
     page.wait_for_function(_MAPS_DRAWN, timeout=30_000)
     targets = [ARTIFACTS_DIR / name]
@@ -215,6 +218,9 @@ def save_screenshot(page: Any, name: str, *, min_bytes: int = 5_000) -> Path:
         targets.append(SCREENSHOTS_DIR / name)
     for target in targets:
         target.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(target), full_page=True)
+        if element is not None:
+            element.screenshot(path=str(target))
+        else:
+            page.screenshot(path=str(target), full_page=True)
         assert target.stat().st_size > min_bytes, target
     return targets[0]

@@ -6,19 +6,47 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pydantic
 import pytest
 from playwright.sync_api import expect
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from web_helpers import save_screenshot
 
 from api.headers import WEB_CSP
 
 PORTO_BOX = "-8.62,41.14,-8.60,41.16"
 TILES = "https://tiles.example.org/osm/{z}/{x}/{y}.png"
+PORTO_STAND = "PORTO-ALAMEDA"
+PORTO_AT = (41.15619, -8.59106)  # the Alameda stand of data/porto/derived/taxi_stands.csv
+
+
+@pytest.fixture(scope="module")
+def porto_stand(web_engine: Engine) -> Iterator[str]:
+    """A stand in central Porto (inside the bundled road network), removed afterwards so the
+    other modules' stand maps stay in Porto Alegre."""
+    from geoalchemy2.shape import from_shape
+    from shapely.geometry import MultiPolygon, Point
+
+    from db.engine import session_scope
+    from db.stands.models import Stand
+
+    square = Point(PORTO_AT[1], PORTO_AT[0]).buffer(0.0004, cap_style="square")
+    with session_scope(web_engine) as session:
+        session.add(
+            Stand(
+                stand_id=PORTO_STAND,
+                name="Alameda (Porto)",
+                capacity=4,
+                geometry=from_shape(MultiPolygon([square]), srid=4326),
+            )
+        )
+    yield PORTO_STAND
+    with web_engine.begin() as conn:
+        conn.execute(text("DELETE FROM stands WHERE stand_id = :s"), {"s": PORTO_STAND})
 
 
 class TestEndpoint:
@@ -64,10 +92,26 @@ class TestDrawn:
             "#mapa-cidadao .leaflet-overlay-pane", "e => +getComputedStyle(e).zIndex"
         )
         assert z_base < z_data
-        legend = page.locator("#mapa-legenda .legend").inner_text()
-        assert "município (fundo, limite do IBGE)" in legend
-        assert "vias (fundo" in legend
+        legend = page.locator("#mapa-legenda .legend")
+        expect(legend.locator('[data-mapa-base-item="area"]')).to_be_visible()
+        expect(legend.locator('[data-mapa-base-item="road"]')).to_be_hidden()  # no roads bundled
+        assert "município (fundo, limite do IBGE)" in legend.inner_text()
         assert "IBGE" in box.locator(".leaflet-control-attribution").inner_text()
+
+    def test_porto_stand_map_draws_the_roads(
+        self, page: Any, login: Callable, porto_stand: str
+    ) -> None:
+        """A stand in central Porto: the bundled roads drawn beneath it, their legend entry
+        shown and OpenStreetMap credited (screenshot for docs/console.md)."""
+        login(page, "admin")
+        page.goto(f"/admin/pontos/{porto_stand}")
+        box = page.locator("#mapa")
+        expect(box).to_have_attribute("data-mapa-base", "true", timeout=30_000)
+        assert box.locator(".leaflet-mapa-base-pane path").count() >= 2
+        expect(page.locator('[data-mapa-base-item="road"]')).to_be_visible()
+        attribution = box.locator(".leaflet-control-attribution").inner_text()
+        assert "OpenStreetMap" in attribution
+        save_screenshot(page, "web-mapa-base-porto.png", element=page.locator(".map-block"))
 
     def test_admin_stands_map_has_the_background_too(self, page: Any, login: Callable) -> None:
         """The Geoman map of /admin/pontos/novo gets the same background (one module)."""

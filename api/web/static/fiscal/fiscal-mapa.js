@@ -60,7 +60,14 @@
     }
   });
   if (bounds.isValid()) {
-    map.fitBounds(bounds.pad(0.15), {maxZoom: 18, animate: false});
+    // the permanent labels of few fixes stand to the right of their points: room for them
+    // (and for the zoom buttons, top right), so a phone's narrow map does not cut them
+    map.fitBounds(bounds, {
+      paddingTopLeft: [24, 24],
+      paddingBottomRight: [spec.labelled ? 120 : 24, 24],
+      maxZoom: 18,
+      animate: false
+    });
   } else {
     map.setView([0, 0], 2);
   }

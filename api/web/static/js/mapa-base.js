@@ -6,7 +6,7 @@
  * road network is bundled, the roads, fetched for the view (widened by half) and again when
  * the view leaves the box fetched or the zoom changes by two levels. Drawn in a pane beneath
  * the data (no clicks, no keyboard focus), thin and grey. The legend entries are in the pages
- * (_macros.html basemap_legend).
+ * (_macros.html basemap_legend): an entry whose layer the answer lacks is hidden.
  */
 (function () {
   "use strict";
@@ -30,6 +30,17 @@
   function style(feature) {
     var p = feature.properties || {};
     return STYLE[p.layer === "road" ? p["class"] : p.layer] || STYLE.local;
+  }
+
+  function showLegend(features) {
+    var has = {};
+    features.forEach(function (f) {
+      has[f.properties.layer === "road" ? "road" : "area"] = true;
+    });
+    var items = document.querySelectorAll("[data-mapa-base-item]");
+    for (var i = 0; i < items.length; i++) {
+      items[i].hidden = !has[items[i].getAttribute("data-mapa-base-item")];
+    }
   }
 
   function add(map) {
@@ -64,6 +75,7 @@
           if (!data || ticket !== pending) return;
           layer.clearLayers();
           layer.addData(data);
+          showLegend(data.features);
           loaded = { bounds: L.latLngBounds([data.bbox[1], data.bbox[0]], [data.bbox[3], data.bbox[2]]), zoom: zoom };
           if (map.attributionControl && data.attribution !== credited) {
             if (credited) map.attributionControl.removeAttribution(credited);
