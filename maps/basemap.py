@@ -8,7 +8,8 @@ municipality without a bundled network gets its boundary alone).
 
 :func:`bundled_basemap` reads the files once per process; :func:`basemap_features` answers
 one box: what crosses it, clipped to it, simplified to the box's scale, coordinates rounded to
-about a metre. Small roads are left out of a wide box, every road out of a very wide one.
+about a metre. Small roads are left out of a wide box, every road out of a very wide one, so
+the work and the answer stay small at any scale.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ ALL_ROADS_MAX_DEG = 0.08
 """Boxes up to this width or height (degrees, ~8 km) get every road; wider, main roads only."""
 MAIN_ROADS_MAX_DEG = 0.6
 """Boxes wider than this get no road at all (the boundary only)."""
-MAX_BOX_DEG = 20.0
-"""The widest box answered (a state)."""
 PIXELS_PER_BOX = 1000
 """Simplification: a box is drawn on at most this many pixels across."""
 ATTRIBUTION_IBGE = "limites: IBGE"
@@ -125,7 +124,8 @@ def parse_box(text: str) -> tuple[float, float, float, float]:
     Raises
     ------
     BasemapBoxError
-        If it is not four numbers in range, in that order, at most :data:`MAX_BOX_DEG` wide.
+        If it is not four numbers in range, in that order. Any size is answered (a world view
+        gets the boundaries alone, simplified to its scale).
     """
     parts = text.split(",")
     try:
@@ -138,9 +138,6 @@ def parse_box(text: str) -> tuple[float, float, float, float]:
     west, south, east, north = values
     if not (-180 <= west < east <= 180 and -90 <= south < north <= 90):
         msg = "bbox: longitudes entre -180 e 180, latitudes entre -90 e 90, mínimo antes do máximo"
-        raise BasemapBoxError(msg)
-    if east - west > MAX_BOX_DEG or north - south > MAX_BOX_DEG:
-        msg = f"bbox: no máximo {MAX_BOX_DEG:g} graus de largura e de altura"
         raise BasemapBoxError(msg)
     return west, south, east, north
 

@@ -213,6 +213,7 @@ def save_screenshot(
     blank page).
     """
     page.wait_for_function(_MAPS_DRAWN, timeout=30_000)
+    assert page.locator(".leaflet-container[data-mapa-base=erro]").count() == 0, name
     targets = [ARTIFACTS_DIR / name]
     if os.environ.get("PONTUAL_UPDATE_SCREENSHOTS") == "1":
         targets.append(SCREENSHOTS_DIR / name)

@@ -46,7 +46,7 @@ class TestBox:
             ("nan,1,2,3", "quatro números"),
             ("-51,-30,-52,-29", "mínimo antes do máximo"),
             ("-51,-95,-50,-29", "latitudes entre -90 e 90"),
-            ("-80,-40,-50,-10", "no máximo 20 graus"),
+            ("-181,-40,-50,-10", "longitudes entre -180 e 180"),
         ],
     )
     def test_parse_refuses_a_bad_box_in_portuguese(self, text: str, words: str) -> None:
@@ -94,6 +94,14 @@ class TestFeatures:
         assert set(layers) == {"area", "limit"}
         assert {f["properties"]["name"] for f in layers["limit"]} == {"Porto Alegre"}
         assert found["attribution"] == ATTRIBUTION_IBGE
+
+    def test_a_world_view_gets_the_boundaries_alone(self) -> None:
+        """The whole world (a map zoomed out): every bundled boundary, no road, small."""
+        found = basemap_features(bundled_basemap(), (-180.0, -85.0, 180.0, 85.0))
+        layers = _layers(found)
+        assert set(layers) == {"area", "limit"}
+        assert len(layers["area"]) == len(bundled_basemap().areas)
+        assert len(json.dumps(found)) < 20_000
 
     def test_the_open_sea_is_empty(self) -> None:
         """A box far from every bundled file answers no feature and no attribution."""

@@ -69,10 +69,11 @@
       var ticket = ++pending;
       fetch(cfg.url + "?bbox=" + encodeURIComponent(bbox), { credentials: "same-origin" })
         .then(function (response) {
-          return response.ok ? response.json() : null;
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.json();
         })
         .then(function (data) {
-          if (!data || ticket !== pending) return;
+          if (ticket !== pending) return;
           layer.clearLayers();
           layer.addData(data);
           showLegend(data.features);
@@ -85,7 +86,7 @@
           map.getContainer().setAttribute("data-mapa-base", "true");
         })
         .catch(function () {
-          map.getContainer().setAttribute("data-mapa-base", "erro");
+          if (ticket === pending) map.getContainer().setAttribute("data-mapa-base", "erro");
         });
     }
 
