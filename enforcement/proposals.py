@@ -343,7 +343,8 @@ def propose_all(
             book, key=key, vehicle_id=vehicle_id, at=start, confirmed=history
         )
         ids = sorted(str(f["finding_id"]) for f in members)
-        stand_ids = sorted({str(f["stand_id"]) for f in members if f["stand_id"] is not None})
+        # a finding without a stand: None, or NaN from a table read back (never "nan")
+        stand_ids = sorted({s for f in members if (s := _text_or_none(f["stand_id"])) is not None})
         record = proposal_record(
             book,
             rule,

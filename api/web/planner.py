@@ -465,10 +465,10 @@ def map_layers(computed: dict[str, Any]) -> dict[str, Any]:
         ("stands", stands, ["stand_id", "name", "capacity"]),
         ("candidates", frames["candidates"], ["n_days", "n_vehicles", "nearest_stand_m"]),
     ]
-    # Frame the stands, their coverage and the candidates; else the pickups; else the
-    # boundary (a large municipality's boundary would shrink its stands to nothing).
+    # Frame the stands, their coverage, the candidates and the pickups' cells (none cut at the
+    # edge); else the boundary (a large municipality's boundary would shrink them to nothing).
     shown: list[gpd.GeoDataFrame] = []
-    for keys in (("coverage", "stands", "candidates"), ("cells",), ("boundary",)):
+    for keys in (("coverage", "stands", "candidates", "cells"), ("boundary",)):
         shown = [f for k, f, _ in layers if k in keys and f is not None and len(f)]
         if shown:
             break

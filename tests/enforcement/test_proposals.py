@@ -255,6 +255,21 @@ class TestPropose:
         assert sorted(p["vehicle_id"] for p in props) == ["A", "B"]
         assert props[0]["finding_ids"] == props[1]["finding_ids"]
 
+    def test_a_missing_stand_read_as_nan_is_no_stand(self) -> None:
+        """Findings read back from the database with no stand (a float NaN column): the
+        proposal's stand_id is None, not "nan" (the agent's queue showed "nan")."""
+        f = findings(
+            {
+                "kind": "illegal_stand_formation",
+                "vehicle_id": None,
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"vehicles": ["A"]},
+            }
+        )
+        f["stand_id"] = float("nan")
+        props, _ = propose(f, {"taxi": book()}, timezone=TZ)
+        assert [p["stand_id"] for p in props] == [None]
+
     def test_low_confidence_makes_no_proposal(self) -> None:
         """Findings under the rule's ``confidence_min`` are listed for review, not proposed."""
         f = findings(

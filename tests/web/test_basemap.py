@@ -95,7 +95,7 @@ class TestDrawn:
         legend = page.locator("#mapa-legenda .legend")
         expect(legend.locator('[data-mapa-base-item="area"]')).to_be_visible()
         expect(legend.locator('[data-mapa-base-item="road"]')).to_be_hidden()  # no roads bundled
-        assert "município (fundo, limite do IBGE)" in legend.inner_text()
+        assert "município e seu limite (fundo)" in legend.inner_text()
         assert "IBGE" in box.locator(".leaflet-control-attribution").inner_text()
 
     def test_porto_stand_map_draws_the_roads(
@@ -120,7 +120,7 @@ class TestDrawn:
         box = page.locator("#mapa")
         expect(box).to_have_attribute("data-mapa-base", "true", timeout=30_000)
         assert box.locator(".leaflet-mapa-base-pane path").count() >= 1
-        assert "município (fundo" in page.locator(".legend").inner_text()
+        assert "município e seu limite (fundo)" in page.locator(".legend").inner_text()
 
 
 class TestTiles:
@@ -148,7 +148,7 @@ class TestTiles:
             and 'data-tiles="https://tiles.example.org/osm/{z}/{x}/{y}.png"' in meta.group(0)
         )
         assert "Mapa de fundo: © Exemplo" in answer.text
-        assert "município (fundo" not in answer.text
+        assert "município e seu limite (fundo)" not in answer.text
 
     @pytest.mark.parametrize("url", ["ftp://x/{z}/{x}/{y}.png", "https://x.org/tiles.png"])
     def test_a_bad_tile_url_is_refused_at_start(self, url: str) -> None:

@@ -207,7 +207,7 @@ class TestExport:
 
     def test_map_layers(self, web_client: Callable, seeded_plan: None) -> None:
         """The map's GeoJSON: the boundary, the two stands and their coverage, 4 cells, the
-        candidate; bounds around them."""
+        candidate; bounds around them all (no cell cut at the map's edge)."""
         data = web_client("planner").get(f"/planejamento/{PVH}/mapa.json").json()
         counts = {k: len(v["features"]) for k, v in data["layers"].items()}
         assert counts == {"boundary": 1, "coverage": 2, "cells": 4, "stands": 2, "candidates": 1}
@@ -215,6 +215,9 @@ class TestExport:
         assert max(heat) == 6 and min(heat) >= 1
         (south, west), (north, east) = data["bounds"]
         assert south < STAND_A[0] < north and west < STAND_A[1] < east
+        for cell in data["layers"]["cells"]["features"]:
+            for lon, lat in cell["geometry"]["coordinates"][0]:
+                assert south <= lat <= north and west <= lon <= east, cell["properties"]["cell"]
 
 
 class TestChoice:
