@@ -63,7 +63,7 @@
     // the permanent labels of few fixes stand to the right of their points: room for them
     // (and for the zoom buttons, top right), so a phone's narrow map does not cut them
     map.fitBounds(bounds, {
-      paddingTopLeft: [24, 24],
+      paddingTopLeft: [24, spec.labelled ? 72 : 24],
       paddingBottomRight: [spec.labelled ? 120 : 24, 24],
       maxZoom: 18,
       animate: false

@@ -47,6 +47,7 @@
     var cfg = config();
     if (!map || !cfg) return null;
     if (cfg.tiles) {
+      map.getContainer().setAttribute("data-mapa-base", "tiles");
       return L.tileLayer(cfg.tiles, { attribution: cfg.attribution, maxZoom: 19 }).addTo(map);
     }
     var pane = map.createPane("mapa-base");
