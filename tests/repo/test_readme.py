@@ -71,7 +71,9 @@ class TestSetUp:
         targets = re.findall(r"\]\(((?:docs|bench|data)/[^)#]*)", README)
         assert any(t.startswith("docs/screenshots/") for t in targets)
         for target in targets:
-            assert (ROOT / target).is_file(), target
+            assert (ROOT / target).exists(), target
+            if target.startswith("docs/screenshots/"):
+                assert (ROOT / target).is_file(), target
 
     def test_console_gallery_shows_every_screenshot(self) -> None:
         """docs/console.md (linked from the README) shows every committed screenshot of the
