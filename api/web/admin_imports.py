@@ -243,7 +243,7 @@ def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> d
             "Licenças inalteradas": fleet.licences_unchanged,
             "Pontos não encontrados": list(fleet.unmatched_stands),
         }
-    from stands.loaders import load_stands
+    from db.stands.store import load_stands
 
     report = load_stands(conn=conn, stands=frame, retire_missing=options["retire_missing"])
     return {
