@@ -10,6 +10,9 @@ Reasons
 Each rejected row carries exactly one machine code: the first that applies in the order of
 :data:`REJECTION_REASONS`, so a row with bad coordinates *and* a bad timestamp is reported as
 coordinates. Row-level checks come first; the duplicate checks only look at rows that passed them.
+The row-level checks are one table, :data:`ROW_RULES` (applied by :func:`row_codes` to the cells
+as read, :class:`RowFields`): the frame reader here and the record reader of the HTTP ingest
+(:func:`api.ingest.check_batch`) both judge by it, so a bound or a limit lives in one place.
 
 ``empty_vehicle_id``
     ``vehicle_id`` empty or blank.
@@ -59,7 +62,7 @@ Unix seconds are read exactly: written as text (CSV, JSON strings, OsmAnd), thei
 give the nanoseconds (``1700000000.010`` is 10 ms, never 9.999 ms as float arithmetic gives);
 as binary floats (a Parquet float column), the float is rounded to the nearest microsecond,
 which recovers every instant written with at most 6 decimals before 2106.
-:func:`unix_seconds_ns` is the same rule for one value (the HTTP ingest's fast path).
+:func:`unix_seconds_ns` is the same reading for one value (the HTTP ingest's record reader).
 
 Long inputs are validated chunk by chunk with :func:`validate_ping_chunks` (what
 :func:`tracking.ingest.read_pings` does): the same rules, the same result, with only the valid
