@@ -78,7 +78,6 @@ VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
 TS_ORIGIN = "_ts_origin"
 """Row key of how the instant was obtained (``naive_utc``, ``received``; absent: as sent)."""
-"""Implied speed above which a fix is flagged (``speed_flag``), as in the file ingest."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +146,7 @@ def _cells(row: Mapping[str, Any], vehicle_id: str) -> dict[str, str]:
     return out
 
 
-# --- validation: the file ingest's rules -------------------------------------------------------
+# --- validation: cells read here or by validate_pings, judged by tracking.validate.ROW_RULES ---
 
 
 def _slow_check(
