@@ -24,7 +24,7 @@ test: venv
 	$(VENV)/bin/pytest
 
 lint: venv
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy runtime geo tracking stands engines db/tracking db/stands
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy runtime geo fleet tracking stands enforcement maps planning db engines
 
 bench: venv
 	$(PY) bench/bench_matching.py && $(PY) bench/bench_stops.py && $(PY) bench/bench_copy.py
