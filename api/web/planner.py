@@ -232,8 +232,9 @@ def compute_plan(
         Unknown municipality, or no population for the year.
     """
     from api.map_data import findings_frame, pickups_frame
+    from db.fleet.store import active_fleet_from_db
     from planning.compose import compose_plan
-    from planning.io import active_fleet_from_db, bundled_boundary
+    from planning.io import bundled_boundary
 
     now = now or dt.datetime.now(dt.UTC)
     as_of = _today()
