@@ -250,8 +250,12 @@ def set_demo_accounts(
     return passwords
 
 
-def console_message(*, base_url: str, done: ConsoleSeed) -> list[str]:
-    """Say where the console is, the four logins and where each lands, and how to stop."""
+def console_message(*, base_url: str, done: ConsoleSeed, local_database: bool = True) -> list[str]:
+    """Say where the console is, the four logins and where each lands, and how to stop.
+
+    ``local_database``: the database is the embedded PostGIS (it keeps running after Ctrl+C),
+    not one of ``DATABASE_URL``.
+    """
     from api.web.nav import ROLE_LABELS
 
     first, last = done.first_day.strftime("%d/%m/%Y"), done.last_day.strftime("%d/%m/%Y")
@@ -280,10 +284,10 @@ def console_message(*, base_url: str, done: ConsoleSeed) -> list[str]:
             f"  {ROLE_LABELS[account.role]:<{width}}  usuário {account.username:<17}  "
             f"senha {done.passwords[account.username]}  →  {lands}"
         )
-    lines += [
-        "",
-        "Para parar o servidor: Ctrl+C. O banco PostGIS local continua em execução "
-        "(pontual db stop para pará-lo).",
-        "",
-    ]
+    database = (
+        "O banco PostGIS local continua em execução depois (pontual db stop para pará-lo)."
+        if local_database
+        else "O banco é o de DATABASE_URL, não gerenciado pelo Pontual."
+    )
+    lines += ["", f"Para parar o servidor: Ctrl+C. {database}", ""]
     return lines
