@@ -25,6 +25,7 @@ import getpass
 import json
 import secrets
 import tempfile
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,8 @@ SIM_PREFIX = "SIM-"
 SIM_SEED = 7
 SIM_DAYS = 7
 SIM_PREFIXOS = 25
+MESSAGE_WIDTH = 100
+"""Columns of the message's wrapped paragraph."""
 SUPERVISED_STANDS = 3
 """Stands given to the demo supervisor: the first of the simulated groups' stands."""
 
@@ -259,17 +262,20 @@ def console_message(*, base_url: str, done: ConsoleSeed, local_database: bool = 
     from api.web.nav import ROLE_LABELS
 
     first, last = done.first_day.strftime("%d/%m/%Y"), done.last_day.strftime("%d/%m/%Y")
+    simulated = (
+        f"DADOS SIMULADOS: os deslocamentos dos {done.vehicles} veículos {SIM_PREFIX}… de "
+        f"{first} a {last} são simulados (fleet/simulation.py, semente fixa) sobre os pontos "
+        "reais de Porto Alegre; os achados vêm dos detectores reais (pipeline do pontual "
+        "analyze) e as propostas, do regulamento de Porto Alegre. Nenhum prefixo real é acusado. "
+        f"{done.findings} achado(s) da simulação ({done.findings_new} novos nesta execução); "
+        f"{done.proposals_open} proposta(s) na fila da fiscalização "
+        f"({done.proposals_new} nova(s) nesta execução)."
+    )
     lines = [
         "",
         f"Console web da demonstração: {base_url}/ (página de entrada: {base_url}/entrar)",
         "",
-        f"DADOS SIMULADOS: os deslocamentos dos {done.vehicles} veículos {SIM_PREFIX}… de "
-        f"{first} a {last} são simulados (fleet/simulation.py, semente fixa) sobre os pontos "
-        "reais de Porto Alegre; os achados vêm dos detectores reais (pipeline do pontual "
-        "analyze) e as propostas, do regulamento de Porto Alegre. Nenhum prefixo real é acusado.",
-        f"  {done.findings} achado(s) da simulação ({done.findings_new} novos nesta execução); "
-        f"{done.proposals_open} proposta(s) na fila da fiscalização "
-        f"({done.proposals_new} nova(s) nesta execução).",
+        *textwrap.wrap(simulated, width=MESSAGE_WIDTH),
         "",
         "Entradas de demonstração (senhas novas a cada execução, mostradas só agora):",
     ]

@@ -190,6 +190,7 @@ class TestConsoleMessage:
             line = next(x for x in text.splitlines() if f"usuário {account.username} " in x)
             assert f"senha senha-{account.role}-xyz" in line
             assert f"http://127.0.0.1:8000{account.landing}" in line
-        assert "DADOS SIMULADOS" in text and "04/03/2024 a 10/03/2024" in text
-        assert "pontos 2, 276" in text and "12 proposta(s) na fila" in text
-        assert "Ctrl+C" in text and "PostGIS local continua em execução" in text
+        flat = " ".join(text.split())  # the paragraph on the simulation is wrapped
+        assert "DADOS SIMULADOS" in flat and "04/03/2024 a 10/03/2024" in flat
+        assert "pontos 2, 276" in flat and "12 proposta(s) na fila" in flat
+        assert "Ctrl+C" in flat and "PostGIS local continua em execução" in flat
