@@ -194,3 +194,23 @@ class TestConsoleMessage:
         assert "DADOS SIMULADOS" in flat and "04/03/2024 a 10/03/2024" in flat
         assert "pontos 2, 276" in flat and "12 proposta(s) na fila" in flat
         assert "Ctrl+C" in flat and "PostGIS local continua em execução" in flat
+
+
+class TestPortTaken:
+    def test_refused_before_the_demo_work(self, tmp_path: Path) -> None:
+        """`demo --console` on a port in use says so and exits 1 before loading anything."""
+        import socket
+
+        from typer.testing import CliRunner
+
+        from api.cli import app
+
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            port = taken.getsockname()[1]
+            args = ["demo", "--console", "--no-open", "--port", str(port)]
+            result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "demo")])
+        assert result.exit_code == 1
+        assert f"não foi possível abrir 127.0.0.1:{port}" in result.output
+        assert not (tmp_path / "demo").exists()  # nothing written: no demo work done
