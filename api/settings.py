@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     ingest_future_tolerance_s: float = Field(default=300.0, ge=0)
     # Largest request body accepted (bytes), checked before it is read: 413 beyond
     max_body_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
+    # The database holds the simulated fleet of `pontual demo --console`: every page of the web
+    # console says that the vehicles' movements are simulated
+    simulated_data: bool = False
 
     @field_validator("trusted_proxies")
     @classmethod

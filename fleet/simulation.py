@@ -4,7 +4,9 @@ Written from the public file contract (docs: pings, stands, fleet; the finding k
 laws (Porto Alegre's decree of 23 Dec 2019, Pinto Bandeira's Lei 169/2015), not from the
 detectors' code: it is the *independent checker* of issue 18. The detectors are run as a black box
 (``pontual analyze``) by ``bench/bench_fleet_eval.py``, which scores their findings against the
-ground truth written here.
+ground truth written here. ``pontual demo --console`` (``api.demo_console``) runs a short
+simulation to fill the web console with proposals, said everywhere to be simulated.
+Command line: ``python -m fleet.simulation --out DIR``.
 
 World (real data of the repository)
     - stands: the 364 Porto Alegre stands with ``coord_quality == ok``
