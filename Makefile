@@ -1,4 +1,4 @@
-# Two entry points for a fresh Debian/Ubuntu machine: `make demo` and `make test`.
+# Entry points for a fresh Debian/Ubuntu machine: `make demo`, `make console` and `make test`.
 # Each installs whatever is missing (system packages included), then runs.
 #
 # Prerequisites (not installed by this file): make, git, and sudo for a user that is not root.
@@ -14,17 +14,21 @@ APT_PACKAGES := python3 python3-venv python3-dev postgresql postgresql-postgis c
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
 NEXT_STEP := Para usar o comando pontual neste terminal: source $(VENV)/bin/activate  (ou chame $(VENV)/bin/pontual)
 
-.PHONY: demo test system venv lint bench clean
+.PHONY: demo console test system venv lint bench clean
 
 demo: venv
 	$(VENV)/bin/pontual demo
 	@echo "$(NEXT_STEP)"
 
+# The demo, then the web console on it with one demo login per role (until Ctrl+C).
+console: venv
+	$(VENV)/bin/pontual demo --console
+
 test: venv
 	$(VENV)/bin/pytest
 
 lint: venv
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy runtime geo tracking stands engines db/tracking db/stands
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy runtime geo fleet tracking stands enforcement maps planning db engines
 
 bench: venv
 	$(PY) bench/bench_matching.py && $(PY) bench/bench_stops.py && $(PY) bench/bench_copy.py

@@ -60,12 +60,33 @@ def demo(
         ),
     ] = OSM_TILES,
     open_maps: Annotated[
-        bool, typer.Option("--open/--no-open", help="Abrir os quatro mapas no navegador.")
+        bool,
+        typer.Option(
+            "--open/--no-open",
+            help="Abrir no navegador os quatro mapas (com --console: o console web).",
+        ),
     ] = True,
+    web_console: Annotated[
+        bool,
+        typer.Option(
+            "--console",
+            help="Depois: contas de demonstração (uma por papel), propostas de uma frota "
+            "simulada e o console web no ar (pontual serve) até Ctrl+C.",
+        ),
+    ] = False,
+    host: Annotated[str, typer.Option(help="Endereço do console web (--console).")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(help="Porta do console web (--console).", min=1, max=65535)
+    ] = 8000,
 ) -> None:
-    """Carrega os dados reais no PostGIS local, reproduz as viagens do Porto e gera mapas."""
+    """Carrega os dados reais no PostGIS local, reproduz as viagens do Porto e gera mapas.
+
+    Com --console, deixa o console web no ar com uma entrada de demonstração por papel.
+    """
     console = Console()
     paths = _paths(data)
+    if web_console:
+        _check_port(host, port)
     tile_url = None if tiles.lower() == "none" else tiles
     out.mkdir(parents=True, exist_ok=True)
 
@@ -87,10 +108,53 @@ def demo(
         typer.echo(line)
     for line in left_running(url):
         typer.echo(line)
+    if web_console:
+        _serve_console(url, host=host, port=port, console=console, open_page=open_maps)
+        return
     from api.demo_maps import open_in_browser
 
     if open_maps:
         open_in_browser(maps)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail before the long work when the console's address cannot be served."""
+    from api.cli_serve import ServeError, listening_socket
+
+    try:
+        listening_socket(host, port, reuse_port=False).close()
+    except ServeError as exc:
+        typer.echo(f"Erro: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _serve_console(url: str, *, host: str, port: int, console: Console, open_page: bool) -> None:
+    """Seed the demo accounts and the simulated proposals, print the logins, run the server."""
+    import os
+    import threading
+    import webbrowser
+
+    from api.cli_serve import serve
+    from api.demo_console import console_message, seed_console
+    from api.demo_maps import has_display
+    from api.settings import get_settings
+    from db.engine import make_engine
+
+    engine = make_engine(url)
+    try:
+        with console.status("Preparando o console web…") as status:
+            done = seed_console(engine, progress=status.update)
+    finally:
+        engine.dispose()
+    base = f"http://{host}:{port}"
+    local = not get_settings().database_url
+    for line in console_message(base_url=base, done=done, local_database=local):
+        typer.echo(line)
+    os.environ["PONTUAL_SIMULATED_DATA"] = "1"  # every page says the movements are simulated
+    get_settings.cache_clear()
+    if open_page and has_display():
+        threading.Timer(2.0, webbrowser.open, args=(f"{base}/entrar",)).start()
+    serve(host=host, port=port, workers=1, log_level="info", access_log=False)
 
 
 FOUR_MAPS = {

@@ -16,12 +16,16 @@ answer:
     vehicle). Rejected rows are kept in ``rejected_fixes`` with their reason.
 
 Validation
-    Small JSON batches are checked in plain Python (:func:`check_batch`) when every cell has a
-    form whose reading is unambiguous (numbers, ISO 8601 with an offset, Unix seconds, plain
-    ``meter`` and ``driver_id`` words); a batch with any other cell goes through
-    :func:`tracking.validate.validate_pings` itself. Both give the same answers (a property test
-    compares them on random batches) and share the rules that are not plain comparisons
-    (:func:`tracking.validate.unix_seconds_ns`, :data:`tracking.validate.MAX_ID_CHARS`).
+    One rule set: :data:`tracking.validate.ROW_RULES`, the table of row checks (reasons, order,
+    bounds, :data:`~tracking.validate.MAX_ID_CHARS`, the instants' window) that
+    :func:`tracking.validate.validate_pings` applies. Small JSON batches whose cells all have a
+    form with one reading (numbers, ISO 8601 with an offset, Unix seconds, plain ``meter`` and
+    ``driver_id`` words) are read in plain Python into :class:`tracking.validate.RowFields` and
+    judged by :func:`tracking.validate.row_codes` from that table (:func:`check_batch`; pandas
+    costs ~20 ms a request, the record reader ~1.5 ms for 100 fixes: bench/README.md); a batch
+    with any other cell goes through :func:`tracking.validate.validate_pings` itself. Only the
+    reading of cells and the duplicate checks (which compare rows) have a second form here; a
+    property test compares both paths on random batches.
 Instant's origin
     A row may carry ``_ts_origin`` (set by the OsmAnd route, never read from a client's JSON):
     stored in ``fixes.ts_origin`` (``naive_utc``: a time without offset read as UTC;
@@ -56,8 +60,12 @@ from geo.h3 import latlng_to_cells
 from tracking import frames as fr
 from tracking.validate import (
     FUTURE_TOLERANCE_S,
-    MAX_ID_CHARS,
     MAX_SPEED_KMH,
+    METER_INDEX,
+    REJECTION_REASONS,
+    RowFields,
+    Window,
+    row_codes,
     speed_flags,
     unix_seconds_ns,
     validate_pings,
@@ -70,7 +78,6 @@ VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
 TS_ORIGIN = "_ts_origin"
 """Row key of how the instant was obtained (``naive_utc``, ``received``; absent: as sent)."""
-"""Implied speed above which a fix is flagged (``speed_flag``), as in the file ingest."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +146,7 @@ def _cells(row: Mapping[str, Any], vehicle_id: str) -> dict[str, str]:
     return out
 
 
-# --- validation: the file ingest's rules -------------------------------------------------------
+# --- validation: cells read here or by validate_pings, judged by tracking.validate.ROW_RULES ---
 
 
 def _slow_check(
@@ -222,7 +229,7 @@ _WORD = re.compile(r"[A-Za-z0-9_]+")
 _PLAIN = re.compile(r"[!-~](?:[ -~]*[!-~])?")  # printable ASCII, no blank at either end
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _NS = 1_000_000_000
-_TARIFFS = frozenset(float(t) for t in fr.TARIFF_VALUES)
+_NUL = "\x00"
 
 
 def _number(value: Any) -> tuple[float, int]:
@@ -298,52 +305,6 @@ def _plain(value: Any) -> str | None:
     raise _UnusualCellError
 
 
-def _row_reason(
-    r: Mapping[str, Any], *, limit_ns: int, floor_ns: int
-) -> tuple[str | None, int, tuple[Any, ...]]:
-    """Check one row of the device's vehicle: (reason or None, instant in ns, parsed values)."""
-    lat, lat_s = _number(r.get(fr.LAT))
-    lon, lon_s = _number(r.get(fr.LON))
-    ns, ts_s = _timestamp(r.get(fr.TIMESTAMP))
-    meter = _word(r.get(fr.METER))
-    tariff, tariff_s = _number(r.get(fr.TARIFF))
-    speed, speed_s = _number(r.get(fr.SPEED_KMH))
-    heading, heading_s = _number(r.get(fr.HEADING_DEG))
-    accuracy, accuracy_s = _number(r.get(fr.ACCURACY_M))
-    driver = _plain(r.get(fr.DRIVER_ID))
-    values = (lat, lon, speed, heading, accuracy, meter, tariff, driver, r.get(TS_ORIGIN))
-    t = ns or 0
-    if _MISSING in (lat_s, lon_s):
-        return "missing_coordinates", t, values
-    if _INVALID in (lat_s, lon_s):
-        return "invalid_coordinates", t, values
-    if abs(lat) > 90.0 or abs(lon) > 180.0:  # noqa: PLR2004
-        return "out_of_range_coordinates", t, values
-    if lat == 0.0 and lon == 0.0:
-        return "null_island", t, values
-    if ts_s == _MISSING:
-        return "missing_timestamp", t, values
-    if ts_s == _INVALID:
-        return "unparseable_timestamp", t, values
-    if t > limit_ns:
-        return "future_timestamp", t, values
-    if t < floor_ns:
-        return "too_old_timestamp", t, values
-    if meter and meter not in fr.METER_VALUES:
-        return "unknown_meter", t, values
-    if tariff_s == _INVALID or not (tariff_s == _MISSING or tariff in _TARIFFS):
-        return "unknown_tariff", t, values
-    if speed_s == _INVALID or speed < 0:
-        return "invalid_speed", t, values
-    if heading_s == _INVALID or heading < 0 or heading > 360:  # noqa: PLR2004
-        return "invalid_heading", t, values
-    if accuracy_s == _INVALID or accuracy < 0:
-        return "invalid_accuracy", t, values
-    if driver is not None and len(driver) > MAX_ID_CHARS:
-        return "invalid_text", t, values
-    return None, t, values
-
-
 def _fast_check(
     rows: Sequence[Mapping[str, Any]],
     *,
@@ -352,33 +313,103 @@ def _fast_check(
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
     not_before: pd.Timestamp | None = None,
 ) -> CheckedBatch:
-    """Check a batch whose cells all have plain forms, in Python; raise _UnusualCellError otherwise.
+    """Check a batch whose cells all have plain forms; raise _UnusualCellError otherwise.
 
-    Every cell of every row is read (a rejected row's too): one unusual cell anywhere sends the
-    whole batch to :func:`validate_pings`, whose column-wide parsing it could affect.
+    The cells are read in Python into :class:`tracking.validate.RowFields` and judged by
+    :func:`tracking.validate.row_codes` (the file ingest's rule table); only the duplicate
+    checks, which compare rows, are done here. Every cell of every row is read (a rejected
+    row's too): one unusual cell anywhere sends the whole batch to :func:`validate_pings`,
+    whose column-wide parsing it could affect.
     """
-    if not _PLAIN.fullmatch(vehicle_id) or len(vehicle_id) > MAX_ID_CHARS:
+    if not _PLAIN.fullmatch(vehicle_id):
         raise _UnusualCellError
-    limit_ns = now.value + int(round(future_tolerance_s * 1e9))
+    n = len(rows)
+    read: list[tuple[Any, ...]] = []
+    for r in rows:
+        v = r.get(fr.VEHICLE_ID)
+        other = not (v is None or v == "" or v == vehicle_id)
+        if other and (type(v) is not str or v.strip() == vehicle_id):
+            raise _UnusualCellError
+        ns, ts_state = _timestamp(r.get(fr.TIMESTAMP))
+        read.append(
+            (
+                other,
+                *_number(r.get(fr.LAT)),
+                *_number(r.get(fr.LON)),
+                *_number(r.get(fr.TARIFF)),
+                *_number(r.get(fr.SPEED_KMH)),
+                *_number(r.get(fr.HEADING_DEG)),
+                *_number(r.get(fr.ACCURACY_M)),
+                ns or 0,
+                ts_state,
+                _word(r.get(fr.METER)),
+                _plain(r.get(fr.DRIVER_ID)),
+            )
+        )
+    cols = list(zip(*read, strict=True)) if read else [()] * 17
+    foreign: tuple[bool, ...] = cols[0]
+    ts_ns: tuple[int, ...] = cols[13]
+    meters: tuple[str, ...] = cols[15]
+    drivers: tuple[str | None, ...] = cols[16]
+
+    def number(at: int) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
+        """Values, missing and invalid masks of the number read at ``at`` in each tuple."""
+        states = np.array(cols[at + 1], dtype=np.int8)
+        return np.array(cols[at], dtype=np.float64), states == _MISSING, states == _INVALID
+
+    lat, lat_missing, lat_invalid = number(1)
+    lon, lon_missing, lon_invalid = number(3)
+    tariff, _, tariff_invalid = number(5)
+    speed, _, speed_invalid = number(7)
+    heading, _, heading_invalid = number(9)
+    accuracy, _, accuracy_invalid = number(11)
+    ts_states = np.array(cols[14], dtype=np.int8)
+    fields = RowFields(
+        vehicle_chars=np.full(n, len(vehicle_id), dtype=np.int64),
+        driver_chars=np.array([len(d) if d else 0 for d in drivers], dtype=np.int64),
+        text_nul=np.array(
+            [_NUL in vehicle_id or (d is not None and _NUL in d) for d in drivers], dtype=bool
+        ),
+        lat=lat,
+        lat_missing=lat_missing,
+        lat_invalid=lat_invalid,
+        lon=lon,
+        lon_missing=lon_missing,
+        lon_invalid=lon_invalid,
+        ts_ns=np.array(ts_ns, dtype=np.int64),
+        ts_missing=ts_states == _MISSING,
+        ts_unparseable=ts_states == _INVALID,
+        ts_naive=np.zeros(n, dtype=bool),  # an ISO time without offset is not a plain cell
+        meter_code=np.array([METER_INDEX.get(m, -1) for m in meters], dtype=np.int8),
+        tariff=tariff,
+        tariff_invalid=tariff_invalid,
+        speed=speed,
+        speed_invalid=speed_invalid,
+        heading=heading,
+        heading_invalid=heading_invalid,
+        accuracy=accuracy,
+        accuracy_invalid=accuracy_invalid,
+    )
     floor_ns = _NO_FLOOR if not_before is None else not_before.value
+    limit_ns = now.value + int(round(future_tolerance_s * 1e9))
+    codes = row_codes(fields, Window(limit_ns=limit_ns, floor_ns=floor_ns)).tolist()
+
     answers: dict[int, RowResult] = {}
     bad: list[tuple[int, str, dict[str, str]]] = []
-    kept: list[tuple[int, int, tuple[Any, ...]]] = []  # (instant, row, values)
+    kept: list[tuple[int, int]] = []  # (instant, index)
     groups: dict[int, list[dict[str, str]]] = {}  # instant -> cells of its rows (if met twice)
     first: dict[int, int] = {}  # instant -> index of its kept row
     for i, r in enumerate(rows):
         row = i + 1
-        v = r.get(fr.VEHICLE_ID)
-        foreign = not (v is None or v == "" or v == vehicle_id)
-        if foreign and (type(v) is not str or v.strip() == vehicle_id):
-            raise _UnusualCellError
-        why, t, values = _row_reason(r, limit_ns=limit_ns, floor_ns=floor_ns)
-        if foreign:
+        t = ts_ns[i]
+        if foreign[i]:
             why = VEHICLE_NOT_ALLOWED
-        elif why is None:
+        elif codes[i]:
+            why = REJECTION_REASONS[codes[i] - 1]
+        else:
             if t not in first:
                 first[t] = i
-                kept.append((t, row, values))
+                kept.append((t, i))
                 continue
             group = groups.get(t)
             if group is None:
@@ -392,30 +423,29 @@ def _fast_check(
         answers[row] = RowResult(row, REJECTED, why)
         bad.append((row, why, _cells(r, vehicle_id)))
     kept.sort(key=lambda k: k[0])
-    n_kept = len(kept)
-    cols = list(zip(*(k[2] for k in kept), strict=True)) if kept else [()] * 9
-    ts_ns = np.fromiter((k[0] for k in kept), dtype=np.int64, count=n_kept)
-    lat = np.asarray(cols[0], dtype=np.float64)
-    lon = np.asarray(cols[1], dtype=np.float64)
+    at = np.array([k[1] for k in kept], dtype=np.intp)
+    ts = np.array([k[0] for k in kept], dtype=np.int64)
+    lat, lon = fields.lat[at], fields.lon[at]
+    idx = at.tolist()
     return CheckedBatch(
-        n=len(rows),
+        n=n,
         answers=answers,
-        rows=np.fromiter((k[1] for k in kept), dtype=np.int64, count=n_kept),
-        vehicle_id=[vehicle_id] * n_kept,
-        ts_ns=ts_ns,
+        rows=at.astype(np.int64) + 1,
+        vehicle_id=[vehicle_id] * len(idx),
+        ts_ns=ts,
         lat=lat,
         lon=lon,
-        speed_kmh=np.asarray(cols[2], dtype=np.float64),
-        heading_deg=np.asarray(cols[3], dtype=np.float64),
-        accuracy_m=np.asarray(cols[4], dtype=np.float64),
-        meter=[m or None for m in cols[5]],
-        tariff=[None if math.isnan(t) else int(t) for t in cols[6]],
-        driver_id=list(cols[7]),
+        speed_kmh=fields.speed[at],
+        heading_deg=fields.heading[at],
+        accuracy_m=fields.accuracy[at],
+        meter=[meters[i] or None for i in idx],
+        tariff=[None if math.isnan(t) else int(t) for t in fields.tariff[at].tolist()],
+        driver_id=[drivers[i] for i in idx],
         speed_flag=speed_flags(
-            np.zeros(n_kept, dtype=np.int32), ts_ns, lat, lon, max_speed_kmh=MAX_SPEED_KMH
+            np.zeros(len(idx), dtype=np.int32), ts, lat, lon, max_speed_kmh=MAX_SPEED_KMH
         ),
         bad=bad,
-        ts_origin=list(cols[8]),
+        ts_origin=[rows[i].get(TS_ORIGIN) for i in idx],
     )
 
 
@@ -446,8 +476,9 @@ def check_batch(
     Returns
     -------
     CheckedBatch
-        What :func:`tracking.validate.validate_pings` decides for the rows of ``vehicle_id``,
-        computed in plain Python when every cell has a plain form (module docstring).
+        What :func:`tracking.validate.validate_pings` decides for the rows of ``vehicle_id``:
+        by the same rule table, read in plain Python when every cell has a plain form (module
+        docstring).
     """
     now_ts = pd.Timestamp(time.time_ns(), tz="UTC") if now is None else pd.Timestamp(now)
     now_ts = now_ts.tz_convert("UTC").as_unit("ns")

@@ -88,6 +88,10 @@ class Settings(BaseSettings):
             raise ValueError(msg)
         return value
 
+    # The database holds the simulated fleet of `pontual demo --console`: every page of the web
+    # console says that the vehicles' movements are simulated
+    simulated_data: bool = False
+
     @field_validator("trusted_proxies")
     @classmethod
     def _valid_proxies(cls, value: str) -> str:

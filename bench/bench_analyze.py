@@ -430,10 +430,11 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
     ``RSS after`` is close to what stays alive.
     """
     import engines.pipeline as pipeline
-    from api.cli_analyze import _bundled_municipality, _rulebooks
+    from api.cli_analyze import _bundled_boundary, _rulebooks
     from enforcement.proposals import proposal_summary, propose, write_proposals_json
     from engines.pipeline import AnalysisParams, analyze_pings, write_outputs
     from fleet.loaders import read_fleet
+    from geo.calendar import DEFAULT_TIMEZONE
     from maps.findings import findings_map
     from stands.layers import read_stands
     from tracking.ingest import read_pings
@@ -515,7 +516,7 @@ def run_stages(spec: dict[str, Any]) -> list[dict[str, Any]]:
     begin("stands, fleet, boundary")
     stands = read_stands(spec["stands"], default_radius_m=STAND_RADIUS_M)
     fleet = read_fleet(spec["fleet"], municipality=POA)
-    boundary, timezone = _bundled_municipality(POA)
+    boundary, timezone = _bundled_boundary(POA), DEFAULT_TIMEZONE  # POA's zone
     books, _ = _rulebooks(POA)
     end()
 
@@ -565,18 +566,19 @@ def run_file_timeline(spec: dict[str, Any]) -> list[tuple[str, float]]:
     def mark(label: str) -> None:
         marks.append((label, time.perf_counter() - t0))
 
-    from api.cli_analyze import _bundled_municipality, _rulebooks, write_results
+    from api.cli_analyze import _bundled_boundary, _rulebooks, write_results
     from engines.buckets import analyze_file
     from engines.pipeline import AnalysisParams
     from fleet.loaders import read_fleet
+    from geo.calendar import DEFAULT_TIMEZONE
+    from runtime import keep_freed_heap
     from stands.layers import read_stands
-    from tracking.validate import keep_freed_heap
 
     keep_freed_heap()
     mark("imports done")
     jobs = int(spec["jobs"])
     books, _ = _rulebooks(POA)
-    area, tz = _bundled_municipality(POA)
+    area, tz = _bundled_boundary(POA), DEFAULT_TIMEZONE  # POA's zone
     stands = read_stands(Path(spec["stands"]), default_radius_m=STAND_RADIUS_M)
     fleet = read_fleet(Path(spec["fleet"]), municipality=POA)
     mark("stands, fleet, boundary done")

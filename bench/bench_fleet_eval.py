@@ -1,6 +1,6 @@
 """Independent evaluation of every finding kind on the simulated Porto Alegre fleet.
 
-Generates the data with ``bench/fleet_sim.py`` (real stands, prefixos and boundary; injected
+Generates the data with ``fleet/simulation.py`` (real stands, prefixos and boundary; injected
 violations and look-alikes with ground truth), runs the real CLI as a black box::
 
     pontual analyze --pings P --stands S --fleet F --boundary B --municipality 4314902
@@ -50,7 +50,7 @@ from pyproj import Transformer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import fleet_sim  # noqa: E402
+from fleet import simulation as fleet_sim  # noqa: E402
 
 KINDS = [
     "unlicensed_stand_use",

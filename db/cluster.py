@@ -815,7 +815,8 @@ _REVISION_RE = re.compile(r"^(down_)?revision\b[^=]*=\s*['\"]?([\w]+)", re.MULTI
 def bundled_head() -> str | None:
     """Return the newest bundled migration, read from the scripts without importing Alembic."""
     versions = Path(__file__).parent / "migrations" / "versions"
-    revisions, parents = set(), set()
+    revisions: set[str] = set()
+    parents: set[str] = set()
     for script in versions.glob("[0-9]*.py"):
         for down, rev in _REVISION_RE.findall(script.read_text(encoding="utf-8")):
             (parents if down else revisions).add(rev)

@@ -23,7 +23,7 @@ import shapely
 from branca.element import MacroElement
 
 from maps._errors import MapInputError
-from maps.offline import ASSETS_DIR, RawElement
+from maps.offline import ASSETS_DIR, RawElement, page_of
 from tracking.arrays import epoch_ns
 
 COORD_DECIMALS = 6
@@ -38,28 +38,38 @@ def _pontual_inline() -> str:
     return f"<style>{css}</style>\n<script>{js}</script>"
 
 
-class _Render(MacroElement):  # type: ignore[misc]
+class _Render(MacroElement):
     """Calls ``PontualMaps.render(map, spec)`` after the map is created (the spec as is)."""
 
     def __init__(self, spec: str) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self._name = "PontualLayers"
         self.spec = spec
 
-    def render(self, **kwargs: Any) -> None:
+    # branca's MacroElement.render returns None but is unannotated; Element.render says str
+    def render(self, **kwargs: Any) -> None:  # type: ignore[override]
         """Add the spec to the page's body and the call to its script."""
-        figure, name = self.get_root(), self.get_name()
+        figure, name = page_of(self), self.get_name()
+        parent = self._parent
+        assert parent is not None, "layers drawn before being added to a map"
         figure.html.add_child(
             RawElement(f'<script type="application/json" id="{name}">{self.spec}</script>'),
             name=name,
         )
         figure.script.add_child(
             RawElement(
-                f"PontualMaps.render({self._parent.get_name()}, "
+                f"PontualMaps.render({parent.get_name()}, "
                 f"JSON.parse(document.getElementById('{name}').textContent));"
             ),
             name=name,
         )
+
+
+def _blanked(geoms: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Return a copy of the object array ``geoms`` with None (no geometry) where ``mask``."""
+    out = geoms.copy()
+    out[mask] = None
+    return out
 
 
 def check_wgs84(frame: gpd.GeoDataFrame, *, what: str) -> None:
@@ -159,8 +169,9 @@ def layer_spec(
             msg = f"coluna '{name}' com {len(values)} valores para {n} geometrias"
             raise MapInputError(msg)
     geoms = np.asarray(geometry.to_numpy(), dtype=object)
-    valid = ~(pd.isna(geoms) | shapely.is_empty(np.where(pd.isna(geoms), None, geoms)))
-    kinds = shapely.get_type_id(np.where(valid, geoms, None))
+    missing = pd.isna(geoms)
+    valid = ~(missing | shapely.is_empty(_blanked(geoms, missing)))
+    kinds = shapely.get_type_id(_blanked(geoms, ~valid))
     is_point = valid & (kinds == 0)
     lon = np.full(n, np.nan)
     lat = np.full(n, np.nan)
@@ -231,8 +242,7 @@ def render_layers(
     slider: Mapping[str, Any] | None = None,
 ) -> folium.Map:
     """Inline the JS once and draw ``layers`` on ``fmap`` (see the module docstring)."""
-    root = fmap.get_root()
-    root.header.add_child(RawElement(_pontual_inline()), name="pontual_inline")
+    page_of(fmap).header.add_child(RawElement(_pontual_inline()), name="pontual_inline")
     spec = {
         "name": "map",
         "timezone": timezone,

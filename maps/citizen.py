@@ -26,7 +26,8 @@ from geo.calendar import DEFAULT_TIMEZONE
 from geo.h3 import cell_polygons, snap_to_cell_centres
 from maps._errors import MapInputError
 from maps._layers import bounds_of, check_columns, check_wgs84, layer_spec, render_layers
-from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
+from maps.offline import base_map
+from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 
 CELL_RESOLUTION = 10
 """H3 resolution of the taxis' cells (the public API's grid, ≈ 120 m across)."""

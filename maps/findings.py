@@ -31,7 +31,8 @@ from maps._layers import (
     layer_spec,
     render_layers,
 )
-from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
+from maps.offline import base_map
+from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 from tracking.detectors.findings import KIND_NAMES
 
 _KIND_COLOURS = {
@@ -403,12 +404,12 @@ def findings_map(
             [REFERENCE_COLOUR, "Percurso mais longo: rota de referência", "detours", "dash"],
         ]
     note = None
-    fix_layer = next((layer for layer in layers if layer["id"] == "fixes"), None)
-    if fix_layer is not None:
+    fixes_spec = next((layer for layer in layers if layer["id"] == "fixes"), None)
+    if fixes_spec is not None:
         items.append([None, "Posições GPS, pelo taxímetro", "fixes"])
         items += [[METER_COLOURS[m], METER_LABELS[m], "fixes", "dot"] for m in METER_COLOURS]
         items.append(["#525252", "taxímetro não informado", "fixes", "dot"])
-        meta = fix_layer["meta"]
+        meta = fixes_spec["meta"]
         note = (
             f"Posições: as dos {trail_s / 60:.0f} min antes do instante escolhido no replay"
             + (

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import folium
-from branca.element import Element
+from branca.element import Element, Figure
 
-from maps.tiles import OSM_ATTRIBUTION, OSM_TILES  # noqa: E402  (re-exported)
+from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 
 
-class RawElement(Element):  # type: ignore[misc]
+class RawElement(Element):
     """Text put in the page as is.
 
     ``folium.Element(text)`` compiles ``text`` as a Jinja template at every render: seconds for
@@ -36,6 +36,13 @@ class RawElement(Element):  # type: ignore[misc]
     def render(self, **kwargs: Any) -> str:
         """Return the text."""
         return self.text
+
+
+def page_of(element: Element) -> Figure:
+    """Return the page (branca's root :class:`~branca.element.Figure`) that holds ``element``."""
+    root = element.get_root()
+    assert isinstance(root, Figure), "element is not in a page"
+    return root
 
 
 @lru_cache
@@ -78,10 +85,11 @@ def base_map(
     """
     # zoomSnap 0.25: the data framed beside the legend need not drop a whole zoom level
     fmap = folium.Map(location=list(location), zoom_start=zoom_start, tiles=None, zoom_snap=0.25)
-    fmap.get_root().title = title
+    page = page_of(fmap)
+    page.title = title
     fmap.default_js = []
     fmap.default_css = []
-    fmap.get_root().header.add_child(RawElement(_leaflet_inline()), name="leaflet_inline")
+    page.header.add_child(RawElement(_leaflet_inline()), name="leaflet_inline")
     if tiles:
         folium.TileLayer(tiles=tiles, attr=attribution, name="Mapa base", control=False).add_to(
             fmap

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from maps._layers import bounds_of, check_columns, check_wgs84, layer_spec, render_layers
-from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
+from maps.offline import base_map
+from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 
 _NO_VALUE = "#7f8c8d"
 _SCALE = ("#fde0c5", "#facba6", "#f8b58b", "#f59e72", "#f2855d", "#ef6a4c", "#eb4a40")

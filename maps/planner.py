@@ -14,7 +14,8 @@ import geopandas as gpd
 import numpy as np
 
 from maps._layers import layer_spec, render_layers
-from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
+from maps.offline import base_map
+from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 
 _HEAT = ("#fff5eb", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#8c2d04")
 _COVERAGE = "#1f78b4"

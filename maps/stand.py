@@ -20,7 +20,8 @@ import pandas as pd
 from geo.calendar import DEFAULT_TIMEZONE
 from maps._errors import MapInputError
 from maps._layers import bounds_of, check_columns, check_wgs84, layer_spec, render_layers
-from maps.offline import OSM_ATTRIBUTION, OSM_TILES, base_map
+from maps.offline import base_map
+from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 from stands.occupancy import present_at
 
 CLASSES = (
@@ -55,15 +56,25 @@ def occupancy_class(present: int, capacity: float | None) -> str:
 def _capacities(stands: gpd.GeoDataFrame) -> np.ndarray:
     if "capacity" not in stands.columns:
         return np.full(len(stands), np.nan)
-    return pd.to_numeric(stands["capacity"], errors="coerce").to_numpy(dtype=float)
+    capacities: np.ndarray = pd.to_numeric(stands["capacity"], errors="coerce").to_numpy(
+        dtype=float
+    )
+    return capacities
 
 
 def _queues(present: pd.DataFrame) -> dict[str, list[list[Any]]]:
     queues: dict[str, list[list[Any]]] = {}
-    for r in present.itertuples(index=False):
-        licensed = None if pd.isna(r.licensed) else bool(r.licensed)
-        queues.setdefault(str(r.stand_id), []).append(
-            [int(r.position), str(r.vehicle_id), round(float(r.waited_s)), licensed]
+    columns = ("stand_id", "position", "vehicle_id", "waited_s", "licensed")
+    for stand_id, position, vehicle_id, waited_s, licensed in zip(
+        *(present[c] for c in columns), strict=True
+    ):
+        queues.setdefault(str(stand_id), []).append(
+            [
+                int(position),
+                str(vehicle_id),
+                round(float(waited_s)),
+                None if pd.isna(licensed) else bool(licensed),
+            ]
         )
     return queues
 

@@ -9,6 +9,7 @@ from typing import Any
 import geopandas as gpd
 import pandas as pd
 
+from enforcement.rulebook import Planning
 from planning.demand import (
     DEFAULT_MIN_DAYS,
     DEFAULT_RESOLUTION,
@@ -87,7 +88,7 @@ def compose_plan(
     table = populations if populations is not None else bundled_population_table()
     population = population_for(table, municipality=municipality, year=year)
     if rules_path is not None:
-        rule = read_planning_rules(rules_path)
+        rule: Planning | None = read_planning_rules(rules_path)
         source: dict[str, Any] | None = {"file": Path(rules_path).name, "law": None}
         message = None
     else:

@@ -10,6 +10,9 @@ Reasons
 Each rejected row carries exactly one machine code: the first that applies in the order of
 :data:`REJECTION_REASONS`, so a row with bad coordinates *and* a bad timestamp is reported as
 coordinates. Row-level checks come first; the duplicate checks only look at rows that passed them.
+The row-level checks are one table, :data:`ROW_RULES` (applied by :func:`row_codes` to the cells
+as read, :class:`RowFields`): the frame reader here and the record reader of the HTTP ingest
+(:func:`api.ingest.check_batch`) both judge by it, so a bound or a limit lives in one place.
 
 ``empty_vehicle_id``
     ``vehicle_id`` empty or blank.
@@ -59,7 +62,7 @@ Unix seconds are read exactly: written as text (CSV, JSON strings, OsmAnd), thei
 give the nanoseconds (``1700000000.010`` is 10 ms, never 9.999 ms as float arithmetic gives);
 as binary floats (a Parquet float column), the float is rounded to the nearest microsecond,
 which recovers every instant written with at most 6 decimals before 2106.
-:func:`unix_seconds_ns` is the same rule for one value (the HTTP ingest's fast path).
+:func:`unix_seconds_ns` is the same reading for one value (the HTTP ingest's record reader).
 
 Long inputs are validated chunk by chunk with :func:`validate_ping_chunks` (what
 :func:`tracking.ingest.read_pings` does): the same rules, the same result, with only the valid
@@ -123,6 +126,128 @@ MAX_ID_CHARS = 64
 """Longest ``vehicle_id`` and ``driver_id`` accepted (characters, after trimming blanks)."""
 
 REJECTED_LEAD = (fr.ROW, fr.REASON)
+
+MAX_ABS_LAT_DEG = 90.0
+MAX_ABS_LON_DEG = 180.0
+MAX_HEADING_DEG = 360.0
+METER_INDEX: dict[str, int] = {"": 0, **{m: i + 1 for i, m in enumerate(fr.METER_VALUES)}}
+"""Code of each ``meter`` cell (lower case, trimmed): 0 empty, 1.. a known value; -1 otherwise."""
+
+
+@dataclass(frozen=True, eq=False)
+class RowFields:
+    """The cells of n rows as the row rules read them: aligned numpy arrays of length n.
+
+    Two readers build it: the frame reader of :func:`validate_pings` (Arrow, any cell) and the
+    record reader of small JSON batches (:func:`api.ingest.check_batch`, plain cells only). The
+    rules are applied to it by :func:`row_codes`, from the one table :data:`ROW_RULES`.
+    Numbers are NaN where missing or invalid; ``ts_ns`` is 0 where not parsed.
+    """
+
+    vehicle_chars: NDArray[np.int64]
+    driver_chars: NDArray[np.int64]
+    text_nul: NDArray[np.bool_]
+    lat: NDArray[np.float64]
+    lat_missing: NDArray[np.bool_]
+    lat_invalid: NDArray[np.bool_]
+    lon: NDArray[np.float64]
+    lon_missing: NDArray[np.bool_]
+    lon_invalid: NDArray[np.bool_]
+    ts_ns: NDArray[np.int64]
+    ts_missing: NDArray[np.bool_]
+    ts_unparseable: NDArray[np.bool_]
+    ts_naive: NDArray[np.bool_]
+    meter_code: NDArray[np.int8]
+    tariff: NDArray[np.float64]
+    tariff_invalid: NDArray[np.bool_]
+    speed: NDArray[np.float64]
+    speed_invalid: NDArray[np.bool_]
+    heading: NDArray[np.float64]
+    heading_invalid: NDArray[np.bool_]
+    accuracy: NDArray[np.float64]
+    accuracy_invalid: NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The instants a fix may have: ``floor_ns <= ts_ns <= limit_ns`` (epoch nanoseconds)."""
+
+    limit_ns: int
+    floor_ns: int
+
+
+RowTest = Callable[[RowFields, Window], NDArray[np.bool_]]
+
+ROW_RULES: tuple[tuple[str, RowTest], ...] = (
+    ("empty_vehicle_id", lambda f, w: f.vehicle_chars == 0),
+    ("missing_coordinates", lambda f, w: f.lat_missing | f.lon_missing),
+    ("invalid_coordinates", lambda f, w: f.lat_invalid | f.lon_invalid),
+    (
+        "out_of_range_coordinates",
+        lambda f, w: (np.abs(f.lat) > MAX_ABS_LAT_DEG) | (np.abs(f.lon) > MAX_ABS_LON_DEG),
+    ),
+    ("null_island", lambda f, w: (f.lat == 0.0) & (f.lon == 0.0)),
+    ("missing_timestamp", lambda f, w: f.ts_missing),
+    ("unparseable_timestamp", lambda f, w: f.ts_unparseable),
+    ("naive_timestamp", lambda f, w: f.ts_naive),
+    ("future_timestamp", lambda f, w: f.ts_ns > w.limit_ns),
+    ("too_old_timestamp", lambda f, w: f.ts_ns < w.floor_ns),
+    ("unknown_meter", lambda f, w: f.meter_code < 0),
+    (
+        "unknown_tariff",
+        lambda f, w: (
+            f.tariff_invalid | (~np.isnan(f.tariff) & ~_one_of(f.tariff, fr.TARIFF_VALUES))
+        ),
+    ),
+    ("invalid_speed", lambda f, w: f.speed_invalid | (f.speed < 0)),
+    (
+        "invalid_heading",
+        lambda f, w: f.heading_invalid | (f.heading < 0) | (f.heading > MAX_HEADING_DEG),
+    ),
+    ("invalid_accuracy", lambda f, w: f.accuracy_invalid | (f.accuracy < 0)),
+    (
+        "invalid_text",
+        lambda f, w: (
+            f.text_nul | (f.vehicle_chars > MAX_ID_CHARS) | (f.driver_chars > MAX_ID_CHARS)
+        ),
+    ),
+)
+"""The row rules, in the order of :data:`REJECTION_REASONS`: (reason, test over the rows).
+
+The one definition of every row-level bound and limit; both readers' rows go through it
+(:func:`row_codes`). The duplicate reasons compare rows with each other, not one row's cells.
+"""
+
+
+def _one_of(values: NDArray[np.float64], allowed: Iterable[float]) -> NDArray[np.bool_]:
+    """Whether each value is one of ``allowed`` (a few values: cheaper than ``numpy.isin``)."""
+    found = np.zeros(len(values), dtype=bool)
+    for value in allowed:
+        found |= values == value
+    return found
+
+
+def row_codes(fields: RowFields, window: Window) -> NDArray[np.int8]:
+    """Apply :data:`ROW_RULES`: per row, the code of the first failed rule, 0 when none fails.
+
+    Parameters
+    ----------
+    fields : RowFields
+        The rows' cells as read.
+    window : Window
+        Accepted instants.
+
+    Returns
+    -------
+    numpy.ndarray
+        int8 per row: 1 + the index in :data:`REJECTION_REASONS` of the reason, or 0.
+    """
+    code = np.zeros(len(fields.ts_ns), dtype=np.int8)
+    with np.errstate(invalid="ignore"):
+        for reason, test in ROW_RULES:
+            code[(code == 0) & test(fields, window)] = _CODE[reason]
+    return code
+
 
 _CODE = {reason: i + 1 for i, reason in enumerate(REJECTION_REASONS)}
 _NUMERIC_RE = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
@@ -748,7 +873,7 @@ _FLAG_BLOCK = 1 << 20
 _RELEASE_MIN_ROWS = 1_000_000
 _N_BUCKETS = 256
 _BUCKET_SHIFT = np.uint64(56)
-_METER_CODES = pa.array(["", *fr.METER_VALUES], type=pa.string())
+_METER_CODES = pa.array(list(METER_INDEX), type=pa.string())
 _FLOAT_PARTS = ("lat", "lon", "speed", "heading", "accuracy")
 _OPTIONAL_FLOATS = {"speed": fr.SPEED_KMH, "heading": fr.HEADING_DEG, "accuracy": fr.ACCURACY_M}
 _PARTS = ("vcode", "ts", *_FLOAT_PARTS, "meter", "tariff", "driver", "row")
@@ -758,17 +883,17 @@ _KEY_T = "__ts_ns"
 
 @dataclass(eq=False)
 class _Parsed:
-    """Row checks of one chunk: a reason code per row and the parsed values."""
+    """Row checks of one chunk: a reason code per row and the values kept of good rows."""
 
     code: NDArray[np.int8]
     vehicle: pa.ChunkedArray
+    driver: pa.ChunkedArray
     ts_ns: NDArray[np.int64]
     lat: NDArray[np.float64]
     lon: NDArray[np.float64]
     floats: dict[str, NDArray[np.float64] | None]
-    meter: pa.ChunkedArray
+    meter_code: NDArray[np.int8]
     tariff: NDArray[np.float64]
-    driver: pa.ChunkedArray
 
 
 @dataclass(eq=False)
@@ -808,68 +933,58 @@ class _State:
 
 
 def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) -> _Parsed:
-    """Apply the row-level rules to one chunk (every reason before the duplicate ones)."""
+    """Read one chunk's cells (Arrow) and apply :data:`ROW_RULES` to them."""
     n = len(raw)
-    code = np.zeros(n, dtype=np.int8)
-
-    def flag(reason: str, bad: NDArray[np.bool_]) -> None:
-        code[(code == 0) & bad] = _CODE[reason]
-
     vehicle = arrow_text(raw[fr.VEHICLE_ID])
-    flag("empty_vehicle_id", _np(pc.equal(vehicle, "")).astype(bool))
-
-    lat, lat_missing, lat_invalid = _as_number(raw[fr.LAT])
-    lon, lon_missing, lon_invalid = _as_number(raw[fr.LON])
-    flag("missing_coordinates", lat_missing | lon_missing)
-    flag("invalid_coordinates", lat_invalid | lon_invalid)
-    with np.errstate(invalid="ignore"):
-        flag("out_of_range_coordinates", (np.abs(lat) > 90.0) | (np.abs(lon) > 180.0))
-        flag("null_island", (lat == 0.0) & (lon == 0.0))
-
-    ts_ns, ts_missing, ts_unparseable, ts_naive = _parse_timestamps(raw[fr.TIMESTAMP])
-    flag("missing_timestamp", ts_missing)
-    flag("unparseable_timestamp", ts_unparseable)
-    flag("naive_timestamp", ts_naive)
-    flag("future_timestamp", (code == 0) & (ts_ns > limit_ns))
-    flag("too_old_timestamp", (code == 0) & (ts_ns < floor_ns))
-
-    meter = pc.utf8_lower(_optional_text(raw, fr.METER, n))
-    meter_given = _np(pc.not_equal(meter, "")).astype(bool)
-    meter_known = _np(pc.is_in(meter, value_set=pa.array(fr.METER_VALUES))).astype(bool)
-    flag("unknown_meter", meter_given & ~meter_known)
-
-    tariff, _, tariff_invalid = _optional_number(raw, fr.TARIFF, n)
-    with np.errstate(invalid="ignore"):
-        bad_tariff = tariff_invalid | (~np.isnan(tariff) & ~np.isin(tariff, fr.TARIFF_VALUES))
-    flag("unknown_tariff", bad_tariff)
-
-    floats: dict[str, NDArray[np.float64] | None] = {}
-    with np.errstate(invalid="ignore"):
-        speed, _, bad = _optional_number(raw, fr.SPEED_KMH, n)
-        flag("invalid_speed", bad | (speed < 0))
-        heading, _, bad = _optional_number(raw, fr.HEADING_DEG, n)
-        flag("invalid_heading", bad | (heading < 0) | (heading > 360))
-        accuracy, _, bad = _optional_number(raw, fr.ACCURACY_M, n)
-        flag("invalid_accuracy", bad | (accuracy < 0))
-    for name, values in (("speed", speed), ("heading", heading), ("accuracy", accuracy)):
-        floats[name] = values if _OPTIONAL_FLOATS[name] in raw.columns else None
     driver = _optional_text(raw, fr.DRIVER_ID, n)
     nul = pc.or_(pc.match_substring(vehicle, "\x00"), pc.match_substring(driver, "\x00"))
-    long = pc.or_(
-        pc.greater(pc.utf8_length(vehicle), MAX_ID_CHARS),
-        pc.greater(pc.utf8_length(driver), MAX_ID_CHARS),
+    lat, lat_missing, lat_invalid = _as_number(raw[fr.LAT])
+    lon, lon_missing, lon_invalid = _as_number(raw[fr.LON])
+    ts_ns, ts_missing, ts_unparseable, ts_naive = _parse_timestamps(raw[fr.TIMESTAMP])
+    meter = pc.utf8_lower(_optional_text(raw, fr.METER, n))
+    meter_code = pc.fill_null(pc.index_in(meter, value_set=_METER_CODES), -1)
+    tariff, _, tariff_invalid = _optional_number(raw, fr.TARIFF, n)
+    speed, _, speed_invalid = _optional_number(raw, fr.SPEED_KMH, n)
+    heading, _, heading_invalid = _optional_number(raw, fr.HEADING_DEG, n)
+    accuracy, _, accuracy_invalid = _optional_number(raw, fr.ACCURACY_M, n)
+    fields = RowFields(
+        vehicle_chars=np.asarray(_np(pc.utf8_length(vehicle)), dtype=np.int64),
+        driver_chars=np.asarray(_np(pc.utf8_length(driver)), dtype=np.int64),
+        text_nul=_np(pc.fill_null(nul, False)).astype(bool),
+        lat=lat,
+        lat_missing=lat_missing,
+        lat_invalid=lat_invalid,
+        lon=lon,
+        lon_missing=lon_missing,
+        lon_invalid=lon_invalid,
+        ts_ns=ts_ns,
+        ts_missing=ts_missing,
+        ts_unparseable=ts_unparseable,
+        ts_naive=ts_naive,
+        meter_code=np.asarray(_np(meter_code), dtype=np.int8),
+        tariff=tariff,
+        tariff_invalid=tariff_invalid,
+        speed=speed,
+        speed_invalid=speed_invalid,
+        heading=heading,
+        heading_invalid=heading_invalid,
+        accuracy=accuracy,
+        accuracy_invalid=accuracy_invalid,
     )
-    flag("invalid_text", _np(pc.fill_null(pc.or_(nul, long), False)).astype(bool))
+    floats: dict[str, NDArray[np.float64] | None] = {
+        name: values if _OPTIONAL_FLOATS[name] in raw.columns else None
+        for name, values in (("speed", speed), ("heading", heading), ("accuracy", accuracy))
+    }
     return _Parsed(
-        code=code,
+        code=row_codes(fields, Window(limit_ns=limit_ns, floor_ns=floor_ns)),
         vehicle=vehicle,
+        driver=driver,
         ts_ns=ts_ns,
         lat=lat,
         lon=lon,
         floats=floats,
-        meter=meter,
+        meter_code=fields.meter_code,
         tariff=tariff,
-        driver=driver,
     )
 
 
@@ -889,9 +1004,7 @@ def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int
         "lat": parsed.lat[ok],
         "lon": parsed.lon[ok],
         **{k: (v[ok] if v is not None else None) for k, v in parsed.floats.items()},
-        "meter": np.asarray(
-            _np(pc.index_in(pc.take(parsed.meter, take), value_set=_METER_CODES)), dtype=np.int8
-        ),
+        "meter": parsed.meter_code[ok],
         "tariff": np.nan_to_num(parsed.tariff[ok], nan=0.0).astype(np.int8),
         "driver": _encode(state.drivers, pc.take(parsed.driver, take)),
         "row": raw[fr.ROW].to_numpy(dtype=np.int64)[ok],

@@ -92,6 +92,11 @@ def _environment() -> jinja2.Environment:
 templates = Jinja2Templates(env=_environment())
 
 
+def _simulated_data(request: Request) -> bool:
+    settings = getattr(request.app.state, "settings", None)
+    return bool(getattr(settings, "simulated_data", False))
+
+
 def render(
     request: Request,
     template: str,
@@ -137,6 +142,7 @@ def render(
         "title": title,
         "current_path": request.url.path,
         "basemap": basemap,
+        "simulated_data": _simulated_data(request),
     }
     response = templates.TemplateResponse(
         request, template, common | context, status_code=status_code, headers=headers

@@ -32,7 +32,7 @@ from db.enforcement.models import ProposalFinding
 from db.enforcement.workflow import confirm, generate_proposals, notify, store_findings
 from db.fleet.models import Municipality, PermitHolder, Vehicle
 from db.stands.models import Stand
-from enforcement.documents import render_html, render_pdf
+from enforcement.documents import DocumentKind, render_html, render_pdf
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.crs import EARTH_RADIUS_M
 from tracking.detectors.findings import make_findings
@@ -180,8 +180,8 @@ def _proposal_of(session: Session, finding_id: str) -> str:
     )
 
 
-def _utc(*args: int) -> dt.datetime:
-    return dt.datetime(*args, tzinfo=dt.UTC)
+def _utc(year: int, month: int, day: int, hour: int, minute: int) -> dt.datetime:
+    return dt.datetime(year, month, day, hour, minute, tzinfo=dt.UTC)
 
 
 def run_examples(session: Session) -> str:
@@ -230,7 +230,7 @@ def write_examples(session: Session, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name in FILES:
-        kind = "auto" if name.startswith("auto") else "notificacao"
+        kind: DocumentKind = "auto" if name.startswith("auto") else "notificacao"
         path = out / name
         if name.endswith(".pdf"):
             path.write_bytes(render_pdf(document, kind=kind))

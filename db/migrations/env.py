@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 from alembic import context
 from geoalchemy2 import alembic_helpers
 from sqlalchemy import create_engine, pool
+from sqlalchemy.engine import Connection
 
 from db.migrate import include_object, target_metadata
 
@@ -12,7 +15,15 @@ config = context.config
 metadata = target_metadata()
 
 
-def _configure(**kw: object) -> None:
+class _Target(TypedDict, total=False):
+    """Where the migrations run: a database URL (offline, SQL printed) or an open connection."""
+
+    url: str | None
+    literal_binds: bool
+    connection: Connection
+
+
+def _configure(**kw: Unpack[_Target]) -> None:
     context.configure(
         target_metadata=metadata,
         include_object=include_object,

@@ -1,4 +1,4 @@
-"""Tests of the device ingest's validation: the fast check answers as validate_pings does."""
+"""Tests of the device ingest's validation: the record reader answers as validate_pings does."""
 
 from __future__ import annotations
 
@@ -198,6 +198,35 @@ class TestCheckBatch:
         assert batch.answers == {2: ingest.RowResult(2, "rejected", reason)}
         assert batch.rows.tolist() == [1]
         assert [b[:2] for b in batch.bad] == [(2, reason)]
+
+
+class TestOneRuleTable:
+    @pytest.mark.parametrize(
+        ("bound", "value", "cell", "reason"),
+        [
+            ("MAX_HEADING_DEG", 180.0, {"heading_deg": 200.0}, "invalid_heading"),
+            ("MAX_ABS_LAT_DEG", 30.0, {"lat": -30.03}, "out_of_range_coordinates"),
+            ("MAX_ID_CHARS", 4, {"driver_id": "D12345"}, "invalid_text"),
+        ],
+    )
+    def test_a_bound_changed_in_the_table_changes_both_readers(
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        bound: str,
+        value: float,
+        cell: dict[str, Any],
+        reason: str,
+    ) -> None:
+        """The record reader and validate_pings judge by the one rule table of tracking.validate."""
+        from tracking import validate
+
+        rows = [{"timestamp": "2026-11-30T11:00:00Z", "lat": -30.03, "lon": -51.23} | cell]
+        for module_value, expected in ((getattr(validate, bound), None), (value, reason)):
+            monkeypatch.setattr(validate, bound, module_value)
+            fast = ingest._fast_check(rows, vehicle_id=DEVICE, now=NOW, not_before=NOT_BEFORE)
+            slow = ingest._slow_check(rows, vehicle_id=DEVICE, now=NOW, not_before=NOT_BEFORE)
+            assert_same(fast, slow)
+            assert [a.reason for a in fast.answers.values()] == ([expected] if expected else [])
 
 
 class TestIngestBatch:

@@ -1,4 +1,4 @@
-"""The independent fleet simulator (bench/fleet_sim.py) and its black-box evaluation.
+"""The independent fleet simulator (fleet/simulation.py) and its black-box evaluation.
 
 The simulator's ground truth must be self-consistent (what it calls straight is straight, an
 injected boarding happens inside the stand, barred days follow the fleet file), deterministic by
@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import bench_fleet_eval, fleet_sim
+from bench import bench_fleet_eval
+from fleet import simulation as fleet_sim
 
 SEED, DAYS, PREFIXOS = 11, 6, 24
 

@@ -15,6 +15,7 @@ from tracking._errors import InvalidParameterError, MissingColumnsError
 from tracking.validate import (
     MAX_ID_CHARS,
     REJECTION_REASONS,
+    ROW_RULES,
     empty_pings,
     empty_rejected,
     speed_flags,
@@ -85,6 +86,15 @@ class TestValidatePings:
         pings, rejected = _validate([GOOD, {**GOOD, "vehicle_id": "V2", **change}])
         assert list(pings["vehicle_id"]) == ["V1"]
         assert rejected[["row", "reason"]].to_dict("records") == [{"row": 2, "reason": reason}]
+
+    def test_rule_table_is_in_the_order_of_the_reasons(self) -> None:
+        """ROW_RULES holds every row-level reason once, in REJECTION_REASONS' order."""
+        row_level = [
+            r
+            for r in REJECTION_REASONS
+            if r not in ("malformed_row", "duplicate", "conflicting_duplicate")
+        ]
+        assert [reason for reason, _ in ROW_RULES] == row_level
 
     def test_first_reason_in_documented_order_wins(self) -> None:
         """Bad coordinates and a bad timestamp: the coordinates come first in REJECTION_REASONS."""

@@ -4,7 +4,9 @@ Written from the public file contract (docs: pings, stands, fleet; the finding k
 laws (Porto Alegre's decree of 23 Dec 2019, Pinto Bandeira's Lei 169/2015), not from the
 detectors' code: it is the *independent checker* of issue 18. The detectors are run as a black box
 (``pontual analyze``) by ``bench/bench_fleet_eval.py``, which scores their findings against the
-ground truth written here.
+ground truth written here. ``pontual demo --console`` (``api.demo_console``) runs a short
+simulation to fill the web console with proposals, said everywhere to be simulated.
+Command line: ``python -m fleet.simulation --out DIR``.
 
 World (real data of the repository)
     - stands: the 364 Porto Alegre stands with ``coord_quality == ok``
@@ -106,6 +108,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 import shapely
+from numpy.typing import NDArray
 from pyproj import Transformer
 from scipy.signal import lfilter
 from scipy.spatial import cKDTree
@@ -764,7 +767,9 @@ def scaled_thresholds(days: int) -> dict[str, dict[str, float]]:
 def _pick_groups(world: World, rng: np.random.Generator, n_groups: int) -> list[int]:
     """Stand indices of well-separated stands with many real licensees, inside the city."""
     st = world.stands
-    nn = world.tree.query(np.column_stack([st["x"], st["y"]]), k=2)[0][:, 1]
+    dist_m = world.tree.query(np.column_stack([st["x"], st["y"]]), k=2)[0]
+    assert isinstance(dist_m, np.ndarray)  # many points, k=2: an (n, 2) array
+    nn = dist_m[:, 1]
     ok = (st["n_licensed"] >= 10) & (nn >= 150)
     margin = np.array([world.inside_margin(x, y) for x, y in zip(st["x"], st["y"], strict=True)])
     ok &= margin >= 1000
@@ -1155,10 +1160,10 @@ def _schedule_episodes(sim: Sim, rng: np.random.Generator) -> None:
     gdays = [(g.idx, d) for g in sim.groups for d in range(sim.days)]
     acc_groups = {v.group for v in sim.vehicles if v.accessible}
     for kind in ("queue_jump", "two_pax", "accessible_priority"):
-        pool = [gd for gd in gdays if kind != "accessible_priority" or gd[0] in acc_groups]
+        gd_pool = [gd for gd in gdays if kind != "accessible_priority" or gd[0] in acc_groups]
         # a little over the target: not every quota finds its occasion
         for _ in range(int(math.ceil(counts[kind] * 1.4))):
-            gd = pool[int(rng.integers(len(pool)))]
+            gd = gd_pool[int(rng.integers(len(gd_pool)))]
             q = sim.quota.setdefault(gd, {})
             q[kind] = q.get(kind, 0) + 1
 
@@ -1303,6 +1308,12 @@ class _DayRunner:
         self.ov: list[_VS | None] = [None] * 3
         self.hold_until = 0.0
         self.quota = dict(sim.quota.get((group.idx, day), {})) if group else {}
+
+    @property
+    def group(self) -> Group:
+        """The stand's group: queue and stand decisions happen only on a group's day."""
+        assert self.g is not None
+        return self.g
 
     # ---------------------------------------------------------------- events
     def push(self, t: float, kind: str, data: Any = None) -> None:
@@ -1469,12 +1480,12 @@ class _DayRunner:
             k = free[0]
             self.slots[k] = vs
             vs.slot, vs.slot_since = k, t
-            self.drive_to(vs, self.g.slots[k], FREE, pauses=False)
+            self.drive_to(vs, self.group.slots[k], FREE, pauses=False)
         else:
             k = next(i for i, s in enumerate(self.ov) if s is None)
             self.ov[k] = vs
             vs.ov, vs.ov_since = k, t
-            self.drive_to(vs, self.g.overflow[k], FREE, pauses=False)
+            self.drive_to(vs, self.group.overflow[k], FREE, pauses=False)
         self.queue.append(vs)
         if self.due(vs):  # an episode arrived while driving in
             self.leave(vs, tr.t + 5)
@@ -1504,21 +1515,22 @@ class _DayRunner:
                 t_move = max(tr.t + 8, nxt.v.track.t)
                 nxt.v.track.stay_until(t_move, FREE)
                 self.note_overflow(nxt, t_move)
+                assert nxt.ov is not None  # one of the waiting overflow taxis
                 self.ov[nxt.ov] = None
                 nxt.ov = None
                 self.slots[k] = nxt
                 nxt.slot, nxt.slot_since = k, t_move
-                self.drive_to(nxt, self.g.slots[k], FREE, pauses=False)
+                self.drive_to(nxt, self.group.slots[k], FREE, pauses=False)
 
     def note_overflow(self, vs: _VS, t: float) -> None:
         if t - vs.ov_since >= 600:
             self.sim.overflow_waits.append(
                 {
                     "vehicle_id": vs.v.vid,
-                    "stand_id": self.g.stand_id,
+                    "stand_id": self.group.stand_id,
                     "start": vs.ov_since,
                     "end": t,
-                    "place": self.g.overflow[vs.ov or 0],
+                    "place": self.group.overflow[vs.ov or 0],
                 }
             )
 
@@ -1531,7 +1543,7 @@ class _DayRunner:
         behind = [q for q in self.queue if q is not vs]
         tr.stay_until(t, FREE)
         arrived_inside = vs.slot_since
-        stand = self.g.stand_id
+        stand = self.group.stand_id
         sim = self.sim
         board_s = vs.v.rng.uniform(45, 75)
         t_dep = t + board_s
@@ -1578,7 +1590,11 @@ class _DayRunner:
             )
         self.leave_for_ride(vs, t)
         self.ride(
-            vs, origin="stand", stand_idx=self.g.stand_idx, arrived=arrived_inside, board_s=board_s
+            vs,
+            origin="stand",
+            stand_idx=self.group.stand_idx,
+            arrived=arrived_inside,
+            board_s=board_s,
         )
         self.cont(vs)
 
@@ -1598,11 +1614,12 @@ class _DayRunner:
                 t_move = max(t + 80, nxt.v.track.t)
                 nxt.v.track.stay_until(t_move, FREE)
                 self.note_overflow(nxt, t_move)
+                assert nxt.ov is not None  # one of the waiting overflow taxis
                 self.ov[nxt.ov] = None
                 nxt.ov = None
                 self.slots[k] = nxt
                 nxt.slot, nxt.slot_since = k, t_move
-                self.drive_to(nxt, self.g.slots[k], FREE, pauses=False)
+                self.drive_to(nxt, self.group.slots[k], FREE, pauses=False)
 
     def due(self, vs: _VS) -> bool:
         t = vs.v.track.t
@@ -1662,11 +1679,11 @@ class _DayRunner:
             )
             self.go_home(vs)
 
-    def entry_point(self, home: np.ndarray) -> np.ndarray:
+    def entry_point(self, home: np.ndarray) -> NDArray[np.float64]:
         """A point 1 km inside the city on the way from ``home`` to the centre."""
-        centre = np.mean([g.centre for g in self.sim.groups], axis=0)
+        centre: NDArray[np.float64] = np.mean([g.centre for g in self.sim.groups], axis=0)
         for f in np.linspace(0.05, 0.9, 60):
-            p = home + f * (centre - home)
+            p: NDArray[np.float64] = home + f * (centre - home)
             if self.world.inside_margin(*p) >= 1000 and self.world.nearest_stand_m(*p) > 100:
                 return p
         return centre
@@ -1699,6 +1716,7 @@ class _DayRunner:
     def do_lunch(self, vs: _VS) -> None:
         v, tr, r = vs.v, vs.v.track, vs.v.rng
         vs.lunched = True
+        spot: NDArray[np.float64] | None
         if self.g is not None:
             spot = self.g.lunch + r.normal(0, 6, 2)
         else:
@@ -1764,7 +1782,7 @@ class _DayRunner:
                 self.run_episode(vs, ep)
                 continue
             a = np.array([tr.x, tr.y])
-            dest = self.g.approach
+            dest = self.group.approach
             if r.random() < 0.2 and np.hypot(*(dest - a)) > 1200:
                 f = r.uniform(0.2, 0.8)
                 hp = a + f * (dest - a) + r.normal(0, 120, 2)
@@ -1820,10 +1838,11 @@ class _DayRunner:
             cand = list(self.sim.foreign)
         return int(cand[int(r.integers(len(cand)))]) if cand else None
 
-    def stand_xy(self, i: int) -> np.ndarray:
-        return self.world.xy[i].copy()
+    def stand_xy(self, i: int) -> NDArray[np.float64]:
+        xy: NDArray[np.float64] = self.world.xy[i].copy()
+        return xy
 
-    def destination(self, p0: np.ndarray, r: np.random.Generator) -> np.ndarray:
+    def destination(self, p0: np.ndarray, r: np.random.Generator) -> NDArray[np.float64]:
         """An ordinary drop-off: a popular place's drop-off bay, or an address in the city."""
         if r.random() < 0.3 and self.sim.pois:
             dest = self.sim.pois[int(r.integers(len(self.sim.pois)))] + r.normal(0, 6, 2)
@@ -1832,7 +1851,7 @@ class _DayRunner:
         st = self.world.stands
         for _ in range(200):
             i = int(r.integers(len(st)))
-            p = self.world.xy[i].copy() + r.normal(0, 700, 2)
+            p: NDArray[np.float64] = self.world.xy[i].copy() + r.normal(0, 700, 2)
             d = float(np.hypot(*(p - p0)))
             if not 700 <= d <= 14000:
                 continue
@@ -1848,7 +1867,7 @@ class _DayRunner:
         ok = [q for q in self.sim.pois if d_min <= np.hypot(*(q - p0)) <= d_max]
         return ok[int(r.integers(len(ok)))] + r.normal(0, 6, 2) if ok else None
 
-    def dest_at(self, p0: np.ndarray, dist_m: float, r: np.random.Generator) -> np.ndarray:
+    def dest_at(self, p0: np.ndarray, dist_m: float, r: np.random.Generator) -> NDArray[np.float64]:
         """A drop-off about ``dist_m`` from ``p0``, inside the city, clear of the stands."""
         d = dist_m
         for k in range(300):
@@ -1858,7 +1877,8 @@ class _DayRunner:
                 return p
             if k % 30 == 29:
                 d *= 0.85
-        return p0 + np.array([300.0, 300.0])
+        fallback: NDArray[np.float64] = p0 + np.array([300.0, 300.0])
+        return fallback
 
     def town_point(self, r: np.random.Generator, *, min_out_m: float = 1200) -> np.ndarray:
         names = ["Canoas", "Cachoeirinha", "Viamão"]
@@ -2444,7 +2464,9 @@ def _foreign_stands(sim: Sim) -> list[int]:
     """Stands no simulated vehicle is licensed for, isolated, well inside the city."""
     st, w = sim.world.stands, sim.world
     homes = {g.stand_idx for g in sim.groups}
-    nn = w.tree.query(np.column_stack([st["x"], st["y"]]), k=2)[0][:, 1]
+    dist_m = w.tree.query(np.column_stack([st["x"], st["y"]]), k=2)[0]
+    assert isinstance(dist_m, np.ndarray)  # many points, k=2: an (n, 2) array
+    nn = dist_m[:, 1]
     out = []
     for i in range(len(st)):
         if i in homes or nn[i] < 150:
@@ -2481,19 +2503,19 @@ def _mask_in(t: np.ndarray, windows: list[tuple[float, float]]) -> np.ndarray:
 def _free_periods(track: Track) -> list[tuple[float, float]]:
     """Runs of legs driven free with the device on (for displaced-fix injection)."""
     out: list[tuple[float, float]] = []
-    start = end = None
+    run: tuple[float, float] | None = None  # (start, end) of the current run
     moving = 0.0
     for g in track.legs:
         ok = g[6] == FREE and g[8]
-        if ok and start is not None and abs(g[0] - end) < 0.5:
-            end = g[1]
+        if ok and run is not None and abs(g[0] - run[1]) < 0.5:
+            run = (run[0], g[1])
             moving += math.hypot(g[4] - g[2], g[5] - g[3])
         else:
-            if start is not None and moving > 1500:
-                out.append((start, end))
-            start, end, moving = (g[0], g[1], 0.0) if ok else (None, None, 0.0)
-    if start is not None and moving > 1500:
-        out.append((start, end))
+            if run is not None and moving > 1500:
+                out.append(run)
+            run, moving = ((g[0], g[1]) if ok else None), 0.0
+    if run is not None and moving > 1500:
+        out.append(run)
     return out
 
 
@@ -2616,10 +2638,10 @@ def _vehicle_fixes(
         if k + ln < n and not quiet[k : k + ln].any() and blk[k] == blk[k + ln]:
             drop[k : k + ln] = True
     for ts, te, dx, dy in stretches:
-        m = (t >= ts) & (t <= te)
-        x[m] += dx
-        y[m] += dy
-        drop[m] = False
+        inside = (t >= ts) & (t <= te)
+        x[inside] += dx
+        y[inside] += dy
+        drop[inside] = False
         quiet |= (t >= ts - 90) & (t <= te + 90)
     for _ in range(r.poisson(outlier_rate * n_days)):
         k = int(r.integers(1, n - 1))
@@ -2651,7 +2673,7 @@ def _vehicle_fixes(
             "lon": np.round(lon, 6),
             "speed_kmh": np.round(np.maximum(speed[keep] + r.normal(0, 1.5, keep.sum()), 0), 1),
             "accuracy_m": acc[keep],
-            "meter": pd.Categorical.from_codes(mk, ["off", "free", "occupied"]),
+            "meter": pd.Categorical.from_codes(mk, pd.Index(["off", "free", "occupied"])),
             "tariff": tar,
         }
     )
@@ -2794,7 +2816,9 @@ def _passing_foreign_stands(sim: Sim) -> None:
         v = vmap[str(vid)]
         legs = np.array(v.track.legs, dtype=float)
         for rec in rs.itertuples():
-            ts = np.arange(rec.t_pick - 150, rec.t_pick + 1, 2.0)
+            t_pick = rec.t_pick
+            assert isinstance(t_pick, float)  # a float column (Track.t)
+            ts = np.arange(t_pick - 150, t_pick + 1, 2.0)
             i = np.clip(np.searchsorted(legs[:, 0], ts, side="right") - 1, 0, len(legs) - 1)
             g = legs[i]
             f = np.clip((ts - g[:, 0]) / np.maximum(g[:, 1] - g[:, 0], 1e-9), 0, 1)
@@ -2810,7 +2834,7 @@ def _passing_foreign_stands(sim: Sim) -> None:
                     if sid != rec.pickup_stand_id and sid not in seen:
                         seen[sid] = float(tt)
             for sid, tt in seen.items():
-                note = f"passed {rec.t_pick - tt:.0f} s before the meter start"
+                note = f"passed {t_pick - tt:.0f} s before the meter start"
                 if sid != v.stand_id:
                     sim.add_truth(
                         "unlicensed_stand_use",
@@ -2819,7 +2843,7 @@ def _passing_foreign_stands(sim: Sim) -> None:
                         vehicle_id=v.vid,
                         stand_id=sid,
                         start=tt,
-                        end=rec.t_pick + 60,
+                        end=t_pick + 60,
                         note=note,
                     )
                 if sid in queue_stands:
@@ -2830,7 +2854,7 @@ def _passing_foreign_stands(sim: Sim) -> None:
                         vehicle_id=v.vid,
                         stand_id=sid,
                         start=tt,
-                        end=rec.t_pick + 60,
+                        end=t_pick + 60,
                         note=note,
                     )
 
@@ -2857,7 +2881,9 @@ def _barred_truth(sim: Sim) -> None:
     rides = pd.DataFrame(sim.rides)
     ride_days: dict[str, set[int]] = {}
     for rec in rides.itertuples():
-        ride_days.setdefault(str(rec.vehicle_id), set()).add(sim.day_of(rec.t_pick))
+        t_pick = rec.t_pick
+        assert isinstance(t_pick, float)  # a float column (Track.t)
+        ride_days.setdefault(str(rec.vehicle_id), set()).add(sim.day_of(t_pick))
     for v in sim.vehicles:
         days = ride_days.get(v.vid, set())
         for d in sorted(days):
@@ -2967,7 +2993,9 @@ def _inactivity_truth(sim: Sim) -> None:
     last_op: dict[str, int] = {}
     worked_days: dict[str, set[int]] = {}
     for rec in rides.itertuples():
-        d = sim.day_of(rec.t_drop)
+        t_drop = rec.t_drop
+        assert isinstance(t_drop, float)  # a float column (Track.t)
+        d = sim.day_of(t_drop)
         last_op[str(rec.vehicle_id)] = max(last_op.get(str(rec.vehicle_id), -1), d)
         worked_days.setdefault(str(rec.vehicle_id), set()).add(d)
     last = sim.days - 1

@@ -1,0 +1,216 @@
+"""`pontual demo --console`: the simulated fleet's proposals and the demo logins, on PostGIS."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from api.demo_console import DEMO_ACCOUNTS, SIM_PREFIX, ConsoleSeed, console_message, seed_console
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.fixture(scope="module")
+def poa_engine(database_url: str) -> Iterator[Engine]:
+    """A fresh database with Porto Alegre's municipalities and stands (what the demo loads)."""
+    from factories import migrated_database
+
+    from db.engine import make_engine
+    from db.fleet.store import load_municipalities
+    from db.stands.store import load_stands
+    from fleet.loaders import PORTO_ALEGRE, read_municipalities
+    from stands.loaders import read_stands_registry
+
+    brazil = DATA / "brazil"
+    with migrated_database(database_url, prefix="pontual_democonsole") as url:
+        engine = make_engine(url)
+        with engine.begin() as conn:
+            load_municipalities(
+                conn=conn,
+                municipalities=read_municipalities(
+                    brazil / "population/censo2022_populacao_municipios.csv",
+                    boundaries_path=brazil / "boundaries/municipios_poa_pvh_pintobandeira.geojson",
+                ),
+            )
+            stands = read_stands_registry(
+                brazil / "taxi_stands/pontos_taxi_poa_2020-03-10.geojson",
+                municipality=PORTO_ALEGRE,
+                point_radius_m=30.0,
+            )
+            load_stands(conn=conn, stands=stands, retire_missing=True)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def runs(poa_engine: Engine) -> tuple[ConsoleSeed, ConsoleSeed]:
+    """The seeding run twice on the same database."""
+    first = seed_console(poa_engine, actor="test:demo")
+    second = seed_console(poa_engine, actor="test:demo")
+    return first, second
+
+
+def _client(engine: Engine, **settings: Any) -> TestClient:
+    from api.main import create_app
+    from api.settings import Settings
+
+    return TestClient(
+        create_app(engine=engine, settings=Settings(live_worker=False, **settings)),
+        follow_redirects=False,
+    )
+
+
+def _login(client: TestClient, username: str, password: str) -> Any:
+    from web_helpers import csrf_from
+
+    form = client.get("/entrar")
+    return client.post(
+        "/entrar",
+        data={"username": username, "password": password, "csrf_token": csrf_from(form.text)},
+    )
+
+
+class TestSeedConsole:
+    def test_first_run_stores_findings_and_proposals(
+        self, runs: tuple[ConsoleSeed, ConsoleSeed]
+    ) -> None:
+        """The detectors found several kinds in the simulation; the agent's queue is not empty."""
+        first, _ = runs
+        assert first.findings_new == first.findings > 0
+        assert len(first.findings_by_kind) >= 3
+        assert first.fixes_new > 10_000
+        assert first.proposals_new == first.proposals_open > 0
+
+    def test_second_run_is_idempotent(
+        self, runs: tuple[ConsoleSeed, ConsoleSeed], poa_engine: Engine
+    ) -> None:
+        """A second run stores nothing new, keeps the queue and gives new passwords."""
+        from db.accounts.models import User
+        from db.enforcement.models import Finding, Proposal
+
+        first, second = runs
+        assert (second.fixes_new, second.findings_new, second.proposals_new) == (0, 0, 0)
+        assert second.findings == first.findings
+        assert second.proposals_open == first.proposals_open
+        assert all(second.passwords[u] != first.passwords[u] for u in first.passwords)
+        with poa_engine.connect() as conn:
+            findings = conn.scalar(select(func.count()).select_from(Finding))
+            proposals = conn.scalar(select(func.count()).select_from(Proposal))
+            users = conn.scalar(select(func.count()).select_from(User))
+        assert findings == first.findings
+        assert proposals == first.proposals_open
+        assert users == len(DEMO_ACCOUNTS)
+
+    def test_only_simulated_vehicles_are_named(self, runs: Any, poa_engine: Engine) -> None:
+        """Every finding and proposal names a SIM- vehicle (or none): no real prefixo."""
+        from db.enforcement.models import Finding, Proposal
+
+        with poa_engine.connect() as conn:
+            ids = set(conn.scalars(select(Finding.vehicle_id))) | set(
+                conn.scalars(select(Proposal.vehicle_id))
+            )
+        ids.discard(None)
+        assert ids and all(str(v).startswith(SIM_PREFIX) for v in ids)
+
+    def test_changes_are_audited_without_password(self, runs: Any, poa_engine: Engine) -> None:
+        """Each account's creation, then its reset, is in the audit log; no password in it."""
+        from db.enforcement.models import AuditEntry
+
+        first, second = runs
+        with poa_engine.connect() as conn:
+            rows = conn.execute(
+                select(AuditEntry.entity_id, AuditEntry.action, AuditEntry.details).where(
+                    AuditEntry.entity == "user", AuditEntry.actor == "test:demo"
+                )
+            ).all()
+        for account in DEMO_ACCOUNTS:
+            actions = [a for u, a, _ in rows if u == account.username]
+            assert actions == ["create", "set_password"]
+        text = repr([d for *_, d in rows])
+        assert not any(p in text for p in [*first.passwords.values(), *second.passwords.values()])
+
+    def test_each_account_logs_in_on_its_page(self, runs: Any, poa_engine: Engine) -> None:
+        """The new password opens each account's landing page; the previous one is refused."""
+        first, second = runs
+        with _client(poa_engine) as client:
+            for account in DEMO_ACCOUNTS:
+                old = _login(client, account.username, first.passwords[account.username])
+                assert old.status_code != 303
+                new = _login(client, account.username, second.passwords[account.username])
+                assert new.status_code == 303
+                assert new.headers["location"] == account.landing
+                assert client.get(account.landing).status_code == 200
+                client.cookies.clear()
+
+    def test_agent_queue_and_supervisor_stands(self, runs: Any, poa_engine: Engine) -> None:
+        """The agent's queue lists SIM- proposals; the supervisor sees their stands; banner."""
+        _, second = runs
+        with _client(poa_engine, simulated_data=True) as client:
+            _login(client, "demo_fiscal", second.passwords["demo_fiscal"])
+            queue = client.get("/fiscal/propostas")
+            assert queue.status_code == 200
+            assert SIM_PREFIX in queue.text and "Dados simulados" in queue.text
+            client.cookies.clear()
+            _login(client, "demo_supervisor", second.passwords["demo_supervisor"])
+            page = client.get("/supervisao")
+            assert page.status_code == 200 and "Dados simulados" in page.text
+            for stand_id in second.supervisor_stands:
+                assert f"/supervisao/pontos/{stand_id}" in page.text
+        with _client(poa_engine) as client:
+            assert "Dados simulados" not in client.get("/entrar").text
+
+
+class TestConsoleMessage:
+    def test_url_four_logins_and_how_to_stop(self) -> None:
+        """The message names the URL, each login with its password and page, and Ctrl+C."""
+        done = ConsoleSeed(
+            passwords={a.username: f"senha-{a.role}-xyz" for a in DEMO_ACCOUNTS},
+            supervisor_stands=["2", "276"],
+            first_day=dt.date(2024, 3, 4),
+            last_day=dt.date(2024, 3, 10),
+            vehicles=25,
+            fixes_new=1,
+            findings=30,
+            findings_new=30,
+            proposals_new=12,
+            proposals_open=12,
+        )
+        text = "\n".join(console_message(base_url="http://127.0.0.1:8000", done=done))
+        assert "http://127.0.0.1:8000/entrar" in text
+        for account in DEMO_ACCOUNTS:
+            line = next(x for x in text.splitlines() if f"usuário {account.username} " in x)
+            assert f"senha senha-{account.role}-xyz" in line
+            assert f"http://127.0.0.1:8000{account.landing}" in line
+        flat = " ".join(text.split())  # the paragraph on the simulation is wrapped
+        assert "DADOS SIMULADOS" in flat and "04/03/2024 a 10/03/2024" in flat
+        assert "pontos 2, 276" in flat and "12 proposta(s) na fila" in flat
+        assert "Ctrl+C" in flat and "PostGIS local continua em execução" in flat
+
+
+class TestPortTaken:
+    def test_refused_before_the_demo_work(self, tmp_path: Path) -> None:
+        """`demo --console` on a port in use says so and exits 1 before loading anything."""
+        import socket
+
+        from typer.testing import CliRunner
+
+        from api.cli import app
+
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            port = taken.getsockname()[1]
+            args = ["demo", "--console", "--no-open", "--port", str(port)]
+            result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "demo")])
+        assert result.exit_code == 1
+        assert f"não foi possível abrir 127.0.0.1:{port}" in result.output
+        assert not (tmp_path / "demo").exists()  # nothing written: no demo work done
