@@ -25,7 +25,13 @@ from geo.crs import haversine_m
 from geo.roads import RoadGraph
 from stands.licences import licence_frame_from_fleet
 from stands.occupancy import occupancy
-from stands.visits import BOARDED_AT, detect_visits
+from stands.visits import (
+    BOARDED_AT,
+    DEFAULT_BOARDING_GRACE_M,
+    DEFAULT_BOARDING_GRACE_S,
+    DEFAULT_MIN_DWELL_S,
+    detect_visits,
+)
 from tracking import frames as fr
 from tracking.arrays import epoch_ns, iso_utc_many
 from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
@@ -58,9 +64,9 @@ class AnalysisParams:
     visit_exit_grace_s: float = 60.0
     visit_exit_grace_m: float = 30.0
     visit_near_exit_grace_s: float = 900.0
-    visit_min_dwell_s: float = 60.0
-    boarding_grace_s: float = 120.0
-    boarding_grace_m: float = 30.0
+    visit_min_dwell_s: float = DEFAULT_MIN_DWELL_S
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M
     stop_max_diameter_m: float = 50.0
     stop_min_duration_s: float = 180.0
     occupancy_bucket: str = "15min"

@@ -129,6 +129,13 @@ DEFAULT_EXIT_GRACE_M = 30.0
 """A taxi whose fixes stay this close to its stand has not left it (GPS drift at a small stand)."""
 DEFAULT_NEAR_EXIT_GRACE_S = 900.0
 """Longest drift within ``DEFAULT_EXIT_GRACE_M`` of the stand that does not split a visit."""
+DEFAULT_MIN_DWELL_S = 60.0
+"""Shortest stay that is a visit."""
+DEFAULT_BOARDING_GRACE_S = 120.0
+DEFAULT_BOARDING_GRACE_M = 30.0
+"""A meter switched on this soon after leaving, and this close to the stand, is a boarding there."""
+DEFAULT_VISIT_MAX_GAP_S = 600.0
+"""Longest silence inside a stand that does not end the visit."""
 _UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
 
 
@@ -398,10 +405,10 @@ def detect_visits(
     exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
     exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
     near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
-    min_dwell_s: float = 60.0,
-    boarding_grace_s: float = 120.0,
-    boarding_grace_m: float = 30.0,
-    max_gap_s: float = 600.0,
+    min_dwell_s: float = DEFAULT_MIN_DWELL_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
+    max_gap_s: float = DEFAULT_VISIT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> pd.DataFrame:
     """Detect stand visits with queue position, boarding and licence (see the module docstring).
@@ -812,10 +819,10 @@ def update_visits(
     exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
     exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
     near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
-    min_dwell_s: float = 60.0,
-    boarding_grace_s: float = 120.0,
-    boarding_grace_m: float = 30.0,
-    max_gap_s: float = 600.0,
+    min_dwell_s: float = DEFAULT_MIN_DWELL_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
+    max_gap_s: float = DEFAULT_VISIT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Advance the fleet's visits by one fix; return the visits that became final.
@@ -978,8 +985,8 @@ def flush_visits(
     state: dict[str, Any] | None,
     *,
     licences: pd.DataFrame | None = None,
-    min_dwell_s: float = 60.0,
-    boarding_grace_s: float = 120.0,
+    min_dwell_s: float = DEFAULT_MIN_DWELL_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """End the stream: close every run, decide every boarding, release every visit.
@@ -1020,9 +1027,9 @@ def tick_visits(
     licences: pd.DataFrame | None = None,
     exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
     near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
-    min_dwell_s: float = 60.0,
-    boarding_grace_s: float = 120.0,
-    max_gap_s: float = 600.0,
+    min_dwell_s: float = DEFAULT_MIN_DWELL_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    max_gap_s: float = DEFAULT_VISIT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Settle what the passing of time makes certain, and release the visits it frees.

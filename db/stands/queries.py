@@ -30,9 +30,13 @@ from stands.licences import LICENCE_COLUMNS, VALID_FROM, VALID_UNTIL
 from stands.occupancy import present_at
 from stands.supervisors import MAX_DAYS_WITHOUT_SUPERVISOR, supervisor_lapses
 from stands.visits import (
+    DEFAULT_BOARDING_GRACE_M,
+    DEFAULT_BOARDING_GRACE_S,
     DEFAULT_EXIT_GRACE_M,
     DEFAULT_EXIT_GRACE_S,
+    DEFAULT_MIN_DWELL_S,
     DEFAULT_NEAR_EXIT_GRACE_S,
+    DEFAULT_VISIT_MAX_GAP_S,
     detect_visits,
 )
 from tracking import frames as fr
@@ -263,10 +267,10 @@ def visits_from_fixes(
     exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
     exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
     near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
-    min_dwell_s: float = 60.0,
-    boarding_grace_s: float = 120.0,
-    boarding_grace_m: float = 30.0,
-    max_gap_s: float = 600.0,
+    min_dwell_s: float = DEFAULT_MIN_DWELL_S,
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
+    max_gap_s: float = DEFAULT_VISIT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> pd.DataFrame:
     """Detect visits to ``stand_ids`` from the fixes stored between ``start`` and ``end``.

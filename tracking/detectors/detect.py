@@ -18,6 +18,7 @@ import pandas as pd
 
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.roads import RoadGraph
+from stands.visits import DEFAULT_BOARDING_GRACE_M, DEFAULT_BOARDING_GRACE_S
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
@@ -55,9 +56,9 @@ class DetectorInputs:
     timezone: str = DEFAULT_TIMEZONE
     waiting_stops: list[dict[str, Any]] | None = None
     """Illegal stand formation's waiting stops, found vehicle by vehicle (``stops`` unread)."""
-    boarding_grace_s: float = 120.0
+    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S
     """The time grace the visits' boardings were decided with (``stands.visits``)."""
-    boarding_grace_m: float = 30.0
+    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M
     """The distance grace the visits' boardings were decided with (``stands.visits``)."""
 
 

@@ -47,6 +47,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from stands.visits import DEFAULT_BOARDING_GRACE_M, DEFAULT_BOARDING_GRACE_S
 from tracking.arrays import NS, iso_utc, iso_utc_many
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
@@ -85,8 +86,6 @@ _VISIT_NEEDED = (
     "boarding_ping",
     "boarding_distance_m",
 )
-DEFAULT_BOARDING_GRACE_S = 120.0  # stands.visits.detect_visits' defaults
-DEFAULT_BOARDING_GRACE_M = 30.0
 
 
 def _finding_row(

@@ -63,6 +63,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from stands.visits import DEFAULT_BOARDING_GRACE_M, DEFAULT_BOARDING_GRACE_S
 from tracking.arrays import NS, iso_utc
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
@@ -83,8 +84,6 @@ KIND = "unlicensed_stand_use"
 _METER_LITERAL = {"free": "free", "occupied": "occupied", "off": "off"}
 DEFAULT_ACCESSIBLE_MAX_WAIT_S = 600.0
 DEFAULT_MAX_GAP_S = 300.0
-DEFAULT_BOARDING_GRACE_S = 120.0  # stands.visits.detect_visits' defaults
-DEFAULT_BOARDING_GRACE_M = 30.0
 _VISIT_NEEDED = (
     "vehicle_id",
     "stand_id",
