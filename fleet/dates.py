@@ -107,7 +107,11 @@ def check_registry_instant(
     if not isinstance(value, dt.datetime) or value.utcoffset() is None:
         msg = f"'{name}' era {value!r}; esperado um instante ISO 8601 com fuso (ex.: ...Z)"
         raise RegistryDateError(msg)
-    check_registry_date(value.astimezone(dt.UTC).date(), name=name, today=today)
+    try:
+        day = value.astimezone(dt.UTC).date()
+    except OverflowError:  # 0001-01-01 east of UTC, 9999-12-31 west of it: far out of range
+        day = value.date()
+    check_registry_date(day, name=name, today=today)
     return value
 
 

@@ -60,6 +60,12 @@ class TestCheckRegistryDate:
         with pytest.raises(RegistryDateError):
             check_registry_instant(dt.datetime(1, 1, 1, tzinfo=dt.UTC), name="at", today=TODAY)
 
+    @pytest.mark.parametrize("value", ["0001-01-01T00:04:00+04:00", "9999-12-31T23:00:00-03:00"])
+    def test_instants_beyond_what_utc_can_hold_are_refused(self, value: str) -> None:
+        """An instant whose UTC time overflows datetime is out of range, not an OverflowError."""
+        with pytest.raises(RegistryDateError, match="'at' era"):
+            check_registry_instant(dt.datetime.fromisoformat(value), name="at", today=TODAY)
+
 
 class TestReading:
     def test_pandas_dates_clip_and_keep_order(self) -> None:
