@@ -120,6 +120,7 @@ from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
+from tracking.detectors import tracking_gap
 from tracking.detectors.findings import jsonable
 from tracking.detectors.flag2_misuse import update_flag2_misuse
 from tracking.detectors.gps_anomaly import update_gps_anomaly
@@ -133,6 +134,7 @@ from tracking.detectors.illegal_stand_formation import (
     update_illegal_stand_formation,
 )
 from tracking.detectors.inactivity import update_inactivity
+from tracking.detectors.kernel import TrackKernel, advance
 from tracking.detectors.longer_route import (
     DEFAULT_H3_RESOLUTION,
     update_longer_route,
@@ -146,7 +148,6 @@ from tracking.detectors.outside_municipality import (
     update_outside_municipality,
 )
 from tracking.detectors.queue_jump import update_queue_jump
-from tracking.detectors.tracking_gap import update_tracking_gap
 from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
 from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
 from tracking.stops import detect_stops, timestamps_ns
@@ -172,8 +173,11 @@ PEERS_PREFIX = "longer_route_peers:"
 _LOCK_CLASS = 72_943  # first key of pg_advisory_xact_lock(int, int): the live detector locks
 _NS = 1_000_000_000
 
+_KERNELS: dict[str, TrackKernel] = {
+    "tracking_gap": tracking_gap.KERNEL,
+}
+"""Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
 _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
-    "tracking_gap": update_tracking_gap,
     "gps_anomaly": update_gps_anomaly,
     "flag2_misuse": update_flag2_misuse,
     "operating_while_barred": update_operating_while_barred,
@@ -398,6 +402,16 @@ def _longer_route_step(
         peers_out.setdefault(key, {})[vehicle] = st["peers"][key][vehicle]
     new_state = {"open": st["open"].get(vehicle), "last_ns": st["last_ns"].get(vehicle)}
     return new_state, _records(found)
+
+
+def _kernel_state(stored: tuple[Any, int | None] | None) -> dict[str, Any] | None:
+    """Return a vehicle's kernel state; a state of another shape keeps only its last instant."""
+    if stored is None:
+        return None
+    state, last_ns = stored
+    if isinstance(state, dict) and "tail" in state and "seen" in state:
+        return state
+    return None if last_ns is None else {"seen": last_ns, "tail": {}}
 
 
 def _lock_vehicles(session: Session, vehicle_ids: Sequence[str]) -> None:
@@ -1021,8 +1035,24 @@ def detect_live(
     saved: list[dict[str, Any]] = []
     peers: dict[str, dict[str, Any]] = {}
     for kind in kinds:
-        if kind in _FLEET_KINDS:
-            continue  # fleet-wide, below
+        if kind not in _KERNELS:
+            continue
+        mine = {v: _kernel_state(states.get((v, kind))) for v in vehicles}
+        after, res = advance(_KERNELS[kind], mine, pings, **params[kind])
+        found.extend(_records(res))
+        saved.extend(
+            {
+                "v": v,
+                "d": kind,
+                "s": st,
+                "ts": pd.Timestamp(st["seen"], unit="ns", tz="UTC").to_pydatetime(),
+            }
+            for v, st in after.items()
+            if st != mine.get(v)
+        )
+    for kind in kinds:
+        if kind in _FLEET_KINDS or kind in _KERNELS:
+            continue  # fleet-wide, below; kernels, above
         fn = _UPDATES[kind]
         for vehicle in vehicles:
             if kind == "operating_while_barred" and vehicle not in fleet:

@@ -36,13 +36,12 @@ confidence
 Geometry: the LineString from the fix before to the fix after (a Point when both are at the
 same position). ``started_at``/``ended_at`` are the times of those two fixes.
 
-Live: :func:`update_tracking_gap` keeps the vehicle's last fix as its state; a gap becomes
-certain, and is emitted, when the fix after it arrives.
+Live (:data:`KERNEL`): the vehicle's last fix is kept; a gap becomes certain, and is emitted,
+when the fix after it arrives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -52,7 +51,7 @@ import shapely
 from numpy.typing import NDArray
 
 from geo.crs import haversine_m
-from tracking.detectors._errors import DetectorInputError
+from tracking import frames as fr
 from tracking.detectors._track_kernels import (
     METER_NAMES,
     METER_OCCUPIED,
@@ -61,11 +60,10 @@ from tracking.detectors._track_kernels import (
     check_positive,
     finding_record,
     findings_from_records,
-    fix_arrays,
     fix_evidence,
-    live_fix,
     track_arrays,
 )
+from tracking.detectors.kernel import TrackKernel
 
 KIND = "tracking_gap"
 DEFAULT_MAX_GAP_S = 300.0
@@ -125,63 +123,15 @@ def detect_tracking_gap(
     return findings_from_records(records)
 
 
-def update_tracking_gap(
-    state: Mapping[str, Any] | None,
-    ping: Mapping[str, Any],
-    *,
-    max_gap_s: float = DEFAULT_MAX_GAP_S,
-    parked_radius_m: float = DEFAULT_PARKED_RADIUS_M,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Live step for one vehicle: the new state and the gap finding the ping completes, if any.
+def open_from(pings: pd.DataFrame, **_: Any) -> dict[str, int]:
+    """Each vehicle's last fix: a later fix can still end a gap that starts there."""
+    last = pings.groupby(fr.VEHICLE_ID, sort=False)[fr.TIMESTAMP].max()
+    ns = last.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    return dict(zip(map(str, last.index), map(int, ns), strict=True))
 
-    Parameters
-    ----------
-    state : mapping or None
-        This vehicle's state from the previous call (plain data: its last fix), None at first.
-    ping : mapping
-        One fix with the pings-frame keys (``vehicle_id``, ``timestamp`` tz-aware, ``lat``,
-        ``lon``, ``meter``; optional ``row``, ``speed_flag``).
-    max_gap_s, parked_radius_m : float
-        As in :func:`detect_tracking_gap`.
 
-    Returns
-    -------
-    tuple
-        ``(state, finding)``: the new state (a new dict; the input is not modified) and a
-        finding record (the findings-frame columns as a dict, ``finding_id`` included) or None.
-        A fix not later than the state's last fix is ignored (state unchanged, no finding).
-
-    Raises
-    ------
-    DetectorInputError
-        If the ping lacks a key, has a naive time or an unknown meter, or belongs to another
-        vehicle than the state.
-    DetectorThresholdError
-        If a threshold is not a finite number > 0.
-    """
-    check_positive(max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
-    fix = live_fix(ping)
-    if state is None:
-        return {"last": fix}, None
-    last = state["last"]
-    if last["vehicle_id"] != fix["vehicle_id"]:
-        msg = (
-            f"estado do veículo {last['vehicle_id']!r} recebeu um ping de {fix['vehicle_id']!r}; "
-            "mantenha um estado por veículo"
-        )
-        raise DetectorInputError(msg)
-    if fix["ts_ns"] <= last["ts_ns"]:
-        return dict(state), None
-    new_state = {"last": fix}
-    if fix["ts_ns"] - last["ts_ns"] <= round(max_gap_s * NS) or last["meter"] != "occupied":
-        return new_state, None
-    track = fix_arrays([last, fix])
-    found, _, _, _ = _gap_kernel(
-        track, np.zeros(1, dtype=np.int64), max_gap_s=max_gap_s, parked_radius_m=parked_radius_m
-    )
-    if not found[0]:
-        return new_state, None
-    return new_state, _gap_record(track, 0, max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
+KERNEL = TrackKernel(KIND, detect_tracking_gap, open_from)
+"""The rule as a kernel: batch and live (``tracking.detectors.kernel.advance``)."""
 
 
 # --- kernel ----------------------------------------------------------------------------------

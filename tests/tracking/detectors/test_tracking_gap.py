@@ -5,15 +5,18 @@ import math
 from pathlib import Path
 from typing import Any
 
+import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
 import shapely
 from factories import make_pings, make_track
+from kernel_checks import assert_pieces_give_batch
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.tracking_gap import detect_tracking_gap, update_tracking_gap
+from tracking.detectors.kernel import advance, replay_in_pieces
+from tracking.detectors.tracking_gap import KERNEL, detect_tracking_gap
 
 
 def _gap_track(
@@ -32,15 +35,8 @@ def _gap_track(
     )
 
 
-def _replay(pings: pd.DataFrame, **kw: Any) -> list[dict[str, Any]]:
-    states: dict[str, Any] = {}
-    out = []
-    for ping in pings.to_dict("records"):
-        state, finding = update_tracking_gap(states.get(ping["vehicle_id"]), ping, **kw)
-        states[ping["vehicle_id"]] = state
-        if finding is not None:
-            out.append(finding)
-    return out
+def _replay(pings: pd.DataFrame) -> gpd.GeoDataFrame:
+    return replay_in_pieces(KERNEL, pings, list(range(1, len(pings))))
 
 
 class TestDetectTrackingGap:
@@ -201,9 +197,9 @@ class TestDetectTrackingGap:
             detect_tracking_gap(pings)
 
 
-class TestUpdateTrackingGap:
-    def test_replay_gives_the_batch_findings(self) -> None:
-        """Replaying pings one by one yields the batch findings, ids and details included."""
+class TestTrackingGapKernel:
+    def test_pieces_give_the_batch_findings(self) -> None:
+        """Fix by fix or in random pieces, the findings are the batch's, byte for byte."""
         rng = np.random.default_rng(5)
         rows = []
         for v in range(6):
@@ -215,60 +211,43 @@ class TestUpdateTrackingGap:
                 points.append((t, north, 0.0))
                 meters.append(str(rng.choice(["free", "occupied", "occupied", "off"])))
             rows += make_track(f"V{v}", points, meter=meters)
-        pings = make_pings(rows)
-        batch = detect_tracking_gap(pings)
-        live = _replay(pings)
-        assert len(batch) > 5
-        assert sorted(f["finding_id"] for f in live) == sorted(batch["finding_id"])
-        by_id = {f["finding_id"]: f for f in live}
-        for row in batch.itertuples(index=False):
-            f = by_id[row.finding_id]
-            assert f["details"] == row.details
-            assert f["confidence"] == row.confidence
-            assert (f["started_at"], f["ended_at"]) == (row.started_at, row.ended_at)
-            assert f["geometry"].equals(row.geometry)
+        assert_pieces_give_batch(KERNEL, make_pings(rows), min_findings=5)
 
     def test_finding_is_emitted_when_the_next_fix_arrives(self) -> None:
         """Nothing is emitted during the silence; the fix after it emits the gap."""
-        pings = make_pings(_gap_track("occupied", "occupied")).to_dict("records")
-        state, out = None, []
-        for ping in pings:
-            state, finding = update_tracking_gap(state, ping)
-            out.append(finding)
-        assert [f is not None for f in out] == [False, False, True, False]
+        pings = make_pings(_gap_track("occupied", "occupied"))
+        states: dict[str, Any] = {}
+        out = []
+        for k in range(len(pings)):
+            states, found = advance(KERNEL, states, pings.iloc[k : k + 1])
+            out.append(len(found))
+        assert out == [0, 0, 1, 0]
+        assert len(states["T1"]["tail"]["timestamp"]) == 1  # only the last fix is kept
 
     def test_state_is_plain_data_and_input_is_not_modified(self) -> None:
         """The state is JSON-serialisable and a new dict each call."""
-        p0, p1 = make_pings(_gap_track("occupied", "occupied")).to_dict("records")[:2]
-        state, _ = update_tracking_gap(None, p0)
+        pings = make_pings(_gap_track("occupied", "occupied"))
+        state, _ = advance(KERNEL, {}, pings.iloc[:1])
         before = json.dumps(state)
-        new_state, _ = update_tracking_gap(state, p1)
+        new_state, _ = advance(KERNEL, state, pings.iloc[1:2])
         assert json.dumps(state) == before
         assert new_state is not state
         json.dumps(new_state)
 
     def test_late_fix_is_ignored(self) -> None:
         """A fix not later than the last one leaves the state as it was."""
-        p = make_pings(_gap_track("occupied", "occupied")).to_dict("records")
-        state, _ = update_tracking_gap(None, p[1])
-        again, finding = update_tracking_gap(state, p[0])
-        assert finding is None
+        pings = make_pings(_gap_track("occupied", "occupied"))
+        state, _ = advance(KERNEL, {}, pings.iloc[1:2])
+        again, found = advance(KERNEL, state, pings.iloc[:1])
+        assert len(found) == 0
         assert again == state
-
-    def test_ping_of_another_vehicle_raises(self) -> None:
-        """One state per vehicle: a ping of another vehicle is refused."""
-        a = make_pings(_gap_track("occupied", "occupied", vehicle="A")).to_dict("records")
-        b = make_pings(_gap_track("occupied", "occupied", vehicle="B")).to_dict("records")
-        state, _ = update_tracking_gap(None, a[0])
-        with pytest.raises(DetectorInputError, match="veículo"):
-            update_tracking_gap(state, b[1])
 
     def test_naive_ping_raises(self) -> None:
         """A live ping without timezone is refused."""
-        ping = make_pings(_gap_track("occupied", "occupied")).to_dict("records")[0]
-        ping["timestamp"] = "2024-03-04T12:00:00"
+        pings = make_pings(_gap_track("occupied", "occupied")).iloc[:1].copy()
+        pings["timestamp"] = pd.Series(["2024-03-04T12:00:00"], dtype=object)
         with pytest.raises(DetectorInputError, match="fuso"):
-            update_tracking_gap(None, ping)
+            advance(KERNEL, {}, pings)
 
 
 @pytest.mark.slow
