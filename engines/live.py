@@ -246,14 +246,15 @@ def live_params(kind: str, thresholds: Thresholds | None) -> dict[str, Any]:
     LiveConfigError
         If ``kind`` is not live or a parameter is unknown to both its live and batch functions.
     """
-    if kind not in _UPDATES:
+    fn = _KERNELS[kind].detect if kind in _KERNELS else _UPDATES.get(kind)
+    if fn is None:
         msg = f"tipo de achado {kind!r} não tem detecção ao vivo; esperado um de {LIVE_KINDS}"
         raise LiveConfigError(msg)
     from tracking.detectors.detect import threshold_names
 
     live = {
         p.name
-        for p in inspect.signature(_UPDATES[kind]).parameters.values()
+        for p in inspect.signature(fn).parameters.values()
         if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in _WIRED
     }
     batch = set(threshold_names(kind))
