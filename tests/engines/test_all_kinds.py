@@ -1,0 +1,249 @@
+"""Every engine of ``pontual analyze`` writes the same files, on a scenario with all eleven kinds.
+
+The in-memory engine (:func:`engines.pipeline.analyze_pings`), the file engine (vehicle buckets)
+with one and two jobs, the file engine cut into many small buckets, and Dask on a local cluster of
+worker processes: every output file byte for byte, ``map.html`` bar folium's random element ids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import pytest
+from all_kinds_scenario import contract_csv, roads, write_fleet
+from partition_scenario import BOUNDARY, STANDS
+
+from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
+from fleet.loaders import read_fleet
+from geo.roads import build_road_graph
+from tracking.detectors.findings import KINDS
+from tracking.ingest import read_pings
+
+OUTPUTS = {
+    "findings.geojson",
+    "stand_visits.csv",
+    "trips.csv",
+    "rejected.csv",
+    "occupancy.csv",
+    "proposals.json",
+    "summary.json",
+    "map.html",
+}
+FOLIUM_ID = re.compile(r"_[0-9a-f]{32}\b")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    pings: Path
+    stands: Path
+    fleet: Path
+    boundary: Path
+    roads: Path
+
+    def args(self, out: Path) -> list[str]:
+        """``pontual analyze`` arguments for these inputs, writing to ``out``."""
+        return [
+            "analyze",
+            "--pings", str(self.pings),
+            "--stands", str(self.stands),
+            "--fleet", str(self.fleet),
+            "--boundary", str(self.boundary),
+            "--roads", str(self.roads),
+            "--municipality", "4314902",
+            "--timezone", "America/Sao_Paulo",
+            "--tiles", "none",
+            "--out", str(out),
+        ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
+    folder = tmp_path_factory.mktemp("all_kinds")
+    STANDS.to_file(folder / "stands.geojson", driver="GeoJSON")
+    gpd.GeoDataFrame(geometry=[BOUNDARY], crs=4326).to_file(
+        folder / "limite.geojson", driver="GeoJSON"
+    )
+    roads().to_file(folder / "ruas.geojson", driver="GeoJSON")
+    return Inputs(
+        pings=contract_csv(folder / "pings.csv"),
+        stands=folder / "stands.geojson",
+        fleet=write_fleet(folder / "frota.csv"),
+        boundary=folder / "limite.geojson",
+        roads=folder / "ruas.geojson",
+    )
+
+
+def _in_memory(path: Path, stands: Any, *, jobs: int, **options: Any) -> Any:
+    """What the CLI's file engine returns, computed by the in-memory engine instead."""
+    del jobs
+    params = options["params"]
+    fixes, rejected = read_pings(path, max_speed_kmh=params.max_speed_kmh)
+    if options["as_of"] is not None:
+        fixes = cut_at_as_of(fixes, as_of=options["as_of"], timezone=params.timezone)
+    return analyze_pings(fixes, rejected, stands, **options), fixes
+
+
+@contextlib.contextmanager
+def _cli_in_process(analyze_file: Callable[..., Any]) -> Iterator[Callable[[list[str]], str]]:
+    """Run ``pontual ARGS`` in this process with ``analyze_file`` as the file engine.
+
+    The process-wide settings of the command (allocators, the final ``os._exit``) are left out.
+    """
+    import api.cli as cli
+    import engines.buckets
+    import runtime
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engines.buckets, "analyze_file", analyze_file)
+        mp.setattr(runtime, "keep_arrow_pages", lambda: False)
+        mp.setattr(runtime, "keep_freed_heap", lambda: False)
+        mp.setattr(cli, "_exit_at_once", lambda: None)
+
+        def run(args: list[str]) -> str:
+            out = io.StringIO()
+            mp.setattr(sys, "argv", ["pontual", *args])
+            with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
+                cli.main()
+            assert done.value.code in (0, None), out.getvalue()
+            return out.getvalue()
+
+        yield run
+
+
+@pytest.fixture(scope="module")
+def reference(inputs: Inputs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The in-memory engine's output folder and report (the CLI's writers and report)."""
+    out = tmp_path_factory.mktemp("memory")
+    with _cli_in_process(_in_memory) as run:
+        report = run(inputs.args(out))
+    return out, report
+
+
+def _assert_same_files(got: Path, want: Path) -> None:
+    """Every output file of ``got`` equals ``want``'s, bytes for bytes (map bar folium ids)."""
+    assert {p.name for p in got.iterdir()} == {p.name for p in want.iterdir()} == OUTPUTS
+    for name in sorted(OUTPUTS - {"map.html"}):
+        a, b = (got / name).read_bytes(), (want / name).read_bytes()
+        if a != b:
+            at = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+            at = min(len(a), len(b)) if at is None else at
+            lo = max(0, at - 80)
+            pytest.fail(f"{name} differs at byte {at}: {a[lo : at + 80]!r} != {b[lo : at + 80]!r}")
+    pages = [
+        FOLIUM_ID.sub("_id", (d / "map.html").read_text(encoding="utf-8")) for d in (got, want)
+    ]
+    assert pages[0] == pages[1], "map.html"
+
+
+def _report_lines(report: str) -> list[str]:
+    """The report bar its last line (it names the output folder)."""
+    lines = report.strip().splitlines()
+    assert lines[-1].startswith("Saídas em ")
+    return lines[:-1]
+
+
+class TestScenario:
+    def test_every_kind_occurs(self, inputs: Inputs) -> None:
+        """In memory, with default thresholds, each of the eleven kinds has a finding, and the
+        four kinds the partition scenario lacks come from the vehicles made for them."""
+        fixes, rejected = read_pings(inputs.pings)
+        result = analyze_pings(
+            fixes,
+            rejected,
+            STANDS,
+            fleet=read_fleet(inputs.fleet),
+            boundary=BOUNDARY,
+            roads=build_road_graph(roads()),
+            params=AnalysisParams(),
+        )
+        found = result.findings
+        assert set(found["kind"]) == set(KINDS) and len(KINDS) == 11
+        assert result.skipped_detectors == {}
+        by_kind = found.groupby("kind")["vehicle_id"].agg(lambda v: sorted(set(v.dropna())))
+        assert by_kind["habitual_absence"] == ["H"]
+        assert by_kind["flag2_misuse"] == ["F"]
+        assert by_kind["longer_route"] == ["R"]
+        assert "I" in by_kind["inactivity"]
+        route = found.loc[found["kind"].eq("longer_route"), "details"].iloc[0]
+        assert route["method"] == "road_network" and route["pattern"] == "loop"
+        assert sorted(rejected["reason"]) == sorted(
+            [
+                "duplicate",
+                "conflicting_duplicate",
+                "naive_timestamp",
+                "empty_vehicle_id",
+                "unknown_meter",
+                "malformed_row",
+            ]
+        )
+
+    def test_reference_run_writes_every_kind(self, reference: tuple[Path, str]) -> None:
+        """The in-memory run of the command writes findings of every kind and their proposals."""
+        out, report = reference
+        findings = json.loads((out / "findings.geojson").read_text(encoding="utf-8"))
+        assert {f["properties"]["kind"] for f in findings["features"]} == set(KINDS)
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        assert set(summary["findings_by_kind"]) == set(KINDS)
+        assert summary["pings_rejected"] == 6
+        proposals = json.loads((out / "proposals.json").read_text(encoding="utf-8"))
+        assert proposals and {p["municipality"] for p in proposals} == {"4314902"}
+        assert "Bandeira 2 indevida: 1" in report
+
+
+class TestEnginesWriteTheSameFiles:
+    @pytest.mark.parametrize("jobs", ["1", "2"])
+    def test_file_engine(
+        self,
+        run_pontual: Any,
+        inputs: Inputs,
+        reference: tuple[Path, str],
+        tmp_path: Path,
+        jobs: str,
+    ) -> None:
+        """``pontual analyze --jobs N`` (the file engine) writes the in-memory engine's files."""
+        done = run_pontual(*inputs.args(tmp_path), "--jobs", jobs)
+        assert done.returncode == 0, done.stderr
+        _assert_same_files(tmp_path, reference[0])
+        assert _report_lines(done.stdout) == _report_lines(reference[1])
+
+    def test_file_engine_in_small_buckets(
+        self, inputs: Inputs, reference: tuple[Path, str], tmp_path: Path
+    ) -> None:
+        """The file engine cut into buckets of about 100 rows, two at a time: the same files."""
+        from engines.buckets import analyze_file
+
+        said: list[str] = []
+
+        def small(path: Path, stands: Any, *, progress: Any, **options: Any) -> Any:
+            def heard(label: str) -> None:
+                said.append(label)
+                progress(label)
+
+            return analyze_file(path, stands, bucket_fixes=100, progress=heard, **options)
+
+        with _cli_in_process(small) as run:
+            report = run([*inputs.args(tmp_path), "--jobs", "2"])
+        buckets = [int(m[1]) for s in said if (m := re.search(r"em (\d+) partiç", s))]
+        assert buckets and buckets[0] >= 10
+        _assert_same_files(tmp_path, reference[0])
+        assert _report_lines(report) == _report_lines(reference[1])
+
+    def test_dask_engine(
+        self, run_pontual: Any, inputs: Inputs, reference: tuple[Path, str], tmp_path: Path
+    ) -> None:
+        """``--engine dask`` on a local cluster of two worker processes: the same files."""
+        done = run_pontual(
+            *inputs.args(tmp_path), "--engine", "dask", "--workers", "2", timeout_s=600
+        )
+        assert done.returncode == 0, done.stderr
+        _assert_same_files(tmp_path, reference[0])
+        assert _report_lines(done.stdout) == _report_lines(reference[1])
