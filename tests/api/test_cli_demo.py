@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from api.cli_demo import FOUR_MAPS, left_running, written_list
+from tracking import frames as fr
+from tracking.detectors.findings import KINDS
 
 
 class TestWrittenList:
@@ -68,3 +73,32 @@ class TestDemoRun:
         assert sum(p.endswith(".html") for p in listed) == 6
         assert "Banco: o servidor de DATABASE_URL" in done.stdout
         assert "Salto de GPS impossível" in done.stdout and "gps_anomaly" not in done.stdout
+        _assert_well_formed(out, [Path(p) for p in listed if p.endswith(".html")])
+
+
+def _assert_well_formed(out: Path, pages: list[Path]) -> None:
+    """The demo's summary, Porto contract files and map pages hold what they say they do."""
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    loaded = summary["database"]
+    assert loaded["municipalities"] == 5570 and loaded["vehicles"] == 3677  # IBGE, POA's fleet
+    assert loaded["fixes"] == loaded["fixes_new_this_run"] > 0  # a fresh database
+    replay = summary["porto_replay"]
+    run = replay["summary"]
+    recall = replay["recall_by_radius_m"]
+    assert set(recall) == {"50", "100", "150"}
+    assert all(0 < r["recall"] <= r["ceiling"] <= 1 for r in recall.values())
+    porto = out / "porto"
+    findings = json.loads((porto / "findings.geojson").read_text(encoding="utf-8"))
+    assert findings["type"] == "FeatureCollection"
+    kinds = Counter(f["properties"]["kind"] for f in findings["features"])
+    assert set(kinds) <= set(KINDS) and kinds == run["findings_by_kind"]
+    assert sum(kinds.values()) == run["findings"] > 0
+    visits = pd.read_csv(porto / "stand_visits.csv")
+    assert tuple(visits.columns) == fr.VISIT_COLUMNS and len(visits) == run["visits"] > 0
+    trips = pd.read_csv(porto / "trips.csv")
+    assert tuple(trips.columns) == fr.TRIP_COLUMNS and len(trips) == run["trips"] > 0
+    assert trips["trip_id"].is_unique
+    assert json.loads((porto / "summary.json").read_text(encoding="utf-8")) == run
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert text.rstrip().endswith("</html>") and text.count("L.map(") == 1, page.name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterator
 
@@ -111,9 +112,9 @@ class TestProbeServer:
     def test_reports_server_and_postgis(self, database_url: str) -> None:
         """The test database runs PostgreSQL with PostGIS installed."""
         info = probe_server(database_url)
-        assert info.server_version[0].isdigit()
-        assert info.postgis_version is not None
-        assert info.postgis_available is not None
+        assert re.match(r"\d+(\.\d+)?", info.server_version)
+        assert re.fullmatch(r"\d+\.\d+\.\d+", info.postgis_version or "")
+        assert re.fullmatch(r"\d+\.\d+\.\d+", info.postgis_available or "")
 
 
 class TestCreateDropDatabase:

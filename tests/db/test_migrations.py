@@ -49,25 +49,70 @@ def _drift(engine: Engine) -> list[object]:
         return list(compare_metadata(context, target_metadata()))
 
 
+def _schema(url: str) -> dict[str, set[tuple[str, ...]]]:
+    """The public schema's tables, indexes (with their definitions), constraints and triggers."""
+    queries = {
+        "tables": "SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
+        "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'",
+        "constraints": (
+            "SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid) "
+            "FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace "
+            "WHERE n.nspname = 'public'"
+        ),
+        "triggers": (
+            "SELECT tgrelid::regclass::text, tgname FROM pg_trigger t "
+            "JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace "
+            "WHERE n.nspname = 'public' AND NOT t.tgisinternal"
+        ),
+    }
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return {
+                name: {tuple(row) for row in conn.execute(text(sql))}
+                for name, sql in queries.items()
+            }
+    finally:
+        engine.dispose()
+
+
 class TestUpgradeDowngrade:
     def test_empty_database_up_down_up(self, empty_database_url: str) -> None:
-        """Head creates every model table; base removes them all; head again restores them."""
+        """Head creates every model table and index; base removes them all; head again restores
+        the same schema (tables, indexes, constraints, triggers), with no drift from the models."""
         url = empty_database_url
         assert current(url) is None
-        model_tables = set(target_metadata().tables)
+        metadata = target_metadata()
+        model_tables = set(metadata.tables)
+        model_indexes = {ix.name for t in metadata.tables.values() for ix in t.indexes}
+        assert model_tables and model_indexes
 
         upgrade(url)
         assert current(url) == head()
-        assert model_tables <= _tables(url)
-        assert "fixes_default" in _tables(url)
+        first = _schema(url)
+        tables = {name for (name,) in first["tables"]}
+        assert model_tables <= tables and "fixes_default" in tables
+        assert model_indexes <= {name for name, _ in first["indexes"]}
+        assert ("audit_log", "trg_audit_log_no_change") in first["triggers"]
 
         downgrade(url, "base")
         assert current(url) is None
         assert _tables(url) - POSTGIS_TABLES == {"alembic_version"}
+        left = _schema(url)
+        assert {name for name, _ in left["indexes"]} <= {
+            "alembic_version_pkc",
+            "spatial_ref_sys_pkey",
+        }
+        assert left["triggers"] == set()
 
         upgrade(url)
         assert current(url) == head()
-        assert model_tables <= _tables(url)
+        assert _schema(url) == first
+        engine = create_engine(url, poolclass=NullPool)
+        try:
+            assert _drift(engine) == []
+        finally:
+            engine.dispose()
 
     def test_fixes_is_partitioned_by_range_of_ts(self, db_session: Session) -> None:
         """The fixes parent is a RANGE-partitioned table with a DEFAULT partition."""

@@ -248,11 +248,39 @@ class TestReadPortoFuzz:
                 writer.writeheader()
                 writer.writerows(trips)
             try:
-                pings, rejected, _ = read_porto_trips(path, now=NOW)
+                pings, rejected, labels = read_porto_trips(path, now=NOW)
             except OURS as exc:
                 assert str(exc)
                 return
-        if len(rejected):
-            assert rejected["reason"].astype(str).str.len().gt(0).all()
+        _porto_accounted(pings, rejected, labels, len(trips))
         if len(pings):
             assert pings["lat"].between(-90, 90).all()
+
+
+def _porto_accounted(
+    pings: pd.DataFrame, rejected: pd.DataFrame, labels: pd.DataFrame, n: int
+) -> None:
+    """One label per trip; each point of a trip a ping or a rejection naming its index; a trip
+    that cannot be read is one rejection (no point index) and no point."""
+    assert len(labels) == n
+    assert rejected["reason"].astype(str).str.len().gt(0).all()
+    whole = rejected["point_index"].astype(str).eq("")
+    trip_rows = pd.to_numeric(rejected.loc[whole, "row"]).astype(int)
+    assert trip_rows.is_unique and trip_rows.between(1, n).all()
+    assert set(rejected.loc[whole, "reason"]) <= {"unparseable_timestamp", "invalid_polyline"}
+    points = pd.DataFrame(
+        {
+            "row": pd.to_numeric(rejected.loc[~whole, "row"]).astype(int),
+            "k": pd.to_numeric(rejected.loc[~whole, "point_index"]).astype(int),
+        }
+    )
+    assert not points.duplicated().any()
+    n_points = pd.Series(labels["n_points"].to_numpy(), index=range(1, n + 1))
+    assert points["k"].lt(points["row"].map(n_points)).all() and points["k"].ge(0).all()
+    per_row = (
+        pings["row"].astype(int).value_counts().add(points["row"].value_counts(), fill_value=0)
+    )
+    assert per_row.reindex(n_points.index, fill_value=0).astype(int).tolist() == n_points.tolist()
+    assert n_points.loc[trip_rows].eq(0).all()
+    if len(pings):
+        assert pings["trip_ref"].notna().all()
