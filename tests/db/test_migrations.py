@@ -78,8 +78,7 @@ def _schema(url: str) -> dict[str, set[tuple[str, ...]]]:
 
 class TestUpgradeDowngrade:
     def test_empty_database_up_down_up(self, empty_database_url: str) -> None:
-        """Head creates every model table and index; base removes them all; head again restores
-        the same schema (tables, indexes, constraints, triggers), with no drift from the models."""
+        """Head creates the models' tables and indexes; base drops all; head restores the same."""
         url = empty_database_url
         assert current(url) is None
         metadata = target_metadata()

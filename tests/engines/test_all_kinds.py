@@ -153,8 +153,7 @@ def _report_lines(report: str) -> list[str]:
 
 class TestScenario:
     def test_every_kind_occurs(self, inputs: Inputs) -> None:
-        """In memory, with default thresholds, each of the eleven kinds has a finding, and the
-        four kinds the partition scenario lacks come from the vehicles made for them."""
+        """Default thresholds, in memory: all eleven kinds, the four added from their vehicles."""
         fixes, rejected = read_pings(inputs.pings)
         result = analyze_pings(
             fixes,
