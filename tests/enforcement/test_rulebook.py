@@ -55,6 +55,7 @@ class TestBundledRulebooks:
         """Porto Velho's law leaves gravities to a decree: its rules say so instead."""
         book = bundled_rulebooks()[("1100205", "taxi")]
         assert book.gravity_set_by_regulation
+        assert book.rules
         assert all(r.gravity is None for r in book.rules)
         assert all(r.fine is None for r in book.rules)
 
