@@ -10,6 +10,7 @@ every threshold each was compared with), ``geometry`` (Point, LineString or Poly
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -80,7 +81,12 @@ class FindingsFrameError(ValueError):
 
 
 def empty_findings() -> gpd.GeoDataFrame:
-    """Return an empty, correctly typed findings frame."""
+    """Return an empty, correctly typed findings frame (a new one each call)."""
+    return _empty_findings().copy()
+
+
+@functools.cache
+def _empty_findings() -> gpd.GeoDataFrame:
     frame = pd.DataFrame(
         {
             "finding_id": pd.Series([], dtype=object),
