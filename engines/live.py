@@ -1036,7 +1036,7 @@ def detect_live(
         if kind not in _KERNELS:
             continue
         mine = {v: _kernel_state(states.get((v, kind))) for v in vehicles}
-        wired = {"timezone": timezone} if kind == "flag2_misuse" else {}
+        wired: dict[str, Any] = {"timezone": timezone} if kind == "flag2_misuse" else {}
         after, res = advance(_KERNELS[kind], mine, pings, **params[kind], **wired)
         found.extend(_records(res))
         saved.extend(

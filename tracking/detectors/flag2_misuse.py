@@ -426,7 +426,7 @@ def open_from(
     if len(pings) == 0 or "meter" not in pings.columns or "tariff" not in pings.columns:
         return {}
     ns0 = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
-    codes, vehicles, ns, _, flag2, run_start = _tariff2_runs(pings, ns0, max_gap_s=max_gap_s)
+    codes, vehicles, ns, _order, flag2, run_start = _tariff2_runs(pings, ns0, max_gap_s=max_gap_s)
     last = np.flatnonzero(np.r_[codes[1:] != codes[:-1], True])
     last = last[flag2[last]]
     first = np.flatnonzero(run_start)
