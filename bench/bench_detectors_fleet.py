@@ -27,9 +27,8 @@ visits, 6,621 trips.
 
 Most of the time of the stand detectors is building the findings' evidence (about 0.1 ms per
 finding); the synthetic data boards at a random stand, so most boardings are unlicensed. The live
-kernels, fix by fix in Python: ``update_flag2_misuse`` about 12k pings/s,
-``update_operating_while_barred`` about 8–10k pings/s (Porto Alegre's whole fleet at one fix
-per 15 s is about 250 pings/s).
+kernels, fix by fix in Python: ``update_operating_while_barred`` about 8–10k pings/s (Porto
+Alegre's whole fleet at one fix per 15 s is about 250 pings/s).
 """
 
 from __future__ import annotations

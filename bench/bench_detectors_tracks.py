@@ -11,12 +11,13 @@ Measured (one core, shared machine, 916,200 fixes): tracking_gap 0.75 s (1.2M pi
 findings); gps_anomaly 0.59 s (1.5M/s, 820); illegal_stand_formation 0.55 s given the stops
 (1.7M/s, 5 places: the 4 hang-outs with all 60 taxis, and 3 taxis that happened to wait within
 90 m of each other on 3 days); presence over 30 days 0.38 s (2.4M/s); habitual_absence 0.29 s
-(3.1M/s, 12 findings: the 12 planted absentees). Live, per fix: update_tracking_gap 116k
-pings/s, update_gps_anomaly 16k pings/s.
+(3.1M/s, 12 findings: the 12 planted absentees).
 
 Times are wall-clock on one run each (the machine is shared: repeat for stable figures);
 ``detect_stops`` and the stand matching/visits, which the detectors consume, are timed too.
-The live rows replay the first ``--live-n`` fixes through ``update_*`` one by one.
+The live rows feed the first ``--live-n`` fixes, in time order, to the kernels
+(``tracking.detectors.kernel.advance``) in pieces of ``--live-batch`` fixes, as the live
+engine does with each ingest batch, then close at the end of the input.
 
 Usage::
 
@@ -40,12 +41,14 @@ from geo.cover import build_stand_cover, match_stands  # noqa: E402
 from geo.crs import buffer_points_m  # noqa: E402
 from stands.presence import presence  # noqa: E402
 from stands.visits import detect_visits  # noqa: E402
-from tracking.detectors.gps_anomaly import detect_gps_anomaly, update_gps_anomaly  # noqa: E402
+from tracking.detectors import gps_anomaly, tracking_gap  # noqa: E402
+from tracking.detectors.gps_anomaly import detect_gps_anomaly  # noqa: E402
 from tracking.detectors.habitual_absence import detect_habitual_absence  # noqa: E402
 from tracking.detectors.illegal_stand_formation import (  # noqa: E402
     detect_illegal_stand_formation,
 )
-from tracking.detectors.tracking_gap import detect_tracking_gap, update_tracking_gap  # noqa: E402
+from tracking.detectors.kernel import State, advance  # noqa: E402
+from tracking.detectors.tracking_gap import detect_tracking_gap  # noqa: E402
 from tracking.stops import detect_stops  # noqa: E402
 from tracking.validate import speed_flags  # noqa: E402
 
@@ -171,6 +174,7 @@ def main() -> None:
     parser.add_argument("--vehicles", type=int, default=60)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--live-n", type=int, default=100_000)
+    parser.add_argument("--live-batch", type=int, default=100)
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
     t0 = time.perf_counter()
@@ -221,18 +225,19 @@ def main() -> None:
         stands=stands,
     )
 
-    live = pings.iloc[: args.live_n].to_dict("records")
-    for label, update in (
-        ("update_tracking_gap (live)", update_tracking_gap),
-        ("update_gps_anomaly (live)", update_gps_anomaly),
+    live = pings.sort_values("timestamp", kind="stable").iloc[: args.live_n]
+    for label, kernel in (
+        ("tracking_gap (live, advance)", tracking_gap.KERNEL),
+        ("gps_anomaly (live, advance)", gps_anomaly.KERNEL),
     ):
-        states: dict[str, object] = {}
+        states: dict[str, State] = {}
         t = time.perf_counter()
         found = 0
-        for p in live:
-            s, f = update(states.get(p["vehicle_id"]), p)
-            states[p["vehicle_id"]] = s
-            found += f is not None
+        for lo in range(0, len(live), args.live_batch):
+            states, f = advance(kernel, states, live.iloc[lo : lo + args.live_batch])
+            found += len(f)
+        states, f = advance(kernel, states, live.iloc[:0], final=True)
+        found += len(f)
         s = time.perf_counter() - t
         print(f"{label:<36} {s:7.2f} s  {len(live) / s / 1e3:6.1f} k pings/s  -> {found}")
 

@@ -2,8 +2,7 @@
 
 :func:`process_fixes` runs after the accepted fixes of an ingest are committed. For each vehicle,
 in time order, it feeds every fix to the live functions of ``tracking/detectors``
-(``update_tracking_gap``, ``update_gps_anomaly``, ``update_flag2_misuse``,
-``update_operating_while_barred``, ``update_longer_route``, ``update_outside_municipality``):
+(``update_operating_while_barred``, ``update_longer_route``, ``update_outside_municipality``):
 the same kernels as the batch detectors, so a fix stream gives the batch's findings with the
 batch's ids. ``outside_municipality`` judges a registered vehicle's pickups against its
 municipality's boundary (``vehicles.municipality_code`` → ``municipalities.boundary``,
@@ -120,10 +119,8 @@ from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
-from tracking.detectors import tracking_gap
+from tracking.detectors import flag2_misuse, gps_anomaly, tracking_gap
 from tracking.detectors.findings import jsonable
-from tracking.detectors.flag2_misuse import update_flag2_misuse
-from tracking.detectors.gps_anomaly import update_gps_anomaly
 from tracking.detectors.habitual_absence import (
     new_habitual_absence_state,
     tick_habitual_absence,
@@ -175,11 +172,11 @@ _NS = 1_000_000_000
 
 _KERNELS: dict[str, TrackKernel] = {
     "tracking_gap": tracking_gap.KERNEL,
+    "gps_anomaly": gps_anomaly.KERNEL,
+    "flag2_misuse": flag2_misuse.KERNEL,
 }
 """Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
 _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
-    "gps_anomaly": update_gps_anomaly,
-    "flag2_misuse": update_flag2_misuse,
     "operating_while_barred": update_operating_while_barred,
     "longer_route": update_longer_route,
     "outside_municipality": update_outside_municipality,
@@ -1039,7 +1036,8 @@ def detect_live(
         if kind not in _KERNELS:
             continue
         mine = {v: _kernel_state(states.get((v, kind))) for v in vehicles}
-        after, res = advance(_KERNELS[kind], mine, pings, **params[kind])
+        wired: dict[str, Any] = {"timezone": timezone} if kind == "flag2_misuse" else {}
+        after, res = advance(_KERNELS[kind], mine, pings, **params[kind], **wired)
         found.extend(_records(res))
         saved.extend(
             {
@@ -1078,9 +1076,6 @@ def detect_live(
                     out = _records(res)
                 elif kind == "outside_municipality":
                     state, res = fn(state, fix, boundary=boundaries[vehicle], **params[kind])
-                    out = _records(res)
-                elif kind == "flag2_misuse":
-                    state, res = fn(state, fix, timezone=timezone, **params[kind])
                     out = _records(res)
                 else:
                     state, res = fn(state, fix, **params[kind])

@@ -29,9 +29,10 @@ confidence
     times ``1 - 0.5 * (share of the segment's fixes flagged for impossible speed)``, clipped to
     [0.05, 0.95]. Longer misuse is surer; a single fix never reaches the threshold.
 
-Live: :func:`update_flag2_misuse` runs the same rule fix by fix with the state of one vehicle as
-plain data and emits a finding when its segment ends (:func:`flush_flag2_misuse` at the end of a
-stream); batch and live give the same findings.
+Live (:data:`KERNEL`): a vehicle whose last fix is occupied with tariff 2 keeps the fixes of
+that open tariff-2 run (:func:`open_from`; at most one meter cycle, cut by any silence longer
+than ``max_gap_s``); its segments are emitted when the run ends (a fix not occupied with
+tariff 2, or one after such a silence).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,20 +51,19 @@ from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE, brazil_holidays
 from tracking.arrays import NS, in_track_order, iso_utc, vehicle_codes
-from tracking.detectors._errors import DetectorInputError, Flag2CalendarError
+from tracking.detectors._errors import Flag2CalendarError
 from tracking.detectors._evidence import (
     DAY_NS,
     check_threshold,
     clip_confidence,
     fix_record,
-    ping_field,
-    ping_ns,
     ping_rows,
     require_columns,
     utc_ns,
     zone,
 )
 from tracking.detectors.findings import empty_findings, make_findings
+from tracking.detectors.kernel import TrackKernel
 
 KIND = "flag2_misuse"
 DEFAULT_MIN_DURATION_S = 120.0
@@ -199,7 +198,7 @@ def _holiday_days(calendar: Flag2Calendar, years: tuple[int, ...]) -> NDArray[np
 def allowed_at(
     ns: NDArray[np.int64], *, calendar: Flag2Calendar, timezone: str
 ) -> NDArray[np.bool_]:
-    """Whether Bandeira 2 is allowed at each UTC instant (the kernel shared by batch and live).
+    """Whether Bandeira 2 is allowed at each UTC instant.
 
     Parameters
     ----------
@@ -266,7 +265,7 @@ def _finding_row(
     max_gap_s: float,
     carry_over: bool,
 ) -> tuple[dict[str, Any], Any]:
-    """One finding (row dict, geometry) from the segment's ends: shared by batch and live."""
+    """One finding (row dict, geometry) from the segment's ends."""
     duration_s = (last["ns"] - first["ns"]) / NS
     scale = 4.0 * max(min_duration_s, 60.0)
     conf = 0.6 + 0.35 * min(1.0, (duration_s - min_duration_s) / scale)
@@ -366,21 +365,10 @@ def detect_flag2_misuse(
     ns0 = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
     if len(pings) == 0 or "meter" not in pings.columns or "tariff" not in pings.columns:
         return empty_findings()
-    codes, vehicles = vehicle_codes(pings["vehicle_id"])
-    ns = ns0
-    order: NDArray[np.int64] | slice = slice(None)  # the contract's order: nothing to sort
-    if not in_track_order(codes, ns0):
-        order = np.lexsort((ns0, codes))
-        ns, codes = ns0[order], codes[order]
-    occupied = pings["meter"].eq("occupied").fillna(False).to_numpy(dtype=bool)
-    flag2 = occupied[order] & (pd.to_numeric(pings["tariff"]).fillna(0).to_numpy()[order] == 2)
+    codes, vehicles, ns, order, flag2, run_start = _tariff2_runs(pings, ns0, max_gap_s=max_gap_s)
     if not flag2.any():
         return empty_findings()
     n = len(ns)
-    new_seg = np.ones(n, dtype=bool)
-    new_seg[1:] = (codes[1:] != codes[:-1]) | (np.diff(ns) > round(max_gap_s * NS))
-    prev_flag2 = np.concatenate(([False], flag2[:-1]))
-    run_start = flag2 & (new_seg | ~prev_flag2)
     bad = np.zeros(n, dtype=bool)
     idx = np.flatnonzero(flag2)
     bad[idx] = ~allowed_at(ns[idx], calendar=calendar, timezone=timezone)
@@ -426,167 +414,55 @@ def detect_flag2_misuse(
     return make_findings(pd.DataFrame(out), geoms)
 
 
-# ------------------------------------------------------------------------------------- live
+def open_from(
+    pings: pd.DataFrame, *, max_gap_s: float = DEFAULT_MAX_GAP_S, **_: Any
+) -> dict[str, int]:
+    """Each vehicle's open tariff-2 run: its first fix, when its last fix is in one.
 
-
-def new_flag2_state() -> dict[str, Any]:
-    """Return the initial live state of one vehicle (plain data: ints, bools, None, dicts)."""
-    return {"last_ns": None, "last_flag2": False, "run_start_ns": None, "segment": None}
-
-
-def _close(
-    state: dict[str, Any],
-    *,
-    vehicle_id: str,
-    calendar: Flag2Calendar,
-    min_duration_s: float,
-    max_gap_s: float,
-    carry_over: bool,
-    timezone: str,
-) -> gpd.GeoDataFrame | None:
-    seg = state["segment"]
-    state["segment"] = None
-    if seg is None or seg["last"]["ns"] - seg["first"]["ns"] < round(min_duration_s * NS):
-        return None
-    row, geom = _finding_row(
-        vehicle_id=vehicle_id,
-        first=seg["first"],
-        last=seg["last"],
-        run_start_ns=seg["run_start_ns"],
-        n_fixes=seg["n_fixes"],
-        n_flagged=seg["n_flagged"],
-        calendar=calendar,
-        timezone=timezone,
-        min_duration_s=min_duration_s,
-        max_gap_s=max_gap_s,
-        carry_over=carry_over,
-    )
-    return make_findings(pd.DataFrame([row]), [geom])
-
-
-def update_flag2_misuse(
-    state: dict[str, Any] | None,
-    ping: Mapping[str, Any],
-    *,
-    calendar: Flag2Calendar = DEFAULT_FLAG2_CALENDAR,
-    min_duration_s: float = DEFAULT_MIN_DURATION_S,
-    max_gap_s: float = DEFAULT_MAX_GAP_S,
-    carry_over: bool = True,
-    timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Advance one vehicle's live Bandeira 2 state by one fix (same rule as the batch).
-
-    Parameters
-    ----------
-    state : dict or None
-        The vehicle's state from the previous call (None or :func:`new_flag2_state` at first).
-        Fixes must come in time order; the caller keeps one state per vehicle.
-    ping : mapping
-        One fix: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``,
-        ``tariff``, optional ``row`` and ``speed_flag``.
-    calendar, min_duration_s, max_gap_s, carry_over, timezone
-        As in :func:`detect_flag2_misuse`.
-
-    Returns
-    -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state, and a one-row findings frame when a misuse segment ended with this fix.
-
-    Raises
-    ------
-    DetectorInputError
-        If the fix is older than the previous one or its timestamp is naive.
+    A later fix can extend the run's last misuse segment, or (without ``carry_over``) start a
+    new one in it, named after the run's first fix; a vehicle whose last fix is not tariff 2
+    is closed (its next tariff-2 fix starts a new run whatever came before).
     """
-    _check_options(calendar, min_duration_s, max_gap_s, timezone)
-    st = new_flag2_state() if state is None else dict(state)
-    t = ping_ns(ping)
-    if st["last_ns"] is not None and t <= st["last_ns"]:
-        msg = f"ping fora de ordem: {iso_utc(t)} não é posterior a {iso_utc(st['last_ns'])}"
-        raise DetectorInputError(msg)
-    tariff = ping_field(ping, "tariff")
-    flag2 = ping_field(ping, "meter") == "occupied" and tariff is not None and int(tariff) == 2
-    new_seg = st["last_ns"] is None or t - st["last_ns"] > round(max_gap_s * NS)
-    run_start = flag2 and (new_seg or not st["last_flag2"])
-    if run_start:
-        st["run_start_ns"] = t
-    bad = flag2 and not bool(allowed_at(np.array([t]), calendar=calendar, timezone=timezone)[0])
-    vehicle_id = str(ping_field(ping, "vehicle_id"))
-    options: dict[str, Any] = {
-        "vehicle_id": vehicle_id,
-        "calendar": calendar,
-        "min_duration_s": min_duration_s,
-        "max_gap_s": max_gap_s,
-        "carry_over": carry_over,
-        "timezone": timezone,
-    }
-    found = None
-    if st["segment"] is not None and (not bad or run_start):
-        found = _close(st, **options)
-    if bad:
-        row = ping_field(ping, "row")
-        fix = {
-            "ns": t,
-            "lat": float(ping["lat"]),
-            "lon": float(ping["lon"]),
-            "row": -1 if row is None else int(row),
-        }
-        flagged = int(bool(ping_field(ping, "speed_flag")))
-        seg = st["segment"]
-        if seg is not None:
-            st["segment"] = {
-                **seg,
-                "last": fix,
-                "n_fixes": seg["n_fixes"] + 1,
-                "n_flagged": seg["n_flagged"] + flagged,
-            }
-        elif run_start or not carry_over:
-            st["segment"] = {
-                "first": fix,
-                "last": fix,
-                "n_fixes": 1,
-                "n_flagged": flagged,
-                "run_start_ns": st["run_start_ns"],
-            }
-    st["last_ns"], st["last_flag2"] = t, flag2
-    return st, found
+    if len(pings) == 0 or "meter" not in pings.columns or "tariff" not in pings.columns:
+        return {}
+    ns0 = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
+    codes, vehicles, ns, _order, flag2, run_start = _tariff2_runs(pings, ns0, max_gap_s=max_gap_s)
+    last = np.flatnonzero(np.r_[codes[1:] != codes[:-1], True])
+    last = last[flag2[last]]
+    first = np.flatnonzero(run_start)
+    starts = first[np.searchsorted(first, last, side="right") - 1]
+    return {str(vehicles[codes[i]]): int(ns[r]) for i, r in zip(last, starts, strict=True)}
 
 
-def flush_flag2_misuse(
-    state: dict[str, Any] | None,
-    *,
-    vehicle_id: str,
-    calendar: Flag2Calendar = DEFAULT_FLAG2_CALENDAR,
-    min_duration_s: float = DEFAULT_MIN_DURATION_S,
-    max_gap_s: float = DEFAULT_MAX_GAP_S,
-    carry_over: bool = True,
-    timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """End a vehicle's stream (or declare it silent): close an open segment.
+KERNEL = TrackKernel(KIND, detect_flag2_misuse, open_from)
+"""The rule as a kernel: batch and live (``tracking.detectors.kernel.advance``)."""
 
-    Parameters
-    ----------
-    state : dict or None
-        The vehicle's live state.
-    vehicle_id : str
-        The vehicle.
-    calendar, min_duration_s, max_gap_s, carry_over, timezone
-        As in :func:`detect_flag2_misuse`.
 
-    Returns
-    -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The state with no open segment, and the finding of the closed segment if any.
+def _tariff2_runs(
+    pings: pd.DataFrame, ns0: NDArray[np.int64], *, max_gap_s: float
+) -> tuple[
+    NDArray[np.int64],
+    NDArray[np.object_],
+    NDArray[np.int64],
+    NDArray[np.int64] | slice,
+    NDArray[np.bool_],
+    NDArray[np.bool_],
+]:
+    """Return ``(codes, vehicles, ns, order, flag2, run_start)`` in (vehicle, time) order.
+
+    ``order`` takes the pings' rows to that order; ``flag2`` marks occupied tariff-2 fixes and
+    ``run_start`` the first fix of each tariff-2 run (module docstring).
     """
-    _check_options(calendar, min_duration_s, max_gap_s, timezone)
-    st = new_flag2_state() if state is None else dict(state)
-    found = _close(
-        st,
-        vehicle_id=vehicle_id,
-        calendar=calendar,
-        min_duration_s=min_duration_s,
-        max_gap_s=max_gap_s,
-        carry_over=carry_over,
-        timezone=timezone,
-    )
-    st["last_flag2"] = False
-    return st, found
+    codes, vehicles = vehicle_codes(pings["vehicle_id"])
+    ns = ns0
+    order: NDArray[np.int64] | slice = slice(None)  # the contract's order: nothing to sort
+    if not in_track_order(codes, ns0):
+        order = np.lexsort((ns0, codes))
+        ns, codes = ns0[order], codes[order]
+    occupied = pings["meter"].eq("occupied").fillna(False).to_numpy(dtype=bool)
+    flag2 = occupied[order] & (pd.to_numeric(pings["tariff"]).fillna(0).to_numpy()[order] == 2)
+    new_seg = np.ones(len(ns), dtype=bool)
+    new_seg[1:] = (codes[1:] != codes[:-1]) | (np.diff(ns) > round(max_gap_s * NS))
+    prev_flag2 = np.concatenate(([False], flag2[:-1]))
+    run_start = flag2 & (new_seg | ~prev_flag2)
+    return codes, vehicles, ns, order, flag2, run_start

@@ -45,17 +45,17 @@ confidence
 Geometry: the LineString through the finding's fixes; ``started_at``/``ended_at``: times of its
 first and last fix.
 
-Live: :func:`update_gps_anomaly` keeps, as plain data, the vehicle's last fix, the open run, a
-run waiting for a possible return (``pending``, with the fixes after it, at most
-``max_excursion_s`` long) and the findings already certain but not yet returned (``ready``: the
-update returns one finding per call; two findings can become certain on the same fix, and the
-second is then returned by the next call). :func:`close_gps_anomaly` ends a vehicle's stream and
-returns everything left, as the batch detector does at the end of the data.
+Live (:data:`KERNEL`): the vehicle's fixes from the first one whose event a later fix can still
+change are kept (:func:`open_from`): the last fix, or the open run, or a jump that may still
+come back (plus the open run that may bring it back), with the fixes after it. The kept tail is
+bounded by one run of consecutive impossible steps plus ``max_excursion_s``. An event is
+emitted once it cannot change: an outlier when the step after it is plausible, a jump once no
+later run can bring it back (the next run ended elsewhere, or ``max_excursion_s`` passed since
+its first fix).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -65,18 +65,16 @@ import shapely
 from numpy.typing import NDArray
 
 from geo.crs import haversine_m
-from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._track_kernels import (
     NS,
     TrackArrays,
     check_positive,
     finding_record,
     findings_from_records,
-    fix_arrays,
     fix_evidence,
-    live_fix,
     track_arrays,
 )
+from tracking.detectors.kernel import TrackKernel
 from tracking.validate import MAX_SPEED_KMH, speed_flags
 
 KIND = "gps_anomaly"
@@ -129,139 +127,86 @@ def detect_gps_anomaly(
     )
     th = (max_speed_kmh, min_jump_m, max_excursion_s)
     track = track_arrays(pings)
+    records = [
+        _record(_take(track, np.arange(s, e + 1, dtype=np.int64)), th)
+        for s, _, e in _events(track, th)
+    ]
+    return findings_from_records(records)
+
+
+def open_from(
+    pings: pd.DataFrame,
+    *,
+    max_speed_kmh: float = MAX_SPEED_KMH,
+    min_jump_m: float = DEFAULT_MIN_JUMP_M,
+    max_excursion_s: float = DEFAULT_MAX_EXCURSION_S,
+) -> dict[str, int]:
+    """Each vehicle's first fix whose event a later fix can still change.
+
+    That is the first fix of the vehicle's last event when its run is still open (it ends at
+    the last fix) or when it is a lone jump whose return could still come in time; the first
+    fix of the event before that one when it is a lone jump that the open run could still
+    bring back; otherwise the last fix (a new run may start there).
+    """
+    th = (max_speed_kmh, min_jump_m, max_excursion_s)
+    track = track_arrays(pings)
+    if not len(track.ts_ns):
+        return {}
+    ends = np.flatnonzero(np.r_[track.codes[1:] != track.codes[:-1], True])
+    out = {str(track.vehicles[track.codes[i]]): int(track.ts_ns[i]) for i in ends}
+    by_vehicle: dict[int, list[tuple[int, int, int]]] = {}
+    for event in _events(track, th):
+        by_vehicle.setdefault(int(track.codes[event[0]]), []).append(event)
+    for code, events in by_vehicle.items():
+        last = int(ends[code])
+        s, e1, e = events[-1]
+        if e == last and e == e1 and len(events) > 1 and _may_return(track, events[-2], last, th):
+            s = events[-2][0]  # the open run may still bring the jump before it back
+        elif e != last and not _may_return(track, events[-1], last, th):
+            continue  # settled: a new run can only start at the last fix
+        out[str(track.vehicles[code])] = int(track.ts_ns[s])
+    return out
+
+
+KERNEL = TrackKernel(KIND, detect_gps_anomaly, open_from)
+"""The rule as a kernel: batch and live (``tracking.detectors.kernel.advance``)."""
+
+# --- kernel ----------------------------------------------------------------------------------
+
+
+def _events(track: TrackArrays, th: Thresholds) -> list[tuple[int, int, int]]:
+    """Return the findings' fix spans in (vehicle, time) order: ``(first, end of run 1, last)``.
+
+    Runs of consecutive anomalous steps (a step never joins two vehicles) taken in order; a
+    run that does not return takes the vehicle's next run when they pair (module docstring).
+    """
     steps = np.flatnonzero(_anomalous_steps(track, th))
     if not len(steps):
-        return findings_from_records([])
-    # Runs of consecutive anomalous steps (a step never joins two vehicles), as fix spans.
+        return []
     new_run = np.ones(len(steps), dtype=bool)
     new_run[1:] = steps[1:] != steps[:-1] + 1
     first = steps[new_run]
     last = steps[np.append(np.flatnonzero(new_run)[1:] - 1, len(steps) - 1)] + 1
-    records = []
+    events = []
     i, n_runs = 0, len(first)
     while i < n_runs:  # a loop over runs (events), not over fixes
         s, e = int(first[i]), int(last[i])
-        span = (s, e)
+        span = (s, e, e)
         i += 1
         if not _returns(track, s, e, th) and i < n_runs:
             e2 = int(last[i])
             if track.codes[e2] == track.codes[s] and _pairs(track, s, e2, th):
-                span = (s, e2)
+                span = (s, e, e2)
                 i += 1
-        idx = np.arange(span[0], span[1] + 1, dtype=np.int64)
-        records.append(_record(_take(track, idx), th))
-    return findings_from_records(records)
+        events.append(span)
+    return events
 
 
-def update_gps_anomaly(
-    state: Mapping[str, Any] | None,
-    ping: Mapping[str, Any],
-    *,
-    max_speed_kmh: float = MAX_SPEED_KMH,
-    min_jump_m: float = DEFAULT_MIN_JUMP_M,
-    max_excursion_s: float = DEFAULT_MAX_EXCURSION_S,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Live step for one vehicle: the new state and a finding that became certain, if any.
-
-    Parameters
-    ----------
-    state : mapping or None
-        This vehicle's state from the previous call (plain data, see the module docstring),
-        None at first.
-    ping : mapping
-        One fix with the pings-frame keys (``vehicle_id``, ``timestamp`` tz-aware, ``lat``,
-        ``lon``; optional ``meter``, ``row``, ``speed_flag``).
-    max_speed_kmh, min_jump_m, max_excursion_s : float
-        As in :func:`detect_gps_anomaly`.
-
-    Returns
-    -------
-    tuple
-        ``(state, finding)``: the new state (a new dict; the input is not modified) and a
-        finding record (the findings-frame columns as a dict, ``finding_id`` included) or None.
-        A fix not later than the state's last fix is ignored.
-
-    Raises
-    ------
-    DetectorInputError
-        If the ping lacks a key or has a naive time, or belongs to another vehicle.
-    DetectorThresholdError
-        If a threshold is not a finite number > 0.
-    """
-    check_positive(
-        max_speed_kmh=max_speed_kmh, min_jump_m=min_jump_m, max_excursion_s=max_excursion_s
-    )
-    th = (max_speed_kmh, min_jump_m, max_excursion_s)
-    fix = live_fix(ping)
-    if state is None:
-        return {"last": fix, "run": [], "pending": None, "ready": []}, None
-    last = state["last"]
-    if last["vehicle_id"] != fix["vehicle_id"]:
-        msg = (
-            f"estado do veículo {last['vehicle_id']!r} recebeu um ping de {fix['vehicle_id']!r}; "
-            "mantenha um estado por veículo"
-        )
-        raise DetectorInputError(msg)
-    new = _copy_state(state)
-    if fix["ts_ns"] <= last["ts_ns"]:
-        return _pop_ready(new, th)
-    if bool(_anomalous_steps(fix_arrays([last, fix]), th)[0]):
-        new["run"] = [*(new["run"] or [last]), fix]
-    elif new["run"]:
-        closed, new["run"] = new["run"], []
-        _close_run(new, closed, th)
-    pending = new["pending"]
-    if pending is not None:
-        if fix["ts_ns"] - pending["run"][0]["ts_ns"] > round(max_excursion_s * NS):
-            new["ready"].append(pending["run"])  # no later run can come back in time
-            new["pending"] = None
-        else:
-            pending["tail"].append(fix)
-    new["last"] = fix
-    return _pop_ready(new, th)
-
-
-def close_gps_anomaly(
-    state: Mapping[str, Any] | None,
-    *,
-    max_speed_kmh: float = MAX_SPEED_KMH,
-    min_jump_m: float = DEFAULT_MIN_JUMP_M,
-    max_excursion_s: float = DEFAULT_MAX_EXCURSION_S,
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """End of a vehicle's stream: every finding still held in its state.
-
-    Parameters
-    ----------
-    state : mapping or None
-        The vehicle's state.
-    max_speed_kmh, min_jump_m, max_excursion_s : float
-        As in :func:`detect_gps_anomaly`.
-
-    Returns
-    -------
-    tuple
-        ``(state, findings)``: the emptied state (None for None) and the finding records, in
-        time order.
-    """
-    check_positive(
-        max_speed_kmh=max_speed_kmh, min_jump_m=min_jump_m, max_excursion_s=max_excursion_s
-    )
-    th = (max_speed_kmh, min_jump_m, max_excursion_s)
-    if state is None:
-        return None, []
-    new = _copy_state(state)
-    if new["run"]:
-        closed, new["run"] = new["run"], []
-        _close_run(new, closed, th)
-    if new["pending"] is not None:
-        new["ready"].append(new["pending"]["run"])
-        new["pending"] = None
-    findings = [_record(fix_arrays(fixes), th) for fixes in new["ready"]]
-    new["ready"] = []
-    return new, findings
-
-
-# --- kernel ----------------------------------------------------------------------------------
+def _may_return(track: TrackArrays, event: tuple[int, int, int], last: int, th: Thresholds) -> bool:
+    """Tell whether a run after fix ``last`` could still pair with ``event`` (a lone jump)."""
+    s, e1, e = event
+    alone = e == e1 and not _returns(track, s, e1, th)
+    return alone and int(track.ts_ns[last] - track.ts_ns[s]) < round(th[2] * NS)
 
 
 def _anomalous_steps(track: TrackArrays, th: Thresholds) -> NDArray[np.bool_]:
@@ -296,49 +241,6 @@ def _pairs(track: TrackArrays, s: int, e2: int, th: Thresholds) -> bool:
     """Tell whether a jump at ``s`` and a later run ending at ``e2`` are one excursion."""
     in_time = int(track.ts_ns[e2] - track.ts_ns[s]) <= round(th[2] * NS)
     return in_time and not _pair_anomalous(track, s, e2, th)
-
-
-def _copy_state(state: Mapping[str, Any]) -> dict[str, Any]:
-    pending = state.get("pending")
-    return {
-        "last": state["last"],
-        "run": list(state.get("run") or []),
-        "pending": (
-            None
-            if pending is None
-            else {"run": list(pending["run"]), "tail": list(pending["tail"])}
-        ),
-        "ready": [list(f) for f in state.get("ready") or []],
-    }
-
-
-def _close_run(state: dict[str, Any], run: list[dict[str, Any]], th: Thresholds) -> None:
-    """Settle a run that just ended (at ``state['last']``) and the pending run."""
-    pending = state["pending"]
-    if pending is not None:
-        # The tail holds every fix after the pending run up to this run's last fix.
-        group = [*pending["run"], *pending["tail"]]
-        track = fix_arrays(group)
-        if _pairs(track, 0, len(group) - 1, th):
-            state["ready"].append(group)
-            state["pending"] = None
-            return
-        state["ready"].append(pending["run"])
-        state["pending"] = None
-    track = fix_arrays(run)
-    if _returns(track, 0, len(run) - 1, th):
-        state["ready"].append(run)
-    else:
-        state["pending"] = {"run": run, "tail": []}
-
-
-def _pop_ready(
-    state: dict[str, Any], th: Thresholds
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    if not state["ready"]:
-        return state, None
-    fixes = state["ready"].pop(0)
-    return state, _record(fix_arrays(fixes), th)
 
 
 def _take(track: TrackArrays, idx: NDArray[np.int64]) -> TrackArrays:

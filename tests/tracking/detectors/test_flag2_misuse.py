@@ -8,23 +8,23 @@ import numpy as np
 import pandas as pd
 import pytest
 from factories import make_pings, offset_m
+from kernel_checks import assert_pieces_give_batch
 
 from geo.calendar import brazil_holidays
 from tracking.detectors._errors import (
-    DetectorInputError,
     DetectorThresholdError,
     Flag2CalendarError,
 )
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.flag2_misuse import (
     DEFAULT_FLAG2_CALENDAR,
+    KERNEL,
     Flag2Calendar,
     allowed_at,
     detect_flag2_misuse,
-    flush_flag2_misuse,
-    update_flag2_misuse,
     week_mask,
 )
+from tracking.detectors.kernel import advance
 
 # Porto Alegre is UTC-3 all year: local 09:00 is 12:00Z. 2024-03-04 is a Monday.
 
@@ -271,55 +271,77 @@ class TestBrazilHolidays:
 
 
 def _stream() -> pd.DataFrame:
-    rows = drive("v1", "2024-03-04T12:00:00Z", 10)  # misuse
-    rows += drive("v1", "2024-03-04T22:55:00Z", 15)  # misuse before 20:00, then allowed
-    rows += drive("v1", "2024-03-05T08:50:00Z", 30)  # carry-over past 06:00
-    rows += drive("v1", "2024-03-05T12:00:00Z", 1.5) + drive("v1", "2024-03-05T12:12:00Z", 5)
-    rows += drive("v2", "2024-03-04T12:00:00Z", 3, tariff=1) + drive(
-        "v2", "2024-03-04T12:03:30Z", 8
-    )
-    rows += drive("v2", "2024-03-09T13:00:00Z", 90)  # Saturday 10:00–11:30: ends with the stream
+    """Fixes a minute apart: misuse, misuse into 20:00, tariff 2 past 06:00, runs cut by a
+    silence and by a fix without tariff, and a Saturday-morning run that ends with the input."""
+    rows = drive("v1", "2024-03-04T12:00:00Z", 10, step_s=60)  # misuse
+    rows += drive("v1", "2024-03-04T22:55:00Z", 15, step_s=60)  # misuse before 20:00, allowed
+    rows += drive("v1", "2024-03-05T08:50:00Z", 30, step_s=60)  # carry-over past 06:00
+    rows += drive("v1", "2024-03-05T12:00:00Z", 1.5, step_s=60)  # too short
+    rows += drive("v1", "2024-03-05T12:12:00Z", 5, step_s=60)  # after a 10 min silence
+    rows += drive("v2", "2024-03-04T12:00:00Z", 3, tariff=1, step_s=60)
+    rows += drive("v2", "2024-03-04T12:03:30Z", 8, step_s=60)  # tariff 2 after tariff 1
+    rows += drive("v2", "2024-03-04T12:12:00Z", 0, tariff=None)  # no tariff: ends the run
+    rows += drive("v2", "2024-03-04T12:13:00Z", 4, step_s=60)  # a new run
+    rows += drive("v2", "2024-03-09T13:00:00Z", 60, step_s=60)  # Saturday 10:00–11:00: ends
     return make_pings(rows)
 
 
-class TestUpdateFlag2Misuse:
+def _feed(pings: pd.DataFrame, **kw: Any) -> tuple[list[list[str]], dict[str, Any]]:
+    """Advance fix by fix: the finding ids each fix emits, and the last states."""
+    states: dict[str, Any] = {}
+    emitted = []
+    for k in range(len(pings)):
+        states, found = advance(KERNEL, states, pings.iloc[k : k + 1], **kw)
+        emitted.append(found["finding_id"].tolist())
+    return emitted, states
+
+
+class TestFlag2MisuseKernel:
     @pytest.mark.parametrize("carry_over", [True, False])
-    def test_live_equals_batch(self, carry_over: bool) -> None:
-        """Fix by fix (then a flush), the live kernel emits exactly the batch findings."""
-        pings = _stream()
-        batch = detect_flag2_misuse(pings, carry_over=carry_over)
-        assert len(batch) >= 4
-        live = []
-        for vid, group in pings.groupby("vehicle_id"):
-            state = None
-            for ping in group.to_dict("records"):
-                state, found = update_flag2_misuse(state, ping, carry_over=carry_over)
-                if found is not None:
-                    live.append(found)
-            state, found = flush_flag2_misuse(state, vehicle_id=str(vid), carry_over=carry_over)
-            if found is not None:
-                live.append(found)
-        merged = pd.concat(live, ignore_index=True)
-        merged = merged.sort_values(["started_at", "finding_id"]).reset_index(drop=True)
-        batch = batch.sort_values(["started_at", "finding_id"]).reset_index(drop=True)
-        assert merged["finding_id"].tolist() == batch["finding_id"].tolist()
-        for column in ("vehicle_id", "ended_at", "confidence", "details"):
-            assert merged[column].tolist() == batch[column].tolist()
+    def test_pieces_give_the_batch_findings(self, carry_over: bool) -> None:
+        """Fix by fix or in random pieces, the findings are the batch's, byte for byte."""
+        batch = assert_pieces_give_batch(
+            KERNEL,
+            _stream(),
+            seeds=2,
+            min_findings=6 if carry_over else 7,
+            carry_over=carry_over,
+            timezone="America/Sao_Paulo",
+        )
+        assert batch["details"].map(lambda d: d["thresholds"]["carry_over"]).all() == carry_over
 
-    def test_emitted_when_the_segment_ends(self) -> None:
-        """The finding comes with the first allowed fix after the segment, once; state is data."""
-        pings = make_pings(drive("v1", "2024-03-04T22:50:00Z", 20))
-        state, emitted = None, []
-        for ping in pings.to_dict("records"):
-            state, found = update_flag2_misuse(state, ping)
-            emitted.append(found is not None)
-        assert emitted.count(True) == 1
-        assert pings["timestamp"].iloc[emitted.index(True)] == pd.Timestamp("2024-03-04T23:00:00Z")
-        json.dumps(state)
+    def test_other_zone_and_calendar_are_passed_to_the_rule(self) -> None:
+        """The zone and the calendar reach the rule: Lisbon's 13:00 on a strict calendar."""
+        strict = Flag2Calendar(windows=((0, "20:00", "06:00"),), national_holidays=False)
+        batch = assert_pieces_give_batch(
+            KERNEL, _stream(), seeds=1, calendar=strict, timezone="Europe/Lisbon"
+        )
+        assert set(batch["details"].map(lambda d: d["timezone"])) == {"Europe/Lisbon"}
 
-    def test_out_of_order_fix_raises(self) -> None:
-        """A fix older than the previous one is refused."""
-        pings = make_pings(drive("v1", "2024-03-04T12:00:00Z", 3)).to_dict("records")
-        state, _ = update_flag2_misuse(None, pings[3])
-        with pytest.raises(DetectorInputError, match="fora de ordem"):
-            update_flag2_misuse(state, pings[1])
+    def test_emitted_when_the_run_ends(self) -> None:
+        """A segment that ends at 20:00 is emitted when its tariff-2 run ends, once."""
+        rows = drive("v1", "2024-03-04T22:50:00Z", 20, step_s=60)
+        rows += drive("v1", "2024-03-04T23:11:00Z", 2, meter="free", step_s=60)
+        pings = make_pings(rows)
+        emitted, states = _feed(pings)
+        assert [k for k, e in enumerate(emitted) if e] == [21]  # the first free fix
+        assert emitted[21] == detect_flag2_misuse(pings)["finding_id"].tolist()
+        assert states["v1"]["tail"] == {}  # nothing open: nothing kept
+
+    def test_open_run_is_kept_as_plain_data(self) -> None:
+        """While tariff 2 is on, the run's fixes are the state, JSON and a new dict each call."""
+        pings = make_pings(drive("v1", "2024-03-04T12:00:00Z", 5, step_s=60))
+        state, found = advance(KERNEL, {}, pings.iloc[:3])
+        assert len(found) == 0 and len(state["v1"]["tail"]["timestamp"]) == 3
+        before = json.dumps(state)
+        new_state, _ = advance(KERNEL, state, pings.iloc[3:])
+        assert json.dumps(state) == before
+        assert len(new_state["v1"]["tail"]["timestamp"]) == 6
+
+    def test_late_fix_is_ignored(self) -> None:
+        """A fix not later than the last one changes nothing."""
+        pings = make_pings(drive("v1", "2024-03-04T12:00:00Z", 3))
+        state, _ = advance(KERNEL, {}, pings.iloc[3:4])
+        again, found = advance(KERNEL, state, pings.iloc[1:2])
+        assert len(found) == 0
+        assert again == state

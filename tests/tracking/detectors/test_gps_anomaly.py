@@ -10,32 +10,17 @@ import pandas as pd
 import pytest
 import shapely
 from factories import make_pings, make_track
+from kernel_checks import assert_pieces_give_batch
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.gps_anomaly import (
-    close_gps_anomaly,
-    detect_gps_anomaly,
-    update_gps_anomaly,
-)
+from tracking.detectors.gps_anomaly import KERNEL, detect_gps_anomaly
+from tracking.detectors.kernel import advance
 
 
 def _steady(vehicle: str, points: list[tuple[float, float]]) -> list[dict[str, Any]]:
     """Fixes every 15 s at the given (north_m, east_m) positions."""
     return make_track(vehicle, [(15.0 * k, n, e) for k, (n, e) in enumerate(points)])
-
-
-def _replay(pings: pd.DataFrame, **kw: Any) -> list[dict[str, Any]]:
-    states: dict[str, Any] = {}
-    out = []
-    for ping in pings.to_dict("records"):
-        state, finding = update_gps_anomaly(states.get(ping["vehicle_id"]), ping, **kw)
-        states[ping["vehicle_id"]] = state
-        if finding is not None:
-            out.append(finding)
-    for state in states.values():
-        out += close_gps_anomaly(state, **kw)[1]
-    return out
 
 
 class TestDetectGpsAnomaly:
@@ -199,109 +184,111 @@ class TestDetectGpsAnomaly:
             detect_gps_anomaly(pings)
 
 
-class TestUpdateGpsAnomaly:
-    def test_replay_gives_the_batch_findings(self) -> None:
-        """Replaying pings one by one (then closing) yields the batch findings exactly."""
-        rng = np.random.default_rng(7)
-        rows = []
-        for v in range(5):
-            north = np.cumsum(rng.normal(120, 60, 300))
-            bad = rng.random(300) < 0.06
-            north[bad] += rng.choice([-1, 1], bad.sum()) * rng.uniform(600, 30_000, bad.sum())
-            t = np.cumsum(rng.choice([1.0, 5.0, 15.0, 15.0, 60.0], 300))
-            points = [(float(a), float(n), 0.0) for a, n in zip(t, north, strict=True)]
-            rows += make_track(f"V{v}", points)
-        pings = make_pings(rows)
-        batch = detect_gps_anomaly(pings)
-        live = _replay(pings)
-        assert len(batch) > 10
-        assert sorted(f["finding_id"] for f in live) == sorted(batch["finding_id"])
-        by_id = {f["finding_id"]: f for f in live}
-        for row in batch.itertuples(index=False):
-            f = by_id[row.finding_id]
-            assert f["details"] == row.details
-            assert f["confidence"] == row.confidence
-            assert f["ended_at"] == row.ended_at
-            assert f["geometry"].equals(row.geometry)
+def _feed(pings: pd.DataFrame) -> tuple[list[list[str]], dict[str, Any]]:
+    """Advance fix by fix: the finding ids each fix emits, and the last states."""
+    states: dict[str, Any] = {}
+    emitted = []
+    for k in range(len(pings)):
+        states, found = advance(KERNEL, states, pings.iloc[k : k + 1])
+        emitted.append(found["finding_id"].tolist())
+    return emitted, states
 
-    def test_run_is_emitted_when_a_normal_step_closes_it(self) -> None:
+
+def _random_tracks(seed: int, vehicles: int, n: int) -> list[dict[str, Any]]:
+    """Noisy tracks with 6 % of fixes thrown 0.6–30 km away, fixes 1–60 s apart."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for v in range(vehicles):
+        north = np.cumsum(rng.normal(120, 60, n))
+        bad = rng.random(n) < 0.06
+        north[bad] += rng.choice([-1, 1], bad.sum()) * rng.uniform(600, 30_000, bad.sum())
+        t = np.cumsum(rng.choice([1.0, 5.0, 15.0, 15.0, 60.0], n))
+        rows += make_track(
+            f"V{v}", [(float(a), float(b), 0.0) for a, b in zip(t, north, strict=True)]
+        )
+    return rows
+
+
+class TestGpsAnomalyKernel:
+    def test_pieces_give_the_batch_findings(self) -> None:
+        """Fix by fix or in random pieces, the findings are the batch's, byte for byte."""
+        away = [(3000.0 + 100 * k, 0.0) for k in range(19)]
+        cases = [
+            # A jump away, then a run of two impossible steps whose second one brings it back.
+            [(0, 0), (100, 0), (3000, 0), (3100, 0), (20_000, 0), (300, 0)],
+            # A jump that comes back exactly at max_excursion_s, and one 15 s later.
+            [(0, 0), (100, 0), *away, (250, 0), (350, 0)],
+            [(0, 0), (100, 0), *away, (4900, 0), (250, 0), (350, 0)],
+            # A jump, an outlier, a jump back (the outlier is not the jump's return).
+            [(0, 0), (100, 0), (30000, 0), (30100, 0), (30200, 0), (40000, 0), (30300, 0)]
+            + [(30400, 0), (200, 0), (300, 0)],
+        ]
+        points = [  # one vehicle, each case an hour after the one before
+            (3600.0 * c + 15.0 * k, float(n), float(e))
+            for c, case in enumerate(cases)
+            for k, (n, e) in enumerate(case)
+        ]
+        rows = _random_tracks(7, 1, 80) + make_track("E", points)
+        batch = assert_pieces_give_batch(KERNEL, make_pings(rows), seeds=2, min_findings=8)
+        patterns = set(batch["details"].map(lambda d: d["pattern"]))
+        assert patterns == {"jump", "outlier"}
+
+    def test_thresholds_are_passed_to_the_rule(self) -> None:
+        """With other thresholds, pieces still give that batch's findings."""
+        pings = make_pings(_random_tracks(3, 1, 60))
+        params = {"max_speed_kmh": 150.0, "min_jump_m": 300.0, "max_excursion_s": 120.0}
+        batch = assert_pieces_give_batch(KERNEL, pings, seeds=1, min_findings=3, **params)
+        assert batch["details"].iloc[0]["thresholds"] == params
+
+    def test_outlier_is_emitted_when_a_normal_step_closes_it(self) -> None:
         """A → B → A' is emitted at the fix after A', not before."""
-        pings = make_pings(_steady("T1", [(0, 0), (5000, 0), (50, 0), (100, 0)]))
-        state, emitted = None, []
-        for ping in pings.to_dict("records"):
-            state, finding = update_gps_anomaly(state, ping)
-            emitted.append(finding is not None)
-        assert emitted == [False, False, False, True]
+        emitted, _ = _feed(make_pings(_steady("T1", [(0, 0), (5000, 0), (50, 0), (100, 0)])))
+        assert [len(e) for e in emitted] == [0, 0, 0, 1]
 
     def test_jump_is_held_until_it_cannot_return(self) -> None:
-        """A jump is emitted once max_excursion_s passes without a jump back."""
+        """A jump is emitted by the first fix after which no jump back can come in time."""
         track = [(0, 0), (100, 0), (3000, 0)] + [(3000 + 100 * k, 0) for k in range(1, 25)]
-        pings = make_pings(_steady("T1", track))
-        state, emitted = None, []
-        for ping in pings.to_dict("records"):
-            state, finding = update_gps_anomaly(state, ping)
-            emitted.append(finding is not None)
-        # The jump's origin is at 15 s; the first fix later than 15 + 300 s emits it.
-        assert emitted.index(True) == 22
-        assert sum(emitted) == 1
+        emitted, states = _feed(make_pings(_steady("T1", track)))
+        # The jump's first fix is at 15 s; a return must end by 15 + 300 s, the time of fix 21.
+        assert [k for k, e in enumerate(emitted) if e] == [21]
+        assert len(states["T1"]["tail"]["timestamp"]) == 1  # settled: only the last fix kept
 
-    def test_two_findings_certain_at_once_come_one_per_call(self) -> None:
-        """A held jump and a new outlier settled by one fix are returned on successive calls."""
-        track = [(0, 0), (100, 0), (30000, 0), (30100, 0), (30200, 0), (40000, 0), (30300, 0)]
-        track += [(30400, 0), (30500, 0)]
+    def test_run_that_may_bring_back_a_jump_holds_it(self) -> None:
+        """While a run is open, the jump before it is held: the run's end decides the pattern."""
+        track = [(0, 0), (100, 0), (3000, 0), (3100, 0), (20_000, 0), (300, 0), (400, 0)]
         pings = make_pings(_steady("T1", track))
+        emitted, _ = _feed(pings)
+        assert [len(e) for e in emitted] == [0, 0, 0, 0, 0, 0, 1]
+        assert emitted[-1] == detect_gps_anomaly(pings)["finding_id"].tolist()
+        assert detect_gps_anomaly(pings).iloc[0]["details"]["pattern"] == "outlier"
+
+    def test_two_findings_certain_at_once_come_together(self) -> None:
+        """A held jump and a new outlier settled by one fix are returned by the same call."""
+        track = [(0, 0), (100, 0), (30000, 0), (30100, 0), (30200, 0), (40000, 0), (30300, 0)]
+        pings = make_pings(_steady("T1", [*track, (30400, 0), (30500, 0)]))
         batch = detect_gps_anomaly(pings)
         assert batch["details"].map(lambda d: d["pattern"]).tolist() == ["jump", "outlier"]
-        state, emitted = None, []
-        for ping in pings.to_dict("records"):
-            state, finding = update_gps_anomaly(state, ping)
-            emitted.append(None if finding is None else finding["finding_id"])
-        # Both become certain at the fix after the return (index 7); the second comes at 8.
-        assert emitted[7:] == batch["finding_id"].tolist()
-        assert emitted[:7] == [None] * 7
+        emitted, _ = _feed(pings)
+        assert emitted[7] == batch["finding_id"].tolist()
+        assert not any(emitted[:7] + emitted[8:])
 
-    def test_state_is_plain_data(self) -> None:
-        """The state (last fix and open run) is JSON-serialisable."""
-        pings = make_pings(_steady("T1", [(0, 0), (5000, 0)])).to_dict("records")
-        state, _ = update_gps_anomaly(None, pings[0])
-        state, _ = update_gps_anomaly(state, pings[1])
-        assert len(state["run"]) == 2
-        json.dumps(state)
-        state, _ = update_gps_anomaly(state, {**pings[1], "timestamp": "2024-03-04T12:00:30Z"})
-        assert state["pending"] is not None
-        json.dumps(state)
-
-    def test_ping_of_another_vehicle_raises(self) -> None:
-        """One state per vehicle."""
-        a = make_pings(_steady("A", [(0, 0)])).to_dict("records")[0]
-        b = make_pings(_steady("B", [(0, 0), (5, 0)])).to_dict("records")[1]
-        state, _ = update_gps_anomaly(None, a)
-        with pytest.raises(DetectorInputError, match="veículo"):
-            update_gps_anomaly(state, b)
-
-
-class TestCloseGpsAnomaly:
-    def test_close_emits_the_open_run(self) -> None:
-        """A jump at the end of the stream is emitted on close, as in batch."""
+    def test_end_of_input_emits_the_open_run(self) -> None:
+        """A jump at the end of the input is emitted when the input ends, as in batch."""
         pings = make_pings(_steady("T1", [(0, 0), (100, 0), (9000, 0)]))
-        state = None
-        for ping in pings.to_dict("records"):
-            state, finding = update_gps_anomaly(state, ping)
-            assert finding is None
-        state, findings = close_gps_anomaly(state)
-        assert [f["finding_id"] for f in findings] == detect_gps_anomaly(pings)[
-            "finding_id"
-        ].tolist()
-        assert state is not None and state["run"] == [] and state["pending"] is None
+        emitted, states = _feed(pings)
+        assert not any(emitted)
+        assert len(states["T1"]["tail"]["timestamp"]) == 2  # the open run
+        _, found = advance(KERNEL, states, pings.iloc[:0], final=True)
+        assert found["finding_id"].tolist() == detect_gps_anomaly(pings)["finding_id"].tolist()
 
-    @pytest.mark.parametrize("with_state", [False, True])
-    def test_close_without_open_run_emits_nothing(self, with_state: bool) -> None:
-        """No open run (or no state at all): nothing to emit."""
-        state = None
-        if with_state:
-            ping = make_pings(_steady("T1", [(0, 0)])).to_dict("records")[0]
-            state, _ = update_gps_anomaly(None, ping)
-        assert close_gps_anomaly(state)[1] == []
+    def test_state_is_plain_data_and_late_fix_is_ignored(self) -> None:
+        """The state is JSON; a fix not later than the last one changes nothing."""
+        pings = make_pings(_steady("T1", [(0, 0), (100, 0), (5000, 0)]))
+        state, _ = advance(KERNEL, {}, pings)
+        assert json.loads(json.dumps(state)) == state
+        again, found = advance(KERNEL, state, pings.iloc[:1])
+        assert len(found) == 0
+        assert again == state
 
 
 @pytest.mark.slow
