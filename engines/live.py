@@ -41,11 +41,11 @@ Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
     (of its own vehicle and of those ahead of it), so a vehicle that stops reporting at a
     stand holds back that stand's findings until it reports again.
 Inactivity
-    ``inactivity`` keeps one fleet-wide state (row ``'*'``/``inactivity``, under the same
-    global lock) fed with each call's fixes in time order; ``update_inactivity`` judges the
-    previous local day when the first fix of a new local day arrives, over every registered
-    vehicle (``vehicles``, status of the local day of the call's last fix). Nothing ticks at
-    midnight itself: a day is judged by the first fix after it.
+    ``inactivity`` is a day kernel (``inactivity.KERNEL``) with one fleet-wide state (row
+    ``'*'``/``inactivity``, under the same global lock) advanced by each call's fixes: the
+    first fix of a new local day closes the days before it, judged by ``detect_inactivity``
+    over every registered vehicle (``vehicles``, status of the local day of the call's last
+    fix). Nothing ticks at midnight itself: a day is judged by the first fix after it.
 Habitual absence
     ``habitual_absence`` is fed by the visits tracker: each fix is a sighting of its local day
     and each released visit a stay at its stand (``update_habitual_absence``). Its state is per
@@ -120,7 +120,8 @@ from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
-from tracking.detectors import tracking_gap
+from tracking.detectors import inactivity, tracking_gap
+from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.findings import jsonable
 from tracking.detectors.flag2_misuse import update_flag2_misuse
 from tracking.detectors.gps_anomaly import update_gps_anomaly
@@ -133,7 +134,6 @@ from tracking.detectors.illegal_stand_formation import (
     DEFAULT_MIN_WAIT_S,
     update_illegal_stand_formation,
 )
-from tracking.detectors.inactivity import update_inactivity
 from tracking.detectors.kernel import TrackKernel, advance
 from tracking.detectors.longer_route import (
     DEFAULT_H3_RESOLUTION,
@@ -177,6 +177,10 @@ _KERNELS: dict[str, TrackKernel] = {
     "tracking_gap": tracking_gap.KERNEL,
 }
 """Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
+_DAY_KERNELS: dict[str, DayKernel] = {
+    "inactivity": inactivity.KERNEL,
+}
+"""Fleet-wide kinds run as day kernels (``tracking.detectors.day_kernel``), below."""
 _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "gps_anomaly": update_gps_anomaly,
     "flag2_misuse": update_flag2_misuse,
@@ -185,7 +189,6 @@ _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "outside_municipality": update_outside_municipality,
     "queue_jump": update_queue_jump,
     "unlicensed_stand_use": update_unlicensed_stand_use,
-    "inactivity": update_inactivity,
     "habitual_absence": tick_habitual_absence,  # its thresholds are the tick's
     "illegal_stand_formation": update_illegal_stand_formation,
 }
@@ -246,7 +249,8 @@ def live_params(kind: str, thresholds: Thresholds | None) -> dict[str, Any]:
     LiveConfigError
         If ``kind`` is not live or a parameter is unknown to both its live and batch functions.
     """
-    fn = _KERNELS[kind].detect if kind in _KERNELS else _UPDATES.get(kind)
+    kernel = _KERNELS.get(kind) or _DAY_KERNELS.get(kind)
+    fn = kernel.detect if kernel is not None else _UPDATES.get(kind)
     if fn is None:
         msg = f"tipo de achado {kind!r} não tem detecção ao vivo; esperado um de {LIVE_KINDS}"
         raise LiveConfigError(msg)
@@ -800,24 +804,25 @@ def _fleet_lock(session: Session) -> None:
 
 def _detect_inactivity(
     session: Session,
-    fixes: list[dict[str, Any]],
+    pings: pd.DataFrame,
     params: Mapping[str, Any],
     *,
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Feed the fixes to the fleet's inactivity state in time order; findings, state rows."""
+    """Advance the fleet's inactivity kernel by the fixes; findings, state rows."""
     ids = [str(v) for v in session.execute(text("SELECT vehicle_id FROM vehicles")).scalars()]
     if not ids:
         return [], []
     _fleet_lock(session)
-    state = session.execute(
+    stored = session.execute(
         text(
             "SELECT state FROM live_detector_states "
             "WHERE vehicle_id = :v AND detector = 'inactivity'"
         ),
         {"v": FLEET_ROW},
     ).scalar_one_or_none()
-    last = max(pd.Timestamp(f[fr.TIMESTAMP]) for f in fixes)
+    state = stored if isinstance(stored, dict) and "first" in stored else None  # old shape: anew
+    last = pd.Timestamp(pings[fr.TIMESTAMP].max())
     records = fleet_records(session, ids, day=last.tz_convert(timezone).date())
     fleet = pd.DataFrame(
         [
@@ -830,23 +835,13 @@ def _detect_inactivity(
             for v, r in records.items()
         ]
     )
-    found: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    last_ns = None if state is None else state["last_ns"]
-    for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
-        t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
-        vid = str(fix[fr.VEHICLE_ID])
-        known = None if state is None else state["vehicles"].get(vid)
-        prev = seen.get(vid, known["fix"]["ns"] if known and known["fix"] else None)
-        if prev is not None and t <= prev:
-            continue  # late fix
-        seen[vid] = t
-        state, res = update_inactivity(state, fix, fleet=fleet, timezone=timezone, **params)
-        found.extend(_records(res))
-    if state is None or state["last_ns"] == last_ns:
-        return found, []
-    ts = pd.Timestamp(int(state["last_ns"]), unit="ns", tz="UTC").to_pydatetime()
-    return found, [{"v": FLEET_ROW, "d": "inactivity", "s": _plain(state), "ts": ts}]
+    after, res = _DAY_KERNELS["inactivity"].advance(
+        state, pings, fleet=fleet, timezone=timezone, **params
+    )
+    if after == state:
+        return _records(res), []
+    ts = last.to_pydatetime()
+    return _records(res), [{"v": FLEET_ROW, "d": "inactivity", "s": _plain(after), "ts": ts}]
 
 
 def _closed_runs(
@@ -1112,7 +1107,7 @@ def detect_live(
         found.extend(more)
         saved.extend(rows)
     if "inactivity" in kinds:
-        more, rows = _detect_inactivity(session, fixes, params["inactivity"], timezone=timezone)
+        more, rows = _detect_inactivity(session, pings, params["inactivity"], timezone=timezone)
         found.extend(more)
         saved.extend(rows)
     _save_states(session, saved)
