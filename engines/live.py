@@ -59,16 +59,19 @@ Habitual absence
     once per window. Operation is told by fixes (any fix that day), as when
     ``detect_habitual_absence`` is given pings.
 Illegal stand formation
-    Stops are cut from each vehicle's runs: a run is a span of its fixes with no step longer
-    than twice the stops' diameter and no silence longer than the stops' ``max_gap_s`` (one row
-    per vehicle, detector ``illegal_stand_formation``). No stop spans a longer step or silence,
-    so when a run closes its stops are final: its fixes are read back from ``fixes`` (where the
-    ingest stored them), ``detect_stops`` finds its stops with ``pontual analyze``'s thresholds
-    (the extent's reference latitude is the run's mean latitude, the batch's is the vehicle's
-    over the whole input: a stop within ~0.1 % of the diameter could differ), and they go, in
-    end order, to ``update_illegal_stand_formation`` (fleet row ``'*'``, global lock). A stop is
-    seen once the vehicle has moved on. The fleet state keeps the waiting stops ended within
-    :data:`STAND_FORMATION_WINDOW_DAYS` of the newest: a place is judged over that window.
+    Stops are cut from each vehicle's runs (``illegal_stand_formation.advance_runs``): a run is
+    a span of its fixes with no step longer than twice the stops' diameter and no silence
+    longer than the stops' ``max_gap_s`` (one row per vehicle, detector
+    ``illegal_stand_formation``). No stop spans a longer step or silence, so when a run closes
+    its stops are final: its fixes are read back from ``fixes`` (where the ingest stored them),
+    ``detect_stops`` finds its stops with ``pontual analyze``'s thresholds (the extent's
+    reference latitude is the run's mean latitude, the batch's is the vehicle's over the whole
+    input: a stop within ~0.1 % of the diameter could differ), and their waiting stops go to
+    the day kernel ``illegal_stand_formation.KERNEL`` (fleet row ``'*'``, global lock), which
+    judges the local days before the call's latest fix's with ``detect_illegal_stand_formation``
+    over the waiting stops of the last :data:`STAND_FORMATION_WINDOW_DAYS` days (the batch
+    counts its whole input). A stop is seen once the vehicle has moved on; one whose day was
+    already judged counts from the next day judged.
 Late fixes
     A fix not later than the last fix a detector saw for the vehicle is skipped by that detector
     (it is stored; the batch ``pontual analyze`` sees it). A device sends its fixes in order, so
@@ -99,7 +102,7 @@ import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -115,12 +118,11 @@ from db.stands.queries import licence_frame, stands_frame
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, build_stand_cover
-from geo.crs import haversine_m
 from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
-from tracking.detectors import inactivity, tracking_gap
+from tracking.detectors import illegal_stand_formation, inactivity, tracking_gap
 from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.findings import jsonable
 from tracking.detectors.flag2_misuse import update_flag2_misuse
@@ -131,8 +133,8 @@ from tracking.detectors.habitual_absence import (
     update_habitual_absence,
 )
 from tracking.detectors.illegal_stand_formation import (
+    DEFAULT_MIN_FREE_SHARE,
     DEFAULT_MIN_WAIT_S,
-    update_illegal_stand_formation,
 )
 from tracking.detectors.kernel import TrackKernel, advance
 from tracking.detectors.longer_route import (
@@ -150,7 +152,7 @@ from tracking.detectors.outside_municipality import (
 from tracking.detectors.queue_jump import update_queue_jump
 from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
 from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
-from tracking.stops import detect_stops, timestamps_ns
+from tracking.stops import detect_stops
 
 CHANNEL = "pontual_alerts"
 """PostgreSQL NOTIFY channel; the payload is the alert id."""
@@ -179,6 +181,7 @@ _KERNELS: dict[str, TrackKernel] = {
 """Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
 _DAY_KERNELS: dict[str, DayKernel] = {
     "inactivity": inactivity.KERNEL,
+    "illegal_stand_formation": illegal_stand_formation.KERNEL,
 }
 """Fleet-wide kinds run as day kernels (``tracking.detectors.day_kernel``), below."""
 _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
@@ -190,7 +193,6 @@ _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "queue_jump": update_queue_jump,
     "unlicensed_stand_use": update_unlicensed_stand_use,
     "habitual_absence": tick_habitual_absence,  # its thresholds are the tick's
-    "illegal_stand_formation": update_illegal_stand_formation,
 }
 VISIT_KINDS = ("queue_jump", "unlicensed_stand_use")
 """Kinds judging the visits of the fleet-wide visits tracker (one state, one global lock)."""
@@ -199,8 +201,8 @@ _TRACKER_KINDS = (*VISIT_KINDS, "habitual_absence")
 _FLEET_KINDS = (*_TRACKER_KINDS, "inactivity", "illegal_stand_formation")
 """Kinds with fleet-wide state, run after the per-vehicle kinds."""
 STAND_FORMATION_WINDOW_DAYS = 30
-"""Waiting stops kept live for ``illegal_stand_formation``: those ended within this many days
-of the latest one (the batch counts a whole input; a live place is judged over this window)."""
+"""Local days of waiting stops a live ``illegal_stand_formation`` day is judged over (the batch
+counts its whole input)."""
 FLEET_ROW = "*"
 """``vehicle_id`` of the fleet-wide state rows (``visits``, ``unlicensed_stand_use``,
 ``queue_jump:<stand_id>``)."""
@@ -844,57 +846,6 @@ def _detect_inactivity(
     return _records(res), [{"v": FLEET_ROW, "d": "inactivity", "s": _plain(after), "ts": ts}]
 
 
-def _closed_runs(
-    pings: pd.DataFrame,
-    states: Mapping[tuple[str, str], tuple[Any, int | None]],
-    *,
-    max_step_m: float,
-    max_gap_s: float,
-) -> tuple[list[tuple[str, int, int]], list[dict[str, Any]]]:
-    """Advance each vehicle's open run of fixes; return the runs that closed and the states.
-
-    A run is a span of a vehicle's fixes with no step longer than ``max_step_m`` and no silence
-    longer than ``max_gap_s``: no stop spans a longer step or silence, so the stops of a closed
-    run are final. Runs are (vehicle, first ns, last ns). Vectorised per vehicle.
-    """
-    frame = pings.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
-    vids = frame[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
-    ts = timestamps_ns(frame)
-    lat = frame[fr.LAT].to_numpy(dtype=np.float64)
-    lon = frame[fr.LON].to_numpy(dtype=np.float64)
-    bounds = np.r_[0, np.flatnonzero(vids[1:] != vids[:-1]) + 1, len(vids)]
-    closed: list[tuple[str, int, int]] = []
-    saved: list[dict[str, Any]] = []
-    for lo_, hi_ in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        vehicle = str(vids[lo_])
-        run, last_ns = states.get((vehicle, "illegal_stand_formation"), (None, None))
-        t = ts[lo_:hi_]
-        new = np.r_[True, t[1:] > t[:-1]]  # late fixes (not after the last seen) are skipped
-        if last_ns is not None:
-            new &= t > last_ns
-        t, la, lo = t[new], lat[lo_:hi_][new], lon[lo_:hi_][new]
-        if not len(t):
-            continue
-        head = (t[0], la[0], lo[0]) if run is None else (run["last_ns"], run["lat"], run["lon"])
-        prev_t, prev_la, prev_lo = (
-            np.r_[h, x[:-1]] for h, x in zip(head, (t, la, lo), strict=True)
-        )
-        breaks = (haversine_m(prev_la, prev_lo, la, lo) > max_step_m) | (
-            (t - prev_t) / _NS > max_gap_s
-        )
-        breaks[0] |= run is None
-        starts = np.flatnonzero(breaks).tolist()
-        first = None if run is None else int(run["first_ns"])
-        for start in starts:  # a new run begins: the one before it closes
-            if first is not None:
-                closed.append((vehicle, first, int(prev_t[start])))
-            first = int(t[start])
-        run = {"first_ns": first, "last_ns": int(t[-1]), "lat": float(la[-1]), "lon": float(lo[-1])}
-        when = pd.Timestamp(int(t[-1]), unit="ns", tz="UTC").to_pydatetime()
-        saved.append({"v": vehicle, "d": "illegal_stand_formation", "s": run, "ts": when})
-    return closed, saved
-
-
 def _detect_stand_formation(
     session: Session,
     pings: pd.DataFrame,
@@ -903,56 +854,42 @@ def _detect_stand_formation(
     *,
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Feed the stops that the fixes closed to the fleet's informal-rank state.
+    """Advance the vehicles' runs and the fleet's informal-rank kernel by the fixes.
 
-    Each vehicle keeps its open run (:func:`_closed_runs`, steps up to twice the stops'
-    diameter: a run never splits a stop the batch would find); when a run closes, its stored
-    fixes are read back from ``fixes`` and :func:`tracking.stops.detect_stops` finds its stops
-    (thresholds of ``pontual analyze``; the extent's reference latitude is the run's mean, not
-    the whole input's as in batch), which :func:`update_illegal_stand_formation` takes in end
-    order. The fleet state keeps the waiting stops ended within
-    :data:`STAND_FORMATION_WINDOW_DAYS` of the latest.
+    Each vehicle keeps its open run (:func:`illegal_stand_formation.advance_runs`, steps up to
+    twice the stops' diameter: a run never splits a stop the batch would find); when a run
+    closes, its stored fixes are read back from ``fixes``, :func:`tracking.stops.detect_stops`
+    finds its stops (thresholds of ``pontual analyze``; the extent's reference latitude is the
+    run's mean, not the whole input's as in batch) and their waiting stops go to the kernel,
+    which judges the local days before the call's latest fix's over the waiting stops of the
+    last :data:`STAND_FORMATION_WINDOW_DAYS` days.
     """
     from engines.pipeline import AnalysisParams
 
     a = AnalysisParams()
-    closed, saved = _closed_runs(
-        pings, states, max_step_m=2 * a.stop_max_diameter_m, max_gap_s=DEFAULT_STOP_MAX_GAP_S
+    kind = illegal_stand_formation.KIND
+    vehicles = sorted(set(pings[fr.VEHICLE_ID].astype("str")))
+    runs = {v: _stored_run(states.get((v, kind))) for v in vehicles}
+    after, closed = illegal_stand_formation.advance_runs(
+        runs, pings, max_step_m=2 * a.stop_max_diameter_m, max_gap_s=DEFAULT_STOP_MAX_GAP_S
     )
+    saved = [{"v": v, "d": kind, "s": r, "ts": _utc(r["last_ns"])} for v, r in after.items()]
     min_wait_s = float(params.get("min_wait_s", DEFAULT_MIN_WAIT_S))
-    closed = [r for r in closed if (r[2] - r[1]) / _NS >= min_wait_s]  # no waiting stop in it
-    if not closed:
-        return [], saved
-    stands, _ = _active_stands(session)
-    stops = []
+    waiting: list[dict[str, Any]] = []
     for vehicle, first_ns, last_ns in closed:
-        rows = session.execute(
-            text(
-                "SELECT ts, lat, lon, meter, speed_flag FROM fixes WHERE vehicle_id = :v "
-                "AND ts BETWEEN :a AND :b ORDER BY ts"
-            ),
-            {
-                "v": vehicle,
-                "a": pd.Timestamp(first_ns, unit="ns", tz="UTC").to_pydatetime(),
-                "b": pd.Timestamp(last_ns, unit="ns", tz="UTC").to_pydatetime(),
-            },
-        ).all()
-        run = pd.DataFrame(
-            {
-                fr.VEHICLE_ID: pd.Series([vehicle] * len(rows), dtype="str"),
-                fr.TIMESTAMP: pd.to_datetime([r[0] for r in rows], utc=True),
-                fr.LAT: np.array([r[1] for r in rows], dtype=np.float64),
-                fr.LON: np.array([r[2] for r in rows], dtype=np.float64),
-                fr.METER: pd.Series([r[3] for r in rows], dtype="object"),
-                fr.SPEED_FLAG: np.array([bool(r[4]) for r in rows], dtype=bool),
-            }
-        )
-        found_stops = detect_stops(
+        if (last_ns - first_ns) / _NS < min_wait_s:
+            continue  # no waiting stop in it
+        run = _stored_fixes(session, vehicle, first_ns, last_ns)
+        stops = detect_stops(
             run, max_diameter_m=a.stop_max_diameter_m, min_duration_s=a.stop_min_duration_s
         )
-        stops += [(cast("dict[str, Any]", stop), run) for stop in found_stops.to_dict("records")]
-    if not stops:
-        return [], saved
+        waiting += illegal_stand_formation.waiting_stops(
+            stops,
+            run,
+            min_wait_s=min_wait_s,
+            min_free_share=float(params.get("min_free_share", DEFAULT_MIN_FREE_SHARE)),
+        )
+    stands, _ = _active_stands(session)
     _fleet_lock(session)
     state = session.execute(
         text(
@@ -961,30 +898,56 @@ def _detect_stand_formation(
         ),
         {"v": FLEET_ROW},
     ).scalar_one_or_none()
-    found: list[dict[str, Any]] = []
-    stops.sort(key=lambda s: (pd.Timestamp(s[0]["ended_at"]), str(s[0][fr.VEHICLE_ID])))
-    changed = False  # no waiting stop added or dropped: the (large) fleet row is not rewritten
-    for stop, run in stops:
-        if state is not None:  # the window: older waiting stops no longer count
-            floor = int(pd.Timestamp(stop["ended_at"]).value) - STAND_FORMATION_WINDOW_DAYS * (
-                86_400 * _NS
-            )
-            kept = [c for c in state["stops"] if c["end_ns"] >= floor]
-            changed |= len(kept) != len(state["stops"])
-            state["stops"] = kept
-        before = 0 if state is None else len(state["stops"])
-        state, res = update_illegal_stand_formation(
-            state, stop, run, stands=stands, timezone=timezone, **params
-        )
-        changed |= len(state["stops"]) != before
-        found.extend(_records(res))
-    if state is not None and changed:
-        state["emitted"] = state["emitted"][-10_000:]  # ids re-emitted are stored once anyway
-        last = max(pd.Timestamp(s[0]["ended_at"]) for s in stops).to_pydatetime()
-        saved.append(
-            {"v": FLEET_ROW, "d": "illegal_stand_formation", "s": _plain(state), "ts": last}
-        )
-    return found, saved
+    if not (isinstance(state, dict) and "judged" in state):
+        state = None  # an older shape: judged anew
+    last = pd.Timestamp(pings[fr.TIMESTAMP].max())
+    new, res = _DAY_KERNELS[kind].advance(
+        state,
+        waiting,
+        stands=stands,
+        through=last.tz_convert(timezone).date() - dt.timedelta(days=1),
+        window_days=STAND_FORMATION_WINDOW_DAYS,
+        timezone=timezone,
+        **params,
+    )
+    if new != state:
+        saved.append({"v": FLEET_ROW, "d": kind, "s": _plain(new), "ts": last.to_pydatetime()})
+    return _records(res), saved
+
+
+def _utc(ns: int) -> dt.datetime:
+    return pd.Timestamp(ns, unit="ns", tz="UTC").to_pydatetime()
+
+
+def _stored_run(stored: tuple[Any, int | None] | None) -> dict[str, Any] | None:
+    """Return a vehicle's stored open run (None when there is none)."""
+    run = None if stored is None else stored[0]
+    return run if isinstance(run, dict) and "last_ns" in run else None
+
+
+def _stored_fixes(session: Session, vehicle: str, first_ns: int, last_ns: int) -> pd.DataFrame:
+    """Read the vehicle's stored fixes from ``first_ns`` to ``last_ns`` (a closed run)."""
+    rows = session.execute(
+        text(
+            "SELECT ts, lat, lon, meter, speed_flag FROM fixes WHERE vehicle_id = :v "
+            "AND ts BETWEEN :a AND :b ORDER BY ts"
+        ),
+        {
+            "v": vehicle,
+            "a": pd.Timestamp(first_ns, unit="ns", tz="UTC").to_pydatetime(),
+            "b": pd.Timestamp(last_ns, unit="ns", tz="UTC").to_pydatetime(),
+        },
+    ).all()
+    return pd.DataFrame(
+        {
+            fr.VEHICLE_ID: pd.Series([vehicle] * len(rows), dtype="str"),
+            fr.TIMESTAMP: pd.to_datetime([r[0] for r in rows], utc=True),
+            fr.LAT: np.array([r[1] for r in rows], dtype=np.float64),
+            fr.LON: np.array([r[2] for r in rows], dtype=np.float64),
+            fr.METER: pd.Series([r[3] for r in rows], dtype="object"),
+            fr.SPEED_FLAG: np.array([bool(r[4]) for r in rows], dtype=bool),
+        }
+    )
 
 
 def _ping_dicts(pings: pd.DataFrame) -> list[dict[str, Any]]:

@@ -459,7 +459,7 @@ class TestHabitualAbsence:
 
 class TestIllegalStandFormation:
     def test_live_equals_batch(self, db_session: Session) -> None:
-        """Stops closed by the stored fixes feed the rank: emitted once, when certain, as batch."""
+        """Stops closed by the stored fixes feed the rank: emitted once its day closed, as batch."""
         _register_stands(db_session, RANK_STANDS)
         pings = make_pings(fleet_month())
         copy_fixes(db_session.connection(), pings, source="t")
