@@ -47,16 +47,17 @@ Inactivity
     over every registered vehicle (``vehicles``, status of the local day of the call's last
     fix). Nothing ticks at midnight itself: a day is judged by the first fix after it.
 Habitual absence
-    ``habitual_absence`` is fed by the visits tracker: each fix is a sighting of its local day
-    and each released visit a stay at its stand (``update_habitual_absence``). Its state is per
-    vehicle — one row each (detector ``habitual_absence``: the window's sightings and visits,
-    the next day to judge, the emissions), read and written under the global lock for the
-    vehicles a call touches (its fixes' and its released visits'), so a call never rewrites the
-    fleet's 30 days of visits. After each call those vehicles' local days before its last fix's
-    are judged (``tick_habitual_absence``, licences from ``parking_licences``), a vehicle's day
-    once its visits begun before the midnight ending it are released: a day is judged by the
-    vehicle's first fix (or released visit) after it. Each (vehicle, stand) is emitted at most
-    once per window. Operation is told by fixes (any fix that day), as when
+    ``habitual_absence`` is a day kernel (``habitual_absence.KERNEL``) fed by the visits
+    tracker: the fixes the tracker took in the call are sightings of their local days and the
+    visits it released (a visits frame) stays at their stands. Its state is per vehicle — one
+    row each (detector ``habitual_absence``: the window's sightings and visits, the next day to
+    judge, the emissions), read and written under the global lock for the vehicles a call
+    touches (its fixes' and its released visits'), so a call never rewrites the fleet's 30 days
+    of visits. After each call those vehicles' local days before its last fix's are judged by
+    ``detect_habitual_absence`` (licences from ``parking_licences``), a vehicle's day once its
+    visits begun before the midnight ending it are released (``unreleased_arrivals``): a day is
+    judged by the vehicle's first fix (or released visit) after it. Each (vehicle, stand) is
+    emitted at most once per window. Operation is told by fixes (any fix that day), as when
     ``detect_habitual_absence`` is given pings.
 Illegal stand formation
     Stops are cut from each vehicle's runs (``illegal_stand_formation.advance_runs``): a run is
@@ -122,16 +123,16 @@ from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
-from tracking.detectors import illegal_stand_formation, inactivity, tracking_gap
+from tracking.detectors import (
+    habitual_absence,
+    illegal_stand_formation,
+    inactivity,
+    tracking_gap,
+)
 from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.findings import jsonable
 from tracking.detectors.flag2_misuse import update_flag2_misuse
 from tracking.detectors.gps_anomaly import update_gps_anomaly
-from tracking.detectors.habitual_absence import (
-    new_habitual_absence_state,
-    tick_habitual_absence,
-    update_habitual_absence,
-)
 from tracking.detectors.illegal_stand_formation import (
     DEFAULT_MIN_FREE_SHARE,
     DEFAULT_MIN_WAIT_S,
@@ -181,6 +182,7 @@ _KERNELS: dict[str, TrackKernel] = {
 """Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
 _DAY_KERNELS: dict[str, DayKernel] = {
     "inactivity": inactivity.KERNEL,
+    "habitual_absence": habitual_absence.KERNEL,
     "illegal_stand_formation": illegal_stand_formation.KERNEL,
 }
 """Fleet-wide kinds run as day kernels (``tracking.detectors.day_kernel``), below."""
@@ -192,7 +194,6 @@ _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "outside_municipality": update_outside_municipality,
     "queue_jump": update_queue_jump,
     "unlicensed_stand_use": update_unlicensed_stand_use,
-    "habitual_absence": tick_habitual_absence,  # its thresholds are the tick's
 }
 VISIT_KINDS = ("queue_jump", "unlicensed_stand_use")
 """Kinds judging the visits of the fleet-wide visits tracker (one state, one global lock)."""
@@ -647,9 +648,8 @@ def _detect_visit_kinds(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Feed the fixes to the fleet's visits tracker and its kinds; findings, state rows.
 
-    ``habitual_absence`` takes each fix and each released visit as sightings, and judges the
-    local days before the latest fix's (:func:`tick_habitual_absence`) of the vehicles whose
-    state the call touched; a vehicle's day waits for its visits to be released.
+    ``habitual_absence`` (:func:`_detect_absence`) takes the fixes the tracker took and the
+    visits it released in the call.
     """
     stands, cover = _active_stands(session)
     if cover is None:
@@ -670,10 +670,6 @@ def _detect_visit_kinds(
     )
     visits_state = stored.get("visits") or new_visits_state()
     unlicensed = stored.get("unlicensed_stand_use")
-    absence = new_habitual_absence_state() if "habitual_absence" in kinds else None
-    touched: set[str] = set()  # vehicles whose habitual_absence part is loaded
-    if absence is not None:
-        _load_absence(session, {str(f[fr.VEHICLE_ID]) for f in fixes}, absence, touched)
     licences = licence_frame(session=session).drop(columns="licence_id")
     facts = fleet_facts(live_fleet(session))
     options: dict[str, Any] = {
@@ -691,6 +687,8 @@ def _detect_visit_kinds(
     boarding = {"boarding_grace_s": a.boarding_grace_s, "boarding_grace_m": a.boarding_grace_m}
     queues: dict[str, Any] = {}
     found: list[dict[str, Any]] = []
+    taken: list[dict[str, Any]] = []  # the fixes the tracker took; the visits it released
+    releases: list[dict[str, Any]] = []
     last_seen = 0
     for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
         t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
@@ -699,9 +697,8 @@ def _detect_visit_kinds(
             continue  # late fix: stored, seen by the batch only
         last_seen = max(last_seen, t)
         visits_state, released = update_visits(visits_state, fix, **options)
-        if absence is not None:
-            _load_absence(session, {str(v["vehicle_id"]) for v in released}, absence, touched)
-            absence = update_habitual_absence(absence, ping=fix, visits=released, timezone=timezone)
+        taken.append(fix)
+        releases += released
         if "queue_jump" in kinds:
             for visit in released:
                 sid = str(visit["stand_id"])
@@ -735,29 +732,27 @@ def _detect_visit_kinds(
     if not last_seen:
         return found, []
     last = pd.Timestamp(last_seen, unit="ns", tz="UTC")
-    if absence is not None:
-        mine = licences["vehicle_id"].astype("str").isin(touched).to_numpy(dtype=bool)
-        absence, res = tick_habitual_absence(
-            absence,
+    if "habitual_absence" in kinds:
+        res, saved = _detect_absence(
+            session,
+            taken,
+            releases,
             as_of=last.tz_convert(timezone).date() - dt.timedelta(days=1),
-            licences=licences.loc[mine],
+            licences=licences,
             unreleased=unreleased_arrivals(visits_state),
             stands=stands,
+            params=params["habitual_absence"],
             timezone=timezone,
-            **params["habitual_absence"],
         )
-        found.extend(_records(res))
+        found += res
+    else:
+        saved = []
     ts = last.to_pydatetime()
-    saved = [{"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts}]
+    saved.append({"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts})
     if unlicensed is not None:
         saved.append(
             {"v": FLEET_ROW, "d": "unlicensed_stand_use", "s": _plain(unlicensed), "ts": ts}
         )
-    if absence is not None:
-        saved += [
-            {"v": vid, "d": "habitual_absence", "s": _plain(part), "ts": ts}
-            for vid, part in _absence_parts(absence, touched).items()
-        ]
     saved += [
         {"v": FLEET_ROW, "d": f"queue_jump:{sid}", "s": _plain(st), "ts": ts}
         for sid, st in queues.items()
@@ -765,38 +760,96 @@ def _detect_visit_kinds(
     return found, saved
 
 
-_ABSENCE_KEYS = ("days", "visits", "next", "emitted")
-"""Keys of the habitual_absence state that are per vehicle (``clock`` is a cache)."""
+def _detect_absence(
+    session: Session,
+    fixes: list[dict[str, Any]],
+    visits: list[dict[str, Any]],
+    *,
+    as_of: dt.date,
+    licences: pd.DataFrame,
+    unreleased: Mapping[str, int],
+    stands: gpd.GeoDataFrame,
+    params: Mapping[str, Any],
+    timezone: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Advance the habitual_absence kernel of the vehicles of the fixes and released visits.
 
-
-def _load_absence(
-    session: Session, vehicles: set[str], state: dict[str, Any], loaded: set[str]
-) -> None:
-    """Merge the stored habitual_absence parts of ``vehicles`` not yet ``loaded`` into state."""
-    missing = sorted(vehicles - loaded)
-    if not missing:
-        return
+    One state row per vehicle (detector ``habitual_absence``), read and written for the
+    vehicles a call touches only; the days before ``as_of`` + 1 are closed.
+    """
+    vehicles = sorted(
+        {str(f[fr.VEHICLE_ID]) for f in fixes} | {str(v["vehicle_id"]) for v in visits}
+    )
     rows = session.execute(
         text(
             "SELECT vehicle_id, state FROM live_detector_states "
             "WHERE detector = 'habitual_absence' AND vehicle_id = ANY(:vs)"
         ),
-        {"vs": missing},
+        {"vs": vehicles},
     )
-    for vid, part in rows:
-        for key in _ABSENCE_KEYS:
-            if vid in part[key]:
-                state[key][vid] = part[key][vid]
-    loaded.update(missing)
+    states = {str(v): _absence_state(str(v), s) for v, s in rows}
+    pings = pd.DataFrame(
+        {
+            fr.VEHICLE_ID: pd.Series([str(f[fr.VEHICLE_ID]) for f in fixes], dtype="str"),
+            fr.TIMESTAMP: pd.to_datetime([f[fr.TIMESTAMP] for f in fixes], utc=True),
+            fr.LAT: np.array([f.get(fr.LAT) for f in fixes], dtype=np.float64),
+            fr.LON: np.array([f.get(fr.LON) for f in fixes], dtype=np.float64),
+            fr.ROW: pd.array([f.get(fr.ROW) for f in fixes], dtype="Int64"),
+        }
+    )
+    after, res = _DAY_KERNELS["habitual_absence"].advance(
+        states,
+        pings,
+        _released_frame(visits),
+        licences=licences,
+        as_of=as_of,
+        unreleased=unreleased,
+        stands=stands,
+        timezone=timezone,
+        **params,
+    )
+    last = pd.Timestamp(pings[fr.TIMESTAMP].max()).to_pydatetime() if len(pings) else None
+    saved = [
+        {"v": v, "d": "habitual_absence", "s": _plain(st), "ts": last}
+        for v, st in after.items()
+        if st != states.get(v)
+    ]
+    return _records(res), saved
 
 
-def _absence_parts(state: dict[str, Any], vehicles: set[str]) -> dict[str, dict[str, Any]]:
-    """Split the habitual_absence state into one part per vehicle (those holding anything)."""
-    parts = {
-        vid: {key: {vid: state[key][vid]} if vid in state[key] else {} for key in _ABSENCE_KEYS}
-        for vid in sorted(vehicles)
-    }
-    return {vid: part | {"clock": None} for vid, part in parts.items() if any(part.values())}
+def _absence_state(vehicle: str, stored: Any) -> dict[str, Any] | None:
+    """Return a vehicle's habitual_absence state; an older (fleet-keyed) part is converted."""
+    if not isinstance(stored, dict):
+        return None
+    if isinstance(stored.get("visits"), dict):  # {key: {vehicle: value}}
+        return {
+            "days": stored["days"].get(vehicle, {}),
+            "visits": stored["visits"].get(vehicle, []),
+            "next": stored["next"].get(vehicle),
+            "emitted": stored["emitted"].get(vehicle, {}),
+        }
+    return stored
+
+
+def _released_frame(visits: list[dict[str, Any]]) -> pd.DataFrame:
+    """Return the visits the tracker released as a visits frame (the columns presence reads)."""
+
+    def utc(key: str) -> pd.Series:
+        ns = np.array([int(v[key]) for v in visits], dtype=np.int64)
+        return pd.Series(pd.to_datetime(ns, unit="ns", utc=True))
+
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([str(v["vehicle_id"]) for v in visits], dtype="str"),
+            "stand_id": pd.Series([str(v["stand_id"]) for v in visits], dtype="str"),
+            "arrived_at": utc("arrived_ns"),
+            "departed_at": utc("departed_ns"),
+            "dwell_s": np.array([float(v["dwell_s"]) for v in visits], dtype=np.float64),
+            "boarded": np.array([bool(v["boarded"]) for v in visits], dtype=bool),
+            "first_row": pd.array([(v.get("first") or {}).get("row") for v in visits], "Int64"),
+            "last_row": pd.array([(v.get("last") or {}).get("row") for v in visits], "Int64"),
+        }
+    )
 
 
 def _fleet_lock(session: Session) -> None:

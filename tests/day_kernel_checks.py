@@ -34,15 +34,21 @@ def assert_day_pieces_give(
     *,
     seeds: int = 4,
     min_findings: int = 1,
+    step: int = 1,
+    max_cuts: int | None = None,
 ) -> None:
-    """Assert every cutting of an input of ``n`` items gives the reference findings' bytes."""
+    """Assert every cutting of an input of ``n`` items gives the reference findings' bytes.
+
+    The cuttings: after every ``step`` items (1: item by item), none, and ``seeds`` random ones
+    (at most ``max_cuts`` cuts each, when given).
+    """
     assert len(reference) >= min_findings, f"{len(reference)} findings in the reference"
     expected = geojson_bytes(reference)
     rng = np.random.default_rng(0)
-    cuttings: list[list[int]] = [list(range(1, n)), []]
+    cuttings: list[list[int]] = [list(range(step, n, step)), []]
     cuttings += [
         sorted(rng.choice(np.arange(1, n), size=min(n - 1, k), replace=False).tolist())
-        for k in rng.integers(1, max(2, n // 3), size=seeds)
+        for k in rng.integers(1, max(2, min(n // 3, max_cuts or n)), size=seeds)
     ]
     for cuts in cuttings:
         assert geojson_bytes(replay(cuts)) == expected, f"cut at {cuts[:10]}…"
