@@ -942,23 +942,27 @@ def _detect_stand_formation(
             min_wait_s=min_wait_s,
             min_free_share=float(params.get("min_free_share", DEFAULT_MIN_FREE_SHARE)),
         )
+    last = pd.Timestamp(pings[fr.TIMESTAMP].max())
+    through = last.tz_convert(timezone).date() - dt.timedelta(days=1)
+    query = (
+        "SELECT {} FROM live_detector_states "
+        "WHERE vehicle_id = :v AND detector = 'illegal_stand_formation'"
+    )
+    judged = session.execute(
+        text(query.format("(state->>'judged')::int")), {"v": FLEET_ROW}
+    ).scalar_one_or_none()
+    if not waiting and judged is not None and judged >= (through - dt.date(1970, 1, 1)).days:
+        return [], saved  # nothing new, no day to close: the (large) fleet row is not read
     stands, _ = _active_stands(session)
     _fleet_lock(session)
-    state = session.execute(
-        text(
-            "SELECT state FROM live_detector_states "
-            "WHERE vehicle_id = :v AND detector = 'illegal_stand_formation'"
-        ),
-        {"v": FLEET_ROW},
-    ).scalar_one_or_none()
+    state = session.execute(text(query.format("state")), {"v": FLEET_ROW}).scalar_one_or_none()
     if not (isinstance(state, dict) and "judged" in state):
         state = None  # an older shape: judged anew
-    last = pd.Timestamp(pings[fr.TIMESTAMP].max())
     new, res = _DAY_KERNELS[kind].advance(
         state,
         waiting,
         stands=stands,
-        through=last.tz_convert(timezone).date() - dt.timedelta(days=1),
+        through=through,
         window_days=STAND_FORMATION_WINDOW_DAYS,
         timezone=timezone,
         **params,
