@@ -40,34 +40,38 @@ Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
     (of its own vehicle and of those ahead of it), so a vehicle that stops reporting at a
     stand holds back that stand's findings until it reports again.
 Inactivity
-    ``inactivity`` keeps one fleet-wide state (row ``'*'``/``inactivity``, under the same
-    global lock) fed with each call's fixes in time order; ``update_inactivity`` judges the
-    previous local day when the first fix of a new local day arrives, over every registered
-    vehicle (``vehicles``, status of the local day of the call's last fix). Nothing ticks at
-    midnight itself: a day is judged by the first fix after it.
+    ``inactivity`` is a day kernel (``inactivity.KERNEL``) with one fleet-wide state (row
+    ``'*'``/``inactivity``, under the same global lock) advanced by each call's fixes: the
+    first fix of a new local day closes the days before it, judged by ``detect_inactivity``
+    over every registered vehicle (``vehicles``, status of the local day of the call's last
+    fix). Nothing ticks at midnight itself: a day is judged by the first fix after it.
 Habitual absence
-    ``habitual_absence`` is fed by the visits tracker: each fix is a sighting of its local day
-    and each released visit a stay at its stand (``update_habitual_absence``). Its state is per
-    vehicle — one row each (detector ``habitual_absence``: the window's sightings and visits,
-    the next day to judge, the emissions), read and written under the global lock for the
-    vehicles a call touches (its fixes' and its released visits'), so a call never rewrites the
-    fleet's 30 days of visits. After each call those vehicles' local days before its last fix's
-    are judged (``tick_habitual_absence``, licences from ``parking_licences``), a vehicle's day
-    once its visits begun before the midnight ending it are released: a day is judged by the
-    vehicle's first fix (or released visit) after it. Each (vehicle, stand) is emitted at most
-    once per window. Operation is told by fixes (any fix that day), as when
+    ``habitual_absence`` is a day kernel (``habitual_absence.KERNEL``) fed by the visits
+    tracker: the fixes the tracker took in the call are sightings of their local days and the
+    visits it released (a visits frame) stays at their stands. Its state is per vehicle — one
+    row each (detector ``habitual_absence``: the window's sightings and visits, the next day to
+    judge, the emissions), read and written under the global lock for the vehicles a call
+    touches (its fixes' and its released visits'), so a call never rewrites the fleet's 30 days
+    of visits. After each call those vehicles' local days before its last fix's are judged by
+    ``detect_habitual_absence`` (licences from ``parking_licences``), a vehicle's day once its
+    visits begun before the midnight ending it are released (``unreleased_arrivals``): a day is
+    judged by the vehicle's first fix (or released visit) after it. Each (vehicle, stand) is
+    emitted at most once per window. Operation is told by fixes (any fix that day), as when
     ``detect_habitual_absence`` is given pings.
 Illegal stand formation
-    Stops are cut from each vehicle's runs: a run is a span of its fixes with no step longer
-    than twice the stops' diameter and no silence longer than the stops' ``max_gap_s`` (one row
-    per vehicle, detector ``illegal_stand_formation``). No stop spans a longer step or silence,
-    so when a run closes its stops are final: its fixes are read back from ``fixes`` (where the
-    ingest stored them), ``detect_stops`` finds its stops with ``pontual analyze``'s thresholds
-    (the extent's reference latitude is the run's mean latitude, the batch's is the vehicle's
-    over the whole input: a stop within ~0.1 % of the diameter could differ), and they go, in
-    end order, to ``update_illegal_stand_formation`` (fleet row ``'*'``, global lock). A stop is
-    seen once the vehicle has moved on. The fleet state keeps the waiting stops ended within
-    :data:`STAND_FORMATION_WINDOW_DAYS` of the newest: a place is judged over that window.
+    Stops are cut from each vehicle's runs (``illegal_stand_formation.advance_runs``): a run is
+    a span of its fixes with no step longer than twice the stops' diameter and no silence
+    longer than the stops' ``max_gap_s`` (one row per vehicle, detector
+    ``illegal_stand_formation``). No stop spans a longer step or silence, so when a run closes
+    its stops are final: its fixes are read back from ``fixes`` (where the ingest stored them),
+    ``detect_stops`` finds its stops with ``pontual analyze``'s thresholds (the extent's
+    reference latitude is the run's mean latitude, the batch's is the vehicle's over the whole
+    input: a stop within ~0.1 % of the diameter could differ), and their waiting stops go to
+    the day kernel ``illegal_stand_formation.KERNEL`` (fleet row ``'*'``, global lock), which
+    judges the local days before the call's latest fix's with ``detect_illegal_stand_formation``
+    over the waiting stops of the last :data:`STAND_FORMATION_WINDOW_DAYS` days (the batch
+    counts its whole input). A stop is seen once the vehicle has moved on; one whose day was
+    already judged counts from the next day judged.
 Late fixes
     A fix not later than the last fix a detector saw for the vehicle is skipped by that detector
     (it is stored; the batch ``pontual analyze`` sees it). A device sends its fixes in order, so
@@ -98,7 +102,7 @@ import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -114,23 +118,24 @@ from db.stands.queries import licence_frame, stands_frame
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, build_stand_cover
-from geo.crs import haversine_m
 from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
-from tracking.detectors import flag2_misuse, gps_anomaly, tracking_gap
+from tracking.detectors import (
+    flag2_misuse,
+    gps_anomaly,
+    habitual_absence,
+    illegal_stand_formation,
+    inactivity,
+    tracking_gap,
+)
+from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.findings import jsonable
-from tracking.detectors.habitual_absence import (
-    new_habitual_absence_state,
-    tick_habitual_absence,
-    update_habitual_absence,
-)
 from tracking.detectors.illegal_stand_formation import (
+    DEFAULT_MIN_FREE_SHARE,
     DEFAULT_MIN_WAIT_S,
-    update_illegal_stand_formation,
 )
-from tracking.detectors.inactivity import update_inactivity
 from tracking.detectors.kernel import TrackKernel, advance
 from tracking.detectors.longer_route import (
     DEFAULT_H3_RESOLUTION,
@@ -147,7 +152,7 @@ from tracking.detectors.outside_municipality import (
 from tracking.detectors.queue_jump import update_queue_jump
 from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
 from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
-from tracking.stops import detect_stops, timestamps_ns
+from tracking.stops import detect_stops
 
 CHANNEL = "pontual_alerts"
 """PostgreSQL NOTIFY channel; the payload is the alert id."""
@@ -176,15 +181,18 @@ _KERNELS: dict[str, TrackKernel] = {
     "flag2_misuse": flag2_misuse.KERNEL,
 }
 """Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
+_DAY_KERNELS: dict[str, DayKernel] = {
+    "inactivity": inactivity.KERNEL,
+    "habitual_absence": habitual_absence.KERNEL,
+    "illegal_stand_formation": illegal_stand_formation.KERNEL,
+}
+"""Fleet-wide kinds run as day kernels (``tracking.detectors.day_kernel``), below."""
 _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "operating_while_barred": update_operating_while_barred,
     "longer_route": update_longer_route,
     "outside_municipality": update_outside_municipality,
     "queue_jump": update_queue_jump,
     "unlicensed_stand_use": update_unlicensed_stand_use,
-    "inactivity": update_inactivity,
-    "habitual_absence": tick_habitual_absence,  # its thresholds are the tick's
-    "illegal_stand_formation": update_illegal_stand_formation,
 }
 VISIT_KINDS = ("queue_jump", "unlicensed_stand_use")
 """Kinds judging the visits of the fleet-wide visits tracker (one state, one global lock)."""
@@ -193,8 +201,8 @@ _TRACKER_KINDS = (*VISIT_KINDS, "habitual_absence")
 _FLEET_KINDS = (*_TRACKER_KINDS, "inactivity", "illegal_stand_formation")
 """Kinds with fleet-wide state, run after the per-vehicle kinds."""
 STAND_FORMATION_WINDOW_DAYS = 30
-"""Waiting stops kept live for ``illegal_stand_formation``: those ended within this many days
-of the latest one (the batch counts a whole input; a live place is judged over this window)."""
+"""Local days of waiting stops a live ``illegal_stand_formation`` day is judged over (the batch
+counts its whole input)."""
 FLEET_ROW = "*"
 """``vehicle_id`` of the fleet-wide state rows (``visits``, ``unlicensed_stand_use``,
 ``queue_jump:<stand_id>``)."""
@@ -243,7 +251,8 @@ def live_params(kind: str, thresholds: Thresholds | None) -> dict[str, Any]:
     LiveConfigError
         If ``kind`` is not live or a parameter is unknown to both its live and batch functions.
     """
-    fn = _KERNELS[kind].detect if kind in _KERNELS else _UPDATES.get(kind)
+    kernel = _KERNELS.get(kind) or _DAY_KERNELS.get(kind)
+    fn = kernel.detect if kernel is not None else _UPDATES.get(kind)
     if fn is None:
         msg = f"tipo de achado {kind!r} não tem detecção ao vivo; esperado um de {LIVE_KINDS}"
         raise LiveConfigError(msg)
@@ -638,9 +647,8 @@ def _detect_visit_kinds(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Feed the fixes to the fleet's visits tracker and its kinds; findings, state rows.
 
-    ``habitual_absence`` takes each fix and each released visit as sightings, and judges the
-    local days before the latest fix's (:func:`tick_habitual_absence`) of the vehicles whose
-    state the call touched; a vehicle's day waits for its visits to be released.
+    ``habitual_absence`` (:func:`_detect_absence`) takes the fixes the tracker took and the
+    visits it released in the call.
     """
     stands, cover = _active_stands(session)
     if cover is None:
@@ -661,10 +669,6 @@ def _detect_visit_kinds(
     )
     visits_state = stored.get("visits") or new_visits_state()
     unlicensed = stored.get("unlicensed_stand_use")
-    absence = new_habitual_absence_state() if "habitual_absence" in kinds else None
-    touched: set[str] = set()  # vehicles whose habitual_absence part is loaded
-    if absence is not None:
-        _load_absence(session, {str(f[fr.VEHICLE_ID]) for f in fixes}, absence, touched)
     licences = licence_frame(session=session).drop(columns="licence_id")
     facts = fleet_facts(live_fleet(session))
     options: dict[str, Any] = {
@@ -682,6 +686,8 @@ def _detect_visit_kinds(
     boarding = {"boarding_grace_s": a.boarding_grace_s, "boarding_grace_m": a.boarding_grace_m}
     queues: dict[str, Any] = {}
     found: list[dict[str, Any]] = []
+    taken: list[dict[str, Any]] = []  # the fixes the tracker took; the visits it released
+    releases: list[dict[str, Any]] = []
     last_seen = 0
     for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
         t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
@@ -690,9 +696,8 @@ def _detect_visit_kinds(
             continue  # late fix: stored, seen by the batch only
         last_seen = max(last_seen, t)
         visits_state, released = update_visits(visits_state, fix, **options)
-        if absence is not None:
-            _load_absence(session, {str(v["vehicle_id"]) for v in released}, absence, touched)
-            absence = update_habitual_absence(absence, ping=fix, visits=released, timezone=timezone)
+        taken.append(fix)
+        releases += released
         if "queue_jump" in kinds:
             for visit in released:
                 sid = str(visit["stand_id"])
@@ -726,29 +731,27 @@ def _detect_visit_kinds(
     if not last_seen:
         return found, []
     last = pd.Timestamp(last_seen, unit="ns", tz="UTC")
-    if absence is not None:
-        mine = licences["vehicle_id"].astype("str").isin(touched).to_numpy(dtype=bool)
-        absence, res = tick_habitual_absence(
-            absence,
+    if "habitual_absence" in kinds:
+        res, saved = _detect_absence(
+            session,
+            taken,
+            releases,
             as_of=last.tz_convert(timezone).date() - dt.timedelta(days=1),
-            licences=licences.loc[mine],
+            licences=licences,
             unreleased=unreleased_arrivals(visits_state),
             stands=stands,
+            params=params["habitual_absence"],
             timezone=timezone,
-            **params["habitual_absence"],
         )
-        found.extend(_records(res))
+        found += res
+    else:
+        saved = []
     ts = last.to_pydatetime()
-    saved = [{"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts}]
+    saved.append({"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts})
     if unlicensed is not None:
         saved.append(
             {"v": FLEET_ROW, "d": "unlicensed_stand_use", "s": _plain(unlicensed), "ts": ts}
         )
-    if absence is not None:
-        saved += [
-            {"v": vid, "d": "habitual_absence", "s": _plain(part), "ts": ts}
-            for vid, part in _absence_parts(absence, touched).items()
-        ]
     saved += [
         {"v": FLEET_ROW, "d": f"queue_jump:{sid}", "s": _plain(st), "ts": ts}
         for sid, st in queues.items()
@@ -756,38 +759,96 @@ def _detect_visit_kinds(
     return found, saved
 
 
-_ABSENCE_KEYS = ("days", "visits", "next", "emitted")
-"""Keys of the habitual_absence state that are per vehicle (``clock`` is a cache)."""
+def _detect_absence(
+    session: Session,
+    fixes: list[dict[str, Any]],
+    visits: list[dict[str, Any]],
+    *,
+    as_of: dt.date,
+    licences: pd.DataFrame,
+    unreleased: Mapping[str, int],
+    stands: gpd.GeoDataFrame,
+    params: Mapping[str, Any],
+    timezone: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Advance the habitual_absence kernel of the vehicles of the fixes and released visits.
 
-
-def _load_absence(
-    session: Session, vehicles: set[str], state: dict[str, Any], loaded: set[str]
-) -> None:
-    """Merge the stored habitual_absence parts of ``vehicles`` not yet ``loaded`` into state."""
-    missing = sorted(vehicles - loaded)
-    if not missing:
-        return
+    One state row per vehicle (detector ``habitual_absence``), read and written for the
+    vehicles a call touches only; the days before ``as_of`` + 1 are closed.
+    """
+    vehicles = sorted(
+        {str(f[fr.VEHICLE_ID]) for f in fixes} | {str(v["vehicle_id"]) for v in visits}
+    )
     rows = session.execute(
         text(
             "SELECT vehicle_id, state FROM live_detector_states "
             "WHERE detector = 'habitual_absence' AND vehicle_id = ANY(:vs)"
         ),
-        {"vs": missing},
+        {"vs": vehicles},
     )
-    for vid, part in rows:
-        for key in _ABSENCE_KEYS:
-            if vid in part[key]:
-                state[key][vid] = part[key][vid]
-    loaded.update(missing)
+    states = {str(v): _absence_state(str(v), s) for v, s in rows}
+    pings = pd.DataFrame(
+        {
+            fr.VEHICLE_ID: pd.Series([str(f[fr.VEHICLE_ID]) for f in fixes], dtype="str"),
+            fr.TIMESTAMP: pd.to_datetime([f[fr.TIMESTAMP] for f in fixes], utc=True),
+            fr.LAT: np.array([f.get(fr.LAT) for f in fixes], dtype=np.float64),
+            fr.LON: np.array([f.get(fr.LON) for f in fixes], dtype=np.float64),
+            fr.ROW: pd.array([f.get(fr.ROW) for f in fixes], dtype="Int64"),
+        }
+    )
+    after, res = _DAY_KERNELS["habitual_absence"].advance(
+        states,
+        pings,
+        _released_frame(visits),
+        licences=licences,
+        as_of=as_of,
+        unreleased=unreleased,
+        stands=stands,
+        timezone=timezone,
+        **params,
+    )
+    last = pd.Timestamp(pings[fr.TIMESTAMP].max()).to_pydatetime() if len(pings) else None
+    saved = [
+        {"v": v, "d": "habitual_absence", "s": _plain(st), "ts": last}
+        for v, st in after.items()
+        if st != states.get(v)
+    ]
+    return _records(res), saved
 
 
-def _absence_parts(state: dict[str, Any], vehicles: set[str]) -> dict[str, dict[str, Any]]:
-    """Split the habitual_absence state into one part per vehicle (those holding anything)."""
-    parts = {
-        vid: {key: {vid: state[key][vid]} if vid in state[key] else {} for key in _ABSENCE_KEYS}
-        for vid in sorted(vehicles)
-    }
-    return {vid: part | {"clock": None} for vid, part in parts.items() if any(part.values())}
+def _absence_state(vehicle: str, stored: Any) -> dict[str, Any] | None:
+    """Return a vehicle's habitual_absence state; an older (fleet-keyed) part is converted."""
+    if not isinstance(stored, dict):
+        return None
+    if isinstance(stored.get("visits"), dict):  # {key: {vehicle: value}}
+        return {
+            "days": stored["days"].get(vehicle, {}),
+            "visits": stored["visits"].get(vehicle, []),
+            "next": stored["next"].get(vehicle),
+            "emitted": stored["emitted"].get(vehicle, {}),
+        }
+    return stored
+
+
+def _released_frame(visits: list[dict[str, Any]]) -> pd.DataFrame:
+    """Return the visits the tracker released as a visits frame (the columns presence reads)."""
+
+    def utc(key: str) -> pd.Series:
+        ns = np.array([int(v[key]) for v in visits], dtype=np.int64)
+        return pd.Series(pd.to_datetime(ns, unit="ns", utc=True))
+
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([str(v["vehicle_id"]) for v in visits], dtype="str"),
+            "stand_id": pd.Series([str(v["stand_id"]) for v in visits], dtype="str"),
+            "arrived_at": utc("arrived_ns"),
+            "departed_at": utc("departed_ns"),
+            "dwell_s": np.array([float(v["dwell_s"]) for v in visits], dtype=np.float64),
+            "boarded": np.array([bool(v["boarded"]) for v in visits], dtype=bool),
+            "first_row": pd.array([(v.get("first") or {}).get("row") for v in visits], "Int64"),
+            "last_row": pd.array([(v.get("last") or {}).get("row") for v in visits], "Int64"),
+        }
+    )
 
 
 def _fleet_lock(session: Session) -> None:
@@ -797,24 +858,25 @@ def _fleet_lock(session: Session) -> None:
 
 def _detect_inactivity(
     session: Session,
-    fixes: list[dict[str, Any]],
+    pings: pd.DataFrame,
     params: Mapping[str, Any],
     *,
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Feed the fixes to the fleet's inactivity state in time order; findings, state rows."""
+    """Advance the fleet's inactivity kernel by the fixes; findings, state rows."""
     ids = [str(v) for v in session.execute(text("SELECT vehicle_id FROM vehicles")).scalars()]
     if not ids:
         return [], []
     _fleet_lock(session)
-    state = session.execute(
+    stored = session.execute(
         text(
             "SELECT state FROM live_detector_states "
             "WHERE vehicle_id = :v AND detector = 'inactivity'"
         ),
         {"v": FLEET_ROW},
     ).scalar_one_or_none()
-    last = max(pd.Timestamp(f[fr.TIMESTAMP]) for f in fixes)
+    state = stored if isinstance(stored, dict) and "first" in stored else None  # old shape: anew
+    last = pd.Timestamp(pings[fr.TIMESTAMP].max())
     records = fleet_records(session, ids, day=last.tz_convert(timezone).date())
     fleet = pd.DataFrame(
         [
@@ -827,74 +889,13 @@ def _detect_inactivity(
             for v, r in records.items()
         ]
     )
-    found: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    last_ns = None if state is None else state["last_ns"]
-    for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
-        t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
-        vid = str(fix[fr.VEHICLE_ID])
-        known = None if state is None else state["vehicles"].get(vid)
-        prev = seen.get(vid, known["fix"]["ns"] if known and known["fix"] else None)
-        if prev is not None and t <= prev:
-            continue  # late fix
-        seen[vid] = t
-        state, res = update_inactivity(state, fix, fleet=fleet, timezone=timezone, **params)
-        found.extend(_records(res))
-    if state is None or state["last_ns"] == last_ns:
-        return found, []
-    ts = pd.Timestamp(int(state["last_ns"]), unit="ns", tz="UTC").to_pydatetime()
-    return found, [{"v": FLEET_ROW, "d": "inactivity", "s": _plain(state), "ts": ts}]
-
-
-def _closed_runs(
-    pings: pd.DataFrame,
-    states: Mapping[tuple[str, str], tuple[Any, int | None]],
-    *,
-    max_step_m: float,
-    max_gap_s: float,
-) -> tuple[list[tuple[str, int, int]], list[dict[str, Any]]]:
-    """Advance each vehicle's open run of fixes; return the runs that closed and the states.
-
-    A run is a span of a vehicle's fixes with no step longer than ``max_step_m`` and no silence
-    longer than ``max_gap_s``: no stop spans a longer step or silence, so the stops of a closed
-    run are final. Runs are (vehicle, first ns, last ns). Vectorised per vehicle.
-    """
-    frame = pings.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
-    vids = frame[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
-    ts = timestamps_ns(frame)
-    lat = frame[fr.LAT].to_numpy(dtype=np.float64)
-    lon = frame[fr.LON].to_numpy(dtype=np.float64)
-    bounds = np.r_[0, np.flatnonzero(vids[1:] != vids[:-1]) + 1, len(vids)]
-    closed: list[tuple[str, int, int]] = []
-    saved: list[dict[str, Any]] = []
-    for lo_, hi_ in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        vehicle = str(vids[lo_])
-        run, last_ns = states.get((vehicle, "illegal_stand_formation"), (None, None))
-        t = ts[lo_:hi_]
-        new = np.r_[True, t[1:] > t[:-1]]  # late fixes (not after the last seen) are skipped
-        if last_ns is not None:
-            new &= t > last_ns
-        t, la, lo = t[new], lat[lo_:hi_][new], lon[lo_:hi_][new]
-        if not len(t):
-            continue
-        head = (t[0], la[0], lo[0]) if run is None else (run["last_ns"], run["lat"], run["lon"])
-        prev_t, prev_la, prev_lo = (
-            np.r_[h, x[:-1]] for h, x in zip(head, (t, la, lo), strict=True)
-        )
-        breaks = (haversine_m(prev_la, prev_lo, la, lo) > max_step_m) | (
-            (t - prev_t) / _NS > max_gap_s
-        )
-        breaks[0] |= run is None
-        starts = np.flatnonzero(breaks).tolist()
-        first = None if run is None else int(run["first_ns"])
-        for start in starts:  # a new run begins: the one before it closes
-            if first is not None:
-                closed.append((vehicle, first, int(prev_t[start])))
-            first = int(t[start])
-        run = {"first_ns": first, "last_ns": int(t[-1]), "lat": float(la[-1]), "lon": float(lo[-1])}
-        when = pd.Timestamp(int(t[-1]), unit="ns", tz="UTC").to_pydatetime()
-        saved.append({"v": vehicle, "d": "illegal_stand_formation", "s": run, "ts": when})
-    return closed, saved
+    after, res = _DAY_KERNELS["inactivity"].advance(
+        state, pings, fleet=fleet, timezone=timezone, **params
+    )
+    if after == state:
+        return _records(res), []
+    ts = last.to_pydatetime()
+    return _records(res), [{"v": FLEET_ROW, "d": "inactivity", "s": _plain(after), "ts": ts}]
 
 
 def _detect_stand_formation(
@@ -905,88 +906,104 @@ def _detect_stand_formation(
     *,
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Feed the stops that the fixes closed to the fleet's informal-rank state.
+    """Advance the vehicles' runs and the fleet's informal-rank kernel by the fixes.
 
-    Each vehicle keeps its open run (:func:`_closed_runs`, steps up to twice the stops'
-    diameter: a run never splits a stop the batch would find); when a run closes, its stored
-    fixes are read back from ``fixes`` and :func:`tracking.stops.detect_stops` finds its stops
-    (thresholds of ``pontual analyze``; the extent's reference latitude is the run's mean, not
-    the whole input's as in batch), which :func:`update_illegal_stand_formation` takes in end
-    order. The fleet state keeps the waiting stops ended within
-    :data:`STAND_FORMATION_WINDOW_DAYS` of the latest.
+    Each vehicle keeps its open run (:func:`illegal_stand_formation.advance_runs`, steps up to
+    twice the stops' diameter: a run never splits a stop the batch would find); when a run
+    closes, its stored fixes are read back from ``fixes``, :func:`tracking.stops.detect_stops`
+    finds its stops (thresholds of ``pontual analyze``; the extent's reference latitude is the
+    run's mean, not the whole input's as in batch) and their waiting stops go to the kernel,
+    which judges the local days before the call's latest fix's over the waiting stops of the
+    last :data:`STAND_FORMATION_WINDOW_DAYS` days.
     """
     from engines.pipeline import AnalysisParams
 
     a = AnalysisParams()
-    closed, saved = _closed_runs(
-        pings, states, max_step_m=2 * a.stop_max_diameter_m, max_gap_s=DEFAULT_STOP_MAX_GAP_S
+    kind = illegal_stand_formation.KIND
+    vehicles = sorted(set(pings[fr.VEHICLE_ID].astype("str")))
+    runs = {v: _stored_run(states.get((v, kind))) for v in vehicles}
+    after, closed = illegal_stand_formation.advance_runs(
+        runs, pings, max_step_m=2 * a.stop_max_diameter_m, max_gap_s=DEFAULT_STOP_MAX_GAP_S
     )
+    saved = [{"v": v, "d": kind, "s": r, "ts": _utc(r["last_ns"])} for v, r in after.items()]
     min_wait_s = float(params.get("min_wait_s", DEFAULT_MIN_WAIT_S))
-    closed = [r for r in closed if (r[2] - r[1]) / _NS >= min_wait_s]  # no waiting stop in it
-    if not closed:
-        return [], saved
-    stands, _ = _active_stands(session)
-    stops = []
+    waiting: list[dict[str, Any]] = []
     for vehicle, first_ns, last_ns in closed:
-        rows = session.execute(
-            text(
-                "SELECT ts, lat, lon, meter, speed_flag FROM fixes WHERE vehicle_id = :v "
-                "AND ts BETWEEN :a AND :b ORDER BY ts"
-            ),
-            {
-                "v": vehicle,
-                "a": pd.Timestamp(first_ns, unit="ns", tz="UTC").to_pydatetime(),
-                "b": pd.Timestamp(last_ns, unit="ns", tz="UTC").to_pydatetime(),
-            },
-        ).all()
-        run = pd.DataFrame(
-            {
-                fr.VEHICLE_ID: pd.Series([vehicle] * len(rows), dtype="str"),
-                fr.TIMESTAMP: pd.to_datetime([r[0] for r in rows], utc=True),
-                fr.LAT: np.array([r[1] for r in rows], dtype=np.float64),
-                fr.LON: np.array([r[2] for r in rows], dtype=np.float64),
-                fr.METER: pd.Series([r[3] for r in rows], dtype="object"),
-                fr.SPEED_FLAG: np.array([bool(r[4]) for r in rows], dtype=bool),
-            }
-        )
-        found_stops = detect_stops(
+        if (last_ns - first_ns) / _NS < min_wait_s:
+            continue  # no waiting stop in it
+        run = _stored_fixes(session, vehicle, first_ns, last_ns)
+        stops = detect_stops(
             run, max_diameter_m=a.stop_max_diameter_m, min_duration_s=a.stop_min_duration_s
         )
-        stops += [(cast("dict[str, Any]", stop), run) for stop in found_stops.to_dict("records")]
-    if not stops:
-        return [], saved
-    _fleet_lock(session)
-    state = session.execute(
-        text(
-            "SELECT state FROM live_detector_states "
-            "WHERE vehicle_id = :v AND detector = 'illegal_stand_formation'"
-        ),
-        {"v": FLEET_ROW},
+        waiting += illegal_stand_formation.waiting_stops(
+            stops,
+            run,
+            min_wait_s=min_wait_s,
+            min_free_share=float(params.get("min_free_share", DEFAULT_MIN_FREE_SHARE)),
+        )
+    last = pd.Timestamp(pings[fr.TIMESTAMP].max())
+    through = last.tz_convert(timezone).date() - dt.timedelta(days=1)
+    query = (
+        "SELECT {} FROM live_detector_states "
+        "WHERE vehicle_id = :v AND detector = 'illegal_stand_formation'"
+    )
+    judged = session.execute(
+        text(query.format("(state->>'judged')::int")), {"v": FLEET_ROW}
     ).scalar_one_or_none()
-    found: list[dict[str, Any]] = []
-    stops.sort(key=lambda s: (pd.Timestamp(s[0]["ended_at"]), str(s[0][fr.VEHICLE_ID])))
-    changed = False  # no waiting stop added or dropped: the (large) fleet row is not rewritten
-    for stop, run in stops:
-        if state is not None:  # the window: older waiting stops no longer count
-            floor = int(pd.Timestamp(stop["ended_at"]).value) - STAND_FORMATION_WINDOW_DAYS * (
-                86_400 * _NS
-            )
-            kept = [c for c in state["stops"] if c["end_ns"] >= floor]
-            changed |= len(kept) != len(state["stops"])
-            state["stops"] = kept
-        before = 0 if state is None else len(state["stops"])
-        state, res = update_illegal_stand_formation(
-            state, stop, run, stands=stands, timezone=timezone, **params
-        )
-        changed |= len(state["stops"]) != before
-        found.extend(_records(res))
-    if state is not None and changed:
-        state["emitted"] = state["emitted"][-10_000:]  # ids re-emitted are stored once anyway
-        last = max(pd.Timestamp(s[0]["ended_at"]) for s in stops).to_pydatetime()
-        saved.append(
-            {"v": FLEET_ROW, "d": "illegal_stand_formation", "s": _plain(state), "ts": last}
-        )
-    return found, saved
+    if not waiting and judged is not None and judged >= (through - dt.date(1970, 1, 1)).days:
+        return [], saved  # nothing new, no day to close: the (large) fleet row is not read
+    stands, _ = _active_stands(session)
+    _fleet_lock(session)
+    state = session.execute(text(query.format("state")), {"v": FLEET_ROW}).scalar_one_or_none()
+    if not (isinstance(state, dict) and "judged" in state):
+        state = None  # an older shape: judged anew
+    new, res = _DAY_KERNELS[kind].advance(
+        state,
+        waiting,
+        stands=stands,
+        through=through,
+        window_days=STAND_FORMATION_WINDOW_DAYS,
+        timezone=timezone,
+        **params,
+    )
+    if new != state:
+        saved.append({"v": FLEET_ROW, "d": kind, "s": _plain(new), "ts": last.to_pydatetime()})
+    return _records(res), saved
+
+
+def _utc(ns: int) -> dt.datetime:
+    return pd.Timestamp(ns, unit="ns", tz="UTC").to_pydatetime()
+
+
+def _stored_run(stored: tuple[Any, int | None] | None) -> dict[str, Any] | None:
+    """Return a vehicle's stored open run (None when there is none)."""
+    run = None if stored is None else stored[0]
+    return run if isinstance(run, dict) and "last_ns" in run else None
+
+
+def _stored_fixes(session: Session, vehicle: str, first_ns: int, last_ns: int) -> pd.DataFrame:
+    """Read the vehicle's stored fixes from ``first_ns`` to ``last_ns`` (a closed run)."""
+    rows = session.execute(
+        text(
+            "SELECT ts, lat, lon, meter, speed_flag FROM fixes WHERE vehicle_id = :v "
+            "AND ts BETWEEN :a AND :b ORDER BY ts"
+        ),
+        {
+            "v": vehicle,
+            "a": pd.Timestamp(first_ns, unit="ns", tz="UTC").to_pydatetime(),
+            "b": pd.Timestamp(last_ns, unit="ns", tz="UTC").to_pydatetime(),
+        },
+    ).all()
+    return pd.DataFrame(
+        {
+            fr.VEHICLE_ID: pd.Series([vehicle] * len(rows), dtype="str"),
+            fr.TIMESTAMP: pd.to_datetime([r[0] for r in rows], utc=True),
+            fr.LAT: np.array([r[1] for r in rows], dtype=np.float64),
+            fr.LON: np.array([r[2] for r in rows], dtype=np.float64),
+            fr.METER: pd.Series([r[3] for r in rows], dtype="object"),
+            fr.SPEED_FLAG: np.array([bool(r[4]) for r in rows], dtype=bool),
+        }
+    )
 
 
 def _ping_dicts(pings: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1107,7 +1124,7 @@ def detect_live(
         found.extend(more)
         saved.extend(rows)
     if "inactivity" in kinds:
-        more, rows = _detect_inactivity(session, fixes, params["inactivity"], timezone=timezone)
+        more, rows = _detect_inactivity(session, pings, params["inactivity"], timezone=timezone)
         found.extend(more)
         saved.extend(rows)
     _save_states(session, saved)

@@ -24,22 +24,25 @@ sighting of the vehicle that day (the evidence that it operated) and the day's v
 stand. Geometry: the stand's polygon when ``stands`` is given, else None. ``started_at`` and
 ``ended_at``: local midnight starting the window and local midnight after ``as_of``.
 
-Live: :func:`update_habitual_absence` keeps, per vehicle, the first and last fix of each local
-day and the released visits of the window; :func:`tick_habitual_absence` judges a vehicle's day
-with this detector once every visit it started before that day's end has been released, and
-emits a (vehicle, stand) finding at most once per window.
+Live: :data:`KERNEL` (:func:`advance_habitual_absence`) keeps, per vehicle, the first and last
+fix of each local day and the released visits of the days a window still to be judged covers
+(at most ``window_days`` days, plus the days held back by a visit not yet released), and
+judges a vehicle's day with this detector once every visit it started before that day's end
+has been released; a (vehicle, stand) finding is returned at most once per window.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import geopandas as gpd
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from geo.calendar import DEFAULT_TIMEZONE
@@ -56,7 +59,7 @@ from stands.presence import (
 )
 from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors._evidence import local_day, ping_field, ping_ns
+from tracking.detectors._evidence import local_days
 from tracking.detectors._track_kernels import (
     check_timezone,
     finding_record,
@@ -64,6 +67,7 @@ from tracking.detectors._track_kernels import (
     local_dates,
     utc_ns,
 )
+from tracking.detectors.day_kernel import DayKernel
 
 KIND = "habitual_absence"
 DEFAULT_WINDOW_DAYS = 30
@@ -332,20 +336,6 @@ def _day_evidence(days: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[s
 # ------------------------------------------------------------------------------------- live
 
 
-def new_habitual_absence_state() -> dict[str, Any]:
-    """Return the initial live state (plain data), one for the whole fleet.
-
-    ``days``: per vehicle, per local day (ISO date), its first and last fix ``[ns, lat, lon,
-    row]`` (the sightings of the presence table); ``visits``: per vehicle, its released visits
-    ``[stand_id, arrived_ns, departed_ns, dwell_s, boarded, first_row, last_row]``; ``next``:
-    per licensed vehicle, the next local day to judge (ISO); ``emitted``: per vehicle and
-    stand, the last day (``as_of``) whose finding was emitted; ``clock``: ``[timezone, day,
-    start_ns, end_ns]`` of the latest fix's local day (a cache). Data older than every window
-    still to be judged is dropped.
-    """
-    return {"days": {}, "visits": {}, "next": {}, "emitted": {}, "clock": None}
-
-
 @functools.lru_cache(maxsize=4096)
 def _day_bounds(day: int, timezone: str) -> tuple[int, int]:
     """Local midnights (epoch ns) starting and ending day number ``day``, as presence cuts."""
@@ -353,21 +343,19 @@ def _day_bounds(day: int, timezone: str) -> tuple[int, int]:
     return int(bounds[0]), int(bounds[1])
 
 
-def _day_number(st: dict[str, Any], t: int, timezone: str) -> int:
-    """Local day number of instant ``t``, cut at the midnights of the presence table."""
-    clock = st["clock"]
-    if clock is not None and clock[0] == timezone and clock[2] <= t < clock[3]:
-        return int(clock[1])
-    day = local_day(t, timezone)
-    start, end = _day_bounds(day, timezone)
-    while t < start:  # a midnight moved by a DST change
-        day -= 1
+def _day_numbers(ns: npt.NDArray[np.int64], timezone: str) -> list[int]:
+    """Local day number of each instant, cut at the midnights of the presence table."""
+    out = []
+    for t, day in zip(ns.tolist(), local_days(ns, timezone).tolist(), strict=True):
         start, end = _day_bounds(day, timezone)
-    while t >= end:
-        day += 1
-        start, end = _day_bounds(day, timezone)
-    st["clock"] = [timezone, day, start, end]
-    return day
+        while t < start:  # a midnight moved by a DST change
+            day -= 1
+            start, end = _day_bounds(day, timezone)
+        while t >= end:
+            day += 1
+            start, end = _day_bounds(day, timezone)
+        out.append(int(day))
+    return out
 
 
 def _day_iso(day: int) -> str:
@@ -379,83 +367,89 @@ def _day_int(value: dt.date | str) -> int:
     return (date - dt.date(1970, 1, 1)).days
 
 
-def update_habitual_absence(
-    state: dict[str, Any] | None,
-    *,
-    ping: Mapping[str, Any] | None = None,
-    visits: Iterable[Mapping[str, Any]] = (),
-    timezone: str = DEFAULT_TIMEZONE,
-) -> dict[str, Any]:
-    """Take a fix (the day's first and last sightings) and released visits into the state.
+def _new_state() -> dict[str, Any]:
+    return {"days": {}, "visits": [], "next": None, "emitted": {}}
 
-    Findings come from :func:`tick_habitual_absence`, which judges whole local days.
 
-    Parameters
-    ----------
-    state : dict or None
-        From :func:`new_habitual_absence_state` or the previous call (None at first).
-    ping : mapping, optional
-        A fix: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, optional ``row``.
-    visits : iterable of mapping
-        Visits released by :func:`stands.visits.update_visits`, ``tick_visits`` or
-        ``flush_visits`` (any stand: their arrivals and departures are sightings too).
-    timezone : str, default "America/Sao_Paulo"
-        Zone of the local days (the same in every call).
-
-    Returns
-    -------
-    dict
-        The new state.
-
-    Raises
-    ------
-    DetectorInputError
-        If the fix's timestamp is naive.
-    DetectorThresholdError
-        If the timezone is unknown.
-    """
-    check_timezone(timezone)
-    st = new_habitual_absence_state() if state is None else state
-    if ping is not None:
-        t = ping_ns(ping)
-        day = _day_iso(_day_number(st, t, timezone))
-        lat, lon, row = ping_field(ping, "lat"), ping_field(ping, "lon"), ping_field(ping, "row")
-        rec = [
-            t,
-            float("nan") if lat is None else float(lat),
-            float("nan") if lon is None else float(lon),
-            -1 if row is None else int(row),
-        ]
-        days = st["days"].setdefault(str(ping_field(ping, "vehicle_id")), {})
-        seen = days.get(day)
+def _take_sightings(states: dict[str, dict[str, Any]], pings: pd.DataFrame, timezone: str) -> None:
+    """Keep each vehicle's first and last fix of each local day (the presence table's)."""
+    if not len(pings):
+        return
+    ns = utc_ns(pings["timestamp"], name="timestamp", what="os pings")
+    order = np.argsort(ns, kind="stable")
+    vids = pings["vehicle_id"].astype("str").to_numpy(dtype=object)[order]
+    lat = pd.to_numeric(pings["lat"]).to_numpy(dtype=np.float64)[order]
+    lon = pd.to_numeric(pings["lon"]).to_numpy(dtype=np.float64)[order]
+    rows = (
+        pd.to_numeric(pings["row"]).fillna(-1).to_numpy(dtype=np.int64)[order]
+        if "row" in pings.columns
+        else np.full(len(pings), -1, dtype=np.int64)
+    )
+    ns = ns[order]
+    days = _day_numbers(ns, timezone)
+    for vid, t, la, lo, row, day in zip(
+        vids.tolist(), ns.tolist(), lat.tolist(), lon.tolist(), rows.tolist(), days, strict=True
+    ):
+        st = states.setdefault(str(vid), _new_state())
+        rec = [int(t), la, lo, int(row)]
+        iso = _day_iso(day)
+        seen = st["days"].get(iso)
         if seen is None:
-            days[day] = [rec, rec]
+            st["days"][iso] = [rec, rec]
         else:  # ties as the presence table: the first fix stays first, the last one last
             if t < seen[0][0]:
                 seen[0] = rec
             if t >= seen[1][0]:
                 seen[1] = rec
-    for visit in visits:
-        first, last = visit.get("first") or {}, visit.get("last") or {}
-        st["visits"].setdefault(str(visit["vehicle_id"]), []).append(
-            [
-                str(visit["stand_id"]),
-                int(visit["arrived_ns"]),
-                int(visit["departed_ns"]),
-                float(visit["dwell_s"]),
-                bool(visit["boarded"]),
-                first.get("row"),
-                last.get("row"),
-            ]
-        )
-    return st
+        if st["next"] is None:
+            st["next"] = iso
 
 
-def _sightings_frame(st: dict[str, Any], vehicles: list[str], lo: str, hi: str) -> pd.DataFrame:
+def _take_visits(states: dict[str, dict[str, Any]], visits: pd.DataFrame, timezone: str) -> None:
+    """Keep released visits (plain data)."""
+    if not len(visits):
+        return
+    arrived = utc_ns(visits["arrived_at"], name="arrived_at", what="as visitas")
+    departed = utc_ns(visits["departed_at"], name="departed_at", what="as visitas")
+    n = len(visits)
+    boarded = (
+        visits["boarded"].fillna(False).to_numpy(dtype=bool)
+        if "boarded" in visits.columns
+        else np.zeros(n, dtype=bool)
+    )
+
+    def rows(name: str) -> list[int | None]:
+        if name not in visits.columns:
+            return [None] * n
+        values = pd.to_numeric(visits[name]).astype("Int64")
+        return [None if pd.isna(v) else int(v) for v in values]
+
+    days = _day_numbers(arrived, timezone)
+    for vid, sid, a, d, dwell, b, r0, r1, day in zip(
+        visits["vehicle_id"].astype("str").tolist(),
+        visits["stand_id"].astype("str").tolist(),
+        arrived.tolist(),
+        departed.tolist(),
+        visits["dwell_s"].to_numpy(dtype=np.float64).tolist(),
+        boarded.tolist(),
+        rows("first_row"),
+        rows("last_row"),
+        days,
+        strict=True,
+    ):
+        st = states.setdefault(str(vid), _new_state())
+        st["visits"].append([sid, int(a), int(d), float(dwell), bool(b), r0, r1])
+        if st["next"] is None:
+            st["next"] = _day_iso(day)
+
+
+def _sightings_frame(
+    states: Mapping[str, Mapping[str, Any]], vehicles: list[str], lo: str, hi: str
+) -> pd.DataFrame:
     """Build the pings frame: each vehicle's first and last fix of the local days lo..hi (ISO)."""
     recs = []
     for vid in vehicles:
-        for day, (first, last) in sorted(st["days"].get(vid, {}).items()):
+        for day, (first, last) in sorted(states[vid]["days"].items()):
             if lo <= day <= hi:
                 recs += [(vid, *first)] + ([(vid, *last)] if last[0] != first[0] else [])
     return pd.DataFrame(
@@ -464,16 +458,18 @@ def _sightings_frame(st: dict[str, Any], vehicles: list[str], lo: str, hi: str) 
             "timestamp": pd.Series(
                 pd.to_datetime(np.array([r[1] for r in recs], dtype=np.int64), unit="ns", utc=True)
             ).astype(pd.DatetimeTZDtype("ns", "UTC")),
-            "lat": np.array([r[2] for r in recs], dtype=np.float64),
-            "lon": np.array([r[3] for r in recs], dtype=np.float64),
+            "lat": np.array([np.nan if r[2] is None else r[2] for r in recs], dtype=np.float64),
+            "lon": np.array([np.nan if r[3] is None else r[3] for r in recs], dtype=np.float64),
             "row": np.array([r[4] for r in recs], dtype=np.int64),
         }
     )
 
 
-def _visits_frame(st: dict[str, Any], vehicles: list[str], since_ns: int) -> pd.DataFrame:
+def _visits_frame(
+    states: Mapping[str, Mapping[str, Any]], vehicles: list[str], since_ns: int
+) -> pd.DataFrame:
     """Build the visits frame of the vehicles' released visits departed at or after since_ns."""
-    recs = [(vid, *v) for vid in vehicles for v in st["visits"].get(vid, []) if v[2] >= since_ns]
+    recs = [(vid, *v) for vid in vehicles for v in states[vid]["visits"] if v[2] >= since_ns]
 
     def utc(k: int) -> pd.Series:
         ns = np.array([r[k] for r in recs], dtype=np.int64)
@@ -495,50 +491,69 @@ def _visits_frame(st: dict[str, Any], vehicles: list[str], since_ns: int) -> pd.
     )
 
 
-def tick_habitual_absence(
-    state: dict[str, Any] | None,
+def advance_habitual_absence(
+    states: Mapping[str, Mapping[str, Any] | None],
+    pings: pd.DataFrame,
+    visits: pd.DataFrame,
     *,
-    as_of: dt.date,
     licences: pd.DataFrame,
-    unreleased: Mapping[str, int],
+    as_of: dt.date | None = None,
+    final: bool = False,
+    unreleased: Mapping[str, int] | None = None,
     stands: gpd.GeoDataFrame | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     window_days: int = DEFAULT_WINDOW_DAYS,
     min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
     min_presence_share: float = DEFAULT_MIN_PRESENCE_SHARE,
     min_presence_s: float = DEFAULT_MIN_PRESENCE_S,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Judge each licensed vehicle's local days up to ``as_of`` once they are certain.
+) -> tuple[dict[str, dict[str, Any]], gpd.GeoDataFrame]:
+    """Take new sightings and released visits; judge each vehicle's closed local days.
 
-    Call it once every fix up to the end of local day ``as_of`` is in the state (a clock at
-    local midnight, with the feed's lateness allowed for). A vehicle's day is judged once every
-    visit of the vehicle that started before the midnight ending it has been released (its
-    ``unreleased`` arrival, if any, is at or after that midnight): a visit across midnight, or
-    one whose queue position waits on another vehicle, holds the day back until a later tick.
-    The day is judged by :func:`detect_habitual_absence` (the presence table of
-    :func:`stands.presence.presence`) over the kept sightings and visits with ``as_of`` that
-    day, so a finding equals the batch's. A (vehicle, stand) finding is emitted once per
-    window: after one, that pair's next finding is emitted only for a window that does not
-    overlap it (``window_days`` later), so a persistent absence is not reported every day.
-    Days before the first tick of a vehicle are not judged.
+    The kernel of :func:`detect_habitual_absence` (``tracking.detectors.day_kernel``). A
+    vehicle's days, from the first one it was seen on, are judged in order up to ``as_of``
+    (with ``final`` and no ``as_of``: the last day of the data), each once every visit of the
+    vehicle that started before the midnight ending it has been given (its ``unreleased``
+    arrival, if any, is at or after that midnight): a visit across midnight, or one whose
+    queue position waits on another vehicle, holds the day back until a later call. A day is
+    judged by :func:`detect_habitual_absence` over the kept sightings and visits with
+    ``as_of`` that day, so a finding is the batch's for that day. A (vehicle, stand) finding is
+    returned once per window: after one, that pair's next finding is returned only for a
+    window that does not overlap it (``window_days`` later), so a persistent absence is not
+    reported every day.
 
     Parameters
     ----------
-    state : dict or None
-        The live state.
-    as_of : datetime.date
-        The latest local day to judge (inclusive).
+    states : mapping
+        ``vehicle_id → state`` from the previous call (missing or None: nothing seen yet); not
+        modified.
+    pings : pandas.DataFrame
+        New fixes (sightings): ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``,
+        optional ``row``. A vehicle's fixes must come after its closed days.
+    visits : pandas.DataFrame
+        Newly released visits (any stand; the visits contract: ``vehicle_id``, ``stand_id``,
+        ``arrived_at``, ``departed_at``, ``dwell_s``, optional ``boarded``, ``first_row``,
+        ``last_row``).
     licences : pandas.DataFrame
         Licence frame (``stands/licences.py``): the vehicles judged and their stands.
-    unreleased : mapping of str to int
-        :func:`stands.visits.unreleased_arrivals` of the visit tracker's state.
+    as_of : datetime.date, optional
+        The latest local day closed (every fix up to its end given).
+    final : bool, default False
+        End of the input: nothing is held back by ``unreleased``; without ``as_of``, the days
+        are judged up to the last day of the vehicles' data.
+    unreleased : mapping of str to int, optional
+        Per vehicle the arrival (ns) of its earliest visit not released yet
+        (:func:`stands.visits.unreleased_arrivals`).
     stands, timezone, window_days, min_operating_days, min_presence_share, min_presence_s
         As in :func:`detect_habitual_absence`.
 
     Returns
     -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state and the findings emitted, or None.
+    tuple of (dict, geopandas.GeoDataFrame)
+        The state of each vehicle of ``states``, ``pings`` or ``visits`` (plain data: ``days``,
+        per local day its first and last fix ``[ns, lat, lon, row]``; ``visits``, ``[stand_id,
+        arrived_ns, departed_ns, dwell_s, boarded, first_row, last_row]``; ``next``, the next
+        day to judge; ``emitted``, per stand the last day of a finding returned) and the
+        findings of the days judged.
 
     Raises
     ------
@@ -554,21 +569,32 @@ def tick_habitual_absence(
         min_operating_days=min_operating_days,
         min_presence_share=min_presence_share,
     )
-    if not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime):
+    if as_of is not None and (not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime)):
         msg = f"'as_of' era {as_of!r}; esperado uma data (datetime.date)"
         raise DetectorThresholdError(msg)
     if "vehicle_id" not in licences.columns:
         msg = "as licenças não têm a coluna 'vehicle_id'"
         raise DetectorInputError(msg)
-    st = new_habitual_absence_state() if state is None else state
-    last = _day_int(as_of)
+    out: dict[str, dict[str, Any]] = {
+        str(v): json.loads(json.dumps(s)) for v, s in states.items() if s
+    }
+    _take_sightings(out, pings, timezone)
+    _take_visits(out, visits, timezone)
+    held = {} if final else dict(unreleased or {})
     licensed = [str(v) for v in licences["vehicle_id"].tolist()]
-    vehicles = sorted(set(licensed))
+    judged = set(licensed)
+    if as_of is not None:
+        last = _day_int(as_of)
+    else:  # nothing closed yet, or the end of the data
+        last = _last_data_day(out, timezone) if final else -(2**31)
     ends: dict[int, int] = {}
     due: dict[int, list[str]] = {}
-    for vid in vehicles:
-        day = _day_int(st["next"][vid]) if vid in st["next"] else last
-        bound = unreleased.get(vid)
+    for vid in sorted(out):
+        st = out[vid]
+        if st["next"] is None:
+            continue
+        day = _day_int(st["next"])
+        bound = held.get(vid)
         while day <= last:
             if day not in ends:
                 ends[day] = _day_bounds(day, timezone)[1]
@@ -576,15 +602,17 @@ def tick_habitual_absence(
                 break
             due.setdefault(day, []).append(vid)
             day += 1
-        st["next"][vid] = _day_iso(day)
+        st["next"] = _day_iso(day)
     frames = []
     for day in sorted(due):
-        vids = due[day]
+        vids = [v for v in due[day] if v in judged]
+        if not vids:
+            continue
         lo = day - (window_days - 1)
         found = detect_habitual_absence(
-            _visits_frame(st, vids, _day_bounds(lo, timezone)[0]),
+            _visits_frame(out, vids, _day_bounds(lo, timezone)[0]),
             licences.loc[np.isin(np.array(licensed, dtype=object), vids)],
-            _sightings_frame(st, vids, _day_iso(lo), _day_iso(day)),
+            _sightings_frame(out, vids, _day_iso(lo), _day_iso(day)),
             as_of=dt.date(1970, 1, 1) + dt.timedelta(days=day),
             stands=stands,
             timezone=timezone,
@@ -597,44 +625,39 @@ def tick_habitual_absence(
         for k, (vid, sid) in enumerate(
             zip(found["vehicle_id"].tolist(), found["stand_id"].tolist(), strict=True)
         ):
-            before = st["emitted"].get(vid, {}).get(sid)
+            before = out[vid]["emitted"].get(sid)
             if before is None or day - _day_int(before) >= window_days:
                 keep.append(k)
-                st["emitted"].setdefault(vid, {})[sid] = _day_iso(day)
+                out[vid]["emitted"][sid] = _day_iso(day)
         if keep:
             frames.append(found.iloc[keep])
-    if due:
-        _prune(st, vehicles, last, window_days, timezone)
+    for st in out.values():
+        _prune(st, window_days, timezone)
     if not frames:
-        return st, None
-    out = pd.concat(frames, ignore_index=True)
-    out = gpd.GeoDataFrame(out, geometry="geometry", crs=4326)
-    return st, out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
+        return out, findings_from_records([])
+    found = gpd.GeoDataFrame(pd.concat(frames, ignore_index=True), geometry="geometry", crs=4326)
+    return out, found.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
 
 
-def _prune(
-    st: dict[str, Any], vehicles: list[str], last: int, window_days: int, timezone: str
-) -> None:
+def _last_data_day(states: Mapping[str, Mapping[str, Any]], timezone: str) -> int:
+    """Return the local day of the vehicles' latest sighting or visit departure."""
+    latest = [last[0] for s in states.values() for _, last in s["days"].values()]
+    latest += [v[2] for s in states.values() for v in s["visits"]]
+    return _day_numbers(np.asarray([max(latest, default=0)], dtype=np.int64), timezone)[0]
+
+
+def _prune(st: dict[str, Any], window_days: int, timezone: str) -> None:
     """Drop sightings, visits and emissions older than every window still to be judged."""
-    oldest = min([_day_int(st["next"][v]) for v in vehicles if v in st["next"]] + [last + 1])
+    if st["next"] is None:
+        return
+    oldest = _day_int(st["next"])
     floor = oldest - (window_days - 1)
     floor_iso = _day_iso(floor)
     floor_ns = _day_bounds(floor, timezone)[0]
-    for vid in list(st["days"]):
-        kept = {d: v for d, v in st["days"][vid].items() if d >= floor_iso}
-        if kept:
-            st["days"][vid] = kept
-        else:
-            del st["days"][vid]
-    for vid in list(st["visits"]):
-        kept_visits = [v for v in st["visits"][vid] if v[2] >= floor_ns]
-        if kept_visits:
-            st["visits"][vid] = kept_visits
-        else:
-            del st["visits"][vid]
-    for vid in list(st["emitted"]):
-        pairs = {s: d for s, d in st["emitted"][vid].items() if oldest - _day_int(d) < window_days}
-        if pairs:
-            st["emitted"][vid] = pairs
-        else:
-            del st["emitted"][vid]
+    st["days"] = {d: v for d, v in st["days"].items() if d >= floor_iso}
+    st["visits"] = [v for v in st["visits"] if v[2] >= floor_ns]
+    st["emitted"] = {s: d for s, d in st["emitted"].items() if oldest - _day_int(d) < window_days}
+
+
+KERNEL = DayKernel(KIND, detect_habitual_absence, advance_habitual_absence)
+"""The rule as a day kernel (``tracking.detectors.day_kernel``)."""

@@ -38,12 +38,19 @@ finding_id
 confidence
     ``0.5 + 0.25·(1 − min_vehicles/vehicles) + 0.2·(1 − min_days/days)``, at most 0.95: it grows
     with the number of vehicles and of days beyond the thresholds.
+
+Live: :data:`KERNEL` (:func:`advance_illegal_stand_formation`) keeps the fleet's waiting stops
+(found by :func:`waiting_stops` once the vehicle's run of fixes closed) and judges each closed
+local day with :func:`detect_illegal_stand_formation` over the stops ended by then — in live,
+those of the last ``window_days`` days only (the state holds no more), where the batch counts
+its whole input; a place is returned once, on the first day it meets the thresholds.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import geopandas as gpd
@@ -54,7 +61,7 @@ from numpy.typing import NDArray
 
 from geo import h3 as gh3
 from geo.calendar import DEFAULT_TIMEZONE
-from geo.crs import WGS84, utm_crs_for
+from geo.crs import WGS84, haversine_m, utm_crs_for
 from tracking import frames as fr
 from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
@@ -69,6 +76,7 @@ from tracking.detectors._track_kernels import (
     track_arrays,
     utc_ns,
 )
+from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.findings import empty_findings, make_findings
 
 KIND = "illegal_stand_formation"
@@ -484,22 +492,14 @@ def _places(cells: NDArray[np.uint64]) -> NDArray[np.int64]:
 # ------------------------------------------------------------------------------------- live
 
 
-def new_stand_formation_state() -> dict[str, Any]:
-    """Return the initial live state (plain data), one for the whole fleet.
-
-    ``stops``: every waiting stop so far (long and free enough; near a stand or not, since the
-    metric zone is chosen from all of them as in batch), with its evidence fixes;
-    ``emitted``: the ids of the findings already emitted.
-    """
-    return {"stops": [], "emitted": []}
-
-
-def update_illegal_stand_formation(
-    state: dict[str, Any] | None,
-    stop: Mapping[str, Any],
-    fixes: pd.DataFrame,
+def advance_illegal_stand_formation(
+    state: Mapping[str, Any] | None,
+    waiting: Sequence[Mapping[str, Any]],
     *,
     stands: gpd.GeoDataFrame,
+    through: dt.date | None = None,
+    final: bool = False,
+    window_days: int | None = None,
     allowed_places: gpd.GeoDataFrame | gpd.GeoSeries | None = None,
     stand_buffer_m: float = DEFAULT_STAND_BUFFER_M,
     cluster_radius_m: float = DEFAULT_CLUSTER_RADIUS_M,
@@ -508,50 +508,72 @@ def update_illegal_stand_formation(
     min_wait_s: float = DEFAULT_MIN_WAIT_S,
     min_free_share: float = DEFAULT_MIN_FREE_SHARE,
     timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Take one closed stop into the fleet's state; emit the places that now meet the thresholds.
+) -> tuple[dict[str, Any], gpd.GeoDataFrame]:
+    """Take new waiting stops into the fleet's state; judge each local day closed.
 
-    The input is a stop, not a fix: stops come from :func:`tracking.stops.detect_stops` run by
-    the caller over the vehicle's recent fixes once the stop has ended (its extent depends on
-    the vehicle's mean latitude, so it is not cut fix by fix here). A waiting stop is kept (as
-    plain data) and the places are rebuilt with the batch kernel over every waiting stop so
-    far; a place that meets the thresholds is emitted once, with the content
-    :func:`detect_illegal_stand_formation` gives over the stops seen so far. A place that
-    later grows keeps its ``finding_id`` (its earliest stop does not change) and is not
-    re-emitted; two places that merge into one with an earlier first stop give a new id.
+    The kernel of :func:`detect_illegal_stand_formation` (``tracking.detectors.day_kernel``).
+    Each local day up to ``through`` (and, with ``final``, up to the day of the latest stop's
+    end) not judged yet is judged by :func:`detect_illegal_stand_formation` over the waiting
+    stops ended by its end — within its last ``window_days`` days when given (live), all of
+    them otherwise (batch) — when that set differs from the day before's; a place is returned
+    once, with what it had on the first day it met the thresholds (a place that grows keeps
+    its ``finding_id``: its earliest stop does not change). A stop given after its end day was
+    judged counts from the next day judged.
 
     Parameters
     ----------
-    state : dict or None
-        From :func:`new_stand_formation_state` or the previous call.
-    stop : mapping
-        One stop (a row of ``detect_stops``): ``vehicle_id``, ``started_at``, ``ended_at``,
-        ``duration_s``, ``lat``, ``lon``, optional ``stop_id``.
-    fixes : pandas.DataFrame
-        The stop's vehicle's pings covering [started_at, ended_at] (the meter of the stop).
-    stands, allowed_places, stand_buffer_m, cluster_radius_m, min_vehicles, min_days,
-    min_wait_s, min_free_share, timezone
+    state : mapping or None
+        From the previous call (None at first); not modified.
+    waiting : sequence of mapping
+        New waiting stops (:func:`waiting_stops` with the same ``min_wait_s`` and
+        ``min_free_share``), final: their runs of fixes closed.
+    stands : geopandas.GeoDataFrame
+        As in :func:`detect_illegal_stand_formation`.
+    through : datetime.date, optional
+        Last local day closed (every stop that ends by its end is given).
+    final : bool, default False
+        End of the input: judge up to the day of the latest stop's end.
+    window_days : int, optional
+        Days of stops a place is judged over (live); None: every stop so far.
+    allowed_places, stand_buffer_m, cluster_radius_m, min_vehicles, min_days, min_wait_s,
+    min_free_share, timezone
         As in :func:`detect_illegal_stand_formation`.
 
     Returns
     -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state and the newly certain findings, or None.
-
-    Raises
-    ------
-    DetectorInputError
-        If an input lacks columns, has naive times, or a layer is not geographic.
-    DetectorThresholdError
-        If a threshold is out of range or the timezone is unknown.
+    tuple of (dict, geopandas.GeoDataFrame)
+        The new state (plain data: ``stops``, the waiting stops that a day still to judge can
+        count, in the batch's order; ``judged``, the last day judged; ``dirty``, stops were
+        added to a judged day; ``emitted``, the findings' ids with the day they were returned)
+        and the places found on the closed days.
     """
-    st = new_stand_formation_state() if state is None else dict(state)
-    frame = pd.DataFrame([dict(stop)])
-    for column in ("started_at", "ended_at"):
-        frame[column] = pd.to_datetime(frame[column], utc=True) if len(frame) else frame[column]
-    vid = str(stop.get(fr.VEHICLE_ID))
-    mine = fixes.loc[fixes[fr.VEHICLE_ID].astype("str") == vid]
+    if window_days is not None and (
+        isinstance(window_days, bool) or not isinstance(window_days, int) or window_days < 1
+    ):
+        msg = f"'window_days' era {window_days!r}; esperado um inteiro >= 1"
+        raise DetectorThresholdError(msg)
+    st: dict[str, Any] = {"stops": [], "judged": None, "dirty": False, "emitted": {}}
+    st.update(dict(state or {}))
+    stops = [*st["stops"], *(dict(w) for w in waiting)]
+    stops.sort(key=lambda c: (c["vehicle_id"], c["start_ns"]))
+    ends = _end_days(stops, timezone)
+    judged = st["judged"]
+    dirty = bool(st["dirty"])
+    if judged is not None and bool((_end_days(waiting, timezone) <= judged).any()):
+        dirty = True  # a stop of a day already judged: counted from the next day judged
+    last = -(2**62)
+    if through is not None:
+        last = (through - dt.date(1970, 1, 1)).days
+    if final and len(ends):
+        last = max(last, int(ends.max()))
+    first = (
+        (int(judged) + 1) if judged is not None else (int(ends.min()) if len(ends) else last + 1)
+    )
+    marks = set(ends.tolist())
+    if window_days is not None:
+        marks |= {d + window_days for d in ends.tolist()}
     options: dict[str, Any] = {
+        "allowed_places": allowed_places,
         "stand_buffer_m": stand_buffer_m,
         "cluster_radius_m": cluster_radius_m,
         "min_vehicles": min_vehicles,
@@ -560,21 +582,102 @@ def update_illegal_stand_formation(
         "min_free_share": min_free_share,
         "timezone": timezone,
     }
-    # Validation as in batch (the stop frame of one row).
-    detect_illegal_stand_formation(
-        frame.iloc[:0], mine, stands, allowed_places=allowed_places, **options
-    )
-    new = _candidates(frame, mine, min_wait_s=min_wait_s, min_free_share=min_free_share)
-    if not new:
-        return st, None
-    st["stops"] = sorted([*st["stops"], *new], key=lambda c: (c["start_ns"], c["vehicle_id"]))
-    layers = [_geographic(stands, "os pontos")]
-    if allowed_places is not None:
-        layers.append(_geographic(allowed_places, "as áreas permitidas"))
-    found = _place_findings(st["stops"], layers, **options)
-    fresh = ~found["finding_id"].isin(st["emitted"]).to_numpy(dtype=bool)
-    if not fresh.any():
-        return st, None
-    found = found.loc[fresh].reset_index(drop=True)
-    st["emitted"] = [*st["emitted"], *found["finding_id"].tolist()]
-    return st, found
+    empty = pd.DataFrame()
+    detect_illegal_stand_formation(empty, empty, stands, waiting=[], **options)  # checks only
+    emitted = dict(st["emitted"])
+    frames = []
+    for day in range(first, last + 1):
+        if not (day in marks or (dirty and day == first)):
+            continue
+        keep = ends <= day
+        if window_days is not None:
+            keep &= ends > day - window_days
+        found = detect_illegal_stand_formation(
+            empty, empty, stands, waiting=[stops[k] for k in np.flatnonzero(keep)], **options
+        )
+        fresh = ~found["finding_id"].isin(list(emitted)).to_numpy(dtype=bool)
+        if fresh.any():
+            frames.append(found.loc[fresh])
+            emitted.update({str(f): day for f in found.loc[fresh, "finding_id"]})
+    if last >= first:
+        st["judged"] = last
+        dirty = False
+    if window_days is not None and st["judged"] is not None:
+        floor = int(st["judged"]) - window_days  # no day still to judge counts these
+        stops = [c for c, e in zip(stops, ends.tolist(), strict=True) if e > floor]
+        emitted = {f: d for f, d in emitted.items() if d > floor}
+    st.update(stops=stops, dirty=dirty, emitted=emitted)
+    if not frames:
+        return st, empty_findings()
+    out = pd.concat(frames, ignore_index=True)
+    return st, gpd.GeoDataFrame(out, geometry="geometry", crs=WGS84)
+
+
+def advance_runs(
+    runs: Mapping[str, Mapping[str, Any] | None],
+    pings: pd.DataFrame,
+    *,
+    max_step_m: float,
+    max_gap_s: float,
+) -> tuple[dict[str, dict[str, Any]], list[tuple[str, int, int]]]:
+    """Advance each vehicle's open run of fixes; return the new runs and the runs that closed.
+
+    A run is a span of a vehicle's fixes with no step longer than ``max_step_m`` and no silence
+    longer than ``max_gap_s``: no stop spans a longer step or silence, so the stops of a closed
+    run are final (the live engine finds them and gives their :func:`waiting_stops` to
+    :data:`KERNEL`). A run: ``{first_ns, last_ns, lat, lon}`` (its first instant and its last
+    fix); a closed run: ``(vehicle, first ns, last ns)``. A fix not later than its vehicle's
+    last is skipped. Returns the runs of the vehicles with new fixes only.
+    """
+    frame = pings.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
+    vids = frame[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
+    ts = utc_ns(frame[fr.TIMESTAMP], name=fr.TIMESTAMP, what="os pings")
+    lat = frame[fr.LAT].to_numpy(dtype=np.float64)
+    lon = frame[fr.LON].to_numpy(dtype=np.float64)
+    bounds = np.r_[0, np.flatnonzero(vids[1:] != vids[:-1]) + 1, len(vids)]
+    closed: list[tuple[str, int, int]] = []
+    out: dict[str, dict[str, Any]] = {}
+    for lo_, hi_ in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if hi_ <= lo_:
+            continue
+        vehicle = str(vids[lo_])
+        run = runs.get(vehicle)
+        t = ts[lo_:hi_]
+        new = np.r_[True, t[1:] > t[:-1]]  # late fixes (not after the last seen) are skipped
+        if run is not None:
+            new &= t > int(run["last_ns"])
+        t, la, lo = t[new], lat[lo_:hi_][new], lon[lo_:hi_][new]
+        if not len(t):
+            continue
+        head = (t[0], la[0], lo[0]) if run is None else (run["last_ns"], run["lat"], run["lon"])
+        prev_t, prev_la, prev_lo = (
+            np.r_[h, x[:-1]] for h, x in zip(head, (t, la, lo), strict=True)
+        )
+        breaks = (haversine_m(prev_la, prev_lo, la, lo) > max_step_m) | (
+            (t - prev_t) / 1e9 > max_gap_s
+        )
+        breaks[0] |= run is None
+        first = None if run is None else int(run["first_ns"])
+        for start in np.flatnonzero(breaks).tolist():  # a new run begins: the one before closes
+            if first is not None:
+                closed.append((vehicle, first, int(prev_t[start])))
+            first = int(t[start])
+        out[vehicle] = {
+            "first_ns": first,
+            "last_ns": int(t[-1]),
+            "lat": float(la[-1]),
+            "lon": float(lo[-1]),
+        }
+    return out, closed
+
+
+def _end_days(stops: Sequence[Mapping[str, Any]], timezone: str) -> NDArray[np.int64]:
+    """Local day number of each stop's end."""
+    ns = np.asarray([int(c["end_ns"]) for c in stops], dtype=np.int64)
+    if not len(ns):
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(local_dates(ns, timezone).astype(np.int64), dtype=np.int64)
+
+
+KERNEL = DayKernel(KIND, detect_illegal_stand_formation, advance_illegal_stand_formation)
+"""The rule as a day kernel (``tracking.detectors.day_kernel``)."""

@@ -34,11 +34,18 @@ confidence
     ``0.6 + 0.35 min(1, (counted_idle_days - max_idle_days) / max_idle_days)``, times 0.7 for
     a vehicle never seen (it may simply be missing from the feed) and 0.9 when the last
     operation is a plain fix; clipped to [0.05, 0.95].
+
+Live: :data:`KERNEL` (:func:`advance_inactivity`) keeps one fleet-wide state: the data's first
+fix and, per vehicle, its last fix, last metered and last ``occupied`` fix (at most four fixes
+a vehicle, whatever the stream's length) and the ``started_at`` of its last finding. Each local
+day closed by a later fix is judged by :func:`detect_inactivity` over the pings standing for
+the state, which gives what it gives over every fix so far.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,15 +63,13 @@ from tracking.detectors._evidence import (
     clip_confidence,
     day_iso,
     fix_record,
-    local_day,
     local_days,
-    ping_field,
-    ping_ns,
     ping_rows,
     require_columns,
     utc_ns,
     zone,
 )
+from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.findings import empty_findings, make_findings
 from tracking.detectors.operating_while_barred import BARRING_STATUSES, _fleet_registry
 
@@ -332,184 +337,174 @@ def _inactivity_findings(
 # ------------------------------------------------------------------------------------- live
 
 
-def new_inactivity_state() -> dict[str, Any]:
-    """Return the initial live state (plain data), one for the whole fleet.
+def _state_pings(state: Mapping[str, Any]) -> pd.DataFrame:
+    """Return the pings standing for the state (all that :func:`_last_operations` reads).
 
-    ``first_ns``/``last_ns``: the data's time span; ``day``: the local day of the latest fix;
-    ``vehicles``: per vehicle ``known`` (a meter value was seen), ``op`` (its last ``occupied``
-    fix) and ``fix`` (its last fix), each ``{ns, lat, lon, row}``; ``emitted``: per vehicle the
-    ``started_at`` (ns) of the finding already emitted, so that each is emitted once.
+    The data's first fix; per vehicle its last fix, last fix with a meter value and last
+    ``occupied`` fix.
     """
-    return {"first_ns": None, "last_ns": None, "day": None, "vehicles": {}, "emitted": {}}
+    recs: list[tuple[str, list[Any]]] = []
+    if state.get("first") is not None:
+        recs.append((str(state["first"][0]), state["first"][1]))
+    for vid, v in sorted(state.get("vehicles", {}).items()):
+        kept = []
+        for key in ("occupied", "metered", "last"):
+            if v.get(key) is not None and v[key] not in kept:
+                kept.append(v[key])
+        recs += [(vid, r) for r in sorted(kept, key=lambda r: r[0])]
+    return pd.DataFrame(
+        {
+            "vehicle_id": pd.Series([v for v, _ in recs], dtype="str"),
+            "timestamp": pd.to_datetime(
+                np.asarray([r[0] for _, r in recs], dtype=np.int64), unit="ns", utc=True
+            ),
+            "lat": np.asarray([np.nan if r[1] is None else r[1] for _, r in recs], dtype=float),
+            "lon": np.asarray([np.nan if r[2] is None else r[2] for _, r in recs], dtype=float),
+            "row": np.asarray([r[3] for _, r in recs], dtype=np.int64),
+            "meter": pd.Series([r[4] for _, r in recs], dtype="object"),
+        }
+    )
 
 
-def _check_options(max_idle_days: int, timezone: str) -> None:
-    if (
-        not isinstance(max_idle_days, int | np.integer)
-        or isinstance(max_idle_days, bool)
-        or max_idle_days < 1
-    ):
-        msg = f"'max_idle_days' foi {max_idle_days!r}; esperado um inteiro >= 1 (dias)"
-        raise DetectorThresholdError(msg)
-    zone(timezone)
+def _fresh_fixes(state: Mapping[str, Any], pings: pd.DataFrame) -> pd.DataFrame:
+    """Return the new fixes in time order, per vehicle only those later than all seen before."""
+    require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
+    ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
+    frame = pd.DataFrame(
+        {
+            "vid": pings["vehicle_id"].astype("str").to_numpy(dtype=object),
+            "ns": ns,
+            "lat": pings["lat"].to_numpy(dtype=np.float64),
+            "lon": pings["lon"].to_numpy(dtype=np.float64),
+            "row": ping_rows(pings),
+            "meter": (
+                pings["meter"].astype(object).where(pings["meter"].notna(), None).to_numpy()
+                if "meter" in pings.columns
+                else np.full(len(pings), None, dtype=object)
+            ),
+        }
+    ).sort_values(["vid", "ns"], kind="stable")
+    vehicles = state.get("vehicles", {})
+    before = np.asarray(
+        [vehicles[v]["last"][0] if v in vehicles else -(2**63) for v in frame["vid"]],
+        dtype=np.int64,
+    )
+    prev = frame.groupby("vid", sort=False)["ns"].shift(1).fillna(-(2**63)).astype(np.int64)
+    keep = (frame["ns"].to_numpy() > before) & (frame["ns"].to_numpy() > prev.to_numpy())
+    return frame.loc[keep].sort_values(["ns", "vid"], kind="stable").reset_index(drop=True)
 
 
-def tick_inactivity(
-    state: dict[str, Any] | None,
+def _fold(state: dict[str, Any], fixes: pd.DataFrame) -> None:
+    """Take fixes (later than each vehicle's fixes so far) into the state."""
+    vehicles = dict(state["vehicles"])
+    columns = [fixes[c].tolist() for c in ("vid", "ns", "lat", "lon", "row", "meter")]
+    for vid, ns, lat, lon, row, meter in zip(*columns, strict=True):
+        rec = [
+            int(ns),
+            None if math.isnan(lat) else float(lat),
+            None if math.isnan(lon) else float(lon),
+            int(row),
+            meter,
+        ]
+        if state["first"] is None or rec[0] < state["first"][1][0]:
+            state["first"] = [str(vid), rec]
+        v = dict(vehicles.get(str(vid), {"last": None, "metered": None, "occupied": None}))
+        v["last"] = rec
+        if meter is not None:
+            v["metered"] = rec
+        if meter == "occupied":
+            v["occupied"] = rec
+        vehicles[str(vid)] = v
+    state["vehicles"] = vehicles
+
+
+def advance_inactivity(
+    state: Mapping[str, Any] | None,
+    pings: pd.DataFrame,
     *,
-    as_of: dt.date,
     fleet: pd.DataFrame,
+    final: bool = False,
     max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
     data_since: dt.date | None = None,
     timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Judge the fleet at the end of local day ``as_of``; emit the findings not emitted before.
+) -> tuple[dict[str, Any], gpd.GeoDataFrame]:
+    """Take new fixes into the fleet's state; judge each local day they close.
 
-    Call it once every fix up to the end of ``as_of`` is in the state (a clock at local
-    midnight, with the feed's lateness allowed for); :func:`update_inactivity` calls it itself
-    when a fix of a new local day arrives. A finding is the one :func:`detect_inactivity` gives
-    over the fixes seen so far with the same ``as_of``; a vehicle's finding is emitted once (a
-    later tick with the same last operation gives the same ``finding_id`` and is not
-    re-emitted; a new idle period after the vehicle operated again is a new finding).
+    The kernel of :func:`detect_inactivity` (``tracking.detectors.day_kernel``). Fixes are
+    taken in time order; the first fix of a local day later than the state's closes the days
+    before it: :func:`detect_inactivity` judges the fleet over the state with ``as_of`` the day
+    before that fix (as it would over every fix so far). ``final`` judges the day of the
+    latest fix too. A vehicle's finding is returned once (a later day with the same last
+    operation gives the same ``finding_id``); a new idle period after it operated again is a
+    new finding. A fix not later than its vehicle's latest is skipped.
 
     Parameters
     ----------
-    state : dict or None
-        The fleet's live state.
-    as_of : datetime.date
-        Last local day judged (inclusive).
+    state : mapping or None
+        From the previous call (None at first); not modified.
+    pings : pandas.DataFrame
+        New fixes: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, optional
+        ``meter`` and ``row``.
     fleet : pandas.DataFrame
-        Fleet frame (``vehicle_id``, ``status``, ``status_since``, ``status_until``).
+        Fleet frame, as in :func:`detect_inactivity`.
+    final : bool, default False
+        End of the input: judge the latest fix's day as well.
     max_idle_days, data_since, timezone
         As in :func:`detect_inactivity`.
 
     Returns
     -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state and the new findings, or None.
-
-    Raises
-    ------
-    DetectorThresholdError
-        If a threshold is out of range or ``as_of`` is not a date.
-    FleetFrameError
-        If a fleet status or date is invalid.
+    tuple of (dict, geopandas.GeoDataFrame)
+        The new state (plain data: ``day``, the latest fix's local day; ``first``, the data's
+        first fix; per vehicle its last fix, last metered and last ``occupied`` fix, each
+        ``[ns, lat, lon, row, meter]``; ``emitted``, per vehicle the ``started_at`` ns of its
+        last finding) and the findings of the closed days.
     """
-    _check_options(max_idle_days, timezone)
-    if not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime):
-        msg = f"'as_of' foi {as_of!r}; esperado uma data (datetime.date)"
-        raise DetectorThresholdError(msg)
-    st = new_inactivity_state() if state is None else dict(state)
-    registry = _fleet_registry(fleet)
-    if st["first_ns"] is None or not registry:
-        return st, None
-    as_of_day = (as_of - dt.date(1970, 1, 1)).days
-    if int(local_days(np.array([st["first_ns"]]), timezone)[0]) > as_of_day:
-        return st, None
-    last_op: dict[str, dict[str, Any]] = {}
-    for vid, v in st["vehicles"].items():
-        rec = v["op"] if v["known"] else v["fix"]
-        if rec is not None:
-            source = "occupied_fix" if v["known"] else "fix"
-            last_op[vid] = {**rec, "source": source}
-    found = _inactivity_findings(
-        last_op,
-        int(st["first_ns"]),
-        int(st["last_ns"]),
-        registry,
-        as_of_day=as_of_day,
-        max_idle_days=max_idle_days,
-        data_since=data_since,
-        timezone=timezone,
+    st: dict[str, Any] = {"day": None, "first": None, "vehicles": {}, "emitted": {}}
+    st.update(dict(state or {}))
+    fresh = _fresh_fixes(st, pings) if len(pings) else pd.DataFrame()
+    days = local_days(
+        fresh["ns"].to_numpy(dtype=np.int64) if len(fresh) else np.zeros(0, np.int64), timezone
     )
-    started = found["started_at"].astype("int64").tolist() if len(found) else []
-    new = [
-        k
-        for k, (vid, ns) in enumerate(zip(found["vehicle_id"].tolist(), started, strict=True))
-        if st["emitted"].get(vid) != ns
-    ]
-    if not new:
-        return st, None
-    emitted = dict(st["emitted"])
-    for k in new:
-        emitted[str(found["vehicle_id"].iloc[k])] = int(started[k])
-    st["emitted"] = emitted
-    return st, found.iloc[new].reset_index(drop=True)
+    frames: list[gpd.GeoDataFrame] = []
 
-
-def update_inactivity(
-    state: dict[str, Any] | None,
-    ping: Mapping[str, Any],
-    *,
-    fleet: pd.DataFrame,
-    max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
-    data_since: dt.date | None = None,
-    timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Take one fix into the fleet's state; at a new local day, judge the day that ended.
-
-    The first fix of a local day later than the state's runs :func:`tick_inactivity` with
-    ``as_of`` the day before it, before the fix is taken in, so a finding equals
-    :func:`detect_inactivity` over the pings seen so far with that ``as_of``. Fixes must come
-    in time order across the whole fleet (a late fix of an earlier day is taken in, but the
-    day it belongs to has already been judged).
-
-    Parameters
-    ----------
-    state : dict or None
-        From :func:`new_inactivity_state` or the previous call (None at first).
-    ping : mapping
-        ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``, optional ``row``.
-    fleet, max_idle_days, data_since, timezone
-        As in :func:`tick_inactivity`.
-
-    Returns
-    -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state and the findings of the day judged, or None.
-
-    Raises
-    ------
-    DetectorInputError
-        If the fix's timestamp is naive.
-    """
-    _check_options(max_idle_days, timezone)
-    st = new_inactivity_state() if state is None else dict(state)
-    t = ping_ns(ping)
-    today = local_day(t, timezone)
-    found = None
-    if st["day"] is not None and today > st["day"]:
-        as_of = dt.date(1970, 1, 1) + dt.timedelta(days=today - 1)
-        st, found = tick_inactivity(
-            st,
+    def judge(as_of_day: int) -> None:
+        as_of = dt.date(1970, 1, 1) + dt.timedelta(days=as_of_day)
+        found = detect_inactivity(
+            _state_pings(st),
+            fleet,
             as_of=as_of,
-            fleet=fleet,
             max_idle_days=max_idle_days,
             data_since=data_since,
             timezone=timezone,
         )
-    st["day"] = today if st["day"] is None else max(st["day"], today)
-    st["first_ns"] = t if st["first_ns"] is None else min(st["first_ns"], t)
-    st["last_ns"] = t if st["last_ns"] is None else max(st["last_ns"], t)
-    vid = str(ping_field(ping, "vehicle_id"))
-    row = ping_field(ping, "row")
-    lat, lon = ping_field(ping, "lat"), ping_field(ping, "lon")
-    rec = {
-        "ns": t,
-        "lat": float("nan") if lat is None else float(lat),
-        "lon": float("nan") if lon is None else float(lon),
-        "row": -1 if row is None else int(row),
-    }
-    meter = ping_field(ping, "meter")
-    prev = st["vehicles"].get(vid, {"known": False, "op": None, "fix": None})
-    later = prev["fix"] is None or t >= prev["fix"]["ns"]
-    op_later = prev["op"] is None or t >= prev["op"]["ns"]
-    st["vehicles"] = {
-        **st["vehicles"],
-        vid: {
-            "known": prev["known"] or meter is not None,
-            "op": rec if meter == "occupied" and op_later else prev["op"],
-            "fix": rec if later else prev["fix"],
-        },
-    }
-    return st, found
+        started = found["started_at"].astype("int64").tolist() if len(found) else []
+        vids = found["vehicle_id"].astype("str").tolist() if len(found) else []
+        new = [
+            k
+            for k, (v, ns) in enumerate(zip(vids, started, strict=True))
+            if st["emitted"].get(v) != ns
+        ]
+        if new:
+            st["emitted"] = {**st["emitted"], **{vids[k]: int(started[k]) for k in new}}
+            frames.append(found.iloc[new])
+
+    if len(fresh):
+        starts = np.flatnonzero(np.r_[True, days[1:] != days[:-1]])
+        ends = np.r_[starts[1:], len(fresh)]
+        for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
+            today = int(days[lo])
+            if st["day"] is not None and today > st["day"]:
+                judge(today - 1)
+            _fold(st, fresh.iloc[lo:hi])
+            st["day"] = today if st["day"] is None else max(int(st["day"]), today)
+    if final and st["day"] is not None:
+        judge(int(st["day"]))
+    if not frames:
+        return st, empty_findings()
+    out = pd.concat(frames, ignore_index=True)
+    return st, gpd.GeoDataFrame(out, geometry="geometry", crs=4326)
+
+
+KERNEL = DayKernel(KIND, detect_inactivity, advance_inactivity)
+"""The rule as a day kernel (``tracking.detectors.day_kernel``)."""

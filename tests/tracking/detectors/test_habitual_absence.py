@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import shapely
+from day_kernel_checks import assert_day_pieces_give, concat_findings
 from factories import make_pings, make_track
-from live_compare import assert_same_findings
 from live_scenarios import (
     LIVE_LICENCES,
     LIVE_OPTIONS,
@@ -22,19 +22,14 @@ from live_scenarios import (
     trip,
 )
 
-from stands.visits import (
-    flush_visits,
-    tick_visits,
-    unreleased_arrivals,
-    update_visits,
-)
+from geo.cover import match_stands
+from stands.visits import detect_visits
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.habitual_absence import (
+    advance_habitual_absence,
     detect_habitual_absence,
     habitually_absent,
-    tick_habitual_absence,
-    update_habitual_absence,
 )
 
 AS_OF = dt.date(2024, 3, 30)  # window of 30 days: 2024-03-01 … 2024-03-30
@@ -196,103 +191,201 @@ class TestDetectHabitualAbsence:
 # --- live -------------------------------------------------------------------------------------
 
 
-def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, gpd.GeoDataFrame]]:
-    """Fix by fix: visits, sightings, and a tick for the last whole local day after each fix."""
+def _visits_of(pings: pd.DataFrame) -> pd.DataFrame:
+    """The batch visits of the live scenario (its stands, its gap)."""
     stands, cover = live_cover()
-    visits_state, state, out = None, None, []
+    p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+    memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+    return detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
 
-    def tick(as_of: dt.date, unreleased: dict[str, int]) -> None:
-        nonlocal state
-        state, found = tick_habitual_absence(
-            state,
-            as_of=as_of,
+
+def _ns(values: pd.Series) -> np.ndarray:
+    return pd.to_datetime(values, utc=True).astype("datetime64[ns, UTC]").astype("int64").to_numpy()
+
+
+def _replay(
+    pings: pd.DataFrame,
+    visits: pd.DataFrame,
+    cuts: list[int],
+    *,
+    hold: bool = True,
+    delay_s: float = 7200.0,
+) -> gpd.GeoDataFrame:
+    """The kernel fed the fixes in time order in pieces; a visit is released ``delay_s`` after
+    it departed (a queue ahead of it), the days before each piece's last fix closed."""
+    stands, _ = live_cover()
+    order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+    ts = _ns(order["timestamp"])
+    arrived, departed = _ns(visits["arrived_at"]), _ns(visits["departed_at"])
+    given = np.zeros(len(visits), dtype=bool)
+    vids = visits["vehicle_id"].astype("str").to_numpy()
+    bounds = [0, *cuts, len(order)]
+    states: dict = {}
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        now = int(ts[hi - 1])
+        released = ~given & (departed + int(delay_s * 1e9) <= now)
+        given |= released
+        waiting = ~given & (arrived <= now)
+        unreleased = {
+            v: int(arrived[waiting & (vids == v)].min()) for v in set(vids[waiting].tolist())
+        }
+        states, found = advance_habitual_absence(
+            states,
+            order.iloc[lo:hi],
+            visits.loc[released],
             licences=LIVE_LICENCES,
+            as_of=local_day(pd.Timestamp(now, tz="UTC")) - dt.timedelta(days=1),
             unreleased=unreleased if hold else {},
             stands=stands,
             **LIVE_OPTIONS,
         )
-        if found is not None:
-            out.append((as_of, found))
+        states = json.loads(json.dumps(states))
+        parts.append(found)
+    last = local_day(pd.Timestamp(max(int(ts.max()), int(departed.max())), tz="UTC"))
+    _, found = advance_habitual_absence(
+        states,
+        order.iloc[:0],
+        visits.loc[~given],
+        licences=LIVE_LICENCES,
+        as_of=last,
+        final=True,
+        stands=stands,
+        **LIVE_OPTIONS,
+    )
+    return concat_findings([*parts, found])
 
-    for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-        visits_state, released = update_visits(visits_state, ping, cover=cover, max_gap_s=300.0)
-        visits_state, more = tick_visits(visits_state, now=ping["timestamp"], max_gap_s=300.0)
-        state = update_habitual_absence(state, ping=ping, visits=released + more)
-        yesterday = local_day(ping["timestamp"]) - dt.timedelta(days=1)
-        tick(yesterday, unreleased_arrivals(visits_state))
-    visits_state, released = flush_visits(visits_state)
-    state = update_habitual_absence(state, visits=released)
-    tick(local_day(pings["timestamp"].max()), {})
-    json.dumps(state)  # plain data
-    return out
+
+def _reference(pings: pd.DataFrame) -> gpd.GeoDataFrame:
+    """The batch as of each day of the data; a (vehicle, stand) once per window."""
+    first = local_day(pings["timestamp"].min())
+    last: dict[tuple[str, str], dt.date] = {}
+    out = []
+    for k in range(N_DAYS):
+        day = first + dt.timedelta(days=k)
+        found = absence_batch(pings, day)
+        keep = []
+        for v, s in zip(found["vehicle_id"], found["stand_id"], strict=True):
+            before = last.get((v, s))
+            keep.append(before is None or (day - before).days >= LIVE_OPTIONS["window_days"])
+            if keep[-1]:
+                last[(v, s)] = day
+        out.append(found.loc[keep])
+    return concat_findings(out)
 
 
-class TestTickHabitualAbsence:
-    def test_live_equals_batch(self) -> None:
-        """Each emitted finding is the batch's for its day; every batch finding is covered."""
+class TestHabitualAbsenceKernel:
+    def test_pieces_give_the_batch_of_each_closed_day(self) -> None:
+        """In fine, random or one piece: the batch as of each day, a pair once per window."""
         pings = make_pings(absence_rows())
-        live = _run_live(pings)
-        first = local_day(pings["timestamp"].min())
-        days = [first + dt.timedelta(days=k) for k in range(N_DAYS)]
-        batch = {day: absence_batch(pings, day) for day in days}
-        emitted = [(day, f) for day, found in live for f in found.to_dict("records")]
-        assert [(d.isoformat(), f["vehicle_id"]) for d, f in emitted] == [
+        visits = _visits_of(pings)
+        reference = _reference(pings)
+        assert [
+            (f["details"]["window"]["end"], f["vehicle_id"]) for f in reference.to_dict("records")
+        ] == [
             ("2024-03-05", "absent"),  # days 0–1 operating, present on one: 50 % < 60 %
             ("2024-03-12", "absent"),  # the next window that does not overlap the first
         ]
-        for day, found in live:
-            assert_same_findings(
-                found, batch[day].loc[batch[day]["finding_id"].isin(found["finding_id"])]
-            )
-        for day, found in batch.items():
-            for f in found.to_dict("records"):
+        assert_day_pieces_give(
+            lambda cuts: _replay(pings, visits, cuts),
+            len(pings),
+            reference,
+            step=40,
+            seeds=3,
+            max_cuts=60,
+        )
+
+    def test_every_daily_batch_finding_is_covered(self) -> None:
+        """Each day's batch finding was emitted for that pair within the window before."""
+        pings = make_pings(absence_rows())
+        emitted = _replay(pings, _visits_of(pings), [500, 1500])
+        first = local_day(pings["timestamp"].min())
+        accused = set()
+        for k in range(N_DAYS):
+            day = first + dt.timedelta(days=k)
+            for f in absence_batch(pings, day).to_dict("records"):
+                accused.add(f["vehicle_id"])
                 assert any(
                     e["vehicle_id"] == f["vehicle_id"]
                     and e["stand_id"] == f["stand_id"]
-                    and dt.timedelta(0) <= day - d < dt.timedelta(days=7)
-                    for d, e in emitted
+                    and 0 <= (day - dt.date.fromisoformat(e["details"]["window"]["end"])).days < 7
+                    for e in emitted.to_dict("records")
                 ), (day, f["vehicle_id"])
-        accused = {f["vehicle_id"] for found in batch.values() for f in found.to_dict("records")}
         assert accused == {"absent"}  # jitter, night, late, rare and idle are not absent
 
-    def test_day_waits_for_visits_across_midnight(self) -> None:
-        """Without waiting for the visits held past midnight, "late" would be accused."""
+    def test_day_waits_for_visits_not_released(self) -> None:
+        """Without waiting for the visits released past midnight, "late" would be accused."""
         pings = make_pings(absence_rows())
-        wrong = {
-            f["vehicle_id"]
-            for _, found in _run_live(pings, hold=False)
-            for f in found.to_dict("records")
-        }
-        assert "late" in wrong
+        visits = _visits_of(pings)
+        cuts = list(range(50, len(pings), 50))
+        assert "late" not in set(_replay(pings, visits, cuts)["vehicle_id"])
+        assert "late" in set(_replay(pings, visits, cuts, hold=False)["vehicle_id"])
 
-    def test_days_are_judged_once_from_the_first_tick(self) -> None:
-        """The first tick judges only its day; an earlier as_of later judges nothing again."""
+    def test_days_are_judged_once_from_the_first_sighting(self) -> None:
+        """A vehicle's days are judged from its first one, each once."""
         pings = make_pings(trip("absent", local(0, 10)) + trip("absent", local(1, 10)))
-        options = {"licences": LIVE_LICENCES, "unreleased": {}, **LIVE_OPTIONS}
-        state = None
-        for ping in pings.to_dict("records"):
-            state = update_habitual_absence(state, ping=ping)
-        state, found = tick_habitual_absence(state, as_of=dt.date(2024, 3, 4), **options)
-        assert found is None and state["next"]["absent"] == "2024-03-05"
-        state, found = tick_habitual_absence(state, as_of=dt.date(2024, 3, 5), **options)
-        assert found is not None and found["vehicle_id"].tolist() == ["absent"]
+        none = _visits_of(pings.iloc[:0])
+        options = {"licences": LIVE_LICENCES, **LIVE_OPTIONS}
+        states, found = advance_habitual_absence({}, pings, none, as_of=None, **options)
+        assert len(found) == 0 and states["absent"]["next"] == "2024-03-04"
+        states, found = advance_habitual_absence(
+            states, pings.iloc[:0], none, as_of=dt.date(2024, 3, 5), **options
+        )
+        assert found["vehicle_id"].tolist() == ["absent"]
         assert found.iloc[0]["details"]["days_operating"] == 2
-        state, found = tick_habitual_absence(state, as_of=dt.date(2024, 3, 5), **options)
-        assert found is None and state["next"]["absent"] == "2024-03-06"
+        states, found = advance_habitual_absence(
+            states, pings.iloc[:0], none, as_of=dt.date(2024, 3, 5), **options
+        )
+        assert len(found) == 0 and states["absent"]["next"] == "2024-03-06"
 
     def test_unreleased_visit_holds_the_day(self) -> None:
         """A vehicle whose visit arrived before midnight and is not released waits."""
-        state, _ = tick_habitual_absence(
-            None, as_of=dt.date(2024, 3, 4), licences=LIVE_LICENCES, unreleased={}, **LIVE_OPTIONS
-        )
-        midnight = pd.Timestamp("2024-03-06T03:00Z").value
-        options = {"licences": LIVE_LICENCES, **LIVE_OPTIONS}
+        rows = trip("late", local(0, 10)) + trip("night", local(0, 10))
+        pings = make_pings(rows)
+        none = _visits_of(pings.iloc[:0])
+        midnight = pd.Timestamp("2024-03-05T03:00Z").value
         held = {"late": midnight - 1, "night": midnight}
-        state, _ = tick_habitual_absence(
-            state, as_of=dt.date(2024, 3, 5), unreleased=held, **options
+        states, _ = advance_habitual_absence(
+            {},
+            pings,
+            none,
+            licences=LIVE_LICENCES,
+            as_of=dt.date(2024, 3, 4),
+            unreleased=held,
+            **LIVE_OPTIONS,
         )
-        assert state["next"]["late"] == "2024-03-05"  # still to judge
-        assert state["next"]["night"] == "2024-03-06"  # arrived at midnight: the next day's
+        assert states["late"]["next"] == "2024-03-04"  # still to judge
+        assert states["night"]["next"] == "2024-03-05"  # arrived at midnight: the next day's
+
+    def test_state_keeps_the_window_only(self) -> None:
+        """Sightings and visits older than the window still to judge leave the state."""
+        pings = make_pings(absence_rows())
+        states, _ = advance_habitual_absence(
+            {},
+            pings,
+            _visits_of(pings),
+            licences=LIVE_LICENCES,
+            as_of=dt.date(2024, 3, 14),
+            stands=live_cover()[0],
+            **LIVE_OPTIONS,
+        )
+        for state in states.values():
+            assert min(state["days"]) >= "2024-03-09"  # next 03-15, window of 7 days
+            assert state["next"] == "2024-03-15"
+        json.dumps(states)
+
+    def test_naive_timestamp_raises(self) -> None:
+        """A fix without a zone is refused."""
+        pings = pd.DataFrame(
+            {
+                "vehicle_id": ["A"],
+                "timestamp": [pd.Timestamp("2024-03-05 10:00")],
+                "lat": [0.0],
+                "lon": [0.0],
+            }
+        )
+        with pytest.raises(DetectorInputError, match="timestamp"):
+            advance_habitual_absence({}, pings, _frame([]), licences=LICENCES)
 
     @pytest.mark.parametrize(
         ("kw", "match"),
@@ -305,34 +398,9 @@ class TestTickHabitualAbsence:
     def test_bad_options_raise(self, kw: dict, match: str) -> None:
         """Bad thresholds or an as_of that is not a date are refused by name."""
         options = {"as_of": AS_OF, **kw}
+        empty = make_pings(_pings("A", [1])).iloc[:0]
         with pytest.raises(DetectorThresholdError, match=match):
-            tick_habitual_absence(None, licences=LICENCES, unreleased={}, **options)
-
-
-class TestUpdateHabitualAbsence:
-    def test_keeps_first_and_last_fix_perlocal_day(self) -> None:
-        """Fixes of one local day (UTC straddles two dates) keep only the first and the last."""
-        rows = make_track("A", [(local(0, h), 0.0, 0.0) for h in (0.5, 10, 20, 23.9)])
-        rows += make_track("A", [(local(1, 0.1), 0.0, 0.0)])
-        state = None
-        for ping in make_pings(rows).to_dict("records"):
-            state = update_habitual_absence(state, ping=ping)
-        days = state["days"]["A"]
-        assert sorted(days) == ["2024-03-04", "2024-03-05"]
-        first, last = days["2024-03-04"]
-        assert (first[3], last[3]) == (1, 4)
-        assert days["2024-03-05"][0] == days["2024-03-05"][1]
-
-    def test_naive_timestamp_raises(self) -> None:
-        """A fix without a zone is refused."""
-        ping = {
-            "vehicle_id": "A",
-            "timestamp": pd.Timestamp("2024-03-05 10:00"),
-            "lat": 0,
-            "lon": 0,
-        }
-        with pytest.raises(DetectorInputError, match="timestamp"):
-            update_habitual_absence(None, ping=ping)
+            advance_habitual_absence({}, empty, _frame([]), licences=LICENCES, **options)
 
 
 class TestHabituallyAbsent:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -8,8 +9,9 @@ import geopandas as gpd
 import pandas as pd
 import pytest
 import shapely
+from day_kernel_checks import assert_day_pieces_give, concat_findings
 from factories import make_pings, offset_m
-from live_compare import assert_same_findings, concat_live
+from live_compare import assert_same_findings
 from live_scenarios import DAY, PLACE, fleet_month, square, wait
 from live_scenarios import RANK_STANDS as STANDS
 
@@ -17,9 +19,9 @@ from geo.crs import haversine_m
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.illegal_stand_formation import (
+    advance_illegal_stand_formation,
     detect_illegal_stand_formation,
     link_resolution,
-    update_illegal_stand_formation,
     waiting_stops,
 )
 from tracking.stops import detect_stops
@@ -254,38 +256,106 @@ class TestDetectIllegalStandFormationOnPorto:
         assert detect_illegal_stand_formation(stops, free, stands, timezone="Europe/Lisbon").empty
 
 
-class TestUpdateIllegalStandFormation:
-    def test_live_equals_batch(self) -> None:
-        """Stop by stop, live emits the rank once it is certain, as batch over the stops so far."""
-        pings = make_pings(fleet_month())
-        stops = detect_stops(pings).sort_values("ended_at", kind="stable", ignore_index=True)
-        state: dict[str, Any] | None = None
-        out = []
-        for k, stop in enumerate(stops.to_dict("records")):
-            mine = pings.loc[pings["vehicle_id"] == stop["vehicle_id"]]
-            state, found = update_illegal_stand_formation(state, stop, mine, stands=STANDS)
-            if found is not None:
-                batch = detect_illegal_stand_formation(stops.iloc[: k + 1], pings, STANDS)
-                assert_same_findings(found, batch)
-                assert found["details"].iloc[0]["n_days"] == 3  # emitted when it became certain
-            out.append(found)
-        live = concat_live(out)
-        assert live is not None and len(live) == 1
-        final = detect_illegal_stand_formation(stops, pings, STANDS)
-        assert final["finding_id"].tolist() == live["finding_id"].tolist()  # grew, same id
-        assert final["details"].iloc[0]["n_vehicles"] == 5
-        json.dumps(state)  # plain data
+def _end_day(ns: int) -> dt.date:
+    return pd.Timestamp(ns, unit="ns", tz="UTC").tz_convert("America/Sao_Paulo").date()
 
-    def test_stops_that_do_not_wait_leave_no_trace(self) -> None:
-        """A stop shorter than ``min_wait_s`` is not kept in the state."""
-        pings = make_pings(wait("A", 0, PLACE, wait_s=300.0))
-        stop = detect_stops(pings).iloc[0].to_dict()
-        state, found = update_illegal_stand_formation(None, stop, pings, stands=STANDS)
-        assert found is None and state["stops"] == []
+
+def _replay(waiting: list[dict[str, Any]], cuts: list[int], **kw: Any) -> gpd.GeoDataFrame:
+    """The kernel fed the waiting stops in end order, in pieces, each closing the days before
+    its last stop's end day (states through JSON), then closed."""
+    bounds = [0, *cuts, len(waiting)]
+    state: dict[str, Any] | None = None
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        piece = waiting[lo:hi]
+        through = _end_day(piece[-1]["end_ns"]) - dt.timedelta(days=1)
+        state, found = advance_illegal_stand_formation(
+            state, piece, stands=STANDS, through=through, **kw
+        )
+        state = json.loads(json.dumps(state))
+        parts.append(found)
+    _, found = advance_illegal_stand_formation(state, [], stands=STANDS, final=True, **kw)
+    return concat_findings([*parts, found])
+
+
+def _reference(
+    stops: pd.DataFrame, pings: pd.DataFrame, window_days: int | None = None, **kw: Any
+) -> gpd.GeoDataFrame:
+    """The batch over the stops ended by each day (of its window), each place once."""
+    ends = stops["ended_at"].dt.tz_convert("America/Sao_Paulo").dt.date
+    out, seen = [], set()
+    day = ends.min()
+    while day <= ends.max():
+        keep = ends <= day
+        if window_days is not None:
+            keep &= ends > day - dt.timedelta(days=window_days)
+        found = detect_illegal_stand_formation(stops.loc[keep], pings, STANDS, **kw)
+        out.append(found.loc[~found["finding_id"].isin(seen)])
+        seen |= set(found["finding_id"])
+        day += dt.timedelta(days=1)
+    return concat_findings(out)
+
+
+def _month() -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+    pings = make_pings(fleet_month())
+    stops = detect_stops(pings)
+    waiting = sorted(waiting_stops(stops, pings), key=lambda w: (w["end_ns"], w["vehicle_id"]))
+    return pings, stops, waiting
+
+
+class TestStandFormationKernel:
+    def test_pieces_give_the_batch_of_each_closed_day(self) -> None:
+        """Stop by stop, in one piece or random pieces: the batch as of each day, once a place."""
+        pings, stops, waiting = _month()
+        reference = _reference(stops, pings)
+        assert len(reference) == 1 and reference["details"].iloc[0]["n_days"] == 3
+        assert reference["details"].iloc[0]["n_vehicles"] == 4  # F joined on the third day
+        final = detect_illegal_stand_formation(stops, pings, STANDS)
+        assert final["finding_id"].tolist() == reference["finding_id"].tolist()  # grew, same id
+        assert final["details"].iloc[0]["n_vehicles"] == 5
+        assert_day_pieces_give(lambda cuts: _replay(waiting, cuts), len(waiting), reference)
+
+    def test_live_window_judges_each_day_over_its_last_days(self) -> None:
+        """With a window, a day counts only its last days' stops, as the batch over them."""
+        pings, stops, waiting = _month()
+        kw: dict[str, Any] = {"min_vehicles": 2, "min_days": 2}
+        reference = _reference(stops, pings, window_days=2, **kw)
+        assert len(reference) >= 2  # the rank again, once its first stops left the window
+        assert_day_pieces_give(
+            lambda cuts: _replay(waiting, cuts, window_days=2, **kw), len(waiting), reference
+        )
+
+    def test_state_keeps_the_window_only(self) -> None:
+        """Stops and ids older than the window leave the state (a bounded state)."""
+        _, _, waiting = _month()
+        last = _end_day(waiting[-1]["end_ns"])
+        state, _ = advance_illegal_stand_formation(
+            None, waiting, stands=STANDS, through=last, window_days=1
+        )
+        assert state["judged"] == (last - dt.date(1970, 1, 1)).days
+        assert {_end_day(c["end_ns"]) for c in state["stops"]} == {last}
+        assert all(d == state["judged"] for d in state["emitted"].values())
+
+    def test_late_stop_counts_from_the_next_day(self) -> None:
+        """A stop given after its day was judged is counted on the next day judged."""
+        _, _, waiting = _month()
+        day2 = _end_day(min(w["end_ns"] for w in waiting if w["vehicle_id"] == "C"))
+        early = [
+            w for w in waiting if w["vehicle_id"] in {"A", "B"} and _end_day(w["end_ns"]) <= day2
+        ]
+        state, found = advance_illegal_stand_formation(None, early, stands=STANDS, through=day2)
+        assert len(found) == 0  # A and B: two vehicles
+        late = [w for w in waiting if w["vehicle_id"] == "C"]
+        state, found = advance_illegal_stand_formation(state, late, stands=STANDS, through=day2)
+        assert len(found) == 0 and state["dirty"]  # a judged day is not judged again
+        _, found = advance_illegal_stand_formation(
+            state, [], stands=STANDS, through=day2 + dt.timedelta(days=1)
+        )
+        assert len(found) == 1 and found["details"].iloc[0]["vehicles"] == ["A", "B", "C"]
 
     def test_bad_threshold_raises(self) -> None:
-        """Thresholds are checked as in batch."""
-        pings = make_pings(wait("A", 0, PLACE))
-        stop = detect_stops(pings).iloc[0].to_dict()
+        """Thresholds are checked as in batch, even with no stop."""
         with pytest.raises(DetectorThresholdError, match="min_vehicles"):
-            update_illegal_stand_formation(None, stop, pings, stands=STANDS, min_vehicles=0)
+            advance_illegal_stand_formation(None, [], stands=STANDS, min_vehicles=0)
+        with pytest.raises(DetectorThresholdError, match="window_days"):
+            advance_illegal_stand_formation(None, [], stands=STANDS, window_days=0)

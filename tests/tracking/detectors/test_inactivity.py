@@ -3,19 +3,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import geopandas as gpd
 import pandas as pd
 import pytest
+from day_kernel_checks import assert_day_pieces_give, concat_findings
 from factories import make_pings, offset_m
-from live_compare import assert_same_findings
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.inactivity import (
-    detect_inactivity,
-    new_inactivity_state,
-    tick_inactivity,
-    update_inactivity,
-)
+from tracking.detectors.inactivity import advance_inactivity, detect_inactivity
 from tracking.trips import detect_trips
 
 D = dt.date
@@ -224,40 +220,61 @@ def _stream() -> tuple[pd.DataFrame, pd.DataFrame]:
     return pings, registry
 
 
-def _midnight_after(day: dt.date) -> pd.Timestamp:
-    return pd.Timestamp(day + dt.timedelta(days=1)).tz_localize("America/Sao_Paulo")
+def _replay(
+    pings: pd.DataFrame, registry: pd.DataFrame, cuts: list[int], **kw: object
+) -> gpd.GeoDataFrame:
+    """The kernel fed the fixes in time order, in pieces cut at ``cuts``, then closed."""
+    order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+    bounds = [0, *cuts, len(order)]
+    state: dict | None = None
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        state, found = advance_inactivity(state, order.iloc[lo:hi], fleet=registry, **kw)
+        state = json.loads(json.dumps(state))
+        parts.append(found)
+    _, found = advance_inactivity(state, order.iloc[:0], fleet=registry, final=True, **kw)
+    return concat_findings([*parts, found])
 
 
-class TestUpdateInactivity:
-    def test_live_equals_batch(self) -> None:
-        """Each day's new findings equal the batch over the fixes so far; each emitted once."""
+def _reference(pings: pd.DataFrame, registry: pd.DataFrame, **kw: object) -> gpd.GeoDataFrame:
+    """The batch over all the fixes, as of each day a fix closes and the last day; once each."""
+    days = sorted(set(pings["timestamp"].dt.tz_convert("America/Sao_Paulo").dt.date))
+    judged = [d - dt.timedelta(days=1) for d in days[1:]] + [days[-1]]
+    emitted: dict[str, object] = {}
+    out = []
+    for as_of in judged:
+        found = detect_inactivity(pings, registry, as_of=as_of, **kw)
+        new = [
+            (v, s) != (v, emitted.get(v))
+            for v, s in zip(found["vehicle_id"], found["started_at"], strict=True)
+        ]
+        emitted.update(zip(found["vehicle_id"], found["started_at"], strict=True))
+        out.append(found.loc[new])
+    return concat_findings(out)
+
+
+class TestInactivityKernel:
+    def test_pieces_give_the_batch_of_each_closed_day(self) -> None:
+        """Fix by fix, in one piece or random pieces: the batch as of each closed day, once."""
         pings, registry = _stream()
-        state = new_inactivity_state()
-        emitted: list[str] = []
-        vehicles: set[str] = set()
-        checked = 0
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            state, found = update_inactivity(state, ping, fleet=registry)
-            if found is None:
-                continue
-            as_of = D.fromisoformat(found["details"].iloc[0]["as_of"])
-            seen = pings.loc[pings["timestamp"] < _midnight_after(as_of)]
-            batch = detect_inactivity(seen, registry, as_of=as_of)
-            assert_same_findings(found, batch.loc[batch["finding_id"].isin(found["finding_id"])])
-            assert set(batch["finding_id"]) <= set(emitted) | set(found["finding_id"])
-            emitted.extend(found["finding_id"])
-            vehicles.update(found["vehicle_id"])
-            checked += 1
-        state, found = tick_inactivity(state, as_of=AS_OF, fleet=registry)
-        emitted.extend([] if found is None else found["finding_id"])
-        json.dumps(state)  # plain data
-        final = detect_inactivity(pings, registry, as_of=AS_OF)
-        assert checked >= 2
-        assert len(emitted) == len(set(emitted))
-        assert set(final["finding_id"]) <= set(emitted)
-        assert set(final["vehicle_id"]) == {"ghost", "nometer_old"}
-        # idle, late and nometer were inactive for a while, then seen again
-        assert vehicles == {"ghost", "nometer_old", "idle", "late", "nometer"}
+        reference = _reference(pings, registry)
+        assert set(reference["vehicle_id"]) == {"ghost", "nometer_old", "idle", "late", "nometer"}
+        assert_day_pieces_give(
+            lambda cuts: _replay(pings, registry, cuts), len(pings), reference, min_findings=5
+        )
+
+    def test_reserva_excuses_live_as_in_batch(self) -> None:
+        """A reserva excuses live as in batch: 98 idle days, 29 counted (threshold passed)."""
+        pings, registry = _stream()
+        reference = _reference(pings, registry, max_idle_days=30)
+        assert "reserved" not in set(reference["vehicle_id"])
+        assert "busy" in set(reference["vehicle_id"])
+        assert_day_pieces_give(
+            lambda cuts: _replay(pings, registry, cuts, max_idle_days=30),
+            len(pings),
+            reference,
+            seeds=2,
+        )
 
     def test_never_operating_vehicle_waits_for_the_window(self) -> None:
         """A vehicle never seen is accused only once the data window alone exceeds the limit."""
@@ -265,21 +282,32 @@ class TestUpdateInactivity:
         pings = make_pings([fix("busy", d, "occupied") for d in days])
         state = None
         out = []
-        for ping in pings.to_dict("records"):
-            state, found = update_inactivity(state, ping, fleet=fleet("busy", "ghost"))
+        for k in range(len(pings)):
+            state, found = advance_inactivity(
+                state, pings.iloc[k : k + 1], fleet=fleet("busy", "ghost")
+            )
             out.append(found)
-        assert [f is None for f in out] == [True, True, True, False]
+        assert [len(f) for f in out] == [0, 0, 0, 1]
         assert out[3]["vehicle_id"].tolist() == ["ghost"]
         assert out[3]["details"].iloc[0]["as_of"] == "2024-03-04"
 
-    def test_tick_before_the_data_emits_nothing(self) -> None:
-        """A tick on a day before the first fix judges nothing."""
-        state, _ = update_inactivity(
-            None, make_pings([fix("a", "2024-03-01")]).iloc[0].to_dict(), fleet=fleet("a")
-        )
-        assert tick_inactivity(state, as_of=D(2024, 2, 1), fleet=fleet("a"))[1] is None
+    def test_late_and_repeated_fixes_are_skipped(self) -> None:
+        """A fix not later than its vehicle's latest changes nothing."""
+        pings = make_pings([fix("a", "2024-01-01", "occupied"), fix("a", "2024-03-20")])
+        state, _ = advance_inactivity(None, pings.iloc[1:], fleet=fleet("a"))
+        again, found = advance_inactivity(state, pings, fleet=fleet("a"))
+        assert again == state and len(found) == 0
+
+    def test_state_stays_small(self) -> None:
+        """At most four fixes per vehicle are kept, whatever the stream's length."""
+        pings, registry = _stream()
+        state, _ = advance_inactivity(None, pings, fleet=registry)
+        for v in state["vehicles"].values():
+            assert set(v) == {"last", "metered", "occupied"}
+        assert len(json.dumps(state)) < 300 * (len(state["vehicles"]) + 1)
 
     def test_bad_threshold_raises(self) -> None:
         """``max_idle_days`` must be a positive integer."""
+        pings, registry = _stream()
         with pytest.raises(DetectorThresholdError, match="max_idle_days"):
-            tick_inactivity(None, as_of=AS_OF, fleet=fleet("a"), max_idle_days=0)
+            advance_inactivity(None, pings, fleet=registry, max_idle_days=0, final=True)
