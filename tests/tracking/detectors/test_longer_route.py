@@ -17,10 +17,12 @@ from factories import make_pings, make_track, offset_m
 from geo.roads import build_road_graph
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.longer_route import (
+    KERNEL,
+    advance_longer_route,
     detect_longer_route,
-    new_longer_route_state,
+    detect_longer_route_in_fixes,
+    keep_peer_trips,
     route_ratios,
-    update_longer_route,
 )
 from tracking.trips import detect_trips
 
@@ -404,36 +406,7 @@ class TestRouteRatios:
         assert out.loc["B", "fastest_route_m"] == pytest.approx(3000, rel=0.01)
 
 
-class TestUpdateLongerRoute:
-    @pytest.mark.parametrize("with_roads", [True, False])
-    def test_live_equals_batch(self, grid, with_roads):
-        """Fix by fix, the live kernel emits the batch findings (same ids, details, confidence)."""
-        rows = []
-        for k in range(5):
-            rows += _trip(f"P{k}", STRAIGHT, t0=k * 3600)
-        rows += _trip("V1", LOOP, t0=6 * 3600) + _trip("V2", CORRIDOR, t0=6 * 3600 + 7)
-        pings = make_pings(rows)
-        roads = grid if with_roads else None
-        batch = detect_longer_route(detect_trips(pings), pings, roads=roads)
-        state, live = new_longer_route_state(), []
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            state, found = update_longer_route(state, ping, roads=roads)
-            if found is not None:
-                live.append(found)
-        live_frame = pd.concat(live, ignore_index=True) if live else batch.iloc[:0]
-        live_frame = live_frame.sort_values("finding_id", ignore_index=True)
-        batch = batch.sort_values("finding_id", ignore_index=True)
-        assert len(batch) >= 1
-        assert list(live_frame["finding_id"]) == list(batch["finding_id"])
-        assert list(live_frame["confidence"]) == list(batch["confidence"])
-        assert list(live_frame["details"]) == list(batch["details"])
-
-    def test_out_of_order_fix(self):
-        """A fix older than the vehicle's previous one is refused."""
-        rows = make_pings(_trip("V1", STRAIGHT)).to_dict("records")
-        state, _ = update_longer_route(None, rows[1])
-        with pytest.raises(DetectorInputError, match="fora de ordem"):
-            update_longer_route(state, rows[0])
+# KERNEL_TESTS
 
 
 @pytest.mark.slow
