@@ -19,11 +19,12 @@ State and several server processes
     fixes was rejected: ``gps_anomaly``, ``flag2_misuse``, ``operating_while_barred`` and
     ``longer_route`` carry open runs, segments and days whose length has no bound a query could
     know, and a replay per batch costs more than one row read. ``longer_route`` is fleet-wide
-    (peer trips of other vehicles): each vehicle keeps its kernel state (its open meter run) in
-    its own row and its judged trips per pair of H3 cells in ``longer_route_peers:<cells>`` rows
-    (``[trip_id, ended_ns, driven_m, ratio, straight_m, started_ns]`` each, the
-    ``max_peer_trips`` latest), which the other vehicles read (never lock) as the
-    ``peer_trips`` of their trips between the same cells.
+    (peer trips of other vehicles): each vehicle keeps its kernel state (its open meter run, and
+    trips held while another vehicle's open run may still end before them) in its own row, and
+    its judged trips per pair of H3 cells in ``longer_route_peers:<cells>`` rows (``[trip_id,
+    ended_ns, driven_m, ratio, straight_m, started_ns]`` each, the ``max_peer_trips`` latest),
+    which the other vehicles read (never lock) as the ``peer_trips`` of their trips between the
+    same cells (``tracking.detectors.longer_route``, "Live", says when this equals the batch).
 Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
     A vehicle's queue position depends on the other vehicles at the stand, so these kinds run
     on one fleet-wide visits tracker (``stands.visits.update_visits``) fed with every fix of

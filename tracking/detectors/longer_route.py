@@ -72,29 +72,33 @@ with the score (0.82 at 1.4–1.5, 0.97 and more above 1.5) and does not differ 
 corridors: the factors only rank what the evidence leaves less certain (a closure the network
 lacks, a reference from peers, GPS jumps).
 
-Live (:func:`advance_longer_route`, :data:`KERNEL`): the rule is :func:`detect_longer_route` run
-by :func:`tracking.detectors.kernel.advance` over each vehicle's kept fixes plus the new ones, on
-the meter trips :func:`tracking.trips.detect_trips` finds in them (``max_gap_s``, as
+Live (:func:`advance_longer_route`, :data:`KERNEL`): the rule is :func:`detect_longer_route`,
+run by :func:`tracking.detectors.kernel.advance` over each vehicle's kept fixes plus the new
+ones, on the meter trips :func:`tracking.trips.detect_trips` finds in them (``max_gap_s``, as
 ``pontual analyze``'s ``trip_max_gap_s``). :func:`open_from` keeps, per vehicle, the fixes from
 the start of its open meter run (its latest fix is occupied: a later fix may extend the trip),
-or from its first trip that started after the latest fix of another vehicle's open run that may
-still be extended (a fix less than ``max_gap_s`` before the newest fix): until that run ends, it
-could still be a peer that ended before this trip started. A vehicle's kept fixes are thus its
-open run and at most ``max_gap_s`` of fixes before the newest one. The trips that leave the
-kept fixes go, as :data:`PEER_COLUMNS` rows, to the fleet's store of peer trips (the live
-engine keeps, per pair of cells and vehicle, the ``max_peer_trips`` most recent:
-:func:`keep_peer_trips`), and come back as ``peer_trips`` when a later trip between the same
-cells is judged. The findings are the batch's when the fixes of all vehicles arrive in time
-order and are advanced together (the tests replay inputs cut anywhere): a trip is judged with
-all its fixes, the same network match, and the peers the batch sees — every trip of another
-vehicle that ended before it started is closed and known by then. Otherwise the live peers are
-those known when the trip is judged: a trip of another vehicle whose fixes arrive later (a
-device that reports late, a vehicle advanced in another call whose open run is not yet
-closed) is not among them although the batch counts it, so a peer reference, a consensus and
-the ``peer_trips`` evidence can differ; a trip on the network whose consensus does not change is
-judged alike but its ``peer_trips`` evidence may list fewer trips. A vehicle that sends more
-than ``max_peer_trips`` trips between the same cells while another's trip is open may push out
-a peer the batch counts.
+or from its first trip that started after the latest fix of another vehicle's open run that a
+fix of the newest instant could still extend (less than ``max_gap_s`` before it): until that
+run ends, it could be a peer that ended before this trip started. The kept fixes are thus the
+open run and at most ``max_gap_s`` of fixes before the newest fix. The trips that leave the kept
+fixes are returned as :data:`PEER_COLUMNS` rows; the live engine stores them per pair of cells
+and vehicle (the ``max_peer_trips`` latest, :func:`keep_peer_trips`: bounded by the fleet and
+its cell pairs) and gives them back as ``peer_trips`` to later trips between the same cells.
+
+Exact (tests cut inputs anywhere, fix by fix included): when the whole fleet's fixes arrive in
+time order and are advanced together, every finding is the batch's to the byte. A trip is then
+judged once closed, on all its fixes, with the same network match, reference and fastest path
+(they depend on the trip's own fixes only), and with the peers the batch sees: every trip of
+another vehicle that ended before it started is, by then, closed and stored, or in the fixes
+kept. Not exact otherwise, and it cannot be without waiting without bound: the batch sees peers
+from the live engine's future. A trip of another vehicle that ended before this one started but
+whose fixes reach the server later (a device reporting late), or whose run is still open in the
+kept fixes of another call (the live engine advances each call's vehicles only), is not among
+the live peers; a run of another vehicle silent for more than ``max_gap_s`` is taken as ended,
+which a late fix of it can contradict; a vehicle closing more than ``max_peer_trips`` trips
+between the same cells while another's trip is open can push out a peer. Then the peer
+reference and the consensus (hence the verdict) and the ``peer_trips`` evidence can differ from
+the batch's; on a network, the match and the ratios cannot.
 """
 
 from __future__ import annotations
