@@ -294,6 +294,14 @@ class TestLongerRoute:
         assert [v for v, _ in stored] == [*(f"ROUTE-P{k}" for k in range(5)), "ROUTE-V"]
         assert all(len(entries) == 1 and len(entries[0]) == 6 for _, entries in stored)
 
+    def test_thresholds_are_the_batch_functions(self) -> None:
+        """Its live thresholds are detect_longer_route's; the stored peers are no threshold."""
+        assert live_params("longer_route", {"longer_route": {"min_ratio": 1.5}}) == {
+            "min_ratio": 1.5
+        }
+        with pytest.raises(LiveConfigError, match="peer_trips"):
+            live_params("longer_route", {"longer_route": {"peer_trips": []}})
+
     def test_peer_rows_of_the_former_shape_are_read(self, db_session: Session) -> None:
         """Stored entries without the start ([id, end, driven, ratio, straight]) are peers."""
         rows = [r for k in range(5) for r in route_trip(f"ROUTE-Q{k}", STRAIGHT, k * 3600.0)]
