@@ -1426,23 +1426,24 @@ def open_from(
     lo = np.flatnonzero(first)
     hi = np.r_[lo[1:], n] - 1
     open_run = occupied[hi]
-    own = np.where(open_run, run_start[hi], np.iinfo(np.int64).max)
+    never = np.iinfo(np.int64).max
+    own = np.where(open_run, run_start[hi], never)
     # Open runs a fix of the newest instant could still extend: their latest fix.
     newest = int(ts.max())
-    live_end = np.where(open_run & (newest - ts[hi] <= round(max_gap_s * NS)), ts[hi], np.inf)
+    live_end = np.where(open_run & (newest - ts[hi] <= round(max_gap_s * NS)), ts[hi], never)
     order = np.argsort(live_end, kind="stable")
     h1 = live_end[order[0]]
-    h2 = live_end[order[1]] if len(order) > 1 else np.inf
-    others = np.full(len(lo), h1)
+    h2 = live_end[order[1]] if len(order) > 1 else never
+    others = np.full(len(lo), h1, dtype=np.int64)
     others[order[0]] = h2
     vehicle_of = np.cumsum(first) - 1
     s = np.flatnonzero(starts)
     held = s[ts[s] > others[vehicle_of[s]]]
-    hold = np.full(len(lo), np.iinfo(np.int64).max, dtype=np.int64)
+    hold = np.full(len(lo), never, dtype=np.int64)
     v_held, at = np.unique(vehicle_of[held], return_index=True)
     hold[v_held] = ts[held[at]]
     cut = np.minimum(own, hold)
-    keep = np.flatnonzero(cut < np.iinfo(np.int64).max)
+    keep = np.flatnonzero(cut < never)
     return {str(vehicles[lo[k]]): int(cut[k]) for k in keep.tolist()}
 
 
