@@ -2,9 +2,10 @@
 
 :func:`process_fixes` runs after the accepted fixes of an ingest are committed. For each vehicle,
 in time order, it feeds every fix to the live functions of ``tracking/detectors``
-(``update_operating_while_barred``, ``update_longer_route``, ``update_outside_municipality``):
-the same kernels as the batch detectors, so a fix stream gives the batch's findings with the
-batch's ids. ``outside_municipality`` judges a registered vehicle's pickups against its
+(``update_operating_while_barred``, ``update_outside_municipality``) or runs the batch
+detector as a kernel over its kept inputs and the new ones (``tracking.detectors.kernel``,
+``tracking.detectors.day_kernel``), so a fix stream gives the batch's findings with the batch's
+ids. ``outside_municipality`` judges a registered vehicle's pickups against its
 municipality's boundary (``vehicles.municipality_code`` → ``municipalities.boundary``,
 prepared once per process and tolerance); vehicles without either are not judged live.
 
@@ -17,9 +18,12 @@ State and several server processes
     fixes was rejected: ``gps_anomaly``, ``flag2_misuse``, ``operating_while_barred`` and
     ``longer_route`` carry open runs, segments and days whose length has no bound a query could
     know, and a replay per batch costs more than one row read. ``longer_route`` is fleet-wide
-    (peer trips of other vehicles): each vehicle keeps its open meter run in its own row and its
-    closed trips per pair of H3 cells in ``longer_route_peers:<cells>`` rows, which other
-    vehicles read (never lock) when one of their trips between the same cells closes.
+    (peer trips of other vehicles): each vehicle keeps its kernel state (its open meter run, and
+    trips held while another vehicle's open run may still end before them) in its own row, and
+    its judged trips per pair of H3 cells in ``longer_route_peers:<cells>`` rows (``[trip_id,
+    ended_ns, driven_m, ratio, straight_m, started_ns]`` each, the ``max_peer_trips`` latest),
+    which the other vehicles read (never lock) as the ``peer_trips`` of their trips between the
+    same cells (``tracking.detectors.longer_route``, "Live", says when this equals the batch).
 Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
     A vehicle's queue position depends on the other vehicles at the stand, so these kinds run
     on one fleet-wide visits tracker (``stands.visits.update_visits``) fed with every fix of
@@ -118,7 +122,6 @@ from db.stands.queries import licence_frame, stands_frame
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, build_stand_cover
-from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
@@ -128,6 +131,7 @@ from tracking.detectors import (
     habitual_absence,
     illegal_stand_formation,
     inactivity,
+    longer_route,
     tracking_gap,
 )
 from tracking.detectors.day_kernel import DayKernel
@@ -137,11 +141,6 @@ from tracking.detectors.illegal_stand_formation import (
     DEFAULT_MIN_WAIT_S,
 )
 from tracking.detectors.kernel import TrackKernel, advance
-from tracking.detectors.longer_route import (
-    DEFAULT_H3_RESOLUTION,
-    update_longer_route,
-)
-from tracking.detectors.longer_route import DEFAULT_MAX_GAP_S as ROUTE_MAX_GAP_S
 from tracking.detectors.operating_while_barred import update_operating_while_barred
 from tracking.detectors.outside_municipality import (
     DEFAULT_BOUNDARY_TOLERANCE_M,
@@ -189,7 +188,7 @@ _DAY_KERNELS: dict[str, DayKernel] = {
 """Fleet-wide kinds run as day kernels (``tracking.detectors.day_kernel``), below."""
 _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "operating_while_barred": update_operating_while_barred,
-    "longer_route": update_longer_route,
+    "longer_route": longer_route.detect_longer_route,  # its thresholds; run as a kernel below
     "outside_municipality": update_outside_municipality,
     "queue_jump": update_queue_jump,
     "unlicensed_stand_use": update_unlicensed_stand_use,
@@ -210,6 +209,7 @@ _FLEET_LOCK_CLASS = 72_944  # pg_advisory_xact_lock(72944, 0): the fleet-wide vi
 _WIRED = {
     "vehicle",
     "roads",
+    "peer_trips",
     "timezone",
     "boundary",
     "accessible",
@@ -365,50 +365,80 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _route_cells(run: Mapping[str, list[Any]], resolution: int) -> str:
-    lat = np.asarray([run["lat"][0], run["lat"][-1]], dtype=np.float64)
-    lon = np.asarray([run["lon"][0], run["lon"][-1]], dtype=np.float64)
-    cells = latlng_to_cells(lat, lon, resolution=resolution)
-    return f"{int(cells[0]):x}-{int(cells[1]):x}"
+def _peer_frame(rows: Iterable[Any]) -> pd.DataFrame:
+    """Peer trips (``longer_route.PEER_COLUMNS``) of stored ``longer_route_peers:<cells>`` rows.
+
+    Rows are ``(vehicle_id, detector, entries)``; entries stored before the start or the
+    straight line was kept take the end as start and no straight line (never a peer).
+    """
+
+    def num(value: Any) -> float:
+        return math.nan if value is None else float(value)
+
+    records = [
+        (
+            str(e[0]),
+            str(vehicle),
+            int(e[5] if len(e) > 5 else e[1]),
+            int(e[1]),
+            str(detector)[len(PEERS_PREFIX) :],
+            num(e[2]),
+            num(e[4] if len(e) > 4 else None),
+            num(e[3]),
+        )
+        for vehicle, detector, entries in rows
+        for e in entries or []
+    ]
+    frame = pd.DataFrame(records, columns=list(longer_route.PEER_COLUMNS))
+    return frame.astype({"started_ns": np.int64, "ended_ns": np.int64, "ratio": np.float64})
 
 
-def _longer_route_step(
+def _detect_longer_route(
     session: Session,
-    state: dict[str, Any] | None,
-    ping: Mapping[str, Any],
+    pings: pd.DataFrame,
+    states: Mapping[tuple[str, str], tuple[Any, int | None]],
+    vehicles: Sequence[str],
     params: Mapping[str, Any],
     roads: RoadGraph | None,
-    peers_out: dict[str, Any],
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One fix through ``update_longer_route`` with this vehicle's part of the fleet state."""
-    vehicle = str(ping[fr.VEHICLE_ID])
-    own = state or {"open": None, "last_ns": None}
-    st: dict[str, Any] = {
-        "open": {} if own["open"] is None else {vehicle: own["open"]},
-        "peers": {},
-        "last_ns": {} if own["last_ns"] is None else {vehicle: own["last_ns"]},
-    }
-    run = own["open"]
-    t = int(pd.Timestamp(ping[fr.TIMESTAMP]).value)
-    max_gap_s = float(params.get("max_gap_s", ROUTE_MAX_GAP_S))
-    closes = run is not None and (
-        ping.get(fr.METER) != "occupied" or t - run["ts_ns"][-1] > round(max_gap_s * _NS)
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run the ``longer_route`` kernel with the fleet's stored peer trips; store what it closes."""
+    mine = {v: _kernel_state(states.get((v, "longer_route"))) for v in vehicles}
+    peers_sql = text(
+        "SELECT vehicle_id, detector, state FROM live_detector_states "
+        "WHERE detector = ANY(:ds) AND (CAST(:vs AS text[]) IS NULL OR vehicle_id = ANY(:vs))"
     )
-    key = None
-    if closes:
-        key = _route_cells(run, int(params.get("h3_resolution", DEFAULT_H3_RESOLUTION)))
-        rows = session.execute(
-            text("SELECT vehicle_id, state FROM live_detector_states WHERE detector = :d"),
-            {"d": PEERS_PREFIX + key},
+
+    def stored(cells: Iterable[str], of: Sequence[str] | None = None) -> pd.DataFrame:
+        keys = [PEERS_PREFIX + c for c in cells]
+        return _peer_frame(session.execute(peers_sql, {"ds": keys, "vs": of}))
+
+    after, res, closed = longer_route.advance_longer_route(
+        mine, pings, roads=roads, peer_trips=stored, **params
+    )
+    saved = [
+        {
+            "v": v,
+            "d": "longer_route",
+            "s": st,
+            "ts": pd.Timestamp(st["seen"], tz="UTC").to_pydatetime(),
+        }
+        for v, st in after.items()
+        if st != mine.get(v)
+    ]
+    if len(closed):
+        pairs = set(zip(closed["cells"], closed["vehicle_id"], strict=True))
+        kept = longer_route.keep_peer_trips(
+            stored({c for c, _ in pairs}, sorted({v for _, v in pairs})),
+            closed,
+            max_peer_trips=params.get("max_peer_trips", longer_route.DEFAULT_MAX_PEER_TRIPS),
         )
-        st["peers"][key] = {str(v): s for v, s in rows}
-        if vehicle in peers_out.get(key, {}):  # written earlier in this batch
-            st["peers"][key][vehicle] = peers_out[key][vehicle]
-    st, found = update_longer_route(st, ping, roads=roads, **params)
-    if key is not None and vehicle in st["peers"].get(key, {}):
-        peers_out.setdefault(key, {})[vehicle] = st["peers"][key][vehicle]
-    new_state = {"open": st["open"].get(vehicle), "last_ns": st["last_ns"].get(vehicle)}
-    return new_state, _records(found)
+        for (cells, vehicle), part in kept.groupby(["cells", "vehicle_id"], sort=True):
+            if (cells, vehicle) in pairs:
+                entries = part[["trip_id", "ended_ns", "driven_m", "ratio", "straight_m"]]
+                entries = entries.assign(started_ns=part["started_ns"])
+                s = [_plain(list(row)) for row in entries.itertuples(index=False, name=None)]
+                saved.append({"v": vehicle, "d": f"{PEERS_PREFIX}{cells}", "s": s, "ts": None})
+    return _records(res), saved
 
 
 def _kernel_state(stored: tuple[Any, int | None] | None) -> dict[str, Any] | None:
@@ -1048,7 +1078,6 @@ def detect_live(
         boundaries = vehicle_boundaries(session, vehicles, boundary_tolerance_m=tol)
     found: list[dict[str, Any]] = []
     saved: list[dict[str, Any]] = []
-    peers: dict[str, dict[str, Any]] = {}
     for kind in kinds:
         if kind not in _KERNELS:
             continue
@@ -1066,8 +1095,14 @@ def detect_live(
             for v, st in after.items()
             if st != mine.get(v)
         )
+    if "longer_route" in kinds:
+        more, rows = _detect_longer_route(
+            session, pings, states, vehicles, params["longer_route"], roads
+        )
+        found.extend(more)
+        saved.extend(rows)
     for kind in kinds:
-        if kind in _FLEET_KINDS or kind in _KERNELS:
+        if kind in _FLEET_KINDS or kind in _KERNELS or kind == "longer_route":
             continue  # fleet-wide, below; kernels, above
         fn = _UPDATES[kind]
         for vehicle in vehicles:
@@ -1084,9 +1119,7 @@ def detect_live(
                 if seen is not None and t <= seen:
                     continue
                 seen = t
-                if kind == "longer_route":
-                    state, out = _longer_route_step(session, state, fix, params[kind], roads, peers)
-                elif kind == "operating_while_barred":
+                if kind == "operating_while_barred":
                     state, res = fn(
                         state, fix, vehicle=fleet[vehicle], timezone=timezone, **params[kind]
                     )
@@ -1107,11 +1140,6 @@ def detect_live(
                         "ts": pd.Timestamp(seen, unit="ns", tz="UTC").to_pydatetime(),
                     }
                 )
-    for key, by_vehicle in peers.items():
-        saved.extend(
-            {"v": v, "d": PEERS_PREFIX + key, "s": _plain(entries), "ts": None}
-            for v, entries in by_vehicle.items()
-        )
     tracker_kinds = [k for k in kinds if k in _TRACKER_KINDS]
     if tracker_kinds:
         more, rows = _detect_visit_kinds(session, fixes, tracker_kinds, params, timezone=timezone)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from db.stands.queries import stands_frame
 from db.tracking.store import copy_fixes
 from engines.live import (
     LIVE_KINDS,
+    PEERS_PREFIX,
     VISIT_KINDS,
     LiveConfigError,
     alert_matches,
@@ -36,6 +38,7 @@ from engines.live import (
 from geo.cover import build_stand_cover, match_stands
 from stands.licences import licence_frame_from_fleet
 from stands.visits import detect_visits
+from tracking.detectors import longer_route
 from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
 from tracking.detectors.illegal_stand_formation import detect_illegal_stand_formation
@@ -249,6 +252,75 @@ class TestProcessFixes:
                 make_pings(track("LIVE7")),
                 thresholds={"tracking_gap": {"max_gap_minutes": 5}},
             )
+
+
+def route_trip(vehicle: str, corners: list[tuple[float, float]], t0: float) -> list[dict]:
+    """Occupied fixes every 15 s and 100 m along (north, east) corners, then a free fix."""
+    points = [corners[0]]
+    for (n0, e0), (n1, e1) in zip(corners[:-1], corners[1:], strict=True):
+        k = max(1, round(max(abs(n1 - n0), abs(e1 - e0)) / 100.0))
+        points += [(n0 + (n1 - n0) * i / k, e0 + (e1 - e0) * i / k) for i in range(1, k + 1)]
+    rows = [(t0 + 15.0 * i, n, e) for i, (n, e) in enumerate(points)]
+    free = [(t0 + 15.0 * len(points), *points[-1])]
+    return make_track(vehicle, rows, meter="occupied") + make_track(vehicle, free, meter="free")
+
+
+STRAIGHT = [(0.0, 0.0), (0.0, 3000.0)]
+LOOP = [(0, 0), (0, 1500), (1000, 1500), (1000, 2000), (0, 2000), (0, 1500), (0, 3000)]
+
+
+class TestLongerRoute:
+    def test_peer_trips_are_stored_and_read_back(self, db_session: Session) -> None:
+        """Peers closed in earlier requests are stored per cells and give the batch's finding."""
+        rows = [r for k in range(5) for r in route_trip(f"ROUTE-P{k}", STRAIGHT, k * 3600.0)]
+        pings = make_pings(rows + route_trip("ROUTE-V", LOOP, 6 * 3600.0))
+        batch = longer_route.detect_longer_route_in_fixes(pings)
+        assert len(batch) == 1 and batch.iloc[0]["details"]["peer_trips"]["count"] == 5
+        found = feed(db_session, pings, 9, kinds=("longer_route",))
+        assert [f["finding_id"] for f in found] == batch["finding_id"].tolist()
+        assert found[0]["details"] == batch.iloc[0]["details"]
+        stored = db_session.execute(
+            text(
+                "SELECT vehicle_id, state FROM live_detector_states "
+                "WHERE detector = :d ORDER BY vehicle_id"
+            ),
+            {
+                "d": PEERS_PREFIX
+                + batch.iloc[0]["details"]["origin_cell"]
+                + "-"
+                + batch.iloc[0]["details"]["destination_cell"]
+            },
+        ).all()
+        assert [v for v, _ in stored] == [*(f"ROUTE-P{k}" for k in range(5)), "ROUTE-V"]
+        assert all(len(entries) == 1 and len(entries[0]) == 6 for _, entries in stored)
+
+    def test_thresholds_are_the_batch_functions(self) -> None:
+        """Its live thresholds are detect_longer_route's; the stored peers are no threshold."""
+        assert live_params("longer_route", {"longer_route": {"min_ratio": 1.5}}) == {
+            "min_ratio": 1.5
+        }
+        with pytest.raises(LiveConfigError, match="peer_trips"):
+            live_params("longer_route", {"longer_route": {"peer_trips": []}})
+
+    def test_peer_rows_of_the_former_shape_are_read(self, db_session: Session) -> None:
+        """Stored entries without the start ([id, end, driven, ratio, straight]) are peers."""
+        rows = [r for k in range(5) for r in route_trip(f"ROUTE-Q{k}", STRAIGHT, k * 3600.0)]
+        pings = make_pings(rows + route_trip("ROUTE-W", LOOP, 6 * 3600.0))
+        batch = longer_route.detect_longer_route_in_fixes(pings)
+        _, _, trips = longer_route.advance_longer_route({}, pings, final=True)
+        for peer in trips.loc[trips["vehicle_id"] != "ROUTE-W"].itertuples():
+            entry = [peer.trip_id, peer.ended_ns, peer.driven_m, None, peer.straight_m]
+            db_session.execute(
+                text(
+                    "INSERT INTO live_detector_states (vehicle_id, detector, state, updated_at) "
+                    "VALUES (:v, :d, CAST(:s AS jsonb), now())"
+                ),
+                {"v": peer.vehicle_id, "d": PEERS_PREFIX + peer.cells, "s": json.dumps([entry])},
+            )
+        mine = pings.loc[pings["vehicle_id"] == "ROUTE-W"]
+        found = process_fixes(db_session, mine, kinds=("longer_route",), throttle_s=0)
+        assert [f["finding_id"] for f in found] == batch["finding_id"].tolist()
+        assert found[0]["details"] == batch.iloc[0]["details"]
 
 
 def at_stand(vehicle: str, arrive: int, leave: int, *, board_at: int | None = None) -> list[dict]:

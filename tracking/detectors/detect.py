@@ -81,6 +81,7 @@ _WIRED = {
     "pings",
     "stands",
     "roads",
+    "peer_trips",  # longer_route's past trips of the fleet (live)
     "as_of",
     "timezone",
     "waiting",

@@ -71,12 +71,41 @@ had jumps or breaks, 0.9 if an end was snapped farther than ``max_snap_m / 2``; 
 with the score (0.82 at 1.4–1.5, 0.97 and more above 1.5) and does not differ between loops and
 corridors: the factors only rank what the evidence leaves less certain (a closure the network
 lacks, a reference from peers, GPS jumps).
+
+Live (:func:`advance_longer_route`, :data:`KERNEL`): the rule is :func:`detect_longer_route`,
+run by :func:`tracking.detectors.kernel.advance` over each vehicle's kept fixes plus the new
+ones, on the meter trips :func:`tracking.trips.detect_trips` finds in them (``max_gap_s``, as
+``pontual analyze``'s ``trip_max_gap_s``). :func:`open_from` keeps, per vehicle, the fixes from
+the start of its open meter run (its latest fix is occupied: a later fix may extend the trip),
+or from its first trip that started after the latest fix of another vehicle's open run that a
+fix of the newest instant could still extend (less than ``max_gap_s`` before it): until that
+run ends, it could be a peer that ended before this trip started. The kept fixes are thus the
+open run and at most ``max_gap_s`` of fixes before the newest fix. The trips that leave the kept
+fixes are returned as :data:`PEER_COLUMNS` rows; the live engine stores them per pair of cells
+and vehicle (the ``max_peer_trips`` latest, :func:`keep_peer_trips`: bounded by the fleet and
+its cell pairs) and gives them back as ``peer_trips`` to later trips between the same cells.
+
+Exact (tests cut inputs anywhere, fix by fix included): when the whole fleet's fixes arrive in
+time order and are advanced together, every finding is the batch's to the byte. A trip is then
+judged once closed, on all its fixes, with the same network match, reference and fastest path
+(they depend on the trip's own fixes only), and with the peers the batch sees: every trip of
+another vehicle that ended before it started is, by then, closed and stored, or in the fixes
+kept. Not exact otherwise, and it cannot be without waiting without bound: the batch sees peers
+from the live engine's future. A trip of another vehicle that ended before this one started but
+whose fixes reach the server later (a device reporting late), or whose run is still open in the
+kept fixes of another call (the live engine advances each call's vehicles only), is not among
+the live peers; a run of another vehicle silent for more than ``max_gap_s`` is taken as ended,
+which a late fix of it can contradict; a vehicle closing more than ``max_peer_trips`` trips
+between the same cells while another's trip is open can push out a peer. Then the peer
+reference and the consensus (hence the verdict) and the ``peer_trips`` evidence can differ from
+the batch's; on a network, the match and the ratios cannot.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,19 +128,18 @@ from geo.roads import (
 )
 from tracking import frames as fr
 from tracking.arrays import NS, in_track_order, iso_utc, vehicle_codes
-from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors._errors import DetectorThresholdError
 from tracking.detectors._evidence import (
     check_threshold,
     clip_confidence,
     last_at_or_before,
-    ping_field,
-    ping_ns,
     require_columns,
     utc_ns,
 )
 from tracking.detectors.findings import empty_findings, make_findings
+from tracking.detectors.kernel import State, TrackKernel, advance
 from tracking.stops import stop_spans
-from tracking.trips import assign_trip_ids, trip_distances
+from tracking.trips import assign_trip_ids, detect_trips, trip_distances
 
 KIND = "longer_route"
 
@@ -158,7 +186,26 @@ ROUTE_GUARDS = {
 }
 """The fixed guards, reported in each finding's ``thresholds``."""
 DEFAULT_MAX_GAP_S = 300.0
-"""Live only: a silence longer than this ends a trip (as ``detect_trips``' ``max_gap_s``)."""
+"""Kernel only: a silence longer than this ends a trip (``detect_trips``' ``max_gap_s``, as
+``pontual analyze``'s ``trip_max_gap_s``)."""
+PEER_COLUMNS = (
+    "trip_id",
+    "vehicle_id",
+    "started_ns",
+    "ended_ns",
+    "cells",
+    "driven_m",
+    "straight_m",
+    "ratio",
+)
+"""A judged meter trip as a peer of later ones (:func:`advance_longer_route`'s closed trips,
+:func:`detect_longer_route`'s ``peer_trips``): its id and vehicle, start and end (epoch ns),
+``cells`` (``"<pickup cell>-<drop-off cell>"``, H3 in hexadecimal), ``driven_m``,
+``straight_m`` and the network ``ratio`` (NaN when not matched, 0 when too short to be
+accused)."""
+PeerTrips = pd.DataFrame | Callable[[Sequence[str]], pd.DataFrame]
+"""Past trips of the fleet (:data:`PEER_COLUMNS`), or a function giving those between the given
+``cells``."""
 
 _TRIP_COLUMNS = (
     fr.VEHICLE_ID,
@@ -266,6 +313,7 @@ def detect_longer_route(
     waypoint_diameter_m: float = DEFAULT_WAYPOINT_DIAMETER_M,
     loop_radius_m: float = DEFAULT_LOOP_RADIUS_M,
     max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
+    peer_trips: PeerTrips | None = None,
 ) -> gpd.GeoDataFrame:
     """Find passenger trips driven much longer than the reference route (see the module doc).
 
@@ -303,6 +351,10 @@ def detect_longer_route(
     max_speed_kmh : float, default 150.0
         Implied speed of a GPS jump: jumps are filtered out of ``driven_m``, and a pickup or
         drop-off that is one gives no finding.
+    peer_trips : pandas.DataFrame or callable, optional
+        Trips of the fleet judged before, not among ``trips`` (:data:`PEER_COLUMNS`), that may
+        be peers of these; or a function taking a list of ``cells`` and returning those between
+        them. Without it the peers are among ``trips`` only (a whole input, as in a batch).
 
     Returns
     -------
@@ -331,12 +383,34 @@ def detect_longer_route(
         loop_radius_m=loop_radius_m,
         max_speed_kmh=max_speed_kmh,
     )
+    return _judge(trips, pings, roads, p, peer_trips, with_peers=False)[0]
+
+
+_DEFAULTS: dict[str, Any] = {
+    name: q.default
+    for name, q in inspect.signature(detect_longer_route).parameters.items()
+    if q.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("roads", "peer_trips")
+}
+"""The thresholds of :func:`detect_longer_route` and their defaults."""
+
+
+def _judge(
+    trips: pd.DataFrame,
+    pings: pd.DataFrame,
+    roads: RoadGraph | None,
+    p: _Params,
+    peer_trips: PeerTrips | None,
+    *,
+    with_peers: bool,
+) -> tuple[gpd.GeoDataFrame, pd.DataFrame]:
+    """Run the rule: findings and (``with_peers``) every meter trip as a peer (PEER_COLUMNS)."""
     table, fixes = _batch_inputs(trips, pings)
     if not len(table["trip_id"]):
-        return empty_findings()
+        return empty_findings(), _no_peer_trips()
     _redrive(table, fixes, p)
-    evaluated = _evaluate(table, fixes, roads, p, history=None, prune=True)
-    return _findings(evaluated, table, fixes, roads, p)
+    evaluated = _evaluate(table, fixes, roads, p, extra=peer_trips, prune=True)
+    found = _findings(evaluated, table, fixes, roads, p)
+    return found, _as_peers(table, evaluated) if with_peers else _no_peer_trips()
 
 
 def route_ratios(
@@ -389,7 +463,7 @@ def route_ratios(
     )
     table, fixes = _batch_inputs(trips, pings)
     _redrive(table, fixes, p)
-    ev = _evaluate(table, fixes, roads, p, history=None, prune=False)
+    ev = _evaluate(table, fixes, roads, p, extra=None, prune=False)
     mr = ev["matched"]
     return pd.DataFrame(
         {
@@ -909,10 +983,13 @@ def _evaluate(
     graph: RoadGraph | None,
     p: _Params,
     *,
-    history: dict[str, NDArray[Any]] | None,
+    extra: PeerTrips | None,
     prune: bool,
 ) -> dict[str, Any]:
-    """Compute references, peers and the accusation test of every trip of ``table``."""
+    """Compute references, peers and the accusation test of every trip of ``table``.
+
+    The peers are among the trips of ``table`` and, when given, the ``extra`` past trips.
+    """
     n = len(table["trip_id"])
     driven = table["driven_m"]
     straight = _straight_m(table)
@@ -955,7 +1032,7 @@ def _evaluate(
         "straight_m": straight,
         "ratio": net_ratio,
     }
-    hist = own if history is None else history
+    hist = own if extra is None else _with_peer_trips(own, table["started_ns"], extra)
     peer_count, peer_straight, peer_ratio, peer_ids = _peer_stats(table, (o_cell, d_cell), hist, p)
     use_peers = ~inside & (n_wp == 0) & np.isfinite(peer_straight)
     method = np.full(n, None, dtype=object)
@@ -1214,169 +1291,232 @@ def _findings(
     return make_findings(pd.DataFrame(rows), geoms)
 
 
-# ------------------------------------------------------------------------------------- live
+def _no_peer_trips() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "trip_id": pd.Series([], dtype=object),
+            "vehicle_id": pd.Series([], dtype=object),
+            "started_ns": pd.Series([], dtype=np.int64),
+            "ended_ns": pd.Series([], dtype=np.int64),
+            "cells": pd.Series([], dtype=object),
+            "driven_m": pd.Series([], dtype=np.float64),
+            "straight_m": pd.Series([], dtype=np.float64),
+            "ratio": pd.Series([], dtype=np.float64),
+        }
+    )
 
 
-def new_longer_route_state() -> dict[str, Any]:
-    """Return the initial live state (plain data), shared by all the vehicles of a fleet.
+def _cells(o_cell: NDArray[np.uint64], d_cell: NDArray[np.uint64]) -> list[str]:
+    """``"<pickup cell>-<drop-off cell>"`` of each trip (H3 in hexadecimal)."""
+    return [f"{int(o):x}-{int(d):x}" for o, d in zip(o_cell, d_cell, strict=True)]
 
-    ``open``: per vehicle, the fixes of its current meter run; ``peers``: per ``"<pickup
-    cell>-<drop-off cell>"`` and vehicle, the last ``max_peer_trips`` closed trips
-    (``[trip_id, ended_ns, driven_m, ratio, straight_m]``): enough to rebuild any vehicle's
-    "past trips of other vehicles". Unlike the per-vehicle detectors the state is fleet-wide,
-    because a peer reference needs the other vehicles' trips.
+
+def _as_peers(table: dict[str, NDArray[Any]], ev: dict[str, Any]) -> pd.DataFrame:
+    """Every trip of ``table`` as a peer of later trips (:data:`PEER_COLUMNS`)."""
+    return pd.DataFrame(
+        {
+            "trip_id": table["trip_id"],
+            "vehicle_id": table["vehicle_id"],
+            "started_ns": np.asarray(table["started_ns"], dtype=np.int64),
+            "ended_ns": np.asarray(table["ended_ns"], dtype=np.int64),
+            "cells": np.asarray(_cells(ev["o_cell"], ev["d_cell"]), dtype=object),
+            "driven_m": np.asarray(table["driven_m"], dtype=np.float64),
+            "straight_m": np.asarray(ev["straight_m"], dtype=np.float64),
+            "ratio": np.asarray(ev["network_ratio"], dtype=np.float64),
+        }
+    )
+
+
+def _with_peer_trips(
+    own: dict[str, NDArray[Any]], started_ns: NDArray[np.int64], extra: PeerTrips
+) -> dict[str, NDArray[Any]]:
+    """Return the trips judged now and the past ones of ``extra``, in (vehicle, start) order.
+
+    The order is the one a batch over all of them gives its trips: peers that ended at the same
+    instant are then taken in the same order.
     """
-    return {"open": {}, "peers": {}, "last_ns": {}}
+    wanted = sorted(set(_cells(own["o_cell"], own["d_cell"])))
+    past = extra(wanted) if callable(extra) else extra
+    past = past.loc[~past["trip_id"].astype(str).isin(set(own["trip_id"].tolist()))]
+    past = past.loc[past["cells"].astype(str).isin(wanted)]
+    pair = past["cells"].astype(str).str.split("-", n=1, expand=True)
+    frame = pd.DataFrame(
+        {
+            "trip_id": np.concatenate((own["trip_id"], past["trip_id"].astype(str))),
+            "vehicle_id": np.concatenate((own["vehicle_id"], past["vehicle_id"].astype(str))),
+            "started_ns": np.concatenate((started_ns, past["started_ns"].to_numpy(np.int64))),
+            "ended_ns": np.concatenate((own["ended_ns"], past["ended_ns"].to_numpy(np.int64))),
+            "driven_m": np.concatenate((own["driven_m"], past["driven_m"].to_numpy(np.float64))),
+            "straight_m": np.concatenate(
+                (own["straight_m"], past["straight_m"].to_numpy(np.float64))
+            ),
+            "ratio": np.concatenate((own["ratio"], past["ratio"].to_numpy(np.float64))),
+        }
+    )
+    o_past = np.asarray([int(c, 16) for c in pair[0]] if len(past) else [], dtype=np.uint64)
+    d_past = np.asarray([int(c, 16) for c in pair[1]] if len(past) else [], dtype=np.uint64)
+    frame["o_cell"] = np.concatenate((own["o_cell"], o_past))
+    frame["d_cell"] = np.concatenate((own["d_cell"], d_past))
+    frame = frame.sort_values(["vehicle_id", "started_ns"], kind="stable")
+    out: dict[str, NDArray[Any]] = {c: frame[c].to_numpy() for c in frame.columns}
+    out["trip_id"] = out["trip_id"].astype(object)
+    out["vehicle_id"] = out["vehicle_id"].astype(object)
+    return out
 
 
-def update_longer_route(
-    state: dict[str, Any] | None,
-    ping: Mapping[str, Any],
+# ---------------------------------------------------------------------- live: one kernel
+
+
+def _meter_trips(pings: pd.DataFrame, max_gap_s: float) -> pd.DataFrame:
+    """Return the meter trips of ``pings`` as ``pontual analyze`` finds them (no stops needed)."""
+    no_stops = pd.DataFrame({fr.VEHICLE_ID: [], "started_at": [], "ended_at": []})
+    trips = detect_trips(pings, stops=no_stops, max_gap_s=max_gap_s)
+    return trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
+
+
+def _judge_fixes(
+    pings: pd.DataFrame,
     *,
-    roads: RoadGraph | None = None,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
-    min_ratio: float = DEFAULT_MIN_RATIO,
-    min_time_ratio: float = DEFAULT_MIN_TIME_RATIO,
-    min_excess_m: float = DEFAULT_MIN_EXCESS_M,
-    min_reference_m: float = DEFAULT_MIN_REFERENCE_M,
-    max_snap_m: float = DEFAULT_MAX_SNAP_M,
-    h3_resolution: int = DEFAULT_H3_RESOLUTION,
-    min_peer_trips: int = DEFAULT_MIN_PEER_TRIPS,
-    max_peer_trips: int = DEFAULT_MAX_PEER_TRIPS,
-    waypoint_min_stop_s: float = DEFAULT_WAYPOINT_MIN_STOP_S,
-    waypoint_diameter_m: float = DEFAULT_WAYPOINT_DIAMETER_M,
-    loop_radius_m: float = DEFAULT_LOOP_RADIUS_M,
-    max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Advance the live state by one fix; a finding when a trip that just ended is accused.
+    roads: RoadGraph | None = None,
+    peer_trips: PeerTrips | None = None,
+    with_peers: bool = False,
+    **thresholds: Any,
+) -> tuple[gpd.GeoDataFrame, pd.DataFrame]:
+    p = _params(**{**_DEFAULTS, **thresholds})
+    check_threshold("max_gap_s", max_gap_s, positive=True, unit="s")
+    return _judge(
+        _meter_trips(pings, max_gap_s), pings, roads, p, peer_trips, with_peers=with_peers
+    )
 
-    A meter trip ends, as in :func:`tracking.trips.detect_trips`, at the vehicle's first fix
-    that is not ``occupied`` or that comes more than ``max_gap_s`` after the previous one; it is
-    then judged exactly as :func:`detect_longer_route` judges it (same kernels; the peers are
-    the trips closed so far, so batch and live agree when every trip is closed before a later
-    trip of the same cells starts).
+
+def detect_longer_route_in_fixes(pings: pd.DataFrame, **params: Any) -> gpd.GeoDataFrame:
+    """:func:`detect_longer_route` on the meter trips of ``pings`` (``max_gap_s`` splits them).
+
+    ``params``: ``max_gap_s`` (default :data:`DEFAULT_MAX_GAP_S`) and those of
+    :func:`detect_longer_route`.
+    """
+    return _judge_fixes(pings, **params)[0]
+
+
+def open_from(
+    pings: pd.DataFrame, *, max_gap_s: float = DEFAULT_MAX_GAP_S, **_: Any
+) -> dict[str, int]:
+    """Per vehicle, its first fix a later fix can change the verdict on (see the module doc).
+
+    The start of its open meter run (its latest fix is occupied), or of its first trip that
+    started after the latest fix of another vehicle's open run that a fix of the newest instant
+    could still extend (within ``max_gap_s``): that run could still be a peer of the trip.
+    """
+    n = len(pings)
+    if not n or fr.METER not in pings.columns:
+        return {}
+    vehicles = pings[fr.VEHICLE_ID].astype(str).to_numpy(dtype=object)
+    ts = utc_ns(pings[fr.TIMESTAMP], column="timestamp", what="pings")
+    first = np.r_[True, vehicles[1:] != vehicles[:-1]]
+    new_segment = first | np.r_[False, np.diff(ts) > round(max_gap_s * NS)]
+    if fr.TRIP_REF in pings.columns:  # as detect_trips: each trip record is its own trip
+        ref = pings[fr.TRIP_REF].to_numpy(dtype=object)
+        new_segment[1:] |= ref[1:] != ref[:-1]
+    occupied = (pings[fr.METER] == "occupied").fillna(False).to_numpy(dtype=bool)
+    starts = occupied & (new_segment | ~np.r_[False, occupied[:-1]])
+    if not starts.any():
+        return {}  # no meter trip: nothing open, nothing to hold
+    run_start = ts[np.flatnonzero(starts)][np.maximum(np.cumsum(starts) - 1, 0)]
+    lo = np.flatnonzero(first)
+    hi = np.r_[lo[1:], n] - 1
+    open_run = occupied[hi]
+    never = np.iinfo(np.int64).max
+    own = np.where(open_run, run_start[hi], never)
+    # Open runs a fix of the newest instant could still extend: their latest fix.
+    newest = int(ts.max())
+    live_end = np.where(open_run & (newest - ts[hi] <= round(max_gap_s * NS)), ts[hi], never)
+    order = np.argsort(live_end, kind="stable")
+    h1 = live_end[order[0]]
+    h2 = live_end[order[1]] if len(order) > 1 else never
+    others = np.full(len(lo), h1, dtype=np.int64)
+    others[order[0]] = h2
+    vehicle_of = np.cumsum(first) - 1
+    s = np.flatnonzero(starts)
+    held = s[ts[s] > others[vehicle_of[s]]]
+    hold = np.full(len(lo), never, dtype=np.int64)
+    v_held, at = np.unique(vehicle_of[held], return_index=True)
+    hold[v_held] = ts[held[at]]
+    cut = np.minimum(own, hold)
+    keep = np.flatnonzero(cut < never)
+    return {str(vehicles[lo[k]]): int(cut[k]) for k in keep.tolist()}
+
+
+KERNEL = TrackKernel(KIND, detect_longer_route_in_fixes, open_from)
+"""The rule as a kernel over the fleet's fixes (peers only among the fixes given and
+``peer_trips``; :func:`advance_longer_route` also returns the trips it closes)."""
+
+
+def advance_longer_route(
+    states: Mapping[str, State | None],
+    pings: pd.DataFrame,
+    *,
+    final: bool = False,
+    **params: Any,
+) -> tuple[dict[str, State], gpd.GeoDataFrame, pd.DataFrame]:
+    """Advance the vehicles' states by new fixes (:func:`tracking.detectors.kernel.advance`).
 
     Parameters
     ----------
-    state : dict or None
-        From :func:`new_longer_route_state` or the previous call (one for the whole fleet).
-    ping : mapping
-        One fix: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``,
-        optional ``row``. Fixes of a vehicle must come in time order.
-    roads, max_gap_s, min_ratio, min_excess_m, min_reference_m, max_snap_m, h3_resolution,
-    min_peer_trips, max_peer_trips, waypoint_min_stop_s, waypoint_diameter_m, loop_radius_m,
-    max_speed_kmh
-        As in :func:`detect_longer_route` (``max_gap_s`` as in ``detect_trips``).
+    states : mapping
+        ``vehicle_id → state`` (kernel states; missing or None: nothing seen yet).
+    pings : pandas.DataFrame
+        New fixes (pings contract).
+    final : bool, default False
+        End of the input: every trip is judged, no state kept.
+    **params
+        ``max_gap_s``, ``roads``, ``peer_trips`` (the past trips of the fleet: a frame or a
+        function of the ``cells``) and the thresholds of :func:`detect_longer_route`.
 
     Returns
     -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state and a one-row findings frame, or None.
-
-    Raises
-    ------
-    DetectorInputError
-        If a fix is not after the vehicle's previous one or its timestamp is naive.
-    DetectorThresholdError
-        If a threshold is out of range.
+    tuple
+        ``(states, findings, closed)``: the new states, the findings no later fix can change,
+        and the trips judged for the last time (:data:`PEER_COLUMNS`), to add to the fleet's
+        peer trips (:func:`keep_peer_trips`).
     """
-    p = _params(
-        min_ratio=min_ratio,
-        min_time_ratio=min_time_ratio,
-        min_excess_m=min_excess_m,
-        min_reference_m=min_reference_m,
-        max_snap_m=max_snap_m,
-        h3_resolution=h3_resolution,
-        min_peer_trips=min_peer_trips,
-        max_peer_trips=max_peer_trips,
-        waypoint_min_stop_s=waypoint_min_stop_s,
-        waypoint_diameter_m=waypoint_diameter_m,
-        loop_radius_m=loop_radius_m,
-        max_speed_kmh=max_speed_kmh,
-    )
-    check_threshold("max_gap_s", max_gap_s, positive=True, unit="s")
-    st = new_longer_route_state() if state is None else state
-    vehicle = str(ping_field(ping, "vehicle_id"))
-    t = ping_ns(ping)
-    last = st["last_ns"].get(vehicle)
-    if last is not None and t <= last:
-        msg = f"ping fora de ordem: {iso_utc(t)} não é posterior a {iso_utc(last)}"
-        raise DetectorInputError(msg)
-    st["last_ns"][vehicle] = t
-    occupied = ping_field(ping, "meter") == "occupied"
-    run = st["open"].get(vehicle)
-    found = None
-    if run is not None and (not occupied or t - run["ts_ns"][-1] > round(max_gap_s * NS)):
-        found = _close_run(st, vehicle, st["open"].pop(vehicle), roads, p)
-    if occupied:
-        run = st["open"].setdefault(vehicle, {"ts_ns": [], "lat": [], "lon": [], "row": []})
-        row = ping_field(ping, "row")
-        run["ts_ns"].append(t)
-        run["lat"].append(float(ping["lat"]))
-        run["lon"].append(float(ping["lon"]))
-        run["row"].append(-1 if row is None else int(row))
-    return st, found
+    judged: list[pd.DataFrame] = []
 
+    def detect(frame: pd.DataFrame, **kw: Any) -> gpd.GeoDataFrame:
+        found, peers = _judge_fixes(frame, with_peers=True, **kw)
+        judged.append(peers)
+        return found
 
-def _close_run(
-    st: dict[str, Any], vehicle: str, run: dict[str, list[Any]], graph: RoadGraph | None, p: _Params
-) -> gpd.GeoDataFrame | None:
-    ts = np.asarray(run["ts_ns"], dtype=np.int64)
-    lat = np.asarray(run["lat"], dtype=np.float64)
-    lon = np.asarray(run["lon"], dtype=np.float64)
-    zero = np.zeros(1, dtype=np.int64)
-    last = np.array([len(ts) - 1], dtype=np.int64)
-    driven, dropped, skipped = trip_distances(
-        ts, lat, lon, zero, last, max_speed_kmh=p.max_speed_kmh
+    after, found = advance(
+        TrackKernel(KIND, detect, open_from), states, pings, final=final, **params
     )
-    started = pd.Timestamp(int(ts[0]), unit="ns", tz="UTC")
-    table: dict[str, NDArray[Any]] = {
-        "trip_id": np.array([f"{vehicle}-{started.strftime('%Y%m%dT%H%M%SZ')}"], dtype=object),
-        "vehicle_id": np.array([vehicle], dtype=object),
-        "started_ns": ts[:1],
-        "ended_ns": ts[-1:],
-        "pickup_lat": lat[:1],
-        "pickup_lon": lon[:1],
-        "dropoff_lat": lat[-1:],
-        "dropoff_lon": lon[-1:],
-        "driven_m": driven,
-        "n_jumps": dropped + skipped,
-        "n_dropped": dropped,
-        "n_skipped": skipped,
-    }
-    fixes: dict[str, NDArray[Any]] = {
-        "trip": np.zeros(len(ts), dtype=np.int64),
-        "ts_ns": ts,
-        "lat": lat,
-        "lon": lon,
-        "row": np.asarray(run["row"], dtype=np.int64),
-    }
-    o_cell = latlng_to_cells(lat[:1], lon[:1], resolution=p.h3_resolution)
-    d_cell = latlng_to_cells(lat[-1:], lon[-1:], resolution=p.h3_resolution)
-    key = f"{int(o_cell[0]):x}-{int(d_cell[0]):x}"
-    entries = [(v, e) for v, items in st["peers"].get(key, {}).items() for e in items]
-    history: dict[str, NDArray[Any]] = {
-        "trip_id": np.array([e[0] for _, e in entries], dtype=object),
-        "vehicle_id": np.array([v for v, _ in entries], dtype=object),
-        "ended_ns": np.array([e[1] for _, e in entries], dtype=np.int64),
-        "o_cell": np.full(len(entries), o_cell[0], dtype=np.uint64),
-        "d_cell": np.full(len(entries), d_cell[0], dtype=np.uint64),
-        "driven_m": np.array([e[2] for _, e in entries], dtype=np.float64),
-        "ratio": np.array([e[3] for _, e in entries], dtype=np.float64),
-        # Entries of states stored before the straight line was kept have none (NaN: unused).
-        "straight_m": np.array([e[4] if len(e) > 4 else np.nan for _, e in entries]),
-    }
-    ev = _evaluate(table, fixes, graph, p, history=history, prune=True)
-    mine = st["peers"].setdefault(key, {}).setdefault(vehicle, [])
-    mine.append(
+    trips = judged[0] if judged else _no_peer_trips()
+    kept = np.asarray(
         [
-            str(table["trip_id"][0]),
-            int(ts[-1]),
-            float(driven[0]),
-            float(ev["network_ratio"][0]),
-            float(ev["straight_m"][0]),
-        ]
+            ((after.get(v) or {}).get("tail") or {}).get(fr.TIMESTAMP, [np.iinfo(np.int64).max])[0]
+            for v in trips["vehicle_id"]
+        ],
+        dtype=np.int64,
     )
-    del mine[: -p.max_peer_trips]
-    found = _findings(ev, table, fixes, graph, p)
-    return found if len(found) else None
+    closed = trips.loc[trips["started_ns"].to_numpy(dtype=np.int64) < kept]
+    return after, found, closed.reset_index(drop=True)
+
+
+def keep_peer_trips(
+    stored: pd.DataFrame, closed: pd.DataFrame, *, max_peer_trips: int = DEFAULT_MAX_PEER_TRIPS
+) -> pd.DataFrame:
+    """Return the peer trips worth keeping: per ``cells`` and vehicle, the latest ones.
+
+    Trips without a straight line (pickup = drop-off) are never peers and are dropped. The
+    latest ``max_peer_trips`` of each vehicle hold every trip a later one can take among its
+    ``max_peer_trips`` most recent peers.
+    """
+    frame = pd.concat([f for f in (stored, closed) if len(f)] or [_no_peer_trips()])
+    frame = frame.drop_duplicates("trip_id", keep="last")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = np.isfinite(
+            frame["driven_m"].to_numpy(np.float64) / frame["straight_m"].to_numpy(np.float64)
+        )
+    frame = frame.loc[ok].sort_values(["cells", "vehicle_id", "ended_ns"], kind="stable")
+    latest: pd.DataFrame = frame.groupby(["cells", "vehicle_id"], sort=False).tail(max_peer_trips)
+    return latest.reset_index(drop=True)

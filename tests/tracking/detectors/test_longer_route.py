@@ -13,14 +13,17 @@ import pandas as pd
 import pytest
 import shapely
 from factories import make_pings, make_track, offset_m
+from kernel_checks import assert_pieces_give_batch, geojson_bytes
 
 from geo.roads import build_road_graph
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.longer_route import (
+    KERNEL,
+    advance_longer_route,
     detect_longer_route,
-    new_longer_route_state,
+    detect_longer_route_in_fixes,
+    keep_peer_trips,
     route_ratios,
-    update_longer_route,
 )
 from tracking.trips import detect_trips
 
@@ -404,36 +407,169 @@ class TestRouteRatios:
         assert out.loc["B", "fastest_route_m"] == pytest.approx(3000, rel=0.01)
 
 
-class TestUpdateLongerRoute:
-    @pytest.mark.parametrize("with_roads", [True, False])
-    def test_live_equals_batch(self, grid, with_roads):
-        """Fix by fix, the live kernel emits the batch findings (same ids, details, confidence)."""
-        rows = []
-        for k in range(5):
-            rows += _trip(f"P{k}", STRAIGHT, t0=k * 3600)
-        rows += _trip("V1", LOOP, t0=6 * 3600) + _trip("V2", CORRIDOR, t0=6 * 3600 + 7)
-        pings = make_pings(rows)
-        roads = grid if with_roads else None
-        batch = detect_longer_route(detect_trips(pings), pings, roads=roads)
-        state, live = new_longer_route_state(), []
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            state, found = update_longer_route(state, ping, roads=roads)
-            if found is not None:
-                live.append(found)
-        live_frame = pd.concat(live, ignore_index=True) if live else batch.iloc[:0]
-        live_frame = live_frame.sort_values("finding_id", ignore_index=True)
-        batch = batch.sort_values("finding_id", ignore_index=True)
-        assert len(batch) >= 1
-        assert list(live_frame["finding_id"]) == list(batch["finding_id"])
-        assert list(live_frame["confidence"]) == list(batch["confidence"])
-        assert list(live_frame["details"]) == list(batch["details"])
+def _replay(pings: pd.DataFrame, cuts, **params) -> gpd.GeoDataFrame:
+    """Findings of ``pings`` fed in time order, cut at ``cuts``, as the live engine feeds them.
 
-    def test_out_of_order_fix(self):
-        """A fix older than the vehicle's previous one is refused."""
-        rows = make_pings(_trip("V1", STRAIGHT)).to_dict("records")
-        state, _ = update_longer_route(None, rows[1])
-        with pytest.raises(DetectorInputError, match="fora de ordem"):
-            update_longer_route(state, rows[0])
+    States round-trip through JSON; the trips each step closes go to a store of peer trips
+    (``keep_peer_trips``), read back through a function of the cells as the live engine does.
+    """
+    order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+    bounds = [0, *sorted(c for c in cuts if 0 < c < len(order)), len(order)]
+    states: dict = {}
+    store = keep_peer_trips(pd.DataFrame(), pd.DataFrame())
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        past = store
+
+        def load(cells, past=past):
+            return past.loc[past["cells"].isin(cells)]
+
+        states, found, closed = advance_longer_route(
+            states, order.iloc[lo:hi], peer_trips=load, **params
+        )
+        states = json.loads(json.dumps(states))
+        store = keep_peer_trips(store, closed)
+        parts.append(found)
+    _, found, _ = advance_longer_route(
+        states, order.iloc[:0], final=True, peer_trips=store, **params
+    )
+    frames = [f for f in [*parts, found] if len(f)]
+    if not frames:
+        return found
+    return gpd.GeoDataFrame(pd.concat(frames, ignore_index=True), geometry="geometry", crs=4326)
+
+
+def _peer_fleet() -> pd.DataFrame:
+    """Six straight peers, V1 looping and V2 on a corridor; P5's run may go on past V1's start.
+
+    P5 drives the straight route, falls silent 20 min still occupied, sends one more occupied
+    fix and a free one: with ``max_gap_s`` 1 h its trip ends after V1 started (no peer of V1,
+    of which the batch counts five), though while it is silent it looks like a sixth.
+    """
+    rows = []
+    for k in range(5):
+        rows += _trip(f"P{k}", STRAIGHT, t0=k * 3600, step_m=300.0)
+    *run, _ = _trip("P5", STRAIGHT, t0=5 * 3600, step_m=300.0)
+    last = run[-1]["timestamp"]
+    rows += run + make_track("P5", [(last + 1200, 0.0, 3000.0)], meter="occupied")
+    rows += make_track("P5", [(last + 1215, 0.0, 3000.0)], meter="free")
+    start = last + 60  # V1 and V2 board while P5 is silent
+    rows += _trip("V1", LOOP, t0=start) + _trip("V2", CORRIDOR, t0=start + 7)
+    return make_pings(rows)
+
+
+def _cuttings(pings: pd.DataFrame, *, seed: int) -> list[list[int]]:
+    """One piece; a cut right after V1's trip ends (P5 still silent); random pieces with it."""
+    v1_end = pings.loc[pings["vehicle_id"] == "V1", "timestamp"].max()
+    after_v1 = int((pings["timestamp"] <= v1_end).sum())
+    rng = np.random.default_rng(seed)
+    random = [rng.choice(np.arange(1, len(pings)), k, replace=False).tolist() for k in (8, 30)]
+    return [[], [after_v1], *(sorted({*r, after_v1}) for r in random)]
+
+
+class TestLongerRouteKernel:
+    """The rule run in pieces (live) gives the batch's bytes: ``detect_longer_route`` itself."""
+
+    @pytest.fixture(scope="class")
+    def porto_sim(self):
+        """Three simulated Porto trips (two detours), trimmed around the meter, overlapping."""
+        import routes_sim
+
+        from geo.roads import read_libcity_roads
+
+        graph = build_road_graph(read_libcity_roads(routes_sim.NETWORK_CSV))
+        pings, _, _ = routes_sim.simulate_trips(n_negative=1, n_positive=2, seed=26)
+        parts = []
+        t0 = pd.Timestamp("2024-03-04T12:00:00Z")
+        for k, (_, g) in enumerate(pings.groupby("vehicle_id", sort=True)):
+            occupied = np.flatnonzero(g["meter"].to_numpy() == "occupied")
+            g = g.iloc[max(occupied[0] - 2, 0) : occupied[-1] + 3].copy()
+            g["timestamp"] = (
+                g["timestamp"] - g["timestamp"].iloc[0] + t0 + pd.Timedelta(90 * k, "s")
+            )
+            parts.append(g)
+        return graph, pd.concat(parts, ignore_index=True)
+
+    def test_road_network_pieces_give_the_batch_bytes(self, porto_sim):
+        """On the Porto network, any cutting of overlapping trips gives the batch's bytes."""
+        graph, pings = porto_sim
+        batch = assert_pieces_give_batch(KERNEL, pings, seeds=1, min_findings=2, roads=graph)
+        assert set(batch["details"].map(lambda d: d["method"])) == {"road_network"}
+
+    def test_batch_function_is_the_rule(self, grid):
+        """The kernel's rule is ``detect_longer_route`` on ``detect_trips``' meter trips."""
+        pings = _peer_fleet()
+        trips = detect_trips(pings, max_gap_s=3600.0)
+        batch = detect_longer_route(trips, pings, roads=grid)
+        kernel = detect_longer_route_in_fixes(pings, roads=grid, max_gap_s=3600.0)
+        assert len(batch) == 2 and geojson_bytes(kernel) == geojson_bytes(batch)
+
+    def test_peers_in_pieces_give_the_batch_bytes_on_a_network(self, grid):
+        """Fix by fix and in pieces, peers (count, ids, consensus) are the batch's on a network."""
+        pings = _peer_fleet()
+        batch = detect_longer_route_in_fixes(pings, roads=grid, max_gap_s=3600.0)
+        peers = [d["peer_trips"] for d in batch["details"]]
+        assert [p["count"] for p in peers] == [5, 5]
+        assert not any(t.startswith("P5") for p in peers for t in p["trip_ids"])
+        expected = geojson_bytes(batch)
+        for cuts in _cuttings(pings, seed=3):
+            live = _replay(pings, cuts, roads=grid, max_gap_s=3600.0)
+            assert geojson_bytes(live) == expected
+
+    def test_peer_reference_in_pieces_gives_the_batch_bytes(self):
+        """Without a network, the peer reference built from stored trips is the batch's."""
+        pings = _peer_fleet()
+        batch = detect_longer_route_in_fixes(pings, max_gap_s=3600.0)
+        assert set(batch["details"].map(lambda d: d["method"])) == {"peer_trips"}
+        for cuts in _cuttings(pings, seed=4):
+            live = _replay(pings, cuts, max_gap_s=3600.0)
+            assert geojson_bytes(live) == geojson_bytes(batch)
+
+    def test_open_run_is_kept_then_judged_when_it_ends(self, grid):
+        """A trip open across a cut is kept as fixes (JSON); its end's free fix emits it."""
+        pings = make_pings(_trip("V1", LOOP))
+        states, found, closed = advance_longer_route({}, pings.iloc[:-1], roads=grid)
+        assert found.empty and closed.empty
+        tail = json.loads(json.dumps(states))["V1"]["tail"]
+        assert tail["timestamp"][0] == pings["timestamp"].iloc[0].value
+        assert len(tail["timestamp"]) == len(pings) - 1
+        states, found, closed = advance_longer_route(states, pings.iloc[-1:], roads=grid)
+        assert list(found["vehicle_id"]) == ["V1"] and states["V1"]["tail"] == {}
+        assert list(closed["trip_id"]) == [found.iloc[0]["details"]["trip_id"]]
+        assert closed.iloc[0]["ratio"] == pytest.approx(2.0, rel=0.02)
+
+    def test_trip_waits_while_a_peer_run_may_still_end_before_it(self, grid):
+        """V1's trip is held while P5, silent since before V1 boarded, may still be a peer."""
+        pings = _peer_fleet()
+        v1 = pings.loc[pings["vehicle_id"] == "V1"]
+        assert v1["meter"].iloc[-1] == "free"
+        upto = pings["timestamp"] <= v1["timestamp"].max()  # V1's trip has ended, P5 is silent
+        states, found, _ = advance_longer_route({}, pings.loc[upto], roads=grid, max_gap_s=3600.0)
+        assert "V1" not in set(found["vehicle_id"])
+        assert states["V1"]["tail"]["timestamp"][0] == v1["timestamp"].iloc[0].value
+        states, found, _ = advance_longer_route(
+            states, pings.loc[~upto], roads=grid, max_gap_s=3600.0
+        )
+        assert {"V1", "V2"} <= set(found["vehicle_id"])
+
+    def test_late_and_repeated_fixes_change_nothing(self, grid):
+        """Fixes not after a vehicle's latest one are ignored (the device sends in order)."""
+        pings = make_pings(_trip("V1", LOOP))
+        states, _, _ = advance_longer_route({}, pings.iloc[:-1], roads=grid)
+        again, found, closed = advance_longer_route(states, pings.iloc[:10], roads=grid)
+        assert again == states and found.empty and closed.empty
+
+    def test_keep_peer_trips(self):
+        """Per cells and vehicle the latest max_peer_trips are kept; pickup = drop-off never."""
+        pings = make_pings(
+            [r for k in range(4) for r in _trip("P0", STRAIGHT, t0=k * 3600, step_m=500.0)]
+        )
+        _, _, closed = advance_longer_route({}, pings, final=True)
+        assert len(closed) == 4
+        kept = keep_peer_trips(closed.iloc[:2], closed.iloc[2:], max_peer_trips=3)
+        assert list(kept["trip_id"]) == list(closed["trip_id"].iloc[1:])
+        still = closed.assign(straight_m=0.0)
+        assert keep_peer_trips(still, closed.iloc[:0]).empty
 
 
 @pytest.mark.slow
