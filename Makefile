@@ -28,7 +28,7 @@ test: venv
 	$(VENV)/bin/pytest
 
 lint: venv
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy runtime geo fleet tracking stands enforcement maps planning db engines
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy runtime geo fleet tracking stands enforcement maps planning db engines api
 
 bench: venv
 	$(PY) bench/bench_matching.py && $(PY) bench/bench_stops.py && $(PY) bench/bench_copy.py

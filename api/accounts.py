@@ -9,8 +9,9 @@ import datetime as dt
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import CursorResult, Executable, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from api._errors import UserAdminError
@@ -30,6 +31,12 @@ SESSIONS_CHANNEL = "pontual_sessions"
 Sent in the revoking transaction (delivered at its COMMIT): every server process closes the
 alert streams (SSE, WebSocket) of that user or token at once.
 """
+
+
+def _dml(session: Session, statement: Executable) -> CursorResult:
+    # Session.execute is typed as returning Result; an UPDATE/DELETE without RETURNING yields
+    # a CursorResult, which carries the rowcount.
+    return cast(CursorResult, session.execute(statement))
 
 
 def _announce_revocation(session: Session, payload: str) -> None:
@@ -239,10 +246,11 @@ def principal_for_token(
 def revoke_token(*, session: Session, token: str) -> bool:
     """Revoke one token and close its alert streams; return whether it was active."""
     digest = token_digest(token)
-    result = session.execute(
+    result = _dml(
+        session,
         update(AccessToken)
         .where(AccessToken.token_hash == digest, AccessToken.revoked_at.is_(None))
-        .values(revoked_at=_now())
+        .values(revoked_at=_now()),
     )
     _announce_revocation(session, f"token:{digest}")
     return bool(result.rowcount)
@@ -250,10 +258,11 @@ def revoke_token(*, session: Session, token: str) -> bool:
 
 def revoke_user_tokens(*, session: Session, user_id: int) -> int:
     """Revoke every active token of a user and close their alert streams; return how many."""
-    result = session.execute(
+    result = _dml(
+        session,
         update(AccessToken)
         .where(AccessToken.user_id == user_id, AccessToken.revoked_at.is_(None))
-        .values(revoked_at=_now())
+        .values(revoked_at=_now()),
     )
     _announce_revocation(session, f"user:{user_id}")
     return int(result.rowcount)

@@ -406,7 +406,8 @@ def write_results(
 
 def _rulebooks(code: str | None) -> tuple[dict[str, Any], str | None]:
     """Return the municipality's rulebooks by service, or why there are none."""
-    from enforcement.rulebook import UnknownMunicipalityError, rulebooks_for
+    from enforcement._errors import UnknownMunicipalityError
+    from enforcement.rulebook import rulebooks_for
 
     if code is None:
         return {}, None

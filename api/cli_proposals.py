@@ -305,9 +305,9 @@ def document(
 ) -> None:
     """Gera o auto de infração ou a notificação de penalidade (PDF ou HTML, com mapa da prova)."""
     from db.enforcement.evidence import document_for
-    from enforcement.documents import render_html, render_pdf
+    from enforcement.documents import DOCUMENT_KINDS, render_html, render_pdf
 
-    if kind not in ("auto", "notificacao"):
+    if kind not in DOCUMENT_KINDS:
         raise typer.BadParameter(f"--kind '{kind}': use auto ou notificacao")
     suffix = out.suffix.lower()
     if suffix not in (".pdf", ".html"):
@@ -315,9 +315,9 @@ def document(
     with cli_session() as session:
         doc = document_for(session, proposal_id)
     if suffix == ".pdf":
-        out.write_bytes(render_pdf(doc, kind=kind))  # type: ignore[arg-type]
+        out.write_bytes(render_pdf(doc, kind=kind))
     else:
-        out.write_text(render_html(doc, kind=kind), encoding="utf-8")  # type: ignore[arg-type]
+        out.write_text(render_html(doc, kind=kind), encoding="utf-8")
     typer.echo(f"{out} gravado.")
 
 

@@ -118,7 +118,7 @@ def install() -> None:
 
     if getattr(rich_utils, "_pontual_ptbr", False):
         return
-    rich_utils._pontual_ptbr = True  # type: ignore[attr-defined]
+    rich_utils._pontual_ptbr = True  # type: ignore[attr-defined]  # our once-only mark
     for name, text in _PANELS.items():
         setattr(rich_utils, name, text)
     rich_utils.OptionHighlighter.highlights.append(r"(?P<usage>Uso: )")
@@ -127,6 +127,7 @@ def install() -> None:
         pieces = [_USAGE_PIECES.get(p, p) for p in self.collect_usage_pieces(ctx)]
         formatter.write_usage(ctx.command_path, " ".join(pieces), prefix=USAGE_PREFIX)
 
+    # Patching the libraries' methods in place is the point here (pt-BR help).
     click_core.Command.format_usage = format_usage  # type: ignore[method-assign]
 
     make_help_option = decorators.help_option
@@ -154,6 +155,7 @@ def install() -> None:
     def argument_display_type(self: Any, ctx: Any) -> str | None:
         return type_label(argument_type(self, ctx))
 
+    # Patched in place as above (pt-BR type labels).
     core.TyperOption.display_type_rich = option_display_type  # type: ignore[method-assign]
     core.TyperArgument.display_type_rich = argument_display_type  # type: ignore[method-assign]
 

@@ -46,7 +46,7 @@ def rulebooks(
         "multa",
         "na confirmação e antes da proposta",
     )
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for book in books:
         where = f"{book.municipality_name} ({book.municipality})"
         for rule in book.rules:

@@ -121,7 +121,7 @@ def _records(frame: Any) -> list[dict[str, Any]]:
 
     out = []
     for row in frame.to_dict(orient="records"):
-        clean = {}
+        clean: dict[str, Any] = {}
         for key, value in row.items():
             if isinstance(value, tuple):
                 clean[key] = list(value)
@@ -236,15 +236,14 @@ def list_(
     """Lista os pontos (id, nome, tipo, vagas, licenciados, endereço), em ordem de id."""
     from sqlalchemy import text
 
-    from api.settings import get_settings
     from db.stands.queries import stands_frame
 
-    today = _today(get_settings().timezone)
+    today = _today()
     with cli_session() as session:
         frame = stands_frame(
             session=session, municipality=municipality, include_retired=include_retired
         )
-        licensed = dict(
+        licensed: dict[str, int] = dict(
             session.execute(
                 text(
                     "SELECT stand_id, count(DISTINCT vehicle_id) FROM parking_licences "
@@ -300,12 +299,6 @@ def stand_line(r: dict[str, Any]) -> list[str]:
         f"{n} prefixo(s) licenciado(s)",
         where + retired,
     ]
-
-
-def _today(timezone: str) -> dt.date:
-    from zoneinfo import ZoneInfo
-
-    return dt.datetime.now(ZoneInfo(timezone)).date()
 
 
 @stands_app.command()

@@ -16,6 +16,7 @@ from api import accounts
 from api._errors import ForbiddenError, NotAuthenticatedError, RateLimitedError
 from api.accounts import DevicePrincipal, Principal
 from api.ratelimit import RateLimiter, TtlCache
+from api.security import token_digest
 from api.settings import Settings
 
 TOKEN_URL = "/api/v1/auth/token"
@@ -102,7 +103,7 @@ async def current_device(
     if credentials is None or not credentials.credentials:
         raise _unauthenticated("token do dispositivo ausente: 'Authorization: Bearer <token>'")
     cache: TtlCache[DevicePrincipal] = request.app.state.device_tokens
-    key = accounts.token_digest(credentials.credentials)
+    key = token_digest(credentials.credentials)
     device = cache.get(key)
     if device is None:
         device = await run_in_threadpool(_device_for_token, engine, credentials.credentials)

@@ -43,7 +43,8 @@ def stand_features(
     offset: int = 0,
 ) -> tuple[list[dict[str, Any]], int]:
     """Return stands as GeoJSON features (sorted by id) and the total count of the filter."""
-    where, params = ["TRUE"], {"limit": limit, "offset": offset}
+    where = ["TRUE"]
+    params: dict[str, object] = {"limit": limit, "offset": offset}
     if stand_ids is not None:
         where.append("stand_id = ANY(:ids)")
         params["ids"] = stand_ids
@@ -78,7 +79,8 @@ def finding_features(
 
     ``since``/``until`` select findings overlapping the period.
     """
-    where, params = ["TRUE"], {"limit": limit, "offset": offset}
+    where = ["TRUE"]
+    params: dict[str, object] = {"limit": limit, "offset": offset}
     for column, value in (("kind", kind), ("vehicle_id", vehicle_id), ("finding_id", finding_id)):
         if value is not None:
             where.append(f"{column} = :{column}")

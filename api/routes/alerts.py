@@ -45,6 +45,7 @@ from api.accounts import Principal
 from api.alerts import SESSION_CLOSED, AlertHub, Subscription, alerts_lifespan, list_alerts
 from api.deps import BearerToken, SessionDep, SettingsDep, require_roles
 from api.schemas import error_responses
+from api.security import token_digest
 from tracking.detectors.findings import KINDS
 
 router = APIRouter(prefix="/api/v1", lifespan=alerts_lifespan)
@@ -234,7 +235,7 @@ async def stream_alerts(
     sub = hub.subscribe(
         parse_filters(kind, bbox, stand_id).model_dump(),
         user_id=user.user_id,
-        token_digest=accounts.token_digest(token or ""),
+        token_digest=token_digest(token or ""),
     )
 
     async def events() -> AsyncIterator[str]:
@@ -326,9 +327,7 @@ async def alerts_websocket(
         await websocket.close(code=4422, reason=exc.message[:120])
         return
     hub = _hub(websocket.app)
-    sub = hub.subscribe(
-        filters.model_dump(), user_id=user.user_id, token_digest=accounts.token_digest(raw)
-    )
+    sub = hub.subscribe(filters.model_dump(), user_id=user.user_id, token_digest=token_digest(raw))
     engine = websocket.app.state.engine
 
     async def drain() -> None:  # ends when the client leaves

@@ -20,7 +20,7 @@ router = APIRouter(prefix="/api/v1/findings", tags=["achados"])
 
 Reviewer = Annotated[Principal, Depends(require_roles("agent", "admin"))]
 _ERRORS = error_responses(401, 403, 404, 422, 503)
-Kind = Literal[KINDS]  # type: ignore[valid-type]
+Kind = Literal[KINDS]  # type: ignore[valid-type]  # the run-time tuple: an enum in OpenAPI
 
 
 class FindingsPublic(BaseModel):

@@ -138,8 +138,10 @@ def planner_map_html(user: Planner, session: SessionDep, days: Days = 30) -> HTM
     "/citizen",
     dependencies=[Depends(public_rate_limit)],
     response_class=HTMLResponse,
-    responses={200: {"content": {"text/html": {}}, "description": "Mapa HTML"}}
-    | error_responses(429, 503),
+    responses={
+        200: {"content": {"text/html": {}}, "description": "Mapa HTML"},
+        **error_responses(429, 503),
+    },
 )
 def citizen_map_html(session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     """Mapa do cidadão: táxis acessíveis livres agora e pontos com oferta acessível (público)."""

@@ -220,7 +220,7 @@ def _store(
         return results
 
 
-_DOC = {
+_DOC: dict[str, Any] = {
     "responses": {
         200: {
             "description": "Posição gravada, já gravada, ou rejeitada para sempre (motivo no "
@@ -232,8 +232,8 @@ _DOC = {
 }
 
 
-@router.get("", **_DOC)  # type: ignore[arg-type]
-@router.post("", **_DOC)  # type: ignore[arg-type]
+@router.get("", **_DOC)
+@router.post("", **_DOC)
 async def osmand(
     request: Request,
     id: Param = None,  # noqa: A002 - the protocol's name

@@ -68,7 +68,8 @@ class PingBatch(BaseModel):
 _PingRow = TypedDict(  # type: ignore[misc]  # PingIn's fields, as a plain dict
     "_PingRow", {name: f.annotation for name, f in PingIn.model_fields.items()}, total=False
 )
-_BATCH = TypeAdapter(TypedDict("_PingRows", {"pings": list[_PingRow]}))  # type: ignore[operator,misc,valid-type]
+# mypy takes a functional TypedDict only as the right side of an assignment, not as an argument.
+_BATCH = TypeAdapter(TypedDict("_PingRows", {"pings": list[_PingRow]}))  # type: ignore[operator]
 """Reads a body as :class:`PingBatch` does, straight from the JSON bytes into dicts (about 4×
 faster than FastAPI's json.loads, model validation and dump of 100 rows)."""
 
@@ -105,7 +106,7 @@ def _inline_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [inline(v) for v in node]
         return node
 
-    return inline(schema)  # type: ignore[no-any-return]
+    return inline(schema)  # type: ignore[no-any-return]  # a dict schema inlines to a dict
 
 
 RETRY_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock, serialization failure

@@ -151,6 +151,7 @@ def _detail(session: Any, proposal_id: str) -> ProposalDetail:
 def list_proposals(
     session: SessionDep,
     _: Reviewer,
+    # Literal of the run-time tuple: FastAPI checks it and lists it in OpenAPI.
     status: Annotated[Literal[STATUSES] | None, Query()] = None,  # type: ignore[valid-type]
     municipality: Annotated[str | None, Query(pattern=r"^\d{7}$")] = None,
     vehicle_id: Annotated[str | None, Query(max_length=64)] = None,

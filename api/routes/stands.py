@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -21,6 +21,7 @@ from api._errors import ConflictError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
+from api.frame_rows import PresentRow
 from api.schemas import MAX_OFFSET, Float, Int, RegistryDate, StrictBody, error_responses
 
 router = APIRouter(prefix="/api/v1/stands", tags=["pontos e licenças"])
@@ -83,7 +84,7 @@ class RetireRequest(StrictBody):
     """From which local date the stand is retired (default: today) and why."""
 
     on: RegistryDate | None = None
-    reason: str | None = Field(None, max_length=2000)
+    reason: str | None = Field(default=None, max_length=2000)
 
 
 class LicenceGrant(StrictBody):
@@ -500,7 +501,7 @@ def stand_occupancy(
             waited_s=float(r.waited_s),
             licensed=str(r.vehicle_id) in licensed,
         )
-        for r in present.itertuples(index=False)
+        for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
     ]
     capacity = feature["properties"]["capacity"]
     return OccupancyPublic(

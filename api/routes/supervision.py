@@ -9,7 +9,8 @@ read is written to the audit log before the answer leaves.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from collections.abc import Iterator
+from typing import Annotated, Any, cast
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -20,6 +21,7 @@ from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
+from api.frame_rows import IntruderRow, PresenceRow, PresenceSummaryRow, PresentRow
 from api.schemas import QueryDate, error_responses
 
 router = APIRouter(prefix="/api/v1/supervision", tags=["supervisão de ponto"])
@@ -232,7 +234,7 @@ def stand_queue(
             waited_s=float(r.waited_s),
             licensed=_value(r.licensed),
         )
-        for r in present.itertuples(index=False)
+        for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
     ]
     return StandQueue(
         stand_id=stand_id,
@@ -270,7 +272,7 @@ def stand_intruders(
             dwell_s=float(r.dwell_s),
             boarded=_value(r.boarded),
         )
-        for r in frame.itertuples(index=False)
+        for r in cast("Iterator[IntruderRow]", frame.itertuples(index=False))
     ]
     return StandIntruders(stand_id=stand_id, start=start, end=end, data=data, count=len(data))
 
@@ -306,7 +308,7 @@ def stand_presence(
             last_seen_at=_value(r.last_seen_at),
             visits=list(r.visits),
         )
-        for r in table.itertuples(index=False)
+        for r in cast("Iterator[PresenceRow]", table.itertuples(index=False))
     ]
     rows = [
         PresenceSummary(
@@ -316,7 +318,7 @@ def stand_presence(
             days_present=int(r.days_present),
             share=_value(r.share),
         )
-        for r in summary.itertuples(index=False)
+        for r in cast("Iterator[PresenceSummaryRow]", summary.itertuples(index=False))
     ]
     return StandPresence(stand_id=stand_id, start=start, end=end, summary=rows, days=days)
 

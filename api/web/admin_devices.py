@@ -11,7 +11,7 @@ encrypted cookie and is never stored in clear (:mod:`api.web.admin_base`).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypedDict
 from urllib.parse import quote
 
 import segno
@@ -136,6 +136,17 @@ def create_device(
     return response
 
 
+class _TokenPage(TypedDict, total=False):
+    """The token page's context (only ``device`` and ``token``, None, once the token is gone)."""
+
+    device: Device | None
+    token: str | None
+    url: str
+    link: str
+    known_vehicle: bool
+    qr: str
+
+
 @router.get(TOKEN_PATH, name="web_admin_device_token")
 def new_token(
     request: Request, web: AdminUser, session: SessionDep, settings: SettingsDep
@@ -143,7 +154,7 @@ def new_token(
     """Show the new device's token once, with the server URL and QR code for Traccar Client."""
     token = take_reveal(request, settings=settings, web=web, kind=DEVICE_TOKEN, subject=None)
     device = accounts.device_for_token(session=session, token=token) if token else None
-    context: dict[str, object] = {"device": None, "token": None}
+    context: _TokenPage = {"device": None, "token": None}
     if token is not None and device is not None:
         row = session.get(Device, device.device_id)
         known = session.get(Vehicle, device.vehicle_id) is not None

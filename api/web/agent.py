@@ -24,7 +24,7 @@ import asyncio
 import datetime as dt
 import json
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
@@ -68,13 +68,14 @@ from enforcement.documents import (
     MAP_CAPTION,
     STATUS_LABELS,
     TITLES,
+    EvidenceFinding,
     document_fields,
     evidence_summary,
     render_map_svg,
     render_pdf,
 )
 from enforcement.rulebook import bundled_rulebooks
-from fleet.loaders import UF_TIMEZONES
+from geo.calendar import UF_TIMEZONES
 from maps.findings import KIND_LABELS, METER_LABELS
 from tracking.detectors.findings import KINDS
 
@@ -478,7 +479,7 @@ def fix_rows(details: Mapping[str, Any], zone: ZoneInfo) -> list[dict[str, Any]]
 
 def map_layers(
     *,
-    findings: list[Mapping[str, Any]],
+    findings: Sequence[Mapping[str, Any]],
     zone: ZoneInfo,
     track: list[Any] | None = None,
     stand: list[Any] | None = None,
@@ -540,11 +541,11 @@ def _map_context(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def evidence_views(findings: list[Mapping[str, Any]], zone: ZoneInfo) -> list[dict[str, Any]]:
+def evidence_views(findings: Sequence[Mapping[str, Any]], zone: ZoneInfo) -> list[dict[str, Any]]:
     """Return each finding's heading, measures and thresholds (pt-BR), notes and fixes."""
     out = []
     for f in findings:
-        record = {
+        record: EvidenceFinding = {
             "finding_id": f["finding_id"],
             "kind": f["kind"],
             "started_at": f["started_at"],
@@ -552,7 +553,7 @@ def evidence_views(findings: list[Mapping[str, Any]], zone: ZoneInfo) -> list[di
             "confidence": float(f["confidence"]),
             "details": f.get("details") or {},
         }
-        head, measures, thresholds = evidence_summary(record, timezone=zone.key)  # type: ignore[arg-type]
+        head, measures, thresholds = evidence_summary(record, timezone=zone.key)
         details = record["details"]
         fixes = fix_rows(details, zone)
         out.append(
@@ -920,7 +921,7 @@ def proposal_context(
         },
         "sections": shown,
         "exception": exception,
-        "exception_open": bool(exception) and not exception.get("answer"),
+        "exception_open": exception is not None and not exception.get("answer"),
         "rule_exception": rule.exception,
         "pontuacao_choices": list(rule.pontuacao_choices),
         "priors": priors,
@@ -1270,7 +1271,7 @@ def document(
         )
     try:
         doc = document_for(session, proposal_id)
-        fields = document_fields(doc, kind=documento)  # type: ignore[arg-type]
+        fields = document_fields(doc, kind=documento)
     except ProposalNotFoundError:
         return _not_found(request, web, proposal_id)
     except (DocumentError, TransitionError) as exc:
@@ -1292,12 +1293,12 @@ def document(
             route=request.url.path,
         )
         session.commit()  # audited before the document leaves
-    title = TITLES[documento]  # type: ignore[index]
+    title = TITLES[documento]
     number = doc["proposal"].get("auto_number")
     if formato == "pdf":
         name = f"{documento}-{number or proposal_id}.pdf"
         return Response(
-            render_pdf(doc, kind=documento),  # type: ignore[arg-type]
+            render_pdf(doc, kind=documento),
             media_type="application/pdf",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )

@@ -64,6 +64,14 @@ class TestStandsCli:
             ("fiscal-1", "create"), ("fiscal-2", "update"), ("f", "retire"),
         ]  # fmt: skip
 
+    def test_retire_and_overdue_default_to_today(self, pontual: Run) -> None:
+        """Without --on (retire) or --as-of (supervisors overdue), the day is today's."""
+        _ok(pontual("stands", "create", "CLI-S2", "--lat", "-30.02", "--lon", "-51.24",
+                    "--radius-m", "20", "--kind", "fixo", "--actor", "f"))  # fmt: skip
+        out = _ok(pontual("stands", "retire", "CLI-S2", "--actor", "f"))
+        assert "desativado a partir de" in out
+        assert isinstance(json.loads(_ok(pontual("supervisors", "overdue", "--json"))), list)
+
     @pytest.mark.parametrize(
         ("args", "message"),
         [
