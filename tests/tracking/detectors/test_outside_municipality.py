@@ -277,6 +277,7 @@ class TestOutsideMunicipalityKernel:
         for cut in range(1, len(pings)):
             live = replay_in_pieces(KERNEL, pings, [cut], boundary=square())
             assert geojson_bytes(live) == geojson_bytes(batch)
+
     def test_late_fix_is_ignored(self) -> None:
         """A fix not later than the last one seen leaves the state as it was."""
         pings = make_pings(ride("a", 0, 0.0, 7000.0))
