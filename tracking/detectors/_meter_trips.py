@@ -3,7 +3,8 @@
 A rule judged on trips (``outside_municipality``, ``operating_while_barred``) runs as a kernel
 over fixes (:mod:`tracking.detectors.kernel`): its ``detect`` cuts the fixes into trips with
 :func:`tracking.trips.detect_trips` and passes them to the batch function. Only meter trips: a
-trip inferred from stops needs stops that later fixes can still change.
+trip inferred from stops needs stops that later fixes can still change. The kernel's
+``max_gap_s`` is the trips' gap (the pipeline's ``trip_max_gap_s``).
 """
 
 from __future__ import annotations

@@ -424,11 +424,7 @@ def detect_in_fixes(
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> gpd.GeoDataFrame:
-    """Return :func:`detect_operating_while_barred` of the meter trips of ``pings``, with them.
-
-    The kernel's rule (:data:`KERNEL`): ``max_gap_s`` is the trips' gap
-    (:func:`tracking.trips.detect_trips`, the pipeline's ``trip_max_gap_s``).
-    """
+    """Return :func:`detect_operating_while_barred` on the meter trips of ``pings``."""
     trips = meter_trips(pings, max_gap_s=max_gap_s)
     return detect_operating_while_barred(
         trips, fleet, pings=pings, min_trip_duration_s=min_trip_duration_s, timezone=timezone

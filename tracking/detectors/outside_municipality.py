@@ -382,11 +382,7 @@ def detect_in_fixes(
     boundary_tolerance_m: float = DEFAULT_BOUNDARY_TOLERANCE_M,
     max_gap_s: float = DEFAULT_TRIP_MAX_GAP_S,
 ) -> gpd.GeoDataFrame:
-    """Return :func:`detect_outside_municipality` of the meter trips of ``pings``, with them.
-
-    The kernel's rule (:data:`KERNEL`): ``max_gap_s`` is the trips' gap
-    (:func:`tracking.trips.detect_trips`, the pipeline's ``trip_max_gap_s``).
-    """
+    """Return :func:`detect_outside_municipality` on the meter trips of ``pings``."""
     trips = meter_trips(pings, max_gap_s=max_gap_s)
     return detect_outside_municipality(
         trips, boundary, pings=pings, boundary_tolerance_m=boundary_tolerance_m
