@@ -100,8 +100,7 @@ def advance(
         change.
     """
     fresh = _after_seen(pings, states)
-    tails = [_tail_frame(s) for _, s in sorted(states.items()) if s]
-    frame = _concat([*tails, fresh])
+    frame = _concat([_tails_frame(states), fresh])
     found = kernel.detect(frame, **params) if len(frame) else empty_findings()
     returned = {str(v): int(s["open"]) for v, s in states.items() if s and "open" in s}
     if len(found) and returned:  # found from context fixes: returned by an earlier call
@@ -207,12 +206,21 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _tail_frame(state: State) -> pd.DataFrame:
-    tail = state.get("tail") or {}
-    if not tail or not tail.get(fr.TIMESTAMP):
+def _tails_frame(states: Mapping[str, State | None]) -> pd.DataFrame:
+    """Return the kept tails of all vehicles as one frame (built once, not once per vehicle)."""
+    tails = [
+        t for _, s in sorted(states.items()) if s and (t := s.get("tail")) and t.get(fr.TIMESTAMP)
+    ]
+    if not tails:
         return pd.DataFrame()
-    frame = pd.DataFrame(tail)
-    frame[fr.TIMESTAMP] = pd.to_datetime(np.asarray(tail[fr.TIMESTAMP], dtype=np.int64), utc=True)
+    columns = [c for c in _CARRIED if any(c in t for t in tails)]
+    data: dict[str, list[Any]] = {c: [] for c in columns}
+    for tail in tails:
+        n = len(tail[fr.TIMESTAMP])
+        for col in columns:
+            data[col].extend(tail[col] if col in tail else [None] * n)
+    frame = pd.DataFrame(data)
+    frame[fr.TIMESTAMP] = pd.to_datetime(np.asarray(data[fr.TIMESTAMP], dtype=np.int64), utc=True)
     return frame
 
 
@@ -242,17 +250,13 @@ def _next_states(
     vehicles = frame[fr.VEHICLE_ID].to_numpy(dtype=object)
     starts = np.flatnonzero(np.r_[True, vehicles[1:] != vehicles[:-1]])
     ends = np.r_[starts[1:], len(frame)]
+    values = {col: frame[col].tolist() for col in frame.columns if col != fr.TIMESTAMP}
     for lo, hi in zip(starts, ends, strict=True):
         vehicle = str(vehicles[lo])
         keep = lo + int(np.searchsorted(ns[lo:hi], cut[vehicle])) if vehicle in cut else hi
         opened = keep < hi and context > 0
         keep = max(lo, keep - context) if opened else keep
-        part = frame.iloc[keep:hi]
-        tail = {
-            col: [_plain(v) for v in part[col].tolist()]
-            for col in part.columns
-            if col != fr.TIMESTAMP
-        }
+        tail = {col: [_plain(v) for v in column[keep:hi]] for col, column in values.items()}
         tail[fr.TIMESTAMP] = [int(v) for v in ns[keep:hi]]
         before = (states.get(vehicle) or {}).get("seen", ns[hi - 1])
         seen = max(int(ns[hi - 1]), int(before))

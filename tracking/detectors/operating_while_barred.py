@@ -71,7 +71,6 @@ from tracking.detectors._evidence import (
     day_array,
     day_iso,
     fix_record,
-    local_day,
     local_days,
     ping_rows,
     require_columns,
@@ -465,13 +464,20 @@ def open_from(
         trips[fr.VEHICLE_ID].astype("str"), trip_day.tolist(), starts.tolist(), strict=True
     ):
         day_start.setdefault((vehicle, int(day)), int(start))
+    judged = [v for v in opened if v in registry]
+    open_day = local_days(
+        np.array(
+            [opened[v][0] if opened[v][1] is None else opened[v][1] for v in judged],
+            dtype=np.int64,
+        ),
+        timezone,
+    )
     out: dict[str, int] = {}
-    for vehicle, (last_ns, open_ns) in opened.items():
-        reg = registry.get(vehicle)
-        if reg is None:
-            continue
-        now = local_day(last_ns if open_ns is None else open_ns, timezone)
-        if (vehicle, now) in day_start and (now > first_day[vehicle] or _bars(reg, now)):
+    for vehicle, now in zip(judged, open_day.tolist(), strict=True):
+        open_ns = opened[vehicle][1]
+        if (vehicle, now) in day_start and (
+            now > first_day[vehicle] or _bars(registry[vehicle], now)
+        ):
             out[vehicle] = day_start[(vehicle, now)]
         elif open_ns is not None:
             out[vehicle] = open_ns
