@@ -175,12 +175,11 @@ def _after_seen(pings: pd.DataFrame, states: Mapping[str, State | None]) -> pd.D
 
 
 def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    frames = [_typed(f) for f in frames if len(f)]
+    frames = [f for f in frames if len(f)]
     if not frames:
         return _typed(pd.DataFrame({c: [] for c in fr.PING_REQUIRED}))
     cols = [c for c in _CARRIED if any(c in f.columns for f in frames)]
-    frame = pd.concat([f.reindex(columns=cols) for f in frames], ignore_index=True)
-    frame = _typed(frame)
+    frame = _typed(pd.concat([f.reindex(columns=cols) for f in frames], ignore_index=True))
     return frame.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable").reset_index(drop=True)
 
 
@@ -207,18 +206,17 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _tails_frame(states: Mapping[str, State | None]) -> pd.DataFrame:
-    """Return the kept tails of all vehicles as one frame (built once, not once per vehicle)."""
-    tails = [
-        t for _, s in sorted(states.items()) if s and (t := s.get("tail")) and t.get(fr.TIMESTAMP)
-    ]
+    """Return the kept fixes of every state as one frame (columns as stored)."""
+    tails = [t for _, st in sorted(states.items()) if st and (t := st.get("tail"))]
+    tails = [t for t in tails if t.get(fr.TIMESTAMP)]
     if not tails:
         return pd.DataFrame()
-    columns = [c for c in _CARRIED if any(c in t for t in tails)]
-    data: dict[str, list[Any]] = {c: [] for c in columns}
+    cols = [c for c in _CARRIED if any(c in t for t in tails)]
+    data: dict[str, list[Any]] = {c: [] for c in cols}
     for tail in tails:
         n = len(tail[fr.TIMESTAMP])
-        for col in columns:
-            data[col].extend(tail[col] if col in tail else [None] * n)
+        for c in cols:
+            data[c].extend(tail.get(c) or [None] * n)
     frame = pd.DataFrame(data)
     frame[fr.TIMESTAMP] = pd.to_datetime(np.asarray(data[fr.TIMESTAMP], dtype=np.int64), utc=True)
     return frame
@@ -250,17 +248,23 @@ def _next_states(
     vehicles = frame[fr.VEHICLE_ID].to_numpy(dtype=object)
     starts = np.flatnonzero(np.r_[True, vehicles[1:] != vehicles[:-1]])
     ends = np.r_[starts[1:], len(frame)]
-    values = {col: frame[col].tolist() for col in frame.columns if col != fr.TIMESTAMP}
-    for lo, hi in zip(starts, ends, strict=True):
+    columns = {
+        col: [_plain(v) for v in frame[col].tolist()]
+        for col in frame.columns
+        if col != fr.TIMESTAMP
+    }
+    stamps = ns.tolist()
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
         vehicle = str(vehicles[lo])
         keep = lo + int(np.searchsorted(ns[lo:hi], cut[vehicle])) if vehicle in cut else hi
         opened = keep < hi and context > 0
         keep = max(lo, keep - context) if opened else keep
-        tail = {col: [_plain(v) for v in column[keep:hi]] for col, column in values.items()}
-        tail[fr.TIMESTAMP] = [int(v) for v in ns[keep:hi]]
-        before = (states.get(vehicle) or {}).get("seen", ns[hi - 1])
-        seen = max(int(ns[hi - 1]), int(before))
-        out[vehicle] = {"seen": seen, "tail": tail if keep < hi else {}}
+        tail: dict[str, list[Any]] = {}
+        if keep < hi:
+            tail = {col: values[keep:hi] for col, values in columns.items()}
+            tail[fr.TIMESTAMP] = stamps[keep:hi]
+        before = (states.get(vehicle) or {}).get("seen", stamps[hi - 1])
+        out[vehicle] = {"seen": max(stamps[hi - 1], int(before)), "tail": tail}
         if opened:
             out[vehicle]["open"] = int(cut[vehicle])
     return out
