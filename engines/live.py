@@ -626,7 +626,8 @@ def _kernel_contexts(
 
     ``outside_municipality``: each municipality's boundary with its vehicles;
     ``operating_while_barred``: the registered vehicles and their registry (the fleet frame) and
-    the zone. Vehicles without them are not judged (no state). Other kinds: every vehicle.
+    the zone. Vehicles without them are not judged (no state). Other kinds: every vehicle (with
+    the zone for ``flag2_misuse``).
     """
     if kind == "outside_municipality":
         return [(vs, {"boundary": geom}) for geom, vs in vehicle_boundaries(session, list(mine))]
@@ -634,7 +635,7 @@ def _kernel_contexts(
         fleet = _registry_as_of_pending(session, mine, pings, timezone=timezone)
         vehicles = fleet["vehicle_id"].tolist()
         return [(vehicles, {"fleet": fleet, "timezone": timezone})] if vehicles else []
-    return [(list(mine), {})]
+    return [(list(mine), {"timezone": timezone} if kind == "flag2_misuse" else {})]
 
 
 def stand_cover(session: Session) -> StandCover | None:
