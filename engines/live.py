@@ -2,12 +2,15 @@
 
 :func:`process_fixes` runs after the accepted fixes of an ingest are committed. For each vehicle,
 in time order, it feeds every fix to the live functions of ``tracking/detectors``
-(``update_operating_while_barred``, ``update_outside_municipality``) or runs the batch
-detector as a kernel over its kept inputs and the new ones (``tracking.detectors.kernel``,
+(none of them a per-fix implementation): each kind's batch function runs as a kernel over
+the inputs its state kept and the new ones (``tracking.detectors.kernel``,
 ``tracking.detectors.day_kernel``), so a fix stream gives the batch's findings with the batch's
 ids. ``outside_municipality`` judges a registered vehicle's pickups against its
-municipality's boundary (``vehicles.municipality_code`` → ``municipalities.boundary``,
-prepared once per process and tolerance); vehicles without either are not judged live.
+municipality's boundary (``vehicles.municipality_code`` → ``municipalities.boundary``, read
+once per process; one run per municipality); ``operating_while_barred`` judges registered
+vehicles with the fleet frame of their registry records, each as of the local day of the
+oldest fix its state keeps, else of its first new fix (the day of the next finding it can
+complete); vehicles without either are not judged live.
 
 State and several server processes
     Each (vehicle, detector) state is plain JSON in ``live_detector_states``, read and written
@@ -132,6 +135,8 @@ from tracking.detectors import (
     illegal_stand_formation,
     inactivity,
     longer_route,
+    operating_while_barred,
+    outside_municipality,
     tracking_gap,
 )
 from tracking.detectors.day_kernel import DayKernel
@@ -141,13 +146,6 @@ from tracking.detectors.illegal_stand_formation import (
     DEFAULT_MIN_WAIT_S,
 )
 from tracking.detectors.kernel import TrackKernel, advance
-from tracking.detectors.operating_while_barred import update_operating_while_barred
-from tracking.detectors.outside_municipality import (
-    DEFAULT_BOUNDARY_TOLERANCE_M,
-    PreparedBoundary,
-    prepare_boundary,
-    update_outside_municipality,
-)
 from tracking.detectors.queue_jump import update_queue_jump
 from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
 from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
@@ -178,6 +176,8 @@ _KERNELS: dict[str, TrackKernel] = {
     "tracking_gap": tracking_gap.KERNEL,
     "gps_anomaly": gps_anomaly.KERNEL,
     "flag2_misuse": flag2_misuse.KERNEL,
+    "operating_while_barred": operating_while_barred.KERNEL,
+    "outside_municipality": outside_municipality.KERNEL,
 }
 """Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
 _DAY_KERNELS: dict[str, DayKernel] = {
@@ -187,9 +187,7 @@ _DAY_KERNELS: dict[str, DayKernel] = {
 }
 """Fleet-wide kinds run as day kernels (``tracking.detectors.day_kernel``), below."""
 _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
-    "operating_while_barred": update_operating_while_barred,
     "longer_route": longer_route.detect_longer_route,  # its thresholds; run as a kernel below
-    "outside_municipality": update_outside_municipality,
     "queue_jump": update_queue_jump,
     "unlicensed_stand_use": update_unlicensed_stand_use,
 }
@@ -223,8 +221,8 @@ _WIRED = {
     "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
     "boarding_grace_m",
 }
-_BOUNDARIES: dict[tuple[str, float], PreparedBoundary] = {}
-"""Prepared municipal boundaries of this process, by (municipality code, tolerance)."""
+_BOUNDARIES: dict[str, Any] = {}
+"""Municipal boundaries (shapely, EPSG:4326) read by this process, by municipality code."""
 _COVER: dict[str, Any] = {}
 """This process's active stands, their cover and the stands-table signature they came from."""
 
@@ -519,15 +517,24 @@ def fleet_records(
         {"vs": list(vehicle_ids), "day": day},
     )
     return {
-        str(v): {
-            "status": status,
-            "status_since": _readable(since),
-            "status_until": _readable(until),
-            "alvara_valid_until": _readable(alvara),
-            "inspection_valid_until": _readable(inspection),
-        }
+        str(v): dict(
+            zip(
+                _FLEET_RECORD_COLUMNS,
+                (status, *map(_readable, (since, until, alvara, inspection))),
+                strict=True,
+            )
+        )
         for v, status, since, until, alvara, inspection in rows
     }
+
+
+_FLEET_RECORD_COLUMNS = (
+    "status",
+    "status_since",
+    "status_until",
+    "alvara_valid_until",
+    "inspection_valid_until",
+)
 
 
 def _readable(day: dt.date | None) -> dt.date | None:
@@ -582,37 +589,89 @@ def unreadable_registry_rows(
     }
 
 
-def vehicle_boundaries(
-    session: Session,
-    vehicle_ids: Sequence[str],
-    *,
-    boundary_tolerance_m: float = DEFAULT_BOUNDARY_TOLERANCE_M,
-) -> dict[str, PreparedBoundary]:
-    """Return the prepared boundaries of the vehicles' municipalities, by vehicle.
+def vehicle_boundaries(session: Session, vehicle_ids: Sequence[str]) -> list[tuple[Any, list[str]]]:
+    """Return the boundaries of the vehicles' municipalities, each with its vehicles (sorted).
 
     Vehicles not registered, without a municipality or whose municipality has no boundary are
-    left out. Each municipality's boundary is prepared once per process and tolerance (a boundary
-    changed in the database takes effect on restart).
+    left out. Each boundary is read once per process (a boundary changed in the database takes
+    effect on restart).
     """
     rows = session.execute(
         text(
             "SELECT v.vehicle_id, v.municipality_code FROM vehicles v "
             "JOIN municipalities m ON m.code = v.municipality_code "
-            "WHERE v.vehicle_id = ANY(:vs) AND m.boundary IS NOT NULL"
+            "WHERE v.vehicle_id = ANY(:vs) AND m.boundary IS NOT NULL ORDER BY 2, 1"
         ),
         {"vs": list(vehicle_ids)},
     ).all()
-    tol = float(boundary_tolerance_m)
-    missing = sorted({str(c) for _, c in rows if (str(c), tol) not in _BOUNDARIES})
+    missing = sorted({str(c) for _, c in rows if str(c) not in _BOUNDARIES})
     if missing:
         found = session.execute(
             text("SELECT code, ST_AsBinary(boundary) FROM municipalities WHERE code = ANY(:cs)"),
             {"cs": missing},
         )
         for code, wkb in found:
-            geom = shapely.from_wkb(bytes(wkb))
-            _BOUNDARIES[(str(code), tol)] = prepare_boundary(geom, boundary_tolerance_m=tol)
-    return {str(v): _BOUNDARIES[(str(c), tol)] for v, c in rows}
+            _BOUNDARIES[str(code)] = shapely.from_wkb(bytes(wkb))
+    by_code: dict[str, list[str]] = {}
+    for vehicle, code in rows:
+        by_code.setdefault(str(code), []).append(str(vehicle))
+    return [(_BOUNDARIES[code], vs) for code, vs in by_code.items()]
+
+
+def _registry_as_of_pending(
+    session: Session,
+    mine: Mapping[str, Mapping[str, Any] | None],
+    pings: pd.DataFrame,
+    *,
+    timezone: str,
+) -> pd.DataFrame:
+    """Return the registered vehicles' fleet frame, each record as of its oldest pending day.
+
+    The oldest pending fix is the first of the vehicle's kept tail, else its first fix later
+    than its state: the day of the next finding it can complete.
+    """
+    ts = pd.to_datetime(pings[fr.TIMESTAMP], utc=True).astype("datetime64[ns, UTC]")
+    by_vehicle = ts.groupby(pings[fr.VEHICLE_ID].astype(str)).agg(list)
+    by_day: dict[dt.date, list[str]] = {}
+    for vehicle, stamps in by_vehicle.items():
+        state = mine.get(str(vehicle)) or {}
+        kept = (state.get("tail") or {}).get(fr.TIMESTAMP) or []
+        seen = state.get("seen", -(2**63))
+        new = [t for t in stamps if t.value > seen]
+        if not kept and not new:
+            continue
+        first = pd.Timestamp(kept[0], unit="ns", tz="UTC") if kept else min(new)
+        by_day.setdefault(first.tz_convert(timezone).date(), []).append(str(vehicle))
+    records: dict[str, dict[str, Any]] = {}
+    for day, vehicles in sorted(by_day.items()):
+        records |= fleet_records(session, vehicles, day=day)
+    columns = ["vehicle_id", *_FLEET_RECORD_COLUMNS]
+    rows = [{"vehicle_id": v, **records[v]} for v in sorted(records)]
+    return pd.DataFrame(rows, columns=columns).astype({"vehicle_id": "str"})
+
+
+def _kernel_contexts(
+    session: Session,
+    kind: str,
+    mine: Mapping[str, Mapping[str, Any] | None],
+    pings: pd.DataFrame,
+    *,
+    timezone: str,
+) -> list[tuple[list[str], dict[str, Any]]]:
+    """Return the vehicles a kernel judges, by groups sharing the context read for them.
+
+    ``outside_municipality``: each municipality's boundary with its vehicles;
+    ``operating_while_barred``: the registered vehicles and their registry (the fleet frame) and
+    the zone. Vehicles without them are not judged (no state). Other kinds: every vehicle (with
+    the zone for ``flag2_misuse``).
+    """
+    if kind == "outside_municipality":
+        return [(vs, {"boundary": geom}) for geom, vs in vehicle_boundaries(session, list(mine))]
+    if kind == "operating_while_barred":
+        fleet = _registry_as_of_pending(session, mine, pings, timezone=timezone)
+        vehicles = fleet["vehicle_id"].tolist()
+        return [(vehicles, {"fleet": fleet, "timezone": timezone})] if vehicles else []
+    return [(list(mine), {"timezone": timezone} if kind == "flag2_misuse" else {})]
 
 
 def stand_cover(session: Session) -> StandCover | None:
@@ -1064,82 +1123,33 @@ def detect_live(
     vehicles = sorted({str(f[fr.VEHICLE_ID]) for f in fixes})
     _lock_vehicles(session, vehicles)
     states = _load_states(session, vehicles, kinds)
-    fleet: dict[str, dict[str, Any]] = {}
-    if "operating_while_barred" in kinds:
-        last = max(pd.Timestamp(f[fr.TIMESTAMP]) for f in fixes)
-        fleet = fleet_records(session, vehicles, day=last.tz_convert(timezone).date())
-    boundaries: dict[str, PreparedBoundary] = {}
-    if "outside_municipality" in kinds:
-        tol = (
-            (thresholds or {})
-            .get("outside_municipality", {})
-            .get("boundary_tolerance_m", DEFAULT_BOUNDARY_TOLERANCE_M)
-        )
-        boundaries = vehicle_boundaries(session, vehicles, boundary_tolerance_m=tol)
     found: list[dict[str, Any]] = []
     saved: list[dict[str, Any]] = []
     for kind in kinds:
         if kind not in _KERNELS:
             continue
         mine = {v: _kernel_state(states.get((v, kind))) for v in vehicles}
-        wired: dict[str, Any] = {"timezone": timezone} if kind == "flag2_misuse" else {}
-        after, res = advance(_KERNELS[kind], mine, pings, **params[kind], **wired)
-        found.extend(_records(res))
-        saved.extend(
-            {
-                "v": v,
-                "d": kind,
-                "s": st,
-                "ts": pd.Timestamp(st["seen"], unit="ns", tz="UTC").to_pydatetime(),
-            }
-            for v, st in after.items()
-            if st != mine.get(v)
-        )
+        for group, context in _kernel_contexts(session, kind, mine, pings, timezone=timezone):
+            part = pings[pings[fr.VEHICLE_ID].astype(str).isin(group)]
+            before = {v: mine[v] for v in group}
+            after, res = advance(_KERNELS[kind], before, part, **context, **params[kind])
+            found.extend(_records(res))
+            saved.extend(
+                {
+                    "v": v,
+                    "d": kind,
+                    "s": st,
+                    "ts": pd.Timestamp(st["seen"], unit="ns", tz="UTC").to_pydatetime(),
+                }
+                for v, st in after.items()
+                if st != before.get(v)
+            )
     if "longer_route" in kinds:
         more, rows = _detect_longer_route(
             session, pings, states, vehicles, params["longer_route"], roads
         )
         found.extend(more)
         saved.extend(rows)
-    for kind in kinds:
-        if kind in _FLEET_KINDS or kind in _KERNELS or kind == "longer_route":
-            continue  # fleet-wide, below; kernels, above
-        fn = _UPDATES[kind]
-        for vehicle in vehicles:
-            if kind == "operating_while_barred" and vehicle not in fleet:
-                continue  # not registered: never barred, no state to keep
-            if kind == "outside_municipality" and vehicle not in boundaries:
-                continue  # no municipality or no boundary to judge pickups by
-            state, last_ns = states.get((vehicle, kind), (None, None))
-            seen = last_ns
-            for fix in fixes:
-                if fix[fr.VEHICLE_ID] != vehicle:
-                    continue
-                t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
-                if seen is not None and t <= seen:
-                    continue
-                seen = t
-                if kind == "operating_while_barred":
-                    state, res = fn(
-                        state, fix, vehicle=fleet[vehicle], timezone=timezone, **params[kind]
-                    )
-                    out = _records(res)
-                elif kind == "outside_municipality":
-                    state, res = fn(state, fix, boundary=boundaries[vehicle], **params[kind])
-                    out = _records(res)
-                else:
-                    state, res = fn(state, fix, **params[kind])
-                    out = _records(res)
-                found.extend(out)
-            if seen is not None and seen != last_ns:
-                saved.append(
-                    {
-                        "v": vehicle,
-                        "d": kind,
-                        "s": _plain(state),
-                        "ts": pd.Timestamp(seen, unit="ns", tz="UTC").to_pydatetime(),
-                    }
-                )
     tracker_kinds = [k for k in kinds if k in _TRACKER_KINDS]
     if tracker_kinds:
         more, rows = _detect_visit_kinds(session, fixes, tracker_kinds, params, timezone=timezone)

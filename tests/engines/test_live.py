@@ -194,6 +194,58 @@ class TestProcessFixes:
         assert [f["kind"] for f in found] == ["operating_while_barred"]
         assert found[0]["details"]["reason"] == "suspended"
 
+    def test_barred_day_is_judged_with_that_days_registry(self, db_session: Session) -> None:
+        """A day suspended, then active: the day's finding, emitted the next day, names the
+        suspension; the active day's ride is not found."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('LIVE8', 'LIVE8'); "
+                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+                "VALUES ('LIVE8', 'suspended', '2024-03-04', '2024-03-04'), "
+                "('LIVE8', 'active', '2024-03-05', NULL)"
+            )
+        )
+        day = 24 * 60
+        rows = [_fix("LIVE8", k, 300.0 * k, "occupied", 1) for k in range(6)]
+        rows += [_fix("LIVE8", 7, 2000.0, "free")]
+        rows += [_fix("LIVE8", day + k, 300.0 * k, "occupied", 1) for k in range(6)]
+        rows += [_fix("LIVE8", day + 7, 2000.0, "free"), _fix("LIVE8", 2 * day, 0.0, "free")]
+        found = feed(db_session, make_pings(rows), 7, kinds=("operating_while_barred",))
+        assert [f["details"]["local_date"] for f in found] == ["2024-03-04"]
+        assert found[0]["details"]["reasons"][0]["status_until"] == "2024-03-04"
+
+    def test_outside_municipality_with_each_vehicles_boundary(self, db_session: Session) -> None:
+        """In one call, a Pinto Bandeira taxi picking up in Porto Alegre is found and a Porto
+        Alegre taxi at the same place is not."""
+        self.register_in_porto_alegre(db_session, ["OUT3"])
+        db_session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf, boundary) VALUES ('4314548', "
+                "'Pinto Bandeira', 'RS', ST_Multi(ST_GeomFromText(:g, 4326))) "
+                "ON CONFLICT (code) DO UPDATE SET boundary = EXCLUDED.boundary"
+            ),
+            {"g": self.boundary("4314548").wkt},
+        )
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
+                "VALUES ('OUT4', 'OUT4', '4314548')"
+            )
+        )
+        rows = [_fix("OUT3", 0, 0.0, "free")]
+        rows += [_fix("OUT3", 1 + k, 200.0 * k, "occupied", 1) for k in range(6)]
+        rows += [_fix("OUT3", 8, 1200.0, "free")]
+        rows += [{**r, "vehicle_id": "OUT4"} for r in rows]
+        found = process_fixes(db_session, make_pings(rows), kinds=("outside_municipality",))
+        assert [f["vehicle_id"] for f in found] == ["OUT4"]
+        assert found[0]["details"]["distance_to_boundary_m"] > 50_000
+
+    @staticmethod
+    def boundary(code: str) -> Any:
+        """The bundled IBGE boundary of a municipality (shapely, EPSG:4326)."""
+        frame = gpd.read_file(BOUNDARIES)
+        return frame.loc[frame["cod_ibge"].astype(str) == code].geometry.union_all()
+
     @staticmethod
     def register_in_porto_alegre(session: Session, vehicles: list[str]) -> gpd.GeoDataFrame:
         poa = gpd.read_file(BOUNDARIES)

@@ -13,6 +13,9 @@ detector's tests replay inputs cut into random pieces against one batch call
 
 The state of a vehicle: ``{"seen": <ns of its latest fix>, "tail": {<column>: [values]}}``; a
 fix not later than ``seen`` (a late or repeated one) is ignored, as the live engine always did.
+A rule that reads fixes before its open point (``context_fixes``: the fix before a trip's
+pickup) keeps them at the head of the tail and the open instant as ``"open"``: findings that
+start before it were returned by an earlier call and are not returned again.
 """
 
 from __future__ import annotations
@@ -54,11 +57,15 @@ class TrackKernel:
         by vehicle and time), the instant of its first fix that a later fix could still join to a
         finding, or change the verdict on. A vehicle left out is closed: nothing of it is kept.
         Findings that start at or after that instant are not returned yet.
+    context_fixes : int, default 0
+        Fixes of each vehicle before its ``open_from`` instant that the rule still reads (e.g.
+        1: the fix before a trip's pickup); kept in the state as context only.
     """
 
     kind: str
     detect: Callable[..., gpd.GeoDataFrame]
     open_from: Callable[..., Mapping[str, int]]
+    context_fixes: int = 0
 
 
 def advance(
@@ -95,10 +102,15 @@ def advance(
     fresh = _after_seen(pings, states)
     frame = _concat([_tails_frame(states), fresh])
     found = kernel.detect(frame, **params) if len(frame) else empty_findings()
+    returned = {str(v): int(s["open"]) for v, s in states.items() if s and "open" in s}
+    if len(found) and returned:  # found from context fixes: returned by an earlier call
+        start = pd.to_datetime(found["started_at"], utc=True).to_numpy(dtype="datetime64[ns]")
+        floor = np.asarray([returned.get(str(v), -(2**63)) for v in found["vehicle_id"]])
+        found = found[start.astype(np.int64) >= floor].reset_index(drop=True)
     if final:
         return {}, found
     cut = kernel.open_from(frame, **params) if len(frame) else {}
-    new_states = _next_states(frame, states, cut)
+    new_states = _next_states(frame, states, cut, context=kernel.context_fixes)
     if len(found) and cut:
         start = pd.to_datetime(found["started_at"], utc=True).to_numpy(dtype="datetime64[ns]")
         limit = np.asarray(
@@ -221,7 +233,11 @@ def _plain(value: Any) -> Any:
 
 
 def _next_states(
-    frame: pd.DataFrame, states: Mapping[str, State | None], cut: Mapping[str, int]
+    frame: pd.DataFrame,
+    states: Mapping[str, State | None],
+    cut: Mapping[str, int],
+    *,
+    context: int = 0,
 ) -> dict[str, State]:
     out: dict[str, State] = {
         str(v): {"seen": s["seen"], "tail": {}} for v, s in states.items() if s
@@ -241,10 +257,14 @@ def _next_states(
     for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
         vehicle = str(vehicles[lo])
         keep = lo + int(np.searchsorted(ns[lo:hi], cut[vehicle])) if vehicle in cut else hi
+        opened = keep < hi and context > 0
+        keep = max(lo, keep - context) if opened else keep
         tail: dict[str, list[Any]] = {}
         if keep < hi:
             tail = {col: values[keep:hi] for col, values in columns.items()}
             tail[fr.TIMESTAMP] = stamps[keep:hi]
         before = (states.get(vehicle) or {}).get("seen", stamps[hi - 1])
         out[vehicle] = {"seen": max(stamps[hi - 1], int(before)), "tail": tail}
+        if opened:
+            out[vehicle]["open"] = int(cut[vehicle])
     return out

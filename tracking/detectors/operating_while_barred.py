@@ -42,10 +42,10 @@ confidence
     30)`` for an expired document (a day-old expiry may be paperwork in progress), else 1.
     Clipped to [0.05, 0.95].
 
-Live: :func:`update_operating_while_barred` follows one vehicle's meter trips fix by fix (meter
-service only: stop inference needs the future) and emits the day's finding once the day is over
-for that vehicle (a fix on a later local day with no trip of that day still open), or at
-:func:`flush_operating_while_barred`.
+Live (:data:`KERNEL`): the rule runs on meter trips cut from the fixes (stop inference needs the
+future). A vehicle keeps the fixes of its open day from the day's first trip while the fleet
+bars that day, else only its open trip: at most one local day of fixes. A day's finding is
+emitted once a fix of a later day (and no trip of that day still open) has arrived.
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ import shapely
 from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE
+from tracking import frames as fr
 from tracking.arrays import NS, iso_utc
-from tracking.detectors._errors import DetectorInputError, FleetFrameError
+from tracking.detectors._errors import FleetFrameError
 from tracking.detectors._evidence import (
     NO_DAY_HIGH,
     NO_DAY_LOW,
@@ -70,17 +71,16 @@ from tracking.detectors._evidence import (
     day_array,
     day_iso,
     fix_record,
-    local_day,
     local_days,
-    ping_field,
-    ping_ns,
     ping_rows,
     require_columns,
     sorted_view,
     utc_ns,
     zone,
 )
+from tracking.detectors._meter_trips import meter_trips, open_trips
 from tracking.detectors.findings import empty_findings, make_findings
+from tracking.detectors.kernel import TrackKernel
 
 KIND = "operating_while_barred"
 REASONS = (
@@ -211,7 +211,7 @@ def _finding_row(
     timezone: str,
     min_trip_duration_s: float,
 ) -> tuple[dict[str, Any], Any]:
-    """One finding from a vehicle-day's barred trips (in start order): shared by batch and live."""
+    """One finding from a vehicle-day's barred trips (in start order)."""
     evidence, q = _reason_evidence(reasons, reg, day)
     service_s = sum(t["ended_ns"] - t["started_ns"] for t in trips) / NS
     base = 0.95 if any(t["source"] == "meter" for t in trips) else 0.6
@@ -412,216 +412,92 @@ def detect_operating_while_barred(
     return make_findings(pd.DataFrame(out), geoms)
 
 
-# ------------------------------------------------------------------------------------- live
+# --------------------------------------------------------------------------------- kernel
 
 
-def new_barred_state() -> dict[str, Any]:
-    """Return the initial live state of one vehicle (plain data)."""
-    return {"last_ns": None, "trip": None, "day": None}
-
-
-def _fix(ping: Mapping[str, Any], t: int) -> dict[str, Any]:
-    row = ping_field(ping, "row")
-    return fix_record(t, float(ping["lat"]), float(ping["lon"]), None if row is None else int(row))
-
-
-def _emit_day(
-    st: dict[str, Any],
-    out: list[tuple[dict[str, Any], Any]],
+def detect_in_fixes(
+    pings: pd.DataFrame,
     *,
-    vehicle_id: str,
-    reg: Mapping[str, Any],
-    timezone: str,
-    min_trip_duration_s: float,
-) -> None:
-    acc = st["day"]
-    st["day"] = None
-    if acc is not None:
-        out.append(
-            _finding_row(
-                vehicle_id=vehicle_id,
-                day=acc["day"],
-                reasons=acc["reasons"],
-                reg=reg,
-                trips=acc["trips"],
-                timezone=timezone,
-                min_trip_duration_s=min_trip_duration_s,
-            )
-        )
-
-
-def _close_trip(
-    st: dict[str, Any],
-    out: list[tuple[dict[str, Any], Any]],
-    *,
-    vehicle_id: str,
-    reg: Mapping[str, Any],
-    timezone: str,
-    min_trip_duration_s: float,
-) -> None:
-    trip = st["trip"]
-    st["trip"] = None
-    if trip is None or trip["ended_ns"] - trip["started_ns"] < round(min_trip_duration_s * NS):
-        return
-    day = trip["day"]
-    mask = barred_reasons(
-        np.array([day], dtype=np.int64),
-        status_code=np.array([reg["code"]], dtype=np.int64),
-        since=np.array([reg["status_since"]], dtype=np.int64),
-        until=np.array([reg["status_until"]], dtype=np.int64),
-        alvara_until=np.array([reg["alvara_valid_until"]], dtype=np.int64),
-        inspection_until=np.array([reg["inspection_valid_until"]], dtype=np.int64),
-    )[0]
-    if not mask.any():
-        return
-    options: dict[str, Any] = {
-        "vehicle_id": vehicle_id,
-        "reg": reg,
-        "timezone": timezone,
-        "min_trip_duration_s": min_trip_duration_s,
-    }
-    if st["day"] is not None and st["day"]["day"] != day:
-        _emit_day(st, out, **options)
-    if st["day"] is None:
-        st["day"] = {
-            "day": day,
-            "reasons": [r for r, on in zip(REASONS, mask, strict=True) if on],
-            "trips": [],
-        }
-    stamp = pd.Timestamp(trip["started_ns"], unit="ns", tz="UTC").strftime("%Y%m%dT%H%M%SZ")
-    st["day"]["trips"] = [
-        *st["day"]["trips"],
-        {
-            "trip_id": f"{vehicle_id}-{stamp}",
-            "started_ns": trip["started_ns"],
-            "ended_ns": trip["ended_ns"],
-            "source": "meter",
-            "pickup": trip["pickup"],
-            "dropoff": trip["dropoff"],
-        },
-    ]
-
-
-def _live_findings(out: list[tuple[dict[str, Any], Any]]) -> gpd.GeoDataFrame | None:
-    if not out:
-        return None
-    return make_findings(pd.DataFrame([r for r, _ in out]), [g for _, g in out])
-
-
-def update_operating_while_barred(
-    state: dict[str, Any] | None,
-    ping: Mapping[str, Any],
-    *,
-    vehicle: Mapping[str, Any] | None,
+    fleet: pd.DataFrame,
     min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Advance one vehicle's live state by one fix (meter trips, as :func:`detect_trips` cuts them).
-
-    Parameters
-    ----------
-    state : dict or None
-        The vehicle's state from the previous call (None at first); fixes in time order.
-    ping : mapping
-        ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``, optional ``row``.
-    vehicle : mapping or None
-        The vehicle's fleet record (``status``, ``status_since``, ``status_until``,
-        ``alvara_valid_until``, ``inspection_valid_until``); None: not in the fleet, never barred.
-    min_trip_duration_s : float, default 60
-        As in :func:`detect_operating_while_barred`.
-    max_gap_s : float, default 300
-        The trip gap of :func:`tracking.trips.detect_trips` (the pipeline's ``trip_max_gap_s``).
-    timezone : str, default "America/Sao_Paulo"
-        Zone of the local days.
-
-    Returns
-    -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        New state, and the findings of the vehicle-days that this fix completed (usually none).
-
-    Raises
-    ------
-    DetectorInputError
-        If the fix is not later than the previous one or its timestamp is naive.
-    FleetFrameError
-        If the fleet record is invalid.
-    """
-    check_threshold("min_trip_duration_s", min_trip_duration_s, unit="segundos")
-    check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
-    st = new_barred_state() if state is None else dict(state)
-    t = ping_ns(ping)
-    if st["last_ns"] is not None and t <= st["last_ns"]:
-        msg = f"ping fora de ordem: {iso_utc(t)} não é posterior a {iso_utc(st['last_ns'])}"
-        raise DetectorInputError(msg)
-    vehicle_id = str(ping_field(ping, "vehicle_id"))
-    reg = _registry(vehicle or {}, what=f"a frota (vehicle_id {vehicle_id})")
-    options: dict[str, Any] = {
-        "vehicle_id": vehicle_id,
-        "reg": reg,
-        "timezone": timezone,
-        "min_trip_duration_s": min_trip_duration_s,
-    }
-    out: list[tuple[dict[str, Any], Any]] = []
-    occupied = ping_field(ping, "meter") == "occupied"
-    gap = st["last_ns"] is None or t - st["last_ns"] > round(max_gap_s * NS)
-    if st["trip"] is not None and (not occupied or gap):
-        _close_trip(st, out, **options)
-    if occupied:
-        fix = _fix(ping, t)
-        if st["trip"] is None:
-            st["trip"] = {
-                "started_ns": t,
-                "ended_ns": t,
-                "day": local_day(t, timezone),
-                "pickup": fix,
-                "dropoff": fix,
-            }
-        else:
-            st["trip"] = {**st["trip"], "ended_ns": t, "dropoff": fix}
-    today = local_day(t, timezone)
-    open_day = None if st["trip"] is None else st["trip"]["day"]
-    if st["day"] is not None and today > st["day"]["day"] and open_day != st["day"]["day"]:
-        _emit_day(st, out, **options)
-    st["last_ns"] = t
-    return st, _live_findings(out)
+) -> gpd.GeoDataFrame:
+    """Return :func:`detect_operating_while_barred` on the meter trips of ``pings``."""
+    trips = meter_trips(pings, max_gap_s=max_gap_s)
+    return detect_operating_while_barred(
+        trips, fleet, pings=pings, min_trip_duration_s=min_trip_duration_s, timezone=timezone
+    )
 
 
-def flush_operating_while_barred(
-    state: dict[str, Any] | None,
+def open_from(
+    pings: pd.DataFrame,
     *,
-    vehicle_id: str,
-    vehicle: Mapping[str, Any] | None,
-    min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
+    fleet: pd.DataFrame,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """End a vehicle's stream: close its open trip and emit its pending day.
+    **_: Any,
+) -> dict[str, int]:
+    """Each vehicle's open day (from its first trip) when the fleet may bar it, else its open trip.
 
-    Parameters
-    ----------
-    state : dict or None
-        The vehicle's live state.
-    vehicle_id : str
-        The vehicle.
-    vehicle : mapping or None
-        Its fleet record.
-    min_trip_duration_s, timezone
-        As in :func:`update_operating_while_barred`.
-
-    Returns
-    -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The emptied state and the pending findings.
+    The open day is the local day of the open trip's start, or of the last fix between trips: a
+    later trip may still join its finding. It is kept when ``fleet`` bars it, and also when it is
+    later than the vehicle's first fix's day (the live engine reads each vehicle's registry as
+    of that day: a later day's status is not known yet). Vehicles absent from ``fleet`` are
+    never judged: nothing is kept.
     """
-    st = new_barred_state() if state is None else dict(state)
-    reg = _registry(vehicle or {}, what=f"a frota (vehicle_id {vehicle_id})")
-    options: dict[str, Any] = {
-        "vehicle_id": vehicle_id,
-        "reg": reg,
-        "timezone": timezone,
-        "min_trip_duration_s": min_trip_duration_s,
-    }
-    out: list[tuple[dict[str, Any], Any]] = []
-    _close_trip(st, out, **options)
-    _emit_day(st, out, **options)
-    return st, _live_findings(out)
+    registry = _fleet_registry(fleet)
+    trips = meter_trips(pings, max_gap_s=max_gap_s)
+    opened = open_trips(pings, trips)
+    first = pings.groupby(fr.VEHICLE_ID, sort=False)[fr.TIMESTAMP].min()
+    first_day = dict(
+        zip(
+            map(str, first.index),
+            local_days(first.to_numpy(dtype="datetime64[ns]").astype(np.int64), timezone).tolist(),
+            strict=True,
+        )
+    )
+    starts = utc_ns(trips["started_at"], column="started_at", what="as viagens")
+    trip_day = local_days(starts, timezone)
+    day_start: dict[tuple[str, int], int] = {}  # (vehicle, local day) → its first trip's start
+    for vehicle, day, start in zip(
+        trips[fr.VEHICLE_ID].astype("str"), trip_day.tolist(), starts.tolist(), strict=True
+    ):
+        day_start.setdefault((vehicle, int(day)), int(start))
+    judged = [v for v in opened if v in registry]
+    open_day = local_days(
+        np.array(
+            [opened[v][0] if opened[v][1] is None else opened[v][1] for v in judged],
+            dtype=np.int64,
+        ),
+        timezone,
+    )
+    out: dict[str, int] = {}
+    for vehicle, now in zip(judged, open_day.tolist(), strict=True):
+        open_ns = opened[vehicle][1]
+        if (vehicle, now) in day_start and (
+            now > first_day[vehicle] or _bars(registry[vehicle], now)
+        ):
+            out[vehicle] = day_start[(vehicle, now)]
+        elif open_ns is not None:
+            out[vehicle] = open_ns
+    return out
+
+
+def _bars(reg: Mapping[str, Any], day: int) -> bool:
+    """Whether the registry record bars the local day."""
+    one = np.array([day], dtype=np.int64)
+    return bool(
+        barred_reasons(
+            one,
+            status_code=np.full(1, reg["code"], dtype=np.int64),
+            since=np.full(1, reg["status_since"], dtype=np.int64),
+            until=np.full(1, reg["status_until"], dtype=np.int64),
+            alvara_until=np.full(1, reg["alvara_valid_until"], dtype=np.int64),
+            inspection_until=np.full(1, reg["inspection_valid_until"], dtype=np.int64),
+        ).any()
+    )
+
+
+KERNEL = TrackKernel(KIND, detect_in_fixes, open_from)
+"""The rule as a kernel (``tracking.detectors.kernel.advance``)."""

@@ -24,11 +24,15 @@ confidence
     boundary, ``tol`` the tolerance and ``acc`` the pickup's ``accuracy_m`` (0 if unknown);
     times 0.5 without a seen meter switch and 0.8 if the pickup is speed-flagged; clipped to
     [0.05, 0.95].
+
+Live (:data:`KERNEL`): the rule runs on meter trips cut from the fixes (trips inferred from stops
+are not judged live; by default not in batch either). A vehicle keeps its open trip (from the
+pickup, with the fix before it) or, between trips, its last two fixes: at most one trip of
+fixes. A trip's finding is emitted when a later fix ends the trip.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,14 +52,14 @@ from tracking.detectors._evidence import (
     clip_confidence,
     fix_record,
     meter_at,
-    ping_field,
-    ping_ns,
     ping_rows,
     require_columns,
     sorted_view,
     utc_ns,
 )
+from tracking.detectors._meter_trips import DEFAULT_TRIP_MAX_GAP_S, meter_trips, open_trips
 from tracking.detectors.findings import empty_findings, make_findings
+from tracking.detectors.kernel import TrackKernel
 
 KIND = "outside_municipality"
 DEFAULT_BOUNDARY_TOLERANCE_M = 200.0
@@ -117,7 +121,7 @@ def boundary_polygon(boundary: Any) -> BaseGeometry:
 
 @dataclass(frozen=True, eq=False)
 class PreparedBoundary:
-    """The boundary ready for measuring (built once; shared by batch and live).
+    """The boundary ready for measuring.
 
     Attributes
     ----------
@@ -143,7 +147,7 @@ class PreparedBoundary:
 def prepare_boundary(
     boundary: Any, *, boundary_tolerance_m: float = DEFAULT_BOUNDARY_TOLERANCE_M
 ) -> PreparedBoundary:
-    """Prepare the municipal boundary once for :func:`update_outside_municipality`.
+    """Prepare the municipal boundary for measuring pickups against it.
 
     Parameters
     ----------
@@ -209,7 +213,7 @@ def _finding_row(
     source: str,
     prepared: PreparedBoundary,
 ) -> tuple[dict[str, Any], Any]:
-    """One finding from a judged pickup (shared by batch and live)."""
+    """One finding from a judged pickup."""
     tol = prepared.tolerance_m
     conf = 0.5 + 0.45 * min(1.0, (distance_m - tol - accuracy_m) / (4.0 * max(tol, 50.0)))
     conf *= (0.5 if switch_seen is False else 1.0) * (0.8 if speed_flagged else 1.0)
@@ -368,143 +372,31 @@ def detect_outside_municipality(
     return make_findings(pd.DataFrame(out), geoms)
 
 
-# ------------------------------------------------------------------------------------- live
+# --------------------------------------------------------------------------------- kernel
 
 
-def new_outside_state() -> dict[str, Any]:
-    """Return the initial live state of one vehicle (plain data).
-
-    ``last``: the vehicle's previous fix (``ns``, ``lat``, ``lon``, ``row``, ``meter``);
-    ``trip``: the open meter trip (its start, last fix time and, when the pickup is outside,
-    the judged pickup), or None.
-    """
-    return {"last": None, "trip": None}
-
-
-def _close_trip(
-    trip: Mapping[str, Any] | None, *, vehicle_id: str, prepared: PreparedBoundary
-) -> gpd.GeoDataFrame | None:
-    if trip is None or trip["judged"] is None:
-        return None
-    j = trip["judged"]
-    start = int(trip["started_ns"])
-    stamp = pd.Timestamp(start, unit="ns", tz="UTC").strftime("%Y%m%dT%H%M%SZ")
-    row, geom = _finding_row(
-        vehicle_id=vehicle_id,
-        trip_id=f"{vehicle_id}-{stamp}",
-        start_ns=start,
-        end_ns=int(trip["ended_ns"]),
-        pickup=j["pickup"],
-        before=j["before"],
-        distance_m=float(j["distance_m"]),
-        accuracy_m=float(j["accuracy_m"]),
-        speed_flagged=bool(j["speed_flagged"]),
-        switch_seen=bool(j["switch_seen"]),
-        source="meter",
-        prepared=prepared,
-    )
-    return make_findings(pd.DataFrame([row]), [geom])
-
-
-def update_outside_municipality(
-    state: dict[str, Any] | None,
-    ping: Mapping[str, Any],
+def detect_in_fixes(
+    pings: pd.DataFrame,
     *,
-    boundary: PreparedBoundary,
-    max_gap_s: float = 300.0,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Advance one vehicle's live state by one fix; a finding when an outside trip ends.
-
-    Meter trips are cut as :func:`tracking.trips.detect_trips` cuts them (a run of ``occupied``
-    fixes, split by a silence longer than ``max_gap_s``); the pickup is judged at the trip's
-    first fix and the finding emitted at its end (the first later fix that is not
-    ``occupied`` or comes after a silence), or at :func:`flush_outside_municipality`. Equal to
-    :func:`detect_outside_municipality` over ``detect_trips(pings)`` with ``pings`` (trips
-    inferred from stops are not judged live; they are not judged by default in batch either).
-
-    Parameters
-    ----------
-    state : dict or None
-        The vehicle's state from the previous call (None at first); fixes in time order.
-    ping : mapping
-        ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, ``meter``; optional
-        ``row``, ``accuracy_m``, ``speed_flag``.
-    boundary : PreparedBoundary
-        From :func:`prepare_boundary` (carries the tolerance).
-    max_gap_s : float, default 300
-        The trip gap of ``detect_trips`` (the pipeline's ``trip_max_gap_s``).
-
-    Returns
-    -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state and a one-row findings frame, or None.
-
-    Raises
-    ------
-    DetectorInputError
-        If the fix is not later than the previous one or its timestamp is naive.
-    """
-    check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
-    st = new_outside_state() if state is None else dict(state)
-    t = ping_ns(ping)
-    last = st["last"]
-    if last is not None and t <= last["ns"]:
-        msg = f"ping fora de ordem: {iso_utc(t)} não é posterior a {iso_utc(last['ns'])}"
-        raise DetectorInputError(msg)
-    vehicle_id = str(ping_field(ping, "vehicle_id"))
-    occupied = ping_field(ping, "meter") == "occupied"
-    gap = last is None or t - last["ns"] > round(max_gap_s * NS)
-    found = None
-    if st["trip"] is not None and (not occupied or gap):
-        found = _close_trip(st["trip"], vehicle_id=vehicle_id, prepared=boundary)
-        st["trip"] = None
-    lat, lon = float(ping["lat"]), float(ping["lon"])
-    row = ping_field(ping, "row")
-    fix = fix_record(t, lat, lon, -1 if row is None else int(row))
-    if occupied and st["trip"] is None:
-        judged = None
-        if np.isfinite(lat) and np.isfinite(lon):
-            outside, dist = _outside(
-                boundary, np.array([lat], dtype=np.float64), np.array([lon], dtype=np.float64)
-            )
-            if outside[0]:
-                acc = ping_field(ping, "accuracy_m")
-                acc_f = float(acc) if acc is not None else 0.0
-                judged = {
-                    "pickup": fix,
-                    "before": None if last is None else last["fix"],
-                    "distance_m": float(dist[0]),
-                    "accuracy_m": acc_f if np.isfinite(acc_f) and acc_f > 0 else 0.0,
-                    "speed_flagged": bool(ping_field(ping, "speed_flag") or False),
-                    "switch_seen": last is not None and last["meter"] in ("free", "off"),
-                }
-        st["trip"] = {"started_ns": t, "ended_ns": t, "judged": judged}
-    elif occupied:
-        st["trip"] = {**st["trip"], "ended_ns": t}
-    st["last"] = {"ns": t, "fix": fix, "meter": ping_field(ping, "meter")}
-    return st, found
+    boundary: Any,
+    boundary_tolerance_m: float = DEFAULT_BOUNDARY_TOLERANCE_M,
+    max_gap_s: float = DEFAULT_TRIP_MAX_GAP_S,
+) -> gpd.GeoDataFrame:
+    """Return :func:`detect_outside_municipality` on the meter trips of ``pings``."""
+    trips = meter_trips(pings, max_gap_s=max_gap_s)
+    return detect_outside_municipality(
+        trips, boundary, pings=pings, boundary_tolerance_m=boundary_tolerance_m
+    )
 
 
-def flush_outside_municipality(
-    state: dict[str, Any] | None, *, vehicle_id: str, boundary: PreparedBoundary
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """End a vehicle's stream: close its open trip and emit its finding, if any.
+def open_from(
+    pings: pd.DataFrame, *, max_gap_s: float = DEFAULT_TRIP_MAX_GAP_S, **_: Any
+) -> dict[str, int]:
+    """Each vehicle's open trip's pickup, else its last fix (the fix before a next pickup)."""
+    opened = open_trips(pings, meter_trips(pings, max_gap_s=max_gap_s))
+    return {v: last if start is None else start for v, (last, start) in opened.items()}
 
-    Parameters
-    ----------
-    state : dict or None
-        The vehicle's live state.
-    vehicle_id : str
-        The vehicle.
-    boundary : PreparedBoundary
-        As in :func:`update_outside_municipality`.
 
-    Returns
-    -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The state without an open trip, and the pending finding.
-    """
-    st = new_outside_state() if state is None else dict(state)
-    found = _close_trip(st["trip"], vehicle_id=vehicle_id, prepared=boundary)
-    st["trip"] = None
-    return st, found
+KERNEL = TrackKernel(KIND, detect_in_fixes, open_from, context_fixes=1)
+"""The rule as a kernel (``tracking.detectors.kernel.advance``); the fix before the pickup is
+kept as context: the finding shows it and reads its meter."""

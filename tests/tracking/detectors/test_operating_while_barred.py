@@ -7,14 +7,15 @@ from typing import Any
 import pandas as pd
 import pytest
 from factories import make_pings, offset_m
+from kernel_checks import assert_pieces_give_batch, geojson_bytes
 
 from tracking.detectors._errors import DetectorInputError, FleetFrameError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.kernel import advance, replay_in_pieces
 from tracking.detectors.operating_while_barred import (
+    KERNEL,
     REASONS,
     detect_operating_while_barred,
-    flush_operating_while_barred,
-    update_operating_while_barred,
 )
 from tracking.trips import detect_trips
 
@@ -240,65 +241,70 @@ def _stream() -> tuple[pd.DataFrame, pd.DataFrame]:
     return make_pings(rows), registry
 
 
-class TestUpdateOperatingWhileBarred:
-    def test_live_equals_batch(self) -> None:
-        """Fix by fix, the live kernel emits the batch findings (ids, times, details)."""
+class TestOperatingWhileBarredKernel:
+    def test_pieces_give_the_batch_findings(self) -> None:
+        """Fix by fix or in random pieces, over vehicles and days, the findings are the batch's."""
+        pings, registry = _stream()
+        batch = assert_pieces_give_batch(KERNEL, pings, min_findings=5, fleet=registry)
+        assert {f["local_date"] for f in batch["details"]} >= {"2024-03-04", "2024-03-06"}
+
+    def test_kernel_is_the_batch_function_on_meter_trips(self) -> None:
+        """The kernel's rule is detect_operating_while_barred over the pipeline's trips."""
         pings, registry = _stream()
         batch = detect_operating_while_barred(
             detect_trips(pings, max_gap_s=300.0), registry, pings=pings
         )
-        assert len(batch) >= 5
-        records = registry.set_index("vehicle_id").to_dict("index")
-        live = []
-        for vid, group in pings.groupby("vehicle_id"):
-            state = None
-            for ping in group.to_dict("records"):
-                state, found = update_operating_while_barred(state, ping, vehicle=records[vid])
-                if found is not None:
-                    live.append(found)
-            state, found = flush_operating_while_barred(
-                state, vehicle_id=str(vid), vehicle=records[vid]
-            )
-            if found is not None:
-                live.append(found)
-        merged = pd.concat(live, ignore_index=True)
-        merged = merged.sort_values(["started_at", "finding_id"]).reset_index(drop=True)
-        batch = batch.sort_values(["started_at", "finding_id"]).reset_index(drop=True)
-        assert merged["finding_id"].tolist() == batch["finding_id"].tolist()
-        for column in ("vehicle_id", "started_at", "ended_at", "confidence", "details"):
-            assert merged[column].tolist() == batch[column].tolist()
-        assert merged.geometry.geom_equals(batch.geometry).all()
+        assert geojson_bytes(KERNEL.detect(pings, fleet=registry)) == geojson_bytes(batch)
+
+    def test_ride_across_local_midnight_counts_on_its_start_day(self) -> None:
+        """A ride from 23:55 to 00:15 is service on the day it began, whichever fix cuts it."""
+        rows = ride("v1", "2024-03-05T02:55:00Z", minutes=20)
+        pings = make_pings(rows)
+        registry = fleet(status="suspended", status_since=D(2024, 3, 4), status_until=D(2024, 3, 4))
+        batch = KERNEL.detect(pings, fleet=registry)
+        assert [d["local_date"] for d in batch["details"]] == ["2024-03-04"]
+        for cut in range(1, len(pings)):
+            live = replay_in_pieces(KERNEL, pings, [cut], fleet=registry)
+            assert geojson_bytes(live) == geojson_bytes(batch)
+
+    def test_suspension_from_mid_stream_bars_its_days_only(self) -> None:
+        """Suspended from the 5th: the 4th's rides are lawful, the 5th's form one finding."""
+        rows = ride("v1", "2024-03-04T20:00:00Z") + ride("v1", "2024-03-05T12:00:00Z")
+        rows += ride("v1", "2024-03-05T18:00:00Z")
+        pings = make_pings(rows)
+        registry = fleet(status="suspended", status_since=D(2024, 3, 5))
+        batch = assert_pieces_give_batch(KERNEL, pings, fleet=registry)
+        assert [d["local_date"] for d in batch["details"]] == ["2024-03-05"]
+        assert batch.iloc[0]["details"]["n_trips"] == 2
 
     def test_day_is_emitted_once_the_day_is_over(self) -> None:
         """Nothing is emitted during the barred day; the next day's first fix emits it."""
         pings = make_pings(ride("v1", "2024-03-05T15:00:00Z") + ride("v1", "2024-03-06T15:00:00Z"))
-        vehicle = {
-            "status": "suspended",
-            "status_since": "2024-03-05",
-            "status_until": "2024-03-05",
-        }
-        state, emitted = None, []
-        for ping in pings.to_dict("records"):
-            state, found = update_operating_while_barred(state, ping, vehicle=vehicle)
-            emitted.append(found is not None)
-        assert emitted.count(True) == 1
+        registry = fleet(status="suspended", status_since=D(2024, 3, 5), status_until=D(2024, 3, 5))
+        states: dict[str, Any] = {}
+        emitted = []
+        for k in range(len(pings)):
+            states, found = advance(KERNEL, states, pings.iloc[k : k + 1], fleet=registry)
+            emitted.append(len(found))
+            json.dumps(states)  # plain data
+        assert sum(emitted) == 1
         first_next_day = pings.index[pings["timestamp"] >= "2024-03-06T03:00:00Z"][0]
-        assert emitted.index(True) == first_next_day
-        json.dumps(state)  # plain data
-        assert flush_operating_while_barred(state, vehicle_id="v1", vehicle=vehicle)[1] is None
+        assert emitted.index(1) == first_next_day
+        assert len(advance(KERNEL, states, pings.iloc[:0], final=True, fleet=registry)[1]) == 0
+
+    def test_lawful_vehicle_keeps_only_its_open_trip(self) -> None:
+        """An active vehicle's state holds its open trip, then nothing once it ends."""
+        pings = make_pings(ride("v1", "2024-03-05T15:00:00Z"))
+        registry = fleet(alvara_valid_until=D(2025, 1, 1))
+        states, _ = advance(KERNEL, {}, pings.iloc[:5], fleet=registry)
+        assert states["v1"]["tail"]["meter"] == ["occupied"] * 4
+        states, _ = advance(KERNEL, states, pings.iloc[5:], fleet=registry)
+        assert states["v1"]["tail"] == {}
 
     def test_unknown_vehicle_is_never_barred(self) -> None:
-        """Without a fleet record nothing is emitted."""
-        pings = make_pings(ride("v1", "2024-03-05T15:00:00Z"))
-        state = None
-        for ping in pings.to_dict("records"):
-            state, found = update_operating_while_barred(state, ping, vehicle=None)
-            assert found is None
-        assert flush_operating_while_barred(state, vehicle_id="v1", vehicle=None)[1] is None
-
-    def test_out_of_order_fix_raises(self) -> None:
-        """A fix older than the previous one is refused."""
-        pings = make_pings(ride("v1", "2024-03-05T15:00:00Z")).to_dict("records")
-        state, _ = update_operating_while_barred(None, pings[3], vehicle=None)
-        with pytest.raises(DetectorInputError, match="fora de ordem"):
-            update_operating_while_barred(state, pings[2], vehicle=None)
+        """A vehicle absent from the fleet gives nothing and keeps no fixes."""
+        pings = make_pings(ride("v9", "2024-03-05T15:00:00Z"))
+        registry = fleet(**SUSPENDED)
+        states, found = advance(KERNEL, {}, pings, fleet=registry)
+        assert len(found) == 0 and states["v9"]["tail"] == {}
+        assert len(advance(KERNEL, states, pings.iloc[:0], final=True, fleet=registry)[1]) == 0

@@ -9,16 +9,15 @@ import pandas as pd
 import pytest
 import shapely
 from factories import make_pings, offset_m
-from live_compare import assert_same_findings, concat_live
+from kernel_checks import assert_pieces_give_batch, geojson_bytes
 
-from tracking.detectors._errors import BoundaryError, DetectorInputError, DetectorThresholdError
+from tracking.detectors._errors import BoundaryError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.kernel import advance, replay_in_pieces
 from tracking.detectors.outside_municipality import (
+    KERNEL,
     boundary_polygon,
     detect_outside_municipality,
-    flush_outside_municipality,
-    prepare_boundary,
-    update_outside_municipality,
 )
 from tracking.trips import detect_trips
 
@@ -225,44 +224,63 @@ def _fleet_days() -> list[dict]:
     return rows + first
 
 
-class TestUpdateOutsideMunicipality:
-    def test_live_equals_batch(self) -> None:
-        """Fix by fix, over vehicles and days, live emits exactly the batch findings."""
+class TestOutsideMunicipalityKernel:
+    def test_pieces_give_the_batch_findings(self) -> None:
+        """Fix by fix or in random pieces, over vehicles and days, the findings are the batch's."""
+        pings = make_pings(_fleet_days())
+        batch = assert_pieces_give_batch(KERNEL, pings, min_findings=8, boundary=square())
+        assert len(batch) == 8
+
+    def test_kernel_is_the_batch_function_on_meter_trips(self) -> None:
+        """The kernel's rule is detect_outside_municipality over the pipeline's trips."""
         pings = make_pings(_fleet_days())
         batch = detect_outside_municipality(
             detect_trips(pings, max_gap_s=300.0), square(), pings=pings
         )
-        assert len(batch) == 8
-        prepared = prepare_boundary(square())
-        states: dict[str, Any] = {}
-        out = []
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            vid = ping["vehicle_id"]
-            states[vid], found = update_outside_municipality(
-                states.get(vid), ping, boundary=prepared
-            )
-            out.append(found)
-        for vid, state in states.items():
-            out.append(flush_outside_municipality(state, vehicle_id=vid, boundary=prepared)[1])
-        assert_same_findings(concat_live(out), batch)
-        json.dumps(states)  # plain data
+        assert geojson_bytes(KERNEL.detect(pings, boundary=square())) == geojson_bytes(batch)
 
     def test_finding_is_emitted_when_the_trip_ends(self) -> None:
         """Nothing while the passenger is aboard; the first free fix emits the trip's finding."""
         pings = make_pings(ride("a", 0, 0.0, 7000.0) + ride("a", 900, 0.0, 0.0))
-        prepared = prepare_boundary(square())
-        state, emitted = None, []
-        for ping in pings.to_dict("records"):
-            state, found = update_outside_municipality(state, ping, boundary=prepared)
-            emitted.append(found is not None)
-        assert emitted.index(True) == 11  # the free fix before the second ride
-        assert emitted.count(True) == 1
-        assert flush_outside_municipality(state, vehicle_id="a", boundary=prepared)[1] is None
+        states: dict[str, Any] = {}
+        emitted = []
+        for k in range(len(pings)):
+            states, found = advance(KERNEL, states, pings.iloc[k : k + 1], boundary=square())
+            emitted.append(len(found))
+            json.dumps(states)  # plain data
+        assert emitted.index(1) == 11  # the free fix before the second ride
+        assert sum(emitted) == 1
+        assert len(advance(KERNEL, states, pings.iloc[:0], final=True, boundary=square())[1]) == 0
 
-    def test_out_of_order_fix_raises(self) -> None:
-        """A fix older than the previous one is refused."""
-        records = make_pings(ride("a", 0, 0.0, 7000.0)).to_dict("records")
-        prepared = prepare_boundary(square())
-        state, _ = update_outside_municipality(None, records[3], boundary=prepared)
-        with pytest.raises(DetectorInputError, match="fora de ordem"):
-            update_outside_municipality(state, records[2], boundary=prepared)
+    def test_state_keeps_the_open_trip_and_the_fix_before_it(self) -> None:
+        """Aboard, the state holds the trip from the pickup and the fix before; between trips,
+        the last two fixes."""
+        pings = make_pings(ride("a", 0, 0.0, 7000.0) + ride("a", 900, 0.0, 0.0))
+        states, _ = advance(KERNEL, {}, pings.iloc[:6], boundary=square())
+        assert states["a"]["tail"]["meter"] == ["free", *["occupied"] * 5]
+        assert states["a"]["open"] == states["a"]["tail"]["timestamp"][1]
+        states, _ = advance(KERNEL, states, pings.iloc[6:12], boundary=square())
+        assert states["a"]["tail"]["meter"] == ["occupied", "free"]
+
+    def test_trip_resumed_after_a_silence_keeps_its_fix_before(self) -> None:
+        """A trip split by a silence, cut at the silence: its second part names the fix before
+        it and the first part is not found twice."""
+        lat, lon = offset_m(0.0, 7500.0)
+        rows = [
+            {"vehicle_id": "b", "timestamp": t, "lat": lat, "lon": lon, "meter": m}
+            for t, m in ((0, "free"), (30, "occupied"), (1000, "occupied"), (1030, "free"))
+        ]
+        pings = make_pings(rows)
+        batch = KERNEL.detect(pings, boundary=square())
+        assert len(batch) == 2
+        assert batch.iloc[1]["details"]["fixes"][0]["timestamp"] == "2024-03-04T12:00:30Z"
+        for cut in range(1, len(pings)):
+            live = replay_in_pieces(KERNEL, pings, [cut], boundary=square())
+            assert geojson_bytes(live) == geojson_bytes(batch)
+
+    def test_late_fix_is_ignored(self) -> None:
+        """A fix not later than the last one seen leaves the state as it was."""
+        pings = make_pings(ride("a", 0, 0.0, 7000.0))
+        state, _ = advance(KERNEL, {}, pings.iloc[3:4], boundary=square())
+        again, found = advance(KERNEL, state, pings.iloc[2:3], boundary=square())
+        assert len(found) == 0 and again == state
