@@ -26,9 +26,9 @@ visits, 6,621 trips.
 | flag2_misuse | 1,974 | 0.408 | 2,448,615 |
 
 Most of the time of the stand detectors is building the findings' evidence (about 0.1 ms per
-finding); the synthetic data boards at a random stand, so most boardings are unlicensed. The live
-kernels, fix by fix in Python: ``update_operating_while_barred`` about 8–10k pings/s (Porto
-Alegre's whole fleet at one fix per 15 s is about 250 pings/s).
+finding); the synthetic data boards at a random stand, so most boardings are unlicensed. Live
+runs the same batch functions per call (``tracking.detectors.kernel``); its figures are in
+``bench/bench_live_replay.py``.
 """
 
 from __future__ import annotations
