@@ -239,7 +239,7 @@ _PARAGRAPH = re.compile(r"^\s*(?:§\s*(\d+)\s*[º°o]|(Parágrafo único))", re.
 
 
 def article_text(law: str, article: str) -> str:
-    """The text of one article of a law: from its heading to the next article's heading."""
+    """Return one article of a law: from its heading to the next article's heading."""
     heads = [(m.group(1), m.start()) for m in _ARTICLE.finditer(law)]
     for i, (num, start) in enumerate(heads):
         if num == _norm_article(article):
@@ -335,7 +335,7 @@ partir da seção de cobertura): não editar à mão. Um teste falha se ele dive
 
 
 def coverage_document() -> str:
-    """The full coverage document (``docs/cobertura.md``)."""
+    """Return the full coverage document (``docs/cobertura.md``)."""
     sections = [coverage_markdown(book, items) for book, items in bundled_coverage()]
     return COVERAGE_DOC_HEADER + "\n" + "\n".join(sections)
 
@@ -345,7 +345,7 @@ README_END = "<!-- /cobertura -->"
 
 
 def readme_summary() -> str:
-    """The README's coverage table, between its markers (counts per rulebook, link to docs)."""
+    """Return the README's coverage table between its markers (counts, link to docs)."""
     lines = [
         README_BEGIN,
         "| município | serviço | dispositivos | cobertos | não detectáveis por GPS/cadastro "

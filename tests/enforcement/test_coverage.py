@@ -79,7 +79,25 @@ class TestProvisionLists:
         """POA art. 58: incisos I–XVII (XIII repeated) and §§ 1º–3º; art. 57's parágrafo único."""
         law = bundled_rulebooks()[POA].law_text()
         keys = parse_provisions(law, "58")
-        romans = "I II III IV V VI VII VIII IX X XI XII XIII XIV XV XVI XVII".split()
+        romans = [
+            "I",
+            "II",
+            "III",
+            "IV",
+            "V",
+            "VI",
+            "VII",
+            "VIII",
+            "IX",
+            "X",
+            "XI",
+            "XII",
+            "XIII",
+            "XIV",
+            "XV",
+            "XVI",
+            "XVII",
+        ]
         assert {provision_key("58", None, r) for r in romans} <= keys
         assert {provision_key("58", p) for p in ("1", "2", "3")} <= keys
         assert len(keys) == len(romans) + 3
