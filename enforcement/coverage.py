@@ -326,8 +326,10 @@ COVERAGE_DOC_HEADER = """\
 Cada dispositivo que tipifica infração ou fixa obrigação de operação nos textos incluídos
 (`enforcement/laws/`), com a situação no Pontual: **coberto** (as regras dos regulamentos em
 `enforcement/rulebooks/` que o citam, por tipo de achado e caso), **não detectável por
-GPS/cadastro** (por quê) ou **não se aplica** (por quê). A lista está em
-`enforcement/provisions/`; a situação “coberto” vem das regras, não da lista.
+GPS/cadastro** (nenhum achado o evidencia com as posições e o cadastro que o Pontual guarda hoje;
+o motivo diz o que falta) ou **não se aplica** (definição, valor de multa, faculdade; por quê).
+A lista está em `enforcement/provisions/`; a situação “coberto” vem das regras, não da lista:
+uma regra nova que cite o dispositivo o torna coberto.
 
 Arquivo gerado (`python scripts/gen_coverage.py`; igual a `pontual rulebooks --markdown`, a
 partir da seção de cobertura): não editar à mão. Um teste falha se ele divergir dos regulamentos.
