@@ -9,6 +9,7 @@ import typer
 from api.inputs import checked_municipality
 
 if TYPE_CHECKING:
+    from enforcement.coverage import Coverage
     from enforcement.rulebook import Rule, Rulebook
 
 
@@ -26,8 +27,12 @@ def rulebooks(
 
     A última coluna diz o que o agente responde ao confirmar (exceção do dispositivo, pontuação
     a escolher) e o que um achado precisa para virar proposta (piso de confiança, repetição);
-    os tipos deixados sem regra aparecem com o motivo.
+    os tipos deixados sem regra aparecem com o motivo. Depois, a cobertura de cada texto: com
+    --markdown, todos os dispositivos que tipificam infração ou fixam obrigação de operação, cada
+    um coberto (por quais regras), não detectável por GPS/cadastro ou em que não se aplica (por
+    quê); sem --markdown, as contagens.
     """
+    from enforcement.coverage import SERVICE_NAMES, counts, coverage_markdown
     from enforcement.proposals import format_fine
     from enforcement.rulebook import bundled_rulebooks, rulebooks_for
 
@@ -81,10 +86,37 @@ def rulebooks(
         typer.echo("|" + "---|" * len(header))
         for r in rows:
             typer.echo("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
+        for book, items in _coverage(books):
+            typer.echo("")
+            typer.echo(coverage_markdown(book, items), nl=False)
         return
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
     for r in (header, *rows):
         typer.echo("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)).rstrip())
+    covered = _coverage(books)
+    if covered:
+        typer.echo("")
+        typer.echo("Cobertura dos dispositivos (lista completa com --markdown):")
+    for book, items in covered:
+        n = counts(items)
+        typer.echo(
+            f"  {book.municipality_name} ({book.municipality}), {SERVICE_NAMES[book.service]}: "
+            f"{len(items)} dispositivos, {n['coberto']} cobertos, "
+            f"{n['não detectável']} não detectáveis por GPS/cadastro, "
+            f"{n['não se aplica']} em que não se aplica"
+        )
+
+
+def _coverage(books: list[Rulebook]) -> list[tuple[Rulebook, list[Coverage]]]:
+    """Coverage of the given rulebooks that have a provision list."""
+    from enforcement.coverage import bundled_provisions, coverage
+
+    lists = bundled_provisions()
+    return [
+        (b, coverage(b, lists[(b.municipality, b.service)]))
+        for b in books
+        if (b.municipality, b.service) in lists
+    ]
 
 
 def _kind(kind: str) -> str:

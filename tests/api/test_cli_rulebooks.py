@@ -32,7 +32,29 @@ class TestRulebooksCli:
         )
         assert "só repetido (3 em 24 h) ou persistente (≥ 600 s)" in row("(gps_anomaly) |")
         assert "numeração do inciso a confirmar no texto oficial" in row("art. 9º, VIII")
-        assert all(r.count(" | ") == 7 for r in lines if r.startswith("| ")), "8 columns"
+        rules_table = lines[: lines.index("")] if "" in lines else lines
+        assert all(r.count(" | ") == 7 for r in rules_table if r.startswith("| ")), "8 columns"
+
+    def test_markdown_lists_every_provision(self, run_pontual) -> None:
+        """After the rules, each seed's provisions with their status: POA 27 § único is not
+        detectable (no passenger in the fixes), 59 XIII covered by its kind."""
+        done = run_pontual("rulebooks", "--municipality", "4314902", "--markdown")
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert "## Porto Alegre (4314902), táxi" in lines
+        row = next(r for r in lines if r.startswith("| art. 27, parágrafo único |"))
+        assert "| não detectável por GPS/cadastro |" in row and "passageiro" in row
+        row = next(r for r in lines if r.startswith("| art. 59, XIII |"))
+        assert "| coberto | `unlicensed_stand_use` (subtype=boarding) |" in row
+
+    def test_plain_text_gives_the_counts(self, run_pontual) -> None:
+        """Without --markdown, one count line per rulebook of the municipality."""
+        done = run_pontual("rulebooks", "--municipality", "4314548")
+        assert done.returncode == 0, done.stderr
+        line = next(r for r in done.stdout.splitlines() if "dispositivos," in r)
+        assert line.strip().startswith(
+            "Pinto Bandeira (4314548), táxi: 92 dispositivos, 9 cobertos"
+        )
 
     def test_unknown_code(self, run_pontual) -> None:
         """An unknown code fails with one line."""

@@ -1,0 +1,233 @@
+from pathlib import Path
+
+import pytest
+
+from enforcement._errors import RulebookError
+from enforcement.coverage import (
+    PROVISIONS_DIR,
+    README_BEGIN,
+    README_END,
+    bundled_provisions,
+    cite,
+    counts,
+    coverage,
+    coverage_document,
+    excerpt_in_law,
+    parse_provisions,
+    provision_key,
+    read_provisions,
+    readme_summary,
+    replace_readme_summary,
+)
+from enforcement.rulebook import Rule, bundled_rulebooks
+
+ROOT = Path(__file__).resolve().parents[2]
+LISTS = sorted(PROVISIONS_DIR.glob("*.toml"))
+POA = ("4314902", "taxi")
+
+
+def _status(key: tuple[str, str], article: str, paragraph: str | None, inciso: str | None) -> str:
+    book, plist = bundled_rulebooks()[key], bundled_provisions()[key]
+    wanted = provision_key(article, paragraph, inciso)
+    return next(c.status for c in coverage(book, plist) if c.provision.key == wanted)
+
+
+class TestProvisionLists:
+    def test_one_list_per_rulebook(self) -> None:
+        """Every bundled rulebook has its provision list, and no list lacks a rulebook."""
+        assert set(bundled_provisions()) == set(bundled_rulebooks())
+
+    @pytest.mark.parametrize("path", LISTS, ids=lambda p: p.stem)
+    def test_every_excerpt_occurs_in_its_law(self, path: Path) -> None:
+        """Each provision's excerpt is the law's own words, after whitespace is normalised."""
+        plist = read_provisions(path)
+        law = bundled_rulebooks()[(plist.municipality, plist.service)].law_text()
+        assert [p.cite for p in plist.provisions if not excerpt_in_law(p.excerpt, law)] == []
+
+    @pytest.mark.parametrize("path", LISTS, ids=lambda p: p.stem)
+    def test_every_inciso_of_the_infraction_articles_is_listed(self, path: Path) -> None:
+        """No inciso or parágrafo the law's infraction articles number is left off the list."""
+        plist = read_provisions(path)
+        law = bundled_rulebooks()[(plist.municipality, plist.service)].law_text()
+        in_law = set().union(*(parse_provisions(law, a) for a in plist.infraction_articles))
+        listed = {p.key for p in plist.provisions}
+        assert sorted(in_law - listed) == []
+
+    @pytest.mark.parametrize("path", LISTS, ids=lambda p: p.stem)
+    def test_every_rule_cites_a_listed_provision(self, path: Path) -> None:
+        """A rule's provision is on the list, so no covered provision goes unreported."""
+        plist = read_provisions(path)
+        book = bundled_rulebooks()[(plist.municipality, plist.service)]
+        listed = {p.key for p in plist.provisions}
+        cited = {provision_key(r.article, r.paragraph, r.inciso) for r in book.rules}
+        assert sorted(cited - listed) == []
+
+    def test_missing_inciso_is_caught(self, tmp_path: Path) -> None:
+        """Dropping POA art. 58, VI from the list makes the completeness check fail."""
+        src = (PROVISIONS_DIR / "4314902-taxi.toml").read_text(encoding="utf-8")
+        entry = '[[provisions]]\narticle = "58"\ninciso = "VI"\n'
+        start = src.index(entry)
+        end = src.index("[[provisions]]", start + 1)
+        path = tmp_path / "4314902-taxi.toml"
+        path.write_text(src[:start] + src[end:], encoding="utf-8")
+        plist = read_provisions(path)
+        law = bundled_rulebooks()[POA].law_text()
+        listed = {p.key for p in plist.provisions}
+        assert parse_provisions(law, "58") - listed == {provision_key("58", None, "VI")}
+
+    def test_parser_reads_incisos_and_paragraphs(self) -> None:
+        """POA art. 58: incisos I–XVII (XIII repeated) and §§ 1º–3º; art. 57's parágrafo único."""
+        law = bundled_rulebooks()[POA].law_text()
+        keys = parse_provisions(law, "58")
+        romans = [
+            "I",
+            "II",
+            "III",
+            "IV",
+            "V",
+            "VI",
+            "VII",
+            "VIII",
+            "IX",
+            "X",
+            "XI",
+            "XII",
+            "XIII",
+            "XIV",
+            "XV",
+            "XVI",
+            "XVII",
+        ]
+        assert {provision_key("58", None, r) for r in romans} <= keys
+        assert {provision_key("58", p) for p in ("1", "2", "3")} <= keys
+        assert len(keys) == len(romans) + 3
+        assert provision_key("57", "único") in parse_provisions(law, "57")
+
+    def test_parser_reads_wrapped_ocr_text(self) -> None:
+        """Pinto Bandeira's line-wrapped text with '_' separators: art. 24 has I–IV."""
+        law = bundled_rulebooks()[("4314548", "taxi")].law_text()
+        assert parse_provisions(law, "24") == {
+            provision_key("24", None, r) for r in ("I", "II", "III", "IV")
+        }
+
+    def test_cite_is_the_rulebooks_way(self) -> None:
+        """Citations read as in the rulebooks (ordinal below 10, parágrafo único, inciso)."""
+        assert cite("58", None, "viii") == "art. 58, VIII"
+        assert cite("3", "§ 1º") == "art. 3º, § 1º"
+        assert cite("46", "Parágrafo único") == "art. 46, parágrafo único"
+
+
+class TestStatus:
+    def test_rule_flips_a_provision_to_covered(self) -> None:
+        """A rule citing POA 58 VI (e.g. merged from another branch) covers it, list untouched."""
+        book, plist = bundled_rulebooks()[POA], bundled_provisions()[POA]
+        assert _status(POA, "58", None, "VI") == "não detectável"
+        rule = Rule(
+            kind="operating_while_barred",
+            when={"reason": "unregistered_driver"},
+            article="58",
+            inciso="VI",
+            provision="art. 58, VI",
+            excerpt="VI - entregar o veículo a taxista auxiliar",
+        )
+        more = book.model_copy(update={"rules": (*book.rules, rule)})
+        item = next(c for c in coverage(more, plist) if c.provision.cite == "art. 58, VI")
+        assert item.status == "coberto" and item.rules == (rule,)
+
+    def test_same_as_shares_the_coverage(self) -> None:
+        """POA 58 XVI repeats XIII: covered by the longer-route rule that cites XIII."""
+        assert _status(POA, "58", None, "XVI") == "coberto"
+        book, plist = bundled_rulebooks()[POA], bundled_provisions()[POA]
+        item = next(c for c in coverage(book, plist) if c.provision.cite == "art. 58, XVI")
+        assert [r.kind for r in item.rules] == ["longer_route"]
+
+    def test_uncovered_without_status_is_refused(self, tmp_path: Path) -> None:
+        """A provision with no rule and no fallback status is an error naming it."""
+        src = (PROVISIONS_DIR / "4314902-taxi.toml").read_text(encoding="utf-8")
+        entry = '[[provisions]]\narticle = "58"\ninciso = "VI"\n'
+        start = src.index(entry)
+        end = src.index("[[provisions]]", start + 1)
+        block = "\n".join(
+            line for line in src[start:end].splitlines() if not line.startswith(("status", "why"))
+        )
+        path = tmp_path / "x.toml"
+        path.write_text(src[:start] + block + "\n\n" + src[end:], encoding="utf-8")
+        with pytest.raises(RulebookError, match=r"art\. 58, VI: sem regra e sem status"):
+            coverage(bundled_rulebooks()[POA], read_provisions(path))
+
+    def test_status_without_why_is_refused(self, tmp_path: Path) -> None:
+        """A fallback status needs its one-line why."""
+        src = (PROVISIONS_DIR / "4314902-taxi.toml").read_text(encoding="utf-8")
+        start = src.index('[[provisions]]\narticle = "58"\ninciso = "VI"\n')
+        why = src.index("why = ", start)
+        path = tmp_path / "x.toml"
+        path.write_text(src[:why] + src[src.index("\n", why) + 1 :], encoding="utf-8")
+        with pytest.raises(RulebookError, match="status and why together"):
+            read_provisions(path)
+
+    def test_covered_provisions(self) -> None:
+        """Known covered provisions of each seed are reported as covered."""
+        assert _status(POA, "59", None, "XIII") == "coberto"
+        assert _status(POA, "46", "único", None) == "coberto"
+        assert _status(("4314548", "taxi"), "25", None, "V") == "coberto"
+        assert _status(("4314902", "fretamento"), "39", "único", None) == "coberto"
+        assert _status(("1100205", "taxi"), "9", None, "VIII") == "coberto"
+
+    def test_counts_add_up(self) -> None:
+        """Every provision has exactly one status."""
+        for key, book in bundled_rulebooks().items():
+            items = coverage(book, bundled_provisions()[key])
+            assert (
+                sum(counts(items).values())
+                == len(items)
+                == len(bundled_provisions()[key].provisions)
+            )
+
+
+class TestPortoAlegreMeter:
+    def test_no_flag2_rule_because_the_decree_fixes_no_hours(self) -> None:
+        """POA art. 23 fixes no Bandeira 2 hours: flag2_misuse stays without a rule, saying so."""
+        book = bundled_rulebooks()[POA]
+        assert not [r for r in book.rules if r.kind == "flag2_misuse"]
+        assert "art. 23, II" in book.uncovered["flag2_misuse"]
+        law = book.law_text().lower()
+        assert "bandeira 2" not in law and "bandeira ii" not in law
+        assert _status(POA, "23", None, "II") == "não detectável"
+
+    def test_intermunicipal_meter_is_not_detectable(self) -> None:
+        """Art. 27 § único needs a passenger aboard with the meter off: not in the fixes."""
+        plist = bundled_provisions()[POA]
+        entry = next(p for p in plist.provisions if p.cite == "art. 27, parágrafo único")
+        assert _status(POA, "27", "único", None) == "não detectável"
+        assert entry.why is not None and "passageiro" in entry.why
+
+
+class TestGeneratedFiles:
+    def test_docs_coverage_is_generated(self) -> None:
+        """docs/cobertura.md equals the output generated from the rulebooks (run gen_coverage)."""
+        committed = (ROOT / "docs" / "cobertura.md").read_text(encoding="utf-8")
+        assert committed == coverage_document(), "run: python scripts/gen_coverage.py"
+
+    def test_readme_table_is_generated(self) -> None:
+        """README's coverage table equals the generated summary (run gen_coverage)."""
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        assert readme_summary() in readme, "run: python scripts/gen_coverage.py"
+        assert readme.count(README_BEGIN) == readme.count(README_END) == 1
+
+    def test_readme_block_is_replaced(self) -> None:
+        """A stale block between the markers is replaced; text around it is kept."""
+        stale = f"antes\n{README_BEGIN}\n| velho |\n{README_END}\ndepois\n"
+        fresh = replace_readme_summary(stale)
+        assert fresh == f"antes\n{readme_summary()}\ndepois\n"
+
+    def test_summary_counts_each_rulebook(self) -> None:
+        """The README table has one row per rulebook with the derived counts."""
+        rows = [r for r in readme_summary().splitlines() if r.startswith("| Porto Alegre")]
+        assert len(rows) == 2
+        book, plist = bundled_rulebooks()[POA], bundled_provisions()[POA]
+        n = counts(coverage(book, plist))
+        taxi = next(r for r in rows if "| táxi |" in r)
+        assert taxi.endswith(
+            f"| {len(plist.provisions)} | {n['coberto']} | {n['não detectável']} "
+            f"| {n['não se aplica']} |"
+        )
