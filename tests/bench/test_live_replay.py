@@ -14,6 +14,8 @@ import pytest
 
 from api.demo_console import simulated_analysis
 
+pytestmark = pytest.mark.slow  # a simulation, a batch run and ~100 live requests (minutes)
+
 ROOT = Path(__file__).resolve().parents[2]
 SEED, DAYS, PREFIXOS = 7, 4, 23  # the simulator's smallest fleet and period; hour-long requests
 COLUMNS = ("batch", "live", "same", "only_batch", "only_live")
