@@ -6,7 +6,10 @@ penalties, measure, pontuação and fine, plus the reincidence window and the pr
 Amounts the text does not give are absent (null), with a note saying why; nothing is invented.
 The texts quoted live in ``enforcement/laws/``; a test proves every excerpt occurs in its text.
 An optional ``[planning]`` table holds the planning rules (fleet per inhabitants, accessible
-share, vehicle age, inspection bands) that ``pontual plan`` applies.
+share, vehicle age, inspection bands) that ``pontual plan`` applies. An optional
+``[detector_thresholds.<kind>]`` table holds the limits the law itself fixes for a detector
+(e.g. Pinto Bandeira's 5-year vehicle age, art. 10), with ``provision`` and ``note``:
+``pontual analyze --municipality`` and the live engine run the detector with them.
 """
 
 from __future__ import annotations
@@ -299,6 +302,9 @@ class Planning(_Frozen):
         )
 
 
+_THRESHOLD_NOTES = ("provision", "note")
+
+
 class Rulebook(_Frozen):
     """One municipality's rules for one service (taxi or fretamento)."""
 
@@ -327,6 +333,9 @@ class Rulebook(_Frozen):
     """Finding kinds deliberately left without a rule, with the reason (pt-BR)."""
     rules: tuple[Rule, ...]
     planning: Planning | None = None
+    detector_thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """``{kind: {parameter: value, "provision": ..., "note": ...}}``: limits the law fixes for
+    a detector (:meth:`thresholds`)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Rulebook:
@@ -342,6 +351,13 @@ class Rulebook(_Frozen):
             msg = f"law_file '{self.law_file}' is not in enforcement/laws/"
             raise ValueError(msg)
         check_confidence_floor(self.confidence_floor, where="confidence_floor")
+        from tracking.detectors.detect import check_thresholds
+
+        check_thresholds(self.thresholds())
+        for kind, table in self.detector_thresholds.items():
+            if not isinstance(table.get("provision"), str):
+                msg = f"detector_thresholds.{kind}: 'provision' (the article) is required"
+                raise ValueError(msg)
         for kind in self.uncovered:
             if kind not in KINDS:
                 msg = f"uncovered.{kind}: not a finding kind; expected one of {', '.join(KINDS)}"
@@ -350,6 +366,13 @@ class Rulebook(_Frozen):
                 msg = f"uncovered.{kind}: the kind has a rule"
                 raise ValueError(msg)
         return self
+
+    def thresholds(self) -> dict[str, dict[str, Any]]:
+        """Detector thresholds the law fixes: ``{kind: {parameter: value}}``."""
+        return {
+            kind: {k: v for k, v in table.items() if k not in _THRESHOLD_NOTES}
+            for kind, table in self.detector_thresholds.items()
+        }
 
     def floor_for(self, kind: str, override: Mapping[str, float] | None = None) -> float:
         """Confidence floor of a kind: ``override`` merged over the rulebook's table."""

@@ -506,7 +506,10 @@ def fleet_records(
     rows = session.execute(
         text(
             "SELECT v.vehicle_id, p.status, p.valid_from, p.valid_until, "
-            "v.alvara_valid_until, v.inspection_valid_until FROM vehicles v "
+            "v.alvara_valid_until, v.inspection_valid_until, v.first_registered_on, "
+            "v.last_inspection_on, v.alvara_first_issued_on, v.substitution_since, "
+            "v.termo_recolhido_since, v.termo_recolhido_until, v.year, v.substituted_plate "
+            "FROM vehicles v "
             "LEFT JOIN LATERAL (SELECT status, valid_from, valid_until "
             "  FROM vehicle_status_periods p WHERE p.vehicle_id = v.vehicle_id "
             "  AND (p.valid_from IS NULL OR p.valid_from <= :day) "
@@ -520,11 +523,11 @@ def fleet_records(
         str(v): dict(
             zip(
                 _FLEET_RECORD_COLUMNS,
-                (status, *map(_readable, (since, until, alvara, inspection))),
+                (status, *map(_readable, dates), None if year is None else int(year), plate),
                 strict=True,
             )
         )
-        for v, status, since, until, alvara, inspection in rows
+        for v, status, *dates, year, plate in rows
     }
 
 
@@ -534,6 +537,14 @@ _FLEET_RECORD_COLUMNS = (
     "status_until",
     "alvara_valid_until",
     "inspection_valid_until",
+    "first_registered_on",
+    "last_inspection_on",
+    "alvara_first_issued_on",
+    "substitution_since",
+    "termo_recolhido_since",
+    "termo_recolhido_until",
+    "year",
+    "substituted_plate",
 )
 
 
@@ -557,8 +568,20 @@ FROM vehicle_status_periods WHERE vehicle_id = ANY(:vs)
 UNION ALL
 SELECT vehicle_id, 'veículo: alvara_valid_until ' || coalesce(alvara_valid_until::text, '-')
        || ', inspection_valid_until ' || coalesce(inspection_valid_until::text, '-')
+       || ', first_registered_on ' || coalesce(first_registered_on::text, '-')
+       || ', last_inspection_on ' || coalesce(last_inspection_on::text, '-')
+       || ', alvara_first_issued_on ' || coalesce(alvara_first_issued_on::text, '-')
+       || ', substitution_since ' || coalesce(substitution_since::text, '-')
+       || ', termo_recolhido_since ' || coalesce(termo_recolhido_since::text, '-')
+       || ', termo_recolhido_until ' || coalesce(termo_recolhido_until::text, '-')
 FROM vehicles WHERE vehicle_id = ANY(:vs)
-  AND (alvara_valid_until NOT BETWEEN :lo AND :hi OR inspection_valid_until NOT BETWEEN :lo AND :hi)
+  AND (alvara_valid_until NOT BETWEEN :lo AND :hi OR inspection_valid_until NOT BETWEEN :lo AND :hi
+       OR first_registered_on NOT BETWEEN :lo AND :hi
+       OR last_inspection_on NOT BETWEEN :lo AND :hi
+       OR alvara_first_issued_on NOT BETWEEN :lo AND :hi
+       OR substitution_since NOT BETWEEN :lo AND :hi
+       OR termo_recolhido_since NOT BETWEEN :lo AND :hi
+       OR termo_recolhido_until NOT BETWEEN :lo AND :hi)
 ORDER BY 1, 2
 """
 

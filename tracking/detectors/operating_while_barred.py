@@ -177,7 +177,10 @@ def _registry(record: Mapping[str, Any], *, what: str) -> dict[str, Any]:
         year_of_manufacture = None
     else:
         try:
-            year_of_manufacture = int(str(year).strip())
+            number = float(year) if isinstance(year, float | np.floating) else None
+            if number is not None and not number.is_integer():
+                raise ValueError
+            year_of_manufacture = int(number) if number is not None else int(str(year).strip())
         except ValueError:
             msg = f"'year' de {what} era {year!r}; esperado um ano como 2019"
             raise FleetFrameError(msg) from None
