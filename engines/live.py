@@ -122,6 +122,7 @@ from sqlalchemy.orm import Session
 
 from db.enforcement.workflow import insert_findings
 from db.stands.queries import licence_frame, stands_frame
+from enforcement.rulebook import bundled_rulebooks
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, build_stand_cover
@@ -684,17 +685,46 @@ def _kernel_contexts(
     """Return the vehicles a kernel judges, by groups sharing the context read for them.
 
     ``outside_municipality``: each municipality's boundary with its vehicles;
-    ``operating_while_barred``: the registered vehicles and their registry (the fleet frame) and
-    the zone. Vehicles without them are not judged (no state). Other kinds: every vehicle (with
-    the zone for ``flag2_misuse``).
+    ``operating_while_barred``: the registered vehicles by municipality, with their registry
+    (the fleet frame), the zone and the limits of the municipality's taxi rulebook
+    (:func:`law_limits`). Vehicles without them are not judged (no state). Other kinds: every
+    vehicle (with the zone for ``flag2_misuse``).
     """
     if kind == "outside_municipality":
         return [(vs, {"boundary": geom}) for geom, vs in vehicle_boundaries(session, list(mine))]
     if kind == "operating_while_barred":
         fleet = _registry_as_of_pending(session, mine, pings, timezone=timezone)
         vehicles = fleet["vehicle_id"].tolist()
-        return [(vehicles, {"fleet": fleet, "timezone": timezone})] if vehicles else []
+        if not vehicles:
+            return []
+        rows = session.execute(
+            text("SELECT vehicle_id, municipality_code FROM vehicles WHERE vehicle_id = ANY(:vs)"),
+            {"vs": vehicles},
+        ).all()
+        code_of = {str(v): c for v, c in rows}
+        groups: dict[str, list[str]] = {}
+        for vehicle in vehicles:
+            groups.setdefault(code_of.get(vehicle) or "", []).append(vehicle)
+        return [
+            (
+                vs,
+                {"fleet": fleet[fleet["vehicle_id"].isin(vs)].reset_index(drop=True)}
+                | {"timezone": timezone}
+                | law_limits(code, kind),
+            )
+            for code, vs in sorted(groups.items())
+        ]
     return [(list(mine), {"timezone": timezone} if kind == "flag2_misuse" else {})]
+
+
+def law_limits(municipality: str, kind: str) -> dict[str, Any]:
+    """Return the limits a municipality's taxi rulebook fixes for ``kind`` (none without one).
+
+    The live engine runs each registered vehicle with its municipality's limits (e.g. Pinto
+    Bandeira's 5-year vehicle age, art. 10); a process's ``thresholds`` override them.
+    """
+    book = bundled_rulebooks().get((municipality, "taxi"))
+    return dict(book.thresholds().get(kind, {})) if book is not None else {}
 
 
 def stand_cover(session: Session) -> StandCover | None:
@@ -1155,7 +1185,7 @@ def detect_live(
         for group, context in _kernel_contexts(session, kind, mine, pings, timezone=timezone):
             part = pings[pings[fr.VEHICLE_ID].astype(str).isin(group)]
             before = {v: mine[v] for v in group}
-            after, res = advance(_KERNELS[kind], before, part, **context, **params[kind])
+            after, res = advance(_KERNELS[kind], before, part, **(context | params[kind]))
             found.extend(_records(res))
             saved.extend(
                 {
