@@ -312,6 +312,37 @@ class TestLoadFleet:
         row = conn.execute(text("SELECT accessible, plate FROM vehicles")).one()
         assert tuple(row) == (True, "XYZ")
 
+    def test_vehicle_documents_are_stored(self, poa_registry: Connection, tmp_path: Path) -> None:
+        """The vehicle and document columns reach the vehicles table as read."""
+        conn = poa_registry
+        path = _write(
+            tmp_path,
+            "vehicle_id,municipality,year,first_registered_on,last_inspection_on,"
+            "alvara_first_issued_on,substitution_since,substituted_plate,"
+            "termo_recolhido_since,termo_recolhido_until,service_category\n"
+            "T1,4314902,2019,2019-06-01,2024-02-01,2019-07-01,2024-03-01,ABC1D23,"
+            "2024-04-01,2024-04-10,distrito\n",
+        )
+        load_fleet(conn=conn, fleet=read_fleet(path), as_of=SNAPSHOT)
+        row = conn.execute(
+            text(
+                "SELECT year, first_registered_on, last_inspection_on, alvara_first_issued_on, "
+                "substitution_since, substituted_plate, termo_recolhido_since, "
+                "termo_recolhido_until, service_category FROM vehicles"
+            )
+        ).one()
+        assert tuple(row) == (
+            2019,
+            dt.date(2019, 6, 1),
+            dt.date(2024, 2, 1),
+            dt.date(2019, 7, 1),
+            dt.date(2024, 3, 1),
+            "ABC1D23",
+            dt.date(2024, 4, 1),
+            dt.date(2024, 4, 10),
+            "distrito",
+        )
+
 
 def test_fleet_frame_columns() -> None:
     """The registry frame carries the contract's fleet columns."""
