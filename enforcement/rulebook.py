@@ -25,6 +25,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from enforcement._errors import RulebookError, UnknownMunicipalityError
+from fleet.vocabulary import SERVICE_CATEGORIES
 from tracking.detectors.findings import KINDS
 
 RULEBOOK_DIR = Path(__file__).parent / "rulebooks"
@@ -305,6 +306,40 @@ class Planning(_Frozen):
 _THRESHOLD_NOTES = ("provision", "note")
 
 
+class MeterExemption(_Frozen):
+    """Service categories the law exempts from the taxímetro (Porto Velho art. 44).
+
+    A finding of one of ``kinds`` (read from the meter) about a vehicle whose fleet
+    ``service_category`` is one of ``categories`` is listed for review with the provision,
+    never proposed: the finding stays a fact about the track; the law does not apply to it.
+    """
+
+    categories: tuple[str, ...] = Field(min_length=1)
+    kinds: tuple[str, ...] = Field(min_length=1)
+    provision: str
+    excerpt: str
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _known(self) -> MeterExemption:
+        for category in self.categories:
+            if category not in SERVICE_CATEGORIES:
+                msg = (
+                    f"meter_exemption.categories: '{category}'; "
+                    f"expected one of {', '.join(SERVICE_CATEGORIES)}"
+                )
+                raise ValueError(msg)
+        for kind in self.kinds:
+            if kind not in KINDS:
+                msg = f"meter_exemption.kinds: '{kind}'; expected one of {', '.join(KINDS)}"
+                raise ValueError(msg)
+        return self
+
+    def exempts(self, kind: str, category: str | None) -> bool:
+        """Whether a finding of ``kind`` about a vehicle of ``category`` is exempt."""
+        return kind in self.kinds and category in self.categories
+
+
 class Rulebook(_Frozen):
     """One municipality's rules for one service (taxi or fretamento)."""
 
@@ -333,6 +368,7 @@ class Rulebook(_Frozen):
     """Finding kinds deliberately left without a rule, with the reason (pt-BR)."""
     rules: tuple[Rule, ...]
     planning: Planning | None = None
+    meter_exemption: MeterExemption | None = None
     detector_thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """``{kind: {parameter: value, "provision": ..., "note": ...}}``: limits the law fixes for
     a detector (:meth:`thresholds`)."""
