@@ -118,9 +118,7 @@ class Vehicle(Base):
     accessible: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     alvara_valid_until: Mapped[dt.date | None] = mapped_column(Date)
     inspection_valid_until: Mapped[dt.date | None] = mapped_column(Date)
-    last_inspection_on: Mapped[dt.date | None] = mapped_column(
-        Date, comment="latest vistoria done"
-    )
+    last_inspection_on: Mapped[dt.date | None] = mapped_column(Date, comment="latest vistoria done")
     alvara_first_issued_on: Mapped[dt.date | None] = mapped_column(
         Date, comment="first alvará de tráfego issued: start of the authorisation"
     )
