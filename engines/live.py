@@ -509,7 +509,7 @@ def fleet_records(
             "SELECT v.vehicle_id, p.status, p.valid_from, p.valid_until, "
             "v.alvara_valid_until, v.inspection_valid_until, v.first_registered_on, "
             "v.last_inspection_on, v.alvara_first_issued_on, v.substitution_since, "
-            "v.termo_recolhido_since, v.termo_recolhido_until, v.year, v.substituted_plate "
+            "v.termo_recolhido_since, v.termo_recolhido_until, v.year "
             "FROM vehicles v "
             "LEFT JOIN LATERAL (SELECT status, valid_from, valid_until "
             "  FROM vehicle_status_periods p WHERE p.vehicle_id = v.vehicle_id "
@@ -524,11 +524,11 @@ def fleet_records(
         str(v): dict(
             zip(
                 _FLEET_RECORD_COLUMNS,
-                (status, *map(_readable, dates), None if year is None else int(year), plate),
+                (status, *map(_readable, dates), None if year is None else int(year)),
                 strict=True,
             )
         )
-        for v, status, *dates, year, plate in rows
+        for v, status, *dates, year in rows
     }
 
 
@@ -545,7 +545,6 @@ _FLEET_RECORD_COLUMNS = (
     "termo_recolhido_since",
     "termo_recolhido_until",
     "year",
-    "substituted_plate",
 )
 
 

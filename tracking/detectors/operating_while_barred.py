@@ -31,10 +31,11 @@ Rules served (the rulebook picks the article from ``details.reason``):
   over age from 1 January Y+6 — the latest reading (a vehicle made on 31 December Y is
   exactly 5 years old at the end of Y+5). An unknown base year is not judged.
 - ``substitution_expired`` — with ``max_substitution_days`` set: the vehicle is a provisional
-  substitute (``substitution_since``, with ``substituted_plate``) for more than that many
-  days: fretamento art. 13 ("cadastramento provisório, por 30 (trinta) dias"). The days are
-  counted from the day after ``substitution_since``: with 30, ``since + 30`` is the last
-  lawful day. A substitution within its days bars nothing.
+  substitute (``substitution_since``) for more than that many days: fretamento art. 13
+  ("cadastramento provisório, por 30 (trinta) dias"). The days are counted from the day after
+  ``substitution_since``: with 30, ``since + 30`` is the last lawful day. A substitution within
+  its days bars nothing. The substituted plate is personal data: it stays in the registry
+  (the fleet API shows it to agents, audited), never in the finding, which alerts carry.
 - ``inspection_overdue`` — with ``max_inspection_age_days`` set: more than that many days since
   ``last_inspection_on``: Pinto Bandeira art. 32 VII (365 days), Porto Alegre art. 57 XIV with
   art. 33 § 6º (the period is in Lei 11.582/2014, outside the texts: set it per run). The
@@ -68,7 +69,9 @@ confidence
     ``base * (0.7 + 0.3 * min(1, service_s / 1800)) * q``: ``base`` 0.95 when a meter trip is
     among the day's service, 0.6 with only stop-inferred trips; ``q`` is 0.7 when the main
     reason is a status whose ``status_since`` is unknown, ``min(1, 0.8 + 0.2 * days_expired /
-    30)`` for an expired document (a day-old expiry may be paperwork in progress), else 1.
+    30)`` for an expired document (a day-old expiry may be paperwork in progress), the same
+    with the days over the limit for ``substitution_expired`` and ``inspection_overdue``, else
+    1 (``termo_recolhido``, ``before_alvara``, ``vehicle_over_age``: registry facts of the day).
     Clipped to [0.05, 0.95].
 
 Live (:data:`KERNEL`): the rule runs on meter trips cut from the fixes (stop inference needs the
@@ -184,14 +187,11 @@ def _registry(record: Mapping[str, Any], *, what: str) -> dict[str, Any]:
         except ValueError:
             msg = f"'year' de {what} era {year!r}; esperado um ano como 2019"
             raise FleetFrameError(msg) from None
-    plate = record.get("substituted_plate")
-    plate = None if plate is None or (not isinstance(plate, str) and pd.isna(plate)) else plate
     return {
         "status": status,
         "code": _STATUS_CODE.get(status or "", -1),
         **days,
         "year": year_of_manufacture,
-        "substituted_plate": None if plate is None else str(plate),
     }
 
 
@@ -323,7 +323,6 @@ def _reason_evidence(
             item = {
                 "reason": reason,
                 "substitution_since": day_iso(since),
-                "substituted_plate": reg["substituted_plate"],
                 "days_since": int(day - since),
                 "max_substitution_days": int(limits["max_substitution_days"]),
                 "days_over": int(day - since - limits["max_substitution_days"]),
@@ -499,7 +498,7 @@ def detect_operating_while_barred(
         Fleet (``stands/frames.py``): ``vehicle_id``, ``status``, ``status_since``,
         ``status_until``, ``alvara_valid_until``, ``inspection_valid_until``, and for the
         other reasons ``year``, ``first_registered_on``, ``last_inspection_on``,
-        ``alvara_first_issued_on``, ``substitution_since``, ``substituted_plate``,
+        ``alvara_first_issued_on``, ``substitution_since``,
         ``termo_recolhido_since``, ``termo_recolhido_until`` (dates; missing columns count as
         empty). Vehicles absent from the fleet are not judged here.
     pings : pandas.DataFrame, optional

@@ -371,8 +371,13 @@ class TestVehicleAndDocumentReasons:
         assert len(found) == expected
         if expected:
             ev = found["details"].iloc[0]["reasons"][0]
-            assert ev["substituted_plate"] == "ABC1D23"
-            assert (ev["days_since"], ev["days_over"]) == (31, 1)
+            assert ev == {
+                "reason": "substitution_expired",
+                "substitution_since": "2024-03-01",
+                "days_since": 31,
+                "max_substitution_days": 30,
+                "days_over": 1,
+            }  # the substituted plate (personal data) is not in the finding
 
     def test_vehicle_under_valid_substitution_is_fine(self) -> None:
         """A substitute within its 30 days bars nothing, even with every limit on."""
