@@ -139,6 +139,7 @@ def analyze(
     require_file(pings, flag="--pings")
     history = _confirmed(confirmed) if confirmed else None
     limits, floor = read_thresholds(thresholds) if thresholds else ({}, None)
+    limits = law_thresholds(books, limits)
     place = _municipality(municipality)
     bundled_area = _bundled_boundary(municipality)
     porto = pings_format is PingFormat.porto or (
@@ -480,6 +481,21 @@ def _road_graph(path: Path) -> Any:
     if path.suffix.lower() == ".csv":  # the LibCity export bundled for Porto
         return build_road_graph(read_libcity_roads(path))
     return build_road_graph(read_roads(path))
+
+
+def law_thresholds(
+    books: dict[str, Any], given: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Merge ``--thresholds`` over the limits the taxi rulebook's law fixes for the detectors.
+
+    The run's fleet is the taxi fleet (``proposals.json`` judges a vehicle without ``service``
+    as taxi): the fretamento rulebook's limits are given with ``--thresholds``.
+    """
+    book = books.get("taxi")
+    out = {kind: dict(values) for kind, values in (book.thresholds() if book else {}).items()}
+    for kind, values in given.items():
+        out[kind] = out.get(kind, {}) | dict(values)
+    return out
 
 
 def read_thresholds(

@@ -25,6 +25,13 @@ repetition
     A rule with ``repetition`` (POA art. 58, IX for ``gps_anomaly``) proposes only findings
     that are repeated (``min_findings`` of the vehicle under the rule within ``window_hours``)
     or persistent (one lasting ``min_duration_s``); the others are listed for review.
+meter exemption
+    A rulebook's ``meter_exemption`` (Porto Velho art. 44: Táxis Aeroporto and Distritais are
+    exempt from the taxímetro) lists for review, never proposes, a finding of a meter-based
+    kind about a vehicle of an exempt ``service_category``. It lives here, not in the
+    detectors: findings are facts about the track, whatever the law; whether the law reaches
+    them is the rulebook's word, and every path (``pontual analyze``, the console's proposal
+    run over the database) makes its proposals here.
 sanction
     The rule's own penalty on a first incidence and ``penalty_reincidence`` after one, else the
     gravity's ladder by incidence; the fine is the rule's amount, else its gravity's, charged
@@ -215,6 +222,15 @@ def _service_of(fleet: pd.DataFrame | None) -> dict[str, str]:
     return dict(zip(fleet["vehicle_id"].astype(str), fleet["service"].fillna("taxi"), strict=True))
 
 
+def _category_of(fleet: pd.DataFrame | None) -> dict[str, str]:
+    if fleet is None or "service_category" not in fleet.columns:
+        return {}
+    known = fleet.loc[fleet["service_category"].notna(), ["vehicle_id", "service_category"]]
+    return dict(
+        zip(known["vehicle_id"].astype(str), known["service_category"].astype(str), strict=True)
+    )
+
+
 def _proposal_id(municipality: str, key: str, vehicle_id: str, finding_ids: Iterable[str]) -> str:
     raw = "|".join([municipality, key, vehicle_id, *sorted(finding_ids)])
     return "P-" + hashlib.sha1(raw.encode()).hexdigest()[:16]
@@ -279,7 +295,9 @@ def propose_all(
         :data:`PRIOR_COLUMNS`).
     fleet
         Optional fleet frame; its ``service`` column (``taxi`` by default, or ``fretamento``)
-        picks the rulebook of each vehicle.
+        picks the rulebook of each vehicle, and its ``service_category`` the vehicles a
+        rulebook's ``meter_exemption`` covers (their meter findings are listed for review with
+        the provision, never proposed).
     confidence_floor
         Per-run floors ``{kind or "default": value}`` merged over each rulebook's
         ``confidence_floor`` (the ``[confidence_floor]`` table of ``--thresholds``).
@@ -296,6 +314,7 @@ def propose_all(
         check_confidence_floor(confidence_floor, where="confidence_floor")
     history = confirmed if confirmed is not None else pd.DataFrame(columns=list(CONFIRMED_COLUMNS))
     service_of = _service_of(fleet)
+    category_of = _category_of(fleet)
     uncovered: dict[str, int] = {}
     review: list[dict[str, Any]] = []
     rules: dict[str, tuple[Rulebook, Rule]] = {}
@@ -311,6 +330,12 @@ def propose_all(
                 if book is None:
                     why += f": sem regulamento de {service}"
                 uncovered[why] = uncovered.get(why, 0) + 1
+                continue
+            exemption = book.meter_exemption
+            category = category_of.get(vehicle_id)
+            if exemption is not None and exemption.exempts(finding["kind"], category):
+                why = f"isento do taxímetro: {exemption.provision} (categoria {category})"
+                review.append(_review_item(finding, vehicle_id, rule, why))
                 continue
             floor = max(book.floor_for(finding["kind"], confidence_floor), rule.confidence_min)
             if float(finding["confidence"]) < floor:

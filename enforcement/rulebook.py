@@ -6,7 +6,10 @@ penalties, measure, pontuação and fine, plus the reincidence window and the pr
 Amounts the text does not give are absent (null), with a note saying why; nothing is invented.
 The texts quoted live in ``enforcement/laws/``; a test proves every excerpt occurs in its text.
 An optional ``[planning]`` table holds the planning rules (fleet per inhabitants, accessible
-share, vehicle age, inspection bands) that ``pontual plan`` applies.
+share, vehicle age, inspection bands) that ``pontual plan`` applies. An optional
+``[detector_thresholds.<kind>]`` table holds the limits the law itself fixes for a detector
+(e.g. Pinto Bandeira's 5-year vehicle age, art. 10), with ``provision`` and ``note``:
+``pontual analyze --municipality`` and the live engine run the detector with them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from enforcement._errors import RulebookError, UnknownMunicipalityError
+from fleet.vocabulary import SERVICE_CATEGORIES
 from tracking.detectors.findings import KINDS
 
 RULEBOOK_DIR = Path(__file__).parent / "rulebooks"
@@ -299,6 +303,43 @@ class Planning(_Frozen):
         )
 
 
+_THRESHOLD_NOTES = ("provision", "note")
+
+
+class MeterExemption(_Frozen):
+    """Service categories the law exempts from the taxímetro (Porto Velho art. 44).
+
+    A finding of one of ``kinds`` (read from the meter) about a vehicle whose fleet
+    ``service_category`` is one of ``categories`` is listed for review with the provision,
+    never proposed: the finding stays a fact about the track; the law does not apply to it.
+    """
+
+    categories: tuple[str, ...] = Field(min_length=1)
+    kinds: tuple[str, ...] = Field(min_length=1)
+    provision: str
+    excerpt: str
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _known(self) -> MeterExemption:
+        for category in self.categories:
+            if category not in SERVICE_CATEGORIES:
+                msg = (
+                    f"meter_exemption.categories: '{category}'; "
+                    f"expected one of {', '.join(SERVICE_CATEGORIES)}"
+                )
+                raise ValueError(msg)
+        for kind in self.kinds:
+            if kind not in KINDS:
+                msg = f"meter_exemption.kinds: '{kind}'; expected one of {', '.join(KINDS)}"
+                raise ValueError(msg)
+        return self
+
+    def exempts(self, kind: str, category: str | None) -> bool:
+        """Whether a finding of ``kind`` about a vehicle of ``category`` is exempt."""
+        return kind in self.kinds and category in self.categories
+
+
 class Rulebook(_Frozen):
     """One municipality's rules for one service (taxi or fretamento)."""
 
@@ -327,6 +368,10 @@ class Rulebook(_Frozen):
     """Finding kinds deliberately left without a rule, with the reason (pt-BR)."""
     rules: tuple[Rule, ...]
     planning: Planning | None = None
+    meter_exemption: MeterExemption | None = None
+    detector_thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """``{kind: {parameter: value, "provision": ..., "note": ...}}``: limits the law fixes for
+    a detector (:meth:`thresholds`)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Rulebook:
@@ -342,6 +387,13 @@ class Rulebook(_Frozen):
             msg = f"law_file '{self.law_file}' is not in enforcement/laws/"
             raise ValueError(msg)
         check_confidence_floor(self.confidence_floor, where="confidence_floor")
+        from tracking.detectors.detect import check_thresholds
+
+        check_thresholds(self.thresholds())
+        for kind, table in self.detector_thresholds.items():
+            if not isinstance(table.get("provision"), str):
+                msg = f"detector_thresholds.{kind}: 'provision' (the article) is required"
+                raise ValueError(msg)
         for kind in self.uncovered:
             if kind not in KINDS:
                 msg = f"uncovered.{kind}: not a finding kind; expected one of {', '.join(KINDS)}"
@@ -350,6 +402,13 @@ class Rulebook(_Frozen):
                 msg = f"uncovered.{kind}: the kind has a rule"
                 raise ValueError(msg)
         return self
+
+    def thresholds(self) -> dict[str, dict[str, Any]]:
+        """Detector thresholds the law fixes: ``{kind: {parameter: value}}``."""
+        return {
+            kind: {k: v for k, v in table.items() if k not in _THRESHOLD_NOTES}
+            for kind, table in self.detector_thresholds.items()
+        }
 
     def floor_for(self, kind: str, override: Mapping[str, float] | None = None) -> float:
         """Confidence floor of a kind: ``override`` merged over the rulebook's table."""

@@ -122,6 +122,7 @@ from sqlalchemy.orm import Session
 
 from db.enforcement.workflow import insert_findings
 from db.stands.queries import licence_frame, stands_frame
+from enforcement.rulebook import bundled_rulebooks
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, build_stand_cover
@@ -506,7 +507,10 @@ def fleet_records(
     rows = session.execute(
         text(
             "SELECT v.vehicle_id, p.status, p.valid_from, p.valid_until, "
-            "v.alvara_valid_until, v.inspection_valid_until FROM vehicles v "
+            "v.alvara_valid_until, v.inspection_valid_until, v.first_registered_on, "
+            "v.last_inspection_on, v.alvara_first_issued_on, v.substitution_since, "
+            "v.termo_recolhido_since, v.termo_recolhido_until, v.year "
+            "FROM vehicles v "
             "LEFT JOIN LATERAL (SELECT status, valid_from, valid_until "
             "  FROM vehicle_status_periods p WHERE p.vehicle_id = v.vehicle_id "
             "  AND (p.valid_from IS NULL OR p.valid_from <= :day) "
@@ -520,11 +524,11 @@ def fleet_records(
         str(v): dict(
             zip(
                 _FLEET_RECORD_COLUMNS,
-                (status, *map(_readable, (since, until, alvara, inspection))),
+                (status, *map(_readable, dates), None if year is None else int(year)),
                 strict=True,
             )
         )
-        for v, status, since, until, alvara, inspection in rows
+        for v, status, *dates, year in rows
     }
 
 
@@ -534,6 +538,13 @@ _FLEET_RECORD_COLUMNS = (
     "status_until",
     "alvara_valid_until",
     "inspection_valid_until",
+    "first_registered_on",
+    "last_inspection_on",
+    "alvara_first_issued_on",
+    "substitution_since",
+    "termo_recolhido_since",
+    "termo_recolhido_until",
+    "year",
 )
 
 
@@ -557,8 +568,20 @@ FROM vehicle_status_periods WHERE vehicle_id = ANY(:vs)
 UNION ALL
 SELECT vehicle_id, 'veículo: alvara_valid_until ' || coalesce(alvara_valid_until::text, '-')
        || ', inspection_valid_until ' || coalesce(inspection_valid_until::text, '-')
+       || ', first_registered_on ' || coalesce(first_registered_on::text, '-')
+       || ', last_inspection_on ' || coalesce(last_inspection_on::text, '-')
+       || ', alvara_first_issued_on ' || coalesce(alvara_first_issued_on::text, '-')
+       || ', substitution_since ' || coalesce(substitution_since::text, '-')
+       || ', termo_recolhido_since ' || coalesce(termo_recolhido_since::text, '-')
+       || ', termo_recolhido_until ' || coalesce(termo_recolhido_until::text, '-')
 FROM vehicles WHERE vehicle_id = ANY(:vs)
-  AND (alvara_valid_until NOT BETWEEN :lo AND :hi OR inspection_valid_until NOT BETWEEN :lo AND :hi)
+  AND (alvara_valid_until NOT BETWEEN :lo AND :hi OR inspection_valid_until NOT BETWEEN :lo AND :hi
+       OR first_registered_on NOT BETWEEN :lo AND :hi
+       OR last_inspection_on NOT BETWEEN :lo AND :hi
+       OR alvara_first_issued_on NOT BETWEEN :lo AND :hi
+       OR substitution_since NOT BETWEEN :lo AND :hi
+       OR termo_recolhido_since NOT BETWEEN :lo AND :hi
+       OR termo_recolhido_until NOT BETWEEN :lo AND :hi)
 ORDER BY 1, 2
 """
 
@@ -661,17 +684,46 @@ def _kernel_contexts(
     """Return the vehicles a kernel judges, by groups sharing the context read for them.
 
     ``outside_municipality``: each municipality's boundary with its vehicles;
-    ``operating_while_barred``: the registered vehicles and their registry (the fleet frame) and
-    the zone. Vehicles without them are not judged (no state). Other kinds: every vehicle (with
-    the zone for ``flag2_misuse``).
+    ``operating_while_barred``: the registered vehicles by municipality, with their registry
+    (the fleet frame), the zone and the limits of the municipality's taxi rulebook
+    (:func:`law_limits`). Vehicles without them are not judged (no state). Other kinds: every
+    vehicle (with the zone for ``flag2_misuse``).
     """
     if kind == "outside_municipality":
         return [(vs, {"boundary": geom}) for geom, vs in vehicle_boundaries(session, list(mine))]
     if kind == "operating_while_barred":
         fleet = _registry_as_of_pending(session, mine, pings, timezone=timezone)
         vehicles = fleet["vehicle_id"].tolist()
-        return [(vehicles, {"fleet": fleet, "timezone": timezone})] if vehicles else []
+        if not vehicles:
+            return []
+        rows = session.execute(
+            text("SELECT vehicle_id, municipality_code FROM vehicles WHERE vehicle_id = ANY(:vs)"),
+            {"vs": vehicles},
+        ).all()
+        code_of = {str(v): c for v, c in rows}
+        groups: dict[str, list[str]] = {}
+        for vehicle in vehicles:
+            groups.setdefault(code_of.get(vehicle) or "", []).append(vehicle)
+        return [
+            (
+                vs,
+                {"fleet": fleet[fleet["vehicle_id"].isin(vs)].reset_index(drop=True)}
+                | {"timezone": timezone}
+                | law_limits(code, kind),
+            )
+            for code, vs in sorted(groups.items())
+        ]
     return [(list(mine), {"timezone": timezone} if kind == "flag2_misuse" else {})]
+
+
+def law_limits(municipality: str, kind: str) -> dict[str, Any]:
+    """Return the limits a municipality's taxi rulebook fixes for ``kind`` (none without one).
+
+    The live engine runs each registered vehicle with its municipality's limits (e.g. Pinto
+    Bandeira's 5-year vehicle age, art. 10); a process's ``thresholds`` override them.
+    """
+    book = bundled_rulebooks().get((municipality, "taxi"))
+    return dict(book.thresholds().get(kind, {})) if book is not None else {}
 
 
 def stand_cover(session: Session) -> StandCover | None:
@@ -1132,7 +1184,7 @@ def detect_live(
         for group, context in _kernel_contexts(session, kind, mine, pings, timezone=timezone):
             part = pings[pings[fr.VEHICLE_ID].astype(str).isin(group)]
             before = {v: mine[v] for v in group}
-            after, res = advance(_KERNELS[kind], before, part, **context, **params[kind])
+            after, res = advance(_KERNELS[kind], before, part, **(context | params[kind]))
             found.extend(_records(res))
             saved.extend(
                 {

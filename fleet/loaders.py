@@ -20,7 +20,7 @@ import shapely
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_registry_date
-from fleet.vocabulary import VEHICLE_STATUSES
+from fleet.vocabulary import SERVICE_CATEGORIES, VEHICLE_STATUSES
 from geo.calendar import TIMEZONE_EXCEPTIONS, UF_TIMEZONES
 
 PORTO_ALEGRE = "4314902"
@@ -38,7 +38,14 @@ FLEET_REGISTRY_COLUMNS = (
     "vehicle_id", "prefixo", "plate", "make", "model", "year", "fuel", "first_registered_on",
     "accessible", "status", "status_since", "status_until", "alvara_valid_until",
     "inspection_valid_until", "municipality", "stands", "stand_names",
+    "last_inspection_on", "alvara_first_issued_on", "substitution_since", "substituted_plate",
+    "termo_recolhido_since", "termo_recolhido_until", "service_category",
 )  # fmt: skip
+VEHICLE_DOCUMENT_DATES = (
+    "first_registered_on", "last_inspection_on", "alvara_first_issued_on",
+    "substitution_since", "termo_recolhido_since", "termo_recolhido_until",
+)  # fmt: skip
+"""Optional dates of the contract fleet about the vehicle and its documents."""
 _TRUE = {"true", "t", "1", "yes", "y", "sim", "s", "verdadeiro"}
 _FALSE = {"false", "f", "0", "no", "n", "nao", "não", "falso"}
 _CODE = re.compile(r"^\d{7}$")
@@ -355,15 +362,35 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
         c: _dates(col(c), column=c, source=source, registry=True)
         for c in ("status_since", "status_until", "alvara_valid_until", "inspection_valid_until")
     }
-    for i, (since, until) in enumerate(
-        zip(dates["status_since"], dates["status_until"], strict=True)
+    dates |= {
+        c: _dates(col(c), column=c, source=source, registry=True) for c in VEHICLE_DOCUMENT_DATES
+    }
+    for first, last in (
+        ("status_since", "status_until"),
+        ("termo_recolhido_since", "termo_recolhido_until"),
     ):
-        if since is not None and until is not None and until < since:
-            msg = (
-                f"{source}, linha {i + 1}: 'status_until' ({until}) "
-                f"antes de 'status_since' ({since})"
-            )
-            raise FleetFileError(msg)
+        for i, (since, until) in enumerate(zip(dates[first], dates[last], strict=True)):
+            if since is not None and until is not None and until < since:
+                msg = f"{source}, linha {i + 1}: '{last}' ({until}) antes de '{first}' ({since})"
+                raise FleetFileError(msg)
+            if until is not None and since is None and first == "termo_recolhido_since":
+                msg = f"{source}, linha {i + 1}: '{last}' sem '{first}'"
+                raise FleetFileError(msg)
+    plate = col("substituted_plate")
+    lone = plate.notna() & pd.Series([d is None for d in dates["substitution_since"]])
+    if lone.any():
+        i = int(np.flatnonzero(lone)[0])
+        msg = f"{source}, linha {i + 1}: 'substituted_plate' sem 'substitution_since'"
+        raise FleetFileError(msg)
+    category = col("service_category").str.lower()
+    bad = category.notna() & ~category.isin(SERVICE_CATEGORIES)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        msg = (
+            f"{source}, linha {i + 1}: 'service_category' era "
+            f"{raw['service_category'].iloc[i]!r}; esperado um de {', '.join(SERVICE_CATEGORIES)}"
+        )
+        raise FleetFileError(msg)
     return pd.DataFrame(
         {
             "vehicle_id": vid,
@@ -373,7 +400,7 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
             "model": col("model"),
             "year": _years(col("year"), source=source),
             "fuel": [None] * n,
-            "first_registered_on": [None] * n,
+            "first_registered_on": dates["first_registered_on"],
             "accessible": _booleans(
                 col("accessible").fillna(""), column="accessible", source=source
             ),
@@ -385,6 +412,13 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
             "municipality": mun,
             "stands": stands,
             "stand_names": [()] * n,
+            "last_inspection_on": dates["last_inspection_on"],
+            "alvara_first_issued_on": dates["alvara_first_issued_on"],
+            "substitution_since": dates["substitution_since"],
+            "substituted_plate": plate,
+            "termo_recolhido_since": dates["termo_recolhido_since"],
+            "termo_recolhido_until": dates["termo_recolhido_until"],
+            "service_category": category,
         },
         columns=list(FLEET_REGISTRY_COLUMNS),
     )
@@ -427,6 +461,9 @@ def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataF
             "municipality": [municipality] * n,
             "stands": [()] * n,
             "stand_names": [(normalize_name(p),) if p is not None else () for p in ponto],
+            **{c: [None] * n for c in VEHICLE_DOCUMENT_DATES if c != "first_registered_on"},
+            "substituted_plate": [None] * n,
+            "service_category": [None] * n,
         },
         columns=list(FLEET_REGISTRY_COLUMNS),
     )

@@ -1,6 +1,7 @@
 """The fleet registry: vehicles (prefixos) with status, documents and licences.
 
-Plates and the permit holder's name, CPF and phone are personal data: only admins and
+Plates (the vehicle's and the substituted one's) and the permit holder's name, CPF and phone
+are personal data: only admins and
 enforcement agents get them, only when they ask (``include_personal=true``), and every such
 answer is written to the audit log before it is sent.
 """
@@ -25,7 +26,7 @@ router = APIRouter(prefix="/api/v1/vehicles", tags=["frota"])
 
 Viewer = Annotated[Principal, Depends(require_roles("admin", "planner", "agent"))]
 PERSONAL_ROLES = frozenset({"admin", "agent"})
-PERSONAL_FIELDS = ("plate", "holder_name", "holder_cpf", "holder_phone")
+PERSONAL_FIELDS = ("plate", "substituted_plate", "holder_name", "holder_cpf", "holder_phone")
 _ERRORS = error_responses(401, 403, 404, 422, 503)
 
 
@@ -51,7 +52,15 @@ class VehiclePublic(BaseModel):
     alvara_valid_until: dt.date | None
     inspection_valid_until: dt.date | None
     stand_ids: list[str]
+    first_registered_on: dt.date | None = None
+    last_inspection_on: dt.date | None = None
+    alvara_first_issued_on: dt.date | None = None
+    substitution_since: dt.date | None = None
+    termo_recolhido_since: dt.date | None = None
+    termo_recolhido_until: dt.date | None = None
+    service_category: str | None = None
     plate: str | None = None
+    substituted_plate: str | None = None
     holder: Holder | None = None
 
 
@@ -64,7 +73,10 @@ class VehiclesPublic(BaseModel):
 
 _VEHICLE_SQL = """
 SELECT v.vehicle_id, v.prefixo, v.municipality_code, v.accessible, v.make, v.model, v.year,
-       v.alvara_valid_until, v.inspection_valid_until, v.plate,
+       v.alvara_valid_until, v.inspection_valid_until, v.plate, v.first_registered_on,
+       v.last_inspection_on, v.alvara_first_issued_on, v.substitution_since,
+       v.substituted_plate, v.termo_recolhido_since, v.termo_recolhido_until,
+       v.service_category,
        h.name AS holder_name, h.cpf AS holder_cpf, h.phone AS holder_phone,
        (SELECT s.status FROM vehicle_status_periods s WHERE s.vehicle_id = v.vehicle_id
           AND (s.valid_from IS NULL OR s.valid_from <= :today)
@@ -89,7 +101,7 @@ def _vehicle(row: Any, *, personal: bool) -> VehiclePublic:
             if row.holder_name is not None
             else None
         )
-        extra = {"plate": row.plate, "holder": holder}
+        extra = {"plate": row.plate, "substituted_plate": row.substituted_plate, "holder": holder}
     return VehiclePublic(
         vehicle_id=row.vehicle_id,
         prefixo=row.prefixo,
@@ -102,6 +114,13 @@ def _vehicle(row: Any, *, personal: bool) -> VehiclePublic:
         alvara_valid_until=row.alvara_valid_until,
         inspection_valid_until=row.inspection_valid_until,
         stand_ids=list(row.stand_ids or []),
+        first_registered_on=row.first_registered_on,
+        last_inspection_on=row.last_inspection_on,
+        alvara_first_issued_on=row.alvara_first_issued_on,
+        substitution_since=row.substitution_since,
+        termo_recolhido_since=row.termo_recolhido_since,
+        termo_recolhido_until=row.termo_recolhido_until,
+        service_category=row.service_category,
         **extra,
     )
 

@@ -286,10 +286,26 @@ def generate_report(
         books,
         timezone=timezone,
         confirmed=confirmed_history(session, municipality=municipality),
+        fleet=_service_categories(session, findings),
         confidence_floor=confidence_floor,
         context=_repetition_context(session, books, findings, covered),
     )
     return store_proposals(session, done.proposals, actor=actor), done
+
+
+def _service_categories(session: Session, findings: pd.DataFrame) -> pd.DataFrame:
+    """Return the registered vehicles' ``service_category`` (the rulebooks' meter exemption)."""
+    vehicles = sorted({str(v) for v in findings["vehicle_id"].dropna()})
+    rows = session.execute(
+        text(
+            "SELECT vehicle_id, service_category FROM vehicles "
+            "WHERE vehicle_id = ANY(:vs) AND service_category IS NOT NULL"
+        ),
+        {"vs": vehicles},
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows], columns=["vehicle_id", "service_category"], dtype=object
+    )
 
 
 def _repetition_context(

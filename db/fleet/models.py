@@ -33,6 +33,7 @@ from fleet.vocabulary import (  # noqa: F401  (re-exported)
     DRIVER_ROLES,
     MAX_AUXILIARY_DRIVERS,
     POPULATION_KINDS,
+    SERVICE_CATEGORIES,
     VEHICLE_STATUSES,
 )
 
@@ -117,12 +118,40 @@ class Vehicle(Base):
     accessible: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     alvara_valid_until: Mapped[dt.date | None] = mapped_column(Date)
     inspection_valid_until: Mapped[dt.date | None] = mapped_column(Date)
+    last_inspection_on: Mapped[dt.date | None] = mapped_column(Date, comment="latest vistoria done")
+    alvara_first_issued_on: Mapped[dt.date | None] = mapped_column(
+        Date, comment="first alvará de tráfego issued: start of the authorisation"
+    )
+    substitution_since: Mapped[dt.date | None] = mapped_column(
+        Date, comment="provisional substitute since (inclusive)"
+    )
+    substituted_plate: Mapped[str | None] = mapped_column(
+        Text, comment="plate of the vehicle it substitutes"
+    )
+    termo_recolhido_since: Mapped[dt.date | None] = mapped_column(
+        Date, comment="Termo de Autorização recolhido from (inclusive)"
+    )
+    termo_recolhido_until: Mapped[dt.date | None] = mapped_column(
+        Date, comment="inclusive; null: still recolhido"
+    )
+    service_category: Mapped[str | None] = mapped_column(
+        Text, comment="comum, aeroporto, distrito, acessivel"
+    )
     updated_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )
 
     __table_args__ = (
         UniqueConstraint("municipality_code", "prefixo", name="uq_vehicles_municipality_prefixo"),
+        CheckConstraint(_in("service_category", SERVICE_CATEGORIES), name="service_category"),
+        CheckConstraint(
+            "termo_recolhido_until IS NULL OR termo_recolhido_until >= termo_recolhido_since",
+            name="termo_recolhido_order",
+        ),
+        CheckConstraint(
+            "substituted_plate IS NULL OR substitution_since IS NOT NULL",
+            name="substituted_plate_with_since",
+        ),
     )
 
 

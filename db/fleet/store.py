@@ -197,11 +197,16 @@ def _new_vehicle_ids(conn: Connection, ids: list[str]) -> set[str]:
 _VEHICLE_COLUMNS = (
     "prefixo", "municipality_code", "plate", "make", "model", "year", "fuel",
     "first_registered_on", "accessible", "alvara_valid_until", "inspection_valid_until",
+    "last_inspection_on", "alvara_first_issued_on", "substitution_since", "substituted_plate",
+    "termo_recolhido_since", "termo_recolhido_until", "service_category",
 )  # fmt: skip
 
 
 def _load_vehicles(conn: Connection, fleet: pd.DataFrame) -> ImportReport:
     frame = fleet.rename(columns={"municipality": "municipality_code"})
+    for name in _VEHICLE_COLUMNS:  # a frame from before these columns: all unknown
+        if name not in frame.columns:
+            frame[name] = None
     cols = ("vehicle_id", *_VEHICLE_COLUMNS)
     rows = frame[list(cols)].astype(object).itertuples(index=False, name=None)
     stage = stage_rows(

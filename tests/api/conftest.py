@@ -115,7 +115,15 @@ def seeded(api_engine: Engine) -> dict[str, object]:
                     holder_id=holder.holder_id,
                 ),
                 Vehicle(vehicle_id="V2", prefixo="V2", plate="XYZ9K87", accessible=False),
-                Vehicle(vehicle_id="V3", prefixo="V3", plate="QWE4R56", accessible=True),
+                Vehicle(
+                    vehicle_id="V3",
+                    prefixo="V3",
+                    plate="QWE4R56",
+                    accessible=True,
+                    substitution_since=dt.date(2024, 3, 1),
+                    substituted_plate="JKL7M89",
+                    service_category="aeroporto",
+                ),
             ]
         )
         session.flush()

@@ -239,6 +239,27 @@ class TestAnalyzeDetectors:
         assert second["reincidence_count"] == 1
         assert second["fine"] == {"amount": 1015.0, "unit": "BRL"}
 
+    def test_law_limits_of_the_municipality(self, run_pontual, tmp_path):
+        """With --municipality 4314548 a 2015 vehicle in service in 2024 is over Pinto Bandeira's
+        5 years (art. 10) and proposed under it; --thresholds can raise the limit."""
+        pings, stands = _write_inputs(tmp_path)
+        fleet = tmp_path / "fleet.csv"
+        fleet.write_text("vehicle_id,year\nT1,2015\n", encoding="utf-8")
+        args = ["analyze", "--pings", str(pings), "--stands", str(stands), "--fleet", str(fleet)]
+        args += ["--municipality", "4314548", "--kinds", "operating_while_barred"]
+        done = run_pontual(*args, "--out", str(tmp_path / "a"))
+        assert done.returncode == 0, done.stderr
+        found = json.loads((tmp_path / "a" / "findings.geojson").read_text())["features"]
+        assert [f["properties"]["details"]["reason"] for f in found] == ["vehicle_over_age"]
+        (proposal,) = json.loads((tmp_path / "a" / "proposals.json").read_text())
+        assert proposal["provision"] == "art. 10"
+        assert proposal["measure"].startswith("apreensão da Autorização de Tráfego")
+        limits = tmp_path / "limits.toml"
+        limits.write_text("[operating_while_barred]\nmax_vehicle_age_years = 10\n", "utf-8")
+        done = run_pontual(*args, "--thresholds", str(limits), "--out", str(tmp_path / "b"))
+        assert done.returncode == 0, done.stderr
+        assert json.loads((tmp_path / "b" / "findings.geojson").read_text())["features"] == []
+
     def test_municipality_without_rulebook(self, run_pontual, tmp_path):
         """A code without a rulebook still analyses, says so, and writes no proposals.json."""
         pings, stands = _write_inputs(tmp_path)

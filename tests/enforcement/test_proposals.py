@@ -315,6 +315,76 @@ class TestPropose:
         assert props == [] and uncovered == {}
 
 
+class TestMeterExemption:
+    EXEMPTION = {
+        "categories": ["aeroporto", "distrito"],
+        "kinds": ["flag2_misuse"],
+        "provision": "art. 44",
+        "excerpt": "não se aplica aos casos de Táxis Aeroporto e Táxis Distritais",
+    }
+    FLAG2 = {
+        "kind": "flag2_misuse",
+        "article": "25",
+        "inciso": "V",
+        "provision": "art. 25, V",
+        "excerpt": "z",
+        "gravity": "média",
+    }
+
+    def exempt_book(self) -> Rulebook:
+        base = book()
+        return book(
+            rules=[r.model_dump() for r in base.rules] + [self.FLAG2],
+            meter_exemption=self.EXEMPTION,
+        )
+
+    def test_exempt_category_is_for_review_not_proposed(self) -> None:
+        """Airport and district taxis' meter findings are listed for review with art. 44; a
+        common taxi's are proposed, and an exempt taxi's other findings too."""
+        f = findings(
+            *[
+                {"kind": kind, "vehicle_id": v, "started_at": "2025-03-04T12:00:00Z"}
+                for v in ("A1", "D1", "C1", "N1")
+                for kind in ("flag2_misuse", "queue_jump")
+            ]
+        )
+        fleet = pd.DataFrame(
+            {
+                "vehicle_id": ["A1", "D1", "C1", "N1"],
+                "service_category": ["aeroporto", "distrito", "comum", None],
+            }
+        )
+        done = propose_all(f, {"taxi": self.exempt_book()}, timezone=TZ, fleet=fleet)
+        proposed = sorted((p["vehicle_id"], p["kind"]) for p in done.proposals)
+        assert proposed == [
+            ("A1", "queue_jump"),
+            ("C1", "flag2_misuse"),
+            ("C1", "queue_jump"),
+            ("D1", "queue_jump"),
+            ("N1", "flag2_misuse"),
+            ("N1", "queue_jump"),
+        ]
+        assert [(r["vehicle_id"], r["reason"]) for r in done.for_review] == [
+            ("A1", "isento do taxímetro: art. 44 (categoria aeroporto)"),
+            ("D1", "isento do taxímetro: art. 44 (categoria distrito)"),
+        ]
+
+    def test_porto_velho_exempts_airport_and_district_taxis(self) -> None:
+        """Porto Velho's rulebook carries art. 44's exemption, and only there."""
+        books = bundled_rulebooks()
+        exemption = books[("1100205", "taxi")].meter_exemption
+        assert exemption is not None
+        assert set(exemption.categories) == {"aeroporto", "distrito"}
+        assert "flag2_misuse" in exemption.kinds
+        others = [b for k, b in books.items() if k != ("1100205", "taxi")]
+        assert all(b.meter_exemption is None for b in others)
+
+    def test_unknown_category_is_refused(self) -> None:
+        """A category outside the registry's vocabulary is a rulebook error."""
+        with pytest.raises(ValueError, match="executivo"):
+            book(meter_exemption={**self.EXEMPTION, "categories": ["executivo"]})
+
+
 class TestConfirmedFromProposals:
     def test_only_confirmed_states_count(self) -> None:
         """Pending, dismissed and archived proposals are not infractions."""

@@ -90,6 +90,55 @@ class TestReadRulebook:
             read_rulebook(path)
 
 
+class TestDetectorThresholds:
+    def test_law_limits_of_the_bundled_rulebooks(self) -> None:
+        """Pinto Bandeira (art. 10, 32 VII) and fretamento (arts. 12 to 14) fix limits; the
+        Porto Alegre taxi decree and the Porto Velho law fix none."""
+        books = bundled_rulebooks()
+        assert books[("4314548", "taxi")].thresholds() == {
+            "operating_while_barred": {
+                "max_vehicle_age_years": 5,
+                "vehicle_age_counted_from": "manufacture",
+                "max_inspection_age_days": 365,
+            }
+        }
+        fretamento = books[("4314902", "fretamento")].thresholds()["operating_while_barred"]
+        assert fretamento["vehicle_age_counted_from"] == "first_registration"
+        assert (fretamento["max_vehicle_age_years"], fretamento["max_substitution_days"]) == (
+            15,
+            30,
+        )
+        assert books[("4314902", "taxi")].thresholds() == {}
+        assert books[("1100205", "taxi")].thresholds() == {}
+
+    @pytest.mark.parametrize(
+        ("old", "new", "match"),
+        [
+            ("max_inspection_age_days = 365", "max_inspection_days = 365", "max_inspection_days"),
+            ('provision = "art. 10; art. 32, VII"\n', "", "'provision'"),
+        ],
+    )
+    def test_bad_table_is_refused(self, tmp_path: Path, old: str, new: str, match: str) -> None:
+        """An unknown threshold or a table without its article is refused."""
+        src = (RULEBOOK_DIR / "4314548-taxi.toml").read_text(encoding="utf-8")
+        assert old in src
+        path = tmp_path / "bad.toml"
+        path.write_text(src.replace(old, new, 1), "utf-8")
+        with pytest.raises(RulebookError, match=match):
+            read_rulebook(path)
+
+    def test_analyze_merges_the_run_thresholds_over_the_law(self) -> None:
+        """``--thresholds`` overrides the taxi rulebook's limits; the fretamento ones are not
+        applied to a taxi run."""
+        from api.cli_analyze import law_thresholds
+
+        books = rulebooks_for("4314548")
+        merged = law_thresholds(books, {"operating_while_barred": {"max_inspection_age_days": 400}})
+        assert merged["operating_while_barred"]["max_inspection_age_days"] == 400
+        assert merged["operating_while_barred"]["max_vehicle_age_years"] == 5
+        assert law_thresholds(rulebooks_for("4314902"), {}) == {}
+
+
 class TestRulebooksFor:
     def test_porto_alegre_has_two_services(self) -> None:
         """Porto Alegre's taxi decree and its fretamento decree."""

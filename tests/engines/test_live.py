@@ -214,6 +214,48 @@ class TestProcessFixes:
         assert [f["details"]["local_date"] for f in found] == ["2024-03-04"]
         assert found[0]["details"]["reasons"][0]["status_until"] == "2024-03-04"
 
+    def test_operating_with_the_termo_recolhido(self, db_session: Session) -> None:
+        """A registered vehicle in service while its Termo is recolhido is found live, with the
+        registry dates as evidence."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo, termo_recolhido_since) "
+                "VALUES ('LIVE9', 'LIVE9', '2024-03-04')"
+            )
+        )
+        rows = [_fix("LIVE9", k, 300.0 * k, "occupied", 1) for k in range(6)]
+        rows += [_fix("LIVE9", 7, 2000.0, "free"), _fix("LIVE9", 24 * 60, 2000.0, "free")]
+        found = process_fixes(db_session, make_pings(rows), kinds=("operating_while_barred",))
+        assert [f["details"]["reasons"] for f in found] == [
+            [
+                {
+                    "reason": "termo_recolhido",
+                    "termo_recolhido_since": "2024-03-04",
+                    "termo_recolhido_until": None,
+                }
+            ]
+        ]
+
+    def test_vehicle_age_by_its_municipalitys_rulebook(self, db_session: Session) -> None:
+        """The same 2010 vehicle is over age in Pinto Bandeira (5 years, art. 10) and not in
+        Porto Alegre, whose taxi decree fixes no age."""
+        db_session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf) VALUES ('4314548', 'Pinto Bandeira', "
+                "'RS'), ('4314902', 'Porto Alegre', 'RS') ON CONFLICT (code) DO NOTHING; "
+                "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code, year) VALUES "
+                "('AGE1', 'AGE1', '4314548', 2010), ('AGE2', 'AGE2', '4314902', 2010)"
+            )
+        )
+        rows = [_fix("AGE1", k, 300.0 * k, "occupied", 1) for k in range(6)]
+        rows += [_fix("AGE1", 7, 2000.0, "free"), _fix("AGE1", 24 * 60, 2000.0, "free")]
+        rows += [{**r, "vehicle_id": "AGE2"} for r in rows]
+        found = process_fixes(db_session, make_pings(rows), kinds=("operating_while_barred",))
+        assert [(f["vehicle_id"], f["details"]["reason"]) for f in found] == [
+            ("AGE1", "vehicle_over_age")
+        ]
+        assert found[0]["details"]["reasons"][0]["age_years"] == 14
+
     def test_outside_municipality_with_each_vehicles_boundary(self, db_session: Session) -> None:
         """In one call, a Pinto Bandeira taxi picking up in Porto Alegre is found and a Porto
         Alegre taxi at the same place is not."""

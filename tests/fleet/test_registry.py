@@ -187,12 +187,47 @@ class TestReadFleet:
                 "vehicle_id,status_since,status_until\nT1,2024-02-01,2024-01-01\n",
                 "antes de 'status_since'",
             ),
+            ("vehicle_id,service_category\nT1,executivo\n", "esperado um de comum, aeroporto"),
+            ("vehicle_id,last_inspection_on\nT1,2024-13-01\n", "'last_inspection_on'"),
+            ("vehicle_id,substituted_plate\nT1,ABC1D23\n", "sem 'substitution_since'"),
+            ("vehicle_id,termo_recolhido_until\nT1,2024-01-01\n", "sem 'termo_recolhido_since'"),
+            (
+                "vehicle_id,termo_recolhido_since,termo_recolhido_until\nT1,2024-02-01,2024-01-01\n",
+                "antes de 'termo_recolhido_since'",
+            ),
         ],
     )
     def test_bad_contract_values_raise(self, tmp_path: Path, body: str, match: str) -> None:
         """Invalid values are refused with the data row and the allowed values."""
         with pytest.raises(FleetFileError, match=match):
             read_fleet(_write(tmp_path, body))
+
+    def test_vehicle_document_columns(self, tmp_path: Path) -> None:
+        """The optional vehicle and document columns are read as dates, text and category."""
+        fleet = read_fleet(
+            _write(
+                tmp_path,
+                "vehicle_id,year,first_registered_on,last_inspection_on,alvara_first_issued_on,"
+                "substitution_since,substituted_plate,termo_recolhido_since,"
+                "termo_recolhido_until,service_category\n"
+                "T1,2019,2019-12-30,2024-03-01,2020-01-15,2024-03-02,ABC1D23,2024-04-01,,"
+                "Aeroporto\nT2,,,,,,,,,\n",
+            )
+        ).set_index("vehicle_id")
+        t1, t2 = fleet.loc["T1"], fleet.loc["T2"]
+        assert t1["first_registered_on"] == dt.date(2019, 12, 30)
+        assert t1["last_inspection_on"] == dt.date(2024, 3, 1)
+        assert t1["alvara_first_issued_on"] == dt.date(2020, 1, 15)
+        assert (t1["substitution_since"], t1["substituted_plate"]) == (
+            dt.date(2024, 3, 2),
+            "ABC1D23",
+        )
+        assert (t1["termo_recolhido_since"], t1["termo_recolhido_until"]) == (
+            dt.date(2024, 4, 1),
+            None,
+        )
+        assert t1["service_category"] == "aeroporto"
+        assert t2[["last_inspection_on", "substituted_plate", "service_category"]].isna().all()
 
     def test_normalize_name(self) -> None:
         """Stand names compare upper-cased with whitespace collapsed."""
@@ -276,6 +311,37 @@ class TestLoadFleet:
         load_fleet(conn=conn, fleet=read_fleet(blank), as_of=SNAPSHOT)
         row = conn.execute(text("SELECT accessible, plate FROM vehicles")).one()
         assert tuple(row) == (True, "XYZ")
+
+    def test_vehicle_documents_are_stored(self, poa_registry: Connection, tmp_path: Path) -> None:
+        """The vehicle and document columns reach the vehicles table as read."""
+        conn = poa_registry
+        path = _write(
+            tmp_path,
+            "vehicle_id,municipality,year,first_registered_on,last_inspection_on,"
+            "alvara_first_issued_on,substitution_since,substituted_plate,"
+            "termo_recolhido_since,termo_recolhido_until,service_category\n"
+            "T1,4314902,2019,2019-06-01,2024-02-01,2019-07-01,2024-03-01,ABC1D23,"
+            "2024-04-01,2024-04-10,distrito\n",
+        )
+        load_fleet(conn=conn, fleet=read_fleet(path), as_of=SNAPSHOT)
+        row = conn.execute(
+            text(
+                "SELECT year, first_registered_on, last_inspection_on, alvara_first_issued_on, "
+                "substitution_since, substituted_plate, termo_recolhido_since, "
+                "termo_recolhido_until, service_category FROM vehicles"
+            )
+        ).one()
+        assert tuple(row) == (
+            2019,
+            dt.date(2019, 6, 1),
+            dt.date(2024, 2, 1),
+            dt.date(2019, 7, 1),
+            dt.date(2024, 3, 1),
+            "ABC1D23",
+            dt.date(2024, 4, 1),
+            dt.date(2024, 4, 10),
+            "distrito",
+        )
 
 
 def test_fleet_frame_columns() -> None:

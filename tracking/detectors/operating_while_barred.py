@@ -15,6 +15,36 @@ Rules served (the rulebook picks the article from ``details.reason``):
 - ``alvara_expired`` — Porto Alegre art. 58 XII ("operar com o alvará de tráfego vencido");
   Pinto Bandeira art. 31 XI (AT vencida).
 - ``inspection_expired`` — Porto Alegre art. 58 III ("operar com o selo de vistoria vencido").
+- ``termo_recolhido`` — the registry's ``termo_recolhido_since``–``termo_recolhido_until``
+  (inclusive; empty until: open) covers the day: fretamento art. 25 IV ("operar com o Termo
+  de Autorização recolhido").
+- ``before_alvara`` — the day is before ``alvara_first_issued_on`` (the vehicle's first alvará,
+  the start of its authorisation; never a renewal's date): Porto Velho art. 15 ("somente
+  deverá ser iniciada após a emissão do alvará de tráfego"). The issue day itself is fine.
+- ``vehicle_over_age`` — with ``max_vehicle_age_years`` set: the vehicle's age exceeds it.
+  Pinto Bandeira art. 10 ("idade máxima de 05 (cinco) anos, contados do ano de fabricação";
+  measures art. 44 XV and 45 VIII, "vida útil vencida"), fretamento art. 12 (15 years,
+  "contada do ano do primeiro emplacamento", § único). Age rule (both texts count from a
+  *year*): the age on a local day is ``year(day) - base year`` (``year`` of manufacture, or the
+  year of ``first_registered_on`` with ``vehicle_age_counted_from="first_registration"``);
+  a vehicle of base year Y with a 5-year limit may operate through 31 December Y+5 and is
+  over age from 1 January Y+6 — the latest reading (a vehicle made on 31 December Y is
+  exactly 5 years old at the end of Y+5). An unknown base year is not judged.
+- ``substitution_expired`` — with ``max_substitution_days`` set: the vehicle is a provisional
+  substitute (``substitution_since``) for more than that many days: fretamento art. 13
+  ("cadastramento provisório, por 30 (trinta) dias"). The days are counted from the day after
+  ``substitution_since``: with 30, ``since + 30`` is the last lawful day. A substitution within
+  its days bars nothing. The substituted plate is personal data: it stays in the registry
+  (the fleet API shows it to agents, audited), never in the finding, which alerts carry.
+- ``inspection_overdue`` — with ``max_inspection_age_days`` set: more than that many days since
+  ``last_inspection_on``: Pinto Bandeira art. 32 VII (365 days), Porto Alegre art. 57 XIV with
+  art. 33 § 6º (the period is in Lei 11.582/2014, outside the texts: set it per run). The
+  registry keeps only the *latest* inspection: a day before it cannot be judged (the earlier
+  one is unknown) and is never barred; an inspection done late but on or before the day
+  counts from its own date.
+
+The three thresholds default to None (the reason is off): the limits differ by law, so each
+municipality's rulebook or ``--thresholds`` turns them on.
 
 Definitions (each is shown in the evidence):
 
@@ -39,7 +69,9 @@ confidence
     ``base * (0.7 + 0.3 * min(1, service_s / 1800)) * q``: ``base`` 0.95 when a meter trip is
     among the day's service, 0.6 with only stop-inferred trips; ``q`` is 0.7 when the main
     reason is a status whose ``status_since`` is unknown, ``min(1, 0.8 + 0.2 * days_expired /
-    30)`` for an expired document (a day-old expiry may be paperwork in progress), else 1.
+    30)`` for an expired document (a day-old expiry may be paperwork in progress), the same
+    with the days over the limit for ``substitution_expired`` and ``inspection_overdue``, else
+    1 (``termo_recolhido``, ``before_alvara``, ``vehicle_over_age``: registry facts of the day).
     Clipped to [0.05, 0.95].
 
 Live (:data:`KERNEL`): the rule runs on meter trips cut from the fixes (stop inference needs the
@@ -62,7 +94,7 @@ from numpy.typing import NDArray
 from geo.calendar import DEFAULT_TIMEZONE
 from tracking import frames as fr
 from tracking.arrays import NS, iso_utc
-from tracking.detectors._errors import FleetFrameError
+from tracking.detectors._errors import DetectorThresholdError, FleetFrameError
 from tracking.detectors._evidence import (
     NO_DAY_HIGH,
     NO_DAY_LOW,
@@ -88,9 +120,31 @@ REASONS = (
     "suspended",
     "out_of_operation",
     "reserved",
+    "termo_recolhido",
+    "before_alvara",
     "alvara_expired",
+    "vehicle_over_age",
+    "substitution_expired",
     "inspection_expired",
+    "inspection_overdue",
 )
+AGE_BASES = ("manufacture", "first_registration")
+"""What ``vehicle_age_counted_from`` may name: the year of manufacture (``year``) or of
+``first_registered_on``."""
+_DATE_COLUMNS = (
+    ("status_since", "NO_DAY_LOW"),
+    ("status_until", "NO_DAY_HIGH"),
+    ("alvara_valid_until", "NO_DAY_HIGH"),
+    ("inspection_valid_until", "NO_DAY_HIGH"),
+    ("first_registered_on", "NO_DAY_HIGH"),
+    ("last_inspection_on", "NO_DAY_HIGH"),
+    ("alvara_first_issued_on", "NO_DAY_LOW"),
+    ("substitution_since", "NO_DAY_HIGH"),
+    ("termo_recolhido_since", "NO_DAY_HIGH"),
+    ("termo_recolhido_until", "NO_DAY_HIGH"),
+)
+"""Registry dates read by the rule, with the day an empty cell stands for (one that bars
+nothing)."""
 BARRING_STATUSES = ("revoked", "suspended", "out_of_operation", "reserved")
 KNOWN_STATUSES = ("active", *BARRING_STATUSES)
 DEFAULT_MIN_TRIP_DURATION_S = 60.0
@@ -109,33 +163,63 @@ _TRIP_COLUMNS = (
 
 
 def _registry(record: Mapping[str, Any], *, what: str) -> dict[str, Any]:
-    """One fleet record as day numbers: status code (-1 none), bounds, validity dates."""
+    """One fleet record as day numbers: status code (-1 none), bounds, dates, base year."""
     raw = record.get("status")
     status = None if raw is None or (not isinstance(raw, str) and pd.isna(raw)) else str(raw)
     status = None if status is None else status.strip().lower() or None
     if status is not None and status not in KNOWN_STATUSES:
         msg = f"'status' de {what} era {raw!r}; esperado um de {', '.join(KNOWN_STATUSES)}"
         raise FleetFrameError(msg)
+    bounds = {"NO_DAY_LOW": NO_DAY_LOW, "NO_DAY_HIGH": NO_DAY_HIGH}
     days = {
-        name: int(day_array([record.get(name)], column=name, what=what, missing=missing)[0])
-        for name, missing in (
-            ("status_since", NO_DAY_LOW),
-            ("status_until", NO_DAY_HIGH),
-            ("alvara_valid_until", NO_DAY_HIGH),
-            ("inspection_valid_until", NO_DAY_HIGH),
-        )
+        name: int(day_array([record.get(name)], column=name, what=what, missing=bounds[m])[0])
+        for name, m in _DATE_COLUMNS
     }
-    return {"status": status, "code": _STATUS_CODE.get(status or "", -1), **days}
+    year = record.get("year")
+    if year is None or (not isinstance(year, str) and pd.isna(year)):
+        year_of_manufacture = None
+    else:
+        try:
+            number = float(year) if isinstance(year, float | np.floating) else None
+            if number is not None and not number.is_integer():
+                raise ValueError
+            year_of_manufacture = int(number) if number is not None else int(str(year).strip())
+        except ValueError:
+            msg = f"'year' de {what} era {year!r}; esperado um ano como 2019"
+            raise FleetFrameError(msg) from None
+    return {
+        "status": status,
+        "code": _STATUS_CODE.get(status or "", -1),
+        **days,
+        "year": year_of_manufacture,
+    }
+
+
+def _year_of_day(day: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Calendar year of day numbers (days since 1970-01-01)."""
+    years = day.astype("datetime64[D]").astype("datetime64[Y]").astype(np.int64)
+    return np.asarray(years + 1970, dtype=np.int64)
+
+
+def _base_year(reg: Mapping[str, Any], counted_from: str) -> int | None:
+    """Return the year a vehicle's age counts from (None when the registry lacks it)."""
+    if counted_from == "manufacture":
+        return None if reg["year"] is None else int(reg["year"])
+    if reg["first_registered_on"] == NO_DAY_HIGH:
+        return None
+    return int(_year_of_day(np.array([reg["first_registered_on"]], dtype=np.int64))[0])
+
+
+_NO_YEAR = np.iinfo(np.int64).max // 4
 
 
 def barred_reasons(
     day: NDArray[np.int64],
     *,
-    status_code: NDArray[np.int64],
-    since: NDArray[np.int64],
-    until: NDArray[np.int64],
-    alvara_until: NDArray[np.int64],
-    inspection_until: NDArray[np.int64],
+    columns: Mapping[str, NDArray[np.int64]],
+    max_vehicle_age_years: int | None = None,
+    max_inspection_age_days: int | None = None,
+    max_substitution_days: int | None = None,
 ) -> NDArray[np.bool_]:
     """Which of :data:`REASONS` bar each local day (the kernel shared by batch and live).
 
@@ -143,61 +227,125 @@ def barred_reasons(
     ----------
     day : numpy.ndarray of int64
         Local days (days since 1970-01-01).
-    status_code : numpy.ndarray of int64
-        Index into :data:`BARRING_STATUSES`, -1 for none.
-    since, until : numpy.ndarray of int64
-        Inclusive status bounds (very small/large numbers when open).
-    alvara_until, inspection_until : numpy.ndarray of int64
-        Last valid day of each document (very large when unknown).
+    columns : mapping of str to numpy.ndarray of int64
+        Per day, the registry as numbers: ``code`` (index into :data:`BARRING_STATUSES`, -1
+        for none), ``base_year`` (the year the age counts from; very large when unknown) and
+        every date of ``_DATE_COLUMNS`` (the empty ones as the day that bars nothing).
+    max_vehicle_age_years, max_inspection_age_days, max_substitution_days : int, optional
+        The limits of the module docstring; None turns the reason off.
 
     Returns
     -------
     numpy.ndarray of bool, shape (n, len(REASONS))
     """
-    in_status = (since <= day) & (day <= until)
+    c = columns
+    in_status = (c["status_since"] <= day) & (day <= c["status_until"])
     out = np.zeros((len(day), len(REASONS)), dtype=bool)
     for j, status in enumerate(BARRING_STATUSES):
-        out[:, REASONS.index(status)] = in_status & (status_code == j)
-    out[:, REASONS.index("alvara_expired")] = day > alvara_until
-    out[:, REASONS.index("inspection_expired")] = day > inspection_until
+        out[:, REASONS.index(status)] = in_status & (c["code"] == j)
+    out[:, REASONS.index("alvara_expired")] = day > c["alvara_valid_until"]
+    out[:, REASONS.index("inspection_expired")] = day > c["inspection_valid_until"]
+    out[:, REASONS.index("termo_recolhido")] = (c["termo_recolhido_since"] <= day) & (
+        day <= c["termo_recolhido_until"]
+    )
+    out[:, REASONS.index("before_alvara")] = day < c["alvara_first_issued_on"]
+    if max_vehicle_age_years is not None:
+        known = c["base_year"] != _NO_YEAR
+        age = _year_of_day(day) - c["base_year"]
+        out[:, REASONS.index("vehicle_over_age")] = known & (age > max_vehicle_age_years)
+    if max_substitution_days is not None:
+        since = c["substitution_since"]
+        out[:, REASONS.index("substitution_expired")] = (since != NO_DAY_HIGH) & (
+            day > since + max_substitution_days
+        )
+    if max_inspection_age_days is not None:
+        last = c["last_inspection_on"]
+        out[:, REASONS.index("inspection_overdue")] = (last <= day) & (
+            day - last > max_inspection_age_days
+        )
     return out
 
 
+def _optional_day(value: int, *, empty: int) -> str | None:
+    return None if value == empty else day_iso(value)
+
+
 def _reason_evidence(
-    reasons: list[str], reg: Mapping[str, Any], day: int
+    reasons: list[str], reg: Mapping[str, Any], day: int, limits: Mapping[str, Any]
 ) -> tuple[list[dict[str, Any]], float]:
     """Registry evidence of each reason and the evidence factor ``q`` of the main one."""
     out: list[dict[str, Any]] = []
     for reason in reasons:
         if reason in BARRING_STATUSES:
-            out.append(
-                {
-                    "reason": reason,
-                    "status": reg["status"],
-                    "status_since": None
-                    if reg["status_since"] == NO_DAY_LOW
-                    else day_iso(reg["status_since"]),
-                    "status_until": None
-                    if reg["status_until"] == NO_DAY_HIGH
-                    else day_iso(reg["status_until"]),
-                }
-            )
-        else:
+            item: dict[str, Any] = {
+                "reason": reason,
+                "status": reg["status"],
+                "status_since": _optional_day(reg["status_since"], empty=NO_DAY_LOW),
+                "status_until": _optional_day(reg["status_until"], empty=NO_DAY_HIGH),
+            }
+        elif reason in ("alvara_expired", "inspection_expired"):
             column = (
                 "alvara_valid_until" if reason == "alvara_expired" else "inspection_valid_until"
             )
-            out.append(
-                {
-                    "reason": reason,
-                    column: day_iso(reg[column]),
-                    "days_expired": int(day - reg[column]),
-                }
-            )
+            item = {
+                "reason": reason,
+                column: day_iso(reg[column]),
+                "days_expired": int(day - reg[column]),
+            }
+        elif reason == "termo_recolhido":
+            item = {
+                "reason": reason,
+                "termo_recolhido_since": day_iso(reg["termo_recolhido_since"]),
+                "termo_recolhido_until": _optional_day(
+                    reg["termo_recolhido_until"], empty=NO_DAY_HIGH
+                ),
+            }
+        elif reason == "before_alvara":
+            item = {
+                "reason": reason,
+                "alvara_first_issued_on": day_iso(reg["alvara_first_issued_on"]),
+                "days_before": int(reg["alvara_first_issued_on"] - day),
+            }
+        elif reason == "vehicle_over_age":
+            counted_from = limits["vehicle_age_counted_from"]
+            base = _base_year(reg, counted_from) or 0  # known: the reason needs it
+            item = {
+                "reason": reason,
+                "counted_from": counted_from,
+                "year": reg["year"],
+                "first_registered_on": _optional_day(reg["first_registered_on"], empty=NO_DAY_HIGH),
+                "base_year": base,
+                "age_years": int(_year_of_day(np.array([day], dtype=np.int64))[0]) - base,
+                "max_vehicle_age_years": int(limits["max_vehicle_age_years"]),
+            }
+        elif reason == "substitution_expired":
+            since = reg["substitution_since"]
+            item = {
+                "reason": reason,
+                "substitution_since": day_iso(since),
+                "days_since": int(day - since),
+                "max_substitution_days": int(limits["max_substitution_days"]),
+                "days_over": int(day - since - limits["max_substitution_days"]),
+            }
+        else:  # inspection_overdue
+            last = reg["last_inspection_on"]
+            item = {
+                "reason": reason,
+                "last_inspection_on": day_iso(last),
+                "days_since": int(day - last),
+                "max_inspection_age_days": int(limits["max_inspection_age_days"]),
+                "days_over": int(day - last - limits["max_inspection_age_days"]),
+            }
+        out.append(item)
     main = out[0]
     if main["reason"] in BARRING_STATUSES:
         q = 0.7 if main["status_since"] is None else 1.0
-    else:
+    elif "days_expired" in main:
         q = min(1.0, 0.8 + 0.2 * main["days_expired"] / 30.0)
+    elif "days_over" in main:
+        q = min(1.0, 0.8 + 0.2 * main["days_over"] / 30.0)
+    else:
+        q = 1.0
     return out, q
 
 
@@ -210,9 +358,10 @@ def _finding_row(
     trips: list[dict[str, Any]],
     timezone: str,
     min_trip_duration_s: float,
+    limits: Mapping[str, Any],
 ) -> tuple[dict[str, Any], Any]:
     """One finding from a vehicle-day's barred trips (in start order)."""
-    evidence, q = _reason_evidence(reasons, reg, day)
+    evidence, q = _reason_evidence(reasons, reg, day, limits)
     service_s = sum(t["ended_ns"] - t["started_ns"] for t in trips) / NS
     base = 0.95 if any(t["source"] == "meter" for t in trips) else 0.6
     conf = base * (0.7 + 0.3 * min(1.0, service_s / 1800.0)) * q
@@ -236,7 +385,8 @@ def _finding_row(
             for t in shown
         ],
         "fixes": fixes,
-        "thresholds": {"min_trip_duration_s": float(min_trip_duration_s)},
+        "thresholds": {"min_trip_duration_s": float(min_trip_duration_s)}
+        | {k: v for k, v in limits.items() if _limit_is_set(k, limits)},
     }
     first = trips[0]["pickup"]
     row = {
@@ -249,6 +399,61 @@ def _finding_row(
         "details": details,
     }
     return row, shapely.Point(first["lon"], first["lat"])
+
+
+def _limit_is_set(name: str, limits: Mapping[str, Any]) -> bool:
+    """Whether a limit is on (shown in the evidence); the age basis only with the age limit."""
+    if name == "vehicle_age_counted_from":
+        return limits["max_vehicle_age_years"] is not None
+    return limits[name] is not None
+
+
+def check_limits(
+    *,
+    max_vehicle_age_years: int | None,
+    vehicle_age_counted_from: str,
+    max_inspection_age_days: int | None,
+    max_substitution_days: int | None,
+) -> dict[str, Any]:
+    """Check the registry limits and return them as a mapping (the evidence's thresholds).
+
+    Raises
+    ------
+    DetectorThresholdError
+        A limit is negative or not a whole number, or the age basis is unknown.
+    """
+    limits: dict[str, Any] = {
+        "max_vehicle_age_years": max_vehicle_age_years,
+        "vehicle_age_counted_from": vehicle_age_counted_from,
+        "max_inspection_age_days": max_inspection_age_days,
+        "max_substitution_days": max_substitution_days,
+    }
+    for name in ("max_vehicle_age_years", "max_inspection_age_days", "max_substitution_days"):
+        value = limits[name]
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            msg = f"'{name}' era {value!r}; esperado um número inteiro não negativo ou vazio"
+            raise DetectorThresholdError(msg)
+        limits[name] = int(value)
+    if vehicle_age_counted_from not in AGE_BASES:
+        msg = (
+            f"'vehicle_age_counted_from' era {vehicle_age_counted_from!r}; "
+            f"esperado um de {', '.join(AGE_BASES)}"
+        )
+        raise DetectorThresholdError(msg)
+    return limits
+
+
+def _columns(regs: list[dict[str, Any]], *, counted_from: str) -> dict[str, NDArray[np.int64]]:
+    """Return the registry records as the number columns :func:`barred_reasons` reads."""
+    out = {
+        name: np.array([r[name] for r in regs], dtype=np.int64)
+        for name in ("code", *(n for n, _ in _DATE_COLUMNS))
+    }
+    base = [_base_year(r, counted_from) for r in regs]
+    out["base_year"] = np.array([_NO_YEAR if b is None else b for b in base], dtype=np.int64)
+    return out
 
 
 def _fleet_registry(fleet: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -273,6 +478,10 @@ def detect_operating_while_barred(
     pings: pd.DataFrame | None = None,
     min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
     include_inferred_trips: bool = True,
+    max_vehicle_age_years: int | None = None,
+    vehicle_age_counted_from: str = "manufacture",
+    max_inspection_age_days: int | None = None,
+    max_substitution_days: int | None = None,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> gpd.GeoDataFrame:
     """Find service on local days when the vehicle's status or documents bar it.
@@ -287,8 +496,11 @@ def detect_operating_while_barred(
         ``source``, ``first_row`` and ``last_ping`` are used when present).
     fleet : pandas.DataFrame
         Fleet (``stands/frames.py``): ``vehicle_id``, ``status``, ``status_since``,
-        ``status_until``, ``alvara_valid_until``, ``inspection_valid_until`` (dates; missing
-        columns count as empty). Vehicles absent from the fleet are not judged here.
+        ``status_until``, ``alvara_valid_until``, ``inspection_valid_until``, and for the
+        other reasons ``year``, ``first_registered_on``, ``last_inspection_on``,
+        ``alvara_first_issued_on``, ``substitution_since``,
+        ``termo_recolhido_since``, ``termo_recolhido_until`` (dates; missing columns count as
+        empty). Vehicles absent from the fleet are not judged here.
     pings : pandas.DataFrame, optional
         The pings the trips came from, sorted as their contract says, to name the drop-off
         fix's source row (through ``last_ping``); without them that row is null.
@@ -296,6 +508,18 @@ def detect_operating_while_barred(
         Shorter trips are not service.
     include_inferred_trips : bool, default True
         Count trips inferred from stops (vehicles without meter data), at lower confidence.
+    max_vehicle_age_years : int, optional
+        Oldest lawful age in calendar years (``vehicle_over_age``): 5 in Pinto Bandeira
+        (art. 10), 15 in fretamento (art. 12). None (default): not judged.
+    vehicle_age_counted_from : {"manufacture", "first_registration"}, default "manufacture"
+        The year the age counts from: ``year`` of manufacture (Pinto Bandeira art. 10) or the
+        year of ``first_registered_on`` (fretamento art. 12, parágrafo único).
+    max_inspection_age_days : int, optional
+        Most days since ``last_inspection_on`` (``inspection_overdue``): 365 in Pinto Bandeira
+        (art. 32 VII). None (default): not judged.
+    max_substitution_days : int, optional
+        Most days a provisional substitute may operate (``substitution_expired``): 30 in
+        fretamento (art. 13). None (default): not judged.
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days and of the fleet's dates.
 
@@ -315,6 +539,12 @@ def detect_operating_while_barred(
         If ``min_trip_duration_s`` is negative or the zone unknown.
     """
     check_threshold("min_trip_duration_s", min_trip_duration_s, unit="segundos")
+    limits = check_limits(
+        max_vehicle_age_years=max_vehicle_age_years,
+        vehicle_age_counted_from=vehicle_age_counted_from,
+        max_inspection_age_days=max_inspection_age_days,
+        max_substitution_days=max_substitution_days,
+    )
     zone(timezone)
     require_columns(trips, _TRIP_COLUMNS, what="as viagens")
     registry = _fleet_registry(fleet)
@@ -336,19 +566,14 @@ def detect_operating_while_barred(
     sel = np.flatnonzero(keep)
     if not len(sel):
         return empty_findings()
-    regs = [registry[v] for v in ids]
-
-    def column(name: str) -> NDArray[np.int64]:
-        return np.array([r[name] for r in regs], dtype=np.int64)[code[sel]]
-
+    regs = _columns([registry[v] for v in ids], counted_from=vehicle_age_counted_from)
     day = local_days(start[sel], timezone)
     mask = barred_reasons(
         day,
-        status_code=column("code"),
-        since=column("status_since"),
-        until=column("status_until"),
-        alvara_until=column("alvara_valid_until"),
-        inspection_until=column("inspection_valid_until"),
+        columns={name: values[code[sel]] for name, values in regs.items()},
+        max_vehicle_age_years=max_vehicle_age_years,
+        max_inspection_age_days=max_inspection_age_days,
+        max_substitution_days=max_substitution_days,
     )
     hit = mask.any(axis=1)
     sel, day, mask = sel[hit], day[hit], mask[hit]
@@ -406,6 +631,7 @@ def detect_operating_while_barred(
             trips=day_trips,
             timezone=timezone,
             min_trip_duration_s=min_trip_duration_s,
+            limits=limits,
         )
         out.append(row)
         geoms.append(geom)
@@ -421,12 +647,24 @@ def detect_in_fixes(
     fleet: pd.DataFrame,
     min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    max_vehicle_age_years: int | None = None,
+    vehicle_age_counted_from: str = "manufacture",
+    max_inspection_age_days: int | None = None,
+    max_substitution_days: int | None = None,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> gpd.GeoDataFrame:
     """Return :func:`detect_operating_while_barred` on the meter trips of ``pings``."""
     trips = meter_trips(pings, max_gap_s=max_gap_s)
     return detect_operating_while_barred(
-        trips, fleet, pings=pings, min_trip_duration_s=min_trip_duration_s, timezone=timezone
+        trips,
+        fleet,
+        pings=pings,
+        min_trip_duration_s=min_trip_duration_s,
+        max_vehicle_age_years=max_vehicle_age_years,
+        vehicle_age_counted_from=vehicle_age_counted_from,
+        max_inspection_age_days=max_inspection_age_days,
+        max_substitution_days=max_substitution_days,
+        timezone=timezone,
     )
 
 
@@ -435,6 +673,10 @@ def open_from(
     *,
     fleet: pd.DataFrame,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    max_vehicle_age_years: int | None = None,
+    vehicle_age_counted_from: str = "manufacture",
+    max_inspection_age_days: int | None = None,
+    max_substitution_days: int | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     **_: Any,
 ) -> dict[str, int]:
@@ -447,6 +689,12 @@ def open_from(
     never judged: nothing is kept.
     """
     registry = _fleet_registry(fleet)
+    limits = check_limits(
+        max_vehicle_age_years=max_vehicle_age_years,
+        vehicle_age_counted_from=vehicle_age_counted_from,
+        max_inspection_age_days=max_inspection_age_days,
+        max_substitution_days=max_substitution_days,
+    )
     trips = meter_trips(pings, max_gap_s=max_gap_s)
     opened = open_trips(pings, trips)
     first = pings.groupby(fr.VEHICLE_ID, sort=False)[fr.TIMESTAMP].min()
@@ -476,7 +724,7 @@ def open_from(
     for vehicle, now in zip(judged, open_day.tolist(), strict=True):
         open_ns = opened[vehicle][1]
         if (vehicle, now) in day_start and (
-            now > first_day[vehicle] or _bars(registry[vehicle], now)
+            now > first_day[vehicle] or _bars(registry[vehicle], now, limits)
         ):
             out[vehicle] = day_start[(vehicle, now)]
         elif open_ns is not None:
@@ -484,17 +732,16 @@ def open_from(
     return out
 
 
-def _bars(reg: Mapping[str, Any], day: int) -> bool:
+def _bars(reg: Mapping[str, Any], day: int, limits: Mapping[str, Any]) -> bool:
     """Whether the registry record bars the local day."""
-    one = np.array([day], dtype=np.int64)
+    columns = _columns([dict(reg)], counted_from=limits["vehicle_age_counted_from"])
     return bool(
         barred_reasons(
-            one,
-            status_code=np.full(1, reg["code"], dtype=np.int64),
-            since=np.full(1, reg["status_since"], dtype=np.int64),
-            until=np.full(1, reg["status_until"], dtype=np.int64),
-            alvara_until=np.full(1, reg["alvara_valid_until"], dtype=np.int64),
-            inspection_until=np.full(1, reg["inspection_valid_until"], dtype=np.int64),
+            np.array([day], dtype=np.int64),
+            columns=columns,
+            max_vehicle_age_years=limits["max_vehicle_age_years"],
+            max_inspection_age_days=limits["max_inspection_age_days"],
+            max_substitution_days=limits["max_substitution_days"],
         ).any()
     )
 

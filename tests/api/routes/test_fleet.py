@@ -52,6 +52,21 @@ class TestListVehicles:
         assert v1["holder"]["cpf"] == "12345678901"
         assert _audit_count(api_engine, "user:u_agent") == before + 1
 
+    def test_vehicle_documents_with_the_substituted_plate_as_personal_data(
+        self, client: TestClient, seeded: dict
+    ) -> None:
+        """Documents and category are shown to a planner; the substituted plate only to an
+        agent asking for personal data."""
+        response = client.get("/api/v1/vehicles", headers=bearer(seeded["tokens"]["planner"]))
+        v3 = next(v for v in response.json()["data"] if v["vehicle_id"] == "V3")
+        assert (v3["substitution_since"], v3["service_category"]) == ("2024-03-01", "aeroporto")
+        assert "JKL7M89" not in response.text
+        response = client.get(
+            "/api/v1/vehicles?include_personal=true", headers=bearer(seeded["tokens"]["agent"])
+        )
+        v3 = next(v for v in response.json()["data"] if v["vehicle_id"] == "V3")
+        assert v3["substituted_plate"] == "JKL7M89"
+
 
 class TestGetVehicle:
     def test_admin_detail_audited_and_404(

@@ -9,7 +9,7 @@ import pytest
 from factories import make_pings, offset_m
 from kernel_checks import assert_pieces_give_batch, geojson_bytes
 
-from tracking.detectors._errors import DetectorInputError, FleetFrameError
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError, FleetFrameError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.kernel import advance, replay_in_pieces
 from tracking.detectors.operating_while_barred import (
@@ -308,3 +308,188 @@ class TestOperatingWhileBarredKernel:
         states, found = advance(KERNEL, {}, pings, fleet=registry)
         assert len(found) == 0 and states["v9"]["tail"] == {}
         assert len(advance(KERNEL, states, pings.iloc[:0], final=True, fleet=registry)[1]) == 0
+
+
+def _reasons(found: pd.DataFrame) -> list[list[str]]:
+    return [[r["reason"] for r in d["reasons"]] for d in found["details"]]
+
+
+class TestVehicleAndDocumentReasons:
+    @pytest.mark.parametrize(
+        ("year", "start", "expected"),
+        [
+            (2019, "2024-12-31T15:00:00Z", 0),  # age 5 through 31 December Y+5
+            (2019, "2025-01-01T15:00:00Z", 1),  # 6 from 1 January Y+6
+            (2019, "2025-01-01T02:00:00Z", 0),  # still 31 December in São Paulo
+            (None, "2030-01-01T15:00:00Z", 0),  # unknown year: not judged
+        ],
+    )
+    def test_vehicle_over_age_counts_calendar_years(
+        self, year: int | None, start: str, expected: int
+    ) -> None:
+        """Pinto Bandeira art. 10: over 5 years from 1 January of the year after Y+5."""
+        found = detect(ride("v1", start), fleet(year=year), max_vehicle_age_years=5)
+        assert len(found) == expected
+        if expected:
+            (ev,) = found["details"].iloc[0]["reasons"]
+            assert ev == {
+                "reason": "vehicle_over_age",
+                "counted_from": "manufacture",
+                "year": 2019,
+                "first_registered_on": None,
+                "base_year": 2019,
+                "age_years": 6,
+                "max_vehicle_age_years": 5,
+            }
+            assert found["details"].iloc[0]["thresholds"]["max_vehicle_age_years"] == 5
+
+    def test_vehicle_age_off_by_default(self) -> None:
+        """Without a limit (a law without one) an old vehicle is not found."""
+        assert detect(ride("v1", "2024-03-04T15:00:00Z"), fleet(year=1990)).empty
+
+    def test_age_from_first_registration_year(self) -> None:
+        """Fretamento art. 12 § único: the age counts from the year of first registration."""
+        reg = fleet(year=2005, first_registered_on=D(2009, 12, 30))
+        kw = {"max_vehicle_age_years": 15, "vehicle_age_counted_from": "first_registration"}
+        assert detect(ride("v1", "2024-12-31T15:00:00Z"), reg, **kw).empty
+        found = detect(ride("v1", "2025-01-02T15:00:00Z"), reg, **kw)
+        assert _reasons(found) == [["vehicle_over_age"]]
+        assert found["details"].iloc[0]["reasons"][0]["age_years"] == 16
+
+    @pytest.mark.parametrize(
+        ("start", "expected"),
+        [
+            ("2024-03-31T15:00:00Z", 0),  # since + 30: the last lawful day
+            ("2024-04-01T15:00:00Z", 1),
+            ("2024-02-20T15:00:00Z", 0),  # before the substitution: not judged
+        ],
+    )
+    def test_substitution_beyond_its_days(self, start: str, expected: int) -> None:
+        """Fretamento art. 13: a provisional substitute operates 30 days after its registration."""
+        reg = fleet(substitution_since=D(2024, 3, 1), substituted_plate="ABC1D23")
+        found = detect(ride("v1", start), reg, max_substitution_days=30)
+        assert len(found) == expected
+        if expected:
+            ev = found["details"].iloc[0]["reasons"][0]
+            assert ev == {
+                "reason": "substitution_expired",
+                "substitution_since": "2024-03-01",
+                "days_since": 31,
+                "max_substitution_days": 30,
+                "days_over": 1,
+            }  # the substituted plate (personal data) is not in the finding
+
+    def test_vehicle_under_valid_substitution_is_fine(self) -> None:
+        """A substitute within its 30 days bars nothing, even with every limit on."""
+        reg = fleet(substitution_since=D(2024, 3, 1), year=2023, last_inspection_on=D(2024, 1, 1))
+        kw = {"max_substitution_days": 30, "max_vehicle_age_years": 5}
+        assert detect(ride("v1", "2024-03-15T15:00:00Z"), reg, **kw).empty
+
+    @pytest.mark.parametrize(
+        ("last", "expected"),
+        [
+            (D(2023, 3, 6), 0),  # 365 days (2024 is a leap year): not more than 365
+            (D(2023, 3, 5), 1),  # 366 days
+            (D(2024, 3, 5), 0),  # done late but on the day: fine
+            (D(2024, 3, 6), 0),  # after the day: the earlier one is unknown, not judged
+            (None, 0),
+        ],
+    )
+    def test_inspection_overdue(self, last: dt.date | None, expected: int) -> None:
+        """Pinto Bandeira art. 32 VII: more than 365 days without vistoria."""
+        found = detect(
+            ride("v1", "2024-03-05T15:00:00Z"),
+            fleet(last_inspection_on=last),
+            max_inspection_age_days=365,
+        )
+        assert len(found) == expected
+        if expected:
+            ev = found["details"].iloc[0]["reasons"][0]
+            assert ev == {
+                "reason": "inspection_overdue",
+                "last_inspection_on": "2023-03-05",
+                "days_since": 366,
+                "max_inspection_age_days": 365,
+                "days_over": 1,
+            }
+
+    @pytest.mark.parametrize(
+        ("start", "expected"),
+        [
+            ("2024-03-09T15:00:00Z", 0),  # the day before recolhimento
+            ("2024-03-10T15:00:00Z", 1),
+            ("2024-03-20T15:00:00Z", 1),
+            ("2024-03-21T15:00:00Z", 0),  # returned
+        ],
+    )
+    def test_termo_recolhido_inclusive_dates(self, start: str, expected: int) -> None:
+        """Fretamento art. 25 IV: operating while the Termo is recolhido."""
+        reg = fleet(termo_recolhido_since=D(2024, 3, 10), termo_recolhido_until=D(2024, 3, 20))
+        found = detect(ride("v1", start), reg)
+        assert len(found) == expected
+        if expected:
+            assert _reasons(found) == [["termo_recolhido"]]
+
+    @pytest.mark.parametrize(
+        ("start", "expected"),
+        [("2024-03-09T15:00:00Z", 1), ("2024-03-10T15:00:00Z", 0), ("2024-04-10T15:00:00Z", 0)],
+    )
+    def test_before_alvara(self, start: str, expected: int) -> None:
+        """Porto Velho art. 15: service before the alvará's issue; the issue day is fine."""
+        found = detect(ride("v1", start), fleet(alvara_first_issued_on=D(2024, 3, 10)))
+        assert len(found) == expected
+        if expected:
+            ev = found["details"].iloc[0]["reasons"][0]
+            assert ev == {
+                "reason": "before_alvara",
+                "alvara_first_issued_on": "2024-03-10",
+                "days_before": 1,
+            }
+
+    def test_new_reasons_follow_statuses_in_order(self) -> None:
+        """Several reasons give one finding; a status outranks a document or the age."""
+        reg = fleet(**SUSPENDED, year=2010, termo_recolhido_since=D(2024, 3, 1))
+        found = detect(ride("v1", "2024-03-05T15:00:00Z"), reg, max_vehicle_age_years=5)
+        assert _reasons(found) == [["suspended", "termo_recolhido", "vehicle_over_age"]]
+        assert list(REASONS).index("termo_recolhido") < list(REASONS).index("inspection_overdue")
+
+    @pytest.mark.parametrize(
+        ("kw", "match"),
+        [
+            ({"max_vehicle_age_years": -1}, "max_vehicle_age_years"),
+            ({"max_substitution_days": 2.5}, "max_substitution_days"),
+            ({"vehicle_age_counted_from": "purchase"}, "vehicle_age_counted_from"),
+        ],
+    )
+    def test_bad_limits_raise(self, kw: dict, match: str) -> None:
+        """A negative, fractional or unknown limit is refused, naming it."""
+        with pytest.raises(DetectorThresholdError, match=match):
+            detect(ride("v1", "2024-03-05T15:00:00Z"), fleet(), **kw)
+
+    def test_pieces_give_the_batch_with_the_new_reasons(self) -> None:
+        """Fix by fix or in pieces, the new reasons give the batch's findings and bytes."""
+        rows = ride("v1", "2024-03-04T12:00:00Z") + ride("v1", "2024-03-05T12:00:00Z")
+        rows += ride("v2", "2024-03-04T13:00:00Z") + ride("v2", "2024-03-06T13:00:00Z")
+        rows += ride("v3", "2024-03-04T14:00:00Z") + ride("v3", "2024-03-07T14:00:00Z")
+        registry = pd.DataFrame(
+            {
+                "vehicle_id": ["v1", "v2", "v3"],
+                "year": [2015, 2023, 2023],
+                "substitution_since": [None, D(2024, 2, 3), None],
+                "substituted_plate": [None, "XYZ9A87", None],
+                "last_inspection_on": [None, None, D(2023, 3, 6)],
+                "alvara_first_issued_on": [D(2024, 3, 5), None, None],
+            }
+        )
+        batch = assert_pieces_give_batch(
+            KERNEL,
+            make_pings(rows),
+            min_findings=4,
+            fleet=registry,
+            max_vehicle_age_years=5,
+            max_substitution_days=30,
+            max_inspection_age_days=365,
+        )
+        reasons = {(f["local_date"], r["reason"]) for f in batch["details"] for r in f["reasons"]}
+        assert {("2024-03-04", "before_alvara"), ("2024-03-06", "substitution_expired")} <= reasons
+        assert ("2024-03-07", "inspection_overdue") in reasons
