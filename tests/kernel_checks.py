@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +52,59 @@ def assert_pieces_give_batch(
         live = replay_in_pieces(kernel, pings, cuts, **params)
         assert geojson_bytes(live) == expected, f"{kernel.kind}: cut at {cuts[:10]}…"
     return batch
+
+
+def visits_csv(visits: pd.DataFrame) -> bytes:
+    """Return ``stand_visits.csv`` of the visits in batch order (the contract file's columns)."""
+    from tracking.frames import VISIT_COLUMNS
+
+    ordered = visits.sort_values(["vehicle_id", "arrived_at", "stand_id"], kind="stable")
+    return ordered.loc[:, list(VISIT_COLUMNS)].to_csv(index=False).encode()
+
+
+def replay_visits(
+    pings: pd.DataFrame,
+    cuts: Sequence[int],
+    *,
+    cover: Any,
+    watermark: bool = False,
+    then: Callable[[pd.DataFrame, pd.DataFrame, dict[str, Any] | None], Any] | None = None,
+    **params: Any,
+) -> pd.DataFrame:
+    """Feed ``pings`` in time order cut at ``cuts`` to ``advance_visits``; return all visits.
+
+    States go through JSON between pieces; ``then(visits, fixes, state)`` sees what each call
+    released (``state`` None after the final call). ``watermark``: each piece's last instant is
+    passed as ``now``.
+    """
+    from stands.visits import advance_visits
+
+    order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+    bounds = [0, *sorted(c for c in cuts if 0 < c < len(order)), len(order)]
+    state: dict[str, Any] | None = None
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        piece = order.iloc[lo:hi]
+        now = piece["timestamp"].max() if watermark and len(piece) else None
+        state, visits, fixes = advance_visits(state, piece, cover=cover, now=now, **params)
+        state = json.loads(json.dumps(state))
+        if then is not None:
+            then(visits, fixes, state)
+        parts.append(visits)
+    _, visits, fixes = advance_visits(state, order.iloc[:0], cover=cover, final=True, **params)
+    if then is not None:
+        then(visits, fixes, None)
+    parts.append(visits)
+    return pd.concat(parts, ignore_index=True)
+
+
+def cuttings(n: int, *, seeds: int = 4, one_by_one: bool = True) -> list[list[int]]:
+    """Fix by fix (optional), one piece and ``seeds`` random cuttings of ``n`` rows."""
+    rng = np.random.default_rng(0)
+    out: list[list[int]] = [list(range(1, n))] if one_by_one else []
+    out.append([])
+    out += [
+        sorted(rng.choice(np.arange(1, n), size=min(n - 1, k), replace=False).tolist())
+        for k in rng.integers(1, max(2, n // 3), size=seeds)
+    ]
+    return out

@@ -23,7 +23,8 @@ State = dict[str, Any]
 
 _FLOATS = (fr.LAT, fr.LON, fr.SPEED_KMH, fr.HEADING_DEG, fr.ACCURACY_M)
 _TEXTS = (fr.VEHICLE_ID, fr.METER, fr.DRIVER_ID, fr.TRIP_REF)
-_CARRIED = (*fr.PING_COLUMNS, fr.TRIP_REF)
+CARRIED = (*fr.PING_COLUMNS, fr.TRIP_REF)
+"""The pings columns a tail keeps (when present)."""
 
 
 def after_seen(
@@ -56,7 +57,7 @@ def concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     frames = [typed(f) for f in frames if len(f)]
     if not frames:
         return typed(pd.DataFrame({c: [] for c in fr.PING_REQUIRED}))
-    cols = [c for c in _CARRIED if any(c in f.columns for f in frames)]
+    cols = [c for c in CARRIED if any(c in f.columns for f in frames)]
     frame = pd.concat([f.reindex(columns=cols) for f in frames], ignore_index=True)
     frame = typed(frame)
     return frame.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable").reset_index(drop=True)

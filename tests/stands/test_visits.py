@@ -22,10 +22,10 @@ from stands.visits import (
     VISIT_FRAME_COLUMNS,
     detect_visits,
     empty_visits,
-    flush_visits,
-    tick_visits,
+    advance_visits,
     unreleased_arrivals,
-    update_visits,
+    visit_records,
+    visits_from_records,
 )
 from tracking.frames import VISIT_COLUMNS
 
@@ -697,111 +697,3 @@ def _cover_stands(cover: StandCover) -> gpd.GeoDataFrame:
     )
 
 
-class TestUpdateVisits:
-    @pytest.mark.parametrize(("seed", "ticks"), [(1, False), (2, True), (3, True)])
-    def test_live_equals_batch(self, seed: int, ticks: bool) -> None:
-        """Fix by fix over the fleet, the released visits equal detect_visits, queue included."""
-        pings, cover = _random_fleet(seed)
-        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
-        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
-        options = {
-            "exit_grace_s": 60.0,
-            "min_dwell_s": 60.0,
-            "boarding_grace_s": 120.0,
-            "boarding_grace_m": 30.0,
-        }
-        stands = _cover_stands(cover)
-        batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0, **options)
-        assert len(batch) > 50 and batch["boarded"].any() and (batch["queue_position"] > 1).any()
-        outside = batch["boarding_distance_m"] > 0
-        assert outside.any() and (batch["boarding_distance_m"] == 0).any()
-        # Trip starts turned down for their distance alone: the rule is exercised both ways.
-        loose = detect_visits(
-            pings,
-            memberships,
-            stands=stands,
-            max_gap_s=300.0,
-            **options | {"boarding_grace_m": 1e6},
-        )
-        assert loose["boarded"].sum() > batch["boarded"].sum()
-        state, live = None, []
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0, **options)
-            live.extend(out)
-            if ticks:  # the fleet's fixes come in time order: each one is a watermark
-                state, out = tick_visits(
-                    state,
-                    now=ping["timestamp"],
-                    max_gap_s=300.0,
-                    **{k: v for k, v in options.items() if k != "boarding_grace_m"},
-                )
-                live.extend(out)
-        before_flush = len(live)
-        state, out = flush_visits(state, min_dwell_s=60.0, boarding_grace_s=120.0)
-        live.extend(out)
-        assert before_flush > len(live) // 2  # most visits are released before the end
-        assert state["stands"] == {}
-
-        def key(v: dict) -> tuple:
-            b = v["boarding"]
-            return (
-                v["vehicle_id"],
-                v["stand_id"],
-                v["arrived_ns"],
-                v["departed_ns"],
-                v["queue_position"],
-                v["boarded"],
-                None if b is None else b["ns"],
-                v["n_fixes"],
-                v["first"]["row"],
-                v["last"]["row"],
-                v["boarding_distance_m"],
-            )
-
-        expected = [
-            (
-                r.vehicle_id,
-                r.stand_id,
-                r.arrived_at.value,
-                r.departed_at.value,
-                r.queue_position,
-                r.boarded,
-                None if pd.isna(r.boarded_at) else r.boarded_at.value,
-                r.n_fixes,
-                r.first_row,
-                r.last_row,
-                None if pd.isna(r.boarding_distance_m) else r.boarding_distance_m,
-            )
-            for r in batch.itertuples()
-        ]
-        assert sorted(key(v) for v in live) == sorted(expected)
-
-
-class TestUnreleasedArrivals:
-    def test_every_visit_arrived_before_the_bound_is_released(self) -> None:
-        """At each fix, a vehicle's visits that arrived before its bound are already released."""
-        pings, cover = _random_fleet(4)
-        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
-        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
-        batch = detect_visits(pings, memberships, stands=_cover_stands(cover), max_gap_s=300.0)
-        expected = {(r.vehicle_id, r.stand_id, r.arrived_at.value) for r in batch.itertuples()}
-        state, released = None, set()
-        bounded, checked = 0, 0
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0)
-            state, more = tick_visits(state, now=ping["timestamp"], max_gap_s=300.0)
-            released |= {(v["vehicle_id"], v["stand_id"], v["arrived_ns"]) for v in out + more}
-            bound = unreleased_arrivals(state)
-            now = ping["timestamp"].value
-            bounded += len(bound)
-            for vid, sid, arrived in expected:
-                if arrived < now and arrived < bound.get(vid, now):
-                    assert (vid, sid, arrived) in released
-                    checked += 1
-            assert all(b <= now for b in bound.values())
-        assert bounded > 100 and checked > 1000
-        assert unreleased_arrivals(flush_visits(state)[0]) == {}
-
-    def test_no_state_has_nothing_pending(self) -> None:
-        """Without a state no vehicle has a pending visit."""
-        assert unreleased_arrivals(None) == {}
