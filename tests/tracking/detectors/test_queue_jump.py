@@ -15,7 +15,7 @@ from geo.cover import build_stand_cover, match_stands
 from geo.crs import haversine_m
 from stands.visits import detect_visits
 from tracking.detectors._errors import DetectorThresholdError
-from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.findings import FINDING_COLUMNS, empty_findings, validate_findings
 from tracking.detectors.queue_jump import advance_queue_jump, detect_queue_jump
 
 STAND = (0.0, 0.0, 30.0)  # north_m, east_m, radius_m of stand "S1"
@@ -265,7 +265,8 @@ def _live(pings: pd.DataFrame, cuts: list[int], fleet: pd.DataFrame | None = Non
     replay_visits(
         pings, cuts, cover=_stand_cover(), stands=_stand_frame(), max_gap_s=300.0, then=judge
     )
-    return concat_live(out)
+    live = concat_live(out)
+    return empty_findings() if live is None else live
 
 
 class TestQueueJumpKernel:
