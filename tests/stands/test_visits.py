@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import geopandas as gpd
@@ -7,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from factories import at, make_pings, make_track, offset_m
+from kernel_checks import cuttings, replay_visits, visits_csv
 from shapely import Polygon
 
 from geo.cover import StandCover, build_stand_cover, match_stands
@@ -22,7 +24,6 @@ from stands.visits import (
     VISIT_FRAME_COLUMNS,
     detect_visits,
     empty_visits,
-    advance_visits,
     unreleased_arrivals,
     visit_records,
     visits_from_records,
@@ -403,14 +404,12 @@ def _both(
     memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
     options = {"boarding_grace_s": 120.0, "boarding_grace_m": boarding_grace_m}
     batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0, **options)
-    if trip_refs is not None:
-        return batch, []  # trip records are not followed live
-    state, live = None, []
-    for ping in pings.to_dict("records"):
-        state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0, **options)
-        live.extend(out)
-    live.extend(flush_visits(state, boarding_grace_s=120.0)[1])
-    return batch, live
+    live = replay_visits(
+        pings, list(range(1, len(pings))), cover=cover, stands=stands, max_gap_s=300.0, **options
+    )
+    assert visits_csv(live) == visits_csv(batch)  # fix by fix: the batch's visits
+    assert live["boarding_distance_m"].equals(batch["boarding_distance_m"])
+    return batch, live.to_dict("records")
 
 
 def _approach(t0: float = 0.0) -> list[tuple[float, float, float]]:
@@ -491,7 +490,7 @@ class TestBoardingWhereTheMeterComesOn:
         assert len(batch) == 1 and not bool(batch.loc[0, "boarded"])
         assert pd.isna(batch.loc[0, "boarding_distance_m"])
         assert [v["boarded"] for v in live] == [False]
-        assert live[0]["boarding_distance_m"] is None
+        assert pd.isna(live[0]["boarding_distance_m"])
 
     def test_a_later_trip_start_near_the_stand_does_not_rescue_a_far_one(self) -> None:
         """The first trip start after arrival decides: far away, the visit is not boarded even
@@ -575,9 +574,7 @@ class TestNearExcursions:
         batch, live = _both(points, meters)
         assert len(batch) == n_visits
         assert len(live) == n_visits
-        assert sorted(v["arrived_ns"] for v in live) == sorted(
-            batch["arrived_at"].astype("int64").tolist()
-        )
+        assert sorted(v["arrived_at"] for v in live) == sorted(batch["arrived_at"])
         if n_visits == 1:
             assert batch.loc[0, "dwell_s"] == pytest.approx(600 + drift_s + 300 - 15)
 
@@ -697,3 +694,110 @@ def _cover_stands(cover: StandCover) -> gpd.GeoDataFrame:
     )
 
 
+class TestVisitsKernel:
+    @pytest.mark.parametrize(("seed", "watermark"), [(1, False), (2, True), (3, True)])
+    def test_pieces_give_the_batch_visits(self, seed: int, watermark: bool) -> None:
+        """In one piece and random pieces over the fleet, the visits are the batch's, queue
+        included (five vehicles, overlapping stands, edge jitter, meters, silences)."""
+        pings, cover = _random_fleet(seed)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        stands = _cover_stands(cover)
+        batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
+        assert len(batch) > 50 and batch["boarded"].any() and (batch["queue_position"] > 1).any()
+        outside = batch["boarding_distance_m"] > 0
+        assert outside.any() and (batch["boarding_distance_m"] == 0).any()
+        # Trip starts turned down for their distance alone: the rule is exercised both ways.
+        loose = detect_visits(
+            pings, memberships, stands=stands, max_gap_s=300.0, boarding_grace_m=1e6
+        )
+        assert loose["boarded"].sum() > batch["boarded"].sum()
+        expected = visits_csv(batch)
+        for cuts in cuttings(len(pings), seeds=2, one_by_one=False):
+            live = replay_visits(
+                pings, cuts, cover=cover, stands=stands, max_gap_s=300.0, watermark=watermark
+            )
+            assert visits_csv(live) == expected, cuts[:10]
+            ordered = live.sort_values(["vehicle_id", "arrived_at", "stand_id"], kind="stable")
+            assert (
+                ordered["boarding_distance_m"]
+                .reset_index(drop=True)
+                .equals(batch["boarding_distance_m"])
+            )
+
+    def test_visits_are_released_before_the_end(self) -> None:
+        """With a watermark, most visits come out as the stream goes, each once."""
+        pings, cover = _random_fleet(4)
+        stands = _cover_stands(cover)
+        early: list[int] = []
+
+        def count(visits: pd.DataFrame, fixes: pd.DataFrame, state: object) -> None:
+            if state is not None:
+                early.append(len(visits))
+
+        live = replay_visits(
+            pings,
+            list(range(1, len(pings), 5)),
+            cover=cover,
+            stands=stands,
+            max_gap_s=300.0,
+            watermark=True,
+            then=count,
+        )
+        assert sum(early) > 0.9 * len(live)
+        keys = live[["vehicle_id", "stand_id", "arrived_at"]]
+        assert not keys.duplicated().any()
+
+    def test_every_visit_arrived_before_the_bound_is_released(self) -> None:
+        """After each piece, a vehicle's visits that arrived before its bound are released."""
+        pings, cover = _random_fleet(5)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        stands = _cover_stands(cover)
+        batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
+        expected = {(r.vehicle_id, r.stand_id, r.arrived_at.value) for r in batch.itertuples()}
+        order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+        released: set[tuple[str, str, int]] = set()
+        checked, bounded = [0], [0]
+
+        def check(visits: pd.DataFrame, fixes: pd.DataFrame, state: dict | None) -> None:
+            released.update(
+                (r.vehicle_id, r.stand_id, r.arrived_at.value) for r in visits.itertuples()
+            )
+            if state is None:
+                return
+            bound = unreleased_arrivals(state)
+            now = max(int(s["seen"]) for s in state["vehicles"].values())
+            bounded[0] += len(bound)
+            for vid, sid, arrived in expected:
+                if arrived <= now and arrived < bound.get(vid, now + 1):
+                    assert (vid, sid, arrived) in released
+                    checked[0] += 1
+            assert all(b <= now for b in bound.values())
+
+        replay_visits(
+            order,
+            list(range(1, len(pings), 10)),
+            cover=cover,
+            stands=stands,
+            max_gap_s=300.0,
+            then=check,
+        )
+        assert released == expected
+        assert bounded[0] > 50 and checked[0] > 1000
+        assert unreleased_arrivals(None) == {}
+
+    def test_records_round_trip(self) -> None:
+        """Visits as plain records come back with the same rows and fixes at their positions."""
+        pings, cover = _random_fleet(6)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        batch = detect_visits(pings, memberships, stands=_cover_stands(cover), max_gap_s=300.0)
+        records = json.loads(json.dumps(visit_records(batch, pings)))
+        visits, fixes = visits_from_records(records)
+        assert visits_csv(visits) == visits_csv(batch)
+        for col in ("first_ping", "last_ping"):
+            here = fixes["timestamp"].to_numpy()[visits[col].to_numpy()]
+            there = pings["timestamp"].to_numpy()[batch[col].to_numpy()]
+            assert (here == there).all()
+        assert visits["boarding_ping"].notna().equals(batch["boarding_ping"].notna())

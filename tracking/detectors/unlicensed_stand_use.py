@@ -574,15 +574,13 @@ def advance_unlicensed_stand_use(
         cluster: list[dict[str, Any]] = []
         reach = -1
         held: list[dict[str, Any]] = []
-        for record in [*records, None]:
-            if record is None or int(record["visit"]["arrived_at"]) > reach:
-                if cluster:
-                    (held if bound is not None and bound <= reach else closed).extend(cluster)
-                if record is None:
-                    break
+        for record in records:
+            if int(record["visit"]["arrived_at"]) > reach:
+                (held if bound is not None and bound <= reach else closed).extend(cluster)
                 cluster, reach = [], -1
             cluster.append(record)
             reach = max(reach, _end_ns(record))
+        (held if bound is not None and bound <= reach else closed).extend(cluster)
         if held:
             out[vid] = {"visits": held}
     frame, fixes = visits_from_records(closed)
