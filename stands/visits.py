@@ -55,6 +55,19 @@ queue_position
 licensed
     Whether the vehicle holds a parking licence for the stand on the local date of arrival
     (``stands/licences.py``); <NA> when no licence data is given.
+
+Live
+    :func:`advance_visits` is the kernel: :func:`detect_visits` run on each vehicle's kept
+    fixes plus the new ones, a visit released once no later fix can change it and every visit
+    that could be ahead of it in its stand's queue is released. A vehicle keeps its fixes from
+    the one before its earliest visit still open (a run a later fix could extend: at most
+    ``max(exit_grace_s, near_exit_grace_s)`` past its last fix inside, or ``max_gap_s`` of
+    silence; or awaiting its boarding: ``boarding_grace_s``) or held behind an open visit of
+    another vehicle at the same stand; otherwise only its latest fix. So a tail spans the
+    vehicle's open visit plus those graces, or, when held, the open visit ahead of it at the
+    stand (a vehicle that stops reporting inside a stand holds it until it reports again,
+    unless a watermark ``now`` is given). A stand keeps the released visits still present at
+    its latest arrival (its queue).
 """
 
 from __future__ import annotations
@@ -762,7 +775,7 @@ def advance_visits(
     fresh = tails.after_seen(pings, vehicles, error=PingFrameError)
     new_ids = set(fresh[VEHICLE_ID].astype("str")) if len(fresh) else set()
     active = sorted(v for v, s in vehicles.items() if v in new_ids or _pending(s))
-    frame = tails.concat([tails.tail_frame(vehicles[v]) for v in active] + [fresh])
+    frame = tails.concat([tails.tails_frame(vehicles[v] for v in active), fresh])
     if not len(frame):
         return {"vehicles": {} if final else vehicles, "stands": {}}, empty_visits(), frame
     ping_idx, stand_idx = match_stands(
@@ -820,13 +833,16 @@ def advance_visits(
         if stands is not None:
             # A near excursion (every fix within exit_grace_m) may last near_exit_grace_s.
             near = gone & (arrived == latest) & ~silent & (away <= near_exit_grace_s * _NS)
-            for k in np.flatnonzero(near).tolist():
+            near_k = np.flatnonzero(near)
+            if len(near_k):
+                used, which = np.unique(run_sid[near_k].astype(str), return_inverse=True)
+                geoms = stand_geometries(stands, used.astype(object))
+                lat = frame[LAT].to_numpy(dtype=np.float64)
+                lon = frame[LON].to_numpy(dtype=np.float64)
+            for w, k in enumerate(near_k.tolist()):
                 lo, hi = int(last_ping[k]) + 1, int(end[k]) + 1
                 metres = distance_to_geometries_m(
-                    frame[LAT].to_numpy(dtype=np.float64)[lo:hi],
-                    frame[LON].to_numpy(dtype=np.float64)[lo:hi],
-                    stand_geometries(stands, run_sid[k : k + 1]),
-                    which=np.zeros(hi - lo, dtype=np.int64),
+                    lat[lo:hi], lon[lo:hi], geoms, which=np.full(hi - lo, which[w])
                 )
                 gone[k] = bool((~(metres <= exit_grace_m)).any())
         extendable = (arrived == latest) & ~silent & ~gone

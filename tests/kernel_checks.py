@@ -98,13 +98,19 @@ def replay_visits(
     return pd.concat(parts, ignore_index=True)
 
 
-def cuttings(n: int, *, seeds: int = 4, one_by_one: bool = True) -> list[list[int]]:
-    """Fix by fix (optional), one piece and ``seeds`` random cuttings of ``n`` rows."""
+def cuttings(
+    n: int, *, seeds: int = 4, one_by_one: bool = True, max_pieces: int | None = None
+) -> list[list[int]]:
+    """Fix by fix (optional), one piece and ``seeds`` random cuttings of ``n`` rows.
+
+    A random cutting has up to ``max_pieces`` pieces (default ``n // 3``).
+    """
     rng = np.random.default_rng(0)
     out: list[list[int]] = [list(range(1, n))] if one_by_one else []
     out.append([])
+    most = max(2, (n // 3) if max_pieces is None else max_pieces)
     out += [
         sorted(rng.choice(np.arange(1, n), size=min(n - 1, k), replace=False).tolist())
-        for k in rng.integers(1, max(2, n // 3), size=seeds)
+        for k in rng.integers(1, most, size=seeds)
     ]
     return out

@@ -10,7 +10,7 @@ tails. State of a vehicle: ``{"seen": <ns of its latest fix>, "tail": {<column>:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,6 +93,20 @@ def tail_frame(state: State) -> pd.DataFrame:
     frame = pd.DataFrame(tail)
     frame[fr.TIMESTAMP] = pd.to_datetime(np.asarray(tail[fr.TIMESTAMP], dtype=np.int64), utc=True)
     return frame
+
+
+def tails_frame(states: Iterable[State | None]) -> pd.DataFrame:
+    """Return the kept fixes of many vehicles as one pings frame (one frame built, not many)."""
+    tails = [t for t in ((s or {}).get("tail") or {} for s in states) if t.get(fr.TIMESTAMP)]
+    if not tails:
+        return pd.DataFrame()
+    cols = [c for c in CARRIED if any(c in t for t in tails)]
+    merged: dict[str, list[Any]] = {c: [] for c in cols}
+    for tail in tails:
+        n = len(tail[fr.TIMESTAMP])
+        for c in cols:
+            merged[c] += tail.get(c, [None] * n)
+    return tail_frame({"tail": merged})
 
 
 def plain(value: Any) -> Any:

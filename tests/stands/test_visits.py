@@ -695,7 +695,7 @@ def _cover_stands(cover: StandCover) -> gpd.GeoDataFrame:
 
 
 class TestVisitsKernel:
-    @pytest.mark.parametrize(("seed", "watermark"), [(1, False), (2, True), (3, True)])
+    @pytest.mark.parametrize(("seed", "watermark"), [(1, False), (2, True)])
     def test_pieces_give_the_batch_visits(self, seed: int, watermark: bool) -> None:
         """In one piece and random pieces over the fleet, the visits are the batch's, queue
         included (five vehicles, overlapping stands, edge jitter, meters, silences)."""
@@ -713,7 +713,7 @@ class TestVisitsKernel:
         )
         assert loose["boarded"].sum() > batch["boarded"].sum()
         expected = visits_csv(batch)
-        for cuts in cuttings(len(pings), seeds=2, one_by_one=False):
+        for cuts in cuttings(len(pings), seeds=2, one_by_one=False, max_pieces=40):
             live = replay_visits(
                 pings, cuts, cover=cover, stands=stands, max_gap_s=300.0, watermark=watermark
             )
@@ -737,7 +737,7 @@ class TestVisitsKernel:
 
         live = replay_visits(
             pings,
-            list(range(1, len(pings), 5)),
+            list(range(1, len(pings), 25)),
             cover=cover,
             stands=stands,
             max_gap_s=300.0,
@@ -777,7 +777,7 @@ class TestVisitsKernel:
 
         replay_visits(
             order,
-            list(range(1, len(pings), 10)),
+            list(range(1, len(pings), 40)),
             cover=cover,
             stands=stands,
             max_gap_s=300.0,

@@ -36,6 +36,11 @@ confidence
     ``0.55 + 0.1 min(n_ahead - 1, 3) + 0.25 min(1, (wait_s - min_wait_ahead_s) / (2
     max(min_wait_ahead_s, 60)))`` with ``wait_s`` the longest wait among the vehicles passed,
     clipped to [0.05, 0.95].
+Live
+    :func:`advance_queue_jump` runs :func:`detect_queue_jump` on the visits
+    :func:`stands.visits.advance_visits` releases (in arrival order per stand, once every
+    visit that could be ahead is released): a stand's state is its released visits still
+    present at its latest arrival — the queue — with the fixes the rule reads.
 """
 
 from __future__ import annotations

@@ -22,12 +22,7 @@ from live_scenarios import (
     trip,
 )
 
-from stands.visits import (
-    flush_visits,
-    tick_visits,
-    unreleased_arrivals,
-    update_visits,
-)
+from stands.visits import advance_visits, unreleased_arrivals
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.habitual_absence import (
@@ -214,14 +209,38 @@ def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, 
         if found is not None:
             out.append((as_of, found))
 
-    for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-        visits_state, released = update_visits(visits_state, ping, cover=cover, max_gap_s=300.0)
-        visits_state, more = tick_visits(visits_state, now=ping["timestamp"], max_gap_s=300.0)
-        state = update_habitual_absence(state, ping=ping, visits=released + more)
+    def released(visits: pd.DataFrame) -> list[dict]:
+        return [
+            {
+                "vehicle_id": v.vehicle_id,
+                "stand_id": v.stand_id,
+                "arrived_ns": v.arrived_at.value,
+                "departed_ns": v.departed_at.value,
+                "dwell_s": v.dwell_s,
+                "boarded": v.boarded,
+                "first": {"row": v.first_row},
+                "last": {"row": v.last_row},
+            }
+            for v in visits.itertuples()
+        ]
+
+    order = pings.sort_values("timestamp", kind="stable")
+    for k, ping in enumerate(order.to_dict("records")):
+        visits_state, visits, _ = advance_visits(
+            visits_state,
+            order.iloc[k : k + 1],
+            cover=cover,
+            stands=stands,
+            max_gap_s=300.0,
+            now=ping["timestamp"],
+        )
+        state = update_habitual_absence(state, ping=ping, visits=released(visits))
         yesterday = local_day(ping["timestamp"]) - dt.timedelta(days=1)
         tick(yesterday, unreleased_arrivals(visits_state))
-    visits_state, released = flush_visits(visits_state)
-    state = update_habitual_absence(state, visits=released)
+    _, visits, _ = advance_visits(
+        visits_state, order.iloc[:0], cover=cover, stands=stands, max_gap_s=300.0, final=True
+    )
+    state = update_habitual_absence(state, visits=released(visits))
     tick(local_day(pings["timestamp"].max()), {})
     json.dumps(state)  # plain data
     return out

@@ -288,7 +288,7 @@ class TestQueueJumpKernel:
         batch = detect_queue_jump(visits, pings, fleet=fleet)
         assert sorted(batch["vehicle_id"]) == ["v2", "v2", "v5", "v5", "v6", "v8"]
         expected = geojson_bytes(batch)
-        for cuts in cuttings(len(pings), seeds=3):
+        for cuts in cuttings(len(pings), seeds=3, max_pieces=40):
             assert geojson_bytes(_live(pings, cuts, fleet)) == expected, cuts[:10]
 
     def test_finding_is_emitted_when_the_boarding_visit_is_released(self) -> None:
