@@ -192,7 +192,7 @@ class TestDetectHabitualAbsence:
 
 
 def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, gpd.GeoDataFrame]]:
-    """Fix by fix: visits, sightings, and a tick for the last whole local day after each fix."""
+    """Five fixes a call: visits, sightings, and a tick for the last whole local day after each."""
     stands, cover = live_cover()
     visits_state, state, out = None, None, []
 
@@ -210,32 +210,38 @@ def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, 
             out.append((as_of, found))
 
     def released(visits: pd.DataFrame) -> list[dict]:
+        def row(value: object) -> int | None:
+            return None if pd.isna(value) else int(value)  # type: ignore[call-overload]
+
         return [
             {
-                "vehicle_id": v.vehicle_id,
-                "stand_id": v.stand_id,
-                "arrived_ns": v.arrived_at.value,
-                "departed_ns": v.departed_at.value,
-                "dwell_s": v.dwell_s,
-                "boarded": v.boarded,
-                "first": {"row": v.first_row},
-                "last": {"row": v.last_row},
+                "vehicle_id": str(v.vehicle_id),
+                "stand_id": str(v.stand_id),
+                "arrived_ns": int(v.arrived_at.value),
+                "departed_ns": int(v.departed_at.value),
+                "dwell_s": float(v.dwell_s),
+                "boarded": bool(v.boarded),
+                "first": {"row": row(v.first_row)},
+                "last": {"row": row(v.last_row)},
             }
             for v in visits.itertuples()
         ]
 
     order = pings.sort_values("timestamp", kind="stable")
-    for k, ping in enumerate(order.to_dict("records")):
+    for k in range(0, len(order), 5):  # five fixes a call
+        piece = order.iloc[k : k + 5]
         visits_state, visits, _ = advance_visits(
             visits_state,
-            order.iloc[k : k + 1],
+            piece,
             cover=cover,
             stands=stands,
             max_gap_s=300.0,
-            now=ping["timestamp"],
+            now=piece["timestamp"].max(),
         )
-        state = update_habitual_absence(state, ping=ping, visits=released(visits))
-        yesterday = local_day(ping["timestamp"]) - dt.timedelta(days=1)
+        for ping in piece.to_dict("records"):
+            state = update_habitual_absence(state, ping=ping)
+        state = update_habitual_absence(state, visits=released(visits))
+        yesterday = local_day(piece["timestamp"].max()) - dt.timedelta(days=1)
         tick(yesterday, unreleased_arrivals(visits_state))
     _, visits, _ = advance_visits(
         visits_state, order.iloc[:0], cover=cover, stands=stands, max_gap_s=300.0, final=True
