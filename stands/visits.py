@@ -777,7 +777,8 @@ def advance_visits(
     active = sorted(v for v, s in vehicles.items() if v in new_ids or _pending(s))
     frame = tails.concat([tails.tails_frame(vehicles[v] for v in active), fresh])
     if not len(frame):
-        return {"vehicles": {} if final else vehicles, "stands": {}}, empty_visits(), frame
+        after = new_visits_state() if final else {"vehicles": vehicles, "stands": kept}
+        return after, empty_visits(), frame
     ping_idx, stand_idx = match_stands(
         frame[LAT].to_numpy(dtype=np.float64), frame[LON].to_numpy(dtype=np.float64), cover
     )

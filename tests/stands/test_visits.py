@@ -22,6 +22,7 @@ from stands._errors import (
 )
 from stands.visits import (
     VISIT_FRAME_COLUMNS,
+    advance_visits,
     detect_visits,
     empty_visits,
     unreleased_arrivals,
@@ -801,3 +802,16 @@ class TestVisitsKernel:
             there = pings["timestamp"].to_numpy()[batch[col].to_numpy()]
             assert (here == there).all()
         assert visits["boarding_ping"].notna().equals(batch["boarding_ping"].notna())
+
+    def test_late_fixes_change_nothing(self) -> None:
+        """A call with only fixes not later than their vehicles' latest keeps the state."""
+        pings, cover = _random_fleet(7)
+        stands = _cover_stands(cover)
+        order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+        options = {"cover": cover, "stands": stands, "max_gap_s": 300.0}
+        state, visits, _ = advance_visits(None, order.iloc[:600], **options)
+        assert len(visits) > 10 and state["stands"]
+        for late in (order.iloc[:50], order.iloc[:0]):
+            again, more, _ = advance_visits(state, late, **options)
+            assert len(more) == 0
+            assert again == state
