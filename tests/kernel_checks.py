@@ -11,7 +11,10 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+from factories import make_pings, offset_m
+from shapely import Polygon
 
+from geo.cover import StandCover, build_stand_cover
 from tracking.detectors.findings import write_findings_geojson
 from tracking.detectors.kernel import TrackKernel, replay_in_pieces
 
@@ -114,3 +117,44 @@ def cuttings(
         for k in rng.integers(1, most, size=seeds)
     ]
     return out
+
+
+def square_stand(stand_id: str, north_m: float, east_m: float, half_m: float) -> dict:
+    corners = [(-1, -1), (-1, 1), (1, 1), (1, -1)]
+    shell = [offset_m(north_m + a * half_m, east_m + b * half_m)[::-1] for a, b in corners]
+    return {"stand_id": stand_id, "geometry": Polygon(shell)}
+
+
+def stand_fleet(seed: int) -> tuple[pd.DataFrame, StandCover]:
+    """Five vehicles around two overlapping stands and a third: edge jitter, meters, silences.
+
+    The jitter (18 m) puts many trip starts just outside a stand, on both sides of 30 m.
+    """
+    stands = gpd.GeoDataFrame(
+        [
+            square_stand("A", 0.0, 0.0, 20.0),
+            square_stand("B", 0.0, 30.0, 20.0),  # overlaps A
+            square_stand("C", 300.0, 0.0, 15.0),
+        ],
+        crs=4326,
+    )
+    rng = np.random.default_rng(seed)
+    rows = []
+    for v in range(5):
+        t = float(rng.integers(0, 600))
+        for _ in range(400):
+            t += float(rng.choice([10, 20, 30, 45, 90, 700], p=[0.2, 0.3, 0.3, 0.1, 0.07, 0.03]))
+            spot = rng.choice([0, 1, 2], p=[0.6, 0.25, 0.15])
+            north = [0.0, 300.0, 150.0][spot] + float(rng.normal(0, 18))
+            east = [15.0, 0.0, 200.0][spot] + float(rng.normal(0, 18))
+            lat, lon = offset_m(north, east)
+            meter = rng.choice(["free", "occupied", "off", None], p=[0.6, 0.25, 0.1, 0.05])
+            rows.append((f"v{v}", t, lat, lon, meter))
+    return make_pings(rows), build_stand_cover(stands)
+
+
+def cover_stands(cover: StandCover) -> gpd.GeoDataFrame:
+    """The stands frame a cover was built from."""
+    return gpd.GeoDataFrame(
+        {"stand_id": cover.stand_ids}, geometry=list(cover.geometries), crs=4326
+    )

@@ -7,8 +7,15 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
-from factories import at, make_pings, make_track, offset_m
-from kernel_checks import cuttings, replay_visits, visits_csv
+from factories import at, make_pings, make_track
+from kernel_checks import (
+    cover_stands,
+    cuttings,
+    replay_visits,
+    square_stand,
+    stand_fleet,
+    visits_csv,
+)
 from shapely import Polygon
 
 from geo.cover import StandCover, build_stand_cover, match_stands
@@ -385,7 +392,7 @@ class TestDetectVisits:
 
 def _square(half_m: float = 20.0) -> gpd.GeoDataFrame:
     """Stand S: a square of side 2 * half_m centred on the factories' origin (north 0, east 0)."""
-    return gpd.GeoDataFrame([_square_stand("S", 0.0, 0.0, half_m)], crs=4326)
+    return gpd.GeoDataFrame([square_stand("S", 0.0, 0.0, half_m)], crs=4326)
 
 
 def _both(
@@ -654,45 +661,12 @@ class TestDetectVisitsOnPorto:
         assert right / anywhere >= 0.95
 
 
-def _square_stand(stand_id: str, north_m: float, east_m: float, half_m: float) -> dict:
-    corners = [(-1, -1), (-1, 1), (1, 1), (1, -1)]
-    shell = [offset_m(north_m + a * half_m, east_m + b * half_m)[::-1] for a, b in corners]
-    return {"stand_id": stand_id, "geometry": Polygon(shell)}
-
-
 def _random_fleet(seed: int) -> tuple[pd.DataFrame, StandCover]:
-    """Five vehicles around two overlapping stands and a third: edge jitter, meters, silences.
-
-    The jitter (18 m) puts many trip starts just outside a stand, on both sides of 30 m.
-    """
-    stands = gpd.GeoDataFrame(
-        [
-            _square_stand("A", 0.0, 0.0, 20.0),
-            _square_stand("B", 0.0, 30.0, 20.0),  # overlaps A
-            _square_stand("C", 300.0, 0.0, 15.0),
-        ],
-        crs=4326,
-    )
-    rng = np.random.default_rng(seed)
-    rows = []
-    for v in range(5):
-        t = float(rng.integers(0, 600))
-        for _ in range(400):
-            t += float(rng.choice([10, 20, 30, 45, 90, 700], p=[0.2, 0.3, 0.3, 0.1, 0.07, 0.03]))
-            spot = rng.choice([0, 1, 2], p=[0.6, 0.25, 0.15])
-            north = [0.0, 300.0, 150.0][spot] + float(rng.normal(0, 18))
-            east = [15.0, 0.0, 200.0][spot] + float(rng.normal(0, 18))
-            lat, lon = offset_m(north, east)
-            meter = rng.choice(["free", "occupied", "off", None], p=[0.6, 0.25, 0.1, 0.05])
-            rows.append((f"v{v}", t, lat, lon, meter))
-    return make_pings(rows), build_stand_cover(stands)
+    return stand_fleet(seed)
 
 
 def _cover_stands(cover: StandCover) -> gpd.GeoDataFrame:
-    """The stands frame a cover was built from."""
-    return gpd.GeoDataFrame(
-        {"stand_id": cover.stand_ids}, geometry=list(cover.geometries), crs=4326
-    )
+    return cover_stands(cover)
 
 
 class TestVisitsKernel:
