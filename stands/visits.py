@@ -775,7 +775,7 @@ def advance_visits(
     fresh = tails.after_seen(pings, vehicles, error=PingFrameError)
     new_ids = set(fresh[VEHICLE_ID].astype("str")) if len(fresh) else set()
     active = sorted(v for v, s in vehicles.items() if v in new_ids or _pending(s))
-    frame = tails.concat([tails.tails_frame(vehicles[v] for v in active), fresh])
+    frame = tails.concat([tails.tails_frame({v: vehicles[v] for v in active}), fresh])
     if not len(frame):
         after = new_visits_state() if final else {"vehicles": vehicles, "stands": kept}
         return after, empty_visits(), frame
@@ -982,7 +982,8 @@ def visits_from_records(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd
     """Return the visits frame and the pings its positions refer to (:func:`visit_records`)."""
     if not records:
         return empty_visits(), tails.concat([])
-    pings = tails.concat([tails.tail_frame({"tail": r["fixes"]}) for r in records])
+    kept = {str(k): {"tail": r["fixes"]} for k, r in enumerate(records)}
+    pings = tails.concat([tails.tails_frame(kept)])
     pings = pings.drop_duplicates([VEHICLE_ID, TIMESTAMP], ignore_index=True)
     ns = pings[TIMESTAMP].to_numpy(dtype="datetime64[ns]").astype(np.int64)
     where = {(v, int(t)): i for i, (v, t) in enumerate(zip(pings[VEHICLE_ID], ns, strict=True))}

@@ -10,7 +10,7 @@ tails. State of a vehicle: ``{"seen": <ns of its latest fix>, "tail": {<column>:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,13 +53,12 @@ def after_seen(
 
 
 def concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate pings frames (typed), sorted by (vehicle, time), RangeIndex."""
-    frames = [typed(f) for f in frames if len(f)]
+    """Concatenate pings frames (typed once), sorted by (vehicle, time), RangeIndex."""
+    frames = [f for f in frames if len(f)]
     if not frames:
         return typed(pd.DataFrame({c: [] for c in fr.PING_REQUIRED}))
     cols = [c for c in CARRIED if any(c in f.columns for f in frames)]
-    frame = pd.concat([f.reindex(columns=cols) for f in frames], ignore_index=True)
-    frame = typed(frame)
+    frame = typed(pd.concat([f.reindex(columns=cols) for f in frames], ignore_index=True))
     return frame.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable").reset_index(drop=True)
 
 
@@ -85,28 +84,21 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def tail_frame(state: State) -> pd.DataFrame:
-    """Return a vehicle's kept fixes as a pings frame (empty when none)."""
-    tail = state.get("tail") or {}
-    if not tail or not tail.get(fr.TIMESTAMP):
-        return pd.DataFrame()
-    frame = pd.DataFrame(tail)
-    frame[fr.TIMESTAMP] = pd.to_datetime(np.asarray(tail[fr.TIMESTAMP], dtype=np.int64), utc=True)
-    return frame
-
-
-def tails_frame(states: Iterable[State | None]) -> pd.DataFrame:
-    """Return the kept fixes of many vehicles as one pings frame (one frame built, not many)."""
-    tails = [t for t in ((s or {}).get("tail") or {} for s in states) if t.get(fr.TIMESTAMP)]
+def tails_frame(states: Mapping[str, State | None]) -> pd.DataFrame:
+    """Return the kept fixes of every state as one frame (columns as stored)."""
+    tails = [t for _, st in sorted(states.items()) if st and (t := st.get("tail"))]
+    tails = [t for t in tails if t.get(fr.TIMESTAMP)]
     if not tails:
         return pd.DataFrame()
     cols = [c for c in CARRIED if any(c in t for t in tails)]
-    merged: dict[str, list[Any]] = {c: [] for c in cols}
+    data: dict[str, list[Any]] = {c: [] for c in cols}
     for tail in tails:
         n = len(tail[fr.TIMESTAMP])
         for c in cols:
-            merged[c] += tail.get(c, [None] * n)
-    return tail_frame({"tail": merged})
+            data[c].extend(tail.get(c) or [None] * n)
+    frame = pd.DataFrame(data)
+    frame[fr.TIMESTAMP] = pd.to_datetime(np.asarray(data[fr.TIMESTAMP], dtype=np.int64), utc=True)
+    return frame
 
 
 def plain(value: Any) -> Any:
@@ -121,11 +113,16 @@ def plain(value: Any) -> Any:
 
 
 def next_states(
-    frame: pd.DataFrame, states: Mapping[str, State | None], cut: Mapping[str, int]
+    frame: pd.DataFrame,
+    states: Mapping[str, State | None],
+    cut: Mapping[str, int],
+    *,
+    context: int = 0,
 ) -> dict[str, State]:
     """Return the new states: per vehicle of ``frame`` its fixes from ``cut[vehicle]`` on.
 
-    A vehicle absent from ``cut`` keeps nothing; ``seen`` is its latest fix (or the older one).
+    ``context`` fixes before that instant are kept too, and the instant as ``"open"``. A
+    vehicle absent from ``cut`` keeps nothing; ``seen`` is its latest fix (or the older one).
     """
     out: dict[str, State] = {
         str(v): {"seen": s["seen"], "tail": {}} for v, s in states.items() if s
@@ -136,17 +133,21 @@ def next_states(
     vehicles = frame[fr.VEHICLE_ID].to_numpy(dtype=object)
     starts = np.flatnonzero(np.r_[True, vehicles[1:] != vehicles[:-1]])
     ends = np.r_[starts[1:], len(frame)]
-    for lo, hi in zip(starts, ends, strict=True):
+    columns = {
+        col: [plain(v) for v in frame[col].tolist()] for col in frame.columns if col != fr.TIMESTAMP
+    }
+    stamps = ns.tolist()
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
         vehicle = str(vehicles[lo])
         keep = lo + int(np.searchsorted(ns[lo:hi], cut[vehicle])) if vehicle in cut else hi
-        part = frame.iloc[keep:hi]
-        tail = {
-            col: [plain(v) for v in part[col].tolist()]
-            for col in part.columns
-            if col != fr.TIMESTAMP
-        }
-        tail[fr.TIMESTAMP] = [int(v) for v in ns[keep:hi]]
-        before = (states.get(vehicle) or {}).get("seen", ns[hi - 1])
-        seen = max(int(ns[hi - 1]), int(before))
-        out[vehicle] = {"seen": seen, "tail": tail if keep < hi else {}}
+        opened = keep < hi and context > 0
+        keep = max(lo, keep - context) if opened else keep
+        tail: dict[str, list[Any]] = {}
+        if keep < hi:
+            tail = {col: values[keep:hi] for col, values in columns.items()}
+            tail[fr.TIMESTAMP] = stamps[keep:hi]
+        before = (states.get(vehicle) or {}).get("seen", stamps[hi - 1])
+        out[vehicle] = {"seen": max(stamps[hi - 1], int(before)), "tail": tail}
+        if opened:
+            out[vehicle]["open"] = int(cut[vehicle])
     return out

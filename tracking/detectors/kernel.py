@@ -13,6 +13,9 @@ detector's tests replay inputs cut into random pieces against one batch call
 
 The state of a vehicle: ``{"seen": <ns of its latest fix>, "tail": {<column>: [values]}}``; a
 fix not later than ``seen`` (a late or repeated one) is ignored, as the live engine always did.
+A rule that reads fixes before its open point (``context_fixes``: the fix before a trip's
+pickup) keeps them at the head of the tail and the open instant as ``"open"``: findings that
+start before it were returned by an earlier call and are not returned again.
 """
 
 from __future__ import annotations
@@ -28,15 +31,7 @@ import pandas as pd
 from tracking import frames as fr
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors.findings import empty_findings
-from tracking.tails import (
-    State,
-    after_seen,
-    concat,
-    next_states,
-    plain,
-    tail_frame,
-    typed,
-)
+from tracking.tails import State, after_seen, concat, next_states, plain, tails_frame, typed
 
 __all__ = ["State", "TrackKernel", "advance", "replay_in_pieces"]
 
@@ -57,11 +52,15 @@ class TrackKernel:
         by vehicle and time), the instant of its first fix that a later fix could still join to a
         finding, or change the verdict on. A vehicle left out is closed: nothing of it is kept.
         Findings that start at or after that instant are not returned yet.
+    context_fixes : int, default 0
+        Fixes of each vehicle before its ``open_from`` instant that the rule still reads (e.g.
+        1: the fix before a trip's pickup); kept in the state as context only.
     """
 
     kind: str
     detect: Callable[..., gpd.GeoDataFrame]
     open_from: Callable[..., Mapping[str, int]]
+    context_fixes: int = 0
 
 
 def advance(
@@ -96,13 +95,17 @@ def advance(
         change.
     """
     fresh = _after_seen(pings, states)
-    tails = [_tail_frame(s) for _, s in sorted(states.items()) if s]
-    frame = _concat([*tails, fresh])
+    frame = _concat([_tails_frame(states), fresh])
     found = kernel.detect(frame, **params) if len(frame) else empty_findings()
+    returned = {str(v): int(s["open"]) for v, s in states.items() if s and "open" in s}
+    if len(found) and returned:  # found from context fixes: returned by an earlier call
+        start = pd.to_datetime(found["started_at"], utc=True).to_numpy(dtype="datetime64[ns]")
+        floor = np.asarray([returned.get(str(v), -(2**63)) for v in found["vehicle_id"]])
+        found = found[start.astype(np.int64) >= floor].reset_index(drop=True)
     if final:
         return {}, found
     cut = kernel.open_from(frame, **params) if len(frame) else {}
-    new_states = _next_states(frame, states, cut)
+    new_states = _next_states(frame, states, cut, context=kernel.context_fixes)
     if len(found) and cut:
         start = pd.to_datetime(found["started_at"], utc=True).to_numpy(dtype="datetime64[ns]")
         limit = np.asarray(
@@ -153,6 +156,6 @@ def _after_seen(pings: pd.DataFrame, states: Mapping[str, State | None]) -> pd.D
 
 _concat = concat
 _typed = typed
-_tail_frame = tail_frame
+_tails_frame = tails_frame
 _plain = plain
 _next_states = next_states

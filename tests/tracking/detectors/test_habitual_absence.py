@@ -22,7 +22,12 @@ from live_scenarios import (
     trip,
 )
 
-from stands.visits import advance_visits, unreleased_arrivals
+from stands.visits import (
+    flush_visits,
+    tick_visits,
+    unreleased_arrivals,
+    update_visits,
+)
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.habitual_absence import (
@@ -192,7 +197,7 @@ class TestDetectHabitualAbsence:
 
 
 def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, gpd.GeoDataFrame]]:
-    """Five fixes a call: visits, sightings, and a tick for the last whole local day after each."""
+    """Fix by fix: visits, sightings, and a tick for the last whole local day after each fix."""
     stands, cover = live_cover()
     visits_state, state, out = None, None, []
 
@@ -209,44 +214,14 @@ def _run_live(pings: pd.DataFrame, *, hold: bool = True) -> list[tuple[dt.date, 
         if found is not None:
             out.append((as_of, found))
 
-    def released(visits: pd.DataFrame) -> list[dict]:
-        def row(value: object) -> int | None:
-            return None if pd.isna(value) else int(value)  # type: ignore[call-overload]
-
-        return [
-            {
-                "vehicle_id": str(v.vehicle_id),
-                "stand_id": str(v.stand_id),
-                "arrived_ns": int(v.arrived_at.value),
-                "departed_ns": int(v.departed_at.value),
-                "dwell_s": float(v.dwell_s),
-                "boarded": bool(v.boarded),
-                "first": {"row": row(v.first_row)},
-                "last": {"row": row(v.last_row)},
-            }
-            for v in visits.itertuples()
-        ]
-
-    order = pings.sort_values("timestamp", kind="stable")
-    for k in range(0, len(order), 5):  # five fixes a call
-        piece = order.iloc[k : k + 5]
-        visits_state, visits, _ = advance_visits(
-            visits_state,
-            piece,
-            cover=cover,
-            stands=stands,
-            max_gap_s=300.0,
-            now=piece["timestamp"].max(),
-        )
-        for ping in piece.to_dict("records"):
-            state = update_habitual_absence(state, ping=ping)
-        state = update_habitual_absence(state, visits=released(visits))
-        yesterday = local_day(piece["timestamp"].max()) - dt.timedelta(days=1)
+    for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
+        visits_state, released = update_visits(visits_state, ping, cover=cover, max_gap_s=300.0)
+        visits_state, more = tick_visits(visits_state, now=ping["timestamp"], max_gap_s=300.0)
+        state = update_habitual_absence(state, ping=ping, visits=released + more)
+        yesterday = local_day(ping["timestamp"]) - dt.timedelta(days=1)
         tick(yesterday, unreleased_arrivals(visits_state))
-    _, visits, _ = advance_visits(
-        visits_state, order.iloc[:0], cover=cover, stands=stands, max_gap_s=300.0, final=True
-    )
-    state = update_habitual_absence(state, visits=released(visits))
+    visits_state, released = flush_visits(visits_state)
+    state = update_habitual_absence(state, visits=released)
     tick(local_day(pings["timestamp"].max()), {})
     json.dumps(state)  # plain data
     return out
