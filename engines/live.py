@@ -29,23 +29,27 @@ State and several server processes
     same cells (``tracking.detectors.longer_route``, "Live", says when this equals the batch).
 Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
     A vehicle's queue position depends on the other vehicles at the stand, so these kinds run
-    on one fleet-wide visits tracker (``stands.visits.update_visits``) fed with every fix of
-    the call in time order. Its state is one row (``vehicle_id`` ``'*'``, detector
-    ``visits``), beside ``unlicensed_stand_use``'s fleet state and one ``queue_jump:<stand_id>``
-    row per stand, all read and written under one global advisory lock
-    (``pg_advisory_xact_lock(72944, 0)``, another lock class than the vehicles'), taken
-    *after* the call's vehicle locks and never before one: a process holding it asks for no
-    other lock, so no cycle can form; calls carrying the visit kinds run one at a time. The
-    stands are the ``stands`` table's active ones with a geometry, covered once per process
-    and covered again when the table changes (row count, latest ``updated_at`` or
+    on one fleet-wide visits kernel (:func:`stands.visits.advance_visits`: ``detect_visits``
+    over each vehicle's kept fixes) advanced by each call's fixes. Its state is one row
+    (``vehicle_id`` ``'*'``, detector ``visits``), beside ``unlicensed_stand_use``'s fleet row
+    (per vehicle, its released visits that overlap one still to come) and one
+    ``queue_jump:<stand_id>`` row per stand (the stand's queue), all read and written under
+    one global advisory lock (``pg_advisory_xact_lock(72944, 0)``, another lock class than the
+    vehicles'), taken *after* the call's vehicle locks and never before one: a process holding
+    it asks for no other lock, so no cycle can form; calls carrying the visit kinds run one at
+    a time. The stands are the ``stands`` table's active ones with a geometry, covered once
+    per process and covered again when the table changes (row count, latest ``updated_at`` or
     ``retired_at``); no such stand: the visit kinds are skipped (no lock, no state). Licences
-    come from ``parking_licences``, the fleet facts (``accessible``, licensed stands) from
+    come from ``parking_licences``, the fleet (``accessible``, licensed stands) from
     ``vehicles``; the visit thresholds are ``engines.pipeline.AnalysisParams``' defaults, as
-    in ``pontual analyze``. Released visits feed ``update_queue_jump`` (per stand) and
-    ``update_unlicensed_stand_use``. The tracker is not ticked (``tick_visits`` needs a
-    fleet-wide watermark the caller does not have yet): a visit is released by later fixes
-    (of its own vehicle and of those ahead of it), so a vehicle that stops reporting at a
-    stand holds back that stand's findings until it reports again.
+    in ``pontual analyze``. The visits released by a call go to
+    :func:`tracking.detectors.queue_jump.advance_queue_jump` and
+    :func:`tracking.detectors.unlicensed_stand_use.advance_unlicensed_stand_use`: the batch
+    functions run on the released visits, so live finds what ``pontual analyze`` finds. No
+    watermark is passed (the fleet's fixes are not known to come in time order): a visit is
+    released by later fixes of its own vehicle and of those ahead of it, so a vehicle that
+    stops reporting at a stand holds back that stand's queue until it reports again (and the
+    fixes the other vehicles keep for it).
 Inactivity
     ``inactivity`` is a day kernel (``inactivity.KERNEL``) with one fleet-wide state (row
     ``'*'``/``inactivity``, under the same global lock) advanced by each call's fixes: the
@@ -127,7 +131,7 @@ from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, build_stand_cover
 from geo.roads import RoadGraph
-from stands.visits import new_visits_state, unreleased_arrivals, update_visits
+from stands.visits import advance_visits, new_visits_state, unreleased_arrivals
 from tracking import frames as fr
 from tracking.detectors import (
     flag2_misuse,
@@ -147,8 +151,8 @@ from tracking.detectors.illegal_stand_formation import (
     DEFAULT_MIN_WAIT_S,
 )
 from tracking.detectors.kernel import TrackKernel, advance
-from tracking.detectors.queue_jump import update_queue_jump
-from tracking.detectors.unlicensed_stand_use import fleet_facts, update_unlicensed_stand_use
+from tracking.detectors.queue_jump import advance_queue_jump
+from tracking.detectors.unlicensed_stand_use import advance_unlicensed_stand_use
 from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
 from tracking.stops import detect_stops
 
@@ -189,8 +193,8 @@ _DAY_KERNELS: dict[str, DayKernel] = {
 """Fleet-wide kinds run as day kernels (``tracking.detectors.day_kernel``), below."""
 _UPDATES: dict[str, Callable[..., tuple[Any, Any]]] = {
     "longer_route": longer_route.detect_longer_route,  # its thresholds; run as a kernel below
-    "queue_jump": update_queue_jump,
-    "unlicensed_stand_use": update_unlicensed_stand_use,
+    "queue_jump": advance_queue_jump,
+    "unlicensed_stand_use": advance_unlicensed_stand_use,
 }
 VISIT_KINDS = ("queue_jump", "unlicensed_stand_use")
 """Kinds judging the visits of the fleet-wide visits tracker (one state, one global lock)."""
@@ -214,6 +218,8 @@ _WIRED = {
     "accessible",
     "unreleased",
     "facts",
+    "pending",
+    "final",
     "fleet",
     "as_of",
     "licences",
@@ -780,16 +786,17 @@ def live_fleet(session: Session) -> pd.DataFrame:
 
 def _detect_visit_kinds(
     session: Session,
+    pings: pd.DataFrame,
     fixes: list[dict[str, Any]],
     kinds: Sequence[str],
     params: Mapping[str, Mapping[str, Any]],
     *,
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Feed the fixes to the fleet's visits tracker and its kinds; findings, state rows.
+    """Advance the fleet's visits kernel by the fixes, then its kinds; findings, state rows.
 
-    ``habitual_absence`` (:func:`_detect_absence`) takes the fixes the tracker took and the
-    visits it released in the call.
+    ``habitual_absence`` (:func:`_detect_absence`) takes the fixes the visits kernel took and
+    the visits it released in the call.
     """
     stands, cover = _active_stands(session)
     if cover is None:
@@ -808,75 +815,45 @@ def _detect_visit_kinds(
             {"v": FLEET_ROW, "ds": names},
         ).all()
     )
-    visits_state = stored.get("visits") or new_visits_state()
-    unlicensed = stored.get("unlicensed_stand_use")
+    before = _visits_state(stored.get("visits"))
+    seen = {v: int(s["seen"]) for v, s in before["vehicles"].items()}
+    new = [
+        f
+        for f in fixes
+        if int(pd.Timestamp(f[fr.TIMESTAMP]).value) > seen.get(str(f[fr.VEHICLE_ID]), -(2**63))
+    ]
+    if not new:
+        return [], []  # late fixes only: stored, seen by the batch only
     licences = licence_frame(session=session).drop(columns="licence_id")
-    facts = fleet_facts(live_fleet(session))
-    options: dict[str, Any] = {
-        "cover": cover,
-        "licences": licences,
-        "exit_grace_s": a.visit_exit_grace_s,
-        "exit_grace_m": a.visit_exit_grace_m,
-        "near_exit_grace_s": a.visit_near_exit_grace_s,
-        "min_dwell_s": a.visit_min_dwell_s,
+    fleet = live_fleet(session)
+    visits_state, visits, visit_fixes = advance_visits(
+        before,
+        pings,
+        cover=cover,
+        stands=stands,
+        licences=licences,
+        exit_grace_s=a.visit_exit_grace_s,
+        exit_grace_m=a.visit_exit_grace_m,
+        near_exit_grace_s=a.visit_near_exit_grace_s,
+        min_dwell_s=a.visit_min_dwell_s,
+        boarding_grace_s=a.boarding_grace_s,
+        boarding_grace_m=a.boarding_grace_m,
+        max_gap_s=a.trip_max_gap_s,
+        timezone=timezone,
+    )
+    boarding: dict[str, Any] = {
         "boarding_grace_s": a.boarding_grace_s,
         "boarding_grace_m": a.boarding_grace_m,
-        "max_gap_s": a.trip_max_gap_s,
-        "timezone": timezone,
     }
-    boarding = {"boarding_grace_s": a.boarding_grace_s, "boarding_grace_m": a.boarding_grace_m}
-    queues: dict[str, Any] = {}
     found: list[dict[str, Any]] = []
-    taken: list[dict[str, Any]] = []  # the fixes the tracker took; the visits it released
-    releases: list[dict[str, Any]] = []
-    last_seen = 0
-    for fix in sorted(fixes, key=lambda f: (pd.Timestamp(f[fr.TIMESTAMP]), f[fr.VEHICLE_ID])):
-        t = int(pd.Timestamp(fix[fr.TIMESTAMP]).value)
-        known = visits_state["vehicles"].get(str(fix[fr.VEHICLE_ID]))
-        if known is not None and known["last"] is not None and t <= known["last"]["ns"]:
-            continue  # late fix: stored, seen by the batch only
-        last_seen = max(last_seen, t)
-        visits_state, released = update_visits(visits_state, fix, **options)
-        taken.append(fix)
-        releases += released
-        if "queue_jump" in kinds:
-            for visit in released:
-                sid = str(visit["stand_id"])
-                if sid not in queues:
-                    queues[sid] = session.execute(
-                        text(
-                            "SELECT state FROM live_detector_states "
-                            "WHERE vehicle_id = :v AND detector = :d"
-                        ),
-                        {"v": FLEET_ROW, "d": f"queue_jump:{sid}"},
-                    ).scalar_one_or_none()
-                accessible = facts.get(str(visit["vehicle_id"]), {}).get("accessible")
-                queues[sid], res = update_queue_jump(
-                    queues[sid],
-                    visit,
-                    accessible=accessible,
-                    **boarding,
-                    **params["queue_jump"],
-                )
-                found.extend(_records(res))
-        if "unlicensed_stand_use" in kinds:
-            unlicensed, res = update_unlicensed_stand_use(
-                unlicensed,
-                released,
-                unreleased=unreleased_arrivals(visits_state),
-                facts=facts,
-                **boarding,
-                **params["unlicensed_stand_use"],
-            )
-            found.extend(_records(res))
-    if not last_seen:
-        return found, []
-    last = pd.Timestamp(last_seen, unit="ns", tz="UTC")
+    last = pd.Timestamp(max(int(pd.Timestamp(f[fr.TIMESTAMP]).value) for f in new), tz="UTC")
+    ts = last.to_pydatetime()
+    saved = [{"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts}]
     if "habitual_absence" in kinds:
-        res, saved = _detect_absence(
+        res, rows_ = _detect_absence(
             session,
-            taken,
-            releases,
+            new,
+            _released_visits(visits),
             as_of=last.tz_convert(timezone).date() - dt.timedelta(days=1),
             licences=licences,
             unreleased=unreleased_arrivals(visits_state),
@@ -885,19 +862,76 @@ def _detect_visit_kinds(
             timezone=timezone,
         )
         found += res
-    else:
-        saved = []
-    ts = last.to_pydatetime()
-    saved.append({"v": FLEET_ROW, "d": "visits", "s": _plain(visits_state), "ts": ts})
-    if unlicensed is not None:
-        saved.append(
-            {"v": FLEET_ROW, "d": "unlicensed_stand_use", "s": _plain(unlicensed), "ts": ts}
+        saved += rows_
+    if "queue_jump" in kinds and len(visits):
+        sids = sorted({str(s) for s in visits["stand_id"]})
+        rows = session.execute(
+            text(
+                "SELECT detector, state FROM live_detector_states "
+                "WHERE vehicle_id = :v AND detector = ANY(:ds)"
+            ),
+            {"v": FLEET_ROW, "ds": [f"queue_jump:{sid}" for sid in sids]},
+        ).all()
+        queues = {str(d).removeprefix("queue_jump:"): q for d, q in rows if _records_state(q)}
+        queues, res = advance_queue_jump(
+            queues, visits, visit_fixes, fleet=fleet, **boarding, **params["queue_jump"]
         )
-    saved += [
-        {"v": FLEET_ROW, "d": f"queue_jump:{sid}", "s": _plain(st), "ts": ts}
-        for sid, st in queues.items()
-    ]
+        found.extend(_records(res))
+        saved += [
+            {"v": FLEET_ROW, "d": f"queue_jump:{sid}", "s": _plain(st), "ts": ts}
+            for sid, st in queues.items()
+        ]
+    if "unlicensed_stand_use" in kinds:
+        held = stored.get("unlicensed_stand_use") or {}
+        held = {v: st for v, st in held.items() if _records_state(st)}
+        held, res = advance_unlicensed_stand_use(
+            held,
+            visits,
+            visit_fixes,
+            pending=unreleased_arrivals(visits_state),
+            fleet=fleet,
+            **boarding,
+            **params["unlicensed_stand_use"],
+        )
+        found.extend(_records(res))
+        saved.append({"v": FLEET_ROW, "d": "unlicensed_stand_use", "s": _plain(held), "ts": ts})
     return found, saved
+
+
+def _visits_state(stored: Any) -> dict[str, Any]:
+    """Return the stored visits kernel state (a state of the per-fix tracker it replaced: anew)."""
+    if (
+        isinstance(stored, dict)
+        and isinstance(stored.get("vehicles"), dict)
+        and all(isinstance(s, dict) and "seen" in s for s in stored["vehicles"].values())
+        and all(isinstance(k, list) for k in stored.get("stands", {}).values())
+    ):
+        return stored
+    return new_visits_state()
+
+
+def _records_state(state: Any) -> bool:
+    """Whether a stored visit-kind state holds visit records (older shapes are dropped)."""
+    return isinstance(state, dict) and all(
+        isinstance(r, dict) and "visit" in r for r in state.get("visits", [None])
+    )
+
+
+def _released_visits(visits: pd.DataFrame) -> list[dict[str, Any]]:
+    """Return the released visits as ``update_habitual_absence`` takes them (plain dicts)."""
+    return [
+        {
+            "vehicle_id": str(v["vehicle_id"]),
+            "stand_id": str(v["stand_id"]),
+            "arrived_ns": int(v["arrived_at"].value),
+            "departed_ns": int(v["departed_at"].value),
+            "dwell_s": float(v["dwell_s"]),
+            "boarded": bool(v["boarded"]),
+            "first": {"row": None if pd.isna(v["first_row"]) else int(v["first_row"])},
+            "last": {"row": None if pd.isna(v["last_row"]) else int(v["last_row"])},
+        }
+        for v in visits.to_dict("records")
+    ]
 
 
 def _detect_absence(
@@ -1204,7 +1238,9 @@ def detect_live(
         saved.extend(rows)
     tracker_kinds = [k for k in kinds if k in _TRACKER_KINDS]
     if tracker_kinds:
-        more, rows = _detect_visit_kinds(session, fixes, tracker_kinds, params, timezone=timezone)
+        more, rows = _detect_visit_kinds(
+            session, pings, fixes, tracker_kinds, params, timezone=timezone
+        )
         found.extend(more)
         saved.extend(rows)
     if "illegal_stand_formation" in kinds:

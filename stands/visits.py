@@ -55,13 +55,26 @@ queue_position
 licensed
     Whether the vehicle holds a parking licence for the stand on the local date of arrival
     (``stands/licences.py``); <NA> when no licence data is given.
+
+Live
+    :func:`advance_visits` is the kernel: :func:`detect_visits` run on each vehicle's kept
+    fixes plus the new ones, a visit released once no later fix can change it and every visit
+    that could be ahead of it in its stand's queue is released. A vehicle keeps its fixes from
+    the one before its earliest visit still open (a run a later fix could extend: at most
+    ``max(exit_grace_s, near_exit_grace_s)`` past its last fix inside, or ``max_gap_s`` of
+    silence; or awaiting its boarding: ``boarding_grace_s``) or held behind an open visit of
+    another vehicle at the same stand; otherwise only its latest fix. So a tail spans the
+    vehicle's open visit plus those graces, or, when held, the open visit ahead of it at the
+    stand (a vehicle that stops reporting inside a stand holds it until it reports again,
+    unless a watermark ``now`` is given). A stand keeps the released visits still present at
+    its latest arrival (its queue).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -81,6 +94,7 @@ from stands._errors import (
 )
 from stands.frames import STAND_ID
 from stands.licences import check_timezone, is_licensed
+from tracking import tails
 from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.frames import (
     LAT,
@@ -396,6 +410,13 @@ def queue_positions(
     return (1 + ahead - departed_before).astype(np.int64)
 
 
+def _is_visit(
+    dwell_ns: npt.NDArray[np.int64], boarded: npt.NDArray[np.bool_], *, min_dwell_s: float
+) -> npt.NDArray[np.bool_]:
+    """Which runs are visits: long enough, or boarded (the minimum dwell of the definitions)."""
+    return np.asarray((dwell_ns >= min_dwell_s * _NS) | boarded, dtype=bool)
+
+
 def detect_visits(
     pings: pd.DataFrame,
     memberships: pd.DataFrame,
@@ -593,8 +614,7 @@ def detect_visits(
         boarding = np.where(ok, cand, -1)
     boarded = boarding >= 0
 
-    dwell_ns = t[last] - t[first]
-    keep = (dwell_ns >= min_dwell_s * _NS) | boarded
+    keep = _is_visit(t[last] - t[first], boarded, min_dwell_s=min_dwell_s)
     first, last, boarding = first[keep], last[keep], boarding[keep]
     visit_stand, visit_vehicle, n_fixes = visit_stand[keep], visit_vehicle[keep], n_fixes[keep]
     boarded, boarding_m = boarded[keep], boarding_m[keep]
@@ -644,178 +664,52 @@ def detect_visits(
     )
 
 
-# ------------------------------------------------------------------------------------- live
+# ----------------------------------------------------------------------------- the kernel
+#
+# Live, the fixes come in pieces. :func:`advance_visits` runs :func:`detect_visits` (the one
+# implementation) over each vehicle's kept fixes plus the new ones and releases the visits no
+# later fix can change, with their queue position, once every visit of the stand that could be
+# ahead of them is released too.
+
+_FAR = int(np.iinfo(np.int64).max)
 
 
 def new_visits_state() -> dict[str, Any]:
-    """Return the initial live state of visits (plain data), one for the whole fleet.
+    """Return the empty state of :func:`advance_visits` (plain data, one for the whole fleet).
 
-    ``vehicles``: per vehicle its previous fix (``last``), its open runs per stand and its
-    closed runs awaiting the boarding decision (``pending``); ``stands``: per stand the
-    arrivals of the unfinished runs (``unfinished``, per vehicle), the finished visits awaiting
-    their queue position (``ready``) and the released visits that may still be ahead of a later
-    arrival (``kept``, ``[vehicle_id, arrived_ns, departed_ns]``).
+    ``vehicles``: per vehicle its kept fixes and the instant of its latest (``seen``, ``tail``:
+    :mod:`tracking.tails`) and ``from``, the instant before which every visit of the vehicle
+    was released; ``stands``: per stand the released visits a later arrival may still queue
+    behind, ``[vehicle_id, arrived_ns, departed_ns]``.
     """
     return {"vehicles": {}, "stands": {}}
 
 
-def _live_fix(ping: Mapping[str, Any], t: int) -> dict[str, Any]:
-    def field(name: str) -> Any:
-        value = ping.get(name)
-        if value is None or (not isinstance(value, str) and pd.isna(value)):
-            return None
-        return value
-
-    row, meter = field(ROW), field(METER)
-    return {
-        "ns": t,
-        "lat": float(ping["lat"]),
-        "lon": float(ping["lon"]),
-        "row": None if row is None else int(row),
-        "meter": None if meter is None else str(meter),
-        "speed_flag": bool(field("speed_flag") or False),
-    }
-
-
-def _stand_state(st: dict[str, Any], stand_id: str) -> dict[str, Any]:
-    stand: dict[str, Any] = st["stands"].setdefault(
-        stand_id, {"unfinished": {}, "ready": [], "kept": []}
-    )
-    return stand
-
-
-def _finish(
-    st: dict[str, Any],
-    vehicle_id: str,
-    run: dict[str, Any],
-    board: dict[str, Any] | None,
-    *,
-    min_dwell_s: float,
-    licences: pd.DataFrame | None,
-    timezone: str,
-) -> None:
-    """Drop a run whose boarding is decided, or queue it for its queue position."""
-    stand = _stand_state(st, run["stand_id"])
-    arrivals = stand["unfinished"].get(vehicle_id, [])
-    arrivals.remove(run["first"]["ns"])
-    if arrivals:
-        stand["unfinished"][vehicle_id] = arrivals
-    else:
-        stand["unfinished"].pop(vehicle_id, None)
-    dwell_ns = run["last"]["ns"] - run["first"]["ns"]
-    if dwell_ns < min_dwell_s * _NS and board is None:
-        return
-    licensed = None
-    if licences is not None:
-        licensed = bool(
-            is_licensed(
-                licences,
-                [vehicle_id],
-                [run["stand_id"]],
-                pd.to_datetime([run["first"]["ns"]], unit="ns", utc=True),
-                timezone=timezone,
-            )[0]
-        )
-    stand["ready"].append(
-        {
-            VEHICLE_ID: vehicle_id,
-            STAND_ID: run["stand_id"],
-            "arrived_ns": run["first"]["ns"],
-            "departed_ns": run["last"]["ns"],
-            "dwell_s": dwell_ns / _NS,
-            "queue_position": None,
-            "boarded": board is not None,
-            "licensed": licensed,
-            N_FIXES: run["n"],
-            "first": run["first"],
-            "last": run["last"],
-            "boarding": board,
-            "boarding_distance_m": run.get("board_m") if board is not None else None,
-            "before_boarding": run["board_prev"] if board is not None else None,
-            "track": [f for f in run["track"] if f["ns"] <= run["last"]["ns"]],
-        }
-    )
-
-
-def _release(st: dict[str, Any], stand_id: str, out: list[dict[str, Any]]) -> None:
-    """Give the finished visits of a stand their queue position, in arrival order."""
-    stand = st["stands"][stand_id]
-    blocking = [(a, v) for v, arrivals in stand["unfinished"].items() for a in arrivals]
-    first_open = min(blocking) if blocking else None
-    ready = sorted(stand["ready"], key=lambda v: (v["arrived_ns"], v[VEHICLE_ID]))
-    kept = stand["kept"]
-    while ready and (
-        first_open is None or (ready[0]["arrived_ns"], ready[0][VEHICLE_ID]) < first_open
-    ):
-        visit = ready.pop(0)
-        arrived = visit["arrived_ns"]
-        ahead = sum(1 for v, a, d in kept if (a, v) < (arrived, visit[VEHICLE_ID]) and d >= arrived)
-        visit["queue_position"] = 1 + ahead
-        kept = [k for k in kept if k[2] >= arrived]
-        kept.append([visit[VEHICLE_ID], arrived, visit["departed_ns"]])
-        out.append(visit)
-    stand["ready"] = ready
-    stand["kept"] = kept
-    if not ready and not stand["unfinished"] and not kept:
-        del st["stands"][stand_id]
-
-
-def _close_run(
-    st: dict[str, Any],
-    vid: str,
-    vs: dict[str, Any],
-    run: dict[str, Any],
-    *,
-    boarding_grace_s: float,
-    **options: Any,
-) -> None:
-    """Close a run: finish it if its boarding is decided, else leave it pending."""
-    if run["board"] is not None:
-        _finish(st, vid, run, _judged(run, boarding_grace_s=boarding_grace_s), **options)
-    else:
-        vs["pending"].append(run)
-
-
-def _judged(run: dict[str, Any], *, boarding_grace_s: float) -> dict[str, Any] | None:
-    """Return the run's trip start if it boarded at the stand (time and distance), else None.
-
-    The distance was judged when the trip start was seen (``board_near``, with the
-    ``boarding_grace_m`` of :func:`update_visits`); the time is judged here, once the run's
-    last inside fix is known.
-    """
-    board = run["board"]
-    if board is None or not run.get("board_near", True):
+def _timestamp_ns(value: Any, name: str) -> int | None:
+    if value is None:
         return None
-    lag_ns = board["ns"] - run["last"]["ns"]
-    return board if lag_ns <= 0 or lag_ns <= boarding_grace_s * _NS else None
+    stamp = pd.Timestamp(value)
+    if stamp.tzinfo is None:
+        msg = f"'{name}' era {value!r}; esperado um instante com fuso"
+        raise NaiveTimestampError(msg)
+    return int(stamp.tz_convert("UTC").as_unit("ns").value)
 
 
-def _left(run: dict[str, Any], t: int, exit_grace_s: float, near_exit_grace_s: float) -> bool:
-    """Whether the run's excursion, still going or just ended at ``t``, ends the visit.
-
-    The batch's rule: away longer than ``exit_grace_s`` with a fix farther than ``exit_grace_m``
-    (``run["far"]``), or away longer than ``near_exit_grace_s``. Either way the run's last
-    inside fix is final (a fix back inside then starts a new run).
-    """
-    if run["first_out"] is None:
-        return False
-    away = t - run["first_out"]
-    return bool(away > exit_grace_s * _NS and (run["far"] or away > near_exit_grace_s * _NS))
+def _pending(vehicle: Mapping[str, Any]) -> bool:
+    """Whether a vehicle's kept fixes may still hold a visit (more than the context fix)."""
+    tail = vehicle.get("tail") or {}
+    return any(int(t) >= int(vehicle.get("from", -_FAR)) for t in tail.get(TIMESTAMP, []))
 
 
-def _distance_m(fix: Mapping[str, Any], stand_id: str, cover: StandCover) -> float:
-    """Distance from a fix outside a stand to the stand's geometry (as the batch measures it)."""
-    where = np.flatnonzero(cover.stand_ids.astype(str) == stand_id)
-    geometry = cover.geometries[where[:1]]
-    return float(distance_to_geometries_m([fix["lat"]], [fix["lon"]], geometry)[0])
-
-
-def update_visits(
-    state: dict[str, Any] | None,
-    ping: Mapping[str, Any],
+def advance_visits(
+    state: Mapping[str, Any] | None,
+    pings: pd.DataFrame,
     *,
     cover: StandCover,
+    stands: gpd.GeoDataFrame | None = None,
     licences: pd.DataFrame | None = None,
+    now: Any = None,
+    final: bool = False,
     exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
     exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
     near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
@@ -824,303 +718,309 @@ def update_visits(
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
     max_gap_s: float = DEFAULT_VISIT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Advance the fleet's visits by one fix; return the visits that became final.
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """Run :func:`detect_visits` on new fixes after the fleet's state; release the final visits.
 
-    The same definitions as :func:`detect_visits`, fix by fix: the fix is matched to the stands
-    with :func:`geo.cover.match_stands` (the batch matcher, so the assignment is the same),
-    runs grow, split on excursions longer than ``exit_grace_s`` (a near excursion, within
-    ``exit_grace_m`` of the stand, longer than ``near_exit_grace_s``) and on silences, and a closed
-    run waits for its boarding decision (a trip start within ``boarding_grace_s``; the trip
-    start's distance to the stand, 0 inside, is measured when it is seen and must be at most
-    ``boarding_grace_m``). A visit is released once its queue position is certain: when no
-    unfinished run of the stand arrived before it. Released visits are plain dicts:
-    ``vehicle_id``, ``stand_id``, ``arrived_ns``, ``departed_ns``, ``dwell_s``,
-    ``queue_position``, ``boarded``, ``licensed`` (None without licences), ``n_fixes``,
-    ``boarding_distance_m`` (None when not boarded), and the fixes ``first``, ``last``,
-    ``boarding`` and
-    ``before_boarding`` (the vehicle's fix before the boarding fix), each ``{ns, lat, lon, row,
-    meter, speed_flag}``, and ``track``: every fix of the vehicle from the first to the last
-    inside fix (excursions included). Trip-record datasets (``trip_ref``) are not followed live.
-
-    Parameters
-    ----------
-    state : dict or None
-        From :func:`new_visits_state` or the previous call.
-    ping : mapping
-        ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, optional ``meter``, ``row``,
-        ``speed_flag``. A vehicle's fixes in time order; for the queue positions to be released
-        early, the fleet's fixes in time order.
-    cover : geo.cover.StandCover
-        The stands' cover (``build_stand_cover``), with ``stand_ids`` and the geometries the
-        boarding distance is measured to.
-    licences, exit_grace_s, exit_grace_m, near_exit_grace_s, min_dwell_s, boarding_grace_s,
-    boarding_grace_m, max_gap_s, timezone
-        As in :func:`detect_visits`.
-
-    Returns
-    -------
-    tuple of (dict, list of dict)
-        The new state and the visits released by this fix (in arrival order per stand).
-
-    Raises
-    ------
-    ThresholdError
-        If a threshold is negative or not finite.
-    PingFrameError
-        If the fix is not later than the vehicle's previous one or its time is naive.
-    """
-    _check_thresholds(
-        exit_grace_s=exit_grace_s,
-        exit_grace_m=exit_grace_m,
-        near_exit_grace_s=near_exit_grace_s,
-        min_dwell_s=min_dwell_s,
-        boarding_grace_s=boarding_grace_s,
-        boarding_grace_m=boarding_grace_m,
-        max_gap_s=max_gap_s,
-    )
-    st = new_visits_state() if state is None else state
-    stamp = pd.Timestamp(cast(Any, ping.get(TIMESTAMP)))
-    if stamp.tzinfo is None:
-        msg = f"'timestamp' do ping era {ping.get(TIMESTAMP)!r}; esperado um instante com fuso"
-        raise NaiveTimestampError(msg)
-    t = int(stamp.tz_convert("UTC").as_unit("ns").value)
-    vid = str(ping[VEHICLE_ID])
-    vs = st["vehicles"].setdefault(vid, {"last": None, "runs": {}, "pending": []})
-    last = vs["last"]
-    if last is not None and t <= last["ns"]:
-        msg = f"ping fora de ordem do veículo {vid}: {stamp} não é posterior ao anterior"
-        raise PingFrameError(msg)
-    fix = _live_fix(ping, t)
-    options: dict[str, Any] = {
-        "min_dwell_s": min_dwell_s,
-        "licences": licences,
-        "timezone": timezone,
-    }
-    touched: set[str] = set()
-    silence = last is None or (t - last["ns"]) > max_gap_s * _NS
-    occupied = fix["meter"] == OCCUPIED
-    trip_start = occupied and (silence or last is None or last["meter"] != OCCUPIED)
-
-    def close(run: dict[str, Any]) -> None:
-        touched.add(run["stand_id"])
-        _close_run(st, vid, vs, run, boarding_grace_s=boarding_grace_s, **options)
-
-    if silence:
-        for run in vs["runs"].values():
-            close(run)
-        vs["runs"] = {}
-        for run in vs["pending"]:
-            _finish(st, vid, run, None, **options)
-        vs["pending"] = []
-
-    ping_idx, stand_idx = match_stands([fix["lat"]], [fix["lon"]], cover)
-    inside_ids = {str(cover.stand_ids[s]) for s in stand_idx.tolist()}
-    for sid, run in list(vs["runs"].items()):
-        if sid not in inside_ids:
-            if run["first_out"] is None:
-                run["first_out"], run["far"] = t, False
-            if not run["far"]:
-                run["far"] = not _distance_m(fix, sid, cover) <= exit_grace_m
-        if _left(run, t, exit_grace_s, near_exit_grace_s):
-            close(vs["runs"].pop(sid))
-
-    def board(run: dict[str, Any]) -> None:
-        """Keep the run's first trip start with its distance to the stand."""
-        sid = run["stand_id"]
-        metres = 0.0 if sid in inside_ids else _distance_m(fix, sid, cover)
-        run["board"], run["board_prev"], run["board_m"] = fix, last, metres
-        run["board_near"] = metres <= boarding_grace_m  # NaN (unknown) is not near
-
-    if trip_start:
-        for run in vs["runs"].values():
-            if run["board"] is None:
-                board(run)
-        for run in vs["pending"]:
-            if t - run["last"]["ns"] <= boarding_grace_s * _NS:
-                board(run)
-    still = []
-    for run in vs["pending"]:
-        if run["board"] is not None:
-            touched.add(run["stand_id"])
-            _finish(st, vid, run, _judged(run, boarding_grace_s=boarding_grace_s), **options)
-        elif t - run["last"]["ns"] > boarding_grace_s * _NS or trip_start:
-            touched.add(run["stand_id"])
-            _finish(st, vid, run, None, **options)
-        else:
-            still.append(run)
-    vs["pending"] = still
-    for sid in sorted(inside_ids):
-        run = vs["runs"].get(sid)
-        if run is None:
-            vs["runs"][sid] = {
-                "stand_id": sid,
-                "first": fix,
-                "last": fix,
-                "n": 1,
-                "first_out": None,
-                "far": False,
-                "board": fix if trip_start else None,
-                "board_prev": last if trip_start else None,
-                "board_m": 0.0 if trip_start else None,
-                "board_near": True,
-                "track": [fix],
-            }
-            stand = _stand_state(st, sid)
-            stand["unfinished"].setdefault(vid, []).append(t)
-        else:
-            run["last"], run["n"], run["first_out"], run["far"] = fix, run["n"] + 1, None, False
-    for run in vs["runs"].values():
-        if run["track"][-1]["ns"] != t:
-            run["track"].append(fix)  # excursion fixes belong to the visit's span
-    vs["last"] = fix
-    out: list[dict[str, Any]] = []
-    for sid in sorted(touched):
-        if sid in st["stands"]:
-            _release(st, sid, out)
-    return st, out
-
-
-def flush_visits(
-    state: dict[str, Any] | None,
-    *,
-    licences: pd.DataFrame | None = None,
-    min_dwell_s: float = DEFAULT_MIN_DWELL_S,
-    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
-    timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """End the stream: close every run, decide every boarding, release every visit.
-
-    Parameters
-    ----------
-    state : dict or None
-        The live state.
-    licences, min_dwell_s, boarding_grace_s, timezone
-        As in :func:`update_visits`.
-
-    Returns
-    -------
-    tuple of (dict, list of dict)
-        The emptied state and the remaining visits.
-    """
-    st = new_visits_state() if state is None else state
-    options: dict[str, Any] = {
-        "min_dwell_s": min_dwell_s,
-        "licences": licences,
-        "timezone": timezone,
-    }
-    for vid, vs in st["vehicles"].items():
-        for run in [*vs["runs"].values(), *vs["pending"]]:
-            _finish(st, vid, run, _judged(run, boarding_grace_s=boarding_grace_s), **options)
-        vs["runs"], vs["pending"] = {}, []
-    out: list[dict[str, Any]] = []
-    for sid in sorted(st["stands"]):
-        _release(st, sid, out)
-    st["stands"] = {}
-    return st, out
-
-
-def tick_visits(
-    state: dict[str, Any] | None,
-    *,
-    now: pd.Timestamp,
-    licences: pd.DataFrame | None = None,
-    exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
-    near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
-    min_dwell_s: float = DEFAULT_MIN_DWELL_S,
-    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
-    max_gap_s: float = DEFAULT_VISIT_MAX_GAP_S,
-    timezone: str = DEFAULT_TIMEZONE,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Settle what the passing of time makes certain, and release the visits it frees.
-
-    Every fix still to come is later than ``now`` (the caller's watermark: the time up to which
-    the whole fleet's fixes are in). So a run whose vehicle has been outside the stand longer
-    than ``exit_grace_s`` (with a fix farther than ``exit_grace_m``; else longer than
-    ``near_exit_grace_s``), or silent longer than ``max_gap_s``, is over; a closed run more than
-    ``boarding_grace_s`` past its last inside fix (or whose vehicle fell silent) did not board.
-    Without ticks a vehicle that stops reporting holds back the queue of its stands until its
-    next fix or :func:`flush_visits`.
-
-    Parameters
-    ----------
-    state : dict or None
-        The live state.
-    now : pandas.Timestamp
-        The watermark (tz-aware).
-    licences, exit_grace_s, near_exit_grace_s, min_dwell_s, boarding_grace_s, max_gap_s,
-    timezone
-        As in :func:`update_visits`.
-
-    Returns
-    -------
-    tuple of (dict, list of dict)
-        The new state and the visits released.
-    """
-    st = new_visits_state() if state is None else state
-    stamp = pd.Timestamp(now)
-    if stamp.tzinfo is None:
-        msg = f"'now' era {now!r}; esperado um instante com fuso"
-        raise NaiveTimestampError(msg)
-    t = int(stamp.tz_convert("UTC").as_unit("ns").value)
-    options: dict[str, Any] = {
-        "min_dwell_s": min_dwell_s,
-        "licences": licences,
-        "timezone": timezone,
-    }
-    touched: set[str] = set()
-    for vid, vs in st["vehicles"].items():
-        if vs["last"] is None:
-            continue
-        silent = t - vs["last"]["ns"] > max_gap_s * _NS
-        for sid, run in list(vs["runs"].items()):
-            if _left(run, t, exit_grace_s, near_exit_grace_s) or silent:
-                touched.add(sid)
-                _close_run(
-                    st, vid, vs, vs["runs"].pop(sid), boarding_grace_s=boarding_grace_s, **options
-                )
-        still = []
-        for run in vs["pending"]:
-            if silent or t - run["last"]["ns"] > boarding_grace_s * _NS:
-                touched.add(run["stand_id"])
-                _finish(st, vid, run, None, **options)
-            else:
-                still.append(run)
-        vs["pending"] = still
-    out: list[dict[str, Any]] = []
-    for sid in sorted(touched):
-        if sid in st["stands"]:
-            _release(st, sid, out)
-    return st, out
-
-
-def unreleased_arrivals(state: Mapping[str, Any] | None) -> dict[str, int]:
-    """Per vehicle, the earliest arrival (epoch ns) among its visits not yet released.
-
-    Open runs, runs awaiting their boarding decision and finished visits awaiting their queue
-    position all count (a run that will turn out too short to be a visit counts until dropped).
-    Every visit of a vehicle that arrived before this instant has been released; a consumer
-    that must see all of a vehicle's visits up to an instant (overlapping stands, a local day)
-    waits until it is later than that instant. Vehicles with nothing pending are absent.
+    Each vehicle keeps its fixes from the one before its earliest visit a later fix could still
+    change (a run a later fix inside could extend — no silence after it, and its first fix
+    outside less than ``max(exit_grace_s, near_exit_grace_s)`` before the next possible fix —,
+    or not boarded while a trip start could still come within ``boarding_grace_s``); the fix
+    before it gives the next fix its trip start, as in the batch. A final visit is released
+    once every visit of its stand that could be ahead of it in the queue is released: its
+    ``queue_position`` is :func:`queue_positions` over the stand's released visits still
+    present at its arrival. Concatenated and sorted by (vehicle_id, arrived_at, stand_id), the
+    released visits are :func:`detect_visits`' on all the fixes (``VISIT_COLUMNS`` equal)
+    when the fleet's fixes come in time order (a vehicle never seen is assumed to arrive
+    later). Fixes not later than their vehicle's latest are ignored.
 
     Parameters
     ----------
     state : mapping or None
-        The live visits state (:func:`update_visits`).
+        From :func:`new_visits_state` or the previous call (plain data).
+    pings : pandas.DataFrame
+        New fixes (pings contract), any vehicles, any order.
+    cover : geo.cover.StandCover
+        The stands' cover (the memberships are :func:`geo.cover.match_stands`').
+    stands, licences, exit_grace_s, exit_grace_m, near_exit_grace_s, min_dwell_s,
+    boarding_grace_s, boarding_grace_m, max_gap_s, timezone
+        As in :func:`detect_visits`.
+    now : timestamp, optional
+        A watermark: every fix still to come is at or after it (the fleet's fixes in time
+        order). Without it a vehicle's own latest fix is its only clock, and a vehicle that
+        stops reporting inside a stand holds back that stand's queue until its next fix.
+    final : bool, default False
+        End of the input: every visit is released and the state emptied.
 
     Returns
     -------
-    dict of str to int
-        ``vehicle_id`` -> earliest unreleased arrival, epoch nanoseconds (UTC).
+    tuple of (dict, pandas.DataFrame, pandas.DataFrame)
+        The new state; the released visits (``VISIT_FRAME_COLUMNS``, sorted by vehicle_id,
+        arrived_at, stand_id) and the fixes their ``first_ping``/``last_ping``/
+        ``boarding_ping`` positions refer to.
     """
-    out: dict[str, int] = {}
-    if state is None:
-        return out
-    for stand in state["stands"].values():
-        for vid, arrivals in stand["unfinished"].items():
-            if arrivals:
-                out[vid] = min(out.get(vid, arrivals[0]), *arrivals)
-        for visit in stand["ready"]:
-            vid = visit[VEHICLE_ID]
-            out[vid] = min(out.get(vid, visit["arrived_ns"]), visit["arrived_ns"])
+    _check_thresholds(
+        exit_grace_s=exit_grace_s,
+        near_exit_grace_s=near_exit_grace_s,
+        boarding_grace_s=boarding_grace_s,
+        max_gap_s=max_gap_s,
+    )
+    old = state or new_visits_state()
+    vehicles: dict[str, dict[str, Any]] = {
+        str(v): dict(s) for v, s in old.get("vehicles", {}).items()
+    }
+    kept: dict[str, list[list[Any]]] = {
+        str(k): [list(e) for e in v] for k, v in old.get("stands", {}).items()
+    }
+    watermark = _timestamp_ns(now, "now")
+    fresh = tails.after_seen(pings, vehicles, error=PingFrameError)
+    new_ids = set(fresh[VEHICLE_ID].astype("str")) if len(fresh) else set()
+    active = sorted(v for v, s in vehicles.items() if v in new_ids or _pending(s))
+    frame = tails.concat([tails.tails_frame({v: vehicles[v] for v in active}), fresh])
+    if not len(frame):
+        after = new_visits_state() if final else {"vehicles": vehicles, "stands": kept}
+        return after, empty_visits(), frame
+    ping_idx, stand_idx = match_stands(
+        frame[LAT].to_numpy(dtype=np.float64), frame[LON].to_numpy(dtype=np.float64), cover
+    )
+    memberships = pd.DataFrame(
+        {
+            PING_INDEX: ping_idx,
+            STAND_ID: pd.Series(cover.stand_ids[stand_idx], dtype="str"),
+        }
+    )
+    runs = detect_visits(
+        frame,
+        memberships,
+        stands=stands,
+        licences=licences,
+        exit_grace_s=exit_grace_s,
+        exit_grace_m=exit_grace_m,
+        near_exit_grace_s=near_exit_grace_s,
+        min_dwell_s=0.0,
+        boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
+        max_gap_s=max_gap_s,
+        timezone=timezone,
+    )
+    t = frame[TIMESTAMP].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    vid = frame[VEHICLE_ID].to_numpy(dtype=object)
+    starts = np.flatnonzero(np.r_[True, vid[1:] != vid[:-1]])
+    ends = np.r_[starts[1:], len(frame)]
+    first_of = {str(vid[a]): int(a) for a in starts}
+    last_of = {str(vid[a]): int(b) - 1 for a, b in zip(starts, ends, strict=True)}
+    since = {v: int(vehicles.get(v, {}).get("from", -_FAR)) for v in first_of}
+
+    run_vid = runs[VEHICLE_ID].to_numpy(dtype=object)
+    run_sid = runs[STAND_ID].to_numpy(dtype=object)
+    arrived = runs["arrived_at"].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    departed = runs["departed_at"].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    boarded = runs["boarded"].to_numpy(dtype=bool)
+    last_ping = runs[LAST_PING].to_numpy(dtype=np.int64)
+    mine = np.array([a >= since[str(v)] for v, a in zip(run_vid, arrived, strict=True)], bool)
+    visit = mine & _is_visit(departed - arrived, boarded, min_dwell_s=min_dwell_s)
+
+    # Runs a later fix could still change (none at the end of the input).
+    open_run = np.zeros(len(runs), dtype=bool)
+    if not final and len(runs):
+        silent_next = np.r_[(np.diff(t) > max_gap_s * _NS) & (vid[1:] == vid[:-1]), False]
+        silences = np.r_[0, np.cumsum(silent_next)]
+        end = np.array([last_of[str(v)] for v in run_vid], dtype=np.int64)
+        seen = t[end]
+        future = np.maximum(seen + 1, -_FAR if watermark is None else watermark)
+        silent = (silences[end] - silences[last_ping] > 0) | (future - seen > max_gap_s * _NS)
+        away = future - t[np.minimum(last_ping + 1, end)]  # from its first fix outside
+        gone = (last_ping < end) & (away > exit_grace_s * _NS)
+        latest = pd.Series(arrived).groupby([run_vid, run_sid]).transform("max").to_numpy()
+        if stands is not None:
+            # A near excursion (every fix within exit_grace_m) may last near_exit_grace_s.
+            near = gone & (arrived == latest) & ~silent & (away <= near_exit_grace_s * _NS)
+            near_k = np.flatnonzero(near)
+            if len(near_k):
+                used, which = np.unique(run_sid[near_k].astype(str), return_inverse=True)
+                geoms = stand_geometries(stands, used.astype(object))
+                lat = frame[LAT].to_numpy(dtype=np.float64)
+                lon = frame[LON].to_numpy(dtype=np.float64)
+            for w, k in enumerate(near_k.tolist()):
+                lo, hi = int(last_ping[k]) + 1, int(end[k]) + 1
+                metres = distance_to_geometries_m(
+                    lat[lo:hi], lon[lo:hi], geoms, which=np.full(hi - lo, which[w])
+                )
+                gone[k] = bool((~(metres <= exit_grace_m)).any())
+        extendable = (arrived == latest) & ~silent & ~gone
+        may_board = ~boarded & ~silent & (future - departed <= boarding_grace_s * _NS)
+        open_run = mine & (extendable | may_board)
+
+    # Hold each vehicle from its first open run, each stand behind its first held visit.
+    bound = {v: _FAR for v in first_of}
+    for k in np.flatnonzero(open_run).tolist():
+        bound[str(run_vid[k])] = min(bound[str(run_vid[k])], int(arrived[k]))
+    candidates = np.flatnonzero(visit).tolist()
+    while True:
+        block: dict[str, tuple[int, str]] = {}
+        for k in np.flatnonzero(open_run).tolist() + candidates:
+            v, a = str(run_vid[k]), int(arrived[k])
+            if open_run[k] or a >= bound[v]:
+                block[str(run_sid[k])] = min(block.get(str(run_sid[k]), (_FAR, "")), (a, v))
+        released = [
+            k
+            for k in candidates
+            if int(arrived[k]) < bound[str(run_vid[k])]
+            and (int(arrived[k]), str(run_vid[k])) < block.get(str(run_sid[k]), (_FAR, ""))
+        ]
+        done = set(released)
+        changed = False
+        for k in candidates:
+            v = str(run_vid[k])
+            if k not in done and int(arrived[k]) < bound[v]:
+                bound[v], changed = int(arrived[k]), True
+        # A run across a vehicle's bound is kept whole (cut, its rest would be a new run).
+        for k in np.flatnonzero(mine).tolist():
+            v = str(run_vid[k])
+            if int(arrived[k]) < bound[v] <= int(departed[k]):
+                bound[v], changed = int(arrived[k]), True
+        if not changed:
+            break
+
+    # Queue positions over the stand's visits still present at each arrival.
+    out = runs.iloc[released].reset_index(drop=True)
+    if len(out):
+        q_vid = [str(v) for v in out[VEHICLE_ID]]
+        q_sid = [str(s) for s in out[STAND_ID]]
+        q_arr = arrived[released].tolist()
+        q_dep = departed[released].tolist()
+        for sid in sorted(set(q_sid)):
+            for v, a, d in kept.pop(sid, []):
+                q_vid.append(str(v))
+                q_sid.append(sid)
+                q_arr.append(int(a))
+                q_dep.append(int(d))
+        scode, stand_names = pd.factorize(pd.Series(q_sid, dtype="str"), sort=True)
+        vcode, _ = pd.factorize(pd.Series(q_vid, dtype="str"), sort=True)
+        arr = np.asarray(q_arr, dtype=np.int64)
+        dep = np.asarray(q_dep, dtype=np.int64)
+        queue = queue_positions(scode.astype(np.int64), vcode.astype(np.int64), arr, dep)
+        out["queue_position"] = pd.Series(queue[: len(out)], dtype="int64")
+        for code, sid in enumerate(stand_names):
+            at = scode == code
+            latest_arrival = int(arr[at].max())
+            kept[str(sid)] = [
+                [q_vid[i], int(arr[i]), int(dep[i])]
+                for i in np.flatnonzero(at & (dep >= latest_arrival)).tolist()
+            ]
+    if final:
+        return new_visits_state(), out, frame
+
+    # Each active vehicle keeps its fixes from the one before its first unreleased visit.
+    cut: dict[str, int] = {}
+    for v, lo in first_of.items():
+        hi = last_of[v]
+        if bound[v] == _FAR:
+            cut[v] = int(t[hi])
+            continue
+        at = lo + int(np.searchsorted(t[lo : hi + 1], bound[v]))
+        cut[v] = int(t[max(at - 1, lo)])
+    nexts = tails.next_states(frame, {v: vehicles.get(v) for v in first_of}, cut)
+    for v, s in nexts.items():
+        s["from"] = bound[v] if bound[v] != _FAR else int(t[last_of[v]]) + 1
+        vehicles[v] = s
+    return {"vehicles": vehicles, "stands": kept}, out, frame
+
+
+def unreleased_arrivals(state: Mapping[str, Any] | None) -> dict[str, int]:
+    """Per vehicle, the instant (epoch ns) before which all its visits were released.
+
+    A visit of the vehicle not yet released (open, awaiting its boarding or its queue position)
+    arrived at or after it; a consumer that must see all of a vehicle's visits up to an
+    instant (overlapping stands, a local day) waits until it is later than that instant.
+    Vehicles with nothing pending are absent: their next visit arrives after their latest fix.
+
+    Parameters
+    ----------
+    state : mapping or None
+        The state of :func:`advance_visits`.
+    """
+    if not state:
+        return {}
+    return {str(v): int(s["from"]) for v, s in state.get("vehicles", {}).items() if _pending(s)}
+
+
+def visit_records(visits: pd.DataFrame, pings: pd.DataFrame) -> list[dict[str, Any]]:
+    """Visits as plain data, each with the fixes the detectors read of it.
+
+    The fixes: the vehicle's from the one before the arrival (the meter before a boarding at
+    the first fix) to the later of the departure and the boarding. :func:`visits_from_records`
+    turns them back into a visits frame and its pings.
+    """
+    if not len(visits):
+        return []
+    vid = pings[VEHICLE_ID].astype("str").to_numpy(dtype=object)
+    first = visits[FIRST_PING].to_numpy(dtype=np.int64)
+    last = visits[LAST_PING].to_numpy(dtype=np.int64)
+    board = pd.to_numeric(visits[BOARDING_PING]).fillna(-1).to_numpy(dtype=np.int64)
+    cols = [c for c in tails.CARRIED if c in pings.columns]
+    ns = pings[TIMESTAMP].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    out = []
+    for k, row in enumerate(visits.to_dict("records")):
+        lo = int(first[k])
+        if lo > 0 and vid[lo - 1] == vid[lo]:
+            lo -= 1
+        hi = max(int(last[k]), int(board[k])) + 1
+        part = pings.iloc[lo:hi]
+        fixes = {c: [tails.plain(x) for x in part[c].tolist()] for c in cols if c != TIMESTAMP}
+        fixes[TIMESTAMP] = [int(x) for x in ns[lo:hi]]
+        plain_row = {}
+        for col in (*VISIT_COLUMNS, N_FIXES, BOARDED_AT, BOARDING_DISTANCE_M):
+            value = row[col]
+            if isinstance(value, pd.Timestamp):
+                value = int(value.value)
+            plain_row[col] = tails.plain(value)
+        out.append({"visit": plain_row, "fixes": fixes})
     return out
+
+
+def visits_from_records(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return the visits frame and the pings its positions refer to (:func:`visit_records`)."""
+    if not records:
+        return empty_visits(), tails.concat([])
+    kept = {str(k): {"tail": r["fixes"]} for k, r in enumerate(records)}
+    pings = tails.concat([tails.tails_frame(kept)])
+    pings = pings.drop_duplicates([VEHICLE_ID, TIMESTAMP], ignore_index=True)
+    ns = pings[TIMESTAMP].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    where = {(v, int(t)): i for i, (v, t) in enumerate(zip(pings[VEHICLE_ID], ns, strict=True))}
+    rows = [r["visit"] for r in records]
+
+    def column(name: str, dtype: Any, missing: Any = None) -> Any:
+        return np.asarray([missing if r[name] is None else r[name] for r in rows], dtype=dtype)
+
+    vids = [str(r[VEHICLE_ID]) for r in rows]
+    arrived_ns = column("arrived_at", np.int64)
+    departed_ns = column("departed_at", np.int64)
+    boarded_ns = column(BOARDED_AT, np.int64, -1)
+    licensed = [r["licensed"] for r in rows]
+    frame = _visit_frame(
+        vehicle_id=np.asarray(vids, dtype=object),
+        stand_id=np.asarray([str(r[STAND_ID]) for r in rows], dtype=object),
+        arrived_ns=arrived_ns,
+        departed_ns=departed_ns,
+        queue_position=column("queue_position", np.int64),
+        boarded=column("boarded", bool),
+        licensed=None if any(x is None for x in licensed) else np.asarray(licensed, dtype=bool),
+        n_fixes=column(N_FIXES, np.int64),
+        first_ping=np.asarray(
+            [where[(v, a)] for v, a in zip(vids, arrived_ns.tolist(), strict=True)]
+        ),
+        last_ping=np.asarray(
+            [where[(v, d)] for v, d in zip(vids, departed_ns.tolist(), strict=True)]
+        ),
+        rows=pd.array(pings[ROW].to_numpy(), dtype="Int64") if ROW in pings.columns else None,
+        boarding_ping=np.asarray(
+            [
+                -1 if b < 0 else where[(v, b)]
+                for v, b in zip(vids, boarded_ns.tolist(), strict=True)
+            ],
+            dtype=np.int64,
+        ),
+        boarded_ns=boarded_ns,
+        boarding_m=column(BOARDING_DISTANCE_M, np.float64, np.nan),
+    )
+    return frame, pings

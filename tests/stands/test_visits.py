@@ -1,12 +1,21 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
-from factories import at, make_pings, make_track, offset_m
+from factories import at, make_pings, make_track
+from kernel_checks import (
+    cover_stands,
+    cuttings,
+    replay_visits,
+    square_stand,
+    stand_fleet,
+    visits_csv,
+)
 from shapely import Polygon
 
 from geo.cover import StandCover, build_stand_cover, match_stands
@@ -20,12 +29,12 @@ from stands._errors import (
 )
 from stands.visits import (
     VISIT_FRAME_COLUMNS,
+    advance_visits,
     detect_visits,
     empty_visits,
-    flush_visits,
-    tick_visits,
     unreleased_arrivals,
-    update_visits,
+    visit_records,
+    visits_from_records,
 )
 from tracking.frames import VISIT_COLUMNS
 
@@ -383,7 +392,7 @@ class TestDetectVisits:
 
 def _square(half_m: float = 20.0) -> gpd.GeoDataFrame:
     """Stand S: a square of side 2 * half_m centred on the factories' origin (north 0, east 0)."""
-    return gpd.GeoDataFrame([_square_stand("S", 0.0, 0.0, half_m)], crs=4326)
+    return gpd.GeoDataFrame([square_stand("S", 0.0, 0.0, half_m)], crs=4326)
 
 
 def _both(
@@ -403,14 +412,12 @@ def _both(
     memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
     options = {"boarding_grace_s": 120.0, "boarding_grace_m": boarding_grace_m}
     batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0, **options)
-    if trip_refs is not None:
-        return batch, []  # trip records are not followed live
-    state, live = None, []
-    for ping in pings.to_dict("records"):
-        state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0, **options)
-        live.extend(out)
-    live.extend(flush_visits(state, boarding_grace_s=120.0)[1])
-    return batch, live
+    live = replay_visits(
+        pings, list(range(1, len(pings))), cover=cover, stands=stands, max_gap_s=300.0, **options
+    )
+    assert visits_csv(live) == visits_csv(batch)  # fix by fix: the batch's visits
+    assert live["boarding_distance_m"].equals(batch["boarding_distance_m"])
+    return batch, live.to_dict("records")
 
 
 def _approach(t0: float = 0.0) -> list[tuple[float, float, float]]:
@@ -491,7 +498,7 @@ class TestBoardingWhereTheMeterComesOn:
         assert len(batch) == 1 and not bool(batch.loc[0, "boarded"])
         assert pd.isna(batch.loc[0, "boarding_distance_m"])
         assert [v["boarded"] for v in live] == [False]
-        assert live[0]["boarding_distance_m"] is None
+        assert pd.isna(live[0]["boarding_distance_m"])
 
     def test_a_later_trip_start_near_the_stand_does_not_rescue_a_far_one(self) -> None:
         """The first trip start after arrival decides: far away, the visit is not boarded even
@@ -575,9 +582,7 @@ class TestNearExcursions:
         batch, live = _both(points, meters)
         assert len(batch) == n_visits
         assert len(live) == n_visits
-        assert sorted(v["arrived_ns"] for v in live) == sorted(
-            batch["arrived_at"].astype("int64").tolist()
-        )
+        assert sorted(v["arrived_at"] for v in live) == sorted(batch["arrived_at"])
         if n_visits == 1:
             assert batch.loc[0, "dwell_s"] == pytest.approx(600 + drift_s + 300 - 15)
 
@@ -656,152 +661,131 @@ class TestDetectVisitsOnPorto:
         assert right / anywhere >= 0.95
 
 
-def _square_stand(stand_id: str, north_m: float, east_m: float, half_m: float) -> dict:
-    corners = [(-1, -1), (-1, 1), (1, 1), (1, -1)]
-    shell = [offset_m(north_m + a * half_m, east_m + b * half_m)[::-1] for a, b in corners]
-    return {"stand_id": stand_id, "geometry": Polygon(shell)}
-
-
 def _random_fleet(seed: int) -> tuple[pd.DataFrame, StandCover]:
-    """Five vehicles around two overlapping stands and a third: edge jitter, meters, silences.
-
-    The jitter (18 m) puts many trip starts just outside a stand, on both sides of 30 m.
-    """
-    stands = gpd.GeoDataFrame(
-        [
-            _square_stand("A", 0.0, 0.0, 20.0),
-            _square_stand("B", 0.0, 30.0, 20.0),  # overlaps A
-            _square_stand("C", 300.0, 0.0, 15.0),
-        ],
-        crs=4326,
-    )
-    rng = np.random.default_rng(seed)
-    rows = []
-    for v in range(5):
-        t = float(rng.integers(0, 600))
-        for _ in range(400):
-            t += float(rng.choice([10, 20, 30, 45, 90, 700], p=[0.2, 0.3, 0.3, 0.1, 0.07, 0.03]))
-            spot = rng.choice([0, 1, 2], p=[0.6, 0.25, 0.15])
-            north = [0.0, 300.0, 150.0][spot] + float(rng.normal(0, 18))
-            east = [15.0, 0.0, 200.0][spot] + float(rng.normal(0, 18))
-            lat, lon = offset_m(north, east)
-            meter = rng.choice(["free", "occupied", "off", None], p=[0.6, 0.25, 0.1, 0.05])
-            rows.append((f"v{v}", t, lat, lon, meter))
-    return make_pings(rows), build_stand_cover(stands)
+    return stand_fleet(seed)
 
 
 def _cover_stands(cover: StandCover) -> gpd.GeoDataFrame:
-    """The stands frame a cover was built from."""
-    return gpd.GeoDataFrame(
-        {"stand_id": cover.stand_ids}, geometry=list(cover.geometries), crs=4326
-    )
+    return cover_stands(cover)
 
 
-class TestUpdateVisits:
-    @pytest.mark.parametrize(("seed", "ticks"), [(1, False), (2, True), (3, True)])
-    def test_live_equals_batch(self, seed: int, ticks: bool) -> None:
-        """Fix by fix over the fleet, the released visits equal detect_visits, queue included."""
+class TestVisitsKernel:
+    @pytest.mark.parametrize(("seed", "watermark"), [(1, False), (2, True)])
+    def test_pieces_give_the_batch_visits(self, seed: int, watermark: bool) -> None:
+        """In one piece and random pieces over the fleet, the visits are the batch's, queue
+        included (five vehicles, overlapping stands, edge jitter, meters, silences)."""
         pings, cover = _random_fleet(seed)
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
-        options = {
-            "exit_grace_s": 60.0,
-            "min_dwell_s": 60.0,
-            "boarding_grace_s": 120.0,
-            "boarding_grace_m": 30.0,
-        }
         stands = _cover_stands(cover)
-        batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0, **options)
+        batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
         assert len(batch) > 50 and batch["boarded"].any() and (batch["queue_position"] > 1).any()
         outside = batch["boarding_distance_m"] > 0
         assert outside.any() and (batch["boarding_distance_m"] == 0).any()
         # Trip starts turned down for their distance alone: the rule is exercised both ways.
         loose = detect_visits(
-            pings,
-            memberships,
-            stands=stands,
-            max_gap_s=300.0,
-            **options | {"boarding_grace_m": 1e6},
+            pings, memberships, stands=stands, max_gap_s=300.0, boarding_grace_m=1e6
         )
         assert loose["boarded"].sum() > batch["boarded"].sum()
-        state, live = None, []
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0, **options)
-            live.extend(out)
-            if ticks:  # the fleet's fixes come in time order: each one is a watermark
-                state, out = tick_visits(
-                    state,
-                    now=ping["timestamp"],
-                    max_gap_s=300.0,
-                    **{k: v for k, v in options.items() if k != "boarding_grace_m"},
-                )
-                live.extend(out)
-        before_flush = len(live)
-        state, out = flush_visits(state, min_dwell_s=60.0, boarding_grace_s=120.0)
-        live.extend(out)
-        assert before_flush > len(live) // 2  # most visits are released before the end
-        assert state["stands"] == {}
-
-        def key(v: dict) -> tuple:
-            b = v["boarding"]
-            return (
-                v["vehicle_id"],
-                v["stand_id"],
-                v["arrived_ns"],
-                v["departed_ns"],
-                v["queue_position"],
-                v["boarded"],
-                None if b is None else b["ns"],
-                v["n_fixes"],
-                v["first"]["row"],
-                v["last"]["row"],
-                v["boarding_distance_m"],
+        expected = visits_csv(batch)
+        for cuts in cuttings(len(pings), seeds=2, one_by_one=False, max_pieces=40):
+            live = replay_visits(
+                pings, cuts, cover=cover, stands=stands, max_gap_s=300.0, watermark=watermark
+            )
+            assert visits_csv(live) == expected, cuts[:10]
+            ordered = live.sort_values(["vehicle_id", "arrived_at", "stand_id"], kind="stable")
+            assert (
+                ordered["boarding_distance_m"]
+                .reset_index(drop=True)
+                .equals(batch["boarding_distance_m"])
             )
 
-        expected = [
-            (
-                r.vehicle_id,
-                r.stand_id,
-                r.arrived_at.value,
-                r.departed_at.value,
-                r.queue_position,
-                r.boarded,
-                None if pd.isna(r.boarded_at) else r.boarded_at.value,
-                r.n_fixes,
-                r.first_row,
-                r.last_row,
-                None if pd.isna(r.boarding_distance_m) else r.boarding_distance_m,
-            )
-            for r in batch.itertuples()
-        ]
-        assert sorted(key(v) for v in live) == sorted(expected)
-
-
-class TestUnreleasedArrivals:
-    def test_every_visit_arrived_before_the_bound_is_released(self) -> None:
-        """At each fix, a vehicle's visits that arrived before its bound are already released."""
+    def test_visits_are_released_before_the_end(self) -> None:
+        """With a watermark, most visits come out as the stream goes, each once."""
         pings, cover = _random_fleet(4)
+        stands = _cover_stands(cover)
+        early: list[int] = []
+
+        def count(visits: pd.DataFrame, fixes: pd.DataFrame, state: object) -> None:
+            if state is not None:
+                early.append(len(visits))
+
+        live = replay_visits(
+            pings,
+            list(range(1, len(pings), 25)),
+            cover=cover,
+            stands=stands,
+            max_gap_s=300.0,
+            watermark=True,
+            then=count,
+        )
+        assert sum(early) > 0.9 * len(live)
+        keys = live[["vehicle_id", "stand_id", "arrived_at"]]
+        assert not keys.duplicated().any()
+
+    def test_every_visit_arrived_before_the_bound_is_released(self) -> None:
+        """After each piece, a vehicle's visits that arrived before its bound are released."""
+        pings, cover = _random_fleet(5)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        stands = _cover_stands(cover)
+        batch = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
+        expected = {(r.vehicle_id, r.stand_id, r.arrived_at.value) for r in batch.itertuples()}
+        order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+        released: set[tuple[str, str, int]] = set()
+        checked, bounded = [0], [0]
+
+        def check(visits: pd.DataFrame, fixes: pd.DataFrame, state: dict | None) -> None:
+            released.update(
+                (r.vehicle_id, r.stand_id, r.arrived_at.value) for r in visits.itertuples()
+            )
+            if state is None:
+                return
+            bound = unreleased_arrivals(state)
+            now = max(int(s["seen"]) for s in state["vehicles"].values())
+            bounded[0] += len(bound)
+            for vid, sid, arrived in expected:
+                if arrived <= now and arrived < bound.get(vid, now + 1):
+                    assert (vid, sid, arrived) in released
+                    checked[0] += 1
+            assert all(b <= now for b in bound.values())
+
+        replay_visits(
+            order,
+            list(range(1, len(pings), 40)),
+            cover=cover,
+            stands=stands,
+            max_gap_s=300.0,
+            then=check,
+        )
+        assert released == expected
+        assert bounded[0] > 50 and checked[0] > 1000
+        assert unreleased_arrivals(None) == {}
+
+    def test_records_round_trip(self) -> None:
+        """Visits as plain records come back with the same rows and fixes at their positions."""
+        pings, cover = _random_fleet(6)
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
         batch = detect_visits(pings, memberships, stands=_cover_stands(cover), max_gap_s=300.0)
-        expected = {(r.vehicle_id, r.stand_id, r.arrived_at.value) for r in batch.itertuples()}
-        state, released = None, set()
-        bounded, checked = 0, 0
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            state, out = update_visits(state, ping, cover=cover, max_gap_s=300.0)
-            state, more = tick_visits(state, now=ping["timestamp"], max_gap_s=300.0)
-            released |= {(v["vehicle_id"], v["stand_id"], v["arrived_ns"]) for v in out + more}
-            bound = unreleased_arrivals(state)
-            now = ping["timestamp"].value
-            bounded += len(bound)
-            for vid, sid, arrived in expected:
-                if arrived < now and arrived < bound.get(vid, now):
-                    assert (vid, sid, arrived) in released
-                    checked += 1
-            assert all(b <= now for b in bound.values())
-        assert bounded > 100 and checked > 1000
-        assert unreleased_arrivals(flush_visits(state)[0]) == {}
+        records = json.loads(json.dumps(visit_records(batch, pings)))
+        visits, fixes = visits_from_records(records)
+        assert visits_csv(visits) == visits_csv(batch)
+        for col in ("first_ping", "last_ping"):
+            here = fixes["timestamp"].to_numpy()[visits[col].to_numpy()]
+            there = pings["timestamp"].to_numpy()[batch[col].to_numpy()]
+            assert (here == there).all()
+        assert visits["boarding_ping"].notna().equals(batch["boarding_ping"].notna())
 
-    def test_no_state_has_nothing_pending(self) -> None:
-        """Without a state no vehicle has a pending visit."""
-        assert unreleased_arrivals(None) == {}
+    def test_late_fixes_change_nothing(self) -> None:
+        """A call with only fixes not later than their vehicles' latest keeps the state."""
+        pings, cover = _random_fleet(7)
+        stands = _cover_stands(cover)
+        order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+        options = {"cover": cover, "stands": stands, "max_gap_s": 300.0}
+        state, visits, _ = advance_visits(None, order.iloc[:600], **options)
+        assert len(visits) > 10 and state["stands"]
+        for late in (order.iloc[:50], order.iloc[:0]):
+            again, more, _ = advance_visits(state, late, **options)
+            assert len(more) == 0
+            assert again == state

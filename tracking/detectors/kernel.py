@@ -20,7 +20,6 @@ start before it were returned by an earlier call and are not returned again.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,13 +31,9 @@ import pandas as pd
 from tracking import frames as fr
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors.findings import empty_findings
+from tracking.tails import State, after_seen, concat, next_states, tails_frame
 
-State = dict[str, Any]
-"""A vehicle's state: JSON-serialisable plain data."""
-
-_FLOATS = (fr.LAT, fr.LON, fr.SPEED_KMH, fr.HEADING_DEG, fr.ACCURACY_M)
-_TEXTS = (fr.VEHICLE_ID, fr.METER, fr.DRIVER_ID, fr.TRIP_REF)
-_CARRIED = (*fr.PING_COLUMNS, fr.TRIP_REF)
+__all__ = ["State", "TrackKernel", "advance", "replay_in_pieces"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,7 @@ def advance(
         change.
     """
     fresh = _after_seen(pings, states)
-    frame = _concat([_tails_frame(states), fresh])
+    frame = concat([tails_frame(states), fresh])
     found = kernel.detect(frame, **params) if len(frame) else empty_findings()
     returned = {str(v): int(s["open"]) for v, s in states.items() if s and "open" in s}
     if len(found) and returned:  # found from context fixes: returned by an earlier call
@@ -110,7 +105,7 @@ def advance(
     if final:
         return {}, found
     cut = kernel.open_from(frame, **params) if len(frame) else {}
-    new_states = _next_states(frame, states, cut, context=kernel.context_fixes)
+    new_states = next_states(frame, states, cut, context=kernel.context_fixes)
     if len(found) and cut:
         start = pd.to_datetime(found["started_at"], utc=True).to_numpy(dtype="datetime64[ns]")
         limit = np.asarray(
@@ -152,119 +147,8 @@ def replay_in_pieces(
     return gpd.GeoDataFrame(pd.concat(frames, ignore_index=True), geometry="geometry", crs=4326)
 
 
-# --- state as plain data --------------------------------------------------------------------
+# --- state as plain data (the generic part lives in tracking.tails) ----------------------
 
 
 def _after_seen(pings: pd.DataFrame, states: Mapping[str, State | None]) -> pd.DataFrame:
-    if not len(pings):
-        return pings
-    for col in fr.PING_REQUIRED:
-        if col not in pings.columns:
-            msg = f"os pings não têm a coluna '{col}'"
-            raise DetectorInputError(msg)
-    ts = pd.to_datetime(pings[fr.TIMESTAMP])
-    if ts.dt.tz is None:
-        msg = "'timestamp' dos pings sem fuso horário; esperado instante com fuso"
-        raise DetectorInputError(msg)
-    seen = np.asarray(
-        [(states.get(str(v)) or {}).get("seen", -(2**63)) for v in pings[fr.VEHICLE_ID]],
-        dtype=np.int64,
-    )
-    ns = ts.dt.tz_convert("UTC").to_numpy(dtype="datetime64[ns]").astype(np.int64)
-    return pings[ns > seen]
-
-
-def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return _typed(pd.DataFrame({c: [] for c in fr.PING_REQUIRED}))
-    cols = [c for c in _CARRIED if any(c in f.columns for f in frames)]
-    frame = _typed(pd.concat([f.reindex(columns=cols) for f in frames], ignore_index=True))
-    return frame.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable").reset_index(drop=True)
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Return the frame with the pings contract's dtypes (after a round trip through plain data)."""
-    out = frame.copy()
-    out[fr.TIMESTAMP] = pd.to_datetime(out[fr.TIMESTAMP], utc=True).astype("datetime64[ns, UTC]")
-    for col in _FLOATS:
-        if col in out.columns:
-            out[col] = pd.to_numeric(out[col], errors="coerce").astype(np.float64)
-    for col in _TEXTS:
-        if col in out.columns:
-            values = out[col].astype(object)
-            out[col] = values.where(values.notna(), None)
-    if fr.VEHICLE_ID in out.columns:
-        out[fr.VEHICLE_ID] = out[fr.VEHICLE_ID].astype(str)
-    if fr.TARIFF in out.columns:
-        out[fr.TARIFF] = out[fr.TARIFF].astype("Int8")
-    if fr.ROW in out.columns:
-        out[fr.ROW] = pd.to_numeric(out[fr.ROW]).fillna(-1).astype(np.int64)
-    if fr.SPEED_FLAG in out.columns:
-        out[fr.SPEED_FLAG] = out[fr.SPEED_FLAG].fillna(False).astype(bool)
-    return out
-
-
-def _tails_frame(states: Mapping[str, State | None]) -> pd.DataFrame:
-    """Return the kept fixes of every state as one frame (columns as stored)."""
-    tails = [t for _, st in sorted(states.items()) if st and (t := st.get("tail"))]
-    tails = [t for t in tails if t.get(fr.TIMESTAMP)]
-    if not tails:
-        return pd.DataFrame()
-    cols = [c for c in _CARRIED if any(c in t for t in tails)]
-    data: dict[str, list[Any]] = {c: [] for c in cols}
-    for tail in tails:
-        n = len(tail[fr.TIMESTAMP])
-        for c in cols:
-            data[c].extend(tail.get(c) or [None] * n)
-    frame = pd.DataFrame(data)
-    frame[fr.TIMESTAMP] = pd.to_datetime(np.asarray(data[fr.TIMESTAMP], dtype=np.int64), utc=True)
-    return frame
-
-
-def _plain(value: Any) -> Any:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
-def _next_states(
-    frame: pd.DataFrame,
-    states: Mapping[str, State | None],
-    cut: Mapping[str, int],
-    *,
-    context: int = 0,
-) -> dict[str, State]:
-    out: dict[str, State] = {
-        str(v): {"seen": s["seen"], "tail": {}} for v, s in states.items() if s
-    }
-    if not len(frame):
-        return out
-    ns = frame[fr.TIMESTAMP].to_numpy(dtype="datetime64[ns]").astype(np.int64)
-    vehicles = frame[fr.VEHICLE_ID].to_numpy(dtype=object)
-    starts = np.flatnonzero(np.r_[True, vehicles[1:] != vehicles[:-1]])
-    ends = np.r_[starts[1:], len(frame)]
-    columns = {
-        col: [_plain(v) for v in frame[col].tolist()]
-        for col in frame.columns
-        if col != fr.TIMESTAMP
-    }
-    stamps = ns.tolist()
-    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
-        vehicle = str(vehicles[lo])
-        keep = lo + int(np.searchsorted(ns[lo:hi], cut[vehicle])) if vehicle in cut else hi
-        opened = keep < hi and context > 0
-        keep = max(lo, keep - context) if opened else keep
-        tail: dict[str, list[Any]] = {}
-        if keep < hi:
-            tail = {col: values[keep:hi] for col, values in columns.items()}
-            tail[fr.TIMESTAMP] = stamps[keep:hi]
-        before = (states.get(vehicle) or {}).get("seen", stamps[hi - 1])
-        out[vehicle] = {"seen": max(stamps[hi - 1], int(before)), "tail": tail}
-        if opened:
-            out[vehicle]["open"] = int(cut[vehicle])
-    return out
+    return after_seen(pings, states, error=DetectorInputError)

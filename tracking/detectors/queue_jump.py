@@ -36,6 +36,11 @@ confidence
     ``0.55 + 0.1 min(n_ahead - 1, 3) + 0.25 min(1, (wait_s - min_wait_ahead_s) / (2
     max(min_wait_ahead_s, 60)))`` with ``wait_s`` the longest wait among the vehicles passed,
     clipped to [0.05, 0.95].
+Live
+    :func:`advance_queue_jump` runs :func:`detect_queue_jump` on the visits
+    :func:`stands.visits.advance_visits` releases (in arrival order per stand, once every
+    visit that could be ahead is released): a stand's state is its released visits still
+    present at its latest arrival — the queue — with the fixes the rule reads.
 """
 
 from __future__ import annotations
@@ -47,13 +52,17 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
-from stands.visits import DEFAULT_BOARDING_GRACE_M, DEFAULT_BOARDING_GRACE_S
+from stands.visits import (
+    DEFAULT_BOARDING_GRACE_M,
+    DEFAULT_BOARDING_GRACE_S,
+    visit_records,
+    visits_from_records,
+)
 from tracking.arrays import NS, iso_utc, iso_utc_many
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
     check_threshold,
     clip_confidence,
-    fix_record,
     fix_records,
     last_at_or_before,
     meter_at,
@@ -347,129 +356,70 @@ def detect_queue_jump(
     return make_findings(pd.DataFrame(out), geoms)
 
 
-# ------------------------------------------------------------------------------------- live
+# ----------------------------------------------------------------------------- the kernel
 
 
-def new_queue_state() -> dict[str, Any]:
-    """Return the initial live state of one stand (plain data).
-
-    ``visits``: the stand's released visits that may still be ahead of a later boarding (those
-    that departed after the latest arrival seen), each with its fix track (``[ns, meter, lat,
-    lon, row]``) for the meter at another vehicle's boarding.
-    """
-    return {"visits": []}
-
-
-def update_queue_jump(
-    state: dict[str, Any] | None,
-    visit: Mapping[str, Any],
+def advance_queue_jump(
+    states: Mapping[str, Mapping[str, Any] | None],
+    visits: pd.DataFrame,
+    pings: pd.DataFrame,
     *,
-    accessible: bool | None = None,
+    fleet: pd.DataFrame | None = None,
     min_wait_ahead_s: float = DEFAULT_MIN_WAIT_AHEAD_S,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Judge one released visit of a stand against the stand's earlier visits.
+) -> tuple[dict[str, dict[str, Any]], gpd.GeoDataFrame]:
+    """Run :func:`detect_queue_jump` on newly released visits after their stands' states.
 
-    The state is the stand's (keep one per ``stand_id``; the queue spans vehicles). Visits
-    come from :func:`stands.visits.update_visits`, which releases a stand's visits in arrival
-    order once their queue position is certain: when a boarded visit is released, every visit
-    of the stand that arrived before it is final, so the finding (built by the batch kernel)
-    is certain and emitted at once, equal to :func:`detect_queue_jump` on the same fixes.
+    The visits come from :func:`stands.visits.advance_visits`, which releases a stand's visits
+    in arrival order once final: when a boarded visit is released, every visit that could be
+    ahead of it is released, so its finding is final at once. A stand's state is its released
+    visits (with the fixes the rule reads) that a later boarding may still pass: those that
+    departed at or after the stand's latest arrival — the queue at that instant.
 
     Parameters
     ----------
-    state : dict or None
-        The stand's state (None at first).
-    visit : mapping
-        A released visit of this stand (``update_visits``), with its ``track``.
-    accessible : bool or None
-        Whether the visit's vehicle is a Táxi Acessível (fleet ``accessible``): its boardings
-        are not judged.
-    min_wait_ahead_s, tolerance_s, boarding_grace_s, boarding_grace_m
+    states : mapping
+        ``stand_id → state`` (``{"visits": [...]}`` plain data) of the stands of ``visits``
+        (missing or None: nothing kept).
+    visits, pings : pandas.DataFrame
+        Visits released by one call of :func:`stands.visits.advance_visits` and the fixes
+        their positions refer to.
+    fleet, min_wait_ahead_s, tolerance_s, boarding_grace_s, boarding_grace_m
         As in :func:`detect_queue_jump`.
 
     Returns
     -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state and a one-row findings frame, or None.
-
-    Raises
-    ------
-    DetectorThresholdError
-        If a threshold is negative.
+    tuple of (dict, geopandas.GeoDataFrame)
+        The new state of each stand of ``visits`` and the findings of the new boardings.
     """
-    check_threshold("min_wait_ahead_s", min_wait_ahead_s, unit="segundos")
-    check_threshold("tolerance_s", tolerance_s, unit="segundos")
-    check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
-    check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
-    st = new_queue_state() if state is None else dict(state)
-    arrived = int(visit["arrived_ns"])
-    kept = [v for v in st["visits"] if v["departed_ns"] >= arrived]
-    found = None
-    board = visit.get("boarding")
-    if visit.get("boarded") and board is not None and accessible is not True:
-        b = int(board["ns"])
-        tol = round(tolerance_s * NS)
-        ahead = []
-        for j in sorted(kept, key=lambda v: (v["arrived_ns"], v["vehicle_id"])):
-            ok = (
-                j["vehicle_id"] != str(visit["vehicle_id"])
-                and j["arrived_ns"] + tol < arrived
-                and j["departed_ns"] >= b + tol
-                and (j["boarded_ns"] is None or j["boarded_ns"] > b + tol)
-                and b - j["arrived_ns"] >= round(min_wait_ahead_s * NS)
-            )
-            at = [f for f in j["track"] if f[0] <= b]
-            if not ok or not at or at[-1][1] != "free":
-                continue
-            ns, _, lat, lon, row = at[-1]
-            ahead.append(
-                {
-                    "vehicle_id": j["vehicle_id"],
-                    "arrived_ns": j["arrived_ns"],
-                    "arrived_at": iso_utc(j["arrived_ns"]),
-                    "departed_at": iso_utc(j["departed_ns"]),
-                    "boarded_at": None if j["boarded_ns"] is None else iso_utc(j["boarded_ns"]),
-                    "queue_position": j["queue_position"],
-                    "fix": fix_record(ns, lat, lon, -1 if row is None else row),
-                }
-            )
-        if ahead:
-            first = visit["first"]
-            row, geom = _finding_row(
-                vehicle_id=str(visit["vehicle_id"]),
-                stand_id=str(visit["stand_id"]),
-                arrived_ns=arrived,
-                departed_ns=int(visit["departed_ns"]),
-                boarded_ns=b,
-                queue_position=int(visit["queue_position"]),
-                first_fix=fix_record(
-                    first["ns"], first["lat"], first["lon"], _row(first.get("row"))
-                ),
-                boarding_fix=fix_record(b, board["lat"], board["lon"], _row(board.get("row"))),
-                ahead=ahead,
-                boarding_distance_m=visit.get("boarding_distance_m"),
-                min_wait_ahead_s=min_wait_ahead_s,
-                tolerance_s=tolerance_s,
-                boarding_grace_s=boarding_grace_s,
-                boarding_grace_m=boarding_grace_m,
-            )
-            found = make_findings(pd.DataFrame([row]), [geom])
-    kept.append(
-        {
-            "vehicle_id": str(visit["vehicle_id"]),
-            "arrived_ns": arrived,
-            "departed_ns": int(visit["departed_ns"]),
-            "boarded_ns": int(board["ns"]) if visit.get("boarded") and board else None,
-            "queue_position": int(visit["queue_position"]),
-            "track": [[f["ns"], f["meter"], f["lat"], f["lon"], f["row"]] for f in visit["track"]],
-        }
+    if not len(visits):
+        return {}, empty_findings()
+    new = visit_records(visits, pings)
+    touched = sorted({str(r["visit"]["stand_id"]) for r in new})
+    held = [r for sid in touched for r in (states.get(sid) or {}).get("visits", [])]
+    frame, fixes = visits_from_records(held + new)
+    found = detect_queue_jump(
+        frame,
+        fixes,
+        fleet=fleet,
+        min_wait_ahead_s=min_wait_ahead_s,
+        tolerance_s=tolerance_s,
+        boarding_grace_s=boarding_grace_s,
+        boarding_grace_m=boarding_grace_m,
     )
-    st["visits"] = kept
-    return st, found
-
-
-def _row(value: Any) -> int:
-    return -1 if value is None else int(value)
+    if len(found):
+        fresh = {(str(r["visit"]["vehicle_id"]), int(r["visit"]["arrived_at"])) for r in new}
+        started = utc_ns(found["started_at"], column="started_at", what="os achados")
+        mine = [
+            (str(v), int(a)) in fresh
+            for v, a in zip(found["vehicle_id"], started.tolist(), strict=True)
+        ]
+        found = found[np.asarray(mine, dtype=bool)].reset_index(drop=True)
+    out: dict[str, dict[str, Any]] = {}
+    for sid in touched:
+        mine_ = [r for r in held + new if str(r["visit"]["stand_id"]) == sid]
+        latest = max(int(r["visit"]["arrived_at"]) for r in mine_)
+        out[sid] = {"visits": [r for r in mine_ if int(r["visit"]["departed_at"]) >= latest]}
+    return out, found

@@ -47,10 +47,12 @@ confidence (boarding)
     the meter start (0 when it started inside), clipped to [0.05, 0.95].
 confidence (accessible wait)
     ``0.4 + 0.3 min(1, (wait_s - accessible_max_wait_s) / (2 accessible_max_wait_s))``.
-live
-    :func:`update_unlicensed_stand_use` takes the visits released by ``stands.visits``'s live
-    tracker and holds a boarded visit (a wait) until every visit of the vehicle that may share
-    its boarding fix (overlap it) is released; the findings are built by the same kernels.
+Live
+    :func:`advance_unlicensed_stand_use` takes the visits released by
+    :func:`stands.visits.advance_visits` and holds a vehicle's overlapping visits until its
+    next visit arrives after them; the findings are :func:`detect_unlicensed_stand_use`'s.
+    The state is bounded by a vehicle's overlapping visits (its presence at overlapping
+    stands without a break).
 """
 
 from __future__ import annotations
@@ -63,7 +65,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from stands.visits import DEFAULT_BOARDING_GRACE_M, DEFAULT_BOARDING_GRACE_S
+from stands.visits import (
+    DEFAULT_BOARDING_GRACE_M,
+    DEFAULT_BOARDING_GRACE_S,
+    visit_records,
+    visits_from_records,
+)
 from tracking.arrays import NS, iso_utc
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
@@ -501,341 +508,89 @@ def detect_unlicensed_stand_use(
     return make_findings(pd.DataFrame(out), geoms)
 
 
-# ------------------------------------------------------------------------------------- live
-
-_HELD_FIELDS = (
-    "vehicle_id",
-    "stand_id",
-    "arrived_ns",
-    "departed_ns",
-    "queue_position",
-    "licensed",
-    "n_fixes",
-    "first",
-    "last",
-    "boarding",
-    "before_boarding",
-    "boarding_distance_m",
-)
+# ----------------------------------------------------------------------------- the kernel
 
 
-def new_unlicensed_state() -> dict[str, Any]:
-    """Return the initial live state (plain data), one for the whole fleet.
-
-    ``held``: per vehicle, its released visits awaiting a decision — boarded visits (``role``
-    ``"boarding"``) until every visit of the vehicle that may share the boarding fix is
-    released, and a Táxi Acessível's long waits at stands it is not licensed for (``role``
-    ``"wait"``) until every visit of the vehicle that may overlap them is released; each is
-    the released visit without its track. ``lawful``: per Táxi Acessível, ``[arrived_ns,
-    departed_ns]`` of its released visits to stands it may use (licensed or unknown), kept
-    while a wait may still overlap them.
-    """
-    return {"held": {}, "lawful": {}}
+def _end_ns(record: Mapping[str, Any]) -> int:
+    """Return the later of a visit record's departure and boarding (the last fix read)."""
+    visit = record["visit"]
+    board = visit.get("boarded_at")
+    return max(int(visit["departed_at"]), -1 if board is None else int(board))
 
 
-def _facts_of(
-    facts: Mapping[str, Mapping[str, Any]] | None, vehicle_id: str
-) -> tuple[bool, bool | None, list[str] | None]:
-    """``(licence known, accessible, licensed stands)`` of a vehicle, as the batch reads them."""
-    if not facts:
-        return True, None, None
-    fact = facts.get(vehicle_id)
-    if fact is None:
-        return False, None, None
-    return bool(fact["licence_known"]), fact["accessible"], list(fact["stands"])
-
-
-def _live_fixes(fixes: Iterable[Mapping[str, Any] | None]) -> list[dict[str, Any]]:
-    """Evidence fixes of one vehicle, each once, in time order (as the batch ``_fixes``)."""
-    seen: dict[int, Mapping[str, Any]] = {}
-    for f in fixes:
-        if f is not None:
-            seen.setdefault(int(f["ns"]), f)
-    return [
-        fix_record(ns, f["lat"], f["lon"], -1 if f.get("row") is None else int(f["row"]))
-        for ns, f in sorted(seen.items())
-    ]
-
-
-def _decide_boarding(
-    members: list[dict[str, Any]],
+def advance_unlicensed_stand_use(
+    states: Mapping[str, Mapping[str, Any] | None],
+    visits: pd.DataFrame,
+    pings: pd.DataFrame,
     *,
-    facts: Mapping[str, Mapping[str, Any]] | None,
-    max_gap_s: float,
-    boarding_grace_s: float,
-    boarding_grace_m: float,
-) -> tuple[dict[str, Any], Any] | None:
-    """Judge one boarding fix over all the vehicle's visits it marks: a finding or None."""
-    vid = str(members[0]["vehicle_id"])
-    known, accessible, stands = _facts_of(facts, vid)
-    if accessible is True or not known or any(m["licensed"] is not False for m in members):
-        return None
-    b = int(members[0]["boarding"]["ns"])
-    ordered = sorted(
-        members,
-        key=lambda m: (
-            b > m["departed_ns"],
-            -((m["departed_ns"] - m["arrived_ns"]) / NS),
-            str(m["stand_id"]),
-            m["arrived_ns"],
-        ),
-    )
-    chosen = ordered[0]
-    prev, board = chosen["before_boarding"], chosen["boarding"]
-    if (
-        prev is None
-        or b - int(prev["ns"]) > round(max_gap_s * NS)
-        or prev.get("meter") not in ("free", "off")
-    ):
-        return None
-    stand = str(chosen["stand_id"])
-    return _boarding_finding(
-        vehicle_id=vid,
-        stand_id=stand,
-        arrived_ns=int(chosen["arrived_ns"]),
-        departed_ns=int(chosen["departed_ns"]),
-        boarded_ns=b,
-        n_fixes=int(chosen["n_fixes"]),
-        queue_position=int(chosen["queue_position"]),
-        fixes=_live_fixes([chosen["first"], chosen["last"], prev, board]),
-        accessible=accessible,
-        licensed_stands=stands,
-        meter_before=prev.get("meter"),
-        switch_gap_ns=b - int(prev["ns"]),
-        other_stand_ids=[str(m["stand_id"]) for m in ordered if str(m["stand_id"]) != stand],
-        boarding_flagged=bool(board.get("speed_flag") or False),
-        boarding_lon=float(board["lon"]),
-        boarding_lat=float(board["lat"]),
-        boarding_distance_m=chosen.get("boarding_distance_m"),
-        max_gap_s=max_gap_s,
-        boarding_grace_s=boarding_grace_s,
-        boarding_grace_m=boarding_grace_m,
-    )
-
-
-def _decide_vehicle(
-    st: dict[str, Any],
-    vid: str,
-    bound: int | None,
-    *,
-    facts: Mapping[str, Mapping[str, Any]] | None,
-    accessible_max_wait_s: float,
-    max_gap_s: float,
-    boarding_grace_s: float,
-    boarding_grace_m: float,
-) -> list[tuple[dict[str, Any], Any]]:
-    """Decide the held visits of one vehicle that no unreleased visit can still affect."""
-    out: list[tuple[dict[str, Any], Any]] = []
-    held = st["held"].get(vid, [])
-    lawful = st["lawful"].get(vid, [])
-
-    def due(at_ns: int) -> bool:
-        return bound is None or bound > at_ns
-
-    groups: dict[int, list[dict[str, Any]]] = {}
-    still: list[dict[str, Any]] = []
-    for h in held:
-        if h["role"] == "boarding" and due(int(h["boarding"]["ns"])):
-            groups.setdefault(int(h["boarding"]["ns"]), []).append(h)
-        elif h["role"] == "wait" and due(int(h["departed_ns"])):
-            w0, w1 = int(h["arrived_ns"]), int(h["departed_ns"])
-            if any(a <= w1 and d >= w0 for a, d in lawful):
-                continue  # a visit to a stand it may use overlaps the wait
-            board = h["boarding"]
-            last = h["last"]
-            _, _, stands = _facts_of(facts, vid)
-            out.append(
-                _wait_finding(
-                    vehicle_id=vid,
-                    stand_id=str(h["stand_id"]),
-                    arrived_ns=w0,
-                    departed_ns=w1,
-                    boarded_ns=None if board is None else int(board["ns"]),
-                    n_fixes=int(h["n_fixes"]),
-                    queue_position=int(h["queue_position"]),
-                    fixes=_live_fixes([h["first"], last, board]),
-                    licensed_stands=stands or [],
-                    last_lon=float(last["lon"]),
-                    last_lat=float(last["lat"]),
-                    accessible_max_wait_s=accessible_max_wait_s,
-                )
-            )
-        else:
-            still.append(h)
-    for members in groups.values():
-        found = _decide_boarding(
-            members,
-            facts=facts,
-            max_gap_s=max_gap_s,
-            boarding_grace_s=boarding_grace_s,
-            boarding_grace_m=boarding_grace_m,
-        )
-        if found is not None:
-            out.append(found)
-    # A later wait arrives after ``bound`` (or after every fix seen): older lawful visits
-    # can no longer overlap one.
-    floor = min(
-        [int(h["arrived_ns"]) for h in still if h["role"] == "wait"]
-        + ([] if bound is None else [bound])
-        + [np.iinfo(np.int64).max]
-    )
-    lawful = [[a, d] for a, d in lawful if d >= floor]
-    for key, value in (("held", still), ("lawful", lawful)):
-        if value:
-            st[key][vid] = value
-        else:
-            st[key].pop(vid, None)
-    return out
-
-
-def _check_live(
-    accessible_max_wait_s: float, max_gap_s: float, boarding_grace_s: float, boarding_grace_m: float
-) -> None:
-    check_threshold("accessible_max_wait_s", accessible_max_wait_s, unit="segundos")
-    check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
-    check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
-    check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
-
-
-def update_unlicensed_stand_use(
-    state: dict[str, Any] | None,
-    visits: Iterable[Mapping[str, Any]],
-    *,
-    unreleased: Mapping[str, int],
-    facts: Mapping[str, Mapping[str, Any]] | None = None,
+    pending: Mapping[str, int] | None = None,
+    final: bool = False,
+    fleet: pd.DataFrame | None = None,
     accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """Take the visits one step of the visit tracker released; emit the findings now certain.
+) -> tuple[dict[str, dict[str, Any]], gpd.GeoDataFrame]:
+    """Run :func:`detect_unlicensed_stand_use` on released visits once no other can matter.
 
-    A boarding's finding depends on every visit of the vehicle that the same boarding fix
-    marks (overlapping stands: one licensed or unknown excuses them all), and a Táxi
-    Acessível's wait on every visit of the vehicle overlapping it; the visit tracker releases
-    a stand's visits in arrival order, so those may come out at different times. Each such
-    visit is held until the vehicle's earliest unreleased arrival (``unreleased``) is later
-    than the boarding fix (for a wait, than its departure): then every visit that could
-    matter has been released, and the finding — built by the batch kernel — equals
-    :func:`detect_unlicensed_stand_use` on the same fixes. Every held visit is rechecked on
-    each call, so call it after every step of the tracker (with no visits if none came out).
+    A finding rests on the visits of one vehicle that overlap (a boarding fix shared by
+    overlapping stands, a wait excused by a visit to a stand the vehicle may use): a vehicle's
+    visits form clusters of overlapping ``[arrived_at, max(departed_at, boarded_at)]``. A
+    cluster is closed once the vehicle's next visit arrives after it (``pending``, from
+    :func:`stands.visits.unreleased_arrivals`, is later than its end); the rule then runs on
+    the closed clusters. A vehicle's state is its released visits in open clusters.
 
     Parameters
     ----------
-    state : dict or None
-        From :func:`new_unlicensed_state` or the previous call (None at first).
-    visits : iterable of mapping
-        All the visits one call of :func:`stands.visits.update_visits`, ``tick_visits`` or
-        ``flush_visits`` released (plain dicts, computed with licences).
-    unreleased : mapping of str to int
-        :func:`stands.visits.unreleased_arrivals` of the tracker's state after that call.
-    facts : mapping, optional
-        :func:`fleet_facts` of the fleet frame (computed once by the caller); None or empty:
-        no fleet, as in the batch.
-    accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m
+    states : mapping
+        ``vehicle_id → state`` (``{"visits": [...]}`` plain data); missing or None: nothing.
+    visits, pings : pandas.DataFrame
+        Visits released by one call of :func:`stands.visits.advance_visits` (computed with
+        licences) and the fixes their positions refer to.
+    pending : mapping of str to int, optional
+        :func:`stands.visits.unreleased_arrivals` after that call; a vehicle absent from it
+        has nothing pending.
+    final : bool, default False
+        End of the input: every cluster is closed.
+    fleet, accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m
         As in :func:`detect_unlicensed_stand_use`.
 
     Returns
     -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The new state and the findings now certain, or None.
-
-    Raises
-    ------
-    DetectorThresholdError
-        If a threshold is negative (``max_gap_s`` must be > 0).
+    tuple of (dict, geopandas.GeoDataFrame)
+        The new state of every vehicle of ``states`` and ``visits`` (empty dicts dropped) and
+        the findings of the closed clusters.
     """
-    _check_live(accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m)
-    st = new_unlicensed_state() if state is None else state
-    for visit in visits:
-        vid = str(visit["vehicle_id"])
-        known, accessible, _ = _facts_of(facts, vid)
-        accusable = visit["licensed"] is False and known
-        boarded = bool(visit["boarded"]) and visit.get("boarding") is not None
-        record = {k: visit.get(k) for k in _HELD_FIELDS}
-        record["vehicle_id"], record["stand_id"] = vid, str(visit["stand_id"])
-        if accessible is True:
-            end = int(visit["departed_ns"])
-            if boarded:
-                end = min(end, int(visit["boarding"]["ns"]))
-            if not accusable:
-                st["lawful"].setdefault(vid, []).append(
-                    [int(visit["arrived_ns"]), int(visit["departed_ns"])]
-                )
-            elif (end - int(visit["arrived_ns"])) / NS > accessible_max_wait_s:
-                st["held"].setdefault(vid, []).append({**record, "role": "wait"})
-        elif boarded:
-            st["held"].setdefault(vid, []).append({**record, "role": "boarding"})
-    return _decide_all(
-        st,
-        unreleased,
-        facts=facts,
+    by_vehicle: dict[str, list[dict[str, Any]]] = {
+        str(v): list((s or {}).get("visits", [])) for v, s in states.items()
+    }
+    for record in visit_records(visits, pings):
+        by_vehicle.setdefault(str(record["visit"]["vehicle_id"]), []).append(record)
+    closed: list[dict[str, Any]] = []
+    out: dict[str, dict[str, Any]] = {}
+    for vid, records in sorted(by_vehicle.items()):
+        bound = None if final or pending is None else pending.get(vid)
+        records.sort(key=lambda r: (int(r["visit"]["arrived_at"]), str(r["visit"]["stand_id"])))
+        cluster: list[dict[str, Any]] = []
+        reach = -1
+        held: list[dict[str, Any]] = []
+        for record in records:
+            if int(record["visit"]["arrived_at"]) > reach:
+                (held if bound is not None and bound <= reach else closed).extend(cluster)
+                cluster, reach = [], -1
+            cluster.append(record)
+            reach = max(reach, _end_ns(record))
+        (held if bound is not None and bound <= reach else closed).extend(cluster)
+        if held:
+            out[vid] = {"visits": held}
+    frame, fixes = visits_from_records(closed)
+    found = detect_unlicensed_stand_use(
+        frame,
+        fixes,
+        fleet=fleet,
         accessible_max_wait_s=accessible_max_wait_s,
         max_gap_s=max_gap_s,
         boarding_grace_s=boarding_grace_s,
         boarding_grace_m=boarding_grace_m,
     )
-
-
-def flush_unlicensed_stand_use(
-    state: dict[str, Any] | None,
-    *,
-    facts: Mapping[str, Mapping[str, Any]] | None = None,
-    accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
-    max_gap_s: float = DEFAULT_MAX_GAP_S,
-    boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
-    boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    """End the stream: decide every held visit (after the visits of ``flush_visits`` are in).
-
-    Parameters
-    ----------
-    state : dict or None
-        The live state.
-    facts, accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m
-        As in :func:`update_unlicensed_stand_use`.
-
-    Returns
-    -------
-    tuple of (dict, geopandas.GeoDataFrame or None)
-        The emptied state and the remaining findings, or None.
-    """
-    _check_live(accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m)
-    st = new_unlicensed_state() if state is None else state
-    return _decide_all(
-        st,
-        None,
-        facts=facts,
-        accessible_max_wait_s=accessible_max_wait_s,
-        max_gap_s=max_gap_s,
-        boarding_grace_s=boarding_grace_s,
-        boarding_grace_m=boarding_grace_m,
-    )
-
-
-def _decide_all(
-    st: dict[str, Any],
-    unreleased: Mapping[str, int] | None,
-    *,
-    facts: Mapping[str, Mapping[str, Any]] | None,
-    accessible_max_wait_s: float,
-    max_gap_s: float,
-    boarding_grace_s: float,
-    boarding_grace_m: float,
-) -> tuple[dict[str, Any], gpd.GeoDataFrame | None]:
-    found: list[tuple[dict[str, Any], Any]] = []
-    for vid in sorted(set(st["held"]) | set(st["lawful"])):
-        bound = None if unreleased is None else unreleased.get(vid)
-        found += _decide_vehicle(
-            st,
-            vid,
-            None if bound is None else int(bound),
-            facts=facts,
-            accessible_max_wait_s=accessible_max_wait_s,
-            max_gap_s=max_gap_s,
-            boarding_grace_s=boarding_grace_s,
-            boarding_grace_m=boarding_grace_m,
-        )
-    if not found:
-        return st, None
-    return st, make_findings(pd.DataFrame([r for r, _ in found]), [g for _, g in found])
+    return out, found

@@ -8,14 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from factories import make_pings, make_track, offset_m
-from live_compare import assert_same_findings, concat_live
+from kernel_checks import cover_stands, cuttings, geojson_bytes, replay_visits, stand_fleet
+from live_compare import concat_live
 
 from geo.cover import build_stand_cover, match_stands
 from geo.crs import haversine_m
-from stands.visits import detect_visits, flush_visits, tick_visits, update_visits
+from stands.visits import detect_visits
 from tracking.detectors._errors import DetectorThresholdError
-from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.queue_jump import detect_queue_jump, update_queue_jump
+from tracking.detectors.findings import FINDING_COLUMNS, empty_findings, validate_findings
+from tracking.detectors.queue_jump import advance_queue_jump, detect_queue_jump
 
 STAND = (0.0, 0.0, 30.0)  # north_m, east_m, radius_m of stand "S1"
 
@@ -251,36 +252,31 @@ def _fleet_days() -> list[dict]:
     return rows
 
 
-def _live(pings: pd.DataFrame, fleet: pd.DataFrame | None = None) -> Any:
-    cover = _stand_cover()
-    accessible = (
-        {} if fleet is None else dict(zip(fleet["vehicle_id"], fleet["accessible"], strict=True))
-    )
-    visits_state = None
+def _live(pings: pd.DataFrame, cuts: list[int], fleet: pd.DataFrame | None = None) -> Any:
+    """Queue jumps of the pings fed in pieces: visits kernel, then the queue_jump kernel."""
     stands: dict[str, Any] = {}
     out = []
 
-    def judge(released: list[dict]) -> None:
-        for visit in released:
-            sid = visit["stand_id"]
-            stands[sid], found = update_queue_jump(
-                stands.get(sid), visit, accessible=accessible.get(visit["vehicle_id"])
-            )
-            out.append(found)
+    def judge(visits: pd.DataFrame, fixes: pd.DataFrame, _: object) -> None:
+        after, found = advance_queue_jump(stands, visits, fixes, fleet=fleet)
+        stands.update(json.loads(json.dumps(after)))  # plain data
+        out.append(found)
 
-    for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-        visits_state, released = update_visits(visits_state, ping, cover=cover, max_gap_s=300.0)
-        judge(released)
-        visits_state, released = tick_visits(visits_state, now=ping["timestamp"], max_gap_s=300.0)
-        judge(released)
-    judge(flush_visits(visits_state)[1])
-    json.dumps(stands)  # plain data
-    return concat_live(out)
+    replay_visits(
+        pings, cuts, cover=_stand_cover(), stands=_stand_frame(), max_gap_s=300.0, then=judge
+    )
+    live = concat_live(out)
+    return empty_findings() if live is None else live
 
 
-class TestUpdateQueueJump:
-    def test_live_equals_batch(self) -> None:
-        """Visit by visit (released by update_visits), live finds exactly the batch jumps."""
+class TestQueueJumpKernel:
+    def test_pieces_give_the_batch_bytes(self) -> None:
+        """Fix by fix, in one piece and in random pieces, the findings are the batch's bytes.
+
+        The input holds the fairness cases: a drop-off with the meter on 600 m away, jitter at
+        the edge while waiting, a meter on 20 m outside, a parked (off) vehicle, an accessible
+        one.
+        """
         pings = make_pings(_fleet_days())
         fleet = pd.DataFrame(
             {"vehicle_id": ["acc", "v1", "v2"], "accessible": [True, False, False]}
@@ -291,21 +287,64 @@ class TestUpdateQueueJump:
         visits = detect_visits(pings, memberships, stands=_stand_frame(), max_gap_s=300.0)
         batch = detect_queue_jump(visits, pings, fleet=fleet)
         assert sorted(batch["vehicle_id"]) == ["v2", "v2", "v5", "v5", "v6", "v8"]
-        assert_same_findings(_live(pings, fleet), batch)
+        expected = geojson_bytes(batch)
+        for cuts in cuttings(len(pings), seeds=3, max_pieces=40):
+            assert geojson_bytes(_live(pings, cuts, fleet)) == expected, cuts[:10]
+
+    def test_overlapping_stands_in_pieces(self) -> None:
+        """Five vehicles at two overlapping stands (edge jitter, silences): random pieces with a
+        watermark give the batch's bytes."""
+        pings, cover = stand_fleet(1)
+        stands = cover_stands(cover)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        visits = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
+        batch = detect_queue_jump(visits, pings)
+        assert set(batch["stand_id"]) == {"A", "B"} and len(batch) >= 5
+        queues: dict[str, Any] = {}
+        out = []
+
+        def judge(visits: pd.DataFrame, fixes: pd.DataFrame, _: object) -> None:
+            after, found = advance_queue_jump(queues, visits, fixes)
+            queues.update(json.loads(json.dumps(after)))
+            out.append(found)
+
+        for cuts in cuttings(len(pings), seeds=1, one_by_one=False, max_pieces=30)[1:]:
+            queues.clear()
+            out.clear()
+            replay_visits(
+                pings, cuts, cover=cover, stands=stands, max_gap_s=300.0, watermark=True, then=judge
+            )
+            live = concat_live(out)
+            assert live is not None and geojson_bytes(live) == geojson_bytes(batch)
 
     def test_finding_is_emitted_when_the_boarding_visit_is_released(self) -> None:
         """Emitted once, as soon as the visits it rests on are final (v1's, ahead, last)."""
         away = make_track("v1", [(1290 + 30 * k, 450.0 + 150 * k, 0.0) for k in range(6)])
         rows = at_stand("v1", 0, 1200) + away + at_stand("v2", 300, 600, board_at=600)
         pings = make_pings(rows)
-        cover = _stand_cover()
-        state, stand, emitted_at = None, None, []
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            state, released = update_visits(state, ping, cover=cover, max_gap_s=300.0)
-            state, more = tick_visits(state, now=ping["timestamp"], max_gap_s=300.0)
-            for visit in released + more:
-                stand, found = update_queue_jump(stand, visit)
-                if found is not None:
-                    emitted_at.append(ping["timestamp"])
-        # v1 left at 12:20:00; its visit is final once the boarding grace (120 s) is over
-        assert emitted_at == [pd.Timestamp("2024-03-04T12:22:30Z")]
+        order = pings.sort_values("timestamp", kind="stable")
+        emitted_at: list[Any] = []
+        stands: dict[str, Any] = {}
+        calls: list[int] = []
+
+        def judge(visits: pd.DataFrame, fixes: pd.DataFrame, state: object) -> None:
+            after, found = advance_queue_jump(stands, visits, fixes)
+            stands.update(after)
+            at = len(calls)  # the call after fix number ``at`` (fix by fix)
+            calls.append(at)
+            if len(found):
+                emitted_at.append(order["timestamp"].iloc[at] if at < len(order) else "end")
+
+        replay_visits(
+            pings,
+            list(range(1, len(pings))),
+            cover=_stand_cover(),
+            stands=_stand_frame(),
+            max_gap_s=300.0,
+            watermark=True,
+            then=judge,
+        )
+        # v1 left at 12:20:00 (its next fixes far away); its visit is final once a fix of it
+        # comes more than the boarding grace (120 s) later: the one at 12:22:00 says so
+        assert emitted_at == [pd.Timestamp("2024-03-04T12:22:00Z")]

@@ -1,31 +1,26 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
-from factories import make_pings, make_track, offset_m
-from live_compare import assert_same_findings, concat_live
+from factories import at, make_pings, make_track, offset_m
+from kernel_checks import cuttings, geojson_bytes, replay_visits
+from live_compare import concat_live
 
 from geo.cover import StandCover, build_stand_cover, match_stands
 from geo.crs import haversine_m
 from stands.licences import licence_frame_from_fleet
-from stands.visits import (
-    detect_visits,
-    flush_visits,
-    tick_visits,
-    unreleased_arrivals,
-    update_visits,
-)
+from stands.visits import detect_visits, unreleased_arrivals
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.findings import FINDING_COLUMNS, empty_findings, validate_findings
 from tracking.detectors.unlicensed_stand_use import (
+    advance_unlicensed_stand_use,
     detect_unlicensed_stand_use,
     fleet_facts,
-    flush_unlicensed_stand_use,
-    update_unlicensed_stand_use,
 )
 
 # Stands: centre (north_m, east_m) and radius. S3 overlaps S2.
@@ -420,35 +415,39 @@ def _fleet_days() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _live_findings(
-    pings: pd.DataFrame, fleet: pd.DataFrame, *, hold: bool = True
-) -> tuple[gpd.GeoDataFrame | None, int]:
-    """Live findings over the fixes in time order, and how many came before the end."""
-    cover = _cover()
-    licences = licence_frame_from_fleet(fleet)
-    facts = fleet_facts(fleet)
-    options = {"licences": licences, "max_gap_s": 300.0}
-    visits_state, state, out = None, None, []
+    pings: pd.DataFrame,
+    fleet: pd.DataFrame,
+    cuts: list[int],
+    *,
+    hold: bool = True,
+    watermark: bool = False,
+) -> tuple[gpd.GeoDataFrame, list[tuple[int, gpd.GeoDataFrame]]]:
+    """Findings of the fixes fed in pieces (visits kernel, then this kind's), and per call."""
+    states: dict[str, Any] = {}
+    out: list[tuple[int, gpd.GeoDataFrame]] = []
 
-    def feed(released: list[dict]) -> None:
-        nonlocal state
-        unreleased = unreleased_arrivals(visits_state) if hold else {}
-        state, found = update_unlicensed_stand_use(
-            state, released, unreleased=unreleased, facts=facts
+    def feed(visits: pd.DataFrame, fixes: pd.DataFrame, vstate: dict[str, Any] | None) -> None:
+        nonlocal states
+        pending = unreleased_arrivals(vstate) if hold else {}
+        states, found = advance_unlicensed_stand_use(
+            states, visits, fixes, pending=pending, final=vstate is None, fleet=fleet
         )
-        out.append(found)
+        states = json.loads(json.dumps(states))  # plain data
+        out.append((len(out), found))
 
-    for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-        visits_state, released = update_visits(visits_state, ping, cover=cover, **options)
-        feed(released)
-        visits_state, released = tick_visits(visits_state, now=ping["timestamp"], **options)
-        feed(released)
-    before_end = sum(0 if f is None else len(f) for f in out)
-    visits_state, released = flush_visits(visits_state, licences=licences)
-    feed(released)
-    json.dumps(state)  # plain data
-    state, found = flush_unlicensed_stand_use(state, facts=facts)
-    assert state == {"held": {}, "lawful": {}}
-    return concat_live([*out, found]), before_end
+    replay_visits(
+        pings,
+        cuts,
+        cover=_cover(),
+        stands=_stands(),
+        licences=licence_frame_from_fleet(fleet),
+        max_gap_s=300.0,
+        watermark=watermark,
+        then=feed,
+    )
+    assert states == {}
+    live = concat_live([f for _, f in out])
+    return (empty_findings() if live is None else live), out
 
 
 def _batch_findings(pings: pd.DataFrame, fleet: pd.DataFrame) -> gpd.GeoDataFrame:
@@ -460,9 +459,14 @@ def _batch_findings(pings: pd.DataFrame, fleet: pd.DataFrame) -> gpd.GeoDataFram
     return detect_unlicensed_stand_use(visits, pings, fleet=fleet)
 
 
-class TestUpdateUnlicensedStandUse:
-    def test_live_equals_batch(self) -> None:
-        """Visit by visit (released by update_visits), live finds exactly the batch findings."""
+class TestUnlicensedStandUseKernel:
+    def test_pieces_give_the_batch_bytes(self) -> None:
+        """In one piece and in random pieces, the findings are the batch's bytes.
+
+        The input holds the fairness cases: overlapping stands (one licensed), jitter at the
+        edge, a meter on 20 m outside, a drop-off with the meter on 600 m away, tracking resumed
+        with a passenger aboard, accessible taxis boarding and waiting.
+        """
         pings, fleet = _fleet_days()
         batch = _batch_findings(pings, fleet)
         subtypes = [
@@ -474,20 +478,42 @@ class TestUpdateUnlicensedStandUse:
             + [("unk", "S1", "boarding")] * 3
             + [("acc", "S1", "accessible_wait")]
         )
-        live, before_end = _live_findings(pings, fleet)
-        assert_same_findings(live, batch)
-        assert before_end == len(batch)  # each emitted as the stream went, not at its end
+        expected = geojson_bytes(batch)
+        for cuts in cuttings(len(pings), seeds=3, one_by_one=False, max_pieces=40):
+            live, _ = _live_findings(pings, fleet, cuts)
+            assert geojson_bytes(live) == expected, cuts[:10]
+
+    def test_fix_by_fix_emits_as_the_stream_goes(self) -> None:
+        """Fix by fix (the third day: jitter, red light, edge, drop-off) the findings are the
+        batch's, each emitted before the end of the input."""
+        pings, fleet = _fleet_days()
+        pings = pings[pings["timestamp"] >= at(2 * DAY)].reset_index(drop=True)
+        batch = _batch_findings(pings, fleet)
+        assert len(batch) >= 3
+        live, calls = _live_findings(pings, fleet, list(range(1, len(pings))), watermark=True)
+        assert geojson_bytes(live) == geojson_bytes(batch)
+        assert sum(len(f) for at, f in calls if at < len(pings) - 1) == len(batch)
 
     def test_overlapping_licensed_visit_released_later_is_awaited(self) -> None:
-        """Without the hold, the S3 visit released before the S2 one would accuse v1 and acc."""
-        pings, fleet = _fleet_days()
-        batch = _batch_findings(pings, fleet)
-        unheld, _ = _live_findings(pings, fleet, hold=False)
-        assert unheld is not None
-        wrong = set(unheld["finding_id"]) - set(batch["finding_id"])
-        wrongly = unheld.loc[unheld["finding_id"].isin(wrong)]
-        assert sorted(set(wrongly["vehicle_id"])) == ["acc", "v1"]
-        assert set(wrongly["stand_id"]) == {"S3"}
+        """Without the hold, the S3 visit released before the S2 one would accuse v1 there.
+
+        v1 waits in S3 alone, leaves it and switches the meter on 30 s later just inside S2
+        (15 m from S3): one boarding fix for both visits, and S2 is v1's own stand. The parked
+        vehicle ahead in S2 holds S2's queue, so the S3 visit comes out first.
+        """
+        fleet = pd.DataFrame({"vehicle_id": ["v1", "park"], "stands": [("S2",), ("S1",)]})
+        points = [(30 * k, 2000.0, 45.0) for k in range(11)]  # S3 only, until 300 s
+        points += [(330, 2000.0, -25.0)]  # S2 only: the meter comes on
+        points += [(330 + 30 * k, 2000.0 - 150.0 * k, -25.0) for k in range(1, 5)]
+        meters = ["free"] * 11 + ["occupied"] * 5
+        rows = _parked("park", (2000.0, -10.0), -300, 1500) + make_track("v1", points, meter=meters)
+        pings = make_pings(rows)
+        assert len(_batch_findings(pings, fleet)) == 0
+        cuts = list(range(1, len(pings)))
+        held, _ = _live_findings(pings, fleet, cuts, watermark=True)
+        assert len(held) == 0
+        unheld, _ = _live_findings(pings, fleet, cuts, hold=False, watermark=True)
+        assert unheld[["vehicle_id", "stand_id"]].values.tolist() == [["v1", "S3"]]
 
     def test_finding_waits_for_the_overlapping_visit(self) -> None:
         """A boarding in S2 ∩ S3 (neither licensed) is emitted once its S2 visit is released."""
@@ -496,62 +522,34 @@ class TestUpdateUnlicensedStandUse:
             "v1", at=(2000.0, 10.0)
         )
         pings = make_pings(rows)
-        cover = _cover()
-        licences = licence_frame_from_fleet(fleet)
-        facts = fleet_facts(fleet)
-        visits_state, state, emitted = None, None, []
-        for ping in pings.sort_values("timestamp", kind="stable").to_dict("records"):
-            visits_state, released = update_visits(
-                visits_state, ping, cover=cover, licences=licences, max_gap_s=300.0
-            )
-            visits_state, more = tick_visits(
-                visits_state, now=ping["timestamp"], licences=licences, max_gap_s=300.0
-            )
-            state, found = update_unlicensed_stand_use(
-                state, released + more, unreleased=unreleased_arrivals(visits_state), facts=facts
-            )
-            if found is not None:
-                emitted.append((ping["timestamp"], found))
+        order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+        _, calls = _live_findings(pings, fleet, list(range(1, len(pings))), watermark=True)
+        emitted = [(at, f) for at, f in calls if len(f)]
         assert len(emitted) == 1
         at, found = emitted[0]
-        # the parked vehicle's last fix in S2 is at 12:20:00: its run ends after the exit grace
-        # (60 s from 12:20:30) and is final after the boarding grace (120 s, at 12:22:30)
-        assert at == pd.Timestamp("2024-03-04T12:22:30Z")
+        # the parked vehicle's last fix in S2 is at 12:20:00 and it drives away (far) from
+        # 12:20:30: its run is over once it has a fix 60 s after that, and its boarding is
+        # decided at its fix of 12:22:00 (any later fix is more than 120 s after 12:20:00)
+        assert order["timestamp"].iloc[at] == pd.Timestamp("2024-03-04T12:22:00Z")
         f = found.iloc[0]
         assert (f["vehicle_id"], f["stand_id"]) == ("v1", "S2")
         assert f["details"]["other_stand_ids"] == ["S3"]
 
-    def test_bad_threshold_raises(self) -> None:
-        """A negative wait threshold is refused by name."""
-        with pytest.raises(DetectorThresholdError, match="accessible_max_wait_s"):
-            update_unlicensed_stand_use(None, [], unreleased={}, accessible_max_wait_s=-1.0)
-
-
-class TestFlushUnlicensedStandUse:
-    def test_flush_decides_held_visits(self) -> None:
-        """A boarding still held at the end of the stream is decided by the flush."""
+    def test_the_end_of_the_input_decides_held_visits(self) -> None:
+        """A boarding held while the vehicle has a visit pending is decided at the end."""
         pings = make_pings(wait_then_board())
-        cover = _cover()
-        licences = licence_frame_from_fleet(FLEET)
-        facts = fleet_facts(FLEET)
-        visits_state, state = None, None
-        for ping in pings.to_dict("records"):
-            visits_state, released = update_visits(
-                visits_state, ping, cover=cover, licences=licences, max_gap_s=300.0
-            )
-            state, found = update_unlicensed_stand_use(
-                state, released, unreleased={"v1": 0}, facts=facts
-            )
-            assert found is None  # held: the vehicle "has" a visit pending since 1970
-        visits_state, released = flush_visits(visits_state, licences=licences)
-        state, found = update_unlicensed_stand_use(
-            state, released, unreleased={"v1": 0}, facts=facts
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], _cover())
+        visits = detect_visits(
+            pings,
+            pd.DataFrame({"ping_index": p_idx, "stand_id": _cover().stand_ids[s_idx]}),
+            stands=_stands(),
+            licences=licence_frame_from_fleet(FLEET),
+            max_gap_s=300.0,
         )
-        assert found is None and state["held"]
-        state, found = flush_unlicensed_stand_use(state, facts=facts)
-        assert found is not None and found["vehicle_id"].tolist() == ["v1"]
-        assert state == {"held": {}, "lawful": {}}
-
-    def test_empty_state_gives_nothing(self) -> None:
-        """Flushing an empty state finds nothing."""
-        assert flush_unlicensed_stand_use(None)[1] is None
+        states, found = advance_unlicensed_stand_use({}, visits, pings, pending={"v1": 0})
+        assert len(found) == 0 and list(states) == ["v1"]
+        states = json.loads(json.dumps(states))
+        states, found = advance_unlicensed_stand_use(
+            states, visits.iloc[:0], pings, final=True, fleet=FLEET
+        )
+        assert found["vehicle_id"].tolist() == ["v1"] and states == {}
