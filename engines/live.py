@@ -121,6 +121,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from db.enforcement.workflow import insert_findings
+from db.fleet.store import driver_registry_frames
 from db.stands.queries import licence_frame, stands_frame
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
@@ -129,6 +130,7 @@ from geo.roads import RoadGraph
 from stands.visits import new_visits_state, unreleased_arrivals, update_visits
 from tracking import frames as fr
 from tracking.detectors import (
+    driver_not_allowed,
     flag2_misuse,
     gps_anomaly,
     habitual_absence,
@@ -165,6 +167,7 @@ LIVE_KINDS = (
     "inactivity",
     "habitual_absence",
     "illegal_stand_formation",
+    "driver_not_allowed",
 )
 """Finding kinds detected live: every kind of the contract."""
 DEFAULT_THROTTLE_S = 900.0
@@ -178,6 +181,7 @@ _KERNELS: dict[str, TrackKernel] = {
     "flag2_misuse": flag2_misuse.KERNEL,
     "operating_while_barred": operating_while_barred.KERNEL,
     "outside_municipality": outside_municipality.KERNEL,
+    "driver_not_allowed": driver_not_allowed.KERNEL,
 }
 """Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
 _DAY_KERNELS: dict[str, DayKernel] = {
@@ -220,6 +224,8 @@ _WIRED = {
     "allowed_places",
     "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
     "boarding_grace_m",
+    "drivers",
+    "driver_links",
 }
 _BOUNDARIES: dict[str, Any] = {}
 """Municipal boundaries (shapely, EPSG:4326) read by this process, by municipality code."""
@@ -650,6 +656,34 @@ def _registry_as_of_pending(
     return pd.DataFrame(rows, columns=columns).astype({"vehicle_id": "str"})
 
 
+def _driver_context(
+    session: Session,
+    mine: Mapping[str, Mapping[str, Any] | None],
+    pings: pd.DataFrame,
+    *,
+    timezone: str,
+) -> list[tuple[list[str], dict[str, Any]]]:
+    """``driver_not_allowed``'s vehicles (those with a link) and the registry they need.
+
+    The drivers read are those of the vehicles' links and of the ``driver_id`` on the new fixes
+    and on the kept ones.
+    """
+    ids: set[str] = set()
+    if fr.DRIVER_ID in pings.columns:
+        ids |= {str(d) for d in pings[fr.DRIVER_ID].dropna() if str(d).strip()}
+    for state in mine.values():
+        kept = ((state or {}).get("tail") or {}).get(fr.DRIVER_ID) or []
+        ids |= {str(d) for d in kept if d is not None and str(d).strip()}
+    drivers, links = driver_registry_frames(
+        conn=session, vehicle_ids=sorted(mine), driver_ids=sorted(ids)
+    )
+    judged = sorted(set(links["vehicle_id"]) & set(mine))
+    if not judged:
+        return []
+    context = {"drivers": drivers, "driver_links": links, "timezone": timezone}
+    return [(judged, context)]
+
+
 def _kernel_contexts(
     session: Session,
     kind: str,
@@ -662,8 +696,10 @@ def _kernel_contexts(
 
     ``outside_municipality``: each municipality's boundary with its vehicles;
     ``operating_while_barred``: the registered vehicles and their registry (the fleet frame) and
-    the zone. Vehicles without them are not judged (no state). Other kinds: every vehicle (with
-    the zone for ``flag2_misuse``).
+    the zone; ``driver_not_allowed``: the vehicles with a driver link in the registry, with the
+    drivers and links (whole histories: the kernel judges each day on its own dates) and the
+    zone. Vehicles without them are not judged (no state). Other kinds: every vehicle (with the
+    zone for ``flag2_misuse``).
     """
     if kind == "outside_municipality":
         return [(vs, {"boundary": geom}) for geom, vs in vehicle_boundaries(session, list(mine))]
@@ -671,6 +707,8 @@ def _kernel_contexts(
         fleet = _registry_as_of_pending(session, mine, pings, timezone=timezone)
         vehicles = fleet["vehicle_id"].tolist()
         return [(vehicles, {"fleet": fleet, "timezone": timezone})] if vehicles else []
+    if kind == "driver_not_allowed":
+        return _driver_context(session, mine, pings, timezone=timezone)
     return [(list(mine), {"timezone": timezone} if kind == "flag2_misuse" else {})]
 
 

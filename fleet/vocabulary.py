@@ -7,3 +7,6 @@ DRIVER_ROLES = ("autorizatario_condutor", "auxiliar")
 POPULATION_KINDS = ("census", "estimate")
 MAX_AUXILIARY_DRIVERS = 2
 """Auxiliary drivers per prefixo at once (PV art. 43 §1; PB art. 14)."""
+DRIVER_DOCUMENTS = ("cnh", "ictp")
+"""A driver's documents with a status history: the CNH and the ICTP (Registro de Condutor)."""
+DRIVER_DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")

@@ -1,4 +1,4 @@
-"""Registry writers: municipalities, IBGE population, the fleet and driver assignments.
+"""Registry writers: municipalities, IBGE population, the fleet, drivers and their links.
 
 ``load_*`` functions write the frames of :mod:`fleet.loaders` in bulk (staging table +
 set-based merge) and report what changed. Dates in the registry are local calendar dates,
@@ -8,7 +8,9 @@ inclusive; a null start means "not known" (a registry snapshot), never "today".
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -20,9 +22,14 @@ from sqlalchemy.orm import Session
 from db.fleet.models import DriverAssignment
 from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
 from fleet._errors import AuxiliaryDriverLimitError, FleetFileError, UnknownMunicipalityError
-from fleet.dates import check_optional_registry_date, check_registry_date
+from fleet.dates import (
+    PANDAS_DATE_MAX,
+    PANDAS_DATE_MIN,
+    check_optional_registry_date,
+    check_registry_date,
+)
 from fleet.loaders import normalize_name
-from fleet.vocabulary import DRIVER_ROLES, MAX_AUXILIARY_DRIVERS
+from fleet.vocabulary import DRIVER_DOCUMENTS, DRIVER_ROLES, MAX_AUXILIARY_DRIVERS
 
 
 def load_municipalities(*, conn: Connection, municipalities: gpd.GeoDataFrame) -> ImportReport:
@@ -492,3 +499,315 @@ def active_fleet_from_db(*, conn: Connection, municipality: str, as_of: dt.date)
     frame = pd.DataFrame([dict(r) for r in rows], columns=columns)
     frame["year"] = frame["year"].astype("Int64")
     return frame
+
+
+# ---------------------------------------------------------------------- drivers (files)
+
+
+@dataclass(frozen=True)
+class DriverImportReport:
+    """What ``pontual import drivers`` changed."""
+
+    drivers: ImportReport
+    periods_replaced: int
+    periods_created: int
+
+
+@dataclass(frozen=True)
+class DriverLinksImportReport:
+    """What ``pontual import driver-links`` changed."""
+
+    created: int
+    updated: int
+    unchanged: int
+
+
+_DRIVER_COLUMNS = (
+    "municipality_code", "name", "synthetic", "cnh_number", "cnh_category", "cnh_valid_until",
+    "credential_valid_until",
+)  # fmt: skip
+_LINK_ROLE_STORED = {"titular": "autorizatario_condutor", "auxiliar": "auxiliar"}
+
+
+def _audit_import(
+    conn: Connection, *, actor: str, entity: str, source: str, details: dict[str, Any]
+) -> None:
+    """Write one audit-log entry for a registry import (``audit_log`` is append-only)."""
+    if not actor or not actor.strip():
+        msg = "'actor' vazio; informe quem faz a importação (ex.: --actor matricula-123)"
+        raise FleetFileError(msg)
+    conn.execute(
+        text(
+            "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
+            "VALUES (:a, 'import', :e, :s, CAST(:d AS jsonb))"
+        ),
+        {"a": actor, "e": entity, "s": source, "d": json.dumps(details, default=str)},
+    )
+
+
+def load_drivers(
+    *,
+    conn: Connection,
+    drivers: pd.DataFrame,
+    actor: str,
+    source: str,
+    municipality: str | None = None,
+) -> DriverImportReport:
+    """Upsert drivers and replace their CNH / ICTP status history by the file's; audited.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    drivers : pandas.DataFrame
+        As from :func:`fleet.drivers.read_drivers` (one row per driver and status period).
+    actor : str
+        Who imports (audit log).
+    source : str
+        The file's name (audit log).
+    municipality : str, optional
+        IBGE code of the drivers' municipality.
+
+    Returns
+    -------
+    DriverImportReport
+        Drivers created, updated and unchanged; periods replaced and created.
+
+    Raises
+    ------
+    FleetFileError
+        If a driver has no ``name`` (the registry keeps it), or ``actor`` is empty.
+    UnknownMunicipalityError
+        If ``municipality`` is not in the registry.
+    """
+    missing = drivers["name"].isna()
+    if missing.any():
+        row = int(np.flatnonzero(missing.to_numpy())[0]) + 1
+        msg = f"{source}, linha {row}, coluna 'name': vazio; o cadastro no banco exige o nome"
+        raise FleetFileError(msg)
+    first = drivers.drop_duplicates("driver_id", keep="first")
+    rows = [
+        (
+            r["driver_id"],
+            municipality,
+            r["name"],
+            bool(r["synthetic"]) if r["synthetic"] is not None else False,
+            r["cnh_number"],
+            r["cnh_category"],
+            r["cnh_valid_until"],
+            r["ictp_valid_until"],
+        )
+        for r in first.to_dict("records")
+    ]
+    stage = stage_rows(conn, like="drivers", columns=("driver_id", *_DRIVER_COLUMNS), rows=rows)
+    _check_known_municipalities(conn, stage, "municipality_code")
+    report = merge_staged(
+        conn, stage=stage, table="drivers", key=("driver_id",), columns=_DRIVER_COLUMNS
+    )
+    ids = first["driver_id"].tolist()
+    replaced = conn.execute(
+        text("DELETE FROM driver_document_periods WHERE driver_id = ANY(:ids)"), {"ids": ids}
+    ).rowcount
+    periods = [
+        {"d": r["driver_id"], "doc": doc, "s": r[f"{doc}_status"], "f": r[f"{doc}_status_since"],
+         "u": r[f"{doc}_status_until"]}
+        for r in drivers.to_dict("records")
+        for doc in DRIVER_DOCUMENTS
+        if r[f"{doc}_status"] is not None
+    ]  # fmt: skip
+    if periods:
+        conn.execute(
+            text(
+                "INSERT INTO driver_document_periods "
+                "(driver_id, document, status, valid_from, valid_until) "
+                "VALUES (:d, :doc, :s, :f, :u)"
+            ),
+            periods,
+        )
+    _audit_import(
+        conn,
+        actor=actor,
+        entity="drivers",
+        source=source,
+        details={
+            "created": report.created,
+            "updated": report.updated,
+            "unchanged": report.unchanged,
+            "periods_replaced": replaced,
+            "periods_created": len(periods),
+        },
+    )
+    return DriverImportReport(
+        drivers=report, periods_replaced=replaced, periods_created=len(periods)
+    )
+
+
+def load_driver_links(
+    *, conn: Connection, links: pd.DataFrame, actor: str, source: str
+) -> DriverLinksImportReport:
+    """Add the file's driver ↔ prefixo links (a stored one with the same start: its end); audited.
+
+    A link is identified by (driver, prefixo, role, ``valid_from``). The auxiliary-driver cap
+    is checked on the stored links plus the file's before anything is written.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    links : pandas.DataFrame
+        As from :func:`fleet.drivers.read_driver_links`.
+    actor, source : str
+        Who imports and the file's name (audit log).
+
+    Returns
+    -------
+    DriverLinksImportReport
+        Links created, updated (end changed) and unchanged.
+
+    Raises
+    ------
+    FleetFileError
+        If a driver or prefixo is not in the registry (the message names the file's row), or
+        ``actor`` is empty.
+    AuxiliaryDriverLimitError
+        If a prefixo would have more auxiliaries at once than the legal maximum.
+    """
+    frame = links.copy()
+    frame["role"] = frame["role"].map(_LINK_ROLE_STORED)
+    known_drivers = set(
+        conn.execute(
+            text("SELECT driver_id FROM drivers WHERE driver_id = ANY(:ids)"),
+            {"ids": sorted(set(frame["driver_id"]))},
+        ).scalars()
+    )
+    known_vehicles = set(
+        conn.execute(
+            text("SELECT vehicle_id FROM vehicles WHERE vehicle_id = ANY(:ids)"),
+            {"ids": sorted(set(frame["vehicle_id"]))},
+        ).scalars()
+    )
+    for i, rec in enumerate(frame.to_dict("records")):
+        if rec["driver_id"] not in known_drivers:
+            msg = (
+                f"{source}, linha {i + 1}, coluna 'driver_id': {rec['driver_id']!r} não está no "
+                "cadastro de condutores; importe-o antes (pontual import drivers)"
+            )
+            raise FleetFileError(msg)
+        if rec["vehicle_id"] not in known_vehicles:
+            msg = (
+                f"{source}, linha {i + 1}, coluna 'vehicle_id': {rec['vehicle_id']!r} não está na "
+                "frota; importe-a antes (pontual import fleet)"
+            )
+            raise FleetFileError(msg)
+    stored = conn.execute(
+        text(
+            "SELECT assignment_id, driver_id, vehicle_id, role, valid_from, valid_until "
+            "FROM driver_assignments WHERE vehicle_id = ANY(:vs)"
+        ),
+        {"vs": sorted(known_vehicles)},
+    ).all()
+    by_key = {(d, v, r, f): (a, u) for a, d, v, r, f, u in stored}
+    created, updated, unchanged = [], [], 0
+    for rec in frame.to_dict("records"):
+        key = (rec["driver_id"], rec["vehicle_id"], rec["role"], rec["valid_from"])
+        if key not in by_key:
+            created.append(rec)
+        elif by_key[key][1] != rec["valid_until"]:
+            updated.append({"a": by_key[key][0], "u": rec["valid_until"]})
+            by_key[key] = (by_key[key][0], rec["valid_until"])
+        else:
+            unchanged += 1
+    after = pd.DataFrame(
+        [(v, r, f, u) for (_, v, r, f), (_, u) in by_key.items()]
+        + [(c["vehicle_id"], c["role"], c["valid_from"], c["valid_until"]) for c in created],
+        columns=["vehicle_id", "role", "valid_from", "valid_until"],
+    )
+    check_auxiliary_limit(after)
+    if updated:
+        conn.execute(
+            text("UPDATE driver_assignments SET valid_until = :u WHERE assignment_id = :a"),
+            updated,
+        )
+    if created:
+        conn.execute(
+            text(
+                "INSERT INTO driver_assignments (driver_id, vehicle_id, role, valid_from, "
+                "valid_until) VALUES (:driver_id, :vehicle_id, :role, :valid_from, :valid_until)"
+            ),
+            created,
+        )
+    _audit_import(
+        conn,
+        actor=actor,
+        entity="driver_assignments",
+        source=source,
+        details={"created": len(created), "updated": len(updated), "unchanged": unchanged},
+    )
+    return DriverLinksImportReport(created=len(created), updated=len(updated), unchanged=unchanged)
+
+
+_DRIVERS_OF_VEHICLES_SQL = """
+SELECT d.driver_id, d.cnh_valid_until, d.credential_valid_until
+FROM drivers d WHERE d.driver_id = ANY(:ds)
+"""
+
+
+def driver_registry_frames(
+    *, conn: Connection | Session, vehicle_ids: list[str], driver_ids: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return the drivers and links frames ``driver_not_allowed`` reads, from the registry.
+
+    Links: every link of the vehicles and of the drivers (any date). Drivers: the drivers named
+    (the fixes' ``driver_id``) and those of the links, one row per status period (the
+    :data:`tracking.detectors.driver_not_allowed.DRIVER_COLUMNS` layout); dates clipped to what
+    pandas holds.
+    """
+    link_rows = conn.execute(
+        text(
+            "SELECT vehicle_id, driver_id, role, valid_from, valid_until FROM driver_assignments "
+            "WHERE vehicle_id = ANY(:vs) OR driver_id = ANY(:ds) "
+            "ORDER BY vehicle_id, driver_id, valid_from"
+        ),
+        {"vs": vehicle_ids, "ds": driver_ids},
+    ).all()
+    links = pd.DataFrame(
+        [(v, d, r, _clip(f), _clip(u)) for v, d, r, f, u in link_rows],
+        columns=["vehicle_id", "driver_id", "role", "valid_from", "valid_until"],
+        dtype=object,
+    )
+    wanted = sorted({*driver_ids, *links["driver_id"]})
+    people = conn.execute(text(_DRIVERS_OF_VEHICLES_SQL), {"ds": wanted}).all()
+    periods = conn.execute(
+        text(
+            "SELECT driver_id, document, status, valid_from, valid_until "
+            "FROM driver_document_periods WHERE driver_id = ANY(:ds) "
+            "ORDER BY driver_id, document, valid_from NULLS FIRST"
+        ),
+        {"ds": wanted},
+    ).all()
+    rows: list[dict[str, Any]] = []
+    for did, cnh, ictp in people:
+        base = {"driver_id": did, "cnh_valid_until": _clip(cnh), "ictp_valid_until": _clip(ictp)}
+        rows.append(dict(base))
+        for d, doc, status, since, until in periods:
+            if d == did:
+                rows.append(
+                    base
+                    | {
+                        f"{doc}_status": status,
+                        f"{doc}_status_since": _clip(since),
+                        f"{doc}_status_until": _clip(until),
+                    }
+                )
+    columns = [
+        "driver_id", "cnh_valid_until", "ictp_valid_until", "cnh_status", "cnh_status_since",
+        "cnh_status_until", "ictp_status", "ictp_status_since", "ictp_status_until",
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns, dtype=object), links
+
+
+def _clip(day: dt.date | None) -> dt.date | None:
+    """Clip a stored registry date to what pandas holds (``fleet.dates``)."""
+    if day is None:
+        return None
+    return min(max(day, PANDAS_DATE_MIN), PANDAS_DATE_MAX)
