@@ -95,8 +95,8 @@ REASONS = (
     "ictp_revoked",
     "ictp_suspended",
     "not_linked",
-    "cnh_expired",
     "ictp_expired",
+    "cnh_expired",
     "too_many_auxiliaries",
 )
 DOCUMENTS = ("cnh", "ictp")

@@ -191,12 +191,13 @@ class TestDetectDriverNotAllowed:
         person = {
             "driver_id": "d9",
             "cnh_valid_until": D(2024, 1, 1),
+            "ictp_valid_until": D(2024, 1, 1),
             "cnh_status": "cassada",
             "cnh_status_since": D(2024, 2, 1),
         }
         found = detect(ride("v1", "2024-03-05T20:00:00Z", "d9"), drivers=drivers(person))
         reasons = [r["reason"] for r in found.iloc[0]["details"]["reasons"]]
-        assert reasons == ["cnh_revoked", "not_linked", "cnh_expired"]
+        assert reasons == ["cnh_revoked", "not_linked", "ictp_expired", "cnh_expired"]
         assert reasons == [r for r in REASONS if r in reasons]
 
     def test_third_auxiliary_beyond_the_cap(self) -> None:
