@@ -12,7 +12,8 @@ Two CSV files (formats in docs/formatos.md):
 - **driver links** — ``vehicle_id`` (or ``prefixo``), ``driver_id``, ``role`` (``titular`` or
   ``auxiliar``), ``valid_from`` (required), ``valid_until`` (empty: open); inclusive dates.
 
-Every date is a registry date (:func:`fleet.dates.check_registry_date`). Errors name the file,
+Every date is a registry date (:func:`fleet.dates.check_registry_date`), except that a document's
+validity may lie up to :data:`DOCUMENT_YEARS_AHEAD` years ahead. Errors name the file,
 the data row (1-based, header excluded) and the column, in pt-BR.
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from fleet._errors import FleetFileError
-from fleet.dates import RegistryDateError, check_registry_date
+from fleet.dates import REGISTRY_DATE_MIN, RegistryDateError, check_registry_date
 
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
 LINK_ROLES = ("titular", "auxiliar")
@@ -49,6 +50,10 @@ _DATES = (
 )  # fmt: skip
 _TRUE = ("true", "sim", "1")
 _FALSE = ("false", "nao", "não", "0")
+_VALIDITIES = ("cnh_valid_until", "ictp_valid_until")
+DOCUMENT_YEARS_AHEAD = 10
+"""A CNH or ICTP validity may lie this many years ahead (a CNH is issued for years, not one);
+every other date follows the registry's rule (``fleet.dates``: today + 1 year)."""
 _CNH_CATEGORIES = ("A", "B", "C", "D", "E", "AB", "AC", "AD", "AE")
 
 
@@ -77,6 +82,17 @@ def _date(value: str | None, *, source: str, row: int, column: str) -> dt.date |
     except ValueError:
         msg = f"{source}, linha {row}, coluna '{column}': era {value!r}; esperado data AAAA-MM-DD"
         raise FleetFileError(msg) from None
+    if column in _VALIDITIES:
+        today = dt.date.today()
+        latest = today.replace(year=today.year + DOCUMENT_YEARS_AHEAD, day=min(today.day, 28))
+        if not REGISTRY_DATE_MIN <= day <= latest:
+            msg = (
+                f"{source}, linha {row}, coluna '{column}': era {day.isoformat()}; esperado uma "
+                f"data entre {REGISTRY_DATE_MIN.isoformat()} e {latest.isoformat()} (validade "
+                f"de documento: hoje + {DOCUMENT_YEARS_AHEAD} anos)"
+            )
+            raise FleetFileError(msg)
+        return day
     try:
         return check_registry_date(day, name=column)
     except RegistryDateError as exc:

@@ -2,7 +2,8 @@
 
 ``driver_document_periods`` keeps each status of a driver's CNH or ICTP (Registro de Condutor)
 over inclusive local dates (``regular``, ``suspensa``, ``cassada``); two periods of the same
-document never overlap. ``drivers.synthetic`` marks demo drivers (not real people).
+document never overlap. ``drivers.synthetic`` marks demo drivers (not real people). The findings'
+kind check admits ``driver_not_allowed``.
 
 Revision ID: 0012_drivers
 Revises: 0011
@@ -15,6 +16,20 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
+
+_KINDS_BEFORE = (
+    'unlicensed_stand_use', 'habitual_absence', 'illegal_stand_formation', 'longer_route',
+    'tracking_gap', 'gps_anomaly', 'operating_while_barred', 'inactivity', 'outside_municipality',
+    'queue_jump', 'flag2_misuse',
+)
+_KINDS_AFTER = (*_KINDS_BEFORE, 'driver_not_allowed')
+
+
+def _kind_check(kinds: tuple[str, ...]) -> None:
+    op.drop_constraint(op.f('ck_findings_kind'), 'findings', type_='check')
+    quoted = ', '.join(f"'{k}'" for k in kinds)
+    op.create_check_constraint(op.f('ck_findings_kind'), 'findings', f'kind IN ({quoted})')
+
 
 # revision identifiers, used by Alembic.
 revision: str = '0012_drivers'
@@ -58,9 +73,12 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('period_id', name=op.f('pk_driver_document_periods'))
     )
     op.create_index(op.f('ix_driver_document_periods_driver_id'), 'driver_document_periods', ['driver_id'], unique=False)
+    _kind_check(_KINDS_AFTER)
 
 
 def downgrade() -> None:
+    op.execute("DELETE FROM findings WHERE kind = 'driver_not_allowed'")
+    _kind_check(_KINDS_BEFORE)
     op.drop_index(op.f('ix_driver_document_periods_driver_id'), table_name='driver_document_periods')
     op.drop_table('driver_document_periods')
     op.alter_column(
