@@ -707,14 +707,16 @@ def load_driver_links(
         {"vs": sorted(known_vehicles)},
     ).all()
     by_key = {(d, v, r, f): (a, u) for a, d, v, r, f, u in stored}
-    created, updated, unchanged = [], [], 0
-    for rec in frame.to_dict("records"):
-        key = (rec["driver_id"], rec["vehicle_id"], rec["role"], rec["valid_from"])
+    created: list[dict[str, Any]] = []
+    updated: list[dict[str, Any]] = []
+    unchanged = 0
+    for link in ({str(k): v for k, v in r.items()} for r in frame.to_dict("records")):
+        key = (link["driver_id"], link["vehicle_id"], link["role"], link["valid_from"])
         if key not in by_key:
-            created.append(rec)
-        elif by_key[key][1] != rec["valid_until"]:
-            updated.append({"a": by_key[key][0], "u": rec["valid_until"]})
-            by_key[key] = (by_key[key][0], rec["valid_until"])
+            created.append(link)
+        elif by_key[key][1] != link["valid_until"]:
+            updated.append({"a": by_key[key][0], "u": link["valid_until"]})
+            by_key[key] = (by_key[key][0], link["valid_until"])
         else:
             unchanged += 1
     after = pd.DataFrame(

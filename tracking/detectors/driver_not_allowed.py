@@ -393,7 +393,7 @@ def _q(main: Mapping[str, Any]) -> float:
     if reason in _STATUS_REASON.values():
         return 0.7 if main["status_since"] is None else 1.0
     if reason.endswith("_expired"):
-        return min(1.0, 0.8 + 0.2 * main["days_expired"] / 30.0)
+        return min(1.0, 0.8 + 0.2 * float(main["days_expired"]) / 30.0)
     if reason == "too_many_auxiliaries":
         return 0.6
     return 1.0
@@ -589,8 +589,8 @@ def open_from(
     for vehicle, now in zip(vehicles, open_day.tolist(), strict=True):
         if (vehicle, now) in day_start:
             out[vehicle] = day_start[(vehicle, now)]
-        elif opened[vehicle][1] is not None:
-            out[vehicle] = int(opened[vehicle][1])
+        elif (open_ns := opened[vehicle][1]) is not None:
+            out[vehicle] = int(open_ns)
     return out
 
 
