@@ -21,7 +21,12 @@ from sqlalchemy.orm import Session
 
 from db.fleet.models import DriverAssignment
 from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
-from fleet._errors import AuxiliaryDriverLimitError, FleetFileError, UnknownMunicipalityError
+from fleet._errors import (
+    AuxiliaryDriverLimitError,
+    DriverRecordError,
+    FleetFileError,
+    UnknownMunicipalityError,
+)
 from fleet.dates import (
     PANDAS_DATE_MAX,
     PANDAS_DATE_MIN,
@@ -29,7 +34,12 @@ from fleet.dates import (
     check_registry_date,
 )
 from fleet.loaders import normalize_name
-from fleet.vocabulary import DRIVER_DOCUMENTS, DRIVER_ROLES, MAX_AUXILIARY_DRIVERS
+from fleet.vocabulary import (
+    DRIVER_DOCUMENT_STATUSES,
+    DRIVER_DOCUMENTS,
+    DRIVER_ROLES,
+    MAX_AUXILIARY_DRIVERS,
+)
 
 
 def load_municipalities(*, conn: Connection, municipalities: gpd.GeoDataFrame) -> ImportReport:
@@ -530,18 +540,30 @@ _LINK_ROLE_STORED = {"titular": "autorizatario_condutor", "auxiliar": "auxiliar"
 
 
 def _audit_import(
-    conn: Connection, *, actor: str, entity: str, source: str, details: dict[str, Any]
+    conn: Connection,
+    *,
+    actor: str,
+    entity: str,
+    source: str,
+    details: dict[str, Any],
+    action: str = "import",
 ) -> None:
-    """Write one audit-log entry for a registry import (``audit_log`` is append-only)."""
+    """Write one audit-log entry for a registry change (``audit_log`` is append-only)."""
     if not actor or not actor.strip():
-        msg = "'actor' vazio; informe quem faz a importação (ex.: --actor matricula-123)"
+        msg = "'actor' vazio; informe quem faz a alteração (ex.: --actor matricula-123)"
         raise FleetFileError(msg)
     conn.execute(
         text(
             "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
-            "VALUES (:a, 'import', :e, :s, CAST(:d AS jsonb))"
+            "VALUES (:a, :action, :e, :s, CAST(:d AS jsonb))"
         ),
-        {"a": actor, "e": entity, "s": source, "d": json.dumps(details, default=str)},
+        {
+            "a": actor,
+            "action": action,
+            "e": entity,
+            "s": source,
+            "d": json.dumps(details, default=str),
+        },
     )
 
 
@@ -813,3 +835,169 @@ def _clip(day: dt.date | None) -> dt.date | None:
     if day is None:
         return None
     return min(max(day, PANDAS_DATE_MIN), PANDAS_DATE_MAX)
+
+
+# ------------------------------------------------------------------- drivers (one at a time)
+
+
+def driver_record(*, session: Session, driver_id: str) -> dict[str, Any] | None:
+    """Return a driver with their CNH / ICTP periods and links, or None if not registered."""
+    row = (
+        session.execute(
+            text(
+                "SELECT driver_id, municipality_code, name, synthetic, cnh_number, cnh_category, "
+                "cnh_valid_until, credential_valid_until AS ictp_valid_until "
+                "FROM drivers WHERE driver_id = :d"
+            ),
+            {"d": driver_id},
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return None
+    periods = session.execute(
+        text(
+            "SELECT document, status, valid_from, valid_until FROM driver_document_periods "
+            "WHERE driver_id = :d ORDER BY document, valid_from NULLS FIRST"
+        ),
+        {"d": driver_id},
+    ).mappings()
+    links = session.execute(
+        text(
+            "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
+            "WHERE driver_id = :d ORDER BY valid_from, vehicle_id"
+        ),
+        {"d": driver_id},
+    ).mappings()
+    return dict(row) | {
+        "periods": [dict(p) for p in periods],
+        "links": [
+            dict(k) | {"role": "titular" if k["role"] == "autorizatario_condutor" else k["role"]}
+            for k in links
+        ],
+    }
+
+
+def _require_driver(session: Session, driver_id: str) -> None:
+    found = session.execute(
+        text("SELECT 1 FROM drivers WHERE driver_id = :d"), {"d": driver_id}
+    ).first()
+    if found is None:
+        msg = f"condutor '{driver_id}' não está no cadastro"
+        raise DriverRecordError(msg)
+
+
+def add_driver_period(
+    *,
+    session: Session,
+    driver_id: str,
+    document: str,
+    status: str,
+    valid_from: dt.date | None,
+    valid_until: dt.date | None,
+    actor: str,
+) -> None:
+    """Record a status period of a driver's CNH or ICTP (audited; flushed, not committed).
+
+    Raises
+    ------
+    DriverRecordError
+        If the driver is unknown, the document or status invalid, or the period overlaps one
+        of the same document.
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
+    """
+    _require_driver(session, driver_id)
+    if document not in DRIVER_DOCUMENTS or status not in DRIVER_DOCUMENT_STATUSES:
+        msg = (
+            f"'document' era {document!r} e 'status' era {status!r}; esperado document um de "
+            f"{', '.join(DRIVER_DOCUMENTS)} e status um de {', '.join(DRIVER_DOCUMENT_STATUSES)}"
+        )
+        raise DriverRecordError(msg)
+    check_optional_registry_date(valid_from, name="valid_from")
+    check_optional_registry_date(valid_until, name="valid_until")
+    if valid_from is not None and valid_until is not None and valid_until < valid_from:
+        msg = f"'valid_until' ({valid_until}) antes de 'valid_from' ({valid_from})"
+        raise DriverRecordError(msg)
+    clash = session.execute(
+        text(
+            "SELECT valid_from, valid_until FROM driver_document_periods WHERE driver_id = :d "
+            "AND document = :doc AND daterange(valid_from, valid_until, '[]') && "
+            "daterange(:f, :u, '[]') LIMIT 1"
+        ),
+        {"d": driver_id, "doc": document, "f": valid_from, "u": valid_until},
+    ).first()
+    if clash is not None:
+        msg = (
+            f"o período se sobrepõe a outro de {document} do condutor '{driver_id}' "
+            f"({clash[0] or '…'} a {clash[1] or '…'})"
+        )
+        raise DriverRecordError(msg)
+    session.execute(
+        text(
+            "INSERT INTO driver_document_periods "
+            "(driver_id, document, status, valid_from, valid_until) VALUES (:d, :doc, :s, :f, :u)"
+        ),
+        {"d": driver_id, "doc": document, "s": status, "f": valid_from, "u": valid_until},
+    )
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="driver_document_periods",
+        source=driver_id,
+        details={"document": document, "status": status, "valid_from": valid_from,
+                 "valid_until": valid_until},
+        action="create",
+    )  # fmt: skip
+
+
+def add_driver_link(
+    *,
+    session: Session,
+    driver_id: str,
+    vehicle_id: str,
+    role: str,
+    valid_from: dt.date,
+    valid_until: dt.date | None,
+    actor: str,
+) -> None:
+    """Link a driver to a prefixo (``titular`` or ``auxiliar``; audited; flushed, not committed).
+
+    Raises
+    ------
+    DriverRecordError
+        If the driver or the vehicle is unknown, or the role invalid.
+    AuxiliaryDriverLimitError
+        If the prefixo would have more than two auxiliaries at once.
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
+    """
+    _require_driver(session, driver_id)
+    stored_role = _LINK_ROLE_STORED.get(role)
+    if stored_role is None:
+        msg = f"'role' era {role!r}; esperado um de titular, auxiliar"
+        raise DriverRecordError(msg)
+    found = session.execute(
+        text("SELECT 1 FROM vehicles WHERE vehicle_id = :v"), {"v": vehicle_id}
+    ).first()
+    if found is None:
+        msg = f"veículo '{vehicle_id}' não está na frota"
+        raise DriverRecordError(msg)
+    add_driver_assignment(
+        session=session,
+        driver_id=driver_id,
+        vehicle_id=vehicle_id,
+        role=stored_role,
+        valid_from=valid_from,
+        valid_until=valid_until,
+    )
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="driver_assignments",
+        source=driver_id,
+        details={"vehicle_id": vehicle_id, "role": role, "valid_from": valid_from,
+                 "valid_until": valid_until},
+        action="create",
+    )  # fmt: skip
