@@ -15,9 +15,10 @@ order being the most serious first; the rulebook picks the article from it):
   60 IV; Pinto Bandeira art. 26 X, suspensa).
 - ``ictp_revoked``, ``ictp_suspended`` — the ICTP (Registro de Condutor) is cassada / suspensa
   (Porto Alegre art. 60 IV, suspensão da ICTP; Pinto Bandeira art. 25 XI, Registro cassado).
-- ``not_linked`` — a registered driver not linked to this prefixo that day (Porto Alegre art.
-  58 VI; Porto Velho art. 43 § 1º; Pinto Bandeira art. 32 IV, "cadastrada em permissão de outro
-  permissionário"; fretamento art. 3º § 1º).
+- ``not_linked`` — a registered driver not linked to this prefixo that day, while someone is (a
+  day on which the prefixo has no link at all is a day the registry does not cover: not judged)
+  (Porto Alegre art. 58 VI; Porto Velho art. 43 § 1º; Pinto Bandeira art. 32 IV, "cadastrada em
+  permissão de outro permissionário"; fretamento art. 3º § 1º).
 - ``cnh_expired``, ``ictp_expired`` — the document's ``valid_until`` is before that day (Porto
   Alegre art. 57 V, ICTP vencida).
 - ``too_many_auxiliaries`` — the driver is linked as auxiliar, but the prefixo has more
@@ -290,7 +291,7 @@ def reasons_on(
                 )
     today = [k for k in links.get(f"v:{vehicle}", []) if k[3] <= day <= k[4]]
     mine = [k for k in today if k[1] == driver]
-    if not mine:
+    if today and not mine:  # no link at all that day: the registry does not cover the day
         elsewhere = [_link_record(k) for k in links.get(f"d:{driver}", []) if k[3] <= day <= k[4]]
         out["not_linked"] = {
             "reason": "not_linked",

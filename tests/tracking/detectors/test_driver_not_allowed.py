@@ -106,6 +106,19 @@ class TestDetectDriverNotAllowed:
         rows = [r | {"meter": "free"} for r in ride("v1", "2024-03-05T15:00:00Z", "x7")]
         assert detect(rows).empty
 
+    def test_day_without_any_link_is_not_covered(self) -> None:
+        """Before the prefixo's first link the registry says nothing: no ``not_linked``."""
+        registry = links(("v1", "d5", "titular", D(2024, 3, 6), None))
+        kw = {
+            "drivers": drivers({"driver_id": "d5"}, {"driver_id": "d6"}),
+            "driver_links": registry,
+        }
+        assert detect(ride("v1", "2024-03-05T15:00:00Z", "d6"), **kw).empty
+        found = detect(ride("v1", "2024-03-06T15:00:00Z", "d6"), **kw)
+        assert found.iloc[0]["details"]["reason"] == "not_linked"
+        unknown = detect(ride("v1", "2024-03-05T15:00:00Z", "x7"), **kw)
+        assert unknown.iloc[0]["details"]["reason"] == "not_registered"
+
     @pytest.mark.parametrize(
         ("start", "expected"),
         [
@@ -116,18 +129,27 @@ class TestDetectDriverNotAllowed:
     )
     def test_link_counts_from_its_valid_from_day(self, start: str, expected: int) -> None:
         """Registered the same day is fine all that local day; the day before is not."""
-        registry = links(("v1", "d5", "auxiliar", D(2024, 3, 6), None))
+        registry = links(
+            ("v1", "d1", "titular", D(2020, 1, 1), None),
+            ("v1", "d5", "auxiliar", D(2024, 3, 6), None),
+        )
         found = detect(
             ride("v1", start, "d5"),
-            drivers=drivers({"driver_id": "d5"}),
+            drivers=drivers({"driver_id": "d1"}, {"driver_id": "d5"}),
             driver_links=registry,
         )
         assert len(found) == expected
 
     def test_link_ends_after_its_valid_until_day(self) -> None:
         """The link's last day is inclusive; the day after the driver is not linked."""
-        registry = links(("v1", "d5", "auxiliar", D(2024, 1, 1), D(2024, 3, 5)))
-        kw = {"drivers": drivers({"driver_id": "d5"}), "driver_links": registry}
+        registry = links(
+            ("v1", "d1", "titular", D(2020, 1, 1), None),
+            ("v1", "d5", "auxiliar", D(2024, 1, 1), D(2024, 3, 5)),
+        )
+        kw = {
+            "drivers": drivers({"driver_id": "d1"}, {"driver_id": "d5"}),
+            "driver_links": registry,
+        }
         assert detect(ride("v1", "2024-03-05T20:00:00Z", "d5"), **kw).empty
         found = detect(ride("v1", "2024-03-06T20:00:00Z", "d5"), **kw)
         assert found.iloc[0]["details"]["reason"] == "not_linked"
@@ -233,8 +255,15 @@ class TestDetectDriverNotAllowed:
 
     def test_ride_across_midnight_needs_the_reason_on_both_days(self) -> None:
         """A link starting the next day spares a ride from 23:55 that ends after midnight."""
-        registry = links(("v1", "d5", "auxiliar", D(2024, 3, 6), None))
-        kw = {"drivers": drivers({"driver_id": "d5"}), "driver_links": registry}
+        registry = links(
+            ("v1", "d1", "titular", D(2020, 1, 1), None),
+            ("v1", "d5", "auxiliar", D(2024, 3, 6), None),
+        )
+        kw = {
+            "drivers": drivers({"driver_id": "d1"}, {"driver_id": "d5"}),
+            "driver_links": registry,
+        }
+        assert len(detect(ride("v1", "2024-03-06T02:00:00Z", "d5"), **kw)) == 1  # 23:00 of 5 March
         # 23:55 of 5 March to 00:15 of 6 March in Porto Alegre
         assert detect(ride("v1", "2024-03-06T02:55:00Z", "d5", minutes=20), **kw).empty
 
