@@ -54,6 +54,14 @@ def analyze(
     stands: Annotated[Path, typer.Option(help="Pontos de táxi (GeoJSON, GeoPackage ou CSV).")],
     out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("out"),
     fleet: Annotated[Path | None, typer.Option(help="Frota (CSV) com licenças.")] = None,
+    drivers: Annotated[
+        Path | None,
+        typer.Option(help="Cadastro de condutores (CSV; com --driver-links)."),
+    ] = None,
+    driver_links: Annotated[
+        Path | None,
+        typer.Option(help="Vínculos condutor ↔ prefixo (CSV; com --drivers)."),
+    ] = None,
     municipality: Annotated[
         str | None,
         typer.Option(help="Código IBGE do município (7 dígitos).", callback=checked_municipality),
@@ -129,6 +137,7 @@ def analyze(
 
     runtime.keep_arrow_pages()  # read when Arrow loads: before the imports below
     from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
+    from fleet.drivers import read_driver_links, read_drivers
     from fleet.loaders import read_fleet
     from tracking.ingest import read_pings
     from tracking.porto import read_porto_trips
@@ -137,6 +146,12 @@ def analyze(
 
     books, no_rulebook = _rulebooks(municipality)
     require_file(pings, flag="--pings")
+    if (drivers is None) != (driver_links is None):
+        given, missing = (
+            ("--drivers", "--driver-links") if drivers else ("--driver-links", "--drivers")
+        )
+        msg = f"{given}: dê também {missing} (o cadastro de condutores e os vínculos vão juntos)"
+        raise InputFileError(msg)
     history = _confirmed(confirmed) if confirmed else None
     limits, floor = read_thresholds(thresholds) if thresholds else ({}, None)
     limits = law_thresholds(books, limits)
@@ -174,6 +189,12 @@ def analyze(
                 fleet, lambda p: read_fleet(p, municipality=municipality), flag="--fleet"
             )
         area = read_input(boundary, _read_boundary, flag="--boundary") if boundary else bundled_area
+        driver_frames: dict[str, Any] = {}
+        if drivers is not None and driver_links is not None:
+            driver_frames = {
+                "drivers": read_input(drivers, read_drivers, flag="--drivers"),
+                "driver_links": read_input(driver_links, read_driver_links, flag="--driver-links"),
+            }
         graph = read_input(roads, _road_graph, flag="--roads") if roads else None
 
         def step(label: str) -> None:
@@ -188,7 +209,7 @@ def analyze(
             "params": params,
             "progress": step,
             "kinds": _parse_kinds(kinds),
-        }
+        } | driver_frames
         if engine is Engine.local and not porto:
             from engines.buckets import analyze_file
 

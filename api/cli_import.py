@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from db.upsert import ImportReport
 
 app = typer.Typer(
-    help="Importa arquivos para o banco (municipalities, stands, fleet, pings, porto).",
+    help=(
+        "Importa arquivos para o banco (municipalities, stands, fleet, drivers, driver-links, "
+        "pings, porto)."
+    ),
     no_args_is_help=True,
 )
 
@@ -253,3 +256,57 @@ def porto(
     valid, rejected, labels = read_input(file, read_porto_trips, flag=FILE)
     _store_pings(file, valid, rejected)
     typer.echo(f"Viagens lidas: {len(labels)}.")
+
+
+_ACTOR_HELP = "Quem faz a importação (matrícula), para a auditoria."
+
+
+@app.command()
+def drivers(
+    file: Annotated[
+        Path,
+        typer.Argument(help="CSV de condutores: CNH, ICTP e seus históricos (docs/formatos.md)."),
+    ],
+    actor: Annotated[str, typer.Option("--actor", help=_ACTOR_HELP)],
+    municipality: Annotated[
+        str | None,
+        typer.Option(
+            help="Código IBGE do município dos condutores.", callback=checked_municipality
+        ),
+    ] = None,
+) -> None:
+    """Importa condutores (CNH, ICTP / Registro de Condutor e o histórico de situação)."""
+    from db.fleet.store import load_drivers
+    from fleet.drivers import read_drivers
+
+    frame = read_input(file, read_drivers, flag=FILE)
+    with _transaction() as conn:
+        report = load_drivers(
+            conn=conn, drivers=frame, actor=actor, source=file.name, municipality=municipality
+        )
+    _echo_report("Condutores", report.drivers)
+    typer.echo(
+        f"Períodos de situação (CNH/ICTP): {report.periods_created} gravados, "
+        f"{report.periods_replaced} substituídos."
+    )
+
+
+@app.command("driver-links")
+def driver_links(
+    file: Annotated[
+        Path,
+        typer.Argument(help="CSV de vínculos condutor ↔ prefixo (titular/auxiliar, datas)."),
+    ],
+    actor: Annotated[str, typer.Option("--actor", help=_ACTOR_HELP)],
+) -> None:
+    """Importa os vínculos dos condutores aos prefixos (titular ou auxiliar, com datas)."""
+    from db.fleet.store import load_driver_links
+    from fleet.drivers import read_driver_links
+
+    frame = read_input(file, read_driver_links, flag=FILE)
+    with _transaction() as conn:
+        report = load_driver_links(conn=conn, links=frame, actor=actor, source=file.name)
+    typer.echo(
+        f"Vínculos: {report.created} criados, {report.updated} atualizados, "
+        f"{report.unchanged} inalterados."
+    )

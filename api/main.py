@@ -31,6 +31,7 @@ ROUTERS = (
     "api.routes.osmand",
     "api.routes.stands",
     "api.routes.fleet",
+    "api.routes.drivers",
     "api.routes.findings",
     "api.routes.maps",
     "api.routes.public",

@@ -78,6 +78,8 @@ def analyze_file(
     jobs: int = 1,
     chunk_rows: int = SPILL_CHUNK_ROWS,
     progress: Progress = no_progress,
+    drivers: pd.DataFrame | None = None,
+    driver_links: pd.DataFrame | None = None,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Read, validate and analyse a pings file bucket by bucket (see the module docstring).
 
@@ -95,6 +97,8 @@ def analyze_file(
         Buckets analysed at once, each in its own process when more than one.
     chunk_rows : int, default 250,000
         Rows read at a time while spilling.
+    drivers, driver_links : pandas.DataFrame, optional
+        As in :func:`engines.pipeline.analyze_pings`.
 
     Returns
     -------
@@ -129,6 +133,8 @@ def analyze_file(
         thresholds=thresholds,
         kinds=kinds,
         params=params,
+        drivers=drivers,
+        driver_links=driver_links,
     )
     n_buckets = max(1, math.ceil(_estimate_rows(source) / bucket_fixes))
     with tempfile.TemporaryDirectory(prefix="pontual-buckets-") as tmp:

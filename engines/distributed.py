@@ -123,12 +123,16 @@ def analyze_pings_distributed(
     params: AnalysisParams | None = None,
     partition_fixes: int = DEFAULT_PARTITION_FIXES,
     progress: Progress = no_progress,
+    drivers: pd.DataFrame | None = None,
+    driver_links: pd.DataFrame | None = None,
 ) -> AnalysisResult:
     """Run :func:`engines.pipeline.analyze_pings` on a Dask cluster (see the module docstring).
 
     Parameters
     ----------
     pings, rejected, stands, fleet, boundary, roads, as_of, thresholds, kinds, params, progress
+        As in :func:`engines.pipeline.analyze_pings`.
+    drivers, driver_links
         As in :func:`engines.pipeline.analyze_pings`.
     client : distributed.Client
         Client of the cluster (:func:`dask_client`).
@@ -166,6 +170,8 @@ def analyze_pings_distributed(
         thresholds=thresholds,
         kinds=kinds,
         params=params,
+        drivers=drivers,
+        driver_links=driver_links,
     )
     [ctx] = client.scatter([context], broadcast=True)
     parts = client.scatter([pings.iloc[a:b] for a, b in ranges])

@@ -125,6 +125,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from db.enforcement.workflow import insert_findings
+from db.fleet.store import driver_registry_frames
 from db.stands.queries import licence_frame, stands_frame
 from enforcement.rulebook import bundled_rulebooks
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
@@ -134,6 +135,7 @@ from geo.roads import RoadGraph
 from stands.visits import advance_visits, new_visits_state, unreleased_arrivals
 from tracking import frames as fr
 from tracking.detectors import (
+    driver_not_allowed,
     flag2_misuse,
     gps_anomaly,
     habitual_absence,
@@ -170,6 +172,7 @@ LIVE_KINDS = (
     "inactivity",
     "habitual_absence",
     "illegal_stand_formation",
+    "driver_not_allowed",
 )
 """Finding kinds detected live: every kind of the contract."""
 DEFAULT_THROTTLE_S = 900.0
@@ -183,6 +186,7 @@ _KERNELS: dict[str, TrackKernel] = {
     "flag2_misuse": flag2_misuse.KERNEL,
     "operating_while_barred": operating_while_barred.KERNEL,
     "outside_municipality": outside_municipality.KERNEL,
+    "driver_not_allowed": driver_not_allowed.KERNEL,
 }
 """Kinds run as kernels (``tracking.detectors.kernel``): a state per vehicle, stored here."""
 _DAY_KERNELS: dict[str, DayKernel] = {
@@ -227,6 +231,8 @@ _WIRED = {
     "allowed_places",
     "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
     "boarding_grace_m",
+    "drivers",
+    "driver_links",
 }
 _BOUNDARIES: dict[str, Any] = {}
 """Municipal boundaries (shapely, EPSG:4326) read by this process, by municipality code."""
@@ -679,6 +685,34 @@ def _registry_as_of_pending(
     return pd.DataFrame(rows, columns=columns).astype({"vehicle_id": "str"})
 
 
+def _driver_context(
+    session: Session,
+    mine: Mapping[str, Mapping[str, Any] | None],
+    pings: pd.DataFrame,
+    *,
+    timezone: str,
+) -> list[tuple[list[str], dict[str, Any]]]:
+    """``driver_not_allowed``'s vehicles (those with a link) and the registry they need.
+
+    The drivers read are those of the vehicles' links and of the ``driver_id`` on the new fixes
+    and on the kept ones.
+    """
+    ids: set[str] = set()
+    if fr.DRIVER_ID in pings.columns:
+        ids |= {str(d) for d in pings[fr.DRIVER_ID].dropna() if str(d).strip()}
+    for state in mine.values():
+        kept = ((state or {}).get("tail") or {}).get(fr.DRIVER_ID) or []
+        ids |= {str(d) for d in kept if d is not None and str(d).strip()}
+    drivers, links = driver_registry_frames(
+        conn=session, vehicle_ids=sorted(mine), driver_ids=sorted(ids)
+    )
+    judged = sorted(set(links["vehicle_id"]) & set(mine))
+    if not judged:
+        return []
+    context = {"drivers": drivers, "driver_links": links, "timezone": timezone}
+    return [(judged, context)]
+
+
 def _kernel_contexts(
     session: Session,
     kind: str,
@@ -692,7 +726,9 @@ def _kernel_contexts(
     ``outside_municipality``: each municipality's boundary with its vehicles;
     ``operating_while_barred``: the registered vehicles by municipality, with their registry
     (the fleet frame), the zone and the limits of the municipality's taxi rulebook
-    (:func:`law_limits`). Vehicles without them are not judged (no state). Other kinds: every
+    (:func:`law_limits`); ``driver_not_allowed``: the vehicles with a driver link in the
+    registry, with the drivers and links (whole histories: the kernel judges each day on its own
+    dates) and the zone. Vehicles without them are not judged (no state). Other kinds: every
     vehicle (with the zone for ``flag2_misuse``).
     """
     if kind == "outside_municipality":
@@ -719,6 +755,8 @@ def _kernel_contexts(
             )
             for code, vs in sorted(groups.items())
         ]
+    if kind == "driver_not_allowed":
+        return _driver_context(session, mine, pings, timezone=timezone)
     return [(list(mine), {"timezone": timezone} if kind == "flag2_misuse" else {})]
 
 

@@ -82,6 +82,7 @@ VEHICLE_KINDS = (
     "flag2_misuse",
     "operating_while_barred",
     "outside_municipality",
+    "driver_not_allowed",
 )
 """Kinds judged per vehicle, on the workers."""
 
@@ -190,9 +191,13 @@ def stage_context(
     thresholds: Thresholds | None,
     kinds: tuple[str, ...],
     params: AnalysisParams,
+    drivers: pd.DataFrame | None = None,
+    driver_links: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Return the inputs every partition shares, with the stand cover and licences built once."""
     return {
+        "drivers": drivers,
+        "driver_links": driver_links,
         "params": params,
         "stands": stands,
         "cover": build_stand_cover(stands, resolution=params.h3_resolution),
@@ -312,6 +317,8 @@ def _detect(
             waiting_stops=waiting_stops,
             boarding_grace_s=context["params"].boarding_grace_s,
             boarding_grace_m=context["params"].boarding_grace_m,
+            drivers=context.get("drivers"),
+            driver_links=context.get("driver_links"),
         ),
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),

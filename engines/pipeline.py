@@ -180,6 +180,8 @@ def analyze_pings(
     kinds: tuple[str, ...] = KINDS,
     params: AnalysisParams = AnalysisParams(),
     progress: Progress = no_progress,
+    drivers: pd.DataFrame | None = None,
+    driver_links: pd.DataFrame | None = None,
 ) -> AnalysisResult:
     """Run matching, visits, trips, stops and occupancy over validated pings.
 
@@ -205,6 +207,9 @@ def analyze_pings(
         Thresholds.
     progress : callable
         Called with a pt-BR stage label before each stage.
+    drivers, driver_links : pandas.DataFrame, optional
+        The registry of drivers and their links to prefixos (``fleet.drivers``); with both,
+        ``driver_not_allowed`` runs.
     """
     progress("Casando fixes com os pontos (H3 + ponto-em-polígono)")
     cover = build_stand_cover(stands, resolution=params.h3_resolution)
@@ -260,6 +265,8 @@ def analyze_pings(
             timezone=params.timezone,
             boarding_grace_s=params.boarding_grace_s,
             boarding_grace_m=params.boarding_grace_m,
+            drivers=drivers,
+            driver_links=driver_links,
         ),
         thresholds=thresholds,
         kinds=kinds,

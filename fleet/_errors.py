@@ -17,3 +17,7 @@ class AuxiliaryDriverLimitError(FleetError):
 
 class UnknownMunicipalityError(FleetError):
     """An IBGE municipality code is not in the registry."""
+
+
+class DriverRecordError(FleetError):
+    """A driver's record cannot take the change (unknown driver or vehicle, overlapping period)."""

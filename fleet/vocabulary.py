@@ -10,3 +10,6 @@ MAX_AUXILIARY_DRIVERS = 2
 SERVICE_CATEGORIES = ("comum", "aeroporto", "distrito", "acessivel")
 """Service categories of a vehicle (``service_category``): Porto Velho's Táxis Aeroporto and
 Táxis Distritais are exempt from the taxímetro (art. 44); ``acessivel`` is the Táxi Acessível."""
+DRIVER_DOCUMENTS = ("cnh", "ictp")
+"""A driver's documents with a status history: the CNH and the ICTP (Registro de Condutor)."""
+DRIVER_DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")

@@ -30,6 +30,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base
 from fleet.vocabulary import (  # noqa: F401  (re-exported)
+    DRIVER_DOCUMENT_STATUSES,
+    DRIVER_DOCUMENTS,
     DRIVER_ROLES,
     MAX_AUXILIARY_DRIVERS,
     POPULATION_KINDS,
@@ -193,7 +195,42 @@ class Driver(Base):
     name: Mapped[str] = mapped_column(Text)
     cpf: Mapped[str | None] = mapped_column(String(11))
     cnh_valid_until: Mapped[dt.date | None] = mapped_column(Date)
-    credential_valid_until: Mapped[dt.date | None] = mapped_column(Date)
+    credential_valid_until: Mapped[dt.date | None] = mapped_column(
+        Date, comment="ICTP / Registro de Condutor, inclusive"
+    )
+    cnh_number: Mapped[str | None] = mapped_column(Text)
+    cnh_category: Mapped[str | None] = mapped_column(Text)
+    synthetic: Mapped[bool] = mapped_column(
+        Boolean, server_default=text("false"), comment="demo data: not a real person"
+    )
+
+
+class DriverDocumentPeriod(Base):
+    """A status of a driver's CNH or ICTP over inclusive local dates (no two of one overlap)."""
+
+    __tablename__ = "driver_document_periods"
+
+    period_id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    driver_id: Mapped[str] = mapped_column(
+        Text, ForeignKey("drivers.driver_id", ondelete="CASCADE"), index=True
+    )
+    document: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(Text)
+    valid_from: Mapped[dt.date | None] = mapped_column(Date, comment="inclusive; null: unknown")
+    valid_until: Mapped[dt.date | None] = mapped_column(Date, comment="inclusive; null: open")
+
+    __table_args__ = (
+        CheckConstraint(_in("document", DRIVER_DOCUMENTS), name="document"),
+        CheckConstraint(_in("status", DRIVER_DOCUMENT_STATUSES), name="status"),
+        CheckConstraint("valid_until IS NULL OR valid_until >= valid_from", name="period_order"),
+        ExcludeConstraint(
+            ("driver_id", "="),
+            ("document", "="),
+            (func.daterange(text("valid_from"), text("valid_until"), text("'[]'")), "&&"),
+            name="ex_driver_document_periods_overlap",
+            using="gist",
+        ),
+    )
 
 
 class DriverAssignment(Base):

@@ -1,4 +1,4 @@
-"""Registry writers: municipalities, IBGE population, the fleet and driver assignments.
+"""Registry writers: municipalities, IBGE population, the fleet, drivers and their links.
 
 ``load_*`` functions write the frames of :mod:`fleet.loaders` in bulk (staging table +
 set-based merge) and report what changed. Dates in the registry are local calendar dates,
@@ -8,7 +8,9 @@ inclusive; a null start means "not known" (a registry snapshot), never "today".
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -19,10 +21,25 @@ from sqlalchemy.orm import Session
 
 from db.fleet.models import DriverAssignment
 from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
-from fleet._errors import AuxiliaryDriverLimitError, FleetFileError, UnknownMunicipalityError
-from fleet.dates import check_optional_registry_date, check_registry_date
+from fleet._errors import (
+    AuxiliaryDriverLimitError,
+    DriverRecordError,
+    FleetFileError,
+    UnknownMunicipalityError,
+)
+from fleet.dates import (
+    PANDAS_DATE_MAX,
+    PANDAS_DATE_MIN,
+    check_optional_registry_date,
+    check_registry_date,
+)
 from fleet.loaders import normalize_name
-from fleet.vocabulary import DRIVER_ROLES, MAX_AUXILIARY_DRIVERS
+from fleet.vocabulary import (
+    DRIVER_DOCUMENT_STATUSES,
+    DRIVER_DOCUMENTS,
+    DRIVER_ROLES,
+    MAX_AUXILIARY_DRIVERS,
+)
 
 
 def load_municipalities(*, conn: Connection, municipalities: gpd.GeoDataFrame) -> ImportReport:
@@ -497,3 +514,495 @@ def active_fleet_from_db(*, conn: Connection, municipality: str, as_of: dt.date)
     frame = pd.DataFrame([dict(r) for r in rows], columns=columns)
     frame["year"] = frame["year"].astype("Int64")
     return frame
+
+
+# ---------------------------------------------------------------------- drivers (files)
+
+
+@dataclass(frozen=True)
+class DriverImportReport:
+    """What ``pontual import drivers`` changed."""
+
+    drivers: ImportReport
+    periods_replaced: int
+    periods_created: int
+
+
+@dataclass(frozen=True)
+class DriverLinksImportReport:
+    """What ``pontual import driver-links`` changed."""
+
+    created: int
+    updated: int
+    unchanged: int
+
+
+_DRIVER_COLUMNS = (
+    "municipality_code", "name", "synthetic", "cnh_number", "cnh_category", "cnh_valid_until",
+    "credential_valid_until",
+)  # fmt: skip
+_LINK_ROLE_STORED = {"titular": "autorizatario_condutor", "auxiliar": "auxiliar"}
+
+
+def _audit_import(
+    conn: Connection,
+    *,
+    actor: str,
+    entity: str,
+    source: str,
+    details: dict[str, Any],
+    action: str = "import",
+) -> None:
+    """Write one audit-log entry for a registry change (``audit_log`` is append-only)."""
+    if not actor or not actor.strip():
+        msg = "'actor' vazio; informe quem faz a alteração (ex.: --actor matricula-123)"
+        raise FleetFileError(msg)
+    conn.execute(
+        text(
+            "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
+            "VALUES (:a, :action, :e, :s, CAST(:d AS jsonb))"
+        ),
+        {
+            "a": actor,
+            "action": action,
+            "e": entity,
+            "s": source,
+            "d": json.dumps(details, default=str),
+        },
+    )
+
+
+def load_drivers(
+    *,
+    conn: Connection,
+    drivers: pd.DataFrame,
+    actor: str,
+    source: str,
+    municipality: str | None = None,
+) -> DriverImportReport:
+    """Upsert drivers and replace their CNH / ICTP status history by the file's; audited.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    drivers : pandas.DataFrame
+        As from :func:`fleet.drivers.read_drivers` (one row per driver and status period).
+    actor : str
+        Who imports (audit log).
+    source : str
+        The file's name (audit log).
+    municipality : str, optional
+        IBGE code of the drivers' municipality.
+
+    Returns
+    -------
+    DriverImportReport
+        Drivers created, updated and unchanged; periods replaced and created.
+
+    Raises
+    ------
+    FleetFileError
+        If a driver has no ``name`` (the registry keeps it), or ``actor`` is empty.
+    UnknownMunicipalityError
+        If ``municipality`` is not in the registry.
+    """
+    missing = drivers["name"].isna()
+    if missing.any():
+        row = int(np.flatnonzero(missing.to_numpy())[0]) + 1
+        msg = f"{source}, linha {row}, coluna 'name': vazio; o cadastro no banco exige o nome"
+        raise FleetFileError(msg)
+    first = drivers.drop_duplicates("driver_id", keep="first")
+    rows = [
+        (
+            r["driver_id"],
+            municipality,
+            r["name"],
+            bool(r["synthetic"]) if r["synthetic"] is not None else False,
+            r["cnh_number"],
+            r["cnh_category"],
+            r["cnh_valid_until"],
+            r["ictp_valid_until"],
+        )
+        for r in first.to_dict("records")
+    ]
+    stage = stage_rows(conn, like="drivers", columns=("driver_id", *_DRIVER_COLUMNS), rows=rows)
+    _check_known_municipalities(conn, stage, "municipality_code")
+    report = merge_staged(
+        conn, stage=stage, table="drivers", key=("driver_id",), columns=_DRIVER_COLUMNS
+    )
+    ids = first["driver_id"].tolist()
+    replaced = conn.execute(
+        text("DELETE FROM driver_document_periods WHERE driver_id = ANY(:ids)"), {"ids": ids}
+    ).rowcount
+    periods = [
+        {"d": r["driver_id"], "doc": doc, "s": r[f"{doc}_status"], "f": r[f"{doc}_status_since"],
+         "u": r[f"{doc}_status_until"]}
+        for r in drivers.to_dict("records")
+        for doc in DRIVER_DOCUMENTS
+        if r[f"{doc}_status"] is not None
+    ]  # fmt: skip
+    if periods:
+        conn.execute(
+            text(
+                "INSERT INTO driver_document_periods "
+                "(driver_id, document, status, valid_from, valid_until) "
+                "VALUES (:d, :doc, :s, :f, :u)"
+            ),
+            periods,
+        )
+    _audit_import(
+        conn,
+        actor=actor,
+        entity="drivers",
+        source=source,
+        details={
+            "created": report.created,
+            "updated": report.updated,
+            "unchanged": report.unchanged,
+            "periods_replaced": replaced,
+            "periods_created": len(periods),
+        },
+    )
+    return DriverImportReport(
+        drivers=report, periods_replaced=replaced, periods_created=len(periods)
+    )
+
+
+def load_driver_links(
+    *, conn: Connection, links: pd.DataFrame, actor: str, source: str
+) -> DriverLinksImportReport:
+    """Add the file's driver ↔ prefixo links (a stored one with the same start: its end); audited.
+
+    A link is identified by (driver, prefixo, role, ``valid_from``). The auxiliary-driver cap
+    is checked on the stored links plus the file's before anything is written.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    links : pandas.DataFrame
+        As from :func:`fleet.drivers.read_driver_links`.
+    actor, source : str
+        Who imports and the file's name (audit log).
+
+    Returns
+    -------
+    DriverLinksImportReport
+        Links created, updated (end changed) and unchanged.
+
+    Raises
+    ------
+    FleetFileError
+        If a driver or prefixo is not in the registry (the message names the file's row), or
+        ``actor`` is empty.
+    AuxiliaryDriverLimitError
+        If a prefixo would have more auxiliaries at once than the legal maximum.
+    """
+    frame = links.copy()
+    frame["role"] = frame["role"].map(_LINK_ROLE_STORED)
+    known_drivers = set(
+        conn.execute(
+            text("SELECT driver_id FROM drivers WHERE driver_id = ANY(:ids)"),
+            {"ids": sorted(set(frame["driver_id"]))},
+        ).scalars()
+    )
+    known_vehicles = set(
+        conn.execute(
+            text("SELECT vehicle_id FROM vehicles WHERE vehicle_id = ANY(:ids)"),
+            {"ids": sorted(set(frame["vehicle_id"]))},
+        ).scalars()
+    )
+    for i, rec in enumerate(frame.to_dict("records")):
+        if rec["driver_id"] not in known_drivers:
+            msg = (
+                f"{source}, linha {i + 1}, coluna 'driver_id': {rec['driver_id']!r} não está no "
+                "cadastro de condutores; importe-o antes (pontual import drivers)"
+            )
+            raise FleetFileError(msg)
+        if rec["vehicle_id"] not in known_vehicles:
+            msg = (
+                f"{source}, linha {i + 1}, coluna 'vehicle_id': {rec['vehicle_id']!r} não está na "
+                "frota; importe-a antes (pontual import fleet)"
+            )
+            raise FleetFileError(msg)
+    stored = conn.execute(
+        text(
+            "SELECT assignment_id, driver_id, vehicle_id, role, valid_from, valid_until "
+            "FROM driver_assignments WHERE vehicle_id = ANY(:vs)"
+        ),
+        {"vs": sorted(known_vehicles)},
+    ).all()
+    by_key = {(d, v, r, f): (a, u) for a, d, v, r, f, u in stored}
+    created: list[dict[str, Any]] = []
+    updated: list[dict[str, Any]] = []
+    unchanged = 0
+    for link in ({str(k): v for k, v in r.items()} for r in frame.to_dict("records")):
+        key = (link["driver_id"], link["vehicle_id"], link["role"], link["valid_from"])
+        if key not in by_key:
+            created.append(link)
+        elif by_key[key][1] != link["valid_until"]:
+            updated.append({"a": by_key[key][0], "u": link["valid_until"]})
+            by_key[key] = (by_key[key][0], link["valid_until"])
+        else:
+            unchanged += 1
+    after = pd.DataFrame(
+        [(v, r, f, u) for (_, v, r, f), (_, u) in by_key.items()]
+        + [(c["vehicle_id"], c["role"], c["valid_from"], c["valid_until"]) for c in created],
+        columns=["vehicle_id", "role", "valid_from", "valid_until"],
+    )
+    check_auxiliary_limit(after)
+    if updated:
+        conn.execute(
+            text("UPDATE driver_assignments SET valid_until = :u WHERE assignment_id = :a"),
+            updated,
+        )
+    if created:
+        conn.execute(
+            text(
+                "INSERT INTO driver_assignments (driver_id, vehicle_id, role, valid_from, "
+                "valid_until) VALUES (:driver_id, :vehicle_id, :role, :valid_from, :valid_until)"
+            ),
+            created,
+        )
+    _audit_import(
+        conn,
+        actor=actor,
+        entity="driver_assignments",
+        source=source,
+        details={"created": len(created), "updated": len(updated), "unchanged": unchanged},
+    )
+    return DriverLinksImportReport(created=len(created), updated=len(updated), unchanged=unchanged)
+
+
+_DRIVERS_OF_VEHICLES_SQL = """
+SELECT d.driver_id, d.cnh_valid_until, d.credential_valid_until
+FROM drivers d WHERE d.driver_id = ANY(:ds)
+"""
+
+
+def driver_registry_frames(
+    *, conn: Connection | Session, vehicle_ids: list[str], driver_ids: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return the drivers and links frames ``driver_not_allowed`` reads, from the registry.
+
+    Links: every link of the vehicles and of the drivers (any date). Drivers: the drivers named
+    (the fixes' ``driver_id``) and those of the links, one row per status period (the
+    :data:`tracking.detectors.driver_not_allowed.DRIVER_COLUMNS` layout); dates clipped to what
+    pandas holds.
+    """
+    link_rows = conn.execute(
+        text(
+            "SELECT vehicle_id, driver_id, role, valid_from, valid_until FROM driver_assignments "
+            "WHERE vehicle_id = ANY(:vs) OR driver_id = ANY(:ds) "
+            "ORDER BY vehicle_id, driver_id, valid_from"
+        ),
+        {"vs": vehicle_ids, "ds": driver_ids},
+    ).all()
+    links = pd.DataFrame(
+        [(v, d, r, _clip(f), _clip(u)) for v, d, r, f, u in link_rows],
+        columns=["vehicle_id", "driver_id", "role", "valid_from", "valid_until"],
+        dtype=object,
+    )
+    wanted = sorted({*driver_ids, *links["driver_id"]})
+    people = conn.execute(text(_DRIVERS_OF_VEHICLES_SQL), {"ds": wanted}).all()
+    periods = conn.execute(
+        text(
+            "SELECT driver_id, document, status, valid_from, valid_until "
+            "FROM driver_document_periods WHERE driver_id = ANY(:ds) "
+            "ORDER BY driver_id, document, valid_from NULLS FIRST"
+        ),
+        {"ds": wanted},
+    ).all()
+    rows: list[dict[str, Any]] = []
+    for did, cnh, ictp in people:
+        base = {"driver_id": did, "cnh_valid_until": _clip(cnh), "ictp_valid_until": _clip(ictp)}
+        rows.append(dict(base))
+        for d, doc, status, since, until in periods:
+            if d == did:
+                rows.append(
+                    base
+                    | {
+                        f"{doc}_status": status,
+                        f"{doc}_status_since": _clip(since),
+                        f"{doc}_status_until": _clip(until),
+                    }
+                )
+    columns = [
+        "driver_id", "cnh_valid_until", "ictp_valid_until", "cnh_status", "cnh_status_since",
+        "cnh_status_until", "ictp_status", "ictp_status_since", "ictp_status_until",
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns, dtype=object), links
+
+
+def _clip(day: dt.date | None) -> dt.date | None:
+    """Clip a stored registry date to what pandas holds (``fleet.dates``)."""
+    if day is None:
+        return None
+    return min(max(day, PANDAS_DATE_MIN), PANDAS_DATE_MAX)
+
+
+# ------------------------------------------------------------------- drivers (one at a time)
+
+
+def driver_record(*, session: Session, driver_id: str) -> dict[str, Any] | None:
+    """Return a driver with their CNH / ICTP periods and links, or None if not registered."""
+    row = (
+        session.execute(
+            text(
+                "SELECT driver_id, municipality_code, name, synthetic, cnh_number, cnh_category, "
+                "cnh_valid_until, credential_valid_until AS ictp_valid_until "
+                "FROM drivers WHERE driver_id = :d"
+            ),
+            {"d": driver_id},
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return None
+    periods = session.execute(
+        text(
+            "SELECT document, status, valid_from, valid_until FROM driver_document_periods "
+            "WHERE driver_id = :d ORDER BY document, valid_from NULLS FIRST"
+        ),
+        {"d": driver_id},
+    ).mappings()
+    links = session.execute(
+        text(
+            "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
+            "WHERE driver_id = :d ORDER BY valid_from, vehicle_id"
+        ),
+        {"d": driver_id},
+    ).mappings()
+    return dict(row) | {
+        "periods": [dict(p) for p in periods],
+        "links": [
+            dict(k) | {"role": "titular" if k["role"] == "autorizatario_condutor" else k["role"]}
+            for k in links
+        ],
+    }
+
+
+def _require_driver(session: Session, driver_id: str) -> None:
+    found = session.execute(
+        text("SELECT 1 FROM drivers WHERE driver_id = :d"), {"d": driver_id}
+    ).first()
+    if found is None:
+        msg = f"condutor '{driver_id}' não está no cadastro"
+        raise DriverRecordError(msg)
+
+
+def add_driver_period(
+    *,
+    session: Session,
+    driver_id: str,
+    document: str,
+    status: str,
+    valid_from: dt.date | None,
+    valid_until: dt.date | None,
+    actor: str,
+) -> None:
+    """Record a status period of a driver's CNH or ICTP (audited; flushed, not committed).
+
+    Raises
+    ------
+    DriverRecordError
+        If the driver is unknown, the document or status invalid, or the period overlaps one
+        of the same document.
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
+    """
+    _require_driver(session, driver_id)
+    if document not in DRIVER_DOCUMENTS or status not in DRIVER_DOCUMENT_STATUSES:
+        msg = (
+            f"'document' era {document!r} e 'status' era {status!r}; esperado document um de "
+            f"{', '.join(DRIVER_DOCUMENTS)} e status um de {', '.join(DRIVER_DOCUMENT_STATUSES)}"
+        )
+        raise DriverRecordError(msg)
+    check_optional_registry_date(valid_from, name="valid_from")
+    check_optional_registry_date(valid_until, name="valid_until")
+    if valid_from is not None and valid_until is not None and valid_until < valid_from:
+        msg = f"'valid_until' ({valid_until}) antes de 'valid_from' ({valid_from})"
+        raise DriverRecordError(msg)
+    clash = session.execute(
+        text(
+            "SELECT valid_from, valid_until FROM driver_document_periods WHERE driver_id = :d "
+            "AND document = :doc AND daterange(valid_from, valid_until, '[]') && "
+            "daterange(:f, :u, '[]') LIMIT 1"
+        ),
+        {"d": driver_id, "doc": document, "f": valid_from, "u": valid_until},
+    ).first()
+    if clash is not None:
+        msg = (
+            f"o período se sobrepõe a outro de {document} do condutor '{driver_id}' "
+            f"({clash[0] or '…'} a {clash[1] or '…'})"
+        )
+        raise DriverRecordError(msg)
+    session.execute(
+        text(
+            "INSERT INTO driver_document_periods "
+            "(driver_id, document, status, valid_from, valid_until) VALUES (:d, :doc, :s, :f, :u)"
+        ),
+        {"d": driver_id, "doc": document, "s": status, "f": valid_from, "u": valid_until},
+    )
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="driver_document_periods",
+        source=driver_id,
+        details={"document": document, "status": status, "valid_from": valid_from,
+                 "valid_until": valid_until},
+        action="create",
+    )  # fmt: skip
+
+
+def add_driver_link(
+    *,
+    session: Session,
+    driver_id: str,
+    vehicle_id: str,
+    role: str,
+    valid_from: dt.date,
+    valid_until: dt.date | None,
+    actor: str,
+) -> None:
+    """Link a driver to a prefixo (``titular`` or ``auxiliar``; audited; flushed, not committed).
+
+    Raises
+    ------
+    DriverRecordError
+        If the driver or the vehicle is unknown, or the role invalid.
+    AuxiliaryDriverLimitError
+        If the prefixo would have more than two auxiliaries at once.
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
+    """
+    _require_driver(session, driver_id)
+    stored_role = _LINK_ROLE_STORED.get(role)
+    if stored_role is None:
+        msg = f"'role' era {role!r}; esperado um de titular, auxiliar"
+        raise DriverRecordError(msg)
+    found = session.execute(
+        text("SELECT 1 FROM vehicles WHERE vehicle_id = :v"), {"v": vehicle_id}
+    ).first()
+    if found is None:
+        msg = f"veículo '{vehicle_id}' não está na frota"
+        raise DriverRecordError(msg)
+    add_driver_assignment(
+        session=session,
+        driver_id=driver_id,
+        vehicle_id=vehicle_id,
+        role=stored_role,
+        valid_from=valid_from,
+        valid_until=valid_until,
+    )
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="driver_assignments",
+        source=driver_id,
+        details={"vehicle_id": vehicle_id, "role": role, "valid_from": valid_from,
+                 "valid_until": valid_until},
+        action="create",
+    )  # fmt: skip

@@ -40,6 +40,7 @@ EXPECTED = {
     ("/api/v1/vehicles?include_personal=true", "agent"),
     ("/api/v1/vehicles/V1?include_personal=true", "admin"),
     ("/api/v1/vehicles/V1?include_personal=true", "agent"),
+    ("/api/v1/drivers/PD-AUX", "admin"),
     ("/api/v1/stands/S1/supervisors", "admin"),
     ("/api/v1/stands/S1/supervisors", "agent"),
     ("/api/v1/stands/S1/supervisors", "supervisor"),
@@ -116,6 +117,7 @@ def _urls(app: Any, pid: str) -> list[str]:
     ids = {
         "stand_id": "S1",
         "vehicle_id": "V1",
+        "driver_id": "PD-AUX",
         "finding_id": "F1",
         "proposal_id": pid,
         "municipality": POA,

@@ -63,9 +63,9 @@ class TestProvisionLists:
         assert sorted(cited - listed) == []
 
     def test_missing_inciso_is_caught(self, tmp_path: Path) -> None:
-        """Dropping POA art. 58, VI from the list makes the completeness check fail."""
+        """Dropping POA art. 58, VII from the list makes the completeness check fail."""
         src = (PROVISIONS_DIR / "4314902-taxi.toml").read_text(encoding="utf-8")
-        entry = '[[provisions]]\narticle = "58"\ninciso = "VI"\n'
+        entry = '[[provisions]]\narticle = "58"\ninciso = "VII"\n'
         start = src.index(entry)
         end = src.index("[[provisions]]", start + 1)
         path = tmp_path / "4314902-taxi.toml"
@@ -73,7 +73,7 @@ class TestProvisionLists:
         plist = read_provisions(path)
         law = bundled_rulebooks()[POA].law_text()
         listed = {p.key for p in plist.provisions}
-        assert parse_provisions(law, "58") - listed == {provision_key("58", None, "VI")}
+        assert parse_provisions(law, "58") - listed == {provision_key("58", None, "VII")}
 
     def test_parser_reads_incisos_and_paragraphs(self) -> None:
         """POA art. 58: incisos I–XVII (XIII repeated) and §§ 1º–3º; art. 57's parágrafo único."""
@@ -119,19 +119,19 @@ class TestProvisionLists:
 
 class TestStatus:
     def test_rule_flips_a_provision_to_covered(self) -> None:
-        """A rule citing POA 58 VI (e.g. merged from another branch) covers it, list untouched."""
+        """A rule citing POA 58 VII (none does) covers it, the provision list untouched."""
         book, plist = bundled_rulebooks()[POA], bundled_provisions()[POA]
-        assert _status(POA, "58", None, "VI") == "não detectável"
+        assert _status(POA, "58", None, "VII") == "não detectável"
         rule = Rule(
             kind="operating_while_barred",
             when={"reason": "unregistered_driver"},
             article="58",
-            inciso="VI",
-            provision="art. 58, VI",
-            excerpt="VI - entregar o veículo a taxista auxiliar",
+            inciso="VII",
+            provision="art. 58, VII",
+            excerpt="VII - alterar as características do veículo",
         )
         more = book.model_copy(update={"rules": (*book.rules, rule)})
-        item = next(c for c in coverage(more, plist) if c.provision.cite == "art. 58, VI")
+        item = next(c for c in coverage(more, plist) if c.provision.cite == "art. 58, VII")
         assert item.status == "coberto" and item.rules == (rule,)
 
     def test_same_as_shares_the_coverage(self) -> None:
@@ -144,7 +144,7 @@ class TestStatus:
     def test_uncovered_without_status_is_refused(self, tmp_path: Path) -> None:
         """A provision with no rule and no fallback status is an error naming it."""
         src = (PROVISIONS_DIR / "4314902-taxi.toml").read_text(encoding="utf-8")
-        entry = '[[provisions]]\narticle = "58"\ninciso = "VI"\n'
+        entry = '[[provisions]]\narticle = "58"\ninciso = "VII"\n'
         start = src.index(entry)
         end = src.index("[[provisions]]", start + 1)
         block = "\n".join(
@@ -152,13 +152,13 @@ class TestStatus:
         )
         path = tmp_path / "x.toml"
         path.write_text(src[:start] + block + "\n\n" + src[end:], encoding="utf-8")
-        with pytest.raises(RulebookError, match=r"art\. 58, VI: sem regra e sem status"):
+        with pytest.raises(RulebookError, match=r"art\. 58, VII: sem regra e sem status"):
             coverage(bundled_rulebooks()[POA], read_provisions(path))
 
     def test_status_without_why_is_refused(self, tmp_path: Path) -> None:
         """A fallback status needs its one-line why."""
         src = (PROVISIONS_DIR / "4314902-taxi.toml").read_text(encoding="utf-8")
-        start = src.index('[[provisions]]\narticle = "58"\ninciso = "VI"\n')
+        start = src.index('[[provisions]]\narticle = "58"\ninciso = "VII"\n')
         why = src.index("why = ", start)
         path = tmp_path / "x.toml"
         path.write_text(src[:why] + src[src.index("\n", why) + 1 :], encoding="utf-8")

@@ -157,6 +157,7 @@ class TestProcessFixes:
         unregistered = {
             "operating_while_barred",
             "outside_municipality",
+            "driver_not_allowed",  # no driver links in the registry
             "inactivity",
             "habitual_absence",  # fed by the visits tracker: needs stands
             *VISIT_KINDS,

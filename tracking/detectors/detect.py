@@ -19,6 +19,7 @@ import pandas as pd
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.roads import RoadGraph
 from stands.visits import DEFAULT_BOARDING_GRACE_M, DEFAULT_BOARDING_GRACE_S
+from tracking.detectors.driver_not_allowed import detect_driver_not_allowed
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
@@ -60,6 +61,10 @@ class DetectorInputs:
     """The time grace the visits' boardings were decided with (``stands.visits``)."""
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M
     """The distance grace the visits' boardings were decided with (``stands.visits``)."""
+    drivers: pd.DataFrame | None = None
+    """The registry of drivers (``fleet.drivers.read_drivers``); with ``driver_links``."""
+    driver_links: pd.DataFrame | None = None
+    """Links driver ↔ prefixo (``fleet.drivers.read_driver_links``); with ``drivers``."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -74,6 +79,7 @@ _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
     "outside_municipality": detect_outside_municipality,
     "queue_jump": detect_queue_jump,
     "flag2_misuse": detect_flag2_misuse,
+    "driver_not_allowed": detect_driver_not_allowed,
 }
 # Inputs wired by this module, not thresholds a municipality sets.
 _WIRED = {
@@ -87,6 +93,8 @@ _WIRED = {
     "waiting",
     "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
     "boarding_grace_m",
+    "drivers",
+    "driver_links",
 }
 
 
@@ -182,6 +190,11 @@ def run_detectors(
             ((i.trips, i.fleet), {"as_of": as_of} | tz)
             if i.fleet is not None and as_of is not None
             else "sem frota (--fleet)"
+        ),
+        "driver_not_allowed": (
+            ((i.pings,), {"drivers": i.drivers, "driver_links": i.driver_links} | tz)
+            if i.drivers is not None and i.driver_links is not None
+            else "sem cadastro de condutores (--drivers e --driver-links)"
         ),
         "outside_municipality": (
             ((i.trips, i.boundary), {"pings": i.pings})

@@ -39,6 +39,7 @@ KINDS = (
     "outside_municipality",
     "queue_jump",
     "flag2_misuse",
+    "driver_not_allowed",
 )
 KIND_NAMES = {
     "unlicensed_stand_use": "Embarque em ponto sem licença",
@@ -52,6 +53,7 @@ KIND_NAMES = {
     "outside_municipality": "Embarque fora do município",
     "queue_jump": "Desrespeito à fila",
     "flag2_misuse": "Bandeira 2 indevida",
+    "driver_not_allowed": "Condutor não autorizado no prefixo",
 }
 """pt-BR name of each kind, for people (outputs for people; files keep the codes)."""
 

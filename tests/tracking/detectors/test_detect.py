@@ -94,5 +94,7 @@ class TestRunDetectors:
             "operating_while_barred",
             "inactivity",
             "outside_municipality",
+            "driver_not_allowed",
         }
         assert "fleet" in skipped["inactivity"]
+        assert "--drivers e --driver-links" in skipped["driver_not_allowed"]

@@ -7,8 +7,8 @@ substitution and the plate it replaces (fretamento art. 13), the Termo de Autori
 recolhido (fretamento art. 25 IV) and the service category (Porto Velho art. 44: airport and
 district taxis are exempt from the taxímetro).
 
-Revision ID: 0012b_vehicle_documents
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-01
 
 """
@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from alembic import op
 
 # revision identifiers, used by Alembic.
-revision: str = '0012b_vehicle_documents'
-down_revision: str | Sequence[str] | None = '0011'
+revision: str = '0013'
+down_revision: str | Sequence[str] | None = '0012'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

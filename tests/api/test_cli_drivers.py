@@ -1,0 +1,95 @@
+"""`pontual analyze --drivers --driver-links` and `pontual import drivers`: findings, proposals,
+clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+STANDS = {
+    "type": "FeatureCollection",
+    "features": [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [-51.2287, -30.0277]},
+            "properties": {"stand_id": "P1", "radius_m": 40},
+        }
+    ],
+}
+
+
+def _inputs(tmp_path: Path) -> dict[str, Path]:
+    rows = [("T1", "2024-03-04T09:00:00-03:00", -30.0500, -51.2000, "free", "X9")]
+    rows += [
+        ("T1", f"2024-03-04T09:{m:02d}:00-03:00", -30.05 + m * 0.001, -51.20, "occupied", "X9")
+        for m in range(1, 8)
+    ]
+    rows += [("T1", "2024-03-04T09:09:00-03:00", -30.04, -51.20, "free", "X9")]
+    cols = ["vehicle_id", "timestamp", "lat", "lon", "meter", "driver_id"]
+    paths = {k: tmp_path / f"{k}.csv" for k in ("pings", "drivers", "links")}
+    pd.DataFrame(rows, columns=cols).to_csv(paths["pings"], index=False)
+    paths["drivers"].write_text("driver_id,name,synthetic\nD1,Condutor Fictício,true\n")
+    paths["links"].write_text("vehicle_id,driver_id,role,valid_from\nT1,D1,titular,2024-01-01\n")
+    paths["stands"] = tmp_path / "stands.geojson"
+    paths["stands"].write_text(json.dumps(STANDS), encoding="utf-8")
+    return paths
+
+
+class TestAnalyzeWithDrivers:
+    def test_unregistered_driver_gives_finding_and_proposal(self, run_pontual, tmp_path):
+        """A ride by a driver absent from the registry is a finding and, in POA, art. 59, IV."""
+        p = _inputs(tmp_path)
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze", "--pings", str(p["pings"]), "--stands", str(p["stands"]),
+            "--drivers", str(p["drivers"]), "--driver-links", str(p["links"]),
+            "--municipality", "4314902", "--out", str(out),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        features = json.loads((out / "findings.geojson").read_text())["features"]
+        mine = [
+            f["properties"] for f in features if f["properties"]["kind"] == "driver_not_allowed"
+        ]
+        assert [(f["vehicle_id"], f["details"]["reason"]) for f in mine] == [
+            ("T1", "not_registered")
+        ]
+        proposals = json.loads((out / "proposals.json").read_text())
+        (prop,) = [x for x in proposals if x["kind"] == "driver_not_allowed"]
+        assert (prop["article"], prop["inciso"], prop["gravity"]) == ("59", "IV", "gravíssima")
+
+    def test_drivers_without_links_is_one_clear_message(self, run_pontual, tmp_path):
+        """--drivers alone fails naming the missing option, with no traceback."""
+        p = _inputs(tmp_path)
+        done = run_pontual(
+            "analyze", "--pings", str(p["pings"]), "--stands", str(p["stands"]),
+            "--drivers", str(p["drivers"]), "--out", str(tmp_path / "o"),
+        )  # fmt: skip
+        assert done.returncode == 1
+        assert "--drivers: dê também --driver-links" in done.stderr
+        assert "Traceback" not in done.stderr
+
+    def test_bad_links_file_names_option_row_and_column(self, run_pontual, tmp_path):
+        """A bad role in the links file fails naming the flag, the file, the row and the column."""
+        p = _inputs(tmp_path)
+        p["links"].write_text("vehicle_id,driver_id,role,valid_from\nT1,D1,dono,2024-01-01\n")
+        done = run_pontual(
+            "analyze", "--pings", str(p["pings"]), "--stands", str(p["stands"]),
+            "--drivers", str(p["drivers"]), "--driver-links", str(p["links"]),
+            "--out", str(tmp_path / "o"),
+        )  # fmt: skip
+        assert done.returncode == 1
+        assert "--driver-links: links.csv, linha 1, coluna 'role': era 'dono'" in done.stderr
+
+
+class TestImportDrivers:
+    def test_bad_file_is_refused_before_the_database(self, run_pontual, tmp_path):
+        """`pontual import drivers` names the file's row and column (no database touched)."""
+        bad = tmp_path / "c.csv"
+        bad.write_text("driver_id,name,cnh_valid_until\nD1,x,31/12/2026\n")
+        done = run_pontual(
+            "import", "drivers", str(bad), "--actor", "t-1", DATABASE_URL="postgresql://nowhere/x"
+        )
+        assert done.returncode == 1
+        assert "c.csv, linha 1, coluna 'cnh_valid_until': era '31/12/2026'" in done.stderr

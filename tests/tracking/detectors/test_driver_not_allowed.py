@@ -1,0 +1,316 @@
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pandas as pd
+import pytest
+from factories import make_pings, offset_m
+from kernel_checks import assert_pieces_give_batch
+
+from tracking.detectors._errors import FleetFrameError
+from tracking.detectors.driver_not_allowed import (
+    KERNEL,
+    REASONS,
+    detect_driver_not_allowed,
+)
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
+from tracking.detectors.kernel import advance
+
+D = dt.date
+
+
+def ride(
+    vehicle: str, start: str, driver: str | None, *, minutes: float = 10, step_s: int = 30
+) -> list[dict[str, Any]]:
+    """A free fix, an occupied ride of ``minutes`` driven by ``driver``, a free fix."""
+    t0 = pd.Timestamp(start)
+    n = int(minutes * 60 // step_s)
+    rows = []
+    for k in range(-1, n + 2):
+        lat, lon = offset_m(100.0 * k, 0.0)
+        rows.append(
+            {
+                "vehicle_id": vehicle,
+                "timestamp": t0 + pd.Timedelta(seconds=step_s * k),
+                "lat": lat,
+                "lon": lon,
+                "meter": "occupied" if 0 <= k <= n else "free",
+                "driver_id": driver,
+            }
+        )
+    return rows
+
+
+def drivers(*rows: dict[str, Any]) -> pd.DataFrame:
+    base = {"cnh_valid_until": D(2030, 1, 1), "ictp_valid_until": D(2030, 1, 1)}
+    return pd.DataFrame([base | r for r in rows])
+
+
+def links(*rows: tuple[Any, ...]) -> pd.DataFrame:
+    return pd.DataFrame(
+        list(rows), columns=["vehicle_id", "driver_id", "role", "valid_from", "valid_until"]
+    )
+
+
+REGISTRY = {
+    "drivers": drivers({"driver_id": "d1"}, {"driver_id": "d2"}, {"driver_id": "d9"}),
+    "driver_links": links(
+        ("v1", "d1", "titular", D(2020, 1, 1), None),
+        ("v1", "d2", "auxiliar", D(2020, 1, 1), None),
+        ("v2", "d9", "titular", D(2020, 1, 1), None),
+    ),
+}
+
+
+def detect(rows: list[dict[str, Any]], **kw: Any) -> pd.DataFrame:
+    return detect_driver_not_allowed(make_pings(rows), **(REGISTRY | kw))
+
+
+class TestDetectDriverNotAllowed:
+    def test_linked_drivers_give_nothing(self) -> None:
+        """The titular and a linked auxiliar with valid documents are allowed."""
+        rows = ride("v1", "2024-03-05T15:00:00Z", "d1") + ride("v1", "2024-03-05T18:00:00Z", "d2")
+        assert detect(rows).empty
+
+    def test_unknown_driver_is_not_registered(self) -> None:
+        """A driver id absent from the registry of drivers is ``not_registered``."""
+        found = detect(ride("v1", "2024-03-05T15:00:00Z", "x7"))
+        assert len(found) == 1
+        validate_findings(found)
+        details = found.iloc[0]["details"]
+        assert details["reason"] == "not_registered" and details["driver_id"] == "x7"
+        assert details["fixes"][0]["timestamp"] == "2024-03-05T15:00:00Z"
+        assert list(found.columns[: len(FINDING_COLUMNS)]) == list(FINDING_COLUMNS)
+
+    def test_driver_of_another_prefixo_is_not_linked(self) -> None:
+        """A registered driver linked only to another prefixo: ``not_linked``, with that link."""
+        found = detect(ride("v1", "2024-03-05T15:00:00Z", "d9"))
+        reason = found.iloc[0]["details"]["reasons"][0]
+        assert reason["reason"] == "not_linked"
+        assert [k["vehicle_id"] for k in reason["links_of_driver_elsewhere"]] == ["v2"]
+
+    def test_no_driver_id_is_not_judged(self) -> None:
+        """Fixes without driver_id say nothing about who drove: no finding."""
+        assert detect(ride("v1", "2024-03-05T15:00:00Z", None)).empty
+        pings = make_pings(ride("v1", "2024-03-05T15:00:00Z", None)).drop(columns="driver_id")
+        assert detect_driver_not_allowed(pings, **REGISTRY).empty
+
+    def test_vehicle_without_links_is_not_judged(self) -> None:
+        """A prefixo with no link in the registry is not judged (the registry says nothing)."""
+        assert detect(ride("v3", "2024-03-05T15:00:00Z", "x7")).empty
+
+    def test_free_driving_is_not_service(self) -> None:
+        """Without a meter trip (free fixes only) nothing is judged."""
+        rows = [r | {"meter": "free"} for r in ride("v1", "2024-03-05T15:00:00Z", "x7")]
+        assert detect(rows).empty
+
+    def test_day_without_any_link_is_not_covered(self) -> None:
+        """Before the prefixo's first link the registry says nothing: no ``not_linked``."""
+        registry = links(("v1", "d5", "titular", D(2024, 3, 6), None))
+        kw = {
+            "drivers": drivers({"driver_id": "d5"}, {"driver_id": "d6"}),
+            "driver_links": registry,
+        }
+        assert detect(ride("v1", "2024-03-05T15:00:00Z", "d6"), **kw).empty
+        found = detect(ride("v1", "2024-03-06T15:00:00Z", "d6"), **kw)
+        assert found.iloc[0]["details"]["reason"] == "not_linked"
+        unknown = detect(ride("v1", "2024-03-05T15:00:00Z", "x7"), **kw)
+        assert unknown.iloc[0]["details"]["reason"] == "not_registered"
+
+    @pytest.mark.parametrize(
+        ("start", "expected"),
+        [
+            ("2024-03-05T03:30:00Z", 1),  # 00:30 of 5 March in Porto Alegre: before the link
+            ("2024-03-06T03:30:00Z", 0),  # 00:30 of 6 March: the link's first day, all of it
+            ("2024-03-06T23:00:00Z", 0),
+        ],
+    )
+    def test_link_counts_from_its_valid_from_day(self, start: str, expected: int) -> None:
+        """Registered the same day is fine all that local day; the day before is not."""
+        registry = links(
+            ("v1", "d1", "titular", D(2020, 1, 1), None),
+            ("v1", "d5", "auxiliar", D(2024, 3, 6), None),
+        )
+        found = detect(
+            ride("v1", start, "d5"),
+            drivers=drivers({"driver_id": "d1"}, {"driver_id": "d5"}),
+            driver_links=registry,
+        )
+        assert len(found) == expected
+
+    def test_link_ends_after_its_valid_until_day(self) -> None:
+        """The link's last day is inclusive; the day after the driver is not linked."""
+        registry = links(
+            ("v1", "d1", "titular", D(2020, 1, 1), None),
+            ("v1", "d5", "auxiliar", D(2024, 1, 1), D(2024, 3, 5)),
+        )
+        kw = {
+            "drivers": drivers({"driver_id": "d1"}, {"driver_id": "d5"}),
+            "driver_links": registry,
+        }
+        assert detect(ride("v1", "2024-03-05T20:00:00Z", "d5"), **kw).empty
+        found = detect(ride("v1", "2024-03-06T20:00:00Z", "d5"), **kw)
+        assert found.iloc[0]["details"]["reason"] == "not_linked"
+
+    @pytest.mark.parametrize(
+        ("document", "status", "reason"),
+        [
+            ("cnh", "suspensa", "cnh_suspended"),
+            ("cnh", "cassada", "cnh_revoked"),
+            ("ictp", "suspensa", "ictp_suspended"),
+            ("ictp", "cassada", "ictp_revoked"),
+        ],
+    )
+    def test_status_period_bars_its_days(self, document: str, status: str, reason: str) -> None:
+        """A suspended or revoked CNH/ICTP bars its inclusive local dates, not the day after."""
+        person = {
+            "driver_id": "d1",
+            f"{document}_status": status,
+            f"{document}_status_since": D(2024, 3, 1),
+            f"{document}_status_until": D(2024, 3, 5),
+        }
+        kw = {"drivers": drivers(person)}
+        found = detect(ride("v1", "2024-03-05T20:00:00Z", "d1"), **kw)
+        assert found.iloc[0]["details"]["reason"] == reason
+        assert found.iloc[0]["confidence"] > 0.5
+        assert detect(ride("v1", "2024-03-06T20:00:00Z", "d1"), **kw).empty
+
+    def test_regular_status_bars_nothing(self) -> None:
+        """A ``regular`` period is the normal state."""
+        person = {"driver_id": "d1", "cnh_status": "regular", "cnh_status_since": D(2024, 1, 1)}
+        assert detect(ride("v1", "2024-03-05T20:00:00Z", "d1"), drivers=drivers(person)).empty
+
+    def test_status_without_start_weighs_less(self) -> None:
+        """A period without ``since`` bars every day up to ``until`` at lower confidence."""
+        known = {"driver_id": "d1", "ictp_status": "suspensa", "ictp_status_since": D(2024, 3, 1)}
+        unknown = {"driver_id": "d1", "ictp_status": "suspensa"}
+        rows = ride("v1", "2024-03-05T20:00:00Z", "d1")
+        a = detect(rows, drivers=drivers(known)).iloc[0]["confidence"]
+        b = detect(rows, drivers=drivers(unknown)).iloc[0]["confidence"]
+        assert b < a
+
+    @pytest.mark.parametrize(
+        ("valid_until", "expected"),
+        [(D(2024, 3, 4), 1), (D(2024, 3, 5), 0), (D(2025, 3, 5), 0)],
+    )
+    def test_expired_ictp(self, valid_until: dt.date, expected: int) -> None:
+        """Expired the day after ``valid_until``; renewed late but valid that day is fine."""
+        person = {"driver_id": "d1", "ictp_valid_until": valid_until}
+        found = detect(ride("v1", "2024-03-05T20:00:00Z", "d1"), drivers=drivers(person))
+        assert len(found) == expected
+        if expected:
+            assert found.iloc[0]["details"]["reasons"][0] == {
+                "reason": "ictp_expired",
+                "document": "ictp",
+                "ictp_valid_until": "2024-03-04",
+                "days_expired": 1,
+            }
+
+    def test_expired_cnh_with_other_reasons_in_order(self) -> None:
+        """All reasons are listed, the most serious first."""
+        person = {
+            "driver_id": "d9",
+            "cnh_valid_until": D(2024, 1, 1),
+            "ictp_valid_until": D(2024, 1, 1),
+            "cnh_status": "cassada",
+            "cnh_status_since": D(2024, 2, 1),
+        }
+        found = detect(ride("v1", "2024-03-05T20:00:00Z", "d9"), drivers=drivers(person))
+        reasons = [r["reason"] for r in found.iloc[0]["details"]["reasons"]]
+        assert reasons == ["cnh_revoked", "not_linked", "ictp_expired", "cnh_expired"]
+        assert reasons == [r for r in REASONS if r in reasons]
+
+    def test_third_auxiliary_beyond_the_cap(self) -> None:
+        """With three auxiliares linked, the latest-linked one driving is beyond the cap of two."""
+        registry = links(
+            ("v1", "a1", "auxiliar", D(2024, 1, 1), None),
+            ("v1", "a2", "auxiliar", D(2024, 2, 1), None),
+            ("v1", "a3", "auxiliar", D(2024, 3, 1), None),
+        )
+        people = drivers({"driver_id": "a1"}, {"driver_id": "a2"}, {"driver_id": "a3"})
+        kw = {"drivers": people, "driver_links": registry}
+        rows = ride("v1", "2024-03-05T15:00:00Z", "a1") + ride("v1", "2024-03-05T18:00:00Z", "a3")
+        found = detect(rows, **kw)
+        assert found["details"].map(lambda d: d["driver_id"]).tolist() == ["a3"]
+        details = found.iloc[0]["details"]
+        assert details["reason"] == "too_many_auxiliaries"
+        assert details["reasons"][0]["auxiliaries_linked"] == ["a1", "a2", "a3"]
+        assert detect(rows, max_auxiliaries=None, **kw).empty
+        assert detect(rows, max_auxiliaries=3, **kw).empty
+
+    def test_one_finding_per_vehicle_day_driver(self) -> None:
+        """Two rides of one driver on one day: one finding; another day or driver: another."""
+        rows = (
+            ride("v1", "2024-03-05T15:00:00Z", "x7")
+            + ride("v1", "2024-03-05T18:00:00Z", "x7")
+            + ride("v1", "2024-03-05T20:00:00Z", "x8")
+            + ride("v1", "2024-03-06T15:00:00Z", "x7")
+        )
+        found = detect(rows)
+        keys = sorted((d["local_date"], d["driver_id"], d["n_trips"]) for d in found["details"])
+        assert keys == [("2024-03-05", "x7", 2), ("2024-03-05", "x8", 1), ("2024-03-06", "x7", 1)]
+        assert found["finding_id"].is_unique
+
+    def test_ride_across_midnight_needs_the_reason_on_both_days(self) -> None:
+        """A link starting the next day spares a ride from 23:55 that ends after midnight."""
+        registry = links(
+            ("v1", "d1", "titular", D(2020, 1, 1), None),
+            ("v1", "d5", "auxiliar", D(2024, 3, 6), None),
+        )
+        kw = {
+            "drivers": drivers({"driver_id": "d1"}, {"driver_id": "d5"}),
+            "driver_links": registry,
+        }
+        assert len(detect(ride("v1", "2024-03-06T02:00:00Z", "d5"), **kw)) == 1  # 23:00 of 5 March
+        # 23:55 of 5 March to 00:15 of 6 March in Porto Alegre
+        assert detect(ride("v1", "2024-03-06T02:55:00Z", "d5", minutes=20), **kw).empty
+
+    def test_roles_of_the_database_are_read(self) -> None:
+        """The stored role ``autorizatario_condutor`` reads as titular."""
+        registry = links(("v1", "d1", "autorizatario_condutor", D(2020, 1, 1), None))
+        found = detect(ride("v1", "2024-03-05T15:00:00Z", "d1"), driver_links=registry)
+        assert found.empty
+
+    def test_bad_registry_is_named(self) -> None:
+        """A bad role or status raises FleetFrameError naming the field and the values."""
+        bad_role = links(("v1", "d1", "motorista", D(2020, 1, 1), None))
+        with pytest.raises(FleetFrameError, match="'role'.*titular, auxiliar"):
+            detect(ride("v1", "2024-03-05T15:00:00Z", "d1"), driver_links=bad_role)
+        bad = drivers({"driver_id": "d1", "cnh_status": "vencida"})
+        with pytest.raises(FleetFrameError, match="'cnh_status'.*regular, suspensa, cassada"):
+            detect(ride("v1", "2024-03-05T15:00:00Z", "d1"), drivers=bad)
+
+
+def _stream() -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for day in ("2024-03-04", "2024-03-05", "2024-03-06"):
+        rows += ride("v1", f"{day}T13:00:00Z", "x7")
+        rows += ride("v1", f"{day}T16:00:00Z", "d1")
+        rows += ride("v1", f"{day}T19:00:00Z", "d9", minutes=5)
+        rows += ride("v2", f"{day}T14:00:00Z", "d1", step_s=45)
+        rows += ride("v3", f"{day}T14:00:00Z", "x7")  # not judged: no links
+    rows += ride("v1", "2024-03-07T02:55:00Z", "x7", minutes=20)  # across midnight
+    return make_pings(rows)
+
+
+class TestKernel:
+    def test_pieces_give_the_batch_findings(self) -> None:
+        """Fix by fix or in random pieces, over vehicles and days, the findings are the batch's."""
+        batch = assert_pieces_give_batch(KERNEL, _stream(), min_findings=8, **REGISTRY)
+        assert {d["local_date"] for d in batch["details"]} >= {"2024-03-04", "2024-03-06"}
+
+    def test_day_is_emitted_once_a_later_day_begins(self) -> None:
+        """Nothing is emitted during the day; the next day's first trip emits it."""
+        pings = make_pings(
+            ride("v1", "2024-03-05T15:00:00Z", "x7") + ride("v1", "2024-03-06T15:00:00Z", "d1")
+        )
+        states: dict[str, Any] = {}
+        emitted = []
+        for k in range(len(pings)):
+            states, found = advance(KERNEL, states, pings.iloc[k : k + 1], **REGISTRY)
+            emitted.append(len(found))
+            states = json.loads(json.dumps(states))
+        first_next = int((pings["timestamp"] >= pd.Timestamp("2024-03-06T03:00:00Z")).argmax())
+        assert sum(emitted) == 1 and emitted.index(1) == first_next
