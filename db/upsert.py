@@ -7,16 +7,16 @@ created, updated and unchanged rows come from the database itself.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import shapely
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+
+from tracking.tails import plain
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def stage_rows(
         raise RuntimeError(msg)
     with dbapi.cursor() as cur, cur.copy(f"COPY {_ident(stage)} ({col_list}) FROM STDIN") as copy:
         for row in rows:
-            copy.write_row([_plain(v) for v in row])
+            copy.write_row([plain(v) for v in row])
     return stage
 
 
@@ -98,17 +98,6 @@ def hex_ewkb(geoms: Sequence[Any] | np.ndarray, *, srid: int = 4326) -> list[str
         ):
             out[int(i)] = str(h)
     return out
-
-
-def _plain(value: Any) -> Any:
-    """Return ``value`` as a plain Python value psycopg adapts; NA, NaN and NaT become None."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
 
 
 def merge_staged(
