@@ -229,7 +229,9 @@ def simulate(
     secs -= np.repeat(secs[np.arange(v_count) * per], per)  # seconds since the vehicle's start
     shift = secs // (6 * 3600)  # two drivers, six-hour shifts
     if days > 1:
-        secs, shift = _spread_over_days(secs, veh, per, days=days, rng=rng)
+        secs, shift, shift_end = _spread_over_days(secs, veh, per, days=days, rng=rng)
+        meter_code[shift_end] = 2  # the shift ends with the meter off
+        tariff[shift_end] = 0
     secs += np.repeat(t0, per)
     driver = veh * 2 + (shift % 2)
     order = np.argsort(secs, kind="stable")[:n]
@@ -257,11 +259,12 @@ def simulate(
 
 def _spread_over_days(
     secs: np.ndarray, veh: np.ndarray, per: int, *, days: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Cut each vehicle's ``per`` fixes into one shift per working day; return times and shift.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cut each vehicle's ``per`` fixes into one shift per working day.
 
-    ``secs`` are seconds since the vehicle's first fix (``per`` a vehicle, in order); the result
-    is seconds since 06:00 local of the first day, and the day (which driver drives).
+    ``secs`` are seconds since the vehicle's first fix (``per`` a vehicle, in order). Returns
+    the seconds since 06:00 local of the first day, the day (which driver drives), and a mask
+    of each shift's last four fixes.
     """
     v_count = len(secs) // per
     works = rng.random((v_count, days)) >= 0.15
@@ -276,7 +279,11 @@ def _spread_over_days(
     group = np.cumsum(first) - 1
     start_s = rng.integers(0, 8 * 3600, (v_count, days))  # after 06:00 local
     out = secs - secs[first][group] + day * 86_400 + start_s[veh, day]
-    return out, day
+    last = np.r_[first[1:], True]
+    end = last.copy()
+    for back in range(1, 4):
+        end[:-back] |= last[back:] & (group[:-back] == group[back:])
+    return out, day, end
 
 
 def _iso_local(ts: pa.ChunkedArray) -> pa.Array:
