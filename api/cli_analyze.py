@@ -381,11 +381,12 @@ def write_results(
     """
     from enforcement.proposals import proposal_summary, propose_all, write_proposals_json
     from engines.pipeline import write_outputs
-    from maps.findings import findings_map
     from runtime import aside
     from tracking.detectors.findings import write_findings_geojson
 
     def findings_and_map() -> None:
+        from maps.findings import findings_map  # folium: imported aside, with jobs > 1
+
         out.mkdir(parents=True, exist_ok=True)
         write_findings_geojson(result.findings, out / "findings.geojson")
         findings_map(stands, result.findings, fixes=fixes, timezone=timezone, tiles=tiles).save(
