@@ -31,11 +31,22 @@ Then, each in its own fresh subprocess:
    writing the output files and the map. The peak RSS of each stage is ``VmHWM`` after resetting
    it (``/proc/self/clear_refs``) at the stage's start.
 
+**Shapes against the peer** (``--shapes city month``, instead of the runs above): for each shape,
+the whole ``pontual analyze`` process with default flags (``--jobs`` = the cores available) and,
+each in its own process, the peer: geopandas ``points_from_xy`` + ``sjoin(predicate="within")``
+of the same fixes against the same stands buffered 30 m (its process timed whole, its step
+alone); fixes/s and the ratio to the step. Then ``pontual analyze --help`` and the analysis
+start (to the first progress line, on a pty). The *city* shape is the one above (``--n`` fixes of
+``--vehicles`` taxis, one day, ``--format``); the *month* shape is ``--month-n`` (3.2M) fixes of
+235 taxis over 64 days (15 % of days off, one shift a day from 06:00–14:00 ending with the meter
+off), Parquet. ``--days`` gives the runs above a multi-day shape too.
+
 Usage::
 
-    .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375]
+    .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375] [--days 1]
         [--format csv|parquet] [--keep DIR] [--skip-cli] [--skip-stages]
         [--jobs 1 2] [--core] [--dask 1 2] [--repeat 3] [--timeline 2]
+    .venv/bin/python bench/bench_analyze.py --shapes city month [--month-n 3200000] [--repeat 2]
 
 ``--n 1000000`` runs in about a minute.
 """
