@@ -10,12 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from api._errors import InputFileError
 from api.inputs import checked_municipality, read_input, read_stands_file, require_file
-from api.settings import get_settings
 from maps.tiles import OSM_TILES
 
 if TYPE_CHECKING:
@@ -126,49 +123,26 @@ def analyze(
         ),
     ] = None,
     jobs: Annotated[
-        int,
+        int | None,
         typer.Option(
-            min=1, help="Partições analisadas ao mesmo tempo (motor local), cada uma num processo."
+            min=1,
+            help=(
+                "Partições analisadas ao mesmo tempo (motor local), cada uma num processo; "
+                "padrão: os núcleos disponíveis a este processo. As saídas são as mesmas para "
+                "qualquer valor."
+            ),
+            show_default=False,
         ),
-    ] = 1,
+    ] = None,
 ) -> None:
     """Analisa pings contra pontos e frota e grava os arquivos de saída do contrato."""
     import runtime
 
+    jobs = jobs or runtime.available_cores()
     runtime.keep_arrow_pages()  # read when Arrow loads: before the imports below
-    from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
-    from fleet.drivers import read_driver_links, read_drivers
-    from fleet.loaders import read_fleet
-    from tracking.ingest import read_pings
-    from tracking.porto import read_porto_trips
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    runtime.keep_freed_heap()
-
-    books, no_rulebook = _rulebooks(municipality)
-    require_file(pings, flag="--pings")
-    if (drivers is None) != (driver_links is None):
-        given, missing = (
-            ("--drivers", "--driver-links") if drivers else ("--driver-links", "--drivers")
-        )
-        msg = f"{given}: dê também {missing} (o cadastro de condutores e os vínculos vão juntos)"
-        raise InputFileError(msg)
-    history = _confirmed(confirmed) if confirmed else None
-    limits, floor = read_thresholds(thresholds) if thresholds else ({}, None)
-    limits = law_thresholds(books, limits)
-    place = _municipality(municipality)
-    bundled_area = _bundled_boundary(municipality)
-    porto = pings_format is PingFormat.porto or (
-        pings_format is PingFormat.auto and _is_porto(pings)
-    )
-    stand_frame = read_stands_file(stands, radius_m=stand_radius_m)
-    tz, tz_source = _timezone(timezone, place=place, porto=porto, stands=stand_frame)
-    defaults = AnalysisParams()
-    params = AnalysisParams(
-        timezone=tz,
-        h3_resolution=h3_resolution or defaults.h3_resolution,
-        trip_max_gap_s=trip_max_gap_s or defaults.trip_max_gap_s,
-    )
-    as_of_date = _parse_date(as_of) if as_of else None
     console = Console(stderr=True)
     with (
         runtime.cycle_collector_paused(),
@@ -182,7 +156,44 @@ def analyze(
             disable=not console.is_terminal,
         ) as bar,
     ):
+        # The bar shows before the heavy imports (pandas, geopandas, pyarrow): they are read
+        # inside the first stage.
         task = bar.add_task("Lendo pontos e frota", total=_STAGES)
+        from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
+        from fleet.drivers import read_driver_links, read_drivers
+        from fleet.loaders import read_fleet
+        from tracking.ingest import read_pings
+        from tracking.porto import read_porto_trips
+
+        runtime.keep_freed_heap()
+
+        books, no_rulebook = _rulebooks(municipality)
+        require_file(pings, flag="--pings")
+        if (drivers is None) != (driver_links is None):
+            given, missing = (
+                ("--drivers", "--driver-links") if drivers else ("--driver-links", "--drivers")
+            )
+            msg = (
+                f"{given}: dê também {missing} (o cadastro de condutores e os vínculos vão juntos)"
+            )
+            raise InputFileError(msg)
+        history = _confirmed(confirmed) if confirmed else None
+        limits, floor = read_thresholds(thresholds) if thresholds else ({}, None)
+        limits = law_thresholds(books, limits)
+        place = _municipality(municipality)
+        bundled_area = _bundled_boundary(municipality)
+        porto = pings_format is PingFormat.porto or (
+            pings_format is PingFormat.auto and _is_porto(pings)
+        )
+        stand_frame = read_stands_file(stands, radius_m=stand_radius_m)
+        tz, tz_source = _timezone(timezone, place=place, porto=porto, stands=stand_frame)
+        defaults = AnalysisParams()
+        params = AnalysisParams(
+            timezone=tz,
+            h3_resolution=h3_resolution or defaults.h3_resolution,
+            trip_max_gap_s=trip_max_gap_s or defaults.trip_max_gap_s,
+        )
+        as_of_date = _parse_date(as_of) if as_of else None
         fleet_frame = None
         if fleet:
             fleet_frame = read_input(
@@ -355,6 +366,8 @@ def _timezone(given: str | None, *, place: Any, porto: bool, stands: Any) -> tup
             found = _municipality(str(codes[0]))
             if found.timezone:
                 return found.timezone, f"dos pontos: {found.name} ({found.code})"
+    from api.settings import get_settings
+
     return get_settings().timezone, "padrão; informe outro com --timezone"
 
 
@@ -392,11 +405,12 @@ def write_results(
     """
     from enforcement.proposals import proposal_summary, propose_all, write_proposals_json
     from engines.pipeline import write_outputs
-    from maps.findings import findings_map
     from runtime import aside
     from tracking.detectors.findings import write_findings_geojson
 
     def findings_and_map() -> None:
+        from maps.findings import findings_map  # folium: imported aside, with jobs > 1
+
         out.mkdir(parents=True, exist_ok=True)
         write_findings_geojson(result.findings, out / "findings.geojson")
         findings_map(stands, result.findings, fixes=fixes, timezone=timezone, tiles=tiles).save(

@@ -8,10 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.settings import Settings, get_settings
-
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
+
+    from api.settings import Settings
+
+
+def get_settings() -> Settings:
+    """Return :func:`api.settings.get_settings` (imported here: ``--help`` stays light)."""
+    from api.settings import get_settings as settings
+
+    return settings()
+
 
 app = typer.Typer(
     help="Banco de dados PostGIS (start, stop, status, upgrade, partitions, retention). "

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy.orm import Session
 
 from api.cli_db import cli_session
 from api.inputs import checked_municipality
@@ -332,6 +331,8 @@ def examples(
     no mesmo servidor e apagado ao fim.
     """
     import secrets
+
+    from sqlalchemy.orm import Session
 
     from api.cli_db import database_url
     from db.enforcement.examples import write_examples

@@ -31,11 +31,22 @@ Then, each in its own fresh subprocess:
    writing the output files and the map. The peak RSS of each stage is ``VmHWM`` after resetting
    it (``/proc/self/clear_refs``) at the stage's start.
 
+**Shapes against the peer** (``--shapes city month``, instead of the runs above): for each shape,
+the whole ``pontual analyze`` process with default flags (``--jobs`` = the cores available) and,
+each in its own process, the peer: geopandas ``points_from_xy`` + ``sjoin(predicate="within")``
+of the same fixes against the same stands buffered 30 m (its process timed whole, its step
+alone); fixes/s and the ratio to the step. Then ``pontual analyze --help`` and the analysis
+start (to the first progress line, on a pty). The *city* shape is the one above (``--n`` fixes of
+``--vehicles`` taxis, one day, ``--format``); the *month* shape is ``--month-n`` (3.2M) fixes of
+235 taxis over 64 days (15 % of days off, one shift a day from 06:00–14:00 ending with the meter
+off), Parquet. ``--days`` gives the runs above a multi-day shape too.
+
 Usage::
 
-    .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375]
+    .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375] [--days 1]
         [--format csv|parquet] [--keep DIR] [--skip-cli] [--skip-stages]
         [--jobs 1 2] [--core] [--dask 1 2] [--repeat 3] [--timeline 2]
+    .venv/bin/python bench/bench_analyze.py --shapes city month [--month-n 3200000] [--repeat 2]
 
 ``--n 1000000`` runs in about a minute.
 """
@@ -131,9 +142,13 @@ def write_fleet(
 
 
 def simulate(
-    n: int, stands: pd.DataFrame, *, n_vehicles: int, seed: int = 11
+    n: int, stands: pd.DataFrame, *, n_vehicles: int, days: int = 1, seed: int = 11
 ) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-    """Return ``n`` fixes (typed Arrow table, time order), the vehicle ids and home stands."""
+    """Return ``n`` fixes (typed Arrow table, time order), the vehicle ids and home stands.
+
+    With ``days`` > 1 (the multi-day shape), each vehicle's fixes are spread over its working
+    days (15 % of days off, drawn per vehicle), one shift a day starting 06:00–14:00 local.
+    """
     rng = np.random.default_rng(seed)
     v_count = max(1, min(n_vehicles, n))
     per = -(-n // v_count)  # fixes per vehicle
@@ -224,6 +239,10 @@ def simulate(
     secs = np.cumsum(step)
     secs -= np.repeat(secs[np.arange(v_count) * per], per)  # seconds since the vehicle's start
     shift = secs // (6 * 3600)  # two drivers, six-hour shifts
+    if days > 1:
+        secs, shift, shift_end = _spread_over_days(secs, veh, per, days=days, rng=rng)
+        meter_code[shift_end] = 2  # the shift ends with the meter off
+        tariff[shift_end] = 0
     secs += np.repeat(t0, per)
     driver = veh * 2 + (shift % 2)
     order = np.argsort(secs, kind="stable")[:n]
@@ -247,6 +266,35 @@ def simulate(
         }
     )
     return table, vehicles, stands["stand_id"].to_numpy()[home]
+
+
+def _spread_over_days(
+    secs: np.ndarray, veh: np.ndarray, per: int, *, days: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cut each vehicle's ``per`` fixes into one shift per working day.
+
+    ``secs`` are seconds since the vehicle's first fix (``per`` a vehicle, in order). Returns
+    the seconds since 06:00 local of the first day, the day (which driver drives), and a mask
+    of each shift's last four fixes.
+    """
+    v_count = len(secs) // per
+    works = rng.random((v_count, days)) >= 0.15
+    works[:, 0] = True
+    n_work = works.sum(axis=1)
+    k = np.tile(np.arange(per, dtype=np.int64), v_count)
+    rank = k * n_work[veh] // per  # the vehicle's working day of each fix, 0..n_work-1
+    day = np.argsort(~works, axis=1, kind="stable")[veh, rank]
+    first = np.ones(len(secs), dtype=bool)
+    first[1:] = rank[1:] != rank[:-1]
+    first[np.arange(v_count) * per] = True
+    group = np.cumsum(first) - 1
+    start_s = rng.integers(0, 8 * 3600, (v_count, days))  # after 06:00 local
+    out = secs - secs[first][group] + day * 86_400 + start_s[veh, day]
+    last = np.r_[first[1:], True]
+    end = last.copy()
+    for back in range(1, 4):
+        end[:-back] |= last[back:] & (group[:-back] == group[back:])
+    return out, day, end
 
 
 def _iso_local(ts: pa.ChunkedArray) -> pa.Array:
@@ -379,6 +427,63 @@ def run_cli(args: list[str], *, sample_tree: bool = False) -> dict[str, Any]:
     if proc.returncode != 0:
         report["stderr"] = stderr[-2000:]
     return report
+
+
+def run_whole(cmd: list[str]) -> dict[str, Any]:
+    """Run a command as its own process; return its wall time (start to exit) and output."""
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
+    seconds = time.perf_counter() - t
+    if proc.returncode != 0:
+        print(proc.stderr[-3000:])
+        raise SystemExit(proc.returncode)
+    return {"seconds": seconds, "stdout": proc.stdout.strip(), "stderr": proc.stderr.strip()}
+
+
+def first_output_s(cmd: list[str]) -> float:
+    """Seconds from starting ``cmd`` on a terminal (a pty) to its first output; then stop it.
+
+    For ``pontual analyze``, the first output is its progress bar (shown on terminals only).
+    """
+    import pty
+    import select
+
+    main_fd, child_fd = pty.openpty()
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=child_fd, stdout=child_fd, stderr=child_fd, cwd=ROOT)
+    os.close(child_fd)
+    try:
+        ready, _, _ = select.select([main_fd], [], [], 120)
+        seconds = time.perf_counter() - t if ready else float("nan")
+    finally:
+        proc.terminate()
+        proc.wait()
+        os.close(main_fd)
+    return seconds
+
+
+def run_peer(spec: dict[str, Any]) -> dict[str, Any]:
+    """The peer, in this process: geopandas ``points_from_xy`` + ``sjoin`` of the same fixes.
+
+    The stands are buffered by ``STAND_RADIUS_M`` in SIRGAS 2000 / UTM 22S as the CLI does;
+    the fixes' coordinates are read from the pings file (not timed). Returns the step's time.
+    """
+    import geopandas as gpd
+
+    stands = gpd.read_file(spec["stands"]).to_crs(31982)
+    stands = gpd.GeoDataFrame(geometry=stands.buffer(STAND_RADIUS_M), crs=31982).to_crs(4326)
+    path = Path(spec["pings"])
+    if path.suffix == ".parquet":
+        table = pq.read_table(path, columns=["lat", "lon"])
+        lat, lon = table["lat"].to_numpy(), table["lon"].to_numpy()
+    else:
+        frame = pd.read_csv(path, usecols=["lat", "lon"])
+        frame = frame.apply(pd.to_numeric, errors="coerce").dropna()
+        lat, lon = frame["lat"].to_numpy(), frame["lon"].to_numpy()
+    t = time.perf_counter()
+    points = gpd.GeoDataFrame(geometry=gpd.points_from_xy(lon, lat), crs=4326)
+    joined = gpd.sjoin(points, stands, predicate="within")
+    return {"step_s": time.perf_counter() - t, "fixes": len(lat), "pairs": len(joined)}
 
 
 _LABELS = {
@@ -649,6 +754,88 @@ def print_stages(rows: list[dict[str, Any]], n: int) -> None:
     print("\n" + ", ".join(f"{k} {v:,}" for k, v in summary.items()))
 
 
+def write_data(
+    folder: Path, *, n: int, vehicles: int, days: int, fmt: str
+) -> tuple[Path, Path, Path]:
+    """Write (or reuse) the pings, stands and fleet of a shape; print what they are."""
+    tag = f"{n}" if days == 1 else f"{n}_{vehicles}v_{days}d"
+    stands_path, fleet_path = folder / "stands.geojson", folder / f"fleet_{tag}.csv"
+    pings_path = folder / f"pings_{tag}.{fmt}"
+    t = time.perf_counter()
+    stands = write_stands(stands_path)
+    if not (pings_path.is_file() and fleet_path.is_file()):
+        table, ids, home = simulate(n, stands, n_vehicles=vehicles, days=days)
+        extra = write_pings(table, pings_path, fmt=fmt)
+        write_fleet(fleet_path, ids, home, np.random.default_rng(13))
+        del table
+    else:
+        extra = {}
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load "
+        f"{os.getloadavg()[0]:.1f}; data: {n:,} fixes of {vehicles:,} taxis over {days} day(s), "
+        f"{len(stands)} stands; {pings_path.suffix[1:]} {pings_path.stat().st_size / 1e6:,.0f} MB "
+        f"{extra} (written in {time.perf_counter() - t:.0f} s)\n"
+    )
+    return pings_path, stands_path, fleet_path
+
+
+def run_shapes(args: argparse.Namespace, folder: Path) -> None:
+    """Each shape: whole `pontual analyze` (default flags) and the geopandas peer, side by side.
+
+    Each is its own process, timed from start to exit (imports included), ``--repeat`` times;
+    the peer's ``points_from_xy`` + ``sjoin`` step is also timed alone (reading not counted).
+    """
+    pontual = str(Path(sys.executable).with_name("pontual"))
+    rows = []
+    for shape in args.shapes:
+        if shape == "city":
+            n, vehicles, days, fmt = args.n, args.vehicles, 1, args.format
+        else:
+            n, vehicles, days, fmt = args.month_n, 235, 64, "parquet"
+        pings, stands, fleet = write_data(folder, n=n, vehicles=vehicles, days=days, fmt=fmt)
+        cli = [
+            pontual, "analyze", "--pings", str(pings), "--stands", str(stands),
+            "--fleet", str(fleet), "--municipality", POA,
+            "--stand-radius-m", str(STAND_RADIUS_M), "--tiles", "none",
+            "--out", str(folder / f"out_{shape}"),
+        ]  # fmt: skip
+        peer = [
+            sys.executable, __file__, "--peer-json",
+            json.dumps({"pings": str(pings), "stands": str(stands)}),
+        ]  # fmt: skip
+        ours = [run_whole(cli) for _ in range(args.repeat)]
+        theirs = [run_whole(peer) for _ in range(args.repeat)]
+        steps = [json.loads(r["stdout"].splitlines()[-1])["step_s"] for r in theirs]
+        rows.append((shape, n, vehicles, days, ours, theirs, steps))
+        print(ours[-1]["stdout"] + "\n", flush=True)
+    start = [first_output_s(cli) for _ in range(args.repeat)]
+    helps = [run_whole([pontual, "analyze", "--help"])["seconds"] for _ in range(args.repeat)]
+    print(
+        f"load after the runs {os.getloadavg()[0]:.1f} (1 min); {args.repeat} run(s) each, "
+        "each its own process, seconds start to exit (imports included):\n"
+    )
+    print(
+        "| shape | fixes | `pontual analyze` s | M fixes/s (best) | peer process s "
+        "| peer `sjoin` step s | M fixes/s (step, best) | ratio ours / step |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for shape, n, vehicles, days, ours, theirs, steps in rows:
+        best = min(r["seconds"] for r in ours)
+        ours_s = " / ".join(f"{r['seconds']:.1f}" for r in ours)
+        theirs_s = " / ".join(f"{r['seconds']:.1f}" for r in theirs)
+        print(
+            f"| {shape}: {vehicles:,} taxis × {days} day(s) | {n:,} | "
+            f"{ours_s} | {n / best / 1e6:.2f} | {theirs_s} | "
+            f"{' / '.join(f'{x:.1f}' for x in steps)} | {n / min(steps) / 1e6:.2f} | "
+            f"{best / min(steps):.2f} |"
+        )
+    print(
+        f"\n`pontual analyze --help`: {' / '.join(f'{x:.2f}' for x in helps)} s; "
+        f"analysis start (to the first progress line, on a pty): "
+        f"{' / '.join(f'{x:.2f}' for x in start)} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000_000, help="fixes (default 10M)")
@@ -677,9 +864,26 @@ def main() -> None:
         default=[],
         help="--jobs values whose file-engine timeline to print (each in its own process)",
     )
+    parser.add_argument(
+        "--days", type=int, default=1, help="days the --n fixes span (default 1: the city day)"
+    )
+    parser.add_argument(
+        "--shapes",
+        nargs="*",
+        choices=("city", "month"),
+        default=[],
+        help="instead of the runs above: each shape's whole `pontual analyze` (default flags) "
+        "against the geopandas peer, side by side (city: --n fixes of --vehicles taxis, one day, "
+        "--format; month: --month-n fixes of 235 taxis over 64 days, Parquet)",
+    )
+    parser.add_argument("--month-n", type=int, default=3_200_000)
     parser.add_argument("--stages-json", help=argparse.SUPPRESS)
     parser.add_argument("--timeline-json", help=argparse.SUPPRESS)
+    parser.add_argument("--peer-json", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.peer_json:  # the peer's own process
+        print(json.dumps(run_peer(json.loads(args.peer_json))))
+        return
     if args.stages_json:  # the child process of the stage breakdown
         print(json.dumps(run_stages(json.loads(args.stages_json))))
         return
@@ -690,22 +894,12 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory()
     folder = args.keep or Path(tmp.name)
     folder.mkdir(parents=True, exist_ok=True)
-    stands_path, fleet_path = folder / "stands.geojson", folder / "fleet.csv"
-    pings_path = folder / f"pings_{args.n}.{args.format}"
-    t = time.perf_counter()
-    stands = write_stands(stands_path)
-    if not pings_path.is_file():
-        table, vehicles, home = simulate(args.n, stands, n_vehicles=args.vehicles)
-        extra = write_pings(table, pings_path, fmt=args.format)
-        write_fleet(fleet_path, vehicles, home, np.random.default_rng(13))
-        del table
-    else:
-        extra = {}
-    print(
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load "
-        f"{os.getloadavg()[0]:.1f}; data: {args.n:,} fixes of {args.vehicles:,} taxis, "
-        f"{len(stands)} stands; {pings_path.suffix[1:]} {pings_path.stat().st_size / 1e6:,.0f} MB "
-        f"{extra} (written in {time.perf_counter() - t:.0f} s)\n"
+    if args.shapes:
+        run_shapes(args, folder)
+        tmp.cleanup()
+        return
+    pings_path, stands_path, fleet_path = write_data(
+        folder, n=args.n, vehicles=args.vehicles, days=args.days, fmt=args.format
     )
     if not args.skip_cli:
         common = [

@@ -26,11 +26,6 @@ from geo.calendar import TIMEZONE_EXCEPTIONS, UF_TIMEZONES
 PORTO_ALEGRE = "4314902"
 
 
-def municipality_timezone(code: str, uf: str) -> str | None:
-    """Time zone of a municipality: its state's, or a known exception; None when unknown."""
-    return TIMEZONE_EXCEPTIONS.get(code) or UF_TIMEZONES.get(uf.upper())
-
-
 CENSUS_2022 = "IBGE, Censo Demográfico 2022 (pop_total, 1ª divulgação)"
 ESTIMATE_2024 = "IBGE, Estimativas da população residente, 1º jul. 2024 (DOU)"
 

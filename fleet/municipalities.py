@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from fleet._errors import UnknownMunicipalityError
-from fleet.loaders import municipality_timezone
+from geo.calendar import TIMEZONE_EXCEPTIONS, UF_TIMEZONES
 
 _CODE = re.compile(r"^\d{7}$")
 __all__ = ["Municipality", "find_municipality"]
@@ -39,6 +39,11 @@ def _table(census: Path) -> dict[str, tuple[str, str]]:
             row["cod_ibge"].strip(): (row["nome"].strip(), row["uf"].strip().upper())
             for row in csv.DictReader(fh)
         }
+
+
+def municipality_timezone(code: str, uf: str) -> str | None:
+    """Time zone of a municipality: its state's, or a known exception; None when unknown."""
+    return TIMEZONE_EXCEPTIONS.get(code) or UF_TIMEZONES.get(uf.upper())
 
 
 def find_municipality(code: str, *, census: str | Path) -> Municipality:

@@ -49,8 +49,6 @@ import pandas as pd
 import pyproj
 import shapely
 from numpy.typing import ArrayLike, NDArray
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import dijkstra
 
 from geo._errors import RoadGraphError
 from geo.crs import WGS84
@@ -345,6 +343,8 @@ def _match_one(
     with_paths: bool,
 ) -> tuple[dict[str, object], dict[int, tuple[int, float, float]], list[tuple[int, float, float]]]:
     """Match one track's fixes ``lo:hi``: its row, each matched fix's position, its path."""
+    from scipy.sparse.csgraph import dijkstra
+
     fixes = np.arange(lo, hi)[kept[lo:hi]]
     n_kept = len(fixes)
     fixes = fixes[cand.ptr[fixes + 1] > cand.ptr[fixes]]
@@ -639,6 +639,8 @@ def _subgraph(
     shorter than the straight line between its ends), so bounded searches give the same
     distances on it. Returns (sub-matrix, local index of each node or -1, global node ids).
     """
+    from scipy.sparse import csr_array
+
     xy = node_xy[nodes]
     lo = xy.min(axis=0) - margin_m
     hi = xy.max(axis=0) + margin_m

@@ -40,7 +40,7 @@ import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import geopandas as gpd
 import numpy as np
@@ -49,11 +49,12 @@ import pyproj
 import shapely
 import shapely.ops
 from numpy.typing import ArrayLike, NDArray
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import dijkstra
 
 from geo._errors import CRSError, RoadFileError, RoadGraphError, RoadLayerError
 from geo.crs import WGS84, haversine_m, utm_crs_for
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array  # imported where used: runs without roads skip SciPy
 
 ONEWAY = "oneway"
 MAXSPEED_KMH = "maxspeed_kmh"
@@ -716,6 +717,8 @@ def _csr(
     n_nodes: int,
 ) -> tuple[csr_array, NDArray[np.int64], NDArray[np.bool_]]:
     """CSR adjacency weighted by ``cost`` (cheapest of parallel edges), with piece and direction."""
+    from scipy.sparse import csr_array
+
     pieces = np.arange(len(u), dtype=np.int64)
     src = np.concatenate((u[fwd], v[bwd]))
     dst = np.concatenate((v[fwd], u[bwd]))
@@ -1086,6 +1089,8 @@ def _route_costs(
 
     ``(-1, -1, None)`` marks a path along the single piece both ends are on.
     """
+    from scipy.sparse.csgraph import dijkstra
+
     piece_cost = graph.piece_time_s if time else graph.piece_length_m
     matrix = graph.time_matrix if time else graph.matrix
     n = len(so)

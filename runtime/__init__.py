@@ -129,6 +129,20 @@ def forked_map(func: Callable[[X], T], items: Sequence[X], *, jobs: int) -> Iter
         yield from pool.map(_call, items)  # forks at the first submit: the children see _CALL
 
 
+def available_cores() -> int:
+    """Return the cores this process may run on (its CPU affinity), at least 1.
+
+    ``os.process_cpu_count`` (Python 3.13+), else the affinity mask where the platform has one
+    (Linux), else ``os.cpu_count``. The default of ``pontual analyze --jobs``.
+    """
+    counter = getattr(os, "process_cpu_count", None)
+    if counter is not None:
+        return max(1, counter() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 # --------------------------------------------------------------------------- allocators
 
 ARROW_PURGE_VARIABLE = "MIMALLOC_PURGE_DELAY"

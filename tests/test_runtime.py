@@ -183,3 +183,19 @@ def test_cli_sets_the_arrow_purge_delay_before_pyarrow_loads(tmp_path: Path) -> 
     probes = [line for line in done.stderr.splitlines() if line.startswith("PROBE ")]
     assert probes == ['PROBE "-1"']
     assert (tmp_path / "out" / "findings.geojson").is_file()
+
+
+class TestAvailableCores:
+    def test_the_affinity_mask_counts(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without ``os.process_cpu_count``, the cores are the process's affinity, not the box's."""
+        monkeypatch.delattr(os, "process_cpu_count", raising=False)
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 3, 5}, raising=False)
+        monkeypatch.setattr(os, "cpu_count", lambda: 64)
+        assert runtime.available_cores() == 3
+
+    def test_process_cpu_count_comes_first(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``os.process_cpu_count`` (Python 3.13+) is used when there; None reads as one core."""
+        monkeypatch.setattr(os, "process_cpu_count", lambda: 5, raising=False)
+        assert runtime.available_cores() == 5
+        monkeypatch.setattr(os, "process_cpu_count", lambda: None, raising=False)
+        assert runtime.available_cores() == 1

@@ -314,20 +314,25 @@ class TestAnalyzeKindsAndJobs:
         assert "furar_sinal" in done.stderr and "tracking_gap" in done.stderr
 
     def test_two_jobs_write_the_same_files(self, run_pontual, tmp_path):
-        """--jobs 2 (buckets in two processes, the map drawn in a third) writes the files --jobs 1
-        writes; the map's only differences are folium's random element ids."""
+        """--jobs 2 (buckets in two processes, the map drawn in a third) and the default (the
+        cores available) write the files --jobs 1 writes; the map's only differences are folium's
+        random element ids."""
         pings, stands = _write_inputs(tmp_path)
-        for jobs in ("1", "2"):
-            args = ["--pings", str(pings), "--stands", str(stands), "--out", str(tmp_path / jobs)]
-            done = run_pontual("analyze", *args, "--jobs", jobs, "--tiles", "none")
+        runs = {"1": ["--jobs", "1"], "2": ["--jobs", "2"], "default": []}
+        for name, jobs in runs.items():
+            args = ["--pings", str(pings), "--stands", str(stands), "--out", str(tmp_path / name)]
+            done = run_pontual("analyze", *args, *jobs, "--tiles", "none")
             assert done.returncode == 0, done.stderr
-        for name in ("findings.geojson", "stand_visits.csv", "trips.csv", "rejected.csv"):
-            assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
+        for other in ("2", "default"):
+            for name in ("findings.geojson", "stand_visits.csv", "trips.csv", "rejected.csv"):
+                assert (tmp_path / "1" / name).read_bytes() == (
+                    tmp_path / other / name
+                ).read_bytes()
         pages = [
-            re.sub(r"_[0-9a-f]{32}\b", "_id", (tmp_path / jobs / "map.html").read_text())
-            for jobs in ("1", "2")
+            re.sub(r"_[0-9a-f]{32}\b", "_id", (tmp_path / name / "map.html").read_text())
+            for name in runs
         ]
-        assert pages[0] == pages[1] and "pontual_layers" in pages[0]
+        assert pages[0] == pages[1] == pages[2] and "pontual_layers" in pages[0]
 
 
 class TestAnalyzeDaskEngine:
