@@ -1,15 +1,14 @@
 """Small helpers shared by the fleet/stand detectors: input checks, evidence records, local days.
 
 Private to ``tracking.detectors``: timestamps travel as int64 epoch nanoseconds (UTC), local
-calendar days as int64 days since 1970-01-01 (``datetime64[D]``), so that batch kernels and the
-live ``update_*`` functions compare the same numbers.
+calendar days as int64 days since 1970-01-01 (``datetime64[D]``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -94,7 +93,7 @@ def local_days(ns: NDArray[np.int64], timezone: str) -> NDArray[np.int64]:
 
 
 def local_day(ns: int, timezone: str) -> int:
-    """Scalar :func:`local_days` (the live functions' path; same arithmetic)."""
+    """Scalar :func:`local_days` (same arithmetic)."""
     return int(local_days(np.array([ns], dtype=np.int64), timezone)[0])
 
 
@@ -173,32 +172,6 @@ def meter_at(pings: pd.DataFrame, positions: NDArray[np.int64]) -> NDArray[np.ob
     if "meter" not in pings.columns:
         return np.full(len(positions), None, dtype=object)
     return np.asarray(pings["meter"].take(positions).to_numpy(dtype=object), dtype=object)
-
-
-def ping_field(ping: Mapping[str, Any], name: str) -> Any:
-    """Return a ping field for the live functions, None when absent or null."""
-    value = ping.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str | dict | list | tuple) and pd.isna(value):
-        return None
-    return value
-
-
-def ping_ns(ping: Mapping[str, Any]) -> int:
-    """Epoch nanoseconds of a live ping's ``timestamp`` (Timestamp, datetime, ISO text or ns)."""
-    value = ping.get("timestamp")
-    if isinstance(value, int | np.integer) and not isinstance(value, bool):
-        return int(value)
-    try:
-        ts = pd.Timestamp(value)  # type: ignore[arg-type]
-    except (ValueError, TypeError) as exc:
-        msg = f"'timestamp' do ping era {value!r}; esperado um instante com fuso"
-        raise DetectorInputError(msg) from exc
-    if pd.isna(ts) or ts.tzinfo is None:
-        msg = f"'timestamp' do ping era {value!r}; esperado um instante com fuso"
-        raise DetectorInputError(msg)
-    return int(ts.tz_convert("UTC").as_unit("ns").value)
 
 
 def metres_or_none(value: Any) -> float | None:

@@ -1,14 +1,11 @@
 """Private helpers shared by the track detectors (gaps, GPS anomalies, illegal stands).
 
-Pings become sorted numpy arrays once (:func:`track_arrays`); live pings become plain fix dicts
-(:func:`live_fix`); evidence fixes and findings are built the same way on the batch and the live
-path (:func:`fix_evidence`, :func:`finding_record`, :func:`findings_from_records`), so both give
-identical findings, ids included.
+Pings become sorted numpy arrays once (:func:`track_arrays`); evidence fixes and findings are
+built by :func:`fix_evidence`, :func:`finding_record` and :func:`findings_from_records`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -165,71 +162,6 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
     return TrackArrays(uniques, codes, ts, lat, lon, meter, row, flag, ref)
 
 
-def timestamp_ns(value: Any, *, what: str = "o ping") -> int:
-    """Epoch nanoseconds of a tz-aware instant (Timestamp, datetime or ISO text with offset)."""
-    try:
-        ts = pd.Timestamp(value)
-    except (TypeError, ValueError) as exc:
-        msg = f"'timestamp' de {what} não é uma data/hora: {value!r}"
-        raise DetectorInputError(msg) from exc
-    if pd.isna(ts) or ts.tzinfo is None:
-        msg = f"'timestamp' de {what} era {value!r}, sem fuso horário; esperado instante com fuso"
-        raise DetectorInputError(msg)
-    return int(ts.tz_convert("UTC").as_unit("ns").value)
-
-
-def live_fix(ping: Mapping[str, Any]) -> dict[str, Any]:
-    """Normalise one live ping (a row of a pings frame, as a mapping) to a plain fix dict.
-
-    Keys: ``vehicle_id`` str, ``ts_ns`` int, ``lat``/``lon`` float, ``meter`` str or None,
-    ``row`` int or None, ``speed_flag`` bool, ``trip_ref`` str or None.
-    """
-    for key in (fr.VEHICLE_ID, fr.TIMESTAMP, fr.LAT, fr.LON):
-        if key not in ping or _is_null(ping[key]):
-            msg = f"o ping não tem '{key}'"
-            raise DetectorInputError(msg)
-    meter = ping.get(fr.METER)
-    meter = None if _is_null(meter) else str(meter)
-    if meter is not None and meter not in _METER_CODE:
-        msg = f"'meter' era {meter!r}; esperado um de {', '.join(fr.METER_VALUES)} ou vazio"
-        raise DetectorInputError(msg)
-    row: Any = ping.get(fr.ROW)
-    flag: Any = ping.get(fr.SPEED_FLAG)
-    ref: Any = ping.get(fr.TRIP_REF)
-    return {
-        "vehicle_id": str(ping[fr.VEHICLE_ID]),
-        "ts_ns": timestamp_ns(ping[fr.TIMESTAMP]),
-        "lat": float(ping[fr.LAT]),
-        "lon": float(ping[fr.LON]),
-        "meter": meter,
-        "row": None if _is_null(row) or int(row) < 0 else int(row),
-        "speed_flag": False if _is_null(flag) else bool(flag),
-        "trip_ref": None if _is_null(ref) else str(ref),
-    }
-
-
-def _is_null(value: Any) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float) and math.isnan(value)
-
-
-def fix_arrays(fixes: Sequence[Mapping[str, Any]]) -> TrackArrays:
-    """Arrays of live fix dicts of one vehicle (the inverse of :func:`fix_evidence`'s input)."""
-    n = len(fixes)
-    return TrackArrays(
-        vehicles=np.asarray([fixes[0]["vehicle_id"]] if n else [], dtype=object),
-        codes=np.zeros(n, dtype=np.int64),
-        ts_ns=np.asarray([f["ts_ns"] for f in fixes], dtype=np.int64),
-        lat=np.asarray([f["lat"] for f in fixes], dtype=np.float64),
-        lon=np.asarray([f["lon"] for f in fixes], dtype=np.float64),
-        meter=np.asarray([_METER_CODE.get(f["meter"], 0) for f in fixes], dtype=np.int8),
-        row=np.asarray([-1 if f["row"] is None else f["row"] for f in fixes], dtype=np.int64),
-        speed_flag=np.asarray([f["speed_flag"] for f in fixes], dtype=bool),
-        trip_ref=np.asarray([f.get("trip_ref") for f in fixes], dtype=object),
-    )
-
-
 def fix_evidence(track: TrackArrays, i: int) -> dict[str, Any]:
     """Return the evidence of fix ``i``: timestamp, lat, lon, row, meter, speed_flag."""
     row = int(track.row[i])
@@ -322,8 +254,3 @@ def check_timezone(timezone: str) -> None:
     except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
         msg = f"fuso horário desconhecido: {timezone!r}; esperado um nome IANA (America/Sao_Paulo)"
         raise DetectorThresholdError(msg) from exc
-
-
-def day_start_ns(day: dt.date, timezone: str) -> int:
-    """Epoch nanoseconds of local midnight starting ``day`` in ``timezone``."""
-    return int(pd.Timestamp(day).tz_localize(timezone).tz_convert("UTC").as_unit("ns").value)
