@@ -25,7 +25,7 @@ from engines.partitions import gather, stage_context, vehicle_partitions, vehicl
 from engines.pipeline import AnalysisParams, AnalysisResult, Progress, no_progress
 from geo.roads import RoadGraph
 from tracking import frames as fr
-from tracking.detectors.detect import Thresholds
+from tracking.detectors.detect import Thresholds, last_local_day
 from tracking.detectors.findings import KINDS
 
 DEFAULT_PARTITION_FIXES = 1_000_000
@@ -92,13 +92,6 @@ def dask_client(
         yield client
 
 
-def _last_local_day(pings: pd.DataFrame, timezone: str) -> dt.date | None:
-    if pings.empty:
-        return None
-    last: pd.Timestamp = pings[fr.TIMESTAMP].max().tz_convert(timezone)
-    return last.date()
-
-
 def _contiguous(pings: pd.DataFrame) -> pd.DataFrame:
     """Pings with each vehicle's rows together (the contract's order; sorted here otherwise)."""
     vid = pings[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
@@ -153,7 +146,7 @@ def analyze_pings_distributed(
     params = params or AnalysisParams()
     pings = _contiguous(pings)
     tz = params.timezone
-    as_of = as_of or _last_local_day(pings, tz)
+    as_of = as_of or last_local_day(pings, tz)
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     ranges = vehicle_partitions(
         pings[fr.VEHICLE_ID], partition_fixes=partition_fixes, min_partitions=2 * n_workers

@@ -125,7 +125,8 @@ def check_thresholds(thresholds: Thresholds) -> None:
                 raise ThresholdConfigError(msg)
 
 
-def _last_local_day(pings: pd.DataFrame, timezone: str) -> dt.date | None:
+def last_local_day(pings: pd.DataFrame, timezone: str) -> dt.date | None:
+    """Return the local date of the latest fix (a run's default ``as_of``), None without fixes."""
     if pings.empty:
         return None
     last: pd.Timestamp = pings["timestamp"].max().tz_convert(timezone)
@@ -162,7 +163,7 @@ def run_detectors(
     thresholds = thresholds or {}
     check_thresholds(thresholds)
     i = inputs
-    as_of = i.as_of or _last_local_day(i.pings, i.timezone)
+    as_of = i.as_of or last_local_day(i.pings, i.timezone)
     tz = {"timezone": i.timezone}
     boarding = {"boarding_grace_s": i.boarding_grace_s, "boarding_grace_m": i.boarding_grace_m}
     calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]] | str] = {
