@@ -19,6 +19,8 @@ pytestmark = pytest.mark.slow  # a simulation, a batch run and ~100 live request
 ROOT = Path(__file__).resolve().parents[2]
 SEED, DAYS, PREFIXOS = 7, 4, 23  # the simulator's smallest fleet and period; hour-long requests
 COLUMNS = ("batch", "live", "same", "only_batch", "only_live")
+DAY_KINDS = ("habitual_absence",)
+JUDGED_BY_DAY = ("habitual_absence", "inactivity", "illegal_stand_formation")
 
 
 def _table(md: str) -> dict[str, dict[str, int]]:
@@ -71,3 +73,27 @@ def test_rows_add_up(report: str) -> None:
         assert r["same"] + r["only_batch"] == r["batch"], kind
         assert r["same"] + r["only_live"] == r["live"], kind
     assert "fixes/s in `process_fixes`" in report
+
+
+def test_live_finds_nothing_the_batch_does_not(report: str) -> None:
+    """Outside the day rules, every live finding is a batch finding (same id)."""
+    rows = _table(report)
+    for kind, r in rows.items():
+        if kind not in (*DAY_KINDS, "**total**"):
+            assert r["only_live"] == 0, kind
+    assert rows["**total**"]["same"] > 0
+
+
+def test_common_findings_are_equal_outside_the_day_rules(report: str) -> None:
+    """Same id, same details and confidence, for every kind not judged at each closed day."""
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| kind | batch | live |"))
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] in (*JUDGED_BY_DAY, "**total**"):
+            continue
+        for cell in cells[6:8]:
+            equal, common = cell.split("/")
+            assert equal == common, (cells[0], cell)
