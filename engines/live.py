@@ -896,6 +896,7 @@ def _detect_visit_kinds(
             licences=licences,
             unreleased=unreleased_arrivals(visits_state),
             stands=stands,
+            fleet=fleet,
             params=params["habitual_absence"],
             timezone=timezone,
         )
@@ -981,6 +982,7 @@ def _detect_absence(
     licences: pd.DataFrame,
     unreleased: Mapping[str, int],
     stands: gpd.GeoDataFrame,
+    fleet: pd.DataFrame,
     params: Mapping[str, Any],
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -1017,6 +1019,7 @@ def _detect_absence(
         as_of=as_of,
         unreleased=unreleased,
         stands=stands,
+        fleet=fleet,
         timezone=timezone,
         **params,
     )

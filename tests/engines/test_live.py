@@ -623,6 +623,29 @@ class TestHabitualAbsence:
             assert set(state) == {"days", "visits", "next", "emitted"}
             assert len(state["days"]) <= LIVE_OPTIONS["window_days"]  # the window's days only
 
+    def test_accessible_taxi_is_flagged_from_the_registry(self, db_session: Session) -> None:
+        """Registered accessible: its live finding carries ``accessible`` (art. 28 § 2)."""
+        stands, _ = live_cover()
+        _register_stands(db_session, stands)
+        for vid, sid in LIVE_LICENCES.itertuples(index=False):
+            db_session.execute(
+                text("INSERT INTO vehicles (vehicle_id, prefixo, accessible) VALUES (:v, :v, :a)"),
+                {"v": vid, "a": vid == "absent"},
+            )
+            db_session.execute(
+                text("INSERT INTO parking_licences (vehicle_id, stand_id) VALUES (:v, :s)"),
+                {"v": vid, "s": sid},
+            )
+        found = feed(
+            db_session,
+            make_pings(absence_rows()),
+            4,
+            kinds=("habitual_absence",),
+            thresholds={"habitual_absence": LIVE_OPTIONS},
+        )
+        assert [f["vehicle_id"] for f in found] == ["absent", "absent"]
+        assert all(f["details"]["accessible"] is True for f in found)
+
 
 class TestIllegalStandFormation:
     def test_live_equals_batch(self, db_session: Session) -> None:
