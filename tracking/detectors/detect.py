@@ -84,6 +84,7 @@ _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
 # Inputs wired by this module, not thresholds a municipality sets.
 _WIRED = {
     "fleet",
+    "licence_history",
     "pings",
     "stands",
     "roads",
