@@ -62,9 +62,7 @@ def rulebooks(
                 fine_text += f" (a partir da {grav.fine_from_incidence}ª)"
             if fine and grav and grav.fine_progression == "double":
                 fine_text += " (dobra na reincidência)"
-            case = ", ".join(
-                f"{k}={v if isinstance(v, str) else '|'.join(v)}" for k, v in rule.when.items()
-            )
+            case = rule.case
             rows.append(
                 (
                     where,

@@ -280,9 +280,7 @@ def _short(text: str) -> str:
 
 
 def _rule_label(rule: Rule) -> str:
-    case = ", ".join(
-        f"{k}={v if isinstance(v, str) else '|'.join(v)}" for k, v in rule.when.items()
-    )
+    case = rule.case
     return f"`{rule.kind}`" + (f" ({case})" if case else "")
 
 

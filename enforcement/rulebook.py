@@ -159,7 +159,9 @@ class Rule(_Frozen):
     """One provision a finding kind (or one of its sub-cases) may breach."""
 
     kind: str
-    when: dict[str, str | tuple[str, ...]] = Field(default_factory=dict)
+    when: dict[str, bool | str | tuple[str, ...]] = Field(default_factory=dict)
+    """Details the finding must carry: a value, one of several, or a flag (``accessible =
+    true`` matches only ``details.accessible`` True; an absent key never matches)."""
     article: str
     inciso: str | None = None
     paragraph: str | None = None
@@ -210,16 +212,31 @@ class Rule(_Frozen):
         parts = [self.article, self.paragraph or "", self.inciso or "", self.alinea or ""]
         return "art." + ":".join(parts)
 
+    @property
+    def case(self) -> str:
+        """The ``when`` conditions as text: ``reason=revoked|suspended, accessible=true``."""
+        return ", ".join(f"{k}={_when_text(v)}" for k, v in self.when.items())
+
     def matches(self, kind: str, details: Mapping[str, Any]) -> bool:
         """Whether a finding of ``kind`` with ``details`` falls under this rule."""
         if kind != self.kind:
             return False
         for name, wanted in self.when.items():
             value = details.get(name)
+            if isinstance(wanted, bool):
+                if value is not wanted:
+                    return False
+                continue
             allowed = (wanted,) if isinstance(wanted, str) else wanted
             if value is None or str(value) not in allowed:
                 return False
         return True
+
+
+def _when_text(value: bool | str | tuple[str, ...]) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else "|".join(value)
 
 
 class InspectionBand(_Frozen):

@@ -225,6 +225,7 @@ _WIRED = {
     "pending",
     "final",
     "fleet",
+    "licence_history",
     "as_of",
     "licences",
     "stands",
@@ -822,6 +823,34 @@ def live_fleet(session: Session) -> pd.DataFrame:
     )
 
 
+def ended_licences(session: Session) -> pd.DataFrame:
+    """Return the parking licences that ended, with the exclusion's reason when one follows.
+
+    ``licence_id``, ``vehicle_id``, ``stand_id``, ``valid_from``, ``valid_until`` (naive
+    dates) and ``reason`` (the ``licence_exclusions`` row of the day after the end, POA art.
+    50; None when the registry records none): ``unlicensed_stand_use``'s ``licence_history``.
+    """
+    rows = session.execute(
+        text(
+            "SELECT l.licence_id, l.vehicle_id, l.stand_id, l.valid_from, l.valid_until, "
+            "(SELECT e.reason FROM licence_exclusions e WHERE e.vehicle_id = l.vehicle_id "
+            "AND e.stand_id = l.stand_id AND e.excluded_on = l.valid_until + 1 "
+            "ORDER BY e.exclusion_id DESC LIMIT 1) FROM parking_licences l "
+            "WHERE l.valid_until IS NOT NULL ORDER BY l.licence_id"
+        )
+    ).all()
+    return pd.DataFrame(
+        {
+            "licence_id": pd.Series([r[0] for r in rows], dtype="int64"),
+            "vehicle_id": pd.Series([str(r[1]) for r in rows], dtype="str"),
+            "stand_id": pd.Series([str(r[2]) for r in rows], dtype="str"),
+            "valid_from": pd.to_datetime(pd.Series([r[3] for r in rows], dtype="object")),
+            "valid_until": pd.to_datetime(pd.Series([r[4] for r in rows], dtype="object")),
+            "reason": pd.Series([r[5] for r in rows], dtype="object"),
+        }
+    )
+
+
 def _detect_visit_kinds(
     session: Session,
     pings: pd.DataFrame,
@@ -896,6 +925,7 @@ def _detect_visit_kinds(
             licences=licences,
             unreleased=unreleased_arrivals(visits_state),
             stands=stands,
+            fleet=fleet,
             params=params["habitual_absence"],
             timezone=timezone,
         )
@@ -928,6 +958,8 @@ def _detect_visit_kinds(
             visit_fixes,
             pending=unreleased_arrivals(visits_state),
             fleet=fleet,
+            licence_history=ended_licences(session),
+            timezone=timezone,
             **boarding,
             **params["unlicensed_stand_use"],
         )
@@ -981,6 +1013,7 @@ def _detect_absence(
     licences: pd.DataFrame,
     unreleased: Mapping[str, int],
     stands: gpd.GeoDataFrame,
+    fleet: pd.DataFrame,
     params: Mapping[str, Any],
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -1017,6 +1050,7 @@ def _detect_absence(
         as_of=as_of,
         unreleased=unreleased,
         stands=stands,
+        fleet=fleet,
         timezone=timezone,
         **params,
     )

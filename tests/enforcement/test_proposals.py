@@ -406,7 +406,7 @@ class TestBundledProposals:
         """Each bundled rule turns a matching finding into a proposal with its provision."""
         rb = bundled_rulebooks()[key]
         for rule in rb.rules:
-            details = {k: (v if isinstance(v, str) else v[0]) for k, v in rule.when.items()}
+            details = {k: (v if isinstance(v, str | bool) else v[0]) for k, v in rule.when.items()}
             f = findings(
                 {
                     "kind": rule.kind,

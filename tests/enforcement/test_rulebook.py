@@ -148,3 +148,21 @@ class TestRulebooksFor:
         """An unknown municipality is a clear error listing the configured ones."""
         with pytest.raises(UnknownMunicipalityError, match="nenhum regulamento.*4314548"):
             rulebooks_for("3550308")
+
+
+class TestAccessibleHabitualAbsence:
+    def test_accessible_taxi_falls_under_art_28(self) -> None:
+        """POA: a Táxi Acessível's habitual absence is art. 28 § 2º (revogação da autorização)."""
+        book = bundled_rulebooks()[("4314902", "taxi")]
+        rule = book.rule_for("habitual_absence", {"accessible": True})
+        assert rule is not None
+        assert (rule.article, rule.paragraph) == ("28", "2º")
+        assert rule.penalty == "revogação da autorização"
+
+    @pytest.mark.parametrize("details", [{}, {"accessible": False}, {"accessible": "True"}])
+    def test_other_vehicles_stay_under_art_49(self, details: dict[str, object]) -> None:
+        """No flag, False, or a string that only looks like the flag: the general art. 49."""
+        book = bundled_rulebooks()[("4314902", "taxi")]
+        rule = book.rule_for("habitual_absence", details)
+        assert rule is not None
+        assert rule.article == "49"

@@ -511,6 +511,31 @@ class TestVisitKinds:
         ).scalars()
         assert set(rows_) == {"visits", "unlicensed_stand_use", "queue_jump:QS1"}
 
+    def test_boarding_after_exclusion_names_the_ended_licence(self, db_session: Session) -> None:
+        """Q3 excluded from QS1 (art. 50, II) boards there later: the licence and its reason."""
+        self.register(db_session)
+        reason = "art. 50, II: por decorrência de aplicação de penalidade, pela EPTC"
+        db_session.execute(
+            text(
+                "INSERT INTO parking_licences (vehicle_id, stand_id, valid_from, valid_until) "
+                "VALUES ('Q3', 'QS1', '2023-01-01', '2024-01-31')"
+            )
+        )
+        db_session.execute(
+            text(
+                "INSERT INTO licence_exclusions (vehicle_id, stand_id, excluded_on, reason) "
+                "VALUES ('Q3', 'QS1', '2024-02-01', :r)"
+            ),
+            {"r": reason},
+        )
+        pings = make_pings(at_stand("Q3", 690, 900, board_at=900))
+        found = feed(db_session, pings, 3, kinds=("unlicensed_stand_use",))
+        assert [f["vehicle_id"] for f in found] == ["Q3"]
+        d = found[0]["details"]
+        assert d["licence_end"] == "excluded"
+        assert d["licence_ended"]["valid_until"] == "2024-01-31"
+        assert d["licence_ended"]["reason"] == reason
+
     def test_without_stands_nothing_is_kept(self, db_session: Session) -> None:
         """No stand with a geometry: the visit kinds keep no state and find nothing."""
         pings = make_pings(at_stand("Q9", 0, 600, board_at=600))
@@ -622,6 +647,29 @@ class TestHabitualAbsence:
         for _, state in states:
             assert set(state) == {"days", "visits", "next", "emitted"}
             assert len(state["days"]) <= LIVE_OPTIONS["window_days"]  # the window's days only
+
+    def test_accessible_taxi_is_flagged_from_the_registry(self, db_session: Session) -> None:
+        """Registered accessible: its live finding carries ``accessible`` (art. 28 § 2)."""
+        stands, _ = live_cover()
+        _register_stands(db_session, stands)
+        for vid, sid in LIVE_LICENCES.itertuples(index=False):
+            db_session.execute(
+                text("INSERT INTO vehicles (vehicle_id, prefixo, accessible) VALUES (:v, :v, :a)"),
+                {"v": vid, "a": vid == "absent"},
+            )
+            db_session.execute(
+                text("INSERT INTO parking_licences (vehicle_id, stand_id) VALUES (:v, :s)"),
+                {"v": vid, "s": sid},
+            )
+        found = feed(
+            db_session,
+            make_pings(absence_rows()),
+            4,
+            kinds=("habitual_absence",),
+            thresholds={"habitual_absence": LIVE_OPTIONS},
+        )
+        assert [f["vehicle_id"] for f in found] == ["absent", "absent"]
+        assert all(f["details"]["accessible"] is True for f in found)
 
 
 class TestIllegalStandFormation:

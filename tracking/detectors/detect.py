@@ -84,6 +84,7 @@ _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
 # Inputs wired by this module, not thresholds a municipality sets.
 _WIRED = {
     "fleet",
+    "licence_history",
     "pings",
     "stands",
     "roads",
@@ -178,7 +179,10 @@ def run_detectors(
         ),
         "longer_route": ((i.trips, i.pings), {"roads": i.roads}),
         "habitual_absence": (
-            ((i.visits, i.licences, i.trips), {"as_of": as_of, "stands": i.stands} | tz)
+            (
+                (i.visits, i.licences, i.trips),
+                {"as_of": as_of, "stands": i.stands, "fleet": i.fleet} | tz,
+            )
             if i.licences is not None and as_of is not None
             else "sem frota com licenças (--fleet)"
         ),

@@ -21,7 +21,10 @@ confidence
 
 ``details`` lists every operating day of the window with its presence flag, the first and last
 sighting of the vehicle that day (the evidence that it operated) and the day's visits to the
-stand. Geometry: the stand's polygon when ``stands`` is given, else None. ``started_at`` and
+stand. With a ``fleet`` whose ``accessible`` is True for the vehicle (a Táxi Acessível, art.
+28 § 2: "sob pena de revogação da autorização"), ``details.accessible`` is True; the key is
+absent for any other vehicle (not accessible, unknown, or no fleet given), so those findings are
+unchanged. Geometry: the stand's polygon when ``stands`` is given, else None. ``started_at`` and
 ``ended_at``: local midnight starting the window and local midnight after ``as_of``.
 
 Live: :data:`KERNEL` (:func:`advance_habitual_absence`) keeps, per vehicle, the first and last
@@ -68,6 +71,7 @@ from tracking.detectors._track_kernels import (
     utc_ns,
 )
 from tracking.detectors.day_kernel import DayKernel
+from tracking.detectors.unlicensed_stand_use import fleet_facts
 
 KIND = "habitual_absence"
 DEFAULT_WINDOW_DAYS = 30
@@ -86,6 +90,7 @@ def detect_habitual_absence(
     *,
     as_of: dt.date | None = None,
     stands: gpd.GeoDataFrame | None = None,
+    fleet: pd.DataFrame | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     window_days: int = DEFAULT_WINDOW_DAYS,
     min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
@@ -107,6 +112,9 @@ def detect_habitual_absence(
         (the latest fix, trip end or visit departure).
     stands : geopandas.GeoDataFrame, optional
         Stands frame, for the findings' geometry.
+    fleet : pandas.DataFrame, optional
+        Fleet frame (``vehicle_id``, ``accessible``): a Táxi Acessível's finding carries
+        ``details.accessible`` True (POA art. 28 § 2).
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days.
     window_days : int, default 30
@@ -176,6 +184,7 @@ def detect_habitual_absence(
         if stands is not None
         else {}
     )
+    accessible = {v for v, f in fleet_facts(fleet).items() if f["accessible"] is True}
     table = table.loc[table[OPERATED]]
     days_of = dict(iter(table.groupby(["vehicle_id", "stand_id"], sort=False)))
     records = []
@@ -205,6 +214,8 @@ def detect_habitual_absence(
             "fixes": fixes,
             "thresholds": thresholds,
         }
+        if vehicle_id in accessible:  # art. 28 § 2: the Táxi Acessível's own rule
+            details["accessible"] = True
         records.append(
             finding_record(
                 kind=KIND,
@@ -501,6 +512,7 @@ def advance_habitual_absence(
     final: bool = False,
     unreleased: Mapping[str, int] | None = None,
     stands: gpd.GeoDataFrame | None = None,
+    fleet: pd.DataFrame | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     window_days: int = DEFAULT_WINDOW_DAYS,
     min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
@@ -543,7 +555,7 @@ def advance_habitual_absence(
     unreleased : mapping of str to int, optional
         Per vehicle the arrival (ns) of its earliest visit not released yet
         (:func:`stands.visits.unreleased_arrivals`).
-    stands, timezone, window_days, min_operating_days, min_presence_share, min_presence_s
+    stands, fleet, timezone, window_days, min_operating_days, min_presence_share, min_presence_s
         As in :func:`detect_habitual_absence`.
 
     Returns
@@ -615,6 +627,7 @@ def advance_habitual_absence(
             _sightings_frame(out, vids, _day_iso(lo), _day_iso(day)),
             as_of=dt.date(1970, 1, 1) + dt.timedelta(days=day),
             stands=stands,
+            fleet=fleet,
             timezone=timezone,
             window_days=window_days,
             min_operating_days=min_operating_days,

@@ -47,6 +47,15 @@ confidence (boarding)
     the meter start (0 when it started inside), clipped to [0.05, 0.95].
 confidence (accessible wait)
     ``0.4 + 0.3 min(1, (wait_s - accessible_max_wait_s) / (2 accessible_max_wait_s))``.
+ended licence
+    With ``licence_history`` (licence periods with ``licence_id`` and the exclusion
+    ``reason``, if any), a finding whose vehicle held a licence at that stand that ended
+    before the local day of the arrival carries ``details.licence_ended`` (the latest such
+    licence: its id, dates and reason; POA art. 50, art. 45 § único II: using a stand after
+    the prefixo's exclusion or the licence's cassação is boarding without the licence) and
+    ``details.licence_end``: ``"excluded"`` when the registry records an exclusion the day
+    after its end, else ``"ended"``. Without such a licence the keys are absent. A licence
+    that starts later than the day (a renewal after a suspension) is not an ended one.
 Live
     :func:`advance_unlicensed_stand_use` takes the visits released by
     :func:`stands.visits.advance_visits` and holds a vehicle's overlapping visits until its
@@ -65,6 +74,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from geo.calendar import DEFAULT_TIMEZONE
 from stands.visits import (
     DEFAULT_BOARDING_GRACE_M,
     DEFAULT_BOARDING_GRACE_S,
@@ -85,6 +95,7 @@ from tracking.detectors._evidence import (
     sorted_view,
     utc_ns,
 )
+from tracking.detectors._track_kernels import check_timezone, local_dates
 from tracking.detectors.findings import empty_findings, make_findings
 
 KIND = "unlicensed_stand_use"
@@ -303,6 +314,8 @@ def detect_unlicensed_stand_use(
     pings: pd.DataFrame,
     *,
     fleet: pd.DataFrame | None = None,
+    licence_history: pd.DataFrame | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
     accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
@@ -325,6 +338,12 @@ def detect_unlicensed_stand_use(
     fleet : pandas.DataFrame, optional
         Fleet frame (``vehicle_id``, ``accessible``, ``stands``, ``stand_names``). Without it
         every vehicle is of unknown accessibility and the visits' ``licensed`` is trusted.
+    licence_history : pandas.DataFrame, optional
+        Licence periods (``stands/licences.py`` columns, optional ``licence_id`` and
+        ``reason``, the exclusion's): a finding after the end of one says which (see "ended
+        licence" in the module docstring).
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the licences' local dates.
     accessible_max_wait_s : float, default 600
         Longest stay of a Táxi Acessível at a stand it is not licensed for (art. 46 sole §).
     max_gap_s : float, default 300
@@ -346,6 +365,7 @@ def detect_unlicensed_stand_use(
     DetectorThresholdError
         If a threshold is negative (``max_gap_s`` must be > 0).
     """
+    check_timezone(timezone)
     check_threshold("accessible_max_wait_s", accessible_max_wait_s, unit="segundos")
     check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
     check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
@@ -505,7 +525,44 @@ def detect_unlicensed_stand_use(
             geoms.append(geom)
     if not out:
         return empty_findings()
+    if licence_history is not None:
+        _add_ended_licences(out, licence_history, timezone)
     return make_findings(pd.DataFrame(out), geoms)
+
+
+def _add_ended_licences(rows: list[dict[str, Any]], history: pd.DataFrame, timezone: str) -> None:
+    """Name in each finding the vehicle's latest licence at the stand ended before the day."""
+    if not len(history):
+        return
+    require_columns(
+        history, ("vehicle_id", "stand_id", "valid_from", "valid_until"), what="as licenças"
+    )
+    days = local_dates(np.asarray([int(r["started_at"]) for r in rows], dtype=np.int64), timezone)
+    until = pd.to_datetime(history["valid_until"]).to_numpy(dtype="datetime64[D]")
+    since = pd.to_datetime(history["valid_from"]).to_numpy(dtype="datetime64[D]")
+    vids = history["vehicle_id"].astype("str").to_numpy(dtype=object)
+    sids = history["stand_id"].astype("str").to_numpy(dtype=object)
+    ids = history["licence_id"].tolist() if "licence_id" in history else [None] * len(history)
+    why = history["reason"].tolist() if "reason" in history else [None] * len(history)
+    for row, day in zip(rows, days, strict=True):
+        hit = np.flatnonzero(
+            (vids == row["vehicle_id"])
+            & (sids == row["stand_id"])
+            & ~np.isnat(until)
+            & (until < day)
+        )
+        if not len(hit):
+            continue
+        k = int(hit[np.argmax(until[hit])])
+        reason = None if why[k] is None or pd.isna(why[k]) else str(why[k])
+        lid = ids[k]
+        row["details"]["licence_ended"] = {
+            "licence_id": None if lid is None or pd.isna(lid) else int(lid),
+            "valid_from": None if np.isnat(since[k]) else str(since[k]),
+            "valid_until": str(until[k]),
+            "reason": reason,
+        }
+        row["details"]["licence_end"] = "excluded" if reason is not None else "ended"
 
 
 # ----------------------------------------------------------------------------- the kernel
@@ -526,6 +583,8 @@ def advance_unlicensed_stand_use(
     pending: Mapping[str, int] | None = None,
     final: bool = False,
     fleet: pd.DataFrame | None = None,
+    licence_history: pd.DataFrame | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
     accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
@@ -552,7 +611,8 @@ def advance_unlicensed_stand_use(
         has nothing pending.
     final : bool, default False
         End of the input: every cluster is closed.
-    fleet, accessible_max_wait_s, max_gap_s, boarding_grace_s, boarding_grace_m
+    fleet, licence_history, timezone, accessible_max_wait_s, max_gap_s, boarding_grace_s, \
+boarding_grace_m
         As in :func:`detect_unlicensed_stand_use`.
 
     Returns
@@ -588,6 +648,8 @@ def advance_unlicensed_stand_use(
         frame,
         fixes,
         fleet=fleet,
+        licence_history=licence_history,
+        timezone=timezone,
         accessible_max_wait_s=accessible_max_wait_s,
         max_gap_s=max_gap_s,
         boarding_grace_s=boarding_grace_s,

@@ -182,6 +182,30 @@ class TestDetectHabitualAbsence:
         with pytest.raises(DetectorThresholdError, match=match):
             _detect(_pings("A", [1]), [], **{option: value})
 
+    def test_accessible_taxi_is_flagged(self) -> None:
+        """A Táxi Acessível's finding says so (POA art. 28 § 2); the same absence otherwise."""
+        fleet = pd.DataFrame({"vehicle_id": ["A", "B"], "accessible": [True, False]})
+        plain = _detect(_pings("A", list(range(1, 13))), _visits("A", [5]))
+        found = _detect(_pings("A", list(range(1, 13))), _visits("A", [5]), fleet=fleet)
+        assert found.iloc[0]["details"]["accessible"] is True
+        rest = {k: v for k, v in found.iloc[0]["details"].items() if k != "accessible"}
+        assert rest == plain.iloc[0]["details"]
+
+    @pytest.mark.parametrize("accessible", [False, None])
+    def test_not_accessible_or_unknown_leaves_the_finding_unchanged(
+        self, accessible: bool | None
+    ) -> None:
+        """Not accessible or unknown: no ``accessible`` key, the finding as without a fleet."""
+        fleet = pd.DataFrame(
+            {"vehicle_id": ["A"], "accessible": pd.Series([accessible], dtype="object")}
+        )
+        days = list(range(1, 13))
+        found = _detect(_pings("A", days), _visits("A", [5]), fleet=fleet)
+        plain = _detect(_pings("A", days), _visits("A", [5]))
+        assert "accessible" not in found.iloc[0]["details"]
+        assert found.drop(columns="finding_id").equals(plain.drop(columns="finding_id"))
+        assert found.iloc[0]["finding_id"] == plain.iloc[0]["finding_id"]
+
     def test_stands_without_id_raise(self) -> None:
         """A stands frame without stand_id cannot give the geometry."""
         with pytest.raises(DetectorInputError, match="stand_id"):
@@ -312,6 +336,27 @@ class TestHabitualAbsenceKernel:
                     for e in emitted.to_dict("records")
                 ), (day, f["vehicle_id"])
         assert accused == {"absent"}  # jitter, night, late, rare and idle are not absent
+
+    def test_kernel_flags_the_accessible_taxi(self) -> None:
+        """Live: the kernel given the fleet flags a Táxi Acessível's finding as the batch does."""
+        pings = make_pings(absence_rows())
+        visits = _visits_of(pings)
+        stands, _ = live_cover()
+        fleet = pd.DataFrame({"vehicle_id": ["absent"], "accessible": [True]})
+        last = local_day(pings["timestamp"].max())
+        _, found = advance_habitual_absence(
+            {},
+            pings,
+            visits,
+            licences=LIVE_LICENCES,
+            as_of=last,
+            final=True,
+            stands=stands,
+            fleet=fleet,
+            **LIVE_OPTIONS,
+        )
+        assert len(found) > 0
+        assert all(d.get("accessible") is True for d in found["details"])
 
     def test_day_waits_for_visits_not_released(self) -> None:
         """Without waiting for the visits released past midnight, "late" would be accused."""

@@ -553,3 +553,99 @@ class TestUnlicensedStandUseKernel:
             states, visits.iloc[:0], pings, final=True, fleet=FLEET
         )
         assert found["vehicle_id"].tolist() == ["v1"] and states == {}
+
+
+def _history(rows: list[tuple[int, str, str, str | None, str, str | None]]) -> pd.DataFrame:
+    """Licence periods (id, vehicle, stand, from, until, exclusion reason)."""
+    return pd.DataFrame(
+        {
+            "licence_id": [r[0] for r in rows],
+            "vehicle_id": [r[1] for r in rows],
+            "stand_id": [r[2] for r in rows],
+            "valid_from": pd.to_datetime([r[3] for r in rows]),
+            "valid_until": pd.to_datetime([r[4] for r in rows]),
+            "reason": pd.Series([r[5] for r in rows], dtype="object"),
+        }
+    )
+
+
+EXCLUDED = "art. 50, II: por decorrência de aplicação de penalidade, pela EPTC"
+
+
+class TestEndedLicence:
+    def test_boarding_after_exclusion_names_the_licence(self) -> None:
+        """v1 excluded from S1 on 2024-03-02 boards there on 03-04: the licence and why."""
+        pings = make_pings(wait_then_board())
+        history = _history([(7, "v1", "S1", "2023-01-01", "2024-03-01", EXCLUDED)])
+        found = detect(pings, licence_history=history)  # type: ignore[arg-type]
+        d = found.iloc[0]["details"]
+        assert d["licence_ended"] == {
+            "licence_id": 7,
+            "valid_from": "2023-01-01",
+            "valid_until": "2024-03-01",
+            "reason": EXCLUDED,
+        }
+        assert d["licence_end"] == "excluded"
+        json.dumps(d)
+
+    def test_licence_ended_without_exclusion_says_ended(self) -> None:
+        """An end with no exclusion recorded: ``ended``, no reason; the latest end is named."""
+        pings = make_pings(wait_then_board())
+        history = _history(
+            [
+                (1, "v1", "S1", None, "2022-12-31", None),
+                (2, "v1", "S1", "2023-01-01", "2024-02-20", None),
+            ]
+        )
+        d = detect(pings, licence_history=history).iloc[0]["details"]  # type: ignore[arg-type]
+        assert d["licence_ended"]["licence_id"] == 2
+        assert (d["licence_end"], d["licence_ended"]["reason"]) == ("ended", None)
+
+    def test_no_ended_licence_there_leaves_the_finding_unchanged(self) -> None:
+        """Licences of other stands or vehicles, or one starting later: the same finding."""
+        pings = make_pings(wait_then_board())
+        history = _history(
+            [
+                (1, "v1", "S2", None, "2024-03-01", EXCLUDED),
+                (2, "acc", "S1", None, "2024-03-01", EXCLUDED),
+                (3, "v1", "S1", "2024-03-10", "2024-04-01", None),
+            ]
+        )
+        plain = detect(pings)
+        found = detect(pings, licence_history=history)  # type: ignore[arg-type]
+        assert "licence_ended" not in found.iloc[0]["details"]
+        assert geojson_bytes(found) == geojson_bytes(plain)
+
+    def test_licence_suspended_until_yesterday_is_valid_today(self) -> None:
+        """Suspended 20 days up to 03-03 (a gap between periods), back on 03-04: no finding."""
+        pings = make_pings(wait_then_board())
+        licences = _history(
+            [
+                (1, "v1", "S1", None, "2024-02-12", None),
+                (2, "v1", "S1", "2024-03-04", None, None),
+            ]
+        )
+        idx, sid = [], []
+        for stand, (north, east, radius) in STANDS.items():
+            lat, lon = offset_m(north, east)
+            inside = np.flatnonzero(haversine_m(pings["lat"], pings["lon"], lat, lon) <= radius)
+            idx += inside.tolist()
+            sid += [stand] * len(inside)
+        memberships = pd.DataFrame({"ping_index": np.array(idx, dtype=np.int64), "stand_id": sid})
+        visits = detect_visits(
+            pings,
+            memberships,
+            stands=_stands(),
+            licences=licences[["vehicle_id", "stand_id", "valid_from", "valid_until"]],
+            max_gap_s=300.0,
+        )
+        assert visits["licensed"].all()
+        found = detect_unlicensed_stand_use(visits, pings, fleet=FLEET, licence_history=licences)
+        assert found.empty
+
+    def test_licence_ending_the_same_local_day_is_not_ended(self) -> None:
+        """A licence valid until the day of the arrival is no ended licence for that visit."""
+        pings = make_pings(wait_then_board())
+        history = _history([(1, "v1", "S1", None, "2024-03-04", EXCLUDED)])
+        found = detect(pings, licence_history=history)  # type: ignore[arg-type]
+        assert "licence_ended" not in found.iloc[0]["details"]
