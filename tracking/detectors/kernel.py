@@ -20,6 +20,7 @@ start before it were returned by an earlier call and are not returned again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -129,8 +130,6 @@ def replay_in_pieces(
     round-tripped through JSON), then the end of the input closes what is open. Tests compare
     this with one batch call.
     """
-    import json
-
     order = pings.sort_values([fr.TIMESTAMP, fr.VEHICLE_ID], kind="stable")
     bounds = [0, *sorted(c for c in cuts if 0 < c < len(order)), len(order)]
     states: dict[str, State] = {}
