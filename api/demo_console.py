@@ -87,12 +87,26 @@ def _no_progress(_: str) -> None:
     return None
 
 
-def simulated_analysis(
-    *, seed: int = SIM_SEED, days: int = SIM_DAYS, n_prefixos: int = SIM_PREFIXOS
-) -> tuple[Any, Any, dict[str, Any]]:
-    """Simulate the fleet and run ``pontual analyze``'s pipeline on its files.
+def write_simulation(
+    root: Path, *, seed: int = SIM_SEED, days: int = SIM_DAYS, n_prefixos: int = SIM_PREFIXOS
+) -> dict[str, Path]:
+    """Simulate the fleet (vehicles ``SIM-…``) and write its files into ``root``."""
+    from fleet import simulation
 
-    Returns the analysis result, the validated fixes and the simulation's ``meta.json``.
+    sim = simulation.simulate(seed=seed, days=days, n_prefixos=n_prefixos)
+    assert sim.pings is not None
+    sim.pings["vehicle_id"] = SIM_PREFIX + sim.pings["vehicle_id"].astype(str)
+    for vehicle in sim.vehicles:
+        vehicle.vid = SIM_PREFIX + vehicle.vid
+    return simulation.write_files(sim, root, fmt="csv")
+
+
+def analyze_simulation(
+    paths: dict[str, Path],
+) -> tuple[Any, Any, dict[str, Any], dict[str, dict[str, Any]]]:
+    """Run ``pontual analyze``'s pipeline on a simulation's files.
+
+    Returns the analysis result, the validated fixes, ``meta.json`` and the thresholds used.
     """
     import geopandas as gpd
 
@@ -103,21 +117,14 @@ def simulated_analysis(
     from fleet.loaders import read_fleet
     from tracking.ingest import read_pings
 
-    sim = simulation.simulate(seed=seed, days=days, n_prefixos=n_prefixos)
-    assert sim.pings is not None
-    sim.pings["vehicle_id"] = SIM_PREFIX + sim.pings["vehicle_id"].astype(str)
-    for vehicle in sim.vehicles:
-        vehicle.vid = SIM_PREFIX + vehicle.vid
-    with tempfile.TemporaryDirectory(prefix="pontual_demo_sim_") as tmp:
-        paths = simulation.write_files(sim, Path(tmp), fmt="csv")
-        meta: dict[str, Any] = json.loads(paths["meta"].read_text(encoding="utf-8"))
-        as_of = dt.date.fromisoformat(meta["as_of"])
-        limits = read_thresholds(paths["thresholds"])[0] if "thresholds" in paths else {}
-        stands = read_stands_file(paths["stands"], radius_m=None)
-        fleet = read_fleet(paths["fleet"], municipality=simulation.MUNICIPALITY)
-        boundary = gpd.read_file(paths["boundary"]).to_crs(4326).geometry.union_all()
-        params = AnalysisParams(timezone=simulation.TIMEZONE)
-        fixes, rejected = read_pings(paths["pings"], max_speed_kmh=params.max_speed_kmh)
+    meta: dict[str, Any] = json.loads(paths["meta"].read_text(encoding="utf-8"))
+    as_of = dt.date.fromisoformat(meta["as_of"])
+    limits = read_thresholds(paths["thresholds"])[0] if "thresholds" in paths else {}
+    stands = read_stands_file(paths["stands"], radius_m=None)
+    fleet = read_fleet(paths["fleet"], municipality=simulation.MUNICIPALITY)
+    boundary = gpd.read_file(paths["boundary"]).to_crs(4326).geometry.union_all()
+    params = AnalysisParams(timezone=simulation.TIMEZONE)
+    fixes, rejected = read_pings(paths["pings"], max_speed_kmh=params.max_speed_kmh)
     fixes = cut_at_as_of(fixes, as_of=as_of, timezone=params.timezone)
     result = analyze_pings(
         fixes,
@@ -129,6 +136,19 @@ def simulated_analysis(
         thresholds=limits or None,
         params=params,
     )
+    return result, fixes, meta, {k: dict(v) for k, v in (limits or {}).items()}
+
+
+def simulated_analysis(
+    *, seed: int = SIM_SEED, days: int = SIM_DAYS, n_prefixos: int = SIM_PREFIXOS
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Simulate the fleet and run ``pontual analyze``'s pipeline on its files.
+
+    Returns the analysis result, the validated fixes and the simulation's ``meta.json``.
+    """
+    with tempfile.TemporaryDirectory(prefix="pontual_demo_sim_") as tmp:
+        paths = write_simulation(Path(tmp), seed=seed, days=days, n_prefixos=n_prefixos)
+        result, fixes, meta, _ = analyze_simulation(paths)
     return result, fixes, meta
 
 

@@ -37,7 +37,6 @@ the comparison is printed).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import secrets
@@ -56,8 +55,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fleet import simulation as fleet_sim  # noqa: E402
 
-SIM_PREFIX = "SIM-"
-"""As ``api.demo_console.SIM_PREFIX``: no real prefixo is named in a simulated finding."""
 DEFAULT_DAYS = 12
 DEFAULT_PREFIXOS = 23
 DEFAULT_REQUEST_MIN = 5.0
@@ -92,48 +89,19 @@ class Replay:
 
 def simulate_and_analyze(*, seed: int, days: int, n_prefixos: int, root: Path) -> Batch:
     """Simulate the fleet into ``root`` and run the batch as ``simulated_analysis`` does."""
-    import geopandas as gpd
-
-    from api.cli_analyze import read_thresholds
-    from api.inputs import read_stands_file
-    from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
-    from fleet.loaders import read_fleet
-    from tracking.ingest import read_pings
+    from api.demo_console import analyze_simulation, write_simulation
 
     t0 = time.perf_counter()
-    sim = fleet_sim.simulate(seed=seed, days=days, n_prefixos=n_prefixos)
-    assert sim.pings is not None
-    sim.pings["vehicle_id"] = SIM_PREFIX + sim.pings["vehicle_id"].astype(str)
-    for vehicle in sim.vehicles:
-        vehicle.vid = SIM_PREFIX + vehicle.vid
-    paths = fleet_sim.write_files(sim, root, fmt="csv")
+    paths = write_simulation(root, seed=seed, days=days, n_prefixos=n_prefixos)
     simulate_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    meta: dict[str, Any] = json.loads(paths["meta"].read_text(encoding="utf-8"))
-    as_of = dt.date.fromisoformat(meta["as_of"])
-    limits = read_thresholds(paths["thresholds"])[0] if "thresholds" in paths else {}
-    stands = read_stands_file(paths["stands"], radius_m=None)
-    fleet = read_fleet(paths["fleet"], municipality=fleet_sim.MUNICIPALITY)
-    boundary = gpd.read_file(paths["boundary"]).to_crs(4326).geometry.union_all()
-    params = AnalysisParams(timezone=fleet_sim.TIMEZONE)
-    fixes, rejected = read_pings(paths["pings"], max_speed_kmh=params.max_speed_kmh)
-    fixes = cut_at_as_of(fixes, as_of=as_of, timezone=params.timezone)
-    result = analyze_pings(
-        fixes,
-        rejected,
-        stands,
-        fleet=fleet,
-        boundary=boundary,
-        as_of=as_of,
-        thresholds=limits or None,
-        params=params,
-    )
+    result, fixes, meta, limits = analyze_simulation(paths)
     return Batch(
         paths=paths,
         meta=meta,
         fixes=fixes,
         findings=result.findings,
-        thresholds={k: dict(v) for k, v in (limits or {}).items()},
+        thresholds=limits,
         simulate_s=simulate_s,
         analyze_s=time.perf_counter() - t0,
     )
