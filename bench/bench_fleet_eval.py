@@ -4,7 +4,8 @@ Generates the data with ``fleet/simulation.py`` (real stands, prefixos and bound
 violations and look-alikes with ground truth), runs the real CLI as a black box::
 
     pontual analyze --pings P --stands S --fleet F --boundary B --municipality 4314902
-        --as-of LAST_DAY [--thresholds T] --tiles none --jobs J --out DIR
+        --as-of LAST_DAY --thresholds T --drivers D --driver-links L --tiles none --jobs J
+        --out DIR
 
 and scores ``findings.geojson`` against ``truth.csv``, kind by kind.
 
@@ -16,6 +17,14 @@ Matching (a finding and a truth row are the same event when):
   last fix before a silence, a finding's start at the arrival rather than at the meter start);
 - ``illegal_stand_formation``: the finding's area comes within the truth place's radius
   (150 m; 120 m for a stand's overflow places) of the place, and the intervals overlap.
+- ``driver_not_allowed``: same vehicle, the intervals overlap (the truth row is the driver's
+  stint of that local day: the whole day, or the part before or after the handover at lunch),
+  and, for a positive, the finding's ``details.reason`` is the truth's reason (``lookalike``).
+
+``operating_while_barred`` and ``driver_not_allowed`` are also scored reason by reason
+(:func:`by_reason`). The simulated registry (synthetic drivers, links, vehicle documents) is
+passed with ``--drivers``, ``--driver-links`` and, in ``--thresholds``, the simulation's
+``max_inspection_age_days``.
 
 A finding matching a positive is a true positive (TP); else, matching an *ambiguous* row (a case
 near a threshold, by design rare) it is not counted; else it is a false positive (FP), named by
@@ -64,6 +73,7 @@ KINDS = [
     "outside_municipality",
     "queue_jump",
     "flag2_misuse",
+    "driver_not_allowed",
 ]
 TOLERANCE_S = {
     "unlicensed_stand_use": 120,
@@ -77,7 +87,13 @@ TOLERANCE_S = {
     "operating_while_barred": 0,
     "inactivity": 0,
     "habitual_absence": 0,
+    "driver_not_allowed": 120,
 }
+WITH_REASON = {"driver_not_allowed"}
+"""Kinds whose finding must also give the truth's reason (``details.reason`` = ``lookalike``)
+to match a positive."""
+REASON_KINDS = ("operating_while_barred", "driver_not_allowed")
+"""Kinds scored reason by reason too (a positive's reasons: its ``lookalike`` split on +)."""
 WITH_STAND = {"unlicensed_stand_use", "queue_jump", "habitual_absence"}
 BINS = [0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001]
 
@@ -109,6 +125,8 @@ def run_analyze(paths: dict[str, Path], meta: dict[str, Any], out: Path, *, jobs
     ]
     if "thresholds" in paths:
         cmd += ["--thresholds", str(paths["thresholds"])]
+    if "drivers" in paths and "driver_links" in paths:
+        cmd += ["--drivers", str(paths["drivers"]), "--driver-links", str(paths["driver_links"])]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
@@ -230,6 +248,8 @@ def match(findings: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
             hit = None
             for label in ("positive", "ambiguous", "negative"):
                 c = cand[cand["label"] == label]
+                if label == "positive" and kind in WITH_REASON:
+                    c = c[c["lookalike"] == _reason(f.details)]
                 if len(c):
                     ov = np.minimum(c["end"], f.ended_at) - np.maximum(c["start"], f.started_at)
                     hit = c.loc[ov.idxmax()]
@@ -268,6 +288,53 @@ def match(findings: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
             "details",
         ],
     )
+
+
+def _reason(details: Any) -> str | None:
+    """A finding's ``details.reason`` (details as a dict or its JSON)."""
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            return None
+    return details.get("reason") if isinstance(details, dict) else None
+
+
+def by_reason(matched: pd.DataFrame, truth: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per kind of :data:`REASON_KINDS` and reason: positives, found, findings, TP, FP.
+
+    A positive counts for each reason of its ``lookalike`` (``a+b``); a finding for its
+    ``details.reason`` (the most serious one).
+    """
+    rows = []
+    for kind in REASON_KINDS:
+        mk = matched[matched["kind"] == kind]
+        pos = truth[(truth["kind"] == kind) & (truth["label"] == "positive")]
+        found = set(mk.loc[mk["verdict"] == "TP", "truth_index"].dropna().astype(int))
+        reasons_of = {i: str(look).split("+") for i, look in pos["lookalike"].items()}
+        f_reason = mk["details"].map(_reason)
+        names = sorted({r for rs in reasons_of.values() for r in rs} | set(f_reason.dropna()))
+        for reason in names:
+            mine = [i for i, rs in reasons_of.items() if reason in rs]
+            fr = mk[f_reason == reason]
+            tp = int((fr["verdict"] == "TP").sum())
+            fp = int((fr["verdict"] == "FP").sum())
+            rows.append(
+                {
+                    "kind": kind,
+                    "reason": reason,
+                    "positives": len(mine),
+                    "found": sum(1 for i in mine if i in found),
+                    "findings": len(fr),
+                    "tp": tp,
+                    "fp": fp,
+                    "precision": tp / (tp + fp) if tp + fp else float("nan"),
+                    "recall": (
+                        sum(1 for i in mine if i in found) / len(mine) if mine else float("nan")
+                    ),
+                }
+            )
+    return rows
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
@@ -338,7 +405,7 @@ def score(findings: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
             "fp_list": fp.sort_values("started_at").to_dict("records"),
             "fn_list": pos[~pos.index.isin(list(found))].to_dict("records"),
         }
-    return {"kinds": kinds, "matched": m}
+    return {"kinds": kinds, "matched": m, "by_reason": by_reason(m, truth)}
 
 
 def itertools_pairs(values: list[float]) -> list[tuple[float, float]]:
@@ -422,6 +489,19 @@ def markdown(
             f"| `{kind}` | {r['positives']} | {r['negatives']} | {r['findings']} | "
             f"{r['tp_findings']} | {r['fp']} | {r['fn']} | {_fmt(r['precision'])} | "
             f"{_fmt(r['recall'])} | {_fmt(r['auc_labelled'])} | {_fmt(r['auc_findings'])} |"
+        )
+    lines += [
+        "",
+        "By reason (`details.reason` of the findings; a positive counts for each of its reasons):",
+        "",
+        "| kind | reason | positives | found | findings | TP | FP | precision | recall |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result.get("by_reason", []):
+        lines.append(
+            f"| `{r['kind']}` | {r['reason']} | {r['positives']} | {r['found']} | "
+            f"{r['findings']} | {r['tp']} | {r['fp']} | {_fmt(r['precision'])} | "
+            f"{_fmt(r['recall'])} |"
         )
     lines += [
         "",

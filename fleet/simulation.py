@@ -113,6 +113,17 @@ from pyproj import Transformer
 from scipy.signal import lfilter
 from scipy.spatial import cKDTree
 
+from fleet.sim_registry import (
+    DRIVER_LOOKALIKES,
+    MAX_INSPECTION_AGE_DAYS,
+    VEHICLE_LOOKALIKES,
+    Registry,
+    build_registry,
+    drivers_frame,
+    links_frame,
+    provenance_text,
+)
+
 REPO = Path(__file__).resolve().parents[1]
 STANDS_FILE = REPO / "data/brazil/taxi_stands/pontos_taxi_poa_2020-03-10.geojson"
 FLEET_FILE = REPO / "data/brazil/taxi_fleet/frota_taxi_poa_2020-03-12.csv"
@@ -209,6 +220,7 @@ LOOKALIKES: dict[str, dict[str, str]] = {
         "suspension_already_ended": "status 'suspended' whose period ended before the data",
         "suspended_not_operating": "suspended prefixo that does not operate",
         "reserved_not_operating": "prefixo in reserva that does not operate",
+        **VEHICLE_LOOKALIKES,
     },
     "inactivity": {
         "operating_regularly": "operates most days",
@@ -234,6 +246,7 @@ LOOKALIKES: dict[str, dict[str, str]] = {
         "carry_over_after_6": "Bandeira 2 set before 06:00 and kept until the drop-off",
         "early_switch_clock_drift": "Bandeira 2 switched 30–60 s before 20:00",
     },
+    "driver_not_allowed": DRIVER_LOOKALIKES,
 }
 
 TRUTH_COLUMNS = [
@@ -674,6 +687,10 @@ class Vehicle:
     status_until: dt.date | None = None
     alvara_valid_until: dt.date | None = None
     inspection_valid_until: dt.date | None = None
+    year: int | None = None  # documents (fleet.sim_registry)
+    first_registered_on: dt.date | None = None
+    alvara_first_issued_on: dt.date | None = None
+    last_inspection_on: dt.date | None = None
     mode: dict[int, str] = dataclasses.field(default_factory=dict)  # day -> stand|roam|private
     episodes: dict[int, list[Episode]] = dataclasses.field(default_factory=dict)
     windows: dict[int, tuple[float, float, float]] = dataclasses.field(default_factory=dict)
@@ -705,6 +722,8 @@ class Sim:
     places: list[tuple[str, str, np.ndarray]] = dataclasses.field(default_factory=list)
     overflow_waits: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     device_off_moves: list[tuple[str, float, float]] = dataclasses.field(default_factory=list)
+    registry: Registry | None = None  # synthetic drivers and links (fleet.sim_registry)
+    registry_cases: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def t_of(self, day: int, local_s: float) -> float:
         return day * DAY_S + local_s
@@ -762,6 +781,18 @@ def scaled_thresholds(days: int) -> dict[str, dict[str, float]]:
     if days < HA_WINDOW_DAYS + 4:
         out["habitual_absence"] = {"window_days": days, "min_operating_days": max(2, days // 2)}
     return out
+
+
+def run_thresholds(days: int) -> dict[str, dict[str, float]]:
+    """The run's ``--thresholds``: :func:`scaled_thresholds` and the simulation's vistoria period
+    (``max_inspection_age_days``; Porto Alegre's rulebook leaves it to the run)."""
+    return scaled_thresholds(days) | {
+        "operating_while_barred": {"max_inspection_age_days": MAX_INSPECTION_AGE_DAYS}
+    }
+
+
+def _iso(day: dt.date | None) -> str:
+    return "" if day is None else day.isoformat()
 
 
 def _pick_groups(world: World, rng: np.random.Generator, n_groups: int) -> list[int]:
@@ -2440,6 +2471,7 @@ def simulate(
         others = [v for v in sim.vehicles if v.mode.get(d) in ("roam", "private")]
         _DayRunner(sim, d, None).run(others)
     sim.pings = _make_pings(sim)
+    sim.registry = build_registry(sim)
     _post_truth(sim)
     return sim
 
@@ -2874,6 +2906,13 @@ def _barred_on(v: Vehicle, date: dt.date) -> list[str]:
         out.append("alvara_expired")
     if v.inspection_valid_until is not None and date > v.inspection_valid_until:
         out.append("inspection_expired")
+    if (
+        v.last_inspection_on is not None
+        and (date - v.last_inspection_on).days > MAX_INSPECTION_AGE_DAYS
+    ):
+        out.append("inspection_overdue")
+    if v.alvara_first_issued_on is not None and date < v.alvara_first_issued_on:
+        out.append("before_alvara")
     return out
 
 
@@ -2912,6 +2951,7 @@ def _barred_truth(sim: Sim) -> None:
                 start=sim.t_of(d, 0),
                 end=sim.t_of(d + 1, 0),
             )
+        _document_lookalikes(sim, v, days)
         whole = (sim.t_of(0, 0), sim.t_of(sim.days, 0))
         if v.role == "suspension_past":
             sim.add_truth(
@@ -2939,6 +2979,30 @@ def _barred_truth(sim: Sim) -> None:
                 vehicle_id=v.vid,
                 start=whole[0],
                 end=whole[1],
+            )
+
+
+def _document_lookalikes(sim: Sim, v: Vehicle, days: set[int]) -> None:
+    """The vehicle-document look-alikes of ``operating_while_barred`` (fleet.sim_registry)."""
+    cases = sim.registry_cases
+    marks: list[tuple[int, str]] = []
+    if cases.get("inspection_overdue") == v.vid and v.last_inspection_on is not None:
+        last = v.last_inspection_on + dt.timedelta(days=MAX_INSPECTION_AGE_DAYS)
+        marks.append(((last - sim.day0).days, "inspection_last_lawful_day"))
+    if cases.get("inspection_renewed_late") == v.vid and v.last_inspection_on is not None:
+        first = (v.last_inspection_on - sim.day0).days
+        marks += [(d, "inspection_renewed_late") for d in sorted(days) if d >= first]
+    if cases.get("alvara_issued_same_day") == v.vid and v.alvara_first_issued_on is not None:
+        marks.append(((v.alvara_first_issued_on - sim.day0).days, "alvara_issued_same_day"))
+    for d, look in marks:
+        if d in days and not _barred_on(v, _date(sim, d)):
+            sim.add_truth(
+                "operating_while_barred",
+                "negative",
+                look,
+                vehicle_id=v.vid,
+                start=sim.t_of(d, 0),
+                end=sim.t_of(d + 1, 0),
             )
 
 
@@ -3147,6 +3211,10 @@ def write_files(sim: Sim, out_dir: Path, *, fmt: str = "csv") -> dict[str, Path]
                 "alvara_valid_until": (v.alvara_valid_until or far).isoformat(),
                 "inspection_valid_until": (v.inspection_valid_until or far).isoformat(),
                 "municipality": MUNICIPALITY,
+                "year": "" if v.year is None else str(v.year),
+                "first_registered_on": _iso(v.first_registered_on),
+                "alvara_first_issued_on": _iso(v.alvara_first_issued_on),
+                "last_inspection_on": _iso(v.last_inspection_on),
             }
         )
     paths["fleet"] = out_dir / "fleet.csv"
@@ -3155,7 +3223,14 @@ def write_files(sim: Sim, out_dir: Path, *, fmt: str = "csv") -> dict[str, Path]
     truth_frame(sim).to_csv(paths["truth"], index=False)
     paths["trips"] = out_dir / "truth_trips.csv"
     trips_frame(sim).to_csv(paths["trips"], index=False)
-    th = scaled_thresholds(sim.days)
+    if sim.registry is not None:
+        paths["drivers"] = out_dir / "drivers.csv"
+        drivers_frame(sim.registry).to_csv(paths["drivers"], index=False)
+        paths["driver_links"] = out_dir / "driver_links.csv"
+        links_frame(sim.registry).to_csv(paths["driver_links"], index=False)
+        paths["provenance"] = out_dir / "PROVENANCE.md"
+        paths["provenance"].write_text(provenance_text(seed=sim.seed), encoding="utf-8")
+    th = run_thresholds(sim.days)
     if th:
         paths["thresholds"] = out_dir / "thresholds.toml"
         lines = []
@@ -3177,6 +3252,7 @@ def write_files(sim: Sim, out_dir: Path, *, fmt: str = "csv") -> dict[str, Path]
                 "timezone": TIMEZONE,
                 "municipality": MUNICIPALITY,
                 "thresholds": th,
+                "synthetic_drivers": 0 if sim.registry is None else len(sim.registry.drivers),
                 "stands": [g.stand_id for g in sim.groups],
             },
             indent=2,
