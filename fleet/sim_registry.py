@@ -101,6 +101,8 @@ class Driver:
 
 @dataclasses.dataclass
 class Link:
+    """A driver's link to a prefixo (inclusive dates; no end: open)."""
+
     vehicle: Vehicle
     driver_id: str
     role: str
@@ -226,7 +228,7 @@ def _candidates(sim: Sim) -> list[Vehicle]:
 
 
 def _pick(pool: list[Vehicle], days: range | list[int]) -> Vehicle | None:
-    """The vehicle of the pool working most of ``days`` (removed from the pool)."""
+    """Take from the pool the vehicle working most of ``days``."""
     if not pool:
         return None
     want = set(days)
@@ -478,7 +480,7 @@ def _truth(
 
 
 def drivers_frame(reg: Registry) -> pd.DataFrame:
-    """The drivers file (docs/formatos.md): one row per driver and status period."""
+    """Return the drivers file (docs/formatos.md): a row per driver and status period."""
     rows = []
     for drv in reg.drivers:
         base = {
@@ -510,7 +512,7 @@ def drivers_frame(reg: Registry) -> pd.DataFrame:
 
 
 def links_frame(reg: Registry) -> pd.DataFrame:
-    """The driver links file (docs/formatos.md), vehicle ids as the vehicles have them now."""
+    """Return the driver links file (docs/formatos.md) with the vehicles' current ids."""
     rows = [
         {
             "vehicle_id": k.vehicle.vid,
@@ -548,7 +550,7 @@ NENHUMA PESSOA DESTES ARQUIVOS É REAL.
 
 
 def provenance_text(*, seed: int) -> str:
-    """The ``PROVENANCE.md`` written beside the simulated files (pt-BR)."""
+    """Return the ``PROVENANCE.md`` written beside the simulated files (pt-BR)."""
     return PROVENANCE.format(
         seed=seed, unregistered=UNREGISTERED_ID, max_age=MAX_INSPECTION_AGE_DAYS
     )
