@@ -6,11 +6,16 @@ After the demo has loaded Porto Alegre's real stands and fleet, :func:`seed_cons
    independent simulator of the detectors' evaluation; seeded, so every run is the same): the
    vehicles' MOVEMENTS ARE SIMULATED, their ids carry :data:`SIM_PREFIX` (``SIM-1421``) so no
    real prefixo is accused, and every page of the console says so (setting
-   ``PONTUAL_SIMULATED_DATA``);
-2. reads the simulated files back with the readers of ``pontual analyze`` and runs the real
-   pipeline (:func:`engines.pipeline.analyze_pings`, every detector);
-3. stores the simulated fixes (the evidence maps of the proposals), the findings, and the
-   proposals of Porto Alegre's rulebook, by the paths of ``pontual proposals generate``;
+   ``PONTUAL_SIMULATED_DATA``); its drivers are FICTITIOUS (:mod:`fleet.sim_registry`: ids
+   ``SINT-C0001``, names "Condutor Fictício 0001", ``synthetic`` true in the registry);
+2. reads the simulated files back with the readers of ``pontual analyze`` (fleet, drivers and
+   driver links included) and runs the real pipeline (:func:`engines.pipeline.analyze_pings`,
+   every detector);
+3. stores the simulated fleet (``SIM-`` prefixos with their documents and licences), the
+   synthetic drivers and their links (by the loaders of ``pontual import``; a link beyond the
+   legal cap of auxiliares, which the registry refuses, is left out and counted), the simulated
+   fixes (the evidence maps of the proposals), the findings, and the proposals of Porto
+   Alegre's rulebook, by the paths of ``pontual proposals generate``;
 4. creates one account per role (:data:`DEMO_ACCOUNTS`), or resets its password, with a new
    random password each run; the supervisor is linked to stands where the simulated taxis queue.
 
@@ -37,6 +42,8 @@ from sqlalchemy.orm import Session
 
 SIM_PREFIX = "SIM-"
 """Prefix of the simulated vehicles' ids: a real prefixo is never named in a simulated finding."""
+SYNTHETIC_DRIVER_PREFIX = "SINT-C"
+"""Prefix of the simulation's fictitious drivers' ids (:mod:`fleet.sim_registry`)."""
 SIM_SEED = 7
 SIM_DAYS = 7
 SIM_PREFIXOS = 25
@@ -81,6 +88,12 @@ class ConsoleSeed:
     proposals_open: int
     """Proposals of the simulated vehicles waiting for the agent (status ``proposta``)."""
     findings_by_kind: dict[str, int] = field(default_factory=dict)
+    synthetic_drivers: int = 0
+    """Fictitious drivers (``SINT-C…``) in the registry, all marked ``synthetic``."""
+    driver_links: int = 0
+    """Their links to the simulated prefixos stored in the registry."""
+    links_over_cap: int = 0
+    """Links of the simulation beyond the cap of auxiliares: analysed, not stored."""
 
 
 def _no_progress(_: str) -> None:
@@ -122,6 +135,7 @@ def analyze_simulation(
     limits = read_thresholds(paths["thresholds"])[0] if "thresholds" in paths else {}
     stands = read_stands_file(paths["stands"], radius_m=None)
     fleet = read_fleet(paths["fleet"], municipality=simulation.MUNICIPALITY)
+    registry = read_registry(paths)
     boundary = gpd.read_file(paths["boundary"]).to_crs(4326).geometry.union_all()
     params = AnalysisParams(timezone=simulation.TIMEZONE)
     fixes, rejected = read_pings(paths["pings"], max_speed_kmh=params.max_speed_kmh)
@@ -135,8 +149,21 @@ def analyze_simulation(
         as_of=as_of,
         thresholds=limits or None,
         params=params,
+        **registry,
     )
     return result, fixes, meta, {k: dict(v) for k, v in (limits or {}).items()}
+
+
+def read_registry(paths: dict[str, Path]) -> dict[str, Any]:
+    """Read the simulation's synthetic drivers and links (as ``--drivers``, ``--driver-links``)."""
+    from fleet.drivers import read_driver_links, read_drivers
+
+    if "drivers" not in paths or "driver_links" not in paths:
+        return {}
+    return {
+        "drivers": read_drivers(paths["drivers"]),
+        "driver_links": read_driver_links(paths["driver_links"]),
+    }
 
 
 def simulated_analysis(
@@ -146,10 +173,48 @@ def simulated_analysis(
 
     Returns the analysis result, the validated fixes and the simulation's ``meta.json``.
     """
+    result, fixes, meta, _ = _simulate(seed=seed, days=days, n_prefixos=n_prefixos)
+    return result, fixes, meta
+
+
+def _simulate(
+    *, seed: int, days: int, n_prefixos: int
+) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+    """:func:`simulated_analysis`, plus the registry frames read (fleet, drivers, links)."""
+    from fleet import simulation
+    from fleet.loaders import read_fleet
+
     with tempfile.TemporaryDirectory(prefix="pontual_demo_sim_") as tmp:
         paths = write_simulation(Path(tmp), seed=seed, days=days, n_prefixos=n_prefixos)
         result, fixes, meta, _ = analyze_simulation(paths)
-    return result, fixes, meta
+        registry = read_registry(paths) | {
+            "fleet": read_fleet(paths["fleet"], municipality=simulation.MUNICIPALITY)
+        }
+    return result, fixes, meta, registry
+
+
+def links_within_cap(links: Any, *, max_auxiliaries: int) -> tuple[Any, int]:
+    """Drop the auxiliar links beyond the cap (ranked by start, then driver id).
+
+    The registry refuses a prefixo with more than ``max_auxiliaries`` auxiliares at once; the
+    simulation has one on purpose (``too_many_auxiliaries``). Returns the links to store and
+    how many were left out.
+    """
+    keep: list[int] = []
+    dropped = 0
+    ranked = links.assign(_i=range(len(links))).sort_values(["valid_from", "driver_id"])
+    kept_aux: dict[str, list[tuple[dt.date, dt.date | None]]] = {}
+    for rec in ranked.to_dict("records"):
+        if rec["role"] == "auxiliar":
+            start, end = rec["valid_from"], rec["valid_until"]
+            mine = kept_aux.setdefault(str(rec["vehicle_id"]), [])
+            active = [k for k in mine if k[0] <= start and (k[1] is None or k[1] >= start)]
+            if len(active) >= max_auxiliaries:
+                dropped += 1
+                continue
+            mine.append((start, end))
+        keep.append(int(rec["_i"]))
+    return links.iloc[sorted(keep)].reset_index(drop=True), dropped
 
 
 def seed_console(
@@ -172,15 +237,32 @@ def seed_console(
         A supervisor stand is missing from the database (Porto Alegre's stands not loaded).
     """
     from db.enforcement.workflow import generate_report, store_findings
+    from db.fleet.store import load_driver_links, load_drivers, load_fleet
     from db.tracking.store import copy_fixes
     from fleet.simulation import MUNICIPALITY, TIMEZONE
+    from fleet.vocabulary import MAX_AUXILIARY_DRIVERS
 
     who = actor or f"os:{getpass.getuser()}"
     progress("Simulando a frota e rodando os detectores (dados simulados)…")
-    result, fixes, meta = simulated_analysis(seed=seed, days=days, n_prefixos=n_prefixos)
-    progress("Gravando fixes, achados e propostas da simulação…")
+    result, fixes, meta, registry = _simulate(seed=seed, days=days, n_prefixos=n_prefixos)
+    progress("Gravando frota simulada, condutores fictícios, fixes, achados e propostas…")
+    source = f"simulação (pontual demo --console, {seed})"
+    links, over_cap = links_within_cap(
+        registry["driver_links"], max_auxiliaries=MAX_AUXILIARY_DRIVERS
+    )
     with engine.begin() as conn:
-        fixes_new = copy_fixes(conn, fixes, source=f"simulação (pontual demo --console, {seed})")
+        load_fleet(conn=conn, fleet=registry["fleet"], as_of=dt.date.fromisoformat(meta["as_of"]))
+        load_drivers(
+            conn=conn,
+            drivers=registry["drivers"],
+            actor=who,
+            source=f"condutores fictícios da {source}",
+            municipality=MUNICIPALITY,
+        )
+        load_driver_links(
+            conn=conn, links=links, actor=who, source=f"vínculos fictícios da {source}"
+        )
+        fixes_new = copy_fixes(conn, fixes, source=source)
     with Session(engine) as session:
         findings_new = store_findings(session, result.findings)
         proposals_new, _ = generate_report(
@@ -203,6 +285,9 @@ def seed_console(
         proposals_new=proposals_new,
         proposals_open=open_count,
         findings_by_kind={str(k): int(n) for k, n in counts.items()},
+        synthetic_drivers=int(registry["drivers"]["driver_id"].nunique()),
+        driver_links=len(links),
+        links_over_cap=over_cap,
     )
 
 
@@ -291,6 +376,19 @@ def console_message(*, base_url: str, done: ConsoleSeed, local_database: bool = 
         f"{done.proposals_open} proposta(s) na fila da fiscalização "
         f"({done.proposals_new} nova(s) nesta execução)."
     )
+    if done.synthetic_drivers:
+        simulated += (
+            f" CONDUTORES FICTÍCIOS: os {done.synthetic_drivers} condutores do cadastro "
+            f'({SYNTHETIC_DRIVER_PREFIX}…, "Condutor Fictício …") e seus '
+            f"{done.driver_links} vínculos são sintéticos, marcados como tais no cadastro: "
+            "não são pessoas reais."
+        )
+        if done.links_over_cap:
+            simulated += (
+                f" {done.links_over_cap} vínculo(s) de um terceiro auxiliar, analisado(s) "
+                "pela simulação, não foi(ram) gravado(s): o cadastro recusa mais de dois "
+                "auxiliares por prefixo."
+            )
     lines = [
         "",
         f"Console web da demonstração: {base_url}/ (página de entrada: {base_url}/entrar)",

@@ -7,6 +7,7 @@ seed; and ``pontual analyze`` run on a small simulated fleet must accuse none of
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pandas as pd
 import pytest
 
 from bench import bench_fleet_eval
+from fleet import sim_registry
 from fleet import simulation as fleet_sim
 
 SEED, DAYS, PREFIXOS = 11, 6, 24
@@ -139,6 +141,8 @@ class TestSimulate:
             "vehicle_id"
         )
 
+        max_age = fleet_sim.MAX_INSPECTION_AGE_DAYS
+
         def barred(vid: str, day: pd.Timestamp) -> bool:
             f = fleet.loc[vid]
             d = day.date().isoformat()
@@ -148,7 +152,10 @@ class TestSimulate:
                 and (not f["status_until"] or d <= f["status_until"])
             ):
                 return True
-            return d > f["alvara_valid_until"] or d > f["inspection_valid_until"]
+            if d < f["alvara_first_issued_on"]:
+                return True
+            age = (day.date() - dt.date.fromisoformat(f["last_inspection_on"])).days
+            return d > f["alvara_valid_until"] or d > f["inspection_valid_until"] or age > max_age
 
         trips = fleet_sim.trips_frame(sim)
         local = pd.to_datetime(trips["pickup_at"]).dt.tz_convert(fleet_sim.TIMEZONE).dt.normalize()
@@ -191,6 +198,49 @@ class TestSimulate:
                 fleet_sim.LOOKALIKES[kind]
             ), kind
 
+    def test_every_synthetic_person_is_marked(
+        self, sim: fleet_sim.Sim, files: dict[str, Path]
+    ) -> None:
+        """Drivers are fictitious and say so; the real loaders accept every registry file."""
+        from fleet.drivers import read_driver_links, read_drivers
+        from fleet.loaders import read_fleet
+
+        drivers = read_drivers(files["drivers"])
+        links = read_driver_links(files["driver_links"])
+        fleet = read_fleet(files["fleet"], municipality=fleet_sim.MUNICIPALITY)
+        assert len(drivers) > len(fleet) and drivers["synthetic"].eq(True).all()
+        assert drivers["driver_id"].str.match(r"^SINT-C\d{4}$").all()
+        assert drivers["name"].str.match(r"^Condutor Fictício \d{4}$").all()
+        assert drivers["cnh_number"].str.startswith("SINT").all()
+        assert set(links["driver_id"]) <= set(drivers["driver_id"])
+        assert set(fleet["vehicle_id"]) == set(links["vehicle_id"])
+        assert (links["role"] == "titular").sum() == len(fleet)
+        assert fleet["last_inspection_on"].notna().all() and fleet["year"].notna().all()
+        assert sim.pings is not None
+        on_fixes = set(sim.pings["driver_id"].dropna())
+        assert sim.pings["driver_id"].notna().all()
+        assert all(d.startswith("SINT-C") for d in on_fixes)
+        assert on_fixes - set(drivers["driver_id"]) == {sim_registry.UNREGISTERED_ID}
+        text = files["provenance"].read_text(encoding="utf-8")
+        assert "NENHUMA PESSOA DESTES ARQUIVOS É REAL" in text and "drivers.csv" in text
+
+    def test_driver_stints_are_the_fixes_drivers(
+        self, sim: fleet_sim.Sim, truth: pd.DataFrame
+    ) -> None:
+        """Each driver truth row's interval is driven by the driver its note names, alone."""
+        pings = sim.pings
+        assert pings is not None
+        rows = truth[truth["kind"] == "driver_not_allowed"]
+        assert set(rows.loc[rows["label"] == "positive", "lookalike"]) == {
+            "cnh_suspended", "ictp_suspended", "ictp_expired", "not_registered", "not_linked",
+            "too_many_auxiliaries",
+        }  # fmt: skip
+        for row in rows.itertuples():
+            did = str(row.note).split()[1]
+            t0, t1 = _sim_t(sim, row.start), _sim_t(sim, row.end)
+            mine = pings[(pings["vehicle_id"] == row.vehicle_id) & pings["t"].between(t0, t1 - 1)]
+            assert len(mine) and set(mine["driver_id"]) == {did}, row
+
     def test_deterministic_by_seed(self) -> None:
         """The same seed gives the same fixes and truth; another seed gives other fixes."""
         a = fleet_sim.simulate(seed=5, days=4, n_prefixos=23)
@@ -218,6 +268,20 @@ class TestEndToEnd:
         r = scored["kinds"][kind]
         fps = [(f["finding_id"], f["lookalike"]) for f in r["fp_list"]]
         assert not fps, f"{len(fps)} false positives: {fps[:5]}"
+
+    def test_registry_reasons_found_exactly(self, scored: dict[str, Any]) -> None:
+        """Every driver and vehicle-document reason of the scenario is found, none wrongly."""
+        rows = {(r["kind"], r["reason"]): r for r in scored["by_reason"]}
+        for reason in (
+            "cnh_suspended", "ictp_suspended", "ictp_expired", "not_registered", "not_linked",
+            "too_many_auxiliaries",
+        ):  # fmt: skip
+            r = rows[("driver_not_allowed", reason)]
+            assert r["positives"] >= 1 and r["found"] == r["positives"], r
+            assert r["tp"] >= 1 and r["fp"] == 0, r
+        overdue = rows[("operating_while_barred", "inspection_overdue")]
+        assert overdue["positives"] >= 1 and overdue["found"] == overdue["positives"]
+        assert overdue["tp"] >= 1 and overdue["fp"] == 0
 
     def test_run_finds_injected_violations(self, scored: dict[str, Any]) -> None:
         """The run is not vacuous: most kinds find at least one injected violation."""
