@@ -12,7 +12,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from api.demo_console import DEMO_ACCOUNTS, SIM_PREFIX, ConsoleSeed, console_message, seed_console
+from api.demo_console import (
+    DEMO_ACCOUNTS,
+    SIM_PREFIX,
+    SYNTHETIC_DRIVER_PREFIX,
+    ConsoleSeed,
+    console_message,
+    seed_console,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -121,6 +128,27 @@ class TestSeedConsole:
         ids.discard(None)
         assert ids and all(str(v).startswith(SIM_PREFIX) for v in ids)
 
+    def test_synthetic_drivers_stored_and_marked(self, runs: Any, poa_engine: Engine) -> None:
+        """The fictitious drivers and their links are in the registry, every one synthetic."""
+        from db.fleet.models import Driver, DriverAssignment
+
+        first, second = runs
+        assert first.synthetic_drivers > 0 and first.driver_links > first.synthetic_drivers // 2
+        assert (second.synthetic_drivers, second.driver_links) == (
+            first.synthetic_drivers,
+            first.driver_links,
+        )
+        assert first.findings_by_kind.get("driver_not_allowed", 0) > 0
+        with poa_engine.connect() as conn:
+            drivers = conn.execute(select(Driver.driver_id, Driver.name, Driver.synthetic)).all()
+            links = conn.scalars(select(DriverAssignment.vehicle_id)).all()
+        assert len(drivers) == first.synthetic_drivers
+        for did, name, synthetic in drivers:
+            assert synthetic is True and did.startswith(SYNTHETIC_DRIVER_PREFIX), did
+            assert name.startswith("Condutor Fictício "), name
+        assert len(links) == first.driver_links
+        assert all(v.startswith(SIM_PREFIX) for v in links)
+
     def test_changes_are_audited_without_password(self, runs: Any, poa_engine: Engine) -> None:
         """Each account's creation, then its reset, is in the audit log; no password in it."""
         from db.enforcement.models import AuditEntry
@@ -183,6 +211,9 @@ class TestConsoleMessage:
             findings_new=30,
             proposals_new=12,
             proposals_open=12,
+            synthetic_drivers=40,
+            driver_links=55,
+            links_over_cap=1,
         )
         text = "\n".join(console_message(base_url="http://127.0.0.1:8000", done=done))
         assert "http://127.0.0.1:8000/entrar" in text
@@ -194,6 +225,8 @@ class TestConsoleMessage:
         assert "DADOS SIMULADOS" in flat and "04/03/2024 a 10/03/2024" in flat
         assert "pontos 2, 276" in flat and "12 proposta(s) na fila" in flat
         assert "Ctrl+C" in flat and "PostGIS local continua em execução" in flat
+        assert "CONDUTORES FICTÍCIOS: os 40 condutores" in flat and "55 vínculos" in flat
+        assert "não são pessoas reais" in flat and "1 vínculo(s) de um terceiro auxiliar" in flat
 
 
 class TestPortTaken:
