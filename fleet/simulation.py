@@ -68,14 +68,25 @@ Violations (positives), each a rule of the law (docs' DOMAIN table):
 - ``tracking_gap`` (art. 58 IX, 59 VI): the device off 8–15 min in the middle of an occupied
   trip while the taxi drives on;
 - ``gps_anomaly``: fixes displaced 3–12 km for 30–150 s, then back on the track;
-- ``operating_while_barred`` (arts. 60 V, 59 V, 58 XII, 58 III): service on days the fleet
-  file bars (``suspended`` and ``out_of_operation`` periods, alvará and vistoria expired);
+- ``operating_while_barred`` (arts. 60 V, 59 V, 58 XII, 58 III, 57 XIV): service on days the
+  fleet file bars (``suspended`` and ``out_of_operation`` periods, alvará and vistoria expired,
+  last vistoria over :data:`MAX_INSPECTION_AGE_DAYS` days old);
+- ``driver_not_allowed`` (arts. 60 IV, 57 V, 59 IV, 58 VI; Porto Velho 43 § 1º): the synthetic
+  registry's episodes (:mod:`fleet.sim_registry`: suspended CNH or ICTP, expired ICTP, a driver
+  not registered, another prefixo's auxiliar, a third auxiliar);
 - ``inactivity`` (art. 60 X): prefixos of the fleet never seen; one operating only on day one;
 - ``outside_municipality`` (art. 19; PB art. 25 X): a ride to Canoas, Cachoeirinha or Viamão,
   then a new passenger picked up there ≥ 1 km outside the boundary;
 - ``queue_jump`` (PB art. 24 II): the passenger boards the second taxi while the first has
   waited ≥ 5 min and stays at least 3 min more;
 - ``flag2_misuse`` (PB art. 25 V): Bandeira 2 for a whole weekday daytime ride (09:00–15:00).
+
+Registry (:mod:`fleet.sim_registry`, its own random stream: the fixes of a seed do not change)
+    FICTITIOUS drivers (``SINT-C0001``, "Condutor Fictício 0001", ``synthetic`` = ``sim``), a
+    titular and 0–2 auxiliares per prefixo handing the vehicle over at lunch, ``driver_id`` on
+    every fix; vehicle documents (year, first registration, first alvará, last vistoria).
+    Written as ``drivers.csv`` and ``driver_links.csv`` (docs/formatos.md) with a
+    ``PROVENANCE.md`` saying that no person in them is real.
 
 Look-alikes (negatives) are in :data:`LOOKALIKES`; some are injected (drop-off at a foreign
 stand then a hail, a passenger's waypoint, a petrol-station meeting…), others are found in the
@@ -88,8 +99,9 @@ counted neither way. The rates scale with days × vehicles; each kind has at lea
 Thresholds: the positives clearly exceed and the negatives clearly stay within the documented
 defaults of each detector. Runs shorter than :data:`DEFAULT_DAYS` cannot reach ``inactivity``'s
 60 days nor ``habitual_absence``'s 30-day window: :func:`scaled_thresholds` then gives the
-``--thresholds`` TOML that scales those two kinds to the period (written as
-``thresholds.toml``); the 64-day default run uses every default.
+``--thresholds`` TOML that scales those two kinds to the period; :func:`run_thresholds` adds the
+simulation's ``max_inspection_age_days`` (Porto Alegre's rulebook leaves it to the run), and is
+written as ``thresholds.toml``; the 64-day default run uses every other default.
 """
 
 from __future__ import annotations
