@@ -19,15 +19,17 @@ service; ``lookalike`` is the reason) on day-shift vehicles that are not barred:
 - ``cnh_suspended`` — a titular drives during a CNH suspensa period (POA art. 60 IV);
 - ``ictp_suspended`` — an auxiliar drives after lunch during an ICTP suspensa period (60 IV);
 - ``ictp_expired`` — a titular drives after the ICTP's ``valid_until`` (POA art. 57 V);
+- ``cnh_expired`` — a titular drives after the CNH's ``valid_until`` (a finding; Porto Alegre's
+  decree types no infraction for it: no POA proposal);
 - ``not_registered`` — after lunch a driver absent from the drivers file drives (art. 59 IV);
 - ``not_linked`` — the auxiliar of another prefixo drives after lunch (art. 58 VI);
 - ``too_many_auxiliaries`` — a third auxiliar, linked mid-period, drives after lunch (Porto
   Velho art. 43 § 1º; Porto Alegre sets no cap: a finding, not a POA proposal).
 
 Look-alikes (negatives, :data:`DRIVER_LOOKALIKES`): every stint of a linked driver with valid
-documents; the suspended driver's days outside the period; the ICTP's last valid day; a driver
-linked that very day; an ICTP renewed late, valid at the instant; two auxiliares and the titular
-alternating.
+documents; the suspended driver's days outside the period; the ICTP's and the CNH's last valid
+day; a driver linked that very day; an ICTP renewed late, valid at the instant; the first two
+auxiliares while a third is linked.
 
 Vehicle documents (fleet columns ``year``, ``first_registered_on``, ``alvara_first_issued_on``,
 ``last_inspection_on``): realistic dates that bar nothing, except ``inspection_overdue`` for one
@@ -62,6 +64,7 @@ DRIVER_LOOKALIKES = {
     "linked_driver": "a driver linked to the prefixo that day, with valid CNH and ICTP",
     "outside_suspension": "the driver of a CNH/ICTP suspension drives before or after its period",
     "ictp_validity_day": "service on the ICTP's last valid day",
+    "cnh_validity_day": "service on the CNH's last valid day",
     "registered_same_day": "an auxiliar linked to the prefixo that very day drives after lunch",
     "renewed_late_valid": "an ICTP renewed late, valid at the instant of the service",
     "within_auxiliary_cap": "one of the first two auxiliares drives while a third is linked",
@@ -287,6 +290,16 @@ def _episodes(b: _Builder) -> dict[str, Any]:
             tag = "ictp_expired" if d > c else ("ictp_validity_day" if d == c else ok)
             drive(v, d, (t.driver_id, tag))
         done["ictp_expired"] = v.vid
+    # cnh_expired: the titular drives every working day; the CNH's last day is c
+    c = max(1, n - 2 - max(1, n // 16))
+    v = _pick(pool, range(c, n))
+    if v is not None:
+        t = b.by_id[b.titular[v.vid]]
+        t.cnh_valid_until = b.date(c)
+        for d in v.windows:
+            tag = "cnh_expired" if d > c else ("cnh_validity_day" if d == c else ok)
+            drive(v, d, (t.driver_id, tag))
+        done["cnh_expired"] = v.vid
     # not_registered: after lunch, on a few days, someone absent from the registry drives
     k = max(1, n // 20)
     v = _pick(pool, range(n // 2 - k, n // 2 + k + 1))
@@ -364,19 +377,22 @@ def _vehicle_cases(b: _Builder, used: set[str]) -> dict[str, Any]:
     """inspection_overdue and its look-alikes, alvará issued the first day of service."""
     sim = b.sim
     n = sim.days
-    pool = [v for v in _candidates(sim) if v.vid not in used] or _candidates(sim)
     done: dict[str, Any] = {}
+
+    def pool() -> list[Vehicle]:  # vehicles of no episode first, then any candidate
+        free = [v for v in _candidates(sim) if v.vid not in done.values()]
+        return [v for v in free if v.vid not in used] or free
+
     a = max(1, n // 2)
-    v = _pick(pool, range(a - 1, n))
+    v = _pick(pool(), range(a - 1, n))
     if v is not None:
         v.last_inspection_on = b.date(a - MAX_INSPECTION_AGE_DAYS - 1)
         done["inspection_overdue"] = v.vid
-    v = _pick(pool, range(max(1, n // 3), n))
+    v = _pick(pool(), range(max(1, n // 3), n))
     if v is not None:
         v.last_inspection_on = b.date(max(1, n // 3))
         done["inspection_renewed_late"] = v.vid
-    rest = [v for v in _candidates(sim) if v.vid not in used and v.vid not in done.values()]
-    v = _pick(rest or [w for w in sim.vehicles if w.windows], range(n))
+    v = _pick(pool(), range(n))
     if v is not None:
         first = min(v.windows)
         v.alvara_first_issued_on = b.date(first)
@@ -453,6 +469,7 @@ def _apply(sim: Sim, reg: Registry) -> None:
 
 
 _POSITIVE = {
+    "cnh_expired",
     "cnh_suspended",
     "ictp_suspended",
     "ictp_expired",

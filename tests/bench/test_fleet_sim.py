@@ -232,14 +232,22 @@ class TestSimulate:
         assert pings is not None
         rows = truth[truth["kind"] == "driver_not_allowed"]
         assert set(rows.loc[rows["label"] == "positive", "lookalike"]) == {
-            "cnh_suspended", "ictp_suspended", "ictp_expired", "not_registered", "not_linked",
-            "too_many_auxiliaries",
+            "cnh_suspended", "ictp_suspended", "ictp_expired", "cnh_expired", "not_registered",
+            "not_linked", "too_many_auxiliaries",
         }  # fmt: skip
         for row in rows.itertuples():
             did = str(row.note).split()[1]
             t0, t1 = _sim_t(sim, row.start), _sim_t(sim, row.end)
             mine = pings[(pings["vehicle_id"] == row.vehicle_id) & pings["t"].between(t0, t1 - 1)]
             assert len(mine) and set(mine["driver_id"]) == {did}, row
+
+    def test_fairness_lookalikes_are_in_the_scenario(self, truth: pd.DataFrame) -> None:
+        """The registry's edge cases occur with service, so the no-accusation test covers them."""
+        neg = truth[truth["label"] == "negative"]
+        drivers = set(neg.loc[neg["kind"] == "driver_not_allowed", "lookalike"])
+        assert set(sim_registry.DRIVER_LOOKALIKES) <= drivers
+        barred = set(neg.loc[neg["kind"] == "operating_while_barred", "lookalike"])
+        assert set(sim_registry.VEHICLE_LOOKALIKES) <= barred
 
     def test_deterministic_by_seed(self) -> None:
         """The same seed gives the same fixes and truth; another seed gives other fixes."""
@@ -273,8 +281,8 @@ class TestEndToEnd:
         """Every driver and vehicle-document reason of the scenario is found, none wrongly."""
         rows = {(r["kind"], r["reason"]): r for r in scored["by_reason"]}
         for reason in (
-            "cnh_suspended", "ictp_suspended", "ictp_expired", "not_registered", "not_linked",
-            "too_many_auxiliaries",
+            "cnh_suspended", "ictp_suspended", "ictp_expired", "cnh_expired", "not_registered",
+            "not_linked", "too_many_auxiliaries",
         ):  # fmt: skip
             r = rows[("driver_not_allowed", reason)]
             assert r["positives"] >= 1 and r["found"] == r["positives"], r
