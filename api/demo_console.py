@@ -378,9 +378,9 @@ def console_message(*, base_url: str, done: ConsoleSeed, local_database: bool = 
     )
     if done.synthetic_drivers:
         simulated += (
-            f" CONDUTORES FICTÍCIOS: os {done.synthetic_drivers} condutores do cadastro "
+            f" CONDUTORES FICTÍCIOS: os {done.synthetic_drivers} condutores da simulação "
             f'({SYNTHETIC_DRIVER_PREFIX}…, "Condutor Fictício …") e seus '
-            f"{done.driver_links} vínculos são sintéticos, marcados como tais no cadastro: "
+            f"{done.driver_links} vínculos, gravados no cadastro marcados como sintéticos, "
             "não são pessoas reais."
         )
         if done.links_over_cap:

@@ -225,7 +225,9 @@ class TestConsoleMessage:
         assert "DADOS SIMULADOS" in flat and "04/03/2024 a 10/03/2024" in flat
         assert "pontos 2, 276" in flat and "12 proposta(s) na fila" in flat
         assert "Ctrl+C" in flat and "PostGIS local continua em execução" in flat
-        assert "CONDUTORES FICTÍCIOS: os 40 condutores" in flat and "55 vínculos" in flat
+        assert (
+            "CONDUTORES FICTÍCIOS: os 40 condutores da simulação" in flat and "55 vínculos" in flat
+        )
         assert "não são pessoas reais" in flat and "1 vínculo(s) de um terceiro auxiliar" in flat
 
 
