@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict
 
 from fleet.dates import check_query_date, check_registry_date
+from fleet.drivers import check_document_validity
 
 
 class ErrorDetail(BaseModel):
@@ -71,6 +72,10 @@ def _registry_date(value: dt.date) -> dt.date:
     return check_registry_date(value, name="data")
 
 
+def _document_date(value: dt.date) -> dt.date:
+    return check_document_validity(value, name="data")
+
+
 def _query_date(value: dt.date) -> dt.date:
     return check_query_date(value, name="data")
 
@@ -84,3 +89,6 @@ Int = Annotated[int, Strict()]
 RegistryDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_registry_date)]
 """A registry date (``AAAA-MM-DD`` text) in the range of :mod:`fleet.dates` (1990-01-01 to
 today + 1 year)."""
+DocumentDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_document_date)]
+"""A CNH / ICTP validity (``AAAA-MM-DD`` text): 1990-01-01 to today + 10 years
+(:func:`fleet.drivers.check_document_validity`)."""
