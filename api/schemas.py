@@ -26,6 +26,48 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
+_MESSAGES = {
+    "missing": "campo obrigatório",
+    "string_too_short": "não pode ser vazio",
+    "string_too_long": "no máximo {max_length} caracteres",
+    "greater_than": "deve ser maior que {gt}",
+    "greater_than_equal": "deve ser no mínimo {ge}",
+    "less_than": "deve ser menor que {lt}",
+    "less_than_equal": "deve ser no máximo {le}",
+    "literal_error": "esperado um de: {expected}",
+    "string_pattern_mismatch": "formato inválido (esperado o padrão {pattern})",
+    "finite_number": "esperado um número finito",
+    "int_type": "esperado um número inteiro",
+    "float_type": "esperado um número",
+    "date_from_datetime_parsing": "data inválida; esperado AAAA-MM-DD",
+    "date_parsing": "data inválida; esperado AAAA-MM-DD",
+    "date_type": "data inválida; esperado AAAA-MM-DD",
+    "extra_forbidden": "campo não permitido",
+    "bool_type": "esperado true ou false",
+    "bool_parsing": "esperado true ou false",
+    "int_from_float": "esperado um número inteiro",
+    "int_parsing": "esperado um número inteiro",
+    "string_type": "esperado um texto",
+    "json_invalid": "JSON inválido",
+    "model_attributes_type": "esperado um objeto JSON",
+    "dict_type": "esperado um objeto JSON",
+}
+
+
+def pt_message(err: dict[str, Any]) -> str:
+    """Return one pydantic error (an item of ``errors()``) as a pt-BR message."""
+    kind = str(err.get("type", ""))
+    ctx = dict(err.get("ctx") or {})
+    if kind == "value_error":
+        return str(ctx.get("error") or err.get("msg", ""))
+    if kind in _MESSAGES:
+        try:
+            return _MESSAGES[kind].format(**ctx)
+        except (KeyError, IndexError):
+            return str(err.get("msg", ""))
+    return str(err.get("msg", ""))
+
+
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """Return the OpenAPI ``responses`` entries of the given error statuses."""
     descriptions = {

@@ -501,3 +501,24 @@ class TestUpdateLink:
         assert (
             client.patch(url, json={"valid_until": "2025-01-01"}, headers=admin).status_code == 404
         )
+
+
+class TestMessages:
+    @pytest.mark.parametrize(
+        ("body", "expected"),
+        [
+            ({"name": "X", "cnh_category": "Z"}, "'cnh_category': esperado um de"),
+            ({"name": "X", "synthetic": "sim"}, "'synthetic': esperado true ou false"),
+            ({"name": "X", "cpf": "1"}, "'cpf': campo não permitido"),
+            ({"name": "X", "cnh_valid_until": "31/12/2026"}, "'cnh_valid_until': data inválida"),
+            ({}, "'name': campo obrigatório"),
+        ],
+    )
+    def test_a_422_says_in_portuguese_which_field(
+        self, client: TestClient, admin: dict, body: dict, expected: str
+    ) -> None:
+        """The 422's message names the field and what was expected, in pt-BR."""
+        payload = {"driver_id": f"MSG-{uuid.uuid4().hex[:6]}"} | body
+        response = client.post("/api/v1/drivers", json=payload, headers=admin)
+        assert response.status_code == 422
+        assert expected in response.json()["error"]["message"], response.text
