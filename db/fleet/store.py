@@ -1445,10 +1445,11 @@ def update_vehicle_documents(
 
     Raises
     ------
-    DriverRecordError
-        If the vehicle is unknown or a field not editable here.
+    UnknownRecordError
+        If the vehicle is unknown.
     FleetFileError
-        If the values break a rule of the fleet file (naming the fields).
+        If a field is not editable here or the values break a rule of the fleet file (naming
+        the fields).
     fleet.dates.RegistryDateError
         If a date is outside the registry range.
     """
@@ -1461,7 +1462,7 @@ def update_vehicle_documents(
             f"campo não editável '{unknown[0]}'; esperado um de "
             f"{', '.join(VEHICLE_DOCUMENT_FIELDS)}"
         )
-        raise DriverRecordError(msg)
+        raise FleetFileError(msg)
     columns = ", ".join(VEHICLE_DOCUMENT_FIELDS)
     row = (
         session.execute(
