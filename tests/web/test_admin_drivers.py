@@ -25,7 +25,7 @@ _ids = itertools.count(1)
 
 def unique(prefix: str) -> str:
     """Return an id no other test of the session uses."""
-    return f"{prefix}-{os.getpid()}-{next(_ids)}"
+    return f"{prefix}-c{os.getpid()}-{next(_ids)}"  # "c": apart from test_admin.py's ids
 
 
 def _audit(engine: Engine, driver_id: str) -> list[tuple[str, str, dict[str, Any]]]:
