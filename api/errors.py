@@ -26,6 +26,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api._errors import ApiError
+from api.schemas import pt_message
 from db._errors import DatabaseUnreachableError
 from tracking._errors import PartitionStateError
 
@@ -102,9 +103,11 @@ def _validation_error(_: Request, exc: Exception) -> JSONResponse:
         }
         for err in exc.errors()
     ]
-    return error_response(
-        422, "invalid_request", "requisição inválida: veja 'errors'", errors=errors
-    )
+    first = exc.errors()[0] if exc.errors() else {}
+    where = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+    field = f"'{'.'.join(where)}': " if where else ""
+    message = f"requisição inválida: {field}{pt_message(dict(first))}; veja 'errors'"
+    return error_response(422, "invalid_request", message, errors=errors)
 
 
 def _http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict
 
 from fleet.dates import check_query_date, check_registry_date
+from fleet.drivers import check_document_validity
 
 
 class ErrorDetail(BaseModel):
@@ -23,6 +24,48 @@ class ErrorBody(BaseModel):
     """Body of every error response."""
 
     error: ErrorDetail
+
+
+_MESSAGES = {
+    "missing": "campo obrigatório",
+    "string_too_short": "não pode ser vazio",
+    "string_too_long": "no máximo {max_length} caracteres",
+    "greater_than": "deve ser maior que {gt}",
+    "greater_than_equal": "deve ser no mínimo {ge}",
+    "less_than": "deve ser menor que {lt}",
+    "less_than_equal": "deve ser no máximo {le}",
+    "literal_error": "esperado um de: {expected}",
+    "string_pattern_mismatch": "formato inválido (esperado o padrão {pattern})",
+    "finite_number": "esperado um número finito",
+    "int_type": "esperado um número inteiro",
+    "float_type": "esperado um número",
+    "date_from_datetime_parsing": "data inválida; esperado AAAA-MM-DD",
+    "date_parsing": "data inválida; esperado AAAA-MM-DD",
+    "date_type": "data inválida; esperado AAAA-MM-DD",
+    "extra_forbidden": "campo não permitido",
+    "bool_type": "esperado true ou false",
+    "bool_parsing": "esperado true ou false",
+    "int_from_float": "esperado um número inteiro",
+    "int_parsing": "esperado um número inteiro",
+    "string_type": "esperado um texto",
+    "json_invalid": "JSON inválido",
+    "model_attributes_type": "esperado um objeto JSON",
+    "dict_type": "esperado um objeto JSON",
+}
+
+
+def pt_message(err: dict[str, Any]) -> str:
+    """Return one pydantic error (an item of ``errors()``) as a pt-BR message."""
+    kind = str(err.get("type", ""))
+    ctx = dict(err.get("ctx") or {})
+    if kind == "value_error":
+        return str(ctx.get("error") or err.get("msg", ""))
+    if kind in _MESSAGES:
+        try:
+            return _MESSAGES[kind].format(**ctx)
+        except (KeyError, IndexError):
+            return str(err.get("msg", ""))
+    return str(err.get("msg", ""))
 
 
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -71,6 +114,10 @@ def _registry_date(value: dt.date) -> dt.date:
     return check_registry_date(value, name="data")
 
 
+def _document_date(value: dt.date) -> dt.date:
+    return check_document_validity(value, name="data")
+
+
 def _query_date(value: dt.date) -> dt.date:
     return check_query_date(value, name="data")
 
@@ -84,3 +131,6 @@ Int = Annotated[int, Strict()]
 RegistryDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_registry_date)]
 """A registry date (``AAAA-MM-DD`` text) in the range of :mod:`fleet.dates` (1990-01-01 to
 today + 1 year)."""
+DocumentDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_document_date)]
+"""A CNH / ICTP validity (``AAAA-MM-DD`` text): 1990-01-01 to today + 10 years
+(:func:`fleet.drivers.check_document_validity`)."""

@@ -21,3 +21,7 @@ class UnknownMunicipalityError(FleetError):
 
 class DriverRecordError(FleetError):
     """A driver's record cannot take the change (unknown driver or vehicle, overlapping period)."""
+
+
+class UnknownRecordError(DriverRecordError):
+    """The driver, status period, link or vehicle named is not in the registry."""

@@ -54,7 +54,8 @@ _VALIDITIES = ("cnh_valid_until", "ictp_valid_until")
 DOCUMENT_YEARS_AHEAD = 10
 """A CNH or ICTP validity may lie this many years ahead (a CNH is issued for years, not one);
 every other date follows the registry's rule (``fleet.dates``: today + 1 year)."""
-_CNH_CATEGORIES = ("A", "B", "C", "D", "E", "AB", "AC", "AD", "AE")
+CNH_CATEGORIES = ("A", "B", "C", "D", "E", "AB", "AC", "AD", "AE")
+"""CNH categories accepted (``cnh_category``)."""
 
 
 def _read(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str]:
@@ -82,22 +83,54 @@ def _date(value: str | None, *, source: str, row: int, column: str) -> dt.date |
     except ValueError:
         msg = f"{source}, linha {row}, coluna '{column}': era {value!r}; esperado data AAAA-MM-DD"
         raise FleetFileError(msg) from None
-    if column in _VALIDITIES:
-        today = dt.date.today()
-        latest = today.replace(year=today.year + DOCUMENT_YEARS_AHEAD, day=min(today.day, 28))
-        if not REGISTRY_DATE_MIN <= day <= latest:
-            msg = (
-                f"{source}, linha {row}, coluna '{column}': era {day.isoformat()}; esperado uma "
-                f"data entre {REGISTRY_DATE_MIN.isoformat()} e {latest.isoformat()} (validade "
-                f"de documento: hoje + {DOCUMENT_YEARS_AHEAD} anos)"
-            )
-            raise FleetFileError(msg)
-        return day
     try:
+        if column in _VALIDITIES:
+            return check_document_validity(day, name=column)
         return check_registry_date(day, name=column)
     except RegistryDateError as exc:
         msg = f"{source}, linha {row}, coluna '{column}': {exc}"
         raise FleetFileError(msg) from None
+
+
+def check_document_validity(value: dt.date, *, name: str, today: dt.date | None = None) -> dt.date:
+    """Return a CNH / ICTP validity date if it lies in its range, else raise.
+
+    The range is the registry's (:mod:`fleet.dates`) with the upper bound moved to today +
+    :data:`DOCUMENT_YEARS_AHEAD` years. Used by the file reader and the API alike.
+
+    Raises
+    ------
+    fleet.dates.RegistryDateError
+        Naming ``name`` and the range.
+    """
+    if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
+        msg = f"'{name}' era {value!r}; esperado uma data AAAA-MM-DD"
+        raise RegistryDateError(msg)
+    today = today or dt.date.today()
+    latest = today.replace(year=today.year + DOCUMENT_YEARS_AHEAD, day=min(today.day, 28))
+    if not REGISTRY_DATE_MIN <= value <= latest:
+        msg = (
+            f"'{name}' era {value.isoformat()}; esperado uma "
+            f"data entre {REGISTRY_DATE_MIN.isoformat()} e {latest.isoformat()} (validade "
+            f"de documento: hoje + {DOCUMENT_YEARS_AHEAD} anos)"
+        )
+        raise RegistryDateError(msg)
+    return value
+
+
+def check_cnh_category(value: str, *, name: str = "cnh_category") -> str:
+    """Return a CNH category upper-cased if it is one of :data:`CNH_CATEGORIES`, else raise.
+
+    Raises
+    ------
+    FleetFileError
+        Naming ``name`` and the categories allowed.
+    """
+    category = value.strip().upper()
+    if category not in CNH_CATEGORIES:
+        msg = f"'{name}' era {value!r}; esperado uma de {', '.join(CNH_CATEGORIES)}"
+        raise FleetFileError(msg)
+    return category
 
 
 def _require(raw: pd.DataFrame, columns: tuple[str, ...], *, source: str) -> None:
@@ -163,13 +196,14 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
             rec["synthetic"] = low in _TRUE
         cat = rec["cnh_category"]
         if cat is not None:
-            rec["cnh_category"] = str(cat).upper()
-            if rec["cnh_category"] not in _CNH_CATEGORIES:
+            try:
+                rec["cnh_category"] = check_cnh_category(str(cat))
+            except FleetFileError:
                 msg = (
                     f"{source}, linha {row}, coluna 'cnh_category': era {cat!r}; "
-                    f"esperado uma de {', '.join(_CNH_CATEGORIES)}"
+                    f"esperado uma de {', '.join(CNH_CATEGORIES)}"
                 )
-                raise FleetFileError(msg)
+                raise FleetFileError(msg) from None
         did = str(rec["driver_id"])
         for doc in ("cnh", "ictp"):
             status, since, until = (rec[f"{doc}_status{s}"] for s in ("", "_since", "_until"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import geopandas as gpd
@@ -322,6 +322,34 @@ def _years(values: pd.Series, *, source: str) -> pd.Series:
     return pd.Series(out, dtype="Int64")
 
 
+VEHICLE_YEAR_MIN, VEHICLE_YEAR_MAX = _MIN_YEAR, _MAX_YEAR
+"""Range of a vehicle's ``year`` of manufacture (file and API)."""
+
+
+def check_vehicle_documents(values: Mapping[str, object]) -> None:
+    """Check a vehicle's document fields against each other (one row of the fleet file).
+
+    The file reader and the API's edit of a vehicle apply the same rules: the Termo's
+    ``termo_recolhido_until`` not before ``termo_recolhido_since`` and never without it, and a
+    ``substituted_plate`` only with ``substitution_since``. A key absent is taken as empty.
+
+    Raises
+    ------
+    FleetFileError
+        Naming the fields (pt-BR).
+    """
+    since, until = values.get("termo_recolhido_since"), values.get("termo_recolhido_until")
+    if isinstance(since, dt.date) and isinstance(until, dt.date) and until < since:
+        msg = f"'termo_recolhido_until' ({until}) antes de 'termo_recolhido_since' ({since})"
+        raise FleetFileError(msg)
+    if until is not None and since is None:
+        msg = "'termo_recolhido_until' sem 'termo_recolhido_since'"
+        raise FleetFileError(msg)
+    if values.get("substituted_plate") is not None and values.get("substitution_since") is None:
+        msg = "'substituted_plate' sem 'substitution_since'"
+        raise FleetFileError(msg)
+
+
 def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None) -> pd.DataFrame:
     n = len(raw)
 
@@ -360,23 +388,29 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
     dates |= {
         c: _dates(col(c), column=c, source=source, registry=True) for c in VEHICLE_DOCUMENT_DATES
     }
-    for first, last in (
-        ("status_since", "status_until"),
-        ("termo_recolhido_since", "termo_recolhido_until"),
+    for i, (since, until) in enumerate(
+        zip(dates["status_since"], dates["status_until"], strict=True)
     ):
-        for i, (since, until) in enumerate(zip(dates[first], dates[last], strict=True)):
-            if since is not None and until is not None and until < since:
-                msg = f"{source}, linha {i + 1}: '{last}' ({until}) antes de '{first}' ({since})"
-                raise FleetFileError(msg)
-            if until is not None and since is None and first == "termo_recolhido_since":
-                msg = f"{source}, linha {i + 1}: '{last}' sem '{first}'"
-                raise FleetFileError(msg)
+        if since is not None and until is not None and until < since:
+            msg = (
+                f"{source}, linha {i + 1}: 'status_until' ({until}) antes de "
+                f"'status_since' ({since})"
+            )
+            raise FleetFileError(msg)
     plate = col("substituted_plate")
-    lone = plate.notna() & pd.Series([d is None for d in dates["substitution_since"]])
-    if lone.any():
-        i = int(np.flatnonzero(lone)[0])
-        msg = f"{source}, linha {i + 1}: 'substituted_plate' sem 'substitution_since'"
-        raise FleetFileError(msg)
+    for i in range(n):
+        try:
+            check_vehicle_documents(
+                {
+                    "termo_recolhido_since": dates["termo_recolhido_since"][i],
+                    "termo_recolhido_until": dates["termo_recolhido_until"][i],
+                    "substitution_since": dates["substitution_since"][i],
+                    "substituted_plate": plate.iloc[i],
+                }
+            )
+        except FleetFileError as exc:
+            msg = f"{source}, linha {i + 1}: {exc}"
+            raise FleetFileError(msg) from None
     category = col("service_category").str.lower()
     bad = category.notna() & ~category.isin(SERVICE_CATEGORIES)
     if bad.any():

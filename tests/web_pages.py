@@ -35,6 +35,7 @@ PATH_IDS = {
     "municipality": "1100205",
     "finding_id": "longer_route-5b3696e33e525427",  # tests/web_fiscal.py SEEDED_FINDING_ID
     "proposal_id": "P-3322927dce7f4f37",  # tests/web_fiscal.py SEEDED_PROPOSAL_ID
+    "driver_id": "D1",  # tests/web/conftest.py: a synthetic driver
 }
 """Values of path parameters in the requests of the tests (the seeded records)."""
 
@@ -130,6 +131,34 @@ PAGES: tuple[Page, ...] = (
         "/admin/pontos/{stand_id}/exclusoes",
         ADMIN,
         url="/admin/pontos/NAO-EXISTE/exclusoes",
+    ),
+    Page("GET", "/admin/condutores", ADMIN),
+    Page("POST", "/admin/condutores", ADMIN, form={"driver_id": ""}),  # refused: empty id
+    Page("GET", "/admin/condutores/{driver_id}", ADMIN),
+    Page("POST", "/admin/condutores/{driver_id}", ADMIN, form={"name": ""}),  # refused: no name
+    Page(
+        "POST",
+        "/admin/condutores/{driver_id}/periodos",
+        ADMIN,
+        url="/admin/condutores/NAO-EXISTE/periodos",
+    ),
+    Page(
+        "POST",
+        "/admin/condutores/{driver_id}/periodos/{period_id}",
+        ADMIN,
+        url="/admin/condutores/D1/periodos/999999",
+    ),
+    Page(
+        "POST",
+        "/admin/condutores/{driver_id}/vinculos",
+        ADMIN,
+        url="/admin/condutores/NAO-EXISTE/vinculos",
+    ),
+    Page(
+        "POST",
+        "/admin/condutores/{driver_id}/vinculos/{link_id}",
+        ADMIN,
+        url="/admin/condutores/D1/vinculos/999999",
     ),
     Page("GET", "/admin/importacao", ADMIN),
     Page("POST", "/admin/importacao", ADMIN, form={"kind": "frota"}),  # refused: no file

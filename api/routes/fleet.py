@@ -4,27 +4,36 @@ Plates (the vehicle's and the substituted one's) and the permit holder's name, C
 are personal data: only admins and
 enforcement agents get them, only when they ask (``include_personal=true``), and every such
 answer is written to the audit log before it is sent.
+
+Admins edit a vehicle's document fields (``PATCH``: year, first registration, vistoria,
+alvará, provisional substitution, Termo recolhido, service category) with the rules of the
+fleet file (``fleet.loaders.check_vehicle_documents``); the audit log keeps the values before
+and after.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import text
 
-from api._errors import ForbiddenError, NotFoundError
+from api._errors import ForbiddenError, InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles
-from api.schemas import MAX_OFFSET, error_responses
+from api.schemas import MAX_OFFSET, Int, RegistryDate, StrictBody, error_responses
+from fleet._errors import UnknownRecordError
+from fleet.loaders import VEHICLE_YEAR_MAX, VEHICLE_YEAR_MIN
+from fleet.vocabulary import SERVICE_CATEGORIES
 
 router = APIRouter(prefix="/api/v1/vehicles", tags=["frota"])
 
 Viewer = Annotated[Principal, Depends(require_roles("admin", "planner", "agent"))]
+Admin = Annotated[Principal, Depends(require_roles("admin"))]
 PERSONAL_ROLES = frozenset({"admin", "agent"})
 PERSONAL_FIELDS = ("plate", "substituted_plate", "holder_name", "holder_cpf", "holder_phone")
 _ERRORS = error_responses(401, 403, 404, 422, 503)
@@ -69,6 +78,23 @@ class VehiclesPublic(BaseModel):
 
     data: list[VehiclePublic]
     count: int
+
+
+class VehicleDocumentsUpdate(StrictBody):
+    """A vehicle's document fields to change (those sent; null clears), as the fleet file's."""
+
+    year: Annotated[Int, Field(ge=VEHICLE_YEAR_MIN, le=VEHICLE_YEAR_MAX)] | None = None
+    first_registered_on: RegistryDate | None = None
+    alvara_valid_until: RegistryDate | None = None
+    inspection_valid_until: RegistryDate | None = None
+    last_inspection_on: RegistryDate | None = None
+    alvara_first_issued_on: RegistryDate | None = None
+    substitution_since: RegistryDate | None = None
+    substituted_plate: str | None = Field(default=None, min_length=1, max_length=16)
+    termo_recolhido_since: RegistryDate | None = None
+    termo_recolhido_until: RegistryDate | None = None
+    service_category: Literal[SERVICE_CATEGORIES] | None = None  # type: ignore[valid-type]
+    reason: str | None = Field(default=None, max_length=500)
 
 
 _VEHICLE_SQL = """
@@ -202,3 +228,37 @@ def get_vehicle(
         )
         session.commit()
     return vehicle
+
+
+@router.patch("/{vehicle_id}", response_model=VehiclePublic, responses=_ERRORS)
+def update_vehicle_documents(
+    vehicle_id: str,
+    body: VehicleDocumentsUpdate,
+    user: Admin,
+    session: SessionDep,
+    settings: SettingsDep,
+) -> Any:
+    """Altera os documentos do veículo (ano, vistoria, alvará, substituição, Termo, categoria).
+
+    Só admin; as regras são as do arquivo de frota; o registro de auditoria guarda antes e
+    depois. A resposta não traz placas (peça-as com `include_personal`).
+    """
+    from db.fleet.store import update_vehicle_documents
+
+    values = body.model_dump(exclude_unset=True)
+    reason = values.pop("reason", None)
+    if not values:
+        msg = "nenhum campo para alterar; envie ao menos um"
+        raise InvalidRequestError(msg)
+    try:
+        update_vehicle_documents(
+            session=session, vehicle_id=vehicle_id, actor=user.actor, reason=reason, **values
+        )
+    except UnknownRecordError as exc:
+        raise NotFoundError(str(exc)) from None
+    session.commit()
+    row = session.execute(
+        text(f"{_VEHICLE_SQL} WHERE v.vehicle_id = :id"),
+        {"id": vehicle_id, "today": _today(settings)},
+    ).first()
+    return _vehicle(row, personal=False)

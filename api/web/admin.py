@@ -2,7 +2,8 @@
 
 The area's pages live in modules of their own, mounted here: users and roles
 (``admin_users.py``), GPS devices (``admin_devices.py``), stands on the map with their licences
-and exclusions (``admin_stands.py``), file import with a preview (``admin_imports.py``) and the
+and exclusions (``admin_stands.py``), drivers with their CNH / ICTP history and links to
+prefixos (``admin_drivers.py``), file import with a preview (``admin_imports.py``) and the
 audit log (``admin_audit.py``); what they share is in ``admin_base.py``.
 """
 
@@ -13,11 +14,19 @@ from sqlalchemy import func, select
 from starlette.responses import Response
 
 from api.deps import SessionDep
-from api.web import admin_audit, admin_devices, admin_imports, admin_stands, admin_users
+from api.web import (
+    admin_audit,
+    admin_devices,
+    admin_drivers,
+    admin_imports,
+    admin_stands,
+    admin_users,
+)
 from api.web.admin_base import ROLES, AdminUser
 from api.web.templating import render
 from db.accounts.models import Device, User
 from db.enforcement.models import AuditEntry
+from db.fleet.models import Driver
 from db.stands.models import Stand
 
 __all__ = ["ROLES", "AdminUser", "router"]
@@ -39,9 +48,17 @@ def home(request: Request, web: AdminUser, session: SessionDep) -> Response:
             select(func.count()).select_from(Stand).where(Stand.retired_at.is_(None))
         ),
         "audit": session.scalar(select(func.count()).select_from(AuditEntry)),
+        "drivers": session.scalar(select(func.count()).select_from(Driver)),
     }
     return render(request, "admin/inicio.html", web=web, title="Administração", counts=counts)
 
 
-for _module in (admin_users, admin_devices, admin_stands, admin_imports, admin_audit):
+for _module in (
+    admin_users,
+    admin_devices,
+    admin_stands,
+    admin_drivers,
+    admin_imports,
+    admin_audit,
+):
     router.include_router(_module.router)

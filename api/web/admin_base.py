@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from api.crypto import fernet
+from api.schemas import pt_message
 from api.settings import Settings
 from api.web.auth import WebSession, is_https, require_web_roles
 from db.enforcement.models import AuditEntry
@@ -110,44 +111,13 @@ def form_number(value: str | None, *, field: str, integer: bool = False) -> floa
         raise FormValueError(field, msg) from None
 
 
-_MESSAGES = {
-    "missing": "campo obrigatório",
-    "string_too_short": "não pode ser vazio",
-    "string_too_long": "no máximo {max_length} caracteres",
-    "greater_than": "deve ser maior que {gt}",
-    "greater_than_equal": "deve ser no mínimo {ge}",
-    "less_than": "deve ser menor que {lt}",
-    "less_than_equal": "deve ser no máximo {le}",
-    "literal_error": "esperado um de: {expected}",
-    "string_pattern_mismatch": "formato inválido (esperado o padrão {pattern})",
-    "finite_number": "esperado um número finito",
-    "int_type": "esperado um número inteiro",
-    "float_type": "esperado um número",
-    "date_from_datetime_parsing": "data inválida; esperado AAAA-MM-DD",
-    "date_parsing": "data inválida; esperado AAAA-MM-DD",
-    "date_type": "data inválida; esperado AAAA-MM-DD",
-    "extra_forbidden": "campo não permitido",
-}
-
-
 def pt_errors(exc: ValidationError) -> dict[str, str]:
     """Return a model's validation errors as pt-BR messages by field (first error of each)."""
     out: dict[str, str] = {}
     for err in exc.errors():
         loc = err.get("loc") or ()
         field = str(loc[0]) if loc else ""
-        kind = str(err.get("type", ""))
-        ctx = {k: v for k, v in (err.get("ctx") or {}).items()}
-        if kind == "value_error":
-            text = str(ctx.get("error") or err.get("msg", ""))
-        elif kind in _MESSAGES:
-            try:
-                text = _MESSAGES[kind].format(**ctx)
-            except (KeyError, IndexError):
-                text = str(err.get("msg", ""))
-        else:
-            text = str(err.get("msg", ""))
-        out.setdefault(field, text)
+        out.setdefault(field, pt_message(dict(err)))
     return out
 
 

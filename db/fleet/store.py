@@ -26,6 +26,7 @@ from fleet._errors import (
     DriverRecordError,
     FleetFileError,
     UnknownMunicipalityError,
+    UnknownRecordError,
 )
 from fleet.dates import (
     PANDAS_DATE_MAX,
@@ -863,15 +864,17 @@ def driver_record(*, session: Session, driver_id: str) -> dict[str, Any] | None:
         return None
     periods = session.execute(
         text(
-            "SELECT document, status, valid_from, valid_until FROM driver_document_periods "
-            "WHERE driver_id = :d ORDER BY document, valid_from NULLS FIRST"
+            "SELECT period_id, document, status, valid_from, valid_until "
+            "FROM driver_document_periods "
+            "WHERE driver_id = :d ORDER BY document, valid_from NULLS FIRST, period_id"
         ),
         {"d": driver_id},
     ).mappings()
     links = session.execute(
         text(
-            "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
-            "WHERE driver_id = :d ORDER BY valid_from, vehicle_id"
+            "SELECT assignment_id AS link_id, vehicle_id, role, valid_from, valid_until "
+            "FROM driver_assignments WHERE driver_id = :d ORDER BY valid_from, vehicle_id, "
+            "assignment_id"
         ),
         {"d": driver_id},
     ).mappings()
@@ -890,6 +893,44 @@ def _require_driver(session: Session, driver_id: str) -> None:
     ).first()
     if found is None:
         msg = f"condutor '{driver_id}' não está no cadastro"
+        raise UnknownRecordError(msg)
+
+
+def _check_period(
+    session: Session,
+    *,
+    driver_id: str,
+    document: str,
+    status: str,
+    valid_from: dt.date | None,
+    valid_until: dt.date | None,
+    period_id: int | None = None,
+) -> None:
+    """Check a status period: vocabularies, dates, order, no overlap (but with itself)."""
+    if document not in DRIVER_DOCUMENTS or status not in DRIVER_DOCUMENT_STATUSES:
+        msg = (
+            f"'document' era {document!r} e 'status' era {status!r}; esperado document um de "
+            f"{', '.join(DRIVER_DOCUMENTS)} e status um de {', '.join(DRIVER_DOCUMENT_STATUSES)}"
+        )
+        raise DriverRecordError(msg)
+    check_optional_registry_date(valid_from, name="valid_from")
+    check_optional_registry_date(valid_until, name="valid_until")
+    if valid_from is not None and valid_until is not None and valid_until < valid_from:
+        msg = f"'valid_until' ({valid_until}) antes de 'valid_from' ({valid_from})"
+        raise DriverRecordError(msg)
+    clash = session.execute(
+        text(
+            "SELECT valid_from, valid_until FROM driver_document_periods WHERE driver_id = :d "
+            "AND document = :doc AND daterange(valid_from, valid_until, '[]') && "
+            "daterange(:f, :u, '[]') AND period_id IS DISTINCT FROM :p LIMIT 1"
+        ),
+        {"d": driver_id, "doc": document, "f": valid_from, "u": valid_until, "p": period_id},
+    ).first()
+    if clash is not None:
+        msg = (
+            f"o período se sobrepõe a outro de {document} do condutor '{driver_id}' "
+            f"({clash[0] or '…'} a {clash[1] or '…'})"
+        )
         raise DriverRecordError(msg)
 
 
@@ -914,31 +955,14 @@ def add_driver_period(
         If a date is outside the registry range.
     """
     _require_driver(session, driver_id)
-    if document not in DRIVER_DOCUMENTS or status not in DRIVER_DOCUMENT_STATUSES:
-        msg = (
-            f"'document' era {document!r} e 'status' era {status!r}; esperado document um de "
-            f"{', '.join(DRIVER_DOCUMENTS)} e status um de {', '.join(DRIVER_DOCUMENT_STATUSES)}"
-        )
-        raise DriverRecordError(msg)
-    check_optional_registry_date(valid_from, name="valid_from")
-    check_optional_registry_date(valid_until, name="valid_until")
-    if valid_from is not None and valid_until is not None and valid_until < valid_from:
-        msg = f"'valid_until' ({valid_until}) antes de 'valid_from' ({valid_from})"
-        raise DriverRecordError(msg)
-    clash = session.execute(
-        text(
-            "SELECT valid_from, valid_until FROM driver_document_periods WHERE driver_id = :d "
-            "AND document = :doc AND daterange(valid_from, valid_until, '[]') && "
-            "daterange(:f, :u, '[]') LIMIT 1"
-        ),
-        {"d": driver_id, "doc": document, "f": valid_from, "u": valid_until},
-    ).first()
-    if clash is not None:
-        msg = (
-            f"o período se sobrepõe a outro de {document} do condutor '{driver_id}' "
-            f"({clash[0] or '…'} a {clash[1] or '…'})"
-        )
-        raise DriverRecordError(msg)
+    _check_period(
+        session,
+        driver_id=driver_id,
+        document=document,
+        status=status,
+        valid_from=valid_from,
+        valid_until=valid_until,
+    )
     session.execute(
         text(
             "INSERT INTO driver_document_periods "
@@ -972,7 +996,8 @@ def add_driver_link(
     Raises
     ------
     DriverRecordError
-        If the driver or the vehicle is unknown, or the role invalid.
+        If the driver or the vehicle is unknown, the role invalid, or the driver is already
+        linked to the prefixo on some of these dates (the rule of the links file).
     AuxiliaryDriverLimitError
         If the prefixo would have more than two auxiliaries at once.
     fleet.dates.RegistryDateError
@@ -989,6 +1014,13 @@ def add_driver_link(
     if found is None:
         msg = f"veículo '{vehicle_id}' não está na frota"
         raise DriverRecordError(msg)
+    _check_link_overlap(
+        session,
+        driver_id=driver_id,
+        vehicle_id=vehicle_id,
+        valid_from=valid_from,
+        valid_until=valid_until,
+    )
     add_driver_assignment(
         session=session,
         driver_id=driver_id,
@@ -1006,3 +1038,474 @@ def add_driver_link(
                  "valid_until": valid_until},
         action="create",
     )  # fmt: skip
+
+
+def _check_link_overlap(
+    session: Session,
+    *,
+    driver_id: str,
+    vehicle_id: str,
+    valid_from: dt.date,
+    valid_until: dt.date | None,
+    link_id: int | None = None,
+) -> None:
+    """Refuse a second link of a driver to a prefixo on the same dates (as the links file)."""
+    clash = session.execute(
+        text(
+            "SELECT valid_from, valid_until FROM driver_assignments WHERE driver_id = :d "
+            "AND vehicle_id = :v AND daterange(valid_from, valid_until, '[]') && "
+            "daterange(:f, :u, '[]') AND assignment_id IS DISTINCT FROM :a LIMIT 1"
+        ),
+        {"d": driver_id, "v": vehicle_id, "f": valid_from, "u": valid_until, "a": link_id},
+    ).first()
+    if clash is not None:
+        msg = (
+            f"o condutor '{driver_id}' já está vinculado ao prefixo {vehicle_id} nessas datas "
+            f"({clash[0]} a {clash[1] or '…'})"
+        )
+        raise DriverRecordError(msg)
+
+
+# ------------------------------------------------------------- drivers and vehicles (edits)
+
+DRIVER_FIELDS = (
+    "municipality_code", "name", "synthetic", "cnh_number", "cnh_category", "cnh_valid_until",
+    "ictp_valid_until",
+)  # fmt: skip
+"""A driver's editable fields (``ictp_valid_until`` is stored as ``credential_valid_until``)."""
+_DRIVER_STORED = {"ictp_valid_until": "credential_valid_until"}
+VEHICLE_DOCUMENT_FIELDS = (
+    "year", "first_registered_on", "alvara_valid_until", "inspection_valid_until",
+    "last_inspection_on", "alvara_first_issued_on", "substitution_since", "substituted_plate",
+    "termo_recolhido_since", "termo_recolhido_until", "service_category",
+)  # fmt: skip
+"""A vehicle's document fields editable one vehicle at a time (as the fleet file's columns)."""
+
+
+def find_drivers(
+    *,
+    session: Session,
+    query: str | None = None,
+    municipality_code: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[dict[str, Any]], int]:
+    """Return a page of drivers (by id) whose id, name or CNH number contains ``query``.
+
+    Returns
+    -------
+    tuple
+        The drivers (the fields of :data:`DRIVER_FIELDS` plus ``driver_id``) and the count of
+        the filter.
+    """
+    where = ["TRUE"]
+    params: dict[str, Any] = {"limit": limit, "offset": offset}
+    if query:
+        like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where.append("(driver_id ILIKE :q OR name ILIKE :q OR cnh_number ILIKE :q)")
+        params["q"] = like
+    if municipality_code is not None:
+        where.append("municipality_code = :m")
+        params["m"] = municipality_code
+    clause = " AND ".join(where)
+    rows = session.execute(
+        text(
+            "SELECT driver_id, municipality_code, name, synthetic, cnh_number, cnh_category, "
+            "cnh_valid_until, credential_valid_until AS ictp_valid_until FROM drivers "
+            f"WHERE {clause} ORDER BY driver_id LIMIT :limit OFFSET :offset"
+        ),
+        params,
+    ).mappings()
+    data = [dict(r) for r in rows]
+    count = session.execute(text(f"SELECT count(*) FROM drivers WHERE {clause}"), params).scalar()
+    return data, int(count or 0)
+
+
+def _check_driver_values(session: Session, values: dict[str, Any]) -> dict[str, Any]:
+    """Check a driver's fields (the drivers file's rules); return them normalized."""
+    from fleet.drivers import check_cnh_category, check_document_validity
+
+    out = dict(values)
+    if "name" in out and (out["name"] is None or not str(out["name"]).strip()):
+        msg = "'name' vazio; o cadastro exige o nome do condutor"
+        raise DriverRecordError(msg)
+    if out.get("cnh_category") is not None:
+        out["cnh_category"] = check_cnh_category(str(out["cnh_category"]))
+    for column in ("cnh_valid_until", "ictp_valid_until"):
+        if out.get(column) is not None:
+            check_document_validity(out[column], name=column)
+    code = out.get("municipality_code")
+    if code is not None:
+        found = session.execute(
+            text("SELECT 1 FROM municipalities WHERE code = :c"), {"c": code}
+        ).first()
+        if found is None:
+            msg = (
+                f"'municipality_code' era {code!r}: município fora do cadastro; importe-o antes "
+                "(pontual import municipalities)"
+            )
+            raise UnknownMunicipalityError(msg)
+    return out
+
+
+def create_driver(*, session: Session, driver_id: str, actor: str, **values: Any) -> None:
+    """Register a driver (fields of :data:`DRIVER_FIELDS`; ``name`` required); audited.
+
+    Raises
+    ------
+    DriverRecordError
+        If the id is taken, the name is empty, a field unknown or the CNH category invalid.
+    UnknownMunicipalityError
+        If ``municipality_code`` is not in the registry.
+    fleet.dates.RegistryDateError
+        If a validity is outside its range.
+    """
+    unknown = sorted(set(values) - set(DRIVER_FIELDS))
+    if unknown:
+        msg = f"campo desconhecido '{unknown[0]}'; esperado um de {', '.join(DRIVER_FIELDS)}"
+        raise DriverRecordError(msg)
+    if session.execute(
+        text("SELECT 1 FROM drivers WHERE driver_id = :d"), {"d": driver_id}
+    ).first():
+        msg = f"condutor '{driver_id}' já está no cadastro"
+        raise DriverRecordError(msg)
+    clean = _check_driver_values(session, {"name": None, **values})
+    clean["synthetic"] = bool(clean.get("synthetic") or False)
+    stored = {_DRIVER_STORED.get(k, k): v for k, v in clean.items()}
+    columns = ", ".join(["driver_id", *stored])
+    marks = ", ".join([":driver_id", *(f":{k}" for k in stored)])
+    session.execute(
+        text(f"INSERT INTO drivers ({columns}) VALUES ({marks})"),
+        {"driver_id": driver_id, **stored},
+    )
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="drivers",
+        source=driver_id,
+        details={"after": clean},
+        action="create",
+    )
+
+
+def _changes(
+    before: dict[str, Any], after: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the fields that change: their values before, and after."""
+    changed = [k for k in after if before.get(k) != after[k]]
+    return {k: before.get(k) for k in changed}, {k: after[k] for k in changed}
+
+
+def update_driver(
+    *, session: Session, driver_id: str, actor: str, reason: str | None = None, **changes: Any
+) -> dict[str, Any]:
+    """Change a driver's fields (:data:`DRIVER_FIELDS`); audited with before and after.
+
+    Returns
+    -------
+    dict
+        ``{"before": {...}, "after": {...}}`` of the fields that changed (empty: nothing did,
+        nothing is written).
+
+    Raises
+    ------
+    DriverRecordError
+        If the driver is unknown, a field unknown, the name emptied or the category invalid.
+    UnknownMunicipalityError, fleet.dates.RegistryDateError
+        As :func:`create_driver`.
+    """
+    unknown = sorted(set(changes) - set(DRIVER_FIELDS))
+    if unknown:
+        msg = f"campo desconhecido '{unknown[0]}'; esperado um de {', '.join(DRIVER_FIELDS)}"
+        raise DriverRecordError(msg)
+    record = driver_record(session=session, driver_id=driver_id)
+    if record is None:
+        msg = f"condutor '{driver_id}' não está no cadastro"
+        raise UnknownRecordError(msg)
+    clean = _check_driver_values(session, changes)
+    if "synthetic" in clean:
+        clean["synthetic"] = bool(clean["synthetic"])
+    before, after = _changes(record, clean)
+    if not after:
+        return {"before": {}, "after": {}}
+    sets = ", ".join(f"{_DRIVER_STORED.get(k, k)} = :{k}" for k in after)
+    session.execute(
+        text(f"UPDATE drivers SET {sets} WHERE driver_id = :driver_id"),
+        {"driver_id": driver_id, **after},
+    )
+    diff = {"before": before, "after": after}
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="drivers",
+        source=driver_id,
+        details=diff | {"reason": reason},
+        action="update",
+    )
+    return diff
+
+
+def update_driver_period(
+    *,
+    session: Session,
+    driver_id: str,
+    period_id: int,
+    actor: str,
+    reason: str | None = None,
+    **changes: Any,
+) -> dict[str, Any]:
+    """End or correct a CNH / ICTP status period (``status``, ``valid_from``, ``valid_until``).
+
+    The period keeps its id and document; the audit log keeps its values before and after
+    (nothing of the history is deleted). The rules are those of :func:`add_driver_period`.
+
+    Returns
+    -------
+    dict
+        ``{"before": {...}, "after": {...}}`` of the fields that changed.
+
+    Raises
+    ------
+    DriverRecordError
+        If the driver or the period (of that driver) is unknown, a field is not editable, or
+        the period would break a rule (status, order, overlap).
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
+    """
+    allowed = ("status", "valid_from", "valid_until")
+    unknown = sorted(set(changes) - set(allowed))
+    if unknown:
+        msg = f"campo não editável '{unknown[0]}'; esperado um de {', '.join(allowed)}"
+        raise DriverRecordError(msg)
+    _require_driver(session, driver_id)
+    row = (
+        session.execute(
+            text(
+                "SELECT document, status, valid_from, valid_until FROM driver_document_periods "
+                "WHERE period_id = :p AND driver_id = :d"
+            ),
+            {"p": period_id, "d": driver_id},
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        msg = f"período {period_id} não existe para o condutor '{driver_id}'"
+        raise UnknownRecordError(msg)
+    merged = dict(row) | changes
+    _check_period(session, driver_id=driver_id, period_id=period_id, **merged)
+    before, after = _changes(dict(row), changes)
+    if not after:
+        return {"before": {}, "after": {}}
+    sets = ", ".join(f"{k} = :{k}" for k in after)
+    session.execute(
+        text(f"UPDATE driver_document_periods SET {sets} WHERE period_id = :period_id"),
+        {"period_id": period_id, **after},
+    )
+    diff = {"before": before, "after": after}
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="driver_document_periods",
+        source=driver_id,
+        details={"period_id": period_id, "document": row["document"], **diff, "reason": reason},
+        action="update",
+    )
+    return diff
+
+
+def update_driver_link(
+    *,
+    session: Session,
+    driver_id: str,
+    link_id: int,
+    actor: str,
+    reason: str | None = None,
+    **changes: Any,
+) -> dict[str, Any]:
+    """End or correct a link to a prefixo (``role``, ``valid_from``, ``valid_until``); audited.
+
+    The link keeps its id and prefixo (another prefixo is a new link); the audit log keeps its
+    values before and after. The rules are those of :func:`add_driver_link`: dates in the
+    registry range and in order, no second link of the driver to the prefixo on the same
+    dates, at most :data:`fleet.vocabulary.MAX_AUXILIARY_DRIVERS` auxiliares at once.
+
+    Returns
+    -------
+    dict
+        ``{"before": {...}, "after": {...}}`` of the fields that changed (``role`` as
+        ``titular`` / ``auxiliar``).
+
+    Raises
+    ------
+    DriverRecordError
+        If the driver or the link (of that driver) is unknown, a field is not editable, the
+        role invalid, the dates out of order or overlapping another link to the prefixo.
+    AuxiliaryDriverLimitError
+        If the prefixo would have more auxiliares at once than the law allows.
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
+    """
+    allowed = ("role", "valid_from", "valid_until")
+    unknown = sorted(set(changes) - set(allowed))
+    if unknown:
+        msg = f"campo não editável '{unknown[0]}'; esperado um de {', '.join(allowed)}"
+        raise DriverRecordError(msg)
+    _require_driver(session, driver_id)
+    row = (
+        session.execute(
+            text(
+                "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
+                "WHERE assignment_id = :a AND driver_id = :d"
+            ),
+            {"a": link_id, "d": driver_id},
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        msg = f"vínculo {link_id} não existe para o condutor '{driver_id}'"
+        raise UnknownRecordError(msg)
+    current = dict(row) | {"role": "titular" if row["role"] != "auxiliar" else "auxiliar"}
+    merged = current | changes
+    stored_role = _LINK_ROLE_STORED.get(merged["role"])
+    if stored_role is None:
+        msg = f"'role' era {merged['role']!r}; esperado um de titular, auxiliar"
+        raise DriverRecordError(msg)
+    if merged["valid_from"] is None:
+        msg = "'valid_from' vazio; um vínculo tem data de início"
+        raise DriverRecordError(msg)
+    check_registry_date(merged["valid_from"], name="valid_from")
+    check_optional_registry_date(merged["valid_until"], name="valid_until")
+    if merged["valid_until"] is not None and merged["valid_until"] < merged["valid_from"]:
+        msg = (
+            f"'valid_until' ({merged['valid_until']}) antes de "
+            f"'valid_from' ({merged['valid_from']})"
+        )
+        raise DriverRecordError(msg)
+    _check_link_overlap(
+        session,
+        driver_id=driver_id,
+        vehicle_id=row["vehicle_id"],
+        valid_from=merged["valid_from"],
+        valid_until=merged["valid_until"],
+        link_id=link_id,
+    )
+    others = session.execute(
+        text(
+            "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
+            "WHERE vehicle_id = :v AND role = 'auxiliar' AND assignment_id <> :a"
+        ),
+        {"v": row["vehicle_id"], "a": link_id},
+    ).all()
+    check_auxiliary_limit(
+        pd.DataFrame(
+            [
+                *map(tuple, others),
+                (row["vehicle_id"], stored_role, merged["valid_from"], merged["valid_until"]),
+            ],
+            columns=["vehicle_id", "role", "valid_from", "valid_until"],
+        )
+    )
+    before, after = _changes(current, changes)
+    if not after:
+        return {"before": {}, "after": {}}
+    stored = {k: (_LINK_ROLE_STORED[v] if k == "role" else v) for k, v in after.items()}
+    sets = ", ".join(f"{k} = :{k}" for k in stored)
+    session.execute(
+        text(f"UPDATE driver_assignments SET {sets} WHERE assignment_id = :link_id"),
+        {"link_id": link_id, **stored},
+    )
+    diff = {"before": before, "after": after}
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="driver_assignments",
+        source=driver_id,
+        details={"link_id": link_id, "vehicle_id": row["vehicle_id"], **diff, "reason": reason},
+        action="update",
+    )
+    return diff
+
+
+def update_vehicle_documents(
+    *, session: Session, vehicle_id: str, actor: str, reason: str | None = None, **changes: Any
+) -> dict[str, Any]:
+    """Change a vehicle's document fields (:data:`VEHICLE_DOCUMENT_FIELDS`); audited.
+
+    The fields are those of the fleet file, with its rules (:func:`fleet.loaders.
+    check_vehicle_documents` on the stored values with the changes; dates in the registry
+    range; the category one of :data:`fleet.vocabulary.SERVICE_CATEGORIES`). The audit log
+    keeps the values before and after.
+
+    Returns
+    -------
+    dict
+        ``{"before": {...}, "after": {...}}`` of the fields that changed.
+
+    Raises
+    ------
+    UnknownRecordError
+        If the vehicle is unknown.
+    FleetFileError
+        If a field is not editable here or the values break a rule of the fleet file (naming
+        the fields).
+    fleet.dates.RegistryDateError
+        If a date is outside the registry range.
+    """
+    from fleet.loaders import VEHICLE_YEAR_MAX, VEHICLE_YEAR_MIN, check_vehicle_documents
+    from fleet.vocabulary import SERVICE_CATEGORIES
+
+    unknown = sorted(set(changes) - set(VEHICLE_DOCUMENT_FIELDS))
+    if unknown:
+        msg = (
+            f"campo não editável '{unknown[0]}'; esperado um de "
+            f"{', '.join(VEHICLE_DOCUMENT_FIELDS)}"
+        )
+        raise FleetFileError(msg)
+    columns = ", ".join(VEHICLE_DOCUMENT_FIELDS)
+    row = (
+        session.execute(
+            text(f"SELECT {columns} FROM vehicles WHERE vehicle_id = :v"), {"v": vehicle_id}
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        msg = f"veículo '{vehicle_id}' não está na frota"
+        raise UnknownRecordError(msg)
+    for name, value in changes.items():
+        if value is None:
+            continue
+        if name == "year":
+            if not VEHICLE_YEAR_MIN <= int(value) <= VEHICLE_YEAR_MAX:
+                msg = f"'year' era {value!r}; esperado um ano como 2019"
+                raise FleetFileError(msg)
+        elif name == "service_category":
+            if value not in SERVICE_CATEGORIES:
+                msg = (
+                    f"'service_category' era {value!r}; esperado um de "
+                    f"{', '.join(SERVICE_CATEGORIES)}"
+                )
+                raise FleetFileError(msg)
+        elif name != "substituted_plate":
+            check_registry_date(value, name=name)
+    check_vehicle_documents(dict(row) | changes)
+    before, after = _changes(dict(row), changes)
+    if not after:
+        return {"before": {}, "after": {}}
+    sets = ", ".join(f"{k} = :{k}" for k in after)
+    session.execute(
+        text(f"UPDATE vehicles SET {sets}, updated_at = now() WHERE vehicle_id = :vehicle_id"),
+        {"vehicle_id": vehicle_id, **after},
+    )
+    diff = {"before": before, "after": after}
+    _audit_import(
+        session.connection(),
+        actor=actor,
+        entity="vehicles",
+        source=vehicle_id,
+        details=diff | {"reason": reason},
+        action="update",
+    )
+    return diff

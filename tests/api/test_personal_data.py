@@ -40,6 +40,7 @@ EXPECTED = {
     ("/api/v1/vehicles?include_personal=true", "agent"),
     ("/api/v1/vehicles/V1?include_personal=true", "admin"),
     ("/api/v1/vehicles/V1?include_personal=true", "agent"),
+    ("/api/v1/drivers", "admin"),
     ("/api/v1/drivers/PD-AUX", "admin"),
     ("/api/v1/stands/S1/supervisors", "admin"),
     ("/api/v1/stands/S1/supervisors", "agent"),

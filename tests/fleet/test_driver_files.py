@@ -122,3 +122,25 @@ class TestReadDriverLinks:
         )
         with pytest.raises(FleetFileError, match="linha 2.*já está vinculado.*linha 1"):
             read_driver_links(write(tmp_path, text))
+
+
+class TestDriverFieldChecks:
+    def test_validity_up_to_ten_years_ahead(self) -> None:
+        """A CNH validity 10 years ahead passes; one day past the bound is refused."""
+        from fleet.dates import RegistryDateError
+        from fleet.drivers import check_document_validity
+
+        today = dt.date(2026, 3, 15)
+        assert check_document_validity(dt.date(2036, 3, 15), name="x", today=today)
+        with pytest.raises(RegistryDateError, match="'cnh_valid_until' era 2036-03-16"):
+            check_document_validity(dt.date(2036, 3, 16), name="cnh_valid_until", today=today)
+        with pytest.raises(RegistryDateError, match="esperado uma data AAAA-MM-DD"):
+            check_document_validity(dt.datetime(2030, 1, 1), name="x", today=today)  # type: ignore[arg-type]
+
+    def test_cnh_category_upper_cased_or_refused(self) -> None:
+        """'ab' is read as AB; 'Z' is refused naming the categories."""
+        from fleet.drivers import check_cnh_category
+
+        assert check_cnh_category(" ab ") == "AB"
+        with pytest.raises(FleetFileError, match="'cnh_category' era 'Z'; esperado uma de A, B"):
+            check_cnh_category("Z")

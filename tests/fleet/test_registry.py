@@ -349,3 +349,39 @@ def test_fleet_frame_columns() -> None:
     from stands.frames import FLEET_COLUMNS
 
     assert set(FLEET_COLUMNS) <= set(read_fleet(POA_FLEET).columns)
+
+
+class TestCheckVehicleDocuments:
+    @pytest.mark.parametrize(
+        ("values", "message"),
+        [
+            ({"substituted_plate": "ABC1D23"}, "'substituted_plate' sem 'substitution_since'"),
+            ({"termo_recolhido_until": dt.date(2024, 1, 1)}, "sem 'termo_recolhido_since'"),
+            (
+                {
+                    "termo_recolhido_since": dt.date(2024, 2, 1),
+                    "termo_recolhido_until": dt.date(2024, 1, 1),
+                },
+                "'termo_recolhido_until' \\(2024-01-01\\) antes de 'termo_recolhido_since'",
+            ),
+        ],
+    )
+    def test_each_rule_names_its_fields(self, values: dict, message: str) -> None:
+        """The rule the fleet file and the API share refuses each inconsistent pair."""
+        from fleet.loaders import check_vehicle_documents
+
+        with pytest.raises(FleetFileError, match=message):
+            check_vehicle_documents(values)
+
+    def test_consistent_values_pass(self) -> None:
+        """A substitution with its plate and a Termo with an end after its start pass."""
+        from fleet.loaders import check_vehicle_documents
+
+        check_vehicle_documents(
+            {
+                "substitution_since": dt.date(2024, 3, 1),
+                "substituted_plate": "ABC1D23",
+                "termo_recolhido_since": dt.date(2024, 2, 1),
+                "termo_recolhido_until": dt.date(2024, 2, 1),
+            }
+        )

@@ -1,8 +1,9 @@
 """Fixtures of the web console tests: a real ``pontual serve``, its users, headless Chromium.
 
 - ``web_database_url`` / ``web_engine``: a fresh migrated database of their own (dropped at
-  the end), seeded with stand ``S1`` and one user per role (:data:`web_helpers.WEB_USERS`,
-  password :data:`web_helpers.WEB_PASSWORD`; the supervisor is linked to ``S1``).
+  the end), seeded with stand ``S1``, a synthetic driver ``D1`` and one user per role
+  (:data:`web_helpers.WEB_USERS`, password :data:`web_helpers.WEB_PASSWORD`; the supervisor is
+  linked to ``S1``).
 - ``web_server``: ``pontual serve`` on 127.0.0.1 and a free port over that database (one per
   session; ``web_server.url``, ``web_server.log()``).
 - ``make_user``: a new user of a role (for tests that disable or change an account).
@@ -71,6 +72,7 @@ def _seed(engine: Engine) -> None:
 
     from api import accounts
     from db.engine import session_scope
+    from db.fleet.models import Driver
     from db.stands.models import Stand
 
     square = Point(-51.2287, -30.0277).buffer(0.0004, cap_style="square")
@@ -83,6 +85,7 @@ def _seed(engine: Engine) -> None:
                 geometry=from_shape(MultiPolygon([square]), srid=4326),
             )
         )
+        session.add(Driver(driver_id="D1", name="Condutor Fictício Um", synthetic=True))
         session.flush()
         for role, username in WEB_USERS.items():
             accounts.create_user(
