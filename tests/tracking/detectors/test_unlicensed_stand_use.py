@@ -919,31 +919,40 @@ class TestSuspensionKernel:
         ]
         expected = geojson_bytes(batch)
         for cuts in cuttings(len(pings), seeds=3, one_by_one=False, max_pieces=40):
-            states: dict[str, Any] = {}
-            parts: list[gpd.GeoDataFrame] = []
+            live = _replay_suspensions(pings, fleet, susp, cuts)
+            assert geojson_bytes(live) == expected, cuts[:10]
 
-            def feed(v: pd.DataFrame, fixes: pd.DataFrame, vstate: dict[str, Any] | None) -> None:
-                nonlocal states
-                states, found = advance_unlicensed_stand_use(
-                    states,
-                    v,
-                    fixes,
-                    pending=unreleased_arrivals(vstate) if vstate is not None else {},
-                    final=vstate is None,
-                    fleet=fleet,
-                    suspensions=susp,
-                )
-                states = json.loads(json.dumps(states))
-                parts.append(found)
 
-            replay_visits(
-                pings,
-                cuts,
-                cover=cover,
-                stands=_stands(),
-                licences=licences,
-                max_gap_s=300.0,
-                then=feed,
-            )
-            live = concat_live(parts)
-            assert geojson_bytes(empty_findings() if live is None else live) == expected, cuts[:10]
+def _replay_suspensions(
+    pings: pd.DataFrame, fleet: pd.DataFrame, susp: pd.DataFrame, cuts: list[int]
+) -> gpd.GeoDataFrame:
+    """The findings of the fixes fed in pieces through the visits kernel and this kind's."""
+    states: dict[str, Any] = {}
+    parts: list[gpd.GeoDataFrame] = []
+
+    def feed(v: pd.DataFrame, fixes: pd.DataFrame, vstate: dict[str, Any] | None) -> None:
+        nonlocal states
+        states, found = advance_unlicensed_stand_use(
+            states,
+            v,
+            fixes,
+            pending=unreleased_arrivals(vstate) if vstate is not None else {},
+            final=vstate is None,
+            fleet=fleet,
+            suspensions=susp,
+        )
+        states = json.loads(json.dumps(states))
+        parts.append(found)
+
+    replay_visits(
+        pings,
+        cuts,
+        cover=_cover(),
+        stands=_stands(),
+        licences=licence_frame_from_fleet(fleet),
+        max_gap_s=300.0,
+        then=feed,
+    )
+    assert states == {}
+    live = concat_live(parts)
+    return empty_findings() if live is None else live
