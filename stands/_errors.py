@@ -103,3 +103,7 @@ class SupervisorError(StandsError):
 
 class StandScopeError(StandsError):
     """A supervisor asked about a stand outside their own stands."""
+
+
+class StandSuspensionFileError(StandsError):
+    """A stand-suspensions file with bad rows (every bad row is named)."""
