@@ -107,3 +107,7 @@ class StandScopeError(StandsError):
 
 class StandSuspensionFileError(StandsError):
     """A stand-suspensions file with bad rows (every bad row is named)."""
+
+
+class UnknownDriverError(StandsError):
+    """A driver id that is not in the drivers registry."""
