@@ -161,4 +161,4 @@ def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
         shown = errors[:_MAX_ERRORS] + ([f"… e mais {more} erros"] if more > 0 else [])
         msg = f"{source}: {len(errors)} erro(s); nada foi importado:\n" + "\n".join(shown)
         raise StandSuspensionFileError(msg)
-    return pd.DataFrame(rows, columns=[*SUSPENSION_FILE_COLUMNS, "days"])
+    return pd.DataFrame(rows, columns=[*SUSPENSION_FILE_COLUMNS, "days"], dtype=object)
