@@ -60,7 +60,8 @@ suspension (POA art. 45 § único)
     With ``suspensions`` (the registry's ``stand_suspensions``: per stand, a prefixo's or a
     driver's ``suspension``, the 20 days of § único I, or ``barred``, § único II a, open-ended
     allowed; inclusive local dates), a use of the stand during one is no lawful use, licence or
-    not (``details.subtype = "suspended_use"``, ``details.suspension``: the registry row). A
+    not (``details.subtype = "suspended_use"``, ``details.suspension``: the registry row, and
+    ``details.suspension_kind``, its kind, for the rulebook). A
     prefixo's row (``vehicle_id``) applies to every use of that vehicle; a driver's
     (``driver_id``) only when the fixes carry that driver: the boarding fix's ``driver_id`` for a
     boarding, the first and the last fix inside for a wait (no ``driver_id``: no finding). The
@@ -384,6 +385,7 @@ def _boarding_finding(
         details["use"] = "boarding"
         details["driver_id"] = driver_id
         details["suspension"] = suspension
+        details["suspension_kind"] = suspension["kind"]
     row = {
         "kind": KIND,
         "vehicle_id": vehicle_id,
@@ -480,6 +482,7 @@ def _suspended_wait_finding(
         "accessible": accessible,
         "driver_id": driver_id,
         "suspension": suspension,
+        "suspension_kind": suspension["kind"],
         "thresholds": {"suspended_min_wait_s": float(suspended_min_wait_s)},
     }
     row = {
