@@ -24,7 +24,9 @@ overlapping stands
     One trip start may mark visits of several stands. If any of them is licensed for the
     vehicle or of unknown licence, the boarding may have been at the vehicle's own stand: no
     finding. Otherwise one finding, at the stand where the meter started inside (else the
-    longest visit; ties by ``stand_id``), naming the others in ``details.other_stand_ids``.
+    longest visit; ties by ``stand_id``), naming the others in ``details.other_stand_ids``;
+    a stand the vehicle holds under suspension (below) comes first, its charge being the
+    lesser.
 fleet
     With ``fleet`` given: a vehicle absent from it, or whose licences were not resolved to
     stand ids (``stands`` empty but ``stand_names`` given, as in Porto Alegre's open data), has
@@ -662,12 +664,15 @@ def detect_unlicensed_stand_use(
                 "inside": (boarded_ns[cand] <= departed[cand]),
                 "dwell": dwell_s[cand],
                 "stand": stand[cand],
+                # a stand held under suspension first: its charge is the lesser one
+                "lesser": ~accusable[cand],
             }
         )
         all_ok = frame.groupby("key")["ok"].transform("all").to_numpy(dtype=bool)
         frame = frame.loc[all_ok]
         frame = frame.sort_values(
-            ["key", "inside", "dwell", "stand"], ascending=[True, False, False, True]
+            ["key", "lesser", "inside", "dwell", "stand"],
+            ascending=[True, False, False, False, True],
         )
         # The stands of each boarding fix, in the order above (one in nearly every case).
         keys = frame["key"].to_numpy(dtype=np.int64)

@@ -851,6 +851,25 @@ class TestStandSuspension:
         )
         assert len(found) == 1
 
+    def test_overlap_with_unlicensed_stand_takes_the_lesser_charge(self) -> None:
+        """v1 waits in its own S2 (under suspension) and the meter starts 30 s later inside S3
+        (unlicensed), 15 m from S2: one boarding fix for both visits. The finding is the
+        suspension at S2 (art. 45), not the boarding without licence at S3 (59 XIII)."""
+        points = [(-90 + 30 * k, 1700.0 + 100 * k, -25.0) for k in range(3)]
+        points += [(30 * k, 2000.0, -25.0) for k in range(11)]  # S2 only, until 300 s
+        points += [(330, 2000.0, 45.0)]  # S3 only: the meter comes on
+        points += [(330 + 30 * k, 2000.0 + 150.0 * k, 45.0) for k in range(1, 5)]
+        meters = ["free"] * 14 + ["occupied"] * 5
+        pings = make_pings(make_track("v1", points, meter=meters))
+        susp = _suspensions([("S2", "v1", None, "2024-03-01", "2024-03-20", "suspension")])
+        plain = detect(pings)
+        assert plain.empty  # without the suspension its own stand excuses the boarding
+        found = detect(pings, suspensions=susp)  # type: ignore[arg-type]
+        assert len(found) == 1
+        f = found.iloc[0]
+        assert (f["stand_id"], f["details"]["subtype"]) == ("S2", "suspended_use")
+        assert f["details"]["other_stand_ids"] == ["S3"]
+
     @pytest.mark.parametrize(
         ("row", "match"),
         [
