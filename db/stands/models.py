@@ -123,9 +123,6 @@ class LicenceExclusion(Base):
     reason: Mapped[str] = mapped_column(Text)
 
 
-SUSPENSION_KINDS = ("suspension", "barred")
-
-
 class StandSuspension(Base):
     """A prefixo or a driver kept from a stand over inclusive local dates (POA art. 45 § único).
 

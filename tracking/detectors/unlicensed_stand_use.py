@@ -104,6 +104,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE
+from stands.suspensions import SUSPENSION_KINDS
 from stands.visits import (
     DEFAULT_BOARDING_GRACE_M,
     DEFAULT_BOARDING_GRACE_S,
@@ -132,7 +133,6 @@ _METER_LITERAL = {"free": "free", "occupied": "occupied", "off": "off"}
 DEFAULT_ACCESSIBLE_MAX_WAIT_S = 600.0
 DEFAULT_MAX_GAP_S = 300.0
 DEFAULT_SUSPENDED_MIN_WAIT_S = 300.0
-SUSPENSION_KINDS = ("suspension", "barred")
 SUSPENSION_COLUMNS = ("stand_id", "vehicle_id", "driver_id", "starts_on", "ends_on", "kind")
 """The registry's ``stand_suspensions`` columns the rule reads (optional: ``suspension_id``,
 ``reason``, ``process_ref``)."""
