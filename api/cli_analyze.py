@@ -59,6 +59,10 @@ def analyze(
         Path | None,
         typer.Option(help="Vínculos condutor ↔ prefixo (CSV; com --drivers)."),
     ] = None,
+    stand_suspensions: Annotated[
+        Path | None,
+        typer.Option(help="Suspensões de uso de ponto fixo (CSV; POA art. 45, parágrafo único)."),
+    ] = None,
     municipality: Annotated[
         str | None,
         typer.Option(help="Código IBGE do município (7 dígitos).", callback=checked_municipality),
@@ -206,6 +210,12 @@ def analyze(
                 "drivers": read_input(drivers, read_drivers, flag="--drivers"),
                 "driver_links": read_input(driver_links, read_driver_links, flag="--driver-links"),
             }
+        if stand_suspensions is not None:
+            from stands.suspensions import read_stand_suspensions
+
+            driver_frames["stand_suspensions"] = read_input(
+                stand_suspensions, read_stand_suspensions, flag="--stand-suspensions"
+            )
         graph = read_input(roads, _road_graph, flag="--roads") if roads else None
 
         def step(label: str) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     help=(
         "Importa arquivos para o banco (municipalities, stands, fleet, drivers, driver-links, "
-        "pings, porto)."
+        "stand-suspensions, pings, porto)."
     ),
     no_args_is_help=True,
 )
@@ -310,3 +310,23 @@ def driver_links(
         f"Vínculos: {report.created} criados, {report.updated} atualizados, "
         f"{report.unchanged} inalterados."
     )
+
+
+@app.command("stand-suspensions")
+def stand_suspensions(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV de suspensões de ponto (prefixo ou condutor, datas, tipo; docs/formatos.md)."
+        ),
+    ],
+    actor: Annotated[str, typer.Option("--actor", help=_ACTOR_HELP)],
+) -> None:
+    """Importa suspensões e proibições de uso de ponto fixo (POA art. 45, parágrafo único)."""
+    from db.stands.store import load_stand_suspensions
+    from stands.suspensions import read_stand_suspensions
+
+    frame = read_input(file, read_stand_suspensions, flag=FILE)
+    with _transaction() as conn:
+        report = load_stand_suspensions(conn=conn, suspensions=frame, actor=actor, source=file.name)
+    _echo_report("Suspensões de ponto", report)

@@ -160,6 +160,21 @@ IRREGULARITIES = {
 }
 """The irregularity found, per finding kind, as the documents state it."""
 
+SUBTYPE_IRREGULARITIES = {
+    ("unlicensed_stand_use", "suspended_use"): (
+        "Uso de ponto de táxi durante suspensão ou impedimento registrado (art. 45, parágrafo "
+        "único)"
+    ),
+}
+"""Where a sub-case is another irregularity than its kind's (``details.subtype``)."""
+
+
+def irregularity(kind: str, details: Mapping[str, Any] | None) -> str:
+    """Return the irregularity a finding of ``kind`` with ``details`` states."""
+    subtype = (details or {}).get("subtype")
+    return SUBTYPE_IRREGULARITIES.get((kind, str(subtype)), IRREGULARITIES.get(kind, kind))
+
+
 STATUS_LABELS = {
     "proposta": "proposta (minuta, não confirmada por agente)",
     "confirmada": "confirmada (auto lavrado)",
@@ -417,7 +432,8 @@ def _pontuacao(p: Mapping[str, Any]) -> str:
 def _irregularity(document: Document) -> str:
     p = document["proposal"]
     kind = str(p.get("kind") or (document["findings"][0]["kind"] if document["findings"] else ""))
-    text = IRREGULARITIES.get(kind, kind or NOT_GIVEN)
+    first = document["findings"][0].get("details") if document["findings"] else None
+    text = irregularity(kind, first) if kind else NOT_GIVEN
     return f"{text} ({p['provision']})" if p.get("provision") else text
 
 
@@ -560,7 +576,7 @@ def evidence_summary(
     span = _when(start, tz, zone=False)
     if end is not None and end != start:
         span += f" a {_when(end, tz, zone=False)}"
-    kind = IRREGULARITIES.get(finding["kind"], finding["kind"])
+    kind = irregularity(finding["kind"], details)
     head = (
         f"{finding['finding_id']}: {kind}, {span}, confiança "
         f"{_number(float(finding['confidence']), 2)}"

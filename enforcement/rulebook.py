@@ -247,6 +247,9 @@ class InspectionBand(_Frozen):
     interval_days: int = Field(gt=0)
     provision: str | None = None
     excerpt: str | None = None
+    overlaps_previous: bool = False
+    """The previous band's words also reach this band's first year (fretamento art. 14: b "a
+    08 anos", c "8 anos completos"): the detector takes the larger interval there."""
 
     @model_validator(mode="after")
     def _ordered(self) -> InspectionBand:
@@ -421,11 +424,25 @@ class Rulebook(_Frozen):
         return self
 
     def thresholds(self) -> dict[str, dict[str, Any]]:
-        """Detector thresholds the law fixes: ``{kind: {parameter: value}}``."""
-        return {
+        """Detector thresholds the law fixes: ``{kind: {parameter: value}}``.
+
+        Where ``operating_while_barred`` judges the inspection's age
+        (``max_inspection_age_days``) and ``[planning]`` has ``inspection_bands``, the bands
+        go with it (``inspection_bands``: the interval by the vehicle's age), read from the
+        one table.
+        """
+        out = {
             kind: {k: v for k, v in table.items() if k not in _THRESHOLD_NOTES}
             for kind, table in self.detector_thresholds.items()
         }
+        barred = out.get("operating_while_barred")
+        bands = self.planning.inspection_bands if self.planning is not None else ()
+        if barred is not None and "max_inspection_age_days" in barred and bands:
+            barred["inspection_bands"] = [
+                b.model_dump(exclude={"excerpt"})
+                for b in sorted(bands, key=lambda b: b.age_min_years)
+            ]
+        return out
 
     def floor_for(self, kind: str, override: Mapping[str, float] | None = None) -> float:
         """Confidence floor of a kind: ``override`` merged over the rulebook's table."""

@@ -80,6 +80,7 @@ def analyze_file(
     progress: Progress = no_progress,
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
+    stand_suspensions: pd.DataFrame | None = None,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Read, validate and analyse a pings file bucket by bucket (see the module docstring).
 
@@ -97,7 +98,7 @@ def analyze_file(
         Buckets analysed at once, each in its own process when more than one.
     chunk_rows : int, default 250,000
         Rows read at a time while spilling.
-    drivers, driver_links : pandas.DataFrame, optional
+    drivers, driver_links, stand_suspensions : pandas.DataFrame, optional
         As in :func:`engines.pipeline.analyze_pings`.
 
     Returns
@@ -135,6 +136,7 @@ def analyze_file(
         params=params,
         drivers=drivers,
         driver_links=driver_links,
+        stand_suspensions=stand_suspensions,
     )
     n_buckets = max(1, math.ceil(_estimate_rows(source) / bucket_fixes))
     with tempfile.TemporaryDirectory(prefix="pontual-buckets-") as tmp:

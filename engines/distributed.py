@@ -118,6 +118,7 @@ def analyze_pings_distributed(
     progress: Progress = no_progress,
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
+    stand_suspensions: pd.DataFrame | None = None,
 ) -> AnalysisResult:
     """Run :func:`engines.pipeline.analyze_pings` on a Dask cluster (see the module docstring).
 
@@ -125,7 +126,7 @@ def analyze_pings_distributed(
     ----------
     pings, rejected, stands, fleet, boundary, roads, as_of, thresholds, kinds, params, progress
         As in :func:`engines.pipeline.analyze_pings`.
-    drivers, driver_links
+    drivers, driver_links, stand_suspensions
         As in :func:`engines.pipeline.analyze_pings`.
     client : distributed.Client
         Client of the cluster (:func:`dask_client`).
@@ -165,6 +166,7 @@ def analyze_pings_distributed(
         params=params,
         drivers=drivers,
         driver_links=driver_links,
+        stand_suspensions=stand_suspensions,
     )
     [ctx] = client.scatter([context], broadcast=True)
     parts = client.scatter([pings.iloc[a:b] for a, b in ranges])

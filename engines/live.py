@@ -127,6 +127,7 @@ from sqlalchemy.orm import Session
 from db.enforcement.workflow import insert_findings
 from db.fleet.store import driver_registry_frames
 from db.stands.queries import licence_frame, stands_frame
+from db.stands.store import suspensions_frame
 from enforcement.rulebook import bundled_rulebooks
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
@@ -234,6 +235,7 @@ _WIRED = {
     "boarding_grace_m",
     "drivers",
     "driver_links",
+    "suspensions",
 }
 _BOUNDARIES: dict[str, Any] = {}
 """Municipal boundaries (shapely, EPSG:4326) read by this process, by municipality code."""
@@ -959,6 +961,9 @@ def _detect_visit_kinds(
             pending=unreleased_arrivals(visits_state),
             fleet=fleet,
             licence_history=ended_licences(session),
+            suspensions=suspensions_frame(
+                conn=session, stand_ids=sorted(stands["stand_id"].astype(str))
+            ),
             timezone=timezone,
             **boarding,
             **params["unlicensed_stand_use"],

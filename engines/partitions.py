@@ -205,11 +205,13 @@ def stage_context(
     params: AnalysisParams,
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
+    stand_suspensions: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Return the inputs every partition shares, with the stand cover and licences built once."""
     return {
         "drivers": drivers,
         "driver_links": driver_links,
+        "stand_suspensions": stand_suspensions,
         "params": params,
         "stands": stands,
         "cover": build_stand_cover(stands, resolution=params.h3_resolution),
@@ -293,7 +295,9 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "stops": stops,
         "findings": findings,
         "skipped": skipped,
-        "evidence": _evidence_frame(part, mask),
+        "evidence": _evidence_frame(
+            part, mask, drivers=context.get("stand_suspensions") is not None
+        ),
         "evidence_visits": _through(visits, np.cumsum(mask) - 1),  # positions into evidence
         "waiting": waiting,
         "n_matched": count_distinct(ping_idx, len(part)),
@@ -331,6 +335,7 @@ def _detect(
             boarding_grace_m=context["params"].boarding_grace_m,
             drivers=context.get("drivers"),
             driver_links=context.get("driver_links"),
+            stand_suspensions=context.get("stand_suspensions"),
         ),
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),
@@ -358,13 +363,18 @@ _VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}
 _EVIDENCE_COLUMNS = (*fr.PING_REQUIRED, fr.METER, fr.ROW, fr.SPEED_FLAG, fr.TRIP_REF)
 
 
-def _evidence_frame(part: pd.DataFrame, mask: npt.NDArray[np.bool_]) -> pd.DataFrame:
+def _evidence_frame(
+    part: pd.DataFrame, mask: npt.NDArray[np.bool_], *, drivers: bool = False
+) -> pd.DataFrame:
     """Keep the masked fixes' columns the cross-vehicle kinds read; ``meter`` one byte a fix.
+
+    ``drivers``: keep ``driver_id`` too (a driver's stand suspension reads it).
 
     ``meter`` becomes a categorical of :data:`tracking.frames.METER_VALUES` (another value, as
     ``pd.Categorical`` would make it, a null), coded by Arrow.
     """
-    out = part.loc[mask, [c for c in _EVIDENCE_COLUMNS if c in part.columns]]
+    wanted = (*_EVIDENCE_COLUMNS, fr.DRIVER_ID) if drivers else _EVIDENCE_COLUMNS
+    out = part.loc[mask, [c for c in wanted if c in part.columns]]
     out = out.reset_index(drop=True)
     if fr.METER in out.columns:
         meter = pa.array(out[fr.METER], from_pandas=True)

@@ -182,6 +182,7 @@ def analyze_pings(
     progress: Progress = no_progress,
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
+    stand_suspensions: pd.DataFrame | None = None,
 ) -> AnalysisResult:
     """Run matching, visits, trips, stops and occupancy over validated pings.
 
@@ -210,6 +211,8 @@ def analyze_pings(
     drivers, driver_links : pandas.DataFrame, optional
         The registry of drivers and their links to prefixos (``fleet.drivers``); with both,
         ``driver_not_allowed`` runs.
+    stand_suspensions : pandas.DataFrame, optional
+        Stand suspensions (``stands.suspensions``) for ``unlicensed_stand_use``.
     """
     progress("Casando fixes com os pontos (H3 + ponto-em-polígono)")
     cover = build_stand_cover(stands, resolution=params.h3_resolution)
@@ -267,6 +270,7 @@ def analyze_pings(
             boarding_grace_m=params.boarding_grace_m,
             drivers=drivers,
             driver_links=driver_links,
+            stand_suspensions=stand_suspensions,
         ),
         thresholds=thresholds,
         kinds=kinds,

@@ -103,3 +103,11 @@ class SupervisorError(StandsError):
 
 class StandScopeError(StandsError):
     """A supervisor asked about a stand outside their own stands."""
+
+
+class StandSuspensionFileError(StandsError):
+    """A stand-suspensions file with bad rows (every bad row is named)."""
+
+
+class UnknownDriverError(StandsError):
+    """A driver id that is not in the drivers registry."""

@@ -144,6 +144,40 @@ class SupervisorsPublic(BaseModel):
     count: int
 
 
+class SuspensionRequest(StrictBody):
+    """A prefixo or a driver kept from the stand (POA art. 45 § único), as the EPTC decided."""
+
+    vehicle_id: str | None = Field(None, min_length=1, max_length=64)
+    driver_id: str | None = Field(None, min_length=1, max_length=64)
+    starts_on: RegistryDate
+    ends_on: RegistryDate | None = None
+    kind: Literal["suspension", "barred"]
+    reason: str | None = Field(None, max_length=2000)
+    process_ref: str | None = Field(None, max_length=200)
+
+
+class SuspensionPublic(BaseModel):
+    """A suspension of a prefixo or a driver at the stand (inclusive local dates)."""
+
+    suspension_id: int
+    stand_id: str
+    vehicle_id: str | None
+    driver_id: str | None
+    starts_on: dt.date
+    ends_on: dt.date | None
+    kind: str
+    reason: str | None
+    process_ref: str | None
+    created_at: dt.datetime
+
+
+class SuspensionsPublic(BaseModel):
+    """Suspensions of a stand (every date)."""
+
+    data: list[SuspensionPublic]
+    count: int
+
+
 class Recorded(BaseModel):
     """What a registry write recorded."""
 
@@ -226,7 +260,12 @@ def _registry_errors() -> Iterator[None]:
 
     try:
         yield
-    except (se.UnknownStandError, se.UnknownVehicleError, se.UnknownLicenceError) as exc:
+    except (
+        se.UnknownStandError,
+        se.UnknownVehicleError,
+        se.UnknownLicenceError,
+        se.UnknownDriverError,
+    ) as exc:
         raise NotFoundError(str(exc)) from None
     except (se.StandExistsError, se.LicenceOverlapError) as exc:
         raise ConflictError(str(exc)) from None
@@ -513,3 +552,52 @@ def stand_occupancy(
         intruders=sum(not v.licensed for v in vehicles),
         vehicles=vehicles,
     )
+
+
+Registrar = Annotated[Principal, Depends(require_roles("admin", "agent"))]
+"""Who reads the stand suspensions (a driver's discipline record: not planners nor supervisors)."""
+
+
+def _suspension_public(row: Any) -> dict[str, Any]:
+    return {k: getattr(row, k) for k in SuspensionPublic.model_fields}
+
+
+@router.get("/{stand_id}/suspensions", response_model=SuspensionsPublic, responses=_ERRORS)
+def stand_suspensions(stand_id: str, user: Registrar, session: SessionDep) -> Any:
+    """Suspensões de uso do ponto fixo (prefixo ou condutor; POA art. 45, parágrafo único)."""
+    from db.stands import registry
+
+    with _registry_errors():
+        rows = registry.list_suspensions(session=session, stand_id=stand_id)
+    data = [_suspension_public(r) for r in rows]
+    return {"data": data, "count": len(data)}
+
+
+@router.post(
+    "/{stand_id}/suspensions",
+    response_model=SuspensionPublic,
+    status_code=201,
+    responses=_ERRORS,
+)
+def create_suspension(
+    stand_id: str, body: SuspensionRequest, user: Admin, session: SessionDep
+) -> Any:
+    """Registra a suspensão de um prefixo ou condutor no ponto, como decidida pela EPTC (admin)."""
+    from db.stands import registry
+
+    with _registry_errors():
+        row = registry.create_suspension(
+            session=session,
+            stand_id=stand_id,
+            vehicle_id=body.vehicle_id,
+            driver_id=body.driver_id,
+            starts_on=body.starts_on,
+            ends_on=body.ends_on,
+            kind=body.kind,
+            reason=body.reason,
+            process_ref=body.process_ref,
+            actor=user.actor,
+        )
+    session.commit()
+    session.refresh(row)
+    return _suspension_public(row)

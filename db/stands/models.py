@@ -121,3 +121,41 @@ class LicenceExclusion(Base):
     stand_id: Mapped[str] = mapped_column(Text, ForeignKey("stands.stand_id"), index=True)
     excluded_on: Mapped[dt.date] = mapped_column(Date)
     reason: Mapped[str] = mapped_column(Text)
+
+
+class StandSuspension(Base):
+    """A prefixo or a driver kept from a stand over inclusive local dates (POA art. 45 § único).
+
+    ``suspension``: the 20 days of "suspensão das atividades no ponto fixo" (I), served by the
+    prefixo or the condutor auxiliar; ``barred``: the auxiliar's "impossibilidade de utilizar a
+    área do ponto fixo" (II a), open-ended allowed. The registry records what the EPTC decided:
+    the dates are never derived from the kind.
+    """
+
+    __tablename__ = "stand_suspensions"
+
+    suspension_id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    stand_id: Mapped[str] = mapped_column(
+        Text, ForeignKey("stands.stand_id", ondelete="CASCADE"), index=True
+    )
+    vehicle_id: Mapped[str | None] = mapped_column(
+        Text, ForeignKey("vehicles.vehicle_id", ondelete="CASCADE"), index=True
+    )
+    driver_id: Mapped[str | None] = mapped_column(
+        Text, ForeignKey("drivers.driver_id", ondelete="CASCADE"), index=True
+    )
+    starts_on: Mapped[dt.date] = mapped_column(Date, comment="inclusive")
+    ends_on: Mapped[dt.date | None] = mapped_column(Date, comment="inclusive; null: open")
+    kind: Mapped[str] = mapped_column(Text, comment="suspension | barred")
+    reason: Mapped[str | None] = mapped_column(Text)
+    process_ref: Mapped[str | None] = mapped_column(Text, comment="processo administrativo")
+    created_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('suspension', 'barred')", name="kind"),
+        CheckConstraint("(vehicle_id IS NULL) <> (driver_id IS NULL)", name="one_subject"),
+        CheckConstraint("ends_on IS NULL OR ends_on >= starts_on", name="period_order"),
+        CheckConstraint("kind = 'barred' OR ends_on IS NOT NULL", name="suspension_ends"),
+    )

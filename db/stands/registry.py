@@ -28,8 +28,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.enforcement.models import AuditEntry
-from db.fleet.models import Municipality, Vehicle
-from db.stands.models import STAND_KINDS, LicenceExclusion, ParkingLicence, Stand, StandSupervisor
+from db.fleet.models import Driver, Municipality, Vehicle
+from db.stands.models import (
+    STAND_KINDS,
+    LicenceExclusion,
+    ParkingLicence,
+    Stand,
+    StandSupervisor,
+    StandSuspension,
+)
 from fleet.dates import check_optional_registry_date, check_registry_date
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.crs import WGS84, buffer_points_m
@@ -40,11 +47,13 @@ from stands._errors import (
     LicenceOverlapError,
     StandExistsError,
     SupervisorError,
+    UnknownDriverError,
     UnknownLicenceError,
     UnknownStandError,
     UnknownVehicleError,
     UnsupportedGeometryError,
 )
+from stands.suspensions import check_suspension
 
 MAX_RADIUS_M = 1000.0
 """Largest radius accepted for a stand given as a point (a larger one is a typo, not a stand)."""
@@ -68,11 +77,12 @@ EDITABLE = ("name", "address", "capacity", "order_number", "kind", "municipality
 """Stand attributes that :func:`edit_stand` can clear (set to null) through ``clear``."""
 
 # Audit-log entities and actions.
-STAND, LICENCE, EXCLUSION, SUPERVISOR = (
+STAND, LICENCE, EXCLUSION, SUPERVISOR, SUSPENSION = (
     "stand",
     "parking_licence",
     "licence_exclusion",
     "stand_supervisor",
+    "stand_suspension",
 )
 
 
@@ -1054,4 +1064,113 @@ def list_supervisors(
                 StandSupervisor.stand_id, StandSupervisor.elected_on, StandSupervisor.supervisor_id
             )
         )
+    )
+
+
+# --- suspensions (POA art. 45 § único) -------------------------------------------------------
+
+
+def create_suspension(
+    *,
+    session: Session,
+    stand_id: str,
+    starts_on: dt.date,
+    kind: str,
+    actor: str,
+    vehicle_id: str | None = None,
+    driver_id: str | None = None,
+    ends_on: dt.date | None = None,
+    reason: str | None = None,
+    process_ref: str | None = None,
+) -> StandSuspension:
+    """Record a prefixo's or a driver's suspension from (or barring at) a stand.
+
+    The registry records what the EPTC decided: the dates are stored as given (a
+    ``suspension`` is not forced to 20 days).
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Database session (flushed, not committed).
+    stand_id : str
+        The stand (active or retired: a decision may name a stand retired since).
+    starts_on, ends_on : datetime.date
+        Inclusive local dates; ``ends_on`` None only for ``barred`` (open-ended).
+    kind : str
+        ``suspension`` (art. 45 § único I) or ``barred`` (II a).
+    actor : str
+        Who records it (audit log).
+    vehicle_id, driver_id : str, optional
+        Exactly one: the suspended prefixo or driver.
+    reason, process_ref : str, optional
+        Why, and the processo administrativo.
+
+    Returns
+    -------
+    db.stands.models.StandSuspension
+        The stored row.
+
+    Raises
+    ------
+    UnknownStandError, UnknownVehicleError, UnknownDriverError
+        If the stand, prefixo or driver is not in the registry.
+    InvalidAttributeError
+        If both or neither of prefixo and driver are given, the kind is unknown, the end is
+        before the start, or a ``suspension`` has no end.
+    """
+    _require_actor(actor)
+    check_registry_date(starts_on, name="starts_on")
+    check_optional_registry_date(ends_on, name="ends_on")
+    problems = check_suspension(
+        vehicle_id=vehicle_id,
+        driver_id=driver_id,
+        starts_on=starts_on,
+        ends_on=ends_on,
+        kind=kind,
+    )
+    if problems:
+        raise InvalidAttributeError("; ".join(problems))
+    get_stand(session=session, stand_id=stand_id)
+    if vehicle_id is not None:
+        _vehicle(session, vehicle_id)
+    if driver_id is not None and session.get(Driver, driver_id) is None:
+        msg = f"condutor '{driver_id}' não encontrado no cadastro de condutores"
+        raise UnknownDriverError(msg)
+    row = StandSuspension(
+        stand_id=stand_id,
+        vehicle_id=vehicle_id,
+        driver_id=driver_id,
+        starts_on=starts_on,
+        ends_on=ends_on,
+        kind=kind,
+        reason=reason,
+        process_ref=process_ref,
+    )
+    session.add(row)
+    session.flush()
+    _audit(
+        session,
+        actor=actor,
+        action="create",
+        entity=SUSPENSION,
+        entity_id=str(row.suspension_id),
+        stand_id=stand_id,
+        vehicle_id=vehicle_id,
+        driver_id=driver_id,
+        starts_on=starts_on.isoformat(),
+        ends_on=None if ends_on is None else ends_on.isoformat(),
+        kind=kind,
+        reason=reason,
+        process_ref=process_ref,
+    )
+    session.flush()
+    return row
+
+
+def list_suspensions(*, session: Session, stand_id: str) -> list[StandSuspension]:
+    """Return a stand's suspensions (every date), by start then id."""
+    get_stand(session=session, stand_id=stand_id)
+    query = select(StandSuspension).where(StandSuspension.stand_id == stand_id)
+    return list(
+        session.scalars(query.order_by(StandSuspension.starts_on, StandSuspension.suspension_id))
     )

@@ -1,16 +1,20 @@
-"""Store stand registries: upsert the frames of :mod:`stands.loaders` into ``stands``."""
+"""Store stand registries: the frames of :mod:`stands.loaders` into ``stands``, suspensions."""
 
 from __future__ import annotations
+
+import json
 
 import geopandas as gpd
 import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 
 from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
-from stands._errors import DuplicateStandIdError
+from stands._errors import DuplicateStandIdError, StandSuspensionFileError
 from stands.frames import MUNICIPALITY, STAND_ID
 from stands.loaders import REGISTRY_COLUMNS
+from stands.suspensions import SUSPENSION_DAYS
 
 
 def load_stands(
@@ -91,3 +95,144 @@ def load_stands(
         retired=retired,
         notes=tuple(stands.attrs.get("notes", ())),
     )
+
+
+_SUSPENSION_KEY = ("stand_id", "vehicle_id", "driver_id", "kind", "starts_on")
+_SUSPENSION_VALUES = ("ends_on", "reason", "process_ref")
+
+
+def load_stand_suspensions(
+    *, conn: Connection, suspensions: pd.DataFrame, actor: str, source: str
+) -> ImportReport:
+    """Add the file's stand suspensions (a stored one with the same key: its end and text); audited.
+
+    A suspension is identified by (stand, prefixo or driver, kind, ``starts_on``). Every row
+    naming a stand, prefixo or driver the registry lacks is reported at once, and nothing is
+    written (the caller's transaction).
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    suspensions : pandas.DataFrame
+        As from :func:`stands.suspensions.read_stand_suspensions`.
+    actor, source : str
+        Who imports and the file's name (audit log).
+
+    Returns
+    -------
+    ImportReport
+        Created, updated and unchanged rows; ``notes`` name each ``suspension`` whose dates do
+        not span the 20 days of art. 45 § único I (kept as the EPTC decided).
+
+    Raises
+    ------
+    StandSuspensionFileError
+        If a stand, prefixo or driver is not in the registry (every such row), or ``actor`` is
+        empty.
+    """
+    if not actor or not actor.strip():
+        msg = "'actor' vazio; informe quem faz a alteração (ex.: --actor matricula-123)"
+        raise StandSuspensionFileError(msg)
+    frame = suspensions.astype(object).where(suspensions.notna(), None)
+    records = frame.to_dict("records")
+
+    def known(table: str, column: str) -> set[str]:
+        ids = sorted({str(r[column]) for r in records if r[column] is not None})
+        sql = f"SELECT {column} FROM {table} WHERE {column} = ANY(:ids)"  # noqa: S608 (constants)
+        return set(conn.execute(text(sql), {"ids": ids}).scalars())
+
+    stands = known("stands", "stand_id")
+    vehicles = known("vehicles", "vehicle_id")
+    drivers = known("drivers", "driver_id")
+    errors = []
+    for i, rec in enumerate(records):
+        for column, ids, what in (
+            ("stand_id", stands, "não está no cadastro de pontos (pontual import stands)"),
+            ("vehicle_id", vehicles, "não está na frota (pontual import fleet)"),
+            ("driver_id", drivers, "não está no cadastro de condutores (pontual import drivers)"),
+        ):
+            if rec[column] is not None and rec[column] not in ids:
+                errors.append(f"{source}, linha {i + 1}, coluna '{column}': {rec[column]!r} {what}")
+    if errors:
+        msg = f"{source}: {len(errors)} erro(s); nada foi importado:\n" + "\n".join(errors[:20])
+        raise StandSuspensionFileError(msg)
+    stored = conn.execute(
+        text(
+            "SELECT suspension_id, stand_id, vehicle_id, driver_id, kind, starts_on, ends_on, "
+            "reason, process_ref FROM stand_suspensions WHERE stand_id = ANY(:ss)"
+        ),
+        {"ss": sorted(stands)},
+    ).all()
+    by_key = {tuple(row[1:6]): (row[0], tuple(row[6:])) for row in stored}
+    created, updated, unchanged = [], [], 0
+    notes = []
+    for i, rec in enumerate(records):
+        key = tuple(rec[c] for c in _SUSPENSION_KEY)
+        values = tuple(rec[c] for c in _SUSPENSION_VALUES)
+        row = {c: rec[c] for c in (*_SUSPENSION_KEY, *_SUSPENSION_VALUES)}
+        if key not in by_key:
+            created.append(row)
+        elif by_key[key][1] != values:
+            updated.append(row | {"suspension_id": by_key[key][0]})
+        else:
+            unchanged += 1
+        days = rec.get("days")
+        if rec["kind"] == "suspension" and days is not None and days != SUSPENSION_DAYS:
+            notes.append(
+                f"linha {i + 1}: suspensão de {days} dias (art. 45, parágrafo único, I, fixa "
+                f"{SUSPENSION_DAYS} dias corridos); gravada como decidida"
+            )
+    if created:
+        conn.execute(
+            text(
+                "INSERT INTO stand_suspensions (stand_id, vehicle_id, driver_id, kind, "
+                "starts_on, ends_on, reason, process_ref) VALUES (:stand_id, :vehicle_id, "
+                ":driver_id, :kind, :starts_on, :ends_on, :reason, :process_ref)"
+            ),
+            created,
+        )
+    if updated:
+        conn.execute(
+            text(
+                "UPDATE stand_suspensions SET ends_on = :ends_on, reason = :reason, "
+                "process_ref = :process_ref WHERE suspension_id = :suspension_id"
+            ),
+            updated,
+        )
+    details = {"created": len(created), "updated": len(updated), "unchanged": unchanged}
+    conn.execute(
+        text(
+            "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
+            "VALUES (:a, 'import', 'stand_suspensions', :s, CAST(:d AS jsonb))"
+        ),
+        {"a": actor, "s": source, "d": json.dumps(details)},
+    )
+    return ImportReport(
+        created=len(created), updated=len(updated), unchanged=unchanged, notes=tuple(notes)
+    )
+
+
+def suspensions_frame(*, conn: Connection | Session, stand_ids: list[str]) -> pd.DataFrame:
+    """Return the stored suspensions of the stands as the rule reads them (any date).
+
+    Columns: ``suspension_id`` and
+    :data:`tracking.detectors.unlicensed_stand_use.SUSPENSION_COLUMNS`, ``reason``,
+    ``process_ref``; dates as ``datetime64``.
+    """
+    rows = conn.execute(
+        text(
+            "SELECT suspension_id, stand_id, vehicle_id, driver_id, starts_on, ends_on, kind, "
+            "reason, process_ref FROM stand_suspensions WHERE stand_id = ANY(:ss) "
+            "ORDER BY suspension_id"
+        ),
+        {"ss": stand_ids},
+    ).all()
+    columns = [
+        "suspension_id", "stand_id", "vehicle_id", "driver_id", "starts_on", "ends_on", "kind",
+        "reason", "process_ref",
+    ]  # fmt: skip
+    frame = pd.DataFrame([tuple(r) for r in rows], columns=columns, dtype=object)
+    for col in ("starts_on", "ends_on"):
+        frame[col] = pd.to_datetime(frame[col])
+    return frame

@@ -64,6 +64,8 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/stands/{stand_id}/exclusions"): ADMIN,
     ("GET", "/api/v1/stands/{stand_id}/supervisors"): frozenset({"admin", "agent", "supervisor"}),
     ("POST", "/api/v1/stands/{stand_id}/supervisors"): ADMIN,
+    ("GET", "/api/v1/stands/{stand_id}/suspensions"): frozenset({"admin", "agent"}),
+    ("POST", "/api/v1/stands/{stand_id}/suspensions"): ADMIN,
     ("POST", "/api/v1/stands/{stand_id}/supervisors/{supervisor_id}/homologate"): ADMIN,
     ("GET", "/api/v1/stands/{stand_id}/occupancy"): USERS,
     ("GET", "/api/v1/vehicles"): REGISTRY,

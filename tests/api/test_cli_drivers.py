@@ -93,3 +93,65 @@ class TestImportDrivers:
         )
         assert done.returncode == 1
         assert "c.csv, linha 1, coluna 'cnh_valid_until': era '31/12/2026'" in done.stderr
+
+
+class TestStandSuspensions:
+    def test_analyze_with_suspensions_finds_use_at_own_stand(self, run_pontual, tmp_path):
+        """A boarding at the prefixo's own stand during its suspension is a suspended_use."""
+        p = _inputs(tmp_path)
+        # T1 waits 5 min in P1 (its licensed stand), boards there and leaves north
+        rows = [("T1", "2024-03-04T08:58:00-03:00", -30.0320, -51.2287, "free", "X9")]
+        rows += [
+            ("T1", f"2024-03-04T09:0{m}:00-03:00", -30.0277, -51.2287, "free", "X9")
+            for m in range(5)
+        ]
+        rows += [("T1", "2024-03-04T09:05:00-03:00", -30.0277, -51.2287, "occupied", "X9")]
+        rows += [
+            ("T1", f"2024-03-04T09:0{m}:00-03:00", -30.0277 + 0.003 * (m - 5), -51.2287,
+             "occupied", "X9")
+            for m in range(6, 9)
+        ]  # fmt: skip
+        cols = ["vehicle_id", "timestamp", "lat", "lon", "meter", "driver_id"]
+        pd.DataFrame(rows, columns=cols).to_csv(p["pings"], index=False)
+        fleet = tmp_path / "fleet.csv"
+        fleet.write_text("vehicle_id,stands\nT1,P1\n")
+        susp = tmp_path / "suspensoes.csv"
+        susp.write_text(
+            "stand_id,vehicle_id,starts_on,ends_on,kind\nP1,T1,2024-03-01,2024-03-20,suspension\n"
+        )
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze", "--pings", str(p["pings"]), "--stands", str(p["stands"]),
+            "--fleet", str(fleet), "--stand-suspensions", str(susp),
+            "--municipality", "4314902", "--out", str(out),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        features = json.loads((out / "findings.geojson").read_text())["features"]
+        mine = [
+            f["properties"]["details"]
+            for f in features
+            if f["properties"]["kind"] == "unlicensed_stand_use"
+        ]
+        assert [(d["subtype"], d["use"], d["suspension"]["kind"]) for d in mine] == [
+            ("suspended_use", "boarding", "suspension")
+        ]
+        proposals = json.loads((out / "proposals.json").read_text())
+        (prop,) = [x for x in proposals if x["kind"] == "unlicensed_stand_use"]
+        assert (prop["article"], prop["paragraph"]) == ("45", "único")
+
+    def test_bad_suspensions_file_names_every_row(self, run_pontual, tmp_path):
+        """`pontual import stand-suspensions` refuses a bad file naming each row, no traceback."""
+        bad = tmp_path / "s.csv"
+        bad.write_text(
+            "stand_id,vehicle_id,driver_id,starts_on,ends_on,kind\n"
+            "P1,T1,D1,2024-03-01,2024-03-20,suspension\n"
+            "P1,T1,,2024-03-01,,suspension\n"
+        )
+        done = run_pontual(
+            "import", "stand-suspensions", str(bad), "--actor", "t-1",
+            DATABASE_URL="postgresql://nowhere/x",
+        )  # fmt: skip
+        assert done.returncode == 1
+        assert "s.csv, linha 1, coluna 'vehicle_id'/'driver_id'" in done.stderr
+        assert "s.csv, linha 2, coluna 'ends_on': vazio" in done.stderr
+        assert "Traceback" not in done.stderr

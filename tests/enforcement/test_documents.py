@@ -527,3 +527,14 @@ class TestWhatTheAgentAnswered:
             "(numeração do inciso a confirmar no texto oficial)"
         )
         assert rows["Citação a conferir"] == rule.citation_uncertain
+
+
+class TestSubtypeIrregularity:
+    def test_suspended_use_is_not_called_use_without_licence(self) -> None:
+        """A use during a registered suspension is not stated as a use without a licence."""
+        from enforcement.documents import irregularity
+
+        suspended = irregularity("unlicensed_stand_use", {"subtype": "suspended_use"})
+        assert "suspensão" in suspended and "sem licença" not in suspended
+        boarding = irregularity("unlicensed_stand_use", {"subtype": "boarding"})
+        assert boarding == IRREGULARITIES["unlicensed_stand_use"]

@@ -171,3 +171,33 @@ class TestAnalyzeFile:
         path = _write_csv(tmp_path / "p.csv", _contract_rows().iloc[:5])
         with pytest.raises(ValueError, match=next(iter(bad))):
             analyze_file(path, STANDS, **bad)
+
+
+class TestStandSuspensions:
+    def test_suspensions_give_the_local_result(self, tmp_path: Path) -> None:
+        """A prefixo's suspension and a driver's barring at S1: the buckets keep the fixes'
+        ``driver_id`` for the driver's finding and give the local engine's result."""
+        cells = _contract_rows()
+        cells.loc[cells["vehicle_id"].eq("v1"), "driver_id"] = "AUX1"
+        path = _write_csv(tmp_path / "pings.csv", cells)
+        susp = pd.DataFrame(
+            {
+                "stand_id": ["S1", "S1"],
+                "vehicle_id": ["v2", None],
+                "driver_id": [None, "AUX1"],
+                "starts_on": [dt.date(2024, 3, 1), dt.date(2024, 3, 1)],
+                "ends_on": [dt.date(2024, 3, 31), None],
+                "kind": ["suspension", "barred"],
+            }
+        )
+        kw = _kw(tmp_path) | {"stand_suspensions": susp}
+        local = _local(path, **kw)
+        got, _ = analyze_file(path, STANDS, now=NOW, bucket_fixes=300, chunk_rows=257, **kw)
+        assert_same(got, local, positions=False)
+        scopes = {
+            (d["suspension"]["scope"], d["use"])
+            for d in local.findings["details"]
+            if d.get("subtype") == "suspended_use"
+        }
+        assert ("driver", "boarding") in scopes or ("driver", "wait") in scopes
+        assert any(scope == "vehicle" for scope, _ in scopes)

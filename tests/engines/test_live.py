@@ -536,6 +536,47 @@ class TestVisitKinds:
         assert d["licence_ended"]["valid_until"] == "2024-01-31"
         assert d["licence_ended"]["reason"] == reason
 
+    def test_suspensions_from_the_registry_as_in_the_batch(self, db_session: Session) -> None:
+        """Q2 suspended at its own stand boards there; the barred auxiliar of Q1 waits there:
+        live reads ``stand_suspensions`` and gives the batch's findings."""
+        from db.stands.store import suspensions_frame
+
+        self.register(db_session)
+        db_session.execute(
+            text("INSERT INTO drivers (driver_id, name, synthetic) VALUES ('AUXQ', 'F', true)")
+        )
+        db_session.execute(
+            text(
+                "INSERT INTO stand_suspensions (stand_id, vehicle_id, driver_id, starts_on, "
+                "ends_on, kind, reason) VALUES ('QS1', 'Q2', NULL, '2024-03-01', '2024-03-20', "
+                "'suspension', 'desacato'), ('QS1', NULL, 'AUXQ', '2024-03-02', NULL, 'barred', "
+                "'agressão')"
+            )
+        )
+        rows = [dict(r, driver_id="AUXQ") for r in at_stand("Q1", 0, 1200)]
+        rows += at_stand("Q2", 300, 600, board_at=600)
+        pings = make_pings(rows)
+        susp = suspensions_frame(conn=db_session, stand_ids=["QS1"])
+        stands = stands_frame(session=db_session)
+        cover = build_stand_cover(stands)
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        visits = detect_visits(
+            pings,
+            memberships,
+            stands=stands,
+            licences=licence_frame_from_fleet(self.FLEET),
+            max_gap_s=300.0,
+        )
+        batch = detect_unlicensed_stand_use(visits, pings, fleet=self.FLEET, suspensions=susp)
+        uses = sorted((f["vehicle_id"], f["details"]["use"]) for f in batch.to_dict("records"))
+        assert uses == [("Q1", "wait"), ("Q2", "boarding")]
+        found = feed(db_session, pings, 4, kinds=("unlicensed_stand_use",))
+        assert sorted(f["finding_id"] for f in found) == sorted(batch["finding_id"])
+        by_id = {f["finding_id"]: f for f in found}
+        for f in batch.to_dict("records"):
+            assert by_id[f["finding_id"]]["details"] == f["details"]
+
     def test_without_stands_nothing_is_kept(self, db_session: Session) -> None:
         """No stand with a geometry: the visit kinds keep no state and find nothing."""
         pings = make_pings(at_stand("Q9", 0, 600, board_at=600))

@@ -65,6 +65,9 @@ class DetectorInputs:
     """The registry of drivers (``fleet.drivers.read_drivers``); with ``driver_links``."""
     driver_links: pd.DataFrame | None = None
     """Links driver ↔ prefixo (``fleet.drivers.read_driver_links``); with ``drivers``."""
+    stand_suspensions: pd.DataFrame | None = None
+    """Stand suspensions (``stands.suspensions.read_stand_suspensions``) for
+    ``unlicensed_stand_use``."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -96,6 +99,7 @@ _WIRED = {
     "boarding_grace_m",
     "drivers",
     "driver_links",
+    "suspensions",
 }
 
 
@@ -168,7 +172,10 @@ def run_detectors(
     tz = {"timezone": i.timezone}
     boarding = {"boarding_grace_s": i.boarding_grace_s, "boarding_grace_m": i.boarding_grace_m}
     calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]] | str] = {
-        "unlicensed_stand_use": ((i.visits, i.pings), {"fleet": i.fleet} | boarding),
+        "unlicensed_stand_use": (
+            (i.visits, i.pings),
+            {"fleet": i.fleet, "suspensions": i.stand_suspensions} | boarding | tz,
+        ),
         "queue_jump": ((i.visits, i.pings), {"fleet": i.fleet} | boarding),
         "tracking_gap": ((i.pings,), {}),
         "gps_anomaly": ((i.pings,), {}),

@@ -41,7 +41,17 @@ Rules served (the rulebook picks the article from ``details.reason``):
   art. 33 § 6º (the period is in Lei 11.582/2014, outside the texts: set it per run). The
   registry keeps only the *latest* inspection: a day before it cannot be judged (the earlier
   one is unknown) and is never barred; an inspection done late but on or before the day
-  counts from its own date.
+  counts from its own date. With ``inspection_bands`` (fretamento art. 14 a–e: the interval
+  by the vehicle's age, from the rulebook's ``[[planning.inspection_bands]]``), the limit is
+  the interval of the vehicle's band instead. Age in whole years as for ``vehicle_over_age``
+  (fretamento art. 12 § único: year of the day − year of the first registration). The
+  interval used is the larger of the band of the age on the day and the band of the age on
+  the day of the last inspection (the due date set when it was done: a vehicle entering a
+  stricter band on 1 January is not overdue for an inspection done under the looser one); a
+  band marked ``overlaps_previous`` (art. 14 c, "8 anos completos", where b reads "a 08
+  anos") also takes the previous band's interval at its first year, the larger applying. An
+  unknown age, or one outside every band, takes the largest interval (120 days in
+  fretamento, the safe bound). The evidence names the band (provision, interval, ages).
 
 The three thresholds default to None (the reason is off): the limits differ by law, so each
 municipality's rulebook or ``--thresholds`` turns them on.
@@ -82,7 +92,7 @@ emitted once a fix of a later day (and no trip of that day still open) has arriv
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import geopandas as gpd
@@ -213,6 +223,55 @@ def _base_year(reg: Mapping[str, Any], counted_from: str) -> int | None:
 _NO_YEAR = np.iinfo(np.int64).max // 4
 
 
+def _band_interval(
+    age: NDArray[np.int64],
+    known: NDArray[np.bool_],
+    bands: tuple[dict[str, Any], ...],
+    fallback: int,
+) -> NDArray[np.int64]:
+    """Interval in days of each age's band (``fallback`` when unknown or outside the bands)."""
+    out = np.full(len(age), fallback, dtype=np.int64)
+    for k, band in enumerate(bands):
+        hit = known & (age >= band["age_min_years"]) & (age <= band["age_max_years"])
+        out[hit] = band["interval_days"]
+        if band["overlaps_previous"] and k > 0:
+            edge = known & (age == band["age_min_years"])
+            out[edge] = max(band["interval_days"], bands[k - 1]["interval_days"])
+    return out
+
+
+def inspection_limit_days(
+    day: NDArray[np.int64],
+    *,
+    columns: Mapping[str, NDArray[np.int64]],
+    max_inspection_age_days: int | None,
+    inspection_bands: tuple[dict[str, Any], ...] | None,
+) -> NDArray[np.int64] | None:
+    """Most days since the last inspection on each day (None: ``inspection_overdue`` is off).
+
+    Without bands, ``max_inspection_age_days``; with them, the larger of the bands' intervals
+    at the age on the day and at the age on the last inspection's day (see the module
+    docstring).
+    """
+    if not inspection_bands:
+        if max_inspection_age_days is None:
+            return None
+        return np.full(len(day), max_inspection_age_days, dtype=np.int64)
+    fallback = max(
+        [b["interval_days"] for b in inspection_bands]
+        + ([] if max_inspection_age_days is None else [max_inspection_age_days])
+    )
+    base = columns["base_year"]
+    known = base != _NO_YEAR
+    last = columns["last_inspection_on"]
+    has_last = last != NO_DAY_HIGH
+    age_day = _year_of_day(day) - np.where(known, base, 0)
+    age_last = _year_of_day(np.where(has_last, last, day)) - np.where(known, base, 0)
+    at_day = _band_interval(age_day, known, inspection_bands, fallback)
+    at_last = _band_interval(age_last, known & has_last, inspection_bands, fallback)
+    return np.maximum(at_day, at_last)
+
+
 def barred_reasons(
     day: NDArray[np.int64],
     *,
@@ -220,6 +279,7 @@ def barred_reasons(
     max_vehicle_age_years: int | None = None,
     max_inspection_age_days: int | None = None,
     max_substitution_days: int | None = None,
+    inspection_bands: tuple[dict[str, Any], ...] | None = None,
 ) -> NDArray[np.bool_]:
     """Which of :data:`REASONS` bar each local day (the kernel shared by batch and live).
 
@@ -233,6 +293,8 @@ def barred_reasons(
         every date of ``_DATE_COLUMNS`` (the empty ones as the day that bars nothing).
     max_vehicle_age_years, max_inspection_age_days, max_substitution_days : int, optional
         The limits of the module docstring; None turns the reason off.
+    inspection_bands : tuple of dict, optional
+        The age bands of the inspection interval (:func:`check_limits` normalises them).
 
     Returns
     -------
@@ -258,12 +320,75 @@ def barred_reasons(
         out[:, REASONS.index("substitution_expired")] = (since != NO_DAY_HIGH) & (
             day > since + max_substitution_days
         )
-    if max_inspection_age_days is not None:
+    limit = inspection_limit_days(
+        day,
+        columns=c,
+        max_inspection_age_days=max_inspection_age_days,
+        inspection_bands=inspection_bands,
+    )
+    if limit is not None:
         last = c["last_inspection_on"]
-        out[:, REASONS.index("inspection_overdue")] = (last <= day) & (
-            day - last > max_inspection_age_days
-        )
+        out[:, REASONS.index("inspection_overdue")] = (last <= day) & (day - last > limit)
     return out
+
+
+def _band_of(age: int | None, bands: tuple[dict[str, Any], ...]) -> dict[str, Any] | None:
+    """Return the band an age falls in, as evidence (None: unknown age or outside all)."""
+    if age is None:
+        return None
+    for k, band in enumerate(bands):
+        if band["age_min_years"] <= age <= band["age_max_years"]:
+            shown = {
+                "provision": band["provision"],
+                "age_min_years": band["age_min_years"],
+                "age_max_years": band["age_max_years"],
+                "interval_days": band["interval_days"],
+            }
+            if band["overlaps_previous"] and k > 0 and age == band["age_min_years"]:
+                previous = bands[k - 1]
+                shown["also_read_as"] = previous["provision"]
+                shown["interval_days"] = max(band["interval_days"], previous["interval_days"])
+            return shown
+    return None
+
+
+def _inspection_evidence(
+    reg: Mapping[str, Any], day: int, limits: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Registry evidence of ``inspection_overdue``: the last inspection and the limit's band."""
+    last = reg["last_inspection_on"]
+    columns = _columns([dict(reg)], counted_from=limits["vehicle_age_counted_from"])
+    limit = inspection_limit_days(
+        np.array([day], dtype=np.int64),
+        columns=columns,
+        max_inspection_age_days=limits["max_inspection_age_days"],
+        inspection_bands=limits["inspection_bands"],
+    )
+    days = int(limit[0]) if limit is not None else 0  # on: the reason needs it
+    item: dict[str, Any] = {
+        "reason": "inspection_overdue",
+        "last_inspection_on": day_iso(last),
+        "days_since": int(day - last),
+        "max_inspection_age_days": days,
+        "days_over": int(day - last - days),
+    }
+    bands = limits["inspection_bands"]
+    if bands:
+        base = _base_year(reg, limits["vehicle_age_counted_from"])
+        year = int(_year_of_day(np.array([day, last], dtype=np.int64))[0])
+        last_year = int(_year_of_day(np.array([last], dtype=np.int64))[0])
+        age_day = None if base is None else year - base
+        age_last = None if base is None else last_year - base
+        item["inspection_band"] = {
+            "counted_from": limits["vehicle_age_counted_from"],
+            "base_year": base,
+            "age_years": age_day,
+            "band": _band_of(age_day, bands),
+            "age_years_at_last_inspection": age_last,
+            "band_at_last_inspection": _band_of(age_last, bands),
+            "unknown_age_interval_days": max(b["interval_days"] for b in bands),
+        }
+    return item
 
 
 def _optional_day(value: int, *, empty: int) -> str | None:
@@ -328,14 +453,7 @@ def _reason_evidence(
                 "days_over": int(day - since - limits["max_substitution_days"]),
             }
         else:  # inspection_overdue
-            last = reg["last_inspection_on"]
-            item = {
-                "reason": reason,
-                "last_inspection_on": day_iso(last),
-                "days_since": int(day - last),
-                "max_inspection_age_days": int(limits["max_inspection_age_days"]),
-                "days_over": int(day - last - limits["max_inspection_age_days"]),
-            }
+            item = _inspection_evidence(reg, day, limits)
         out.append(item)
     main = out[0]
     if main["reason"] in BARRING_STATUSES:
@@ -405,6 +523,8 @@ def _limit_is_set(name: str, limits: Mapping[str, Any]) -> bool:
     """Whether a limit is on (shown in the evidence); the age basis only with the age limit."""
     if name == "vehicle_age_counted_from":
         return limits["max_vehicle_age_years"] is not None
+    if name == "inspection_bands":  # the band used is in the reason's evidence
+        return False
     return limits[name] is not None
 
 
@@ -414,19 +534,25 @@ def check_limits(
     vehicle_age_counted_from: str,
     max_inspection_age_days: int | None,
     max_substitution_days: int | None,
+    inspection_bands: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Check the registry limits and return them as a mapping (the evidence's thresholds).
+
+    ``inspection_bands`` come back as a tuple of dicts sorted by age (``age_min_years``,
+    ``age_max_years``, ``interval_days``, ``provision``, ``overlaps_previous``), or None.
 
     Raises
     ------
     DetectorThresholdError
-        A limit is negative or not a whole number, or the age basis is unknown.
+        A limit is negative or not a whole number, the age basis is unknown, or a band is
+        malformed or overlaps another.
     """
     limits: dict[str, Any] = {
         "max_vehicle_age_years": max_vehicle_age_years,
         "vehicle_age_counted_from": vehicle_age_counted_from,
         "max_inspection_age_days": max_inspection_age_days,
         "max_substitution_days": max_substitution_days,
+        "inspection_bands": _check_bands(inspection_bands),
     }
     for name in ("max_vehicle_age_years", "max_inspection_age_days", "max_substitution_days"):
         value = limits[name]
@@ -443,6 +569,54 @@ def check_limits(
         )
         raise DetectorThresholdError(msg)
     return limits
+
+
+def _whole(value: Any, *, name: str, positive: bool = False) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or value < (1 if positive else 0)
+    ):
+        least = "positivo" if positive else "não negativo"
+        msg = f"'inspection_bands': '{name}' era {value!r}; esperado um número inteiro {least}"
+        raise DetectorThresholdError(msg)
+    return int(value)
+
+
+def _check_bands(
+    bands: Sequence[Mapping[str, Any]] | None,
+) -> tuple[dict[str, Any], ...] | None:
+    """Return the inspection bands checked and sorted by age (None when not given)."""
+    if bands is None or len(bands) == 0:
+        return None
+    out: list[dict[str, Any]] = []
+    for band in bands:
+        if not isinstance(band, Mapping):
+            msg = f"'inspection_bands': esperado uma tabela por faixa, era {band!r}"
+            raise DetectorThresholdError(msg)
+        low = _whole(band.get("age_min_years"), name="age_min_years")
+        high = _whole(band.get("age_max_years"), name="age_max_years")
+        if high < low:
+            msg = f"'inspection_bands': age_max_years {high} < age_min_years {low}"
+            raise DetectorThresholdError(msg)
+        provision = band.get("provision")
+        out.append(
+            {
+                "age_min_years": low,
+                "age_max_years": high,
+                "interval_days": _whole(
+                    band.get("interval_days"), name="interval_days", positive=True
+                ),
+                "provision": None if provision is None else str(provision),
+                "overlaps_previous": bool(band.get("overlaps_previous", False)),
+            }
+        )
+    out.sort(key=lambda b: b["age_min_years"])
+    for before, after in zip(out, out[1:], strict=False):
+        if after["age_min_years"] <= before["age_max_years"]:
+            msg = "'inspection_bands': faixas de idade sobrepostas"
+            raise DetectorThresholdError(msg)
+    return tuple(out)
 
 
 def _columns(regs: list[dict[str, Any]], *, counted_from: str) -> dict[str, NDArray[np.int64]]:
@@ -482,6 +656,7 @@ def detect_operating_while_barred(
     vehicle_age_counted_from: str = "manufacture",
     max_inspection_age_days: int | None = None,
     max_substitution_days: int | None = None,
+    inspection_bands: Sequence[Mapping[str, Any]] | None = None,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> gpd.GeoDataFrame:
     """Find service on local days when the vehicle's status or documents bar it.
@@ -520,6 +695,11 @@ def detect_operating_while_barred(
     max_substitution_days : int, optional
         Most days a provisional substitute may operate (``substitution_expired``): 30 in
         fretamento (art. 13). None (default): not judged.
+    inspection_bands : sequence of mapping, optional
+        Inspection interval by age band (``age_min_years``, ``age_max_years`` inclusive,
+        ``interval_days``, ``provision``, ``overlaps_previous``): fretamento art. 14 a–e, from
+        the rulebook (:meth:`enforcement.rulebook.Rulebook.thresholds`). With them the limit
+        of ``inspection_overdue`` is the band's interval (module docstring).
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days and of the fleet's dates.
 
@@ -544,6 +724,7 @@ def detect_operating_while_barred(
         vehicle_age_counted_from=vehicle_age_counted_from,
         max_inspection_age_days=max_inspection_age_days,
         max_substitution_days=max_substitution_days,
+        inspection_bands=inspection_bands,
     )
     zone(timezone)
     require_columns(trips, _TRIP_COLUMNS, what="as viagens")
@@ -574,6 +755,7 @@ def detect_operating_while_barred(
         max_vehicle_age_years=max_vehicle_age_years,
         max_inspection_age_days=max_inspection_age_days,
         max_substitution_days=max_substitution_days,
+        inspection_bands=limits["inspection_bands"],
     )
     hit = mask.any(axis=1)
     sel, day, mask = sel[hit], day[hit], mask[hit]
@@ -651,6 +833,7 @@ def detect_in_fixes(
     vehicle_age_counted_from: str = "manufacture",
     max_inspection_age_days: int | None = None,
     max_substitution_days: int | None = None,
+    inspection_bands: Sequence[Mapping[str, Any]] | None = None,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> gpd.GeoDataFrame:
     """Return :func:`detect_operating_while_barred` on the meter trips of ``pings``."""
@@ -664,6 +847,7 @@ def detect_in_fixes(
         vehicle_age_counted_from=vehicle_age_counted_from,
         max_inspection_age_days=max_inspection_age_days,
         max_substitution_days=max_substitution_days,
+        inspection_bands=inspection_bands,
         timezone=timezone,
     )
 
@@ -677,6 +861,7 @@ def open_from(
     vehicle_age_counted_from: str = "manufacture",
     max_inspection_age_days: int | None = None,
     max_substitution_days: int | None = None,
+    inspection_bands: Sequence[Mapping[str, Any]] | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     **_: Any,
 ) -> dict[str, int]:
@@ -694,6 +879,7 @@ def open_from(
         vehicle_age_counted_from=vehicle_age_counted_from,
         max_inspection_age_days=max_inspection_age_days,
         max_substitution_days=max_substitution_days,
+        inspection_bands=inspection_bands,
     )
     trips = meter_trips(pings, max_gap_s=max_gap_s)
     opened = open_trips(pings, trips)
@@ -742,6 +928,7 @@ def _bars(reg: Mapping[str, Any], day: int, limits: Mapping[str, Any]) -> bool:
             max_vehicle_age_years=limits["max_vehicle_age_years"],
             max_inspection_age_days=limits["max_inspection_age_days"],
             max_substitution_days=limits["max_substitution_days"],
+            inspection_bands=limits["inspection_bands"],
         ).any()
     )
 

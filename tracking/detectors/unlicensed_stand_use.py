@@ -24,7 +24,9 @@ overlapping stands
     One trip start may mark visits of several stands. If any of them is licensed for the
     vehicle or of unknown licence, the boarding may have been at the vehicle's own stand: no
     finding. Otherwise one finding, at the stand where the meter started inside (else the
-    longest visit; ties by ``stand_id``), naming the others in ``details.other_stand_ids``.
+    longest visit; ties by ``stand_id``), naming the others in ``details.other_stand_ids``;
+    a stand the vehicle holds under suspension (below) comes first, its charge being the
+    lesser.
 fleet
     With ``fleet`` given: a vehicle absent from it, or whose licences were not resolved to
     stand ids (``stands`` empty but ``stand_names`` given, as in Porto Alegre's open data), has
@@ -56,6 +58,33 @@ ended licence
     ``details.licence_end``: ``"excluded"`` when the registry records an exclusion the day
     after its end, else ``"ended"``. Without such a licence the keys are absent. A licence
     that starts later than the day (a renewal after a suspension) is not an ended one.
+suspension (POA art. 45 § único)
+    With ``suspensions`` (the registry's ``stand_suspensions``: per stand, a prefixo's or a
+    driver's ``suspension``, the 20 days of § único I, or ``barred``, § único II a, open-ended
+    allowed; inclusive local dates), a use of the stand during one is no lawful use, licence or
+    not (``details.subtype = "suspended_use"``, ``details.suspension``: the registry row, and
+    ``details.suspension_kind``, its kind, for the rulebook). A
+    prefixo's row (``vehicle_id``) applies to every use of that vehicle; a driver's
+    (``driver_id``) only when the fixes carry that driver: the boarding fix's ``driver_id`` for a
+    boarding, the first and the last fix inside for a wait (no ``driver_id``: no finding). The
+    day is the local day of the boarding fix; a wait must lie within the dates from arrival to
+    the end of the wait (a boarding on the day after ``ends_on`` is lawful). Uses
+    (``details.use``):
+
+    - ``boarding``: a boarding as above (same meter-switch evidence) at a stand under
+      suspension; where the vehicle has no licence there it stays a ``boarding`` finding and
+      only gains ``details.suspension``;
+    - ``wait``: "suspensão das atividades no ponto fixo" (I) and "impossibilidade de utilizar
+      a área do ponto fixo" (II a) cover waiting in the queue: a visit without such a boarding
+      whose wait exceeds ``suspended_min_wait_s`` (default 300 s: a car passing through or
+      dropping off is not waiting), unless a visit of the vehicle to a stand it may use
+      overlaps it.
+
+    A known Táxi Acessível is never accused under a suspension (the barring of § único II
+    reaches "mesmo na hipótese do referida no art. 45, parágrafo único, da Lei nº 11.582, de
+    2014", a text the platform does not hold: prefer a missed finding). Confidence: a
+    suspended boarding as a boarding; a wait ``0.5 + 0.3 min(1, (wait_s -
+    suspended_min_wait_s) / (2 suspended_min_wait_s))``.
 Live
     :func:`advance_unlicensed_stand_use` takes the visits released by
     :func:`stands.visits.advance_visits` and holds a vehicle's overlapping visits until its
@@ -75,6 +104,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE
+from stands.suspensions import SUSPENSION_KINDS
 from stands.visits import (
     DEFAULT_BOARDING_GRACE_M,
     DEFAULT_BOARDING_GRACE_S,
@@ -102,6 +132,10 @@ KIND = "unlicensed_stand_use"
 _METER_LITERAL = {"free": "free", "occupied": "occupied", "off": "off"}
 DEFAULT_ACCESSIBLE_MAX_WAIT_S = 600.0
 DEFAULT_MAX_GAP_S = 300.0
+DEFAULT_SUSPENDED_MIN_WAIT_S = 300.0
+SUSPENSION_COLUMNS = ("stand_id", "vehicle_id", "driver_id", "starts_on", "ends_on", "kind")
+"""The registry's ``stand_suspensions`` columns the rule reads (optional: ``suspension_id``,
+``reason``, ``process_ref``)."""
 _VISIT_NEEDED = (
     "vehicle_id",
     "stand_id",
@@ -184,6 +218,97 @@ def _check_visits(visits: pd.DataFrame) -> None:
     require_columns(visits, _VISIT_NEEDED, what="as visitas (stands.visits.detect_visits)")
 
 
+def _text_or_none(value: Any) -> str | None:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+_OPEN_END = 2**62
+
+
+class _Suspensions:
+    """The suspension rows by ``(stand, "v"|"d", vehicle or driver)``, with their evidence."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        require_columns(frame, SUSPENSION_COLUMNS, what="as suspensões de ponto")
+        self.records: list[dict[str, Any]] = []
+        self.spans: list[tuple[int, int]] = []  # inclusive day numbers
+        self.by_key: dict[tuple[str, str, str], list[int]] = {}
+        starts = pd.to_datetime(frame["starts_on"]).to_numpy(dtype="datetime64[D]")
+        ends = pd.to_datetime(frame["ends_on"]).to_numpy(dtype="datetime64[D]")
+        ids = frame["suspension_id"].tolist() if "suspension_id" in frame else [None] * len(frame)
+        reasons = frame["reason"].tolist() if "reason" in frame else [None] * len(frame)
+        refs = frame["process_ref"].tolist() if "process_ref" in frame else [None] * len(frame)
+        for k, rec in enumerate(frame[list(SUSPENSION_COLUMNS)].to_dict("records")):
+            stand = _text_or_none(rec["stand_id"])
+            vehicle = _text_or_none(rec["vehicle_id"])
+            driver = _text_or_none(rec["driver_id"])
+            kind = _text_or_none(rec["kind"])
+            if stand is None or (vehicle is None) == (driver is None) or np.isnat(starts[k]):
+                msg = (
+                    f"as suspensões de ponto, linha {k + 1}: esperado stand_id, starts_on e "
+                    "exatamente um de vehicle_id ou driver_id"
+                )
+                raise DetectorInputError(msg)
+            if kind not in SUSPENSION_KINDS:
+                msg = (
+                    f"as suspensões de ponto, linha {k + 1}, coluna 'kind': era {kind!r}; "
+                    f"esperado um de {', '.join(SUSPENSION_KINDS)}"
+                )
+                raise DetectorInputError(msg)
+            end = None if np.isnat(ends[k]) else ends[k]
+            sid = ids[k]
+            self.records.append(
+                {
+                    "suspension_id": None if sid is None or pd.isna(sid) else int(sid),
+                    "kind": kind,
+                    "scope": "vehicle" if vehicle is not None else "driver",
+                    "stand_id": stand,
+                    "vehicle_id": vehicle,
+                    "driver_id": driver,
+                    "starts_on": str(starts[k]),
+                    "ends_on": None if end is None else str(end),
+                    "reason": _text_or_none(reasons[k]),
+                    "process_ref": _text_or_none(refs[k]),
+                }
+            )
+            last = _OPEN_END if end is None else int(end.astype(np.int64))
+            self.spans.append((int(starts[k].astype(np.int64)), last))
+            key = (stand, "v", vehicle) if vehicle is not None else (stand, "d", str(driver))
+            self.by_key.setdefault(key, []).append(k)
+
+    def find(
+        self,
+        *,
+        stand: str,
+        vehicle: str,
+        driver: str | None,
+        first_day: np.datetime64,
+        last_day: np.datetime64,
+    ) -> int:
+        """Return the row covering ``first_day..last_day`` (the prefixo's first), else -1."""
+        keys = [(stand, "v", vehicle)] + ([] if driver is None else [(stand, "d", driver)])
+        for key in keys:
+            hits = [
+                k
+                for k in self.by_key.get(key, ())
+                if self.spans[k][0] <= int(first_day.astype(np.int64))
+                and int(last_day.astype(np.int64)) <= self.spans[k][1]
+            ]
+            if hits:
+                return max(hits, key=lambda k: (self.spans[k][0], -k))
+        return -1
+
+
+def _drivers(pings: pd.DataFrame) -> NDArray[Any]:
+    """Each fix's ``driver_id`` as text, None where absent."""
+    if "driver_id" not in pings.columns:
+        return np.full(len(pings), None, dtype=object)
+    return np.asarray([_text_or_none(d) for d in pings["driver_id"].tolist()], dtype=object)
+
+
 def _previous_fix(pings: pd.DataFrame, positions: NDArray[np.int64]) -> NDArray[np.int64]:
     """Position (in ``pings``) of each fix's previous fix of the same vehicle, -1 if none."""
     order, codes, _ = sorted_view(pings)
@@ -216,8 +341,16 @@ def _boarding_finding(
     max_gap_s: float,
     boarding_grace_s: float,
     boarding_grace_m: float,
+    suspension: dict[str, Any] | None = None,
+    subtype: str = "boarding",
+    licensed: bool | None = False,
+    driver_id: str | None = None,
 ) -> tuple[dict[str, Any], Any]:
-    """One boarding finding and its point as ``(lon, lat)`` (the batch and live kernels)."""
+    """One boarding finding and its point as ``(lon, lat)`` (the batch and live kernels).
+
+    With ``suspension``, the registry row the boarding breaks (``subtype``
+    ``suspended_use`` unless the licence is known to be missing: then a ``boarding``).
+    """
     lag_s = max(0.0, (boarded_ns - departed_ns) / NS)
     conf = (
         0.95
@@ -227,7 +360,7 @@ def _boarding_finding(
         - 0.15 * boarding_flagged
     )
     details = {
-        "subtype": "boarding",
+        "subtype": subtype,
         "fixes": fixes,
         "arrived_at": iso_utc(arrived_ns),
         "departed_at": iso_utc(departed_ns),
@@ -237,7 +370,7 @@ def _boarding_finding(
         "boarding_distance_m": metres_or_none(boarding_distance_m),
         "n_fixes_inside": int(n_fixes),
         "queue_position": int(queue_position),
-        "licensed": False,
+        "licensed": licensed,
         "licensed_stands": licensed_stands,
         "accessible": accessible,
         # canonical literal: keeping the column's own str would pin its memory
@@ -250,6 +383,11 @@ def _boarding_finding(
             "boarding_grace_m": float(boarding_grace_m),
         },
     }
+    if suspension is not None:
+        details["use"] = "boarding"
+        details["driver_id"] = driver_id
+        details["suspension"] = suspension
+        details["suspension_kind"] = suspension["kind"]
     row = {
         "kind": KIND,
         "vehicle_id": vehicle_id,
@@ -309,17 +447,71 @@ def _wait_finding(
     return row, (last_lon, last_lat)
 
 
+def _suspended_wait_finding(
+    *,
+    vehicle_id: str,
+    stand_id: str,
+    arrived_ns: int,
+    departed_ns: int,
+    wait_end_ns: int,
+    n_fixes: int,
+    queue_position: int,
+    fixes: list[dict[str, Any]],
+    licensed: bool | None,
+    licensed_stands: list[str] | None,
+    accessible: bool | None,
+    driver_id: str | None,
+    suspension: dict[str, Any],
+    last_lon: float,
+    last_lat: float,
+    suspended_min_wait_s: float,
+) -> tuple[dict[str, Any], Any]:
+    """One wait at a stand under suspension and its point (the last fix inside)."""
+    wait_s = (wait_end_ns - arrived_ns) / NS
+    excess = (wait_s - suspended_min_wait_s) / max(2.0 * suspended_min_wait_s, 1.0)
+    details = {
+        "subtype": "suspended_use",
+        "use": "wait",
+        "fixes": fixes,
+        "arrived_at": iso_utc(arrived_ns),
+        "departed_at": iso_utc(departed_ns),
+        "dwell_s": float((departed_ns - arrived_ns) / NS),
+        "wait_s": float(wait_s),
+        "n_fixes_inside": int(n_fixes),
+        "queue_position": int(queue_position),
+        "licensed": licensed,
+        "licensed_stands": licensed_stands,
+        "accessible": accessible,
+        "driver_id": driver_id,
+        "suspension": suspension,
+        "suspension_kind": suspension["kind"],
+        "thresholds": {"suspended_min_wait_s": float(suspended_min_wait_s)},
+    }
+    row = {
+        "kind": KIND,
+        "vehicle_id": vehicle_id,
+        "stand_id": stand_id,
+        "started_at": arrived_ns,
+        "ended_at": wait_end_ns,
+        "confidence": clip_confidence(0.5 + 0.3 * min(1.0, excess)),
+        "details": details,
+    }
+    return row, (last_lon, last_lat)
+
+
 def detect_unlicensed_stand_use(
     visits: pd.DataFrame,
     pings: pd.DataFrame,
     *,
     fleet: pd.DataFrame | None = None,
     licence_history: pd.DataFrame | None = None,
+    suspensions: pd.DataFrame | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
+    suspended_min_wait_s: float = DEFAULT_SUSPENDED_MIN_WAIT_S,
 ) -> gpd.GeoDataFrame:
     """Find boardings at stands the vehicle has no parking licence for, and accessible waits.
 
@@ -342,8 +534,12 @@ def detect_unlicensed_stand_use(
         Licence periods (``stands/licences.py`` columns, optional ``licence_id`` and
         ``reason``, the exclusion's): a finding after the end of one says which (see "ended
         licence" in the module docstring).
+    suspensions : pandas.DataFrame, optional
+        Stand suspensions (:data:`SUSPENSION_COLUMNS`, optional ``suspension_id``, ``reason``,
+        ``process_ref``; ``ends_on`` empty: open): uses during one are found (POA art. 45 §
+        único; see "suspension" in the module docstring).
     timezone : str, default "America/Sao_Paulo"
-        Zone of the licences' local dates.
+        Zone of the licences' and suspensions' local dates.
     accessible_max_wait_s : float, default 600
         Longest stay of a Táxi Acessível at a stand it is not licensed for (art. 46 sole §).
     max_gap_s : float, default 300
@@ -352,6 +548,9 @@ def detect_unlicensed_stand_use(
     boarding_grace_s, boarding_grace_m : float, default 120 and 30
         The thresholds the visits' boardings were decided with
         (:func:`stands.visits.detect_visits`), shown in the evidence.
+    suspended_min_wait_s : float, default 300
+        Shortest wait at a stand under suspension that is a use of it (art. 45 § único: a
+        vehicle passing through or dropping off is not using the stand).
 
     Returns
     -------
@@ -370,7 +569,9 @@ def detect_unlicensed_stand_use(
     check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
     check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
     check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
+    check_threshold("suspended_min_wait_s", suspended_min_wait_s, unit="segundos")
     _check_visits(visits)
+    table = _Suspensions(suspensions) if suspensions is not None and len(suspensions) else None
     require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
     facts = fleet_facts(fleet)
     if len(visits) == 0:
@@ -398,6 +599,7 @@ def detect_unlicensed_stand_use(
         accessible = np.full(len(visits), None, dtype=object)
     is_acc = accessible == True  # noqa: E712 (object array of True/False/None)
     accusable = unlicensed & known  # licence known to be missing
+    licensed_of = [None if pd.isna(x) else bool(x) for x in lic.tolist()]
 
     arrived = utc_ns(visits["arrived_at"], column="arrived_at", what="as visitas")
     departed = utc_ns(visits["departed_at"], column="departed_at", what="as visitas")
@@ -420,6 +622,36 @@ def detect_unlicensed_stand_use(
     )
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
+    wait_end = np.where(boarded, np.minimum(departed, boarded_ns), departed)
+    wait_s = (wait_end - arrived) / NS
+
+    # --- suspensions: the registry row each boarding or wait breaks (-1: none) ----------------
+    susp_board = np.full(len(visits), -1, dtype=np.int64)
+    susp_wait = np.full(len(visits), -1, dtype=np.int64)
+    driver = _drivers(pings)
+    if table is not None:
+        board_day = local_dates(np.where(boarded, boarded_ns, arrived), timezone)
+        arrive_day = local_dates(arrived, timezone)
+        wait_day = local_dates(wait_end, timezone)
+        for i in np.flatnonzero(~is_acc).tolist():
+            if boarded[i]:
+                susp_board[i] = table.find(
+                    stand=stand[i],
+                    vehicle=vehicle[i],
+                    driver=driver[bping[i]],
+                    first_day=board_day[i],
+                    last_day=board_day[i],
+                )
+            first_driver, last_driver = driver[first[i]], driver[last[i]]
+            susp_wait[i] = table.find(
+                stand=stand[i],
+                vehicle=vehicle[i],
+                driver=first_driver if first_driver == last_driver else None,
+                first_day=arrive_day[i],
+                last_day=wait_day[i],
+            )
+    suspended = susp_board >= 0
+    found_keys: set[int] = set()
 
     # --- boardings -----------------------------------------------------------------------
     cand = np.flatnonzero(boarded)
@@ -428,16 +660,19 @@ def detect_unlicensed_stand_use(
             {
                 "v": cand,
                 "key": bping[cand],
-                "ok": accusable[cand] & ~is_acc[cand],
+                "ok": (accusable[cand] & ~is_acc[cand]) | suspended[cand],
                 "inside": (boarded_ns[cand] <= departed[cand]),
                 "dwell": dwell_s[cand],
                 "stand": stand[cand],
+                # a stand held under suspension first: its charge is the lesser one
+                "lesser": ~accusable[cand],
             }
         )
         all_ok = frame.groupby("key")["ok"].transform("all").to_numpy(dtype=bool)
         frame = frame.loc[all_ok]
         frame = frame.sort_values(
-            ["key", "inside", "dwell", "stand"], ascending=[True, False, False, True]
+            ["key", "lesser", "inside", "dwell", "stand"],
+            ascending=[True, False, False, False, True],
         )
         # The stands of each boarding fix, in the order above (one in nearly every case).
         keys = frame["key"].to_numpy(dtype=np.int64)
@@ -464,6 +699,9 @@ def detect_unlicensed_stand_use(
                 if not switch_seen[k]:
                     continue
                 b, p = int(bp[k]), int(prev[k])
+                found_keys.add(b)
+                row_s = int(susp_board[i])
+                fact_i = facts.get(vehicle[i])
                 row, geom = _boarding_finding(
                     vehicle_id=vehicle[i],
                     stand_id=stand[i],
@@ -474,7 +712,7 @@ def detect_unlicensed_stand_use(
                     queue_position=int(queue[i]),
                     fixes=_fixes([int(first[i]), int(last[i]), p, b], ns, lat, lon, rows),
                     accessible=accessible[i],
-                    licensed_stands=list(facts[vehicle[i]]["stands"]) if facts else None,
+                    licensed_stands=None if fact_i is None else list(fact_i["stands"]),
                     meter_before=meter_before[k],
                     switch_gap_ns=int(ns[b] - ns[p]),
                     other_stand_ids=[s for s in others[b] if s != stand[i]],
@@ -485,24 +723,54 @@ def detect_unlicensed_stand_use(
                     max_gap_s=max_gap_s,
                     boarding_grace_s=boarding_grace_s,
                     boarding_grace_m=boarding_grace_m,
+                    suspension=None if row_s < 0 else dict(table.records[row_s]),  # type: ignore[union-attr]
+                    subtype="boarding" if accusable[i] else "suspended_use",
+                    licensed=False if accusable[i] else _licence_seen(licensed_of[i], fact_i),
+                    driver_id=driver[b],
                 )
                 out.append(row)
                 geoms.append(geom)
 
+    # --- waits at a stand under suspension -----------------------------------------------
+    held = (susp_wait >= 0) & (wait_s > suspended_min_wait_s)
+    held &= ~np.isin(bping, np.fromiter(found_keys, dtype=np.int64, count=len(found_keys)))
+    susp_waits = np.flatnonzero(held)
+    if len(susp_waits):
+        excused = _overlapped(
+            susp_waits, np.flatnonzero(~accusable & (susp_wait < 0)), vehicle, arrived, departed
+        )
+        for i in susp_waits.tolist():
+            if i in excused:
+                continue
+            p = int(last[i])
+            fact_i = facts.get(vehicle[i])
+            row, geom = _suspended_wait_finding(
+                vehicle_id=vehicle[i],
+                stand_id=stand[i],
+                arrived_ns=int(arrived[i]),
+                departed_ns=int(departed[i]),
+                wait_end_ns=int(wait_end[i]),
+                n_fixes=int(n_fixes[i]),
+                queue_position=int(queue[i]),
+                fixes=_fixes([int(first[i]), p], ns, lat, lon, rows),
+                licensed=False if accusable[i] else _licence_seen(licensed_of[i], fact_i),
+                licensed_stands=None if fact_i is None else list(fact_i["stands"]),
+                accessible=accessible[i],
+                driver_id=driver[first[i]],
+                suspension=dict(table.records[int(susp_wait[i])]),  # type: ignore[union-attr]
+                last_lon=float(lon[p]),
+                last_lat=float(lat[p]),
+                suspended_min_wait_s=suspended_min_wait_s,
+            )
+            out.append(row)
+            geoms.append(geom)
+
     # --- accessible waits ----------------------------------------------------------------
-    wait_end = np.where(boarded, np.minimum(departed, boarded_ns), departed)
-    wait_s = (wait_end - arrived) / NS
     waits = np.flatnonzero(accusable & is_acc & (wait_s > accessible_max_wait_s))
     if len(waits):
         # A visit of the same vehicle to a stand it may use (licensed or unknown) overlapping
         # the wait excuses it (overlapping stands).
-        lawful = np.flatnonzero(~accusable)
-        left = pd.DataFrame({"w": waits, "veh": vehicle[waits]})
-        right = pd.DataFrame({"o": lawful, "veh": vehicle[lawful]})
-        pairs = left.merge(right, on="veh")
-        w, o = pairs["w"].to_numpy(dtype=np.int64), pairs["o"].to_numpy(dtype=np.int64)
-        overlap = (arrived[o] <= departed[w]) & (departed[o] >= arrived[w])
-        excused = set(w[overlap].tolist())
+        excused = _overlapped(waits, np.flatnonzero(~accusable), vehicle, arrived, departed)
         for i in waits.tolist():
             if i in excused:
                 continue
@@ -528,6 +796,29 @@ def detect_unlicensed_stand_use(
     if licence_history is not None:
         _add_ended_licences(out, licence_history, timezone)
     return make_findings(pd.DataFrame(out), geoms)
+
+
+def _licence_seen(licensed: bool | None, fact: Mapping[str, Any] | None) -> bool | None:
+    """Return the visit's licence as evidence: None where the fleet does not know it."""
+    if fact is not None and not fact["licence_known"]:
+        return None
+    return licensed
+
+
+def _overlapped(
+    waits: NDArray[np.int64],
+    lawful: NDArray[np.int64],
+    vehicle: NDArray[Any],
+    arrived: NDArray[np.int64],
+    departed: NDArray[np.int64],
+) -> set[int]:
+    """Return the waits a ``lawful`` visit of the vehicle overlaps (it may have queued there)."""
+    left = pd.DataFrame({"w": waits, "veh": vehicle[waits]})
+    right = pd.DataFrame({"o": lawful, "veh": vehicle[lawful]})
+    pairs = left.merge(right, on="veh")
+    w, o = pairs["w"].to_numpy(dtype=np.int64), pairs["o"].to_numpy(dtype=np.int64)
+    overlap = (arrived[o] <= departed[w]) & (departed[o] >= arrived[w])
+    return set(w[overlap].tolist())
 
 
 def _add_ended_licences(rows: list[dict[str, Any]], history: pd.DataFrame, timezone: str) -> None:
@@ -584,11 +875,13 @@ def advance_unlicensed_stand_use(
     final: bool = False,
     fleet: pd.DataFrame | None = None,
     licence_history: pd.DataFrame | None = None,
+    suspensions: pd.DataFrame | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     accessible_max_wait_s: float = DEFAULT_ACCESSIBLE_MAX_WAIT_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
+    suspended_min_wait_s: float = DEFAULT_SUSPENDED_MIN_WAIT_S,
 ) -> tuple[dict[str, dict[str, Any]], gpd.GeoDataFrame]:
     """Run :func:`detect_unlicensed_stand_use` on released visits once no other can matter.
 
@@ -611,8 +904,8 @@ def advance_unlicensed_stand_use(
         has nothing pending.
     final : bool, default False
         End of the input: every cluster is closed.
-    fleet, licence_history, timezone, accessible_max_wait_s, max_gap_s, boarding_grace_s, \
-boarding_grace_m
+    fleet, licence_history, suspensions, timezone, accessible_max_wait_s, max_gap_s, \
+boarding_grace_s, boarding_grace_m, suspended_min_wait_s
         As in :func:`detect_unlicensed_stand_use`.
 
     Returns
@@ -649,10 +942,12 @@ boarding_grace_m
         fixes,
         fleet=fleet,
         licence_history=licence_history,
+        suspensions=suspensions,
         timezone=timezone,
         accessible_max_wait_s=accessible_max_wait_s,
         max_gap_s=max_gap_s,
         boarding_grace_s=boarding_grace_s,
         boarding_grace_m=boarding_grace_m,
+        suspended_min_wait_s=suspended_min_wait_s,
     )
     return out, found

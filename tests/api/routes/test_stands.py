@@ -257,3 +257,56 @@ class TestStrictRequestTypes:
         election = {"person_name": "X", "elected_on": "7743-01-01", "minutes_ref": "ata 1"}
         answer = client.post("/api/v1/stands/S1/supervisors", json=election, headers=headers)
         assert answer.status_code == 422
+
+
+class TestSuspensions:
+    def test_admin_records_and_lists_a_suspension_audited(
+        self, client: TestClient, seeded: dict, api_engine
+    ) -> None:
+        """A prefixo's 20-day suspension at S1 is recorded (201), listed and audited."""
+        from sqlalchemy import text
+
+        headers = bearer(seeded["tokens"]["admin"])
+        body = {"vehicle_id": "V2", "starts_on": "2024-03-01", "ends_on": "2024-03-20",
+                "kind": "suspension", "reason": "desacato ao supervisor",
+                "process_ref": "EPTC 1/2024"}  # fmt: skip
+        done = client.post("/api/v1/stands/S1/suspensions", json=body, headers=headers)
+        assert done.status_code == 201, done.text
+        row = done.json()
+        assert (row["stand_id"], row["vehicle_id"], row["driver_id"]) == ("S1", "V2", None)
+        listed = client.get("/api/v1/stands/S1/suspensions", headers=headers).json()
+        assert listed["count"] == 1 and listed["data"][0]["ends_on"] == "2024-03-20"
+        with api_engine.connect() as conn:
+            entry = conn.execute(
+                text(
+                    "SELECT actor, action FROM audit_log WHERE entity = 'stand_suspension' "
+                    "AND entity_id = :i"
+                ),
+                {"i": str(row["suspension_id"])},
+            ).one()
+        assert tuple(entry) == ("user:u_admin", "create")
+
+    def test_bad_suspensions_are_422_in_portuguese(self, client: TestClient, seeded: dict) -> None:
+        """Both subjects, an end before the start, or an open suspension: 422 naming the field."""
+        headers = bearer(seeded["tokens"]["admin"])
+        url = "/api/v1/stands/S1/suspensions"
+        both = {"vehicle_id": "V2", "driver_id": "D1", "starts_on": "2024-03-01",
+                "ends_on": "2024-03-20", "kind": "suspension"}  # fmt: skip
+        backwards = {"vehicle_id": "V2", "starts_on": "2024-03-20", "ends_on": "2024-03-01",
+                     "kind": "suspension"}  # fmt: skip
+        open_ended = {"vehicle_id": "V2", "starts_on": "2024-03-01", "kind": "suspension"}
+        for body, word in ((both, "exatamente um"), (backwards, "antes"), (open_ended, "barred")):
+            response = client.post(url, json=body, headers=headers)
+            assert response.status_code == 422, response.text
+            assert word in response.json()["error"]["message"]
+
+    def test_unknown_driver_is_404_and_planner_cannot_read(
+        self, client: TestClient, seeded: dict
+    ) -> None:
+        """A driver not in the registry is 404; planners do not read suspensions (403)."""
+        headers = bearer(seeded["tokens"]["admin"])
+        body = {"driver_id": "NOPE", "starts_on": "2024-03-01", "kind": "barred"}
+        response = client.post("/api/v1/stands/S1/suspensions", json=body, headers=headers)
+        assert response.status_code == 404 and "NOPE" in response.json()["error"]["message"]
+        planner = bearer(seeded["tokens"]["planner"])
+        assert client.get("/api/v1/stands/S1/suspensions", headers=planner).status_code == 403

@@ -493,3 +493,151 @@ class TestVehicleAndDocumentReasons:
         reasons = {(f["local_date"], r["reason"]) for f in batch["details"] for r in f["reasons"]}
         assert {("2024-03-04", "before_alvara"), ("2024-03-06", "substitution_expired")} <= reasons
         assert ("2024-03-07", "inspection_overdue") in reasons
+
+
+def _fretamento_limits() -> dict[str, Any]:
+    """The fretamento rulebook's limits, bands included (one table: the rulebook's)."""
+    from enforcement.rulebook import bundled_rulebooks
+
+    return bundled_rulebooks()[("4314902", "fretamento")].thresholds()["operating_while_barred"]
+
+
+def _overdue(day: dt.date, last: dt.date, first_registered: dt.date | None) -> list[dict]:
+    """The ``inspection_overdue`` evidence of a ride on ``day`` (empty: not overdue)."""
+    found = detect(
+        ride("v1", f"{day.isoformat()}T15:00:00Z"),
+        fleet(last_inspection_on=last, first_registered_on=first_registered),
+        **_fretamento_limits(),
+    )
+    return [
+        r for f in found["details"] for r in f["reasons"] if r["reason"] == "inspection_overdue"
+    ]
+
+
+DAY = D(2024, 6, 15)
+
+
+class TestInspectionBands:
+    def test_rulebook_gives_the_bands(self) -> None:
+        """The fretamento rulebook passes art. 14 a–e to the detector, c marked at its edge."""
+        bands = _fretamento_limits()["inspection_bands"]
+        assert [(b["age_min_years"], b["age_max_years"], b["interval_days"]) for b in bands] == [
+            (0, 3, 120), (4, 7, 90), (8, 9, 60), (10, 11, 45), (12, 15, 30),
+        ]  # fmt: skip
+        assert [b["overlaps_previous"] for b in bands] == [False, False, True, False, False]
+
+    @pytest.mark.parametrize(
+        ("registered_year", "interval"),
+        [
+            (2024, 120),  # age 0 (a: "de 0 a 04 anos incompletos")
+            (2021, 120),  # age 3
+            (2020, 90),  # age 4 (b: "de 04 anos completos")
+            (2017, 90),  # age 7
+            (2016, 90),  # age 8: b "a 08 anos" and c "8 anos completos" overlap: the larger
+            (2015, 60),  # age 9 (c: "a 10 (dez) anos incompletos")
+            (2014, 45),  # age 10 (d)
+            (2013, 45),  # age 11
+            (2012, 30),  # age 12 (e)
+            (2009, 30),  # age 15 (e: "a 15 (quinze) anos")
+        ],
+    )
+    def test_each_band_edge(self, registered_year: int, interval: int) -> None:
+        """At each age, ``interval`` days since the inspection is lawful and one more is not."""
+        registered = D(registered_year, 1, 10)
+        last_ok = DAY - dt.timedelta(days=interval)
+        assert last_ok.year == DAY.year  # the same age at the inspection as on the day
+        assert _overdue(DAY, last_ok, registered) == []
+        (ev,) = _overdue(DAY, last_ok - dt.timedelta(days=1), registered)
+        assert (ev["max_inspection_age_days"], ev["days_over"]) == (interval, 1)
+        band = ev["inspection_band"]
+        assert band["age_years"] == DAY.year - registered_year
+        assert band["band"]["interval_days"] == interval
+        assert band["counted_from"] == "first_registration"
+
+    def test_edge_of_eight_names_both_alineas(self) -> None:
+        """At 8 the evidence names c and that b also reads it (90 days, not 60)."""
+        (ev,) = _overdue(DAY, DAY - dt.timedelta(days=91), D(2016, 5, 1))
+        band = ev["inspection_band"]["band"]
+        assert (band["provision"], band["also_read_as"], band["interval_days"]) == (
+            "art. 14, c",
+            "art. 14, b",
+            90,
+        )
+
+    def test_unknown_age_takes_the_largest_interval(self) -> None:
+        """Without the first registration the safe bound is 120 days."""
+        assert _overdue(DAY, DAY - dt.timedelta(days=120), None) == []
+        (ev,) = _overdue(DAY, DAY - dt.timedelta(days=121), None)
+        assert ev["inspection_band"]["age_years"] is None
+        assert ev["inspection_band"]["band"] is None
+        assert ev["max_inspection_age_days"] == 120
+
+    def test_changing_band_keeps_the_due_date_of_the_last_inspection(self) -> None:
+        """Inspected at 3 (120 days), the vehicle turns 4 (90) on 1 January: not overdue
+        before the 120 days; overdue after them, the evidence naming both bands."""
+        registered = D(2020, 3, 1)
+        last = D(2023, 10, 1)  # age 3
+        assert _overdue(D(2024, 1, 10), last, registered) == []  # 101 days, age 4 now
+        (ev,) = _overdue(D(2024, 1, 31), last, registered)  # 122 days
+        band = ev["inspection_band"]
+        assert (band["age_years"], band["age_years_at_last_inspection"]) == (4, 3)
+        assert band["band"]["provision"] == "art. 14, b"
+        assert band["band_at_last_inspection"]["provision"] == "art. 14, a"
+        assert (ev["max_inspection_age_days"], ev["days_over"]) == (120, 2)
+
+    def test_inspected_in_the_stricter_band_counts_its_interval(self) -> None:
+        """Inspected at 4 (90 days): 96 days later it is overdue."""
+        (ev,) = _overdue(D(2024, 4, 10), D(2024, 1, 5), D(2020, 3, 1))
+        assert (ev["max_inspection_age_days"], ev["days_over"]) == (90, 6)
+
+    def test_over_age_vehicle_outside_the_bands_takes_the_largest(self) -> None:
+        """At 16 no band applies: 100 days is no inspection finding (the age is its own)."""
+        assert _overdue(DAY, DAY - dt.timedelta(days=100), D(2008, 1, 1)) == []
+
+    def test_without_bands_the_single_bound_stays(self) -> None:
+        """Pinto Bandeira's 365 days (no bands) is unchanged and names no band."""
+        found = detect(
+            ride("v1", "2024-03-05T15:00:00Z"),
+            fleet(last_inspection_on=D(2023, 3, 5), first_registered_on=D(2015, 1, 1)),
+            max_inspection_age_days=365,
+        )
+        assert "inspection_band" not in found["details"].iloc[0]["reasons"][0]
+
+    @pytest.mark.parametrize(
+        ("bands", "match"),
+        [
+            ([{"age_min_years": 0, "age_max_years": 3, "interval_days": 0}], "interval_days"),
+            ([{"age_min_years": 4, "age_max_years": 3, "interval_days": 9}], "age_max_years"),
+            (
+                [
+                    {"age_min_years": 0, "age_max_years": 4, "interval_days": 9},
+                    {"age_min_years": 4, "age_max_years": 6, "interval_days": 9},
+                ],
+                "sobrepostas",
+            ),
+        ],
+    )
+    def test_bad_bands_raise(self, bands: list[dict], match: str) -> None:
+        """A zero interval, a reversed band or overlapping bands are refused in pt-BR."""
+        with pytest.raises(DetectorThresholdError, match=match):
+            detect(ride("v1", "2024-03-05T15:00:00Z"), fleet(), inspection_bands=bands)
+
+    def test_pieces_give_the_batch_with_bands(self) -> None:
+        """Fix by fix or in pieces, the banded inspection rule gives the batch's bytes."""
+        rows = ride("v1", "2024-01-10T12:00:00Z") + ride("v1", "2024-01-31T12:00:00Z")
+        rows += ride("v2", "2024-04-04T13:00:00Z") + ride("v2", "2024-04-10T13:00:00Z")
+        registry = pd.DataFrame(
+            {
+                "vehicle_id": ["v1", "v2"],
+                "first_registered_on": [D(2020, 3, 1), D(2020, 3, 1)],
+                "last_inspection_on": [D(2023, 10, 1), D(2024, 1, 5)],
+            }
+        )
+        batch = assert_pieces_give_batch(
+            KERNEL, make_pings(rows), min_findings=2, fleet=registry, **_fretamento_limits()
+        )
+        days = sorted(
+            (f["vehicle_id"], d["local_date"])
+            for f, d in zip(batch.to_dict("records"), batch["details"], strict=True)
+        )
+        assert days == [("v1", "2024-01-31"), ("v2", "2024-04-10")]

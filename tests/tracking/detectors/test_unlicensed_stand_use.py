@@ -649,3 +649,329 @@ class TestEndedLicence:
         history = _history([(1, "v1", "S1", None, "2024-03-04", EXCLUDED)])
         found = detect(pings, licence_history=history)  # type: ignore[arg-type]
         assert "licence_ended" not in found.iloc[0]["details"]
+
+
+# ------------------------------------------------------------------ stand suspensions (art. 45)
+
+OWN = (2000.0, -20.0)  # inside S2 only: v1's own stand
+
+
+def _suspensions(
+    rows: list[tuple[str, str | None, str | None, str, str | None, str]],
+) -> pd.DataFrame:
+    """Suspension rows (stand, vehicle, driver, starts_on, ends_on, kind), ids from 1."""
+    return pd.DataFrame(
+        {
+            "suspension_id": list(range(1, len(rows) + 1)),
+            "stand_id": [r[0] for r in rows],
+            "vehicle_id": pd.Series([r[1] for r in rows], dtype="object"),
+            "driver_id": pd.Series([r[2] for r in rows], dtype="object"),
+            "starts_on": pd.to_datetime([r[3] for r in rows]),
+            "ends_on": pd.to_datetime([r[4] for r in rows]),
+            "kind": [r[5] for r in rows],
+            "reason": ["art. 45, parágrafo único, I, b: desacato ao supervisor"] * len(rows),
+            "process_ref": ["EPTC 123/2024"] * len(rows),
+        }
+    )
+
+
+def _driven(rows: list[dict], driver: str | None) -> list[dict]:
+    """The rows with ``driver_id`` set on every fix."""
+    return [dict(r, driver_id=driver) for r in rows]
+
+
+def _park_free(vehicle: str, at: tuple[float, float], wait_s: int, t0: int = 0) -> list[dict]:
+    """Arrive free at ``at``, wait ``wait_s`` (meter free) and leave south, free."""
+    n0, e0 = at
+    points = [(t0 - 90 + 30 * k, n0 + 300 - 100 * k, e0) for k in range(3)]
+    points += [(t0 + t, n0 + 1.0, e0) for t in range(0, wait_s + 1, 30)]
+    points += [(t0 + wait_s + 30 * k, n0 - 150.0 * k, e0) for k in range(1, 4)]
+    return make_track(vehicle, points, meter="free")
+
+
+class TestStandSuspension:
+    def test_boarding_at_own_stand_during_suspension_is_found(self) -> None:
+        """v1, licensed for S2 but suspended there 03-01..03-20, boards at S2 on 03-04."""
+        pings = make_pings(wait_then_board(at=OWN))
+        assert detect(pings).empty  # its own stand: lawful without the suspension
+        susp = _suspensions([("S2", "v1", None, "2024-03-01", "2024-03-20", "suspension")])
+        found = detect(pings, suspensions=susp)  # type: ignore[arg-type]
+        assert len(found) == 1
+        f = found.iloc[0]
+        d = f["details"]
+        assert (f["stand_id"], d["subtype"], d["use"], d["licensed"]) == (
+            "S2",
+            "suspended_use",
+            "boarding",
+            True,
+        )
+        assert d["suspension"] == {
+            "suspension_id": 1,
+            "kind": "suspension",
+            "scope": "vehicle",
+            "stand_id": "S2",
+            "vehicle_id": "v1",
+            "driver_id": None,
+            "starts_on": "2024-03-01",
+            "ends_on": "2024-03-20",
+            "reason": "art. 45, parágrafo único, I, b: desacato ao supervisor",
+            "process_ref": "EPTC 123/2024",
+        }
+        assert f["confidence"] >= 0.8
+        json.dumps(d)
+        validate_findings(found)
+
+    @pytest.mark.parametrize(
+        ("starts_on", "ends_on", "found"),
+        [
+            ("2024-02-13", "2024-03-03", 0),  # ended the day before: lawful again
+            ("2024-03-05", "2024-03-24", 0),  # starts the day after
+            ("2024-02-14", "2024-03-04", 1),  # last day of the suspension (inclusive)
+            ("2024-03-04", "2024-03-23", 1),  # first day
+        ],
+    )
+    def test_suspension_dates_are_inclusive_local_days(
+        self, starts_on: str, ends_on: str, found: int
+    ) -> None:
+        """Only a boarding on a local day from ``starts_on`` to ``ends_on`` is found."""
+        pings = make_pings(wait_then_board(at=OWN))
+        susp = _suspensions([("S2", "v1", None, starts_on, ends_on, "suspension")])
+        assert len(detect(pings, suspensions=susp)) == found  # type: ignore[arg-type]
+
+    def test_local_day_not_utc_day_decides(self) -> None:
+        """A boarding at 01:00 UTC on 03-05 is 22:00 local on 03-04: the suspension's last day."""
+        pings = make_pings(wait_then_board(at=OWN, t0=13 * 3600))
+        susp = _suspensions([("S2", "v1", None, "2024-02-14", "2024-03-04", "suspension")])
+        assert len(detect(pings, suspensions=susp)) == 1  # type: ignore[arg-type]
+        susp = _suspensions([("S2", "v1", None, "2024-03-05", "2024-03-24", "suspension")])
+        assert detect(pings, suspensions=susp).empty  # type: ignore[arg-type]
+
+    def test_other_stand_or_vehicle_is_not_suspended(self) -> None:
+        """A suspension at S1, or of another prefixo at S2, does not touch v1 at S2."""
+        pings = make_pings(wait_then_board(at=OWN))
+        susp = _suspensions(
+            [
+                ("S1", "v1", None, "2024-03-01", "2024-03-20", "suspension"),
+                ("S2", "unk", None, "2024-03-01", "2024-03-20", "suspension"),
+            ]
+        )
+        assert detect(pings, suspensions=susp).empty  # type: ignore[arg-type]
+
+    def test_driver_suspension_needs_that_driver_at_the_boarding(self) -> None:
+        """An auxiliar's suspension: found with him at the wheel, not with another or none."""
+        susp = _suspensions([("S2", None, "aux9", "2024-03-01", "2024-03-20", "suspension")])
+        by_him = make_pings(_driven(wait_then_board(at=OWN), "aux9"))
+        found = detect(by_him, suspensions=susp)  # type: ignore[arg-type]
+        assert len(found) == 1
+        d = found.iloc[0]["details"]
+        assert (d["driver_id"], d["suspension"]["scope"]) == ("aux9", "driver")
+        by_other = make_pings(_driven(wait_then_board(at=OWN), "tit1"))
+        assert detect(by_other, suspensions=susp).empty  # type: ignore[arg-type]
+        no_driver = make_pings(wait_then_board(at=OWN))
+        assert detect(no_driver, suspensions=susp).empty  # type: ignore[arg-type]
+
+    def test_driver_change_at_the_boarding_fix_decides(self) -> None:
+        """The titular waited, the barred auxiliar is logged in at the boarding fix: found."""
+        rows = _driven(wait_then_board(at=OWN), "tit1")
+        rows[-6]["driver_id"] = "aux9"  # the boarding fix (meter on, last fix inside)
+        susp = _suspensions([("S2", None, "aux9", "2024-01-10", None, "barred")])
+        found = detect(make_pings(rows), suspensions=susp)  # type: ignore[arg-type]
+        assert len(found) == 1
+        d = found.iloc[0]["details"]
+        assert (d["use"], d["suspension"]["kind"], d["suspension"]["ends_on"]) == (
+            "boarding",
+            "barred",
+            None,
+        )
+
+    def test_wait_in_the_queue_during_suspension_is_found(self) -> None:
+        """Ten minutes waiting at S2 without boarding during the suspension: a weaker finding."""
+        pings = make_pings(_park_free("v1", OWN, 600))
+        susp = _suspensions([("S2", "v1", None, "2024-03-01", "2024-03-20", "suspension")])
+        found = detect(pings, suspensions=susp)  # type: ignore[arg-type]
+        assert len(found) == 1
+        f = found.iloc[0]
+        d = f["details"]
+        assert (d["subtype"], d["use"], d["wait_s"]) == ("suspended_use", "wait", 600.0)
+        assert d["thresholds"] == {"suspended_min_wait_s": 300.0}
+        assert f["confidence"] == pytest.approx(0.5 + 0.3 * 300 / 600)
+        assert f["ended_at"] == pd.Timestamp("2024-03-04T12:10:00Z")
+
+    def test_passing_through_or_short_stop_is_no_use(self) -> None:
+        """Four minutes at the stand (a drop-off, traffic) is not a use: nothing."""
+        pings = make_pings(_park_free("v1", OWN, 240))
+        susp = _suspensions([("S2", "v1", None, "2024-03-01", "2024-03-20", "suspension")])
+        assert detect(pings, suspensions=susp).empty  # type: ignore[arg-type]
+
+    def test_wait_across_the_end_of_the_suspension_is_not_found(self) -> None:
+        """A wait that starts on the last day and ends on the next is not judged (prefer a miss)."""
+        pings = make_pings(_park_free("v1", OWN, 1800, t0=14 * 3600 + 1800))  # 23:30→00:00 local
+        susp = _suspensions([("S2", "v1", None, "2024-02-14", "2024-03-04", "suspension")])
+        assert detect(pings, suspensions=susp).empty  # type: ignore[arg-type]
+        susp = _suspensions([("S2", "v1", None, "2024-02-14", "2024-03-05", "suspension")])
+        assert len(detect(pings, suspensions=susp)) == 1  # type: ignore[arg-type]
+
+    def test_accessible_taxi_is_never_accused_under_suspension(self) -> None:
+        """The Táxi Acessível suspended at S2 and boarding there: no finding (prefer a miss)."""
+        pings = make_pings(wait_then_board("acc", at=OWN))
+        susp = _suspensions([("S2", "acc", None, "2024-03-01", "2024-03-20", "barred")])
+        assert detect(pings, suspensions=susp).empty  # type: ignore[arg-type]
+
+    def test_unlicensed_stand_stays_a_boarding_with_the_suspension(self) -> None:
+        """v1 barred from S1, where it has no licence: the 59 XIII boarding names the row."""
+        pings = make_pings(wait_then_board())
+        susp = _suspensions([("S1", "v1", None, "2024-01-01", None, "barred")])
+        found = detect(pings, suspensions=susp)  # type: ignore[arg-type]
+        d = found.iloc[0]["details"]
+        assert (d["subtype"], d["licensed"], d["suspension"]["kind"]) == (
+            "boarding",
+            False,
+            "barred",
+        )
+        plain = detect(pings).iloc[0]["details"]
+        assert "suspension" not in plain and "use" not in plain
+
+    def test_overlapping_lawful_stand_excuses_the_boarding(self) -> None:
+        """Boarding in S2 ∩ S3: v1 suspended at S2 but licensed at S3, it may have boarded there."""
+        fleet = pd.DataFrame({"vehicle_id": ["v1"], "stands": [("S2", "S3")]})
+        pings = make_pings(wait_then_board(at=(2000.0, 10.0)))
+        susp = _suspensions([("S2", "v1", None, "2024-03-01", "2024-03-20", "suspension")])
+        found = detect_unlicensed_stand_use(
+            visits_for(pings, fleet), pings, fleet=fleet, suspensions=susp
+        )
+        assert found.empty
+        both = _suspensions(
+            [
+                ("S2", "v1", None, "2024-03-01", "2024-03-20", "suspension"),
+                ("S3", "v1", None, "2024-03-01", "2024-03-20", "suspension"),
+            ]
+        )
+        found = detect_unlicensed_stand_use(
+            visits_for(pings, fleet), pings, fleet=fleet, suspensions=both
+        )
+        assert len(found) == 1
+
+    def test_overlap_with_unlicensed_stand_takes_the_lesser_charge(self) -> None:
+        """v1 waits in its own S2 (under suspension) and the meter starts 30 s later inside S3
+        (unlicensed), 15 m from S2: one boarding fix for both visits. The finding is the
+        suspension at S2 (art. 45), not the boarding without licence at S3 (59 XIII)."""
+        points = [(-90 + 30 * k, 1700.0 + 100 * k, -25.0) for k in range(3)]
+        points += [(30 * k, 2000.0, -25.0) for k in range(11)]  # S2 only, until 300 s
+        points += [(330, 2000.0, 45.0)]  # S3 only: the meter comes on
+        points += [(330 + 30 * k, 2000.0 + 150.0 * k, 45.0) for k in range(1, 5)]
+        meters = ["free"] * 14 + ["occupied"] * 5
+        pings = make_pings(make_track("v1", points, meter=meters))
+        susp = _suspensions([("S2", "v1", None, "2024-03-01", "2024-03-20", "suspension")])
+        plain = detect(pings)
+        assert plain.empty  # without the suspension its own stand excuses the boarding
+        found = detect(pings, suspensions=susp)  # type: ignore[arg-type]
+        assert len(found) == 1
+        f = found.iloc[0]
+        assert (f["stand_id"], f["details"]["subtype"]) == ("S2", "suspended_use")
+        assert f["details"]["other_stand_ids"] == ["S3"]
+
+    @pytest.mark.parametrize(
+        ("row", "match"),
+        [
+            (("S2", "v1", "aux9", "2024-03-01", None, "barred"), "exatamente um"),
+            (("S2", None, None, "2024-03-01", None, "barred"), "exatamente um"),
+            (("S2", "v1", None, "2024-03-01", None, "multa"), "kind"),
+        ],
+    )
+    def test_bad_suspension_rows_raise(self, row: tuple, match: str) -> None:
+        """A row naming both or neither of prefixo and driver, or an unknown kind, is refused."""
+        pings = make_pings(wait_then_board(at=OWN))
+        with pytest.raises(DetectorInputError, match=match):
+            detect(pings, suspensions=_suspensions([row]))  # type: ignore[arg-type]
+
+
+def _suspension_days() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Three days at S2 with a prefixo suspension ending on day 2 and a barred auxiliar."""
+    fleet = pd.DataFrame(
+        {
+            "vehicle_id": ["v1", "v2", "acc"],
+            "accessible": [False, False, True],
+            "stands": [("S2",), ("S2",), ("S2",)],
+            "stand_names": [(), (), ()],
+        }
+    )
+    rows: list[dict] = []
+    for d in (0, DAY, 2 * DAY):
+        rows += wait_then_board("v1", at=OWN, t0=d)  # suspended days 1-2, lawful on day 3
+        rows += _driven(wait_then_board("v2", at=OWN, t0=d + 3000), "aux9" if d else "tit2")
+        rows += _park_free("v1", OWN, 900, t0=d + 6000)  # a wait in the queue
+        rows += _park_free("v2", OWN, 120, t0=d + 9000)  # a short stop: never
+        rows += wait_then_board("acc", at=OWN, t0=d + 12_000)  # accessible: never
+    susp = _suspensions(
+        [
+            ("S2", "v1", None, "2024-03-01", "2024-03-05", "suspension"),
+            ("S2", None, "aux9", "2024-03-02", None, "barred"),
+            ("S2", "acc", None, "2024-03-01", None, "barred"),
+        ]
+    )
+    return make_pings(rows), fleet, susp
+
+
+class TestSuspensionKernel:
+    def test_pieces_give_the_batch_bytes(self) -> None:
+        """Suspended boardings and waits: any cutting gives the batch's bytes."""
+        pings, fleet, susp = _suspension_days()
+        cover = _cover()
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        licences = licence_frame_from_fleet(fleet)
+        visits = detect_visits(
+            pings, memberships, stands=_stands(), licences=licences, max_gap_s=300.0
+        )
+        batch = detect_unlicensed_stand_use(visits, pings, fleet=fleet, suspensions=susp)
+        seen = sorted(
+            (f["vehicle_id"], d["use"], f["started_at"].day)
+            for f, d in zip(batch.to_dict("records"), batch["details"], strict=True)
+        )
+        assert seen == [
+            ("v1", "boarding", 4),
+            ("v1", "boarding", 5),
+            ("v1", "wait", 4),
+            ("v1", "wait", 5),
+            ("v2", "boarding", 5),
+            ("v2", "boarding", 6),
+        ]
+        expected = geojson_bytes(batch)
+        for cuts in cuttings(len(pings), seeds=3, one_by_one=False, max_pieces=40):
+            live = _replay_suspensions(pings, fleet, susp, cuts)
+            assert geojson_bytes(live) == expected, cuts[:10]
+
+
+def _replay_suspensions(
+    pings: pd.DataFrame, fleet: pd.DataFrame, susp: pd.DataFrame, cuts: list[int]
+) -> gpd.GeoDataFrame:
+    """The findings of the fixes fed in pieces through the visits kernel and this kind's."""
+    states: dict[str, Any] = {}
+    parts: list[gpd.GeoDataFrame] = []
+
+    def feed(v: pd.DataFrame, fixes: pd.DataFrame, vstate: dict[str, Any] | None) -> None:
+        nonlocal states
+        states, found = advance_unlicensed_stand_use(
+            states,
+            v,
+            fixes,
+            pending=unreleased_arrivals(vstate) if vstate is not None else {},
+            final=vstate is None,
+            fleet=fleet,
+            suspensions=susp,
+        )
+        states = json.loads(json.dumps(states))
+        parts.append(found)
+
+    replay_visits(
+        pings,
+        cuts,
+        cover=_cover(),
+        stands=_stands(),
+        licences=licence_frame_from_fleet(fleet),
+        max_gap_s=300.0,
+        then=feed,
+    )
+    assert states == {}
+    live = concat_live(parts)
+    return empty_findings() if live is None else live

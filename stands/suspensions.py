@@ -1,0 +1,164 @@
+"""Stand suspensions file reader (pure: no database).
+
+One row per decision of the EPTC keeping a prefixo or a driver from a stand (Porto Alegre
+decree, art. 45 § único): ``stand_id``, exactly one of ``vehicle_id`` (or ``prefixo``) and
+``driver_id``, ``starts_on`` and ``ends_on`` (inclusive local dates, ``AAAA-MM-DD``; ``ends_on``
+empty only for ``barred``), ``kind`` (``suspension``: the 20-day "suspensão das atividades no
+ponto fixo", I; ``barred``: "impossibilidade de utilizar a área do ponto fixo", II a), optional
+``reason`` and ``process_ref``. The registry records what the EPTC decided: a ``suspension``
+whose dates do not span 20 days is kept as given (its length is reported, never corrected).
+Every bad row is named (file, row, column) in one error; nothing is returned half-read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pandas as pd
+
+from fleet.dates import RegistryDateError, check_registry_date
+from stands._errors import StandSuspensionFileError
+
+SUSPENSION_KINDS = ("suspension", "barred")
+SUSPENSION_FILE_COLUMNS = (
+    "stand_id", "vehicle_id", "driver_id", "starts_on", "ends_on", "kind", "reason",
+    "process_ref",
+)  # fmt: skip
+SUSPENSION_DAYS = 20
+"""Art. 45 § único I: "pelo prazo de 20 (vinte) dias corridos"."""
+_ALIASES = {"prefixo": "vehicle_id"}
+_MAX_ERRORS = 20
+
+
+def _cell(raw: pd.DataFrame, i: int, column: str) -> str | None:
+    if column not in raw.columns:
+        return None
+    value = str(raw[column].iloc[i]).strip()
+    return value or None
+
+
+def _day(value: str | None, *, column: str, errors: list[str], where: str) -> dt.date | None:
+    if value is None:
+        return None
+    try:
+        return check_registry_date(dt.date.fromisoformat(value), name=column)
+    except ValueError:
+        errors.append(f"{where}, coluna '{column}': era {value!r}; esperado data AAAA-MM-DD")
+    except RegistryDateError as exc:
+        errors.append(f"{where}, coluna '{column}': {exc}")
+    return None
+
+
+def check_suspension(
+    *,
+    vehicle_id: str | None,
+    driver_id: str | None,
+    starts_on: dt.date | None,
+    ends_on: dt.date | None,
+    kind: str | None,
+) -> list[str]:
+    """Return what is wrong with one suspension (pt-BR, one item per problem; empty: valid).
+
+    The one rule of the file reader and of the API: exactly one of ``vehicle_id`` and
+    ``driver_id``; ``starts_on`` given; ``ends_on`` not before it; ``kind`` one of
+    :data:`SUSPENSION_KINDS`; a ``suspension`` has an end (only ``barred`` is open-ended).
+    """
+    problems = []
+    if (vehicle_id is None) == (driver_id is None):
+        problems.append(
+            "'vehicle_id'/'driver_id': informe exatamente um (o prefixo suspenso ou o condutor)"
+        )
+    if kind not in SUSPENSION_KINDS:
+        problems.append(f"'kind': era {kind!r}; esperado um de {', '.join(SUSPENSION_KINDS)}")
+    if starts_on is None:
+        problems.append("'starts_on': vazio; esperado data AAAA-MM-DD")
+    if starts_on is not None and ends_on is not None and ends_on < starts_on:
+        problems.append(f"'ends_on': {ends_on.isoformat()} antes de starts_on ({starts_on})")
+    if kind == "suspension" and ends_on is None:
+        problems.append("'ends_on': vazio; só 'barred' pode ficar em aberto")
+    return problems
+
+
+def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
+    """Read a stand-suspensions file.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        CSV (columns :data:`SUSPENSION_FILE_COLUMNS`; ``prefixo`` is read as ``vehicle_id``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`SUSPENSION_FILE_COLUMNS` plus ``days`` (the period's length, None when
+        open), text or None, dates as ``datetime.date`` or None.
+
+    Raises
+    ------
+    StandSuspensionFileError
+        Naming the file and every bad row and column (up to 20, then how many more): a missing
+        or unknown column, a bad or out-of-range date, an end before the start, both or neither
+        of prefixo and driver, an unknown kind, a ``suspension`` without an end, a repeated
+        row.
+    FileNotFoundError
+        If the file does not exist.
+    """
+    p = Path(path)
+    if not p.is_file():
+        msg = f"arquivo de suspensões de ponto não encontrado: {p}"
+        raise FileNotFoundError(msg)
+    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    raw.columns = [_ALIASES.get(c.strip(), c.strip()) for c in raw.columns]
+    source = p.name
+    unknown = [c for c in raw.columns if c not in SUSPENSION_FILE_COLUMNS]
+    if unknown:
+        msg = (
+            f"{source}: coluna desconhecida '{unknown[0]}'; "
+            f"esperado uma de {', '.join(SUSPENSION_FILE_COLUMNS)}"
+        )
+        raise StandSuspensionFileError(msg)
+    missing = [c for c in ("stand_id", "starts_on", "kind") if c not in raw.columns]
+    if missing or ("vehicle_id" not in raw.columns and "driver_id" not in raw.columns):
+        need = missing or ["vehicle_id ou driver_id"]
+        msg = f"{source}: faltam as colunas {', '.join(need)}"
+        raise StandSuspensionFileError(msg)
+    errors: list[str] = []
+    rows: list[dict[str, object]] = []
+    seen: dict[tuple[object, ...], int] = {}
+    for i in range(len(raw)):
+        where = f"{source}, linha {i + 1}"
+        rec: dict[str, object] = {c: _cell(raw, i, c) for c in SUSPENSION_FILE_COLUMNS}
+        if rec["stand_id"] is None:
+            errors.append(f"{where}, coluna 'stand_id': vazio")
+        starts_raw, ends_raw = _cell(raw, i, "starts_on"), _cell(raw, i, "ends_on")
+        starts = _day(starts_raw, column="starts_on", errors=errors, where=where)
+        ends = _day(ends_raw, column="ends_on", errors=errors, where=where)
+        kind = rec["kind"]
+        rec["kind"] = kind = None if kind is None else str(kind).lower()
+        for problem in check_suspension(
+            vehicle_id=rec["vehicle_id"],  # type: ignore[arg-type]
+            driver_id=rec["driver_id"],  # type: ignore[arg-type]
+            starts_on=starts,
+            ends_on=ends,
+            kind=kind,
+        ):
+            unreadable = (
+                (starts_raw is not None and starts is None, "'starts_on'"),
+                (ends_raw is not None and ends is None, "'ends_on'"),
+            )
+            if not any(bad and problem.startswith(col) for bad, col in unreadable):
+                errors.append(f"{where}, coluna {problem}")
+        rec["starts_on"], rec["ends_on"] = starts, ends
+        rec["days"] = None if starts is None or ends is None else (ends - starts).days + 1
+        key = (rec["stand_id"], rec["vehicle_id"], rec["driver_id"], kind, starts)
+        if key in seen:
+            errors.append(f"{where}: repete a linha {seen[key]} (ponto, sujeito, tipo e início)")
+        seen.setdefault(key, i + 1)
+        rows.append(rec)
+    if errors:
+        more = len(errors) - _MAX_ERRORS
+        shown = errors[:_MAX_ERRORS] + ([f"… e mais {more} erros"] if more > 0 else [])
+        msg = f"{source}: {len(errors)} erro(s); nada foi importado:\n" + "\n".join(shown)
+        raise StandSuspensionFileError(msg)
+    return pd.DataFrame(rows, columns=[*SUSPENSION_FILE_COLUMNS, "days"], dtype=object)
