@@ -184,6 +184,7 @@ def open_page(
             route.abort()
 
     def open_(width: int = 1280, height: int = 800, **options: Any) -> Any:
+        options.setdefault("locale", "pt-BR")  # the users' browsers: dates as dd/mm/aaaa
         context = browser.new_context(
             base_url=web_server.url, viewport={"width": width, "height": height}, **options
         )
