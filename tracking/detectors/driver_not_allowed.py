@@ -25,6 +25,16 @@ order being the most serious first; the rulebook picks the article from it):
   auxiliares linked that day than ``max_auxiliaries`` and this one is beyond the cap (ranked by
   link start, then driver id): Porto Velho art. 43 § 1º ("confiar seu veículo a 02 (dois) outros
   motoristas"), Pinto Bandeira art. 14.
+- ``auxiliary_only`` — only with ``auxiliary_only_min_days`` (N; the law fixes no period: the
+  regulator's choice): N service days in a row of the prefixo driven only by auxiliares, the
+  same titular linked on every calendar day from the first (Pinto Bandeira art. 32 III, "Deixar
+  a prestação do serviço a cargo exclusivo de seu condutor auxiliar"). A service day is a local
+  day with a service trip starting on it; it counts when every fix of the vehicle that day has
+  a ``driver_id`` and each is a registered driver linked that day as auxiliar, not titular; any
+  other service day ends the count; a day without service neither counts nor ends it. Each N
+  counted days make one finding (``driver_id`` None, ``details.drivers`` the auxiliares, the
+  days and the titular's links in the evidence) and the count starts anew; the first day of the
+  fixes may be partial and is not judged. Confidence :data:`AUXILIARY_ONLY_CONFIDENCE`.
 
 Definitions (each is shown in the evidence):
 
@@ -46,7 +56,8 @@ judged vehicles
     nothing about who may drive.
 finding
     One per (vehicle, local day of the trip start, driver) with service under a reason:
-    ``started_at`` the first such trip's first fix of that driver, ``ended_at`` the last one's.
+    ``started_at`` the first such trip's first fix of that driver, ``ended_at`` the last one's
+    (``auxiliary_only``: one per vehicle and block of counted days, see above).
 confidence
     ``0.95 * (0.7 + 0.3 * min(1, service_s / 1800)) * q``: ``q`` 0.7 when the main reason is a
     status whose ``since`` is unknown, ``min(1, 0.8 + 0.2 * days_expired / 30)`` for an expired
@@ -55,6 +66,8 @@ confidence
 
 Live (:data:`KERNEL`): a vehicle keeps its fixes from the first trip of its open day (the day of
 its open trip, else of its last fix); a day's finding is emitted once a later day has begun.
+With ``auxiliary_only_min_days`` it keeps them from the first day of its open count (see
+:func:`open_from`): those days' findings wait for the count to end or make its block.
 """
 
 from __future__ import annotations
