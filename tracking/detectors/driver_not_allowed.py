@@ -840,7 +840,7 @@ def open_from(
         open_day = last_fix_day
         if o is not None and o[1] is not None:
             open_day = min(open_day, int(local_days(np.array([o[1]], np.int64), timezone)[0]))
-        _, run_start = _auxiliary_runs(
+        _blocks, run_start = _auxiliary_runs(
             vid,
             days,
             drivers=registry,
