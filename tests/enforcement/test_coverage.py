@@ -302,6 +302,7 @@ class TestFallbacksAreTrueToday:
         assert _status(fr, "8", None, "VII") == "coberto"
         assert _status(fr, "8", None, "VIII") == "coberto"
         assert _status(POA, "33", "6", None) == "coberto"
+        assert _status(pb, "32", None, "III") == "coberto"  # auxiliary_only
 
     def test_permission_to_drive_is_not_in_the_registry(self) -> None:
         """Fretamento art. 3º § 3º II: no driver column tells a permissão para dirigir apart."""

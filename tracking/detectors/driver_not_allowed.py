@@ -431,7 +431,7 @@ def detect_driver_not_allowed(
     """Find meter service driven by a driver not allowed on the prefixo that day.
 
     Serves Porto Alegre arts. 57 V, 58 VI, 59 IV and 60 IV; Porto Velho arts. 7º and 43 § 1º;
-    Pinto Bandeira arts. 25 XI, 26 X and 32 IV; the fretamento decree's art. 3º § 1º (see the
+    Pinto Bandeira arts. 25 XI, 26 X and 32 III–IV; the fretamento decree's art. 3º § 1º (see the
     module docstring for the reasons, the day rules and the confidence).
 
     Parameters
@@ -643,7 +643,9 @@ def _vehicle_days(
     ):
         if e - s < round(min_trip_duration_s * NS):
             continue
-        p = first_at[(vid, int(s))]
+        p = first_at.get((vid, int(s)), -1)  # a trip starts on a fix (tracking.trips)
+        if p < 0:
+            continue
         fix = fix_record(int(ns[p]), lat[p], lon[p], int(rows[p]))
         out[vid][int(day)]["trips"].append((int(s), int(e), fix))
     return out
