@@ -16,7 +16,9 @@ verbatim excerpt. The status is derived, never typed for covered provisions:
     faculty), with ``why``.
 
 So a rule added to a rulebook flips its provision to ``coberto`` without editing the list; the
-entry's fallback status says what is true when no rule cites it.
+entry's fallback status says what is true when no rule cites it. A provision a rule covers
+(directly or through ``same_as``) may go without a fallback: should that rule go, the list is
+refused until someone writes what is then true.
 """
 
 from __future__ import annotations

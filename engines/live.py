@@ -697,6 +697,9 @@ def _driver_context(
 ) -> list[tuple[list[str], dict[str, Any]]]:
     """``driver_not_allowed``'s vehicles (those with a link) and the registry they need.
 
+    Grouped by municipality, each with its taxi rulebook's limits (:func:`law_limits`, e.g. a
+    regulator's ``auxiliary_only_min_days``).
+
     The drivers read are those of the vehicles' links and of the ``driver_id`` on the new fixes
     and on the kept ones.
     """
@@ -713,7 +716,18 @@ def _driver_context(
     if not judged:
         return []
     context = {"drivers": drivers, "driver_links": links, "timezone": timezone}
-    return [(judged, context)]
+    rows = session.execute(
+        text("SELECT vehicle_id, municipality_code FROM vehicles WHERE vehicle_id = ANY(:vs)"),
+        {"vs": judged},
+    ).all()
+    code_of = {str(v): c for v, c in rows}
+    groups: dict[str, list[str]] = {}
+    for vehicle in judged:
+        groups.setdefault(code_of.get(vehicle) or "", []).append(vehicle)
+    return [
+        (vs, context | law_limits(code, "driver_not_allowed"))
+        for code, vs in sorted(groups.items())
+    ]
 
 
 def _kernel_contexts(

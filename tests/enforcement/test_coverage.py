@@ -20,6 +20,9 @@ from enforcement.coverage import (
     replace_readme_summary,
 )
 from enforcement.rulebook import Rule, bundled_rulebooks
+from fleet.drivers import DRIVER_FILE_COLUMNS, LINK_FILE_COLUMNS
+from fleet.loaders import FLEET_REGISTRY_COLUMNS
+from tracking.detectors import driver_not_allowed, operating_while_barred
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTS = sorted(PROVISIONS_DIR.glob("*.toml"))
@@ -231,3 +234,83 @@ class TestGeneratedFiles:
             f"| {len(plist.provisions)} | {n['coberto']} | {n['não detectável']} "
             f"| {n['não se aplica']} |"
         )
+
+
+# Claims a fallback `why` once made that the registry (or a detector) has since made false, each
+# with the registry column or detector reason that now refutes it.
+STALE_CLAIMS: dict[str, tuple[str, ...]] = {
+    "não guarda os condutores vinculados": ("links", "role", "valid_from", "valid_until"),
+    "não guarda a cnh": ("drivers", "cnh_valid_until", "cnh_status"),
+    "nem a credencial do condutor": ("drivers", "ictp_valid_until", "ictp_status"),
+    "nenhum achado compara a idade": ("reason", "vehicle_over_age"),
+    "usado só no planejamento": ("reason", "vehicle_over_age"),
+    "não o do primeiro emplacamento": ("fleet", "first_registered_on"),
+    "não as datas das vistorias realizadas": ("fleet", "last_inspection_on"),
+    "sem a data da última vistoria realizada": ("fleet", "last_inspection_on"),
+    "não guarda as substituições": ("fleet", "substitution_since"),
+    "não distinguem o veículo em substituição": ("fleet", "substitution_since"),
+    "não guarda o recolhimento do termo": ("fleet", "termo_recolhido_since"),
+    "não a data de emissão": ("fleet", "alvara_first_issued_on"),
+    "não mapeia as situações": ("reason", "reserved"),
+}
+
+
+def _kept(what: tuple[str, ...]) -> bool:
+    """Whether the registry column(s) or detector reason that refute a claim exist today."""
+    kind, *names = what
+    if kind == "reason":
+        return all(n in operating_while_barred.REASONS + driver_not_allowed.REASONS for n in names)
+    columns = {
+        "links": LINK_FILE_COLUMNS,
+        "drivers": DRIVER_FILE_COLUMNS,
+        "fleet": FLEET_REGISTRY_COLUMNS,
+    }[kind]
+    return all(n in columns for n in names)
+
+
+def _stale(why: str) -> list[str]:
+    return [claim for claim, what in STALE_CLAIMS.items() if claim in why.lower() and _kept(what)]
+
+
+class TestFallbacksAreTrueToday:
+    def test_every_refuting_column_exists(self) -> None:
+        """Each stale claim names a column or reason the registry really keeps (no dead entry)."""
+        assert [c for c, what in STALE_CLAIMS.items() if not _kept(what)] == []
+
+    def test_the_check_catches_a_stale_why(self) -> None:
+        """A why saying the registry keeps no drivers is flagged."""
+        old = (
+            "o cadastro não guarda os condutores vinculados a cada prefixo (titular, auxiliares, "
+            "datas): sem ele, o driver_id das posições não prova condutor não autorizado"
+        )
+        assert _stale(old) == ["não guarda os condutores vinculados"]
+        assert _stale("conduta pessoal do condutor: constatação em campo") == []
+
+    @pytest.mark.parametrize("path", LISTS, ids=lambda p: p.stem)
+    def test_no_fallback_denies_what_the_registry_keeps(self, path: Path) -> None:
+        """No fallback why (covered or not) claims the registry lacks data it now keeps."""
+        stale = {p.cite: _stale(p.why) for p in read_provisions(path).provisions if p.why}
+        assert {k: v for k, v in stale.items() if v} == {}
+
+    def test_registry_provisions_are_covered(self) -> None:
+        """Provisions the drivers and vehicle registry evidence derive covered (via same_as)."""
+        pb, pv, fr = ("4314548", "taxi"), ("1100205", "taxi"), ("4314902", "fretamento")
+        assert _status(pb, "14", None, None) == "coberto"
+        assert _status(pb, "44", None, "XV") == "coberto"
+        assert _status(pb, "45", None, "VIII") == "coberto"
+        assert _status(pv, "43", None, None) == "coberto"
+        assert _status(fr, "8", None, "VII") == "coberto"
+        assert _status(fr, "8", None, "VIII") == "coberto"
+        assert _status(POA, "33", "6", None) == "coberto"
+        assert _status(pb, "32", None, "III") == "coberto"  # auxiliary_only
+
+    def test_permission_to_drive_is_not_in_the_registry(self) -> None:
+        """Fretamento art. 3º § 3º II: no driver column tells a permissão para dirigir apart."""
+        assert not [c for c in DRIVER_FILE_COLUMNS if "permiss" in c or "first_licen" in c]
+        entry = next(
+            p
+            for p in bundled_provisions()[("4314902", "fretamento")].provisions
+            if p.cite == "art. 3º, § 3º, II"
+        )
+        assert entry.why is not None and "permissão para dirigir" in entry.why
+        assert _status(("4314902", "fretamento"), "3", "3", "II") == "não detectável"

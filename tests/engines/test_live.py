@@ -873,3 +873,52 @@ class TestLiveParams:
             "min_vehicles": 4,
             "cluster_radius_m": 60.0,
         }
+
+
+class TestAuxiliaryOnly:
+    def test_live_gives_the_batch_block(self, db_session: Session) -> None:
+        """Service left to the auxiliares for 2 days: live, from the registry, finds the batch's
+        auxiliary_only block once a later day begins."""
+        from db.fleet.store import driver_registry_frames
+        from tracking.detectors.driver_not_allowed import detect_driver_not_allowed
+
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('LAX1', 'LAX1'); "
+                "INSERT INTO drivers (driver_id, name, synthetic) VALUES "
+                "('LT1', 'Sintético T', true), ('LA1', 'Sintético A', true), "
+                "('LA2', 'Sintético B', true); "
+                "INSERT INTO driver_assignments (driver_id, vehicle_id, role, valid_from) VALUES "
+                "('LT1', 'LAX1', 'autorizatario_condutor', '2020-01-01'), "
+                "('LA1', 'LAX1', 'auxiliar', '2020-01-01'), "
+                "('LA2', 'LAX1', 'auxiliar', '2020-01-01')"
+            )
+        )
+        rows = []
+        for day, driver in (("03", "LT1"), ("04", "LA1"), ("05", "LA2"), ("06", "LA1")):
+            t0 = pd.Timestamp(f"2024-03-{day}T15:00:00Z")
+            for k in range(-1, 12):
+                lat, lon = offset_m(100.0 * k, 0.0)
+                meter = "occupied" if 0 <= k <= 10 else "free"
+                rows.append(
+                    {
+                        "vehicle_id": "LAX1",
+                        "timestamp": t0 + pd.Timedelta(seconds=60 * k),
+                        "lat": lat,
+                        "lon": lon,
+                        "meter": meter,
+                        "driver_id": driver,
+                    }
+                )
+        pings = make_pings(rows)
+        thresholds = {"driver_not_allowed": {"auxiliary_only_min_days": 2}}
+        drivers, links = driver_registry_frames(
+            conn=db_session, vehicle_ids=["LAX1"], driver_ids=["LT1", "LA1", "LA2"]
+        )
+        batch = detect_driver_not_allowed(
+            pings, drivers=drivers, driver_links=links, auxiliary_only_min_days=2
+        )
+        assert [d["reason"] for d in batch["details"]] == ["auxiliary_only"]
+        found = feed(db_session, pings, 5, kinds=("driver_not_allowed",), thresholds=thresholds)
+        assert [f["finding_id"] for f in found] == list(batch["finding_id"])
+        assert found[0]["details"]["reasons"][0]["window_until"] == "2024-03-05"

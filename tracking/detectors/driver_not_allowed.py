@@ -25,6 +25,16 @@ order being the most serious first; the rulebook picks the article from it):
   auxiliares linked that day than ``max_auxiliaries`` and this one is beyond the cap (ranked by
   link start, then driver id): Porto Velho art. 43 § 1º ("confiar seu veículo a 02 (dois) outros
   motoristas"), Pinto Bandeira art. 14.
+- ``auxiliary_only`` — only with ``auxiliary_only_min_days`` (N; the law fixes no period: the
+  regulator's choice): N service days in a row of the prefixo driven only by auxiliares, the
+  same titular linked on every calendar day from the first (Pinto Bandeira art. 32 III, "Deixar
+  a prestação do serviço a cargo exclusivo de seu condutor auxiliar"). A service day is a local
+  day with a service trip starting on it; it counts when every fix of the vehicle that day has
+  a ``driver_id`` and each is a registered driver linked that day as auxiliar, not titular; any
+  other service day ends the count; a day without service neither counts nor ends it. Each N
+  counted days make one finding (``driver_id`` None, ``details.drivers`` the auxiliares, the
+  days and the titular's links in the evidence) and the count starts anew; the first day of the
+  fixes may be partial and is not judged. Confidence :data:`AUXILIARY_ONLY_CONFIDENCE`.
 
 Definitions (each is shown in the evidence):
 
@@ -46,7 +56,8 @@ judged vehicles
     nothing about who may drive.
 finding
     One per (vehicle, local day of the trip start, driver) with service under a reason:
-    ``started_at`` the first such trip's first fix of that driver, ``ended_at`` the last one's.
+    ``started_at`` the first such trip's first fix of that driver, ``ended_at`` the last one's
+    (``auxiliary_only``: one per vehicle and block of counted days, see above).
 confidence
     ``0.95 * (0.7 + 0.3 * min(1, service_s / 1800)) * q``: ``q`` 0.7 when the main reason is a
     status whose ``since`` is unknown, ``min(1, 0.8 + 0.2 * days_expired / 30)`` for an expired
@@ -55,6 +66,8 @@ confidence
 
 Live (:data:`KERNEL`): a vehicle keeps its fixes from the first trip of its open day (the day of
 its open trip, else of its last fix); a day's finding is emitted once a later day has begun.
+With ``auxiliary_only_min_days`` it keeps them from the first day of its open count (see
+:func:`open_from`): those days' findings wait for the count to end or make its block.
 """
 
 from __future__ import annotations
@@ -99,6 +112,7 @@ REASONS = (
     "ictp_expired",
     "cnh_expired",
     "too_many_auxiliaries",
+    "auxiliary_only",
 )
 DOCUMENTS = ("cnh", "ictp")
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
@@ -125,6 +139,9 @@ DEFAULT_MAX_AUXILIARIES = 2
 """Auxiliares a prefixo may have at once: Porto Velho art. 43 § 1º, Pinto Bandeira art. 14 (the
 registry refuses a third, ``fleet.vocabulary.MAX_AUXILIARY_DRIVERS``)."""
 MAX_TRIPS_IN_DETAILS = 50
+AUXILIARY_ONLY_CONFIDENCE = 0.6
+"""Confidence of an ``auxiliary_only`` finding: the law fixes no period, and a leave of the
+titular agreed with the órgão is not in the registry."""
 _STATUS_REASON = {
     ("cnh", "cassada"): "cnh_revoked",
     ("cnh", "suspensa"): "cnh_suspended",
@@ -408,12 +425,13 @@ def detect_driver_not_allowed(
     min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     max_auxiliaries: int | None = DEFAULT_MAX_AUXILIARIES,
+    auxiliary_only_min_days: int | None = None,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> gpd.GeoDataFrame:
     """Find meter service driven by a driver not allowed on the prefixo that day.
 
     Serves Porto Alegre arts. 57 V, 58 VI, 59 IV and 60 IV; Porto Velho arts. 7º and 43 § 1º;
-    Pinto Bandeira arts. 25 XI, 26 X and 32 IV; the fretamento decree's art. 3º § 1º (see the
+    Pinto Bandeira arts. 25 XI, 26 X and 32 III–IV; the fretamento decree's art. 3º § 1º (see the
     module docstring for the reasons, the day rules and the confidence).
 
     Parameters
@@ -433,6 +451,10 @@ def detect_driver_not_allowed(
     max_auxiliaries : int or None, default 2
         Auxiliares allowed at once (Porto Velho art. 43 § 1º; Pinto Bandeira art. 14); None: no
         cap.
+    auxiliary_only_min_days : int or None, default None
+        Service days in a row driven only by auxiliares that make an ``auxiliary_only`` finding
+        (Pinto Bandeira art. 32 III; the law fixes no period: the regulator's choice). None:
+        not judged.
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days and of the registry's dates.
 
@@ -455,6 +477,10 @@ def detect_driver_not_allowed(
     check_threshold("max_gap_s", max_gap_s, positive=True, unit="segundos")
     if max_auxiliaries is not None:
         check_threshold("max_auxiliaries", max_auxiliaries, unit="condutores")
+    if auxiliary_only_min_days is not None:
+        check_threshold(
+            "auxiliary_only_min_days", auxiliary_only_min_days, positive=True, unit="dias"
+        )
     zone(timezone)
     require_columns(pings, fr.PING_REQUIRED, what="os pings")
     registry = driver_registry(drivers)
@@ -467,9 +493,31 @@ def detect_driver_not_allowed(
         return empty_findings()
     trips = meter_trips(mine, max_gap_s=max_gap_s)
     pieces = _driver_pieces(mine, trips, min_trip_duration_s=min_trip_duration_s)
-    if not pieces:
-        return empty_findings()
     index = _links_index(links)
+    thresholds = {
+        "min_trip_duration_s": float(min_trip_duration_s),
+        "max_gap_s": float(max_gap_s),
+        "max_auxiliaries": None if max_auxiliaries is None else int(max_auxiliaries),
+        "auxiliary_only_min_days": (
+            None if auxiliary_only_min_days is None else int(auxiliary_only_min_days)
+        ),
+    }
+    out: list[dict[str, Any]] = []
+    geoms: list[shapely.Point] = []
+    if auxiliary_only_min_days is not None:
+        days_of = _vehicle_days(
+            mine, trips, min_trip_duration_s=min_trip_duration_s, timezone=timezone
+        )
+        out, geoms = _auxiliary_only_findings(
+            days_of,
+            drivers=registry,
+            links=index,
+            min_days=int(auxiliary_only_min_days),
+            timezone=timezone,
+            thresholds=thresholds,
+        )
+    if not pieces and not out:
+        return empty_findings()
     start_day = local_days(np.array([p["trip_started_ns"] for p in pieces], np.int64), timezone)
     end_day = local_days(np.array([p["trip_ended_ns"] for p in pieces], np.int64), timezone)
     groups: dict[tuple[str, int, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
@@ -488,14 +536,8 @@ def detect_driver_not_allowed(
         if found:
             key = (piece["vehicle_id"], int(d0), piece["driver_id"])
             groups.setdefault(key, []).append((piece, found))
-    if not groups:
+    if not groups and not out:
         return empty_findings()
-    out, geoms = [], []
-    thresholds = {
-        "min_trip_duration_s": float(min_trip_duration_s),
-        "max_gap_s": float(max_gap_s),
-        "max_auxiliaries": None if max_auxiliaries is None else int(max_auxiliaries),
-    }
     for (vid, day, did), members in sorted(groups.items()):
         members.sort(key=lambda m: m[0]["started_ns"])
         evidence: dict[str, dict[str, Any]] = {}
@@ -549,6 +591,204 @@ def detect_driver_not_allowed(
     return make_findings(pd.DataFrame(out), geoms)
 
 
+# ------------------------------------------------------------------------ auxiliary_only
+
+
+def _vehicle_days(
+    mine: pd.DataFrame, trips: pd.DataFrame, *, min_trip_duration_s: float, timezone: str
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """Per judged vehicle and local day: its drivers, unknown fixes and service trips.
+
+    ``{vehicle: {day: {"drivers", "unknown", "first_ns", "last_ns", "trips": [(start, end,
+    fix)]}}}``; ``unknown``: some fix of the day had no ``driver_id``; a trip belongs to its
+    start's day.
+    """
+    frame = mine.sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
+    vehicles = frame[fr.VEHICLE_ID].astype(str).to_numpy(dtype=object)
+    ns = utc_ns(frame[fr.TIMESTAMP], column="timestamp", what="os pings")
+    days = local_days(ns, timezone)
+    driver = frame[fr.DRIVER_ID].to_numpy(dtype=object)
+    lat = frame[fr.LAT].to_numpy(dtype=np.float64)
+    lon = frame[fr.LON].to_numpy(dtype=np.float64)
+    rows = (
+        pd.to_numeric(frame[fr.ROW]).fillna(-1).to_numpy(dtype=np.int64)
+        if fr.ROW in frame.columns
+        else np.full(len(frame), -1, dtype=np.int64)
+    )
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for p in range(len(frame)):
+        entry = out.setdefault(str(vehicles[p]), {}).setdefault(
+            int(days[p]), {"drivers": set(), "unknown": False, "first_ns": int(ns[p]), "trips": []}
+        )
+        entry["last_ns"] = int(ns[p])
+        d = driver[p]
+        if _blank(d) or not str(d).strip():
+            entry["unknown"] = True
+        else:
+            entry["drivers"].add(str(d).strip())
+    if not len(trips):
+        return out
+    t_start = utc_ns(trips["started_at"], column="started_at", what="as viagens")
+    t_end = utc_ns(trips["ended_at"], column="ended_at", what="as viagens")
+    t_day = local_days(t_start, timezone)
+    first_at: dict[tuple[str, int], int] = {}
+    for p in range(len(frame)):
+        first_at.setdefault((str(vehicles[p]), int(ns[p])), p)
+    for vid, s, e, day in zip(
+        trips[fr.VEHICLE_ID].astype(str),
+        t_start.tolist(),
+        t_end.tolist(),
+        t_day.tolist(),
+        strict=True,
+    ):
+        if e - s < round(min_trip_duration_s * NS):
+            continue
+        p = first_at.get((vid, int(s)), -1)  # a trip starts on a fix (tracking.trips)
+        if p < 0:
+            continue
+        fix = fix_record(int(ns[p]), lat[p], lon[p], int(rows[p]))
+        out[vid][int(day)]["trips"].append((int(s), int(e), fix))
+    return out
+
+
+def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
+    """Whether the union of inclusive day spans covers every day ``lo``–``hi``."""
+    day = lo
+    for a, b in sorted(spans):
+        if a > day:
+            break
+        day = max(day, b + 1)
+        if day > hi:
+            return True
+    return day > hi
+
+
+def _auxiliary_runs(
+    vehicle: str,
+    days: Mapping[int, Mapping[str, Any]],
+    *,
+    drivers: Mapping[str, Any],
+    links: Mapping[str, list[tuple[str, str, str, int, int]]],
+    min_days: int,
+    until_day: int | None = None,
+) -> tuple[list[tuple[list[int], list[str]]], int | None]:
+    """Return the blocks of ``min_days`` auxiliary-only service days and the open run's start.
+
+    Service days (days with a service trip) in order; a day is auxiliary-only when every fix
+    carried a ``driver_id`` and each is a registered driver linked that day as auxiliar (and
+    not as titular). A run grows by such days while one titular's links cover every calendar
+    day from its first day; any other service day ends it; a titular that does not cover the
+    run from its start restarts it on that day. Each ``min_days`` days of a run make a block
+    ``(days, titulars)``, and the run starts anew. The first day of the fixes may be partial
+    (the input may start during it): it is not judged. Days from ``until_day`` on are left out.
+    Returns the blocks and the first day of the run still open (None if none).
+    """
+    mine = links.get(f"v:{vehicle}", [])
+    blocks: list[tuple[list[int], list[str]]] = []
+    run: list[int] = []
+    for day in sorted(days)[1:]:
+        if until_day is not None and day >= until_day:
+            break
+        info = days[day]
+        if not info["trips"]:
+            continue
+        today = [k for k in mine if k[3] <= day <= k[4]]
+        titulars = {k[1] for k in today if k[2] == "titular"}
+        aux = {k[1] for k in today if k[2] == "auxiliar"}
+        ok = (
+            bool(titulars)
+            and not info["unknown"]
+            and bool(info["drivers"])
+            and all(d in drivers and d in aux and d not in titulars for d in info["drivers"])
+        )
+        if not ok:
+            run = []
+            continue
+        start = run[0] if run else day
+
+        def whole(t: str, lo: int, hi: int) -> bool:
+            spans = [(k[3], k[4]) for k in mine if k[1] == t and k[2] == "titular"]
+            return _covers(spans, lo, hi)
+
+        if not any(whole(t, start, day) for t in titulars):
+            run = []
+        run.append(day)
+        if len(run) == min_days:
+            kept = sorted(t for t in titulars if whole(t, run[0], day))
+            blocks.append((run, kept))
+            run = []
+    return blocks, (run[0] if run else None)
+
+
+def _auxiliary_only_findings(
+    days_of: Mapping[str, Mapping[int, Mapping[str, Any]]],
+    *,
+    drivers: Mapping[str, Any],
+    links: Mapping[str, list[tuple[str, str, str, int, int]]],
+    min_days: int,
+    timezone: str,
+    thresholds: Mapping[str, Any],
+) -> tuple[list[dict[str, Any]], list[shapely.Point]]:
+    out, geoms = [], []
+    for vid in sorted(days_of):
+        days = days_of[vid]
+        blocks, _ = _auxiliary_runs(vid, days, drivers=drivers, links=links, min_days=min_days)
+        for block, titulars in blocks:
+            first_day, last_day = block[0], block[-1]
+            titular_links = [
+                _link_record(k)
+                for k in links.get(f"v:{vid}", [])
+                if k[1] in titulars and k[2] == "titular" and k[3] <= last_day and k[4] >= first_day
+            ]
+            shown = [
+                {
+                    "local_date": day_iso(d),
+                    "drivers": sorted(days[d]["drivers"]),
+                    "n_trips": len(days[d]["trips"]),
+                    "service_s": sum(e - s for s, e, _ in days[d]["trips"]) / NS,
+                    "first_trip_fix": days[d]["trips"][0][2],
+                }
+                for d in block
+            ]
+            reason = {
+                "reason": "auxiliary_only",
+                "window_from": day_iso(first_day),
+                "window_until": day_iso(last_day),
+                "service_days": shown,
+                "titular_links": titular_links,
+                "auxiliary_only_min_days": int(min_days),
+            }
+            first_trip = days[first_day]["trips"][0]
+            last_end = max(e for _, e, _ in days[last_day]["trips"])
+            auxiliaries = sorted({d for day in block for d in days[day]["drivers"]})
+            out.append(
+                {
+                    "kind": KIND,
+                    "vehicle_id": vid,
+                    "stand_id": None,
+                    "started_at": pd.Timestamp(first_trip[0], unit="ns", tz="UTC"),
+                    "ended_at": pd.Timestamp(last_end, unit="ns", tz="UTC"),
+                    "confidence": clip_confidence(AUXILIARY_ONLY_CONFIDENCE),
+                    "details": {
+                        "reason": "auxiliary_only",
+                        "reasons": [reason],
+                        "driver_id": None,
+                        "drivers": auxiliaries,
+                        "role": "auxiliar",
+                        "local_date": day_iso(first_day),
+                        "timezone": timezone,
+                        "n_trips": sum(len(days[d]["trips"]) for d in block),
+                        "service_s": float(sum(x["service_s"] for x in shown)),
+                        "trips": [],
+                        "fixes": [x["first_trip_fix"] for x in shown],
+                        "thresholds": dict(thresholds),
+                    },
+                }
+            )
+            geoms.append(shapely.Point(first_trip[2]["lon"], first_trip[2]["lat"]))
+    return out, geoms
+
+
 # --------------------------------------------------------------------------------- kernel
 
 
@@ -556,7 +796,10 @@ def open_from(
     pings: pd.DataFrame,
     *,
     driver_links: pd.DataFrame,
+    drivers: pd.DataFrame | None = None,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
+    auxiliary_only_min_days: int | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     **_: Any,
 ) -> dict[str, int]:
@@ -564,10 +807,65 @@ def open_from(
 
     The open day is the local day of the open trip's start, or of the last fix: a later trip
     starts on it or later, and may join that day's finding. Vehicles without links are never
-    judged: nothing is kept.
+    judged: nothing is kept. With ``auxiliary_only_min_days``, a vehicle also keeps every fix
+    from the first day of its open auxiliary-only run (judged on the days before the open day),
+    else of its open day, plus the last fix of the day before (from the start of its trip if a
+    trip holds it): the tail's first day is partial and never judged, so the day after it is
+    judged whole. The per-day findings of those days wait for the run to end or make its block.
     """
     judged = {k[0] for k in link_registry(driver_links)}
     trips = meter_trips(pings, max_gap_s=max_gap_s)
+    out = _open_days(pings, trips, judged=judged, timezone=timezone)
+    if auxiliary_only_min_days is None or drivers is None:
+        return out
+    mine = pings[pings[fr.VEHICLE_ID].astype(str).isin(judged).to_numpy()]
+    if not len(mine) or fr.DRIVER_ID not in mine.columns:
+        return out
+    mine_trips = meter_trips(mine, max_gap_s=max_gap_s)
+    days_of = _vehicle_days(
+        mine, mine_trips, min_trip_duration_s=min_trip_duration_s, timezone=timezone
+    )
+    registry = driver_registry(drivers)
+    index = _links_index(link_registry(driver_links))
+    opened = open_trips(mine, mine_trips)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    if len(mine_trips):
+        t_start = utc_ns(mine_trips["started_at"], column="started_at", what="as viagens")
+        t_end = utc_ns(mine_trips["ended_at"], column="ended_at", what="as viagens")
+        for vid, a, b in zip(
+            mine_trips[fr.VEHICLE_ID].astype(str), t_start.tolist(), t_end.tolist(), strict=True
+        ):
+            spans.setdefault(vid, []).append((int(a), int(b)))
+    for vid, days in days_of.items():
+        last_fix_day = max(days)
+        o = opened.get(vid)
+        open_day = last_fix_day
+        if o is not None and o[1] is not None:
+            open_day = min(open_day, int(local_days(np.array([o[1]], np.int64), timezone)[0]))
+        _blocks, run_start = _auxiliary_runs(
+            vid,
+            days,
+            drivers=registry,
+            links=index,
+            min_days=int(auxiliary_only_min_days),
+            until_day=open_day,
+        )
+        keep_day = open_day if run_start is None else run_start
+        before = [d for d in days if d < keep_day]
+        if not before:  # the first day of the fixes: keep them all
+            out[vid] = min(info["first_ns"] for info in days.values())
+            continue
+        cut = days[max(before)]["last_ns"]  # the day before is kept, and not judged
+        for start, end in spans.get(vid, []):
+            if start <= cut <= end:  # never split a trip
+                cut = start
+        out[vid] = min(out.get(vid, cut), cut)
+    return out
+
+
+def _open_days(
+    pings: pd.DataFrame, trips: pd.DataFrame, *, judged: set[str], timezone: str
+) -> dict[str, int]:
     opened = {v: o for v, o in open_trips(pings, trips).items() if v in judged}
     if not opened:
         return {}

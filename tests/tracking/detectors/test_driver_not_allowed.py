@@ -314,3 +314,123 @@ class TestKernel:
             states = json.loads(json.dumps(states))
         first_next = int((pings["timestamp"] >= pd.Timestamp("2024-03-06T03:00:00Z")).argmax())
         assert sum(emitted) == 1 and emitted.index(1) == first_next
+
+
+AUX = {
+    "drivers": drivers(*({"driver_id": d} for d in ("d1", "d2", "d3", "d4", "d9"))),
+    "driver_links": links(
+        ("v1", "d1", "titular", D(2020, 1, 1), None),
+        ("v1", "d2", "auxiliar", D(2020, 1, 1), None),
+        ("v1", "d3", "auxiliar", D(2020, 1, 1), None),
+        ("v2", "d9", "titular", D(2020, 1, 1), None),
+    ),
+    "auxiliary_only_min_days": 3,
+}
+
+
+def days_of(who: dict[str, str | None]) -> list[dict[str, Any]]:
+    """One ride a day of v1 at 15:00 UTC (12:00 local), by each day's driver."""
+    rows: list[dict[str, Any]] = []
+    for day, driver in who.items():
+        rows += ride("v1", f"{day}T15:00:00Z", driver)
+    return rows
+
+
+WEEK = {  # the first day of the fixes is never judged (it may be partial)
+    "2024-03-03": "d1",
+    "2024-03-04": "d2",
+    "2024-03-05": "d3",
+    "2024-03-06": "d2",
+}
+
+
+def aux_only(rows: list[dict[str, Any]], **kw: Any) -> list[dict[str, Any]]:
+    found = detect_driver_not_allowed(make_pings(rows), **(AUX | kw))
+    return [d for d in found["details"] if d["reason"] == "auxiliary_only"]
+
+
+class TestAuxiliaryOnly:
+    def test_three_days_of_auxiliares_only(self) -> None:
+        """Three service days driven only by auxiliares, titular linked: one finding with days."""
+        found = detect_driver_not_allowed(make_pings(days_of(WEEK)), **AUX)
+        assert len(found) == 1
+        validate_findings(found)
+        details = found.iloc[0]["details"]
+        assert details["reason"] == "auxiliary_only" and details["drivers"] == ["d2", "d3"]
+        reason = details["reasons"][0]
+        assert (reason["window_from"], reason["window_until"]) == ("2024-03-04", "2024-03-06")
+        assert [d["drivers"] for d in reason["service_days"]] == [["d2"], ["d3"], ["d2"]]
+        assert [k["driver_id"] for k in reason["titular_links"]] == ["d1"]
+        assert found.iloc[0]["started_at"] == pd.Timestamp("2024-03-04T15:00:00Z")
+        assert found.iloc[0]["confidence"] == pytest.approx(0.6)
+
+    def test_off_unless_the_rulebook_sets_the_days(self) -> None:
+        """Without auxiliary_only_min_days the rule is not judged."""
+        assert aux_only(days_of(WEEK), auxiliary_only_min_days=None) == []
+
+    def test_titular_drove_one_day(self) -> None:
+        """The titular driving one service day of the window breaks it."""
+        rows = days_of(WEEK | {"2024-03-05": "d1"})
+        assert aux_only(rows) == []
+        rows = days_of(WEEK) + ride("v1", "2024-03-05T20:00:00Z", "d1")
+        assert aux_only(rows) == []
+
+    def test_a_day_with_an_unknown_driver_breaks_the_window(self) -> None:
+        """A fix without driver_id on a service day: who drove is unknown, no finding."""
+        rows = days_of(WEEK)
+        rows[len(rows) // 2]["driver_id"] = None
+        assert aux_only(rows) == []
+        assert aux_only(days_of(WEEK | {"2024-03-05": None})) == []
+
+    def test_titular_link_started_mid_window(self) -> None:
+        """A titular whose link began inside the window does not answer for the days before."""
+        changed = links(
+            ("v1", "d4", "titular", D(2020, 1, 1), D(2024, 3, 4)),
+            ("v1", "d1", "titular", D(2024, 3, 5), None),
+            ("v1", "d2", "auxiliar", D(2020, 1, 1), None),
+            ("v1", "d3", "auxiliar", D(2020, 1, 1), None),
+        )
+        assert aux_only(days_of(WEEK), driver_links=changed) == []
+        later = WEEK | {"2024-03-07": "d3"}
+        found = aux_only(days_of(later), driver_links=changed, auxiliary_only_min_days=2)
+        assert [(r["reasons"][0]["window_from"]) for r in found] == ["2024-03-05"]
+
+    def test_days_without_service_do_not_break_the_window(self) -> None:
+        """A day the vehicle did not serve is neutral; blocks of N service days repeat."""
+        week = {"2024-03-03": "d1", "2024-03-04": "d2", "2024-03-06": "d3", "2024-03-08": "d2"}
+        week |= {"2024-03-09": "d2", "2024-03-10": "d3", "2024-03-11": "d3"}
+        found = aux_only(days_of(week))
+        assert [r["reasons"][0]["window_until"] for r in found] == ["2024-03-08", "2024-03-11"]
+
+    def test_auxiliar_registered_the_same_day_counts(self) -> None:
+        """An auxiliar linked from the day of service is an auxiliar all that day."""
+        same_day = links(
+            ("v1", "d1", "titular", D(2020, 1, 1), None),
+            ("v1", "d2", "auxiliar", D(2024, 3, 4), None),
+            ("v1", "d3", "auxiliar", D(2020, 1, 1), None),
+        )
+        assert len(aux_only(days_of(WEEK), driver_links=same_day)) == 1
+
+    def test_a_driver_of_another_prefixo_is_no_auxiliar(self) -> None:
+        """A day driven by someone not linked is not_linked, never auxiliary_only."""
+        found = detect_driver_not_allowed(make_pings(days_of(WEEK | {"2024-03-05": "d9"})), **AUX)
+        assert [d["reason"] for d in found["details"]] == ["not_linked"]
+
+    def test_pieces_give_the_batch_findings(self) -> None:
+        """Fix by fix or in random pieces, blocks and per-day findings are the batch's."""
+        rows: list[dict[str, Any]] = []
+        who = ["d1", "d2", "d3", "d2", "d9", "d3", "d2", "d2", "d3", "d1", "d2", "d3"]
+        for k, driver in enumerate(who):
+            day = pd.Timestamp("2024-03-03") + pd.Timedelta(days=k)
+            rows += ride("v1", f"{day.date()}T15:00:00Z", driver, minutes=4, step_s=60)
+        rows += ride("v1", "2024-03-12T02:50:00Z", "d3", minutes=20, step_s=120)  # midnight
+        rows += ride("v2", "2024-03-06T14:00:00Z", "x7", minutes=3, step_s=60)
+        batch = assert_pieces_give_batch(
+            KERNEL,
+            make_pings(rows),
+            seeds=2,
+            min_findings=4,
+            **(AUX | {"auxiliary_only_min_days": 2}),
+        )
+        reasons = sorted(d["reason"] for d in batch["details"])
+        assert reasons.count("auxiliary_only") >= 2 and "not_linked" in reasons
