@@ -32,7 +32,7 @@ def rulebooks(
     um coberto (por quais regras), não detectável por GPS/cadastro ou em que não se aplica (por
     quê); sem --markdown, as contagens.
     """
-    from enforcement.coverage import SERVICE_NAMES, counts, coverage_markdown
+    from enforcement.coverage import SERVICE_NAMES, counts, coverage_markdown, is_off
     from enforcement.proposals import format_fine
     from enforcement.rulebook import bundled_rulebooks, rulebooks_for
 
@@ -97,9 +97,11 @@ def rulebooks(
         typer.echo("Cobertura dos dispositivos (lista completa com --markdown):")
     for book, items in covered:
         n = counts(items)
+        off = sum(is_off(book, c) for c in items)
+        off_text = f" ({off} só com um limite informado em --thresholds)" if off else ""
         typer.echo(
             f"  {book.municipality_name} ({book.municipality}), {SERVICE_NAMES[book.service]}: "
-            f"{len(items)} dispositivos, {n['coberto']} cobertos, "
+            f"{len(items)} dispositivos, {n['coberto']} cobertos{off_text}, "
             f"{n['não detectável']} não detectáveis por GPS/cadastro, "
             f"{n['não se aplica']} em que não se aplica"
         )

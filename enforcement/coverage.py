@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from enforcement._errors import RulebookError
 from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks, normalize_whitespace
+from tracking.detectors.findings import LIMIT_GATED_REASONS
 
 PROVISIONS_DIR = Path(__file__).parent / "provisions"
 Fallback = Literal["não detectável", "não se aplica"]
@@ -281,8 +282,29 @@ def _short(text: str) -> str:
     return text[: _EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + " …"
 
 
-def _rule_label(rule: Rule) -> str:
+def unset_limit(book: Rulebook, rule: Rule) -> str | None:
+    """Return the limit a rule's reason needs when the rulebook does not fix it, else None.
+
+    Such a rule finds nothing until the regulator gives the limit in ``--thresholds``
+    (:data:`tracking.detectors.findings.LIMIT_GATED_REASONS`).
+    """
+    reason = rule.when.get("reason")
+    limit = LIMIT_GATED_REASONS.get((rule.kind, reason)) if isinstance(reason, str) else None
+    if limit is None or limit in book.thresholds().get(rule.kind, {}):
+        return None
+    return limit
+
+
+def is_off(book: Rulebook, item: Coverage) -> bool:
+    """Whether a covered provision's every rule waits for a limit the rulebook does not fix."""
+    return bool(item.rules) and all(unset_limit(book, r) for r in item.rules)
+
+
+def _rule_label(book: Rulebook, rule: Rule) -> str:
     case = rule.case
+    limit = unset_limit(book, rule)
+    if limit is not None:
+        case += f"{'; ' if case else ''}desligada: o regulamento não fixa `{limit}`"
     return f"`{rule.kind}`" + (f" ({case})" if case else "")
 
 
@@ -301,10 +323,12 @@ def _cell(text: str) -> str:
 def coverage_markdown(book: Rulebook, items: list[Coverage]) -> str:
     """One rulebook's provisions as a Markdown section (heading, counts and table)."""
     n = counts(items)
+    off = sum(is_off(book, c) for c in items)
+    off_text = f" ({off} só com um limite informado em `--thresholds`)" if off else ""
     lines = [
         f"## {book.municipality_name} ({book.municipality}), {SERVICE_NAMES[book.service]}",
         "",
-        f"{book.law}. {len(items)} dispositivos: {n['coberto']} cobertos, "
+        f"{book.law}. {len(items)} dispositivos: {n['coberto']} cobertos{off_text}, "
         f"{n['não detectável']} não detectáveis por GPS/cadastro, "
         f"{n['não se aplica']} em que não se aplica.",
         "",
@@ -312,7 +336,7 @@ def coverage_markdown(book: Rulebook, items: list[Coverage]) -> str:
         "|---|---|---|---|",
     ]
     for c in items:
-        detail = ", ".join(dict.fromkeys(_rule_label(r) for r in c.rules)) or c.why
+        detail = ", ".join(dict.fromkeys(_rule_label(book, r) for r in c.rules)) or c.why
         lines.append(
             f"| {c.provision.cite} | {_cell(_short(c.provision.excerpt))} | {c.label} "
             f"| {_cell(detail)} |"
@@ -356,9 +380,11 @@ def readme_summary() -> str:
     ]
     for book, items in bundled_coverage():
         n = counts(items)
+        off = sum(is_off(book, c) for c in items)
+        covered = f"{n['coberto']}" + (f" ({off} só com limite em `--thresholds`)" if off else "")
         lines.append(
             f"| {book.municipality_name} ({book.municipality}) | {SERVICE_NAMES[book.service]} "
-            f"| {len(items)} | {n['coberto']} | {n['não detectável']} | {n['não se aplica']} |"
+            f"| {len(items)} | {covered} | {n['não detectável']} | {n['não se aplica']} |"
         )
     lines += [
         "",

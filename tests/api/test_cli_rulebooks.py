@@ -53,7 +53,7 @@ class TestRulebooksCli:
         assert done.returncode == 0, done.stderr
         line = next(r for r in done.stdout.splitlines() if "dispositivos," in r)
         assert line.strip().startswith(
-            "Pinto Bandeira (4314548), táxi: 92 dispositivos, 14 cobertos"
+            "Pinto Bandeira (4314548), táxi: 92 dispositivos, 18 cobertos (1 só com um limite"
         )
 
     def test_unknown_code(self, run_pontual) -> None:

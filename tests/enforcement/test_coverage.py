@@ -13,11 +13,13 @@ from enforcement.coverage import (
     coverage,
     coverage_document,
     excerpt_in_law,
+    is_off,
     parse_provisions,
     provision_key,
     read_provisions,
     readme_summary,
     replace_readme_summary,
+    unset_limit,
 )
 from enforcement.rulebook import Rule, bundled_rulebooks
 from fleet.drivers import DRIVER_FILE_COLUMNS, LINK_FILE_COLUMNS
@@ -27,6 +29,7 @@ from tracking.detectors import driver_not_allowed, operating_while_barred
 ROOT = Path(__file__).resolve().parents[2]
 LISTS = sorted(PROVISIONS_DIR.glob("*.toml"))
 POA = ("4314902", "taxi")
+PB = ("4314548", "taxi")
 
 
 def _status(key: tuple[str, str], article: str, paragraph: str | None, inciso: str | None) -> str:
@@ -187,6 +190,31 @@ class TestStatus:
             )
 
 
+class TestLimitGatedRules:
+    def test_each_gated_limit_is_a_keyword_of_its_detector(self) -> None:
+        """Each limit gating a reason is a keyword of the kind's detector, default None."""
+        import inspect
+
+        from tracking.detectors.findings import LIMIT_GATED_REASONS
+
+        detectors = {
+            "operating_while_barred": operating_while_barred.detect_operating_while_barred,
+            "driver_not_allowed": driver_not_allowed.detect_driver_not_allowed,
+        }
+        for (kind, reason), limit in LIMIT_GATED_REASONS.items():
+            param = inspect.signature(detectors[kind]).parameters[limit]
+            assert param.default is None, (kind, reason, limit)
+
+    def test_a_rule_without_its_limit_is_said_off(self) -> None:
+        """PB 32 III (no day count in the law) is covered but off; PB art. 10 (5 years) is on."""
+        book = bundled_rulebooks()[PB]
+        items = {c.provision.cite: c for c in coverage(book, bundled_provisions()[PB])}
+        assert is_off(book, items["art. 32, III"])
+        assert unset_limit(book, items["art. 32, III"].rules[0]) == "auxiliary_only_min_days"
+        assert not is_off(book, items["art. 10"])
+        assert "desligada" in coverage_document().split("art. 32, III |", 1)[1].split("\n", 1)[0]
+
+
 class TestPortoAlegreMeter:
     def test_no_flag2_rule_because_the_decree_fixes_no_hours(self) -> None:
         """POA art. 23 fixes no Bandeira 2 hours: flag2_misuse stays without a rule, saying so."""
@@ -228,11 +256,12 @@ class TestGeneratedFiles:
         rows = [r for r in readme_summary().splitlines() if r.startswith("| Porto Alegre")]
         assert len(rows) == 2
         book, plist = bundled_rulebooks()[POA], bundled_provisions()[POA]
-        n = counts(coverage(book, plist))
+        items = coverage(book, plist)
+        n, off = counts(items), sum(is_off(book, c) for c in items)
         taxi = next(r for r in rows if "| táxi |" in r)
         assert taxi.endswith(
-            f"| {len(plist.provisions)} | {n['coberto']} | {n['não detectável']} "
-            f"| {n['não se aplica']} |"
+            f"| {len(plist.provisions)} | {n['coberto']} ({off} só com limite em `--thresholds`) "
+            f"| {n['não detectável']} | {n['não se aplica']} |"
         )
 
 

@@ -58,6 +58,17 @@ KIND_NAMES = {
 """pt-BR name of each kind, for people (outputs for people; files keep the codes)."""
 
 
+LIMIT_GATED_REASONS = {
+    ("operating_while_barred", "vehicle_over_age"): "max_vehicle_age_years",
+    ("operating_while_barred", "inspection_overdue"): "max_inspection_age_days",
+    ("operating_while_barred", "substitution_expired"): "max_substitution_days",
+    ("driver_not_allowed", "auxiliary_only"): "auxiliary_only_min_days",
+}
+"""Reasons judged only when their limit is given (by the rulebook's law limits or
+``--thresholds``): ``(kind, details.reason) → the detector's keyword``; without it the reason
+never occurs."""
+
+
 def kind_name(kind: str) -> str:
     """Return the pt-BR name of a finding kind (the code itself when unknown)."""
     return KIND_NAMES.get(kind, kind)
