@@ -38,7 +38,6 @@ a partition of whole vehicles is exact by construction; the parallelism comes fr
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -89,11 +88,21 @@ VEHICLE_KINDS = (
 CROSS_KINDS = tuple(k for k in KINDS if k not in VEHICLE_KINDS)
 """Kinds judged on the gathered frames (across vehicles or days)."""
 
-FORKED_CROSS_KINDS = ("illegal_stand_formation", "longer_route", "inactivity")
-"""Cross kinds run in a forked process, beside the others, when :func:`gather` has two jobs:
-about half of the cross kinds' time (10M pings, one after another, at best: these 2.0 s, the
-others 2.1 s), and few findings, so little to send back (the 52,660 findings of the others took
-0.9 s to pickle and unpickle)."""
+STAND_KINDS = ("queue_jump", "unlicensed_stand_use")
+"""Cross kinds judged by stand (:func:`stand_kinds`): the visits of every vehicle at a stand."""
+VEHICLE_GROUP_KINDS = ("habitual_absence", "inactivity")
+"""Cross kinds judged by vehicle over every day (:func:`vehicle_kinds`); inactivity with the
+whole run's activity span."""
+PLACE_KINDS = ("illegal_stand_formation",)
+"""Cross kinds judged on the run's waiting stops (:func:`place_kinds`)."""
+ROUTE_KINDS = ("longer_route",)
+"""Cross kinds judged by pickup and drop-off cell pair (:func:`route_kinds`)."""
+
+FORKED_CROSS_KINDS = (*PLACE_KINDS, *ROUTE_KINDS, *VEHICLE_GROUP_KINDS)
+"""Cross kinds run in a forked process, beside the stand kinds, when :func:`gather` has two
+jobs: about half of the cross kinds' time (10M pings, one after another, at best: these 2.0 s,
+the others 2.1 s), and few findings, so little to send back (the 52,660 findings of the others
+took 0.9 s to pickle and unpickle)."""
 
 
 POSITIONS = ("first_ping", "last_ping", "boarding_ping")
@@ -311,8 +320,13 @@ def _detect(
     fleet: pd.DataFrame | None,
     as_of: dt.date | None,
     waiting_stops: list[dict[str, Any]] | None = None,
+    licences: pd.DataFrame | None = None,
+    activity_span: tuple[int, int] | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
-    """Run the run's kinds that are ``among`` these, with the run's other inputs."""
+    """Run the run's kinds that are ``among`` these, with the run's other inputs.
+
+    ``licences`` None: the run's (``context``).
+    """
     return run_detectors(
         DetectorInputs(
             pings=pings,
@@ -321,7 +335,8 @@ def _detect(
             stops=stops,
             stands=context["stands"],
             fleet=fleet,
-            licences=context["licences"],
+            licences=context["licences"] if licences is None else licences,
+            activity_span=activity_span,
             boundary=context["boundary"],
             roads=context["roads"],
             as_of=as_of,
@@ -335,23 +350,6 @@ def _detect(
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),
     )
-
-
-def _detect_in_two(
-    context: dict[str, Any], among: tuple[str, ...], **inputs: Any
-) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
-    """:func:`_detect`, the :data:`FORKED_CROSS_KINDS` in a forked process (inputs inherited)."""
-    away = tuple(k for k in among if k in FORKED_CROSS_KINDS and k in context["kinds"])
-    here = tuple(k for k in among if k not in away)
-    if not away or not any(k in context["kinds"] for k in here):
-        return _detect(context, among, **inputs)
-    with aside(functools.partial(_detect, context, away, **inputs)) as result_away:
-        found, skipped = _detect(context, here, **inputs)
-        found_away, skipped_away = result_away()
-    both = [f for f in (found, found_away) if len(f)]
-    if both:
-        found = gpd.GeoDataFrame(pd.concat(both, ignore_index=True), geometry="geometry", crs=4326)
-    return found, skipped | skipped_away
 
 
 _VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}
@@ -517,6 +515,230 @@ def _through(
     return out
 
 
+_NO_FRAME = pd.DataFrame()
+"""An input a group's kinds do not read."""
+
+
+def join_evidence(
+    pieces: Sequence[pd.DataFrame], visit_pieces: Sequence[pd.DataFrame] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Stack evidence fixes of disjoint vehicles in vehicle order, and move visits' positions.
+
+    Parameters
+    ----------
+    pieces : sequence of pandas.DataFrame
+        Evidence fixes, each sorted by (vehicle, time), no vehicle in two pieces.
+    visit_pieces : sequence of pandas.DataFrame, optional
+        Visits whose positions point into the piece of the same index.
+
+    Returns
+    -------
+    tuple
+        The stacked evidence, and the visits (concatenated in piece order) pointing into it.
+    """
+    sizes = np.array([len(p) for p in pieces], dtype=np.int64)
+    offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+    blocks = _vehicle_order(pieces)
+    evidence = _concat(pieces) if blocks is None else _stack(pieces, blocks)
+    if visit_pieces is None:
+        return evidence, None
+    visits = _shift_positions(
+        _concat([v.assign(_part=k) for k, v in enumerate(visit_pieces)]), offsets
+    )
+    if blocks is not None:
+        visits = _through(visits, _block_moves(blocks, offsets))
+    return evidence, visits
+
+
+def stand_kinds(
+    visits: pd.DataFrame,
+    ev_visits: pd.DataFrame,
+    evidence: pd.DataFrame,
+    context: dict[str, Any],
+    *,
+    as_of: dt.date | None,
+    licence_known: bool | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, gpd.GeoDataFrame, dict[str, str]]:
+    """Return queue positions, occupancy and :data:`STAND_KINDS` findings of some stands.
+
+    All the run's stands, or a group of them with every visit they had.
+
+    Parameters
+    ----------
+    visits : pandas.DataFrame
+        The stands' visits, every vehicle's, in piece order (positions into the run's pings).
+    ev_visits : pandas.DataFrame
+        The same visits, positions into ``evidence``.
+    evidence : pandas.DataFrame
+        The fixes the visits point to (:func:`join_evidence`).
+    context : dict
+        :func:`stage_context`'s.
+    as_of : datetime.date or None
+        The run's last day.
+    licence_known : bool, optional
+        Whether any visit of the run has licence data (occupancy's ``intruders``); default:
+        of these visits.
+
+    Returns
+    -------
+    tuple
+        Visits in vehicle order with the queue positions, occupancy (occupied buckets only),
+        findings and skipped kinds.
+    """
+    params: AnalysisParams = context["params"]
+    visits = _by_vehicle(requeue(visits))
+    ev_visits = _by_vehicle(requeue(ev_visits))
+    occ = occupancy(
+        visits,
+        context["stands"],
+        bucket=params.occupancy_bucket,
+        include_idle=False,
+        licence_known=licence_known,
+    )
+    found, skipped = _detect(
+        context,
+        STAND_KINDS,
+        pings=evidence,
+        visits=ev_visits,
+        trips=_NO_FRAME,
+        stops=_NO_FRAME,
+        fleet=context["fleet"],
+        as_of=as_of,
+    )
+    return visits, occ, found, skipped
+
+
+def vehicle_kinds(
+    visits: pd.DataFrame,
+    trips: pd.DataFrame,
+    context: dict[str, Any],
+    *,
+    fleet: pd.DataFrame | None,
+    as_of: dt.date | None,
+    licences: pd.DataFrame | None = None,
+    activity_span: tuple[int, int] | None = None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """:data:`VEHICLE_GROUP_KINDS` of some vehicles (every day of each).
+
+    ``fleet`` and ``licences`` are those vehicles' (None: the run's licences); a group of the
+    fleet gives the whole run's ``activity_span``
+    (:func:`tracking.detectors.inactivity.activity_span`), None computes it from ``trips``.
+    """
+    return _detect(
+        context,
+        VEHICLE_GROUP_KINDS,
+        pings=_NO_FRAME,
+        visits=visits,
+        trips=trips,
+        stops=_NO_FRAME,
+        fleet=fleet,
+        as_of=as_of,
+        licences=licences,
+        activity_span=activity_span,
+    )
+
+
+def place_kinds(
+    waiting: Sequence[dict[str, Any]], context: dict[str, Any], *, as_of: dt.date | None
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """:data:`PLACE_KINDS` on the run's waiting stops (every vehicle's, in any order).
+
+    Places are single-linkage groups of H3 cells of unbounded extent, and distances are
+    measured in the UTM zone of the mean of every waiting stop: a partition by place cell
+    would need the whole table anyway, so it is clustered at once (a small table: a few
+    stops per vehicle and day).
+    """
+    ordered = sorted(  # the stops' order: by vehicle, then start
+        waiting, key=lambda w: (w["vehicle_id"].encode("utf-8"), w["start_ns"])
+    )
+    return _detect(
+        context,
+        PLACE_KINDS,
+        pings=_NO_FRAME,
+        visits=_NO_FRAME,
+        trips=_NO_FRAME,
+        stops=_NO_FRAME,
+        fleet=None,
+        as_of=as_of,
+        waiting_stops=ordered,
+    )
+
+
+def route_kinds(
+    trips: pd.DataFrame, evidence: pd.DataFrame, context: dict[str, Any], *, as_of: dt.date | None
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run :data:`ROUTE_KINDS` on the trips of some pickup/drop-off cell pairs.
+
+    ``trips``: every vehicle's trips between those cells, in vehicle order; ``evidence``: the
+    fixes inside them (with one neighbour on each side).
+    """
+    return _detect(
+        context,
+        ROUTE_KINDS,
+        pings=evidence,
+        visits=_NO_FRAME,
+        trips=trips,
+        stops=_NO_FRAME,
+        fleet=context["fleet"],
+        as_of=as_of,
+    )
+
+
+def _found_frame(frames: Sequence[gpd.GeoDataFrame]) -> gpd.GeoDataFrame:
+    """Return the findings of several groups as one frame, in the run's order."""
+    found = [f for f in frames if len(f)]
+    if not found:
+        return empty_findings()
+    out = gpd.GeoDataFrame(pd.concat(found, ignore_index=True), geometry="geometry", crs=4326)
+    return out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
+
+
+def run_as_of(context: dict[str, Any], stats: dict[str, Any]) -> dt.date | None:
+    """Return the run's last day: the context's, else the local day of the last fix."""
+    as_of: dt.date | None = context["as_of"]
+    if as_of is None and stats["last"] is not None:
+        as_of = stats["last"].tz_convert(context["params"].timezone).date()
+    return as_of
+
+
+def finish(
+    results_meta: Sequence[dict[str, Any]],
+    *,
+    rejected: pd.DataFrame,
+    context: dict[str, Any],
+    pings: pd.DataFrame,
+    visits: pd.DataFrame,
+    trips: pd.DataFrame,
+    stops: pd.DataFrame,
+    occ: pd.DataFrame,
+    found: Sequence[gpd.GeoDataFrame],
+    skipped: Sequence[dict[str, str]],
+) -> AnalysisResult:
+    """Assemble the result and its summary from the joined frames and the groups' findings.
+
+    ``results_meta``: per partition ``stats``, ``n_matched`` and ``skipped``.
+    """
+    params: AnalysisParams = context["params"]
+    stats = merge_ping_stats([r["stats"] for r in results_meta])
+    skipped_all = results_meta[0]["skipped"] if results_meta else {}
+    for more in skipped:
+        skipped_all = skipped_all | more
+    result = AnalysisResult(
+        pings=pings,
+        rejected=rejected,
+        stands=context["stands"],
+        visits=visits,
+        trips=trips,
+        stops=stops,
+        occupancy=occ,
+        findings=_found_frame(found),
+        skipped_detectors={k: skipped_all[k] for k in context["kinds"] if k in skipped_all},
+    )
+    n_matched = sum(r["n_matched"] for r in results_meta)
+    result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
+    return result
+
+
 def gather(
     results: Sequence[dict[str, Any]],
     rejected: pd.DataFrame,
@@ -527,6 +749,10 @@ def gather(
     progress: Progress = no_progress,
 ) -> AnalysisResult:
     """Join the partitions' results (:func:`vehicle_stage`) and run the cross-vehicle steps.
+
+    The cross kinds run as one group of each key (:func:`stand_kinds`, :func:`vehicle_kinds`,
+    :func:`place_kinds`, :func:`route_kinds`), the groups the Dask engine runs by parts
+    (:func:`engines.distributed.gather_on_workers`).
 
     Parameters
     ----------
@@ -541,7 +767,7 @@ def gather(
         Every valid fix, when the engine holds them (kept in the result).
     jobs : int, default 1
         With 2 or more, the :data:`FORKED_CROSS_KINDS` run in a forked process beside the
-        other cross kinds.
+        stand kinds.
     progress : callable
         Called with a pt-BR stage label before each stage.
 
@@ -551,20 +777,15 @@ def gather(
         Equal to :func:`engines.pipeline.analyze_pings` on the partitions' fixes; ``pings``
         is the given frame, or the evidence fixes when none is given.
     """
-    params: AnalysisParams = context["params"]
-    stands: gpd.GeoDataFrame = context["stands"]
-    kinds: tuple[str, ...] = context["kinds"]
     stats = merge_ping_stats([r["stats"] for r in results])
-    as_of = context["as_of"]
-    if as_of is None and stats["last"] is not None:
-        as_of = stats["last"].tz_convert(params.timezone).date()
+    as_of = run_as_of(context, stats)
 
     progress("Juntando visitas, viagens e paradas; fila dos pontos")
     sizes = np.array([r["n_pings"] for r in results], dtype=np.int64)
     starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
-    tagged = [r["visits"].assign(_part=k) for k, r in enumerate(results)]
-    all_visits = _concat(tagged)
-    visits = _by_vehicle(requeue(_shift_positions(all_visits, starts)))
+    all_visits = _shift_positions(
+        _concat([r["visits"].assign(_part=k) for k, r in enumerate(results)]), starts
+    )
     ends = ("first_ping", "last_ping")
     trips = _by_vehicle(
         _shift_positions(
@@ -580,61 +801,46 @@ def gather(
             columns=ends,
         )
     )
-    pieces = [r.pop("evidence") for r in results]
-    ev_sizes = np.array([len(p) for p in pieces], dtype=np.int64)
-    ev_offsets = np.r_[0, np.cumsum(ev_sizes)[:-1]].astype(np.int64)
-    blocks = _vehicle_order(pieces)
-    evidence = _concat(pieces) if blocks is None else _stack(pieces, blocks)
-    del pieces
-    ev_visits = _shift_positions(
-        _concat([r.pop("evidence_visits").assign(_part=k) for k, r in enumerate(results)]),
-        ev_offsets,
+    evidence, joined = join_evidence(
+        [r.pop("evidence") for r in results], [r.pop("evidence_visits") for r in results]
     )
-    if blocks is not None:
-        ev_visits = _through(ev_visits, _block_moves(blocks, ev_offsets))
-    ev_visits = _by_vehicle(requeue(ev_visits))
-    del all_visits, tagged
+    ev_visits = joined if joined is not None else _NO_FRAME
+    waiting = [w for r in results for w in r["waiting"]]
+    bare_trips = trips.drop(columns=list(ends))
 
-    progress("Calculando ocupação dos pontos")
-    occ = occupancy(visits, stands, bucket=params.occupancy_bucket, include_idle=False)
+    def others() -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+        parts = [
+            vehicle_kinds(all_visits, bare_trips, context, fleet=context["fleet"], as_of=as_of),
+            place_kinds(waiting, context, as_of=as_of),
+            route_kinds(bare_trips, evidence, context, as_of=as_of),
+        ]
+        skipped: dict[str, str] = {}
+        for _, more in parts:
+            skipped |= more
+        return _found_frame([f for f, _ in parts]), skipped
 
     progress("Rodando os detectores entre veículos e dias")
-    cross, skipped_cross = (_detect_in_two if jobs > 1 else _detect)(
-        context,
-        CROSS_KINDS,
-        pings=evidence,
-        visits=ev_visits,
-        trips=trips.drop(columns=list(ends)),
-        stops=stops.drop(columns=list(ends)),
-        fleet=context["fleet"],
-        as_of=as_of,
-        waiting_stops=sorted(  # the stops' order: by vehicle, then start
-            (w for r in results for w in r["waiting"]),
-            key=lambda w: (w["vehicle_id"].encode("utf-8"), w["start_ns"]),
-        ),
-    )
-    found = [f for f in [*(r["findings"] for r in results), cross] if len(f)]
-    if found:
-        findings = gpd.GeoDataFrame(
-            pd.concat(found, ignore_index=True), geometry="geometry", crs=4326
-        )
-        findings = findings.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
+    away_kinds = [k for k in FORKED_CROSS_KINDS if k in context["kinds"]]
+    if jobs > 1 and away_kinds and any(k in context["kinds"] for k in STAND_KINDS):
+        with aside(others) as result_away:
+            visits, occ, found, skipped = stand_kinds(
+                all_visits, ev_visits, evidence, context, as_of=as_of
+            )
+            found_away, skipped_away = result_away()
     else:
-        findings = empty_findings()
-    skipped_all = (results[0]["skipped"] if results else {}) | skipped_cross
-    skipped = {k: skipped_all[k] for k in kinds if k in skipped_all}
-
-    result = AnalysisResult(
-        pings=pings if pings is not None else evidence,
+        visits, occ, found, skipped = stand_kinds(
+            all_visits, ev_visits, evidence, context, as_of=as_of
+        )
+        found_away, skipped_away = others()
+    return finish(
+        results,
         rejected=rejected,
-        stands=stands,
+        context=context,
+        pings=pings if pings is not None else evidence,
         visits=visits,
         trips=trips,
         stops=stops,
-        occupancy=occ,
-        findings=findings,
-        skipped_detectors=skipped,
+        occ=occ,
+        found=[*(r["findings"] for r in results), found, found_away],
+        skipped=[skipped, skipped_away],
     )
-    n_matched = sum(r["n_matched"] for r in results)
-    result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
-    return result

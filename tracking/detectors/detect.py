@@ -65,6 +65,9 @@ class DetectorInputs:
     """The registry of drivers (``fleet.drivers.read_drivers``); with ``driver_links``."""
     driver_links: pd.DataFrame | None = None
     """Links driver ↔ prefixo (``fleet.drivers.read_driver_links``); with ``drivers``."""
+    activity_span: tuple[int, int] | None = None
+    """The whole run's activity span when ``trips`` and ``fleet`` are a group of its vehicles
+    (``inactivity``'s ``data_span``); None: the span of ``trips``."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -96,6 +99,7 @@ _WIRED = {
     "boarding_grace_m",
     "drivers",
     "driver_links",
+    "data_span",  # inactivity: the whole run's span when judging a group of vehicles
 }
 
 
@@ -192,7 +196,7 @@ def run_detectors(
             else "sem frota (--fleet)"
         ),
         "inactivity": (
-            ((i.trips, i.fleet), {"as_of": as_of} | tz)
+            ((i.trips, i.fleet), {"as_of": as_of, "data_span": i.activity_span} | tz)
             if i.fleet is not None and as_of is not None
             else "sem frota (--fleet)"
         ),
