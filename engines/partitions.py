@@ -61,10 +61,11 @@ from engines.pipeline import (
     summarize,
 )
 from geo.cover import build_stand_cover, match_stands
+from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from runtime import aside
 from stands.licences import licence_frame_from_fleet
-from stands.occupancy import occupancy
+from stands.occupancy import empty_occupancy, occupancy
 from stands.visits import detect_visits as detect_visits_
 from stands.visits import queue_positions
 from tracking import frames as fr
@@ -72,6 +73,7 @@ from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.illegal_stand_formation import waiting_stops
+from tracking.detectors.inactivity import activity_span
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
 
@@ -306,6 +308,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "evidence_visits": _through(visits, np.cumsum(mask) - 1),  # positions into evidence
         "waiting": waiting,
         "n_matched": count_distinct(ping_idx, len(part)),
+        "vehicles": pd.unique(part[fr.VEHICLE_ID].astype("str")).tolist(),
     }
 
 
@@ -844,3 +847,304 @@ def gather(
         found=[*(r["findings"] for r in results), found, found_away],
         skipped=[skipped, skipped_away],
     )
+
+
+# ---------------------------------------------------------- the groups of the gathered stage
+# What the Dask engine runs on the workers (engines.distributed.gather_on_workers): each
+# partition's result stays where it was made, is cut into the pieces of each group (a stand
+# group, a cell-pair group), and each group's task joins its pieces and runs the same function
+# gather runs on the whole.
+
+_ENDS = ("first_ping", "last_ping")
+
+
+def part_facts(result: dict[str, Any]) -> dict[str, Any]:
+    """Return the small facts of a partition's result the client plans the groups with.
+
+    Its counts and statistics, its findings (:data:`VEHICLE_KINDS`), its vehicles, its visits
+    per stand, the stands linked through one vehicle (:func:`stand_links`), and whether any
+    visit has licence data.
+    """
+    visits: pd.DataFrame = result["visits"]
+    counts = visits["stand_id"].astype("str").value_counts(sort=False)
+    return {
+        "n_pings": result["n_pings"],
+        "stats": result["stats"],
+        "n_matched": result["n_matched"],
+        "skipped": result["skipped"],
+        "findings": result["findings"],
+        "vehicles": result["vehicles"],
+        "stand_visits": {str(k): int(v) for k, v in counts.items()},
+        "stand_links": stand_links(visits),
+        "licence_known": bool("licensed" in visits.columns and visits["licensed"].notna().any()),
+    }
+
+
+def stand_links(visits: pd.DataFrame) -> list[tuple[str, ...]]:
+    """Stands the stand rules may judge together: one vehicle's visits that touch.
+
+    ``unlicensed_stand_use`` compares a vehicle's visits to several stands when they overlap in
+    time (a wait excused by a lawful stand) or share the boarding fix (overlapping stands);
+    ``queue_jump`` and the queue positions compare visits of one stand. Returns the stand sets
+    (two or more stands) of each run of a vehicle's overlapping visits (closed intervals) and of
+    each shared boarding fix.
+    """
+    if len(visits) < 2:
+        return []
+    frame = pd.DataFrame(
+        {
+            "v": visits[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object),
+            "s": visits["stand_id"].astype("str").to_numpy(dtype=object),
+            "a": epoch_ns(visits["arrived_at"]),
+            "d": epoch_ns(visits["departed_at"]),
+            "b": pd.to_numeric(visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64),
+        }
+    ).sort_values(["v", "a"], kind="stable", ignore_index=True)
+    latest = frame.groupby("v", sort=False)["d"].cummax()
+    before = latest.groupby(frame["v"], sort=False).shift(1)
+    new_run = before.isna().to_numpy() | (frame["a"].to_numpy() > before.fillna(0).to_numpy())
+    frame["run"] = np.cumsum(new_run)
+    sets: set[tuple[str, ...]] = set()
+    boarded = frame.loc[frame["b"].to_numpy() >= 0]
+    for keys, members in (("run", frame), (["v", "b"], boarded)):
+        stands = members.groupby(keys, sort=False)["s"].unique()
+        sets.update(tuple(sorted(x)) for x in stands.tolist() if len(x) > 1)
+    return sorted(sets)
+
+
+def group_stands(
+    stand_visits: dict[str, int], links: Sequence[Sequence[str]], *, n_groups: int
+) -> dict[str, int]:
+    """Assign each stand with visits to one of ``n_groups`` groups, linked stands together.
+
+    Linked stands (:func:`stand_links`, transitively) form a component; the components,
+    heaviest (most visits) first, each go to the group with the fewest visits so far.
+    """
+    parent = {s: s for s in stand_visits}
+
+    def root(s: str) -> str:
+        while parent[s] != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    for linked in links:
+        for other in linked[1:]:
+            parent.setdefault(linked[0], linked[0])
+            parent.setdefault(other, other)
+            a, b = root(linked[0]), root(other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    components: dict[str, list[str]] = {}
+    for s in sorted(parent):
+        components.setdefault(root(s), []).append(s)
+    weighted = sorted(
+        components.values(), key=lambda c: (-sum(stand_visits.get(s, 0) for s in c), c[0])
+    )
+    load = [0] * max(1, n_groups)
+    out: dict[str, int] = {}
+    for members in weighted:
+        g = min(range(len(load)), key=lambda k: (load[k], k))
+        load[g] += sum(stand_visits.get(s, 0) for s in members)
+        out |= dict.fromkeys(members, g)
+    return out
+
+
+def _span_mask(
+    n: int, first: npt.NDArray[np.int64], last: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Mark positions ``[first, last]`` of each span in ``range(n)``."""
+    delta = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(delta, np.clip(first, 0, n), 1)
+    np.add.at(delta, np.clip(last + 1, 0, n), -1)
+    return np.cumsum(delta[:n]) > 0
+
+
+def split_by_stand(
+    result: dict[str, Any], *, piece: int, offset: int, stand_group: dict[str, int], n_groups: int
+) -> list[dict[str, pd.DataFrame]]:
+    """Cut a partition's visits, and the evidence fixes they point to, by stand group.
+
+    Parameters
+    ----------
+    result : dict
+        :func:`vehicle_stage`'s (not modified).
+    piece : int
+        The partition's index (kept with each visit, ``_piece`` and ``_row``, to put the run's
+        visits back in order).
+    offset : int
+        The partition's first position in the run's pings.
+    stand_group : dict
+        Stand id -> group (:func:`group_stands`).
+    n_groups : int
+        Number of groups.
+
+    Returns
+    -------
+    list of dict
+        Per group: ``visits`` (positions into the run's pings), ``ev_visits`` (positions into
+        ``evidence``) and ``evidence``: each visit's fixes from the one before its first to the
+        one after its last or boarding fix.
+    """
+    visits: pd.DataFrame = result["visits"]
+    ev_visits: pd.DataFrame = result["evidence_visits"]
+    evidence: pd.DataFrame = result["evidence"]
+    moved = _shift_positions(visits.assign(_part=0), np.array([offset], dtype=np.int64))
+    moved = moved.assign(_piece=piece, _row=np.arange(len(moved), dtype=np.int64))
+    group = np.array(
+        [stand_group.get(s, 0) for s in visits["stand_id"].astype("str").tolist()], dtype=np.int64
+    )
+    first = ev_visits["first_ping"].to_numpy(dtype=np.int64)
+    last = np.maximum(
+        ev_visits["last_ping"].to_numpy(dtype=np.int64),
+        pd.to_numeric(ev_visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64),
+    )
+    out = []
+    for g in range(n_groups):
+        sel = np.flatnonzero(group == g)
+        mask = _span_mask(len(evidence), first[sel] - 1, last[sel] + 1)
+        rank = (np.cumsum(mask) - 1).astype(np.int64)
+        out.append(
+            {
+                "visits": moved.iloc[sel].reset_index(drop=True),
+                "ev_visits": _through(ev_visits.iloc[sel].reset_index(drop=True), rank),
+                "evidence": evidence.iloc[np.flatnonzero(mask)].reset_index(drop=True),
+            }
+        )
+    return out
+
+
+def stand_group(
+    pieces: Sequence[dict[str, pd.DataFrame]],
+    context: dict[str, Any],
+    *,
+    as_of: dt.date | None,
+    licence_known: bool,
+) -> dict[str, Any]:
+    """Join a stand group's pieces (:func:`split_by_stand`, partition order); run stand_kinds."""
+    evidence, ev_visits = join_evidence(
+        [p["evidence"] for p in pieces], [p["ev_visits"] for p in pieces]
+    )
+    visits, occ, found, skipped = stand_kinds(
+        _concat([p["visits"] for p in pieces]),
+        ev_visits if ev_visits is not None else _NO_FRAME,
+        evidence,
+        context,
+        as_of=as_of,
+        licence_known=licence_known,
+    )
+    return {"visits": visits, "occupancy": occ, "findings": found, "skipped": skipped}
+
+
+def join_stand_groups(groups: Sequence[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return the run's visits (vehicle order) and occupancy from the stand groups' results."""
+    visits = _concat([g["visits"] for g in groups])
+    visits = visits.sort_values(["_piece", "_row"], ignore_index=True)
+    visits = _by_vehicle(visits).drop(columns=["_piece", "_row"])
+    occs = [g["occupancy"] for g in groups if len(g["occupancy"])]
+    if not occs:
+        return visits, empty_occupancy()
+    occ = pd.concat(occs, ignore_index=True)
+    return visits, occ.sort_values("stand_id", kind="stable", ignore_index=True)
+
+
+def route_cell_pairs(trips: pd.DataFrame, *, resolution: int) -> npt.NDArray[np.uint64]:
+    """Return a key of each trip's pickup and drop-off cells (0 where an end is unknown)."""
+    if not len(trips):
+        return np.zeros(0, dtype=np.uint64)
+    coords = [trips[c].to_numpy(dtype=np.float64) for c in _ROUTE_ENDS]
+    ok = np.logical_and.reduce([np.isfinite(c) for c in coords])
+    key = np.zeros(len(trips), dtype=np.uint64)
+    if ok.any():
+        o = latlng_to_cells(coords[0][ok], coords[1][ok], resolution=resolution)
+        d = latlng_to_cells(coords[2][ok], coords[3][ok], resolution=resolution)
+        key[ok] = (o * np.uint64(0x9E3779B97F4A7C15)) ^ d
+    return key
+
+
+_ROUTE_ENDS = ("pickup_lat", "pickup_lon", "dropoff_lat", "dropoff_lon")
+
+
+def split_by_route(
+    result: dict[str, Any], *, n_groups: int, resolution: int
+) -> list[dict[str, pd.DataFrame]]:
+    """Cut a partition's meter trips, and the evidence fixes inside them, by cell-pair group.
+
+    Returns per group ``trips`` (without their positions) and ``evidence`` (each trip's fixes
+    with one neighbour on each side).
+    """
+    trips: pd.DataFrame = result["trips"]
+    if "source" in trips.columns:
+        trips = trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
+    trips = trips.drop(columns=list(_ENDS)).reset_index(drop=True)
+    evidence: pd.DataFrame = result["evidence"]
+    group = route_cell_pairs(trips, resolution=resolution) % np.uint64(max(1, n_groups))
+    no_visits = result["evidence_visits"].iloc[:0]
+    out = []
+    for g in range(n_groups):
+        sel = trips.loc[group == g].reset_index(drop=True)
+        mask = evidence_mask(evidence, no_visits, sel)
+        out.append(
+            {"trips": sel, "evidence": evidence.iloc[np.flatnonzero(mask)].reset_index(drop=True)}
+        )
+    return out
+
+
+def route_group(
+    pieces: Sequence[dict[str, pd.DataFrame]], context: dict[str, Any], *, as_of: dt.date | None
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Join a cell-pair group's pieces (:func:`split_by_route`); run :func:`route_kinds`."""
+    evidence, _ = join_evidence([p["evidence"] for p in pieces])
+    trips = _by_vehicle(_concat([p["trips"] for p in pieces]))
+    return route_kinds(trips, evidence, context, as_of=as_of)
+
+
+def vehicle_group(
+    result: dict[str, Any],
+    context: dict[str, Any],
+    *,
+    fleet: pd.DataFrame | None,
+    as_of: dt.date | None,
+    activity_span: tuple[int, int] | None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run :func:`vehicle_kinds` on a partition's vehicles, ``fleet`` the rows to judge."""
+    licences: pd.DataFrame | None = context["licences"]
+    if licences is not None and fleet is not None:
+        licences = licences.loc[licences[fr.VEHICLE_ID].isin(fleet[fr.VEHICLE_ID]).to_numpy()]
+    return vehicle_kinds(
+        result["visits"],
+        result["trips"].drop(columns=list(_ENDS)),
+        context,
+        fleet=fleet,
+        as_of=as_of,
+        licences=licences,
+        activity_span=activity_span,
+    )
+
+
+def part_activity_span(
+    result: dict[str, Any], *, as_of: dt.date, timezone: str
+) -> tuple[int, int] | None:
+    """Return the activity span of a partition's trips (``inactivity.activity_span``)."""
+    return activity_span(result["trips"], as_of=as_of, timezone=timezone)
+
+
+def part_outputs(result: dict[str, Any], *, offset: int) -> dict[str, pd.DataFrame]:
+    """Return a partition's trips and stops, positions into the run's pings."""
+    at = np.array([offset], dtype=np.int64)
+    return {
+        name: _shift_positions(result[name].assign(_part=0), at, columns=_ENDS)
+        for name in ("trips", "stops")
+    }
+
+
+def by_vehicle_frames(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate the partitions' frames (in partition order) and put them in vehicle order."""
+    return _by_vehicle(_concat(frames))
+
+
+def place_group(
+    waiting: Sequence[Sequence[dict[str, Any]]], context: dict[str, Any], *, as_of: dt.date | None
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run :func:`place_kinds` on the partitions' waiting stops."""
+    return place_kinds([w for part in waiting for w in part], context, as_of=as_of)
