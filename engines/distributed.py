@@ -253,7 +253,13 @@ def _gather_on_workers(
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
     kinds = set(context["kinds"])
-    facts: list[dict[str, Any]] = client.gather(client.map(pt.part_facts, futures))
+    resolution = None
+    if pt.ROUTE_KINDS[0] in kinds:
+        limits = (context["thresholds"] or {}).get(pt.ROUTE_KINDS[0], {})
+        resolution = int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
+    facts: list[dict[str, Any]] = client.gather(
+        client.map(pt.part_facts, futures, resolution=resolution)
+    )
     as_of = pt.run_as_of(context, merge_ping_stats([f["stats"] for f in facts]))
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     n_groups = max(1, groups if groups is not None else 2 * n_workers)
@@ -295,11 +301,21 @@ def _gather_on_workers(
 
     progress("Rodando os detectores entre veículos e dias nos workers")
     cross = []
-    if pt.ROUTE_KINDS[0] in kinds:
-        limits = (context["thresholds"] or {}).get(pt.ROUTE_KINDS[0], {})
-        resolution = int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
+    if resolution is not None:
+        pairs: dict[int, int] = {}
+        for f in facts:
+            for key, n in f["route_pairs"].items():
+                pairs[key] = pairs.get(key, 0) + n
+        pair_group = pt.group_keys(pairs, n_groups=n_groups)
+        n_route_groups = max(1, len(set(pair_group.values())))
         route_splits = [
-            client.submit(pt.split_by_route, fut, n_groups=n_groups, resolution=resolution)
+            client.submit(
+                pt.split_by_route,
+                fut,
+                resolution=resolution,
+                pair_group=pair_group,
+                n_groups=n_route_groups,
+            )
             for fut in futures
         ]
         cross += [
@@ -309,7 +325,7 @@ def _gather_on_workers(
                 ctx,
                 as_of=as_of,
             )
-            for g in range(n_groups)
+            for g in range(n_route_groups)
         ]
     if pt.PLACE_KINDS[0] in kinds:
         waiting = [client.submit(operator.getitem, fut, "waiting") for fut in futures]

@@ -858,16 +858,25 @@ def gather(
 _ENDS = ("first_ping", "last_ping")
 
 
-def part_facts(result: dict[str, Any]) -> dict[str, Any]:
+def part_facts(result: dict[str, Any], *, resolution: int | None = None) -> dict[str, Any]:
     """Return the small facts of a partition's result the client plans the groups with.
 
     Its counts and statistics, its findings (:data:`VEHICLE_KINDS`), its vehicles, its visits
-    per stand, the stands linked through one vehicle (:func:`stand_links`), and whether any
-    visit has licence data.
+    per stand, the stands linked through one vehicle (:func:`stand_links`), whether any visit
+    has licence data, and (with ``resolution``) its meter trips per cell pair
+    (:func:`route_cell_pairs`).
     """
     visits: pd.DataFrame = result["visits"]
     counts = visits["stand_id"].astype("str").value_counts(sort=False)
+    pairs: dict[int, int] = {}
+    if resolution is not None:
+        keys, n = np.unique(
+            route_cell_pairs(_meter_trips(result["trips"]), resolution=resolution),
+            return_counts=True,
+        )
+        pairs = dict(zip(keys.tolist(), n.tolist(), strict=True))
     return {
+        "route_pairs": pairs,
         "n_pings": result["n_pings"],
         "stats": result["stats"],
         "n_matched": result["n_matched"],
@@ -1065,20 +1074,37 @@ def route_cell_pairs(trips: pd.DataFrame, *, resolution: int) -> npt.NDArray[np.
 _ROUTE_ENDS = ("pickup_lat", "pickup_lon", "dropoff_lat", "dropoff_lon")
 
 
+def _meter_trips(trips: pd.DataFrame) -> pd.DataFrame:
+    """Return the meter trips (all, without a ``source``), without their positions."""
+    if "source" in trips.columns:
+        trips = trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
+    return trips.drop(columns=[c for c in _ENDS if c in trips.columns]).reset_index(drop=True)
+
+
+def group_keys(counts: dict[int, int], *, n_groups: int) -> dict[int, int]:
+    """Assign keys (cell pairs) to at most ``n_groups`` groups: heaviest first, to the lightest."""
+    load = [0] * max(1, min(n_groups, len(counts)))
+    out: dict[int, int] = {}
+    for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        g = min(range(len(load)), key=lambda k: (load[k], k))
+        load[g] += n
+        out[key] = g
+    return out
+
+
 def split_by_route(
-    result: dict[str, Any], *, n_groups: int, resolution: int
+    result: dict[str, Any], *, resolution: int, pair_group: dict[int, int], n_groups: int
 ) -> list[dict[str, pd.DataFrame]]:
     """Cut a partition's meter trips, and the evidence fixes inside them, by cell-pair group.
 
+    ``pair_group`` maps the keys of :func:`route_cell_pairs` to groups (:func:`group_keys`).
     Returns per group ``trips`` (without their positions) and ``evidence`` (each trip's fixes
     with one neighbour on each side).
     """
-    trips: pd.DataFrame = result["trips"]
-    if "source" in trips.columns:
-        trips = trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
-    trips = trips.drop(columns=list(_ENDS)).reset_index(drop=True)
+    trips = _meter_trips(result["trips"])
     evidence: pd.DataFrame = result["evidence"]
-    group = route_cell_pairs(trips, resolution=resolution) % np.uint64(max(1, n_groups))
+    keys = route_cell_pairs(trips, resolution=resolution).tolist()
+    group = np.array([pair_group.get(k, 0) for k in keys], dtype=np.int64)
     no_visits = result["evidence_visits"].iloc[:0]
     out = []
     for g in range(n_groups):
