@@ -379,7 +379,7 @@ def _fleet_by_part(
         return [None] * len(vehicles)
     ids = fleet[fr.VEHICLE_ID].astype("str")
     seen = set().union(*map(set, vehicles)) if vehicles else set()
-    out = []
+    out: list[pd.DataFrame | None] = []
     for k, own in enumerate(vehicles):
         mine = ids.isin(own)
         if k == 0:
