@@ -94,7 +94,9 @@ def dask_client(
             n_workers=workers,
             threads_per_worker=threads_per_worker,
             processes=processes,
-            dashboard_address=None,
+            # the scheduler's HTTP server starts anyway: a free port, not 8787 (another
+            # cluster on the machine would make it warn)
+            dashboard_address=":0",
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -258,9 +260,20 @@ def _gather_on_workers(
         limits = (context["thresholds"] or {}).get(pt.ROUTE_KINDS[0], {})
         resolution = int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
     facts: list[dict[str, Any]] = client.gather(
-        client.map(pt.part_facts, futures, resolution=resolution)
+        client.map(
+            pt.part_facts,
+            futures,
+            resolution=resolution,
+            as_of=context["as_of"],
+            timezone=params.timezone,
+        )
     )
     as_of = pt.run_as_of(context, merge_ping_stats([f["stats"] for f in facts]))
+    spans = [f["activity_span"] for f in facts]
+    if as_of is not None and context["as_of"] is None:  # the spans need the run's last day
+        spans = client.gather(
+            client.map(pt.part_activity_span, futures, as_of=as_of, timezone=params.timezone)
+        )
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     n_groups = max(1, groups if groups is not None else 2 * n_workers)
     sizes = np.array([f["n_pings"] for f in facts], dtype=np.int64)
@@ -331,13 +344,8 @@ def _gather_on_workers(
         waiting = [client.submit(operator.getitem, fut, "waiting") for fut in futures]
         cross.append(client.submit(pt.place_group, waiting, ctx, as_of=as_of))
     if kinds & set(pt.VEHICLE_GROUP_KINDS):
-        span = None
-        if as_of is not None:
-            spans = client.gather(
-                client.map(pt.part_activity_span, futures, as_of=as_of, timezone=params.timezone)
-            )
-            found = [s for s in spans if s is not None]
-            span = (min(s[0] for s in found), max(s[1] for s in found)) if found else None
+        found = [s for s in spans if s is not None]
+        span = (min(s[0] for s in found), max(s[1] for s in found)) if found else None
         fleets = _fleet_by_part(context["fleet"], [f["vehicles"] for f in facts])
         cross += [
             client.submit(pt.vehicle_group, fut, ctx, fleet=fleet, as_of=as_of, activity_span=span)
@@ -347,9 +355,11 @@ def _gather_on_workers(
         client.submit(pt.part_outputs, fut, offset=offsets[k]) for k, fut in enumerate(futures)
     ]
 
+    progress("Recebendo achados, visitas, viagens e paradas")
     stand_results: list[dict[str, Any]] = client.gather(stand_tasks)
     cross_results: list[tuple[Any, dict[str, str]]] = client.gather(cross)
     frames: list[dict[str, pd.DataFrame]] = client.gather(outputs)
+    progress("Juntando os resultados dos grupos")
     visits, occ = pt.join_stand_groups(stand_results)
     trips = pt.by_vehicle_frames([f["trips"] for f in frames])
     stops = pt.by_vehicle_frames([f["stops"] for f in frames])

@@ -858,13 +858,20 @@ def gather(
 _ENDS = ("first_ping", "last_ping")
 
 
-def part_facts(result: dict[str, Any], *, resolution: int | None = None) -> dict[str, Any]:
+def part_facts(
+    result: dict[str, Any],
+    *,
+    resolution: int | None = None,
+    as_of: dt.date | None = None,
+    timezone: str | None = None,
+) -> dict[str, Any]:
     """Return the small facts of a partition's result the client plans the groups with.
 
     Its counts and statistics, its findings (:data:`VEHICLE_KINDS`), its vehicles, its visits
     per stand, the stands linked through one vehicle (:func:`stand_links`), whether any visit
-    has licence data, and (with ``resolution``) its meter trips per cell pair
-    (:func:`route_cell_pairs`).
+    has licence data, with ``resolution`` its meter trips per cell pair
+    (:func:`route_cell_pairs`), with ``as_of`` and ``timezone`` its activity span
+    (:func:`part_activity_span`).
     """
     visits: pd.DataFrame = result["visits"]
     counts = visits["stand_id"].astype("str").value_counts(sort=False)
@@ -875,7 +882,11 @@ def part_facts(result: dict[str, Any], *, resolution: int | None = None) -> dict
             return_counts=True,
         )
         pairs = dict(zip(keys.tolist(), n.tolist(), strict=True))
+    span = None
+    if as_of is not None and timezone is not None:
+        span = part_activity_span(result, as_of=as_of, timezone=timezone)
     return {
+        "activity_span": span,
         "route_pairs": pairs,
         "n_pings": result["n_pings"],
         "stats": result["stats"],

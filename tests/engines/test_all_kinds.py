@@ -250,7 +250,6 @@ class TestEnginesWriteTheSameFiles:
         _assert_same_files(tmp_path, reference[0])
         assert _report_lines(done.stdout) == _report_lines(reference[1])
 
-    @pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
     def test_dask_engine_in_small_groups(
         self, inputs: Inputs, reference: tuple[Path, str], tmp_path: Path
     ) -> None:
