@@ -1,10 +1,32 @@
 """Batch analysis on a ``dask.distributed`` cluster: the same functions, partitioned by vehicle.
 
 :func:`analyze_pings_distributed` gives the result of :func:`engines.pipeline.analyze_pings`
-(same findings — ids and content —, visits, trips, stops and occupancy) with the two stages of
+(same findings — ids and content —, visits, trips, stops and occupancy) with the stages of
 :mod:`engines.partitions`: :func:`~engines.partitions.vehicle_stage` on the workers, one
-partition of whole vehicles each, then :func:`~engines.partitions.gather` on the client.
-Partitions group consecutive vehicles to about ``partition_fixes`` fixes each.
+partition of whole vehicles each (about ``partition_fixes`` fixes), then the gathered stage on
+the workers too (:func:`gather_on_workers`), partitioned by each rule's natural key:
+
+=====================================  =============================================
+key                                    what runs there
+=====================================  =============================================
+stand group (linked stands together)   queue positions, occupancy, ``queue_jump``,
+                                       ``unlicensed_stand_use``
+pickup/drop-off cell-pair group        ``longer_route`` (peers: same cells)
+partition (whole vehicles)             ``habitual_absence``, ``inactivity`` (with the
+                                       run's activity span: two instants)
+the run's waiting stops (one task)     ``illegal_stand_formation``
+=====================================  =============================================
+
+The partitions' results stay on their workers; each is cut into one piece per group there and
+the pieces move worker to worker (Dask's transfers, not through the client) to one task per
+group, which runs the function :func:`~engines.partitions.gather` runs on the whole. The client
+plans the groups from small facts of each partition (visits per stand, the stands a vehicle
+links, trips per cell pair) and receives the findings, the visits, trips, stops and occupancy.
+
+Illegal stand formation is not cut by place cell: a place is a single-linkage group of H3 cells
+of unbounded extent and its distances are measured in the UTM zone of the mean of every waiting
+stop, so no halo makes a cell partition exact; its table is small (a few stops per vehicle and
+day, without fixes), and one task clusters it.
 
 The input is read and validated on the client (:func:`tracking.ingest.read_pings`, whose row
 numbers and duplicate rule are file-wide), then the partitions are scattered to the workers.

@@ -24,7 +24,11 @@ gathered (:func:`gather`, over small frames)
     its evidence names the queue position —, illegal_stand_formation — the waiting stops of
     several vehicles on several days, clustered into places —, habitual_absence — presence
     over the days —, inactivity — the whole fleet —, longer_route — past trips of other
-    vehicles between the same cells).
+    vehicles between the same cells). Each key's rules are one function (:func:`stand_kinds`,
+    :func:`vehicle_kinds`, :func:`place_kinds`, :func:`route_kinds`), run here on the whole;
+    the Dask engine runs them by groups of their key on the workers (:func:`split_by_stand`,
+    :func:`stand_group`, :func:`split_by_route`, :func:`route_group`, :func:`vehicle_group`,
+    :func:`place_group`).
 
 Why vehicle partitions and not vehicle × day: a trip, a stop, a visit, a silence or a GPS
 excursion that crosses midnight belongs to two days, and every per-vehicle kernel (trip and stop
