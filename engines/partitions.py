@@ -178,34 +178,50 @@ def evidence_mask(
         board = pd.to_numeric(visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64)
         np.add.at(delta, first, 1)
         np.add.at(delta, np.maximum(last, board) + 1, -1)
-    ts = epoch_ns(part[fr.TIMESTAMP])
-    codes, uniques = vehicle_codes(part[fr.VEHICLE_ID])  # part: sorted by (vehicle, time)
-    # (vehicle, instant) as one increasing key: the vehicle's code, then the instant's rank
-    instants = _sorted_unique(ts)
-    width = np.int64(len(instants) + 1)
-    key = codes * width + np.searchsorted(instants, ts)
-    spans = []
-    if len(trips):
-        meter = trips["source"].astype("str") == "meter" if "source" in trips.columns else None
-        spans.append(trips if meter is None else trips.loc[meter.to_numpy()])
-    for frame in spans:
-        if not len(frame):
-            continue
-        vid = pd.Index(frame[fr.VEHICLE_ID].astype("str"))
-        code = pd.Index(uniques).get_indexer(vid).astype(np.int64)
-        t0 = epoch_ns(frame["started_at"])
-        t1 = epoch_ns(frame["ended_at"])
-        # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
-        lo = np.searchsorted(key, code * width + np.searchsorted(instants, t0, side="left"))
-        hi = np.searchsorted(key, code * width + np.searchsorted(instants, t1, side="right"))
-        np.add.at(delta, lo.astype(np.int64), 1)
-        np.add.at(delta, hi.astype(np.int64), -1)
-    mask = np.cumsum(delta[:n]) > 0
+    codes, lo, hi = _trip_spans(part, trips)
+    np.add.at(delta, lo, 1)
+    np.add.at(delta, hi, -1)
+    return _grown(np.cumsum(delta[:n]) > 0, codes)
+
+
+def _grown(mask: npt.NDArray[np.bool_], codes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """``mask`` and, within each vehicle (``codes``), the neighbours of its marked fixes."""
     grown = mask.copy()
     same_prev = np.r_[False, codes[1:] == codes[:-1]]
     grown[:-1] |= mask[1:] & same_prev[1:]
     grown[1:] |= mask[:-1] & same_prev[1:]
     return grown
+
+
+def _trip_spans(
+    part: pd.DataFrame, trips: pd.DataFrame
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return the vehicle codes of ``part`` and each meter trip's fixes ``[lo, hi)`` in it.
+
+    ``part`` is sorted by (vehicle, time); the trips' fixes are the vehicle's from its first at
+    or after ``started_at`` to its last at or before ``ended_at``.
+    """
+    ts = epoch_ns(part[fr.TIMESTAMP])
+    codes, uniques = vehicle_codes(part[fr.VEHICLE_ID])  # part: sorted by (vehicle, time)
+    none = np.zeros(0, dtype=np.int64)
+    if not len(trips) or not len(part):
+        return codes, none, none
+    if "source" in trips.columns:
+        trips = trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
+    if not len(trips):
+        return codes, none, none
+    # (vehicle, instant) as one increasing key: the vehicle's code, then the instant's rank
+    instants = _sorted_unique(ts)
+    width = np.int64(len(instants) + 1)
+    key = codes * width + np.searchsorted(instants, ts)
+    vid = pd.Index(trips[fr.VEHICLE_ID].astype("str"))
+    code = pd.Index(uniques).get_indexer(vid).astype(np.int64)
+    t0 = epoch_ns(trips["started_at"])
+    t1 = epoch_ns(trips["ended_at"])
+    # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
+    lo = np.searchsorted(key, code * width + np.searchsorted(instants, t0, side="left"))
+    hi = np.searchsorted(key, code * width + np.searchsorted(instants, t1, side="right"))
+    return codes, lo.astype(np.int64), hi.astype(np.int64)
 
 
 def stage_context(
@@ -915,24 +931,34 @@ def stand_links(visits: pd.DataFrame) -> list[tuple[str, ...]]:
     """
     if len(visits) < 2:
         return []
-    frame = pd.DataFrame(
-        {
-            "v": visits[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object),
-            "s": visits["stand_id"].astype("str").to_numpy(dtype=object),
-            "a": epoch_ns(visits["arrived_at"]),
-            "d": epoch_ns(visits["departed_at"]),
-            "b": pd.to_numeric(visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64),
-        }
-    ).sort_values(["v", "a"], kind="stable", ignore_index=True)
-    latest = frame.groupby("v", sort=False)["d"].cummax()
-    before = latest.groupby(frame["v"], sort=False).shift(1)
-    new_run = before.isna().to_numpy() | (frame["a"].to_numpy() > before.fillna(0).to_numpy())
-    frame["run"] = np.cumsum(new_run)
+    vehicle = pd.factorize(visits[fr.VEHICLE_ID].astype("str"))[0].astype(np.int64)
+    stand, names = pd.factorize(visits["stand_id"].astype("str"))
+    arrived = epoch_ns(visits["arrived_at"])
+    departed = epoch_ns(visits["departed_at"])
+    board = pd.to_numeric(visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64)
+    order = np.lexsort((arrived, vehicle))
+    v, a, d = vehicle[order], arrived[order], departed[order]
+    first = np.r_[True, v[1:] != v[:-1]]
+    # latest departure so far within the vehicle: a running max of (vehicle, departure rank)
+    instants, rank = np.unique(d, return_inverse=True)
+    width = np.int64(len(instants))
+    latest = instants[np.maximum.accumulate(v * width + rank) - v * width]
+    new_run = first | (a > np.r_[np.int64(0), latest[:-1]])
+    run = np.empty(len(order), dtype=np.int64)
+    run[order] = np.cumsum(new_run)
     sets: set[tuple[str, ...]] = set()
-    boarded = frame.loc[frame["b"].to_numpy() >= 0]
-    for keys, members in (("run", frame), (["v", "b"], boarded)):
-        stands = members.groupby(keys, sort=False)["s"].unique()
-        sets.update(tuple(sorted(x)) for x in stands.tolist() if len(x) > 1)
+    boarded = board >= 0
+    keyed = (
+        (run, np.ones(len(run), dtype=bool)),
+        (vehicle * np.int64(len(board) + 1) + board, boarded),
+    )
+    for key, keep in keyed:
+        pairs = pd.DataFrame({"k": key[keep], "s": stand[keep]}).drop_duplicates()
+        multi = pairs["k"].duplicated(keep=False).to_numpy()
+        if not multi.any():
+            continue
+        for _, grp in pairs.loc[multi].groupby("k")["s"]:
+            sets.add(tuple(sorted(str(names[c]) for c in grp.tolist())))
     return sorted(sets)
 
 
@@ -1120,13 +1146,16 @@ def split_by_route(
     evidence: pd.DataFrame = result["evidence"]
     keys = route_cell_pairs(trips, resolution=resolution).tolist()
     group = np.array([pair_group.get(k, 0) for k in keys], dtype=np.int64)
-    no_visits = result["evidence_visits"].iloc[:0]
+    codes, lo, hi = _trip_spans(evidence, trips)
     out = []
     for g in range(n_groups):
-        sel = trips.loc[group == g].reset_index(drop=True)
-        mask = evidence_mask(evidence, no_visits, sel)
+        sel = np.flatnonzero(group == g)
+        mask = _grown(_span_mask(len(evidence), lo[sel], hi[sel] - 1), codes)
         out.append(
-            {"trips": sel, "evidence": evidence.iloc[np.flatnonzero(mask)].reset_index(drop=True)}
+            {
+                "trips": trips.iloc[sel].reset_index(drop=True),
+                "evidence": evidence.iloc[np.flatnonzero(mask)].reset_index(drop=True),
+            }
         )
     return out
 
