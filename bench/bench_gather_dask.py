@@ -126,9 +126,14 @@ def main() -> None:
                         if os.environ.get("BENCH_STEPS"):
                             print(f"  {time.perf_counter() - t0:5.2f} s {label}")
 
-                    got = gather_on_workers(
-                        counting, futures, rejected, context, pings=pings, progress=said
-                    )
+                    from distributed import get_task_stream
+
+                    with get_task_stream(client) as stream:
+                        got = gather_on_workers(
+                            counting, futures, rejected, context, pings=pings, progress=said
+                        )
+                    if os.environ.get("BENCH_STEPS"):
+                        print_stream(stream.data)
                 rows.append((way, time.perf_counter() - t, counting.bytes))
                 results[way] = got
     a, b = results["client"], results["workers"]
@@ -142,6 +147,18 @@ def main() -> None:
         mine = [r for r in rows if r[0] == way]
         secs = " / ".join(f"{r[1]:.1f}" for r in mine)
         print(f"| on the {way} | {secs} | {mine[-1][2] / 1e6:,.1f} |")
+
+
+def print_stream(data: list[dict[str, Any]]) -> None:
+    """Print the tasks' compute and transfer seconds by function (``BENCH_STEPS``)."""
+    spent: dict[tuple[str, str], float] = {}
+    for task in data:
+        name = str(task["key"]).split("-")[0].strip("('")
+        for part in task["startstops"]:
+            key = (name, part["action"])
+            spent[key] = spent.get(key, 0.0) + part["stop"] - part["start"]
+    for (name, action), secs in sorted(spent.items(), key=lambda kv: -kv[1])[:14]:
+        print(f"    {name:28s} {action:10s} {secs:6.2f} s")
 
 
 if __name__ == "__main__":
