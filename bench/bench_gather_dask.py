@@ -15,8 +15,11 @@ workers
     and the output frames.
 
 Reported: wall time of the gathered stage (from the partitions' results on the workers to the
-``AnalysisResult``), bytes the client receives (pickled size of everything ``client.gather``
-returns to it), and that both give the same findings, visits, trips, stops and occupancy.
+``AnalysisResult``), the CPU seconds of the client process and of the workers (summed; on a
+machine shared with other jobs the wall time mostly says how busy it was), bytes the client
+receives (pickled size of everything ``client.gather`` returns to it), and that both give the
+same findings, visits, trips, stops and occupancy. ``BENCH_STEPS=1`` prints the stages and the
+workers' task stream by function.
 
 Usage::
 
@@ -48,6 +51,7 @@ from stands.layers import read_any_stands  # noqa: E402
 from tracking import frames as fr  # noqa: E402
 from tracking.detectors.detect import last_local_day  # noqa: E402
 from tracking.detectors.findings import KINDS  # noqa: E402
+from runtime import keep_freed_heap  # noqa: E402
 from tracking.ingest import read_pings  # noqa: E402
 
 
@@ -76,6 +80,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--keep", type=Path)
     args = parser.parse_args()
+    keep_freed_heap()  # as `pontual analyze` does in its process
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench_gather_"))
     folder.mkdir(parents=True, exist_ok=True)
     fmt = "parquet" if args.days > 1 else "csv"
@@ -116,6 +121,8 @@ def main() -> None:
         for _ in range(args.repeat):
             for way in ("client", "workers"):
                 counting = Counting(client)
+                cpu0 = time.process_time()
+                workers0 = sum(client.run(time.process_time).values())
                 t = time.perf_counter()
                 if way == "client":
                     got = gather(counting.gather(futures), rejected, context, pings=pings)
@@ -134,19 +141,25 @@ def main() -> None:
                         )
                     if os.environ.get("BENCH_STEPS"):
                         print_stream(stream.data)
-                rows.append((way, time.perf_counter() - t, counting.bytes))
+                wall = time.perf_counter() - t
+                cpu = time.process_time() - cpu0
+                workers = sum(client.run(time.process_time).values()) - workers0
+                rows.append((way, wall, counting.bytes, cpu, workers))
                 results[way] = got
     a, b = results["client"], results["workers"]
     same = a.findings["finding_id"].tolist() == b.findings["finding_id"].tolist()
     for name in ("visits", "trips", "stops", "occupancy"):
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
     print(f"same findings ({len(a.findings):,}) and frames: {same}; load {os.getloadavg()[0]:.1f}")
-    print("| gathered stage | wall s | MB the client receives |")
-    print("|---|---:|---:|")
+    print(
+        "| gathered stage | wall s | client CPU s | workers' CPU s (summed) "
+        "| MB the client receives |"
+    )
+    print("|---|---:|---:|---:|---:|")
     for way in ("client", "workers"):
         mine = [r for r in rows if r[0] == way]
-        secs = " / ".join(f"{r[1]:.1f}" for r in mine)
-        print(f"| on the {way} | {secs} | {mine[-1][2] / 1e6:,.1f} |")
+        cols = [" / ".join(f"{r[k]:.1f}" for r in mine) for k in (1, 3, 4)]
+        print(f"| on the {way} | {' | '.join(cols)} | {mine[-1][2] / 1e6:,.1f} |")
 
 
 def print_stream(data: list[dict[str, Any]]) -> None:
