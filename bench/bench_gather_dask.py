@@ -47,11 +47,11 @@ from engines.distributed import dask_client, gather_on_workers  # noqa: E402
 from engines.partitions import gather, stage_context, vehicle_partitions, vehicle_stage  # noqa: E402
 from engines.pipeline import AnalysisParams  # noqa: E402
 from fleet.loaders import read_fleet  # noqa: E402
+from runtime import keep_freed_heap  # noqa: E402
 from stands.layers import read_any_stands  # noqa: E402
 from tracking import frames as fr  # noqa: E402
 from tracking.detectors.detect import last_local_day  # noqa: E402
 from tracking.detectors.findings import KINDS  # noqa: E402
-from runtime import keep_freed_heap  # noqa: E402
 from tracking.ingest import read_pings  # noqa: E402
 
 
