@@ -90,6 +90,41 @@ class TestAnalyzePingsDistributed:
         assert_same(dist, local)
         assert local.visits["stand_id"].nunique() >= 2
 
+    def test_client_receives_no_fixes(self, client: Any, tmp_path: Path) -> None:
+        """The gathered stage sends the client findings and frames, never the evidence fixes."""
+        pings = scenario_pings()
+        kw: dict[str, Any] = {"fleet": scenario_fleet(tmp_path), "params": AnalysisParams()}
+        received: list[Any] = []
+
+        class Recording:
+            def gather(self, futures: Any) -> Any:
+                out = client.gather(futures)
+                received.append(out)
+                return out
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=Recording(), partition_fixes=300, **kw
+        )
+        assert_same(dist, local)
+
+        def frames(value: Any) -> Iterator[pd.DataFrame]:
+            if isinstance(value, pd.DataFrame):
+                yield value
+            elif isinstance(value, dict):
+                assert "evidence" not in value
+                for v in value.values():
+                    yield from frames(v)
+            elif isinstance(value, list | tuple):
+                for v in value:
+                    yield from frames(v)
+
+        got = [f for r in received for f in frames(r)]
+        assert got and not any(fr.TIMESTAMP in f.columns for f in got)
+
     def test_empty_pings(self, client: Any) -> None:
         """No pings: the empty result of the local engine."""
         empty = make_pings([])
