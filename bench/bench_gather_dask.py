@@ -18,8 +18,8 @@ Reported: wall time of the gathered stage (from the partitions' results on the w
 ``AnalysisResult``), the CPU seconds of the client process and of the workers (summed; on a
 machine shared with other jobs the wall time mostly says how busy it was), bytes the client
 receives (pickled size of everything ``client.gather`` returns to it), and that both give the
-same findings, visits, trips, stops and occupancy. ``BENCH_STEPS=1`` prints the stages and the
-workers' task stream by function.
+same ``findings.geojson`` (bytes) and equal visits, trips, stops and occupancy.
+``BENCH_STEPS=1`` prints the stages and the workers' task stream by function.
 
 Usage::
 
@@ -51,7 +51,7 @@ from runtime import keep_freed_heap  # noqa: E402
 from stands.layers import read_any_stands  # noqa: E402
 from tracking import frames as fr  # noqa: E402
 from tracking.detectors.detect import last_local_day  # noqa: E402
-from tracking.detectors.findings import KINDS  # noqa: E402
+from tracking.detectors.findings import KINDS, write_findings_geojson  # noqa: E402
 from tracking.ingest import read_pings  # noqa: E402
 
 
@@ -147,10 +147,17 @@ def main() -> None:
                 rows.append((way, wall, counting.bytes, cpu, workers))
                 results[way] = got
     a, b = results["client"], results["workers"]
-    same = a.findings["finding_id"].tolist() == b.findings["finding_id"].tolist()
+    write_findings_geojson(a.findings, folder / "findings_client.geojson")
+    write_findings_geojson(b.findings, folder / "findings_workers.geojson")
+    same = (folder / "findings_client.geojson").read_bytes() == (
+        folder / "findings_workers.geojson"
+    ).read_bytes()
     for name in ("visits", "trips", "stops", "occupancy"):
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
-    print(f"same findings ({len(a.findings):,}) and frames: {same}; load {os.getloadavg()[0]:.1f}")
+    print(
+        f"findings.geojson byte-identical ({len(a.findings):,} findings): {same}; visits, trips, "
+        f"stops, occupancy equal; load {os.getloadavg()[0]:.1f}"
+    )
     print(
         "| gathered stage | wall s | client CPU s | workers' CPU s (summed) "
         "| MB the client receives |"
