@@ -125,7 +125,7 @@ def dask_client(
     ):
         if processes:
             # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536: every array of the stages
-            # is then mapped, faulted in and unmapped again (the gathered stage took ~3x longer).
+            # is then mapped, faulted in and unmapped again (the stages took 2-3x longer).
             client.run(keep_freed_heap)
         yield client
 
