@@ -316,14 +316,17 @@ def _gather_on_workers(
         counts, [link for f in facts for link in f["stand_links"]], n_groups=n_groups
     )
     n_stand_groups = max(1, len(set(stand_of.values())))
+    # the plans go to the workers once, then by reference (not hashed and sent with each task)
+    [stand_of_f] = client.scatter([stand_of], broadcast=True, hash=False)
     splits = [
         client.submit(
             pt.split_by_stand,
             fut,
             piece=k,
             offset=offsets[k],
-            stand_group=stand_of,
+            stand_group=stand_of_f,
             n_groups=n_stand_groups,
+            pure=False,
         )
         for k, fut in enumerate(futures)
     ]
@@ -331,7 +334,7 @@ def _gather_on_workers(
     stand_tasks = [
         client.submit(
             pt.stand_group,
-            [client.submit(operator.getitem, sp, g) for sp in splits],
+            [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
             ctx,
             as_of=as_of,
             licence_known=licence_known,
@@ -348,20 +351,22 @@ def _gather_on_workers(
                 pairs[key] = pairs.get(key, 0) + n
         pair_group = pt.group_keys(pairs, n_groups=n_groups)
         n_route_groups = max(1, len(set(pair_group.values())))
+        [pair_group_f] = client.scatter([pair_group], broadcast=True, hash=False)
         route_splits = [
             client.submit(
                 pt.split_by_route,
                 fut,
                 resolution=resolution,
-                pair_group=pair_group,
+                pair_group=pair_group_f,
                 n_groups=n_route_groups,
+                pure=False,
             )
             for fut in futures
         ]
         cross += [
             client.submit(
                 pt.route_group,
-                [client.submit(operator.getitem, sp, g) for sp in route_splits],
+                [client.submit(operator.getitem, sp, g, pure=False) for sp in route_splits],
                 ctx,
                 as_of=as_of,
             )
@@ -375,7 +380,15 @@ def _gather_on_workers(
         span = (min(s[0] for s in found), max(s[1] for s in found)) if found else None
         fleets = _fleet_by_part(context["fleet"], [f["vehicles"] for f in facts])
         cross += [
-            client.submit(pt.vehicle_group, fut, ctx, fleet=fleet, as_of=as_of, activity_span=span)
+            client.submit(
+                pt.vehicle_group,
+                fut,
+                ctx,
+                fleet=fleet,
+                as_of=as_of,
+                activity_span=span,
+                pure=False,
+            )
             for fut, fleet in zip(futures, fleets, strict=True)
         ]
     outputs = [
