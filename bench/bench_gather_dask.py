@@ -24,7 +24,7 @@ same ``findings.geojson`` (bytes) and equal visits, trips, stops and occupancy.
 Usage::
 
     .venv/bin/python bench/bench_gather_dask.py [--n 1000000] [--vehicles 235] [--days 64]
-        [--workers 2] [--repeat 2] [--keep DIR]
+        [--workers 2] [--groups N] [--repeat 2] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--groups", type=int, help="groups of each key (default: 2 per worker)")
     parser.add_argument("--keep", type=Path)
     args = parser.parse_args()
     keep_freed_heap()  # as `pontual analyze` does in its process
@@ -140,7 +141,13 @@ def main() -> None:
 
                     with get_task_stream(client) as stream:
                         got = gather_on_workers(
-                            counting, futures, rejected, context, pings=pings, progress=said
+                            counting,
+                            futures,
+                            rejected,
+                            context,
+                            pings=pings,
+                            groups=args.groups,
+                            progress=said,
                         )
                     if os.environ.get("BENCH_STEPS"):
                         print_stream(stream.data)
