@@ -1,10 +1,32 @@
 """Batch analysis on a ``dask.distributed`` cluster: the same functions, partitioned by vehicle.
 
 :func:`analyze_pings_distributed` gives the result of :func:`engines.pipeline.analyze_pings`
-(same findings — ids and content —, visits, trips, stops and occupancy) with the two stages of
+(same findings — ids and content —, visits, trips, stops and occupancy) with the stages of
 :mod:`engines.partitions`: :func:`~engines.partitions.vehicle_stage` on the workers, one
-partition of whole vehicles each, then :func:`~engines.partitions.gather` on the client.
-Partitions group consecutive vehicles to about ``partition_fixes`` fixes each.
+partition of whole vehicles each (about ``partition_fixes`` fixes), then the gathered stage on
+the workers too (:func:`gather_on_workers`), partitioned by each rule's natural key:
+
+=====================================  =============================================
+key                                    what runs there
+=====================================  =============================================
+stand group (linked stands together)   queue positions, occupancy, ``queue_jump``,
+                                       ``unlicensed_stand_use``
+pickup/drop-off cell-pair group        ``longer_route`` (peers: same cells)
+partition (whole vehicles)             ``habitual_absence``, ``inactivity`` (with the
+                                       run's activity span: two instants)
+the run's waiting stops (one task)     ``illegal_stand_formation``
+=====================================  =============================================
+
+The partitions' results stay on their workers; each is cut into one piece per group there and
+the pieces move worker to worker (Dask's transfers, not through the client) to one task per
+group, which runs the function :func:`~engines.partitions.gather` runs on the whole. The client
+plans the groups from small facts of each partition (visits per stand, the stands a vehicle
+links, trips per cell pair) and receives the findings, the visits, trips, stops and occupancy.
+
+Illegal stand formation is not cut by place cell: a place is a single-linkage group of H3 cells
+of unbounded extent and its distances are measured in the UTM zone of the mean of every waiting
+stop, so no halo makes a cell partition exact; its table is small (a few stops per vehicle and
+day, without fixes), and one task clusters it.
 
 The input is read and validated on the client (:func:`tracking.ingest.read_pings`, whose row
 numbers and duplicate rule are file-wide), then the partitions are scattered to the workers.
@@ -13,7 +35,8 @@ numbers and duplicate rule are file-wide), then the partitions are scattered to 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+import operator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,12 +44,21 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
-from engines.partitions import gather, stage_context, vehicle_partitions, vehicle_stage
-from engines.pipeline import AnalysisParams, AnalysisResult, Progress, no_progress
+from engines import partitions as pt
+from engines.partitions import stage_context, vehicle_partitions, vehicle_stage
+from engines.pipeline import (
+    AnalysisParams,
+    AnalysisResult,
+    Progress,
+    merge_ping_stats,
+    no_progress,
+)
 from geo.roads import RoadGraph
+from runtime import keep_freed_heap
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
 from tracking.detectors.findings import KINDS
+from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 
 DEFAULT_PARTITION_FIXES = 1_000_000
 
@@ -85,10 +117,16 @@ def dask_client(
             n_workers=workers,
             threads_per_worker=threads_per_worker,
             processes=processes,
-            dashboard_address=None,
+            # the scheduler's HTTP server starts anyway: a free port, not 8787 (another
+            # cluster on the machine would make it warn)
+            dashboard_address=":0",
         ) as cluster,
         Client(cluster) as client,
     ):
+        if processes:
+            # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536: every array of the stages
+            # is then mapped, faulted in and unmapped again (the stages took 2-3x longer).
+            client.run(keep_freed_heap)
         yield client
 
 
@@ -119,6 +157,7 @@ def analyze_pings_distributed(
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
+    groups: int | None = None,
 ) -> AnalysisResult:
     """Run :func:`engines.pipeline.analyze_pings` on a Dask cluster (see the module docstring).
 
@@ -133,6 +172,8 @@ def analyze_pings_distributed(
     partition_fixes : int, default 1,000,000
         Target fixes per partition; at least two partitions per worker are made when the fleet
         allows.
+    groups : int, optional
+        Groups of each key of the gathered stage (:func:`gather_on_workers`).
 
     Returns
     -------
@@ -171,10 +212,229 @@ def analyze_pings_distributed(
     [ctx] = client.scatter([context], broadcast=True)
     parts = client.scatter([pings.iloc[a:b] for a, b in ranges])
     futures = client.map(vehicle_stage, parts, context=ctx, pure=False)
+    return gather_on_workers(
+        client, futures, rejected, context, pings=pings, groups=groups, progress=progress
+    )
+
+
+def gather_on_workers(
+    client: Any,
+    futures: Sequence[Any],
+    rejected: pd.DataFrame,
+    context: dict[str, Any],
+    *,
+    pings: pd.DataFrame | None = None,
+    groups: int | None = None,
+    progress: Progress = no_progress,
+) -> AnalysisResult:
+    """Run :func:`engines.partitions.gather`'s stage on the workers, by each rule's key.
+
+    The partitions' results stay on the workers that made them. Each is cut by stand group
+    (:func:`~engines.partitions.split_by_stand`: visits and the evidence fixes they point to)
+    and by pickup/drop-off cell-pair group (:func:`~engines.partitions.split_by_route`), and
+    the pieces move worker to worker to one task per group
+    (:func:`~engines.partitions.stand_group`, :func:`~engines.partitions.route_group`). The
+    vehicle kinds run on each partition (:func:`~engines.partitions.vehicle_group`, with the
+    run's activity span), the place kinds in one task on the partitions' waiting stops. The
+    client receives the findings, the visits, trips, stops and occupancy, and small facts.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        Client of the cluster.
+    futures : sequence of distributed.Future
+        One per partition: :func:`~engines.partitions.vehicle_stage`'s result, in pings order.
+    rejected, context
+        As in :func:`~engines.partitions.gather`.
+    pings : pandas.DataFrame, optional
+        Every valid fix, when the client holds them (kept in the result; else an empty frame).
+    groups : int, optional
+        Groups of each key (default: two per worker); many small groups exercise the grouping.
+    progress : callable
+        Called with a pt-BR stage label before each stage.
+
+    Returns
+    -------
+    AnalysisResult
+        Equal to :func:`~engines.partitions.gather`'s.
+
+    Raises
+    ------
+    DistributedEngineError
+        If a task fails on the cluster (the worker's error is chained).
+    """
     try:
-        results: list[dict[str, Any]] = client.gather(futures)
+        return _gather_on_workers(
+            client, futures, rejected, context, pings=pings, groups=groups, progress=progress
+        )
     except Exception as exc:
         msg = f"uma partição falhou no cluster Dask: {exc!r}"
         raise DistributedEngineError(msg) from exc
 
-    return gather(results, rejected, context, pings=pings, progress=progress)
+
+def _gather_on_workers(
+    client: Any,
+    futures: Sequence[Any],
+    rejected: pd.DataFrame,
+    context: dict[str, Any],
+    *,
+    pings: pd.DataFrame | None,
+    groups: int | None,
+    progress: Progress,
+) -> AnalysisResult:
+    params: AnalysisParams = context["params"]
+    kinds = set(context["kinds"])
+    resolution = None
+    if pt.ROUTE_KINDS[0] in kinds:
+        limits = (context["thresholds"] or {}).get(pt.ROUTE_KINDS[0], {})
+        resolution = int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
+    facts: list[dict[str, Any]] = client.gather(
+        client.map(
+            pt.part_facts,
+            futures,
+            resolution=resolution,
+            as_of=context["as_of"],
+            timezone=params.timezone,
+        )
+    )
+    as_of = pt.run_as_of(context, merge_ping_stats([f["stats"] for f in facts]))
+    spans = [f["activity_span"] for f in facts]
+    if as_of is not None and context["as_of"] is None:  # the spans need the run's last day
+        spans = client.gather(
+            client.map(pt.part_activity_span, futures, as_of=as_of, timezone=params.timezone)
+        )
+    n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
+    n_groups = max(1, groups if groups is not None else 2 * n_workers)
+    sizes = np.array([f["n_pings"] for f in facts], dtype=np.int64)
+    offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64).tolist()
+    [ctx] = client.scatter([context], broadcast=True)
+
+    progress("Juntando visitas por ponto nos workers; fila dos pontos")
+    counts: dict[str, int] = {}
+    for f in facts:
+        for stand, n in f["stand_visits"].items():
+            counts[stand] = counts.get(stand, 0) + n
+    stand_of = pt.group_stands(
+        counts, [link for f in facts for link in f["stand_links"]], n_groups=n_groups
+    )
+    n_stand_groups = max(1, len(set(stand_of.values())))
+    # the plans go to the workers once, then by reference (not hashed and sent with each task)
+    [stand_of_f] = client.scatter([stand_of], broadcast=True, hash=False)
+    splits = [
+        client.submit(
+            pt.split_by_stand,
+            fut,
+            piece=k,
+            offset=offsets[k],
+            stand_group=stand_of_f,
+            n_groups=n_stand_groups,
+            pure=False,
+        )
+        for k, fut in enumerate(futures)
+    ]
+    licence_known = any(f["licence_known"] for f in facts)
+    stand_tasks = [
+        client.submit(
+            pt.stand_group,
+            [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
+            ctx,
+            as_of=as_of,
+            licence_known=licence_known,
+        )
+        for g in range(n_stand_groups)
+    ]
+
+    progress("Rodando os detectores entre veículos e dias nos workers")
+    cross = []
+    if resolution is not None:
+        pairs: dict[int, int] = {}
+        for f in facts:
+            for key, n in f["route_pairs"].items():
+                pairs[key] = pairs.get(key, 0) + n
+        pair_group = pt.group_keys(pairs, n_groups=n_groups)
+        n_route_groups = max(1, len(set(pair_group.values())))
+        [pair_group_f] = client.scatter([pair_group], broadcast=True, hash=False)
+        route_splits = [
+            client.submit(
+                pt.split_by_route,
+                fut,
+                resolution=resolution,
+                pair_group=pair_group_f,
+                n_groups=n_route_groups,
+                pure=False,
+            )
+            for fut in futures
+        ]
+        cross += [
+            client.submit(
+                pt.route_group,
+                [client.submit(operator.getitem, sp, g, pure=False) for sp in route_splits],
+                ctx,
+                as_of=as_of,
+            )
+            for g in range(n_route_groups)
+        ]
+    if pt.PLACE_KINDS[0] in kinds:
+        waiting = [client.submit(operator.getitem, fut, "waiting") for fut in futures]
+        cross.append(client.submit(pt.place_group, waiting, ctx, as_of=as_of))
+    if kinds & set(pt.VEHICLE_GROUP_KINDS):
+        found = [s for s in spans if s is not None]
+        span = (min(s[0] for s in found), max(s[1] for s in found)) if found else None
+        fleets = _fleet_by_part(context["fleet"], [f["vehicles"] for f in facts])
+        cross += [
+            client.submit(
+                pt.vehicle_group,
+                fut,
+                ctx,
+                fleet=fleet,
+                as_of=as_of,
+                activity_span=span,
+                pure=False,
+            )
+            for fut, fleet in zip(futures, fleets, strict=True)
+        ]
+    outputs = [
+        client.submit(pt.part_outputs, fut, offset=offsets[k]) for k, fut in enumerate(futures)
+    ]
+
+    progress("Recebendo achados, visitas, viagens e paradas")
+    stand_results: list[dict[str, Any]] = client.gather(stand_tasks)
+    cross_results: list[tuple[Any, dict[str, str]]] = client.gather(cross)
+    frames: list[dict[str, pd.DataFrame]] = client.gather(outputs)
+    progress("Juntando os resultados dos grupos")
+    visits, occ = pt.join_stand_groups(stand_results)
+    trips = pt.by_vehicle_frames([f["trips"] for f in frames])
+    stops = pt.by_vehicle_frames([f["stops"] for f in frames])
+    return pt.finish(
+        facts,
+        rejected=rejected,
+        context=context,
+        pings=pings if pings is not None else pd.DataFrame(),
+        visits=visits,
+        trips=trips,
+        stops=stops,
+        occ=occ,
+        found=[
+            *(f["findings"] for f in facts),
+            *(r["findings"] for r in stand_results),
+            *(f for f, _ in cross_results),
+        ],
+        skipped=[*(r["skipped"] for r in stand_results), *(s for _, s in cross_results)],
+    )
+
+
+def _fleet_by_part(
+    fleet: pd.DataFrame | None, vehicles: Sequence[Sequence[str]]
+) -> list[pd.DataFrame | None]:
+    """Each partition's rows of the fleet; the fleet's vehicles without fixes go to the first."""
+    if fleet is None:
+        return [None] * len(vehicles)
+    ids = fleet[fr.VEHICLE_ID].astype("str")
+    seen = set().union(*map(set, vehicles)) if vehicles else set()
+    out: list[pd.DataFrame | None] = []
+    for k, own in enumerate(vehicles):
+        mine = ids.isin(own)
+        if k == 0:
+            mine |= ~ids.isin(seen)
+        out.append(fleet.loc[mine.to_numpy()])
+    return out

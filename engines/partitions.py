@@ -24,7 +24,11 @@ gathered (:func:`gather`, over small frames)
     its evidence names the queue position —, illegal_stand_formation — the waiting stops of
     several vehicles on several days, clustered into places —, habitual_absence — presence
     over the days —, inactivity — the whole fleet —, longer_route — past trips of other
-    vehicles between the same cells).
+    vehicles between the same cells). Each key's rules are one function (:func:`stand_kinds`,
+    :func:`vehicle_kinds`, :func:`place_kinds`, :func:`route_kinds`), run here on the whole;
+    the Dask engine runs them by groups of their key on the workers (:func:`split_by_stand`,
+    :func:`stand_group`, :func:`split_by_route`, :func:`route_group`, :func:`vehicle_group`,
+    :func:`place_group`).
 
 Why vehicle partitions and not vehicle × day: a trip, a stop, a visit, a silence or a GPS
 excursion that crosses midnight belongs to two days, and every per-vehicle kernel (trip and stop
@@ -38,7 +42,6 @@ a partition of whole vehicles is exact by construction; the parallelism comes fr
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -62,10 +65,11 @@ from engines.pipeline import (
     summarize,
 )
 from geo.cover import build_stand_cover, match_stands
+from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from runtime import aside
 from stands.licences import licence_frame_from_fleet
-from stands.occupancy import occupancy
+from stands.occupancy import empty_occupancy, occupancy
 from stands.visits import detect_visits as detect_visits_
 from stands.visits import queue_positions
 from tracking import frames as fr
@@ -73,6 +77,7 @@ from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.illegal_stand_formation import waiting_stops
+from tracking.detectors.inactivity import activity_span
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
 
@@ -89,11 +94,21 @@ VEHICLE_KINDS = (
 CROSS_KINDS = tuple(k for k in KINDS if k not in VEHICLE_KINDS)
 """Kinds judged on the gathered frames (across vehicles or days)."""
 
-FORKED_CROSS_KINDS = ("illegal_stand_formation", "longer_route", "inactivity")
-"""Cross kinds run in a forked process, beside the others, when :func:`gather` has two jobs:
-about half of the cross kinds' time (10M pings, one after another, at best: these 2.0 s, the
-others 2.1 s), and few findings, so little to send back (the 52,660 findings of the others took
-0.9 s to pickle and unpickle)."""
+STAND_KINDS = ("queue_jump", "unlicensed_stand_use")
+"""Cross kinds judged by stand (:func:`stand_kinds`): the visits of every vehicle at a stand."""
+VEHICLE_GROUP_KINDS = ("habitual_absence", "inactivity")
+"""Cross kinds judged by vehicle over every day (:func:`vehicle_kinds`); inactivity with the
+whole run's activity span."""
+PLACE_KINDS = ("illegal_stand_formation",)
+"""Cross kinds judged on the run's waiting stops (:func:`place_kinds`)."""
+ROUTE_KINDS = ("longer_route",)
+"""Cross kinds judged by pickup and drop-off cell pair (:func:`route_kinds`)."""
+
+FORKED_CROSS_KINDS = (*PLACE_KINDS, *ROUTE_KINDS, *VEHICLE_GROUP_KINDS)
+"""Cross kinds run in a forked process, beside the stand kinds, when :func:`gather` has two
+jobs: about half of the cross kinds' time (10M pings, one after another, at best: these 2.0 s,
+the others 2.1 s), and few findings, so little to send back (the 52,660 findings of the others
+took 0.9 s to pickle and unpickle)."""
 
 
 POSITIONS = ("first_ping", "last_ping", "boarding_ping")
@@ -163,34 +178,50 @@ def evidence_mask(
         board = pd.to_numeric(visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64)
         np.add.at(delta, first, 1)
         np.add.at(delta, np.maximum(last, board) + 1, -1)
-    ts = epoch_ns(part[fr.TIMESTAMP])
-    codes, uniques = vehicle_codes(part[fr.VEHICLE_ID])  # part: sorted by (vehicle, time)
-    # (vehicle, instant) as one increasing key: the vehicle's code, then the instant's rank
-    instants = _sorted_unique(ts)
-    width = np.int64(len(instants) + 1)
-    key = codes * width + np.searchsorted(instants, ts)
-    spans = []
-    if len(trips):
-        meter = trips["source"].astype("str") == "meter" if "source" in trips.columns else None
-        spans.append(trips if meter is None else trips.loc[meter.to_numpy()])
-    for frame in spans:
-        if not len(frame):
-            continue
-        vid = pd.Index(frame[fr.VEHICLE_ID].astype("str"))
-        code = pd.Index(uniques).get_indexer(vid).astype(np.int64)
-        t0 = epoch_ns(frame["started_at"])
-        t1 = epoch_ns(frame["ended_at"])
-        # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
-        lo = np.searchsorted(key, code * width + np.searchsorted(instants, t0, side="left"))
-        hi = np.searchsorted(key, code * width + np.searchsorted(instants, t1, side="right"))
-        np.add.at(delta, lo.astype(np.int64), 1)
-        np.add.at(delta, hi.astype(np.int64), -1)
-    mask = np.cumsum(delta[:n]) > 0
+    codes, lo, hi = _trip_spans(part, trips)
+    np.add.at(delta, lo, 1)
+    np.add.at(delta, hi, -1)
+    return _grown(np.cumsum(delta[:n]) > 0, codes)
+
+
+def _grown(mask: npt.NDArray[np.bool_], codes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """``mask`` and, within each vehicle (``codes``), the neighbours of its marked fixes."""
     grown = mask.copy()
     same_prev = np.r_[False, codes[1:] == codes[:-1]]
     grown[:-1] |= mask[1:] & same_prev[1:]
     grown[1:] |= mask[:-1] & same_prev[1:]
     return grown
+
+
+def _trip_spans(
+    part: pd.DataFrame, trips: pd.DataFrame
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return the vehicle codes of ``part`` and each meter trip's fixes ``[lo, hi)`` in it.
+
+    ``part`` is sorted by (vehicle, time); the trips' fixes are the vehicle's from its first at
+    or after ``started_at`` to its last at or before ``ended_at``.
+    """
+    ts = epoch_ns(part[fr.TIMESTAMP])
+    codes, uniques = vehicle_codes(part[fr.VEHICLE_ID])  # part: sorted by (vehicle, time)
+    none = np.zeros(0, dtype=np.int64)
+    if not len(trips) or not len(part):
+        return codes, none, none
+    if "source" in trips.columns:
+        trips = trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
+    if not len(trips):
+        return codes, none, none
+    # (vehicle, instant) as one increasing key: the vehicle's code, then the instant's rank
+    instants = _sorted_unique(ts)
+    width = np.int64(len(instants) + 1)
+    key = codes * width + np.searchsorted(instants, ts)
+    vid = pd.Index(trips[fr.VEHICLE_ID].astype("str"))
+    code = pd.Index(uniques).get_indexer(vid).astype(np.int64)
+    t0 = epoch_ns(trips["started_at"])
+    t1 = epoch_ns(trips["ended_at"])
+    # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
+    lo = np.searchsorted(key, code * width + np.searchsorted(instants, t0, side="left"))
+    hi = np.searchsorted(key, code * width + np.searchsorted(instants, t1, side="right"))
+    return codes, lo.astype(np.int64), hi.astype(np.int64)
 
 
 def stage_context(
@@ -301,6 +332,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "evidence_visits": _through(visits, np.cumsum(mask) - 1),  # positions into evidence
         "waiting": waiting,
         "n_matched": count_distinct(ping_idx, len(part)),
+        "vehicles": pd.unique(part[fr.VEHICLE_ID].astype("str")).tolist(),
     }
 
 
@@ -315,8 +347,13 @@ def _detect(
     fleet: pd.DataFrame | None,
     as_of: dt.date | None,
     waiting_stops: list[dict[str, Any]] | None = None,
+    licences: pd.DataFrame | None = None,
+    activity_span: tuple[int, int] | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
-    """Run the run's kinds that are ``among`` these, with the run's other inputs."""
+    """Run the run's kinds that are ``among`` these, with the run's other inputs.
+
+    ``licences`` None: the run's (``context``).
+    """
     return run_detectors(
         DetectorInputs(
             pings=pings,
@@ -325,7 +362,8 @@ def _detect(
             stops=stops,
             stands=context["stands"],
             fleet=fleet,
-            licences=context["licences"],
+            licences=context["licences"] if licences is None else licences,
+            activity_span=activity_span,
             boundary=context["boundary"],
             roads=context["roads"],
             as_of=as_of,
@@ -340,23 +378,6 @@ def _detect(
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),
     )
-
-
-def _detect_in_two(
-    context: dict[str, Any], among: tuple[str, ...], **inputs: Any
-) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
-    """:func:`_detect`, the :data:`FORKED_CROSS_KINDS` in a forked process (inputs inherited)."""
-    away = tuple(k for k in among if k in FORKED_CROSS_KINDS and k in context["kinds"])
-    here = tuple(k for k in among if k not in away)
-    if not away or not any(k in context["kinds"] for k in here):
-        return _detect(context, among, **inputs)
-    with aside(functools.partial(_detect, context, away, **inputs)) as result_away:
-        found, skipped = _detect(context, here, **inputs)
-        found_away, skipped_away = result_away()
-    both = [f for f in (found, found_away) if len(f)]
-    if both:
-        found = gpd.GeoDataFrame(pd.concat(both, ignore_index=True), geometry="geometry", crs=4326)
-    return found, skipped | skipped_away
 
 
 _VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}
@@ -527,6 +548,230 @@ def _through(
     return out
 
 
+_NO_FRAME = pd.DataFrame()
+"""An input a group's kinds do not read."""
+
+
+def join_evidence(
+    pieces: Sequence[pd.DataFrame], visit_pieces: Sequence[pd.DataFrame] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Stack evidence fixes of disjoint vehicles in vehicle order, and move visits' positions.
+
+    Parameters
+    ----------
+    pieces : sequence of pandas.DataFrame
+        Evidence fixes, each sorted by (vehicle, time), no vehicle in two pieces.
+    visit_pieces : sequence of pandas.DataFrame, optional
+        Visits whose positions point into the piece of the same index.
+
+    Returns
+    -------
+    tuple
+        The stacked evidence, and the visits (concatenated in piece order) pointing into it.
+    """
+    sizes = np.array([len(p) for p in pieces], dtype=np.int64)
+    offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+    blocks = _vehicle_order(pieces)
+    evidence = _concat(pieces) if blocks is None else _stack(pieces, blocks)
+    if visit_pieces is None:
+        return evidence, None
+    visits = _shift_positions(
+        _concat([v.assign(_part=k) for k, v in enumerate(visit_pieces)]), offsets
+    )
+    if blocks is not None:
+        visits = _through(visits, _block_moves(blocks, offsets))
+    return evidence, visits
+
+
+def stand_kinds(
+    visits: pd.DataFrame,
+    ev_visits: pd.DataFrame,
+    evidence: pd.DataFrame,
+    context: dict[str, Any],
+    *,
+    as_of: dt.date | None,
+    licence_known: bool | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, gpd.GeoDataFrame, dict[str, str]]:
+    """Return queue positions, occupancy and :data:`STAND_KINDS` findings of some stands.
+
+    All the run's stands, or a group of them with every visit they had.
+
+    Parameters
+    ----------
+    visits : pandas.DataFrame
+        The stands' visits, every vehicle's, in piece order (positions into the run's pings).
+    ev_visits : pandas.DataFrame
+        The same visits, positions into ``evidence``.
+    evidence : pandas.DataFrame
+        The fixes the visits point to (:func:`join_evidence`).
+    context : dict
+        :func:`stage_context`'s.
+    as_of : datetime.date or None
+        The run's last day.
+    licence_known : bool, optional
+        Whether any visit of the run has licence data (occupancy's ``intruders``); default:
+        of these visits.
+
+    Returns
+    -------
+    tuple
+        Visits in vehicle order with the queue positions, occupancy (occupied buckets only),
+        findings and skipped kinds.
+    """
+    params: AnalysisParams = context["params"]
+    visits = _by_vehicle(requeue(visits))
+    ev_visits = _by_vehicle(requeue(ev_visits))
+    occ = occupancy(
+        visits,
+        context["stands"],
+        bucket=params.occupancy_bucket,
+        include_idle=False,
+        licence_known=licence_known,
+    )
+    found, skipped = _detect(
+        context,
+        STAND_KINDS,
+        pings=evidence,
+        visits=ev_visits,
+        trips=_NO_FRAME,
+        stops=_NO_FRAME,
+        fleet=context["fleet"],
+        as_of=as_of,
+    )
+    return visits, occ, found, skipped
+
+
+def vehicle_kinds(
+    visits: pd.DataFrame,
+    trips: pd.DataFrame,
+    context: dict[str, Any],
+    *,
+    fleet: pd.DataFrame | None,
+    as_of: dt.date | None,
+    licences: pd.DataFrame | None = None,
+    activity_span: tuple[int, int] | None = None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """:data:`VEHICLE_GROUP_KINDS` of some vehicles (every day of each).
+
+    ``fleet`` and ``licences`` are those vehicles' (None: the run's licences); a group of the
+    fleet gives the whole run's ``activity_span``
+    (:func:`tracking.detectors.inactivity.activity_span`), None computes it from ``trips``.
+    """
+    return _detect(
+        context,
+        VEHICLE_GROUP_KINDS,
+        pings=_NO_FRAME,
+        visits=visits,
+        trips=trips,
+        stops=_NO_FRAME,
+        fleet=fleet,
+        as_of=as_of,
+        licences=licences,
+        activity_span=activity_span,
+    )
+
+
+def place_kinds(
+    waiting: Sequence[dict[str, Any]], context: dict[str, Any], *, as_of: dt.date | None
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """:data:`PLACE_KINDS` on the run's waiting stops (every vehicle's, in any order).
+
+    Places are single-linkage groups of H3 cells of unbounded extent, and distances are
+    measured in the UTM zone of the mean of every waiting stop: a partition by place cell
+    would need the whole table anyway, so it is clustered at once (a small table: a few
+    stops per vehicle and day).
+    """
+    ordered = sorted(  # the stops' order: by vehicle, then start
+        waiting, key=lambda w: (w["vehicle_id"].encode("utf-8"), w["start_ns"])
+    )
+    return _detect(
+        context,
+        PLACE_KINDS,
+        pings=_NO_FRAME,
+        visits=_NO_FRAME,
+        trips=_NO_FRAME,
+        stops=_NO_FRAME,
+        fleet=None,
+        as_of=as_of,
+        waiting_stops=ordered,
+    )
+
+
+def route_kinds(
+    trips: pd.DataFrame, evidence: pd.DataFrame, context: dict[str, Any], *, as_of: dt.date | None
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run :data:`ROUTE_KINDS` on the trips of some pickup/drop-off cell pairs.
+
+    ``trips``: every vehicle's trips between those cells, in vehicle order; ``evidence``: the
+    fixes inside them (with one neighbour on each side).
+    """
+    return _detect(
+        context,
+        ROUTE_KINDS,
+        pings=evidence,
+        visits=_NO_FRAME,
+        trips=trips,
+        stops=_NO_FRAME,
+        fleet=context["fleet"],
+        as_of=as_of,
+    )
+
+
+def _found_frame(frames: Sequence[gpd.GeoDataFrame]) -> gpd.GeoDataFrame:
+    """Return the findings of several groups as one frame, in the run's order."""
+    found = [f for f in frames if len(f)]
+    if not found:
+        return empty_findings()
+    out = gpd.GeoDataFrame(pd.concat(found, ignore_index=True), geometry="geometry", crs=4326)
+    return out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
+
+
+def run_as_of(context: dict[str, Any], stats: dict[str, Any]) -> dt.date | None:
+    """Return the run's last day: the context's, else the local day of the last fix."""
+    as_of: dt.date | None = context["as_of"]
+    if as_of is None and stats["last"] is not None:
+        as_of = stats["last"].tz_convert(context["params"].timezone).date()
+    return as_of
+
+
+def finish(
+    results_meta: Sequence[dict[str, Any]],
+    *,
+    rejected: pd.DataFrame,
+    context: dict[str, Any],
+    pings: pd.DataFrame,
+    visits: pd.DataFrame,
+    trips: pd.DataFrame,
+    stops: pd.DataFrame,
+    occ: pd.DataFrame,
+    found: Sequence[gpd.GeoDataFrame],
+    skipped: Sequence[dict[str, str]],
+) -> AnalysisResult:
+    """Assemble the result and its summary from the joined frames and the groups' findings.
+
+    ``results_meta``: per partition ``stats``, ``n_matched`` and ``skipped``.
+    """
+    params: AnalysisParams = context["params"]
+    stats = merge_ping_stats([r["stats"] for r in results_meta])
+    skipped_all = results_meta[0]["skipped"] if results_meta else {}
+    for more in skipped:
+        skipped_all = skipped_all | more
+    result = AnalysisResult(
+        pings=pings,
+        rejected=rejected,
+        stands=context["stands"],
+        visits=visits,
+        trips=trips,
+        stops=stops,
+        occupancy=occ,
+        findings=_found_frame(found),
+        skipped_detectors={k: skipped_all[k] for k in context["kinds"] if k in skipped_all},
+    )
+    n_matched = sum(r["n_matched"] for r in results_meta)
+    result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
+    return result
+
+
 def gather(
     results: Sequence[dict[str, Any]],
     rejected: pd.DataFrame,
@@ -537,6 +782,10 @@ def gather(
     progress: Progress = no_progress,
 ) -> AnalysisResult:
     """Join the partitions' results (:func:`vehicle_stage`) and run the cross-vehicle steps.
+
+    The cross kinds run as one group of each key (:func:`stand_kinds`, :func:`vehicle_kinds`,
+    :func:`place_kinds`, :func:`route_kinds`), the groups the Dask engine runs by parts
+    (:func:`engines.distributed.gather_on_workers`).
 
     Parameters
     ----------
@@ -551,7 +800,7 @@ def gather(
         Every valid fix, when the engine holds them (kept in the result).
     jobs : int, default 1
         With 2 or more, the :data:`FORKED_CROSS_KINDS` run in a forked process beside the
-        other cross kinds.
+        stand kinds.
     progress : callable
         Called with a pt-BR stage label before each stage.
 
@@ -561,20 +810,15 @@ def gather(
         Equal to :func:`engines.pipeline.analyze_pings` on the partitions' fixes; ``pings``
         is the given frame, or the evidence fixes when none is given.
     """
-    params: AnalysisParams = context["params"]
-    stands: gpd.GeoDataFrame = context["stands"]
-    kinds: tuple[str, ...] = context["kinds"]
     stats = merge_ping_stats([r["stats"] for r in results])
-    as_of = context["as_of"]
-    if as_of is None and stats["last"] is not None:
-        as_of = stats["last"].tz_convert(params.timezone).date()
+    as_of = run_as_of(context, stats)
 
     progress("Juntando visitas, viagens e paradas; fila dos pontos")
     sizes = np.array([r["n_pings"] for r in results], dtype=np.int64)
     starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
-    tagged = [r["visits"].assign(_part=k) for k, r in enumerate(results)]
-    all_visits = _concat(tagged)
-    visits = _by_vehicle(requeue(_shift_positions(all_visits, starts)))
+    all_visits = _shift_positions(
+        _concat([r["visits"].assign(_part=k) for k, r in enumerate(results)]), starts
+    )
     ends = ("first_ping", "last_ping")
     trips = _by_vehicle(
         _shift_positions(
@@ -590,61 +834,397 @@ def gather(
             columns=ends,
         )
     )
-    pieces = [r.pop("evidence") for r in results]
-    ev_sizes = np.array([len(p) for p in pieces], dtype=np.int64)
-    ev_offsets = np.r_[0, np.cumsum(ev_sizes)[:-1]].astype(np.int64)
-    blocks = _vehicle_order(pieces)
-    evidence = _concat(pieces) if blocks is None else _stack(pieces, blocks)
-    del pieces
-    ev_visits = _shift_positions(
-        _concat([r.pop("evidence_visits").assign(_part=k) for k, r in enumerate(results)]),
-        ev_offsets,
+    evidence, joined = join_evidence(
+        [r.pop("evidence") for r in results], [r.pop("evidence_visits") for r in results]
     )
-    if blocks is not None:
-        ev_visits = _through(ev_visits, _block_moves(blocks, ev_offsets))
-    ev_visits = _by_vehicle(requeue(ev_visits))
-    del all_visits, tagged
+    ev_visits = joined if joined is not None else _NO_FRAME
+    waiting = [w for r in results for w in r["waiting"]]
+    bare_trips = trips.drop(columns=list(ends))
 
-    progress("Calculando ocupação dos pontos")
-    occ = occupancy(visits, stands, bucket=params.occupancy_bucket, include_idle=False)
+    def others() -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+        parts = [
+            vehicle_kinds(all_visits, bare_trips, context, fleet=context["fleet"], as_of=as_of),
+            place_kinds(waiting, context, as_of=as_of),
+            route_kinds(bare_trips, evidence, context, as_of=as_of),
+        ]
+        skipped: dict[str, str] = {}
+        for _, more in parts:
+            skipped |= more
+        return _found_frame([f for f, _ in parts]), skipped
 
     progress("Rodando os detectores entre veículos e dias")
-    cross, skipped_cross = (_detect_in_two if jobs > 1 else _detect)(
-        context,
-        CROSS_KINDS,
-        pings=evidence,
-        visits=ev_visits,
-        trips=trips.drop(columns=list(ends)),
-        stops=stops.drop(columns=list(ends)),
-        fleet=context["fleet"],
-        as_of=as_of,
-        waiting_stops=sorted(  # the stops' order: by vehicle, then start
-            (w for r in results for w in r["waiting"]),
-            key=lambda w: (w["vehicle_id"].encode("utf-8"), w["start_ns"]),
-        ),
-    )
-    found = [f for f in [*(r["findings"] for r in results), cross] if len(f)]
-    if found:
-        findings = gpd.GeoDataFrame(
-            pd.concat(found, ignore_index=True), geometry="geometry", crs=4326
-        )
-        findings = findings.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
+    away_kinds = [k for k in FORKED_CROSS_KINDS if k in context["kinds"]]
+    if jobs > 1 and away_kinds and any(k in context["kinds"] for k in STAND_KINDS):
+        with aside(others) as result_away:
+            visits, occ, found, skipped = stand_kinds(
+                all_visits, ev_visits, evidence, context, as_of=as_of
+            )
+            found_away, skipped_away = result_away()
     else:
-        findings = empty_findings()
-    skipped_all = (results[0]["skipped"] if results else {}) | skipped_cross
-    skipped = {k: skipped_all[k] for k in kinds if k in skipped_all}
-
-    result = AnalysisResult(
-        pings=pings if pings is not None else evidence,
+        visits, occ, found, skipped = stand_kinds(
+            all_visits, ev_visits, evidence, context, as_of=as_of
+        )
+        found_away, skipped_away = others()
+    return finish(
+        results,
         rejected=rejected,
-        stands=stands,
+        context=context,
+        pings=pings if pings is not None else evidence,
         visits=visits,
         trips=trips,
         stops=stops,
-        occupancy=occ,
-        findings=findings,
-        skipped_detectors=skipped,
+        occ=occ,
+        found=[*(r["findings"] for r in results), found, found_away],
+        skipped=[skipped, skipped_away],
     )
-    n_matched = sum(r["n_matched"] for r in results)
-    result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
-    return result
+
+
+# ---------------------------------------------------------- the groups of the gathered stage
+# What the Dask engine runs on the workers (engines.distributed.gather_on_workers): each
+# partition's result stays where it was made, is cut into the pieces of each group (a stand
+# group, a cell-pair group), and each group's task joins its pieces and runs the same function
+# gather runs on the whole.
+
+_ENDS = ("first_ping", "last_ping")
+
+
+def part_facts(
+    result: dict[str, Any],
+    *,
+    resolution: int | None = None,
+    as_of: dt.date | None = None,
+    timezone: str | None = None,
+) -> dict[str, Any]:
+    """Return the small facts of a partition's result the client plans the groups with.
+
+    Its counts and statistics, its findings (:data:`VEHICLE_KINDS`), its vehicles, its visits
+    per stand, the stands linked through one vehicle (:func:`stand_links`), whether any visit
+    has licence data, with ``resolution`` its meter trips per cell pair
+    (:func:`route_cell_pairs`), with ``as_of`` and ``timezone`` its activity span
+    (:func:`part_activity_span`).
+    """
+    visits: pd.DataFrame = result["visits"]
+    counts = visits["stand_id"].astype("str").value_counts(sort=False)
+    pairs: dict[int, int] = {}
+    if resolution is not None:
+        keys, n = np.unique(
+            route_cell_pairs(_meter_trips(result["trips"]), resolution=resolution),
+            return_counts=True,
+        )
+        pairs = dict(zip(keys.tolist(), n.tolist(), strict=True))
+    span = None
+    if as_of is not None and timezone is not None:
+        span = part_activity_span(result, as_of=as_of, timezone=timezone)
+    return {
+        "activity_span": span,
+        "route_pairs": pairs,
+        "n_pings": result["n_pings"],
+        "stats": result["stats"],
+        "n_matched": result["n_matched"],
+        "skipped": result["skipped"],
+        "findings": result["findings"],
+        "vehicles": result["vehicles"],
+        "stand_visits": {str(k): int(v) for k, v in counts.items()},
+        "stand_links": stand_links(visits),
+        "licence_known": bool("licensed" in visits.columns and visits["licensed"].notna().any()),
+    }
+
+
+def stand_links(visits: pd.DataFrame) -> list[tuple[str, ...]]:
+    """Stands the stand rules may judge together: one vehicle's visits that touch.
+
+    ``unlicensed_stand_use`` compares a vehicle's visits to several stands when they overlap in
+    time (a wait excused by a lawful stand) or share the boarding fix (overlapping stands);
+    ``queue_jump`` and the queue positions compare visits of one stand. Returns the stand sets
+    (two or more stands) of each run of a vehicle's overlapping visits (closed intervals) and of
+    each shared boarding fix.
+    """
+    if len(visits) < 2:
+        return []
+    vehicle = pd.factorize(visits[fr.VEHICLE_ID].astype("str"))[0].astype(np.int64)
+    stand, names = pd.factorize(visits["stand_id"].astype("str"))
+    arrived = epoch_ns(visits["arrived_at"])
+    departed = epoch_ns(visits["departed_at"])
+    board = pd.to_numeric(visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64)
+    order = np.lexsort((arrived, vehicle))
+    v, a, d = vehicle[order], arrived[order], departed[order]
+    first = np.r_[True, v[1:] != v[:-1]]
+    # latest departure so far within the vehicle: a running max of (vehicle, departure rank)
+    instants, rank = np.unique(d, return_inverse=True)
+    width = np.int64(len(instants))
+    latest = instants[np.maximum.accumulate(v * width + rank) - v * width]
+    new_run = first | (a > np.r_[np.int64(0), latest[:-1]])
+    run = np.empty(len(order), dtype=np.int64)
+    run[order] = np.cumsum(new_run)
+    sets: set[tuple[str, ...]] = set()
+    boarded = board >= 0
+    keyed = (
+        (run, np.ones(len(run), dtype=bool)),
+        (vehicle * np.int64(len(board) + 1) + board, boarded),
+    )
+    for key, keep in keyed:
+        pairs = pd.DataFrame({"k": key[keep], "s": stand[keep]}).drop_duplicates()
+        multi = pairs["k"].duplicated(keep=False).to_numpy()
+        if not multi.any():
+            continue
+        for _, grp in pairs.loc[multi].groupby("k")["s"]:
+            sets.add(tuple(sorted(str(names[c]) for c in grp.tolist())))
+    return sorted(sets)
+
+
+def group_stands(
+    stand_visits: dict[str, int], links: Sequence[Sequence[str]], *, n_groups: int
+) -> dict[str, int]:
+    """Assign each stand with visits to one of ``n_groups`` groups, linked stands together.
+
+    Linked stands (:func:`stand_links`, transitively) form a component; the components,
+    heaviest (most visits) first, each go to the group with the fewest visits so far.
+    """
+    parent = {s: s for s in stand_visits}
+
+    def root(s: str) -> str:
+        while parent[s] != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    for linked in links:
+        for other in linked[1:]:
+            parent.setdefault(linked[0], linked[0])
+            parent.setdefault(other, other)
+            a, b = root(linked[0]), root(other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    components: dict[str, list[str]] = {}
+    for s in sorted(parent):
+        components.setdefault(root(s), []).append(s)
+    weighted = sorted(
+        components.values(), key=lambda c: (-sum(stand_visits.get(s, 0) for s in c), c[0])
+    )
+    load = [0] * max(1, n_groups)
+    out: dict[str, int] = {}
+    for members in weighted:
+        g = min(range(len(load)), key=lambda k: (load[k], k))
+        load[g] += sum(stand_visits.get(s, 0) for s in members)
+        out |= dict.fromkeys(members, g)
+    return out
+
+
+def _span_mask(
+    n: int, first: npt.NDArray[np.int64], last: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Mark positions ``[first, last]`` of each span in ``range(n)``."""
+    delta = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(delta, np.clip(first, 0, n), 1)
+    np.add.at(delta, np.clip(last + 1, 0, n), -1)
+    return np.cumsum(delta[:n]) > 0
+
+
+def split_by_stand(
+    result: dict[str, Any], *, piece: int, offset: int, stand_group: dict[str, int], n_groups: int
+) -> list[dict[str, pd.DataFrame]]:
+    """Cut a partition's visits, and the evidence fixes they point to, by stand group.
+
+    Parameters
+    ----------
+    result : dict
+        :func:`vehicle_stage`'s (not modified).
+    piece : int
+        The partition's index (kept with each visit, ``_piece`` and ``_row``, to put the run's
+        visits back in order).
+    offset : int
+        The partition's first position in the run's pings.
+    stand_group : dict
+        Stand id -> group (:func:`group_stands`).
+    n_groups : int
+        Number of groups.
+
+    Returns
+    -------
+    list of dict
+        Per group: ``visits`` (positions into the run's pings), ``ev_visits`` (positions into
+        ``evidence``) and ``evidence``: each visit's fixes from the one before its first to the
+        one after its last or boarding fix.
+    """
+    visits: pd.DataFrame = result["visits"]
+    ev_visits: pd.DataFrame = result["evidence_visits"]
+    evidence: pd.DataFrame = result["evidence"]
+    moved = _shift_positions(visits.assign(_part=0), np.array([offset], dtype=np.int64))
+    moved = moved.assign(_piece=piece, _row=np.arange(len(moved), dtype=np.int64))
+    group = np.array(
+        [stand_group.get(s, 0) for s in visits["stand_id"].astype("str").tolist()], dtype=np.int64
+    )
+    first = ev_visits["first_ping"].to_numpy(dtype=np.int64)
+    last = np.maximum(
+        ev_visits["last_ping"].to_numpy(dtype=np.int64),
+        pd.to_numeric(ev_visits["boarding_ping"]).fillna(-1).to_numpy(dtype=np.int64),
+    )
+    out = []
+    for g in range(n_groups):
+        sel = np.flatnonzero(group == g)
+        mask = _span_mask(len(evidence), first[sel] - 1, last[sel] + 1)
+        rank = (np.cumsum(mask) - 1).astype(np.int64)
+        out.append(
+            {
+                "visits": moved.iloc[sel].reset_index(drop=True),
+                "ev_visits": _through(ev_visits.iloc[sel].reset_index(drop=True), rank),
+                "evidence": evidence.iloc[np.flatnonzero(mask)].reset_index(drop=True),
+            }
+        )
+    return out
+
+
+def stand_group(
+    pieces: Sequence[dict[str, pd.DataFrame]],
+    context: dict[str, Any],
+    *,
+    as_of: dt.date | None,
+    licence_known: bool,
+) -> dict[str, Any]:
+    """Join a stand group's pieces (:func:`split_by_stand`, partition order); run stand_kinds."""
+    evidence, ev_visits = join_evidence(
+        [p["evidence"] for p in pieces], [p["ev_visits"] for p in pieces]
+    )
+    visits, occ, found, skipped = stand_kinds(
+        _concat([p["visits"] for p in pieces]),
+        ev_visits if ev_visits is not None else _NO_FRAME,
+        evidence,
+        context,
+        as_of=as_of,
+        licence_known=licence_known,
+    )
+    return {"visits": visits, "occupancy": occ, "findings": found, "skipped": skipped}
+
+
+def join_stand_groups(groups: Sequence[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return the run's visits (vehicle order) and occupancy from the stand groups' results."""
+    visits = _concat([g["visits"] for g in groups])
+    visits = visits.sort_values(["_piece", "_row"], ignore_index=True)
+    visits = _by_vehicle(visits).drop(columns=["_piece", "_row"])
+    occs = [g["occupancy"] for g in groups if len(g["occupancy"])]
+    if not occs:
+        return visits, empty_occupancy()
+    occ = pd.concat(occs, ignore_index=True)
+    return visits, occ.sort_values("stand_id", kind="stable", ignore_index=True)
+
+
+def route_cell_pairs(trips: pd.DataFrame, *, resolution: int) -> npt.NDArray[np.uint64]:
+    """Return a key of each trip's pickup and drop-off cells (0 where an end is unknown)."""
+    if not len(trips):
+        return np.zeros(0, dtype=np.uint64)
+    coords = [trips[c].to_numpy(dtype=np.float64) for c in _ROUTE_ENDS]
+    ok = np.logical_and.reduce([np.isfinite(c) for c in coords])
+    key = np.zeros(len(trips), dtype=np.uint64)
+    if ok.any():
+        o = latlng_to_cells(coords[0][ok], coords[1][ok], resolution=resolution)
+        d = latlng_to_cells(coords[2][ok], coords[3][ok], resolution=resolution)
+        key[ok] = (o * np.uint64(0x9E3779B97F4A7C15)) ^ d
+    return key
+
+
+_ROUTE_ENDS = ("pickup_lat", "pickup_lon", "dropoff_lat", "dropoff_lon")
+
+
+def _meter_trips(trips: pd.DataFrame) -> pd.DataFrame:
+    """Return the meter trips (all, without a ``source``), without their positions."""
+    if "source" in trips.columns:
+        trips = trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
+    return trips.drop(columns=[c for c in _ENDS if c in trips.columns]).reset_index(drop=True)
+
+
+def group_keys(counts: dict[int, int], *, n_groups: int) -> dict[int, int]:
+    """Assign keys (cell pairs) to at most ``n_groups`` groups: heaviest first, to the lightest."""
+    load = [0] * max(1, min(n_groups, len(counts)))
+    out: dict[int, int] = {}
+    for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        g = min(range(len(load)), key=lambda k: (load[k], k))
+        load[g] += n
+        out[key] = g
+    return out
+
+
+def split_by_route(
+    result: dict[str, Any], *, resolution: int, pair_group: dict[int, int], n_groups: int
+) -> list[dict[str, pd.DataFrame]]:
+    """Cut a partition's meter trips, and the evidence fixes inside them, by cell-pair group.
+
+    ``pair_group`` maps the keys of :func:`route_cell_pairs` to groups (:func:`group_keys`).
+    Returns per group ``trips`` (without their positions) and ``evidence`` (each trip's fixes
+    with one neighbour on each side).
+    """
+    trips = _meter_trips(result["trips"])
+    evidence: pd.DataFrame = result["evidence"]
+    keys = route_cell_pairs(trips, resolution=resolution).tolist()
+    group = np.array([pair_group.get(k, 0) for k in keys], dtype=np.int64)
+    codes, lo, hi = _trip_spans(evidence, trips)
+    out = []
+    for g in range(n_groups):
+        sel = np.flatnonzero(group == g)
+        mask = _grown(_span_mask(len(evidence), lo[sel], hi[sel] - 1), codes)
+        out.append(
+            {
+                "trips": trips.iloc[sel].reset_index(drop=True),
+                "evidence": evidence.iloc[np.flatnonzero(mask)].reset_index(drop=True),
+            }
+        )
+    return out
+
+
+def route_group(
+    pieces: Sequence[dict[str, pd.DataFrame]], context: dict[str, Any], *, as_of: dt.date | None
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Join a cell-pair group's pieces (:func:`split_by_route`); run :func:`route_kinds`."""
+    evidence, _ = join_evidence([p["evidence"] for p in pieces])
+    trips = _by_vehicle(_concat([p["trips"] for p in pieces]))
+    return route_kinds(trips, evidence, context, as_of=as_of)
+
+
+def vehicle_group(
+    result: dict[str, Any],
+    context: dict[str, Any],
+    *,
+    fleet: pd.DataFrame | None,
+    as_of: dt.date | None,
+    activity_span: tuple[int, int] | None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run :func:`vehicle_kinds` on a partition's vehicles, ``fleet`` the rows to judge."""
+    licences: pd.DataFrame | None = context["licences"]
+    if licences is not None and fleet is not None:
+        licences = licences.loc[licences[fr.VEHICLE_ID].isin(fleet[fr.VEHICLE_ID]).to_numpy()]
+    return vehicle_kinds(
+        result["visits"],
+        result["trips"].drop(columns=list(_ENDS)),
+        context,
+        fleet=fleet,
+        as_of=as_of,
+        licences=licences,
+        activity_span=activity_span,
+    )
+
+
+def part_activity_span(
+    result: dict[str, Any], *, as_of: dt.date, timezone: str
+) -> tuple[int, int] | None:
+    """Return the activity span of a partition's trips (``inactivity.activity_span``)."""
+    return activity_span(result["trips"], as_of=as_of, timezone=timezone)
+
+
+def part_outputs(result: dict[str, Any], *, offset: int) -> dict[str, pd.DataFrame]:
+    """Return a partition's trips and stops, positions into the run's pings."""
+    at = np.array([offset], dtype=np.int64)
+    return {
+        name: _shift_positions(result[name].assign(_part=0), at, columns=_ENDS)
+        for name in ("trips", "stops")
+    }
+
+
+def by_vehicle_frames(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate the partitions' frames (in partition order) and put them in vehicle order."""
+    return _by_vehicle(_concat(frames))
+
+
+def place_group(
+    waiting: Sequence[Sequence[dict[str, Any]]], context: dict[str, Any], *, as_of: dt.date | None
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run :func:`place_kinds` on the partitions' waiting stops."""
+    return place_kinds([w for part in waiting for w in part], context, as_of=as_of)

@@ -1,7 +1,9 @@
 """Process-wide tricks, in one place: each measured, documented and guarded by platform.
 
 Library code never changes the process it runs in; the command line asks for these (``pontual
-analyze``: :func:`api.cli_analyze.analyze`), and the engines call the fork pool. Each was
+analyze``: :func:`api.cli_analyze.analyze`), and the engines call the fork pool (and
+:func:`keep_freed_heap` on the Dask workers of a local cluster, which Dask starts with
+``MALLOC_TRIM_THRESHOLD_=65536``: the stages on 2 workers took 2-3x longer). Each was
 measured with ``bench/bench_analyze.py``'s data (2M fixes of 3,375 taxis, ``--jobs 2``, the
 whole ``pontual analyze`` process, runs with and without interleaved; see
 ``docs/architecture.md``); a trick that saved less than 5 % of a run was removed.

@@ -225,6 +225,7 @@ def occupancy(
     start: Any = None,
     end: Any = None,
     include_idle: bool = True,
+    licence_known: bool | None = None,
 ) -> pd.DataFrame:
     """Occupancy of every stand per time bucket (definitions in the module docstring).
 
@@ -244,6 +245,9 @@ def occupancy(
         True: every (stand, bucket) of the window, zeros included (a dense grid of
         n_stands x n_buckets rows). False: only buckets where at least one vehicle was present
         (idle buckets are then implied zeros).
+    licence_known : bool, optional
+        Whether ``intruders`` is counted (else <NA>); default: when any visit has licence
+        data. An engine giving the visits of some stands at a time passes the whole run's.
 
     Returns
     -------
@@ -310,8 +314,14 @@ def occupancy(
         cells=cells, stand=stand_code, arrived=arrived, departed=departed, **window
     )
 
-    if LICENSED in visits.columns and visits[LICENSED].notna().any():
-        unlicensed = (~visits[LICENSED].astype("boolean")).fillna(False).to_numpy(dtype=bool)
+    if licence_known is None:
+        licence_known = bool(LICENSED in visits.columns and visits[LICENSED].notna().any())
+    if licence_known:
+        unlicensed = (
+            (~visits[LICENSED].astype("boolean")).fillna(False).to_numpy(dtype=bool)
+            if LICENSED in visits.columns
+            else np.zeros(len(visits), dtype=bool)
+        )
         intruders = pd.array(
             _max_present(
                 cells=cells,

@@ -249,3 +249,23 @@ class TestEnginesWriteTheSameFiles:
         assert done.returncode == 0, done.stderr
         _assert_same_files(tmp_path, reference[0])
         assert _report_lines(done.stdout) == _report_lines(reference[1])
+
+    def test_dask_engine_in_small_groups(
+        self, inputs: Inputs, reference: tuple[Path, str], tmp_path: Path
+    ) -> None:
+        """Dask on two worker processes, a stand and a cell pair per group: the same files."""
+        import functools
+
+        import engines.distributed
+
+        small = functools.partial(
+            engines.distributed.analyze_pings_distributed, groups=1000, partition_fixes=200
+        )
+        with (
+            _cli_in_process(_in_memory) as run,
+            pytest.MonkeyPatch.context() as mp,
+        ):
+            mp.setattr(engines.distributed, "analyze_pings_distributed", small)
+            report = run([*inputs.args(tmp_path), "--engine", "dask", "--workers", "2"])
+        _assert_same_files(tmp_path, reference[0])
+        assert _report_lines(report) == _report_lines(reference[1])

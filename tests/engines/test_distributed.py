@@ -21,7 +21,9 @@ from engines.partitions import (
     _block_moves,
     _stack,
     _vehicle_order,
+    group_stands,
     requeue,
+    stand_links,
     vehicle_partitions,
 )
 from engines.pipeline import AnalysisParams, analyze_pings
@@ -72,6 +74,56 @@ class TestAnalyzePingsDistributed:
             pings, pd.DataFrame(), STANDS, client=client, partition_fixes=500, **kw
         )
         assert_same(dist, local)
+
+    def test_one_stand_per_group(self, client: Any, tmp_path: Path) -> None:
+        """Many small groups (a stand, a cell pair each; small partitions): the local result."""
+        pings = scenario_pings()
+        kw: dict[str, Any] = {
+            "fleet": scenario_fleet(tmp_path),
+            "boundary": BOUNDARY,
+            "params": AnalysisParams(),
+        }
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=client, partition_fixes=100, groups=1000, **kw
+        )
+        assert_same(dist, local)
+        assert local.visits["stand_id"].nunique() >= 2
+
+    def test_client_receives_no_fixes(self, client: Any, tmp_path: Path) -> None:
+        """The gathered stage sends the client findings and frames, never the evidence fixes."""
+        pings = scenario_pings()
+        kw: dict[str, Any] = {"fleet": scenario_fleet(tmp_path), "params": AnalysisParams()}
+        received: list[Any] = []
+
+        class Recording:
+            def gather(self, futures: Any) -> Any:
+                out = client.gather(futures)
+                received.append(out)
+                return out
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=Recording(), partition_fixes=300, **kw
+        )
+        assert_same(dist, local)
+
+        def frames(value: Any) -> Iterator[pd.DataFrame]:
+            if isinstance(value, pd.DataFrame):
+                yield value
+            elif isinstance(value, dict):
+                assert "evidence" not in value
+                for v in value.values():
+                    yield from frames(v)
+            elif isinstance(value, list | tuple):
+                for v in value:
+                    yield from frames(v)
+
+        got = [f for r in received for f in frames(r)]
+        assert got and not any(fr.TIMESTAMP in f.columns for f in got)
 
     def test_empty_pings(self, client: Any) -> None:
         """No pings: the empty result of the local engine."""
@@ -146,6 +198,44 @@ class TestRequeue:
             }
         )
         assert requeue(visits)["queue_position"].tolist() == [2, 1, 3, 1]
+
+
+def _visit(vehicle: str, stand: str, a: str, d: str, board: int | None = None) -> dict[str, Any]:
+    return {
+        "vehicle_id": vehicle,
+        "stand_id": stand,
+        "arrived_at": pd.Timestamp(f"2024-03-04T{a}Z"),
+        "departed_at": pd.Timestamp(f"2024-03-04T{d}Z"),
+        "boarding_ping": board,
+    }
+
+
+class TestStandGroups:
+    def test_links_overlapping_visits_and_shared_boardings(self) -> None:
+        """One vehicle's visits that overlap (closed) or share a boarding fix link their stands."""
+        visits = pd.DataFrame(
+            [
+                _visit("a", "S1", "10:00", "10:10"),
+                _visit("a", "S2", "10:10", "10:20"),  # touches S1's visit at 10:10
+                _visit("a", "S3", "10:30", "10:40", board=7),
+                _visit("a", "S4", "10:41", "10:42", board=7),  # same boarding fix
+                _visit("b", "S5", "10:00", "10:10"),
+                _visit("c", "S6", "10:05", "10:06"),  # overlaps b's, another vehicle
+                _visit("a", "S7", "11:00", "11:10"),
+            ]
+        )
+        visits["boarding_ping"] = visits["boarding_ping"].astype("Int64")
+        assert stand_links(visits) == [("S1", "S2"), ("S3", "S4")]
+
+    def test_linked_stands_share_a_group(self) -> None:
+        """Linked stands go to one group; the others spread over the groups by visits."""
+        counts = {"S1": 5, "S2": 1, "S3": 4, "S4": 3, "S5": 2}
+        groups = group_stands(counts, [("S2", "S5")], n_groups=3)
+        assert groups["S2"] == groups["S5"]
+        assert sorted(set(groups.values())) == [0, 1, 2]
+        assert groups["S1"] != groups["S3"]
+        one_each = group_stands(counts, [], n_groups=100)
+        assert len(set(one_each.values())) == len(counts)
 
 
 class TestDaskClient:

@@ -68,6 +68,9 @@ class DetectorInputs:
     stand_suspensions: pd.DataFrame | None = None
     """Stand suspensions (``stands.suspensions.read_stand_suspensions``) for
     ``unlicensed_stand_use``."""
+    activity_span: tuple[int, int] | None = None
+    """The whole run's activity span when ``trips`` and ``fleet`` are a group of its vehicles
+    (``inactivity``'s ``data_span``); None: the span of ``trips``."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -100,6 +103,7 @@ _WIRED = {
     "drivers",
     "driver_links",
     "suspensions",
+    "data_span",  # inactivity: the whole run's span when judging a group of vehicles
 }
 
 
@@ -199,7 +203,7 @@ def run_detectors(
             else "sem frota (--fleet)"
         ),
         "inactivity": (
-            ((i.trips, i.fleet), {"as_of": as_of} | tz)
+            ((i.trips, i.fleet), {"as_of": as_of, "data_span": i.activity_span} | tz)
             if i.fleet is not None and as_of is not None
             else "sem frota (--fleet)"
         ),

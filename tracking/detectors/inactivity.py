@@ -169,6 +169,7 @@ def detect_inactivity(
     max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
     data_since: dt.date | None = None,
     timezone: str = DEFAULT_TIMEZONE,
+    data_span: tuple[int, int] | None = None,
 ) -> gpd.GeoDataFrame:
     """Find fleet vehicles without operation for more than ``max_idle_days`` up to ``as_of``.
 
@@ -192,6 +193,11 @@ def detect_inactivity(
         when the feed started earlier than the first record in hand.
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days.
+    data_span : tuple of int, optional
+        First and last instant (UTC epoch nanoseconds) of the whole data before the end of
+        ``as_of``, as :func:`activity_span` gives it, when ``activity`` and ``fleet`` are one
+        group of the fleet's vehicles (an engine judging vehicles by groups): the window is
+        then the fleet's, not the group's. Default: the span of ``activity``.
 
     Returns
     -------
@@ -222,9 +228,15 @@ def detect_inactivity(
     as_of_day = (as_of - dt.date(1970, 1, 1)).days
     end_ns = _local_midnight_ns(as_of_day + 1, timezone)
     found = _last_operations(activity, end_ns=end_ns)
-    if found is None or not registry:
+    if data_span is not None:  # a group of the fleet: the fleet's window
+        last_op = found[0] if found is not None else {}
+        span_first, span_last = int(data_span[0]), int(data_span[1])
+    elif found is None:
         return empty_findings()
-    last_op, span_first, span_last = found
+    else:
+        last_op, span_first, span_last = found
+    if not registry:
+        return empty_findings()
     return _inactivity_findings(
         last_op,
         span_first,
@@ -235,6 +247,20 @@ def detect_inactivity(
         data_since=data_since,
         timezone=timezone,
     )
+
+
+def activity_span(
+    activity: pd.DataFrame, *, as_of: dt.date, timezone: str
+) -> tuple[int, int] | None:
+    """Return the first and last instant (UTC ns) of ``activity`` up to ``as_of``, or None.
+
+    What :func:`detect_inactivity` takes as the data's span; the span of several groups of
+    vehicles is the smallest first and the largest last of theirs (``data_span``).
+    """
+    zone(timezone)
+    as_of_day = (as_of - dt.date(1970, 1, 1)).days
+    found = _last_operations(activity, end_ns=_local_midnight_ns(as_of_day + 1, timezone))
+    return None if found is None else (found[1], found[2])
 
 
 def _inactivity_findings(

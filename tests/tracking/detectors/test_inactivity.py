@@ -11,7 +11,7 @@ from factories import make_pings, offset_m
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.inactivity import advance_inactivity, detect_inactivity
+from tracking.detectors.inactivity import activity_span, advance_inactivity, detect_inactivity
 from tracking.trips import detect_trips
 
 D = dt.date
@@ -108,6 +108,23 @@ class TestDetectInactivity:
         assert f["details"]["fixes"] == [] and f.geometry is None
         assert f["started_at"] == pd.Timestamp("2024-01-01T03:00:00Z")
         assert f["confidence"] == pytest.approx(0.7 * (0.6 + 0.35 * 40 / 60), abs=1e-4)
+
+    def test_groups_with_the_run_span_give_the_whole(self) -> None:
+        """Vehicles judged by groups with the run's ``data_span``: the whole run's findings."""
+        pings = data()
+        whole = detect_inactivity(pings, fleet("idle", "nometer_old", "ghost"), as_of=AS_OF)
+        span = activity_span(pings, as_of=AS_OF, timezone="America/Sao_Paulo")
+        groups = [
+            (pings.loc[pings["vehicle_id"].isin(["busy", "idle"])], fleet("idle")),
+            (pings.loc[pings["vehicle_id"].eq("nometer_old")], fleet("nometer_old")),
+            (pings.iloc[:0], fleet("ghost")),  # no fix at all: the run's window
+        ]
+        found = [detect_inactivity(p, f, as_of=AS_OF, data_span=span) for p, f in groups]
+        assert [ids(f) for f in found] == [["idle"], ["nometer_old"], ["ghost"]]
+        joined = concat_findings(found).sort_values("vehicle_id")
+        assert joined["details"].tolist() == whole.sort_values("vehicle_id")["details"].tolist()
+        alone = detect_inactivity(groups[1][0], fleet("nometer_old"), as_of=AS_OF)
+        assert alone.empty  # its own span alone is one day
 
     def test_short_window_accuses_no_one(self) -> None:
         """With 30 days of data, an absent vehicle may have run before: nothing is found."""
