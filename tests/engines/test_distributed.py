@@ -90,6 +90,42 @@ class TestAnalyzePingsDistributed:
         assert_same(dist, local)
         assert local.visits["stand_id"].nunique() >= 2
 
+    def test_stand_suspensions_by_stand_group(self, client: Any, tmp_path: Path) -> None:
+        """A prefixo's suspension and a driver's barring at S1, judged in stand groups on the
+        workers with the fixes' ``driver_id``: the local result, both scopes found."""
+        import datetime as dt
+
+        pings = scenario_pings()
+        pings["driver_id"] = pd.Series(
+            np.where(pings["vehicle_id"].eq("v1"), "AUX1", None), dtype="str"
+        )
+        susp = pd.DataFrame(
+            {
+                "stand_id": ["S1", "S1"],
+                "vehicle_id": ["v2", None],
+                "driver_id": [None, "AUX1"],
+                "starts_on": [dt.date(2024, 3, 1), dt.date(2024, 3, 1)],
+                "ends_on": [dt.date(2024, 3, 31), None],
+                "kind": ["suspension", "barred"],
+            }
+        )
+        kw: dict[str, Any] = {
+            "fleet": scenario_fleet(tmp_path),
+            "params": AnalysisParams(),
+            "stand_suspensions": susp,
+        }
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=client, partition_fixes=200, groups=1000, **kw
+        )
+        assert_same(dist, local)
+        scopes = {
+            d["suspension"]["scope"]
+            for d in local.findings["details"]
+            if d.get("subtype") == "suspended_use"
+        }
+        assert scopes == {"driver", "vehicle"}
+
     def test_client_receives_no_fixes(self, client: Any, tmp_path: Path) -> None:
         """The gathered stage sends the client findings and frames, never the evidence fixes."""
         pings = scenario_pings()
