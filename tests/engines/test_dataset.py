@@ -25,6 +25,7 @@ from partition_scenario import (
 import engines.dataset as ds
 from engines.buckets import analyze_file
 from engines.dataset import DatasetError, analyze_dataset, read_manifest, write_dataset
+from engines.distributed import dask_client
 from engines.pipeline import AnalysisParams
 
 TZ = "America/Sao_Paulo"
@@ -202,7 +203,8 @@ class TestManifestCheck:
             read_manifest(dataset)
 
     def test_altered_bytes(self, dataset: Path) -> None:
-        """A file altered in place (same size): its SHA-256 does not match where it is read."""
+        """A file altered in place (same size): its SHA-256 does not match where it is read (a
+        forked process, a Dask worker), and the error comes back as it was raised."""
         entry = read_manifest(dataset)["files"][-1]
         path = dataset / entry["path"]
         data = bytearray(path.read_bytes())
@@ -210,6 +212,11 @@ class TestManifestCheck:
         path.write_bytes(bytes(data))
         with pytest.raises(DatasetError, match="não confere com o manifesto \\(SHA-256\\)"):
             analyze_dataset(dataset, STANDS, now=NOW, jobs=2)
+        with (
+            dask_client(workers=1, processes=False) as client,
+            pytest.raises(DatasetError, match=re.escape(entry["path"])),
+        ):
+            analyze_dataset(dataset, STANDS, now=NOW, client=client)
 
     @pytest.mark.parametrize(
         ("change", "message"),
