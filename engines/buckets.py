@@ -107,7 +107,7 @@ def analyze_file(
         fixes of the cross-vehicle kinds, not every fix) and the positions into it
         (:data:`engines.partitions.POSITIONS`), which are dropped.
     sample : pandas.DataFrame
-        About :data:`MAP_FIXES` fixes (every k-th of each bucket), for the map.
+        About :data:`MAP_FIXES` fixes (those whose file row is 1 modulo k), for the map.
 
     Raises
     ------
