@@ -475,6 +475,7 @@ def analyze_dataset(
     progress: Progress = no_progress,
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
+    stand_suspensions: pd.DataFrame | None = None,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Analyse a dataset bucket by bucket (see the module docstring).
 
@@ -490,8 +491,9 @@ def analyze_dataset(
         Reference instant for future timestamps; defaults to the current time.
     jobs : int, default 1
         Buckets at once without ``client``; the gathered stage's processes in any case.
-    drivers, driver_links : pandas.DataFrame, optional
-        As in :func:`engines.pipeline.analyze_pings`.
+    drivers, driver_links, stand_suspensions : pandas.DataFrame, optional
+        As in :func:`engines.buckets.analyze_file` (``stand_suspensions`` only where
+        :func:`engines.partitions.stage_context` takes it).
 
     Returns
     -------
@@ -520,6 +522,7 @@ def analyze_dataset(
         params=params,
         drivers=drivers,
         driver_links=driver_links,
+        **({} if stand_suspensions is None else {"stand_suspensions": stand_suspensions}),
     )
     groups: dict[int, list[dict[str, Any]]] = {}
     for entry in manifest["files"]:
