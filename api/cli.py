@@ -23,6 +23,7 @@ def _register() -> None:
     from api import (
         cli_alerts,
         cli_analyze,
+        cli_dataset,
         cli_db,
         cli_demo,
         cli_import,
@@ -38,6 +39,7 @@ def _register() -> None:
     app.add_typer(cli_db.app, name="db")
     app.add_typer(cli_import.app, name="import")
     app.command("analyze")(cli_analyze.analyze)
+    app.add_typer(cli_dataset.app, name="dataset")
     app.command("demo")(cli_demo.demo)
     app.add_typer(cli_maps.app, name="maps")
     app.command("serve")(cli_serve.serve)

@@ -47,7 +47,15 @@ def _is_porto(path: Path) -> bool:
 
 
 def analyze(
-    pings: Annotated[Path, typer.Option(help="Arquivo de pings (CSV ou Parquet).")],
+    pings: Annotated[
+        Path,
+        typer.Option(
+            help=(
+                "Arquivo de pings (CSV ou Parquet), ou pasta de um conjunto de pings "
+                "(pontual dataset write)."
+            )
+        ),
+    ],
     stands: Annotated[Path, typer.Option(help="Pontos de táxi (GeoJSON, GeoPackage ou CSV).")],
     out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("out"),
     fleet: Annotated[Path | None, typer.Option(help="Frota (CSV) com licenças.")] = None,
@@ -172,7 +180,9 @@ def analyze(
         runtime.keep_freed_heap()
 
         books, no_rulebook = _rulebooks(municipality)
-        require_file(pings, flag="--pings")
+        dataset = _dataset_folder(pings)
+        if dataset is None:
+            require_file(pings, flag="--pings")
         if (drivers is None) != (driver_links is None):
             given, missing = (
                 ("--drivers", "--driver-links") if drivers else ("--driver-links", "--drivers")
@@ -186,8 +196,9 @@ def analyze(
         limits = law_thresholds(books, limits)
         place = _municipality(municipality)
         bundled_area = _bundled_boundary(municipality)
-        porto = pings_format is PingFormat.porto or (
-            pings_format is PingFormat.auto and _is_porto(pings)
+        porto = dataset is None and (
+            pings_format is PingFormat.porto
+            or (pings_format is PingFormat.auto and _is_porto(pings))
         )
         stand_frame = read_stands_file(stands, radius_m=stand_radius_m)
         tz, tz_source = _timezone(timezone, place=place, porto=porto, stands=stand_frame)
@@ -231,11 +242,25 @@ def analyze(
             "progress": step,
             "kinds": _parse_kinds(kinds),
         } | driver_frames
-        if engine is Engine.local and not porto:
-            from engines.buckets import analyze_file
 
-            def detail(label: str) -> None:  # per-partition steps: the bar does not advance
-                bar.update(task, description=label)
+        def detail(label: str) -> None:  # per-partition steps: the bar does not advance
+            bar.update(task, description=label)
+
+        if dataset is not None or (engine is Engine.dask and not porto):
+            bar.update(task, advance=1, description="Lendo e validando pings")
+            result, fixes = _analyze_dataset(
+                dataset,
+                pings,
+                stand_frame,
+                engine=engine,
+                scheduler=scheduler,
+                workers=workers,
+                timezone=tz,
+                jobs=jobs,
+                options=options | {"progress": detail},
+            )
+        elif engine is Engine.local and not porto:
+            from engines.buckets import analyze_file
 
             bar.update(task, advance=1, description="Lendo e validando pings")
             result, fixes = analyze_file(
@@ -291,6 +316,64 @@ def analyze(
         timezone=(tz, tz_source),
         boundary=_boundary_source(boundary, place, area),
     )
+
+
+def _dataset_folder(pings: Path) -> Path | None:
+    """Return ``--pings`` if it is a dataset's folder, None if a file.
+
+    Raises
+    ------
+    InputFileError
+        A folder without a dataset manifest.
+    """
+    if not pings.is_dir():
+        return None
+    from engines.dataset import MANIFEST, is_dataset
+
+    if not is_dataset(pings):
+        msg = (
+            f"--pings: {pings} é uma pasta sem {MANIFEST}; esperado um arquivo de pings ou "
+            "um conjunto gravado com pontual dataset write"
+        )
+        raise InputFileError(msg)
+    return pings
+
+
+def _analyze_dataset(
+    dataset: Path | None,
+    pings: Path,
+    stands: Any,
+    *,
+    engine: Engine,
+    scheduler: str | None,
+    workers: int,
+    timezone: str,
+    jobs: int,
+    options: dict[str, Any],
+) -> tuple[Any, Any]:
+    """Analyse a dataset (a plain file with ``--engine dask``: a temporary one first).
+
+    The plain file is written by this process, streaming, in a temporary folder: with
+    ``--scheduler``, the workers must see it (``TMPDIR`` on shared storage), or write the
+    dataset with ``pontual dataset write`` on shared storage and give its folder.
+    """
+    import tempfile
+
+    from engines.dataset import analyze_dataset, write_dataset
+
+    with contextlib.ExitStack() as stack:
+        if dataset is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pontual-")))
+            dataset = folder / "pings"
+            write_dataset(
+                pings, dataset, timezone=timezone, jobs=jobs, progress=options["progress"]
+            )
+        client = None
+        if engine is Engine.dask:
+            from engines.distributed import dask_client
+
+            client = stack.enter_context(dask_client(scheduler, workers=workers))
+        return analyze_dataset(dataset, stands, client=client, jobs=jobs, **options)
 
 
 def _report(

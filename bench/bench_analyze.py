@@ -22,7 +22,10 @@ Then, each in its own fresh subprocess:
    --stand-radius-m 30 --out …`` (every detector whose inputs are there; the bundled Porto Alegre
    boundary) — the file engine (``engines/buckets.py``) with each ``--jobs`` of ``--jobs``, with
    ``--kinds nenhum`` (the tracking core alone) if ``--core``, and the Dask engine with each
-   worker count of ``--dask`` — timed ``--repeat`` times, with the main process's peak RSS
+   worker count of ``--dask`` (given the file: the client writes a temporary dataset first; with
+   ``--dataset``, also ``pontual dataset write`` once and the Dask runs given its folder, the
+   workers reading the buckets) — timed ``--repeat`` times, with the main process's peak RSS
+   (with Dask: the client's, the local cluster's scheduler included)
    (``VmHWM`` of ``/proc/self/status``), then run once more for the peak of the process tree's
    summed PSS (sampling it slows the run down, so that run is not timed);
 2. the in-memory engine (``read_pings`` + ``engines.pipeline.analyze_pings``, every fix held),
@@ -45,7 +48,7 @@ Usage::
 
     .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375] [--days 1]
         [--format csv|parquet] [--keep DIR] [--skip-cli] [--skip-stages]
-        [--jobs 1 2] [--core] [--dask 1 2] [--repeat 3] [--timeline 2]
+        [--jobs 1 2] [--core] [--dask 1 2] [--dataset] [--repeat 3] [--timeline 2]
     .venv/bin/python bench/bench_analyze.py --shapes city month [--month-n 3200000] [--repeat 2]
 
 ``--n 1000000`` runs in about a minute.
@@ -378,8 +381,10 @@ api.cli.main()
 """
 
 
-def run_cli(args: list[str], *, sample_tree: bool = False) -> dict[str, Any]:
-    """Run ``pontual analyze`` in a subprocess; return its time, peaks and last lines.
+def run_cli(
+    args: list[str], *, sample_tree: bool = False, command: tuple[str, ...] = ("analyze",)
+) -> dict[str, Any]:
+    """Run ``pontual analyze`` (or ``command``) in a subprocess; return its time, peaks, output.
 
     ``peak_mb`` is the main process's VmHWM. With ``sample_tree``, ``tree_peak_mb`` is the
     highest sum, sampled every 50 ms, of the proportional set sizes (PSS: shared pages split
@@ -390,7 +395,7 @@ def run_cli(args: list[str], *, sample_tree: bool = False) -> dict[str, Any]:
     import psutil
 
     proc = subprocess.Popen(
-        [sys.executable, "-c", _CLI_WRAPPER, "analyze", *args],
+        [sys.executable, "-c", _CLI_WRAPPER, *command, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -850,6 +855,11 @@ def main() -> None:
     parser.add_argument(
         "--dask", type=int, nargs="*", default=[], help="Dask worker counts to run (e.g. 1 2)"
     )
+    parser.add_argument(
+        "--dataset",
+        action="store_true",
+        help="also write a dataset (pontual dataset write) and run the --dask counts on it",
+    )
     parser.add_argument("--skip-stages", action="store_true")
     parser.add_argument(
         "--repeat", type=int, default=3, help="timed runs of each CLI configuration (default 3)"
@@ -923,6 +933,16 @@ def main() -> None:
             (f"Dask LocalCluster, {w} worker(s)", ["--engine", "dask", "--workers", str(w)])
             for w in args.dask
         ]
+        dataset = folder / "dataset"
+        if args.dataset and args.dask:
+            runs.append(("`pontual dataset write`", ["--out", str(dataset), "--force"]))
+            runs += [
+                (
+                    f"Dask LocalCluster, {w} worker(s), on the dataset",
+                    ["--engine", "dask", "--workers", str(w), "--pings", str(dataset)],
+                )
+                for w in args.dask
+            ]
         print(
             "**CLI end to end** (`pontual analyze`, own process, every detector unless said; "
             f"{args.repeat} timed run(s) each, then one sampling the tree's memory):\n"
@@ -934,9 +954,13 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---:|")
         last = ""
         for label, extra_args in runs:
+            command: tuple[str, ...] = ("analyze",)
             cli_args = [*common, "--out", str(folder / "out"), *extra_args]
-            timed = [run_cli(cli_args) for _ in range(args.repeat)]
-            report = run_cli(cli_args, sample_tree=True)
+            if "dataset write" in label:
+                command = ("dataset", "write")
+                cli_args = ["--pings", str(pings_path), "--municipality", POA, *extra_args]
+            timed = [run_cli(cli_args, command=command) for _ in range(args.repeat)]
+            report = run_cli(cli_args, sample_tree=True, command=command)
             seconds = [t["seconds"] for t in timed]
             print(
                 f"| {label} | {' / '.join(f'{x:.1f}' for x in seconds)} | "

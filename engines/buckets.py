@@ -11,8 +11,8 @@ rejected rows and summary) without ever holding every fix:
    (:func:`tracking.validate.validate_pings`: every rule is about one row or one vehicle's rows,
    so a bucket gives the verdicts the whole file would) and analysed with
    :func:`engines.partitions.vehicle_stage`; only its small frames, rejected rows, evidence
-   fixes and a sample of fixes for the map are kept. With ``jobs`` > 1, buckets run in that many
-   forked processes.
+   fixes and a sample of fixes for the map (every file row 1 modulo k) are kept. With
+   ``jobs`` > 1, buckets run in that many forked processes.
 3. *gather* — :func:`engines.partitions.gather`: queue positions across vehicles, occupancy
    and the cross-vehicle kinds.
 
@@ -108,7 +108,7 @@ def analyze_file(
         fixes of the cross-vehicle kinds, not every fix) and the positions into it
         (:data:`engines.partitions.POSITIONS`), which are dropped.
     sample : pandas.DataFrame
-        About :data:`MAP_FIXES` fixes (every k-th of each bucket), for the map.
+        About :data:`MAP_FIXES` fixes (those whose file row is 1 modulo k), for the map.
 
     Raises
     ------
@@ -138,18 +138,34 @@ def analyze_file(
         driver_links=driver_links,
         stand_suspensions=stand_suspensions,
     )
-    n_buckets = max(1, math.ceil(_estimate_rows(source) / bucket_fixes))
+    n_buckets = max(1, math.ceil(estimate_rows(source) / bucket_fixes))
     with tempfile.TemporaryDirectory(prefix="pontual-buckets-") as tmp:
         folder = Path(tmp)
         progress(f"Lendo e separando os pings em {n_buckets} partição(ões) por veículo")
-        n_rows, buckets = _spill(source, folder, n_buckets, jobs=jobs)
-        job = _BucketJob(source=source, context=context, now=now, step=_map_step(n_rows))
+        n_rows, spilled = spill(source, folder, n_buckets, jobs=jobs)
+        buckets = list(spilled.values())
+        job = _BucketJob(source=source, context=context, now=now, step=map_step(n_rows))
         results = []
         for done, out in enumerate(forked_map(job, buckets, jobs=jobs), start=1):
             progress(f"Validando e analisando partição {done}/{len(buckets)}")
             results.append(out)
+    return finish(results, source.malformed(), context, jobs=jobs, progress=progress)
+
+
+def finish(
+    results: list[dict[str, Any]],
+    malformed: pd.DataFrame,
+    context: dict[str, Any],
+    *,
+    jobs: int = 1,
+    progress: Progress = no_progress,
+) -> tuple[AnalysisResult, pd.DataFrame]:
+    """Gather the buckets' results (:func:`analyze_bucket`): the result and the map's sample.
+
+    ``malformed`` is the file's malformed records as rejected rows.
+    """
     rejected = pd.concat(
-        [source.malformed(), *(r.pop("rejected") for r in results)], ignore_index=True
+        [malformed, *(r.pop("rejected") for r in results)], ignore_index=True
     ).sort_values(fr.ROW, kind="stable", ignore_index=True)
     sample = pd.concat([r.pop("sample") for r in results], ignore_index=True)
     result = gather(results, rejected, context, jobs=jobs, progress=progress)
@@ -159,7 +175,7 @@ def analyze_file(
     return result, sample
 
 
-def _estimate_rows(source: RawPings) -> int:
+def estimate_rows(source: RawPings) -> int:
     """Estimate the file's rows (only sizes the buckets).
 
     Exact for Parquet; for CSV, the file's size over the mean line length of its first MB (for
@@ -179,7 +195,8 @@ def _estimate_rows(source: RawPings) -> int:
     return max(1, int(size / max(1.0, len(head) / lines)))
 
 
-def _map_step(n_rows: int) -> int:
+def map_step(n_rows: int) -> int:
+    """Take one fix in this many for the map (:data:`MAP_FIXES` of ``n_rows``)."""
     return max(1, math.ceil(n_rows / MAP_FIXES))
 
 
@@ -201,22 +218,25 @@ def _bucket_of(source: RawPings, table: pa.Table, n_buckets: int) -> np.ndarray:
     return lut[np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
 
 
-_Bucket = list[tuple[Path, int]]
-"""A bucket's files, in file order, each with what to add to its ``row`` (see :func:`_spill`)."""
+Bucket = list[tuple[Path, int]]
+"""A bucket's spilled files, in file order, each with what to add to its ``row`` (:func:`spill`)."""
 
 
-def _spill(
+def spill(
     source: RawPings, folder: Path, n_buckets: int, *, jobs: int
-) -> tuple[int, list[_Bucket]]:
+) -> tuple[int, dict[int, Bucket]]:
     """Write each row, as read, to its vehicle's bucket; return the rows and the buckets.
 
-    With ``jobs`` > 1, a plain CSV is read as that many byte ranges at once
+    Buckets are keyed by number (CRC-32 of the trimmed ``vehicle_id`` modulo ``n_buckets``),
+    in ascending order; a bucket without rows is left out, bar bucket 0 (an empty file's
+    schema). With ``jobs`` > 1, a plain CSV is read as that many byte ranges at once
     (:meth:`tracking.ingest.RawPings.ranges`), each range writing its own file of each bucket.
+    Afterwards ``source`` knows its malformed records (:meth:`~tracking.ingest.RawPings.malformed`).
     """
     ranges = source.ranges(jobs) if jobs > 1 else []
     if not ranges:
         n_rows, files = _spill_tables(source, source.tables(), folder / "0", n_buckets)
-        return n_rows, [[(files[b], 0)] for b in sorted(files)]
+        return n_rows, {b: [(files[b], 0)] for b in sorted(files)}
 
     def spill_range(k: int) -> tuple[int, list[tuple[int | None, str]], dict[int, Path]]:
         bad: list[tuple[int | None, str]] = []
@@ -227,10 +247,12 @@ def _spill(
     spilled = list(forked_map(spill_range, range(len(ranges)), jobs=jobs))
     offsets = source.join_ranges([(n, bad) for n, bad, _ in spilled])
     found = sorted({b for *_, files in spilled for b in files})
-    buckets = [
-        [(files[b], off) for (*_, files), off in zip(spilled, offsets, strict=True) if b in files]
+    buckets = {
+        b: [
+            (files[b], off) for (*_, files), off in zip(spilled, offsets, strict=True) if b in files
+        ]
         for b in found
-    ]
+    }
     return sum(n for n, *_ in spilled), buckets
 
 
@@ -284,32 +306,57 @@ class _BucketJob:
     now: pd.Timestamp
     step: int
 
-    def __call__(self, bucket: _Bucket) -> dict[str, Any]:
-        tables = []
-        for file, offset in bucket:
-            with pa.ipc.open_stream(file) as reader:
-                table = reader.read_all()
-            file.unlink()
-            if offset:  # a range's ordinals made the file's
-                at = table.schema.get_field_index(fr.ROW)
-                ordinals = pa.array(table.column(at).to_numpy() + offset)
-                table = table.set_column(at, fr.ROW, ordinals)
-            tables.append(table)
-        raw = self.source.frame(pa.concat_tables(tables))
-        del tables, table
-        raw[fr.ROW] = self.source.data_rows(raw[fr.ROW].to_numpy(dtype=np.int64))
-        params: AnalysisParams = self.context["params"]
-        pings, rejected = validate_pings(raw, now=self.now, max_speed_kmh=params.max_speed_kmh)
-        del raw
-        as_of = self.context["as_of"]
-        if as_of is not None:
-            pings = cut_at_as_of(pings, as_of=as_of, timezone=params.timezone)
-        out = vehicle_stage(pings, self.context)
-        out["rejected"] = rejected
-        out["sample"] = _sample(pings, self.step)
-        return out
+    def __call__(self, bucket: Bucket) -> dict[str, Any]:
+        raw = self.source.frame(read_spilled(self.source, bucket))
+        return analyze_bucket(raw, context=self.context, now=self.now, step=self.step)
 
 
-def _sample(pings: pd.DataFrame, step: int) -> pd.DataFrame:
+def read_spilled(source: RawPings, bucket: Bucket) -> pa.Table:
+    """Read a spilled bucket (deleting its files), ``row`` made the file's data row."""
+    tables = []
+    for file, offset in bucket:
+        with pa.ipc.open_stream(file) as reader:
+            tables.append(reader.read_all())
+        file.unlink()
+        if offset:  # a range's ordinals made the file's
+            tables[-1] = _add_to_rows(tables[-1], offset)
+    table = pa.concat_tables(tables)
+    del tables
+    at = table.schema.get_field_index(fr.ROW)
+    ordinals = table.column(at).to_numpy()
+    return table.set_column(at, fr.ROW, pa.array(source.data_rows(ordinals)))
+
+
+def _add_to_rows(table: pa.Table, offset: int) -> pa.Table:
+    at = table.schema.get_field_index(fr.ROW)
+    return table.set_column(at, fr.ROW, pa.array(table.column(at).to_numpy() + offset))
+
+
+def analyze_bucket(
+    raw: pd.DataFrame, *, context: dict[str, Any], now: pd.Timestamp, step: int
+) -> dict[str, Any]:
+    """Validate a bucket's raw rows (in file order) and run the vehicle stage on them.
+
+    Returns :func:`engines.partitions.vehicle_stage`'s dict plus ``rejected`` (the bucket's
+    rejected rows) and ``sample`` (its fixes of the map's sample, :func:`map_sample`).
+    """
+    params: AnalysisParams = context["params"]
+    pings, rejected = validate_pings(raw, now=now, max_speed_kmh=params.max_speed_kmh)
+    del raw
+    as_of = context["as_of"]
+    if as_of is not None:
+        pings = cut_at_as_of(pings, as_of=as_of, timezone=params.timezone)
+    out = vehicle_stage(pings, context)
+    out["rejected"] = rejected
+    out["sample"] = map_sample(pings, step)
+    return out
+
+
+def map_sample(pings: pd.DataFrame, step: int) -> pd.DataFrame:
+    """Return the fixes whose file row is 1 modulo ``step`` (the same however the file is cut)."""
     cols = [c for c in _MAP_COLUMNS if c in pings.columns]
-    return pings.iloc[::step][cols].reset_index(drop=True)
+    if step == 1 or fr.ROW not in pings.columns:
+        return pings.iloc[::step][cols].reset_index(drop=True)
+    keep = (pings[fr.ROW].to_numpy(dtype=np.int64) - 1) % step == 0
+    sample: pd.DataFrame = pings.loc[keep, cols]
+    return sample.reset_index(drop=True)

@@ -152,3 +152,48 @@ def assert_same(got: AnalysisResult, local: AnalysisResult, *, positions: bool =
 
 
 POSITIONS = ("first_ping", "last_ping", "boarding_ping")
+
+
+NOW = pd.Timestamp("2025-01-01T00:00Z")
+CONTRACT = ["vehicle_id", "timestamp", "lat", "lon", "speed_kmh", "meter", "tariff", "driver_id"]
+
+
+def contract_cells() -> pd.DataFrame:
+    """The scenario as contract cells (text), shuffled across vehicles, plus bad rows."""
+    pings = scenario_pings()
+    cells = pd.DataFrame(
+        {
+            "vehicle_id": pings["vehicle_id"].astype(str),
+            "timestamp": pings["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "lat": pings["lat"].map(repr),
+            "lon": pings["lon"].map(repr),
+            "speed_kmh": "",
+            "meter": pings["meter"].fillna("").astype(str),
+            "tariff": "",
+            "driver_id": "",
+        }
+    )
+    cells = cells.sample(frac=1.0, random_state=7).reset_index(drop=True)  # by time, interleaved
+    first = cells.iloc[3].to_dict()
+    extra = [
+        first,  # an exact duplicate of an early row, far from it (another chunk)
+        first | {"lat": "-30.0001"},  # a conflicting duplicate
+        first | {"lat": ""},  # missing coordinates
+        first | {"timestamp": "2024-03-04T12:00:00"},  # naive
+        first | {"vehicle_id": "  "},  # empty vehicle
+        first | {"meter": "broken"},
+    ]
+    return pd.concat([cells, pd.DataFrame(extra)], ignore_index=True)
+
+
+def write_contract_csv(
+    path: Path, cells: pd.DataFrame, *, malformed_after: int | None = None
+) -> Path:
+    """Write contract cells as a CSV; a record with too many fields after ``malformed_after``."""
+    lines = [",".join(CONTRACT)]
+    for k, rec in enumerate(cells[CONTRACT].itertuples(index=False)):
+        lines.append(",".join(rec))
+        if malformed_after is not None and k == malformed_after:
+            lines.append("v9,2024-03-04T12:00:00Z,-30.0,-51.0,1,2,3,4,5,6,7")  # too many fields
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

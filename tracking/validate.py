@@ -661,6 +661,16 @@ def _optional_number(
     return nan, np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
 
 
+def timestamps_ns(col: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """Read raw timestamp cells as :func:`validate_pings` reads them.
+
+    Returns the epoch nanoseconds (0 where not read) and which cells were read: not missing,
+    parseable and with a UTC offset (the other rows :func:`validate_pings` rejects).
+    """
+    ts_ns, missing, unparseable, naive = _parse_timestamps(col)
+    return ts_ns, ~(missing | unparseable | naive)
+
+
 def _parse_timestamps(
     col: pd.Series,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:

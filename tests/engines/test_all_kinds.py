@@ -2,7 +2,8 @@
 
 The in-memory engine (:func:`engines.pipeline.analyze_pings`), the file engine (vehicle buckets)
 with one and two jobs, the file engine cut into many small buckets, and Dask on a local cluster of
-worker processes: every output file byte for byte, ``map.html`` bar folium's random element ids.
+worker processes (given the file, and given a dataset of ``pontual dataset write``): every output
+file byte for byte, ``map.html`` bar folium's random element ids.
 """
 
 from __future__ import annotations
@@ -269,3 +270,21 @@ class TestEnginesWriteTheSameFiles:
             report = run([*inputs.args(tmp_path), "--engine", "dask", "--workers", "2"])
         _assert_same_files(tmp_path, reference[0])
         assert _report_lines(report) == _report_lines(reference[1])
+
+    def test_dask_engine_on_a_dataset(
+        self, run_pontual: Any, inputs: Inputs, reference: tuple[Path, str], tmp_path: Path
+    ) -> None:
+        """``pontual dataset write`` in four buckets, then ``--engine dask`` on its folder (the
+        workers read the buckets): the same files."""
+        dataset = tmp_path / "conjunto"
+        written = run_pontual(
+            "dataset", "write", "--pings", str(inputs.pings), "--out", str(dataset),
+            "--buckets", "4", "--municipality", "4314902",
+        )  # fmt: skip
+        assert written.returncode == 0, written.stderr
+        args = inputs.args(tmp_path / "out")
+        args[args.index("--pings") + 1] = str(dataset)
+        done = run_pontual(*args, "--engine", "dask", "--workers", "2", timeout_s=600)
+        assert done.returncode == 0, done.stderr
+        _assert_same_files(tmp_path / "out", reference[0])
+        assert _report_lines(done.stdout) == _report_lines(reference[1])
