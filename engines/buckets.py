@@ -164,15 +164,34 @@ def finish(
 
     ``malformed`` is the file's malformed records as rejected rows.
     """
-    rejected = pd.concat(
-        [malformed, *(r.pop("rejected") for r in results)], ignore_index=True
-    ).sort_values(fr.ROW, kind="stable", ignore_index=True)
-    sample = pd.concat([r.pop("sample") for r in results], ignore_index=True)
+    rejected, sample = merge_extras(malformed, [bucket_extras(r, pop=True) for r in results])
     result = gather(results, rejected, context, jobs=jobs, progress=progress)
-    for name in ("visits", "trips", "stops"):  # positions into a frame of every fix: none here
+    return without_positions(result), sample
+
+
+def bucket_extras(result: dict[str, Any], *, pop: bool = False) -> dict[str, pd.DataFrame]:
+    """Return a bucket's rejected rows and map sample (taken out of ``result`` with ``pop``)."""
+    take = result.pop if pop else result.__getitem__
+    return {"rejected": take("rejected"), "sample": take("sample")}
+
+
+def merge_extras(
+    malformed: pd.DataFrame, extras: list[dict[str, pd.DataFrame]]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return the rejected rows in row order (``malformed`` ones too) and the map sample."""
+    rejected = pd.concat(
+        [malformed, *(e["rejected"] for e in extras)], ignore_index=True
+    ).sort_values(fr.ROW, kind="stable", ignore_index=True)
+    sample = pd.concat([e["sample"] for e in extras], ignore_index=True)
+    return rejected, sample
+
+
+def without_positions(result: AnalysisResult) -> AnalysisResult:
+    """Drop the positions into a frame of every fix (none is kept by the partitioned engines)."""
+    for name in ("visits", "trips", "stops"):
         frame = getattr(result, name)
         setattr(result, name, frame.drop(columns=[c for c in POSITIONS if c in frame.columns]))
-    return result, sample
+    return result
 
 
 def estimate_rows(source: RawPings) -> int:

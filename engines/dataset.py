@@ -23,8 +23,10 @@ validates them and runs the vehicle stage (:func:`engines.buckets.analyze_bucket
 rejected rows keep the file's row numbers and the duplicate rule is the file's (a duplicate
 is always of the same vehicle). Tasks run on a ``dask.distributed`` cluster (the workers read
 the files: the folder must be on storage they share) or in forked processes. The caller reads
-only the manifest and the malformed records, then gathers the tasks' small results
-(:func:`engines.buckets.finish`), as the file engine does.
+only the manifest and the malformed records. In forked processes it then gathers the tasks'
+results (:func:`engines.buckets.finish`), as the file engine does; on a cluster the results
+stay on the workers, the client receives the rejected rows and the map sample, and the gathered
+stage runs on the workers by each rule's key (:func:`engines.distributed.gather_on_workers`).
 """
 
 from __future__ import annotations
@@ -51,11 +53,14 @@ from engines.buckets import (
     DEFAULT_BUCKET_FIXES,
     SPILL_CHUNK_ROWS,
     analyze_bucket,
+    bucket_extras,
     estimate_rows,
     finish,
     map_step,
+    merge_extras,
     read_spilled,
     spill,
+    without_positions,
 )
 from engines.partitions import stage_context
 from engines.pipeline import AnalysisParams, AnalysisResult, Progress, no_progress
@@ -531,15 +536,14 @@ def analyze_dataset(
     step = map_step(int(manifest["rows"]))
     spec = {k: manifest[k] for k in ("source", "columns")}  # what a task needs of it
     task = functools.partial(bucket_task, folder=str(root), manifest=spec, now=now, step=step)
-    if client is None:
-        results = []
-        run = functools.partial(task, context=context)
-        for done, out in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
-            progress(f"Validando e analisando partição {done}/{len(buckets)}")
-            results.append(out)
-    else:
-        results = _on_cluster(client, task, buckets, context, progress=progress)
     malformed = malformed_rows(root, manifest)
+    if client is not None:
+        return _on_cluster(client, task, buckets, context, malformed=malformed, progress=progress)
+    results = []
+    run = functools.partial(task, context=context)
+    for done, out in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
+        progress(f"Validando e analisando partição {done}/{len(buckets)}")
+        results.append(out)
     return finish(results, malformed, context, jobs=jobs, progress=progress)
 
 
@@ -549,29 +553,38 @@ def _on_cluster(
     buckets: list[list[dict[str, Any]]],
     context: dict[str, Any],
     *,
+    malformed: pd.DataFrame,
     progress: Progress,
-) -> list[dict[str, Any]]:
-    """Run ``task`` on each bucket on the cluster; the results in bucket order."""
+) -> tuple[AnalysisResult, pd.DataFrame]:
+    """Run ``task`` on each bucket on the cluster, then the gathered stage on the workers.
+
+    The buckets' results stay on the workers (:func:`engines.distributed.gather_on_workers`);
+    the client receives their rejected rows and map samples only.
+    """
     from distributed import as_completed
 
-    from engines.distributed import DistributedEngineError
+    from engines.distributed import DistributedEngineError, gather_on_workers
 
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     progress(f"Distribuindo {len(buckets)} partições por veículo em {n_workers} worker(s)")
     [ctx] = client.scatter([context], broadcast=True)
     futures = client.map(task, buckets, context=ctx, pure=False)
-    index = {f.key: k for k, f in enumerate(futures)}
-    results: list[dict[str, Any] | None] = [None] * len(futures)
-    finished = as_completed(futures, with_results=True)  # type: ignore[no-untyped-call]
     try:
-        for done, (future, out) in enumerate(finished, start=1):
+        for done, future in enumerate(as_completed(futures), start=1):  # type: ignore[no-untyped-call]
+            if future.status == "error":
+                future.result()  # the worker's error, raised here
             progress(f"Validando e analisando partição {done}/{len(buckets)}")
-            results[index[future.key]] = out
+        extras = client.gather(client.map(bucket_extras, futures, pure=False))
     except DatasetError:
+        client.cancel(futures)
         raise
     except Exception as exc:
+        client.cancel(futures)
         msg = f"uma partição falhou no cluster Dask: {exc!r}"
         raise DistributedEngineError(msg) from exc
+    rejected, sample = merge_extras(malformed, extras)
+    try:
+        result = gather_on_workers(client, futures, rejected, context, progress=progress)
     finally:
         client.cancel(futures)
-    return [r for r in results if r is not None]
+    return without_positions(result), sample

@@ -259,15 +259,20 @@ class TestEnginesWriteTheSameFiles:
 
         import engines.distributed
 
-        small = functools.partial(
-            engines.distributed.analyze_pings_distributed, groups=1000, partition_fixes=200
-        )
+        small = functools.partial(engines.distributed.gather_on_workers, groups=1000)
+        calls: list[int] = []
+
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            return small(*args, **kwargs)
+
         with (
             _cli_in_process(_in_memory) as run,
             pytest.MonkeyPatch.context() as mp,
         ):
-            mp.setattr(engines.distributed, "analyze_pings_distributed", small)
+            mp.setattr(engines.distributed, "gather_on_workers", recorded)
             report = run([*inputs.args(tmp_path), "--engine", "dask", "--workers", "2"])
+        assert calls == [1]
         _assert_same_files(tmp_path, reference[0])
         assert _report_lines(report) == _report_lines(reference[1])
 
