@@ -858,7 +858,8 @@ def main() -> None:
     parser.add_argument(
         "--dataset",
         action="store_true",
-        help="also write a dataset (pontual dataset write) and run the --dask counts on it",
+        help="write a dataset (pontual dataset write) and run the --dask counts on it "
+        "(instead of on the plain file)",
     )
     parser.add_argument("--skip-stages", action="store_true")
     parser.add_argument(
@@ -929,10 +930,11 @@ def main() -> None:
         runs = [(f"file engine, --jobs {j}", ["--jobs", str(j)]) for j in args.jobs]
         if args.core:
             runs.append(("file engine, --jobs 1, --kinds nenhum", ["--kinds", "nenhum"]))
-        runs += [
-            (f"Dask LocalCluster, {w} worker(s)", ["--engine", "dask", "--workers", str(w)])
-            for w in args.dask
-        ]
+        if not args.dataset:  # a plain file under Dask goes through a temporary dataset
+            runs += [
+                (f"Dask LocalCluster, {w} worker(s)", ["--engine", "dask", "--workers", str(w)])
+                for w in args.dask
+            ]
         dataset = folder / "dataset"
         if args.dataset and args.dask:
             runs.append(("`pontual dataset write`", ["--out", str(dataset), "--force"]))
