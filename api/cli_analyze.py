@@ -427,6 +427,17 @@ def _municipality(code: str | None) -> Any:
     return find_municipality(code, census=CENSUS)
 
 
+def check_timezone_option(given: str) -> None:
+    """Refuse a ``--timezone`` that is not an IANA zone (``typer.BadParameter``, pt-BR)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(given)
+    except (ZoneInfoNotFoundError, ValueError):
+        msg = f"{given!r} não é um fuso horário IANA (ex.: America/Sao_Paulo, Europe/Lisbon)"
+        raise typer.BadParameter(msg, param_hint="'--timezone'") from None
+
+
 def _timezone(given: str | None, *, place: Any, porto: bool, stands: Any) -> tuple[str, str]:
     """Return the zone of local days and where it comes from (said in the output).
 
@@ -438,14 +449,8 @@ def _timezone(given: str | None, *, place: Any, porto: bool, stands: Any) -> tup
     typer.BadParameter
         ``--timezone`` is not an IANA zone.
     """
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     if given:
-        try:
-            ZoneInfo(given)
-        except (ZoneInfoNotFoundError, ValueError):
-            msg = f"{given!r} não é um fuso horário IANA (ex.: America/Sao_Paulo, Europe/Lisbon)"
-            raise typer.BadParameter(msg, param_hint="'--timezone'") from None
+        check_timezone_option(given)
         return given, "--timezone"
     if place is not None and place.timezone:
         return place.timezone, f"o de {place.name} ({place.code}), do --municipality"

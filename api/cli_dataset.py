@@ -100,14 +100,10 @@ def _timezone(given: str | None, municipality: str | None) -> str:
     typer.BadParameter
         ``--timezone`` is not an IANA zone.
     """
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     if given:
-        try:
-            ZoneInfo(given)
-        except (ZoneInfoNotFoundError, ValueError):
-            msg = f"{given!r} não é um fuso horário IANA (ex.: America/Sao_Paulo, Europe/Lisbon)"
-            raise typer.BadParameter(msg, param_hint="'--timezone'") from None
+        from api.cli_analyze import check_timezone_option
+
+        check_timezone_option(given)
         return given
     if municipality is not None:
         from api.cli_import import CENSUS

@@ -497,8 +497,7 @@ def analyze_dataset(
     jobs : int, default 1
         Buckets at once without ``client``; the gathered stage's processes in any case.
     drivers, driver_links, stand_suspensions : pandas.DataFrame, optional
-        As in :func:`engines.buckets.analyze_file` (``stand_suspensions`` only where
-        :func:`engines.partitions.stage_context` takes it).
+        As in :func:`engines.buckets.analyze_file`.
 
     Returns
     -------
@@ -527,7 +526,7 @@ def analyze_dataset(
         params=params,
         drivers=drivers,
         driver_links=driver_links,
-        **({} if stand_suspensions is None else {"stand_suspensions": stand_suspensions}),
+        stand_suspensions=stand_suspensions,
     )
     groups: dict[int, list[dict[str, Any]]] = {}
     for entry in manifest["files"]:
