@@ -257,6 +257,7 @@ def analyze(
                 workers=workers,
                 timezone=tz,
                 jobs=jobs,
+                out=out,
                 options=options | {"progress": detail},
             )
         elif engine is Engine.local and not porto:
@@ -318,6 +319,10 @@ def analyze(
     )
 
 
+FINDINGS_PARTS = Path("partes") / "achados"
+"""Where, under ``--out``, the Dask workers write the findings (parts of findings.geojson)."""
+
+
 def _dataset_folder(pings: Path) -> Path | None:
     """Return ``--pings`` if it is a dataset's folder, None if a file.
 
@@ -349,14 +354,19 @@ def _analyze_dataset(
     workers: int,
     timezone: str,
     jobs: int,
+    out: Path,
     options: dict[str, Any],
 ) -> tuple[Any, Any]:
     """Analyse a dataset (a plain file with ``--engine dask``: a temporary one first).
+
+    With Dask, the workers write the findings in ``out/partes/achados`` (emptied first; on
+    storage they see, as the dataset) and ``findings.geojson`` is merged from there.
 
     The plain file is written by this process, streaming, in a temporary folder: with
     ``--scheduler``, the workers must see it (``TMPDIR`` on shared storage), or write the
     dataset with ``pontual dataset write`` on shared storage and give its folder.
     """
+    import shutil
     import tempfile
 
     from engines.dataset import analyze_dataset, write_dataset
@@ -368,12 +378,15 @@ def _analyze_dataset(
             write_dataset(
                 pings, dataset, timezone=timezone, jobs=jobs, progress=options["progress"]
             )
-        client = None
+        client, parts = None, None
         if engine is Engine.dask:
             from engines.distributed import dask_client
 
+            parts = (out / FINDINGS_PARTS).resolve()
+            shutil.rmtree(parts, ignore_errors=True)
+            parts.mkdir(parents=True)
             client = stack.enter_context(dask_client(scheduler, workers=workers))
-        return analyze_dataset(dataset, stands, client=client, jobs=jobs, **options)
+        return analyze_dataset(dataset, stands, client=client, jobs=jobs, parts=parts, **options)
 
 
 def _report(
@@ -502,15 +515,14 @@ def write_results(
     ``summary.json`` (``findings_for_review``).
     """
     from enforcement.proposals import proposal_summary, propose_all, write_proposals_json
-    from engines.pipeline import write_outputs
+    from engines.pipeline import write_findings, write_outputs
     from runtime import aside
-    from tracking.detectors.findings import write_findings_geojson
 
     def findings_and_map() -> None:
         from maps.findings import findings_map  # folium: imported aside, with jobs > 1
 
         out.mkdir(parents=True, exist_ok=True)
-        write_findings_geojson(result.findings, out / "findings.geojson")
+        write_findings(result, out / "findings.geojson")
         findings_map(stands, result.findings, fixes=fixes, timezone=timezone, tiles=tiles).save(
             str(out / "map.html")
         )

@@ -481,6 +481,7 @@ def analyze_dataset(
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
+    parts: Path | None = None,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Analyse a dataset bucket by bucket (see the module docstring).
 
@@ -498,6 +499,9 @@ def analyze_dataset(
         Buckets at once without ``client``; the gathered stage's processes in any case.
     drivers, driver_links, stand_suspensions : pandas.DataFrame, optional
         As in :func:`engines.buckets.analyze_file`.
+    parts : pathlib.Path, optional
+        With ``client``: an empty folder the workers see, where they write the findings as parts
+        of ``findings.geojson`` (see :func:`engines.distributed.gather_on_workers`).
 
     Returns
     -------
@@ -537,7 +541,9 @@ def analyze_dataset(
     task = functools.partial(bucket_task, folder=str(root), manifest=spec, now=now, step=step)
     malformed = malformed_rows(root, manifest)
     if client is not None:
-        return _on_cluster(client, task, buckets, context, malformed=malformed, progress=progress)
+        return _on_cluster(
+            client, task, buckets, context, malformed=malformed, parts=parts, progress=progress
+        )
     results = []
     run = functools.partial(task, context=context)
     for done, out in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
@@ -553,6 +559,7 @@ def _on_cluster(
     context: dict[str, Any],
     *,
     malformed: pd.DataFrame,
+    parts: Path | None,
     progress: Progress,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Run ``task`` on each bucket on the cluster, then the gathered stage on the workers.
@@ -583,7 +590,9 @@ def _on_cluster(
         raise DistributedEngineError(msg) from exc
     rejected, sample = merge_extras(malformed, extras)
     try:
-        result = gather_on_workers(client, futures, rejected, context, progress=progress)
+        result = gather_on_workers(
+            client, futures, rejected, context, parts=parts, progress=progress
+        )
     finally:
         client.cancel(futures)
     return without_positions(result), sample

@@ -38,6 +38,7 @@ import datetime as dt
 import operator
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import geopandas as gpd
@@ -52,6 +53,7 @@ from engines.pipeline import (
     Progress,
     merge_ping_stats,
     no_progress,
+    write_findings_part,
 )
 from geo.roads import RoadGraph
 from runtime import keep_freed_heap
@@ -225,6 +227,7 @@ def gather_on_workers(
     *,
     pings: pd.DataFrame | None = None,
     groups: int | None = None,
+    parts: str | Path | None = None,
     progress: Progress = no_progress,
 ) -> AnalysisResult:
     """Run :func:`engines.partitions.gather`'s stage on the workers, by each rule's key.
@@ -250,6 +253,10 @@ def gather_on_workers(
         Every valid fix, when the client holds them (kept in the result; else an empty frame).
     groups : int, optional
         Groups of each key (default: two per worker); many small groups exercise the grouping.
+    parts : str or pathlib.Path, optional
+        A folder the workers see: each task writes its findings there, evidence included, as a
+        part of ``findings.geojson`` (:func:`~engines.pipeline.write_findings_part`) and the
+        client receives them without the evidence rows (the result's ``findings_parts``).
     progress : callable
         Called with a pt-BR stage label before each stage.
 
@@ -265,7 +272,14 @@ def gather_on_workers(
     """
     try:
         return _gather_on_workers(
-            client, futures, rejected, context, pings=pings, groups=groups, progress=progress
+            client,
+            futures,
+            rejected,
+            context,
+            pings=pings,
+            groups=groups,
+            parts=Path(parts) if parts is not None else None,
+            progress=progress,
         )
     except Exception as exc:
         msg = f"uma partição falhou no cluster Dask: {exc!r}"
@@ -280,22 +294,37 @@ def _gather_on_workers(
     *,
     pings: pd.DataFrame | None,
     groups: int | None,
+    parts: Path | None,
     progress: Progress,
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
+    written: list[Path] = []
+
+    def findings_part(future: Any, name: str) -> Any:
+        """Return the task's result with its findings written as a part on its worker."""
+        if parts is None:
+            return future
+        written.append(parts / f"{name}.parquet")
+        return client.submit(_with_part, future, str(written[-1]), pure=False)
+
     kinds = set(context["kinds"])
     resolution = None
     if pt.ROUTE_KINDS[0] in kinds:
         limits = (context["thresholds"] or {}).get(pt.ROUTE_KINDS[0], {})
         resolution = int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
     facts: list[dict[str, Any]] = client.gather(
-        client.map(
-            pt.part_facts,
-            futures,
-            resolution=resolution,
-            as_of=context["as_of"],
-            timezone=params.timezone,
-        )
+        [
+            findings_part(f, f"particao-{k:05d}")
+            for k, f in enumerate(
+                client.map(
+                    pt.part_facts,
+                    futures,
+                    resolution=resolution,
+                    as_of=context["as_of"],
+                    timezone=params.timezone,
+                )
+            )
+        ]
     )
     as_of = pt.run_as_of(context, merge_ping_stats([f["stats"] for f in facts]))
     spans = [f["activity_span"] for f in facts]
@@ -334,12 +363,15 @@ def _gather_on_workers(
     ]
     licence_known = any(f["licence_known"] for f in facts)
     stand_tasks = [
-        client.submit(
-            pt.stand_group,
-            [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
-            ctx,
-            as_of=as_of,
-            licence_known=licence_known,
+        findings_part(
+            client.submit(
+                pt.stand_group,
+                [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
+                ctx,
+                as_of=as_of,
+                licence_known=licence_known,
+            ),
+            f"pontos-{g:05d}",
         )
         for g in range(n_stand_groups)
     ]
@@ -366,32 +398,40 @@ def _gather_on_workers(
             for fut in futures
         ]
         cross += [
-            client.submit(
-                pt.route_group,
-                [client.submit(operator.getitem, sp, g, pure=False) for sp in route_splits],
-                ctx,
-                as_of=as_of,
+            findings_part(
+                client.submit(
+                    pt.route_group,
+                    [client.submit(operator.getitem, sp, g, pure=False) for sp in route_splits],
+                    ctx,
+                    as_of=as_of,
+                ),
+                f"rotas-{g:05d}",
             )
             for g in range(n_route_groups)
         ]
     if pt.PLACE_KINDS[0] in kinds:
         waiting = [client.submit(operator.getitem, fut, "waiting") for fut in futures]
-        cross.append(client.submit(pt.place_group, waiting, ctx, as_of=as_of))
+        cross.append(
+            findings_part(client.submit(pt.place_group, waiting, ctx, as_of=as_of), "locais")
+        )
     if kinds & set(pt.VEHICLE_GROUP_KINDS):
         found = [s for s in spans if s is not None]
         span = (min(s[0] for s in found), max(s[1] for s in found)) if found else None
         fleets = _fleet_by_part(context["fleet"], [f["vehicles"] for f in facts])
         cross += [
-            client.submit(
-                pt.vehicle_group,
-                fut,
-                ctx,
-                fleet=fleet,
-                as_of=as_of,
-                activity_span=span,
-                pure=False,
+            findings_part(
+                client.submit(
+                    pt.vehicle_group,
+                    fut,
+                    ctx,
+                    fleet=fleet,
+                    as_of=as_of,
+                    activity_span=span,
+                    pure=False,
+                ),
+                f"veiculos-{k:05d}",
             )
-            for fut, fleet in zip(futures, fleets, strict=True)
+            for k, (fut, fleet) in enumerate(zip(futures, fleets, strict=True))
         ]
     outputs = [
         client.submit(pt.part_outputs, fut, offset=offsets[k]) for k, fut in enumerate(futures)
@@ -405,7 +445,7 @@ def _gather_on_workers(
     visits, occ = pt.join_stand_groups(stand_results)
     trips = pt.by_vehicle_frames([f["trips"] for f in frames])
     stops = pt.by_vehicle_frames([f["stops"] for f in frames])
-    return pt.finish(
+    result = pt.finish(
         facts,
         rejected=rejected,
         context=context,
@@ -421,6 +461,19 @@ def _gather_on_workers(
         ],
         skipped=[*(r["skipped"] for r in stand_results), *(s for _, s in cross_results)],
     )
+    result.findings_parts = tuple(written)
+    return result
+
+
+def _with_part(result: Any, path: str) -> Any:
+    """Write a task's findings as a part at ``path``; return the result without evidence rows.
+
+    ``result`` is a dict with ``findings`` or a ``(findings, skipped)`` pair.
+    """
+    if isinstance(result, tuple):
+        found, skipped = result
+        return write_findings_part(found, path), skipped
+    return result | {"findings": write_findings_part(result["findings"], path)}
 
 
 def _fleet_by_part(

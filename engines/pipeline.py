@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import operator
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,7 +36,14 @@ from stands.visits import (
 from tracking import frames as fr
 from tracking.arrays import epoch_ns, iso_utc_many
 from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
-from tracking.detectors.findings import KINDS, empty_findings, write_findings_geojson
+from tracking.detectors.findings import (
+    KINDS,
+    empty_findings,
+    feature_texts,
+    without_evidence_rows,
+    write_feature_collection,
+    write_findings_geojson,
+)
 from tracking.ingest import write_rejected
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
@@ -87,6 +95,9 @@ class AnalysisResult:
     findings: gpd.GeoDataFrame = field(default_factory=empty_findings)
     skipped_detectors: dict[str, str] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
+    findings_parts: tuple[Path, ...] = ()
+    """Set by an engine whose workers wrote the findings (:func:`write_findings_part`): then
+    ``findings`` lacks the evidence rows and ``findings.geojson`` is these parts merged."""
 
 
 def no_progress(_: str) -> None:
@@ -376,6 +387,67 @@ def _fixed6(col: pd.Series) -> pd.Series:
     return pd.Series(text, index=col.index, dtype=object)
 
 
+FINDINGS_ORDER = ["kind", "started_at", "finding_id"]
+"""The order of ``findings.geojson`` (a finding's id is unique)."""
+
+_PART_ROWS = 256  # features a merge holds per part (a part's row group)
+
+
+def write_findings_part(findings: gpd.GeoDataFrame, path: str | Path) -> gpd.GeoDataFrame:
+    """Write a group's findings, evidence included, as a part of ``findings.geojson``.
+
+    The part is a Parquet file of the Feature texts in :data:`FINDINGS_ORDER` with that key
+    beside them (:func:`merge_findings_parts` joins the parts). Returns the findings in that
+    order without their evidence rows (:func:`~tracking.detectors.findings.without_evidence_rows`).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = findings.sort_values(FINDINGS_ORDER, ignore_index=True)
+    table = pa.table(
+        {
+            "kind": pa.array(frame["kind"].tolist(), pa.string()),
+            "started_ns": pa.array(epoch_ns(frame["started_at"]), pa.int64()),
+            "finding_id": pa.array(frame["finding_id"].tolist(), pa.string()),
+            "feature": pa.array(feature_texts(frame), pa.binary()),
+        }
+    )
+    pq.write_table(table, path, row_group_size=_PART_ROWS)
+    return without_evidence_rows(frame)
+
+
+def merge_findings_parts(parts: list[Path] | tuple[Path, ...], path: Path) -> None:
+    """Write ``findings.geojson`` from parts (:func:`write_findings_part`), a few rows at a time.
+
+    Byte-identical to :func:`~tracking.detectors.findings.write_findings_geojson` of all the
+    parts' findings in one frame.
+    """
+    import heapq
+
+    import pyarrow.parquet as pq
+
+    def rows(part: Path) -> Any:
+        for batch in pq.ParquetFile(part).iter_batches(batch_size=_PART_ROWS):
+            keys = zip(
+                batch.column("kind").to_pylist(),
+                batch.column("started_ns").to_pylist(),
+                batch.column("finding_id").to_pylist(),
+                strict=True,
+            )
+            yield from zip(keys, batch.column("feature").to_pylist(), strict=True)
+
+    merged = heapq.merge(*(rows(p) for p in parts), key=operator.itemgetter(0))
+    write_feature_collection((text for _, text in merged), path)
+
+
+def write_findings(result: AnalysisResult, path: Path) -> None:
+    """Write the run's ``findings.geojson``: its findings, or its workers' parts merged."""
+    if result.findings_parts:
+        merge_findings_parts(result.findings_parts, path)
+    else:
+        write_findings_geojson(result.findings, path)
+
+
 def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = True) -> list[Path]:
     """Write the contract files of a run into ``out_dir`` and return their paths.
 
@@ -387,11 +459,11 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
         Created if missing.
     findings : bool, default True
         False leaves ``findings.geojson`` (still among the paths returned) to the caller:
-        :func:`tracking.detectors.findings.write_findings_geojson`.
+        :func:`write_findings`.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     if findings:
-        write_findings_geojson(result.findings, out_dir / "findings.geojson")
+        write_findings(result, out_dir / "findings.geojson")
     visits = result.visits.loc[:, list(fr.VISIT_COLUMNS)].copy()
     for col in ("arrived_at", "departed_at"):
         visits[col] = _iso_utc(visits[col])

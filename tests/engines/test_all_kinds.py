@@ -132,9 +132,23 @@ def reference(inputs: Inputs, tmp_path_factory: pytest.TempPathFactory) -> tuple
     return out, report
 
 
+def _files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir() if p.is_file()}
+
+
+def _assert_parts(out: Path) -> None:
+    """The Dask workers' findings parts hold each finding of ``findings.geojson`` once."""
+    import pyarrow.parquet as pq
+
+    parts = sorted((out / "partes" / "achados").glob("*.parquet"))
+    ids = [i for p in parts for i in pq.read_table(p, columns=["finding_id"])[0].to_pylist()]
+    features = json.loads((out / "findings.geojson").read_text())["features"]
+    assert len(parts) > 1 and sorted(ids) == sorted(f["properties"]["finding_id"] for f in features)
+
+
 def _assert_same_files(got: Path, want: Path) -> None:
     """Every output file of ``got`` equals ``want``'s, bytes for bytes (map bar folium ids)."""
-    assert {p.name for p in got.iterdir()} == {p.name for p in want.iterdir()} == OUTPUTS
+    assert _files(got) == _files(want) == OUTPUTS
     for name in sorted(OUTPUTS - {"map.html"}):
         a, b = (got / name).read_bytes(), (want / name).read_bytes()
         if a != b:
@@ -249,6 +263,7 @@ class TestEnginesWriteTheSameFiles:
         )
         assert done.returncode == 0, done.stderr
         _assert_same_files(tmp_path, reference[0])
+        _assert_parts(tmp_path)
         assert _report_lines(done.stdout) == _report_lines(reference[1])
 
     def test_dask_engine_in_small_groups(
@@ -274,6 +289,7 @@ class TestEnginesWriteTheSameFiles:
             report = run([*inputs.args(tmp_path), "--engine", "dask", "--workers", "2"])
         assert calls == [1]
         _assert_same_files(tmp_path, reference[0])
+        _assert_parts(tmp_path)
         assert _report_lines(report) == _report_lines(reference[1])
 
     def test_dask_engine_on_a_dataset(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
@@ -137,3 +138,63 @@ class TestCountDistinct:
     def test_counts_distinct_positions(self, positions, n, expected):
         """Repeated positions count once; none gives zero."""
         assert count_distinct(np.asarray(positions, dtype=np.int64), n) == expected
+
+
+def _some_findings(n: int) -> gpd.GeoDataFrame:
+    from tracking.detectors.findings import make_findings
+
+    rng = np.random.default_rng(3)
+    t0 = pd.Timestamp("2024-03-04T09:00:00Z").value
+    started = t0 + rng.integers(0, 5, n) * 60_000_000_000  # many equal instants
+    rows = pd.DataFrame(
+        {
+            "kind": rng.choice(["queue_jump", "tracking_gap", "flag2_misuse"], n),
+            "vehicle_id": [f"V{k}" for k in range(n)],
+            "stand_id": [None if k % 3 else f"S{k}" for k in range(n)],
+            "started_at": started,
+            "ended_at": started + 60_000_000_000,
+            "confidence": 0.9,
+            "details": [
+                {"fixes": [{"row": k, "lat": -30.0}], "ahead": [f"V{k}"], "n": k}
+                if k % 5
+                else {1: "a key that is not text: the json path", "fixes": []}
+                for k in range(n)
+            ],
+        }
+    )
+    return make_findings(rows, [(-51.2 + k * 1e-4, -30.0) for k in range(n)])
+
+
+def test_findings_parts_merge_to_the_same_file(tmp_path: Path) -> None:
+    """Findings written as parts in any split and merged: write_findings_geojson's bytes;
+    the frames returned lack the evidence rows only."""
+    from engines.pipeline import merge_findings_parts, write_findings_part
+    from tracking.detectors.findings import EVIDENCE_ROWS, write_findings_geojson
+
+    found = _some_findings(700)
+    write_findings_geojson(found, tmp_path / "whole.geojson")
+    part_of = np.random.default_rng(5).integers(0, 4, len(found))
+    parts, light = [], []
+    for k in range(5):  # part 4 is empty
+        parts.append(tmp_path / f"p{k}.parquet")
+        light.append(
+            write_findings_part(found[part_of == k].sample(frac=1, random_state=k), parts[-1])
+        )
+    merge_findings_parts(parts, tmp_path / "merged.geojson")
+    assert (tmp_path / "merged.geojson").read_bytes() == (tmp_path / "whole.geojson").read_bytes()
+    back = pd.concat(light).sort_values("finding_id")
+    assert back["finding_id"].tolist() == sorted(found["finding_id"])
+    assert all(not set(EVIDENCE_ROWS) & set(d) for d in back["details"])
+    assert all("n" in d or 1 in d for d in back["details"])
+
+
+def test_no_findings_merge_to_an_empty_collection(tmp_path: Path) -> None:
+    """No parts, or empty ones: an empty FeatureCollection, as with no findings."""
+    from engines.pipeline import merge_findings_parts, write_findings_part
+    from tracking.detectors.findings import empty_findings
+
+    write_findings_part(empty_findings(), tmp_path / "p.parquet")
+    merge_findings_parts([tmp_path / "p.parquet"], tmp_path / "a.geojson")
+    merge_findings_parts([], tmp_path / "b.geojson")
+    want = b'{"type":"FeatureCollection","features":[]}'
+    assert (tmp_path / "a.geojson").read_bytes() == (tmp_path / "b.geojson").read_bytes() == want

@@ -14,7 +14,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -285,15 +285,25 @@ def _geometries(geoms: gpd.GeoSeries) -> list[Any]:
     return out
 
 
-def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
-    """Write ``findings.geojson``: a FeatureCollection with the contract's properties.
+EVIDENCE_ROWS = ("fixes", "ahead")
+"""``details`` keys listing evidence rows (the fixes, the vehicles passed in a queue): written in
+``findings.geojson``; proposals, the map and the summary read none of them."""
 
-    Parameters
-    ----------
-    findings : geopandas.GeoDataFrame
-        A findings frame.
-    path : pathlib.Path
-        Destination file.
+
+def without_evidence_rows(findings: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
+    """Return ``findings`` with :data:`EVIDENCE_ROWS` left out of each ``details``."""
+    out = findings.copy(deep=False)
+    out["details"] = [
+        {k: v for k, v in d.items() if k not in EVIDENCE_ROWS} if isinstance(d, dict) else d
+        for d in findings["details"].tolist()
+    ]
+    return out
+
+
+def feature_texts(findings: gpd.GeoDataFrame) -> Iterator[bytes]:
+    """Yield each finding as the GeoJSON Feature text ``findings.geojson`` has, in frame order.
+
+    The frame is validated at the call, before the first text.
     """
     validate_findings(findings)
     columns = zip(
@@ -308,30 +318,53 @@ def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
         findings["details"].tolist(),
         strict=True,
     )
+    return _feature_texts(columns)
+
+
+def _feature_texts(columns: Iterator[tuple[Any, ...]]) -> Iterator[bytes]:
+    for geom, fid, kind, vehicle, stand, start, end, conf, details in columns:
+        feature: dict[str, Any] = {
+            "type": "Feature",
+            "geometry": geom,
+            "properties": {
+                "finding_id": fid,
+                "kind": kind,
+                "vehicle_id": vehicle,
+                "stand_id": stand,
+                "started_at": start,
+                "ended_at": end,
+                "confidence": conf,
+                "details": details,
+            },
+        }
+        try:
+            text = orjson.dumps(feature, default=_plain, option=_ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError included
+            feature["properties"]["details"] = jsonable(details)
+            text = json.dumps(feature, ensure_ascii=False, separators=(",", ":")).encode()
+        yield text
+
+
+def write_feature_collection(features: Iterable[bytes], path: Path) -> None:
+    """Write a FeatureCollection of Feature texts (:func:`feature_texts`) as they come."""
     with path.open("wb") as fh:
         fh.write(b'{"type":"FeatureCollection","features":[')
-        for k, (geom, fid, kind, vehicle, stand, start, end, conf, details) in enumerate(columns):
-            feature: dict[str, Any] = {
-                "type": "Feature",
-                "geometry": geom,
-                "properties": {
-                    "finding_id": fid,
-                    "kind": kind,
-                    "vehicle_id": vehicle,
-                    "stand_id": stand,
-                    "started_at": start,
-                    "ended_at": end,
-                    "confidence": conf,
-                    "details": details,
-                },
-            }
-            try:
-                text = orjson.dumps(feature, default=_plain, option=_ORJSON_OPTIONS)
-            except TypeError:  # orjson.JSONEncodeError included
-                feature["properties"]["details"] = jsonable(details)
-                text = json.dumps(feature, ensure_ascii=False, separators=(",", ":")).encode()
+        for k, text in enumerate(features):
             fh.write(b"," + text if k else text)
         fh.write(b"]}")
+
+
+def write_findings_geojson(findings: gpd.GeoDataFrame, path: Path) -> None:
+    """Write ``findings.geojson``: a FeatureCollection with the contract's properties.
+
+    Parameters
+    ----------
+    findings : geopandas.GeoDataFrame
+        A findings frame.
+    path : pathlib.Path
+        Destination file.
+    """
+    write_feature_collection(feature_texts(findings), path)
 
 
 def read_findings_geojson(path: Path) -> gpd.GeoDataFrame:
