@@ -434,6 +434,42 @@ def run_cli(
     return report
 
 
+def _moved(dask_worker: Any) -> dict[str, float]:
+    """On a worker: bytes it fetched from other workers, bytes it served (to workers and the
+    client), its peak RSS (MB)."""
+    with open("/proc/self/status", encoding="ascii") as fh:
+        status = dict(line.split(":", 1) for line in fh)
+    return {
+        "in": sum(e["total"] for e in dask_worker.transfer_incoming_log),
+        "out": dask_worker.transfer_outgoing_bytes_total,
+        "peak_mb": int(status["VmHWM"].split()[0]) / 1024,
+    }
+
+
+def run_on_cluster(cli_args: list[str], *, workers: int) -> dict[str, Any]:
+    """Run ``pontual analyze --scheduler`` on a local cluster this process starts (the engine's
+    own :func:`engines.distributed.dask_client`); add what the workers moved and their peaks.
+
+    ``in_mb``: bytes the workers fetched from each other (Dask's transfers, every one logged);
+    ``client_mb``: bytes they served the client (served in all minus fetched by workers).
+    ``peak_mb`` is then the CLI process alone (the scheduler runs here).
+    """
+    import dask
+
+    from engines.distributed import dask_client
+
+    with (
+        dask.config.set({"distributed.admin.low-level-log-length": 10_000_000}),
+        dask_client(workers=workers) as client,
+    ):
+        report = run_cli([*cli_args, "--scheduler", client.scheduler_info()["address"]])
+        moved = list(client.run(_moved).values())
+    report["in_mb"] = sum(m["in"] for m in moved) / 1e6
+    report["client_mb"] = (sum(m["out"] for m in moved) - sum(m["in"] for m in moved)) / 1e6
+    report["worker_peak_mb"] = max(m["peak_mb"] for m in moved)
+    return report
+
+
 def run_whole(cmd: list[str]) -> dict[str, Any]:
     """Run a command as its own process; return its wall time (start to exit) and output."""
     t = time.perf_counter()
@@ -973,6 +1009,23 @@ def main() -> None:
             )
             last = report["stdout"] or report.get("stderr", "")
         print("\n" + last + "\n")
+        if args.dataset and args.dask:
+            print(
+                "**Dask on the dataset, what moves** (one more run each on a local cluster that "
+                "this script starts, `--scheduler`):\n\n"
+                "| workers | seconds | worker → worker MB | workers → client MB "
+                "| worker peak MB (largest) | client peak MB (CLI process alone) |\n"
+                "|---:|---:|---:|---:|---:|---:|"
+            )
+            for w in args.dask:
+                cli_args = [*common, "--out", str(folder / "out"), "--pings", str(dataset)]
+                r = run_on_cluster(cli_args, workers=w)
+                print(
+                    f"| {w} | {r['seconds']:.1f} | {r['in_mb']:,.1f} | {r['client_mb']:,.1f} | "
+                    f"{r['worker_peak_mb']:,.0f} | {r['peak_mb']:,.0f} |",
+                    flush=True,
+                )
+            print()
     for jobs in args.timeline:
         spec = {
             "pings": str(pings_path),

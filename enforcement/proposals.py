@@ -46,7 +46,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -184,15 +184,18 @@ def _vehicles_of(finding: Mapping[str, Any]) -> list[str]:
     return [str(v) for v in (finding["details"] or {}).get("vehicles", [])]
 
 
-def _records(findings: pd.DataFrame) -> list[dict[str, Any]]:
-    """``findings.to_dict("records")`` without the geometry (unused here, slow to box).
+def _records(findings: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """Yield ``findings.to_dict("records")`` without the geometry, one record at a time.
+
+    The geometry is unused here and slow to box; the records are made as they are read (a
+    run's findings are not all held twice).
 
     Complete tz-aware instants come as epoch nanoseconds (a Timestamp apiece took most of the
     time); :func:`_instant` reads either.
     """
     columns = [c for c in findings.columns if c != "geometry"]
     values = [_plain(findings[c]) for c in columns]
-    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+    return (dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True))
 
 
 def _plain(col: pd.Series) -> list[Any]:
