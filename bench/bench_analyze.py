@@ -442,6 +442,8 @@ def _moved(dask_worker: Any) -> dict[str, float]:
     return {
         "in": sum(e["total"] for e in dask_worker.transfer_incoming_log),
         "out": dask_worker.transfer_outgoing_bytes_total,
+        "unlogged": dask_worker.state.transfer_incoming_count_total
+        - len(dask_worker.transfer_incoming_log),
         "peak_mb": int(status["VmHWM"].split()[0]) / 1024,
     }
 
@@ -462,8 +464,11 @@ def run_on_cluster(cli_args: list[str], *, workers: int) -> dict[str, Any]:
         dask.config.set({"distributed.admin.low-level-log-length": 10_000_000}),
         dask_client(workers=workers) as client,
     ):
-        report = run_cli([*cli_args, "--scheduler", client.scheduler_info()["address"]])
+        address = client.scheduler_info()["address"]
+        report = run_cli([*cli_args, "--engine", "dask", "--scheduler", address])
         moved = list(client.run(_moved).values())
+    if any(m["unlogged"] for m in moved):
+        raise SystemExit("a worker's transfer log lost entries: raise its length")
     report["in_mb"] = sum(m["in"] for m in moved) / 1e6
     report["client_mb"] = (sum(m["out"] for m in moved) - sum(m["in"] for m in moved)) / 1e6
     report["worker_peak_mb"] = max(m["peak_mb"] for m in moved)
