@@ -319,8 +319,8 @@ def analyze(
     )
 
 
-FINDINGS_PARTS = Path("partes") / "achados"
-"""Where, under ``--out``, the Dask workers write the findings (parts of findings.geojson)."""
+PARTS = Path("partes")
+"""Where, under ``--out``, the Dask workers write the output files as parts."""
 
 
 def _dataset_folder(pings: Path) -> Path | None:
@@ -359,8 +359,8 @@ def _analyze_dataset(
 ) -> tuple[Any, Any]:
     """Analyse a dataset (a plain file with ``--engine dask``: a temporary one first).
 
-    With Dask, the workers write the findings in ``out/partes/achados`` (emptied first; on
-    storage they see, as the dataset) and ``findings.geojson`` is merged from there.
+    With Dask, the workers write the findings, visits and trips as parts in ``out/partes``
+    (emptied first; on storage they see, as the dataset) and the files are merged from there.
 
     The plain file is written by this process, streaming, in a temporary folder: with
     ``--scheduler``, the workers must see it (``TMPDIR`` on shared storage), or write the
@@ -382,7 +382,7 @@ def _analyze_dataset(
         if engine is Engine.dask:
             from engines.distributed import dask_client
 
-            parts = (out / FINDINGS_PARTS).resolve()
+            parts = (out / PARTS).resolve()
             shutil.rmtree(parts, ignore_errors=True)
             parts.mkdir(parents=True)
             client = stack.enter_context(dask_client(scheduler, workers=workers))

@@ -500,8 +500,9 @@ def analyze_dataset(
     drivers, driver_links, stand_suspensions : pandas.DataFrame, optional
         As in :func:`engines.buckets.analyze_file`.
     parts : pathlib.Path, optional
-        With ``client``: an empty folder the workers see, where they write the findings as parts
-        of ``findings.geojson`` (see :func:`engines.distributed.gather_on_workers`).
+        With ``client``: an empty folder the workers see, where they write the findings, visits
+        and trips as parts of the output files (see
+        :func:`engines.distributed.gather_on_workers`).
 
     Returns
     -------

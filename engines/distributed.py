@@ -53,6 +53,7 @@ from engines.pipeline import (
     Progress,
     merge_ping_stats,
     no_progress,
+    write_csv_part,
     write_findings_part,
 )
 from geo.roads import RoadGraph
@@ -61,6 +62,8 @@ from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
 from tracking.detectors.findings import KINDS
 from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
+from tracking.stops import empty_stops
+from tracking.trips import empty_trips
 
 DEFAULT_PARTITION_FIXES = 1_000_000
 
@@ -254,9 +257,12 @@ def gather_on_workers(
     groups : int, optional
         Groups of each key (default: two per worker); many small groups exercise the grouping.
     parts : str or pathlib.Path, optional
-        A folder the workers see: each task writes its findings there, evidence included, as a
-        part of ``findings.geojson`` (:func:`~engines.pipeline.write_findings_part`) and the
-        client receives them without the evidence rows (the result's ``findings_parts``).
+        A folder the workers see, where they write the output files as parts (the result's
+        ``parts``): each task its findings, evidence included, in ``achados/``
+        (:func:`~engines.pipeline.write_findings_part`; the client receives them without the
+        evidence rows), each stand group its visits in ``visitas/`` and each partition its
+        trips in ``viagens/`` (:func:`~engines.pipeline.write_csv_part`; the client receives
+        their counts).
     progress : callable
         Called with a pt-BR stage label before each stage.
 
@@ -298,14 +304,19 @@ def _gather_on_workers(
     progress: Progress,
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
-    written: list[Path] = []
+    written: dict[str, list[Path]] = {"findings.geojson": [], "stand_visits.csv": []}
 
-    def findings_part(future: Any, name: str) -> Any:
-        """Return the task's result with its findings written as a part on its worker."""
+    def findings_part(future: Any, name: str, *, visits: bool = False) -> Any:
+        """Return the task's result with its findings (and visits) written as parts there."""
         if parts is None:
             return future
-        written.append(parts / f"{name}.parquet")
-        return client.submit(_with_part, future, str(written[-1]), pure=False)
+        written["findings.geojson"].append(parts / "achados" / f"{name}.parquet")
+        path = str(written["findings.geojson"][-1])
+        if visits:
+            written["stand_visits.csv"].append(parts / "visitas" / f"{name}.parquet")
+            visits_path = str(written["stand_visits.csv"][-1])
+            return client.submit(_with_parts, future, path, visits_path, pure=False)
+        return client.submit(_with_parts, future, path, pure=False)
 
     kinds = set(context["kinds"])
     resolution = None
@@ -372,6 +383,7 @@ def _gather_on_workers(
                 licence_known=licence_known,
             ),
             f"pontos-{g:05d}",
+            visits=True,
         )
         for g in range(n_stand_groups)
     ]
@@ -433,18 +445,32 @@ def _gather_on_workers(
             )
             for k, (fut, fleet) in enumerate(zip(futures, fleets, strict=True))
         ]
-    outputs = [
-        client.submit(pt.part_outputs, fut, offset=offsets[k]) for k, fut in enumerate(futures)
-    ]
+    if parts is None:
+        outputs = [
+            client.submit(pt.part_outputs, fut, offset=offsets[k]) for k, fut in enumerate(futures)
+        ]
+    else:
+        written["trips.csv"] = [
+            parts / "viagens" / f"particao-{k:05d}.parquet" for k in range(len(futures))
+        ]
+        outputs = [
+            client.submit(_trips_part, fut, str(path), pure=False)
+            for fut, path in zip(futures, written["trips.csv"], strict=True)
+        ]
 
     progress("Recebendo achados, visitas, viagens e paradas")
     stand_results: list[dict[str, Any]] = client.gather(stand_tasks)
     cross_results: list[tuple[Any, dict[str, str]]] = client.gather(cross)
-    frames: list[dict[str, pd.DataFrame]] = client.gather(outputs)
+    frames: list[dict[str, Any]] = client.gather(outputs)
     progress("Juntando os resultados dos grupos")
     visits, occ = pt.join_stand_groups(stand_results)
-    trips = pt.by_vehicle_frames([f["trips"] for f in frames])
-    stops = pt.by_vehicle_frames([f["stops"] for f in frames])
+    row_counts: dict[str, int] | None = None
+    if parts is None:
+        trips = pt.by_vehicle_frames([f["trips"] for f in frames])
+        stops = pt.by_vehicle_frames([f["stops"] for f in frames])
+    else:
+        trips, stops = empty_trips(), empty_stops()
+        row_counts = _summed([*(r["counts"] for r in stand_results), *frames])
     result = pt.finish(
         facts,
         rejected=rejected,
@@ -460,20 +486,47 @@ def _gather_on_workers(
             *(f for f, _ in cross_results),
         ],
         skipped=[*(r["skipped"] for r in stand_results), *(s for _, s in cross_results)],
+        counts=row_counts,
     )
-    result.findings_parts = tuple(written)
+    if parts is not None:
+        result.parts = {name: tuple(paths) for name, paths in written.items()}
     return result
 
 
-def _with_part(result: Any, path: str) -> Any:
-    """Write a task's findings as a part at ``path``; return the result without evidence rows.
+def _with_parts(result: Any, path: str, visits_path: str | None = None) -> Any:
+    """Write a task's findings (and visits) as parts; return the result without them.
 
-    ``result`` is a dict with ``findings`` or a ``(findings, skipped)`` pair.
+    ``result`` is a dict with ``findings`` (and ``visits``, left empty, its counts put in
+    ``counts``) or a ``(findings, skipped)`` pair. The findings come back without their
+    evidence rows.
     """
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     if isinstance(result, tuple):
         found, skipped = result
         return write_findings_part(found, path), skipped
-    return result | {"findings": write_findings_part(result["findings"], path)}
+    out = result | {"findings": write_findings_part(result["findings"], path)}
+    if visits_path is not None:
+        visits = result["visits"]
+        Path(visits_path).parent.mkdir(parents=True, exist_ok=True)
+        keys = (fr.VEHICLE_ID, "_piece", "_row")
+        out["counts"] = write_csv_part("stand_visits.csv", visits, visits_path, keys=keys)
+        out["visits"] = visits.iloc[:0]
+    return out
+
+
+def _trips_part(result: dict[str, Any], path: str) -> dict[str, int]:
+    """Write a partition's trips as a part of ``trips.csv``; return its trips' and stops' counts."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    counts = write_csv_part("trips.csv", result["trips"], path, keys=(fr.VEHICLE_ID,))
+    return counts | {"stops": len(result["stops"])}
+
+
+def _summed(counts: Sequence[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for c in counts:
+        for k, v in c.items():
+            total[k] = total.get(k, 0) + int(v)
+    return total
 
 
 def _fleet_by_part(

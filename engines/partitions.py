@@ -746,10 +746,12 @@ def finish(
     occ: pd.DataFrame,
     found: Sequence[gpd.GeoDataFrame],
     skipped: Sequence[dict[str, str]],
+    counts: dict[str, int] | None = None,
 ) -> AnalysisResult:
     """Assemble the result and its summary from the joined frames and the groups' findings.
 
-    ``results_meta``: per partition ``stats``, ``n_matched`` and ``skipped``.
+    ``results_meta``: per partition ``stats``, ``n_matched`` and ``skipped``; ``counts``: the
+    summary's counts of rows written as parts (:func:`engines.pipeline.summarize`).
     """
     params: AnalysisParams = context["params"]
     stats = merge_ping_stats([r["stats"] for r in results_meta])
@@ -768,7 +770,9 @@ def finish(
         skipped_detectors={k: skipped_all[k] for k in context["kinds"] if k in skipped_all},
     )
     n_matched = sum(r["n_matched"] for r in results_meta)
-    result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
+    result.summary = summarize(
+        result, params=params, n_matched=n_matched, stats=stats, counts=counts
+    )
     return result
 
 

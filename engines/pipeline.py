@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,9 +95,11 @@ class AnalysisResult:
     findings: gpd.GeoDataFrame = field(default_factory=empty_findings)
     skipped_detectors: dict[str, str] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
-    findings_parts: tuple[Path, ...] = ()
-    """Set by an engine whose workers wrote the findings (:func:`write_findings_part`): then
-    ``findings`` lacks the evidence rows and ``findings.geojson`` is these parts merged."""
+    parts: dict[str, tuple[Path, ...]] = field(default_factory=dict)
+    """Output files an engine's workers wrote as parts, by file name (:func:`write_outputs`
+    merges them): with ``findings.geojson`` (:func:`write_findings_part`), ``findings`` lacks
+    the evidence rows; with ``stand_visits.csv`` or ``trips.csv`` (:func:`write_csv_part`),
+    ``visits`` or ``trips`` is empty and ``summary`` counts the parts' rows."""
 
 
 def no_progress(_: str) -> None:
@@ -333,16 +335,15 @@ def summarize(
     params: AnalysisParams,
     n_matched: int,
     stats: dict[str, Any] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Return the ``summary.json`` content of a run: counts, the thresholds used, time span.
 
-    ``stats`` (:func:`ping_stats`) stands for ``result.pings`` when the engine never held them all.
+    ``stats`` (:func:`ping_stats`) stands for ``result.pings`` when the engine never held them
+    all; ``counts`` (:func:`row_counts`, summed) for the visits or trips its workers wrote.
     """
     stats = stats if stats is not None else ping_stats(result.pings)
-    visits, trips = result.visits, result.trips
-    boarded = (
-        visits["boarded"].fillna(False).astype(bool) if len(visits) else pd.Series([], dtype=bool)
-    )
+    counts = row_counts(result.visits, result.trips, result.stops) | (counts or {})
     reasons: dict[Any, int] = (
         result.rejected["reason"].value_counts().sort_index().to_dict()
         if len(result.rejected)
@@ -358,11 +359,7 @@ def summarize(
         "pings_in_stands": n_matched,
         "vehicles": stats["vehicles"],
         "stands": int(len(result.stands)),
-        "visits": int(len(visits)),
-        "boardings": int(boarded.sum()),
-        "trips": int(len(trips)),
-        "trips_from_stands": int(trips["pickup_stand_id"].notna().sum()) if len(trips) else 0,
-        "stops": int(len(result.stops)),
+        **counts,
         "findings": int(len(result.findings)),
         "findings_by_kind": {
             str(k): int(v) for k, v in result.findings["kind"].value_counts().sort_index().items()
@@ -370,6 +367,17 @@ def summarize(
         "detectors_skipped": result.skipped_detectors,
         "time_span_utc": span,
         "parameters": asdict(params),
+    }
+
+
+def row_counts(visits: pd.DataFrame, trips: pd.DataFrame, stops: pd.DataFrame) -> dict[str, int]:
+    """Return the summary's counts of visits (and boardings), trips (and from stands), stops."""
+    return {
+        "visits": int(len(visits)),
+        "boardings": int(visits["boarded"].fillna(False).astype(bool).sum()) if len(visits) else 0,
+        "trips": int(len(trips)),
+        "trips_from_stands": int(trips["pickup_stand_id"].notna().sum()) if len(trips) else 0,
+        "stops": int(len(stops)),
     }
 
 
@@ -390,62 +398,138 @@ def _fixed6(col: pd.Series) -> pd.Series:
 FINDINGS_ORDER = ["kind", "started_at", "finding_id"]
 """The order of ``findings.geojson`` (a finding's id is unique)."""
 
-_PART_ROWS = 256  # features a merge holds per part (a part's row group)
+_PART_ROWS = 256  # rows a merge holds per part (a part's row group)
 
 
-def write_findings_part(findings: gpd.GeoDataFrame, path: str | Path) -> gpd.GeoDataFrame:
-    """Write a group's findings, evidence included, as a part of ``findings.geojson``.
+def write_part(path: str | Path, keys: dict[str, Any], texts: Iterable[bytes]) -> None:
+    """Write a part of an output file: its rows' texts in order, each beside its order key.
 
-    The part is a Parquet file of the Feature texts in :data:`FINDINGS_ORDER` with that key
-    beside them (:func:`merge_findings_parts` joins the parts). Returns the findings in that
-    order without their evidence rows (:func:`~tracking.detectors.findings.without_evidence_rows`).
+    ``keys`` maps column names to one value per row (text or integers); the texts go in the
+    column ``text``. :func:`merged_texts` joins parts in the order of the keys.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    frame = findings.sort_values(FINDINGS_ORDER, ignore_index=True)
-    table = pa.table(
-        {
-            "kind": pa.array(frame["kind"].tolist(), pa.string()),
-            "started_ns": pa.array(epoch_ns(frame["started_at"]), pa.int64()),
-            "finding_id": pa.array(frame["finding_id"].tolist(), pa.string()),
-            "feature": pa.array(feature_texts(frame), pa.binary()),
-        }
-    )
+    columns = {name: pa.array(values) for name, values in keys.items()}
+    table = pa.table({**columns, "text": pa.array(texts, pa.binary())})
     pq.write_table(table, path, row_group_size=_PART_ROWS)
-    return without_evidence_rows(frame)
 
 
-def merge_findings_parts(parts: list[Path] | tuple[Path, ...], path: Path) -> None:
-    """Write ``findings.geojson`` from parts (:func:`write_findings_part`), a few rows at a time.
+def merged_texts(parts: Sequence[Path], keys: Sequence[str]) -> Iterator[bytes]:
+    """Yield the texts of ``parts`` (:func:`write_part`) in the order of ``keys``.
 
-    Byte-identical to :func:`~tracking.detectors.findings.write_findings_geojson` of all the
-    parts' findings in one frame.
+    Each part is in that order; rows of equal keys come in part order, then row order. A few
+    hundred rows of each part are held at a time.
     """
     import heapq
 
     import pyarrow.parquet as pq
 
-    def rows(part: Path) -> Any:
+    def rows(part: Path) -> Iterator[tuple[tuple[Any, ...], bytes]]:
         for batch in pq.ParquetFile(part).iter_batches(batch_size=_PART_ROWS):
-            keys = zip(
-                batch.column("kind").to_pylist(),
-                batch.column("started_ns").to_pylist(),
-                batch.column("finding_id").to_pylist(),
-                strict=True,
-            )
-            yield from zip(keys, batch.column("feature").to_pylist(), strict=True)
+            order = zip(*(batch.column(k).to_pylist() for k in keys), strict=True)
+            yield from zip(order, batch.column("text").to_pylist(), strict=True)
 
     merged = heapq.merge(*(rows(p) for p in parts), key=operator.itemgetter(0))
-    write_feature_collection((text for _, text in merged), path)
+    return (text for _, text in merged)
+
+
+def write_findings_part(findings: gpd.GeoDataFrame, path: str | Path) -> gpd.GeoDataFrame:
+    """Write a group's findings, evidence included, as a part of ``findings.geojson``.
+
+    The part holds the Feature texts in :data:`FINDINGS_ORDER` (keys ``kind``, ``started_ns``,
+    ``finding_id``). Returns the findings in that order without their evidence rows
+    (:func:`~tracking.detectors.findings.without_evidence_rows`).
+    """
+    frame = findings.sort_values(FINDINGS_ORDER, ignore_index=True)
+    keys = {
+        "kind": frame["kind"].tolist(),
+        "started_ns": epoch_ns(frame["started_at"]),
+        "finding_id": frame["finding_id"].tolist(),
+    }
+    write_part(path, keys, feature_texts(frame))
+    return without_evidence_rows(frame)
+
+
+def write_csv_part(
+    name: str, frame: pd.DataFrame, path: str | Path, *, keys: Sequence[str]
+) -> dict[str, int]:
+    """Write rows of ``stand_visits.csv`` or ``trips.csv`` (``name``) as a part of that file.
+
+    ``frame`` holds the rows and the ``keys`` columns they are ordered by (the file's order:
+    its rows sorted by them). Returns their :func:`row_counts`.
+    """
+    frame = frame.sort_values(list(keys), kind="stable", ignore_index=True)
+    table, options = _CSV_TABLES[name](frame)
+    text = table.to_csv(index=False, header=False, **options) if len(table) else ""
+    lines = text.encode("utf-8").split(b"\n")[:-1]
+    if len(lines) != len(table):  # a line break inside a field (ids are validated: never)
+        msg = f"{name}: um campo contém quebra de linha"
+        raise ValueError(msg)
+    write_part(path, {k: frame[k].tolist() for k in keys}, lines)
+    if name == "trips.csv":
+        return row_counts(_NO_ROWS, frame, _NO_ROWS)
+    return row_counts(frame, _NO_ROWS, _NO_ROWS)
+
+
+def _merge_part_files(name: str, parts: Sequence[Path], path: Path) -> None:
+    """Write output file ``name`` from its parts, as :func:`write_outputs` writes it whole.
+
+    A part's key columns are all its columns but ``text``, in order.
+    """
+    import pyarrow.parquet as pq
+
+    if name == "findings.geojson":
+        write_feature_collection(merged_texts(parts, _FINDINGS_KEYS), path)
+        return
+    keys = [c for c in pq.read_schema(parts[0]).names if c != "text"] if parts else []
+    with path.open("wb") as fh:
+        fh.write(pd.DataFrame(columns=_CSV_COLUMNS[name]).to_csv(index=False).encode("utf-8"))
+        for line in merged_texts(parts, keys):
+            fh.write(line + b"\n")
+
+
+_FINDINGS_KEYS = ("kind", "started_ns", "finding_id")
+
+
+def merge_findings_parts(parts: Sequence[Path], path: Path) -> None:
+    """Write ``findings.geojson`` from parts (:func:`write_findings_part`), a few rows at a time.
+
+    Byte-identical to :func:`~tracking.detectors.findings.write_findings_geojson` of all the
+    parts' findings in one frame.
+    """
+    _merge_part_files("findings.geojson", parts, path)
 
 
 def write_findings(result: AnalysisResult, path: Path) -> None:
     """Write the run's ``findings.geojson``: its findings, or its workers' parts merged."""
-    if result.findings_parts:
-        merge_findings_parts(result.findings_parts, path)
+    if "findings.geojson" in result.parts:
+        merge_findings_parts(result.parts["findings.geojson"], path)
     else:
         write_findings_geojson(result.findings, path)
+
+
+def _visits_table(visits: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``stand_visits.csv``'s columns as written, and ``to_csv``'s options."""
+    table = visits.loc[:, list(fr.VISIT_COLUMNS)].copy()
+    for col in ("arrived_at", "departed_at"):
+        table[col] = _iso_utc(table[col])
+    return table, {}
+
+
+def _trips_table(trips: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``trips.csv``'s columns as written, and ``to_csv``'s options."""
+    table = trips.loc[:, list(fr.TRIP_COLUMNS)].copy()
+    for col in ("started_at", "ended_at"):
+        table[col] = _iso_utc(table[col])
+    for col in table.columns[[isinstance(d, np.dtype) and d.kind == "f" for d in table.dtypes]]:
+        table[col] = _fixed6(table[col])
+    return table, {"float_format": "%.6f"}
+
+
+_CSV_TABLES = {"stand_visits.csv": _visits_table, "trips.csv": _trips_table}
+_CSV_COLUMNS = {"stand_visits.csv": list(fr.VISIT_COLUMNS), "trips.csv": list(fr.TRIP_COLUMNS)}
+_NO_ROWS = pd.DataFrame()
 
 
 def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = True) -> list[Path]:
@@ -464,17 +548,12 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
     out_dir.mkdir(parents=True, exist_ok=True)
     if findings:
         write_findings(result, out_dir / "findings.geojson")
-    visits = result.visits.loc[:, list(fr.VISIT_COLUMNS)].copy()
-    for col in ("arrived_at", "departed_at"):
-        visits[col] = _iso_utc(visits[col])
-    visits.to_csv(out_dir / "stand_visits.csv", index=False)
-
-    trips = result.trips.loc[:, list(fr.TRIP_COLUMNS)].copy()
-    for col in ("started_at", "ended_at"):
-        trips[col] = _iso_utc(trips[col])
-    for col in trips.columns[[isinstance(d, np.dtype) and d.kind == "f" for d in trips.dtypes]]:
-        trips[col] = _fixed6(trips[col])
-    trips.to_csv(out_dir / "trips.csv", index=False, float_format="%.6f")
+    for name, frame in (("stand_visits.csv", result.visits), ("trips.csv", result.trips)):
+        if name in result.parts:
+            _merge_part_files(name, result.parts[name], out_dir / name)
+        else:
+            table, options = _CSV_TABLES[name](frame)
+            table.to_csv(out_dir / name, index=False, **options)
 
     write_rejected(result.rejected, out_dir / "rejected.csv")
 

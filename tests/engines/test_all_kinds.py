@@ -137,13 +137,21 @@ def _files(folder: Path) -> set[str]:
 
 
 def _assert_parts(out: Path) -> None:
-    """The Dask workers' findings parts hold each finding of ``findings.geojson`` once."""
+    """The Dask workers' parts hold each finding, visit and trip of the merged files once."""
     import pyarrow.parquet as pq
 
     parts = sorted((out / "partes" / "achados").glob("*.parquet"))
     ids = [i for p in parts for i in pq.read_table(p, columns=["finding_id"])[0].to_pylist()]
     features = json.loads((out / "findings.geojson").read_text())["features"]
     assert len(parts) > 1 and sorted(ids) == sorted(f["properties"]["finding_id"] for f in features)
+    for folder, name in (("visitas", "stand_visits.csv"), ("viagens", "trips.csv")):
+        lines = [
+            line + b"\n"
+            for p in sorted((out / "partes" / folder).glob("*.parquet"))
+            for line in pq.read_table(p, columns=["text"])[0].to_pylist()
+        ]
+        rows = (out / name).read_bytes().splitlines(keepends=True)[1:]
+        assert len(lines) > 1 and sorted(lines) == sorted(rows), name
 
 
 def _assert_same_files(got: Path, want: Path) -> None:
