@@ -1,4 +1,8 @@
-"""What the command line imports before a command needs it: help pays for no heavy library."""
+"""What the command line imports before a command needs it: help pays for no heavy library.
+
+The root loads a command's module only when that command is asked for; its own help lists the
+commands from the summaries in ``api.cli._COMMANDS``, checked here against the commands.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = (
     "geopandas", "pandas", "sqlalchemy", "shapely", "pyarrow", "folium", "dask", "scipy",
-    "pyproj", "numpy",
+    "pyproj", "numpy", "pydantic",
 )  # fmt: skip
 _PROBE = """
 import json, sys
@@ -24,11 +28,14 @@ try:
     api.cli.main()
 except SystemExit:
     pass
+commands = sorted(name for name in sys.modules if name.startswith("api.cli_"))
 print(json.dumps([name for name in heavy if name in sys.modules]))
+print(json.dumps(commands))
 """
 
 
-def _loaded(*argv: str) -> list[str]:
+def _run_probe(*argv: str) -> tuple[list[str], list[str]]:
+    """The heavy libraries, and the ``api.cli_*`` modules, that ``pontual ARGV`` has imported."""
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(argv), json.dumps(HEAVY)],
         capture_output=True,
@@ -37,8 +44,12 @@ def _loaded(*argv: str) -> list[str]:
         check=True,
         timeout=120,
     )
-    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
-    return loaded
+    *_, heavy, commands = done.stdout.strip().splitlines()
+    return json.loads(heavy), json.loads(commands)
+
+
+def _loaded(*argv: str) -> list[str]:
+    return _run_probe(*argv)[0]
 
 
 @pytest.mark.parametrize("argv", [("--help",), ("analyze", "--help")])
@@ -53,3 +64,28 @@ def test_the_probe_sees_what_a_command_imports(tmp_path: Path) -> None:
     stands.write_text('{"type": "FeatureCollection", "features": []}', encoding="utf-8")
     args = ("analyze", "--pings", str(tmp_path / "none.csv"), "--stands", str(stands))
     assert "pandas" in _loaded(*args, "--out", str(tmp_path / "out"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "modules"),
+    [
+        (("--help",), ["api.cli_ptbr"]),
+        (("analyze", "--help"), ["api.cli_analyze", "api.cli_ptbr"]),
+        (("db", "status", "--help"), ["api.cli_db", "api.cli_ptbr"]),
+    ],
+)
+def test_a_command_loads_its_own_module_only(argv: tuple[str, ...], modules: list[str]) -> None:
+    """``pontual analyze --help`` imports ``api.cli_analyze`` and no other command's module."""
+    assert _run_probe(*argv)[1] == modules
+
+
+def test_the_root_help_summaries_are_the_commands_own() -> None:
+    """Each summary the root's help lists is the first paragraph of that command's help."""
+    import inspect
+
+    import api.cli
+
+    for name, entry in api.cli._COMMANDS.items():
+        command = api.cli._LazyCommands()[name]
+        text = inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
+        assert (entry.summary, command.hidden, command.deprecated) == (text, False, False), name
