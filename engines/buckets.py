@@ -138,7 +138,7 @@ def analyze_file(
         driver_links=driver_links,
         stand_suspensions=stand_suspensions,
     )
-    n_buckets = max(1, math.ceil(estimate_rows(source) / bucket_fixes))
+    n_buckets = bucket_count(estimate_rows(source), bucket_fixes=bucket_fixes, jobs=jobs)
     with tempfile.TemporaryDirectory(prefix="pontual-buckets-") as tmp:
         folder = Path(tmp)
         progress(f"Lendo e separando os pings em {n_buckets} partição(ões) por veículo")
@@ -214,6 +214,16 @@ def estimate_rows(source: RawPings) -> int:
     return max(1, int(size / max(1.0, len(head) / lines)))
 
 
+def bucket_count(n_rows: int, *, bucket_fixes: int, jobs: int) -> int:
+    """Buckets for about ``bucket_fixes`` rows each, a multiple of ``jobs`` when more than one.
+
+    ``jobs`` processes take the buckets in turn: 7 buckets on 2 would end with one process
+    alone on the last; 8 smaller ones keep both busy to the end.
+    """
+    n = max(1, math.ceil(n_rows / bucket_fixes))
+    return n if n == 1 or jobs == 1 else math.ceil(n / jobs) * jobs
+
+
 def map_step(n_rows: int) -> int:
     """Take one fix in this many for the map (:data:`MAP_FIXES` of ``n_rows``)."""
     return max(1, math.ceil(n_rows / MAP_FIXES))
@@ -248,8 +258,9 @@ def spill(
 
     Buckets are keyed by number (CRC-32 of the trimmed ``vehicle_id`` modulo ``n_buckets``),
     in ascending order; a bucket without rows is left out, bar bucket 0 (an empty file's
-    schema). With ``jobs`` > 1, a plain CSV is read as that many byte ranges at once
-    (:meth:`tracking.ingest.RawPings.ranges`), each range writing its own file of each bucket.
+    schema). With ``jobs`` > 1, a plain CSV (byte ranges) or a Parquet file (runs of row
+    groups) is read as that many ranges at once (:meth:`tracking.ingest.RawPings.ranges`), each
+    range writing its own file of each bucket.
     Afterwards ``source`` knows its malformed records (:meth:`~tracking.ingest.RawPings.malformed`).
     """
     ranges = source.ranges(jobs) if jobs > 1 else []
