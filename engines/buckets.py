@@ -145,11 +145,24 @@ def analyze_file(
         n_rows, spilled = spill(source, folder, n_buckets, jobs=jobs)
         buckets = list(spilled.values())
         job = _BucketJob(source=source, context=context, now=now, step=map_step(n_rows))
-        results = []
-        for done, out in enumerate(forked_map(job, buckets, jobs=jobs), start=1):
+        order = largest_first(buckets) if jobs > 1 else list(range(len(buckets)))
+        results: list[dict[str, Any]] = [{} for _ in buckets]
+        taken = [buckets[k] for k in order]
+        outs = forked_map(job, taken, jobs=jobs)
+        for done, (k, out) in enumerate(zip(order, outs, strict=True), start=1):
             progress(f"Validando e analisando partição {done}/{len(buckets)}")
-            results.append(out)
+            results[k] = out
     return finish(results, source.malformed(), context, jobs=jobs, progress=progress)
+
+
+def largest_first(buckets: list[Bucket]) -> list[int]:
+    """Order the buckets by their spilled bytes, largest first (ties in bucket order).
+
+    The processes take the next bucket as they finish one: the small ones last even out
+    their ends.
+    """
+    size = [sum(file.stat().st_size for file, _ in bucket) for bucket in buckets]
+    return sorted(range(len(buckets)), key=lambda k: -size[k])
 
 
 def finish(
@@ -215,13 +228,20 @@ def estimate_rows(source: RawPings) -> int:
 
 
 def bucket_count(n_rows: int, *, bucket_fixes: int, jobs: int) -> int:
-    """Buckets for about ``bucket_fixes`` rows each, a multiple of ``jobs`` when more than one.
+    """Buckets of about ``bucket_fixes`` rows, a multiple of ``jobs`` when more than one.
 
     ``jobs`` processes take the buckets in turn: 7 buckets on 2 would end with one process
-    alone on the last; 8 smaller ones keep both busy to the end.
+    alone on the last. The multiple below is taken while its buckets hold at most a quarter
+    more than ``bucket_fixes`` (fewer buckets, less work repeated per bucket), else the one
+    above.
     """
     n = max(1, math.ceil(n_rows / bucket_fixes))
-    return n if n == 1 or jobs == 1 else math.ceil(n / jobs) * jobs
+    if jobs == 1 or n == 1:
+        return n
+    down = n // jobs * jobs
+    if down >= jobs and n_rows <= down * bucket_fixes * 1.25:
+        return down
+    return math.ceil(n / jobs) * jobs
 
 
 def map_step(n_rows: int) -> int:
