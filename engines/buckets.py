@@ -6,13 +6,15 @@ rejected rows and summary) without ever holding every fix:
 
 1. *spill* — the file is read once in chunks (:class:`tracking.ingest.RawPings`); each row goes,
    as its raw cells, to the bucket of its vehicle (CRC-32 of the trimmed ``vehicle_id``), an
-   Arrow IPC file in a temporary folder. About ``bucket_fixes`` rows per bucket.
+   Arrow IPC file in a temporary folder. About ``bucket_fixes`` rows per bucket, the count a
+   multiple of ``jobs`` (:func:`bucket_count`). With ``jobs`` > 1, a plain CSV or a Parquet
+   file of several row groups is read as that many ranges at once (:func:`spill`).
 2. *per bucket* — the bucket's rows, in file order, are validated
    (:func:`tracking.validate.validate_pings`: every rule is about one row or one vehicle's rows,
    so a bucket gives the verdicts the whole file would) and analysed with
    :func:`engines.partitions.vehicle_stage`; only its small frames, rejected rows, evidence
    fixes and a sample of fixes for the map (every file row 1 modulo k) are kept. With
-   ``jobs`` > 1, buckets run in that many forked processes.
+   ``jobs`` > 1, buckets run in that many forked processes, the largest first.
 3. *gather* — :func:`engines.partitions.gather`: queue positions across vehicles, occupancy
    and the cross-vehicle kinds.
 
