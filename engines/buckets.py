@@ -6,13 +6,15 @@ rejected rows and summary) without ever holding every fix:
 
 1. *spill* — the file is read once in chunks (:class:`tracking.ingest.RawPings`); each row goes,
    as its raw cells, to the bucket of its vehicle (CRC-32 of the trimmed ``vehicle_id``), an
-   Arrow IPC file in a temporary folder. About ``bucket_fixes`` rows per bucket.
+   Arrow IPC file in a temporary folder. About ``bucket_fixes`` rows per bucket, the count a
+   multiple of ``jobs`` (:func:`bucket_count`). With ``jobs`` > 1, a plain CSV or a Parquet
+   file of several row groups is read as that many ranges at once (:func:`spill`).
 2. *per bucket* — the bucket's rows, in file order, are validated
    (:func:`tracking.validate.validate_pings`: every rule is about one row or one vehicle's rows,
    so a bucket gives the verdicts the whole file would) and analysed with
    :func:`engines.partitions.vehicle_stage`; only its small frames, rejected rows, evidence
    fixes and a sample of fixes for the map (every file row 1 modulo k) are kept. With
-   ``jobs`` > 1, buckets run in that many forked processes.
+   ``jobs`` > 1, buckets run in that many forked processes, the largest first.
 3. *gather* — :func:`engines.partitions.gather`: queue positions across vehicles, occupancy
    and the cross-vehicle kinds.
 
@@ -138,18 +140,31 @@ def analyze_file(
         driver_links=driver_links,
         stand_suspensions=stand_suspensions,
     )
-    n_buckets = max(1, math.ceil(estimate_rows(source) / bucket_fixes))
+    n_buckets = bucket_count(estimate_rows(source), bucket_fixes=bucket_fixes, jobs=jobs)
     with tempfile.TemporaryDirectory(prefix="pontual-buckets-") as tmp:
         folder = Path(tmp)
         progress(f"Lendo e separando os pings em {n_buckets} partição(ões) por veículo")
         n_rows, spilled = spill(source, folder, n_buckets, jobs=jobs)
         buckets = list(spilled.values())
         job = _BucketJob(source=source, context=context, now=now, step=map_step(n_rows))
-        results = []
-        for done, out in enumerate(forked_map(job, buckets, jobs=jobs), start=1):
+        order = largest_first(buckets) if jobs > 1 else list(range(len(buckets)))
+        results: list[dict[str, Any]] = [{} for _ in buckets]
+        taken = [buckets[k] for k in order]
+        outs = forked_map(job, taken, jobs=jobs)
+        for done, (k, out) in enumerate(zip(order, outs, strict=True), start=1):
             progress(f"Validando e analisando partição {done}/{len(buckets)}")
-            results.append(out)
+            results[k] = out
     return finish(results, source.malformed(), context, jobs=jobs, progress=progress)
+
+
+def largest_first(buckets: list[Bucket]) -> list[int]:
+    """Order the buckets by their spilled bytes, largest first (ties in bucket order).
+
+    The processes take the next bucket as they finish one: the small ones last even out
+    their ends.
+    """
+    size = [sum(file.stat().st_size for file, _ in bucket) for bucket in buckets]
+    return sorted(range(len(buckets)), key=lambda k: -size[k])
 
 
 def finish(
@@ -214,6 +229,23 @@ def estimate_rows(source: RawPings) -> int:
     return max(1, int(size / max(1.0, len(head) / lines)))
 
 
+def bucket_count(n_rows: int, *, bucket_fixes: int, jobs: int) -> int:
+    """Buckets of about ``bucket_fixes`` rows, a multiple of ``jobs`` when more than one.
+
+    ``jobs`` processes take the buckets in turn: 7 buckets on 2 would end with one process
+    alone on the last. The multiple below is taken while its buckets hold at most a quarter
+    more than ``bucket_fixes`` (fewer buckets, less work repeated per bucket), else the one
+    above.
+    """
+    n = max(1, math.ceil(n_rows / bucket_fixes))
+    if jobs == 1 or n == 1:
+        return n
+    down = n // jobs * jobs
+    if down >= jobs and n_rows <= down * bucket_fixes * 1.25:
+        return down
+    return math.ceil(n / jobs) * jobs
+
+
 def map_step(n_rows: int) -> int:
     """Take one fix in this many for the map (:data:`MAP_FIXES` of ``n_rows``)."""
     return max(1, math.ceil(n_rows / MAP_FIXES))
@@ -248,8 +280,9 @@ def spill(
 
     Buckets are keyed by number (CRC-32 of the trimmed ``vehicle_id`` modulo ``n_buckets``),
     in ascending order; a bucket without rows is left out, bar bucket 0 (an empty file's
-    schema). With ``jobs`` > 1, a plain CSV is read as that many byte ranges at once
-    (:meth:`tracking.ingest.RawPings.ranges`), each range writing its own file of each bucket.
+    schema). With ``jobs`` > 1, a plain CSV (byte ranges) or a Parquet file (runs of row
+    groups) is read as that many ranges at once (:meth:`tracking.ingest.RawPings.ranges`), each
+    range writing its own file of each bucket.
     Afterwards ``source`` knows its malformed records (:meth:`~tracking.ingest.RawPings.malformed`).
     """
     ranges = source.ranges(jobs) if jobs > 1 else []

@@ -210,17 +210,25 @@ def _trip_spans(
         trips = trips.loc[(trips["source"].astype("str") == "meter").to_numpy()]
     if not len(trips):
         return codes, none, none
-    # (vehicle, instant) as one increasing key: the vehicle's code, then the instant's rank
-    instants = _sorted_unique(ts)
-    width = np.int64(len(instants) + 1)
-    key = codes * width + np.searchsorted(instants, ts)
     vid = pd.Index(trips[fr.VEHICLE_ID].astype("str"))
     code = pd.Index(uniques).get_indexer(vid).astype(np.int64)
     t0 = epoch_ns(trips["started_at"])
-    t1 = epoch_ns(trips["ended_at"])
+    t1 = epoch_ns(trips["ended_at"]) + 1  # at or before t1: before t1 + 1 ns
+    # (vehicle, instant) as one increasing key: the vehicle's code, then the instant; a fix
+    # before (code, t) in it is the vehicle's before t, or an earlier vehicle's
+    first, span = int(ts.min()), int(ts.max()) - int(ts.min()) + 2
+    if len(uniques) * span < 2**62:  # the instant itself, from the first (no sort)
+        key = codes * span + (ts - first)
+        at0 = code * span + np.clip(t0 - first, 0, span - 1)
+        at1 = code * span + np.clip(t1 - first, 0, span - 1)
+    else:  # the instant's rank among the partition's distinct instants
+        instants = _sorted_unique(ts)
+        width = np.int64(len(instants) + 1)
+        key = codes * width + np.searchsorted(instants, ts)
+        at0 = code * width + np.searchsorted(instants, t0)
+        at1 = code * width + np.searchsorted(instants, t1)
     # the vehicle's first fix at or after t0, and the one after its last fix at or before t1
-    lo = np.searchsorted(key, code * width + np.searchsorted(instants, t0, side="left"))
-    hi = np.searchsorted(key, code * width + np.searchsorted(instants, t1, side="right"))
+    lo, hi = np.searchsorted(key, at0), np.searchsorted(key, at1)
     return codes, lo.astype(np.int64), hi.astype(np.int64)
 
 

@@ -53,6 +53,8 @@ _CSV_BLOCK_BYTES = 1 << 20  # larger blocks make Arrow hold much more per row
 _QUOTE_BLOCK = 16 << 20
 RANGE_MIN_BYTES = 64 << 20
 """Smallest CSV :meth:`RawPings.ranges` cuts (under it, starting processes costs more)."""
+RANGE_MIN_ROWS = 600_000
+"""Smallest Parquet :meth:`RawPings.ranges` cuts (about :data:`RANGE_MIN_BYTES` of CSV)."""
 
 
 def read_pings(
@@ -176,14 +178,20 @@ class RawPings:
             raise MalformedFileError(msg)
 
     def ranges(self, parts: int) -> list[tuple[int, int]]:
-        """Cut a plain CSV's records into ``parts`` byte ranges at line ends, to be read at once.
+        """Cut the file into up to ``parts`` ranges of records in file order, to be read at once.
 
-        A cut is a line end outside any quoted field: an even count of double quotes before it
-        (a quoted field may hold a line break; an escaped quote counts two). Empty (read the
-        file whole with :meth:`tables`) for a compressed CSV, Parquet, or a CSV under
-        :data:`RANGE_MIN_BYTES`.
+        A plain CSV: byte ranges cut at line ends outside any quoted field (an even count of
+        double quotes before the cut: a quoted field may hold a line break; an escaped quote
+        counts two). Parquet: ``[first, stop)`` runs of whole row groups of about equal rows
+        (:meth:`_row_group_ranges`). Empty (read the file whole with :meth:`tables`) for a
+        compressed CSV, a CSV under :data:`RANGE_MIN_BYTES`, or a Parquet file under
+        :data:`RANGE_MIN_ROWS` or of one row group.
         """
-        if parts < 2 or not self.is_csv or not self.path.name.lower().endswith(".csv"):
+        if parts < 2:
+            return []
+        if not self.is_csv:
+            return self._row_group_ranges(parts)
+        if not self.path.name.lower().endswith(".csv"):
             return []
         size = self.path.stat().st_size
         if size < RANGE_MIN_BYTES:
@@ -213,12 +221,32 @@ class RawPings:
         """Yield the records of a byte range of :meth:`ranges`, as :meth:`tables` does.
 
         ``row`` counts the range's well-formed records from 1 and ``bad`` gets its malformed
-        ones numbered within the range: :meth:`join_ranges` makes both file-wide.
+        ones numbered within the range: :meth:`join_ranges` makes both file-wide. For Parquet,
+        ``start`` and ``stop`` are row groups and ``bad`` stays empty.
         """
+        if not self.is_csv:
+            yield from _iter_parquet_tables(
+                self.path, chunk_rows=self.chunk_rows, row_groups=range(start, stop)
+            )
+            return
         with _ByteRange(self.path, start, stop) as data:
             yield from _iter_csv_tables(
                 self.path, self.names, chunk_rows=self.chunk_rows, bad=bad, data=data
             )
+
+    def _row_group_ranges(self, parts: int) -> list[tuple[int, int]]:
+        """Cut a Parquet file's row groups into up to ``parts`` runs of about equal rows."""
+        meta = _open_parquet(self.path).metadata
+        if meta.num_rows < RANGE_MIN_ROWS or meta.num_row_groups < 2:
+            return []
+        ends = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+        cuts = [0]
+        for k in range(1, parts):  # after the group whose end is nearest k / parts of the rows
+            at = int(np.argmin(np.abs(ends - ends[-1] * k / parts))) + 1
+            if cuts[-1] < at < len(ends):
+                cuts.append(at)
+        bounds = [*cuts, len(ends)]
+        return list(zip(bounds[:-1], bounds[1:], strict=False))
 
     def join_ranges(self, ranges: list[tuple[int, list[tuple[int | None, str]]]]) -> list[int]:
         """Take the ranges' well-formed counts and malformed records, in file order.
@@ -680,13 +708,19 @@ def _integral_id_columns(path: Path) -> set[str]:
     return out
 
 
-def _iter_parquet_tables(path: Path, *, chunk_rows: int) -> Iterator[pa.Table]:
-    """Yield a Parquet file's rows as stored, ``chunk_rows`` at a time, with ``row``."""
+def _iter_parquet_tables(
+    path: Path, *, chunk_rows: int, row_groups: Iterable[int] | None = None
+) -> Iterator[pa.Table]:
+    """Yield a Parquet file's rows as stored, ``chunk_rows`` at a time, with ``row``.
+
+    ``row_groups``: only these (``row`` then counts their rows from 1).
+    """
     pf = _open_parquet(path)
     done = 0
+    groups = None if row_groups is None else list(row_groups)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        it = iter(pf.iter_batches(batch_size=chunk_rows))
+        it = iter(pf.iter_batches(batch_size=chunk_rows, row_groups=groups))
         while True:
             try:
                 batch = next(it)

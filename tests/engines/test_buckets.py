@@ -19,7 +19,7 @@ from partition_scenario import (
 from partition_scenario import contract_cells as _contract_rows
 from partition_scenario import write_contract_csv as _write_csv
 
-from engines.buckets import analyze_file
+from engines.buckets import analyze_file, bucket_count
 from engines.pipeline import AnalysisParams, analyze_pings
 from tracking import ingest
 from tracking._errors import MissingColumnsError
@@ -87,6 +87,36 @@ class TestAnalyzeFile:
         got, _ = analyze_file(path, STANDS, now=NOW, bucket_fixes=400, jobs=2, **kw)
         assert_same(got, local, positions=False)
         pd.testing.assert_frame_equal(got.rejected, local.rejected)
+
+    @pytest.mark.parametrize("jobs", [2, 3])
+    def test_parquet_read_as_row_group_ranges(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+    ) -> None:
+        """A Parquet file of many row groups read as ``jobs`` runs of them at once, rejected
+        rows in several: the local result, rows numbered as in one read."""
+        monkeypatch.setattr(ingest, "RANGE_MIN_ROWS", 0)
+        cells = _contract_rows()
+        typed = cells.assign(
+            lat=pd.to_numeric(cells["lat"], errors="coerce"),
+            lon=pd.to_numeric(cells["lon"], errors="coerce"),
+        )
+        path = tmp_path / "pings.parquet"
+        typed.to_parquet(path, index=False, row_group_size=len(typed) // 7)
+        assert len(RawPings.open(path).ranges(jobs)) == jobs
+        kw = _kw(tmp_path)
+        local = _local(path, **kw)
+        got, _ = analyze_file(path, STANDS, now=NOW, bucket_fixes=300, jobs=jobs, **kw)
+        assert_same(got, local, positions=False)
+        pd.testing.assert_frame_equal(got.rejected, local.rejected)
+        assert got.rejected["row"].gt(len(typed) // 2).any()  # rejected rows in a later range
+
+    @pytest.mark.parametrize(
+        ("rows", "jobs", "want"),
+        [(3_200_000, 1, 7), (3_200_000, 2, 6), (1_400_000, 2, 4), (10_000_000, 2, 20), (1, 2, 1)],
+    )
+    def test_bucket_count_is_a_multiple_of_jobs(self, rows: int, jobs: int, want: int) -> None:
+        """Buckets of 500k rows: rounded to a multiple of jobs, down while a quarter over."""
+        assert bucket_count(rows, bucket_fixes=500_000, jobs=jobs) == want
 
     @pytest.mark.parametrize("jobs", [2, 3])
     def test_csv_read_as_byte_ranges(

@@ -439,6 +439,34 @@ class TestByteRanges:
         assert parts[0][-1][-1] == "x\n" * 2000 and len(parts[1]) == 3
         assert parts[0] + parts[1] == self._records("".join(body))
 
+    def test_parquet_ranges_are_runs_of_row_groups(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Row groups of 1000, 1000, 1000 and 200 rows: cut into runs of about equal rows; one
+        group, or fewer rows than RANGE_MIN_ROWS, is read whole."""
+        table = pa.table(
+            {
+                "vehicle_id": ["v1"] * 3200,
+                "timestamp": ["t"] * 3200,
+                "lat": [1.0] * 3200,
+                "lon": [2.0] * 3200,
+            }
+        )
+        path = tmp_path / "p.parquet"
+        pq.write_table(table, path, row_group_size=1000)
+        assert RawPings.open(path).ranges(2) == []  # under RANGE_MIN_ROWS
+        monkeypatch.setattr(ingest, "RANGE_MIN_ROWS", 0)
+        assert RawPings.open(path).ranges(2) == [(0, 2), (2, 4)]
+        assert RawPings.open(path).ranges(4) == [(0, 1), (1, 2), (2, 4)]  # 2,400: nearer 2,000
+        assert RawPings.open(path).ranges(8) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+        assert RawPings.open(path).ranges(1) == []
+        one = tmp_path / "one.parquet"
+        pq.write_table(table, one)
+        assert RawPings.open(one).ranges(2) == []
+        bad: list[tuple[int | None, str]] = []
+        rows = [t.column("row").to_pylist() for t in RawPings.open(path).range_tables(2, 4, bad)]
+        assert sum(rows, []) == list(range(1, 1201)) and bad == []
+
     def test_small_compressed_or_unsplittable_files_are_read_whole(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
