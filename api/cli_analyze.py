@@ -258,6 +258,7 @@ def analyze(
                 timezone=tz,
                 jobs=jobs,
                 out=out,
+                books=books,
                 options=options | {"progress": detail},
             )
         elif engine is Engine.local and not porto:
@@ -355,12 +356,14 @@ def _analyze_dataset(
     timezone: str,
     jobs: int,
     out: Path,
+    books: dict[str, Any],
     options: dict[str, Any],
 ) -> tuple[Any, Any]:
     """Analyse a dataset (a plain file with ``--engine dask``: a temporary one first).
 
     With Dask, the workers write the findings, visits and trips as parts in ``out/partes``
-    (emptied first; on storage they see, as the dataset) and the files are merged from there.
+    (emptied first; on storage they see, as the dataset) and the files are merged from there;
+    this process receives of each finding's details what the proposals and the map read.
 
     The plain file is written by this process, streaming, in a temporary folder: with
     ``--scheduler``, the workers must see it (``TMPDIR`` on shared storage), or write the
@@ -378,15 +381,20 @@ def _analyze_dataset(
             write_dataset(
                 pings, dataset, timezone=timezone, jobs=jobs, progress=options["progress"]
             )
-        client, parts = None, None
+        client, parts, keep = None, None, None
         if engine is Engine.dask:
+            from enforcement.proposals import proposal_details
             from engines.distributed import dask_client
+            from maps import MAP_DETAILS
 
             parts = (out / PARTS).resolve()
             shutil.rmtree(parts, ignore_errors=True)
             parts.mkdir(parents=True)
+            keep = MAP_DETAILS | proposal_details(books)
             client = stack.enter_context(dask_client(scheduler, workers=workers))
-        return analyze_dataset(dataset, stands, client=client, jobs=jobs, parts=parts, **options)
+        return analyze_dataset(
+            dataset, stands, client=client, jobs=jobs, parts=parts, keep=keep, **options
+        )
 
 
 def _report(

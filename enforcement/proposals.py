@@ -273,6 +273,11 @@ def propose(
     return done.proposals, done.uncovered
 
 
+def proposal_details(rulebooks: Mapping[str, Rulebook]) -> frozenset[str]:
+    """Return the ``details`` keys :func:`propose_all` reads under ``rulebooks``."""
+    return frozenset({"vehicles"}).union(*(b.detail_keys() for b in rulebooks.values()))
+
+
 def propose_all(
     findings: pd.DataFrame,
     rulebooks: Mapping[str, Rulebook],

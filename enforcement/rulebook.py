@@ -453,6 +453,10 @@ class Rulebook(_Frozen):
         """Return the first rule that a finding falls under, or None."""
         return next((r for r in self.rules if r.matches(kind, details)), None)
 
+    def detail_keys(self) -> frozenset[str]:
+        """Return the ``details`` keys :meth:`rule_for` reads (the rules' ``when``)."""
+        return frozenset(k for r in self.rules for k in r.when)
+
     def law_text(self) -> str:
         """Return the text of the law the rulebook quotes."""
         return (LAW_DIR / self.law_file).read_text(encoding="utf-8")

@@ -482,6 +482,7 @@ def analyze_dataset(
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
     parts: Path | None = None,
+    keep: frozenset[str] | None = None,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Analyse a dataset bucket by bucket (see the module docstring).
 
@@ -503,6 +504,8 @@ def analyze_dataset(
         With ``client``: an empty folder the workers see, where they write the findings, visits
         and trips as parts of the output files (see
         :func:`engines.distributed.gather_on_workers`).
+    keep : frozenset of str, optional
+        With ``parts``: the findings' ``details`` keys the client receives (all without it).
 
     Returns
     -------
@@ -543,7 +546,14 @@ def analyze_dataset(
     malformed = malformed_rows(root, manifest)
     if client is not None:
         return _on_cluster(
-            client, task, buckets, context, malformed=malformed, parts=parts, progress=progress
+            client,
+            task,
+            buckets,
+            context,
+            malformed=malformed,
+            parts=parts,
+            keep=keep,
+            progress=progress,
         )
     results = []
     run = functools.partial(task, context=context)
@@ -561,6 +571,7 @@ def _on_cluster(
     *,
     malformed: pd.DataFrame,
     parts: Path | None,
+    keep: frozenset[str] | None,
     progress: Progress,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Run ``task`` on each bucket on the cluster, then the gathered stage on the workers.
@@ -592,7 +603,7 @@ def _on_cluster(
     rejected, sample = merge_extras(malformed, extras)
     try:
         result = gather_on_workers(
-            client, futures, rejected, context, parts=parts, progress=progress
+            client, futures, rejected, context, parts=parts, keep=keep, progress=progress
         )
     finally:
         client.cancel(futures)

@@ -231,6 +231,7 @@ def gather_on_workers(
     pings: pd.DataFrame | None = None,
     groups: int | None = None,
     parts: str | Path | None = None,
+    keep: frozenset[str] | None = None,
     progress: Progress = no_progress,
 ) -> AnalysisResult:
     """Run :func:`engines.partitions.gather`'s stage on the workers, by each rule's key.
@@ -259,10 +260,12 @@ def gather_on_workers(
     parts : str or pathlib.Path, optional
         A folder the workers see, where they write the output files as parts (the result's
         ``parts``): each task its findings, evidence included, in ``achados/``
-        (:func:`~engines.pipeline.write_findings_part`; the client receives them without the
-        evidence rows), each stand group its visits in ``visitas/`` and each partition its
-        trips in ``viagens/`` (:func:`~engines.pipeline.write_csv_part`; the client receives
-        their counts).
+        (:func:`~engines.pipeline.write_findings_part`), each stand group its visits in
+        ``visitas/`` and each partition its trips in ``viagens/``
+        (:func:`~engines.pipeline.write_csv_part`; the client receives their counts).
+    keep : frozenset of str, optional
+        With ``parts``: the ``details`` keys of the findings the client receives (what the
+        proposals and the map read; all without it).
     progress : callable
         Called with a pt-BR stage label before each stage.
 
@@ -285,6 +288,7 @@ def gather_on_workers(
             pings=pings,
             groups=groups,
             parts=Path(parts) if parts is not None else None,
+            keep=keep,
             progress=progress,
         )
     except Exception as exc:
@@ -301,6 +305,7 @@ def _gather_on_workers(
     pings: pd.DataFrame | None,
     groups: int | None,
     parts: Path | None,
+    keep: frozenset[str] | None,
     progress: Progress,
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
@@ -315,8 +320,8 @@ def _gather_on_workers(
         if visits:
             written["stand_visits.csv"].append(parts / "visitas" / f"{name}.parquet")
             visits_path = str(written["stand_visits.csv"][-1])
-            return client.submit(_with_parts, future, path, visits_path, pure=False)
-        return client.submit(_with_parts, future, path, pure=False)
+            return client.submit(_with_parts, future, path, keep, visits_path, pure=False)
+        return client.submit(_with_parts, future, path, keep, pure=False)
 
     kinds = set(context["kinds"])
     resolution = None
@@ -493,18 +498,20 @@ def _gather_on_workers(
     return result
 
 
-def _with_parts(result: Any, path: str, visits_path: str | None = None) -> Any:
+def _with_parts(
+    result: Any, path: str, keep: frozenset[str] | None, visits_path: str | None = None
+) -> Any:
     """Write a task's findings (and visits) as parts; return the result without them.
 
     ``result`` is a dict with ``findings`` (and ``visits``, left empty, its counts put in
-    ``counts``) or a ``(findings, skipped)`` pair. The findings come back without their
-    evidence rows.
+    ``counts``) or a ``(findings, skipped)`` pair. The findings come back with the ``keep``
+    keys of their details.
     """
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     if isinstance(result, tuple):
         found, skipped = result
-        return write_findings_part(found, path), skipped
-    out = result | {"findings": write_findings_part(result["findings"], path)}
+        return write_findings_part(found, path, keep=keep), skipped
+    out = result | {"findings": write_findings_part(result["findings"], path, keep=keep)}
     if visits_path is not None:
         visits = result["visits"]
         Path(visits_path).parent.mkdir(parents=True, exist_ok=True)

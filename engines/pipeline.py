@@ -40,7 +40,7 @@ from tracking.detectors.findings import (
     KINDS,
     empty_findings,
     feature_texts,
-    without_evidence_rows,
+    with_details,
     write_feature_collection,
     write_findings_geojson,
 )
@@ -97,9 +97,10 @@ class AnalysisResult:
     summary: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, tuple[Path, ...]] = field(default_factory=dict)
     """Output files an engine's workers wrote as parts, by file name (:func:`write_outputs`
-    merges them): with ``findings.geojson`` (:func:`write_findings_part`), ``findings`` lacks
-    the evidence rows; with ``stand_visits.csv`` or ``trips.csv`` (:func:`write_csv_part`),
-    ``visits`` or ``trips`` is empty and ``summary`` counts the parts' rows."""
+    merges them): with ``findings.geojson`` (:func:`write_findings_part`), ``findings`` may
+    hold only the details its readers need; with ``stand_visits.csv`` or ``trips.csv``
+    (:func:`write_csv_part`), ``visits`` or ``trips`` is empty and ``summary`` counts the
+    parts' rows."""
 
 
 def no_progress(_: str) -> None:
@@ -434,12 +435,14 @@ def merged_texts(parts: Sequence[Path], keys: Sequence[str]) -> Iterator[bytes]:
     return (text for _, text in merged)
 
 
-def write_findings_part(findings: gpd.GeoDataFrame, path: str | Path) -> gpd.GeoDataFrame:
-    """Write a group's findings, evidence included, as a part of ``findings.geojson``.
+def write_findings_part(
+    findings: gpd.GeoDataFrame, path: str | Path, *, keep: frozenset[str] | None = None
+) -> gpd.GeoDataFrame:
+    """Write a group's findings, every detail included, as a part of ``findings.geojson``.
 
     The part holds the Feature texts in :data:`FINDINGS_ORDER` (keys ``kind``, ``started_ns``,
-    ``finding_id``). Returns the findings in that order without their evidence rows
-    (:func:`~tracking.detectors.findings.without_evidence_rows`).
+    ``finding_id``). Returns the findings in that order, with only the ``keep`` keys of their
+    ``details`` when given (:func:`~tracking.detectors.findings.with_details`).
     """
     frame = findings.sort_values(FINDINGS_ORDER, ignore_index=True)
     keys = {
@@ -448,7 +451,7 @@ def write_findings_part(findings: gpd.GeoDataFrame, path: str | Path) -> gpd.Geo
         "finding_id": frame["finding_id"].tolist(),
     }
     write_part(path, keys, feature_texts(frame))
-    return without_evidence_rows(frame)
+    return frame if keep is None else with_details(frame, keep)
 
 
 def write_csv_part(

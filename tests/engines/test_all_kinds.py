@@ -317,3 +317,37 @@ class TestEnginesWriteTheSameFiles:
         assert done.returncode == 0, done.stderr
         _assert_same_files(tmp_path / "out", reference[0])
         assert _report_lines(done.stdout) == _report_lines(reference[1])
+
+
+def test_the_client_reads_only_the_declared_details(
+    inputs: Inputs, reference: tuple[Path, str]
+) -> None:
+    """The map, and each bundled rulebook's proposals, made from findings of every kind with
+    only ``maps.MAP_DETAILS`` / ``proposal_details`` kept: the same as with every detail (what
+    a Dask client receives)."""
+    from enforcement.proposals import proposal_details, propose_all
+    from enforcement.rulebook import bundled_rulebooks
+    from maps import MAP_DETAILS
+    from maps.findings import findings_map
+    from tracking.detectors.findings import read_findings_geojson, with_details
+
+    found = read_findings_geojson(reference[0] / "findings.geojson")
+    stands = gpd.read_file(inputs.stands)
+    pages = [
+        FOLIUM_ID.sub("_id", findings_map(stands, f, tiles=None).get_root().render())
+        for f in (found, with_details(found, MAP_DETAILS))
+    ]
+    assert pages[0] == pages[1]
+    books: dict[str, dict[str, Any]] = {}
+    for (municipality, service), book in bundled_rulebooks().items():
+        books.setdefault(municipality, {})[service] = book
+    made = 0
+    for by_service in books.values():
+        keep = proposal_details(by_service)
+        a, b = (
+            propose_all(f, by_service, timezone="America/Sao_Paulo")
+            for f in (found, with_details(found, keep))
+        )
+        assert a == b
+        made += len(a.proposals)
+    assert made > 0

@@ -167,9 +167,9 @@ def _some_findings(n: int) -> gpd.GeoDataFrame:
 
 def test_findings_parts_merge_to_the_same_file(tmp_path: Path) -> None:
     """Findings written as parts in any split and merged: write_findings_geojson's bytes;
-    the frames returned lack the evidence rows only."""
+    the frames returned keep the details asked for only."""
     from engines.pipeline import merge_findings_parts, write_findings_part
-    from tracking.detectors.findings import EVIDENCE_ROWS, write_findings_geojson
+    from tracking.detectors.findings import write_findings_geojson
 
     found = _some_findings(700)
     write_findings_geojson(found, tmp_path / "whole.geojson")
@@ -177,15 +177,13 @@ def test_findings_parts_merge_to_the_same_file(tmp_path: Path) -> None:
     parts, light = [], []
     for k in range(5):  # part 4 is empty
         parts.append(tmp_path / f"p{k}.parquet")
-        light.append(
-            write_findings_part(found[part_of == k].sample(frac=1, random_state=k), parts[-1])
-        )
+        shuffled = found[part_of == k].sample(frac=1, random_state=k)
+        light.append(write_findings_part(shuffled, parts[-1], keep=frozenset({"n", 1})))
     merge_findings_parts(parts, tmp_path / "merged.geojson")
     assert (tmp_path / "merged.geojson").read_bytes() == (tmp_path / "whole.geojson").read_bytes()
     back = pd.concat(light).sort_values("finding_id")
     assert back["finding_id"].tolist() == sorted(found["finding_id"])
-    assert all(not set(EVIDENCE_ROWS) & set(d) for d in back["details"])
-    assert all("n" in d or 1 in d for d in back["details"])
+    assert all(set(d) in ({"n"}, {1}) for d in back["details"])
 
 
 def test_no_findings_merge_to_an_empty_collection(tmp_path: Path) -> None:

@@ -285,16 +285,11 @@ def _geometries(geoms: gpd.GeoSeries) -> list[Any]:
     return out
 
 
-EVIDENCE_ROWS = ("fixes", "ahead")
-"""``details`` keys listing evidence rows (the fixes, the vehicles passed in a queue): written in
-``findings.geojson``; proposals, the map and the summary read none of them."""
-
-
-def without_evidence_rows(findings: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
-    """Return ``findings`` with :data:`EVIDENCE_ROWS` left out of each ``details``."""
+def with_details(findings: gpd.GeoDataFrame, keys: frozenset[str]) -> gpd.GeoDataFrame:
+    """Return ``findings`` with only ``keys`` kept in each ``details``."""
     out = findings.copy(deep=False)
     out["details"] = [
-        {k: v for k, v in d.items() if k not in EVIDENCE_ROWS} if isinstance(d, dict) else d
+        {k: v for k, v in d.items() if k in keys} if isinstance(d, dict) else d
         for d in findings["details"].tolist()
     ]
     return out
