@@ -486,28 +486,6 @@ def run_whole(cmd: list[str]) -> dict[str, Any]:
     return {"seconds": seconds, "stdout": proc.stdout.strip(), "stderr": proc.stderr.strip()}
 
 
-def first_output_s(cmd: list[str]) -> float:
-    """Seconds from starting ``cmd`` on a terminal (a pty) to its first output; then stop it.
-
-    For ``pontual analyze``, the first output is its progress bar (shown on terminals only).
-    """
-    import pty
-    import select
-
-    main_fd, child_fd = pty.openpty()
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=child_fd, stdout=child_fd, stderr=child_fd, cwd=ROOT)
-    os.close(child_fd)
-    try:
-        ready, _, _ = select.select([main_fd], [], [], 120)
-        seconds = time.perf_counter() - t if ready else float("nan")
-    finally:
-        proc.terminate()
-        proc.wait()
-        os.close(main_fd)
-    return seconds
-
-
 def run_peer(spec: dict[str, Any]) -> dict[str, Any]:
     """The peer, in this process: geopandas ``points_from_xy`` + ``sjoin`` of the same fixes.
 
@@ -854,6 +832,8 @@ def run_shapes(args: argparse.Namespace, folder: Path) -> None:
         steps = [json.loads(r["stdout"].splitlines()[-1])["step_s"] for r in theirs]
         rows.append((shape, n, vehicles, days, ours, theirs, steps))
         print(ours[-1]["stdout"] + "\n", flush=True)
+    from bench_startup import first_output_s  # this folder's: run as a script
+
     start = [first_output_s(cli) for _ in range(args.repeat)]
     helps = [run_whole([pontual, "analyze", "--help"])["seconds"] for _ in range(args.repeat)]
     print(
