@@ -309,8 +309,17 @@ class TestAnalyze:
 
 
 def _fixes_csv(path: Path) -> Path:
-    """Write the stored fixes as a contract CSV (UTC timestamps with Z, to the microsecond)."""
+    """Write the stored fixes as a contract CSV (UTC timestamps with Z, to the microsecond).
+
+    In the db dataset's row order (local day, ``vehicle_id``, time), so that the row numbers the
+    findings' evidence cites are the same; in another order only those numbers would differ.
+    """
     stored = _stored_pings()
+    stored = (
+        stored.assign(_day=stored["timestamp"].dt.tz_convert(TZ).dt.date)
+        .sort_values(["_day", "vehicle_id", "timestamp"], ignore_index=True)
+        .drop(columns="_day")
+    )
     stamps = stored["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     columns = [c for c in stored.columns if c not in ("row", "speed_flag")]
     stored[columns].assign(timestamp=stamps).to_csv(path, index=False)
