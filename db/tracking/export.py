@@ -141,18 +141,26 @@ class _CopyStream(io.RawIOBase):
 
     def __init__(self, blocks: Iterator[Any]) -> None:
         self._blocks = blocks
-        self._left = memoryview(b"")
+        self._pending = bytearray()
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        while not self._left:
-            block = next(self._blocks, None)
-            if block is None:
-                return 0
-            self._left = memoryview(block).cast("B")
-        n = min(len(buffer), len(self._left))
-        buffer[:n] = self._left[:n]
-        self._left = self._left[n:]
+        """Fill ``buffer`` whole unless the stream ends.
+
+        A COPY block is one row: Arrow's reader would make a batch of each short read. Rows are
+        appended to one buffer at once (holding each row's block costs more than the copy).
+        """
+        view = memoryview(buffer).cast("B")
+        need = len(view)
+        pending = self._pending
+        if len(pending) < need:
+            for block in self._blocks:
+                pending += block
+                if len(pending) >= need:
+                    break
+        n = min(need, len(pending))
+        view[:n] = pending[:n]
+        del pending[:n]
         return n
