@@ -82,6 +82,11 @@ MALFORMED = "malformed.parquet"
 NO_DAY = "__HIVE_DEFAULT_PARTITION__"
 """Partition value of the rows without a readable timestamp (Hive's name for a null)."""
 
+DB_BUFFER_ROWS = 500_000
+"""Fixes from the database waiting to be written at most (then a row group per bucket)."""
+DB_BLOCK_BYTES = 8 << 20
+"""Bytes of the database's CSV stream parsed at a time."""
+
 _DAY_NS = 86_400_000_000_000
 _HASH_BLOCK = 1 << 20
 
@@ -354,6 +359,8 @@ def write_dataset_from_db(
                 n_buckets=buckets,
                 row0=n_rows,
                 schema=schema,
+                buffer_rows=DB_BUFFER_ROWS,
+                block_bytes=DB_BLOCK_BYTES,
             )
             files += written
         progress("Gravando o manifesto")
@@ -446,13 +453,30 @@ def _write_db_day(
     n_buckets: int,
     row0: int,
     schema: pa.Schema,
+    buffer_rows: int,
+    block_bytes: int,
 ) -> tuple[list[dict[str, Any]], int]:
-    """Stream one local day's fixes into a file per bucket; return the entries and last row."""
+    """Stream one local day's fixes into a file per bucket; return the entries and last row.
+
+    Rows wait in per-bucket buffers until ``buffer_rows`` wait in all, then each bucket's are
+    written as one row group: memory stays bounded and row groups are not one block's share.
+    """
     from db.tracking.export import stream_fixes
 
     name = day.isoformat()
     writers: dict[int, pq.ParquetWriter] = {}
+    waiting: dict[int, list[pa.Table]] = {}
     row = row0
+
+    def flush() -> None:
+        for b in sorted(waiting):
+            if b not in writers:
+                path = folder / _part_path(name, b)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                writers[b] = pq.ParquetWriter(path, schema)
+            writers[b].write_table(pa.concat_tables(waiting[b]), row_group_size=1 << 30)
+        waiting.clear()
+
     try:
         with engine.connect() as conn:
             tables = stream_fixes(
@@ -460,25 +484,24 @@ def _write_db_day(
                 start=_day_start(day, zone),
                 end=_day_start(day + dt.timedelta(days=1), zone),
                 municipality=municipality,
+                block_bytes=block_bytes,
             )
-            for table in tables:
-                n = table.num_rows
+            for block in tables:
+                n = block.num_rows
                 rows = pa.array(np.arange(row + 1, row + n + 1, dtype=np.int64))
-                table = table.append_column(fr.ROW, rows)
-                row += n
-                ids = pc.utf8_trim_whitespace(table.column(fr.VEHICLE_ID))
-                bucket = vehicle_buckets(ids, n_buckets)
+                block = block.append_column(fr.ROW, rows)
+                bucket = vehicle_buckets(
+                    pc.utf8_trim_whitespace(block.column(fr.VEHICLE_ID)), n_buckets
+                )
                 order = np.argsort(bucket, kind="stable")  # rows stay in order within a bucket
                 cut = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
-                for b in range(n_buckets):
-                    if cut[b] == cut[b + 1]:
-                        continue
-                    if b not in writers:
-                        path = folder / _part_path(name, b)
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        writers[b] = pq.ParquetWriter(path, schema)
-                    take = pa.array(order[cut[b] : cut[b + 1]], type=pa.int64())
-                    writers[b].write_table(table.take(take))
+                block = block.take(pa.array(order, type=pa.int64()))
+                for b in np.flatnonzero(cut[1:] > cut[:-1]).tolist():
+                    waiting.setdefault(b, []).append(block.slice(cut[b], cut[b + 1] - cut[b]))
+                if row // buffer_rows != (row + n) // buffer_rows:
+                    flush()
+                row += n
+            flush()
     finally:
         for writer in writers.values():
             writer.close()

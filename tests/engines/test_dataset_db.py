@@ -127,6 +127,25 @@ class TestWrite:
         assert got["driver_id"].fillna("").tolist() == want["driver_id"].fillna("").tolist()
         assert got["tariff"].fillna(0).astype(int).tolist() == want["tariff"].fillna(0).tolist()
 
+    def test_small_blocks_same_rows(
+        self, db: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Tiny stream blocks and buffers (rows cut across reads, many row groups): same rows."""
+        import engines.dataset as ds
+
+        last = _scenario_days()[-1]
+        whole, _ = write_dataset_from_db(
+            db, tmp_path / "a", timezone=TZ, n_buckets=3, last_day=last, today=TODAY
+        )
+        monkeypatch.setattr(ds, "DB_BLOCK_BYTES", 4096)
+        monkeypatch.setattr(ds, "DB_BUFFER_ROWS", 50)
+        small, _ = write_dataset_from_db(
+            db, tmp_path / "b", timezone=TZ, n_buckets=3, last_day=last, today=TODAY
+        )
+        pd.testing.assert_frame_equal(_rows(tmp_path / "b", small), _rows(tmp_path / "a", whole))
+        groups = [pq.ParquetFile(tmp_path / "b" / f["path"]).num_row_groups for f in small["files"]]
+        assert max(groups) > 1
+
     def test_from_to_filters(self, db: Engine, tmp_path: Path) -> None:
         """--from/--to keep the local days between them, inclusive, numbered from 1."""
         days = _scenario_days()
