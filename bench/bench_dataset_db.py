@@ -11,8 +11,9 @@ fixes written as a CSV are also given to ``pontual dataset write --pings`` for c
     .venv/bin/python bench/bench_dataset_db.py                 # 1,000,000 fixes
     .venv/bin/python bench/bench_dataset_db.py -n 200000 --repeat 1 --file
 
-Columns: wall seconds of the command (its whole process, imports included), fixes/s, the child's
-peak RSS (``VmHWM``), load average (1 min) before.
+Columns: wall seconds of the command (its whole process: imports, the schema check of the
+database, the export), fixes/s, the child's peak RSS (``VmHWM``), load average (1 min) before;
+then the export alone, ``write_dataset_from_db`` called in this process.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from bench_copy import _server_url, synthetic_pings  # noqa: E402
 from db.engine import create_database, drop_database, make_engine, parse_url  # noqa: E402
 from db.migrate import upgrade  # noqa: E402
 from db.tracking.store import copy_fixes  # noqa: E402
+from engines.dataset import write_dataset_from_db  # noqa: E402
 
 PONTUAL = Path(sys.executable).with_name("pontual")
+TZ = "America/Sao_Paulo"
 
 
 def _run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -98,6 +101,15 @@ def main() -> None:
                 cmd = ["dataset", "write", "--from-db", "--out", str(out), *extra]
                 wall, peak = _run(cmd, env)
                 rows.append(("dataset write --from-db", wall, peak, load))
+            for k in range(args.repeat):  # the export alone: no imports, no schema check
+                load = os.getloadavg()[0]
+                t0 = time.perf_counter()
+                write_dataset_from_db(
+                    engine, Path(tmp) / f"in{k}", timezone=TZ, n_buckets=args.buckets
+                )
+                rows.append(
+                    ("write_dataset_from_db (in process)", time.perf_counter() - t0, 0, load)
+                )
             manifest = json.loads((Path(tmp) / "db0" / "manifest.json").read_text())
             assert manifest["rows"] == stored, (manifest["rows"], stored)
             shape = (
@@ -116,9 +128,10 @@ def main() -> None:
         engine.dispose()
         drop_database(url)
     print(f"{shape}; cores: {os.cpu_count()}")
-    print(f"{'command':<30} {'wall s':>7} {'fixes/s':>10} {'peak MB':>8} {'load':>5}")
+    print(f"{'command':<36} {'wall s':>7} {'fixes/s':>10} {'peak MB':>8} {'load':>5}")
     for name, wall, peak, load in rows:
-        print(f"{name:<30} {wall:>7.2f} {stored / wall:>10,.0f} {peak:>8.0f} {load:>5.2f}")
+        mb = f"{peak:>8.0f}" if peak else " " * 8
+        print(f"{name:<36} {wall:>7.2f} {stored / wall:>10,.0f} {mb} {load:>5.2f}")
 
 
 if __name__ == "__main__":
