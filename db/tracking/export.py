@@ -44,7 +44,7 @@ _SELECT = (
     "vehicle_id, (extract(epoch FROM ts) * 1000000)::int8, lat, lon, speed_kmh, heading_deg, "
     "accuracy_m, meter, tariff, driver_id"
 )
-_BLOCK_BYTES = 8 << 20
+_BLOCK_BYTES = 1 << 20
 
 
 def _filter(
