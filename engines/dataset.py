@@ -17,6 +17,11 @@ names the source (name, size, SHA-256), the time zone, the buckets, the columns 
 (day, bucket, rows, first and last row, size, SHA-256). The folder is written beside ``DIR``
 and renamed into place: a crash never leaves a half dataset under ``DIR``.
 
+:func:`write_dataset_from_db` writes the same layout from the fixes stored in PostGIS, closed
+local day by closed day (``source.kind`` ``"database"``; ``row``: the ordinal in (local day,
+``vehicle_id``, time) order), and appends the closed days a database dataset lacks (new files
+first, the manifest last by rename).
+
 :func:`analyze_dataset` runs one task per bucket (a bucket holds whole vehicles, every day):
 the task reads its files (checking their size and SHA-256), puts the rows in file order,
 validates them and runs the vehicle stage (:func:`engines.buckets.analyze_bucket`); the
