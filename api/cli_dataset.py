@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Annotated
 
@@ -20,8 +21,44 @@ app = typer.Typer(
 
 @app.command("write")
 def write(
-    pings: Annotated[Path, typer.Option(help="Arquivo de pings (CSV, CSV.gz ou Parquet).")],
     out: Annotated[Path, typer.Option(help="Pasta do conjunto (nova ou vazia).")],
+    pings: Annotated[
+        Path | None,
+        typer.Option(help="Arquivo de pings (CSV, CSV.gz ou Parquet).", show_default=False),
+    ] = None,
+    from_db: Annotated[
+        bool,
+        typer.Option(
+            "--from-db",
+            help="Grava os pings guardados no banco (import pings, ingestão ao vivo), "
+            "dia local fechado a dia local fechado, em vez de --pings.",
+        ),
+    ] = False,
+    first_day: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="Com --from-db: primeiro dia local (AAAA-MM-DD); padrão: o do ping mais antigo.",
+            show_default=False,
+        ),
+    ] = None,
+    last_day: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="Com --from-db: último dia local (AAAA-MM-DD); padrão e no máximo: ontem no "
+            "fuso (o último dia fechado).",
+            show_default=False,
+        ),
+    ] = None,
+    append: Annotated[
+        bool,
+        typer.Option(
+            "--append",
+            help="Com --from-db: acrescenta ao conjunto em --out só os dias fechados que lhe "
+            "faltam (o manifesto é trocado por último).",
+        ),
+    ] = False,
     buckets: Annotated[
         int | None,
         typer.Option(
@@ -52,15 +89,35 @@ def write(
         ),
     ] = None,
 ) -> None:
-    """Grava um arquivo de pings como conjunto Parquet particionado, com manifest.json."""
+    """Grava pings (de um arquivo ou do banco) como conjunto Parquet particionado."""
     import runtime
 
     jobs = jobs or runtime.available_cores()
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    require_file(pings, flag="--pings")
+    if from_db == (pings is not None):
+        msg = "informe --pings ARQUIVO ou --from-db (um dos dois)"
+        raise typer.BadParameter(msg, param_hint="--pings/--from-db")
+    if not from_db:
+        for flag, given in (("--from", first_day), ("--to", last_day), ("--append", append)):
+            if given:
+                msg = f"{flag} só vale com --from-db"
+                raise typer.BadParameter(msg, param_hint=flag)
     tz = _timezone(timezone, municipality)
+    if pings is None:
+        _write_from_db(
+            out,
+            timezone=tz,
+            municipality=municipality,
+            first_day=_day(first_day, flag="--from"),
+            last_day=_day(last_day, flag="--to"),
+            buckets=buckets,
+            append=append,
+            force=force,
+        )
+        return
+    require_file(pings, flag="--pings")
     console = Console(stderr=True)
     with Progress(
         TextColumn("{task.description}"),
@@ -89,6 +146,97 @@ def write(
         f"arquivo(s); {no_day} sem data legível, {manifest['malformed']['rows']} malformada(s) "
         "(rejeitadas na análise)."
     )
+    typer.echo(f"Conjunto em {out}/ (manifest.json).")
+
+
+def _day(text: str | None, *, flag: str) -> dt.date | None:
+    """Parse a ``AAAA-MM-DD`` option.
+
+    Raises
+    ------
+    typer.BadParameter
+        Not a date in that form.
+    """
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        msg = f"era {text!r}; esperado uma data AAAA-MM-DD (ex.: 2025-03-04)"
+        raise typer.BadParameter(msg, param_hint=flag) from None
+
+
+def _write_from_db(
+    out: Path,
+    *,
+    timezone: str,
+    municipality: str | None,
+    first_day: dt.date | None,
+    last_day: dt.date | None,
+    buckets: int | None,
+    append: bool,
+    force: bool,
+) -> None:
+    """Run :func:`engines.dataset.write_dataset_from_db` with a progress bar; report."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from api.cli_db import database_url
+    from db.engine import make_engine
+    from engines.dataset import write_dataset_from_db
+
+    engine = make_engine(database_url())
+    console = Console(stderr=True)
+    try:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not console.is_terminal,
+        ) as bar:
+            task = bar.add_task("Lendo o banco", total=None)
+
+            def step(label: str) -> None:
+                bar.update(task, description=label)
+
+            before = None
+            if append:
+                from engines.dataset import is_dataset, read_manifest
+
+                before = read_manifest(out)["rows"] if is_dataset(out) else None
+            manifest, days = write_dataset_from_db(
+                engine,
+                out,
+                timezone=timezone,
+                municipality=municipality,
+                first_day=first_day,
+                last_day=last_day,
+                n_buckets=buckets,
+                append=append,
+                force=force,
+                progress=step,
+            )
+    finally:
+        engine.dispose()
+    source = manifest["source"]
+    typer.echo(f"Fuso horário dos dias: {timezone}.")
+    where = f" do município {municipality}" if municipality else ""
+    if not days:
+        typer.echo(
+            f"Nenhum dia fechado novo{where}: o conjunto já vai até {source['last_day']} "
+            f"({manifest['rows']} pings)."
+        )
+    else:
+        added = manifest["rows"] - (before or 0)
+        verb = "acrescentados" if before is not None else "gravados"
+        typer.echo(
+            f"{added} pings do banco{where} {verb}: dias {days[0]} a {days[-1]}; "
+            f"o conjunto vai de {source['first_day']} a {source['last_day']}, "
+            f"{manifest['rows']} pings, {manifest['n_buckets']} grupo(s) de veículos, "
+            f"{len(manifest['files'])} arquivo(s)."
+        )
     typer.echo(f"Conjunto em {out}/ (manifest.json).")
 
 

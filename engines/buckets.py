@@ -260,7 +260,14 @@ def _bucket_of(source: RawPings, table: pa.Table, n_buckets: int) -> np.ndarray:
         if source.is_csv
         else source.frame(sub)[fr.VEHICLE_ID]
     )
-    encoded = pc.dictionary_encode(arrow_text(column).combine_chunks())
+    return vehicle_buckets(arrow_text(column), n_buckets)
+
+
+def vehicle_buckets(vehicle_ids: pa.Array | pa.ChunkedArray, n_buckets: int) -> np.ndarray:
+    """Bucket of each trimmed ``vehicle_id``: CRC-32 of its UTF-8 bytes modulo ``n_buckets``."""
+    if isinstance(vehicle_ids, pa.ChunkedArray):
+        vehicle_ids = vehicle_ids.combine_chunks()
+    encoded = pc.dictionary_encode(vehicle_ids)
     lut = np.fromiter(
         (zlib.crc32(v.encode("utf-8")) % n_buckets for v in encoded.dictionary.to_pylist()),
         dtype=np.int64,

@@ -17,6 +17,11 @@ names the source (name, size, SHA-256), the time zone, the buckets, the columns 
 (day, bucket, rows, first and last row, size, SHA-256). The folder is written beside ``DIR``
 and renamed into place: a crash never leaves a half dataset under ``DIR``.
 
+:func:`write_dataset_from_db` writes the same layout from the fixes stored in PostGIS, closed
+local day by closed day (``source.kind`` ``"database"``; ``row``: the ordinal in (local day,
+``vehicle_id``, time) order), and appends the closed days a database dataset lacks (new files
+first, the manifest last by rename).
+
 :func:`analyze_dataset` runs one task per bucket (a bucket holds whole vehicles, every day):
 the task reads its files (checking their size and SHA-256), puts the rows in file order,
 validates them and runs the vehicle stage (:func:`engines.buckets.analyze_bucket`); the
@@ -42,11 +47,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engines.buckets import (
@@ -60,6 +67,7 @@ from engines.buckets import (
     merge_extras,
     read_spilled,
     spill,
+    vehicle_buckets,
     without_positions,
 )
 from engines.partitions import stage_context
@@ -78,6 +86,12 @@ MANIFEST = "manifest.json"
 MALFORMED = "malformed.parquet"
 NO_DAY = "__HIVE_DEFAULT_PARTITION__"
 """Partition value of the rows without a readable timestamp (Hive's name for a null)."""
+
+DB_BUFFER_ROWS = 500_000
+"""Fixes from the database waiting to be written at most (then a row group per bucket)."""
+DB_BLOCK_BYTES = 1 << 20
+"""Bytes of the database's CSV stream parsed at a time (the export of 6M fixes peaked at 0.81 GB
+with 8 MiB blocks, 0.48 GB with 1 MiB, no slower)."""
 
 _DAY_NS = 86_400_000_000_000
 _HASH_BLOCK = 1 << 20
@@ -173,11 +187,9 @@ def write_dataset(
         progress("Gravando o manifesto")
         bad = source.bad or []
         malformed = _write_malformed(tmp / MALFORMED, bad)
-        schema = pq.read_schema(tmp / files[0]["path"])
-        manifest = {
-            "format": FORMAT,
-            "version": VERSION,
-            "source": {
+        manifest = _manifest(
+            {
+                "kind": "file",
                 "name": source.path.name,
                 "size_bytes": source.path.stat().st_size,
                 "sha256": _sha256(source.path),
@@ -185,21 +197,383 @@ def write_dataset(
                 "csv_columns": list(source.names),
                 "integral_ids": sorted(source.integral_ids),
             },
-            "timezone": timezone,
-            "n_buckets": buckets,
-            "rows": n_rows,
-            "columns": [{"name": f.name, "type": str(f.type)} for f in schema],
-            "malformed": malformed,
-            "files": sorted(files, key=lambda f: (f["bucket"], f["day"] or "")),
-        }
-        (tmp / MANIFEST).write_text(
-            json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+            timezone=timezone,
+            n_buckets=buckets,
+            rows=n_rows,
+            schema=pq.read_schema(tmp / files[0]["path"]),
+            malformed=malformed,
+            files=files,
         )
+        _write_manifest(tmp, manifest)
         _swap(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return manifest
+
+
+def write_dataset_from_db(
+    engine: Any,
+    out: str | Path,
+    *,
+    timezone: str,
+    municipality: str | None = None,
+    first_day: dt.date | None = None,
+    last_day: dt.date | None = None,
+    n_buckets: int | None = None,
+    bucket_fixes: int = DEFAULT_BUCKET_FIXES,
+    append: bool = False,
+    force: bool = False,
+    today: dt.date | None = None,
+    progress: Progress = no_progress,
+) -> tuple[dict[str, Any], list[str]]:
+    """Write the fixes stored in PostGIS as a dataset in ``out``, or append its new closed days.
+
+    The fixes of each local day (``timezone``), from ``first_day`` to ``last_day`` inclusive,
+    are streamed in ``(vehicle_id, ts)`` order (:func:`db.tracking.export.stream_fixes`) and
+    written by vehicle bucket as they come: memory does not grow with the days. A row's number
+    (``row``) is its ordinal in (local day, ``vehicle_id`` bytewise, ``ts``) order over the
+    dataset's days, from 1; an append continues the numbering. The manifest's ``source`` says
+    ``"kind": "database"``, the municipality, the days covered (``first_day``, ``last_day``) and
+    the rows.
+
+    Parameters
+    ----------
+    engine : sqlalchemy.engine.Engine
+        The database.
+    out : str or pathlib.Path
+        The dataset's folder: absent or empty, or (with ``force``) a dataset to replace, or
+        (with ``append``) a dataset written from this database.
+    timezone : str
+        IANA zone of the local days.
+    municipality : str, optional
+        IBGE code: the fixes of vehicles registered in another municipality are left out
+        (vehicles the registry lacks are kept: the unlicensed are judged on them).
+    first_day : datetime.date, optional
+        First local day; default the day of the earliest stored fix (with ``append``: the day
+        after the dataset's last; giving it then is an error).
+    last_day : datetime.date, optional
+        Last local day; default and at most the last closed day (``today`` − 1): a day still
+        being ingested is never written.
+    n_buckets : int, optional
+        Vehicle buckets; default one per ``bucket_fixes`` fixes (with ``append``: the dataset's).
+    bucket_fixes : int, default 500,000
+        Fixes per bucket aimed at when ``n_buckets`` is not given.
+    append : bool, default False
+        Add to the dataset in ``out`` only the closed days after its last: the new files first,
+        then the manifest through a temporary file renamed over the old one (a crash leaves the
+        old manifest valid and the new files unlisted). Absent or empty ``out``: written whole.
+    force : bool, default False
+        Replace an existing dataset in ``out``.
+    today : datetime.date, optional
+        The current local day (default: the clock's, in ``timezone``).
+    progress : callable
+        Called with a pt-BR label at each step.
+
+    Returns
+    -------
+    manifest, span
+        The manifest, and the first and last local day written now (ISO dates; empty when no
+        closed day was lacking).
+
+    Raises
+    ------
+    DatasetError
+        Bad days (``first_day`` after ``last_day``, ``last_day`` not closed), no stored fix in
+        the days of a new dataset, ``out`` not writable as asked, or (``append``) ``out`` a
+        dataset from a file or of another municipality, zone or bucket count.
+    """
+    from db.tracking.export import EXPORT_SCHEMA, fixes_by_day
+
+    for name, value in (("n_buckets", n_buckets), ("bucket_fixes", bucket_fixes)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            msg = f"'{name}' era {value!r}; esperado um inteiro positivo"
+            raise DatasetError(msg)
+        if value is not None and value < 1:
+            msg = f"'{name}' era {value!r}; esperado um inteiro positivo"
+            raise DatasetError(msg)
+    target = Path(out)
+    zone = ZoneInfo(timezone)
+    today = today or dt.datetime.now(zone).date()
+    closed = today - dt.timedelta(days=1)
+    if last_day is not None and last_day > closed:
+        msg = (
+            f"--to era {last_day.isoformat()}; o último dia fechado em {timezone} é "
+            f"{closed.isoformat()} (um dia ainda aberto nunca é gravado pela metade)"
+        )
+        raise DatasetError(msg)
+    last_day = last_day or closed
+    old = _appendable(target, timezone=timezone, municipality=municipality) if append else None
+    if old is None:
+        _check_target(target, force=force)
+    else:
+        if first_day is not None:
+            msg = "--from não vale com --append: o conjunto continua do dia seguinte ao seu último"
+            raise DatasetError(msg)
+        if n_buckets is not None and n_buckets != old["n_buckets"]:
+            msg = (
+                f"--buckets era {n_buckets}; o conjunto em {target} tem {old['n_buckets']} "
+                "grupos de veículos (omita --buckets ou grave um conjunto novo)"
+            )
+            raise DatasetError(msg)
+        first_day = dt.date.fromisoformat(old["source"]["last_day"]) + dt.timedelta(days=1)
+        if first_day > last_day:
+            return old, []
+    if first_day is not None and first_day > last_day:
+        msg = f"--from ({first_day.isoformat()}) é depois de --to ({last_day.isoformat()})"
+        raise DatasetError(msg)
+    progress("Contando os pings gravados no banco, por dia")
+    with engine.connect() as conn:
+        per_day = fixes_by_day(
+            conn,
+            timezone=timezone,
+            start=_day_start(first_day, zone) if first_day is not None else None,
+            end=_day_start(last_day + dt.timedelta(days=1), zone),
+            municipality=municipality,
+        )
+    n_fixes = sum(per_day.values())
+    if old is None and n_fixes == 0:
+        since = f"de {first_day.isoformat()} " if first_day is not None else ""
+        where = f" (município {municipality})" if municipality else ""
+        msg = f"nenhum ping gravado no banco {since}até {last_day.isoformat()}{where}"
+        raise DatasetError(msg)
+    if first_day is None:
+        first_day = min(per_day)
+    days = sorted(per_day)
+    if old is not None:
+        buckets = int(old["n_buckets"])
+        row0 = int(old["rows"])
+        folder = target
+    else:
+        buckets = n_buckets or max(1, math.ceil(n_fixes / bucket_fixes))
+        row0 = 0
+        target.parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    schema = EXPORT_SCHEMA.append(pa.field(fr.ROW, pa.int64()))
+    try:
+        files: list[dict[str, Any]] = []
+        n_rows = row0
+        for k, day in enumerate(days, start=1):
+            done = f"{n_rows - row0}/{n_fixes}"
+            progress(f"Gravando o dia {day.isoformat()} ({k}/{len(days)}; {done} pings)")
+            written, n_rows = _write_db_day(
+                engine,
+                folder,
+                day,
+                zone=zone,
+                municipality=municipality,
+                n_buckets=buckets,
+                row0=n_rows,
+                schema=schema,
+                buffer_rows=DB_BUFFER_ROWS,
+                block_bytes=DB_BLOCK_BYTES,
+            )
+            files += written
+        progress("Gravando o manifesto")
+        if old is None:
+            malformed = _write_malformed(folder / MALFORMED, [])
+            first = first_day
+        else:
+            malformed = old["malformed"]
+            files = [*old["files"], *files]
+            first = dt.date.fromisoformat(old["source"]["first_day"])
+        manifest = _manifest(
+            {
+                "kind": "database",
+                "format": "parquet",
+                "csv_columns": [],
+                "integral_ids": [],
+                "municipality": municipality,
+                "first_day": first.isoformat(),
+                "last_day": last_day.isoformat(),
+                "rows": n_rows,
+                "row_order": "local day, vehicle_id (bytewise), timestamp",
+            },
+            timezone=timezone,
+            n_buckets=buckets,
+            rows=n_rows,
+            schema=schema,
+            malformed=malformed,
+            files=files,
+        )
+        _write_manifest(folder, manifest)
+        if old is None:
+            _swap(folder, target)
+    except BaseException:
+        if old is None:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return manifest, [first_day.isoformat(), last_day.isoformat()]
+
+
+def _day_start(day: dt.date, zone: ZoneInfo) -> dt.datetime:
+    """Return the UTC instant local ``day`` starts at."""
+    return dt.datetime.combine(day, dt.time(), tzinfo=zone).astimezone(dt.UTC)
+
+
+def _appendable(target: Path, *, timezone: str, municipality: str | None) -> dict[str, Any] | None:
+    """Return the manifest of the database dataset ``target`` to append to (None: absent/empty).
+
+    Raises
+    ------
+    DatasetError
+        ``target`` is a file, a folder that is no dataset, a dataset from a file, or one of
+        another municipality or zone.
+    """
+    if target.exists() and not target.is_dir():
+        msg = f"a saída {target} é um arquivo; esperado uma pasta (nova, vazia ou um conjunto)"
+        raise DatasetError(msg)
+    if not target.is_dir() or not any(target.iterdir()):
+        return None
+    manifest = read_manifest(target)
+    source = manifest["source"]
+    if source.get("kind", "file") != "database":
+        msg = (
+            f"--append: o conjunto em {target} foi gravado de um arquivo ({source.get('name')}), "
+            "não do banco; grave um conjunto novo com --from-db"
+        )
+        raise DatasetError(msg)
+    if source.get("municipality") != municipality:
+        had = source.get("municipality") or "(todos)"
+        msg = (
+            f"--append: o conjunto em {target} é do município {had}, não de "
+            f"{municipality or '(todos)'}; use o mesmo --municipality ou um conjunto novo"
+        )
+        raise DatasetError(msg)
+    if manifest["timezone"] != timezone:
+        msg = (
+            f"--append: os dias do conjunto em {target} são de {manifest['timezone']}, não de "
+            f"{timezone}; use o mesmo fuso ou um conjunto novo"
+        )
+        raise DatasetError(msg)
+    return manifest
+
+
+def _write_db_day(
+    engine: Any,
+    folder: Path,
+    day: dt.date,
+    *,
+    zone: ZoneInfo,
+    municipality: str | None,
+    n_buckets: int,
+    row0: int,
+    schema: pa.Schema,
+    buffer_rows: int,
+    block_bytes: int,
+) -> tuple[list[dict[str, Any]], int]:
+    """Stream one local day's fixes into a file per bucket; return the entries and last row.
+
+    Rows wait in per-bucket buffers until ``buffer_rows`` wait in all, then each bucket's are
+    written as one row group: memory stays bounded and row groups are not one block's share
+    (writing on a thread while the next rows stream in did not pay on 2 cores).
+    """
+    from db.tracking.export import stream_fixes
+
+    name = day.isoformat()
+    writers: dict[int, pq.ParquetWriter] = {}
+    waiting: dict[int, list[pa.Table]] = {}
+    row = row0
+
+    def write(buffers: dict[int, list[pa.Table]]) -> None:
+        for b in sorted(buffers):
+            if b not in writers:
+                path = folder / _part_path(name, b)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                writers[b] = pq.ParquetWriter(path, schema)
+            writers[b].write_table(pa.concat_tables(buffers[b]), row_group_size=1 << 30)
+
+    def flush() -> None:
+        write(waiting)
+        waiting.clear()
+
+    try:
+        with engine.connect() as conn:
+            tables = stream_fixes(
+                conn,
+                start=_day_start(day, zone),
+                end=_day_start(day + dt.timedelta(days=1), zone),
+                municipality=municipality,
+                block_bytes=block_bytes,
+            )
+            for block in tables:
+                n = block.num_rows
+                rows = pa.array(np.arange(row + 1, row + n + 1, dtype=np.int64))
+                block = block.append_column(fr.ROW, rows)
+                bucket = vehicle_buckets(
+                    pc.utf8_trim_whitespace(block.column(fr.VEHICLE_ID)), n_buckets
+                )
+                order = np.argsort(bucket, kind="stable")  # rows stay in order within a bucket
+                cut = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
+                block = block.take(pa.array(order, type=pa.int64()))
+                for b in np.flatnonzero(cut[1:] > cut[:-1]).tolist():
+                    waiting.setdefault(b, []).append(block.slice(cut[b], cut[b + 1] - cut[b]))
+                if row // buffer_rows != (row + n) // buffer_rows:
+                    flush()
+                row += n
+            flush()
+    finally:
+        for writer in writers.values():
+            writer.close()
+    entries = [
+        _file_entry(folder, _part_path(name, b), day=name, bucket=b) for b in sorted(writers)
+    ]
+    return entries, row
+
+
+def _manifest(
+    source: dict[str, Any],
+    *,
+    timezone: str,
+    n_buckets: int,
+    rows: int,
+    schema: pa.Schema,
+    malformed: dict[str, Any],
+    files: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Return a manifest (files by bucket, then day; the day-less first)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "source": source,
+        "timezone": timezone,
+        "n_buckets": n_buckets,
+        "rows": rows,
+        "columns": [{"name": f.name, "type": str(f.type)} for f in schema],
+        "malformed": malformed,
+        "files": sorted(files, key=lambda f: (f["bucket"], f["day"] or "")),
+    }
+
+
+def _write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    """Write ``folder``'s manifest through a temporary file renamed over it (atomic)."""
+    tmp = folder / f".{MANIFEST}.tmp"
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / MANIFEST)
+
+
+def _part_path(day: str | None, bucket: int) -> Path:
+    """Relative path of a (local day, bucket) file; ``None``: the day-less partition."""
+    return Path(f"day={day or NO_DAY}") / f"bucket={bucket}" / "part-0.parquet"
+
+
+def _file_entry(folder: Path, rel: Path, *, day: str | None, bucket: int) -> dict[str, Any]:
+    """Return a written file's manifest entry (rows, first/last ``row``, size, SHA-256)."""
+    meta = pq.ParquetFile(folder / rel)
+    rows = meta.read(columns=[fr.ROW]).column(0).to_numpy() if meta.metadata.num_rows else []
+    return {
+        "path": rel.as_posix(),
+        "day": day,
+        "bucket": bucket,
+        "rows": meta.metadata.num_rows,
+        "first_row": int(np.min(rows)) if len(rows) else None,
+        "last_row": int(np.max(rows)) if len(rows) else None,
+        "size_bytes": (folder / rel).stat().st_size,
+        "sha256": _sha256(folder / rel),
+    }
 
 
 def _check_target(target: Path, *, force: bool) -> None:
@@ -251,24 +625,11 @@ def _write_bucket(
     out = []
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         code = int(day[lo]) if len(day) else None
-        name = NO_DAY if code is None or code == _NO_DAY_CODE else _day_text(code)
-        rel = Path(f"day={name}") / f"bucket={bucket}" / "part-0.parquet"
+        name = None if code is None or code == _NO_DAY_CODE else _day_text(code)
+        rel = _part_path(name, bucket)
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        part = table.slice(lo, hi - lo)
-        pq.write_table(part, folder / rel)
-        rows = part.column(fr.ROW).to_numpy()
-        out.append(
-            {
-                "path": rel.as_posix(),
-                "day": None if name == NO_DAY else name,
-                "bucket": bucket,
-                "rows": part.num_rows,
-                "first_row": int(rows.min()) if len(rows) else None,
-                "last_row": int(rows.max()) if len(rows) else None,
-                "size_bytes": (folder / rel).stat().st_size,
-                "sha256": _sha256(folder / rel),
-            }
-        )
+        pq.write_table(table.slice(lo, hi - lo), folder / rel)
+        out.append(_file_entry(folder, rel, day=name, bucket=bucket))
     return out
 
 
