@@ -460,10 +460,9 @@ def run_on_cluster(cli_args: list[str], *, workers: int) -> dict[str, Any]:
 
     from engines.distributed import dask_client
 
-    with (
-        dask.config.set({"distributed.admin.low-level-log-length": 10_000_000}),
-        dask_client(workers=workers) as client,
-    ):
+    # for this process and the workers it starts (a `with` here lost other keys on exit)
+    dask.config.set({"distributed.admin.low-level-log-length": 10_000_000})
+    with dask_client(workers=workers) as client:
         address = client.scheduler_info()["address"]
         report = run_cli([*cli_args, "--engine", "dask", "--scheduler", address])
         moved = list(client.run(_moved).values())
@@ -882,6 +881,12 @@ def main() -> None:
         help="write a dataset (pontual dataset write) and run the --dask counts on it "
         "(instead of on the plain file)",
     )
+    parser.add_argument(
+        "--moves-only",
+        action="store_true",
+        help="with --dataset and --dask: only the table of what moves (the dataset already "
+        "written in --keep)",
+    )
     parser.add_argument("--skip-stages", action="store_true")
     parser.add_argument(
         "--repeat", type=int, default=3, help="timed runs of each CLI configuration (default 3)"
@@ -976,7 +981,7 @@ def main() -> None:
         )
         print("|---|---:|---:|---:|---:|---:|")
         last = ""
-        for label, extra_args in runs:
+        for label, extra_args in [] if args.moves_only else runs:
             command: tuple[str, ...] = ("analyze",)
             cli_args = [*common, "--out", str(folder / "out"), *extra_args]
             if "dataset write" in label:
