@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -93,9 +95,6 @@ def write(
     import runtime
 
     jobs = jobs or runtime.available_cores()
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     if from_db == (pings is not None):
         msg = "informe --pings ARQUIVO ou --from-db (um dos dois)"
         raise typer.BadParameter(msg, param_hint="--pings/--from-db")
@@ -118,21 +117,9 @@ def write(
         )
         return
     require_file(pings, flag="--pings")
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as bar:
-        task = bar.add_task("Lendo pings", total=None)
-        from engines.dataset import write_dataset
+    from engines.dataset import write_dataset
 
-        def step(label: str) -> None:
-            bar.update(task, description=label)
-
+    with _steps("Lendo pings") as step:
         manifest = write_dataset(
             pings, out, timezone=tz, n_buckets=buckets, jobs=jobs, force=force, progress=step
         )
@@ -147,6 +134,25 @@ def write(
         "(rejeitadas na análise)."
     )
     typer.echo(f"Conjunto em {out}/ (manifest.json).")
+
+
+@contextlib.contextmanager
+def _steps(first: str) -> Iterator[Callable[[str], None]]:
+    """Show a progress line on stderr (terminals only); yield what relabels it."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as bar:
+        task = bar.add_task(first, total=None)
+        yield lambda label: bar.update(task, description=label)
 
 
 def _day(text: str | None, *, flag: str) -> dt.date | None:
@@ -178,29 +184,13 @@ def _write_from_db(
     force: bool,
 ) -> None:
     """Run :func:`engines.dataset.write_dataset_from_db` with a progress bar; report."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from api.cli_db import database_url
     from db.engine import make_engine
     from engines.dataset import write_dataset_from_db
 
     engine = make_engine(database_url())
-    console = Console(stderr=True)
     try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-            disable=not console.is_terminal,
-        ) as bar:
-            task = bar.add_task("Lendo o banco", total=None)
-
-            def step(label: str) -> None:
-                bar.update(task, description=label)
-
+        with _steps("Lendo o banco") as step:
             before = None
             if append:
                 from engines.dataset import is_dataset, read_manifest

@@ -158,13 +158,7 @@ def write_dataset(
     ReservedColumnError, FileNotFoundError
         As :func:`tracking.ingest.read_pings`.
     """
-    for name, value in (("n_buckets", n_buckets), ("bucket_fixes", bucket_fixes), ("jobs", jobs)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            msg = f"'{name}' era {value!r}; esperado um inteiro positivo"
-            raise DatasetError(msg)
-        if value is not None and value < 1:
-            msg = f"'{name}' era {value!r}; esperado um inteiro positivo"
-            raise DatasetError(msg)
+    _check_sizes(n_buckets=n_buckets, bucket_fixes=bucket_fixes, jobs=jobs)
     target = Path(out)
     _check_target(target, force=force)
     source = RawPings.open(path, chunk_rows=chunk_rows)
@@ -285,13 +279,7 @@ def write_dataset_from_db(
     """
     from db.tracking.export import EXPORT_SCHEMA, fixes_by_day
 
-    for name, value in (("n_buckets", n_buckets), ("bucket_fixes", bucket_fixes)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            msg = f"'{name}' era {value!r}; esperado um inteiro positivo"
-            raise DatasetError(msg)
-        if value is not None and value < 1:
-            msg = f"'{name}' era {value!r}; esperado um inteiro positivo"
-            raise DatasetError(msg)
+    _check_sizes(n_buckets=n_buckets, bucket_fixes=bucket_fixes)
     target = Path(out)
     zone = ZoneInfo(timezone)
     today = today or dt.datetime.now(zone).date()
@@ -574,6 +562,16 @@ def _file_entry(folder: Path, rel: Path, *, day: str | None, bucket: int) -> dic
         "size_bytes": (folder / rel).stat().st_size,
         "sha256": _sha256(folder / rel),
     }
+
+
+def _check_sizes(**values: Any) -> None:
+    """Raise :class:`DatasetError` unless each given value is None or a positive integer."""
+    for name, value in values.items():
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            msg = f"'{name}' era {value!r}; esperado um inteiro positivo"
+            raise DatasetError(msg)
 
 
 def _check_target(target: Path, *, force: bool) -> None:
