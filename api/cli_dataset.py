@@ -57,10 +57,20 @@ def write(
         bool,
         typer.Option(
             "--append",
-            help="Com --from-db: acrescenta ao conjunto em --out só os dias fechados que lhe "
-            "faltam (o manifesto é trocado por último).",
+            help="Com --from-db: acrescenta ao conjunto em --out os dias fechados que lhe "
+            "faltam e regrava os recentes que mudaram no banco (o manifesto é trocado por "
+            "último).",
         ),
     ] = False,
+    recheck_days: Annotated[
+        int,
+        typer.Option(
+            "--recheck-days",
+            min=0,
+            help="Com --append: os últimos dias do conjunto recontados no banco; um dia que "
+            "ganhou pings depois de gravado (envio atrasado) é regravado, com os seguintes.",
+        ),
+    ] = 7,
     buckets: Annotated[
         int | None,
         typer.Option(
@@ -113,6 +123,7 @@ def write(
             last_day=_day(last_day, flag="--to"),
             buckets=buckets,
             append=append,
+            recheck_days=recheck_days,
             force=force,
         )
         return
@@ -181,6 +192,7 @@ def _write_from_db(
     last_day: dt.date | None,
     buckets: int | None,
     append: bool,
+    recheck_days: int,
     force: bool,
 ) -> None:
     """Run :func:`engines.dataset.write_dataset_from_db` with a progress bar; report."""
@@ -195,7 +207,7 @@ def _write_from_db(
             if append:
                 from engines.dataset import is_dataset, read_manifest
 
-                before = read_manifest(out)["rows"] if is_dataset(out) else None
+                before = read_manifest(out) if is_dataset(out) else None
             manifest, days = write_dataset_from_db(
                 engine,
                 out,
@@ -205,6 +217,7 @@ def _write_from_db(
                 last_day=last_day,
                 n_buckets=buckets,
                 append=append,
+                recheck_days=recheck_days,
                 force=force,
                 progress=step,
             )
@@ -219,7 +232,12 @@ def _write_from_db(
             f"({manifest['rows']} pings)."
         )
     else:
-        added = manifest["rows"] - (before or 0)
+        if before is not None and days[0] <= before["source"]["last_day"]:
+            typer.echo(
+                f"Regravados os dias {days[0]} a {before['source']['last_day']}: o banco tem "
+                "pings que chegaram (ou saíram) depois de gravados."
+            )
+        added = manifest["rows"] - (before["rows"] if before is not None else 0)
         verb = "acrescentados" if before is not None else "gravados"
         typer.echo(
             f"{added} pings do banco{where} {verb}: dias {days[0]} a {days[-1]}; "

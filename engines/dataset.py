@@ -89,6 +89,8 @@ NO_DAY = "__HIVE_DEFAULT_PARTITION__"
 
 DB_BUFFER_ROWS = 500_000
 """Fixes from the database waiting to be written at most (then a row group per bucket)."""
+RECHECK_DAYS = 7
+"""Last days of a database dataset an append counts again for fixes that came late."""
 DB_BLOCK_BYTES = 1 << 20
 """Bytes of the database's CSV stream parsed at a time (the export of 6M fixes peaked at 0.81 GB
 with 8 MiB blocks, 0.48 GB with 1 MiB, no slower)."""
@@ -217,6 +219,7 @@ def write_dataset_from_db(
     n_buckets: int | None = None,
     bucket_fixes: int = DEFAULT_BUCKET_FIXES,
     append: bool = False,
+    recheck_days: int = RECHECK_DAYS,
     force: bool = False,
     today: dt.date | None = None,
     progress: Progress = no_progress,
@@ -257,6 +260,11 @@ def write_dataset_from_db(
         Add to the dataset in ``out`` only the closed days after its last: the new files first,
         then the manifest through a temporary file renamed over the old one (a crash leaves the
         old manifest valid and the new files unlisted). Absent or empty ``out``: written whole.
+    recheck_days : int, default 7
+        With ``append``: the dataset's last days whose stored fixes are counted again. A day
+        whose count changed since it was written (fixes uploaded late, or removed) is written
+        again, with every later day (the row numbers follow the days); the superseded files are
+        deleted after the new manifest is in place. 0: no recount.
     force : bool, default False
         Replace an existing dataset in ``out``.
     today : datetime.date, optional
@@ -268,7 +276,7 @@ def write_dataset_from_db(
     -------
     manifest, span
         The manifest, and the first and last local day written now (ISO dates; empty when no
-        closed day was lacking).
+        closed day was lacking or changed).
 
     Raises
     ------
@@ -280,6 +288,9 @@ def write_dataset_from_db(
     from db.tracking.export import EXPORT_SCHEMA, fixes_by_day
 
     _check_sizes(n_buckets=n_buckets, bucket_fixes=bucket_fixes)
+    if isinstance(recheck_days, bool) or not isinstance(recheck_days, int) or recheck_days < 0:
+        msg = f"'recheck_days' era {recheck_days!r}; esperado um inteiro >= 0"
+        raise DatasetError(msg)
     target = Path(out)
     zone = ZoneInfo(timezone)
     today = today or dt.datetime.now(zone).date()
@@ -304,7 +315,15 @@ def write_dataset_from_db(
                 "grupos de veículos (omita --buckets ou grave um conjunto novo)"
             )
             raise DatasetError(msg)
-        first_day = dt.date.fromisoformat(old["source"]["last_day"]) + dt.timedelta(days=1)
+        old_last = dt.date.fromisoformat(old["source"]["last_day"])
+        if last_day < old_last:
+            return old, []
+        first_day = max(
+            dt.date.fromisoformat(old["source"]["first_day"]),
+            old_last - dt.timedelta(days=recheck_days - 1),
+        )
+        if recheck_days == 0:
+            first_day = old_last + dt.timedelta(days=1)
         if first_day > last_day:
             return old, []
     if first_day is not None and first_day > last_day:
@@ -319,6 +338,12 @@ def write_dataset_from_db(
             end=_day_start(last_day + dt.timedelta(days=1), zone),
             municipality=municipality,
         )
+    superseded: list[dict[str, Any]] = []
+    if old is not None and first_day is not None:
+        first_day, superseded = _changed_days(old, per_day, first_day=first_day)
+        per_day = {d: n for d, n in per_day.items() if d >= first_day}
+        if not per_day and not superseded:
+            return old, []
     n_fixes = sum(per_day.values())
     if old is None and n_fixes == 0:
         since = f"de {first_day.isoformat()} " if first_day is not None else ""
@@ -328,10 +353,12 @@ def write_dataset_from_db(
     if first_day is None:
         first_day = min(per_day)
     days = sorted(per_day)
+    part = 0
     if old is not None:
         buckets = int(old["n_buckets"])
-        row0 = int(old["rows"])
+        row0 = int(old["rows"]) - sum(int(f["rows"]) for f in superseded)
         folder = target
+        part = 1 + max(_part_number(f["path"]) for f in old["files"]) if superseded else 0
     else:
         buckets = n_buckets or max(1, math.ceil(n_fixes / bucket_fixes))
         row0 = 0
@@ -353,6 +380,7 @@ def write_dataset_from_db(
                 n_buckets=buckets,
                 row0=n_rows,
                 schema=schema,
+                part=part,
                 buffer_rows=DB_BUFFER_ROWS,
                 block_bytes=DB_BLOCK_BYTES,
             )
@@ -363,7 +391,8 @@ def write_dataset_from_db(
             first = first_day
         else:
             malformed = old["malformed"]
-            files = [*old["files"], *files]
+            gone = {f["path"] for f in superseded}
+            files = [*(f for f in old["files"] if f["path"] not in gone), *files]
             first = dt.date.fromisoformat(old["source"]["first_day"])
         manifest = _manifest(
             {
@@ -391,7 +420,38 @@ def write_dataset_from_db(
         if old is None:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+    for entry in superseded:  # listed no more: the new manifest is in place
+        (target / entry["path"]).unlink(missing_ok=True)
     return manifest, [first_day.isoformat(), last_day.isoformat()]
+
+
+def _changed_days(
+    old: dict[str, Any], stored: dict[dt.date, int], *, first_day: dt.date
+) -> tuple[dt.date, list[dict[str, Any]]]:
+    """Return the first day to write and the files of ``old`` that writing supersedes.
+
+    ``stored`` counts the fixes in the database per local day from ``first_day`` on. The
+    dataset's days from ``first_day`` whose rows differ from the stored count are written
+    again from the earliest of them (later days too: the rows are numbered across the days);
+    without one, writing starts the day after the dataset's last.
+    """
+    last = dt.date.fromisoformat(old["source"]["last_day"])
+    rows: dict[dt.date, int] = {}
+    for entry in old["files"]:
+        day = dt.date.fromisoformat(entry["day"])
+        if day >= first_day:
+            rows[day] = rows.get(day, 0) + int(entry["rows"])
+    checked = [first_day + dt.timedelta(days=k) for k in range((last - first_day).days + 1)]
+    changed = [d for d in checked if stored.get(d, 0) != rows.get(d, 0)]
+    if not changed:
+        return last + dt.timedelta(days=1), []
+    start = min(changed)
+    return start, [f for f in old["files"] if dt.date.fromisoformat(f["day"]) >= start]
+
+
+def _part_number(path: str) -> int:
+    """Return the ``k`` of a file ``…/part-k.parquet``."""
+    return int(Path(path).stem.removeprefix("part-"))
 
 
 def _day_start(day: dt.date, zone: ZoneInfo) -> dt.datetime:
@@ -447,6 +507,7 @@ def _write_db_day(
     n_buckets: int,
     row0: int,
     schema: pa.Schema,
+    part: int,
     buffer_rows: int,
     block_bytes: int,
 ) -> tuple[list[dict[str, Any]], int]:
@@ -466,7 +527,7 @@ def _write_db_day(
     def write(buffers: dict[int, list[pa.Table]]) -> None:
         for b in sorted(buffers):
             if b not in writers:
-                path = folder / _part_path(name, b)
+                path = folder / _part_path(name, b, part=part)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 writers[b] = pq.ParquetWriter(path, schema)
             writers[b].write_table(pa.concat_tables(buffers[b]), row_group_size=1 << 30)
@@ -504,7 +565,8 @@ def _write_db_day(
         for writer in writers.values():
             writer.close()
     entries = [
-        _file_entry(folder, _part_path(name, b), day=name, bucket=b) for b in sorted(writers)
+        _file_entry(folder, _part_path(name, b, part=part), day=name, bucket=b)
+        for b in sorted(writers)
     ]
     return entries, row
 
@@ -543,9 +605,12 @@ def _write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, folder / MANIFEST)
 
 
-def _part_path(day: str | None, bucket: int) -> Path:
-    """Relative path of a (local day, bucket) file; ``None``: the day-less partition."""
-    return Path(f"day={day or NO_DAY}") / f"bucket={bucket}" / "part-0.parquet"
+def _part_path(day: str | None, bucket: int, *, part: int = 0) -> Path:
+    """Relative path of a (local day, bucket) file; ``None``: the day-less partition.
+
+    ``part`` > 0 names a day written again beside the files the manifest still lists.
+    """
+    return Path(f"day={day or NO_DAY}") / f"bucket={bucket}" / f"part-{part}.parquet"
 
 
 def _file_entry(folder: Path, rel: Path, *, day: str | None, bucket: int) -> dict[str, Any]:

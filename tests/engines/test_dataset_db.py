@@ -204,6 +204,69 @@ class TestWrite:
             finally:
                 engine.dispose()
 
+    def test_late_fixes_rewrite_their_day(
+        self,
+        database_url: str,
+        run_pontual: Any,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Fixes stored after their day was written: append rewrites from it, as a whole write."""
+        import engines.dataset as ds
+
+        days = _scenario_days()
+        with migrated_database(database_url) as url:
+            engine = make_engine(url)
+            try:
+                stored = _stored_pings()
+                day = stored["timestamp"].dt.tz_convert(TZ).dt.date
+                late = (day == days[1]) & (stored.index % 5 == 0)
+                with engine.begin() as conn:
+                    copy_fixes(conn, stored[~late], source="a")
+                out = tmp_path / "ds"
+                kw: dict[str, Any] = {"timezone": TZ, "append": True, "today": TODAY}
+                m1, _ = write_dataset_from_db(engine, out, last_day=days[-1], **kw)
+                with engine.begin() as conn:
+                    copy_fixes(conn, stored[late], source="late")
+                m0, span0 = write_dataset_from_db(engine, out, recheck_days=0, **kw)
+                assert span0 == [] and m0 == m1  # no recount: the late fixes are not seen
+
+                def boom(*_: Any, **__: Any) -> None:
+                    raise OSError("disco cheio")
+
+                monkeypatch.setattr(ds, "_write_manifest", boom)
+                with pytest.raises(OSError, match="disco cheio"):
+                    write_dataset_from_db(engine, out, last_day=days[-1], **kw)
+                assert read_manifest(out) == m1  # crash: the old manifest and its files
+                for entry in m1["files"]:
+                    assert ds._sha256(out / entry["path"]) == entry["sha256"]
+                monkeypatch.undo()
+
+                done = run_pontual(
+                    "dataset", "write", "--from-db", "--append", "--out", str(out),
+                    "--to", days[-1].isoformat(), "--timezone", TZ, DATABASE_URL=str(url),
+                )  # fmt: skip
+                assert done.returncode == 0, done.stderr
+                span = [days[1].isoformat(), days[-1].isoformat()]
+                assert f"Regravados os dias {span[0]} a {span[1]}" in done.stdout
+                m2 = read_manifest(out)
+                assert m2["rows"] == len(stored)
+                kept = [e for e in m1["files"] if e["day"] == days[0].isoformat()]
+                assert kept and all(e in m2["files"] for e in kept)  # earlier days untouched
+                for entry in m1["files"]:
+                    if entry not in kept:
+                        assert not (out / entry["path"]).exists()  # superseded: deleted
+                assert all((out / e["path"]).exists() for e in m2["files"])
+                whole, _ = write_dataset_from_db(
+                    engine, tmp_path / "whole", timezone=TZ, today=TODAY, last_day=days[-1],
+                    n_buckets=m2["n_buckets"],
+                )  # fmt: skip
+                pd.testing.assert_frame_equal(_rows(out, m2), _rows(tmp_path / "whole", whole))
+                m3, span3 = write_dataset_from_db(engine, out, last_day=days[-1], **kw)
+                assert span3 == [] and m3 == m2
+            finally:
+                engine.dispose()
+
     def test_crash_before_manifest_keeps_old(
         self, db: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
