@@ -49,6 +49,7 @@ Usage::
     .venv/bin/python bench/bench_analyze.py [--n 10000000] [--vehicles 3375] [--days 1]
         [--format csv|parquet] [--keep DIR] [--skip-cli] [--skip-stages]
         [--jobs 1 2] [--core] [--dask 1 2] [--dataset] [--repeat 3] [--timeline 2]
+    .venv/bin/python bench/bench_analyze.py --keep DIR --dataset --dask 1 2 --dask-stages
     .venv/bin/python bench/bench_analyze.py --shapes city month [--month-n 3200000] [--repeat 2]
 
 ``--n 1000000`` runs in about a minute.
@@ -802,6 +803,30 @@ def write_data(
     return pings_path, stands_path, fleet_path
 
 
+def print_dask_stages(common: list[str], *, folder: Path, workers: list[int]) -> None:
+    """Print the seconds of each progress stage of a Dask run on the dataset, by worker count."""
+    from bench_startup import stage_times  # this folder's: run as a script
+
+    pontual = str(Path(sys.executable).with_name("pontual"))
+    runs = {}
+    for w in workers:
+        cli = [pontual, "analyze", *common, "--out", str(folder / "out")]
+        cli += ["--pings", str(folder / "dataset"), "--engine", "dask", "--workers", str(w)]
+        runs[w] = dict(stage_times(cli))
+    labels = list(dict.fromkeys(label for r in runs.values() for label in r))
+    print(
+        f"**Dask on the dataset, by stage** (seconds from each progress label to the next, one "
+        f"run each on a pty; load {os.getloadavg()[0]:.1f}):\n\n"
+        f"| stage | {' | '.join(f'{w} worker(s)' for w in workers)} |\n"
+        f"|---|{'---:|' * len(workers)}"
+    )
+    for label in [*labels, "total"]:
+        cells = [sum(r.values()) if label == "total" else r.get(label) for r in runs.values()]
+        text = " | ".join("—" if c is None else f"{c:.1f}" for c in cells)
+        print(f"| {label} | {text} |")
+    print()
+
+
 def run_shapes(args: argparse.Namespace, folder: Path) -> None:
     """Each shape: whole `pontual analyze` (default flags) and the geopandas peer, side by side.
 
@@ -886,6 +911,12 @@ def main() -> None:
         action="store_true",
         help="with --dataset and --dask: only the table of what moves (the dataset already "
         "written in --keep)",
+    )
+    parser.add_argument(
+        "--dask-stages",
+        action="store_true",
+        help="with --dataset and --dask: one more run each on a pty, seconds of each progress "
+        "stage by worker count (the dataset already written in --keep)",
     )
     parser.add_argument("--skip-stages", action="store_true")
     parser.add_argument(
@@ -981,7 +1012,10 @@ def main() -> None:
         )
         print("|---|---:|---:|---:|---:|---:|")
         last = ""
-        for label, extra_args in [] if args.moves_only else runs:
+        if args.dataset and args.dask_stages:
+            print_dask_stages(common, folder=folder, workers=args.dask)
+        quick = args.moves_only or args.dask_stages
+        for label, extra_args in [] if quick else runs:
             command: tuple[str, ...] = ("analyze",)
             cli_args = [*common, "--out", str(folder / "out"), *extra_args]
             if "dataset write" in label:

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import pty
+import re
 import select
 import statistics
 import subprocess
@@ -51,6 +52,47 @@ def first_output_s(cmd: list[str]) -> float:
         proc.wait()
         os.close(main_fd)
     return seconds
+
+
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+_BAR = re.compile(r"\s*[━╸╺].*$")
+
+
+def stage_times(cmd: list[str]) -> list[tuple[str, float]]:
+    """Run ``cmd`` on a pty; return each progress label (digits as ``N``) and its seconds.
+
+    A label lasts from its first drawing to the next label's (the last one to the first line of
+    the report); labels that differ only in their numbers (``partição 2/6``) are one stage.
+    """
+    main_fd, child_fd = pty.openpty()
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=child_fd, stdout=child_fd, stderr=child_fd)
+    os.close(child_fd)
+    seen: list[tuple[str, float]] = []
+    end: float | None = None
+    pending = b""
+    while True:
+        try:
+            data = os.read(main_fd, 65536)
+        except OSError:  # the child closed the pty
+            data = b""
+        if not data:
+            break
+        *lines, pending = re.split(rb"[\r\n]", pending + data)
+        for raw in lines:
+            line = _ANSI.sub(b"", raw).decode("utf-8", "replace")
+            if end is None and "━" not in line and line.strip() and seen:
+                end = time.perf_counter() - t  # the report after the last stage
+            label = re.sub(r"\d+", "N", _BAR.sub("", line).strip())
+            if "━" in line and label and (not seen or seen[-1][0] != label):
+                seen.append((label, time.perf_counter() - t))
+    proc.wait()
+    os.close(main_fd)
+    end = end or time.perf_counter() - t
+    stages: dict[str, float] = {}
+    for (label, start), (_, stop) in zip(seen, [*seen[1:], ("", end)], strict=True):
+        stages[label] = stages.get(label, 0.0) + stop - start
+    return list(stages.items())
 
 
 def write_input(folder: Path) -> list[str]:
