@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import shapely
 from numpy.typing import NDArray
 
 from maps import MAP_DETAILS
@@ -44,8 +45,8 @@ SAMPLE_ORDER = ["kind", "started_at", "finding_id"]
 
 def drawable(findings: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
     """Return the findings the map can draw: with a geometry, not empty."""
-    geometry = findings.geometry
-    return findings.loc[geometry.notna() & ~geometry.is_empty]
+    geoms = findings.geometry.to_numpy()
+    return findings.loc[~pd.isna(geoms) & ~shapely.is_empty(geoms)]
 
 
 def finding_ranks(finding_ids: Iterable[object]) -> NDArray[np.uint64]:
