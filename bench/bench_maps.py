@@ -171,7 +171,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             html = Path(tmp) / "map.html"
             t0 = time.perf_counter()
-            findings_map(stands, findings, max_findings=n, tiles=None).save(str(html))
+            findings_map(stands, findings, max_findings=max(n, 1), tiles=None).save(str(html))
             build_s = time.perf_counter() - t0
             size_mb = html.stat().st_size / 1e6
             loads, phases, pans = load_ms(html, runs=args.runs)
