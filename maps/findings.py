@@ -5,7 +5,7 @@ shapes), toggled in the layer control. ``illegal_stand_formation`` areas are pol
 ``longer_route`` the driven track and the reference route (``details.driven_line`` and
 ``details.reference_line``) are drawn in an evidence layer. A time slider replays the GPS fixes
 (those of the last ``trail_s`` before the slider's instant) and the findings (from their start).
-Popups are built on click from each finding's properties, so 50,000 findings open quickly.
+Popups are built on click from each finding's properties, so 25,000 findings open in 2 s.
 Above :data:`~maps.sample.MAP_MAX_FINDINGS` findings the map draws a fixed sample of each kind
 (:mod:`maps.sample`) and says so: each layer's label and legend entry give how many of how many
 it shows, and a note says where every finding is (``findings.geojson``).

@@ -93,7 +93,7 @@ class TestKindQuotas:
 class TestSampleFindings:
     def test_default_cap(self):
         """The default cap is MAP_MAX_FINDINGS (chosen in bench/bench_maps.py)."""
-        assert MAP_MAX_FINDINGS == 50_000
+        assert MAP_MAX_FINDINGS == 25_000
         found = _findings()
         assert sample_findings(found).equals(found)
 
