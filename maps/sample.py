@@ -35,7 +35,7 @@ from tracking.detectors.findings import empty_findings, with_details
 MAP_MAX_FINDINGS = 25_000
 """Findings the enforcement map draws at most. Measured in headless Chromium
 (``bench/bench_maps.py``, ``bench/README.md``): 25k open in under 2 s and redraw the whole city
-after a pan in under 0.3 s; 50k take 2.9 s and 0.5 s, 100k 4.8 s and 1.3 s."""
+after a pan in about 0.3 s; 50k take 2.8 s and 0.5 s, 100k 4–6 s and about a second."""
 
 MapSample = tuple[gpd.GeoDataFrame, dict[str, int]]
 """Sampled findings and the count of drawable findings of each kind they were drawn from."""
