@@ -531,9 +531,10 @@ def write_results(
 
         out.mkdir(parents=True, exist_ok=True)
         write_findings(result, out / "findings.geojson")
-        findings_map(stands, result.findings, fixes=fixes, timezone=timezone, tiles=tiles).save(
-            str(out / "map.html")
-        )
+        found, counts = _map_findings(result)
+        findings_map(
+            stands, found, counts=counts, fixes=fixes, timezone=timezone, tiles=tiles
+        ).save(str(out / "map.html"))
 
     with aside(findings_and_map, fork=jobs > 1) as written:
         proposals = None
@@ -556,6 +557,19 @@ def write_results(
         progress("other files done")
         written()
     return [*paths, out / "map.html"], proposals
+
+
+def _map_findings(result: Any) -> tuple[Any, dict[str, int] | None]:
+    """Return the findings the map draws from, and their counts when the workers sampled them.
+
+    ``result.map_sample`` when an engine's workers made it; else every finding and None (the
+    map samples them, :mod:`maps.sample`).
+    """
+    sample = getattr(result, "map_sample", None)
+    if sample is not None:
+        found, counts = sample
+        return found, counts
+    return result.findings, None
 
 
 def _rulebooks(code: str | None) -> tuple[dict[str, Any], str | None]:

@@ -266,6 +266,7 @@ def enforcement(
         found,
         fixes=fixes,
         max_fixes=max_fixes,
+        complete_in=findings.name,
         timezone=timezone,
         tiles=_tiles(tiles),
     )

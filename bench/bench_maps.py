@@ -1,15 +1,18 @@
-"""Benchmark: the enforcement map with Porto Alegre's 379 stands and 50,000 findings.
+"""Benchmark: the enforcement map with Porto Alegre's 379 stands and 25k–100k findings.
 
 Findings are synthetic, spread over the city's stands' bounding box and a week: every kind, with
 ``illegal_stand_formation`` as polygons and ``longer_route`` carrying driven/reference lines.
 Measured: the time to build and save the HTML (Python), the file size, and the time headless
 Chromium (Debian ``chromium``, Playwright, no network, no tiles) takes from navigation start to
-``PontualMaps.ready`` (layers built and two frames painted), best of ``--runs``. A click on a
-stand must then open its popup (checked on every run).
+``PontualMaps.ready`` (layers built and two frames painted), best of ``--runs``, then a pan:
+ten 200-pixel moves without animation, each until two frames are painted (the canvas redraws
+every marker in view), mean per move. A click on a stand must then open its popup (checked on
+every run). Every finding is drawn (``max_findings`` set to the count): the figures that chose
+:data:`maps.sample.MAP_MAX_FINDINGS`.
 
 Usage::
 
-    .venv/bin/python bench/bench_maps.py [--findings 50000] [--routes 500] [--runs 3]
+    .venv/bin/python bench/bench_maps.py [--findings 25000,50000,100000] [--routes 500] [--runs 3]
 """
 
 from __future__ import annotations
@@ -92,15 +95,31 @@ def with_all_placed(stands: gpd.GeoDataFrame, *, seed: int) -> gpd.GeoDataFrame:
     return out.reset_index(drop=True)
 
 
-def load_ms(html: Path, *, runs: int) -> tuple[list[float], list[list[float]]]:
+PAN = """async () => {
+  const map = PontualMaps.maps.map.map;
+  map.setZoom(map.getZoom() - 1, {animate: false});  // the whole city in view
+  const frames = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await frames();
+  const t0 = performance.now();
+  for (let k = 0; k < 10; k++) {
+    map.panBy([k % 2 ? -200 : 200, 0], {animate: false});
+    await frames();
+  }
+  return (performance.now() - t0) / 10;
+}"""
+
+
+def load_ms(html: Path, *, runs: int) -> tuple[list[float], list[list[float]], list[float]]:
     """Navigation start → ``PontualMaps.ready`` in headless Chromium, one fresh page per run.
 
-    Also returns, per run, when the layers' build started and ended (ms from navigation).
+    Also returns, per run, when the layers' build started and ended (ms from navigation), and
+    the mean time of a pan step (:data:`PAN`).
     """
     from playwright.sync_api import sync_playwright
 
     times: list[float] = []
     phases: list[list[float]] = []
+    pans: list[float] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
@@ -120,6 +139,7 @@ def load_ms(html: Path, *, runs: int) -> tuple[list[float], list[list[float]]]:
             page.wait_for_function("window.PontualMaps && PontualMaps.ready", timeout=120_000)
             times.append(float(page.evaluate("PontualMaps.readyAt")))
             phases.append(page.evaluate("[PontualMaps.t0, PontualMaps.t1]"))
+            pans.append(float(page.evaluate(PAN)))
             point = page.evaluate("PontualMaps.pagePoint('stands', 0)")
             page.mouse.click(point["x"], point["y"])
             page.wait_for_selector(".leaflet-popup-content", timeout=5_000)
@@ -127,13 +147,13 @@ def load_ms(html: Path, *, runs: int) -> tuple[list[float], list[list[float]]]:
                 sys.exit(f"page errors: {errors}")
             context.close()
         browser.close()
-    return times, phases
+    return times, phases, pans
 
 
 def main() -> None:
-    """Build the map, save it, open it in Chromium and print the figures."""
+    """Build each map, save it, open it in Chromium and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--findings", type=int, default=50_000)
+    parser.add_argument("--findings", default="25000,50000,100000", help="counts, comma-separated")
     parser.add_argument("--routes", type=int, default=500)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
@@ -141,27 +161,28 @@ def main() -> None:
 
     stands = read_stands_registry(STANDS, municipality="4314902", point_radius_m=30.0)
     stands = with_all_placed(stands, seed=args.seed)
-    findings = synthetic_findings(stands, args.findings, routes=args.routes, seed=args.seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        html = Path(tmp) / "map.html"
-        t0 = time.perf_counter()
-        findings_map(stands, findings, tiles=None).save(str(html))
-        build_s = time.perf_counter() - t0
-        size_mb = html.stat().st_size / 1e6
-        loads, phases = load_ms(html, runs=args.runs)
-    print(f"stands: {len(stands)}, findings: {len(findings)} ({args.routes} with detour lines)")
-    print(f"build + save (Python): {build_s:.2f} s")
-    print(f"file size: {size_mb:.1f} MB")
     print(
-        "load to ready (Chromium headless): "
-        + ", ".join(f"{ms / 1000:.2f} s" for ms in loads)
-        + f"; best {min(loads) / 1000:.2f} s"
+        "| findings | build + save (Python) | HTML | load to ready, best | of which parsed / "
+        "layers / paint | pan step, mean |"
     )
-    best = phases[loads.index(min(loads))]
-    print(
-        f"  of which: page parsed and data decoded {best[0] / 1000:.2f} s, layers built "
-        f"{(best[1] - best[0]) / 1000:.2f} s, first paint {(min(loads) - best[1]) / 1000:.2f} s"
-    )
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n in (int(v) for v in args.findings.split(",")):
+        findings = synthetic_findings(stands, n, routes=args.routes, seed=args.seed)
+        with tempfile.TemporaryDirectory() as tmp:
+            html = Path(tmp) / "map.html"
+            t0 = time.perf_counter()
+            findings_map(stands, findings, max_findings=max(n, 1), tiles=None).save(str(html))
+            build_s = time.perf_counter() - t0
+            size_mb = html.stat().st_size / 1e6
+            loads, phases, pans = load_ms(html, runs=args.runs)
+        best = phases[loads.index(min(loads))]
+        print(
+            f"| {n:,} | {build_s:.2f} s | {size_mb:.1f} MB | {min(loads) / 1000:.2f} s "
+            f"({', '.join(f'{ms / 1000:.2f}' for ms in loads)}) | {best[0] / 1000:.2f} / "
+            f"{(best[1] - best[0]) / 1000:.2f} / {(min(loads) - best[1]) / 1000:.2f} s | "
+            f"{min(pans):.0f} ms ({', '.join(f'{ms:.0f}' for ms in pans)}) |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ from engines.pipeline import (
     write_findings_part,
 )
 from geo.roads import RoadGraph
+from maps import sample as map_sample
+from maps.sample import MapSample, merge_samples, part_sample
 from runtime import keep_freed_heap
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
@@ -310,9 +312,11 @@ def _gather_on_workers(
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
     written: dict[str, list[Path]] = {"findings.geojson": [], "stand_visits.csv": []}
+    map_cap, map_samples = map_sample.MAP_MAX_FINDINGS, []  # read now: tests lower it
 
     def findings_part(future: Any, name: str, *, visits: bool = False) -> Any:
         """Return the task's result with its findings (and visits) written as parts there."""
+        map_samples.append(client.submit(_map_sample, future, cap=map_cap, pure=False))
         if parts is None:
             return future
         written["findings.geojson"].append(parts / "achados" / f"{name}.parquet")
@@ -495,7 +499,25 @@ def _gather_on_workers(
     )
     if parts is not None:
         result.parts = {name: tuple(paths) for name, paths in written.items()}
+    result.map_sample = _gather_map_sample(client, map_samples, cap=map_cap)
     return result
+
+
+def _map_sample(result: Any, *, cap: int) -> MapSample:
+    """Return a task's share of the map (:func:`maps.sample.part_sample`), where it ran."""
+    found = result[0] if isinstance(result, tuple) else result["findings"]
+    return part_sample(found, cap=cap)
+
+
+def _gather_map_sample(client: Any, samples: list[Any], *, cap: int) -> MapSample:
+    """Merge the tasks' map samples on the workers, eight at a time; receive the run's only."""
+    while len(samples) > 8:
+        samples = [
+            client.submit(merge_samples, samples[k : k + 8], cap=cap, final=False, pure=False)
+            for k in range(0, len(samples), 8)
+        ]
+    done = client.submit(merge_samples, samples, cap=cap, final=True, pure=False)
+    return client.gather(done)  # type: ignore[no-any-return]
 
 
 def _with_parts(

@@ -101,6 +101,9 @@ class AnalysisResult:
     hold only the details its readers need; with ``stand_visits.csv`` or ``trips.csv``
     (:func:`write_csv_part`), ``visits`` or ``trips`` is empty and ``summary`` counts the
     parts' rows."""
+    map_sample: tuple[gpd.GeoDataFrame, dict[str, int]] | None = None
+    """The findings the map draws and the count of each kind's (:func:`maps.sample.merge_samples`),
+    when an engine's workers sampled them; None: the map samples ``findings``."""
 
 
 def no_progress(_: str) -> None:

@@ -5,11 +5,15 @@ shapes), toggled in the layer control. ``illegal_stand_formation`` areas are pol
 ``longer_route`` the driven track and the reference route (``details.driven_line`` and
 ``details.reference_line``) are drawn in an evidence layer. A time slider replays the GPS fixes
 (those of the last ``trail_s`` before the slider's instant) and the findings (from their start).
-Popups are built on click from each finding's properties, so 50,000 findings open quickly.
+Popups are built on click from each finding's properties, so 25,000 findings open in 2 s.
+Above :data:`~maps.sample.MAP_MAX_FINDINGS` findings the map draws a fixed sample of each kind
+(:mod:`maps.sample`) and says so: each layer's label and legend entry give how many of how many
+it shows, and a note says where every finding is (``findings.geojson``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import folium
@@ -32,6 +36,7 @@ from maps._layers import (
     render_layers,
 )
 from maps.offline import base_map
+from maps.sample import kind_counts, sample_findings
 from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 from tracking.detectors.findings import KIND_NAMES
 
@@ -143,7 +148,12 @@ def _stands_layer(stands: gpd.GeoDataFrame) -> dict[str, Any]:
     )
 
 
-def _kind_layer(kind: str, group: gpd.GeoDataFrame) -> dict[str, Any]:
+def _shown_of(shown: int, total: int) -> str:
+    """``"2.000 de 18.532"``: findings drawn of the kind's total (pt-BR thousands)."""
+    return f"{shown:,} de {total:,}".replace(",", ".")
+
+
+def _kind_layer(kind: str, group: gpd.GeoDataFrame, *, total: int) -> dict[str, Any]:
     label, colour = KIND_LABELS.get(kind, (kind, "#000000"))
     details = group["details"] if "details" in group.columns else pd.Series([None] * len(group))
     ended = group["ended_at"] if "ended_at" in group.columns else group["started_at"]
@@ -165,7 +175,7 @@ def _kind_layer(kind: str, group: gpd.GeoDataFrame) -> dict[str, Any]:
         geometry.loc[lines] = firsts
     return layer_spec(
         layer_id=f"kind:{kind}",
-        label=f"{label} ({len(group)})",
+        label=f"{label} ({_shown_of(len(group), total) if total > len(group) else len(group)})",
         geometry=geometry,
         props=props,
         style={
@@ -304,6 +314,17 @@ def _fixes_layer(fixes: pd.DataFrame, *, trail_s: float, max_fixes: int) -> dict
     )
 
 
+def _sample_note(shown: int, total: int, *, complete_in: str | None) -> str | None:
+    """Return the legend's pt-BR note on a sampled map (None when every finding is drawn)."""
+    if total <= shown:
+        return None
+    where = f"todos estão em {complete_in}" if complete_in else "os demais não estão no mapa"
+    return (
+        f"Achados: o mapa mostra {_shown_of(shown, total)}, uma amostra fixa de cada tipo "
+        f"(quantos de cada tipo: na legenda e nas camadas); {where}."
+    )
+
+
 def findings_map(
     stands: gpd.GeoDataFrame,
     findings: gpd.GeoDataFrame,
@@ -312,6 +333,9 @@ def findings_map(
     timezone: str = DEFAULT_TIMEZONE,
     trail_s: float = 600.0,
     max_fixes: int = 50_000,
+    max_findings: int | None = None,
+    counts: Mapping[str, int] | None = None,
+    complete_in: str | None = "findings.geojson",
     tiles: str | None = OSM_TILES,
     attribution: str = OSM_ATTRIBUTION,
     title: str = "Fiscalização: achados por tipo — Pontual",
@@ -337,6 +361,15 @@ def findings_map(
         A fix stays on the map this long after its instant while replaying.
     max_fixes : int
         At most this many fixes go into the page (every k-th fix beyond it).
+    max_findings : int, optional
+        At most this many findings are drawn (default
+        :data:`~maps.sample.MAP_MAX_FINDINGS`); beyond it, a fixed sample of each kind
+        (:func:`~maps.sample.sample_findings`), said on the page.
+    counts : mapping of str to int, optional
+        When ``findings`` is already a sample (:func:`~maps.sample.merge_samples`): the drawable
+        findings of each kind it was drawn from.
+    complete_in : str, optional
+        Where every finding is, named in the note of a sampled map.
     tiles, attribution
         Tile source; None maps on a plain background.
 
@@ -357,7 +390,8 @@ def findings_map(
     if trail_s <= 0 or max_fixes <= 0:
         msg = f"trail_s ({trail_s}) e max_fixes ({max_fixes}) devem ser positivos"
         raise MapInputError(msg)
-    drawn = findings.loc[findings.geometry.notna() & ~findings.geometry.is_empty]
+    totals = kind_counts(findings) if counts is None else dict(counts)
+    drawn = sample_findings(findings, cap=max_findings, counts=totals)
     # Frame the stands (the city), not the GPS outliers that findings may point at.
     bounds = bounds_of(stands, drawn)
     centre = (
@@ -370,7 +404,7 @@ def findings_map(
     if len(stands):
         layers.append(_stands_layer(stands))
     for kind, group in drawn.groupby("kind", sort=True):
-        layers.append(_kind_layer(str(kind), group))
+        layers.append(_kind_layer(str(kind), group, total=totals.get(str(kind), len(group))))
     if "details" in drawn.columns:
         routes = drawn.loc[drawn["kind"] == "longer_route"]
         evidence = _evidence_layer(routes) if len(routes) else None
@@ -394,23 +428,26 @@ def findings_map(
     items: list[list[Any]] = []
     if len(stands):
         items.append([STAND_COLOUR, "Ponto de táxi", "stands"])
+    shown = drawn["kind"].astype(str).value_counts()
     for kind in sorted(drawn["kind"].unique()):
         label, colour = KIND_LABELS.get(str(kind), (str(kind), "#000000"))
+        n, total = int(shown[str(kind)]), totals.get(str(kind), 0)
+        of = f": {_shown_of(n, total)}" if total > n else ""
         off = " (camada desligada: ligue-a no controle)" if kind in HIDDEN_KINDS else ""
-        items.append([colour, label + off, f"kind:{kind}", "dot"])
+        items.append([colour, label + of + off, f"kind:{kind}", "dot"])
     if any(layer["id"] == "detours" for layer in layers):
         items += [
             [DRIVEN_COLOUR, "Percurso mais longo: trajeto percorrido", "detours", "line"],
             [REFERENCE_COLOUR, "Percurso mais longo: rota de referência", "detours", "dash"],
         ]
-    note = None
+    notes = [_sample_note(len(drawn), sum(totals.values()), complete_in=complete_in)]
     fixes_spec = next((layer for layer in layers if layer["id"] == "fixes"), None)
     if fixes_spec is not None:
         items.append([None, "Posições GPS, pelo taxímetro", "fixes"])
         items += [[METER_COLOURS[m], METER_LABELS[m], "fixes", "dot"] for m in METER_COLOURS]
         items.append(["#525252", "taxímetro não informado", "fixes", "dot"])
         meta = fixes_spec["meta"]
-        note = (
+        notes.append(
             f"Posições: as dos {trail_s / 60:.0f} min antes do instante escolhido no replay"
             + (
                 f"; uma em cada {meta['step']} ({meta['shown']:,} de {meta['total']:,})".replace(
@@ -421,6 +458,7 @@ def findings_map(
             )
             + "."
         )
+    note = " ".join(n for n in notes if n) or None
     legend = {"title": "Achados por tipo", "items": items, "note": note}
     return render_layers(
         fmap,

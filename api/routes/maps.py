@@ -53,14 +53,15 @@ def overview_map(user: Viewer, session: SessionDep) -> HTMLResponse:
 
 @router.get("/findings", **_DOC)
 def findings_map_html(user: Reviewer, session: SessionDep) -> HTMLResponse:
-    """Mapa de fiscalização: achados por tipo (agentes e administradores), 50.000 mais recentes."""
+    """Mapa de fiscalização: achados por tipo (agentes e administradores), 25.000 mais recentes."""
     import geopandas as gpd
 
     from maps.findings import findings_map
+    from maps.sample import MAP_MAX_FINDINGS
 
     findings = gpd.read_postgis(
         "SELECT finding_id, kind, vehicle_id, stand_id, started_at, ended_at, confidence, "
-        "details, geometry FROM findings ORDER BY started_at DESC LIMIT 50000",
+        f"details, geometry FROM findings ORDER BY started_at DESC LIMIT {MAP_MAX_FINDINGS:d}",
         session.connection(),
         geom_col="geometry",
     )

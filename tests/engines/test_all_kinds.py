@@ -300,6 +300,41 @@ class TestEnginesWriteTheSameFiles:
         _assert_parts(tmp_path)
         assert _report_lines(report) == _report_lines(reference[1])
 
+    def test_dask_map_from_the_workers_sample(self, inputs: Inputs, tmp_path: Path) -> None:
+        """Under a map cap below the run's findings, the Dask client draws only the workers'
+        merged sample, and ``map.html`` equals the in-memory engine's (a fixed sample, said)."""
+        import api.cli_analyze
+        import maps.sample
+        from tracking.detectors.findings import read_findings_geojson
+
+        cap = 12
+        received: list[tuple[Any, Any]] = []
+        original = api.cli_analyze._map_findings
+
+        def recorded(result: Any) -> Any:
+            received.append(original(result))
+            return received[-1]
+
+        with pytest.MonkeyPatch.context() as mp, _cli_in_process(_in_memory) as run:
+            mp.setattr(maps.sample, "MAP_MAX_FINDINGS", cap)
+            mp.setattr(api.cli_analyze, "_map_findings", recorded)
+            for engine in ("local", "dask"):
+                args = [*inputs.args(tmp_path / engine), "--engine", engine, "--jobs", "1"]
+                run([*args, "--workers", "2"] if engine == "dask" else args)
+        (_, local_counts), (dask_found, dask_counts) = received
+        found = read_findings_geojson(tmp_path / "local" / "findings.geojson")
+        assert local_counts is None and len(found) > cap
+        assert dask_counts == maps.sample.kind_counts(found) and len(dask_found) == cap
+        want = maps.sample.sample_findings(found, cap=cap)
+        assert dask_found["finding_id"].tolist() == want["finding_id"].tolist()
+        pages = [
+            FOLIUM_ID.sub("_id", (tmp_path / e / "map.html").read_text(encoding="utf-8"))
+            for e in ("local", "dask")
+        ]
+        assert pages[0] == pages[1]
+        drawable = sum(dask_counts.values())  # findings with a geometry
+        assert f"o mapa mostra {cap} de {drawable}, uma amostra fixa" in pages[0]
+
     def test_dask_engine_on_a_dataset(
         self, run_pontual: Any, inputs: Inputs, reference: tuple[Path, str], tmp_path: Path
     ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import geopandas as gpd
 import pandas as pd
 import pytest
 import shapely
@@ -220,3 +221,58 @@ class TestMeasuredInPopups:
         popup = click_row(page, "kind:gps_anomaly", 0)
         assert "532 km/h (limite 250 km/h)" in popup and "2,22 km" in popup
         assert "Ponto" not in popup and errors == []
+
+
+def _many() -> gpd.GeoDataFrame:
+    """Ten findings: six boardings without licence, one barred operation, three GPS jumps."""
+    rows = [
+        {"kind": "unlicensed_stand_use", "finding_id": f"F-unl-{k}", "minute": k} for k in range(6)
+    ]
+    rows += [{"kind": "operating_while_barred", "finding_id": "F-barred", "minute": 7}]
+    rows += [{"kind": "gps_anomaly", "finding_id": f"F-gps-{k}", "minute": 8 + k} for k in range(3)]
+    for k, row in enumerate(rows):
+        row["geometry"] = shapely.Point(-51.2287 + k * 2e-4, -30.0277)
+    return make_findings(rows)
+
+
+class TestSampledMap:
+    def test_says_how_many_of_how_many(self, open_map, tmp_path):
+        """Over ``max_findings``: labels and legend say 'N de M' per kind, a visible note says
+        the map shows 4 of 10 and findings.geojson has all; the page holds the sample's ids."""
+        from maps.sample import sample_findings
+
+        findings = _many()
+        fmap = findings_map(make_stands(), findings, max_findings=4, tiles=None)
+        page, errors, failed = open_offline(open_map, fmap, tmp_path / "map.html")
+        assert errors == [] and failed == []
+        assert overlay_labels(page)[1:4] == [
+            "Salto de GPS impossível (1 de 3)",
+            "Operação irregular (situação/documentos) (1)",
+            "Embarque em ponto sem licença (2 de 6)",
+        ]
+        note = page.locator(".pontual-note")
+        assert note.is_visible()
+        assert note.inner_text() == (
+            "Achados: o mapa mostra 4 de 10, uma amostra fixa de cada tipo (quantos de cada "
+            "tipo: na legenda e nas camadas); todos estão em findings.geojson."
+        )
+        legend = page.locator(".pontual-legend").inner_text()
+        assert "Embarque em ponto sem licença: 2 de 6" in legend
+        assert "Salto de GPS impossível: 1 de 3 (camada desligada" in legend
+        ids = page.evaluate(
+            "['kind:gps_anomaly','kind:operating_while_barred','kind:unlicensed_stand_use']"
+            ".flatMap(id => PontualMaps.maps.map.layers[id].spec.props.finding_id)"
+        )
+        want = sample_findings(findings, cap=4)
+        assert sorted(ids) == sorted(want["finding_id"]) and len(ids) == 4
+
+    def test_at_the_cap_as_before(self, open_map, tmp_path):
+        """With as many findings as the cap, every one is drawn, labels as before, no note."""
+        fmap = findings_map(make_stands(), _many(), max_findings=10, tiles=None)
+        page, errors, _ = open_offline(open_map, fmap, tmp_path / "map.html")
+        assert overlay_labels(page)[1:4] == [
+            "Salto de GPS impossível (3)",
+            "Operação irregular (situação/documentos) (1)",
+            "Embarque em ponto sem licença (6)",
+        ]
+        assert page.locator(".pontual-note").count() == 0 and errors == []
