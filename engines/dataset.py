@@ -15,7 +15,9 @@ whose timestamp cannot be read (missing, unparseable, without offset) go to the 
 partition, so no row is lost (validation rejects them as it would in the file). The manifest
 names the source (name, size, SHA-256), the time zone, the buckets, the columns and every file
 (day, bucket, rows, first and last row, size, SHA-256). The folder is written beside ``DIR``
-and renamed into place: a crash never leaves a half dataset under ``DIR``.
+and renamed into place: a crash never leaves a half dataset under ``DIR``. The ranges of the
+file and the buckets are read and written by forked processes, or (given a Dask client) by
+tasks on the workers (:func:`cluster_map`): the caller then reads none of the rows.
 
 :func:`write_dataset_from_db` writes the same layout from the fixes stored in PostGIS, closed
 local day by closed day (``source.kind`` ``"database"``; ``row``: the ordinal in (local day,
