@@ -38,6 +38,7 @@ stage runs on the workers by each rule's key (:func:`engines.distributed.gather_
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -185,8 +186,10 @@ def write_dataset(
         progress(f"Lendo e separando os pings em {buckets} partição(ões) por veículo")
         (tmp / ".spill").mkdir()
         n_rows, spilled = spill(source, tmp / ".spill", buckets, jobs=jobs, mapper=mapper)
+        # the bucket tasks need the malformed records' numbers, not their text
+        numbers = dataclasses.replace(source, bad=[(n, "") for n, _ in source.bad or []])
         writer = functools.partial(
-            _write_bucket, source=source, folder=tmp, timezone=timezone, spilled=spilled
+            _write_bucket, source=numbers, folder=tmp, timezone=timezone, spilled=spilled
         )
         files: list[dict[str, Any]] = []
         order = sorted(spilled)
