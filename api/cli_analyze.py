@@ -365,9 +365,11 @@ def _analyze_dataset(
     (emptied first; on storage they see, as the dataset) and the files are merged from there;
     this process receives of each finding's details what the proposals and the map read.
 
-    The plain file is written by this process, streaming, in a temporary folder: with
-    ``--scheduler``, the workers must see it (``TMPDIR`` on shared storage), or write the
-    dataset with ``pontual dataset write`` on shared storage and give its folder.
+    A plain file becomes a dataset in a temporary folder first, written by the Dask workers
+    (byte ranges of a CSV, runs of row groups of a Parquet file; this process computes only the
+    ranges and the manifest): with ``--scheduler``, the workers must see ``--pings`` and that
+    folder (``TMPDIR`` on shared storage), or write the dataset with ``pontual dataset write``
+    on shared storage and give its folder.
     """
     import shutil
     import tempfile
@@ -375,12 +377,6 @@ def _analyze_dataset(
     from engines.dataset import analyze_dataset, write_dataset
 
     with contextlib.ExitStack() as stack:
-        if dataset is None:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pontual-")))
-            dataset = folder / "pings"
-            write_dataset(
-                pings, dataset, timezone=timezone, jobs=jobs, progress=options["progress"]
-            )
         client, parts, keep = None, None, None
         if engine is Engine.dask:
             from enforcement.proposals import proposal_details
@@ -392,6 +388,17 @@ def _analyze_dataset(
             parts.mkdir(parents=True)
             keep = MAP_DETAILS | proposal_details(books)
             client = stack.enter_context(dask_client(scheduler, workers=workers))
+        if dataset is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pontual-")))
+            dataset = folder / "pings"
+            write_dataset(
+                pings,
+                dataset,
+                timezone=timezone,
+                jobs=jobs,
+                client=client,
+                progress=options["progress"],
+            )
         return analyze_dataset(
             dataset, stands, client=client, jobs=jobs, parts=parts, keep=keep, **options
         )

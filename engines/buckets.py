@@ -25,11 +25,12 @@ file: see ``bench/bench_analyze.py``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import gzip
 import math
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,8 +281,14 @@ Bucket = list[tuple[Path, int]]
 """A bucket's spilled files, in file order, each with what to add to its ``row`` (:func:`spill`)."""
 
 
+Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
+"""Runs a picklable function on each item and yields the results in order: forked processes
+(``functools.partial(runtime.forked_map, jobs=N)``, the default) or the tasks of a Dask
+cluster (:func:`engines.dataset.cluster_map`)."""
+
+
 def spill(
-    source: RawPings, folder: Path, n_buckets: int, *, jobs: int
+    source: RawPings, folder: Path, n_buckets: int, *, jobs: int, mapper: Mapper | None = None
 ) -> tuple[int, dict[int, Bucket]]:
     """Write each row, as read, to its vehicle's bucket; return the rows and the buckets.
 
@@ -289,21 +296,19 @@ def spill(
     in ascending order; a bucket without rows is left out, bar bucket 0 (an empty file's
     schema). With ``jobs`` > 1, a plain CSV (byte ranges) or a Parquet file (runs of row
     groups) is read as that many ranges at once (:meth:`tracking.ingest.RawPings.ranges`), each
-    range writing its own file of each bucket.
+    range writing its own file of each bucket; else the file is read whole, by one task.
+    ``mapper`` runs the reads (default: ``jobs`` forked processes); they only need to see
+    ``source.path`` and ``folder``.
     Afterwards ``source`` knows its malformed records (:meth:`~tracking.ingest.RawPings.malformed`).
     """
     ranges = source.ranges(jobs) if jobs > 1 else []
+    run = mapper or functools.partial(forked_map, jobs=jobs)
+    task = SpillRange(source=source, ranges=ranges, folder=folder, n_buckets=n_buckets)
+    spilled = list(run(task, range(max(1, len(ranges)))))
     if not ranges:
-        n_rows, files = _spill_tables(source, source.tables(), folder / "0", n_buckets)
+        [(n_rows, bad, files)] = spilled
+        source.bad = bad  # a whole read numbers them in the file
         return n_rows, {b: [(files[b], 0)] for b in sorted(files)}
-
-    def spill_range(k: int) -> tuple[int, list[tuple[int | None, str]], dict[int, Path]]:
-        bad: list[tuple[int | None, str]] = []
-        tables = source.range_tables(*ranges[k], bad)
-        n_rows, files = _spill_tables(source, tables, folder / str(k), n_buckets)
-        return n_rows, bad, files
-
-    spilled = list(forked_map(spill_range, range(len(ranges)), jobs=jobs))
     offsets = source.join_ranges([(n, bad) for n, bad, _ in spilled])
     found = sorted({b for *_, files in spilled for b in files})
     buckets = {
@@ -313,6 +318,29 @@ def spill(
         for b in found
     }
     return sum(n for n, *_ in spilled), buckets
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpillRange:
+    """One task of :func:`spill`: range ``k`` of ``ranges`` (none: the whole file) to buckets.
+
+    Plain data, picklable: a Dask worker runs it as well as a forked process.
+    """
+
+    source: RawPings
+    ranges: list[tuple[int, int]]
+    folder: Path
+    n_buckets: int
+
+    def __call__(self, k: int) -> tuple[int, list[tuple[int | None, str]], dict[int, Path]]:
+        """Return the range's well-formed records, its malformed ones and its bucket files."""
+        bad: list[tuple[int | None, str]] = []
+        if self.ranges:
+            tables = self.source.range_tables(*self.ranges[k], bad)
+        else:
+            tables = self.source.tables()
+        n_rows, files = _spill_tables(self.source, tables, self.folder / str(k), self.n_buckets)
+        return n_rows, (bad if self.ranges else self.source.bad or []), files
 
 
 def _spill_tables(

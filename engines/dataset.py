@@ -15,7 +15,9 @@ whose timestamp cannot be read (missing, unparseable, without offset) go to the 
 partition, so no row is lost (validation rejects them as it would in the file). The manifest
 names the source (name, size, SHA-256), the time zone, the buckets, the columns and every file
 (day, bucket, rows, first and last row, size, SHA-256). The folder is written beside ``DIR``
-and renamed into place: a crash never leaves a half dataset under ``DIR``.
+and renamed into place: a crash never leaves a half dataset under ``DIR``. The ranges of the
+file and the buckets are read and written by forked processes, or (given a Dask client) by
+tasks on the workers (:func:`cluster_map`): the caller then reads none of the rows.
 
 :func:`write_dataset_from_db` writes the same layout from the fixes stored in PostGIS, closed
 local day by closed day (``source.kind`` ``"database"``; ``row``: the ordinal in (local day,
@@ -36,6 +38,7 @@ stage runs on the workers by each rule's key (:func:`engines.distributed.gather_
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -44,7 +47,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -59,6 +62,7 @@ import pyarrow.parquet as pq
 from engines.buckets import (
     DEFAULT_BUCKET_FIXES,
     SPILL_CHUNK_ROWS,
+    Mapper,
     analyze_bucket,
     bucket_extras,
     estimate_rows,
@@ -121,6 +125,7 @@ def write_dataset(
     jobs: int = 1,
     chunk_rows: int = SPILL_CHUNK_ROWS,
     force: bool = False,
+    client: Any = None,
     progress: Progress = no_progress,
 ) -> dict[str, Any]:
     """Write a pings file as a dataset in ``out`` (see the module docstring).
@@ -143,6 +148,12 @@ def write_dataset(
         Rows read at a time.
     force : bool, default False
         Replace an existing dataset in ``out``.
+    client : distributed.Client, optional
+        Read and write on this Dask cluster's workers instead of forked processes (``jobs``
+        ignored): one task per range of the file (as many ranges as the workers have threads;
+        a CSV.gz or a small file is one task), then one per bucket. This process computes the
+        ranges and writes the manifest; it never holds the rows. The workers must see ``path``
+        and the folder of ``out`` at the same paths.
     progress : callable
         Called with a pt-BR label at each step.
 
@@ -155,7 +166,8 @@ def write_dataset(
     ------
     DatasetError
         ``out`` is a file, or a folder not empty (without ``force``, or not a dataset), or a
-        size is not a positive integer.
+        size is not a positive integer, or (``client``) a worker does not see ``path`` or the
+        folder of ``out``.
     UnsupportedFormatError, EmptyFileError, MalformedFileError, MissingColumnsError,
     ReservedColumnError, FileNotFoundError
         As :func:`tracking.ingest.read_pings`.
@@ -163,20 +175,27 @@ def write_dataset(
     _check_sizes(n_buckets=n_buckets, bucket_fixes=bucket_fixes, jobs=jobs)
     target = Path(out)
     _check_target(target, force=force)
-    source = RawPings.open(path, chunk_rows=chunk_rows)
+    source = RawPings.open(Path(path).absolute(), chunk_rows=chunk_rows)
     buckets = n_buckets or max(1, math.ceil(estimate_rows(source) / bucket_fixes))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
+        mapper: Mapper = functools.partial(forked_map, jobs=jobs)
+        if client is not None:
+            _check_workers_see(client, source.path, tmp)
+            jobs = max(1, sum(client.nthreads().values()))
+            mapper = cluster_map(client)
         progress(f"Lendo e separando os pings em {buckets} partição(ões) por veículo")
         (tmp / ".spill").mkdir()
-        n_rows, spilled = spill(source, tmp / ".spill", buckets, jobs=jobs)
+        n_rows, spilled = spill(source, tmp / ".spill", buckets, jobs=jobs, mapper=mapper)
+        # the bucket tasks need the malformed records' numbers, not their text
+        numbers = dataclasses.replace(source, bad=[(n, "") for n, _ in source.bad or []])
         writer = functools.partial(
-            _write_bucket, source=source, folder=tmp, timezone=timezone, spilled=spilled
+            _write_bucket, source=numbers, folder=tmp, timezone=timezone, spilled=spilled
         )
         files: list[dict[str, Any]] = []
         order = sorted(spilled)
-        for done, written in enumerate(forked_map(writer, order, jobs=jobs), start=1):
+        for done, written in enumerate(mapper(writer, order), start=1):
             progress(f"Gravando partição {done}/{len(order)}")
             files += written
         shutil.rmtree(tmp / ".spill")
@@ -206,6 +225,41 @@ def write_dataset(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return manifest
+
+
+def cluster_map(client: Any) -> Mapper:
+    """Return a :data:`engines.buckets.Mapper` running each item as a task on ``client``'s cluster.
+
+    Results come back in the items' order; a task's error is raised here as the worker raised
+    it, and the tasks left are cancelled.
+    """
+
+    def run(func: Any, items: Sequence[Any]) -> Iterator[Any]:
+        futures = client.map(func, list(items), pure=False)
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            client.cancel(futures)
+
+    return run
+
+
+def _check_workers_see(client: Any, source: Path, folder: Path) -> None:
+    """Raise :class:`DatasetError` unless every worker sees the file and the folder."""
+    seen = client.run(_sees, str(source), str(folder))
+    blind = sorted(address for address, ok in seen.items() if not ok)
+    if blind:
+        msg = (
+            f"o(s) worker(s) Dask {', '.join(blind)} não veem {source} ou a pasta temporária "
+            f"{folder}: com --scheduler, --pings e TMPDIR devem estar em armazenamento "
+            "compartilhado, no mesmo caminho em todas as máquinas"
+        )
+        raise DatasetError(msg)
+
+
+def _sees(source: str, folder: str) -> bool:
+    return os.path.isfile(source) and os.path.isdir(folder)
 
 
 def write_dataset_from_db(

@@ -482,3 +482,24 @@ class TestByteRanges:
         quoted = tmp_path / "q.csv"  # one record, its cell open to the end: no safe cut
         quoted.write_text(self.HEADER + 'v1,t,1,2,"' + "x\n" * 100 + '"\n', "utf-8")
         assert RawPings.open(quoted).ranges(2) == [(len(self.HEADER), quoted.stat().st_size)]
+
+    @pytest.mark.parametrize("block", [1, 7, 64])
+    def test_cuts_do_not_depend_on_the_read_block(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+    ) -> None:
+        """The file is scanned a block at a time: blocks smaller than a line, ending inside
+        quoted cells or escaped quotes, give the cuts of one block, whole records each."""
+        monkeypatch.setattr(ingest, "RANGE_MIN_BYTES", 0)
+        row = "v1,2024-03-04T12:00:00Z,-30.0,-51.0,"
+        cells = ["M1", '"M\n58"', '"a ""b"" c"', '"x\n\ny"', '""""']
+        body = [row + cells[k % len(cells)] + "\n" for k in range(40)]
+        path = tmp_path / "p.csv"
+        path.write_text(self.HEADER + "".join(body), encoding="utf-8")
+        data = path.read_bytes()
+        whole = {parts: RawPings.open(path).ranges(parts) for parts in (2, 3, 5)}
+        monkeypatch.setattr(ingest, "_QUOTE_BLOCK", block)
+        for parts, want in whole.items():
+            ranges = RawPings.open(path).ranges(parts)
+            assert ranges == want and len(ranges) == parts
+            records = [r for a, b in ranges for r in self._records(data[a:b].decode())]
+            assert records == self._records("".join(body))
