@@ -21,7 +21,9 @@ The partitions' results stay on their workers; each is cut into one piece per gr
 the pieces move worker to worker (Dask's transfers, not through the client) to one task per
 group, which runs the function :func:`~engines.partitions.gather` runs on the whole. The client
 plans the groups from small facts of each partition (visits per stand, the stands a vehicle
-links, trips per cell pair) and receives the findings, the visits, trips, stops and occupancy.
+links, trips per cell pair) and receives the findings, the visits, trips, stops and occupancy;
+with ``parts``, the workers write the findings, visits and trips as parts and make the
+proposals by vehicle group (:class:`ProposalSpec`), and the client receives their counts.
 
 Illegal stand formation is not cut by place cell: a place is a single-linkage group of H3 cells
 of unbounded extent and its distances are measured in the UTM zone of the mean of every waiting
@@ -325,7 +327,12 @@ def gather_on_workers(
     ------
     DistributedEngineError
         If a task fails on the cluster (the worker's error is chained).
+    ValueError
+        ``propose`` or ``send_findings=False`` without ``parts``.
     """
+    if parts is None and (propose is not None or not send_findings):
+        msg = "'propose' e 'send_findings=False' pedem 'parts' (a pasta das partes)"
+        raise ValueError(msg)
     try:
         return _gather_on_workers(
             client,
@@ -361,9 +368,6 @@ def _gather_on_workers(
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
     written: dict[str, list[Path]] = {"findings.geojson": [], "stand_visits.csv": []}
-    if parts is None and (propose is not None or not send_findings):
-        msg = "'propose' e 'send_findings=False' pedem 'parts' (a pasta das partes)"
-        raise ValueError(msg)
     held: list[Any] = []  # the findings tasks' results, holding what the proposals read
     detail_keys = proposal_details(propose.rulebooks) if propose is not None else None
 
