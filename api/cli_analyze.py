@@ -260,6 +260,7 @@ def analyze(
                 out=out,
                 books=books,
                 options=options | {"progress": detail},
+                proposals={"confirmed": history, "fleet": fleet_frame, "confidence_floor": floor},
             )
         elif engine is Engine.local and not porto:
             from engines.buckets import analyze_file
@@ -293,7 +294,7 @@ def analyze(
                     "dê o arquivo com --boundary"
                 )
         bar.update(task, description="Gravando arquivos")
-        paths, proposals = write_results(
+        paths, n_proposals = write_results(
             result,
             fixes,
             out,
@@ -311,7 +312,7 @@ def analyze(
         result.summary,
         out=out,
         paths=paths,
-        proposals=proposals,
+        n_proposals=n_proposals,
         municipality=municipality,
         no_rulebook=no_rulebook,
         notes=stand_frame.attrs.get("notes", []),
@@ -358,12 +359,15 @@ def _analyze_dataset(
     out: Path,
     books: dict[str, Any],
     options: dict[str, Any],
+    proposals: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Analyse a dataset (a plain file with ``--engine dask``: a temporary one first).
 
     With Dask, the workers write the findings, visits and trips as parts in ``out/partes``
     (emptied first; on storage they see, as the dataset) and the files are merged from there;
-    this process receives of each finding's details what the proposals and the map read.
+    with ``books``, they also make the proposals (``proposals``: the history, fleet and
+    confidence floor of :func:`write_results`) and write them as parts. This process receives
+    no finding: counts, and the map's sample merged on the workers.
 
     A plain file becomes a dataset in a temporary folder first, written by the Dask workers
     (byte ranges of a CSV, runs of row groups of a Parquet file; this process computes only the
@@ -377,16 +381,15 @@ def _analyze_dataset(
     from engines.dataset import analyze_dataset, write_dataset
 
     with contextlib.ExitStack() as stack:
-        client, parts, keep = None, None, None
+        client, parts, spec = None, None, None
         if engine is Engine.dask:
-            from enforcement.proposals import proposal_details
-            from engines.distributed import dask_client
-            from maps import MAP_DETAILS
+            from engines.distributed import ProposalSpec, dask_client
 
             parts = (out / PARTS).resolve()
             shutil.rmtree(parts, ignore_errors=True)
             parts.mkdir(parents=True)
-            keep = MAP_DETAILS | proposal_details(books)
+            if books:
+                spec = ProposalSpec(rulebooks=books, timezone=timezone, **(proposals or {}))
             client = stack.enter_context(dask_client(scheduler, workers=workers))
         if dataset is None:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pontual-")))
@@ -400,7 +403,14 @@ def _analyze_dataset(
                 progress=options["progress"],
             )
         return analyze_dataset(
-            dataset, stands, client=client, jobs=jobs, parts=parts, keep=keep, **options
+            dataset,
+            stands,
+            client=client,
+            jobs=jobs,
+            parts=parts,
+            propose=spec,
+            send_findings=client is None,  # the map draws the workers' sample
+            **options,
         )
 
 
@@ -409,7 +419,7 @@ def _report(
     *,
     out: Path,
     paths: list[Path],
-    proposals: Any,
+    n_proposals: int | None,
     municipality: str | None,
     no_rulebook: str | None,
     notes: list[str],
@@ -432,8 +442,8 @@ def _report(
         typer.echo(f"  {kind_name(kind)}: {n}")
     for kind, why in s["detectors_skipped"].items():
         typer.echo(f"  {kind_name(kind)}: não verificado ({why})")
-    if proposals is not None:
-        typer.echo(f"{len(proposals)} propostas de autuação ({municipality}).")
+    if n_proposals is not None:
+        typer.echo(f"{n_proposals} propostas de autuação ({municipality}).")
         for kind, n in s["findings_without_provision"].items():
             typer.echo(f"  {kind_name(kind)}: {n} achado(s) sem dispositivo no regulamento")
         for kind, n in s["findings_for_review"]["by_kind"].items():
@@ -519,18 +529,26 @@ def write_results(
     jobs: int = 1,
     progress: Callable[[str], None] = lambda _: None,
     confidence_floor: dict[str, float] | None = None,
-) -> tuple[list[Path], Any]:
+) -> tuple[list[Path], int | None]:
     """Write a run's contract files, ``proposals.json`` (with rulebooks) and the map page.
 
     With ``jobs`` > 1, ``findings.geojson`` and the map (about half the files' time) are written
     in a forked process beside the proposals and the other files. ``progress`` is called after
-    the proposals and after the other files. Returns the paths written and the proposals (None
-    without rulebooks). Findings a rule covers but that make no proposal (under the confidence
-    floor, merged from ``confidence_floor``, or not repeated enough) are counted and listed in
-    ``summary.json`` (``findings_for_review``).
+    the proposals and after the other files. Returns the paths written and the number of
+    proposals (None without rulebooks). Findings a rule covers but that make no proposal (under
+    the confidence floor, merged from ``confidence_floor``, or not repeated enough) are counted
+    and listed in ``summary.json`` (``findings_for_review``). Proposals an engine's workers
+    made (``result.parts["proposals.json"]``, the summary's entries already in
+    ``result.summary``) are merged from their parts.
     """
-    from enforcement.proposals import proposal_summary, propose_all, write_proposals_json
-    from engines.pipeline import write_findings, write_outputs
+    from enforcement.proposals import (
+        PROPOSAL_ORDER,
+        proposal_summary,
+        propose_all,
+        write_proposal_texts,
+        write_proposals_json,
+    )
+    from engines.pipeline import merged_texts, write_findings, write_outputs
     from runtime import aside
 
     def findings_and_map() -> None:
@@ -545,7 +563,10 @@ def write_results(
 
     with aside(findings_and_map, fork=jobs > 1) as written:
         proposals = None
-        if books:
+        made = result.parts.get("proposals.json")
+        if made is not None:
+            n_proposals: int | None = int(result.summary["proposals"])
+        elif books:
             done = propose_all(
                 result.findings,
                 books,
@@ -555,15 +576,22 @@ def write_results(
                 confidence_floor=confidence_floor,
             )
             proposals = done.proposals
+            n_proposals = len(proposals)
             result.summary |= proposal_summary(proposals, done.uncovered, done.for_review)
+        else:
+            n_proposals = None
         progress("proposals done")
         paths = write_outputs(result, out, findings=False)
-        if proposals is not None:
+        if made is not None:
+            texts = merged_texts(made, PROPOSAL_ORDER)
+            write_proposal_texts(texts, out / "proposals.json")
+            paths.append(out / "proposals.json")
+        elif proposals is not None:
             write_proposals_json(proposals, out / "proposals.json")
             paths.append(out / "proposals.json")
         progress("other files done")
         written()
-    return [*paths, out / "map.html"], proposals
+    return [*paths, out / "map.html"], n_proposals
 
 
 def _map_findings(result: Any) -> tuple[Any, dict[str, int] | None]:

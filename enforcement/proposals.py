@@ -46,7 +46,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -287,6 +287,7 @@ def propose_all(
     fleet: pd.DataFrame | None = None,
     confidence_floor: Mapping[str, float] | None = None,
     context: pd.DataFrame | None = None,
+    vehicles: Callable[[str], bool] | None = None,
 ) -> Proposed:
     """Turn findings into proposals under a municipality's rulebooks.
 
@@ -312,6 +313,10 @@ def propose_all(
     context
         Findings already handled (e.g. proposed earlier) that count towards a rule's
         ``repetition`` but are not proposed again.
+    vehicles
+        Only the vehicles it accepts (default: all). Every count and proposal is per
+        (finding, vehicle), so runs over a partition of the vehicles make, together, the
+        proposals, uncovered counts and review items of one run over all.
 
     Returns
     -------
@@ -330,6 +335,8 @@ def propose_all(
     for finding, day in zip(_records(findings), _local_days(findings, timezone), strict=True):
         details = finding["details"] or {}
         for vehicle_id in _vehicles_of(finding):
+            if vehicles is not None and not vehicles(vehicle_id):
+                continue
             service = service_of.get(vehicle_id, "taxi")
             book = rulebooks.get(service)
             rule = book.rule_for(finding["kind"], details) if book else None
@@ -586,6 +593,54 @@ def confirmed_from_proposals(records: Iterable[Mapping[str, Any]]) -> pd.DataFra
     return pd.DataFrame(rows, columns=columns)
 
 
+def proposal_counts(
+    proposals: list[dict[str, Any]],
+    uncovered: dict[str, int],
+    for_review: list[dict[str, Any]],
+) -> dict[str, dict[str, int]]:
+    """Return the counts :func:`proposal_summary` reports, summable across vehicle groups.
+
+    ``{"proposals": {provision: n}, "uncovered": {why: n}, "for_review": {kind: n}}``
+    (:func:`summed_counts` adds them; :func:`summary_of_counts` makes the entries).
+    """
+    by: dict[str, int] = {}
+    for p in proposals:
+        by[p["provision"]] = by.get(p["provision"], 0) + 1
+    by_kind: dict[str, int] = {}
+    for r in for_review:
+        by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + 1
+    return {"proposals": by, "uncovered": dict(uncovered), "for_review": by_kind}
+
+
+def summed_counts(counts: Iterable[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
+    """Add :func:`proposal_counts` of disjoint vehicle groups."""
+    total: dict[str, dict[str, int]] = {"proposals": {}, "uncovered": {}, "for_review": {}}
+    for c in counts:
+        for name, by in c.items():
+            for k, n in by.items():
+                total[name][k] = total[name].get(k, 0) + int(n)
+    return total
+
+
+def summary_of_counts(
+    counts: Mapping[str, Mapping[str, int]], for_review: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Return the ``summary.json`` entries of :func:`proposal_counts` (:func:`proposal_summary`).
+
+    ``for_review`` is the list written (a placeholder where it is merged from parts).
+    """
+    return {
+        "proposals": sum(counts["proposals"].values()),
+        "proposals_by_provision": dict(sorted(counts["proposals"].items())),
+        "findings_without_provision": dict(sorted(counts["uncovered"].items())),
+        "findings_for_review": {
+            "count": sum(counts["for_review"].values()),
+            "by_kind": dict(sorted(counts["for_review"].items())),
+            "findings": for_review,
+        },
+    }
+
+
 def proposal_summary(
     proposals: list[dict[str, Any]],
     uncovered: dict[str, int],
@@ -596,37 +651,49 @@ def proposal_summary(
     ``findings_for_review`` counts the findings a rule covers that make no proposal (under
     the confidence floor, or not repeated enough), by kind, and lists them with the reason.
     """
-    by: dict[str, int] = {}
-    for p in proposals:
-        by[p["provision"]] = by.get(p["provision"], 0) + 1
     review = for_review or []
-    by_kind: dict[str, int] = {}
-    for r in review:
-        by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + 1
-    return {
-        "proposals": len(proposals),
-        "proposals_by_provision": dict(sorted(by.items())),
-        "findings_without_provision": uncovered,
-        "findings_for_review": {
-            "count": len(review),
-            "by_kind": dict(sorted(by_kind.items())),
-            "findings": review,
-        },
-    }
+    return summary_of_counts(proposal_counts(proposals, uncovered, review), review)
+
+
+PROPOSAL_ORDER = ("committed_at", "proposal_id")
+"""The order of ``proposals.json`` (:func:`propose_all`)."""
+
+
+def proposal_texts(proposals: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """Yield each proposal's text as an item of ``proposals.json`` (indented one level).
+
+    The text of the record in ``json.dumps(proposals, ensure_ascii=False, indent=2)``, made by
+    orjson (ten times faster; its two-space indentation nests as ``json``'s does); a record
+    orjson refuses (a key that is not text, an integer beyond 64 bits) by ``json``.
+    """
+    for record in proposals:
+        try:
+            text = orjson.dumps(record, option=orjson.OPT_INDENT_2)
+        except TypeError:  # orjson.JSONEncodeError included
+            text = json.dumps(record, ensure_ascii=False, indent=2).encode()
+        # a JSON text has no raw line break inside a string: each line is a line of layout
+        yield b"\n".join(b"  " + line for line in text.split(b"\n"))
+
+
+def write_proposal_texts(texts: Iterable[bytes], path: Path) -> None:
+    """Write ``proposals.json`` from :func:`proposal_texts` (in :data:`PROPOSAL_ORDER`)."""
+    with path.open("wb") as fh:
+        first = True
+        for text in texts:
+            fh.write(b"[\n" if first else b",\n")
+            fh.write(text)
+            first = False
+        fh.write(b"[]\n" if first else b"\n]\n")
 
 
 def write_proposals_json(proposals: list[dict[str, Any]], path: Path) -> None:
     """Write ``proposals.json``: a JSON list of proposal records (PRODUCT.md).
 
-    The text of ``json.dumps(proposals, ensure_ascii=False, indent=2)`` and a line end, written
-    by orjson (ten times faster); what orjson refuses (a key that is not text, an integer beyond
-    64 bits) by ``json``.
+    The text of ``json.dumps(proposals, ensure_ascii=False, indent=2)`` and a line end,
+    record by record (:func:`proposal_texts`): the Dask engine's parts merge into the same
+    bytes (:func:`write_proposal_texts`).
     """
-    try:
-        text = orjson.dumps(proposals, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-    except TypeError:  # orjson.JSONEncodeError included
-        text = (json.dumps(proposals, ensure_ascii=False, indent=2) + "\n").encode()
-    path.write_bytes(text)
+    write_proposal_texts(proposal_texts(proposals), path)
 
 
 def format_fine(amount: float, unit: str) -> str:

@@ -961,6 +961,8 @@ def analyze_dataset(
     stand_suspensions: pd.DataFrame | None = None,
     parts: Path | None = None,
     keep: frozenset[str] | None = None,
+    propose: Any = None,
+    send_findings: bool = True,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Analyse a dataset bucket by bucket (see the module docstring).
 
@@ -984,6 +986,10 @@ def analyze_dataset(
         :func:`engines.distributed.gather_on_workers`).
     keep : frozenset of str, optional
         With ``parts``: the findings' ``details`` keys the client receives (all without it).
+    propose : engines.distributed.ProposalSpec, optional
+        With ``parts``: the proposals made on the workers, as parts.
+    send_findings : bool, default True
+        With ``parts``: False, the client receives no finding (the result's are empty).
 
     Returns
     -------
@@ -1031,6 +1037,8 @@ def analyze_dataset(
             malformed=malformed,
             parts=parts,
             keep=keep,
+            propose=propose,
+            send_findings=send_findings,
             progress=progress,
         )
     results = []
@@ -1050,6 +1058,8 @@ def _on_cluster(
     malformed: pd.DataFrame,
     parts: Path | None,
     keep: frozenset[str] | None,
+    propose: Any,
+    send_findings: bool,
     progress: Progress,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Run ``task`` on each bucket on the cluster, then the gathered stage on the workers.
@@ -1081,7 +1091,15 @@ def _on_cluster(
     rejected, sample = merge_extras(malformed, extras)
     try:
         result = gather_on_workers(
-            client, futures, rejected, context, parts=parts, keep=keep, progress=progress
+            client,
+            futures,
+            rejected,
+            context,
+            parts=parts,
+            keep=keep,
+            propose=propose,
+            send_findings=send_findings,
+            progress=progress,
         )
     finally:
         client.cancel(futures)

@@ -21,7 +21,9 @@ The partitions' results stay on their workers; each is cut into one piece per gr
 the pieces move worker to worker (Dask's transfers, not through the client) to one task per
 group, which runs the function :func:`~engines.partitions.gather` runs on the whole. The client
 plans the groups from small facts of each partition (visits per stand, the stands a vehicle
-links, trips per cell pair) and receives the findings, the visits, trips, stops and occupancy.
+links, trips per cell pair) and receives the findings, the visits, trips, stops and occupancy;
+with ``parts``, the workers write the findings, visits and trips as parts and make the
+proposals by vehicle group (:class:`ProposalSpec`), and the client receives their counts.
 
 Illegal stand formation is not cut by place cell: a place is a single-linkage group of H3 cells
 of unbounded extent and its distances are measured in the UTM zone of the mean of every waiting
@@ -36,8 +38,10 @@ from __future__ import annotations
 
 import datetime as dt
 import operator
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +49,28 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from enforcement.proposals import (
+    PROPOSAL_ORDER,
+    proposal_counts,
+    proposal_details,
+    proposal_texts,
+    propose_all,
+    summary_of_counts,
+    summed_counts,
+)
 from engines import partitions as pt
 from engines.partitions import stage_context, vehicle_partitions, vehicle_stage
 from engines.pipeline import (
+    REVIEW_ORDER,
     AnalysisParams,
     AnalysisResult,
     Progress,
     merge_ping_stats,
     no_progress,
+    summary_item_text,
     write_csv_part,
     write_findings_part,
+    write_part,
 )
 from geo.roads import RoadGraph
 from maps import sample as map_sample
@@ -62,7 +78,7 @@ from maps.sample import MapSample, merge_samples, part_sample
 from runtime import keep_freed_heap
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
-from tracking.detectors.findings import KINDS
+from tracking.detectors.findings import KINDS, with_details
 from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import empty_stops
 from tracking.trips import empty_trips
@@ -72,6 +88,25 @@ DEFAULT_PARTITION_FIXES = 1_000_000
 
 class DistributedEngineError(RuntimeError):
     """The cluster could not be reached or a partition failed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProposalSpec:
+    """What the workers need to make a run's proposals (:func:`~enforcement.proposals.propose_all`).
+
+    Sent to every worker once (the fleet and the reincidence history are small tables).
+    """
+
+    rulebooks: Mapping[str, Any]
+    timezone: str
+    confirmed: pd.DataFrame | None = None
+    fleet: pd.DataFrame | None = None
+    confidence_floor: Mapping[str, float] | None = None
+
+
+def vehicle_group(vehicle_id: str, n_groups: int) -> int:
+    """Return the proposal group of a vehicle: CRC-32 of its id modulo ``n_groups`` (stable)."""
+    return zlib.crc32(vehicle_id.encode("utf-8")) % n_groups
 
 
 @contextmanager
@@ -234,6 +269,8 @@ def gather_on_workers(
     groups: int | None = None,
     parts: str | Path | None = None,
     keep: frozenset[str] | None = None,
+    propose: ProposalSpec | None = None,
+    send_findings: bool = True,
     progress: Progress = no_progress,
 ) -> AnalysisResult:
     """Run :func:`engines.partitions.gather`'s stage on the workers, by each rule's key.
@@ -268,6 +305,18 @@ def gather_on_workers(
     keep : frozenset of str, optional
         With ``parts``: the ``details`` keys of the findings the client receives (what the
         proposals and the map read; all without it).
+    propose : ProposalSpec, optional
+        With ``parts``: make the run's proposals on the workers. Each task that writes
+        findings also cuts them (the details the rulebooks read) by vehicle group
+        (:func:`vehicle_group`; an ``illegal_stand_formation`` finding goes to the group of
+        each of its ``details.vehicles``); the pieces move to one task per group, which runs
+        :func:`~enforcement.proposals.propose_all` for the group's vehicles and writes its
+        proposals in ``propostas/`` and its findings for review in ``revisao/``. The client
+        receives their counts: the result's ``summary`` has the proposal entries, and its
+        ``parts`` ``proposals.json`` and ``summary.json`` (the review list).
+    send_findings : bool, default True
+        With ``parts``: False leaves the result's findings empty (the summary counts them
+        from the tasks): the client then receives no finding.
     progress : callable
         Called with a pt-BR stage label before each stage.
 
@@ -280,7 +329,12 @@ def gather_on_workers(
     ------
     DistributedEngineError
         If a task fails on the cluster (the worker's error is chained).
+    ValueError
+        ``propose`` or ``send_findings=False`` without ``parts``.
     """
+    if parts is None and (propose is not None or not send_findings):
+        msg = "'propose' e 'send_findings=False' pedem 'parts' (a pasta das partes)"
+        raise ValueError(msg)
     try:
         return _gather_on_workers(
             client,
@@ -291,6 +345,8 @@ def gather_on_workers(
             groups=groups,
             parts=Path(parts) if parts is not None else None,
             keep=keep,
+            propose=propose,
+            send_findings=send_findings,
             progress=progress,
         )
     except Exception as exc:
@@ -308,11 +364,15 @@ def _gather_on_workers(
     groups: int | None,
     parts: Path | None,
     keep: frozenset[str] | None,
+    propose: ProposalSpec | None,
+    send_findings: bool,
     progress: Progress,
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
     written: dict[str, list[Path]] = {"findings.geojson": [], "stand_visits.csv": []}
     map_cap, map_samples = map_sample.MAP_MAX_FINDINGS, []  # read now: tests lower it
+    held: list[Any] = []  # the findings tasks' results, holding what the proposals read
+    detail_keys = proposal_details(propose.rulebooks) if propose is not None else None
 
     def findings_part(future: Any, name: str, *, visits: bool = False) -> Any:
         """Return the task's result with its findings (and visits) written as parts there."""
@@ -321,11 +381,24 @@ def _gather_on_workers(
             return future
         written["findings.geojson"].append(parts / "achados" / f"{name}.parquet")
         path = str(written["findings.geojson"][-1])
+        visits_path = None
         if visits:
             written["stand_visits.csv"].append(parts / "visitas" / f"{name}.parquet")
             visits_path = str(written["stand_visits.csv"][-1])
-            return client.submit(_with_parts, future, path, keep, visits_path, pure=False)
-        return client.submit(_with_parts, future, path, keep, pure=False)
+        done = client.submit(
+            _with_parts,
+            future,
+            path,
+            keep if send_findings else frozenset(),
+            visits_path,
+            send=send_findings,
+            hold=detail_keys,
+            pure=False,
+        )
+        if detail_keys is None:
+            return done
+        held.append(done)
+        return client.submit(operator.getitem, done, 0, pure=False)
 
     kinds = set(context["kinds"])
     resolution = None
@@ -467,13 +540,48 @@ def _gather_on_workers(
             for fut, path in zip(futures, written["trips.csv"], strict=True)
         ]
 
+    proposal_tasks: list[Any] = []
+    if propose is not None and parts is not None:
+        progress("Fazendo as propostas de autuação por veículo nos workers")
+        n_vehicles = sum(len(f["vehicles"]) for f in facts)
+        n_pieces = max(1, min(n_groups, n_vehicles))
+        [spec_f] = client.scatter([propose], broadcast=True, hash=False)
+        splits = [
+            client.submit(_vehicle_pieces, done, n_groups=n_pieces, pure=False) for done in held
+        ]
+        for name, folder in (("proposals.json", "propostas"), ("summary.json", "revisao")):
+            written[name] = [parts / folder / f"grupo-{g:05d}.parquet" for g in range(n_pieces)]
+        proposal_tasks = [
+            client.submit(
+                _propose_group,
+                [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
+                spec_f,
+                group=g,
+                n_groups=n_pieces,
+                proposals_path=str(written["proposals.json"][g]),
+                review_path=str(written["summary.json"][g]),
+                pure=False,
+            )
+            for g in range(n_pieces)
+        ]
+
     progress("Recebendo achados, visitas, viagens e paradas")
     stand_results: list[dict[str, Any]] = client.gather(stand_tasks)
-    cross_results: list[tuple[Any, dict[str, str]]] = client.gather(cross)
+    cross_results: list[tuple[Any, ...]] = client.gather(cross)
     frames: list[dict[str, Any]] = client.gather(outputs)
+    proposed: list[dict[str, dict[str, int]]] = client.gather(proposal_tasks)
     progress("Juntando os resultados dos grupos")
     visits, occ = pt.join_stand_groups(stand_results)
     row_counts: dict[str, int] | None = None
+    kind_counts: dict[str, int] | None = None
+    if parts is not None:
+        kind_counts = _summed(
+            [
+                *(f["kinds"] for f in facts),
+                *(r["kinds"] for r in stand_results),
+                *(c[2] for c in cross_results),
+            ]
+        )
     if parts is None:
         trips = pt.by_vehicle_frames([f["trips"] for f in frames])
         stops = pt.by_vehicle_frames([f["stops"] for f in frames])
@@ -492,11 +600,14 @@ def _gather_on_workers(
         found=[
             *(f["findings"] for f in facts),
             *(r["findings"] for r in stand_results),
-            *(f for f, _ in cross_results),
+            *(c[0] for c in cross_results),
         ],
-        skipped=[*(r["skipped"] for r in stand_results), *(s for _, s in cross_results)],
+        skipped=[*(r["skipped"] for r in stand_results), *(c[1] for c in cross_results)],
         counts=row_counts,
+        kinds=kind_counts,
     )
+    if proposal_tasks:
+        result.summary |= summary_of_counts(summed_counts(proposed), [])
     if parts is not None:
         result.parts = {name: tuple(paths) for name, paths in written.items()}
     result.map_sample = _gather_map_sample(client, map_samples, cap=map_cap)
@@ -521,26 +632,95 @@ def _gather_map_sample(client: Any, samples: list[Any], *, cap: int) -> MapSampl
 
 
 def _with_parts(
-    result: Any, path: str, keep: frozenset[str] | None, visits_path: str | None = None
+    result: Any,
+    path: str,
+    keep: frozenset[str] | None,
+    visits_path: str | None = None,
+    *,
+    send: bool = True,
+    hold: frozenset[str] | None = None,
 ) -> Any:
     """Write a task's findings (and visits) as parts; return the result without them.
 
     ``result`` is a dict with ``findings`` (and ``visits``, left empty, its counts put in
-    ``counts``) or a ``(findings, skipped)`` pair. The findings come back with the ``keep``
-    keys of their details.
+    ``counts``) or a ``(findings, skipped)`` pair, returned as ``(findings, skipped, kinds)``;
+    ``kinds`` (also a key of the dict) counts the findings by kind. The findings come back with
+    the ``keep`` keys of their details (none without ``send``). With ``hold``: returns
+    ``(result, held)``, ``held`` the findings with the ``hold`` keys of their details and no
+    geometry (what :func:`_vehicle_pieces` cuts for the proposals).
     """
     Path(path).parent.mkdir(parents=True, exist_ok=True)
+    found = result[0] if isinstance(result, tuple) else result["findings"]
+    frame = write_findings_part(found, path)
+    kinds = {str(k): int(v) for k, v in frame["kind"].value_counts().items()}
+    back = frame if keep is None else with_details(frame, keep)
+    if not send:
+        back = back.iloc[:0]
     if isinstance(result, tuple):
-        found, skipped = result
-        return write_findings_part(found, path, keep=keep), skipped
-    out = result | {"findings": write_findings_part(result["findings"], path, keep=keep)}
-    if visits_path is not None:
-        visits = result["visits"]
-        Path(visits_path).parent.mkdir(parents=True, exist_ok=True)
-        keys = (fr.VEHICLE_ID, "_piece", "_row")
-        out["counts"] = write_csv_part("stand_visits.csv", visits, visits_path, keys=keys)
-        out["visits"] = visits.iloc[:0]
-    return out
+        out: Any = (back, result[1], kinds)
+    else:
+        out = result | {"findings": back, "kinds": kinds}
+        if visits_path is not None:
+            visits = result["visits"]
+            Path(visits_path).parent.mkdir(parents=True, exist_ok=True)
+            keys = (fr.VEHICLE_ID, "_piece", "_row")
+            out["counts"] = write_csv_part("stand_visits.csv", visits, visits_path, keys=keys)
+            out["visits"] = visits.iloc[:0]
+    if hold is None:
+        return out
+    return out, pd.DataFrame(with_details(frame, hold).drop(columns="geometry"))
+
+
+def _vehicle_pieces(done: tuple[Any, pd.DataFrame], *, n_groups: int) -> list[pd.DataFrame]:
+    """Cut a task's held findings (:func:`_with_parts`) by :func:`vehicle_group`.
+
+    A finding goes to the group of its vehicle, or (without one: ``illegal_stand_formation``)
+    to the group of each vehicle of its ``details.vehicles``, once per group.
+    """
+    held = done[1]
+    rows: list[list[int]] = [[] for _ in range(n_groups)]
+    ids = held[fr.VEHICLE_ID].tolist()
+    for i, (vid, details) in enumerate(zip(ids, held["details"].tolist(), strict=True)):
+        named = vid is not None and not pd.isna(vid)
+        vehicles = [vid] if named else (details or {}).get("vehicles", [])
+        for g in sorted({vehicle_group(str(v), n_groups) for v in vehicles}):
+            rows[g].append(i)
+    return [held.iloc[r] for r in rows]
+
+
+def _propose_group(
+    pieces: Sequence[pd.DataFrame],
+    spec: ProposalSpec,
+    *,
+    group: int,
+    n_groups: int,
+    proposals_path: str,
+    review_path: str,
+) -> dict[str, dict[str, int]]:
+    """Make the proposals of one vehicle group; write them and its review items as parts.
+
+    The parts hold the records' texts as ``proposals.json`` and ``summary.json`` have them,
+    in :data:`~enforcement.proposals.PROPOSAL_ORDER` and
+    :data:`~engines.pipeline.REVIEW_ORDER`. Returns their
+    :func:`~enforcement.proposals.proposal_counts`.
+    """
+    found = pd.concat(pieces, ignore_index=True)
+    done = propose_all(
+        found,
+        spec.rulebooks,
+        timezone=spec.timezone,
+        confirmed=spec.confirmed,
+        fleet=spec.fleet,
+        confidence_floor=spec.confidence_floor,
+        vehicles=lambda v: vehicle_group(v, n_groups) == group,
+    )
+    for path in (proposals_path, review_path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    keys = {k: [p[k] for p in done.proposals] for k in PROPOSAL_ORDER}
+    write_part(proposals_path, keys, proposal_texts(done.proposals))
+    review = {k: [r[k] for r in done.for_review] for k in REVIEW_ORDER}
+    write_part(review_path, review, map(summary_item_text, done.for_review))
+    return proposal_counts(done.proposals, done.uncovered, done.for_review)
 
 
 def _trips_part(result: dict[str, Any], path: str) -> dict[str, int]:

@@ -755,11 +755,13 @@ def finish(
     found: Sequence[gpd.GeoDataFrame],
     skipped: Sequence[dict[str, str]],
     counts: dict[str, int] | None = None,
+    kinds: dict[str, int] | None = None,
 ) -> AnalysisResult:
     """Assemble the result and its summary from the joined frames and the groups' findings.
 
     ``results_meta``: per partition ``stats``, ``n_matched`` and ``skipped``; ``counts``: the
-    summary's counts of rows written as parts (:func:`engines.pipeline.summarize`).
+    summary's counts of rows written as parts; ``kinds``: the findings by kind when ``found``
+    does not hold them all (:func:`engines.pipeline.summarize`).
     """
     params: AnalysisParams = context["params"]
     stats = merge_ping_stats([r["stats"] for r in results_meta])
@@ -779,7 +781,7 @@ def finish(
     )
     n_matched = sum(r["n_matched"] for r in results_meta)
     result.summary = summarize(
-        result, params=params, n_matched=n_matched, stats=stats, counts=counts
+        result, params=params, n_matched=n_matched, stats=stats, counts=counts, kinds=kinds
     )
     return result
 

@@ -340,13 +340,17 @@ def summarize(
     n_matched: int,
     stats: dict[str, Any] | None = None,
     counts: dict[str, int] | None = None,
+    kinds: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Return the ``summary.json`` content of a run: counts, the thresholds used, time span.
 
     ``stats`` (:func:`ping_stats`) stands for ``result.pings`` when the engine never held them
-    all; ``counts`` (:func:`row_counts`, summed) for the visits or trips its workers wrote.
+    all; ``counts`` (:func:`row_counts`, summed) for the visits or trips its workers wrote;
+    ``kinds`` (findings by kind, summed) for the findings its workers kept.
     """
     stats = stats if stats is not None else ping_stats(result.pings)
+    if kinds is None:
+        kinds = {str(k): int(v) for k, v in result.findings["kind"].value_counts().items()}
     counts = row_counts(result.visits, result.trips, result.stops) | (counts or {})
     reasons: dict[Any, int] = (
         result.rejected["reason"].value_counts().sort_index().to_dict()
@@ -364,10 +368,8 @@ def summarize(
         "vehicles": stats["vehicles"],
         "stands": int(len(result.stands)),
         **counts,
-        "findings": int(len(result.findings)),
-        "findings_by_kind": {
-            str(k): int(v) for k, v in result.findings["kind"].value_counts().sort_index().items()
-        },
+        "findings": sum(kinds.values()),
+        "findings_by_kind": {k: kinds[k] for k in sorted(kinds)},
         "detectors_skipped": result.skipped_detectors,
         "time_span_utc": span,
         "parameters": asdict(params),
@@ -567,7 +569,53 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
     occ["bucket_start"] = _iso_utc(occ["bucket_start"])
     occ.to_csv(out_dir / "occupancy.csv", index=False)
 
-    (out_dir / "summary.json").write_text(
-        json.dumps(result.summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    review = result.parts.get("summary.json")
+    write_summary(
+        result.summary,
+        out_dir / "summary.json",
+        review=None if review is None else merged_texts(review, REVIEW_ORDER),
     )
     return [out_dir / name for name in OUTPUT_FILES]
+
+
+REVIEW_ORDER = ("finding_id", "vehicle_id")
+"""The order of ``summary.json``'s ``findings_for_review.findings`` (a part's keys)."""
+
+_SPLICED = "\x00partes\x00"  # marks the review list merged from parts (a NUL: no real value)
+
+
+def write_summary(
+    summary: dict[str, Any], path: Path, *, review: Iterable[bytes] | None = None
+) -> None:
+    """Write ``summary.json``: ``json.dumps(summary, ensure_ascii=False, indent=2)`` and a line end.
+
+    With ``review``, the ``findings_for_review.findings`` list is those texts in order (each
+    item as :func:`summary_item_text` writes it), spliced in at its place: the same bytes as
+    the list given in ``summary``.
+    """
+    if review is None:
+        text = json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
+        path.write_text(text, encoding="utf-8")
+        return
+    marked = summary | {
+        "findings_for_review": summary["findings_for_review"] | {"findings": _SPLICED}
+    }
+    head, tail = (json.dumps(marked, ensure_ascii=False, indent=2) + "\n").split(
+        json.dumps(_SPLICED)
+    )
+    line = head[head.rfind("\n") + 1 :]
+    pad = b" " * (len(line) - len(line.lstrip(" ")))
+    with path.open("wb") as fh:
+        fh.write(head.encode("utf-8"))
+        first = True
+        for item in review:
+            fh.write(b"[\n" if first else b",\n")
+            fh.write(b"\n".join(pad + b"  " + row for row in item.split(b"\n")))
+            first = False
+        fh.write(b"[]" if first else b"\n" + pad + b"]")
+        fh.write(tail.encode("utf-8"))
+
+
+def summary_item_text(item: Any) -> bytes:
+    """Return an item of a ``summary.json`` list as :func:`write_summary` splices it."""
+    return json.dumps(item, ensure_ascii=False, indent=2).encode("utf-8")

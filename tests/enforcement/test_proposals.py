@@ -470,6 +470,32 @@ def test_proposals_json_text(tmp_path):
     assert json.loads(path.read_text(encoding="utf-8"))[1]["details"] == {"3": "três"}
 
 
+NESTED: dict[str, Any] = {
+    "deadlines": {"defesa": {"days": 15, "due": None}, "recurso": {}},
+    "reincidence_priors": [{"auto_number": "A-1", "n": [1, [2, {"x": []}]]}],
+    "excerpt": 'Art. 58 — “ponto” ç\u00e3o \\ "aspas"',
+    "fine": {"amount": 0.1, "unit": "UFM"},
+}
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [],
+        [NESTED],
+        [NESTED, {"proposal_id": "P2"}, {}],
+        [NESTED, {"big": 2**70}, {"proposal_id": "P3", "k": {1: [2]}}],
+    ],
+    ids=["empty", "nested", "several", "refused-by-orjson"],
+)
+def test_proposals_json_record_by_record(tmp_path, records):
+    """Written record by record (each indented one level, orjson or, for the records it refuses,
+    json), proposals.json is json.dumps of the whole list, at every nesting level."""
+    path = tmp_path / "proposals.json"
+    write_proposals_json(records, path)
+    assert path.read_bytes() == (json.dumps(records, ensure_ascii=False, indent=2) + "\n").encode()
+
+
 POA_TAXI = ("4314902", "taxi")
 POA_FRETAMENTO = ("4314902", "fretamento")
 

@@ -386,3 +386,127 @@ def test_the_client_reads_only_the_declared_details(
         assert a == b
         made += len(a.proposals)
     assert made > 0
+
+
+@pytest.fixture(scope="module")
+def history(reference: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An earlier ``proposals.json``: the reference's proposals, issued 30 days before."""
+    import datetime as dt
+
+    records = json.loads((reference[0] / "proposals.json").read_text(encoding="utf-8"))
+    for k, r in enumerate(records):
+        at = dt.datetime.fromisoformat(r["committed_at"]) - dt.timedelta(days=30)
+        r |= {"committed_at": at.isoformat(), "status": "confirmada", "auto_number": f"A-{k}"}
+    path = tmp_path_factory.mktemp("history") / "anteriores.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+class TestDaskProposals:
+    FLOOR = "[confidence_floor]\ndefault = 0.5\ntracking_gap = 0.95\nunlicensed_stand_use = 0.9\n"
+
+    def test_history_and_review_by_vehicle_groups(
+        self, inputs: Inputs, history: Path, tmp_path: Path
+    ) -> None:
+        """Proposals made by the Dask workers in one group per vehicle, with reincidence
+        (``--confirmed``) and findings for review (confidence floor, repetition): the same
+        ``proposals.json`` and ``summary.json`` as in memory; an illegal stand's vehicles fall
+        in several groups."""
+        import functools
+
+        import pyarrow.parquet as pq
+
+        import engines.distributed
+        from engines.distributed import vehicle_group
+
+        floor = tmp_path / "limiares.toml"
+        floor.write_text(self.FLOOR, encoding="utf-8")
+        extra = ["--confirmed", str(history), "--thresholds", str(floor)]
+        small = functools.partial(engines.distributed.gather_on_workers, groups=1000)
+        with _cli_in_process(_in_memory) as run, pytest.MonkeyPatch.context() as mp:
+            want = run([*inputs.args(tmp_path / "local"), *extra])
+            mp.setattr(engines.distributed, "gather_on_workers", small)
+            got = run([*inputs.args(tmp_path / "dask"), *extra, "--engine", "dask"])
+        _assert_same_files(tmp_path / "dask", tmp_path / "local")
+        assert _report_lines(got) == _report_lines(want)
+
+        proposals = json.loads((tmp_path / "local" / "proposals.json").read_text())
+        assert any(p["reincidence_count"] > 0 for p in proposals)
+        summary = json.loads((tmp_path / "local" / "summary.json").read_text())
+        reasons = {r["reason"].split(" ")[0] for r in summary["findings_for_review"]["findings"]}
+        assert {"confiança", "não"} <= reasons
+        parts = sorted((tmp_path / "dask" / "partes" / "propostas").glob("*.parquet"))
+        made = [pq.read_metadata(p).num_rows for p in parts]
+        assert len(parts) > 2 and sum(made) == len(proposals) and sum(m > 0 for m in made) > 1
+        review = sorted((tmp_path / "dask" / "partes" / "revisao").glob("*.parquet"))
+        assert sum(pq.read_metadata(p).num_rows for p in review) == len(
+            summary["findings_for_review"]["findings"]
+        )
+        places = json.loads((tmp_path / "local" / "findings.geojson").read_text())["features"]
+        vehicles = [
+            f["properties"]["details"]["vehicles"]
+            for f in places
+            if f["properties"]["kind"] == "illegal_stand_formation"
+        ]
+        assert any(len({vehicle_group(v, len(parts)) for v in vs}) > 1 for vs in vehicles)
+
+    def test_services_and_no_findings_on_the_client(self, inputs: Inputs, tmp_path: Path) -> None:
+        """Fleet services with their rulebooks (and one without), on a dataset: the workers'
+        proposals equal ``propose_all`` over the local engine's findings, and the client
+        receives no finding (its findings frame is empty, the summary's counts are the same)."""
+        import pyarrow.parquet as pq
+
+        from enforcement.proposals import (
+            PROPOSAL_ORDER,
+            proposal_summary,
+            propose_all,
+            write_proposal_texts,
+            write_proposals_json,
+        )
+        from enforcement.rulebook import rulebooks_for
+        from engines.dataset import analyze_dataset, write_dataset
+        from engines.distributed import ProposalSpec, dask_client
+        from engines.pipeline import REVIEW_ORDER, merged_texts, write_summary
+
+        tz = "America/Sao_Paulo"
+        fleet = read_fleet(inputs.fleet)
+        service = {"G": "fretamento", "F": "fretamento", "R": "escolar"}
+        fleet["service"] = [service.get(v, "taxi") for v in fleet["vehicle_id"]]
+        books = rulebooks_for("4314902")
+        options: dict[str, Any] = {
+            "fleet": fleet,
+            "boundary": BOUNDARY,
+            "roads": build_road_graph(roads()),
+            "params": AnalysisParams(timezone=tz),
+        }
+        dataset = tmp_path / "conjunto"
+        write_dataset(inputs.pings, dataset, timezone=tz, n_buckets=3)
+        local, _ = analyze_dataset(dataset, STANDS, **options)
+        done = propose_all(local.findings, books, timezone=tz, fleet=fleet)
+        want = local.summary | proposal_summary(done.proposals, done.uncovered, done.for_review)
+        assert {p["service"] for p in done.proposals} == {"taxi", "fretamento"}
+        assert "longer_route: sem regulamento de escolar" in done.uncovered
+
+        spec = ProposalSpec(rulebooks=books, timezone=tz, fleet=fleet)
+        with dask_client(workers=2) as client:
+            result, _ = analyze_dataset(
+                dataset,
+                STANDS,
+                client=client,
+                parts=tmp_path / "partes",
+                propose=spec,
+                send_findings=False,
+                **options,
+            )
+        assert result.findings.empty and not local.findings.empty
+        merged = {name: tmp_path / name for name in ("want.json", "got.json", "a", "b")}
+        write_proposals_json(done.proposals, merged["want.json"])
+        texts = merged_texts(result.parts["proposals.json"], PROPOSAL_ORDER)
+        write_proposal_texts(texts, merged["got.json"])
+        assert merged["got.json"].read_bytes() == merged["want.json"].read_bytes()
+        write_summary(want, merged["a"])
+        review = merged_texts(result.parts["summary.json"], REVIEW_ORDER)
+        write_summary(result.summary, merged["b"], review=review)
+        assert merged["b"].read_bytes() == merged["a"].read_bytes()
+        found = sum(pq.read_metadata(p).num_rows for p in result.parts["findings.geojson"])
+        assert found == len(local.findings) == result.summary["findings"]

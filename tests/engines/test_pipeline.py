@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, ClassVar
 
 import geopandas as gpd
 import numpy as np
@@ -12,7 +13,14 @@ import pytest
 import shapely
 from factories import make_pings, offset_m
 
-from engines.pipeline import AnalysisParams, analyze_pings, count_distinct, write_outputs
+from engines.pipeline import (
+    AnalysisParams,
+    analyze_pings,
+    count_distinct,
+    summary_item_text,
+    write_outputs,
+    write_summary,
+)
 from tracking import frames as fr
 
 
@@ -128,6 +136,39 @@ class TestWriteOutputs:
         summary = json.loads((tmp_path / "summary.json").read_text())
         assert summary["pings_rejected"] == 1
         assert summary["parameters"]["h3_resolution"] == AnalysisParams().h3_resolution
+
+
+class TestWriteSummary:
+    SUMMARY: ClassVar[dict[str, Any]] = {
+        "pings_valid": 3,
+        "findings_by_kind": {"gps_anomaly": 2},
+        "findings_for_review": {"count": 0, "by_kind": {}, "findings": []},
+        "parameters": {"timezone": "America/Sao_Paulo"},
+    }
+    ITEMS: ClassVar[list[dict[str, Any]]] = [
+        {
+            "finding_id": "a",
+            "kind": "gps_anomaly",
+            "confidence": 0.25,
+            "reason": "confiança “baixa”",
+        },
+        {"finding_id": "b", "vehicle_id": None, "nested": {"x": [1, {}]}},
+    ]
+
+    @pytest.mark.parametrize("n_items", [0, 1, 2])
+    def test_review_list_spliced_from_texts(self, tmp_path, n_items):
+        """The review list given as item texts (from parts) makes the bytes of the list given."""
+        items = self.ITEMS[:n_items]
+        whole = self.SUMMARY | {"findings_for_review": {"count": n_items, "findings": items}}
+        write_summary(whole, tmp_path / "a.json")
+        write_summary(
+            whole | {"findings_for_review": {"count": n_items, "findings": []}},
+            tmp_path / "b.json",
+            review=[summary_item_text(i) for i in items],
+        )
+        want = json.dumps(whole, ensure_ascii=False, indent=2) + "\n"
+        assert (tmp_path / "a.json").read_text(encoding="utf-8") == want
+        assert (tmp_path / "b.json").read_bytes() == want.encode("utf-8")
 
 
 class TestCountDistinct:
