@@ -50,7 +50,10 @@ def cluster(tmp_path: Path) -> Iterator[str]:
     config = tmp_path / "dask-config"
     config.mkdir()
     (config / "pontual.yaml").write_text(yaml, encoding="utf-8")
-    env = os.environ | {"DASK_CONFIG": str(config)}
+    # a LocalCluster's nanny earlier in this process put Dask's 65536 into os.environ, and a
+    # variable already set outranks the file: start from a clean shell's environment
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+    env["DASK_CONFIG"] = str(config)
     bin_dir = Path(sys.executable).parent
     address = f"tcp://127.0.0.1:{_free_port()}"
     scheduler = [
