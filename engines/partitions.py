@@ -1078,10 +1078,12 @@ def split_by_stand(
         sel = np.flatnonzero(group == g)
         mask = _span_mask(len(evidence), first[sel] - 1, last[sel] + 1)
         rank = (np.cumsum(mask) - 1).astype(np.int64)
+        picked = ev_visits.iloc[sel].reset_index(drop=True)
         out.append(
             {
                 "visits": moved.iloc[sel].reset_index(drop=True),
-                "ev_visits": _through(ev_visits.iloc[sel].reset_index(drop=True), rank),
+                # no kind of the run reads the visits' fixes: their positions point nowhere
+                "ev_visits": _through(picked, rank) if len(evidence) else picked,
                 "evidence": evidence.iloc[np.flatnonzero(mask)].reset_index(drop=True),
             }
         )

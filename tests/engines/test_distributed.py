@@ -90,6 +90,21 @@ class TestAnalyzePingsDistributed:
         assert_same(dist, local)
         assert local.visits["stand_id"].nunique() >= 2
 
+    @pytest.mark.parametrize("kinds", [(), ("flag2_misuse",), ("longer_route",)])
+    def test_kinds_that_read_no_visit_fixes(
+        self, client: Any, tmp_path: Path, kinds: tuple[str, ...]
+    ) -> None:
+        """No kind, or none that reads the visits' fixes (``--kinds nenhum``, ``flag2_misuse``,
+        ``longer_route``): the stand groups get no evidence, and the local result."""
+        pings = scenario_pings()
+        kw: dict[str, Any] = {"fleet": scenario_fleet(tmp_path), "kinds": kinds}
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=client, partition_fixes=200, **kw
+        )
+        assert_same(dist, local)
+        assert len(local.visits) > 0
+
     def test_stand_suspensions_by_stand_group(self, client: Any, tmp_path: Path) -> None:
         """A prefixo's suspension and a driver's barring at S1, judged in stand groups on the
         workers with the fixes' ``driver_id``: the local result, both scopes found."""
