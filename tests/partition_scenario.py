@@ -7,6 +7,7 @@ four days, trips across local midnight, a pickup outside the boundary, an imposs
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,35 @@ def contract_cells() -> pd.DataFrame:
         first | {"meter": "broken"},
     ]
     return pd.concat([cells, pd.DataFrame(extra)], ignore_index=True)
+
+
+def ragged_csv_lines(cells: pd.DataFrame) -> list[str]:
+    """The cells as CSV lines (header first), a record with too many fields after every 400th
+    (from the 14th) and an empty line after every 700th (from the 6th)."""
+    lines = [",".join(CONTRACT)]
+    for k, rec in enumerate(cells[CONTRACT].itertuples(index=False)):
+        lines.append(",".join(rec))
+        if k % 400 == 13:
+            lines.append("v9,2024-03-04T12:00:00Z,-30.0,1,2,3,4,5,6,7,8")  # too many fields
+        if k % 700 == 5:
+            lines.append("")
+    return lines
+
+
+FOLIUM_ID = re.compile(r"_[0-9a-f]{32}\b")
+"""folium's random element ids, different in every ``map.html``."""
+
+
+def assert_same_outputs(got: Path, want: Path) -> None:
+    """Every output file of ``want`` equal in ``got``, byte for byte (``map.html`` bar folium's
+    random ids); ``got`` has no other file."""
+    names = sorted(p.name for p in want.iterdir())
+    assert sorted(p.name for p in got.iterdir() if p.is_file()) == names and "rejected.csv" in names
+    for name in names:
+        a, b = (got / name).read_bytes(), (want / name).read_bytes()
+        if name == "map.html":
+            a, b = (FOLIUM_ID.sub("_id", x.decode("utf-8")).encode("utf-8") for x in (a, b))
+        assert a == b, name
 
 
 def write_contract_csv(

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from partition_scenario import (
     BOUNDARY,
-    CONTRACT,
     NOW,
     STANDS,
     assert_same,
+    ragged_csv_lines,
     scenario_fleet,
 )
 from partition_scenario import contract_cells as _contract_rows
@@ -129,15 +129,8 @@ class TestAnalyzeFile:
         cells = _contract_rows()
         cells.loc[7, "driver_id"] = '"M\n58"'  # a quoted cell holding a line break
         cells.loc[900, "driver_id"] = '"M, ""58"""'
-        lines = [",".join(CONTRACT)]
-        for k, rec in enumerate(cells[CONTRACT].itertuples(index=False)):
-            lines.append(",".join(rec))
-            if k % 400 == 13:
-                lines.append("v9,2024-03-04T12:00:00Z,-30.0,1,2,3,4,5,6,7,8")  # too many fields
-            if k % 700 == 5:
-                lines.append("")
         path = tmp_path / "pings.csv"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        path.write_text("\n".join(ragged_csv_lines(cells)) + "\n", encoding="utf-8")
         assert len(RawPings.open(path).ranges(jobs)) == jobs
         kw = _kw(tmp_path)
         local = _local(path, **kw)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,14 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from partition_scenario import CONTRACT, STANDS, contract_cells, scenario_fleet
+from partition_scenario import (
+    CONTRACT,
+    STANDS,
+    assert_same_outputs,
+    contract_cells,
+    ragged_csv_lines,
+    scenario_fleet,
+)
 
 from engines.dataset import DatasetError, write_dataset
 from engines.distributed import dask_client
@@ -28,7 +34,6 @@ from tracking import ingest
 from tracking.ingest import RawPings
 
 TZ = "America/Sao_Paulo"
-FOLIUM_ID = re.compile(r"_[0-9a-f]{32}\b")
 LONG_CELL = '"' + "M\n" * 400 + '"'
 """A quoted cell of 800 bytes holding 400 line breaks."""
 
@@ -53,14 +58,7 @@ def _csv_text(cells: pd.DataFrame) -> str:
         at += 1
     cells = cells.copy()
     cells.loc[at, "driver_id"] = LONG_CELL
-    lines = [",".join(CONTRACT)]
-    for k, rec in enumerate(cells[CONTRACT].itertuples(index=False)):
-        lines.append(",".join(rec))
-        if k % 400 == 13:
-            lines.append("v9,2024-03-04T12:00:00Z,-30.0,1,2,3,4,5,6,7,8")  # too many fields
-        if k % 700 == 5:
-            lines.append("")
-    return "\n".join(lines) + "\n"
+    return "\n".join(ragged_csv_lines(cells)) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -117,17 +115,6 @@ def _inputs(folder: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _assert_same_outputs(got: Path, want: Path) -> None:
-    """Every output file equal, byte for byte (``map.html`` bar folium's random ids)."""
-    names = sorted(p.name for p in want.iterdir())
-    assert sorted(p.name for p in got.iterdir() if p.is_file()) == names and "rejected.csv" in names
-    for name in names:
-        a, b = (got / name).read_bytes(), (want / name).read_bytes()
-        if name == "map.html":
-            a, b = (FOLIUM_ID.sub("_id", x.decode("utf-8")).encode("utf-8") for x in (a, b))
-        assert a == b, name
-
-
 def _dask_equals_local(pings: Path, tmp_path: Path) -> pd.DataFrame:
     """Run ``--engine local`` (one reader) and ``--engine dask --workers 2`` (the client never
     reading a row); assert the same files; return the rejected rows."""
@@ -137,7 +124,7 @@ def _dask_equals_local(pings: Path, tmp_path: Path) -> pd.DataFrame:
         dask = _run_cli(
             [*common, "--out", str(tmp_path / "dask"), "--engine", "dask", "--workers", "2"]
         )
-    _assert_same_outputs(tmp_path / "dask", tmp_path / "local")
+    assert_same_outputs(tmp_path / "dask", tmp_path / "local")
     assert dask.splitlines()[:-1] == local.splitlines()[:-1]
     return pd.read_csv(tmp_path / "dask" / "rejected.csv", dtype=str, keep_default_na=False)
 

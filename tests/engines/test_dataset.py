@@ -16,6 +16,7 @@ from partition_scenario import (
     NOW,
     STANDS,
     assert_same,
+    assert_same_outputs,
     contract_cells,
     scenario_fleet,
     scenario_pings,
@@ -29,7 +30,6 @@ from engines.distributed import dask_client
 from engines.pipeline import AnalysisParams
 
 TZ = "America/Sao_Paulo"
-FOLIUM_ID = re.compile(r"_[0-9a-f]{32}\b")
 
 
 def _cells() -> pd.DataFrame:
@@ -247,17 +247,6 @@ def _write_inputs(folder: Path) -> list[str]:
     return ["--stands", str(folder / "stands.geojson"), "--fleet", str(fleet), "--tiles", "none"]
 
 
-def _assert_same_outputs(got: Path, want: Path) -> None:
-    """Every output file equal, byte for byte (``map.html`` bar folium's random ids)."""
-    names = sorted(p.name for p in want.iterdir())
-    assert sorted(p.name for p in got.iterdir() if p.is_file()) == names and "rejected.csv" in names
-    for name in names:
-        a, b = (got / name).read_bytes(), (want / name).read_bytes()
-        if name == "map.html":
-            a, b = (FOLIUM_ID.sub("_id", x.decode("utf-8")).encode("utf-8") for x in (a, b))
-        assert a == b, name
-
-
 class TestCommand:
     def test_dask_on_dataset_writes_the_local_files(
         self, run_pontual: Any, pings_csv: Path, tmp_path: Path
@@ -281,7 +270,7 @@ class TestCommand:
             "--engine", "dask", "--workers", "2", timeout_s=600,
         )  # fmt: skip
         assert dask.returncode == 0, dask.stderr
-        _assert_same_outputs(tmp_path / "dask", tmp_path / "local")
+        assert_same_outputs(tmp_path / "dask", tmp_path / "local")
         assert dask.stdout.splitlines()[:-1] == local.stdout.splitlines()[:-1]
         rejected = pd.read_csv(tmp_path / "dask" / "rejected.csv", dtype=str)
         assert "502" in set(rejected["row"]) and len(rejected) == 9
