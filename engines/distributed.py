@@ -61,10 +61,12 @@ from enforcement.proposals import (
 from engines import partitions as pt
 from engines.partitions import stage_context, vehicle_partitions, vehicle_stage
 from engines.pipeline import (
+    PART_FAN_IN,
     REVIEW_ORDER,
     AnalysisParams,
     AnalysisResult,
     Progress,
+    merge_parts,
     merge_ping_stats,
     no_progress,
     summary_item_text,
@@ -609,9 +611,24 @@ def _gather_on_workers(
     if proposal_tasks:
         result.summary |= summary_of_counts(summed_counts(proposed), [])
     if parts is not None:
-        result.parts = {name: tuple(paths) for name, paths in written.items()}
+        result.parts = {name: tuple(_narrowed(client, paths)) for name, paths in written.items()}
     result.map_sample = _gather_map_sample(client, map_samples, cap=map_cap)
     return result
+
+
+def _narrowed(client: Any, paths: Sequence[Path]) -> list[Path]:
+    """Merge a file's parts on the workers until :data:`~engines.pipeline.PART_FAN_IN` are left.
+
+    Runs of that many consecutive parts become one (``fusao-L-K.parquet`` beside them).
+    """
+    level = 0
+    while len(paths) > PART_FAN_IN:
+        runs = [paths[k : k + PART_FAN_IN] for k in range(0, len(paths), PART_FAN_IN)]
+        outs = [run[0].parent / f"fusao-{level}-{k:05d}.parquet" for k, run in enumerate(runs)]
+        done = client.map(merge_parts, [list(map(str, r)) for r in runs], list(map(str, outs)))
+        paths = [Path(p) for p in client.gather(done)]
+        level += 1
+    return list(paths)
 
 
 def _map_sample(result: Any, *, cap: int) -> MapSample:

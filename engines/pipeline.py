@@ -427,6 +427,13 @@ def merged_texts(parts: Sequence[Path], keys: Sequence[str]) -> Iterator[bytes]:
     Each part is in that order; rows of equal keys come in part order, then row order. A few
     hundred rows of each part are held at a time.
     """
+    return (text for _, text in _merged_rows(parts, keys))
+
+
+def _merged_rows(
+    parts: Sequence[Path], keys: Sequence[str]
+) -> Iterator[tuple[tuple[Any, ...], bytes]]:
+    """Yield ``(key, text)`` of the rows of ``parts`` in the order of ``keys`` (stable)."""
     import heapq
 
     import pyarrow.parquet as pq
@@ -436,8 +443,48 @@ def merged_texts(parts: Sequence[Path], keys: Sequence[str]) -> Iterator[bytes]:
             order = zip(*(batch.column(k).to_pylist() for k in keys), strict=True)
             yield from zip(order, batch.column("text").to_pylist(), strict=True)
 
-    merged = heapq.merge(*(rows(p) for p in parts), key=operator.itemgetter(0))
-    return (text for _, text in merged)
+    return heapq.merge(*(rows(p) for p in parts), key=operator.itemgetter(0))
+
+
+PART_FAN_IN = 32
+"""Parts of one file the client merges at most (a row group of each held at once); an engine
+with more merges them first on its workers (:func:`merge_parts`), so that what the client holds
+does not grow with the run."""
+
+
+def merge_parts(parts: Sequence[str | Path], path: str | Path) -> str:
+    """Merge parts (:func:`write_part`) into one part at ``path``, then delete them.
+
+    The keys are the parts' columns but ``text``; rows of equal keys keep the parts' order, so
+    merging runs of consecutive parts, then the results, gives the order of one merge of all.
+    Returns ``path`` as text.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    paths = [Path(p) for p in parts]
+    full = [p for p in paths if pq.ParquetFile(p).metadata.num_rows] or paths
+    schema = pq.read_schema(full[0])  # an empty part's columns may be untyped (null)
+    keys = [c for c in schema.names if c != "text"]
+
+    def write(writer: Any, rows: list[tuple[tuple[Any, ...], bytes]]) -> None:
+        columns = [list(c) for c in zip(*(key for key, _ in rows), strict=True)]
+        arrays = [pa.array(v, schema.field(k).type) for k, v in zip(keys, columns, strict=True)]
+        arrays.append(pa.array([text for _, text in rows], schema.field("text").type))
+        writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+
+    with pq.ParquetWriter(path, schema) as writer:
+        rows: list[tuple[tuple[Any, ...], bytes]] = []
+        for row in _merged_rows(paths, keys):
+            rows.append(row)
+            if len(rows) == _PART_ROWS:
+                write(writer, rows)
+                rows = []
+        if rows:
+            write(writer, rows)
+    for part in paths:
+        part.unlink()
+    return str(path)
 
 
 def write_findings_part(

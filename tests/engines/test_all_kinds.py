@@ -277,7 +277,8 @@ class TestEnginesWriteTheSameFiles:
     def test_dask_engine_in_small_groups(
         self, inputs: Inputs, reference: tuple[Path, str], tmp_path: Path
     ) -> None:
-        """Dask on two worker processes, a stand and a cell pair per group: the same files."""
+        """Dask on two worker processes, a stand and a cell pair per group, the parts merged on
+        the workers two at a time before the client merges them: the same files."""
         import functools
 
         import engines.distributed
@@ -294,10 +295,13 @@ class TestEnginesWriteTheSameFiles:
             pytest.MonkeyPatch.context() as mp,
         ):
             mp.setattr(engines.distributed, "gather_on_workers", recorded)
+            mp.setattr(engines.distributed, "PART_FAN_IN", 2)  # parts merged on the workers
             report = run([*inputs.args(tmp_path), "--engine", "dask", "--workers", "2"])
         assert calls == [1]
         _assert_same_files(tmp_path, reference[0])
         _assert_parts(tmp_path)
+        left = list((tmp_path / "partes" / "achados").glob("*.parquet"))
+        assert 1 < len(left) <= 2 and all(p.name.startswith("fusao-") for p in left)
         assert _report_lines(report) == _report_lines(reference[1])
 
     def test_dask_map_from_the_workers_sample(self, inputs: Inputs, tmp_path: Path) -> None:

@@ -237,3 +237,25 @@ def test_no_findings_merge_to_an_empty_collection(tmp_path: Path) -> None:
     merge_findings_parts([], tmp_path / "b.geojson")
     want = b'{"type":"FeatureCollection","features":[]}'
     assert (tmp_path / "a.geojson").read_bytes() == (tmp_path / "b.geojson").read_bytes() == want
+
+
+def test_parts_merged_in_runs_then_merged_equal_one_merge(tmp_path: Path) -> None:
+    """Parts merged two and three at a time (ties across parts included), then merged: the
+    rows of one merge of every part, in order; the merged inputs are deleted."""
+    from engines.pipeline import merge_parts, merged_texts, write_part
+
+    rng = np.random.default_rng(7)
+    parts = []
+    for k in range(7):
+        size = 0 if k == 0 else int(rng.integers(1, 600))  # an empty part first: untyped keys
+        keys = np.sort(rng.integers(0, 20, size=size))  # ties everywhere
+        texts = [f"{k}:{i}:{key}".encode() for i, key in enumerate(keys)]
+        parts.append(tmp_path / f"p{k}.parquet")
+        write_part(parts[-1], {"kind": ["a"] * size, "n": keys.tolist()}, texts)
+    want = list(merged_texts(parts, ["kind", "n"]))
+    runs = [parts[0:2], parts[2:5], parts[5:7]]
+    merged = [Path(merge_parts(r, tmp_path / f"m{j}.parquet")) for j, r in enumerate(runs)]
+    assert not any(p.exists() for p in parts)
+    assert list(merged_texts(merged, ["kind", "n"])) == want and len(want) > 600
+    [last] = [Path(merge_parts(merged, tmp_path / "all.parquet"))]
+    assert list(merged_texts([last], ["kind", "n"])) == want
