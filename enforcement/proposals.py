@@ -46,6 +46,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -572,7 +573,10 @@ def proposal_record(
 
 
 def _iso(ts: pd.Timestamp) -> str:
-    return ts.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Return the instant in UTC to the second (truncated): ``2024-03-04T09:00:00Z``."""
+    if ts.tzinfo is None:  # raises, as tz_convert does for a naive instant
+        return str(ts.tz_convert("UTC"))
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts.value // 1_000_000_000))
 
 
 def confirmed_from_proposals(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from decimal import Decimal
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -206,7 +206,7 @@ class Rule(_Frozen):
             raise ValueError(msg)
         return self
 
-    @property
+    @cached_property
     def key(self) -> str:
         """Identity of the provision, for reincidence: article, paragraph, inciso, alínea."""
         parts = [self.article, self.paragraph or "", self.inciso or "", self.alinea or ""]

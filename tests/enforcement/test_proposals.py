@@ -876,3 +876,19 @@ class TestLegalCorrections:
         rule = rb.rule_for(kind.get(next(iter(when), ""), "outside_municipality"), when)
         assert rule is not None and "57, XI" in rule.provision
         assert rule.pontuacao is None and rule.pontuacao_choices == ("condutor", "autorizatário")
+
+
+def test_instants_are_written_in_utc_to_the_second_as_pandas_formats_them() -> None:
+    """_iso equals tz_convert("UTC").strftime in any zone, before 1970, below the second."""
+    import numpy as np
+
+    from enforcement.proposals import _iso
+
+    rng = np.random.default_rng(7)
+    ns = [*rng.integers(-(2**62), 2**62, 2000).tolist(), -1, 0, 999_999_999, -500_000_000]
+    zones = ["UTC", "America/Sao_Paulo", "Asia/Kolkata", "Pacific/Chatham"]
+    for k, value in enumerate(ns):
+        ts = pd.Timestamp(value, tz="UTC").tz_convert(zones[k % len(zones)])
+        assert _iso(ts) == ts.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    with pytest.raises(TypeError):
+        _iso(pd.Timestamp("2024-03-04 09:00"))
