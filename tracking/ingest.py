@@ -70,7 +70,7 @@ DICTIONARY_COLUMNS = (
 A fleet repeats them: a vehicle's id on each of its fixes, the same second for every vehicle
 reporting in it, a few meter states and speeds. Reordered, spilled and validated as indices into
 their distinct cells (:mod:`tracking.validate` checks each distinct cell once); raw frames hold
-them as ``category`` columns of ``str`` categories, the cells unchanged.
+them as Arrow dictionaries (:func:`text_series`), the cells unchanged.
 """
 _DICTIONARY_TEXT = pa.dictionary(pa.int32(), pa.large_string())
 
@@ -754,26 +754,17 @@ def _cells_frame(table: pa.Table, names: list[str]) -> pd.DataFrame:
 
 
 def text_series(column: pa.ChunkedArray) -> pd.Series:
-    """Return text cells as a raw frame holds them: ``str``, or ``category`` for a dictionary.
+    """Return text cells as a raw frame holds them: ``str``, or the Arrow dictionary as is.
 
-    A dictionary column becomes a categorical of ``str`` categories (its distinct cells) whose
-    missing entries (Arrow nulls) stand for empty cells.
+    A dictionary of text stays one (a ``pandas.ArrowDtype`` column, no copy): validation checks
+    its distinct cells once (:mod:`tracking.validate`); an Arrow null is an empty cell.
     """
-    if not pa.types.is_dictionary(column.type):
+    typ = column.type
+    if not pa.types.is_dictionary(typ):
         return pd.Series(pd.array(column, dtype="str"))
-    if column.num_chunks != 1:
-        column = pa.table({"c": column}).unify_dictionaries().column(0)
-    arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    values = arr.dictionary
-    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-        values = values.cast(pa.large_string())
-    categories = pd.Index(pd.array(values, dtype="str"))
-    if not categories.is_unique:  # a dictionary may repeat a value: decode
-        return text_series(pa.chunked_array([values.take(arr.indices)])).fillna("")
-    codes = np.asarray(
-        pc.fill_null(arr.indices, -1).to_numpy(zero_copy_only=False), dtype=np.int32
-    )
-    return pd.Series(pd.Categorical.from_codes(codes, categories=categories, validate=False))
+    if not (pa.types.is_string(typ.value_type) or pa.types.is_large_string(typ.value_type)):
+        return text_series(column.cast(pa.large_string())).fillna("")
+    return pd.Series(pd.arrays.ArrowExtensionArray(column))
 
 
 # --- Parquet -------------------------------------------------------------------------------

@@ -599,19 +599,33 @@ def arrow_text(col: pd.Series, *, strip: bool = True) -> pa.ChunkedArray:
 
 
 def _distinct(col: pd.Series) -> tuple[pd.Series, NDArray[np.intp]] | None:
-    """A ``category`` column's distinct cells and each row's position among them, else None.
+    """Distinct cells of a ``category`` or Arrow dictionary column and each row's position.
 
+    None for any other column.
     The cells are the categories followed by one missing cell (rows without a category point
     to it): a rule applied to them, then taken by the positions, judges every row as it would
     the rows themselves (every row rule is a function of the cell alone).
     """
-    if not isinstance(col.dtype, pd.CategoricalDtype):
+    dtype = col.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = col.cat.categories
+        cells = pd.Series(categories).reindex(range(len(categories) + 1))
+        index = col.cat.codes.to_numpy().astype(np.intp)
+        index[index < 0] = len(categories)
+        return cells, index
+    if not (isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype)):
         return None
-    categories = col.cat.categories
-    cells = pd.Series(categories).reindex(range(len(categories) + 1))
-    index = col.cat.codes.to_numpy().astype(np.intp)
-    index[index < 0] = len(categories)
-    return cells, index
+    column = col.array.__arrow_array__()
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks != 1:  # one dictionary for all chunks
+            column = pa.table({"c": column}).unify_dictionaries().column(0)
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    values = column.dictionary
+    size = len(values)
+    text = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    cells = pd.Series(pd.array(values, dtype="str") if text else pd.arrays.ArrowExtensionArray(values))
+    index = pc.fill_null(column.indices.cast(pa.int64()), size).to_numpy(zero_copy_only=False)
+    return cells.reindex(range(size + 1)), np.asarray(index, dtype=np.intp)
 
 
 @dataclass(frozen=True, eq=False)

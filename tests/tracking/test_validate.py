@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from factories import make_raw_pings
 
@@ -577,14 +578,23 @@ class TestCategoryColumns:
         ]
         return rows + rows[: n // 4]  # duplicates, and same keys with other cells
 
+    @staticmethod
+    def _dictionary(text: pd.Series, kind: str) -> pd.Series:
+        if kind == "category":
+            return text.astype("category")
+        chunks = [pa.array(part).dictionary_encode() for part in np.array_split(text.to_numpy(), 3)]
+        return pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array(chunks)))
+
+    @pytest.mark.parametrize("kind", ["category", "arrow"])
     @pytest.mark.parametrize("seed", [0, 1])
-    def test_same_result_as_text_columns(self, seed: int) -> None:
-        """Every odd cell (blanks, NUL, case, numbers with spaces, long ids): the same valid
+    def test_same_result_as_text_columns(self, seed: int, kind: str) -> None:
+        """Every odd cell (blanks, NUL, case, numbers with spaces, long ids), as a pandas
+        category or an Arrow dictionary in chunks of their own dictionaries: the same valid
         fixes and the same rejected rows, reasons and cells as with ``str`` columns."""
         text = make_raw_pings(self._rows(400, seed))
         dictionary = text.copy()
         for c in self.ODD:
-            dictionary[c] = text[c].astype("category")
+            dictionary[c] = self._dictionary(text[c], kind)
         want = validate_pings(text, now=NOW)
         got = validate_pings(dictionary, now=NOW)
         pd.testing.assert_frame_equal(got[0], want[0])
@@ -594,17 +604,26 @@ class TestCategoryColumns:
         )
 
     def test_missing_and_unused_categories(self) -> None:
-        """A missing entry (an Arrow null) reads as an empty cell; unused categories change
-        nothing."""
-        rows = [GOOD, GOOD | {"timestamp": "2024-03-04T09:00:15-03:00", "driver_id": ""}]
+        """A missing entry (pandas NaN, Arrow null) reads as an empty cell; unused values
+        change nothing."""
+        rows = [
+            GOOD,
+            GOOD | {"timestamp": "2024-03-04T09:00:15-03:00", "driver_id": ""},
+            GOOD | {"timestamp": "2024-03-04T09:00:30-03:00", "vehicle_id": ""},
+        ]
         text = make_raw_pings(rows)
         dictionary = text.copy()
         dictionary["driver_id"] = pd.Series(
-            pd.Categorical(["D7", None], categories=["unused", "D7", "D\x00"])
+            pd.Categorical(["D7", None, "D7"], categories=["unused", "D7", "D\x00"])
         )
-        dictionary["meter"] = pd.Series(pd.Categorical(["free", "free"], categories=["free"]))
+        dictionary["meter"] = pd.Series(pd.Categorical(["free"] * 3, categories=["free"]))
+        arrow = pa.DictionaryArray.from_arrays(  # a slice, "V1 " unused
+            pa.array([0, 2, 2, None], pa.int8()), pa.array(["x", "V1 ", "V1"], pa.large_string())
+        )
+        dictionary["vehicle_id"] = pd.Series(pd.arrays.ArrowExtensionArray(arrow[1:]))
         want = validate_pings(text, now=NOW)
         got = validate_pings(dictionary, now=NOW)
         pd.testing.assert_frame_equal(got[0], want[0])
         pd.testing.assert_frame_equal(got[1], want[1])
         assert len(got[0]) == 2 and got[0]["driver_id"].isna().sum() == 1
+        assert got[1][fr.REASON].tolist() == ["empty_vehicle_id"]
