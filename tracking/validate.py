@@ -71,6 +71,7 @@ fixes kept between chunks in compact arrays.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -1057,6 +1058,44 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) 
     )
 
 
+class _OkFields(dict[str, NDArray[Any] | None]):
+    """Fields of a chunk's valid rows (:data:`_PARTS`), each computed when first asked for."""
+
+    def __init__(
+        self, make: Callable[[str], NDArray[Any] | None], **ready: NDArray[Any] | None
+    ) -> None:
+        super().__init__(ready)
+        self._make = make
+
+    def __missing__(self, name: str) -> NDArray[Any] | None:
+        value = self[name] = self._make(name)
+        return value
+
+
+def _field(
+    parsed: _Parsed, state: _State, numbers: NDArray[np.int64], name: str, *, rows: NDArray[np.intp]
+) -> NDArray[Any] | None:
+    """Field ``name`` of :data:`_PARTS` of the chunk's rows ``rows`` (None: column absent)."""
+    if name == "vcode":
+        return _encode_rows(state.vehicles, parsed.vehicle, rows)
+    if name == "driver":
+        return _encode_rows(state.drivers, parsed.driver, rows)
+    if name in parsed.floats:
+        values = parsed.floats[name]
+        return None if values is None else values[rows]
+    if name == "tariff":
+        return np.nan_to_num(parsed.tariff[rows], nan=0.0).astype(np.int8)
+    if name == "row":
+        return numbers[rows]
+    whole: NDArray[Any] = {
+        "ts": parsed.ts_ns,
+        "lat": parsed.lat,
+        "lon": parsed.lon,
+        "meter": parsed.meter_code,
+    }[name]
+    return whole[rows]
+
+
 def _has_nul(text: pa.ChunkedArray) -> NDArray[np.bool_]:
     return _np(pc.fill_null(pc.match_substring(text, "\x00"), False)).astype(bool)
 
@@ -1070,19 +1109,12 @@ def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int
     parsed = _row_checks(raw, limit_ns=limit_ns, floor_ns=floor_ns)
     code = parsed.code
     ok = np.flatnonzero(code == 0)
-    values: dict[str, NDArray[Any] | None] = {
-        "vcode": _encode_rows(state.vehicles, parsed.vehicle, ok),
-        "ts": parsed.ts_ns[ok],
-        "lat": parsed.lat[ok],
-        "lon": parsed.lon[ok],
-        **{k: (v[ok] if v is not None else None) for k, v in parsed.floats.items()},
-        "meter": parsed.meter_code[ok],
-        "tariff": np.nan_to_num(parsed.tariff[ok], nan=0.0).astype(np.int8),
-        "driver": _encode_rows(state.drivers, parsed.driver, ok),
-        "row": raw[fr.ROW].to_numpy(dtype=np.int64)[ok],
-    }
-    del parsed
-    vg, t = np.asarray(values["vcode"]), np.asarray(values["ts"])
+    numbers = raw[fr.ROW].to_numpy(dtype=np.int64)
+    vg = _encode_rows(state.vehicles, parsed.vehicle, ok)
+    t = parsed.ts_ns[ok]
+    values = _OkFields(
+        functools.partial(_field, parsed, state, numbers, rows=ok), vcode=vg, ts=t
+    )  # the other fields only if a duplicate needs them
     match = np.full(len(ok), -1, dtype=np.int64)
     known = np.flatnonzero(vg < len(state.latest))
     maybe = known[t[known] <= state.latest[vg[known]]]  # may share a key with an earlier chunk
@@ -1107,9 +1139,12 @@ def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int
         )
     _update_latest(state, vg[order], t[order])
     keep = np.flatnonzero(~later & ~seen)
-    if keep.size < len(ok):
-        values = {k: (v[keep] if v is not None else None) for k, v in values.items()}
-    _append_kept(state, values)
+    rows = ok[keep] if keep.size < len(ok) else ok
+    kept = {"vcode": vg[keep], "ts": t[keep]} if keep.size < len(ok) else {"vcode": vg, "ts": t}
+    for name in _PARTS[2:]:
+        kept[name] = _field(parsed, state, numbers, name, rows=rows)
+    del parsed, values
+    _append_kept(state, kept)
 
     bad_pos = np.flatnonzero(code != 0)
     reasons = pc.take(
