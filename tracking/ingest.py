@@ -609,7 +609,7 @@ def _iter_csv_tables(
 
 
 def _csv_schema(names: list[str]) -> pa.Schema:
-    """Schema of the CSV chunks: text, :data:`DICTIONARY_COLUMNS` as dictionaries."""
+    """Return the schema of the CSV chunks: text, :data:`DICTIONARY_COLUMNS` as dictionaries."""
     return pa.schema(
         [(n, _DICTIONARY_TEXT if n in DICTIONARY_COLUMNS else pa.large_string()) for n in names]
     )
@@ -868,9 +868,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     out: dict[str, pd.Series] = {}
     for name in table.column_names:
         key = name.strip()
-        series = _parquet_column(
-            table.column(name), is_time=key == fr.TIMESTAMP, categories=False
-        )
+        series = _parquet_column(table.column(name), is_time=key == fr.TIMESTAMP, categories=False)
         if key in _ID_COLUMNS and pd.api.types.is_float_dtype(series.dtype):
             series = _integral_float_ids(series)
         out[key] = series

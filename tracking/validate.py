@@ -624,7 +624,9 @@ def _distinct(col: pd.Series) -> tuple[pd.Series, NDArray[np.intp]] | None:
     values = column.dictionary
     size = len(values)
     text = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
-    cells = pd.Series(pd.array(values, dtype="str") if text else pd.arrays.ArrowExtensionArray(values))
+    cells = pd.Series(
+        pd.array(values, dtype="str") if text else pd.arrays.ArrowExtensionArray(values)
+    )
     index = pc.fill_null(column.indices.cast(pa.int64()), size).to_numpy(zero_copy_only=False)
     return cells.reindex(range(size + 1)), np.asarray(index, dtype=np.intp)
 
@@ -1087,12 +1089,13 @@ def _field(
         return np.nan_to_num(parsed.tariff[rows], nan=0.0).astype(np.int8)
     if name == "row":
         return numbers[rows]
-    whole: NDArray[Any] = {
+    wholes: dict[str, NDArray[Any]] = {
         "ts": parsed.ts_ns,
         "lat": parsed.lat,
         "lon": parsed.lon,
         "meter": parsed.meter_code,
-    }[name]
+    }
+    whole = wholes[name]
     return whole[rows]
 
 
@@ -1140,7 +1143,9 @@ def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int
     _update_latest(state, vg[order], t[order])
     keep = np.flatnonzero(~later & ~seen)
     rows = ok[keep] if keep.size < len(ok) else ok
-    kept = {"vcode": vg[keep], "ts": t[keep]} if keep.size < len(ok) else {"vcode": vg, "ts": t}
+    kept: dict[str, NDArray[Any] | None] = (
+        {"vcode": vg[keep], "ts": t[keep]} if keep.size < len(ok) else {"vcode": vg, "ts": t}
+    )
     for name in _PARTS[2:]:
         kept[name] = _field(parsed, state, numbers, name, rows=rows)
     del parsed, values
@@ -1284,7 +1289,9 @@ def _release_free_memory(rows: int) -> None:
     release_free_memory()
 
 
-def _encode_rows(dictionary: dict[str, int], text: _Text, rows: NDArray[np.intp]) -> NDArray[np.int32]:
+def _encode_rows(
+    dictionary: dict[str, int], text: _Text, rows: NDArray[np.intp]
+) -> NDArray[np.int32]:
     """Codes of the text of ``rows`` in a dictionary shared by all chunks (new values appended)."""
     if text.index is None:
         return _encode(dictionary, pc.take(text.values, pa.array(rows, type=pa.int64())))
