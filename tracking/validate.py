@@ -278,10 +278,11 @@ def validate_pings(
     raw : pandas.DataFrame
         Rows as read, in input order, with a ``row`` column (1-based data row of the source) and
         at least ``vehicle_id``, ``timestamp``, ``lat``, ``lon``. Text columns hold the cells as
-        written (missing = empty string); numeric columns (from Parquet) are accepted as they
-        are, NaN meaning empty; ``timestamp`` may also be a datetime column (tz-aware, else every
-        row is ``naive_timestamp``) or numeric Unix seconds. Other columns are carried into
-        ``rejected`` only.
+        written (missing = empty string), as ``str`` or as a ``category`` or Arrow dictionary
+        column of them (each distinct cell is then checked once; missing = empty); numeric
+        columns (from Parquet) are accepted as they are, NaN meaning empty; ``timestamp`` may
+        also be a datetime column (tz-aware, else every row is ``naive_timestamp``) or numeric
+        Unix seconds. Other columns are carried into ``rejected`` only.
     now : pandas.Timestamp, optional
         Reference instant for ``future_timestamp`` (tz-aware); defaults to the current time.
     max_speed_kmh : float, default 250.0
