@@ -10,8 +10,9 @@ rejected rows and summary) without ever holding every fix:
    (:data:`tracking.ingest.DICTIONARY_COLUMNS`) travel as Arrow dictionaries: the chunk's
    reordering moves indices, and each bucket gets its own dictionary when the chunk's would
    be repeated in every bucket (:func:`_own_dictionaries`). About ``bucket_fixes`` rows per
-   bucket, the count a multiple of ``jobs`` (:func:`bucket_count`). With ``jobs`` > 1, a plain CSV or a Parquet
-   file of several row groups is read as that many ranges at once (:func:`spill`).
+   bucket, the count a multiple of ``jobs`` (:func:`bucket_count`). With ``jobs`` > 1, a plain
+   CSV or a Parquet file of several row groups is read as that many ranges at once
+   (:func:`spill`).
 2. *per bucket* — the bucket's rows, in file order, are validated
    (:func:`tracking.validate.validate_pings`: every rule is about one row or one vehicle's rows,
    so a bucket gives the verdicts the whole file would) and analysed with
