@@ -6,9 +6,13 @@ rejected rows and summary) without ever holding every fix:
 
 1. *spill* — the file is read once in chunks (:class:`tracking.ingest.RawPings`); each row goes,
    as its raw cells, to the bucket of its vehicle (CRC-32 of the trimmed ``vehicle_id``), an
-   Arrow IPC file in a temporary folder. About ``bucket_fixes`` rows per bucket, the count a
-   multiple of ``jobs`` (:func:`bucket_count`). With ``jobs`` > 1, a plain CSV or a Parquet
-   file of several row groups is read as that many ranges at once (:func:`spill`).
+   Arrow IPC file in a temporary folder. The columns of few distinct cells
+   (:data:`tracking.ingest.DICTIONARY_COLUMNS`) travel as Arrow dictionaries: the chunk's
+   reordering moves indices, and each bucket gets its own dictionary when the chunk's would
+   be repeated in every bucket (:func:`_own_dictionaries`). About ``bucket_fixes`` rows per
+   bucket, the count a multiple of ``jobs`` (:func:`bucket_count`). With ``jobs`` > 1, a plain
+   CSV or a Parquet file of several row groups is read as that many ranges at once
+   (:func:`spill`).
 2. *per bucket* — the bucket's rows, in file order, are validated
    (:func:`tracking.validate.validate_pings`: every rule is about one row or one vehicle's rows,
    so a bucket gives the verdicts the whole file would) and analysed with
@@ -255,6 +259,16 @@ def map_step(n_rows: int) -> int:
 def _bucket_of(source: RawPings, table: pa.Table, n_buckets: int) -> np.ndarray:
     """Bucket of each row: CRC-32 of its ``vehicle_id`` as validation reads it (trimmed text)."""
     name = next(n for n in table.column_names if n.strip() == fr.VEHICLE_ID)
+    typ = table.schema.field(name).type
+    if pa.types.is_dictionary(typ) and (
+        pa.types.is_string(typ.value_type) or pa.types.is_large_string(typ.value_type)
+    ):  # each distinct cell once (a missing one reads as empty)
+        column = table.column(name)
+        arr = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        cells = pa.concat_arrays([arr.dictionary, pa.array([""], type=arr.dictionary.type)])
+        lut = vehicle_buckets(pc.utf8_trim_whitespace(cells), n_buckets)
+        index = pc.fill_null(arr.indices, len(cells) - 1).to_numpy(zero_copy_only=False)
+        return lut[np.asarray(index, dtype=np.intp)]
     sub = table.select([name, fr.ROW])
     column = (
         pd.Series(pd.array(sub.column(0), dtype="str"))
@@ -367,6 +381,7 @@ def _spill_tables(
             order = np.argsort(small, kind="stable")
             bounds = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
             table = table.take(pa.array(order, type=pa.int64()))  # one take, then slices
+            own = _own_dictionaries(table, bucket[order], bounds)
             for b in range(n_buckets):
                 lo, hi = int(bounds[b]), int(bounds[b + 1])
                 if hi == lo and (b != 0 or b in writers):
@@ -375,13 +390,54 @@ def _spill_tables(
                     paths[b] = folder / f"bucket-{b:05d}.arrow"
                     sinks[b] = paths[b].open("wb")
                     writers[b] = pa.ipc.new_stream(sinks[b], schema)
-                writers[b].write_table(table.slice(lo, hi - lo))
-            del table
+                part = table.slice(lo, hi - lo)
+                for i, arrays in own.items():
+                    if hi > lo:
+                        part = part.set_column(i, schema.field(i), arrays[b])
+                writers[b].write_table(part)
+            del table, own
     finally:
         for b, writer in writers.items():
             writer.close()
             sinks[b].close()
     return n_rows, paths
+
+
+def _own_dictionaries(
+    table: pa.Table, bucket: np.ndarray, bounds: np.ndarray
+) -> dict[int, dict[int, pa.DictionaryArray]]:
+    """Each bucket's own dictionary of the large dictionary columns of a chunk sorted by bucket.
+
+    A bucket's slice shares its chunk's dictionary: kept whole while the buckets' copies hold
+    no more values than the chunk has rows (few distinct cells, few buckets), else each bucket
+    gets the values its rows use (``{column: {bucket: array}}``; ``bucket`` sorted, ``bounds``
+    its buckets' row ranges).
+    """
+    present = np.flatnonzero(np.diff(bounds))
+    out: dict[int, dict[int, pa.DictionaryArray]] = {}
+    for i, field in enumerate(table.schema):
+        column = table.column(i)
+        if not pa.types.is_dictionary(field.type) or column.num_chunks != 1:
+            continue
+        arr = column.chunk(0)
+        size = len(arr.dictionary)
+        if size * len(present) <= len(arr):
+            continue
+        valid = np.asarray(arr.indices.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        index = pc.fill_null(arr.indices, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        # (bucket, value) pairs numbered as first met: a bucket's are a run after the last's
+        codes, pairs = pd.factorize(bucket.astype(np.int64) * size + index)
+        values = arr.dictionary.take(pa.array(pairs % size, type=pa.int64()))
+        starts = [*codes[bounds[present]].tolist(), len(pairs)]
+        out[i] = {}
+        for k, b in enumerate(present.tolist()):
+            lo, hi = int(bounds[b]), int(bounds[b + 1])
+            local = pa.array(
+                codes[lo:hi] - starts[k], type=field.type.index_type, mask=~valid[lo:hi]
+            )
+            run = values.slice(starts[k], starts[k + 1] - starts[k])
+            out[i][b] = pa.DictionaryArray.from_arrays(local, run)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

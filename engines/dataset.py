@@ -81,7 +81,7 @@ from runtime import forked_map
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds
 from tracking.detectors.findings import KINDS
-from tracking.ingest import RawPings
+from tracking.ingest import RawPings, text_series
 from tracking.validate import timestamps_ns
 
 FORMAT = "pontual-pings-dataset"
@@ -756,7 +756,7 @@ _NO_DAY_CODE = np.iinfo(np.int64).max
 def _local_days(source: RawPings, table: pa.Table, timezone: str) -> np.ndarray:
     """Local day of each row (days since 1970-01-01), :data:`_NO_DAY_CODE` if not readable."""
     if source.is_csv:
-        cells = pd.Series(pd.array(table.column(fr.TIMESTAMP), dtype="str"))
+        cells = text_series(table.column(fr.TIMESTAMP))
     else:
         name = next(n for n in table.column_names if n.strip() == fr.TIMESTAMP)
         cells = source.frame(table.select([name, fr.ROW]))[fr.TIMESTAMP]

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
@@ -54,6 +55,24 @@ RANGE_MIN_BYTES = 64 << 20
 """Smallest CSV :meth:`RawPings.ranges` cuts (under it, starting processes costs more)."""
 RANGE_MIN_ROWS = 600_000
 """Smallest Parquet :meth:`RawPings.ranges` cuts (about :data:`RANGE_MIN_BYTES` of CSV)."""
+DICTIONARY_COLUMNS = (
+    fr.VEHICLE_ID,
+    fr.TIMESTAMP,
+    fr.SPEED_KMH,
+    fr.HEADING_DEG,
+    fr.ACCURACY_M,
+    fr.METER,
+    fr.TARIFF,
+    fr.DRIVER_ID,
+)
+"""Ping columns whose text cells are read as Arrow dictionaries (CSV; Parquet text columns).
+
+A fleet repeats them: a vehicle's id on each of its fixes, the same second for every vehicle
+reporting in it, a few meter states and speeds. Reordered, spilled and validated as indices into
+their distinct cells (:mod:`tracking.validate` checks each distinct cell once); raw frames hold
+them as Arrow dictionaries (:func:`text_series`), the cells unchanged.
+"""
+_DICTIONARY_TEXT = pa.dictionary(pa.int32(), pa.large_string())
 
 
 def read_pings(
@@ -576,17 +595,48 @@ def _iter_csv_tables(
         )
     except pa.ArrowInvalid as exc:
         if data is None and _only_a_header(path):  # a header without line end: no records
-            yield _with_rows(pa.table({n: pa.array([], pa.large_string()) for n in names}), 1)
+            yield _with_rows(_csv_schema(names).empty_table(), 1)
             return
         raise MalformedFileError(f"{path.name}: CSV inválido ({exc})") from exc
     done = 0
     for table in _rebatch(_csv_batches(reader, path), chunk_rows):
         n = table.num_rows
-        yield _with_rows(table, done + 1)
+        yield _with_rows(_as_dictionaries(table), done + 1)
         del table  # not held while the next chunk is read
         done += n
     if done == 0:
-        yield _with_rows(pa.table({n: pa.array([], pa.large_string()) for n in names}), 1)
+        yield _with_rows(_csv_schema(names).empty_table(), 1)
+
+
+def _csv_schema(names: list[str]) -> pa.Schema:
+    """Return the schema of the CSV chunks: text, :data:`DICTIONARY_COLUMNS` as dictionaries."""
+    return pa.schema(
+        [(n, _DICTIONARY_TEXT if n in DICTIONARY_COLUMNS else pa.large_string()) for n in names]
+    )
+
+
+def _as_dictionaries(table: pa.Table) -> pa.Table:
+    """Return a CSV chunk with :data:`DICTIONARY_COLUMNS` dictionary-encoded, one dictionary each.
+
+    Encoded here rather than by Arrow's CSV reader, whose dictionary conversion costs several
+    times as much.
+    """
+    for i, name in enumerate(table.column_names):
+        if name in DICTIONARY_COLUMNS:
+            encoded = pc.dictionary_encode(table.column(i)).combine_chunks()  # one dictionary
+            table = table.set_column(i, pa.field(name, _DICTIONARY_TEXT), encoded)
+    return table
+
+
+def _one_dictionary(table: pa.Table) -> pa.Table:
+    """Return the table in one chunk, each dictionary column with one dictionary.
+
+    Arrow gives each block (CSV) or batch (Parquet) its own dictionary; reordering a chunk
+    (:func:`engines.buckets.spill`) would otherwise unify them row by row.
+    """
+    if not any(pa.types.is_dictionary(t) for t in table.schema.types):
+        return table
+    return table.unify_dictionaries().combine_chunks()
 
 
 class _ByteRange(io.RawIOBase):
@@ -698,20 +748,31 @@ def _rebatch(batches: Iterable[pa.RecordBatch], chunk_rows: int) -> Iterator[pa.
 
 
 def _cells_frame(table: pa.Table, names: list[str]) -> pd.DataFrame:
-    raw = pd.DataFrame(
-        {name: pd.Series(pd.array(table.column(name), dtype="str")) for name in names},
-        copy=False,
-    )
+    raw = pd.DataFrame({name: text_series(table.column(name)) for name in names}, copy=False)
     raw[fr.ROW] = table.column(fr.ROW).to_numpy()
     return raw
+
+
+def text_series(column: pa.ChunkedArray) -> pd.Series:
+    """Return text cells as a raw frame holds them: ``str``, or the Arrow dictionary as is.
+
+    A dictionary of text stays one (a ``pandas.ArrowDtype`` column, no copy): validation checks
+    its distinct cells once (:mod:`tracking.validate`); an Arrow null is an empty cell.
+    """
+    typ = column.type
+    if not pa.types.is_dictionary(typ):
+        return pd.Series(pd.array(column, dtype="str"))
+    if not (pa.types.is_string(typ.value_type) or pa.types.is_large_string(typ.value_type)):
+        return text_series(column.cast(pa.large_string())).fillna("")
+    return pd.Series(pd.arrays.ArrowExtensionArray(column))
 
 
 # --- Parquet -------------------------------------------------------------------------------
 
 
-def _open_parquet(path: Path) -> pq.ParquetFile:
+def _open_parquet(path: Path, *, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, read_dictionary=read_dictionary)
     except (pa.ArrowInvalid, OSError) as exc:
         if path.stat().st_size == 0:
             raise EmptyFileError(f"{path.name}: arquivo vazio") from exc
@@ -750,6 +811,14 @@ def _iter_parquet_tables(
     ``row_groups``: only these (``row`` then counts their rows from 1).
     """
     pf = _open_parquet(path)
+    text = [
+        name
+        for name, typ in zip(pf.schema_arrow.names, pf.schema_arrow.types, strict=True)
+        if name.strip() in DICTIONARY_COLUMNS
+        and (pa.types.is_string(typ) or pa.types.is_large_string(typ))
+    ]
+    if text:  # decoded straight from the file's dictionary pages
+        pf = _open_parquet(path, read_dictionary=text)
     done = 0
     groups = None if row_groups is None else list(row_groups)
 
@@ -766,7 +835,7 @@ def _iter_parquet_tables(
 
     for table in _rebatch(batches(), chunk_rows):
         n = table.num_rows
-        yield _with_rows(table, done + 1)
+        yield _with_rows(_one_dictionary(table), done + 1)
         del table  # not held while the next chunk is read
         done += n
     if done == 0:
@@ -799,7 +868,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     out: dict[str, pd.Series] = {}
     for name in table.column_names:
         key = name.strip()
-        series = _parquet_column(table.column(name), is_time=key == fr.TIMESTAMP)
+        series = _parquet_column(table.column(name), is_time=key == fr.TIMESTAMP, categories=False)
         if key in _ID_COLUMNS and pd.api.types.is_float_dtype(series.dtype):
             series = _integral_float_ids(series)
         out[key] = series
@@ -808,10 +877,17 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     return raw
 
 
-def _parquet_column(col: pa.ChunkedArray, *, is_time: bool) -> pd.Series:
-    """Raw form of a Parquet column: numbers and (timestamp) datetimes kept, the rest as text."""
+def _parquet_column(col: pa.ChunkedArray, *, is_time: bool, categories: bool = True) -> pd.Series:
+    """Raw form of a Parquet column: numbers and (timestamp) datetimes kept, the rest as text.
+
+    Dictionary text stays a ``category`` column (:func:`text_series`) with ``categories``.
+    """
     typ = col.type
     if pa.types.is_dictionary(typ):
+        if categories and (
+            pa.types.is_string(typ.value_type) or pa.types.is_large_string(typ.value_type)
+        ):
+            return text_series(col)  # missing cells stay missing: read as empty
         col = col.cast(typ.value_type)
         typ = col.type
     if is_time and (pa.types.is_timestamp(typ) or pa.types.is_date(typ)):

@@ -71,6 +71,7 @@ fixes kept between chunks in compact arrays.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -277,10 +278,11 @@ def validate_pings(
     raw : pandas.DataFrame
         Rows as read, in input order, with a ``row`` column (1-based data row of the source) and
         at least ``vehicle_id``, ``timestamp``, ``lat``, ``lon``. Text columns hold the cells as
-        written (missing = empty string); numeric columns (from Parquet) are accepted as they
-        are, NaN meaning empty; ``timestamp`` may also be a datetime column (tz-aware, else every
-        row is ``naive_timestamp``) or numeric Unix seconds. Other columns are carried into
-        ``rejected`` only.
+        written (missing = empty string), as ``str`` or as a ``category`` or Arrow dictionary
+        column of them (each distinct cell is then checked once; missing = empty); numeric
+        columns (from Parquet) are accepted as they are, NaN meaning empty; ``timestamp`` may
+        also be a datetime column (tz-aware, else every row is ``naive_timestamp``) or numeric
+        Unix seconds. Other columns are carried into ``rejected`` only.
     now : pandas.Timestamp, optional
         Reference instant for ``future_timestamp`` (tz-aware); defaults to the current time.
     max_speed_kmh : float, default 250.0
@@ -586,6 +588,9 @@ def _as_text(col: pd.Series) -> pd.Series:
 
 def arrow_text(col: pd.Series, *, strip: bool = True) -> pa.ChunkedArray:
     """Return the column as an Arrow string array, empty string for missing values."""
+    if (distinct := _distinct(col)) is not None:
+        cells, index = distinct
+        return pc.take(arrow_text(cells, strip=strip), pa.array(index))
     text = col if isinstance(col.dtype, pd.StringDtype) else _as_text(col)
     if getattr(text.dtype, "storage", None) == "pyarrow":
         arr = pa.chunked_array(pa.array(text))
@@ -593,6 +598,57 @@ def arrow_text(col: pd.Series, *, strip: bool = True) -> pa.ChunkedArray:
         arr = pa.chunked_array([pa.array(text.to_numpy(dtype=object), type=pa.string())])
     arr = pc.fill_null(arr, "")
     return pc.utf8_trim_whitespace(arr) if strip else arr
+
+
+def _distinct(col: pd.Series) -> tuple[pd.Series, NDArray[np.intp]] | None:
+    """Distinct cells of a ``category`` or Arrow dictionary column and each row's position.
+
+    None for any other column.
+    The cells are the categories followed by one missing cell (rows without a category point
+    to it): a rule applied to them, then taken by the positions, judges every row as it would
+    the rows themselves (every row rule is a function of the cell alone).
+    """
+    dtype = col.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = col.cat.categories
+        cells = pd.Series(categories).reindex(range(len(categories) + 1))
+        index = col.cat.codes.to_numpy().astype(np.intp)
+        index[index < 0] = len(categories)
+        return cells, index
+    if not (isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype)):
+        return None
+    column = col.array.__arrow_array__()
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks != 1:  # one dictionary for all chunks
+            column = pa.table({"c": column}).unify_dictionaries().column(0)
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    values = column.dictionary
+    size = len(values)
+    text = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    cells = pd.Series(
+        pd.array(values, dtype="str") if text else pd.arrays.ArrowExtensionArray(values)
+    )
+    index = pc.fill_null(column.indices.cast(pa.int64()), size).to_numpy(zero_copy_only=False)
+    return cells.reindex(range(size + 1)), np.asarray(index, dtype=np.intp)
+
+
+@dataclass(frozen=True, eq=False)
+class _Text:
+    """Trimmed text cells: one a row (``index`` None), or distinct ones and each row's position."""
+
+    values: pa.ChunkedArray
+    index: NDArray[np.intp] | None = None
+
+    def rows(self, per_value: NDArray[Any]) -> NDArray[Any]:
+        """Spread a result computed per value to the rows."""
+        return per_value if self.index is None else per_value[self.index]
+
+
+def _text_cells(col: pd.Series) -> _Text:
+    if (distinct := _distinct(col)) is not None:
+        cells, index = distinct
+        return _Text(arrow_text(cells), index)
+    return _Text(arrow_text(col))
 
 
 def _np(arr: pa.ChunkedArray | pa.Array) -> NDArray[np.generic]:
@@ -603,6 +659,10 @@ def _np(arr: pa.ChunkedArray | pa.Array) -> NDArray[np.generic]:
 
 def _as_number(col: pd.Series) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
     """Values as float64 (NaN when not a number), and masks (missing, invalid)."""
+    if (distinct := _distinct(col)) is not None:
+        cells, index = distinct
+        values, missing, invalid = _as_number(cells)
+        return values[index], missing[index], invalid[index]
     if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
         values = col.to_numpy(dtype=np.float64, na_value=np.nan)
         missing = np.isnan(values)
@@ -646,10 +706,10 @@ def _text_to_float(text: pa.ChunkedArray, numeric: NDArray[np.bool_]) -> NDArray
         return values.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _optional_text(raw: pd.DataFrame, name: str, n: int) -> pa.ChunkedArray:
+def _optional_text(raw: pd.DataFrame, name: str, n: int) -> _Text:
     if name in raw.columns:
-        return arrow_text(raw[name])
-    return pa.chunked_array([pa.repeat(pa.scalar("", type=pa.large_string()), n)])
+        return _text_cells(raw[name])
+    return _Text(pa.chunked_array([pa.array([""], pa.large_string())]), np.zeros(n, np.intp))
 
 
 def _optional_number(
@@ -675,6 +735,9 @@ def _parse_timestamps(
     col: pd.Series,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
     """Epoch nanoseconds (0 where invalid) and masks (missing, unparseable, naive)."""
+    if (distinct := _distinct(col)) is not None:
+        cells, index = distinct
+        return tuple(part[index] for part in _parse_timestamps(cells))  # type: ignore[return-value]
     n = len(col)
     ts_ns = np.zeros(n, dtype=np.int64)
     missing = np.zeros(n, dtype=bool)
@@ -896,8 +959,8 @@ class _Parsed:
     """Row checks of one chunk: a reason code per row and the values kept of good rows."""
 
     code: NDArray[np.int8]
-    vehicle: pa.ChunkedArray
-    driver: pa.ChunkedArray
+    vehicle: _Text
+    driver: _Text
     ts_ns: NDArray[np.int64]
     lat: NDArray[np.float64]
     lon: NDArray[np.float64]
@@ -945,22 +1008,22 @@ class _State:
 def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) -> _Parsed:
     """Read one chunk's cells (Arrow) and apply :data:`ROW_RULES` to them."""
     n = len(raw)
-    vehicle = arrow_text(raw[fr.VEHICLE_ID])
+    vehicle = _text_cells(raw[fr.VEHICLE_ID])
     driver = _optional_text(raw, fr.DRIVER_ID, n)
-    nul = pc.or_(pc.match_substring(vehicle, "\x00"), pc.match_substring(driver, "\x00"))
+    nul = vehicle.rows(_has_nul(vehicle.values)) | driver.rows(_has_nul(driver.values))
     lat, lat_missing, lat_invalid = _as_number(raw[fr.LAT])
     lon, lon_missing, lon_invalid = _as_number(raw[fr.LON])
     ts_ns, ts_missing, ts_unparseable, ts_naive = _parse_timestamps(raw[fr.TIMESTAMP])
-    meter = pc.utf8_lower(_optional_text(raw, fr.METER, n))
-    meter_code = pc.fill_null(pc.index_in(meter, value_set=_METER_CODES), -1)
+    meter = _optional_text(raw, fr.METER, n)
+    meter_code = pc.fill_null(pc.index_in(pc.utf8_lower(meter.values), value_set=_METER_CODES), -1)
     tariff, _, tariff_invalid = _optional_number(raw, fr.TARIFF, n)
     speed, _, speed_invalid = _optional_number(raw, fr.SPEED_KMH, n)
     heading, _, heading_invalid = _optional_number(raw, fr.HEADING_DEG, n)
     accuracy, _, accuracy_invalid = _optional_number(raw, fr.ACCURACY_M, n)
     fields = RowFields(
-        vehicle_chars=np.asarray(_np(pc.utf8_length(vehicle)), dtype=np.int64),
-        driver_chars=np.asarray(_np(pc.utf8_length(driver)), dtype=np.int64),
-        text_nul=_np(pc.fill_null(nul, False)).astype(bool),
+        vehicle_chars=vehicle.rows(np.asarray(_np(pc.utf8_length(vehicle.values)), np.int64)),
+        driver_chars=driver.rows(np.asarray(_np(pc.utf8_length(driver.values)), np.int64)),
+        text_nul=nul,
         lat=lat,
         lat_missing=lat_missing,
         lat_invalid=lat_invalid,
@@ -971,7 +1034,7 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) 
         ts_missing=ts_missing,
         ts_unparseable=ts_unparseable,
         ts_naive=ts_naive,
-        meter_code=np.asarray(_np(meter_code), dtype=np.int8),
+        meter_code=meter.rows(np.asarray(_np(meter_code), dtype=np.int8)),
         tariff=tariff,
         tariff_invalid=tariff_invalid,
         speed=speed,
@@ -998,6 +1061,49 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) 
     )
 
 
+class _OkFields(dict[str, NDArray[Any] | None]):
+    """Fields of a chunk's valid rows (:data:`_PARTS`), each computed when first asked for."""
+
+    def __init__(
+        self, make: Callable[[str], NDArray[Any] | None], **ready: NDArray[Any] | None
+    ) -> None:
+        super().__init__(ready)
+        self._make = make
+
+    def __missing__(self, name: str) -> NDArray[Any] | None:
+        value = self[name] = self._make(name)
+        return value
+
+
+def _field(
+    parsed: _Parsed, state: _State, numbers: NDArray[np.int64], name: str, *, rows: NDArray[np.intp]
+) -> NDArray[Any] | None:
+    """Field ``name`` of :data:`_PARTS` of the chunk's rows ``rows`` (None: column absent)."""
+    if name == "vcode":
+        return _encode_rows(state.vehicles, parsed.vehicle, rows)
+    if name == "driver":
+        return _encode_rows(state.drivers, parsed.driver, rows)
+    if name in parsed.floats:
+        values = parsed.floats[name]
+        return None if values is None else values[rows]
+    if name == "tariff":
+        return np.nan_to_num(parsed.tariff[rows], nan=0.0).astype(np.int8)
+    if name == "row":
+        return numbers[rows]
+    wholes: dict[str, NDArray[Any]] = {
+        "ts": parsed.ts_ns,
+        "lat": parsed.lat,
+        "lon": parsed.lon,
+        "meter": parsed.meter_code,
+    }
+    whole = wholes[name]
+    return whole[rows]
+
+
+def _has_nul(text: pa.ChunkedArray) -> NDArray[np.bool_]:
+    return _np(pc.fill_null(pc.match_substring(text, "\x00"), False)).astype(bool)
+
+
 def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int) -> None:
     """Check one chunk, keep its new valid fixes, and record its rejected rows."""
     missing = [c for c in (fr.ROW, *fr.PING_REQUIRED) if c not in raw.columns]
@@ -1007,20 +1113,12 @@ def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int
     parsed = _row_checks(raw, limit_ns=limit_ns, floor_ns=floor_ns)
     code = parsed.code
     ok = np.flatnonzero(code == 0)
-    take = pa.array(ok, type=pa.int64())
-    values: dict[str, NDArray[Any] | None] = {
-        "vcode": _encode(state.vehicles, pc.take(parsed.vehicle, take)),
-        "ts": parsed.ts_ns[ok],
-        "lat": parsed.lat[ok],
-        "lon": parsed.lon[ok],
-        **{k: (v[ok] if v is not None else None) for k, v in parsed.floats.items()},
-        "meter": parsed.meter_code[ok],
-        "tariff": np.nan_to_num(parsed.tariff[ok], nan=0.0).astype(np.int8),
-        "driver": _encode(state.drivers, pc.take(parsed.driver, take)),
-        "row": raw[fr.ROW].to_numpy(dtype=np.int64)[ok],
-    }
-    del parsed
-    vg, t = np.asarray(values["vcode"]), np.asarray(values["ts"])
+    numbers = raw[fr.ROW].to_numpy(dtype=np.int64)
+    vg = _encode_rows(state.vehicles, parsed.vehicle, ok)
+    t = parsed.ts_ns[ok]
+    values = _OkFields(
+        functools.partial(_field, parsed, state, numbers, rows=ok), vcode=vg, ts=t
+    )  # the other fields only if a duplicate needs them
     match = np.full(len(ok), -1, dtype=np.int64)
     known = np.flatnonzero(vg < len(state.latest))
     maybe = known[t[known] <= state.latest[vg[known]]]  # may share a key with an earlier chunk
@@ -1045,9 +1143,14 @@ def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int
         )
     _update_latest(state, vg[order], t[order])
     keep = np.flatnonzero(~later & ~seen)
-    if keep.size < len(ok):
-        values = {k: (v[keep] if v is not None else None) for k, v in values.items()}
-    _append_kept(state, values)
+    rows = ok[keep] if keep.size < len(ok) else ok
+    kept: dict[str, NDArray[Any] | None] = (
+        {"vcode": vg[keep], "ts": t[keep]} if keep.size < len(ok) else {"vcode": vg, "ts": t}
+    )
+    for name in _PARTS[2:]:
+        kept[name] = _field(parsed, state, numbers, name, rows=rows)
+    del parsed, values
+    _append_kept(state, kept)
 
     bad_pos = np.flatnonzero(code != 0)
     reasons = pc.take(
@@ -1185,6 +1288,26 @@ def _release_free_memory(rows: int) -> None:
     if rows < _RELEASE_MIN_ROWS:
         return
     release_free_memory()
+
+
+def _encode_rows(
+    dictionary: dict[str, int], text: _Text, rows: NDArray[np.intp]
+) -> NDArray[np.int32]:
+    """Codes of the text of ``rows`` in a dictionary shared by all chunks (new values appended)."""
+    if text.index is None:
+        return _encode(dictionary, pc.take(text.values, pa.array(rows, type=pa.int64())))
+    index = text.index[rows]
+    used = np.flatnonzero(np.bincount(index, minlength=len(text.values)))
+    lut = np.zeros(len(text.values), dtype=np.int32)
+    lut[used] = np.fromiter(
+        (
+            dictionary.setdefault(v, len(dictionary))
+            for v in pc.take(text.values, pa.array(used, type=pa.int64())).to_pylist()
+        ),
+        dtype=np.int32,
+        count=len(used),
+    )
+    return lut[index]
 
 
 def _encode(dictionary: dict[str, int], text: pa.ChunkedArray) -> NDArray[np.int32]:

@@ -192,3 +192,40 @@ class TestStandSuspensions:
         }
         assert ("driver", "boarding") in scopes or ("driver", "wait") in scopes
         assert any(scope == "vehicle" for scope, _ in scopes)
+
+
+class TestSpillDictionaries:
+    def test_cells_come_back_as_written(self, tmp_path: Path) -> None:
+        """Many distinct cells a chunk, many buckets: each bucket file gets its own smaller
+        dictionaries, and the rows read back hold the file's cells, numbered as in it."""
+        import numpy as np
+        import pyarrow as pa
+
+        from engines.buckets import read_spilled, spill
+        from tracking import frames as fr
+        from tracking.ingest import read_csv_cells
+
+        rng = np.random.default_rng(3)
+        lines = ["vehicle_id,timestamp,lat,lon,meter,driver_id"]
+        for k in range(2000):
+            vehicle = f"V{int(rng.integers(400))}"
+            meter = ["free", "Off", "", " occupied"][k % 4]
+            lines.append(f"{vehicle},{1709553600 + k},-30.{k},-51.0,{meter},D{k % 700}")
+        lines.insert(900, "V1,1709553600")  # malformed
+        path = tmp_path / "pings.csv"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        source = RawPings.open(path, chunk_rows=97)
+        (tmp_path / "spill").mkdir()
+        n_rows, buckets = spill(source, tmp_path / "spill", 16, jobs=1)
+        assert n_rows == 2000
+        sizes = []
+        for bucket in buckets.values():
+            for file, _ in bucket:
+                with pa.ipc.open_stream(file) as reader:
+                    sizes += [len(b.column(1).dictionary) for b in reader]
+        assert 0 < max(sizes) < 97 // 2  # each bucket's own instants, not the chunk's 97
+        frames = [source.frame(read_spilled(source, b)) for b in buckets.values()]
+        got = pd.concat(frames, ignore_index=True).sort_values(fr.ROW, ignore_index=True)
+        want, malformed = read_csv_cells(path, required=fr.PING_REQUIRED)
+        assert malformed[fr.ROW].tolist() == [900]
+        pd.testing.assert_frame_equal(got.astype("str"), want.astype("str"))

@@ -25,6 +25,7 @@ from tracking._errors import (
     UnsupportedFormatError,
 )
 from tracking.ingest import RawPings, read_pings, write_rejected
+from tracking.validate import validate_pings
 
 NOW = pd.Timestamp("2024-03-04T12:00:00Z")
 HEADER = "vehicle_id,timestamp,lat,lon,meter,tariff\n"
@@ -411,6 +412,64 @@ class TestReadPingsChunked:
         """A chunk size that is not a positive integer is refused, naming the argument."""
         with pytest.raises(InvalidParameterError, match="'chunk_rows' era"):
             read_pings(_csv(tmp_path, HEADER), now=NOW, chunk_rows=chunk_rows)
+
+
+class TestDictionaryColumns:
+    """Ping columns read as dictionaries give the verdicts of the cells read as plain text."""
+
+    @pytest.mark.parametrize(("seed", "chunk_rows"), [(0, 7), (1, 50), (2, 10**6)])
+    def test_csv_same_as_the_text_reader(self, tmp_path: Path, seed: int, chunk_rows: int) -> None:
+        """Odd cells in the dictionary columns (blanks, case, NUL), many distinct instants and
+        malformed records: read_pings gives what validating the text cells gives."""
+        rng = np.random.default_rng(seed)
+        lines = _messy_rows(300, seed)
+        extra = [f"{1709553600 + int(s)}" for s in rng.integers(0, 10**5, 200)]
+        lines += [f"V{k % 37},{t},-30.0,-51.0,Off,n" for k, t in enumerate(extra)]
+        lines += ["V\x00,1709553600,-30,-51,free,", "V4, 1709553601 ,-30,-51, OFF ,"]
+        path = _csv(tmp_path, "\n".join(lines) + "\n")
+        raw, malformed = ingest.read_csv_cells(path, required=fr.PING_REQUIRED)
+        pings, rejected = validate_pings(raw, now=NOW)
+        want = pd.concat([malformed, rejected], ignore_index=True).sort_values(
+            fr.ROW, kind="stable", ignore_index=True
+        )
+        got_pings, got_rejected = read_pings(path, now=NOW, chunk_rows=chunk_rows)
+        pd.testing.assert_frame_equal(got_pings, pings)
+        pd.testing.assert_frame_equal(got_rejected, want)
+        assert {"invalid_text", "duplicate", "malformed_row"} <= set(want[fr.REASON])
+
+    def test_parquet_text_columns_with_nulls(self, tmp_path: Path) -> None:
+        """Parquet text columns read from their dictionary pages: a null is an empty cell."""
+        path = tmp_path / "pings.parquet"
+        vehicles = ["a", None, " a", "b", "a", "a"]
+        drivers = ["d1", "d1", None, "", "d\x00", "d1"]
+        table = pa.table(
+            {
+                "vehicle_id": pa.array(vehicles, type=pa.string()),
+                "timestamp": pa.array([1709553600 + k for k in (0, 1, 2, 3, 4, 0)]),
+                "lat": [-30.0] * 6,
+                "lon": [-51.0] * 6,
+                "meter": pa.array(["free", "Free", None, "busy", "off", "free"]),
+                "driver_id": pa.array(drivers, type=pa.large_string()),
+            }
+        )
+        pq.write_table(table, path, row_group_size=4)
+        source = RawPings.open(path, chunk_rows=3)
+        assert all(
+            pa.types.is_dictionary(t.schema.field(c).type)
+            for t in source.tables()
+            for c in ("vehicle_id", "meter", "driver_id")
+        )
+        raw, _ = ingest.read_raw_pings(path)
+        want = validate_pings(raw, now=NOW)
+        got = read_pings(path, now=NOW, chunk_rows=3)
+        for g, w in zip(got, want, strict=True):
+            pd.testing.assert_frame_equal(g, w)
+        assert got[1][fr.REASON].tolist() == [
+            "empty_vehicle_id",
+            "unknown_meter",
+            "invalid_text",
+            "duplicate",
+        ]
 
 
 class TestByteRanges:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from factories import make_raw_pings
 
@@ -541,3 +542,88 @@ class TestInstantsAtTheEdge:
         got = dict(zip(pings["vehicle_id"], pings["timestamp"].astype("int64"), strict=True))
         assert [got[f"V{k}"] for k in range(len(micros))] == [us * 1000 for us in micros]
         assert all(unix_seconds_ns(us / 1e6) == us * 1000 for us in micros)
+
+
+class TestCategoryColumns:
+    """Columns read as dictionaries (``category`` of ``str``) are judged cell by cell as text."""
+
+    ODD: dict[str, list[str]] = {
+        "vehicle_id": ["V1", " V1", "V1 ", "", "   ", "V\x00", "X" * (MAX_ID_CHARS + 1), "V2"],
+        "timestamp": [
+            "2024-03-04T09:00:00-03:00",
+            "2024-03-04T09:00:15-03:00",
+            " 2024-03-04T09:00:30-03:00",
+            "2024-03-04 09:00:00",
+            "",
+            "1709553600",
+            "garbage",
+        ],
+        "speed_kmh": ["12.5", " 12.5", "12.5 ", "", "abc", "-1", "inf", "1e1"],
+        "heading_deg": ["90", "361", "", " 0", "-0"],
+        "accuracy_m": ["5", "-1", "", "5.0"],
+        "meter": ["free", "FREE", " Occupied ", "off", "busy", ""],
+        "tariff": ["", "1", " 2", "3", "1.0", "x"],
+        "driver_id": ["D7", "", "D\x00", " D7", "D" * (MAX_ID_CHARS + 1)],
+    }
+
+    def _rows(self, n: int, seed: int) -> list[dict[str, Any]]:
+        rng = np.random.default_rng(seed)
+        rows = [  # each cell odd one time in three
+            GOOD
+            | {
+                c: values[int(rng.integers(len(values))) if rng.random() < 1 / 3 else 0]
+                for c, values in self.ODD.items()
+            }
+            for _ in range(n)
+        ]
+        return rows + rows[: n // 4]  # duplicates, and same keys with other cells
+
+    @staticmethod
+    def _dictionary(text: pd.Series, kind: str) -> pd.Series:
+        if kind == "category":
+            return text.astype("category")
+        chunks = [pa.array(part).dictionary_encode() for part in np.array_split(text.to_numpy(), 3)]
+        return pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array(chunks)))
+
+    @pytest.mark.parametrize("kind", ["category", "arrow"])
+    @pytest.mark.parametrize("seed", [0, 1])
+    def test_same_result_as_text_columns(self, seed: int, kind: str) -> None:
+        """Every odd cell (blanks, NUL, case, numbers with spaces, long ids), as a pandas
+        category or an Arrow dictionary in chunks of their own dictionaries: the same valid
+        fixes and the same rejected rows, reasons and cells as with ``str`` columns."""
+        text = make_raw_pings(self._rows(400, seed))
+        dictionary = text.copy()
+        for c in self.ODD:
+            dictionary[c] = self._dictionary(text[c], kind)
+        want = validate_pings(text, now=NOW)
+        got = validate_pings(dictionary, now=NOW)
+        pd.testing.assert_frame_equal(got[0], want[0])
+        pd.testing.assert_frame_equal(got[1], want[1])
+        assert {"duplicate", "conflicting_duplicate", "invalid_text", "unknown_meter"} <= set(
+            want[1][fr.REASON]
+        )
+
+    def test_missing_and_unused_categories(self) -> None:
+        """A missing entry (pandas NaN, Arrow null) reads as an empty cell; unused values
+        change nothing."""
+        rows = [
+            GOOD,
+            GOOD | {"timestamp": "2024-03-04T09:00:15-03:00", "driver_id": ""},
+            GOOD | {"timestamp": "2024-03-04T09:00:30-03:00", "vehicle_id": ""},
+        ]
+        text = make_raw_pings(rows)
+        dictionary = text.copy()
+        dictionary["driver_id"] = pd.Series(
+            pd.Categorical(["D7", None, "D7"], categories=["unused", "D7", "D\x00"])
+        )
+        dictionary["meter"] = pd.Series(pd.Categorical(["free"] * 3, categories=["free"]))
+        arrow = pa.DictionaryArray.from_arrays(  # a slice, "V1 " unused
+            pa.array([0, 2, 2, None], pa.int8()), pa.array(["x", "V1 ", "V1"], pa.large_string())
+        )
+        dictionary["vehicle_id"] = pd.Series(pd.arrays.ArrowExtensionArray(arrow[1:]))
+        want = validate_pings(text, now=NOW)
+        got = validate_pings(dictionary, now=NOW)
+        pd.testing.assert_frame_equal(got[0], want[0])
+        pd.testing.assert_frame_equal(got[1], want[1])
+        assert len(got[0]) == 2 and got[0]["driver_id"].isna().sum() == 1
+        assert got[1][fr.REASON].tolist() == ["empty_vehicle_id"]
