@@ -868,7 +868,9 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     out: dict[str, pd.Series] = {}
     for name in table.column_names:
         key = name.strip()
-        series = _parquet_column(table.column(name), is_time=key == fr.TIMESTAMP, categories=False)
+        series = _parquet_column(
+            table.column(name), is_time=key == fr.TIMESTAMP, dictionaries=False
+        )
         if key in _ID_COLUMNS and pd.api.types.is_float_dtype(series.dtype):
             series = _integral_float_ids(series)
         out[key] = series
@@ -877,14 +879,14 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     return raw
 
 
-def _parquet_column(col: pa.ChunkedArray, *, is_time: bool, categories: bool = True) -> pd.Series:
+def _parquet_column(col: pa.ChunkedArray, *, is_time: bool, dictionaries: bool = True) -> pd.Series:
     """Raw form of a Parquet column: numbers and (timestamp) datetimes kept, the rest as text.
 
-    Dictionary text stays a ``category`` column (:func:`text_series`) with ``categories``.
+    With ``dictionaries``, dictionary text stays an Arrow dictionary column (:func:`text_series`).
     """
     typ = col.type
     if pa.types.is_dictionary(typ):
-        if categories and (
+        if dictionaries and (
             pa.types.is_string(typ.value_type) or pa.types.is_large_string(typ.value_type)
         ):
             return text_series(col)  # missing cells stay missing: read as empty
