@@ -407,17 +407,15 @@ def _gather_on_workers(
     if pt.ROUTE_KINDS[0] in kinds:
         limits = (context["thresholds"] or {}).get(pt.ROUTE_KINDS[0], {})
         resolution = int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
+    n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
+    n_groups = max(1, groups if groups is not None else 2 * n_workers)
+    # the plan of the groups is made and kept on the workers: the client receives its sizes
+    plan = _plan_on_workers(client, futures, resolution=resolution, n_groups=n_groups)
     facts: list[dict[str, Any]] = client.gather(
         [
             findings_part(f, f"particao-{k:05d}")
             for k, f in enumerate(
-                client.map(
-                    pt.part_facts,
-                    futures,
-                    resolution=resolution,
-                    as_of=context["as_of"],
-                    timezone=params.timezone,
-                )
+                client.map(pt.part_facts, futures, as_of=context["as_of"], timezone=params.timezone)
             )
         ]
     )
@@ -427,30 +425,20 @@ def _gather_on_workers(
         spans = client.gather(
             client.map(pt.part_activity_span, futures, as_of=as_of, timezone=params.timezone)
         )
-    n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
-    n_groups = max(1, groups if groups is not None else 2 * n_workers)
     sizes = np.array([f["n_pings"] for f in facts], dtype=np.int64)
     offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64).tolist()
     [ctx] = client.scatter([context], broadcast=True)
+    n_stand_groups, n_route_groups = client.gather(client.submit(pt.plan_sizes, plan, pure=False))
 
     progress("Juntando visitas por ponto nos workers; fila dos pontos")
-    counts: dict[str, int] = {}
-    for f in facts:
-        for stand, n in f["stand_visits"].items():
-            counts[stand] = counts.get(stand, 0) + n
-    stand_of = pt.group_stands(
-        counts, [link for f in facts for link in f["stand_links"]], n_groups=n_groups
-    )
-    n_stand_groups = max(1, len(set(stand_of.values())))
-    # the plans go to the workers once, then by reference (not hashed and sent with each task)
-    [stand_of_f] = client.scatter([stand_of], broadcast=True, hash=False)
+    stand_of = client.submit(operator.getitem, plan, "stand_of", pure=False)
     splits = [
         client.submit(
             pt.split_by_stand,
             fut,
             piece=k,
             offset=offsets[k],
-            stand_group=stand_of_f,
+            stand_group=stand_of,
             n_groups=n_stand_groups,
             pure=False,
         )
@@ -475,19 +463,13 @@ def _gather_on_workers(
     progress("Rodando os detectores entre veículos e dias nos workers")
     cross = []
     if resolution is not None:
-        pairs: dict[int, int] = {}
-        for f in facts:
-            for key, n in f["route_pairs"].items():
-                pairs[key] = pairs.get(key, 0) + n
-        pair_group = pt.group_keys(pairs, n_groups=n_groups)
-        n_route_groups = max(1, len(set(pair_group.values())))
-        [pair_group_f] = client.scatter([pair_group], broadcast=True, hash=False)
+        pair_group = client.submit(operator.getitem, plan, "pair_group", pure=False)
         route_splits = [
             client.submit(
                 pt.split_by_route,
                 fut,
                 resolution=resolution,
-                pair_group=pair_group_f,
+                pair_group=pair_group,
                 n_groups=n_route_groups,
                 pure=False,
             )
@@ -513,21 +495,21 @@ def _gather_on_workers(
     if kinds & set(pt.VEHICLE_GROUP_KINDS):
         found = [s for s in spans if s is not None]
         span = (min(s[0] for s in found), max(s[1] for s in found)) if found else None
-        fleets = _fleet_by_part(context["fleet"], [f["vehicles"] for f in facts])
+        seen = client.submit(operator.getitem, plan, "vehicles", pure=False)
         cross += [
             findings_part(
                 client.submit(
-                    pt.vehicle_group,
+                    _vehicle_group,
                     fut,
                     ctx,
-                    fleet=fleet,
+                    seen=seen if k == 0 else None,
                     as_of=as_of,
                     activity_span=span,
                     pure=False,
                 ),
                 f"veiculos-{k:05d}",
             )
-            for k, (fut, fleet) in enumerate(zip(futures, fleets, strict=True))
+            for k, fut in enumerate(futures)
         ]
     if parts is None:
         outputs = [
@@ -545,7 +527,7 @@ def _gather_on_workers(
     proposal_tasks: list[Any] = []
     if propose is not None and parts is not None:
         progress("Fazendo as propostas de autuação por veículo nos workers")
-        n_vehicles = sum(len(f["vehicles"]) for f in facts)
+        n_vehicles = sum(f["n_vehicles"] for f in facts)
         n_pieces = max(1, min(n_groups, n_vehicles))
         [spec_f] = client.scatter([propose], broadcast=True, hash=False)
         splits = [
@@ -755,18 +737,45 @@ def _summed(counts: Sequence[dict[str, int]]) -> dict[str, int]:
     return total
 
 
-def _fleet_by_part(
-    fleet: pd.DataFrame | None, vehicles: Sequence[Sequence[str]]
-) -> list[pd.DataFrame | None]:
-    """Each partition's rows of the fleet; the fleet's vehicles without fixes go to the first."""
-    if fleet is None:
-        return [None] * len(vehicles)
-    ids = fleet[fr.VEHICLE_ID].astype("str")
-    seen = set().union(*map(set, vehicles)) if vehicles else set()
-    out: list[pd.DataFrame | None] = []
-    for k, own in enumerate(vehicles):
-        mine = ids.isin(own)
-        if k == 0:
+def _vehicle_group(
+    result: dict[str, Any],
+    context: dict[str, Any],
+    *,
+    seen: set[str] | None,
+    as_of: dt.date | None,
+    activity_span: tuple[int, int] | None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run :func:`~engines.partitions.vehicle_group` on a partition with its rows of the fleet.
+
+    ``seen``: the run's vehicles, given to the first partition only: the fleet's vehicles
+    without fixes are judged there.
+    """
+    fleet: pd.DataFrame | None = context["fleet"]
+    if fleet is not None:
+        ids = fleet[fr.VEHICLE_ID].astype("str")
+        mine = ids.isin(result["vehicles"])
+        if seen is not None:
             mine |= ~ids.isin(seen)
-        out.append(fleet.loc[mine.to_numpy()])
-    return out
+        fleet = fleet.loc[mine.to_numpy()]
+    return pt.vehicle_group(result, context, fleet=fleet, as_of=as_of, activity_span=activity_span)
+
+
+PLAN_FAN_IN = 8
+"""Partitions' plan facts a task sums at most (:func:`~engines.partitions.merge_plan_facts`)."""
+
+
+def _plan_on_workers(
+    client: Any, futures: Sequence[Any], *, resolution: int | None, n_groups: int
+) -> Any:
+    """Return the future of the groups' plan (:func:`~engines.partitions.plan_groups`).
+
+    Each partition's plan facts are made where it is, summed on the workers in a tree of
+    :data:`PLAN_FAN_IN` at a time, and planned by one task: nothing of them reaches the client.
+    """
+    facts = client.map(pt.plan_facts, futures, resolution=resolution, pure=False)
+    while len(facts) > PLAN_FAN_IN:
+        facts = [
+            client.submit(pt.merge_plan_facts, facts[k : k + PLAN_FAN_IN], pure=False)
+            for k in range(0, len(facts), PLAN_FAN_IN)
+        ]
+    return client.submit(pt.plan_groups, facts, n_groups=n_groups, pure=False)
