@@ -371,7 +371,11 @@ def _gather_on_workers(
     progress: Progress,
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
-    written: dict[str, list[Path]] = {"findings.geojson": [], "stand_visits.csv": []}
+    written: dict[str, list[Path]] = {
+        "findings.geojson": [],
+        "stand_visits.csv": [],
+        "occupancy.csv": [],
+    }
     map_cap, map_samples = map_sample.MAP_MAX_FINDINGS, []  # read now: tests lower it
     held: list[Any] = []  # the findings tasks' results, holding what the proposals read
     detail_keys = proposal_details(propose.rulebooks) if propose is not None else None
@@ -386,6 +390,7 @@ def _gather_on_workers(
         visits_path = None
         if visits:
             written["stand_visits.csv"].append(parts / "visitas" / f"{name}.parquet")
+            written["occupancy.csv"].append(parts / "ocupacao" / f"{name}.parquet")
             visits_path = str(written["stand_visits.csv"][-1])
         done = client.submit(
             _with_parts,
@@ -393,6 +398,7 @@ def _gather_on_workers(
             path,
             keep if send_findings else frozenset(),
             visits_path,
+            str(written["occupancy.csv"][-1]) if visits else None,
             send=send_findings,
             hold=detail_keys,
             pure=False,
@@ -635,14 +641,16 @@ def _with_parts(
     path: str,
     keep: frozenset[str] | None,
     visits_path: str | None = None,
+    occupancy_path: str | None = None,
     *,
     send: bool = True,
     hold: frozenset[str] | None = None,
 ) -> Any:
-    """Write a task's findings (and visits) as parts; return the result without them.
+    """Write a task's findings (and visits, occupancy) as parts; return the result without them.
 
     ``result`` is a dict with ``findings`` (and ``visits``, left empty, its counts put in
-    ``counts``) or a ``(findings, skipped)`` pair, returned as ``(findings, skipped, kinds)``;
+    ``counts``; and ``occupancy``, left empty) or a ``(findings, skipped)`` pair, returned as
+    ``(findings, skipped, kinds)``;
     ``kinds`` (also a key of the dict) counts the findings by kind. The findings come back with
     the ``keep`` keys of their details (none without ``send``). With ``hold``: returns
     ``(result, held)``, ``held`` the findings with the ``hold`` keys of their details and no
@@ -665,6 +673,11 @@ def _with_parts(
             keys = (fr.VEHICLE_ID, "_piece", "_row")
             out["counts"] = write_csv_part("stand_visits.csv", visits, visits_path, keys=keys)
             out["visits"] = visits.iloc[:0]
+        if occupancy_path is not None:  # one stand's rows in one group: by stand, in order
+            occ = result["occupancy"]
+            Path(occupancy_path).parent.mkdir(parents=True, exist_ok=True)
+            write_csv_part("occupancy.csv", occ, occupancy_path, keys=("stand_id",))
+            out["occupancy"] = occ.iloc[:0]
     if hold is None:
         return out
     return out, pd.DataFrame(with_details(frame, hold).drop(columns="geometry"))

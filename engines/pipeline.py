@@ -25,7 +25,7 @@ from geo.cover import DEFAULT_RESOLUTION, build_stand_cover, match_stands
 from geo.crs import haversine_m
 from geo.roads import RoadGraph
 from stands.licences import licence_frame_from_fleet
-from stands.occupancy import occupancy
+from stands.occupancy import OCCUPANCY_COLUMNS, occupancy
 from stands.visits import (
     BOARDED_AT,
     DEFAULT_BOARDING_GRACE_M,
@@ -509,10 +509,10 @@ def write_findings_part(
 def write_csv_part(
     name: str, frame: pd.DataFrame, path: str | Path, *, keys: Sequence[str]
 ) -> dict[str, int]:
-    """Write rows of ``stand_visits.csv`` or ``trips.csv`` (``name``) as a part of that file.
+    """Write rows of ``stand_visits.csv``, ``trips.csv`` or ``occupancy.csv`` as a part of it.
 
     ``frame`` holds the rows and the ``keys`` columns they are ordered by (the file's order:
-    its rows sorted by them). Returns their :func:`row_counts`.
+    its rows sorted by them). Returns their :func:`row_counts` (none for ``occupancy.csv``).
     """
     frame = frame.sort_values(list(keys), kind="stable", ignore_index=True)
     table, options = _CSV_TABLES[name](frame)
@@ -524,6 +524,8 @@ def write_csv_part(
     write_part(path, {k: frame[k].tolist() for k in keys}, lines)
     if name == "trips.csv":
         return row_counts(_NO_ROWS, frame, _NO_ROWS)
+    if name == "occupancy.csv":
+        return {}
     return row_counts(frame, _NO_ROWS, _NO_ROWS)
 
 
@@ -582,8 +584,23 @@ def _trips_table(trips: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     return table, {"float_format": "%.6f"}
 
 
-_CSV_TABLES = {"stand_visits.csv": _visits_table, "trips.csv": _trips_table}
-_CSV_COLUMNS = {"stand_visits.csv": list(fr.VISIT_COLUMNS), "trips.csv": list(fr.TRIP_COLUMNS)}
+def _occupancy_table(occ: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``occupancy.csv``'s columns as written, and ``to_csv``'s options."""
+    table = occ.copy()
+    table["bucket_start"] = _iso_utc(table["bucket_start"])
+    return table, {}
+
+
+_CSV_TABLES = {
+    "stand_visits.csv": _visits_table,
+    "trips.csv": _trips_table,
+    "occupancy.csv": _occupancy_table,
+}
+_CSV_COLUMNS = {
+    "stand_visits.csv": list(fr.VISIT_COLUMNS),
+    "trips.csv": list(fr.TRIP_COLUMNS),
+    "occupancy.csv": list(OCCUPANCY_COLUMNS),
+}
 _NO_ROWS = pd.DataFrame()
 
 
@@ -612,9 +629,11 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
 
     write_rejected(result.rejected, out_dir / "rejected.csv")
 
-    occ = result.occupancy.copy()
-    occ["bucket_start"] = _iso_utc(occ["bucket_start"])
-    occ.to_csv(out_dir / "occupancy.csv", index=False)
+    if "occupancy.csv" in result.parts:
+        _merge_part_files("occupancy.csv", result.parts["occupancy.csv"], out_dir / "occupancy.csv")
+    else:
+        table, _ = _occupancy_table(result.occupancy)
+        table.to_csv(out_dir / "occupancy.csv", index=False)
 
     review = result.parts.get("summary.json")
     write_summary(
