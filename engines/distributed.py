@@ -57,6 +57,7 @@ from enforcement.proposals import (
     propose_all,
     summary_of_counts,
     summed_counts,
+    write_proposal_texts,
 )
 from engines import partitions as pt
 from engines.partitions import stage_context, vehicle_partitions, vehicle_stage
@@ -66,8 +67,10 @@ from engines.pipeline import (
     AnalysisParams,
     AnalysisResult,
     Progress,
+    merge_part_file,
     merge_parts,
     merge_ping_stats,
+    merged_texts,
     no_progress,
     summary_item_text,
     write_csv_part,
@@ -270,6 +273,7 @@ def gather_on_workers(
     pings: pd.DataFrame | None = None,
     groups: int | None = None,
     parts: str | Path | None = None,
+    out: str | Path | None = None,
     keep: frozenset[str] | None = None,
     propose: ProposalSpec | None = None,
     send_findings: bool = True,
@@ -303,7 +307,15 @@ def gather_on_workers(
         ``parts``): each task its findings, evidence included, in ``achados/``
         (:func:`~engines.pipeline.write_findings_part`), each stand group its visits in
         ``visitas/`` and each partition its trips in ``viagens/``
-        (:func:`~engines.pipeline.write_csv_part`; the client receives their counts).
+        (:func:`~engines.pipeline.write_csv_part`; the client receives their counts), and
+        each stand group its occupancy in ``ocupacao/``. A file's parts are merged on the
+        workers :data:`~engines.pipeline.PART_FAN_IN` at a time until that many are left.
+    out : str or pathlib.Path, optional
+        With ``parts``: a folder the workers see, where one task per file merges its parts
+        into ``findings.geojson``, ``stand_visits.csv``, ``trips.csv``, ``occupancy.csv`` and
+        (with ``propose``) ``proposals.json``, the files written concurrently (the result's
+        ``written``; its ``parts`` keep the review list of ``summary.json``, which the client
+        writes).
     keep : frozenset of str, optional
         With ``parts``: the ``details`` keys of the findings the client receives (what the
         proposals and the map read; all without it).
@@ -334,8 +346,8 @@ def gather_on_workers(
     ValueError
         ``propose`` or ``send_findings=False`` without ``parts``.
     """
-    if parts is None and (propose is not None or not send_findings):
-        msg = "'propose' e 'send_findings=False' pedem 'parts' (a pasta das partes)"
+    if parts is None and (propose is not None or not send_findings or out is not None):
+        msg = "'propose', 'out' e 'send_findings=False' pedem 'parts' (a pasta das partes)"
         raise ValueError(msg)
     try:
         return _gather_on_workers(
@@ -346,6 +358,7 @@ def gather_on_workers(
             pings=pings,
             groups=groups,
             parts=Path(parts) if parts is not None else None,
+            out=Path(out) if out is not None else None,
             keep=keep,
             propose=propose,
             send_findings=send_findings,
@@ -365,6 +378,7 @@ def _gather_on_workers(
     pings: pd.DataFrame | None,
     groups: int | None,
     parts: Path | None,
+    out: Path | None,
     keep: frozenset[str] | None,
     propose: ProposalSpec | None,
     send_findings: bool,
@@ -599,24 +613,60 @@ def _gather_on_workers(
     if proposal_tasks:
         result.summary |= summary_of_counts(summed_counts(proposed), [])
     if parts is not None:
-        result.parts = {name: tuple(_narrowed(client, paths)) for name, paths in written.items()}
+        progress("Juntando as partes nos arquivos de saída, nos workers")
+        narrowed = {name: _narrowed(client, paths) for name, paths in written.items()}
+        if out is not None:
+            files = {name: p for name, p in narrowed.items() if name in _MERGED_ON_WORKERS}
+            done = [
+                client.submit(_write_file, name, p, str(out / name), pure=False)
+                for name, p in files.items()
+            ]
+            client.gather(done)
+            result.written = tuple(files)
+        result.parts = {name: tuple(map(Path, client.gather(p))) for name, p in narrowed.items()}
     result.map_sample = _gather_map_sample(client, map_samples, cap=map_cap)
     return result
 
 
-def _narrowed(client: Any, paths: Sequence[Path]) -> list[Path]:
+_MERGED_ON_WORKERS = (
+    "findings.geojson",
+    "stand_visits.csv",
+    "trips.csv",
+    "occupancy.csv",
+    "proposals.json",
+)
+"""The files the workers merge from their parts with ``out`` (the client writes the others)."""
+
+
+def _narrowed(client: Any, paths: Sequence[Path]) -> list[Any]:
     """Merge a file's parts on the workers until :data:`~engines.pipeline.PART_FAN_IN` are left.
 
-    Runs of that many consecutive parts become one (``fusao-L-K.parquet`` beside them).
+    Runs of that many consecutive parts become one (``fusao-L-K.parquet`` beside them). Returns
+    the paths left (text) or the futures of the merges that make them: nothing waits here.
     """
+    items: list[Any] = [str(p) for p in paths]
     level = 0
-    while len(paths) > PART_FAN_IN:
-        runs = [paths[k : k + PART_FAN_IN] for k in range(0, len(paths), PART_FAN_IN)]
-        outs = [run[0].parent / f"fusao-{level}-{k:05d}.parquet" for k, run in enumerate(runs)]
-        done = client.map(merge_parts, [list(map(str, r)) for r in runs], list(map(str, outs)))
-        paths = [Path(p) for p in client.gather(done)]
+    while len(items) > PART_FAN_IN:
+        folder = paths[0].parent
+        items = [
+            client.submit(
+                merge_parts,
+                items[k : k + PART_FAN_IN],
+                str(folder / f"fusao-{level}-{n:05d}.parquet"),
+                pure=False,
+            )
+            for n, k in enumerate(range(0, len(items), PART_FAN_IN))
+        ]
         level += 1
-    return list(paths)
+    return items
+
+
+def _write_file(name: str, parts: Sequence[str], path: str) -> str:
+    """Write output file ``name`` at ``path`` from its parts, on a worker; return ``path``."""
+    if name == "proposals.json":
+        write_proposal_texts(merged_texts(list(map(Path, parts)), PROPOSAL_ORDER), Path(path))
+        return path
+    return merge_part_file(name, parts, path)
 
 
 def _map_sample(result: Any, *, cap: int) -> MapSample:

@@ -101,6 +101,9 @@ class AnalysisResult:
     hold only the details its readers need; with ``stand_visits.csv`` or ``trips.csv``
     (:func:`write_csv_part`), ``visits`` or ``trips`` is empty and ``summary`` counts the
     parts' rows."""
+    written: tuple[str, ...] = ()
+    """Output files an engine's workers already wrote in the output folder, merged from their
+    parts (:func:`merge_part_file`): :func:`write_outputs` leaves them."""
     map_sample: tuple[gpd.GeoDataFrame, dict[str, int]] | None = None
     """The findings the map draws and the count of each kind's (:func:`maps.sample.merge_samples`),
     when an engine's workers sampled them; None: the map samples ``findings``."""
@@ -546,6 +549,16 @@ def _merge_part_files(name: str, parts: Sequence[Path], path: Path) -> None:
             fh.write(line + b"\n")
 
 
+def merge_part_file(name: str, parts: Sequence[str | Path], path: str | Path) -> str:
+    """Write output file ``name`` at ``path`` from its parts, as :func:`write_outputs` would.
+
+    ``name``: ``findings.geojson``, ``stand_visits.csv``, ``trips.csv`` or ``occupancy.csv``.
+    A few hundred rows of each part are held at a time. Returns ``path`` as text.
+    """
+    _merge_part_files(name, [Path(p) for p in parts], Path(path))
+    return str(path)
+
+
 _FINDINGS_KEYS = ("kind", "started_ns", "finding_id")
 
 
@@ -560,6 +573,8 @@ def merge_findings_parts(parts: Sequence[Path], path: Path) -> None:
 
 def write_findings(result: AnalysisResult, path: Path) -> None:
     """Write the run's ``findings.geojson``: its findings, or its workers' parts merged."""
+    if "findings.geojson" in result.written:
+        return
     if "findings.geojson" in result.parts:
         merge_findings_parts(result.parts["findings.geojson"], path)
     else:
@@ -621,6 +636,8 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
     if findings:
         write_findings(result, out_dir / "findings.geojson")
     for name, frame in (("stand_visits.csv", result.visits), ("trips.csv", result.trips)):
+        if name in result.written:
+            continue
         if name in result.parts:
             _merge_part_files(name, result.parts[name], out_dir / name)
         else:
@@ -629,7 +646,9 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
 
     write_rejected(result.rejected, out_dir / "rejected.csv")
 
-    if "occupancy.csv" in result.parts:
+    if "occupancy.csv" in result.written:
+        pass
+    elif "occupancy.csv" in result.parts:
         _merge_part_files("occupancy.csv", result.parts["occupancy.csv"], out_dir / "occupancy.csv")
     else:
         table, _ = _occupancy_table(result.occupancy)
