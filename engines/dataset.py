@@ -1048,9 +1048,9 @@ def analyze_dataset(
         )
     results = []
     run = functools.partial(task, context=context)
-    for done, out in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
+    for done, bucket in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
         progress(f"Validando e analisando partição {done}/{len(buckets)}")
-        results.append(out)
+        results.append(bucket)
     return finish(results, malformed, context, jobs=jobs, progress=progress)
 
 
