@@ -17,13 +17,17 @@ partition (whole vehicles)             ``habitual_absence``, ``inactivity`` (wit
 the run's waiting stops (one task)     ``illegal_stand_formation``
 =====================================  =============================================
 
-The partitions' results stay on their workers; each is cut into one piece per group there and
-the pieces move worker to worker (Dask's transfers, not through the client) to one task per
-group, which runs the function :func:`~engines.partitions.gather` runs on the whole. The client
-plans the groups from small facts of each partition (visits per stand, the stands a vehicle
-links, trips per cell pair) and receives the findings, the visits, trips, stops and occupancy;
-with ``parts``, the workers write the findings, visits and trips as parts and make the
-proposals by vehicle group (:class:`ProposalSpec`), and the client receives their counts.
+The partitions' results stay on their workers; each is cut into one piece per group there,
+the pieces of the partitions a worker holds are regrouped there (one object per worker and
+group: the scheduler tracks workers x groups pieces, not partitions x groups), and they move
+worker to worker (Dask's transfers, not through the client) to one task per group, which runs
+the function :func:`~engines.partitions.gather` runs on the whole. The groups are planned on
+the workers (:func:`~engines.partitions.plan_facts` of each partition summed in a tree,
+:func:`~engines.partitions.plan_groups`): the client receives a few numbers per partition and
+the number of groups, and the findings, the visits, trips, stops and occupancy; with
+``parts``, the workers write the findings, visits, trips and occupancy as parts and make the
+proposals by vehicle group (:class:`ProposalSpec`), the client receives their counts, and with
+``out`` the workers merge the parts into the output files.
 
 Illegal stand formation is not cut by place cell: a place is a single-linkage group of H3 cells
 of unbounded extent and its distances are measured in the UTM zone of the mean of every waiting
@@ -84,7 +88,9 @@ from runtime import keep_freed_heap
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
 from tracking.detectors.findings import KINDS, with_details
-from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
+from tracking.detectors.longer_route import (
+    DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION,
+)
 from tracking.stops import empty_stops
 from tracking.trips import empty_trips
 
@@ -238,7 +244,9 @@ def analyze_pings_distributed(
     as_of = as_of or last_local_day(pings, tz)
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     ranges = vehicle_partitions(
-        pings[fr.VEHICLE_ID], partition_fixes=partition_fixes, min_partitions=2 * n_workers
+        pings[fr.VEHICLE_ID],
+        partition_fixes=partition_fixes,
+        min_partitions=2 * n_workers,
     )
     if not ranges:
         ranges = [(0, 0)]
@@ -260,7 +268,13 @@ def analyze_pings_distributed(
     parts = client.scatter([pings.iloc[a:b] for a, b in ranges])
     futures = client.map(vehicle_stage, parts, context=ctx, pure=False)
     return gather_on_workers(
-        client, futures, rejected, context, pings=pings, groups=groups, progress=progress
+        client,
+        futures,
+        rejected,
+        context,
+        pings=pings,
+        groups=groups,
+        progress=progress,
     )
 
 
@@ -435,7 +449,12 @@ def _gather_on_workers(
         [
             findings_part(f, f"particao-{k:05d}")
             for k, f in enumerate(
-                client.map(pt.part_facts, futures, as_of=context["as_of"], timezone=params.timezone)
+                client.map(
+                    pt.part_facts,
+                    futures,
+                    as_of=context["as_of"],
+                    timezone=params.timezone,
+                )
             )
         ]
     )
@@ -464,24 +483,7 @@ def _gather_on_workers(
         )
         for k, fut in enumerate(futures)
     ]
-    licence_known = any(f["licence_known"] for f in facts)
-    stand_tasks = [
-        findings_part(
-            client.submit(
-                pt.stand_group,
-                [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
-                ctx,
-                as_of=as_of,
-                licence_known=licence_known,
-            ),
-            f"pontos-{g:05d}",
-            visits=True,
-        )
-        for g in range(n_stand_groups)
-    ]
-
-    progress("Rodando os detectores entre veículos e dias nos workers")
-    cross = []
+    route_splits = []
     if resolution is not None:
         pair_group = client.submit(operator.getitem, plan, "pair_group", pure=False)
         route_splits = [
@@ -495,14 +497,31 @@ def _gather_on_workers(
             )
             for fut in futures
         ]
+    licence_known = any(f["licence_known"] for f in facts)
+    stand_pieces = _pieces_by_group(client, splits, n_groups=n_stand_groups)
+    stand_tasks = [
+        findings_part(
+            client.submit(
+                _on_pieces,
+                pt.stand_group,
+                stand_pieces[g],
+                ctx,
+                as_of=as_of,
+                licence_known=licence_known,
+            ),
+            f"pontos-{g:05d}",
+            visits=True,
+        )
+        for g in range(n_stand_groups)
+    ]
+
+    progress("Rodando os detectores entre veículos e dias nos workers")
+    cross = []
+    if resolution is not None:
+        route_pieces = _pieces_by_group(client, route_splits, n_groups=n_route_groups)
         cross += [
             findings_part(
-                client.submit(
-                    pt.route_group,
-                    [client.submit(operator.getitem, sp, g, pure=False) for sp in route_splits],
-                    ctx,
-                    as_of=as_of,
-                ),
+                client.submit(_on_pieces, pt.route_group, route_pieces[g], ctx, as_of=as_of),
                 f"rotas-{g:05d}",
             )
             for g in range(n_route_groups)
@@ -553,12 +572,17 @@ def _gather_on_workers(
         splits = [
             client.submit(_vehicle_pieces, done, n_groups=n_pieces, pure=False) for done in held
         ]
-        for name, folder in (("proposals.json", "propostas"), ("summary.json", "revisao")):
+        for name, folder in (
+            ("proposals.json", "propostas"),
+            ("summary.json", "revisao"),
+        ):
             written[name] = [parts / folder / f"grupo-{g:05d}.parquet" for g in range(n_pieces)]
+        vehicle_pieces = _pieces_by_group(client, splits, n_groups=n_pieces)
         proposal_tasks = [
             client.submit(
+                _on_pieces,
                 _propose_group,
-                [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
+                vehicle_pieces[g],
                 spec_f,
                 group=g,
                 n_groups=n_pieces,
@@ -606,7 +630,10 @@ def _gather_on_workers(
             *(r["findings"] for r in stand_results),
             *(c[0] for c in cross_results),
         ],
-        skipped=[*(r["skipped"] for r in stand_results), *(c[1] for c in cross_results)],
+        skipped=[
+            *(r["skipped"] for r in stand_results),
+            *(c[1] for c in cross_results),
+        ],
         counts=row_counts,
         kinds=kind_counts,
     )
@@ -667,6 +694,57 @@ def _write_file(name: str, parts: Sequence[str], path: str) -> str:
         write_proposal_texts(merged_texts(list(map(Path, parts)), PROPOSAL_ORDER), Path(path))
         return path
     return merge_part_file(name, parts, path)
+
+
+def _pieces_by_group(client: Any, splits: Sequence[Any], *, n_groups: int) -> list[list[Any]]:
+    """Return, for each group, the futures of its pieces of ``splits``: one per worker.
+
+    Each split is a list of one piece per group. Once they are done, one task on each worker
+    holding some of them regroups theirs there (:func:`_local_pieces`), and a group's task
+    fetches one object from each worker: the scheduler tracks workers x groups pieces, not
+    splits x groups (about ten kB of the scheduler's and the client's memory each).
+    """
+    from distributed import wait
+
+    wait(splits)
+    where = client.who_has(splits)
+    on: dict[str, list[int]] = {}
+    for k, split in enumerate(splits):
+        holders = sorted(where.get(split.key) or [""])
+        on.setdefault(holders[0], []).append(k)
+    local = [
+        client.submit(
+            _local_pieces,
+            [splits[k] for k in ks],
+            order=ks,
+            n_groups=n_groups,
+            workers=[address] if address else None,
+            allow_other_workers=True,
+            pure=False,
+        )
+        for address, ks in sorted(on.items())
+    ]
+    return [
+        [client.submit(operator.getitem, pieces, g, pure=False) for pieces in local]
+        for g in range(n_groups)
+    ]
+
+
+def _local_pieces(
+    splits: Sequence[Sequence[Any]], *, order: Sequence[int], n_groups: int
+) -> list[list[tuple[int, Any]]]:
+    """Regroup splits held by one worker: for each group, its ``(split index, piece)`` pairs."""
+    return [
+        [(k, split[g]) for k, split in zip(order, splits, strict=True)] for g in range(n_groups)
+    ]
+
+
+def _on_pieces(
+    func: Any, pieces: Sequence[Sequence[tuple[int, Any]]], *args: Any, **kwargs: Any
+) -> Any:
+    """Run ``func`` on a group's pieces (:func:`_local_pieces`) in the splits' order."""
+    ordered = sorted((pair for local in pieces for pair in local), key=operator.itemgetter(0))
+    return func([piece for _, piece in ordered], *args, **kwargs)
 
 
 def _map_sample(result: Any, *, cap: int) -> MapSample:

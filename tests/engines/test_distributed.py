@@ -15,6 +15,8 @@ from partition_scenario import BOUNDARY, STANDS, assert_same, scenario_fleet, sc
 
 from engines.distributed import (
     DistributedEngineError,
+    _on_pieces,
+    _pieces_by_group,
     analyze_pings_distributed,
     dask_client,
 )
@@ -215,6 +217,19 @@ class TestAnalyzePingsDistributed:
             sizes[n] = len(pickle.dumps(without_frames(received)))
         assert pairs[200] > 8 * pairs[20]  # the input's cell pairs grow with the vehicles
         assert sizes[200] < 1.05 * sizes[20], sizes
+
+    def test_pieces_regrouped_by_worker(self, client: Any) -> None:
+        """A group's pieces come from one task per worker holding splits, in the splits' order."""
+        splits = [
+            client.submit(lambda k: [f"{k}-{g}" for g in range(5)], k, pure=False)
+            for k in range(12)
+        ]
+        pieces = _pieces_by_group(client, splits, n_groups=5)
+        holders = {a for addresses in client.who_has(splits).values() for a in addresses}
+        assert len(holders) == 2  # the splits are on both workers
+        assert len(pieces) == 5 and all(len(p) == 2 for p in pieces)
+        got = client.gather([client.submit(_on_pieces, list, p, pure=False) for p in pieces])
+        assert got == [[f"{k}-{g}" for k in range(12)] for g in range(5)]
 
     def test_empty_pings(self, client: Any) -> None:
         """No pings: the empty result of the local engine."""
