@@ -88,9 +88,7 @@ from runtime import keep_freed_heap
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
 from tracking.detectors.findings import KINDS, with_details
-from tracking.detectors.longer_route import (
-    DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION,
-)
+from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import empty_stops
 from tracking.trips import empty_trips
 
@@ -244,9 +242,7 @@ def analyze_pings_distributed(
     as_of = as_of or last_local_day(pings, tz)
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     ranges = vehicle_partitions(
-        pings[fr.VEHICLE_ID],
-        partition_fixes=partition_fixes,
-        min_partitions=2 * n_workers,
+        pings[fr.VEHICLE_ID], partition_fixes=partition_fixes, min_partitions=2 * n_workers
     )
     if not ranges:
         ranges = [(0, 0)]
@@ -268,13 +264,7 @@ def analyze_pings_distributed(
     parts = client.scatter([pings.iloc[a:b] for a, b in ranges])
     futures = client.map(vehicle_stage, parts, context=ctx, pure=False)
     return gather_on_workers(
-        client,
-        futures,
-        rejected,
-        context,
-        pings=pings,
-        groups=groups,
-        progress=progress,
+        client, futures, rejected, context, pings=pings, groups=groups, progress=progress
     )
 
 
@@ -572,10 +562,7 @@ def _gather_on_workers(
         splits = [
             client.submit(_vehicle_pieces, done, n_groups=n_pieces, pure=False) for done in held
         ]
-        for name, folder in (
-            ("proposals.json", "propostas"),
-            ("summary.json", "revisao"),
-        ):
+        for name, folder in (("proposals.json", "propostas"), ("summary.json", "revisao")):
             written[name] = [parts / folder / f"grupo-{g:05d}.parquet" for g in range(n_pieces)]
         vehicle_pieces = _pieces_by_group(client, splits, n_groups=n_pieces)
         proposal_tasks = [
@@ -630,10 +617,7 @@ def _gather_on_workers(
             *(r["findings"] for r in stand_results),
             *(c[0] for c in cross_results),
         ],
-        skipped=[
-            *(r["skipped"] for r in stand_results),
-            *(c[1] for c in cross_results),
-        ],
+        skipped=[*(r["skipped"] for r in stand_results), *(c[1] for c in cross_results)],
         counts=row_counts,
         kinds=kind_counts,
     )
