@@ -363,8 +363,9 @@ def _analyze_dataset(
 ) -> tuple[Any, Any]:
     """Analyse a dataset (a plain file with ``--engine dask``: a temporary one first).
 
-    With Dask, the workers write the findings, visits and trips as parts in ``out/partes``
-    (emptied first; on storage they see, as the dataset) and the files are merged from there;
+    With Dask, the workers write the findings, visits, trips and occupancy as parts in
+    ``out/partes`` (emptied first; on storage they see, as the dataset) and merge them into the
+    files in ``out``, one task per file;
     with ``books``, they also make the proposals (``proposals``: the history, fleet and
     confidence floor of :func:`write_results`) and write them as parts. This process receives
     no finding: counts, and the map's sample merged on the workers.
@@ -408,6 +409,7 @@ def _analyze_dataset(
             client=client,
             jobs=jobs,
             parts=parts,
+            out=out.resolve() if parts is not None else None,
             propose=spec,
             send_findings=client is None,  # the map draws the workers' sample
             **options,
@@ -582,7 +584,9 @@ def write_results(
             n_proposals = None
         progress("proposals done")
         paths = write_outputs(result, out, findings=False)
-        if made is not None:
+        if "proposals.json" in result.written:  # merged by the workers
+            paths.append(out / "proposals.json")
+        elif made is not None:
             texts = merged_texts(made, PROPOSAL_ORDER)
             write_proposal_texts(texts, out / "proposals.json")
             paths.append(out / "proposals.json")

@@ -960,6 +960,7 @@ def analyze_dataset(
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
     parts: Path | None = None,
+    out: Path | None = None,
     keep: frozenset[str] | None = None,
     propose: Any = None,
     send_findings: bool = True,
@@ -984,6 +985,9 @@ def analyze_dataset(
         With ``client``: an empty folder the workers see, where they write the findings, visits
         and trips as parts of the output files (see
         :func:`engines.distributed.gather_on_workers`).
+    out : pathlib.Path, optional
+        With ``parts``: the output folder (the workers see it), where the workers merge the
+        parts into the contract files (the result's ``written``).
     keep : frozenset of str, optional
         With ``parts``: the findings' ``details`` keys the client receives (all without it).
     propose : engines.distributed.ProposalSpec, optional
@@ -1036,6 +1040,7 @@ def analyze_dataset(
             context,
             malformed=malformed,
             parts=parts,
+            out=out,
             keep=keep,
             propose=propose,
             send_findings=send_findings,
@@ -1043,9 +1048,9 @@ def analyze_dataset(
         )
     results = []
     run = functools.partial(task, context=context)
-    for done, out in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
+    for done, bucket in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
         progress(f"Validando e analisando partição {done}/{len(buckets)}")
-        results.append(out)
+        results.append(bucket)
     return finish(results, malformed, context, jobs=jobs, progress=progress)
 
 
@@ -1057,6 +1062,7 @@ def _on_cluster(
     *,
     malformed: pd.DataFrame,
     parts: Path | None,
+    out: Path | None,
     keep: frozenset[str] | None,
     propose: Any,
     send_findings: bool,
@@ -1096,6 +1102,7 @@ def _on_cluster(
             rejected,
             context,
             parts=parts,
+            out=out,
             keep=keep,
             propose=propose,
             send_findings=send_findings,

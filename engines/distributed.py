@@ -17,13 +17,17 @@ partition (whole vehicles)             ``habitual_absence``, ``inactivity`` (wit
 the run's waiting stops (one task)     ``illegal_stand_formation``
 =====================================  =============================================
 
-The partitions' results stay on their workers; each is cut into one piece per group there and
-the pieces move worker to worker (Dask's transfers, not through the client) to one task per
-group, which runs the function :func:`~engines.partitions.gather` runs on the whole. The client
-plans the groups from small facts of each partition (visits per stand, the stands a vehicle
-links, trips per cell pair) and receives the findings, the visits, trips, stops and occupancy;
-with ``parts``, the workers write the findings, visits and trips as parts and make the
-proposals by vehicle group (:class:`ProposalSpec`), and the client receives their counts.
+The partitions' results stay on their workers; each is cut into one piece per group there,
+the pieces of the partitions a worker holds are regrouped there (one object per worker and
+group: the scheduler tracks workers x groups pieces, not partitions x groups), and they move
+worker to worker (Dask's transfers, not through the client) to one task per group, which runs
+the function :func:`~engines.partitions.gather` runs on the whole. The groups are planned on
+the workers (:func:`~engines.partitions.plan_facts` of each partition summed in a tree,
+:func:`~engines.partitions.plan_groups`): the client receives a few numbers per partition and
+the number of groups, and the findings, the visits, trips, stops and occupancy; with
+``parts``, the workers write the findings, visits, trips and occupancy as parts and make the
+proposals by vehicle group (:class:`ProposalSpec`), the client receives their counts, and with
+``out`` the workers merge the parts into the output files.
 
 Illegal stand formation is not cut by place cell: a place is a single-linkage group of H3 cells
 of unbounded extent and its distances are measured in the UTM zone of the mean of every waiting
@@ -57,6 +61,7 @@ from enforcement.proposals import (
     propose_all,
     summary_of_counts,
     summed_counts,
+    write_proposal_texts,
 )
 from engines import partitions as pt
 from engines.partitions import stage_context, vehicle_partitions, vehicle_stage
@@ -66,8 +71,10 @@ from engines.pipeline import (
     AnalysisParams,
     AnalysisResult,
     Progress,
+    merge_part_file,
     merge_parts,
     merge_ping_stats,
+    merged_texts,
     no_progress,
     summary_item_text,
     write_csv_part,
@@ -270,6 +277,7 @@ def gather_on_workers(
     pings: pd.DataFrame | None = None,
     groups: int | None = None,
     parts: str | Path | None = None,
+    out: str | Path | None = None,
     keep: frozenset[str] | None = None,
     propose: ProposalSpec | None = None,
     send_findings: bool = True,
@@ -303,7 +311,15 @@ def gather_on_workers(
         ``parts``): each task its findings, evidence included, in ``achados/``
         (:func:`~engines.pipeline.write_findings_part`), each stand group its visits in
         ``visitas/`` and each partition its trips in ``viagens/``
-        (:func:`~engines.pipeline.write_csv_part`; the client receives their counts).
+        (:func:`~engines.pipeline.write_csv_part`; the client receives their counts), and
+        each stand group its occupancy in ``ocupacao/``. A file's parts are merged on the
+        workers :data:`~engines.pipeline.PART_FAN_IN` at a time until that many are left.
+    out : str or pathlib.Path, optional
+        With ``parts``: a folder the workers see, where one task per file merges its parts
+        into ``findings.geojson``, ``stand_visits.csv``, ``trips.csv``, ``occupancy.csv`` and
+        (with ``propose``) ``proposals.json``, the files written concurrently (the result's
+        ``written``; its ``parts`` keep the review list of ``summary.json``, which the client
+        writes).
     keep : frozenset of str, optional
         With ``parts``: the ``details`` keys of the findings the client receives (what the
         proposals and the map read; all without it).
@@ -334,8 +350,8 @@ def gather_on_workers(
     ValueError
         ``propose`` or ``send_findings=False`` without ``parts``.
     """
-    if parts is None and (propose is not None or not send_findings):
-        msg = "'propose' e 'send_findings=False' pedem 'parts' (a pasta das partes)"
+    if parts is None and (propose is not None or not send_findings or out is not None):
+        msg = "'propose', 'out' e 'send_findings=False' pedem 'parts' (a pasta das partes)"
         raise ValueError(msg)
     try:
         return _gather_on_workers(
@@ -346,6 +362,7 @@ def gather_on_workers(
             pings=pings,
             groups=groups,
             parts=Path(parts) if parts is not None else None,
+            out=Path(out) if out is not None else None,
             keep=keep,
             propose=propose,
             send_findings=send_findings,
@@ -365,13 +382,18 @@ def _gather_on_workers(
     pings: pd.DataFrame | None,
     groups: int | None,
     parts: Path | None,
+    out: Path | None,
     keep: frozenset[str] | None,
     propose: ProposalSpec | None,
     send_findings: bool,
     progress: Progress,
 ) -> AnalysisResult:
     params: AnalysisParams = context["params"]
-    written: dict[str, list[Path]] = {"findings.geojson": [], "stand_visits.csv": []}
+    written: dict[str, list[Path]] = {
+        "findings.geojson": [],
+        "stand_visits.csv": [],
+        "occupancy.csv": [],
+    }
     map_cap, map_samples = map_sample.MAP_MAX_FINDINGS, []  # read now: tests lower it
     held: list[Any] = []  # the findings tasks' results, holding what the proposals read
     detail_keys = proposal_details(propose.rulebooks) if propose is not None else None
@@ -386,6 +408,7 @@ def _gather_on_workers(
         visits_path = None
         if visits:
             written["stand_visits.csv"].append(parts / "visitas" / f"{name}.parquet")
+            written["occupancy.csv"].append(parts / "ocupacao" / f"{name}.parquet")
             visits_path = str(written["stand_visits.csv"][-1])
         done = client.submit(
             _with_parts,
@@ -393,6 +416,7 @@ def _gather_on_workers(
             path,
             keep if send_findings else frozenset(),
             visits_path,
+            str(written["occupancy.csv"][-1]) if visits else None,
             send=send_findings,
             hold=detail_keys,
             pure=False,
@@ -407,6 +431,10 @@ def _gather_on_workers(
     if pt.ROUTE_KINDS[0] in kinds:
         limits = (context["thresholds"] or {}).get(pt.ROUTE_KINDS[0], {})
         resolution = int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
+    n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
+    n_groups = max(1, groups if groups is not None else 2 * n_workers)
+    # the plan of the groups is made and kept on the workers: the client receives its sizes
+    plan = _plan_on_workers(client, futures, resolution=resolution, n_groups=n_groups)
     facts: list[dict[str, Any]] = client.gather(
         [
             findings_part(f, f"particao-{k:05d}")
@@ -414,7 +442,6 @@ def _gather_on_workers(
                 client.map(
                     pt.part_facts,
                     futures,
-                    resolution=resolution,
                     as_of=context["as_of"],
                     timezone=params.timezone,
                 )
@@ -427,41 +454,47 @@ def _gather_on_workers(
         spans = client.gather(
             client.map(pt.part_activity_span, futures, as_of=as_of, timezone=params.timezone)
         )
-    n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
-    n_groups = max(1, groups if groups is not None else 2 * n_workers)
     sizes = np.array([f["n_pings"] for f in facts], dtype=np.int64)
     offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64).tolist()
     [ctx] = client.scatter([context], broadcast=True)
+    n_stand_groups, n_route_groups = client.gather(client.submit(pt.plan_sizes, plan, pure=False))
 
     progress("Juntando visitas por ponto nos workers; fila dos pontos")
-    counts: dict[str, int] = {}
-    for f in facts:
-        for stand, n in f["stand_visits"].items():
-            counts[stand] = counts.get(stand, 0) + n
-    stand_of = pt.group_stands(
-        counts, [link for f in facts for link in f["stand_links"]], n_groups=n_groups
-    )
-    n_stand_groups = max(1, len(set(stand_of.values())))
-    # the plans go to the workers once, then by reference (not hashed and sent with each task)
-    [stand_of_f] = client.scatter([stand_of], broadcast=True, hash=False)
+    stand_of = client.submit(operator.getitem, plan, "stand_of", pure=False)
     splits = [
         client.submit(
             pt.split_by_stand,
             fut,
             piece=k,
             offset=offsets[k],
-            stand_group=stand_of_f,
+            stand_group=stand_of,
             n_groups=n_stand_groups,
             pure=False,
         )
         for k, fut in enumerate(futures)
     ]
+    route_splits = []
+    if resolution is not None:
+        pair_group = client.submit(operator.getitem, plan, "pair_group", pure=False)
+        route_splits = [
+            client.submit(
+                pt.split_by_route,
+                fut,
+                resolution=resolution,
+                pair_group=pair_group,
+                n_groups=n_route_groups,
+                pure=False,
+            )
+            for fut in futures
+        ]
     licence_known = any(f["licence_known"] for f in facts)
+    stand_pieces = _pieces_by_group(client, splits, n_groups=n_stand_groups)
     stand_tasks = [
         findings_part(
             client.submit(
+                _on_pieces,
                 pt.stand_group,
-                [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
+                stand_pieces[g],
                 ctx,
                 as_of=as_of,
                 licence_known=licence_known,
@@ -475,32 +508,10 @@ def _gather_on_workers(
     progress("Rodando os detectores entre veículos e dias nos workers")
     cross = []
     if resolution is not None:
-        pairs: dict[int, int] = {}
-        for f in facts:
-            for key, n in f["route_pairs"].items():
-                pairs[key] = pairs.get(key, 0) + n
-        pair_group = pt.group_keys(pairs, n_groups=n_groups)
-        n_route_groups = max(1, len(set(pair_group.values())))
-        [pair_group_f] = client.scatter([pair_group], broadcast=True, hash=False)
-        route_splits = [
-            client.submit(
-                pt.split_by_route,
-                fut,
-                resolution=resolution,
-                pair_group=pair_group_f,
-                n_groups=n_route_groups,
-                pure=False,
-            )
-            for fut in futures
-        ]
+        route_pieces = _pieces_by_group(client, route_splits, n_groups=n_route_groups)
         cross += [
             findings_part(
-                client.submit(
-                    pt.route_group,
-                    [client.submit(operator.getitem, sp, g, pure=False) for sp in route_splits],
-                    ctx,
-                    as_of=as_of,
-                ),
+                client.submit(_on_pieces, pt.route_group, route_pieces[g], ctx, as_of=as_of),
                 f"rotas-{g:05d}",
             )
             for g in range(n_route_groups)
@@ -513,21 +524,21 @@ def _gather_on_workers(
     if kinds & set(pt.VEHICLE_GROUP_KINDS):
         found = [s for s in spans if s is not None]
         span = (min(s[0] for s in found), max(s[1] for s in found)) if found else None
-        fleets = _fleet_by_part(context["fleet"], [f["vehicles"] for f in facts])
+        seen = client.submit(operator.getitem, plan, "vehicles", pure=False)
         cross += [
             findings_part(
                 client.submit(
-                    pt.vehicle_group,
+                    _vehicle_group,
                     fut,
                     ctx,
-                    fleet=fleet,
+                    seen=seen if k == 0 else None,
                     as_of=as_of,
                     activity_span=span,
                     pure=False,
                 ),
                 f"veiculos-{k:05d}",
             )
-            for k, (fut, fleet) in enumerate(zip(futures, fleets, strict=True))
+            for k, fut in enumerate(futures)
         ]
     if parts is None:
         outputs = [
@@ -545,7 +556,7 @@ def _gather_on_workers(
     proposal_tasks: list[Any] = []
     if propose is not None and parts is not None:
         progress("Fazendo as propostas de autuação por veículo nos workers")
-        n_vehicles = sum(len(f["vehicles"]) for f in facts)
+        n_vehicles = sum(f["n_vehicles"] for f in facts)
         n_pieces = max(1, min(n_groups, n_vehicles))
         [spec_f] = client.scatter([propose], broadcast=True, hash=False)
         splits = [
@@ -553,10 +564,12 @@ def _gather_on_workers(
         ]
         for name, folder in (("proposals.json", "propostas"), ("summary.json", "revisao")):
             written[name] = [parts / folder / f"grupo-{g:05d}.parquet" for g in range(n_pieces)]
+        vehicle_pieces = _pieces_by_group(client, splits, n_groups=n_pieces)
         proposal_tasks = [
             client.submit(
+                _on_pieces,
                 _propose_group,
-                [client.submit(operator.getitem, sp, g, pure=False) for sp in splits],
+                vehicle_pieces[g],
                 spec_f,
                 group=g,
                 n_groups=n_pieces,
@@ -611,24 +624,111 @@ def _gather_on_workers(
     if proposal_tasks:
         result.summary |= summary_of_counts(summed_counts(proposed), [])
     if parts is not None:
-        result.parts = {name: tuple(_narrowed(client, paths)) for name, paths in written.items()}
+        progress("Juntando as partes nos arquivos de saída, nos workers")
+        narrowed = {name: _narrowed(client, paths) for name, paths in written.items()}
+        if out is not None:
+            files = {name: p for name, p in narrowed.items() if name in _MERGED_ON_WORKERS}
+            done = [
+                client.submit(_write_file, name, p, str(out / name), pure=False)
+                for name, p in files.items()
+            ]
+            client.gather(done)
+            result.written = tuple(files)
+        result.parts = {name: tuple(map(Path, client.gather(p))) for name, p in narrowed.items()}
     result.map_sample = _gather_map_sample(client, map_samples, cap=map_cap)
     return result
 
 
-def _narrowed(client: Any, paths: Sequence[Path]) -> list[Path]:
+_MERGED_ON_WORKERS = (
+    "findings.geojson",
+    "stand_visits.csv",
+    "trips.csv",
+    "occupancy.csv",
+    "proposals.json",
+)
+"""The files the workers merge from their parts with ``out`` (the client writes the others)."""
+
+
+def _narrowed(client: Any, paths: Sequence[Path]) -> list[Any]:
     """Merge a file's parts on the workers until :data:`~engines.pipeline.PART_FAN_IN` are left.
 
-    Runs of that many consecutive parts become one (``fusao-L-K.parquet`` beside them).
+    Runs of that many consecutive parts become one (``fusao-L-K.parquet`` beside them). Returns
+    the paths left (text) or the futures of the merges that make them: nothing waits here.
     """
+    items: list[Any] = [str(p) for p in paths]
     level = 0
-    while len(paths) > PART_FAN_IN:
-        runs = [paths[k : k + PART_FAN_IN] for k in range(0, len(paths), PART_FAN_IN)]
-        outs = [run[0].parent / f"fusao-{level}-{k:05d}.parquet" for k, run in enumerate(runs)]
-        done = client.map(merge_parts, [list(map(str, r)) for r in runs], list(map(str, outs)))
-        paths = [Path(p) for p in client.gather(done)]
+    while len(items) > PART_FAN_IN:
+        folder = paths[0].parent
+        items = [
+            client.submit(
+                merge_parts,
+                items[k : k + PART_FAN_IN],
+                str(folder / f"fusao-{level}-{n:05d}.parquet"),
+                pure=False,
+            )
+            for n, k in enumerate(range(0, len(items), PART_FAN_IN))
+        ]
         level += 1
-    return list(paths)
+    return items
+
+
+def _write_file(name: str, parts: Sequence[str], path: str) -> str:
+    """Write output file ``name`` at ``path`` from its parts, on a worker; return ``path``."""
+    if name == "proposals.json":
+        write_proposal_texts(merged_texts(list(map(Path, parts)), PROPOSAL_ORDER), Path(path))
+        return path
+    return merge_part_file(name, parts, path)
+
+
+def _pieces_by_group(client: Any, splits: Sequence[Any], *, n_groups: int) -> list[list[Any]]:
+    """Return, for each group, the futures of its pieces of ``splits``: one per worker.
+
+    Each split is a list of one piece per group. Once they are done, one task on each worker
+    holding some of them regroups theirs there (:func:`_local_pieces`), and a group's task
+    fetches one object from each worker: the scheduler tracks workers x groups pieces, not
+    splits x groups (about ten kB of the scheduler's and the client's memory each).
+    """
+    from distributed import wait
+
+    wait(splits)
+    where = client.who_has(splits)
+    on: dict[str, list[int]] = {}
+    for k, split in enumerate(splits):
+        holders = sorted(where.get(split.key) or [""])
+        on.setdefault(holders[0], []).append(k)
+    local = [
+        client.submit(
+            _local_pieces,
+            [splits[k] for k in ks],
+            order=ks,
+            n_groups=n_groups,
+            workers=[address] if address else None,
+            allow_other_workers=True,
+            pure=False,
+        )
+        for address, ks in sorted(on.items())
+    ]
+    return [
+        [client.submit(operator.getitem, pieces, g, pure=False) for pieces in local]
+        for g in range(n_groups)
+    ]
+
+
+def _local_pieces(
+    splits: Sequence[Sequence[Any]], *, order: Sequence[int], n_groups: int
+) -> list[list[tuple[int, Any]]]:
+    """Regroup splits held by one worker: for each group, its ``(split index, piece)`` pairs."""
+    return [
+        [(k, split[g]) for k, split in zip(order, splits, strict=True)] for g in range(n_groups)
+    ]
+
+
+def _on_pieces(
+    func: Any, pieces: Sequence[Sequence[tuple[int, Any]]], *args: Any, **kwargs: Any
+) -> Any:
+    """Run ``func`` on a group's pieces (:func:`_local_pieces`) in the splits' order."""
+    ordered = sorted((pair for local in pieces for pair in local), key=operator.itemgetter(0))
+    return func([piece for _, piece in ordered], *args, **kwargs)
 
 
 def _map_sample(result: Any, *, cap: int) -> MapSample:
@@ -653,14 +753,16 @@ def _with_parts(
     path: str,
     keep: frozenset[str] | None,
     visits_path: str | None = None,
+    occupancy_path: str | None = None,
     *,
     send: bool = True,
     hold: frozenset[str] | None = None,
 ) -> Any:
-    """Write a task's findings (and visits) as parts; return the result without them.
+    """Write a task's findings (and visits, occupancy) as parts; return the result without them.
 
     ``result`` is a dict with ``findings`` (and ``visits``, left empty, its counts put in
-    ``counts``) or a ``(findings, skipped)`` pair, returned as ``(findings, skipped, kinds)``;
+    ``counts``; and ``occupancy``, left empty) or a ``(findings, skipped)`` pair, returned as
+    ``(findings, skipped, kinds)``;
     ``kinds`` (also a key of the dict) counts the findings by kind. The findings come back with
     the ``keep`` keys of their details (none without ``send``). With ``hold``: returns
     ``(result, held)``, ``held`` the findings with the ``hold`` keys of their details and no
@@ -683,6 +785,11 @@ def _with_parts(
             keys = (fr.VEHICLE_ID, "_piece", "_row")
             out["counts"] = write_csv_part("stand_visits.csv", visits, visits_path, keys=keys)
             out["visits"] = visits.iloc[:0]
+        if occupancy_path is not None:  # one stand's rows in one group: by stand, in order
+            occ = result["occupancy"]
+            Path(occupancy_path).parent.mkdir(parents=True, exist_ok=True)
+            write_csv_part("occupancy.csv", occ, occupancy_path, keys=("stand_id",))
+            out["occupancy"] = occ.iloc[:0]
     if hold is None:
         return out
     return out, pd.DataFrame(with_details(frame, hold).drop(columns="geometry"))
@@ -755,18 +862,45 @@ def _summed(counts: Sequence[dict[str, int]]) -> dict[str, int]:
     return total
 
 
-def _fleet_by_part(
-    fleet: pd.DataFrame | None, vehicles: Sequence[Sequence[str]]
-) -> list[pd.DataFrame | None]:
-    """Each partition's rows of the fleet; the fleet's vehicles without fixes go to the first."""
-    if fleet is None:
-        return [None] * len(vehicles)
-    ids = fleet[fr.VEHICLE_ID].astype("str")
-    seen = set().union(*map(set, vehicles)) if vehicles else set()
-    out: list[pd.DataFrame | None] = []
-    for k, own in enumerate(vehicles):
-        mine = ids.isin(own)
-        if k == 0:
+def _vehicle_group(
+    result: dict[str, Any],
+    context: dict[str, Any],
+    *,
+    seen: set[str] | None,
+    as_of: dt.date | None,
+    activity_span: tuple[int, int] | None,
+) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+    """Run :func:`~engines.partitions.vehicle_group` on a partition with its rows of the fleet.
+
+    ``seen``: the run's vehicles, given to the first partition only: the fleet's vehicles
+    without fixes are judged there.
+    """
+    fleet: pd.DataFrame | None = context["fleet"]
+    if fleet is not None:
+        ids = fleet[fr.VEHICLE_ID].astype("str")
+        mine = ids.isin(result["vehicles"])
+        if seen is not None:
             mine |= ~ids.isin(seen)
-        out.append(fleet.loc[mine.to_numpy()])
-    return out
+        fleet = fleet.loc[mine.to_numpy()]
+    return pt.vehicle_group(result, context, fleet=fleet, as_of=as_of, activity_span=activity_span)
+
+
+PLAN_FAN_IN = 8
+"""Partitions' plan facts a task sums at most (:func:`~engines.partitions.merge_plan_facts`)."""
+
+
+def _plan_on_workers(
+    client: Any, futures: Sequence[Any], *, resolution: int | None, n_groups: int
+) -> Any:
+    """Return the future of the groups' plan (:func:`~engines.partitions.plan_groups`).
+
+    Each partition's plan facts are made where it is, summed on the workers in a tree of
+    :data:`PLAN_FAN_IN` at a time, and planned by one task: nothing of them reaches the client.
+    """
+    facts = client.map(pt.plan_facts, futures, resolution=resolution, pure=False)
+    while len(facts) > PLAN_FAN_IN:
+        facts = [
+            client.submit(pt.merge_plan_facts, facts[k : k + PLAN_FAN_IN], pure=False)
+            for k in range(0, len(facts), PLAN_FAN_IN)
+        ]
+    return client.submit(pt.plan_groups, facts, n_groups=n_groups, pure=False)

@@ -903,19 +903,38 @@ _ENDS = ("first_ping", "last_ping")
 
 
 def part_facts(
-    result: dict[str, Any],
-    *,
-    resolution: int | None = None,
-    as_of: dt.date | None = None,
-    timezone: str | None = None,
+    result: dict[str, Any], *, as_of: dt.date | None = None, timezone: str | None = None
 ) -> dict[str, Any]:
-    """Return the small facts of a partition's result the client plans the groups with.
+    """Return the small facts of a partition's result the client receives.
 
-    Its counts and statistics, its findings (:data:`VEHICLE_KINDS`), its vehicles, its visits
-    per stand, the stands linked through one vehicle (:func:`stand_links`), whether any visit
-    has licence data, with ``resolution`` its meter trips per cell pair
-    (:func:`route_cell_pairs`), with ``as_of`` and ``timezone`` its activity span
-    (:func:`part_activity_span`).
+    Its counts and statistics, its findings (:data:`VEHICLE_KINDS`), its number of vehicles,
+    whether any visit has licence data, with ``as_of`` and ``timezone`` its activity span
+    (:func:`part_activity_span`): a few numbers, whatever the partition's size. What the groups
+    are planned from stays on the workers (:func:`plan_facts`).
+    """
+    visits: pd.DataFrame = result["visits"]
+    span = None
+    if as_of is not None and timezone is not None:
+        span = part_activity_span(result, as_of=as_of, timezone=timezone)
+    return {
+        "activity_span": span,
+        "n_pings": result["n_pings"],
+        "stats": result["stats"],
+        "n_matched": result["n_matched"],
+        "skipped": result["skipped"],
+        "findings": result["findings"],
+        "n_vehicles": len(result["vehicles"]),
+        "licence_known": bool("licensed" in visits.columns and visits["licensed"].notna().any()),
+    }
+
+
+def plan_facts(result: dict[str, Any], *, resolution: int | None = None) -> dict[str, Any]:
+    """Return what a partition adds to the plan of the groups (:func:`plan_groups`).
+
+    Its visits per stand, the stands linked through one vehicle (:func:`stand_links`), its
+    vehicles, with ``resolution`` its meter trips per cell pair (:func:`route_cell_pairs`).
+    These grow with the input (the cell pairs with the days): they are summed on the workers
+    (:func:`merge_plan_facts`), never sent to the client.
     """
     visits: pd.DataFrame = result["visits"]
     counts = visits["stand_id"].astype("str").value_counts(sort=False)
@@ -926,22 +945,58 @@ def part_facts(
             return_counts=True,
         )
         pairs = dict(zip(keys.tolist(), n.tolist(), strict=True))
-    span = None
-    if as_of is not None and timezone is not None:
-        span = part_activity_span(result, as_of=as_of, timezone=timezone)
     return {
-        "activity_span": span,
-        "route_pairs": pairs,
-        "n_pings": result["n_pings"],
-        "stats": result["stats"],
-        "n_matched": result["n_matched"],
-        "skipped": result["skipped"],
-        "findings": result["findings"],
-        "vehicles": result["vehicles"],
         "stand_visits": {str(k): int(v) for k, v in counts.items()},
         "stand_links": stand_links(visits),
-        "licence_known": bool("licensed" in visits.columns and visits["licensed"].notna().any()),
+        "route_pairs": pairs,
+        "vehicles": list(result["vehicles"]),
     }
+
+
+def merge_plan_facts(facts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Sum several partitions' :func:`plan_facts`: counts added, links and vehicles joined."""
+    stand_visits: dict[str, int] = {}
+    pairs: dict[int, int] = {}
+    links: set[tuple[str, ...]] = set()
+    vehicles: list[str] = []
+    for f in facts:
+        for stand, n in f["stand_visits"].items():
+            stand_visits[stand] = stand_visits.get(stand, 0) + n
+        for key, n in f["route_pairs"].items():
+            pairs[key] = pairs.get(key, 0) + n
+        links.update(tuple(link) for link in f["stand_links"])
+        vehicles += f["vehicles"]
+    return {
+        "stand_visits": stand_visits,
+        "stand_links": sorted(links),
+        "route_pairs": pairs,
+        "vehicles": vehicles,
+    }
+
+
+def plan_groups(facts: Sequence[dict[str, Any]], *, n_groups: int) -> dict[str, Any]:
+    """Return the plan of the gathered stage's groups from the partitions' :func:`plan_facts`.
+
+    ``stand_of``: stand -> group (:func:`group_stands`), ``pair_group``: cell pair -> group
+    (:func:`group_keys`), their numbers of groups (``n_stand_groups``, ``n_route_groups``), and
+    ``vehicles``: the run's vehicles (a set). Made on a worker; the client receives only the
+    numbers of groups (:func:`plan_sizes`).
+    """
+    merged = merge_plan_facts(facts)
+    stand_of = group_stands(merged["stand_visits"], merged["stand_links"], n_groups=n_groups)
+    pair_group = group_keys(merged["route_pairs"], n_groups=n_groups)
+    return {
+        "stand_of": stand_of,
+        "n_stand_groups": max(1, len(set(stand_of.values()))),
+        "pair_group": pair_group,
+        "n_route_groups": max(1, len(set(pair_group.values()))),
+        "vehicles": set(merged["vehicles"]),
+    }
+
+
+def plan_sizes(plan: dict[str, Any]) -> tuple[int, int]:
+    """Return the numbers of stand groups and of cell-pair groups of a :func:`plan_groups`."""
+    return int(plan["n_stand_groups"]), int(plan["n_route_groups"])
 
 
 def stand_links(visits: pd.DataFrame) -> list[tuple[str, ...]]:

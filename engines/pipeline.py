@@ -25,7 +25,7 @@ from geo.cover import DEFAULT_RESOLUTION, build_stand_cover, match_stands
 from geo.crs import haversine_m
 from geo.roads import RoadGraph
 from stands.licences import licence_frame_from_fleet
-from stands.occupancy import occupancy
+from stands.occupancy import OCCUPANCY_COLUMNS, occupancy
 from stands.visits import (
     BOARDED_AT,
     DEFAULT_BOARDING_GRACE_M,
@@ -101,6 +101,9 @@ class AnalysisResult:
     hold only the details its readers need; with ``stand_visits.csv`` or ``trips.csv``
     (:func:`write_csv_part`), ``visits`` or ``trips`` is empty and ``summary`` counts the
     parts' rows."""
+    written: tuple[str, ...] = ()
+    """Output files an engine's workers already wrote in the output folder, merged from their
+    parts (:func:`merge_part_file`): :func:`write_outputs` leaves them."""
     map_sample: tuple[gpd.GeoDataFrame, dict[str, int]] | None = None
     """The findings the map draws and the count of each kind's (:func:`maps.sample.merge_samples`),
     when an engine's workers sampled them; None: the map samples ``findings``."""
@@ -509,10 +512,10 @@ def write_findings_part(
 def write_csv_part(
     name: str, frame: pd.DataFrame, path: str | Path, *, keys: Sequence[str]
 ) -> dict[str, int]:
-    """Write rows of ``stand_visits.csv`` or ``trips.csv`` (``name``) as a part of that file.
+    """Write rows of ``stand_visits.csv``, ``trips.csv`` or ``occupancy.csv`` as a part of it.
 
     ``frame`` holds the rows and the ``keys`` columns they are ordered by (the file's order:
-    its rows sorted by them). Returns their :func:`row_counts`.
+    its rows sorted by them). Returns their :func:`row_counts` (none for ``occupancy.csv``).
     """
     frame = frame.sort_values(list(keys), kind="stable", ignore_index=True)
     table, options = _CSV_TABLES[name](frame)
@@ -524,6 +527,8 @@ def write_csv_part(
     write_part(path, {k: frame[k].tolist() for k in keys}, lines)
     if name == "trips.csv":
         return row_counts(_NO_ROWS, frame, _NO_ROWS)
+    if name == "occupancy.csv":
+        return {}
     return row_counts(frame, _NO_ROWS, _NO_ROWS)
 
 
@@ -544,6 +549,16 @@ def _merge_part_files(name: str, parts: Sequence[Path], path: Path) -> None:
             fh.write(line + b"\n")
 
 
+def merge_part_file(name: str, parts: Sequence[str | Path], path: str | Path) -> str:
+    """Write output file ``name`` at ``path`` from its parts, as :func:`write_outputs` would.
+
+    ``name``: ``findings.geojson``, ``stand_visits.csv``, ``trips.csv`` or ``occupancy.csv``.
+    A few hundred rows of each part are held at a time. Returns ``path`` as text.
+    """
+    _merge_part_files(name, [Path(p) for p in parts], Path(path))
+    return str(path)
+
+
 _FINDINGS_KEYS = ("kind", "started_ns", "finding_id")
 
 
@@ -558,6 +573,8 @@ def merge_findings_parts(parts: Sequence[Path], path: Path) -> None:
 
 def write_findings(result: AnalysisResult, path: Path) -> None:
     """Write the run's ``findings.geojson``: its findings, or its workers' parts merged."""
+    if "findings.geojson" in result.written:
+        return
     if "findings.geojson" in result.parts:
         merge_findings_parts(result.parts["findings.geojson"], path)
     else:
@@ -582,8 +599,23 @@ def _trips_table(trips: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     return table, {"float_format": "%.6f"}
 
 
-_CSV_TABLES = {"stand_visits.csv": _visits_table, "trips.csv": _trips_table}
-_CSV_COLUMNS = {"stand_visits.csv": list(fr.VISIT_COLUMNS), "trips.csv": list(fr.TRIP_COLUMNS)}
+def _occupancy_table(occ: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``occupancy.csv``'s columns as written, and ``to_csv``'s options."""
+    table = occ.copy()
+    table["bucket_start"] = _iso_utc(table["bucket_start"])
+    return table, {}
+
+
+_CSV_TABLES = {
+    "stand_visits.csv": _visits_table,
+    "trips.csv": _trips_table,
+    "occupancy.csv": _occupancy_table,
+}
+_CSV_COLUMNS = {
+    "stand_visits.csv": list(fr.VISIT_COLUMNS),
+    "trips.csv": list(fr.TRIP_COLUMNS),
+    "occupancy.csv": list(OCCUPANCY_COLUMNS),
+}
 _NO_ROWS = pd.DataFrame()
 
 
@@ -604,6 +636,8 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
     if findings:
         write_findings(result, out_dir / "findings.geojson")
     for name, frame in (("stand_visits.csv", result.visits), ("trips.csv", result.trips)):
+        if name in result.written:
+            continue
         if name in result.parts:
             _merge_part_files(name, result.parts[name], out_dir / name)
         else:
@@ -612,9 +646,13 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
 
     write_rejected(result.rejected, out_dir / "rejected.csv")
 
-    occ = result.occupancy.copy()
-    occ["bucket_start"] = _iso_utc(occ["bucket_start"])
-    occ.to_csv(out_dir / "occupancy.csv", index=False)
+    if "occupancy.csv" in result.written:
+        pass
+    elif "occupancy.csv" in result.parts:
+        _merge_part_files("occupancy.csv", result.parts["occupancy.csv"], out_dir / "occupancy.csv")
+    else:
+        table, _ = _occupancy_table(result.occupancy)
+        table.to_csv(out_dir / "occupancy.csv", index=False)
 
     review = result.parts.get("summary.json")
     write_summary(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,11 +10,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from factories import make_pings
+from factories import make_pings, offset_m
 from partition_scenario import BOUNDARY, STANDS, assert_same, scenario_fleet, scenario_pings
 
 from engines.distributed import (
     DistributedEngineError,
+    _on_pieces,
+    _pieces_by_group,
     analyze_pings_distributed,
     dask_client,
 )
@@ -22,7 +25,10 @@ from engines.partitions import (
     _stack,
     _vehicle_order,
     group_stands,
+    merge_plan_facts,
+    plan_groups,
     requeue,
+    route_cell_pairs,
     stand_links,
     vehicle_partitions,
 )
@@ -176,6 +182,55 @@ class TestAnalyzePingsDistributed:
         got = [f for r in received for f in frames(r)]
         assert got and not any(fr.TIMESTAMP in f.columns for f in got)
 
+    def test_client_plans_from_a_few_numbers_per_partition(self, client: Any) -> None:
+        """Ten times the vehicles and cell pairs in as many partitions: what the client receives
+        besides frames (counts, statistics, the plan's sizes) stays the same size."""
+        received: list[Any] = []
+
+        class Recording:
+            def gather(self, futures: Any) -> Any:
+                out = client.gather(futures)
+                received.append(out)
+                return out
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+        def without_frames(value: Any) -> Any:
+            if isinstance(value, pd.DataFrame):
+                return None
+            if isinstance(value, dict):
+                return {k: without_frames(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [without_frames(v) for v in value]
+            return value
+
+        sizes, pairs = {}, {}
+        for n in (20, 200):
+            pings = _trips_between_cells(n)
+            received.clear()
+            dist = analyze_pings_distributed(
+                pings, pd.DataFrame(), STANDS, client=Recording(), partition_fixes=len(pings) // 4
+            )
+            keys = route_cell_pairs(dist.trips, resolution=8)
+            pairs[n] = len(set(keys.tolist()))
+            sizes[n] = len(pickle.dumps(without_frames(received)))
+        assert pairs[200] > 8 * pairs[20]  # the input's cell pairs grow with the vehicles
+        assert sizes[200] < 1.05 * sizes[20], sizes
+
+    def test_pieces_regrouped_by_worker(self, client: Any) -> None:
+        """A group's pieces come from one task per worker holding splits, in the splits' order."""
+        splits = [
+            client.submit(lambda k: [f"{k}-{g}" for g in range(5)], k, pure=False)
+            for k in range(12)
+        ]
+        pieces = _pieces_by_group(client, splits, n_groups=5)
+        holders = {a for addresses in client.who_has(splits).values() for a in addresses}
+        assert len(holders) == 2  # the splits are on both workers
+        assert len(pieces) == 5 and all(len(p) == 2 for p in pieces)
+        got = client.gather([client.submit(_on_pieces, list, p, pure=False) for p in pieces])
+        assert got == [[f"{k}-{g}" for k in range(12)] for g in range(5)]
+
     def test_empty_pings(self, client: Any) -> None:
         """No pings: the empty result of the local engine."""
         empty = make_pings([])
@@ -278,6 +333,27 @@ class TestStandGroups:
         visits["boarding_ping"] = visits["boarding_ping"].astype("Int64")
         assert stand_links(visits) == [("S1", "S2"), ("S3", "S4")]
 
+    def test_plan_facts_summed_in_a_tree_give_one_plan(self) -> None:
+        """Plan facts summed by runs then together equal one sum; the plan groups them alike."""
+        facts = [
+            {
+                "stand_visits": {"S1": 2, f"S{k + 2}": 1},
+                "stand_links": [("S1", f"S{k + 2}")] if k % 2 else [],
+                "route_pairs": {7: 1, 100 + k: 2},
+                "vehicles": [f"v{k}"],
+            }
+            for k in range(5)
+        ]
+        tree = merge_plan_facts([merge_plan_facts(facts[:2]), merge_plan_facts(facts[2:])])
+        assert tree == merge_plan_facts(facts)
+        assert tree["stand_visits"]["S1"] == 10 and tree["route_pairs"][7] == 5
+        assert tree["stand_links"] == [("S1", "S3"), ("S1", "S5")]
+        plan = plan_groups([merge_plan_facts(facts[:2]), *facts[2:]], n_groups=3)
+        assert plan == plan_groups(facts, n_groups=3)
+        assert plan["stand_of"]["S3"] == plan["stand_of"]["S1"] == plan["stand_of"]["S5"]
+        assert plan["n_stand_groups"] == 3 and plan["n_route_groups"] == 3
+        assert plan["vehicles"] == {f"v{k}" for k in range(5)}
+
     def test_linked_stands_share_a_group(self) -> None:
         """Linked stands go to one group; the others spread over the groups by visits."""
         counts = {"S1": 5, "S2": 1, "S3": 4, "S4": 3, "S5": 2}
@@ -287,6 +363,20 @@ class TestStandGroups:
         assert groups["S1"] != groups["S3"]
         one_each = group_stands(counts, [], n_groups=100)
         assert len(set(one_each.values())) == len(counts)
+
+
+def _trips_between_cells(n_vehicles: int) -> pd.DataFrame:
+    """One meter trip per vehicle between two random places up to 14 km apart, a fix a minute."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for v in range(n_vehicles):
+        start = np.array(offset_m(*rng.uniform(-5000, 5000, 2)))
+        end = np.array(offset_m(*rng.uniform(-5000, 5000, 2)))
+        for i in range(14):
+            lat, lon = start + (end - start) * min(max(i - 2, 0), 9) / 9
+            meter = "occupied" if 2 <= i <= 11 else "free"
+            rows.append((f"V{v:04d}", 60.0 * i, float(lat), float(lon), meter))
+    return make_pings(rows)
 
 
 class TestDaskClient:
