@@ -42,6 +42,21 @@ def client() -> Iterator[Any]:
         yield c
 
 
+class _Recording:
+    """A Dask client that keeps what each ``gather`` returned in ``received``."""
+
+    def __init__(self, client: Any, received: list[Any]) -> None:
+        self._client, self._received = client, received
+
+    def gather(self, futures: Any) -> Any:
+        out = self._client.gather(futures)
+        self._received.append(out)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
 class TestAnalyzePingsDistributed:
     def test_same_result_as_local_engine(self, client: Any, tmp_path: Path) -> None:
         """Findings (ids, content), visits, trips, stops, occupancy and summary equal local's."""
@@ -152,19 +167,11 @@ class TestAnalyzePingsDistributed:
         pings = scenario_pings()
         kw: dict[str, Any] = {"fleet": scenario_fleet(tmp_path), "params": AnalysisParams()}
         received: list[Any] = []
-
-        class Recording:
-            def gather(self, futures: Any) -> Any:
-                out = client.gather(futures)
-                received.append(out)
-                return out
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(client, name)
+        recording = _Recording(client, received)
 
         local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
         dist = analyze_pings_distributed(
-            pings, pd.DataFrame(), STANDS, client=Recording(), partition_fixes=300, **kw
+            pings, pd.DataFrame(), STANDS, client=recording, partition_fixes=300, **kw
         )
         assert_same(dist, local)
 
@@ -186,15 +193,7 @@ class TestAnalyzePingsDistributed:
         """Ten times the vehicles and cell pairs in as many partitions: what the client receives
         besides frames (counts, statistics, the plan's sizes) stays the same size."""
         received: list[Any] = []
-
-        class Recording:
-            def gather(self, futures: Any) -> Any:
-                out = client.gather(futures)
-                received.append(out)
-                return out
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(client, name)
+        recording = _Recording(client, received)
 
         def without_frames(value: Any) -> Any:
             if isinstance(value, pd.DataFrame):
@@ -210,7 +209,7 @@ class TestAnalyzePingsDistributed:
             pings = _trips_between_cells(n)
             received.clear()
             dist = analyze_pings_distributed(
-                pings, pd.DataFrame(), STANDS, client=Recording(), partition_fixes=len(pings) // 4
+                pings, pd.DataFrame(), STANDS, client=recording, partition_fixes=len(pings) // 4
             )
             keys = route_cell_pairs(dist.trips, resolution=8)
             pairs[n] = len(set(keys.tolist()))
