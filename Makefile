@@ -11,6 +11,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := python3 python3-venv python3-dev postgresql postgresql-postgis chromium
+ROOMS := runtime geo fleet tracking stands enforcement maps planning db engines api
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
 NEXT_STEP := Para usar o comando pontual neste terminal: source $(VENV)/bin/activate  (ou chame $(VENV)/bin/pontual)
 
@@ -28,7 +29,7 @@ test: venv
 	$(VENV)/bin/pytest
 
 lint: venv
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy runtime geo fleet tracking stands enforcement maps planning db engines api
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy $(ROOMS)
 
 bench: venv
 	$(PY) bench/bench_matching.py && $(PY) bench/bench_stops.py && $(PY) bench/bench_copy.py
@@ -56,7 +57,10 @@ $(VENV)/.installed: pyproject.toml requirements.lock | system
 	touch $@
 	@echo "$(NEXT_STEP)"
 
+# The project's own bytecode, compiled as pip compiles the dependencies': a process that may not
+# write it (PYTHONDONTWRITEBYTECODE, a read-only tree) would compile every module at each start.
 venv: system $(VENV)/.installed
+	@$(PY) -m compileall -q $(ROOMS)
 
 clean:
 	rm -rf $(VENV) out
