@@ -151,6 +151,7 @@ def analyze_file(
         progress(f"Lendo e separando os pings em {n_buckets} partição(ões) por veículo")
         n_rows, spilled = spill(source, folder, n_buckets, jobs=jobs)
         buckets = list(spilled.values())
+        progress(f"Validando e analisando partição 0/{len(buckets)}")
         job = _BucketJob(source=source, context=context, now=now, step=map_step(n_rows))
         order = largest_first(buckets) if jobs > 1 else list(range(len(buckets)))
         results: list[dict[str, Any]] = [{} for _ in buckets]

@@ -1048,6 +1048,7 @@ def analyze_dataset(
         )
     results = []
     run = functools.partial(task, context=context)
+    progress(f"Validando e analisando partição 0/{len(buckets)}")
     for done, bucket in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
         progress(f"Validando e analisando partição {done}/{len(buckets)}")
         results.append(bucket)
