@@ -12,7 +12,9 @@ rejected rows and summary) without ever holding every fix:
    be repeated in every bucket (:func:`_own_dictionaries`). About ``bucket_fixes`` rows per
    bucket, the count a multiple of ``jobs`` (:func:`bucket_count`). With ``jobs`` > 1, a plain
    CSV or a Parquet file of several row groups is read as that many ranges at once
-   (:func:`spill`).
+   (:func:`spill`). A Parquet file of at most :data:`HELD_ROWS` rows is instead read whole
+   into memory, each bucket's rows taken from it by the process that analyses the bucket
+   (:class:`Held`): nothing written, read back or pickled.
 2. *per bucket* — the bucket's rows, in file order, are validated
    (:func:`tracking.validate.validate_pings`: every rule is about one row or one vehicle's rows,
    so a bucket gives the verdicts the whole file would) and analysed with
@@ -61,6 +63,10 @@ DEFAULT_BUCKET_FIXES = 500_000
 
 SPILL_CHUNK_ROWS = 250_000
 """Rows read at a time while spilling (the spill's peak is a few times a chunk's cells)."""
+
+HELD_ROWS = 4_000_000
+"""A Parquet file of at most this many rows is read whole, not spilled (:class:`Held`; its
+decoded columns, Arrow dictionaries for the text, take ~60 bytes a row)."""
 
 MAP_FIXES = 50_000
 """Fixes sampled for the map page."""
@@ -145,32 +151,40 @@ def analyze_file(
         driver_links=driver_links,
         stand_suspensions=stand_suspensions,
     )
-    n_buckets = bucket_count(estimate_rows(source), bucket_fixes=bucket_fixes, jobs=jobs)
+    n_estimate = estimate_rows(source)
+    n_buckets = bucket_count(n_estimate, bucket_fixes=bucket_fixes, jobs=jobs)
     with tempfile.TemporaryDirectory(prefix="pontual-buckets-") as tmp:
-        folder = Path(tmp)
         progress(f"Lendo e separando os pings em {n_buckets} partição(ões) por veículo")
-        n_rows, spilled = spill(source, folder, n_buckets, jobs=jobs)
-        buckets = list(spilled.values())
+        held: Held | None = None
+        buckets: list[Bucket] | list[int]
+        if not source.is_csv and n_estimate <= HELD_ROWS:
+            held = Held.read(source, n_buckets)
+            n_rows, buckets = held.n_rows, held.present()
+            sizes = [held.size(k) for k in buckets]
+        else:
+            n_rows, spilled = spill(source, Path(tmp), n_buckets, jobs=jobs)
+            buckets = list(spilled.values())
+            sizes = [sum(file.stat().st_size for file, _ in bucket) for bucket in buckets]
         progress(f"Validando e analisando partição 0/{len(buckets)}")
-        job = _BucketJob(source=source, context=context, now=now, step=map_step(n_rows))
-        order = largest_first(buckets) if jobs > 1 else list(range(len(buckets)))
+        job = _BucketJob(source=source, context=context, now=now, step=map_step(n_rows), held=held)
+        order = largest_first(sizes) if jobs > 1 else list(range(len(buckets)))
         results: list[dict[str, Any]] = [{} for _ in buckets]
         taken = [buckets[k] for k in order]
         outs = forked_map(job, taken, jobs=jobs)
         for done, (k, out) in enumerate(zip(order, outs, strict=True), start=1):
             progress(f"Validando e analisando partição {done}/{len(buckets)}")
             results[k] = out
+        del job, held
     return finish(results, source.malformed(), context, jobs=jobs, progress=progress)
 
 
-def largest_first(buckets: list[Bucket]) -> list[int]:
-    """Order the buckets by their spilled bytes, largest first (ties in bucket order).
+def largest_first(sizes: Sequence[int]) -> list[int]:
+    """Order the buckets by their sizes, largest first (ties in bucket order).
 
     The processes take the next bucket as they finish one: the small ones last even out
     their ends.
     """
-    size = [sum(file.stat().st_size for file, _ in bucket) for bucket in buckets]
-    return sorted(range(len(buckets)), key=lambda k: -size[k])
+    return sorted(range(len(sizes)), key=lambda k: -sizes[k])
 
 
 def finish(
@@ -442,6 +456,52 @@ def _own_dictionaries(
 
 
 @dataclass(frozen=True, kw_only=True)
+class Held:
+    """A Parquet file read whole: its chunks as read, with each row's bucket (:func:`_bucket_of`).
+
+    Forked processes inherit it and take their buckets' rows (:meth:`rows`), as
+    :func:`read_spilled` gives a spilled bucket's.
+    """
+
+    tables: list[pa.Table]
+    buckets: list[np.ndarray]
+
+    @classmethod
+    def read(cls, source: RawPings, n_buckets: int) -> Held:
+        """Read ``source`` (Parquet) whole; afterwards it knows its (no) malformed records."""
+        tables = list(source.tables())
+        buckets = [
+            _bucket_of(source, t, n_buckets) if t.num_rows else np.zeros(0, np.int64)
+            for t in tables
+        ]
+        source.bad = []
+        return cls(tables=tables, buckets=buckets)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the file."""
+        return sum(t.num_rows for t in self.tables)
+
+    def size(self, k: int) -> int:
+        """Rows of bucket ``k``."""
+        return sum(int(np.count_nonzero(b == k)) for b in self.buckets)
+
+    def present(self) -> list[int]:
+        """Return the buckets with rows, ascending; bucket 0 always (an empty file's schema)."""
+        found = set().union(*(np.unique(b).tolist() for b in self.buckets))
+        return sorted(found | {0})
+
+    def rows(self, k: int) -> pa.Table:
+        """Bucket ``k``'s rows, in file order."""
+        return pa.concat_tables(
+            [
+                t.take(pa.array(np.flatnonzero(b == k), type=pa.int64()))
+                for t, b in zip(self.tables, self.buckets, strict=True)
+            ]
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class _BucketJob:
     """What each bucket's run needs (plain data; inherited by forked processes)."""
 
@@ -449,9 +509,17 @@ class _BucketJob:
     context: dict[str, Any]
     now: pd.Timestamp
     step: int
+    held: Held | None = None
 
-    def __call__(self, bucket: Bucket) -> dict[str, Any]:
-        raw = self.source.frame(read_spilled(self.source, bucket))
+    def __call__(self, bucket: Bucket | int) -> dict[str, Any]:
+        if isinstance(bucket, int) and self.held is not None:
+            table = self.held.rows(bucket)
+        elif isinstance(bucket, list):
+            table = read_spilled(self.source, bucket)
+        else:
+            msg = f"partição {bucket!r} sem arquivo lido em memória"
+            raise TypeError(msg)
+        raw = self.source.frame(table)
         return analyze_bucket(raw, context=self.context, now=self.now, step=self.step)
 
 

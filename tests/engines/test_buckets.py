@@ -19,6 +19,7 @@ from partition_scenario import (
 from partition_scenario import contract_cells as _contract_rows
 from partition_scenario import write_contract_csv as _write_csv
 
+from engines import buckets
 from engines.buckets import analyze_file, bucket_count
 from engines.pipeline import AnalysisParams, analyze_pings
 from tracking import ingest
@@ -88,6 +89,35 @@ class TestAnalyzeFile:
         assert_same(got, local, positions=False)
         pd.testing.assert_frame_equal(got.rejected, local.rejected)
 
+    @pytest.mark.parametrize("jobs", [1, 2])
+    def test_small_parquet_held_in_memory(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+    ) -> None:
+        """A Parquet file under HELD_ROWS read whole in chunks of their own dictionaries, each
+        bucket taken from memory (nothing spilled), rejected rows in several chunks: the local
+        result, rows numbered as in one read."""
+
+        def no_spill(*_: Any, **__: Any) -> None:
+            raise AssertionError("spilled")
+
+        monkeypatch.setattr(buckets, "spill", no_spill)
+        cells = _contract_rows()
+        typed = cells.assign(
+            lat=pd.to_numeric(cells["lat"], errors="coerce"),
+            lon=pd.to_numeric(cells["lon"], errors="coerce"),
+        )
+        path = tmp_path / "pings.parquet"
+        typed.to_parquet(path, index=False, row_group_size=len(typed) // 5)
+        kw = _kw(tmp_path)
+        local = _local(path, **kw)
+        got, sample = analyze_file(
+            path, STANDS, now=NOW, bucket_fixes=300, jobs=jobs, chunk_rows=len(typed) // 4, **kw
+        )
+        assert_same(got, local, positions=False)
+        pd.testing.assert_frame_equal(got.rejected, local.rejected)
+        assert got.rejected["row"].gt(len(typed) // 2).any()  # rejected rows in a later chunk
+        assert len(sample)
+
     @pytest.mark.parametrize("jobs", [2, 3])
     def test_parquet_read_as_row_group_ranges(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
@@ -95,6 +125,7 @@ class TestAnalyzeFile:
         """A Parquet file of many row groups read as ``jobs`` runs of them at once, rejected
         rows in several: the local result, rows numbered as in one read."""
         monkeypatch.setattr(ingest, "RANGE_MIN_ROWS", 0)
+        monkeypatch.setattr(buckets, "HELD_ROWS", 0)  # spilled, not held in memory
         cells = _contract_rows()
         typed = cells.assign(
             lat=pd.to_numeric(cells["lat"], errors="coerce"),
