@@ -392,9 +392,7 @@ def _spill_tables(
             bucket = (
                 _bucket_of(source, table, n_buckets) if table.num_rows else np.zeros(0, np.int64)
             )
-            small = bucket.astype(np.int16) if n_buckets < 2**15 else bucket  # sorts by radix
-            order = np.argsort(small, kind="stable")
-            bounds = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
+            order, bounds = _by_bucket(bucket, n_buckets)
             table = table.take(pa.array(order, type=pa.int64()))  # one take, then slices
             own = _own_dictionaries(table, bucket[order], bounds)
             for b in range(n_buckets):
@@ -416,6 +414,13 @@ def _spill_tables(
             writer.close()
             sinks[b].close()
     return n_rows, paths
+
+
+def _by_bucket(bucket: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the rows ordered by bucket (file order within one) and each bucket's bounds."""
+    small = bucket.astype(np.int16) if n_buckets < 2**15 else bucket  # sorts by radix
+    order = np.argsort(small, kind="stable")
+    return order, np.r_[0, np.cumsum(np.bincount(bucket, minlength=n_buckets))]
 
 
 def _own_dictionaries(
@@ -457,25 +462,31 @@ def _own_dictionaries(
 
 @dataclass(frozen=True, kw_only=True)
 class Held:
-    """A Parquet file read whole: its chunks as read, with each row's bucket (:func:`_bucket_of`).
+    """A Parquet file read whole: its chunks as read, each with its rows ordered by bucket.
 
     Forked processes inherit it and take their buckets' rows (:meth:`rows`), as
-    :func:`read_spilled` gives a spilled bucket's.
+    :func:`read_spilled` gives a spilled bucket's. ``order[i]``: chunk ``i``'s row positions by
+    bucket (file order within one); ``bounds[i][k]:bounds[i][k + 1]``: bucket ``k``'s of them.
     """
 
     tables: list[pa.Table]
-    buckets: list[np.ndarray]
+    order: list[np.ndarray]
+    bounds: list[np.ndarray]
 
     @classmethod
     def read(cls, source: RawPings, n_buckets: int) -> Held:
         """Read ``source`` (Parquet) whole; afterwards it knows its (no) malformed records."""
         tables = list(source.tables())
-        buckets = [
-            _bucket_of(source, t, n_buckets) if t.num_rows else np.zeros(0, np.int64)
-            for t in tables
-        ]
+        order, bounds = [], []
+        for table in tables:
+            bucket = (
+                _bucket_of(source, table, n_buckets) if table.num_rows else np.zeros(0, np.int64)
+            )
+            rows, ends = _by_bucket(bucket, n_buckets)
+            order.append(rows)
+            bounds.append(ends)
         source.bad = []
-        return cls(tables=tables, buckets=buckets)
+        return cls(tables=tables, order=order, bounds=bounds)
 
     @property
     def n_rows(self) -> int:
@@ -484,19 +495,19 @@ class Held:
 
     def size(self, k: int) -> int:
         """Rows of bucket ``k``."""
-        return sum(int(np.count_nonzero(b == k)) for b in self.buckets)
+        return sum(int(b[k + 1] - b[k]) for b in self.bounds)
 
     def present(self) -> list[int]:
         """Return the buckets with rows, ascending; bucket 0 always (an empty file's schema)."""
-        found = set().union(*(np.unique(b).tolist() for b in self.buckets))
-        return sorted(found | {0})
+        n_buckets = len(self.bounds[0]) - 1
+        return [k for k in range(n_buckets) if k == 0 or self.size(k)]
 
     def rows(self, k: int) -> pa.Table:
         """Bucket ``k``'s rows, in file order."""
         return pa.concat_tables(
             [
-                t.take(pa.array(np.flatnonzero(b == k), type=pa.int64()))
-                for t, b in zip(self.tables, self.buckets, strict=True)
+                t.take(pa.array(o[b[k] : b[k + 1]], type=pa.int64()))
+                for t, o, b in zip(self.tables, self.order, self.bounds, strict=True)
             ]
         )
 
