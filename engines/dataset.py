@@ -47,7 +47,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -75,7 +75,17 @@ from engines.buckets import (
     without_positions,
 )
 from engines.partitions import stage_context
-from engines.pipeline import AnalysisParams, AnalysisResult, Progress, no_progress
+from engines.pipeline import (
+    AnalysisParams,
+    AnalysisResult,
+    Progress,
+    merge_part_file,
+    no_progress,
+    rejected_columns,
+    rejected_counts,
+    rejected_summary,
+    write_rejected_part,
+)
 from geo.roads import RoadGraph
 from runtime import forked_map
 from tracking import frames as fr
@@ -1031,14 +1041,13 @@ def analyze_dataset(
     step = map_step(int(manifest["rows"]))
     spec = {k: manifest[k] for k in ("source", "columns")}  # what a task needs of it
     task = functools.partial(bucket_task, folder=str(root), manifest=spec, now=now, step=step)
-    malformed = malformed_rows(root, manifest)
     if client is not None:
         return _on_cluster(
             client,
             task,
             buckets,
             context,
-            malformed=malformed,
+            malformed=functools.partial(malformed_rows, str(root), manifest),
             parts=parts,
             out=out,
             keep=keep,
@@ -1046,6 +1055,7 @@ def analyze_dataset(
             send_findings=send_findings,
             progress=progress,
         )
+    malformed = malformed_rows(root, manifest)
     results = []
     run = functools.partial(task, context=context)
     for done, bucket in enumerate(forked_map(run, buckets, jobs=jobs), start=1):
@@ -1060,7 +1070,7 @@ def _on_cluster(
     buckets: list[list[dict[str, Any]]],
     context: dict[str, Any],
     *,
-    malformed: pd.DataFrame,
+    malformed: Callable[[], pd.DataFrame],
     parts: Path | None,
     out: Path | None,
     keep: frozenset[str] | None,
@@ -1071,7 +1081,9 @@ def _on_cluster(
     """Run ``task`` on each bucket on the cluster, then the gathered stage on the workers.
 
     The buckets' results stay on the workers (:func:`engines.distributed.gather_on_workers`);
-    the client receives their rejected rows and map samples only.
+    the client receives their rejected rows and map samples only. With ``out``, the workers
+    write ``rejected.csv`` too (:func:`_rejected_on_workers`): the client receives the rejected
+    rows' counts by reason, and the result's ``rejected`` is empty.
     """
     from distributed import as_completed
 
@@ -1081,12 +1093,19 @@ def _on_cluster(
     progress(f"Distribuindo {len(buckets)} partições por veículo em {n_workers} worker(s)")
     [ctx] = client.scatter([context], broadcast=True)
     futures = client.map(task, buckets, context=ctx, pure=False)
+    merged = None
     try:
         for done, future in enumerate(as_completed(futures), start=1):  # type: ignore[no-untyped-call]
             if future.status == "error":
                 future.result()  # the worker's error, raised here
             progress(f"Validando e analisando partição {done}/{len(buckets)}")
-        extras = client.gather(client.map(bucket_extras, futures, pure=False))
+        if out is None:
+            extras = client.gather(client.map(bucket_extras, futures, pure=False))
+            rejected, sample = merge_extras(malformed(), extras)
+        else:
+            rejected, sample, merged = _rejected_on_workers(
+                client, futures, malformed, parts=parts or out, out=out
+            )
     except DatasetError:
         client.cancel(futures)
         raise
@@ -1094,7 +1113,6 @@ def _on_cluster(
         client.cancel(futures)
         msg = f"uma partição falhou no cluster Dask: {exc!r}"
         raise DistributedEngineError(msg) from exc
-    rejected, sample = merge_extras(malformed, extras)
     try:
         result = gather_on_workers(
             client,
@@ -1108,6 +1126,78 @@ def _on_cluster(
             send_findings=send_findings,
             progress=progress,
         )
+        if merged is not None:
+            counts: dict[str, int] = client.gather(merged)
+            result.summary |= rejected_summary(counts)
+            result.written = (*result.written, "rejected.csv")
     finally:
         client.cancel(futures)
     return without_positions(result), sample
+
+
+def _rejected_on_workers(
+    client: Any,
+    futures: list[Any],
+    malformed: Callable[[], pd.DataFrame],
+    *,
+    parts: Path,
+    out: Path,
+) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+    """Have the workers write ``rejected.csv`` in ``out`` from the buckets' rejected rows.
+
+    ``malformed`` (run on a worker) gives the source's malformed records. Each bucket's rows
+    (and those) become a part in ``parts/rejeitados`` (:func:`engines.pipeline.write_rejected_part`)
+    where they are; one task merges the parts in row order. The client receives each bucket's
+    columns (no row) and its map sample. Returns the result's (empty) rejected frame, the map
+    sample and the future of the counts by reason (the merge done).
+    """
+    from engines.distributed import _narrowed
+
+    held = [client.submit(malformed, pure=False), *futures]
+    facts = client.gather(client.map(_rejected_facts, held, pure=False))
+    heads = [head for head, _, _ in facts]
+    columns = rejected_columns(heads)
+    folder = parts / "rejeitados"
+    paths = [folder / f"particao-{k:05d}.parquet" for k in range(len(held))]
+    written = [
+        client.submit(_rejected_part, done, str(path), columns=columns, pure=False)
+        for done, path in zip(held, paths, strict=True)
+    ]
+    merged = client.submit(
+        _merge_rejected,
+        _narrowed(client, paths, items=written),
+        str(out / "rejected.csv"),
+        columns=columns,
+        counts=[counts for _, counts, _ in facts],
+        pure=False,
+    )
+    sample = pd.concat([s for _, _, s in facts[1:]], ignore_index=True)
+    return pd.concat(heads, ignore_index=True)[columns], sample, merged
+
+
+def _rejected_facts(
+    done: pd.DataFrame | dict[str, Any],
+) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame | None]:
+    """Return a bucket's (or the malformed records') rejected columns, counts and sample."""
+    if isinstance(done, pd.DataFrame):
+        return done.iloc[:0], rejected_counts(done), None
+    return done["rejected"].iloc[:0], rejected_counts(done["rejected"]), done["sample"]
+
+
+def _rejected_part(done: pd.DataFrame | dict[str, Any], path: str, *, columns: list[str]) -> str:
+    """Write a bucket's rejected rows (or the malformed records) as a part; return ``path``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    rejected = done if isinstance(done, pd.DataFrame) else done["rejected"]
+    return write_rejected_part(rejected, path, columns=columns)
+
+
+def _merge_rejected(
+    parts: list[str], path: str, *, columns: list[str], counts: list[dict[str, int]]
+) -> dict[str, int]:
+    """Merge the parts into ``rejected.csv``; return the rows by reason (summed ``counts``)."""
+    merge_part_file("rejected.csv", parts, path, columns=columns)
+    total: dict[str, int] = {}
+    for c in counts:
+        for k, v in c.items():
+            total[k] = total.get(k, 0) + v
+    return total

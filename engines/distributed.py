@@ -649,13 +649,16 @@ _MERGED_ON_WORKERS = (
 """The files the workers merge from their parts with ``out`` (the client writes the others)."""
 
 
-def _narrowed(client: Any, paths: Sequence[Path]) -> list[Any]:
+def _narrowed(
+    client: Any, paths: Sequence[Path], *, items: Sequence[Any] | None = None
+) -> list[Any]:
     """Merge a file's parts on the workers until :data:`~engines.pipeline.PART_FAN_IN` are left.
 
     Runs of that many consecutive parts become one (``fusao-L-K.parquet`` beside them). Returns
     the paths left (text) or the futures of the merges that make them: nothing waits here.
+    ``items``: the futures of the tasks that write ``paths`` (and return them), if not done.
     """
-    items: list[Any] = [str(p) for p in paths]
+    items = [str(p) for p in paths] if items is None else list(items)
     level = 0
     while len(items) > PART_FAN_IN:
         folder = paths[0].parent
