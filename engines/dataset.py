@@ -30,10 +30,12 @@ validates them and runs the vehicle stage (:func:`engines.buckets.analyze_bucket
 rejected rows keep the file's row numbers and the duplicate rule is the file's (a duplicate
 is always of the same vehicle). Tasks run on a ``dask.distributed`` cluster (the workers read
 the files: the folder must be on storage they share) or in forked processes. The caller reads
-only the manifest and the malformed records. In forked processes it then gathers the tasks'
-results (:func:`engines.buckets.finish`), as the file engine does; on a cluster the results
-stay on the workers, the client receives the rejected rows and the map sample, and the gathered
-stage runs on the workers by each rule's key (:func:`engines.distributed.gather_on_workers`).
+only the manifest and the malformed records (a worker reads those on a cluster with ``out``).
+In forked processes it then gathers the tasks' results (:func:`engines.buckets.finish`), as
+the file engine does; on a cluster the results stay on the workers, the client receives the
+rejected rows (with ``out``, their counts: the workers write ``rejected.csv``) and the map
+sample, and the gathered stage runs on the workers by each rule's key
+(:func:`engines.distributed.gather_on_workers`).
 """
 
 from __future__ import annotations
@@ -997,7 +999,8 @@ def analyze_dataset(
         :func:`engines.distributed.gather_on_workers`).
     out : pathlib.Path, optional
         With ``parts``: the output folder (the workers see it), where the workers merge the
-        parts into the contract files (the result's ``written``).
+        parts into the contract files (the result's ``written``), ``rejected.csv`` included:
+        the result's ``rejected`` is then empty (its columns only) and its summary counts them.
     keep : frozenset of str, optional
         With ``parts``: the findings' ``details`` keys the client receives (all without it).
     propose : engines.distributed.ProposalSpec, optional

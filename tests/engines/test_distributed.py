@@ -11,7 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from factories import make_pings, offset_m
-from partition_scenario import BOUNDARY, STANDS, assert_same, scenario_fleet, scenario_pings
+from partition_scenario import (
+    BOUNDARY,
+    STANDS,
+    RecordingClient,
+    assert_same,
+    scenario_fleet,
+    scenario_pings,
+)
 
 from engines.distributed import (
     DistributedEngineError,
@@ -40,21 +47,6 @@ from tracking import frames as fr
 def client() -> Iterator[Any]:
     with dask_client(workers=2, processes=False) as c:
         yield c
-
-
-class _Recording:
-    """A Dask client that keeps what each ``gather`` returned in ``received``."""
-
-    def __init__(self, client: Any, received: list[Any]) -> None:
-        self._client, self._received = client, received
-
-    def gather(self, futures: Any) -> Any:
-        out = self._client.gather(futures)
-        self._received.append(out)
-        return out
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 class TestAnalyzePingsDistributed:
@@ -167,7 +159,7 @@ class TestAnalyzePingsDistributed:
         pings = scenario_pings()
         kw: dict[str, Any] = {"fleet": scenario_fleet(tmp_path), "params": AnalysisParams()}
         received: list[Any] = []
-        recording = _Recording(client, received)
+        recording = RecordingClient(client, received)
 
         local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
         dist = analyze_pings_distributed(
@@ -193,7 +185,7 @@ class TestAnalyzePingsDistributed:
         """Ten times the vehicles and cell pairs in as many partitions: what the client receives
         besides frames (counts, statistics, the plan's sizes) stays the same size."""
         received: list[Any] = []
-        recording = _Recording(client, received)
+        recording = RecordingClient(client, received)
 
         def without_frames(value: Any) -> Any:
             if isinstance(value, pd.DataFrame):
