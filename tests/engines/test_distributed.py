@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import operator
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -383,3 +385,27 @@ class TestDaskClient:
         """Zero workers is refused before any cluster starts."""
         with pytest.raises(ValueError, match="'workers' era 0"), dask_client(workers=0):
             pass
+
+    def test_no_message_kept(self) -> None:
+        """Tasks on worker processes: the client, the local scheduler and the workers keep none
+        of the messages they sent, nor the scheduler its transitions and events."""
+        import distributed  # noqa: F401 (its settings' defaults)
+
+        default = dask.config.get("distributed.admin.low-level-log-length")
+        with dask_client(workers=2) as client:
+            client.gather(client.map(operator.neg, range(60), pure=False))
+            scheduler = client.cluster.scheduler
+            streams = [
+                client.scheduler_comm,
+                *scheduler.stream_comms.values(),
+                *scheduler.client_comms.values(),
+            ]
+            assert len(streams) == 4 and all(s.batch_count > 0 for s in streams)
+            kept = [len(s.recent_message_log) for s in streams]
+            kept.append(len(scheduler.transition_log))
+            kept.extend(len(t.events) for t in scheduler._broker._topics.values())
+            on_workers = client.run(
+                lambda dask_worker: len(dask_worker.batched_stream.recent_message_log)
+            )
+        assert sum(kept) == 0 and sum(on_workers.values()) == 0, (kept, on_workers)
+        assert dask.config.get("distributed.admin.low-level-log-length") == default  # set back
