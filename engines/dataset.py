@@ -1085,7 +1085,7 @@ def _on_cluster(
 
     The buckets' results stay on the workers (:func:`engines.distributed.gather_on_workers`);
     the client receives their rejected rows and map samples only. With ``out``, the workers
-    write ``rejected.csv`` too (:func:`_rejected_on_workers`): the client receives the rejected
+    write ``rejected.csv`` too (:func:`_rejected_parts`): the client receives the rejected
     rows' counts by reason, and the result's ``rejected`` is empty.
     """
     from distributed import as_completed
@@ -1096,7 +1096,7 @@ def _on_cluster(
     progress(f"Distribuindo {len(buckets)} partições por veículo em {n_workers} worker(s)")
     [ctx] = client.scatter([context], broadcast=True)
     futures = client.map(task, buckets, context=ctx, pure=False)
-    merged = None
+    pending = None
     try:
         for done, future in enumerate(as_completed(futures), start=1):  # type: ignore[no-untyped-call]
             if future.status == "error":
@@ -1106,9 +1106,8 @@ def _on_cluster(
             extras = client.gather(client.map(bucket_extras, futures, pure=False))
             rejected, sample = merge_extras(malformed(), extras)
         else:
-            rejected, sample, merged = _rejected_on_workers(
-                client, futures, malformed, parts=parts or out, out=out
-            )
+            folder = (parts or out) / "rejeitados"
+            rejected, sample, pending = _rejected_parts(client, futures, malformed, folder=folder)
     except DatasetError:
         client.cancel(futures)
         raise
@@ -1129,53 +1128,84 @@ def _on_cluster(
             send_findings=send_findings,
             progress=progress,
         )
-        if merged is not None:
-            counts: dict[str, int] = client.gather(merged)
-            result.summary |= rejected_summary(counts)
+        if pending is not None and out is not None:
+            result.summary |= rejected_summary(
+                _merge_rejected(client, pending, out / "rejected.csv")
+            )
             result.written = (*result.written, "rejected.csv")
     finally:
         client.cancel(futures)
     return without_positions(result), sample
 
 
-def _rejected_on_workers(
-    client: Any,
-    futures: list[Any],
-    malformed: Callable[[], pd.DataFrame],
-    *,
-    parts: Path,
-    out: Path,
-) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
-    """Have the workers write ``rejected.csv`` in ``out`` from the buckets' rejected rows.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _RejectedParts:
+    """The parts of ``rejected.csv`` being written on the workers (:func:`_rejected_parts`)."""
 
-    ``malformed`` (run on a worker) gives the source's malformed records. Each bucket's rows
-    (and those) become a part in ``parts/rejeitados`` (:func:`engines.pipeline.write_rejected_part`)
-    where they are; one task merges the parts in row order. The client receives each bucket's
-    columns (no row) and its map sample. Returns the result's (empty) rejected frame, the map
-    sample and the future of the counts by reason (the merge done).
+    written: list[Any]
+    """The futures of the tasks writing them (each returns its part's path)."""
+    columns: list[str]
+    counts: dict[str, int]
+    """The rejected rows by reason."""
+
+
+def _rejected_parts(
+    client: Any, futures: list[Any], malformed: Callable[[], pd.DataFrame], *, folder: Path
+) -> tuple[pd.DataFrame, pd.DataFrame, _RejectedParts]:
+    """Have the workers write the buckets' rejected rows as parts of ``rejected.csv``.
+
+    ``malformed`` (run on a worker) gives the source's malformed records: the first part. Each
+    bucket's rows become a part in ``folder`` where they are
+    (:func:`engines.pipeline.write_rejected_part`). The client receives each bucket's columns,
+    counts by reason and map sample, no row. Returns the result's (empty) rejected frame, the
+    map sample and the parts (:func:`_merge_rejected` merges them).
     """
-    from engines.distributed import _narrowed
+    from engines.distributed import _summed
 
     held = [client.submit(malformed, pure=False), *futures]
     facts = client.gather(client.map(_rejected_facts, held, pure=False))
     heads = [head for head, _, _ in facts]
     columns = rejected_columns(heads)
-    folder = parts / "rejeitados"
-    paths = [folder / f"particao-{k:05d}.parquet" for k in range(len(held))]
     written = [
-        client.submit(_rejected_part, done, str(path), columns=columns, pure=False)
-        for done, path in zip(held, paths, strict=True)
+        client.submit(
+            _rejected_part,
+            done,
+            str(folder / f"particao-{k:05d}.parquet"),
+            columns=columns,
+            pure=False,
+        )
+        for k, done in enumerate(held)
     ]
-    merged = client.submit(
-        _merge_rejected,
-        _narrowed(client, paths, items=written),
-        str(out / "rejected.csv"),
-        columns=columns,
-        counts=[counts for _, counts, _ in facts],
-        pure=False,
-    )
     sample = pd.concat([s for _, _, s in facts[1:]], ignore_index=True)
-    return pd.concat(heads, ignore_index=True)[columns], sample, merged
+    counts = _summed([c for _, c, _ in facts])
+    pending = _RejectedParts(written=written, columns=columns, counts=counts)
+    return pd.concat(heads, ignore_index=True)[columns], sample, pending
+
+
+def _merge_rejected(client: Any, pending: _RejectedParts, path: Path) -> dict[str, int]:
+    """Merge the parts of ``rejected.csv`` into ``path`` on a worker; return the counts by reason.
+
+    The merge is given the parts' paths once written, not their futures: a task that depends
+    on the buckets' results through them would be left released behind the merge, which Dask's
+    cancelling of those results then trips on.
+    """
+    from engines.distributed import DistributedEngineError, _narrowed
+
+    try:
+        paths = [Path(p) for p in client.gather(pending.written)]
+        done = client.submit(
+            merge_part_file,
+            "rejected.csv",
+            _narrowed(client, paths),
+            str(path),
+            columns=pending.columns,
+            pure=False,
+        )
+        client.gather(done)
+    except Exception as exc:
+        msg = f"uma partição falhou no cluster Dask: {exc!r}"
+        raise DistributedEngineError(msg) from exc
+    return pending.counts
 
 
 def _rejected_facts(
@@ -1192,15 +1222,3 @@ def _rejected_part(done: pd.DataFrame | dict[str, Any], path: str, *, columns: l
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     rejected = done if isinstance(done, pd.DataFrame) else done["rejected"]
     return write_rejected_part(rejected, path, columns=columns)
-
-
-def _merge_rejected(
-    parts: list[str], path: str, *, columns: list[str], counts: list[dict[str, int]]
-) -> dict[str, int]:
-    """Merge the parts into ``rejected.csv``; return the rows by reason (summed ``counts``)."""
-    merge_part_file("rejected.csv", parts, path, columns=columns)
-    total: dict[str, int] = {}
-    for c in counts:
-        for k, v in c.items():
-            total[k] = total.get(k, 0) + v
-    return total
