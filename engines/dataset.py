@@ -30,10 +30,12 @@ validates them and runs the vehicle stage (:func:`engines.buckets.analyze_bucket
 rejected rows keep the file's row numbers and the duplicate rule is the file's (a duplicate
 is always of the same vehicle). Tasks run on a ``dask.distributed`` cluster (the workers read
 the files: the folder must be on storage they share) or in forked processes. The caller reads
-only the manifest and the malformed records. In forked processes it then gathers the tasks'
-results (:func:`engines.buckets.finish`), as the file engine does; on a cluster the results
-stay on the workers, the client receives the rejected rows and the map sample, and the gathered
-stage runs on the workers by each rule's key (:func:`engines.distributed.gather_on_workers`).
+only the manifest and the malformed records (a worker reads those on a cluster with ``out``).
+In forked processes it then gathers the tasks' results (:func:`engines.buckets.finish`), as
+the file engine does; on a cluster the results stay on the workers, the client receives the
+rejected rows (with ``out``, their counts: the workers write ``rejected.csv``) and the map
+sample, and the gathered stage runs on the workers by each rule's key
+(:func:`engines.distributed.gather_on_workers`).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -75,7 +77,17 @@ from engines.buckets import (
     without_positions,
 )
 from engines.partitions import stage_context
-from engines.pipeline import AnalysisParams, AnalysisResult, Progress, no_progress
+from engines.pipeline import (
+    AnalysisParams,
+    AnalysisResult,
+    Progress,
+    merge_part_file,
+    no_progress,
+    rejected_columns,
+    rejected_counts,
+    rejected_summary,
+    write_rejected_part,
+)
 from geo.roads import RoadGraph
 from runtime import forked_map
 from tracking import frames as fr
@@ -987,7 +999,8 @@ def analyze_dataset(
         :func:`engines.distributed.gather_on_workers`).
     out : pathlib.Path, optional
         With ``parts``: the output folder (the workers see it), where the workers merge the
-        parts into the contract files (the result's ``written``).
+        parts into the contract files (the result's ``written``), ``rejected.csv`` included:
+        the result's ``rejected`` is then empty (its columns only) and its summary counts them.
     keep : frozenset of str, optional
         With ``parts``: the findings' ``details`` keys the client receives (all without it).
     propose : engines.distributed.ProposalSpec, optional
@@ -1031,14 +1044,13 @@ def analyze_dataset(
     step = map_step(int(manifest["rows"]))
     spec = {k: manifest[k] for k in ("source", "columns")}  # what a task needs of it
     task = functools.partial(bucket_task, folder=str(root), manifest=spec, now=now, step=step)
-    malformed = malformed_rows(root, manifest)
     if client is not None:
         return _on_cluster(
             client,
             task,
             buckets,
             context,
-            malformed=malformed,
+            malformed=functools.partial(malformed_rows, str(root), manifest),
             parts=parts,
             out=out,
             keep=keep,
@@ -1046,6 +1058,7 @@ def analyze_dataset(
             send_findings=send_findings,
             progress=progress,
         )
+    malformed = malformed_rows(root, manifest)
     results = []
     run = functools.partial(task, context=context)
     progress(f"Validando e analisando partição 0/{len(buckets)}")
@@ -1061,7 +1074,7 @@ def _on_cluster(
     buckets: list[list[dict[str, Any]]],
     context: dict[str, Any],
     *,
-    malformed: pd.DataFrame,
+    malformed: Callable[[], pd.DataFrame],
     parts: Path | None,
     out: Path | None,
     keep: frozenset[str] | None,
@@ -1072,7 +1085,9 @@ def _on_cluster(
     """Run ``task`` on each bucket on the cluster, then the gathered stage on the workers.
 
     The buckets' results stay on the workers (:func:`engines.distributed.gather_on_workers`);
-    the client receives their rejected rows and map samples only.
+    the client receives their rejected rows and map samples only. With ``out``, the workers
+    write ``rejected.csv`` too (:func:`_rejected_parts`): the client receives the rejected
+    rows' counts by reason, and the result's ``rejected`` is empty.
     """
     from distributed import as_completed
 
@@ -1082,12 +1097,18 @@ def _on_cluster(
     progress(f"Distribuindo {len(buckets)} partições por veículo em {n_workers} worker(s)")
     [ctx] = client.scatter([context], broadcast=True)
     futures = client.map(task, buckets, context=ctx, pure=False)
+    pending = None
     try:
         for done, future in enumerate(as_completed(futures), start=1):  # type: ignore[no-untyped-call]
             if future.status == "error":
                 future.result()  # the worker's error, raised here
             progress(f"Validando e analisando partição {done}/{len(buckets)}")
-        extras = client.gather(client.map(bucket_extras, futures, pure=False))
+        if out is None:
+            extras = client.gather(client.map(bucket_extras, futures, pure=False))
+            rejected, sample = merge_extras(malformed(), extras)
+        else:
+            folder = (parts or out) / "rejeitados"
+            rejected, sample, pending = _rejected_parts(client, futures, malformed, folder=folder)
     except DatasetError:
         client.cancel(futures)
         raise
@@ -1095,7 +1116,6 @@ def _on_cluster(
         client.cancel(futures)
         msg = f"uma partição falhou no cluster Dask: {exc!r}"
         raise DistributedEngineError(msg) from exc
-    rejected, sample = merge_extras(malformed, extras)
     try:
         result = gather_on_workers(
             client,
@@ -1109,6 +1129,97 @@ def _on_cluster(
             send_findings=send_findings,
             progress=progress,
         )
+        if pending is not None and out is not None:
+            result.summary |= rejected_summary(
+                _merge_rejected(client, pending, out / "rejected.csv")
+            )
+            result.written = (*result.written, "rejected.csv")
     finally:
         client.cancel(futures)
     return without_positions(result), sample
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _RejectedParts:
+    """The parts of ``rejected.csv`` being written on the workers (:func:`_rejected_parts`)."""
+
+    written: list[Any]
+    """The futures of the tasks writing them (each returns its part's path)."""
+    columns: list[str]
+    counts: dict[str, int]
+    """The rejected rows by reason."""
+
+
+def _rejected_parts(
+    client: Any, futures: list[Any], malformed: Callable[[], pd.DataFrame], *, folder: Path
+) -> tuple[pd.DataFrame, pd.DataFrame, _RejectedParts]:
+    """Have the workers write the buckets' rejected rows as parts of ``rejected.csv``.
+
+    ``malformed`` (run on a worker) gives the source's malformed records: the first part. Each
+    bucket's rows become a part in ``folder`` where they are
+    (:func:`engines.pipeline.write_rejected_part`). The client receives each bucket's columns,
+    counts by reason and map sample, no row. Returns the result's (empty) rejected frame, the
+    map sample and the parts (:func:`_merge_rejected` merges them).
+    """
+    from engines.distributed import _summed
+
+    held = [client.submit(malformed, pure=False), *futures]
+    facts = client.gather(client.map(_rejected_facts, held, pure=False))
+    heads = [head for head, _, _ in facts]
+    columns = rejected_columns(heads)
+    written = [
+        client.submit(
+            _rejected_part,
+            done,
+            str(folder / f"particao-{k:05d}.parquet"),
+            columns=columns,
+            pure=False,
+        )
+        for k, done in enumerate(held)
+    ]
+    sample = pd.concat([s for _, _, s in facts[1:]], ignore_index=True)
+    counts = _summed([c for _, c, _ in facts])
+    pending = _RejectedParts(written=written, columns=columns, counts=counts)
+    return pd.concat(heads, ignore_index=True)[columns], sample, pending
+
+
+def _merge_rejected(client: Any, pending: _RejectedParts, path: Path) -> dict[str, int]:
+    """Merge the parts of ``rejected.csv`` into ``path`` on a worker; return the counts by reason.
+
+    The merge is given the parts' paths once written, not their futures: a task that depends
+    on the buckets' results through them would be left released behind the merge, which Dask's
+    cancelling of those results then trips on.
+    """
+    from engines.distributed import DistributedEngineError, _narrowed
+
+    try:
+        paths = [Path(p) for p in client.gather(pending.written)]
+        done = client.submit(
+            merge_part_file,
+            "rejected.csv",
+            _narrowed(client, paths),
+            str(path),
+            columns=pending.columns,
+            pure=False,
+        )
+        client.gather(done)
+    except Exception as exc:
+        msg = f"uma partição falhou no cluster Dask: {exc!r}"
+        raise DistributedEngineError(msg) from exc
+    return pending.counts
+
+
+def _rejected_facts(
+    done: pd.DataFrame | dict[str, Any],
+) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame | None]:
+    """Return a bucket's (or the malformed records') rejected columns, counts and sample."""
+    if isinstance(done, pd.DataFrame):
+        return done.iloc[:0], rejected_counts(done), None
+    return done["rejected"].iloc[:0], rejected_counts(done["rejected"]), done["sample"]
+
+
+def _rejected_part(done: pd.DataFrame | dict[str, Any], path: str, *, columns: list[str]) -> str:
+    """Write a bucket's rejected rows (or the malformed records) as a part; return ``path``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    rejected = done if isinstance(done, pd.DataFrame) else done["rejected"]
+    return write_rejected_part(rejected, path, columns=columns)

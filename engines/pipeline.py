@@ -355,17 +355,11 @@ def summarize(
     if kinds is None:
         kinds = {str(k): int(v) for k, v in result.findings["kind"].value_counts().items()}
     counts = row_counts(result.visits, result.trips, result.stops) | (counts or {})
-    reasons: dict[Any, int] = (
-        result.rejected["reason"].value_counts().sort_index().to_dict()
-        if len(result.rejected)
-        else {}
-    )
     first, last = stats["first"], stats["last"]
     span = [first.isoformat(), last.isoformat()] if first is not None else [None, None]
     return {
         "pings_valid": stats["pings_valid"],
-        "pings_rejected": int(len(result.rejected)),
-        "rejected_by_reason": {str(k): int(v) for k, v in reasons.items()},
+        **rejected_summary(rejected_counts(result.rejected)),
         "pings_speed_flagged": stats["pings_speed_flagged"],
         "pings_in_stands": n_matched,
         "vehicles": stats["vehicles"],
@@ -376,6 +370,21 @@ def summarize(
         "detectors_skipped": result.skipped_detectors,
         "time_span_utc": span,
         "parameters": asdict(params),
+    }
+
+
+def rejected_counts(rejected: pd.DataFrame) -> dict[str, int]:
+    """Return the rejected rows' count by reason."""
+    if not len(rejected):
+        return {}
+    return {str(k): int(v) for k, v in rejected[fr.REASON].value_counts().items()}
+
+
+def rejected_summary(counts: dict[str, int]) -> dict[str, Any]:
+    """Return the summary's ``pings_rejected`` and ``rejected_by_reason`` from counts by reason."""
+    return {
+        "pings_rejected": sum(counts.values()),
+        "rejected_by_reason": {k: counts[k] for k in sorted(counts)},
     }
 
 
@@ -532,7 +541,42 @@ def write_csv_part(
     return row_counts(frame, _NO_ROWS, _NO_ROWS)
 
 
-def _merge_part_files(name: str, parts: Sequence[Path], path: Path) -> None:
+def write_rejected_part(rejected: pd.DataFrame, path: str | Path, *, columns: Sequence[str]) -> str:
+    """Write rejected rows as a part of ``rejected.csv``, in row order; return ``path`` as text.
+
+    ``columns``: the file's (:func:`rejected_columns`); a row's line is the one
+    :func:`~tracking.ingest.write_rejected` writes for it in the whole file (every cell is
+    text but ``row``: no column-wide formatting).
+    """
+    frame = rejected.reindex(columns=list(columns)).sort_values(
+        fr.ROW, kind="stable", ignore_index=True
+    )
+    text = frame.to_csv(index=False, header=False, lineterminator="\n") if len(frame) else ""
+    lines = text.encode("utf-8").split(b"\n")[:-1]
+    if len(lines) != len(frame):  # a line break inside a cell: those rows one by one
+        lines = [
+            frame.iloc[[i]].to_csv(index=False, header=False, lineterminator="\n").encode()[:-1]
+            for i in range(len(frame))
+        ]
+    write_part(path, {fr.ROW: frame[fr.ROW].tolist()}, lines)
+    return str(path)
+
+
+def rejected_columns(heads: Sequence[pd.DataFrame]) -> list[str]:
+    """Return ``rejected.csv``'s columns for rejected frames joined in this order.
+
+    ``heads``: the frames or their first rows (``frame.iloc[:0]``); the columns are those of
+    their concatenation, ``row`` and ``reason`` first, as :func:`~tracking.ingest.write_rejected`
+    writes them.
+    """
+    joined = pd.concat([h.iloc[:0] for h in heads]).columns if heads else pd.Index([])
+    rest = [str(c) for c in joined if c not in (fr.ROW, fr.REASON)]
+    return [fr.ROW, fr.REASON, *rest]
+
+
+def _merge_part_files(
+    name: str, parts: Sequence[Path], path: Path, *, columns: Sequence[str] | None = None
+) -> None:
     """Write output file ``name`` from its parts, as :func:`write_outputs` writes it whole.
 
     A part's key columns are all its columns but ``text``, in order.
@@ -543,19 +587,31 @@ def _merge_part_files(name: str, parts: Sequence[Path], path: Path) -> None:
         write_feature_collection(merged_texts(parts, _FINDINGS_KEYS), path)
         return
     keys = [c for c in pq.read_schema(parts[0]).names if c != "text"] if parts else []
+    if name == "rejected.csv":
+        header = pd.DataFrame(columns=list(columns or ())).to_csv(index=False, lineterminator="\n")
+    else:
+        header = pd.DataFrame(columns=_CSV_COLUMNS[name]).to_csv(index=False)
     with path.open("wb") as fh:
-        fh.write(pd.DataFrame(columns=_CSV_COLUMNS[name]).to_csv(index=False).encode("utf-8"))
+        fh.write(header.encode("utf-8"))
         for line in merged_texts(parts, keys):
             fh.write(line + b"\n")
 
 
-def merge_part_file(name: str, parts: Sequence[str | Path], path: str | Path) -> str:
+def merge_part_file(
+    name: str,
+    parts: Sequence[str | Path],
+    path: str | Path,
+    *,
+    columns: Sequence[str] | None = None,
+) -> str:
     """Write output file ``name`` at ``path`` from its parts, as :func:`write_outputs` would.
 
-    ``name``: ``findings.geojson``, ``stand_visits.csv``, ``trips.csv`` or ``occupancy.csv``.
-    A few hundred rows of each part are held at a time. Returns ``path`` as text.
+    ``name``: ``findings.geojson``, ``stand_visits.csv``, ``trips.csv``, ``occupancy.csv`` or
+    ``rejected.csv`` (its ``columns``: :func:`rejected_columns`; parts of
+    :func:`write_rejected_part`). A few hundred rows of each part are held at a time. Returns
+    ``path`` as text.
     """
-    _merge_part_files(name, [Path(p) for p in parts], Path(path))
+    _merge_part_files(name, [Path(p) for p in parts], Path(path), columns=columns)
     return str(path)
 
 
@@ -644,7 +700,8 @@ def write_outputs(result: AnalysisResult, out_dir: Path, *, findings: bool = Tru
             table, options = _CSV_TABLES[name](frame)
             table.to_csv(out_dir / name, index=False, **options)
 
-    write_rejected(result.rejected, out_dir / "rejected.csv")
+    if "rejected.csv" not in result.written:
+        write_rejected(result.rejected, out_dir / "rejected.csv")
 
     if "occupancy.csv" in result.written:
         pass

@@ -137,6 +137,21 @@ def scenario_pings() -> pd.DataFrame:
     return make_pings(scenario_rows())
 
 
+class RecordingClient:
+    """A Dask client that keeps what each ``gather`` returned in ``received``."""
+
+    def __init__(self, client: Any, received: list[Any]) -> None:
+        self._client, self._received = client, received
+
+    def gather(self, futures: Any) -> Any:
+        out = self._client.gather(futures)
+        self._received.append(out)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
 def assert_same(got: AnalysisResult, local: AnalysisResult, *, positions: bool = True) -> None:
     """Findings (ids, content), frames and summary of ``got`` equal the local engine's."""
     from live_compare import assert_same_findings

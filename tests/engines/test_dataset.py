@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
+import pickle
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ from partition_scenario import (
     BOUNDARY,
     NOW,
     STANDS,
+    RecordingClient,
     assert_same,
     assert_same_outputs,
     contract_cells,
@@ -28,6 +32,7 @@ from engines.buckets import analyze_file
 from engines.dataset import DatasetError, analyze_dataset, read_manifest, write_dataset
 from engines.distributed import dask_client
 from engines.pipeline import AnalysisParams
+from tracking.ingest import write_rejected
 
 TZ = "America/Sao_Paulo"
 
@@ -179,6 +184,76 @@ class TestAnalyzeDataset:
         assert [(e["day"], e["rows"]) for e in manifest["files"]] == [(None, 0)]
         got, sample = analyze_dataset(tmp_path / "ds", STANDS, now=NOW)
         assert got.summary["pings_valid"] == 0 and got.rejected.empty and sample.empty
+
+
+@pytest.fixture(scope="module")
+def processes() -> Iterator[Any]:
+    with dask_client(workers=2) as client:
+        yield client
+
+
+def _with_unreadable(cells: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The cells plus ``n`` rows of unreadable timestamps at the end (the rest keeps its rows)."""
+    first = cells.iloc[5].to_dict()
+    more = [first | {"timestamp": f"ontem {k}"} for k in range(n)]
+    return pd.concat([cells, pd.DataFrame(more)], ignore_index=True)
+
+
+class TestRejectedOnWorkers:
+    def test_rejected_csv_as_the_file_engine_writes_it(
+        self,
+        processes: Any,
+        pings_csv: Path,
+        tmp_path: Path,
+        caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """With ``out``, the workers write ``rejected.csv`` (malformed records included): the
+        bytes the file engine's rows give; the summary counts them; the result holds none; the
+        local scheduler logs no error (releasing the buckets' results)."""
+        monkeypatch.setattr(logging.getLogger("distributed"), "propagate", True)
+        kw = _kw(tmp_path)
+        want, _ = analyze_file(pings_csv, STANDS, now=NOW, **kw)
+        write_rejected(want.rejected, tmp_path / "want.csv")
+        write_dataset(pings_csv, tmp_path / "ds", timezone=TZ, n_buckets=4, jobs=2)
+        out = tmp_path / "out"
+        out.mkdir()
+        got, _ = analyze_dataset(
+            tmp_path / "ds", STANDS, now=NOW, client=processes, parts=tmp_path / "p", out=out, **kw
+        )
+        assert "rejected.csv" in got.written and got.rejected.empty
+        assert (out / "rejected.csv").read_bytes() == (tmp_path / "want.csv").read_bytes()
+        reasons = set(want.rejected["reason"])
+        assert {"malformed_row", "duplicate", "unparseable_timestamp"} <= reasons
+        for key in ("pings_rejected", "rejected_by_reason"):
+            assert got.summary[key] == want.summary[key]
+        processes.submit(int, 1, pure=False).result()  # the cancel, the release handled
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert not errors, [r.getMessage() for r in errors]
+
+    def test_client_receives_no_rejected_row(self, processes: Any, tmp_path: Path) -> None:
+        """Ten times more rejected rows: the client receives the same bytes."""
+        received: list[Any] = []
+        sizes = {}
+        for n in (40, 400):
+            pings = write_contract_csv(
+                tmp_path / f"p{n}.csv", _with_unreadable(_cells(), n), malformed_after=500
+            )
+            write_dataset(pings, tmp_path / f"ds{n}", timezone=TZ, n_buckets=4)
+            (tmp_path / f"out{n}").mkdir()
+            received.clear()
+            got, _ = analyze_dataset(
+                tmp_path / f"ds{n}",
+                STANDS,
+                now=NOW,
+                client=RecordingClient(processes, received),
+                parts=tmp_path / f"parts{n}",
+                out=tmp_path / f"out{n}",
+                **_kw(tmp_path),
+            )
+            assert got.summary["rejected_by_reason"]["unparseable_timestamp"] == n + 1
+            sizes[n] = len(pickle.dumps(received))
+        assert abs(sizes[400] - sizes[40]) < 1_000, sizes  # their rows: 50 kB more
 
 
 class TestManifestCheck:

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import operator
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
 from factories import make_pings, offset_m
-from partition_scenario import BOUNDARY, STANDS, assert_same, scenario_fleet, scenario_pings
+from partition_scenario import (
+    BOUNDARY,
+    STANDS,
+    RecordingClient,
+    assert_same,
+    scenario_fleet,
+    scenario_pings,
+)
 
 from engines.distributed import (
     DistributedEngineError,
@@ -40,21 +49,6 @@ from tracking import frames as fr
 def client() -> Iterator[Any]:
     with dask_client(workers=2, processes=False) as c:
         yield c
-
-
-class _Recording:
-    """A Dask client that keeps what each ``gather`` returned in ``received``."""
-
-    def __init__(self, client: Any, received: list[Any]) -> None:
-        self._client, self._received = client, received
-
-    def gather(self, futures: Any) -> Any:
-        out = self._client.gather(futures)
-        self._received.append(out)
-        return out
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 class TestAnalyzePingsDistributed:
@@ -167,7 +161,7 @@ class TestAnalyzePingsDistributed:
         pings = scenario_pings()
         kw: dict[str, Any] = {"fleet": scenario_fleet(tmp_path), "params": AnalysisParams()}
         received: list[Any] = []
-        recording = _Recording(client, received)
+        recording = RecordingClient(client, received)
 
         local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
         dist = analyze_pings_distributed(
@@ -193,7 +187,7 @@ class TestAnalyzePingsDistributed:
         """Ten times the vehicles and cell pairs in as many partitions: what the client receives
         besides frames (counts, statistics, the plan's sizes) stays the same size."""
         received: list[Any] = []
-        recording = _Recording(client, received)
+        recording = RecordingClient(client, received)
 
         def without_frames(value: Any) -> Any:
             if isinstance(value, pd.DataFrame):
@@ -391,3 +385,27 @@ class TestDaskClient:
         """Zero workers is refused before any cluster starts."""
         with pytest.raises(ValueError, match="'workers' era 0"), dask_client(workers=0):
             pass
+
+    def test_no_message_kept(self) -> None:
+        """Tasks on worker processes: the client, the local scheduler and the workers keep none
+        of the messages they sent, nor the scheduler its transitions and events."""
+        import distributed  # noqa: F401 (its settings' defaults)
+
+        default = dask.config.get("distributed.admin.low-level-log-length")
+        with dask_client(workers=2) as client:
+            client.gather(client.map(operator.neg, range(60), pure=False))
+            scheduler = client.cluster.scheduler
+            streams = [
+                client.scheduler_comm,
+                *scheduler.stream_comms.values(),
+                *scheduler.client_comms.values(),
+            ]
+            assert len(streams) == 4 and all(s.batch_count > 0 for s in streams)
+            kept = [len(s.recent_message_log) for s in streams]
+            kept.append(len(scheduler.transition_log))
+            kept.extend(len(t.events) for t in scheduler._broker._topics.values())
+            on_workers = client.run(
+                lambda dask_worker: len(dask_worker.batched_stream.recent_message_log)
+            )
+        assert sum(kept) == 0 and sum(on_workers.values()) == 0, (kept, on_workers)
+        assert dask.config.get("distributed.admin.low-level-log-length") == default  # set back

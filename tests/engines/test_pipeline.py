@@ -17,11 +17,15 @@ from engines.pipeline import (
     AnalysisParams,
     analyze_pings,
     count_distinct,
+    merge_part_file,
+    rejected_columns,
     summary_item_text,
     write_outputs,
+    write_rejected_part,
     write_summary,
 )
 from tracking import frames as fr
+from tracking.ingest import write_rejected
 
 
 def _stand(stand_id: str, north_m: float, east_m: float, half_m: float = 15.0) -> dict:
@@ -136,6 +140,34 @@ class TestWriteOutputs:
         summary = json.loads((tmp_path / "summary.json").read_text())
         assert summary["pings_rejected"] == 1
         assert summary["parameters"]["h3_resolution"] == AnalysisParams().h3_resolution
+
+
+class TestMergeRejectedParts:
+    def test_parts_give_the_whole_file(self, tmp_path):
+        """Parts of rejected frames merged: the bytes of ``write_rejected`` on their rows in row
+        order, cells with line breaks, quotes and commas included; an empty part without the
+        source's columns."""
+        a = pd.DataFrame(
+            {
+                "row": [2, 9, 11],
+                "reason": ["malformed_row"] * 3,
+                "vehicle_id": ["V1", 'a "b"', "ç,ã"],
+                "lat": ["1\n2", "", "x\r\ny"],
+            }
+        )
+        b = pd.DataFrame({"row": [3, 10], "reason": ["duplicate", "null_island"]})
+        b = b.assign(vehicle_id=["V2", "V3"], lat=["", "0"])
+        empty = pd.DataFrame({"row": pd.Series([], dtype="int64"), "reason": []})
+        frames = [a, empty, b]
+        columns = rejected_columns(frames)
+        parts = [tmp_path / f"part-{k}.parquet" for k in range(len(frames))]
+        for frame, part in zip(frames, parts, strict=True):
+            write_rejected_part(frame, part, columns=columns)
+        merge_part_file("rejected.csv", parts, tmp_path / "got.csv", columns=columns)
+        whole = pd.concat(frames, ignore_index=True).sort_values("row", ignore_index=True)
+        write_rejected(whole, tmp_path / "want.csv")
+        assert (tmp_path / "got.csv").read_bytes() == (tmp_path / "want.csv").read_bytes()
+        assert b'"1\n2"' in (tmp_path / "got.csv").read_bytes()
 
 
 class TestWriteSummary:
