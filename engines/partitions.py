@@ -45,7 +45,7 @@ import datetime as dt
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import geopandas as gpd
 import numpy as np
@@ -82,6 +82,8 @@ from tracking.detectors.inactivity import activity_span
 from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
+
+T = TypeVar("T")
 
 VEHICLE_KINDS = (
     "tracking_gap",
@@ -738,6 +740,10 @@ def _found_frame(frames: Sequence[gpd.GeoDataFrame]) -> gpd.GeoDataFrame:
     return out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
 
 
+def _called(func: Callable[[], T]) -> T:
+    return func()
+
+
 def run_as_of(context: dict[str, Any], stats: dict[str, Any]) -> dt.date | None:
     """Return the run's last day: the context's, else the local day of the last fix."""
     as_of: dt.date | None = context["as_of"]
@@ -862,38 +868,37 @@ def gather(
     waiting = [w for r in results for w in r["waiting"]]
     bare_trips = trips.drop(columns=list(ends))
 
-    units: list[Callable[[], tuple[gpd.GeoDataFrame, dict[str, str]]]] = [
+    progress("Rodando os detectores entre veículos e dias")
+    fork = jobs if any(k in context["kinds"] for k in FORKED_CROSS_KINDS) else 1
+    by_vehicle = [
         functools.partial(
             vehicle_kinds, all_visits, bare_trips, context, fleet=context["fleet"], as_of=as_of
         ),
         functools.partial(place_kinds, waiting, context, as_of=as_of),
     ]
-    away = [k for k in FORKED_CROSS_KINDS if k in context["kinds"]]
-    resolution = route_resolution(context)
-    if jobs > 1 and resolution is not None:  # the cell-pair groups, heaviest first
-        whole = {"trips": trips, "evidence": evidence}
-        pairs = route_pairs(trips, resolution=resolution)
-        pair_group = group_keys(pairs, n_groups=ROUTE_GROUPS_PER_JOB * jobs)
-        n_groups = max(1, len(set(pair_group.values())))
-        units += [
-            functools.partial(route_group, [piece], context, as_of=as_of)
-            for piece in split_by_route(
-                whole, resolution=resolution, pair_group=pair_group, n_groups=n_groups
+    with forked_share(_called, by_vehicle, jobs=fork) as rest:  # the cell pairs cut meanwhile
+        resolution = route_resolution(context)
+        by_route = [functools.partial(route_kinds, bare_trips, evidence, context, as_of=as_of)]
+        if fork > 1 and resolution is not None:  # groups of cell pairs, heaviest first
+            whole = {"trips": trips, "evidence": evidence}
+            pair_group = group_keys(
+                route_pairs(trips, resolution=resolution), n_groups=ROUTE_GROUPS_PER_JOB * jobs
             )
-        ]
-    else:
-        units.append(functools.partial(route_kinds, bare_trips, evidence, context, as_of=as_of))
-
-    progress("Rodando os detectores entre veículos e dias")
-
-    def unit(k: int) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
-        return units[k]()  # an index goes to the forked process, the frames are inherited
-
-    with forked_share(unit, range(len(units)), jobs=jobs if away else 1) as rest:
+            by_route = [
+                functools.partial(route_group, [piece], context, as_of=as_of)
+                for piece in split_by_route(
+                    whole,
+                    resolution=resolution,
+                    pair_group=pair_group,
+                    n_groups=max(1, len(set(pair_group.values()))),
+                )
+            ]
+        done = rest()
+    with forked_share(_called, by_route, jobs=fork) as rest:
         visits, occ, found, skipped = stand_kinds(
             all_visits, ev_visits, evidence, context, as_of=as_of
         )
-        done = rest()
+        done += rest()
     skipped_away: dict[str, str] = {}
     for _, more in done:
         skipped_away |= more

@@ -142,9 +142,10 @@ def forked_share(
     The forked processes take the items in order (put the largest first). The yielded function,
     called once this process has done its own work in the block, takes the items no process
     has started yet, from the last one back, computes them here (no result to pickle), waits
-    for the others, and returns every result in the items' order. As :func:`forked_map`,
-    ``func`` and what it closes over are inherited, not pickled; with one job, fewer than two
-    items, or where :func:`can_fork` is False, every item runs here when the function is called.
+    for the others, and returns every result in the items' order. ``func``, what it closes over
+    and the items are inherited, not pickled (a forked process receives an index); with one job,
+    fewer than two items, or where :func:`can_fork` is False, every item runs here when the
+    function is called.
 
     Raises
     ------
@@ -154,8 +155,9 @@ def forked_share(
     if jobs == 1 or len(items) <= 1 or not can_fork():
         yield lambda: [func(item) for item in items]
         return
-    with _fork_pool(func, min(jobs - 1, len(items))) as pool:
-        futures = [pool.submit(_call, item) for item in items]  # forks now: children see _CALL
+    with _fork_pool(lambda k: func(items[k]), min(jobs - 1, len(items))) as pool:
+        # the children fork at the first submit: they see _CALL and the items
+        futures = [pool.submit(_call, k) for k in range(len(items))]
 
         def rest() -> list[T]:
             here: dict[int, T] = {}
