@@ -26,8 +26,7 @@ gathered (:func:`gather`, over small frames)
     over the days —, inactivity — the whole fleet —, longer_route — past trips of other
     vehicles between the same cells). Each key's rules are one function (:func:`stand_kinds`,
     :func:`vehicle_kinds`, :func:`place_kinds`, :func:`route_kinds`), run here on the whole
-    (with several jobs, unlicensed_stand_use and route_kinds by groups of cell pairs in forked
-    processes, the main process taking the groups left);
+    (with several jobs, route_kinds by groups of cell pairs, shared by forked processes);
     the Dask engine runs them by groups of their key on the workers (:func:`split_by_stand`,
     :func:`stand_group`, :func:`split_by_route`, :func:`route_group`, :func:`vehicle_group`,
     :func:`place_group`).
