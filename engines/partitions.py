@@ -110,13 +110,9 @@ ROUTE_KINDS = ("longer_route",)
 """Cross kinds judged by pickup and drop-off cell pair (:func:`route_kinds`)."""
 
 FORKED_CROSS_KINDS = (*PLACE_KINDS, *ROUTE_KINDS, *VEHICLE_GROUP_KINDS)
-"""Cross kinds :func:`gather` runs in forked processes when it has two jobs or more, beside
-queue_jump and the occupancy, which stay in the main process: they find few, where queue_jump
-finds the most (the 52,660 findings of a 10M-fix day took 0.9 s to pickle and unpickle)."""
-FORKED_STAND_KINDS = ("unlicensed_stand_use",)
-"""The stand kind :func:`gather` runs in a forked process too, with two jobs or more: the longer
-of the two (10M fixes: 5.0 s against queue_jump's 2.9 s, profiled), with fewer findings to
-pickle back (20,504 against 29,422)."""
+"""Cross kinds :func:`gather` runs in forked processes when it has two jobs or more, beside the
+stand kinds, which stay in the main process: they find the most (the 50,000 queue and stand
+findings of a 10M-fix day would take about a second to pickle back), the others few."""
 ROUTE_GROUPS_PER_JOB = 8
 """Cell-pair groups of :func:`route_kinds` per job in :func:`gather`: small enough that the
 processes end together (on 10M fixes, route_kinds takes longer than the stand kinds)."""
@@ -610,7 +606,6 @@ def stand_kinds(
     *,
     as_of: dt.date | None,
     licence_known: bool | None = None,
-    among: tuple[str, ...] = STAND_KINDS,
 ) -> tuple[pd.DataFrame, pd.DataFrame, gpd.GeoDataFrame, dict[str, str]]:
     """Return queue positions, occupancy and :data:`STAND_KINDS` findings of some stands.
 
@@ -631,8 +626,6 @@ def stand_kinds(
     licence_known : bool, optional
         Whether any visit of the run has licence data (occupancy's ``intruders``); default:
         of these visits.
-    among : tuple of str, default :data:`STAND_KINDS`
-        The kinds to judge (:func:`stand_findings` may judge the others elsewhere).
 
     Returns
     -------
@@ -642,6 +635,7 @@ def stand_kinds(
     """
     params: AnalysisParams = context["params"]
     visits = _by_vehicle(requeue(visits))
+    ev_visits = _by_vehicle(requeue(ev_visits))
     occ = occupancy(
         visits,
         context["stands"],
@@ -649,29 +643,17 @@ def stand_kinds(
         include_idle=False,
         licence_known=licence_known,
     )
-    found, skipped = stand_findings(ev_visits, evidence, context, as_of=as_of, among=among)
-    return visits, occ, found, skipped
-
-
-def stand_findings(
-    ev_visits: pd.DataFrame,
-    evidence: pd.DataFrame,
-    context: dict[str, Any],
-    *,
-    as_of: dt.date | None,
-    among: tuple[str, ...] = STAND_KINDS,
-) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
-    """Return the findings of :func:`stand_kinds` (those ``among`` these kinds) and skipped."""
-    return _detect(
+    found, skipped = _detect(
         context,
-        among,
+        STAND_KINDS,
         pings=evidence,
-        visits=_by_vehicle(requeue(ev_visits)),
+        visits=ev_visits,
         trips=_NO_FRAME,
         stops=_NO_FRAME,
         fleet=context["fleet"],
         as_of=as_of,
     )
+    return visits, occ, found, skipped
 
 
 def vehicle_kinds(
@@ -842,9 +824,8 @@ def gather(
     pings : pandas.DataFrame, optional
         Every valid fix, when the engine holds them (kept in the result).
     jobs : int, default 1
-        With 2 or more, the :data:`FORKED_CROSS_KINDS` and :data:`FORKED_STAND_KINDS` run in
-        ``jobs - 1`` forked processes beside the other stand kinds
-        (:func:`runtime.forked_share`), :func:`route_kinds` by groups
+        With 2 or more, the :data:`FORKED_CROSS_KINDS` run in ``jobs - 1`` forked processes
+        beside the stand kinds (:func:`runtime.forked_share`), :func:`route_kinds` by groups
         of cell pairs (:func:`split_by_route`, :func:`route_group`,
         :data:`ROUTE_GROUPS_PER_JOB` per job); the main process takes the groups left when the
         stand kinds are done.
@@ -889,23 +870,13 @@ def gather(
     bare_trips = trips.drop(columns=list(ends))
 
     progress("Rodando os detectores entre veículos e dias")
-    away = (*FORKED_CROSS_KINDS, *FORKED_STAND_KINDS)
-    fork = jobs if any(k in context["kinds"] for k in away) else 1
+    fork = jobs if any(k in context["kinds"] for k in FORKED_CROSS_KINDS) else 1
     by_vehicle = [
         functools.partial(
             vehicle_kinds, all_visits, bare_trips, context, fleet=context["fleet"], as_of=as_of
         ),
         functools.partial(place_kinds, waiting, context, as_of=as_of),
     ]
-    here = STAND_KINDS
-    if fork > 1:  # the longest stand kind aside, the first taken
-        here = tuple(k for k in STAND_KINDS if k not in FORKED_STAND_KINDS)
-        by_vehicle.insert(
-            0,
-            functools.partial(
-                stand_findings, ev_visits, evidence, context, as_of=as_of, among=FORKED_STAND_KINDS
-            ),
-        )
     with forked_share(_called, by_vehicle, jobs=fork) as rest:  # the cell pairs cut meanwhile
         resolution = route_resolution(context)
         by_route = [functools.partial(route_kinds, bare_trips, evidence, context, as_of=as_of)]
@@ -926,7 +897,7 @@ def gather(
         done = rest()
     with forked_share(_called, by_route, jobs=fork) as rest:
         visits, occ, found, skipped = stand_kinds(
-            all_visits, ev_visits, evidence, context, as_of=as_of, among=here
+            all_visits, ev_visits, evidence, context, as_of=as_of
         )
         done += rest()
     skipped_away: dict[str, str] = {}
