@@ -826,7 +826,7 @@ def gather(
     jobs : int, default 1
         With 2 or more, the :data:`FORKED_CROSS_KINDS` run in ``jobs - 1`` forked processes
         beside the stand kinds (:func:`runtime.forked_share`), :func:`route_kinds` by groups
-        of cell pairs (:func:`split_by_route`, :func:`route_group`,
+        of cell pairs (:func:`route_spans`, :func:`route_piece`, :func:`route_group`,
         :data:`ROUTE_GROUPS_PER_JOB` per job); the main process takes the groups left when the
         stand kinds are done.
     progress : callable
@@ -881,18 +881,20 @@ def gather(
         resolution = route_resolution(context)
         by_route = [functools.partial(route_kinds, bare_trips, evidence, context, as_of=as_of)]
         if fork > 1 and resolution is not None:  # groups of cell pairs, heaviest first
-            whole = {"trips": trips, "evidence": evidence}
             pair_group = group_keys(
                 route_pairs(trips, resolution=resolution), n_groups=ROUTE_GROUPS_PER_JOB * jobs
             )
+            spans = route_spans(
+                {"trips": trips, "evidence": evidence},
+                resolution=resolution,
+                pair_group=pair_group,
+            )
+
+            def pairs(g: int) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+                return route_group([route_piece(spans, g)], context, as_of=as_of)  # cut there
+
             by_route = [
-                functools.partial(route_group, [piece], context, as_of=as_of)
-                for piece in split_by_route(
-                    whole,
-                    resolution=resolution,
-                    pair_group=pair_group,
-                    n_groups=max(1, len(set(pair_group.values()))),
-                )
+                functools.partial(pairs, g) for g in range(max(1, len(set(pair_group.values()))))
             ]
         done = rest()
     with forked_share(_called, by_route, jobs=fork) as rest:
@@ -1255,25 +1257,46 @@ def split_by_route(
 
     ``pair_group`` maps the keys of :func:`route_cell_pairs` to groups (:func:`group_keys`).
     Returns per group ``trips`` (without their positions) and ``evidence`` (each trip's fixes
-    with one neighbour on each side).
+    with one neighbour on each side): :func:`route_piece` of :func:`route_spans`.
+    """
+    spans = route_spans(result, resolution=resolution, pair_group=pair_group)
+    return [route_piece(spans, g) for g in range(n_groups)]
+
+
+def route_spans(
+    result: dict[str, Any], *, resolution: int, pair_group: dict[int, int]
+) -> dict[str, Any]:
+    """Return a partition's meter trips, their cell-pair groups and their fixes in its evidence.
+
+    ``trips`` (without their positions), ``evidence``, and per trip ``group`` and the span
+    ``[lo, hi)`` of its fixes, with the evidence's vehicle ``codes``: what :func:`route_piece`
+    cuts, one group at a time.
     """
     trips = _meter_trips(result["trips"])
     evidence: pd.DataFrame = result["evidence"]
     keys = route_cell_pairs(trips, resolution=resolution).tolist()
-    group = np.array([pair_group.get(k, 0) for k in keys], dtype=np.int64)
     codes, lo, hi = _trip_spans(evidence, trips)
-    out = []
-    for g in range(n_groups):
-        sel = np.flatnonzero(group == g)
-        out.append(
-            {
-                "trips": trips.iloc[sel].reset_index(drop=True),
-                "evidence": evidence.iloc[_grown_spans(codes, lo[sel], hi[sel])].reset_index(
-                    drop=True
-                ),
-            }
-        )
-    return out
+    return {
+        "trips": trips,
+        "evidence": evidence,
+        "group": np.array([pair_group.get(k, 0) for k in keys], dtype=np.int64),
+        "codes": codes,
+        "lo": lo,
+        "hi": hi,
+    }
+
+
+def route_piece(spans: dict[str, Any], group: int) -> dict[str, pd.DataFrame]:
+    """Return one group's ``trips`` and ``evidence`` from :func:`route_spans`.
+
+    The evidence: each trip's fixes, with one neighbour on each side (:func:`_grown_spans`).
+    """
+    sel = np.flatnonzero(spans["group"] == group)
+    rows = _grown_spans(spans["codes"], spans["lo"][sel], spans["hi"][sel])
+    return {
+        "trips": spans["trips"].iloc[sel].reset_index(drop=True),
+        "evidence": spans["evidence"].iloc[rows].reset_index(drop=True),
+    }
 
 
 def _grown_spans(

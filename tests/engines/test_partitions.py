@@ -33,20 +33,21 @@ class TestGather:
             "now": NOW,
         }
         whole, _ = analyze_file(path, STANDS, jobs=1, **kw)
-        groups: list[list[dict[str, Any]]] = []
+        made: list[dict[str, Any]] = []
 
-        def split(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-            pieces = split_by_route(*args, **kwargs)
-            groups.append(pieces)
-            return pieces
+        def spans(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            made.append(route_spans(*args, **kwargs))
+            return made[-1]
 
-        split_by_route = pt.split_by_route
-        monkeypatch.setattr(pt, "split_by_route", split)
+        route_spans = pt.route_spans
+        monkeypatch.setattr(pt, "route_spans", spans)
         monkeypatch.setattr(pt, "ROUTE_GROUPS_PER_JOB", 1000)
         shared, _ = analyze_file(path, STANDS, jobs=2, **kw)
         assert_same(shared, whole)
-        assert len(groups) == 1 and len(groups[0]) > 2
-        ids = [i for piece in groups[0] for i in piece["trips"]["trip_id"].tolist()]
+        [cut] = made
+        groups = sorted(set(cut["group"].tolist()))
+        assert len(groups) > 2
+        ids = [i for g in groups for i in pt.route_piece(cut, g)["trips"]["trip_id"].tolist()]
         meter = whole.trips.loc[whole.trips["source"].eq("meter"), "trip_id"]
         assert sorted(ids) == sorted(meter.tolist())  # each meter trip in one group
         kinds = set(whole.findings["kind"])
