@@ -88,7 +88,6 @@ from runtime import keep_freed_heap
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
 from tracking.detectors.findings import KINDS, with_details
-from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import empty_stops
 from tracking.trips import empty_trips
 
@@ -438,10 +437,7 @@ def _gather_on_workers(
         return client.submit(operator.getitem, done, 0, pure=False)
 
     kinds = set(context["kinds"])
-    resolution = None
-    if pt.ROUTE_KINDS[0] in kinds:
-        limits = (context["thresholds"] or {}).get(pt.ROUTE_KINDS[0], {})
-        resolution = int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
+    resolution = pt.route_resolution(context)
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     n_groups = max(1, groups if groups is not None else 2 * n_workers)
     # the plan of the groups is made and kept on the workers: the client receives its sizes

@@ -25,7 +25,8 @@ gathered (:func:`gather`, over small frames)
     several vehicles on several days, clustered into places —, habitual_absence — presence
     over the days —, inactivity — the whole fleet —, longer_route — past trips of other
     vehicles between the same cells). Each key's rules are one function (:func:`stand_kinds`,
-    :func:`vehicle_kinds`, :func:`place_kinds`, :func:`route_kinds`), run here on the whole;
+    :func:`vehicle_kinds`, :func:`place_kinds`, :func:`route_kinds`), run here on the whole
+    (with several jobs, route_kinds by groups of cell pairs, shared by forked processes);
     the Dask engine runs them by groups of their key on the workers (:func:`split_by_stand`,
     :func:`stand_group`, :func:`split_by_route`, :func:`route_group`, :func:`vehicle_group`,
     :func:`place_group`).
@@ -42,9 +43,10 @@ a partition of whole vehicles is exact by construction; the parallelism comes fr
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import geopandas as gpd
 import numpy as np
@@ -67,7 +69,7 @@ from engines.pipeline import (
 from geo.cover import build_stand_cover, match_stands
 from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
-from runtime import aside
+from runtime import forked_share
 from stands.licences import licence_frame_from_fleet
 from stands.occupancy import empty_occupancy, occupancy
 from stands.visits import detect_visits as detect_visits_
@@ -78,8 +80,11 @@ from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.illegal_stand_formation import waiting_stops
 from tracking.detectors.inactivity import activity_span
+from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
+
+T = TypeVar("T")
 
 VEHICLE_KINDS = (
     "tracking_gap",
@@ -105,10 +110,12 @@ ROUTE_KINDS = ("longer_route",)
 """Cross kinds judged by pickup and drop-off cell pair (:func:`route_kinds`)."""
 
 FORKED_CROSS_KINDS = (*PLACE_KINDS, *ROUTE_KINDS, *VEHICLE_GROUP_KINDS)
-"""Cross kinds run in a forked process, beside the stand kinds, when :func:`gather` has two
-jobs: about half of the cross kinds' time (10M pings, one after another, at best: these 2.0 s,
-the others 2.1 s), and few findings, so little to send back (the 52,660 findings of the others
-took 0.9 s to pickle and unpickle)."""
+"""Cross kinds :func:`gather` runs in forked processes when it has two jobs or more, beside the
+stand kinds, which stay in the main process: they find the most (the 50,000 queue and stand
+findings of a 10M-fix day would take about a second to pickle back), the others few."""
+ROUTE_GROUPS_PER_JOB = 8
+"""Cell-pair groups of :func:`route_kinds` per job in :func:`gather`: small enough that the
+processes end together (on 10M fixes, route_kinds takes longer than the stand kinds)."""
 
 
 POSITIONS = ("first_ping", "last_ping", "boarding_ping")
@@ -734,6 +741,10 @@ def _found_frame(frames: Sequence[gpd.GeoDataFrame]) -> gpd.GeoDataFrame:
     return out.sort_values(["kind", "started_at", "finding_id"]).reset_index(drop=True)
 
 
+def _called(func: Callable[[], T]) -> T:
+    return func()
+
+
 def run_as_of(context: dict[str, Any], stats: dict[str, Any]) -> dt.date | None:
     """Return the run's last day: the context's, else the local day of the last fix."""
     as_of: dt.date | None = context["as_of"]
@@ -813,8 +824,11 @@ def gather(
     pings : pandas.DataFrame, optional
         Every valid fix, when the engine holds them (kept in the result).
     jobs : int, default 1
-        With 2 or more, the :data:`FORKED_CROSS_KINDS` run in a forked process beside the
-        stand kinds.
+        With 2 or more, the :data:`FORKED_CROSS_KINDS` run in ``jobs - 1`` forked processes
+        beside the stand kinds (:func:`runtime.forked_share`), :func:`route_kinds` by groups
+        of cell pairs (:func:`route_spans`, :func:`route_piece`, :func:`route_group`,
+        :data:`ROUTE_GROUPS_PER_JOB` per job); the main process takes the groups left when the
+        stand kinds are done.
     progress : callable
         Called with a pt-BR stage label before each stage.
 
@@ -855,30 +869,42 @@ def gather(
     waiting = [w for r in results for w in r["waiting"]]
     bare_trips = trips.drop(columns=list(ends))
 
-    def others() -> tuple[gpd.GeoDataFrame, dict[str, str]]:
-        parts = [
-            vehicle_kinds(all_visits, bare_trips, context, fleet=context["fleet"], as_of=as_of),
-            place_kinds(waiting, context, as_of=as_of),
-            route_kinds(bare_trips, evidence, context, as_of=as_of),
-        ]
-        skipped: dict[str, str] = {}
-        for _, more in parts:
-            skipped |= more
-        return _found_frame([f for f, _ in parts]), skipped
-
     progress("Rodando os detectores entre veículos e dias")
-    away_kinds = [k for k in FORKED_CROSS_KINDS if k in context["kinds"]]
-    if jobs > 1 and away_kinds and any(k in context["kinds"] for k in STAND_KINDS):
-        with aside(others) as result_away:
-            visits, occ, found, skipped = stand_kinds(
-                all_visits, ev_visits, evidence, context, as_of=as_of
+    fork = jobs if any(k in context["kinds"] for k in FORKED_CROSS_KINDS) else 1
+    by_vehicle = [
+        functools.partial(
+            vehicle_kinds, all_visits, bare_trips, context, fleet=context["fleet"], as_of=as_of
+        ),
+        functools.partial(place_kinds, waiting, context, as_of=as_of),
+    ]
+    with forked_share(_called, by_vehicle, jobs=fork) as rest:  # the cell pairs cut meanwhile
+        resolution = route_resolution(context)
+        by_route = [functools.partial(route_kinds, bare_trips, evidence, context, as_of=as_of)]
+        if fork > 1 and resolution is not None:  # groups of cell pairs, heaviest first
+            pair_group = group_keys(
+                route_pairs(trips, resolution=resolution), n_groups=ROUTE_GROUPS_PER_JOB * jobs
             )
-            found_away, skipped_away = result_away()
-    else:
+            spans = route_spans(
+                {"trips": trips, "evidence": evidence},
+                resolution=resolution,
+                pair_group=pair_group,
+            )
+
+            def pairs(g: int) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
+                return route_group([route_piece(spans, g)], context, as_of=as_of)  # cut there
+
+            by_route = [
+                functools.partial(pairs, g) for g in range(max(1, len(set(pair_group.values()))))
+            ]
+        done = rest()
+    with forked_share(_called, by_route, jobs=fork) as rest:
         visits, occ, found, skipped = stand_kinds(
             all_visits, ev_visits, evidence, context, as_of=as_of
         )
-        found_away, skipped_away = others()
+        done += rest()
+    skipped_away: dict[str, str] = {}
+    for _, more in done:
+        skipped_away |= more
     return finish(
         results,
         rejected=rejected,
@@ -888,7 +914,7 @@ def gather(
         trips=trips,
         stops=stops,
         occ=occ,
-        found=[*(r["findings"] for r in results), found, found_away],
+        found=[*(r["findings"] for r in results), found, *(f for f, _ in done)],
         skipped=[skipped, skipped_away],
     )
 
@@ -938,13 +964,7 @@ def plan_facts(result: dict[str, Any], *, resolution: int | None = None) -> dict
     """
     visits: pd.DataFrame = result["visits"]
     counts = visits["stand_id"].astype("str").value_counts(sort=False)
-    pairs: dict[int, int] = {}
-    if resolution is not None:
-        keys, n = np.unique(
-            route_cell_pairs(_meter_trips(result["trips"]), resolution=resolution),
-            return_counts=True,
-        )
-        pairs = dict(zip(keys.tolist(), n.tolist(), strict=True))
+    pairs = {} if resolution is None else route_pairs(result["trips"], resolution=resolution)
     return {
         "stand_visits": {str(k): int(v) for k, v in counts.items()},
         "stand_links": stand_links(visits),
@@ -1193,6 +1213,14 @@ def route_cell_pairs(trips: pd.DataFrame, *, resolution: int) -> npt.NDArray[np.
     return key
 
 
+def route_pairs(trips: pd.DataFrame, *, resolution: int) -> dict[int, int]:
+    """Return the meter trips of each key of :func:`route_cell_pairs` (what groups them)."""
+    keys, n = np.unique(
+        route_cell_pairs(_meter_trips(trips), resolution=resolution), return_counts=True
+    )
+    return dict(zip(keys.tolist(), n.tolist(), strict=True))
+
+
 _ROUTE_ENDS = ("pickup_lat", "pickup_lon", "dropoff_lat", "dropoff_lon")
 
 
@@ -1214,6 +1242,14 @@ def group_keys(counts: dict[int, int], *, n_groups: int) -> dict[int, int]:
     return out
 
 
+def route_resolution(context: dict[str, Any]) -> int | None:
+    """Return the H3 resolution of the cell pairs :func:`route_kinds` judges by, None without it."""
+    if ROUTE_KINDS[0] not in context["kinds"]:
+        return None
+    limits = (context["thresholds"] or {}).get(ROUTE_KINDS[0], {})
+    return int(limits.get("h3_resolution", LONGER_ROUTE_H3_RESOLUTION))
+
+
 def split_by_route(
     result: dict[str, Any], *, resolution: int, pair_group: dict[int, int], n_groups: int
 ) -> list[dict[str, pd.DataFrame]]:
@@ -1221,24 +1257,63 @@ def split_by_route(
 
     ``pair_group`` maps the keys of :func:`route_cell_pairs` to groups (:func:`group_keys`).
     Returns per group ``trips`` (without their positions) and ``evidence`` (each trip's fixes
-    with one neighbour on each side).
+    with one neighbour on each side): :func:`route_piece` of :func:`route_spans`.
+    """
+    spans = route_spans(result, resolution=resolution, pair_group=pair_group)
+    return [route_piece(spans, g) for g in range(n_groups)]
+
+
+def route_spans(
+    result: dict[str, Any], *, resolution: int, pair_group: dict[int, int]
+) -> dict[str, Any]:
+    """Return a partition's meter trips, their cell-pair groups and their fixes in its evidence.
+
+    ``trips`` (without their positions), ``evidence``, and per trip ``group`` and the span
+    ``[lo, hi)`` of its fixes, with the evidence's vehicle ``codes``: what :func:`route_piece`
+    cuts, one group at a time.
     """
     trips = _meter_trips(result["trips"])
     evidence: pd.DataFrame = result["evidence"]
     keys = route_cell_pairs(trips, resolution=resolution).tolist()
-    group = np.array([pair_group.get(k, 0) for k in keys], dtype=np.int64)
     codes, lo, hi = _trip_spans(evidence, trips)
-    out = []
-    for g in range(n_groups):
-        sel = np.flatnonzero(group == g)
-        mask = _grown(_span_mask(len(evidence), lo[sel], hi[sel] - 1), codes)
-        out.append(
-            {
-                "trips": trips.iloc[sel].reset_index(drop=True),
-                "evidence": evidence.iloc[np.flatnonzero(mask)].reset_index(drop=True),
-            }
-        )
-    return out
+    return {
+        "trips": trips,
+        "evidence": evidence,
+        "group": np.array([pair_group.get(k, 0) for k in keys], dtype=np.int64),
+        "codes": codes,
+        "lo": lo,
+        "hi": hi,
+    }
+
+
+def route_piece(spans: dict[str, Any], group: int) -> dict[str, pd.DataFrame]:
+    """Return one group's ``trips`` and ``evidence`` from :func:`route_spans`.
+
+    The evidence: each trip's fixes, with one neighbour on each side (:func:`_grown_spans`).
+    """
+    sel = np.flatnonzero(spans["group"] == group)
+    rows = _grown_spans(spans["codes"], spans["lo"][sel], spans["hi"][sel])
+    return {
+        "trips": spans["trips"].iloc[sel].reset_index(drop=True),
+        "evidence": spans["evidence"].iloc[rows].reset_index(drop=True),
+    }
+
+
+def _grown_spans(
+    codes: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Return the positions in the ``[lo, hi)`` spans, with one neighbour on each side.
+
+    The neighbours of the vehicle (``codes``) only: :func:`_grown` of the spans' mask, found in
+    time of the spans' fixes rather than of all fixes.
+    """
+    keep = hi > lo
+    lo, hi, n = lo[keep], hi[keep], len(codes)
+    lo = lo - ((lo > 0) & (codes[np.maximum(lo - 1, 0)] == codes[lo]))
+    hi = hi + ((hi < n) & (codes[np.minimum(hi, n - 1)] == codes[hi - 1]))
+    sizes = hi - lo
+    starts = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
+    return _sorted_unique(starts + np.arange(int(sizes.sum()), dtype=np.int64))
 
 
 def route_group(

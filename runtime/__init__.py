@@ -12,7 +12,8 @@ whole ``pontual analyze`` process, runs with and without interleaved; see
 trick                     guard                                     saving (2M fixes, --jobs 2)
 ========================  ========================================  ==========================
 :func:`aside`,            Linux (``fork`` start method); else runs  about a third of the run
-:func:`forked_map`        in this process; refuses re-entry
+:func:`forked_map`,       in this process; refuses re-entry
+:func:`forked_share`
 :func:`keep_arrow_pages`  before ``pyarrow`` is imported; Arrow's   see its docstring
                           mimalloc pool only
 ========================  ========================================  ==========================
@@ -53,7 +54,8 @@ def can_fork() -> bool:
     """Whether this platform forks cheaply and safely: Linux with the ``fork`` start method.
 
     macOS offers ``fork`` but its system libraries are not fork-safe once threads run; Windows
-    has no ``fork``. Elsewhere :func:`aside` and :func:`forked_map` run in this process.
+    has no ``fork``. Elsewhere :func:`aside`, :func:`forked_map` and :func:`forked_share` run in
+    this process.
     """
     return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
 
@@ -77,8 +79,8 @@ def _fork_pool(func: Callable[..., Any], workers: int) -> Iterator[concurrent.fu
     global _CALL, _OPEN
     if _OPEN:
         msg = (
-            "runtime.aside/forked_map não é reentrante: já há um pool de processos aberto neste "
-            "processo (ou ele é um filho de um pool); chame-o fora do outro bloco"
+            "runtime.aside/forked_map/forked_share não é reentrante: já há um pool de processos "
+            "aberto neste processo (ou ele é um filho de um pool); chame-o fora do outro bloco"
         )
         raise ForkPoolReentryError(msg)
     _OPEN, _CALL = True, func
@@ -129,6 +131,47 @@ def forked_map(func: Callable[[X], T], items: Sequence[X], *, jobs: int) -> Iter
         return
     with _fork_pool(func, min(jobs, len(items))) as pool:
         yield from pool.map(_call, items)  # forks at the first submit: the children see _CALL
+
+
+@contextlib.contextmanager
+def forked_share(
+    func: Callable[[X], T], items: Sequence[X], *, jobs: int
+) -> Iterator[Callable[[], list[T]]]:
+    """Start ``func`` of each item in ``jobs - 1`` forked processes; this one helps when free.
+
+    The forked processes take the items in order (put the largest first). The yielded function,
+    called once this process has done its own work in the block, takes the items no process
+    has started yet, from the last one back, computes them here (no result to pickle), waits
+    for the others, and returns every result in the items' order. ``func``, what it closes over
+    and the items are inherited, not pickled (a forked process receives an index); with one job,
+    fewer than two items, or where :func:`can_fork` is False, every item runs here when the
+    function is called.
+
+    Raises
+    ------
+    ForkPoolReentryError
+        If called (with more than one job) inside another :func:`aside` or :func:`forked_map`.
+    """
+    if jobs == 1 or len(items) <= 1 or not can_fork():
+        yield lambda: [func(item) for item in items]
+        return
+    with _fork_pool(lambda k: func(items[k]), min(jobs - 1, len(items))) as pool:
+        # the children fork at the first submit: they see _CALL and the items
+        futures = [pool.submit(_call, k) for k in range(len(items))]
+
+        def rest() -> list[T]:
+            here: dict[int, T] = {}
+            for k in range(len(items) - 1, -1, -1):
+                if not futures[k].cancel():  # started: so are all before it
+                    break
+                here[k] = func(items[k])
+            return [here[k] if k in here else f.result() for k, f in enumerate(futures)]
+
+        try:
+            yield rest
+        finally:
+            for f in futures:
+                f.cancel()
 
 
 def available_cores() -> int:

@@ -6,13 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import runtime
-from runtime import ForkPoolReentryError, aside, forked_map
+from runtime import ForkPoolReentryError, aside, forked_map, forked_share
 
 ROOT = Path(__file__).resolve().parents[1]
 LINUX = pytest.mark.skipif(not runtime.can_fork(), reason="fork pool: Linux only")
@@ -59,6 +60,46 @@ class TestForkedMap:
     def test_one_job_runs_here(self) -> None:
         """jobs=1 maps in this process."""
         assert list(forked_map(lambda i: os.getpid(), [1, 2], jobs=1)) == [os.getpid()] * 2
+
+
+@LINUX
+class TestForkedShare:
+    def test_the_caller_takes_the_last_items_the_children_the_first(self) -> None:
+        """Results in the items' order; the last items are computed here once the caller asks."""
+
+        def slow(i: int) -> tuple[int, int]:
+            time.sleep(0.05)
+            return i * i, os.getpid()
+
+        with forked_share(slow, list(range(8)), jobs=2) as rest:
+            out = rest()
+        assert [square for square, _ in out] == [i * i for i in range(8)]
+        here = [pid == os.getpid() for _, pid in out]
+        assert not here[0] and here[-1]
+        assert here == sorted(here)  # the children's items first, then this process's
+
+    def test_an_error_in_a_child_is_raised_in_the_caller(self) -> None:
+        """An exception of an item computed in a forked process comes back through ``rest``."""
+
+        def fails(i: int) -> int:
+            if i == 0:
+                raise ValueError("grupo ilegível")
+            time.sleep(0.2)
+            return i
+
+        with (
+            pytest.raises(ValueError, match="grupo ilegível"),
+            forked_share(fails, [0, 1, 2], jobs=2) as rest,
+        ):
+            rest()
+
+    def test_one_job_runs_here_when_asked(self) -> None:
+        """jobs=1: nothing runs until ``rest`` is called, then every item in this process."""
+        calls: list[int] = []
+        with forked_share(lambda i: calls.append(i) or os.getpid(), [1, 2, 3], jobs=1) as rest:
+            assert calls == []
+            assert rest() == [os.getpid()] * 3
+        assert calls == [1, 2, 3]
 
 
 @LINUX
