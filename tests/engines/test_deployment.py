@@ -28,17 +28,21 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "analise.md"
 TZ = "America/Sao_Paulo"
 
 
-def _documented() -> tuple[list[str], list[str], str]:
-    """The scheduler's and a worker's command lines and the configuration file, from the doc."""
+def _documented() -> tuple[dict[str, str], list[str], list[str], str]:
+    """The scheduler's environment assignments and command line, a worker's command line and
+    the configuration file, from the doc."""
     text = DOC.read_text(encoding="utf-8")
     section = text[text.index("### Deployment on a city's machines") :]
     lines = [line.strip() for line in section.splitlines()]
-    scheduler = next(line for line in lines if line.startswith(".venv/bin/dask scheduler"))
+    line = next(line for line in lines if ".venv/bin/dask scheduler" in line)
+    words = shlex.split(line)
+    at = words.index(".venv/bin/dask")
+    assigned = dict(word.split("=", 1) for word in words[:at])
     worker = next(line for line in lines if line.startswith(".venv/bin/dask worker"))
     config = re.search(r"<<'EOF'\n(.*?)\n\s*EOF\n", section, re.DOTALL)
     assert config is not None, "the deployment section lost its configuration file"
     yaml = "\n".join(line[2:] for line in config.group(1).splitlines())  # the block's indent
-    return shlex.split(scheduler), shlex.split(worker), yaml + "\n"
+    return assigned, words[at:], shlex.split(worker), yaml + "\n"
 
 
 def _free_port() -> int:
@@ -51,7 +55,7 @@ def _free_port() -> int:
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[str]:
     """The documented scheduler and workers on 127.0.0.1; yields the scheduler's address."""
-    scheduler, worker, yaml = _documented()
+    assigned, scheduler, worker, yaml = _documented()
     config = tmp_path / "dask-config"
     config.mkdir()
     (config / "pontual.yaml").write_text(yaml, encoding="utf-8")
@@ -68,10 +72,15 @@ def cluster(tmp_path: Path) -> Iterator[str]:
     worker = [str(bin_dir / "dask"), *(address if "HOST" in a else a for a in worker[1:])]
     worker += ["--host", "127.0.0.1", "--local-directory", str(tmp_path / "workers")]
     procs = []
-    for cmd, log in ((scheduler, tmp_path / "scheduler.log"), (worker, tmp_path / "workers.log")):
+    for cmd, log, extra in (
+        (scheduler, tmp_path / "scheduler.log", assigned),
+        (worker, tmp_path / "workers.log", {}),
+    ):
         with log.open("wb") as out:  # the child keeps its own descriptor
             procs.append(
-                subprocess.Popen(cmd, env=env, cwd=tmp_path, start_new_session=True, stderr=out)
+                subprocess.Popen(
+                    cmd, env=env | extra, cwd=tmp_path, start_new_session=True, stderr=out
+                )
             )
     try:
         from distributed import Client
@@ -100,7 +109,11 @@ def test_the_documented_cluster_runs_an_analysis(
 
     with Client(cluster, timeout=30) as client:
         trim = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        setting = "distributed.admin.low-level-log-length"  # by value: the workers import no test
+        logs = client.run(lambda: __import__("dask").config.get(setting))
+        scheduler_log = client.run_on_scheduler(lambda: __import__("dask").config.get(setting))
     assert len(trim) == 2 and set(trim.values()) == {"2147483647"}
+    assert set(logs.values()) == {0} and scheduler_log == 0  # no message log kept
 
     pings = write_contract_csv(tmp_path / "pings.csv", contract_cells())
     STANDS.to_file(tmp_path / "stands.geojson", driver="GeoJSON")
