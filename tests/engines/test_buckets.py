@@ -36,6 +36,18 @@ def _local(path: Path, **kw: Any) -> Any:
     return analyze_pings(pings, rejected, STANDS, **kw)
 
 
+def _typed_parquet(tmp_path: Path, *, groups: int = 1) -> tuple[Path, int]:
+    """The contract rows as a typed Parquet file of ``groups`` row groups; its path and rows."""
+    cells = _contract_rows()
+    typed = cells.assign(
+        lat=pd.to_numeric(cells["lat"], errors="coerce"),
+        lon=pd.to_numeric(cells["lon"], errors="coerce"),
+    )
+    path = tmp_path / "pings.parquet"
+    typed.to_parquet(path, index=False, row_group_size=len(typed) // groups)
+    return path, len(typed)
+
+
 def _kw(tmp_path: Path) -> dict[str, Any]:
     return {"fleet": scenario_fleet(tmp_path), "boundary": BOUNDARY, "params": AnalysisParams()}
 
@@ -76,13 +88,7 @@ class TestAnalyzeFile:
 
     def test_parquet_two_jobs_and_as_of(self, tmp_path: Path) -> None:
         """Typed Parquet, buckets in two forked processes, an earlier --as-of: the local result."""
-        cells = _contract_rows()
-        typed = cells.assign(
-            lat=pd.to_numeric(cells["lat"], errors="coerce"),
-            lon=pd.to_numeric(cells["lon"], errors="coerce"),
-        )
-        path = tmp_path / "pings.parquet"
-        typed.to_parquet(path, index=False)
+        path, _ = _typed_parquet(tmp_path)
         kw = _kw(tmp_path) | {"as_of": dt.date(2024, 3, 5)}
         local = _local(path, **kw)
         got, _ = analyze_file(path, STANDS, now=NOW, bucket_fixes=400, jobs=2, **kw)
@@ -101,21 +107,15 @@ class TestAnalyzeFile:
             raise AssertionError("spilled")
 
         monkeypatch.setattr(buckets, "spill", no_spill)
-        cells = _contract_rows()
-        typed = cells.assign(
-            lat=pd.to_numeric(cells["lat"], errors="coerce"),
-            lon=pd.to_numeric(cells["lon"], errors="coerce"),
-        )
-        path = tmp_path / "pings.parquet"
-        typed.to_parquet(path, index=False, row_group_size=len(typed) // 5)
+        path, n_rows = _typed_parquet(tmp_path, groups=5)
         kw = _kw(tmp_path)
         local = _local(path, **kw)
         got, sample = analyze_file(
-            path, STANDS, now=NOW, bucket_fixes=300, jobs=jobs, chunk_rows=len(typed) // 4, **kw
+            path, STANDS, now=NOW, bucket_fixes=300, jobs=jobs, chunk_rows=n_rows // 4, **kw
         )
         assert_same(got, local, positions=False)
         pd.testing.assert_frame_equal(got.rejected, local.rejected)
-        assert got.rejected["row"].gt(len(typed) // 2).any()  # rejected rows in a later chunk
+        assert got.rejected["row"].gt(n_rows // 2).any()  # rejected rows in a later chunk
         assert len(sample)
 
     @pytest.mark.parametrize("jobs", [2, 3])
@@ -126,20 +126,14 @@ class TestAnalyzeFile:
         rows in several: the local result, rows numbered as in one read."""
         monkeypatch.setattr(ingest, "RANGE_MIN_ROWS", 0)
         monkeypatch.setattr(buckets, "HELD_ROWS", 0)  # spilled, not held in memory
-        cells = _contract_rows()
-        typed = cells.assign(
-            lat=pd.to_numeric(cells["lat"], errors="coerce"),
-            lon=pd.to_numeric(cells["lon"], errors="coerce"),
-        )
-        path = tmp_path / "pings.parquet"
-        typed.to_parquet(path, index=False, row_group_size=len(typed) // 7)
+        path, n_rows = _typed_parquet(tmp_path, groups=7)
         assert len(RawPings.open(path).ranges(jobs)) == jobs
         kw = _kw(tmp_path)
         local = _local(path, **kw)
         got, _ = analyze_file(path, STANDS, now=NOW, bucket_fixes=300, jobs=jobs, **kw)
         assert_same(got, local, positions=False)
         pd.testing.assert_frame_equal(got.rejected, local.rejected)
-        assert got.rejected["row"].gt(len(typed) // 2).any()  # rejected rows in a later range
+        assert got.rejected["row"].gt(n_rows // 2).any()  # rejected rows in a later range
 
     @pytest.mark.parametrize(
         ("rows", "jobs", "want"),
