@@ -44,7 +44,7 @@ from tracking.detectors.findings import (
     write_feature_collection,
     write_findings_geojson,
 )
-from tracking.ingest import write_rejected
+from tracking.ingest import rejected_order, write_rejected
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
 from tracking.validate import MAX_SPEED_KMH
@@ -570,8 +570,7 @@ def rejected_columns(heads: Sequence[pd.DataFrame]) -> list[str]:
     writes them.
     """
     joined = pd.concat([h.iloc[:0] for h in heads]).columns if heads else pd.Index([])
-    rest = [str(c) for c in joined if c not in (fr.ROW, fr.REASON)]
-    return [fr.ROW, fr.REASON, *rest]
+    return rejected_order(str(c) for c in joined)
 
 
 def _merge_part_files(

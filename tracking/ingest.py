@@ -405,8 +405,12 @@ def write_rejected(rejected: pd.DataFrame, path: str | Path) -> None:
     if missing:
         msg = f"quadro de rejeitados sem a(s) coluna(s) {', '.join(missing)}"
         raise MissingColumnsError(msg)
-    rest = [c for c in rejected.columns if c not in (fr.ROW, fr.REASON)]
-    rejected[[fr.ROW, fr.REASON, *rest]].to_csv(path, index=False, lineterminator="\n")
+    rejected[rejected_order(rejected.columns)].to_csv(path, index=False, lineterminator="\n")
+
+
+def rejected_order(columns: Iterable[str]) -> list[str]:
+    """Return ``rejected.csv``'s column order: ``row``, ``reason``, then the others as given."""
+    return [fr.ROW, fr.REASON, *(c for c in columns if c not in (fr.ROW, fr.REASON))]
 
 
 # --- CSV -----------------------------------------------------------------------------------
