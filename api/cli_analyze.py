@@ -171,6 +171,11 @@ def analyze(
         # The bar shows before the heavy imports (pandas, geopandas, pyarrow): they are read
         # inside the first stage.
         task = bar.add_task("Lendo pontos e frota", total=_STAGES)
+        early = None
+        if engine is Engine.local and pings_format is not PingFormat.porto:
+            from engines.early import start_early_read
+
+            early = start_early_read(pings)  # a small Parquet file, read while the rest loads
         from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
         from fleet.drivers import read_driver_links, read_drivers
         from fleet.loaders import read_fleet
@@ -267,7 +272,7 @@ def analyze(
 
             bar.update(task, advance=1, description="Lendo e validando pings")
             result, fixes = analyze_file(
-                pings, stand_frame, jobs=jobs, **options | {"progress": detail}
+                pings, stand_frame, jobs=jobs, early=early, **options | {"progress": detail}
             )
         else:
             bar.update(task, advance=1, description="Lendo e validando pings")

@@ -25,12 +25,12 @@ import pandas as pd
 
 from engines.buckets import (
     DEFAULT_BUCKET_FIXES,
-    SPILL_CHUNK_ROWS,
     bucket_count,
     estimate_rows,
     read_spilled,
     spill,
 )
+from engines.early import SPILL_CHUNK_ROWS
 from tracking.ingest import RawPings
 from tracking.validate import validate_pings
 

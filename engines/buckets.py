@@ -12,9 +12,10 @@ rejected rows and summary) without ever holding every fix:
    be repeated in every bucket (:func:`_own_dictionaries`). About ``bucket_fixes`` rows per
    bucket, the count a multiple of ``jobs`` (:func:`bucket_count`). With ``jobs`` > 1, a plain
    CSV or a Parquet file of several row groups is read as that many ranges at once
-   (:func:`spill`). A Parquet file of at most :data:`HELD_ROWS` rows is instead read whole
-   into memory, each bucket's rows taken from it by the process that analyses the bucket
-   (:class:`Held`): nothing written, read back or pickled.
+   (:func:`spill`). A Parquet file of at most :data:`engines.early.HELD_ROWS` rows is instead
+   read whole into memory (by a thread started before the analysis's imports, from the CLI),
+   each bucket's rows taken from it by the process that analyses the bucket (:class:`Held`):
+   nothing written, read back or pickled.
 2. *per bucket* — the bucket's rows, in file order, are validated
    (:func:`tracking.validate.validate_pings`: every rule is about one row or one vehicle's rows,
    so a bucket gives the verdicts the whole file would) and analysed with
@@ -48,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engines.early import HELD_ROWS, SPILL_CHUNK_ROWS
 from engines.partitions import POSITIONS, gather, stage_context, vehicle_stage
 from engines.pipeline import AnalysisParams, AnalysisResult, Progress, cut_at_as_of, no_progress
 from geo.roads import RoadGraph
@@ -56,17 +58,12 @@ from tracking import frames as fr
 from tracking.detectors.detect import Thresholds
 from tracking.detectors.findings import KINDS
 from tracking.ingest import RawPings
+from tracking.parquet import EarlyRead
 from tracking.validate import arrow_text, validate_pings
 
 DEFAULT_BUCKET_FIXES = 500_000
 """Rows per bucket aimed at (a bucket's work takes a few hundred MB)."""
 
-SPILL_CHUNK_ROWS = 250_000
-"""Rows read at a time while spilling (the spill's peak is a few times a chunk's cells)."""
-
-HELD_ROWS = 4_000_000
-"""A Parquet file of at most this many rows is read whole, not spilled (:class:`Held`; its
-decoded columns, Arrow dictionaries for the text, take ~60 bytes a row)."""
 
 MAP_FIXES = 50_000
 """Fixes sampled for the map page."""
@@ -94,6 +91,7 @@ def analyze_file(
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
+    early: EarlyRead | None = None,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Read, validate and analyse a pings file bucket by bucket (see the module docstring).
 
@@ -113,6 +111,9 @@ def analyze_file(
         Rows read at a time while spilling.
     drivers, driver_links, stand_suspensions : pandas.DataFrame, optional
         As in :func:`engines.pipeline.analyze_pings`.
+    early : tracking.parquet.EarlyRead, optional
+        This file being read already (:func:`engines.early.start_early_read`, with the same
+        ``chunk_rows``): taken when the file is read whole.
 
     Returns
     -------
@@ -158,7 +159,7 @@ def analyze_file(
         held: Held | None = None
         buckets: list[Bucket] | list[int]
         if not source.is_csv and n_estimate <= HELD_ROWS:
-            held = Held.read(source, n_buckets)
+            held = Held.read(source, n_buckets, early=early)
             n_rows, buckets = held.n_rows, held.present()
             sizes = [held.size(k) for k in buckets]
         else:
@@ -474,9 +475,12 @@ class Held:
     bounds: list[np.ndarray]
 
     @classmethod
-    def read(cls, source: RawPings, n_buckets: int) -> Held:
-        """Read ``source`` (Parquet) whole; afterwards it knows its (no) malformed records."""
-        tables = list(source.tables())
+    def read(cls, source: RawPings, n_buckets: int, *, early: EarlyRead | None = None) -> Held:
+        """Read ``source`` (Parquet) whole, or take ``early``'s read of it.
+
+        Afterwards ``source`` knows its (no) malformed records.
+        """
+        tables = list(source.tables(early=early))
         order, bounds = [], []
         for table in tables:
             bucket = (

@@ -63,7 +63,6 @@ import pyarrow.parquet as pq
 
 from engines.buckets import (
     DEFAULT_BUCKET_FIXES,
-    SPILL_CHUNK_ROWS,
     Mapper,
     analyze_bucket,
     bucket_extras,
@@ -76,6 +75,7 @@ from engines.buckets import (
     vehicle_buckets,
     without_positions,
 )
+from engines.early import SPILL_CHUNK_ROWS
 from engines.partitions import stage_context
 from engines.pipeline import (
     AnalysisParams,

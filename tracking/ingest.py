@@ -42,11 +42,17 @@ from tracking._errors import (
     ReservedColumnError,
     UnsupportedFormatError,
 )
+from tracking.parquet import (
+    DICTIONARY_COLUMNS,
+    PARQUET_SUFFIXES,
+    EarlyRead,
+    open_parquet,
+    record_batches,
+)
 from tracking.validate import MAX_SPEED_KMH, make_rejected, validate_ping_chunks
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
 _ID_COLUMNS = (fr.VEHICLE_ID, fr.DRIVER_ID)
-PARQUET_SUFFIXES = (".parquet", ".pq")
 DEFAULT_CHUNK_ROWS = 1_000_000
 """Rows read and validated at a time by :func:`read_pings`."""
 _CSV_BLOCK_BYTES = 1 << 20  # larger blocks make Arrow hold much more per row
@@ -55,23 +61,6 @@ RANGE_MIN_BYTES = 64 << 20
 """Smallest CSV :meth:`RawPings.ranges` cuts (under it, starting processes costs more)."""
 RANGE_MIN_ROWS = 600_000
 """Smallest Parquet :meth:`RawPings.ranges` cuts (about :data:`RANGE_MIN_BYTES` of CSV)."""
-DICTIONARY_COLUMNS = (
-    fr.VEHICLE_ID,
-    fr.TIMESTAMP,
-    fr.SPEED_KMH,
-    fr.HEADING_DEG,
-    fr.ACCURACY_M,
-    fr.METER,
-    fr.TARIFF,
-    fr.DRIVER_ID,
-)
-"""Ping columns whose text cells are read as Arrow dictionaries (CSV; Parquet text columns).
-
-A fleet repeats them: a vehicle's id on each of its fixes, the same second for every vehicle
-reporting in it, a few meter states and speeds. Reordered, spilled and validated as indices into
-their distinct cells (:mod:`tracking.validate` checks each distinct cell once); raw frames hold
-them as Arrow dictionaries (:func:`text_series`), the cells unchanged.
-"""
 _DICTIONARY_TEXT = pa.dictionary(pa.int32(), pa.large_string())
 
 
@@ -179,10 +168,14 @@ class RawPings:
         for table in self.tables():
             yield self.frame(table)
 
-    def tables(self) -> Iterator[pa.Table]:
-        """Yield the chunks as read (Arrow), each with a ``row`` column; see :meth:`frame`."""
+    def tables(self, *, early: EarlyRead | None = None) -> Iterator[pa.Table]:
+        """Yield the chunks as read (Arrow), each with a ``row`` column; see :meth:`frame`.
+
+        ``early``: a Parquet file's batches already being read in a thread (same file and
+        ``chunk_rows``).
+        """
         if not self.is_csv:
-            yield from _iter_parquet_tables(self.path, chunk_rows=self.chunk_rows)
+            yield from _iter_parquet_tables(self.path, chunk_rows=self.chunk_rows, early=early)
             return
         bad: list[tuple[int | None, str]] = []
         yield from _iter_csv_tables(self.path, self.names, chunk_rows=self.chunk_rows, bad=bad)
@@ -250,7 +243,7 @@ class RawPings:
 
     def _row_group_ranges(self, parts: int) -> list[tuple[int, int]]:
         """Cut a Parquet file's row groups into up to ``parts`` runs of about equal rows."""
-        meta = _open_parquet(self.path).metadata
+        meta = open_parquet(self.path).metadata
         if meta.num_rows < RANGE_MIN_ROWS or meta.num_row_groups < 2:
             return []
         ends = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
@@ -774,21 +767,12 @@ def text_series(column: pa.ChunkedArray) -> pd.Series:
 # --- Parquet -------------------------------------------------------------------------------
 
 
-def _open_parquet(path: Path, *, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path, read_dictionary=read_dictionary)
-    except (pa.ArrowInvalid, OSError) as exc:
-        if path.stat().st_size == 0:
-            raise EmptyFileError(f"{path.name}: arquivo vazio") from exc
-        raise MalformedFileError(f"{path.name}: Parquet inválido ({exc})") from exc
-
-
 def _integral_id_columns(path: Path) -> set[str]:
     """Return the float identifier columns whose values are all integral (int with nulls).
 
     Decided over the whole file, so that every chunk converts them alike.
     """
-    pf = _open_parquet(path)
+    pf = open_parquet(path)
     schema = pf.schema_arrow
     check_ping_columns([n.strip() for n in schema.names], source=path.name)
     out: set[str] = set()
@@ -808,42 +792,40 @@ def _integral_id_columns(path: Path) -> set[str]:
 
 
 def _iter_parquet_tables(
-    path: Path, *, chunk_rows: int, row_groups: Iterable[int] | None = None
+    path: Path,
+    *,
+    chunk_rows: int,
+    row_groups: Iterable[int] | None = None,
+    early: EarlyRead | None = None,
 ) -> Iterator[pa.Table]:
     """Yield a Parquet file's rows as stored, ``chunk_rows`` at a time, with ``row``.
 
-    ``row_groups``: only these (``row`` then counts their rows from 1).
+    ``row_groups``: only these (``row`` then counts their rows from 1). ``early``: the whole
+    file's batches, already being read (:class:`tracking.parquet.EarlyRead`).
     """
-    pf = _open_parquet(path)
-    text = [
-        name
-        for name, typ in zip(pf.schema_arrow.names, pf.schema_arrow.types, strict=True)
-        if name.strip() in DICTIONARY_COLUMNS
-        and (pa.types.is_string(typ) or pa.types.is_large_string(typ))
-    ]
-    if text:  # decoded straight from the file's dictionary pages
-        pf = _open_parquet(path, read_dictionary=text)
+    if early is not None:
+        if early.path != path or early.batch_rows != chunk_rows or row_groups is not None:
+            msg = f"leitura antecipada de {early.path.name} não serve para {path.name}"
+            raise InvalidParameterError(msg)
+        schema, batches = early.batches()
+        pending: Iterable[pa.RecordBatch] = _released(batches)
+    else:
+        schema, pending = record_batches(path, batch_rows=chunk_rows, row_groups=row_groups)
     done = 0
-    groups = None if row_groups is None else list(row_groups)
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        it = iter(pf.iter_batches(batch_size=chunk_rows, row_groups=groups))
-        while True:
-            try:
-                batch = next(it)
-            except StopIteration:
-                return
-            except (pa.ArrowInvalid, OSError) as exc:
-                raise MalformedFileError(f"{path.name}: Parquet inválido ({exc})") from exc
-            yield batch
-
-    for table in _rebatch(batches(), chunk_rows):
+    for table in _rebatch(pending, chunk_rows):
         n = table.num_rows
         yield _with_rows(_one_dictionary(table), done + 1)
         del table  # not held while the next chunk is read
         done += n
     if done == 0:
-        yield _with_rows(pf.schema_arrow.empty_table(), 1)
+        yield _with_rows(schema.empty_table(), 1)
+
+
+def _released(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Yield the batches in order, each dropped from the list as it goes."""
+    batches.reverse()
+    while batches:
+        yield batches.pop()
 
 
 def _parquet_frame(table: pa.Table, *, integral_ids: set[str]) -> pd.DataFrame:

@@ -89,3 +89,56 @@ def test_the_root_help_summaries_are_the_commands_own() -> None:
         command = api.cli._LazyCommands()[name]
         text = inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
         assert (entry.summary, command.hidden, command.deprecated) == (text, False, False), name
+
+
+_EARLY_PROBE = """
+import json, sys
+import tracking.parquet as tp
+seen = {}
+start, batches = tp.EarlyRead.__init__, tp.EarlyRead.batches
+def init(self, *a, **k):
+    seen["loaded_at_start"] = [m for m in ("pandas", "geopandas", "shapely") if m in sys.modules]
+    start(self, *a, **k)
+def taken(self):
+    seen["taken"] = seen.get("taken", 0) + 1
+    return batches(self)
+tp.EarlyRead.__init__, tp.EarlyRead.batches = init, taken
+sys.argv = ["pontual", *json.loads(sys.argv[1])]
+import api.cli
+api.cli._exit_at_once = lambda: None
+try:
+    api.cli.main()
+except SystemExit as exc:
+    seen["code"] = exc.code
+print(json.dumps(seen))
+"""
+
+
+def test_small_parquet_read_while_the_analysis_loads(tmp_path: Path) -> None:
+    """``pontual analyze`` of a small Parquet file starts reading it before pandas, geopandas and
+    shapely load, and the analysis takes that read."""
+    import pandas as pd
+
+    pings = tmp_path / "pings.parquet"
+    pd.DataFrame(
+        {
+            "vehicle_id": ["T1", "T1"],
+            "timestamp": ["2024-03-04T09:00:00-03:00", "2024-03-04T09:01:00-03:00"],
+            "lat": [-30.0277, -30.0278],
+            "lon": [-51.2287, -51.2287],
+        }
+    ).to_parquet(pings, index=False)
+    stands = tmp_path / "stands.geojson"
+    stands.write_text('{"type": "FeatureCollection", "features": []}', encoding="utf-8")
+    argv = ["analyze", "--pings", str(pings), "--stands", str(stands), "--tiles", "none"]
+    done = subprocess.run(
+        [sys.executable, "-c", _EARLY_PROBE, json.dumps([*argv, "--out", str(tmp_path / "o")])],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        timeout=120,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"loaded_at_start": [], "taken": 1, "code": 0}, done.stderr
+    assert (tmp_path / "o" / "summary.json").exists()

@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -393,3 +394,41 @@ def test_header_only_file_with_the_database(
     assert "Traceback" not in output
     assert done.returncode == 0, output  # type: ignore[attr-defined]
     assert "erro:" not in output
+
+
+def test_corrupt_parquet_pings_same_error_read_early_or_not(
+    good: dict[str, Path],
+    tmp_path: Path,
+    run_in_process: Callable[[list[str]], tuple[int, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Parquet file whose metadata reads but whose pages do not: one clear error line, the
+    same whether it was read in a thread while the analysis loaded or not."""
+    import engines.early
+    from tracking.parquet import EarlyRead
+
+    path = tmp_path / "pings.parquet"
+    pd.DataFrame(
+        {"vehicle_id": ["T1"] * 500, "timestamp": ["2024-03-04T09:00:00-03:00"] * 500}
+        | {"lat": [-30.03 + i * 1e-6 for i in range(500)], "lon": [-51.22] * 500}
+    ).to_parquet(path, index=False)
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little") + 8
+    data[8 : len(data) - footer] = b"\xff" * (len(data) - footer - 8)
+    path.write_bytes(bytes(data))
+    taken = [0]
+    batches = EarlyRead.batches
+
+    def counted(self: EarlyRead) -> Any:
+        taken[0] += 1
+        return batches(self)
+
+    monkeypatch.setattr(EarlyRead, "batches", counted)
+    outputs = []
+    for held_rows in (engines.early.HELD_ROWS, -1):  # read early, then not
+        monkeypatch.setattr(engines.early, "HELD_ROWS", held_rows)
+        code, output = run_in_process(_args("analyze", "--pings", path, good, tmp_path / "o"))
+        assert code == 1 and "Traceback" not in output, output
+        outputs.append(output)
+    assert outputs[0] == outputs[1] and taken == [1]
+    assert outputs[0].startswith("erro: ") and "Parquet inválido" in outputs[0], outputs[0]

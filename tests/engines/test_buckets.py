@@ -23,8 +23,9 @@ from engines import buckets
 from engines.buckets import analyze_file, bucket_count
 from engines.pipeline import AnalysisParams, analyze_pings
 from tracking import ingest
-from tracking._errors import MissingColumnsError
+from tracking._errors import InvalidParameterError, MissingColumnsError
 from tracking.ingest import RawPings, read_pings
+from tracking.parquet import EarlyRead
 
 
 def _local(path: Path, **kw: Any) -> Any:
@@ -95,28 +96,56 @@ class TestAnalyzeFile:
         assert_same(got, local, positions=False)
         pd.testing.assert_frame_equal(got.rejected, local.rejected)
 
+    @pytest.mark.parametrize("early", [False, True], ids=["read", "early-read"])
     @pytest.mark.parametrize("jobs", [1, 2])
     def test_small_parquet_held_in_memory(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int, early: bool
     ) -> None:
         """A Parquet file under HELD_ROWS read whole in chunks of their own dictionaries, each
         bucket taken from memory (nothing spilled), rejected rows in several chunks: the local
-        result, rows numbered as in one read."""
+        result, rows numbered as in one read. Read by a thread started before (``early``), the
+        file is not read again."""
 
         def no_spill(*_: Any, **__: Any) -> None:
             raise AssertionError("spilled")
+
+        def no_second_read(*_: Any, **__: Any) -> None:
+            raise AssertionError("read again")
 
         monkeypatch.setattr(buckets, "spill", no_spill)
         path, n_rows = _typed_parquet(tmp_path, groups=5)
         kw = _kw(tmp_path)
         local = _local(path, **kw)
+        ahead = EarlyRead(path, batch_rows=n_rows // 4) if early else None
+        if early:
+            monkeypatch.setattr(ingest, "record_batches", no_second_read)
         got, sample = analyze_file(
-            path, STANDS, now=NOW, bucket_fixes=300, jobs=jobs, chunk_rows=n_rows // 4, **kw
+            path,
+            STANDS,
+            now=NOW,
+            bucket_fixes=300,
+            jobs=jobs,
+            chunk_rows=n_rows // 4,
+            early=ahead,
+            **kw,
         )
         assert_same(got, local, positions=False)
         pd.testing.assert_frame_equal(got.rejected, local.rejected)
         assert got.rejected["row"].gt(n_rows // 2).any()  # rejected rows in a later chunk
         assert len(sample)
+
+    def test_early_read_of_another_file_or_chunking_refused(self, tmp_path: Path) -> None:
+        """An early read is only taken for its own file, read in the same chunks."""
+        path, n_rows = _typed_parquet(tmp_path)
+        other = tmp_path / "other.parquet"
+        other.write_bytes(path.read_bytes())
+        kw = _kw(tmp_path)
+        for ahead, chunk_rows in [
+            (EarlyRead(other, batch_rows=n_rows // 4), n_rows // 4),
+            (EarlyRead(path, batch_rows=n_rows // 4), n_rows // 2),
+        ]:
+            with pytest.raises(InvalidParameterError, match="leitura antecipada"):
+                analyze_file(path, STANDS, now=NOW, chunk_rows=chunk_rows, early=ahead, **kw)
 
     @pytest.mark.parametrize("jobs", [2, 3])
     def test_parquet_read_as_row_group_ranges(
