@@ -39,9 +39,9 @@ MARGIN_DEG = 1e-6
 
 _EMPTY_I64: NDArray[np.int64] = np.empty(0, dtype=np.int64)
 _FILTER_BITS = 20
-GRID_STEP_DEG = 1 / 512
+GRID_STEP_DEG = 1 / 2048
 """Step of the coarse lat/lon grid that spares H3 indexing to pings far from every stand
-(about 217 m of latitude)."""
+(about 54 m of latitude)."""
 _GRID_BITS = 22
 """A ping's cell is first looked up in a 2**20-slot presence table keyed by its finest digits,
 so that only the few pings that may be in the cover pay for the binary search."""
