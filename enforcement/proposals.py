@@ -676,7 +676,7 @@ def proposal_texts(proposals: Iterable[dict[str, Any]]) -> Iterator[bytes]:
         except TypeError:  # orjson.JSONEncodeError included
             text = json.dumps(record, ensure_ascii=False, indent=2).encode()
         # a JSON text has no raw line break inside a string: each line is a line of layout
-        yield b"\n".join(b"  " + line for line in text.split(b"\n"))
+        yield b"  " + text.replace(b"\n", b"\n  ")
 
 
 def write_proposal_texts(texts: Iterable[bytes], path: Path) -> None:
