@@ -178,6 +178,9 @@ def dask_client(
 ) -> Iterator[Any]:
     """Yield a ``distributed.Client``: to ``scheduler``, else to a new ``LocalCluster``.
 
+    The local cluster's workers do not log a task's error (:class:`QuietTaskErrors`): it reaches
+    the client. A scheduler's workers are left as they are.
+
     Parameters
     ----------
     scheduler : str, optional
