@@ -130,7 +130,8 @@ class QuietTaskErrors(WorkerPlugin):
     """A :class:`TaskErrorFilter` on ``distributed.worker`` of each worker, while it runs.
 
     Registered on the clusters :func:`dask_client` makes (workers joining later get it too);
-    removed when the worker closes (thread workers share the client's logger).
+    removed when the worker closes. Thread workers share the client process's logger: while
+    they run, other workers in that process do not log a task's error either.
     """
 
     name = "pontual-quiet-task-errors"

@@ -466,16 +466,20 @@ class TestQuietTaskErrors:
         assert worker_log.filters == before
 
     def test_external_scheduler_workers_keep_their_logging(
-        self, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+        self, capfd: pytest.CaptureFixture[str]
     ) -> None:
-        """Workers of a scheduler given by address (the city's) still log a task's error."""
+        """Workers of a scheduler given by address (the city's, here worker processes) still
+        print a task's error, and get no filter."""
         from distributed import LocalCluster
 
-        monkeypatch.setattr(logging.getLogger("distributed"), "propagate", True)
         with (
-            LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster,
+            LocalCluster(n_workers=1, dashboard_address=":0") as cluster,
             dask_client(cluster.scheduler_address) as client,
-            pytest.raises(ValueError, match="falhou"),
         ):
-            client.submit(_fail, pure=False).result()
-        assert len(_task_errors(caplog)) == 1
+            with pytest.raises(ValueError, match="falhou"):
+                client.submit(_fail, pure=False).result()
+            filters = client.run(
+                lambda: [type(f).__name__ for f in logging.getLogger("distributed.worker").filters]
+            )
+        assert list(filters.values()) == [[]]
+        assert "Compute Failed" in capfd.readouterr().err
