@@ -41,6 +41,7 @@ numbers and duplicate rule are file-wide), then the partitions are scattered to 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import operator
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -52,6 +53,7 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+from distributed import WorkerPlugin
 
 from enforcement.proposals import (
     PROPOSAL_ORDER,
@@ -107,6 +109,46 @@ class DistributedEngineError(RuntimeError):
     """The cluster could not be reached or a partition failed."""
 
 
+class TaskErrorFilter(logging.Filter):
+    """Drop distributed's "Compute Failed" records: a task's error with its traceback.
+
+    A worker logs one (``distributed.worker``, ERROR) for each task that raises; the error also
+    reaches the client, which reports it (``pontual analyze``: one pt-BR line). Every other
+    record passes.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Return False for a "Compute Failed" record, True for any other."""
+        return not (
+            record.levelno == logging.ERROR
+            and isinstance(record.msg, str)
+            and record.msg.startswith("Compute Failed")
+        )
+
+
+class QuietTaskErrors(WorkerPlugin):
+    """A :class:`TaskErrorFilter` on ``distributed.worker`` of each worker, while it runs.
+
+    Registered on the clusters :func:`dask_client` makes (workers joining later get it too);
+    removed when the worker closes. Thread workers share the client process's logger: while
+    they run, other workers in that process do not log a task's error either.
+    """
+
+    name = "pontual-quiet-task-errors"
+    idempotent = True
+
+    def __init__(self) -> None:
+        self._filter = TaskErrorFilter()
+
+    def setup(self, worker: Any) -> None:
+        """Add the filter to this process's ``distributed.worker`` logger."""
+        logging.getLogger("distributed.worker").addFilter(self._filter)
+
+    def teardown(self, worker: Any) -> None:
+        """Remove it."""
+        logging.getLogger("distributed.worker").removeFilter(self._filter)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProposalSpec:
     """What the workers need to make a run's proposals (:func:`~enforcement.proposals.propose_all`).
@@ -136,6 +178,9 @@ def dask_client(
     connect_timeout_s: float = 10.0,
 ) -> Iterator[Any]:
     """Yield a ``distributed.Client``: to ``scheduler``, else to a new ``LocalCluster``.
+
+    The local cluster's workers do not log a task's error (:class:`QuietTaskErrors`): it reaches
+    the client. A scheduler's workers are left as they are.
 
     Parameters
     ----------
@@ -184,6 +229,8 @@ def dask_client(
             ) as cluster,
             Client(cluster) as client,
         ):
+            # a task's error reaches the client, which reports it: no worker traceback before
+            client.register_plugin(QuietTaskErrors())
             if processes:
                 # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536: every array of the stages
                 # is then mapped, faulted in and unmapped again (the stages took 2-3x longer).

@@ -368,6 +368,31 @@ class TestCommand:
             assert done.returncode == 1 and message in done.stderr, done.stderr
             assert "Traceback" not in done.stderr
 
+    def test_altered_file_on_dask_workers_is_one_line(
+        self, run_pontual: Any, pings_csv: Path, tmp_path: Path
+    ) -> None:
+        """A file altered in place fails its bucket's task on a worker process of the local
+        cluster: the pt-BR line and exit 1, no worker's "Compute Failed" record nor traceback."""
+        common = _write_inputs(tmp_path)
+        ds_dir = tmp_path / "ds"
+        assert run_pontual(*_write_args(pings_csv, ds_dir), "--buckets", "2").returncode == 0
+        entry = json.loads((ds_dir / "manifest.json").read_text())["files"][-1]
+        path = ds_dir / entry["path"]
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF  # same size: the client's check passes, the worker's not
+        path.write_bytes(bytes(data))
+        done = run_pontual(
+            "analyze", "--pings", str(ds_dir), "--out", str(tmp_path / "o"), *common,
+            "--engine", "dask", "--workers", "2", timeout_s=600,
+        )  # fmt: skip
+        assert done.returncode == 1, done.stderr
+        errors = [line for line in done.stderr.splitlines() if line.startswith("erro:")]
+        assert errors == [
+            f"erro: {ds_dir}: o arquivo {entry['path']} não confere com o manifesto (SHA-256): "
+            "foi alterado; grave o conjunto de novo"
+        ], done.stderr
+        assert "Compute Failed" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
 
 def _write_args(pings: Path, out: Path) -> list[str]:
     return ["dataset", "write", "--pings", str(pings), "--out", str(out)]

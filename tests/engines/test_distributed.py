@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import operator
 import pickle
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from partition_scenario import (
 
 from engines.distributed import (
     DistributedEngineError,
+    TaskErrorFilter,
     _on_pieces,
     _pieces_by_group,
     analyze_pings_distributed,
@@ -409,3 +411,75 @@ class TestDaskClient:
             )
         assert sum(kept) == 0 and sum(on_workers.values()) == 0, (kept, on_workers)
         assert dask.config.get("distributed.admin.low-level-log-length") == default  # set back
+
+
+def _worker_record(level: int, msg: str, *args: Any) -> logging.LogRecord:
+    return logging.getLogger("distributed.worker").makeRecord(
+        "distributed.worker", level, "worker.py", 1, msg, args, None
+    )
+
+
+def _fail() -> None:
+    raise ValueError("falhou")
+
+
+def _task_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compute Failed")]
+
+
+class TestQuietTaskErrors:
+    def test_filter_drops_only_compute_failed(self) -> None:
+        """distributed's record of a failed task is dropped; its other records pass."""
+        task_failed = _worker_record(
+            logging.ERROR,
+            "Compute Failed\nKey:       %s\nState:     %s\nTask:  %s\nException: %r\n"
+            "Traceback: %r\n",
+            "k",
+            "executing",
+            "<Task 'k'>",
+            "ValueError('falhou')",
+            '  File "x.py", line 1\n',
+        )
+        others = [
+            _worker_record(logging.WARNING, "Unmanaged memory use is high. %s", "..."),
+            _worker_record(logging.ERROR, "Exception during execution of task %r", "k"),
+            _worker_record(logging.WARNING, "Compute Failed"),  # not the task's record
+        ]
+        kept = TaskErrorFilter()
+        assert not kept.filter(task_failed)
+        assert all(kept.filter(r) for r in others)
+
+    def test_thread_workers_of_a_local_cluster(
+        self, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Thread workers: a task's error reaches the client and is not logged; a worker's
+        warning is; the filter leaves the logger when the cluster closes."""
+        monkeypatch.setattr(logging.getLogger("distributed"), "propagate", True)
+        worker_log = logging.getLogger("distributed.worker")
+        before = list(worker_log.filters)
+        with dask_client(workers=2, processes=False) as client:
+            with pytest.raises(ValueError, match="falhou"):
+                client.submit(_fail, pure=False).result()
+            client.run(lambda: worker_log.warning("aviso do worker"))
+        assert _task_errors(caplog) == []
+        assert "aviso do worker" in caplog.messages
+        assert worker_log.filters == before
+
+    def test_external_scheduler_workers_keep_their_logging(
+        self, capfd: pytest.CaptureFixture[str]
+    ) -> None:
+        """Workers of a scheduler given by address (the city's, here worker processes) still
+        print a task's error, and get no filter."""
+        from distributed import LocalCluster
+
+        with (
+            LocalCluster(n_workers=1, dashboard_address=":0") as cluster,
+            dask_client(cluster.scheduler_address) as client,
+        ):
+            with pytest.raises(ValueError, match="falhou"):
+                client.submit(_fail, pure=False).result()
+            filters = client.run(
+                lambda: [type(f).__name__ for f in logging.getLogger("distributed.worker").filters]
+            )
+        assert list(filters.values()) == [[]]
+        assert "Compute Failed" in capfd.readouterr().err
