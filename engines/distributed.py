@@ -110,27 +110,36 @@ class DistributedEngineError(RuntimeError):
 
 
 class TaskErrorFilter(logging.Filter):
-    """Drop distributed's "Compute Failed" records: a task's error with its traceback.
+    """Drop what a worker logs of a task's error, and of the tasks cut short as it closes.
 
-    A worker logs one (``distributed.worker``, ERROR) for each task that raises; the error also
-    reaches the client, which reports it (``pontual analyze``: one pt-BR line). Every other
-    record passes.
+    A worker logs "Compute Failed" (``distributed.worker``, ERROR, with the traceback) for each
+    task that raises; the error also reaches the client, which reports it (``pontual analyze``:
+    one pt-BR line) and closes the cluster, whose workers then log each running task they
+    cancel ("Async instruction for … ended with CancelledError", ``distributed.worker.
+    state_machine``, WARNING: only at closing). Every other record passes.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Return False for a "Compute Failed" record, True for any other."""
-        return not (
-            record.levelno == logging.ERROR
-            and isinstance(record.msg, str)
-            and record.msg.startswith("Compute Failed")
-        )
+        """Return False for those two records, True for any other."""
+        text = record.msg if isinstance(record.msg, str) else ""
+        if record.name == "distributed.worker" and record.levelno == logging.ERROR:
+            return not text.startswith("Compute Failed")
+        if record.name == "distributed.worker.state_machine" and record.levelno == logging.WARNING:
+            return not (
+                text.startswith("Async instruction for")
+                and text.endswith("ended with CancelledError")
+            )
+        return True
+
+
+_QUIET_LOGGERS = ("distributed.worker", "distributed.worker.state_machine")
 
 
 class QuietTaskErrors(WorkerPlugin):
-    """A :class:`TaskErrorFilter` on ``distributed.worker`` of each worker, while it runs.
+    """A :class:`TaskErrorFilter` on the worker's loggers of those records, while it runs.
 
     Registered on the clusters :func:`dask_client` makes (workers joining later get it too);
-    removed when the worker closes. Thread workers share the client process's logger: while
+    removed when the worker closes. Thread workers share the client process's loggers: while
     they run, other workers in that process do not log a task's error either.
     """
 
@@ -141,12 +150,14 @@ class QuietTaskErrors(WorkerPlugin):
         self._filter = TaskErrorFilter()
 
     def setup(self, worker: Any) -> None:
-        """Add the filter to this process's ``distributed.worker`` logger."""
-        logging.getLogger("distributed.worker").addFilter(self._filter)
+        """Add the filter to this process's loggers of those records."""
+        for name in _QUIET_LOGGERS:
+            logging.getLogger(name).addFilter(self._filter)
 
     def teardown(self, worker: Any) -> None:
         """Remove it."""
-        logging.getLogger("distributed.worker").removeFilter(self._filter)
+        for name in _QUIET_LOGGERS:
+            logging.getLogger(name).removeFilter(self._filter)
 
 
 @dataclass(frozen=True, kw_only=True)

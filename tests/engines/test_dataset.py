@@ -372,7 +372,8 @@ class TestCommand:
         self, run_pontual: Any, pings_csv: Path, tmp_path: Path
     ) -> None:
         """A file altered in place fails its bucket's task on a worker process of the local
-        cluster: the pt-BR line and exit 1, no worker's "Compute Failed" record nor traceback."""
+        cluster: the pt-BR line and exit 1, no worker's "Compute Failed" record nor traceback,
+        nor the cancelling of the other bucket's task as the cluster closes."""
         common = _write_inputs(tmp_path)
         ds_dir = tmp_path / "ds"
         assert run_pontual(*_write_args(pings_csv, ds_dir), "--buckets", "2").returncode == 0
@@ -392,6 +393,7 @@ class TestCommand:
             "foi alterado; grave o conjunto de novo"
         ], done.stderr
         assert "Compute Failed" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert "CancelledError" not in done.stderr, done.stderr  # the other bucket's, at closing
 
 
 def _write_args(pings: Path, out: Path) -> list[str]:

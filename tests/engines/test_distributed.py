@@ -413,10 +413,10 @@ class TestDaskClient:
         assert dask.config.get("distributed.admin.low-level-log-length") == default  # set back
 
 
-def _worker_record(level: int, msg: str, *args: Any) -> logging.LogRecord:
-    return logging.getLogger("distributed.worker").makeRecord(
-        "distributed.worker", level, "worker.py", 1, msg, args, None
-    )
+def _worker_record(
+    level: int, msg: str, *args: Any, name: str = "distributed.worker"
+) -> logging.LogRecord:
+    return logging.getLogger(name).makeRecord(name, level, "worker.py", 1, msg, args, None)
 
 
 def _fail() -> None:
@@ -440,13 +440,27 @@ class TestQuietTaskErrors:
             "ValueError('falhou')",
             '  File "x.py", line 1\n',
         )
+        machine = "distributed.worker.state_machine"
+        cancelled_at_close = _worker_record(
+            logging.WARNING,
+            "Async instruction for <Task cancelled name=\"execute('k')\"> ended with "
+            "CancelledError",
+            name=machine,
+        )
         others = [
             _worker_record(logging.WARNING, "Unmanaged memory use is high. %s", "..."),
             _worker_record(logging.ERROR, "Exception during execution of task %r", "k"),
             _worker_record(logging.WARNING, "Compute Failed"),  # not the task's record
+            _worker_record(logging.ERROR, "Compute Failed", name=machine),  # another logger's
+            _worker_record(
+                logging.WARNING, "Async instruction for x ended with OSError", name=machine
+            ),
+            _worker_record(
+                logging.ERROR, "Unhandled exception in async instruction for x", name=machine
+            ),
         ]
         kept = TaskErrorFilter()
-        assert not kept.filter(task_failed)
+        assert not kept.filter(task_failed) and not kept.filter(cancelled_at_close)
         assert all(kept.filter(r) for r in others)
 
     def test_thread_workers_of_a_local_cluster(
