@@ -458,12 +458,13 @@ def run_on_cluster(cli_args: list[str], *, workers: int) -> dict[str, Any]:
     ``client_mb``: bytes they served the client (served in all minus fetched by workers).
     ``peak_mb`` is then the CLI process alone (the scheduler runs here).
     """
-    import dask
-
+    import engines.distributed
     from engines.distributed import dask_client
 
-    # for this process and the workers it starts (a `with` here lost other keys on exit)
-    dask.config.set({"distributed.admin.low-level-log-length": 10_000_000})
+    # the workers' transfer logs kept whole, to count them (the engine keeps none)
+    engines.distributed.DASK_CONFIG = engines.distributed.DASK_CONFIG | {
+        "distributed.admin.low-level-log-length": 10_000_000
+    }
     with dask_client(workers=workers) as client:
         address = client.scheduler_info()["address"]
         report = run_cli([*cli_args, "--engine", "dask", "--scheduler", address])
