@@ -295,6 +295,13 @@ def _spread_over_days(
     group = np.cumsum(first) - 1
     start_s = rng.integers(0, 8 * 3600, (v_count, days))  # after 06:00 local
     out = secs - secs[first][group] + day * 86_400 + start_s[veh, day]
+    if ((np.diff(out) <= 0) & (veh[1:] == veh[:-1])).any():
+        hours = per * STEP_S / 3600 / n_work.min()
+        msg = (
+            f"--n: ~{hours:.0f} h of fixes a working day: a vehicle's shifts would overlap "
+            "(two tracks under one id); raise --days or lower --n"
+        )
+        raise SystemExit(msg)
     last = np.r_[first[1:], True]
     end = last.copy()
     for back in range(1, 4):
