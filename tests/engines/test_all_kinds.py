@@ -86,8 +86,10 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
     )
 
 
-def _in_memory(path: Path, stands: Any, *, jobs: int, **options: Any) -> Any:
-    """What the CLI's file engine returns, computed by the in-memory engine instead."""
+def _in_memory(path: Path, stands: Any, *, jobs: int, early: Any = None, **options: Any) -> Any:
+    """What the CLI's file engine returns, computed by the in-memory engine instead (a CSV:
+    no early read)."""
+    assert early is None, "a Parquet file read early"
     del jobs
     params = options["params"]
     fixes, rejected = read_pings(path, max_speed_kmh=params.max_speed_kmh)
