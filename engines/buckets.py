@@ -64,7 +64,6 @@ from tracking.validate import arrow_text, validate_pings
 DEFAULT_BUCKET_FIXES = 500_000
 """Rows per bucket aimed at (a bucket's work takes a few hundred MB)."""
 
-
 MAP_FIXES = 50_000
 """Fixes sampled for the map page."""
 

@@ -1161,7 +1161,7 @@ def _rejected_parts(
     counts by reason and map sample, no row. Returns the result's (empty) rejected frame, the
     map sample and the parts (:func:`_merge_rejected` merges them).
     """
-    from engines.distributed import _summed
+    from engines.distributed import summed_by_key
 
     held = [client.submit(malformed, pure=False), *futures]
     facts = client.gather(client.map(_rejected_facts, held, pure=False))
@@ -1178,7 +1178,7 @@ def _rejected_parts(
         for k, done in enumerate(held)
     ]
     sample = pd.concat([s for _, _, s in facts[1:]], ignore_index=True)
-    counts = _summed([c for _, c, _ in facts])
+    counts = summed_by_key([c for _, c, _ in facts])
     pending = _RejectedParts(written=written, columns=columns, counts=counts)
     return pd.concat(heads, ignore_index=True)[columns], sample, pending
 
@@ -1190,14 +1190,14 @@ def _merge_rejected(client: Any, pending: _RejectedParts, path: Path) -> dict[st
     on the buckets' results through them would be left released behind the merge, which Dask's
     cancelling of those results then trips on.
     """
-    from engines.distributed import DistributedEngineError, _narrowed
+    from engines.distributed import DistributedEngineError, narrowed_parts
 
     try:
         paths = [Path(p) for p in client.gather(pending.written)]
         done = client.submit(
             merge_part_file,
             "rejected.csv",
-            _narrowed(client, paths),
+            narrowed_parts(client, paths),
             str(path),
             columns=pending.columns,
             pure=False,

@@ -655,7 +655,7 @@ def _gather_on_workers(
     row_counts: dict[str, int] | None = None
     kind_counts: dict[str, int] | None = None
     if parts is not None:
-        kind_counts = _summed(
+        kind_counts = summed_by_key(
             [
                 *(f["kinds"] for f in facts),
                 *(r["kinds"] for r in stand_results),
@@ -667,7 +667,7 @@ def _gather_on_workers(
         stops = pt.by_vehicle_frames([f["stops"] for f in frames])
     else:
         trips, stops = empty_trips(), empty_stops()
-        row_counts = _summed([*(r["counts"] for r in stand_results), *frames])
+        row_counts = summed_by_key([*(r["counts"] for r in stand_results), *frames])
     result = pt.finish(
         facts,
         rejected=rejected,
@@ -690,7 +690,7 @@ def _gather_on_workers(
         result.summary |= summary_of_counts(summed_counts(proposed), [])
     if parts is not None:
         progress("Juntando as partes nos arquivos de saída, nos workers")
-        narrowed = {name: _narrowed(client, paths) for name, paths in written.items()}
+        narrowed = {name: narrowed_parts(client, paths) for name, paths in written.items()}
         if out is not None:
             files = {name: p for name, p in narrowed.items() if name in _MERGED_ON_WORKERS}
             done = [
@@ -714,7 +714,7 @@ _MERGED_ON_WORKERS = (
 """The files the workers merge from their parts with ``out`` (the client writes the others)."""
 
 
-def _narrowed(client: Any, paths: Sequence[Path]) -> list[Any]:
+def narrowed_parts(client: Any, paths: Sequence[Path]) -> list[Any]:
     """Merge a file's parts on the workers until :data:`~engines.pipeline.PART_FAN_IN` are left.
 
     Runs of that many consecutive parts become one (``fusao-L-K.parquet`` beside them). Returns
@@ -919,7 +919,8 @@ def _trips_part(result: dict[str, Any], path: str) -> dict[str, int]:
     return counts | {"stops": len(result["stops"])}
 
 
-def _summed(counts: Sequence[dict[str, int]]) -> dict[str, int]:
+def summed_by_key(counts: Sequence[dict[str, int]]) -> dict[str, int]:
+    """Add counts by key (the tasks' counts of kinds, rows or rejected rows)."""
     total: dict[str, int] = {}
     for c in counts:
         for k, v in c.items():
