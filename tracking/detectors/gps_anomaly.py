@@ -34,9 +34,24 @@ finding
     - otherwise the run alone, ``pattern = "jump"``: the position moved impossibly and did not
       come back (or the data ends).
 
-    ``steps`` lists every step of the finding with its ``anomalous`` flag; ``distance_m``,
+    ``steps`` lists the finding's steps with their ``anomalous`` flag; ``distance_m``,
     ``dt_s`` and ``implied_speed_kmh`` are those of the fastest anomalous step;
     ``return_step`` is the step ``f0 → fm`` of an outlier finding.
+two tracks
+    A finding whose fixes alternate between two places, each stretch plausible on its own, is
+    not one receiver failing: it is two receivers reporting under one vehicle (a cloned or
+    misregistered tracker, or two feeds merged). When it has at least
+    :data:`MIN_TWO_TRACK_SWITCHES` anomalous steps and labelling each fix by the parity of
+    the anomalous steps before it splits the fixes into two tracks of at least
+    :data:`MIN_TWO_TRACK_FIXES` fixes, neither with an anomalous step of its own, the finding's
+    ``pattern`` is ``"two_tracks"`` (``tracks``: each track's fixes, first and last fix) and its
+    geometry the two tracks. The rulebooks propose nothing for it (POA art. 58, IX is about the
+    vehicle's tracking not working, which this does not show): it is listed for a person to
+    find out whose the second receiver is.
+evidence size
+    ``steps`` and ``fixes`` list at most :data:`MAX_LISTED` entries each, the first and the
+    last halves, ``n_steps`` and ``n_fixes`` counting all (``outlier_fixes`` likewise);
+    an interleaved feed of hours would otherwise make one finding of thousands of steps.
 confidence
     ``0.5 + 0.25·(1 − max_speed_kmh/peak_speed_kmh) + 0.2·(1 − min_jump_m/peak_distance_m)``
     over the finding's anomalous steps (peaks of speed and of distance), at most 0.95: it grows
@@ -72,6 +87,7 @@ from tracking.detectors._track_kernels import (
     finding_record,
     findings_from_records,
     fix_evidence,
+    fix_evidences,
     track_arrays,
 )
 from tracking.detectors.kernel import TrackKernel
@@ -85,6 +101,13 @@ DEFAULT_MIN_JUMP_M = 500.0
 DEFAULT_MAX_EXCURSION_S = 300.0
 """Longest displaced stretch (jump away and back) reported as one outlier finding (s)."""
 MAX_CONFIDENCE = 0.95
+MIN_TWO_TRACK_SWITCHES = 6
+"""Anomalous steps back and forth before a finding is read as two receivers (three round trips:
+a multipath reflection that recurs once or twice stays an outlier)."""
+MIN_TWO_TRACK_FIXES = 3
+"""Fixes each of the two tracks needs."""
+MAX_LISTED = 40
+"""Steps (and fixes) a finding's details list: the first and the last halves."""
 
 Thresholds = tuple[float, float, float]
 
@@ -276,38 +299,50 @@ def _record(group: TrackArrays, th: Thresholds) -> dict[str, Any]:
     max_speed_kmh, min_jump_m, max_excursion_s = th
     m = len(group.ts_ns) - 1
     anomalous = _anomalous_steps(group, th)
-    steps, speeds, dists = [], [], []
-    for k in range(m):
-        step, dist, speed = _step(group, k, k + 1)
-        step["anomalous"] = bool(anomalous[k])
-        steps.append(step)
-        speeds.append(speed)
-        dists.append(dist)
-    counted = [k for k in range(m) if anomalous[k]] or list(range(m))
-    top = max(counted, key=lambda k: speeds[k])
-    peak, peak_speed = steps[top], speeds[top]
-    peak_dist = max(dists[k] for k in counted)
-    returns = _returns(group, 0, m, th)
-    back = _step(group, 0, m)[0] if returns else None
+    steps = np.arange(m)
+    dists = haversine_m(group.lat[:-1], group.lon[:-1], group.lat[1:], group.lon[1:])
+    speeds = dists / (np.diff(group.ts_ns) / NS) * 3.6
+    counted = steps[anomalous] if anomalous.any() else steps
+    top = int(counted[np.argmax(speeds[counted])])
+    peak, peak_speed = _step(group, top, top + 1)[0], float(speeds[top])
+    peak_dist = float(dists[counted].max())
+    tracks = _two_tracks(group, anomalous, th)
+    returns = tracks is None and _returns(group, 0, m, th)
     conf = 0.5 + 0.25 * (1.0 - max_speed_kmh / peak_speed) + 0.2 * (1.0 - min_jump_m / peak_dist)
-    fixes = [fix_evidence(group, k) for k in range(m + 1)]
+    listed_steps = []
+    for k in _listed(m):
+        step = _step(group, k, k + 1)[0]
+        step["anomalous"] = bool(anomalous[k])
+        listed_steps.append(step)
     details: dict[str, Any] = {
-        "pattern": "outlier" if returns else "jump",
-        "outlier_fixes": fixes[1:m] if returns else [],
+        "pattern": "two_tracks" if tracks is not None else "outlier" if returns else "jump",
+        "outlier_fixes": _fixes(group, np.arange(1, m)) if returns else [],
         "distance_m": peak["distance_m"],
         "dt_s": peak["dt_s"],
         "implied_speed_kmh": peak["implied_speed_kmh"],
         "n_steps": m,
         "n_anomalous_steps": int(anomalous.sum()),
-        "steps": steps,
-        "return_step": back,
-        "fixes": fixes,
+        "steps": listed_steps,
+        "return_step": _step(group, 0, m)[0] if returns else None,
+        "n_fixes": m + 1,
+        "fixes": _fixes(group, np.arange(m + 1)),
         "thresholds": {
             "max_speed_kmh": float(max_speed_kmh),
             "min_jump_m": float(min_jump_m),
             "max_excursion_s": float(max_excursion_s),
         },
     }
+    if tracks is None:
+        geometry: shapely.Geometry = shapely.LineString(np.column_stack([group.lon, group.lat]))
+    else:
+        details["tracks"] = [
+            {"n_fixes": int(t.size), "first": fix_evidence(group, int(t[0])),
+             "last": fix_evidence(group, int(t[-1]))}
+            for t in tracks
+        ]  # fmt: skip
+        geometry = shapely.MultiLineString(
+            [np.column_stack([group.lon[t], group.lat[t]]) for t in tracks]
+        )
     return finding_record(
         kind=KIND,
         vehicle_id=str(group.vehicles[0]),
@@ -316,5 +351,34 @@ def _record(group: TrackArrays, th: Thresholds) -> dict[str, Any]:
         ended_ns=int(group.ts_ns[m]),
         confidence=float(min(MAX_CONFIDENCE, max(0.0, conf))),
         details=details,
-        geometry=shapely.LineString(np.column_stack([group.lon, group.lat])),
+        geometry=geometry,
     )
+
+
+def _listed(n: int) -> NDArray[np.int64]:
+    """Positions ``0 … n-1`` that a finding lists: all, or the first and last halves of
+    :data:`MAX_LISTED`."""
+    if n <= MAX_LISTED:
+        return np.arange(n, dtype=np.int64)
+    half = MAX_LISTED // 2
+    return np.r_[np.arange(half), np.arange(n - half, n)].astype(np.int64)
+
+
+def _fixes(group: TrackArrays, positions: NDArray[np.int64]) -> list[dict[str, Any]]:
+    """The evidence of the fixes at ``positions`` that a finding lists (:func:`_listed`)."""
+    return fix_evidences(group, positions[_listed(positions.size)])
+
+
+def _two_tracks(
+    group: TrackArrays, anomalous: NDArray[np.bool_], th: Thresholds
+) -> list[NDArray[np.int64]] | None:
+    """The event's fixes as two tracks (module docstring, *two tracks*), or None."""
+    if int(anomalous.sum()) < MIN_TWO_TRACK_SWITCHES:
+        return None
+    side = np.r_[0, np.cumsum(anomalous)] % 2
+    tracks = [np.flatnonzero(side == 0), np.flatnonzero(side == 1)]
+    if min(t.size for t in tracks) < MIN_TWO_TRACK_FIXES:
+        return None
+    if any(_anomalous_steps(_take(group, t), th).any() for t in tracks):
+        return None
+    return tracks

@@ -14,7 +14,9 @@ from kernel_checks import assert_pieces_give_batch
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.gps_anomaly import KERNEL, detect_gps_anomaly
+from enforcement.proposals import propose_all
+from enforcement.rulebook import bundled_rulebooks
+from tracking.detectors.gps_anomaly import KERNEL, MAX_LISTED, detect_gps_anomaly
 from tracking.detectors.kernel import advance
 
 
@@ -103,6 +105,68 @@ class TestDetectGpsAnomaly:
         found = detect_gps_anomaly(make_pings(_steady("T1", track)))
         assert len(found) == 2
         assert set(found["details"].map(lambda d: d["pattern"])) == {"outlier"}
+
+    def test_two_receivers_under_one_vehicle_are_two_tracks(self) -> None:
+        """Two receivers alternating for 9 h under one id (a car driving north, a second
+        receiver parked 6 km east) are one 'two_tracks' finding, not a 9-hour outlier: its
+        evidence lists 40 steps and 40 fixes of the 4,320, its geometry is the two tracks, and
+        the bundled rulebook proposes nothing for it."""
+        n = 4320
+        rows = make_track(
+            "T1",
+            [(7.5 * k, 75.0 * k, 0.0) if k % 2 == 0 else (7.5 * k, 0.0, 6000.0) for k in range(n)],
+        )
+        found = detect_gps_anomaly(make_pings(rows))
+        assert len(found) == 1
+        f = found.iloc[0]
+        d = f["details"]
+        assert d["pattern"] == "two_tracks"
+        assert (d["n_steps"], d["n_anomalous_steps"], d["n_fixes"]) == (n - 1, n - 1, n)
+        assert len(d["steps"]) == MAX_LISTED and len(d["fixes"]) == MAX_LISTED
+        assert [x["row"] for x in d["fixes"]][19:21] == [20, n - 19]  # rows count from 1
+        assert d["outlier_fixes"] == [] and d["return_step"] is None
+        assert [t["n_fixes"] for t in d["tracks"]] == [n // 2, n // 2]
+        assert [(t["first"]["row"], t["last"]["row"]) for t in d["tracks"]] == [
+            (1, n - 1),
+            (2, n),
+        ]
+        assert isinstance(f["geometry"], shapely.MultiLineString)
+        assert [len(g.coords) for g in f["geometry"].geoms] == [n // 2, n // 2]
+        assert len(json.dumps(d)) < 20_000
+        done = propose_all(
+            found, {"taxi": bundled_rulebooks()[("4314902", "taxi")]}, timezone="America/Sao_Paulo"
+        )
+        assert done.proposals == [] and done.for_review == []
+        assert done.uncovered == {"gps_anomaly": 1}
+
+    def test_a_reflection_that_recurs_stays_an_outlier(self) -> None:
+        """A → B → A → B → A (four impossible steps, fewer than MIN_TWO_TRACK_SWITCHES) is
+        multipath recurring, not a second receiver: one outlier finding."""
+        track = [(0, 0), (100, 0), (5100, 0), (200, 0), (5150, 0), (300, 0), (400, 0)]
+        (d,) = detect_gps_anomaly(make_pings(_steady("T1", track)))["details"]
+        assert d["pattern"] == "outlier" and d["n_anomalous_steps"] == 4
+        assert "tracks" not in d
+
+    def test_alternation_with_a_third_place_is_not_two_tracks(self) -> None:
+        """Six impossible steps whose second side is not one plausible track (it jumps between
+        two far places) are a receiver failing: an outlier, proposable under art. 58, IX."""
+        away = [(5000, 0), (5000, 20_000), (5000, 0)]
+        track = [(0, 0), away[0], (100, 0), away[1], (200, 0), away[2], (300, 0), (400, 0)]
+        (d,) = detect_gps_anomaly(make_pings(_steady("T1", track)))["details"]
+        assert d["n_anomalous_steps"] == 6
+        assert d["pattern"] == "outlier"
+
+    def test_a_long_failing_run_lists_bounded_evidence(self) -> None:
+        """A receiver throwing every fix to a far place for an hour (no two places a plausible
+        step apart): one finding whose details list the first and last 20 steps and fixes,
+        counting all."""
+        points = [((-1) ** k * (5000.0 + 3000.0 * (k % 7)), 0.0) for k in range(241)]
+        (d,) = detect_gps_anomaly(make_pings(_steady("T1", points)))["details"]
+        assert d["pattern"] in {"jump", "outlier"} and "tracks" not in d
+        assert d["n_fixes"] == d["n_steps"] + 1 > 200
+        assert len(d["steps"]) == MAX_LISTED == len(d["fixes"])
+        assert len(d["outlier_fixes"]) <= MAX_LISTED
+        assert d["steps"][-1]["to_row"] == d["fixes"][-1]["row"]
 
     @pytest.mark.parametrize(
         ("dt_s", "distance_m"),
@@ -228,10 +292,11 @@ class TestGpsAnomalyKernel:
             for c, case in enumerate(cases)
             for k, (n, e) in enumerate(case)
         ]
-        rows = _random_tracks(7, 1, 80) + make_track("E", points)
-        batch = assert_pieces_give_batch(KERNEL, make_pings(rows), seeds=2, min_findings=8)
+        two = [(7.5 * k, 75.0 * k, 6000.0 * (k % 2)) for k in range(60)]
+        rows = _random_tracks(7, 1, 80) + make_track("E", points) + make_track("W", two)
+        batch = assert_pieces_give_batch(KERNEL, make_pings(rows), seeds=2, min_findings=9)
         patterns = set(batch["details"].map(lambda d: d["pattern"]))
-        assert patterns == {"jump", "outlier"}
+        assert patterns == {"jump", "outlier", "two_tracks"}
 
     def test_thresholds_are_passed_to_the_rule(self) -> None:
         """With other thresholds, pieces still give that batch's findings."""
