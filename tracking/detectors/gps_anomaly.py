@@ -356,23 +356,22 @@ def _record(group: TrackArrays, th: Thresholds) -> dict[str, Any]:
 
 
 def _listed(n: int) -> NDArray[np.int64]:
-    """Positions ``0 … n-1`` that a finding lists: all, or the first and last halves of
-    :data:`MAX_LISTED`."""
+    """Return the positions ``0 … n-1`` a finding lists (all, or :data:`MAX_LISTED` halves)."""
     if n <= MAX_LISTED:
         return np.arange(n, dtype=np.int64)
     half = MAX_LISTED // 2
-    return np.r_[np.arange(half), np.arange(n - half, n)].astype(np.int64)
+    return np.concatenate([np.arange(half), np.arange(n - half, n)]).astype(np.int64)
 
 
 def _fixes(group: TrackArrays, positions: NDArray[np.int64]) -> list[dict[str, Any]]:
-    """The evidence of the fixes at ``positions`` that a finding lists (:func:`_listed`)."""
+    """Return the evidence of the fixes at ``positions`` that a finding lists (:func:`_listed`)."""
     return fix_evidences(group, positions[_listed(positions.size)])
 
 
 def _two_tracks(
     group: TrackArrays, anomalous: NDArray[np.bool_], th: Thresholds
 ) -> list[NDArray[np.int64]] | None:
-    """The event's fixes as two tracks (module docstring, *two tracks*), or None."""
+    """Return the event's fixes as two tracks (module docstring, *two tracks*), or None."""
     if int(anomalous.sum()) < MIN_TWO_TRACK_SWITCHES:
         return None
     side = np.r_[0, np.cumsum(anomalous)] % 2

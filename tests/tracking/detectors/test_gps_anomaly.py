@@ -12,10 +12,10 @@ import shapely
 from factories import make_pings, make_track
 from kernel_checks import assert_pieces_give_batch
 
-from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
-from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from enforcement.proposals import propose_all
 from enforcement.rulebook import bundled_rulebooks
+from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
 from tracking.detectors.gps_anomaly import KERNEL, MAX_LISTED, detect_gps_anomaly
 from tracking.detectors.kernel import advance
 
