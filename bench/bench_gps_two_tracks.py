@@ -8,12 +8,13 @@ from the detector's own assumptions:
   fixes between the first one's. ``even``: the second receiver reports as often as the first
   (strict alternation, offset ``7.5 s``); ``uneven``: it reports every 30 s (A B A A B A …).
 - **one receiver failing** (positives): a real trip with a stretch of 2–10 fixes thrown
-  3–12 km away and back (multipath or a receiver fault), once per trip.
+  3–12 km away and back (multipath or a receiver fault), once or three times (each stretch
+  to its own place).
 
 Each case goes through :func:`detect_gps_anomaly` and the bundled Porto Alegre rulebook
 (:func:`propose_all`, with its repetition rule). Reported: the share of cases with a finding,
 with a proposal, and the patterns found; the same with the two-tracks reading switched off
-(``_two_tracks`` returning None: the detector as it was before it).
+(``MIN_TWO_TRACK_SWITCHES`` out of reach: the detector as it was before it).
 
 Usage::
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
@@ -74,7 +76,9 @@ def _case(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return df
 
 
-def two_receivers(trips: list[pd.DataFrame], rng: np.random.Generator, n: int, *, even: bool):
+def two_receivers(
+    trips: list[pd.DataFrame], rng: np.random.Generator, n: int, *, even: bool
+) -> Iterator[pd.DataFrame]:
     """Pairs of real trips of different taxis under one id, interleaved."""
     for k in range(n):
         a, b = rng.choice(len(trips), 2, replace=False)
@@ -84,17 +88,20 @@ def two_receivers(trips: list[pd.DataFrame], rng: np.random.Generator, n: int, *
         yield _case([first, second])
 
 
-def one_receiver_failing(trips: list[pd.DataFrame], rng: np.random.Generator, n: int):
-    """A real trip with one stretch thrown 3–12 km away and back."""
+def one_receiver_failing(
+    trips: list[pd.DataFrame], rng: np.random.Generator, n: int, *, times: int = 1
+) -> Iterator[pd.DataFrame]:
+    """A real trip with ``times`` stretches of 2–10 fixes, each thrown 3–12 km away (its own
+    direction) and back, at least two fixes apart."""
     for k in range(n):
         trip = _retimed(trips[int(rng.integers(len(trips)))], f"F{k}", START, 15.0)
-        span = int(rng.integers(2, 11))
-        at = int(rng.integers(2, max(3, len(trip) - span - 2)))
-        away_m, angle = rng.uniform(3000, 12_000), rng.uniform(0, 2 * np.pi)
-        lat0 = float(trip["lat"].iloc[at])
-        idx = trip.index[at : at + span]
-        trip.loc[idx, "lat"] += away_m * np.sin(angle) / M_PER_DEG
-        trip.loc[idx, "lon"] += away_m * np.cos(angle) / (M_PER_DEG * np.cos(np.radians(lat0)))
+        lat0 = float(trip["lat"].iloc[0])
+        slots = np.sort(rng.choice(np.arange(2, len(trip) - 2, 13), times, replace=False))
+        for at in slots:
+            idx = trip.index[at : at + int(rng.integers(2, 11))]
+            away_m, angle = rng.uniform(3000, 12_000), rng.uniform(0, 2 * np.pi)
+            trip.loc[idx, "lat"] += away_m * np.sin(angle) / M_PER_DEG
+            trip.loc[idx, "lon"] += away_m * np.cos(angle) / (M_PER_DEG * np.cos(np.radians(lat0)))
         yield _case([trip])
 
 
@@ -122,19 +129,22 @@ def main() -> None:
     pings, _, _ = read_porto_trips(DATA, now=pd.Timestamp("2030-01-01", tz="UTC"))
     trips = _trips(pings, min_fixes=40)  # 10 min or more
     print(f"{len(trips)} real Porto trips of 40 fixes or more without an impossible step")
-    sets = {}
-    for name, make in (
-        ("two receivers, even", lambda r: two_receivers(trips, r, a.pairs, even=True)),
-        ("two receivers, uneven", lambda r: two_receivers(trips, r, a.pairs, even=False)),
-        ("one receiver failing", lambda r: one_receiver_failing(trips, r, a.pairs)),
-    ):
-        sets[name] = list(make(np.random.default_rng(a.seed)))
+
+    def rng() -> np.random.Generator:
+        return np.random.default_rng(a.seed)
+
+    sets = {
+        "two receivers, even": list(two_receivers(trips, rng(), a.pairs, even=True)),
+        "two receivers, uneven": list(two_receivers(trips, rng(), a.pairs, even=False)),
+        "one receiver failing once": list(one_receiver_failing(trips, rng(), a.pairs)),
+        "one receiver failing 3 times": list(one_receiver_failing(trips, rng(), a.pairs, times=3)),
+    }
     print("\n| set | reading | cases | with a finding | proposed (art. 58, IX) | patterns |")
     print("|---|---|---:|---:|---:|---|")
     for name, cases in sets.items():
         for reading, patch in (("two tracks", None), ("before (no two-tracks reading)", True)):
             if patch:
-                with mock.patch.object(gps_anomaly, "_two_tracks", lambda *_: None):
+                with mock.patch.object(gps_anomaly, "MIN_TWO_TRACK_SWITCHES", 10**9):
                     r = evaluate(cases)
             else:
                 r = evaluate(cases)

@@ -38,16 +38,20 @@ finding
     ``dt_s`` and ``implied_speed_kmh`` are those of the fastest anomalous step;
     ``return_step`` is the step ``f0 → fm`` of an outlier finding.
 two tracks
-    A finding whose fixes alternate between two places, each stretch plausible on its own, is
-    not one receiver failing: it is two receivers reporting under one vehicle (a cloned or
-    misregistered tracker, or two feeds merged). When it has at least
-    :data:`MIN_TWO_TRACK_SWITCHES` anomalous steps and labelling each fix by the parity of
-    the anomalous steps before it splits the fixes into two tracks of at least
-    :data:`MIN_TWO_TRACK_FIXES` fixes, neither with an anomalous step of its own, the finding's
-    ``pattern`` is ``"two_tracks"`` (``tracks``: each track's fixes, first and last fix) and its
-    geometry the two tracks. The rulebooks propose nothing for it (POA art. 58, IX is about the
-    vehicle's tracking not working, which this does not show): it is listed for a person to
-    find out whose the second receiver is.
+    Fixes that alternate between two places, each stretch plausible on its own, are not one
+    receiver failing: they are two receivers reporting under one vehicle (a cloned or
+    misregistered tracker, or two feeds merged). A vehicle's events are grouped in time order
+    into *chains*: an event joins the chain before it when it starts at most
+    ``max_excursion_s`` after the chain's last fix and, labelling each fix by the parity of the
+    anomalous steps since the chain's first fix, neither of the two tracks so labelled gets an
+    anomalous step or a silence longer than :data:`MAX_TRACK_GAP_S`; otherwise it starts the
+    next chain. A chain (or a single event) with at least :data:`MIN_TWO_TRACK_SWITCHES`
+    anomalous steps and :data:`MIN_TWO_TRACK_FIXES` fixes on each track is one finding,
+    ``pattern = "two_tracks"`` (``tracks``: each track's fixes, first and last fix; geometry
+    the two tracks): the short outliers of a second receiver slower than the first (A B A A B
+    …) as well as a strict alternation. Other chains keep their events. The rulebooks propose
+    nothing for it (POA art. 58, IX is about the vehicle's tracking not working, which this
+    does not show): it is listed for a person to find out whose the second receiver is.
 evidence size
     ``steps`` and ``fixes`` list at most :data:`MAX_LISTED` entries each, the first and the
     last halves, ``n_steps`` and ``n_fixes`` counting all (``outlier_fixes`` likewise);
@@ -63,10 +67,13 @@ first and last fix.
 Live (:data:`KERNEL`): the vehicle's fixes from the first one whose event a later fix can still
 change are kept (:func:`open_from`): the last fix, or the open run, or a jump that may still
 come back (plus the open run that may bring it back), with the fixes after it. The kept tail is
-bounded by one run of consecutive impossible steps plus ``max_excursion_s``. An event is
-emitted once it cannot change: an outlier when the step after it is plausible, a jump once no
-later run can bring it back (the next run ended elsewhere, or ``max_excursion_s`` passed since
-its first fix).
+bounded by one run of consecutive impossible steps plus ``max_excursion_s``, and it starts
+no later than the chain of the held event, or of the last event while a later one may still
+join it (so two receivers keep their chain's fixes until it ends: its finding comes then).
+An event is emitted once it cannot change: when the step after it is plausible, no later run
+can bring it back (the next run ended elsewhere, or ``max_excursion_s`` passed since its first
+fix) and no later event can join its chain (``max_excursion_s`` passed since its last fix, or
+a later event started the next chain).
 """
 
 from __future__ import annotations
@@ -106,6 +113,9 @@ MIN_TWO_TRACK_SWITCHES = 6
 a multipath reflection that recurs once or twice stays an outlier)."""
 MIN_TWO_TRACK_FIXES = 3
 """Fixes each of the two tracks needs."""
+MAX_TRACK_GAP_S = 120.0
+"""Longest silence within either of two tracks: a second receiver reports steadily, while a
+failing receiver's wrong positions come minutes apart."""
 MAX_LISTED = 40
 """Steps (and fixes) a finding's details list: the first and the last halves."""
 
@@ -152,7 +162,7 @@ def detect_gps_anomaly(
     track = track_arrays(pings)
     records = [
         _record(_take(track, np.arange(s, e + 1, dtype=np.int64)), th)
-        for s, _, e in _events(track, th)
+        for s, _, e in _chained(track, _events(track, th), th)
     ]
     return findings_from_records(records)
 
@@ -169,7 +179,8 @@ def open_from(
     That is the first fix of the vehicle's last event when its run is still open (it ends at
     the last fix) or when it is a lone jump whose return could still come in time; the first
     fix of the event before that one when it is a lone jump that the open run could still
-    bring back; otherwise the last fix (a new run may start there).
+    bring back; otherwise the last fix (a new run may start there). The chain of the event so
+    held, or of the last event while a later event may still join it, is held whole.
     """
     th = (max_speed_kmh, min_jump_m, max_excursion_s)
     track = track_arrays(pings)
@@ -186,7 +197,14 @@ def open_from(
         if e == last and e == e1 and len(events) > 1 and _may_return(track, events[-2], last, th):
             s = events[-2][0]  # the open run may still bring the jump before it back
         elif e != last and not _may_return(track, events[-1], last, th):
-            continue  # settled: a new run can only start at the last fix
+            s = last  # settled: a new run can only start at the last fix
+        # A held event, or the last one while a later event may still follow it, is held
+        # with the whole chain it belongs to (the chain decides its pattern).
+        chains = _chains(track, events, th)
+        starts = {ev[0]: c.events[0][0] for c in chains for ev in c.events}
+        s = starts.get(s, s)
+        if int(track.ts_ns[last] - track.ts_ns[e]) <= round(th[2] * NS):
+            s = min(s, chains[-1].events[0][0])
         out[str(track.vehicles[code])] = int(track.ts_ns[s])
     return out
 
@@ -223,6 +241,100 @@ def _events(track: TrackArrays, th: Thresholds) -> list[tuple[int, int, int]]:
                 i += 1
         events.append(span)
     return events
+
+
+Event = tuple[int, int, int]
+
+
+class _Chain:
+    """Events of one vehicle read together as two tracks, grown one event at a time.
+
+    Fixes are labelled by the parity of the anomalous steps before them from the chain's first
+    fix; each track keeps its last fix, and an event joins only if every step it adds to either
+    track is plausible and no longer than :data:`MAX_TRACK_GAP_S`.
+    """
+
+    def __init__(self, track: TrackArrays, event: Event, th: Thresholds) -> None:
+        self.events = [event]
+        self.side = 0
+        self.last = [-1, -1]
+        self.n = [0, 0]
+        self.switches = 0
+        self.consistent = self._add(track, event[0], event[2], th, first=True)
+
+    def join(self, track: TrackArrays, event: Event, th: Thresholds) -> bool:
+        """Add ``event`` if it may follow this chain; tell whether it did."""
+        end = self.events[-1][2]
+        if not (self.consistent and track.codes[event[0]] == track.codes[end]):
+            return False
+        if int(track.ts_ns[event[0]] - track.ts_ns[end]) > round(th[2] * NS):
+            return False
+        if not self._add(track, end, event[2], th, first=False):
+            return False
+        self.events.append(event)
+        return True
+
+    def two_tracks(self) -> bool:
+        """Whether the chain, read whole, is two receivers (module docstring)."""
+        return self.switches >= MIN_TWO_TRACK_SWITCHES and min(self.n) >= MIN_TWO_TRACK_FIXES
+
+    def _add(
+        self, track: TrackArrays, start: int, end: int, th: Thresholds, *, first: bool
+    ) -> bool:
+        idx = np.arange(start, end + 1, dtype=np.int64)
+        flips = _anomalous_steps(_take(track, idx), th)
+        side = (self.side + np.r_[0, np.cumsum(flips)]) % 2
+        skip = 0 if first else 1  # the chain's last fix is labelled already
+        for t in (0, 1):
+            members = idx[skip:][side[skip:] == t]
+            seq = np.r_[[self.last[t]] if self.last[t] >= 0 else [], members].astype(np.int64)
+            if not _one_track(track, seq, th):
+                return False
+            if members.size:
+                self.last[t] = int(members[-1])
+                self.n[t] += int(members.size)
+        self.side = int(side[-1])
+        self.switches += int(flips.sum())
+        return True
+
+
+def _one_track(track: TrackArrays, seq: NDArray[np.int64], th: Thresholds) -> bool:
+    """Whether fixes ``seq`` (one vehicle, in time order) are a plausible track of their own."""
+    if seq.size < 2:
+        return True
+    if int(np.diff(track.ts_ns[seq]).max()) > round(MAX_TRACK_GAP_S * NS):
+        return False
+    return not _anomalous_steps(_take(track, seq), th).any()
+
+
+def _chains(track: TrackArrays, events: list[Event], th: Thresholds) -> list[_Chain]:
+    """Group the events, in order, into chains (:class:`_Chain`).
+
+    An event that cannot follow the current chain starts the next one, so the grouping of a
+    prefix never changes.
+    """
+    chains: list[_Chain] = []
+    for event in events:
+        if not (chains and chains[-1].join(track, event, th)):
+            chains.append(_Chain(track, event, th))
+    return chains
+
+
+def _chained(track: TrackArrays, events: list[Event], th: Thresholds) -> list[Event]:
+    """Return the events with each chain that reads as two tracks made one event.
+
+    Two receivers at different rates under one vehicle make a string of short outliers (the
+    slower receiver's fixes between the faster one's); their chain, read whole, is two tracks
+    (module docstring). A chain that does not read as two tracks keeps its events.
+    """
+    out: list[Event] = []
+    for chain in _chains(track, events, th):
+        if len(chain.events) > 1 and chain.two_tracks():
+            s, e = chain.events[0][0], chain.events[-1][2]
+            out.append((s, e, e))
+        else:
+            out.extend(chain.events)
+    return out
 
 
 def _may_return(track: TrackArrays, event: tuple[int, int, int], last: int, th: Thresholds) -> bool:
@@ -378,6 +490,6 @@ def _two_tracks(
     tracks = [np.flatnonzero(side == 0), np.flatnonzero(side == 1)]
     if min(t.size for t in tracks) < MIN_TWO_TRACK_FIXES:
         return None
-    if any(_anomalous_steps(_take(group, t), th).any() for t in tracks):
+    if not all(_one_track(group, t, th) for t in tracks):
         return None
     return tracks

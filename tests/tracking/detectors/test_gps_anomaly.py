@@ -139,6 +139,33 @@ class TestDetectGpsAnomaly:
         assert done.proposals == [] and done.for_review == []
         assert done.uncovered == {"gps_anomaly": 1}
 
+    def test_two_receivers_at_different_rates_are_two_tracks(self) -> None:
+        """A second receiver reporting every 30 s between a car's fixes every 15 s makes short
+        outliers (A B A A B A …): chained, they are one 'two_tracks' finding, not 60 outliers
+        that the repetition rule would propose."""
+        car = [(15.0 * k, 150.0 * k, 0.0) for k in range(120)]
+        other = [(7.5 + 30.0 * k, 20.0 * k, 6000.0) for k in range(60)]
+        found = detect_gps_anomaly(make_pings(make_track("T1", car + other)))
+        (d,) = found["details"]
+        assert d["pattern"] == "two_tracks"
+        assert [t["n_fixes"] for t in d["tracks"]] == [120, 60]
+        done = propose_all(
+            found, {"taxi": bundled_rulebooks()[("4314902", "taxi")]}, timezone="America/Sao_Paulo"
+        )
+        assert done.proposals == []
+
+    def test_outliers_to_different_places_stay_apart(self) -> None:
+        """Three outliers a minute apart, each to another far place (no second track), are
+        three outliers, proposable together under the repetition rule."""
+        track = [(0, 0), (5000, 0), *_ahead(0, 3), (0, 9000), *_ahead(300, 3)]
+        track += [(-7000, 0), *_ahead(600, 3)]
+        found = detect_gps_anomaly(make_pings(_steady("T1", track)))
+        assert found["details"].map(lambda d: d["pattern"]).tolist() == ["outlier"] * 3
+        done = propose_all(
+            found, {"taxi": bundled_rulebooks()[("4314902", "taxi")]}, timezone="America/Sao_Paulo"
+        )
+        assert len(done.proposals) == 1
+
     def test_a_reflection_that_recurs_stays_an_outlier(self) -> None:
         """A → B → A → B → A (four impossible steps, fewer than MIN_TWO_TRACK_SWITCHES) is
         multipath recurring, not a second receiver: one outlier finding."""
@@ -258,6 +285,11 @@ def _feed(pings: pd.DataFrame) -> tuple[list[list[str]], dict[str, Any]]:
     return emitted, states
 
 
+def _ahead(north_m: float, n: int) -> list[tuple[float, float]]:
+    """``n`` plausible positions after ``north_m``, 100 m apart."""
+    return [(north_m + 100.0 * k, 0.0) for k in range(1, n + 1)]
+
+
 def _random_tracks(seed: int, vehicles: int, n: int) -> list[dict[str, Any]]:
     """Noisy tracks with 6 % of fixes thrown 0.6–30 km away, fixes 1–60 s apart."""
     rng = np.random.default_rng(seed)
@@ -293,8 +325,12 @@ class TestGpsAnomalyKernel:
             for k, (n, e) in enumerate(case)
         ]
         two = [(7.5 * k, 75.0 * k, 6000.0 * (k % 2)) for k in range(60)]
+        uneven = [(15.0 * k, 150.0 * k, 0.0) for k in range(40)]
+        uneven += [(7.5 + 30.0 * k, 20.0 * k, 6000.0) for k in range(12)]
+        uneven += [(900.0 + 15.0 * k, 6000.0 + 100 * k, 0.0) for k in range(30)]
         rows = _random_tracks(7, 1, 80) + make_track("E", points) + make_track("W", two)
-        batch = assert_pieces_give_batch(KERNEL, make_pings(rows), seeds=2, min_findings=9)
+        rows += make_track("U", uneven)
+        batch = assert_pieces_give_batch(KERNEL, make_pings(rows), seeds=2, min_findings=10)
         patterns = set(batch["details"].map(lambda d: d["pattern"]))
         assert patterns == {"jump", "outlier", "two_tracks"}
 
@@ -305,37 +341,45 @@ class TestGpsAnomalyKernel:
         batch = assert_pieces_give_batch(KERNEL, pings, seeds=1, min_findings=3, **params)
         assert batch["details"].iloc[0]["thresholds"] == params
 
-    def test_outlier_is_emitted_when_a_normal_step_closes_it(self) -> None:
-        """A → B → A' is emitted at the fix after A', not before."""
-        emitted, _ = _feed(make_pings(_steady("T1", [(0, 0), (5000, 0), (50, 0), (100, 0)])))
-        assert [len(e) for e in emitted] == [0, 0, 0, 1]
+    def test_outlier_is_emitted_once_nothing_can_chain_with_it(self) -> None:
+        """A → B → A' (A' at 30 s) is emitted by the first fix more than max_excursion_s after
+        A' (fix 23, at 345 s): until then a later outlier could chain with it into two tracks."""
+        track = [(0, 0), (5000, 0), (50, 0), *_ahead(100, 23)]
+        emitted, states = _feed(make_pings(_steady("T1", track)))
+        assert [k for k, e in enumerate(emitted) if e] == [23]
+        assert len(states["T1"]["tail"]["timestamp"]) == 1
 
     def test_jump_is_held_until_it_cannot_return(self) -> None:
-        """A jump is emitted by the first fix after which no jump back can come in time."""
+        """A jump is emitted by the first fix after which no jump back, nor a chained event,
+        can come in time."""
         track = [(0, 0), (100, 0), (3000, 0)] + [(3000 + 100 * k, 0) for k in range(1, 25)]
         emitted, states = _feed(make_pings(_steady("T1", track)))
-        # The jump's first fix is at 15 s; a return must end by 15 + 300 s, the time of fix 21.
-        assert [k for k, e in enumerate(emitted) if e] == [21]
+        # The jump's first fix is at 15 s: a return must end by 315 s (fix 21); it ends at
+        # 30 s: a chained event must start by 330 s (fix 22).
+        assert [k for k, e in enumerate(emitted) if e] == [23]
         assert len(states["T1"]["tail"]["timestamp"]) == 1  # settled: only the last fix kept
 
     def test_run_that_may_bring_back_a_jump_holds_it(self) -> None:
         """While a run is open, the jump before it is held: the run's end decides the pattern."""
-        track = [(0, 0), (100, 0), (3000, 0), (3100, 0), (20_000, 0), (300, 0), (400, 0)]
+        track = [(0, 0), (100, 0), (3000, 0), (3100, 0), (20_000, 0), (300, 0), *_ahead(300, 21)]
         pings = make_pings(_steady("T1", track))
         emitted, _ = _feed(pings)
-        assert [len(e) for e in emitted] == [0, 0, 0, 0, 0, 0, 1]
+        assert [k for k, e in enumerate(emitted) if e] == [26]  # 315 s after the return
         assert emitted[-1] == detect_gps_anomaly(pings)["finding_id"].tolist()
         assert detect_gps_anomaly(pings).iloc[0]["details"]["pattern"] == "outlier"
 
-    def test_two_findings_certain_at_once_come_together(self) -> None:
-        """A held jump and a new outlier settled by one fix are returned by the same call."""
+    def test_a_held_jump_is_settled_by_the_next_event(self) -> None:
+        """A held jump is returned by the fix that settles the outlier after it (neither its
+        return nor one chain with it); the outlier, once nothing can chain with it."""
         track = [(0, 0), (100, 0), (30000, 0), (30100, 0), (30200, 0), (40000, 0), (30300, 0)]
-        pings = make_pings(_steady("T1", [*track, (30400, 0), (30500, 0)]))
+        pings = make_pings(_steady("T1", [*track, *_ahead(30300, 22)]))
         batch = detect_gps_anomaly(pings)
         assert batch["details"].map(lambda d: d["pattern"]).tolist() == ["jump", "outlier"]
         emitted, _ = _feed(pings)
-        assert emitted[7] == batch["finding_id"].tolist()
-        assert not any(emitted[:7] + emitted[8:])
+        assert [(k, e) for k, e in enumerate(emitted) if e] == [
+            (7, batch["finding_id"].tolist()[:1]),
+            (27, batch["finding_id"].tolist()[1:]),
+        ]
 
     def test_end_of_input_emits_the_open_run(self) -> None:
         """A jump at the end of the input is emitted when the input ends, as in batch."""
