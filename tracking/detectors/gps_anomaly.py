@@ -120,6 +120,8 @@ MAX_LISTED = 40
 """Steps (and fixes) a finding's details list: the first and the last halves."""
 
 Thresholds = tuple[float, float, float]
+Event = tuple[int, int, int]
+"""A finding's fix span: ``(first, end of run 1, last)``."""
 
 
 def detect_gps_anomaly(
@@ -188,7 +190,7 @@ def open_from(
         return {}
     ends = np.flatnonzero(np.r_[track.codes[1:] != track.codes[:-1], True])
     out = {str(track.vehicles[track.codes[i]]): int(track.ts_ns[i]) for i in ends}
-    by_vehicle: dict[int, list[tuple[int, int, int]]] = {}
+    by_vehicle: dict[int, list[Event]] = {}
     for event in _events(track, th):
         by_vehicle.setdefault(int(track.codes[event[0]]), []).append(event)
     for code, events in by_vehicle.items():
@@ -215,7 +217,7 @@ KERNEL = TrackKernel(KIND, detect_gps_anomaly, open_from)
 # --- kernel ----------------------------------------------------------------------------------
 
 
-def _events(track: TrackArrays, th: Thresholds) -> list[tuple[int, int, int]]:
+def _events(track: TrackArrays, th: Thresholds) -> list[Event]:
     """Return the findings' fix spans in (vehicle, time) order: ``(first, end of run 1, last)``.
 
     Runs of consecutive anomalous steps (a step never joins two vehicles) taken in order; a
@@ -241,9 +243,6 @@ def _events(track: TrackArrays, th: Thresholds) -> list[tuple[int, int, int]]:
                 i += 1
         events.append(span)
     return events
-
-
-Event = tuple[int, int, int]
 
 
 class _Chain:
@@ -337,7 +336,7 @@ def _chained(track: TrackArrays, events: list[Event], th: Thresholds) -> list[Ev
     return out
 
 
-def _may_return(track: TrackArrays, event: tuple[int, int, int], last: int, th: Thresholds) -> bool:
+def _may_return(track: TrackArrays, event: Event, last: int, th: Thresholds) -> bool:
     """Tell whether a run after fix ``last`` could still pair with ``event`` (a lone jump)."""
     s, e1, e = event
     alone = e == e1 and not _returns(track, s, e1, th)
@@ -484,12 +483,9 @@ def _two_tracks(
     group: TrackArrays, anomalous: NDArray[np.bool_], th: Thresholds
 ) -> list[NDArray[np.int64]] | None:
     """Return the event's fixes as two tracks (module docstring, *two tracks*), or None."""
-    if int(anomalous.sum()) < MIN_TWO_TRACK_SWITCHES:
+    m = len(group.ts_ns) - 1
+    chain = _Chain(group, (0, m, m), th)
+    if not (chain.consistent and chain.two_tracks()):
         return None
     side = np.r_[0, np.cumsum(anomalous)] % 2
-    tracks = [np.flatnonzero(side == 0), np.flatnonzero(side == 1)]
-    if min(t.size for t in tracks) < MIN_TWO_TRACK_FIXES:
-        return None
-    if not all(_one_track(group, t, th) for t in tracks):
-        return None
-    return tracks
+    return [np.flatnonzero(side == 0), np.flatnonzero(side == 1)]
