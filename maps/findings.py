@@ -100,6 +100,12 @@ def _summary(kind: str, details: Any) -> str | None:
             f"{details['n_vehicles']} veículos, {details.get('n_days', '?')} dias, "
             f"{details.get('n_stops', '?')} paradas"
         )
+    if kind == "gps_anomaly" and details.get("pattern") == "two_tracks":
+        sizes = " e ".join(str(t.get("n_fixes", "?")) for t in details.get("tracks", []))
+        return (
+            f"posições alternando entre dois trajetos ({sizes} posições; "
+            f"{details.get('n_anomalous_steps', '?')} trocas): dois rastreadores no mesmo prefixo"
+        )
     if kind == "gps_anomaly" and "implied_speed_kmh" in details and "distance_m" in details:
         limit = limits.get("max_speed_kmh")
         return (

@@ -178,6 +178,19 @@ class TestMeasuredInPopups:
                 "salto de 2,22 km em 15 s: 532 km/h (limite 250 km/h)",
             ),
             (
+                "gps_anomaly",
+                {
+                    "pattern": "two_tracks",
+                    "distance_m": 6000.0,
+                    "dt_s": 7.5,
+                    "implied_speed_kmh": 2880.0,
+                    "n_anomalous_steps": 4319,
+                    "tracks": [{"n_fixes": 2160}, {"n_fixes": 2160}],
+                },
+                "posições alternando entre dois trajetos (2160 e 2160 posições; 4319 trocas): "
+                "dois rastreadores no mesmo prefixo",
+            ),
+            (
                 "tracking_gap",
                 {"gap_s": 1500.0, "thresholds": {"max_gap_s": 600.0}},
                 "sem posições por 25,0 min (limite 10,0 min)",
