@@ -27,7 +27,8 @@ def rulebooks(
 
     A última coluna diz o que o agente responde ao confirmar (exceção do dispositivo, pontuação
     a escolher) e o que um achado precisa para virar proposta (piso de confiança, repetição);
-    os tipos deixados sem regra aparecem com o motivo. Depois, a cobertura de cada texto: com
+    os tipos deixados sem regra aparecem com o motivo, e os casos que só vão para revisão com o
+    dispositivo a ponderar e o motivo. Depois, a cobertura de cada texto: com
     --markdown, todos os dispositivos que tipificam infração ou fixam obrigação de operação, cada
     um coberto (por quais regras), não detectável por GPS/cadastro ou em que não se aplica (por
     quê); sem --markdown, as contagens.
@@ -79,6 +80,9 @@ def rulebooks(
             rows.append(
                 (where, book.service, _kind(kind), "—", f"sem proposta: {reason}", "—", "—", "—")
             )
+        for case in book.review:
+            listed = f"só revisão ({case.provision}): {case.reason}"
+            rows.append((where, book.service, _kind(case.kind), case.case, listed, "—", "—", "—"))
     if markdown:
         typer.echo("| " + " | ".join(header) + " |")
         typer.echo("|" + "---|" * len(header))

@@ -25,6 +25,11 @@ repetition
     A rule with ``repetition`` (POA art. 58, IX for ``gps_anomaly``) proposes only findings
     that are repeated (``min_findings`` of the vehicle under the rule within ``window_hours``)
     or persistent (one lasting ``min_duration_s``); the others are listed for review.
+review cases
+    A finding no rule covers that falls under a rulebook's ``[[review]]`` case (POA: a
+    ``gps_anomaly`` whose fixes read as two receivers under one prefix) is listed for review with
+    the case's provision and reason, never proposed; other findings no rule covers are counted
+    as uncovered.
 meter exemption
     A rulebook's ``meter_exemption`` (Porto Velho art. 44: Táxis Aeroporto and Distritais are
     exempt from the taxímetro) lists for review, never proposes, a finding of a meter-based
@@ -341,6 +346,10 @@ def propose_all(
             service = service_of.get(vehicle_id, "taxi")
             book = rulebooks.get(service)
             rule = book.rule_for(finding["kind"], details) if book else None
+            case = book.review_for(finding["kind"], details) if book and not rule else None
+            if case is not None:
+                review.append(_review_item(finding, vehicle_id, case.provision, case.reason))
+                continue
             if book is None or rule is None:
                 why = finding["kind"]
                 if book is None:
@@ -351,12 +360,12 @@ def propose_all(
             category = category_of.get(vehicle_id)
             if exemption is not None and exemption.exempts(finding["kind"], category):
                 why = f"isento do taxímetro: {exemption.provision} (categoria {category})"
-                review.append(_review_item(finding, vehicle_id, rule, why))
+                review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
             floor = max(book.floor_for(finding["kind"], confidence_floor), rule.confidence_min)
             if float(finding["confidence"]) < floor:
                 why = f"confiança {float(finding['confidence']):.2f} abaixo do piso {floor:g}"
-                review.append(_review_item(finding, vehicle_id, rule, why))
+                review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
             key = rule_key(book, rule)
             rules[key] = (book, rule)
@@ -368,7 +377,9 @@ def propose_all(
     for vehicle_id, key, day, service, member in candidates:
         verdict = repeated.get((vehicle_id, key, str(member["finding_id"])))
         if verdict is not None and not verdict["met"]:
-            review.append(_review_item(member, vehicle_id, rules[key][1], verdict["reason"]))
+            review.append(
+                _review_item(member, vehicle_id, rules[key][1].provision, verdict["reason"])
+            )
             continue
         groups.setdefault((vehicle_id, key, day, service), []).append(member)
         if verdict is not None:
@@ -408,14 +419,14 @@ def propose_all(
 
 
 def _review_item(
-    finding: Mapping[str, Any], vehicle_id: str, rule: Rule, reason: str
+    finding: Mapping[str, Any], vehicle_id: str, provision: str, reason: str
 ) -> dict[str, Any]:
     return {
         "finding_id": str(finding["finding_id"]),
         "kind": finding["kind"],
         "vehicle_id": vehicle_id,
         "confidence": round(float(finding["confidence"]), 4),
-        "provision": rule.provision,
+        "provision": provision,
         "reason": reason,
     }
 

@@ -155,13 +155,56 @@ class Repetition(_Frozen):
     note: str
 
 
-class Rule(_Frozen):
-    """One provision a finding kind (or one of its sub-cases) may breach."""
+class _Case(_Frozen):
+    """A finding kind, or one of its sub-cases read from the finding's ``details``."""
 
     kind: str
     when: dict[str, bool | str | tuple[str, ...]] = Field(default_factory=dict)
     """Details the finding must carry: a value, one of several, or a flag (``accessible =
     true`` matches only ``details.accessible`` True; an absent key never matches)."""
+
+    @model_validator(mode="after")
+    def _known_kind(self) -> _Case:
+        if self.kind not in KINDS:
+            msg = f"kind '{self.kind}' is not a finding kind; expected one of {', '.join(KINDS)}"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def case(self) -> str:
+        """The ``when`` conditions as text: ``reason=revoked|suspended, accessible=true``."""
+        return ", ".join(f"{k}={_when_text(v)}" for k, v in self.when.items())
+
+    def matches(self, kind: str, details: Mapping[str, Any]) -> bool:
+        """Whether a finding of ``kind`` with ``details`` falls under this case."""
+        if kind != self.kind:
+            return False
+        for name, wanted in self.when.items():
+            value = details.get(name)
+            if isinstance(wanted, bool):
+                if value is not wanted:
+                    return False
+                continue
+            allowed = (wanted,) if isinstance(wanted, str) else wanted
+            if value is None or str(value) not in allowed:
+                return False
+        return True
+
+
+class ReviewCase(_Case):
+    """A sub-case no rule covers that an agent must still see: listed for review, never proposed.
+
+    ``provision`` is what the agent weighs (e.g. the article that only an inspection's proof
+    could apply), ``reason`` why the finding alone accuses no one (pt-BR).
+    """
+
+    provision: str
+    reason: str
+
+
+class Rule(_Case):
+    """One provision a finding kind (or one of its sub-cases) may breach."""
+
     article: str
     inciso: str | None = None
     paragraph: str | None = None
@@ -192,9 +235,6 @@ class Rule(_Frozen):
 
     @model_validator(mode="after")
     def _known(self) -> Rule:
-        if self.kind not in KINDS:
-            msg = f"kind '{self.kind}' is not a finding kind; expected one of {', '.join(KINDS)}"
-            raise ValueError(msg)
         if self.gravity is not None and self.gravity not in GRAVITIES:
             msg = f"gravity '{self.gravity}'; expected one of {', '.join(GRAVITIES)}"
             raise ValueError(msg)
@@ -211,26 +251,6 @@ class Rule(_Frozen):
         """Identity of the provision, for reincidence: article, paragraph, inciso, alínea."""
         parts = [self.article, self.paragraph or "", self.inciso or "", self.alinea or ""]
         return "art." + ":".join(parts)
-
-    @property
-    def case(self) -> str:
-        """The ``when`` conditions as text: ``reason=revoked|suspended, accessible=true``."""
-        return ", ".join(f"{k}={_when_text(v)}" for k, v in self.when.items())
-
-    def matches(self, kind: str, details: Mapping[str, Any]) -> bool:
-        """Whether a finding of ``kind`` with ``details`` falls under this rule."""
-        if kind != self.kind:
-            return False
-        for name, wanted in self.when.items():
-            value = details.get(name)
-            if isinstance(wanted, bool):
-                if value is not wanted:
-                    return False
-                continue
-            allowed = (wanted,) if isinstance(wanted, str) else wanted
-            if value is None or str(value) not in allowed:
-                return False
-        return True
 
 
 def _when_text(value: bool | str | tuple[str, ...]) -> str:
@@ -387,6 +407,8 @@ class Rulebook(_Frozen):
     uncovered: dict[str, str] = Field(default_factory=dict)
     """Finding kinds deliberately left without a rule, with the reason (pt-BR)."""
     rules: tuple[Rule, ...]
+    review: tuple[ReviewCase, ...] = ()
+    """Sub-cases no rule covers that are listed for review with their reason (``[[review]]``)."""
     planning: Planning | None = None
     meter_exemption: MeterExemption | None = None
     detector_thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -421,6 +443,10 @@ class Rulebook(_Frozen):
             if any(r.kind == kind for r in self.rules):
                 msg = f"uncovered.{kind}: the kind has a rule"
                 raise ValueError(msg)
+        for case in self.review:
+            if case.kind in self.uncovered:
+                msg = f"review {case.kind} ({case.case}): the kind is in [uncovered]"
+                raise ValueError(msg)
         return self
 
     def thresholds(self) -> dict[str, dict[str, Any]]:
@@ -453,9 +479,13 @@ class Rulebook(_Frozen):
         """Return the first rule that a finding falls under, or None."""
         return next((r for r in self.rules if r.matches(kind, details)), None)
 
+    def review_for(self, kind: str, details: Mapping[str, Any]) -> ReviewCase | None:
+        """Return the first review case a finding no rule covers falls under, or None."""
+        return next((c for c in self.review if c.matches(kind, details)), None)
+
     def detail_keys(self) -> frozenset[str]:
-        """Return the ``details`` keys :meth:`rule_for` reads (the rules' ``when``)."""
-        return frozenset(k for r in self.rules for k in r.when)
+        """Return the ``details`` keys :meth:`rule_for` and :meth:`review_for` read."""
+        return frozenset(k for c in (*self.rules, *self.review) for k in c.when)
 
     def law_text(self) -> str:
         """Return the text of the law the rulebook quotes."""

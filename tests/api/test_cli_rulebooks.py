@@ -31,6 +31,8 @@ class TestRulebooksCli:
             "Porto Alegre", "reason=reserved"
         )
         assert "só repetido (3 em 24 h) ou persistente (≥ 600 s)" in row("(gps_anomaly) |")
+        two = row("(gps_anomaly) | pattern=two_tracks")
+        assert "só revisão (art. 59, VI): dois rastreadores sob o mesmo prefixo" in two
         assert "numeração do inciso a confirmar no texto oficial" in row("art. 9º, VIII")
         rules_table = lines[: lines.index("")] if "" in lines else lines
         assert all(r.count(" | ") == 7 for r in rules_table if r.startswith("| ")), "8 columns"

@@ -660,6 +660,34 @@ class TestRepetition:
         assert done.proposals == [] and len(done.for_review) == 3
 
 
+class TestReviewCases:
+    def test_two_receivers_are_listed_for_review_never_proposed(self) -> None:
+        """POA: fixes read as two receivers under one prefix (``two_tracks``) are no failing
+        tracker (art. 58, IX): each such finding is listed for review under art. 59, VI with
+        the reason, however long or repeated, and none counts towards the outliers' repetition."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        rows = [_anomaly(f"2025-03-04T1{i}:00:00Z", seconds=1800) for i in range(3)]
+        for row in rows:
+            row["details"] = {"pattern": "two_tracks"}
+        outliers = [_anomaly("2025-03-04T16:00:00Z"), _anomaly("2025-03-04T17:00:00Z")]
+        done = propose_all(findings(*rows, *outliers), {"taxi": rb}, timezone=TZ)
+        assert done.proposals == [] and done.uncovered == {}
+        provisions = sorted(r["provision"] for r in done.for_review)
+        assert provisions == ["art. 58, IX"] * 2 + ["art. 59, VI"] * 3
+        two = [r for r in done.for_review if r["provision"] == "art. 59, VI"]
+        assert all("dois rastreadores sob o mesmo prefixo" in r["reason"] for r in two)
+        assert all("só com prova de intervenção" in r["reason"] for r in two)
+
+    def test_a_review_case_is_checked_like_a_rule(self) -> None:
+        """A review case of an unknown kind, or of a kind left in [uncovered], is refused."""
+        case = {"kind": "gps_anomaly", "provision": "art. 1", "reason": "motivo"}
+        assert book(review=[case]).review_for("gps_anomaly", {}) is not None
+        with pytest.raises(ValueError, match="speeding"):
+            book(review=[case | {"kind": "speeding"}])
+        with pytest.raises(ValueError, match=r"the kind is in \[uncovered\]"):
+            book(review=[case], uncovered={"gps_anomaly": "sem texto"})
+
+
 class TestReincidenceStatuses:
     def _history(self, key: str, status: str) -> pd.DataFrame:
         return pd.DataFrame(
