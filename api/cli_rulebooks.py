@@ -80,9 +80,9 @@ def rulebooks(
             rows.append(
                 (where, book.service, _kind(kind), "—", f"sem proposta: {reason}", "—", "—", "—")
             )
-        for case in book.review:
-            listed = f"só revisão ({case.provision}): {case.reason}"
-            rows.append((where, book.service, _kind(case.kind), case.case, listed, "—", "—", "—"))
+        for c in book.review:
+            listed = f"só revisão ({c.provision}): {c.reason}"
+            rows.append((where, book.service, _kind(c.kind), c.case, listed, "—", "—", "—"))
     if markdown:
         typer.echo("| " + " | ".join(header) + " |")
         typer.echo("|" + "---|" * len(header))
