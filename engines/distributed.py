@@ -160,6 +160,22 @@ class QuietTaskErrors(WorkerPlugin):
             logging.getLogger(name).removeFilter(self._filter)
 
 
+class KeepFreedHeap(WorkerPlugin):
+    """:func:`runtime.keep_freed_heap` in each worker process of a local cluster.
+
+    Workers joining later get it too (e.g. one its nanny restarts). Dask starts its worker
+    processes with ``MALLOC_TRIM_THRESHOLD_=65536``: every array of the stages is then mapped,
+    faulted in and unmapped again (the stages took 2-3x longer).
+    """
+
+    name = "pontual-keep-freed-heap"
+    idempotent = True
+
+    def setup(self, worker: Any) -> None:
+        """Set the process's allocator thresholds back (glibc; a no-op elsewhere)."""
+        keep_freed_heap()
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProposalSpec:
     """What the workers need to make a run's proposals (:func:`~enforcement.proposals.propose_all`).
@@ -243,9 +259,7 @@ def dask_client(
             # a task's error reaches the client, which reports it: no worker traceback before
             client.register_plugin(QuietTaskErrors())
             if processes:
-                # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536: every array of the stages
-                # is then mapped, faulted in and unmapped again (the stages took 2-3x longer).
-                client.run(keep_freed_heap)
+                client.register_plugin(KeepFreedHeap())
             yield client
 
 

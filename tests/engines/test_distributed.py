@@ -388,6 +388,20 @@ class TestDaskClient:
         with pytest.raises(ValueError, match="'workers' era 0"), dask_client(workers=0):
             pass
 
+    def test_worker_processes_keep_freed_heap_after_a_restart(self) -> None:
+        """Each worker process, also one restarted by its nanny, sets the allocator back
+        (Dask starts them trimming at 64 KiB); thread workers leave the client's process alone."""
+
+        def kept(dask_worker: Any) -> bool:
+            return "pontual-keep-freed-heap" in dask_worker.plugins
+
+        with dask_client(workers=1) as client:
+            assert list(client.run(kept).values()) == [True]
+            client.restart()
+            assert list(client.run(kept).values()) == [True]
+        with dask_client(workers=1, processes=False) as client:
+            assert list(client.run(kept).values()) == [False]
+
     def test_no_message_kept(self) -> None:
         """Tasks on worker processes: the client, the local scheduler and the workers keep none
         of the messages they sent, nor the scheduler its transitions and events."""
