@@ -7,6 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+ROOMS = (
+    "runtime", "geo", "fleet", "tracking", "stands", "enforcement", "maps", "planning", "db",
+    "engines", "api",
+)  # fmt: skip
+"""The project's packages (``pyproject.toml``'s package list; the Makefile's ``ROOMS``)."""
+
+
+def is_ours(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by the project's code (its message is written for users)."""
+    return type(exc).__module__.split(".")[0] in ROOMS
+
 
 class ApiError(Exception):
     """Base of the errors a handler raises on purpose; mapped to a 4xx/503 in one place."""

@@ -19,6 +19,7 @@ import typer
 from typer._click import Command, Context, HelpFormatter
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
+from api._errors import is_ours
 from api.cli_ptbr import install as _install_ptbr
 
 _install_ptbr()
@@ -241,7 +242,7 @@ def main() -> None:
     except (ValueError, RuntimeError, OSError) as exc:
         # Our rooms raise named errors (their ``_errors.py``) with pt-BR messages;
         # a missing file is the user's too. Anything else is a bug: let it surface.
-        if not (_is_ours(exc) or isinstance(exc, FileNotFoundError)):
+        if not (is_ours(exc) or isinstance(exc, FileNotFoundError)):
             raise
         typer.secho(f"erro: {exc}", err=True, fg=typer.colors.RED)
         sys.exit(1)
@@ -252,13 +253,3 @@ def _exit_at_once() -> None:
     import runtime
 
     runtime.exit_now(0)
-
-
-_ROOMS = (
-    "runtime", "geo", "fleet", "tracking", "stands", "enforcement", "maps", "planning", "db",
-    "engines", "api",
-)  # fmt: skip
-
-
-def _is_ours(exc: BaseException) -> bool:
-    return type(exc).__module__.split(".")[0] in _ROOMS

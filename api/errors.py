@@ -25,14 +25,13 @@ from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api._errors import ApiError
+from api._errors import ApiError, is_ours
 from api.schemas import pt_message
 from db._errors import DatabaseUnreachableError
 from tracking._errors import PartitionStateError
 
 log = logging.getLogger(__name__)
 
-_ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "enforcement", "db")
 _STATUS_CODES = {
     400: ("bad_request", "requisição malformada"),
     401: ("not_authenticated", "autenticação necessária"),
@@ -136,7 +135,7 @@ def _database_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _value_error(request: Request, exc: Exception) -> JSONResponse:
-    if type(exc).__module__.split(".")[0] not in _ROOMS:
+    if not is_ours(exc):
         return _unexpected(request, exc)
     return error_response(422, "invalid_request", str(exc))
 

@@ -13,10 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from api._errors import InputFileError
+from api._errors import InputFileError, is_ours
 
 T = TypeVar("T")
-_ROOMS = ("geo", "stands", "tracking", "api", "maps", "fleet", "enforcement", "db", "planning")
 
 
 def require_file(path: Path, *, flag: str, allow_empty: bool = False) -> Path:
@@ -65,16 +64,12 @@ def read_input(path: Path, read: Callable[[Path], T], *, flag: str, allow_empty:
         msg = f"{flag}: {exc}"
         raise InputFileError(msg) from None
     except Exception as exc:
-        if _is_ours(exc):
+        if is_ours(exc):
             msg = f"{flag}: {exc}"
         else:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             msg = f"{flag}: não foi possível ler {path.name} ({detail})"
         raise InputFileError(msg) from None
-
-
-def _is_ours(exc: BaseException) -> bool:
-    return type(exc).__module__.split(".")[0] in _ROOMS
 
 
 RADIUS_FLAG = "--stand-radius-m"

@@ -899,9 +899,9 @@ def compile_project() -> None:
     """Compile the project's bytecode, as ``make venv`` does (the peer's libraries are compiled
     at install): a shell with ``PYTHONDONTWRITEBYTECODE`` would time the compiling of every
     module at each start of ours."""
-    from api.cli import _ROOMS
+    from api._errors import ROOMS
 
-    for room in _ROOMS:
+    for room in ROOMS:
         compileall.compile_dir(ROOT / room, quiet=1)
 
 

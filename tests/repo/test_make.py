@@ -1,4 +1,5 @@
-"""The Makefile's system step waits for another apt/dpkg process, bounded, and says so."""
+"""The Makefile: its system step waits for another apt/dpkg process, bounded, and says so;
+its list of rooms is the project's."""
 
 from __future__ import annotations
 
@@ -73,3 +74,20 @@ class TestMakefile:
     def test_sudo_keeps_the_noninteractive_frontend(self) -> None:
         """DEBIAN_FRONTEND reaches apt-get through sudo (sudo drops the caller's environment)."""
         assert "$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get" in self.MAKEFILE
+
+    def test_one_list_of_rooms(self) -> None:
+        """The Makefile's ROOMS (type-checked, compiled), pyproject's packages and coverage
+        sources, and the rooms whose errors reach users as written are the same list."""
+        import tomllib
+
+        from api._errors import ROOMS
+
+        (make_rooms,) = re.findall(r"^ROOMS := (.+)$", self.MAKEFILE, flags=re.MULTILINE)
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+        packages = project["tool"]["setuptools"]["packages"]["find"]["include"]
+        assert make_rooms.split() == list(ROOMS)
+        assert packages == [f"{room}*" for room in ROOMS]
+        assert project["tool"]["coverage"]["run"]["source"] == list(ROOMS)
+        assert sorted(ROOMS) == sorted(
+            p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()
+        )
