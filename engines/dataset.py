@@ -1114,8 +1114,7 @@ def _on_cluster(
         raise
     except Exception as exc:
         client.cancel(futures)
-        msg = f"uma partição falhou no cluster Dask: {exc!r}"
-        raise DistributedEngineError(msg) from exc
+        raise DistributedEngineError.partition_failed(exc) from exc
     try:
         result = gather_on_workers(
             client,
@@ -1204,8 +1203,7 @@ def _merge_rejected(client: Any, pending: _RejectedParts, path: Path) -> dict[st
         )
         client.gather(done)
     except Exception as exc:
-        msg = f"uma partição falhou no cluster Dask: {exc!r}"
-        raise DistributedEngineError(msg) from exc
+        raise DistributedEngineError.partition_failed(exc) from exc
     return pending.counts
 
 

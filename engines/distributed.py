@@ -108,6 +108,11 @@ None is kept; a task's error still reaches the client."""
 class DistributedEngineError(RuntimeError):
     """The cluster could not be reached or a partition failed."""
 
+    @classmethod
+    def partition_failed(cls, exc: BaseException) -> DistributedEngineError:
+        """Return the error of a partition's task that failed on the cluster, naming its cause."""
+        return cls(f"uma partição falhou no cluster Dask: {exc!r}")
+
 
 class TaskErrorFilter(logging.Filter):
     """Drop what a worker logs of a task's error, and of the tasks cut short as it closes.
@@ -451,8 +456,7 @@ def gather_on_workers(
             progress=progress,
         )
     except Exception as exc:
-        msg = f"uma partição falhou no cluster Dask: {exc!r}"
-        raise DistributedEngineError(msg) from exc
+        raise DistributedEngineError.partition_failed(exc) from exc
 
 
 def _gather_on_workers(
@@ -770,6 +774,9 @@ def _pieces_by_group(client: Any, splits: Sequence[Any], *, n_groups: int) -> li
     from distributed import wait
 
     wait(splits)
+    for split in splits:
+        if split.status == "error":
+            split.result()  # the worker's error, raised here
     where = client.who_has(splits)
     on: dict[str, list[int]] = {}
     for k, split in enumerate(splits):
@@ -782,7 +789,7 @@ def _pieces_by_group(client: Any, splits: Sequence[Any], *, n_groups: int) -> li
             order=ks,
             n_groups=n_groups,
             workers=[address] if address else None,
-            allow_other_workers=True,
+            allow_other_workers=bool(address),
             pure=False,
         )
         for address, ks in sorted(on.items())

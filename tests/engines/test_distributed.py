@@ -234,6 +234,34 @@ class TestAnalyzePingsDistributed:
         assert_same(dist, local)
 
 
+class TestPartitionFailure:
+    def test_a_failing_task_is_a_named_error_with_its_cause(
+        self, client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A task that raises on a worker stops the run with DistributedEngineError naming the
+        worker's error (chained), not with a partial result."""
+        import engines.partitions
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            msg = "divisão quebrada"
+            raise RuntimeError(msg)
+
+        monkeypatch.setattr(engines.partitions, "split_by_stand", broken)
+        with pytest.raises(DistributedEngineError) as failed:
+            analyze_pings_distributed(
+                scenario_pings(),
+                pd.DataFrame(),
+                STANDS,
+                client=client,
+                partition_fixes=500,
+                fleet=scenario_fleet(tmp_path),
+            )
+        assert str(failed.value) == (
+            "uma partição falhou no cluster Dask: RuntimeError('divisão quebrada')"
+        )
+        assert isinstance(failed.value.__cause__, RuntimeError)
+
+
 class TestVehiclePartitions:
     def test_whole_vehicles_cover_every_row(self) -> None:
         """Ranges cut only between vehicles, cover all rows once, about the target size."""
