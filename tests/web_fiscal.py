@@ -5,7 +5,8 @@ rows of ``tests/web_pages.py`` open: a registered vehicle with a plate and a hol
 ``longer_route`` finding of Porto Alegre turned into a proposal (art. 58, XIII: its exception
 must be answered) — :data:`SEEDED_FINDING_ID` and :data:`SEEDED_PROPOSAL_ID`, the values of
 ``PATH_IDS``. The factories make other findings for the tests (``longer_route``, a boarding at
-a stand, a tracking gap), each with the details its detector writes and the pages show.
+a stand, a tracking gap), each with the details its detector writes and the pages show, and
+one the detector itself makes (two receivers under one prefix).
 """
 
 from __future__ import annotations
@@ -152,6 +153,35 @@ def tracking_gap_finding(
             "thresholds": {"max_gap_s": 600.0, "parked_radius_m": 150.0},
         },
         "geometry": shapely.LineString([(x0, y0), (x0 + 0.009, y0)]),
+    }
+
+
+def two_tracks_finding(*, vehicle_id: str, started_at: dt.datetime) -> dict[str, Any]:
+    """Two receivers under one prefix: the ``gps_anomaly`` detector's own finding (``pattern =
+    "two_tracks"``) of two tracks 3 km apart, each reporting every 30 s, 15 s out of step."""
+    import pandas as pd
+
+    from tracking.detectors.gps_anomaly import detect_gps_anomaly
+
+    x0, y0 = STAND_POINT
+    rows = []
+    for i in range(40):  # 10 minutes
+        east = 0.031 if i % 2 else 0.0  # the second receiver, 3 km east
+        rows.append(
+            {
+                "vehicle_id": vehicle_id,
+                "timestamp": pd.Timestamp(started_at) + pd.Timedelta(seconds=15 * i),
+                "lon": x0 + east + 0.0003 * (i // 2),
+                "lat": y0,
+                "meter": "free",
+            }
+        )
+    (record,) = detect_gps_anomaly(pd.DataFrame(rows)).to_dict("records")
+    assert record["details"]["pattern"] == "two_tracks"
+    return {
+        **record,
+        "started_at": record["started_at"].to_pydatetime(),
+        "ended_at": record["ended_at"].to_pydatetime(),
     }
 
 

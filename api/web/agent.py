@@ -591,9 +591,14 @@ def finding_page(
     session: SessionDep,
     geradas: str | None = None,
     revisao: str | None = None,
+    municipio: str | None = None,
     erro: str | None = None,
 ) -> Response:
-    """Show a finding's evidence, the proposals resting on it, and the way to generate them."""
+    """Show a finding's evidence, the proposals resting on it, and the way to generate them.
+
+    Back from generating under ``municipio``'s rulebook, a finding still without a proposal
+    says why (:func:`db.enforcement.workflow.why_not_proposed`).
+    """
     from db.stands.models import Stand
 
     records = _finding_records(session, [finding_id])
@@ -612,16 +617,20 @@ def finding_page(
     stand_ring = _ring(shape) if shape is not None else None
     covered = proposals_of_findings(session=session, finding_ids=[finding_id]).get(finding_id, [])
     municipalities = _municipalities()
+    zones = {code: tz for code, _, tz in municipalities}
     chosen = stand.municipality_code if stand is not None and stand.municipality_code else ""
-    notice = None
+    if municipio in zones:
+        chosen = municipio  # the rulebook just applied
+    notice = why_not = None
     if geradas is not None:
         made = int(geradas) if geradas.isdigit() else 0
         left = int(revisao) if revisao and revisao.isdigit() else 0
         notice = f"{made} proposta(s) nova(s) gerada(s)."
         if left:
-            notice += (
-                f" {left} achado(s) ficaram para revisão (abaixo do piso de confiança ou sem a "
-                "repetição que a regra exige) e não viraram proposta."
+            notice += f" {left} achado(s) ficaram para revisão e não viraram proposta."
+        if not covered and municipio in zones:
+            why_not = workflow.why_not_proposed(
+                session, finding_id, municipality=municipio, timezone=zones[municipio]
             )
     return render(
         request,
@@ -655,6 +664,7 @@ def finding_page(
         chosen_municipality=chosen,
         back=finding_url(finding_id),
         notice=notice,
+        why_not=why_not,
         error=(
             "Escolha o município cujo regulamento deve ser aplicado."
             if erro == "municipio"
@@ -681,7 +691,12 @@ def generate(
     )
     session.commit()
     return _redirect(
-        _with_query(back.split("?")[0], geradas=str(created), revisao=str(len(done.for_review)))
+        _with_query(
+            back.split("?")[0],
+            geradas=str(created),
+            revisao=str(len(done.for_review)),
+            municipio=municipio,
+        )
     )
 
 

@@ -270,18 +270,75 @@ def generate_report(
     if confidence_floor:
         check_confidence_floor(confidence_floor, where="confidence_floor")
     _ensure_municipality(session, next(iter(books.values())))
-    covered = (
+    covered = _covered(municipality)
+    ids = session.execute(
+        select(Finding.finding_id).where(Finding.finding_id.not_in(covered))
+    ).scalars()
+    done = _propose_uncovered(
+        session, books, list(ids), covered, timezone=timezone, confidence_floor=confidence_floor
+    )
+    return store_proposals(session, done.proposals, actor=actor), done
+
+
+def why_not_proposed(
+    session: Session, finding_id: str, *, municipality: str, timezone: str
+) -> str | None:
+    """Say (pt-BR) why a stored finding makes no proposal under the municipality's rulebooks.
+
+    Judged as :func:`generate_report` judges it, with the vehicle's other findings no proposal
+    covers yet (a rule's repetition counts them), and nothing stored. None when the finding
+    would be proposed, is covered already, or is not stored.
+    """
+    books = rulebooks_for(municipality)
+    covered = _covered(municipality)
+    finding = session.get(Finding, finding_id)
+    proposed = select(Finding.finding_id).where(
+        Finding.finding_id == finding_id, Finding.finding_id.in_(covered)
+    )
+    if finding is None or session.scalar(proposed) is not None:
+        return None
+    ids = [finding_id]
+    if finding.vehicle_id is not None:
+        ids += session.execute(
+            select(Finding.finding_id).where(
+                Finding.vehicle_id == finding.vehicle_id,
+                Finding.finding_id != finding_id,
+                Finding.finding_id.not_in(covered),
+            )
+        ).scalars()
+    done = _propose_uncovered(session, books, ids, covered, timezone=timezone)
+    if any(finding_id in p["finding_ids"] for p in done.proposals):
+        return None
+    reasons = [r for r in done.for_review if r["finding_id"] == finding_id]
+    if reasons:
+        return "; ".join(f"{r['reason']} ({r['provision']})" for r in reasons)
+    return "o regulamento não tem dispositivo para este tipo de achado (ou este caso dele)"
+
+
+def _covered(municipality: str) -> Any:
+    """Select the ids of the findings a proposal of the municipality rests on (a subquery)."""
+    return (
         select(ProposalFinding.finding_id)
         .join(Proposal)
         .where(Proposal.municipality_code == municipality)
     )
-    ids = session.execute(
-        select(Finding.finding_id).where(Finding.finding_id.not_in(covered))
-    ).scalars()
-    findings = load_findings(session, list(ids))
+
+
+def _propose_uncovered(
+    session: Session,
+    books: Mapping[str, Rulebook],
+    finding_ids: list[str],
+    covered: Any,
+    *,
+    timezone: str,
+    confidence_floor: Mapping[str, float] | None = None,
+) -> Proposed:
+    """:func:`propose_all` over stored findings no proposal covers yet (nothing stored)."""
+    findings = load_findings(session, finding_ids)
     if findings.empty:
-        return 0, Proposed([], {}, [])
-    done = propose_all(
+        return Proposed([], {}, [])
+    municipality = next(iter(books.values())).municipality
+    return propose_all(
         findings,
         books,
         timezone=timezone,
@@ -290,7 +347,6 @@ def generate_report(
         confidence_floor=confidence_floor,
         context=_repetition_context(session, books, findings, covered),
     )
-    return store_proposals(session, done.proposals, actor=actor), done
 
 
 def _service_categories(session: Session, findings: pd.DataFrame) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from web_fiscal import (
     longer_route_finding,
     store_and_propose,
     tracking_gap_finding,
+    two_tracks_finding,
 )
 from web_helpers import WEB_USERS
 
@@ -316,6 +317,41 @@ class TestGenerate:
         page = agent.get(done.headers["location"]).text
         assert "proposta(s) nova(s) gerada(s)." in page
         assert "Abrir a proposta P-" in page
+
+    def test_a_finding_left_without_proposal_says_why(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """Back on the page of a finding the rulebook does not propose, the agent reads why:
+        two receivers under one prefix (POA: review only, art. 59 VI) or a confidence under the
+        floor; a proposed finding shows its proposal instead."""
+        from db.enforcement import workflow
+        from db.engine import session_scope
+
+        vehicle = _vehicle("WN")
+        two = two_tracks_finding(vehicle_id=vehicle, started_at=START)
+        later = START + dt.timedelta(hours=2)
+        weak = tracking_gap_finding(vehicle_id=vehicle, started_at=later, confidence=0.3)
+        proposed = tracking_gap_finding(
+            vehicle_id=vehicle, started_at=later + dt.timedelta(hours=1)
+        )
+        with session_scope(web_engine) as session:
+            workflow.insert_findings(session, [two, weak, proposed])
+        said = {}
+        for finding in (two, weak, proposed):
+            back = f"/fiscal/achados/{finding['finding_id']}"
+            done = _post(agent, "/fiscal/propostas/gerar", municipio="4314902", volta=back)
+            assert "municipio=4314902" in done.headers["location"]
+            page = html.unescape(agent.get(done.headers["location"]).text)
+            found = re.search(r'id="sem-proposta">(.*?)</p>', page, flags=re.DOTALL)
+            said[finding["kind"], finding["confidence"]] = found.group(1) if found else None
+        two_said = said["gps_anomaly", two["confidence"]]
+        assert two_said is not None and "dois rastreadores sob o mesmo prefixo" in two_said
+        assert two_said.endswith("só com prova de intervenção (art. 59, VI)")
+        assert said["tracking_gap", 0.3] is not None
+        assert said["tracking_gap", 0.3].endswith("confiança 0.30 abaixo do piso 0.5 (art. 58, IX)")
+        assert said["tracking_gap", 0.7] is None  # proposed: its page links the proposal
+        page = agent.get(f"/fiscal/achados/{two['finding_id']}?municipio=4314902").text
+        assert 'id="sem-proposta"' not in page  # only back from generating
 
     def test_the_return_path_must_be_of_this_site(self, agent: httpx.Client) -> None:
         """A foreign ``volta`` is ignored: the queue is where the agent lands."""

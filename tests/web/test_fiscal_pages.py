@@ -25,6 +25,7 @@ from web_fiscal import (
     SEEDED_PROPOSAL_ID,
     boarding_finding,
     store_and_propose,
+    two_tracks_finding,
 )
 from web_helpers import assert_accessible, horizontal_overflow_px, save_screenshot
 
@@ -305,6 +306,33 @@ class TestEvidencePages:
         page.goto(f"/fiscal/achados/{SEEDED_FINDING_ID}")
         link = page.get_by_role("link", name=f"Abrir a proposta {SEEDED_PROPOSAL_ID}")
         expect(link).to_have_attribute("href", f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}")
+
+    def test_generating_from_a_finding_says_why_it_stays_without_proposal(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """An agent on a finding of two receivers under one prefix chooses Porto Alegre and
+        generates: the page says it stays for review and why (art. 59 VI only with an
+        inspection's proof); the map shows both tracks; the page passes axe."""
+        from db.enforcement import workflow
+        from db.engine import session_scope
+
+        started = dt.datetime(2026, 11, 21, 13, 0, tzinfo=dt.UTC)
+        finding = two_tracks_finding(vehicle_id="WEBF2T", started_at=started)
+        with session_scope(web_engine) as session:
+            workflow.insert_findings(session, [finding])
+        login(page, "agent")
+        page.goto(f"/fiscal/achados/{finding['finding_id']}")
+        page.get_by_label("Município (regulamento)").select_option("4314902")
+        page.get_by_role("button", name="Gerar propostas").click()
+        why = page.locator("#sem-proposta")
+        expect(why).to_contain_text("Sem proposta por este regulamento:")
+        expect(why).to_contain_text("dois rastreadores sob o mesmo prefixo")
+        expect(why).to_contain_text("(art. 59, VI)")
+        expect(page.get_by_label("Município (regulamento)")).to_have_value("4314902")
+        expect(page.get_by_role("status").first).to_contain_text("ficaram para revisão")
+        expect(page.locator("#mapa .leaflet-interactive").first).to_be_attached()
+        assert_accessible(page)
+        save_screenshot(page, "web-fiscal-achado-sem-proposta.png")
 
     def test_unknown_records_are_pt_br_404_pages(self, agent_http: httpx.Client) -> None:
         """An unknown proposal, finding or document: a 404 page in pt-BR."""
