@@ -547,15 +547,123 @@ LABELS = {
     "min_vehicles": "veículos mínimos",
     "boundary_tolerance_m": "tolerância do limite",
     "loop_radius_m": "raio de volta",
+    # stands and queues
+    "subtype": "caso",
+    "licensed": "com permissão",
+    "accessible": "vaga acessível",
+    "arrived_at": "chegada",
+    "departed_at": "saída",
+    "boarded_at": "embarque",
+    "meter_before": "taxímetro antes",
+    "meter_after": "taxímetro depois",
+    "meter_switch_gap_s": "tempo até o taxímetro ligar",
+    "n_fixes_inside": "posições dentro do ponto",
+    "min_wait_ahead_s": "espera mínima do veículo à frente",
+    "max_wait_ahead_s": "espera máxima do veículo à frente",
+    "tolerance_s": "tolerância",
+    "days_licensed": "dias com permissão",
+    "min_operating_days": "dias mínimos operando",
+    "min_presence_s": "presença mínima",
+    "min_presence_share": "fração mínima de presença",
+    "window_days": "janela",
+    "n_stops": "paradas",
+    "extent_m": "extensão",
+    "cluster_radius_m": "raio do agrupamento",
+    "stand_buffer_m": "distância mínima a um ponto",
+    "min_free_share": "fração mínima com taxímetro livre",
+    "h3_resolution": "resolução H3",
+    # routes
+    "straight_m": "linha reta",
+    "ratio_straight_line": "razão percorrida/linha reta",
+    "matched_m": "distância casada com a malha",
+    "matched_route_s": "tempo da rota casada",
+    "time_ratio": "razão de tempo",
+    "n_dropped_fixes": "posições descartadas",
+    "n_skipped_steps": "passos ignorados",
+    "min_straight_line_ratio": "razão mínima à linha reta",
+    "min_time_ratio": "razão mínima de tempo",
+    "fastest_time_factor": "fator de tempo da rota mais rápida",
+    "min_matched_share": "fração mínima casada com a malha",
+    "max_unexplained_share": "fração máxima sem explicação",
+    "min_peer_trips": "corridas semelhantes mínimas",
+    "max_peer_trips": "corridas semelhantes máximas",
+    "waypoint_diameter_m": "diâmetro de uma parada no caminho",
+    "waypoint_min_stop_s": "parada mínima no caminho",
+    # tracking
+    "rule": "critério",
+    "moved": "deslocou-se",
+    "parked_radius_m": "raio de veículo parado",
+    "dt_s": "intervalo entre as posições",
+    "n_steps": "passos",
+    "n_anomalous_steps": "passos impossíveis",
+    "min_jump_m": "salto mínimo",
+    "max_excursion_s": "desvio máximo (ida e volta)",
+    # service and registry
+    "local_date": "dia",
+    "n_trips": "corridas",
+    "service_s": "tempo em serviço",
+    "min_trip_duration_s": "duração mínima da corrida",
+    "trip_started_at": "início da corrida",
+    "trip_ended_at": "fim da corrida",
+    "trip_duration_s": "duração da corrida",
+    "meter_switch_seen": "troca do taxímetro registrada",
+    "as_of": "data de referência",
+    "current_status": "situação cadastral",
+    "excused_days": "dias justificados",
+    "last_operation_at": "última operação",
+    "last_operation_local_date": "dia da última operação",
+    "last_operation_source": "fonte da última operação",
+    "tariff": "tarifa",
+    "tariff2_since": "bandeira 2 desde",
+    "carry_over": "continua do dia anterior",
+    "n_speed_flagged": "posições com velocidade suspeita",
+    "min_duration_s": "duração mínima",
 }
-"""pt-BR labels of common ``details`` keys; others are shown as they are named."""
+"""pt-BR labels of the ``details`` keys the detectors write; others are shown as named."""
 _VALUES = {
     "road_network": "malha viária",
     "peer_trips": "corridas semelhantes",
     "loop": "volta",
     "corridor": "corredor",
+    "free": "livre",
+    "occupied": "ocupado",
+    "off": "desligado",
+    "boarding": "embarque",
+    "suspended_use": "uso durante a suspensão",
+    "accessible_wait": "espera em vaga acessível",
+    "outlier": "ponto fora do trajeto",
+    "jump": "salto",
+    "two_tracks": "dois trajetos alternados (dois rastreadores)",
+    "occupied_both_sides": "ocupado antes e depois do silêncio",
+    "occupied_before_and_moved": "ocupado antes, e deslocou-se",
+    "trip": "corrida",
+    "active": "ativo",
+    # operating_while_barred and driver_not_allowed reasons
+    "revoked": "cassado",
+    "suspended": "suspenso",
+    "out_of_operation": "fora de operação",
+    "reserved": "reservado",
+    "termo_recolhido": "termo recolhido",
+    "before_alvara": "antes do alvará",
+    "alvara_expired": "alvará vencido",
+    "vehicle_over_age": "veículo acima da idade máxima",
+    "substitution_expired": "substituição provisória vencida",
+    "inspection_expired": "vistoria vencida",
+    "inspection_overdue": "vistoria atrasada",
+    "not_registered": "condutor não cadastrado",
+    "cnh_revoked": "CNH cassada",
+    "cnh_suspended": "CNH suspensa",
+    "cnh_expired": "CNH vencida",
+    "ictp_revoked": "ICTP cassada",
+    "ictp_suspended": "ICTP suspensa",
+    "ictp_expired": "ICTP vencida",
+    "not_linked": "condutor sem vínculo com o veículo",
+    "too_many_auxiliaries": "auxiliares além do permitido",
+    "auxiliary_only": "só auxiliar, sem titular",
 }
-_SKIP = re.compile(r"(_cell|_id|_ns|^timezone|^crs|^source)$")
+"""pt-BR words of the values those keys take (sub-cases, reasons, meter states)."""
+_SKIP = re.compile(r"(_cell|_id|_ns|^timezone|^crs|^source|^local_start|^local_end)$")
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ORDER = {k: i for i, k in enumerate(LABELS)}
 MAX_MEASURES = 10
 """At most this many measures (and thresholds) per finding; the rest stay in the finding."""
@@ -603,6 +711,8 @@ def _value(key: str, value: Any, tz: ZoneInfo) -> str:
     if isinstance(value, bool):
         return "sim" if value else "não"
     if isinstance(value, str):
+        if _DAY.match(value):
+            return f"{value[8:10]}/{value[5:7]}/{value[:4]}"
         if key.endswith(("_at", "_since", "_until")):
             try:
                 return _when(value, tz, zone=False)

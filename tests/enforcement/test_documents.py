@@ -261,6 +261,26 @@ class TestEvidenceSummary:
         ]
         assert "distância máxima ao ponto: 30 m" in thresholds
 
+    def test_code_words_and_days_in_pt_br(self) -> None:
+        """A detector's code words (pattern, meter state, reason) and ISO days read in pt-BR."""
+        finding = dict(sample_document()["findings"][0])
+        finding["kind"] = "gps_anomaly"
+        finding["details"] = {
+            "pattern": "two_tracks",
+            "n_anomalous_steps": 39,
+            "meter_before": "occupied",
+            "local_date": "2024-03-05",
+            "thresholds": {"min_jump_m": 500.0, "max_excursion_s": 300.0},
+        }
+        _, measures, thresholds = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert measures == [
+            "padrão: dois trajetos alternados (dois rastreadores)",
+            "taxímetro antes: ocupado",
+            "passos impossíveis: 39",
+            "dia: 05/03/2024",
+        ]
+        assert thresholds == ["salto mínimo: 500 m", "desvio máximo (ida e volta): 5 min 00 s"]
+
     def test_measures_are_capped(self) -> None:
         """At most MAX_MEASURES measures, then how many more the finding holds."""
         finding = dict(sample_document()["findings"][0])

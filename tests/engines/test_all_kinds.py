@@ -225,6 +225,20 @@ class TestScenario:
         assert proposals and {p["municipality"] for p in proposals} == {"4314902"}
         assert "Bandeira 2 indevida: 1" in report
 
+    def test_every_measure_is_named_in_pt_br(self, reference: tuple[Path, str]) -> None:
+        """The evidence of every kind (the console's and the documents' measures and thresholds)
+        names each value in pt-BR: no detector's key or code word reaches the agent."""
+        from enforcement.documents import evidence_summary
+
+        out, _ = reference
+        findings = json.loads((out / "findings.geojson").read_text(encoding="utf-8"))
+        raw = set()
+        for feature in findings["features"]:
+            finding = feature["properties"]
+            _, measures, thresholds = evidence_summary(finding, timezone="America/Sao_Paulo")
+            raw |= {(finding["kind"], m) for m in measures + thresholds if "_" in m}
+        assert not raw
+
 
 class TestEnginesWriteTheSameFiles:
     @pytest.mark.parametrize("jobs", ["1", "2"])
