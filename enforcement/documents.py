@@ -618,6 +618,9 @@ LABELS = {
     "carry_over": "continua do dia anterior",
     "n_speed_flagged": "posições com velocidade suspeita",
     "min_duration_s": "duração mínima",
+    "role": "papel do condutor",
+    "max_auxiliaries": "auxiliares permitidos",
+    "auxiliary_only_min_days": "dias mínimos só com auxiliares",
 }
 """pt-BR labels of the ``details`` keys the detectors write; others are shown as named."""
 _VALUES = {
