@@ -110,7 +110,7 @@ class TestDetectGpsAnomaly:
         """Two receivers alternating for 9 h under one id (a car driving north, a second
         receiver parked 6 km east) are one 'two_tracks' finding, not a 9-hour outlier: its
         evidence lists 40 steps and 40 fixes of the 4,320, its geometry is the two tracks, and
-        the bundled rulebook proposes nothing for it."""
+        the bundled rulebook lists it for review and proposes nothing."""
         n = 4320
         rows = make_track(
             "T1",
@@ -136,8 +136,10 @@ class TestDetectGpsAnomaly:
         done = propose_all(
             found, {"taxi": bundled_rulebooks()[("4314902", "taxi")]}, timezone="America/Sao_Paulo"
         )
-        assert done.proposals == [] and done.for_review == []
-        assert done.uncovered == {"gps_anomaly": 1}
+        assert done.proposals == [] and done.uncovered == {}
+        (item,) = done.for_review  # listed for review, never proposed
+        assert item["provision"] == "art. 59, VI"
+        assert "dois rastreadores sob o mesmo prefixo" in item["reason"]
 
     def test_two_receivers_at_different_rates_are_two_tracks(self) -> None:
         """A second receiver reporting every 30 s between a car's fixes every 15 s makes short
