@@ -281,6 +281,21 @@ class TestEvidenceSummary:
         ]
         assert thresholds == ["salto mínimo: 500 m", "desvio máximo (ida e volta): 5 min 00 s"]
 
+    def test_every_reason_of_the_registry_kinds_reads_in_pt_br(self) -> None:
+        """Each reason ``operating_while_barred`` and ``driver_not_allowed`` may write is
+        shown in Portuguese, not as its code."""
+        from tracking.detectors.driver_not_allowed import REASONS as DRIVER_REASONS
+        from tracking.detectors.operating_while_barred import REASONS as VEHICLE_REASONS
+
+        finding = dict(sample_document()["findings"][0])
+        raw = []
+        for reason in VEHICLE_REASONS + DRIVER_REASONS:
+            finding["details"] = {"reason": reason}
+            (shown,) = evidence_summary(finding, timezone="UTC")[1]  # type: ignore[arg-type]
+            if shown == f"motivo: {reason}":
+                raw.append(reason)
+        assert raw == []
+
     def test_measures_are_capped(self) -> None:
         """At most MAX_MEASURES measures, then how many more the finding holds."""
         finding = dict(sample_document()["findings"][0])
