@@ -77,7 +77,7 @@ from enforcement.documents import (
 from enforcement.rulebook import bundled_rulebooks
 from geo.calendar import UF_TIMEZONES
 from maps.findings import KIND_LABELS, METER_LABELS
-from tracking.detectors.findings import KINDS
+from tracking.detectors.findings import KINDS, finding_name
 
 router = APIRouter(include_in_schema=False)
 
@@ -226,7 +226,7 @@ def alert_view(alert: Mapping[str, Any], zone: ZoneInfo) -> dict[str, Any]:
         "alert_id": alert["alert_id"],
         "finding_id": alert["finding_id"],
         "kind": kind,
-        "kind_label": KIND_NAMES.get(kind, kind),
+        "kind_label": finding_name(kind, alert.get("details")),
         "vehicle_id": alert.get("vehicle_id"),
         "stand_id": alert.get("stand_id"),
         "when": local_time(alert.get("ended_at") or alert.get("started_at"), zone),
@@ -560,7 +560,7 @@ def evidence_views(findings: Sequence[Mapping[str, Any]], zone: ZoneInfo) -> lis
             {
                 "finding_id": f["finding_id"],
                 "href": finding_url(str(f["finding_id"])),
-                "kind_label": KIND_NAMES.get(str(f["kind"]), str(f["kind"])),
+                "kind_label": finding_name(str(f["kind"]), details),
                 "head": head,
                 "measures": measures,
                 "thresholds": thresholds,
@@ -611,6 +611,7 @@ def finding_page(
             message=f"Não há achado com o identificador {finding_id}.",
         )
     finding = records[0]
+    name = finding_name(finding["kind"], finding.get("details"))
     zone = _zone(request)
     stand = session.get(Stand, finding["stand_id"]) if finding.get("stand_id") else None
     shape = to_shape(stand.geometry) if stand is not None and stand.geometry is not None else None
@@ -636,10 +637,10 @@ def finding_page(
         request,
         "fiscal/achado.html",
         web=web,
-        title=f"Achado {KIND_NAMES.get(finding['kind'], finding['kind'])}",
+        title=f"Achado {name}",
         finding={
             "finding_id": finding_id,
-            "kind_label": KIND_NAMES.get(finding["kind"], finding["kind"]),
+            "kind_label": name,
             "vehicle_id": finding.get("vehicle_id"),
             "stand_id": finding.get("stand_id"),
             "stand_name": stand.name if stand is not None else None,

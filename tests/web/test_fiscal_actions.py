@@ -352,6 +352,8 @@ class TestGenerate:
         assert said["tracking_gap", 0.7] is None  # proposed: its page links the proposal
         page = agent.get(f"/fiscal/achados/{two['finding_id']}?municipio=4314902").text
         assert 'id="sem-proposta"' not in page  # only back from generating
+        assert "<h1>Achado: Dois rastreadores no mesmo prefixo</h1>" in page
+        assert "Salto de GPS impossível" not in page  # a two-tracks finding is not a jump
 
     def test_the_return_path_must_be_of_this_site(self, agent: httpx.Client) -> None:
         """A foreign ``volta`` is ignored: the queue is where the agent lands."""

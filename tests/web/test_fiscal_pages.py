@@ -179,6 +179,20 @@ class TestLiveStream:
         assert view["href"] == f"/fiscal/achados/{finding}"
         assert (view["vehicle_id"], view["stand_id"]) == (vehicle, "S1")
 
+    def test_an_alert_of_two_receivers_is_named_so(self) -> None:
+        """The inbox names a two-tracks alert by its pattern, not as an impossible jump."""
+        from zoneinfo import ZoneInfo
+
+        from api.web.agent import alert_view
+        from engines.live import alert_payload
+
+        finding = two_tracks_finding(
+            vehicle_id="ST2T", started_at=dt.datetime(2026, 11, 21, 13, tzinfo=dt.UTC)
+        )
+        payload = json.loads(json.dumps(alert_payload(finding, alert_id="alert-2t")))
+        view = alert_view(payload, ZoneInfo("America/Sao_Paulo"))
+        assert view["kind_label"] == "Dois rastreadores no mesmo prefixo"
+
     def test_reconnection_replays_the_alerts_after_last_event_id_once(
         self, agent_http: httpx.Client, web_engine: Engine
     ) -> None:
@@ -322,6 +336,8 @@ class TestEvidencePages:
             workflow.insert_findings(session, [finding])
         login(page, "agent")
         page.goto(f"/fiscal/achados/{finding['finding_id']}")
+        heading = "Achado: Dois rastreadores no mesmo prefixo"
+        expect(page.get_by_role("heading", level=1)).to_have_text(heading)
         page.get_by_label("Município (regulamento)").select_option("4314902")
         page.get_by_role("button", name="Gerar propostas").click()
         why = page.locator("#sem-proposta")

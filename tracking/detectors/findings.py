@@ -14,7 +14,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +69,21 @@ LIMIT_GATED_REASONS = {
 never occurs."""
 
 
+PATTERN_NAMES = {
+    ("gps_anomaly", "two_tracks"): "Dois rastreadores no mesmo prefixo",
+}
+"""pt-BR name of a finding whose ``details.pattern`` is not what its kind's name says."""
+
+
 def kind_name(kind: str) -> str:
     """Return the pt-BR name of a finding kind (the code itself when unknown)."""
     return KIND_NAMES.get(kind, kind)
+
+
+def finding_name(kind: str, details: Mapping[str, Any] | None) -> str:
+    """Return the pt-BR name of one finding: its pattern's (:data:`PATTERN_NAMES`) or its kind's."""
+    pattern = (details or {}).get("pattern")
+    return PATTERN_NAMES.get((kind, str(pattern)), kind_name(kind))
 
 
 FINDING_COLUMNS = (

@@ -7,6 +7,7 @@ import shapely
 
 from tracking.detectors.findings import (
     FindingsFrameError,
+    finding_name,
     make_findings,
     read_findings_geojson,
     write_findings_geojson,
@@ -81,3 +82,17 @@ class TestReadFindingsGeojson:
             {"type": "Feature", "geometry": None, "properties": {"kind": "x"}}]}))  # fmt: skip
         with pytest.raises(FindingsFrameError, match="faltam as propriedades finding_id"):
             read_findings_geojson(path)
+
+
+class TestFindingName:
+    def test_a_pattern_with_its_own_name(self) -> None:
+        """Two receivers under one prefix are not called an impossible jump."""
+        assert finding_name("gps_anomaly", {"pattern": "two_tracks"}) == (
+            "Dois rastreadores no mesmo prefixo"
+        )
+
+    @pytest.mark.parametrize("details", [{"pattern": "jump"}, {"pattern": "outlier"}, {}, None])
+    def test_otherwise_the_kinds_name(self, details) -> None:
+        assert finding_name("gps_anomaly", details) == "Salto de GPS impossível"
+        assert finding_name("tracking_gap", details) == "Falha de rastreamento"
+        assert finding_name("not_a_kind", details) == "not_a_kind"
