@@ -76,8 +76,8 @@ from enforcement.documents import (
 )
 from enforcement.rulebook import bundled_rulebooks
 from geo.calendar import UF_TIMEZONES
-from maps.findings import KIND_LABELS, METER_LABELS
-from tracking.detectors.findings import KINDS, finding_name
+from maps.findings import METER_LABELS
+from tracking.detectors.findings import KIND_NAMES, KINDS, finding_name
 
 router = APIRouter(include_in_schema=False)
 
@@ -105,8 +105,6 @@ MIN_REASON = 3
 """Shortest reason of a dismissal, a decision or a final decision (as the API)."""
 EVENT_STREAM = "text/event-stream"
 
-KIND_NAMES = {k: KIND_LABELS.get(k, (k, ""))[0] for k in KINDS}
-"""Short pt-BR name of each finding kind (the maps' legend labels)."""
 STATUS_NAMES = {s: STATUS_LABELS.get(s, s).split(" (")[0] for s in STATUSES}
 """Short pt-BR name of each review state (the documents' labels without their note)."""
 LINE_LAYERS = (
