@@ -59,6 +59,7 @@ from db.tracking.store import H3_RESOLUTION, copy_rejected, ensure_fix_partition
 from geo.h3 import latlng_to_cells
 from tracking import frames as fr
 from tracking.validate import (
+    CORRUPT_CHARS,
     FUTURE_TOLERANCE_S,
     MAX_SPEED_KMH,
     METER_INDEX,
@@ -229,7 +230,11 @@ _WORD = re.compile(r"[A-Za-z0-9_]+")
 _PLAIN = re.compile(r"[!-~](?:[ -~]*[!-~])?")  # printable ASCII, no blank at either end
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _NS = 1_000_000_000
-_NUL = "\x00"
+
+
+def _corrupt(text: str) -> bool:
+    """Whether ``text`` holds one of :data:`tracking.validate.CORRUPT_CHARS`."""
+    return any(c in text for c in CORRUPT_CHARS)
 
 
 def _number(value: Any) -> tuple[float, int]:
@@ -367,8 +372,8 @@ def _fast_check(
     fields = RowFields(
         vehicle_chars=np.full(n, len(vehicle_id), dtype=np.int64),
         driver_chars=np.array([len(d) if d else 0 for d in drivers], dtype=np.int64),
-        text_nul=np.array(
-            [_NUL in vehicle_id or (d is not None and _NUL in d) for d in drivers], dtype=bool
+        text_corrupt=np.array(
+            [_corrupt(vehicle_id) or (d is not None and _corrupt(d)) for d in drivers], dtype=bool
         ),
         lat=lat,
         lat_missing=lat_missing,

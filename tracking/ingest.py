@@ -19,6 +19,7 @@ size of the resulting pings frame plus one chunk, whatever the file's size.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
@@ -567,42 +568,87 @@ def _iter_csv_tables(
     ``row`` is the ordinal of the record among the well-formed ones; malformed records go to
     ``bad`` as (line number counting the header, text), as Arrow's serial parser reports them
     (empty lines are not counted). With ``data`` (a byte range of the file's records, no
-    header), its records instead, numbered from 1 within it.
+    header), its records instead, numbered from 1 within it. Bytes that are not UTF-8 are read
+    as U+FFFD (:class:`_Utf8`).
     """
 
     def on_invalid(row: pcsv.InvalidRow) -> str:
         bad.append((row.number, row.text))
         return "skip"
 
-    try:
-        reader = pcsv.open_csv(
-            path if data is None else data,
-            read_options=pcsv.ReadOptions(
-                column_names=names,
-                skip_rows=1 if data is None else 0,
-                use_threads=False,
-                block_size=_CSV_BLOCK_BYTES,
-            ),
-            parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
-            convert_options=pcsv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.large_string()),
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except pa.ArrowInvalid as exc:
-        if data is None and _only_a_header(path):  # a header without line end: no records
-            yield _with_rows(_csv_schema(names).empty_table(), 1)
-            return
-        raise MalformedFileError(f"{path.name}: CSV inválido ({exc})") from exc
-    done = 0
-    for table in _rebatch(_csv_batches(reader, path), chunk_rows):
-        n = table.num_rows
-        yield _with_rows(_as_dictionaries(table), done + 1)
-        del table  # not held while the next chunk is read
-        done += n
+    with _Utf8(_open_binary(path) if data is None else data) as text:
+        try:
+            reader = pcsv.open_csv(
+                text,
+                read_options=pcsv.ReadOptions(
+                    column_names=names,
+                    skip_rows=1 if data is None else 0,
+                    use_threads=False,
+                    block_size=_CSV_BLOCK_BYTES,
+                ),
+                parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=dict.fromkeys(names, pa.large_string()),
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        except pa.ArrowInvalid as exc:
+            if data is None and _only_a_header(path):  # a header without line end: no records
+                yield _with_rows(_csv_schema(names).empty_table(), 1)
+                return
+            raise MalformedFileError(f"{path.name}: CSV inválido ({exc})") from exc
+        done = 0
+        for table in _rebatch(_csv_batches(reader, path), chunk_rows):
+            n = table.num_rows
+            yield _with_rows(_as_dictionaries(table), done + 1)
+            del table  # not held while the next chunk is read
+            done += n
     if done == 0:
         yield _with_rows(_csv_schema(names).empty_table(), 1)
+
+
+class _Utf8(io.RawIOBase):
+    """A byte stream made valid UTF-8: each byte that is not UTF-8 is read as U+FFFD.
+
+    Arrow's CSV reader refuses a whole file for one such byte (and its invalid-row handler
+    raises on a malformed record holding one); so read, only the record holding it is rejected
+    (``invalid_text`` in an identifier, else by the cell's own rule, or ``malformed_row``).
+    Blocks of ASCII, the usual case, pass as read.
+    """
+
+    def __init__(self, raw: io.RawIOBase | io.BufferedIOBase) -> None:
+        super().__init__()
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._left = b""  # converted bytes not handed out yet
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        while not self._left:
+            if self._ended:
+                return 0
+            n = self._raw.readinto(view) or 0
+            if n and not self._decoder.getstate()[0] and _is_ascii(view[:n]):
+                return n
+            self._ended = n == 0
+            self._left = self._decoder.decode(view[:n].tobytes(), final=self._ended).encode()
+        k = min(len(view), len(self._left))
+        view[:k] = self._left[:k]
+        self._left = self._left[k:]
+        return k
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _is_ascii(data: memoryview) -> bool:
+    return bool(np.frombuffer(data, dtype=np.uint8).max() < 0x80)
 
 
 def _csv_schema(names: list[str]) -> pa.Schema:

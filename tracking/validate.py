@@ -47,8 +47,9 @@ as read, :class:`RowFields`): the frame reader here and the record reader of the
     Optional numeric column not empty and not a finite number in range (speed and accuracy
     >= 0, heading in [0, 360]).
 ``invalid_text``
-    ``vehicle_id`` or ``driver_id`` holds a NUL character (U+0000), which no PostgreSQL text can
-    store, or is longer than :data:`MAX_ID_CHARS` characters: a corrupt cell, not an identifier.
+    ``vehicle_id`` or ``driver_id`` holds one of :data:`CORRUPT_CHARS` (NUL, which no
+    PostgreSQL text can store; U+FFFD, what a CSV byte that is not UTF-8 is read as), or is
+    longer than :data:`MAX_ID_CHARS` characters: a corrupt cell, not an identifier.
 ``duplicate``
     Identical, across all original columns, to an earlier row of the input.
 ``conflicting_duplicate``
@@ -126,6 +127,10 @@ larger values are likely milliseconds."""
 MAX_ID_CHARS = 64
 """Longest ``vehicle_id`` and ``driver_id`` accepted (characters, after trimming blanks)."""
 
+CORRUPT_CHARS = ("\x00", "\ufffd")
+"""Characters that make an identifier corrupt: NUL and the replacement character U+FFFD (a
+byte that is not UTF-8, as :mod:`tracking.ingest` reads it, or a decoder's mark upstream)."""
+
 REJECTED_LEAD = (fr.ROW, fr.REASON)
 
 MAX_ABS_LAT_DEG = 90.0
@@ -147,7 +152,7 @@ class RowFields:
 
     vehicle_chars: NDArray[np.int64]
     driver_chars: NDArray[np.int64]
-    text_nul: NDArray[np.bool_]
+    text_corrupt: NDArray[np.bool_]
     lat: NDArray[np.float64]
     lat_missing: NDArray[np.bool_]
     lat_invalid: NDArray[np.bool_]
@@ -209,7 +214,7 @@ ROW_RULES: tuple[tuple[str, RowTest], ...] = (
     (
         "invalid_text",
         lambda f, w: (
-            f.text_nul | (f.vehicle_chars > MAX_ID_CHARS) | (f.driver_chars > MAX_ID_CHARS)
+            f.text_corrupt | (f.vehicle_chars > MAX_ID_CHARS) | (f.driver_chars > MAX_ID_CHARS)
         ),
     ),
 )
@@ -1010,7 +1015,7 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) 
     n = len(raw)
     vehicle = _text_cells(raw[fr.VEHICLE_ID])
     driver = _optional_text(raw, fr.DRIVER_ID, n)
-    nul = vehicle.rows(_has_nul(vehicle.values)) | driver.rows(_has_nul(driver.values))
+    corrupt = vehicle.rows(_corrupt(vehicle.values)) | driver.rows(_corrupt(driver.values))
     lat, lat_missing, lat_invalid = _as_number(raw[fr.LAT])
     lon, lon_missing, lon_invalid = _as_number(raw[fr.LON])
     ts_ns, ts_missing, ts_unparseable, ts_naive = _parse_timestamps(raw[fr.TIMESTAMP])
@@ -1023,7 +1028,7 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) 
     fields = RowFields(
         vehicle_chars=vehicle.rows(np.asarray(_np(pc.utf8_length(vehicle.values)), np.int64)),
         driver_chars=driver.rows(np.asarray(_np(pc.utf8_length(driver.values)), np.int64)),
-        text_nul=nul,
+        text_corrupt=corrupt,
         lat=lat,
         lat_missing=lat_missing,
         lat_invalid=lat_invalid,
@@ -1100,8 +1105,12 @@ def _field(
     return whole[rows]
 
 
-def _has_nul(text: pa.ChunkedArray) -> NDArray[np.bool_]:
-    return _np(pc.fill_null(pc.match_substring(text, "\x00"), False)).astype(bool)
+def _corrupt(text: pa.ChunkedArray) -> NDArray[np.bool_]:
+    """Whether each cell holds one of :data:`CORRUPT_CHARS`."""
+    found = np.zeros(len(text), dtype=bool)
+    for char in CORRUPT_CHARS:
+        found |= _np(pc.fill_null(pc.match_substring(text, char), False)).astype(bool)
+    return found
 
 
 def _add_chunk(state: _State, raw: pd.DataFrame, *, limit_ns: int, floor_ns: int) -> None:

@@ -182,6 +182,7 @@ class TestCheckBatch:
             ({"timestamp": "9999-01-01T00:00:00Z"}, "unparseable_timestamp"),
             ({"timestamp": "2026-11-20T11:00:00Z"}, "too_old_timestamp"),
             ({"driver_id": "D" * 65}, "invalid_text"),
+            ({"driver_id": "D\ufffd1"}, "invalid_text"),
             ({"meter": "busy"}, "unknown_meter"),
             ({"tariff": 3.0}, "unknown_tariff"),
             ({"heading_deg": 361.0}, "invalid_heading"),

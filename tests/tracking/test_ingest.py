@@ -211,11 +211,11 @@ class TestReadPingsErrors:
         with pytest.raises(ReservedColumnError, match="reason"):
             read_pings(path, now=NOW)
 
-    def test_not_utf8(self, tmp_path: Path) -> None:
-        """Bytes that are not UTF-8 make a MalformedFileError."""
+    def test_header_not_utf8(self, tmp_path: Path) -> None:
+        """A header that is not UTF-8 makes a MalformedFileError (a record: TestBytesNotUtf8)."""
         path = tmp_path / "pings.csv"
-        path.write_bytes(HEADER.encode() + "á,1709553600,-30,-51,,\n".encode("latin-1"))
-        with pytest.raises(MalformedFileError, match="CSV inválido"):
+        path.write_bytes(HEADER.replace("meter", "taxímetro").encode("latin-1"))
+        with pytest.raises(MalformedFileError, match="não foi possível ler o cabeçalho"):
             read_pings(path, now=NOW)
 
     def test_missing_file(self, tmp_path: Path) -> None:
@@ -470,6 +470,67 @@ class TestDictionaryColumns:
             "invalid_text",
             "duplicate",
         ]
+
+
+class TestBytesNotUtf8:
+    """A byte that is not UTF-8 rejects its record only, never the whole file (Arrow alone
+    refuses the file, and its invalid-row handler raises on a short record holding one)."""
+
+    LINES = (
+        b"T1,2024-03-04T08:00:00-03:00,-30.0277,-51.2287,free,",
+        b"T\xe91,2024-03-04T08:01:00-03:00,-30.0277,-51.2287,free,",  # Latin-1 in the id
+        b"T\xe91,2024-03-04T08:02:00-03:00,-30.0277",  # and a short record
+        b"T1,2024-03-04T08:03:00-03:00,-30.0277,-51.2287,fr\xe9e,",  # in the meter
+        b"T2,2024-03-04T08:04:00-03:00,-30.0277,-51.2287,free,",
+        "Tê,2024-03-04T08:05:00-03:00,-30.0277,-51.2287,free,".encode(),  # UTF-8: kept
+    )
+
+    def _file(self, tmp_path: Path, name: str) -> Path:
+        data = HEADER.encode() + b"\n".join(self.LINES) + b"\n"
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+        return path
+
+    @pytest.mark.parametrize("name", ["p.csv", "p.csv.gz"])
+    @pytest.mark.parametrize("chunk_rows", [1, 1000])
+    def test_only_its_record_is_rejected(
+        self, tmp_path: Path, capfd: pytest.CaptureFixture[str], name: str, chunk_rows: int
+    ) -> None:
+        pings, rejected = read_pings(self._file(tmp_path, name), now=NOW, chunk_rows=chunk_rows)
+        assert pings["vehicle_id"].tolist() == ["T1", "T2", "Tê"]
+        assert rejected[[fr.ROW, fr.REASON]].values.tolist() == [
+            [2, "invalid_text"],
+            [3, "malformed_row"],
+            [4, "unknown_meter"],
+        ]
+        assert rejected["vehicle_id"].tolist() == ["T\ufffd1"] * 2 + ["T1"]
+        assert "Exception ignored" not in capfd.readouterr().err
+
+    def test_byte_ranges_read_it_as_the_whole_file(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(ingest, "RANGE_MIN_BYTES", 0)
+        source = RawPings.open(self._file(tmp_path, "p.csv"))
+        ranges = source.ranges(2)
+        assert len(ranges) == 2
+        ids: list[str] = []
+        bad: list[tuple[int | None, str]] = []
+        for start, stop in ranges:
+            for table in source.range_tables(start, stop, bad):
+                ids += table.column("vehicle_id").to_pylist()
+        assert ids == ["T1", "T\ufffd1", "T1", "T2", "Tê"]
+        assert [text for _, text in bad] == ["T\ufffd1,2024-03-04T08:02:00-03:00,-30.0277"]
+
+    @pytest.mark.parametrize("size", [1, 2, 3, 64])
+    def test_a_character_cut_between_reads_comes_out_whole(self, size: int) -> None:
+        """UTF-8 split across reads is kept; a lone byte, and a character the file cuts
+        short, are U+FFFD."""
+        data = "ação,é\n".encode() + b"\xff" + "ü".encode() + b"\xc3"
+        text = ingest._Utf8(io.BytesIO(data))
+        got = b""
+        while chunk := text.read(size):
+            got += chunk
+        assert got.decode() == "ação,é\n\ufffdü\ufffd"
 
 
 class TestByteRanges:
