@@ -224,22 +224,15 @@ def stand(
 def _presence(
     visits: pd.DataFrame, fleet: pd.DataFrame, trips: pd.DataFrame | None, timezone: str
 ) -> Any:
-    import pandas as pd
-
     from stands.licences import licence_frame_from_fleet
     from stands.presence import presence
 
     if visits.empty:
         return None
     licences = licence_frame_from_fleet(fleet)
-    trip_frame = None
-    if trips is not None:
-        trip_frame = trips.copy()
-        for col in ("started_at", "ended_at"):
-            trip_frame[col] = pd.to_datetime(trip_frame[col], format="ISO8601", utc=True)
     start: dt.date = visits["arrived_at"].min().tz_convert(timezone).date()
     end: dt.date = visits["departed_at"].max().tz_convert(timezone).date()
-    return presence(visits, licences, trip_frame, start=start, end=end, timezone=timezone)
+    return presence(visits, licences, trips, start=start, end=end, timezone=timezone)
 
 
 @app.command("enforcement")

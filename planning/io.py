@@ -27,7 +27,9 @@ def read_trips(path: str | Path) -> pd.DataFrame:
     FileNotFoundError
         If the file does not exist.
     PlanningInputError
-        If ``pickup_lat`` or ``pickup_lon`` is missing.
+        If ``pickup_lat`` or ``pickup_lon`` is missing, or a ``started_at`` / ``ended_at`` cell
+        is not an ISO 8601 instant (the first such row is named). Those columns, when present,
+        come back as UTC instants.
     """
     p = Path(path)
     if not p.is_file():
@@ -38,7 +40,28 @@ def read_trips(path: str | Path) -> pd.DataFrame:
     if missing:
         msg = f"{p.name}: faltam as colunas {', '.join(missing)} (trips.csv do pontual analyze)"
         raise PlanningInputError(msg)
+    for column in ("started_at", "ended_at"):
+        if column in trips.columns:
+            trips[column] = _instants(trips[column], column, p.name)
     return trips
+
+
+def _instants(cells: pd.Series, column: str, name: str) -> pd.Series:
+    """Parse a column of ISO 8601 instants to UTC.
+
+    An empty cell is NaT; any other cell that does not parse is an error naming its line (the
+    header is line 1).
+    """
+    parsed = pd.to_datetime(cells, format="ISO8601", utc=True, errors="coerce")
+    bad = (parsed.isna() & cells.notna()).to_numpy()
+    if bad.any():
+        at = int(bad.argmax())
+        msg = (
+            f"{name}: linha {at + 2}: {column} {str(cells.iloc[at])!r} não é data e hora "
+            "ISO 8601 (trips.csv do pontual analyze)"
+        )
+        raise PlanningInputError(msg)
+    return parsed
 
 
 def bundled_boundary(municipality: str) -> gpd.GeoDataFrame | None:
