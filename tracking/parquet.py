@@ -53,8 +53,9 @@ def record_batches(
     """Return the schema a file's batches have and the batches, as stored.
 
     Text columns of :data:`DICTIONARY_COLUMNS` come as dictionaries, straight from the file's
-    dictionary pages. ``row_groups``: only these. Raises :class:`MalformedFileError` on a
-    batch that cannot be decoded.
+    dictionary pages. Text and binary columns come as valid UTF-8 text (:func:`utf8_batch`).
+    ``row_groups``: only these. Raises :class:`MalformedFileError` on a batch that cannot be
+    decoded.
     """
     pf = open_parquet(path)
     text = [
@@ -76,9 +77,57 @@ def record_batches(
                 return
             except (pa.ArrowInvalid, OSError) as exc:
                 raise MalformedFileError(f"{path.name}: Parquet inválido ({exc})") from exc
-            yield batch
+            yield utf8_batch(batch, schema)
 
-    return pf.schema_arrow, batches()
+    schema = pa.schema([f.with_type(_text_type(f.type)) for f in pf.schema_arrow])
+    return schema, batches()
+
+
+def utf8_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Return ``batch`` with its text as ``schema`` says (:func:`_text_type`), valid UTF-8.
+
+    A Parquet writer may store text as binary (no UTF-8 annotation) or write bytes that are not
+    UTF-8 into a text column; such a byte becomes U+FFFD, as in a CSV (:mod:`tracking.ingest`),
+    so that only its row is rejected (``invalid_text`` in an identifier, else by the cell's own
+    rule) and no later step fails on decoding it.
+    """
+    arrays = [_utf8_array(a) for a in batch.columns]
+    if all(a is b for a, b in zip(arrays, batch.columns, strict=True)):
+        return batch
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _text_type(typ: pa.DataType) -> pa.DataType:
+    """Binary as text (``large_binary`` as ``large_string``), also as a dictionary's values."""
+    if pa.types.is_dictionary(typ):
+        return pa.dictionary(typ.index_type, _text_type(typ.value_type), typ.ordered)
+    if pa.types.is_binary(typ):
+        return pa.string()
+    if pa.types.is_large_binary(typ):
+        return pa.large_string()
+    return typ
+
+
+def _utf8_array(arr: pa.Array) -> pa.Array:
+    """``arr`` itself when it is valid text or holds no text; else the text it should be."""
+    typ = arr.type
+    if pa.types.is_dictionary(typ):
+        values = _utf8_array(arr.dictionary)
+        if values is arr.dictionary:
+            return arr
+        return pa.DictionaryArray.from_arrays(arr.indices, values)
+    text = _text_type(typ)
+    if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
+        return arr
+    try:
+        if text == typ:
+            arr.validate(full=True)  # UTF-8 checked in Arrow
+            return arr
+        return arr.cast(text)
+    except pa.ArrowInvalid:
+        raw = arr.view(pa.large_binary() if pa.types.is_large_string(text) else pa.binary())
+        cells = [None if b is None else b.decode("utf-8", "replace") for b in raw.to_pylist()]
+        return pa.array(cells, type=text)
 
 
 class EarlyRead:

@@ -293,6 +293,38 @@ class TestAnalyzeDetectors:
 
 
 class TestAnalyzeKindsAndJobs:
+    @pytest.mark.parametrize("name", ["pings.csv", "pings.parquet"])
+    def test_bytes_that_are_not_utf8_reject_their_row(self, run_pontual, tmp_path, name):
+        """A Latin-1 byte in a vehicle id (CSV, or a Parquet text column) rejects that row as
+        ``invalid_text``; the other rows are analysed (no traceback, no refused file)."""
+        _, stands = _write_inputs(tmp_path)
+        ids = [b"T1", b"T\xe91", b"T1"]
+        times = [f"2024-03-04T09:0{m}:00-03:00" for m in range(3)]
+        pings = tmp_path / name
+        if name.endswith(".csv"):
+            lines = [b"vehicle_id,timestamp,lat,lon,meter"]
+            for vehicle, at in zip(ids, times, strict=True):
+                lines.append(vehicle + f",{at},-30.0277,-51.2287,free".encode())
+            pings.write_bytes(b"\n".join(lines) + b"\n")
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = {"vehicle_id": pa.array(ids, pa.binary()).view(pa.string())}
+            table |= {"timestamp": times, "lat": [-30.0277] * 3, "lon": [-51.2287] * 3}
+            pq.write_table(pa.table(table), pings)
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze", "--pings", str(pings), "--stands", str(stands), "--out", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        rejected = pd.read_csv(out / "rejected.csv", dtype=str)
+        assert rejected[["row", "reason", "vehicle_id"]].values.tolist() == [
+            ["2", "invalid_text", "T\ufffd1"]
+        ]
+        assert json.loads((out / "summary.json").read_text())["pings_valid"] == 2
+
     def test_kinds_none_is_the_tracking_core(self, run_pontual, tmp_path):
         """--kinds nenhum: visits, trips, occupancy written; no detector runs or is skipped."""
         pings, stands = _write_inputs(tmp_path)

@@ -521,6 +521,40 @@ class TestBytesNotUtf8:
         assert ids == ["T1", "T\ufffd1", "T1", "T2", "Tê"]
         assert [text for _, text in bad] == ["T\ufffd1,2024-03-04T08:02:00-03:00,-30.0277"]
 
+    @pytest.mark.parametrize("stored", ["binary", "string", "dictionary"])
+    @pytest.mark.parametrize("chunk_rows", [1, 1000])
+    def test_parquet_text_that_is_not_utf8(
+        self, tmp_path: Path, stored: str, chunk_rows: int
+    ) -> None:
+        """Parquet text stored as binary (no UTF-8 annotation), or bytes that are not UTF-8 in
+        a text column: read as in a CSV, only the row holding one is rejected. In a column
+        Arrow wrote as a dictionary, Arrow's own decoder refuses them: the file is refused
+        with a clear message."""
+        ids = pa.array([b"T1", b"T\xe91", "Tê".encode()], pa.binary())
+        if stored != "binary":
+            ids = ids.view(pa.string())  # the bytes as they are, unchecked
+        if stored == "dictionary":
+            ids = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2]), ids)
+        table = pa.table(
+            {
+                "vehicle_id": ids,
+                "timestamp": [f"2024-03-04T08:0{m}:00-03:00" for m in range(3)],
+                "lat": [-30.0277] * 3,
+                "lon": [-51.2287] * 3,
+            }
+        )
+        path = tmp_path / "p.parquet"
+        pq.write_table(table, path)
+        if stored == "dictionary":
+            with pytest.raises(MalformedFileError, match="Parquet inválido .Invalid UTF8"):
+                read_pings(path, now=NOW, chunk_rows=chunk_rows)
+            return
+        pings, rejected = read_pings(path, now=NOW, chunk_rows=chunk_rows)
+        assert pings["vehicle_id"].tolist() == ["T1", "Tê"]
+        assert rejected[[fr.ROW, fr.REASON, "vehicle_id"]].values.tolist() == [
+            [2, "invalid_text", "T\ufffd1"]
+        ]
+
     @pytest.mark.parametrize("size", [1, 2, 3, 64])
     def test_a_character_cut_between_reads_comes_out_whole(self, size: int) -> None:
         """UTF-8 split across reads is kept; a lone byte, and a character the file cuts
