@@ -58,6 +58,7 @@ def record_batches(
     decoded.
     """
     pf = open_parquet(path)
+    _check_flat(pf.schema_arrow, path)
     text = [
         name
         for name, typ in zip(pf.schema_arrow.names, pf.schema_arrow.types, strict=True)
@@ -81,6 +82,18 @@ def record_batches(
 
     schema = pa.schema([f.with_type(_text_type(f.type)) for f in pf.schema_arrow])
     return schema, batches()
+
+
+def _check_flat(schema: pa.Schema, path: Path) -> None:
+    """Refuse a column of lists, structs or maps: a pings cell is a text, a number or a date."""
+    for field in schema:
+        typ = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        if pa.types.is_nested(typ):
+            msg = (
+                f"{path.name}: a coluna {field.name!r} é do tipo {typ}, que não é lido; "
+                "cada célula deve ser um texto, um número ou uma data/hora"
+            )
+            raise MalformedFileError(msg)
 
 
 def utf8_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

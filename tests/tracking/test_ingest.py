@@ -211,6 +211,19 @@ class TestReadPingsErrors:
         with pytest.raises(ReservedColumnError, match="reason"):
             read_pings(path, now=NOW)
 
+    @pytest.mark.parametrize(
+        ("column", "values"),
+        [("vehicle_id", [["a"], ["b"]]), ("vehicle_id", [{"a": 1}, None]), ("tags", [["x"], []])],
+    )
+    def test_parquet_nested_column(self, tmp_path: Path, column: str, values: list[Any]) -> None:
+        """A column of lists or structs, of the contract or not, refuses the file by name."""
+        table = {"vehicle_id": ["v1", "v2"], "timestamp": [1709553600, 1709553601]}
+        table |= {"lat": [-30.0, -30.0], "lon": [-51.0, -51.0], column: values}
+        path = tmp_path / "p.parquet"
+        pq.write_table(pa.table(table), path)
+        with pytest.raises(MalformedFileError, match=f"a coluna '{column}' é do tipo"):
+            read_pings(path, now=NOW)
+
     def test_header_not_utf8(self, tmp_path: Path) -> None:
         """A header that is not UTF-8 makes a MalformedFileError (a record: TestBytesNotUtf8)."""
         path = tmp_path / "pings.csv"
