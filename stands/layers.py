@@ -190,6 +190,12 @@ def read_porto_stands(path: str | Path, *, radius_m: float) -> gpd.GeoDataFrame:
     return _to_stands_frame(raw, source=p.name, unit="linha", default_radius_m=None, repair=False)
 
 
+MIN_RADIUS_M = 1.0
+"""Smallest radius of a stand given as a point (a smaller one draws no area)."""
+MAX_RADIUS_M = 1000.0
+"""Largest radius of a stand given as a point: a larger one is a typo, not a stand, and would
+count boardings far from it as boardings at the stand."""
+
 STAND_FILE_FORMATS = ("contract", "porto", "porto_alegre")
 """Stand files recognised by :func:`read_any_stands` (see :func:`stand_file_format`)."""
 PORTO_ALEGRE = "4314902"
@@ -497,8 +503,8 @@ def _to_stands_frame(
     default_radius_m: float | None,
     repair: bool,
 ) -> gpd.GeoDataFrame:
-    if default_radius_m is not None and not _positive(default_radius_m):
-        msg = f"o raio padrão era {default_radius_m!r}; esperado um número finito > 0 (metros)"
+    if default_radius_m is not None and not radius_ok(default_radius_m):
+        msg = f"o raio padrão era {default_radius_m!r}; esperado {_RADII}"
         raise InvalidRadiusError(msg)
     _require_columns(raw.columns, (STAND_ID,), source=source)
     n = len(raw)
@@ -575,10 +581,10 @@ def _radii(
             radius[i] = default
             continue
         number = _as_float(value)
-        if number is None or not _positive(number):
+        if number is None or not radius_ok(number):
             msg = (
                 f"'radius_m' do ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}') era "
-                f"{value!r}; esperado um número finito > 0 (metros)"
+                f"{value!r}; esperado {_RADII}"
             )
             raise InvalidRadiusError(msg)
         radius[i] = number
@@ -747,9 +753,13 @@ def _as_float(value: Any) -> float | None:
         return None
 
 
-def _positive(value: float) -> bool:
+def radius_ok(value: float) -> bool:
+    """Whether ``value`` is a stand's radius: a number in [MIN_RADIUS_M, MAX_RADIUS_M] metres."""
     try:
         number = float(value)
     except (TypeError, ValueError):
         return False
-    return math.isfinite(number) and number > 0
+    return math.isfinite(number) and MIN_RADIUS_M <= number <= MAX_RADIUS_M
+
+
+_RADII = f"um número de {MIN_RADIUS_M:g} a {MAX_RADIUS_M:,.0f} (metros)".replace(",", ".")

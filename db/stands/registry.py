@@ -53,12 +53,9 @@ from stands._errors import (
     UnknownVehicleError,
     UnsupportedGeometryError,
 )
+from stands.layers import MAX_RADIUS_M, MIN_RADIUS_M, radius_ok
 from stands.suspensions import check_suspension
 
-MAX_RADIUS_M = 1000.0
-"""Largest radius accepted for a stand given as a point (a larger one is a typo, not a stand)."""
-MIN_RADIUS_M = 1.0
-"""Smallest radius accepted for a stand given as a point (a smaller one draws no area)."""
 MIN_AREA_M2 = 1.0
 """Smallest stand area accepted (a polygon with less is degenerate: a point or a line)."""
 _M_PER_DEG = 111_320.0
@@ -189,7 +186,7 @@ def stand_area(
     if radius_m is None:
         msg = "ponto sem radius_m; informe o raio do ponto em metros"
         raise InvalidRadiusError(msg)
-    if not (math.isfinite(radius_m) and MIN_RADIUS_M <= radius_m <= MAX_RADIUS_M):
+    if not radius_ok(radius_m):
         msg = (
             f"radius_m era {radius_m!r}; esperado um número em [{MIN_RADIUS_M:g}, "
             f"{MAX_RADIUS_M:g}] metros"

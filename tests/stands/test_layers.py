@@ -174,16 +174,24 @@ class TestReadStands:
         with pytest.raises(MissingRadiusError, match="'p' \\(feição 1.*radius_m"):
             read_stands(path)
 
-    @pytest.mark.parametrize("radius", [0, -3, "largo", True])
+    @pytest.mark.parametrize("radius", [0, -3, "largo", True, 0.5, 1000.5, 5000])
     def test_bad_radius(self, tmp_path: Path, radius: object) -> None:
-        """radius_m that is not a number > 0 is refused."""
+        """radius_m that is not a number from 1 to 1,000 m (the registry's bounds) is refused:
+        a 5 km "stand" would count boardings all over a city as boardings at it."""
         path = _write(tmp_path, [_feature({"stand_id": "p", "radius_m": radius}, _point())])
-        with pytest.raises(InvalidRadiusError, match="'radius_m' do ponto de táxi 'p'"):
+        with pytest.raises(
+            InvalidRadiusError, match="'radius_m' do ponto de táxi 'p'.*de 1 a 1.000 \\(metros\\)"
+        ):
             read_stands(path)
 
-    @pytest.mark.parametrize("default", [0.0, -1.0, math.nan])
+    @pytest.mark.parametrize("radius", [1, 1000])
+    def test_radius_bounds_are_accepted(self, tmp_path: Path, radius: int) -> None:
+        path = _write(tmp_path, [_feature({"stand_id": "p", "radius_m": radius}, _point())])
+        assert len(read_stands(path)) == 1
+
+    @pytest.mark.parametrize("default", [0.0, -1.0, math.nan, 1500.0])
     def test_bad_default_radius(self, tmp_path: Path, default: float) -> None:
-        """A default radius that is not > 0 is refused."""
+        """A default radius outside 1–1,000 m is refused."""
         path = _write(tmp_path, [_feature({"stand_id": "p"}, _point())])
         with pytest.raises(InvalidRadiusError, match="raio padrão era"):
             read_stands(path, default_radius_m=default)
