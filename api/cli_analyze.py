@@ -179,6 +179,7 @@ def analyze(
         from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
         from fleet.drivers import read_driver_links, read_drivers
         from fleet.loaders import read_fleet
+        from stands.licences import mark_unplaced_licences
         from tracking.ingest import read_pings
         from tracking.porto import read_porto_trips
 
@@ -215,10 +216,14 @@ def analyze(
         )
         as_of_date = _parse_date(as_of) if as_of else None
         fleet_frame = None
+        notes = [f"--stands: {n}" for n in stand_frame.attrs.get("notes", [])]
         if fleet:
             fleet_frame = read_input(
                 fleet, lambda p: read_fleet(p, municipality=municipality), flag="--fleet"
             )
+            fleet_frame, unplaced = mark_unplaced_licences(fleet_frame, stand_frame["stand_id"])
+            if unplaced:
+                notes.append(_unplaced_note(unplaced))
         area = read_input(boundary, _read_boundary, flag="--boundary") if boundary else bundled_area
         driver_frames: dict[str, Any] = {}
         if drivers is not None and driver_links is not None:
@@ -320,7 +325,7 @@ def analyze(
         n_proposals=n_proposals,
         municipality=municipality,
         no_rulebook=no_rulebook,
-        notes=stand_frame.attrs.get("notes", []),
+        notes=notes,
         timezone=(tz, tz_source),
         boundary=_boundary_source(boundary, place, area),
     )
@@ -437,7 +442,7 @@ def _report(
     from tracking.detectors.findings import kind_name
 
     for note in notes:
-        typer.echo(f"aviso: --stands: {note}")
+        typer.echo(f"aviso: {note}")
     typer.echo(f"Fuso horário: {timezone[0]} ({timezone[1]}).")
     typer.echo(f"Limite municipal: {boundary}.")
     typer.echo(
@@ -460,6 +465,19 @@ def _report(
     elif no_rulebook:
         typer.echo(f"aviso: {no_rulebook}; proposals.json não gerado.")
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
+
+
+def _unplaced_note(unplaced: dict[str, tuple[str, ...]]) -> str:
+    """Say which licences name stands the stands file lacks (``mark_unplaced_licences``)."""
+    stands = sorted({s for ids in unplaced.values() for s in ids})
+    shown = ", ".join(f"{v} → {'; '.join(ids)}" for v, ids in sorted(unplaced.items())[:5])
+    more = f" e mais {len(unplaced) - 5}" if len(unplaced) > 5 else ""
+    return (
+        f"--fleet: {len(unplaced)} prefixo(s) com licença para {len(stands)} ponto(s) que não "
+        f"está(ão) em --stands ({shown}{more}); os embarques desses prefixos não são julgados "
+        "como sem licença (a licença pode ser do ponto com outro código: confira os códigos "
+        "dos dois arquivos)"
+    )
 
 
 def _municipality(code: str | None) -> Any:

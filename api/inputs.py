@@ -8,7 +8,6 @@ caller allows it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,13 +84,17 @@ def read_stands_file(path: Path, *, radius_m: float | None, flag: str = "--stand
     Raises
     ------
     InputFileError
-        The file is bad, or a radius is needed and ``radius_m`` is None or not > 0.
+        The file is bad, or a radius is needed and ``radius_m`` is None or not a radius
+        (``stands.layers.radius_ok``).
     """
     from stands._errors import MissingRadiusError
-    from stands.layers import read_any_stands
+    from stands.layers import MAX_RADIUS_M, MIN_RADIUS_M, radius_ok, read_any_stands
 
-    if radius_m is not None and not (math.isfinite(radius_m) and radius_m > 0):
-        msg = f"{RADIUS_FLAG} era {radius_m!r}; esperado um número de metros > 0 (ex.: 50)"
+    if radius_m is not None and not radius_ok(radius_m):
+        msg = (
+            f"{RADIUS_FLAG} era {radius_m!r}; esperado um número de metros de "
+            f"{MIN_RADIUS_M:g} a {MAX_RADIUS_M:g} (ex.: 50)"
+        )
         raise InputFileError(msg)
 
     def read(p: Path) -> Any:

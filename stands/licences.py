@@ -24,6 +24,10 @@ from stands.frames import STAND_ID
 
 VEHICLE_ID = "vehicle_id"
 STANDS = "stands"
+UNPLACED = "unplaced_stands"
+"""Fleet column (tuple): the stand ids a vehicle's licences name that the analysed stands lack
+(:func:`mark_unplaced_licences`). Such a vehicle's licences are not known: where it boards
+without a licence, the licence may be one of those under another id."""
 VALID_FROM = "valid_from"
 VALID_UNTIL = "valid_until"
 LICENCE_COLUMNS = (VEHICLE_ID, STAND_ID, VALID_FROM, VALID_UNTIL)
@@ -293,3 +297,26 @@ def is_licensed(
     )
     result[pairs.loc[valid, "_query"].to_numpy()] = True
     return result
+
+
+def mark_unplaced_licences(
+    fleet: pd.DataFrame, stand_ids: Iterable[Any]
+) -> tuple[pd.DataFrame, dict[str, tuple[str, ...]]]:
+    """Mark the licences whose stand is not among ``stand_ids`` (column :data:`UNPLACED`).
+
+    A fleet file and a stands file that name stands differently ("P01" and "P1") would
+    otherwise turn every boarding at a vehicle's own stand into one without its licence.
+
+    Returns
+    -------
+    tuple
+        The fleet with :data:`UNPLACED` (a copy; the input is not modified) and, per vehicle
+        with any, its unplaced stand ids.
+    """
+    known = {str(s) for s in stand_ids}
+    cells = fleet[STANDS] if STANDS in fleet.columns else pd.Series([()] * len(fleet))
+    unplaced = [tuple(s for s in _stand_ids(c) if s not in known) for c in cells.to_numpy()]
+    out = fleet.copy()
+    out[UNPLACED] = pd.Series(unplaced, index=fleet.index, dtype="object")
+    vehicles = fleet[VEHICLE_ID].astype("str").tolist()
+    return out, {v: u for v, u in zip(vehicles, unplaced, strict=True) if u}

@@ -325,6 +325,31 @@ class TestAnalyzeKindsAndJobs:
         ]
         assert json.loads((out / "summary.json").read_text())["pings_valid"] == 2
 
+    def test_a_licence_for_a_stand_the_stands_file_lacks(self, run_pontual, tmp_path):
+        """The fleet names stand "P01", the stands file "P1": T1's boarding at P1 is not
+        accused (its licence may be that stand's), and the run says why."""
+        pings, stands = _write_inputs(tmp_path)
+        fleet = tmp_path / "fleet.csv"
+        out = {}
+        for licence in ("P1", "P01"):
+            fleet.write_text(
+                f"vehicle_id,plate,accessible,stands,status\nT1,A,false,{licence},active\n"
+            )
+            fleet_out = tmp_path / f"out-{licence}"
+            out[licence] = run_pontual(
+                "analyze", "--pings", str(pings), "--stands", str(stands), "--fleet", str(fleet),
+                "--municipality", "4314902", "--out", str(fleet_out),
+            )  # fmt: skip
+            assert out[licence].returncode == 0, out[licence].stderr
+            found = json.loads((fleet_out / "findings.geojson").read_text())["features"]
+            kinds = [f["properties"]["kind"] for f in found]
+            assert "unlicensed_stand_use" not in kinds, licence
+        assert "aviso: --fleet" not in out["P1"].stdout
+        assert (
+            "aviso: --fleet: 1 prefixo(s) com licença para 1 ponto(s) que não está(ão) em "
+            "--stands (T1 → P01)"
+        ) in out["P01"].stdout
+
     def test_kinds_none_is_the_tracking_core(self, run_pontual, tmp_path):
         """--kinds nenhum: visits, trips, occupancy written; no detector runs or is skipped."""
         pings, stands = _write_inputs(tmp_path)

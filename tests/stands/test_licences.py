@@ -10,6 +10,7 @@ from stands.licences import (
     empty_licence_frame,
     is_licensed,
     licence_frame_from_fleet,
+    mark_unplaced_licences,
     validate_licences,
 )
 
@@ -39,6 +40,23 @@ class TestLicenceFrameFromFleet:
         """A fleet without the stands column is refused by name."""
         with pytest.raises(MissingColumnError, match="stands"):
             licence_frame_from_fleet(pd.DataFrame({"vehicle_id": ["1"]}))
+
+
+class TestMarkUnplacedLicences:
+    def test_stands_the_stands_file_lacks(self) -> None:
+        """Each vehicle's licences for stands not analysed are marked and listed; the input is
+        not modified."""
+        fleet = pd.DataFrame(
+            {"vehicle_id": ["1", "2", "3", "4"], "stands": [("S", "P01"), "S; T", None, ("X",)]}
+        )
+        marked, unplaced = mark_unplaced_licences(fleet, ["S", "T"])
+        assert marked["unplaced_stands"].tolist() == [("P01",), (), (), ("X",)]
+        assert unplaced == {"1": ("P01",), "4": ("X",)}
+        assert "unplaced_stands" not in fleet.columns
+
+    def test_no_stands_column(self) -> None:
+        marked, unplaced = mark_unplaced_licences(pd.DataFrame({"vehicle_id": ["1"]}), ["S"])
+        assert marked["unplaced_stands"].tolist() == [()] and unplaced == {}
 
 
 class TestIsLicensed:

@@ -28,10 +28,13 @@ overlapping stands
     a stand the vehicle holds under suspension (below) comes first, its charge being the
     lesser.
 fleet
-    With ``fleet`` given: a vehicle absent from it, or whose licences were not resolved to
-    stand ids (``stands`` empty but ``stand_names`` given, as in Porto Alegre's open data), has
-    an unknown licence and is not accused. ``accessible`` True is a Táxi Acessível: its
-    boardings are excused (art. 46); ``accessible`` unknown lowers the confidence.
+    With ``fleet`` given: a vehicle absent from it, whose licences were not resolved to
+    stand ids (``stands`` empty but ``stand_names`` given, as in Porto Alegre's open data), or
+    with a licence for a stand the analysed stands lack (``unplaced_stands``,
+    :func:`stands.licences.mark_unplaced_licences`: it may be the stand of the boarding under
+    another id) has an unknown licence and is not accused. ``accessible`` True is a Táxi
+    Acessível: its boardings are excused (art. 46); ``accessible`` unknown lowers the
+    confidence.
 accessible wait
     A Táxi Acessível's visit to a stand it is not licensed for, waiting longer than
     ``accessible_max_wait_s`` — the whole dwell, or until the meter started when it boarded —
@@ -104,6 +107,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE
+from stands.licences import UNPLACED
 from stands.suspensions import SUSPENSION_KINDS
 from stands.visits import (
     DEFAULT_BOARDING_GRACE_M,
@@ -168,7 +172,8 @@ def fleet_facts(fleet: pd.DataFrame | None) -> dict[str, dict[str, Any]]:
     """Per vehicle: ``accessible`` (True/False/None), ``stands`` (tuple) and ``licence_known``.
 
     ``licence_known`` is False when the fleet names stands that were not resolved to ids
-    (``stands`` empty, ``stand_names`` not).
+    (``stands`` empty, ``stand_names`` not) or that the analysed stands lack
+    (``unplaced_stands`` not empty).
 
     Parameters
     ----------
@@ -187,14 +192,16 @@ def fleet_facts(fleet: pd.DataFrame | None) -> dict[str, dict[str, Any]]:
     acc = fleet["accessible"].to_numpy(dtype=object) if "accessible" in fleet else [None] * n
     stands = fleet["stands"].to_numpy(dtype=object) if "stands" in fleet else [()] * n
     names = fleet["stand_names"].to_numpy(dtype=object) if "stand_names" in fleet else [()] * n
+    unplaced = fleet[UNPLACED].to_numpy(dtype=object) if UNPLACED in fleet else [()] * n
     out: dict[str, dict[str, Any]] = {}
-    for vid, a, s, nm in zip(fleet["vehicle_id"].astype("str"), acc, stands, names, strict=True):
+    rows = zip(fleet["vehicle_id"].astype("str"), acc, stands, names, unplaced, strict=True)
+    for vid, a, s, nm, up in rows:
         a_val = None if a is None or (not isinstance(a, bool | np.bool_) and pd.isna(a)) else a
         st = _cell_tuple(s)
         out[vid] = {
             "accessible": None if a_val is None else bool(a_val),
             "stands": st,
-            "licence_known": bool(st) or not _cell_tuple(nm),
+            "licence_known": (bool(st) or not _cell_tuple(nm)) and not _cell_tuple(up),
         }
     return out
 

@@ -162,15 +162,26 @@ class TestDetectUnlicensedStandUse:
         [
             pd.DataFrame({"vehicle_id": ["other"], "stands": [("S2",)]}),
             pd.DataFrame({"vehicle_id": ["v1"], "stands": [()], "stand_names": [("RODOVIARIA",)]}),
+            pd.DataFrame(
+                {"vehicle_id": ["v1"], "stands": [("P01",)], "unplaced_stands": [("P01",)]}
+            ),
         ],
-        ids=["vehicle-absent-from-fleet", "licence-names-unresolved"],
+        ids=["vehicle-absent-from-fleet", "licence-names-unresolved", "licence-stand-unplaced"],
     )
     def test_fleet_without_resolved_licence_never_accuses(self, fleet: pd.DataFrame) -> None:
-        """A vehicle missing from the fleet, or whose stand names were not resolved, is unknown."""
+        """A vehicle missing from the fleet, whose stand names were not resolved, or licensed
+        for a stand the analysed stands lack (the stand of the boarding under another id?),
+        has an unknown licence."""
         pings = make_pings(wait_then_board())
         visits = visits_for(pings, fleet=fleet)
         assert not visits["licensed"].any()  # the licence frame alone says "not licensed"
         assert detect_unlicensed_stand_use(visits, pings, fleet=fleet).empty
+
+    def test_a_licence_for_another_analysed_stand_still_accuses(self) -> None:
+        """Licensed for a stand that is among the analysed ones (not the boarding's): accused."""
+        fleet = pd.DataFrame({"vehicle_id": ["v1"], "stands": [("S2",)], "unplaced_stands": [()]})
+        pings = make_pings(wait_then_board())
+        assert len(detect(pings, fleet=fleet)) == 1
 
     def test_fleet_without_stands_is_unlicensed(self) -> None:
         """A fleet vehicle holding no licence at all is accused when boarding at a stand."""
