@@ -133,6 +133,7 @@ from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, build_stand_cover
 from geo.roads import RoadGraph
+from stands.licences import UNPLACED
 from stands.visits import advance_visits, new_visits_state, unreleased_arrivals
 from tracking import frames as fr
 from tracking.detectors import (
@@ -818,23 +819,25 @@ def _active_stands(session: Session) -> tuple[gpd.GeoDataFrame, StandCover | Non
 def live_fleet(session: Session) -> pd.DataFrame:
     """Return the fleet frame of the registered vehicles (``fleet_facts``'s input).
 
-    ``vehicle_id``, ``accessible`` and ``stands`` (the stands of the vehicle's parking
-    licences, sorted).
+    ``vehicle_id``, ``accessible``, ``stands`` (the stands of the vehicle's parking
+    licences, sorted) and ``unplaced_stands`` (those its latest fleet import could not place:
+    its licences are then not known).
     """
     rows = session.execute(
         text(
             "SELECT v.vehicle_id, v.accessible, COALESCE(array_agg(DISTINCT l.stand_id ORDER BY "
-            "l.stand_id) FILTER (WHERE l.stand_id IS NOT NULL), '{}') FROM vehicles v "
-            "LEFT JOIN parking_licences l ON l.vehicle_id = v.vehicle_id "
-            "GROUP BY v.vehicle_id, v.accessible ORDER BY v.vehicle_id"
+            "l.stand_id) FILTER (WHERE l.stand_id IS NOT NULL), '{}'), v.unplaced_stands "
+            "FROM vehicles v LEFT JOIN parking_licences l ON l.vehicle_id = v.vehicle_id "
+            "GROUP BY v.vehicle_id, v.accessible, v.unplaced_stands ORDER BY v.vehicle_id"
         )
     ).all()
     return pd.DataFrame(
         {
-            "vehicle_id": pd.Series([str(v) for v, _, _ in rows], dtype="str"),
-            "accessible": pd.Series([a for _, a, _ in rows], dtype="object"),
-            "stands": pd.Series([tuple(s) for _, _, s in rows], dtype="object"),
+            "vehicle_id": pd.Series([str(r[0]) for r in rows], dtype="str"),
+            "accessible": pd.Series([r[1] for r in rows], dtype="object"),
+            "stands": pd.Series([tuple(r[2]) for r in rows], dtype="object"),
             "stand_names": pd.Series([() for _ in rows], dtype="object"),
+            UNPLACED: pd.Series([tuple(r[3] or ()) for r in rows], dtype="object"),
         }
     )
 

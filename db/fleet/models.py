@@ -25,7 +25,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ExcludeConstraint
+from sqlalchemy.dialects.postgresql import ARRAY, ExcludeConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base
@@ -138,6 +138,11 @@ class Vehicle(Base):
     )
     service_category: Mapped[str | None] = mapped_column(
         Text, comment="comum, aeroporto, distrito, acessivel"
+    )
+    unplaced_stands: Mapped[list[str]] = mapped_column(
+        ARRAY(Text),
+        server_default=text("'{}'"),
+        comment="stands the latest fleet import named for a licence but could not place",
     )
     updated_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()

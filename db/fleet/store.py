@@ -316,22 +316,34 @@ def _load_licences(
     }
     known_ids = set(conn.execute(text("SELECT stand_id FROM stands")).scalars())
     pairs: list[tuple[str, str, dt.date | None]] = []
-    unmatched: set[str] = set()
+    unplaced: dict[str, list[str]] = {}
     for vid, mun, ids, names in fleet[
         ["vehicle_id", "municipality", "stands", "stand_names"]
     ].itertuples(index=False, name=None):
         start = None if vid in new_vehicles else as_of
+        missed = unplaced.setdefault(vid, [])
         for sid in ids:
             if sid in known_ids:
                 pairs.append((vid, sid, start))
             else:
-                unmatched.add(sid)
+                missed.append(sid)
         for name in names:
             found = by_name.get((mun, name))
             if found is None:
-                unmatched.add(name)
+                missed.append(name)
             else:
                 pairs.append((vid, found, start))
+    # Each vehicle of the file: the stands of its licences this import could not place.
+    conn.execute(
+        text("UPDATE vehicles SET unplaced_stands = '{}' WHERE vehicle_id = ANY(:vids)"),
+        {"vids": list(unplaced)},
+    )
+    missing = [{"v": v, "s": sorted(set(m))} for v, m in unplaced.items() if m]
+    if missing:
+        conn.execute(
+            text("UPDATE vehicles SET unplaced_stands = :s WHERE vehicle_id = :v"), missing
+        )
+    unmatched = {s for missed in unplaced.values() for s in missed}
     stage = stage_rows(
         conn,
         like="parking_licences",

@@ -511,6 +511,17 @@ class TestVisitKinds:
         ).scalars()
         assert set(rows_) == {"visits", "unlicensed_stand_use", "queue_jump:QS1"}
 
+    def test_a_vehicle_with_unplaced_licences_is_not_accused(self, db_session: Session) -> None:
+        """Q3's fleet import named a stand the registry could not place: its licences are not
+        known, so its boarding at QS1 is no unlicensed boarding (it may hold QS1 under another
+        code); the same boarding without it is one (the next test)."""
+        self.register(db_session)
+        db_session.execute(
+            text("UPDATE vehicles SET unplaced_stands = '{PONTO X}' WHERE vehicle_id = 'Q3'")
+        )
+        pings = make_pings(at_stand("Q3", 690, 900, board_at=900))
+        assert feed(db_session, pings, 3, kinds=("unlicensed_stand_use",)) == []
+
     def test_boarding_after_exclusion_names_the_ended_licence(self, db_session: Session) -> None:
         """Q3 excluded from QS1 (art. 50, II) boards there later: the licence and its reason."""
         self.register(db_session)

@@ -293,6 +293,12 @@ class TestLoadFleet:
         report = load_fleet(conn=poa_registry, fleet=read_fleet(path), as_of=SNAPSHOT)
         assert report.unmatched_stands == ("999",)
         assert report.licences_created == 1
+        unplaced = "SELECT unplaced_stands FROM vehicles WHERE vehicle_id = 'T1'"
+        assert poa_registry.execute(text(unplaced)).scalar_one() == ["999"]
+        # the next import places every licence: the vehicle's licences are known again
+        path.write_text("vehicle_id,stands,municipality\nT1,1,4314902\n", encoding="utf-8")
+        load_fleet(conn=poa_registry, fleet=read_fleet(path), as_of=SNAPSHOT)
+        assert poa_registry.execute(text(unplaced)).scalar_one() == []
 
     def test_unknown_municipality_raises(self, conn: Connection, tmp_path: Path) -> None:
         """Vehicles of a municipality not in the registry are refused."""
