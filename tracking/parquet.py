@@ -53,7 +53,7 @@ def record_batches(
     """Return the schema a file's batches have and the batches, as stored.
 
     Text columns of :data:`DICTIONARY_COLUMNS` come as dictionaries, straight from the file's
-    dictionary pages. Text and binary columns come as valid UTF-8 text (:func:`utf8_batch`).
+    dictionary pages. Text and binary columns come as valid UTF-8 text (:func:`_utf8_batch`).
     ``row_groups``: only these. Raises :class:`MalformedFileError` on a batch that cannot be
     decoded.
     """
@@ -78,7 +78,7 @@ def record_batches(
                 return
             except (pa.ArrowInvalid, OSError) as exc:
                 raise MalformedFileError(f"{path.name}: Parquet inválido ({exc})") from exc
-            yield utf8_batch(batch, schema)
+            yield _utf8_batch(batch, schema)
 
     schema = pa.schema([f.with_type(_text_type(f.type)) for f in pf.schema_arrow])
     return schema, batches()
@@ -96,7 +96,7 @@ def _check_flat(schema: pa.Schema, path: Path) -> None:
             raise MalformedFileError(msg)
 
 
-def utf8_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def _utf8_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """Return ``batch`` with its text as ``schema`` says (:func:`_text_type`), valid UTF-8.
 
     A Parquet writer may store text as binary (no UTF-8 annotation) or write bytes that are not
@@ -104,9 +104,11 @@ def utf8_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     so that only its row is rejected (``invalid_text`` in an identifier, else by the cell's own
     rule) and no later step fails on decoding it.
     """
-    arrays = [_utf8_array(a) for a in batch.columns]
-    if all(a is b for a, b in zip(arrays, batch.columns, strict=True)):
+    columns = batch.columns
+    fixed = [_utf8_array(a) for a in columns]
+    if all(f is None for f in fixed):
         return batch
+    arrays = [a if f is None else f for a, f in zip(columns, fixed, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -121,21 +123,19 @@ def _text_type(typ: pa.DataType) -> pa.DataType:
     return typ
 
 
-def _utf8_array(arr: pa.Array) -> pa.Array:
-    """``arr`` itself when it is valid text or holds no text; else the text it should be."""
+def _utf8_array(arr: pa.Array) -> pa.Array | None:
+    """Return the valid text ``arr`` should be; None when it is that already or holds no text."""
     typ = arr.type
     if pa.types.is_dictionary(typ):
         values = _utf8_array(arr.dictionary)
-        if values is arr.dictionary:
-            return arr
-        return pa.DictionaryArray.from_arrays(arr.indices, values)
+        return None if values is None else pa.DictionaryArray.from_arrays(arr.indices, values)
     text = _text_type(typ)
     if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
-        return arr
+        return None
     try:
         if text == typ:
             arr.validate(full=True)  # UTF-8 checked in Arrow
-            return arr
+            return None
         return arr.cast(text)
     except pa.ArrowInvalid:
         raw = arr.view(pa.large_binary() if pa.types.is_large_string(text) else pa.binary())
