@@ -10,7 +10,10 @@ order being the most serious first; the rulebook picks the article from it):
 
 - ``not_registered`` — the driver is not in the registry of drivers at all (Porto Alegre art. 59
   IV: "Entregar o veículo a pessoa não registrado na EPTC no cadastro de condutores de táxi";
-  Porto Velho art. 7º; Pinto Bandeira art. 32 IV).
+  Porto Velho art. 7º; Pinto Bandeira art. 32 IV). An id that differs from a registered one
+  only in how it is written (:func:`id_form`: case, separators, leading zeros — ``D01`` and
+  ``D1``, ``123.456.789-09`` and ``12345678909``) is a mismatch of the two systems' codes, not
+  proof of an unregistered driver: it is not judged at all.
 - ``cnh_revoked``, ``cnh_suspended`` — the CNH is cassada / suspensa that day (Porto Alegre art.
   60 IV; Pinto Bandeira art. 26 X, suspensa).
 - ``ictp_revoked``, ``ictp_suspended`` — the ICTP (Registro de Condutor) is cassada / suspensa
@@ -72,7 +75,9 @@ With ``auxiliary_only_min_days`` it keeps them from the first day of its open co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+import unicodedata
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -149,6 +154,19 @@ _STATUS_REASON = {
     ("ictp", "suspensa"): "ictp_suspended",
 }
 _ROLE_ALIASES = {"titular": "titular", "autorizatario_condutor": "titular", "auxiliar": "auxiliar"}
+
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_LEADING_ZEROS = re.compile(r"(?<!\d)0+(?=\d)")
+
+
+def id_form(driver_id: str) -> str:
+    """Return the loose form of a driver id: case, separators and leading zeros set aside.
+
+    ``"d-01"`` → ``"D1"``; ``"123.456.789-09"`` → ``"12345678909"``.
+    """
+    bare = _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", driver_id).upper())
+    return _LEADING_ZEROS.sub("", bare)
 
 
 def _blank(value: Any) -> bool:
@@ -282,15 +300,19 @@ def reasons_on(
     drivers: Mapping[str, Mapping[str, Any]],
     links: Mapping[str, list[tuple[str, str, str, int, int]]],
     max_auxiliaries: int | None,
+    known_forms: Collection[str],
 ) -> dict[str, dict[str, Any]]:
     """Return the reasons that bar ``driver`` on ``vehicle`` on a local ``day``, with evidence.
 
-    ``links`` maps a vehicle and a driver (keys ``"v:<id>"`` and ``"d:<id>"``) to their links.
+    ``links`` maps a vehicle and a driver (keys ``"v:<id>"`` and ``"d:<id>"``) to their links;
+    ``known_forms`` holds the :func:`id_form` of every registered driver (an unknown id of such
+    a form is not judged).
     """
     out: dict[str, dict[str, Any]] = {}
     info = drivers.get(driver)
     if info is None:
-        out["not_registered"] = {"reason": "not_registered", "driver_id": driver}
+        if id_form(driver) not in known_forms:
+            out["not_registered"] = {"reason": "not_registered", "driver_id": driver}
         return out
     for doc in DOCUMENTS:
         for status, since, until in info["periods"][doc]:
@@ -494,6 +516,7 @@ def detect_driver_not_allowed(
     trips = meter_trips(mine, max_gap_s=max_gap_s)
     pieces = _driver_pieces(mine, trips, min_trip_duration_s=min_trip_duration_s)
     index = _links_index(links)
+    known_forms = {id_form(d) for d in registry}
     thresholds = {
         "min_trip_duration_s": float(min_trip_duration_s),
         "max_gap_s": float(max_gap_s),
@@ -528,6 +551,7 @@ def detect_driver_not_allowed(
             "drivers": registry,
             "links": index,
             "max_auxiliaries": max_auxiliaries,
+            "known_forms": known_forms,
         }
         found = reasons_on(day=d0, **kw)
         if found and d1 != d0:

@@ -84,6 +84,28 @@ class TestDetectDriverNotAllowed:
         assert details["fixes"][0]["timestamp"] == "2024-03-05T15:00:00Z"
         assert list(found.columns[: len(FINDING_COLUMNS)]) == list(FINDING_COLUMNS)
 
+    @pytest.mark.parametrize("written", ["D1", "D01", "d-1", " d 001 "])
+    def test_registered_id_written_otherwise_is_not_judged(self, written: str) -> None:
+        """'D01' for the registry's 'd1' is the two systems' codes, not an unregistered driver."""
+        assert detect(ride("v1", "2024-03-05T15:00:00Z", written)).empty
+
+    def test_cpf_with_and_without_punctuation(self) -> None:
+        """A CPF written with its dots and dash in the registry and bare on the tracker."""
+        registry = {
+            "drivers": drivers({"driver_id": "023.456.789-09"}),
+            "driver_links": links(("v1", "023.456.789-09", "titular", D(2020, 1, 1), None)),
+        }
+        for written in ("02345678909", "2345678909"):
+            assert detect(ride("v1", "2024-03-05T15:00:00Z", written), **registry).empty
+        found = detect(ride("v1", "2024-03-05T15:00:00Z", "02345678900"), **registry)
+        assert found.iloc[0]["details"]["reason"] == "not_registered"
+
+    @pytest.mark.parametrize("written", ["d10", "d3", "e1", "d1a", "1"])
+    def test_other_ids_stay_unregistered(self, written: str) -> None:
+        """Only case, separators and leading zeros are set aside: 'd10' is not 'd1'."""
+        found = detect(ride("v1", "2024-03-05T15:00:00Z", written))
+        assert found.iloc[0]["details"]["reason"] == "not_registered"
+
     def test_driver_of_another_prefixo_is_not_linked(self) -> None:
         """A registered driver linked only to another prefixo: ``not_linked``, with that link."""
         found = detect(ride("v1", "2024-03-05T15:00:00Z", "d9"))
