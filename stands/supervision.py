@@ -110,6 +110,7 @@ def queue_now(
     stand_ids: Collection[str],
     at: Any,
     timezone: str = DEFAULT_TIMEZONE,
+    unknown: Collection[str] = (),
 ) -> pd.DataFrame:
     """Who is at the supervisor's stands at ``at``, in queue order, and whether licensed.
 
@@ -125,6 +126,9 @@ def queue_now(
         Tz-aware instant.
     timezone : str, default "America/Sao_Paulo"
         Zone of the licence dates.
+    unknown : collection of str, default ()
+        Vehicles whose licences are not known (a licence for a stand the registry could not
+        place): ``licensed`` <NA>, never an intruder.
 
     Returns
     -------
@@ -144,6 +148,7 @@ def queue_now(
             ),
             dtype="boolean",
         )
+        present.loc[present[VEHICLE_ID].astype("str").isin(unknown).to_numpy(), "licensed"] = pd.NA
     return present
 
 
@@ -153,11 +158,13 @@ def intruders(
     *,
     stand_ids: Collection[str],
     timezone: str = DEFAULT_TIMEZONE,
+    unknown: Collection[str] = (),
 ) -> pd.DataFrame:
     """Visits to the supervisor's stands by vehicles without a licence on the arrival date.
 
     A Táxi Acessível may use any ponto fixo only to board or drop a person with disability
-    (POA art. 46): such visits are listed too, for the supervisor to judge.
+    (POA art. 46): such visits are listed too, for the supervisor to judge. Vehicles in
+    ``unknown`` (licences not known, see :func:`queue_now`) are never listed.
 
     Parameters
     ----------
@@ -183,7 +190,8 @@ def intruders(
         pd.DatetimeIndex(mine["arrived_at"]),
         timezone=timezone,
     )
-    out = mine.loc[~licensed].copy()
+    known = ~mine[VEHICLE_ID].astype("str").isin(unknown).to_numpy()
+    out = mine.loc[~licensed & known].copy()
     if "boarded" not in out.columns:
         out["boarded"] = pd.array([pd.NA] * len(out), dtype="boolean")
     out = out[list(INTRUDER_COLUMNS)].astype({STAND_ID: "str", VEHICLE_ID: "str"})

@@ -207,7 +207,10 @@ class PresentVehicle(BaseModel):
     vehicle_id: str
     arrived_at: dt.datetime
     waited_s: float
-    licensed: bool
+    licensed: bool | None = Field(
+        description="licença para o ponto hoje; null: não se sabe (a licença do prefixo cita "
+        "um ponto que o cadastro não localizou)"
+    )
 
 
 class OccupancyPublic(BaseModel):
@@ -531,14 +534,17 @@ def stand_occupancy(
         session=session, stand_id=stand_id, now=now, window_s=window_min * 60.0
     )
     today = now.astimezone(ZoneInfo(settings.timezone)).date()
+    from db.stands.queries import licence_unknown
+
     licensed = queries.licensed_vehicles(session=session, stand_id=stand_id, on=today)
+    unknown = licence_unknown(session=session)
     vehicles = [
         PresentVehicle(
             position=int(r.position),
             vehicle_id=str(r.vehicle_id),
             arrived_at=r.arrived_at.to_pydatetime(),
             waited_s=float(r.waited_s),
-            licensed=str(r.vehicle_id) in licensed,
+            licensed=None if str(r.vehicle_id) in unknown else str(r.vehicle_id) in licensed,
         )
         for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
     ]
@@ -549,7 +555,7 @@ def stand_occupancy(
         capacity=capacity,
         vehicles_present=len(vehicles),
         utilisation=len(vehicles) / capacity if capacity else None,
-        intruders=sum(not v.licensed for v in vehicles),
+        intruders=sum(v.licensed is False for v in vehicles),
         vehicles=vehicles,
     )
 

@@ -94,6 +94,18 @@ def stands_frame(
     return frame
 
 
+def licence_unknown(*, session: Session) -> set[str]:
+    """Return the vehicles whose licences are not known.
+
+    The latest fleet import named a stand for them that the registry could not place
+    (``vehicles.unplaced_stands``): at any stand, whether they are licensed is not known.
+    """
+    rows = session.execute(
+        text("SELECT vehicle_id FROM vehicles WHERE cardinality(unplaced_stands) > 0")
+    ).scalars()
+    return set(rows)
+
+
 def licence_frame(
     *,
     session: Session,
@@ -505,7 +517,14 @@ def supervisor_queue(
         visits["departed_at"] = now_ts
     if visits.empty:
         return present_at(visits, now_ts)
-    return supervision.queue_now(visits, licences, stand_ids=ids, at=now_ts, timezone=timezone)
+    return supervision.queue_now(
+        visits,
+        licences,
+        stand_ids=ids,
+        at=now_ts,
+        timezone=timezone,
+        unknown=licence_unknown(session=session),
+    )
 
 
 def _local_bounds(start: dt.date, end: dt.date, timezone: str) -> tuple[dt.datetime, dt.datetime]:
@@ -547,7 +566,13 @@ def supervisor_intruders(
         **cast(dict[str, Any], thresholds),
     )
     licences = licence_frame(session=session, stand_ids=ids)
-    return supervision.intruders(visits, licences, stand_ids=ids, timezone=timezone)
+    return supervision.intruders(
+        visits,
+        licences,
+        stand_ids=ids,
+        timezone=timezone,
+        unknown=licence_unknown(session=session),
+    )
 
 
 def supervisor_presence(

@@ -96,6 +96,11 @@ class TestQueueNow:
         assert out[["position", "vehicle_id"]].values.tolist() == [[1, "A1"], [2, "X9"], [3, "A2"]]
         assert out["licensed"].tolist() == [True, False, False]
 
+    def test_unknown_licence_is_no_intruder(self) -> None:
+        """X9's licence names a stand the registry could not place: not known, not false."""
+        out = queue_now(VISITS, LICENCES, stand_ids=["S1"], at=_t(15), unknown={"X9"})
+        assert out["licensed"].tolist() == [True, pd.NA, False]
+
     def test_simultaneous_arrivals_by_vehicle_id(self) -> None:
         """Two vehicles arriving at the same instant queue by vehicle_id."""
         visits = _visits(("Z", "S1", 0, 10, False), ("M", "S1", 0, 10, False))
@@ -116,6 +121,11 @@ class TestIntruders:
         assert list(out.columns) == list(INTRUDER_COLUMNS)
         assert out["vehicle_id"].tolist() == ["X9", "A2", "B1"]
         assert out["boarded"].tolist() == [True, False, True]
+
+    def test_unknown_licence_is_not_listed(self) -> None:
+        """A vehicle whose licences are not known is never listed as an intruder."""
+        out = intruders(VISITS, LICENCES, stand_ids=["S1"], unknown=["X9"])
+        assert out["vehicle_id"].tolist() == ["A2", "B1"]
 
     def test_nothing_of_other_stands(self) -> None:
         """Scoped to S1, S2's visits never appear, even with S2's licences given."""

@@ -193,6 +193,27 @@ class TestLiveQueue:
         assert_accessible(phone)
         save_screenshot(phone, "web-supervisao-ponto-phone.png")
 
+    def test_unplaced_licence_is_no_intruder(
+        self, supervisor: httpx.Client, web_server: Any, web_engine: Engine
+    ) -> None:
+        """A taxi whose fleet import named a stand the registry could not place ('P01' for
+        'SV1') is shown with its licence to be confirmed, never as an intruder."""
+        from sqlalchemy import text
+
+        vehicle = f"SV-U{secrets.token_hex(2).upper()}"
+        token = _device(web_engine, vehicle)
+        with web_engine.begin() as conn:
+            conn.execute(
+                text("UPDATE vehicles SET unplaced_stands = '{P01}' WHERE vehicle_id = :v"),
+                {"v": vehicle},
+            )
+        _post_fixes(web_server.url, token, SV1, (40, 20, 1))
+        panel = supervisor.get("/supervisao/pontos/SV1/agora").text
+        item = panel.split(f"prefixo {vehicle}", 1)[0].rsplit("<li", 1)[1]
+        item += panel.split(f"prefixo {vehicle}", 1)[1].split("</li>", 1)[0]
+        assert "Licença a confirmar" in item
+        assert "Intruso" not in item and "queue__item--intruder" not in item
+
     def test_polling_pauses_while_hidden(
         self, page: Any, login: Callable, stands: dict[str, str]
     ) -> None:

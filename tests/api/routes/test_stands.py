@@ -82,8 +82,13 @@ class TestStandLicences:
 
 
 class TestStandOccupancy:
-    def test_vehicles_waiting_now_in_queue_order(self, client: TestClient, seeded: dict) -> None:
-        """Recent fixes inside S1 put V1 first and V2 (unlicensed) second in the queue."""
+    def test_vehicles_waiting_now_in_queue_order(
+        self, client: TestClient, seeded: dict, api_engine
+    ) -> None:
+        """Recent fixes inside S1 put V1 first and V2 (unlicensed) second in the queue; once the
+        fleet import could not place a licence of V2's, V2 is neither licensed nor intruder."""
+        from sqlalchemy import text
+
         now = dt.datetime.now(dt.UTC)
 
         def batch(vehicle: str, start_s: int) -> dict:
@@ -117,6 +122,15 @@ class TestStandOccupancy:
         ]
         assert body["intruders"] == 1
         assert body["vehicles_present"] == 2
+        with api_engine.begin() as conn:
+            conn.execute(
+                text("UPDATE vehicles SET unplaced_stands = '{P01}' WHERE vehicle_id = 'V2'")
+            )
+        body = client.get(
+            "/api/v1/stands/S1/occupancy", headers=bearer(seeded["tokens"]["supervisor"])
+        ).json()
+        assert [v["licensed"] for v in body["vehicles"]] == [True, None]
+        assert body["intruders"] == 0
 
 
 class TestRegistryWrites:

@@ -209,6 +209,14 @@ class TestSupervisorQueue:
         later = supervisor_queue(session=db, stand_ids=["S1"], now=T0 + dt.timedelta(minutes=23))
         assert later["vehicle_id"].tolist() == ["X9"]
 
+    def test_unplaced_licence_is_not_known(self, db: Session) -> None:
+        """X9's fleet import named a stand the registry could not place: licence unknown."""
+        db.execute(text("UPDATE vehicles SET unplaced_stands = '{P01}' WHERE vehicle_id = 'X9'"))
+        now = T0 + dt.timedelta(minutes=15)
+        out = supervisor_queue(session=db, stand_ids=["S1"], now=now)
+        assert out["licensed"].tolist() == [True, pd.NA]
+        assert supervisor_intruders(session=db, stand_ids=["S1"], start=DAY, end=DAY).empty
+
     def test_empty_stand_and_bad_window(self, db: Session) -> None:
         """Before anyone arrives the queue is empty; a non-positive window is refused."""
         assert supervisor_queue(session=db, stand_ids=["S1"], now=T0 - dt.timedelta(hours=1)).empty
