@@ -74,6 +74,7 @@ def stand_frames(
     dict
         ``visits``, ``occupancy`` (None without visits), ``presence`` (None without licences).
     """
+    from db.stands.queries import licence_unknown
     from stands.occupancy import occupancy
     from stands.presence import presence
     from stands.visits import detect_visits
@@ -118,6 +119,7 @@ def stand_frames(
         memberships,
         stands=stands,
         licences=licences,
+        unknown_licences=licence_unknown(session=session),
         min_dwell_s=0.0,
         max_gap_s=MAX_GAP_S,
         timezone=timezone,

@@ -133,7 +133,7 @@ from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, build_stand_cover
 from geo.roads import RoadGraph
-from stands.licences import UNPLACED
+from stands.licences import UNPLACED, unknown_licences
 from stands.visits import advance_visits, new_visits_state, unreleased_arrivals
 from tracking import frames as fr
 from tracking.detectors import (
@@ -918,6 +918,7 @@ def _detect_visit_kinds(
         cover=cover,
         stands=stands,
         licences=licences,
+        unknown_licences=unknown_licences(fleet),
         exit_grace_s=a.visit_exit_grace_s,
         exit_grace_m=a.visit_exit_grace_m,
         near_exit_grace_s=a.visit_near_exit_grace_s,

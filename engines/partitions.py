@@ -70,7 +70,7 @@ from geo.cover import build_stand_cover, match_stands
 from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from runtime import forked_share
-from stands.licences import licence_frame_from_fleet
+from stands.licences import licence_frame_from_fleet, unknown_licences
 from stands.occupancy import empty_occupancy, occupancy
 from stands.visits import detect_visits as detect_visits_
 from stands.visits import queue_positions
@@ -263,6 +263,7 @@ def stage_context(
         "cover": build_stand_cover(stands, resolution=params.h3_resolution),
         "fleet": fleet,
         "licences": licence_frame_from_fleet(fleet) if fleet is not None else None,
+        "unknown_licences": unknown_licences(fleet) if fleet is not None else frozenset(),
         "boundary": boundary,
         "roads": roads,
         "as_of": as_of,
@@ -295,6 +296,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         memberships,
         stands=stands,
         licences=context["licences"],
+        unknown_licences=context["unknown_licences"],
         exit_grace_s=params.visit_exit_grace_s,
         exit_grace_m=params.visit_exit_grace_m,
         near_exit_grace_s=params.visit_near_exit_grace_s,

@@ -24,7 +24,7 @@ from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import DEFAULT_RESOLUTION, build_stand_cover, match_stands
 from geo.crs import haversine_m
 from geo.roads import RoadGraph
-from stands.licences import licence_frame_from_fleet
+from stands.licences import licence_frame_from_fleet, unknown_licences
 from stands.occupancy import OCCUPANCY_COLUMNS, occupancy
 from stands.visits import (
     BOARDED_AT,
@@ -248,6 +248,7 @@ def analyze_pings(
         memberships,
         stands=stands,
         licences=licences,
+        unknown_licences=unknown_licences(fleet) if fleet is not None else (),
         exit_grace_s=params.visit_exit_grace_s,
         exit_grace_m=params.visit_exit_grace_m,
         near_exit_grace_s=params.visit_near_exit_grace_s,

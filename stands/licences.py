@@ -10,7 +10,7 @@ The dates are calendar days in the municipality's timezone, like the fleet's
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -297,6 +297,49 @@ def is_licensed(
     )
     result[pairs.loc[valid, "_query"].to_numpy()] = True
     return result
+
+
+def unknown_licences(fleet: pd.DataFrame) -> frozenset[str]:
+    """Return the vehicles whose licences the fleet does not tell.
+
+    The fleet names their stands by names not resolved to ids (``stands`` empty,
+    ``stand_names`` not) or by ids the analysed stands lack (:data:`UNPLACED` not empty). Where
+    such a vehicle holds no licence the frame knows, whether it is licensed is not known.
+    """
+    n = len(fleet)
+
+    def cells(column: str) -> Iterable[Any]:
+        return fleet[column].to_numpy(dtype=object) if column in fleet.columns else [None] * n
+
+    vehicles = fleet[VEHICLE_ID].astype("str").to_numpy(dtype=object)
+    rows = zip(vehicles, cells(STANDS), cells("stand_names"), cells(UNPLACED), strict=True)
+    return frozenset(
+        str(v)
+        for v, stands, names, unplaced in rows
+        if (not _stand_ids(stands) and _stand_ids(names)) or _stand_ids(unplaced)
+    )
+
+
+def licence_status(
+    licences: pd.DataFrame,
+    vehicle_id: Any,
+    stand_id: Any,
+    at: Any,
+    *,
+    unknown: Collection[str] = (),
+    timezone: str = DEFAULT_TIMEZONE,
+) -> pd.arrays.BooleanArray:
+    """:func:`is_licensed`, with <NA> where it is False for a vehicle of ``unknown``.
+
+    ``unknown``: vehicles whose licences are not known (:func:`unknown_licences`, or the
+    registry's ``vehicles.unplaced_stands``): not licensed by the frame is not unlicensed.
+    """
+    status = pd.array(is_licensed(licences, vehicle_id, stand_id, at, timezone=timezone))
+    if unknown:
+        vehicles = pd.Series(np.atleast_1d(np.asarray(vehicle_id, dtype=object)), dtype="str")
+        untold = np.broadcast_to(vehicles.isin(unknown).to_numpy(), len(status))
+        status[untold & ~status.to_numpy(dtype=bool)] = pd.NA
+    return status
 
 
 def mark_unplaced_licences(

@@ -25,7 +25,13 @@ import pandas as pd
 from geo.calendar import DEFAULT_TIMEZONE
 from stands._errors import MissingColumnError, StandScopeError
 from stands.frames import STAND_ID
-from stands.licences import VALID_FROM, VALID_UNTIL, VEHICLE_ID, is_licensed, validate_licences
+from stands.licences import (
+    VALID_FROM,
+    VALID_UNTIL,
+    VEHICLE_ID,
+    licence_status,
+    validate_licences,
+)
 from stands.occupancy import present_at
 from stands.presence import FIRST_SEEN, LAST_SEEN, presence
 
@@ -110,7 +116,7 @@ def queue_now(
     stand_ids: Collection[str],
     at: Any,
     timezone: str = DEFAULT_TIMEZONE,
-    unknown: Collection[str] = (),
+    unknown_licences: Collection[str] = (),
 ) -> pd.DataFrame:
     """Who is at the supervisor's stands at ``at``, in queue order, and whether licensed.
 
@@ -126,9 +132,9 @@ def queue_now(
         Tz-aware instant.
     timezone : str, default "America/Sao_Paulo"
         Zone of the licence dates.
-    unknown : collection of str, default ()
-        Vehicles whose licences are not known (a licence for a stand the registry could not
-        place): ``licensed`` <NA>, never an intruder.
+    unknown_licences : collection of str, default ()
+        Vehicles whose licences are not known (``stands.licences.licence_status``): <NA>, never
+        an intruder, where the frame gives them no licence.
 
     Returns
     -------
@@ -138,17 +144,14 @@ def queue_now(
     """
     present = present_at(in_scope(visits, stand_ids), at)
     if licences is not None and len(present):
-        present["licensed"] = pd.array(
-            is_licensed(
-                in_scope(licences, stand_ids),
-                present[VEHICLE_ID].to_numpy(dtype=object),
-                present[STAND_ID].to_numpy(dtype=object),
-                pd.Timestamp(at),
-                timezone=timezone,
-            ),
-            dtype="boolean",
+        present["licensed"] = licence_status(
+            in_scope(licences, stand_ids),
+            present[VEHICLE_ID].to_numpy(dtype=object),
+            present[STAND_ID].to_numpy(dtype=object),
+            pd.Timestamp(at),
+            unknown=unknown_licences,
+            timezone=timezone,
         )
-        present.loc[present[VEHICLE_ID].astype("str").isin(unknown).to_numpy(), "licensed"] = pd.NA
     return present
 
 
@@ -158,13 +161,13 @@ def intruders(
     *,
     stand_ids: Collection[str],
     timezone: str = DEFAULT_TIMEZONE,
-    unknown: Collection[str] = (),
+    unknown_licences: Collection[str] = (),
 ) -> pd.DataFrame:
     """Visits to the supervisor's stands by vehicles without a licence on the arrival date.
 
     A Táxi Acessível may use any ponto fixo only to board or drop a person with disability
-    (POA art. 46): such visits are listed too, for the supervisor to judge. Vehicles in
-    ``unknown`` (licences not known, see :func:`queue_now`) are never listed.
+    (POA art. 46): such visits are listed too, for the supervisor to judge. Vehicles of
+    ``unknown_licences`` (see :func:`queue_now`) are never listed.
 
     Parameters
     ----------
@@ -183,15 +186,15 @@ def intruders(
         Columns :data:`INTRUDER_COLUMNS`, sorted by (stand_id, arrived_at, vehicle_id).
     """
     mine = in_scope(visits, stand_ids)
-    licensed = is_licensed(
+    licensed = licence_status(
         in_scope(licences, stand_ids),
         mine[VEHICLE_ID].to_numpy(dtype=object),
         mine[STAND_ID].to_numpy(dtype=object),
         pd.DatetimeIndex(mine["arrived_at"]),
+        unknown=unknown_licences,
         timezone=timezone,
     )
-    known = ~mine[VEHICLE_ID].astype("str").isin(unknown).to_numpy()
-    out = mine.loc[~licensed & known].copy()
+    out = mine.loc[~licensed.to_numpy(dtype=bool, na_value=True)].copy()
     if "boarded" not in out.columns:
         out["boarded"] = pd.array([pd.NA] * len(out), dtype="boolean")
     out = out[list(INTRUDER_COLUMNS)].astype({STAND_ID: "str", VEHICLE_ID: "str"})

@@ -54,7 +54,8 @@ queue_position
     [arrived_at, departed_at] here and in ``stands/occupancy.py``.
 licensed
     Whether the vehicle holds a parking licence for the stand on the local date of arrival
-    (``stands/licences.py``); <NA> when no licence data is given.
+    (``stands/licences.py``); <NA> when no licence data is given, and where the vehicle's
+    licences are not known and none the data gives is for the stand (``unknown_licences``).
 
 Live
     :func:`advance_visits` is the kernel: :func:`detect_visits` run on each vehicle's kept
@@ -73,7 +74,7 @@ Live
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -93,7 +94,7 @@ from stands._errors import (
     ThresholdError,
 )
 from stands.frames import STAND_ID
-from stands.licences import check_timezone, is_licensed
+from stands.licences import check_timezone, licence_status
 from tracking import tails
 from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.frames import (
@@ -187,7 +188,7 @@ def _visit_frame(
     departed_ns: npt.NDArray[np.int64],
     queue_position: npt.NDArray[np.int64],
     boarded: npt.NDArray[np.bool_],
-    licensed: npt.NDArray[np.bool_] | None,
+    licensed: pd.arrays.BooleanArray | None,
     n_fixes: npt.NDArray[np.int64],
     first_ping: npt.NDArray[np.int64],
     last_ping: npt.NDArray[np.int64],
@@ -423,6 +424,7 @@ def detect_visits(
     *,
     stands: gpd.GeoDataFrame | None = None,
     licences: pd.DataFrame | None = None,
+    unknown_licences: Collection[str] = (),
     exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
     exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
     near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
@@ -452,6 +454,9 @@ def detect_visits(
         need ``lat`` and ``lon``. Without it only trip starts inside the stand are boardings.
     licences : pandas.DataFrame, optional
         Licence frame (``stands.licences``); without it ``licensed`` is <NA>.
+    unknown_licences : collection of str, default ()
+        Vehicles whose licences are not known (``stands.licences.unknown_licences``): <NA>
+        where the frame gives them no licence.
     exit_grace_s : float, default 60
         Longest excursion outside a stand (first fix outside to first fix back inside) that
         does not split a visit.
@@ -638,11 +643,12 @@ def detect_visits(
     stand_out = stand_ids[visit_stand]
     licensed = None
     if licences is not None:
-        licensed = is_licensed(
+        licensed = licence_status(
             licences,
             vehicle_out,
             stand_out,
             pd.to_datetime(arrived, unit="ns", utc=True),
+            unknown=unknown_licences,
             timezone=timezone,
         )
     rows = pd.array(pings[ROW].to_numpy(), dtype="Int64") if ROW in pings.columns else None
@@ -708,6 +714,7 @@ def advance_visits(
     cover: StandCover,
     stands: gpd.GeoDataFrame | None = None,
     licences: pd.DataFrame | None = None,
+    unknown_licences: Collection[str] = (),
     now: Any = None,
     final: bool = False,
     exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
@@ -741,8 +748,8 @@ def advance_visits(
         New fixes (pings contract), any vehicles, any order.
     cover : geo.cover.StandCover
         The stands' cover (the memberships are :func:`geo.cover.match_stands`').
-    stands, licences, exit_grace_s, exit_grace_m, near_exit_grace_s, min_dwell_s,
-    boarding_grace_s, boarding_grace_m, max_gap_s, timezone
+    stands, licences, unknown_licences, exit_grace_s, exit_grace_m, near_exit_grace_s,
+    min_dwell_s, boarding_grace_s, boarding_grace_m, max_gap_s, timezone
         As in :func:`detect_visits`.
     now : timestamp, optional
         A watermark: every fix still to come is at or after it (the fleet's fixes in time
@@ -793,6 +800,7 @@ def advance_visits(
         memberships,
         stands=stands,
         licences=licences,
+        unknown_licences=unknown_licences,
         exit_grace_s=exit_grace_s,
         exit_grace_m=exit_grace_m,
         near_exit_grace_s=near_exit_grace_s,
@@ -996,7 +1004,7 @@ def visits_from_records(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd
     arrived_ns = column("arrived_at", np.int64)
     departed_ns = column("departed_at", np.int64)
     boarded_ns = column(BOARDED_AT, np.int64, -1)
-    licensed = [r["licensed"] for r in rows]
+    licensed = pd.array([r["licensed"] for r in rows], dtype="boolean")
     frame = _visit_frame(
         vehicle_id=np.asarray(vids, dtype=object),
         stand_id=np.asarray([str(r[STAND_ID]) for r in rows], dtype=object),
@@ -1004,7 +1012,7 @@ def visits_from_records(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd
         departed_ns=departed_ns,
         queue_position=column("queue_position", np.int64),
         boarded=column("boarded", bool),
-        licensed=None if any(x is None for x in licensed) else np.asarray(licensed, dtype=bool),
+        licensed=licensed,
         n_fixes=column(N_FIXES, np.int64),
         first_ping=np.asarray(
             [where[(v, a)] for v, a in zip(vids, arrived_ns.tolist(), strict=True)]

@@ -523,7 +523,7 @@ def supervisor_queue(
         stand_ids=ids,
         at=now_ts,
         timezone=timezone,
-        unknown=licence_unknown(session=session),
+        unknown_licences=licence_unknown(session=session),
     )
 
 
@@ -571,7 +571,7 @@ def supervisor_intruders(
         licences,
         stand_ids=ids,
         timezone=timezone,
-        unknown=licence_unknown(session=session),
+        unknown_licences=licence_unknown(session=session),
     )
 
 

@@ -330,7 +330,7 @@ class TestAnalyzeKindsAndJobs:
         accused (its licence may be that stand's), and the run says why."""
         pings, stands = _write_inputs(tmp_path)
         fleet = tmp_path / "fleet.csv"
-        out = {}
+        out, licensed = {}, {}
         for licence in ("P1", "P01"):
             fleet.write_text(
                 f"vehicle_id,plate,accessible,stands,status\nT1,A,false,{licence},active\n"
@@ -344,6 +344,10 @@ class TestAnalyzeKindsAndJobs:
             found = json.loads((fleet_out / "findings.geojson").read_text())["features"]
             kinds = [f["properties"]["kind"] for f in found]
             assert "unlicensed_stand_use" not in kinds, licence
+            visits = pd.read_csv(fleet_out / "stand_visits.csv", dtype=str, keep_default_na=False)
+            licensed[licence] = set(visits.loc[visits["vehicle_id"] == "T1", "licensed"])
+        # at P1, T1 is licensed by "P1", and neither licensed nor an intruder by "P01"
+        assert licensed == {"P1": {"True"}, "P01": {""}}
         assert "aviso: --fleet" not in out["P1"].stdout
         assert (
             "aviso: --fleet: 1 prefixo(s) com licença para 1 ponto(s) que não está(ão) em "

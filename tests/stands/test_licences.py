@@ -10,7 +10,9 @@ from stands.licences import (
     empty_licence_frame,
     is_licensed,
     licence_frame_from_fleet,
+    licence_status,
     mark_unplaced_licences,
+    unknown_licences,
     validate_licences,
 )
 
@@ -40,6 +42,34 @@ class TestLicenceFrameFromFleet:
         """A fleet without the stands column is refused by name."""
         with pytest.raises(MissingColumnError, match="stands"):
             licence_frame_from_fleet(pd.DataFrame({"vehicle_id": ["1"]}))
+
+
+class TestUnknownLicences:
+    def test_names_not_resolved_and_stands_not_analysed(self) -> None:
+        """Unknown: a stand named but not resolved to an id (2), a stand the analysed stands
+        lack (4); known: ids (1), no licence at all (3)."""
+        fleet = pd.DataFrame(
+            {
+                "vehicle_id": ["1", "2", "3", "4"],
+                "stands": [("S",), (), (), ("S",)],
+                "stand_names": [(), ("Praça XV",), (), ()],
+                "unplaced_stands": [(), (), (), ("P01",)],
+            }
+        )
+        assert unknown_licences(fleet) == {"2", "4"}
+        assert unknown_licences(fleet[["vehicle_id", "stands"]]) == frozenset()
+
+    def test_status_is_na_only_where_not_licensed(self) -> None:
+        """Licensed stays True; not licensed becomes <NA> for an unknown vehicle only; a scalar
+        vehicle is broadcast over the instants."""
+        licences = pd.DataFrame({"vehicle_id": ["A"], "stand_id": ["S"]})
+        at = pd.Timestamp("2024-03-04T12:00Z")
+        status = licence_status(
+            licences, ["A", "A", "B", "C"], ["S", "T", "S", "S"], at, unknown={"A", "B"}
+        )
+        assert status.tolist() == [True, pd.NA, pd.NA, False]
+        both = licence_status(licences, "A", ["S", "T"], at, unknown=["A"])
+        assert both.tolist() == [True, pd.NA]
 
 
 class TestMarkUnplacedLicences:

@@ -98,7 +98,7 @@ class TestQueueNow:
 
     def test_unknown_licence_is_no_intruder(self) -> None:
         """X9's licence names a stand the registry could not place: not known, not false."""
-        out = queue_now(VISITS, LICENCES, stand_ids=["S1"], at=_t(15), unknown={"X9"})
+        out = queue_now(VISITS, LICENCES, stand_ids=["S1"], at=_t(15), unknown_licences={"X9"})
         assert out["licensed"].tolist() == [True, pd.NA, False]
 
     def test_simultaneous_arrivals_by_vehicle_id(self) -> None:
@@ -124,7 +124,7 @@ class TestIntruders:
 
     def test_unknown_licence_is_not_listed(self) -> None:
         """A vehicle whose licences are not known is never listed as an intruder."""
-        out = intruders(VISITS, LICENCES, stand_ids=["S1"], unknown=["X9"])
+        out = intruders(VISITS, LICENCES, stand_ids=["S1"], unknown_licences=["X9"])
         assert out["vehicle_id"].tolist() == ["A2", "B1"]
 
     def test_nothing_of_other_stands(self) -> None:

@@ -237,6 +237,14 @@ class TestDetectVisits:
         assert visits["licensed"].dtype == "boolean"
         assert bool(visits.loc[0, "licensed"]) is expected
 
+    def test_licensed_is_na_where_the_licences_are_unknown(self) -> None:
+        """A vehicle whose fleet row names a stand not analysed ('P01'): <NA> at S, not False;
+        at S, a licence the data gives still says True; another vehicle is False."""
+        licences = pd.DataFrame({"vehicle_id": ["B"], "stand_id": ["S"]})
+        tracks = {v: _steady(0, 120, "S") for v in ("A", "B", "C")}
+        visits = detect_visits(*_track(tracks), licences=licences, unknown_licences={"A", "B"})
+        assert visits["licensed"].tolist() == [pd.NA, True, False]
+
     def test_licensed_is_na_without_licence_data(self) -> None:
         """Without licence data, licensed is <NA>."""
         visits = detect_visits(*_track({"A": _steady(0, 120, "S")}))

@@ -107,7 +107,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE
-from stands.licences import UNPLACED
+from stands.licences import unknown_licences
 from stands.suspensions import SUSPENSION_KINDS
 from stands.visits import (
     DEFAULT_BOARDING_GRACE_M,
@@ -171,9 +171,7 @@ def _cell_tuple(value: Any) -> tuple[str, ...]:
 def fleet_facts(fleet: pd.DataFrame | None) -> dict[str, dict[str, Any]]:
     """Per vehicle: ``accessible`` (True/False/None), ``stands`` (tuple) and ``licence_known``.
 
-    ``licence_known`` is False when the fleet names stands that were not resolved to ids
-    (``stands`` empty, ``stand_names`` not) or that the analysed stands lack
-    (``unplaced_stands`` not empty).
+    ``licence_known`` is False for the vehicles of ``stands.licences.unknown_licences``.
 
     Parameters
     ----------
@@ -191,17 +189,14 @@ def fleet_facts(fleet: pd.DataFrame | None) -> dict[str, dict[str, Any]]:
     n = len(fleet)
     acc = fleet["accessible"].to_numpy(dtype=object) if "accessible" in fleet else [None] * n
     stands = fleet["stands"].to_numpy(dtype=object) if "stands" in fleet else [()] * n
-    names = fleet["stand_names"].to_numpy(dtype=object) if "stand_names" in fleet else [()] * n
-    unplaced = fleet[UNPLACED].to_numpy(dtype=object) if UNPLACED in fleet else [()] * n
+    unknown = unknown_licences(fleet)
     out: dict[str, dict[str, Any]] = {}
-    rows = zip(fleet["vehicle_id"].astype("str"), acc, stands, names, unplaced, strict=True)
-    for vid, a, s, nm, up in rows:
+    for vid, a, s in zip(fleet["vehicle_id"].astype("str"), acc, stands, strict=True):
         a_val = None if a is None or (not isinstance(a, bool | np.bool_) and pd.isna(a)) else a
-        st = _cell_tuple(s)
         out[vid] = {
             "accessible": None if a_val is None else bool(a_val),
-            "stands": st,
-            "licence_known": (bool(st) or not _cell_tuple(nm)) and not _cell_tuple(up),
+            "stands": _cell_tuple(s),
+            "licence_known": vid not in unknown,
         }
     return out
 
