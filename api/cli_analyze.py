@@ -303,6 +303,10 @@ def analyze(
                     f"sem limite municipal: o de {place.name} ({place.code}) não vem incluído; "
                     "dê o arquivo com --boundary"
                 )
+        if "drivers" in driver_frames and (
+            note := _unknown_drivers_note(result.driver_ids, driver_frames["drivers"])
+        ):
+            notes.append(note)
         bar.update(task, description="Gravando arquivos")
         paths, n_proposals = write_results(
             result,
@@ -465,6 +469,32 @@ def _report(
     elif no_rulebook:
         typer.echo(f"aviso: {no_rulebook}; proposals.json não gerado.")
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
+
+
+UNKNOWN_DRIVERS_SHARE = 0.5
+"""Share of the fixes' driver ids absent from ``--drivers`` above which the run warns."""
+
+
+def _unknown_drivers_note(seen: frozenset[str], drivers: Any) -> str | None:
+    """Warn when most driver ids of the fixes are not in the registry of drivers.
+
+    The tracker and the registry then likely code drivers differently, and each such ride of
+    a judged vehicle is a ``not_registered`` finding (an id that differs from a registered one
+    only in writing is not judged: ``driver_not_allowed.id_form``).
+    """
+    from tracking.detectors.driver_not_allowed import id_form
+
+    registered = {str(d) for d in drivers["driver_id"]}
+    forms = {id_form(d) for d in registered}
+    unknown = sorted(d for d in seen if d not in registered and id_form(d) not in forms)
+    if len(unknown) < 2 or len(unknown) <= UNKNOWN_DRIVERS_SHARE * len(seen):
+        return None
+    shown = ", ".join(unknown[:5]) + (f" e mais {len(unknown) - 5}" if len(unknown) > 5 else "")
+    return (
+        f"--drivers: {len(unknown)} de {len(seen)} códigos de condutor das posições não estão no "
+        f"cadastro ({shown}); confira se o rastreador e o cadastro usam o mesmo código: as "
+        "corridas desses códigos são achados de condutor não cadastrado"
+    )
 
 
 def _unplaced_note(unplaced: dict[str, tuple[str, ...]]) -> str:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 STANDS = {
     "type": "FeatureCollection",
@@ -58,6 +59,26 @@ class TestAnalyzeWithDrivers:
         proposals = json.loads((out / "proposals.json").read_text())
         (prop,) = [x for x in proposals if x["kind"] == "driver_not_allowed"]
         assert (prop["article"], prop["inciso"], prop["gravity"]) == ("59", "IV", "gravíssima")
+
+    @pytest.mark.parametrize("jobs", ["1", "2"])
+    def test_most_codes_unknown_warns(self, run_pontual, tmp_path, jobs):
+        """The fixes code drivers 'CNH…' and the registry 'D…': the run warns, naming them."""
+        p = _inputs(tmp_path)
+        pings = pd.read_csv(p["pings"])
+        more = [pings.assign(vehicle_id=f"T{k}", driver_id=f"CNH{k}") for k in (2, 3)]
+        pd.concat([pings, *more]).to_csv(p["pings"], index=False)
+        args = ["--pings", str(p["pings"]), "--stands", str(p["stands"]), "--jobs", jobs]
+        args += ["--drivers", str(p["drivers"]), "--driver-links", str(p["links"])]
+        done = run_pontual("analyze", *args, "--out", str(tmp_path / "out"))
+        assert done.returncode == 0, done.stderr
+        assert (
+            "aviso: --drivers: 3 de 3 códigos de condutor das posições não estão no cadastro "
+            "(CNH2, CNH3, X9); confira se o rastreador e o cadastro usam o mesmo código"
+        ) in done.stdout
+        pings.assign(driver_id="d-01").to_csv(p["pings"], index=False)  # D1, written otherwise
+        done = run_pontual("analyze", *args, "--out", str(tmp_path / "out2"))
+        assert done.returncode == 0, done.stderr
+        assert "aviso: --drivers" not in done.stdout
 
     def test_drivers_without_links_is_one_clear_message(self, run_pontual, tmp_path):
         """--drivers alone fails naming the missing option, with no traceback."""
