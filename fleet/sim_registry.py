@@ -29,7 +29,8 @@ service; ``lookalike`` is the reason) on day-shift vehicles that are not barred:
 Look-alikes (negatives, :data:`DRIVER_LOOKALIKES`): every stint of a linked driver with valid
 documents; the suspended driver's days outside the period; the ICTP's and the CNH's last valid
 day; a driver linked that very day; an ICTP renewed late, valid at the instant; the first two
-auxiliares while a third is linked.
+auxiliares while a third is linked; a titular whose id the tracker writes its own way (lower
+case, no leading zeros: a coding difference, not an unregistered driver).
 
 Vehicle documents (fleet columns ``year``, ``first_registered_on``, ``alvara_first_issued_on``,
 ``last_inspection_on``): realistic dates that bar nothing, except ``inspection_overdue`` for one
@@ -68,6 +69,8 @@ DRIVER_LOOKALIKES = {
     "registered_same_day": "an auxiliar linked to the prefixo that very day drives after lunch",
     "renewed_late_valid": "an ICTP renewed late, valid at the instant of the service",
     "within_auxiliary_cap": "one of the first two auxiliares drives while a third is linked",
+    "id_written_otherwise": "the tracker writes the titular's id its own way ('sint-c1' for "
+    "'SINT-C0001')",
 }
 VEHICLE_LOOKALIKES = {
     "inspection_last_lawful_day": f"service on the day the last vistoria is exactly "
@@ -370,6 +373,13 @@ def _episodes(b: _Builder) -> dict[str, Any]:
             elif d >= h - 10:
                 drive(v, d, (aux[0], ok))
         done["renewed_late_valid"] = v.vid
+    # id_written_otherwise: the tracker writes the titular's id 'sint-c1' for 'SINT-C0001'
+    v = _pick(pool, range(n))
+    if v is not None:
+        prefix, number = b.titular[v.vid].rsplit("C", 1)
+        for d in v.windows:
+            drive(v, d, (f"{prefix.lower()}c{int(number)}", "id_written_otherwise"))
+        done["id_written_otherwise"] = v.vid
     return done
 
 
