@@ -527,6 +527,8 @@ def stand_occupancy(
     window_min: Annotated[int, Query(ge=1, le=1440)] = 120,
 ) -> Any:
     """Quem está no ponto agora, em ordem de fila, a partir das posições recentes."""
+    from db.stands.queries import licence_unknown
+
     supervisor_scope(user, stand_id)
     feature = _stand_or_404(session, stand_id)
     now = dt.datetime.now(dt.UTC)
@@ -534,17 +536,19 @@ def stand_occupancy(
         session=session, stand_id=stand_id, now=now, window_s=window_min * 60.0
     )
     today = now.astimezone(ZoneInfo(settings.timezone)).date()
-    from db.stands.queries import licence_unknown
-
     licensed = queries.licensed_vehicles(session=session, stand_id=stand_id, on=today)
     unknown = licence_unknown(session=session)
+
+    def licence(vehicle_id: str) -> bool | None:
+        return True if vehicle_id in licensed else (None if vehicle_id in unknown else False)
+
     vehicles = [
         PresentVehicle(
             position=int(r.position),
             vehicle_id=str(r.vehicle_id),
             arrived_at=r.arrived_at.to_pydatetime(),
             waited_s=float(r.waited_s),
-            licensed=None if str(r.vehicle_id) in unknown else str(r.vehicle_id) in licensed,
+            licensed=licence(str(r.vehicle_id)),
         )
         for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
     ]
