@@ -303,6 +303,8 @@ def analyze(
                     f"sem limite municipal: o de {place.name} ({place.code}) não vem incluído; "
                     "dê o arquivo com --boundary"
                 )
+        if fleet_frame is not None and (note := _absent_note(result.vehicle_ids, fleet_frame)):
+            notes.append(note)
         if "drivers" in driver_frames and (
             note := _unknown_drivers_note(result.driver_ids, driver_frames["drivers"])
         ):
@@ -471,6 +473,22 @@ def _report(
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
 
 
+def _shown(ids: list[str]) -> str:
+    return ", ".join(ids[:5]) + (f" e mais {len(ids) - 5}" if len(ids) > 5 else "")
+
+
+def _absent_note(seen: frozenset[str], fleet: Any) -> str | None:
+    """Say which vehicles of the fixes the fleet file lacks: the fleet's rules skip them."""
+    absent = sorted(seen - set(fleet["vehicle_id"].astype("str")))
+    if not absent:
+        return None
+    return (
+        f"--fleet: {len(absent)} de {len(seen)} prefixo(s) das posições não estão na frota "
+        f"({_shown(absent)}): as regras que leem a frota (licença de ponto, situação, "
+        "documentos) não os julgam"
+    )
+
+
 UNKNOWN_DRIVERS_SHARE = 0.5
 """Share of the fixes' driver ids absent from ``--drivers`` above which the run warns."""
 
@@ -489,22 +507,20 @@ def _unknown_drivers_note(seen: frozenset[str], drivers: Any) -> str | None:
     unknown = sorted(d for d in seen if d not in registered and id_form(d) not in forms)
     if len(unknown) < 2 or len(unknown) <= UNKNOWN_DRIVERS_SHARE * len(seen):
         return None
-    shown = ", ".join(unknown[:5]) + (f" e mais {len(unknown) - 5}" if len(unknown) > 5 else "")
     return (
         f"--drivers: {len(unknown)} de {len(seen)} códigos de condutor das posições não estão no "
-        f"cadastro ({shown}); confira se o rastreador e o cadastro usam o mesmo código: as "
-        "corridas desses códigos são achados de condutor não cadastrado"
+        f"cadastro ({_shown(unknown)}); confira se o rastreador e o cadastro usam o mesmo "
+        "código: as corridas desses códigos são achados de condutor não cadastrado"
     )
 
 
 def _unplaced_note(unplaced: dict[str, tuple[str, ...]]) -> str:
     """Say which licences name stands the stands file lacks (``mark_unplaced_licences``)."""
     stands = sorted({s for ids in unplaced.values() for s in ids})
-    shown = ", ".join(f"{v} → {'; '.join(ids)}" for v, ids in sorted(unplaced.items())[:5])
-    more = f" e mais {len(unplaced) - 5}" if len(unplaced) > 5 else ""
+    shown = _shown([f"{v} → {'; '.join(ids)}" for v, ids in sorted(unplaced.items())])
     return (
         f"--fleet: {len(unplaced)} prefixo(s) com licença para {len(stands)} ponto(s) que não "
-        f"está(ão) em --stands ({shown}{more}); os embarques desses prefixos não são julgados "
+        f"está(ão) em --stands ({shown}); os embarques desses prefixos não são julgados "
         "como sem licença (a licença pode ser do ponto com outro código: confira os códigos "
         "dos dois arquivos)"
     )

@@ -796,7 +796,7 @@ def finish(
     result.summary = summarize(
         result, params=params, n_matched=n_matched, stats=stats, counts=counts, kinds=kinds
     )
-    result.driver_ids = stats["driver_ids"]
+    result.vehicle_ids, result.driver_ids = stats["vehicle_ids"], stats["driver_ids"]
     return result
 
 

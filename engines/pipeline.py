@@ -104,6 +104,8 @@ class AnalysisResult:
     written: tuple[str, ...] = ()
     """Output files an engine's workers already wrote in the output folder, merged from their
     parts (:func:`merge_part_file`): :func:`write_outputs` leaves them."""
+    vehicle_ids: frozenset[str] = frozenset()
+    """The ``vehicle_id`` values of the valid fixes (:func:`ping_stats`)."""
     driver_ids: frozenset[str] = frozenset()
     """The ``driver_id`` values of the valid fixes (:func:`ping_stats`)."""
     map_sample: tuple[gpd.GeoDataFrame, dict[str, int]] | None = None
@@ -313,21 +315,23 @@ def analyze_pings(
     n_matched = count_distinct(ping_idx, len(pings))
     stats = ping_stats(pings)
     result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
-    result.driver_ids = stats["driver_ids"]
+    result.vehicle_ids, result.driver_ids = stats["vehicle_ids"], stats["driver_ids"]
     return result
 
 
 def ping_stats(pings: pd.DataFrame) -> dict[str, Any]:
     """Return the counts of a pings frame for ``summary.json`` (see :func:`merge_ping_stats`).
 
-    ``driver_ids``, the frame's distinct ``driver_id`` values, is not in the summary.
+    ``vehicle_ids`` and ``driver_ids``, the frame's distinct ids, are not in the summary.
     """
     drivers = pings[fr.DRIVER_ID] if fr.DRIVER_ID in pings.columns else pd.Series([], dtype="str")
     ids = drivers.dropna().astype("str").str.strip().unique()
+    vehicles = pings[fr.VEHICLE_ID].astype("str").unique()
     return {
         "pings_valid": int(len(pings)),
         "pings_speed_flagged": int(pings[fr.SPEED_FLAG].sum()) if len(pings) else 0,
-        "vehicles": int(pings[fr.VEHICLE_ID].nunique()),
+        "vehicles": len(vehicles),
+        "vehicle_ids": frozenset(vehicles.tolist()),
         "first": pings[fr.TIMESTAMP].min() if len(pings) else None,
         "last": pings[fr.TIMESTAMP].max() if len(pings) else None,
         "driver_ids": frozenset(str(d) for d in ids if d),
@@ -344,6 +348,7 @@ def merge_ping_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "vehicles": sum(p["vehicles"] for p in parts),
         "first": min(firsts) if firsts else None,
         "last": max(lasts) if lasts else None,
+        "vehicle_ids": frozenset().union(*(p["vehicle_ids"] for p in parts)),
         "driver_ids": frozenset().union(*(p["driver_ids"] for p in parts)),
     }
 

@@ -354,6 +354,24 @@ class TestAnalyzeKindsAndJobs:
             "--stands (T1 → P01)"
         ) in out["P01"].stdout
 
+    def test_vehicles_the_fleet_lacks_are_named(self, run_pontual, tmp_path):
+        """The fleet codes the prefixo "T01", the fixes "T1": the run says the fleet's rules
+        skip T1 (its only valid fixes' vehicle), and nothing is said when the codes match."""
+        pings, stands = _write_inputs(tmp_path)
+        fleet = tmp_path / "fleet.csv"
+        for code, expected in (("T01", True), ("T1", False)):
+            fleet.write_text(f"vehicle_id,plate,accessible,stands,status\n{code},A,,P1,active\n")
+            done = run_pontual(
+                "analyze", "--pings", str(pings), "--stands", str(stands), "--fleet", str(fleet),
+                "--out", str(tmp_path / f"out-{code}"),
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            note = (
+                "aviso: --fleet: 1 de 1 prefixo(s) das posições não estão na frota (T1): as regras "
+                "que leem a frota (licença de ponto, situação, documentos) não os julgam"
+            )
+            assert (note in done.stdout) is expected, done.stdout
+
     def test_kinds_none_is_the_tracking_core(self, run_pontual, tmp_path):
         """--kinds nenhum: visits, trips, occupancy written; no detector runs or is skipped."""
         pings, stands = _write_inputs(tmp_path)
