@@ -326,7 +326,7 @@ def ping_stats(pings: pd.DataFrame) -> dict[str, Any]:
     """
     drivers = pings[fr.DRIVER_ID] if fr.DRIVER_ID in pings.columns else pd.Series([], dtype="str")
     ids = drivers.dropna().astype("str").str.strip().unique()
-    vehicles = pings[fr.VEHICLE_ID].astype("str").unique()
+    vehicles = pings[fr.VEHICLE_ID].dropna().astype("str").unique()
     return {
         "pings_valid": int(len(pings)),
         "pings_speed_flagged": int(pings[fr.SPEED_FLAG].sum()) if len(pings) else 0,
