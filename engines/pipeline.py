@@ -325,7 +325,7 @@ def ping_stats(pings: pd.DataFrame) -> dict[str, Any]:
     ``vehicle_ids`` and ``driver_ids``, the frame's distinct ids, are not in the summary.
     """
     drivers = pings[fr.DRIVER_ID] if fr.DRIVER_ID in pings.columns else pd.Series([], dtype="str")
-    ids = drivers.dropna().astype("str").str.strip().unique()
+    ids = {str(d).strip() for d in drivers.dropna().unique()}
     vehicles = pings[fr.VEHICLE_ID].dropna().astype("str").unique()
     return {
         "pings_valid": int(len(pings)),
@@ -334,7 +334,7 @@ def ping_stats(pings: pd.DataFrame) -> dict[str, Any]:
         "vehicle_ids": frozenset(vehicles.tolist()),
         "first": pings[fr.TIMESTAMP].min() if len(pings) else None,
         "last": pings[fr.TIMESTAMP].max() if len(pings) else None,
-        "driver_ids": frozenset(str(d) for d in ids if d),
+        "driver_ids": frozenset(ids - {""}),
     }
 
 
