@@ -521,8 +521,8 @@ def _unplaced_note(unplaced: dict[str, tuple[str, ...]]) -> str:
     return (
         f"--fleet: {len(unplaced)} prefixo(s) com licença para {len(stands)} ponto(s) que não "
         f"está(ão) em --stands ({shown}); os embarques desses prefixos não são julgados "
-        "como sem licença (a licença pode ser do ponto com outro código: confira os códigos "
-        "dos dois arquivos)"
+        "como sem licença, nem a ausência desses pontos (a licença pode ser do ponto com "
+        "outro código: confira os códigos dos dois arquivos)"
     )
 
 

@@ -70,7 +70,7 @@ from geo.cover import build_stand_cover, match_stands
 from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from runtime import forked_share
-from stands.licences import licence_frame_from_fleet, unknown_licences
+from stands.licences import licence_frame_from_fleet, mark_unplaced_licences, unknown_licences
 from stands.occupancy import empty_occupancy, occupancy
 from stands.visits import detect_visits as detect_visits_
 from stands.visits import queue_positions
@@ -253,7 +253,12 @@ def stage_context(
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """Return the inputs every partition shares, with the stand cover and licences built once."""
+    """Return the inputs every partition shares, with the stand cover and licences built once.
+
+    The fleet's licences for stands not in ``stands`` are marked (``mark_unplaced_licences``).
+    """
+    if fleet is not None:
+        fleet, _ = mark_unplaced_licences(fleet, stands["stand_id"])
     return {
         "drivers": drivers,
         "driver_links": driver_links,

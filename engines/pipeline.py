@@ -24,7 +24,7 @@ from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import DEFAULT_RESOLUTION, build_stand_cover, match_stands
 from geo.crs import haversine_m
 from geo.roads import RoadGraph
-from stands.licences import licence_frame_from_fleet, unknown_licences
+from stands.licences import licence_frame_from_fleet, mark_unplaced_licences, unknown_licences
 from stands.occupancy import OCCUPANCY_COLUMNS, occupancy
 from stands.visits import (
     BOARDED_AT,
@@ -238,6 +238,8 @@ def analyze_pings(
     stand_suspensions : pandas.DataFrame, optional
         Stand suspensions (``stands.suspensions``) for ``unlicensed_stand_use``.
     """
+    if fleet is not None:
+        fleet, _ = mark_unplaced_licences(fleet, stands["stand_id"])
     progress("Casando fixes com os pontos (H3 + ponto-em-polígono)")
     cover = build_stand_cover(stands, resolution=params.h3_resolution)
     ping_idx, stand_idx = match_stands(pings[fr.LAT].to_numpy(), pings[fr.LON].to_numpy(), cover)

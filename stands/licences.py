@@ -76,7 +76,9 @@ def licence_frame_from_fleet(fleet: pd.DataFrame) -> pd.DataFrame:
 
     The fleet file carries no per-licence dates, so ``valid_from``/``valid_until`` are NaT
     (valid on every day). A vehicle's administrative status (suspended, revoked, ...) does not
-    remove its licences here: barred operation is a finding of its own.
+    remove its licences here: barred operation is a finding of its own. The stands of a row's
+    :data:`UNPLACED` (:func:`mark_unplaced_licences`) are left out: a licence for a stand the
+    analysis does not have can be neither used nor missed there.
 
     Parameters
     ----------
@@ -101,10 +103,13 @@ def licence_frame_from_fleet(fleet: pd.DataFrame) -> pd.DataFrame:
         raise MissingColumnError(msg)
     vehicles: list[str] = []
     stands: list[str] = []
-    for vehicle, cell in zip(fleet[VEHICLE_ID].to_numpy(), fleet[STANDS].to_numpy(), strict=True):
+    unplaced = fleet[UNPLACED].to_numpy(dtype=object) if UNPLACED in fleet else [()] * len(fleet)
+    rows = zip(fleet[VEHICLE_ID].to_numpy(), fleet[STANDS].to_numpy(), unplaced, strict=True)
+    for vehicle, cell, elsewhere in rows:
         if vehicle is None or (isinstance(vehicle, float) and np.isnan(vehicle)):
             continue
-        for stand in _stand_ids(cell):
+        skip = set(_stand_ids(elsewhere))
+        for stand in (s for s in _stand_ids(cell) if s not in skip):
             vehicles.append(str(vehicle))
             stands.append(stand)
     if not vehicles:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import geopandas as gpd
+import pandas as pd
 import pytest
 from all_kinds_scenario import contract_csv, roads, write_fleet
 from partition_scenario import BOUNDARY, STANDS
@@ -238,6 +239,27 @@ class TestScenario:
             _, measures, thresholds = evidence_summary(finding, timezone="America/Sao_Paulo")
             raw |= {(finding["kind"], m) for m in measures + thresholds if "_" in m}
         assert not raw
+
+
+@pytest.mark.parametrize("engine", ["memory", "file"])
+def test_a_licence_for_a_stand_not_analysed_accuses_no_one(inputs: Inputs, engine: str) -> None:
+    """H's licence written 'S01' for the stands' 'S1', given to the engines straight (not marked
+    by the CLI): H is neither habitually absent from a stand it cannot be seen at, nor
+    unlicensed at S1. The other licensees are judged."""
+    from engines.buckets import analyze_file
+
+    fleet = read_fleet(inputs.fleet)
+    fleet.loc[fleet["vehicle_id"] == "H", "stands"] = pd.Series([("S01",)], dtype=object).iloc[0]
+    options = {"fleet": fleet, "boundary": BOUNDARY, "roads": build_road_graph(roads())}
+    if engine == "memory":
+        fixes, rejected = read_pings(inputs.pings)
+        result = analyze_pings(fixes, rejected, STANDS, params=AnalysisParams(), **options)
+    else:
+        result, _ = analyze_file(inputs.pings, STANDS, jobs=2, bucket_fixes=100, **options)
+    found = result.findings
+    mine = found[found["vehicle_id"].eq("H")]
+    assert not mine["kind"].isin(["habitual_absence", "unlicensed_stand_use"]).any()
+    assert found["kind"].eq("unlicensed_stand_use").any()  # the others still are
 
 
 class TestEnginesWriteTheSameFiles:

@@ -44,6 +44,15 @@ class TestLicenceFrameFromFleet:
             licence_frame_from_fleet(pd.DataFrame({"vehicle_id": ["1"]}))
 
 
+def test_licences_for_stands_not_analysed_are_left_out() -> None:
+    """A licence of the row's unplaced_stands is no licence the analysis can place."""
+    fleet = pd.DataFrame({"vehicle_id": ["1", "2"], "stands": [("S", "P01"), ("P01",)]})
+    marked, _ = mark_unplaced_licences(fleet, ["S"])
+    frame = licence_frame_from_fleet(marked)
+    assert frame[["vehicle_id", "stand_id"]].values.tolist() == [["1", "S"]]
+    assert len(licence_frame_from_fleet(fleet)) == 3
+
+
 class TestUnknownLicences:
     def test_names_not_resolved_and_stands_not_analysed(self) -> None:
         """Unknown: a stand named but not resolved to an id (2), a stand the analysed stands
