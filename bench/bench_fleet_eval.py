@@ -575,6 +575,13 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
+def pad_stand_codes(fleet: Path) -> None:
+    """Rewrite the fleet file's ``stands`` with a leading zero on each code ('02' for '2')."""
+    frame = pd.read_csv(fleet, dtype=str, keep_default_na=False)
+    frame["stands"] = [";".join(f"0{s}" for s in c.split(";") if s) for c in frame["stands"]]
+    frame.to_csv(fleet, index=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -590,6 +597,12 @@ def main() -> None:
         metavar=("LO", "HI"),
         help="radial RMS GPS error per vehicle-day, metres",
     )
+    parser.add_argument(
+        "--padded-stand-codes",
+        action="store_true",
+        help="the fleet file writes each licence's stand code with a leading zero ('02' for "
+        "'2'), as another system's file might: no licence matches the stands file",
+    )
     parser.add_argument("--keep", type=Path, help="folder for the data and outputs (kept)")
     parser.add_argument("--report", type=Path, help="also write the markdown here")
     a = parser.parse_args()
@@ -600,6 +613,8 @@ def main() -> None:
             seed=a.seed, days=a.days, n_prefixos=a.prefixos, gps_noise_m=tuple(a.gps_noise_m)
         )
         paths = fleet_sim.write_files(sim, root / "in", fmt=a.format)
+        if a.padded_stand_codes:
+            pad_stand_codes(paths["fleet"])
         t_sim = time.perf_counter() - t0
         meta = json.loads(paths["meta"].read_text(encoding="utf-8"))
         t_an = run_analyze(paths, meta, root / "out", jobs=a.jobs)
@@ -613,6 +628,7 @@ def main() -> None:
                 if tuple(a.gps_noise_m) != fleet_sim.GPS_NOISE_M
                 else ""
             )
+            + (" --padded-stand-codes" if a.padded_stand_codes else "")
         )
         md = markdown(
             result,
