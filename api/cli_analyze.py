@@ -303,6 +303,10 @@ def analyze(
                     f"sem limite municipal: o de {place.name} ({place.code}) não vem incluído; "
                     "dê o arquivo com --boundary"
                 )
+        if place is not None and (
+            note := _official_stands_note(result.findings, stand_frame, place.code)
+        ):
+            notes.append(note)
         if fleet_frame is not None and (note := _absent_note(result.vehicle_ids, fleet_frame)):
             notes.append(note)
         if "drivers" in driver_frames and (
@@ -486,6 +490,44 @@ def _absent_note(seen: frozenset[str], fleet: Any) -> str | None:
         f"--fleet: {len(absent)} de {len(seen)} prefixo(s) das posições não estão na frota "
         f"({_shown(absent)}): as regras que leem a frota (licença de ponto, situação, "
         "documentos) não os julgam"
+    )
+
+
+NEAR_OFFICIAL_STAND_M = 50.0
+"""An illegal stand within this distance of a bundled official stand missing from ``--stands``
+is named in a warning."""
+
+
+def _official_stands_note(findings: Any, stands: Any, municipality: str) -> str | None:
+    """Warn when illegal stands lie at official stands (open data) that ``--stands`` lacks.
+
+    A stands file with part of the city makes every official stand left out a place where taxis
+    wait outside "every stand".
+    """
+    import geopandas as gpd
+
+    from geo.crs import utm_crs_for_frame
+    from stands.loaders import DEFAULT_POINT_RADIUS_M, official_stands
+
+    places = findings.loc[findings["kind"].eq("illegal_stand_formation").to_numpy()]
+    official = official_stands(municipality) if len(places) else None
+    if official is None or official.empty:
+        return None
+    crs = utm_crs_for_frame(official)
+    official = official[["stand_id", "geometry"]].to_crs(crs)
+    given = gpd.GeoDataFrame(geometry=stands.geometry, crs=stands.crs).to_crs(crs)
+    present = gpd.sjoin_nearest(official, given, max_distance=DEFAULT_POINT_RADIUS_M)
+    missing = official.loc[~official.index.isin(present.index)]
+    hull = gpd.GeoDataFrame(geometry=places.geometry, crs=places.crs).to_crs(crs)
+    near = gpd.sjoin_nearest(hull, missing, max_distance=NEAR_OFFICIAL_STAND_M)
+    if near.empty:
+        return None
+    ids = sorted(set(near["stand_id"].astype(str)), key=lambda s: (len(s), s))
+    return (
+        f"formação de ponto irregular: {near.index.nunique()} achado(s) a menos de "
+        f"{NEAR_OFFICIAL_STAND_M:.0f} m de ponto(s) de táxi oficiais (dados abertos incluídos) "
+        f"que não está(ão) em --stands ({_shown(ids)}): confira se --stands tem todos os pontos; "
+        "a espera num ponto que falta no arquivo é lida como formação de ponto irregular"
     )
 
 

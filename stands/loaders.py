@@ -31,6 +31,14 @@ from stands.frames import CAPACITY, MUNICIPALITY, NAME, STAND_ID
 from stands.layers import read_porto_stands, read_stands
 
 DEFAULT_POINT_RADIUS_M = 30.0
+OFFICIAL_STANDS = {
+    PORTO_ALEGRE: Path(__file__).resolve().parents[1]
+    / "data"
+    / "brazil"
+    / "taxi_stands"
+    / "pontos_taxi_poa_2020-03-10.geojson"
+}
+"""The stands of a municipality published as open data and bundled (``data/``), by IBGE code."""
 """Radius (m) drawn around stands given as bare points without ``radius_m``."""
 
 REGISTRY_COLUMNS = (
@@ -269,3 +277,15 @@ def read_poa_stands(
 
 def _ids(ids: pd.Series, mask: np.ndarray) -> str:
     return ", ".join(sorted(ids[mask].tolist(), key=lambda s: (len(s), s)))
+
+
+def official_stands(municipality: str | None) -> gpd.GeoDataFrame | None:
+    """Return the bundled open-data stands of ``municipality`` that have a usable location.
+
+    None when none are bundled (:data:`OFFICIAL_STANDS`).
+    """
+    path = OFFICIAL_STANDS.get(municipality or "")
+    if path is None or not path.is_file():
+        return None
+    frame = read_poa_stands(path, municipality=municipality)
+    return frame.loc[frame.geometry.notna()].reset_index(drop=True)

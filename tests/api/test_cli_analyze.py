@@ -372,6 +372,47 @@ class TestAnalyzeKindsAndJobs:
             )
             assert (note in done.stdout) is expected, done.stdout
 
+    def test_illegal_stand_at_an_official_stand_the_file_lacks(self, run_pontual, tmp_path):
+        """Taxis wait at Porto Alegre's official stand 2 (bundled open data), which the stands
+        file lacks: the illegal stand found there is named in a warning; with stand 2 in the
+        file, nothing is found and nothing said."""
+        lat, lon = -30.0576550117, -51.2225549119  # stand 2, SALDANHA MARINHO
+        rows = [
+            (v, f"2024-03-04T10:{m:02d}:00-03:00", lat + k * 1e-5, lon, "free")
+            for k, v in enumerate(("A1", "A2"))
+            for m in range(0, 20)
+        ]
+        pings = tmp_path / "pings.csv"
+        pd.DataFrame(rows, columns=["vehicle_id", "timestamp", "lat", "lon", "meter"]).to_csv(
+            pings, index=False
+        )
+        limits = tmp_path / "limiares.toml"
+        limits.write_text("[illegal_stand_formation]\nmin_vehicles = 2\nmin_days = 1\n")
+        stand_2 = {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [lon, lat]},
+            "properties": {"stand_id": "2", "radius_m": 30},
+        }
+        said = {}
+        for name, features in (("sem", STANDS["features"]), ("com", [stand_2])):
+            stands = tmp_path / f"stands-{name}.geojson"
+            stands.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+            out = tmp_path / f"out-{name}"
+            done = run_pontual(
+                "analyze", "--pings", str(pings), "--stands", str(stands), "--out", str(out),
+                "--municipality", "4314902", "--thresholds", str(limits),
+                "--kinds", "illegal_stand_formation", "--tiles", "none",
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            found = json.loads((out / "findings.geojson").read_text())["features"]
+            said[name] = (len(found), done.stdout)
+        note = (
+            "aviso: formação de ponto irregular: 1 achado(s) a menos de 50 m de ponto(s) de "
+            "táxi oficiais (dados abertos incluídos) que não está(ão) em --stands (2)"
+        )
+        assert said["sem"][0] == 1 and note in said["sem"][1]
+        assert said["com"][0] == 0 and "aviso: formação" not in said["com"][1]
+
     def test_kinds_none_is_the_tracking_core(self, run_pontual, tmp_path):
         """--kinds nenhum: visits, trips, occupancy written; no detector runs or is skipped."""
         pings, stands = _write_inputs(tmp_path)
