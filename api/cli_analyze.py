@@ -307,12 +307,7 @@ def analyze(
             note := _official_stands_note(result.findings, stand_frame, place.code)
         ):
             notes.append(note)
-        if fleet_frame is not None and (note := _absent_note(result.vehicle_ids, fleet_frame)):
-            notes.append(note)
-        if "drivers" in driver_frames and (
-            note := _unknown_drivers_note(result.driver_ids, driver_frames["drivers"])
-        ):
-            notes.append(note)
+        notes += _id_notes(result.id_checks, vehicles=result.summary["vehicles"])
         bar.update(task, description="Gravando arquivos")
         paths, n_proposals = write_results(
             result,
@@ -481,18 +476,6 @@ def _shown(ids: list[str]) -> str:
     return ", ".join(ids[:5]) + (f" e mais {len(ids) - 5}" if len(ids) > 5 else "")
 
 
-def _absent_note(seen: frozenset[str], fleet: Any) -> str | None:
-    """Say which vehicles of the fixes the fleet file lacks: the fleet's rules skip them."""
-    absent = sorted(seen - set(fleet["vehicle_id"].astype("str")))
-    if not absent:
-        return None
-    return (
-        f"--fleet: {len(absent)} de {len(seen)} prefixo(s) das posições não estão na frota "
-        f"({_shown(absent)}): as regras que leem a frota (licença de ponto, situação, "
-        "documentos) não os julgam"
-    )
-
-
 NEAR_OFFICIAL_STAND_M = 50.0
 """An illegal stand within this distance of a bundled official stand missing from ``--stands``
 is named in a warning."""
@@ -535,25 +518,29 @@ UNKNOWN_DRIVERS_SHARE = 0.5
 """Share of the fixes' driver ids absent from ``--drivers`` above which the run warns."""
 
 
-def _unknown_drivers_note(seen: frozenset[str], drivers: Any) -> str | None:
-    """Warn when most driver ids of the fixes are not in the registry of drivers.
+def _id_notes(checks: dict[str, frozenset[str]], *, vehicles: int) -> list[str]:
+    """Warn about the fixes' ids the registries lack (``engines.pipeline.id_checks``).
 
-    The tracker and the registry then likely code drivers differently, and each such ride of
-    a judged vehicle is a ``not_registered`` finding (an id that differs from a registered one
-    only in writing is not judged: ``driver_not_allowed.id_form``).
+    Vehicles the fleet lacks are skipped by its rules. Most driver ids missing from the
+    registry means the tracker and the registry likely code drivers differently: each such ride
+    of a judged vehicle is a ``not_registered`` finding.
     """
-    from tracking.detectors.driver_not_allowed import id_form
-
-    registered = {str(d) for d in drivers["driver_id"]}
-    forms = {id_form(d) for d in registered}
-    unknown = sorted(d for d in seen if d not in registered and id_form(d) not in forms)
-    if len(unknown) < 2 or len(unknown) <= UNKNOWN_DRIVERS_SHARE * len(seen):
-        return None
-    return (
-        f"--drivers: {len(unknown)} de {len(seen)} códigos de condutor das posições não estão no "
-        f"cadastro ({_shown(unknown)}); confira se o rastreador e o cadastro usam o mesmo "
-        "código: as corridas desses códigos são achados de condutor não cadastrado"
-    )
+    notes = []
+    if absent := sorted(checks.get("off_fleet", ())):
+        notes.append(
+            f"--fleet: {len(absent)} de {vehicles} prefixo(s) das posições não estão na frota "
+            f"({_shown(absent)}): as regras que leem a frota (licença de ponto, situação, "
+            "documentos) não os julgam"
+        )
+    unknown = sorted(checks.get("unknown_drivers", ()))
+    seen = len(unknown) + len(checks.get("known_drivers", ()))
+    if len(unknown) >= 2 and len(unknown) > UNKNOWN_DRIVERS_SHARE * seen:
+        notes.append(
+            f"--drivers: {len(unknown)} de {seen} códigos de condutor das posições não estão "
+            f"no cadastro ({_shown(unknown)}); confira se o rastreador e o cadastro usam o "
+            "mesmo código: as corridas desses códigos são achados de condutor não cadastrado"
+        )
+    return notes
 
 
 def _unplaced_note(unplaced: dict[str, tuple[str, ...]]) -> str:

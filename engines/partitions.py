@@ -342,7 +342,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
     )
     return {
         "n_pings": len(part),
-        "stats": ping_stats(part),
+        "stats": ping_stats(part, fleet=fleet, drivers=context["drivers"]),
         "visits": visits,
         "trips": trips,
         "stops": stops,
@@ -801,7 +801,7 @@ def finish(
     result.summary = summarize(
         result, params=params, n_matched=n_matched, stats=stats, counts=counts, kinds=kinds
     )
-    result.vehicle_ids, result.driver_ids = stats["vehicle_ids"], stats["driver_ids"]
+    result.id_checks = stats["id_checks"]
     return result
 
 

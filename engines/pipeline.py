@@ -104,10 +104,8 @@ class AnalysisResult:
     written: tuple[str, ...] = ()
     """Output files an engine's workers already wrote in the output folder, merged from their
     parts (:func:`merge_part_file`): :func:`write_outputs` leaves them."""
-    vehicle_ids: frozenset[str] = frozenset()
-    """The ``vehicle_id`` values of the valid fixes (:func:`ping_stats`)."""
-    driver_ids: frozenset[str] = frozenset()
-    """The ``driver_id`` values of the valid fixes (:func:`ping_stats`)."""
+    id_checks: dict[str, frozenset[str]] = field(default_factory=dict)
+    """The ids of the valid fixes the registries lack (:func:`id_checks`)."""
     map_sample: tuple[gpd.GeoDataFrame, dict[str, int]] | None = None
     """The findings the map draws and the count of each kind's (:func:`maps.sample.merge_samples`),
     when an engine's workers sampled them; None: the map samples ``findings``."""
@@ -315,28 +313,54 @@ def analyze_pings(
         skipped_detectors=skipped,
     )
     n_matched = count_distinct(ping_idx, len(pings))
-    stats = ping_stats(pings)
+    stats = ping_stats(pings, fleet=fleet, drivers=drivers)
     result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
-    result.vehicle_ids, result.driver_ids = stats["vehicle_ids"], stats["driver_ids"]
+    result.id_checks = stats["id_checks"]
     return result
 
 
-def ping_stats(pings: pd.DataFrame) -> dict[str, Any]:
+def id_checks(
+    pings: pd.DataFrame, *, fleet: pd.DataFrame | None, drivers: pd.DataFrame | None
+) -> dict[str, frozenset[str]]:
+    """Return the ids of ``pings`` the registries lack, for the run's warnings.
+
+    ``off_fleet``: vehicles not in ``fleet``; ``unknown_drivers``: driver ids neither in
+    ``drivers`` nor written otherwise than one of it (``driver_not_allowed.id_form``);
+    ``known_drivers``: those in it. Each grows with the registries' mismatches, not with the
+    fixes; empty without the registry.
+    """
+    out: dict[str, frozenset[str]] = {}
+    if fleet is not None:
+        vehicles = set(pings[fr.VEHICLE_ID].dropna().astype("str").unique())
+        out["off_fleet"] = frozenset(vehicles - set(fleet[fr.VEHICLE_ID].astype("str")))
+    if drivers is not None and fr.DRIVER_ID in pings.columns:
+        from tracking.detectors.driver_not_allowed import id_form
+
+        seen = {str(d).strip() for d in pings[fr.DRIVER_ID].dropna().unique()} - {""}
+        registered = set(drivers[fr.DRIVER_ID].astype("str"))
+        forms = {id_form(d) for d in registered}
+        out["known_drivers"] = frozenset(seen & registered)
+        out["unknown_drivers"] = frozenset(d for d in seen - registered if id_form(d) not in forms)
+    return out
+
+
+def ping_stats(
+    pings: pd.DataFrame,
+    *,
+    fleet: pd.DataFrame | None = None,
+    drivers: pd.DataFrame | None = None,
+) -> dict[str, Any]:
     """Return the counts of a pings frame for ``summary.json`` (see :func:`merge_ping_stats`).
 
-    ``vehicle_ids`` and ``driver_ids``, the frame's distinct ids, are not in the summary.
+    ``id_checks`` (:func:`id_checks`) is not in the summary.
     """
-    drivers = pings[fr.DRIVER_ID] if fr.DRIVER_ID in pings.columns else pd.Series([], dtype="str")
-    ids = {str(d).strip() for d in drivers.dropna().unique()}
-    vehicles = pings[fr.VEHICLE_ID].dropna().astype("str").unique()
     return {
         "pings_valid": int(len(pings)),
         "pings_speed_flagged": int(pings[fr.SPEED_FLAG].sum()) if len(pings) else 0,
-        "vehicles": len(vehicles),
-        "vehicle_ids": frozenset(vehicles.tolist()),
+        "vehicles": int(pings[fr.VEHICLE_ID].nunique()),
         "first": pings[fr.TIMESTAMP].min() if len(pings) else None,
         "last": pings[fr.TIMESTAMP].max() if len(pings) else None,
-        "driver_ids": frozenset(ids - {""}),
+        "id_checks": id_checks(pings, fleet=fleet, drivers=drivers),
     }
 
 
@@ -350,8 +374,10 @@ def merge_ping_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "vehicles": sum(p["vehicles"] for p in parts),
         "first": min(firsts) if firsts else None,
         "last": max(lasts) if lasts else None,
-        "vehicle_ids": frozenset().union(*(p["vehicle_ids"] for p in parts)),
-        "driver_ids": frozenset().union(*(p["driver_ids"] for p in parts)),
+        "id_checks": {
+            key: frozenset().union(*(p["id_checks"].get(key, ()) for p in parts))
+            for key in sorted({k for p in parts for k in p["id_checks"]})
+        },
     }
 
 
