@@ -481,16 +481,17 @@ def _read_table(
         return "skip"
 
     try:
-        table = pcsv.read_csv(
-            path,
-            read_options=pcsv.ReadOptions(column_names=names, skip_rows=1, use_threads=threads),
-            parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
-            convert_options=pcsv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string()),
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
+        with _Utf8(_open_binary(path)) as text:  # a byte that is not UTF-8 rejects its record
+            table = pcsv.read_csv(
+                text,
+                read_options=pcsv.ReadOptions(column_names=names, skip_rows=1, use_threads=threads),
+                parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=dict.fromkeys(names, pa.string()),
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
     except pa.ArrowInvalid as exc:
         if _only_a_header(path):  # no line end after the header: Arrow cannot skip it
             return pa.table({n: pa.array([], pa.string()) for n in names}), bad

@@ -519,6 +519,19 @@ class TestBytesNotUtf8:
         assert rejected["vehicle_id"].tolist() == ["T\ufffd1"] * 2 + ["T1"]
         assert "Exception ignored" not in capfd.readouterr().err
 
+    @pytest.mark.parametrize("name", ["p.csv", "p.csv.gz"])
+    def test_the_cell_reader_reads_it_alike(self, tmp_path: Path, name: str) -> None:
+        """read_csv_cells (Porto's trips, read_raw_pings) reads such bytes as read_pings does."""
+        path = self._file(tmp_path, name)
+        raw, malformed = ingest.read_csv_cells(path, required=fr.PING_REQUIRED)
+        pings, rejected = validate_pings(raw, now=NOW)
+        want = pd.concat([malformed, rejected], ignore_index=True).sort_values(
+            fr.ROW, kind="stable", ignore_index=True
+        )
+        got_pings, got_rejected = read_pings(path, now=NOW)
+        pd.testing.assert_frame_equal(pings, got_pings)
+        pd.testing.assert_frame_equal(want, got_rejected)
+
     def test_byte_ranges_read_it_as_the_whole_file(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
