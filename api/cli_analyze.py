@@ -521,17 +521,25 @@ UNKNOWN_DRIVERS_SHARE = 0.5
 def _id_notes(checks: dict[str, frozenset[str]], *, vehicles: int) -> list[str]:
     """Warn about the fixes' ids the registries lack (``engines.pipeline.id_checks``).
 
-    Vehicles the fleet lacks are skipped by its rules. Most driver ids missing from the
+    Vehicles the fleet lacks are skipped by its rules, and the fleet's vehicles they may be
+    written otherwise are not judged inactive. Most driver ids missing from the
     registry means the tracker and the registry likely code drivers differently: each such ride
     of a judged vehicle is a ``not_registered`` finding.
     """
     notes = []
     if absent := sorted(checks.get("off_fleet", ())):
-        notes.append(
+        note = (
             f"--fleet: {len(absent)} de {vehicles} prefixo(s) das posições não estão na frota "
             f"({_shown(absent)}): as regras que leem a frota (licença de ponto, situação, "
-            "documentos) não os julgam"
+            "documentos, táxi acessível na fila) não os julgam"
         )
+        if look := sorted(checks.get("written_otherwise", ())):
+            note += (
+                f"; {len(look)} prefixo(s) da frota aparece(m) escrito(s) de outro modo nas "
+                f"posições ({_shown(look)}): a inatividade dele(s) não é julgada (confira o "
+                "código no rastreador e na frota)"
+            )
+        notes.append(note)
     unknown = sorted(checks.get("unknown_drivers", ()))
     seen = len(unknown) + len(checks.get("known_drivers", ()))
     if len(unknown) >= 2 and len(unknown) > UNKNOWN_DRIVERS_SHARE * seen:

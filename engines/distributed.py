@@ -531,7 +531,9 @@ def _gather_on_workers(
             )
         ]
     )
-    as_of = pt.run_as_of(context, merge_ping_stats([f["stats"] for f in facts]))
+    stats = merge_ping_stats([f["stats"] for f in facts])
+    as_of = pt.run_as_of(context, stats)
+    context = pt.with_run_ids(context, stats)
     spans = [f["activity_span"] for f in facts]
     if as_of is not None and context["as_of"] is None:  # the spans need the run's last day
         spans = client.gather(

@@ -342,7 +342,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
     )
     return {
         "n_pings": len(part),
-        "stats": ping_stats(part, fleet=fleet, drivers=context["drivers"]),
+        "stats": ping_stats(part, fleet=context["fleet"], drivers=context["drivers"]),
         "visits": visits,
         "trips": trips,
         "stops": stops,
@@ -396,6 +396,7 @@ def _detect(
             drivers=context.get("drivers"),
             driver_links=context.get("driver_links"),
             stand_suspensions=context.get("stand_suspensions"),
+            off_fleet=context.get("off_fleet", frozenset()),
         ),
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),
@@ -760,6 +761,14 @@ def run_as_of(context: dict[str, Any], stats: dict[str, Any]) -> dt.date | None:
     return as_of
 
 
+def with_run_ids(context: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
+    """Return the context with ``off_fleet``, the run's vehicle ids the fleet lacks.
+
+    The cross kinds read it (:class:`tracking.detectors.detect.DetectorInputs`).
+    """
+    return context | {"off_fleet": stats["id_checks"].get("off_fleet", frozenset())}
+
+
 def finish(
     results_meta: Sequence[dict[str, Any]],
     *,
@@ -848,6 +857,7 @@ def gather(
     """
     stats = merge_ping_stats([r["stats"] for r in results])
     as_of = run_as_of(context, stats)
+    context = with_run_ids(context, stats)
 
     progress("Juntando visitas, viagens e paradas; fila dos pontos")
     sizes = np.array([r["n_pings"] for r in results], dtype=np.int64)

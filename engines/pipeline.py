@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fleet.ids import id_form
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import DEFAULT_RESOLUTION, build_stand_cover, match_stands
 from geo.crs import haversine_m
@@ -278,6 +279,7 @@ def analyze_pings(
     occ = occupancy(visits, stands, bucket=params.occupancy_bucket, include_idle=False)
 
     progress("Rodando os detectores de infrações")
+    stats = ping_stats(pings, fleet=fleet, drivers=drivers)
     findings, skipped = run_detectors(
         DetectorInputs(
             pings=pings,
@@ -296,6 +298,7 @@ def analyze_pings(
             drivers=drivers,
             driver_links=driver_links,
             stand_suspensions=stand_suspensions,
+            off_fleet=stats["id_checks"].get("off_fleet", frozenset()),
         ),
         thresholds=thresholds,
         kinds=kinds,
@@ -313,7 +316,6 @@ def analyze_pings(
         skipped_detectors=skipped,
     )
     n_matched = count_distinct(ping_idx, len(pings))
-    stats = ping_stats(pings, fleet=fleet, drivers=drivers)
     result.summary = summarize(result, params=params, n_matched=n_matched, stats=stats)
     result.id_checks = stats["id_checks"]
     return result
@@ -324,18 +326,20 @@ def id_checks(
 ) -> dict[str, frozenset[str]]:
     """Return the ids of ``pings`` the registries lack, for the run's warnings.
 
-    ``off_fleet``: vehicles not in ``fleet``; ``unknown_drivers``: driver ids neither in
-    ``drivers`` nor written otherwise than one of it (``driver_not_allowed.id_form``);
+    ``off_fleet``: vehicles not in ``fleet``; ``written_otherwise``: the fleet's vehicles of
+    the :func:`fleet.ids.id_form` of one of those (``123`` for fixes of ``000123``);
+    ``unknown_drivers``: driver ids neither in ``drivers`` nor written otherwise than one of it;
     ``known_drivers``: those in it. Each grows with the registries' mismatches, not with the
     fixes; empty without the registry.
     """
     out: dict[str, frozenset[str]] = {}
     if fleet is not None:
         vehicles = set(pings[fr.VEHICLE_ID].dropna().astype("str").unique())
-        out["off_fleet"] = frozenset(vehicles - set(fleet[fr.VEHICLE_ID].astype("str")))
+        registered = set(fleet[fr.VEHICLE_ID].astype("str"))
+        out["off_fleet"] = frozenset(vehicles - registered)
+        forms = {id_form(v) for v in out["off_fleet"]}
+        out["written_otherwise"] = frozenset(v for v in registered if forms and id_form(v) in forms)
     if drivers is not None and fr.DRIVER_ID in pings.columns:
-        from tracking.detectors.driver_not_allowed import id_form
-
         seen = {str(d).strip() for d in pings[fr.DRIVER_ID].dropna().unique()} - {""}
         registered = set(drivers[fr.DRIVER_ID].astype("str"))
         forms = {id_form(d) for d in registered}

@@ -356,7 +356,8 @@ class TestAnalyzeKindsAndJobs:
 
     def test_vehicles_the_fleet_lacks_are_named(self, run_pontual, tmp_path):
         """The fleet codes the prefixo "T01", the fixes "T1": the run says the fleet's rules
-        skip T1 (its only valid fixes' vehicle), and nothing is said when the codes match."""
+        skip T1 (its only valid fixes' vehicle) and that T01 looks written otherwise, and
+        nothing is said when the codes match."""
         pings, stands = _write_inputs(tmp_path)
         fleet = tmp_path / "fleet.csv"
         for code, expected in (("T01", True), ("T1", False)):
@@ -368,7 +369,9 @@ class TestAnalyzeKindsAndJobs:
             assert done.returncode == 0, done.stderr
             note = (
                 "aviso: --fleet: 1 de 1 prefixo(s) das posições não estão na frota (T1): as regras "
-                "que leem a frota (licença de ponto, situação, documentos) não os julgam"
+                "que leem a frota (licença de ponto, situação, documentos, táxi acessível na "
+                "fila) não os julgam; 1 prefixo(s) da frota aparece(m) escrito(s) de outro modo "
+                "nas posições (T01): a inatividade dele(s) não é julgada"
             )
             assert (note in done.stdout) is expected, done.stdout
 

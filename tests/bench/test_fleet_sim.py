@@ -203,8 +203,8 @@ class TestSimulate:
     ) -> None:
         """Drivers are fictitious and say so; the real loaders accept every registry file."""
         from fleet.drivers import read_driver_links, read_drivers
+        from fleet.ids import id_form
         from fleet.loaders import read_fleet
-        from tracking.detectors.driver_not_allowed import id_form
 
         drivers = read_drivers(files["drivers"])
         links = read_driver_links(files["driver_links"])

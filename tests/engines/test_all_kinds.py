@@ -14,7 +14,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +260,38 @@ def test_a_licence_for_a_stand_not_analysed_accuses_no_one(inputs: Inputs, engin
     mine = found[found["vehicle_id"].eq("H")]
     assert not mine["kind"].isin(["habitual_absence", "unlicensed_stand_use"]).any()
     assert found["kind"].eq("unlicensed_stand_use").any()  # the others still are
+
+
+@pytest.mark.parametrize("engine", ["memory", "file", "dask"])
+def test_prefixos_the_fixes_write_otherwise_are_not_accused(
+    run_pontual: Any, inputs: Inputs, tmp_path: Path, engine: str
+) -> None:
+    """The trackers of F and v2 write "f" and "V02", ids the fleet lacks: F, never seen under
+    its own id in 70 days, is not inactive, and "V02" (a Táxi Acessível for all the run knows)
+    does not jump the queue. I is still inactive and v5 still jumps it."""
+    text = inputs.pings.read_text(encoding="utf-8")
+    pings = tmp_path / "pings.csv"
+    pings.write_text(re.sub(r"(?m)^F,", "f,", re.sub(r"(?m)^v2,", "V02,", text)), "utf-8")
+    if engine == "memory":
+        fixes, rejected = read_pings(pings)
+        options = {"boundary": BOUNDARY, "roads": build_road_graph(roads())}
+        found = analyze_pings(
+            fixes, rejected, STANDS, fleet=read_fleet(inputs.fleet), **options
+        ).findings
+    else:
+        args = Inputs(pings, *astuple(inputs)[1:]).args(tmp_path / "out")
+        more = ["--engine", "dask", "--workers", "2"] if engine == "dask" else ["--jobs", "2"]
+        done = run_pontual(*args, *more, timeout_s=600)
+        assert done.returncode == 0, done.stderr
+        assert "da frota aparece(m) escrito(s) de outro modo nas posições (F, v2)" in done.stdout, (
+            done.stdout
+        )
+        features = json.loads((tmp_path / "out" / "findings.geojson").read_text("utf-8"))
+        found = pd.DataFrame([f["properties"] for f in features["features"]])
+    by_kind = found.groupby("kind")["vehicle_id"].agg(lambda v: sorted(set(v.dropna())))
+    assert by_kind["inactivity"] == ["I", "L", "v1"]
+    assert by_kind["queue_jump"] == ["v5"]
+    assert by_kind["flag2_misuse"] == ["f"]  # the fixes' own rules still judge it
 
 
 class TestEnginesWriteTheSameFiles:

@@ -71,6 +71,9 @@ class DetectorInputs:
     activity_span: tuple[int, int] | None = None
     """The whole run's activity span when ``trips`` and ``fleet`` are a group of its vehicles
     (``inactivity``'s ``data_span``); None: the span of ``trips``."""
+    off_fleet: frozenset[str] = frozenset()
+    """The vehicle ids of the run's fixes that ``fleet`` lacks (``engines.pipeline.id_checks``);
+    ``inactivity`` does not judge a fleet vehicle written as one of them otherwise."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -104,6 +107,7 @@ _WIRED = {
     "driver_links",
     "suspensions",
     "data_span",  # inactivity: the whole run's span when judging a group of vehicles
+    "off_fleet",  # inactivity: the run's vehicle ids the fleet lacks
 }
 
 
@@ -203,7 +207,10 @@ def run_detectors(
             else "sem frota (--fleet)"
         ),
         "inactivity": (
-            ((i.trips, i.fleet), {"as_of": as_of, "data_span": i.activity_span} | tz)
+            (
+                (i.trips, i.fleet),
+                {"as_of": as_of, "data_span": i.activity_span, "off_fleet": i.off_fleet} | tz,
+            )
             if i.fleet is not None and as_of is not None
             else "sem frota (--fleet)"
         ),

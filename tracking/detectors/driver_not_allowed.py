@@ -11,9 +11,9 @@ order being the most serious first; the rulebook picks the article from it):
 - ``not_registered`` — the driver is not in the registry of drivers at all (Porto Alegre art. 59
   IV: "Entregar o veículo a pessoa não registrado na EPTC no cadastro de condutores de táxi";
   Porto Velho art. 7º; Pinto Bandeira art. 32 IV). An id that differs from a registered one
-  only in how it is written (:func:`id_form`: case, separators, leading zeros — ``D01`` and
-  ``D1``, ``123.456.789-09`` and ``12345678909``) is a mismatch of the two systems' codes, not
-  proof of an unregistered driver: it is not judged at all.
+  only in how it is written (:func:`fleet.ids.id_form`: case, separators, leading zeros —
+  ``D01`` and ``D1``, ``123.456.789-09`` and ``12345678909``) is a mismatch of the two systems'
+  codes, not proof of an unregistered driver: it is not judged at all.
 - ``cnh_revoked``, ``cnh_suspended`` — the CNH is cassada / suspensa that day (Porto Alegre art.
   60 IV; Pinto Bandeira art. 26 X, suspensa).
 - ``ictp_revoked``, ``ictp_suspended`` — the ICTP (Registro de Condutor) is cassada / suspensa
@@ -75,8 +75,6 @@ With ``auxiliary_only_min_days`` it keeps them from the first day of its open co
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -85,6 +83,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from fleet.ids import id_form
 from geo.calendar import DEFAULT_TIMEZONE
 from tracking import frames as fr
 from tracking.arrays import NS, iso_utc
@@ -154,19 +153,6 @@ _STATUS_REASON = {
     ("ictp", "suspensa"): "ictp_suspended",
 }
 _ROLE_ALIASES = {"titular": "titular", "autorizatario_condutor": "titular", "auxiliar": "auxiliar"}
-
-
-_NOT_ALNUM = re.compile(r"[\W_]+")
-_LEADING_ZEROS = re.compile(r"(?<!\d)0+(?=\d)")
-
-
-def id_form(driver_id: str) -> str:
-    """Return the loose form of a driver id: case, separators and leading zeros set aside.
-
-    ``"d-01"`` → ``"D1"``; ``"123.456.789-09"`` → ``"12345678909"``.
-    """
-    bare = _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", driver_id).upper())
-    return _LEADING_ZEROS.sub("", bare)
 
 
 def _blank(value: Any) -> bool:

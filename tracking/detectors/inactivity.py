@@ -30,6 +30,10 @@ finding
     ``idle_days - excused_days > max_idle_days``: one per vehicle; ``started_at`` the last
     operation (or the window's first local midnight), ``ended_at`` the end of the window's last
     day (the next local midnight); geometry the last operation's fix (None if never seen).
+fixes under another id
+    A fleet vehicle whose prefixo the data writes otherwise (``off_fleet``: ids of the data the
+    fleet lacks, one of the same :func:`fleet.ids.id_form` — ``000123`` for ``123``) is not
+    judged: its operations may be those.
 confidence
     ``0.6 + 0.35 min(1, (counted_idle_days - max_idle_days) / max_idle_days)``, times 0.7 for
     a vehicle never seen (it may simply be missing from the feed) and 0.9 when the last
@@ -46,7 +50,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import geopandas as gpd
@@ -54,6 +58,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from fleet.ids import id_form
 from geo.calendar import DEFAULT_TIMEZONE
 from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
@@ -170,6 +175,7 @@ def detect_inactivity(
     data_since: dt.date | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     data_span: tuple[int, int] | None = None,
+    off_fleet: Collection[str] = (),
 ) -> gpd.GeoDataFrame:
     """Find fleet vehicles without operation for more than ``max_idle_days`` up to ``as_of``.
 
@@ -198,6 +204,10 @@ def detect_inactivity(
         ``as_of``, as :func:`activity_span` gives it, when ``activity`` and ``fleet`` are one
         group of the fleet's vehicles (an engine judging vehicles by groups): the window is
         then the fleet's, not the group's. Default: the span of ``activity``.
+    off_fleet : collection of str, optional
+        The vehicle ids of the whole data that the fleet lacks
+        (``engines.pipeline.id_checks``): a fleet vehicle written as one of them otherwise is
+        not judged.
 
     Returns
     -------
@@ -225,6 +235,9 @@ def detect_inactivity(
         raise DetectorThresholdError(msg)
     zone(timezone)
     registry = _fleet_registry(fleet)
+    if off_fleet:
+        elsewhere = {id_form(v) for v in off_fleet}
+        registry = {v: r for v, r in registry.items() if id_form(v) not in elsewhere}
     as_of_day = (as_of - dt.date(1970, 1, 1)).days
     end_ns = _local_midnight_ns(as_of_day + 1, timezone)
     found = _last_operations(activity, end_ns=end_ns)

@@ -109,6 +109,23 @@ class TestDetectInactivity:
         assert f["started_at"] == pd.Timestamp("2024-01-01T03:00:00Z")
         assert f["confidence"] == pytest.approx(0.7 * (0.6 + 0.35 * 40 / 60), abs=1e-4)
 
+    def test_a_prefixo_the_data_writes_otherwise_is_not_judged(self) -> None:
+        """The fixes of fleet vehicle "123" come as "000123" (a tracker configured apart): not
+        judged, though under its own id it never operated; a form no fleet id has is no
+        excuse."""
+        pings = data(fix("000123", "2024-04-08", "occupied"))
+        registry = fleet("123", "ghost")
+        assert ids(detect_inactivity(pings, registry, as_of=AS_OF)) == ["123", "ghost"]
+        off_fleet = frozenset({"000123", "busy", "idle", "nometer", "nometer_old", "G-1"})
+        found = detect_inactivity(
+            pings.iloc[:0],
+            registry,
+            as_of=AS_OF,
+            off_fleet=off_fleet,
+            data_span=activity_span(pings, as_of=AS_OF, timezone="America/Sao_Paulo"),
+        )
+        assert ids(found) == ["ghost"]
+
     def test_groups_with_the_run_span_give_the_whole(self) -> None:
         """Vehicles judged by groups with the run's ``data_span``: the whole run's findings."""
         pings = data()

@@ -278,9 +278,8 @@ class TestQueueJumpKernel:
         one.
         """
         pings = make_pings(_fleet_days())
-        fleet = pd.DataFrame(
-            {"vehicle_id": ["acc", "v1", "v2"], "accessible": [True, False, False]}
-        )
+        ids = sorted(pings["vehicle_id"].unique())
+        fleet = pd.DataFrame({"vehicle_id": ids, "accessible": [v == "acc" for v in ids]})
         cover = _stand_cover()
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
@@ -290,6 +289,22 @@ class TestQueueJumpKernel:
         expected = geojson_bytes(batch)
         for cuts in cuttings(len(pings), seeds=3, max_pieces=40):
             assert geojson_bytes(_live(pings, cuts, fleet)) == expected, cuts[:10]
+        # A vehicle the fleet lacks may be a Táxi Acessível written otherwise: not judged.
+        lacking = fleet[~fleet["vehicle_id"].isin(["v5", "v8"])]
+        assert sorted(detect_queue_jump(visits, pings, fleet=lacking)["vehicle_id"]) == [
+            "v2",
+            "v2",
+            "v6",
+        ]
+        assert sorted(detect_queue_jump(visits, pings)["vehicle_id"]) == [
+            "acc",
+            "v2",
+            "v2",
+            "v5",
+            "v5",
+            "v6",
+            "v8",
+        ]
 
     def test_overlapping_stands_in_pieces(self) -> None:
         """Five vehicles at two overlapping stands (edge jitter, silences): random pieces with a
