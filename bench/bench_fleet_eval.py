@@ -582,6 +582,22 @@ def pad_stand_codes(fleet: Path) -> None:
     frame.to_csv(fleet, index=False)
 
 
+def rewrite_prefixes(pings: Path, every: int) -> dict[str, str]:
+    """Rewrite every ``every``-th vehicle's prefixo in the pings with leading zeros ('000123'
+    for '123'), as a tracker configured apart from the registry might write it; return the
+    written ids to the registry's."""
+    frame = pd.read_parquet(pings) if pings.suffix == ".parquet" else pd.read_csv(pings, dtype=str)
+    ids = frame["vehicle_id"].astype(str)
+    chosen = sorted(ids.unique())[::every]
+    written = {v: v.zfill(6) if v.zfill(6) != v else f"0{v}" for v in chosen}
+    frame["vehicle_id"] = ids.map(lambda v: written.get(v, v))
+    if pings.suffix == ".parquet":
+        frame.to_parquet(pings, index=False)
+    else:
+        frame.to_csv(pings, index=False)
+    return {w: v for v, w in written.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -603,6 +619,14 @@ def main() -> None:
         help="the fleet file writes each licence's stand code with a leading zero ('02' for "
         "'2'), as another system's file might: no licence matches the stands file",
     )
+    parser.add_argument(
+        "--prefixes-written-otherwise",
+        type=int,
+        metavar="K",
+        help="the pings write every K-th vehicle's prefixo with leading zeros ('000123' for "
+        "'123'), as a tracker configured apart from the registry might; findings are scored "
+        "under the registry's prefixo",
+    )
     parser.add_argument("--keep", type=Path, help="folder for the data and outputs (kept)")
     parser.add_argument("--report", type=Path, help="also write the markdown here")
     a = parser.parse_args()
@@ -615,10 +639,15 @@ def main() -> None:
         paths = fleet_sim.write_files(sim, root / "in", fmt=a.format)
         if a.padded_stand_codes:
             pad_stand_codes(paths["fleet"])
+        written: dict[str, str] = {}
+        if a.prefixes_written_otherwise:
+            written = rewrite_prefixes(paths["pings"], a.prefixes_written_otherwise)
         t_sim = time.perf_counter() - t0
         meta = json.loads(paths["meta"].read_text(encoding="utf-8"))
         t_an = run_analyze(paths, meta, root / "out", jobs=a.jobs)
-        result = score(read_findings(root / "out" / "findings.geojson"), read_truth(paths["truth"]))
+        findings = read_findings(root / "out" / "findings.geojson")
+        findings["vehicle_id"] = findings["vehicle_id"].map(lambda v: written.get(v, v))
+        result = score(findings, read_truth(paths["truth"]))
         straight = run_straight_fleet(paths["stands"], root / "straight", seed=a.seed, jobs=a.jobs)
         command = (
             f".venv/bin/python bench/bench_fleet_eval.py --seed {a.seed} --days {a.days} "
@@ -629,6 +658,11 @@ def main() -> None:
                 else ""
             )
             + (" --padded-stand-codes" if a.padded_stand_codes else "")
+            + (
+                f" --prefixes-written-otherwise {a.prefixes_written_otherwise}"
+                if a.prefixes_written_otherwise
+                else ""
+            )
         )
         md = markdown(
             result,
