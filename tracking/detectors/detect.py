@@ -184,7 +184,14 @@ def run_detectors(
             (i.visits, i.pings),
             {"fleet": i.fleet, "suspensions": i.stand_suspensions} | boarding | tz,
         ),
-        "queue_jump": ((i.visits, i.pings), {"fleet": i.fleet} | boarding),
+        "queue_jump": (
+            ((i.visits, i.pings), {"fleet": i.fleet} | boarding)
+            if i.fleet is not None
+            and "accessible" in i.fleet
+            and i.fleet["accessible"].eq(False).any()
+            else "sem frota que diga quais prefixos não são táxis acessíveis (--fleet, coluna "
+            "accessible)"
+        ),
         "tracking_gap": ((i.pings,), {}),
         "gps_anomaly": ((i.pings,), {}),
         "flag2_misuse": ((i.pings,), tz),

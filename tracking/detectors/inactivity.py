@@ -31,9 +31,9 @@ finding
     operation (or the window's first local midnight), ``ended_at`` the end of the window's last
     day (the next local midnight); geometry the last operation's fix (None if never seen).
 fixes under another id
-    A fleet vehicle whose prefixo the data writes otherwise (``off_fleet``: ids of the data the
-    fleet lacks, one of the same :func:`fleet.ids.id_form` — ``000123`` for ``123``) is not
-    judged: its operations may be those.
+    A fleet vehicle whose prefixo the data writes otherwise (an id of the activity or of
+    ``off_fleet`` that the fleet lacks, of the same :func:`fleet.ids.id_form` — ``000123`` for
+    ``123``) is not judged: its operations may be those.
 confidence
     ``0.6 + 0.35 min(1, (counted_idle_days - max_idle_days) / max_idle_days)``, times 0.7 for
     a vehicle never seen (it may simply be missing from the feed) and 0.9 when the last
@@ -205,9 +205,9 @@ def detect_inactivity(
         group of the fleet's vehicles (an engine judging vehicles by groups): the window is
         then the fleet's, not the group's. Default: the span of ``activity``.
     off_fleet : collection of str, optional
-        The vehicle ids of the whole data that the fleet lacks
-        (``engines.pipeline.id_checks``): a fleet vehicle written as one of them otherwise is
-        not judged.
+        The vehicle ids of the whole data that the fleet lacks (``engines.pipeline.id_checks``),
+        when ``activity`` is a group of it or trips (vehicles without trips): a fleet vehicle
+        written as one of them (or of ``activity``'s) otherwise is not judged.
 
     Returns
     -------
@@ -235,8 +235,12 @@ def detect_inactivity(
         raise DetectorThresholdError(msg)
     zone(timezone)
     registry = _fleet_registry(fleet)
-    if off_fleet:
-        elsewhere = {id_form(v) for v in off_fleet}
+    seen: set[str] = set()
+    if "vehicle_id" in activity.columns:
+        seen = set(activity["vehicle_id"].dropna().astype("str").unique())
+    off = set(off_fleet) | (seen - set(registry))
+    if off:
+        elsewhere = {id_form(v) for v in off}
         registry = {v: r for v, r in registry.items() if id_form(v) not in elsewhere}
     as_of_day = (as_of - dt.date(1970, 1, 1)).days
     end_ns = _local_midnight_ns(as_of_day + 1, timezone)

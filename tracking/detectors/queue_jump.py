@@ -27,8 +27,9 @@ vehicle ahead
 excused boardings
     A Táxi Acessível (fleet ``accessible`` True) may be chosen out of order by a person with
     disability (priority, Porto Alegre art. 28; Pinto Bandeira art. 23 II): its boardings are
-    not judged; nor, given a fleet, those of a vehicle it lacks (whether it is one is not
-    known: a prefixo the tracker writes otherwise, ``000123`` for ``123``, would be accused).
+    not judged. Nor are those of a vehicle the fleet does not say is not one (no fleet, a
+    vehicle it lacks — a prefixo the tracker writes otherwise, ``000123`` for ``123`` — or
+    ``accessible`` blank): a missed jump rather than a priority boarding accused.
 finding
     One per boarding that left at least one vehicle ahead; ``started_at`` our arrival,
     ``ended_at`` our departure with the passenger (the later of the last fix inside and the
@@ -201,8 +202,8 @@ def detect_queue_jump(
         The pings the visits came from (positions ``first_ping``/``last_ping``/
         ``boarding_ping`` refer to it), with ``meter``; without ``meter`` nothing is found.
     fleet : pandas.DataFrame, optional
-        Fleet frame; Táxis Acessíveis (``accessible`` True) and vehicles it lacks are not
-        judged.
+        Fleet frame; only its vehicles with ``accessible`` False are judged (None: nothing
+        is).
     min_wait_ahead_s : float, default 120
         Shortest wait of the vehicle passed, from its arrival to our boarding.
     tolerance_s : float, default 60
@@ -254,8 +255,7 @@ def detect_queue_jump(
 
     # Queries: boarded visits (not accessible), stabbing at the boarding instant.
     q = np.flatnonzero(boarded)
-    if fleet is not None:
-        q = q[np.array([v in facts and facts[v]["accessible"] is not True for v in vehicle[q]])]
+    q = q[np.array([facts.get(v, {}).get("accessible") is False for v in vehicle[q]])]
     if not len(q):
         return empty_findings()
     bucket_ns = BUCKET_S * NS

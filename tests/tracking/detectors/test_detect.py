@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 from factories import make_pings, offset_m
@@ -95,6 +97,13 @@ class TestRunDetectors:
             "inactivity",
             "outside_municipality",
             "driver_not_allowed",
+            "queue_jump",
         }
         assert "fleet" in skipped["inactivity"]
         assert "--drivers e --driver-links" in skipped["driver_not_allowed"]
+        # queue_jump needs a fleet that tells which vehicles are not Táxis Acessíveis
+        assert "táxis acessíveis" in skipped["queue_jump"]
+        for accessible, judged in ((None, False), (True, False), (False, True)):
+            fleet = pd.DataFrame({"vehicle_id": ["v1"], "accessible": [accessible]})
+            _, skipped = run_detectors(replace(inputs, fleet=fleet), kinds=("queue_jump",))
+            assert ("queue_jump" not in skipped) is judged

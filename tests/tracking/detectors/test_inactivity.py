@@ -111,20 +111,20 @@ class TestDetectInactivity:
 
     def test_a_prefixo_the_data_writes_otherwise_is_not_judged(self) -> None:
         """The fixes of fleet vehicle "123" come as "000123" (a tracker configured apart): not
-        judged, though under its own id it never operated; a form no fleet id has is no
-        excuse."""
-        pings = data(fix("000123", "2024-04-08", "occupied"))
+        judged, though under its own id it never operated, whether the id is in the activity
+        or, for a group of vehicles, in ``off_fleet``; a form no fleet id has is no excuse."""
+        pings = data(fix("000123", "2024-01-01", "free"), fix("000123", "2024-04-08", "occupied"))
         registry = fleet("123", "ghost")
-        assert ids(detect_inactivity(pings, registry, as_of=AS_OF)) == ["123", "ghost"]
+        assert ids(detect_inactivity(pings, registry, as_of=AS_OF)) == ["ghost"]
+        assert ids(detect_inactivity(data(), registry, as_of=AS_OF)) == ["123", "ghost"]
+        span = activity_span(pings, as_of=AS_OF, timezone="America/Sao_Paulo")
+        group = {"as_of": AS_OF, "data_span": span}
+        assert ids(detect_inactivity(pings.iloc[:0], registry, **group)) == ["123", "ghost"]
         off_fleet = frozenset({"000123", "busy", "idle", "nometer", "nometer_old", "G-1"})
-        found = detect_inactivity(
-            pings.iloc[:0],
-            registry,
-            as_of=AS_OF,
-            off_fleet=off_fleet,
-            data_span=activity_span(pings, as_of=AS_OF, timezone="America/Sao_Paulo"),
-        )
+        found = detect_inactivity(pings.iloc[:0], registry, off_fleet=off_fleet, **group)
         assert ids(found) == ["ghost"]
+        _, live = advance_inactivity(None, pings, fleet=registry, final=True)
+        assert ids(live) == ["ghost"]
 
     def test_groups_with_the_run_span_give_the_whole(self) -> None:
         """Vehicles judged by groups with the run's ``data_span``: the whole run's findings."""

@@ -56,9 +56,15 @@ def drop_off(vehicle: str, arrive: int, leave: int, *, meter_on_m: float) -> lis
     return make_track(vehicle, points, meter=meters)
 
 
+def known(pings: pd.DataFrame) -> pd.DataFrame:
+    """A fleet of every vehicle of ``pings``, none a Táxi Acessível."""
+    ids = sorted(pings["vehicle_id"].unique())
+    return pd.DataFrame({"vehicle_id": ids, "accessible": [False] * len(ids)})
+
+
 def detect(rows: list[dict], **kw: object):
     pings = make_pings(rows)
-    return detect_queue_jump(visits_for(pings), pings, **kw)
+    return detect_queue_jump(visits_for(pings), pings, **({"fleet": known(pings)} | kw))
 
 
 class TestDetectQueueJump:
@@ -187,25 +193,29 @@ class TestDetectQueueJump:
         assert len(detect(at_stand("v1", 0, 1200) + at_stand("v2", 360, 600, board_at=600))) == 1
 
     def test_accessible_vehicle_is_not_judged(self) -> None:
-        """A Táxi Acessível chosen out of order is excused (priority of PcD)."""
+        """A Táxi Acessível chosen out of order is excused (priority of PcD); so is a vehicle
+        not known to be none: absent from the fleet, of unknown accessibility, or no fleet."""
         rows = at_stand("acc", 300, 600, board_at=600) + at_stand("v1", 0, 1200)
-        fleet = pd.DataFrame({"vehicle_id": ["acc", "v1"], "accessible": [True, False]})
         assert len(detect(rows)) == 1
-        assert detect(rows, fleet=fleet).empty
+        for accessible in (True, None):
+            fleet = pd.DataFrame({"vehicle_id": ["acc", "v1"], "accessible": [accessible, False]})
+            assert detect(rows, fleet=fleet).empty
+        assert detect(rows, fleet=pd.DataFrame({"vehicle_id": ["v1"], "accessible": [False]})).empty
+        assert detect(rows, fleet=None).empty
 
     def test_without_meter_nothing_is_found(self) -> None:
         """Pings without a meter column give an empty, typed frame."""
         rows = at_stand("v1", 0, 1200) + at_stand("v2", 300, 600, board_at=600)
         pings = make_pings(rows)
         visits = visits_for(pings)
-        found = detect_queue_jump(visits, pings.drop(columns=["meter"]))
+        found = detect_queue_jump(visits, pings.drop(columns=["meter"]), fleet=known(pings))
         assert found.empty and list(found.columns) == list(FINDING_COLUMNS)
 
     def test_unsorted_pings_give_the_same_findings(self) -> None:
         """Visits built on shuffled pings point at the right fixes."""
         rows = at_stand("v1", 0, 1200) + at_stand("v2", 300, 600, board_at=600)
         pings = make_pings(rows).sample(frac=1.0, random_state=3).reset_index(drop=True)
-        found = detect_queue_jump(visits_for(pings), pings)
+        found = detect_queue_jump(visits_for(pings), pings, fleet=known(pings))
         assert found["vehicle_id"].tolist() == ["v2"]
         assert found.iloc[0]["details"]["ahead"][0]["fix_at_our_boarding"]["row"] is not None
 
@@ -296,15 +306,7 @@ class TestQueueJumpKernel:
             "v2",
             "v6",
         ]
-        assert sorted(detect_queue_jump(visits, pings)["vehicle_id"]) == [
-            "acc",
-            "v2",
-            "v2",
-            "v5",
-            "v5",
-            "v6",
-            "v8",
-        ]
+        assert detect_queue_jump(visits, pings).empty  # no fleet: none known not accessible
 
     def test_overlapping_stands_in_pieces(self) -> None:
         """Five vehicles at two overlapping stands (edge jitter, silences): random pieces with a
@@ -314,13 +316,14 @@ class TestQueueJumpKernel:
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
         visits = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
-        batch = detect_queue_jump(visits, pings)
+        fleet = known(pings)
+        batch = detect_queue_jump(visits, pings, fleet=fleet)
         assert set(batch["stand_id"]) == {"A", "B"} and len(batch) >= 5
         queues: dict[str, Any] = {}
         out = []
 
         def judge(visits: pd.DataFrame, fixes: pd.DataFrame, _: object) -> None:
-            after, found = advance_queue_jump(queues, visits, fixes)
+            after, found = advance_queue_jump(queues, visits, fixes, fleet=fleet)
             queues.update(json.loads(json.dumps(after)))
             out.append(found)
 
@@ -338,13 +341,14 @@ class TestQueueJumpKernel:
         away = make_track("v1", [(1290 + 30 * k, 450.0 + 150 * k, 0.0) for k in range(6)])
         rows = at_stand("v1", 0, 1200) + away + at_stand("v2", 300, 600, board_at=600)
         pings = make_pings(rows)
+        fleet = known(pings)
         order = pings.sort_values("timestamp", kind="stable")
         emitted_at: list[Any] = []
         stands: dict[str, Any] = {}
         calls: list[int] = []
 
         def judge(visits: pd.DataFrame, fixes: pd.DataFrame, state: object) -> None:
-            after, found = advance_queue_jump(stands, visits, fixes)
+            after, found = advance_queue_jump(stands, visits, fixes, fleet=fleet)
             stands.update(after)
             at = len(calls)  # the call after fix number ``at`` (fix by fix)
             calls.append(at)
