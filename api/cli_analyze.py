@@ -13,6 +13,7 @@ import typer
 
 from api._errors import InputFileError
 from api.inputs import checked_municipality, read_input, read_stands_file, require_file
+from fleet.ids import id_form
 from maps.tiles import OSM_TILES
 
 if TYPE_CHECKING:
@@ -307,7 +308,7 @@ def analyze(
             note := _official_stands_note(result.findings, stand_frame, place.code)
         ):
             notes.append(note)
-        notes += _id_notes(result.id_checks, vehicles=result.summary["vehicles"])
+        notes += _id_notes(result.id_checks, vehicles=result.summary["vehicles"], fleet=fleet_frame)
         bar.update(task, description="Gravando arquivos")
         paths, n_proposals = write_results(
             result,
@@ -518,7 +519,9 @@ UNKNOWN_DRIVERS_SHARE = 0.5
 """Share of the fixes' driver ids absent from ``--drivers`` above which the run warns."""
 
 
-def _id_notes(checks: dict[str, frozenset[str]], *, vehicles: int) -> list[str]:
+def _id_notes(
+    checks: dict[str, frozenset[str]], *, vehicles: int, fleet: pd.DataFrame | None
+) -> list[str]:
     """Warn about the fixes' ids the registries lack (``engines.pipeline.id_checks``).
 
     Vehicles the fleet lacks are skipped by its rules, and the fleet's vehicles they may be
@@ -533,7 +536,9 @@ def _id_notes(checks: dict[str, frozenset[str]], *, vehicles: int) -> list[str]:
             f"({_shown(absent)}): as regras que leem a frota (licença de ponto, situação, "
             "documentos, táxi acessível na fila) não os julgam"
         )
-        if look := sorted(checks.get("written_otherwise", ())):
+        forms = {id_form(v) for v in absent}
+        registered = [] if fleet is None else fleet["vehicle_id"].astype("str").tolist()
+        if look := sorted(v for v in registered if id_form(v) in forms):
             note += (
                 f"; {len(look)} prefixo(s) da frota aparece(m) escrito(s) de outro modo nas "
                 f"posições ({_shown(look)}): a inatividade dele(s) não é julgada (confira o "

@@ -326,19 +326,15 @@ def id_checks(
 ) -> dict[str, frozenset[str]]:
     """Return the ids of ``pings`` the registries lack, for the run's warnings.
 
-    ``off_fleet``: vehicles not in ``fleet``; ``written_otherwise``: the fleet's vehicles of
-    the :func:`fleet.ids.id_form` of one of those (``123`` for fixes of ``000123``);
-    ``unknown_drivers``: driver ids neither in ``drivers`` nor written otherwise than one of it;
+    ``off_fleet``: vehicles not in ``fleet``; ``unknown_drivers``: driver ids neither in
+    ``drivers`` nor written otherwise than one of it (:func:`fleet.ids.id_form`);
     ``known_drivers``: those in it. Each grows with the registries' mismatches, not with the
     fixes; empty without the registry.
     """
     out: dict[str, frozenset[str]] = {}
     if fleet is not None:
         vehicles = set(pings[fr.VEHICLE_ID].dropna().astype("str").unique())
-        registered = set(fleet[fr.VEHICLE_ID].astype("str"))
-        out["off_fleet"] = frozenset(vehicles - registered)
-        forms = {id_form(v) for v in out["off_fleet"]}
-        out["written_otherwise"] = frozenset(v for v in registered if forms and id_form(v) in forms)
+        out["off_fleet"] = frozenset(vehicles - set(fleet[fr.VEHICLE_ID].astype("str")))
     if drivers is not None and fr.DRIVER_ID in pings.columns:
         seen = {str(d).strip() for d in pings[fr.DRIVER_ID].dropna().unique()} - {""}
         registered = set(drivers[fr.DRIVER_ID].astype("str"))
