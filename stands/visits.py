@@ -10,8 +10,12 @@ visit
     measured from the first fix outside to the first fix back inside; nor, when the stands'
     geometries are given, when every fix of it stays within ``exit_grace_m`` of the stand and it
     lasts at most ``near_exit_grace_s`` (a taxi waiting in its place whose GPS drifts just
-    outside a small stand for minutes is still waiting there). A silence (two consecutive fixes
-    of the vehicle more than ``max_gap_s`` apart) anywhere in the run ends the visit.
+    outside a small stand for minutes is still waiting there); nor when both its first fix and
+    the fix back inside are reached by impossible steps (the ingest's ``speed_flag`` test,
+    :func:`tracking.validate.speed_flags`) and it lasts at most ``near_exit_grace_s``: a
+    displaced stretch of GPS (multipath), as ``gps_anomaly`` reports it, is not a departure. A
+    silence (two consecutive fixes of the vehicle more than ``max_gap_s`` apart) anywhere in
+    the run ends the visit.
 arrived_at, departed_at
     The first and the last fix *inside* the stand (not the first fix outside: we only assert
     what was observed). ``dwell_s = departed_at - arrived_at``; a one-fix visit has dwell 0.
@@ -108,6 +112,7 @@ from tracking.frames import (
     VEHICLE_ID,
     VISIT_COLUMNS,
 )
+from tracking.validate import impossible_steps
 
 PING_INDEX = "ping_index"
 MEMBERSHIP_COLUMNS = (PING_INDEX, STAND_ID)
@@ -411,6 +416,13 @@ def queue_positions(
     return (1 + ahead - departed_before).astype(np.int64)
 
 
+def _sorted_column(
+    pings: pd.DataFrame, name: str, order: npt.NDArray[np.int64] | None
+) -> npt.NDArray[np.float64]:
+    values = pings[name].to_numpy(dtype=np.float64)
+    return values if order is None else values[order]
+
+
 def _is_visit(
     dwell_ns: npt.NDArray[np.int64], boarded: npt.NDArray[np.bool_], *, min_dwell_s: float
 ) -> npt.NDArray[np.bool_]:
@@ -462,7 +474,8 @@ def detect_visits(
         does not split a visit.
     exit_grace_m, near_exit_grace_s : float, default 30 and 900
         With ``stands``: an excursion whose fixes all stay within ``exit_grace_m`` of the stand
-        does not split the visit if it lasts at most ``near_exit_grace_s``.
+        does not split the visit if it lasts at most ``near_exit_grace_s``; with ``lat`` and
+        ``lon``, neither does one reached and left by impossible steps (a displaced stretch).
     min_dwell_s : float, default 60
         Visits with a shorter dwell are dropped unless boarded.
     boarding_grace_s : float, default 120
@@ -580,6 +593,14 @@ def detect_visits(
             )
             away = np.bincount(gap, weights=~(metres <= exit_grace_m), minlength=len(near)) > 0
             excursion[near[~away]] = False
+    if {LAT, LON} <= set(pings.columns):
+        # Displaced stretches: an impossible step out and an impossible step back.
+        far = np.flatnonzero(excursion & same_run & ~silent & (away_ns <= near_exit_grace_s * _NS))
+        if len(far):
+            lat, lon = _sorted_column(pings, LAT, order), _sorted_column(pings, LON, order)
+            out = impossible_steps(t, lat, lon, a[far] + 1)
+            back = impossible_steps(t, lat, lon, b[far])
+            excursion[far[out & back]] = False
     new_run = np.ones(len(pos), dtype=bool)
     new_run[1:] = ~same_run | silent | excursion
     run_first = np.flatnonzero(new_run)
@@ -854,6 +875,14 @@ def advance_visits(
                     lat[lo:hi], lon[lo:hi], geoms, which=np.full(hi - lo, which[w])
                 )
                 gone[k] = bool((~(metres <= exit_grace_m)).any())
+        # An impossible step out may be a displaced stretch that comes back impossibly.
+        far = np.flatnonzero(
+            gone & (arrived == latest) & ~silent & (away <= near_exit_grace_s * _NS)
+        )
+        if len(far):
+            lat = frame[LAT].to_numpy(dtype=np.float64)
+            lon = frame[LON].to_numpy(dtype=np.float64)
+            gone[far] = ~impossible_steps(t, lat, lon, last_ping[far] + 1)
         extendable = (arrived == latest) & ~silent & ~gone
         may_board = ~boarded & ~silent & (future - departed <= boarding_grace_s * _NS)
         open_run = mine & (extendable | may_board)

@@ -496,6 +496,26 @@ def speed_flags(
     return flags
 
 
+def impossible_steps(
+    ts_ns: NDArray[np.int64],
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+    at: NDArray[np.integer],
+    *,
+    max_speed_kmh: float = MAX_SPEED_KMH,
+) -> NDArray[np.bool_]:
+    """Whether the step into each fix ``at`` from the fix before it is too fast.
+
+    The test of :func:`speed_flags`; the fixes ``at - 1`` and ``at`` are taken as one
+    vehicle's, ``at`` > 0.
+    """
+    ends = np.asarray(at, dtype=np.int64)
+    pairs = np.stack([ends - 1, ends], axis=1).ravel()
+    codes = np.repeat(np.arange(len(ends), dtype=np.int64), 2)
+    flags = speed_flags(codes, ts_ns[pairs], lat[pairs], lon[pairs], max_speed_kmh=max_speed_kmh)
+    return flags[1::2]
+
+
 def _step_flags(
     vehicle_codes: NDArray[np.integer],
     ts_ns: NDArray[np.int64],

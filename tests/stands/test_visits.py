@@ -604,6 +604,60 @@ class TestNearExcursions:
         assert len(detect_visits(pings, memberships, max_gap_s=300.0)) == 2
 
 
+def _displaced(
+    out_m: float, away_s: float, *, back_m_per_fix: float | None = None
+) -> tuple[list[tuple[float, float, float]], list[str | None]]:
+    """A taxi waiting at S: 10 min inside, then its GPS ``out_m`` north for ``away_s`` (one fix
+    every 15 s), then back (in one step, or driving back ``back_m_per_fix`` per fix), 5 min
+    inside, then away."""
+    points = [*_approach()]
+    t = 30.0
+    for _ in range(40):
+        points.append((t, 0.0, 0.0))
+        t += 15.0
+    for _ in range(int(away_s // 15)):
+        points.append((t, out_m, 0.0))
+        t += 15.0
+    north = out_m
+    while back_m_per_fix is not None and north > back_m_per_fix:
+        north -= back_m_per_fix
+        points.append((t, north, 0.0))
+        t += 15.0
+    for _ in range(20):
+        points.append((t, 0.0, 0.0))
+        t += 15.0
+    points += [(t, 300.0, 0.0), (t + 15, 600.0, 0.0)]
+    return points, ["free"] * len(points)
+
+
+class TestDisplacedStretches:
+    """GPS displaced kilometres away for a minute (multipath) is not a departure."""
+
+    @pytest.mark.parametrize(
+        ("out_m", "away_s", "back_m_per_fix", "n_visits"),
+        [
+            (3600.0, 90.0, None, 1),
+            (3600.0, 600.0, None, 1),
+            (3600.0, 1200.0, None, 2),
+            (2000.0, 90.0, 225.0, 2),
+            (600.0, 90.0, None, 2),
+        ],
+        ids=["3.6km-90s", "3.6km-10min", "3.6km-20min", "driven-back", "600m-possible"],
+    )
+    def test_impossible_steps_out_and_back_keep_the_visit(
+        self, out_m: float, away_s: float, back_m_per_fix: float | None, n_visits: int
+    ) -> None:
+        """Out and back by impossible steps within 15 min: one visit; longer, a step back that
+        can be driven (54 km/h), or steps that can be driven (40 m/s) split it; batch and live
+        agree."""
+        points, meters = _displaced(out_m, away_s, back_m_per_fix=back_m_per_fix)
+        batch, live = _both(points, meters)
+        assert len(batch) == n_visits
+        assert len(live) == n_visits
+        if n_visits == 1:
+            assert batch.loc[0, "dwell_s"] == pytest.approx(600 + away_s + 300 - 15)
+
+
 class TestDetectVisitsRandomised:
     @pytest.mark.parametrize("seed", [1, 2, 3])
     def test_queue_positions_match_brute_force(self, seed: int) -> None:

@@ -21,9 +21,11 @@ vehicle ahead
     - had not boarded by then (no boarding, or one more than ``tolerance_s`` after ours: two
       passengers taking two taxis at once is no jump),
     - had waited at least ``min_wait_ahead_s`` before our boarding instant, and
-    - showed the meter ``free`` (Livre) at its last fix at or before our boarding instant: a
-      vehicle ``off`` (Desligado), ``occupied`` or of unknown meter is not waiting for a
-      passenger.
+    - showed the meter ``free`` (Livre) at its last fix at or before our boarding instant and
+      at each of its fixes up to ``tolerance_s`` after it: a vehicle ``off`` (Desligado),
+      ``occupied`` or of unknown meter is not waiting for a passenger, and the fixes show the
+      meter only at their instants (a driver going on a break, seen off at the next fix, may
+      have switched off before our boarding).
 excused boardings
     A Táxi Acessível (fleet ``accessible`` True) may be chosen out of order by a person with
     disability (priority, Porto Alegre art. 28; Pinto Bandeira art. 23 II): its boardings are
@@ -283,15 +285,24 @@ def detect_queue_jump(
     if not len(i):
         return empty_findings()
 
-    # Meter of the vehicle ahead at its last fix at or before our boarding instant.
+    # Meter of the vehicle ahead: free at its last fix at or before our boarding instant and
+    # at each of its fixes up to tolerance_s after it (a switch seen at the next fix may have
+    # come before our boarding).
     order, _, ns_sorted = sorted_view(pings)
     lo = sorted_positions(order, first[j])
     hi = sorted_positions(order, last[j])
     at_sorted = last_at_or_before(ns_sorted, lo, hi, b)
+    until = np.maximum(last_at_or_before(ns_sorted, lo, hi, b + tol), at_sorted)
+    counts = np.where(at_sorted >= 0, until - at_sorted + 1, 0)
+    pair = np.repeat(np.arange(len(i)), counts)
+    step = np.arange(len(pair)) - np.repeat(np.cumsum(counts) - counts, counts)
+    seen = at_sorted[pair] + step
+    seen = seen if order is None else order[seen]
+    not_free = np.bincount(pair, weights=meter_at(pings, seen) != "free", minlength=len(i))
+    free = (at_sorted >= 0) & (not_free == 0)
     at = np.where(
         at_sorted >= 0, at_sorted if order is None else order[np.maximum(at_sorted, 0)], -1
     )
-    free = (at >= 0) & (meter_at(pings, np.maximum(at, 0)) == "free")
     i, j, at = i[free], j[free], at[free]
     if not len(i):
         return empty_findings()

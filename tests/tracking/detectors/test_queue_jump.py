@@ -192,6 +192,28 @@ class TestDetectQueueJump:
         assert detect(rows + at_stand("v2", 360, 600, board_at=600)).empty
         assert len(detect(at_stand("v1", 0, 1200) + at_stand("v2", 360, 600, board_at=600))) == 1
 
+    @pytest.mark.parametrize(("off_at", "found"), [(600, 0), (630, 0), (690, 1)])
+    def test_vehicle_switching_off_at_our_boarding_was_not_waiting(
+        self, off_at: int, found: int
+    ) -> None:
+        """v1 waits free and switches its meter off (a break) around v2's boarding at 600 s:
+        off at the boarding fix or at its next fix (30 s later, within tolerance_s) may have
+        come first, so v1 was not waiting; off 90 s after, v1 was passed."""
+        v1 = at_stand("v1", 0, 1200)
+        for row in v1:
+            if row["timestamp"] >= off_at:
+                row["meter"] = "off"
+        assert len(detect(v1 + at_stand("v2", 300, 600, board_at=600))) == found
+
+    def test_gps_displaced_for_a_minute_keeps_the_head_of_the_queue(self) -> None:
+        """The head's GPS jumps 3.6 km away for 90 s (multipath) and back while it waits; it
+        then boards before the taxi that arrived during its wait: it jumped no one."""
+        points = [(t, 1.0, 0.0) for t in range(0, 601, 30)]
+        points = [(t, 3600.0 if 300 <= t < 390 else n, e) for t, n, e in points]
+        meters = ["free"] * (len(points) - 1) + ["occupied"]
+        head = make_track("v1", [*points, (630, 150.0, 0.0)], meter=[*meters, "occupied"])
+        assert detect(head + at_stand("v2", 120, 1200)).empty
+
     def test_accessible_vehicle_is_not_judged(self) -> None:
         """A Táxi Acessível chosen out of order is excused (priority of PcD); so is a vehicle
         not known to be none: absent from the fleet, of unknown accessibility, or no fleet."""
@@ -318,7 +340,7 @@ class TestQueueJumpKernel:
         visits = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
         fleet = known(pings)
         batch = detect_queue_jump(visits, pings, fleet=fleet)
-        assert set(batch["stand_id"]) == {"A", "B"} and len(batch) >= 5
+        assert set(batch["stand_id"]) == {"A", "B"} and len(batch) >= 4
         queues: dict[str, Any] = {}
         out = []
 
