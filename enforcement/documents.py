@@ -561,6 +561,8 @@ LABELS = {
     "min_wait_ahead_s": "espera mínima do veículo à frente",
     "max_wait_ahead_s": "espera máxima do veículo à frente",
     "tolerance_s": "tolerância",
+    "min_away_s": "ausência mínima antes da chegada",
+    "min_approach_m": "distância mínima da posição anterior à chegada",
     "days_licensed": "dias com permissão",
     "min_operating_days": "dias mínimos operando",
     "min_presence_s": "presença mínima",

@@ -47,6 +47,11 @@ boarding
     boarding's time is the departure from the stand with the passenger" (PRODUCT.md);
     ``boarding_lag_s = boarded_at - departed_at`` (<= 0 when the meter came on within the
     visit).
+approach
+    The fix before the arrival, when no silence lies between: ``approach_m``, its distance to
+    the stand's geometry (without the geometries, NaN), and ``approach_kmh``, the speed it
+    reports — whether the vehicle was seen driving in or was already waiting beside the stand
+    (both NaN without such a fix).
 minimum dwell
     Visits shorter than ``min_dwell_s`` are pass-throughs and are dropped, unless boarded (a
     boarding always makes a visit — in the Porto data all fixes are occupied, so the boarding
@@ -107,6 +112,7 @@ from tracking.frames import (
     METER,
     METER_VALUES,
     ROW,
+    SPEED_KMH,
     TIMESTAMP,
     TRIP_REF,
     VEHICLE_ID,
@@ -129,6 +135,8 @@ BOARDING_PING = "boarding_ping"
 BOARDING_ROW = "boarding_row"
 BOARDING_LAG_S = "boarding_lag_s"  # boarded_at - departed_at; <= 0 when the meter started inside
 BOARDING_DISTANCE_M = "boarding_distance_m"  # boarding fix to the stand's geometry; 0 inside
+APPROACH_M = "approach_m"  # the fix before the arrival to the stand's geometry; NaN unknown
+APPROACH_KMH = "approach_kmh"  # that fix's reported speed; NaN unknown
 HELPER_COLUMNS = (
     N_FIXES,
     FIRST_PING,
@@ -140,6 +148,8 @@ HELPER_COLUMNS = (
     BOARDING_ROW,
     BOARDING_LAG_S,
     BOARDING_DISTANCE_M,
+    APPROACH_M,
+    APPROACH_KMH,
 )
 VISIT_FRAME_COLUMNS = (*VISIT_COLUMNS, *HELPER_COLUMNS)
 
@@ -182,6 +192,8 @@ def empty_visits() -> pd.DataFrame:
         boarding_ping=np.array([], dtype=np.int64),
         boarded_ns=np.array([], dtype=np.int64),
         boarding_m=np.array([], dtype=np.float64),
+        approach_m=np.array([], dtype=np.float64),
+        approach_kmh=np.array([], dtype=np.float64),
     )
 
 
@@ -201,6 +213,8 @@ def _visit_frame(
     boarding_ping: npt.NDArray[np.int64],
     boarded_ns: npt.NDArray[np.int64],
     boarding_m: npt.NDArray[np.float64],
+    approach_m: npt.NDArray[np.float64],
+    approach_kmh: npt.NDArray[np.float64],
 ) -> pd.DataFrame:
     """Assemble the typed visits frame; ``boarding_ping``/``boarded_ns`` are -1 when unboarded."""
     n = len(vehicle_id)
@@ -247,6 +261,8 @@ def _visit_frame(
             BOARDING_DISTANCE_M: pd.Series(
                 np.where(unboarded, np.nan, boarding_m), dtype="float64"
             ),
+            APPROACH_M: pd.Series(approach_m, dtype="float64"),
+            APPROACH_KMH: pd.Series(approach_kmh, dtype="float64"),
         }
     )
 
@@ -660,6 +676,23 @@ def detect_visits(
 
     first_ping, last_ping = original(first), original(last)
     boarding_ping = np.where(boarded, original(np.maximum(boarding, 0)), -1)
+    # The fix before each arrival (no silence between): where the vehicle came from.
+    approach_m = np.full(len(first), np.nan)
+    approach_kmh = np.full(len(first), np.nan)
+    came = np.flatnonzero(first > 0)
+    came = came[silences[first[came] - 1] == silences[first[came]]]
+    if len(came):
+        p = original(first[came] - 1)
+        if geometries is not None:
+            used, which = np.unique(visit_stand[came], return_inverse=True)
+            approach_m[came] = distance_to_geometries_m(
+                pings[LAT].to_numpy(dtype=np.float64)[p],
+                pings[LON].to_numpy(dtype=np.float64)[p],
+                geometries[used],
+                which=which,
+            )
+        if SPEED_KMH in pings.columns:
+            approach_kmh[came] = pings[SPEED_KMH].to_numpy(dtype=np.float64, na_value=np.nan)[p]
     vehicle_out = vehicle_ids[visit_vehicle]
     stand_out = stand_ids[visit_stand]
     licensed = None
@@ -688,6 +721,8 @@ def detect_visits(
         boarding_ping=boarding_ping,
         boarded_ns=boarded_ns,
         boarding_m=boarding_m,
+        approach_m=approach_m,
+        approach_kmh=approach_kmh,
     )
 
 
@@ -1006,7 +1041,14 @@ def visit_records(visits: pd.DataFrame, pings: pd.DataFrame) -> list[dict[str, A
         fixes = {c: [tails.plain(x) for x in part[c].tolist()] for c in cols if c != TIMESTAMP}
         fixes[TIMESTAMP] = [int(x) for x in ns[lo:hi]]
         plain_row = {}
-        for col in (*VISIT_COLUMNS, N_FIXES, BOARDED_AT, BOARDING_DISTANCE_M):
+        for col in (
+            *VISIT_COLUMNS,
+            N_FIXES,
+            BOARDED_AT,
+            BOARDING_DISTANCE_M,
+            APPROACH_M,
+            APPROACH_KMH,
+        ):
             value = row[col]
             if isinstance(value, pd.Timestamp):
                 value = int(value.value)
@@ -1027,7 +1069,7 @@ def visits_from_records(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd
     rows = [r["visit"] for r in records]
 
     def column(name: str, dtype: Any, missing: Any = None) -> Any:
-        return np.asarray([missing if r[name] is None else r[name] for r in rows], dtype=dtype)
+        return np.asarray([missing if r.get(name) is None else r[name] for r in rows], dtype=dtype)
 
     vids = [str(r[VEHICLE_ID]) for r in rows]
     arrived_ns = column("arrived_at", np.int64)
@@ -1059,5 +1101,7 @@ def visits_from_records(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd
         ),
         boarded_ns=boarded_ns,
         boarding_m=column(BOARDING_DISTANCE_M, np.float64, np.nan),
+        approach_m=column(APPROACH_M, np.float64, np.nan),
+        approach_kmh=column(APPROACH_KMH, np.float64, np.nan),
     )
     return frame, pings

@@ -630,6 +630,38 @@ def _displaced(
     return points, ["free"] * len(points)
 
 
+class TestApproach:
+    """The fix before each arrival: where the vehicle was seen coming from."""
+
+    def test_distance_and_speed_of_the_fix_before_the_arrival(self) -> None:
+        """Driving in (the fix before at 150 m from the centre, 130 m from the edge), then
+        after a silence (unknown), then from 45 m (25 m from the edge); batch and live agree."""
+        points = [*_approach()] + [(t, 0.0, 0.0) for t in range(30, 301, 15)]
+        points += [(1000.0 + t, 0.0, 0.0) for t in range(0, 301, 15)]  # after 685 s of silence
+        points += [(1400.0, 300.0, 0.0), (1460.0, 300.0, 0.0), (1475.0, 45.0, 0.0)]
+        points += [(1490.0 + t, 0.0, 0.0) for t in range(0, 301, 15)]
+        batch, live = _both(points, ["free"] * len(points))
+        assert len(batch) == 3
+        assert batch["approach_m"].round(0).tolist()[0] == 130.0
+        assert np.isnan(batch["approach_m"].iloc[1])
+        assert batch["approach_m"].iloc[2] == pytest.approx(25.0, abs=0.5)
+        assert batch["approach_kmh"].isna().all()  # the fixes report no speed
+        by_arrival = sorted(live, key=lambda v: v["arrived_at"])
+        for got, want in zip(by_arrival, batch["approach_m"].tolist(), strict=True):
+            assert got["approach_m"] == pytest.approx(want, nan_ok=True)
+
+    def test_speed_is_read_when_reported(self) -> None:
+        """The reported speed of the fix before the arrival is the visit's ``approach_kmh``."""
+        rows = make_track("A", [*_approach(), *[(t, 0.0, 0.0) for t in range(30, 301, 15)]])
+        rows[1]["speed_kmh"] = 32.0
+        pings = make_pings(rows)
+        cover = build_stand_cover(_square())
+        p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
+        memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
+        visits = detect_visits(pings, memberships, stands=_square(), max_gap_s=300.0)
+        assert visits["approach_kmh"].tolist() == [32.0]
+
+
 class TestDisplacedStretches:
     """GPS displaced kilometres away for a minute (multipath) is not a departure."""
 

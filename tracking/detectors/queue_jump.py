@@ -14,18 +14,32 @@ boarding instant
 vehicle ahead
     Another vehicle's visit to the same stand that
 
-    - arrived more than ``tolerance_s`` before ours (GPS sampling cannot tell closer arrivals
-      apart),
+    - has been waiting since more than ``tolerance_s`` before our arrival (GPS sampling
+      cannot tell closer arrivals apart): waiting since its arrival or, when its meter was
+      not free (Livre) at a fix of the visit before our boarding, since its next fix — a
+      driver back from a break (meter off) or who dropped a passenger there rejoins the
+      queue then,
     - is still in progress ``tolerance_s`` after our boarding instant (last fix inside at or
       after it),
     - had not boarded by then (no boarding, or one more than ``tolerance_s`` after ours: two
       passengers taking two taxis at once is no jump),
-    - had waited at least ``min_wait_ahead_s`` before our boarding instant, and
+    - had waited (since then) at least ``min_wait_ahead_s`` before our boarding instant, and
     - showed the meter ``free`` (Livre) at its last fix at or before our boarding instant and
       at each of its fixes up to ``tolerance_s`` after it: a vehicle ``off`` (Desligado),
       ``occupied`` or of unknown meter is not waiting for a passenger, and the fixes show the
       meter only at their instants (a driver going on a break, seen off at the next fix, may
       have switched off before our boarding).
+arrival known
+    A boarding is judged only when its vehicle's arrival was seen:
+
+    - it came to the stand from away: its previous visit to the stand, if any, boarded or
+      ended more than ``min_away_s`` before this arrival (GPS noise of 15-30 m splits a long
+      wait at a small stand into several visits; the last one's arrival is not when the
+      vehicle joined the queue), and
+    - it was seen driving in: the fix before its first fix inside (the visit's approach,
+      :mod:`stands.visits`) lay more than ``min_approach_m`` from the stand, or reported at
+      least :data:`MOVING_KMH`; a vehicle already waiting beside the stand, its fixes kept
+      just outside by noise, arrived before its first fix inside.
 excused boardings
     A Táxi Acessível (fleet ``accessible`` True) may be chosen out of order by a person with
     disability (priority, Porto Alegre art. 28; Pinto Bandeira art. 23 II): its boardings are
@@ -55,10 +69,12 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from stands.visits import (
     DEFAULT_BOARDING_GRACE_M,
     DEFAULT_BOARDING_GRACE_S,
+    DEFAULT_EXIT_GRACE_M,
     visit_records,
     visits_from_records,
 )
@@ -83,6 +99,9 @@ from tracking.detectors.unlicensed_stand_use import fleet_facts
 KIND = "queue_jump"
 DEFAULT_MIN_WAIT_AHEAD_S = 120.0
 DEFAULT_TOLERANCE_S = 60.0
+DEFAULT_MIN_AWAY_S = 900.0
+MOVING_KMH = 10.0
+"""A fix reporting this speed or more is driving, not waiting."""
 """Arrivals closer than this are not ordered: each is seen up to one fix late (15-30 s), and
 GPS noise at a small stand's edge moves the first fix inside by as much again."""
 BUCKET_S = 3600  # interval-stabbing buckets (any value works; this keeps pairs few)
@@ -98,6 +117,8 @@ _VISIT_NEEDED = (
     "boarded_at",
     "boarding_ping",
     "boarding_distance_m",
+    "approach_m",
+    "approach_kmh",
 )
 
 
@@ -115,12 +136,15 @@ def _finding_row(
     boarding_distance_m: float | None,
     min_wait_ahead_s: float,
     tolerance_s: float,
+    min_away_s: float,
+    min_approach_m: float,
     boarding_grace_s: float,
     boarding_grace_m: float,
 ) -> tuple[dict[str, Any], Any]:
     """One finding from a boarding and the vehicles it passed, in arrival order (batch, live).
 
-    Each vehicle passed: its ``vehicle_id``, ``arrived_ns``, ``arrived_at``, ``departed_at``,
+    Each vehicle passed: its ``vehicle_id``, ``arrived_ns``, ``arrived_at``, ``since_ns``,
+    ``waiting_since``, ``departed_at``,
     ``boarded_at`` (:func:`iso_utc` texts, ``boarded_at`` None when it did not board),
     ``queue_position`` and ``fix`` (at our boarding).
 
@@ -131,13 +155,14 @@ def _finding_row(
     waits = []
     passed = []
     for other in ahead:
-        wait_s = (boarded_ns - other["arrived_ns"]) / NS
+        wait_s = (boarded_ns - other["since_ns"]) / NS
         waits.append(wait_s)
         fixes.append(other["fix"])
         passed.append(
             {
                 "vehicle_id": other["vehicle_id"],
                 "arrived_at": other["arrived_at"],
+                "waiting_since": other["waiting_since"],
                 "departed_at": other["departed_at"],
                 "boarded_at": other["boarded_at"],
                 "queue_position": other["queue_position"],
@@ -165,6 +190,8 @@ def _finding_row(
         "thresholds": {
             "min_wait_ahead_s": float(min_wait_ahead_s),
             "tolerance_s": float(tolerance_s),
+            "min_away_s": float(min_away_s),
+            "min_approach_m": float(min_approach_m),
             "boarding_grace_s": float(boarding_grace_s),
             "boarding_grace_m": float(boarding_grace_m),
         },
@@ -188,6 +215,8 @@ def detect_queue_jump(
     fleet: pd.DataFrame | None = None,
     min_wait_ahead_s: float = DEFAULT_MIN_WAIT_AHEAD_S,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
+    min_away_s: float = DEFAULT_MIN_AWAY_S,
+    min_approach_m: float = DEFAULT_EXIT_GRACE_M,
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
 ) -> gpd.GeoDataFrame:
@@ -210,6 +239,12 @@ def detect_queue_jump(
         Shortest wait of the vehicle passed, from its arrival to our boarding.
     tolerance_s : float, default 60
         GPS sampling tolerance on arrivals, presence and the other vehicle's boarding.
+    min_away_s : float, default 900
+        Shortest time since the vehicle's previous visit to the stand (not boarded) for its
+        arrival to be known.
+    min_approach_m : float, default 30
+        Shortest distance from the stand of the fix before the arrival, unless it reports
+        :data:`MOVING_KMH`, for the vehicle to be seen driving in.
     boarding_grace_s, boarding_grace_m : float, default 120 and 30
         The thresholds the visits' boardings were decided with
         (:func:`stands.visits.detect_visits`), shown in the evidence.
@@ -228,6 +263,8 @@ def detect_queue_jump(
     """
     check_threshold("min_wait_ahead_s", min_wait_ahead_s, unit="segundos")
     check_threshold("tolerance_s", tolerance_s, unit="segundos")
+    check_threshold("min_away_s", min_away_s, unit="segundos")
+    check_threshold("min_approach_m", min_approach_m, unit="metros")
     check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
     check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
     require_columns(visits, _VISIT_NEEDED, what="as visitas (stands.visits.detect_visits)")
@@ -258,6 +295,10 @@ def detect_queue_jump(
     # Queries: boarded visits (not accessible), stabbing at the boarding instant.
     q = np.flatnonzero(boarded)
     q = q[np.array([facts.get(v, {}).get("accessible") is False for v in vehicle[q]])]
+    q = q[_came_from_away(vehicle, stand_code, arrived, departed, boarded, min_away_s)[q]]
+    approach_m = pd.to_numeric(visits["approach_m"]).to_numpy(dtype=np.float64)[q]
+    approach_kmh = pd.to_numeric(visits["approach_kmh"]).to_numpy(dtype=np.float64)[q]
+    q = q[(approach_m > min_approach_m) | ((approach_kmh >= MOVING_KMH) & ~np.isnan(approach_m))]
     if not len(q):
         return empty_findings()
     bucket_ns = BUCKET_S * NS
@@ -300,10 +341,18 @@ def detect_queue_jump(
     seen = seen if order is None else order[seen]
     not_free = np.bincount(pair, weights=meter_at(pings, seen) != "free", minlength=len(i))
     free = (at_sorted >= 0) & (not_free == 0)
-    at = np.where(
-        at_sorted >= 0, at_sorted if order is None else order[np.maximum(at_sorted, 0)], -1
-    )
-    i, j, at = i[free], j[free], at[free]
+    i, j, b, lo, at_sorted = i[free], j[free], b[free], lo[free], at_sorted[free]
+    # Waiting since its meter last turned free within its visit (after a break or a drop-off).
+    counts = at_sorted - lo + 1
+    pair = np.repeat(np.arange(len(i)), counts)
+    pos = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(len(pair))
+    busy = meter_at(pings, pos if order is None else order[pos]) != "free"
+    last_busy = np.full(len(i), -1, dtype=np.int64)
+    np.maximum.at(last_busy, pair[busy], pos[busy])
+    since = np.where(last_busy >= 0, ns_sorted[last_busy + 1], arrived[j])
+    ok = (since + tol < arrived[i]) & (b - since >= round(min_wait_ahead_s * NS))
+    i, j, since, at_sorted = i[ok], j[ok], since[ok], at_sorted[ok]
+    at = at_sorted if order is None else order[at_sorted]
     if not len(i):
         return empty_findings()
 
@@ -314,7 +363,7 @@ def detect_queue_jump(
     queue = visits["queue_position"].to_numpy(dtype=np.int64)
     distance_m = pd.to_numeric(visits["boarding_distance_m"]).to_numpy(dtype=np.float64)
     by = np.lexsort((arrived[j], i))
-    i, j, at = i[by], j[by], at[by]
+    i, j, at, since = i[by], j[by], at[by], since[by]
     starts = np.flatnonzero(np.concatenate(([True], i[1:] != i[:-1])))
     ends = np.append(starts[1:], len(i))
     # Plain values made at once: numpy scalars taken one by one cost most of the loop.
@@ -324,15 +373,19 @@ def detect_queue_jump(
             "vehicle_id": v,
             "arrived_ns": a,
             "arrived_at": a_text,
+            "since_ns": w,
+            "waiting_since": w_text,
             "departed_at": d_text,
             "boarded_at": bt if was_boarded else None,
             "queue_position": qp,
             "fix": fx,
         }
-        for v, a, a_text, d_text, bt, was_boarded, qp, fx in zip(
+        for v, a, a_text, w, w_text, d_text, bt, was_boarded, qp, fx in zip(
             vehicle[j].tolist(),
             arrived[j].tolist(),
             iso_utc_many(arrived[j]),
+            since.tolist(),
+            iso_utc_many(since),
             iso_utc_many(departed[j]),
             b_text,
             boarded[j].tolist(),
@@ -361,12 +414,36 @@ def detect_queue_jump(
             boarding_distance_m=float(distance_m[m]),
             min_wait_ahead_s=min_wait_ahead_s,
             tolerance_s=tolerance_s,
+            min_away_s=min_away_s,
+            min_approach_m=min_approach_m,
             boarding_grace_s=boarding_grace_s,
             boarding_grace_m=boarding_grace_m,
         )
         out.append(row)
         geoms.append(geom)
     return make_findings(pd.DataFrame(out), geoms)
+
+
+def _came_from_away(
+    vehicle: NDArray[np.object_],
+    stand_code: NDArray[np.int64],
+    arrived: NDArray[np.int64],
+    departed: NDArray[np.int64],
+    boarded: NDArray[np.bool_],
+    min_away_s: float,
+) -> NDArray[np.bool_]:
+    """Per visit: whether its vehicle came to its stand from away (``min_away_s``)."""
+    codes = pd.factorize(vehicle)[0]
+    order = np.lexsort((arrived, stand_code, codes))
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = (codes[order][1:] == codes[order][:-1]) & (
+        stand_code[order][1:] == stand_code[order][:-1]
+    )
+    prev = np.r_[0, order[:-1]]
+    away = arrived[order] - departed[prev] > round(min_away_s * NS)
+    out = np.empty(len(order), dtype=bool)
+    out[order] = ~same | boarded[prev] | away
+    return out
 
 
 # ----------------------------------------------------------------------------- the kernel
@@ -380,6 +457,8 @@ def advance_queue_jump(
     fleet: pd.DataFrame | None = None,
     min_wait_ahead_s: float = DEFAULT_MIN_WAIT_AHEAD_S,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
+    min_away_s: float = DEFAULT_MIN_AWAY_S,
+    min_approach_m: float = DEFAULT_EXIT_GRACE_M,
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
 ) -> tuple[dict[str, dict[str, Any]], gpd.GeoDataFrame]:
@@ -388,8 +467,9 @@ def advance_queue_jump(
     The visits come from :func:`stands.visits.advance_visits`, which releases a stand's visits
     in arrival order once final: when a boarded visit is released, every visit that could be
     ahead of it is released, so its finding is final at once. A stand's state is its released
-    visits (with the fixes the rule reads) that a later boarding may still pass: those that
-    departed at or after the stand's latest arrival — the queue at that instant.
+    visits (with the fixes the rule reads) that a later boarding may still pass — those that
+    departed at or after the stand's latest arrival, the queue at that instant — and those
+    that ended less than ``min_away_s`` before it (a vehicle's previous visit).
 
     Parameters
     ----------
@@ -399,7 +479,8 @@ def advance_queue_jump(
     visits, pings : pandas.DataFrame
         Visits released by one call of :func:`stands.visits.advance_visits` and the fixes
         their positions refer to.
-    fleet, min_wait_ahead_s, tolerance_s, boarding_grace_s, boarding_grace_m
+    fleet, min_wait_ahead_s, tolerance_s, min_away_s, min_approach_m, boarding_grace_s,
+    boarding_grace_m
         As in :func:`detect_queue_jump`.
 
     Returns
@@ -419,6 +500,8 @@ def advance_queue_jump(
         fleet=fleet,
         min_wait_ahead_s=min_wait_ahead_s,
         tolerance_s=tolerance_s,
+        min_away_s=min_away_s,
+        min_approach_m=min_approach_m,
         boarding_grace_s=boarding_grace_s,
         boarding_grace_m=boarding_grace_m,
     )
@@ -434,5 +517,6 @@ def advance_queue_jump(
     for sid in touched:
         mine_ = [r for r in held + new if str(r["visit"]["stand_id"]) == sid]
         latest = max(int(r["visit"]["arrived_at"]) for r in mine_)
-        out[sid] = {"visits": [r for r in mine_ if int(r["visit"]["departed_at"]) >= latest]}
+        since = latest - round(min_away_s * NS)
+        out[sid] = {"visits": [r for r in mine_ if int(r["visit"]["departed_at"]) >= since]}
     return out, found

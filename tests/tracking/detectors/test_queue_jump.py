@@ -95,6 +95,8 @@ class TestDetectQueueJump:
         assert d["thresholds"] == {
             "min_wait_ahead_s": 120.0,
             "tolerance_s": 60.0,
+            "min_away_s": 900.0,
+            "min_approach_m": 30.0,
             "boarding_grace_s": 120.0,
             "boarding_grace_m": 30.0,
         }
@@ -214,6 +216,63 @@ class TestDetectQueueJump:
         head = make_track("v1", [*points, (630, 150.0, 0.0)], meter=[*meters, "occupied"])
         assert detect(head + at_stand("v2", 120, 1200)).empty
 
+    @pytest.mark.parametrize(("away_from", "found"), [(300, 0), (None, 1)])
+    def test_a_wait_split_by_gps_noise_is_not_a_new_arrival(
+        self, away_from: int | None, found: int
+    ) -> None:
+        """v1 waits from 0 s; its fixes 80 m away for 2 min (noise beyond the exit grace) split
+        its wait into two visits, the second arriving after v2 (200 s). v1 boarding first did
+        not pass v2: it had not come from away. A v1 arriving at 450 s from away did."""
+        start = 0 if away_from is not None else 450
+        v1 = at_stand("v1", start, 1200, board_at=1200)
+        for row in v1:
+            if away_from is not None and away_from <= row["timestamp"] < away_from + 120:
+                row["lat"], row["lon"] = offset_m(80.0, 0.0)
+        rows = v1 + at_stand("v2", 200, 1500, board_at=1500)
+        visits = visits_for(make_pings(rows))
+        assert (visits["vehicle_id"] == "v1").sum() == (2 if away_from is not None else 1)
+        assert len(detect(rows)) == found
+        assert len(detect(rows, min_away_s=0.0)) == 1
+
+    @pytest.mark.parametrize(("off_from", "off_to", "found"), [(200, 400, 0), (100, 200, 1)])
+    def test_vehicle_back_from_a_break_waits_from_then(
+        self, off_from: int, off_to: int, found: int
+    ) -> None:
+        """v1 at the stand from 0 s takes a break (meter off) at its place; v2 arrives at 300 s
+        and boards at 600 s. Back (free) at 420 s, v1 rejoined the queue after v2: no jump.
+        Back at 210 s, v1 was waiting before v2 arrived: v2 passed it."""
+        v1 = at_stand("v1", 0, 1200)
+        for row in v1:
+            if off_from <= row["timestamp"] < off_to:
+                row["meter"] = "off"
+        found_ = detect(v1 + at_stand("v2", 300, 600, board_at=600))
+        assert len(found_) == found
+        if found:
+            ahead = found_.iloc[0]["details"]["ahead"][0]
+            assert ahead["waiting_since"] == "2024-03-04T12:03:30Z"  # 210 s: its first free fix
+            assert ahead["wait_s"] == 390.0
+
+    @pytest.mark.parametrize(("speed_kmh", "found"), [(None, 0), (1.0, 0), (30.0, 1)])
+    def test_a_vehicle_already_waiting_beside_the_stand_was_not_seen_arriving(
+        self, speed_kmh: float | None, found: int
+    ) -> None:
+        """v2 waits 15 m outside the stand's edge from 60 s (noise keeps its fixes there), its
+        first fix inside at 300 s, after v1's arrival (200 s); it boards first. Its arrival was
+        not seen (its fix before was beside the stand, stopped): not judged. That fix reporting
+        30 km/h shows v2 driving in: judged."""
+        v2 = make_track(
+            "v2",
+            [(0, -300.0, 0.0), (30, -150.0, 0.0)]
+            + [(t, -45.0, 0.0) for t in range(60, 271, 30)]
+            + [(t, 1.0, 0.0) for t in range(300, 601, 30)]
+            + [(630, 150.0, 0.0), (660, 300.0, 0.0)],
+            meter=["free"] * 20 + ["occupied"] * 3,
+        )
+        v2[9]["speed_kmh"] = speed_kmh  # the fix at 270 s, before the first inside
+        rows = v2 + at_stand("v1", 200, 1500, board_at=1500)
+        assert len(detect(rows)) == found
+        assert len(detect(rows, min_approach_m=10.0)) == 1
+
     def test_accessible_vehicle_is_not_judged(self) -> None:
         """A Táxi Acessível chosen out of order is excused (priority of PcD); so is a vehicle
         not known to be none: absent from the fleet, of unknown accessibility, or no fleet."""
@@ -301,6 +360,18 @@ def _live(pings: pd.DataFrame, cuts: list[int], fleet: pd.DataFrame | None = Non
     return empty_findings() if live is None else live
 
 
+def _sticky_meters(pings: pd.DataFrame, *, seed: int, change: float = 0.08) -> pd.Series:
+    """A meter per fix that keeps its state and changes with probability ``change``."""
+    rng = np.random.default_rng(seed)
+    states, state, prev = [], "free", None
+    for v in pings["vehicle_id"]:
+        if v != prev or rng.random() < change:
+            state = str(rng.choice(["free", "occupied", "off"], p=[0.7, 0.2, 0.1]))
+        states.append(state)
+        prev = v
+    return pd.Series(states, index=pings.index, dtype="object")
+
+
 class TestQueueJumpKernel:
     def test_pieces_give_the_batch_bytes(self) -> None:
         """Fix by fix, in one piece and in random pieces, the findings are the batch's bytes.
@@ -330,22 +401,29 @@ class TestQueueJumpKernel:
         ]
         assert detect_queue_jump(visits, pings).empty  # no fleet: none known not accessible
 
-    def test_overlapping_stands_in_pieces(self) -> None:
-        """Five vehicles at two overlapping stands (edge jitter, silences): random pieces with a
-        watermark give the batch's bytes."""
+    @pytest.mark.parametrize("rules", ["off", "on"])
+    def test_overlapping_stands_in_pieces(self, rules: str) -> None:
+        """Five vehicles at two overlapping stands (edge jitter, silences; meters that hold for
+        a while): random pieces with a watermark give the batch's bytes, with and without the
+        rules of a seen arrival."""
         pings, cover = stand_fleet(1)
+        pings["meter"] = _sticky_meters(pings, seed=1)
         stands = cover_stands(cover)
         p_idx, s_idx = match_stands(pings["lat"], pings["lon"], cover)
         memberships = pd.DataFrame({"ping_index": p_idx, "stand_id": cover.stand_ids[s_idx]})
         visits = detect_visits(pings, memberships, stands=stands, max_gap_s=300.0)
         fleet = known(pings)
-        batch = detect_queue_jump(visits, pings, fleet=fleet)
-        assert set(batch["stand_id"]) == {"A", "B"} and len(batch) >= 4
+        off = {"min_away_s": 0.0, "min_approach_m": 0.0}
+        options = off if rules == "off" else {}
+        batch = detect_queue_jump(visits, pings, fleet=fleet, **options)
+        every = detect_queue_jump(visits, pings, fleet=fleet, **off)
+        assert set(every["stand_id"]) == {"A", "B"} and len(every) >= 3
+        assert len(batch) >= 1 and (rules == "off" or len(batch) < len(every))
         queues: dict[str, Any] = {}
         out = []
 
         def judge(visits: pd.DataFrame, fixes: pd.DataFrame, _: object) -> None:
-            after, found = advance_queue_jump(queues, visits, fixes, fleet=fleet)
+            after, found = advance_queue_jump(queues, visits, fixes, fleet=fleet, **options)
             queues.update(json.loads(json.dumps(after)))
             out.append(found)
 
