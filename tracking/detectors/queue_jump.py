@@ -32,10 +32,10 @@ vehicle ahead
 arrival known
     A boarding is judged only when its vehicle's arrival was seen:
 
-    - it came to the stand from away: its previous visit to the stand, if any, boarded or
-      ended more than ``min_away_s`` before this arrival (GPS noise of 15-30 m splits a long
-      wait at a small stand into several visits; the last one's arrival is not when the
-      vehicle joined the queue), and
+    - it came to the stand from away: its previous visit to the stand, if any, boarded before
+      this arrival or ended more than ``min_away_s`` before it (GPS noise of 15-30 m splits
+      a long wait at a small stand into several visits; the last one's arrival is not when
+      the vehicle joined the queue), and
     - it was seen driving in: the fix before its first fix inside (the visit's approach,
       :mod:`stands.visits`) lay more than ``min_approach_m`` from the stand, or reported at
       least :data:`MOVING_KMH`; a vehicle already waiting beside the stand, its fixes kept
@@ -295,7 +295,8 @@ def detect_queue_jump(
     # Queries: boarded visits (not accessible), stabbing at the boarding instant.
     q = np.flatnonzero(boarded)
     q = q[np.array([facts.get(v, {}).get("accessible") is False for v in vehicle[q]])]
-    q = q[_came_from_away(vehicle, stand_code, arrived, departed, boarded, min_away_s)[q]]
+    left = np.where(boarded, b_ns, departed + round(min_away_s * NS) + 1)
+    q = q[_came_from_away(vehicle, stand_code, arrived, left)[q]]
     approach_m = pd.to_numeric(visits["approach_m"]).to_numpy(dtype=np.float64)[q]
     approach_kmh = pd.to_numeric(visits["approach_kmh"]).to_numpy(dtype=np.float64)[q]
     q = q[(approach_m > min_approach_m) | ((approach_kmh >= MOVING_KMH) & ~np.isnan(approach_m))]
@@ -428,11 +429,12 @@ def _came_from_away(
     vehicle: NDArray[np.object_],
     stand_code: NDArray[np.int64],
     arrived: NDArray[np.int64],
-    departed: NDArray[np.int64],
-    boarded: NDArray[np.bool_],
-    min_away_s: float,
+    left: NDArray[np.int64],
 ) -> NDArray[np.bool_]:
-    """Per visit: whether its vehicle came to its stand from away (``min_away_s``)."""
+    """Per visit: whether its vehicle's previous visit to its stand was left before it.
+
+    ``left``: per visit, when the vehicle counts as gone from it.
+    """
     codes = pd.factorize(vehicle)[0]
     order = np.lexsort((arrived, stand_code, codes))
     same = np.zeros(len(order), dtype=bool)
@@ -440,9 +442,8 @@ def _came_from_away(
         stand_code[order][1:] == stand_code[order][:-1]
     )
     prev = np.r_[0, order[:-1]]
-    away = arrived[order] - departed[prev] > round(min_away_s * NS)
     out = np.empty(len(order), dtype=bool)
-    out[order] = ~same | boarded[prev] | away
+    out[order] = ~same | (left[prev] < arrived[order])
     return out
 
 

@@ -234,6 +234,20 @@ class TestDetectQueueJump:
         assert len(detect(rows)) == found
         assert len(detect(rows, min_away_s=0.0)) == 1
 
+    def test_the_boarding_that_ends_a_split_wait_is_not_a_new_arrival(self) -> None:
+        """v1 waits from 0 s; noise puts it 80 m away for 90 s; back inside at 1020 s the meter
+        comes on. That trip start boards both pieces of its wait (the first within the
+        boarding grace); the second piece, one fix, did not come from away."""
+        points = [(t, 1.0, 0.0) for t in range(0, 901, 30)] + [(930, 80.0, 0.0), (990, 80.0, 0.0)]
+        points += [(1020, 1.0, 0.0), (1050, 150.0, 0.0), (1080, 300.0, 0.0)]
+        v1 = make_track("v1", points, meter=["free"] * 33 + ["occupied"] * 3)
+        rows = v1 + at_stand("v2", 300, 1500, board_at=1500)
+        visits = visits_for(make_pings(rows))
+        mine = visits[visits["vehicle_id"] == "v1"]
+        assert mine["boarded"].tolist() == [True, True]
+        assert detect(rows).empty
+        assert detect(rows, min_away_s=0.0, min_approach_m=0.0).empty
+
     @pytest.mark.parametrize(("off_from", "off_to", "found"), [(200, 400, 0), (100, 200, 1)])
     def test_vehicle_back_from_a_break_waits_from_then(
         self, off_from: int, off_to: int, found: int
