@@ -99,11 +99,11 @@ from tracking.detectors.unlicensed_stand_use import fleet_facts
 KIND = "queue_jump"
 DEFAULT_MIN_WAIT_AHEAD_S = 120.0
 DEFAULT_TOLERANCE_S = 60.0
+"""Arrivals closer than this are not ordered: each is seen up to one fix late (15-30 s), and
+GPS noise at a small stand's edge moves the first fix inside by as much again."""
 DEFAULT_MIN_AWAY_S = 900.0
 MOVING_KMH = 10.0
 """A fix reporting this speed or more is driving, not waiting."""
-"""Arrivals closer than this are not ordered: each is seen up to one fix late (15-30 s), and
-GPS noise at a small stand's edge moves the first fix inside by as much again."""
 BUCKET_S = 3600  # interval-stabbing buckets (any value works; this keeps pairs few)
 _VISIT_NEEDED = (
     "vehicle_id",
@@ -299,7 +299,7 @@ def detect_queue_jump(
     q = q[_came_from_away(vehicle, stand_code, arrived, left)[q]]
     approach_m = pd.to_numeric(visits["approach_m"]).to_numpy(dtype=np.float64)[q]
     approach_kmh = pd.to_numeric(visits["approach_kmh"]).to_numpy(dtype=np.float64)[q]
-    q = q[(approach_m > min_approach_m) | ((approach_kmh >= MOVING_KMH) & ~np.isnan(approach_m))]
+    q = q[(approach_m > min_approach_m) | (approach_kmh >= MOVING_KMH)]
     if not len(q):
         return empty_findings()
     bucket_ns = BUCKET_S * NS
