@@ -598,6 +598,20 @@ def rewrite_prefixes(pings: Path, every: int) -> dict[str, str]:
     return {w: v for v, w in written.items()}
 
 
+def thin_fixes(pings: Path, every: int) -> None:
+    """Keep every ``every``-th fix of each vehicle, in time order (a tracker reporting less
+    often)."""
+    frame = pd.read_parquet(pings) if pings.suffix == ".parquet" else pd.read_csv(pings, dtype=str)
+    when = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
+    order = np.lexsort((when.to_numpy(), frame["vehicle_id"].astype(str).to_numpy()))
+    frame = frame.iloc[order]
+    frame = frame[frame.groupby("vehicle_id", sort=False).cumcount().to_numpy() % every == 0]
+    if pings.suffix == ".parquet":
+        frame.to_parquet(pings, index=False)
+    else:
+        frame.to_csv(pings, index=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -627,6 +641,13 @@ def main() -> None:
         "'123'), as a tracker configured apart from the registry might; findings are scored "
         "under the registry's prefixo",
     )
+    parser.add_argument(
+        "--keep-every",
+        type=int,
+        metavar="K",
+        help="keep every K-th fix of each vehicle (a fix every K x 15 s, as a tracker "
+        "configured to report less often)",
+    )
     parser.add_argument("--keep", type=Path, help="folder for the data and outputs (kept)")
     parser.add_argument("--report", type=Path, help="also write the markdown here")
     a = parser.parse_args()
@@ -639,6 +660,8 @@ def main() -> None:
         paths = fleet_sim.write_files(sim, root / "in", fmt=a.format)
         if a.padded_stand_codes:
             pad_stand_codes(paths["fleet"])
+        if a.keep_every and a.keep_every > 1:
+            thin_fixes(paths["pings"], a.keep_every)
         written: dict[str, str] = {}
         if a.prefixes_written_otherwise:
             written = rewrite_prefixes(paths["pings"], a.prefixes_written_otherwise)
@@ -658,6 +681,7 @@ def main() -> None:
                 else ""
             )
             + (" --padded-stand-codes" if a.padded_stand_codes else "")
+            + (f" --keep-every {a.keep_every}" if a.keep_every and a.keep_every > 1 else "")
             + (
                 f" --prefixes-written-otherwise {a.prefixes_written_otherwise}"
                 if a.prefixes_written_otherwise

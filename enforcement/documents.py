@@ -552,6 +552,7 @@ LABELS = {
     "licensed": "com permissão",
     "accessible": "vaga acessível",
     "arrived_at": "chegada",
+    "waiting_since": "esperando desde",
     "departed_at": "saída",
     "boarded_at": "embarque",
     "meter_before": "taxímetro antes",

@@ -34,11 +34,17 @@ boarding
     - lies inside the stand's polygon, or within ``boarding_grace_m`` (default 30 m) of its
       edge: ``boarding_distance_m``, measured from the fix to the stand's geometry in the
       fix's UTM zone (:func:`geo.crs.distance_to_geometries_m`; 0 inside). Those metres
-      absorb GPS jitter at the edge and a meter switched on in the street beside the stand.
+      absorb GPS jitter at the edge and a meter switched on in the street beside the stand;
+      and
+    - the vehicle's fix before it (no silence between) lies there too: the meter came on
+      somewhere between the two fixes, and a tracker reporting once a minute sees a taxi
+      hailed in the street switch on its meter at its next fix, which may fall in a stand it
+      is driving through. A trip record's first fix (``trip_ref``) is where its meter came
+      on, and needs no fix before.
 
     A taxi that drops its passenger at the stand and switches the meter on again 600 m away a
     minute later did not board at the stand: a drop-off at a stand is not a boarding. If the
-    candidate fails either test the visit is not boarded (a later trip start does not count).
+    candidate fails a test the visit is not boarded (a later trip start does not count).
     Without the stands' geometries (``stands`` not given) the distance of a fix outside the
     stand is unknown and only trip starts inside it count. A vehicle whose meter is unknown
     (None) never boards. One trip start may mark visits of several stands (overlapping
@@ -575,6 +581,7 @@ def detect_visits(
     if TRIP_REF in pings.columns:
         ref = pings[TRIP_REF].to_numpy(dtype=object)
         ref = ref if order is None else ref[order]
+        new_record[0] = True  # the first fix starts a record too
         new_record[1:] = ref[1:] != ref[:-1]
     trip_start = np.flatnonzero(occupied & (silence | ~occupied_prev | new_record))
 
@@ -639,20 +646,36 @@ def detect_visits(
             & (silences[cand] == silences[last])
         )
         ok = (j < len(trip_start)) & (vcode[cand] == visit_vehicle) & (inside | after)
-        # A fix inside the stand (a membership) is at 0 m; others are measured to its edge.
-        cand_key = visit_stand * np.int64(n) + cand
-        at = np.minimum(np.searchsorted(keys, cand_key), len(keys) - 1)
-        member = keys[at] == cand_key
-        boarding_m = np.where(member, 0.0, np.nan)
-        far = np.flatnonzero(ok & ~member)
-        if len(far) and geometries is not None:
-            used, which = np.unique(visit_stand[far], return_inverse=True)
-            geoms = geometries[used]
-            lat = pings[LAT].to_numpy(dtype=np.float64)
-            lon = pings[LON].to_numpy(dtype=np.float64)
-            p = cand[far] if order is None else order[cand[far]]
-            boarding_m[far] = distance_to_geometries_m(lat[p], lon[p], geoms, which=which)
+
+        def to_stand_m(
+            fix: npt.NDArray[np.int64], at: npt.NDArray[np.intp]
+        ) -> npt.NDArray[np.float64]:
+            """Fix to its visit's stand: 0 inside, else to the edge (NaN without geometries)."""
+            key = visit_stand[at] * np.int64(n) + fix
+            member = keys[np.minimum(np.searchsorted(keys, key), len(keys) - 1)] == key
+            out = np.where(member, 0.0, np.nan)
+            far = np.flatnonzero(~member)
+            if len(far) and geometries is not None:
+                used, which = np.unique(visit_stand[at[far]], return_inverse=True)
+                p = fix[far] if order is None else order[fix[far]]
+                out[far] = distance_to_geometries_m(
+                    pings[LAT].to_numpy(dtype=np.float64)[p],
+                    pings[LON].to_numpy(dtype=np.float64)[p],
+                    geometries[used],
+                    which=which,
+                )
+            return out
+
+        judged = np.flatnonzero(ok)
+        boarding_m[judged] = to_stand_m(cand[judged], judged)
         ok &= boarding_m <= boarding_grace_m  # NaN (unknown distance) is not a boarding
+        # The meter came on between the fix before the start and the start: that fix must be
+        # at the stand too (a trip record's first fix is where its meter came on).
+        judged = np.flatnonzero(ok & ~new_record[cand])
+        seen = ~silence[cand[judged]]
+        before_m = np.full(len(judged), np.nan)
+        before_m[seen] = to_stand_m(cand[judged][seen] - 1, judged[seen])
+        ok[judged] = before_m <= boarding_grace_m
         boarding = np.where(ok, cand, -1)
     boarded = boarding >= 0
 

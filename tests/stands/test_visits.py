@@ -134,13 +134,13 @@ class TestDetectVisits:
         assert visits.empty
 
     def test_min_dwell_keeps_single_fix_boarding(self) -> None:
-        """A one-fix visit where the trip starts (Porto: all fixes occupied) is kept."""
-        fixes = [(0, "S", "occupied"), *_steady(15, 300, "", "occupied")]
+        """A visit shorter than the minimum dwell where the trip starts is kept."""
+        fixes = [(0, "S", "free"), (15, "S", "occupied"), *_steady(30, 300, "", "occupied")]
         visits = detect_visits(*_track({"A": fixes}), min_dwell_s=60)
         assert len(visits) == 1
-        assert visits.loc[0, "dwell_s"] == 0.0
+        assert visits.loc[0, "dwell_s"] == 15.0
         assert bool(visits.loc[0, "boarded"])
-        assert visits.loc[0, "boarded_at"] == _at(0)
+        assert visits.loc[0, "boarded_at"] == _at(15)
 
     def test_boarded_inside_the_stand(self) -> None:
         """The meter switching free to occupied inside the stand marks the visit boarded."""
@@ -180,12 +180,24 @@ class TestDetectVisits:
         assert len(visits) == 1
         assert not visits.loc[0, "boarded"]
 
-    def test_silence_makes_a_new_trip_start(self) -> None:
-        """Occupied fixes after a silence longer than max_gap_s start a new trip (a boarding)."""
+    def test_occupied_after_a_silence_is_no_boarding(self) -> None:
+        """Occupied fixes after a silence longer than max_gap_s start a new trip, but where its
+        meter came on is unknown: no boarding at the stand where tracking resumed."""
         fixes = [*_steady(0, 60, "", "occupied"), *_steady(1000, 1120, "S", "occupied")]
         visits = detect_visits(*_track({"A": fixes}), max_gap_s=600)
-        assert bool(visits.loc[0, "boarded"])
-        assert visits.loc[0, "boarded_at"] == _at(1000)
+        assert len(visits) == 1 and not visits.loc[0, "boarded"]
+
+    @pytest.mark.parametrize(("before", "boarded"), [("S", True), ("", False)])
+    def test_the_fix_before_the_trip_start_must_be_at_the_stand(
+        self, before: str, boarded: bool
+    ) -> None:
+        """A fix every 60 s: the meter seen on at a fix inside the stand came on since the fix
+        before; with that fix elsewhere (a hail in the street, the stand driven through), it
+        is no boarding there."""
+        fixes = [*_steady(0, 120, ""), (180, before, "free"), (240, "S", "occupied")]
+        fixes += [(300, "S", "occupied"), *_steady(360, 600, "", "occupied")]
+        visits = detect_visits(*_track({"A": fixes}), min_dwell_s=0)
+        assert visits["boarded"].tolist() == [boarded]
 
     def test_unknown_meter_never_boards(self) -> None:
         """A vehicle whose meter is unknown (None) never boards."""

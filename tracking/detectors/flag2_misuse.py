@@ -23,16 +23,18 @@ misuse segment
     observed); segments shorter than ``min_duration_s`` are ignored, so the minutes around an
     hour boundary (meter clocks drift, sampling) never accuse. With ``carry_over`` (default) a
     segment that follows an allowed fix of the same run is excused: Bandeira 2 lawfully set
-    before 06:00 may stay on until the ride ends.
+    before 06:00 may stay on until the ride ends. So is a run whose fix before (no silence
+    between) is at an allowed instant: the ride began between the two fixes, perhaps before
+    06:00 (a tracker reporting once a minute).
 confidence
     ``0.6 + 0.35 * min(1, (duration_s - min_duration_s) / (4 * max(min_duration_s, 60)))``,
     times ``1 - 0.5 * (share of the segment's fixes flagged for impossible speed)``, clipped to
     [0.05, 0.95]. Longer misuse is surer; a single fix never reaches the threshold.
 
 Live (:data:`KERNEL`): a vehicle whose last fix is occupied with tariff 2 keeps the fixes of
-that open tariff-2 run (:func:`open_from`; at most one meter cycle, cut by any silence longer
-than ``max_gap_s``); its segments are emitted when the run ends (a fix not occupied with
-tariff 2, or one after such a silence).
+that open tariff-2 run and the fix before it (:func:`open_from`; at most one meter cycle, cut
+by any silence longer than ``max_gap_s``); its segments are emitted when the run ends (a fix
+not occupied with tariff 2, or one after such a silence). Another vehicle keeps its last fix.
 """
 
 from __future__ import annotations
@@ -380,6 +382,16 @@ def detect_flag2_misuse(
     keep = ns[ends] - ns[starts] >= round(min_duration_s * NS)
     if carry_over:
         keep &= run_start[starts]
+        # The ride began after the fix before the run: at an allowed instant, Bandeira 2 may
+        # have been set lawfully.
+        before = np.maximum(starts - 1, 0)
+        seen = (
+            (starts > 0)
+            & (codes[before] == codes[starts])
+            & (ns[starts] - ns[before] <= round(max_gap_s * NS))
+        )
+        seen[seen] = allowed_at(ns[before[seen]], calendar=calendar, timezone=timezone)
+        keep &= ~seen
     starts, ends = starts[keep], ends[keep]
     if not len(starts):
         return empty_findings()
@@ -417,24 +429,27 @@ def detect_flag2_misuse(
 def open_from(
     pings: pd.DataFrame, *, max_gap_s: float = DEFAULT_MAX_GAP_S, **_: Any
 ) -> dict[str, int]:
-    """Each vehicle's open tariff-2 run: its first fix, when its last fix is in one.
+    """Each vehicle's open tariff-2 run (its first fix), else its last fix.
 
     A later fix can extend the run's last misuse segment, or (without ``carry_over``) start a
-    new one in it, named after the run's first fix; a vehicle whose last fix is not tariff 2
-    is closed (its next tariff-2 fix starts a new run whatever came before).
+    new one in it, named after the run's first fix; the fix before a run is read too
+    (``context_fixes``), so a vehicle whose last fix is not tariff 2 keeps that fix: its next
+    tariff-2 fix starts a run after it.
     """
     if len(pings) == 0 or "meter" not in pings.columns or "tariff" not in pings.columns:
         return {}
     ns0 = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
     codes, vehicles, ns, _order, flag2, run_start = _tariff2_runs(pings, ns0, max_gap_s=max_gap_s)
     last = np.flatnonzero(np.r_[codes[1:] != codes[:-1], True])
-    last = last[flag2[last]]
     first = np.flatnonzero(run_start)
-    starts = first[np.searchsorted(first, last, side="right") - 1]
-    return {str(vehicles[codes[i]]): int(ns[r]) for i, r in zip(last, starts, strict=True)}
+    opened = last.copy()
+    if len(first):
+        starts = first[np.maximum(np.searchsorted(first, last, side="right") - 1, 0)]
+        opened = np.where(flag2[last], starts, last)
+    return {str(vehicles[codes[i]]): int(ns[r]) for i, r in zip(last, opened, strict=True)}
 
 
-KERNEL = TrackKernel(KIND, detect_flag2_misuse, open_from)
+KERNEL = TrackKernel(KIND, detect_flag2_misuse, open_from, context_fixes=1)
 """The rule as a kernel: batch and live (``tracking.detectors.kernel.advance``)."""
 
 

@@ -14,15 +14,16 @@ boarding instant
 vehicle ahead
     Another vehicle's visit to the same stand that
 
-    - has been waiting since more than ``tolerance_s`` before our arrival (GPS sampling
-      cannot tell closer arrivals apart): waiting since its arrival or, when its meter was
-      not free (Livre) at a fix of the visit before our boarding, since its next fix — a
-      driver back from a break (meter off) or who dropped a passenger there rejoins the
-      queue then,
+    - has been waiting since more than ``tolerance_s`` before our arrival, which came after
+      the fix before our first fix inside (GPS sampling cannot tell closer arrivals apart).
+      It waits since its arrival or, when its meter was not free (Livre) at a fix of the
+      visit before our boarding, since its next fix: a driver back from a break (meter off)
+      or who dropped a passenger there rejoins the queue then,
     - is still in progress ``tolerance_s`` after our boarding instant (last fix inside at or
       after it),
-    - had not boarded by then (no boarding, or one more than ``tolerance_s`` after ours: two
-      passengers taking two taxis at once is no jump),
+    - had not boarded by then (no boarding, or one whose meter came on — after the fix before
+      its boarding fix — more than ``tolerance_s`` after ours: two passengers taking two
+      taxis at once is no jump),
     - had waited (since then) at least ``min_wait_ahead_s`` before our boarding instant, and
     - showed the meter ``free`` (Livre) at its last fix at or before our boarding instant and
       at each of its fixes up to ``tolerance_s`` after it: a vehicle ``off`` (Desligado),
@@ -302,6 +303,13 @@ def detect_queue_jump(
     q = q[(approach_m > min_approach_m) | (approach_kmh >= MOVING_KMH)]
     if not len(q):
         return empty_findings()
+    # Instants are known between two fixes: our arrival after the fix before it, the other
+    # vehicle's boarding after the fix before its meter came on.
+    order, codes_sorted, ns_sorted = sorted_view(pings)
+    seen_from = _fix_before_ns(codes_sorted, ns_sorted, sorted_positions(order, first), arrived)
+    b_from = _fix_before_ns(
+        codes_sorted, ns_sorted, sorted_positions(order, np.maximum(bping, 0)), b_ns
+    )
     bucket_ns = BUCKET_S * NS
     q_key = stand_code[q] * np.int64(1 << 40) + b_ns[q] // bucket_ns
     # Intervals: every visit, replicated over the buckets it spans.
@@ -318,9 +326,9 @@ def detect_queue_jump(
     b = b_ns[i]
     ok = (
         (vehicle[i] != vehicle[j])
-        & (arrived[j] + tol < arrived[i])
+        & (arrived[j] + tol < seen_from[i])
         & (departed[j] >= b + tol)
-        & (~boarded[j] | (b_ns[j] > b + tol))
+        & (~boarded[j] | (b_from[j] > b + tol))
         & (b - arrived[j] >= round(min_wait_ahead_s * NS))
     )
     i, j, b = i[ok], j[ok], b[ok]
@@ -330,7 +338,6 @@ def detect_queue_jump(
     # Meter of the vehicle ahead: free at its last fix at or before our boarding instant and
     # at each of its fixes up to tolerance_s after it (a switch seen at the next fix may have
     # come before our boarding).
-    order, _, ns_sorted = sorted_view(pings)
     lo = sorted_positions(order, first[j])
     hi = sorted_positions(order, last[j])
     at_sorted = last_at_or_before(ns_sorted, lo, hi, b)
@@ -351,7 +358,7 @@ def detect_queue_jump(
     last_busy = np.full(len(i), -1, dtype=np.int64)
     np.maximum.at(last_busy, pair[busy], pos[busy])
     since = np.where(last_busy >= 0, ns_sorted[last_busy + 1], arrived[j])
-    ok = (since + tol < arrived[i]) & (b - since >= round(min_wait_ahead_s * NS))
+    ok = (since + tol < seen_from[i]) & (b - since >= round(min_wait_ahead_s * NS))
     i, j, since, at_sorted = i[ok], j[ok], since[ok], at_sorted[ok]
     at = at_sorted if order is None else order[at_sorted]
     if not len(i):
@@ -423,6 +430,18 @@ def detect_queue_jump(
         out.append(row)
         geoms.append(geom)
     return make_findings(pd.DataFrame(out), geoms)
+
+
+def _fix_before_ns(
+    codes: NDArray[np.integer],
+    ns: NDArray[np.int64],
+    at: NDArray[np.int64],
+    default: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """Time of the fix before each sorted position ``at``, of the same vehicle, or ``default``."""
+    before = np.maximum(at - 1, 0)
+    same = (at > 0) & (codes[before] == codes[at])
+    return np.where(same, ns[before], default)
 
 
 def _came_from_away(

@@ -133,6 +133,17 @@ class TestDetectFlag2Misuse:
         assert found.iloc[0]["started_at"] == pd.Timestamp("2024-03-05T09:00:00Z")
         assert found.iloc[0]["details"]["tariff2_since"] == "2024-03-05T08:50:00Z"
 
+    @pytest.mark.parametrize(("free_at", "found"), [("08:59:24", 0), ("09:00:10", 1)])
+    def test_a_ride_begun_between_a_fix_before_06_and_one_after_may_carry_over(
+        self, free_at: str, found: int
+    ) -> None:
+        """A fix a minute: free at 05:59:24, Bandeira 2 seen from 06:00:24. The ride began
+        between the two, perhaps before 06:00: excused. Free still at 06:00:10: it began
+        after 06:00."""
+        rows = drive("v1", f"2024-03-05T{free_at}Z", 0, meter="free", tariff=None, step_s=60)
+        rows += drive("v1", "2024-03-05T09:00:24Z", 20, step_s=60)
+        assert len(detect(rows)) == found
+
     @pytest.mark.parametrize(
         "rows",
         [
@@ -326,7 +337,8 @@ class TestFlag2MisuseKernel:
         emitted, states = _feed(pings)
         assert [k for k, e in enumerate(emitted) if e] == [21]  # the first free fix
         assert emitted[21] == detect_flag2_misuse(pings)["finding_id"].tolist()
-        assert states["v1"]["tail"] == {}  # nothing open: nothing kept
+        # Nothing open: the last fix is kept (the fix before a next run), with one before it.
+        assert len(states["v1"]["tail"]["timestamp"]) == 2
 
     def test_open_run_is_kept_as_plain_data(self) -> None:
         """While tariff 2 is on, the run's fixes are the state, JSON and a new dict each call."""
