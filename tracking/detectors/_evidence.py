@@ -20,6 +20,8 @@ from tracking.arrays import NS, epoch_ns, in_track_order, iso_utc, iso_utc_many,
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError, FleetFrameError
 
 DAY_NS = 86_400 * NS
+MOVING_KMH = 10.0
+"""A fix reporting this speed or more is driving, not standing (waiting, a drop-off)."""
 NO_DAY_LOW = np.iinfo(np.int64).min // 2  # "unbounded" lower date (days)
 NO_DAY_HIGH = np.iinfo(np.int64).max // 2  # "unbounded" upper date (days)
 _EPOCH = dt.date(1970, 1, 1)

@@ -60,8 +60,12 @@ pattern
     like, so ``reference_may_be_wrong`` is set and the confidence lowered.
 guards (never accuse on bad data)
     No finding when ``reference_m < min_reference_m``, when the pickup or the drop-off fix is a
-    GPS jump (its step to the neighbouring fix implies more than ``max_speed_kmh``), or with fewer
-    than 3 fixes.
+    GPS jump (its step to the neighbouring fix implies more than ``max_speed_kmh``), with fewer
+    than 3 fixes, or when two consecutive fixes lie more than :data:`HIDDEN_RIDE_GAP_S` apart
+    with the vehicle standing (a reported speed below ``MOVING_KMH`` at either; without
+    speeds, less than that on average between them): the meter may have gone free and on again
+    unseen between them (a tracker reporting once a minute), two rides back to back read as
+    one ride with a loop.
 
 Confidence: ``0.6 + 0.35·min(1, (s − min_ratio)/(min_ratio − 1))`` where ``s`` is the score
 (``min(ratio, time_ratio)`` on a network, ``ratio`` with peers), times 0.85 for a ``corridor``
@@ -130,6 +134,7 @@ from tracking import frames as fr
 from tracking.arrays import NS, in_track_order, iso_utc, vehicle_codes
 from tracking.detectors._errors import DetectorThresholdError
 from tracking.detectors._evidence import (
+    MOVING_KMH,
     check_threshold,
     clip_confidence,
     last_at_or_before,
@@ -175,6 +180,9 @@ cut corners): a trip shorter along its fixes than ``min_ratio / SCREEN_FACTOR`` 
 shortest path between its raw ends cannot be accused and is not matched."""
 MIN_MATCHED_SHARE = 0.8
 """At least this share of a trip's fixes must lie within reach of a road for the match to count."""
+HIDDEN_RIDE_GAP_S = 45.0
+"""Two consecutive fixes of a trip farther apart than this, the vehicle standing, may hide a
+drop-off and a new boarding: two rides back to back read as one."""
 MAX_UNEXPLAINED_SHARE = 0.2
 """At most this share of the matched length may be straight moves the network could not explain
 (breaks, jumps: missing streets, GPS excursions)."""
@@ -183,6 +191,7 @@ ROUTE_GUARDS = {
     "min_straight_line_ratio": MIN_STRAIGHT_RATIO,
     "min_matched_share": MIN_MATCHED_SHARE,
     "max_unexplained_share": MAX_UNEXPLAINED_SHARE,
+    "hidden_ride_gap_s": HIDDEN_RIDE_GAP_S,
 }
 """The fixed guards, reported in each finding's ``thresholds``."""
 DEFAULT_MAX_GAP_S = 300.0
@@ -526,6 +535,7 @@ def _batch_inputs(
             "ts_ns": np.zeros(0, np.int64),
             "lat": np.zeros(0),
             "lon": np.zeros(0),
+            "kmh": np.zeros(0),
             "row": np.zeros(0, np.int64),
         }
         return table, empty
@@ -551,6 +561,7 @@ def _batch_inputs(
         "ts_ns": ts[order],
         "lat": sel[fr.LAT].to_numpy(dtype=np.float64)[order],
         "lon": sel[fr.LON].to_numpy(dtype=np.float64)[order],
+        "kmh": _speeds(sel)[order],
         "row": rows[order],
     }
     return table, fixes
@@ -602,8 +613,35 @@ def _sorted_trip_fixes(
         "ts_ns": p_ts[pos],
         "lat": pings[fr.LAT].to_numpy(dtype=np.float64)[pos],
         "lon": pings[fr.LON].to_numpy(dtype=np.float64)[pos],
+        "kmh": _speeds(pings)[pos],
         "row": rows,
     }
+
+
+def _stood(
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+    ts: NDArray[np.int64],
+    kmh: NDArray[np.float64],
+    at: NDArray[np.intp],
+) -> NDArray[np.bool_]:
+    """Whether the vehicle stood between fix ``at`` and the next.
+
+    A reported speed below ``MOVING_KMH`` at either fix or, with neither reported, less than
+    that on average between them.
+    """
+    a, b = at, at + 1
+    reported = ~np.isnan(kmh[a]) | ~np.isnan(kmh[b])
+    slow = (kmh[a] < MOVING_KMH) | (kmh[b] < MOVING_KMH)
+    mean_kmh = haversine_m(lat[a], lon[a], lat[b], lon[b]) / ((ts[b] - ts[a]) / NS) * 3.6
+    return np.where(reported, slow, mean_kmh < MOVING_KMH)
+
+
+def _speeds(pings: pd.DataFrame) -> NDArray[np.float64]:
+    """Return the reported speeds (km/h), NaN where unknown."""
+    if fr.SPEED_KMH not in pings.columns:
+        return np.full(len(pings), np.nan)
+    return pd.to_numeric(pings[fr.SPEED_KMH]).to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _redrive(table: dict[str, NDArray[Any]], fixes: dict[str, NDArray[Any]], p: _Params) -> None:
@@ -1158,6 +1196,9 @@ def _findings(
         d_end = haversine_m(lat[[0, -2]], lon[[0, -2]], lat[[1, -1]], lon[[1, -1]])
         if (d_end > reach * np.maximum(dt_s, 1e-9)).any():
             continue  # pickup or drop-off is a GPS jump: the reference would be wrong
+        unseen = np.flatnonzero(np.diff(ts) > round(HIDDEN_RIDE_GAP_S * NS))
+        if len(unseen) and _stood(lat, lon, ts, fixes["kmh"][lo:hi], unseen).any():
+            continue  # a drop-off and a new boarding may lie between two fixes
         method = str(ev["method"][i])
         network = method == "road_network"
         measured = float(ev["measured_m"][i])

@@ -39,8 +39,8 @@ arrival known
       the vehicle joined the queue), and
     - it was seen driving in: the fix before its first fix inside (the visit's approach,
       :mod:`stands.visits`) lay more than ``min_approach_m`` from the stand, or reported at
-      least :data:`MOVING_KMH`; a vehicle already waiting beside the stand, its fixes kept
-      just outside by noise, arrived before its first fix inside.
+      least ``MOVING_KMH`` (10 km/h); a vehicle already waiting beside the stand, its fixes
+      kept just outside by noise, arrived before its first fix inside.
 excused boardings
     A Táxi Acessível (fleet ``accessible`` True) may be chosen out of order by a person with
     disability (priority, Porto Alegre art. 28; Pinto Bandeira art. 23 II): its boardings are
@@ -82,6 +82,7 @@ from stands.visits import (
 from tracking.arrays import NS, iso_utc, iso_utc_many
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
+    MOVING_KMH,
     check_threshold,
     clip_confidence,
     fix_records,
@@ -103,8 +104,6 @@ DEFAULT_TOLERANCE_S = 60.0
 """Arrivals closer than this are not ordered: each is seen up to one fix late (15-30 s), and
 GPS noise at a small stand's edge moves the first fix inside by as much again."""
 DEFAULT_MIN_AWAY_S = 900.0
-MOVING_KMH = 10.0
-"""A fix reporting this speed or more is driving, not waiting."""
 BUCKET_S = 3600  # interval-stabbing buckets (any value works; this keeps pairs few)
 _VISIT_NEEDED = (
     "vehicle_id",
@@ -245,7 +244,7 @@ def detect_queue_jump(
         arrival to be known.
     min_approach_m : float, default 30
         Shortest distance from the stand of the fix before the arrival, unless it reports
-        :data:`MOVING_KMH`, for the vehicle to be seen driving in.
+        ``MOVING_KMH``, for the vehicle to be seen driving in.
     boarding_grace_s, boarding_grace_m : float, default 120 and 30
         The thresholds the visits' boardings were decided with
         (:func:`stands.visits.detect_visits`), shown in the evidence.

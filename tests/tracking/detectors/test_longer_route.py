@@ -256,6 +256,20 @@ class TestDetectLongerRoute:
         ratios = route_ratios(detect_trips(pings), pings, roads=grid)
         assert 0.9 <= ratios["ratio"].iat[0] <= 1.0  # the skipped jump steps only shorten it
 
+    @pytest.mark.parametrize(
+        ("speed_kmh", "found"), [(0.0, 0), (None, 0), (30.0, 1)], ids=["stood", "unknown", "moving"]
+    )
+    def test_an_unseen_minute_standing_may_hide_two_rides(self, grid, speed_kmh, found):
+        """A corner of the loop seen at two fixes 75 s apart (a tracker reporting less often
+        there): standing, a drop-off and a new boarding may lie between them — two rides back
+        to back, not one with a loop — so the trip is not judged; reported moving, it is."""
+        rows = _trip("V1", LOOP, wait_at=25, wait_s=60)
+        del rows[26:30]  # the fixes between the two at the corner: 75 s unseen
+        assert rows[26]["timestamp"] - rows[25]["timestamp"] == 75
+        rows[25]["speed_kmh"] = rows[26]["speed_kmh"] = speed_kmh
+        found_, _ = _detect(rows, roads=grid)
+        assert len(found_) == found
+
     def test_loop_as_quick_as_the_fastest_path_is_not_accused(self, grid):
         """A loop at 96 km/h, quicker than the free-flow fastest path (20 km/h), is not accused."""
         found, _ = _detect(_trip("V1", LOOP, step_m=400.0), roads=grid)
