@@ -61,11 +61,12 @@ pattern
 guards (never accuse on bad data)
     No finding when ``reference_m < min_reference_m``, when the pickup or the drop-off fix is a
     GPS jump (its step to the neighbouring fix implies more than ``max_speed_kmh``), with fewer
-    than 3 fixes, or when two consecutive fixes lie more than :data:`HIDDEN_RIDE_GAP_S` apart
-    with the vehicle standing (a reported speed below ``MOVING_KMH`` at either; without
-    speeds, less than that on average between them): the meter may have gone free and on again
-    unseen between them (a tracker reporting once a minute), two rides back to back read as
-    one ride with a loop.
+    than 3 fixes, or when two consecutive fixes lie more than :data:`HIDDEN_RIDE_GAP_S` apart,
+    both reporting the vehicle standing (below ``MOVING_KMH``) at places more than
+    ``waypoint_diameter_m`` apart: it drove unseen from one stop to another, where the meter
+    may have gone free and on again (a drop-off, a new boarding: two rides back to back read
+    as one ride with a loop, from a tracker reporting once a minute). Without reported speeds
+    this cannot be seen.
 
 Confidence: ``0.6 + 0.35·min(1, (s − min_ratio)/(min_ratio − 1))`` where ``s`` is the score
 (``min(ratio, time_ratio)`` on a network, ``ratio`` with peers), times 0.85 for a ``corridor``
@@ -181,8 +182,8 @@ shortest path between its raw ends cannot be accused and is not matched."""
 MIN_MATCHED_SHARE = 0.8
 """At least this share of a trip's fixes must lie within reach of a road for the match to count."""
 HIDDEN_RIDE_GAP_S = 45.0
-"""Two consecutive fixes of a trip farther apart than this, the vehicle standing, may hide a
-drop-off and a new boarding: two rides back to back read as one."""
+"""Two consecutive fixes of a trip farther apart than this, both standing at two places, may hide
+a drop-off and a new boarding: two rides back to back read as one."""
 MAX_UNEXPLAINED_SHARE = 0.2
 """At most this share of the matched length may be straight moves the network could not explain
 (breaks, jumps: missing streets, GPS excursions)."""
@@ -618,23 +619,20 @@ def _sorted_trip_fixes(
     }
 
 
-def _stood(
+def _two_stops(
     lat: NDArray[np.float64],
     lon: NDArray[np.float64],
-    ts: NDArray[np.int64],
     kmh: NDArray[np.float64],
     at: NDArray[np.intp],
+    apart_m: float,
 ) -> NDArray[np.bool_]:
-    """Whether the vehicle stood between fix ``at`` and the next.
+    """Whether the vehicle moved, unseen, from one stop to another between fix ``at`` and the next.
 
-    A reported speed below ``MOVING_KMH`` at either fix or, with neither reported, less than
-    that on average between them.
+    Both report standing (below ``MOVING_KMH``) and they lie more than ``apart_m`` apart.
     """
     a, b = at, at + 1
-    reported = ~np.isnan(kmh[a]) | ~np.isnan(kmh[b])
-    slow = (kmh[a] < MOVING_KMH) | (kmh[b] < MOVING_KMH)
-    mean_kmh = haversine_m(lat[a], lon[a], lat[b], lon[b]) / ((ts[b] - ts[a]) / NS) * 3.6
-    return np.where(reported, slow, mean_kmh < MOVING_KMH)
+    standing = (kmh[a] < MOVING_KMH) & (kmh[b] < MOVING_KMH)
+    return standing & (haversine_m(lat[a], lon[a], lat[b], lon[b]) > apart_m)
 
 
 def _speeds(pings: pd.DataFrame) -> NDArray[np.float64]:
@@ -1197,7 +1195,8 @@ def _findings(
         if (d_end > reach * np.maximum(dt_s, 1e-9)).any():
             continue  # pickup or drop-off is a GPS jump: the reference would be wrong
         unseen = np.flatnonzero(np.diff(ts) > round(HIDDEN_RIDE_GAP_S * NS))
-        if len(unseen) and _stood(lat, lon, ts, fixes["kmh"][lo:hi], unseen).any():
+        kmh = fixes["kmh"][lo:hi]
+        if len(unseen) and _two_stops(lat, lon, kmh, unseen, p.waypoint_diameter_m).any():
             continue  # a drop-off and a new boarding may lie between two fixes
         method = str(ev["method"][i])
         network = method == "road_network"

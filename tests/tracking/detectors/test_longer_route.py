@@ -257,16 +257,20 @@ class TestDetectLongerRoute:
         assert 0.9 <= ratios["ratio"].iat[0] <= 1.0  # the skipped jump steps only shorten it
 
     @pytest.mark.parametrize(
-        ("speed_kmh", "found"), [(0.0, 0), (None, 0), (30.0, 1)], ids=["stood", "unknown", "moving"]
+        ("unseen", "speed_kmh", "found"),
+        [(6, 0.0, 0), (6, 30.0, 1), (6, None, 1), (3, 0.0, 1)],
+        ids=["two-stops", "moving", "no-speed", "one-stop"],
     )
-    def test_an_unseen_minute_standing_may_hide_two_rides(self, grid, speed_kmh, found):
-        """A corner of the loop seen at two fixes 75 s apart (a tracker reporting less often
-        there): standing, a drop-off and a new boarding may lie between them — two rides back
-        to back, not one with a loop — so the trip is not judged; reported moving, it is."""
-        rows = _trip("V1", LOOP, wait_at=25, wait_s=60)
-        del rows[26:30]  # the fixes between the two at the corner: 75 s unseen
-        assert rows[26]["timestamp"] - rows[25]["timestamp"] == 75
-        rows[25]["speed_kmh"] = rows[26]["speed_kmh"] = speed_kmh
+    def test_an_unseen_stretch_between_two_stops_may_hide_two_rides(
+        self, grid, unseen, speed_kmh, found
+    ):
+        """Seen standing, then 105 s later standing 300 m on (6 fixes unseen): a drop-off and
+        a new boarding may lie between — two rides back to back, not one with a loop — so the
+        trip is not judged. Reported moving, or without speeds, or standing at one place 60 s
+        later (a passenger's stop, 3 fixes unseen), it is."""
+        rows = _trip("V1", LOOP, wait_at=20, wait_s=60)  # 4 more fixes at the 21st point
+        del rows[21 : 21 + unseen]
+        rows[20]["speed_kmh"] = rows[21]["speed_kmh"] = speed_kmh
         found_, _ = _detect(rows, roads=grid)
         assert len(found_) == found
 
