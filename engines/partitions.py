@@ -404,7 +404,14 @@ def _detect(
 
 
 _VISIT_EVIDENCE = {"queue_jump", "unlicensed_stand_use"}
-_EVIDENCE_COLUMNS = (*fr.PING_REQUIRED, fr.METER, fr.ROW, fr.SPEED_FLAG, fr.TRIP_REF)
+_EVIDENCE_COLUMNS = (
+    *fr.PING_REQUIRED,
+    fr.METER,
+    fr.ROW,
+    fr.SPEED_FLAG,
+    fr.TRIP_REF,
+    fr.SPEED_KMH,  # longer_route: a stop at each end of an unseen stretch
+)
 
 
 def _evidence_frame(

@@ -65,3 +65,39 @@ class TestGrownSpans:
             hi = np.minimum(lo + rng.integers(0, 4, 30), n)  # empty, at vehicles' ends, touching
             want = np.flatnonzero(pt._grown(pt._span_mask(n, lo, hi - 1), codes))
             np.testing.assert_array_equal(pt._grown_spans(codes, lo, hi), want)
+
+
+def test_the_gathered_fixes_carry_what_the_cross_vehicle_rules_read() -> None:
+    """``longer_route`` runs in the gathered stage on the fixes' evidence columns: a loop ride
+    seen standing at two places 105 s apart (a drop-off and a new boarding may lie between)
+    is judged there as on all the columns — not at all (it needs the reported speeds)."""
+    import geopandas as gpd
+    from factories import make_pings, make_track, offset_m
+    from shapely import LineString
+
+    from tracking.detectors.longer_route import detect_longer_route_in_fixes
+
+    ticks = [k * 500.0 for k in range(5)]
+    lines = [[offset_m(v, e)[::-1] for e in ticks] for v in (0.0, 1000.0)]
+    lines += [[offset_m(n, v)[::-1] for n in (0.0, 500.0, 1000.0)] for v in ticks]
+    graph = build_road_graph(
+        gpd.GeoDataFrame(
+            {"oneway": [False] * len(lines)}, geometry=[LineString(c) for c in lines], crs=4326
+        )
+    )
+    corners = [(0, 0), (0, 1500), (1000, 1500), (1000, 2000), (0, 2000), (0, 1500), (0, 2000)]
+    points = [corners[0]]
+    for (n0, e0), (n1, e1) in zip(corners[:-1], corners[1:], strict=True):
+        k = max(1, round(max(abs(n1 - n0), abs(e1 - e0)) / 100))
+        points += [(n0 + (n1 - n0) * i / k, e0 + (e1 - e0) * i / k) for i in range(1, k + 1)]
+    timed = [(15.0 * k, n, e) for k, (n, e) in enumerate(points)]
+    del timed[21:27]  # 105 s unseen between the 21st and the 28th point
+    rows = make_track("V", timed, meter="occupied")
+    rows += make_track("V", [(timed[-1][0] + 15, *points[-1])], meter="free")
+    rows[20]["speed_kmh"] = rows[21]["speed_kmh"] = 0.0
+    pings = make_pings(rows)
+    gathered = pt._evidence_frame(pings, np.ones(len(pings), dtype=bool))
+    assert detect_longer_route_in_fixes(pings, roads=graph).empty
+    assert detect_longer_route_in_fixes(gathered, roads=graph).empty
+    without = detect_longer_route_in_fixes(pings.drop(columns="speed_kmh"), roads=graph)
+    assert len(without) == 1  # the ride is a finding when the speeds are not read
