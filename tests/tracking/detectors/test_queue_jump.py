@@ -56,6 +56,17 @@ def drop_off(vehicle: str, arrive: int, leave: int, *, meter_on_m: float) -> lis
     return make_track(vehicle, points, meter=meters)
 
 
+def split_wait(away_from: int | None, away_s: int, *, from_away_at: int) -> list[dict]:
+    """v1 at the stand from 0 s, its fixes 80 m away (noise beyond the exit grace) for
+    ``away_s`` from ``away_from``, boarding at 1200 s; without ``away_from``, v1 arriving from
+    away at ``from_away_at`` instead."""
+    v1 = at_stand("v1", 0 if away_from is not None else from_away_at, 1200, board_at=1200)
+    for row in v1:
+        if away_from is not None and away_from <= row["timestamp"] < away_from + away_s:
+            row["lat"], row["lon"] = offset_m(80.0, 0.0)
+    return v1
+
+
 def known(pings: pd.DataFrame) -> pd.DataFrame:
     """A fleet of every vehicle of ``pings``, none a Táxi Acessível."""
     ids = sorted(pings["vehicle_id"].unique())
@@ -232,11 +243,7 @@ class TestDetectQueueJump:
         """v1 waits from 0 s; its fixes 80 m away for 2 min (noise beyond the exit grace) split
         its wait into two visits, the second arriving after v2 (200 s). v1 boarding first did
         not pass v2: it had not come from away. A v1 arriving at 450 s from away did."""
-        start = 0 if away_from is not None else 450
-        v1 = at_stand("v1", start, 1200, board_at=1200)
-        for row in v1:
-            if away_from is not None and away_from <= row["timestamp"] < away_from + 120:
-                row["lat"], row["lon"] = offset_m(80.0, 0.0)
+        v1 = split_wait(away_from, 120, from_away_at=450)
         rows = v1 + at_stand("v2", 200, 1500, board_at=1500)
         visits = visits_for(make_pings(rows))
         assert (visits["vehicle_id"] == "v1").sum() == (2 if away_from is not None else 1)
@@ -478,11 +485,7 @@ class TestQueueJumpKernel:
         1200 s. Live keeps v1's previous visit (``min_away_s``) as the batch reads it: no
         jump. The same v1 arriving from away at 480 s passed v4, batch and live."""
         for away_from, n in ((300, 0), (None, 1)):
-            start = 0 if away_from is not None else 480
-            v1 = at_stand("v1", start, 1200, board_at=1200)
-            for row in v1:
-                if away_from is not None and away_from <= row["timestamp"] < away_from + 180:
-                    row["lat"], row["lon"] = offset_m(80.0, 0.0)
+            v1 = split_wait(away_from, 180, from_away_at=480)
             rows = v1 + at_stand("v3", 330, 390, board_at=390)
             pings = make_pings(rows + at_stand("v4", 360, 1500, board_at=1500))
             fleet = known(pings)
