@@ -334,29 +334,24 @@ def detect_queue_jump(
     if not len(i):
         return empty_findings()
 
-    # Meter of the vehicle ahead: free at its last fix at or before our boarding instant and
-    # at each of its fixes up to tolerance_s after it (a switch seen at the next fix may have
-    # come before our boarding).
+    # Meter of the vehicle ahead, read once over its fixes up to tolerance_s after our boarding:
+    # free from its last fix at or before our boarding on (a switch seen at the next fix may
+    # have come before our boarding); waiting since its meter last turned free within the
+    # visit (after a break or a drop-off).
     lo = sorted_positions(order, first[j])
     hi = sorted_positions(order, last[j])
     at_sorted = last_at_or_before(ns_sorted, lo, hi, b)
     until = np.maximum(last_at_or_before(ns_sorted, lo, hi, b + tol), at_sorted)
-    counts = np.where(at_sorted >= 0, until - at_sorted + 1, 0)
-    pair = np.repeat(np.arange(len(i)), counts)
-    step = np.arange(len(pair)) - np.repeat(np.cumsum(counts) - counts, counts)
-    seen = at_sorted[pair] + step
-    seen = seen if order is None else order[seen]
-    not_free = np.bincount(pair, weights=meter_at(pings, seen) != "free", minlength=len(i))
-    free = (at_sorted >= 0) & (not_free == 0)
-    i, j, b, lo, at_sorted = i[free], j[free], b[free], lo[free], at_sorted[free]
-    # Waiting since its meter last turned free within its visit (after a break or a drop-off).
-    counts = at_sorted - lo + 1
+    counts = np.where(at_sorted >= 0, until - lo + 1, 0)
     pair = np.repeat(np.arange(len(i)), counts)
     pos = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(len(pair))
     busy = meter_at(pings, pos if order is None else order[pos]) != "free"
+    late = busy & (pos >= at_sorted[pair])
     last_busy = np.full(len(i), -1, dtype=np.int64)
-    np.maximum.at(last_busy, pair[busy], pos[busy])
+    np.maximum.at(last_busy, pair[busy & ~late], pos[busy & ~late])
+    free = (at_sorted >= 0) & (np.bincount(pair[late], minlength=len(i)) == 0)
     since = np.where(last_busy >= 0, ns_sorted[last_busy + 1], arrived[j])
+    i, j, b, since, at_sorted = i[free], j[free], b[free], since[free], at_sorted[free]
     ok = (since + tol < seen_from[i]) & (b - since >= round(min_wait_ahead_s * NS))
     i, j, since, at_sorted = i[ok], j[ok], since[ok], at_sorted[ok]
     at = at_sorted if order is None else order[at_sorted]
