@@ -21,10 +21,12 @@ distance_m
     trip after two filters against GPS jumps, both driven by the implied speed of a step
     (distance / time between the fixes) compared with ``max_speed_kmh``:
 
-    1. *jump fixes are dropped*: an inner fix whose steps from the previous and to the next
-       remaining fix are both too fast, and an end fix whose only step is too fast while its
-       neighbour's other step is not (the neighbour agrees with the rest of the track). This is
-       repeated until no fix is dropped; the count is ``n_dropped_fixes``.
+    1. *jump fixes are dropped*: the fixes of a displaced stretch (reached by a too-fast step
+       and left by one back to the track, :func:`tracking.validate.displaced_fixes`), an inner
+       fix whose steps from the previous and to the next remaining fix are both too fast, and
+       an end fix whose only step is too fast while its neighbour's other step is not (the
+       neighbour agrees with the rest of the track). This is repeated until no fix is dropped;
+       the count is ``n_dropped_fixes``.
     2. *too-fast steps are skipped*: a step between remaining fixes that is still too fast (two
        consistent stretches of track joined by an impossible jump) adds nothing; the count is
        ``n_skipped_steps``.
@@ -52,7 +54,7 @@ from geo.crs import haversine_m
 from tracking import frames as fr
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
 from tracking.stops import detect_stops, prepared_pings
-from tracking.validate import MAX_SPEED_KMH
+from tracking.validate import MAX_SPEED_KMH, displaced_fixes
 
 TRIP_ID = "trip_id"
 N_FIXES = "n_fixes"
@@ -234,7 +236,9 @@ def trip_distances(
         fast = same & (d > reach_m_per_s * (t[idx[1:]] - t[idx[:-1]]))
         return tr, same, d, fast
 
-    idx = np.arange(len(pos))
+    # Displaced stretches first; then jump fixes, round by round.
+    displaced = displaced_fixes(trip, ts_ns[pos], la, lo, max_speed_kmh=max_speed_kmh)
+    idx = np.flatnonzero(~displaced)
     tr, same, d, fast = steps(idx)
     for _ in range(_MAX_JUMP_ROUNDS):
         if not fast.any():

@@ -117,6 +117,10 @@ MAX_SPEED_KMH = 250.0
 """Fastest credible step between two fixes of a taxi: faster steps are flagged as impossible
 (validation, trips, the ``gps_anomaly`` detector)."""
 
+MAX_EXCURSION_S = 300.0
+"""Longest displaced stretch of GPS (a jump away and back) read as one excursion, not as driving
+(:func:`displaced_fixes`; the ``gps_anomaly`` outlier span)."""
+
 FUTURE_TOLERANCE_S = 300.0
 """Clock skew allowed between a device and ``now`` before a fix counts as from the future."""
 
@@ -514,6 +518,48 @@ def impossible_steps(
     codes = np.repeat(np.arange(len(ends), dtype=np.int64), 2)
     flags = speed_flags(codes, ts_ns[pairs], lat[pairs], lon[pairs], max_speed_kmh=max_speed_kmh)
     return flags[1::2]
+
+
+def displaced_fixes(
+    vehicle_codes: NDArray[np.integer],
+    ts_ns: NDArray[np.int64],
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+    *,
+    max_speed_kmh: float = MAX_SPEED_KMH,
+    max_excursion_s: float = MAX_EXCURSION_S,
+) -> NDArray[np.bool_]:
+    """Flag the fixes of displaced stretches of GPS (multipath): ``A | B … B' | A'``.
+
+    A stretch is reached by an impossible step from a fix itself reached possibly (``A``) and
+    left by the vehicle's next impossible step, to a fix ``A'`` that ``A`` could reach in the
+    time between them, at most ``max_excursion_s`` after ``A``. Two such stretches sharing an
+    impossible step (the track and the excursion are ambiguous) keep the shorter one, the
+    earlier on a tie. Fixes sorted by (vehicle, time) as for :func:`speed_flags`.
+    """
+    n = len(ts_ns)
+    displaced = np.zeros(n, dtype=bool)
+    jumped = speed_flags(vehicle_codes, ts_ns, lat, lon, max_speed_kmh=max_speed_kmh)
+    into = np.flatnonzero(jumped)
+    if len(into) < 2:
+        return displaced
+    out, back = into[:-1], into[1:]
+    before = out - 1  # never the vehicle's first fix: speed_flags never flags that one
+    span_ns = ts_ns[back] - ts_ns[before]
+    ok = (vehicle_codes[out] == vehicle_codes[back]) & ~jumped[before]
+    ok &= span_ns <= round(max_excursion_s * 1e9)
+    reach_m = max_speed_kmh / 3.6 * (span_ns / 1e9)
+    ok &= haversine_m(lat[before], lon[before], lat[back], lon[back]) <= reach_m
+    taken: list[int] = []
+    for k in np.flatnonzero(ok).tolist():  # few: only where the GPS jumped
+        if taken and taken[-1] == k - 1:  # shares the step out with the stretch before
+            if span_ns[k] < span_ns[k - 1]:
+                taken[-1] = k
+            continue
+        taken.append(k)
+    for k in taken:
+        displaced[out[k] : back[k]] = True
+    return displaced
 
 
 def _step_flags(

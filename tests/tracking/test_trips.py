@@ -190,6 +190,13 @@ class TestTripDistances:
         points[4] = (60, 9000.0, 0.0)
         assert self._distance(points)[:2] == (pytest.approx(300.0, rel=1e-3), 1)
 
+    def test_displaced_stretch_dropped(self) -> None:
+        """Two fixes 3 km off that move 300 m between them: dropped, not driven; the track is
+        joined across them (700 m)."""
+        points = _line(0, 8)
+        points[3], points[4] = (45, 300.0, 3000.0), (60, 300.0, 3300.0)
+        assert self._distance(points) == (pytest.approx(700.0, rel=1e-3), 2, 0)
+
     def test_teleport_between_consistent_stretches_is_skipped(self) -> None:
         """Two stretches joined by an impossible 5 km step: that step adds nothing."""
         points = [*_line(0, 3), *_line(45, 3, north0=5200.0)]

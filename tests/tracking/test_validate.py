@@ -17,6 +17,7 @@ from tracking.validate import (
     MAX_ID_CHARS,
     REJECTION_REASONS,
     ROW_RULES,
+    displaced_fixes,
     empty_pings,
     empty_rejected,
     speed_flags,
@@ -357,6 +358,42 @@ class TestSpeedFlags:
             max_speed_kmh=limit,
         )
         assert out.tolist() == [False, flagged]
+
+
+def _displaced(north_m: list[float], step_s: float = 15.0, **kw: Any) -> list[int]:
+    """Positions displaced_fixes flags on a track of one vehicle going north (metres)."""
+    n = len(north_m)
+    lat = np.array(north_m) / 111_195.0
+    ts = (np.arange(n) * step_s * 1e9).astype(np.int64)
+    found = displaced_fixes(np.zeros(n, np.int64), ts, lat, np.zeros(n), **kw)
+    return np.flatnonzero(found).tolist()
+
+
+class TestDisplacedFixes:
+    def test_stretch_away_and_back(self) -> None:
+        """Two fixes 4 km off, then the track again: those two, not the track."""
+        assert _displaced([0, 100, 4100, 4200, 400, 500]) == [2, 3]
+
+    def test_the_shorter_of_two_readings(self) -> None:
+        """A long coherent run then a short excursion: the run is the track, the two fixes not."""
+        track = [0.0, 100.0, 5000.0, *(5000.0 + 100 * k for k in range(1, 12)), 9000.0, 9100.0]
+        track += [6200.0, 6300.0]
+        assert _displaced(track) == [14, 15]
+
+    def test_alternating_receivers_only_the_first(self) -> None:
+        """A B A B …: only the first excursion qualifies (its start is reached possibly)."""
+        assert _displaced([0, 5000, 30, 5030, 60, 5060, 90]) == [1]
+
+    @pytest.mark.parametrize(("back_s", "flagged"), [(15 * 4, [2, 3, 4, 5]), (15 * 30, [])])
+    def test_longest_excursion(self, back_s: float, flagged: list[int]) -> None:
+        """Away longer than max_excursion_s: not an excursion, nothing flagged."""
+        away = int(back_s // 15)
+        track = [0.0, 100.0, *([5000.0] * away), 200.0, 300.0]
+        assert _displaced(track, max_excursion_s=120.0) == flagged
+
+    def test_no_return_no_stretch(self) -> None:
+        """Two impossible steps that do not come back (the vehicle is elsewhere after)."""
+        assert _displaced([0, 100, 5000, 5100, 12000, 12100]) == []
 
 
 class TestEmptyFrames:

@@ -98,14 +98,14 @@ from tracking.detectors._track_kernels import (
     track_arrays,
 )
 from tracking.detectors.kernel import TrackKernel
-from tracking.validate import MAX_SPEED_KMH, speed_flags
+from tracking.validate import MAX_EXCURSION_S, MAX_SPEED_KMH, speed_flags
 
 KIND = "gps_anomaly"
 """Implied speed above which a step is impossible (km/h); POA art. 59 VI / 58 IX. Same default
 as the ingest ``speed_flag``."""
 DEFAULT_MIN_JUMP_M = 500.0
 """Shortest anomalous step (m), so that jitter between fixes close in time does not accuse."""
-DEFAULT_MAX_EXCURSION_S = 300.0
+DEFAULT_MAX_EXCURSION_S = MAX_EXCURSION_S
 """Longest displaced stretch (jump away and back) reported as one outlier finding (s)."""
 MAX_CONFIDENCE = 0.95
 MIN_TWO_TRACK_SWITCHES = 6

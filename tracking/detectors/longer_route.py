@@ -146,6 +146,7 @@ from tracking.detectors.findings import empty_findings, make_findings
 from tracking.detectors.kernel import State, TrackKernel, advance
 from tracking.stops import stop_spans
 from tracking.trips import assign_trip_ids, detect_trips, trip_distances
+from tracking.validate import displaced_fixes
 
 KIND = "longer_route"
 
@@ -676,20 +677,26 @@ def _redrive(table: dict[str, NDArray[Any]], fixes: dict[str, NDArray[Any]], p: 
 def _waypoints(
     fixes: dict[str, NDArray[Any]], n_trips: int, p: _Params
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """Interior stops: (trip, first fix position, last fix position), in trip/time order."""
+    """Interior stops: (trip, first fix position, last fix position), in trip/time order.
+
+    A displaced stretch of GPS (:func:`tracking.validate.displaced_fixes`) does not split a stop.
+    """
     trip = fixes["trip"]
     none = np.zeros(0, dtype=np.int64)
     if len(trip) < 3:
         return none, none, none
+    ts, lat, lon = fixes["ts_ns"], fixes["lat"], fixes["lon"]
+    kept = np.flatnonzero(~displaced_fixes(trip, ts, lat, lon, max_speed_kmh=p.max_speed_kmh))
     first, last = stop_spans(
-        trip,
-        fixes["ts_ns"],
-        fixes["lat"],
-        fixes["lon"],
+        trip[kept],
+        ts[kept],
+        lat[kept],
+        lon[kept],
         max_diameter_m=p.waypoint_diameter_m,
         min_duration_s=p.waypoint_min_stop_s,
         max_gap_s=None,
     )
+    first, last = kept[first], kept[last]
     starts = np.searchsorted(trip, np.arange(n_trips), side="left")
     ends = np.searchsorted(trip, np.arange(n_trips), side="right") - 1
     t = trip[first]

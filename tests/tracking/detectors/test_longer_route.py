@@ -226,6 +226,16 @@ class TestDetectLongerRoute:
         found, _ = _detect(_trip("V1", LOOP, wait_at=far, wait_s=180), roads=grid)
         assert found.empty
 
+    def test_gps_excursion_does_not_split_the_waypoint(self, grid):
+        """The same wait, two of its fixes 3 km off (multipath, real Porto trip 20000320): the
+        wait is still the passenger's waypoint."""
+        far = len(_route(LOOP[:4])) - 1
+        rows = _trip("V1", LOOP, wait_at=far, wait_s=180)
+        for k in (far + 6, far + 7):  # mid-wait: 75 s still before and after them
+            rows[k]["lat"], rows[k]["lon"] = offset_m(4000.0, 4000.0 + 100 * (k - far))
+        found, _ = _detect(rows, roads=grid)
+        assert found.empty
+
     @pytest.mark.parametrize(
         ("corners", "why"),
         [
