@@ -11,12 +11,13 @@ trip
     A meter trip of :func:`tracking.trips.detect_trips` (``source == "meter"``; trips inferred from
     stops carry no passenger and are ignored). ``driven_m`` is the length along its fixes with
     GPS jumps filtered out (:func:`tracking.trips.trip_distances` at ``max_speed_kmh``, 150
-    km/h: jump fixes dropped, impossible steps skipped), so bad data can only shorten it;
+    km/h: jump fixes and displaced stretches dropped, impossible steps skipped), so bad data
+    can only shorten it;
     ``straight_m`` the straight line between its pickup and drop-off.
 waypoints
     Stops of the trip (:func:`tracking.stops.stop_spans`: at least ``waypoint_min_stop_s`` within
-    ``waypoint_diameter_m``) that touch neither its first nor its last fix: places where the
-    passenger had the taxi wait. The reference passes through them, in order (the passenger chose
+    ``waypoint_diameter_m``, the fixes of a displaced stretch of GPS left out) that touch
+    neither its first nor its last fix: places where the passenger had the taxi wait. The reference passes through them, in order (the passenger chose
     them: "salvo com autorização do usuário").
 on a road network (``method = "road_network"``)
     The trip's fixes are map-matched (:func:`geo.matching.match_tracks`: a hidden Markov model
