@@ -17,8 +17,9 @@ trip
 waypoints
     Stops of the trip (:func:`tracking.stops.stop_spans`: at least ``waypoint_min_stop_s`` within
     ``waypoint_diameter_m``, the fixes of a displaced stretch of GPS left out) that touch
-    neither its first nor its last fix: places where the passenger had the taxi wait. The reference passes through them, in order (the passenger chose
-    them: "salvo com autorização do usuário").
+    neither its first nor its last fix: places where the passenger had the taxi wait. The
+    reference passes through them, in order (the passenger chose them: "salvo com autorização
+    do usuário").
 on a road network (``method = "road_network"``)
     The trip's fixes are map-matched (:func:`geo.matching.match_tracks`: a hidden Markov model
     on the network, one-way streets honoured; a move the network cannot explain counts as the
@@ -67,7 +68,8 @@ guards (never accuse on bad data)
     ``waypoint_diameter_m`` apart: it drove unseen from one stop to another, where the meter
     may have gone free and on again (a drop-off, a new boarding: two rides back to back read
     as one ride with a loop, from a tracker reporting once a minute). Without reported speeds
-    this cannot be seen.
+    this cannot be seen. Nor for a round trip: the drop-off within :data:`ROUND_TRIP_M` of the
+    pickup, and no waypoint farther than that from both (the ride asked for is unknown).
 
 Confidence: ``0.6 + 0.35·min(1, (s − min_ratio)/(min_ratio − 1))`` where ``s`` is the score
 (``min(ratio, time_ratio)`` on a network, ``ratio`` with peers), times 0.85 for a ``corridor``
@@ -186,6 +188,11 @@ MIN_MATCHED_SHARE = 0.8
 HIDDEN_RIDE_GAP_S = 45.0
 """Two consecutive fixes of a trip farther apart than this, both standing at two places, may hide
 a drop-off and a new boarding: two rides back to back read as one."""
+ROUND_TRIP_M = 500.0
+"""A trip whose drop-off lies closer than this to its pickup, without a waypoint farther than
+this from both, went somewhere and came back: where the passenger asked to go is unknown (no one
+hires a taxi to be set down a walk from where they boarded), so the shortest path between its
+ends is no reference: never accused."""
 MAX_UNEXPLAINED_SHARE = 0.2
 """At most this share of the matched length may be straight moves the network could not explain
 (breaks, jumps: missing streets, GPS excursions)."""
@@ -195,6 +202,7 @@ ROUTE_GUARDS = {
     "min_matched_share": MIN_MATCHED_SHARE,
     "max_unexplained_share": MAX_UNEXPLAINED_SHARE,
     "hidden_ride_gap_s": HIDDEN_RIDE_GAP_S,
+    "round_trip_m": ROUND_TRIP_M,
 }
 """The fixed guards, reported in each finding's ``thresholds``."""
 DEFAULT_MAX_GAP_S = 300.0
@@ -714,12 +722,7 @@ def _legs(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """Legs pickup → waypoints → drop-off: (trip of leg, origins, destinations as [lon, lat])."""
     n = len(table["trip_id"])
-    # Waypoint position: mean of its fixes.
-    counts = wp_last - wp_first + 1
-    which = np.repeat(np.arange(len(wp_first)), counts)
-    pos = np.arange(len(which)) - (np.cumsum(counts) - counts)[which] + wp_first[which]
-    w_lat = np.bincount(which, weights=fixes["lat"][pos], minlength=len(wp_first)) / counts
-    w_lon = np.bincount(which, weights=fixes["lon"][pos], minlength=len(wp_first)) / counts
+    w_lat, w_lon = _waypoint_points(fixes, wp_first, wp_last)
     # Points of each trip in order: pickup (key 0), waypoints (1..), drop-off (last).
     pt_trip = np.concatenate((np.arange(n), wp_trip, np.arange(n)))
     pt_key = np.concatenate((np.zeros(n), 1.0 + np.arange(len(wp_trip)), np.full(n, np.inf)))
@@ -732,6 +735,42 @@ def _legs(
     origins = np.column_stack((pt_lon[:-1][same], pt_lat[:-1][same]))
     dests = np.column_stack((pt_lon[1:][same], pt_lat[1:][same]))
     return leg_trip.astype(np.int64), origins, dests
+
+
+def _waypoint_points(
+    fixes: dict[str, NDArray[Any]], wp_first: NDArray[np.int64], wp_last: NDArray[np.int64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each waypoint's position: the mean latitude and longitude of its fixes."""
+    counts = wp_last - wp_first + 1
+    which = np.repeat(np.arange(len(wp_first)), counts)
+    pos = np.arange(len(which)) - (np.cumsum(counts) - counts)[which] + wp_first[which]
+    w_lat = np.bincount(which, weights=fixes["lat"][pos], minlength=len(wp_first)) / counts
+    w_lon = np.bincount(which, weights=fixes["lon"][pos], minlength=len(wp_first)) / counts
+    return w_lat, w_lon
+
+
+def _round_trips(
+    table: dict[str, NDArray[Any]],
+    fixes: dict[str, NDArray[Any]],
+    wp: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+    straight: NDArray[np.float64],
+) -> NDArray[np.bool_]:
+    """Round trips: ending within :data:`ROUND_TRIP_M` of the pickup, no waypoint beyond it.
+
+    A waypoint counts when farther than that from both ends: a stop by the pickup or the
+    drop-off says not where the ride went.
+    """
+    wp_trip, wp_first, wp_last = wp
+    w_lat, w_lon = _waypoint_points(fixes, wp_first, wp_last)
+    far = (
+        haversine_m(table["pickup_lat"][wp_trip], table["pickup_lon"][wp_trip], w_lat, w_lon)
+        > ROUND_TRIP_M
+    ) & (
+        haversine_m(table["dropoff_lat"][wp_trip], table["dropoff_lon"][wp_trip], w_lat, w_lon)
+        > ROUND_TRIP_M
+    )
+    explained = np.bincount(wp_trip[far], minlength=len(straight)) > 0
+    return (straight < ROUND_TRIP_M) & ~explained
 
 
 def _network_reference(
@@ -1099,6 +1138,7 @@ def _evaluate(
             & (measured - reference >= p.min_excess_m)
             & (~matched_ok | (time_ratio >= p.min_time_ratio))
             & (~use_peers | (driven >= MIN_STRAIGHT_RATIO * straight))
+            & ~_round_trips(table, fixes, (wp_trip, wp_first, wp_last), straight)
             & ~consensus
             & ~quick
         )

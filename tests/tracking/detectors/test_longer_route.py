@@ -237,6 +237,32 @@ class TestDetectLongerRoute:
         assert found.empty
 
     @pytest.mark.parametrize(
+        ("back", "wait_at", "found"),
+        [
+            ([(500, 500), (300, 500)], None, False),
+            ([(500, 500), (300, 500)], 2, False),
+            ([(500, 500), (300, 500)], 15, True),
+            ([(500, 700)], None, True),
+        ],
+        ids=[
+            "ends 424 m from the pickup",
+            "and waits 200 m after it",
+            "and waits at 1.5 km",
+            "ends 707 m from it",
+        ],
+    )
+    def test_round_trip_is_not_judged(self, grid, back, wait_at, found):
+        """Out 2.8 km and back (real Porto trips 20000011, 20000529): ending a walk from the
+        pickup (shortest path 600 m), the ride asked for is unknown, and a wait by the pickup
+        does not say it (20000653); a wait 1.5 km out does, and 707 m away (1 km) the trip is
+        judged."""
+        corners = [(0, 200), (0, 3000), (500, 3000), *back]
+        result, pings = _detect(_trip("V1", corners, wait_at=wait_at, wait_s=180), roads=grid)
+        assert (len(result) == 1) is found
+        ratios = route_ratios(detect_trips(pings), pings, roads=grid)
+        assert ratios["ratio"].iat[0] > 1.9  # a detour by its ratio in every case
+
+    @pytest.mark.parametrize(
         ("corners", "why"),
         [
             ([(0, 0), (0, 200), (400, 200), (400, 0), (0, 0), (0, 400)], "short reference"),
