@@ -13,6 +13,10 @@ Sets (``--set sim``, ``detours`` or ``both``):
 - ``detours``: ``tests/tracking/detectors/detours.py``, ``--n`` real Porto trips inside the network
   (negatives) and a detour injected into each (positives: those of measured ratio >= 1.4), as
   ``bench/bench_longer_route.py`` uses them.
+- ``peers`` (not in ``both``): ``routes_sim`` trips between :data:`PLACE_PAIRS` pairs of places
+  (districts of 400 m radius; ``--n`` legitimate trips, ``--n // 4`` detours), judged without the
+  network: the reference a city without a bundled road network gets (past trips of other vehicles
+  between the same H3 cells), on real street geometry.
 
 Pipeline per set: ``validate_pings`` (``sim``; the ``detours`` fixes are already valid) →
 ``detect_trips`` (``sim``: the product's defaults; ``detours``: ``max_gap_s=60`` as its bench) →
@@ -67,6 +71,7 @@ RATIO_BANDS = ((1.4, 1.6), (1.6, 2.0), (2.0, 3.0), (3.0, math.inf))
 SAMPLING_BANDS = ((5.0, 10.0), (10.0, 20.0), (20.0, 30.0))
 NOISE_BANDS = ((5.0, 10.0), (10.0, 15.0), (15.0, 20.0))
 LENGTH_BANDS_M = ((1000.0, 3000.0), (3000.0, 7000.0), (7000.0, 15000.0))
+PLACE_PAIRS = 8  # --set peers: pairs of places the trips run between
 
 
 @dataclass
@@ -83,6 +88,7 @@ class EvalSet:
     parts: list[pd.DataFrame]
     labels: pd.DataFrame
     trip_kwargs: dict[str, Any] = field(default_factory=dict)
+    roads: bool = True  # False: judged without the network (the peer-trips reference)
 
 
 @dataclass
@@ -97,9 +103,18 @@ class Detector:
 # --- sets ------------------------------------------------------------------------------------
 
 
-def sim_set(*, n: int, seed: int) -> EvalSet:
-    """``n`` legitimate trips and ``n`` detours of ``routes_sim`` (validated like a file)."""
-    raw, labels, _ = routes_sim.simulate_trips(n_negative=n, n_positive=n, seed=seed)
+def sim_set(*, n: int, seed: int, peers: bool = False) -> EvalSet:
+    """``n`` legitimate trips and ``n`` detours of ``routes_sim`` (validated like a file).
+
+    ``peers``: ``n`` legitimate trips and ``n // 4`` detours between :data:`PLACE_PAIRS` pairs of
+    places, judged without the network (by past trips of other vehicles between the same cells).
+    """
+    if peers:
+        raw, labels, _ = routes_sim.simulate_trips(
+            n_negative=n, n_positive=n // 4, seed=seed, place_pairs=PLACE_PAIRS
+        )
+    else:
+        raw, labels, _ = routes_sim.simulate_trips(n_negative=n, n_positive=n, seed=seed)
     raw = raw.assign(row=np.arange(1, len(raw) + 1))
     pings, rejected = validate_pings(raw, now=pd.Timestamp("2030-01-01", tz="UTC"))
     if len(rejected):
@@ -107,6 +122,14 @@ def sim_set(*, n: int, seed: int) -> EvalSet:
     out = labels.assign(
         label_id=labels["trip_key"], window_start=labels["meter_on"], window_end=labels["meter_off"]
     )
+    if peers:
+        return EvalSet(
+            name="peers",
+            title="routes_sim between pairs of places, judged by peer trips (no network)",
+            parts=[pings],
+            labels=out,
+            roads=False,
+        )
     return EvalSet(
         name="sim",
         title="routes_sim (simulated trips on the Porto network)",
@@ -210,9 +233,10 @@ def run_detector(
         t0 = time.perf_counter()
         trips = detect_trips(pings, **eval_set.trip_kwargs)
         t1 = time.perf_counter()
-        all_scores.append(detector.score(trips, pings, roads=graph))
+        roads = graph if eval_set.roads else None
+        all_scores.append(detector.score(trips, pings, roads=roads))
         t2 = time.perf_counter()
-        all_findings.append(detector.decide(trips, pings, roads=graph))
+        all_findings.append(detector.decide(trips, pings, roads=roads))
         t3 = time.perf_counter()
         all_trips.append(trips)
         t_trips, t_score, t_decide = t_trips + t1 - t0, t_score + t2 - t1, t_decide + t3 - t2
@@ -484,7 +508,7 @@ def plot(
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", choices=("sim", "detours", "both"), default="both")
+    ap.add_argument("--set", choices=("sim", "detours", "both", "peers"), default="both")
     ap.add_argument("--n", type=int, default=400, help="legitimate trips per set (and detours)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--detector", action="append", default=None, metavar="SPEC")
@@ -503,8 +527,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     report: dict[str, Any] = {"n": args.n, "seed": args.seed, "sets": {}}
     for set_name in names:
         t1 = time.perf_counter()
-        if set_name == "sim":
-            eval_set = sim_set(n=args.n, seed=args.seed)
+        if set_name in ("sim", "peers"):
+            eval_set = sim_set(n=args.n, seed=args.seed, peers=set_name == "peers")
         else:
             eval_set = detours_set(graph, n=args.n, seed=args.seed)
         t_make = time.perf_counter() - t1

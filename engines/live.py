@@ -384,7 +384,8 @@ def _peer_frame(rows: Iterable[Any]) -> pd.DataFrame:
     """Peer trips (``longer_route.PEER_COLUMNS``) of stored ``longer_route_peers:<cells>`` rows.
 
     Rows are ``(vehicle_id, detector, entries)``; entries stored before the start or the
-    straight line was kept take the end as start and no straight line (never a peer).
+    straight line was kept take the end as start (no pace known) and no straight line (never a
+    peer).
     """
 
     def num(value: Any) -> float:

@@ -397,14 +397,22 @@ class TestLongerRoute:
         with pytest.raises(LiveConfigError, match="peer_trips"):
             live_params("longer_route", {"longer_route": {"peer_trips": []}})
 
-    def test_peer_rows_of_the_former_shape_are_read(self, db_session: Session) -> None:
-        """Stored entries without the start ([id, end, driven, ratio, straight]) are peers."""
+    @pytest.mark.parametrize("with_start", [0, 1])
+    def test_peer_rows_of_the_former_shape_are_read(
+        self, db_session: Session, with_start: int
+    ) -> None:
+        """Stored entries without the start ([id, end, driven, ratio, straight]) are peers;
+        their pace is unknown. With one peer's pace known the finding is the batch's; with
+        none, the trip is not judged (its peers' time might have excused it)."""
         rows = [r for k in range(5) for r in route_trip(f"ROUTE-Q{k}", STRAIGHT, k * 3600.0)]
         pings = make_pings(rows + route_trip("ROUTE-W", LOOP, 6 * 3600.0))
         batch = longer_route.detect_longer_route_in_fixes(pings)
         _, _, trips = longer_route.advance_longer_route({}, pings, final=True)
-        for peer in trips.loc[trips["vehicle_id"] != "ROUTE-W"].itertuples():
+        peers = trips.loc[trips["vehicle_id"] != "ROUTE-W"]
+        for k, peer in enumerate(peers.itertuples()):
             entry = [peer.trip_id, peer.ended_ns, peer.driven_m, None, peer.straight_m]
+            if k < with_start:
+                entry.append(peer.started_ns)
             db_session.execute(
                 text(
                     "INSERT INTO live_detector_states (vehicle_id, detector, state, updated_at) "
@@ -414,6 +422,9 @@ class TestLongerRoute:
             )
         mine = pings.loc[pings["vehicle_id"] == "ROUTE-W"]
         found = process_fixes(db_session, mine, kinds=("longer_route",), throttle_s=0)
+        if not with_start:
+            assert found == [] and len(batch) == 1
+            return
         assert [f["finding_id"] for f in found] == batch["finding_id"].tolist()
         assert found[0]["details"] == batch.iloc[0]["details"]
 

@@ -48,6 +48,9 @@ reference from peer trips (``method = "peer_trips"``)
     own ends), so that peers whose ends lie closer together in the same cells do not shorten
     the reference: ``reference_m = median peer straight-line ratio × straight_m``. A trip
     driven within ``MIN_STRAIGHT_RATIO`` (1.2) times its own straight line is never accused.
+    ``time_ratio`` is the trip's duration over the peers' median pace (seconds per metre of
+    their own straight line) times ``straight_m``; below ``min_time_ratio`` the trip took no
+    longer than its peers (a longer road that is faster, as on a network): no finding.
     The median resists the peers' own detours; "past" makes the batch and live results the
     same. Waypoint trips have no peer reference (their route is the passenger's).
 consensus (reference probably wrong)
@@ -72,13 +75,13 @@ guards (never accuse on bad data)
     pickup, and no waypoint farther than that from both (the ride asked for is unknown).
 
 Confidence: ``0.6 + 0.35·min(1, (s − min_ratio)/(min_ratio − 1))`` where ``s`` is the score
-(``min(ratio, time_ratio)`` on a network, ``ratio`` with peers), times 0.85 for a ``corridor``
-pattern, 0.85 for a peer reference, 0.9 if GPS jumps were filtered out of the trip or the match
-had jumps or breaks, 0.9 if an end was snapped farther than ``max_snap_m / 2``; clipped to
-[0.05, 0.95]. On the two evaluation sets (``bench/README.md``) the precision of findings rises
-with the score (0.82 at 1.4–1.5, 0.97 and more above 1.5) and does not differ between loops and
-corridors: the factors only rank what the evidence leaves less certain (a closure the network
-lacks, a reference from peers, GPS jumps).
+(``min(ratio, time_ratio)``), times 0.85 for a ``corridor`` pattern, 0.85 for a peer reference,
+0.9 if GPS jumps were filtered out of the trip or the match had jumps or breaks, 0.9 if an end
+was snapped farther than ``max_snap_m / 2``; clipped to [0.05, 0.95]. On the two evaluation
+sets (``bench/README.md``) the precision of findings rises with the score (0.82 at 1.4–1.5, 0.97
+and more above 1.5) and does not differ between loops and corridors: the factors only rank what
+the evidence leaves less certain (a closure the network lacks, a reference from peers, GPS
+jumps).
 
 Live (:func:`advance_longer_route`, :data:`KERNEL`): the rule is :func:`detect_longer_route`,
 run by :func:`tracking.detectors.kernel.advance` over each vehicle's kept fixes plus the new
@@ -172,7 +175,8 @@ DEFAULT_MAX_SPEED_KMH = 150.0
 240 km/h) and such an end gives no reference."""
 DEFAULT_MIN_TIME_RATIO = 1.4
 """On a road network, the matched route's free-flow time over the fastest path's from which a
-trip is a longer route: a longer road that is faster (a ring road, a motorway) is no detour."""
+trip is a longer route: a longer road that is faster (a ring road, a motorway) is no detour.
+With peers, the trip's duration over the one its peers' median pace gives."""
 FASTEST_TIME_FACTOR = 1.0
 """A trip lasting at most this times the fastest path's free-flow time lost the passenger no
 time (a faster road was taken): never accused."""
@@ -351,7 +355,8 @@ def detect_longer_route(
         XIII / XVI; PB art. 25 III).
     min_time_ratio : float, default 1.4
         On a network, the matched route's free-flow time over the fastest path's from which
-        a trip is a longer route (a faster road is no detour).
+        a trip is a longer route (a faster road is no detour); with peers, its duration over
+        the one the peers' pace gives.
     min_excess_m : float, default 1000.0
         Smallest excess (driven minus reference), metres.
     min_reference_m : float, default 500.0
@@ -461,11 +466,12 @@ def route_ratios(
         ``peer_trips`` or None), ``driven_m`` (along the fixes), ``matched_m`` (the map-matched
         route), ``straight_m``, ``reference_m``, ``ratio`` (``matched_m`` or, with peers,
         ``driven_m`` over ``reference_m``), ``time_ratio`` (matched route's free-flow time
-        over the fastest path's), ``n_waypoints``, ``peer_count``, ``peer_median_ratio``,
+        over the fastest path's or, with peers, the duration over the peers' pace's),
+        ``n_waypoints``, ``peer_count``, ``peer_median_ratio``,
         ``fastest_route_m``, ``fastest_route_s``, ``reasonable_route`` (True when the trip was
         as quick as the fastest path: never accused) and ``guarded_ratio`` (the score the
-        detector thresholds: the smaller of ``ratio`` and ``time_ratio`` on a network, at most
-        1 on a reasonable route).
+        detector thresholds: the smaller of ``ratio`` and ``time_ratio``, at most 1 on a
+        reasonable route).
     """
     p = _params(
         min_ratio=DEFAULT_MIN_RATIO,
@@ -835,21 +841,29 @@ def _peer_stats(
     cells: tuple[NDArray[np.uint64], NDArray[np.uint64]],
     history: dict[str, NDArray[Any]],
     p: _Params,
-) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], list[list[str]]]:
-    """Per trip: count, median straight-line ratio and median ratio of its past peer trips, ids.
+) -> tuple[
+    NDArray[np.int64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    list[list[str]],
+]:
+    """Per trip, of its past peer trips: count, median straight-line ratio, pace, ratio; ids.
 
     Peers: same (pickup cell, drop-off cell), another vehicle, ended before this trip started;
     the ``max_peer_trips`` most recent. A peer's straight-line ratio is its ``driven_m`` over
-    the straight line between its own pickup and drop-off: comparing ratios, not lengths,
-    makes peers whose ends lie closer together or farther apart in the same cells comparable.
+    the straight line between its own pickup and drop-off, its pace its duration over that
+    line (s/m; NaN for a peer stored without its start): comparing ratios, not lengths, makes
+    peers whose ends lie closer together or farther apart in the same cells comparable.
     """
     n = len(table["trip_id"])
     count = np.zeros(n, dtype=np.int64)
     med_straight = np.full(n, np.nan)
+    med_pace = np.full(n, np.nan)
     med_ratio = np.full(n, np.nan)
     ids: list[list[str]] = [[] for _ in range(n)]
     if n == 0 or len(history["trip_id"]) == 0:
-        return count, med_straight, med_ratio, ids
+        return count, med_straight, med_pace, med_ratio, ids
     # (origin, destination) pairs as codes: each cell coded, then the pair of codes
     o_code, _ = pd.factorize(np.concatenate((cells[0], history["o_cell"])))
     d_code, d_uniq = pd.factorize(np.concatenate((cells[1], history["d_cell"])))
@@ -858,11 +872,13 @@ def _peer_stats(
     h_sizes = np.bincount(h_code, minlength=len(uniq))
     candidates = np.flatnonzero(h_sizes[q_code] >= p.min_peer_trips)
     if not len(candidates):
-        return count, med_straight, med_ratio, ids
+        return count, med_straight, med_pace, med_ratio, ids
     order = np.lexsort((history["ended_ns"], h_code))
     h_sorted = h_code[order]
     with np.errstate(invalid="ignore", divide="ignore"):
         h_straight = history["driven_m"] / history["straight_m"]
+        took_s = (history["ended_ns"] - history["started_ns"]) / NS
+        h_pace = np.where(took_s > 0, took_s / history["straight_m"], np.nan)  # 0: start unknown
     for i in candidates.tolist():
         lo = np.searchsorted(h_sorted, q_code[i], side="left")
         hi = np.searchsorted(h_sorted, q_code[i], side="right")
@@ -877,12 +893,15 @@ def _peer_stats(
             continue
         count[i] = len(members)
         med_straight[i] = float(np.median(h_straight[members]))
+        paces = h_pace[members][np.isfinite(h_pace[members])]
+        if len(paces):
+            med_pace[i] = float(np.median(paces))
         ratios = history["ratio"][members]
         ratios = ratios[np.isfinite(ratios)]
         if len(ratios) >= p.min_peer_trips:
             med_ratio[i] = float(np.median(ratios))
         ids[i] = [str(t) for t in history["trip_id"][members].tolist()]
-    return count, med_straight, med_ratio, ids
+    return count, med_straight, med_pace, med_ratio, ids
 
 
 def _straight_m(table: dict[str, NDArray[Any]]) -> NDArray[np.float64]:
@@ -1108,6 +1127,7 @@ def _evaluate(
     own = {
         "trip_id": table["trip_id"],
         "vehicle_id": table["vehicle_id"],
+        "started_ns": table["started_ns"],
         "ended_ns": table["ended_ns"],
         "o_cell": o_cell,
         "d_cell": d_cell,
@@ -1116,7 +1136,9 @@ def _evaluate(
         "ratio": net_ratio,
     }
     hist = own if extra is None else _with_peer_trips(own, table["started_ns"], extra)
-    peer_count, peer_straight, peer_ratio, peer_ids = _peer_stats(table, (o_cell, d_cell), hist, p)
+    peer_count, peer_straight, peer_pace, peer_ratio, peer_ids = _peer_stats(
+        table, (o_cell, d_cell), hist, p
+    )
     use_peers = ~inside & (n_wp == 0) & np.isfinite(peer_straight)
     method = np.full(n, None, dtype=object)
     method[matched_ok] = "road_network"
@@ -1128,15 +1150,18 @@ def _evaluate(
     duration_s = (table["ended_ns"] - table["started_ns"]) / NS
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = measured / reference
+        # With peers: the trip's duration over what its peers' pace gives for its straight line.
+        time_ratio = np.where(use_peers, duration_s / (peer_pace * straight), time_ratio)
+        timed = matched_ok | use_peers
         # The passenger lost no time: the trip was as quick as the fastest path in free flow.
         quick = matched_ok & (duration_s <= FASTEST_TIME_FACTOR * mr["fastest_s"])
-        score = np.where(matched_ok, np.fmin(ratio, time_ratio), ratio)
+        score = np.where(timed, np.fmin(ratio, time_ratio), ratio)
         candidate = (
             np.isfinite(reference)
             & (reference >= p.min_reference_m)
             & (ratio >= p.min_ratio)
             & (measured - reference >= p.min_excess_m)
-            & (~matched_ok | (time_ratio >= p.min_time_ratio))
+            & (~timed | (time_ratio >= p.min_time_ratio))
             & (~use_peers | (driven >= MIN_STRAIGHT_RATIO * straight))
             & ~_round_trips(table, fixes, (wp_trip, wp_first, wp_last), straight)
             & ~consensus
@@ -1160,6 +1185,7 @@ def _evaluate(
         "wp": (wp_trip, wp_first, wp_last),
         "peer_count": peer_count,
         "peer_straight": peer_straight,
+        "peer_pace": peer_pace,
         "peer_ratio": peer_ratio,
         "peer_ids": peer_ids,
         "o_cell": o_cell,
@@ -1254,7 +1280,7 @@ def _findings(
         time_ratio = float(ev["time_ratio"][i])
         loop = _loop_m(lat, lon, p.loop_radius_m)
         pattern = "loop" if loop >= p.min_excess_m else "corridor"
-        score = min(r, time_ratio) if network else r
+        score = min(r, time_ratio) if math.isfinite(time_ratio) else r
         conf = 0.6 + 0.35 * min(1.0, (score - p.min_ratio) / (p.min_ratio - 1.0))
         if pattern == "corridor":
             conf *= 0.85
@@ -1300,7 +1326,7 @@ def _findings(
             "fastest_route_m": round(fastest, 1) if network else None,
             "fastest_route_s": round(fastest_s, 1) if network else None,
             "matched_route_s": round(float(mr["matched_s"][i]), 1) if network else None,
-            "time_ratio": round(time_ratio, 4) if network else None,
+            "time_ratio": round(time_ratio, 4) if math.isfinite(time_ratio) else None,
             "duration_s": float(table["ended_ns"][i] - table["started_ns"][i]) / NS,
             "match": (
                 {
@@ -1325,6 +1351,9 @@ def _findings(
                 "count": int(ev["peer_count"][i]),
                 "median_straight_line_ratio": (
                     round(float(ev["peer_straight"][i]), 4) if ev["peer_count"][i] else None
+                ),
+                "median_pace_s_per_km": (
+                    round(float(ev["peer_pace"][i]) * 1000.0, 1) if ev["peer_count"][i] else None
                 ),
                 "median_ratio": (
                     round(float(ev["peer_ratio"][i]), 4)

@@ -492,6 +492,38 @@ def _draw_trip(net: SimNetwork, rng: np.random.Generator) -> _Trip:
                 return _Trip(origin, destination, shortest, length)
 
 
+def _place_pairs(
+    net: SimNetwork, n_pairs: int, radius_m: float, rng: np.random.Generator
+) -> list[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """``n_pairs`` pairs of places 1.5–6 km apart: each the pickup segments whose midpoint lies
+    within ``radius_m`` of a drawn position (a district where many rides start or end)."""
+    mid = np.array([c[len(c) // 2] for c in net.seg_coords])[net.pickup_segs]
+    pairs: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
+    while len(pairs) < n_pairs:
+        a, b = (_position_xy(net, _draw_position(net, rng)) for _ in range(2))
+        if not 1500.0 <= float(np.hypot(*(a - b))) <= 6000.0:
+            continue
+        near_a = net.pickup_segs[np.hypot(*(mid - a).T) <= radius_m]
+        near_b = net.pickup_segs[np.hypot(*(mid - b).T) <= radius_m]
+        if len(near_a) >= 5 and len(near_b) >= 5:
+            pairs.append((near_a, near_b))
+    return pairs
+
+
+def _draw_trip_between(
+    net: SimNetwork, pair: tuple[NDArray[np.int64], NDArray[np.int64]], rng: np.random.Generator
+) -> _Trip | None:
+    """An origin in the first place and a destination in the second (None: no path)."""
+    origin = (int(rng.choice(pair[0])), float(rng.uniform(0.05, 0.95)))
+    destination = (int(rng.choice(pair[1])), float(rng.uniform(0.05, 0.95)))
+    shortest = _shortest(
+        net, _exits(net, origin, net.seg_len_m), _entries(net, destination, net.seg_len_m)
+    )
+    if shortest is None:
+        return None
+    return _Trip(origin, destination, shortest, _length(net, shortest))
+
+
 def _fastest(net: SimNetwork, trip: _Trip) -> list[_Step] | None:
     """The least-time path by :data:`SimNetwork.seg_time_s`."""
     return _route(
@@ -874,6 +906,8 @@ def simulate_trips(
     network: SimNetwork | None = None,
     negative_cases: Mapping[str, float] | None = None,
     positive_cases: Mapping[str, float] | None = None,
+    place_pairs: int | None = None,
+    place_radius_m: float = 400.0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, gpd.GeoDataFrame]:
     """Simulate labelled taxi trips on the Porto network (see the module docstring).
 
@@ -888,6 +922,10 @@ def simulate_trips(
     negative_cases, positive_cases : mapping of str to float, optional
         Share of each case (default :data:`NEGATIVE_CASES`, :data:`POSITIVE_CASES`); e.g.
         ``{"loop": 1.0}`` for loops only.
+    place_pairs : int, optional
+        Instead of trips of a drawn length anywhere, trips between ``place_pairs`` pairs of
+        places (districts of radius ``place_radius_m``, 1.5–6 km apart), each trip's pair drawn
+        at random: many rides between the same places, as peers for a reference without a map.
 
     Returns
     -------
@@ -917,10 +955,17 @@ def simulate_trips(
     ping_parts: list[pd.DataFrame] = []
     labels: list[dict[str, Any]] = []
     routes: list[dict[str, Any]] = []
+    pairs = None if place_pairs is None else _place_pairs(net, place_pairs, place_radius_m, rng)
     for i, case in enumerate(cases):
         positive = i >= n_negative
         while True:
-            trip = _draw_trip(net, rng)
+            if pairs is None:
+                trip = _draw_trip(net, rng)
+            else:
+                drawn = _draw_trip_between(net, pairs[int(rng.integers(len(pairs)))], rng)
+                if drawn is None or drawn.shortest_m < TRIP_M[0]:
+                    continue
+                trip = drawn
             n_wp, laps = 0, 0
             if positive:
                 made = _detour(net, trip, str(case), rng)

@@ -330,6 +330,24 @@ class TestDetectLongerRoute:
         assert d["reference_m"] == pytest.approx(3000, rel=0.01)
         assert d["reference_line"] is None
 
+    @pytest.mark.parametrize(("step_m", "found"), [(100.0, True), (250.0, False)])
+    def test_peer_time_decides_too(self, step_m, found):
+        """The loop at the peers' speed (100 m per fix) takes twice their time: accused. At 2.5x
+        their speed it takes less time than they did (a faster road): not accused, as on a
+        network."""
+        rows = []
+        for k in range(5):
+            rows += _trip(f"P{k}", STRAIGHT, t0=k * 3600)
+        rows += _trip("V1", LOOP, t0=6 * 3600, step_m=step_m)
+        result, pings = _detect(rows)
+        assert (list(result["vehicle_id"]) == ["V1"]) is found
+        ratios = route_ratios(detect_trips(pings), pings).set_index("vehicle_id")
+        assert ratios.loc["V1", "ratio"] == pytest.approx(2.0, rel=0.02)  # a loop by its length
+        if found:
+            d = result.iloc[0]["details"]
+            assert d["time_ratio"] == pytest.approx(2.0, rel=0.05)
+            assert d["peer_trips"]["median_pace_s_per_km"] == pytest.approx(150.0, rel=0.05)
+
     def test_peer_reference_is_normalised_by_the_straight_line(self):
         """Peers that drive 1.3x their straight line make 2.6x a ratio of 2 (reference 1.3x)."""
         l_shape = [(0.0, 0.0), (900.0, 1500.0), (0.0, 3000.0)]  # 1.166x the straight line

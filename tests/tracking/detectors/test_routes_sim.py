@@ -121,6 +121,25 @@ class TestLabels:
 
 
 class TestCases:
+    def test_place_pairs_gather_the_ends(self, net):
+        """With place_pairs, every pickup and drop-off lies in one of the pairs' districts (of
+        radius 400 m): within 800 m of several other trips' ends; and each pickup at least 0.7
+        km from its drop-off (centres 1.5 km or more apart, less the two radii)."""
+        _, labels, _ = routes_sim.simulate_trips(
+            n_negative=24, n_positive=0, seed=SEED, network=net, place_pairs=2
+        )
+        geod = pyproj.Geod(ellps="WGS84")
+        for end in ("pickup", "dropoff"):
+            lat, lon = labels[f"{end}_lat"].to_numpy(), labels[f"{end}_lon"].to_numpy()
+            a, b = np.meshgrid(np.arange(len(lat)), np.arange(len(lat)))
+            d = geod.inv(lon[a.ravel()], lat[a.ravel()], lon[b.ravel()], lat[b.ravel()])[2]
+            near = (d.reshape(len(lat), len(lat)) <= 800.0 + 50.0).sum(axis=1) - 1
+            assert near.min() >= 3  # 24 trips over 2 districts of each end
+        apart = geod.inv(
+            labels["pickup_lon"], labels["pickup_lat"], labels["dropoff_lon"], labels["dropoff_lat"]
+        )[2]
+        assert np.min(apart) >= 1500.0 - 800.0 - 50.0
+
     def test_negatives_within_their_bound(self, by_case):
         """shortest is 1.0; alternative is over 1 and at most 1.15; fastest is the quickest."""
         labels = pd.concat([lab for _, lab, _ in by_case[:3]], ignore_index=True)
