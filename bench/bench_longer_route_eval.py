@@ -109,12 +109,12 @@ def sim_set(*, n: int, seed: int, peers: bool = False) -> EvalSet:
     ``peers``: ``n`` legitimate trips and ``n // 4`` detours between :data:`PLACE_PAIRS` pairs of
     places, judged without the network (by past trips of other vehicles between the same cells).
     """
-    if peers:
-        raw, labels, _ = routes_sim.simulate_trips(
-            n_negative=n, n_positive=n // 4, seed=seed, place_pairs=PLACE_PAIRS
-        )
-    else:
-        raw, labels, _ = routes_sim.simulate_trips(n_negative=n, n_positive=n, seed=seed)
+    raw, labels, _ = routes_sim.simulate_trips(
+        n_negative=n,
+        n_positive=n // 4 if peers else n,
+        seed=seed,
+        place_pairs=PLACE_PAIRS if peers else None,
+    )
     raw = raw.assign(row=np.arange(1, len(raw) + 1))
     pings, rejected = validate_pings(raw, now=pd.Timestamp("2030-01-01", tz="UTC"))
     if len(rejected):
@@ -123,19 +123,10 @@ def sim_set(*, n: int, seed: int, peers: bool = False) -> EvalSet:
         label_id=labels["trip_key"], window_start=labels["meter_on"], window_end=labels["meter_off"]
     )
     if peers:
-        return EvalSet(
-            name="peers",
-            title="routes_sim between pairs of places, judged by peer trips (no network)",
-            parts=[pings],
-            labels=out,
-            roads=False,
-        )
-    return EvalSet(
-        name="sim",
-        title="routes_sim (simulated trips on the Porto network)",
-        parts=[pings],
-        labels=out,
-    )
+        name, title = "peers", "routes_sim between pairs of places, judged by peers (no network)"
+    else:
+        name, title = "sim", "routes_sim (simulated trips on the Porto network)"
+    return EvalSet(name=name, title=title, parts=[pings], labels=out, roads=not peers)
 
 
 def detours_set(graph: RoadGraph, *, n: int, seed: int) -> EvalSet:

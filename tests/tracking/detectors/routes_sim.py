@@ -15,8 +15,11 @@ Network
 
 Positions
     Pickups, drop-offs are uniform over the length of the network, motorways, trunks and their
-    links excluded (nobody boards there). A position on a two-way street may be left or reached
-    in either direction (a taxi turns round at the kerb); on a one-way street only along it.
+    links excluded (nobody boards there); with ``place_pairs``, uniform over the streets within
+    ``place_radius_m`` of two places of a pair drawn for the trip (many rides between the same
+    districts, as a reference from past trips needs). A position on a two-way street may be
+    left or reached in either direction (a taxi turns round at the kerb); on a one-way street
+    only along it.
 
 Legitimate routes (negatives, ``is_detour`` False)
     Trips whose shortest path is 1–15 km (log-uniform target length). The meter-on part is one of
