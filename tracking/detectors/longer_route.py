@@ -689,19 +689,28 @@ def _redrive(table: dict[str, NDArray[Any]], fixes: dict[str, NDArray[Any]], p: 
 # -------------------------------------------------------------------------------- kernels
 
 
+def _on_track(fixes: dict[str, NDArray[Any]], p: _Params) -> NDArray[np.int64]:
+    """Positions of the fixes outside displaced stretches of GPS: what waypoints and matching read.
+
+    :func:`tracking.validate.displaced_fixes` at ``max_speed_kmh``.
+    """
+    ts, lat, lon = fixes["ts_ns"], fixes["lat"], fixes["lon"]
+    shown = ~displaced_fixes(fixes["trip"], ts, lat, lon, max_speed_kmh=p.max_speed_kmh)
+    return np.flatnonzero(shown)
+
+
 def _waypoints(
-    fixes: dict[str, NDArray[Any]], n_trips: int, p: _Params
+    fixes: dict[str, NDArray[Any]], kept: NDArray[np.int64], n_trips: int, p: _Params
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """Interior stops: (trip, first fix position, last fix position), in trip/time order.
 
-    A displaced stretch of GPS (:func:`tracking.validate.displaced_fixes`) does not split a stop.
+    Found on the fixes ``kept`` (:func:`_on_track`): a displaced stretch does not split a stop.
     """
     trip = fixes["trip"]
     none = np.zeros(0, dtype=np.int64)
     if len(trip) < 3:
         return none, none, none
     ts, lat, lon = fixes["ts_ns"], fixes["lat"], fixes["lon"]
-    kept = np.flatnonzero(~displaced_fixes(trip, ts, lat, lon, max_speed_kmh=p.max_speed_kmh))
     first, last = stop_spans(
         trip[kept],
         ts[kept],
@@ -922,6 +931,7 @@ def _matched_routes(
     graph: RoadGraph,
     table: dict[str, NDArray[Any]],
     fixes: dict[str, NDArray[Any]],
+    kept: NDArray[np.int64],
     judge: NDArray[np.bool_],
     wp: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
     *,
@@ -929,17 +939,19 @@ def _matched_routes(
 ) -> dict[str, Any]:
     """Map-match the trips to ``judge`` and route between their matched positions.
 
-    Per trip (NaN / -1 / False elsewhere): ``matched_m`` and ``matched_s`` (length and free-flow
-    time of the matched path), the match's quality (``match_ok`` and its counts),
-    ``reference_m`` (shortest path pickup → waypoints → drop-off between the matched
-    positions), ``fastest_m``/``fastest_s`` (the fastest path through the same points), and the
-    legs (``leg_trip``, ``leg_from``, ``leg_to`` as positions) for drawing the routes later.
-    With ``bounded``, searches stop at the matched path's own length and time (``beyond``:
-    the reference is longer or the fastest path slower, a ratio below 1).
+    Only the fixes ``kept`` are matched (:func:`_on_track`): the match would drive to a
+    displaced stretch and back. Per trip (NaN / -1 / False elsewhere): ``matched_m`` and
+    ``matched_s`` (length and free-flow time of the matched path), the match's quality
+    (``match_ok`` and its counts), ``reference_m`` (shortest path pickup → waypoints →
+    drop-off between the matched positions), ``fastest_m``/``fastest_s`` (the fastest path
+    through the same points), and the legs (``leg_trip``, ``leg_from``, ``leg_to`` as
+    positions) for drawing the routes later. With ``bounded``, searches stop at the matched
+    path's own length and time (``beyond``: the reference is longer or the fastest path
+    slower, a ratio below 1).
     """
     n = len(table["trip_id"])
     out = _matched_routes_empty(n)
-    sel = np.flatnonzero(judge[fixes["trip"]]) if len(fixes["trip"]) else np.zeros(0, np.int64)
+    sel = kept[judge[fixes["trip"][kept]]] if len(kept) else np.zeros(0, np.int64)
     if not len(sel):
         return out
     m = match_tracks(
@@ -1095,7 +1107,8 @@ def _evaluate(
     n = len(table["trip_id"])
     driven = table["driven_m"]
     straight = _straight_m(table)
-    wp_trip, wp_first, wp_last = _waypoints(fixes, n, p)
+    kept = _on_track(fixes, p)
+    wp_trip, wp_first, wp_last = _waypoints(fixes, kept, n, p)
     n_wp = np.bincount(wp_trip, minlength=n).astype(np.int64)
     inside = np.zeros(n, dtype=bool)
     max_snap = np.full(n, np.nan)
@@ -1110,7 +1123,7 @@ def _evaluate(
         )
         judge = inside & np.isfinite(screen) if prune else inside
         mr = _matched_routes(
-            graph, table, fixes, judge, (wp_trip, wp_first, wp_last), bounded=prune
+            graph, table, fixes, kept, judge, (wp_trip, wp_first, wp_last), bounded=prune
         )
     else:
         mr = _matched_routes_empty(n)

@@ -292,6 +292,16 @@ class TestDetectLongerRoute:
         ratios = route_ratios(detect_trips(pings), pings, roads=grid)
         assert 0.9 <= ratios["ratio"].iat[0] <= 1.0  # the skipped jump steps only shorten it
 
+    def test_gps_excursion_is_not_map_matched(self, grid):
+        """Two fixes 1 km off on another street (multipath, real Porto trips 20000341 and
+        20000004): the match does not drive there and back (ratio 1.67 if it did)."""
+        rows = _trip("V1", STRAIGHT)
+        for k in (10, 11):
+            rows[k]["lat"], rows[k]["lon"] = offset_m(1000.0, k * 100.0 + 100.0 * (k - 10))
+        _, pings = _detect(rows, roads=grid)
+        ratios = route_ratios(detect_trips(pings), pings, roads=grid)
+        assert ratios["ratio"].iat[0] == pytest.approx(1.0, abs=0.02)
+
     @pytest.mark.parametrize(
         ("unseen", "speed_kmh", "found"),
         [(6, 0.0, 0), (6, 30.0, 1), (6, None, 1), (3, 0.0, 1)],
