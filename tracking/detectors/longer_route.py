@@ -730,14 +730,15 @@ def _waypoints(
 
 def _legs(
     table: dict[str, NDArray[Any]],
-    fixes: dict[str, NDArray[Any]],
     wp_trip: NDArray[np.int64],
-    wp_first: NDArray[np.int64],
-    wp_last: NDArray[np.int64],
+    w_lat: NDArray[np.float64],
+    w_lon: NDArray[np.float64],
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-    """Legs pickup → waypoints → drop-off: (trip of leg, origins, destinations as [lon, lat])."""
+    """Legs pickup → waypoints → drop-off: (trip of leg, origins, destinations as [lon, lat]).
+
+    ``w_lat``, ``w_lon``: the waypoints' positions (:func:`_waypoint_points`).
+    """
     n = len(table["trip_id"])
-    w_lat, w_lon = _waypoint_points(fixes, wp_first, wp_last)
     # Points of each trip in order: pickup (key 0), waypoints (1..), drop-off (last).
     pt_trip = np.concatenate((np.arange(n), wp_trip, np.arange(n)))
     pt_key = np.concatenate((np.zeros(n), 1.0 + np.arange(len(wp_trip)), np.full(n, np.inf)))
@@ -766,17 +767,16 @@ def _waypoint_points(
 
 def _round_trips(
     table: dict[str, NDArray[Any]],
-    fixes: dict[str, NDArray[Any]],
-    wp: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+    wp_trip: NDArray[np.int64],
+    w_lat: NDArray[np.float64],
+    w_lon: NDArray[np.float64],
     straight: NDArray[np.float64],
 ) -> NDArray[np.bool_]:
     """Round trips: ending within :data:`ROUND_TRIP_M` of the pickup, no waypoint beyond it.
 
-    A waypoint counts when farther than that from both ends: a stop by the pickup or the
-    drop-off says not where the ride went.
+    A waypoint (at ``w_lat``, ``w_lon``) counts when farther than that from both ends: a stop
+    by the pickup or the drop-off says not where the ride went.
     """
-    wp_trip, wp_first, wp_last = wp
-    w_lat, w_lon = _waypoint_points(fixes, wp_first, wp_last)
     far = (
         haversine_m(table["pickup_lat"][wp_trip], table["pickup_lon"][wp_trip], w_lat, w_lon)
         > ROUND_TRIP_M
@@ -1109,6 +1109,7 @@ def _evaluate(
     straight = _straight_m(table)
     kept = _on_track(fixes, p)
     wp_trip, wp_first, wp_last = _waypoints(fixes, kept, n, p)
+    w_lat, w_lon = _waypoint_points(fixes, wp_first, wp_last)
     n_wp = np.bincount(wp_trip, minlength=n).astype(np.int64)
     inside = np.zeros(n, dtype=bool)
     max_snap = np.full(n, np.nan)
@@ -1116,7 +1117,7 @@ def _evaluate(
     if graph is not None and n:
         # A first, cheap reference between the raw ends: trips whose fixes are not even
         # SCREEN_FACTOR / min_ratio times it long cannot be accused and are not matched.
-        leg_trip, origins, dests = _legs(table, fixes, wp_trip, wp_first, wp_last)
+        leg_trip, origins, dests = _legs(table, wp_trip, w_lat, w_lon)
         bound = np.maximum(driven * SCREEN_FACTOR / p.min_ratio, 1.0) if prune else None
         screen, inside, max_snap, _, _ = _network_reference(
             graph, leg_trip, origins, dests, n, bound, p
@@ -1176,7 +1177,7 @@ def _evaluate(
             & (measured - reference >= p.min_excess_m)
             & (~timed | (time_ratio >= p.min_time_ratio))
             & (~use_peers | (driven >= MIN_STRAIGHT_RATIO * straight))
-            & ~_round_trips(table, fixes, (wp_trip, wp_first, wp_last), straight)
+            & ~_round_trips(table, wp_trip, w_lat, w_lon, straight)
             & ~consensus
             & ~quick
         )
