@@ -30,7 +30,7 @@ class TestRulebooksCli:
         assert "escolher a pontuação (condutor ou autorizatário)" in row(
             "Porto Alegre", "reason=reserved"
         )
-        assert "só repetido (3 em 24 h) ou persistente (≥ 600 s)" in row("(gps_anomaly) |")
+        assert "só repetido (5 em 1 h) ou persistente (≥ 600 s)" in row("(gps_anomaly) |")
         two = row("(gps_anomaly) | pattern=two_tracks")
         assert "só revisão (art. 59, VI): dois rastreadores sob o mesmo prefixo" in two
         assert "numeração do inciso a confirmar no texto oficial" in row("art. 9º, VIII")

@@ -462,7 +462,7 @@ class TestGenerateReport:
         assert created == 1
 
     def test_earlier_proposed_anomalies_count_for_repetition(self, poa) -> None:
-        """POA 58 IX: a fourth anomaly counts the three already proposed within 24 h."""
+        """POA 58 IX: a sixth anomaly counts the five already proposed within the hour."""
 
         def anomaly(start: str):
             frame = pd.DataFrame(
@@ -478,10 +478,10 @@ class TestGenerateReport:
             )
             return make_findings(frame, [shapely.Point(-51.2, -30.0)])
 
-        for hour in (10, 11, 12):
-            store_findings(poa, anomaly(f"2025-03-04T{hour}:00:00Z"))
+        for minute in (10, 20, 30, 40, 50):  # 23:10 to 23:50 local
+            store_findings(poa, anomaly(f"2025-03-05T02:{minute}:00Z"))
         assert generate_proposals(poa, municipality=POA, timezone=TZ) == 1
-        store_findings(poa, anomaly("2025-03-05T09:00:00Z"))  # next local day
+        store_findings(poa, anomaly("2025-03-05T03:05:00Z"))  # next local day, in the hour
         assert generate_proposals(poa, municipality=POA, timezone=TZ) == 1
         store_findings(poa, anomaly("2025-03-07T09:00:00Z"))  # alone: for review
         created, done = generate_report(poa, municipality=POA, timezone=TZ)

@@ -157,12 +157,13 @@ class TestDetectGpsAnomaly:
         assert done.proposals == []
 
     def test_outliers_to_different_places_stay_apart(self) -> None:
-        """Three outliers a minute apart, each to another far place (no second track), are
-        three outliers, proposable together under the repetition rule."""
+        """Five outliers a minute apart, each to another far place (no second track), are
+        five outliers, proposable together under the repetition rule (5 in 1 h)."""
         track = [(0, 0), (5000, 0), *_ahead(0, 3), (0, 9000), *_ahead(300, 3)]
-        track += [(-7000, 0), *_ahead(600, 3)]
+        track += [(-7000, 0), *_ahead(600, 3), (900, -9000), *_ahead(900, 3)]
+        track += [(-6000, 8000), *_ahead(1200, 3)]
         found = detect_gps_anomaly(make_pings(_steady("T1", track)))
-        assert found["details"].map(lambda d: d["pattern"]).tolist() == ["outlier"] * 3
+        assert found["details"].map(lambda d: d["pattern"]).tolist() == ["outlier"] * 5
         done = propose_all(
             found, {"taxi": bundled_rulebooks()[("4314902", "taxi")]}, timezone="America/Sao_Paulo"
         )
