@@ -96,7 +96,9 @@ Findings and alerts
     An alert is not an accusation: stored live findings become proposals only through
     ``db.enforcement.workflow.generate_report`` (``pontual proposals generate``, ``POST
     /api/v1/proposals/generate``), under the rulebook's confidence floor and repetition rules,
-    which list the others for review.
+    which list the others for review. A registered vehicle's finding whose rule asks for
+    repetition (a ``gps_anomaly`` under POA art. 58, IX) is alerted only once the rulebook
+    would propose it (:func:`db.enforcement.workflow.awaits_repetition`).
 Throttling
     A recurring condition is stored as a finding but not re-alerted: when an alert with the same
     ``throttle_key`` (``kind|vehicle_id|stand_id``) has an ``event_at`` (the end of its
@@ -124,7 +126,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from db.enforcement.workflow import insert_findings
+from db.enforcement.workflow import awaits_repetition, insert_findings
 from db.fleet.store import driver_registry_frames
 from db.stands.queries import licence_frame, stands_frame
 from db.stands.store import suspensions_frame
@@ -1428,8 +1430,13 @@ def store_findings(
     records: list[dict[str, Any]],
     *,
     throttle_s: float = DEFAULT_THROTTLE_S,
+    timezone: str = DEFAULT_TIMEZONE,
 ) -> list[dict[str, Any]]:
     """Insert finding records and alert the new ones (throttled), in the session's transaction.
+
+    A registered vehicle's finding whose rule, in its municipality's rulebook, asks for
+    repetition (POA art. 58, IX: a ``gps_anomaly``) is alerted only once the rulebook would
+    propose it: a working receiver's lone GPS errors are stored, not announced.
 
     Parameters
     ----------
@@ -1439,21 +1446,54 @@ def store_findings(
         Finding records (findings-frame columns).
     throttle_s : float, default 900
         Throttle window (see the module docstring); 0 alerts every new finding.
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the local days the rulebook groups findings by.
 
     Returns
     -------
     list of dict
         The records, each with ``new`` (inserted now) and ``alert_id`` (None when the finding
-        was already stored or throttled).
+        was already stored, throttled or awaits its rule's repetition).
     """
     new = insert_findings(session, records)
     webhooks = _active_webhooks(session) if new else []
+    code_of = _repetition_municipalities(session, [r for r in records if r["finding_id"] in new])
     out = []
     for r in sorted(records, key=lambda r: (pd.Timestamp(r["ended_at"]), r["finding_id"])):
         is_new = r["finding_id"] in new
-        alert_id = _alert(session, r, throttle_s=throttle_s, webhooks=webhooks) if is_new else None
+        code = code_of.get(str(r["vehicle_id"]))
+        waits = (
+            is_new
+            and code is not None
+            and awaits_repetition(session, r, municipality=code, timezone=timezone)
+        )
+        alert_id = (
+            _alert(session, r, throttle_s=throttle_s, webhooks=webhooks)
+            if is_new and not waits
+            else None
+        )
         out.append({**r, "new": is_new, "alert_id": alert_id})
     return out
+
+
+def _repetition_municipalities(session: Session, records: list[dict[str, Any]]) -> dict[str, str]:
+    """Map the vehicles with a finding of a kind judged by repetition to their municipality.
+
+    Only registered vehicles of a municipality with a rulebook.
+    """
+    kinds = {r.kind for b in bundled_rulebooks().values() for r in b.rules if r.repetition}
+    vehicles = sorted({str(r["vehicle_id"]) for r in records if r["kind"] in kinds})
+    if not vehicles:
+        return {}
+    with_books = sorted({m for m, _ in bundled_rulebooks()})
+    rows = session.execute(
+        text(
+            "SELECT vehicle_id, municipality_code FROM vehicles "
+            "WHERE vehicle_id = ANY(:vs) AND municipality_code = ANY(:ms)"
+        ),
+        {"vs": vehicles, "ms": with_books},
+    ).all()
+    return {str(v): str(c) for v, c in rows}
 
 
 def process_fixes(
@@ -1501,4 +1541,4 @@ def process_fixes(
     found = detect_live(
         session, pings, thresholds=thresholds, kinds=kinds, roads=roads, timezone=timezone
     )
-    return store_findings(session, found, throttle_s=throttle_s)
+    return store_findings(session, found, throttle_s=throttle_s, timezone=timezone)

@@ -315,6 +315,44 @@ def why_not_proposed(
     return "o regulamento não tem dispositivo para este tipo de achado (ou este caso dele)"
 
 
+def awaits_repetition(
+    session: Session, finding: Mapping[str, Any], *, municipality: str, timezone: str
+) -> bool:
+    """Tell whether a stored finding's rule asks for repetition the vehicle has not reached.
+
+    Under the municipality's rulebooks, a finding whose rule has a ``repetition`` (POA art. 58,
+    IX: ``gps_anomaly``) that :func:`generate_report` would not propose yet: judged with the
+    vehicle's findings of that kind within the rule's window (those a proposal covers as
+    context), nothing stored. False for every other finding.
+    """
+    books = rulebooks_for(municipality)
+    details = finding.get("details") or {}
+    windows = [
+        r.repetition.window_hours
+        for b in books.values()
+        for r in b.rules
+        if r.repetition is not None and r.matches(finding["kind"], details)
+    ]
+    if not windows:
+        return False
+    window = pd.Timedelta(hours=max(windows))
+    start = pd.Timestamp(finding["started_at"])
+    covered = _covered(municipality)
+    near = session.execute(
+        select(Finding.finding_id).where(
+            Finding.vehicle_id == str(finding["vehicle_id"]),
+            Finding.kind == finding["kind"],
+            Finding.finding_id != finding["finding_id"],
+            Finding.finding_id.not_in(covered),
+            Finding.started_at >= (start - window).to_pydatetime(),
+            Finding.started_at <= (start + window).to_pydatetime(),
+        )
+    ).scalars()
+    ids = [str(finding["finding_id"]), *near]
+    done = _propose_uncovered(session, books, ids, covered, timezone=timezone)
+    return not any(finding["finding_id"] in p["finding_ids"] for p in done.proposals)
+
+
 def _covered(municipality: str) -> Any:
     """Select the ids of the findings a proposal of the municipality rests on (a subquery)."""
     return (

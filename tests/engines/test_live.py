@@ -283,6 +283,27 @@ class TestProcessFixes:
         assert [f["vehicle_id"] for f in found] == ["OUT4"]
         assert found[0]["details"]["distance_to_boundary_m"] > 50_000
 
+    def test_gps_errors_alert_once_the_rulebook_would_propose(self, db_session: Session) -> None:
+        """Sent as they happen, a Porto Alegre taxi's GPS outliers (art. 58, IX: 5 within an
+        hour) are stored and alerted only from the fifth; an unregistered vehicle's are alerted
+        each (no rulebook)."""
+        self.register_in_porto_alegre(db_session, ["GPS1"])
+        away = [(6000.0, 0.0), (0.0, 7000.0), (-6500.0, 0.0), (0.0, -7500.0), (8000.0, 8000.0)]
+        rows = []
+        for k, (north, east) in enumerate(away):
+            rows += [_fix("GPS1", 10 * k + j / 2, 100.0 * (4 * k + j), "free") for j in range(4)]
+            lat, lon = offset_m(north, east)
+            rows[-2] |= {"lat": lat, "lon": lon}  # one fix thrown far away, then back
+        rows.append(_fix("GPS1", 90, 2000.0, "free"))
+        rows += [{**r, "vehicle_id": "GPS2"} for r in rows]
+        found = feed(db_session, make_pings(rows), 4, kinds=("gps_anomaly",))
+        alerted = {
+            v: [f["alert_id"] is not None for f in found if f["vehicle_id"] == v]
+            for v in ("GPS1", "GPS2")
+        }
+        assert alerted == {"GPS1": [False] * 4 + [True], "GPS2": [True] * 5}
+        assert all(f["new"] for f in found)
+
     @staticmethod
     def boundary(code: str) -> Any:
         """The bundled IBGE boundary of a municipality (shapely, EPSG:4326)."""
