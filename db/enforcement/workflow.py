@@ -349,7 +349,7 @@ def awaits_repetition(
         )
     ).scalars()
     ids = [str(finding["finding_id"]), *near]
-    done = _propose_uncovered(session, books, ids, covered, timezone=timezone)
+    done = _propose_uncovered(session, books, ids, covered, timezone=timezone, reincidence=False)
     return not any(finding["finding_id"] in p["finding_ids"] for p in done.proposals)
 
 
@@ -370,8 +370,13 @@ def _propose_uncovered(
     *,
     timezone: str,
     confidence_floor: Mapping[str, float] | None = None,
+    reincidence: bool = True,
 ) -> Proposed:
-    """:func:`propose_all` over stored findings no proposal covers yet (nothing stored)."""
+    """:func:`propose_all` over stored findings no proposal covers yet (nothing stored).
+
+    ``reincidence`` False skips reading the confirmed infractions: what is proposed is the
+    same, only the proposals' reincidence is not counted.
+    """
     findings = load_findings(session, finding_ids)
     if findings.empty:
         return Proposed([], {}, [])
@@ -380,7 +385,7 @@ def _propose_uncovered(
         findings,
         books,
         timezone=timezone,
-        confirmed=confirmed_history(session, municipality=municipality),
+        confirmed=confirmed_history(session, municipality=municipality) if reincidence else None,
         fleet=_service_categories(session, findings),
         confidence_floor=confidence_floor,
         context=_repetition_context(session, books, findings, covered),
