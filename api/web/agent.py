@@ -291,6 +291,10 @@ def home(request: Request, web: AgentUser, session: SessionDep) -> Response:
     )
 
 
+ALERT_PARAMS = ("tipo", "veiculo", "ponto")
+"""The alerts page's filters: a finding kind, a vehicle, a stand (read as the queue's)."""
+
+
 @router.get("/fiscal/alertas", name="web_agent_alerts", response_model=None)
 async def alerts_page(
     request: Request,
@@ -299,29 +303,47 @@ async def alerts_page(
     pagina: str | None = None,
     desde: str | None = None,
 ) -> Response:
-    """Every alert, newest first, paged; with ``Accept: text/event-stream``, the live stream."""
+    """Show every alert, newest first, filtered and paged.
+
+    Asked with ``Accept: text/event-stream``: the live stream.
+    """
     if EVENT_STREAM in request.headers.get("accept", ""):
         session.close()  # the stream holds no pooled connection while it waits
         last = request.headers.get("last-event-id") or None
         return _alert_stream(request, web, last_id=last, since=_since(desde))
     page = _page_number(pagina)
     zone = _zone(request)
+    params = {k: request.query_params.get(k) for k in ALERT_PARAMS}
+    filters, errors = parse_queue_filters(params, zone)
     alerts, total = await run_in_threadpool(
-        lambda: list_alerts(session=session, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        lambda: list_alerts(
+            session=session,
+            kinds=[filters.kind] if filters.kind else None,
+            stand_ids=[filters.stand_id] if filters.stand_id else None,
+            vehicle_id=filters.vehicle_id,
+            limit=PAGE_SIZE,
+            offset=(page - 1) * PAGE_SIZE,
+        )
     )
     views = await run_in_threadpool(_alerts_with_proposals, session, alerts, zone)
     pages = max(1, math.ceil(total / PAGE_SIZE))
+    kept = {k: v.strip() for k, v in params.items() if v and v.strip() and k not in errors}
     return render(
         request,
         "fiscal/alertas.html",
         web=web,
         title="Alertas",
+        status_code=422 if errors else 200,
         alerts=views,
         total=total,
+        filtered=bool(kept),
+        form={k: (params[k] or "").strip() for k in ALERT_PARAMS},
+        errors=errors,
+        kinds=[(k, KIND_NAMES[k]) for k in KINDS],
         page=page,
         pages=pages,
-        prev_url=_with_query("/fiscal/alertas", pagina=page - 1) if page > 1 else None,
-        next_url=_with_query("/fiscal/alertas", pagina=page + 1) if page < pages else None,
+        prev_url=_with_query("/fiscal/alertas", **kept, pagina=page - 1) if page > 1 else None,
+        next_url=_with_query("/fiscal/alertas", **kept, pagina=page + 1) if page < pages else None,
     )
 
 

@@ -363,6 +363,38 @@ class TestEvidencePages:
             assert words in response.text, path
 
 
+class TestAlertsPage:
+    def test_the_agent_filters_the_alerts_by_vehicle_and_kind(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """The agent types a vehicle and filters: only its alerts are listed, the filter kept
+        in the form; a kind it has none of lists none; a kind that does not exist is refused
+        on the field (422) while the other filters apply."""
+        mine, other = (f"FA{secrets.token_hex(3).upper()}" for _ in range(2))
+        kept = [_alert(web_engine, mine, minutes_ago=m) for m in (6, 5)]
+        _alert(web_engine, other, minutes_ago=4)
+        login(page, "agent")
+        page.goto("/fiscal/alertas")
+        page.get_by_label("Veículo (prefixo)").fill(mine)
+        page.get_by_role("button", name="Filtrar").click()
+        expect(page.locator("#alertas-resumo")).to_have_text("2 alerta(s) com estes filtros.")
+        listed = page.locator(".alerts > li").evaluate_all(
+            "items => items.map(i => i.dataset.alertId)"
+        )
+        assert listed == kept[::-1]
+        expect(page.get_by_label("Veículo (prefixo)")).to_have_value(mine)
+        assert_accessible(page)
+        page.get_by_label("Tipo de achado").select_option(label="Salto de GPS impossível")
+        page.get_by_role("button", name="Filtrar").click()
+        expect(page.locator("#alertas-resumo")).to_have_text("Nenhum alerta com estes filtros.")
+        response = page.goto(f"/fiscal/alertas?tipo=speeding&veiculo={mine}")
+        assert response is not None and response.status == 422
+        expect(page.get_by_label("Tipo de achado")).to_have_attribute("aria-invalid", "true")
+        expect(page.locator("#tipo-erro")).to_contain_text("Tipo 'speeding' desconhecido")
+        expect(page.locator("#alertas-resumo")).to_have_text("2 alerta(s) com estes filtros.")
+        assert_accessible(page)
+
+
 PHONE_PAGES = (
     "/fiscal",
     "/fiscal/alertas",
