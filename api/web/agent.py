@@ -315,8 +315,9 @@ async def alerts_page(
     zone = _zone(request)
     params = {k: request.query_params.get(k) for k in ALERT_PARAMS}
     filters, errors = parse_queue_filters(params, zone)
-    alerts, total = await run_in_threadpool(
-        lambda: list_alerts(
+
+    def listed(page: int) -> tuple[list[dict[str, Any]], int]:
+        return list_alerts(
             session=session,
             kinds=[filters.kind] if filters.kind else None,
             stand_ids=[filters.stand_id] if filters.stand_id else None,
@@ -324,9 +325,14 @@ async def alerts_page(
             limit=PAGE_SIZE,
             offset=(page - 1) * PAGE_SIZE,
         )
-    )
-    views = await run_in_threadpool(_alerts_with_proposals, session, alerts, zone)
+
+    alerts, total = await run_in_threadpool(listed, page)
     pages = max(1, math.ceil(total / PAGE_SIZE))
+    if page > pages:  # past the end (an old link): the last page
+        page = pages
+        alerts, total = await run_in_threadpool(listed, page)
+        pages = max(page, math.ceil(total / PAGE_SIZE))
+    views = await run_in_threadpool(_alerts_with_proposals, session, alerts, zone)
     kept = {k: v.strip() for k, v in params.items() if v and v.strip() and k not in errors}
     return render(
         request,

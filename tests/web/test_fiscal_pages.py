@@ -368,8 +368,8 @@ class TestAlertsPage:
         self, page: Any, login: Callable, web_engine: Engine
     ) -> None:
         """The agent types a vehicle and filters: only its alerts are listed, the filter kept
-        in the form; a kind it has none of lists none; a kind that does not exist is refused
-        on the field (422) while the other filters apply."""
+        in the form (a page past the end shows the last); a kind it has none of lists none; a
+        kind that does not exist is refused on the field (422) while the other filters apply."""
         mine, other = (f"FA{secrets.token_hex(3).upper()}" for _ in range(2))
         kept = [_alert(web_engine, mine, minutes_ago=m) for m in (6, 5)]
         _alert(web_engine, other, minutes_ago=4)
@@ -384,6 +384,9 @@ class TestAlertsPage:
         assert listed == kept[::-1]
         expect(page.get_by_label("Veículo (prefixo)")).to_have_value(mine)
         assert_accessible(page)
+        page.goto(f"/fiscal/alertas?veiculo={mine}&pagina=9")  # past the end: the last page
+        expect(page.locator(".alerts > li")).to_have_count(2)
+        expect(page.get_by_text("Página 1 de 1")).to_be_visible()
         page.get_by_label("Tipo de achado").select_option(label="Salto de GPS impossível")
         page.get_by_role("button", name="Filtrar").click()
         expect(page.locator("#alertas-resumo")).to_have_text("Nenhum alerta com estes filtros.")
