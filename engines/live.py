@@ -115,6 +115,7 @@ import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 import geopandas as gpd
@@ -1457,11 +1458,13 @@ def store_findings(
     """
     new = insert_findings(session, records)
     webhooks = _active_webhooks(session) if new else []
-    code_of = _repetition_municipalities(session, [r for r in records if r["finding_id"] in new])
+    repeated_kinds = _repeated_kinds()
+    repeated = [r for r in records if r["finding_id"] in new and r["kind"] in repeated_kinds]
+    code_of = _municipalities_with_rulebooks(session, repeated)
     out = []
     for r in sorted(records, key=lambda r: (pd.Timestamp(r["ended_at"]), r["finding_id"])):
         is_new = r["finding_id"] in new
-        code = code_of.get(str(r["vehicle_id"]))
+        code = code_of.get(str(r["vehicle_id"])) if r["kind"] in repeated_kinds else None
         waits = (
             is_new
             and code is not None
@@ -1476,13 +1479,17 @@ def store_findings(
     return out
 
 
-def _repetition_municipalities(session: Session, records: list[dict[str, Any]]) -> dict[str, str]:
-    """Map the vehicles with a finding of a kind judged by repetition to their municipality.
+@cache
+def _repeated_kinds() -> frozenset[str]:
+    """Return the kinds some bundled rule proposes only when repeated (their alerts wait)."""
+    return frozenset(r.kind for b in bundled_rulebooks().values() for r in b.rules if r.repetition)
 
-    Only registered vehicles of a municipality with a rulebook.
-    """
-    kinds = {r.kind for b in bundled_rulebooks().values() for r in b.rules if r.repetition}
-    vehicles = sorted({str(r["vehicle_id"]) for r in records if r["kind"] in kinds})
+
+def _municipalities_with_rulebooks(
+    session: Session, records: list[dict[str, Any]]
+) -> dict[str, str]:
+    """Map the records' registered vehicles to their municipality, when it has a rulebook."""
+    vehicles = sorted({str(r["vehicle_id"]) for r in records})
     if not vehicles:
         return {}
     with_books = sorted({m for m, _ in bundled_rulebooks()})
