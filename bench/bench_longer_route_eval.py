@@ -17,6 +17,16 @@ Sets (``--set sim``, ``detours`` or ``both``):
   (districts of 400 m radius; ``--n`` legitimate trips, ``--n // 4`` detours), judged without the
   network: the reference a city without a bundled road network gets (past trips of other vehicles
   between the same H3 cells), on real street geometry.
+- ``porto-peers`` (not in ``both``): the real Porto trips
+  (``data/porto/derived/trips_combined.csv``) judged without the network, by one another as peers.
+  The trips the peers judge (at least ``min_peer_trips`` earlier peers) are labelled by the *road
+  network's* verdict, a reference built another way (map matching, shortest and fastest paths):
+  negatives where the network judges the trip and finds no detour, positives where it finds one;
+  trips it cannot judge are left out. More positives: a detour injected (``detours.py``, ratio
+  1.4–2.5 of the network's shortest path) into each negative, kept when its measured ratio reaches
+  1.4 and its excess 1 km (below, no rule accuses by design); each detoured copy is judged among all
+  the real trips, in parts where no two copies share a pair of cells (they are never each other's
+  peers).
 
 Pipeline per set: ``validate_pings`` (``sim``; the ``detours`` fixes are already valid) →
 ``detect_trips`` (``sim``: the product's defaults; ``detours``: ``max_gap_s=60`` as its bench) →
@@ -59,7 +69,11 @@ sys.path.append(str(ROOT / "tests" / "tracking" / "detectors"))
 import detours  # noqa: E402
 import routes_sim  # noqa: E402
 
+from geo.h3 import latlng_to_cells  # noqa: E402
 from geo.roads import RoadGraph, build_road_graph, read_libcity_roads  # noqa: E402
+from tracking import frames as fr  # noqa: E402
+from tracking.detectors.longer_route import detect_longer_route, route_ratios  # noqa: E402
+from tracking.porto import read_porto_trips  # noqa: E402
 from tracking.trips import detect_trips  # noqa: E402
 from tracking.validate import validate_pings  # noqa: E402
 
@@ -172,6 +186,97 @@ def detours_set(graph: RoadGraph, *, n: int, seed: int) -> EvalSet:
         parts=[neg_pings, pos_pings],
         labels=labels,
         trip_kwargs={"max_gap_s": 60},
+    )
+
+
+def porto_peers_set(graph: RoadGraph, *, seed: int) -> EvalSet:
+    """The real Porto trips judged by their peers, labelled by the road network (module doc)."""
+    pings, _, _ = read_porto_trips(detours.TRIPS_CSV)
+    trips = detect_trips(pings)
+    by_peers = route_ratios(trips, pings, roads=None)
+    by_network = route_ratios(trips, pings, roads=graph)
+    flagged = detect_longer_route(trips, pings, roads=graph)
+    flagged_ids = set(
+        trips.merge(flagged[["vehicle_id", "started_at"]], on=["vehicle_id", "started_at"])[
+            "trip_id"
+        ]
+    )
+    peer_judged = set(by_peers.loc[by_peers["method"] == "peer_trips", "trip_id"])
+    net = by_network.set_index("trip_id")
+    judged = peer_judged & set(net.index[net["method"] == "road_network"])
+    print(
+        f"porto-peers: {len(trips)} trips, {len(peer_judged)} judged by peers, "
+        f"{len(judged)} of them by the network too ({len(judged & flagged_ids)} detours)"
+    )
+    real = trips.loc[trips["trip_id"].isin(judged)].reset_index(drop=True)
+    real["shortest_m"] = net.loc[real["trip_id"], "reference_m"].to_numpy()
+    real_labels = pd.DataFrame(
+        {
+            "label_id": real["trip_id"].astype(str),
+            "vehicle_id": real["vehicle_id"].astype(str),
+            "window_start": real["started_at"],
+            "window_end": real["ended_at"],
+            "is_detour": real["trip_id"].isin(flagged_ids).to_numpy(),
+            "true_ratio": net.loc[real["trip_id"], "ratio"].to_numpy(),
+            "case": np.where(real["trip_id"].isin(flagged_ids), "real, network: detour", "real"),
+            "shortest_m": real["shortest_m"].to_numpy(),
+        }
+    )
+    base = real.loc[~real["trip_id"].isin(flagged_ids)].reset_index(drop=True)
+    made_pings, made = detours.make_detours(graph, pings, base, seed=seed, ratio_range=(1.4, 2.5))
+    made["excess_m"] = (made["ratio"] - 1.0) * made["shortest_m"]
+    made = made.loc[(made["ratio"] >= routes_sim.MIN_DETOUR_RATIO) & (made["excess_m"] >= 1000.0)]
+    print(f"porto-peers: {len(made)} of {len(base)} injected detours reach ratio 1.4 and 1 km")
+    src = base.set_index("trip_id").loc[made["source_trip_id"]]
+    pairs = [
+        f"{o}-{d}"
+        for o, d in zip(
+            latlng_to_cells(src["pickup_lat"], src["pickup_lon"], resolution=8).tolist(),
+            latlng_to_cells(src["dropoff_lat"], src["dropoff_lon"], resolution=8).tolist(),
+            strict=True,
+        )
+    ]
+    batches: list[set[str]] = []  # vehicles of the copies, no two of a cell pair in one part
+    batch_pairs: list[set[str]] = []
+    for vehicle, pair in zip(made["vehicle_id"], pairs, strict=True):
+        k = next((i for i, b in enumerate(batch_pairs) if pair not in b), len(batches))
+        if k == len(batches):
+            batches.append(set())
+            batch_pairs.append(set())
+        batches[k].add(vehicle)
+        batch_pairs[k].add(pair)
+    made_pings = made_pings.assign(trip_ref=made_pings[fr.VEHICLE_ID])  # one ride each
+    copies = [made_pings.loc[made_pings[fr.VEHICLE_ID].isin(b)] for b in batches]
+    parts = [pings] + [
+        pd.concat([pings, c], ignore_index=True).sort_values(
+            [fr.VEHICLE_ID, fr.TIMESTAMP], ignore_index=True
+        )
+        for c in copies
+    ]
+    pos = pd.DataFrame(
+        {
+            "label_id": made["vehicle_id"].astype(str),
+            "vehicle_id": made["vehicle_id"].astype(str),
+            "window_start": pd.NaT,
+            "window_end": pd.NaT,
+            "is_detour": True,
+            "true_ratio": made["ratio"].to_numpy(),
+            "case": "injected",
+            "shortest_m": made["shortest_m"].to_numpy(),
+        }
+    )
+    labels = pd.concat([real_labels, pos], ignore_index=True)
+    labels["window_start"] = pd.to_datetime(labels["window_start"], utc=True)
+    labels["window_end"] = pd.to_datetime(labels["window_end"], utc=True)
+    labels["excess_m"] = (labels["true_ratio"] - 1.0) * labels["shortest_m"]
+    labels["sampling_s"] = 15.0
+    labels["noise_m"] = np.nan
+    return EvalSet(
+        name="porto-peers",
+        title="real Porto trips judged by peers (no network), labelled by the road network",
+        parts=parts,
+        labels=labels,
+        roads=False,
     )
 
 
@@ -499,7 +604,8 @@ def plot(
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", choices=("sim", "detours", "both", "peers"), default="both")
+    sets = ("sim", "detours", "both", "peers", "porto-peers")
+    ap.add_argument("--set", choices=sets, default="both")
     ap.add_argument("--n", type=int, default=400, help="legitimate trips per set (and detours)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--detector", action="append", default=None, metavar="SPEC")
@@ -520,6 +626,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         t1 = time.perf_counter()
         if set_name in ("sim", "peers"):
             eval_set = sim_set(n=args.n, seed=args.seed, peers=set_name == "peers")
+        elif set_name == "porto-peers":
+            eval_set = porto_peers_set(graph, seed=args.seed)
         else:
             eval_set = detours_set(graph, n=args.n, seed=args.seed)
         t_make = time.perf_counter() - t1

@@ -589,6 +589,8 @@ LABELS = {
     "min_matched_share": "fração mínima casada com a malha",
     "max_unexplained_share": "fração máxima sem explicação",
     "min_peer_trips": "corridas semelhantes mínimas",
+    "peer_quantile": "quantil das corridas semelhantes tomado como referência",
+    "reference_straight_line_ratio": "razão à linha reta de referência",
     "max_peer_trips": "corridas semelhantes máximas",
     "waypoint_diameter_m": "diâmetro de uma parada no caminho",
     "waypoint_min_stop_s": "parada mínima no caminho",

@@ -368,9 +368,28 @@ class TestDetectLongerRoute:
         found, _ = _detect(rows)
         assert list(found["vehicle_id"]) == ["V1"]
         d = found.iloc[0]["details"]
-        assert d["peer_trips"]["median_straight_line_ratio"] == pytest.approx(1.166, rel=0.01)
+        assert d["peer_trips"]["reference_straight_line_ratio"] == pytest.approx(1.166, rel=0.01)
         assert d["reference_m"] == pytest.approx(1.166 * 3000, rel=0.01)
         assert d["ratio"] == pytest.approx(2.0 / 1.166, rel=0.02)
+
+    def test_a_way_a_quarter_of_the_peers_drive_is_no_detour(self):
+        """Peers between the same cells split: 4 drive straight, 3 the long way (2x, as around a
+        river from ends on its other bank). The long way is not accused (the median peer
+        accused it); a trip 1.5x the long way is.
+        """
+        long_way = [(0.0, 0.0), (1500.0, 0.0), (1500.0, 3000.0), (0.0, 3000.0)]  # 2x straight
+        longer = [(0.0, 0.0), (3000.0, 0.0), (3000.0, 3000.0), (0.0, 3000.0)]  # 3x straight
+        rows = []
+        for k in range(7):
+            rows += _trip(f"P{k}", long_way if k < 3 else STRAIGHT, t0=k * 3600)
+        rows += _trip("V1", long_way, t0=8 * 3600) + _trip("V2", longer, t0=9 * 3600)
+        found, pings = _detect(rows)
+        assert list(found["vehicle_id"]) == ["V2"]
+        d = found.iloc[0]["details"]
+        assert d["peer_trips"]["count"] == 8  # V1 too
+        assert d["peer_trips"]["reference_straight_line_ratio"] == pytest.approx(2.0, rel=0.02)
+        assert d["ratio"] == pytest.approx(1.5, rel=0.03)
+        assert d["thresholds"]["peer_quantile"] == 0.75
 
     def test_straight_trip_between_peer_cells_is_never_accused(self):
         """Peers with closer ends in the same H3 cells never make a straight trip a detour.
