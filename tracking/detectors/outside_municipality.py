@@ -19,11 +19,16 @@ meter switch
     With ``pings`` given, the fix before the pickup must not be ``occupied``: a trip that
     "starts" where tracking resumed with the passenger aboard did not necessarily start there.
     Such trips are kept at half confidence (``details.meter_switch_seen`` False).
+GPS error at the pickup
+    With ``pings`` given, a trip is not judged when the step into its pickup fix from the fix
+    before it, or a step between its fixes of the first :data:`tracking.validate.MAX_EXCURSION_S`
+    (5 min), implies more than :data:`tracking.validate.MAX_SPEED_KMH`: the pickup may lie in a
+    stretch the receiver threw away, and is no evidence of where the ride began (a receiver
+    errs about 0.2 times an hour; ``bench/README.md``).
 confidence
     ``0.5 + 0.45 min(1, (d - tol - acc) / (4 max(tol, 50)))`` with ``d`` the distance to the
     boundary, ``tol`` the tolerance and ``acc`` the pickup's ``accuracy_m`` (0 if unknown);
-    times 0.5 without a seen meter switch and 0.8 if the pickup is speed-flagged; clipped to
-    [0.05, 0.95].
+    times 0.5 without a seen meter switch; clipped to [0.05, 0.95].
 
 Live (:data:`KERNEL`): the rule runs on meter trips cut from the fixes (trips inferred from stops
 are not judged live; by default not in batch either). A vehicle keeps its open trip (from the
@@ -60,6 +65,7 @@ from tracking.detectors._evidence import (
 from tracking.detectors._meter_trips import DEFAULT_TRIP_MAX_GAP_S, meter_trips, open_trips
 from tracking.detectors.findings import empty_findings, make_findings
 from tracking.detectors.kernel import TrackKernel
+from tracking.validate import MAX_EXCURSION_S, impossible_steps
 
 KIND = "outside_municipality"
 DEFAULT_BOUNDARY_TOLERANCE_M = 200.0
@@ -198,6 +204,39 @@ def _outside(
     return outside, dist
 
 
+def _pickup_jumps(
+    pos: NDArray[np.int64],
+    codes: NDArray[np.integer],
+    ns_sorted: NDArray[np.int64],
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+    order: NDArray[np.int64] | None,
+) -> NDArray[np.bool_]:
+    """Whether the receiver erred at each pickup (a position in the sorted pings).
+
+    It did when the step into the pickup from the vehicle's fix before it, or any step between
+    its fixes of the :data:`tracking.validate.MAX_EXCURSION_S` after the pickup, is impossible
+    (:func:`tracking.validate.impossible_steps`): the pickup may lie in a displaced stretch.
+    """
+    n = len(ns_sorted)
+    limit = round(MAX_EXCURSION_S * 1e9)
+    out = np.zeros(len(pos), dtype=bool)
+    for k, p in enumerate(pos.tolist()):
+        lo = p - 1 if p > 0 and codes[p - 1] == codes[p] else p
+        hi = p
+        while (
+            hi + 1 < n and codes[hi + 1] == codes[p] and ns_sorted[hi + 1] - ns_sorted[p] <= limit
+        ):
+            hi += 1
+        if hi == lo:
+            continue
+        at = np.arange(lo, hi + 1)
+        rows = at if order is None else order[at]
+        steps = impossible_steps(ns_sorted[at], lat[rows], lon[rows], np.arange(1, len(at)))
+        out[k] = bool(steps.any())
+    return out
+
+
 def _finding_row(
     *,
     vehicle_id: str,
@@ -208,7 +247,6 @@ def _finding_row(
     before: dict[str, Any] | None,
     distance_m: float,
     accuracy_m: float,
-    speed_flagged: bool,
     switch_seen: bool | None,
     source: str,
     prepared: PreparedBoundary,
@@ -216,7 +254,7 @@ def _finding_row(
     """One finding from a judged pickup."""
     tol = prepared.tolerance_m
     conf = 0.5 + 0.45 * min(1.0, (distance_m - tol - accuracy_m) / (4.0 * max(tol, 50.0)))
-    conf *= (0.5 if switch_seen is False else 1.0) * (0.8 if speed_flagged else 1.0)
+    conf *= 0.5 if switch_seen is False else 1.0
     fixes = [pickup] if before is None else [before, pickup]
     details = {
         "fixes": fixes,
@@ -265,8 +303,8 @@ def detect_outside_municipality(
         The municipality.
     pings : pandas.DataFrame, optional
         The pings the trips came from (sorted, as their contract says): the fix before each
-        pickup tells whether the meter switch was seen; ``accuracy_m`` and ``speed_flag`` of
-        the pickup weigh on the confidence.
+        pickup tells whether the meter switch was seen, and with the fixes after it whether the
+        receiver erred there (not judged); the pickup's ``accuracy_m`` weighs on the confidence.
     boundary_tolerance_m : float, default 200
         Pickups up to this far outside the polygon are not reported.
     include_inferred_trips : bool, default False
@@ -318,10 +356,9 @@ def detect_outside_municipality(
         if "first_row" in trips.columns
         else np.full(len(trips), -1, dtype=np.int64)
     )
-    accuracy = np.zeros(len(idx))
-    flagged = np.zeros(len(idx), dtype=bool)
     switch: list[bool | None] = [None] * len(idx)
     before: list[dict[str, Any] | None] = [None] * len(idx)
+    accuracy = np.zeros(len(idx))
     if pings is not None and "first_ping" in trips.columns and len(pings):
         require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
         pos = pd.to_numeric(trips["first_ping"]).fillna(-1).to_numpy(dtype=np.int64)[idx]
@@ -329,26 +366,29 @@ def detect_outside_municipality(
             msg = "as viagens apontam para pings inexistentes; passe os pings de onde vieram"
             raise DetectorInputError(msg)
         order, codes, ns_sorted = sorted_view(pings)
+        p_lat = pings["lat"].to_numpy(dtype=np.float64)
+        p_lon = pings["lon"].to_numpy(dtype=np.float64)
         # ``first_ping`` is a position in the sorted pings (detect_trips sorts a copy).
+        keep = ~_pickup_jumps(pos, codes, ns_sorted, p_lat, p_lon, order)
+        idx, dist, pos = idx[keep], dist[keep], pos[keep]
+        if not len(idx):
+            return empty_findings()
         orig = pos if order is None else order[pos]
         prev = pos - 1
         has_prev = (prev >= 0) & (codes[np.maximum(prev, 0)] == codes[pos])
         prev_orig = prev if order is None else order[np.maximum(prev, 0)]
         prev_meter = meter_at(pings, prev_orig)
         seen = has_prev & pd.Series(prev_meter).isin(["free", "off"]).to_numpy(dtype=bool)
+        accuracy = np.zeros(len(idx))
         if "accuracy_m" in pings.columns:
             acc = pings["accuracy_m"].to_numpy(dtype=np.float64)[orig]
             accuracy = np.where(np.isfinite(acc) & (acc > 0), acc, 0.0)
-        if "speed_flag" in pings.columns:
-            flagged = pings["speed_flag"].fillna(False).to_numpy(dtype=bool)[orig]
         rows = ping_rows(pings)
-        p_lat = pings["lat"].to_numpy(dtype=np.float64)
-        p_lon = pings["lon"].to_numpy(dtype=np.float64)
-        for k in range(len(idx)):
-            switch[k] = bool(seen[k])
-            if has_prev[k]:
-                q = int(prev_orig[k])
-                before[k] = fix_record(int(ns_sorted[prev[k]]), p_lat[q], p_lon[q], int(rows[q]))
+        switch = [bool(x) for x in seen.tolist()]
+        before = [None] * len(idx)
+        for k in np.flatnonzero(has_prev).tolist():
+            q = int(prev_orig[k])
+            before[k] = fix_record(int(ns_sorted[prev[k]]), p_lat[q], p_lon[q], int(rows[q]))
 
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
@@ -362,7 +402,6 @@ def detect_outside_municipality(
             before=before[k],
             distance_m=float(dist[k]),
             accuracy_m=float(accuracy[k]),
-            speed_flagged=bool(flagged[k]),
             switch_seen=switch[k],
             source=str(source[t]),
             prepared=prepared,

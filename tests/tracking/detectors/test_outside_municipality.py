@@ -109,6 +109,29 @@ class TestDetectOutsideMunicipality:
         assert found.iloc[0]["details"]["meter_switch_seen"] is False
         assert found.iloc[0]["confidence"] == pytest.approx(0.95 * 0.5)
 
+    @pytest.mark.parametrize("resumed", [False, True], ids=["meter-switch", "after-a-silence"])
+    def test_pickup_thrown_outside_by_the_gps_is_not_judged(self, resumed: bool) -> None:
+        """A ride begun 2 km inside whose pickup fix the receiver threw 4 km outside, the next
+        fix back on the track, accuses nobody: at the meter switch, or as the first fix after
+        an hour's silence (the step into it is then possible, the step out is not)."""
+        rows = ride("v1", 0, 0.0, 3000.0, step_east_m=-100.0)
+        if resumed:
+            rows = ride("v1", -3600, 0.0, 0.0, n=2) + rows[1:]
+        pickup = next(i for i, r in enumerate(rows) if r["timestamp"] == 30)
+        assert detect(rows).empty  # inside
+        rows[pickup]["lat"], rows[pickup]["lon"] = offset_m(0.0, 9000.0)
+        assert detect(rows).empty
+        for r in rows[pickup + 1 : pickup + 4]:  # a stretch of four fixes, back 2 min later
+            r["lat"], r["lon"] = offset_m(0.0, 9000.0 - 100.0 * (r["timestamp"] - 30) / 30)
+        assert detect(rows).empty
+
+    def test_a_jump_later_in_the_ride_leaves_the_pickup_judged(self) -> None:
+        """A fix thrown away 6 min into the ride says nothing of the pickup: still found."""
+        rows = ride("v1", 0, 0.0, 6500.0, n=15)
+        rows[13]["lat"], rows[13]["lon"] = offset_m(8000.0, 0.0)
+        found = detect(rows)
+        assert len(found) == 1 and found.iloc[0]["confidence"] == pytest.approx(0.95)
+
     def test_poor_accuracy_lowers_confidence(self) -> None:
         """A pickup with 800 m accuracy weighs less."""
         sharp = detect(ride("v1", 0, 0.0, 5600.0)).iloc[0]
