@@ -87,7 +87,12 @@ def failing_day(
     trips: list[pd.DataFrame], rng: np.random.Generator, vehicle: str, hours: float, rate: float
 ) -> pd.DataFrame:
     """A healthy day with about ``rate`` stretches per tracked hour thrown 3–12 km away."""
-    day = healthy_day(trips, rng, vehicle, hours)
+    return thrown(healthy_day(trips, rng, vehicle, hours), rng, hours, rate)
+
+
+def thrown(day: pd.DataFrame, rng: np.random.Generator, hours: float, rate: float) -> pd.DataFrame:
+    """``day`` (``hours`` tracked) with about ``rate`` stretches per hour thrown 3–12 km away."""
+    day = day.copy()
     n = len(day)
     k = min(int(rng.poisson(rate * hours)), (n - 14) // 13)
     lat0 = float(day["lat"].iloc[0])
