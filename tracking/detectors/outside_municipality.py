@@ -21,10 +21,11 @@ meter switch
     Such trips are kept at half confidence (``details.meter_switch_seen`` False).
 GPS error at the pickup
     With ``pings`` given, a trip is not judged when the step into its pickup fix from the fix
-    before it, or a step between its fixes of the first :data:`tracking.validate.MAX_EXCURSION_S`
-    (5 min), implies more than :data:`tracking.validate.MAX_SPEED_KMH`: the pickup may lie in a
-    stretch the receiver threw away, and is no evidence of where the ride began (a receiver
-    errs about 0.2 times an hour; ``bench/README.md``).
+    before it, or a step between the trip's fixes of its first 5 minutes
+    (:data:`tracking.validate.MAX_EXCURSION_S`), implies more than
+    :data:`tracking.validate.MAX_SPEED_KMH`: the pickup may lie in a stretch the receiver threw
+    away, and is no evidence of where the ride began (a receiver errs about 0.2 times an hour;
+    ``bench/README.md``).
 confidence
     ``0.5 + 0.45 min(1, (d - tol - acc) / (4 max(tol, 50)))`` with ``d`` the distance to the
     boundary, ``tol`` the tolerance and ``acc`` the pickup's ``accuracy_m`` (0 if unknown);
@@ -206,6 +207,7 @@ def _outside(
 
 def _pickup_jumps(
     pos: NDArray[np.int64],
+    end_ns: NDArray[np.int64],
     codes: NDArray[np.integer],
     ns_sorted: NDArray[np.int64],
     lat: NDArray[np.float64],
@@ -215,18 +217,18 @@ def _pickup_jumps(
     """Whether the receiver erred at each pickup (a position in the sorted pings).
 
     It did when the step into the pickup from the vehicle's fix before it, or any step between
-    its fixes of the :data:`tracking.validate.MAX_EXCURSION_S` after the pickup, is impossible
-    (:func:`tracking.validate.impossible_steps`): the pickup may lie in a displaced stretch.
+    the trip's fixes (up to its end, ``end_ns``) of the :data:`tracking.validate.MAX_EXCURSION_S`
+    after the pickup, is impossible (:func:`tracking.validate.impossible_steps`): the pickup may
+    lie in a displaced stretch. Only the trip's fixes: live judges a trip when it ends.
     """
     n = len(ns_sorted)
     limit = round(MAX_EXCURSION_S * 1e9)
     out = np.zeros(len(pos), dtype=bool)
     for k, p in enumerate(pos.tolist()):
         lo = p - 1 if p > 0 and codes[p - 1] == codes[p] else p
+        last = min(int(ns_sorted[p]) + limit, int(end_ns[k]))
         hi = p
-        while (
-            hi + 1 < n and codes[hi + 1] == codes[p] and ns_sorted[hi + 1] - ns_sorted[p] <= limit
-        ):
+        while hi + 1 < n and codes[hi + 1] == codes[p] and ns_sorted[hi + 1] <= last:
             hi += 1
         if hi == lo:
             continue
@@ -369,7 +371,7 @@ def detect_outside_municipality(
         p_lat = pings["lat"].to_numpy(dtype=np.float64)
         p_lon = pings["lon"].to_numpy(dtype=np.float64)
         # ``first_ping`` is a position in the sorted pings (detect_trips sorts a copy).
-        keep = ~_pickup_jumps(pos, codes, ns_sorted, p_lat, p_lon, order)
+        keep = ~_pickup_jumps(pos, end[idx], codes, ns_sorted, p_lat, p_lon, order)
         idx, dist, pos = idx[keep], dist[keep], pos[keep]
         if not len(idx):
             return empty_findings()

@@ -244,15 +244,25 @@ def _fleet_days() -> list[dict]:
     ]
     # a trip with no fix before it (the vehicle's first fix is occupied)
     first = ride("d", 0, 0.0, -8000.0)[1:]
-    return rows + first
+    # a pickup the receiver threw outside: not judged
+    thrown = ride("e", 0, 0.0, 3000.0, step_east_m=-100.0)
+    thrown[1]["lat"], thrown[1]["lon"] = offset_m(0.0, 9000.0)
+    # a short ride outside, then a fix thrown away 2 min after its pickup, the meter free: the
+    # ride is judged on its own fixes (live emits it at its first free fix)
+    short = ride("f", 0, 0.0, 6500.0, n=3)
+    for j in range(3):
+        lat, lon = offset_m(8000.0 if j == 1 else 0.0, 6000.0)
+        short.append({"vehicle_id": "f", "timestamp": 120 + 30 * j, "lat": lat, "lon": lon})
+        short[-1]["meter"] = "free"
+    return rows + first + thrown + short
 
 
 class TestOutsideMunicipalityKernel:
     def test_pieces_give_the_batch_findings(self) -> None:
         """Fix by fix or in random pieces, over vehicles and days, the findings are the batch's."""
         pings = make_pings(_fleet_days())
-        batch = assert_pieces_give_batch(KERNEL, pings, min_findings=8, boundary=square())
-        assert len(batch) == 8
+        batch = assert_pieces_give_batch(KERNEL, pings, min_findings=9, boundary=square())
+        assert len(batch) == 9 and "e" not in set(batch["vehicle_id"])
 
     def test_kernel_is_the_batch_function_on_meter_trips(self) -> None:
         """The kernel's rule is detect_outside_municipality over the pipeline's trips."""
