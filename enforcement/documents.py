@@ -500,6 +500,11 @@ LABELS = {
     "method": "referência",
     "driven_m": "distância percorrida",
     "reference_m": "rota de referência",
+    "ratio_straight_line": "razão percorrida/linha reta",
+    "peer_trips.count": "corridas semelhantes comparadas",
+    "peer_trips.reference_straight_line_ratio": (
+        "3/4 das semelhantes percorreram até (× linha reta)"
+    ),
     "ratio": "razão percorrida/referência",
     "excess_km": "excesso",
     "fastest_route_m": "rota mais rápida",
@@ -577,7 +582,6 @@ LABELS = {
     "h3_resolution": "resolução H3",
     # routes
     "straight_m": "linha reta",
-    "ratio_straight_line": "razão percorrida/linha reta",
     "matched_m": "distância casada com a malha",
     "matched_route_s": "tempo da rota casada",
     "time_ratio": "razão de tempo",
@@ -590,7 +594,6 @@ LABELS = {
     "max_unexplained_share": "fração máxima sem explicação",
     "min_peer_trips": "corridas semelhantes mínimas",
     "peer_quantile": "quantil das corridas semelhantes tomado como referência",
-    "reference_straight_line_ratio": "razão à linha reta de referência",
     "max_peer_trips": "corridas semelhantes máximas",
     "waypoint_diameter_m": "diâmetro de uma parada no caminho",
     "waypoint_min_stop_s": "parada mínima no caminho",
@@ -677,6 +680,9 @@ _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ORDER = {k: i for i, k in enumerate(LABELS)}
 MAX_MEASURES = 10
 """At most this many measures (and thresholds) per finding; the rest stay in the finding."""
+_PEER_MEASURES = ("count", "reference_straight_line_ratio")
+"""Of ``details["peer_trips"]``, what a reference taken from peers shows among the measures (as
+``peer_trips.<key>``)."""
 
 
 def evidence_summary(
@@ -699,7 +705,11 @@ def evidence_summary(
         f"{finding['finding_id']}: {kind}, {span}, confiança "
         f"{_number(float(finding['confidence']), 2)}"
     )
-    return head, _pairs(details, tz), _pairs(details.get("thresholds") or {}, tz)
+    measures = dict(details)
+    peers = details.get("peer_trips")
+    if details.get("method") == "peer_trips" and isinstance(peers, Mapping):
+        measures |= {f"peer_trips.{k}": peers.get(k) for k in _PEER_MEASURES}
+    return head, _pairs(measures, tz), _pairs(details.get("thresholds") or {}, tz)
 
 
 def _pairs(values: Mapping[str, Any], tz: ZoneInfo) -> list[str]:

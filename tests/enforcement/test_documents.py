@@ -245,6 +245,29 @@ class TestEvidenceSummary:
         assert "excesso mínimo: 1.000 m" in thresholds
         assert not any("cell" in m or "driven_line" in m for m in measures)
 
+    def test_a_reference_from_peers_shows_them(self) -> None:
+        """Without a network, the agent reads how many peers the reference came from and their
+        reference ratio; a network finding does not list its peers."""
+        finding = dict(sample_document()["findings"][0])
+        peers = {"count": 7, "reference_straight_line_ratio": 1.2831, "trip_ids": ["a"] * 7}
+        finding["details"] = {
+            "method": "peer_trips",
+            "driven_m": 4317.4,
+            "ratio_straight_line": 2.3645,
+            "peer_trips": peers,
+        }
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert measures == [
+            "referência: corridas semelhantes",
+            "distância percorrida: 4.317 m",
+            "razão percorrida/linha reta: 2,365",
+            "corridas semelhantes comparadas: 7",
+            "3/4 das semelhantes percorreram até (× linha reta): 1,283",
+        ]
+        finding["details"] = {"method": "road_network", "peer_trips": peers}
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert measures == ["referência: malha viária"]
+
     def test_boarding_distance_and_lag_are_labelled(self) -> None:
         """A boarding's distance and lag and their thresholds are named in pt-BR, with units."""
         finding = dict(sample_document()["findings"][0])
