@@ -161,25 +161,8 @@ def detours_set(graph: RoadGraph, *, n: int, seed: int) -> EvalSet:
             "shortest_m": sample["shortest_m"].to_numpy(),
         }
     )
-    pos = pd.DataFrame(
-        {
-            "label_id": made["vehicle_id"].astype(str),
-            "vehicle_id": made["vehicle_id"].astype(str),
-            "window_start": pd.NaT,
-            "window_end": pd.NaT,
-            "is_detour": True,
-            "true_ratio": made["ratio"].to_numpy(),
-            "case": "injected",
-            "shortest_m": made["shortest_m"].to_numpy(),
-        }
-    )
-    pos = pos.loc[pos["true_ratio"] >= routes_sim.MIN_DETOUR_RATIO]
-    labels = pd.concat([neg, pos], ignore_index=True)
-    labels["window_start"] = pd.to_datetime(labels["window_start"], utc=True)
-    labels["window_end"] = pd.to_datetime(labels["window_end"], utc=True)
-    labels["excess_m"] = (labels["true_ratio"] - 1.0) * labels["shortest_m"]
-    labels["sampling_s"] = 15.0
-    labels["noise_m"] = np.nan
+    pos = _injected(made.loc[made["ratio"] >= routes_sim.MIN_DETOUR_RATIO])
+    labels = _real_trip_labels([neg, pos])
     return EvalSet(
         name="detours",
         title="detours.py (detours injected into real Porto trips)",
@@ -253,7 +236,19 @@ def porto_peers_set(graph: RoadGraph, *, seed: int) -> EvalSet:
         )
         for c in copies
     ]
-    pos = pd.DataFrame(
+    labels = _real_trip_labels([real_labels, _injected(made)])
+    return EvalSet(
+        name="porto-peers",
+        title="real Porto trips judged by peers (no network), labelled by the road network",
+        parts=parts,
+        labels=labels,
+        roads=False,
+    )
+
+
+def _injected(made: pd.DataFrame) -> pd.DataFrame:
+    """Labels of detoured copies (``detours.make_detours``' labels): one vehicle each."""
+    return pd.DataFrame(
         {
             "label_id": made["vehicle_id"].astype(str),
             "vehicle_id": made["vehicle_id"].astype(str),
@@ -265,19 +260,17 @@ def porto_peers_set(graph: RoadGraph, *, seed: int) -> EvalSet:
             "shortest_m": made["shortest_m"].to_numpy(),
         }
     )
-    labels = pd.concat([real_labels, pos], ignore_index=True)
+
+
+def _real_trip_labels(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Labels of real Porto trips and their copies: windows in UTC, excess, 15 s fixes."""
+    labels = pd.concat(parts, ignore_index=True)
     labels["window_start"] = pd.to_datetime(labels["window_start"], utc=True)
     labels["window_end"] = pd.to_datetime(labels["window_end"], utc=True)
     labels["excess_m"] = (labels["true_ratio"] - 1.0) * labels["shortest_m"]
     labels["sampling_s"] = 15.0
     labels["noise_m"] = np.nan
-    return EvalSet(
-        name="porto-peers",
-        title="real Porto trips judged by peers (no network), labelled by the road network",
-        parts=parts,
-        labels=labels,
-        roads=False,
-    )
+    return labels
 
 
 # --- detectors -------------------------------------------------------------------------------
