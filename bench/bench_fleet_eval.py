@@ -612,6 +612,16 @@ def thin_fixes(pings: Path, every: int) -> None:
         frame.to_csv(pings, index=False)
 
 
+def drop_speeds(pings: Path) -> None:
+    """Remove the fixes' ``speed_kmh`` (a tracker that reports no speed)."""
+    frame = pd.read_parquet(pings) if pings.suffix == ".parquet" else pd.read_csv(pings, dtype=str)
+    frame = frame.drop(columns=["speed_kmh"])
+    if pings.suffix == ".parquet":
+        frame.to_parquet(pings, index=False)
+    else:
+        frame.to_csv(pings, index=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -648,6 +658,11 @@ def main() -> None:
         help="keep every K-th fix of each vehicle (a fix every K x 15 s, as a tracker "
         "configured to report less often)",
     )
+    parser.add_argument(
+        "--no-speed",
+        action="store_true",
+        help="drop the fixes' speed_kmh, as a tracker that reports no speed",
+    )
     parser.add_argument("--keep", type=Path, help="folder for the data and outputs (kept)")
     parser.add_argument("--report", type=Path, help="also write the markdown here")
     a = parser.parse_args()
@@ -662,6 +677,8 @@ def main() -> None:
             pad_stand_codes(paths["fleet"])
         if a.keep_every and a.keep_every > 1:
             thin_fixes(paths["pings"], a.keep_every)
+        if a.no_speed:
+            drop_speeds(paths["pings"])
         written: dict[str, str] = {}
         if a.prefixes_written_otherwise:
             written = rewrite_prefixes(paths["pings"], a.prefixes_written_otherwise)
@@ -682,6 +699,7 @@ def main() -> None:
             )
             + (" --padded-stand-codes" if a.padded_stand_codes else "")
             + (f" --keep-every {a.keep_every}" if a.keep_every and a.keep_every > 1 else "")
+            + (" --no-speed" if a.no_speed else "")
             + (
                 f" --prefixes-written-otherwise {a.prefixes_written_otherwise}"
                 if a.prefixes_written_otherwise

@@ -69,15 +69,19 @@ pattern
     consistent alternative route, which is also what a closed road that the network lacks looks
     like, so ``reference_may_be_wrong`` is set and the confidence lowered.
 guards (never accuse on bad data)
-    No finding when ``reference_m < min_reference_m``, when the pickup or the drop-off fix is a
-    GPS jump (its step to the neighbouring fix implies more than ``max_speed_kmh``), with fewer
-    than 3 fixes, or when two consecutive fixes lie more than :data:`HIDDEN_RIDE_GAP_S` apart,
-    both reporting the vehicle standing (below ``MOVING_KMH``) at places more than
-    ``waypoint_diameter_m`` apart: it drove unseen from one stop to another, where the meter
-    may have gone free and on again (a drop-off, a new boarding: two rides back to back read
-    as one ride with a loop, from a tracker reporting once a minute). Without reported speeds
-    this cannot be seen. Nor for a round trip: the drop-off within :data:`ROUND_TRIP_M` of the
-    pickup, and no waypoint farther than that from both (the ride asked for is unknown).
+    No finding when ``reference_m < min_reference_m``, when the pickup or the drop-off fix is a GPS
+    jump (its step to the neighbouring fix implies more than ``max_speed_kmh``), with fewer than 3
+    fixes, or when two consecutive fixes lie more than :data:`HIDDEN_RIDE_GAP_S` apart, both
+    reporting the vehicle standing (below ``MOVING_KMH``) at places more than
+    ``waypoint_diameter_m`` apart: it drove unseen from one stop to another, where the meter may
+    have gone free and on again (a drop-off, a new boarding: two rides back to back read as one ride
+    with a loop, from a tracker reporting once a minute). From a tracker that reports no speeds and,
+    along the trip, a fix less often than every :data:`HIDDEN_RIDE_GAP_S` (the median interval), a
+    fix without a speed may have been standing: such a trip with a gap between places that far apart
+    is not judged (at a fix a minute without speeds, two rides back to back of a simulated fleet
+    were accused at confidence 0.81). With fixes more often, a gap is lost fixes, rarely a drop-off
+    and a boarding both unseen. Nor for a round trip: the drop-off within :data:`ROUND_TRIP_M` of
+    the pickup, and no waypoint farther than that from both (the ride asked for is unknown).
 
 Confidence: ``0.6 + 0.35·min(1, (s − min_ratio)/(min_ratio − 1))`` where ``s`` is the score
 (``min(ratio, time_ratio)``), times 0.85 for a ``corridor`` pattern, 0.85 for a peer reference,
@@ -654,7 +658,8 @@ def _two_stops(
 ) -> NDArray[np.bool_]:
     """Whether the vehicle moved, unseen, from one stop to another between fix ``at`` and the next.
 
-    Both report standing (below ``MOVING_KMH``) and they lie more than ``apart_m`` apart.
+    Both report standing (below ``MOVING_KMH``; NaN, no speed, is not standing) and they lie
+    more than ``apart_m`` apart.
     """
     a, b = at, at + 1
     standing = (kmh[a] < MOVING_KMH) & (kmh[b] < MOVING_KMH)
@@ -1294,8 +1299,11 @@ def _findings(
         d_end = haversine_m(lat[[0, -2]], lon[[0, -2]], lat[[1, -1]], lon[[1, -1]])
         if (d_end > reach * np.maximum(dt_s, 1e-9)).any():
             continue  # pickup or drop-off is a GPS jump: the reference would be wrong
-        unseen = np.flatnonzero(np.diff(ts) > round(HIDDEN_RIDE_GAP_S * NS))
+        gaps = np.diff(ts)
+        unseen = np.flatnonzero(gaps > round(HIDDEN_RIDE_GAP_S * NS))
         kmh = fixes["kmh"][lo:hi]
+        if len(unseen) and np.median(gaps) > HIDDEN_RIDE_GAP_S * NS:
+            kmh = np.where(np.isnan(kmh), 0.0, kmh)  # a sparse tracker without speeds
         if len(unseen) and _two_stops(lat, lon, kmh, unseen, p.waypoint_diameter_m).any():
             continue  # a drop-off and a new boarding may lie between two fixes
         method = str(ev["method"][i])

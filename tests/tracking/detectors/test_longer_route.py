@@ -312,11 +312,24 @@ class TestDetectLongerRoute:
     ):
         """Seen standing, then 105 s later standing 300 m on (6 fixes unseen): a drop-off and
         a new boarding may lie between — two rides back to back, not one with a loop — so the
-        trip is not judged. Reported moving, or without speeds, or standing at one place 60 s
-        later (a passenger's stop, 3 fixes unseen), it is."""
+        trip is not judged. Reported moving, or without speeds from a tracker reporting every
+        15 s (lost fixes), or standing at one place 60 s later (a passenger's stop, 3 fixes
+        unseen), it is."""
         rows = _trip("V1", LOOP, wait_at=20, wait_s=60)  # 4 more fixes at the 21st point
         del rows[21 : 21 + unseen]
         rows[20]["speed_kmh"] = rows[21]["speed_kmh"] = speed_kmh
+        found_, _ = _detect(rows, roads=grid)
+        assert len(found_) == found
+
+    @pytest.mark.parametrize(("speed_kmh", "found"), [(None, 0), (24.0, 1)], ids=["no", "moving"])
+    def test_a_fix_a_minute_without_speeds_is_not_judged(self, grid, speed_kmh, found):
+        """A tracker reporting once a minute and no speeds cannot show that no drop-off and new
+        boarding lie between two fixes (two rides read as one with a loop): not judged. With
+        speeds reporting it moving, the same loop is accused."""
+        rows = _trip("V1", LOOP)[::4]  # a fix a minute, 400 m apart
+        rows[-1] = _trip("V1", LOOP)[-1]  # the free fix that ends the trip
+        for r in rows:
+            r["speed_kmh"] = speed_kmh
         found_, _ = _detect(rows, roads=grid)
         assert len(found_) == found
 
