@@ -582,44 +582,48 @@ def pad_stand_codes(fleet: Path) -> None:
     frame.to_csv(fleet, index=False)
 
 
-def rewrite_prefixes(pings: Path, every: int) -> dict[str, str]:
-    """Rewrite every ``every``-th vehicle's prefixo in the pings with leading zeros ('000123'
-    for '123'), as a tracker configured apart from the registry might write it; return the
-    written ids to the registry's."""
-    frame = pd.read_parquet(pings) if pings.suffix == ".parquet" else pd.read_csv(pings, dtype=str)
-    ids = frame["vehicle_id"].astype(str)
-    chosen = sorted(ids.unique())[::every]
-    written = {v: v.zfill(6) if v.zfill(6) != v else f"0{v}" for v in chosen}
-    frame["vehicle_id"] = ids.map(lambda v: written.get(v, v))
+def _read_pings(pings: Path) -> pd.DataFrame:
+    """The simulated pings file (Parquet, or CSV as text)."""
+    return pd.read_parquet(pings) if pings.suffix == ".parquet" else pd.read_csv(pings, dtype=str)
+
+
+def _write_pings(frame: pd.DataFrame, pings: Path) -> None:
+    """Write ``frame`` over the pings file, in its format."""
     if pings.suffix == ".parquet":
         frame.to_parquet(pings, index=False)
     else:
         frame.to_csv(pings, index=False)
+
+
+def rewrite_prefixes(pings: Path, every: int) -> dict[str, str]:
+    """Rewrite every ``every``-th vehicle's prefixo in the pings with leading zeros ('000123'
+    for '123'), as a tracker configured apart from the registry might write it; return the
+    written ids to the registry's."""
+    frame = _read_pings(pings)
+    ids = frame["vehicle_id"].astype(str)
+    chosen = sorted(ids.unique())[::every]
+    written = {v: v.zfill(6) if v.zfill(6) != v else f"0{v}" for v in chosen}
+    frame["vehicle_id"] = ids.map(lambda v: written.get(v, v))
+    _write_pings(frame, pings)
     return {w: v for v, w in written.items()}
 
 
 def thin_fixes(pings: Path, every: int) -> None:
     """Keep every ``every``-th fix of each vehicle, in time order (a tracker reporting less
     often)."""
-    frame = pd.read_parquet(pings) if pings.suffix == ".parquet" else pd.read_csv(pings, dtype=str)
+    frame = _read_pings(pings)
     when = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
     order = np.lexsort((when.to_numpy(), frame["vehicle_id"].astype(str).to_numpy()))
     frame = frame.iloc[order]
     frame = frame[frame.groupby("vehicle_id", sort=False).cumcount().to_numpy() % every == 0]
-    if pings.suffix == ".parquet":
-        frame.to_parquet(pings, index=False)
-    else:
-        frame.to_csv(pings, index=False)
+    _write_pings(frame, pings)
 
 
 def drop_speeds(pings: Path) -> None:
     """Remove the fixes' ``speed_kmh`` (a tracker that reports no speed)."""
-    frame = pd.read_parquet(pings) if pings.suffix == ".parquet" else pd.read_csv(pings, dtype=str)
+    frame = _read_pings(pings)
     frame = frame.drop(columns=["speed_kmh"])
-    if pings.suffix == ".parquet":
-        frame.to_parquet(pings, index=False)
-    else:
-        frame.to_csv(pings, index=False)
+    _write_pings(frame, pings)
 
 
 def main() -> None:
