@@ -14,8 +14,10 @@ trip, inferred from stops
     The movement between two consecutive stops of the vehicle (:mod:`tracking.stops`) is a trip:
     from the last fix of the first stop (the departure) to the first fix of the next stop (the
     arrival), split at silences longer than ``max_gap_s``; pieces of a single fix are dropped.
-    Movement before the first stop or after the last one is not a trip (its ends are unknown).
-    These trips say that the vehicle moved, not that it carried anyone.
+    Movement before the first stop or after the last one is not a trip (its ends are unknown),
+    nor a movement whose ``distance_m`` stays under :data:`MIN_STOP_MOVE_M` (a stop's extent):
+    a parked vehicle whose GPS threw a stretch away and back had one stop cut in two, and did
+    not move. These trips say that the vehicle moved, not that it carried anyone.
 distance_m
     The length driven, in metres: the sum of great-circle steps between consecutive fixes of the
     trip after two filters against GPS jumps, both driven by the implied speed of a step
@@ -62,6 +64,9 @@ FIRST_PING = "first_ping"  # position in the sorted pings of the pickup fix
 LAST_PING = "last_ping"
 FIRST_ROW = "first_row"  # source data row of the pickup fix (pings ``row``), <NA> if unknown
 SOURCE = "source"  # "meter" or "stops"
+MIN_STOP_MOVE_M = 50.0
+"""A movement between two stops that drove less (jumps filtered) is no trip: the extent of a stop
+(:func:`tracking.stops.detect_stops`' ``max_diameter_m``)."""
 N_DROPPED_FIXES = "n_dropped_fixes"
 N_SKIPPED_STEPS = "n_skipped_steps"
 HELPER_COLUMNS = (
@@ -163,6 +168,10 @@ def detect_trips(
     distance, dropped, skipped = trip_distances(
         ts_ns, lat, lon, first, last, max_speed_kmh=max_speed_kmh
     )
+    moved = (source != "stops") | (distance >= MIN_STOP_MOVE_M)
+    if not moved.all():
+        first, last, source = first[moved], last[moved], source[moved]
+        distance, dropped, skipped = distance[moved], dropped[moved], skipped[moved]
     rows = (
         sorted_[fr.ROW].to_numpy(dtype=np.int64)[first]
         if fr.ROW in sorted_.columns

@@ -126,6 +126,12 @@ class TestDetectTripsFromStops:
         assert trip["distance_m"] == pytest.approx(1000.0, rel=1e-3)
         assert (trip["pickup_lat"], trip["pickup_lon"]) == pytest.approx(offset_m(0.0, 0.0))
 
+    def test_a_gps_excursion_of_a_parked_vehicle_is_no_trip(self) -> None:
+        """Parked 2 h without meter data, its GPS thrown 5 km away for 150 s and back: the
+        excursion cuts the stop in two, but the vehicle did not move: no trip."""
+        track = [(15 * k, 5000.0 if 200 <= k < 210 else 0.0, 0.0) for k in range(480)]
+        assert detect_trips(make_pings(make_track("V1", track))).empty
+
     def test_given_stops_are_used(self) -> None:
         """Stops passed in replace detection: the movement between them is the trip."""
         pings = make_pings(make_track("V1", _line(0, 10)))
