@@ -721,11 +721,7 @@ def _driver_context(
     if not judged:
         return []
     context = {"drivers": drivers, "driver_links": links, "timezone": timezone}
-    rows = session.execute(
-        text("SELECT vehicle_id, municipality_code FROM vehicles WHERE vehicle_id = ANY(:vs)"),
-        {"vs": judged},
-    ).all()
-    code_of = {str(v): c for v, c in rows}
+    code_of = _municipality_of(session, judged)
     groups: dict[str, list[str]] = {}
     for vehicle in judged:
         groups.setdefault(code_of.get(vehicle) or "", []).append(vehicle)
@@ -760,11 +756,7 @@ def _kernel_contexts(
         vehicles = fleet["vehicle_id"].tolist()
         if not vehicles:
             return []
-        rows = session.execute(
-            text("SELECT vehicle_id, municipality_code FROM vehicles WHERE vehicle_id = ANY(:vs)"),
-            {"vs": vehicles},
-        ).all()
-        code_of = {str(v): c for v, c in rows}
+        code_of = _municipality_of(session, vehicles)
         groups: dict[str, list[str]] = {}
         for vehicle in vehicles:
             groups.setdefault(code_of.get(vehicle) or "", []).append(vehicle)
@@ -1489,18 +1481,20 @@ def _municipalities_with_rulebooks(
     session: Session, records: list[dict[str, Any]]
 ) -> dict[str, str]:
     """Map the records' registered vehicles to their municipality, when it has a rulebook."""
-    vehicles = sorted({str(r["vehicle_id"]) for r in records})
+    with_books = {m for m, _ in bundled_rulebooks()}
+    code_of = _municipality_of(session, sorted({str(r["vehicle_id"]) for r in records}))
+    return {v: c for v, c in code_of.items() if c in with_books}
+
+
+def _municipality_of(session: Session, vehicles: Sequence[str]) -> dict[str, str]:
+    """Map the registered ``vehicles`` to their municipality code (those without one left out)."""
     if not vehicles:
         return {}
-    with_books = sorted({m for m, _ in bundled_rulebooks()})
     rows = session.execute(
-        text(
-            "SELECT vehicle_id, municipality_code FROM vehicles "
-            "WHERE vehicle_id = ANY(:vs) AND municipality_code = ANY(:ms)"
-        ),
-        {"vs": vehicles, "ms": with_books},
+        text("SELECT vehicle_id, municipality_code FROM vehicles WHERE vehicle_id = ANY(:vs)"),
+        {"vs": list(vehicles)},
     ).all()
-    return {str(v): str(c) for v, c in rows}
+    return {str(v): str(c) for v, c in rows if c is not None}
 
 
 def process_fixes(

@@ -168,8 +168,8 @@ def detect_trips(
     distance, dropped, skipped = trip_distances(
         ts_ns, lat, lon, first, last, max_speed_kmh=max_speed_kmh
     )
-    moved = (source != "stops") | (distance >= MIN_STOP_MOVE_M)
-    if not moved.all():
+    moved = (source != "stops") | (distance >= MIN_STOP_MOVE_M) if len(s_first) else None
+    if moved is not None and not moved.all():
         first, last, source = first[moved], last[moved], source[moved]
         distance, dropped, skipped = distance[moved], dropped[moved], skipped[moved]
     rows = (
