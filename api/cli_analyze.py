@@ -72,6 +72,15 @@ def analyze(
         Path | None,
         typer.Option(help="Suspensões de uso de ponto fixo (CSV; POA art. 45, parágrafo único)."),
     ] = None,
+    allowed_places: Annotated[
+        Path | None,
+        typer.Option(
+            help=(
+                "Áreas onde esperar é permitido (o formato de --stands; ex.: estacionamento "
+                "regulamentado): esperas nelas não são formação de ponto."
+            )
+        ),
+    ] = None,
     municipality: Annotated[
         str | None,
         typer.Option(help="Código IBGE do município (7 dígitos).", callback=checked_municipality),
@@ -226,18 +235,24 @@ def analyze(
             if unplaced:
                 notes.append(_unplaced_note(unplaced))
         area = read_input(boundary, _read_boundary, flag="--boundary") if boundary else bundled_area
-        driver_frames: dict[str, Any] = {}
+        registries: dict[str, Any] = {}
         if drivers is not None and driver_links is not None:
-            driver_frames = {
+            registries = {
                 "drivers": read_input(drivers, read_drivers, flag="--drivers"),
                 "driver_links": read_input(driver_links, read_driver_links, flag="--driver-links"),
             }
         if stand_suspensions is not None:
             from stands.suspensions import read_stand_suspensions
 
-            driver_frames["stand_suspensions"] = read_input(
+            registries["stand_suspensions"] = read_input(
                 stand_suspensions, read_stand_suspensions, flag="--stand-suspensions"
             )
+        if allowed_places is not None:
+            places = read_stands_file(
+                allowed_places, radius_m=stand_radius_m, flag="--allowed-places"
+            )
+            notes += [f"--allowed-places: {n}" for n in places.attrs.get("notes", [])]
+            registries["allowed_places"] = places
         graph = read_input(roads, _road_graph, flag="--roads") if roads else None
 
         def step(label: str) -> None:
@@ -252,7 +267,7 @@ def analyze(
             "params": params,
             "progress": step,
             "kinds": _parse_kinds(kinds),
-        } | driver_frames
+        } | registries
 
         def detail(label: str) -> None:  # per-partition steps: the bar does not advance
             bar.update(task, description=label)

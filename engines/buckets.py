@@ -90,6 +90,7 @@ def analyze_file(
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
+    allowed_places: gpd.GeoDataFrame | None = None,
     early: EarlyRead | None = None,
 ) -> tuple[AnalysisResult, pd.DataFrame]:
     """Read, validate and analyse a pings file bucket by bucket (see the module docstring).
@@ -109,6 +110,8 @@ def analyze_file(
     chunk_rows : int, default 250,000
         Rows read at a time while spilling.
     drivers, driver_links, stand_suspensions : pandas.DataFrame, optional
+        As in :func:`engines.pipeline.analyze_pings`.
+    allowed_places : geopandas.GeoDataFrame, optional
         As in :func:`engines.pipeline.analyze_pings`.
     early : tracking.parquet.EarlyRead, optional
         This file being read already (:func:`engines.early.start_early_read`, with the same
@@ -150,6 +153,7 @@ def analyze_file(
         drivers=drivers,
         driver_links=driver_links,
         stand_suspensions=stand_suspensions,
+        allowed_places=allowed_places,
     )
     n_estimate = estimate_rows(source)
     n_buckets = bucket_count(n_estimate, bucket_fixes=bucket_fixes, jobs=jobs)

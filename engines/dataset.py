@@ -971,6 +971,7 @@ def analyze_dataset(
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
+    allowed_places: gpd.GeoDataFrame | None = None,
     parts: Path | None = None,
     out: Path | None = None,
     keep: frozenset[str] | None = None,
@@ -992,6 +993,8 @@ def analyze_dataset(
     jobs : int, default 1
         Buckets at once without ``client``; the gathered stage's processes in any case.
     drivers, driver_links, stand_suspensions : pandas.DataFrame, optional
+        As in :func:`engines.buckets.analyze_file`.
+    allowed_places : geopandas.GeoDataFrame, optional
         As in :func:`engines.buckets.analyze_file`.
     parts : pathlib.Path, optional
         With ``client``: an empty folder the workers see, where they write the findings, visits
@@ -1036,6 +1039,7 @@ def analyze_dataset(
         drivers=drivers,
         driver_links=driver_links,
         stand_suspensions=stand_suspensions,
+        allowed_places=allowed_places,
     )
     groups: dict[int, list[dict[str, Any]]] = {}
     for entry in manifest["files"]:

@@ -295,6 +295,7 @@ def analyze_pings_distributed(
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
+    allowed_places: gpd.GeoDataFrame | None = None,
     groups: int | None = None,
 ) -> AnalysisResult:
     """Run :func:`engines.pipeline.analyze_pings` on a Dask cluster (see the module docstring).
@@ -303,7 +304,7 @@ def analyze_pings_distributed(
     ----------
     pings, rejected, stands, fleet, boundary, roads, as_of, thresholds, kinds, params, progress
         As in :func:`engines.pipeline.analyze_pings`.
-    drivers, driver_links, stand_suspensions
+    drivers, driver_links, stand_suspensions, allowed_places
         As in :func:`engines.pipeline.analyze_pings`.
     client : distributed.Client
         Client of the cluster (:func:`dask_client`).
@@ -346,6 +347,7 @@ def analyze_pings_distributed(
         drivers=drivers,
         driver_links=driver_links,
         stand_suspensions=stand_suspensions,
+        allowed_places=allowed_places,
     )
     [ctx] = client.scatter([context], broadcast=True)
     parts = client.scatter([pings.iloc[a:b] for a, b in ranges])

@@ -252,6 +252,7 @@ def stage_context(
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
+    allowed_places: gpd.GeoDataFrame | None = None,
 ) -> dict[str, Any]:
     """Return the inputs every partition shares, with the stand cover and licences built once.
 
@@ -263,6 +264,7 @@ def stage_context(
         "drivers": drivers,
         "driver_links": driver_links,
         "stand_suspensions": stand_suspensions,
+        "allowed_places": allowed_places,
         "params": params,
         "stands": stands,
         "cover": build_stand_cover(stands, resolution=params.h3_resolution),
@@ -396,6 +398,7 @@ def _detect(
             drivers=context.get("drivers"),
             driver_links=context.get("driver_links"),
             stand_suspensions=context.get("stand_suspensions"),
+            allowed_places=context.get("allowed_places"),
             off_fleet=context.get("off_fleet", frozenset()),
         ),
         thresholds=context["thresholds"],

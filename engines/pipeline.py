@@ -206,6 +206,7 @@ def analyze_pings(
     drivers: pd.DataFrame | None = None,
     driver_links: pd.DataFrame | None = None,
     stand_suspensions: pd.DataFrame | None = None,
+    allowed_places: gpd.GeoDataFrame | None = None,
 ) -> AnalysisResult:
     """Run matching, visits, trips, stops and occupancy over validated pings.
 
@@ -236,6 +237,9 @@ def analyze_pings(
         ``driver_not_allowed`` runs.
     stand_suspensions : pandas.DataFrame, optional
         Stand suspensions (``stands.suspensions``) for ``unlicensed_stand_use``.
+    allowed_places : geopandas.GeoDataFrame, optional
+        Areas where waiting is allowed (a stands frame, ``stands/frames.py``): waiting there
+        is not ``illegal_stand_formation``.
     """
     if fleet is not None:
         fleet, _ = mark_unplaced_licences(fleet, stands["stand_id"])
@@ -298,6 +302,7 @@ def analyze_pings(
             drivers=drivers,
             driver_links=driver_links,
             stand_suspensions=stand_suspensions,
+            allowed_places=allowed_places,
             off_fleet=stats["id_checks"].get("off_fleet", frozenset()),
         ),
         thresholds=thresholds,

@@ -416,6 +416,65 @@ class TestAnalyzeKindsAndJobs:
         assert said["sem"][0] == 1 and note in said["sem"][1]
         assert said["com"][0] == 0 and "aviso: formação" not in said["com"][1]
 
+    def test_waiting_in_an_allowed_place_is_no_illegal_stand(self, run_pontual, tmp_path):
+        """Two taxis wait, free, 20 min at a spot outside every stand: an illegal stand; with
+        the spot in --allowed-places (PB art. 20 VII: "áreas de estacionamento permitido"),
+        nothing — in one process, in two, and from a dataset."""
+        lat, lon = -30.0400, -51.2100
+        rows = [
+            (v, f"2024-03-04T10:{m:02d}:00-03:00", lat + k * 1e-5, lon, "free")
+            for k, v in enumerate(("A1", "A2"))
+            for m in range(0, 20)
+        ]
+        pings = tmp_path / "pings.csv"
+        pd.DataFrame(rows, columns=["vehicle_id", "timestamp", "lat", "lon", "meter"]).to_csv(
+            pings, index=False
+        )
+        dataset = tmp_path / "conjunto"
+        done = run_pontual("dataset", "write", "--pings", str(pings), "--out", str(dataset))
+        assert done.returncode == 0, done.stderr
+        stands = tmp_path / "stands.geojson"
+        stands.write_text(json.dumps(STANDS), encoding="utf-8")
+        limits = tmp_path / "limiares.toml"
+        limits.write_text("[illegal_stand_formation]\nmin_vehicles = 2\nmin_days = 1\n")
+        allowed = tmp_path / "permitidas.geojson"
+        place = {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [lon, lat]},
+            "properties": {"stand_id": "E1", "name": "Estacionamento", "radius_m": 20},
+        }
+        allowed.write_text(json.dumps({"type": "FeatureCollection", "features": [place]}))
+        common = ["--stands", str(stands), "--thresholds", str(limits), "--tiles", "none"]
+        found = {}
+        for name, extra in (
+            ("sem", ["--pings", str(pings)]),
+            ("com", ["--pings", str(pings), "--allowed-places", str(allowed), "--jobs", "1"]),
+            ("com-2", ["--pings", str(pings), "--allowed-places", str(allowed), "--jobs", "2"]),
+            ("conjunto", ["--pings", str(dataset), "--allowed-places", str(allowed)]),
+        ):
+            out = tmp_path / f"out-{name}"
+            done = run_pontual("analyze", *extra, *common, "--out", str(out))
+            assert done.returncode == 0, done.stderr
+            features = json.loads((out / "findings.geojson").read_text())["features"]
+            found[name] = [f["properties"]["kind"] for f in features]
+        assert found == {
+            "sem": ["illegal_stand_formation"], "com": [], "com-2": [], "conjunto": []
+        }  # fmt: skip
+
+    def test_a_bad_allowed_places_file_is_named(self, run_pontual, tmp_path):
+        """A points file without a radius names --allowed-places and --stand-radius-m."""
+        pings, stands = _write_inputs(tmp_path)
+        allowed = tmp_path / "permitidas.geojson"
+        point = {"type": "Point", "coordinates": [-51.21, -30.04]}
+        feature = {"type": "Feature", "geometry": point, "properties": {"stand_id": "E1"}}
+        allowed.write_text(json.dumps({"type": "FeatureCollection", "features": [feature]}))
+        done = run_pontual(
+            "analyze", "--pings", str(pings), "--stands", str(stands),
+            "--allowed-places", str(allowed), "--out", str(tmp_path / "o"),
+        )  # fmt: skip
+        assert done.returncode != 0 and "Traceback" not in done.stderr
+        assert "--allowed-places" in done.stderr and "--stand-radius-m" in done.stderr
+
     def test_kinds_none_is_the_tracking_core(self, run_pontual, tmp_path):
         """--kinds nenhum: visits, trips, occupancy written; no detector runs or is skipped."""
         pings, stands = _write_inputs(tmp_path)

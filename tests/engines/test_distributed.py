@@ -158,6 +158,25 @@ class TestAnalyzePingsDistributed:
         }
         assert scopes == {"driver", "vehicle"}
 
+    def test_allowed_places_on_the_workers(self, client: Any, tmp_path: Path) -> None:
+        """An area where waiting is allowed, given over the illegal stand the scenario makes:
+        no place found there, on the workers as locally."""
+        import geopandas as gpd
+
+        pings = scenario_pings()
+        kw: dict[str, Any] = {"fleet": scenario_fleet(tmp_path), "params": AnalysisParams()}
+        before = analyze_pings(pings, pd.DataFrame(), STANDS, **kw).findings
+        [place] = before.loc[before["kind"].eq("illegal_stand_formation"), "geometry"]
+        allowed = gpd.GeoDataFrame({"stand_id": ["E1"]}, geometry=[place], crs=4326)
+        kw["allowed_places"] = allowed
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=client, partition_fixes=200, **kw
+        )
+        assert_same(dist, local)
+        kinds = set(local.findings["kind"])
+        assert "illegal_stand_formation" not in kinds and "queue_jump" in kinds
+
     def test_client_receives_no_fixes(self, client: Any, tmp_path: Path) -> None:
         """The gathered stage sends the client findings and frames, never the evidence fixes."""
         pings = scenario_pings()

@@ -57,6 +57,8 @@ class DetectorInputs:
     timezone: str = DEFAULT_TIMEZONE
     waiting_stops: list[dict[str, Any]] | None = None
     """Illegal stand formation's waiting stops, found vehicle by vehicle (``stops`` unread)."""
+    allowed_places: gpd.GeoDataFrame | None = None
+    """Areas where waiting is allowed (a stands frame) for ``illegal_stand_formation``."""
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S
     """The time grace the visits' boardings were decided with (``stands.visits``)."""
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M
@@ -101,6 +103,7 @@ _WIRED = {
     "as_of",
     "timezone",
     "waiting",
+    "allowed_places",  # illegal_stand_formation: the run's areas where waiting is allowed
     "boarding_grace_s",  # the visits' thresholds (AnalysisParams), echoed in the evidence
     "boarding_grace_m",
     "drivers",
@@ -197,7 +200,7 @@ def run_detectors(
         "flag2_misuse": ((i.pings,), tz),
         "illegal_stand_formation": (
             (i.stops, i.pings, i.stands),
-            tz | {"waiting": i.waiting_stops},
+            tz | {"waiting": i.waiting_stops, "allowed_places": i.allowed_places},
         ),
         "longer_route": ((i.trips, i.pings), {"roads": i.roads}),
         "habitual_absence": (
