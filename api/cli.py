@@ -69,7 +69,7 @@ _COMMANDS: dict[str, _Entry] = {
         "api.cli_import",
         "app",
         "Importa arquivos para o banco (municipalities, stands, fleet, drivers, driver-links, "
-        "stand-suspensions, pings, porto).",
+        "stand-suspensions, allowed-places, pings, porto).",
     ),
     "dataset": _Entry(
         "api.cli_dataset",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     help=(
         "Importa arquivos para o banco (municipalities, stands, fleet, drivers, driver-links, "
-        "stand-suspensions, pings, porto)."
+        "stand-suspensions, allowed-places, pings, porto)."
     ),
     no_args_is_help=True,
 )
@@ -330,3 +330,27 @@ def stand_suspensions(
     with _transaction() as conn:
         report = load_stand_suspensions(conn=conn, suspensions=frame, actor=actor, source=file.name)
     _echo_report("Suspensões de ponto", report)
+
+
+@app.command("allowed-places")
+def allowed_places(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Áreas onde esperar é permitido, no formato dos pontos (docs/formatos.md)."
+        ),
+    ],
+    actor: Annotated[str, typer.Option("--actor", help=_ACTOR_HELP)],
+    radius_m: Annotated[
+        float | None,
+        typer.Option("--stand-radius-m", help="Raio (m) das áreas dadas só como coordenada."),
+    ] = None,
+) -> None:
+    """Importa a lista vigente de áreas de espera permitida (as que o arquivo omite saem)."""
+    from api.inputs import read_stands_file
+    from db.stands.store import load_allowed_places
+
+    frame = read_stands_file(file, radius_m=radius_m, flag=FILE)
+    with _transaction() as conn:
+        report = load_allowed_places(conn=conn, places=frame, actor=actor, source=file.name)
+    _echo_report("Áreas de espera permitida", report, retired=True)

@@ -129,7 +129,7 @@ from sqlalchemy.orm import Session
 
 from db.enforcement.workflow import awaits_repetition, insert_findings
 from db.fleet.store import driver_registry_frames
-from db.stands.queries import licence_frame, stands_frame
+from db.stands.queries import allowed_places_frame, licence_frame, stands_frame
 from db.stands.store import suspensions_frame
 from enforcement.rulebook import bundled_rulebooks
 from fleet.dates import PANDAS_DATE_MAX, PANDAS_DATE_MIN
@@ -1180,7 +1180,8 @@ def _detect_stand_formation(
     finds its stops (thresholds of ``pontual analyze``; the extent's reference latitude is the
     run's mean, not the whole input's as in batch) and their waiting stops go to the kernel,
     which judges the local days before the call's latest fix's over the waiting stops of the
-    last :data:`STAND_FORMATION_WINDOW_DAYS` days.
+    last :data:`STAND_FORMATION_WINDOW_DAYS` days, away from the stands and the allowed places
+    (``allowed_places``) stored then.
     """
     from engines.pipeline import AnalysisParams
 
@@ -1227,6 +1228,7 @@ def _detect_stand_formation(
         state,
         waiting,
         stands=stands,
+        allowed_places=allowed_places_frame(session=session),
         through=through,
         window_days=STAND_FORMATION_WINDOW_DAYS,
         timezone=timezone,

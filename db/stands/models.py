@@ -1,4 +1,4 @@
-"""ORM models of the stands tables: stands, supervisors, parking licences and their exclusions."""
+"""ORM models of the stands tables: stands, supervisors, licences, suspensions, allowed places."""
 
 from __future__ import annotations
 
@@ -158,4 +158,25 @@ class StandSuspension(Base):
         CheckConstraint("(vehicle_id IS NULL) <> (driver_id IS NULL)", name="one_subject"),
         CheckConstraint("ends_on IS NULL OR ends_on >= starts_on", name="period_order"),
         CheckConstraint("kind = 'barred' OR ends_on IS NOT NULL", name="suspension_ends"),
+    )
+
+
+class AllowedPlace(Base):
+    """An area outside the stands where a taxi may wait for a passenger.
+
+    Regulated parking (PB art. 20 VII: "ou em áreas de estacionamento permitido") or a waiting
+    area the regulator authorised: waiting there is not ``illegal_stand_formation``. The file
+    imported is the current list: areas it omits are retired.
+    """
+
+    __tablename__ = "allowed_places"
+
+    place_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    name: Mapped[str | None] = mapped_column(Text)
+    geometry: Mapped[WKBElement] = mapped_column(
+        Geometry("MULTIPOLYGON", srid=4326, spatial_index=True), nullable=False
+    )
+    retired_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
     )

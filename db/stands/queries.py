@@ -94,6 +94,20 @@ def stands_frame(
     return frame
 
 
+def allowed_places_frame(*, session: Session) -> gpd.GeoDataFrame | None:
+    """Return the allowed places not retired (``place_id``, ``name``, geometry), None if none."""
+    frame = gpd.read_postgis(
+        text(
+            "SELECT place_id, name, geometry FROM allowed_places WHERE retired_at IS NULL "
+            "ORDER BY place_id"
+        ),
+        session.connection(),
+        geom_col="geometry",
+        crs=4326,
+    )
+    return frame if len(frame) else None
+
+
 def licence_unknown(*, session: Session) -> set[str]:
     """Return the vehicles whose licences are not known.
 

@@ -1,4 +1,4 @@
-"""Store stand registries: the frames of :mod:`stands.loaders` into ``stands``, suspensions."""
+"""Store stand registries: stands (:mod:`stands.loaders`), suspensions and allowed places."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import json
 
 import geopandas as gpd
 import pandas as pd
+from shapely import MultiPolygon
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
-from stands._errors import DuplicateStandIdError, StandSuspensionFileError
-from stands.frames import MUNICIPALITY, STAND_ID
+from stands._errors import DuplicateStandIdError, StandsError, StandSuspensionFileError
+from stands.frames import MUNICIPALITY, NAME, STAND_ID
 from stands.loaders import REGISTRY_COLUMNS
 from stands.suspensions import SUSPENSION_DAYS
 
@@ -236,3 +237,76 @@ def suspensions_frame(*, conn: Connection | Session, stand_ids: list[str]) -> pd
     for col in ("starts_on", "ends_on"):
         frame[col] = pd.to_datetime(frame[col])
     return frame
+
+
+def load_allowed_places(
+    *, conn: Connection, places: gpd.GeoDataFrame, actor: str, source: str
+) -> ImportReport:
+    """Store the current list of allowed places (``db.stands.models.AllowedPlace``); audited.
+
+    A place is identified by the file's ``stand_id``; stored places the file omits are retired,
+    and one given again is un-retired (counted as updated).
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection in the caller's transaction.
+    places : geopandas.GeoDataFrame
+        A stands frame (``api.inputs.read_stands_file``), EPSG:4326; rows without a geometry
+        are not stored.
+    actor, source : str
+        Who imports and the file's name (audit log).
+
+    Raises
+    ------
+    StandsError
+        If ``actor`` is empty, or the file has no place with a geometry.
+    """
+    if not actor or not actor.strip():
+        msg = "'actor' vazio; informe quem faz a alteração (ex.: --actor matricula-123)"
+        raise StandsError(msg)
+    usable = places[places.geometry.notna() & ~places.geometry.is_empty]
+    if usable.empty:
+        msg = f"{source}: nenhuma área com geometria; nada foi importado"
+        raise StandsError(msg)
+    multi = [g if g.geom_type == "MultiPolygon" else MultiPolygon([g]) for g in usable.geometry]
+    names = usable[NAME] if NAME in usable else pd.Series(None, index=usable.index)
+    rows = zip(
+        usable[STAND_ID].astype(str), names.astype(object).where(names.notna(), None),
+        hex_ewkb(multi), [None] * len(usable), strict=True,
+    )  # fmt: skip
+    columns = ("place_id", "name", "geometry", "retired_at")
+    stage = stage_rows(conn, like="allowed_places", columns=columns, rows=rows)
+    report = merge_staged(
+        conn,
+        stage=stage,
+        table="allowed_places",
+        key=("place_id",),
+        columns=columns[1:],
+        touch={"updated_at": "now()"},
+    )
+    retired = conn.execute(
+        text(
+            "UPDATE allowed_places t SET retired_at = now(), updated_at = now() "
+            f"WHERE t.retired_at IS NULL AND NOT EXISTS (SELECT 1 FROM {stage} s "
+            "WHERE s.place_id = t.place_id)"
+        )
+    ).rowcount
+    details = {
+        "created": report.created, "updated": report.updated,
+        "unchanged": report.unchanged, "retired": retired,
+    }  # fmt: skip
+    conn.execute(
+        text(
+            "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
+            "VALUES (:a, 'import', 'allowed_places', :s, CAST(:d AS jsonb))"
+        ),
+        {"a": actor, "s": source, "d": json.dumps(details)},
+    )
+    return ImportReport(
+        created=report.created,
+        updated=report.updated,
+        unchanged=report.unchanged,
+        retired=retired,
+        notes=tuple(places.attrs.get("notes", ())),
+    )

@@ -110,3 +110,19 @@ class TestImportCommands:
         )
         assert result.returncode == 1
         assert "erro:" in result.stderr
+
+    def test_allowed_places(self, run_pontual: Run, import_db: str, tmp_path: Path) -> None:
+        """Porto's stands as allowed places (points: the radius is asked for), then the list
+        without them: retired; the command says so."""
+        env = {"PONTUAL_DATABASE_URL": import_db}
+        args = ["import", "allowed-places", str(PORTO_STANDS), "--actor", "t-1"]
+        done = run_pontual(*args, **env)
+        assert done.returncode == 1 and "--stand-radius-m" in done.stderr
+        assert _ok(run_pontual(*args, "--stand-radius-m", "40", **env)).startswith(
+            "Áreas de espera permitida: 63 criados, 0 atualizados, 0 inalterados, 0 desativados."
+        )
+        one = tmp_path / "uma.csv"
+        lines = PORTO_STANDS.read_text(encoding="utf-8").splitlines()
+        one.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")  # the header and one
+        out = _ok(run_pontual(*args[:2], str(one), *args[3:], "--stand-radius-m", "40", **env))
+        assert "0 criados, 0 atualizados, 1 inalterados, 62 desativados" in out

@@ -161,6 +161,7 @@ COMMANDS: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
         {"--pings": "pings.csv", "--stands": "stands.geojson"},
         {
             "--fleet": "fleet.csv",
+            "--allowed-places": "stands.geojson",
             "--roads": "roads.geojson",
             "--boundary": "boundary.geojson",
             "--thresholds": "thresholds.toml",

@@ -794,6 +794,24 @@ class TestIllegalStandFormation:
         assert sorted(f["finding_id"] for f in found) == sorted(batch["finding_id"])
         assert len(found) >= 1
 
+    def test_an_allowed_place_is_no_rank(self, db_session: Session) -> None:
+        """The rank's area imported as an allowed place (``allowed_places``): nothing found, as
+        in batch given the same area."""
+        import geopandas as gpd
+
+        from db.stands.store import load_allowed_places
+
+        _register_stands(db_session, RANK_STANDS)
+        pings = make_pings(fleet_month())
+        stops = detect_stops(pings)
+        [area] = detect_illegal_stand_formation(stops, pings, RANK_STANDS)["geometry"]
+        places = gpd.GeoDataFrame({"stand_id": ["E1"]}, geometry=[area], crs=4326)
+        load_allowed_places(conn=db_session.connection(), places=places, actor="t", source="t")
+        copy_fixes(db_session.connection(), pings, source="t")
+        found = feed(db_session, pings, 200, kinds=("illegal_stand_formation",))
+        batch = detect_illegal_stand_formation(stops, pings, RANK_STANDS, allowed_places=places)
+        assert found == [] and batch.empty
+
     def test_no_stored_fixes_no_stops(self, db_session: Session) -> None:
         """Runs are read back from ``fixes``: fixes not stored there give no stop (no finding)."""
         _register_stands(db_session, RANK_STANDS)
