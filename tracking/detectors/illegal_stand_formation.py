@@ -9,9 +9,13 @@ não-regulamentados pelo órgão municipal".
 Definitions (each one appears in the finding's ``details``):
 
 waiting stop
-    A stop (:mod:`tracking.stops`) lasting at least ``min_wait_s``, with the meter ``free`` on
-    more than ``min_free_share`` of its fixes (the pings of the vehicle between the stop's start
-    and end, inclusive), whose position (the mean of its fixes) is farther than
+    A stop (:mod:`tracking.stops`), or consecutive stops of a vehicle that GPS noise split
+    (joined when at most :data:`JOIN_GAP_S` apart in time and :data:`JOIN_APART_M` in place,
+    with no step between them over :data:`JOIN_STEP_M`, and not spread over more than
+    :data:`JOIN_APART_M` — a crawl in traffic is not joined; ``joined_stops`` in the evidence),
+    lasting at least ``min_wait_s``, with the meter ``free`` on more than ``min_free_share`` of
+    its fixes (the pings of the vehicle between its start and end, inclusive), whose position
+    (the mean of its stops' positions, weighted by their durations) is farther than
     ``stand_buffer_m`` from every stand and from every allowed place. The margin keeps GPS jitter
     at a stand's edge, and taxis queueing just outside a full stand, from counting; a brief stop
     at a red light never lasts ``min_wait_s``; a taxi waiting inside a stand is not counted.
@@ -67,6 +71,7 @@ from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._track_kernels import (
     METER_FREE,
+    NS,
     TrackArrays,
     check_columns,
     check_positive,
@@ -92,6 +97,13 @@ DEFAULT_MIN_WAIT_S = 600.0
 """Shortest waiting stop (s); PB art. 20 VII ("aguardar o usuário")."""
 DEFAULT_MIN_FREE_SHARE = 0.5
 """The meter is ``free`` on more than this share of a stop's fixes."""
+JOIN_GAP_S = 120.0
+"""Longest time between two stops of a vehicle joined into one wait (s)."""
+JOIN_APART_M = 50.0
+"""Farthest apart the stops of one wait lie (m): a stop's diameter (``tracking.stops``)."""
+JOIN_STEP_M = 100.0
+"""Longest step between two joined stops' fixes (m): twice a stop's diameter, the live engine's
+longest step within a run."""
 AREA_BUFFER_M = 10.0
 """Buffer of the convex hull of a place's stops, for its area (m)."""
 LINK_FACTOR = 2.7
@@ -223,19 +235,15 @@ def _check_waiting(min_wait_s: float, min_free_share: float) -> None:
 def _candidates(
     stops: pd.DataFrame, pings: pd.DataFrame, *, min_wait_s: float, min_free_share: float
 ) -> list[dict[str, Any]]:
-    """Return the stops long and free enough to be waiting, with their evidence (plain data)."""
+    """Return the waits long and free enough, with their evidence (plain data).
+
+    A wait is a stop, or consecutive stops of a vehicle that GPS noise split (:func:`_joined`).
+    """
     start = utc_ns(stops["started_at"], name="started_at", what="as paradas")
     end = utc_ns(stops["ended_at"], name="ended_at", what="as paradas")
-    duration = stops["duration_s"].to_numpy(dtype=np.float64)
-    cand = np.flatnonzero(duration >= min_wait_s)
-    if not len(cand):
+    if not len(start):
         return []
-    track = track_arrays(pings)
     vehicle = stops[fr.VEHICLE_ID].astype("str").to_numpy(dtype=object)
-    first, last = _stop_fixes(track, vehicle[cand], start[cand], end[cand])
-    share = _free_share(track, first, last)
-    keep = share > min_free_share
-    cand, first, last, share = cand[keep], first[keep], last[keep], share[keep]
     lat = stops[fr.LAT].to_numpy(dtype=np.float64)
     lon = stops[fr.LON].to_numpy(dtype=np.float64)
     stop_id = (
@@ -243,25 +251,107 @@ def _candidates(
         if "stop_id" in stops.columns
         else np.full(len(stops), None, dtype=object)
     )
-    first_fix = fix_evidences(track, first)
-    last_fix = fix_evidences(track, last)
+    order = np.lexsort((start, pd.factorize(vehicle, sort=True)[0]))
+    vehicle, start, end = vehicle[order], start[order], end[order]
+    lat, lon, stop_id = lat[order], lon[order], stop_id[order]
+    track = track_arrays(pings)
+    first, last = _stop_fixes(track, vehicle, start, end)
+    head, tail = _joined(track, vehicle, start, end, lat, lon, first, last)
+    weight = (end - start).astype(np.float64)
+    w_sum = np.add.reduceat(weight, head)
+    w_lat = np.add.reduceat(weight * lat, head)
+    w_lon = np.add.reduceat(weight * lon, head)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lat_w = np.where(w_sum > 0, w_lat / w_sum, lat[head])
+        lon_w = np.where(w_sum > 0, w_lon / w_sum, lon[head])
+    duration = (end[tail] - start[head]).astype(np.float64) / NS
+    first, last = first[head], last[tail]
+    cand = np.flatnonzero(duration >= min_wait_s)
+    if not len(cand):
+        return []
+    share = _free_share(track, first[cand], last[cand])
+    keep = share > min_free_share
+    cand, share = cand[keep], share[keep]
+    first_fix = fix_evidences(track, first[cand])
+    last_fix = fix_evidences(track, last[cand])
     out = []
     for k, c in enumerate(cand.tolist()):
-        fixes = [first_fix[k]] if last[k] == first[k] else [first_fix[k], last_fix[k]]
+        a, b = int(head[c]), int(tail[c])
+        fixes = [first_fix[k]] if last[c] == first[c] else [first_fix[k], last_fix[k]]
         out.append(
             {
-                "vehicle_id": str(vehicle[c]),
-                "start_ns": int(start[c]),
-                "end_ns": int(end[c]),
+                "vehicle_id": str(vehicle[a]),
+                "start_ns": int(start[a]),
+                "end_ns": int(end[b]),
                 "duration_s": float(duration[c]),
-                "lat": float(lat[c]),
-                "lon": float(lon[c]),
+                "lat": float(lat_w[c]),
+                "lon": float(lon_w[c]),
                 "share": float(share[k]),
-                "stop_id": None if stop_id[c] is None else str(stop_id[c]),
+                "stop_id": None if stop_id[a] is None else str(stop_id[a]),
+                "joined_stops": b - a + 1,
                 "fixes": fixes,
             }
         )
     return out
+
+
+def _joined(
+    track: TrackArrays,
+    vehicle: NDArray[np.object_],
+    start: NDArray[np.int64],
+    end: NDArray[np.int64],
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+    first: NDArray[np.int64],
+    last: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Group a vehicle's consecutive stops (sorted by vehicle, start) into waits.
+
+    Noise of 15–30 m splits a wait into stops of a few minutes (one fix beyond the stop's
+    diameter ends it). Two consecutive stops of a vehicle are one wait when the second starts
+    within :data:`JOIN_GAP_S` of the first's end, their positions are within
+    :data:`JOIN_APART_M`, and no step of the fixes between them is longer than
+    :data:`JOIN_STEP_M` (the live engine's runs never span such a step, so live and batch join
+    alike); a group whose positions spread farther than :data:`JOIN_APART_M` from their mean
+    (a slow crawl) is left as its stops. Returns the index of each wait's first and last stop.
+    """
+    n = len(start)
+    link = np.zeros(max(n - 1, 0), dtype=bool)
+    if n > 1:
+        link = (
+            (vehicle[1:] == vehicle[:-1])
+            & (start[1:] - end[:-1] <= round(JOIN_GAP_S * NS))
+            & (haversine_m(lat[:-1], lon[:-1], lat[1:], lon[1:]) <= JOIN_APART_M)
+            & (last[:-1] >= first[:-1])
+            & (last[1:] >= first[1:])
+        )
+    pairs = np.flatnonzero(link)
+    if len(pairs):  # the steps from the first stop's last fix to the second's first fix
+        lo, hi = last[pairs], first[pairs + 1]
+        count = np.maximum(hi - lo, 0)
+        idx = np.repeat(lo - np.cumsum(np.r_[0, count[:-1]]), count) + np.arange(count.sum())
+        steps = haversine_m(track.lat[idx], track.lon[idx], track.lat[idx + 1], track.lon[idx + 1])
+        longest = np.zeros(len(pairs))
+        has = count > 0
+        longest[has] = np.maximum.reduceat(steps, np.r_[0, np.cumsum(count)[:-1]][has])
+        link[pairs] = longest <= JOIN_STEP_M
+    group = np.r_[0, np.cumsum(~link)]
+    head = np.flatnonzero(np.r_[True, ~link])
+    tail = np.r_[head[1:] - 1, n - 1]
+    joined = np.flatnonzero(tail > head)
+    if len(joined):  # too spread: the stops stay apart
+        size = np.bincount(group)
+        mlat = np.bincount(group, lat) / size
+        mlon = np.bincount(group, lon) / size
+        spread = haversine_m(lat, lon, mlat[group], mlon[group]) > JOIN_APART_M
+        bad = np.zeros(len(head), dtype=bool)
+        np.logical_or.at(bad, group, spread)
+        if bad.any():
+            split = np.isin(group[:-1], np.flatnonzero(bad))
+            link &= ~split
+            head = np.flatnonzero(np.r_[True, ~link])
+            tail = np.r_[head[1:] - 1, n - 1]
+    return head, tail
 
 
 def _place_findings(
@@ -355,6 +445,7 @@ def _place_findings(
                     "started_at": iso_utc(int(start[c])),
                     "ended_at": iso_utc(int(end[c])),
                     "duration_s": float(duration[c]),
+                    "joined_stops": int(candidates[c].get("joined_stops", 1)),
                     "lat": float(lat[m]),
                     "lon": float(lon[m]),
                     "local_date": str(day[m]),

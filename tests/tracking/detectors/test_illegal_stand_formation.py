@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import shapely
 from day_kernel_checks import assert_day_pieces_give, concat_findings
-from factories import make_pings, offset_m
+from factories import make_pings, make_track, offset_m
 from live_compare import assert_same_findings
 from live_scenarios import DAY, PLACE, fleet_month, square, wait
 from live_scenarios import RANK_STANDS as STANDS
@@ -39,6 +39,22 @@ def _three_days(at: tuple[float, float] = PLACE, **kw: Any) -> list[dict[str, An
     return rows
 
 
+def _split_wait(
+    vehicle: str, t0: float, at: tuple[float, float], *, drift_m: float = 0.0
+) -> list[dict[str, Any]]:
+    """Drive in, wait 20 min free at ``at`` (a fix every 15 s) with one fix in 16 thrown 60 m
+    off (GPS noise: it ends a stop), moving ``drift_m`` north every 4 min; drive off."""
+    n, e = at
+    points = [(t0 - 60, n + 600, e + 600)]
+    for k in range(81):
+        piece = k // 16
+        off = 60.0 if k % 16 == 15 else 0.0
+        points.append((t0 + 15 * k, n + piece * drift_m, e + off))
+    points.append((t0 + 1260, n - 600, e - 600))
+    meters = ["occupied"] + ["free"] * (len(points) - 2) + ["occupied"]
+    return make_track(vehicle, points, meter=meters)
+
+
 class TestDetectIllegalStandFormation:
     def test_recurring_free_waiting_is_one_finding_per_place(self) -> None:
         """Three taxis waiting free 15 min on three days at one spot: one finding, explained."""
@@ -61,6 +77,20 @@ class TestDetectIllegalStandFormation:
         stop = d["stops"][0]
         assert f["geometry"].contains(shapely.Point(stop["lon"], stop["lat"]))
         json.dumps(d)
+
+    def test_a_wait_split_by_gps_noise_is_one_wait(self) -> None:
+        """Each 20-min wait is cut by noisy fixes into stops of 4 min: joined, they are waits
+        (one finding); taxis crawling 40 m every 4 min in traffic are not waiting."""
+        rows = [r for d, v in enumerate("ABC") for r in _split_wait(v, d * DAY, PLACE)]
+        pings = make_pings(rows)
+        stops = detect_stops(pings)
+        assert len(stops) == 15 and stops["duration_s"].max() < 600  # no stop long enough
+        found = detect_illegal_stand_formation(stops, pings, STANDS)
+        assert len(found) == 1
+        d = found.iloc[0]["details"]
+        assert [(s["duration_s"], s["joined_stops"]) for s in d["stops"]] == [(1170.0, 5)] * 3  # to the last fix kept
+        crawl = [r for d, v in enumerate("ABC") for r in _split_wait(v, d * DAY, PLACE, drift_m=40)]
+        assert _detect(crawl).empty
 
     def test_waiting_found_vehicle_by_vehicle(self) -> None:
         """The waiting stops found for each vehicle apart (as the partitioned engines do) give
