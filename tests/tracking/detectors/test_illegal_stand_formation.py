@@ -88,7 +88,8 @@ class TestDetectIllegalStandFormation:
         found = detect_illegal_stand_formation(stops, pings, STANDS)
         assert len(found) == 1
         d = found.iloc[0]["details"]
-        assert [(s["duration_s"], s["joined_stops"]) for s in d["stops"]] == [(1170.0, 5)] * 3  # to the last fix kept
+        joined = [(s["duration_s"], s["joined_stops"]) for s in d["stops"]]
+        assert joined == [(1170.0, 5)] * 3  # to the last fix kept
         crawl = [r for d, v in enumerate("ABC") for r in _split_wait(v, d * DAY, PLACE, drift_m=40)]
         assert _detect(crawl).empty
 
