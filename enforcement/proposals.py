@@ -75,6 +75,10 @@ CONFIRMED_COLUMNS = ("vehicle_id", "rule_key", "committed_at")
 PRIOR_COLUMNS = ("status", "auto_number", "proposal_id")
 
 
+RuleRef = tuple[str, int]
+"""A rule within one call: its provision's key (:func:`rule_key`) and the rule object's id."""
+
+
 def rule_key(rulebook: Rulebook, rule: Rule) -> str:
     """Identity of a provision across runs: municipality, service and the rule's article path."""
     return f"{rulebook.municipality}:{rulebook.service}:{rule.key}"
@@ -336,8 +340,10 @@ def propose_all(
     category_of = _category_of(fleet)
     uncovered: dict[str, int] = {}
     review: list[dict[str, Any]] = []
-    rules: dict[str, tuple[Rulebook, Rule]] = {}
-    candidates: list[tuple[str, str, str, str, Mapping[str, Any]]] = []
+    # Each rule by its provision's key and its identity: two kinds may share a provision (art.
+    # 58 IX: tracking gaps and GPS jumps) under rules of their own (repetition, labels).
+    rules: dict[RuleRef, tuple[Rulebook, Rule]] = {}
+    candidates: list[tuple[str, RuleRef, str, str, Mapping[str, Any]]] = []
     for finding, day in zip(_records(findings), _local_days(findings, timezone), strict=True):
         details = finding["details"] or {}
         for vehicle_id in _vehicles_of(finding):
@@ -367,28 +373,29 @@ def propose_all(
                 why = f"confiança {float(finding['confidence']):.2f} abaixo do piso {floor:g}"
                 review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
-            key = rule_key(book, rule)
-            rules[key] = (book, rule)
-            candidates.append((vehicle_id, key, day, service, finding))
+            ref = (rule_key(book, rule), id(rule))
+            rules[ref] = (book, rule)
+            candidates.append((vehicle_id, ref, day, service, finding))
 
     repeated = _repetition_verdicts(candidates, rules, context)
-    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
-    evidence: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
-    for vehicle_id, key, day, service, member in candidates:
-        verdict = repeated.get((vehicle_id, key, str(member["finding_id"])))
+    groups: dict[tuple[str, RuleRef, str, str], list[Mapping[str, Any]]] = {}
+    evidence: dict[tuple[str, RuleRef, str, str], list[dict[str, Any]]] = {}
+    for vehicle_id, ref, day, service, member in candidates:
+        verdict = repeated.get((vehicle_id, ref, str(member["finding_id"])))
         if verdict is not None and not verdict["met"]:
             review.append(
-                _review_item(member, vehicle_id, rules[key][1].provision, verdict["reason"])
+                _review_item(member, vehicle_id, rules[ref][1].provision, verdict["reason"])
             )
             continue
-        groups.setdefault((vehicle_id, key, day, service), []).append(member)
+        groups.setdefault((vehicle_id, ref, day, service), []).append(member)
         if verdict is not None:
-            evidence.setdefault((vehicle_id, key, day, service), []).append(verdict)
+            evidence.setdefault((vehicle_id, ref, day, service), []).append(verdict)
 
     proposals = []
     for group, members in groups.items():
-        vehicle_id, key = group[0], group[1]
-        book, rule = rules[key]
+        vehicle_id, ref = group[0], group[1]
+        key = ref[0]
+        book, rule = rules[ref]
         start = _instant(min(f["started_at"] for f in members))
         end = _instant(max(f["ended_at"] for f in members))
         priors = reincidence_priors(
@@ -432,19 +439,20 @@ def _review_item(
 
 
 def _repetition_verdicts(
-    candidates: list[tuple[str, str, str, str, Mapping[str, Any]]],
-    rules: Mapping[str, tuple[Rulebook, Rule]],
+    candidates: list[tuple[str, RuleRef, str, str, Mapping[str, Any]]],
+    rules: Mapping[RuleRef, tuple[Rulebook, Rule]],
     context: pd.DataFrame | None,
-) -> dict[tuple[str, str, str], dict[str, Any]]:
+) -> dict[tuple[str, RuleRef, str], dict[str, Any]]:
     """Whether each candidate under a rule with ``repetition`` is repeated or persistent.
 
-    Keyed by ``(vehicle_id, rule key, finding_id)``: ``met``, ``reason``, ``in_window`` (most
-    findings of a ``window_hours`` window holding this one) and ``duration_s``.
+    Keyed by ``(vehicle_id, rule, finding_id)``: ``met``, ``reason``, ``in_window`` (most
+    findings of the rule's kind in a ``window_hours`` window holding this one) and
+    ``duration_s``.
     """
-    series: dict[tuple[str, str], list[tuple[int, int, str, bool]]] = {}
-    for vehicle_id, key, _, _, f in candidates:
-        if rules[key][1].repetition is not None:
-            series.setdefault((vehicle_id, key), []).append(
+    series: dict[tuple[str, RuleRef], list[tuple[int, int, str, bool]]] = {}
+    for vehicle_id, ref, _, _, f in candidates:
+        if rules[ref][1].repetition is not None:
+            series.setdefault((vehicle_id, ref), []).append(
                 (_ns(f["started_at"]), _ns(f["ended_at"]), str(f["finding_id"]), True)
             )
     if not series:
@@ -455,13 +463,13 @@ def _repetition_verdicts(
             if str(f["finding_id"]) in seen:
                 continue
             for vehicle_id in _vehicles_of(f):
-                for (vid, key), items in series.items():
-                    book, rule = rules[key]
+                for (vid, ref), items in series.items():
+                    _, rule = rules[ref]
                     if vid == vehicle_id and rule.matches(f["kind"], f["details"] or {}):
                         items.append((_ns(f["started_at"]), _ns(f["ended_at"]), "", False))
-    out: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for (vehicle_id, key), items in series.items():
-        rep = rules[key][1].repetition
+    out: dict[tuple[str, RuleRef, str], dict[str, Any]] = {}
+    for (vehicle_id, ref), items in series.items():
+        rep = rules[ref][1].repetition
         assert rep is not None
         items.sort()
         starts = np.array([i[0] for i in items], dtype=np.int64)
@@ -484,7 +492,7 @@ def _repetition_verdicts(
             )
             if rep.min_duration_s is not None:
                 reason += f" e duração de {duration_s:.0f} s (mínimo {rep.min_duration_s:g} s)"
-            out[(vehicle_id, key, fid)] = {
+            out[(vehicle_id, ref, fid)] = {
                 "met": met,
                 "reason": reason,
                 "in_window": int(best[k]),

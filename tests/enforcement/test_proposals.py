@@ -617,6 +617,28 @@ class TestRepetition:
         assert item["kind"] == "gps_anomaly" and "não repetido nem persistente" in item["reason"]
         assert "1 achado(s) do veículo em 1 h (mínimo 5)" in item["reason"]
 
+    def test_a_lone_outlier_beside_a_tracking_gap_is_still_not_proposed(self) -> None:
+        """A tracking gap and one GPS outlier of the same vehicle and day share the provision
+        (art. 58, IX) but not the rule: the gap is proposed as a gap, the outlier is listed
+        for review by its repetition rule, in either order of the findings."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        gap = {
+            "kind": "tracking_gap",
+            "vehicle_id": "P1",
+            "confidence": 0.8,
+            "started_at": "2025-03-04T15:00:00Z",
+            "ended_at": "2025-03-04T15:10:00Z",
+            "details": {"gap_s": 600.0, "moved": True},
+        }
+        jump = _anomaly("2025-03-04T12:00:00Z", seconds=57)
+        for rows in ((jump, gap), (gap, jump)):
+            done = propose_all(findings(*rows), {"taxi": rb}, timezone=TZ)
+            (p,) = done.proposals
+            assert (p["kind"], p["provision"]) == ("tracking_gap", "art. 58, IX")
+            assert "repetition" not in p
+            (item,) = done.for_review
+            assert item["kind"] == "gps_anomaly" and "não repetido" in item["reason"]
+
     def test_five_anomalies_within_an_hour_are_a_proposal(self) -> None:
         """Five anomalies of one vehicle within an hour show the tracking was not fully
         available."""
