@@ -386,10 +386,16 @@ def _agent(document: Document) -> str:
 def _provision(p: Mapping[str, Any]) -> str:
     if not p.get("provision"):
         return NOT_GIVEN
-    law = f" da {p['law']}" if p.get("law") else ""
+    law = f" {_of(str(p['law']))} {p['law']}" if p.get("law") else ""
     uncertain = p.get("citation_uncertain")
     warning = f" ({str(uncertain).split(':')[0]})" if uncertain else ""
     return f"{p['provision']}{law}{warning}"
+
+
+def _of(law: str) -> str:
+    """The contraction of "de" a law's title takes: "do Decreto", "da Lei"."""
+    word = law.split(" ", 1)[0].lower()
+    return "do" if word in ("decreto", "código", "regulamento", "estatuto") else "da"
 
 
 def _exception(p: Mapping[str, Any]) -> str:
@@ -631,6 +637,18 @@ LABELS = {
     "role": "papel do condutor",
     "max_auxiliaries": "auxiliares permitidos",
     "auxiliary_only_min_days": "dias mínimos só com auxiliares",
+    # thresholds of the fleet and registry rules
+    "calendar": "calendário da bandeira 2",
+    "data_since": "dados desde",
+    "include_inferred_trips": "corridas inferidas das paradas incluídas",
+    "inspection_bands": "faixas de vistoria por idade",
+    "max_inspection_age_days": "idade máxima da vistoria",
+    "max_substitution_days": "prazo máximo da substituição provisória",
+    "max_vehicle_age_years": "idade máxima do veículo",
+    "vehicle_age_counted_from": "idade do veículo contada a partir de",
+    "accessible_max_wait_s": "espera máxima do táxi acessível no ponto",
+    "suspended_min_wait_s": "espera mínima no ponto sob suspensão",
+    "joined_stops": "paradas unidas numa espera",
 }
 """pt-BR labels of the ``details`` keys the detectors write; others are shown as named."""
 _VALUES = {

@@ -112,6 +112,70 @@ def entity_link(entry: AuditEntry) -> str | None:
     return None
 
 
+ACTIONS = {
+    "create": "criação",
+    "update": "alteração",
+    "import": "importação",
+    "retire": "desativação",
+    "disable": "desativação",
+    "revoke": "revogação",
+    "grant": "concessão",
+    "exclude": "exclusão do ponto",
+    "end": "encerramento",
+    "end_term": "fim do mandato",
+    "elect": "eleição",
+    "homologate": "homologação",
+    "set_role": "papel alterado",
+    "set_password": "senha alterada",
+    "confirm": "auto lavrado",
+    "dismiss": "proposta descartada",
+    "notify": "notificação entregue",
+    "file_defence": "defesa apresentada",
+    "decide_defence": "defesa julgada",
+    "finalize": "decisão definitiva",
+    "archive": "arquivamento",
+    "fix_retention": "retenção aplicada",
+    "fix_retention_dry_run": "retenção simulada",
+    READ_PERSONAL_DATA: "leitura de dados pessoais",
+}
+"""pt-BR names of the audited actions (a code without one is shown as written)."""
+ENTITIES = {
+    "stand": "ponto",
+    "stands_file": "arquivo de pontos",
+    "parking_licence": "licença de ponto",
+    "licence_exclusion": "exclusão de prefixo",
+    "stand_supervisor": "supervisor de ponto",
+    "stand_supervisors": "supervisores de ponto",
+    "stand_licensees": "licenciados do ponto",
+    "stand_suspension": "suspensão de ponto",
+    "stand_suspensions": "suspensões de ponto",
+    "allowed_places": "áreas de espera permitida",
+    "user": "usuário",
+    "users": "usuários",
+    "device": "aparelho",
+    "drivers": "condutores",
+    "driver_assignments": "vínculos de condutores",
+    "driver_document_periods": "documentos de condutores",
+    "vehicles": "veículos",
+    "fleet_file": "arquivo da frota",
+    "fixes": "posições GPS",
+    "proposal": "proposta",
+    "proposal_documents": "documentos de proposta",
+    "audit_log": "registro de auditoria",
+}
+"""pt-BR names of the audited entities (a code without one is shown as written)."""
+
+
+def actor_label(actor: str) -> str:
+    """Who acted, written one way: ``user:ana`` → ``ana``, ``os:root`` → ``root (linha de …)``."""
+    kind, sep, name = actor.partition(":")
+    if sep and kind == "user":
+        return name
+    if sep and kind == "os":
+        return f"{name} (linha de comando)"
+    return actor
+
+
 MAX_DETAIL_CHARS = 160
 """Longer texts in the details (a geometry's WKT) are cut on the page (the search sees all)."""
 
@@ -211,6 +275,9 @@ def audit_log(
                 "at": r.at.astimezone(zone),
                 "link": entity_link(r),
                 "details": details_text(r.details),
+                "actor": actor_label(r.actor),
+                "action": ACTIONS.get(r.action, r.action),
+                "entity": ENTITIES.get(r.entity, r.entity),
             }
             for r in rows
         ],
@@ -219,9 +286,17 @@ def audit_log(
         pages=pages,
         query=query,
         page_url=lambda n: "/admin/auditoria?" + urlencode(kept | {"pagina": n}),
-        actors=distinct_values(session=session, column=AuditEntry.actor),
-        actions=distinct_values(session=session, column=AuditEntry.action),
-        entities=distinct_values(session=session, column=AuditEntry.entity),
+        actors=[
+            (v, actor_label(v)) for v in distinct_values(session=session, column=AuditEntry.actor)
+        ],
+        actions=[
+            (v, ACTIONS.get(v, v))
+            for v in distinct_values(session=session, column=AuditEntry.action)
+        ],
+        entities=[
+            (v, ENTITIES.get(v, v))
+            for v in distinct_values(session=session, column=AuditEntry.entity)
+        ],
         errors=errors,
         timezone=settings.timezone,
     )

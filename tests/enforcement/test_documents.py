@@ -268,6 +268,21 @@ class TestEvidenceSummary:
         _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
         assert measures == ["referência: malha viária"]
 
+    def test_every_threshold_has_a_label(self) -> None:
+        """Every threshold a detector takes is named in pt-BR in the documents and pages."""
+        from enforcement.documents import LABELS
+        from tracking.detectors.detect import _DETECTORS, threshold_names
+
+        missing = [(k, n) for k in _DETECTORS for n in threshold_names(k) if n not in LABELS]
+        assert missing == []
+
+    def test_a_decree_is_cited_with_do(self) -> None:
+        """ "art. 58, XII do Decreto …", "art. 25, III da Lei …"."""
+        doc = sample_document()
+        doc["proposal"]["law"] = "Decreto de 23 de dezembro de 2019"
+        rows = labelled(doc, "notificacao")
+        assert rows["Dispositivo infringido"].startswith("art. 25, III do Decreto de 23")
+
     def test_boarding_distance_and_lag_are_labelled(self) -> None:
         """A boarding's distance and lag and their thresholds are named in pt-BR, with units."""
         finding = dict(sample_document()["findings"][0])

@@ -148,7 +148,8 @@ def test_admin_draws_a_stand_and_grants_a_licence(
         assert ("create", "stand") in mine and ("grant", "parking_licence") in mine
     page.goto(f"/admin/auditoria?texto={stand_id}")
     table = page.get_by_role("table").inner_text()
-    assert "grant" in table and "create" in table and stand_id in table
+    assert "concessão" in table and "criação" in table and stand_id in table
+    assert "licença de ponto" in table and "web_admin" in table and "user:" not in table
 
 
 @pytest.mark.browser
@@ -524,6 +525,7 @@ def test_audit_log_filters_and_links(web_client: Callable, web_engine: Engine) -
     assert found.status_code == 200
     assert "1 registro(s)" in found.text
     assert f'href="/admin/pontos/{stand_id}"' in found.text
+    assert '<option value="create" selected>criação</option>' in found.text
     none = admin.get("/admin/auditoria", params=query | {"acao": "retire"})
     assert "0 registro(s)" in none.text
     before = admin.get(
