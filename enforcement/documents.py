@@ -393,7 +393,7 @@ def _provision(p: Mapping[str, Any]) -> str:
 
 
 def _of(law: str) -> str:
-    """The contraction of "de" a law's title takes: "do Decreto", "da Lei"."""
+    """Return the contraction of "de" a law's title takes: "do Decreto", "da Lei"."""
     word = law.split(" ", 1)[0].lower()
     return "do" if word in ("decreto", "código", "regulamento", "estatuto") else "da"
 
