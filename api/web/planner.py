@@ -529,6 +529,7 @@ def home(
         found = find_municipalities(busca)
         if len(found) == 1:
             chosen = found[0]
+            context["busca"] = ""  # found: the list shows it, a later choice in it wins
         else:
             context["matches"] = found
             context["error"] = (
@@ -546,6 +547,7 @@ def home(
         options = PlanOptions(DEFAULT_MUNICIPALITY, 2022, "taxi", DEFAULT_DEMAND_DAYS)
         chosen = ""
     context["options"] = options
+    context["selected"] = chosen or municipio.strip()[:7]  # a failed search keeps the choice
     if chosen:
         try:
             computed = compute_plan(session, options)

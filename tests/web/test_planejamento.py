@@ -227,6 +227,17 @@ class TestChoice:
         assert response.status_code == 200
         assert "<h1>Planejamento — Porto Velho/RO</h1>" in response.text
 
+    def test_a_found_name_leaves_the_list_in_charge(self, web_client: Callable) -> None:
+        """After "pinto bandeira" is found, the search field is empty and the list shows it
+        chosen, so a later choice in the list wins; a name not found keeps the list's choice."""
+        client = web_client("planner")
+        found = client.get("/planejamento", params={"busca": "pinto bandeira"}).text
+        assert 'name="busca" type="search" value=""' in found
+        assert '<option value="4314548" selected>' in found
+        missed = client.get("/planejamento", params={"municipio": "4314548", "busca": "xyzzy"})
+        assert missed.status_code == 422
+        assert '<option value="4314548" selected>' in missed.text
+
     def test_ambiguous_name_lists_the_choices(self, web_client: Callable) -> None:
         """A name part shared by several municipalities lists links to each (accents
         ignored: "pinto" finds Pintópolis too)."""
