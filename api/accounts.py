@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -31,6 +32,10 @@ SESSIONS_CHANNEL = "pontual_sessions"
 Sent in the revoking transaction (delivered at its COMMIT): every server process closes the
 alert streams (SSE, WebSocket) of that user or token at once.
 """
+
+
+USERNAME = re.compile(r"[A-Za-z0-9._@-]{3,100}")
+"""A login: no spaces or accents (typed the same on any keyboard, in any log)."""
 
 
 def _dml(session: Session, statement: Executable) -> CursorResult:
@@ -127,14 +132,20 @@ def create_user(
     check_role(role)
     check_password(password)
     username = username.strip()
-    if not username:
-        msg = "o nome de usuário não pode ser vazio"
+    if not USERNAME.fullmatch(username):
+        msg = (
+            f"nome de usuário {username!r} inválido: de 3 a 100 caracteres, só letras sem "
+            "acento, números e . _ - @ (sem espaços)"
+        )
+        raise UserAdminError(msg)
+    if stand_ids and role != "supervisor":
+        msg = "apenas supervisores são vinculados a pontos"
         raise UserAdminError(msg)
     if session.scalar(select(User.user_id).where(User.username == username)) is not None:
         msg = f"usuário '{username}' já existe"
         raise UserAdminError(msg)
     if role == "supervisor" and not stand_ids:
-        msg = "um supervisor precisa de pelo menos um ponto (--stand)"
+        msg = "um supervisor precisa de pelo menos um ponto"
         raise UserAdminError(msg)
     user = User(
         username=username, full_name=full_name, role=role, password_hash=hash_password(password)
@@ -161,7 +172,7 @@ def set_role(
         if stand_ids:
             _set_stands(session, user, stand_ids)
         elif not user_stands(session=session, user_id=user.user_id):
-            msg = "um supervisor precisa de pelo menos um ponto (--stand)"
+            msg = "um supervisor precisa de pelo menos um ponto"
             raise UserAdminError(msg)
     elif stand_ids:
         msg = "apenas supervisores são vinculados a pontos"

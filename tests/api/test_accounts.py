@@ -32,10 +32,15 @@ class TestCreateUser:
             ({"password": "curta"}, "pelo menos 8"),
             ({"role": "supervisor"}, "supervisor precisa"),
             ({"role": "supervisor", "stand_ids": ["NOPE"]}, "pontos desconhecidos: NOPE"),
+            ({"stand_ids": ["S1"]}, "apenas supervisores são vinculados a pontos"),
+            ({"username": "ana souza"}, "nome de usuário 'ana souza' inválido"),
+            ({"username": "José"}, "inválido: de 3 a 100 caracteres"),
+            ({"username": "  "}, "inválido"),
         ],
     )
     def test_refuses_bad_input(self, db_session: Session, kwargs: dict, match: str) -> None:
-        """Unknown role, short password, supervisor without known stands are refused."""
+        """Unknown role, short password, supervisor without known stands, stands for another
+        role, a login with spaces or accents are refused."""
         args = {"username": "bia", "password": PASSWORD, "role": "planner"} | kwargs
         with pytest.raises(UserAdminError, match=match):
             accounts.create_user(session=db_session, **args)

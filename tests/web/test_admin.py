@@ -352,6 +352,14 @@ def test_user_created_with_a_temporary_password_shown_once(
         assert all(password not in str(d) for d in details)
 
 
+def test_fields_carry_the_servers_length_limits(web_client: Callable) -> None:
+    """The browser stops typing at the server's limit (a longer value was answered with a
+    JSON error page, and the typed form was lost)."""
+    page = web_client("admin").get("/admin/usuarios").text
+    assert re.search(r'<input id="novo-username" name="username"[^>]* maxlength="100"', page)
+    assert re.search(r'<input id="novo-nome" name="full_name"[^>]* maxlength="200"', page)
+
+
 def test_refused_account_shows_the_reason(web_client: Callable) -> None:
     """A supervisor without stands is refused with the accounts rule, in pt-BR."""
     admin = web_client("admin")
