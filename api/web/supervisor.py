@@ -385,9 +385,17 @@ def home(
 
 @router.get("/supervisao/pontos/{stand_id}", name="web_supervisor_stand")
 def stand_page(
-    request: Request, stand_id: str, web: SupervisorUser, session: SessionDep, settings: SettingsDep
+    request: Request,
+    stand_id: str,
+    web: SupervisorUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    ate: Annotated[str, Query(max_length=40)] = "",
 ) -> Response:
-    """Show a stand now (live), its supervisor status and its licensees' presence."""
+    """Show a stand now (live), its supervisor status and its licensees' presence.
+
+    The presence covers the rule's window ending ``ate`` (a local day; today by default).
+    """
     try:
         stand = _stand(web, session, stand_id)
     except ForbiddenError:
@@ -395,6 +403,7 @@ def stand_page(
     except NotFoundError:
         return _missing(request, web, stand_id)
     today = _today(settings.timezone)
+    until, until_error = _window_end(ate, today)
     summary = api.SupervisedStand(
         stand_id=stand.stand_id,
         name=stand.name,
@@ -418,8 +427,10 @@ def stand_page(
         live_interval_s=LIVE_INTERVAL_S,
         status=status,
         presence=presence_view(
-            web=web, session=session, settings=settings, stand_id=stand_id, today=today
+            web=web, session=session, settings=settings, stand_id=stand_id, today=until
         ),
+        presence_until=until.isoformat(),
+        presence_until_error=until_error,
         intruders_today=[
             {
                 "vehicle_id": v.vehicle_id,
@@ -433,7 +444,21 @@ def stand_page(
         today=fmt.date(today),
         art_49=ART_49,
         art_50_iii=ART_50_III,
+        status_code=422 if until_error else 200,
     )
+
+
+def _window_end(text: str, today: dt.date) -> tuple[dt.date, str | None]:
+    """Return the presence window's last day typed (``AAAA-MM-DD``), or today and why."""
+    if not text.strip():
+        return today, None
+    try:
+        day = dt.date.fromisoformat(text.strip())
+    except ValueError:
+        return today, f"“{text.strip()[:40]}” não é uma data (AAAA-MM-DD); mostrando até hoje"
+    if day > today or day.year < 2000:
+        return today, f"{fmt.date(day)} fora do período aceito (2000 até hoje); mostrando até hoje"
+    return day, None
 
 
 @router.get("/supervisao/pontos/{stand_id}/agora", name="web_supervisor_now")

@@ -263,6 +263,21 @@ class TestStandPage:
         assert "operou em pelo menos 10 dias e esteve no ponto em menos de 20%" in html
         assert "<strong>1</strong> de 1 prefixo(s) abaixo do limite" in html
 
+    def test_presence_over_an_earlier_period(self, supervisor: httpx.Client) -> None:
+        """The window ends on the day asked (``ate``): ending 3 days ago, SV-LIC operated 10
+        days and was never at the stand; a future day or a non-date is said, and today shown."""
+        today = dt.datetime.now(TZ).date()
+        earlier = (today - dt.timedelta(days=3)).isoformat()
+        html = supervisor.get("/supervisao/pontos/SV1", params={"ate": earlier}).text
+        assert "0 de 10 (0%)" in html and f'name="ate" type="date" value="{earlier}"' in html
+        for bad, said in (
+            ((today + dt.timedelta(days=1)).isoformat(), "fora do período aceito"),
+            ("ontem", "não é uma data"),
+        ):
+            answer = supervisor.get("/supervisao/pontos/SV1", params={"ate": bad})
+            assert answer.status_code == 422 and said in answer.text
+            assert "2 de 12 (17%)" in answer.text
+
     def test_supervisor_status_overdue(self, supervisor: httpx.Client) -> None:
         """The term ended 100 days ago: the 90 days of art. 50, III ran out 10 days ago."""
         html = supervisor.get("/supervisao/pontos/SV1").text
