@@ -38,6 +38,15 @@ def _at(value: str | None) -> dt.datetime | None:
     return at
 
 
+def _day(value: str | None, *, flag: str) -> dt.date | None:
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{flag} '{value}' não é uma data AAAA-MM-DD") from None
+
+
 def _echo_json(value: Any) -> None:
     typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
@@ -255,6 +264,16 @@ def finalize(
     reason: Annotated[
         str, typer.Option(help="Fundamentação (ex.: sem recurso no prazo; recurso indeferido).")
     ],
+    period_ended_on: Annotated[
+        str | None,
+        typer.Option(
+            "--period-ended-on",
+            help=(
+                "Dia (AAAA-MM-DD) em que o prazo de defesa ou de recurso terminou, pela lei do "
+                "município: obrigatório quando o regulamento não fixa o prazo."
+            ),
+        ),
+    ] = None,
     at: At = None,
 ) -> None:
     """Registra a decisão definitiva (sem recurso administrativo cabível).
@@ -265,7 +284,14 @@ def finalize(
     from db.enforcement.workflow import finalize as run
 
     with cli_session() as session:
-        run(session, proposal_id, agent_id=agent, reason=reason, at=_at(at))
+        run(
+            session,
+            proposal_id,
+            agent_id=agent,
+            reason=reason,
+            period_ended_on=_day(period_ended_on, flag="--period-ended-on"),
+            at=_at(at),
+        )
     typer.echo(f"Proposta {proposal_id}: decisão definitiva registrada.")
 
 

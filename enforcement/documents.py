@@ -234,6 +234,10 @@ def _given(value: Any) -> str:
     return text or NOT_GIVEN
 
 
+NO_AUTO = "Proposta descartada: não há auto de infração."
+"""Why a dismissed proposal has no document (web, API and CLI)."""
+
+
 def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str, str, str]]:
     """Return the field table of a document: ``(section, label, value)`` rows, in order.
 
@@ -253,8 +257,8 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
     Raises
     ------
     DocumentError
-        ``kind`` is unknown, or the document lacks a required key, names an unknown time zone or
-        holds a time without zone.
+        ``kind`` is unknown, the proposal was dismissed (:data:`NO_AUTO`), or the document lacks
+        a required key, names an unknown time zone or holds a time without zone.
     """
     if kind not in _FIELDS:
         msg = f"'kind' foi {kind!r}; esperado um de {', '.join(DOCUMENT_KINDS)}"
@@ -318,6 +322,8 @@ def _check(document: Mapping[str, Any]) -> None:
             msg = f"o documento não tem '{key}'"
             raise DocumentError(msg)
     p = document["proposal"]
+    if p.get("status") == "descartada":
+        raise DocumentError(NO_AUTO)
     exception = p.get("exception") or {}
     if exception and not exception.get("answer") and p.get("status", "proposta") != "proposta":
         msg = (
@@ -1131,8 +1137,13 @@ def _authority(document: Document) -> str:
     )
 
 
+def is_draft(proposal: Mapping[str, Any]) -> bool:
+    """Tell whether a proposal's documents are a minuta: not confirmed, or with no auto number."""
+    return proposal.get("status", "proposta") == "proposta" or not proposal.get("auto_number")
+
+
 def _draft(document: Document) -> str | None:
-    if document["proposal"].get("status", "proposta") == "proposta":
+    if is_draft(document["proposal"]):
         return "MINUTA: proposta ainda não confirmada por agente, sem valor de autuação."
     return None
 

@@ -18,7 +18,12 @@ from api.deps import SessionDep, SettingsDep, require_roles
 from api.schemas import error_responses
 from db.enforcement import workflow
 from db.enforcement.models import STATUSES, Proposal
-from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
+from enforcement._errors import (
+    DocumentError,
+    ProposalNotFoundError,
+    ReviewDataError,
+    TransitionError,
+)
 
 router = APIRouter(prefix="/api/v1/proposals", tags=["propostas de autuação"])
 
@@ -106,6 +111,13 @@ class FinalizeRequest(BaseModel):
     """The grounds of the final decision (no administrative appeal left)."""
 
     reason: str = Field(min_length=3, max_length=2000)
+    period_ended_on: dt.date | None = Field(
+        default=None,
+        description=(
+            "Dia em que o prazo de defesa (ou de recurso) terminou, pela lei do município: "
+            "obrigatório quando o regulamento não fixa o prazo (Porto Alegre, táxi)."
+        ),
+    )
     at: dt.datetime | None = None
 
 
@@ -136,7 +148,7 @@ def _domain_errors() -> Iterator[None]:
         raise NotFoundError(str(exc)) from None
     except ReviewDataError as exc:
         raise InvalidRequestError(str(exc)) from None
-    except TransitionError as exc:
+    except (TransitionError, DocumentError) as exc:
         raise ConflictError(str(exc)) from None
 
 
@@ -256,7 +268,12 @@ def finalize(
         session,
         proposal_id,
         lambda: workflow.finalize(
-            session, proposal_id, agent_id=user.username, reason=body.reason, at=body.at
+            session,
+            proposal_id,
+            agent_id=user.username,
+            reason=body.reason,
+            period_ended_on=body.period_ended_on,
+            at=body.at,
         ),
     )
 
@@ -337,10 +354,11 @@ def document(
     de auditoria.
     """
     from db.enforcement.evidence import document_for
-    from enforcement.documents import render_html, render_pdf
+    from enforcement.documents import document_fields, render_html, render_pdf
 
     with _domain_errors():
         doc = document_for(session, proposal_id)
+        document_fields(doc, kind=kind)  # refused before any delivery is audited
     fields = [f for f in DOCUMENT_PERSONAL_FIELDS if doc["vehicle"].get(f)]
     if fields:
         record_personal_data_access(

@@ -495,6 +495,9 @@ def update_stand(
     }
 
     def write() -> None:
+        if stand.name and not name.strip():  # the registry would store no name (NULL)
+            msg = f"o nome não pode ficar vazio; o atual é “{stand.name}”"
+            raise FormValueError("name", msg)
         attrs = _attribute_values(name=name, capacity=capacity, kind=kind, address=address)
         attrs.pop("municipality_code")
         changed = {k: v for k, v in attrs.items() if (v or "") != (getattr(stand, k) or "")}
@@ -684,6 +687,8 @@ def exclude(
     }
 
     def write() -> None:
+        if values["ground"] is None:  # no default: the ground is the admin's choice
+            raise FormValueError("ground", "escolha o fundamento da exclusão (art. 50, I a III)")
         body = validate_form(ExclusionRequest, values)
         registry.exclude_prefixo(
             session=session,

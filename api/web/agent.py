@@ -66,11 +66,13 @@ from enforcement.documents import (
     DEADLINE_LABELS,
     DOCUMENT_KINDS,
     MAP_CAPTION,
+    NO_AUTO,
     STATUS_LABELS,
     TITLES,
     EvidenceFinding,
     document_fields,
     evidence_summary,
+    is_draft,
     render_map_svg,
     render_pdf,
 )
@@ -102,7 +104,9 @@ MAX_FIX_ROWS = 300
 MAX_TEXT = 2000
 """Longest answer, reason or grounds a form accepts (characters)."""
 MIN_REASON = 3
-"""Shortest reason of a dismissal, a decision or a final decision (as the API)."""
+"""Shortest grounds of a defence's decision or a final decision (as the API)."""
+MIN_DISMISS_REASON = 15
+"""Shortest reason of a dismissal: an audited decision not to fine, so a sentence, not a word."""
 EVENT_STREAM = "text/event-stream"
 
 STATUS_NAMES = {s: STATUS_LABELS.get(s, s).split(" (")[0] for s in STATUSES}
@@ -770,7 +774,10 @@ def parse_queue_filters(
         else:
             until = start + dt.timedelta(days=1)
     if since is not None and until is not None and until <= since:
-        errors["ate"] = "A data final é anterior à inicial."
+        errors["ate"] = (
+            f"A data final é anterior à inicial: até {until.date() - dt.timedelta(days=1):%d/%m/%Y}"
+            f", desde {since.date():%d/%m/%Y}."
+        )
         until = None
     confidence = None
     raw = (params.get("confianca") or "").strip().replace(",", ".")
@@ -801,7 +808,12 @@ QUEUE_PARAMS = ("tipo", "situacao", "ponto", "veiculo", "de", "ate", "confianca"
 def queue_context(
     session: Session, params: Mapping[str, str | None], zone: ZoneInfo
 ) -> dict[str, Any]:
-    """Everything the queue page shows for its query parameters (also timed by the bench)."""
+    """Everything the queue page shows for its query parameters (also timed by the bench).
+
+    ``desde`` (the field's label: "Cometida desde") stands for ``de`` when ``de`` is absent.
+    """
+    if not (params.get("de") or "").strip() and params.get("desde"):
+        params = {**params, "de": params["desde"]}
     filters, errors = parse_queue_filters(params, zone)
     page = _page_number(params.get("pagina"))
     counts = queue_counts(session=session, filters=filters)
@@ -870,7 +882,7 @@ def queue_context(
 @router.get("/fiscal/propostas", name="web_agent_queue")
 def queue(request: Request, web: AgentUser, session: SessionDep) -> Response:
     """Show the proposals queue: filters, counts per status and kind, pages, keyboard triage."""
-    params = {k: request.query_params.get(k) for k in (*QUEUE_PARAMS, "pagina")}
+    params = {k: request.query_params.get(k) for k in (*QUEUE_PARAMS, "pagina", "desde")}
     context = queue_context(session, params, _zone(request))
     return render(
         request,
@@ -916,7 +928,7 @@ def proposal_context(
         if name in keep
     }
     geometry = doc["geometry"]
-    allowed = {f for f, step in STEP_OF_FORM.items() if p.status in workflow.TRANSITIONS[step]}
+    allowed = _allowed(p.status)
     priors = [
         {
             "auto_number": x.get("auto_number") or "sem número",
@@ -932,7 +944,14 @@ def proposal_context(
             "actor": h["actor"],
             "action": h["action"],
             "to": STATUS_NAMES.get(str(h.get("to")), h.get("to") or ""),
-            "reason": h.get("reason") or h.get("exception_answer") or "",
+            "reason": "; ".join(
+                x
+                for x in (
+                    h.get("reason") or h.get("exception_answer") or "",
+                    _period_note(h.get("period_ended_on")),
+                )
+                if x
+            ),
             "auto_number": h.get("auto_number") or "",
         }
         for h in workflow.proposal_history(session, proposal_id)
@@ -959,6 +978,7 @@ def proposal_context(
             "note": record.get("note"),
             "citation_uncertain": record.get("citation_uncertain"),
             "dismissed_reason": p.dismissed_reason,
+            "period_ended_on": _day((p.document or {}).get("final_period_ended_on")),
             "timezone": zone.key,
         },
         "sections": shown,
@@ -984,12 +1004,49 @@ def proposal_context(
         "documents": [
             (kind, TITLES[kind], f"{proposal_url(proposal_id)}/documentos/{kind}")
             for kind in DOCUMENT_KINDS
-            if kind == "auto" or p.status not in ("proposta", "confirmada", "descartada")
+            if p.status != "descartada"
+            and (kind == "auto" or p.status not in ("proposta", "confirmada"))
         ],
-        "draft": p.status == "proposta",
+        "no_auto": NO_AUTO if p.status == "descartada" else None,
+        "min_dismiss_reason": MIN_DISMISS_REASON,
+        "draft": is_draft({"status": p.status, "auto_number": p.auto_number}),
+        "period_end": _period_end_form(p, zone),
         "values": dict(form_values or {}),
         "errors": {},
     }
+
+
+def _day(value: Any) -> str:
+    """Return an ISO date as ``dd/mm/aaaa`` ('' for none)."""
+    return dt.date.fromisoformat(str(value)).strftime("%d/%m/%Y") if value else ""
+
+
+def _period_note(value: Any) -> str:
+    day = _day(value)
+    return f"prazo encerrado em {day} (data informada pelo agente, lei municipal)" if day else ""
+
+
+def _period_end_form(p: Any, zone: ZoneInfo) -> dict[str, Any] | None:
+    """Return the final decision's date field where the rulebook fixes no period, else None."""
+    if "finalizar" not in _allowed(p.status) or not workflow.needs_period_end(p):
+        return None
+    appeal = p.status == "defesa_indeferida" and p.decided_at is not None
+    start = p.decided_at if appeal else p.notified_at
+    return {
+        "label": (
+            "Data em que terminou o prazo de recurso (ou em que o recurso foi decidido)"
+            if appeal
+            else "Data em que terminou o prazo de defesa (e o de recurso, se houver)"
+        ),
+        "min": start.astimezone(zone).date().isoformat() if start is not None else "",
+        "max": dt.datetime.now(zone).date().isoformat(),
+        "start": _day(start.astimezone(zone).date().isoformat()) if start is not None else "",
+        "start_label": "da decisão da defesa" if appeal else "da notificação",
+    }
+
+
+def _allowed(status: str) -> set[str]:
+    return {f for f, step in STEP_OF_FORM.items() if status in workflow.TRANSITIONS[step]}
 
 
 def _not_found(request: Request, web: WebSession, proposal_id: str) -> Response:
@@ -1058,13 +1115,15 @@ def _step(
     run: Callable[[], Any],
     values: Mapping[str, str],
     checks: Mapping[str, str] | None = None,
+    review_field: str | None = None,
 ) -> Response:
     """Run one step of the workflow and answer: 303 to the page, or the page with the error.
 
     ``checks`` are the form's own errors (field → pt-BR message) found before the workflow
     runs: then nothing runs. A missing answer or reason is 422, a step out of order 409 (said
     first: an answer does not matter to a step that cannot happen); the proposal is left as it
-    was in both.
+    was in both. A value the workflow refuses (``ReviewDataError``) is said on ``review_field``
+    when given, else on the form.
     """
     try:
         status = workflow.get_proposal(session, proposal_id).status
@@ -1084,7 +1143,7 @@ def _step(
         return _not_found(request, web, proposal_id)
     except ReviewDataError as exc:
         session.rollback()
-        errors = {form: _sentence(str(exc))}
+        errors = {review_field or form: _sentence(str(exc))}
         return _proposal_page(
             request, web, session, proposal_id, status_code=422, errors=errors, values=values
         )
@@ -1178,8 +1237,13 @@ def dismiss(
     session: SessionDep,
     motivo: Annotated[str, Form()] = "",
 ) -> Response:
-    """Dismiss the proposal, with the agent's reason (required)."""
-    problem = _text_field(motivo, label="Motivo do descarte", minimum=MIN_REASON)
+    """Dismiss the proposal, with the agent's reason (required, a sentence)."""
+    problem = _text_field(motivo, label="Motivo do descarte", minimum=MIN_DISMISS_REASON)
+    if problem and len(motivo) <= MAX_TEXT:
+        problem = (
+            f"Motivo do descarte: escreva ao menos {MIN_DISMISS_REASON} caracteres. O descarte "
+            "é uma decisão registrada na auditoria: diga por que a proposta não procede."
+        )
     return _step(
         request,
         web,
@@ -1263,19 +1327,48 @@ def finalize(
     web: AgentUser,
     session: SessionDep,
     fundamentacao: Annotated[str, Form()] = "",
+    fim_prazo: Annotated[str, Form(max_length=40)] = "",
 ) -> Response:
-    """Record the final decision (no administrative appeal left), with its grounds."""
+    """Record the final decision (no administrative appeal left), with its grounds.
+
+    Where the rulebook fixes no defence period, also the date it ended (``fim_prazo``,
+    required: the municipality's law sets it, outside the rulebook).
+    """
+    checks: dict[str, str] = {}
     problem = _text_field(fundamentacao, label="Fundamentação", minimum=MIN_REASON)
+    if problem:
+        checks["fundamentacao_final"] = problem
+    try:
+        needs_date = workflow.needs_period_end(workflow.get_proposal(session, proposal_id))
+    except ProposalNotFoundError:
+        return _not_found(request, web, proposal_id)
+    ended: dt.date | None = None
+    raw = fim_prazo.strip()
+    if needs_date and not raw:
+        checks["fim_prazo"] = (
+            "Informe a data em que o prazo terminou: o regulamento não fixa os prazos de defesa "
+            "e de recurso, que estão na lei do município."
+        )
+    elif needs_date:
+        try:
+            ended = dt.date.fromisoformat(raw)
+        except ValueError:
+            checks["fim_prazo"] = f"Data inválida: '{raw[:20]}'; use o formato aaaa-mm-dd."
     return _step(
         request,
         web,
         session,
         proposal_id,
         form="finalizar",
-        values={"fundamentacao_final": fundamentacao},
-        checks={"fundamentacao_final": problem} if problem else None,
+        values={"fundamentacao_final": fundamentacao, "fim_prazo": fim_prazo},
+        checks=checks,
+        review_field="fim_prazo" if needs_date else None,
         run=lambda: workflow.finalize(
-            session, proposal_id, agent_id=web.principal.username, reason=fundamentacao.strip()
+            session,
+            proposal_id,
+            agent_id=web.principal.username,
+            reason=fundamentacao.strip(),
+            period_ended_on=ended,
         ),
     )
 
@@ -1313,7 +1406,7 @@ def document(
         )
     try:
         doc = document_for(session, proposal_id)
-        fields = document_fields(doc, kind=documento)
+        fields = document_fields(doc, kind=documento)  # a dismissed proposal: DocumentError
     except ProposalNotFoundError:
         return _not_found(request, web, proposal_id)
     except (DocumentError, TransitionError) as exc:
@@ -1358,7 +1451,7 @@ def document(
         proposal_id=proposal_id,
         proposal_href=proposal_url(proposal_id),
         pdf_href=f"{request.url.path}?formato=pdf",
-        draft=doc["proposal"].get("status") == "proposta",
+        draft=is_draft(doc["proposal"]),
         authority=f"Prefeitura Municipal de {doc['place'].get('municipality_name')}",
         sections=sections,
         map_svg=Markup(render_map_svg(doc, width=640.0, height=400.0)),  # noqa: S704 (escaped)

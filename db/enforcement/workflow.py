@@ -18,7 +18,9 @@ where the text leaves it to the case (POA art. 57 XI, c).
 Deadlines get their due dates as the steps happen: the notification's from the auto (Pinto
 Bandeira art. 36 § 1º archives an auto not notified in 30 days), the defence's from the
 notification (suspensive where the law says so: the penalty is not enforceable until the
-defence is decided or its period ends).
+defence is decided or its period ends). Where the rulebook fixes no defence period (it is in a
+municipal law outside the bundled text), the final decision needs the date the agent states
+the period ended, which the audit keeps.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import geopandas as gpd
 import pandas as pd
@@ -781,6 +784,7 @@ def finalize(
     *,
     agent_id: str,
     reason: str,
+    period_ended_on: dt.date | None = None,
     at: dt.datetime | None = None,
 ) -> Proposal:
     """Record the final decision: no administrative appeal is left (state ``definitiva``).
@@ -791,8 +795,17 @@ def finalize(
     the appeal was decided: say so in ``reason``). Only final decisions count for reincidence
     under Porto Alegre's fretamento decree (art. 19, § 5º).
 
+    Where the rulebook fixes no defence period (Porto Alegre's taxi decree: the periods are in
+    Lei 11.582/2014, outside the bundled texts), the agent states ``period_ended_on``: the local
+    date the period (of defence, or of appeal after a rejected defence) ended under the
+    municipality's law; not before the notification (or the decision), not after the step.
+    It is kept in the audit entry and in the proposal's document (``final_period_ended_on``).
+
     Raises
     ------
+    ReviewDataError
+        ``period_ended_on`` missing or out of range where the rulebook fixes no period, or
+        given where it does.
     TransitionError
         No reason, a state other than those two, or a defence or appeal period still open.
     """
@@ -821,9 +834,24 @@ def finalize(
             f"até {open_until[0][:10]}"
         )
         raise TransitionError(msg)
+    stated: dict[str, Any] = {}
+    if needs_period_end(p):
+        ended = _period_end(p, period_ended_on, now)
+        stated = {"period_ended_on": ended.isoformat()}
+    elif period_ended_on is not None:
+        msg = (
+            f"o regulamento fixa o prazo de defesa ({defence.get('provision')}): "
+            "não se informa a data do fim do prazo"
+        )
+        raise ReviewDataError(msg)
     frm = p.status
     p.status, p.updated_at = "definitiva", now
-    p.document = {**(p.document or {}), "final_at": now.isoformat(), "final_reason": reason}
+    p.document = {
+        **(p.document or {}),
+        "final_at": now.isoformat(),
+        "final_reason": reason,
+        **({"final_period_ended_on": stated["period_ended_on"]} if stated else {}),
+    }
     _audit(
         session,
         actor=agent_id,
@@ -832,8 +860,53 @@ def finalize(
         frm=frm,
         to="definitiva",
         reason=reason,
+        **stated,
     )
     return p
+
+
+def needs_period_end(p: Proposal) -> bool:
+    """Tell whether finalizing ``p`` needs the stated date its period ended.
+
+    So when the rulebook fixes no defence period: the municipality's law, outside the bundled
+    text, sets it.
+    """
+    return not ((p.deadlines or {}).get("defence") or {}).get("days")
+
+
+def _local_date(at: dt.datetime, p: Proposal) -> dt.date:
+    book, _ = rule_of(p)
+    return at.astimezone(ZoneInfo(UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE))).date()
+
+
+def _period_end(p: Proposal, ended: dt.date | None, now: dt.datetime) -> dt.date:
+    """Check the stated end of the period: from the notification (or decision) to today."""
+    if ended is None:
+        msg = (
+            "o regulamento não fixa o prazo de defesa nem o de recurso (estão na lei municipal, "
+            "fora do texto do regulamento): informe a data em que o prazo terminou"
+        )
+        raise ReviewDataError(msg)
+    if isinstance(ended, dt.datetime):
+        ended = ended.date()
+    start, what = (
+        (p.decided_at, "à decisão da defesa")
+        if p.status == "defesa_indeferida" and p.decided_at is not None
+        else (p.notified_at, "à notificação")
+    )
+    if start is not None and ended < _local_date(start, p):
+        msg = (
+            f"a data do fim do prazo ({ended:%d/%m/%Y}) é anterior {what} "
+            f"({_local_date(start, p):%d/%m/%Y})"
+        )
+        raise ReviewDataError(msg)
+    if ended > _local_date(now, p):
+        msg = (
+            f"a data do fim do prazo ({ended:%d/%m/%Y}) é futura: a decisão só é definitiva "
+            "depois que o prazo termina"
+        )
+        raise ReviewDataError(msg)
+    return ended
 
 
 def archive_lapsed(session: Session, *, at: dt.datetime | None = None) -> list[str]:

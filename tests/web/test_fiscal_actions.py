@@ -131,6 +131,7 @@ class TestConfirm:
         the audit names the agent and the answer."""
         proposal = _boarding(web_engine)
         login(page, "agent")
+        page.on("dialog", lambda dialog: dialog.accept())  # "Lavrar o auto …?"
         page.goto(f"/fiscal/propostas/{proposal}")
         page.get_by_role("button", name="Confirmar e lavrar o auto").click()
         form = page.locator("#confirmar")
@@ -158,7 +159,7 @@ class TestDismiss:
         before = _state(web_engine, proposal)
         page = _post(agent, f"/fiscal/propostas/{proposal}/descartar", motivo="  ")
         assert page.status_code == 422
-        assert "Motivo do descarte: escreva ao menos 3 caracteres." in page.text
+        assert "Motivo do descarte: escreva ao menos 15 caracteres." in page.text
         assert _state(web_engine, proposal) == before
         reason = "Táxi Acessível embarcando cadeirante (art. 46)."
         done = _post(agent, f"/fiscal/propostas/{proposal}/descartar", motivo=reason)

@@ -94,6 +94,7 @@ def test_alert_arrives_live_then_confirm_and_download_the_pdf(
     )
     expect(page.locator("#mapa .leaflet-interactive").first).to_be_attached()
     expect(page.locator(".excerpt")).to_contain_text("Subsistema de Rastreamento da Frota")
+    page.once("dialog", lambda dialog: dialog.accept())  # "Lavrar o auto …?"
     page.get_by_role("button", name="Confirmar e lavrar o auto").click()
     notice = page.get_by_role("status")
     expect(notice).to_contain_text("Proposta confirmada: auto de infração AI-4314902-")

@@ -1,3 +1,6 @@
+import datetime as dt
+from zoneinfo import ZoneInfo
+
 from api_factories import bearer
 from sqlalchemy import select
 
@@ -64,6 +67,18 @@ class TestProposalRoutes:
         assert again.status_code == 409
         assert again.json()["error"]["code"] == "conflict"
 
+        # Porto Alegre's decree fixes no defence period: the final decision states its end
+        auth = bearer(tokens["agent"])
+        assert client.post(f"/api/v1/proposals/{pid}/notify", json={}, headers=auth).is_success
+        reason = {"reason": "Sem defesa no prazo da lei municipal."}
+        final = f"/api/v1/proposals/{pid}/finalize"
+        r = client.post(final, json=reason, headers=auth)
+        assert r.status_code == 422 and "informe a data" in r.json()["error"]["message"]
+        today = dt.datetime.now(ZoneInfo("America/Sao_Paulo")).date().isoformat()
+        r = client.post(final, json=reason | {"period_ended_on": today}, headers=auth)
+        assert r.status_code == 200, r.text
+        assert r.json()["status"] == "definitiva"
+
     def test_unknown_is_404_and_planner_is_403(self, client, seeded) -> None:
         """An unknown id is 404; a planner may not review proposals."""
         tokens = seeded["tokens"]
@@ -75,6 +90,57 @@ class TestProposalRoutes:
         assert r.status_code == 404
         r = client.get("/api/v1/proposals", headers=bearer(tokens["planner"]))
         assert r.status_code == 403
+
+    def test_a_dismissed_proposal_has_no_auto(self, client, seeded, api_engine) -> None:
+        """Dismissed: its auto and notificação are refused (409, the reason said), HTML and
+        PDF."""
+        from geoalchemy2.shape import from_shape
+        from shapely.geometry import Point
+
+        from db.enforcement.models import Finding
+        from db.engine import session_scope
+        from db.fleet.models import Municipality
+
+        with session_scope(api_engine) as s:
+            if s.get(Municipality, "4314902") is None:
+                s.add(
+                    Municipality(
+                        code="4314902", name="Porto Alegre", uf="RS", timezone="America/Sao_Paulo"
+                    )
+                )
+            s.add(
+                Finding(
+                    finding_id="F-dismissed",
+                    kind="operating_while_barred",
+                    vehicle_id="V-DIS",
+                    stand_id=None,
+                    started_at=dt.datetime.now(dt.UTC) - dt.timedelta(hours=3),
+                    ended_at=dt.datetime.now(dt.UTC) - dt.timedelta(hours=3),
+                    confidence=0.9,
+                    details={"reason": "suspended"},
+                    geometry=from_shape(Point(-51.2287, -30.0277), srid=4326),
+                )
+            )
+        auth = bearer(seeded["tokens"]["agent"])
+        r = client.post(
+            "/api/v1/proposals/generate", json={"municipality": "4314902"}, headers=auth
+        )
+        assert r.status_code == 200, r.text
+        (p,) = client.get("/api/v1/proposals", params={"vehicle_id": "V-DIS"}, headers=auth).json()[
+            "data"
+        ]
+        pid = p["proposal_id"]
+        reason = {"reason": "Veículo com liminar judicial vigente."}
+        assert client.post(f"/api/v1/proposals/{pid}/dismiss", json=reason, headers=auth).is_success
+        for kind in ("auto", "notificacao"):
+            for fmt in ("pdf", "html"):
+                r = client.get(
+                    f"/api/v1/proposals/{pid}/documents/{kind}",
+                    params={"format": fmt},
+                    headers=auth,
+                )
+                assert r.status_code == 409, r.text
+                assert "não há auto de infração" in r.json()["error"]["message"]
 
     def test_dismiss_requires_reason(self, client, seeded) -> None:
         """A dismissal without a reason is a 422 with a machine-readable body."""
@@ -146,8 +212,6 @@ class TestConfirmAnswers:
     def test_exception_and_pontuacao_over_http(self, client, seeded, api_engine) -> None:
         """POA longer_route (art. 58 XIII) needs the agent's answer to the exception (422
         without it) and art. 57 XI needs the pontuação chosen; the answers are recorded."""
-        import datetime as dt
-
         from geoalchemy2.shape import from_shape
         from shapely.geometry import Point
 
