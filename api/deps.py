@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from ipaddress import IPv4Network, IPv6Network, ip_address
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
@@ -13,7 +16,12 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from api import accounts
-from api._errors import ForbiddenError, NotAuthenticatedError, RateLimitedError
+from api._errors import (
+    ForbiddenError,
+    NotAuthenticatedError,
+    RateLimitedError,
+    ServiceUnavailableError,
+)
 from api.accounts import DevicePrincipal, Principal
 from api.ratelimit import RateLimiter, TtlCache
 from api.security import token_digest
@@ -152,6 +160,11 @@ def public_rate_limit(request: Request) -> None:
     _rate_limit(request, request.app.state.public_limiter)
 
 
+async def public_rate_limit_async(request: Request) -> None:
+    """:func:`public_rate_limit` as a route dependency: on the event loop, no thread hop."""
+    _rate_limit(request, request.app.state.public_limiter)
+
+
 def login_rate_limit(request: Request) -> None:
     """Count a login against the client's login quota (a bucket apart from the public one)."""
     _rate_limit(request, request.app.state.login_limiter)
@@ -173,3 +186,96 @@ def supervisor_scope(user: Principal, stand_id: str) -> None:
     if user.role == "supervisor" and stand_id not in user.stand_ids:
         msg = f"o ponto '{stand_id}' não está entre os pontos deste supervisor"
         raise ForbiddenError(msg)
+
+
+class DbGate:
+    """At most ``slots`` requests of one kind using the database at once (public traffic).
+
+    A request waits at most ``wait_s`` for a slot, behind at most ``queue`` others; otherwise
+    it is refused at once (:meth:`slot` raises a 503 with ``Retry-After``), so a burst of
+    public requests can never hold more than ``slots`` of the pool's connections and of the
+    thread pool's threads, nor queue for the pool's timeout. Event-loop only (not
+    thread-safe); a waiter's future is made in the running loop, so one gate serves
+    successive loops (test clients).
+    """
+
+    def __init__(self, slots: int, *, wait_s: float, queue: int) -> None:
+        if slots < 1 or wait_s < 0 or queue < 0:
+            msg = f"slots ({slots}) >= 1, wait_s ({wait_s}) e queue ({queue}) >= 0"
+            raise ValueError(msg)
+        self.slots, self.wait_s, self.queue = slots, wait_s, queue
+        self.in_use = 0
+        self.refused = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def _acquire(self) -> bool:
+        if self.in_use < self.slots and not self._waiters:
+            self.in_use += 1
+            return True
+        if len(self._waiters) >= self.queue:
+            return False
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), self.wait_s)
+        except TimeoutError:
+            if waiter.done() and not waiter.cancelled():
+                return True  # handed a slot at the deadline
+            self._forget(waiter)
+            return False
+        except BaseException:  # cancelled (the client left): give back a slot handed over
+            if waiter.done() and not waiter.cancelled():
+                self._release()
+            else:
+                self._forget(waiter)
+            raise
+        return True  # the slot was handed over by _release
+
+    def _forget(self, waiter: asyncio.Future[None]) -> None:
+        waiter.cancel()
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
+
+    def _release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # hand the slot over: in_use unchanged
+                return
+        self.in_use -= 1
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold a slot for the block; raise :class:`ServiceUnavailableError` (503) if none."""
+        if not await self._acquire():
+            self.refused += 1
+            raise ServiceUnavailableError(
+                "muitas consultas públicas ao mesmo tempo; tente novamente em 1 s",
+                code="server_busy",
+                headers={"Retry-After": "1"},
+            )
+        try:
+            yield
+        finally:
+            self._release()
+
+
+_T = TypeVar("_T")
+
+
+def _in_session(engine: Engine, query: Callable[..., _T], *args: object) -> _T:
+    with Session(engine, expire_on_commit=False) as session:
+        return query(session, *args)
+
+
+async def public_query(request: Request, query: Callable[..., _T], *args: object) -> _T:
+    """Run ``query(session, *args)`` for a public request, within the public gate.
+
+    The session is opened and closed in one thread-pool call, so the connection goes back to
+    the pool as soon as the query is done (a ``yield`` dependency would keep it until the
+    answer is sent). Raises 503 (``server_busy``) when the gate is full.
+    """
+    gate: DbGate = request.app.state.public_db
+    engine: Engine = request.app.state.engine
+    async with gate.slot():
+        return await run_in_threadpool(_in_session, engine, query, *args)

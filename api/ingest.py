@@ -7,13 +7,25 @@ answer:
 ``accepted``
     Stored now.
 ``duplicate``
-    Already stored (same vehicle and timestamp; the stored fix is kept), or identical to an
-    earlier row of the batch. Safe to resend: ingest is idempotent on (vehicle, timestamp).
+    Already stored with the same values (same vehicle and instant at the database's precision,
+    the microsecond), or the same as an earlier row of the batch. Safe to resend: ingest is
+    idempotent on (vehicle, microsecond).
 ``rejected``
     Not stored; ``reason`` is a validation code (``null_island``, ``naive_timestamp``…),
     ``too_old_timestamp`` (older than the live ingest's ``max_age_s``: devices cannot write
-    history, files can) or ``vehicle_not_allowed`` (a device may only send fixes of its own
-    vehicle). Rejected rows are kept in ``rejected_fixes`` with their reason.
+    history, files can), ``vehicle_not_allowed`` (a device may only send fixes of its own
+    vehicle) or ``conflicting_duplicate`` (the vehicle and microsecond of a stored fix, or of an
+    earlier row of the batch, with other values: the first one is kept). Rejected rows are kept
+    in ``rejected_fixes`` with their reason and original cells (each cut to
+    :data:`MAX_RAW_CHARS` characters).
+
+Same instant
+    Rows are compared at the database's precision, the microsecond. Within a batch, rows of the
+    same nanosecond are judged by their cells as :func:`tracking.validate.validate_pings` does;
+    then rows of the same microsecond by their values (position, speed, heading, accuracy,
+    meter, tariff, driver): equal, ``duplicate``; different, ``conflicting_duplicate``
+    (:func:`_merge_microseconds`). A row whose key is already stored is compared with the
+    stored fix the same way, in one query on those keys only.
 
 Validation
     One rule set: :data:`tracking.validate.ROW_RULES`, the table of row checks (reasons, order,
@@ -35,7 +47,9 @@ Storage
     writes the fixes and, in the same statement, queues the inserted ones in ``live_queue`` for
     the live detectors (:mod:`api.live_worker`), so a fix is detected on once it is committed and
     the request does not wait for the detectors. The day's partition of ``fixes`` is ensured
-    first (once per process and day). Rejected rows go to ``rejected_fixes``.
+    first (once per process and day). The fixes not inserted are read back (one query, only
+    when there are some) to tell ``duplicate`` from ``conflicting_duplicate``. Rejected rows go
+    to ``rejected_fixes``.
 
 The caller commits; answers are sent only after the commit, so an acknowledged fix is durable.
 """
@@ -76,6 +90,9 @@ ACCEPTED = "accepted"
 DUPLICATE = "duplicate"
 REJECTED = "rejected"
 VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
+CONFLICTING_DUPLICATE = "conflicting_duplicate"
+MAX_RAW_CHARS = 1000
+"""Longest text kept of a quarantined value (``rejected_fixes.raw``): a cell, a name, a body."""
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
 TS_ORIGIN = "_ts_origin"
 """Row key of how the instant was obtained (``naive_utc``, ``received``; absent: as sent)."""
@@ -96,6 +113,8 @@ class CheckedBatch:
 
     The fix arrays are aligned and sorted by (vehicle, time); floats are NaN when empty.
     ``bad`` holds the rows to quarantine: (row, reason, original cells as text).
+    ``raw_rows`` are the batch's rows as sent (the cells of a row found in conflict with a
+    stored fix); ``device_vehicle`` the vehicle of a row without one.
     """
 
     n: int
@@ -114,6 +133,8 @@ class CheckedBatch:
     speed_flag: NDArray[np.bool_]
     bad: list[tuple[int, str, dict[str, str]]] = field(default_factory=list)
     ts_origin: list[str | None] = field(default_factory=list)
+    raw_rows: Sequence[Mapping[str, Any]] = ()
+    device_vehicle: str = ""
 
 
 def _cell(value: Any) -> str:
@@ -125,6 +146,11 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else "nan"
     return str(value)
+
+
+def raw_text(value: Any) -> str:
+    """Return a value as quarantined text: its cell text cut to :data:`MAX_RAW_CHARS`."""
+    return _cell(value)[:MAX_RAW_CHARS]
 
 
 def raw_frame(rows: Sequence[Mapping[str, Any]], *, default_vehicle_id: str) -> pd.DataFrame:
@@ -193,7 +219,7 @@ def _slow_check(
         return [None if pd.isna(v) else str(v) for v in pings[name].tolist()]
 
     kept_rows = pings[fr.ROW].to_numpy(dtype=np.int64)
-    return CheckedBatch(
+    batch = CheckedBatch(
         n=len(rows),
         answers=answers,
         rows=kept_rows,
@@ -210,7 +236,10 @@ def _slow_check(
         speed_flag=pings[fr.SPEED_FLAG].to_numpy(dtype=bool),
         bad=bad,
         ts_origin=[rows[r - 1].get(TS_ORIGIN) for r in kept_rows.tolist()],
+        raw_rows=rows,
+        device_vehicle=vehicle_id,
     )
+    return _merge_microseconds(batch)
 
 
 class _UnusualCellError(Exception):
@@ -424,7 +453,7 @@ def _fast_check(
                 answers[row] = RowResult(row, DUPLICATE)
                 continue
             group.append(cells)
-            why = "conflicting_duplicate"
+            why = CONFLICTING_DUPLICATE
         answers[row] = RowResult(row, REJECTED, why)
         bad.append((row, why, _cells(r, vehicle_id)))
     kept.sort(key=lambda k: k[0])
@@ -432,7 +461,7 @@ def _fast_check(
     ts = np.array([k[0] for k in kept], dtype=np.int64)
     lat, lon = fields.lat[at], fields.lon[at]
     idx = at.tolist()
-    return CheckedBatch(
+    batch = CheckedBatch(
         n=n,
         answers=answers,
         rows=at.astype(np.int64) + 1,
@@ -451,6 +480,75 @@ def _fast_check(
         ),
         bad=bad,
         ts_origin=[rows[i].get(TS_ORIGIN) for i in idx],
+        raw_rows=rows,
+        device_vehicle=vehicle_id,
+    )
+    return _merge_microseconds(batch)
+
+
+def _values(batch: CheckedBatch, i: int) -> tuple[Any, ...]:
+    """Return the stored values of kept fix ``i`` but its instant (NaN as None, as stored)."""
+    numbers = (batch.lat, batch.lon, batch.speed_kmh, batch.heading_deg, batch.accuracy_m)
+    floats = tuple(None if math.isnan(v) else v for v in (float(a[i]) for a in numbers))
+    return (*floats, batch.meter[i], batch.tariff[i], batch.driver_id[i])
+
+
+def _merge_microseconds(batch: CheckedBatch) -> CheckedBatch:
+    """Keep one fix per (vehicle, microsecond), the database's key (module docstring).
+
+    Fixes of one microsecond (different nanoseconds) are judged against the earliest row: the
+    same values, ``duplicate``; other values, ``conflicting_duplicate`` (quarantined).
+    """
+    us = batch.ts_ns // 1000
+    heads: dict[int, list[int]] = {}  # first fix of a microsecond met twice -> its fixes
+    head = -1
+    for i in (np.flatnonzero(us[1:] == us[:-1]) + 1).tolist():
+        if batch.vehicle_id[i] != batch.vehicle_id[i - 1]:
+            continue
+        head = head if head in heads and heads[head][-1] == i - 1 else i - 1
+        heads.setdefault(head, [head]).append(i)
+    if not heads:
+        return batch
+    keep = np.ones(len(us), dtype=bool)
+    answers = dict(batch.answers)
+    bad = list(batch.bad)
+    for group in heads.values():
+        first = min(group, key=lambda k: int(batch.rows[k]))
+        for i in group:
+            if i == first:
+                continue
+            keep[i] = False
+            row = int(batch.rows[i])
+            if _values(batch, i) == _values(batch, first):
+                answers[row] = RowResult(row, DUPLICATE)
+            else:
+                answers[row] = RowResult(row, REJECTED, CONFLICTING_DUPLICATE)
+                cells = _cells(batch.raw_rows[row - 1], batch.device_vehicle)
+                bad.append((row, CONFLICTING_DUPLICATE, cells))
+    at = np.flatnonzero(keep)
+    idx = at.tolist()
+    vehicles = [batch.vehicle_id[i] for i in idx]
+    ts, lat, lon = batch.ts_ns[at], batch.lat[at], batch.lon[at]
+    codes = np.unique(np.array(vehicles, dtype=object), return_inverse=True)[1]
+    return CheckedBatch(
+        n=batch.n,
+        answers=answers,
+        rows=batch.rows[at],
+        vehicle_id=vehicles,
+        ts_ns=ts,
+        lat=lat,
+        lon=lon,
+        speed_kmh=batch.speed_kmh[at],
+        heading_deg=batch.heading_deg[at],
+        accuracy_m=batch.accuracy_m[at],
+        meter=[batch.meter[i] for i in idx],
+        tariff=[batch.tariff[i] for i in idx],
+        driver_id=[batch.driver_id[i] for i in idx],
+        speed_flag=speed_flags(codes.astype(np.int32), ts, lat, lon, max_speed_kmh=MAX_SPEED_KMH),
+        bad=bad,
+        ts_origin=[batch.ts_origin[i] for i in idx] if batch.ts_origin else [],
+        raw_rows=batch.raw_rows,
+        device_vehicle=batch.device_vehicle,
     )
 
 
@@ -531,6 +629,14 @@ WITH ins AS (
 )
 SELECT vehicle_id, (extract(epoch FROM ts) * 1000000)::int8 FROM ins
 """  # noqa: S608 - constant column lists
+_STORED = """
+SELECT f.vehicle_id, (extract(epoch FROM f.ts) * 1000000)::int8, f.lat, f.lon, f.speed_kmh,
+       f.heading_deg, f.accuracy_m, f.meter, f.tariff, f.driver_id
+FROM unnest(%(v)s::text[], %(ts)s::int8[]) AS k(v, ts)
+JOIN fixes f ON f.vehicle_id = k.v AND f.ts = timestamptz 'epoch' + k.ts * interval '1 microsecond'
+WHERE f.ts BETWEEN %(lo)s AND %(hi)s
+"""
+"""The stored fixes of the keys a batch found taken (the bounds prune the day partitions)."""
 _known_days: dict[str, set[dt.date]] = {}
 """UTC days whose partition of ``fixes`` was seen committed, per database (this process)."""
 
@@ -611,18 +717,50 @@ def store_batch(conn: Connection, batch: CheckedBatch, *, source: str) -> list[R
             raise RuntimeError(msg)
         with dbapi.cursor() as cur:
             inserted = set(cur.execute(_INSERT, params))
-        for row, v, us in zip(batch.rows.tolist(), batch.vehicle_id, ts_us.tolist(), strict=True):
-            if (v, us) in inserted:
-                inserted.discard((v, us))  # a second fix of the same microsecond was not stored
-                answers[row] = RowResult(row, ACCEPTED)
-            else:
+            taken = [
+                i
+                for i, (v, us) in enumerate(zip(batch.vehicle_id, ts_us.tolist(), strict=True))
+                if (v, us) not in inserted
+            ]
+            stored = _stored_values(cur, batch, ts_us, taken) if taken else {}
+        bad_rows = list(batch.bad)
+        for row in batch.rows.tolist():
+            answers[row] = RowResult(row, ACCEPTED)
+        for i in taken:
+            row = int(batch.rows[i])
+            other = stored.get((batch.vehicle_id[i], int(ts_us[i])))
+            if other is None or other == _values(batch, i):
                 answers[row] = RowResult(row, DUPLICATE)
-    if batch.bad:
+            else:  # the stored fix is kept; these values go to the quarantine
+                answers[row] = RowResult(row, REJECTED, CONFLICTING_DUPLICATE)
+                cells = _cells(batch.raw_rows[row - 1], batch.device_vehicle)
+                bad_rows.append((row, CONFLICTING_DUPLICATE, cells))
+    else:
+        bad_rows = batch.bad
+    if bad_rows:
         bad = pd.DataFrame(
-            [{fr.ROW: row, fr.REASON: reason, **cells} for row, reason, cells in batch.bad]
+            [
+                {fr.ROW: row, fr.REASON: reason, **{c: raw_text(v) for c, v in cells.items()}}
+                for row, reason, cells in bad_rows
+            ]
         )
         copy_rejected(conn, bad, source=source)
     return [answers[i] for i in range(1, batch.n + 1)]
+
+
+def _stored_values(
+    cur: Any, batch: CheckedBatch, ts_us: NDArray[np.int64], taken: list[int]
+) -> dict[tuple[str, int], tuple[Any, ...]]:
+    """Return the stored values (as :func:`_values` gives them) of the fixes ``taken`` hit."""
+    us = [int(ts_us[i]) for i in taken]
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    params = {
+        "v": _texts([batch.vehicle_id[i] for i in taken]),
+        "ts": _numbers(us),
+        "lo": epoch + dt.timedelta(microseconds=min(us)),
+        "hi": epoch + dt.timedelta(microseconds=max(us)),
+    }
+    return {(str(r[0]), int(r[1])): tuple(r[2:]) for r in cur.execute(_STORED, params)}
 
 
 def ingest_batch(

@@ -15,10 +15,12 @@ from sqlalchemy import Engine
 
 from api import redact
 from api.accounts import DevicePrincipal
+from api.deps import DbGate
 from api.errors import install_error_handlers
 from api.headers import SecurityHeaders
 from api.limits import BodyLimitMiddleware
 from api.ratelimit import RateLimiter, TtlCache
+from api.routes.maps import PageCache
 from api.schemas import error_responses
 from api.settings import Settings, get_settings, proxy_networks
 from api.web.pages import install as install_web
@@ -52,6 +54,15 @@ ROUTERS = (
 
 POOL_SIZE = 10
 POOL_OVERFLOW = 30
+PUBLIC_DB_SLOTS = 4
+"""Public (unauthenticated) requests using the database at once: the rest of the pool and of
+the thread pool stays free for device ingest, the console and the workers."""
+PUBLIC_DB_WAIT_S = 2.0
+"""Longest wait of a public request for a slot before a 503 (far below the pool's timeout)."""
+PUBLIC_DB_QUEUE = 256
+"""Public requests waiting for a slot at most; more are refused at once."""
+CITIZEN_MAP_TTL_S = 30.0
+"""The public citizen map is rendered at most once per this delay (and cached as long)."""
 
 DESCRIPTION = """\
 API do Pontual: pontos de táxi e licenças, frota, ocupação, achados, mapas; ingestão de posições
@@ -127,6 +138,8 @@ def create_app(
     app.state.login_limiter = RateLimiter(limit=settings.login_rate_limit_per_min)
     app.state.trusted_proxies = proxy_networks(settings.trusted_proxies)
     app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
+    app.state.public_db = DbGate(PUBLIC_DB_SLOTS, wait_s=PUBLIC_DB_WAIT_S, queue=PUBLIC_DB_QUEUE)
+    app.state.citizen_map = PageCache(ttl_s=CITIZEN_MAP_TTL_S)
     install_web(app)  # static files, the console's error pages
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)

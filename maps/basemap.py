@@ -38,6 +38,8 @@ ALL_ROADS_MAX_DEG = 0.08
 """Boxes up to this width or height (degrees, ~8 km) get every road; wider, main roads only."""
 MAIN_ROADS_MAX_DEG = 0.6
 """Boxes wider than this get no road at all (the boundary only)."""
+MIN_BOX_DEG = 1e-5
+"""Smallest width or height of a box (degrees, ≈ 1 m: the coordinates' rounding)."""
 PIXELS_PER_BOX = 1000
 """Simplification: a box is drawn on at most this many pixels across."""
 ATTRIBUTION_IBGE = "limites: IBGE"
@@ -124,8 +126,9 @@ def parse_box(text: str) -> tuple[float, float, float, float]:
     Raises
     ------
     BasemapBoxError
-        If it is not four numbers in range, in that order. Any size is answered (a world view
-        gets the boundaries alone, simplified to its scale).
+        If it is not four numbers in range, in that order, or is smaller than
+        :data:`MIN_BOX_DEG` both ways. Any larger size is answered (a world view gets the
+        boundaries alone, simplified to its scale).
     """
     parts = text.split(",")
     try:
@@ -139,6 +142,9 @@ def parse_box(text: str) -> tuple[float, float, float, float]:
     if not (-180 <= west < east <= 180 and -90 <= south < north <= 90):
         msg = "bbox: longitudes entre -180 e 180, latitudes entre -90 e 90, mínimo antes do máximo"
         raise BasemapBoxError(msg)
+    if max(east - west, north - south) < MIN_BOX_DEG:
+        msg = f"bbox: caixa pequena demais; largura ou altura de ao menos {MIN_BOX_DEG:g} grau"
+        raise BasemapBoxError(msg)
     return west, south, east, north
 
 
@@ -148,7 +154,7 @@ def snap_box(box: tuple[float, float, float, float]) -> tuple[float, float, floa
     Nearby views then ask for the same box, answered from the cache.
     """
     west, south, east, north = box
-    size = max(east - west, north - south)
+    size = max(east - west, north - south, MIN_BOX_DEG)  # no zero step for a degenerate box
     step = 2.0 ** math.floor(math.log2(size)) / 8
     return (
         max(-180.0, math.floor(west / step) * step),

@@ -6,11 +6,13 @@ The rules of the public API (``/api/v1/public/…``, README "Public endpoints"):
   ``recent_s`` old and its meter is ``free``;
 - no vehicle id, prefixo, plate or driver reaches the page, and no exact position: each taxi
   is replaced by its H3 cell of resolution :data:`CELL_RESOLUTION` (≈ 120 m across) before
-  anything else is computed; a cell is shown at its centre as a count with the age of its
-  latest fix in whole minutes;
-- stands (public places) are drawn where they are, with the number of such taxis whose cell
-  overlaps the stand and whose cell centre is within ``nearby_m``: counts that depend on the
-  cells only, as in the API.
+  anything else is computed, then counted in the area (H3 cell of :data:`TAXI_RESOLUTION`,
+  ≈ 920 m across) of that cell's centre; an area is shown at its centre as a count with the
+  age of its freshest fix rounded down to :data:`AGE_STEP_MIN` minutes, so that two
+  successive maps do not show where a taxi picked up or dropped off a passenger;
+- stands (public places) are drawn where they are, with the number of such taxis whose
+  ≈ 120 m cell overlaps the stand and whose area's centre is within ``nearby_m``: counts that
+  depend on the cells only, as in the API.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ from maps.offline import base_map
 from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 
 CELL_RESOLUTION = 10
-"""H3 resolution of the taxis' cells (the public API's grid, ≈ 120 m across)."""
+"""H3 resolution the taxis are snapped to first (the public API's grid, ≈ 120 m across)."""
+TAXI_RESOLUTION = 8
+"""H3 resolution of the areas taxis are counted in (as the API, ≈ 920 m across)."""
+AGE_STEP_MIN = 5
+"""Ages are rounded down to this many minutes (as the API)."""
 POSITION_DECIMALS = 6
 """Decimals of the cell centres drawn (as the API)."""
 NEARBY_M = 500.0
@@ -92,13 +98,13 @@ def taxi_cells(taxis: pd.DataFrame, *, resolution: int = CELL_RESOLUTION) -> pd.
 
 
 def _supply(
-    stands: gpd.GeoDataFrame, taxis: pd.DataFrame, *, nearby_m: float
+    stands: gpd.GeoDataFrame, taxis: pd.DataFrame, areas: pd.DataFrame, *, nearby_m: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Taxi cells overlapping each stand, and taxi cell centres within ``nearby_m`` of it."""
+    """Taxi cells overlapping each stand, and taxi areas' centres within ``nearby_m`` of it."""
     n = len(stands)
     if taxis.empty or n == 0:
         return np.zeros(n, dtype=int), np.zeros(n, dtype=int)
-    points = gpd.GeoSeries(gpd.points_from_xy(taxis["lon"], taxis["lat"]), crs=4326)
+    points = gpd.GeoSeries(gpd.points_from_xy(areas["lon"], areas["lat"]), crs=4326)
     polygons = gpd.GeoSeries(cell_polygons(taxis["cell"].to_numpy(dtype=np.uint64)), crs=4326)
     inside = polygons.sindex.query(stands.geometry, predicate="intersects")
     utm = stands.estimate_utm_crs()
@@ -172,14 +178,16 @@ def citizen_map(
         msg = "'timestamp' das posições sem fuso horário; esperados instantes com fuso (UTC)"
         raise MapInputError(msg)
     taxis = taxi_cells(free_accessible_now(pings, fleet, at=at, recent_s=recent_s))
-    at_stand, nearby = _supply(stands, taxis, nearby_m=nearby_m)
+    areas = taxi_cells(taxis[["lat", "lon", "age_s"]], resolution=TAXI_RESOLUTION)
+    at_stand, nearby = _supply(stands, taxis, areas, nearby_m=nearby_m)
 
+    minutes = (areas["age_s"] // 60).clip(lower=0).astype(int)
     cells = (
         pd.DataFrame(
             {
-                "lat": taxis["lat"].round(POSITION_DECIMALS),
-                "lon": taxis["lon"].round(POSITION_DECIMALS),
-                "age_min": (taxis["age_s"] // 60).astype(int),
+                "lat": areas["lat"].round(POSITION_DECIMALS),
+                "lon": areas["lon"].round(POSITION_DECIMALS),
+                "age_min": minutes - minutes % AGE_STEP_MIN,
             }
         )
         .groupby(["lat", "lon"], as_index=False)
@@ -194,8 +202,11 @@ def citizen_map(
                 "1 táxi acessível livre" if n == 1 else f"{n} táxis acessíveis livres"
                 for n in cells["n"].tolist()
             ],
-            "age_min": [f"há {a} min" for a in cells["age_min"].tolist()],
-            "precisao": ["aproximada (célula de cerca de 120 m)"] * len(cells),
+            "age_min": [
+                "há menos de 5 min" if a < AGE_STEP_MIN else f"há cerca de {a} min"
+                for a in cells["age_min"].tolist()
+            ],
+            "precisao": ["área de cerca de 1 km (sem a posição do táxi)"] * len(cells),
         },
         style={
             "radius": 8,
@@ -267,7 +278,7 @@ def citizen_map(
     legend = {
         "title": "Táxis acessíveis",
         "items": [
-            [TAXI_COLOUR, "Táxi acessível livre (posição aproximada)", "taxis", "dot"],
+            [TAXI_COLOUR, "Táxis acessíveis livres na área (≈ 1 km)", "taxis", "dot"],
             [
                 SUPPLY_COLOUR,
                 f"Ponto com táxi acessível livre em até {nearby_m:.0f} m",

@@ -1,4 +1,8 @@
-"""Liveness (``/health``) and readiness (``/ready``: database reachable and migrated)."""
+"""Liveness (``/health``) and readiness (``/ready``: database reachable and migrated).
+
+``/health`` is answered on the event loop (no thread, no database): a saturated thread or
+connection pool cannot make a liveness probe restart a healthy process.
+"""
 
 from __future__ import annotations
 
@@ -38,8 +42,8 @@ class Ready(BaseModel):
 
 
 @router.get("/health", response_model=Health)
-def health() -> Health:
-    """Processo no ar (não consulta o banco)."""
+async def health() -> Health:
+    """Processo no ar (não consulta o banco; responde sem passar pelo pool de threads)."""
     return Health(status="ok")
 
 

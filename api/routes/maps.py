@@ -1,16 +1,41 @@
-"""Maps as self-contained HTML (offline Leaflet): overview, findings, stands, planner, citizen."""
+"""Maps as self-contained HTML (offline Leaflet): overview, findings, stands, planner, citizen.
+
+The citizen map is public: it is rendered at most once per :class:`PageCache` delay (every
+answer in between is the cached page, ``Cache-Control: public, max-age``), its data are read
+within the public database gate (:class:`api.deps.DbGate`) and its background is the console's
+(:func:`api.web.basemap.basemap_config`): the configured tile server, else the offline basemap
+of this server (``/mapa-base.geojson``), never a third-party tile server by default.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
+import functools
+import math
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, Query
+from branca.element import MacroElement
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from api.accounts import Principal
-from api.deps import SessionDep, SettingsDep, public_rate_limit, require_roles
+from api.deps import (
+    SessionDep,
+    SettingsDep,
+    public_query,
+    public_rate_limit_async,
+    require_roles,
+)
+from api.headers import HTML_CSP
 from api.schemas import error_responses
+from api.settings import Settings
 
 router = APIRouter(prefix="/api/v1/maps", tags=["mapas"])
 
@@ -135,32 +160,154 @@ def planner_map_html(user: Planner, session: SessionDep, days: Days = 30) -> HTM
     return HTMLResponse(fmap.get_root().render())
 
 
+class PageCache:
+    """Rendered pages kept ``ttl_s`` seconds, by key; one render at a time per key.
+
+    Event-loop only. Requests arriving while a page renders wait for it instead of rendering
+    it again; ``renders`` counts the renders (tests).
+    """
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self.renders = 0
+        self._pages: dict[Hashable, tuple[float, str]] = {}
+        self._pending: dict[Hashable, asyncio.Future[None]] = {}
+
+    def _fresh(self, key: Hashable) -> tuple[float, str] | None:
+        hit = self._pages.get(key)
+        return hit if hit is not None and hit[0] > time.monotonic() else None
+
+    async def get(self, key: Hashable, render: Callable[[], Awaitable[str]]) -> tuple[str, int]:
+        """Return the page of ``key`` and the seconds it stays fresh, rendering it if needed."""
+        loop = asyncio.get_running_loop()
+        while (hit := self._fresh(key)) is None:
+            pending = self._pending.get(key)
+            if pending is None or pending.done() or pending.get_loop() is not loop:
+                break
+            await asyncio.wait([pending])  # the render may fail: then look again
+        if hit is None:
+            done = loop.create_future()
+            self._pending[key] = done
+            try:
+                self.renders += 1
+                page = await render()
+                hit = (time.monotonic() + self.ttl_s, page)
+                self._pages = {k: v for k, v in self._pages.items() if v[0] > time.monotonic()}
+                self._pages[key] = hit
+            finally:
+                done.set_result(None)
+                if self._pending.get(key) is done:
+                    del self._pending[key]
+        expires, page = hit
+        return page, max(1, math.ceil(expires - time.monotonic()))
+
+
+@functools.cache
+def _basemap_script() -> str:
+    import api.web
+
+    path = Path(api.web.__file__).resolve().parent / "static" / "js" / "mapa-base.js"
+    return path.read_text(encoding="utf-8")
+
+
+class _OfflineBasemap(MacroElement):
+    """The console's offline basemap beneath a folium map (``mapa-base.js``, inlined)."""
+
+    def __init__(self, data_url: str) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self._name = "PontualMapaBase"
+        self.data_url = data_url
+
+    def render(self, **kwargs: Any) -> None:  # type: ignore[override]
+        """Add the meta and the script to the page, and the call after the map is made."""
+        from html import escape
+
+        from maps.offline import RawElement, page_of
+
+        figure, parent = page_of(self), self._parent
+        assert parent is not None, "basemap added before its map"
+        meta = f'<meta name="pontual-mapa-base" content="{escape(self.data_url)}">'
+        figure.header.add_child(RawElement(meta), name="pontual_mapa_base_meta")
+        figure.header.add_child(
+            RawElement(f"<script>{_basemap_script()}</script>"), name="pontual_mapa_base_js"
+        )
+        figure.script.add_child(
+            RawElement(f"PontualMapaBase.add({parent.get_name()});"), name=self.get_name()
+        )
+
+
+def citizen_csp(tiles_origin: str | None) -> str:
+    """Return the citizen map's CSP: no image from any ``https:`` host but the tile server.
+
+    :data:`api.headers.HTML_CSP` with ``img-src`` this server (and ``tiles_origin``) only.
+    """
+    allowed = "'self' data: blob:" + (f" {tiles_origin}" if tiles_origin else "")
+    return HTML_CSP.replace("img-src 'self' data: blob: https:;", f"img-src {allowed};")
+
+
+def _citizen_data(session: Session, settings: Settings, now: dt.datetime) -> tuple[Any, ...]:
+    from api.map_data import citizen_frames, stands_frame
+
+    pings, fleet = citizen_frames(
+        session, since=now - dt.timedelta(seconds=settings.public_recent_fix_s), now=now
+    )
+    return stands_frame(session), pings, fleet
+
+
+def _citizen_page(
+    data: tuple[Any, ...], settings: Settings, now: dt.datetime, tiles: str, attribution: str
+) -> str:
+    from api.web.basemap import BASEMAP_PATH
+    from maps.citizen import citizen_map
+
+    stands, pings, fleet = data
+    fmap = citizen_map(
+        stands,
+        pings,
+        fleet,
+        at=now,
+        recent_s=settings.public_recent_fix_s,
+        timezone=settings.timezone,
+        tiles=tiles or None,
+        attribution=attribution or f"mapa base: {urlsplit(tiles).netloc}",
+    )
+    if not tiles:
+        fmap.add_child(_OfflineBasemap(BASEMAP_PATH))
+    return str(fmap.get_root().render())
+
+
 @router.get(
     "/citizen",
-    dependencies=[Depends(public_rate_limit)],
+    dependencies=[Depends(public_rate_limit_async)],
     response_class=HTMLResponse,
     responses={
         200: {"content": {"text/html": {}}, "description": "Mapa HTML"},
         **error_responses(429, 503),
     },
 )
-def citizen_map_html(session: SessionDep, settings: SettingsDep) -> HTMLResponse:
-    """Mapa do cidadão: táxis acessíveis livres agora e pontos com oferta acessível (público)."""
-    import datetime as dt
+async def citizen_map_html(request: Request, settings: SettingsDep) -> HTMLResponse:
+    """Mapa do cidadão: áreas com táxis acessíveis livres agora e pontos com oferta acessível.
 
-    from api.map_data import citizen_frames, stands_frame
-    from maps.citizen import citizen_map
+    Público; a página é refeita no máximo a cada 30 s (`Cache-Control: public, max-age`).
+    """
+    from api.web.basemap import basemap_config
 
-    now = dt.datetime.now(dt.UTC)
-    pings, fleet = citizen_frames(
-        session, since=now - dt.timedelta(seconds=settings.public_recent_fix_s), now=now
+    background = basemap_config(settings)
+    cache: PageCache = request.app.state.citizen_map
+
+    async def render() -> str:
+        now = dt.datetime.now(dt.UTC)
+        data = await public_query(request, _citizen_data, settings, now)
+        return await run_in_threadpool(
+            _citizen_page, data, settings, now, background.tiles_url, background.attribution
+        )
+
+    key = (background.tiles_url, settings.public_recent_fix_s, settings.timezone)
+    page, fresh_s = await cache.get(key, render)
+    return HTMLResponse(
+        page,
+        headers={
+            "Cache-Control": f"public, max-age={fresh_s}",
+            "Content-Security-Policy": citizen_csp(background.origin),
+        },
     )
-    fmap = citizen_map(
-        stands_frame(session),
-        pings,
-        fleet,
-        at=now,
-        recent_s=settings.public_recent_fix_s,
-        timezone=settings.timezone,
-    )
-    return HTMLResponse(fmap.get_root().render())

@@ -32,7 +32,9 @@ for ever on any non-2xx answer), so a fix that can never be accepted — invalid
 future, malformed — is answered **200** and kept in ``rejected_fixes`` with its reason
 (also in the ``X-Pontual-Rejected`` header). Only what resending can cure is an error: 401 for
 an unknown or revoked token, 413 for a body over the limit (checked before it is read), 503
-while the database is unavailable. A stored (or already stored) fix is 200 with an empty body.
+while the database is unavailable. A stored (or already stored) fix is 200 with an empty body;
+an instant already stored with other values is ``conflicting_duplicate`` (200, the stored fix
+kept, the new values in ``rejected_fixes``).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api import accounts
 from api._errors import NotAuthenticatedError
-from api.ingest import ACCEPTED, REJECTED, TS_ORIGIN, RowResult
+from api.ingest import ACCEPTED, MAX_RAW_CHARS, REJECTED, TS_ORIGIN, RowResult, raw_text
 from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
@@ -201,7 +203,9 @@ def _store(
         device = _device(session, token)
         source = f"osmand:device:{device.device_id}"
         if rows is None:
-            bad = {"row": [1], "reason": [MALFORMED]} | {k: [str(v)[:1000]] for k, v in raw.items()}
+            bad = {"row": [1], "reason": [MALFORMED]} | {
+                raw_text(k): [raw_text(v)] for k, v in raw.items()
+            }
             copy_rejected(session.connection(), pd.DataFrame(bad), source=source)
             session.commit()
             return [RowResult(1, REJECTED, MALFORMED)]
@@ -264,7 +268,7 @@ async def osmand(
         body = await request.body()
         body_token, rows = _json_rows(body, received=received)
         token = body_token or token
-        raw = {"body": body[:1000].decode("utf-8", "replace")}
+        raw = {"body": body[:MAX_RAW_CHARS].decode("utf-8", "replace")}
     else:
         if request.method == "POST" and content_type.startswith(
             ("application/x-www-form-urlencoded", "multipart/form-data")

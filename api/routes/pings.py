@@ -167,11 +167,13 @@ async def post_pings(
 ) -> Response:
     """Recebe um lote de posições do dispositivo; responde linha a linha após gravar (COMMIT).
 
-    Cada linha: `accepted` (gravada), `duplicate` (já gravada: mesmo veículo e instante) ou
-    `rejected` com o motivo (as mesmas regras da importação de arquivos, mais
-    `too_old_timestamp`, posição mais antiga que o limite da ingestão ao vivo, e
-    `vehicle_not_allowed`: o dispositivo só envia posições do próprio veículo). Reenviar um lote
-    é seguro. O corpo é um `PingBatch`; 413 acima do tamanho máximo do corpo.
+    Cada linha: `accepted` (gravada), `duplicate` (já gravada com os mesmos valores: mesmo
+    veículo e instante, ao microssegundo) ou `rejected` com o motivo (as mesmas regras da
+    importação de arquivos, mais `too_old_timestamp`, posição mais antiga que o limite da
+    ingestão ao vivo, `vehicle_not_allowed`: o dispositivo só envia posições do próprio veículo,
+    e `conflicting_duplicate`: instante já gravado, ou repetido no lote, com outros valores; a
+    primeira posição fica e a outra vai para `rejected_fixes`). Reenviar um lote é seguro. O
+    corpo é um `PingBatch`; 413 acima do tamanho máximo do corpo.
     """
     try:
         rows = _BATCH.validate_json(await request.body())["pings"]

@@ -1,21 +1,30 @@
 """Public endpoints for citizens: accessible taxis and stands near a point. No login.
 
-Nothing personal and no exact track leaves these endpoints:
+Nothing personal, no exact track and no trip end leaves these endpoints:
 
-- no vehicle id, prefixo, plate or driver: each taxi gets an index valid in this response only;
-- every position is replaced by the centre of its H3 cell of resolution
-  :data:`CELL_RESOLUTION` (hexagons of ≈ 15,000 m², edge ≈ 76 m, ≈ 120 m across) *before* any
-  filter, distance or count is computed: the taxis' positions, the search point too. The
-  radius is rounded up to :data:`DISTANCE_STEP_M` metres and distances (between cell centres)
-  too, ages to whole minutes. Every answer is therefore a function of the taxis' cells: two
-  positions in one cell give identical answers, so no sequence of queries (a binary search
-  on ``radius_m`` from several points, say) learns more than the cell;
+- no vehicle id, prefixo, plate or driver, and no per-taxi entry: free accessible taxis are
+  published as *counts per area*, an H3 cell of resolution :data:`TAXI_RESOLUTION` (hexagons
+  of ≈ 0.74 km², ≈ 920 m across), with the age of the area's freshest fix rounded down to
+  :data:`AGE_STEP_MIN` minutes. Polling shows at most that an area lost or gained a taxi in a
+  5-minute window, not where a passenger was picked up or dropped off (with a per-taxi cell
+  of ≈ 120 m and a per-minute age, two polls gave both ends of a trip);
+- every position is first replaced by the centre of its H3 cell of resolution
+  :data:`CELL_RESOLUTION` (≈ 120 m across) *before* any filter, distance or count is computed:
+  the taxis' positions, the search point too; the taxis' areas are those of these centres.
+  The radius is rounded up to :data:`DISTANCE_STEP_M` metres and distances (between cell
+  centres) too. Every answer is therefore a function of the cells: two positions in one cell
+  give identical answers, so no sequence of queries (a binary search on ``radius_m`` from
+  several points, say) learns more than the cell;
 - only the latest fix of each taxi, and only if recent (``public_recent_fix_s``) and with the
   meter ``free``.
 
-A stand's supply counts the free accessible taxis whose cell overlaps the stand (at the stand)
-and whose cell centre is within :data:`NEARBY_M` of it (nearby). Requests are rate-limited per
-client IP (``public_rate_limit_per_min``): 429 with ``Retry-After``.
+A stand's supply counts the free accessible taxis whose ≈ 120 m cell overlaps the stand (at
+the stand: a public place where taxis wait) and those whose area's centre is within
+:data:`NEARBY_M` of it (nearby). Requests are rate-limited per client IP
+(``public_rate_limit_per_min``: 429 with ``Retry-After``) and at most a few use the database at
+once (:class:`api.deps.DbGate`: 503 ``server_busy`` with ``Retry-After`` when saturated, at
+once rather than after the pool's timeout). Answers carry ``Cache-Control: public,
+max-age=`` :data:`MAX_AGE_S`.
 """
 
 from __future__ import annotations
@@ -25,26 +34,33 @@ import math
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, Field
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from api._errors import InvalidRequestError
-from api.deps import SessionDep, SettingsDep, public_rate_limit
+from api.deps import SettingsDep, public_query, public_rate_limit_async
 from api.schemas import error_responses
+from api.settings import Settings
 from geo.crs import haversine_m
 from geo.h3 import cell_polygons, cells_to_strings, snap_to_cell_centres
 
 router = APIRouter(
     prefix="/api/v1/public",
     tags=["público"],
-    dependencies=[Depends(public_rate_limit)],
+    dependencies=[Depends(public_rate_limit_async)],
     responses=error_responses(422, 429, 503),
 )
 
 CELL_RESOLUTION = 10
-"""H3 resolution of the public grid (the citizen map's too): cells ≈ 120 m across."""
+"""H3 resolution every position is snapped to first (the citizen map's too): ≈ 120 m across."""
+TAXI_RESOLUTION = 8
+"""H3 resolution of the areas taxis are counted in (the citizen map's too): ≈ 920 m across."""
+AGE_STEP_MIN = 5
+"""Ages are rounded down to this many minutes."""
+MAX_AGE_S = 30
+"""``Cache-Control: public, max-age`` of the answers (seconds)."""
 DISTANCE_STEP_M = 100
 """Public radii and distances are rounded up to this step."""
 NEARBY_M = 500.0
@@ -64,23 +80,29 @@ class Position(BaseModel):
     lon: float
 
 
-class AccessibleTaxi(BaseModel):
-    """A free accessible taxi seen recently; ``index`` is valid in this response only."""
+class AccessibleArea(BaseModel):
+    """An area (H3 cell of :data:`TAXI_RESOLUTION`) with free accessible taxis seen recently."""
 
-    index: int
-    cell: str
-    position: Position
-    distance_m: int
-    last_seen_min: int
+    index: int = Field(description="Posição na lista desta resposta (a mais próxima é 1)")
+    cell: str = Field(description="Célula H3 da área (resolução `cell_resolution`)")
+    position: Position = Field(description="Centro da área")
+    distance_m: int = Field(description="Distância até o centro da área, arredondada para cima")
+    count: int = Field(description="Táxis acessíveis livres na área")
+    last_seen_min: int = Field(
+        description="Idade da posição mais recente da área, em minutos, arredondada para baixo "
+        "a múltiplos de `age_step_min`"
+    )
 
 
 class AccessibleTaxisPublic(BaseModel):
-    """Free accessible taxis near the point, nearest first (positions: cell centres)."""
+    """Areas with free accessible taxis near the point, nearest first (counts, no taxi)."""
 
-    data: list[AccessibleTaxi]
-    count: int
-    cell_resolution: int = CELL_RESOLUTION
+    data: list[AccessibleArea]
+    count: int = Field(description="Número de áreas listadas")
+    taxis: int = Field(description="Total de táxis acessíveis livres nas áreas listadas")
+    cell_resolution: int = TAXI_RESOLUTION
     distance_step_m: int = DISTANCE_STEP_M
+    age_step_min: int = AGE_STEP_MIN
 
 
 class StandNearby(BaseModel):
@@ -115,6 +137,15 @@ def _check_radius(radius_m: float, limit_m: float) -> int:
         msg = f"radius_m {radius_m:g} acima do máximo de {limit_m:g} m"
         raise InvalidRequestError(msg)
     return _step_up(radius_m)
+
+
+def _age_bucket(seconds: float) -> int:
+    minutes = max(0, int(seconds // 60))
+    return minutes - minutes % AGE_STEP_MIN
+
+
+def _public(response: Response) -> None:
+    response.headers["Cache-Control"] = f"public, max-age={MAX_AGE_S}"
 
 
 def _search_point(lat: float, lon: float) -> tuple[float, float]:
@@ -152,47 +183,94 @@ def free_taxi_cells(
     return cells, clat, clon, [r.ts for r in rows]
 
 
-@router.get("/accessible-taxis", response_model=AccessibleTaxisPublic)
+def taxi_areas(clat: np.ndarray, clon: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Areas (cells of :data:`TAXI_RESOLUTION`) of cell centres: (areas, lat, lon of centres).
+
+    A function of the ≈ 120 m cells (their centres are snapped), as every public answer.
+    """
+    return snap_to_cell_centres(clat, clon, resolution=TAXI_RESOLUTION)
+
+
 def accessible_taxis(
-    session: SessionDep, settings: SettingsDep, lat: Lat, lon: Lon, radius_m: Radius = 1000.0
-) -> Any:
-    """Táxis acessíveis livres vistos há pouco perto de um ponto (posição: centro da célula)."""
+    session: Session, settings: Settings, lat: float, lon: float, radius_m: float = 1000.0
+) -> AccessibleTaxisPublic:
+    """Areas with free accessible taxis seen recently near a point (counts per area).
+
+    An area is listed when its centre is within ``radius_m`` (rounded up) of the search point.
+    Also called by the citizen's web page (:mod:`api.web.citizen`).
+    """
     radius = _check_radius(radius_m, settings.public_max_radius_m)
     qlat, qlon = _search_point(lat, lon)
     now = dt.datetime.now(dt.UTC)
-    cells, clat, clon, seen = free_taxi_cells(
-        session, recent_s=settings.public_recent_fix_s, now=now
-    )
-    distance = [_step_up(d) for d in haversine_m(qlat, qlon, clat, clon).tolist()]
-    names = cells_to_strings(cells).tolist()
-    ages = [max(0, int((now - ts).total_seconds() // 60)) for ts in seen]
+    _, clat, clon, seen = free_taxi_cells(session, recent_s=settings.public_recent_fix_s, now=now)
+    areas, alat, alon = taxi_areas(clat, clon)
+    freshest: dict[int, dt.datetime] = {}
+    counts: dict[int, int] = {}
+    centre: dict[int, tuple[float, float]] = {}
+    for area, a_lat, a_lon, ts in zip(
+        areas.tolist(), alat.tolist(), alon.tolist(), seen, strict=True
+    ):
+        counts[area] = counts.get(area, 0) + 1
+        freshest[area] = max(freshest.get(area, ts), ts)
+        centre[area] = (a_lat, a_lon)
+    keys = list(counts)
+    klat = np.array([centre[k][0] for k in keys], dtype=np.float64)
+    klon = np.array([centre[k][1] for k in keys], dtype=np.float64)
+    distance = [_step_up(d) for d in haversine_m(qlat, qlon, klat, klon).tolist()]
+    names = cells_to_strings(np.array(keys, dtype=np.uint64)).tolist()
+    ages = [_age_bucket((now - freshest[k]).total_seconds()) for k in keys]
     order = sorted(
-        (k for k in range(len(names)) if distance[k] <= radius),
-        key=lambda k: (distance[k], ages[k], names[k]),
+        (i for i in range(len(keys)) if distance[i] <= radius),
+        key=lambda i: (distance[i], names[i]),
     )
     data = [
-        AccessibleTaxi(
-            index=i,
-            cell=names[k],
-            position=_position(float(clat[k]), float(clon[k])),
-            distance_m=distance[k],
-            last_seen_min=ages[k],
+        AccessibleArea(
+            index=n,
+            cell=names[i],
+            position=_position(*centre[keys[i]]),
+            distance_m=distance[i],
+            count=counts[keys[i]],
+            last_seen_min=ages[i],
         )
-        for i, k in enumerate(order, start=1)
+        for n, i in enumerate(order, start=1)
     ]
-    return AccessibleTaxisPublic(data=data, count=len(data))
+    return AccessibleTaxisPublic(data=data, count=len(data), taxis=sum(a.count for a in data))
 
 
-@router.get("/stands", response_model=StandsNearbyPublic)
-def stands_near(
-    session: SessionDep, settings: SettingsDep, lat: Lat, lon: Lon, radius_m: Radius = 1000.0
+@router.get(
+    "/accessible-taxis",
+    name="accessible_taxis",
+    response_model=AccessibleTaxisPublic,
+    responses={200: {"description": "Áreas com táxis acessíveis livres (contagens)"}},
+)
+async def accessible_taxis_route(
+    request: Request,
+    response: Response,
+    settings: SettingsDep,
+    lat: Lat,
+    lon: Lon,
+    radius_m: Radius = 1000.0,
 ) -> Any:
-    """Pontos de táxi perto de um ponto, com a oferta de táxis acessíveis livres agora."""
+    """Áreas com táxis acessíveis livres vistos há pouco perto de um ponto (contagens).
+
+    Áreas: células H3 de ≈ 0,7 km²; nenhuma posição ou identidade de táxi.
+    """
+    _check_radius(radius_m, settings.public_max_radius_m)  # a 422 takes no database slot
+    body = await public_query(request, accessible_taxis, settings, lat, lon, radius_m)
+    _public(response)
+    return body
+
+
+def stands_near(
+    session: Session, settings: Settings, lat: float, lon: float, radius_m: float = 1000.0
+) -> StandsNearbyPublic:
+    """Stands near a point with their accessible supply now (also called by the web page)."""
     radius = _check_radius(radius_m, settings.public_max_radius_m)
     qlat, qlon = _search_point(lat, lon)
     cells, clat, clon, _ = free_taxi_cells(
         session, recent_s=settings.public_recent_fix_s, now=dt.datetime.now(dt.UTC)
     )
+    _, alat, alon = taxi_areas(clat, clon)
     rows = session.execute(
         text(
             "WITH here AS (SELECT ST_SetSRID(ST_MakePoint(:lon, :lat), 4326)::geography AS g), "
@@ -217,8 +295,8 @@ def stands_near(
             "lon": qlon,
             "r": float(radius),
             "nearby": NEARBY_M,
-            "xs": clon.tolist(),
-            "ys": clat.tolist(),
+            "xs": alon.tolist(),
+            "ys": alat.tolist(),
             "ws": [p.wkt for p in cell_polygons(cells)],
         },
     ).all()
@@ -235,3 +313,19 @@ def stands_near(
         for r in rows
     ]
     return StandsNearbyPublic(data=data, count=len(data))
+
+
+@router.get("/stands", name="stands_near", response_model=StandsNearbyPublic)
+async def stands_near_route(
+    request: Request,
+    response: Response,
+    settings: SettingsDep,
+    lat: Lat,
+    lon: Lon,
+    radius_m: Radius = 1000.0,
+) -> Any:
+    """Pontos de táxi perto de um ponto, com a oferta de táxis acessíveis livres agora."""
+    _check_radius(radius_m, settings.public_max_radius_m)
+    body = await public_query(request, stands_near, settings, lat, lon, radius_m)
+    _public(response)
+    return body

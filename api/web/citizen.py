@@ -121,13 +121,15 @@ def nearby(
         "origin": origin,
         "radius": radius_text(radius_m),
         "here": {"lat": round(float(clat[0]), 6), "lon": round(float(clon[0]), 6)},
+        "n_taxis": taxis.taxis,
         "taxis": [
             {
                 "index": t.index,
+                "count": t.count,
                 "distance": distance_text(t.distance_m),
-                "seen": "agora há pouco"
+                "seen": "nos últimos minutos"
                 if t.last_seen_min < 1
-                else f"há {fmt.plural(t.last_seen_min, 'minuto', 'minutos')}",
+                else f"há {fmt.plural(t.last_seen_min, 'minuto', 'minutos')} ou mais",
                 "lat": t.position.lat,
                 "lon": t.position.lon,
             }

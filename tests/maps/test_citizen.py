@@ -19,7 +19,7 @@ from api.routes.public import NEARBY_M as API_NEARBY_M
 from api.settings import Settings
 from geo.h3 import snap_to_cell_centres
 from maps._errors import MapInputError
-from maps.citizen import CELL_RESOLUTION, NEARBY_M, RECENT_S, citizen_map
+from maps.citizen import CELL_RESOLUTION, NEARBY_M, RECENT_S, TAXI_RESOLUTION, citizen_map
 
 pytestmark = pytest.mark.browser
 
@@ -53,7 +53,7 @@ def _pings() -> pd.DataFrame:
 
 class TestCitizenMap:
     def test_free_accessible_taxis_and_supply(self, open_map, tmp_path):
-        """Two free accessible taxis, coarsened; stands 1 and 2 have supply, stand 3 none;
+        """Two free accessible taxis, counted in their areas; stands 1 and 2 have supply, 3 none;
         no console error, only tiles fail; a click on a stand shows its supply."""
         html = tmp_path / "citizen.html"
         fmap = citizen_map(make_stands(), _pings(), FLEET, at=T0 + pd.Timedelta(minutes=60))
@@ -66,9 +66,10 @@ class TestCitizenMap:
             "Táxis acessíveis livres agora (2)",
         ]
         taxis = page.evaluate("PontualMaps.maps.map.layers.taxis.spec")
-        _, lat, lon = snap_to_cell_centres(
+        _, flat, flon = snap_to_cell_centres(
             [-30.02771, -30.03271], [-51.22872, -51.22003], resolution=CELL_RESOLUTION
         )
+        _, lat, lon = snap_to_cell_centres(flat, flon, resolution=TAXI_RESOLUTION)
         centres = zip(lat.round(6).tolist(), lon.round(6).tolist(), strict=True)
         assert sorted(zip(taxis["lat"], taxis["lon"], strict=True)) == sorted(centres)
         popup = click_row(page, "stands_supply", 0)
@@ -85,7 +86,7 @@ class TestCitizenMap:
             assert secret not in text
 
     def test_taxis_in_one_cell_are_one_marker(self, open_map, tmp_path):
-        """Two taxis in the same ~120 m cell show as one marker counting both."""
+        """Two taxis in the same ~120 m cell (so the same area) show as one marker counting both."""
         pings = make_pings(
             [
                 ("ACC-101", 59, -30.02771, -51.22872, "free"),

@@ -140,8 +140,8 @@ class TestFromMyLocation:
         assert items.count() == len(expected)
         for k, taxi in enumerate(expected):
             text = items.nth(k).inner_text()
-            assert f"Táxi acessível {taxi['index']}" in text
-            assert f"A cerca de {taxi['distance_m']} m;" in text
+            assert f"Área {taxi['index']}: {taxi['count']} táxi" in text
+            assert f"Centro da área a cerca de {taxi['distance_m']} m;" in text
             assert items.nth(k).get_attribute("data-lat") == f"{taxi['position']['lat']}"
         assert phone.locator("#resultados h2").inner_text() == "Perto da sua localização"
         expect(phone.locator("#busca-estado")).to_contain_text("táxi")
@@ -175,7 +175,7 @@ class TestFromMyLocation:
                 for a in (CITIZEN, other)
             ]
             assert answers[0] == answers[1], path
-            assert "Táxi acessível 1" in answers[0]
+            assert "Área 1: 1 táxi acessível livre" in answers[0]
 
 
 class TestFallbacks:
@@ -199,7 +199,7 @@ class TestFallbacks:
         stand = phone.locator(".result--stand", has_text="Ponto Acessível Teste")
         assert "Táxis acessíveis livres: 1 no ponto" in stand.inner_text()
         nearest = _public_taxis(web_server.url, AC_STAND)[0]["distance_m"]
-        expected = f"A {distance_text(nearest)};"
+        expected = f"Centro da área a {distance_text(nearest)};"
         assert expected in phone.locator(".result--taxi").first.inner_text()
 
     def test_tap_on_the_map(self, open_page: Callable, taxis: dict[str, str]) -> None:
@@ -219,7 +219,7 @@ class TestFallbacks:
         """A plain GET with the stand (what the form sends without scripts) answers in the page."""
         html = httpx.get(f"{web_server.url}/acessivel", params={"ponto": "AC1"}).text
         assert "Perto de Ponto Acessível Teste (ponto nº AC1)" in html
-        assert "Táxi acessível 1" in html
+        assert "Área 1: 1 táxi acessível livre" in html
         assert '<option value="AC1" data-lat=' in html and " selected>" in html
 
     @pytest.mark.parametrize(

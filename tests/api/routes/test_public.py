@@ -60,7 +60,8 @@ class TestAccessibleTaxis:
     def test_free_accessible_taxi_found_coarsely(
         self, client: TestClient, free_accessible_taxis: None
     ) -> None:
-        """The free accessible taxi is listed with a coarse position and no identity."""
+        """The free accessible taxi is counted in its ≈ 0.7 km² area; no identity, no cell of
+        its own (the area of its ≈ 120 m cell's centre)."""
         response = client.get(
             "/api/v1/public/accessible-taxis",
             params={"lat": -30.03, "lon": -51.23, "radius_m": 2000},
@@ -68,13 +69,17 @@ class TestAccessibleTaxis:
         assert response.status_code == 200
         body = response.json()
         assert body["count"] >= 1
-        taxi = body["data"][0]
-        assert set(taxi) == {"index", "cell", "position", "distance_m", "last_seen_min"}
-        cells, lat, lon = snap_to_cell_centres([EXACT_LAT], [EXACT_LON], resolution=10)
-        assert taxi["cell"] == format(int(cells[0]), "x")
-        assert taxi["position"] == {"lat": round(lat[0], 6), "lon": round(lon[0], 6)}
-        assert taxi["distance_m"] % 100 == 0
-        assert body["cell_resolution"] == 10
+        area = body["data"][0]
+        assert set(area) == {"index", "cell", "position", "distance_m", "count", "last_seen_min"}
+        _, flat, flon = snap_to_cell_centres([EXACT_LAT], [EXACT_LON], resolution=10)
+        cells, lat, lon = snap_to_cell_centres(flat, flon, resolution=8)
+        assert area["cell"] == format(int(cells[0]), "x")
+        assert area["position"] == {"lat": round(lat[0], 6), "lon": round(lon[0], 6)}
+        assert area["count"] >= 1
+        assert area["distance_m"] % 100 == 0
+        assert area["last_seen_min"] % 5 == 0
+        assert body["cell_resolution"] == 8
+        assert body["taxis"] >= area["count"]
         _no_personal_data(body)
 
     def test_radius_over_limit_is_422(self, client: TestClient) -> None:
