@@ -7,6 +7,7 @@ created, updated and unchanged rows come from the database itself.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,31 @@ class ImportReport:
     def total(self) -> int:
         """Rows of the input that were stored (created, updated or unchanged)."""
         return self.created + self.updated + self.unchanged
+
+
+def audit_import(
+    conn: Connection,
+    *,
+    actor: str,
+    entity: str,
+    source: str,
+    details: dict[str, Any],
+    action: str = "import",
+) -> None:
+    """Write one audit-log entry for a registry change (``audit_log`` is append-only)."""
+    conn.execute(
+        text(
+            "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
+            "VALUES (:a, :action, :e, :s, CAST(:d AS jsonb))"
+        ),
+        {
+            "a": actor,
+            "action": action,
+            "e": entity,
+            "s": source,
+            "d": json.dumps(details, default=str),
+        },
+    )
 
 
 def _ident(name: str) -> str:

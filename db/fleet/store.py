@@ -8,7 +8,6 @@ inclusive; a null start means "not known" (a registry snapshot), never "today".
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from db.fleet.models import DriverAssignment
-from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
+from db.upsert import ImportReport, audit_import, hex_ewkb, merge_staged, stage_rows
 from fleet._errors import (
     AuxiliaryDriverLimitError,
     DriverRecordError,
@@ -570,19 +569,7 @@ def _audit_import(
     if not actor or not actor.strip():
         msg = "'actor' vazio; informe quem faz a alteração (ex.: --actor matricula-123)"
         raise FleetFileError(msg)
-    conn.execute(
-        text(
-            "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
-            "VALUES (:a, :action, :e, :s, CAST(:d AS jsonb))"
-        ),
-        {
-            "a": actor,
-            "action": action,
-            "e": entity,
-            "s": source,
-            "d": json.dumps(details, default=str),
-        },
-    )
+    audit_import(conn, actor=actor, entity=entity, source=source, details=details, action=action)
 
 
 def load_drivers(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import geopandas as gpd
 import pandas as pd
 from shapely import MultiPolygon
@@ -11,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from db.upsert import ImportReport, hex_ewkb, merge_staged, stage_rows
+from db.upsert import ImportReport, audit_import, hex_ewkb, merge_staged, stage_rows
 from stands._errors import DuplicateStandIdError, StandsError, StandSuspensionFileError
 from stands.frames import MUNICIPALITY, NAME, STAND_ID
 from stands.loaders import REGISTRY_COLUMNS
@@ -202,13 +200,7 @@ def load_stand_suspensions(
             updated,
         )
     details = {"created": len(created), "updated": len(updated), "unchanged": unchanged}
-    conn.execute(
-        text(
-            "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
-            "VALUES (:a, 'import', 'stand_suspensions', :s, CAST(:d AS jsonb))"
-        ),
-        {"a": actor, "s": source, "d": json.dumps(details)},
-    )
+    audit_import(conn, actor=actor, entity="stand_suspensions", source=source, details=details)
     return ImportReport(
         created=len(created), updated=len(updated), unchanged=unchanged, notes=tuple(notes)
     )
@@ -296,13 +288,7 @@ def load_allowed_places(
         "created": report.created, "updated": report.updated,
         "unchanged": report.unchanged, "retired": retired,
     }  # fmt: skip
-    conn.execute(
-        text(
-            "INSERT INTO audit_log (actor, action, entity, entity_id, details) "
-            "VALUES (:a, 'import', 'allowed_places', :s, CAST(:d AS jsonb))"
-        ),
-        {"a": actor, "s": source, "d": json.dumps(details)},
-    )
+    audit_import(conn, actor=actor, entity="allowed_places", source=source, details=details)
     return ImportReport(
         created=report.created,
         updated=report.updated,
