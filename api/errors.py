@@ -10,9 +10,8 @@ down, disk full…) is 503 with ``Retry-After``, its code naming the cause when 
 says it (:data:`SQLSTATE_503`); a data error is 422 (a NUL character, which no PostgreSQL text
 holds, named as such).
 
-Validation messages are pt-BR, in the message and in each item of ``errors``: pydantic's error
-types by :func:`api.schemas.pt_message` and, for the types it leaves in English,
-:data:`MORE_MESSAGES`; a bound missed by a non-finite number (``lat=nan``) says "finite number".
+Validation messages are pt-BR, in the message and in each item of ``errors``
+(:func:`api.schemas.pt_message`, which the console's forms use too).
 
 A client that leaves before its body has arrived (``ClientDisconnect``) is one INFO line, no
 traceback: nothing was stored and nobody reads the answer.
@@ -21,7 +20,6 @@ traceback: nothing was stored and nobody reads the answer.
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any, cast
 
 from fastapi import FastAPI, Request
@@ -72,74 +70,6 @@ _NUL_SIGNS = ("NUL (", "0x00", "\\u0000", "\x00")
 """How psycopg (``cannot contain NUL (0x00) bytes``) and PostgreSQL (``\\u0000 cannot be
 converted to text``, ``invalid byte sequence … 0x00``) name a NUL character."""
 
-MORE_MESSAGES = {
-    "float_parsing": "esperado um número",
-    "int_parsing_size": "número inteiro grande demais",
-    "list_type": "esperada uma lista (array JSON)",
-    "tuple_type": "esperada uma lista (array JSON)",
-    "set_type": "esperada uma lista (array JSON)",
-    "frozen_set_type": "esperada uma lista (array JSON)",
-    "iterable_type": "esperada uma lista (array JSON)",
-    "model_type": "esperado um objeto JSON",
-    "mapping_type": "esperado um objeto JSON",
-    "dataclass_type": "esperado um objeto JSON",
-    "json_type": "esperado um texto JSON",
-    "none_required": "esperado null",
-    "string_unicode": "texto inválido (não é UTF-8)",
-    "string_not_ascii": "esperado um texto só com caracteres ASCII",
-    "too_short": "no mínimo {min_length} itens",
-    "too_long": "no máximo {max_length} itens",
-    "multiple_of": "deve ser múltiplo de {multiple_of}",
-    "enum": "esperado um de: {expected}",
-    "bytes_type": "esperado um texto",
-    "bytes_too_short": "no mínimo {min_length} bytes",
-    "bytes_too_long": "no máximo {max_length} bytes",
-    "date_from_datetime_inexact": "esperada uma data sem hora (AAAA-MM-DD)",
-    "date_past": "a data deve estar no passado",
-    "date_future": "a data deve estar no futuro",
-    "time_type": "hora inválida; esperado HH:MM[:SS]",
-    "time_parsing": "hora inválida; esperado HH:MM[:SS]",
-    "datetime_type": "data e hora inválidas; esperado ISO 8601 (AAAA-MM-DDTHH:MM:SS±HH:MM)",
-    "datetime_parsing": "data e hora inválidas; esperado ISO 8601 (AAAA-MM-DDTHH:MM:SS±HH:MM)",
-    "datetime_from_date_parsing": (
-        "data e hora inválidas; esperado ISO 8601 (AAAA-MM-DDTHH:MM:SS±HH:MM)"
-    ),
-    "datetime_object_invalid": "data e hora inválidas",
-    "datetime_past": "a data e hora devem estar no passado",
-    "datetime_future": "a data e hora devem estar no futuro",
-    "timezone_naive": "esperada data e hora sem fuso horário",
-    "timezone_aware": "esperada data e hora com fuso horário (ex.: Z ou -03:00)",
-    "timezone_offset": "fuso horário diferente do esperado",
-    "time_delta_type": "duração inválida",
-    "time_delta_parsing": "duração inválida",
-    "uuid_type": "UUID inválido",
-    "uuid_parsing": "UUID inválido",
-    "uuid_version": "versão de UUID diferente da esperada",
-    "url_type": "URL inválida",
-    "url_parsing": "URL inválida",
-    "url_syntax_violation": "URL inválida",
-    "url_too_long": "URL com mais de {max_length} caracteres",
-    "url_scheme": "esquema de URL não aceito; esperado {expected_schemes}",
-    "decimal_type": "esperado um número decimal",
-    "decimal_parsing": "esperado um número decimal",
-    "decimal_max_digits": "no máximo {max_digits} dígitos",
-    "decimal_max_places": "no máximo {decimal_places} casas decimais",
-    "decimal_whole_digits": "no máximo {whole_digits} dígitos antes da vírgula",
-    "union_tag_invalid": "tipo {tag!r} desconhecido; esperado um de: {expected_tags}",
-    "union_tag_not_found": "falta o campo {discriminator}",
-    "no_such_attribute": "campo não permitido",
-    "invalid_key": "nome de campo inválido",
-    "frozen_field": "campo não pode ser alterado",
-    "frozen_instance": "objeto não pode ser alterado",
-    "recursion_loop": "estrutura aninhada demais",
-    "recursion_depth_exceeded": "estrutura aninhada demais",
-}
-"""pt-BR messages of the pydantic error types :func:`api.schemas.pt_message` leaves in English."""
-_FALLBACK_MESSAGE = "valor inválido"
-"""Any other error type: never pydantic's English."""
-_BOUNDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
-_FINITE = "esperado um número finito"
-
 
 def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
     """Return the JSON error body."""
@@ -175,37 +105,12 @@ def _json_safe(value: Any) -> Any:
     return str(value)
 
 
-def _non_finite(value: Any) -> bool:
-    """Whether ``value`` (a number or its text as sent) is NaN or infinite."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return False
-    try:
-        return not math.isfinite(float(value))
-    except (ValueError, OverflowError):
-        return False
-
-
-def validation_message(err: dict[str, Any]) -> str:
-    """Return one pydantic error (an item of ``errors()``) as a pt-BR message, never English."""
-    kind = str(err.get("type", ""))
-    if kind == "finite_number" or (kind in _BOUNDS and _non_finite(err.get("input"))):
-        return _FINITE
-    if kind in MORE_MESSAGES:
-        try:
-            return MORE_MESSAGES[kind].format(**dict(err.get("ctx") or {}))
-        except (KeyError, IndexError):
-            return _FALLBACK_MESSAGE
-    message = pt_message(err)
-    untranslated = kind != "value_error" and message == str(err.get("msg", ""))
-    return _FALLBACK_MESSAGE if untranslated or not message else message
-
-
 def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     exc = cast(RequestValidationError, exc)
     errors = [
         {
             "loc": [_json_safe(p) for p in err.get("loc", ())],
-            "msg": validation_message(dict(err)),
+            "msg": pt_message(dict(err)),
             "type": str(err.get("type", "")),
         }
         for err in exc.errors()
@@ -213,7 +118,7 @@ def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     first = exc.errors()[0] if exc.errors() else {}
     where = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
     field = f"'{'.'.join(where)}': " if where else ""
-    message = f"requisição inválida: {field}{validation_message(dict(first))}; veja 'errors'"
+    message = f"requisição inválida: {field}{pt_message(dict(first))}; veja 'errors'"
     return error_response(422, "invalid_request", message, errors=errors)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict
@@ -51,7 +52,80 @@ _MESSAGES = {
     "json_invalid": "JSON inválido",
     "model_attributes_type": "esperado um objeto JSON",
     "dict_type": "esperado um objeto JSON",
+    "float_parsing": "esperado um número",
+    "int_parsing_size": "número inteiro grande demais",
+    "list_type": "esperada uma lista (array JSON)",
+    "tuple_type": "esperada uma lista (array JSON)",
+    "set_type": "esperada uma lista (array JSON)",
+    "frozen_set_type": "esperada uma lista (array JSON)",
+    "iterable_type": "esperada uma lista (array JSON)",
+    "model_type": "esperado um objeto JSON",
+    "mapping_type": "esperado um objeto JSON",
+    "dataclass_type": "esperado um objeto JSON",
+    "json_type": "esperado um texto JSON",
+    "none_required": "esperado null",
+    "string_unicode": "texto inválido (não é UTF-8)",
+    "string_not_ascii": "esperado um texto só com caracteres ASCII",
+    "too_short": "no mínimo {min_length} itens",
+    "too_long": "no máximo {max_length} itens",
+    "multiple_of": "deve ser múltiplo de {multiple_of}",
+    "enum": "esperado um de: {expected}",
+    "bytes_type": "esperado um texto",
+    "bytes_too_short": "no mínimo {min_length} bytes",
+    "bytes_too_long": "no máximo {max_length} bytes",
+    "date_from_datetime_inexact": "esperada uma data sem hora (AAAA-MM-DD)",
+    "date_past": "a data deve estar no passado",
+    "date_future": "a data deve estar no futuro",
+    "time_type": "hora inválida; esperado HH:MM[:SS]",
+    "time_parsing": "hora inválida; esperado HH:MM[:SS]",
+    "datetime_type": "data e hora inválidas; esperado ISO 8601 (AAAA-MM-DDTHH:MM:SS±HH:MM)",
+    "datetime_parsing": "data e hora inválidas; esperado ISO 8601 (AAAA-MM-DDTHH:MM:SS±HH:MM)",
+    "datetime_from_date_parsing": (
+        "data e hora inválidas; esperado ISO 8601 (AAAA-MM-DDTHH:MM:SS±HH:MM)"
+    ),
+    "datetime_object_invalid": "data e hora inválidas",
+    "datetime_past": "a data e hora devem estar no passado",
+    "datetime_future": "a data e hora devem estar no futuro",
+    "timezone_naive": "esperada data e hora sem fuso horário",
+    "timezone_aware": "esperada data e hora com fuso horário (ex.: Z ou -03:00)",
+    "timezone_offset": "fuso horário diferente do esperado",
+    "time_delta_type": "duração inválida",
+    "time_delta_parsing": "duração inválida",
+    "uuid_type": "UUID inválido",
+    "uuid_parsing": "UUID inválido",
+    "uuid_version": "versão de UUID diferente da esperada",
+    "url_type": "URL inválida",
+    "url_parsing": "URL inválida",
+    "url_syntax_violation": "URL inválida",
+    "url_too_long": "URL com mais de {max_length} caracteres",
+    "url_scheme": "esquema de URL não aceito; esperado {expected_schemes}",
+    "decimal_type": "esperado um número decimal",
+    "decimal_parsing": "esperado um número decimal",
+    "decimal_max_digits": "no máximo {max_digits} dígitos",
+    "decimal_max_places": "no máximo {decimal_places} casas decimais",
+    "decimal_whole_digits": "no máximo {whole_digits} dígitos antes da vírgula",
+    "union_tag_invalid": "tipo {tag!r} desconhecido; esperado um de: {expected_tags}",
+    "union_tag_not_found": "falta o campo {discriminator}",
+    "no_such_attribute": "campo não permitido",
+    "invalid_key": "nome de campo inválido",
+    "frozen_field": "campo não pode ser alterado",
+    "frozen_instance": "objeto não pode ser alterado",
+    "recursion_loop": "estrutura aninhada demais",
+    "recursion_depth_exceeded": "estrutura aninhada demais",
 }
+"""pt-BR messages of pydantic's error types; any other type is :data:`_FALLBACK_MESSAGE`."""
+_FALLBACK_MESSAGE = "valor inválido"
+_BOUNDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether ``value`` (a number or its text as sent) is NaN or infinite."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return False
+    try:
+        return not math.isfinite(float(value))
+    except (ValueError, OverflowError):
+        return False
 
 
 def pt_message(err: dict[str, Any]) -> str:
@@ -59,13 +133,13 @@ def pt_message(err: dict[str, Any]) -> str:
     kind = str(err.get("type", ""))
     ctx = dict(err.get("ctx") or {})
     if kind == "value_error":
-        return str(ctx.get("error") or err.get("msg", ""))
-    if kind in _MESSAGES:
-        try:
-            return _MESSAGES[kind].format(**ctx)
-        except (KeyError, IndexError):
-            return str(err.get("msg", ""))
-    return str(err.get("msg", ""))
+        return str(ctx.get("error") or err.get("msg", "")) or _FALLBACK_MESSAGE
+    if kind in _BOUNDS and _non_finite(err.get("input")):  # lat=nan: not "at most 90"
+        return _MESSAGES["finite_number"]
+    try:
+        return _MESSAGES[kind].format(**ctx) if kind in _MESSAGES else _FALLBACK_MESSAGE
+    except (KeyError, IndexError):
+        return _FALLBACK_MESSAGE
 
 
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
