@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from api_factories import bearer
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
 
 from api.main import create_app
 from api.settings import Settings
@@ -34,8 +35,9 @@ EXACT_LAT, EXACT_LON = -30.02771234, -51.22874321
 
 
 @pytest.fixture
-def free_accessible_taxis(client: TestClient, seeded: dict) -> None:
-    """V1 (accessible) free at an exact spot inside S1 one minute ago, with a driver id."""
+def free_accessible_taxis(client: TestClient, seeded: dict, api_engine: Engine) -> Iterator[None]:
+    """V1 (accessible) free at an exact spot inside S1 one minute ago, with a driver id; the fix
+    is removed afterwards (the session's other tests count who is at S1)."""
     fix = {
         "timestamp": (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=61)).isoformat(),
         "lat": EXACT_LAT,
@@ -47,6 +49,12 @@ def free_accessible_taxis(client: TestClient, seeded: dict) -> None:
         "/api/v1/pings", json={"pings": [fix]}, headers=bearer(seeded["device_token"])
     )
     assert sent.json()["accepted"] == 1, sent.text
+    yield
+    with api_engine.begin() as conn:
+        conn.execute(
+            text("DELETE FROM fixes WHERE vehicle_id = 'V1' AND lat = :lat AND lon = :lon"),
+            {"lat": EXACT_LAT, "lon": EXACT_LON},
+        )
 
 
 def _no_personal_data(payload: object) -> None:
