@@ -60,21 +60,9 @@ from pyproj import Transformer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fleet import simulation as fleet_sim  # noqa: E402
+from tracking.detectors.findings import KINDS as FINDING_KINDS  # noqa: E402
 
-KINDS = [
-    "unlicensed_stand_use",
-    "habitual_absence",
-    "illegal_stand_formation",
-    "longer_route",
-    "tracking_gap",
-    "gps_anomaly",
-    "operating_while_barred",
-    "inactivity",
-    "outside_municipality",
-    "queue_jump",
-    "flag2_misuse",
-    "driver_not_allowed",
-]
+KINDS = list(FINDING_KINDS)
 TOLERANCE_S = {
     "unlicensed_stand_use": 120,
     "queue_jump": 120,
