@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -167,7 +168,45 @@ async def public_rate_limit_async(request: Request) -> None:
 
 def login_rate_limit(request: Request) -> None:
     """Count a login against the client's login quota (a bucket apart from the public one)."""
-    _rate_limit(request, request.app.state.login_limiter)
+    wait_s = request.app.state.login_limiter.hit(client_key(request))
+    if wait_s is not None:
+        raise _login_limited(wait_s)
+
+
+def account_key(username: str) -> str:
+    """Return the key failed logins of a name count under: its trimmed, case-folded hash.
+
+    Hashed, so the limiter keeps no names and a long name costs no more memory.
+    """
+    name = username.strip().casefold().encode("utf-8", "surrogatepass")
+    return hashlib.sha256(name).hexdigest()
+
+
+def login_attempt(request: Request, username: str) -> str:
+    """Count a login of ``username`` as a failure in advance; 429 when its quota is spent.
+
+    Counting before the password is checked means concurrent guesses cannot overrun the quota.
+    Call :func:`login_succeeded` with the returned key when the login succeeds: a good login
+    gives back its own count (it is not a failure) and leaves the others' failures counted.
+    Answers the same for a name with or without an account.
+    """
+    key = account_key(username)
+    wait_s = request.app.state.login_failures.hit(key)
+    if wait_s is not None:
+        raise _login_limited(wait_s)
+    return key
+
+
+def login_succeeded(request: Request, key: str) -> None:
+    """Give back the count :func:`login_attempt` took for a login that succeeded."""
+    request.app.state.login_failures.undo(key)
+
+
+def _login_limited(wait_s: float) -> RateLimitedError:
+    """Return the 429 of a login, by address or by account alike (neither is told apart)."""
+    retry = RateLimiter.retry_after(wait_s)
+    msg = f"muitas tentativas de entrada; tente novamente em {retry} s"
+    return RateLimitedError(msg, headers={"Retry-After": retry})
 
 
 def _rate_limit(request: Request, limiter: RateLimiter) -> None:

@@ -14,7 +14,9 @@ Validation messages are pt-BR, in the message and in each item of ``errors``
 (:func:`api.schemas.pt_message`, which the console's forms use too).
 
 A client that leaves before its body has arrived (``ClientDisconnect``) is one INFO line, no
-traceback: nothing was stored and nobody reads the answer.
+traceback: nothing was stored and nobody reads the answer. A body that stops arriving is a 408
+(:class:`api.limits.BodyTimeoutMiddleware`); a form over the parser's limits is a 413, like any
+body over the limit (:func:`api.limits.form_limit`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from api._errors import ApiError, is_ours
+from api.limits import form_limit
 from api.schemas import pt_message
 from db._errors import DatabaseUnreachableError
 from tracking._errors import PartitionStateError
@@ -47,6 +50,10 @@ _STATUS_CODES = {
     404: ("not_found", "recurso não encontrado"),
     405: ("method_not_allowed", "método não permitido nesta rota"),
     406: ("not_acceptable", "formato de resposta não disponível"),
+    408: (
+        "request_timeout",
+        "o corpo da requisição parou de chegar antes do fim; nada foi gravado, envie de novo",
+    ),
     413: ("payload_too_large", "requisição grande demais"),
     415: ("unsupported_media_type", "tipo de conteúdo não suportado"),
     429: ("rate_limited", "muitas requisições; tente mais tarde"),
@@ -124,6 +131,10 @@ def _validation_error(_: Request, exc: Exception) -> JSONResponse:
 
 def _http_error(_: Request, exc: Exception) -> JSONResponse:
     exc = cast(StarletteHTTPException, exc)
+    reason = form_limit(exc)
+    if reason is not None:  # the form parser's 400 for a form over its limits
+        message = f"formulário acima do limite do servidor: {reason}"
+        return error_response(413, "payload_too_large", message)
     status = exc.status_code if 400 <= exc.status_code < 600 else 400
     code, message = _STATUS_CODES.get(status, ("http_error", "erro na requisição"))
     return error_response(status, code, message, headers=getattr(exc, "headers", None))

@@ -18,12 +18,13 @@ from api.accounts import DevicePrincipal
 from api.deps import DbGate
 from api.errors import install_error_handlers
 from api.headers import SecurityHeaders
-from api.limits import BodyLimitMiddleware
+from api.limits import BodyLimitMiddleware, BodyTimeoutMiddleware
 from api.ratelimit import RateLimiter, TtlCache
 from api.routes.maps import PageCache
 from api.schemas import error_responses
 from api.settings import Settings, get_settings, proxy_networks
 from api.web.pages import install as install_web
+from api.web.pages import refusal_page
 
 ROUTERS = (
     "api.routes.health",
@@ -136,13 +137,19 @@ def create_app(
     app.state.engine = engine if engine is not None else _engine_for(settings, database_url)
     app.state.public_limiter = RateLimiter(limit=settings.public_rate_limit_per_min)
     app.state.login_limiter = RateLimiter(limit=settings.login_rate_limit_per_min)
+    app.state.login_failures = RateLimiter(
+        limit=settings.login_failures_per_account, window_s=settings.login_failure_window_s
+    )
     app.state.trusted_proxies = proxy_networks(settings.trusted_proxies)
     app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
     app.state.public_db = DbGate(PUBLIC_DB_SLOTS, wait_s=PUBLIC_DB_WAIT_S, queue=PUBLIC_DB_QUEUE)
     app.state.citizen_map = PageCache(ttl_s=CITIZEN_MAP_TTL_S)
     install_web(app)  # static files, the console's error pages
     install_error_handlers(app)
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyTimeoutMiddleware, read_timeout_s=settings.body_read_timeout_s)
+    app.add_middleware(
+        BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes, page=refusal_page
+    )
     app.add_middleware(SecurityHeaders)  # outermost: a 413 carries the headers too
     redact.install()
     # Any request may be unreadable (400: e.g. a body that is not UTF-8) or too large (413).

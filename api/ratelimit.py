@@ -1,8 +1,10 @@
 """Small in-process helpers of the API: a rate limiter and a TTL cache.
 
-The rate limiter counts fixed one-minute windows per client key. Good for one ``pontual serve``
-process; behind several workers or a proxy pool each process counts on its own (the effective
-limit is then per process).
+The rate limiter counts fixed windows per key: requests per client address and minute (public
+queries, logins), failed logins per account name and ``login_failure_window_s``. Good for one
+``pontual serve`` process; behind several workers or a proxy pool each process counts on its
+own (the effective limit is then per process: ``--workers 4`` lets 4 times as many failed
+logins per account through), and a restart forgets every count.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ class RateLimiter:
                     k: v for k, v in self._windows.items() if now - v[0] < self.window_s
                 }
             return None
+
+    def undo(self, key: str) -> None:
+        """Give back one hit of ``key``'s current window (an attempt that is not to count)."""
+        with self._lock:
+            window = self._windows.get(key)
+            if window is not None and window[1] > 0:
+                self._windows[key] = (window[0], window[1] - 1)
 
     @staticmethod
     def retry_after(seconds: float) -> str:

@@ -37,6 +37,12 @@ class Settings(BaseSettings):
     public_rate_limit_per_min: int = Field(default=60, gt=0)
     # Logins per client IP and minute: a bucket of its own (public traffic cannot lock staff out)
     login_rate_limit_per_min: int = Field(default=20, gt=0)
+    # Failed logins per account (its name, trimmed and case-folded, whether it exists or not)
+    # per window, from any address: then every login of that name, the right password too, is
+    # 429 until the window ends. Good logins neither count nor reset the count. 10 per 15 min
+    # lets a person mistype and try again, and caps guessing at 960 a day per account
+    login_failures_per_account: int = Field(default=10, gt=0)
+    login_failure_window_s: float = Field(default=900.0, gt=0)
     # Proxies whose X-Forwarded-For is believed (comma-separated IPs or networks, e.g.
     # "10.0.0.5,192.168.1.0/24"); empty: the header is ignored and the peer is the client
     trusted_proxies: str = ""
@@ -67,6 +73,9 @@ class Settings(BaseSettings):
     ingest_future_tolerance_s: float = Field(default=300.0, ge=0)
     # Largest request body accepted (bytes), checked before it is read: 413 beyond
     max_body_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
+    # Longest wait for the next chunk of a request body (seconds): then 408 and the connection
+    # closed (a client that stalls mid-upload holds no connection); a steady upload is never cut
+    body_read_timeout_s: float = Field(default=30.0, gt=0)
     # Background of the web console's maps: a tile URL template ({z}/{x}/{y}, e.g.
     # https://tile.openstreetmap.org/{z}/{x}/{y}.png) and its attribution; empty: the offline
     # basemap (bundled municipal boundaries and road network, api/web/basemap.py)

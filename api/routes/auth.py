@@ -5,13 +5,21 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.security import OAuth2PasswordRequestForm
 from pydantic import BaseModel
 
 from api import accounts
 from api._errors import NotAuthenticatedError
-from api.deps import BearerToken, CurrentUser, SessionDep, SettingsDep, login_rate_limit
+from api.deps import (
+    BearerToken,
+    CurrentUser,
+    SessionDep,
+    SettingsDep,
+    login_attempt,
+    login_rate_limit,
+    login_succeeded,
+)
 from api.schemas import error_responses
 
 router = APIRouter(prefix="/api/v1/auth", tags=["autenticação"])
@@ -40,11 +48,19 @@ class Me(BaseModel):
     dependencies=[Depends(login_rate_limit)],
 )
 def login(
+    request: Request,
     form: Annotated[OAuth2PasswordRequestForm, Depends()],
     session: SessionDep,
     settings: SettingsDep,
 ) -> Token:
-    """Troca usuário e senha por um token de acesso (expira após `token_ttl_s`)."""
+    """Troca usuário e senha por um token de acesso (expira após `token_ttl_s`).
+
+    429 com `Retry-After` após `login_rate_limit_per_min` tentativas por minuto do mesmo
+    endereço, ou após `login_failures_per_account` senhas erradas para o mesmo usuário em
+    `login_failure_window_s` (de qualquer endereço; até a senha certa é recusada até o fim
+    da janela).
+    """
+    key = login_attempt(request, form.username)
     user = accounts.authenticate(session=session, username=form.username, password=form.password)
     if user is None:
         raise NotAuthenticatedError(
@@ -52,6 +68,7 @@ def login(
             code="invalid_credentials",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    login_succeeded(request, key)
     token, expires_at = accounts.issue_token(session=session, user=user, ttl_s=settings.token_ttl_s)
     session.commit()
     return Token(access_token=token, expires_at=expires_at)

@@ -8,7 +8,9 @@ would need an outside geocoder). The answers are those of the public API's handl
 every position, the searched one included, is replaced by the centre of its cell of the public
 grid before anything is computed; no plate, no vehicle id, distances rounded up to 100 m. The
 page never echoes the searched coordinates (two points of one cell get the same page).
-Requests count against the public API's rate limit (a pt-BR 429 page or fragment when over).
+Requests count against the public API's rate limit, checked before anything else (a pt-BR 429
+page or fragment when over, without a database query). A bad search (a number out of range, an
+unknown stand, a NUL character) is the page or fragment with a pt-BR alert and 422.
 
 - ``/acessivel``: the page; with ``ponto`` (a stand) or ``lat``/``lon`` it opens with the
   answer (works without scripts);
@@ -67,6 +69,17 @@ def stand_choices(session: Any) -> list[dict[str, Any]]:
         {"stand_id": r.stand_id, "name": r.name, "lat": round(r.lat, 6), "lon": round(r.lon, 6)}
         for r in rows
     ]
+
+
+def _no_nul(**params: str) -> None:
+    """Raise :class:`SearchError` if a parameter has a NUL character (no database text has)."""
+    for name, value in params.items():
+        if "\x00" in value:
+            msg = (
+                f"'{name}' contém um caractere nulo (\\0); escolha um ponto da lista ou "
+                "toque no mapa"
+            )
+            raise SearchError(msg)
 
 
 def _number(value: str, *, name: str, low: float, high: float) -> float:
@@ -208,17 +221,18 @@ def home(
 ) -> Response:
     """Find free accessible taxis and stands near a point (public)."""
     context: dict[str, Any] = {
-        "stands": stand_choices(session),
         "radii": [(r, radius_text(r)) for r in radii(settings)],
         "chosen_stand": ponto,
     }
     try:
-        public_rate_limit(request)
+        public_rate_limit(request)  # first: a refused search costs no query
     except RateLimitedError as exc:
-        context["radius"] = DEFAULT_RADIUS_M
+        context |= {"stands": [], "radius": DEFAULT_RADIUS_M}
         return _limited(request, "acessivel/inicio.html", exc, **context)
+    context["stands"] = stand_choices(session)
     error, result, status = None, None, 200
     try:
+        _no_nul(ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem)
         radius = _radius(raio, settings)
         point = search_point(session, lat=lat, lon=lon, ponto=ponto, origem=origem)
         if point is not None:
@@ -259,6 +273,7 @@ def results(
         return _limited(request, "acessivel/_resultados.html", exc)
     error, result, status = None, None, 200
     try:
+        _no_nul(ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem)
         radius = _radius(raio, settings)
         point = search_point(session, lat=lat, lon=lon, ponto=ponto, origem=origem)
         if point is None:

@@ -1,8 +1,10 @@
 """Login, logout, the way in (``/``, ``/painel``) and the console's error pages.
 
 :func:`install` mounts the static files and answers the console's errors with pt-BR pages:
-login needed (303 to ``/entrar?next=…``), role not allowed and CSRF failure (403), and a
-page not found (404) asked by a browser outside the JSON API.
+login needed (303 to ``/entrar?next=…``), role not allowed and CSRF failure (403), and, for a
+browser outside the JSON API, a malformed request (400), a page not found (404), a method not
+allowed (405), a body that stopped arriving (408) or too large (413; :func:`refusal_page` when
+the body limit refuses it before the app).
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from fastapi import APIRouter, Depends, FastAPI, Form, Request
 from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.types import Scope
 
 from api import accounts
 from api._errors import RateLimitedError
-from api.deps import SessionDep, SettingsDep, login_rate_limit
+from api.deps import SessionDep, SettingsDep, login_attempt, login_rate_limit, login_succeeded
 from api.errors import _http_error as json_http_error
+from api.limits import form_limit
+from api.web import formats as fmt
 from api.web._errors import CsrfError, LoginRequiredError, WebForbiddenError
 from api.web.auth import (
     LOGIN_PATH,
@@ -41,6 +46,8 @@ from api.web.templating import STATIC_PREFIX, render, static_files
 router = APIRouter(include_in_schema=False)
 
 BAD_CREDENTIALS = "Usuário ou senha incorretos, ou conta desativada."
+TOO_MANY_LOGINS = "Muitas tentativas de entrada. Tente novamente em {retry} s."
+"""Login refused by either quota (of the address, of the account): one message for both."""
 NOTICES = {
     "saiu": "Você saiu. Até logo!",
     "expirou": "Sua sessão terminou (saída, expiração ou mudança na conta). Entre novamente.",
@@ -120,17 +127,21 @@ def login(
     password: Annotated[str, Form(max_length=1000)] = "",
     next: Annotated[str, Form(max_length=4000)] = "",
 ) -> Response:
-    """Check the credentials (login bucket of the API); open a session and go on."""
+    """Check the credentials; open a session and go on.
+
+    The API's login quotas apply: logins per address, failed logins per account.
+    """
     wanted = safe_next(next)
     try:
         login_rate_limit(request)
+        key = login_attempt(request, username)
     except RateLimitedError as exc:
         retry = exc.headers.get("Retry-After", "60")
         return _login_page(
             request,
             next_path=wanted,
             username=username,
-            error=f"Muitas tentativas de entrada deste endereço. Tente novamente em {retry} s.",
+            error=TOO_MANY_LOGINS.format(retry=retry),
             status_code=429,
             headers={"Retry-After": retry},
         )
@@ -139,6 +150,7 @@ def login(
         return _login_page(
             request, next_path=wanted, username=username, error=BAD_CREDENTIALS, status_code=422
         )
+    login_succeeded(request, key)
     old = request.cookies.get(SESSION_COOKIE)
     if old:
         accounts.revoke_token(session=session, token=old)  # no session survives a new login
@@ -221,36 +233,88 @@ def _csrf(request: Request, exc: Exception) -> Response:
     )
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """404/405: a pt-BR page for a browser outside the JSON API, else the API's JSON error."""
-    exc = cast(StarletteHTTPException, exc)
+def _wants_page(request: Request) -> bool:
+    """Whether an error is answered with a page: a browser, outside the JSON API's paths."""
     browser = "text/html" in request.headers.get("accept", "")
-    if not browser or request.url.path.startswith(API_PREFIXES):
-        return json_http_error(request, exc)
-    title, message = (
-        ("Página não encontrada", "Não há página neste endereço.")
-        if exc.status_code == 404
-        else ("Ação não permitida", "Esta página não aceita esta ação.")
+    return browser and not request.url.path.startswith(API_PREFIXES)
+
+
+def _status_text(request: Request, status_code: int, reason: str | None = None) -> tuple[str, str]:
+    """Title and message of the page of an HTTP error (``reason``: of a form over a limit)."""
+    settings = request.app.state.settings
+    if status_code == 404:
+        return "Página não encontrada", "Não há página neste endereço."
+    if status_code == 405:
+        return "Ação não permitida", "Esta página não aceita esta ação."
+    if status_code == 408:
+        return "Envio interrompido", (
+            f"O envio parou de chegar ao servidor por mais de {settings.body_read_timeout_s:g} s "
+            "e foi cancelado; nada foi gravado. Verifique a conexão e tente de novo."
+        )
+    if status_code == 413:
+        mib = settings.max_body_bytes / 2**20
+        size = fmt.integer(int(mib)) if mib.is_integer() else fmt.decimal(mib, digits=1)
+        limit = reason or f"até {size} MB por envio"
+        return "Envio grande demais", (
+            f"O formulário enviado passa do que o servidor aceita ({limit}). Reduza o texto ou "
+            "o arquivo e tente de novo."
+        )
+    return "Requisição inválida", (
+        "O servidor não entendeu o que o navegador enviou. Volte, recarregue a página e "
+        "tente de novo."
     )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Answer 400, 404, 405, 408, 413: a pt-BR page for a browser outside the JSON API.
+
+    Elsewhere the API's JSON error. A form over the parser's limits is a 413
+    (:func:`api.limits.form_limit`).
+    """
+    exc = cast(StarletteHTTPException, exc)
+    if not _wants_page(request):
+        return json_http_error(request, exc)
+    reason = form_limit(exc)
+    status = 413 if reason is not None else exc.status_code
+    title, message = _status_text(request, status, reason)
     return error_page(
         request,
         web=None,
-        status_code=exc.status_code,
+        status_code=status,
         title=title,
         message=message,
         headers=dict(exc.headers or {}),
     )
 
 
+def refusal_page(scope: Scope, status_code: int) -> Response | None:
+    """Return the page of a request the body limit refused before the app (413), or None.
+
+    A page for a browser outside the API (the connection closed after it); None: the JSON error.
+    """
+    request = Request(scope)
+    if not _wants_page(request):
+        return None
+    title, message = _status_text(request, status_code)
+    return error_page(
+        request,
+        web=None,
+        status_code=status_code,
+        title=title,
+        message=message,
+        headers={"Connection": "close"},
+    )
+
+
 def install(app: FastAPI) -> None:
     """Mount the static files and answer the console's errors with pages on ``app``.
 
-    The 404 and 405 handlers are by status code: they take precedence over the JSON handler of
+    The HTTP error handlers are by status code: they take precedence over the JSON handler of
     :func:`api.errors.install_error_handlers` whatever the order, and hand it the API's paths.
     """
     app.mount(STATIC_PREFIX, static_files(), name="static")
     app.add_exception_handler(LoginRequiredError, _login_required)
     app.add_exception_handler(WebForbiddenError, _forbidden)
     app.add_exception_handler(CsrfError, _csrf)
-    for status in (404, 405):
+    for status in (400, 404, 405, 408, 413):
         app.add_exception_handler(status, _http_error)

@@ -237,6 +237,22 @@ class TestFallbacks:
             assert answer.status_code == 422, path
             assert message in answer.text and 'role="alert"' in answer.text, path
 
+    @pytest.mark.parametrize(
+        "query",
+        [{"ponto": "AC1\x00"}, {"ponto": "\x00"}, {"lat": "-30\x00", "lon": "-51"}],
+    )
+    def test_nul_character_is_said_in_the_page(
+        self, web_server: Any, query: dict[str, str]
+    ) -> None:
+        """A NUL character in the search: the HTML page (or fragment), 422, a pt-BR alert;
+        not the API's JSON error."""
+        for path in ("/acessivel", "/acessivel/resultados"):
+            answer = httpx.get(f"{web_server.url}{path}", params=query)
+            assert answer.status_code == 422, path
+            assert answer.headers["content-type"].startswith("text/html"), path
+            assert 'role="alert"' in answer.text, path
+            assert "caractere nulo" in answer.text or "&#39;lat&#39; era" in answer.text, path
+
 
 class TestRateLimit:
     def test_pages_share_the_public_api_limit(self, web_engine: Engine) -> None:
@@ -264,6 +280,37 @@ class TestRateLimit:
         assert "Muitas buscas deste endereço em pouco tempo" in limited.text
         assert client.get("/acessivel/resultados", params=point).status_code == 429
         assert client.get("/api/v1/public/stands", params=point).status_code == 429
+
+    def test_throttled_search_costs_no_query(self, web_engine: Engine) -> None:
+        """Over the limit, the page and the fragment answer 429 without asking the database."""
+        import warnings
+
+        from sqlalchemy import event
+        from starlette.exceptions import StarletteDeprecationWarning
+
+        from api.main import create_app
+        from api.settings import Settings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StarletteDeprecationWarning)
+            from fastapi.testclient import TestClient
+        settings = Settings(public_rate_limit_per_min=1, live_worker=False)
+        client = TestClient(create_app(engine=web_engine, settings=settings))
+        queries: list[str] = []
+
+        def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            queries.append(statement)
+
+        assert client.get("/acessivel", params={"ponto": "S1"}).status_code == 200
+        event.listen(web_engine, "before_cursor_execute", count)
+        try:
+            page = client.get("/acessivel", params={"ponto": "S1"})
+            fragment = client.get("/acessivel/resultados", params={"ponto": "S1"})
+        finally:
+            event.remove(web_engine, "before_cursor_execute", count)
+        assert (page.status_code, fragment.status_code) == (429, 429)
+        assert "Muitas buscas deste endereço em pouco tempo" in page.text
+        assert queries == []
 
 
 def test_desktop_screenshot(page: Any, taxis: dict[str, str]) -> None:

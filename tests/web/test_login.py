@@ -374,6 +374,62 @@ class TestBehindAProxy:
             assert _set_cookie(refused, SESSION_COOKIE) is None
 
 
+@pytest.fixture(scope="module")
+def throttled_server(
+    web_database_url: str, web_engine: Engine, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServeProcess]:
+    """A server behind a "proxy" (127.0.0.1 trusted) with 3 failed logins per account."""
+    folder = tmp_path_factory.mktemp("web-throttled")
+    server = ServeProcess(
+        database_url=web_database_url,
+        data_dir=folder,
+        log_path=folder / "serve.log",
+        env={"PONTUAL_LOGIN_FAILURES_PER_ACCOUNT": "3", "PONTUAL_TRUSTED_PROXIES": "127.0.0.1"},
+    )
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        server.stop()
+
+
+class TestAccountThrottle:
+    def test_failures_from_many_addresses_lock_the_account_for_a_while(
+        self, throttled_server: ServeProcess, make_user: Callable[..., str]
+    ) -> None:
+        """3 wrong passwords from 3 addresses: the right one, from a 4th, gets the pt-BR 429
+        login page with Retry-After and no session; the API login of that account too. Another
+        account logs in."""
+        username = make_user("agent")
+
+        def client(address: str) -> httpx.Client:
+            return httpx.Client(
+                base_url=throttled_server.url,
+                headers={"X-Forwarded-For": address},
+                follow_redirects=False,
+            )
+
+        for k in range(3):
+            with client(f"198.51.100.{k + 1}") as guesser:
+                wrong = _post_login(guesser, username, f"chute-{k}-errado")
+                assert wrong.status_code == 422
+                assert ERROR_RE.findall(wrong.text) == [BAD_CREDENTIALS]
+        with client("203.0.113.50") as owner:
+            refused = _post_login(owner, username, WEB_PASSWORD)
+            assert refused.status_code == 429
+            assert 1 <= int(refused.headers["retry-after"]) <= 900
+            (message,) = ERROR_RE.findall(refused.text)
+            assert message.startswith("Muitas tentativas de entrada. Tente novamente em")
+            assert _set_cookie(refused, SESSION_COOKIE) is None
+            api = owner.post(
+                "/api/v1/auth/token", data={"username": username, "password": WEB_PASSWORD}
+            )
+            assert api.status_code == 429
+            assert api.json()["error"]["code"] == "rate_limited"
+            other = _post_login(owner, make_user("planner"), WEB_PASSWORD)
+            assert (other.status_code, other.headers["location"]) == (303, "/planejamento")
+
+
 def test_session_cookie_never_reaches_the_log(
     web_server: ServeProcess, make_user: Callable[..., str], tmp_path: Path
 ) -> None:
