@@ -91,8 +91,9 @@ def install() -> None:
 def log_config(level: str = "info") -> dict[str, Any]:
     """Return uvicorn's logging configuration with the filter on every handler.
 
-    The root logger gets uvicorn's default handler (warnings and errors of the application),
-    so no record reaches a handler without the filter.
+    The root logger gets uvicorn's default handler (warnings and errors of the libraries), so
+    no record reaches a handler without the filter; the application's own loggers (``api``)
+    speak at ``level``, as uvicorn's do (a stalled body, a client that left).
     """
     from uvicorn.config import LOGGING_CONFIG
 
@@ -101,6 +102,6 @@ def log_config(level: str = "info") -> dict[str, Any]:
     for handler in config["handlers"].values():
         handler["filters"] = ["redact_secrets"]
     config["root"] = {"handlers": ["default"], "level": "WARNING"}
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "api"):
         config["loggers"].setdefault(name, {})["level"] = level.upper()
     return config

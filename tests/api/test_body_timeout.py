@@ -242,3 +242,22 @@ class TestInProcess:
         assert len(pieces) == 10
         start = next(m for m in sent if m["type"] == "http.response.start")
         assert start["status"] == 401
+
+
+def test_serves_log_configuration_lets_the_info_line_through() -> None:
+    """``pontual serve --log-level info`` logs the application's INFO lines (the root is at
+    WARNING, for the libraries)."""
+    import logging.config
+
+    from api.redact import log_config
+
+    root = logging.getLogger()
+    before, handlers, root_level = logging.getLogger("api").level, root.handlers[:], root.level
+    try:
+        logging.config.dictConfig(log_config("info"))
+        assert logging.getLogger("api.limits").isEnabledFor(logging.INFO)
+        logging.config.dictConfig(log_config("warning"))
+        assert not logging.getLogger("api.limits").isEnabledFor(logging.INFO)
+    finally:
+        logging.getLogger("api").setLevel(before)
+        root.handlers[:], root.level = handlers, root_level
