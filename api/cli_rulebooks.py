@@ -109,6 +109,40 @@ def rulebooks(
             f"{n['não detectável']} não detectáveis por GPS/cadastro, "
             f"{n['não se aplica']} em que não se aplica"
         )
+    limits = [line for book in books for line in _law_limits(book)]
+    if limits:
+        typer.echo("")
+        typer.echo("Limites que a lei fixa para os detectores:")
+        for line in limits:
+            typer.echo(line)
+
+
+def _law_limits(book: Rulebook) -> list[str]:
+    """Say, per detector, the limits the rulebook's law fixes and how a run gets them."""
+    from enforcement.coverage import SERVICE_NAMES
+
+    how = (
+        "pontual analyze --municipality e a detecção ao vivo os aplicam; --thresholds os substitui"
+        if book.service == "taxi"
+        else "pontual analyze --municipality aplica os do táxi: numa análise de frota de "
+        f"{SERVICE_NAMES[book.service]}, informe-os em --thresholds"
+    )
+    where = f"{book.municipality_name} ({book.municipality}), {SERVICE_NAMES[book.service]}"
+    return [
+        f"  {where}: [{kind}] "
+        + ", ".join(f"{k} = {_toml(v)}" for k, v in values.items())
+        + f" ({book.detector_thresholds[kind]['provision']}); {how}"
+        for kind, values in book.thresholds().items()
+    ]
+
+
+def _toml(value: object) -> str:
+    """Write a threshold's value as in a --thresholds file."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return f"[{len(value)} faixas]"
+    return str(value)
 
 
 def _coverage(books: list[Rulebook]) -> list[tuple[Rulebook, list[Coverage]]]:
@@ -132,6 +166,8 @@ def _kind(kind: str) -> str:
 
 def _conditions(book: Rulebook, rule: Rule) -> str:
     """Say what the agent answers on confirming and what a finding needs to be proposed."""
+    from enforcement.coverage import unset_limit
+
     out = []
     if rule.exception is not None:
         out.append(f"responder à exceção '{rule.exception.excerpt}'")
@@ -145,6 +181,8 @@ def _conditions(book: Rulebook, rule: Rule) -> str:
         out.append(text)
     if rule.citation_uncertain:
         out.append(rule.citation_uncertain.split(":")[0])
+    if (limit := unset_limit(book, rule)) is not None:
+        out.append(f"só com um limite em --thresholds ([{rule.kind}] {limit}), que a lei não fixa")
     floor = max(book.floor_for(rule.kind), rule.confidence_min)
     out.append(f"confiança ≥ {floor:g}")
     return "; ".join(out)

@@ -13,14 +13,18 @@ After the demo has loaded Porto Alegre's real stands and fleet, :func:`seed_cons
    every detector);
 3. stores the simulated fleet (``SIM-`` prefixos with their documents and licences), the
    synthetic drivers and their links (by the loaders of ``pontual import``; a link beyond the
-   legal cap of auxiliares, which the registry refuses, is left out and counted), the simulated
-   fixes (the evidence maps of the proposals), the findings, and the proposals of Porto
-   Alegre's rulebook, by the paths of ``pontual proposals generate``;
+   legal cap of auxiliares, which the registry refuses, is left out and counted) and the
+   simulated fixes (the evidence maps of the proposals); runs those fixes through the live
+   detection of ``pontual serve`` (:func:`live_alerts`), which stores the findings it completes
+   and raises the agent's alerts; then stores the batch's findings (those the live path has
+   not stored yet) and the proposals of Porto Alegre's rulebook, by the paths of ``pontual
+   proposals generate``;
 4. creates one account per role (:data:`DEMO_ACCOUNTS`), or resets its password, with a new
    random password each run; the supervisor is linked to stands where the simulated taxis queue.
 
 Running it again changes nothing but the passwords: fixes, findings and proposals have
-deterministic ids and are stored once.
+deterministic ids and are stored once, and fixes already stored are not detected again (no
+new alert).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
 SIM_PREFIX = "SIM-"
@@ -88,6 +92,10 @@ class ConsoleSeed:
     proposals_open: int
     """Proposals of the simulated vehicles waiting for the agent (status ``proposta``)."""
     findings_by_kind: dict[str, int] = field(default_factory=dict)
+    alerts: int = 0
+    """Alerts of the simulation's findings (the agent's inbox and ``/fiscal/alertas``)."""
+    alerts_new: int = 0
+    """Of them, raised by this run's live detection."""
     synthetic_drivers: int = 0
     """Fictitious drivers (``SINT-C…``) in the registry, all marked ``synthetic``."""
     driver_links: int = 0
@@ -263,8 +271,12 @@ def seed_console(
             conn=conn, links=links, actor=who, source=f"vínculos fictícios da {source}"
         )
         fixes_new = copy_fixes(conn, fixes, source=source)
+        live: list[dict[str, Any]] = []
+        if fixes_new:  # a new run's fixes only: a repeat run has nothing new to detect
+            progress("Passando as posições pela detecção ao vivo (alertas da fiscalização)…")
+            live = live_alerts(conn, fixes)
     with Session(engine) as session:
-        findings_new = store_findings(session, result.findings)
+        findings_new = sum(1 for f in live if f["new"]) + store_findings(session, result.findings)
         proposals_new, _ = generate_report(
             session, municipality=MUNICIPALITY, timezone=TIMEZONE, actor=who
         )
@@ -272,6 +284,7 @@ def seed_console(
         passwords = set_demo_accounts(session, actor=who, supervisor_stands=stands)
         session.commit()
         open_count = _open_proposals(session)
+        alert_count = _alerts_of(session, [str(f) for f in result.findings["finding_id"]])
     counts = result.findings["kind"].value_counts()
     return ConsoleSeed(
         passwords=passwords,
@@ -285,10 +298,31 @@ def seed_console(
         proposals_new=proposals_new,
         proposals_open=open_count,
         findings_by_kind={str(k): int(n) for k, n in counts.items()},
+        alerts=alert_count,
+        alerts_new=sum(1 for f in live if f["alert_id"]),
         synthetic_drivers=int(registry["drivers"]["driver_id"].nunique()),
         driver_links=len(links),
         links_over_cap=over_cap,
     )
+
+
+def live_alerts(conn: Connection, fixes: Any) -> list[dict[str, Any]]:
+    """Run the simulated fixes through the live detection of ``pontual serve``; return its records.
+
+    Alerts come only from the live path (:func:`api.alerts.detect_on_ingest`, as the ingest's
+    worker runs it): it stores the findings the fixes complete and alerts the new ones. A
+    finding the batch stored first would give no alert (its id is already stored), so this
+    runs before the batch's findings are stored; the batch then adds the rest, without alerts
+    (its thresholds scaled to the simulated week are the batch's only; live, a day is closed by
+    the next day's first fix). Call it in the transaction that stored the fleet, the drivers
+    and the fixes (the live detectors read them).
+    """
+    from api.alerts import detect_on_ingest
+    from api.settings import get_settings
+    from fleet.simulation import TIMEZONE
+
+    settings = get_settings().model_copy(update={"timezone": TIMEZONE})
+    return detect_on_ingest(conn, fixes, settings=settings)
 
 
 def _open_proposals(session: Session) -> int:
@@ -297,6 +331,13 @@ def _open_proposals(session: Session) -> int:
     query = select(func.count()).where(
         Proposal.status == "proposta", Proposal.vehicle_id.startswith(SIM_PREFIX)
     )
+    return int(session.scalar(query) or 0)
+
+
+def _alerts_of(session: Session, finding_ids: list[str]) -> int:
+    from db.enforcement.models import Alert
+
+    query = select(func.count()).where(Alert.finding_id.in_(finding_ids))
     return int(session.scalar(query) or 0)
 
 
@@ -374,7 +415,8 @@ def console_message(*, base_url: str, done: ConsoleSeed, local_database: bool = 
         "analyze) e as propostas, do regulamento de Porto Alegre. Nenhum prefixo real é acusado. "
         f"{done.findings} achado(s) da simulação ({done.findings_new} novos nesta execução); "
         f"{done.proposals_open} proposta(s) na fila da fiscalização "
-        f"({done.proposals_new} nova(s) nesta execução)."
+        f"({done.proposals_new} nova(s) nesta execução); {done.alerts} alerta(s) da detecção "
+        f"ao vivo, que recebeu as posições simuladas ({done.alerts_new} novo(s) nesta execução)."
     )
     if done.synthetic_drivers:
         simulated += (
@@ -401,7 +443,10 @@ def console_message(*, base_url: str, done: ConsoleSeed, local_database: bool = 
     for account in DEMO_ACCOUNTS:
         lands = f"{base_url}{account.landing}"
         if account.role == "agent":
-            lands += f"  (fila de propostas: {base_url}/fiscal/propostas)"
+            lands += (
+                f"  (alertas: {base_url}/fiscal/alertas; "
+                f"fila de propostas: {base_url}/fiscal/propostas)"
+            )
         elif account.role == "supervisor":
             lands += f"  (pontos {', '.join(done.supervisor_stands)})"
         lines.append(

@@ -18,10 +18,13 @@ import geopandas as gpd
 import pandas as pd
 
 from enforcement.rulebook import Planning
+from planning.rules import RULES_FLAG_HINT
 from planning.sizing import accessible_required, allowed_fleet, gap
 from planning.vehicles import count_accessible, vehicle_constraints
 
 SERVICE_LABELS = {"taxi": "táxi", "fretamento": "fretamento assistencial"}
+CENSUS_YEAR = 2022
+"""The latest census in the bundled population tables."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -179,7 +182,8 @@ def build_plan(
         if rule.population == "census" and population["kind"] != "census":
             notes.append(
                 "a lei manda usar o censo demográfico mais recente: com a estimativa "
-                f"{population['year']} os números são apenas referência (use --year 2022)"
+                f"{population['year']} os números são apenas referência; use a população do "
+                f"censo de {CENSUS_YEAR}"
             )
     elif rule is not None:
         notes.append("a regra não dimensiona a frota por habitantes")
@@ -296,6 +300,20 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def cli_hints(plan: dict[str, Any]) -> list[str]:
+    """Return the ``pontual plan`` options that act on what the plan lacks (pt-BR).
+
+    The plan's messages and notes say it in words (the console shows them); the command-line
+    renderings (:func:`render_table`, :func:`render_html`) add these.
+    """
+    rule = plan["rule"]
+    if rule is None:
+        return [RULES_FLAG_HINT]
+    if rule["population"] == "census" and plan["population_kind"] != "census":
+        return [f"Com a população do censo: --year {CENSUS_YEAR}."]
+    return []
+
+
 def render_table(plan: dict[str, Any]) -> str:
     """Return the plan as pt-BR text for the terminal."""
     lines = [
@@ -359,6 +377,7 @@ def render_table(plan: dict[str, Any]) -> str:
                 lines.append(f"  {row['vehicle_id']}: {'; '.join(row['issues'])}")
     for note in plan["notes"]:
         lines.append(f"Obs.: {note}")
+    lines += cli_hints(plan)
     return "\n".join(lines) + "\n"
 
 
@@ -572,6 +591,7 @@ def render_html(plan: dict[str, Any], *, map_html: str | None = None) -> str:
     parts.append("<h3>Vistoria vencida ou a vencer</h3>" + _table(v["inspection"], vcols))
     for note in plan["notes"]:
         parts.append(f"<p class='note'>Obs.: {esc(note)}</p>")
+    parts += [f"<p class='note cli-hint'>{esc(hint)}</p>" for hint in cli_hints(plan)]
     if map_html is not None:
         parts.append("<h2>Mapa</h2>")
         parts.append(

@@ -91,8 +91,19 @@ def read_planning_rules(path: str | Path) -> Planning:
         raise PlanningRulesError(msg) from None
 
 
+RULES_FLAG_HINT = (
+    "Informe a regra da lei municipal com --rules ARQUIVO.toml (tabela [planning], ex.: "
+    "inhabitants_per_taxi_min = 500 e inhabitants_per_taxi_max = 700)."
+)
+"""How ``pontual plan`` is given a rule: its own renderings add it, never the plan's message."""
+
+
 def no_rule_message(municipality: str, name: str, *, service: str, law: str | None = None) -> str:
-    """Return the pt-BR message for a municipality without a configured planning rule."""
+    """Return the pt-BR message for a municipality without a configured planning rule.
+
+    It says what is missing in words any reader of the plan (the console's planners too)
+    understands; the command-line way to give it is :data:`RULES_FLAG_HINT`.
+    """
     what = "táxi" if service == "taxi" else "fretamento"
     why = (
         f"o texto incluído ({law}) não fixa o tamanho da frota nem a parcela acessível; "
@@ -101,7 +112,7 @@ def no_rule_message(municipality: str, name: str, *, service: str, law: str | No
     )
     return (
         f"nenhuma regra de planejamento configurada para {name} ({municipality}), serviço de "
-        f"{what}: {why}a população é informada, mas não há frota permitida a calcular. Informe a "
-        "regra da lei municipal com --rules ARQUIVO.toml (tabela [planning], ex.: "
-        "inhabitants_per_taxi_min = 500 e inhabitants_per_taxi_max = 700)."
+        f"{what}: {why}a população é informada, mas não há frota permitida a calcular. Para "
+        "calculá-la, o administrador do sistema configura a regra da lei municipal (habitantes "
+        "por táxi e parcela de veículos acessíveis)."
     )

@@ -225,6 +225,10 @@ def _read(kind: str, path: Path, options: dict[str, Any]) -> Any:
     return frame
 
 
+RETIRED = "Pontos desativados (ausentes do arquivo)"
+"""Count of the stands an import of stands retires (the confirmation names it)."""
+
+
 def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Write a read frame as ``pontual import`` does; return the counts (pt-BR labels)."""
     if kind == FLEET:
@@ -250,7 +254,7 @@ def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> d
         "Pontos criados": report.created,
         "Pontos atualizados": report.updated,
         "Pontos inalterados": report.unchanged,
-        "Pontos desativados (ausentes do arquivo)": report.retired,
+        RETIRED: report.retired,
         "Avisos": list(report.notes),
     }
 
@@ -402,6 +406,7 @@ def _page(
     status_code: int = 200,
     notice: str | None = None,
 ) -> Response:
+    preview = (upload or {}).get("preview") or {}
     return render(
         request,
         "admin/importacao.html",
@@ -415,6 +420,7 @@ def _page(
         max_bytes=max_upload_bytes(settings),
         max_shown=MAX_SHOWN,
         notice=notice,
+        retiring=int((preview.get("counts") or {}).get(RETIRED) or 0),
     )
 
 

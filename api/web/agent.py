@@ -62,9 +62,11 @@ from enforcement._errors import (
     ReviewDataError,
     TransitionError,
 )
+from enforcement.coverage import unset_limit
 from enforcement.documents import (
     DEADLINE_LABELS,
     DOCUMENT_KINDS,
+    LABELS,
     MAP_CAPTION,
     NO_AUTO,
     STATUS_LABELS,
@@ -76,7 +78,7 @@ from enforcement.documents import (
     render_map_svg,
     render_pdf,
 )
-from enforcement.rulebook import bundled_rulebooks
+from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks
 from geo.calendar import UF_TIMEZONES
 from maps.findings import METER_LABELS
 from tracking.detectors.findings import KIND_NAMES, KINDS, finding_name
@@ -919,7 +921,7 @@ def proposal_context(
     doc = document_for(session, proposal_id)
     record = doc["proposal"]
     zone = ZoneInfo(doc["timezone"])
-    _, rule = workflow.rule_of(p)
+    book, rule = workflow.rule_of(p)
     sections = _sections(doc)
     keep = ("Infração", "Penalidade e medida administrativa", "Prazos")
     shown = {
@@ -985,6 +987,7 @@ def proposal_context(
         "exception": exception,
         "exception_open": exception is not None and not exception.get("answer"),
         "rule_exception": rule.exception,
+        "limit_outside_law": limit_outside_law(book, rule),
         "pontuacao_choices": list(rule.pontuacao_choices),
         "priors": priors,
         "history": history,
@@ -1014,6 +1017,16 @@ def proposal_context(
         "values": dict(form_values or {}),
         "errors": {},
     }
+
+
+def limit_outside_law(book: Rulebook, rule: Rule) -> str | None:
+    """Name (pt-BR) the limit a rule is judged by that its rulebook's law does not fix, if any.
+
+    Such a proposal comes from a run given the limit (the regulator's choice; ``pontual
+    rulebooks`` says how): the page says so in words, not in command-line flags.
+    """
+    limit = unset_limit(book, rule)
+    return None if limit is None else LABELS.get(limit, limit)
 
 
 def _day(value: Any) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -196,6 +198,70 @@ class TestSeedConsole:
         with _client(poa_engine) as client:
             assert "Dados simulados" not in client.get("/entrar").text
 
+    def test_live_detection_raises_the_alerts(self, runs: Any, poa_engine: Engine) -> None:
+        """The simulated fixes went through the live detection: alerts of several kinds, each
+        of a stored finding, of a SIM- vehicle or none; the second run raises none."""
+        from db.enforcement.models import Alert, Finding
+
+        first, second = runs
+        assert first.alerts_new == first.alerts > 10
+        assert (second.alerts_new, second.alerts) == (0, first.alerts)
+        with poa_engine.connect() as conn:
+            rows = conn.execute(
+                select(Alert.kind, Alert.vehicle_id, Finding.kind).join(
+                    Finding, Finding.finding_id == Alert.finding_id
+                )
+            ).all()
+        assert len(rows) == first.alerts
+        assert len({kind for kind, *_ in rows}) >= 3
+        for kind, vehicle, finding_kind in rows:
+            assert kind == finding_kind
+            assert vehicle is None or vehicle.startswith(SIM_PREFIX), vehicle
+
+    def test_agent_sees_the_alerts(self, runs: Any, poa_engine: Engine) -> None:
+        """The agent's inbox and alerts page list the simulated alerts, each linking to its
+        evidence, which opens."""
+        _, second = runs
+        with _client(poa_engine, simulated_data=True) as client:
+            _login(client, "demo_fiscal", second.passwords["demo_fiscal"])
+            page = client.get("/fiscal/alertas")
+            assert page.status_code == 200
+            assert f"{second.alerts} alerta(s)." in page.text
+            items = re.findall(r'<li class="alert" data-alert-id="([^"]+)"', page.text)
+            assert items and all(i.startswith("alert-") for i in items)
+            assert "Veículo SIM-" in page.text
+            evidence = re.search(r'<a href="(/fiscal/achados/[^"]+)">Ver a evidência', page.text)
+            assert evidence is not None
+            assert client.get(evidence.group(1)).status_code == 200
+            inbox = client.get("/fiscal")
+            assert inbox.status_code == 200 and 'class="alert" data-alert-id="alert-' in inbox.text
+
+    def test_a_limit_outside_the_law_is_named_in_words(self, runs: Any, poa_engine: Engine) -> None:
+        """The simulation's overdue inspections are judged by a period the Porto Alegre decree
+        does not fix: the proposal page says so in words, with no command-line option."""
+        from db.enforcement.models import Proposal
+
+        _, second = runs
+        with poa_engine.connect() as conn:
+            proposal_id = conn.scalars(
+                select(Proposal.proposal_id).where(
+                    Proposal.provision.startswith("art. 57, XIV"),
+                    Proposal.vehicle_id.startswith(SIM_PREFIX),
+                )
+            ).first()
+        assert proposal_id is not None
+        with _client(poa_engine, simulated_data=True) as client:
+            _login(client, "demo_fiscal", second.passwords["demo_fiscal"])
+            page = client.get(f"/fiscal/propostas/{proposal_id}")
+        assert page.status_code == 200
+        text = html.unescape(page.text)
+        assert "o regulamento não fixa o prazo máximo desde a última vistoria" in text
+        assert (
+            "Limite fora do regulamento: o texto não fixa este limite (idade máxima da "
+            "vistoria)." in " ".join(re.sub(r"<[^>]+>", "", text).split())
+        )
+        assert "--thresholds" not in text and "max_inspection_age_days" not in text
+
 
 class TestConsoleMessage:
     def test_url_four_logins_and_how_to_stop(self) -> None:
@@ -214,6 +280,8 @@ class TestConsoleMessage:
             synthetic_drivers=40,
             driver_links=55,
             links_over_cap=1,
+            alerts=9,
+            alerts_new=9,
         )
         text = "\n".join(console_message(base_url="http://127.0.0.1:8000", done=done))
         assert "http://127.0.0.1:8000/entrar" in text
@@ -224,6 +292,8 @@ class TestConsoleMessage:
         flat = " ".join(text.split())  # the paragraph on the simulation is wrapped
         assert "DADOS SIMULADOS" in flat and "04/03/2024 a 10/03/2024" in flat
         assert "pontos 2, 276" in flat and "12 proposta(s) na fila" in flat
+        assert "9 alerta(s) da detecção ao vivo" in flat
+        assert "alertas: http://127.0.0.1:8000/fiscal/alertas" in flat
         assert "Ctrl+C" in flat and "PostGIS local continua em execução" in flat
         assert (
             "CONDUTORES FICTÍCIOS: os 40 condutores da simulação" in flat and "55 vínculos" in flat

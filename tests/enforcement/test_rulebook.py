@@ -1,6 +1,9 @@
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from enforcement._errors import RulebookError, UnknownMunicipalityError
 from enforcement.rulebook import (
@@ -51,6 +54,18 @@ class TestBundledRulebooks:
                 later = [r for r in book.rules[i + 1 :] if r.kind == rule.kind]
                 assert later == [], rule.provision
 
+    @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+    def test_notes_name_no_command_line_option(self, path: Path) -> None:
+        """Notes and reasons reach the console's agents and planners, who run no command: they
+        say what the regulator fixes in words (``pontual rulebooks`` gives the options)."""
+        found = [
+            (where, text)
+            for where, text in _texts(read_rulebook(path), path.stem)
+            if where.rsplit(".", 1)[-1].endswith(("note", "reason")) or ".uncovered." in where
+            if _COMMAND_LINE.search(text)
+        ]
+        assert found == []
+
     def test_porto_velho_gravity_is_set_by_regulation(self) -> None:
         """Porto Velho's law leaves gravities to a decree: its rules say so instead."""
         book = bundled_rulebooks()[("1100205", "taxi")]
@@ -71,6 +86,23 @@ class TestBundledRulebooks:
         law = normalize_whitespace(book.law_text())
         bad = [w for w, t in excerpts(read_rulebook(path)) if normalize_whitespace(t) not in law]
         assert bad
+
+
+_COMMAND_LINE = re.compile(r"(?<![\w-])--[a-z]|\bpontual [a-z]")
+"""A command-line option (``--thresholds``) or command (``pontual proposals finalize``)."""
+
+
+def _texts(value: Any, where: str) -> list[tuple[str, str]]:
+    """Every string of a rulebook (models, tables, lists) with where it is."""
+    if isinstance(value, BaseModel):
+        value = {k: getattr(value, k) for k in type(value).model_fields}
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _texts(v, f"{where}.{k}")]
+    if isinstance(value, tuple | list):
+        return [t for i, v in enumerate(value) for t in _texts(v, f"{where}[{i}]")]
+    return []
 
 
 class TestReadRulebook:

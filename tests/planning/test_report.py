@@ -10,7 +10,7 @@ import pytest
 
 from planning.population import bundled_population_table, population_for
 from planning.report import build_plan, chart_svg, render_html, render_json, render_table
-from planning.rules import bundled_planning_rule
+from planning.rules import RULES_FLAG_HINT, bundled_planning_rule
 
 AS_OF = dt.date(2025, 6, 1)
 KEYS = {
@@ -70,10 +70,13 @@ class TestBuildPlan:
         assert plan["accessible_gap"]["missing"] == 2
 
     def test_estimate_with_census_rule_is_noted(self) -> None:
-        """Porto Velho's law wants the census: with the 2024 estimate the plan says so."""
+        """Porto Velho's law wants the census: with the 2024 estimate the plan says so, in
+        words (no command-line flag: the console shows the notes)."""
         plan = _plan("1100205", year=2024)
         assert (plan["fleet_min"], plan["fleet_max"]) == (736, 1029)
-        assert any("censo" in n for n in plan["notes"])
+        (note,) = [n for n in plan["notes"] if "censo" in n]
+        assert note.endswith("apenas referência; use a população do censo de 2022")
+        assert "--" not in note
 
     def test_pinto_bandeira_age(self) -> None:
         """4 permits for 2,723 inhabitants; a 2019 car is over 5 years in 2025."""
@@ -108,6 +111,17 @@ class TestRenderTable:
         """The table gives the population with pt-BR digits and the allowed range."""
         text = render_table(_plan("1100205"))
         assert "460.413" in text and "mínimo 658, máximo 920" in text
+        assert "--rules" not in text and "--year" not in text  # a rule, and the census
+
+    def test_cli_options_for_what_is_lacking(self) -> None:
+        """Without a rule the table says how ``pontual plan`` takes one (--rules); with an
+        estimate where the law wants the census, --year; the plan itself names neither."""
+        no_rule = _plan("4314902")
+        assert RULES_FLAG_HINT in render_table(no_rule)
+        assert "--rules" not in json.dumps(no_rule)
+        estimate = _plan("1100205", year=2024)
+        assert "Com a população do censo: --year 2022." in render_table(estimate)
+        assert "--year" not in json.dumps(estimate)
 
 
 class TestChartSvg:
@@ -128,5 +142,6 @@ class TestRenderHtml:
         assert "500 habitantes por táxi" in page
 
     def test_no_rule_message_shown(self) -> None:
-        """Without a rule the report says so."""
-        assert "id='no-rule'" in render_html(_plan("4314902"))
+        """Without a rule the report says so, and how ``pontual plan`` takes one."""
+        page = render_html(_plan("4314902"))
+        assert "id='no-rule'" in page and "--rules ARQUIVO.toml" in page

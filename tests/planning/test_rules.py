@@ -91,7 +91,10 @@ class TestReadPlanningRules:
 
 class TestNoRuleMessage:
     def test_names_municipality_and_remedy(self) -> None:
-        """The message names the municipality, says no rule is configured and how to give one."""
+        """The message names the municipality, says no rule is configured and who configures
+        it, in words: no command-line flag (the console's planners read it)."""
         msg = no_rule_message("3550308", "São Paulo", service="taxi")
         assert "nenhuma regra de planejamento configurada" in msg
-        assert "São Paulo (3550308)" in msg and "--rules" in msg
+        assert "São Paulo (3550308)" in msg
+        assert "o administrador do sistema configura a regra da lei municipal" in msg
+        assert "--" not in msg and "[planning]" not in msg

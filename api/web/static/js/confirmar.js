@@ -1,16 +1,26 @@
 /* Consequential forms ask before they are sent: <form data-confirm="Lavrar o auto …?">.
  * "{name}" in the text reads the form's field of that name (a select: the chosen option's
- * text), so the question names what the person typed. Cancelled: nothing is sent. Without
- * JavaScript the form is sent as it is (the server still checks every field). */
+ * text; radio buttons: the chosen one's label), so the question names what the person typed.
+ * Cancelled: nothing is sent. Without JavaScript the form is sent as it is (the server still
+ * checks every field). */
 (function () {
   "use strict";
 
-  function fieldText(form, name) {
-    var field = form.elements[name];
-    if (!field) return "";
+  var NOT_CHOSEN = "(não escolhido)";
+
+  function chosenText(inputs) {
+    var checked = Array.prototype.filter.call(inputs, function (f) { return f.checked; })[0];
+    if (!checked) return NOT_CHOSEN;
+    var label = checked.labels && checked.labels[0];
+    return label ? label.textContent.trim() : checked.value;
+  }
+
+  function fieldText(field) {
+    if (!field.tagName) return chosenText(field);  // radio buttons sharing the name
+    if (field.type === "radio" || field.type === "checkbox") return chosenText([field]);
     if (field.tagName === "SELECT") {
       var option = field.options[field.selectedIndex];
-      return option && option.value ? option.text : "(não escolhido)";
+      return option && option.value ? option.text : NOT_CHOSEN;
     }
     return (field.value || "").trim() || "(não informado)";
   }
@@ -19,8 +29,9 @@
     var form = event.target;
     var text = form && form.getAttribute && form.getAttribute("data-confirm");
     if (!text) return;
-    var question = text.replace(/\{([a-z_]+)\}/g, function (_, name) {
-      return fieldText(form, name);
+    var question = text.replace(/\{([a-z_]+)\}/g, function (whole, name) {
+      var field = form.elements.namedItem(name);
+      return field ? fieldText(field) : whole;  // not a field's name: kept as written
     });
     if (!window.confirm(question)) {
       event.preventDefault();
