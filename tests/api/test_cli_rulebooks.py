@@ -58,6 +58,20 @@ class TestRulebooksCli:
             "Pinto Bandeira (4314548), táxi: 92 dispositivos, 18 cobertos (1 só com um limite"
         )
 
+    def test_the_cli_says_how_a_run_gets_the_limits(self, run_pontual) -> None:
+        """The hint about --thresholds is the CLI's (the rulebooks' notes are read in the
+        console): a limit the law leaves open, and the fretamento limits a taxi run lacks."""
+        done = run_pontual("rulebooks", "--municipality", "4314902", "--markdown")
+        assert done.returncode == 0, done.stderr
+        row = next(r for r in done.stdout.splitlines() if "reason=inspection_overdue" in r)
+        assert "só com um limite em --thresholds ([operating_while_barred] " in row
+        plain = run_pontual("rulebooks", "--municipality", "4314902")
+        lines = plain.stdout.splitlines()
+        limits = lines[lines.index("Limites que a lei fixa para os detectores:") + 1 :]
+        fretamento = next(r for r in limits if "fretamento" in r)
+        assert "max_vehicle_age_years = 15" in fretamento and "(art. 12" in fretamento
+        assert fretamento.endswith("informe-os em --thresholds")
+
     def test_unknown_code(self, run_pontual) -> None:
         """An unknown code fails with one line."""
         done = run_pontual("rulebooks", "--municipality", "123")
