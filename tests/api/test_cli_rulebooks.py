@@ -63,7 +63,9 @@ class TestRulebooksCli:
         console): a limit the law leaves open, and the fretamento limits a taxi run lacks."""
         done = run_pontual("rulebooks", "--municipality", "4314902", "--markdown")
         assert done.returncode == 0, done.stderr
-        row = next(r for r in done.stdout.splitlines() if "reason=inspection_overdue" in r)
+        row = next(
+            r for r in done.stdout.splitlines() if "| taxi |" in r and "inspection_overdue" in r
+        )
         assert "só com um limite em --thresholds ([operating_while_barred] " in row
         plain = run_pontual("rulebooks", "--municipality", "4314902")
         lines = plain.stdout.splitlines()
