@@ -8,8 +8,10 @@ of the texts fixes the hours: the calendar is data (:class:`Flag2Calendar`) that
 municipality sets. The default, :data:`DEFAULT_FLAG2_CALENDAR`, is the pattern common in
 Brazilian cities (e.g. São Paulo): every night 20:00–06:00, Saturdays from 14:00, Sundays,
 national holidays (and the nationwide *pontos facultativos*: Carnaval, Corpus Christi) and the
-whole of December. It errs on the side of allowing Bandeira 2, so it never accuses more than a
-stricter municipal calendar would.
+whole of December. Its hours err on the side of allowing Bandeira 2; its holidays are the
+national ones only: a state or municipal holiday (e.g. 20 September in Rio Grande do Sul) is
+the municipality's to add (``holidays``), else a ride on it may be listed. The rulebooks'
+notes send the agent to the municipal tariff decree before confirming.
 
 Definitions (each is shown in the evidence):
 
