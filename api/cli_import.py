@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -215,24 +215,55 @@ def file_as_of(value: str | None, file: Path) -> dt.date:
     return dt.date.today()
 
 
-def _store_pings(file: Path, pings: pd.DataFrame, rejected: pd.DataFrame) -> None:
+def _store_pings(
+    file: Path,
+    pings: pd.DataFrame,
+    rejected: pd.DataFrame,
+    *,
+    cells: Callable[[pd.DataFrame], pd.DataFrame],
+) -> None:
+    """Store the valid pings and quarantine the rest, in one transaction.
+
+    Pings the database refuses (a microsecond taken, by another ping of the file or by a
+    stored fix with other values: :func:`db.tracking.store.store_fixes`) join the rejected rows,
+    their cells given by ``cells``.
+    """
     import pandas as pd
 
-    from db.tracking.store import copy_fixes, copy_rejected
+    from db.tracking.store import copy_rejected, store_fixes
 
     with _transaction() as conn:
-        stored = copy_fixes(conn, pings, source=file.name)
+        done = store_fixes(conn, pings, source=file.name)
+        if len(done.refused):
+            more = cells(done.refused)
+            rejected = pd.concat([rejected, more], ignore_index=True).sort_values(
+                "row", kind="stable", ignore_index=True
+            )
         kept = copy_rejected(conn, rejected, source=file.name)
     typer.echo(
-        f"Pings válidos: {len(pings)}; gravados: {stored}; já existentes: {len(pings) - stored}; "
-        f"rejeitados: {len(rejected)} ({kept} novos na quarentena)."
+        f"Pings válidos: {len(pings) - len(done.refused)}; gravados: {done.inserted}; "
+        f"já existentes: {done.existing}; rejeitados: {len(rejected)} ({kept} novos na "
+        "quarentena)."
     )
     today = pd.Timestamp.now(tz="UTC").normalize()
-    if stored and pings["timestamp"].min() < today:
+    if done.inserted and pings["timestamp"].min() < today:
         typer.echo(
             "Consultas por lugar (célula H3 × hora) dos dias já fechados ficam rápidas quando "
             "`pontual db partitions` (diário) criar o índice por lugar deles."
         )
+
+
+def _fix_cells(refused: pd.DataFrame) -> pd.DataFrame:
+    """Return refused fixes as rejected rows, their values as text (a file not read again)."""
+    from tracking import frames as fr
+    from tracking.validate import make_rejected
+
+    out = refused.drop(columns=[fr.REASON, fr.SPEED_FLAG], errors="ignore").copy()
+    out[fr.TIMESTAMP] = out[fr.TIMESTAMP].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    values = out.drop(columns=[fr.ROW]).astype(object)
+    text = values.where(values.notna(), "").map(str)
+    text[fr.ROW] = out[fr.ROW].to_numpy()
+    return make_rejected(text, refused[fr.REASON].astype(str).to_numpy())
 
 
 @app.command()
@@ -240,10 +271,10 @@ def pings(
     file: Annotated[Path, typer.Argument(help="CSV ou Parquet de pings (formato do contrato).")],
 ) -> None:
     """Valida e grava pings GPS; reimportar o mesmo arquivo não duplica nada."""
-    from tracking.ingest import read_pings
+    from tracking.ingest import read_pings, reread_rejected
 
     valid, rejected = read_input(file, read_pings, flag=FILE)
-    _store_pings(file, valid, rejected)
+    _store_pings(file, valid, rejected, cells=lambda refused: reread_rejected(file, refused))
 
 
 @app.command()
@@ -254,7 +285,7 @@ def porto(
     from tracking.porto import read_porto_trips
 
     valid, rejected, labels = read_input(file, read_porto_trips, flag=FILE)
-    _store_pings(file, valid, rejected)
+    _store_pings(file, valid, rejected, cells=_fix_cells)
     typer.echo(f"Viagens lidas: {len(labels)}.")
 
 

@@ -69,7 +69,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from sqlalchemy.engine import Connection
 
-from db.tracking.store import H3_RESOLUTION, copy_rejected, ensure_fix_partitions
+from db.tracking.store import H3_RESOLUTION, MAX_RAW_CHARS, copy_rejected, ensure_fix_partitions
 from geo.h3 import latlng_to_cells
 from tracking import frames as fr
 from tracking.validate import (
@@ -91,8 +91,6 @@ DUPLICATE = "duplicate"
 REJECTED = "rejected"
 VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
 CONFLICTING_DUPLICATE = "conflicting_duplicate"
-MAX_RAW_CHARS = 1000
-"""Longest text kept of a quarantined value (``rejected_fixes.raw``): a cell, a name, a body."""
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
 TS_ORIGIN = "_ts_origin"
 """Row key of how the instant was obtained (``naive_utc``, ``received``; absent: as sent)."""

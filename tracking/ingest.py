@@ -297,11 +297,87 @@ class RawPings:
         frame = _malformed_frame(rows, [text for _, text in bad], self.names)
         return make_rejected(frame, ["malformed_row"] * len(rows))
 
+    def rows(self, rows: np.ndarray) -> pd.DataFrame:
+        """Return the raw frame of data rows ``rows`` (as :meth:`data_rows` gives them), read again.
+
+        A CSV whose malformed records are not known yet is read once to learn them, and a
+        second time only if it has some (data rows then differ from record ordinals).
+        """
+        wanted = np.unique(np.asarray(rows, dtype=np.int64))
+        known = self.bad is not None
+        found = self._pick(self._ordinals(wanted) if known else wanted, stop_early=known)
+        if not known and self.malformed_count:
+            found = self._pick(self._ordinals(wanted), stop_early=True)
+        frame = pd.concat(found, ignore_index=True) if found else self.frame(self._empty())
+        frame[fr.ROW] = self.data_rows(frame[fr.ROW].to_numpy(dtype=np.int64))
+        return frame
+
+    def _ordinals(self, rows: np.ndarray) -> np.ndarray:
+        """Map data rows (none malformed) to record ordinals: the inverse of :meth:`data_rows`."""
+        bad = np.array([(n or 0) - 1 for n, _ in self._bad()], dtype=np.int64)
+        return rows - np.searchsorted(bad, rows)
+
+    def _pick(self, ordinals: np.ndarray, *, stop_early: bool) -> list[pd.DataFrame]:
+        found: list[pd.DataFrame] = []
+        left = len(ordinals)
+        for table in self.tables():
+            hit = np.flatnonzero(np.isin(table.column(fr.ROW).to_numpy(), ordinals))
+            if hit.size:
+                found.append(self.frame(table.take(pa.array(hit))))
+                left -= hit.size
+            if stop_early and left <= 0:
+                break
+        return found
+
+    def _empty(self) -> pa.Table:
+        return next(iter(self.tables())).slice(0, 0)
+
     def _bad(self) -> list[tuple[int | None, str]]:
         if self.bad is None:
             msg = "as linhas malformadas só são conhecidas depois de uma leitura completa"
             raise RuntimeError(msg)
         return self.bad
+
+
+def reread_rejected(
+    path: str | Path, refused: pd.DataFrame, *, chunk_rows: int = DEFAULT_CHUNK_ROWS
+) -> pd.DataFrame:
+    """Return rows of a pings file refused after reading as rejected rows, their cells read again.
+
+    For rows valid when read and refused later (by the database's key:
+    :func:`db.tracking.store.store_fixes`), so they are quarantined with their original cells as
+    :func:`read_pings`' rejected rows are.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file :func:`read_pings` read (unchanged since).
+    refused : pandas.DataFrame
+        ``row`` (data rows, as :func:`read_pings` numbers them; one reason each) and ``reason``.
+    chunk_rows : int, default 1,000,000
+        Rows read at a time.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``row``, ``reason`` and the original cells as text, by ``row``.
+
+    Raises
+    ------
+    MalformedFileError
+        If a row is no longer in the file.
+    """
+    reasons = pd.Series(
+        refused[fr.REASON].astype(str).to_numpy(),
+        index=refused[fr.ROW].to_numpy(dtype=np.int64),
+    )
+    source = RawPings.open(path, chunk_rows=chunk_rows)
+    cells = source.rows(reasons.index.to_numpy())
+    if len(cells) != reasons.index.nunique():
+        msg = f"{Path(path).name}: o arquivo mudou durante a importação (linhas não encontradas)"
+        raise MalformedFileError(msg)
+    cells = cells.sort_values(fr.ROW, kind="stable", ignore_index=True)
+    return make_rejected(cells, reasons.reindex(cells[fr.ROW].to_numpy()).to_numpy())
 
 
 def read_raw_pings(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:

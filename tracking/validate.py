@@ -271,6 +271,25 @@ ChunkSource = Callable[[], Iterable[pd.DataFrame]]
 KEPT_BYTES_PER_ROW = 78
 """Memory held per kept fix between chunks by :func:`validate_ping_chunks` (arrays + key index)."""
 
+STORED_INSTANT_NS = 1_000
+"""Precision of a stored instant, in nanoseconds: the database keeps microseconds, and its key is
+(vehicle, microsecond). :func:`merge_microseconds` applies it to fixes bound for the database."""
+
+FIX_VALUES: tuple[str, ...] = (
+    fr.LAT,
+    fr.LON,
+    fr.SPEED_KMH,
+    fr.HEADING_DEG,
+    fr.ACCURACY_M,
+    fr.METER,
+    fr.TARIFF,
+    fr.DRIVER_ID,
+)
+"""What makes two fixes of one vehicle and stored instant the same fix: equal values (missing
+equals missing), ``duplicate``; any difference, ``conflicting_duplicate``. The HTTP ingest and
+the file import (:func:`merge_microseconds`, :func:`db.tracking.store.store_fixes`) compare
+these."""
+
 
 def validate_pings(
     raw: pd.DataFrame,
@@ -580,6 +599,120 @@ def _step_flags(
     if len(maybe):
         dist_m = haversine_m(lat[maybe], lon[maybe], lat[maybe + 1], lon[maybe + 1])
         flags[maybe[dist_m > reach_m[maybe]]] = True
+    return flags
+
+
+def fix_values(pings: pd.DataFrame, at: Sequence[int]) -> list[tuple[Any, ...]]:
+    """Return the :data:`FIX_VALUES` of the fixes at positions ``at`` (missing as None).
+
+    Floats as ``float``, ``tariff`` as ``int``, texts as ``str``: comparable with ``==`` to the
+    values of another fix, or of a stored one.
+    """
+    columns: list[list[Any]] = []
+    for name in FIX_VALUES:
+        if name not in pings.columns:
+            columns.append([None] * len(at))
+            continue
+        kind = float if name in _FLOAT_VALUES else int if name == fr.TARIFF else str
+        cells = pings[name].iloc[list(at)].to_numpy(dtype=object)
+        columns.append([None if pd.isna(v) else kind(v) for v in cells])
+    return list(zip(*columns, strict=True)) if columns else []
+
+
+def merge_microseconds(
+    pings: pd.DataFrame, *, max_speed_kmh: float = MAX_SPEED_KMH
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Keep one fix per (vehicle, microsecond), the key of the database.
+
+    Fixes of one vehicle less than a microsecond apart (different nanoseconds, one stored
+    instant: :data:`STORED_INSTANT_NS`) are judged against the one of the earliest ``row``: the
+    same :data:`FIX_VALUES`, ``duplicate``; other values, ``conflicting_duplicate``. The
+    ``speed_flag`` of a kept fix of such a group and of its vehicle's next fix are computed
+    again from the fixes kept. :func:`validate_pings` compares instants to the nanosecond
+    (``pontual analyze`` has no database); the live ingest applies the same rule to its batches.
+
+    Parameters
+    ----------
+    pings : pandas.DataFrame
+        Pings per :mod:`tracking.frames`, one fix per (vehicle, instant), as
+        :func:`validate_pings` returns them; any order.
+    max_speed_kmh : float, default 250.0
+        Limit of the speed flags computed again.
+
+    Returns
+    -------
+    kept : pandas.DataFrame
+        The fixes kept, in their order, with a RangeIndex (``pings`` itself when none is dropped).
+    refused : pandas.DataFrame
+        The other fixes, with their columns and ``reason``, by ``row``.
+    """
+    ts = np.asarray(pd.DatetimeIndex(pings[fr.TIMESTAMP]).as_unit("ns").asi8, dtype=np.int64)
+    sub = ts % STORED_INSTANT_NS != 0
+    if not sub.any():  # whole microseconds: distinct instants stay distinct
+        return pings, _no_refused(pings)
+    us = ts // STORED_INSTANT_NS
+    near = np.flatnonzero(np.isin(us, us[sub]))  # only these can share a microsecond
+    keys = pd.DataFrame(
+        {"v": pings[fr.VEHICLE_ID].to_numpy(dtype=object)[near], "us": us[near], "at": near}
+    )
+    keys = keys.loc[keys.duplicated(["v", "us"], keep=False)]
+    rows = (
+        pings[fr.ROW].to_numpy(dtype=np.int64)
+        if fr.ROW in pings.columns
+        else np.arange(1, len(pings) + 1, dtype=np.int64)
+    )
+    refused: list[int] = []
+    reasons: list[str] = []
+    heads: list[int] = []
+    for _, group in keys.groupby(["v", "us"], sort=False)["at"]:
+        at = group.to_numpy(dtype=np.int64)
+        at = at[np.lexsort((at, rows[at]))]  # the earliest row first
+        values = fix_values(pings, at.tolist())
+        heads.append(int(at[0]))
+        for i, other in zip(at[1:].tolist(), values[1:], strict=True):
+            refused.append(i)
+            reasons.append("duplicate" if other == values[0] else "conflicting_duplicate")
+    if not refused:
+        return pings, _no_refused(pings)
+    keep = np.ones(len(pings), dtype=bool)
+    keep[refused] = False
+    out = pings.iloc[refused].assign(**{fr.REASON: pd.Series(reasons, dtype="str").to_numpy()})
+    out = out.iloc[np.argsort(rows[refused], kind="stable")].reset_index(drop=True)
+    kept = pings.iloc[np.flatnonzero(keep)].reset_index(drop=True)
+    if fr.SPEED_FLAG in kept.columns:
+        kept[fr.SPEED_FLAG] = _flags_after_merge(
+            kept, ts[keep], np.cumsum(keep)[heads] - 1, max_speed_kmh=max_speed_kmh
+        )
+    return kept, out
+
+
+def _no_refused(pings: pd.DataFrame) -> pd.DataFrame:
+    return pings.iloc[:0].assign(**{fr.REASON: pd.Series([], dtype="str")})
+
+
+def _flags_after_merge(
+    kept: pd.DataFrame,
+    ts_ns: NDArray[np.int64],
+    heads: NDArray[np.int64],
+    *,
+    max_speed_kmh: float,
+) -> NDArray[np.bool_]:
+    """Return the speed flags of ``kept``, those of ``heads`` and the next fixes made anew."""
+    flags = kept[fr.SPEED_FLAG].to_numpy(dtype=bool, na_value=False).copy()
+    vehicles = kept[fr.VEHICLE_ID].to_numpy(dtype=object)
+    mine = np.flatnonzero(np.isin(vehicles, vehicles[heads]))
+    codes = pd.factorize(vehicles[mine])[0]
+    order = mine[np.lexsort((ts_ns[mine], codes))]
+    fresh = speed_flags(
+        pd.factorize(vehicles[order])[0],
+        ts_ns[order],
+        kept[fr.LAT].to_numpy(dtype=np.float64)[order],
+        kept[fr.LON].to_numpy(dtype=np.float64)[order],
+        max_speed_kmh=max_speed_kmh,
+    )
+    at = np.flatnonzero(np.isin(order, heads))
+    redo = np.unique(np.concatenate([at, at[at + 1 < len(order)] + 1]))
+    flags[order[redo]] = fresh[redo]
     return flags
 
 
@@ -1019,6 +1152,7 @@ _N_BUCKETS = 256
 _BUCKET_SHIFT = np.uint64(56)
 _METER_CODES = pa.array(list(METER_INDEX), type=pa.string())
 _FLOAT_PARTS = ("lat", "lon", "speed", "heading", "accuracy")
+_FLOAT_VALUES = (fr.LAT, fr.LON, fr.SPEED_KMH, fr.HEADING_DEG, fr.ACCURACY_M)
 _OPTIONAL_FLOATS = {"speed": fr.SPEED_KMH, "heading": fr.HEADING_DEG, "accuracy": fr.ACCURACY_M}
 _PARTS = ("vcode", "ts", *_FLOAT_PARTS, "meter", "tariff", "driver", "row")
 _KEY_V = "__vehicle_code"

@@ -53,11 +53,11 @@ from starlette.concurrency import run_in_threadpool
 
 from api import accounts
 from api._errors import NotAuthenticatedError
-from api.ingest import ACCEPTED, MAX_RAW_CHARS, REJECTED, TS_ORIGIN, RowResult, raw_text
+from api.ingest import ACCEPTED, REJECTED, TS_ORIGIN, RowResult, raw_text
 from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
-from db.tracking.store import copy_rejected
+from db.tracking.store import MAX_RAW_CHARS, copy_rejected
 
 router = APIRouter(prefix="/osmand", tags=["ingestão"])
 

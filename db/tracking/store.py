@@ -5,6 +5,12 @@ grouped by the byte lengths of their variable-width fields (``vehicle_id``, ``dr
 group is one fixed-size numpy structured array written as raw bytes. The payload goes into a
 temporary staging table, then ``INSERT … ON CONFLICT (vehicle_id, ts) DO NOTHING`` moves it into
 ``fixes``: importing the same pings twice adds nothing the second time.
+
+Nothing is dropped unsaid: :func:`store_fixes` keeps one fix per (vehicle, microsecond), the
+table's key, by :func:`tracking.validate.merge_microseconds`, and compares a fix whose key is
+already stored with the stored one (:data:`tracking.validate.FIX_VALUES`): the same, it was
+there; other values, ``conflicting_duplicate``, for the caller to quarantine with
+:func:`copy_rejected` (each text cut to :data:`MAX_RAW_CHARS`), as the live ingest does.
 """
 
 from __future__ import annotations
@@ -38,9 +44,15 @@ from tracking._errors import (
     PartitionStateError,
     PingFrameError,
 )
+from tracking.validate import FIX_VALUES, merge_microseconds
 
 H3_RESOLUTION = 9
 """Resolution of the cell stored with each fix (column ``h3_r9``)."""
+
+MAX_RAW_CHARS = 1000
+"""Longest text kept of a quarantined value (``rejected_fixes.raw``): a cell, a name, a body."""
+
+CONFLICTING_DUPLICATE = "conflicting_duplicate"
 
 _US_PER_DAY = 86_400_000_000
 _SRID = 4326
@@ -66,6 +78,8 @@ _FIX_COLUMNS = (
     "source",  # last: a new day's COPY leaves it to the column's default
 )
 _COLUMN_LIST = ", ".join(_FIX_COLUMNS)
+_CHECK = "_fixes_check"
+_CHECK_COLUMNS = ("vehicle_id", "ts", *FIX_VALUES)  # what a stored fix is compared on
 
 
 _PARTITION_NAME = re.compile(rf"^{FIXES_TABLE}_p(\d{{8}})$")
@@ -456,6 +470,29 @@ class _Encoded:
             yield from pcp.copy_rows(columns, chunk_rows=chunk_rows)
         yield pcp.COPY_TRAILER
 
+    def values_payload(
+        self, positions: NDArray[np.int64], *, chunk_rows: int = _CHUNK_ROWS
+    ) -> Iterator[pcp.Block]:
+        """Yield the binary COPY stream of ``_CHECK_COLUMNS`` of the rows at ``positions``."""
+        yield pcp.COPY_HEADER
+        for lo in range(0, len(positions), chunk_rows):
+            pos = positions[lo : lo + chunk_rows]
+            idx = self.rows[pos]
+            columns: list[pcp.Column] = [
+                self.vehicle_id.take(idx),
+                pcp.timestamptz_column(self.ts_us[pos]),
+                pcp.float8_column(self.lat[idx]),
+                pcp.float8_column(self.lon[idx]),
+                pcp.float8_column(self.speed_kmh[idx]),
+                pcp.float8_column(self.heading_deg[idx]),
+                pcp.float8_column(self.accuracy_m[idx]),
+                self.meter.take(idx),
+                self.tariff.take(idx),
+                self.driver_id.take(idx),
+            ]
+            yield from pcp.copy_rows(columns, chunk_rows=chunk_rows)
+        yield pcp.COPY_TRAILER
+
 
 def _composite_keys(
     ts_us: NDArray[np.int64], codes: NDArray[np.int64], *, first_day: int, n_codes: int
@@ -703,13 +740,17 @@ def _copy_existing(
     payload: Iterable[pcp.Block],
     *,
     direct: bool,
-) -> int:
-    """Store rows bound for partitions that existed: direct COPY, or staged if it may clash."""
+) -> tuple[int, NDArray[np.int64]]:
+    """Store rows bound for partitions that existed: direct COPY, or staged if it may clash.
+
+    Returns the rows inserted and the positions whose key was stored with other values
+    (found only when staged: a direct COPY's rows had no stored key).
+    """
     if direct:
         try:
             with conn.begin_nested():
                 _write_copy(conn, FIXES_TABLE, payload)
-            return len(positions)
+            return len(positions), np.zeros(0, dtype=np.int64)
         except psycopg.errors.UniqueViolation:
             payload = enc.payload(positions)  # a concurrent import stored some: stage them
     conn.execute(text(f"DROP TABLE IF EXISTS pg_temp.{_STAGE}"))
@@ -723,8 +764,122 @@ def _copy_existing(
             "ON CONFLICT (vehicle_id, ts) DO NOTHING"
         )
     ).rowcount
+    # Now every staged key is stored: a stored fix with other values is another's.
+    clash = _differing(conn, enc, positions, table=_STAGE)
     conn.execute(text(f"DROP TABLE pg_temp.{_STAGE}"))
-    return int(inserted)
+    return int(inserted), clash
+
+
+def _check_stored(
+    conn: Connection, enc: _Encoded, positions: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Return the positions among ``positions`` (keys already stored) whose values differ."""
+    cols = ", ".join(_CHECK_COLUMNS)
+    conn.execute(text(f"DROP TABLE IF EXISTS pg_temp.{_CHECK}"))
+    conn.execute(
+        text(
+            f"CREATE TEMP TABLE {_CHECK} ON COMMIT DROP AS "
+            f"SELECT {cols} FROM {FIXES_TABLE} WITH NO DATA"
+        )
+    )
+    _write_copy(conn, _CHECK, enc.values_payload(positions), columns=_CHECK_COLUMNS)
+    clash = _differing(conn, enc, positions, table=_CHECK)
+    conn.execute(text(f"DROP TABLE pg_temp.{_CHECK}"))
+    return clash
+
+
+def _differing(
+    conn: Connection, enc: _Encoded, positions: NDArray[np.int64], *, table: str
+) -> NDArray[np.int64]:
+    """Return the positions whose row in ``table`` differs from the stored fix of its key.
+
+    Compared on :data:`tracking.validate.FIX_VALUES` (NULL equals NULL), in the database.
+    """
+    if len(positions) == 0:
+        return np.zeros(0, dtype=np.int64)
+    ts_us = enc.ts_us[positions]
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    mine = ", ".join(f"c.{c}" for c in FIX_VALUES)
+    stored = ", ".join(f"f.{c}" for c in FIX_VALUES)
+    found = conn.execute(
+        text(
+            f"SELECT c.vehicle_id, (extract(epoch FROM c.ts) * 1000000)::int8 FROM {table} c "
+            f"JOIN {FIXES_TABLE} f ON f.vehicle_id = c.vehicle_id AND f.ts = c.ts "
+            f"WHERE f.ts BETWEEN :lo AND :hi AND ({mine}) IS DISTINCT FROM ({stored})"
+        ),
+        {
+            "lo": epoch + dt.timedelta(microseconds=int(ts_us.min())),
+            "hi": epoch + dt.timedelta(microseconds=int(ts_us.max())),
+        },
+    ).all()
+    if not found:
+        return np.zeros(0, dtype=np.int64)
+    code_of = {v: i for i, v in enumerate(enc.vehicle_ids)}
+    keys = pd.MultiIndex.from_arrays([enc.vehicle_codes[positions], ts_us])
+    wanted = pd.MultiIndex.from_arrays(
+        [
+            np.array([code_of[str(v)] for v, _ in found], dtype=np.int64),
+            np.array([int(us) for _, us in found], dtype=np.int64),
+        ]
+    )
+    at = keys.get_indexer(wanted)
+    return np.sort(positions[at[at >= 0]])
+
+
+@dataclass(frozen=True)
+class StoredFixes:
+    """What :func:`store_fixes` did with each fix of a pings frame."""
+
+    inserted: int
+    """Fixes written now."""
+    existing: int
+    """Fixes whose (vehicle, microsecond) was stored before with the same values."""
+    refused: pd.DataFrame
+    """The other fixes, with their columns and ``reason`` (``duplicate``: of another fix of the
+    frame in the same microsecond; ``conflicting_duplicate``: its microsecond taken, by another
+    fix of the frame or a stored one, with other values), by ``row``: to be quarantined."""
+
+
+def store_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> StoredFixes:
+    """Store validated pings in ``fixes``; say what became of each one.
+
+    One fix per (vehicle, microsecond), the table's key
+    (:func:`tracking.validate.merge_microseconds`); a fix whose key is stored already is compared
+    with the stored one (:data:`tracking.validate.FIX_VALUES`): the same, it is ``existing``;
+    other values, refused as ``conflicting_duplicate`` (the stored fix stays). Stored by
+    :func:`copy_fixes`'s binary COPY; the comparison costs nothing when no key is taken.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.engine.Connection
+        Connection (psycopg 3 driver) inside the caller's transaction; nothing is committed here.
+    pings : pandas.DataFrame
+        Pings per :mod:`tracking.frames`, one per (vehicle, instant) as validation gives them;
+        see :func:`copy_fixes`.
+    source : str
+        Where the pings came from (file name, device feed), stored with each fix.
+
+    Returns
+    -------
+    StoredFixes
+        ``inserted + existing + len(refused) == len(pings)``.
+
+    Raises
+    ------
+    MissingColumnsError, PingFrameError
+        As :func:`copy_fixes`.
+    """
+    kept, refused = merge_microseconds(pings)
+    enc = _encode(kept, source=source)
+    inserted, clash = _store_encoded(conn, enc, source=source)
+    if len(clash):
+        taken = kept.iloc[enc.rows[clash]].assign(**{frames.REASON: CONFLICTING_DUPLICATE})
+        refused = pd.concat([refused, taken], ignore_index=True)
+        if frames.ROW in refused.columns:
+            refused = refused.sort_values(frames.ROW, kind="stable", ignore_index=True)
+    return StoredFixes(
+        inserted=inserted, existing=len(kept) - inserted - len(clash), refused=refused
+    )
 
 
 def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
@@ -740,6 +895,9 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
     ``INSERT … ON CONFLICT (vehicle_id, ts) DO NOTHING``. Encoding runs in a background thread,
     overlapping the server's work; rows reach the server sorted by (vehicle_id, ts).
 
+    This is :func:`store_fixes` for callers that need only the count: it tells which fixes were
+    refused (same microsecond, stored with other values), to quarantine them.
+
     Parameters
     ----------
     conn : sqlalchemy.engine.Connection
@@ -747,7 +905,8 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
     pings : pandas.DataFrame
         Pings per :mod:`tracking.frames`: ``vehicle_id``, tz-aware ``timestamp``, ``lat``, ``lon``
         required; optional columns absent or NaN/None are stored as NULL. Row order is free; of
-        rows sharing ``(vehicle_id, timestamp)`` the first is stored.
+        rows sharing ``(vehicle_id, timestamp)`` the first is stored, of rows sharing a
+        microsecond the one of the earliest ``row``.
     source : str
         Where the pings came from (file name, device feed), stored with each fix.
 
@@ -764,9 +923,15 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
         If a timestamp is naive or null, a vehicle id is null, a coordinate is outside WGS84
         bounds, or ``meter``/``tariff`` hold unknown values.
     """
-    enc = _encode(pings, source=source)
+    return store_fixes(conn, pings, source=source).inserted
+
+
+def _store_encoded(
+    conn: Connection, enc: _Encoded, *, source: str
+) -> tuple[int, NDArray[np.int64]]:
+    """Store encoded fixes; return the rows inserted and the positions refused as conflicting."""
     if len(enc.rows) == 0:
-        return 0
+        return 0, np.zeros(0, dtype=np.int64)
     # Stored rows are sorted by UTC day first: each day is one run of positions.
     day_numbers, starts = np.unique(np.floor_divide(enc.ts_us, _US_PER_DAY), return_index=True)
     ends = np.append(starts[1:], len(enc.rows))
@@ -778,6 +943,7 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
         or [np.zeros(0, dtype=np.int64)]
     ).astype(np.int64)
     direct = True  # rows of existing partitions: COPY straight into fixes
+    clashes = [np.zeros(0, dtype=np.int64)]
     if len(rest):
         vehicle_ids = [enc.vehicle_ids[c] for c in np.unique(enc.vehicle_codes[rest])]
         if _any_stored(conn, vehicle_ids, enc.ts_us[rest]):
@@ -785,6 +951,7 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
             if stored is None:
                 direct = False  # let ON CONFLICT sort them out
             else:
+                clashes.append(_check_stored(conn, enc, rest[stored]))
                 rest = rest[~stored]
     payloads = [enc.payload(np.arange(s, e, dtype=np.int64), source=False) for _, s, e in new_runs]
     if len(rest):
@@ -795,17 +962,19 @@ def copy_fixes(conn: Connection, pings: pd.DataFrame, *, source: str) -> int:
             _load_new_partition(conn, day, prefetch.next_payload(), source=source)
             inserted += int(e - s)
         if len(rest):
-            inserted += _copy_existing(conn, enc, rest, prefetch.next_payload(), direct=direct)
+            n, clash = _copy_existing(conn, enc, rest, prefetch.next_payload(), direct=direct)
+            inserted += n
+            clashes.append(clash)
     for day, _, _ in new_runs:  # last, so the lock on DEFAULT is held as briefly as possible
         _attach_partition(conn, day)
-    return inserted
+    return inserted, np.concatenate(clashes)
 
 
 def _json_safe(value: Any) -> Any:
     if value is None or value is pd.NA or value is pd.NaT:
         return None
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
+    if isinstance(value, str):  # PostgreSQL text cannot hold NUL
+        return value[:MAX_RAW_CHARS].replace("\x00", "\ufffd")
     if isinstance(value, float) and not np.isfinite(value):
         return None
     if isinstance(value, pd.Timestamp | dt.datetime | dt.date):
@@ -818,8 +987,10 @@ def _json_safe(value: Any) -> Any:
 def copy_rejected(conn: Connection, rejected: pd.DataFrame, *, source: str) -> int:
     """Store rejected input rows with their reason and original values (as JSON).
 
-    A row already stored from the same source (same row number, reason and values) is not
-    stored again, so re-importing a file does not grow the quarantine.
+    Each text (a value, a column's name) is cut to :data:`MAX_RAW_CHARS` characters: a
+    megabyte cell does not go whole into the quarantine. A row already stored from the same
+    source (same row number, reason and values) is not stored again, so re-importing a file
+    does not grow the quarantine.
 
     Parameters
     ----------
