@@ -82,6 +82,7 @@ from tracking.validate import (
     Window,
     row_codes,
     speed_flags,
+    stored_instant_groups,
     unix_seconds_ns,
     validate_pings,
 )
@@ -494,27 +495,21 @@ def _values(batch: CheckedBatch, i: int) -> tuple[Any, ...]:
 def _merge_microseconds(batch: CheckedBatch) -> CheckedBatch:
     """Keep one fix per (vehicle, microsecond), the database's key (module docstring).
 
-    Fixes of one microsecond (different nanoseconds) are judged against the earliest row: the
-    same values, ``duplicate``; other values, ``conflicting_duplicate`` (quarantined).
+    Fixes of one microsecond (different nanoseconds; the groups of
+    :func:`tracking.validate.stored_instant_groups`, as the file import's) are judged against
+    the earliest row: the same values, ``duplicate``; other values, ``conflicting_duplicate``
+    (quarantined).
     """
-    us = batch.ts_ns // 1000
-    heads: dict[int, list[int]] = {}  # first fix of a microsecond met twice -> its fixes
-    head = -1
-    for i in (np.flatnonzero(us[1:] == us[:-1]) + 1).tolist():
-        if batch.vehicle_id[i] != batch.vehicle_id[i - 1]:
-            continue
-        head = head if head in heads and heads[head][-1] == i - 1 else i - 1
-        heads.setdefault(head, [head]).append(i)
-    if not heads:
+    rows = np.asarray(batch.rows, dtype=np.int64)
+    groups = stored_instant_groups(batch.vehicle_id, batch.ts_ns, rows)
+    if not groups:
         return batch
-    keep = np.ones(len(us), dtype=bool)
+    keep = np.ones(len(batch.ts_ns), dtype=bool)
     answers = dict(batch.answers)
     bad = list(batch.bad)
-    for group in heads.values():
-        first = min(group, key=lambda k: int(batch.rows[k]))
-        for i in group:
-            if i == first:
-                continue
+    for group in groups:
+        first = int(group[0])
+        for i in group[1:].tolist():
             keep[i] = False
             row = int(batch.rows[i])
             if _values(batch, i) == _values(batch, first):

@@ -619,6 +619,30 @@ def fix_values(pings: pd.DataFrame, at: Sequence[int]) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True)) if columns else []
 
 
+def stored_instant_groups(
+    vehicles: Sequence[Any] | NDArray[Any], ts_ns: NDArray[np.int64], rows: NDArray[np.int64]
+) -> list[NDArray[np.int64]]:
+    """Return the groups of fixes of one vehicle that share a stored instant (a microsecond).
+
+    Each group holds positions, the earliest ``rows`` first (the fix the others are judged
+    against); a fix alone in its microsecond is in no group. Instants are distinct to the
+    nanosecond already (exact repeats were judged before), so only a sub-microsecond instant
+    can share a microsecond with another: without one, no group, at the cost of one pass.
+    """
+    sub = ts_ns % STORED_INSTANT_NS != 0
+    if not sub.any():
+        return []
+    us = ts_ns // STORED_INSTANT_NS
+    near = np.flatnonzero(np.isin(us, us[sub]))  # only these can share a microsecond
+    keys = pd.DataFrame({"v": np.asarray(vehicles, dtype=object)[near], "us": us[near], "at": near})
+    keys = keys.loc[keys.duplicated(["v", "us"], keep=False)]
+    groups = []
+    for _, group in keys.groupby(["v", "us"], sort=False)["at"]:
+        at = group.to_numpy(dtype=np.int64)
+        groups.append(at[np.lexsort((at, rows[at]))])
+    return groups
+
+
 def merge_microseconds(
     pings: pd.DataFrame, *, max_speed_kmh: float = MAX_SPEED_KMH
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -647,26 +671,16 @@ def merge_microseconds(
         The other fixes, with their columns and ``reason``, by ``row``.
     """
     ts = np.asarray(pd.DatetimeIndex(pings[fr.TIMESTAMP]).as_unit("ns").asi8, dtype=np.int64)
-    sub = ts % STORED_INSTANT_NS != 0
-    if not sub.any():  # whole microseconds: distinct instants stay distinct
-        return pings, _no_refused(pings)
-    us = ts // STORED_INSTANT_NS
-    near = np.flatnonzero(np.isin(us, us[sub]))  # only these can share a microsecond
-    keys = pd.DataFrame(
-        {"v": pings[fr.VEHICLE_ID].to_numpy(dtype=object)[near], "us": us[near], "at": near}
-    )
-    keys = keys.loc[keys.duplicated(["v", "us"], keep=False)]
     rows = (
         pings[fr.ROW].to_numpy(dtype=np.int64)
         if fr.ROW in pings.columns
         else np.arange(1, len(pings) + 1, dtype=np.int64)
     )
+    groups = stored_instant_groups(pings[fr.VEHICLE_ID].to_numpy(dtype=object), ts, rows)
     refused: list[int] = []
     reasons: list[str] = []
     heads: list[int] = []
-    for _, group in keys.groupby(["v", "us"], sort=False)["at"]:
-        at = group.to_numpy(dtype=np.int64)
-        at = at[np.lexsort((at, rows[at]))]  # the earliest row first
+    for at in groups:
         values = fix_values(pings, at.tolist())
         heads.append(int(at[0]))
         for i, other in zip(at[1:].tolist(), values[1:], strict=True):
