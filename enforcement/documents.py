@@ -557,11 +557,13 @@ LABELS = {
     "max_gap_s": "intervalo máximo",
     "boarding_grace_m": "distância máxima ao ponto",
     "boarding_grace_s": "tempo máximo após a saída",
+    "boarding_max_m": "distância máxima do embarque ao ponto para autuar",
     "max_speed_kmh": "velocidade máxima",
     "min_wait_s": "espera mínima",
     "max_idle_days": "dias ociosos máximos",
     "min_days": "dias mínimos",
     "min_vehicles": "veículos mínimos",
+    "min_boarding_share": "fração mínima de esperas com embarque",
     "boundary_tolerance_m": "tolerância do limite",
     "loop_radius_m": "raio de volta",
     # stands and queues

@@ -942,6 +942,9 @@ def _detect_visit_kinds(
             unreleased=unreleased_arrivals(visits_state),
             stands=stands,
             fleet=fleet,
+            suspensions=suspensions_frame(
+                conn=session, stand_ids=sorted(stands["stand_id"].astype(str))
+            ),
             params=params["habitual_absence"],
             timezone=timezone,
         )
@@ -1033,6 +1036,7 @@ def _detect_absence(
     unreleased: Mapping[str, int],
     stands: gpd.GeoDataFrame,
     fleet: pd.DataFrame,
+    suspensions: pd.DataFrame | None = None,
     params: Mapping[str, Any],
     timezone: str,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -1070,6 +1074,7 @@ def _detect_absence(
         unreleased=unreleased,
         stands=stands,
         fleet=fleet,
+        suspensions=suspensions,
         timezone=timezone,
         **params,
     )
@@ -1144,16 +1149,9 @@ def _detect_inactivity(
     state = stored if isinstance(stored, dict) and "first" in stored else None  # old shape: anew
     last = pd.Timestamp(pings[fr.TIMESTAMP].max())
     records = fleet_records(session, ids, day=last.tz_convert(timezone).date())
-    fleet = pd.DataFrame(
-        [
-            {
-                "vehicle_id": v,
-                "status": r["status"],
-                "status_since": r["status_since"],
-                "status_until": r["status_until"],
-            }
-            for v, r in records.items()
-        ]
+    fleet = pd.DataFrame(  # status and documents: days barred by them are excused
+        [{"vehicle_id": v, **r} for v, r in records.items()],
+        columns=["vehicle_id", *_FLEET_RECORD_COLUMNS],
     )
     after, res = _DAY_KERNELS["inactivity"].advance(
         state, pings, fleet=fleet, timezone=timezone, **params
@@ -1198,13 +1196,17 @@ def _detect_stand_formation(
     for vehicle, first_ns, last_ns in closed:
         if (last_ns - first_ns) / _NS < min_wait_s:
             continue  # no waiting stop in it
-        run = _stored_fixes(session, vehicle, first_ns, last_ns)
+        # the run, and the fix that closed it (a boarding that ends a wait may be that fix)
+        after_ns = last_ns + round(illegal_stand_formation.BOARDING_WITHIN_S * _NS)
+        fixes = _stored_fixes(session, vehicle, first_ns, after_ns)
+        n_run = int((fixes[fr.TIMESTAMP] <= pd.Timestamp(last_ns, unit="ns", tz="UTC")).sum())
+        run = fixes.iloc[:n_run]
         stops = detect_stops(
             run, max_diameter_m=a.stop_max_diameter_m, min_duration_s=a.stop_min_duration_s
         )
         waiting += illegal_stand_formation.waiting_stops(
             stops,
-            run,
+            fixes.iloc[: n_run + 1],
             min_wait_s=min_wait_s,
             min_free_share=float(params.get("min_free_share", DEFAULT_MIN_FREE_SHARE)),
         )

@@ -79,7 +79,7 @@ from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.illegal_stand_formation import waiting_stops
-from tracking.detectors.inactivity import activity_span
+from tracking.detectors.inactivity import activity_span, unmetered_last_fixes
 from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
@@ -357,6 +357,9 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "waiting": waiting,
         "n_matched": count_distinct(ping_idx, len(part)),
         "vehicles": pd.unique(part[fr.VEHICLE_ID].astype("str")).tolist(),
+        "sightings": unmetered_last_fixes(  # inactivity: whole vehicles, the last fix is theirs
+            part, as_of=context["as_of"], timezone=params.timezone
+        ),
     }
 
 
@@ -373,6 +376,7 @@ def _detect(
     waiting_stops: list[dict[str, Any]] | None = None,
     licences: pd.DataFrame | None = None,
     activity_span: tuple[int, int] | None = None,
+    sightings: pd.DataFrame | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """Run the run's kinds that are ``among`` these, with the run's other inputs.
 
@@ -400,6 +404,7 @@ def _detect(
             stand_suspensions=context.get("stand_suspensions"),
             allowed_places=context.get("allowed_places"),
             off_fleet=context.get("off_fleet", frozenset()),
+            sightings=sightings,
         ),
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),
@@ -683,12 +688,14 @@ def vehicle_kinds(
     as_of: dt.date | None,
     licences: pd.DataFrame | None = None,
     activity_span: tuple[int, int] | None = None,
+    sightings: pd.DataFrame | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """:data:`VEHICLE_GROUP_KINDS` of some vehicles (every day of each).
 
     ``fleet`` and ``licences`` are those vehicles' (None: the run's licences); a group of the
     fleet gives the whole run's ``activity_span``
-    (:func:`tracking.detectors.inactivity.activity_span`), None computes it from ``trips``.
+    (:func:`tracking.detectors.inactivity.activity_span`), None computes it from ``trips``;
+    ``sightings`` are the vehicles' last fixes without meter data (``inactivity``).
     """
     return _detect(
         context,
@@ -701,6 +708,7 @@ def vehicle_kinds(
         as_of=as_of,
         licences=licences,
         activity_span=activity_span,
+        sightings=sightings,
     )
 
 
@@ -901,7 +909,13 @@ def gather(
     fork = jobs if any(k in context["kinds"] for k in FORKED_CROSS_KINDS) else 1
     by_vehicle = [
         functools.partial(
-            vehicle_kinds, all_visits, bare_trips, context, fleet=context["fleet"], as_of=as_of
+            vehicle_kinds,
+            all_visits,
+            bare_trips,
+            context,
+            fleet=context["fleet"],
+            as_of=as_of,
+            sightings=_concat([r["sightings"] for r in results]),
         ),
         functools.partial(place_kinds, waiting, context, as_of=as_of),
     ]
@@ -1373,6 +1387,7 @@ def vehicle_group(
         as_of=as_of,
         licences=licences,
         activity_span=activity_span,
+        sightings=result["sightings"],
     )
 
 

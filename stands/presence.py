@@ -26,6 +26,11 @@ visits
     ``last_row``.
 
 Days are calendar days in ``timezone``; operation is observed only inside the window.
+With ``suspensions`` (the registry's ``stand_suspensions``, POA art. 45 § único: a prefixo
+ordered away from a stand), a day on which the prefixo's suspension at the stand is in force is
+not a day it could attend: its row is left out (neither operating nor present), and
+:func:`suspended_days` lists those days as evidence. A driver's suspension (``driver_id``) does
+not keep the prefixo away and leaves the days in.
 :func:`presence_summary` reduces the table per (vehicle, stand): ``days_licensed``,
 ``days_operating``, ``days_present`` and ``share = days_present / days_operating`` (NaN when the
 vehicle never operated).
@@ -86,6 +91,7 @@ def presence(
     end: dt.date,
     timezone: str = DEFAULT_TIMEZONE,
     min_presence_s: float = DEFAULT_MIN_PRESENCE_S,
+    suspensions: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Presence table: per (vehicle, licensed stand, local day), operated and present.
 
@@ -107,6 +113,9 @@ def presence(
         Zone of the local days.
     min_presence_s : float, default 60
         Shortest visit (dwell) that counts as presence, unless it boarded.
+    suspensions : pandas.DataFrame, optional
+        Stand suspensions (``stand_id``, ``vehicle_id``, ``starts_on``, ``ends_on``; see
+        :func:`suspended_days`): the days a prefixo is suspended from its stand are left out.
 
     Returns
     -------
@@ -151,6 +160,18 @@ def presence(
     ok = (np.isnat(lic_from[li]) | (lic_from[li] <= d)) & (
         np.isnat(lic_until[li]) | (d <= lic_until[li])
     )
+    if suspensions is not None and len(suspensions):
+        away = suspended_days(suspensions, start=first_day, end=last_day)
+        if len(away):
+            grid = pd.MultiIndex.from_arrays(
+                [
+                    lic[VEHICLE_ID].astype("str").to_numpy(dtype=object)[li],
+                    lic[STAND_ID].astype("str").to_numpy(dtype=object)[li],
+                    d.astype("datetime64[ns]"),
+                ]
+            )
+            gone = pd.MultiIndex.from_arrays([away[VEHICLE_ID], away[STAND_ID], away[DATE]])
+            ok &= ~np.asarray(grid.isin(gone), dtype=bool)
     li, di = li[ok], di[ok]
     vehicles = pd.Index(sorted(set(lic[VEHICLE_ID].astype("str").tolist())), dtype=object)
     vcode = np.asarray(vehicles.get_indexer(pd.Index(lic[VEHICLE_ID].astype("str"))))[li]
@@ -190,6 +211,75 @@ def presence(
         dtype=object,
     )
     out = out[list(PRESENCE_COLUMNS)]
+    return out.sort_values([VEHICLE_ID, STAND_ID, DATE], ignore_index=True)
+
+
+SUSPENDED_COLUMNS = (VEHICLE_ID, STAND_ID, DATE, "suspension")
+
+
+def suspended_days(suspensions: pd.DataFrame, *, start: dt.date, end: dt.date) -> pd.DataFrame:
+    """List the local days of ``start..end`` on which a prefixo is suspended from a stand.
+
+    Parameters
+    ----------
+    suspensions : pandas.DataFrame
+        Stand suspensions (``stands/suspensions.py``): ``stand_id``, ``vehicle_id``,
+        ``starts_on``, ``ends_on`` (inclusive local dates; empty: open); optional ``kind``,
+        ``suspension_id``, ``reason``, ``process_ref``. Rows without ``vehicle_id`` (a
+        driver's) are ignored: they do not keep the prefixo away.
+    start, end : datetime.date
+        First and last local day (inclusive).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`SUSPENDED_COLUMNS`, one row per (vehicle, stand, day) (the latest
+        starting suspension of a day), ``suspension`` the registry row as a dict (evidence).
+
+    Raises
+    ------
+    MissingColumnError
+        If a needed column is missing.
+    """
+    _require(suspensions, (STAND_ID, VEHICLE_ID, "starts_on", "ends_on"), "as suspensões")
+    first_day, last_day = _as_day(start, "start"), _as_day(end, "end")
+    lo, hi = np.datetime64(first_day, "D"), np.datetime64(last_day, "D")
+    starts = pd.to_datetime(suspensions["starts_on"]).to_numpy(dtype="datetime64[D]")
+    ends = pd.to_datetime(suspensions["ends_on"]).to_numpy(dtype="datetime64[D]")
+    recs: list[tuple[str, str, np.datetime64, np.datetime64, dict[str, Any]]] = []
+    for k, row in enumerate(suspensions.to_dict("records")):
+        vehicle, stand = _text(row.get(VEHICLE_ID)), _text(row.get(STAND_ID))
+        if vehicle is None or stand is None or np.isnat(starts[k]):
+            continue
+        a = max(starts[k], lo)
+        b = hi if np.isnat(ends[k]) else min(ends[k], hi)
+        if a > b:
+            continue
+        evidence = {
+            "suspension_id": _int_or_none(row.get("suspension_id")),
+            "kind": _text(row.get("kind")),
+            "stand_id": stand,
+            "vehicle_id": vehicle,
+            "starts_on": str(starts[k]),
+            "ends_on": None if np.isnat(ends[k]) else str(ends[k]),
+            "reason": _text(row.get("reason")),
+            "process_ref": _text(row.get("process_ref")),
+        }
+        recs.append((vehicle, stand, a, b, evidence))
+    rows = [
+        (v, s_, day, ev)
+        for v, s_, a, b, ev in sorted(recs, key=lambda r: r[2])
+        for day in np.arange(a, b + 1, dtype="datetime64[D]")
+    ]
+    out = pd.DataFrame(
+        {
+            VEHICLE_ID: pd.Series([r[0] for r in rows], dtype=object),
+            STAND_ID: pd.Series([r[1] for r in rows], dtype=object),
+            DATE: pd.Series(np.array([r[2] for r in rows], dtype="datetime64[ns]")),
+            "suspension": pd.Series([r[3] for r in rows], dtype=object),
+        }
+    )
+    out = out.drop_duplicates([VEHICLE_ID, STAND_ID, DATE], keep="last")
     return out.sort_values([VEHICLE_ID, STAND_ID, DATE], ignore_index=True)
 
 
@@ -261,6 +351,19 @@ def _as_day(value: Any, name: str) -> dt.date:
         msg = f"'{name}' foi {value!r}; esperado uma data (datetime.date)"
         raise ThresholdError(msg)
     return value
+
+
+def _text(value: Any) -> str | None:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return int(value)
 
 
 def _utc_ns(col: pd.Series, *, name: str, what: str) -> npt.NDArray[np.int64]:

@@ -40,10 +40,10 @@ DETOUR = [
     (-2000.0, -800.0),
 ]
 FLEET_CSV = (
-    "vehicle_id,accessible,stands,status\n"
-    "v1,false,S1,active\nv2,false,S1,active\nv5,false,S2,active\n"
-    "L,false,S1,active\nN,false,S2,active\nA,false,,active\nG,false,,suspended\n"
-    "H,false,S1,active\nI,false,,active\nF,false,,active\nR,false,,active\n"
+    "vehicle_id,accessible,stands,status,status_since\n"
+    "v1,false,S1,active,\nv2,false,S1,active,\nv5,false,S2,active,\n"
+    "L,false,S1,active,\nN,false,S2,active,\nA,false,,active,\nG,false,,suspended,2024-03-04\n"
+    "H,false,S1,active,\nI,false,,active,\nF,false,,active,\nR,false,,active,\n"
 )
 
 

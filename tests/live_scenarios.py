@@ -40,13 +40,19 @@ def wait(
     *,
     wait_s: float = 900.0,
     meter: str | None = "free",
+    boards: bool = True,
 ) -> list[dict[str, Any]]:
-    """Drive in, wait ``wait_s`` at ``at`` with 3 m of jitter (a fix every 30 s), drive off."""
+    """Drive in, wait ``wait_s`` at ``at`` with 3 m of jitter (a fix every 30 s), drive off;
+    with ``boards`` the meter is switched on at the place's last fix (a passenger boards)."""
     n, e = at
     points = [(t0 - 60, n + 600, e + 600)]
     points += [(t0 + k * 30, n + 3 * (k % 2), e) for k in range(int(wait_s // 30) + 1)]
     points.append((t0 + wait_s + 60, n - 600, e - 600))
     meters = ["occupied"] + [meter] * (len(points) - 2) + ["occupied"]
+    if not boards:
+        meters[-1] = meter
+    elif meter == "free":
+        meters[-2] = "occupied"
     return make_track(vehicle, points, meter=meters)
 
 

@@ -124,9 +124,9 @@ def scenario_rows() -> list[dict[str, Any]]:
 def scenario_fleet(tmp_path: Path) -> pd.DataFrame:
     path = tmp_path / "frota.csv"
     path.write_text(
-        "vehicle_id,accessible,stands,status\n"
-        "v1,false,S1,active\nv2,false,S1,active\nv5,false,S2,active\n"
-        "L,false,S1,active\nN,false,S2,active\nA,false,,active\nG,false,,suspended\n",
+        "vehicle_id,accessible,stands,status,status_since\n"
+        "v1,false,S1,active,\nv2,false,S1,active,\nv5,false,S2,active,\n"
+        "L,false,S1,active,\nN,false,S2,active,\nA,false,,active,\nG,false,,suspended,2024-03-04\n",
         encoding="utf-8",
     )
     return read_fleet(path)

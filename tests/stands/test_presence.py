@@ -21,6 +21,7 @@ from stands.presence import (
     day_bounds_ns,
     presence,
     presence_summary,
+    suspended_days,
 )
 
 START, END = dt.date(2024, 3, 4), dt.date(2024, 3, 8)
@@ -209,6 +210,44 @@ class TestPresence:
         visits = _visits([("A", "S1", "2024-03-05T15:00Z", "2024-03-05T15:30Z", False)])
         with pytest.raises(MissingColumnError, match="dwell_s"):
             presence(visits.drop(columns=["dwell_s"]), LICENCES, None, start=START, end=END)
+
+
+def _suspensions(rows: list[tuple[str, str | None, str | None, str, str | None]]) -> pd.DataFrame:
+    """Stand suspensions (stand, vehicle, driver, starts_on, ends_on)."""
+    return pd.DataFrame(
+        {
+            "stand_id": [r[0] for r in rows],
+            "vehicle_id": pd.Series([r[1] for r in rows], dtype="object"),
+            "driver_id": pd.Series([r[2] for r in rows], dtype="object"),
+            "starts_on": pd.to_datetime([r[3] for r in rows]),
+            "ends_on": pd.to_datetime([r[4] for r in rows]),
+            "kind": ["suspension"] * len(rows),
+        }
+    )
+
+
+class TestSuspendedDays:
+    def test_a_prefixo_suspended_from_its_stand_has_no_days_there(self) -> None:
+        """Days the prefixo is suspended from the stand (art. 45 § único) are left out: not
+        operating, not present; other stands and other vehicles keep theirs."""
+        susp = _suspensions([("S1", "A", None, "2024-03-05", "2024-03-06")])
+        pings = _pings_on("A", [0, 1, 2, 3, 4])
+        table = presence(NO_VISITS, LICENCES, pings, start=START, end=END, suspensions=susp)
+        days_a = table.loc[table["vehicle_id"] == "A", "date"].dt.day.tolist()
+        assert days_a == [4, 7, 8]
+        assert len(table.loc[table["vehicle_id"] == "B"]) == 5
+        summary = presence_summary(table).set_index("vehicle_id")
+        assert summary.loc["A", "days_operating"] == 3
+
+    def test_days_clipped_to_the_window_and_open_end(self) -> None:
+        """An open suspension runs to the window's end; a driver's is ignored."""
+        susp = _suspensions(
+            [("S1", "A", None, "2024-03-01", None), ("S2", None, "D1", "2024-03-04", "2024-03-08")]
+        )
+        days = suspended_days(susp, start=START, end=END)
+        assert days["date"].dt.day.tolist() == [4, 5, 6, 7, 8]
+        assert set(days["vehicle_id"]) == {"A"}
+        assert days["suspension"].iloc[0]["ends_on"] is None
 
 
 class TestPresenceSummary:

@@ -25,7 +25,7 @@ from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
 from tracking.detectors.habitual_absence import detect_habitual_absence
 from tracking.detectors.illegal_stand_formation import detect_illegal_stand_formation
-from tracking.detectors.inactivity import detect_inactivity
+from tracking.detectors.inactivity import detect_inactivity, unmetered_last_fixes
 from tracking.detectors.longer_route import detect_longer_route
 from tracking.detectors.operating_while_barred import detect_operating_while_barred
 from tracking.detectors.outside_municipality import detect_outside_municipality
@@ -69,13 +69,16 @@ class DetectorInputs:
     """Links driver ↔ prefixo (``fleet.drivers.read_driver_links``); with ``drivers``."""
     stand_suspensions: pd.DataFrame | None = None
     """Stand suspensions (``stands.suspensions.read_stand_suspensions``) for
-    ``unlicensed_stand_use``."""
+    ``unlicensed_stand_use`` and ``habitual_absence``."""
     activity_span: tuple[int, int] | None = None
     """The whole run's activity span when ``trips`` and ``fleet`` are a group of its vehicles
     (``inactivity``'s ``data_span``); None: the span of ``trips``."""
     off_fleet: frozenset[str] = frozenset()
     """The vehicle ids of the run's fixes that ``fleet`` lacks (``engines.pipeline.id_checks``);
     ``inactivity`` does not judge a fleet vehicle written as one of them otherwise."""
+    sightings: pd.DataFrame | None = None
+    """The last fix of each vehicle without meter data (``inactivity.unmetered_last_fixes``)
+    when ``pings`` are not the run's; None: taken from ``pings``."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -111,6 +114,7 @@ _WIRED = {
     "suspensions",
     "data_span",  # inactivity: the whole run's span when judging a group of vehicles
     "off_fleet",  # inactivity: the run's vehicle ids the fleet lacks
+    "sightings",  # inactivity: the last fix of each vehicle without meter data
 }
 
 
@@ -182,6 +186,9 @@ def run_detectors(
     as_of = i.as_of or last_local_day(i.pings, i.timezone)
     tz = {"timezone": i.timezone}
     boarding = {"boarding_grace_s": i.boarding_grace_s, "boarding_grace_m": i.boarding_grace_m}
+    sightings = i.sightings
+    if sightings is None and "inactivity" in kinds and as_of is not None:
+        sightings = unmetered_last_fixes(i.pings, as_of=as_of, timezone=i.timezone)
     calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]] | str] = {
         "unlicensed_stand_use": (
             (i.visits, i.pings),
@@ -206,20 +213,32 @@ def run_detectors(
         "habitual_absence": (
             (
                 (i.visits, i.licences, i.trips),
-                {"as_of": as_of, "stands": i.stands, "fleet": i.fleet} | tz,
+                {
+                    "as_of": as_of,
+                    "stands": i.stands,
+                    "fleet": i.fleet,
+                    "suspensions": i.stand_suspensions,
+                }
+                | tz,
             )
             if i.licences is not None and as_of is not None
             else "sem frota com licenças (--fleet)"
         ),
-        "operating_while_barred": (
-            ((i.trips, i.fleet), {"pings": i.pings} | tz)
+        "operating_while_barred": (  # the registry's day: the run's --as-of, never guessed
+            ((i.trips, i.fleet), {"pings": i.pings, "as_of": i.as_of} | tz)
             if i.fleet is not None
             else "sem frota (--fleet)"
         ),
         "inactivity": (
             (
                 (i.trips, i.fleet),
-                {"as_of": as_of, "data_span": i.activity_span, "off_fleet": i.off_fleet} | tz,
+                {
+                    "as_of": as_of,
+                    "data_span": i.activity_span,
+                    "off_fleet": i.off_fleet,
+                    "sightings": sightings,
+                }
+                | tz,
             )
             if i.fleet is not None and as_of is not None
             else "sem frota (--fleet)"

@@ -14,6 +14,11 @@ operated and the days it was present at the stand. A finding when
   that did not operate is not absent — that is inactivity, another finding), and
 - ``share = days_present / days_operating < min_presence_share``.
 
+With ``suspensions`` (the registry's ``stand_suspensions``), the days on which the prefixo was
+suspended from the stand (POA art. 45 § único: ordered away from it) are not days it could
+attend: they count neither as operating nor as present (nor licensed), and a finding lists them
+(``details.days_suspended``, ``details.suspended_days``, ``details.suspensions``).
+
 confidence
     ``0.5 + 0.3·(1 − share/min_presence_share) + 0.15·(1 − min_operating_days/days_operating)``,
     at most 0.95: it grows as the share falls below the threshold and with the number of
@@ -59,6 +64,7 @@ from stands.presence import (
     day_bounds_ns,
     presence,
     presence_summary,
+    suspended_days,
 )
 from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
@@ -91,6 +97,7 @@ def detect_habitual_absence(
     as_of: dt.date | None = None,
     stands: gpd.GeoDataFrame | None = None,
     fleet: pd.DataFrame | None = None,
+    suspensions: pd.DataFrame | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     window_days: int = DEFAULT_WINDOW_DAYS,
     min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
@@ -115,6 +122,9 @@ def detect_habitual_absence(
     fleet : pandas.DataFrame, optional
         Fleet frame (``vehicle_id``, ``accessible``): a Táxi Acessível's finding carries
         ``details.accessible`` True (POA art. 28 § 2).
+    suspensions : pandas.DataFrame, optional
+        Stand suspensions (``stand_suspensions``: ``stand_id``, ``vehicle_id``, ``starts_on``,
+        ``ends_on``, ...): a prefixo's suspended days at the stand are left out of the count.
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days.
     window_days : int, default 30
@@ -161,6 +171,7 @@ def detect_habitual_absence(
         end=last_day,
         timezone=timezone,
         min_presence_s=min_presence_s,
+        suspensions=suspensions,
     )
     summary = presence_summary(table)
     hit = habitually_absent(
@@ -187,6 +198,10 @@ def detect_habitual_absence(
     accessible = {v for v, f in fleet_facts(fleet).items() if f["accessible"] is True}
     table = table.loc[table[OPERATED]]
     days_of = dict(iter(table.groupby(["vehicle_id", "stand_id"], sort=False)))
+    away: dict[tuple[str, str], pd.DataFrame] = {}
+    if suspensions is not None and len(suspensions):
+        found = suspended_days(suspensions, start=first_day, end=last_day)
+        away = {(str(v), str(s)): g for (v, s), g in found.groupby(["vehicle_id", "stand_id"])}
     records = []
     for vehicle_id, stand_id, share, operating, present, licensed in zip(
         summary["vehicle_id"].astype("str").tolist(),
@@ -216,6 +231,17 @@ def detect_habitual_absence(
         }
         if vehicle_id in accessible:  # art. 28 § 2: the Táxi Acessível's own rule
             details["accessible"] = True
+        gone = away.get((vehicle_id, stand_id))
+        if gone is not None:  # art. 45 § único: days it was ordered away, left out
+            details["days_suspended"] = len(gone)
+            details["suspended_days"] = [
+                pd.Timestamp(d).date().isoformat() for d in gone[DATE].tolist()
+            ]
+            rows = []
+            for rec in gone["suspension"].tolist():
+                if rec not in rows:
+                    rows.append(rec)
+            details["suspensions"] = rows
         records.append(
             finding_record(
                 kind=KIND,
@@ -513,6 +539,7 @@ def advance_habitual_absence(
     unreleased: Mapping[str, int] | None = None,
     stands: gpd.GeoDataFrame | None = None,
     fleet: pd.DataFrame | None = None,
+    suspensions: pd.DataFrame | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     window_days: int = DEFAULT_WINDOW_DAYS,
     min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
@@ -555,7 +582,8 @@ def advance_habitual_absence(
     unreleased : mapping of str to int, optional
         Per vehicle the arrival (ns) of its earliest visit not released yet
         (:func:`stands.visits.unreleased_arrivals`).
-    stands, fleet, timezone, window_days, min_operating_days, min_presence_share, min_presence_s
+    stands, fleet, suspensions, timezone, window_days, min_operating_days, \
+min_presence_share, min_presence_s
         As in :func:`detect_habitual_absence`.
 
     Returns
@@ -628,6 +656,7 @@ def advance_habitual_absence(
             as_of=dt.date(1970, 1, 1) + dt.timedelta(days=day),
             stands=stands,
             fleet=fleet,
+            suspensions=suspensions,
             timezone=timezone,
             window_days=window_days,
             min_operating_days=min_operating_days,

@@ -27,9 +27,16 @@ place
     cells are between 0 and about ``3.7·e`` apart, and always linked below about ``1.7·e`` (so
     ``2.7·e`` is the typical link distance). ``extent_m``, the largest distance between two stops
     of the place, shows how spread a place is.
+boarding
+    A waiting stop ends with a boarding when the first fix not ``free`` after its last ``free``
+    fix is ``occupied``, within :data:`BOARDING_WITHIN_S` of its end and
+    :data:`BOARDING_WITHIN_M` of its position (``boarded``; the fix is in its ``fixes``). A
+    rank is where taxis wait for passengers (art. 59 XIV: "com finalidade de formação de
+    ponto"); taxis queueing at a fuel pump or an inspection line leave with the meter ``free``.
 finding
     A place with stops of at least ``min_vehicles`` distinct vehicles, on at least ``min_days``
-    distinct local days (of the stops' starts, in ``timezone``). One finding per place:
+    distinct local days (of the stops' starts, in ``timezone``), at least ``min_boarding_share``
+    of them ending with a boarding (``n_boardings``). One finding per place:
     ``vehicle_id`` and ``stand_id`` null, geometry the convex hull of the stops buffered by
     :data:`AREA_BUFFER_M`, ``started_at``/``ended_at`` the first stop's start and the last stop's
     end. ``details`` has the vehicles, the dates and every stop (vehicle, start, end,
@@ -71,6 +78,7 @@ from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
 from tracking.detectors._track_kernels import (
     METER_FREE,
+    METER_OCCUPIED,
     NS,
     TrackArrays,
     check_columns,
@@ -104,6 +112,14 @@ JOIN_APART_M = 50.0
 JOIN_STEP_M = 100.0
 """Longest step between two joined stops' fixes (m): twice a stop's diameter, the live engine's
 longest step within a run."""
+DEFAULT_MIN_BOARDING_SHARE = 0.25
+"""Fewest share of a place's waits that end with a boarding (POA art. 59 XIV: "com finalidade de
+formação de ponto" — a rank is where taxis wait for passengers)."""
+BOARDING_WITHIN_S = 120.0
+"""Longest time from a wait's end to the boarding that ends it (s)."""
+BOARDING_WITHIN_M = 100.0
+"""Farthest a boarding that ends a wait lies from the wait's position (m): a stop's diameter
+plus GPS error."""
 AREA_BUFFER_M = 10.0
 """Buffer of the convex hull of a place's stops, for its area (m)."""
 LINK_FACTOR = 2.7
@@ -123,6 +139,7 @@ def detect_illegal_stand_formation(
     min_days: int = DEFAULT_MIN_DAYS,
     min_wait_s: float = DEFAULT_MIN_WAIT_S,
     min_free_share: float = DEFAULT_MIN_FREE_SHARE,
+    min_boarding_share: float = DEFAULT_MIN_BOARDING_SHARE,
     timezone: str = DEFAULT_TIMEZONE,
     waiting: list[dict[str, Any]] | None = None,
 ) -> gpd.GeoDataFrame:
@@ -151,6 +168,8 @@ def detect_illegal_stand_formation(
         Shortest waiting stop (PB art. 20 VII).
     min_free_share : float, default 0.5
         A waiting stop has the meter ``free`` on more than this share of its fixes.
+    min_boarding_share : float, default 0.25
+        Fewest share of a place's waiting stops that end with a boarding (0: not checked).
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days.
     waiting : list of dict, optional
@@ -176,6 +195,13 @@ def detect_illegal_stand_formation(
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             msg = f"'{name}' era {value!r}; esperado um inteiro >= 1"
             raise DetectorThresholdError(msg)
+    if not (
+        isinstance(min_boarding_share, int | float)
+        and math.isfinite(min_boarding_share)
+        and 0 <= min_boarding_share <= 1
+    ):
+        msg = f"'min_boarding_share' era {min_boarding_share!r}; esperado um número em [0, 1]"
+        raise DetectorThresholdError(msg)
     check_timezone(timezone)
     layers = [_geographic(stands, "os pontos")]
     if allowed_places is not None:
@@ -192,6 +218,7 @@ def detect_illegal_stand_formation(
         min_days=min_days,
         min_wait_s=min_wait_s,
         min_free_share=min_free_share,
+        min_boarding_share=min_boarding_share,
         timezone=timezone,
     )
 
@@ -272,12 +299,21 @@ def _candidates(
     share = _free_share(track, first[cand], last[cand])
     keep = share > min_free_share
     cand, share = cand[keep], share[keep]
+    board = _boardings(track, first[cand], last[cand], end[tail[cand]], lat_w[cand], lon_w[cand])
     first_fix = fix_evidences(track, first[cand])
     last_fix = fix_evidences(track, last[cand])
+    board_fix = fix_evidences(track, board[board >= 0])
     out = []
     for k, c in enumerate(cand.tolist()):
         a, b = int(head[c]), int(tail[c])
         fixes = [first_fix[k]] if last[c] == first[c] else [first_fix[k], last_fix[k]]
+        boarded = bool(board[k] >= 0)
+        if boarded:
+            fix = board_fix.pop(0)
+            if board[k] > last[c]:
+                fixes.append(fix)
+            elif board[k] < last[c]:
+                fixes.insert(-1, fix)  # within the wait, before its last fix
         out.append(
             {
                 "vehicle_id": str(vehicle[a]),
@@ -289,6 +325,7 @@ def _candidates(
                 "share": float(share[k]),
                 "stop_id": None if stop_id[a] is None else str(stop_id[a]),
                 "joined_stops": b - a + 1,
+                "boarded": boarded,
                 "fixes": fixes,
             }
         )
@@ -364,6 +401,7 @@ def _place_findings(
     min_days: int,
     min_wait_s: float,
     min_free_share: float,
+    min_boarding_share: float,
     timezone: str,
 ) -> gpd.GeoDataFrame:
     """Find the places of waiting stops outside the stands that meet the thresholds."""
@@ -375,6 +413,7 @@ def _place_findings(
     end = np.array([c["end_ns"] for c in candidates], dtype=np.int64)
     duration = np.array([c["duration_s"] for c in candidates], dtype=np.float64)
     share = np.array([c["share"] for c in candidates], dtype=np.float64)
+    boarded = np.array([bool(c.get("boarded", False)) for c in candidates], dtype=bool)
     stop_id = np.array([c["stop_id"] for c in candidates], dtype=object)
     lat = np.array([c["lat"] for c in candidates], dtype=np.float64)
     lon = np.array([c["lon"] for c in candidates], dtype=np.float64)
@@ -395,7 +434,7 @@ def _place_findings(
             idx, dist = tree.query_nearest(pts[nearest], return_distance=True, all_matches=False)
             stand_dist[nearest[idx[0]]] = dist
     out = ~near
-    cand, share, stop_id = cand[out], share[out], stop_id[out]
+    cand, share, stop_id, boarded = cand[out], share[out], stop_id[out], boarded[out]
     lat, lon, pts, stand_dist = lat[out], lon[out], pts[out], stand_dist[out]
     if not len(cand):
         return empty_findings()
@@ -405,10 +444,22 @@ def _place_findings(
     place = _places(cells)
     day = local_dates(start[cand], timezone)
     frame = pd.DataFrame(
-        {"place": place, "vehicle": vehicle[cand], "day": day, "start": start[cand]}
+        {
+            "place": place,
+            "vehicle": vehicle[cand],
+            "day": day,
+            "start": start[cand],
+            "boarded": boarded,
+        }
     )
-    per_place = frame.groupby("place").agg(vehicles=("vehicle", "nunique"), days=("day", "nunique"))
-    good = per_place.loc[(per_place["vehicles"] >= min_vehicles) & (per_place["days"] >= min_days)]
+    per_place = frame.groupby("place").agg(
+        vehicles=("vehicle", "nunique"), days=("day", "nunique"), boarded=("boarded", "mean")
+    )
+    good = per_place.loc[
+        (per_place["vehicles"] >= min_vehicles)
+        & (per_place["days"] >= min_days)
+        & (per_place["boarded"] >= min_boarding_share - 1e-9)
+    ]
     if good.empty:
         return empty_findings()
     thresholds = {
@@ -416,6 +467,7 @@ def _place_findings(
         "min_days": int(min_days),
         "min_wait_s": float(min_wait_s),
         "min_free_share": float(min_free_share),
+        "min_boarding_share": float(min_boarding_share),
         "stand_buffer_m": float(stand_buffer_m),
         "cluster_radius_m": float(cluster_radius_m),
     }
@@ -450,6 +502,7 @@ def _place_findings(
                     "lon": float(lon[m]),
                     "local_date": str(day[m]),
                     "free_share": round(float(share[m]), 3),
+                    "boarded": bool(boarded[m]),
                     "nearest_stand_m": (
                         None if math.isnan(stand_dist[m]) else round(float(stand_dist[m]), 1)
                     ),
@@ -465,6 +518,7 @@ def _place_findings(
             "n_vehicles": n_vehicles,
             "n_days": n_days,
             "n_stops": len(members),
+            "n_boardings": int(boarded[members].sum()),
             "extent_m": round(float(extent.max()), 1),
             "nearest_stand_m": round(float(known.min()), 1) if len(known) else None,
             "h3_resolution": resolution,
@@ -548,6 +602,56 @@ def _stop_fixes(
     return first, last
 
 
+def _boardings(
+    track: TrackArrays,
+    first: NDArray[np.int64],
+    last: NDArray[np.int64],
+    end: NDArray[np.int64],
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+) -> NDArray[np.int64]:
+    """Position of the fix where each wait ends with a boarding, -1 when it does not.
+
+    The first fix not ``free`` after the wait's last ``free`` fix is ``occupied`` (the meter
+    switched on), :data:`BOARDING_WITHIN_M` from its position and at most
+    :data:`BOARDING_WITHIN_S` after the wait's end or its last ``free`` fix that near (GPS
+    noise may cut a wait's end from its stops), with no step over :data:`JOIN_STEP_M` before
+    it (the live engine's run and the fix that closes it): a passenger boarded at the place. A
+    taxi that leaves with the meter ``free`` (a fuel queue, an inspection line) or switches it
+    ``off`` boarded no one there.
+    """
+    out = np.full(len(first), -1, dtype=np.int64)
+    n = len(track.ts_ns)
+    free = track.meter == METER_FREE
+    limit = round(BOARDING_WITHIN_S * NS)
+    for k in range(len(first)):
+        a, b = int(first[k]), int(last[k])
+        at = np.flatnonzero(free[a : b + 1])
+        if not len(at):
+            continue
+        j = a + int(at[-1]) + 1
+        near = int(end[k])  # the last instant seen free at the place
+        while j < n and track.codes[j] == track.codes[a] and free[j]:
+            if haversine_m(lat[k], lon[k], track.lat[j], track.lon[j]) <= BOARDING_WITHIN_M:
+                near = max(near, int(track.ts_ns[j]))  # still waiting (noise cut the stop)
+            elif track.ts_ns[j] - near > limit:
+                break
+            j += 1
+        if j >= n or track.codes[j] != track.codes[a] or track.meter[j] != METER_OCCUPIED:
+            continue
+        span = np.arange(a + int(at[-1]), j)
+        steps = haversine_m(
+            track.lat[span], track.lon[span], track.lat[span + 1], track.lon[span + 1]
+        )
+        if (
+            track.ts_ns[j] - near <= limit
+            and float(haversine_m(lat[k], lon[k], track.lat[j], track.lon[j])) <= BOARDING_WITHIN_M
+            and not (steps[:-1] > JOIN_STEP_M).any()
+        ):
+            out[k] = j
+    return out
+
+
 def _free_share(
     track: TrackArrays, first: NDArray[np.int64], last: NDArray[np.int64]
 ) -> NDArray[np.float64]:
@@ -598,6 +702,7 @@ def advance_illegal_stand_formation(
     min_days: int = DEFAULT_MIN_DAYS,
     min_wait_s: float = DEFAULT_MIN_WAIT_S,
     min_free_share: float = DEFAULT_MIN_FREE_SHARE,
+    min_boarding_share: float = DEFAULT_MIN_BOARDING_SHARE,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> tuple[dict[str, Any], gpd.GeoDataFrame]:
     """Take new waiting stops into the fleet's state; judge each local day closed.
@@ -627,7 +732,7 @@ def advance_illegal_stand_formation(
     window_days : int, optional
         Days of stops a place is judged over (live); None: every stop so far.
     allowed_places, stand_buffer_m, cluster_radius_m, min_vehicles, min_days, min_wait_s,
-    min_free_share, timezone
+    min_free_share, min_boarding_share, timezone
         As in :func:`detect_illegal_stand_formation`.
 
     Returns
@@ -671,6 +776,7 @@ def advance_illegal_stand_formation(
         "min_days": min_days,
         "min_wait_s": min_wait_s,
         "min_free_share": min_free_share,
+        "min_boarding_share": min_boarding_share,
         "timezone": timezone,
     }
     empty = pd.DataFrame()

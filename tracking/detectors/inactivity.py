@@ -9,26 +9,36 @@ all is *inactive* here; one that operates but away from its stand is ``habitual_
 Definitions (each is shown in the evidence):
 
 last operation
-    From trips (a frame with ``started_at``/``ended_at``): the end of the vehicle's last trip.
-    From pings: the last ``occupied`` fix for a vehicle with meter data, or the last fix at all
-    for a vehicle without (it says the device was on, a weaker sign, but never an accusation).
+    From trips (a frame with ``started_at``/``ended_at``): the end of the vehicle's last trip;
+    for a vehicle without meter data, the later of that and its last fix (``sightings``). From
+    pings: the last ``occupied`` fix for a vehicle with meter data, or the last fix at all for
+    a vehicle without. Fixes without a meter say the vehicle was on the streets, not whether it
+    carried anyone: an unknown meter is no evidence of inactivity, so such a vehicle is idle
+    only from its last fix (a weaker sign, lower confidence).
 data window
     Local days (``timezone``) from the first fix/trip of the data (or ``data_since``) to
     ``as_of`` or the last fix/trip of the data, whichever is earlier: days after the data ends
     are not observed, so they never count. Data after ``as_of`` is ignored.
+counted from
+    Per vehicle, the latest of the window's first day, ``alvara_first_issued_on`` (the prefixo
+    did not exist before: the 60 days cannot lapse before it) and the ``status_since`` of an
+    ``active`` status (its return to operation: before it, another status held).
 idle days
-    ``window_last_day - last_operation_day``; for a vehicle never seen operating, the whole
-    window (``window_last_day - window_first_day + 1``), a lower bound: a vehicle is reported
-    as never seen only when the window alone is longer than ``max_idle_days`` — a short data
-    window accuses no one.
+    ``window_last_day - last_operation_day``; for a vehicle never seen operating, every day
+    from its counted-from day (``window_last_day - counted_from + 1``), a lower bound: a
+    vehicle is reported as never seen only when that alone is longer than ``max_idle_days`` —
+    a short data window accuses no one. A last operation before the counted-from day counts
+    as on the day before it.
 excused days
-    Idle days inside a status period that forbids operating — ``reserved`` (the reserva of
-    art. 15) and also ``suspended``, ``out_of_operation``, ``revoked`` (not operating then is
-    complying) — from ``status_since`` to ``status_until`` (inclusive; an open bound reaches
-    the whole window) are not counted.
+    Idle days on which operating was forbidden (not operating then is complying): a status
+    period — ``reserved`` (the reserva of art. 15) and also ``suspended``,
+    ``out_of_operation``, ``revoked`` — from ``status_since`` to ``status_until`` (inclusive;
+    an open bound reaches the whole window); the days after ``alvara_valid_until`` or
+    ``inspection_valid_until`` (art. 58 XII, III); a ``termo_recolhido_since``–``until``
+    period. Days excused by several are counted once.
 finding
     ``idle_days - excused_days > max_idle_days``: one per vehicle; ``started_at`` the last
-    operation (or the window's first local midnight), ``ended_at`` the end of the window's last
+    operation (or the counted-from day's local midnight), ``ended_at`` the end of the window's last
     day (the next local midnight); geometry the last operation's fix (None if never seen).
 fixes under another id
     A fleet vehicle whose prefixo the data writes otherwise (an id of the activity or of
@@ -160,6 +170,83 @@ def _last_operations(
     return out, span[0], span[1]
 
 
+def unmetered_last_fixes(
+    pings: pd.DataFrame, *, as_of: dt.date | None = None, timezone: str = DEFAULT_TIMEZONE
+) -> pd.DataFrame:
+    """Return the last fix (up to the end of ``as_of``) of each vehicle without meter data.
+
+    What :func:`detect_inactivity` takes as ``sightings`` beside trips: one row per vehicle
+    whose fixes carry no ``meter`` value (``vehicle_id``, ``timestamp``, ``lat``, ``lon``,
+    ``row``, the source data row or -1). The last fixes of several groups of vehicles are the
+    rows of each group's.
+    """
+    if not len(pings) or "timestamp" not in pings.columns:
+        dtypes = ("object", "datetime64[ns, UTC]", "float64", "float64", "int64")
+        names = ("vehicle_id", "timestamp", "lat", "lon", "row")
+        return pd.DataFrame({n: pd.Series(dtype=t) for n, t in zip(names, dtypes, strict=True)})
+    require_columns(pings, ("vehicle_id", "lat", "lon"), what="os pings")
+    ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
+    keep = np.ones(len(pings), dtype=bool)
+    if as_of is not None:
+        zone(timezone)
+        keep = ns < _local_midnight_ns((as_of - dt.date(1970, 1, 1)).days + 1, timezone)
+    known = (
+        pings["meter"].notna().to_numpy(dtype=bool)
+        if "meter" in pings.columns
+        else np.zeros(len(pings), dtype=bool)
+    )
+    frame = pd.DataFrame(
+        {
+            "vehicle_id": pings["vehicle_id"].astype("str").to_numpy(dtype=object),
+            "ns": ns,
+            "lat": pings["lat"].to_numpy(dtype=np.float64),
+            "lon": pings["lon"].to_numpy(dtype=np.float64),
+            "row": ping_rows(pings),
+            "known": known,
+        }
+    ).loc[keep]
+    metered = frame.groupby("vehicle_id", sort=False)["known"].transform("any")
+    frame = frame.loc[~metered.to_numpy(dtype=bool)]
+    last = frame.sort_values(["vehicle_id", "ns"]).drop_duplicates("vehicle_id", keep="last")
+    return pd.DataFrame(
+        {
+            "vehicle_id": last["vehicle_id"].astype("str").to_numpy(dtype=object),
+            "timestamp": pd.to_datetime(last["ns"].to_numpy(dtype=np.int64), unit="ns", utc=True),
+            "lat": last["lat"].to_numpy(dtype=np.float64),
+            "lon": last["lon"].to_numpy(dtype=np.float64),
+            "row": last["row"].to_numpy(dtype=np.int64),
+        }
+    )
+
+
+def _add_sightings(
+    last_op: dict[str, dict[str, Any]], sightings: pd.DataFrame, *, end_ns: int
+) -> None:
+    """Take each vehicle's last fix without meter data as its last operation when later."""
+    if not len(sightings):
+        return
+    require_columns(sightings, ("vehicle_id", "timestamp", "lat", "lon"), what="os avistamentos")
+    ns = utc_ns(sightings["timestamp"], column="timestamp", what="os avistamentos")
+    rows = (
+        pd.to_numeric(sightings["row"]).fillna(-1).to_numpy(dtype=np.int64)
+        if "row" in sightings.columns
+        else np.full(len(sightings), -1, dtype=np.int64)
+    )
+    vids = sightings["vehicle_id"].astype("str").tolist()
+    lats = sightings["lat"].to_numpy(dtype=np.float64)
+    lons = sightings["lon"].to_numpy(dtype=np.float64)
+    for k, vid in enumerate(vids):
+        if ns[k] >= end_ns or (vid in last_op and last_op[vid]["ns"] >= ns[k]):
+            continue
+        last_op[vid] = {
+            "ns": int(ns[k]),
+            "lat": float(lats[k]),
+            "lon": float(lons[k]),
+            "row": int(rows[k]),
+            "source": "fix",
+        }
+
+
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name in frame.columns:
         return frame[name].to_numpy(dtype=np.float64)
@@ -176,6 +263,7 @@ def detect_inactivity(
     timezone: str = DEFAULT_TIMEZONE,
     data_span: tuple[int, int] | None = None,
     off_fleet: Collection[str] = (),
+    sightings: pd.DataFrame | None = None,
 ) -> gpd.GeoDataFrame:
     """Find fleet vehicles without operation for more than ``max_idle_days`` up to ``as_of``.
 
@@ -188,7 +276,9 @@ def detect_inactivity(
         Trips (``vehicle_id``, ``started_at``, ``ended_at``, ``dropoff_lat``/``dropoff_lon``)
         or pings (``vehicle_id``, ``timestamp``, ``lat``, ``lon``, ``meter``, ``row``).
     fleet : pandas.DataFrame
-        Fleet frame: ``vehicle_id``, ``status``, ``status_since``, ``status_until``. Only its
+        Fleet frame: ``vehicle_id``, ``status``, ``status_since``, ``status_until``, and when
+        present ``alvara_first_issued_on``, ``alvara_valid_until``, ``inspection_valid_until``,
+        ``termo_recolhido_since``, ``termo_recolhido_until`` (module docstring). Only its
         vehicles are judged.
     as_of : datetime.date
         Last local day analysed (inclusive).
@@ -208,6 +298,10 @@ def detect_inactivity(
         The vehicle ids of the whole data that the fleet lacks (``engines.pipeline.id_checks``),
         when ``activity`` is a group of it or trips (vehicles without trips): a fleet vehicle
         written as one of them (or of ``activity``'s) otherwise is not judged.
+    sightings : pandas.DataFrame, optional
+        With trips as ``activity``: the last fix of each vehicle without meter data
+        (:func:`unmetered_last_fixes` of the run's pings), which counts as its last operation
+        when later than its last trip. Without it such a vehicle is judged by its trips alone.
 
     Returns
     -------
@@ -252,6 +346,8 @@ def detect_inactivity(
         return empty_findings()
     else:
         last_op, span_first, span_last = found
+    if sightings is not None:
+        _add_sightings(last_op, sightings, end_ns=end_ns)
     if not registry:
         return empty_findings()
     return _inactivity_findings(
@@ -304,42 +400,62 @@ def _inactivity_findings(
         return empty_findings()
 
     vids = list(registry)
-    op_day = np.full(len(vids), first_day - 1, dtype=np.int64)
+    reg = {name: np.array([registry[v][name] for v in vids], dtype=np.int64) for name in _DAYS}
+    code = np.array([registry[v]["code"] for v in vids], dtype=np.int64)
+    active = np.array([registry[v]["status"] == "active" for v in vids], dtype=bool)
+    issued = reg["alvara_first_issued_on"]
+    back = np.where(active & (reg["status_since"] != NO_DAY_LOW), reg["status_since"], NO_DAY_LOW)
+    counted_from = np.maximum(first_day, np.maximum(issued, back))
+    op_day = counted_from - 1
     seen = np.zeros(len(vids), dtype=bool)
     op_ns = np.array([last_op[v]["ns"] if v in last_op else 0 for v in vids], dtype=np.int64)
     seen[:] = [v in last_op for v in vids]
     if seen.any():
-        op_day[seen] = np.maximum(local_days(op_ns[seen], timezone), first_day - 1)
+        op_day[seen] = np.maximum(local_days(op_ns[seen], timezone), op_day[seen])
     idle = last_day - op_day
-    # Excused days: the barring status period intersected with (op_day, last_day].
-    code = np.array([registry[v]["code"] for v in vids], dtype=np.int64)
-    since = np.array([registry[v]["status_since"] for v in vids], dtype=np.int64)
-    until = np.array([registry[v]["status_until"] for v in vids], dtype=np.int64)
-    lo = np.maximum(since, op_day + 1)
-    hi = np.minimum(until, last_day)
-    excused = np.where(code >= 0, np.maximum(hi - lo + 1, 0), 0)
+    # Excused days: the days that bar operating, intersected with (op_day, last_day].
+    periods = _excusing_periods(reg, code)
+    excused = _covered_days(list(periods.values()), lo=op_day + 1, hi=last_day)
     counted = idle - excused
     hits = np.flatnonzero(counted > max_idle_days)
     if not len(hits):
         return empty_findings()
-    window_start_ns = _local_midnight_ns(first_day, timezone)
     window_end_ns = _local_midnight_ns(last_day + 1, timezone)
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
     for k in hits.tolist():
         vid = vids[k]
-        reg = registry[vid]
         op = last_op.get(vid)
         excess = (counted[k] - max_idle_days) / max_idle_days
         conf = 0.6 + 0.35 * min(1.0, excess)
         conf *= 0.7 if op is None else (0.9 if op["source"] == "fix" else 1.0)
+        lo, hi = int(op_day[k]) + 1, last_day
         status = None
-        if code[k] >= 0:
+        if code[k] >= 0 and _overlaps(periods["status"], k, lo, hi):
+            since, until = int(reg["status_since"][k]), int(reg["status_until"][k])
             status = {
                 "status": BARRING_STATUSES[code[k]],
-                "status_since": None if since[k] == NO_DAY_LOW else day_iso(since[k]),
-                "status_until": None if until[k] == NO_DAY_HIGH else day_iso(until[k]),
+                "status_since": None if since == NO_DAY_LOW else day_iso(since),
+                "status_until": None if until == NO_DAY_HIGH else day_iso(until),
             }
+        documents: list[dict[str, str | None]] = [
+            {"reason": reason, column: day_iso(int(reg[column][k]))}
+            for reason, column in _DOCUMENTS
+            if _overlaps(periods[reason], k, lo, hi)
+        ]
+        if _overlaps(periods["termo_recolhido"], k, lo, hi):
+            until = int(reg["termo_recolhido_until"][k])
+            documents.append(
+                {
+                    "reason": "termo_recolhido",
+                    "termo_recolhido_since": day_iso(int(reg["termo_recolhido_since"][k])),
+                    "termo_recolhido_until": None if until == NO_DAY_HIGH else day_iso(until),
+                }
+            )
+        start = int(counted_from[k])
+        because = "window"
+        if start > first_day:
+            because = "alvara_first_issued_on" if start == issued[k] else "active_since"
         details = {
             "fixes": []
             if op is None or not np.isfinite(op["lat"])
@@ -351,13 +467,15 @@ def _inactivity_findings(
             "excused_days": int(excused[k]),
             "counted_idle_days": int(counted[k]),
             "excusing_status": status if excused[k] > 0 else None,
-            "current_status": reg["status"],
+            "excusing_documents": documents if excused[k] > 0 else [],
+            "current_status": registry[vid]["status"],
             "window": {"first_day": day_iso(first_day), "last_day": day_iso(last_day)},
+            "counted_from": {"day": day_iso(start), "because": because},
             "as_of": day_iso(as_of_day),
             "timezone": timezone,
             "thresholds": {"max_idle_days": int(max_idle_days)},
         }
-        started = window_start_ns if op is None else op["ns"]
+        started = _local_midnight_ns(start, timezone) if op is None else op["ns"]
         out.append(
             {
                 "kind": KIND,
@@ -375,6 +493,70 @@ def _inactivity_findings(
             else shapely.Point(op["lon"], op["lat"])
         )
     return make_findings(pd.DataFrame(out), geoms)
+
+
+_DAYS = (
+    "status_since",
+    "status_until",
+    "alvara_first_issued_on",
+    "alvara_valid_until",
+    "inspection_valid_until",
+    "termo_recolhido_since",
+    "termo_recolhido_until",
+)
+"""Registry dates the rule reads (``operating_while_barred``'s registry record)."""
+_DOCUMENTS = (
+    ("alvara_expired", "alvara_valid_until"),
+    ("inspection_expired", "inspection_valid_until"),
+)
+
+
+def _excusing_periods(
+    reg: Mapping[str, np.ndarray], code: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per vehicle, the days (first, last; inclusive) each barring reason covers.
+
+    An empty period is (``NO_DAY_HIGH``, ``NO_DAY_LOW``).
+    """
+    none = (np.full(len(code), NO_DAY_HIGH), np.full(len(code), NO_DAY_LOW))
+    out = {
+        "status": (
+            np.where(code >= 0, reg["status_since"], none[0]),
+            np.where(code >= 0, reg["status_until"], none[1]),
+        ),
+        "termo_recolhido": (reg["termo_recolhido_since"], reg["termo_recolhido_until"]),
+    }
+    for reason, column in _DOCUMENTS:
+        valid = reg[column]  # empty: NO_DAY_HIGH, never expired
+        out[reason] = (
+            np.where(valid != NO_DAY_HIGH, valid + 1, none[0]),
+            np.where(valid != NO_DAY_HIGH, NO_DAY_HIGH, none[1]),
+        )
+    return out
+
+
+def _covered_days(
+    periods: list[tuple[np.ndarray, np.ndarray]], *, lo: np.ndarray, hi: int
+) -> np.ndarray:
+    """Per vehicle, how many days of ``lo``–``hi`` (inclusive) the union of periods covers."""
+    first = np.stack([np.maximum(a, lo) for a, _ in periods], axis=1)
+    last = np.stack([np.minimum(b, hi) for _, b in periods], axis=1)
+    empty = last < first
+    first[empty], last[empty] = NO_DAY_HIGH, NO_DAY_HIGH - 1
+    order = np.argsort(first, axis=1, kind="stable")
+    first = np.take_along_axis(first, order, axis=1)
+    last = np.take_along_axis(last, order, axis=1)
+    total = np.zeros(len(lo), dtype=np.int64)
+    reach = lo - 1  # last day counted so far
+    for j in range(first.shape[1]):
+        start = np.maximum(first[:, j], reach + 1)
+        total += np.maximum(last[:, j] - start + 1, 0)
+        reach = np.maximum(reach, last[:, j])
+    return total
+
+
+def _overlaps(period: tuple[np.ndarray, np.ndarray], k: int, lo: int, hi: int) -> bool:
+    return max(int(period[0][k]), lo) <= min(int(period[1][k]), hi)
 
 
 # ------------------------------------------------------------------------------------- live

@@ -59,16 +59,20 @@ municipality's rulebook or ``--thresholds`` turns them on.
 Definitions (each is shown in the evidence):
 
 service
-    A trip of ``tracking/trips.py``: a run of ``occupied`` fixes, or, for a vehicle without
-    meter data, a movement between two stops (``source == "stops"``; it says the vehicle moved,
-    not that it carried anyone, so it weighs less). Trips shorter than ``min_trip_duration_s``
-    (meter blips) are not service.
+    A meter trip of ``tracking/trips.py``: a run of ``occupied`` fixes. A movement between two
+    stops of a vehicle without meter data (``source == "stops"``) says that the vehicle moved,
+    not that it operated: a car Fora de Operação may transit with the luminoso and taxímetro
+    covered (Porto Alegre art. 38 II; to its new vistoria, art. 37 § 2º), a suspended one may be
+    driven privately. It is service only with ``include_inferred_trips`` (off by default), at
+    lower confidence. Trips shorter than ``min_trip_duration_s`` (meter blips) are not service.
 barred day
     The local date (``timezone``) of the trip's start. A status bars the dates
-    ``status_since``–``status_until`` (inclusive; an empty bound is open); a document bars the
-    dates after its ``*_valid_until`` (the validity day itself is fine). A status without
-    ``status_since`` bars every date up to ``status_until``, with lower confidence (the fleet
-    snapshot does not say since when).
+    ``status_since``–``status_until`` (inclusive; an empty ``status_until`` is open); a document
+    bars the dates after its ``*_valid_until`` (the validity day itself is fine; an empty one
+    bars nothing). A status without ``status_since`` is known only as of the registry's
+    snapshot, ``as_of`` (the run's ``--as-of``): it bars ``as_of``–``status_until``, with lower
+    confidence, and no earlier day (the suspension may have begun the day before the
+    snapshot); without ``as_of`` it bars no day.
 finding
     One per (vehicle, local day) with service on a barred day: ``started_at`` the first barred
     trip's start, ``ended_at`` the last one's end. ``details.reason`` is the most serious reason
@@ -78,20 +82,23 @@ finding
 confidence
     ``base * (0.7 + 0.3 * min(1, service_s / 1800)) * q``: ``base`` 0.95 when a meter trip is
     among the day's service, 0.6 with only stop-inferred trips; ``q`` is 0.7 when the main
-    reason is a status whose ``status_since`` is unknown, ``min(1, 0.8 + 0.2 * days_expired /
-    30)`` for an expired document (a day-old expiry may be paperwork in progress), the same
-    with the days over the limit for ``substitution_expired`` and ``inspection_overdue``, else
-    1 (``termo_recolhido``, ``before_alvara``, ``vehicle_over_age``: registry facts of the day).
+    reason is a status whose ``status_since`` is unknown (the evidence names the snapshot day,
+    ``status_known_since``), ``min(1, 0.8 + 0.2 * days_expired / 30)`` for an expired
+    document (a day-old expiry may be paperwork in progress), the same with the days over the
+    limit for ``substitution_expired`` and ``inspection_overdue``, else 1
+    (``termo_recolhido``, ``before_alvara``, ``vehicle_over_age``: registry facts of the day).
     Clipped to [0.05, 0.95].
 
 Live (:data:`KERNEL`): the rule runs on meter trips cut from the fixes (stop inference needs the
-future). A vehicle keeps the fixes of its open day from the day's first trip while the fleet
-bars that day, else only its open trip: at most one local day of fixes. A day's finding is
-emitted once a fix of a later day (and no trip of that day still open) has arrived.
+future), with no ``as_of``: a status period whose start the registry lacks bars no day live. A
+vehicle keeps the fixes of its open day from the day's first trip while the fleet bars that day,
+else only its open trip: at most one local day of fixes. A day's finding is emitted once a fix
+of a later day (and no trip of that day still open) has arrived.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -396,7 +403,12 @@ def _optional_day(value: int, *, empty: int) -> str | None:
 
 
 def _reason_evidence(
-    reasons: list[str], reg: Mapping[str, Any], day: int, limits: Mapping[str, Any]
+    reasons: list[str],
+    reg: Mapping[str, Any],
+    day: int,
+    limits: Mapping[str, Any],
+    *,
+    as_of_day: int | None = None,
 ) -> tuple[list[dict[str, Any]], float]:
     """Registry evidence of each reason and the evidence factor ``q`` of the main one."""
     out: list[dict[str, Any]] = []
@@ -408,6 +420,8 @@ def _reason_evidence(
                 "status_since": _optional_day(reg["status_since"], empty=NO_DAY_LOW),
                 "status_until": _optional_day(reg["status_until"], empty=NO_DAY_HIGH),
             }
+            if item["status_since"] is None and as_of_day is not None:
+                item["status_known_since"] = day_iso(as_of_day)  # the registry's snapshot
         elif reason in ("alvara_expired", "inspection_expired"):
             column = (
                 "alvara_valid_until" if reason == "alvara_expired" else "inspection_valid_until"
@@ -477,9 +491,10 @@ def _finding_row(
     timezone: str,
     min_trip_duration_s: float,
     limits: Mapping[str, Any],
+    as_of_day: int | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """One finding from a vehicle-day's barred trips (in start order)."""
-    evidence, q = _reason_evidence(reasons, reg, day, limits)
+    evidence, q = _reason_evidence(reasons, reg, day, limits, as_of_day=as_of_day)
     service_s = sum(t["ended_ns"] - t["started_ns"] for t in trips) / NS
     base = 0.95 if any(t["source"] == "meter" for t in trips) else 0.6
     conf = base * (0.7 + 0.3 * min(1.0, service_s / 1800.0)) * q
@@ -619,12 +634,20 @@ def _check_bands(
     return tuple(out)
 
 
-def _columns(regs: list[dict[str, Any]], *, counted_from: str) -> dict[str, NDArray[np.int64]]:
-    """Return the registry records as the number columns :func:`barred_reasons` reads."""
+def _columns(
+    regs: list[dict[str, Any]], *, counted_from: str, as_of_day: int | None = None
+) -> dict[str, NDArray[np.int64]]:
+    """Return the registry records as the number columns :func:`barred_reasons` reads.
+
+    A status without ``status_since`` starts at ``as_of_day`` (the registry's snapshot; None:
+    never, it bars nothing).
+    """
     out = {
         name: np.array([r[name] for r in regs], dtype=np.int64)
         for name in ("code", *(n for n, _ in _DATE_COLUMNS))
     }
+    unknown = out["status_since"] == NO_DAY_LOW
+    out["status_since"][unknown] = NO_DAY_HIGH if as_of_day is None else as_of_day
     base = [_base_year(r, counted_from) for r in regs]
     out["base_year"] = np.array([_NO_YEAR if b is None else b for b in base], dtype=np.int64)
     return out
@@ -651,12 +674,13 @@ def detect_operating_while_barred(
     *,
     pings: pd.DataFrame | None = None,
     min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
-    include_inferred_trips: bool = True,
+    include_inferred_trips: bool = False,
     max_vehicle_age_years: int | None = None,
     vehicle_age_counted_from: str = "manufacture",
     max_inspection_age_days: int | None = None,
     max_substitution_days: int | None = None,
     inspection_bands: Sequence[Mapping[str, Any]] | None = None,
+    as_of: dt.date | None = None,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> gpd.GeoDataFrame:
     """Find service on local days when the vehicle's status or documents bar it.
@@ -681,8 +705,9 @@ def detect_operating_while_barred(
         fix's source row (through ``last_ping``); without them that row is null.
     min_trip_duration_s : float, default 60
         Shorter trips are not service.
-    include_inferred_trips : bool, default True
-        Count trips inferred from stops (vehicles without meter data), at lower confidence.
+    include_inferred_trips : bool, default False
+        Count trips inferred from stops (vehicles without meter data) as service, at lower
+        confidence. Off: moving is not operating (module docstring, "service").
     max_vehicle_age_years : int, optional
         Oldest lawful age in calendar years (``vehicle_over_age``): 5 in Pinto Bandeira
         (art. 10), 15 in fretamento (art. 12). None (default): not judged.
@@ -700,6 +725,9 @@ def detect_operating_while_barred(
         ``interval_days``, ``provision``, ``overlaps_previous``): fretamento art. 14 a–e, from
         the rulebook (:meth:`enforcement.rulebook.Rulebook.thresholds`). With them the limit
         of ``inspection_overdue`` is the band's interval (module docstring).
+    as_of : datetime.date, optional
+        The local day the fleet's registry describes (the run's ``--as-of``): a status without
+        ``status_since`` bars from it on. None: such a status bars no day.
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days and of the fleet's dates.
 
@@ -716,7 +744,7 @@ def detect_operating_while_barred(
     FleetFrameError
         If a fleet status or date is invalid.
     DetectorThresholdError
-        If ``min_trip_duration_s`` is negative or the zone unknown.
+        If ``min_trip_duration_s`` is negative, ``as_of`` not a date or the zone unknown.
     """
     check_threshold("min_trip_duration_s", min_trip_duration_s, unit="segundos")
     limits = check_limits(
@@ -727,6 +755,9 @@ def detect_operating_while_barred(
         inspection_bands=inspection_bands,
     )
     zone(timezone)
+    if as_of is not None and (not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime)):
+        msg = f"'as_of' foi {as_of!r}; esperado uma data (datetime.date) ou vazio"
+        raise DetectorThresholdError(msg)
     require_columns(trips, _TRIP_COLUMNS, what="as viagens")
     registry = _fleet_registry(fleet)
     start = utc_ns(trips["started_at"], column="started_at", what="as viagens")
@@ -747,7 +778,10 @@ def detect_operating_while_barred(
     sel = np.flatnonzero(keep)
     if not len(sel):
         return empty_findings()
-    regs = _columns([registry[v] for v in ids], counted_from=vehicle_age_counted_from)
+    as_of_day = None if as_of is None else (as_of - dt.date(1970, 1, 1)).days
+    regs = _columns(
+        [registry[v] for v in ids], counted_from=vehicle_age_counted_from, as_of_day=as_of_day
+    )
     day = local_days(start[sel], timezone)
     mask = barred_reasons(
         day,
@@ -814,6 +848,7 @@ def detect_operating_while_barred(
             timezone=timezone,
             min_trip_duration_s=min_trip_duration_s,
             limits=limits,
+            as_of_day=as_of_day,
         )
         out.append(row)
         geoms.append(geom)

@@ -70,6 +70,8 @@ from tracking.validate import MAX_EXCURSION_S, impossible_steps
 
 KIND = "outside_municipality"
 DEFAULT_BOUNDARY_TOLERANCE_M = 200.0
+CONTINUED_MAX_SILENCE_S = 1800.0
+"""Longest tracker silence across which an occupied ride begun inside continues (s)."""
 _TRIP_COLUMNS = ("vehicle_id", "started_at", "ended_at", "pickup_lat", "pickup_lon")
 
 
@@ -239,6 +241,60 @@ def _pickup_jumps(
     return out
 
 
+def _continued(
+    prepared: PreparedBoundary,
+    trips: pd.DataFrame,
+    pings: pd.DataFrame,
+    pos: NDArray[np.int64],
+    orig: NDArray[np.int64],
+    prev_orig: NDArray[np.int64],
+    has_prev: NDArray[np.bool_],
+    view: tuple[NDArray[np.int64] | None, NDArray[np.int64], NDArray[np.int64]],
+) -> NDArray[np.bool_]:
+    """Which pickups continue a ride begun inside across a tracker silence (art. 19).
+
+    The pickup and the fix before it are ``occupied``, at most :data:`CONTINUED_MAX_SILENCE_S`
+    apart, with no fix between (no meter switch: the same ride, only the tracker was silent),
+    and the ride was inside before the silence: that fix is not outside (within the
+    tolerance), or it ends a meter trip whose pickup is not outside and whose meter switch was
+    seen (the fix before it ``free`` or ``off``). A silence after a pickup outside, or after a
+    ride itself resumed aboard, excuses nothing.
+    """
+    order, codes, ns_sorted = view
+    out = has_prev & np.asarray(meter_at(pings, prev_orig) == "occupied", dtype=bool)
+    out &= np.asarray(meter_at(pings, orig) == "occupied", dtype=bool)
+    silence = ns_sorted[pos] - ns_sorted[np.maximum(pos - 1, 0)]
+    out &= np.asarray(silence <= round(CONTINUED_MAX_SILENCE_S * NS), dtype=bool)
+    if not out.any():
+        return np.asarray(out, dtype=bool)
+    p_lat = pings["lat"].to_numpy(dtype=np.float64)
+    p_lon = pings["lon"].to_numpy(dtype=np.float64)
+    inside = np.zeros(len(pos), dtype=bool)
+    inside[out] = ~_outside(prepared, p_lat[prev_orig[out]], p_lon[prev_orig[out]])[0]
+    if "last_ping" in trips.columns:  # else: the fix before the silence only
+        ends = pd.to_numeric(trips["last_ping"]).fillna(-1).to_numpy(dtype=np.int64)
+        starts = pd.to_numeric(trips["first_ping"]).fillna(-1).to_numpy(dtype=np.int64)
+        by_end = pd.Series(np.arange(len(trips)), index=ends)
+        by_end = by_end[~by_end.index.duplicated()]
+        todo = np.flatnonzero(out & ~inside)
+        t = by_end.reindex(pos[todo] - 1).to_numpy(dtype=np.float64)
+        found = np.isfinite(t)
+        todo, t = todo[found], t[found].astype(np.int64)
+        lat = trips["pickup_lat"].to_numpy(dtype=np.float64)[t]
+        lon = trips["pickup_lon"].to_numpy(dtype=np.float64)[t]
+        ok = np.isfinite(lat) & np.isfinite(lon) & (starts[t] > 0)
+        todo, t, lat, lon = todo[ok], t[ok], lat[ok], lon[ok]
+        if len(todo):
+            first = starts[t]
+            same = codes[first - 1] == codes[first]
+            before = first - 1 if order is None else order[first - 1]
+            seen = same & pd.Series(meter_at(pings, before)).isin(["free", "off"]).to_numpy(
+                dtype=bool
+            )
+            inside[todo] = seen & ~_outside(prepared, lat, lon)[0]
+    return np.asarray(out & inside, dtype=bool)
+
+
 def _finding_row(
     *,
     vehicle_id: str,
@@ -381,6 +437,15 @@ def detect_outside_municipality(
         prev_orig = prev if order is None else order[np.maximum(prev, 0)]
         prev_meter = meter_at(pings, prev_orig)
         seen = has_prev & pd.Series(prev_meter).isin(["free", "off"]).to_numpy(dtype=bool)
+        keep = ~_continued(
+            prepared, trips, pings, pos, orig, prev_orig, has_prev, (order, codes, ns_sorted)
+        )
+        if not keep.all():
+            idx, dist, pos, orig = idx[keep], dist[keep], pos[keep], orig[keep]
+            prev, has_prev, prev_orig = prev[keep], has_prev[keep], prev_orig[keep]
+            seen = seen[keep]
+            if not len(idx):
+                return empty_findings()
         accuracy = np.zeros(len(idx))
         if "accuracy_m" in pings.columns:
             acc = pings["accuracy_m"].to_numpy(dtype=np.float64)[orig]
@@ -434,8 +499,36 @@ def open_from(
     pings: pd.DataFrame, *, max_gap_s: float = DEFAULT_TRIP_MAX_GAP_S, **_: Any
 ) -> dict[str, int]:
     """Each vehicle's open trip's pickup, else its last fix (the fix before a next pickup)."""
-    opened = open_trips(pings, meter_trips(pings, max_gap_s=max_gap_s))
-    return {v: last if start is None else start for v, (last, start) in opened.items()}
+    trips = meter_trips(pings, max_gap_s=max_gap_s)
+    opened = open_trips(pings, trips)
+    out = {v: last if start is None else start for v, (last, start) in opened.items()}
+    return _keep_ride_before(pings, trips, out)
+
+
+def _keep_ride_before(
+    pings: pd.DataFrame, trips: pd.DataFrame, out: dict[str, int]
+) -> dict[str, int]:
+    """Open from the trip before an open trip resumed aboard after a silence.
+
+    :func:`_continued` reads that trip (its pickup, the fix before it) to judge the open one.
+    """
+    if not len(trips) or "first_ping" not in trips.columns or "meter" not in pings.columns:
+        return out
+    order, codes, ns = sorted_view(pings)
+    start = trips["started_at"].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    first = pd.to_numeric(trips["first_ping"]).fillna(-1).to_numpy(dtype=np.int64)
+    last = pd.to_numeric(trips["last_ping"]).fillna(-1).to_numpy(dtype=np.int64)
+    vehicle = trips["vehicle_id"].astype("str").to_numpy(dtype=object)
+    by_end = dict(zip(last.tolist(), start.tolist(), strict=True))
+    limit = round(CONTINUED_MAX_SILENCE_S * NS)
+    for k in np.flatnonzero(start == np.asarray([out.get(v, -1) for v in vehicle])).tolist():
+        p = int(first[k])
+        if p < 1 or codes[p - 1] != codes[p] or ns[p] - ns[p - 1] > limit:
+            continue
+        at = np.asarray([p - 1, p]) if order is None else order[[p - 1, p]]
+        if (meter_at(pings, at) == "occupied").all() and p - 1 in by_end:
+            out[str(vehicle[k])] = int(by_end[p - 1])
+    return out
 
 
 KERNEL = TrackKernel(KIND, detect_in_fixes, open_from, context_fixes=1)

@@ -17,9 +17,14 @@ boarding
     passenger boarded. A meter started too long after leaving the stand, or too far from it, is
     not a boarding at it (``boarding_grace_s`` and ``boarding_grace_m`` of
     :func:`stands.visits.detect_visits`: a drop-off at the stand followed by the meter coming on
-    down the street is not a boarding there). The evidence shows the time from the last fix
-    inside to the meter start (``boarding_lag_s``), the distance from the meter start to the
-    stand (``boarding_distance_m``, 0 inside) and both thresholds.
+    down the street is not a boarding there). Those metres accuse only after a stay in the
+    stand (at least :data:`DRIFT_MAX_STAY_S`: the taxi waited there, the passenger got in, the
+    meter came on down the kerb); a vehicle that only passed through needs the boarding fix
+    within ``boarding_max_m`` (default 0: inside) of the stand — art. 59 XIII punishes
+    boarding "em ponto fixo", and a booked pickup at the kerb just past a stand is lawful
+    (art. 20 III). They always excuse (a boarding beside the own stand). The evidence shows the
+    time from the last fix inside to the meter start (``boarding_lag_s``), the distance from
+    the meter start to the stand (``boarding_distance_m``, 0 inside) and the thresholds.
 overlapping stands
     One trip start may mark visits of several stands. If any of them is licensed for the
     vehicle or of unknown licence, the boarding may have been at the vehicle's own stand: no
@@ -35,11 +40,21 @@ fleet
     another id) has an unknown licence and is not accused. ``accessible`` True is a Táxi
     Acessível: its boardings are excused (art. 46); ``accessible`` unknown lowers the
     confidence.
+own stand nearby (GPS drift)
+    A boarding is the own stand's, not the foreign one's, when the vehicle's visit to a stand
+    it may use (licensed, or of unknown licence, and not under suspension) was in progress at
+    the boarding fix or ended at most ``boarding_grace_s`` before it, and the vehicle stayed
+    less than :data:`DRIFT_MAX_STAY_S` (60 s, the visits' minimum dwell) in the foreign
+    stand before the meter: a taxi that waited at its stand and whose boarding fix drifted into
+    a neighbouring stand (two stands tens of metres apart) boarded at its own stand. No finding.
 accessible wait
     A Táxi Acessível's visit to a stand it is not licensed for, waiting longer than
-    ``accessible_max_wait_s`` — the whole dwell, or until the meter started when it boarded —
-    is a weaker finding of the same kind (``details.subtype = "accessible_wait"``), unless a
-    visit of the vehicle to a licensed (or unknown) stand overlaps it. The default, 600 s,
+    ``accessible_max_wait_s`` — the whole dwell, or until the meter started when it boarded,
+    counted from the first fix inside whose meter is not ``occupied`` (a passenger aboard, as
+    in a jam through the stand, is no wait; ``details.wait_started_at`` when later than the
+    arrival) — is a weaker finding of the same kind (``details.subtype =
+    "accessible_wait"``), unless a visit of the vehicle to a licensed (or unknown) stand
+    overlaps it. The default, 600 s,
     leaves time to board a wheelchair user.
 times
     ``started_at`` is the arrival (first fix inside); ``ended_at`` the departure with the
@@ -79,7 +94,8 @@ suspension (POA art. 45 § único)
       only gains ``details.suspension``;
     - ``wait``: "suspensão das atividades no ponto fixo" (I) and "impossibilidade de utilizar
       a área do ponto fixo" (II a) cover waiting in the queue: a visit without such a boarding
-      whose wait exceeds ``suspended_min_wait_s`` (default 300 s: a car passing through or
+      whose wait (not while ``occupied``, as for the accessible wait) exceeds
+      ``suspended_min_wait_s`` (default 300 s: a car passing through or
       dropping off is not waiting), unless a visit of the vehicle to a stand it may use
       overlaps it.
 
@@ -137,6 +153,11 @@ _METER_LITERAL = {"free": "free", "occupied": "occupied", "off": "off"}
 DEFAULT_ACCESSIBLE_MAX_WAIT_S = 600.0
 DEFAULT_MAX_GAP_S = 300.0
 DEFAULT_SUSPENDED_MIN_WAIT_S = 300.0
+DEFAULT_BOARDING_MAX_M = 0.0
+"""Largest distance from a boarding fix to a foreign stand that is boarding "em ponto fixo"."""
+DRIFT_MAX_STAY_S = 60.0
+"""Longest stay at a foreign stand before the meter of a boarding attributed to the own stand
+(the visits' minimum dwell: a shorter run is a pass-through, not a stay)."""
 SUSPENSION_COLUMNS = ("stand_id", "vehicle_id", "driver_id", "starts_on", "ends_on", "kind")
 """The registry's ``stand_suspensions`` columns the rule reads (optional: ``suspension_id``,
 ``reason``, ``process_ref``)."""
@@ -311,6 +332,29 @@ def _drivers(pings: pd.DataFrame) -> NDArray[Any]:
     return np.asarray([_text_or_none(d) for d in pings["driver_id"].tolist()], dtype=object)
 
 
+def _free_since(
+    pings: pd.DataFrame, first: NDArray[np.int64], last: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Time (ns) of each visit's first fix from ``first`` to ``last`` not ``occupied``, else -1.
+
+    A meter unknown (no column, or empty) is not occupied: only a seen passenger excuses.
+    """
+    if not len(first):
+        return np.zeros(0, dtype=np.int64)
+    order, _, ns = sorted_view(pings)
+    if "meter" not in pings.columns:
+        return ns[sorted_positions(order, first)]
+    occupied = np.asarray(pings["meter"].eq("occupied").fillna(False), dtype=bool)
+    if order is not None:
+        occupied = occupied[order]
+    free_count = np.cumsum(~occupied)
+    sf, sl = sorted_positions(order, first), sorted_positions(order, last)
+    before = np.where(sf > 0, free_count[np.maximum(sf - 1, 0)], 0)
+    at = np.searchsorted(free_count, before + 1, side="left")
+    ok = at <= sl
+    return np.where(ok, ns[np.minimum(at, len(ns) - 1)], -1)
+
+
 def _previous_fix(pings: pd.DataFrame, positions: NDArray[np.int64]) -> NDArray[np.int64]:
     """Position (in ``pings``) of each fix's previous fix of the same vehicle, -1 if none."""
     order, codes, _ = sorted_view(pings)
@@ -343,6 +387,7 @@ def _boarding_finding(
     max_gap_s: float,
     boarding_grace_s: float,
     boarding_grace_m: float,
+    boarding_max_m: float = DEFAULT_BOARDING_MAX_M,
     suspension: dict[str, Any] | None = None,
     subtype: str = "boarding",
     licensed: bool | None = False,
@@ -383,6 +428,7 @@ def _boarding_finding(
             "max_gap_s": float(max_gap_s),
             "boarding_grace_s": float(boarding_grace_s),
             "boarding_grace_m": float(boarding_grace_m),
+            "boarding_max_m": float(boarding_max_m),
         },
     }
     if suspension is not None:
@@ -416,10 +462,12 @@ def _wait_finding(
     last_lon: float,
     last_lat: float,
     accessible_max_wait_s: float,
+    wait_from_ns: int | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """One accessible-wait finding and its point as ``(lon, lat)`` (the batch and live kernels)."""
     end = departed_ns if boarded_ns is None else min(departed_ns, boarded_ns)
-    wait_s = (end - arrived_ns) / NS
+    since = arrived_ns if wait_from_ns is None else max(arrived_ns, wait_from_ns)
+    wait_s = (end - since) / NS
     excess = (wait_s - accessible_max_wait_s) / max(2.0 * accessible_max_wait_s, 1.0)
     conf = 0.4 + 0.3 * min(1.0, excess)
     details = {
@@ -437,6 +485,8 @@ def _wait_finding(
         "accessible": True,
         "thresholds": {"accessible_max_wait_s": float(accessible_max_wait_s)},
     }
+    if since > arrived_ns:  # arrived with the meter occupied: the wait began when it went off
+        details["wait_started_at"] = iso_utc(since)
     row = {
         "kind": KIND,
         "vehicle_id": vehicle_id,
@@ -467,9 +517,11 @@ def _suspended_wait_finding(
     last_lon: float,
     last_lat: float,
     suspended_min_wait_s: float,
+    wait_from_ns: int | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """One wait at a stand under suspension and its point (the last fix inside)."""
-    wait_s = (wait_end_ns - arrived_ns) / NS
+    since = arrived_ns if wait_from_ns is None else max(arrived_ns, wait_from_ns)
+    wait_s = (wait_end_ns - since) / NS
     excess = (wait_s - suspended_min_wait_s) / max(2.0 * suspended_min_wait_s, 1.0)
     details = {
         "subtype": "suspended_use",
@@ -489,6 +541,8 @@ def _suspended_wait_finding(
         "suspension_kind": suspension["kind"],
         "thresholds": {"suspended_min_wait_s": float(suspended_min_wait_s)},
     }
+    if since > arrived_ns:  # arrived with the meter occupied: the wait began when it went off
+        details["wait_started_at"] = iso_utc(since)
     row = {
         "kind": KIND,
         "vehicle_id": vehicle_id,
@@ -514,6 +568,7 @@ def detect_unlicensed_stand_use(
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
     suspended_min_wait_s: float = DEFAULT_SUSPENDED_MIN_WAIT_S,
+    boarding_max_m: float = DEFAULT_BOARDING_MAX_M,
 ) -> gpd.GeoDataFrame:
     """Find boardings at stands the vehicle has no parking licence for, and accessible waits.
 
@@ -553,6 +608,11 @@ def detect_unlicensed_stand_use(
     suspended_min_wait_s : float, default 300
         Shortest wait at a stand under suspension that is a use of it (art. 45 § único: a
         vehicle passing through or dropping off is not using the stand).
+    boarding_max_m : float, default 0
+        Largest distance from the boarding fix to a stand the vehicle only passed through
+        (stayed less than :data:`DRIFT_MAX_STAY_S`) for a finding (0: inside it); after a stay,
+        ``boarding_grace_m``. ``boarding_grace_m`` always lets a boarding beside a stand the
+        vehicle may use excuse.
 
     Returns
     -------
@@ -572,6 +632,7 @@ def detect_unlicensed_stand_use(
     check_threshold("boarding_grace_s", boarding_grace_s, unit="segundos")
     check_threshold("boarding_grace_m", boarding_grace_m, unit="metros")
     check_threshold("suspended_min_wait_s", suspended_min_wait_s, unit="segundos")
+    check_threshold("boarding_max_m", boarding_max_m, unit="metros")
     _check_visits(visits)
     table = _Suspensions(suspensions) if suspensions is not None and len(suspensions) else None
     require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
@@ -625,7 +686,11 @@ def detect_unlicensed_stand_use(
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
     wait_end = np.where(boarded, np.minimum(departed, boarded_ns), departed)
-    wait_s = (wait_end - arrived) / NS
+    # A wait starts at the first fix inside whose meter is not occupied: a car with a
+    # passenger aboard (stuck in a jam through the stand) is not waiting there.
+    free_ns = _free_since(pings, first, last)
+    wait_from = np.maximum(free_ns, arrived)
+    wait_s = np.where(free_ns < 0, 0.0, np.maximum(wait_end - wait_from, 0) / NS)
 
     # --- suspensions: the registry row each boarding or wait breaks (-1: none) ----------------
     susp_board = np.full(len(visits), -1, dtype=np.int64)
@@ -668,13 +733,15 @@ def detect_unlicensed_stand_use(
                 "stand": stand[cand],
                 # a stand held under suspension first: its charge is the lesser one
                 "lesser": ~accusable[cand],
+                # a meter started beside the stand accuses only after a stay in it
+                "near": (distance_m[cand] <= boarding_max_m) | (dwell_s[cand] >= DRIFT_MAX_STAY_S),
             }
         )
         all_ok = frame.groupby("key")["ok"].transform("all").to_numpy(dtype=bool)
         frame = frame.loc[all_ok]
         frame = frame.sort_values(
-            ["key", "lesser", "inside", "dwell", "stand"],
-            ascending=[True, False, False, False, True],
+            ["key", "lesser", "near", "inside", "dwell", "stand"],
+            ascending=[True, False, False, False, False, True],
         )
         # The stands of each boarding fix, in the order above (one in nearly every case).
         keys = frame["key"].to_numpy(dtype=np.int64)
@@ -686,6 +753,20 @@ def detect_unlicensed_stand_use(
             if len(keys)
         }
         chosen = frame.drop_duplicates("key")
+        # art. 59 XIII: boarding "em ponto fixo"; a meter started beside a stand the vehicle
+        # only passed through is not (a booked pickup at the kerb, art. 20 III)
+        chosen = chosen.loc[chosen["lesser"] | chosen["near"]]
+        near_own = _near_own_stand(
+            chosen["v"].to_numpy(dtype=np.int64),
+            np.flatnonzero(~accusable & (susp_wait < 0)),
+            vehicle,
+            arrived,
+            departed,
+            boarded_ns,
+            grace_ns=round(boarding_grace_s * NS),
+            max_stay_ns=round(DRIFT_MAX_STAY_S * NS),
+        )
+        chosen = chosen.loc[~chosen["v"].isin(near_own)]
         if len(chosen):
             idx = chosen["v"].to_numpy(dtype=np.int64)
             bp = bping[idx]
@@ -725,6 +806,7 @@ def detect_unlicensed_stand_use(
                     max_gap_s=max_gap_s,
                     boarding_grace_s=boarding_grace_s,
                     boarding_grace_m=boarding_grace_m,
+                    boarding_max_m=boarding_max_m,
                     suspension=None if row_s < 0 else dict(table.records[row_s]),  # type: ignore[union-attr]
                     subtype="boarding" if accusable[i] else "suspended_use",
                     licensed=False if accusable[i] else _licence_seen(licensed_of[i], fact_i),
@@ -763,6 +845,7 @@ def detect_unlicensed_stand_use(
                 last_lon=float(lon[p]),
                 last_lat=float(lat[p]),
                 suspended_min_wait_s=suspended_min_wait_s,
+                wait_from_ns=int(wait_from[i]),
             )
             out.append(row)
             geoms.append(geom)
@@ -790,6 +873,7 @@ def detect_unlicensed_stand_use(
                 last_lon=float(lon[p]),
                 last_lat=float(lat[p]),
                 accessible_max_wait_s=accessible_max_wait_s,
+                wait_from_ns=int(wait_from[i]),
             )
             out.append(row)
             geoms.append(geom)
@@ -821,6 +905,35 @@ def _overlapped(
     w, o = pairs["w"].to_numpy(dtype=np.int64), pairs["o"].to_numpy(dtype=np.int64)
     overlap = (arrived[o] <= departed[w]) & (departed[o] >= arrived[w])
     return set(w[overlap].tolist())
+
+
+def _near_own_stand(
+    boardings: NDArray[np.int64],
+    lawful: NDArray[np.int64],
+    vehicle: NDArray[Any],
+    arrived: NDArray[np.int64],
+    departed: NDArray[np.int64],
+    boarded_ns: NDArray[np.int64],
+    *,
+    grace_ns: int,
+    max_stay_ns: int,
+) -> set[int]:
+    """Return the boardings that follow a ``lawful`` visit of the vehicle (GPS drift).
+
+    A lawful visit (a stand the vehicle may use) in progress at the boarding fix or left at
+    most ``grace_ns`` before it, and a stay at the foreign stand before the meter shorter than
+    ``max_stay_ns``: the taxi boarded at its own stand and the fix drifted into a neighbour.
+    """
+    if not len(boardings) or not len(lawful):
+        return set()
+    left = pd.DataFrame({"b": boardings, "veh": vehicle[boardings]})
+    right = pd.DataFrame({"o": lawful, "veh": vehicle[lawful]})
+    pairs = left.merge(right, on="veh")
+    b, o = pairs["b"].to_numpy(dtype=np.int64), pairs["o"].to_numpy(dtype=np.int64)
+    at = boarded_ns[b]
+    stay = np.minimum(at, departed[b]) - arrived[b]
+    near = (arrived[o] <= at) & (departed[o] >= at - grace_ns) & (stay < max_stay_ns)
+    return set(b[near].tolist())
 
 
 def _add_ended_licences(rows: list[dict[str, Any]], history: pd.DataFrame, timezone: str) -> None:
@@ -884,6 +997,7 @@ def advance_unlicensed_stand_use(
     boarding_grace_s: float = DEFAULT_BOARDING_GRACE_S,
     boarding_grace_m: float = DEFAULT_BOARDING_GRACE_M,
     suspended_min_wait_s: float = DEFAULT_SUSPENDED_MIN_WAIT_S,
+    boarding_max_m: float = DEFAULT_BOARDING_MAX_M,
 ) -> tuple[dict[str, dict[str, Any]], gpd.GeoDataFrame]:
     """Run :func:`detect_unlicensed_stand_use` on released visits once no other can matter.
 
@@ -907,7 +1021,7 @@ def advance_unlicensed_stand_use(
     final : bool, default False
         End of the input: every cluster is closed.
     fleet, licence_history, suspensions, timezone, accessible_max_wait_s, max_gap_s, \
-boarding_grace_s, boarding_grace_m, suspended_min_wait_s
+boarding_grace_s, boarding_grace_m, suspended_min_wait_s, boarding_max_m
         As in :func:`detect_unlicensed_stand_use`.
 
     Returns
@@ -934,7 +1048,8 @@ boarding_grace_s, boarding_grace_m, suspended_min_wait_s
                 (held if bound is not None and bound <= reach else closed).extend(cluster)
                 cluster, reach = [], -1
             cluster.append(record)
-            reach = max(reach, _end_ns(record))
+            # a boarding up to boarding_grace_s after a visit may be that visit's (drift)
+            reach = max(reach, _end_ns(record) + round(boarding_grace_s * NS))
         (held if bound is not None and bound <= reach else closed).extend(cluster)
         if held:
             out[vid] = {"visits": held}
@@ -951,5 +1066,6 @@ boarding_grace_s, boarding_grace_m, suspended_min_wait_s
         boarding_grace_s=boarding_grace_s,
         boarding_grace_m=boarding_grace_m,
         suspended_min_wait_s=suspended_min_wait_s,
+        boarding_max_m=boarding_max_m,
     )
     return out, found

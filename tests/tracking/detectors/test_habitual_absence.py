@@ -463,3 +463,91 @@ class TestHabituallyAbsent:
         assert hit.tolist() == [True, False, False, False, True]
         assert hit.index.tolist() == [5, 6, 7, 8, 9]
         assert habitually_absent(summary, min_operating_days=21).sum() == 0
+
+
+def _stand_suspension(vehicle: str, starts_on: str, ends_on: str | None) -> pd.DataFrame:
+    """A prefixo's suspension at S1 (POA art. 45 § único I), as the registry gives it."""
+    return pd.DataFrame(
+        {
+            "suspension_id": [7],
+            "stand_id": ["S1"],
+            "vehicle_id": pd.Series([vehicle], dtype="object"),
+            "driver_id": pd.Series([None], dtype="object"),
+            "starts_on": pd.to_datetime([starts_on]),
+            "ends_on": pd.to_datetime([ends_on]),
+            "kind": ["suspension"],
+            "reason": ["art. 45, parágrafo único, I"],
+            "process_ref": ["PROC-1"],
+        }
+    )
+
+
+class TestStandSuspension:
+    # A works all 30 days; at S1 on 4 of the 10 days outside its suspension (8-27 Mar).
+    DAYS = list(range(1, 31))
+    PRESENT = [1, 2, 3, 29]
+
+    def test_suspended_days_are_left_out(self) -> None:
+        """Suspended from S1 on 20 days, present on 4 of the other 10 (40 %): no finding;
+        without the suspension the 4 of 30 days (13 %) were one."""
+        rows = (_pings("A", self.DAYS), _visits("A", self.PRESENT))
+        assert len(_detect(*rows)) == 1
+        susp = _stand_suspension("A", "2024-03-08", "2024-03-27")
+        assert _detect(*rows, suspensions=susp).empty
+
+    def test_evidence_names_the_suspended_days(self) -> None:
+        """Still absent outside the suspension: the finding counts only the other days and
+        lists the days left out with the registry row."""
+        rows = (_pings("A", self.DAYS), _visits("A", [1]))
+        susp = _stand_suspension("A", "2024-03-08", "2024-03-27")
+        f = _detect(*rows, suspensions=susp).iloc[0]
+        d = f["details"]
+        assert (d["days_operating"], d["days_present"], d["days_licensed"]) == (10, 1, 10)
+        assert d["days_suspended"] == 20
+        assert d["suspended_days"][0] == "2024-03-08" and d["suspended_days"][-1] == "2024-03-27"
+        assert d["suspensions"][0]["process_ref"] == "PROC-1"
+        assert all(not ("2024-03-08" <= x["date"] <= "2024-03-27") for x in d["days"])
+        json.dumps(d)
+
+    def test_driver_or_other_stand_suspension_leaves_the_days_in(self) -> None:
+        """A driver's suspension, or the prefixo's at another stand, does not excuse."""
+        rows = (_pings("A", self.DAYS), _visits("A", self.PRESENT))
+        other = _stand_suspension("A", "2024-03-08", "2024-03-27").assign(stand_id="S9")
+        driver = _stand_suspension("A", "2024-03-08", "2024-03-27").assign(
+            vehicle_id=None, driver_id="D1"
+        )
+        assert len(_detect(*rows, suspensions=other)) == 1
+        assert len(_detect(*rows, suspensions=driver)) == 1
+
+    def test_kernel_leaves_out_the_suspended_days(self) -> None:
+        """The live kernel, day by day, gives the batch's answer: no finding."""
+        susp = _stand_suspension("A", "2024-03-08", "2024-03-27")
+        pings = make_pings(_pings("A", self.DAYS))
+        visits = _frame(_visits("A", self.PRESENT))
+        kw = {"licences": LICENCES, "stands": STANDS}
+        states: dict = {}
+        found = []
+        for day in self.DAYS:
+            lo = pd.Timestamp(f"2024-03-{day:02d}T03:00Z")
+            hi = lo + pd.Timedelta(days=1)
+            piece = pings.loc[(pings["timestamp"] >= lo) & (pings["timestamp"] < hi)]
+            given = visits.loc[(visits["arrived_at"] >= lo) & (visits["arrived_at"] < hi)]
+            states, res = advance_habitual_absence(
+                states,
+                piece,
+                given,
+                as_of=dt.date(2024, 3, day),
+                suspensions=susp,
+                **kw,  # type: ignore[arg-type]
+            )
+            states = json.loads(json.dumps(states))
+            found.append(res)
+        assert sum(len(f) for f in found) == 0
+        states, res = advance_habitual_absence(
+            {},
+            pings,
+            visits,
+            as_of=dt.date(2024, 3, 30),
+            **kw,  # type: ignore[arg-type]
+        )
+        assert len(res) >= 1  # without the suspension the kernel finds it

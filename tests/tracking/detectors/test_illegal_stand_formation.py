@@ -43,7 +43,7 @@ def _split_wait(
     vehicle: str, t0: float, at: tuple[float, float], *, drift_m: float = 0.0
 ) -> list[dict[str, Any]]:
     """Drive in, wait 20 min free at ``at`` (a fix every 15 s) with one fix in 16 thrown 60 m
-    off (GPS noise: it ends a stop), moving ``drift_m`` north every 4 min; drive off."""
+    off (GPS noise: it ends a stop), moving ``drift_m`` north every 4 min; board; drive off."""
     n, e = at
     points = [(t0 - 60, n + 600, e + 600)]
     for k in range(81):
@@ -51,13 +51,14 @@ def _split_wait(
         off = 60.0 if k % 16 == 15 else 0.0
         points.append((t0 + 15 * k, n + piece * drift_m, e + off))
     points.append((t0 + 1260, n - 600, e - 600))
-    meters = ["occupied"] + ["free"] * (len(points) - 2) + ["occupied"]
+    meters = ["occupied"] + ["free"] * (len(points) - 3) + ["occupied"] * 2
     return make_track(vehicle, points, meter=meters)
 
 
 class TestDetectIllegalStandFormation:
     def test_recurring_free_waiting_is_one_finding_per_place(self) -> None:
-        """Three taxis waiting free 15 min on three days at one spot: one finding, explained."""
+        """Three taxis waiting free 15 min on three days at one spot, each leaving with a
+        passenger boarded there: one finding, explained."""
         found = _detect(_three_days())
         assert len(found) == 1
         f = found.iloc[0]
@@ -70,9 +71,11 @@ class TestDetectIllegalStandFormation:
         assert d["dates"] == ["2024-03-04", "2024-03-05", "2024-03-06"]
         assert (d["n_vehicles"], d["n_days"], d["n_stops"]) == (3, 3, 3)
         assert [s["vehicle_id"] for s in d["stops"]] == ["A", "B", "C"]
-        assert all(s["duration_s"] == 900.0 and s["free_share"] == 1.0 for s in d["stops"])
+        assert all(s["duration_s"] == 900.0 and s["free_share"] == 0.968 for s in d["stops"])
+        assert all(s["boarded"] for s in d["stops"]) and d["n_boardings"] == 3
         assert d["nearest_stand_m"] == pytest.approx(1386, abs=5)
-        assert len(d["fixes"]) == 6 and all(x["meter"] == "free" for x in d["fixes"])
+        meters = [x["meter"] for x in d["fixes"]]
+        assert meters == ["free", "occupied"] * 3  # the wait's first fix, the boarding
         assert d["thresholds"]["min_vehicles"] == 3 and d["thresholds"]["min_wait_s"] == 600.0
         stop = d["stops"][0]
         assert f["geometry"].contains(shapely.Point(stop["lon"], stop["lat"]))
@@ -150,6 +153,42 @@ class TestDetectIllegalStandFormation:
     def test_occupied_waits_do_not_count(self) -> None:
         """Waiting with the meter occupied (a passenger aboard) is not waiting for one."""
         assert _detect(_three_days(meter="occupied")).empty
+
+    @pytest.mark.parametrize("leaves", ["free", "off"])
+    def test_waits_that_board_no_one_are_no_rank(self, leaves: str) -> None:
+        """Free taxis queueing 15 min on three days (a fuel pump, an inspection line) and
+        leaving with the meter free or off wait for no passenger (art. 59 XIV: "finalidade de
+        formação de ponto"): nothing, unless the boarding share is not checked."""
+        rows: list[dict[str, Any]] = []
+        for d, v in enumerate(["A", "B", "C"]):
+            track = wait(v, d * DAY, PLACE, boards=False)
+            track[-1]["meter"] = leaves
+            rows += track
+        assert _detect(rows).empty
+        found = _detect(rows, min_boarding_share=0.0)
+        assert len(found) == 1 and found.iloc[0]["details"]["n_boardings"] == 0
+
+    @pytest.mark.parametrize(
+        ("boarded", "expected"), [(0, 0), (1, 1)], ids=["none-of-five", "one-of-five"]
+    )
+    def test_a_share_of_the_waits_must_end_with_a_boarding(
+        self, boarded: int, expected: int
+    ) -> None:
+        """Five waits on five days: a meter switched on 850 m away is no boarding at the place;
+        one boarding of five (20 %) meets a 20 % share, not the default 25 %."""
+        rows: list[dict[str, Any]] = []
+        for d, v in enumerate(["A", "B", "C", "A"]):
+            track = wait(v, d * DAY, PLACE, boards=False)
+            if d == 0:
+                track[-1]["meter"] = "occupied"  # 600 m away: a hail elsewhere
+            rows += track
+        assert _detect(rows).empty
+        rows += wait("B", 4 * DAY, PLACE, boards=bool(boarded))
+        assert _detect(rows).empty
+        found = _detect(rows, min_boarding_share=0.2)
+        assert len(found) == expected
+        if expected:
+            assert found.iloc[0]["details"]["n_boardings"] == 1
 
     def test_unknown_meter_does_not_count(self) -> None:
         """Without meter data a stop is not known to be a free taxi waiting."""

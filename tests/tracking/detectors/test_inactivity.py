@@ -10,8 +10,14 @@ from day_kernel_checks import assert_day_pieces_give, concat_findings
 from factories import make_pings, offset_m
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
+from tracking.detectors.detect import DetectorInputs, run_detectors
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.inactivity import activity_span, advance_inactivity, detect_inactivity
+from tracking.detectors.inactivity import (
+    activity_span,
+    advance_inactivity,
+    detect_inactivity,
+    unmetered_last_fixes,
+)
 from tracking.trips import detect_trips
 
 D = dt.date
@@ -345,3 +351,130 @@ class TestInactivityKernel:
         pings, registry = _stream()
         with pytest.raises(DetectorThresholdError, match="max_idle_days"):
             advance_inactivity(None, pings, fleet=registry, max_idle_days=0, final=True)
+
+
+def registry_row(vehicle: str, **columns: object) -> dict:
+    return {"vehicle_id": vehicle, "status": "active", **columns}
+
+
+class TestWhatTheVehicleCouldNotHaveDone:
+    """Days on which the prefixo could not have been operating never count (art. 60 X)."""
+
+    @pytest.mark.parametrize(
+        ("issued", "expected"),
+        [(D(2024, 4, 3), []), (D(2024, 2, 10), []), (D(2024, 2, 9), ["ghost"])],
+    )
+    def test_a_new_prefixo_counts_from_its_first_alvara(
+        self, issued: dt.date, expected: list[str]
+    ) -> None:
+        """Never seen, first alvará 6 or 60 days before as_of: lawful; 61 days: found."""
+        registry = pd.DataFrame([registry_row("ghost", alvara_first_issued_on=issued)])
+        found = detect_inactivity(data(), registry, as_of=AS_OF)
+        assert ids(found) == expected
+        if expected:
+            d = found.iloc[0]["details"]
+            assert d["idle_days"] == 61
+            assert d["counted_from"] == {"day": "2024-02-09", "because": "alvara_first_issued_on"}
+            assert found.iloc[0]["started_at"] == pd.Timestamp("2024-02-09T03:00:00Z")
+
+    def test_a_return_to_active_counts_from_its_day(self) -> None:
+        """Active again since 20 days before as_of: the 80 idle days before do not count."""
+        registry = pd.DataFrame([registry_row("idle", status_since=D(2024, 3, 20))])
+        assert detect_inactivity(data(), registry, as_of=AS_OF).empty
+        earlier = pd.DataFrame([registry_row("idle", status_since=D(2023, 12, 1))])
+        d = detect_inactivity(data(), earlier, as_of=AS_OF).iloc[0]["details"]
+        assert d["idle_days"] == 80 and d["counted_from"]["because"] == "window"
+
+    @pytest.mark.parametrize(
+        ("columns", "expected"),
+        [
+            ({"alvara_valid_until": D(2024, 1, 25)}, []),
+            ({"inspection_valid_until": D(2024, 1, 25)}, []),
+            ({"termo_recolhido_since": D(2024, 1, 25)}, []),
+            ({"alvara_valid_until": D(2024, 3, 1)}, []),  # 39 days expired, 41 counted
+            ({"alvara_valid_until": D(2024, 3, 25)}, ["idle"]),  # 15 days expired, 65 counted
+            ({"alvara_valid_until": D(2024, 5, 1)}, ["idle"]),  # valid throughout
+        ],
+    )
+    def test_expired_documents_excuse_their_days(self, columns: dict, expected: list[str]) -> None:
+        """After the alvará or the vistoria expired, or the Termo was recolhido, not operating
+        is complying (art. 58 XII, III): those days are excused."""
+        registry = pd.DataFrame([registry_row("idle", **columns)])
+        found = detect_inactivity(data(), registry, as_of=AS_OF)
+        assert ids(found) == expected
+        if columns.get("alvara_valid_until") == D(2024, 3, 25):
+            d = found.iloc[0]["details"]
+            assert d["excused_days"] == 15 and d["counted_idle_days"] == 65
+            assert d["excusing_documents"] == [
+                {"reason": "alvara_expired", "alvara_valid_until": "2024-03-25"}
+            ]
+            assert d["excusing_status"] is None
+
+    def test_excusing_periods_are_counted_once(self) -> None:
+        """A suspension (25 Mar-5 Apr) and an expired alvará (from 1 Apr) over the same days
+        excuse 16 days, not 21: 64 of the 80 idle days count."""
+        registry = pd.DataFrame(
+            [
+                registry_row(
+                    "idle",
+                    status="suspended",
+                    status_since=D(2024, 3, 25),
+                    status_until=D(2024, 4, 5),
+                    alvara_valid_until=D(2024, 3, 31),
+                )
+            ]
+        )
+        d = detect_inactivity(data(), registry, as_of=AS_OF).iloc[0]["details"]
+        assert d["excused_days"] == 16 and d["counted_idle_days"] == 64
+        assert d["excusing_status"]["status"] == "suspended"
+        assert [e["reason"] for e in d["excusing_documents"]] == ["alvara_expired"]
+
+
+class TestUnmeteredVehicleOnTheStreets:
+    """Fixes without a meter are no evidence of inactivity (art. 60 X needs it shown)."""
+
+    def rows(self) -> list[dict]:
+        rows = [fix("busy", "2024-01-01", "occupied"), fix("busy", "2024-04-09", "occupied")]
+        for day in pd.date_range("2024-01-01", "2024-04-09", freq="D"):
+            for k in range(4):  # drives 300 m a minute, never stopping: no stop, no trip
+                lat, lon = offset_m(300.0 * k, 0.0)
+                stamp = day + pd.Timedelta(hours=15, minutes=k)
+                rows.append(
+                    {
+                        "vehicle_id": "moving",
+                        "timestamp": stamp.isoformat() + "Z",
+                        "lat": lat,
+                        "lon": lon,
+                        "meter": None,
+                    }
+                )
+        return rows
+
+    def test_trips_with_the_last_fixes_of_unmetered_vehicles(self) -> None:
+        """Given trips, a vehicle without meter data is idle only from its last fix."""
+        pings = make_pings(self.rows())
+        trips = detect_trips(pings)
+        assert "moving" not in set(trips["vehicle_id"])
+        seen = unmetered_last_fixes(pings, as_of=AS_OF)
+        assert seen["vehicle_id"].tolist() == ["moving"]
+        registry = fleet("busy", "moving")
+        assert detect_inactivity(trips, registry, as_of=AS_OF, sightings=seen).empty
+        early = unmetered_last_fixes(pings, as_of=D(2024, 1, 3))
+        f = detect_inactivity(trips, registry, as_of=AS_OF, sightings=early).iloc[0]
+        assert f["details"]["last_operation_source"] == "fix"
+        assert f["details"]["last_operation_at"] == "2024-01-03T15:03:00Z"
+
+    def test_run_detectors_gives_them(self) -> None:
+        """A run (trips and pings) does not accuse a vehicle seen moving without a meter."""
+        pings = make_pings(self.rows())
+        inputs = DetectorInputs(
+            pings=pings,
+            visits=pd.DataFrame(),
+            trips=detect_trips(pings),
+            stops=pd.DataFrame(),
+            stands=gpd.GeoDataFrame(),
+            fleet=fleet("busy", "moving", "ghost"),
+            as_of=AS_OF,
+        )
+        found, _ = run_detectors(inputs, kinds=("inactivity",))
+        assert ids(found) == ["ghost"]

@@ -112,7 +112,8 @@ class TestDetectOperatingWhileBarred:
     @pytest.mark.parametrize("status", ["suspended", "out_of_operation", "revoked", "reserved"])
     def test_each_barring_status_is_a_reason(self, status: str) -> None:
         """Suspended, Fora de Operação, revoked and reserved all bar operation."""
-        found = detect(ride("v1", "2024-03-05T15:00:00Z"), fleet(status=status))
+        registry = fleet(status=status, status_since=D(2024, 3, 1))
+        found = detect(ride("v1", "2024-03-05T15:00:00Z"), registry)
         assert found.iloc[0]["details"]["reason"] == status
 
     def test_active_vehicle_is_not_found(self) -> None:
@@ -167,15 +168,42 @@ class TestDetectOperatingWhileBarred:
         assert len(detect(rows, fleet(**SUSPENDED), min_trip_duration_s=0.0)) == 1
 
     def test_unknown_status_start_lowers_confidence(self) -> None:
-        """A status without status_since bars, at 0.7 times the confidence."""
+        """A status without status_since bars its snapshot day, at 0.7 times the confidence."""
         rows = ride("v1", "2024-03-05T15:00:00Z")
         dated = detect(rows, fleet(**SUSPENDED)).iloc[0]
-        undated = detect(rows, fleet(status="suspended")).iloc[0]
+        undated = detect(rows, fleet(status="suspended"), as_of=D(2024, 3, 5)).iloc[0]
         assert undated["details"]["reasons"][0]["status_since"] is None
+        assert undated["details"]["reasons"][0]["status_known_since"] == "2024-03-05"
         assert undated["confidence"] == pytest.approx(dated["confidence"] * 0.7, abs=1e-4)
 
-    def test_stop_inferred_trips_weigh_less_and_can_be_excluded(self) -> None:
-        """Trips inferred from stops count at lower confidence; excluded on request."""
+    @pytest.mark.parametrize(
+        ("until", "as_of", "days"),
+        [
+            (None, D(2024, 3, 10), ["2024-03-10"]),
+            (None, D(2024, 3, 11), []),
+            (None, None, []),
+            (D(2024, 3, 12), D(2024, 3, 9), ["2024-03-09", "2024-03-10"]),
+            (D(2024, 3, 8), D(2024, 3, 9), []),
+        ],
+    )
+    def test_unknown_status_start_bars_no_day_before_the_snapshot(
+        self, until: dt.date | None, as_of: dt.date | None, days: list[str]
+    ) -> None:
+        """A suspension without status_since is known only as of the registry's day (as_of):
+        service on the days before it, the suspension may not have begun, is never barred."""
+        rows = [r for d in range(1, 11) for r in ride("v1", f"2024-03-{d:02d}T15:00:00Z")]
+        registry = fleet(status="suspended", status_until=until)
+        found = detect(rows, registry, as_of=as_of)
+        assert [f["local_date"] for f in found["details"]] == days
+
+    def test_as_of_must_be_a_date(self) -> None:
+        """A timestamp is not a day."""
+        with pytest.raises(DetectorThresholdError, match="as_of"):
+            detect(ride("v1", "2024-03-05T15:00:00Z"), fleet(), as_of=pd.Timestamp("2024-03-05"))
+
+    def test_stop_inferred_trips_are_service_only_on_request(self) -> None:
+        """A movement between stops is not operating (a car Fora de Operação may transit,
+        art. 38 II): no finding by default; on request, at lower confidence."""
         trips = pd.DataFrame(
             {
                 "vehicle_id": ["v1"],
@@ -189,12 +217,49 @@ class TestDetectOperatingWhileBarred:
                 "source": ["stops"],
             }
         )
-        found = detect_operating_while_barred(trips, fleet(**SUSPENDED))
+        assert detect_operating_while_barred(trips, fleet(**SUSPENDED)).empty
+        found = detect_operating_while_barred(
+            trips, fleet(**SUSPENDED), include_inferred_trips=True
+        )
         assert found.iloc[0]["confidence"] == pytest.approx(0.6)
         assert found.iloc[0]["details"]["fixes"][0]["row"] is None
-        assert detect_operating_while_barred(
-            trips, fleet(**SUSPENDED), include_inferred_trips=False
-        ).empty
+
+    def test_unmetered_tracker_driving_while_barred_is_not_accused(self) -> None:
+        """Without meter data, a drive from a stop to the vistoria and back (the trips inferred
+        from the stops) while Fora de Operação is no finding; the same with the meter
+        occupied is one."""
+        rows = []
+        for k, (start, north) in enumerate(
+            [("2024-03-05T12:00:00Z", 0.0), ("2024-03-05T13:00:00Z", 3000.0)]
+        ):
+            t0 = pd.Timestamp(start)
+            stay = [(t0 + pd.Timedelta(seconds=30 * j), north) for j in range(21)]
+            drive = [
+                (
+                    t0 + pd.Timedelta(seconds=630 + 30 * j),
+                    north + (150.0 * j if k == 0 else -150.0 * j),
+                )
+                for j in range(1, 20)
+            ]
+            for stamp, n in stay + drive:
+                lat, lon = offset_m(n, 0.0)
+                rows.append({"vehicle_id": "v1", "timestamp": stamp, "lat": lat, "lon": lon})
+        pings = make_pings(rows)
+        trips = detect_trips(pings, max_gap_s=300.0)
+        assert set(trips["source"]) == {"stops"}
+        registry = fleet(
+            status="out_of_operation", status_since=D(2024, 3, 1), status_until=D(2024, 3, 31)
+        )
+        assert detect_operating_while_barred(trips, registry, pings=pings).empty
+        assert (
+            len(
+                detect_operating_while_barred(
+                    trips, registry, pings=pings, include_inferred_trips=True
+                )
+            )
+            == 1
+        )
+        assert len(detect(ride("v1", "2024-03-05T15:00:00Z"), registry)) == 1
 
     def test_vehicle_absent_from_fleet_is_not_judged(self) -> None:
         """Only fleet vehicles are judged."""

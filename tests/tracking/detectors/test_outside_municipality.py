@@ -103,11 +103,53 @@ class TestDetectOutsideMunicipality:
 
     def test_tracking_resumed_with_passenger_halves_confidence(self) -> None:
         """A trip that 'starts' after a silence with the meter already occupied is uncertain."""
-        rows = ride("v1", 0, 0.0, 0.0, n=3) + ride("v1", 1000, 0.0, 7000.0, before="occupied")
+        rows = ride("v1", 0, 0.0, 0.0, n=3) + ride("v1", 3600, 0.0, 7000.0, before="occupied")
         found = detect(rows)
         assert len(found) == 1
         assert found.iloc[0]["details"]["meter_switch_seen"] is False
         assert found.iloc[0]["confidence"] == pytest.approx(0.95 * 0.5)
+
+    @pytest.mark.parametrize(
+        ("last_east_m", "silence_s", "meter_across", "expected"),
+        [
+            (4900.0, 360, "occupied", 0),
+            (5150.0, 360, "occupied", 0),
+            (5900.0, 360, "occupied", 0),
+            (4900.0, 3600, "occupied", 1),
+            (4900.0, 360, "free", 1),
+            (4900.0, 360, "off", 1),
+        ],
+        ids=[
+            "continued",
+            "last-fix-at-border",
+            "last-fix-outside-ride-begun-inside",
+            "long-silence",
+            "meter-free-between",
+            "meter-off-between",
+        ],
+    )
+    def test_ride_begun_inside_resumed_after_a_silence_outside_is_lawful(
+        self, last_east_m: float, silence_s: int, meter_across: str, expected: int
+    ) -> None:
+        """A ride begun inside whose tracker falls silent at or past the border, the meter
+        occupied on both sides, continues outside (art. 19): its part after the silence is no
+        pickup. A long silence or a meter not occupied across it is still judged."""
+        rows = ride("v1", 0, 0.0, last_east_m - 900.0, step_east_m=100.0)
+        resumed = ride("v1", 270 + silence_s, 0.0, 7000.0, step_east_m=100.0, before=None)
+        if meter_across != "occupied":
+            rows[-1]["meter"] = meter_across
+        found = detect(rows + resumed[1:])
+        assert len(found) == expected
+
+    def test_a_silence_excuses_no_ride_begun_outside(self) -> None:
+        """A silence after a pickup outside, or after a ride itself resumed aboard outside,
+        excuses nothing: the pickup, and the second resumed part, are still found."""
+        begun_outside = ride("v1", 0, 0.0, 6000.0, step_east_m=100.0)
+        resumed = ride("v1", 660, 0.0, 7500.0, step_east_m=100.0, before=None)[1:]
+        found = detect(begun_outside + resumed)
+        assert [d["meter_switch_seen"] for d in found["details"]] == [True, False]
+        aboard = ride("v1", 0, 0.0, 6000.0, step_east_m=100.0, before="occupied")
+        assert len(detect(ride("v1", -3600, 0.0, 0.0, n=2) + aboard + resumed)) == 2
 
     @pytest.mark.parametrize("resumed", [False, True], ids=["meter-switch", "after-a-silence"])
     def test_pickup_thrown_outside_by_the_gps_is_not_judged(self, resumed: bool) -> None:
@@ -310,6 +352,22 @@ class TestOutsideMunicipalityKernel:
         for cut in range(1, len(pings)):
             live = replay_in_pieces(KERNEL, pings, [cut], boundary=square())
             assert geojson_bytes(live) == geojson_bytes(batch)
+
+    def test_ride_continued_after_a_silence_live_as_in_batch(self) -> None:
+        """Cut anywhere, a ride begun inside and resumed outside after a silence accuses no one
+        live either; one begun outside is found as in batch."""
+        inside = ride("a", 0, 0.0, 4500.0, step_east_m=100.0)  # out of the city 400 m
+        outside = ride("b", 0, 0.0, 6000.0, step_east_m=100.0)
+        rows = inside + ride("a", 660, 0.0, 7500.0, step_east_m=100.0, before=None)[1:]
+        rows += outside + ride("b", 660, 0.0, 7500.0, step_east_m=100.0, before=None)[1:]
+        rows += [{**r, "meter": "free", "timestamp": r["timestamp"] + 300} for r in rows[-1:]]
+        pings = make_pings(rows)
+        batch = KERNEL.detect(pings, boundary=square())
+        assert batch["vehicle_id"].tolist() == ["b", "b"]
+        for cut in range(1, len(pings)):
+            live = replay_in_pieces(KERNEL, pings, [cut], boundary=square())
+            assert geojson_bytes(live) == geojson_bytes(batch)
+        assert_pieces_give_batch(KERNEL, pings, min_findings=1, boundary=square())
 
     def test_late_fix_is_ignored(self) -> None:
         """A fix not later than the last one seen leaves the state as it was."""

@@ -132,6 +132,7 @@ class TestDetectUnlicensedStandUse:
             "max_gap_s": 300.0,
             "boarding_grace_s": 120.0,
             "boarding_grace_m": 30.0,
+            "boarding_max_m": 0.0,
         }
         assert details["dwell_s"] == 300.0
         assert details["boarding_distance_m"] == 0.0
