@@ -380,10 +380,16 @@ class TestAnalyzeKindsAndJobs:
         file lacks: the illegal stand found there is named in a warning; with stand 2 in the
         file, nothing is found and nothing said."""
         lat, lon = -30.0576550117, -51.2225549119  # stand 2, SALDANHA MARINHO
-        rows = [
-            (v, f"2024-03-04T10:{m:02d}:00-03:00", lat + k * 1e-5, lon, "free")
+        rows = [  # each waits 19 min, then boards a passenger there
+            (
+                v,
+                f"2024-03-04T10:{m:02d}:00-03:00",
+                lat + k * 1e-5,
+                lon,
+                "free" if m < 20 else "occupied",
+            )
             for k, v in enumerate(("A1", "A2"))
-            for m in range(0, 20)
+            for m in range(0, 21)
         ]
         pings = tmp_path / "pings.csv"
         pd.DataFrame(rows, columns=["vehicle_id", "timestamp", "lat", "lon", "meter"]).to_csv(
@@ -417,14 +423,21 @@ class TestAnalyzeKindsAndJobs:
         assert said["com"][0] == 0 and "aviso: formação" not in said["com"][1]
 
     def test_waiting_in_an_allowed_place_is_no_illegal_stand(self, run_pontual, tmp_path):
-        """Two taxis wait, free, 20 min at a spot outside every stand: an illegal stand; with
+        """Two taxis wait, free, 19 min at a spot outside every stand and board there: an
+        illegal stand; with
         the spot in --allowed-places (PB art. 20 VII: "áreas de estacionamento permitido"),
         nothing — in one process, in two, and from a dataset."""
         lat, lon = -30.0400, -51.2100
-        rows = [
-            (v, f"2024-03-04T10:{m:02d}:00-03:00", lat + k * 1e-5, lon, "free")
+        rows = [  # each waits 19 min, then boards a passenger there
+            (
+                v,
+                f"2024-03-04T10:{m:02d}:00-03:00",
+                lat + k * 1e-5,
+                lon,
+                "free" if m < 20 else "occupied",
+            )
             for k, v in enumerate(("A1", "A2"))
-            for m in range(0, 20)
+            for m in range(0, 21)
         ]
         pings = tmp_path / "pings.csv"
         pd.DataFrame(rows, columns=["vehicle_id", "timestamp", "lat", "lon", "meter"]).to_csv(
