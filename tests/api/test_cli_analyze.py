@@ -424,9 +424,8 @@ class TestAnalyzeKindsAndJobs:
 
     def test_waiting_in_an_allowed_place_is_no_illegal_stand(self, run_pontual, tmp_path):
         """Two taxis wait, free, 19 min at a spot outside every stand and board there: an
-        illegal stand; with
-        the spot in --allowed-places (PB art. 20 VII: "áreas de estacionamento permitido"),
-        nothing — in one process, in two, and from a dataset."""
+        illegal stand; with the spot in --allowed-places (PB art. 20 VII: "áreas de
+        estacionamento permitido"), nothing — in one process, in two, and from a dataset."""
         lat, lon = -30.0400, -51.2100
         rows = [  # each waits 19 min, then boards a passenger there
             (
