@@ -65,12 +65,12 @@ def _leave_then_meter_on(vehicle: str, t0: int, *, meter_on_north_m: float) -> l
 
 
 def _wait(vehicle: str, t0: int, at: tuple[float, float], wait_s: int = 900) -> list:
-    """Drive in, wait free at ``at`` with 3 m of jitter, drive off."""
+    """Drive in, wait free at ``at`` with 3 m of jitter, board a passenger there, drive off."""
     n, e = at
     points = [(t0 - 60, n + 600, e + 600)]
     points += [(t0 + k * 30, n + 3 * (k % 2), e) for k in range(wait_s // 30 + 1)]
-    points.append((t0 + wait_s + 60, n - 600, e - 600))
-    meters = ["occupied"] + ["free"] * (len(points) - 2) + ["occupied"]
+    points += [(t0 + wait_s + 30, n, e), (t0 + wait_s + 90, n - 600, e - 600)]
+    meters = ["occupied"] + ["free"] * (len(points) - 3) + ["occupied"] * 2
     return make_track(vehicle, points, meter=meters)
 
 
