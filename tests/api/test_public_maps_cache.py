@@ -35,25 +35,31 @@ def fresh_client(api_engine: Engine, seeded: dict) -> Iterator[TestClient]:
         yield c
 
 
+@pytest.fixture
+def renders(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count the renders of the citizen map (``renders["n"]``)."""
+    import maps.citizen
+
+    calls = {"n": 0}
+    real = maps.citizen.citizen_map
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls["n"] += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(maps.citizen, "citizen_map", counting)
+    return calls
+
+
 class TestCitizenMapCache:
     def test_second_request_within_ttl_is_not_rendered_again(
-        self, fresh_client: TestClient, monkeypatch: pytest.MonkeyPatch
+        self, fresh_client: TestClient, renders: dict[str, int]
     ) -> None:
         """Two requests in the TTL: one render, the same page, a public max-age."""
-        import maps.citizen
-
-        calls = {"n": 0}
-        real = maps.citizen.citizen_map
-
-        def counting(*args: object, **kwargs: object) -> object:
-            calls["n"] += 1
-            return real(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(maps.citizen, "citizen_map", counting)
         first = fresh_client.get("/api/v1/maps/citizen")
         second = fresh_client.get("/api/v1/maps/citizen")
         assert first.status_code == second.status_code == 200
-        assert calls["n"] == 1
+        assert renders["n"] == 1
         assert first.text == second.text
         for response in (first, second):
             control = response.headers["Cache-Control"]
@@ -61,27 +67,17 @@ class TestCitizenMapCache:
             assert 1 <= int(control.rsplit("=", 1)[1]) <= CITIZEN_MAP_TTL_S
 
     def test_concurrent_cold_requests_render_once(
-        self, fresh_client: TestClient, monkeypatch: pytest.MonkeyPatch
+        self, fresh_client: TestClient, renders: dict[str, int]
     ) -> None:
         """Requests arriving while the page renders wait for that render."""
         from concurrent.futures import ThreadPoolExecutor
 
-        import maps.citizen
-
-        calls = {"n": 0}
-        real = maps.citizen.citizen_map
-
-        def counting(*args: object, **kwargs: object) -> object:
-            calls["n"] += 1
-            return real(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(maps.citizen, "citizen_map", counting)
         with ThreadPoolExecutor(8) as pool:
             codes = list(
                 pool.map(lambda _: fresh_client.get("/api/v1/maps/citizen").status_code, range(8))
             )
         assert codes == [200] * 8
-        assert calls["n"] == 1
+        assert renders["n"] == 1
 
 
 class TestCitizenMapTiles:
