@@ -116,8 +116,6 @@ def _last_operations(
                 "lat": _col(activity, "dropoff_lat")[keep],
                 "lon": _col(activity, "dropoff_lon")[keep],
                 "row": np.full(int(keep.sum()), -1, dtype=np.int64),
-                "op": np.ones(int(keep.sum()), dtype=bool),
-                "known": np.ones(int(keep.sum()), dtype=bool),
             }
         )
         span = (int(start[keep].min()), int(stop[keep].max()))
@@ -128,21 +126,18 @@ def _last_operations(
         keep = ns < end_ns
         if not keep.any():
             return None
-        meter = (
-            activity["meter"].to_numpy(dtype=object)[keep]
+        occupied = (
+            activity["meter"].eq("occupied").fillna(False).to_numpy(dtype=bool) & keep
             if "meter" in activity.columns
-            else np.full(int(keep.sum()), None, dtype=object)
+            else np.zeros(len(activity), dtype=bool)
         )
-        m = pd.Series(meter)
         frame = pd.DataFrame(
             {
-                "vid": activity["vehicle_id"].astype("str").to_numpy(dtype=object)[keep],
-                "ns": ns[keep],
-                "lat": activity["lat"].to_numpy(dtype=np.float64)[keep],
-                "lon": activity["lon"].to_numpy(dtype=np.float64)[keep],
-                "row": ping_rows(activity)[keep],
-                "op": m.eq("occupied").fillna(False).to_numpy(dtype=bool),
-                "known": m.notna().to_numpy(dtype=bool),
+                "vid": activity["vehicle_id"].astype("str").to_numpy(dtype=object)[occupied],
+                "ns": ns[occupied],
+                "lat": activity["lat"].to_numpy(dtype=np.float64)[occupied],
+                "lon": activity["lon"].to_numpy(dtype=np.float64)[occupied],
+                "row": ping_rows(activity)[occupied],
             }
         )
         span = (int(ns[keep].min()), int(ns[keep].max()))
@@ -150,12 +145,6 @@ def _last_operations(
     else:
         msg = "atividade sem 'timestamp' (pings) nem 'started_at'/'ended_at' (viagens)"
         raise DetectorInputError(msg)
-    has_meter = frame.groupby("vid", sort=False)["known"].transform("any").to_numpy(dtype=bool)
-    # Operation: occupied fixes (or trips) for meter vehicles, any fix for the others.
-    frame = frame.loc[frame["op"].to_numpy(dtype=bool) | ~has_meter]
-    frame = frame.assign(
-        src=np.where(frame["op"].to_numpy(dtype=bool), source, "fix"),
-    )
     last = frame.sort_values(["vid", "ns"]).drop_duplicates("vid", keep="last")
     out = {
         str(r.vid): {
@@ -163,10 +152,12 @@ def _last_operations(
             "lat": r.lat,
             "lon": r.lon,
             "row": int(r.row),
-            "source": r.src,
+            "source": source,
         }
         for r in last.itertuples(index=False)
     }
+    if source == "occupied_fix":  # a vehicle without meter data operates until its last fix
+        _add_sightings(out, _unmetered_last(activity, end_ns), end_ns=end_ns)
     return out, span[0], span[1]
 
 
@@ -180,16 +171,22 @@ def unmetered_last_fixes(
     ``row``, the source data row or -1). The last fixes of several groups of vehicles are the
     rows of each group's.
     """
+    end_ns = None
+    if as_of is not None:
+        zone(timezone)
+        end_ns = _local_midnight_ns((as_of - dt.date(1970, 1, 1)).days + 1, timezone)
+    return _unmetered_last(pings, end_ns)
+
+
+def _unmetered_last(pings: pd.DataFrame, end_ns: int | None) -> pd.DataFrame:
+    """:func:`unmetered_last_fixes` of the fixes before ``end_ns`` (all when None)."""
     if not len(pings) or "timestamp" not in pings.columns:
         dtypes = ("object", "datetime64[ns, UTC]", "float64", "float64", "int64")
         names = ("vehicle_id", "timestamp", "lat", "lon", "row")
         return pd.DataFrame({n: pd.Series(dtype=t) for n, t in zip(names, dtypes, strict=True)})
     require_columns(pings, ("vehicle_id", "lat", "lon"), what="os pings")
     ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
-    keep = np.ones(len(pings), dtype=bool)
-    if as_of is not None:
-        zone(timezone)
-        keep = ns < _local_midnight_ns((as_of - dt.date(1970, 1, 1)).days + 1, timezone)
+    keep = np.ones(len(pings), dtype=bool) if end_ns is None else ns < end_ns
     known = (
         pings["meter"].notna().to_numpy(dtype=bool)
         if "meter" in pings.columns
