@@ -639,6 +639,7 @@ LABELS = {
     "last_operation_at": "última operação",
     "last_operation_local_date": "dia da última operação",
     "last_operation_source": "fonte da última operação",
+    "never_seen": "nunca visto no rastreamento",
     "tariff": "tarifa",
     "tariff2_since": "bandeira 2 desde",
     "carry_over": "continua do dia anterior",

@@ -701,6 +701,28 @@ class TestReviewCases:
         assert all("dois rastreadores sob o mesmo prefixo" in r["reason"] for r in two)
         assert all("só com prova de intervenção" in r["reason"] for r in two)
 
+    def test_a_vehicle_never_seen_is_listed_for_review_not_proposed(self) -> None:
+        """POA art. 60 X (cassação): a prefixo with no fix at all in the data may have a dead or
+        unregistered tracker; it is listed for review with the reason, while one seen and then
+        idle is proposed."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        rows = [
+            {
+                "kind": "inactivity",
+                "vehicle_id": vid,
+                "confidence": 0.9,
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"never_seen": never},
+            }
+            for vid, never in (("V1", True), ("V2", False))
+        ]
+        done = propose_all(findings(*rows), {"taxi": rb}, timezone=TZ)
+        assert [p["vehicle_id"] for p in done.proposals] == ["V2"]
+        assert done.proposals[0]["provision"] == "art. 60, X"
+        (item,) = done.for_review
+        assert item["vehicle_id"] == "V1" and item["provision"] == "art. 60, X"
+        assert "ausência de dados não prova" in item["reason"]
+
     def test_a_review_case_is_checked_like_a_rule(self) -> None:
         """A review case of an unknown kind, or of a kind left in [uncovered], is refused."""
         case = {"kind": "gps_anomaly", "provision": "art. 1", "reason": "motivo"}

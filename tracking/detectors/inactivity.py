@@ -48,6 +48,8 @@ confidence
     ``0.6 + 0.35 min(1, (counted_idle_days - max_idle_days) / max_idle_days)``, times 0.7 for
     a vehicle never seen (it may simply be missing from the feed) and 0.9 when the last
     operation is a plain fix; clipped to [0.05, 0.95].
+    ``never_seen`` in the details says the vehicle has no operation in the data at all:
+    rulebooks list such a finding for review (an absent feed proves no idleness).
 
 Live: :data:`KERNEL` (:func:`advance_inactivity`) keeps one fleet-wide state: the data's first
 fix and, per vehicle, its last fix, last metered and last ``occupied`` fix (at most four fixes
@@ -457,6 +459,7 @@ def _inactivity_findings(
             "fixes": []
             if op is None or not np.isfinite(op["lat"])
             else [fix_record(op["ns"], op["lat"], op["lon"], op["row"])],
+            "never_seen": op is None,
             "last_operation_at": None if op is None else iso_utc(op["ns"]),
             "last_operation_source": None if op is None else op["source"],
             "last_operation_local_date": None if op is None else day_iso(op_day[k]),

@@ -84,7 +84,7 @@ class TestDetectInactivity:
         d = f["details"]
         json.dumps(d)
         assert d["last_operation_at"] == "2024-01-20T15:00:00Z"
-        assert d["last_operation_source"] == "occupied_fix"
+        assert d["last_operation_source"] == "occupied_fix" and d["never_seen"] is False
         assert d["idle_days"] == 80 and d["excused_days"] == 0 and d["counted_idle_days"] == 80
         assert d["window"] == {"first_day": "2024-01-01", "last_day": "2024-04-09"}
         assert d["thresholds"] == {"max_idle_days": 60}
@@ -109,7 +109,7 @@ class TestDetectInactivity:
     def test_never_seen_vehicle_in_a_long_window(self) -> None:
         """A fleet vehicle absent from 100 days of data is inactive, at lower confidence."""
         f = detect_inactivity(data(), fleet("ghost"), as_of=AS_OF).iloc[0]
-        assert f["details"]["last_operation_at"] is None
+        assert f["details"]["last_operation_at"] is None and f["details"]["never_seen"]
         assert f["details"]["idle_days"] == 100
         assert f["details"]["fixes"] == [] and f.geometry is None
         assert f["started_at"] == pd.Timestamp("2024-01-01T03:00:00Z")
