@@ -647,6 +647,9 @@ LABELS = {
     "min_duration_s": "duração mínima",
     "role": "papel do condutor",
     "max_auxiliaries": "auxiliares permitidos",
+    "grace_days": "dias de prorrogação da validade",
+    "cnh_grace_days": "prorrogação da validade da CNH (dias)",
+    "ictp_grace_days": "prorrogação da validade da ICTP (dias)",
     "auxiliary_only_min_days": "dias mínimos só com auxiliares",
     # thresholds of the fleet and registry rules
     "calendar": "calendário da bandeira 2",

@@ -18,7 +18,8 @@ service; ``lookalike`` is the reason) on day-shift vehicles that are not barred:
 
 - ``cnh_suspended`` — a titular drives during a CNH suspensa period (POA art. 60 IV);
 - ``ictp_suspended`` — an auxiliar drives after lunch during an ICTP suspensa period (60 IV);
-- ``ictp_expired`` — a titular drives after the ICTP's ``valid_until`` (POA art. 57 V);
+- ``ictp_expired`` — a titular drives over :data:`ICTP_EXTENSION_DAYS` after the ICTP's
+  ``valid_until`` (POA art. 57 V with art. 5º § 2º);
 - ``cnh_expired`` — a titular drives after the CNH's ``valid_until`` (a finding; Porto Alegre's
   decree types no infraction for it: no POA proposal);
 - ``not_registered`` — after lunch a driver absent from the drivers file drives (art. 59 IV);
@@ -27,10 +28,11 @@ service; ``lookalike`` is the reason) on day-shift vehicles that are not barred:
   Velho art. 43 § 1º; Porto Alegre sets no cap: a finding, not a POA proposal).
 
 Look-alikes (negatives, :data:`DRIVER_LOOKALIKES`): every stint of a linked driver with valid
-documents; the suspended driver's days outside the period; the ICTP's and the CNH's last valid
-day; a driver linked that very day; an ICTP renewed late, valid at the instant; the first two
-auxiliares while a third is linked; a titular whose id the tracker writes its own way (lower
-case, no leading zeros: a coding difference, not an unregistered driver).
+documents; the suspended driver's days outside the period; the ICTP's last valid day and the
+30 days after it; the CNH's last valid day; a driver linked that very day; an ICTP renewed
+late, valid at the instant; the first two auxiliares while a third is linked; a titular whose
+id the tracker writes its own way (lower case, no leading zeros: a coding difference, not an
+unregistered driver).
 
 Vehicle documents (fleet columns ``year``, ``first_registered_on``, ``alvara_first_issued_on``,
 ``last_inspection_on``): realistic dates that bar nothing, except ``inspection_overdue`` for one
@@ -59,12 +61,15 @@ if TYPE_CHECKING:
 MAX_INSPECTION_AGE_DAYS = 365
 """Days a vistoria counts in the simulation (``max_inspection_age_days`` of the run)."""
 SYNTHETIC_FLAG = "sim"
+ICTP_EXTENSION_DAYS = 30
+"""POA decree art. 5º § 2º: "Fica prorrogado em 30 (trinta) dias o prazo de validade da ICTP"."""
 UNREGISTERED_ID = "SINT-C9001"
 DRIVER_KIND = "driver_not_allowed"
 DRIVER_LOOKALIKES = {
     "linked_driver": "a driver linked to the prefixo that day, with valid CNH and ICTP",
     "outside_suspension": "the driver of a CNH/ICTP suspension drives before or after its period",
-    "ictp_validity_day": "service on the ICTP's last valid day",
+    "ictp_within_extension": "service on the ICTP's last valid day or within the 30 days POA's "
+    "decree extends it for the renewal (art. 5º § 2º)",
     "cnh_validity_day": "service on the CNH's last valid day",
     "registered_same_day": "an auxiliar linked to the prefixo that very day drives after lunch",
     "renewed_late_valid": "an ICTP renewed late, valid at the instant of the service",
@@ -283,14 +288,20 @@ def _episodes(b: _Builder) -> dict[str, Any]:
             tag = "ictp_suspended" if a <= d <= z else "outside_suspension"
             drive(v, d, (b.titular[v.vid], ok), (drv.driver_id, tag))
         done["ictp_suspended"] = v.vid
-    # ictp_expired: the titular drives every working day; the ICTP's last day is c
-    c = max(1, n - 1 - max(2, n // 10))
-    v = _pick(pool, range(c, n))
+    # ictp_expired: the titular drives every working day; the ICTP's last day is c, extended by
+    # ICTP_EXTENSION_DAYS (c may fall before the first day): expired on the last few days
+    c = n - max(2, n // 10) - 1 - ICTP_EXTENSION_DAYS
+    v = _pick(pool, range(max(0, c), n))
     if v is not None:
         t = b.by_id[b.titular[v.vid]]
         t.ictp_valid_until = b.date(c)
         for d in v.windows:
-            tag = "ictp_expired" if d > c else ("ictp_validity_day" if d == c else ok)
+            late = d - c
+            tag = (
+                "ictp_expired"
+                if late > ICTP_EXTENSION_DAYS
+                else ("ictp_within_extension" if late >= 0 else ok)
+            )
             drive(v, d, (t.driver_id, tag))
         done["ictp_expired"] = v.vid
     # cnh_expired: the titular drives every working day; the CNH's last day is c

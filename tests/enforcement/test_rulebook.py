@@ -125,7 +125,8 @@ class TestReadRulebook:
 class TestDetectorThresholds:
     def test_law_limits_of_the_bundled_rulebooks(self) -> None:
         """Pinto Bandeira (art. 10, 32 VII) and fretamento (arts. 12 to 14) fix limits; the
-        Porto Alegre taxi decree and the Porto Velho law fix none."""
+        Porto Alegre taxi decree extends the ICTP 30 days (art. 5º § 2º) and the Porto Velho law
+        the CNH through the CTB (art. 9º X)."""
         books = bundled_rulebooks()
         assert books[("4314548", "taxi")].thresholds() == {
             "operating_while_barred": {
@@ -140,8 +141,12 @@ class TestDetectorThresholds:
             15,
             30,
         )
-        assert books[("4314902", "taxi")].thresholds() == {}
-        assert books[("1100205", "taxi")].thresholds() == {}
+        assert books[("4314902", "taxi")].thresholds() == {
+            "driver_not_allowed": {"ictp_grace_days": 30}
+        }
+        assert books[("1100205", "taxi")].thresholds() == {
+            "driver_not_allowed": {"cnh_grace_days": 30}
+        }
 
     @pytest.mark.parametrize(
         ("old", "new", "match"),
@@ -168,7 +173,9 @@ class TestDetectorThresholds:
         merged = law_thresholds(books, {"operating_while_barred": {"max_inspection_age_days": 400}})
         assert merged["operating_while_barred"]["max_inspection_age_days"] == 400
         assert merged["operating_while_barred"]["max_vehicle_age_years"] == 5
-        assert law_thresholds(rulebooks_for("4314902"), {}) == {}
+        assert law_thresholds(rulebooks_for("4314902"), {}) == {
+            "driver_not_allowed": {"ictp_grace_days": 30}
+        }
 
 
 class TestRulebooksFor:

@@ -22,8 +22,10 @@ order being the most serious first; the rulebook picks the article from it):
   day on which the prefixo has no link at all is a day the registry does not cover: not judged)
   (Porto Alegre art. 58 VI; Porto Velho art. 43 § 1º; Pinto Bandeira art. 32 IV, "cadastrada em
   permissão de outro permissionário"; fretamento art. 3º § 1º).
-- ``cnh_expired``, ``ictp_expired`` — the document's ``valid_until`` is before that day (Porto
-  Alegre art. 57 V, ICTP vencida).
+- ``cnh_expired``, ``ictp_expired`` — the document's ``valid_until`` plus the law's grace
+  (``cnh_grace_days``, ``ictp_grace_days``; 0 by default) is before that day (Porto Alegre art.
+  57 V, ICTP vencida; its art. 5º § 2º extends the ICTP's validity by 30 days for the renewal;
+  the CTB, which Porto Velho art. 9º X invokes, punishes a CNH expired over 30 days).
 - ``too_many_auxiliaries`` — the driver is linked as auxiliar, but the prefixo has more
   auxiliares linked that day than ``max_auxiliaries`` and this one is beyond the cap (ranked by
   link start, then driver id): Porto Velho art. 43 § 1º ("confiar seu veículo a 02 (dois) outros
@@ -87,7 +89,7 @@ from fleet.ids import id_form
 from geo.calendar import DEFAULT_TIMEZONE
 from tracking import frames as fr
 from tracking.arrays import NS, iso_utc
-from tracking.detectors._errors import FleetFrameError
+from tracking.detectors._errors import DetectorThresholdError, FleetFrameError
 from tracking.detectors._evidence import (
     NO_DAY_HIGH,
     NO_DAY_LOW,
@@ -287,12 +289,14 @@ def reasons_on(
     links: Mapping[str, list[tuple[str, str, str, int, int]]],
     max_auxiliaries: int | None,
     known_forms: Collection[str],
+    grace_days: Mapping[str, int],
 ) -> dict[str, dict[str, Any]]:
     """Return the reasons that bar ``driver`` on ``vehicle`` on a local ``day``, with evidence.
 
     ``links`` maps a vehicle and a driver (keys ``"v:<id>"`` and ``"d:<id>"``) to their links;
     ``known_forms`` holds the :func:`id_form` of every registered driver (an unknown id of such
-    a form is not judged).
+    a form is not judged); ``grace_days`` the days after each document's ``valid_until`` it
+    still holds (by :data:`DOCUMENTS`).
     """
     out: dict[str, dict[str, Any]] = {}
     info = drivers.get(driver)
@@ -324,14 +328,14 @@ def reasons_on(
             "links_of_driver_elsewhere": elsewhere,
         }
     for doc in DOCUMENTS:
-        until = info[f"{doc}_valid_until"]
-        if day > until:
+        until, grace = info[f"{doc}_valid_until"], grace_days.get(doc, 0)
+        if day > until + grace:
             out[f"{doc}_expired"] = {
                 "reason": f"{doc}_expired",
                 "document": doc,
                 f"{doc}_valid_until": day_iso(until),
                 "days_expired": int(day - until),
-            }
+            } | ({"grace_days": int(grace)} if grace else {})
     if mine and max_auxiliaries is not None and all(k[2] == "auxiliar" for k in mine):
         ranked: list[str] = []
         for k in sorted((k for k in today if k[2] == "auxiliar"), key=lambda k: (k[3], k[1])):
@@ -434,6 +438,8 @@ def detect_driver_not_allowed(
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     max_auxiliaries: int | None = DEFAULT_MAX_AUXILIARIES,
     auxiliary_only_min_days: int | None = None,
+    cnh_grace_days: int = 0,
+    ictp_grace_days: int = 0,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> gpd.GeoDataFrame:
     """Find meter service driven by a driver not allowed on the prefixo that day.
@@ -463,6 +469,10 @@ def detect_driver_not_allowed(
         Service days in a row driven only by auxiliares that make an ``auxiliary_only`` finding
         (Pinto Bandeira art. 32 III; the law fixes no period: the regulator's choice). None:
         not judged.
+    cnh_grace_days, ictp_grace_days : int, default 0
+        Days after a CNH's / ICTP's ``valid_until`` on which it still holds, as the law extends
+        it (Porto Alegre art. 5º § 2º: ICTP 30 days; the CTB's art. 162 V, which Porto Velho art.
+        9º X invokes: CNH 30 days). The rulebooks set them (``[detector_thresholds]``).
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days and of the registry's dates.
 
@@ -489,6 +499,11 @@ def detect_driver_not_allowed(
         check_threshold(
             "auxiliary_only_min_days", auxiliary_only_min_days, positive=True, unit="dias"
         )
+    for name, value in (("cnh_grace_days", cnh_grace_days), ("ictp_grace_days", ictp_grace_days)):
+        if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 0:
+            msg = f"'{name}' foi {value!r}; esperado um inteiro >= 0 (dias)"
+            raise DetectorThresholdError(msg)
+    grace = {"cnh": int(cnh_grace_days), "ictp": int(ictp_grace_days)}
     zone(timezone)
     require_columns(pings, fr.PING_REQUIRED, what="os pings")
     registry = driver_registry(drivers)
@@ -510,7 +525,7 @@ def detect_driver_not_allowed(
         "auxiliary_only_min_days": (
             None if auxiliary_only_min_days is None else int(auxiliary_only_min_days)
         ),
-    }
+    } | {f"{doc}_grace_days": days for doc, days in grace.items() if days}
     out: list[dict[str, Any]] = []
     geoms: list[shapely.Point] = []
     if auxiliary_only_min_days is not None:
@@ -538,6 +553,7 @@ def detect_driver_not_allowed(
             "links": index,
             "max_auxiliaries": max_auxiliaries,
             "known_forms": known_forms,
+            "grace_days": grace,
         }
         found = reasons_on(day=d0, **kw)
         if found and d1 != d0:

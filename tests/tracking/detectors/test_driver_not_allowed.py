@@ -230,6 +230,33 @@ class TestDetectDriverNotAllowed:
                 "days_expired": 1,
             }
 
+    @pytest.mark.parametrize(("valid_until", "expected"), [(D(2024, 2, 4), 0), (D(2024, 2, 3), 1)])
+    def test_the_law_extends_a_document(self, valid_until: dt.date, expected: int) -> None:
+        """A grace (POA art. 5º § 2º: the ICTP holds 30 days past its validity) moves the
+        expiry: the 30th day after is fine, the 31st is not; the evidence shows the grace."""
+        person = {"driver_id": "d1"} | dict.fromkeys(
+            ("ictp_valid_until", "cnh_valid_until"), valid_until
+        )
+        rows = ride("v1", "2024-03-05T20:00:00Z", "d1")
+        found = detect(rows, drivers=drivers(person), ictp_grace_days=30, cnh_grace_days=30)
+        assert len(found) == expected
+        assert len(detect(rows, drivers=drivers(person), ictp_grace_days=30)) == 1  # the CNH's
+        if expected:
+            details = found.iloc[0]["details"]
+            assert details["reasons"][0] == {
+                "reason": "ictp_expired",
+                "document": "ictp",
+                "ictp_valid_until": "2024-02-03",
+                "days_expired": 31,
+                "grace_days": 30,
+            }
+            assert details["thresholds"]["ictp_grace_days"] == 30
+
+    @pytest.mark.parametrize("grace", [-1, 2.5, True, "30"])
+    def test_a_grace_is_whole_days(self, grace: Any) -> None:
+        with pytest.raises(ValueError, match="ictp_grace_days"):
+            detect(ride("v1", "2024-03-05T20:00:00Z", "d1"), ictp_grace_days=grace)
+
     def test_expired_cnh_with_other_reasons_in_order(self) -> None:
         """All reasons are listed, the most serious first."""
         person = {
