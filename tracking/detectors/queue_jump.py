@@ -24,7 +24,11 @@ vehicle ahead
     - had not boarded by then (no boarding, or one whose meter came on — after the fix before
       its boarding fix — more than ``tolerance_s`` after ours: two passengers taking two
       taxis at once is no jump),
-    - had waited (since then) at least ``min_wait_ahead_s`` before our boarding instant, and
+    - had waited (since then) at least ``min_wait_ahead_s`` before our boarding instant,
+    - may queue there: its visit is not ``licensed`` False (an intruder without the stand's
+      licence, or a Táxi Acessível that may board or drop a PcD there but not wait — Porto
+      Alegre art. 46 § único — holds no place in its queue; a licence unknown, <NA>, or no
+      ``licensed`` column at all, is judged), and
     - showed the meter ``free`` (Livre) at its last fix at or before our boarding instant and
       at each of its fixes up to ``tolerance_s`` after it: a vehicle ``off`` (Desligado),
       ``occupied`` or of unknown meter is not waiting for a passenger, and the fixes show the
@@ -282,6 +286,11 @@ def detect_queue_jump(
     boarded = visits["boarded"].astype("boolean").fillna(False).to_numpy(dtype=bool) & (bping >= 0)
     if not boarded.any():
         return empty_findings()
+    may_queue = (
+        visits["licensed"].astype("boolean").fillna(True).to_numpy(dtype=bool)
+        if "licensed" in visits.columns
+        else np.ones(len(visits), dtype=bool)
+    )
 
     vehicle = visits["vehicle_id"].astype("str").to_numpy(dtype=object)
     stand_code, stand_index = pd.factorize(visits["stand_id"].astype("str"))
@@ -329,6 +338,7 @@ def detect_queue_jump(
         & (departed[j] >= b + tol)
         & (~boarded[j] | (b_from[j] > b + tol))
         & (b - arrived[j] >= round(min_wait_ahead_s * NS))
+        & may_queue[j]
     )
     i, j, b = i[ok], j[ok], b[ok]
     if not len(i):

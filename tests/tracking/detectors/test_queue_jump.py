@@ -116,6 +116,20 @@ class TestDetectQueueJump:
         assert 0.5 < f["confidence"] < 1.0
         validate_findings(found)
 
+    @pytest.mark.parametrize(("licensed", "found"), [(False, 0), (True, 1), (pd.NA, 1)])
+    def test_a_vehicle_without_the_stands_licence_holds_no_place(
+        self, licensed: Any, found: int
+    ) -> None:
+        """The queue is the stand's licensees': passing an intruder waiting there (an
+        unlicensed taxi, or a Táxi Acessível that may not wait at another stand, POA art. 46 §
+        único) is no jump; a licence unknown is judged."""
+        pings = make_pings(at_stand("v1", 0, 1200) + at_stand("v2", 300, 600, board_at=600))
+        visits = visits_for(pings)
+        visits["licensed"] = pd.array(
+            [licensed if v == "v1" else True for v in visits["vehicle_id"]], dtype="boolean"
+        )
+        assert len(detect_queue_jump(visits, pings, fleet=known(pings))) == found
+
     def test_two_vehicles_passed_raise_confidence(self) -> None:
         """Passing two waiting vehicles is one finding naming both, with more confidence."""
         one = detect(at_stand("v1", 0, 1200) + at_stand("v3", 390, 600, board_at=600))
