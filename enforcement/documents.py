@@ -535,6 +535,7 @@ LABELS = {
     "gap_s": "intervalo sem posições",
     "displacement_m": "deslocamento",
     "implied_speed_kmh": "velocidade implícita",
+    "accuracy_m": "precisão informada (m)",
     "distance_m": "distância",
     "distance_to_boundary_m": "distância ao limite municipal",
     "nearest_stand_m": "ponto de táxi mais próximo",

@@ -40,6 +40,7 @@ class TrackArrays(NamedTuple):
     row: NDArray[np.int64]  # -1 when unknown
     speed_flag: NDArray[np.bool_]
     trip_ref: NDArray[np.object_] | None = None  # source trip record (None: column absent)
+    accuracy_m: NDArray[np.float64] | None = None  # receiver's accuracy, NaN unknown (None: absent)
 
 
 def check_positive(**values: float) -> None:
@@ -112,7 +113,7 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
     pings : pandas.DataFrame
         Validated fixes (``tracking/frames.py``): ``vehicle_id``, ``timestamp`` (tz-aware),
         ``lat``, ``lon``; optional ``meter``, ``row``, ``speed_flag`` (absent: unknown, -1,
-        False) and ``trip_ref`` (absent: None).
+        False), ``trip_ref`` and ``accuracy_m`` (absent: None).
 
     Returns
     -------
@@ -154,12 +155,18 @@ def track_arrays(pings: pd.DataFrame) -> TrackArrays:
         if fr.TRIP_REF in pings.columns
         else None
     )
+    acc = (
+        pd.to_numeric(pings[fr.ACCURACY_M]).to_numpy(dtype=np.float64, na_value=np.nan)
+        if fr.ACCURACY_M in pings.columns
+        else None
+    )
     if not in_track_order(codes, ts):
         order = np.lexsort((ts, codes))
         codes, ts, lat, lon = codes[order], ts[order], lat[order], lon[order]
         meter, row, flag = meter[order], row[order], flag[order]
         ref = None if ref is None else ref[order]
-    return TrackArrays(uniques, codes, ts, lat, lon, meter, row, flag, ref)
+        acc = None if acc is None else acc[order]
+    return TrackArrays(uniques, codes, ts, lat, lon, meter, row, flag, ref, acc)
 
 
 def fix_evidence(track: TrackArrays, i: int) -> dict[str, Any]:

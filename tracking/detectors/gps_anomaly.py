@@ -16,7 +16,11 @@ anomalous step
     that sets the pings' ``speed_flag`` at ingest (flag on the later fix of a step, from the
     previous kept fix of the vehicle), so with the same limit every anomalous step ends at a
     speed-flagged fix; the distance test keeps GPS jitter between fixes a second apart from
-    accusing anyone. Each fix's ingest ``speed_flag`` is shown in the evidence.
+    accusing anyone. Each fix's ingest ``speed_flag`` is shown in the evidence. Where the fixes
+    carry the receiver's ``accuracy_m``, both tests take the distance less the two fixes'
+    accuracies (each at most :data:`MAX_ACCURACY_ALLOWANCE_M`): a move the receiver itself says
+    its fixes may not resolve (the first fix out of a tunnel, 600 m off at an accuracy of 800
+    m) is no failure of the tracking; the step shows ``accuracy_m`` of both fixes.
 run
     A maximal run of consecutive anomalous steps of one vehicle, over fixes ``f0 … fm``. A run
     *returns* when it has at least two steps and the step ``f0 → fm`` is not anomalous
@@ -100,6 +104,9 @@ from tracking.detectors._track_kernels import (
 from tracking.detectors.kernel import TrackKernel
 from tracking.validate import MAX_EXCURSION_S, MAX_SPEED_KMH, speed_flags
 
+MAX_ACCURACY_ALLOWANCE_M = 1000.0
+"""Most of a fix's reported ``accuracy_m`` taken off a step's distance: a receiver claiming
+worse than this gives no position worth the name, and cannot excuse a jump of kilometres."""
 KIND = "gps_anomaly"
 """Implied speed above which a step is impossible (km/h); POA art. 59 VI / 58 IX. Same default
 as the ingest ``speed_flag``."""
@@ -357,6 +364,11 @@ def _anomalous_steps(track: TrackArrays, th: Thresholds) -> NDArray[np.bool_]:
         dist = haversine_m(
             track.lat[fast], track.lon[fast], track.lat[fast + 1], track.lon[fast + 1]
         )
+        if track.accuracy_m is not None:
+            acc = np.clip(np.nan_to_num(track.accuracy_m, nan=0.0), 0.0, MAX_ACCURACY_ALLOWANCE_M)
+            dist = dist - acc[fast] - acc[fast + 1]
+            dt_s = (track.ts_ns[fast + 1] - track.ts_ns[fast]) / NS
+            dist = np.where(dist * 3.6 > max_speed_kmh * dt_s, dist, 0.0)  # now plausible
         out[fast[dist > min_jump_m]] = True
     return out
 
@@ -388,6 +400,7 @@ def _take(track: TrackArrays, idx: NDArray[np.int64]) -> TrackArrays:
         meter=track.meter[idx],
         row=track.row[idx],
         speed_flag=track.speed_flag[idx],
+        accuracy_m=None if track.accuracy_m is None else track.accuracy_m[idx],
     )
 
 
@@ -402,6 +415,10 @@ def _step(track: TrackArrays, i: int, j: int) -> tuple[dict[str, Any], float, fl
         "dt_s": dt_s,
         "implied_speed_kmh": round(speed, 1),
     }
+    if track.accuracy_m is not None and not np.isnan(track.accuracy_m[[i, j]]).all():
+        step["accuracy_m"] = [
+            None if np.isnan(a) else float(a) for a in track.accuracy_m[[i, j]].tolist()
+        ]
     return step, dist, speed
 
 

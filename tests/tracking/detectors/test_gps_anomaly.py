@@ -52,6 +52,27 @@ class TestDetectGpsAnomaly:
         assert isinstance(f["geometry"], shapely.LineString)
         json.dumps(d)
 
+    @pytest.mark.parametrize(("accuracy_m", "found"), [(None, 1), (20.0, 1), (800.0, 0)])
+    def test_a_fix_within_its_own_accuracy_is_no_jump(self, accuracy_m: Any, found: int) -> None:
+        """Out of a tunnel the first fix is 1.4 km off, 15 s from the last: at a reported
+        accuracy of 800 m the receiver says it may be less than 600 m off, a pace it may keep,
+        no failure of the tracking; at 20 m it is a jump, the evidence showing both accuracies."""
+        rows = _steady("T1", [(0, 0), (100, 0), (1500, 0), (200, 0), (300, 0)])
+        for row in rows:
+            row["accuracy_m"] = 10.0 if accuracy_m is not None else None
+        rows[2]["accuracy_m"] = accuracy_m
+        out = detect_gps_anomaly(make_pings(rows))
+        assert len(out) == found
+        if found and accuracy_m is not None:
+            assert out.iloc[0]["details"]["steps"][0]["accuracy_m"] == [10.0, accuracy_m]
+
+    def test_a_claimed_accuracy_excuses_no_jump_of_kilometres(self) -> None:
+        """Each fix's accuracy counts at most 1 km: a 5 km outlier stays one."""
+        rows = _steady("T1", [(0, 0), (100, 0), (5100, 0), (200, 0), (300, 0)])
+        for row in rows:
+            row["accuracy_m"] = 50_000.0
+        assert len(detect_gps_anomaly(make_pings(rows))) == 1
+
     def test_jump_without_return(self) -> None:
         """A position that moves 8 km in 15 s and stays there is one 'jump'."""
         pings = make_pings(_steady("T1", [(0, 0), (100, 0), (8100, 0), (8200, 0)]))
@@ -336,6 +357,10 @@ class TestGpsAnomalyKernel:
         batch = assert_pieces_give_batch(KERNEL, make_pings(rows), seeds=2, min_findings=10)
         patterns = set(batch["details"].map(lambda d: d["pattern"]))
         assert patterns == {"jump", "outlier", "two_tracks"}
+        rng = np.random.default_rng(3)  # receivers that report their accuracy, some poor
+        for row in rows:
+            row["accuracy_m"] = float(rng.choice([5.0, 30.0, 600.0, 2000.0]))
+        assert_pieces_give_batch(KERNEL, make_pings(rows), seeds=2, min_findings=5)
 
     def test_thresholds_are_passed_to_the_rule(self) -> None:
         """With other thresholds, pieces still give that batch's findings."""
