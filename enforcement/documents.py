@@ -536,6 +536,7 @@ LABELS = {
     "displacement_m": "deslocamento",
     "implied_speed_kmh": "velocidade implícita",
     "accuracy_m": "precisão informada (m)",
+    "own_wait_s": "tempo no ponto até o embarque",
     "distance_m": "distância",
     "distance_to_boundary_m": "distância ao limite municipal",
     "nearest_stand_m": "ponto de táxi mais próximo",

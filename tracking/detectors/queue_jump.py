@@ -54,7 +54,9 @@ excused boardings
 finding
     One per boarding that left at least one vehicle ahead; ``started_at`` our arrival,
     ``ended_at`` our departure with the passenger (the later of the last fix inside and the
-    meter start); geometry the boarding fix; ``details.ahead`` lists each vehicle passed.
+    meter start); geometry the boarding fix; ``details.ahead`` lists each vehicle passed and
+    ``own_wait_s`` the accused's time from its arrival to its boarding (a stop of seconds may be
+    a pickup the passenger booked, which the fixes cannot tell: the rulebooks say to check).
 confidence
     ``0.55 + 0.1 min(n_ahead - 1, 3) + 0.25 min(1, (wait_s - min_wait_ahead_s) / (2
     max(min_wait_ahead_s, 60)))`` with ``wait_s`` the longest wait among the vehicles passed,
@@ -186,6 +188,7 @@ def _finding_row(
         "departed_at": iso_utc(departed_ns),
         "boarded_at": iso_utc(boarded_ns),
         "boarding_lag_s": float((boarded_ns - departed_ns) / NS),
+        "own_wait_s": float((boarded_ns - arrived_ns) / NS),
         "boarding_distance_m": metres_or_none(boarding_distance_m),
         "queue_position": queue_position,
         "n_ahead": len(passed),

@@ -112,6 +112,7 @@ class TestDetectQueueJump:
             "boarding_grace_m": 30.0,
         }
         assert d["boarding_lag_s"] == 0.0 and d["boarding_distance_m"] == 0.0
+        assert d["own_wait_s"] == 300.0  # arrived 12:05, boarded 12:10
         json.dumps(d)
         assert 0.5 < f["confidence"] < 1.0
         validate_findings(found)
