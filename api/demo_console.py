@@ -125,14 +125,17 @@ def write_simulation(
 def analyze_simulation(
     paths: dict[str, Path],
 ) -> tuple[Any, Any, dict[str, Any], dict[str, dict[str, Any]]]:
-    """Run ``pontual analyze``'s pipeline on a simulation's files.
+    """Run ``pontual analyze --municipality``'s pipeline on a simulation's files.
 
-    Returns the analysis result, the validated fixes, ``meta.json`` and the thresholds used.
+    The thresholds are the simulation's over the limits Porto Alegre's taxi rulebook fixes (as
+    ``pontual analyze`` and the live engine take them). Returns the analysis result, the
+    validated fixes, ``meta.json`` and the thresholds used.
     """
     import geopandas as gpd
 
-    from api.cli_analyze import read_thresholds
+    from api.cli_analyze import law_thresholds, read_thresholds
     from api.inputs import read_stands_file
+    from enforcement.rulebook import rulebooks_for
     from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
     from fleet import simulation
     from fleet.loaders import read_fleet
@@ -141,6 +144,7 @@ def analyze_simulation(
     meta: dict[str, Any] = json.loads(paths["meta"].read_text(encoding="utf-8"))
     as_of = dt.date.fromisoformat(meta["as_of"])
     limits = read_thresholds(paths["thresholds"])[0] if "thresholds" in paths else {}
+    limits = law_thresholds(rulebooks_for(simulation.MUNICIPALITY), limits)
     stands = read_stands_file(paths["stands"], radius_m=None)
     fleet = read_fleet(paths["fleet"], municipality=simulation.MUNICIPALITY)
     registry = read_registry(paths)

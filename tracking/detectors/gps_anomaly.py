@@ -408,7 +408,7 @@ def _step(track: TrackArrays, i: int, j: int) -> tuple[dict[str, Any], float, fl
     dist = float(haversine_m(track.lat[i], track.lon[i], track.lat[j], track.lon[j]))
     dt_s = float(track.ts_ns[j] - track.ts_ns[i]) / NS
     speed = dist / dt_s * 3.6
-    step = {
+    step: dict[str, Any] = {
         "from_row": None if track.row[i] < 0 else int(track.row[i]),
         "to_row": None if track.row[j] < 0 else int(track.row[j]),
         "distance_m": round(dist, 1),

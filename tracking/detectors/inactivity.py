@@ -148,15 +148,10 @@ def _last_operations(
         msg = "atividade sem 'timestamp' (pings) nem 'started_at'/'ended_at' (viagens)"
         raise DetectorInputError(msg)
     last = frame.sort_values(["vid", "ns"]).drop_duplicates("vid", keep="last")
+    columns = (last[c].tolist() for c in ("vid", "ns", "lat", "lon", "row"))
     out = {
-        str(r.vid): {
-            "ns": int(r.ns),
-            "lat": r.lat,
-            "lon": r.lon,
-            "row": int(r.row),
-            "source": source,
-        }
-        for r in last.itertuples(index=False)
+        str(vid): {"ns": int(ns), "lat": lat, "lon": lon, "row": int(row), "source": source}
+        for vid, ns, lat, lon, row in zip(*columns, strict=True)
     }
     if source == "occupied_fix":  # a vehicle without meter data operates until its last fix
         _add_sightings(out, _unmetered_last(activity, end_ns), end_ns=end_ns)
