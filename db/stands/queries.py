@@ -254,6 +254,8 @@ def overdue_stands(
 
 # --- visits and sightings from the stored fixes ----------------------------------------------
 
+# Both running extremes grow from UNBOUNDED PRECEDING (next_in in descending time): PostgreSQL
+# recomputes a min/max whose frame start moves for each row, quadratic in a vehicle's fixes.
 _VISIT_FIXES_SQL = """
 WITH s AS (
     SELECT stand_id, geometry FROM stands
@@ -272,8 +274,8 @@ WITH s AS (
                PARTITION BY vehicle_id ORDER BY ts
                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS prev_in,
            min(ts) FILTER (WHERE cardinality(stand_ids) > 0) OVER (
-               PARTITION BY vehicle_id ORDER BY ts
-               ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS next_in,
+               PARTITION BY vehicle_id ORDER BY ts DESC
+               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS next_in,
            max(ts) OVER (PARTITION BY vehicle_id) AS latest
     FROM f
 )

@@ -174,6 +174,22 @@ class TestVisitsFromFixes:
                                    end=T0 + dt.timedelta(hours=4))  # fmt: skip
         assert (visits["vehicle_id"] == "A1").sum() == 2
 
+    def test_fixes_read_are_those_near_an_inside_fix(self, db: Session) -> None:
+        """Of a vehicle seen inside, the fixes within the grace before and after an inside fix
+        are read (an approach, a departure), and no others."""
+        from db.stands.queries import _VISIT_FIXES_SQL
+
+        _fixes(
+            db, "C3", _run(range(60, 80), 300) + _run(range(80, 85), 0) + _run(range(85, 99), 300)
+        )
+        rows = db.execute(
+            text(_VISIT_FIXES_SQL),
+            {"ids": ["S1"], "lo": T0, "hi": T0 + dt.timedelta(hours=4),
+             "keep": dt.timedelta(minutes=5)},
+        ).all()  # fmt: skip
+        minutes = [(r.ts - T0).total_seconds() / 60 for r in rows if r.vehicle_id == "C3"]
+        assert minutes == list(range(75, 90))
+
     def test_naive_bounds_refused(self, db: Session) -> None:
         """Naive bounds are refused."""
         with pytest.raises(NaiveTimestampError):
