@@ -535,7 +535,7 @@ LABELS = {
     "gap_s": "intervalo sem posições",
     "displacement_m": "deslocamento",
     "implied_speed_kmh": "velocidade implícita",
-    "accuracy_m": "precisão informada (m)",
+    "accuracy_m": "precisão informada",
     "own_wait_s": "tempo no ponto até o embarque",
     "distance_m": "distância",
     "distance_to_boundary_m": "distância ao limite municipal",
@@ -552,6 +552,22 @@ LABELS = {
     "share": "fração",
     "reason": "motivo",
     "status": "situação",
+    "document": "documento",
+    "status_since": "situação desde",
+    "status_until": "situação até",
+    "status_known_since": "situação conhecida desde",
+    "alvara_valid_until": "alvará válido até",
+    "inspection_valid_until": "vistoria válida até",
+    "cnh_valid_until": "CNH válida até",
+    "ictp_valid_until": "ICTP válida até",
+    "alvara_first_issued_on": "primeiro alvará em",
+    "days_before": "dias antes",
+    "termo_recolhido_since": "termo recolhido desde",
+    "termo_recolhido_until": "termo recolhido até",
+    "substitution_since": "substituição desde",
+    "days_since": "dias desde",
+    "days_over": "dias além do prazo",
+    "age_years": "idade do veículo (anos)",
     "min_ratio": "razão mínima",
     "min_excess_m": "excesso mínimo",
     "min_reference_m": "referência mínima",
@@ -740,6 +756,10 @@ def evidence_summary(
         f"{_number(float(finding['confidence']), 2)}"
     )
     measures = dict(details)
+    reasons = details.get("reasons")
+    if isinstance(reasons, list) and reasons and isinstance(reasons[0], Mapping):
+        # the main reason's registry evidence: the dates an accused reads first
+        measures |= {k: v for k, v in reasons[0].items() if k != "reason" and k not in measures}
     peers = details.get("peer_trips")
     if details.get("method") == "peer_trips" and isinstance(peers, Mapping):
         measures |= {f"peer_trips.{k}": peers.get(k) for k in _PEER_MEASURES}

@@ -334,6 +334,21 @@ class TestEvidenceSummary:
                 raw.append(reason)
         assert raw == []
 
+    def test_the_main_reasons_registry_dates_are_shown(self) -> None:
+        """An expired alvará shows its date and the days expired; a suspension its period (the
+        main reason's evidence, kept in ``details.reasons``)."""
+        finding = dict(sample_document()["findings"][0])
+        finding["kind"] = "operating_while_barred"
+        alvara = {"reason": "alvara_expired", "alvara_valid_until": "2024-01-31", "days_expired": 5}
+        finding["details"] = {"reason": "alvara_expired", "reasons": [alvara], "n_trips": 3}
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert "alvará válido até: 31/01/2024" in measures and "dias vencido: 5" in measures
+        status = {"reason": "suspended", "status_since": "2024-03-25", "status_until": None}
+        finding["details"] = {"reason": "suspended", "reasons": [status, alvara]}
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert "situação desde: 25/03/2024" in measures
+        assert not any("alvará" in m for m in measures)  # only the main reason's
+
     def test_measures_are_capped(self) -> None:
         """At most MAX_MEASURES measures, then how many more the finding holds."""
         finding = dict(sample_document()["findings"][0])
