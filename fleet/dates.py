@@ -31,6 +31,14 @@ REGISTRY_DATE_MIN = dt.date(1990, 1, 1)
 """Earliest registry date accepted."""
 REGISTRY_YEARS_AHEAD = 1
 """Latest registry date accepted: today plus this many years."""
+DOCUMENT_YEARS_AHEAD = 10
+"""A document's validity (CNH, ICTP, alvará, vistoria) may lie this many years ahead: a CNH is
+issued for years, an alvará to the end of a later year; every other date follows today + 1
+year."""
+DOCUMENT_VALIDITIES = frozenset(
+    ("alvara_valid_until", "inspection_valid_until", "cnh_valid_until", "ictp_valid_until")
+)
+"""The fields that are a document's validity (:func:`check_document_validity`)."""
 PANDAS_DATE_MIN = dt.date(1677, 9, 22)
 """Earliest date a nanosecond ``pandas.Timestamp`` holds (whole day, any time zone)."""
 PANDAS_DATE_MAX = dt.date(2262, 4, 10)
@@ -85,6 +93,39 @@ def check_registry_date(value: dt.date, *, name: str, today: dt.date | None = No
         )
         raise RegistryDateError(msg)
     return value
+
+
+def check_document_validity(value: dt.date, *, name: str, today: dt.date | None = None) -> dt.date:
+    """Return a document's validity date if it lies in its range, else raise.
+
+    The range is the registry's with the upper bound moved to today +
+    :data:`DOCUMENT_YEARS_AHEAD` years. Used by the file readers and the API alike.
+
+    Raises
+    ------
+    RegistryDateError
+        Naming ``name`` and the range.
+    """
+    if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
+        msg = f"'{name}' era {value!r}; esperado uma data AAAA-MM-DD"
+        raise RegistryDateError(msg)
+    today = today or dt.date.today()
+    latest = today.replace(year=today.year + DOCUMENT_YEARS_AHEAD, day=min(today.day, 28))
+    if not REGISTRY_DATE_MIN <= value <= latest:
+        msg = (
+            f"'{name}' era {value.isoformat()}; esperado uma "
+            f"data entre {REGISTRY_DATE_MIN.isoformat()} e {latest.isoformat()} (validade "
+            f"de documento: hoje + {DOCUMENT_YEARS_AHEAD} anos)"
+        )
+        raise RegistryDateError(msg)
+    return value
+
+
+def check_field_date(value: dt.date, *, name: str, today: dt.date | None = None) -> dt.date:
+    """Check a field's date by its kind: a document's validity or another registry date."""
+    if name in DOCUMENT_VALIDITIES:
+        return check_document_validity(value, name=name, today=today)
+    return check_registry_date(value, name=name, today=today)
 
 
 def check_optional_registry_date(

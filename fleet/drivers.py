@@ -25,7 +25,14 @@ from pathlib import Path
 import pandas as pd
 
 from fleet._errors import FleetFileError
-from fleet.dates import REGISTRY_DATE_MIN, RegistryDateError, check_registry_date
+from fleet.dates import (
+    DOCUMENT_YEARS_AHEAD,
+    RegistryDateError,
+    check_document_validity,
+    check_registry_date,
+)
+
+__all__ = ["DOCUMENT_YEARS_AHEAD", "check_document_validity"]  # re-exported: their old home
 
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
 LINK_ROLES = ("titular", "auxiliar")
@@ -51,9 +58,6 @@ _DATES = (
 _TRUE = ("true", "sim", "1")
 _FALSE = ("false", "nao", "não", "0")
 _VALIDITIES = ("cnh_valid_until", "ictp_valid_until")
-DOCUMENT_YEARS_AHEAD = 10
-"""A CNH or ICTP validity may lie this many years ahead (a CNH is issued for years, not one);
-every other date follows the registry's rule (``fleet.dates``: today + 1 year)."""
 CNH_CATEGORIES = ("A", "B", "C", "D", "E", "AB", "AC", "AD", "AE")
 """CNH categories accepted (``cnh_category``)."""
 
@@ -90,32 +94,6 @@ def _date(value: str | None, *, source: str, row: int, column: str) -> dt.date |
     except RegistryDateError as exc:
         msg = f"{source}, linha {row}, coluna '{column}': {exc}"
         raise FleetFileError(msg) from None
-
-
-def check_document_validity(value: dt.date, *, name: str, today: dt.date | None = None) -> dt.date:
-    """Return a CNH / ICTP validity date if it lies in its range, else raise.
-
-    The range is the registry's (:mod:`fleet.dates`) with the upper bound moved to today +
-    :data:`DOCUMENT_YEARS_AHEAD` years. Used by the file reader and the API alike.
-
-    Raises
-    ------
-    fleet.dates.RegistryDateError
-        Naming ``name`` and the range.
-    """
-    if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
-        msg = f"'{name}' era {value!r}; esperado uma data AAAA-MM-DD"
-        raise RegistryDateError(msg)
-    today = today or dt.date.today()
-    latest = today.replace(year=today.year + DOCUMENT_YEARS_AHEAD, day=min(today.day, 28))
-    if not REGISTRY_DATE_MIN <= value <= latest:
-        msg = (
-            f"'{name}' era {value.isoformat()}; esperado uma "
-            f"data entre {REGISTRY_DATE_MIN.isoformat()} e {latest.isoformat()} (validade "
-            f"de documento: hoje + {DOCUMENT_YEARS_AHEAD} anos)"
-        )
-        raise RegistryDateError(msg)
-    return value
 
 
 def check_cnh_category(value: str, *, name: str = "cnh_category") -> str:

@@ -19,7 +19,7 @@ import pandas as pd
 import shapely
 
 from fleet._errors import FleetFileError
-from fleet.dates import RegistryDateError, check_registry_date
+from fleet.dates import RegistryDateError, check_field_date
 from fleet.vocabulary import SERVICE_CATEGORIES, VEHICLE_STATUSES
 from geo.calendar import TIMEZONE_EXCEPTIONS, UF_TIMEZONES
 
@@ -281,7 +281,7 @@ def _dates(
             msg = f"{source}, linha {i + 1}: '{column}' era {v!r}; esperado data AAAA-MM-DD"
             raise FleetFileError(msg) from None
         try:
-            out.append(check_registry_date(day, name=column) if registry else day)
+            out.append(check_field_date(day, name=column) if registry else day)
         except RegistryDateError as exc:
             msg = f"{source}, linha {i + 1}: {exc}"
             raise FleetFileError(msg) from None

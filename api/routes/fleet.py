@@ -25,7 +25,14 @@ from api._errors import ForbiddenError, InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles
-from api.schemas import MAX_OFFSET, Int, RegistryDate, StrictBody, error_responses
+from api.schemas import (
+    MAX_OFFSET,
+    DocumentDate,
+    Int,
+    RegistryDate,
+    StrictBody,
+    error_responses,
+)
 from fleet._errors import UnknownRecordError
 from fleet.loaders import VEHICLE_YEAR_MAX, VEHICLE_YEAR_MIN
 from fleet.vocabulary import SERVICE_CATEGORIES
@@ -85,8 +92,8 @@ class VehicleDocumentsUpdate(StrictBody):
 
     year: Annotated[Int, Field(ge=VEHICLE_YEAR_MIN, le=VEHICLE_YEAR_MAX)] | None = None
     first_registered_on: RegistryDate | None = None
-    alvara_valid_until: RegistryDate | None = None
-    inspection_valid_until: RegistryDate | None = None
+    alvara_valid_until: DocumentDate | None = None
+    inspection_valid_until: DocumentDate | None = None
     last_inspection_on: RegistryDate | None = None
     alvara_first_issued_on: RegistryDate | None = None
     substitution_since: RegistryDate | None = None

@@ -30,6 +30,7 @@ from fleet._errors import (
 from fleet.dates import (
     PANDAS_DATE_MAX,
     PANDAS_DATE_MIN,
+    check_field_date,
     check_optional_registry_date,
     check_registry_date,
 )
@@ -1488,7 +1489,7 @@ def update_vehicle_documents(
                 )
                 raise FleetFileError(msg)
         elif name != "substituted_plate":
-            check_registry_date(value, name=name)
+            check_field_date(value, name=name)
     check_vehicle_documents(dict(row) | changes)
     before, after = _changes(dict(row), changes)
     if not after:

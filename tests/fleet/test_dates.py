@@ -14,6 +14,7 @@ from fleet.dates import (
     PANDAS_DATE_MIN,
     REGISTRY_DATE_MIN,
     RegistryDateError,
+    check_field_date,
     check_registry_date,
     check_registry_instant,
     pandas_dates,
@@ -91,3 +92,20 @@ class TestFleetFile:
         )
         with pytest.raises(FleetFileError, match=r"linha 2: 'status_since' era 0202-12-01"):
             read_fleet(path)
+
+    def test_a_documents_validity_may_lie_years_ahead(self, tmp_path: Path) -> None:
+        """An alvará or vistoria valid to the end of a later year is read (a document's validity:
+        today + 10 years); a status three years ahead is still a typo."""
+        ahead = dt.date.today().year + 3
+        path = tmp_path / "frota.csv"
+        path.write_text(
+            "vehicle_id,status,alvara_valid_until,inspection_valid_until\n"
+            f"A1,active,{ahead}-12-31,{ahead}-06-30\n"
+        )
+        fleet = read_fleet(path)
+        assert fleet["alvara_valid_until"].iloc[0] == dt.date(ahead, 12, 31)
+        path.write_text(f"vehicle_id,status,status_since\nA1,active,{ahead}-01-01\n")
+        with pytest.raises(FleetFileError, match="status_since"):
+            read_fleet(path)
+        with pytest.raises(RegistryDateError, match="hoje \\+ 10 anos"):
+            check_field_date(dt.date(2040, 1, 1), name="alvara_valid_until", today=TODAY)
