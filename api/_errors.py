@@ -76,6 +76,22 @@ class InvalidRequestError(ApiError, ValueError):
     code = "invalid_request"
 
 
+class UnreadableBodyError(InvalidRequestError):
+    """A JSON body that cannot be read unambiguously (422); ``kind`` names why.
+
+    ``json_invalid`` (not JSON, not UTF-8, a lone surrogate, nested too deep),
+    ``json_duplicate_key`` (a key twice in one object), ``json_number_too_long`` (an integer
+    beyond Python's digit limit). The body carries ``errors`` as a validation error does.
+    """
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(
+            f"requisição inválida: {message}; nada foi gravado",
+            details={"errors": [{"loc": ["body"], "msg": message, "type": kind}]},
+        )
+        self.kind = kind
+
+
 class RateLimitedError(ApiError):
     """Too many requests from one client (429, with ``Retry-After``)."""
 

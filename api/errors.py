@@ -13,6 +13,10 @@ holds, named as such).
 Validation messages are pt-BR, in the message and in each item of ``errors``
 (:func:`api.schemas.pt_message`, which the console's forms use too).
 
+A request whose fields fail their types or limits is the console's pt-BR page for a browser
+outside the API (``validation_page``, :func:`api.web.pages.validation_page`), as a body over the
+limit is (:mod:`api.limits`); the JSON 422 elsewhere.
+
 A client that leaves before its body has arrived (``ClientDisconnect``) is one INFO line, no
 traceback: nothing was stored and nobody reads the answer. A body that stops arriving is a 408
 (:class:`api.limits.BodyTimeoutMiddleware`); a form over the parser's limits is a 413, like any
@@ -22,6 +26,7 @@ body over the limit (:func:`api.limits.form_limit`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, cast
 
 from fastapi import FastAPI, Request
@@ -42,6 +47,9 @@ from db._errors import DatabaseUnreachableError
 from tracking._errors import PartitionStateError
 
 log = logging.getLogger(__name__)
+
+ValidationPage = Callable[[Request, RequestValidationError], Response | None]
+"""Return the page answering a request's validation errors, or None for the JSON 422."""
 
 _STATUS_CODES = {
     400: ("bad_request", "requisição malformada"),
@@ -191,10 +199,20 @@ def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal_error", "erro interno; o incidente foi registrado")
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Register the handlers on ``app``."""
+def install_error_handlers(app: FastAPI, *, validation_page: ValidationPage | None = None) -> None:
+    """Register the handlers on ``app``.
+
+    ``validation_page(request, exc)``: the answer to a validation error instead of the JSON
+    422 (a browser's page), or None.
+    """
+
+    def validation_error(request: Request, exc: Exception) -> Response:
+        exc = cast(RequestValidationError, exc)
+        page = validation_page(request, exc) if validation_page is not None else None
+        return page if page is not None else _validation_error(request, exc)
+
     app.add_exception_handler(ApiError, _api_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     db_errors = (OperationalError, DBAPIError, PoolTimeoutError, DatabaseUnreachableError, PgError)
     for db_error in db_errors:

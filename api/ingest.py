@@ -51,14 +51,23 @@ Storage
     when there are some) to tell ``duplicate`` from ``conflicting_duplicate``. Rejected rows go
     to ``rejected_fixes``.
 
+Body
+    A device's JSON body (``POST /api/v1/pings``, Traccar Client's at ``/osmand``) is read once,
+    at the edge, by :func:`read_device_json`: strict UTF-8, no key twice in one object (JSON
+    leaves its value undefined; Python and pydantic silently keep the last), no integer beyond
+    Python's 4,300-digit conversion limit, no lone surrogate. Any of these is a 422 naming the
+    problem, before anything is stored.
+
 The caller commits; answers are sent only after the commit, so an acknowledged fix is durable.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +78,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from sqlalchemy.engine import Connection
 
+from api._errors import UnreadableBodyError
 from db.tracking.store import H3_RESOLUTION, MAX_RAW_CHARS, copy_rejected, ensure_fix_partitions
 from geo.h3 import latlng_to_cells
 from tracking import frames as fr
@@ -95,6 +105,68 @@ CONFLICTING_DUPLICATE = "conflicting_duplicate"
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
 TS_ORIGIN = "_ts_origin"
 """Row key of how the instant was obtained (``naive_utc``, ``received``; absent: as sent)."""
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate (``\\ud800``): its pair is checked after parsing."""
+_KEY_SHOWN = 100
+"""Characters of a repeated key named in the 422 message."""
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Build a JSON object, refusing a key given twice (``object_pairs_hook``)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return obj
+
+
+def read_device_json(body: bytes) -> Any:
+    """Parse a device's JSON body once, strictly (module docstring, Body).
+
+    Raises
+    ------
+    UnreadableBodyError
+        422, its ``kind`` naming why: the body is not UTF-8 or not JSON, holds a lone
+        surrogate or nests too deep (``json_invalid``), repeats a key in one object
+        (``json_duplicate_key``), holds an integer of more digits than Python converts
+        (``json_number_too_long``).
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"corpo JSON não está em UTF-8 (byte inválido na posição {exc.start})"
+        raise UnreadableBodyError(msg, kind="json_invalid") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKeyError as exc:
+        key = exc.key[:_KEY_SHOWN]
+        msg = f"chave {key!r} repetida num mesmo objeto JSON; cada chave deve aparecer uma vez"
+        raise UnreadableBodyError(msg, kind="json_duplicate_key") from None
+    except json.JSONDecodeError as exc:
+        msg = f"JSON inválido (linha {exc.lineno}, coluna {exc.colno})"
+        raise UnreadableBodyError(msg, kind="json_invalid") from None
+    except ValueError:  # int(): digits beyond sys.get_int_max_str_digits()
+        limit = sys.get_int_max_str_digits()
+        msg = f"número com mais de {limit} dígitos no JSON"
+        raise UnreadableBodyError(msg, kind="json_number_too_long") from None
+    except RecursionError:
+        raise UnreadableBodyError("JSON aninhado demais", kind="json_invalid") from None
+    if _SURROGATE_ESCAPE.search(body):
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            msg = "caractere Unicode inválido no JSON (metade de um par substituto, \\udXXX)"
+            raise UnreadableBodyError(msg, kind="json_invalid") from None
+    return data
 
 
 @dataclass(frozen=True)

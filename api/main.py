@@ -21,10 +21,10 @@ from api.headers import SecurityHeaders
 from api.limits import BodyLimitMiddleware, BodyTimeoutMiddleware
 from api.ratelimit import RateLimiter, TtlCache
 from api.routes.maps import PageCache
-from api.schemas import error_responses
+from api.schemas import add_body_errors, error_responses
 from api.settings import Settings, get_settings, proxy_networks
 from api.web.pages import install as install_web
-from api.web.pages import refusal_page
+from api.web.pages import refusal_page, validation_page
 
 ROUTERS = (
     "api.routes.health",
@@ -145,18 +145,21 @@ def create_app(
     app.state.public_db = DbGate(PUBLIC_DB_SLOTS, wait_s=PUBLIC_DB_WAIT_S, queue=PUBLIC_DB_QUEUE)
     app.state.citizen_map = PageCache(ttl_s=CITIZEN_MAP_TTL_S)
     install_web(app)  # static files, the console's error pages
-    install_error_handlers(app)
+    install_error_handlers(app, validation_page=validation_page)
     app.add_middleware(BodyTimeoutMiddleware, read_timeout_s=settings.body_read_timeout_s)
     app.add_middleware(
         BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes, page=refusal_page
     )
     app.add_middleware(SecurityHeaders)  # outermost: a 413 carries the headers too
     redact.install()
-    # Any request may be unreadable (400: e.g. a body that is not UTF-8) or too large (413).
+    # Any request may be unreadable (400: e.g. a body that is not UTF-8) or too large (413: a
+    # declared length is checked before any route); one with a body may also stall (408).
     for name in ROUTERS:
         app.include_router(
             importlib.import_module(name).router, responses=error_responses(400, 413)
         )
+    openapi = app.openapi
+    app.openapi = lambda: add_body_errors(openapi())  # type: ignore[method-assign]
     return app
 
 

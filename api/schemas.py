@@ -142,20 +142,45 @@ def pt_message(err: dict[str, Any]) -> str:
         return _FALLBACK_MESSAGE
 
 
+_DESCRIPTIONS = {
+    400: "Requisição malformada (corpo ilegível)",
+    401: "Sem credenciais válidas",
+    403: "Papel sem acesso",
+    404: "Não encontrado",
+    408: "O corpo da requisição parou de chegar antes do fim; nada foi gravado",
+    409: "Conflito com dados existentes",
+    413: "Corpo da requisição acima do limite do servidor",
+    422: "Requisição inválida",
+    429: "Limite de requisições excedido",
+    503: "Banco de dados indisponível",
+}
+BODY_ERRORS = (408, 413)
+"""What any request with a body may get: a body that stops arriving (408,
+:class:`api.limits.BodyTimeoutMiddleware`) or over the limit (413, :mod:`api.limits`)."""
+
+
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """Return the OpenAPI ``responses`` entries of the given error statuses."""
-    descriptions = {
-        400: "Requisição malformada (corpo ilegível)",
-        401: "Sem credenciais válidas",
-        403: "Papel sem acesso",
-        404: "Não encontrado",
-        409: "Conflito com dados existentes",
-        413: "Corpo da requisição acima do limite do servidor",
-        422: "Requisição inválida",
-        429: "Limite de requisições excedido",
-        503: "Banco de dados indisponível",
-    }
-    return {c: {"model": ErrorBody, "description": descriptions.get(c, "Erro")} for c in codes}
+    return {c: {"model": ErrorBody, "description": _DESCRIPTIONS.get(c, "Erro")} for c in codes}
+
+
+def add_body_errors(schema: dict[str, Any]) -> dict[str, Any]:
+    """Document :data:`BODY_ERRORS` on every operation of an OpenAPI ``schema`` with a body.
+
+    The one place they are declared (``app.openapi``, :func:`api.main.create_app`): an
+    operation takes a body when it documents a ``requestBody``. ``ErrorBody`` is among the
+    schema's components (every route lists 400 and 413). Idempotent; returns ``schema``.
+    """
+    body = {"schema": {"$ref": "#/components/schemas/ErrorBody"}}
+    entry = {"content": {"application/json": body}}
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict) or "requestBody" not in operation:
+                continue
+            responses = operation.setdefault("responses", {})
+            for code in BODY_ERRORS:
+                responses.setdefault(str(code), {"description": _DESCRIPTIONS[code], **entry})
+    return schema
 
 
 MAX_OFFSET = 2**31 - 1

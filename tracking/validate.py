@@ -44,8 +44,10 @@ as read, :class:`RowFields`): the frame reader here and the record reader of the
     ``tariff`` not empty and not 1 or 2. A tariff given while the meter is not ``occupied`` is
     kept as given: it is not a malformed fix, and detectors decide what it means.
 ``invalid_speed`` / ``invalid_heading`` / ``invalid_accuracy``
-    Optional numeric column not empty and not a finite number in range (speed and accuracy
-    >= 0, heading in [0, 360]).
+    Optional numeric column not empty and not a finite number in range (speed in
+    [0, :data:`MAX_REPORTED_SPEED_KMH`], accuracy >= 0, heading in [0, 360]). A value out of
+    range is a corrupt cell, as a bad heading is: the row is rejected with its cells kept, not
+    stored with the value dropped (no optional cell is silently emptied).
 ``invalid_text``
     ``vehicle_id`` or ``driver_id`` holds one of :data:`CORRUPT_CHARS` (NUL, which no
     PostgreSQL text can store; U+FFFD, what a CSV byte that is not UTF-8 is read as), or is
@@ -116,6 +118,11 @@ REJECTION_REASONS: tuple[str, ...] = (
 MAX_SPEED_KMH = 250.0
 """Fastest credible step between two fixes of a taxi: faster steps are flagged as impossible
 (validation, trips, the ``gps_anomaly`` detector)."""
+
+MAX_REPORTED_SPEED_KMH = 400.0
+"""Highest ``speed_kmh`` a fix may report: about the top speed of the fastest production cars,
+over twice a taxi's; a larger value is a receiver's or a unit conversion's fault
+(``invalid_speed``). Not :data:`MAX_SPEED_KMH`, which judges steps between fixes."""
 
 MAX_EXCURSION_S = 300.0
 """Longest displaced stretch of GPS (a jump away and back) read as one excursion, not as driving
@@ -209,7 +216,10 @@ ROW_RULES: tuple[tuple[str, RowTest], ...] = (
             f.tariff_invalid | (~np.isnan(f.tariff) & ~_one_of(f.tariff, fr.TARIFF_VALUES))
         ),
     ),
-    ("invalid_speed", lambda f, w: f.speed_invalid | (f.speed < 0)),
+    (
+        "invalid_speed",
+        lambda f, w: f.speed_invalid | (f.speed < 0) | (f.speed > MAX_REPORTED_SPEED_KMH),
+    ),
     (
         "invalid_heading",
         lambda f, w: f.heading_invalid | (f.heading < 0) | (f.heading > MAX_HEADING_DEG),

@@ -32,9 +32,13 @@ for ever on any non-2xx answer), so a fix that can never be accepted — invalid
 future, malformed — is answered **200** and kept in ``rejected_fixes`` with its reason
 (also in the ``X-Pontual-Rejected`` header). Only what resending can cure is an error: 401 for
 an unknown or revoked token, 413 for a body over the limit (checked before it is read), 503
-while the database is unavailable. A stored (or already stored) fix is 200 with an empty body;
-an instant already stored with other values is ``conflicting_duplicate`` (200, the stored fix
-kept, the new values in ``rejected_fixes``).
+while the database is unavailable. A JSON body that is JSON but cannot be read unambiguously —
+a key twice in one object, an integer beyond Python's 4,300-digit limit — is 422 with a pt-BR
+message: its token cannot be trusted or read either, so the answer comes before any device
+lookup and is the same whatever the token (no tracker sends such a body). A body that is not
+JSON at all is a malformed fix of the device the query names (200, kept). A stored (or already
+stored) fix is 200 with an empty body; an instant already stored with other values is
+``conflicting_duplicate`` (200, the stored fix kept, the new values in ``rejected_fixes``).
 """
 
 from __future__ import annotations
@@ -52,8 +56,8 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from api import accounts
-from api._errors import NotAuthenticatedError
-from api.ingest import ACCEPTED, REJECTED, TS_ORIGIN, RowResult, raw_text
+from api._errors import NotAuthenticatedError, UnreadableBodyError
+from api.ingest import ACCEPTED, REJECTED, TS_ORIGIN, RowResult, raw_text, read_device_json
 from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
@@ -169,11 +173,23 @@ def traccar_json_row(location: Any, *, received: dt.datetime | None = None) -> d
 
 
 def _json_rows(body: bytes, *, received: dt.datetime) -> tuple[str, list[dict[str, Any]] | None]:
-    """Return the token and the rows of a JSON body (None: the body is not Traccar's JSON)."""
+    """Return the token and the rows of a JSON body (None: the body is not Traccar's JSON).
+
+    A body that is not JSON is malformed (the query's token may still name the device).
+
+    Raises
+    ------
+    UnreadableBodyError
+        422 for valid JSON that cannot be read unambiguously (:func:`api.ingest.read_device_json`:
+        a key twice in one object, an integer beyond Python's digit limit): before any device
+        lookup, as its token cannot be trusted either.
+    """
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return "", None
+        data = read_device_json(body)
+    except UnreadableBodyError as exc:
+        if exc.kind == "json_invalid":
+            return "", None
+        raise
     if not isinstance(data, dict):
         return "", None
     token = data.get("device_id")
@@ -236,8 +252,44 @@ _DOC: dict[str, Any] = {
 }
 
 
+_FORM_FIELDS = (
+    "id", "deviceid", "timestamp", "lat", "lon", "location", "speed", "bearing", "heading",
+    "altitude", "accuracy", "hdop", "batt", "meter", "tariff", "driver_id",
+)  # fmt: skip
+_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": False,
+        "description": "Opcional: os mesmos campos da consulta num formulário, ou o JSON do "
+        "Traccar Client 9",
+        "content": {
+            "application/x-www-form-urlencoded": {
+                "schema": {
+                    "type": "object",
+                    "properties": {name: {"type": "string"} for name in _FORM_FIELDS},
+                }
+            },
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "device_id": {"type": "string"},
+                        "location": {
+                            "oneOf": [
+                                {"type": "object"},
+                                {"type": "array", "items": {"type": "object"}},
+                            ]
+                        },
+                    },
+                }
+            },
+        },
+    }
+}
+"""The POST's body as documented (read by hand in :func:`osmand`, not by FastAPI)."""
+
+
 @router.get("", **_DOC)
-@router.post("", **_DOC)
+@router.post("", **_DOC, openapi_extra=_BODY)
 async def osmand(
     request: Request,
     id: Param = None,  # noqa: A002 - the protocol's name
@@ -256,7 +308,8 @@ async def osmand(
 
     O token do dispositivo vai em `id` (ou `device_id` no JSON do Traccar Client 9). Posição
     que nunca poderá ser aceita responde 200 (a fila do aparelho segue) e fica em
-    `rejected_fixes` com o motivo; 401 só para token desconhecido.
+    `rejected_fixes` com o motivo; 401 só para token desconhecido; 422, antes de conferir o
+    token, para JSON ambíguo (chave repetida num objeto, número com mais de 4.300 dígitos).
     """
     received = dt.datetime.now(dt.UTC)
     params = dict(request.query_params)

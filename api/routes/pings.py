@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 
 from api._errors import InvalidRequestError
 from api.deps import CurrentDevice, EngineDep, SettingsDep
-from api.ingest import RowResult, ingest_batch
+from api.ingest import RowResult, ingest_batch, read_device_json
 from api.live_worker import live_lifespan, wake_live_worker
 from api.schemas import error_responses
 from tracking.validate import FUTURE_TOLERANCE_S
@@ -70,8 +70,8 @@ _PingRow = TypedDict(  # type: ignore[misc]  # PingIn's fields, as a plain dict
 )
 # mypy takes a functional TypedDict only as the right side of an assignment, not as an argument.
 _BATCH = TypeAdapter(TypedDict("_PingRows", {"pings": list[_PingRow]}))  # type: ignore[operator]
-"""Reads a body as :class:`PingBatch` does, straight from the JSON bytes into dicts (about 4×
-faster than FastAPI's json.loads, model validation and dump of 100 rows)."""
+"""Reads a parsed body (:func:`api.ingest.read_device_json`) as :class:`PingBatch` does, into
+plain dicts (about 3× faster than FastAPI's model validation and dump of 100 rows)."""
 
 
 class PingResult(BaseModel):
@@ -173,10 +173,12 @@ async def post_pings(
     ingestão ao vivo, `vehicle_not_allowed`: o dispositivo só envia posições do próprio veículo,
     e `conflicting_duplicate`: instante já gravado, ou repetido no lote, com outros valores; a
     primeira posição fica e a outra vai para `rejected_fixes`). Reenviar um lote é seguro. O
-    corpo é um `PingBatch`; 413 acima do tamanho máximo do corpo.
+    corpo é um `PingBatch`; 413 acima do tamanho máximo do corpo; 422 (nada gravado) se não for
+    JSON em UTF-8 ou repetir uma chave num mesmo objeto (`{"lat": 1, "lat": 2}`).
     """
+    data = read_device_json(await request.body())  # 422: not JSON, a key twice...
     try:
-        rows = _BATCH.validate_json(await request.body())["pings"]
+        rows = _BATCH.validate_python(data)["pings"]
     except ValidationError as exc:
         errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
         raise RequestValidationError(errors) from None

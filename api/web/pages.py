@@ -4,15 +4,19 @@
 login needed (303 to ``/entrar?next=…``), role not allowed and CSRF failure (403), and, for a
 browser outside the JSON API, a malformed request (400), a page not found (404), a method not
 allowed (405), a body that stopped arriving (408) or too large (413; :func:`refusal_page` when
-the body limit refuses it before the app).
+the body limit refuses it before the app), and a form or query whose fields fail their types or
+limits (422, :func:`validation_page`: each field by its label and what it accepts; nothing was
+stored, as the handler never ran).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+from collections.abc import Sequence
+from typing import Annotated, Any, cast
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, Form, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -23,6 +27,7 @@ from api._errors import RateLimitedError
 from api.deps import SessionDep, SettingsDep, login_attempt, login_rate_limit, login_succeeded
 from api.errors import _http_error as json_http_error
 from api.limits import form_limit
+from api.schemas import pt_message
 from api.web import formats as fmt
 from api.web._errors import CsrfError, LoginRequiredError, WebForbiddenError
 from api.web.auth import (
@@ -55,6 +60,28 @@ NOTICES = {
 """Messages of the login page, by its ``aviso`` query parameter."""
 API_PREFIXES = ("/api/", "/osmand", "/docs", "/openapi.json", "/health", "/ready")
 """Paths whose errors stay JSON whoever asks."""
+FIELD_LABELS = {
+    "acao": "Ação", "address": "Endereço", "as_of": "Data do arquivo", "ate": "Até",
+    "ator": "Quem", "capacity": "Vagas", "cnh_category": "Categoria da CNH",
+    "cnh_number": "Número da CNH", "cnh_valid_until": "CNH válida até", "de": "De",
+    "decisao": "Decisão", "document": "Documento", "driver_id": "Identificador do condutor",
+    "entidade": "Entidade", "envio": "Envio", "fim_prazo": "Fim do prazo",
+    "full_name": "Nome completo", "fundamentacao": "Fundamentação", "ground": "Fundamento",
+    "ictp_valid_until": "ICTP válida até", "id_prefix": "Prefixo dos stand_id",
+    "kind": "Tipo", "label": "Descrição", "lat": "Latitude", "lon": "Longitude",
+    "mode": "Forma do ponto", "motivo": "Motivo", "municipality": "Município",
+    "municipality_code": "Município (código IBGE)", "municipio": "Município", "name": "Nome",
+    "note": "Observação", "on": "Data", "pagina": "Página", "password": "Senha",
+    "password_mode": "Senha", "password_repeat": "Repita a senha", "pontuacao": "Pontuação",
+    "q": "Busca", "radius_m": "Raio (m)", "reason": "Motivo",
+    "resposta_excecao": "Resposta à exceção", "retire_missing": "Desativar ausentes",
+    "role": "Papel", "stand_id": "Identificador do ponto", "stands": "Pontos do supervisor",
+    "status": "Situação", "synthetic": "Dados fictícios", "texto": "Texto", "until": "Até",
+    "username": "Usuário", "valid_from": "Desde", "valid_until": "Até",
+    "vehicle_id": "Prefixo", "vertices": "Vértices", "volta": "Retorno",
+}  # fmt: skip
+"""The console's form and query fields by their pt-BR label (the forms' own wording)."""
+_PARAM_PLACES = frozenset({"body", "query", "path", "header", "cookie"})
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -200,8 +227,9 @@ def error_page(
     title: str,
     message: str,
     headers: dict[str, str] | None = None,
+    problems: Sequence[str] = (),
 ) -> Response:
-    """Return the console's error page (pt-BR), with a way back."""
+    """Return the console's error page (pt-BR), with a way back; ``problems`` listed below."""
     return render(
         request,
         "erro.html",
@@ -210,6 +238,7 @@ def error_page(
         status_code=status_code,
         headers=headers,
         message=message,
+        problems=problems,
     )
 
 
@@ -303,6 +332,41 @@ def refusal_page(scope: Scope, status_code: int) -> Response | None:
         title=title,
         message=message,
         headers={"Connection": "close"},
+    )
+
+
+def _field_problem(err: dict[str, Any]) -> str:
+    """One validation error as a line of the page: the field's label and what it accepts."""
+    where = [str(p) for p in err.get("loc", ()) if p not in _PARAM_PLACES]
+    name = where[0] if where else ""
+    label = FIELD_LABELS.get(name, name) or "Formulário"
+    problem = pt_message(err)
+    sent = err.get("input")
+    if err.get("type") == "string_too_long" and isinstance(sent, str):
+        problem += f" (foram enviados {fmt.integer(len(sent))})"
+    return f"{label}: {problem}."
+
+
+def validation_page(request: Request, exc: RequestValidationError) -> Response | None:
+    """Return the page of a request whose fields fail their types or limits (422), or None.
+
+    A page for a browser outside the API (:func:`_wants_page`), naming each field by its label
+    and what it accepts; None: the API's JSON 422 (:func:`api.errors.install_error_handlers`).
+    """
+    if not _wants_page(request):
+        return None
+    problems = list(dict.fromkeys(_field_problem(dict(err)) for err in exc.errors()))
+    message = (
+        "Um valor enviado passa do limite ou não é do tipo esperado; nada foi gravado. "
+        "Volte, corrija e envie de novo."
+    )
+    return error_page(
+        request,
+        web=None,
+        status_code=422,
+        title="Dados não aceitos",
+        message=message,
+        problems=problems,
     )
 
 

@@ -76,6 +76,29 @@ class TestAnalyze:
         summary = json.loads((out / "summary.json").read_text())
         assert summary["pings_valid"] == 8 and summary["boardings"] == 1
 
+    def test_speed_beyond_the_physical_bound_is_rejected(self, run_pontual, tmp_path):
+        """speed_kmh of 1e9 or 400.5 is ``invalid_speed`` in rejected.csv; 400 is kept."""
+        _, stands = _write_inputs(tmp_path)
+        pings = tmp_path / "speeds.csv"
+        pings.write_text(
+            "vehicle_id,timestamp,lat,lon,speed_kmh\n"
+            "T1,2024-03-04T09:00:00-03:00,-30.0277,-51.2287,400\n"
+            "T1,2024-03-04T09:01:00-03:00,-30.0277,-51.2287,400.5\n"
+            "T1,2024-03-04T09:02:00-03:00,-30.0277,-51.2287,1e9\n",
+            encoding="utf-8",
+        )
+        out = tmp_path / "out"
+        done = run_pontual(
+            "analyze", "--pings", str(pings), "--stands", str(stands), "--out", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+        rejected = pd.read_csv(out / "rejected.csv", dtype=str, keep_default_na=False)
+        assert rejected[["row", "reason", "speed_kmh"]].values.tolist() == [
+            ["2", "invalid_speed", "400.5"],
+            ["3", "invalid_speed", "1e9"],
+        ]
+        assert json.loads((out / "summary.json").read_text())["pings_valid"] == 1
+
     def test_missing_column_is_one_clear_message(self, run_pontual, tmp_path):
         """A pings file without 'lat' fails naming the column, with no traceback."""
         pings, stands = _write_inputs(tmp_path)

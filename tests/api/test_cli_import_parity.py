@@ -120,3 +120,26 @@ class TestImportPings:
         )
         assert quarantined == [(1, "conflicting_duplicate", "41.15", "2013-07-01T00:00:58.000000Z")]
         assert _query(import_db, "SELECT lat FROM fixes ORDER BY ts") == [(41.14,), (41.15,)]
+
+    def test_speed_beyond_the_physical_bound_is_quarantined(
+        self, run_pontual: Run, import_db: str, tmp_path: Path
+    ) -> None:
+        """A speed of 1e9 km/h (or above 400 km/h) is ``invalid_speed`` with its cells kept;
+        400 km/h itself is stored."""
+        path = tmp_path / "speeds.csv"
+        path.write_text(
+            HEADER + "S,2026-11-30T10:00:00Z,-30.03,-51.22,400\n"
+            "S,2026-11-30T10:00:05Z,-30.03,-51.22,400.5\n"
+            "S,2026-11-30T10:00:10Z,-30.03,-51.22,1e9\n",
+            encoding="utf-8",
+        )
+        assert _import(run_pontual, import_db, path).startswith(
+            "Pings válidos: 1; gravados: 1; já existentes: 0; rejeitados: 2"
+        )
+        assert _query(import_db, "SELECT speed_kmh FROM fixes WHERE vehicle_id = 'S'") == [(400.0,)]
+        quarantined = _query(
+            import_db,
+            "SELECT row, reason, raw->>'speed_kmh' FROM rejected_fixes "
+            "WHERE source = 'speeds.csv' ORDER BY row",
+        )
+        assert quarantined == [(2, "invalid_speed", "400.5"), (3, "invalid_speed", "1e9")]

@@ -79,6 +79,35 @@ class TestCreateApp:
         assert response.json()["error"]["code"] == "method_not_allowed"
 
 
+class TestOpenApiBodyErrors:
+    def test_operations_with_a_body_list_408_and_413(self, client: TestClient) -> None:
+        """Every operation with a request body documents 408 (stalled) and 413 with the error
+        body, the device ingest and the login among them; a GET that reads none lists no 408."""
+        spec = client.get("/openapi.json").json()
+        with_body = {
+            (method, path)
+            for path, operations in spec["paths"].items()
+            for method, operation in operations.items()
+            if "requestBody" in operation
+        }
+        assert {
+            ("post", "/api/v1/pings"),
+            ("post", "/osmand"),
+            ("post", "/api/v1/auth/token"),
+            ("post", "/api/v1/stands"),
+            ("patch", "/api/v1/drivers/{driver_id}"),
+        } <= with_body
+        error_body = {"$ref": "#/components/schemas/ErrorBody"}
+        for method, path in with_body:
+            responses = spec["paths"][path][method]["responses"]
+            for status in ("408", "413"):
+                assert responses[status]["content"]["application/json"]["schema"] == error_body
+            assert "parou de chegar" in responses["408"]["description"]
+        assert "ErrorBody" in spec["components"]["schemas"]
+        assert "408" not in spec["paths"]["/osmand"]["get"]["responses"]
+        assert "408" not in spec["paths"]["/health"]["get"]["responses"]
+
+
 class TestDocs:
     def test_swagger_ui_is_served_by_the_app(self, client) -> None:
         """The docs page loads Swagger UI from the app itself, never from a CDN."""

@@ -90,3 +90,59 @@ class TestOsmandRow:
         row = osmand_row(params)
         for key, value in expected.items():
             assert row[key] == value
+
+
+class TestUnreadableJson:
+    """JSON that parses only ambiguously, or not in Python: 422 in pt-BR before any device
+    lookup (the same answer whatever the token), nothing stored."""
+
+    @staticmethod
+    def _body(token: str, *, latitude: str = "-30.03", twice: bool = False) -> bytes:
+        device = f'"device_id": "{token}", ' * (2 if twice else 1)
+        location = f'{{"timestamp": {int(time.time())}, "coords": {{"latitude": {latitude}, '
+        return f'{{{device}"location": {location}"longitude": -51.22}}}}}}'.encode()
+
+    def _stored(self, engine: Engine) -> tuple[int, int]:
+        with engine.connect() as conn:
+            return (
+                conn.execute(text("SELECT count(*) FROM fixes")).scalar_one(),
+                conn.execute(text("SELECT count(*) FROM rejected_fixes")).scalar_one(),
+            )
+
+    @pytest.mark.parametrize(
+        ("options", "says"),
+        [
+            ({"latitude": "1" * 4300 + "0"}, "número com mais de 4300 dígitos"),
+            ({"twice": True}, "chave 'device_id' repetida"),
+        ],
+        ids=["number-too-long", "key-twice"],
+    )
+    def test_is_422_for_a_known_and_an_unknown_token(
+        self, client: TestClient, seeded: dict, api_engine: Engine, options: dict, says: str
+    ) -> None:
+        """A 4,301-digit latitude (was 401 for a valid device) or a repeated key: 422 naming
+        it, alike for a device token and for a token that is none; nothing stored."""
+        before = self._stored(api_engine)
+        answers = [
+            client.post(
+                "/osmand",
+                content=self._body(token, **options),
+                headers={"Content-Type": "application/json"},
+            )
+            for token in (seeded["device_token"], "nao-existe")
+        ]
+        for answer in answers:
+            assert answer.status_code == 422, answer.text
+            assert answer.json()["error"]["code"] == "invalid_request"
+            assert says in answer.json()["error"]["message"]
+        assert answers[0].json() == answers[1].json()
+        assert self._stored(api_engine) == before
+
+    def test_a_number_too_long_in_the_query_is_a_rejected_fix(
+        self, client: TestClient, seeded: dict
+    ) -> None:
+        """The same number in a query is a value, not JSON: the fix is kept as invalid (200)."""
+        token = seeded["device_token"]
+        answer = client.get(f"/osmand?id={token}&lat={'1' * 4301}&lon=-51&timestamp=1")
+        assert answer.status_code == 200
+        assert answer.headers["X-Pontual-Rejected"] == "invalid_coordinates"

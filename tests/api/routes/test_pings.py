@@ -88,6 +88,34 @@ class TestPostPings:
             )
         assert {"null_island", "vehicle_not_allowed", "unknown_meter"} <= reasons
 
+    def test_speed_beyond_the_physical_bound_is_rejected(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """speed_kmh 1e9, 400.5 or -1 is ``invalid_speed`` and kept in rejected_fixes; 400 is
+        stored (the file import's rule, tracking.validate)."""
+        speeds = [400.0, 400.5, 1e9, -1.0]
+        batch = {
+            "pings": [
+                {"timestamp": _iso(500 - i), "lat": -30.03, "lon": -51.23, "speed_kmh": v}
+                for i, v in enumerate(speeds)
+            ]
+        }
+        answer = client.post("/api/v1/pings", json=batch, headers=bearer(seeded["device_token"]))
+        assert answer.status_code == 200, answer.text
+        assert [(r["status"], r["reason"]) for r in answer.json()["results"]] == [
+            ("accepted", None),
+            *[("rejected", "invalid_speed")] * 3,
+        ]
+        with api_engine.connect() as conn:
+            kept = conn.execute(
+                text(
+                    "SELECT raw->>'speed_kmh' FROM rejected_fixes "
+                    "WHERE reason = 'invalid_speed' AND raw->>'timestamp' = :t"
+                ),
+                {"t": batch["pings"][2]["timestamp"]},
+            ).scalars()
+            assert [float(v) for v in kept] == [1e9]
+
     def test_user_token_cannot_send(self, client: TestClient, seeded: dict) -> None:
         """A user token is not a device token: 401."""
         response = client.post(
@@ -171,3 +199,32 @@ class TestBatchBody:
             error = answer.json()["error"]
             assert error["code"] == "invalid_request"
             assert error["errors"][0]["loc"][: len(loc)] == loc
+
+    def test_a_key_twice_in_one_object_is_422_and_nothing_stored(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """``{"lat": -30.03, "lat": -31}`` (JSON leaves it undefined; the last used to win):
+        422 naming the key, no row stored or quarantined from that body."""
+        when = _iso(520)
+        good = f'{{"timestamp": "{when}", "lat": -30.03, "lon": -51.23}}'
+        twice = f'{{"timestamp": "{when}", "lat": -30.03, "lat": -31, "lon": -51.23}}'
+        headers = bearer(seeded["device_token"]) | {"Content-Type": "application/json"}
+        for body, key in (
+            (f'{{"pings": [{good}, {twice}]}}', "lat"),
+            (f'{{"pings": [{good}], "pings": []}}', "pings"),
+        ):
+            answer = client.post("/api/v1/pings", content=body.encode(), headers=headers)
+            assert answer.status_code == 422, answer.text
+            error = answer.json()["error"]
+            assert error["code"] == "invalid_request"
+            assert f"chave '{key}' repetida" in error["message"]
+            assert error["errors"][0]["type"] == "json_duplicate_key"
+        with api_engine.connect() as conn:
+            stored = conn.execute(
+                text("SELECT count(*) FROM fixes WHERE ts = :t"), {"t": when}
+            ).scalar_one()
+            kept = conn.execute(
+                text("SELECT count(*) FROM rejected_fixes WHERE raw->>'timestamp' = :t"),
+                {"t": when},
+            ).scalar_one()
+        assert (stored, kept) == (0, 0)
