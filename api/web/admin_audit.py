@@ -27,6 +27,7 @@ from api.audit import READ_PERSONAL_DATA, record_personal_data_access
 from api.deps import SessionDep, SettingsDep
 from api.schemas import QueryDate
 from api.web.admin_base import AdminUser, pt_errors
+from api.web.formats import ACTIONS, actor_label
 from api.web.templating import render
 from db.enforcement.models import AuditEntry
 
@@ -112,33 +113,6 @@ def entity_link(entry: AuditEntry) -> str | None:
     return None
 
 
-ACTIONS = {
-    "create": "criação",
-    "update": "alteração",
-    "import": "importação",
-    "retire": "desativação",
-    "disable": "desativação",
-    "revoke": "revogação",
-    "grant": "concessão",
-    "exclude": "exclusão do ponto",
-    "end": "encerramento",
-    "end_term": "fim do mandato",
-    "elect": "eleição",
-    "homologate": "homologação",
-    "set_role": "papel alterado",
-    "set_password": "senha alterada",
-    "confirm": "auto lavrado",
-    "dismiss": "proposta descartada",
-    "notify": "notificação entregue",
-    "file_defence": "defesa apresentada",
-    "decide_defence": "defesa julgada",
-    "finalize": "decisão definitiva",
-    "archive": "arquivamento",
-    "fix_retention": "retenção aplicada",
-    "fix_retention_dry_run": "retenção simulada",
-    READ_PERSONAL_DATA: "leitura de dados pessoais",
-}
-"""pt-BR names of the audited actions (a code without one is shown as written)."""
 ENTITIES = {
     "stand": "ponto",
     "stands_file": "arquivo de pontos",
@@ -164,16 +138,6 @@ ENTITIES = {
     "audit_log": "registro de auditoria",
 }
 """pt-BR names of the audited entities (a code without one is shown as written)."""
-
-
-def actor_label(actor: str) -> str:
-    """Who acted, written one way: ``user:ana`` → ``ana``, ``os:root`` → ``root (linha de …)``."""
-    kind, sep, name = actor.partition(":")
-    if sep and kind == "user":
-        return name
-    if sep and kind == "os":
-        return f"{name} (linha de comando)"
-    return actor
 
 
 MAX_DETAIL_CHARS = 160

@@ -51,6 +51,7 @@ from api.proposal_queue import (
     queue_total,
 )
 from api.routes.proposals import DOCUMENT_PERSONAL_FIELDS
+from api.web import formats as fmt
 from api.web.auth import WebSession, require_web_roles, safe_next
 from api.web.pages import error_page
 from api.web.templating import render
@@ -943,8 +944,8 @@ def proposal_context(
     history = [
         {
             "at": local_time(h["at"], zone),
-            "actor": h["actor"],
-            "action": h["action"],
+            "actor": fmt.actor_label(str(h["actor"])),
+            "action": fmt.ACTIONS.get(str(h["action"]), h["action"]),
             "to": STATUS_NAMES.get(str(h.get("to")), h.get("to") or ""),
             "reason": "; ".join(
                 x

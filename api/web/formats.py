@@ -6,6 +6,8 @@ import datetime as dt
 import math
 from zoneinfo import ZoneInfo
 
+from api.audit import READ_PERSONAL_DATA
+
 NONE = "—"
 
 
@@ -66,3 +68,42 @@ def duration(seconds: float) -> str:
 def plural(count: int, one: str, many: str) -> str:
     """``plural(1, "veículo", "veículos")`` → ``"1 veículo"``; 0 and 2+ take ``many``."""
     return f"{integer(count)} {one if count == 1 else many}"
+
+
+ACTIONS = {
+    "create": "criação",
+    "update": "alteração",
+    "import": "importação",
+    "retire": "desativação",
+    "disable": "desativação",
+    "revoke": "revogação",
+    "grant": "concessão",
+    "exclude": "exclusão do ponto",
+    "end": "encerramento",
+    "end_term": "fim do mandato",
+    "elect": "eleição",
+    "homologate": "homologação",
+    "set_role": "papel alterado",
+    "set_password": "senha alterada",
+    "confirm": "auto lavrado",
+    "dismiss": "proposta descartada",
+    "notify": "notificação entregue",
+    "file_defence": "defesa apresentada",
+    "decide_defence": "defesa julgada",
+    "finalize": "decisão definitiva",
+    "archive": "arquivamento",
+    "fix_retention": "retenção aplicada",
+    "fix_retention_dry_run": "retenção simulada",
+    READ_PERSONAL_DATA: "leitura de dados pessoais",
+}
+"""pt-BR names of the audited actions (a code without one is shown as written)."""
+
+
+def actor_label(actor: str) -> str:
+    """Who acted, written one way: ``user:ana`` → ``ana``, ``os:root`` → ``root (linha de …)``."""
+    kind, sep, name = actor.partition(":")
+    if sep and kind == "user":
+        return name
+    if sep and kind == "os":
+        return f"{name} (linha de comando)"
+    return actor

@@ -313,6 +313,9 @@ class TestEvidencePages:
         expect(evidence).to_contain_text("razão percorrida/referência: 2,452")
         expect(evidence).to_contain_text("razão mínima: 1,3")
         expect(page.locator(".excerpt")).to_contain_text("seguir itinerário mais extenso")
+        history = page.locator("#historico-titulo").locator("..").locator("tbody tr").first
+        expect(history).to_contain_text("criação")  # the step in pt-BR, not its code
+        expect(history).not_to_contain_text("create")
 
     def test_finding_page_lists_its_proposal(self, page: Any, login: Callable) -> None:
         """The seeded finding's page links to the proposal resting on it."""
