@@ -81,15 +81,19 @@ def check_registry_date(value: dt.date, *, name: str, today: dt.date | None = No
     RegistryDateError
         If ``value`` is not a date or is outside the range.
     """
+    latest = registry_date_max(today or dt.date.today())
+    return _in_range(value, name=name, latest=latest, rule=f"hoje + {REGISTRY_YEARS_AHEAD} ano")
+
+
+def _in_range(value: dt.date, *, name: str, latest: dt.date, rule: str) -> dt.date:
+    """Return ``value`` if a date from :data:`REGISTRY_DATE_MIN` to ``latest``, else raise."""
     if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
         msg = f"'{name}' era {value!r}; esperado uma data AAAA-MM-DD"
         raise RegistryDateError(msg)
-    latest = registry_date_max(today or dt.date.today())
     if not REGISTRY_DATE_MIN <= value <= latest:
         msg = (
             f"'{name}' era {value.isoformat()}; esperado uma data entre "
-            f"{REGISTRY_DATE_MIN.isoformat()} e {latest.isoformat()} (hoje + "
-            f"{REGISTRY_YEARS_AHEAD} ano)"
+            f"{REGISTRY_DATE_MIN.isoformat()} e {latest.isoformat()} ({rule})"
         )
         raise RegistryDateError(msg)
     return value
@@ -106,19 +110,10 @@ def check_document_validity(value: dt.date, *, name: str, today: dt.date | None 
     RegistryDateError
         Naming ``name`` and the range.
     """
-    if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
-        msg = f"'{name}' era {value!r}; esperado uma data AAAA-MM-DD"
-        raise RegistryDateError(msg)
     today = today or dt.date.today()
     latest = today.replace(year=today.year + DOCUMENT_YEARS_AHEAD, day=min(today.day, 28))
-    if not REGISTRY_DATE_MIN <= value <= latest:
-        msg = (
-            f"'{name}' era {value.isoformat()}; esperado uma "
-            f"data entre {REGISTRY_DATE_MIN.isoformat()} e {latest.isoformat()} (validade "
-            f"de documento: hoje + {DOCUMENT_YEARS_AHEAD} anos)"
-        )
-        raise RegistryDateError(msg)
-    return value
+    rule = f"validade de documento: hoje + {DOCUMENT_YEARS_AHEAD} anos"
+    return _in_range(value, name=name, latest=latest, rule=rule)
 
 
 def check_field_date(value: dt.date, *, name: str, today: dt.date | None = None) -> dt.date:
