@@ -76,6 +76,11 @@ SQLSTATE_503 = {
     ),
     "53200": ("database_out_of_memory", "banco de dados sem memória; tente novamente em instantes"),
     "53300": ("database_busy", "banco de dados sem conexões livres; tente novamente em instantes"),
+    "57014": (
+        "database_timeout",
+        "a consulta passou do tempo máximo do servidor e foi cancelada; tente um período menor "
+        "ou avise o administrador",
+    ),
 }
 """503 codes and messages of PostgreSQL's "insufficient resources" errors, by SQLSTATE."""
 _UNAVAILABLE = ("database_unavailable", "banco de dados indisponível; tente novamente em instantes")

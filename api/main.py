@@ -89,7 +89,10 @@ def _engine_for(settings: Settings, database_url: str | None) -> Engine:
         max_overflow=POOL_OVERFLOW,
         pool_pre_ping=True,
         pool_timeout=10,
-        connect_args={"connect_timeout": 5},
+        connect_args={
+            "connect_timeout": 5,
+            "options": f"-c statement_timeout={max(1, round(settings.statement_timeout_s * 1000))}",
+        },
     )
 
 

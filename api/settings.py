@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     # Longest wait for the next chunk of a request body (seconds): then 408 and the connection
     # closed (a client that stalls mid-upload holds no connection); a steady upload is never cut
     body_read_timeout_s: float = Field(default=30.0, gt=0)
+    # Longest database statement of a request (the server's connections): a runaway query is
+    # cancelled (503 database_timeout) instead of holding a connection for good
+    statement_timeout_s: float = Field(default=120.0, gt=0)
     # Background of the web console's maps: a tile URL template ({z}/{x}/{y}, e.g.
     # https://tile.openstreetmap.org/{z}/{x}/{y}.png) and its attribution; empty: the offline
     # basemap (bundled municipal boundaries and road network, api/web/basemap.py)

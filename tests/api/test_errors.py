@@ -53,6 +53,7 @@ class TestInstallErrorHandlers:
             (pg.DiskFull("could not extend file: No space left on device"), "database_disk_full"),
             (pg.AdminShutdown("terminating connection"), "database_unavailable"),
             (pg.TooManyConnections("too many clients"), "database_busy"),
+            (pg.QueryCanceled("canceling statement due to statement timeout"), "database_timeout"),
             (psycopg.OperationalError("connection failed"), "database_unavailable"),
         ],
     )

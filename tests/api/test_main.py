@@ -66,6 +66,22 @@ class TestCreateApp:
         assert response.status_code == 503
         assert response.json()["error"]["code"] in ("database_unavailable", "database_not_migrated")
 
+    def test_the_servers_statements_have_a_time_limit(self, fresh_database_url: str) -> None:
+        """A request's database statement past PONTUAL_STATEMENT_TIMEOUT_S is cancelled."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import OperationalError
+
+        app = create_app(
+            database_url=fresh_database_url, settings=Settings(statement_timeout_s=0.2)
+        )
+        try:
+            with app.state.engine.connect() as conn:
+                assert conn.execute(text("SHOW statement_timeout")).scalar() == "200ms"
+                with pytest.raises(OperationalError, match="statement timeout"):
+                    conn.execute(text("SELECT pg_sleep(2)"))
+        finally:
+            app.state.engine.dispose()
+
     def test_unknown_route_is_a_json_404(self, client: TestClient) -> None:
         """An unknown path is a 404 with the error body."""
         response = client.get("/nao-existe")
