@@ -66,6 +66,7 @@ def _devices_page(
     values: dict[str, str] | None = None,
     notice: str | None = None,
     status_code: int = 200,
+    ask_outside_fleet: bool = False,
 ) -> Response:
     devices = session.scalars(select(Device).order_by(Device.device_id.desc())).all()
     return render(
@@ -79,6 +80,7 @@ def _devices_page(
         values=values or {},
         notice=notice,
         server_url=server_url(request),
+        ask_outside_fleet=ask_outside_fleet,
     )
 
 
@@ -96,8 +98,29 @@ def create_device(
     settings: SettingsDep,
     vehicle_id: Annotated[str, Form(max_length=64)] = "",
     label: Annotated[str, Form(max_length=200)] = "",
+    fora_da_frota: Annotated[str, Form(max_length=8)] = "",
 ) -> Response:
-    """Register a device of a vehicle; its token is shown once on the next page."""
+    """Register a device of a vehicle; its token is shown once on the next page.
+
+    A prefixo the fleet lacks (a typo would send every fix to a vehicle that does not exist)
+    is registered only when the form says so (``fora_da_frota``: the vehicle is still to be
+    imported).
+    """
+    wanted = vehicle_id.strip()
+    if wanted and not fora_da_frota and session.get(Vehicle, wanted) is None:
+        message = (
+            f"O veículo {wanted} não está no cadastro da frota. Confira o prefixo; se o veículo "
+            "ainda vai ser importado, marque a caixa abaixo e envie de novo."
+        )
+        return _devices_page(
+            request,
+            web=web,
+            session=session,
+            errors={"vehicle_id": message},
+            values={"vehicle_id": vehicle_id, "label": label},
+            status_code=422,
+            ask_outside_fleet=True,
+        )
     try:
         device, token = accounts.create_device(
             session=session, vehicle_id=vehicle_id, label=form_text(label)

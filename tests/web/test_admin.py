@@ -23,6 +23,7 @@ from sqlalchemy import Engine, func, select
 from web_helpers import WEB_PASSWORD, WEB_USERS, csrf_from, http_login, save_screenshot
 
 from api.web.admin_devices import qr_svg
+from db.accounts.models import Device
 from db.enforcement.models import AuditEntry
 from db.engine import session_scope
 from db.fleet.models import Vehicle
@@ -243,8 +244,18 @@ def test_device_token_is_shown_once_with_its_qr_code(
     device is revoked."""
     vehicle_id = unique("GPS")
     client = web_client("admin")
-    created = post_form(
+    asked = post_form(
         client, "/admin/dispositivos", "/admin/dispositivos", {"vehicle_id": vehicle_id}
+    )  # a prefixo the fleet lacks: a typo? nothing is registered until the form says so
+    assert asked.status_code == 422
+    assert f"O veículo {vehicle_id} não está no cadastro da frota" in html.unescape(asked.text)
+    with session_scope(web_engine) as session:
+        assert session.scalar(select(Device).where(Device.vehicle_id == vehicle_id)) is None
+    created = post_form(
+        client,
+        "/admin/dispositivos",
+        "/admin/dispositivos",
+        {"vehicle_id": vehicle_id, "fora_da_frota": "1"},
     )
     assert created.status_code == 303
     assert created.headers["location"] == "/admin/dispositivos/novo-token"
@@ -295,6 +306,9 @@ def test_device_token_page_in_the_browser(page: Any, login: Callable) -> None:
     page.goto("/admin/dispositivos")
     page.get_by_label("Veículo (prefixo)").fill(unique("CEL"))
     page.get_by_label("Descrição (modelo, telefone…)").fill("Celular Android")
+    page.get_by_role("button", name="Registrar e gerar token").click()
+    page.get_by_label(re.compile("Registrar assim mesmo")).check()  # not in the fleet yet
+    assert page.get_by_label("Descrição (modelo, telefone…)").input_value() == "Celular Android"
     page.get_by_role("button", name="Registrar e gerar token").click()
     page.wait_for_url("**/admin/dispositivos/novo-token")
     token = page.locator("#device-token").inner_text()

@@ -295,7 +295,7 @@ def test_revoking_a_device_asks_first(
     """'Revogar' names the device, its description and the vehicle."""
     vehicle = _unique("GPSC")
     admin = web_client("admin")
-    form = {"vehicle_id": vehicle, "label": "Celular do turno da noite"}
+    form = {"vehicle_id": vehicle, "label": "Celular do turno da noite", "fora_da_frota": "1"}
     assert _post(admin, "/admin/dispositivos", "/admin/dispositivos", form).status_code == 303
     device_id = _scalar(web_engine, select(Device.device_id).where(Device.vehicle_id == vehicle))
     login(page, "admin")
