@@ -123,6 +123,10 @@ def test_dismissing_a_proposal_asks_first(page: Any, login: Callable, web_engine
     login(page, "agent")
     dialogs = Dialogs(page)
     page.goto(f"/fiscal/propostas/{proposal}")
+    page.locator("#motivo").fill("curto")  # under the reason's minimum: the server's error,
+    page.get_by_role("button", name="Descartar", exact=True).click()  # never a question first
+    expect(page.locator("#motivo-erro")).to_be_visible()
+    assert dialogs.asked == [] and _status(web_engine, proposal) == "proposta"
     reason = "Táxi acessível aguardando passageiro com deficiência (art. 46)."
     page.locator("#motivo").fill(reason)
     save_screenshot(page, "web-confirmar-descarte.png", element=page.locator("#descartar"))

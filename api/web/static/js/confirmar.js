@@ -1,8 +1,9 @@
 /* Consequential forms ask before they are sent: <form data-confirm="Lavrar o auto …?">.
  * "{name}" in the text reads the form's field of that name (a select: the chosen option's
  * text; radio buttons: the chosen one's label), so the question names what the person typed.
- * Cancelled: nothing is sent. Without JavaScript the form is sent as it is (the server still
- * checks every field). */
+ * Cancelled: nothing is sent. A form whose fields break their own limits (required, minlength)
+ * is sent without asking: the server refuses it with its message, so nothing is confirmed in
+ * vain. Without JavaScript the form is sent as it is (the server still checks every field). */
 (function () {
   "use strict";
 
@@ -28,7 +29,7 @@
   document.addEventListener("submit", function (event) {
     var form = event.target;
     var text = form && form.getAttribute && form.getAttribute("data-confirm");
-    if (!text) return;
+    if (!text || !form.checkValidity()) return;
     var question = text.replace(/\{([a-z_]+)\}/g, function (whole, name) {
       var field = form.elements.namedItem(name);
       return field ? fieldText(field) : whole;  // not a field's name: kept as written
