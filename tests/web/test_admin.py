@@ -19,15 +19,16 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 from web_helpers import WEB_PASSWORD, WEB_USERS, csrf_from, http_login, save_screenshot
 
 from api.web.admin_devices import qr_svg
 from db.accounts.models import Device
 from db.enforcement.models import AuditEntry
 from db.engine import session_scope
-from db.fleet.models import Vehicle
+from db.fleet.models import Municipality, Vehicle
 from db.stands.models import ParkingLicence, Stand
+from db.stands.registry import create_stand
 
 ROOT = Path(__file__).resolve().parents[2]
 _ids = itertools.count(1)
@@ -679,3 +680,38 @@ def _form_values(page_html: str) -> dict[str, str]:
     kind = re.search(r'<option value="(\w*)" selected>', page_html)
     values["kind"] = kind.group(1) if kind else ""
     return values
+
+
+FAR_MUNICIPALITY = "9990002"
+"""A municipality of this test only, 2,500 km from the others' stands."""
+
+
+@pytest.mark.browser
+def test_the_stands_map_opens_on_the_main_municipality(
+    page: Any, login: Callable, web_engine: Engine
+) -> None:
+    """A stand of another municipality 2,500 km away does not make the map open on the whole
+    continent: it fits the municipality with the most stands; the zoom buttons speak pt-BR."""
+    far = "ZZ-LONGE-" + unique("PV")
+    with session_scope(web_engine) as session:
+        if session.get(Municipality, FAR_MUNICIPALITY) is None:
+            session.add(Municipality(code=FAR_MUNICIPALITY, name="Município Distante", uf="RO"))
+            session.flush()
+        create_stand(
+            session=session, stand_id=far, actor="test", lat=-8.7619, lon=-63.9039,
+            radius_m=30.0, municipality_code=FAR_MUNICIPALITY,
+        )  # fmt: skip
+    try:
+        login(page, "admin")
+        page.goto("/admin/pontos")
+        page.wait_for_selector("#mapa[data-loaded=true]")
+        widths = [
+            box["width"]
+            for box in (p.bounding_box() for p in page.locator("#mapa path").all())
+            if box is not None
+        ]
+        assert max(widths) > 4  # a 30 m stand is drawn at street scale, not as a dot
+        assert page.locator('#mapa a[title="Aproximar"]').count() == 1
+    finally:
+        with session_scope(web_engine) as session:
+            session.execute(text("DELETE FROM stands WHERE stand_id = :s"), {"s": far})

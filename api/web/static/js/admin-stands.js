@@ -18,7 +18,9 @@
   var editable = el.getAttribute("data-editable") === "true";
   var current = el.getAttribute("data-current") || "";
 
-  var map = L.map(el, { zoomControl: true, keyboard: true }).setView(DEFAULT_VIEW, 13);
+  var map = L.map(el, { zoomControl: false, keyboard: true }).setView(DEFAULT_VIEW, 13);
+  L.control.zoom({ zoomInTitle: "Aproximar", zoomOutTitle: "Afastar" }).addTo(map);
+  map.attributionControl.setPrefix("Leaflet");
   if (window.PontualMapaBase) window.PontualMapaBase.add(map);
   var context = L.featureGroup().addTo(map);
   var drawn = null; // the layer of the area being edited
@@ -36,6 +38,25 @@
       box.appendChild(name);
     }
     return box;
+  }
+
+  // The stands of the municipality with the most of them: a registry of two cities far apart
+  // would otherwise open on the whole world.
+  function mainBounds(features) {
+    var counts = {};
+    var best = null;
+    features.forEach(function (f) {
+      var code = f.properties.municipality_code || "";
+      counts[code] = (counts[code] || 0) + 1;
+      if (best === null || counts[code] > counts[best]) best = code;
+    });
+    var layer = L.geoJSON({
+      type: "FeatureCollection",
+      features: features.filter(function (f) {
+        return (f.properties.municipality_code || "") === best;
+      }),
+    });
+    return layer.getLayers().length && layer.getBounds().isValid() ? layer.getBounds() : null;
   }
 
   function loadStands() {
@@ -63,7 +84,7 @@
           }
         ).addTo(context);
         if (!drawn && context.getLayers().length && context.getBounds().isValid()) {
-          map.fitBounds(context.getBounds(), { maxZoom: 16, animate: false });
+          map.fitBounds(mainBounds(others) || context.getBounds(), { maxZoom: 16, animate: false });
         }
         el.setAttribute("data-loaded", "true");
       })
