@@ -73,7 +73,8 @@ def _where(filters: QueueFilters) -> list[ColumnElement[bool]]:
     if filters.stand_id is not None:
         where.append(Proposal.document["stand_id"].astext == filters.stand_id)
     if filters.vehicle_id is not None:
-        where.append(Proposal.vehicle_id == filters.vehicle_id)
+        # as typed: "sim-4227" finds SIM-4227
+        where.append(func.upper(Proposal.vehicle_id) == filters.vehicle_id.strip().upper())
     if filters.since is not None:
         where.append(Proposal.committed_at >= filters.since)
     if filters.until is not None:

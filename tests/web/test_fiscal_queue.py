@@ -84,6 +84,9 @@ class TestFilters:
             *reversed(fleet["boardings"]),
         ]
         assert "Propostas 1 a 5 de 5" in page.text
+        typed = f" {fleet['a'].lower()} "  # as an agent types it
+        again = agent.get("/fiscal/propostas", params={"veiculo": typed, "situacao": ""})
+        assert _rows(again.text) == _rows(page.text)
 
     @pytest.mark.parametrize(
         ("params", "expected"),
