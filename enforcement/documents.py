@@ -60,6 +60,8 @@ Coord = Sequence[float]
 """A position ``(lon, lat)`` in EPSG:4326."""
 
 NOT_GIVEN = "não informado"
+NOT_GIVEN_F = "não informada"
+"""The same for a field named by a feminine noun (placa, legislação, gravidade…)."""
 NO_DRIVER = "não identificado"
 NO_FINE_AMOUNT = "valor não fixado neste texto legal"
 FONT = "Helvetica"
@@ -229,9 +231,9 @@ _FIELDS: dict[DocumentKind, tuple[str, ...]] = {
 """Fields of each document, in order (arts. 37 and 38 of Pinto Bandeira's Lei 169/2015)."""
 
 
-def _given(value: Any) -> str:
+def _given(value: Any, *, none: str = NOT_GIVEN) -> str:
     text = "" if value is None else str(value).strip()
-    return text or NOT_GIVEN
+    return text or none
 
 
 NO_AUTO = "Proposta descartada: não há auto de infração."
@@ -275,14 +277,14 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
             "Situação",
             STATUS_LABELS.get(p.get("status", ""), _given(p.get("status"))),
         ),
-        "law": ("id", "Legislação", _given(p.get("law"))),
+        "law": ("id", "Legislação", _given(p.get("law"), none=NOT_GIVEN_F)),
         "agent": ("id", "Agente autuador", _agent(document)),
         "holder": ("who", f"Nome do {payer}", _given(v.get("holder_name"))),
         "permit_number": ("who", "Nº da permissão", _given(v.get("permit_number"))),
         "operator": ("who", "Nome do operador (condutor)", v.get("driver_name") or NO_DRIVER),
         "infractor": ("who", "Nome do infrator (condutor)", v.get("driver_name") or NO_DRIVER),
         "prefixo": ("who", "Prefixo", _given(v.get("prefixo"))),
-        "plate": ("who", "Placa do veículo", _given(v.get("plate"))),
+        "plate": ("who", "Placa do veículo", _given(v.get("plate"), none=NOT_GIVEN_F)),
         "make_model": ("who", "Marca/modelo", _given(v.get("make_model"))),
         "place": ("where", "Local", _given(document["place"].get("text"))),
         "municipality": ("where", "Município", _given(document["place"].get("municipality_name"))),
@@ -290,11 +292,15 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
         "irregularity": ("what", "Irregularidade constatada", _irregularity(document)),
         "provision": ("what", "Dispositivo infringido", _provision(p)),
         "citation": ("what", "Citação a conferir", p.get("citation_uncertain") or ""),
-        "excerpt": ("what", "Descrição do dispositivo", _given(p.get("excerpt"))),
+        "excerpt": ("what", "Descrição do dispositivo", _given(p.get("excerpt"), none=NOT_GIVEN_F)),
         "exception": ("what", "Exceção prevista no dispositivo", _exception(p)),
         "repetition": ("what", "Repetição ou persistência", _repetition(p)),
-        "gravity": ("what", "Gravidade", _given(p.get("gravity") or p.get("gravity_note"))),
-        "penalty": ("sanction", "Penalidade", _given(p.get("penalty"))),
+        "gravity": (
+            "what",
+            "Gravidade",
+            _given(p.get("gravity") or p.get("gravity_note"), none=NOT_GIVEN_F),
+        ),  # fmt: skip
+        "penalty": ("sanction", "Penalidade", _given(p.get("penalty"), none=NOT_GIVEN_F)),
         "measure": ("sanction", "Medida administrativa", p.get("measure") or "nenhuma"),
         "suspension": ("sanction", "Suspensão", _days(p.get("suspension_days"))),
         "fine": ("sanction", "Multa", _fine(p)),

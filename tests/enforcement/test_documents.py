@@ -158,9 +158,10 @@ class TestDocumentFields:
         assert "UTC-04:00" in rows["Data e hora"]
 
     def test_missing_values_say_so(self) -> None:
-        """Absent optional data reads "não informado"; an unknown driver "não identificado"."""
+        """Absent optional data reads "não informado" ("não informada" for a feminine noun);
+        an unknown driver "não identificado"."""
         rows = labelled(bare_document(), "notificacao")
-        assert rows["Placa do veículo"] == NOT_GIVEN
+        assert rows["Placa do veículo"] == "não informada"
         assert rows["Marca/modelo"] == NOT_GIVEN
         assert rows["Nº da permissão"] == NOT_GIVEN
         assert rows["Nome do permissionário"] == NOT_GIVEN
@@ -480,7 +481,7 @@ class TestRenderAutoPdf:
     def test_missing_optional_data(self) -> None:
         """No plate, people, place or geometry still renders, saying what is missing."""
         text = pdf_text(render_auto_pdf(bare_document()))
-        assert "Placa do veículo não informado" in text
+        assert "Placa do veículo não informada" in text
         assert f"Nome do operador (condutor) {NO_DRIVER}" in text
         assert "Sem geometria para o mapa" in text
 
@@ -524,7 +525,7 @@ class TestRenderAutoHtml:
     def test_missing_optional_data(self) -> None:
         """No plate, people, place or geometry still renders, saying what is missing."""
         page = render_auto_html(bare_document())
-        assert f"<th>Placa do veículo</th><td>{NOT_GIVEN}</td>" in page
+        assert "<th>Placa do veículo</th><td>não informada</td>" in page
         assert f"<td>{NO_DRIVER}</td>" in page
         assert "Sem geometria para o mapa" in page
 
