@@ -107,3 +107,32 @@ def actor_label(actor: str) -> str:
     if sep and kind == "os":
         return f"{name} (linha de comando)"
     return actor
+
+
+FIELD_LABELS = {
+    "acao": "Ação", "address": "Endereço", "as_of": "Data do arquivo", "ate": "Até",
+    "ator": "Quem", "capacity": "Vagas", "cnh_category": "Categoria da CNH",
+    "cnh_number": "Número da CNH", "cnh_valid_until": "CNH válida até", "de": "De",
+    "decisao": "Decisão", "document": "Documento", "driver_id": "Identificador do condutor",
+    "entidade": "Entidade", "envio": "Envio", "fim_prazo": "Fim do prazo",
+    "full_name": "Nome completo", "fundamentacao": "Fundamentação", "ground": "Fundamento",
+    "ictp_valid_until": "ICTP válida até", "id_prefix": "Prefixo dos stand_id",
+    "kind": "Tipo", "label": "Descrição", "lat": "Latitude", "lon": "Longitude",
+    "mode": "Forma do ponto", "motivo": "Motivo", "municipality": "Município",
+    "municipality_code": "Município (código IBGE)", "municipio": "Município", "name": "Nome",
+    "note": "Observação", "on": "Data", "pagina": "Página", "password": "Senha",
+    "password_mode": "Senha", "password_repeat": "Repita a senha", "pontuacao": "Pontuação",
+    "q": "Busca", "radius_m": "Raio (m)", "reason": "Motivo",
+    "resposta_excecao": "Resposta à exceção", "retire_missing": "Desativar ausentes",
+    "role": "Papel", "stand_id": "Identificador do ponto", "stands": "Pontos do supervisor",
+    "status": "Situação", "synthetic": "Dados fictícios", "texto": "Texto", "until": "Até",
+    "username": "Usuário", "valid_from": "Desde", "valid_until": "Até",
+    "vehicle_id": "Prefixo", "vertices": "Vértices", "volta": "Retorno",
+    "geometry": "Área do ponto",
+}  # fmt: skip
+"""The console's form and query fields by their pt-BR label (the forms' own wording)."""
+
+
+def field_label(name: str) -> str:
+    """Return a form field's pt-BR label (:data:`FIELD_LABELS`), else its name."""
+    return FIELD_LABELS.get(name, name)

@@ -60,27 +60,6 @@ NOTICES = {
 """Messages of the login page, by its ``aviso`` query parameter."""
 API_PREFIXES = ("/api/", "/osmand", "/docs", "/openapi.json", "/health", "/ready")
 """Paths whose errors stay JSON whoever asks."""
-FIELD_LABELS = {
-    "acao": "Ação", "address": "Endereço", "as_of": "Data do arquivo", "ate": "Até",
-    "ator": "Quem", "capacity": "Vagas", "cnh_category": "Categoria da CNH",
-    "cnh_number": "Número da CNH", "cnh_valid_until": "CNH válida até", "de": "De",
-    "decisao": "Decisão", "document": "Documento", "driver_id": "Identificador do condutor",
-    "entidade": "Entidade", "envio": "Envio", "fim_prazo": "Fim do prazo",
-    "full_name": "Nome completo", "fundamentacao": "Fundamentação", "ground": "Fundamento",
-    "ictp_valid_until": "ICTP válida até", "id_prefix": "Prefixo dos stand_id",
-    "kind": "Tipo", "label": "Descrição", "lat": "Latitude", "lon": "Longitude",
-    "mode": "Forma do ponto", "motivo": "Motivo", "municipality": "Município",
-    "municipality_code": "Município (código IBGE)", "municipio": "Município", "name": "Nome",
-    "note": "Observação", "on": "Data", "pagina": "Página", "password": "Senha",
-    "password_mode": "Senha", "password_repeat": "Repita a senha", "pontuacao": "Pontuação",
-    "q": "Busca", "radius_m": "Raio (m)", "reason": "Motivo",
-    "resposta_excecao": "Resposta à exceção", "retire_missing": "Desativar ausentes",
-    "role": "Papel", "stand_id": "Identificador do ponto", "stands": "Pontos do supervisor",
-    "status": "Situação", "synthetic": "Dados fictícios", "texto": "Texto", "until": "Até",
-    "username": "Usuário", "valid_from": "Desde", "valid_until": "Até",
-    "vehicle_id": "Prefixo", "vertices": "Vértices", "volta": "Retorno",
-}  # fmt: skip
-"""The console's form and query fields by their pt-BR label (the forms' own wording)."""
 _PARAM_PLACES = frozenset({"body", "query", "path", "header", "cookie"})
 
 
@@ -339,7 +318,7 @@ def _field_problem(err: dict[str, Any]) -> str:
     """One validation error as a line of the page: the field's label and what it accepts."""
     where = [str(p) for p in err.get("loc", ()) if p not in _PARAM_PLACES]
     name = where[0] if where else ""
-    label = FIELD_LABELS.get(name, name) or "Formulário"
+    label = fmt.field_label(name) or "Formulário"
     problem = pt_message(err)
     sent = err.get("input")
     if err.get("type") == "string_too_long" and isinstance(sent, str):

@@ -27,6 +27,7 @@ import maps
 from api.headers import WEB_CSP, web_csp
 from api.web.auth import WebSession
 from api.web.basemap import basemap_config
+from api.web.formats import field_label
 from api.web.nav import LANDING, NAV, ROLE_LABELS
 
 WEB_DIR = Path(__file__).resolve().parent
@@ -86,6 +87,7 @@ def _environment() -> jinja2.Environment:
     )
     env.globals["static_url"] = static_url
     env.globals["site_name"] = SITE_NAME
+    env.globals["field_label"] = field_label
     return env
 
 

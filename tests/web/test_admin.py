@@ -324,6 +324,18 @@ def test_device_token_page_in_the_browser(page: Any, login: Callable) -> None:
 # --- users ---------------------------------------------------------------------------------------
 
 
+def test_a_form_error_names_the_field_by_its_label(web_client: Callable) -> None:
+    """The error summary names the field as the form does ("Repita a senha"), not its code."""
+    admin = web_client("admin")
+    form = {"username": unique("dupla").lower(), "full_name": "Fulana de Tal", "role": "agent"}
+    form |= {"password_mode": "set", "password": "Senha-Longa-123", "password_repeat": "outra"}
+    answer = post_form(admin, "/admin/usuarios", "/admin/usuarios", form)
+    assert answer.status_code == 422
+    text = html.unescape(answer.text)
+    assert "Repita a senha</span>: as duas senhas não são iguais" in text
+    assert "password_repeat" not in text.split('id="erros-')[1].split("</div>")[0]
+
+
 def test_user_created_with_a_temporary_password_shown_once(
     web_client: Callable, web_server: Any, web_engine: Engine
 ) -> None:
