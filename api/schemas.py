@@ -8,8 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict
 
-from fleet.dates import check_query_date, check_registry_date
-from fleet.drivers import check_document_validity
+from fleet.dates import check_document_validity, check_query_date, check_registry_date
 
 
 class ErrorDetail(BaseModel):
@@ -232,4 +231,4 @@ RegistryDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_r
 today + 1 year)."""
 DocumentDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_document_date)]
 """A CNH / ICTP validity (``AAAA-MM-DD`` text): 1990-01-01 to today + 10 years
-(:func:`fleet.drivers.check_document_validity`)."""
+(:func:`fleet.dates.check_document_validity`)."""

@@ -13,7 +13,7 @@ Two CSV files (formats in docs/formatos.md):
   ``auxiliar``), ``valid_from`` (required), ``valid_until`` (empty: open); inclusive dates.
 
 Every date is a registry date (:func:`fleet.dates.check_registry_date`), except that a document's
-validity may lie up to :data:`DOCUMENT_YEARS_AHEAD` years ahead. Errors name the file,
+validity may lie up to :data:`fleet.dates.DOCUMENT_YEARS_AHEAD` years ahead. Errors name the file,
 the data row (1-based, header excluded) and the column, in pt-BR.
 """
 
@@ -25,14 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from fleet._errors import FleetFileError
-from fleet.dates import (
-    DOCUMENT_YEARS_AHEAD,
-    RegistryDateError,
-    check_document_validity,
-    check_registry_date,
-)
-
-__all__ = ["DOCUMENT_YEARS_AHEAD", "check_document_validity"]  # re-exported: their old home
+from fleet.dates import RegistryDateError, check_document_validity, check_registry_date
 
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
 LINK_ROLES = ("titular", "auxiliar")

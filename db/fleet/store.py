@@ -1123,7 +1123,8 @@ def find_drivers(
 
 def _check_driver_values(session: Session, values: dict[str, Any]) -> dict[str, Any]:
     """Check a driver's fields (the drivers file's rules); return them normalized."""
-    from fleet.drivers import check_cnh_category, check_document_validity
+    from fleet.dates import check_document_validity
+    from fleet.drivers import check_cnh_category
 
     out = dict(values)
     if "name" in out and (out["name"] is None or not str(out["name"]).strip()):

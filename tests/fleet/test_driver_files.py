@@ -127,8 +127,7 @@ class TestReadDriverLinks:
 class TestDriverFieldChecks:
     def test_validity_up_to_ten_years_ahead(self) -> None:
         """A CNH validity 10 years ahead passes; one day past the bound is refused."""
-        from fleet.dates import RegistryDateError
-        from fleet.drivers import check_document_validity
+        from fleet.dates import RegistryDateError, check_document_validity
 
         today = dt.date(2026, 3, 15)
         assert check_document_validity(dt.date(2036, 3, 15), name="x", today=today)

@@ -154,7 +154,7 @@ def _last_operations(
         for vid, ns, lat, lon, row in zip(*columns, strict=True)
     }
     if source == "occupied_fix":  # a vehicle without meter data operates until its last fix
-        _add_sightings(out, _unmetered_last(activity, end_ns), end_ns=end_ns)
+        _add_sightings(out, _unmetered_last(activity, end_ns, ns=ns), end_ns=end_ns)
     return out, span[0], span[1]
 
 
@@ -175,14 +175,20 @@ def unmetered_last_fixes(
     return _unmetered_last(pings, end_ns)
 
 
-def _unmetered_last(pings: pd.DataFrame, end_ns: int | None) -> pd.DataFrame:
-    """:func:`unmetered_last_fixes` of the fixes before ``end_ns`` (all when None)."""
+def _unmetered_last(
+    pings: pd.DataFrame, end_ns: int | None, *, ns: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Return :func:`unmetered_last_fixes` of the fixes before ``end_ns`` (all when None).
+
+    ``ns``: the fixes' UTC instants, when the caller has them already.
+    """
     if not len(pings) or "timestamp" not in pings.columns:
         dtypes = ("object", "datetime64[ns, UTC]", "float64", "float64", "int64")
         names = ("vehicle_id", "timestamp", "lat", "lon", "row")
         return pd.DataFrame({n: pd.Series(dtype=t) for n, t in zip(names, dtypes, strict=True)})
     require_columns(pings, ("vehicle_id", "lat", "lon"), what="os pings")
-    ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
+    if ns is None:
+        ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
     keep = np.ones(len(pings), dtype=bool) if end_ns is None else ns < end_ns
     known = (
         pings["meter"].notna().to_numpy(dtype=bool)
