@@ -60,6 +60,15 @@ def analyze(
     stands: Annotated[Path, typer.Option(help="Pontos de táxi (GeoJSON, GeoPackage ou CSV).")],
     out: Annotated[Path, typer.Option(help="Pasta de saída.")] = Path("out"),
     fleet: Annotated[Path | None, typer.Option(help="Frota (CSV) com licenças.")] = None,
+    licences: Annotated[
+        Path | None,
+        typer.Option(
+            help=(
+                "Licenças de estacionamento com seus períodos (CSV; com --fleet): substituem "
+                "a coluna de pontos da frota."
+            )
+        ),
+    ] = None,
     drivers: Annotated[
         Path | None,
         typer.Option(help="Cadastro de condutores (CSV; com --driver-links)."),
@@ -189,7 +198,7 @@ def analyze(
         from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
         from fleet.drivers import read_driver_links, read_drivers
         from fleet.loaders import read_fleet
-        from stands.licences import mark_unplaced_licences
+        from stands.licences import mark_unplaced_licences, read_licence_file, with_licence_periods
         from tracking.ingest import read_pings
         from tracking.porto import read_porto_trips
 
@@ -227,13 +236,24 @@ def analyze(
         as_of_date = _parse_date(as_of) if as_of else None
         fleet_frame = None
         notes = [f"--stands: {n}" for n in stand_frame.attrs.get("notes", [])]
+        if licences is not None and fleet is None:
+            raise InputFileError("--licences: dê também --fleet (as licenças são da frota)")
         if fleet:
             fleet_frame = read_input(
                 fleet, lambda p: read_fleet(p, municipality=municipality), flag="--fleet"
             )
+            if licences is not None:
+                fleet_frame, absent = with_licence_periods(
+                    fleet_frame, read_input(licences, read_licence_file, flag="--licences")
+                )
+                if absent:
+                    notes.append(
+                        f"--licences: {len(absent)} prefixo(s) fora de --fleet ({_shown(absent)}); "
+                        "suas licenças não são lidas"
+                    )
             fleet_frame, unplaced = mark_unplaced_licences(fleet_frame, stand_frame["stand_id"])
             if unplaced:
-                notes.append(_unplaced_note(unplaced))
+                notes.append(_unplaced_note(unplaced, flag="--licences" if licences else "--fleet"))
         area = read_input(boundary, _read_boundary, flag="--boundary") if boundary else bundled_area
         registries: dict[str, Any] = {}
         if drivers is not None and driver_links is not None:
@@ -571,12 +591,12 @@ def _id_notes(
     return notes
 
 
-def _unplaced_note(unplaced: dict[str, tuple[str, ...]]) -> str:
+def _unplaced_note(unplaced: dict[str, tuple[str, ...]], *, flag: str) -> str:
     """Say which licences name stands the stands file lacks (``mark_unplaced_licences``)."""
     stands = sorted({s for ids in unplaced.values() for s in ids})
     shown = _shown([f"{v} → {'; '.join(ids)}" for v, ids in sorted(unplaced.items())])
     return (
-        f"--fleet: {len(unplaced)} prefixo(s) com licença para {len(stands)} ponto(s) que não "
+        f"{flag}: {len(unplaced)} prefixo(s) com licença para {len(stands)} ponto(s) que não "
         f"está(ão) em --stands ({shown}); os embarques desses prefixos não são julgados "
         "como sem licença, nem a ausência desses pontos (a licença pode ser do ponto com "
         "outro código: confira os códigos dos dois arquivos)"

@@ -429,6 +429,10 @@ def list_licences(
     prefixo: Annotated[str | None, typer.Option(help="Só este prefixo.")] = None,
     on: Annotated[str | None, typer.Option("--on", help="Só as vigentes nesta data.")] = None,
     as_json: AsJson = False,
+    as_csv: Annotated[
+        bool,
+        typer.Option("--csv", help="Saída em CSV, no formato de pontual analyze --licences."),
+    ] = False,
 ) -> None:
     """Lista as licenças de estacionamento."""
     import pandas as pd
@@ -451,6 +455,18 @@ def list_licences(
     rows = _records(frame)
     if as_json:
         _echo_json(rows)
+        return
+    if as_csv:
+        import csv
+        import io
+
+        from stands.licences import LICENCE_FILE_COLUMNS
+
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(LICENCE_FILE_COLUMNS)
+        writer.writerows([r[c] for c in LICENCE_FILE_COLUMNS] for r in rows)
+        typer.echo(buffer.getvalue(), nl=False)
         return
     for r in rows:
         typer.echo(

@@ -105,6 +105,10 @@ class StandScopeError(StandsError):
     """A supervisor asked about a stand outside their own stands."""
 
 
+class LicenceFileError(StandsError):
+    """A parking-licence file with bad rows (every bad row is named)."""
+
+
 class StandSuspensionFileError(StandsError):
     """A stand-suspensions file with bad rows (every bad row is named)."""
 

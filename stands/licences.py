@@ -10,7 +10,9 @@ The dates are calendar days in the municipality's timezone, like the fleet's
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection, Iterable
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -19,7 +21,13 @@ import numpy.typing as npt
 import pandas as pd
 
 from geo.calendar import DEFAULT_TIMEZONE
-from stands._errors import LicenceFrameError, MissingColumnError, NaiveTimestampError
+from stands._errors import (
+    LicenceFileError,
+    LicenceFrameError,
+    MissingColumnError,
+    NaiveTimestampError,
+)
+from stands._rows import cell, day_cell, errors_message
 from stands.frames import STAND_ID
 
 VEHICLE_ID = "vehicle_id"
@@ -31,6 +39,12 @@ without a licence, the licence may be one of those under another id."""
 VALID_FROM = "valid_from"
 VALID_UNTIL = "valid_until"
 LICENCE_COLUMNS = (VEHICLE_ID, STAND_ID, VALID_FROM, VALID_UNTIL)
+PERIODS = "licence_periods"
+"""Fleet column (tuple of ``(stand_id, valid_from, valid_until)``, dates or None) set by
+:func:`with_licence_periods`: the vehicle's licences with their periods, read instead of
+``stands`` by :func:`licence_frame_from_fleet`."""
+LICENCE_FILE_COLUMNS = (VEHICLE_ID, STAND_ID, VALID_FROM, VALID_UNTIL)
+_FILE_ALIASES = {"prefixo": VEHICLE_ID}
 
 
 def empty_licence_frame() -> pd.DataFrame:
@@ -75,10 +89,11 @@ def licence_frame_from_fleet(fleet: pd.DataFrame) -> pd.DataFrame:
     """Explode the fleet's ``stands`` column into one licence row per (vehicle, stand).
 
     The fleet file carries no per-licence dates, so ``valid_from``/``valid_until`` are NaT
-    (valid on every day). A vehicle's administrative status (suspended, revoked, ...) does not
-    remove its licences here: barred operation is a finding of its own. The stands of a row's
-    :data:`UNPLACED` (:func:`mark_unplaced_licences`) are left out: a licence for a stand the
-    analysis does not have can be neither used nor missed there.
+    (valid on every day), unless a licence file gave the vehicles their periods
+    (:func:`with_licence_periods`). A vehicle's administrative status (suspended, revoked,
+    ...) does not remove its licences here: barred operation is a finding of its own. The
+    stands of a row's :data:`UNPLACED` (:func:`mark_unplaced_licences`) are left out: a
+    licence for a stand the analysis does not have can be neither used nor missed there.
 
     Parameters
     ----------
@@ -101,29 +116,25 @@ def licence_frame_from_fleet(fleet: pd.DataFrame) -> pd.DataFrame:
     if missing:
         msg = f"a frota não tem as colunas {', '.join(missing)}; esperado vehicle_id e stands"
         raise MissingColumnError(msg)
-    vehicles: list[str] = []
-    stands: list[str] = []
-    unplaced = fleet[UNPLACED].to_numpy(dtype=object) if UNPLACED in fleet else [()] * len(fleet)
-    rows = zip(fleet[VEHICLE_ID].to_numpy(), fleet[STANDS].to_numpy(), unplaced, strict=True)
-    for vehicle, cell, elsewhere in rows:
+    n = len(fleet)
+    unplaced = fleet[UNPLACED].to_numpy(dtype=object) if UNPLACED in fleet else [()] * n
+    periods = fleet[PERIODS].to_numpy(dtype=object) if PERIODS in fleet else [None] * n
+    rows: list[tuple[str, str, Any, Any]] = []
+    for vehicle, ids, elsewhere, dated in zip(
+        fleet[VEHICLE_ID].to_numpy(), fleet[STANDS].to_numpy(), unplaced, periods, strict=True
+    ):
         if vehicle is None or (isinstance(vehicle, float) and np.isnan(vehicle)):
             continue
         skip = set(_stand_ids(elsewhere))
-        for stand in (s for s in _stand_ids(cell) if s not in skip):
-            vehicles.append(str(vehicle))
-            stands.append(stand)
-    if not vehicles:
+        held = dated if dated is not None else [(s, None, None) for s in _stand_ids(ids)]
+        rows += [(str(vehicle), str(s), lo, hi) for s, lo, hi in held if str(s) not in skip]
+    if not rows:
         return empty_licence_frame()
-    out = pd.DataFrame(
-        {
-            VEHICLE_ID: pd.Series(vehicles, dtype="str"),
-            STAND_ID: pd.Series(stands, dtype="str"),
-            VALID_FROM: pd.Series(pd.NaT, index=range(len(vehicles)), dtype="datetime64[ns]"),
-            VALID_UNTIL: pd.Series(pd.NaT, index=range(len(vehicles)), dtype="datetime64[ns]"),
-        }
-    )
-    out = out.drop_duplicates([VEHICLE_ID, STAND_ID])
-    return out.sort_values([VEHICLE_ID, STAND_ID], ignore_index=True)
+    out = pd.DataFrame(rows, columns=list(LICENCE_COLUMNS))
+    for col in (VALID_FROM, VALID_UNTIL):
+        out[col] = pd.to_datetime(out[col]).astype("datetime64[ns]")
+    out = out.astype({VEHICLE_ID: "str", STAND_ID: "str"}).drop_duplicates()
+    return out.sort_values([VEHICLE_ID, STAND_ID, VALID_FROM], ignore_index=True)
 
 
 def check_timezone(timezone: str) -> None:
@@ -368,3 +379,122 @@ def mark_unplaced_licences(
     out[UNPLACED] = pd.Series(unplaced, index=fleet.index, dtype="object")
     vehicles = fleet[VEHICLE_ID].astype("str").tolist()
     return out, {v: u for v, u in zip(vehicles, unplaced, strict=True) if u}
+
+
+def read_licence_file(path: str | Path) -> pd.DataFrame:
+    """Read a parking-licence file: every licence a prefixo held, with its period.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        CSV with :data:`LICENCE_FILE_COLUMNS` (``prefixo`` is read as ``vehicle_id``):
+        ``valid_from`` and ``valid_until`` are inclusive local dates ``AAAA-MM-DD``, empty when
+        unknown (before the data) or open.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`LICENCE_FILE_COLUMNS`; ids as text, dates as ``datetime.date`` or None.
+
+    Raises
+    ------
+    LicenceFileError
+        Naming the file and every bad row and column (up to 20, then how many more): a missing
+        or unknown column, an empty id, a bad or out-of-range date, an end before the start,
+        two periods of one prefixo at one stand that overlap.
+    FileNotFoundError
+        If the file does not exist.
+    """
+    p = Path(path)
+    if not p.is_file():
+        msg = f"arquivo de licenças não encontrado: {p}"
+        raise FileNotFoundError(msg)
+    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    raw.columns = [_FILE_ALIASES.get(c.strip(), c.strip()) for c in raw.columns]
+    source = p.name
+    if unknown := [c for c in raw.columns if c not in LICENCE_FILE_COLUMNS]:
+        msg = (
+            f"{source}: coluna desconhecida '{unknown[0]}'; "
+            f"esperado uma de {', '.join(LICENCE_FILE_COLUMNS)}"
+        )
+        raise LicenceFileError(msg)
+    if missing := [c for c in (VEHICLE_ID, STAND_ID) if c not in raw.columns]:
+        msg = f"{source}: faltam as colunas {', '.join(missing)}"
+        raise LicenceFileError(msg)
+    errors: list[str] = []
+    rows: list[dict[str, Any]] = []
+    held: dict[tuple[str, str], list[tuple[dt.date, dt.date, int]]] = {}
+    for i in range(len(raw)):
+        where = f"{source}, linha {i + 1}"
+        rec: dict[str, Any] = {c: cell(raw, i, c) for c in (VEHICLE_ID, STAND_ID)}
+        for col in (VEHICLE_ID, STAND_ID):
+            if rec[col] is None:
+                errors.append(f"{where}, coluna '{col}': vazio")
+        for col in (VALID_FROM, VALID_UNTIL):
+            rec[col] = day_cell(cell(raw, i, col), column=col, errors=errors, where=where)
+        lo, hi = rec[VALID_FROM], rec[VALID_UNTIL]
+        if lo is not None and hi is not None and hi < lo:
+            errors.append(f"{where}, coluna 'valid_until': {hi} antes de valid_from ({lo})")
+        elif rec[VEHICLE_ID] is not None and rec[STAND_ID] is not None:
+            span = (lo or dt.date.min, hi or dt.date.max, i + 1)
+            key = (rec[VEHICLE_ID], rec[STAND_ID])
+            if clash := next(
+                (o for o in held.get(key, []) if o[0] <= span[1] and span[0] <= o[1]), None
+            ):
+                errors.append(
+                    f"{where}: o período sobrepõe o da linha {clash[2]} (mesmo prefixo e ponto)"
+                )
+            held.setdefault(key, []).append(span)
+        rows.append(rec)
+    if errors:
+        raise LicenceFileError(errors_message(source, errors))
+    return pd.DataFrame(rows, columns=list(LICENCE_FILE_COLUMNS), dtype=object)
+
+
+def with_licence_periods(
+    fleet: pd.DataFrame, licences: pd.DataFrame
+) -> tuple[pd.DataFrame, list[str]]:
+    """Give each fleet vehicle the licences of a licence file, with their periods.
+
+    The file replaces the fleet's ``stands`` (and unresolved ``stand_names``): ``stands`` becomes
+    every stand the vehicle held a licence for at any time, as in the registry, and
+    :data:`PERIODS` their periods, which :func:`licence_frame_from_fleet` reads.
+
+    Parameters
+    ----------
+    fleet : pandas.DataFrame
+        Fleet frame (``vehicle_id``).
+    licences : pandas.DataFrame
+        :func:`read_licence_file`'s frame.
+
+    Returns
+    -------
+    tuple
+        The fleet (a copy) and the prefixos of the file that the fleet lacks, sorted (their
+        licences are not read).
+    """
+    periods: dict[str, list[tuple[str, Any, Any]]] = {}
+    for rec in licences.to_dict("records"):
+        periods.setdefault(str(rec[VEHICLE_ID]), []).append(
+            (str(rec[STAND_ID]), rec[VALID_FROM], rec[VALID_UNTIL])
+        )
+    vehicles = fleet[VEHICLE_ID].astype("str").tolist()
+    out = fleet.copy()
+    held = [tuple(periods.get(v, ())) for v in vehicles]
+    out[STANDS] = pd.Series(
+        [tuple(sorted({s for s, _, _ in h})) for h in held], index=fleet.index, dtype="object"
+    )
+    if "stand_names" in out.columns:
+        out["stand_names"] = pd.Series([()] * len(out), index=fleet.index, dtype="object")
+    out[PERIODS] = pd.Series(held, index=fleet.index, dtype="object")
+    return out, sorted(set(periods) - set(vehicles))
+
+
+def ended_licences(licences: pd.DataFrame) -> pd.DataFrame | None:
+    """Return the licences of a licence frame that ended (``valid_until`` given); None without any.
+
+    ``unlicensed_stand_use`` names in a boarding's evidence the licence at that stand that had
+    ended before the day.
+    """
+    ended = licences.loc[licences[VALID_UNTIL].notna()]
+    return ended.reset_index(drop=True) if len(ended) else None

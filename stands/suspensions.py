@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fleet.dates import RegistryDateError, check_registry_date
 from stands._errors import StandSuspensionFileError
+from stands._rows import cell, day_cell, errors_message
 
 SUSPENSION_KINDS = ("suspension", "barred")
 SUSPENSION_FILE_COLUMNS = (
@@ -28,26 +28,6 @@ SUSPENSION_FILE_COLUMNS = (
 SUSPENSION_DAYS = 20
 """Art. 45 § único I: "pelo prazo de 20 (vinte) dias corridos"."""
 _ALIASES = {"prefixo": "vehicle_id"}
-_MAX_ERRORS = 20
-
-
-def _cell(raw: pd.DataFrame, i: int, column: str) -> str | None:
-    if column not in raw.columns:
-        return None
-    value = str(raw[column].iloc[i]).strip()
-    return value or None
-
-
-def _day(value: str | None, *, column: str, errors: list[str], where: str) -> dt.date | None:
-    if value is None:
-        return None
-    try:
-        return check_registry_date(dt.date.fromisoformat(value), name=column)
-    except ValueError:
-        errors.append(f"{where}, coluna '{column}': era {value!r}; esperado data AAAA-MM-DD")
-    except RegistryDateError as exc:
-        errors.append(f"{where}, coluna '{column}': {exc}")
-    return None
 
 
 def check_suspension(
@@ -128,12 +108,12 @@ def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
     seen: dict[tuple[object, ...], int] = {}
     for i in range(len(raw)):
         where = f"{source}, linha {i + 1}"
-        rec: dict[str, object] = {c: _cell(raw, i, c) for c in SUSPENSION_FILE_COLUMNS}
+        rec: dict[str, object] = {c: cell(raw, i, c) for c in SUSPENSION_FILE_COLUMNS}
         if rec["stand_id"] is None:
             errors.append(f"{where}, coluna 'stand_id': vazio")
-        starts_raw, ends_raw = _cell(raw, i, "starts_on"), _cell(raw, i, "ends_on")
-        starts = _day(starts_raw, column="starts_on", errors=errors, where=where)
-        ends = _day(ends_raw, column="ends_on", errors=errors, where=where)
+        starts_raw, ends_raw = cell(raw, i, "starts_on"), cell(raw, i, "ends_on")
+        starts = day_cell(starts_raw, column="starts_on", errors=errors, where=where)
+        ends = day_cell(ends_raw, column="ends_on", errors=errors, where=where)
         kind = rec["kind"]
         rec["kind"] = kind = None if kind is None else str(kind).lower()
         for problem in check_suspension(
@@ -157,8 +137,5 @@ def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
         seen.setdefault(key, i + 1)
         rows.append(rec)
     if errors:
-        more = len(errors) - _MAX_ERRORS
-        shown = errors[:_MAX_ERRORS] + ([f"… e mais {more} erros"] if more > 0 else [])
-        msg = f"{source}: {len(errors)} erro(s); nada foi importado:\n" + "\n".join(shown)
-        raise StandSuspensionFileError(msg)
+        raise StandSuspensionFileError(errors_message(source, errors))
     return pd.DataFrame(rows, columns=[*SUSPENSION_FILE_COLUMNS, "days"], dtype=object)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Callable
+from pathlib import Path
 from subprocess import CompletedProcess
 
 import pytest
 from sqlalchemy import Engine, text
+
+from stands.licences import read_licence_file
 
 Run = Callable[..., CompletedProcess[str]]
 
@@ -90,7 +94,7 @@ class TestStandsCli:
 
 
 class TestLicencesCli:
-    def test_grant_overlap_exclude_list(self, pontual: Run) -> None:
+    def test_grant_overlap_exclude_list(self, pontual: Run, tmp_path: Path) -> None:
         """Grant, an overlapping grant refused, exclusion (art. 50) ends it; listed by date."""
         _ok(pontual("stands", "create", "CLI-L1", "--lat", "-30.04", "--lon", "-51.22",
                     "--radius-m", "25", "--kind", "fixo", "--actor", "f"))  # fmt: skip
@@ -115,6 +119,13 @@ class TestLicencesCli:
         out = _ok(pontual("licences", "end", "CLI-L1", "V3", "--until", "2024-03-31",
                           "--actor", "f"))  # fmt: skip
         assert "encerrada em 2024-03-31" in out
+        # --csv is pontual analyze --licences' format
+        listed = tmp_path / "licencas.csv"
+        listed.write_text(_ok(pontual("licences", "list", "--stand", "CLI-L1", "--csv")))
+        assert read_licence_file(listed).values.tolist() == [
+            ["V2", "CLI-L1", dt.date(2024, 1, 1), dt.date(2024, 5, 31)],
+            ["V3", "CLI-L1", dt.date(2024, 1, 1), dt.date(2024, 3, 31)],
+        ]
 
 
 class TestSupervisorsCli:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.roads import RoadGraph
+from stands.licences import ended_licences
 from stands.visits import DEFAULT_BOARDING_GRACE_M, DEFAULT_BOARDING_GRACE_S
 from tracking.detectors.driver_not_allowed import detect_driver_not_allowed
 from tracking.detectors.findings import KINDS, empty_findings
@@ -192,7 +193,13 @@ def run_detectors(
     calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]] | str] = {
         "unlicensed_stand_use": (
             (i.visits, i.pings),
-            {"fleet": i.fleet, "suspensions": i.stand_suspensions} | boarding | tz,
+            {
+                "fleet": i.fleet,
+                "suspensions": i.stand_suspensions,
+                "licence_history": None if i.licences is None else ended_licences(i.licences),
+            }
+            | boarding
+            | tz,
         ),
         "queue_jump": (
             ((i.visits, i.pings), {"fleet": i.fleet} | boarding)
