@@ -19,6 +19,18 @@ meter switch
     With ``pings`` given, the fix before the pickup must not be ``occupied``: a trip that
     "starts" where tracking resumed with the passenger aboard did not necessarily start there.
     Such trips are kept at half confidence (``details.meter_switch_seen`` False).
+boarding between two fixes
+    The passenger boarded somewhere between the fix before the pickup (``free`` or ``off``) and
+    the pickup: when that fix is not outside (within the tolerance), the ride may have begun in
+    the city (a hail at the border, the car driving outward before the next fix; art. 19). Up to
+    :data:`CONTINUED_MAX_SILENCE_S` between the two, the trip is not judged; after a longer
+    silence where the ride began is not known, and the trip is kept as one whose meter switch
+    was not seen (half confidence).
+meter blip
+    A pickup after at most :data:`METER_BLIP_MAX_FIXES` fixes not ``occupied``, themselves after
+    an ``occupied`` fix at most :data:`METER_BLIP_MAX_S` before the pickup, continues that ride (a
+    meter read wrong once or twice, not a passenger leaving and another boarding): it is not
+    judged on its own; the ride is, by its own pickup.
 GPS error at the pickup
     With ``pings`` given, a trip is not judged when the step into its pickup fix from the fix
     before it, or a step between the trip's fixes of its first 5 minutes
@@ -72,6 +84,10 @@ KIND = "outside_municipality"
 DEFAULT_BOUNDARY_TOLERANCE_M = 200.0
 CONTINUED_MAX_SILENCE_S = 1800.0
 """Longest tracker silence across which an occupied ride begun inside continues (s)."""
+METER_BLIP_MAX_FIXES = 2
+"""Most fixes not ``occupied`` inside a ride that are read as a meter blip, not a new ride."""
+METER_BLIP_MAX_S = 120.0
+"""Longest time from the ride's last ``occupied`` fix to the next pickup for a blip (s)."""
 _TRIP_COLUMNS = ("vehicle_id", "started_at", "ended_at", "pickup_lat", "pickup_lon")
 
 
@@ -295,6 +311,32 @@ def _continued(
     return np.asarray(out & inside, dtype=bool)
 
 
+def _meter_blips(
+    pings: pd.DataFrame,
+    pos: NDArray[np.int64],
+    view: tuple[NDArray[np.int64] | None, NDArray[np.int64], NDArray[np.int64]],
+) -> NDArray[np.bool_]:
+    """Which pickups (positions in the sorted pings) end a meter blip inside a ride.
+
+    At most :data:`METER_BLIP_MAX_FIXES` fixes before the pickup are not ``occupied``, and the
+    fix before them is the same vehicle's, ``occupied``, at most :data:`METER_BLIP_MAX_S` before.
+    """
+    order, codes, ns_sorted = view
+    out = np.zeros(len(pos), dtype=bool)
+    limit = round(METER_BLIP_MAX_S * NS)
+    for k, p in enumerate(pos.tolist()):
+        lo = max(p - METER_BLIP_MAX_FIXES - 1, 0)
+        at = np.arange(lo, p)
+        at = at[codes[at] == codes[p]]
+        if not len(at):
+            continue
+        meter = meter_at(pings, at if order is None else order[at])
+        busy = np.flatnonzero(meter == "occupied")
+        if len(busy) and busy[-1] < len(at) - 1:  # an occupied fix, then the blip
+            out[k] = bool(ns_sorted[p] - ns_sorted[at[busy[-1]]] <= limit)
+    return out
+
+
 def _finding_row(
     *,
     vehicle_id: str,
@@ -440,6 +482,13 @@ def detect_outside_municipality(
         keep = ~_continued(
             prepared, trips, pings, pos, orig, prev_orig, has_prev, (order, codes, ns_sorted)
         )
+        left_inside = seen.copy()
+        at = prev_orig[seen]
+        left_inside[seen] = ~_outside(prepared, p_lat[at], p_lon[at])[0]
+        gap = ns_sorted[pos] - ns_sorted[np.maximum(prev, 0)]
+        long_gap = gap > round(CONTINUED_MAX_SILENCE_S * NS)
+        keep &= ~(left_inside & ~long_gap) & ~_meter_blips(pings, pos, (order, codes, ns_sorted))
+        seen &= ~left_inside
         if not keep.all():
             idx, dist, pos, orig = idx[keep], dist[keep], pos[keep], orig[keep]
             prev, has_prev, prev_orig = prev[keep], has_prev[keep], prev_orig[keep]
@@ -531,6 +580,6 @@ def _keep_ride_before(
     return out
 
 
-KERNEL = TrackKernel(KIND, detect_in_fixes, open_from, context_fixes=1)
-"""The rule as a kernel (``tracking.detectors.kernel.advance``); the fix before the pickup is
-kept as context: the finding shows it and reads its meter."""
+KERNEL = TrackKernel(KIND, detect_in_fixes, open_from, context_fixes=METER_BLIP_MAX_FIXES + 1)
+"""The rule as a kernel (``tracking.detectors.kernel.advance``); the fixes before the pickup
+are kept as context: the finding shows the one before it, and they tell a meter blip."""

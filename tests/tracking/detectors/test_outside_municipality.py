@@ -116,8 +116,9 @@ class TestDetectOutsideMunicipality:
             (5150.0, 360, "occupied", 0),
             (5900.0, 360, "occupied", 0),
             (4900.0, 3600, "occupied", 1),
-            (4900.0, 360, "free", 1),
-            (4900.0, 360, "off", 1),
+            (4900.0, 360, "free", 0),
+            (4900.0, 360, "off", 0),
+            (5900.0, 360, "free", 1),
         ],
         ids=[
             "continued",
@@ -126,6 +127,7 @@ class TestDetectOutsideMunicipality:
             "long-silence",
             "meter-free-between",
             "meter-off-between",
+            "meter-free-outside",
         ],
     )
     def test_ride_begun_inside_resumed_after_a_silence_outside_is_lawful(
@@ -133,13 +135,73 @@ class TestDetectOutsideMunicipality:
     ) -> None:
         """A ride begun inside whose tracker falls silent at or past the border, the meter
         occupied on both sides, continues outside (art. 19): its part after the silence is no
-        pickup. A long silence or a meter not occupied across it is still judged."""
+        pickup. A long silence is still judged; a meter free or off across it from a fix
+        inside leaves the boarding's place unknown (not judged); from a fix outside, judged."""
         rows = ride("v1", 0, 0.0, last_east_m - 900.0, step_east_m=100.0)
         resumed = ride("v1", 270 + silence_s, 0.0, 7000.0, step_east_m=100.0, before=None)
         if meter_across != "occupied":
             rows[-1]["meter"] = meter_across
         found = detect(rows + resumed[1:])
         assert len(found) == expected
+
+    @pytest.mark.parametrize("cadence_s", [15, 30, 60])
+    def test_hail_at_the_border_driving_outward_is_not_judged(self, cadence_s: int) -> None:
+        """Free and still 5 m inside the city, then the first occupied fix already outside (the
+        car drove outward before the next fix, 60 km/h): the passenger may have boarded in the
+        city (art. 19). From a free fix outside, the same ride is found."""
+
+        def hail(vehicle: str, east_m: float) -> list[dict]:
+            rows = []
+            for k in range(-3, 6):
+                meter = "free" if k < 0 else "occupied"
+                at_m = east_m + max(k + 1, 0) * cadence_s * 16.7
+                lat, lon = offset_m(0.0, at_m)
+                row = {"vehicle_id": vehicle, "timestamp": cadence_s * k, "lat": lat, "lon": lon}
+                rows.append(row | {"meter": meter})
+            return rows
+
+        found = detect(hail("in", 4995.0) + hail("out", 5500.0))
+        assert found["vehicle_id"].tolist() == ["out"]
+        assert found.iloc[0]["details"]["meter_switch_seen"] is True
+
+    def test_a_long_silence_from_a_free_fix_inside_leaves_the_boarding_unknown(self) -> None:
+        """Free inside, then an hour's silence and occupied 2 km outside: where the ride began
+        is not known: kept at half confidence, as a ride resumed aboard."""
+        rows = ride("v1", 0, 0.0, 4900.0, n=2)
+        rows[-1]["meter"] = "free"
+        found = detect(rows + ride("v1", 3600, 0.0, 7000.0, before=None)[1:])
+        assert found["details"].map(lambda d: d["meter_switch_seen"]).tolist() == [False]
+        assert found.iloc[0]["confidence"] == pytest.approx(0.95 * 0.5)
+
+    @pytest.mark.parametrize(
+        ("blip", "pause_s", "expected"),
+        [(["free"], 0, 0), (["off", "off"], 0, 0), (["free"] * 3, 0, 1), (["free"], 300, 1)],
+        ids=["one-free-fix", "two-off-fixes", "three-free-fixes", "five-minutes-free"],
+    )
+    def test_meter_blip_in_a_ride_begun_inside_is_no_new_pickup(
+        self, blip: list[str], pause_s: int, expected: int
+    ) -> None:
+        """A ride begun inside crosses into the next town; a meter read free or off for one or
+        two fixes there does not start a ride outside. Three fixes, or five minutes free, is a
+        passenger leaving and another boarding there: found."""
+        rows = ride("v1", 0, 0.0, 4000.0, step_east_m=400.0, n=8)  # out of the city at 5000 m
+        t, east = rows[-1]["timestamp"], 4000.0 + 400.0 * 7
+        for k, meter in enumerate(blip):
+            lat, lon = offset_m(0.0, east + 100.0 * (k + 1))
+            at = t + 30 * (k + 1) + (pause_s if k == len(blip) - 1 else 0)
+            rows.append(
+                {"vehicle_id": "v1", "timestamp": at, "lat": lat, "lon": lon} | {"meter": meter}
+            )
+        after = ride("v1", rows[-1]["timestamp"], 0.0, east + 100.0 * (len(blip) + 1), before=None)
+        rows += after[1:]
+        found = detect(rows)
+        assert len(found) == expected
+        pings = make_pings(rows)
+        batch = KERNEL.detect(pings, boundary=square())
+        assert len(batch) == expected
+        for cut in range(1, len(pings)):
+            live = replay_in_pieces(KERNEL, pings, [cut], boundary=square())
+            assert geojson_bytes(live) == geojson_bytes(batch)
 
     def test_a_silence_excuses_no_ride_begun_outside(self) -> None:
         """A silence after a pickup outside, or after a ride itself resumed aboard outside,
@@ -328,14 +390,14 @@ class TestOutsideMunicipalityKernel:
         assert len(advance(KERNEL, states, pings.iloc[:0], final=True, boundary=square())[1]) == 0
 
     def test_state_keeps_the_open_trip_and_the_fix_before_it(self) -> None:
-        """Aboard, the state holds the trip from the pickup and the fix before; between trips,
-        the last two fixes."""
+        """Aboard, the state holds the trip from the pickup and the fixes before (up to three: a
+        meter blip); between trips, the last fix and three before it."""
         pings = make_pings(ride("a", 0, 0.0, 7000.0) + ride("a", 900, 0.0, 0.0))
         states, _ = advance(KERNEL, {}, pings.iloc[:6], boundary=square())
         assert states["a"]["tail"]["meter"] == ["free", *["occupied"] * 5]
         assert states["a"]["open"] == states["a"]["tail"]["timestamp"][1]
         states, _ = advance(KERNEL, states, pings.iloc[6:12], boundary=square())
-        assert states["a"]["tail"]["meter"] == ["occupied", "free"]
+        assert states["a"]["tail"]["meter"] == ["occupied", "occupied", "occupied", "free"]
 
     def test_trip_resumed_after_a_silence_keeps_its_fix_before(self) -> None:
         """A trip split by a silence, cut at the silence: its second part names the fix before
