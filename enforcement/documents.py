@@ -677,6 +677,8 @@ LABELS = {
     "auxiliary_only_min_days": "dias mínimos só com auxiliares",
     # thresholds of the fleet and registry rules
     "calendar": "calendário da bandeira 2",
+    "holidays": "feriados da bandeira 2",
+    "annual_holidays": "feriados anuais (MM-DD)",
     "data_since": "dados desde",
     "include_inferred_trips": "corridas inferidas das paradas incluídas",
     "inspection_bands": "faixas de vistoria por idade",

@@ -124,16 +124,17 @@ class TestReadRulebook:
 
 class TestDetectorThresholds:
     def test_law_limits_of_the_bundled_rulebooks(self) -> None:
-        """Pinto Bandeira (art. 10, 32 VII) and fretamento (arts. 12 to 14) fix limits; the
-        Porto Alegre taxi decree extends the ICTP 30 days (art. 5º § 2º) and the Porto Velho law
-        the CNH through the CTB (art. 9º X)."""
+        """Pinto Bandeira (art. 10, 32 VII; 20 September, RS's data magna, a day of Bandeira 2)
+        and fretamento (arts. 12 to 14) fix limits; the Porto Alegre taxi decree extends the
+        ICTP 30 days (art. 5º § 2º) and the Porto Velho law the CNH through the CTB (art. 9º X)."""
         books = bundled_rulebooks()
         assert books[("4314548", "taxi")].thresholds() == {
+            "flag2_misuse": {"holidays": ["09-20"]},
             "operating_while_barred": {
                 "max_vehicle_age_years": 5,
                 "vehicle_age_counted_from": "manufacture",
                 "max_inspection_age_days": 365,
-            }
+            },
         }
         fretamento = books[("4314902", "fretamento")].thresholds()["operating_while_barred"]
         assert fretamento["vehicle_age_counted_from"] == "first_registration"

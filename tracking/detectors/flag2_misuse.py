@@ -44,7 +44,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import geopandas as gpd
@@ -92,6 +92,8 @@ class Flag2Calendar:
         Months (1–12) allowed all day (e.g. ``(12,)`` for December).
     holidays : tuple of datetime.date
         Dates allowed all day (municipal and state holidays).
+    annual_holidays : tuple of str
+        ``"MM-DD"`` days allowed all day every year (a state's data magna, a municipal holiday).
     national_holidays : bool
         Also allow Brazil's national holidays and nationwide pontos facultativos of every year
         (see :func:`brazil_holidays`).
@@ -101,6 +103,7 @@ class Flag2Calendar:
     whole_weekdays: tuple[int, ...] = ()
     whole_months: tuple[int, ...] = ()
     holidays: tuple[dt.date, ...] = field(default_factory=tuple)
+    annual_holidays: tuple[str, ...] = ()
     national_holidays: bool = True
 
 
@@ -184,14 +187,61 @@ def _build_mask(calendar: Flag2Calendar) -> NDArray[np.bool_]:
         if not isinstance(date, dt.date):
             msg = f"feriado da Bandeira 2 era {date!r}; esperado uma data (datetime.date)"
             raise Flag2CalendarError(msg)
+    for annual in calendar.annual_holidays:
+        _annual(annual, 2000)
     mask.flags.writeable = False
     return mask
+
+
+def _annual(day: Any, year: int) -> dt.date:
+    """Return an ``"MM-DD"`` annual holiday's date in ``year`` (29 Feb: 28 Feb if not leap)."""
+    match = re.fullmatch(r"(\d{2})-(\d{2})", day) if isinstance(day, str) else None
+    try:
+        month, dom = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+        dt.date(2000, month, dom)  # a leap year: every MM-DD of the calendar
+    except ValueError:
+        match = None
+    if not match:
+        msg = f"feriado anual da Bandeira 2 era {day!r}; esperado MM-DD (ex.: 09-20)"
+        raise Flag2CalendarError(msg)
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return dt.date(year, month, 28 if (month, dom) == (2, 29) and not leap else dom)
+
+
+def with_holidays(calendar: Flag2Calendar, holidays: tuple[str, ...] | list[str]) -> Flag2Calendar:
+    """Return the calendar with more days allowed all day: ``AAAA-MM-DD`` once, ``MM-DD`` yearly.
+
+    Raises
+    ------
+    Flag2CalendarError
+        If a day is neither.
+    """
+    dated: list[dt.date] = []
+    annual: list[str] = []
+    for day in holidays:
+        text = str(day).strip()
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            try:
+                dated.append(dt.date.fromisoformat(text))
+                continue
+            except ValueError:
+                pass
+        _annual(text, 2000)
+        annual.append(text)
+    if not dated and not annual:
+        return calendar
+    return replace(
+        calendar,
+        holidays=(*calendar.holidays, *dated),
+        annual_holidays=(*calendar.annual_holidays, *annual),
+    )
 
 
 @functools.lru_cache(maxsize=256)
 def _holiday_days(calendar: Flag2Calendar, years: tuple[int, ...]) -> NDArray[np.int64]:
     """Day numbers of the calendar's holidays (and national ones of ``years``), sorted."""
     holidays = list(calendar.holidays)
+    holidays += [_annual(d, y) for d in calendar.annual_holidays for y in years]
     if calendar.national_holidays:
         holidays += brazil_holidays(years)
     days = np.unique(np.array([(d - dt.date(1970, 1, 1)).days for d in holidays], dtype=np.int64))
@@ -247,6 +297,7 @@ def _calendar_summary(calendar: Flag2Calendar) -> dict[str, Any]:
         "whole_weekdays": [int(d) for d in calendar.whole_weekdays],
         "whole_months": [int(m) for m in calendar.whole_months],
         "holidays": [d.isoformat() for d in calendar.holidays],
+        "annual_holidays": list(calendar.annual_holidays),
         "national_holidays": bool(calendar.national_holidays),
     }
 
@@ -322,6 +373,7 @@ def detect_flag2_misuse(
     pings: pd.DataFrame,
     *,
     calendar: Flag2Calendar = DEFAULT_FLAG2_CALENDAR,
+    holidays: tuple[str, ...] | list[str] = (),
     min_duration_s: float = DEFAULT_MIN_DURATION_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     carry_over: bool = True,
@@ -340,6 +392,9 @@ def detect_flag2_misuse(
         contract says; sorted here otherwise.
     calendar : Flag2Calendar, default DEFAULT_FLAG2_CALENDAR
         When Bandeira 2 is allowed (local time). The laws at hand fix no hours: configure it.
+    holidays : sequence of str, default ()
+        More days allowed all day, added to the calendar's: ``AAAA-MM-DD`` (once) or ``MM-DD``
+        (every year; a state or municipal holiday). Settable in a rulebook or ``--thresholds``.
     min_duration_s : float, default 120
         Shortest misuse segment reported (first to last fix).
     max_gap_s : float, default 300
@@ -365,6 +420,7 @@ def detect_flag2_misuse(
         If the calendar is malformed.
     """
     _check_options(calendar, min_duration_s, max_gap_s, timezone)
+    calendar = with_holidays(calendar, holidays)
     require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
     ns0 = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
     if len(pings) == 0 or "meter" not in pings.columns or "tariff" not in pings.columns:

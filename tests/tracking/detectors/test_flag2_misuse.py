@@ -110,6 +110,27 @@ class TestDetectFlag2Misuse:
         strict = Flag2Calendar(windows=DEFAULT_FLAG2_CALENDAR.windows, whole_weekdays=(6,))
         assert len(detect(december, calendar=strict)) == 1
 
+    def test_holidays_threshold_adds_days_every_year_or_once(self) -> None:
+        """``holidays``: ``MM-DD`` allows the day every year (20 September, Rio Grande do Sul's
+        data magna), ``AAAA-MM-DD`` that day only; the evidence lists both; 29 Feb is the 28th
+        in a common year."""
+        farroupilha = drive("v1", "2024-09-20T13:00:00Z", 10) + drive(
+            "v2", "2025-09-19T13:00:00Z", 10
+        )
+        assert len(detect(farroupilha)) == 2
+        found = detect(farroupilha + drive("v3", "2025-03-26T13:00:00Z", 10), holidays=["09-20"])
+        assert sorted(found["vehicle_id"]) == ["v2", "v3"]
+        found = detect(farroupilha, holidays=["09-20", "2025-09-19"])
+        assert found.empty
+        (f,) = detect(drive("v1", "2025-02-28T13:00:00Z", 10), holidays=["03-01"])["details"]
+        assert (f["calendar"]["annual_holidays"], f["calendar"]["holidays"]) == (["03-01"], [])
+        assert detect(drive("v1", "2025-02-28T13:00:00Z", 10), holidays=["02-29"]).empty
+
+    @pytest.mark.parametrize("bad", ["20/09", "13-01", "2024-02-30", "09-31", 920])
+    def test_bad_holiday_is_refused(self, bad: Any) -> None:
+        with pytest.raises(Flag2CalendarError, match="MM-DD"):
+            detect(drive("v1", "2024-03-04T12:00:00Z", 1), holidays=[bad])
+
     @pytest.mark.parametrize(
         ("start", "expected"),
         [("2024-03-04T22:58:30Z", 0), ("2024-03-04T22:55:00Z", 1)],
