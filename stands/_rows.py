@@ -7,12 +7,43 @@ Every bad row is collected (file, row, column) and reported in one error of at m
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
 from fleet.dates import RegistryDateError, check_registry_date
 
 MAX_ERRORS = 20
+
+
+def read_table(
+    path: str | Path,
+    *,
+    what: str,
+    columns: Sequence[str],
+    aliases: Mapping[str, str],
+    error: type[Exception],
+) -> tuple[pd.DataFrame, str]:
+    """Read a CSV as text (header names stripped, ``aliases`` applied) and its file name.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist (``what``: the file's kind, pt-BR).
+    error
+        If a header names a column outside ``columns``.
+    """
+    p = Path(path)
+    if not p.is_file():
+        msg = f"arquivo de {what} não encontrado: {p}"
+        raise FileNotFoundError(msg)
+    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    raw.columns = [aliases.get(c.strip(), c.strip()) for c in raw.columns]
+    if unknown := [c for c in raw.columns if c not in columns]:
+        msg = f"{p.name}: coluna desconhecida '{unknown[0]}'; esperado uma de {', '.join(columns)}"
+        raise error(msg)
+    return raw, p.name
 
 
 def cell(raw: pd.DataFrame, i: int, column: str) -> str | None:

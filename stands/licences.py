@@ -27,7 +27,7 @@ from stands._errors import (
     MissingColumnError,
     NaiveTimestampError,
 )
-from stands._rows import cell, day_cell, errors_message
+from stands._rows import cell, day_cell, errors_message, read_table
 from stands.frames import STAND_ID
 
 VEHICLE_ID = "vehicle_id"
@@ -405,19 +405,13 @@ def read_licence_file(path: str | Path) -> pd.DataFrame:
     FileNotFoundError
         If the file does not exist.
     """
-    p = Path(path)
-    if not p.is_file():
-        msg = f"arquivo de licenças não encontrado: {p}"
-        raise FileNotFoundError(msg)
-    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    raw.columns = [_FILE_ALIASES.get(c.strip(), c.strip()) for c in raw.columns]
-    source = p.name
-    if unknown := [c for c in raw.columns if c not in LICENCE_FILE_COLUMNS]:
-        msg = (
-            f"{source}: coluna desconhecida '{unknown[0]}'; "
-            f"esperado uma de {', '.join(LICENCE_FILE_COLUMNS)}"
-        )
-        raise LicenceFileError(msg)
+    raw, source = read_table(
+        path,
+        what="licenças",
+        columns=LICENCE_FILE_COLUMNS,
+        aliases=_FILE_ALIASES,
+        error=LicenceFileError,
+    )
     if missing := [c for c in (VEHICLE_ID, STAND_ID) if c not in raw.columns]:
         msg = f"{source}: faltam as colunas {', '.join(missing)}"
         raise LicenceFileError(msg)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from stands._errors import StandSuspensionFileError
-from stands._rows import cell, day_cell, errors_message
+from stands._rows import cell, day_cell, errors_message, read_table
 
 SUSPENSION_KINDS = ("suspension", "barred")
 SUSPENSION_FILE_COLUMNS = (
@@ -84,20 +84,13 @@ def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
     FileNotFoundError
         If the file does not exist.
     """
-    p = Path(path)
-    if not p.is_file():
-        msg = f"arquivo de suspensões de ponto não encontrado: {p}"
-        raise FileNotFoundError(msg)
-    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    raw.columns = [_ALIASES.get(c.strip(), c.strip()) for c in raw.columns]
-    source = p.name
-    unknown = [c for c in raw.columns if c not in SUSPENSION_FILE_COLUMNS]
-    if unknown:
-        msg = (
-            f"{source}: coluna desconhecida '{unknown[0]}'; "
-            f"esperado uma de {', '.join(SUSPENSION_FILE_COLUMNS)}"
-        )
-        raise StandSuspensionFileError(msg)
+    raw, source = read_table(
+        path,
+        what="suspensões de ponto",
+        columns=SUSPENSION_FILE_COLUMNS,
+        aliases=_ALIASES,
+        error=StandSuspensionFileError,
+    )
     missing = [c for c in ("stand_id", "starts_on", "kind") if c not in raw.columns]
     if missing or ("vehicle_id" not in raw.columns and "driver_id" not in raw.columns):
         need = missing or ["vehicle_id ou driver_id"]
