@@ -587,6 +587,7 @@ LABELS = {
     "max_idle_days": "dias ociosos máximos",
     "min_days": "dias mínimos",
     "min_vehicles": "veículos mínimos",
+    "min_vehicle_days": "dias mínimos de espera de cada veículo (um com embarque)",
     "min_boarding_share": "fração mínima de esperas com embarque",
     "boundary_tolerance_m": "tolerância do limite",
     "loop_radius_m": "raio de volta",

@@ -188,10 +188,12 @@ def deadlines(rulebook: Rulebook) -> dict[str, dict[str, Any]]:
     }
 
 
-def _vehicles_of(finding: Mapping[str, Any]) -> list[str]:
+def accused_vehicles(finding: Mapping[str, Any]) -> list[str]:
+    """Return the vehicles a finding accuses: its own, else a place's ``accused``."""
     if finding["vehicle_id"] is not None and not pd.isna(finding["vehicle_id"]):
         return [str(finding["vehicle_id"])]
-    return [str(v) for v in (finding["details"] or {}).get("vehicles", [])]
+    details = finding["details"] or {}
+    return [str(v) for v in details.get("accused", details.get("vehicles", []))]
 
 
 def _records(findings: pd.DataFrame) -> Iterator[dict[str, Any]]:
@@ -285,7 +287,7 @@ def propose(
 
 def proposal_details(rulebooks: Mapping[str, Rulebook]) -> frozenset[str]:
     """Return the ``details`` keys :func:`propose_all` reads under ``rulebooks``."""
-    return frozenset({"vehicles"}).union(*(b.detail_keys() for b in rulebooks.values()))
+    return frozenset({"vehicles", "accused"}).union(*(b.detail_keys() for b in rulebooks.values()))
 
 
 def propose_all(
@@ -346,7 +348,7 @@ def propose_all(
     candidates: list[tuple[str, RuleRef, str, str, Mapping[str, Any]]] = []
     for finding, day in zip(_records(findings), _local_days(findings, timezone), strict=True):
         details = finding["details"] or {}
-        for vehicle_id in _vehicles_of(finding):
+        for vehicle_id in accused_vehicles(finding):
             if vehicles is not None and not vehicles(vehicle_id):
                 continue
             service = service_of.get(vehicle_id, "taxi")
@@ -462,7 +464,7 @@ def _repetition_verdicts(
         for f in _records(context):
             if str(f["finding_id"]) in seen:
                 continue
-            for vehicle_id in _vehicles_of(f):
+            for vehicle_id in accused_vehicles(f):
                 for (vid, ref), items in series.items():
                     _, rule = rules[ref]
                     if vid == vehicle_id and rule.matches(f["kind"], f["details"] or {}):

@@ -57,6 +57,7 @@ from distributed import WorkerPlugin
 
 from enforcement.proposals import (
     PROPOSAL_ORDER,
+    accused_vehicles,
     proposal_counts,
     proposal_details,
     proposal_texts,
@@ -888,16 +889,15 @@ def _with_parts(
 def _vehicle_pieces(done: tuple[Any, pd.DataFrame], *, n_groups: int) -> list[pd.DataFrame]:
     """Cut a task's held findings (:func:`_with_parts`) by :func:`vehicle_group`.
 
-    A finding goes to the group of its vehicle, or (without one: ``illegal_stand_formation``)
-    to the group of each vehicle of its ``details.vehicles``, once per group.
+    A finding goes to the group of each vehicle it accuses (``accused_vehicles``: its own, or
+    an ``illegal_stand_formation`` place's), once per group.
     """
     held = done[1]
     rows: list[list[int]] = [[] for _ in range(n_groups)]
     ids = held[fr.VEHICLE_ID].tolist()
     for i, (vid, details) in enumerate(zip(ids, held["details"].tolist(), strict=True)):
-        named = vid is not None and not pd.isna(vid)
-        vehicles = [vid] if named else (details or {}).get("vehicles", [])
-        for g in sorted({vehicle_group(str(v), n_groups) for v in vehicles}):
+        vehicles = accused_vehicles({"vehicle_id": vid, "details": details})
+        for g in sorted({vehicle_group(v, n_groups) for v in vehicles}):
             rows[g].append(i)
     return [held.iloc[r] for r in rows]
 

@@ -255,6 +255,27 @@ class TestPropose:
         assert sorted(p["vehicle_id"] for p in props) == ["A", "B"]
         assert props[0]["finding_ids"] == props[1]["finding_ids"]
 
+    def test_illegal_stand_formation_proposes_the_accused_only(self) -> None:
+        """A place's finding lists every vehicle that waited there; only those its ``accused``
+        names (waits on several days, one with a boarding: art. 59 XIV's "finalidade") get a
+        proposal, none when it names none."""
+        f = findings(
+            {
+                "kind": "illegal_stand_formation",
+                "vehicle_id": None,
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"vehicles": ["A", "B", "C"], "accused": ["B"]},
+            },
+            {
+                "kind": "illegal_stand_formation",
+                "vehicle_id": None,
+                "started_at": "2025-03-05T12:00:00Z",
+                "details": {"vehicles": ["D", "E", "F"], "accused": []},
+            },
+        )
+        props, uncovered = propose(f, {"taxi": book()}, timezone=TZ)
+        assert [p["vehicle_id"] for p in props] == ["B"] and uncovered == {}
+
     def test_a_missing_stand_read_as_nan_is_no_stand(self) -> None:
         """Findings read back from the database with no stand (a float NaN column): the
         proposal's stand_id is None, not "nan" (the agent's queue showed "nan")."""

@@ -42,6 +42,12 @@ finding
     end. ``details`` has the vehicles, the dates and every stop (vehicle, start, end,
     ``duration_s``, position, share of free fixes, distance to the nearest stand) with the first
     and last fix of each stop as ``fixes``.
+accused
+    The vehicles of a place whose own waits there show the "finalidade de formação de ponto"
+    (art. 59 XIV): waits on at least ``min_vehicle_days`` distinct local days, at least one of
+    them ending with a boarding. A taxi that waited there once, or never took a passenger from
+    there (a called ride, a pause), is in the evidence (``vehicles``) but not in ``accused``;
+    proposals are made for ``accused`` only.
 finding_id
     Derived as for every finding, with the place's key (``place_id``: the H3 cell of the earliest
     stop) in the place of the stand, so that two places starting at the same instant keep
@@ -115,6 +121,9 @@ longest step within a run."""
 DEFAULT_MIN_BOARDING_SHARE = 0.25
 """Fewest share of a place's waits that end with a boarding (POA art. 59 XIV: "com finalidade de
 formação de ponto" — a rank is where taxis wait for passengers)."""
+DEFAULT_MIN_VEHICLE_DAYS = 2
+"""Distinct local days a vehicle waited at a place, one wait ending with a boarding, for the
+finding to accuse it (``accused``; art. 59 XIV: a purpose shown by repetition)."""
 BOARDING_WITHIN_S = 120.0
 """Longest time from a wait's end to the boarding that ends it (s)."""
 BOARDING_WITHIN_M = 100.0
@@ -125,6 +134,12 @@ AREA_BUFFER_M = 10.0
 LINK_FACTOR = 2.7
 MAX_CONFIDENCE = 0.95
 STOP_REQUIRED = (fr.VEHICLE_ID, "started_at", "ended_at", "duration_s", fr.LAT, fr.LON)
+
+
+def _accused(waits: pd.DataFrame, min_days: int) -> list[str]:
+    """Return the vehicles with waits on ``min_days`` local days or more, one with a boarding."""
+    per = waits.groupby("vehicle").agg(days=("day", "nunique"), boarded=("boarded", "any"))
+    return sorted(str(v) for v in per.index[(per["days"] >= min_days) & per["boarded"]])
 
 
 def detect_illegal_stand_formation(
@@ -140,6 +155,7 @@ def detect_illegal_stand_formation(
     min_wait_s: float = DEFAULT_MIN_WAIT_S,
     min_free_share: float = DEFAULT_MIN_FREE_SHARE,
     min_boarding_share: float = DEFAULT_MIN_BOARDING_SHARE,
+    min_vehicle_days: int = DEFAULT_MIN_VEHICLE_DAYS,
     timezone: str = DEFAULT_TIMEZONE,
     waiting: list[dict[str, Any]] | None = None,
 ) -> gpd.GeoDataFrame:
@@ -170,6 +186,9 @@ def detect_illegal_stand_formation(
         A waiting stop has the meter ``free`` on more than this share of its fixes.
     min_boarding_share : float, default 0.25
         Fewest share of a place's waiting stops that end with a boarding (0: not checked).
+    min_vehicle_days : int, default 2
+        Fewest local days a vehicle waited at the place, one wait ending with a boarding, to be
+        among the ``accused`` (the others are evidence only).
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days.
     waiting : list of dict, optional
@@ -191,7 +210,11 @@ def detect_illegal_stand_formation(
     """
     check_positive(stand_buffer_m=stand_buffer_m, cluster_radius_m=cluster_radius_m)
     _check_waiting(min_wait_s, min_free_share)
-    for name, value in (("min_vehicles", min_vehicles), ("min_days", min_days)):
+    for name, value in (
+        ("min_vehicles", min_vehicles),
+        ("min_days", min_days),
+        ("min_vehicle_days", min_vehicle_days),
+    ):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             msg = f"'{name}' era {value!r}; esperado um inteiro >= 1"
             raise DetectorThresholdError(msg)
@@ -219,6 +242,7 @@ def detect_illegal_stand_formation(
         min_wait_s=min_wait_s,
         min_free_share=min_free_share,
         min_boarding_share=min_boarding_share,
+        min_vehicle_days=min_vehicle_days,
         timezone=timezone,
     )
 
@@ -402,6 +426,7 @@ def _place_findings(
     min_wait_s: float,
     min_free_share: float,
     min_boarding_share: float,
+    min_vehicle_days: int,
     timezone: str,
 ) -> gpd.GeoDataFrame:
     """Find the places of waiting stops outside the stands that meet the thresholds."""
@@ -468,6 +493,7 @@ def _place_findings(
         "min_wait_s": float(min_wait_s),
         "min_free_share": float(min_free_share),
         "min_boarding_share": float(min_boarding_share),
+        "min_vehicle_days": int(min_vehicle_days),
         "stand_buffer_m": float(stand_buffer_m),
         "cluster_radius_m": float(cluster_radius_m),
     }
@@ -514,6 +540,7 @@ def _place_findings(
         details = {
             "place_id": str(place_id),
             "vehicles": sorted({str(vehicle[cand][m]) for m in members.tolist()}),
+            "accused": _accused(frame.iloc[members], min_vehicle_days),
             "dates": sorted({str(day[m]) for m in members.tolist()}),
             "n_vehicles": n_vehicles,
             "n_days": n_days,
@@ -703,6 +730,7 @@ def advance_illegal_stand_formation(
     min_wait_s: float = DEFAULT_MIN_WAIT_S,
     min_free_share: float = DEFAULT_MIN_FREE_SHARE,
     min_boarding_share: float = DEFAULT_MIN_BOARDING_SHARE,
+    min_vehicle_days: int = DEFAULT_MIN_VEHICLE_DAYS,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> tuple[dict[str, Any], gpd.GeoDataFrame]:
     """Take new waiting stops into the fleet's state; judge each local day closed.
@@ -732,7 +760,7 @@ def advance_illegal_stand_formation(
     window_days : int, optional
         Days of stops a place is judged over (live); None: every stop so far.
     allowed_places, stand_buffer_m, cluster_radius_m, min_vehicles, min_days, min_wait_s,
-    min_free_share, min_boarding_share, timezone
+    min_free_share, min_boarding_share, min_vehicle_days, timezone
         As in :func:`detect_illegal_stand_formation`.
 
     Returns
@@ -777,6 +805,7 @@ def advance_illegal_stand_formation(
         "min_wait_s": min_wait_s,
         "min_free_share": min_free_share,
         "min_boarding_share": min_boarding_share,
+        "min_vehicle_days": min_vehicle_days,
         "timezone": timezone,
     }
     empty = pd.DataFrame()

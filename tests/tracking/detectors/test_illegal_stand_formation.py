@@ -68,6 +68,7 @@ class TestDetectIllegalStandFormation:
         assert f["ended_at"] == pd.Timestamp("2024-03-06T12:15:00Z")
         d = f["details"]
         assert d["vehicles"] == ["A", "B", "C"]
+        assert d["accused"] == []  # each waited there once: no purpose shown by any of them
         assert d["dates"] == ["2024-03-04", "2024-03-05", "2024-03-06"]
         assert (d["n_vehicles"], d["n_days"], d["n_stops"]) == (3, 3, 3)
         assert [s["vehicle_id"] for s in d["stops"]] == ["A", "B", "C"]
@@ -80,6 +81,23 @@ class TestDetectIllegalStandFormation:
         stop = d["stops"][0]
         assert f["geometry"].contains(shapely.Point(stop["lon"], stop["lat"]))
         json.dumps(d)
+
+    def test_accused_are_the_vehicles_that_keep_waiting_and_boarding_there(self) -> None:
+        """A, B and C wait and board there on two days each; D waited once (a called ride), E
+        on two days without taking anyone: the place is found with all five, and accuses A, B
+        and C only (``min_vehicle_days``)."""
+        rows: list[dict[str, Any]] = []
+        for d, v in enumerate(["A", "B", "C"]):
+            rows += wait(v, d * DAY, PLACE) + wait(v, (d + 3) * DAY, PLACE)
+        rows += wait("D", 6 * DAY, PLACE)
+        rows += wait("E", 0.5 * DAY, PLACE, boards=False) + wait(
+            "E", 1.5 * DAY, PLACE, boards=False
+        )
+        (d,) = _detect(rows)["details"]
+        assert (d["vehicles"], d["accused"]) == (["A", "B", "C", "D", "E"], ["A", "B", "C"])
+        assert d["thresholds"]["min_vehicle_days"] == 2
+        (d,) = _detect(rows, min_vehicle_days=1)["details"]
+        assert d["accused"] == ["A", "B", "C", "D"]
 
     def test_a_wait_split_by_gps_noise_is_one_wait(self) -> None:
         """Each 20-min wait is cut by noisy fixes into stops of 4 min: joined, they are waits
