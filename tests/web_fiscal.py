@@ -82,6 +82,7 @@ def longer_route_finding(
             "excess_km": 1.22,
             "duration_s": 270.0,
             "pattern": "loop",
+            "reference_may_be_wrong": False,
             "n_fixes": len(fixes),
             "driven_line": [list(p) for p in driven],
             "matched_line": [list(p) for p in driven],

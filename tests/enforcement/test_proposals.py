@@ -986,3 +986,32 @@ def test_instants_are_written_in_utc_to_the_second_as_pandas_formats_them() -> N
         assert _iso(ts) == ts.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
     with pytest.raises(TypeError):
         _iso(pd.Timestamp("2024-03-04 09:00"))
+
+
+class TestLongerRouteReference:
+    @pytest.mark.parametrize("key", [POA_TAXI, ("4314548", "taxi")], ids="-".join)
+    def test_a_detour_the_reference_may_explain_is_listed_for_review(
+        self, key: tuple[str, str]
+    ) -> None:
+        """A detour along a consistent other road (``corridor``: what a closed road the network
+        lacks looks like; ``reference_may_be_wrong``) is listed for review with the reason; a
+        loop is proposed."""
+        rb = bundled_rulebooks()[key]
+        f = findings(
+            {
+                "kind": "longer_route",
+                "vehicle_id": "V1",
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"pattern": "corridor", "reference_may_be_wrong": True},
+            },
+            {
+                "kind": "longer_route",
+                "vehicle_id": "V2",
+                "started_at": "2025-03-04T13:00:00Z",
+                "details": {"pattern": "loop", "reference_may_be_wrong": False},
+            },
+        )
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert [p["vehicle_id"] for p in done.proposals] == ["V2"]
+        (item,) = done.for_review
+        assert item["vehicle_id"] == "V1" and "via bloqueada" in item["reason"]

@@ -228,7 +228,7 @@ class TestConfirmAnswers:
                     )
                 )
             for fid, kind, details in (
-                ("F-route", "longer_route", {"ratio": 1.9}),
+                ("F-route", "longer_route", {"ratio": 1.9, "reference_may_be_wrong": False}),
                 ("F-reserved", "operating_while_barred", {"reason": "reserved"}),
                 ("F-weak", "queue_jump", {}),
             ):

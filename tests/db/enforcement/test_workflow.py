@@ -255,7 +255,7 @@ def _route(start: str, vehicle: str = "PB-07"):
             "started_at": [start],
             "ended_at": [start],
             "confidence": 0.9,
-            "details": [{"ratio": 1.9}],
+            "details": [{"ratio": 1.9, "reference_may_be_wrong": False}],
         }
     )
     return make_findings(frame, [shapely.Point(-51.45, -29.1)])
