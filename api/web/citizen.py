@@ -13,14 +13,20 @@ page or fragment when over, without a database query). A bad search (a number ou
 unknown stand, a NUL character) is the page or fragment with a pt-BR alert and 422.
 
 - ``/acessivel``: the page; with ``ponto`` (a stand) or ``lat``/``lon`` it opens with the
-  answer (works without scripts);
+  answer (works without scripts). The stand list is one city's (``municipio``), narrowed by
+  ``busca`` (the stand's name or address, case and accents aside: the registry's public
+  data, no geocoder); the answer's stands come :data:`PAGE_SIZE` a page (``pagina``), the
+  links of a point naming its public cell, never the point;
 - ``/acessivel/resultados``: the answer alone (an HTML fragment), for ``static/js/acessivel.js``.
 """
 
 from __future__ import annotations
 
 import math
+import unicodedata
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from sqlalchemy import text
@@ -42,6 +48,10 @@ ORIGINS = {
 }
 """What the searched point was, as said in the answer (a stand: its name)."""
 TITLE = "Táxi acessível perto de você"
+PAGE_SIZE = 20
+"""Stands listed per page of an answer."""
+NO_MUNICIPALITY = "nenhum"
+"""The municipality choice of the stands the registry gives none."""
 
 
 class SearchError(ValueError):
@@ -55,20 +65,126 @@ def radii(settings: Any) -> list[int]:
     ]
 
 
-def stand_choices(session: Any) -> list[dict[str, Any]]:
-    """Active stands with a location, by name: id, name and a point inside (public data)."""
+def municipality_choices(session: Any) -> list[dict[str, Any]]:
+    """Municipalities of the active stands, most stands first: value, label and count.
+
+    Stands without a municipality in the registry form one choice, :data:`NO_MUNICIPALITY`.
+    """
     rows = session.execute(
         text(
-            "SELECT stand_id, coalesce(name, stand_id) AS name, "
-            "ST_Y(ST_PointOnSurface(geometry)) AS lat, ST_X(ST_PointOnSurface(geometry)) AS lon "
-            "FROM stands WHERE retired_at IS NULL AND geometry IS NOT NULL "
-            "ORDER BY lower(coalesce(name, stand_id)), stand_id"
+            "SELECT s.municipality_code AS code, m.name, m.uf, count(*) AS n FROM stands s "
+            "LEFT JOIN municipalities m ON m.code = s.municipality_code "
+            "WHERE s.retired_at IS NULL AND s.geometry IS NOT NULL "
+            "GROUP BY s.municipality_code, m.name, m.uf ORDER BY n DESC, m.name, code"
         )
     ).all()
+    out = []
+    for r in rows:
+        if r.code is None:
+            label = "Município não informado"
+        elif r.name:
+            label = f"{r.name} ({r.uf})" if r.uf else str(r.name)
+        else:
+            label = f"Município {r.code}"
+        out.append({"value": r.code or NO_MUNICIPALITY, "label": label, "count": int(r.n)})
+    return out
+
+
+def plain(value: str) -> str:
+    """Fold case and accents, so that "praca" finds "Praça" and "SAO" finds "São"."""
+    folded = unicodedata.normalize("NFKD", value.casefold())
+    return " ".join("".join(c for c in folded if not unicodedata.combining(c)).split())
+
+
+def stand_choices(session: Any, *, municipality: str, search: str = "") -> list[dict[str, Any]]:
+    """Active stands with a location of one municipality, by name (public data).
+
+    Each has its id, name, address and a point inside; ``search`` keeps those whose name,
+    address or number contains it, case and accents aside.
+    """
+    where = (
+        "municipality_code IS NULL" if municipality == NO_MUNICIPALITY else "municipality_code = :m"
+    )
+    rows = session.execute(
+        text(
+            "SELECT stand_id, coalesce(name, stand_id) AS name, address, "
+            "ST_Y(ST_PointOnSurface(geometry)) AS lat, ST_X(ST_PointOnSurface(geometry)) AS lon "
+            f"FROM stands WHERE retired_at IS NULL AND geometry IS NOT NULL AND {where} "
+            "ORDER BY lower(coalesce(name, stand_id)), stand_id"
+        ),
+        {"m": municipality},
+    ).all()
+    wanted = plain(search)
     return [
-        {"stand_id": r.stand_id, "name": r.name, "lat": round(r.lat, 6), "lon": round(r.lon, 6)}
+        {
+            "stand_id": r.stand_id,
+            "name": r.name,
+            "address": r.address,
+            "lat": round(r.lat, 6),
+            "lon": round(r.lon, 6),
+        }
         for r in rows
+        if not wanted or wanted in plain(f"{r.name} {r.address or ''} {r.stand_id}")
     ]
+
+
+def _municipality_of(session: Any, stand_id: str) -> str | None:
+    """Return the choice (:func:`municipality_choices`) of a stand; None when unknown."""
+    row = session.execute(
+        text("SELECT municipality_code FROM stands WHERE stand_id = :s"), {"s": stand_id[:100]}
+    ).first()
+    if row is None:
+        return None
+    return str(row.municipality_code) if row.municipality_code else NO_MUNICIPALITY
+
+
+def _chosen_municipality(
+    session: Any, choices: list[dict[str, Any]], *, asked: str, ponto: str
+) -> str:
+    """Return the municipality asked, else the searched stand's, else the one with most stands."""
+    values = [c["value"] for c in choices]
+    if asked:
+        if asked not in values:
+            msg = f"'municipio' era {asked[:20]!r}; escolha um município da lista"
+            raise SearchError(msg)
+        return asked
+    of_stand = _municipality_of(session, ponto) if ponto else None
+    if of_stand in values:
+        return str(of_stand)
+    return values[0] if values else NO_MUNICIPALITY
+
+
+def _page_number(value: str) -> int:
+    if not value.strip():
+        return 1
+    if not value.strip().isdigit() or int(value) < 1:
+        msg = f"'pagina' era {value[:20]!r}; esperado um número inteiro a partir de 1"
+        raise SearchError(msg)
+    return int(value)
+
+
+def paginate(
+    items: list[dict[str, Any]], *, page: int, link: Callable[[int], str]
+) -> dict[str, Any]:
+    """Cut a list into pages of :data:`PAGE_SIZE`: the page's items and what to say of it.
+
+    A page past the last is the last. ``link(n)`` is the address of page ``n``.
+    """
+    total = len(items)
+    last = max(1, math.ceil(total / PAGE_SIZE))
+    page = min(page, last)
+    first = (page - 1) * PAGE_SIZE
+    shown = items[first : first + PAGE_SIZE]
+    return {
+        "shown": shown,
+        "total": total,
+        "page": page,
+        "pages": last,
+        "first": first + 1 if shown else 0,
+        "last": first + len(shown),
+        "previous": link(page - 1) if page > 1 else None,
+        "next": link(page + 1) if page < last else None,
+    }
 
 
 def _no_nul(**params: str) -> None:
@@ -208,6 +324,40 @@ def _limited(request: Request, template: str, exc: RateLimitedError, **context: 
     )
 
 
+def _answer(
+    session: Any,
+    settings: Any,
+    *,
+    point: tuple[float, float, str],
+    radius: int,
+    page: int,
+    link_params: dict[str, str],
+) -> dict[str, Any]:
+    """Return the answer near ``point``, its stands cut into pages (links to ``/acessivel``)."""
+    result = nearby(session, settings, lat=point[0], lon=point[1], radius_m=radius, origin=point[2])
+    if "ponto" not in link_params:  # a point: the centre of its cell, never the one asked
+        link_params = link_params | {
+            "lat": f"{result['here']['lat']:.6f}",
+            "lon": f"{result['here']['lon']:.6f}",
+        }
+    base = link_params | {"raio": str(radius)}
+
+    def link(n: int) -> str:
+        return "/acessivel?" + urlencode(base | {"pagina": str(n)}) + "#resultados"
+
+    result["stand_page"] = paginate(result["stands"], page=page, link=link)
+    return result
+
+
+def _link_params(*, ponto: str, origem: str, municipio: str, busca: str) -> dict[str, str]:
+    params = {"ponto": ponto} if ponto else {"origem": origem if origem in ORIGINS else "mapa"}
+    if municipio:
+        params["municipio"] = municipio
+    if busca.strip():
+        params["busca"] = busca.strip()
+    return params
+
+
 @router.get("/acessivel", name="web_citizen_home")
 def home(
     request: Request,
@@ -218,29 +368,64 @@ def home(
     lon: str = "",
     raio: str = "",
     origem: str = "",
+    municipio: str = "",
+    busca: str = "",
+    pagina: str = "",
 ) -> Response:
-    """Find free accessible taxis and stands near a point (public)."""
+    """Find free accessible taxis and stands near a point (public).
+
+    The stand list is one municipality's (``municipio``: the one asked, else the searched
+    stand's, else the one with most stands), narrowed by ``busca`` (name, address or number,
+    case and accents aside); the answer's stands come :data:`PAGE_SIZE` a page (``pagina``).
+    """
     context: dict[str, Any] = {
         "radii": [(r, radius_text(r)) for r in radii(settings)],
         "chosen_stand": ponto,
+        "busca": busca[:100],
+        "municipalities": [],
+        "municipality": "",
+        "municipality_label": "",
     }
     try:
         public_rate_limit(request)  # first: a refused search costs no query
     except RateLimitedError as exc:
         context |= {"stands": [], "radius": DEFAULT_RADIUS_M}
         return _limited(request, "acessivel/inicio.html", exc, **context)
-    context["stands"] = stand_choices(session)
     error, result, status = None, None, 200
+    choices = municipality_choices(session)
+    context["municipalities"] = choices
+    chosen = choices[0]["value"] if choices else NO_MUNICIPALITY
     try:
-        _no_nul(ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem)
+        _no_nul(
+            ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem, municipio=municipio,
+            busca=busca, pagina=pagina,
+        )  # fmt: skip
         radius = _radius(raio, settings)
+        page = _page_number(pagina)
+        chosen = _chosen_municipality(session, choices, asked=municipio, ponto=ponto)
         point = search_point(session, lat=lat, lon=lon, ponto=ponto, origem=origem)
         if point is not None:
-            result = nearby(
-                session, settings, lat=point[0], lon=point[1], radius_m=radius, origin=point[2]
+            result = _answer(
+                session,
+                settings,
+                point=point,
+                radius=radius,
+                page=page,
+                link_params=_link_params(
+                    ponto=ponto, origem=origem, municipio=municipio, busca=busca[:100]
+                ),
             )
     except SearchError as exc:
         error, status, radius = str(exc), 422, DEFAULT_RADIUS_M
+    stands = stand_choices(session, municipality=chosen, search=busca[:100])
+    if len(stands) == 1 and busca.strip() and not ponto:
+        context["chosen_stand"] = stands[0]["stand_id"]  # the one found, ready to search
+    labels = {c["value"]: c["label"] for c in choices}
+    context |= {
+        "stands": stands,
+        "municipality": chosen,
+        "municipality_label": labels.get(chosen, ""),
+    }
     return render(
         request,
         "acessivel/inicio.html",
@@ -265,6 +450,7 @@ def results(
     lon: str = "",
     raio: str = "",
     origem: str = "",
+    pagina: str = "",
 ) -> Response:
     """Answer a search alone (HTML fragment), for the page's script."""
     try:
@@ -273,14 +459,20 @@ def results(
         return _limited(request, "acessivel/_resultados.html", exc)
     error, result, status = None, None, 200
     try:
-        _no_nul(ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem)
+        _no_nul(ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem, pagina=pagina)
         radius = _radius(raio, settings)
+        page = _page_number(pagina)
         point = search_point(session, lat=lat, lon=lon, ponto=ponto, origem=origem)
         if point is None:
             msg = "informe 'lat' e 'lon', ou 'ponto'"
             raise SearchError(msg)
-        result = nearby(
-            session, settings, lat=point[0], lon=point[1], radius_m=radius, origin=point[2]
+        result = _answer(
+            session,
+            settings,
+            point=point,
+            radius=radius,
+            page=page,
+            link_params=_link_params(ponto=ponto, origem=origem, municipio="", busca=""),
         )
     except SearchError as exc:
         error, status = str(exc), 422

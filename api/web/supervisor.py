@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy import text
 from starlette.responses import Response
 
 from api._errors import ForbiddenError, NotFoundError
@@ -57,6 +58,7 @@ ART_50_III = (
 """Verbatim, Porto Alegre's decree of 2019 (``enforcement/laws/``)."""
 
 Search = Annotated[str, Query(max_length=100, description="Parte do número ou do nome")]
+VehicleSearch = Annotated[str, Query(max_length=40, description="Parte do prefixo")]
 
 
 # --- the supervisor's 90-day status (art. 50, III) ------------------------------------------
@@ -198,6 +200,84 @@ def _today(timezone: str) -> dt.date:
     return dt.datetime.now(ZoneInfo(timezone)).date()
 
 
+_LATEST_OF_VEHICLES = (
+    "SELECT max(x.ts) FROM unnest(CAST(:ids AS text[])) AS v(id) CROSS JOIN LATERAL ("
+    "  SELECT f.ts FROM {table} f WHERE f.vehicle_id = v.id AND f.ts < :before"
+    "  ORDER BY f.ts DESC LIMIT 1) x"
+)
+
+
+def latest_fix_day(
+    *, session: Any, vehicle_ids: list[str], until: dt.date, timezone: str
+) -> dt.date | None:
+    """Return the latest local day up to ``until`` with a fix of one of ``vehicle_ids``.
+
+    ``fixes`` is partitioned by UTC day and keyed ``(vehicle_id, ts)``: the daily partitions
+    (from the catalog, :func:`db.tracking.store.daily_partitions`) are read newest first, each
+    with one backward step of its primary key per vehicle, and the search stops at the first
+    partition with a fix; the DEFAULT partition (days without their own) is read once. A
+    partition is never scanned.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Session of the request.
+    vehicle_ids : list of str
+        Vehicles whose fixes count.
+    until : datetime.date
+        Last local day considered (inclusive).
+    timezone : str
+        IANA zone of the local days.
+
+    Returns
+    -------
+    datetime.date or None
+        The day, or None when none of the vehicles has a fix up to ``until``.
+    """
+    from db.tracking.models import FIXES_DEFAULT_PARTITION
+    from db.tracking.store import daily_partitions
+
+    if not vehicle_ids:
+        return None
+    zone = ZoneInfo(timezone)
+    before = dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), tzinfo=zone)
+    params = {"ids": list(vehicle_ids), "before": before}
+    conn = session.connection()
+
+    def latest_in(table: str) -> dt.datetime | None:
+        value: dt.datetime | None = conn.execute(
+            text(_LATEST_OF_VEHICLES.format(table=table)), params
+        ).scalar()
+        return value
+
+    found = latest_in(FIXES_DEFAULT_PARTITION)
+    last_utc_day = before.astimezone(dt.UTC).date()
+    for table, day in reversed(daily_partitions(conn)):
+        if day > last_utc_day:
+            continue
+        if found is not None and day < found.astimezone(dt.UTC).date():
+            break  # older than the DEFAULT partition's latest fix
+        ts = latest_in(table)
+        if ts is not None:
+            found = ts if found is None else max(found, ts)
+            break
+    return None if found is None else found.astimezone(zone).date()
+
+
+def _plain(value: str) -> str:
+    """Fold case and accents (``"Pça"`` and ``"pca"`` match)."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKD", value.casefold())
+    return "".join(c for c in folded if not unicodedata.combining(c))
+
+
+def matches_prefixo(vehicle_id: str, wanted: str) -> bool:
+    """Say whether ``wanted`` (any case, any part) is in the prefixo: "4227" finds "SIM-4227"."""
+    needle = _plain(wanted.strip())
+    return not needle or needle in _plain(vehicle_id)
+
+
 def now_panel(
     *, web: WebSession, session: Any, settings: Any, stand_id: str, capacity: int | None
 ) -> dict[str, Any]:
@@ -235,13 +315,24 @@ def now_panel(
         "vehicles": vehicles,
         "summary": "; ".join(parts) + ".",
         "window_min": QUEUE_WINDOW_MIN,
+        "zone": zone_label(tz),
     }
 
 
 def presence_view(
-    *, web: WebSession, session: Any, settings: Any, stand_id: str, today: dt.date
+    *,
+    web: WebSession,
+    session: Any,
+    settings: Any,
+    stand_id: str,
+    today: dt.date,
+    prefixo: str = "",
 ) -> dict[str, Any]:
-    """Each licensee's presence over the rule's window (art. 49), with the rule's verdict."""
+    """Each licensee's presence over the rule's window (art. 49), with the rule's verdict.
+
+    ``prefixo`` (part of a prefixo, any case) keeps the matching licensees only; the rule is
+    judged on each licensee alone, so the verdicts do not change.
+    """
     from stands.presence import DEFAULT_MIN_PRESENCE_S
     from tracking.detectors.habitual_absence import (
         DEFAULT_MIN_OPERATING_DAYS,
@@ -262,6 +353,8 @@ def presence_view(
     flags = {(d.vehicle_id, d.date): (d.operated, d.present) for d in table.days}
     rows = []
     for row, hit in zip(table.summary, absent, strict=True):
+        if not matches_prefixo(row.vehicle_id, prefixo):
+            continue
         if hit:
             tone, verdict = "bad", "Ausência habitual: abaixo do limite (art. 49)"
         elif row.days_operating == 0:
@@ -289,6 +382,7 @@ def presence_view(
                 "tone": tone,
                 "verdict": verdict,
                 "strip": strip,
+                "absent": bool(hit),
             }
         )
     return {
@@ -299,7 +393,8 @@ def presence_view(
         "min_share": fmt.percent(DEFAULT_MIN_PRESENCE_SHARE),
         "min_presence_min": int(DEFAULT_MIN_PRESENCE_S // 60),
         "rows": rows,
-        "absent": sum(absent),
+        "absent": sum(r["absent"] for r in rows),
+        "licensees": len(table.summary),
     }
 
 
@@ -391,10 +486,14 @@ def stand_page(
     session: SessionDep,
     settings: SettingsDep,
     ate: Annotated[str, Query(max_length=40)] = "",
+    prefixo: VehicleSearch = "",
 ) -> Response:
     """Show a stand now (live), its supervisor status and its licensees' presence.
 
-    The presence covers the rule's window ending ``ate`` (a local day; today by default).
+    The day asked, ``ate`` (a local day; today by default), is the day of the intruders and
+    the last of the presence window; when it has no fix of the stand's licensees, the page
+    says so and links to the latest day that has one. ``prefixo`` (part of a prefixo, any
+    case) narrows the intruders and the presence to the matching vehicles.
     """
     try:
         stand = _stand(web, session, stand_id)
@@ -413,8 +512,21 @@ def stand_page(
         licensees=0,
     )
     status = supervisor_statuses(session=session, stands=[summary], today=today)[stand_id]
-    intruders = api.stand_intruders(stand_id, web.principal, session, settings, today, today)
+    intruders = api.stand_intruders(stand_id, web.principal, session, settings, until, until)
     tz = settings.timezone
+    latest = latest_fix_day(
+        session=session,
+        vehicle_ids=_licensees_ever(session, stand_id),
+        until=until,
+        timezone=tz,
+    )
+    no_data = None
+    if latest != until:
+        no_data = {
+            "day": fmt.date(until),
+            "latest": fmt.date(latest) if latest is not None else None,
+            "href": _stand_href(stand_id, day=latest, prefixo=prefixo) if latest else None,
+        }
     return render(
         request,
         "supervisao/ponto.html",
@@ -427,10 +539,17 @@ def stand_page(
         live_interval_s=LIVE_INTERVAL_S,
         status=status,
         presence=presence_view(
-            web=web, session=session, settings=settings, stand_id=stand_id, today=until
+            web=web,
+            session=session,
+            settings=settings,
+            stand_id=stand_id,
+            today=until,
+            prefixo=prefixo,
         ),
         presence_until=until.isoformat(),
         presence_until_error=until_error,
+        prefixo=prefixo.strip(),
+        no_data=no_data,
         intruders_today=[
             {
                 "vehicle_id": v.vehicle_id,
@@ -440,12 +559,38 @@ def stand_page(
                 "boarded": v.boarded,
             }
             for v in intruders.data
+            if matches_prefixo(v.vehicle_id, prefixo)
         ],
+        intruders_total=len(intruders.data),
+        day=fmt.date(until),
+        is_today=until == today,
+        zone_label=zone_label(tz),
         today=fmt.date(today),
         art_49=ART_49,
         art_50_iii=ART_50_III,
         status_code=422 if until_error else 200,
     )
+
+
+def _licensees_ever(session: Any, stand_id: str) -> list[str]:
+    """Vehicles with a parking licence for the stand, in any period."""
+    rows = session.execute(
+        text("SELECT DISTINCT vehicle_id FROM parking_licences WHERE stand_id = :s"),
+        {"s": stand_id},
+    ).scalars()
+    return [str(v) for v in rows]
+
+
+def _stand_href(stand_id: str, *, day: dt.date, prefixo: str = "") -> str:
+    from urllib.parse import quote, urlencode
+
+    query = {"ate": day.isoformat()} | ({"prefixo": prefixo.strip()} if prefixo.strip() else {})
+    return f"/supervisao/pontos/{quote(stand_id, safe='')}?{urlencode(query)}"
+
+
+def zone_label(timezone: str) -> str:
+    """Name the zone the page's times are in: "horário de Brasília" for São Paulo's."""
+    return "horário de Brasília" if timezone == "America/Sao_Paulo" else f"fuso {timezone}"
 
 
 def _window_end(text: str, today: dt.date) -> tuple[dt.date, str | None]:

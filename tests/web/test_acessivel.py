@@ -4,12 +4,15 @@ public grid, no plate or vehicle id), the same answer for two points of one cell
 fallbacks (a stand of the list, a tap on the map), and the public API's rate limit.
 
 The module seeds stand AC1 and, through ``/api/v1/pings``, a free accessible taxi inside it and
-a free taxi that is not accessible, beside it.
+a free taxi that is not accessible, beside it; and two municipalities of their own (45 stands in
+one, 3 in the other) for the city choice, the search by name or address and the pages of an
+answer.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -185,7 +188,7 @@ class TestFallbacks:
         """Without permission the page says so and offers the fallbacks; the stand list,
         used with the keyboard, finds the taxi at the stand."""
         phone = _phone(open_page, None)
-        phone.goto("/acessivel")
+        phone.goto("/acessivel?municipio=nenhum")  # AC1 has no municipality in the registry
         phone.get_by_role("button", name="Usar a minha localização").click()
         expect(phone.locator("#busca-estado")).to_contain_text(
             "Toque no mapa ou escolha um ponto de táxi da lista", timeout=20_000
@@ -319,3 +322,187 @@ def test_desktop_screenshot(page: Any, taxis: dict[str, str]) -> None:
     page.locator(".result--taxi").first.wait_for(state="visible")
     assert_accessible(page)
     save_screenshot(page, "web-acessivel.png")
+
+
+# --- the city, the search by name or address, the pages of an answer ----------------------
+
+BIG, SMALL = "4399001", "4399002"  # test-only IBGE-like codes
+BIG_AT = (-29.9000, -51.0000)  # the big city's stands: a 9 x 5 grid ≈ 220 m apart
+SMALL_AT = (-29.5000, -50.5000)
+N_BIG = 45
+
+
+@pytest.fixture(scope="module")
+def cities(web_engine: Engine) -> dict[str, Any]:
+    """Municipalities "Cidade Grande Teste" (45 stands, one "Praça São João" on "Avenida
+    Acentuação") and "Vila Pequena Teste" (3 stands "Ponto Pequeno N")."""
+    from geoalchemy2.shape import from_shape
+    from shapely.geometry import MultiPolygon, Point
+    from sqlalchemy import text
+
+    from db.engine import session_scope
+    from db.stands.models import Stand
+
+    def square(lat: float, lon: float) -> Any:
+        shape = Point(lon, lat).buffer(0.0003, cap_style="square")
+        return from_shape(MultiPolygon([shape]), srid=4326)
+
+    with session_scope(web_engine) as session:
+        session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf, timezone) VALUES "
+                "(:b, 'Cidade Grande Teste', 'RS', 'America/Sao_Paulo'), "
+                "(:s, 'Vila Pequena Teste', 'RS', 'America/Sao_Paulo') ON CONFLICT DO NOTHING"
+            ),
+            {"b": BIG, "s": SMALL},
+        )
+        for k in range(N_BIG):
+            lat, lon = BIG_AT[0] + (k // 9) * 0.002, BIG_AT[1] + (k % 9) * 0.002
+            name, address = f"Ponto Grande {k:02d}", f"Rua Teste, {k}"
+            if k == 7:
+                name, address = "Praça São João", "Avenida Acentuação, 10"
+            session.add(
+                Stand(stand_id=f"CG{k:02d}", name=name, address=address,
+                      municipality_code=BIG, geometry=square(lat, lon))
+            )  # fmt: skip
+        for k in range(3):
+            session.add(
+                Stand(stand_id=f"VP{k}", name=f"Ponto Pequeno {k}", municipality_code=SMALL,
+                      geometry=square(SMALL_AT[0] + k * 0.002, SMALL_AT[1]))
+            )  # fmt: skip
+    with web_engine.connect() as conn:
+        default = conn.execute(
+            text(
+                "SELECT coalesce(municipality_code, 'nenhum') FROM stands "
+                "WHERE retired_at IS NULL AND geometry IS NOT NULL "
+                "GROUP BY municipality_code ORDER BY count(*) DESC LIMIT 1"
+            )
+        ).scalar_one()
+    return {"default": default}
+
+
+def _options(page: Any) -> list[str]:
+    values: list[str] = page.locator("#ponto option").evaluate_all(
+        "options => options.map(o => o.value).filter(v => v)"
+    )
+    return values
+
+
+class TestCity:
+    def test_default_is_the_city_with_most_stands(
+        self, page: Any, cities: dict[str, Any], taxis: dict[str, str]
+    ) -> None:
+        """Without a choice, the city with most stands is selected and its stands alone are
+        listed (and drawn on the map)."""
+        page.goto("/acessivel")
+        assert page.locator("#municipio").input_value() == cities["default"]
+        if cities["default"] == BIG:
+            assert sorted(_options(page)) == [f"CG{k:02d}" for k in range(N_BIG)]
+
+    def test_switching_city(self, page: Any, cities: dict[str, Any]) -> None:
+        """Choosing a city with the form lists that city's stands only, and says how many."""
+        page.goto("/acessivel")
+        page.get_by_label("Cidade", exact=True).select_option(
+            label="Vila Pequena Teste (RS) (3 pontos)"
+        )
+        page.get_by_role("button", name="Mostrar os pontos").click()
+        page.wait_for_url("**/acessivel?municipio=4399002*")
+        assert sorted(_options(page)) == ["VP0", "VP1", "VP2"]
+        expect(page.locator("#pontos-achados")).to_have_text(
+            "3 pontos de táxi em Vila Pequena Teste (RS), na lista e no mapa abaixo."
+        )
+        page.get_by_label("Cidade", exact=True).select_option(BIG)
+        page.get_by_role("button", name="Mostrar os pontos").click()
+        page.wait_for_url("**/acessivel?municipio=4399001*")
+        options = _options(page)
+        assert len(options) == N_BIG and not any(o.startswith("VP") for o in options)
+        assert page.locator(".leaflet-interactive").count() >= N_BIG  # the city's markers
+        assert_accessible(page)
+
+    def test_unknown_city_is_said(self, web_server: Any, cities: dict[str, Any]) -> None:
+        """A city that is not in the list: 422 and a pt-BR alert."""
+        answer = httpx.get(f"{web_server.url}/acessivel", params={"municipio": "9999999"})
+        assert answer.status_code == 422
+        assert "escolha um município da lista" in answer.text and 'role="alert"' in answer.text
+
+
+class TestStandSearch:
+    @pytest.mark.parametrize("typed", ["praca sao", "PRAÇA SÃO JOÃO", "acentuacao"])
+    def test_search_ignores_case_and_accents(
+        self, page: Any, cities: dict[str, Any], typed: str
+    ) -> None:
+        """Part of the name or of the address, in any case, with or without accents, finds
+        the one stand; it comes selected, and searching near it answers."""
+        page.goto(f"/acessivel?municipio={BIG}")
+        page.get_by_label("Nome ou endereço do ponto (opcional)").fill(typed)
+        page.get_by_role("button", name="Mostrar os pontos").click()
+        page.wait_for_url("**busca=*")
+        assert _options(page) == ["CG07"]
+        assert page.locator("#ponto").input_value() == "CG07"
+        expect(page.locator("#pontos-achados")).to_contain_text("1 ponto de táxi com")
+        page.get_by_role("button", name="Buscar perto deste ponto").click()
+        expect(page.locator("#resultados h2")).to_have_text(
+            "Perto de Praça São João (ponto nº CG07)"
+        )
+
+    def test_search_excludes_other_stands_and_cities(
+        self, web_server: Any, cities: dict[str, Any]
+    ) -> None:
+        """ "Ponto Grande 1" finds 01 and 10–19 only; "Pequeno" is not in the big city."""
+        html = httpx.get(
+            f"{web_server.url}/acessivel", params={"municipio": BIG, "busca": "ponto grande 1"}
+        ).text
+        found = sorted(set(re.findall(r'<option value="(CG\d\d)"', html)))
+        assert found == [f"CG{k}" for k in range(10, 20)]
+        none = httpx.get(
+            f"{web_server.url}/acessivel", params={"municipio": BIG, "busca": "Pequeno"}
+        ).text
+        assert "Nenhum ponto de táxi com “Pequeno” em Cidade Grande Teste (RS)" in none
+        assert "VP0" not in none
+
+
+class TestPages:
+    def test_answer_comes_20_stands_a_page(self, page: Any, cities: dict[str, Any]) -> None:
+        """Near a stand of the big city (5 km): 45 stands, 20 a page, Próxima/Anterior, each
+        stand on exactly one page, nearest first; no plate anywhere."""
+        page.goto(f"/acessivel?municipio={BIG}")
+        page.get_by_label("Distância máxima").select_option("5000")
+        page.get_by_label("Perto de um ponto de táxi").select_option("CG00")
+        page.get_by_role("button", name="Buscar perto deste ponto").click()
+        expect(page.locator("#resultados h3", has_text="Pontos de táxi")).to_have_text(
+            f"Pontos de táxi: {N_BIG}"
+        )
+        seen: list[str] = []
+        for first, last in ((1, 20), (21, 40), (41, 45)):
+            expect(page.locator("#pontos-mostrando")).to_contain_text(
+                f"Mostrando {first}–{last} de {N_BIG} pontos"
+            )
+            items = page.locator(".result--stand .result__id").all_inner_texts()
+            assert len(items) == last - first + 1
+            seen += items
+            if last < N_BIG:
+                page.get_by_role("link", name="Próxima página de pontos").click()
+        assert page.get_by_role("link", name="Próxima página de pontos").count() == 0
+        assert len(set(seen)) == N_BIG
+        assert seen[0] == "(ponto nº CG00)"  # the stand searched from, at distance 0
+        assert "ACX9Z99" not in page.content()
+        assert_accessible(page)
+        save_screenshot(page, "web-acessivel-paginas.png")
+        page.get_by_role("link", name="Anterior página de pontos").click()
+        expect(page.locator("#pontos-mostrando")).to_contain_text("Mostrando 21–40 de 45")
+        assert page.locator("#municipio").input_value() == BIG  # the city kept
+
+    def test_pages_without_scripts(self, web_server: Any, cities: dict[str, Any]) -> None:
+        """Plain GETs: page 3 has the last 5 stands; past the last page, the last page; a
+        page that is not a number is said. A map point's links name its cell, not the point."""
+        base = {"ponto": "CG00", "raio": "5000"}
+        html = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "3"}).text
+        assert "Mostrando 41–45 de 45 pontos" in html and html.count("result--stand") == 5
+        beyond = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "9"}).text
+        assert "Mostrando 41–45 de 45 pontos" in beyond
+        bad = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "dois"})
+        assert bad.status_code == 422 and "&#39;pagina&#39; era &#39;dois&#39;" in bad.text
+        point = {"lat": "-29.900123", "lon": "-51.000456", "raio": "5000", "origem": "mapa"}
+        fragment = httpx.get(f"{web_server.url}/acessivel/resultados", params=point).text
+        assert "Mostrando 1–20 de" in fragment and "pagina=2" in fragment
+        assert "29.900123" not in fragment and "51.000456" not in fragment

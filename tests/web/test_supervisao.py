@@ -2,7 +2,9 @@
 taxi's device posts fixes, the 90-day supervisor status, the licensees' presence against the
 habitual-absence rule, the audited contact list, and nothing of another supervisor's stand.
 
-The module seeds its own stands (SV1 of its supervisor, SV2 of nobody here) far from S1.
+The module seeds its own stands (SV1 of its supervisor, SV2 of nobody here) far from S1, and
+SV3, whose data is all of one past day (15/03/2024, as the demo's): the page of today says so
+and links to that day; the intruders and the presence filtered by prefixo.
 """
 
 from __future__ import annotations
@@ -471,3 +473,147 @@ def test_law_quotes_are_verbatim() -> None:
         encoding="utf-8"
     )
     assert ART_49 in law and ART_50_III in law
+
+
+# --- a stand whose data is all of one past day; the filter by prefixo ----------------------
+
+SV3 = (-30.0400, -51.1900)
+OLD_DAY = dt.date(2024, 3, 15)
+
+
+@pytest.fixture(scope="module")
+def old_stand(web_engine: Engine) -> dict[str, str]:
+    """SV3 (fixo) with licensees SIM-4227 (at the stand 6 min at noon of 15/03/2024) and
+    SIM-1421 (operating elsewhere that day) and intruder INT-9 (at the stand 12:30–12:40);
+    the fixes in that day's own partition. Returns the username of SV3's supervisor."""
+    from api import accounts
+    from db.engine import session_scope
+    from db.fleet.models import Vehicle
+    from db.stands.models import ParkingLicence, Stand
+    from db.tracking.store import ensure_fix_partitions
+
+    username = f"sv3_{os.getpid()}_{secrets.token_hex(2)}"
+    noon = dt.datetime.combine(OLD_DAY, dt.time(12), tzinfo=TZ)
+    with session_scope(web_engine) as session:
+        session.add(
+            Stand(stand_id="SV3", name="Ponto Dados Antigos", capacity=3, kind="fixo",
+                  geometry=_square(*SV3))
+        )  # fmt: skip
+        for vehicle in ("SIM-4227", "SIM-1421", "INT-9"):
+            session.add(Vehicle(vehicle_id=vehicle, prefixo=vehicle))
+        session.flush()
+        session.add_all(
+            [ParkingLicence(vehicle_id=v, stand_id="SV3") for v in ("SIM-4227", "SIM-1421")]
+        )
+        conn = session.connection()
+        ensure_fix_partitions(conn, OLD_DAY - dt.timedelta(days=1), OLD_DAY + dt.timedelta(days=1))
+        minutes = [noon + dt.timedelta(minutes=m) for m in range(7)]
+        _insert_fixes(conn, "SIM-4227", SV3, minutes)
+        _insert_fixes(conn, "SIM-1421", ELSEWHERE, minutes)
+        later = noon + dt.timedelta(minutes=30)
+        _insert_fixes(conn, "INT-9", SV3, [later + dt.timedelta(minutes=m) for m in range(11)])
+        accounts.create_user(
+            session=session, username=username, password=WEB_PASSWORD, role="supervisor",
+            stand_ids=["SV3"],
+        )  # fmt: skip
+    return {"supervisor": username}
+
+
+def _presence_prefixos(page: Any) -> list[str]:
+    texts: list[str] = page.locator("table.presence tbody th").all_inner_texts()
+    return texts
+
+
+class TestLatestDay:
+    def test_empty_day_links_to_the_latest_day_with_data(
+        self, page: Any, login: Callable[..., Any], old_stand: dict[str, str]
+    ) -> None:
+        """Today has no fix: the page says so and links to 15/03/2024, where the intruder
+        (local times, 12:30–12:40) and both licensees' presence are shown."""
+        login(page, old_stand["supervisor"])
+        page.goto("/supervisao/pontos/SV3")
+        notice = page.locator("#sem-dados")
+        expect(notice).to_contain_text("Sem dados neste dia")
+        expect(notice).to_contain_text("Último dia com dados: 15/03/2024")
+        assert page.locator("#intrusos-titulo").inner_text().startswith("Intrusos hoje")
+        assert page.locator("table.presence").count() == 1  # licensed, but never seen lately
+        assert "0 de 0" in page.locator("table.presence").inner_text()
+        assert_accessible(page)
+        save_screenshot(page, "web-supervisao-sem-dados.png")
+        notice.get_by_role("link", name="ver 15/03/2024").click()
+        page.wait_for_url("**/supervisao/pontos/SV3?ate=2024-03-15")
+        assert page.locator("#sem-dados").count() == 0
+        expect(page.locator("#intrusos-titulo")).to_have_text("Intrusos em 15/03/2024")
+        row = page.locator("#intrusos-titulo + p + table tbody tr")
+        assert row.count() == 1
+        cells = row.first.inner_text()
+        assert "INT-9" in cells and "12:30" in cells and "12:40" in cells  # not 15:30 (UTC)
+        assert "horário de Brasília" in page.locator("#intrusos-titulo + p + table").inner_text()
+        assert sorted(_presence_prefixos(page)) == ["SIM-1421", "SIM-4227"]
+        presence = page.locator("table.presence").inner_text()
+        assert "1 de 1 (100%)" in presence and "0 de 1 (0%)" in presence
+        expect(page.locator("#presenca-titulo")).to_contain_text("até 15/03/2024")
+        save_screenshot(page, "web-supervisao-ultimo-dia.png")
+
+    def test_recent_stand_links_to_yesterday(self, supervisor: httpx.Client) -> None:
+        """SV1's licensee was last seen yesterday: today's page links to yesterday."""
+        yesterday = dt.datetime.now(TZ).date() - dt.timedelta(days=1)
+        html = supervisor.get("/supervisao/pontos/SV1").text
+        assert f"Último dia com dados: {yesterday:%d/%m/%Y}" in html
+        assert f"?ate={yesterday.isoformat()}" in html
+        on_day = supervisor.get("/supervisao/pontos/SV1", params={"ate": yesterday.isoformat()})
+        assert "Sem dados neste dia" not in on_day.text
+
+    def test_latest_fix_day_reads_partitions_and_default(self, web_engine: Engine) -> None:
+        """The latest local day up to a day: from a daily partition, from the DEFAULT
+        partition (a day without its own), or None."""
+        from sqlalchemy.orm import Session
+
+        from api.web.supervisor import latest_fix_day
+
+        stray = dt.datetime(2023, 7, 1, 23, 30, tzinfo=dt.UTC)  # 20:30 local, 01/07/2023
+        with web_engine.begin() as conn:
+            _insert_fixes(conn, "INT-9", ELSEWHERE, [stray])
+        with Session(web_engine) as session:
+
+            def day(ids: list[str], until: dt.date) -> dt.date | None:
+                return latest_fix_day(
+                    session=session, vehicle_ids=ids, until=until, timezone="America/Sao_Paulo"
+                )
+
+            assert day(["SIM-4227", "SIM-1421"], dt.date(2026, 1, 1)) == OLD_DAY
+            assert day(["INT-9"], dt.date(2024, 3, 14)) == dt.date(2023, 7, 1)
+            assert day(["INT-9"], dt.date(2023, 6, 30)) is None
+            assert day(["NINGUEM"], dt.date(2026, 1, 1)) is None
+            assert day([], dt.date(2026, 1, 1)) is None
+
+
+class TestPrefixoFilter:
+    def test_part_of_a_prefixo_any_case(
+        self, page: Any, login: Callable[..., Any], old_stand: dict[str, str]
+    ) -> None:
+        """ "4227" keeps SIM-4227 alone in the presence and says the intruder left out;
+        "int" (lower case) keeps the intruder INT-9 and no licensee."""
+        login(page, old_stand["supervisor"])
+        page.goto("/supervisao/pontos/SV3?ate=2024-03-15")
+        page.get_by_label("Prefixo (ou parte dele)").fill("4227")
+        page.get_by_role("button", name="Ver", exact=True).click()
+        page.wait_for_url("**prefixo=4227*")
+        assert _presence_prefixos(page) == ["SIM-4227"]
+        assert "SIM-1421" not in page.locator("main").inner_text()
+        expect(page.locator("#intrusos-titulo + p + p")).to_have_text(
+            "Nenhum intruso com “4227” neste dia (1 no total)."
+        )
+        assert page.get_by_label("Dia", exact=True).input_value() == "2024-03-15"
+        assert_accessible(page)
+        save_screenshot(page, "web-supervisao-prefixo.png")
+        page.get_by_label("Prefixo (ou parte dele)").fill("int")
+        page.get_by_role("button", name="Ver", exact=True).click()
+        page.wait_for_url("**prefixo=int*")
+        assert "INT-9" in page.locator("#intrusos-titulo + p + table").inner_text()
+        assert page.locator("table.presence").count() == 0
+        expect(page.locator("#presenca-titulo ~ p").last).to_contain_text(
+            "Nenhum prefixo licenciado com “int”"
+        )
+        page.get_by_role("link", name="Mostrar todos").click()
+        assert sorted(_presence_prefixos(page)) == ["SIM-1421", "SIM-4227"]
