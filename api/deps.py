@@ -1,20 +1,30 @@
-"""``Annotated`` dependencies of the routes: settings, database session, callers and roles."""
+"""``Annotated`` dependencies of the routes: settings, database session, callers and roles.
+
+:func:`single_values` (on every route, :func:`api.main.create_app`) refuses a query or form
+parameter sent more than once where the route declares one value: 422, nothing run.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from ipaddress import IPv4Network, IPv6Network, ip_address
-from typing import Annotated, TypeVar
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, params
 from fastapi.concurrency import run_in_threadpool
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer, OAuth2PasswordBearer
+from pydantic import BaseModel
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
+from starlette.requests import HTTPConnection
 
 from api import accounts
 from api._errors import (
@@ -318,3 +328,116 @@ async def public_query(request: Request, query: Callable[..., _T], *args: object
     engine: Engine = request.app.state.engine
     async with gate.slot():
         return await run_in_threadpool(_in_session, engine, query, *args)
+
+
+# --- parameters sent more than once ----------------------------------------------------------
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _is_list(annotation: Any) -> bool:
+    """Whether a parameter's type takes several values (``list[str] | None``, ``set[int]``…)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _is_list(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return any(_is_list(a) for a in get_args(annotation))
+    kind = origin or annotation
+    if not isinstance(kind, type) or issubclass(kind, str | bytes):
+        return False
+    return issubclass(kind, Sequence | AbstractSet)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """Return the model of a parameter declared as one (``Annotated[Model, Query()]``), or None."""
+    if get_origin(annotation) in (Union, UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = args[0] if len(args) == 1 else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _single_names(fields: Sequence[Any]) -> set[str]:
+    """Names (aliases) of the declared fields that take one value, models' fields expanded."""
+    names: set[str] = set()
+    for field in fields:
+        info = field.field_info
+        model = _model_of(info.annotation)
+        if model is not None:
+            names |= {
+                f.alias or name
+                for name, f in model.model_fields.items()
+                if not _is_list(f.annotation)
+            }
+        elif not _is_list(info.annotation):
+            names.add(field.alias)
+    return names
+
+
+def single_value_params(dependant: Dependant) -> tuple[set[str], set[str]]:
+    """Return the query and the form parameters a route's dependency tree declares as one value.
+
+    List parameters (``list[str]``: ``?tipo=a&tipo=b``) are left out: they may repeat.
+    """
+    query: list[Any] = []
+    form: list[Any] = []
+    pending = [dependant]
+    while pending:
+        current = pending.pop()
+        query.extend(current.query_params)
+        form.extend(f for f in current.body_params if isinstance(f.field_info, params.Form))
+        pending.extend(current.dependencies)
+    return _single_names(query), _single_names(form)
+
+
+def _repeated(items: Sequence[tuple[str, Any]]) -> dict[str, list[Any]]:
+    values: dict[str, list[Any]] = {}
+    for key, value in items:
+        values.setdefault(key, []).append(value)
+    return {k: v for k, v in values.items() if len(v) > 1}
+
+
+def _repeat_error(place: str, name: str, values: list[Any]) -> dict[str, Any]:
+    noun = "parâmetro" if place == "query" else "campo"
+    message = f"enviado {len(values)} vezes; este {noun} aceita um só valor"
+    shown = [v if isinstance(v, str) else "(arquivo)" for v in values]
+    return {
+        "type": "value_error",
+        "loc": (place, name),
+        "msg": message,
+        "input": shown,
+        "ctx": {"error": message},
+    }
+
+
+async def single_values(conn: HTTPConnection) -> None:
+    """Refuse a query or form parameter sent more than once that the route takes as one value.
+
+    FastAPI (as Starlette's ``get``) keeps the last of repeated values: ``?status=a&status=b``
+    would be read as ``b``, and a form with two ``motivo`` fields would store the second
+    unseen. Raises a :class:`RequestValidationError` naming each (the JSON 422, or the
+    console's pt-BR page for a browser) before the route's other dependencies and handler run,
+    so nothing is stored. Parameters declared as lists may repeat; an undeclared one is not
+    read, so not checked. Cheap when nothing repeats: the route is inspected only then.
+    """
+    repeated = {"query": _repeated(conn.query_params.multi_items())}
+    content_type = conn.headers.get("content-type", "")
+    route = conn.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    request = conn if isinstance(conn, Request) else None
+    has_form = request is not None and content_type.startswith(FORM_TYPES)
+    if not isinstance(dependant, Dependant) or not (repeated["query"] or has_form):
+        return
+    single_query, single_form = single_value_params(dependant)
+    if request is not None and has_form and single_form:
+        form = await request.form()  # parsed already for the route's fields: the same object
+        repeated["body"] = _repeated(form.multi_items())
+    errors = [
+        _repeat_error(place, name, values)
+        for place, names in (("query", single_query), ("body", single_form))
+        for name, values in repeated.get(place, {}).items()
+        if name in names
+    ]
+    if errors:
+        raise RequestValidationError(errors)

@@ -1,6 +1,7 @@
 """The FastAPI application: mounts one router per area, the error handlers and the rate limiter.
 
-Mounting another area is one line in :data:`ROUTERS`.
+Mounting another area is one line in :data:`ROUTERS`. Every route refuses a parameter it
+takes as one value sent more than once (:func:`api.deps.single_values`).
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from sqlalchemy import Engine
+from starlette.responses import Response
 
 from api import redact
 from api.accounts import DevicePrincipal
-from api.deps import DbGate
+from api.deps import DbGate, single_values
 from api.errors import install_error_handlers
 from api.headers import SecurityHeaders
 from api.limits import BodyLimitMiddleware, BodyTimeoutMiddleware
@@ -23,6 +26,7 @@ from api.ratelimit import RateLimiter, TtlCache
 from api.routes.maps import PageCache
 from api.schemas import add_body_errors, error_responses
 from api.settings import Settings, get_settings, proxy_networks
+from api.web.auth import SESSION_COOKIE, remember_viewer
 from api.web.pages import install as install_web
 from api.web.pages import refusal_page, validation_page
 
@@ -70,6 +74,18 @@ API do Pontual: pontos de táxi e licenças, frota, ocupação, achados, mapas; 
 GPS (lote JSON e protocolo OsmAnd); consultas públicas para cidadãos (táxis acessíveis e pontos
 próximos, sem dados pessoais). Erros: corpo `{"error": {"code", "message", ...}}`.
 """
+
+
+def _validation_page(request: Request, exc: RequestValidationError) -> Response | None:
+    """Return the console's 422 page (:func:`api.web.pages.validation_page`), or None.
+
+    The session and the way back are put on ``request.state`` first (a request may be refused
+    before its route looked the session up): the page offers a logged-in user the way back,
+    the login only to a visitor.
+    """
+    if request.cookies.get(SESSION_COOKIE):
+        remember_viewer(request)
+    return validation_page(request, exc)
 
 
 def _engine_for(settings: Settings, database_url: str | None) -> Engine:
@@ -135,6 +151,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served by api.routes.docs with vendored Swagger UI (no CDN)
         redoc_url=None,
+        dependencies=[Depends(single_values)],  # ?a=1&a=2 on a single-valued `a`: 422
     )
     app.state.settings = settings
     app.state.engine = engine if engine is not None else _engine_for(settings, database_url)
@@ -148,7 +165,7 @@ def create_app(
     app.state.public_db = DbGate(PUBLIC_DB_SLOTS, wait_s=PUBLIC_DB_WAIT_S, queue=PUBLIC_DB_QUEUE)
     app.state.citizen_map = PageCache(ttl_s=CITIZEN_MAP_TTL_S)
     install_web(app)  # static files, the console's error pages
-    install_error_handlers(app, validation_page=validation_page)
+    install_error_handlers(app, validation_page=_validation_page)
     app.add_middleware(BodyTimeoutMiddleware, read_timeout_s=settings.body_read_timeout_s)
     app.add_middleware(
         BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes, page=refusal_page

@@ -28,7 +28,8 @@ class QueueFilters:
     """Filters of the queue; None leaves a filter out.
 
     ``since`` and ``until`` bound ``committed_at`` (``since <= committed_at < until``, UTC);
-    ``min_confidence`` is in [0, 1].
+    ``min_confidence`` is in [0, 1]; ``vehicle_id`` matches any prefixo containing it (case
+    and surrounding spaces ignored).
     """
 
     kind: str | None = None
@@ -73,8 +74,8 @@ def _where(filters: QueueFilters) -> list[ColumnElement[bool]]:
     if filters.stand_id is not None:
         where.append(Proposal.document["stand_id"].astext == filters.stand_id)
     if filters.vehicle_id is not None:
-        # as typed: "sim-4227" finds SIM-4227
-        where.append(func.upper(Proposal.vehicle_id) == filters.vehicle_id.strip().upper())
+        # part of the prefixo, as typed: " 4227 " finds SIM-4227; % and _ are plain characters
+        where.append(Proposal.vehicle_id.icontains(filters.vehicle_id.strip(), autoescape=True))
     if filters.since is not None:
         where.append(Proposal.committed_at >= filters.since)
     if filters.until is not None:

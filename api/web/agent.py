@@ -30,11 +30,12 @@ from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 import shapely
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
 from geoalchemy2.shape import to_shape
 from markupsafe import Markup
+from pydantic import BaseModel, Field
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 from starlette.responses import Response
@@ -52,7 +53,7 @@ from api.proposal_queue import (
 )
 from api.routes.proposals import DOCUMENT_PERSONAL_FIELDS
 from api.web import formats as fmt
-from api.web.auth import WebSession, require_web_roles, safe_next
+from api.web.auth import MAX_NEXT_LENGTH, WebSession, require_web_roles, safe_next
 from api.web.pages import error_page
 from api.web.templating import render
 from db.enforcement import workflow
@@ -105,11 +106,19 @@ REPLAY_MAX = 100
 MAX_FIX_ROWS = 300
 """At most this many fixes of a finding in its table (all are on the map)."""
 MAX_TEXT = 2000
-"""Longest answer, reason or grounds a form accepts (characters)."""
+"""Longest answer, reason or grounds a form accepts (characters; 422 page above it)."""
+MAX_CHOICE = 40
+"""Longest value of a field chosen from a list (a pontuação, a decision)."""
+MUNICIPALITY_CODE = 7
+"""An IBGE municipality code: seven digits."""
 MIN_REASON = 3
 """Shortest grounds of a defence's decision or a final decision (as the API)."""
 MIN_DISMISS_REASON = 15
 """Shortest reason of a dismissal: an audited decision not to fine, so a sentence, not a word."""
+FILTER_TEXT = 64
+"""Longest text filter (a kind, a state, a stand, a vehicle) the queue and the alerts read."""
+FILTER_VALUE = 40
+"""Longest date, percentage, page number or instant of the filters."""
 EVENT_STREAM = "text/event-stream"
 
 STATUS_NAMES = {s: STATUS_LABELS.get(s, s).split(" (")[0] for s in STATUSES}
@@ -307,8 +316,11 @@ async def alerts_page(
     request: Request,
     web: AgentUser,
     session: SessionDep,
-    pagina: str | None = None,
-    desde: str | None = None,
+    pagina: Annotated[str | None, Query(max_length=FILTER_VALUE)] = None,
+    desde: Annotated[str | None, Query(max_length=FILTER_VALUE)] = None,
+    tipo: Annotated[str | None, Query(max_length=FILTER_TEXT)] = None,
+    veiculo: Annotated[str | None, Query(max_length=FILTER_TEXT)] = None,
+    ponto: Annotated[str | None, Query(max_length=FILTER_TEXT)] = None,
 ) -> Response:
     """Show every alert, newest first, filtered and paged.
 
@@ -320,7 +332,7 @@ async def alerts_page(
         return _alert_stream(request, web, last_id=last, since=_since(desde))
     page = _page_number(pagina)
     zone = _zone(request)
-    params = {k: request.query_params.get(k) for k in ALERT_PARAMS}
+    params = {"tipo": tipo, "veiculo": veiculo, "ponto": ponto}
     filters, errors = parse_queue_filters(params, zone)
 
     def listed(page: int) -> tuple[list[dict[str, Any]], int]:
@@ -712,8 +724,8 @@ def generate(
     request: Request,
     web: AgentUser,
     session: SessionDep,
-    municipio: Annotated[str, Form()] = "",
-    volta: Annotated[str, Form()] = "",
+    municipio: Annotated[str, Form(max_length=MUNICIPALITY_CODE)] = "",
+    volta: Annotated[str, Form(max_length=MAX_NEXT_LENGTH)] = "",
 ) -> Response:
     """Propose for the stored findings no proposal of the municipality covers yet."""
     back = safe_next(volta) or "/fiscal/propostas"
@@ -808,6 +820,20 @@ def parse_queue_filters(
 QUEUE_PARAMS = ("tipo", "situacao", "ponto", "veiculo", "de", "ate", "confianca")
 
 
+class QueueQuery(BaseModel):
+    """The queue's query parameters (read by :func:`queue_context`; each a single value)."""
+
+    tipo: str | None = Field(None, max_length=FILTER_TEXT)
+    situacao: str | None = Field(None, max_length=FILTER_TEXT)
+    ponto: str | None = Field(None, max_length=FILTER_TEXT)
+    veiculo: str | None = Field(None, max_length=FILTER_TEXT)
+    de: str | None = Field(None, max_length=FILTER_VALUE)
+    ate: str | None = Field(None, max_length=FILTER_VALUE)
+    confianca: str | None = Field(None, max_length=FILTER_VALUE)
+    pagina: str | None = Field(None, max_length=FILTER_VALUE)
+    desde: str | None = Field(None, max_length=FILTER_VALUE)
+
+
 def queue_context(
     session: Session, params: Mapping[str, str | None], zone: ZoneInfo
 ) -> dict[str, Any]:
@@ -883,10 +909,14 @@ def queue_context(
 
 
 @router.get("/fiscal/propostas", name="web_agent_queue")
-def queue(request: Request, web: AgentUser, session: SessionDep) -> Response:
+def queue(
+    request: Request,
+    web: AgentUser,
+    session: SessionDep,
+    query: Annotated[QueueQuery, Query()],
+) -> Response:
     """Show the proposals queue: filters, counts per status and kind, pages, keyboard triage."""
-    params = {k: request.query_params.get(k) for k in (*QUEUE_PARAMS, "pagina", "desde")}
-    context = queue_context(session, params, _zone(request))
+    context = queue_context(session, query.model_dump(), _zone(request))
     return render(
         request,
         "fiscal/fila.html",
@@ -1013,6 +1043,7 @@ def proposal_context(
         ],
         "no_auto": NO_AUTO if p.status == "descartada" else None,
         "min_dismiss_reason": MIN_DISMISS_REASON,
+        "max_text": MAX_TEXT,
         "draft": is_draft({"status": p.status, "auto_number": p.auto_number}),
         "period_end": _period_end_form(p, zone),
         "values": dict(form_values or {}),
@@ -1177,12 +1208,12 @@ def _sentence(message: str) -> str:
 
 
 def _text_field(value: str, *, label: str, minimum: int) -> str | None:
-    """Return the pt-BR error of a free-text answer, or None."""
-    size = len(value.strip())
-    if size < minimum:
+    """Return the pt-BR error of a free-text answer too short, or None.
+
+    Its longest length is the form model's (``Form(max_length=MAX_TEXT)``: the 422 page).
+    """
+    if len(value.strip()) < minimum:
         return f"{label}: escreva ao menos {minimum} caracteres."
-    if len(value) > MAX_TEXT:
-        return f"{label}: no máximo {MAX_TEXT} caracteres (foram {len(value)})."
     return None
 
 
@@ -1192,8 +1223,8 @@ def confirm(
     proposal_id: str,
     web: AgentUser,
     session: SessionDep,
-    resposta_excecao: Annotated[str, Form()] = "",
-    pontuacao: Annotated[str, Form()] = "",
+    resposta_excecao: Annotated[str, Form(max_length=MAX_TEXT)] = "",
+    pontuacao: Annotated[str, Form(max_length=MAX_CHOICE)] = "",
 ) -> Response:
     """Confirm: the agent issues the auto, answering the rule's exception and its pontuação."""
     values = {"resposta_excecao": resposta_excecao, "pontuacao": pontuacao}
@@ -1216,8 +1247,6 @@ def confirm(
                 f"(“{rule.exception.excerpt}”) antes de confirmar: {rule.exception.question} "
                 f"Escreva por que ela não se aplica (ao menos {workflow.MIN_ANSWER_CHARS} "
                 "caracteres). Se a exceção se aplica, descarte a proposta."
-                if not resposta_excecao.strip() or len(resposta_excecao) <= MAX_TEXT
-                else problem
             )
     if rule is not None and rule.pontuacao_choices and pontuacao not in rule.pontuacao_choices:
         checks["pontuacao"] = (
@@ -1249,11 +1278,11 @@ def dismiss(
     proposal_id: str,
     web: AgentUser,
     session: SessionDep,
-    motivo: Annotated[str, Form()] = "",
+    motivo: Annotated[str, Form(max_length=MAX_TEXT)] = "",
 ) -> Response:
     """Dismiss the proposal, with the agent's reason (required, a sentence)."""
     problem = _text_field(motivo, label="Motivo do descarte", minimum=MIN_DISMISS_REASON)
-    if problem and len(motivo) <= MAX_TEXT:
+    if problem:
         problem = (
             f"Motivo do descarte: escreva ao menos {MIN_DISMISS_REASON} caracteres. O descarte "
             "é uma decisão registrada na auditoria: diga por que a proposta não procede."
@@ -1306,8 +1335,8 @@ def decide(
     proposal_id: str,
     web: AgentUser,
     session: SessionDep,
-    decisao: Annotated[str, Form()] = "",
-    fundamentacao: Annotated[str, Form()] = "",
+    decisao: Annotated[str, Form(max_length=MAX_CHOICE)] = "",
+    fundamentacao: Annotated[str, Form(max_length=MAX_TEXT)] = "",
 ) -> Response:
     """Decide the defence: accepted (deferida) or rejected (indeferida), with the grounds."""
     checks: dict[str, str] = {}
@@ -1340,7 +1369,7 @@ def finalize(
     proposal_id: str,
     web: AgentUser,
     session: SessionDep,
-    fundamentacao: Annotated[str, Form()] = "",
+    fundamentacao: Annotated[str, Form(max_length=MAX_TEXT)] = "",
     fim_prazo: Annotated[str, Form(max_length=40)] = "",
 ) -> Response:
     """Record the final decision (no administrative appeal left), with its grounds.

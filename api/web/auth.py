@@ -22,6 +22,10 @@ Pages
     :func:`require_web_roles` lets the listed roles through; an anonymous visitor is sent to the
     login with ``next`` (kept only when it is a path of this site, :func:`safe_next`), a
     logged-in user of another role gets a 403 page.
+Error pages
+    :func:`remember_viewer` puts who is asking (:data:`VIEWER_STATE`) and the page they came
+    from (:data:`BACK_STATE`) on ``request.state`` for a page rendered without the session
+    (the 422 page, :func:`back_path`): ``erro.html`` then offers the way back, not the login.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from typing import Annotated
 from urllib.parse import urlsplit
 
 from fastapi import Depends, Request, Response
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+from starlette.routing import Match
 
 from api import accounts
 from api.accounts import Principal
@@ -52,6 +59,10 @@ LOGIN_PATH = "/entrar"
 LOGOUT_PATH = "/sair"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_NEXT_LENGTH = 2000
+VIEWER_STATE = "web_viewer"
+"""``request.state`` attribute: the request's valid :class:`WebSession`, or None."""
+BACK_STATE = "web_back"
+"""``request.state`` attribute: the page a refused request came from (:func:`back_path`)."""
 _CSRF_LABEL = b"pontual-web-csrf-v1"
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
@@ -82,10 +93,12 @@ class WebSession:
 def web_session(request: Request, session: SessionDep) -> WebSession | None:
     """Return the session of the request's cookie if it is valid, else None."""
     token = request.cookies.get(SESSION_COOKIE)
-    if not token:
-        return None
-    principal = accounts.principal_for_token(session=session, token=token)
-    return None if principal is None else WebSession(principal=principal, token=token)
+    web = None
+    if token:
+        principal = accounts.principal_for_token(session=session, token=token)
+        web = None if principal is None else WebSession(principal=principal, token=token)
+    setattr(request.state, VIEWER_STATE, web)
+    return web
 
 
 OptionalWebSession = Annotated[WebSession | None, Depends(web_session)]
@@ -169,6 +182,58 @@ def safe_next(value: str | None) -> str | None:
     if parts.scheme or parts.netloc or parts.path in (LOGIN_PATH, LOGOUT_PATH):
         return None
     return value
+
+
+_ANY_SEGMENT = "~"
+"""A path segment no page is named by: a GET route matching it takes any value there."""
+
+
+def _has_page(request: Request, path: str) -> bool:
+    """Tell whether a GET of ``path`` reaches a route of the app."""
+    scope = {
+        "type": "http",
+        "path": path,
+        "method": "GET",
+        "root_path": request.scope.get("root_path", ""),
+        "query_string": b"",
+        "headers": [],
+    }
+    return any(route.matches(scope)[0] == Match.FULL for route in request.app.router.routes)
+
+
+def back_path(request: Request) -> str | None:
+    """Return the page a refused request came from, by its path, or None.
+
+    The browser sends no ``Referer`` (``Referrer-Policy: no-referrer``), so: for a GET, its
+    page without the query; for a form, the page of its own path (a list's create form) or,
+    when that path is a step (``…/descartar``) or names a record, the nearest page above it.
+    """
+    path = request.url.path.rstrip("/") or "/"
+    if request.method in SAFE_METHODS:
+        return path if _has_page(request, path) else None
+    parent, _, last = path.rpartition("/")
+    if last and not _has_page(request, f"{parent}/{_ANY_SEGMENT}") and _has_page(request, path):
+        return path
+    while parent:
+        if _has_page(request, parent):
+            return parent
+        parent = parent.rpartition("/")[0]
+    return None
+
+
+def remember_viewer(request: Request) -> WebSession | None:
+    """Put the request's session and its way back on ``request.state``; return the session.
+
+    The session as :func:`web_session` found it, else looked up (a request refused before its
+    route's dependencies ran). For a page rendered without ``web`` (``erro.html``).
+    """
+    if not hasattr(request.state, VIEWER_STATE):
+        engine: Engine = request.app.state.engine
+        with Session(engine) as session:
+            web_session(request, session)
+    setattr(request.state, BACK_STATE, back_path(request))
+    web: WebSession | None = getattr(request.state, VIEWER_STATE)
+    return web
 
 
 def is_https(request: Request) -> bool:

@@ -472,3 +472,101 @@ def test_screenshots(
     if shot.locator("#mapa").count():
         expect(shot.locator("#mapa .leaflet-interactive").first).to_be_attached()
     save_screenshot(shot, name)
+
+
+# --- the forms' limits, the 422 page's way back, a field sent twice -----------------------------
+
+
+def _fresh_proposal(engine: Engine) -> str:
+    """A proposal to review of a vehicle of its own (a tracking gap)."""
+    from web_fiscal import tracking_gap_finding
+
+    finding = tracking_gap_finding(
+        vehicle_id=f"LIM{secrets.token_hex(3).upper()}",
+        started_at=dt.datetime(2026, 9, 3, 15, tzinfo=dt.UTC),
+    )
+    return store_and_propose(engine, [finding])[finding["finding_id"]]
+
+
+def _status_and_audit(engine: Engine, proposal_id: str) -> tuple[Any, ...]:
+    with engine.connect() as conn:
+        status = conn.execute(
+            text("SELECT status, dismissed_reason FROM proposals WHERE proposal_id = :p"),
+            {"p": proposal_id},
+        ).one()
+        audit = conn.execute(text("SELECT count(*) FROM audit_log")).scalar_one()
+    return (*status, audit)
+
+
+class TestFormLimits:
+    def test_text_fields_carry_their_maxlength(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """The exception's answer and the dismissal's reason stop at 2,000 characters as typed
+        (the browser keeps 2,000 of 2,500); the queue's text filters at 64."""
+        proposal = _fresh_proposal(web_engine)
+        login(page, "agent")
+        page.goto(f"/fiscal/propostas/{proposal}")
+        reason = page.locator("#motivo")
+        expect(reason).to_have_attribute("maxlength", "2000")
+        reason.fill("a" * 2500)
+        assert len(reason.input_value()) == 2000
+        page.goto("/fiscal/propostas")
+        expect(page.get_by_label("Veículo (prefixo)")).to_have_attribute("maxlength", "64")
+        expect(page.get_by_label("Ponto (código)")).to_have_attribute("maxlength", "64")
+
+    def test_over_long_reason_is_the_page_with_the_way_back(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """In Chromium, a 5,000-character reason (maxlength removed) is the pt-BR 422 page
+        naming 'Motivo' and its limit, with a link back to the proposal and none to the login;
+        nothing stored. The link goes back to the form."""
+        proposal = _fresh_proposal(web_engine)
+        login(page, "agent")
+        page.goto(f"/fiscal/propostas/{proposal}")
+        page.eval_on_selector("#motivo", "e => e.removeAttribute('maxlength')")
+        page.locator("#motivo").fill("a" * 5000)
+        before = _status_and_audit(web_engine, proposal)
+        page.on("dialog", lambda dialog: dialog.accept())  # "Descartar a proposta …?"
+        with page.expect_navigation():
+            page.get_by_role("button", name="Descartar", exact=True).click()
+        assert page.title().startswith("Dados não aceitos")
+        body = page.locator("main").inner_text()
+        assert "Motivo: no máximo 2000 caracteres (foram enviados 5.000)." in body
+        expect(page.get_by_role("link", name="Ir para a página de entrada")).to_have_count(0)
+        assert _status_and_audit(web_engine, proposal) == before
+        page.get_by_role("link", name="Voltar e corrigir").click()
+        page.wait_for_url(f"**/fiscal/propostas/{proposal}")
+        expect(page.locator("#motivo")).to_be_visible()
+
+    def test_two_reasons_in_one_form_are_refused(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """A dismissal form given a second ``motivo`` field (as a tampered page would send):
+        the 422 page naming 'Motivo', sent twice; the proposal still to review."""
+        proposal = _fresh_proposal(web_engine)
+        login(page, "agent")
+        page.goto(f"/fiscal/propostas/{proposal}")
+        page.locator("#motivo").fill("Motivo visível, longo o bastante.")
+        page.eval_on_selector(
+            "#descartar form",
+            """form => {
+                const extra = document.createElement('input');
+                extra.type = 'hidden';
+                extra.name = 'motivo';
+                extra.value = 'Outro motivo, escondido no formulário.';
+                form.appendChild(extra);
+            }""",
+        )
+        before = _status_and_audit(web_engine, proposal)
+        page.on("dialog", lambda dialog: dialog.accept())
+        with page.expect_navigation():
+            page.get_by_role("button", name="Descartar", exact=True).click()
+        assert page.title().startswith("Dados não aceitos")
+        body = page.locator("main").inner_text()
+        assert "Motivo: enviado 2 vezes; este campo aceita um só valor." in body
+        expect(page.get_by_role("link", name="Voltar à sua página inicial")).to_have_attribute(
+            "href", "/painel"
+        )
+        assert _status_and_audit(web_engine, proposal) == before
+        assert before[0] == "proposta"

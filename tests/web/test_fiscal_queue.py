@@ -245,3 +245,85 @@ class TestKeyboard:
         field.type("jc")
         expect(field).to_have_value("jc")
         expect(page.locator("#fila tr.is-current")).to_have_count(0)
+
+
+@pytest.fixture(scope="module")
+def prefixes(web_engine: Engine) -> dict[str, Any]:
+    """One tracking gap each of ``SIM-<6 digits>``, ``P%<hex>`` and ``U_<hex>`` (their
+    proposals), and a detour of the SIM vehicle."""
+    digits = f"{secrets.randbelow(900_000) + 100_000}"
+    tag = secrets.token_hex(3).upper()
+    names = {"sim": f"SIM-{digits}", "pct": f"P%{tag}", "und": f"U_{tag}"}
+    gaps = {
+        key: tracking_gap_finding(vehicle_id=name, started_at=BASE + dt.timedelta(days=20))
+        for key, name in names.items()
+    }
+    detour = longer_route_finding(vehicle_id=names["sim"], started_at=BASE + dt.timedelta(days=21))
+    made = store_and_propose(web_engine, [*gaps.values(), detour])
+    return {
+        "digits": digits,
+        "tag": tag,
+        **names,
+        **{f"{key}_gap": made[f["finding_id"]] for key, f in gaps.items()},
+        "sim_detour": made[detour["finding_id"]],
+    }
+
+
+class TestVehiclePart:
+    def _listed(self, agent: httpx.Client, veiculo: str, **params: str) -> list[str]:
+        page = agent.get("/fiscal/propostas", params={"veiculo": veiculo, "situacao": "", **params})
+        assert page.status_code == 200
+        return _rows(page.text)
+
+    def test_part_of_the_prefixo_finds_it(
+        self, agent: httpx.Client, prefixes: dict[str, Any]
+    ) -> None:
+        """The digits of SIM-<digits> alone, or a part typed in lower case between spaces, find
+        its two proposals (newest first), and no other vehicle's."""
+        want = [prefixes["sim_detour"], prefixes["sim_gap"]]
+        assert self._listed(agent, prefixes["digits"]) == want
+        assert self._listed(agent, f"  sim-{prefixes['digits'][:4]} ") == want
+        assert self._listed(agent, prefixes["digits"][1:5]) == want
+
+    def test_like_wildcards_are_plain_characters(
+        self, agent: httpx.Client, prefixes: dict[str, Any]
+    ) -> None:
+        """'%' finds only the prefixo with a '%' in it (not every proposal), '_' the one with
+        an '_' (not any character), and 'P%' + tag exactly that vehicle."""
+        assert self._listed(agent, "%") == [prefixes["pct_gap"]]
+        underscore = self._listed(agent, "_")
+        assert prefixes["und_gap"] in underscore
+        assert prefixes["sim_gap"] not in underscore and prefixes["pct_gap"] not in underscore
+        assert self._listed(agent, f"p%{prefixes['tag'].lower()}") == [prefixes["pct_gap"]]
+        assert self._listed(agent, f"P_{prefixes['tag']}") == []
+
+    @pytest.mark.parametrize(
+        ("params", "expected"),
+        [
+            ({"tipo": "tracking_gap"}, ["sim_gap"]),
+            ({"tipo": "longer_route"}, ["sim_detour"]),
+            ({"situacao": "confirmada"}, []),
+            ({"de": "2026-10-26"}, ["sim_detour"]),
+            ({"ate": "2026-10-25"}, ["sim_gap"]),
+        ],
+        ids=lambda v: str(v),
+    )
+    def test_other_filters_still_combine(
+        self,
+        agent: httpx.Client,
+        prefixes: dict[str, Any],
+        params: dict[str, str],
+        expected: list[str],
+    ) -> None:
+        """A part of the prefixo with a kind, a state or a date: only what meets them all."""
+        listed = self._listed(agent, prefixes["digits"], **params)
+        assert listed == [prefixes[key] for key in expected]
+
+    def test_counts_follow_the_part(self, agent: httpx.Client, prefixes: dict[str, Any]) -> None:
+        """The facets count the proposals of the part typed: 2 in all, 1 detour."""
+        page = agent.get(
+            "/fiscal/propostas", params={"veiculo": prefixes["digits"], "situacao": ""}
+        ).text
+        assert ">Todas as situações: 2<" in page
+        assert ">Percurso mais longo: 1<" in page
+        assert ">Falha de rastreamento: 1<" in page

@@ -185,3 +185,186 @@ def test_over_long_name_through_the_real_form(
             text("SELECT count(*) FROM drivers WHERE driver_id = :d"), {"d": driver_id}
         ).scalar_one()
     assert found == 0
+
+
+# --- the Fiscalização forms -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def proposal(web_engine: Engine) -> str:
+    """A proposal to review (a tracking gap of a vehicle of its own)."""
+    import datetime as dt
+
+    from web_fiscal import store_and_propose, tracking_gap_finding
+
+    finding = tracking_gap_finding(
+        vehicle_id=unique("VALF"), started_at=dt.datetime(2026, 9, 1, 15, tzinfo=dt.UTC)
+    )
+    return store_and_propose(web_engine, [finding])[finding["finding_id"]]
+
+
+def proposal_state(engine: Engine, proposal_id: str) -> tuple[Any, ...]:
+    """What a step would change: the status, the auto, the reason, the document, the audit."""
+    with engine.connect() as conn:
+        row = conn.execute(
+            text(
+                "SELECT status, auto_number, dismissed_reason, document::text FROM proposals "
+                "WHERE proposal_id = :p"
+            ),
+            {"p": proposal_id},
+        ).one()
+        audit = conn.execute(text("SELECT count(*) FROM audit_log")).scalar_one()
+        proposals = conn.execute(text("SELECT count(*) FROM proposals")).scalar_one()
+    return (*row, audit, proposals)
+
+
+AGENT_FORMS = {
+    "resposta_excecao": ("confirmar", "Resposta à exceção", 2000),
+    "pontuacao": ("confirmar", "Pontuação", 40),
+    "motivo": ("descartar", "Motivo", 2000),
+    "decisao": ("decidir", "Decisão", 40),
+    "fundamentacao": ("decidir", "Fundamentação", 2000),
+    "fundamentacao ": ("finalizar", "Fundamentação", 2000),
+    "municipio": ("gerar", "Município", 7),
+    "volta": ("gerar", "Retorno", 2000),
+}
+"""Each field of the agent's forms without a limit before: its form, label and limit."""
+
+
+class TestAgentForms:
+    @pytest.mark.parametrize("field", list(AGENT_FORMS))
+    def test_over_long_field_is_the_page_and_nothing_stored(
+        self, client: TestClient, web_engine: Engine, proposal: str, field: str
+    ) -> None:
+        """A 5,000-character field of an agent's form: 422, the page naming it and its limit;
+        the proposal, the audit and the queue as they were."""
+        form, label, limit = AGENT_FORMS[field]
+        path = (
+            "/fiscal/propostas/gerar" if form == "gerar" else f"/fiscal/propostas/{proposal}/{form}"
+        )
+        before = proposal_state(web_engine, proposal)
+        answer = _post(client, path, {field.strip(): LONG})
+        assert answer.status_code == 422
+        assert PAGE_TITLE in answer.text and "nada foi gravado" in answer.text
+        line = f"{label}: no máximo {limit} caracteres (foram enviados 5.000)."
+        assert f"<li>{line}</li>" in answer.text
+        assert proposal_state(web_engine, proposal) == before
+
+    def test_at_the_limit_the_form_answers_itself(
+        self, client: TestClient, web_engine: Engine, proposal: str
+    ) -> None:
+        """A 2,000-character reason (the limit) reaches the form: not the 422 page (the step
+        runs, or the proposal page says why not)."""
+        before = proposal_state(web_engine, proposal)
+        answer = _post(
+            client, f"/fiscal/propostas/{proposal}/decidir", {"fundamentacao": "a" * 2000}
+        )
+        assert PAGE_TITLE not in answer.text
+        assert answer.status_code in (409, 422)  # a proposal to review has no defence to decide
+        assert proposal_state(web_engine, proposal) == before
+
+
+class TestWayBack:
+    @pytest.mark.parametrize(
+        ("path", "form", "back"),
+        [
+            ("/fiscal/propostas/{p}/descartar", {"motivo": LONG}, "/fiscal/propostas/{p}"),
+            ("/fiscal/propostas/gerar", {"volta": LONG}, "/fiscal/propostas"),
+            ("/admin/condutores", {"driver_id": "D" * 201}, "/admin/condutores"),
+            ("/fiscal/propostas?situacao=a&situacao=b", None, "/fiscal/propostas"),
+        ],
+    )
+    def test_logged_in_user_gets_the_way_back_not_the_login(
+        self,
+        client: TestClient,
+        proposal: str,
+        path: str,
+        form: dict[str, str] | None,
+        back: str,
+    ) -> None:
+        """The 422 page of a logged-in user: back to the form's page (a step's proposal, the
+        queue of the generate form, the list of a create form, the page without its query)
+        and to the start page; no link to the login."""
+        url = path.format(p=proposal)
+        answer = client.get(url, headers=BROWSER) if form is None else _post(client, url, form)
+        assert answer.status_code == 422
+        assert f'<a href="{back.format(p=proposal)}">Voltar e corrigir</a>' in answer.text
+        assert '<a href="/painel">Voltar à sua página inicial</a>' in answer.text
+        assert 'href="/entrar"' not in answer.text
+
+    def test_a_visitor_gets_the_login(self, client: TestClient) -> None:
+        """The same kind of page for a visitor without a session: the login link only."""
+        token = client.cookies.get(SESSION_COOKIE)
+        client.cookies.clear()
+        try:
+            answer = client.get("/acessivel?lat=-30.02&lat=-30.03", headers=BROWSER)
+        finally:
+            client.cookies.set(SESSION_COOKIE, token or "")
+        assert answer.status_code == 422
+        assert '<a href="/entrar">Ir para a página de entrada</a>' in answer.text
+        assert "Voltar à sua página inicial" not in answer.text
+
+
+class TestRepeatedFields:
+    def test_two_reasons_are_refused_and_nothing_stored(
+        self, client: TestClient, web_engine: Engine, proposal: str
+    ) -> None:
+        """A dismissal with two ``motivo`` fields (both valid): 422, the page naming 'Motivo';
+        the proposal stays to review."""
+        before = proposal_state(web_engine, proposal)
+        reasons = ["Motivo um, longo o bastante.", "Motivo dois, longo o bastante."]
+        answer = client.post(
+            f"/fiscal/propostas/{proposal}/descartar",
+            data={"motivo": reasons, "csrf_token": client.headers["X-Test-Csrf"]},
+            headers=BROWSER,
+        )
+        assert answer.status_code == 422
+        assert PAGE_TITLE in answer.text
+        assert "<li>Motivo: enviado 2 vezes; este campo aceita um só valor.</li>" in answer.text
+        assert proposal_state(web_engine, proposal) == before
+        assert 'href="/entrar"' not in answer.text
+
+    def test_one_reason_dismisses(self, client: TestClient, web_engine: Engine) -> None:
+        """The control: the same form with one ``motivo`` dismisses (303)."""
+        import datetime as dt
+
+        from web_fiscal import store_and_propose, tracking_gap_finding
+
+        finding = tracking_gap_finding(
+            vehicle_id=unique("VALR"), started_at=dt.datetime(2026, 9, 2, 15, tzinfo=dt.UTC)
+        )
+        other = store_and_propose(web_engine, [finding])[finding["finding_id"]]
+        answer = client.post(
+            f"/fiscal/propostas/{other}/descartar",
+            data={
+                "motivo": "Motivo um, longo o bastante.",
+                "csrf_token": client.headers["X-Test-Csrf"],
+            },
+            headers=BROWSER,
+            follow_redirects=False,
+        )
+        assert answer.status_code == 303
+        assert proposal_state(web_engine, other)[0] == "descartada"
+
+    def test_repeated_queue_filter_is_the_page(self, client: TestClient) -> None:
+        """``?situacao=proposta&situacao=confirmada`` on the queue: the 422 page naming it."""
+        answer = client.get(
+            "/fiscal/propostas?situacao=proposta&situacao=confirmada", headers=BROWSER
+        )
+        assert answer.status_code == 422
+        assert PAGE_TITLE in answer.text
+        assert "situacao: enviado 2 vezes; este parâmetro aceita um só valor." in answer.text
+
+    def test_repeated_field_from_a_script_is_json(
+        self, client: TestClient, web_engine: Engine, proposal: str
+    ) -> None:
+        """The same form from a script: the API's JSON 422 naming 'motivo'."""
+        before = proposal_state(web_engine, proposal)
+        answer = client.post(
+            f"/fiscal/propostas/{proposal}/descartar",
+            data={"motivo": ["a" * 20, "b" * 20], "csrf_token": client.headers["X-Test-Csrf"]},
+            headers={"Accept": "application/json"},
+        )
+        assert answer.status_code == 422
+        assert "'motivo': enviado 2 vezes" in answer.json()["error"]["message"]
+        assert proposal_state(web_engine, proposal) == before
