@@ -199,8 +199,15 @@ def login_attempt(request: Request, username: str) -> str:
     Call :func:`login_succeeded` with the returned key when the login succeeds: a good login
     gives back its own count (it is not a failure) and leaves the others' failures counted.
     Answers the same for a name with or without an account.
+
+    From an address the account logged in from before (within ``login_familiar_days``), the
+    quota is the account's at that address alone: guesses from elsewhere, which spend the
+    account's quota, cannot lock its owner out of their usual address.
     """
     key = account_key(username)
+    familiar = f"{key}|{client_key(request)}"
+    if request.app.state.login_familiar.get(familiar):
+        key = familiar
     wait_s = request.app.state.login_failures.hit(key)
     if wait_s is not None:
         raise _login_limited(wait_s)
@@ -208,8 +215,13 @@ def login_attempt(request: Request, username: str) -> str:
 
 
 def login_succeeded(request: Request, key: str) -> None:
-    """Give back the count :func:`login_attempt` took for a login that succeeded."""
+    """Give back the count :func:`login_attempt` took for a login that succeeded.
+
+    The address becomes familiar to the account (:func:`login_attempt`).
+    """
     request.app.state.login_failures.undo(key)
+    account = key.split("|", 1)[0]
+    request.app.state.login_familiar.put(f"{account}|{client_key(request)}", True)
 
 
 def _login_limited(wait_s: float) -> RateLimitedError:

@@ -160,6 +160,7 @@ def create_app(
     app.state.login_failures = RateLimiter(
         limit=settings.login_failures_per_account, window_s=settings.login_failure_window_s
     )
+    app.state.login_familiar = TtlCache[bool](ttl_s=settings.login_familiar_days * 86_400)
     app.state.trusted_proxies = proxy_networks(settings.trusted_proxies)
     app.state.device_tokens = TtlCache[DevicePrincipal](ttl_s=settings.device_token_cache_s)
     app.state.public_db = DbGate(PUBLIC_DB_SLOTS, wait_s=PUBLIC_DB_WAIT_S, queue=PUBLIC_DB_QUEUE)

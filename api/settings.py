@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     # lets a person mistype and try again, and caps guessing at 960 a day per account
     login_failures_per_account: int = Field(default=10, gt=0)
     login_failure_window_s: float = Field(default=900.0, gt=0)
+    # An address the account logged in from within these days keeps a quota of its own (the
+    # same number): others' guesses cannot lock the owner out of it (held in memory)
+    login_familiar_days: float = Field(default=30.0, gt=0)
     # Proxies whose X-Forwarded-For is believed (comma-separated IPs or networks, e.g.
     # "10.0.0.5,192.168.1.0/24"); empty: the header is ignored and the peer is the client
     trusted_proxies: str = ""

@@ -163,3 +163,23 @@ class TestRateLimiterUndo:
         limiter.undo("k")
         assert limiter.hit("k") is None
         assert limiter.hit("k") == 60
+
+
+class TestFamiliarAddress:
+    def test_guesses_from_elsewhere_do_not_lock_the_owner_out_of_their_address(
+        self, api_engine: Engine, victim: str
+    ) -> None:
+        """The owner logged in from A; 20 guesses from other addresses spend the account's
+        quota (a new address, even with the right password, gets 429), but A still logs in.
+        A's own failures have their own quota of the same size."""
+        with _client(_app(api_engine, login_failures_per_account=3)) as client:
+            home = _address(1)
+            assert _login(client, victim, PASSWORD, home).status_code == 200
+            guesses = [_login(client, victim, f"chute-{k}", _address(100 + k)) for k in range(20)]
+            elsewhere = _login(client, victim, PASSWORD, _address(99))
+            owner = _login(client, victim, PASSWORD, home)
+            typos = [_login(client, victim, "errada-1", home).status_code for _ in range(4)]
+        assert [g.status_code for g in guesses] == [401] * 3 + [429] * 17
+        assert elsewhere.status_code == 429
+        assert owner.status_code == 200 and "access_token" in owner.text
+        assert typos == [401, 401, 401, 429]
