@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -333,9 +333,10 @@ N_BIG = 45
 
 
 @pytest.fixture(scope="module")
-def cities(web_engine: Engine) -> dict[str, Any]:
+def cities(web_engine: Engine) -> Iterator[dict[str, Any]]:
     """Municipalities "Cidade Grande Teste" (45 stands, one "Praça São João" on "Avenida
-    Acentuação") and "Vila Pequena Teste" (3 stands "Ponto Pequeno N")."""
+    Acentuação") and "Vila Pequena Teste" (3 stands "Ponto Pequeno N"); removed afterwards (the
+    big one would be every later page's default municipality)."""
     from geoalchemy2.shape import from_shape
     from shapely.geometry import MultiPolygon, Point
     from sqlalchemy import text
@@ -378,7 +379,14 @@ def cities(web_engine: Engine) -> dict[str, Any]:
                 "GROUP BY municipality_code ORDER BY count(*) DESC LIMIT 1"
             )
         ).scalar_one()
-    return {"default": default}
+    yield {"default": default}
+    with web_engine.begin() as conn:
+        conn.execute(
+            text("DELETE FROM stands WHERE municipality_code IN (:b, :s)"), {"b": BIG, "s": SMALL}
+        )
+        conn.execute(
+            text("DELETE FROM municipalities WHERE code IN (:b, :s)"), {"b": BIG, "s": SMALL}
+        )
 
 
 def _options(page: Any) -> list[str]:
