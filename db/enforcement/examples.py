@@ -127,6 +127,7 @@ def longer_route_finding(started: pd.Timestamp, *, trip_id: str) -> dict[str, An
             "duration_s": duration_s,
             "pattern": "loop",
             "loop_m": 1480.0,
+            "reference_may_be_wrong": False,
             "n_fixes": len(track),
             "driven_line": [list(p) for p in track],
             "reference_line": [list(p) for p in REFERENCE],
