@@ -128,7 +128,8 @@ FIELD_LABELS = {
     "status": "Situação", "synthetic": "Dados fictícios", "texto": "Texto", "until": "Até",
     "username": "Usuário", "valid_from": "Desde", "valid_until": "Até",
     "vehicle_id": "Prefixo", "vertices": "Vértices", "volta": "Retorno",
-    "geometry": "Área do ponto",
+    "geometry": "Área do ponto", "tipo": "Tipo", "situacao": "Situação", "ponto": "Ponto",
+    "veiculo": "Veículo", "confianca": "Confiança mínima", "desde": "Desde",
 }  # fmt: skip
 """The console's form and query fields by their pt-BR label (the forms' own wording)."""
 

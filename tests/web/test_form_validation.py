@@ -353,7 +353,7 @@ class TestRepeatedFields:
         )
         assert answer.status_code == 422
         assert PAGE_TITLE in answer.text
-        assert "situacao: enviado 2 vezes; este parâmetro aceita um só valor." in answer.text
+        assert "Situação: enviado 2 vezes; este parâmetro aceita um só valor." in answer.text
 
     def test_repeated_field_from_a_script_is_json(
         self, client: TestClient, web_engine: Engine, proposal: str
