@@ -638,6 +638,7 @@ LABELS = {
     "max_peer_trips": "corridas semelhantes máximas",
     "waypoint_diameter_m": "diâmetro de uma parada no caminho",
     "waypoint_min_stop_s": "parada mínima no caminho",
+    "errand_min_stop_s": "parada curta no caminho (pedido do passageiro ou semáforo)",
     "hidden_ride_gap_s": "intervalo parado que pode esconder outra corrida",
     "round_trip_m": "distância mínima entre embarque e desembarque (ida e volta)",
     # tracking

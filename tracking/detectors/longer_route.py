@@ -20,6 +20,11 @@ waypoints
     neither its first nor its last fix: places where the passenger had the taxi wait. The
     reference passes through them, in order (the passenger chose them: "salvo com autorização
     do usuário").
+errand stops
+    Shorter stops found the same way, of at least ``errand_min_stop_s`` (30 s): a passenger's
+    errand (an ATM, a companion set down) or a red light, which nothing tells apart. They count
+    only where a shorter reference could turn an errand into an accusation: a round trip (see
+    the guards) and a peer reference.
 on a road network (``method = "road_network"``)
     The trip's fixes are map-matched (:func:`geo.matching.match_tracks`: a hidden Markov model
     on the network, one-way streets honoured; a move the network cannot explain counts as the
@@ -57,7 +62,13 @@ reference from peer trips (``method = "peer_trips"``)
     (seconds per metre of their own straight line) times ``straight_m``; below
     ``min_time_ratio`` the trip took no longer than its peers (a longer road that is faster, as
     on a network): no finding. "Past" makes the batch and live results the same. Waypoint
-    trips have no peer reference (their route is the passenger's).
+    trips have no peer reference (their route is the passenger's). A trip with errand stops
+    that the same test, on the straight line from the pickup through them to the drop-off
+    instead of ``straight_m``, would not accuse (the stops would explain the excess; a stop
+    where the straight route passes adds nothing) is listed for review only: its confidence
+    is lowered below 0.5, its stops are given as ``errand_stops`` and a note says so. Such
+    detours are not dropped: a red light on a detour looks the same as an errand (on the
+    simulated fleets, routes_sim and ``bench_fleet_eval``, about half the detours).
 consensus (reference probably wrong)
     With a network, if at least ``min_peer_trips`` past peer trips of other vehicles exist and
     their median ``ratio`` also reaches ``min_ratio``, everyone drives longer than the network
@@ -81,10 +92,14 @@ guards (never accuse on bad data)
     is not judged (at a fix a minute without speeds, two rides back to back of a simulated fleet
     were accused at confidence 0.81). With fixes more often, a gap is lost fixes, rarely a drop-off
     and a boarding both unseen. Nor for a round trip: the drop-off within :data:`ROUND_TRIP_M` of
-    the pickup, and no waypoint farther than that from both (the ride asked for is unknown).
+    the pickup, and no waypoint farther than that from both (the ride asked for is unknown). A
+    round trip with such a waypoint is judged through it and through every errand stop (in
+    time order): the place where it turned back may be a shorter stop (a passenger set down
+    in 70 s, real Porto trip ``20000112-20130701T002503Z``), which the reference must pass.
 
 Confidence: ``0.6 + 0.35·min(1, (s − min_ratio)/(min_ratio − 1))`` where ``s`` is the score
 (``min(ratio, time_ratio)``), times 0.85 for a ``corridor`` pattern, 0.85 for a peer reference,
+:data:`ERRAND_CONFIDENCE_FACTOR` (0.6: below 0.5) when errand stops would explain it (peers),
 0.9 if GPS jumps were filtered out of the trip or the match had jumps or breaks, 0.9 if an end
 was snapped farther than ``max_snap_m / 2``; clipped to [0.05, 0.95]. On the two evaluation
 sets (``bench/README.md``) the precision of findings rises with the score (0.82 at 1.4–1.5, 0.97
@@ -178,6 +193,9 @@ DEFAULT_MAX_PEER_TRIPS = 50
 DEFAULT_WAYPOINT_MIN_STOP_S = 90.0
 """A wait this long inside a trip is a passenger's stop (longer than a red light)."""
 DEFAULT_WAYPOINT_DIAMETER_M = 50.0
+DEFAULT_ERRAND_MIN_STOP_S = 30.0
+"""A shorter wait inside a trip, at least this long, may be a passenger's errand (an ATM, a
+companion set down) as well as a red light: the route may be the passenger's."""
 DEFAULT_LOOP_RADIUS_M = 75.0
 DEFAULT_MAX_SPEED_KMH = 150.0
 """Implied speed of a GPS jump: such steps add nothing to ``driven_m`` (a 1 km spike in 15 s is
@@ -209,7 +227,12 @@ ROUND_TRIP_M = 500.0
 """A trip whose drop-off lies closer than this to its pickup, without a waypoint farther than
 this from both, went somewhere and came back: where the passenger asked to go is unknown (no one
 hires a taxi to be set down a walk from where they boarded), so the shortest path between its
-ends is no reference: never accused."""
+ends is no reference: never accused. With such a waypoint, the reference passes through it and
+every errand stop."""
+ERRAND_CONFIDENCE_FACTOR = 0.6
+"""With peers, a finding whose shorter stops, taken as the passenger's errands, would explain
+its excess is only listed for review: its confidence times this is below 0.5 (a red light on a
+detour looks the same, so such detours are not dropped)."""
 MAX_UNEXPLAINED_SHARE = 0.2
 """At most this share of the matched length may be straight moves the network could not explain
 (breaks, jumps: missing streets, GPS excursions)."""
@@ -260,6 +283,12 @@ NOTE_REVIEW = (
     "Proposta para revisão humana: o passageiro pode ter pedido o trajeto (POA art. 58 XIII; "
     "PB art. 25 III, 'salvo com autorização do usuário')."
 )
+NOTE_ERRANDS = (
+    "Referência por corridas semelhantes (sem malha viária): o veículo ficou parado ao menos "
+    "{s:.0f} s em {n} ponto(s) no caminho, que podem ser pedidos do passageiro (caixa eletrônico, "
+    "acompanhante deixado) ou semáforos. Passando por eles, a referência seria {km:.1f} km e o "
+    "trajeto não seria mais longo: somente revisão, sem proposta."
+)
 NOTE_CORRIDOR = (
     "O desvio segue um corredor alternativo contínuo, sem voltas: compatível com via "
     "interditada ou obra que a malha viária não registra. A referência pode estar errada; "
@@ -278,6 +307,7 @@ class _Params:
     max_peer_trips: int
     waypoint_min_stop_s: float
     waypoint_diameter_m: float
+    errand_min_stop_s: float
     loop_radius_m: float
     max_speed_kmh: float
     min_time_ratio: float
@@ -293,6 +323,7 @@ class _Params:
             "max_peer_trips": self.max_peer_trips,
             "waypoint_min_stop_s": self.waypoint_min_stop_s,
             "waypoint_diameter_m": self.waypoint_diameter_m,
+            "errand_min_stop_s": self.errand_min_stop_s,
             "loop_radius_m": self.loop_radius_m,
             "max_speed_kmh": self.max_speed_kmh,
             "min_time_ratio": self.min_time_ratio,
@@ -311,7 +342,8 @@ def _params(**kw: Any) -> _Params:
         check_threshold(name, kw[name], unit="metros")
     for name in ("max_snap_m", "waypoint_diameter_m", "loop_radius_m"):
         check_threshold(name, kw[name], positive=True, unit="metros")
-    check_threshold("waypoint_min_stop_s", kw["waypoint_min_stop_s"], positive=True, unit="s")
+    for name in ("waypoint_min_stop_s", "errand_min_stop_s"):
+        check_threshold(name, kw[name], positive=True, unit="s")
     check_threshold("max_speed_kmh", kw["max_speed_kmh"], positive=True, unit="km/h")
     for name in ("min_peer_trips", "max_peer_trips"):
         value = kw[name]
@@ -349,6 +381,7 @@ def detect_longer_route(
     max_peer_trips: int = DEFAULT_MAX_PEER_TRIPS,
     waypoint_min_stop_s: float = DEFAULT_WAYPOINT_MIN_STOP_S,
     waypoint_diameter_m: float = DEFAULT_WAYPOINT_DIAMETER_M,
+    errand_min_stop_s: float = DEFAULT_ERRAND_MIN_STOP_S,
     loop_radius_m: float = DEFAULT_LOOP_RADIUS_M,
     max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
     peer_trips: PeerTrips | None = None,
@@ -384,6 +417,10 @@ def detect_longer_route(
         recent ones are used.
     waypoint_min_stop_s, waypoint_diameter_m : float, default 90.0 and 50.0
         A stop inside the trip at least this long within this extent is a waypoint.
+    errand_min_stop_s : float, default 30.0
+        A shorter stop inside the trip (same extent) at least this long may be a passenger's
+        errand: a round trip with a waypoint is judged through all of them, and a detour they
+        would explain is, with peers, only listed for review (confidence below 0.5).
     loop_radius_m : float, default 75.0
         Coming back within this distance of an earlier fix, after driving ``min_excess_m``, is
         a loop.
@@ -419,6 +456,7 @@ def detect_longer_route(
         max_peer_trips=max_peer_trips,
         waypoint_min_stop_s=waypoint_min_stop_s,
         waypoint_diameter_m=waypoint_diameter_m,
+        errand_min_stop_s=errand_min_stop_s,
         loop_radius_m=loop_radius_m,
         max_speed_kmh=max_speed_kmh,
     )
@@ -463,6 +501,7 @@ def route_ratios(
     max_peer_trips: int = DEFAULT_MAX_PEER_TRIPS,
     waypoint_min_stop_s: float = DEFAULT_WAYPOINT_MIN_STOP_S,
     waypoint_diameter_m: float = DEFAULT_WAYPOINT_DIAMETER_M,
+    errand_min_stop_s: float = DEFAULT_ERRAND_MIN_STOP_S,
     max_speed_kmh: float = DEFAULT_MAX_SPEED_KMH,
 ) -> pd.DataFrame:
     """Every meter trip's driven length against its reference, without thresholds (for ROC).
@@ -470,7 +509,7 @@ def route_ratios(
     Parameters
     ----------
     trips, pings, roads, max_snap_m, h3_resolution, min_peer_trips, max_peer_trips,
-    waypoint_min_stop_s, waypoint_diameter_m, max_speed_kmh
+    waypoint_min_stop_s, waypoint_diameter_m, errand_min_stop_s, max_speed_kmh
         As in :func:`detect_longer_route`.
 
     Returns
@@ -498,6 +537,7 @@ def route_ratios(
         max_peer_trips=max_peer_trips,
         waypoint_min_stop_s=waypoint_min_stop_s,
         waypoint_diameter_m=waypoint_diameter_m,
+        errand_min_stop_s=errand_min_stop_s,
         loop_radius_m=DEFAULT_LOOP_RADIUS_M,
         max_speed_kmh=max_speed_kmh,
     )
@@ -715,9 +755,14 @@ def _on_track(fixes: dict[str, NDArray[Any]], p: _Params) -> NDArray[np.int64]:
 
 
 def _waypoints(
-    fixes: dict[str, NDArray[Any]], kept: NDArray[np.int64], n_trips: int, p: _Params
+    fixes: dict[str, NDArray[Any]],
+    kept: NDArray[np.int64],
+    n_trips: int,
+    p: _Params,
+    *,
+    min_stop_s: float,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """Interior stops: (trip, first fix position, last fix position), in trip/time order.
+    """Interior stops of at least ``min_stop_s``: (trip, first fix, last fix), in trip/time order.
 
     Found on the fixes ``kept`` (:func:`_on_track`): a displaced stretch does not split a stop.
     """
@@ -732,7 +777,7 @@ def _waypoints(
         lat[kept],
         lon[kept],
         max_diameter_m=p.waypoint_diameter_m,
-        min_duration_s=p.waypoint_min_stop_s,
+        min_duration_s=min_stop_s,
         max_gap_s=None,
     )
     first, last = kept[first], kept[last]
@@ -786,11 +831,11 @@ def _round_trips(
     w_lat: NDArray[np.float64],
     w_lon: NDArray[np.float64],
     straight: NDArray[np.float64],
-) -> NDArray[np.bool_]:
-    """Round trips: ending within :data:`ROUND_TRIP_M` of the pickup, no waypoint beyond it.
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Round trips (ending within :data:`ROUND_TRIP_M` of the pickup), and which have a waypoint.
 
     A waypoint (at ``w_lat``, ``w_lon``) counts when farther than that from both ends: a stop
-    by the pickup or the drop-off says not where the ride went.
+    by the pickup or the drop-off says not where the ride went. Returns ``(round, explained)``.
     """
     far = (
         haversine_m(table["pickup_lat"][wp_trip], table["pickup_lon"][wp_trip], w_lat, w_lon)
@@ -799,8 +844,35 @@ def _round_trips(
         haversine_m(table["dropoff_lat"][wp_trip], table["dropoff_lon"][wp_trip], w_lat, w_lon)
         > ROUND_TRIP_M
     )
-    explained = np.bincount(wp_trip[far], minlength=len(straight)) > 0
-    return (straight < ROUND_TRIP_M) & ~explained
+    round_trip = straight < ROUND_TRIP_M
+    explained = round_trip & (np.bincount(wp_trip[far], minlength=len(straight)) > 0)
+    return round_trip, explained
+
+
+def _via_straight_m(
+    table: dict[str, NDArray[Any]],
+    stop_trip: NDArray[np.int64],
+    s_lat: NDArray[np.float64],
+    s_lon: NDArray[np.float64],
+    straight: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Straight line from each trip's pickup through its stops (in order) to its drop-off, m."""
+    if not len(stop_trip):
+        return straight
+    leg_trip, origins, dests = _legs(table, stop_trip, s_lat, s_lon)
+    legs = haversine_m(origins[:, 1], origins[:, 0], dests[:, 1], dests[:, 0])
+    return np.asarray(
+        np.bincount(leg_trip, weights=legs, minlength=len(straight)), dtype=np.float64
+    )
+
+
+def _merge_stops(
+    *spans: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Merge stops (trip, first fix, last fix) of several sets, in trip/time order."""
+    trip, first, last = (np.concatenate([s[k] for s in spans]) for k in range(3))
+    order = np.lexsort((first, trip))
+    return trip[order], first[order], last[order]
 
 
 def _network_reference(
@@ -1125,8 +1197,19 @@ def _evaluate(
     driven = table["driven_m"]
     straight = _straight_m(table)
     kept = _on_track(fixes, p)
-    wp_trip, wp_first, wp_last = _waypoints(fixes, kept, n, p)
+    wp_trip, wp_first, wp_last = _waypoints(fixes, kept, n, p, min_stop_s=p.waypoint_min_stop_s)
     w_lat, w_lon = _waypoint_points(fixes, wp_first, wp_last)
+    round_trip, explained = _round_trips(table, wp_trip, w_lat, w_lon, straight)
+    # Shorter stops, which may be errands: a round trip that a waypoint explains is judged
+    # through all of them (the place it turned back may be one); with peers, see below.
+    er_trip, er_first, er_last = _waypoints(fixes, kept, n, p, min_stop_s=p.errand_min_stop_s)
+    if explained.any():
+        keep_wp, keep_er = ~explained[wp_trip], explained[er_trip]
+        wp_trip, wp_first, wp_last = _merge_stops(
+            (wp_trip[keep_wp], wp_first[keep_wp], wp_last[keep_wp]),
+            (er_trip[keep_er], er_first[keep_er], er_last[keep_er]),
+        )
+        w_lat, w_lon = _waypoint_points(fixes, wp_first, wp_last)
     n_wp = np.bincount(wp_trip, minlength=n).astype(np.int64)
     inside = np.zeros(n, dtype=bool)
     max_snap = np.full(n, np.nan)
@@ -1194,9 +1277,27 @@ def _evaluate(
             & (measured - reference >= p.min_excess_m)
             & (~timed | (time_ratio >= p.min_time_ratio))
             & (~use_peers | (driven >= MIN_STRAIGHT_RATIO * straight))
-            & ~_round_trips(table, wp_trip, w_lat, w_lon, straight)
+            & ~(round_trip & ~explained)
             & ~consensus
             & ~quick
+        )
+        # With peers, the trip's shorter stops (errands, or red lights) as the passenger's: the
+        # same test on the straight line through them, at the peers' ratio and pace. Failing it,
+        # the errands may explain the excess (a red light on the way adds nothing).
+        er_keep = (candidate & use_peers)[er_trip]
+        er_trip, er_first, er_last = er_trip[er_keep], er_first[er_keep], er_last[er_keep]
+        via = _via_straight_m(table, er_trip, *_waypoint_points(fixes, er_first, er_last), straight)
+        via_reference = peer_straight * via
+        errands_explain = (
+            candidate
+            & use_peers
+            & (np.bincount(er_trip, minlength=n) > 0)
+            & ~(
+                (driven / via_reference >= p.min_ratio)
+                & (driven - via_reference >= p.min_excess_m)
+                & (duration_s / (peer_pace * via) >= p.min_time_ratio)
+                & (driven >= MIN_STRAIGHT_RATIO * via)
+            )
         )
     return {
         "method": method,
@@ -1214,6 +1315,9 @@ def _evaluate(
         "consensus": consensus,
         "n_waypoints": n_wp,
         "wp": (wp_trip, wp_first, wp_last),
+        "errands": (er_trip, er_first, er_last),
+        "errands_explain": errands_explain,
+        "via_errands_reference_m": np.where(errands_explain, via_reference, np.nan),
         "peer_count": peer_count,
         "peer_straight": peer_straight,
         "peer_pace": peer_pace,
@@ -1288,6 +1392,7 @@ def _findings(
     starts = np.searchsorted(trip, cand, side="left")
     ends = np.searchsorted(trip, cand, side="right")
     wp_trip, wp_first, wp_last = ev["wp"]
+    er_trip, er_first, er_last = ev["errands"]
     reach = p.max_speed_kmh / 3.6
     rows: list[dict[str, Any]] = []
     geoms: list[Any] = []
@@ -1320,6 +1425,9 @@ def _findings(
             conf *= 0.85
         if not network:
             conf *= 0.85
+        errands_explain = bool(ev["errands_explain"][i])
+        if errands_explain:
+            conf *= ERRAND_CONFIDENCE_FACTOR
         if table["n_jumps"][i] > 0 or (network and mr["n_jumps"][i] + mr["n_breaks"][i] > 0):
             conf *= 0.9
         snap = float(ev["max_snap_m"][i])
@@ -1339,6 +1447,14 @@ def _findings(
         notes = [NOTE_REVIEW]
         if pattern == "corridor":
             notes.append(NOTE_CORRIDOR)
+        if errands_explain:
+            notes.append(
+                NOTE_ERRANDS.format(
+                    s=p.errand_min_stop_s,
+                    n=int((er_trip == i).sum()),
+                    km=float(ev["via_errands_reference_m"][i]) / 1000.0,
+                )
+            )
         driven_line = [
             [round(float(x), 7), round(float(y), 7)] for x, y in zip(lon, lat, strict=True)
         ]
@@ -1376,6 +1492,19 @@ def _findings(
             ),
             "max_snap_m": round(snap, 1) if math.isfinite(snap) else None,
             "waypoints": waypoints,
+            "errand_stops": [
+                {
+                    "lat": float(np.mean(fixes["lat"][er_first[k] : er_last[k] + 1])),
+                    "lon": float(np.mean(fixes["lon"][er_first[k] : er_last[k] + 1])),
+                    "started_at": iso_utc(int(fixes["ts_ns"][er_first[k]])),
+                    "ended_at": iso_utc(int(fixes["ts_ns"][er_last[k]])),
+                    "duration_s": float(fixes["ts_ns"][er_last[k]] - fixes["ts_ns"][er_first[k]])
+                    / NS,
+                }
+                for k in np.flatnonzero(er_trip == i).tolist()
+            ]
+            if errands_explain
+            else [],
             "pattern": pattern,
             "loop_m": round(loop, 1),
             "reference_may_be_wrong": pattern == "corridor",
