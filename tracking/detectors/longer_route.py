@@ -788,6 +788,21 @@ def _waypoints(
     return t[interior], first[interior], last[interior]
 
 
+def _errand_stops(
+    fixes: dict[str, NDArray[Any]],
+    kept: NDArray[np.int64],
+    n_trips: int,
+    p: _Params,
+    wanted: NDArray[np.bool_],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Interior stops of at least ``errand_min_stop_s`` of the ``wanted`` trips only."""
+    mine = kept[wanted[fixes["trip"][kept]]] if wanted.any() else kept[:0]
+    if not len(mine):
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none
+    return _waypoints(fixes, mine, n_trips, p, min_stop_s=p.errand_min_stop_s)
+
+
 def _legs(
     table: dict[str, NDArray[Any]],
     wp_trip: NDArray[np.int64],
@@ -1202,12 +1217,11 @@ def _evaluate(
     round_trip, explained = _round_trips(table, wp_trip, w_lat, w_lon, straight)
     # Shorter stops, which may be errands: a round trip that a waypoint explains is judged
     # through all of them (the place it turned back may be one); with peers, see below.
-    er_trip, er_first, er_last = _waypoints(fixes, kept, n, p, min_stop_s=p.errand_min_stop_s)
     if explained.any():
-        keep_wp, keep_er = ~explained[wp_trip], explained[er_trip]
+        keep_wp = ~explained[wp_trip]
         wp_trip, wp_first, wp_last = _merge_stops(
             (wp_trip[keep_wp], wp_first[keep_wp], wp_last[keep_wp]),
-            (er_trip[keep_er], er_first[keep_er], er_last[keep_er]),
+            _errand_stops(fixes, kept, n, p, explained),
         )
         w_lat, w_lon = _waypoint_points(fixes, wp_first, wp_last)
     n_wp = np.bincount(wp_trip, minlength=n).astype(np.int64)
@@ -1284,8 +1298,7 @@ def _evaluate(
         # With peers, the trip's shorter stops (errands, or red lights) as the passenger's: the
         # same test on the straight line through them, at the peers' ratio and pace. Failing it,
         # the errands may explain the excess (a red light on the way adds nothing).
-        er_keep = (candidate & use_peers)[er_trip]
-        er_trip, er_first, er_last = er_trip[er_keep], er_first[er_keep], er_last[er_keep]
+        er_trip, er_first, er_last = _errand_stops(fixes, kept, n, p, candidate & use_peers)
         via = _via_straight_m(table, er_trip, *_waypoint_points(fixes, er_first, er_last), straight)
         via_reference = peer_straight * via
         errands_explain = (
