@@ -23,7 +23,6 @@ unknown stand, a NUL character) is the page or fragment with a pt-BR alert and 4
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -90,12 +89,6 @@ def municipality_choices(session: Any) -> list[dict[str, Any]]:
     return out
 
 
-def plain(value: str) -> str:
-    """Fold case and accents, so that "praca" finds "Praça" and "SAO" finds "São"."""
-    folded = unicodedata.normalize("NFKD", value.casefold())
-    return " ".join("".join(c for c in folded if not unicodedata.combining(c)).split())
-
-
 def stand_choices(session: Any, *, municipality: str, search: str = "") -> list[dict[str, Any]]:
     """Active stands with a location of one municipality, by name (public data).
 
@@ -114,7 +107,7 @@ def stand_choices(session: Any, *, municipality: str, search: str = "") -> list[
         ),
         {"m": municipality},
     ).all()
-    wanted = plain(search)
+    wanted = fmt.plain(search)
     return [
         {
             "stand_id": r.stand_id,
@@ -124,7 +117,7 @@ def stand_choices(session: Any, *, municipality: str, search: str = "") -> list[
             "lon": round(r.lon, 6),
         }
         for r in rows
-        if not wanted or wanted in plain(f"{r.name} {r.address or ''} {r.stand_id}")
+        if not wanted or wanted in fmt.plain(f"{r.name} {r.address or ''} {r.stand_id}")
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import unicodedata
 from zoneinfo import ZoneInfo
 
 from api.audit import READ_PERSONAL_DATA
@@ -137,3 +138,9 @@ FIELD_LABELS = {
 def field_label(name: str) -> str:
     """Return a form field's pt-BR label (:data:`FIELD_LABELS`), else its name."""
     return FIELD_LABELS.get(name, name)
+
+
+def plain(value: str) -> str:
+    """Fold case, accents and blanks, so that "praca" finds "Praça" and "SAO" finds "São"."""
+    folded = unicodedata.normalize("NFKD", value.casefold())
+    return " ".join("".join(c for c in folded if not unicodedata.combining(c)).split())

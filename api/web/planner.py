@@ -25,7 +25,6 @@ import csv
 import datetime as dt
 import io
 import math
-import unicodedata
 from dataclasses import dataclass
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
@@ -120,11 +119,6 @@ def check_options(*, municipality: str, year: str, service: str, days: str) -> P
 # --- municipalities ---------------------------------------------------------------------
 
 
-def _plain(value: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", value)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold().strip()
-
-
 def municipality_names() -> dict[str, tuple[str, str]]:
     """IBGE code → (name, UF), from the bundled IBGE table."""
     from planning.population import bundled_population_table
@@ -146,14 +140,14 @@ def find_municipalities(query: str) -> list[str]:
     wanted = query.strip()
     if wanted.isdigit():
         return [wanted] if wanted in names else []
-    plain = _plain(wanted)
-    if not plain:
+    needle = fmt.plain(wanted)
+    if not needle:
         return []
-    exact = [c for c, (n, _) in names.items() if _plain(n) == plain]
+    exact = [c for c, (n, _) in names.items() if fmt.plain(n) == needle]
     if exact:
         return sorted(exact, key=lambda c: names[c][1])
-    partial = [c for c, (n, _) in names.items() if plain in _plain(n)]
-    return sorted(partial, key=lambda c: (_plain(names[c][0]), names[c][1]))[:MAX_MATCHES]
+    partial = [c for c, (n, _) in names.items() if needle in fmt.plain(n)]
+    return sorted(partial, key=lambda c: (fmt.plain(names[c][0]), names[c][1]))[:MAX_MATCHES]
 
 
 def municipalities_with_rules() -> list[str]:

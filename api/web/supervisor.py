@@ -264,18 +264,10 @@ def latest_fix_day(
     return None if found is None else found.astimezone(zone).date()
 
 
-def _plain(value: str) -> str:
-    """Fold case and accents (``"Pça"`` and ``"pca"`` match)."""
-    import unicodedata
-
-    folded = unicodedata.normalize("NFKD", value.casefold())
-    return "".join(c for c in folded if not unicodedata.combining(c))
-
-
 def matches_prefixo(vehicle_id: str, wanted: str) -> bool:
     """Say whether ``wanted`` (any case, any part) is in the prefixo: "4227" finds "SIM-4227"."""
-    needle = _plain(wanted.strip())
-    return not needle or needle in _plain(vehicle_id)
+    needle = fmt.plain(wanted)
+    return not needle or needle in fmt.plain(vehicle_id)
 
 
 def now_panel(
