@@ -75,6 +75,7 @@ def stand_frames(
         ``visits``, ``occupancy`` (None without visits), ``presence`` (None without licences).
     """
     from db.stands.queries import licence_unknown
+    from stands.near import near_dwells
     from stands.occupancy import occupancy
     from stands.presence import presence
     from stands.visits import detect_visits
@@ -140,8 +141,10 @@ def stand_frames(
         # an IndexError in stands.presence._sightings when a part holds no licensee.
         licensees = set(licences["vehicle_id"])
         own = pings.loc[pings["vehicle_id"].isin(licensees)]
+        mine = visits.loc[visits["vehicle_id"].isin(licensees)]
+        dwells = near_dwells(own, licences, stands)  # as habitual_absence: beyond the polygon
         table = presence(
-            visits.loc[visits["vehicle_id"].isin(licensees)],
+            pd.concat([mine, dwells], ignore_index=True) if len(dwells) else mine,
             licences,
             own if len(own) else None,
             start=start,

@@ -71,6 +71,7 @@ from geo.h3 import latlng_to_cells
 from geo.roads import RoadGraph
 from runtime import forked_share
 from stands.licences import licence_frame_from_fleet, mark_unplaced_licences, unknown_licences
+from stands.near import near_dwells
 from stands.occupancy import empty_occupancy, occupancy
 from stands.visits import detect_visits as detect_visits_
 from stands.visits import queue_positions
@@ -360,7 +361,19 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "sightings": unmetered_last_fixes(  # inactivity: whole vehicles, the last fix is theirs
             part, as_of=context["as_of"], timezone=params.timezone
         ),
+        "near": _near_dwells(part, context),
     }
+
+
+def _near_dwells(part: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame | None:
+    """habitual_absence's near and silent dwells of the partition's whole tracks."""
+    if "habitual_absence" not in context["kinds"] or context["licences"] is None:
+        return None
+    limits = (context["thresholds"] or {}).get("habitual_absence", {})
+    names = ("reach_m", "silent_reach_m", "min_silence_s", "min_presence_s")
+    return near_dwells(
+        part, context["licences"], context["stands"], **{k: limits[k] for k in names if k in limits}
+    )
 
 
 def _detect(
@@ -377,6 +390,7 @@ def _detect(
     licences: pd.DataFrame | None = None,
     activity_span: tuple[int, int] | None = None,
     sightings: pd.DataFrame | None = None,
+    near_dwells: pd.DataFrame | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """Run the run's kinds that are ``among`` these, with the run's other inputs.
 
@@ -405,6 +419,7 @@ def _detect(
             allowed_places=context.get("allowed_places"),
             off_fleet=context.get("off_fleet", frozenset()),
             sightings=sightings,
+            near_dwells=near_dwells,
         ),
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),
@@ -689,13 +704,15 @@ def vehicle_kinds(
     licences: pd.DataFrame | None = None,
     activity_span: tuple[int, int] | None = None,
     sightings: pd.DataFrame | None = None,
+    near_dwells: pd.DataFrame | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """:data:`VEHICLE_GROUP_KINDS` of some vehicles (every day of each).
 
     ``fleet`` and ``licences`` are those vehicles' (None: the run's licences); a group of the
     fleet gives the whole run's ``activity_span``
     (:func:`tracking.detectors.inactivity.activity_span`), None computes it from ``trips``;
-    ``sightings`` are the vehicles' last fixes without meter data (``inactivity``).
+    ``sightings`` are the vehicles' last fixes without meter data (``inactivity``);
+    ``near_dwells`` their dwells near their stands (``habitual_absence``).
     """
     return _detect(
         context,
@@ -709,6 +726,7 @@ def vehicle_kinds(
         licences=licences,
         activity_span=activity_span,
         sightings=sightings,
+        near_dwells=near_dwells,
     )
 
 
@@ -916,6 +934,9 @@ def gather(
             fleet=context["fleet"],
             as_of=as_of,
             sightings=_concat([r["sightings"] for r in results]),
+            near_dwells=_concat(near)
+            if (near := [r["near"] for r in results if r["near"] is not None])
+            else None,
         ),
         functools.partial(place_kinds, waiting, context, as_of=as_of),
     ]
@@ -1388,6 +1409,7 @@ def vehicle_group(
         licences=licences,
         activity_span=activity_span,
         sightings=result["sightings"],
+        near_dwells=result["near"],
     )
 
 

@@ -4,15 +4,17 @@
 day on which the licence is valid (``stands/licences.py``):
 
 operated
-    The vehicle was seen that local day: a fix (pings), a trip start or end (trips), or a stand
-    visit's arrival or departure (any stand). "Days operating". A vehicle that did not operate
-    on a day is not absent that day: not operating at all is inactivity, another finding.
+    The vehicle was seen that local day: a fix (pings; not one with the meter ``off``, out of
+    service), a trip start or end (trips), or a stand visit's arrival or departure (any stand).
+    "Days operating". A vehicle that did not operate on a day is not absent that day: not
+    operating at all is inactivity, another finding.
 present
     At least one *counted* visit to this stand overlaps the local day. A visit is counted when
     its ``dwell_s`` (the whole visit) is at least ``min_presence_s``, or when it ``boarded`` a
     passenger (a boarding visit is often a single fix, dwell 0). Default ``min_presence_s`` is
     60 s, the visits' own minimum dwell (``stands/visits.py``): a pass-through is not presence.
-    A visit across local midnight counts on each day it overlaps.
+    A visit across local midnight counts on each day it overlaps. Visits may include the
+    near and silent dwells of ``stands/near.py`` (a ``how`` column, kept in the evidence).
 n_visits, presence_s
     Visits to this stand overlapping the day (counted or not), and the seconds of that day
     covered by counted visits.
@@ -435,6 +437,9 @@ def _sightings(
         n = len(frame)
         if "timestamp" in frame.columns:
             _require(frame, (VEHICLE_ID, "timestamp"), "os pings")
+            if "meter" in frame.columns:  # meter off: out of service (private use), not operating
+                frame = frame.loc[frame["meter"].ne("off").to_numpy(dtype=bool)]
+                n = len(frame)
             ts = _utc_ns(frame["timestamp"], name="timestamp", what="os pings")
             add(
                 frame[VEHICLE_ID],
@@ -598,6 +603,7 @@ def _visit_days(
     counted = (dwell >= min_presence_s) | boarded
     first_row = _int_col(sub, "first_row", len(keep))
     last_row = _int_col(sub, "last_row", len(keep))
+    how = sub["how"].to_numpy(dtype=object) if "how" in sub.columns else np.full(len(keep), None)
     evidence = [
         {
             "arrived_at": a,
@@ -608,7 +614,8 @@ def _visit_days(
             "first_row": None if r0 < 0 else r0,
             "last_row": None if r1 < 0 else r1,
         }
-        for a, d, w, b, c, r0, r1 in zip(
+        | ({"how": h} if isinstance(h, str) else {})
+        for a, d, w, b, c, r0, r1, h in zip(
             iso_utc_many(arrived),
             iso_utc_many(departed),
             dwell.tolist(),
@@ -616,6 +623,7 @@ def _visit_days(
             counted.tolist(),
             first_row.tolist(),
             last_row.tolist(),
+            how.tolist(),
             strict=True,
         )
     ]

@@ -27,6 +27,7 @@ from stands import supervision
 from stands._errors import NaiveTimestampError, ThresholdError
 from stands.frames import STAND_ID
 from stands.licences import LICENCE_COLUMNS, VALID_FROM, VALID_UNTIL
+from stands.near import DEFAULT_SILENT_REACH_M, near_dwells
 from stands.occupancy import present_at
 from stands.supervisors import MAX_DAYS_WITHOUT_SUPERVISOR, supervisor_lapses
 from stands.visits import (
@@ -394,6 +395,8 @@ def operation_sightings(
 ) -> pd.DataFrame:
     """Return the first and last fix of each vehicle on each local day: proof it operated.
 
+    A fix with the meter ``off`` (out of service) is not operation (``stands.presence``).
+
     Parameters
     ----------
     session : sqlalchemy.orm.Session
@@ -418,6 +421,7 @@ def operation_sightings(
         text(
             "SELECT vehicle_id, min(ts) AS first, max(ts) AS last FROM fixes "
             "WHERE vehicle_id = ANY(:v) AND ts >= :lo AND ts < :hi "
+            "AND meter IS DISTINCT FROM 'off' "
             "GROUP BY vehicle_id, (ts AT TIME ZONE :tz)::date"
         ),
         {"v": list(vehicle_ids), "lo": lo, "hi": hi, "tz": timezone},
@@ -434,6 +438,82 @@ def operation_sightings(
     )
     frame = frame.drop_duplicates().sort_values([fr.VEHICLE_ID, fr.TIMESTAMP], kind="stable")
     return frame.reset_index(drop=True)
+
+
+def near_stand_fixes(
+    *,
+    session: Session,
+    licences: pd.DataFrame,
+    stands: gpd.GeoDataFrame,
+    start: dt.date,
+    end: dt.date,
+    timezone: str = DEFAULT_TIMEZONE,
+    margin_m: float = DEFAULT_SILENT_REACH_M,
+) -> pd.DataFrame:
+    """Return the licensees' fixes near their stands, for :func:`stands.near.near_dwells`.
+
+    Only the fixes inside each licensed stand's bounding box widened by ``margin_m`` are read;
+    where the vehicle's track left that box (fixes not read), a row without position is put in,
+    so no chain of the dwells joins fixes that were not consecutive.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``vehicle_id``, ``timestamp`` (UTC), ``lat``, ``lon`` (NaN on the break rows).
+    """
+    zone = ZoneInfo(timezone)
+    lo = dt.datetime.combine(start, dt.time(), tzinfo=zone)
+    hi = dt.datetime.combine(end + dt.timedelta(days=1), dt.time(), tzinfo=zone)
+    shapes = stands.loc[stands.geometry.notna(), [STAND_ID, "geometry"]]
+    corners = shapes.geometry.bounds.assign(**{STAND_ID: shapes[STAND_ID].astype("str")})
+    boxes = licences[[fr.VEHICLE_ID, STAND_ID]].astype("str").merge(corners, on=STAND_ID)
+    dlat = margin_m / 111_320.0
+    rows: list[Any] = []
+    if len(boxes):
+        bounds = boxes[["minx", "miny", "maxx", "maxy"]].to_numpy(dtype=np.float64)
+        dlon = margin_m / (111_320.0 * np.cos(np.radians(bounds[:, 1])))
+        rows = list(
+            session.execute(
+                text(
+                    "SELECT vehicle_id, ts, lat, lon, k FROM ("
+                    " SELECT vehicle_id, ts, lat, lon,"
+                    "  row_number() OVER (PARTITION BY vehicle_id ORDER BY ts) AS k"
+                    " FROM fixes WHERE vehicle_id = ANY(:v) AND ts >= :lo AND ts < :hi) f "
+                    "WHERE EXISTS (SELECT 1 FROM unnest(CAST(:bv AS text[]), "
+                    " CAST(:y0 AS float8[]), CAST(:y1 AS float8[]), CAST(:x0 AS float8[]), "
+                    " CAST(:x1 AS float8[])) "
+                    " AS b(v, y0, y1, x0, x1) WHERE b.v = f.vehicle_id"
+                    " AND f.lat BETWEEN b.y0 AND b.y1 AND f.lon BETWEEN b.x0 AND b.x1) "
+                    "ORDER BY vehicle_id, ts"
+                ),
+                {
+                    "v": sorted(set(boxes[fr.VEHICLE_ID])),
+                    "lo": lo,
+                    "hi": hi,
+                    "bv": boxes[fr.VEHICLE_ID].tolist(),
+                    "y0": (bounds[:, 1] - dlat).tolist(),
+                    "y1": (bounds[:, 3] + dlat).tolist(),
+                    "x0": (bounds[:, 0] - dlon).tolist(),
+                    "x1": (bounds[:, 2] + dlon).tolist(),
+                },
+            ).all()
+        )
+    out: list[tuple[Any, ...]] = []
+    for k, r in enumerate(rows):
+        before = rows[k - 1] if k else None
+        if before is not None and before.vehicle_id == r.vehicle_id and before.k != r.k - 1:
+            out.append((r.vehicle_id, before.ts, np.nan, np.nan))  # the track left the box
+        out.append((r.vehicle_id, r.ts, r.lat, r.lon))
+    return pd.DataFrame(
+        {
+            fr.VEHICLE_ID: pd.Series([o[0] for o in out], dtype="str"),
+            fr.TIMESTAMP: pd.to_datetime(
+                pd.Series([o[1] for o in out], dtype="object"), utc=True
+            ).astype(pd.DatetimeTZDtype("ns", "UTC")),
+            fr.LAT: np.array([o[2] for o in out], dtype=np.float64),
+            fr.LON: np.array([o[3] for o in out], dtype=np.float64),
+        }
+    )
 
 
 def licensee_people(*, session: Session, vehicle_ids: Sequence[str], on: dt.date) -> pd.DataFrame:
@@ -626,6 +706,13 @@ def supervisor_presence(
         end=end,
         timezone=timezone,
     )
+    stands = stands_frame(session=session, stand_ids=ids, include_retired=True)
+    fixes = near_stand_fixes(
+        session=session, licences=licences, stands=stands, start=start, end=end, timezone=timezone
+    )
+    dwells = near_dwells(fixes, licences, stands, min_presence_s=min_presence_s)
+    if len(dwells):  # the queue beyond the polygon, a silent tracker (as habitual_absence)
+        visits = pd.concat([visits, dwells], ignore_index=True) if len(visits) else dwells
     return supervision.licensee_presence(
         visits,
         licences[list(LICENCE_COLUMNS)],

@@ -77,6 +77,9 @@ class DetectorInputs:
     off_fleet: frozenset[str] = frozenset()
     """The vehicle ids of the run's fixes that ``fleet`` lacks (``engines.pipeline.id_checks``);
     ``inactivity`` does not judge a fleet vehicle written as one of them otherwise."""
+    near_dwells: pd.DataFrame | None = None
+    """``habitual_absence``'s near and silent dwells (``habitual_absence.find_near_dwells``) when
+    ``pings`` are not the run's; None: found in ``pings``."""
     sightings: pd.DataFrame | None = None
     """The last fix of each vehicle without meter data (``inactivity.unmetered_last_fixes``)
     when ``pings`` are not the run's; None: taken from ``pings``."""
@@ -116,6 +119,7 @@ _WIRED = {
     "data_span",  # inactivity: the whole run's span when judging a group of vehicles
     "off_fleet",  # inactivity: the run's vehicle ids the fleet lacks
     "sightings",  # inactivity: the last fix of each vehicle without meter data
+    "near_dwells",  # habitual_absence: found by the vehicles' partitions
 }
 
 
@@ -225,6 +229,8 @@ def run_detectors(
                     "stands": i.stands,
                     "fleet": i.fleet,
                     "suspensions": i.stand_suspensions,
+                    "pings": i.pings,
+                    "near_dwells": i.near_dwells,
                 }
                 | tz,
             )

@@ -54,6 +54,14 @@ import numpy.typing as npt
 import pandas as pd
 
 from geo.calendar import DEFAULT_TIMEZONE
+from stands import near
+from stands.near import (
+    DEFAULT_MIN_SILENCE_S,
+    DEFAULT_REACH_M,
+    DEFAULT_SILENT_REACH_M,
+    advance_near_dwells,
+    open_arrivals,
+)
 from stands.presence import (
     DATE,
     DEFAULT_MIN_PRESENCE_S,
@@ -87,6 +95,9 @@ DEFAULT_MIN_OPERATING_DAYS = 10
 DEFAULT_MIN_PRESENCE_SHARE = 0.2
 """Present on fewer than this share of the operating days: a finding."""
 MAX_CONFIDENCE = 0.95
+UNMETERED_CONFIDENCE_FACTOR = 0.5
+"""Without meter data a day the car moved counts as a day it operated, though it may have been
+private use (a day off): such findings are kept below the proposal floor, for review."""
 
 
 def detect_habitual_absence(
@@ -98,11 +109,16 @@ def detect_habitual_absence(
     stands: gpd.GeoDataFrame | None = None,
     fleet: pd.DataFrame | None = None,
     suspensions: pd.DataFrame | None = None,
+    pings: pd.DataFrame | None = None,
+    near_dwells: pd.DataFrame | None = None,
     timezone: str = DEFAULT_TIMEZONE,
     window_days: int = DEFAULT_WINDOW_DAYS,
     min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
     min_presence_share: float = DEFAULT_MIN_PRESENCE_SHARE,
     min_presence_s: float = DEFAULT_MIN_PRESENCE_S,
+    reach_m: float = DEFAULT_REACH_M,
+    silent_reach_m: float = DEFAULT_SILENT_REACH_M,
+    min_silence_s: float = DEFAULT_MIN_SILENCE_S,
 ) -> gpd.GeoDataFrame:
     """Find licensees that operate but are seldom present at their licensed stand.
 
@@ -125,6 +141,13 @@ def detect_habitual_absence(
     suspensions : pandas.DataFrame, optional
         Stand suspensions (``stand_suspensions``: ``stand_id``, ``vehicle_id``, ``starts_on``,
         ``ends_on``, ...): a prefixo's suspended days at the stand are left out of the count.
+    pings : pandas.DataFrame, optional
+        The fixes in which near and silent dwells are found (``stands/near.py``), with
+        ``stands``; default: ``pings_or_trips`` when they are fixes. An empty frame: none (the
+        live kernel finds them as the fixes arrive).
+    near_dwells : pandas.DataFrame, optional
+        The dwells already found (:func:`stands.near.near_dwells`, by the vehicles'
+        partitions): then ``pings`` is not read for them.
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days.
     window_days : int, default 30
@@ -135,6 +158,8 @@ def detect_habitual_absence(
         A finding when present on a smaller share of the operating days.
     min_presence_s : float, default 60
         Shortest visit that counts as presence, unless it boarded.
+    reach_m, silent_reach_m, min_silence_s : float, default 50, 200, 300
+        Presence near the stand and over a silence (``stands/near.py``).
 
     Returns
     -------
@@ -163,6 +188,21 @@ def detect_habitual_absence(
     if isinstance(last_day, dt.datetime):
         last_day = last_day.date()
     first_day = last_day - dt.timedelta(days=window_days - 1)
+    seen = pings
+    if seen is None and pings_or_trips is not None and "timestamp" in pings_or_trips.columns:
+        seen = pings_or_trips
+    if near_dwells is None and stands is not None and seen is not None:
+        near_dwells = near.near_dwells(
+            seen,
+            licences,
+            stands,
+            reach_m=reach_m,
+            silent_reach_m=silent_reach_m,
+            min_silence_s=min_silence_s,
+            min_presence_s=min_presence_s,
+        )
+    if near_dwells is not None and len(near_dwells):
+        visits = pd.concat([visits, near_dwells], ignore_index=True) if len(visits) else near_dwells
     table = presence(
         visits,
         licences,
@@ -189,6 +229,9 @@ def detect_habitual_absence(
         "min_operating_days": int(min_operating_days),
         "min_presence_share": float(min_presence_share),
         "min_presence_s": float(min_presence_s),
+        "reach_m": float(reach_m),
+        "silent_reach_m": float(silent_reach_m),
+        "min_silence_s": float(min_silence_s),
     }
     shapes = (
         dict(zip(stands["stand_id"].astype("str"), stands.geometry, strict=True))
@@ -196,6 +239,7 @@ def detect_habitual_absence(
         else {}
     )
     accessible = {v for v, f in fleet_facts(fleet).items() if f["accessible"] is True}
+    unmetered = _unmetered(pings_or_trips, int(bounds[0]), int(bounds[2]))
     table = table.loc[table[OPERATED]]
     days_of = dict(iter(table.groupby(["vehicle_id", "stand_id"], sort=False)))
     away: dict[tuple[str, str], pd.DataFrame] = {}
@@ -231,6 +275,9 @@ def detect_habitual_absence(
         }
         if vehicle_id in accessible:  # art. 28 § 2: the Táxi Acessível's own rule
             details["accessible"] = True
+        if vehicle_id in unmetered:  # operating days are days it moved: for review only
+            details["unmetered"] = True
+            conf *= UNMETERED_CONFIDENCE_FACTOR
         gone = away.get((vehicle_id, stand_id))
         if gone is not None:  # art. 45 § único: days it was ordered away, left out
             details["days_suspended"] = len(gone)
@@ -287,6 +334,27 @@ def habitually_absent(
             share < min_presence_share
         )
     return pd.Series(hit, index=summary.index, dtype="bool")
+
+
+def _unmetered(pings_or_trips: pd.DataFrame | None, lo: int, hi: int) -> set[str]:
+    """Vehicles whose operation in [lo, hi) ns is seen without a meter (movement only)."""
+    if pings_or_trips is None or not len(pings_or_trips):
+        return set()
+    frame = pings_or_trips
+    if "timestamp" not in frame.columns:  # trips: inferred from stops when the meter is unknown
+        if "source" not in frame.columns:
+            return set()
+        at = utc_ns(frame["started_at"], name="started_at", what="as viagens")
+        hit = (at >= lo) & (at < hi) & frame["source"].eq("stops").to_numpy(dtype=bool)
+        return set(frame["vehicle_id"].astype("str").to_numpy(dtype=object)[hit].tolist())
+    at = utc_ns(frame["timestamp"], name="timestamp", what="os pings")
+    inside = (at >= lo) & (at < hi)
+    if "meter" not in frame.columns:
+        return set(frame["vehicle_id"].astype("str").to_numpy(dtype=object)[inside].tolist())
+    inside &= frame["meter"].ne("off").to_numpy(dtype=bool)  # as presence: off is not operating
+    vids = frame["vehicle_id"].astype("str").to_numpy(dtype=object)[inside]
+    known = frame["meter"].notna().to_numpy(dtype=bool)[inside]
+    return set(vids.tolist()) - set(vids[known].tolist())
 
 
 def _check_options(
@@ -405,13 +473,24 @@ def _day_int(value: dt.date | str) -> int:
 
 
 def _new_state() -> dict[str, Any]:
-    return {"days": {}, "visits": [], "next": None, "emitted": {}}
+    return {"days": {}, "visits": [], "next": None, "emitted": {}, "near": None}
 
 
 def _take_sightings(states: dict[str, dict[str, Any]], pings: pd.DataFrame, timezone: str) -> None:
-    """Keep each vehicle's first and last fix of each local day (the presence table's)."""
+    """Keep each vehicle's first and last fix of each local day (the presence table's).
+
+    A fix with the meter ``off`` is not operation and is skipped; a day is ``metered`` (its
+    third item) when one of its fixes had the meter known.
+    """
+    if "meter" in pings.columns:
+        pings = pings.loc[pings["meter"].ne("off").to_numpy(dtype=bool)]
     if not len(pings):
         return
+    metered = (
+        pings["meter"].notna().to_numpy(dtype=bool)
+        if "meter" in pings.columns
+        else np.zeros(len(pings), dtype=bool)
+    )
     ns = utc_ns(pings["timestamp"], name="timestamp", what="os pings")
     order = np.argsort(ns, kind="stable")
     vids = pings["vehicle_id"].astype("str").to_numpy(dtype=object)[order]
@@ -422,22 +501,31 @@ def _take_sightings(states: dict[str, dict[str, Any]], pings: pd.DataFrame, time
         if "row" in pings.columns
         else np.full(len(pings), -1, dtype=np.int64)
     )
-    ns = ns[order]
+    ns, metered = ns[order], metered[order]
     days = _day_numbers(ns, timezone)
-    for vid, t, la, lo, row, day in zip(
-        vids.tolist(), ns.tolist(), lat.tolist(), lon.tolist(), rows.tolist(), days, strict=True
+    for vid, t, la, lo, row, day, known in zip(
+        vids.tolist(),
+        ns.tolist(),
+        lat.tolist(),
+        lon.tolist(),
+        rows.tolist(),
+        days,
+        metered.tolist(),
+        strict=True,
     ):
         st = states.setdefault(str(vid), _new_state())
         rec = [int(t), la, lo, int(row)]
         iso = _day_iso(day)
         seen = st["days"].get(iso)
         if seen is None:
-            st["days"][iso] = [rec, rec]
+            st["days"][iso] = [rec, rec, known]
         else:  # ties as the presence table: the first fix stays first, the last one last
             if t < seen[0][0]:
                 seen[0] = rec
             if t >= seen[1][0]:
                 seen[1] = rec
+            if known and not (len(seen) > 2 and seen[2]):
+                seen[2:] = [True]
         if st["next"] is None:
             st["next"] = iso
 
@@ -462,7 +550,8 @@ def _take_visits(states: dict[str, dict[str, Any]], visits: pd.DataFrame, timezo
         return [None if pd.isna(v) else int(v) for v in values]
 
     days = _day_numbers(arrived, timezone)
-    for vid, sid, a, d, dwell, b, r0, r1, day in zip(
+    how = visits["how"].tolist() if "how" in visits.columns else [None] * n
+    for vid, sid, a, d, dwell, b, r0, r1, day, h in zip(
         visits["vehicle_id"].astype("str").tolist(),
         visits["stand_id"].astype("str").tolist(),
         arrived.tolist(),
@@ -472,10 +561,12 @@ def _take_visits(states: dict[str, dict[str, Any]], visits: pd.DataFrame, timezo
         rows("first_row"),
         rows("last_row"),
         days,
+        how,
         strict=True,
     ):
         st = states.setdefault(str(vid), _new_state())
-        st["visits"].append([sid, int(a), int(d), float(dwell), bool(b), r0, r1])
+        rec = [sid, int(a), int(d), float(dwell), bool(b), r0, r1]
+        st["visits"].append(rec + ([str(h)] if isinstance(h, str) else []))
         if st["next"] is None:
             st["next"] = _day_iso(day)
 
@@ -486,9 +577,11 @@ def _sightings_frame(
     """Build the pings frame: each vehicle's first and last fix of the local days lo..hi (ISO)."""
     recs = []
     for vid in vehicles:
-        for day, (first, last) in sorted(states[vid]["days"].items()):
+        for day, (first, last, *known) in sorted(states[vid]["days"].items()):
             if lo <= day <= hi:
-                recs += [(vid, *first)] + ([(vid, *last)] if last[0] != first[0] else [])
+                meter = "free" if known and known[0] else None  # the day's meter was known
+                recs += [(vid, *first, meter)]
+                recs += [(vid, *last, meter)] if last[0] != first[0] else []
     return pd.DataFrame(
         {
             "vehicle_id": pd.Series([r[0] for r in recs], dtype="str"),
@@ -498,6 +591,7 @@ def _sightings_frame(
             "lat": np.array([np.nan if r[2] is None else r[2] for r in recs], dtype=np.float64),
             "lon": np.array([np.nan if r[3] is None else r[3] for r in recs], dtype=np.float64),
             "row": np.array([r[4] for r in recs], dtype=np.int64),
+            "meter": pd.Series([r[5] for r in recs], dtype=object),
         }
     )
 
@@ -524,6 +618,7 @@ def _visits_frame(
             "boarded": np.array([r[5] for r in recs], dtype=bool),
             "first_row": pd.array([r[6] for r in recs], dtype="Int64"),
             "last_row": pd.array([r[7] for r in recs], dtype="Int64"),
+            "how": pd.Series([r[8] if len(r) > 8 else None for r in recs], dtype=object),
         }
     )
 
@@ -545,6 +640,9 @@ def advance_habitual_absence(
     min_operating_days: int = DEFAULT_MIN_OPERATING_DAYS,
     min_presence_share: float = DEFAULT_MIN_PRESENCE_SHARE,
     min_presence_s: float = DEFAULT_MIN_PRESENCE_S,
+    reach_m: float = DEFAULT_REACH_M,
+    silent_reach_m: float = DEFAULT_SILENT_REACH_M,
+    min_silence_s: float = DEFAULT_MIN_SILENCE_S,
 ) -> tuple[dict[str, dict[str, Any]], gpd.GeoDataFrame]:
     """Take new sightings and released visits; judge each vehicle's closed local days.
 
@@ -583,8 +681,9 @@ def advance_habitual_absence(
         Per vehicle the arrival (ns) of its earliest visit not released yet
         (:func:`stands.visits.unreleased_arrivals`).
     stands, fleet, suspensions, timezone, window_days, min_operating_days, \
-min_presence_share, min_presence_s
-        As in :func:`detect_habitual_absence`.
+min_presence_share, min_presence_s, reach_m, silent_reach_m, min_silence_s
+        As in :func:`detect_habitual_absence`; with ``stands``, the near and silent dwells
+        (``stands/near.py``) are found in ``pings`` as they arrive (``near`` in the state).
 
     Returns
     -------
@@ -621,6 +720,24 @@ min_presence_share, min_presence_s
     _take_sightings(out, pings, timezone)
     _take_visits(out, visits, timezone)
     held = {} if final else dict(unreleased or {})
+    if stands is not None:  # near and silent dwells, found as the fixes arrive
+        mine = pings["vehicle_id"].astype("str").isin(licences["vehicle_id"].astype("str"))
+        near_states, dwells = advance_near_dwells(
+            {v: st.get("near") for v, st in out.items()},
+            pings.loc[mine.to_numpy(dtype=bool)],
+            licences=licences,
+            stands=stands,
+            final=final,
+            reach_m=reach_m,
+            silent_reach_m=silent_reach_m,
+            min_silence_s=min_silence_s,
+            min_presence_s=min_presence_s,
+        )
+        for vid, st in near_states.items():
+            out.setdefault(vid, _new_state())["near"] = st
+        _take_visits(out, dwells, timezone)
+        for vid, at in open_arrivals(near_states).items():  # a dwell still growing holds its days
+            held[vid] = min(int(held.get(vid, at)), at)
     licensed = [str(v) for v in licences["vehicle_id"].tolist()]
     judged = set(licensed)
     if as_of is not None:
@@ -657,11 +774,15 @@ min_presence_share, min_presence_s
             stands=stands,
             fleet=fleet,
             suspensions=suspensions,
+            pings=_sightings_frame(out, [], "", ""),  # the dwells are in the visits
             timezone=timezone,
             window_days=window_days,
             min_operating_days=min_operating_days,
             min_presence_share=min_presence_share,
             min_presence_s=min_presence_s,
+            reach_m=reach_m,
+            silent_reach_m=silent_reach_m,
+            min_silence_s=min_silence_s,
         )
         keep = []
         for k, (vid, sid) in enumerate(
@@ -683,7 +804,7 @@ min_presence_share, min_presence_s
 
 def _last_data_day(states: Mapping[str, Mapping[str, Any]], timezone: str) -> int:
     """Return the local day of the vehicles' latest sighting or visit departure."""
-    latest = [last[0] for s in states.values() for _, last in s["days"].values()]
+    latest = [day[1][0] for s in states.values() for day in s["days"].values()]
     latest += [v[2] for s in states.values() for v in s["visits"]]
     return _day_numbers(np.asarray([max(latest, default=0)], dtype=np.int64), timezone)[0]
 

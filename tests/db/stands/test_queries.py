@@ -253,6 +253,32 @@ class TestSupervisorPresence:
         out = supervisor_presence(session=db, stand_ids=["S1"], start=DAY, end=DAY)
         assert out[["vehicle_id", "operated", "present"]].values.tolist() == [["A1", True, True]]
 
+    def test_queue_beyond_the_stand_is_presence(self, db: Session) -> None:
+        """B1 waits 20 min 60 m north of S2's square (30 m beyond its edge), next day: present
+        there, as habitual_absence counts it (``stands/near.py``); 150 m away it is not."""
+        next_day = DAY + dt.timedelta(days=1)
+        start = 24 * 60
+        _fixes(db, "B1", _run(range(start, start + 21), S2_NORTH_M + 60))
+        _fixes(db, "B1", _run(range(start + 21, start + 30), 3000))
+        out = supervisor_presence(session=db, stand_ids=["S2"], start=next_day, end=next_day)
+        assert out[["vehicle_id", "operated", "present"]].values.tolist() == [["B1", True, True]]
+        assert out.iloc[0]["visits"][0]["how"] == "perto"
+        later = next_day + dt.timedelta(days=1)
+        start += 24 * 60
+        _fixes(db, "B1", _run(range(start, start + 21), S2_NORTH_M + 150))
+        out = supervisor_presence(session=db, stand_ids=["S2"], start=later, end=later)
+        assert out[["vehicle_id", "operated", "present"]].values.tolist() == [["B1", True, False]]
+
+    def test_meter_off_is_not_operating(self, db: Session) -> None:
+        """A1 drives the next day with the meter off only (private use): not a day operated."""
+        next_day = DAY + dt.timedelta(days=1)
+        _fixes(db, "A1", _run(range(24 * 60, 24 * 60 + 30), 3000, meter="off"))
+        out = supervisor_presence(session=db, stand_ids=["S1"], start=next_day, end=next_day)
+        assert out[["vehicle_id", "operated", "present"]].values.tolist() == [["A1", False, False]]
+        assert operation_sightings(
+            session=db, vehicle_ids=["A1"], start=next_day, end=next_day
+        ).empty
+
 
 class TestSupervisorContacts:
     def test_contacts(self, db: Session) -> None:

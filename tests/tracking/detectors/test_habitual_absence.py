@@ -103,6 +103,9 @@ class TestDetectHabitualAbsence:
             "min_operating_days": 10,
             "min_presence_share": 0.2,
             "min_presence_s": 60.0,
+            "reach_m": 50.0,
+            "silent_reach_m": 200.0,
+            "min_silence_s": 300.0,
         }
         assert len(d["fixes"]) >= 24
         assert f["geometry"].equals(STANDS.geometry.iloc[0])
