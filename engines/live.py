@@ -1063,6 +1063,7 @@ def _detect_absence(
             fr.LAT: np.array([f.get(fr.LAT) for f in fixes], dtype=np.float64),
             fr.LON: np.array([f.get(fr.LON) for f in fixes], dtype=np.float64),
             fr.ROW: pd.array([f.get(fr.ROW) for f in fixes], dtype="Int64"),
+            fr.METER: pd.Series([f.get(fr.METER) for f in fixes], dtype="object"),
         }
     )
     after, res = _DAY_KERNELS["habitual_absence"].advance(

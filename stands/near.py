@@ -56,6 +56,8 @@ DWELL_COLUMNS = (
     "last_row", "how",
 )  # fmt: skip
 _UTC = pd.DatetimeTZDtype("ns", "UTC")
+_M_PER_DEG = 111_000.0
+"""Metres in a degree of latitude, rounded down (a box at least as wide as the reach)."""
 
 
 def advance_near_dwells(
@@ -154,10 +156,9 @@ def near_dwells(
     min_presence_s: float = 60.0,
 ) -> pd.DataFrame:
     """Return the licensees' dwells in whole tracks (:func:`advance_near_dwells`, ``final``)."""
-    mine = pings["vehicle_id"].astype("str").isin(licences["vehicle_id"].astype("str"))
     _, dwells = advance_near_dwells(
         {},
-        pings.loc[mine.to_numpy(dtype=bool)],
+        pings,
         licences=licences,
         stands=stands,
         final=True,
@@ -193,44 +194,49 @@ def _check(*values: float) -> None:
         raise ThresholdError(msg)
 
 
-def _fixes(states: dict[str, dict[str, Any]], pings: pd.DataFrame) -> pd.DataFrame | None:
+def _fixes(states: dict[str, dict[str, Any]], pings: pd.DataFrame) -> dict[str, Any] | None:
     """Sort the new fixes by vehicle and time, each vehicle's carried last fix first."""
     if not len(pings):
         return None
-    carried = [(v, *s["last"]) for v, s in states.items()]
+    codes, names = pd.factorize(pings["vehicle_id"], sort=False)
+    uniques = np.asarray([str(v) for v in names], dtype=object)
     n = len(pings)
-    new = pd.DataFrame(
-        {
-            "vehicle_id": pings["vehicle_id"].astype("str").to_numpy(dtype=object),
-            "ns": epoch_ns(pings["timestamp"]) if n else np.zeros(0, dtype=np.int64),
-            "lat": pd.to_numeric(pings["lat"]).to_numpy(dtype=np.float64),
-            "lon": pd.to_numeric(pings["lon"]).to_numpy(dtype=np.float64),
-            "row": (
-                pd.to_numeric(pings["row"]).fillna(-1).to_numpy(dtype=np.int64)
-                if "row" in pings.columns
-                else np.full(n, -1, dtype=np.int64)
-            ),
-            "carried": np.zeros(n, dtype=bool),
+    fixes: dict[str, Any] = {
+        "code": np.asarray(codes, dtype=np.int64),
+        "ns": epoch_ns(pings["timestamp"]),
+        "lat": pd.to_numeric(pings["lat"]).to_numpy(dtype=np.float64),
+        "lon": pd.to_numeric(pings["lon"]).to_numpy(dtype=np.float64),
+        "row": (
+            pd.to_numeric(pings["row"]).fillna(-1).to_numpy(dtype=np.int64)
+            if "row" in pings.columns
+            else np.full(n, -1, dtype=np.int64)
+        ),
+        "carried": np.zeros(n, dtype=bool),
+    }
+    pos = {v: k for k, v in enumerate(uniques.tolist())}
+    carried = [(pos[v], *s["last"]) for v, s in states.items() if v in pos]
+    if carried:
+        extra = {
+            "code": np.array([c[0] for c in carried], dtype=np.int64),
+            "ns": np.array([c[1] for c in carried], dtype=np.int64),
+            "lat": np.array([c[2] for c in carried], dtype=np.float64),
+            "lon": np.array([c[3] for c in carried], dtype=np.float64),
+            "row": np.array([c[4] for c in carried], dtype=np.int64),
+            "carried": np.ones(len(carried), dtype=bool),
         }
-    )
-    active = set(new["vehicle_id"].tolist())
-    old = pd.DataFrame(
-        [(v, int(t), la, lo, int(r), True) for v, t, la, lo, r in carried if v in active],
-        columns=["vehicle_id", "ns", "lat", "lon", "row", "carried"],
-    )
-    frame = pd.concat([old, new], ignore_index=True) if len(old) else new
-    frame["lat"] = frame["lat"].astype(np.float64)
-    frame["lon"] = frame["lon"].astype(np.float64)
-    # carried first among equal instants; a vehicle's new fixes come after its last one
-    frame = frame.sort_values(
-        ["vehicle_id", "ns", "carried"], ascending=[True, True, False], kind="stable"
-    )
-    return frame.reset_index(drop=True)
+        fixes = {k: np.concatenate([fixes[k], extra[k]]) for k in fixes}
+    # by vehicle, then time; the carried fix first among equal instants
+    dk, dt = np.diff(fixes["code"]), np.diff(fixes["ns"])
+    if carried or not bool(np.all((dk > 0) | ((dk == 0) & (dt > 0)))):
+        order = np.lexsort((~fixes["carried"], fixes["ns"], fixes["code"]))
+        fixes = {k: v[order] for k, v in fixes.items()}
+    fixes["uniques"] = uniques
+    return fixes
 
 
 def _chains(
     states: dict[str, dict[str, Any]],
-    fixes: pd.DataFrame,
+    fixes: dict[str, Any],
     licences: pd.DataFrame,
     stands: gpd.GeoDataFrame,
     *,
@@ -241,16 +247,13 @@ def _chains(
     min_presence_s: float,
 ) -> list[tuple[Any, ...]]:
     """Find the chains in the fixes; update ``states`` (last fix, open chains) in place."""
-    vid = fixes["vehicle_id"].to_numpy(dtype=object)
-    ns = fixes["ns"].to_numpy(dtype=np.int64)
-    lat = fixes["lat"].to_numpy(dtype=np.float64)
-    lon = fixes["lon"].to_numpy(dtype=np.float64)
-    row = fixes["row"].to_numpy(dtype=np.int64)
-    carried = fixes["carried"].to_numpy(dtype=bool)
-    last_of_vehicle = np.append(vid[1:] != vid[:-1], True)
+    code, uniques = fixes["code"], fixes["uniques"]
+    ns, lat, lon, row = fixes["ns"], fixes["lat"], fixes["lon"], fixes["row"]
+    carried = fixes["carried"]
+    last_of_vehicle = np.append(code[1:] != code[:-1], True)
     before: dict[str, tuple[list[Any], dict[str, list[Any]]]] = {}
     for i in np.flatnonzero(last_of_vehicle).tolist():  # the next call's carried fix
-        v = str(vid[i])
+        v = str(uniques[code[i]])
         st = states.setdefault(v, {"last": None, "open": {}})
         before[v] = (st["last"], st["open"])
         st["last"] = [int(ns[i]), float(lat[i]), float(lon[i]), int(row[i])]
@@ -265,11 +268,10 @@ def _chains(
             dwells.append((v, sid, int(start_ns), end_ns, int(start_row), end_row, bool(silent)))
 
     gi, gk, within, sids = _near_fixes(
-        vid, lat, lon, licences, stands, silent_reach_m=silent_reach_m
+        code, uniques, lat, lon, licences, stands, silent_reach_m=silent_reach_m
     )
     m = len(gi)
     if m > 1:
-        same = (gk[1:] == gk[:-1]) & (gi[1:] == gi[:-1] + 1)
         step = ns[gi[1:]] - ns[gi[:-1]]
         gap = step >= min_silence_s * 1e9
         close = ~gap & (within[1:] <= reach_m) & (within[:-1] <= reach_m)
@@ -279,6 +281,7 @@ def _chains(
             & (within[1:] <= silent_reach_m)
             & (within[:-1] <= silent_reach_m)
         )
+        same = (gk[1:] == gk[:-1]) & (gi[1:] == gi[:-1] + 1) & (code[gi[1:]] == code[gi[:-1]])
         link = same & (close | quiet)
         idx = np.arange(m - 1)
         chain_s = idx[link & np.append(True, ~link[:-1])]
@@ -286,7 +289,7 @@ def _chains(
         n_silent = np.append(0, np.cumsum(link & ~close))
         n_out = np.append(0, np.cumsum(within > 0))
         for s, e in zip(chain_s.tolist(), chain_e.tolist(), strict=True):
-            v, sid = str(vid[gi[s]]), str(sids[gk[s]])
+            v, sid = str(uniques[code[gi[s]]]), str(sids[gk[s]])
             chain = [
                 int(ns[gi[s]]),
                 int(row[gi[s]]),
@@ -310,7 +313,8 @@ def _chains(
 
 
 def _near_fixes(
-    vid: npt.NDArray[np.object_],
+    code: npt.NDArray[np.int64],
+    uniques: npt.NDArray[np.object_],
     lat: npt.NDArray[np.float64],
     lon: npt.NDArray[np.float64],
     licences: pd.DataFrame,
@@ -322,16 +326,23 @@ def _near_fixes(
     shapes = stands.loc[stands.geometry.notna() & ~stands.geometry.is_empty]
     sids = shapes["stand_id"].astype("str").to_numpy(dtype=object)
     geoms = shapes.geometry.to_numpy(dtype=object)
-    pairs = licences[["vehicle_id", "stand_id"]].astype("str").drop_duplicates()
-    pos = pd.Index(sids).get_indexer(pairs["stand_id"])
-    pairs = pairs.loc[pos >= 0].assign(k=pos[pos >= 0])
-    grid = pd.DataFrame({"vehicle_id": vid, "i": np.arange(len(vid))}).merge(
-        pairs[["vehicle_id", "k"]], on="vehicle_id", how="inner", sort=False
-    )
-    gi = grid["i"].to_numpy(dtype=np.int64)
-    gk = grid["k"].to_numpy(dtype=np.int64)
-    if not len(gi):
-        return gi, gk, np.zeros(0), sids
+    pair_v = pd.Index(uniques).get_indexer(pd.Index(licences["vehicle_id"].astype("str")))
+    pair_k = pd.Index(sids).get_indexer(pd.Index(licences["stand_id"].astype("str")))
+    ok = (pair_v >= 0) & (pair_k >= 0)
+    pairs = np.unique(np.stack([pair_v[ok], pair_k[ok]], axis=1), axis=0)  # by vehicle
+    counts = np.bincount(pairs[:, 0], minlength=len(uniques)) if len(pairs) else None
+    if counts is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0), sids
+    first = np.cumsum(counts) - counts  # each vehicle's first pair
+    per_fix = counts[code]
+    if counts.max() == 1:  # one stand each: no repeat
+        gi = np.flatnonzero(per_fix)
+        gk = pairs[first[code[gi]], 1]
+    else:
+        gi = np.repeat(np.arange(len(code)), per_fix)
+        nth = np.arange(len(gi)) - np.repeat(np.cumsum(per_fix) - per_fix, per_fix)
+        gk = pairs[first[code[gi]] + nth, 1]
     centre = shapely.centroid(geoms)
     cx, cy = shapely.get_x(centre), shapely.get_y(centre)
     radius = np.zeros(len(geoms))  # farthest vertex from the centroid, metres
@@ -339,8 +350,11 @@ def _near_fixes(
         xy = shapely.get_coordinates(g)
         if len(xy):
             radius[j] = float(np.max(haversine_m(cy[j], cx[j], xy[:, 1], xy[:, 0])))
-    rough = haversine_m(lat[gi], lon[gi], cy[gk], cx[gk]) - radius[gk]
-    near = np.flatnonzero(rough <= silent_reach_m + 1.0)  # 1 m: the two measures' rounding
+    # a box around each stand holding every point within silent_reach_m (1 m: rounding)
+    reach = radius + silent_reach_m + 1.0
+    dy = np.abs(lat[gi] - cy[gk]) * _M_PER_DEG
+    dx = np.abs(lon[gi] - cx[gk]) * (_M_PER_DEG * np.cos(np.radians(cy)))[gk]
+    near = np.flatnonzero((dy <= reach[gk]) & (dx <= reach[gk]))
     gi, gk = gi[near], gk[near]
     order = np.lexsort((gi, gk))
     gi, gk = gi[order], gk[order]

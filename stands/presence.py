@@ -29,9 +29,10 @@ visits
 
 Days are calendar days in ``timezone``; operation is observed only inside the window.
 With ``suspensions`` (the registry's ``stand_suspensions``, POA art. 45 § único: a prefixo
-ordered away from a stand), a day on which the prefixo's suspension at the stand is in force is
-not a day it could attend: its row is left out (neither operating nor present), and
-:func:`suspended_days` lists those days as evidence. A driver's suspension (``driver_id``) does
+ordered away from a stand; or the stand ``closed``, e.g. for works, for every licensee), a day
+on which the prefixo's suspension at the stand is in force is not a day it could attend: its row
+is left out (neither operating nor present), and :func:`suspended_days` lists those days as
+evidence. A driver's suspension (``driver_id``) does
 not keep the prefixo away and leaves the days in.
 :func:`presence_summary` reduces the table per (vehicle, stand): ``days_licensed``,
 ``days_operating``, ``days_present`` and ``share = days_present / days_operating`` (NaN when the
@@ -163,7 +164,7 @@ def presence(
         np.isnat(lic_until[li]) | (d <= lic_until[li])
     )
     if suspensions is not None and len(suspensions):
-        away = suspended_days(suspensions, start=first_day, end=last_day)
+        away = suspended_days(suspensions, start=first_day, end=last_day, licences=lic)
         if len(away):
             grid = pd.MultiIndex.from_arrays(
                 [
@@ -219,18 +220,28 @@ def presence(
 SUSPENDED_COLUMNS = (VEHICLE_ID, STAND_ID, DATE, "suspension")
 
 
-def suspended_days(suspensions: pd.DataFrame, *, start: dt.date, end: dt.date) -> pd.DataFrame:
-    """List the local days of ``start..end`` on which a prefixo is suspended from a stand.
+def suspended_days(
+    suspensions: pd.DataFrame,
+    *,
+    start: dt.date,
+    end: dt.date,
+    licences: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """List the local days of ``start..end`` on which a prefixo is kept away from a stand.
 
     Parameters
     ----------
     suspensions : pandas.DataFrame
         Stand suspensions (``stands/suspensions.py``): ``stand_id``, ``vehicle_id``,
         ``starts_on``, ``ends_on`` (inclusive local dates; empty: open); optional ``kind``,
-        ``suspension_id``, ``reason``, ``process_ref``. Rows without ``vehicle_id`` (a
-        driver's) are ignored: they do not keep the prefixo away.
+        ``suspension_id``, ``reason``, ``process_ref``. A row of kind ``closed`` without
+        ``vehicle_id`` (the stand closed, e.g. for works) keeps away every prefixo
+        ``licences`` gives at the stand; other rows without ``vehicle_id`` (a driver's) are
+        ignored: they do not keep the prefixo away.
     start, end : datetime.date
         First and last local day (inclusive).
+    licences : pandas.DataFrame, optional
+        ``vehicle_id``, ``stand_id``: the licensees a closed stand keeps away.
 
     Returns
     -------
@@ -248,10 +259,18 @@ def suspended_days(suspensions: pd.DataFrame, *, start: dt.date, end: dt.date) -
     lo, hi = np.datetime64(first_day, "D"), np.datetime64(last_day, "D")
     starts = pd.to_datetime(suspensions["starts_on"]).to_numpy(dtype="datetime64[D]")
     ends = pd.to_datetime(suspensions["ends_on"]).to_numpy(dtype="datetime64[D]")
+    licensees: dict[str, list[str]] = {}
+    if licences is not None:
+        for v, s_ in zip(
+            licences[VEHICLE_ID].astype("str"), licences[STAND_ID].astype("str"), strict=True
+        ):
+            if v not in licensees.setdefault(s_, []):
+                licensees[s_].append(v)
     recs: list[tuple[str, str, np.datetime64, np.datetime64, dict[str, Any]]] = []
     for k, row in enumerate(suspensions.to_dict("records")):
         vehicle, stand = _text(row.get(VEHICLE_ID)), _text(row.get(STAND_ID))
-        if vehicle is None or stand is None or np.isnat(starts[k]):
+        closed = _text(row.get("kind")) == "closed" and _text(row.get("driver_id")) is None
+        if stand is None or np.isnat(starts[k]) or (vehicle is None and not closed):
             continue
         a = max(starts[k], lo)
         b = hi if np.isnat(ends[k]) else min(ends[k], hi)
@@ -267,7 +286,8 @@ def suspended_days(suspensions: pd.DataFrame, *, start: dt.date, end: dt.date) -
             "reason": _text(row.get("reason")),
             "process_ref": _text(row.get("process_ref")),
         }
-        recs.append((vehicle, stand, a, b, evidence))
+        for v in [vehicle] if vehicle is not None else sorted(licensees.get(stand, [])):
+            recs.append((v, stand, a, b, evidence))
     rows = [
         (v, s_, day, ev)
         for v, s_, a, b, ev in sorted(recs, key=lambda r: r[2])

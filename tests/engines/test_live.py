@@ -729,7 +729,7 @@ class TestHabitualAbsence:
         ).all()
         assert {v for v, _ in states} == set(pings["vehicle_id"])
         for _, state in states:
-            assert set(state) == {"days", "visits", "next", "emitted"}
+            assert set(state) == {"days", "visits", "next", "emitted", "near"}
             assert len(state["days"]) <= LIVE_OPTIONS["window_days"]  # the window's days only
 
     def test_accessible_taxi_is_flagged_from_the_registry(self, db_session: Session) -> None:

@@ -88,6 +88,17 @@ class TestNearDwells:
         assert _dwells(points).empty
         assert len(_dwells(points, min_presence_s=30.0)) == 2
 
+    def test_each_licensed_stand_of_a_vehicle(self) -> None:
+        """Licensed at S1 and at S2 (1 km north): a wait beyond each is a dwell at that one."""
+        s2 = STANDS.assign(stand_id="S2").set_geometry(STANDS.translate(0, 0.009))
+        stands = pd.concat([STANDS, s2], ignore_index=True)
+        licences = pd.DataFrame({"vehicle_id": ["A", "A"], "stand_id": ["S1", "S2"]})
+        north = 0.009 * 111_195  # S2's centre, metres north
+        points = _wait(0, 600, 55) + _drive(600, 55, north + 55) + _wait(900, 600, north + 55)
+        pings = make_pings(make_track("A", points, meter="free"))
+        found = near_dwells(pings, licences, stands)
+        assert found["stand_id"].tolist() == ["S1", "S2"]
+
     def test_only_the_licensed_stand_counts(self) -> None:
         """A vehicle without a licence at S1 has no dwell there."""
         points = _wait(0, 2400, 55)

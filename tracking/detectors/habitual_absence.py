@@ -244,7 +244,7 @@ def detect_habitual_absence(
     days_of = dict(iter(table.groupby(["vehicle_id", "stand_id"], sort=False)))
     away: dict[tuple[str, str], pd.DataFrame] = {}
     if suspensions is not None and len(suspensions):
-        found = suspended_days(suspensions, start=first_day, end=last_day)
+        found = suspended_days(suspensions, start=first_day, end=last_day, licences=licences)
         away = {(str(v), str(s)): g for (v, s), g in found.groupby(["vehicle_id", "stand_id"])}
     records = []
     for vehicle_id, stand_id, share, operating, present, licensed in zip(

@@ -512,6 +512,22 @@ class TestStandSuspension:
         assert all(not ("2024-03-08" <= x["date"] <= "2024-03-27") for x in d["days"])
         json.dumps(d)
 
+    def test_closed_stand_leaves_out_every_licensee(self) -> None:
+        """S1 closed for works (no prefixo named, kind 'closed') on 20 days: neither licensee
+        is accused for them; each finding before lists the closure as evidence."""
+        rows = (_pings("A", self.DAYS) + _pings("B", self.DAYS), _visits("A", self.PRESENT))
+        assert len(_detect(*rows)) == 2
+        closed = _stand_suspension("A", "2024-03-08", "2024-03-27").assign(
+            vehicle_id=None, kind="closed"
+        )
+        assert _detect(*rows, suspensions=closed)["vehicle_id"].tolist() == ["B"]
+        found = _detect(_pings("A", self.DAYS), _visits("A", [1]), suspensions=closed).iloc[0]
+        assert found["details"]["days_suspended"] == 20
+        assert found["details"]["suspensions"][0]["kind"] == "closed"
+        assert found["details"]["suspensions"][0]["vehicle_id"] is None
+        driver = closed.assign(driver_id="D1")  # a driver's row is never a closure
+        assert len(_detect(*rows, suspensions=driver)) == 2
+
     def test_driver_or_other_stand_suspension_leaves_the_days_in(self) -> None:
         """A driver's suspension, or the prefixo's at another stand, does not excuse."""
         rows = (_pings("A", self.DAYS), _visits("A", self.PRESENT))
