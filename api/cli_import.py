@@ -348,12 +348,15 @@ def stand_suspensions(
     file: Annotated[
         Path,
         typer.Argument(
-            help="CSV de suspensões de ponto (prefixo ou condutor, datas, tipo; docs/formatos.md)."
+            help=(
+                "CSV de suspensões e interdições de ponto (prefixo, condutor ou o ponto "
+                "inteiro, datas, tipo; docs/formatos.md)."
+            )
         ),
     ],
     actor: Annotated[str, typer.Option("--actor", help=_ACTOR_HELP)],
 ) -> None:
-    """Importa suspensões e proibições de uso de ponto fixo (POA art. 45, parágrafo único)."""
+    """Importa suspensões e proibições de uso de ponto fixo (POA art. 45) e interdições do ponto."""
     from db.stands.store import load_stand_suspensions
     from stands.suspensions import read_stand_suspensions
 

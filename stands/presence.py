@@ -53,6 +53,7 @@ from geo.calendar import DEFAULT_TIMEZONE
 from stands._errors import MissingColumnError, NaiveTimestampError, ThresholdError
 from stands.frames import STAND_ID
 from stands.licences import VALID_FROM, VALID_UNTIL, VEHICLE_ID, check_timezone, validate_licences
+from stands.suspensions import CLOSED
 from tracking.arrays import epoch_ns, iso_utc_many
 
 DEFAULT_MIN_PRESENCE_S = 60.0
@@ -269,7 +270,7 @@ def suspended_days(
     recs: list[tuple[str, str, np.datetime64, np.datetime64, dict[str, Any]]] = []
     for k, row in enumerate(suspensions.to_dict("records")):
         vehicle, stand = _text(row.get(VEHICLE_ID)), _text(row.get(STAND_ID))
-        closed = _text(row.get("kind")) == "closed" and _text(row.get("driver_id")) is None
+        closed = _text(row.get("kind")) == CLOSED and _text(row.get("driver_id")) is None
         if stand is None or np.isnat(starts[k]) or (vehicle is None and not closed):
             continue
         a = max(starts[k], lo)

@@ -1,13 +1,18 @@
 """Stand suspensions file reader (pure: no database).
 
 One row per decision of the EPTC keeping a prefixo or a driver from a stand (Porto Alegre
-decree, art. 45 § único): ``stand_id``, exactly one of ``vehicle_id`` (or ``prefixo``) and
-``driver_id``, ``starts_on`` and ``ends_on`` (inclusive local dates, ``AAAA-MM-DD``; ``ends_on``
-empty only for ``barred``), ``kind`` (``suspension``: the 20-day "suspensão das atividades no
-ponto fixo", I; ``barred``: "impossibilidade de utilizar a área do ponto fixo", II a), optional
-``reason`` and ``process_ref``. The registry records what the EPTC decided: a ``suspension``
-whose dates do not span 20 days is kept as given (its length is reported, never corrected).
-Every bad row is named (file, row, column) in one error; nothing is returned half-read.
+decree, art. 45 § único), or closing the whole stand: ``stand_id``, ``vehicle_id`` (or
+``prefixo``) and ``driver_id``, ``starts_on`` and ``ends_on`` (inclusive local dates,
+``AAAA-MM-DD``; ``ends_on`` empty only for ``barred`` and ``closed``), ``kind``
+(``suspension``: the 20-day "suspensão das atividades no ponto fixo", I; ``barred``:
+"impossibilidade de utilizar a área do ponto fixo", II a; ``closed``: "interdição do ponto",
+the municipality closing the stand for road works or an event), optional ``reason`` and
+``process_ref``. A ``suspension`` or ``barred`` row names exactly one of ``vehicle_id`` and
+``driver_id``; a ``closed`` row names neither (it is no sanction on anyone: its licensees
+cannot be present, POA decree art. 49). The registry records what was decided: a
+``suspension`` whose dates do not span 20 days is kept as given (its length is reported, never
+corrected). Every bad row is named (file, row, column) in one error; nothing is returned
+half-read.
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ import pandas as pd
 from stands._errors import StandSuspensionFileError
 from stands._rows import cell, day_cell, errors_message, read_table
 
-SUSPENSION_KINDS = ("suspension", "barred")
+CLOSED = "closed"
+"""Kind of a stand closed by the municipality ("interdição do ponto"): no vehicle nor driver."""
+SUSPENSION_KINDS = ("suspension", "barred", CLOSED)
+OPEN_ENDED_KINDS = ("barred", CLOSED)
+"""Kinds whose ``ends_on`` may be empty (in force until further notice)."""
 SUSPENSION_FILE_COLUMNS = (
     "stand_id", "vehicle_id", "driver_id", "starts_on", "ends_on", "kind", "reason",
     "process_ref",
@@ -40,12 +49,20 @@ def check_suspension(
 ) -> list[str]:
     """Return what is wrong with one suspension (pt-BR, one item per problem; empty: valid).
 
-    The one rule of the file reader and of the API: exactly one of ``vehicle_id`` and
-    ``driver_id``; ``starts_on`` given; ``ends_on`` not before it; ``kind`` one of
-    :data:`SUSPENSION_KINDS`; a ``suspension`` has an end (only ``barred`` is open-ended).
+    The one rule of the file reader and of the API: ``kind`` one of :data:`SUSPENSION_KINDS`;
+    a ``closed`` stand names neither ``vehicle_id`` nor ``driver_id``, any other kind exactly
+    one; ``starts_on`` given; ``ends_on`` not before it; a ``suspension`` has an end (only
+    ``barred`` and ``closed`` are open-ended).
     """
     problems = []
-    if (vehicle_id is None) == (driver_id is None):
+    if kind == CLOSED:
+        given = (("vehicle_id", vehicle_id), ("driver_id", driver_id))
+        if named := "/".join(f"'{c}'" for c, v in given if v is not None):
+            problems.append(
+                f"{named}: a interdição do ponto ('closed') vale para o ponto "
+                "inteiro; deixe vehicle_id (prefixo) e driver_id vazios"
+            )
+    elif (vehicle_id is None) == (driver_id is None):
         problems.append(
             "'vehicle_id'/'driver_id': informe exatamente um (o prefixo suspenso ou o condutor)"
         )
@@ -56,7 +73,8 @@ def check_suspension(
     if starts_on is not None and ends_on is not None and ends_on < starts_on:
         problems.append(f"'ends_on': {ends_on.isoformat()} antes de starts_on ({starts_on})")
     if kind == "suspension" and ends_on is None:
-        problems.append("'ends_on': vazio; só 'barred' pode ficar em aberto")
+        open_ended = " e ".join(f"'{k}'" for k in OPEN_ENDED_KINDS)
+        problems.append(f"'ends_on': vazio; só {open_ended} podem ficar em aberto")
     return problems
 
 
@@ -66,7 +84,8 @@ def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
     Parameters
     ----------
     path : str or pathlib.Path
-        CSV (columns :data:`SUSPENSION_FILE_COLUMNS`; ``prefixo`` is read as ``vehicle_id``).
+        CSV (columns :data:`SUSPENSION_FILE_COLUMNS`; ``prefixo`` is read as ``vehicle_id``;
+        a file of ``closed`` rows only may omit both subject columns).
 
     Returns
     -------
@@ -92,7 +111,11 @@ def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
         error=StandSuspensionFileError,
     )
     missing = [c for c in ("stand_id", "starts_on", "kind") if c not in raw.columns]
-    if missing or ("vehicle_id" not in raw.columns and "driver_id" not in raw.columns):
+    closures_only = (
+        not missing and len(raw) > 0 and raw["kind"].str.strip().str.lower().eq(CLOSED).all()
+    )
+    no_subject = "vehicle_id" not in raw.columns and "driver_id" not in raw.columns
+    if missing or (no_subject and not closures_only):
         need = missing or ["vehicle_id ou driver_id"]
         msg = f"{source}: faltam as colunas {', '.join(need)}"
         raise StandSuspensionFileError(msg)

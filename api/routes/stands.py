@@ -145,19 +145,22 @@ class SupervisorsPublic(BaseModel):
 
 
 class SuspensionRequest(StrictBody):
-    """A prefixo or a driver kept from the stand (POA art. 45 § único), as the EPTC decided."""
+    """A prefixo or a driver kept from the stand (POA art. 45 § único), or the stand closed.
+
+    As decided; ``closed`` (the municipality's "interdição do ponto") names neither.
+    """
 
     vehicle_id: str | None = Field(None, min_length=1, max_length=64)
     driver_id: str | None = Field(None, min_length=1, max_length=64)
     starts_on: RegistryDate
     ends_on: RegistryDate | None = None
-    kind: Literal["suspension", "barred"]
+    kind: Literal["suspension", "barred", "closed"]
     reason: str | None = Field(None, max_length=2000)
     process_ref: str | None = Field(None, max_length=200)
 
 
 class SuspensionPublic(BaseModel):
-    """A suspension of a prefixo or a driver at the stand (inclusive local dates)."""
+    """A suspension of a prefixo or a driver at the stand, or its closure (inclusive dates)."""
 
     suspension_id: int
     stand_id: str
@@ -574,7 +577,7 @@ def _suspension_public(row: Any) -> dict[str, Any]:
 
 @router.get("/{stand_id}/suspensions", response_model=SuspensionsPublic, responses=_ERRORS)
 def stand_suspensions(stand_id: str, user: Registrar, session: SessionDep) -> Any:
-    """Suspensões de uso do ponto fixo (prefixo ou condutor; POA art. 45, parágrafo único)."""
+    """Suspensões de uso do ponto fixo (POA art. 45, parágrafo único) e interdições do ponto."""
     from db.stands import registry
 
     with _registry_errors():
@@ -592,7 +595,10 @@ def stand_suspensions(stand_id: str, user: Registrar, session: SessionDep) -> An
 def create_suspension(
     stand_id: str, body: SuspensionRequest, user: Admin, session: SessionDep
 ) -> Any:
-    """Registra a suspensão de um prefixo ou condutor no ponto, como decidida pela EPTC (admin)."""
+    """Registra a suspensão de prefixo ou condutor, ou a interdição do ponto (admin).
+
+    Como decidida; a interdição (``closed``) não leva prefixo nem condutor.
+    """
     from db.stands import registry
 
     with _registry_errors():

@@ -124,12 +124,14 @@ class LicenceExclusion(Base):
 
 
 class StandSuspension(Base):
-    """A prefixo or a driver kept from a stand over inclusive local dates (POA art. 45 § único).
+    """A prefixo or a driver kept from a stand, or the stand closed, over inclusive local dates.
 
-    ``suspension``: the 20 days of "suspensão das atividades no ponto fixo" (I), served by the
-    prefixo or the condutor auxiliar; ``barred``: the auxiliar's "impossibilidade de utilizar a
-    área do ponto fixo" (II a), open-ended allowed. The registry records what the EPTC decided:
-    the dates are never derived from the kind.
+    ``suspension``: the 20 days of "suspensão das atividades no ponto fixo" (POA art. 45 § único
+    I), served by the prefixo or the condutor auxiliar; ``barred``: the auxiliar's
+    "impossibilidade de utilizar a área do ponto fixo" (II a), open-ended allowed; ``closed``:
+    the whole stand closed by the municipality ("interdição do ponto": road works, an event),
+    no prefixo nor driver, open-ended allowed. The registry records what was decided: the dates
+    are never derived from the kind.
     """
 
     __tablename__ = "stand_suspensions"
@@ -146,7 +148,7 @@ class StandSuspension(Base):
     )
     starts_on: Mapped[dt.date] = mapped_column(Date, comment="inclusive")
     ends_on: Mapped[dt.date | None] = mapped_column(Date, comment="inclusive; null: open")
-    kind: Mapped[str] = mapped_column(Text, comment="suspension | barred")
+    kind: Mapped[str] = mapped_column(Text, comment="suspension | barred | closed")
     reason: Mapped[str | None] = mapped_column(Text)
     process_ref: Mapped[str | None] = mapped_column(Text, comment="processo administrativo")
     created_at: Mapped[dt.datetime] = mapped_column(
@@ -154,10 +156,16 @@ class StandSuspension(Base):
     )
 
     __table_args__ = (
-        CheckConstraint("kind IN ('suspension', 'barred')", name="kind"),
-        CheckConstraint("(vehicle_id IS NULL) <> (driver_id IS NULL)", name="one_subject"),
+        CheckConstraint("kind IN ('suspension', 'barred', 'closed')", name="kind"),
+        CheckConstraint(
+            "CASE WHEN kind = 'closed' THEN vehicle_id IS NULL AND driver_id IS NULL "
+            "ELSE (vehicle_id IS NULL) <> (driver_id IS NULL) END",
+            name="one_subject",
+        ),
         CheckConstraint("ends_on IS NULL OR ends_on >= starts_on", name="period_order"),
-        CheckConstraint("kind = 'barred' OR ends_on IS NOT NULL", name="suspension_ends"),
+        CheckConstraint(
+            "kind IN ('barred', 'closed') OR ends_on IS NOT NULL", name="suspension_ends"
+        ),
     )
 
 

@@ -1080,10 +1080,11 @@ def create_suspension(
     reason: str | None = None,
     process_ref: str | None = None,
 ) -> StandSuspension:
-    """Record a prefixo's or a driver's suspension from (or barring at) a stand.
+    """Record a prefixo's or a driver's suspension from (or barring at) a stand, or its closure.
 
-    The registry records what the EPTC decided: the dates are stored as given (a
-    ``suspension`` is not forced to 20 days).
+    The registry records what was decided: the dates are stored as given (a ``suspension`` is
+    not forced to 20 days). A ``closed`` stand (the municipality's "interdição do ponto": road
+    works, an event) names no prefixo nor driver: it is no sanction on anyone.
 
     Parameters
     ----------
@@ -1092,13 +1093,14 @@ def create_suspension(
     stand_id : str
         The stand (active or retired: a decision may name a stand retired since).
     starts_on, ends_on : datetime.date
-        Inclusive local dates; ``ends_on`` None only for ``barred`` (open-ended).
+        Inclusive local dates; ``ends_on`` None only for ``barred`` and ``closed``
+        (open-ended).
     kind : str
-        ``suspension`` (art. 45 § único I) or ``barred`` (II a).
+        ``suspension`` (art. 45 § único I), ``barred`` (II a) or ``closed`` (the stand closed).
     actor : str
         Who records it (audit log).
     vehicle_id, driver_id : str, optional
-        Exactly one: the suspended prefixo or driver.
+        Exactly one: the suspended prefixo or driver; neither for ``closed``.
     reason, process_ref : str, optional
         Why, and the processo administrativo.
 
@@ -1112,8 +1114,8 @@ def create_suspension(
     UnknownStandError, UnknownVehicleError, UnknownDriverError
         If the stand, prefixo or driver is not in the registry.
     InvalidAttributeError
-        If both or neither of prefixo and driver are given, the kind is unknown, the end is
-        before the start, or a ``suspension`` has no end.
+        If both or neither of prefixo and driver are given (any of them for ``closed``), the
+        kind is unknown, the end is before the start, or a ``suspension`` has no end.
     """
     _require_actor(actor)
     check_registry_date(starts_on, name="starts_on")
@@ -1165,7 +1167,7 @@ def create_suspension(
 
 
 def list_suspensions(*, session: Session, stand_id: str) -> list[StandSuspension]:
-    """Return a stand's suspensions (every date), by start then id."""
+    """Return a stand's suspensions and closures (every date), by start then id."""
     get_stand(session=session, stand_id=stand_id)
     query = select(StandSuspension).where(StandSuspension.stand_id == stand_id)
     return list(

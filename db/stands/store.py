@@ -105,9 +105,10 @@ def load_stand_suspensions(
 ) -> ImportReport:
     """Add the file's stand suspensions (a stored one with the same key: its end and text); audited.
 
-    A suspension is identified by (stand, prefixo or driver, kind, ``starts_on``). Every row
-    naming a stand, prefixo or driver the registry lacks is reported at once, and nothing is
-    written (the caller's transaction).
+    A suspension is identified by (stand, prefixo or driver, kind, ``starts_on``), a stand's
+    closure (``kind`` ``closed``, neither prefixo nor driver) by (stand, kind, ``starts_on``).
+    Every row naming a stand, prefixo or driver the registry lacks is reported at once, and
+    nothing is written (the caller's transaction).
 
     Parameters
     ----------
@@ -211,7 +212,8 @@ def suspensions_frame(*, conn: Connection | Session, stand_ids: list[str]) -> pd
 
     Columns: ``suspension_id`` and
     :data:`tracking.detectors.unlicensed_stand_use.SUSPENSION_COLUMNS`, ``reason``,
-    ``process_ref``; dates as ``datetime64``.
+    ``process_ref``; dates as ``datetime64``; ``vehicle_id`` and ``driver_id`` None where not
+    given (always in a closure, ``kind`` ``closed``).
     """
     rows = conn.execute(
         text(

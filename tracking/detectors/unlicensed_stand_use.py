@@ -79,7 +79,8 @@ ended licence
 suspension (POA art. 45 § único)
     With ``suspensions`` (the registry's ``stand_suspensions``: per stand, a prefixo's or a
     driver's ``suspension``, the 20 days of § único I, or ``barred``, § único II a, open-ended
-    allowed; inclusive local dates), a use of the stand during one is no lawful use, licence or
+    allowed; inclusive local dates; a stand's closure, ``closed``, sanctions no one and is left
+    out), a use of the stand during one is no lawful use, licence or
     not (``details.subtype = "suspended_use"``, ``details.suspension``: the registry row, and
     ``details.suspension_kind``, its kind, for the rulebook). A
     prefixo's row (``vehicle_id``) applies to every use of that vehicle; a driver's
@@ -124,7 +125,7 @@ from numpy.typing import NDArray
 
 from geo.calendar import DEFAULT_TIMEZONE
 from stands.licences import unknown_licences
-from stands.suspensions import SUSPENSION_KINDS
+from stands.suspensions import CLOSED, SUSPENSION_KINDS
 from stands.visits import (
     DEFAULT_BOARDING_GRACE_M,
     DEFAULT_BOARDING_GRACE_S,
@@ -252,7 +253,11 @@ _OPEN_END = 2**62
 
 
 class _Suspensions:
-    """The suspension rows by ``(stand, "v"|"d", vehicle or driver)``, with their evidence."""
+    """The suspension rows by ``(stand, "v"|"d", vehicle or driver)``, with their evidence.
+
+    A stand's closure (``kind`` ``closed``: no prefixo nor driver) is no sanction on anyone and
+    is left out.
+    """
 
     def __init__(self, frame: pd.DataFrame) -> None:
         require_columns(frame, SUSPENSION_COLUMNS, what="as suspensões de ponto")
@@ -269,6 +274,8 @@ class _Suspensions:
             vehicle = _text_or_none(rec["vehicle_id"])
             driver = _text_or_none(rec["driver_id"])
             kind = _text_or_none(rec["kind"])
+            if kind == CLOSED:
+                continue
             if stand is None or (vehicle is None) == (driver is None) or np.isnat(starts[k]):
                 msg = (
                     f"as suspensões de ponto, linha {k + 1}: esperado stand_id, starts_on e "
@@ -300,7 +307,7 @@ class _Suspensions:
             last = _OPEN_END if end is None else int(end.astype(np.int64))
             self.spans.append((int(starts[k].astype(np.int64)), last))
             key = (stand, "v", vehicle) if vehicle is not None else (stand, "d", str(driver))
-            self.by_key.setdefault(key, []).append(k)
+            self.by_key.setdefault(key, []).append(len(self.records) - 1)
 
     def find(
         self,

@@ -324,3 +324,41 @@ class TestSuspensions:
         assert response.status_code == 404 and "NOPE" in response.json()["error"]["message"]
         planner = bearer(seeded["tokens"]["planner"])
         assert client.get("/api/v1/stands/S1/suspensions", headers=planner).status_code == 403
+
+    def test_admin_records_a_stand_closure_without_subject(
+        self, client: TestClient, seeded: dict, api_engine
+    ) -> None:
+        """A closure of S2 (road works) is recorded (201) with no prefixo nor driver and read
+        back by the rule's frame with vehicle_id None."""
+        from db.stands.store import suspensions_frame
+
+        headers = bearer(seeded["tokens"]["admin"])
+        body = {"starts_on": "2024-02-01", "ends_on": "2024-02-03", "kind": "closed",
+                "reason": "obras na via", "process_ref": "SMMU 7/2024"}  # fmt: skip
+        done = client.post("/api/v1/stands/S2/suspensions", json=body, headers=headers)
+        assert done.status_code == 201, done.text
+        row = done.json()
+        assert (row["kind"], row["vehicle_id"], row["driver_id"]) == ("closed", None, None)
+        listed = client.get("/api/v1/stands/S2/suspensions", headers=headers).json()
+        assert row["suspension_id"] in [r["suspension_id"] for r in listed["data"]]
+        with api_engine.connect() as conn:
+            frame = suspensions_frame(conn=conn, stand_ids=["S2"])
+        stored = frame[frame["suspension_id"] == row["suspension_id"]].iloc[0]
+        assert stored["kind"] == "closed"
+        assert stored["vehicle_id"] is None and stored["driver_id"] is None
+
+    def test_bad_closures_are_422_in_portuguese(self, client: TestClient, seeded: dict) -> None:
+        """A closure naming a prefixo or a driver is 422 naming the field; nothing stored."""
+        headers = bearer(seeded["tokens"]["admin"])
+        url = "/api/v1/stands/S2/suspensions"
+        before = client.get(url, headers=headers).json()["count"]
+        for subject in ({"vehicle_id": "V2"}, {"driver_id": "D1"}):
+            body = {"starts_on": "2024-02-01", "kind": "closed"} | subject
+            response = client.post(url, json=body, headers=headers)
+            assert response.status_code == 422, response.text
+            message = response.json()["error"]["message"]
+            assert f"'{next(iter(subject))}'" in message and "interdição do ponto" in message
+        response = client.post(url, json={"starts_on": "2024-02-01", "kind": "barred"},
+                               headers=headers)  # fmt: skip
+        assert response.status_code == 422 and "exatamente um" in response.text
+        assert client.get(url, headers=headers).json()["count"] == before

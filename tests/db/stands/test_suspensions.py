@@ -1,14 +1,22 @@
-"""Stand suspensions into PostGIS: the import (all or nothing, audited) and the rule's frame."""
+"""Stand suspensions and closures into PostGIS: the import (all or nothing, audited), the
+registry, the table's checks and migration 0017, and the rule's frame."""
 
 from __future__ import annotations
 
 import datetime as dt
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
+from db.engine import create_database, drop_database, parse_url
+from db.migrate import downgrade, upgrade
 from db.stands.registry import create_suspension, list_suspensions
 from db.stands.store import load_stand_suspensions, suspensions_frame
 from stands._errors import InvalidAttributeError, StandSuspensionFileError, UnknownDriverError
@@ -128,3 +136,191 @@ class TestRegistry:
                 kind="barred",
                 actor="t-1",
             )
+
+
+# ------------------------------------------------------------ closures of the whole stand
+
+CLOSURES_CSV = """stand_id,vehicle_id,driver_id,starts_on,ends_on,kind,reason,process_ref
+SUS1,,,2024-03-01,2024-03-15,closed,obras na via,SMMU 7/2024
+SUS1,,,2024-04-01,,closed,evento,
+SUS1,SUSCAR,,2024-03-01,2024-03-20,suspension,desacato,EPTC 1/2024
+"""
+
+
+class TestClosures:
+    def test_registry_records_a_closure_loaded_without_subject(self, registry: Session) -> None:
+        """An open closure is recorded, audited and read back with no prefixo nor driver."""
+        row = create_suspension(
+            session=registry,
+            stand_id="SUS1",
+            starts_on=dt.date(2024, 3, 4),
+            kind="closed",
+            reason="obras na via",
+            actor="t-1",
+        )
+        assert (row.vehicle_id, row.driver_id, row.ends_on) == (None, None, None)
+        frame = suspensions_frame(conn=registry, stand_ids=["SUS1"])
+        assert frame["suspension_id"].tolist() == [row.suspension_id]
+        closure = frame.iloc[0]
+        assert closure["kind"] == "closed"
+        assert closure["vehicle_id"] is None and closure["driver_id"] is None
+        assert closure["starts_on"] == pd.Timestamp("2024-03-04") and pd.isna(closure["ends_on"])
+        audit = registry.execute(
+            text(
+                "SELECT details->>'kind' FROM audit_log WHERE entity = 'stand_suspension' "
+                "AND entity_id = :i"
+            ),
+            {"i": str(row.suspension_id)},
+        ).scalar_one()
+        assert audit == "closed"
+
+    @pytest.mark.parametrize(("vehicle", "driver"), [("SUSCAR", None), (None, "SUSDRV")])
+    def test_registry_refuses_a_closure_naming_someone(
+        self, registry: Session, vehicle: str | None, driver: str | None
+    ) -> None:
+        """A closure with a prefixo or a driver is refused, nothing stored."""
+        with pytest.raises(InvalidAttributeError, match="interdição do ponto"):
+            create_suspension(
+                session=registry,
+                stand_id="SUS1",
+                vehicle_id=vehicle,
+                driver_id=driver,
+                starts_on=dt.date(2024, 3, 4),
+                kind="closed",
+                actor="t-1",
+            )
+        assert list_suspensions(session=registry, stand_id="SUS1") == []
+
+    def test_import_stores_closures_and_reimport_is_unchanged(
+        self, registry: Session, tmp_path: Path
+    ) -> None:
+        """Two closures and a suspension stored; the same file again changes nothing; a new end
+        updates the open closure."""
+        path = tmp_path / "s.csv"
+        path.write_text(CLOSURES_CSV, encoding="utf-8")
+        report = _load(registry, path)
+        assert (report.created, report.updated, report.unchanged) == (3, 0, 0)
+        assert report.notes == ()
+        again = _load(registry, path)
+        assert (again.created, again.updated, again.unchanged) == (0, 0, 3)
+        path.write_text(CLOSURES_CSV.replace("2024-04-01,,", "2024-04-01,2024-04-02,"), "utf-8")
+        assert _load(registry, path).updated == 1
+        frame = suspensions_frame(conn=registry, stand_ids=["SUS1"])
+        assert frame["kind"].tolist() == ["closed", "closed", "suspension"]
+        assert frame["vehicle_id"].tolist() == [None, None, "SUSCAR"]
+        assert frame["driver_id"].tolist() == [None, None, None]
+        assert (
+            frame["ends_on"].tolist()
+            == pd.to_datetime(["2024-03-15", "2024-04-02", "2024-03-20"]).tolist()
+        )
+
+    @pytest.mark.parametrize(
+        ("vehicle", "driver", "kind", "ends_on", "ok"),
+        [
+            (None, None, "closed", None, True),
+            ("SUSCAR", None, "closed", "2024-03-09", False),
+            (None, "SUSDRV", "closed", None, False),
+            (None, None, "barred", None, False),
+            (None, None, "suspension", "2024-03-09", False),
+            ("SUSCAR", None, "suspension", None, False),
+            (None, "SUSDRV", "barred", None, True),
+        ],
+    )
+    def test_database_checks(
+        self,
+        registry: Session,
+        vehicle: str | None,
+        driver: str | None,
+        kind: str,
+        ends_on: str | None,
+        ok: bool,
+    ) -> None:
+        """The table itself holds the rules: closed ⇒ no subject, else exactly one; only
+        barred and closed open-ended."""
+        insert = text(
+            "INSERT INTO stand_suspensions (stand_id, vehicle_id, driver_id, starts_on, "
+            "ends_on, kind) VALUES ('SUS1', :v, :d, '2024-03-01', :e, :k)"
+        )
+        values = {"v": vehicle, "d": driver, "e": ends_on, "k": kind}
+        if ok:
+            registry.execute(insert, values)
+        else:
+            with (
+                pytest.raises(IntegrityError, match="ck_stand_suspensions"),
+                registry.begin_nested(),
+            ):
+                registry.execute(insert, values)
+
+
+@pytest.fixture
+def empty_database_url(database_url: str) -> Iterator[str]:
+    """A new database (PostGIS enabled, nothing migrated) on the suite's server."""
+    name = f"pontual_closed_{secrets.token_hex(4)}"
+    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
+    create_database(url)
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
+class TestClosuresMigration:
+    def test_0017_upgrade_and_downgrade(self, empty_database_url: str) -> None:
+        """0016 refuses a closure; 0017 takes it; back to 0016 it is deleted (the old checks
+        return, the other rows stay); 0017 again takes a closure."""
+        url = empty_database_url
+        upgrade(url, "0016")
+        engine = create_engine(url, poolclass=NullPool)
+        closure = text(
+            "INSERT INTO stand_suspensions (stand_id, starts_on, kind) "
+            "VALUES ('SUS1', '2024-03-01', 'closed')"
+        )
+
+        def kinds() -> list[str]:
+            with engine.connect() as conn:
+                query = "SELECT kind FROM stand_suspensions ORDER BY suspension_id"
+                return list(conn.execute(text(query)).scalars())
+
+        def comment() -> str:
+            with engine.connect() as conn:
+                query = (
+                    "SELECT col_description(attrelid, attnum) FROM pg_attribute "
+                    "WHERE attrelid = 'stand_suspensions'::regclass AND attname = 'kind'"
+                )
+                return str(conn.execute(text(query)).scalar_one())
+
+        try:
+            with engine.begin() as conn:
+                conn.execute(text("INSERT INTO stands (stand_id) VALUES ('SUS1')"))
+                conn.execute(text("INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('C', 'X')"))
+                conn.execute(
+                    text(
+                        "INSERT INTO stand_suspensions (stand_id, vehicle_id, starts_on, "
+                        "ends_on, kind) VALUES ('SUS1', 'C', '2024-03-01', '2024-03-20', "
+                        "'suspension')"
+                    )
+                )
+            with (
+                pytest.raises(IntegrityError, match="ck_stand_suspensions_kind"),
+                engine.begin() as conn,
+            ):
+                conn.execute(closure)
+            upgrade(url, "0017")
+            assert comment() == "suspension | barred | closed"
+            with engine.begin() as conn:
+                conn.execute(closure)
+            assert kinds() == ["suspension", "closed"]
+            downgrade(url, "0016")
+            assert kinds() == ["suspension"]
+            assert comment() == "suspension | barred"
+            with (
+                pytest.raises(IntegrityError, match="ck_stand_suspensions_kind"),
+                engine.begin() as conn,
+            ):
+                conn.execute(closure)
+            upgrade(url, "0017")
+            with engine.begin() as conn:
+                conn.execute(closure)
+            assert kinds() == ["suspension", "closed"]
+        finally:
+            engine.dispose()
