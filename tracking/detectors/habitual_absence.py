@@ -14,10 +14,19 @@ operated and the days it was present at the stand. A finding when
   that did not operate is not absent — that is inactivity, another finding), and
 - ``share = days_present / days_operating < min_presence_share``.
 
+Presence is a counted visit, or a near or silent dwell (``stands/near.py``: the queue beyond the
+polygon, a tracker silent while parked at the stand) found in the fixes (``pings``; in a run of
+partitions, ``near_dwells`` found by each); the day's evidence names it (``how``). Operation
+is seen in the fixes or trips, not in a fix with the meter ``off`` (private use). A vehicle
+with no meter value in the window is judged on the days it moved, which may be days off: its
+finding carries ``details.unmetered`` and its confidence times
+:data:`UNMETERED_CONFIDENCE_FACTOR` (below the proposal floor).
+
 With ``suspensions`` (the registry's ``stand_suspensions``), the days on which the prefixo was
-suspended from the stand (POA art. 45 § único: ordered away from it) are not days it could
-attend: they count neither as operating nor as present (nor licensed), and a finding lists them
-(``details.days_suspended``, ``details.suspended_days``, ``details.suspensions``).
+suspended from the stand (POA art. 45 § único: ordered away from it), or the stand was closed
+(kind ``closed``, every licensee), are not days it could attend: they count neither as
+operating nor as present (nor licensed), and a finding lists them (``details.days_suspended``,
+``details.suspended_days``, ``details.suspensions``).
 
 confidence
     ``0.5 + 0.3·(1 − share/min_presence_share) + 0.15·(1 − min_operating_days/days_operating)``,
