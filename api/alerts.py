@@ -35,6 +35,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
@@ -144,10 +145,15 @@ def list_alerts(
     stand_ids: list[str] | None = None,
     bbox: tuple[float, float, float, float] | None = None,
     vehicle_id: str | None = None,
+    vehicle_part: str | None = None,
     limit: int = 50,
     offset: int = 0,
 ) -> tuple[list[dict[str, Any]], int]:
-    """Return recent alerts (newest first) matching the filters, and how many match in all."""
+    """Return recent alerts (newest first) matching the filters, and how many match in all.
+
+    ``vehicle_id`` is one vehicle; ``vehicle_part`` any vehicle whose id contains it, case
+    ignored (the console's filter: "4227" finds SIM-4227).
+    """
     where = ["true"]
     params: dict[str, Any] = {"limit": limit, "offset": offset}
     if kinds:
@@ -159,6 +165,10 @@ def list_alerts(
     if vehicle_id:
         where.append("vehicle_id = :vehicle")
         params["vehicle"] = vehicle_id
+    if vehicle_part:
+        where.append("vehicle_id ILIKE :part ESCAPE '\\'")
+        escaped = re.sub(r"([\\%_])", r"\\\1", vehicle_part.strip())
+        params["part"] = f"%{escaped}%"
     if bbox:
         where.append("geometry && ST_MakeEnvelope(:x0, :y0, :x1, :y1, 4326)")
         params.update(dict(zip(("x0", "y0", "x1", "y1"), bbox, strict=True)))

@@ -340,7 +340,7 @@ async def alerts_page(
             session=session,
             kinds=[filters.kind] if filters.kind else None,
             stand_ids=[filters.stand_id] if filters.stand_id else None,
-            vehicle_id=filters.vehicle_id,
+            vehicle_part=filters.vehicle_id,  # part of a prefixo, as the queue's filter
             limit=PAGE_SIZE,
             offset=(page - 1) * PAGE_SIZE,
         )

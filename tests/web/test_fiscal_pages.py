@@ -370,8 +370,8 @@ class TestAlertsPage:
     def test_the_agent_filters_the_alerts_by_vehicle_and_kind(
         self, page: Any, login: Callable, web_engine: Engine
     ) -> None:
-        """The agent types a vehicle and filters: only its alerts are listed, the filter kept
-        in the form (a page past the end shows the last); a kind it has none of lists none; a
+        """The agent types a vehicle (or part of it, any case) and filters: only its alerts are
+        listed, the filter kept in the form (a page past the end shows the last); a kind it has none of lists none; a
         kind that does not exist is refused on the field (422) while the other filters apply."""
         mine, other = (f"FA{secrets.token_hex(3).upper()}" for _ in range(2))
         kept = [_alert(web_engine, mine, minutes_ago=m) for m in (6, 5)]
@@ -387,6 +387,11 @@ class TestAlertsPage:
         assert listed == kept[::-1]
         expect(page.get_by_label("Veículo (prefixo)")).to_have_value(mine)
         assert_accessible(page)
+        page.get_by_label("Veículo (prefixo)").fill(mine[2:].lower())  # part of it, any case
+        page.get_by_role("button", name="Filtrar").click()
+        expect(page.locator("#alertas-resumo")).to_have_text("2 alerta(s) com estes filtros.")
+        page.goto("/fiscal/alertas?veiculo=%25")  # '%' is a character, not a wildcard
+        expect(page.locator("#alertas-resumo")).to_have_text("Nenhum alerta com estes filtros.")
         page.goto(f"/fiscal/alertas?veiculo={mine}&pagina=9")  # past the end: the last page
         expect(page.locator(".alerts > li")).to_have_count(2)
         expect(page.get_by_text("Página 1 de 1")).to_be_visible()
