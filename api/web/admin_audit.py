@@ -9,9 +9,11 @@ read of personal data: it is itself written to the log (``read_personal_data``).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
@@ -26,8 +28,9 @@ from starlette.responses import Response
 from api.audit import READ_PERSONAL_DATA, record_personal_data_access
 from api.deps import SessionDep, SettingsDep
 from api.schemas import QueryDate
+from api.web import formats as fmt
 from api.web.admin_base import AdminUser, pt_errors
-from api.web.formats import ACTIONS, actor_label
+from api.web.formats import ACTIONS, FIELD_LABELS, actor_label
 from api.web.templating import render
 from db.enforcement.models import AuditEntry
 
@@ -143,6 +146,74 @@ ENTITIES = {
 MAX_DETAIL_CHARS = 160
 """Longer texts in the details (a geometry's WKT) are cut on the page (the search sees all)."""
 
+DETAIL_LABELS = {
+    # who, what, where
+    "stand_id": "ponto", "stand_ids": "pontos", "vehicle_id": "prefixo",
+    "driver_id": "condutor", "finding_id": "achado", "licence_id": "licença",
+    "period_id": "período", "link_id": "vínculo", "user": "usuário", "decided_by": "usuário",
+    "username": "usuário", "role": "papel", "person_name": "nome do supervisor",
+    "full_name": "nome completo", "label": "descrição", "name": "nome", "address": "endereço",
+    "capacity": "vagas", "order_number": "número de ordem", "kind": "tipo",
+    "municipality": "município", "municipality_code": "município (código IBGE)",
+    "radius_m": "raio (m)", "geometry": "área", "document": "documento", "status": "situação",
+    # when, why
+    "on": "data", "until": "até", "valid_from": "desde", "valid_until": "até",
+    "starts_on": "início", "ends_on": "fim", "excluded_on": "excluído em",
+    "elected_on": "eleito em", "homologated_on": "homologado em", "reason": "motivo",
+    "ground": "fundamento", "minutes_ref": "ata", "process_ref": "processo",
+    "licences_ended": "licenças encerradas",
+    "licences_starting_later": "licenças que começariam depois",
+    "terms_ended": "mandatos encerrados", "enabled": "reativado", "password": "senha",
+    # changes
+    "from": "de", "to": "para", "before": "antes", "after": "depois",
+    # proposals
+    "auto_number": "número do auto", "reincidence_count": "reincidências",
+    "reincidence_autos": "autos anteriores", "exception_answer": "resposta à exceção",
+    "pontuacao": "pontuação", "period_ended_on": "fim do prazo de defesa",
+    # imports
+    "file": "arquivo", "sha256": "SHA-256", "options": "opções", "rows": "linhas",
+    "imported": "linhas importadas", "rejected_rows": "linhas rejeitadas",
+    "counts": "contagens", "created": "criados", "updated": "atualizados",
+    "unchanged": "inalterados", "retired": "desativados",
+    "periods_replaced": "períodos substituídos", "periods_created": "períodos criados",
+    "as_of": "data do arquivo", "retire_missing": "desativar ausentes",
+    "id_prefix": "prefixo dos stand_id",
+    # reads of personal data
+    "ids": "registros", "fields": "campos", "route": "página",
+    # fix retention
+    "keep_days": "dias mantidos", "cutoff": "corte", "dry_run": "simulação",
+    "evidence_refs": "evidências citadas", "partitions_dropped": "partições apagadas",
+    "partitions_trimmed": "partições aparadas", "rows_deleted": "posições apagadas",
+    "rows_kept": "posições mantidas", "partitions_refused": "partições mantidas inteiras",
+    "unreadable_evidence": "evidências ilegíveis",
+    "via": "origem",
+}  # fmt: skip
+"""pt-BR labels of the keys the audit writers put in the details (:mod:`db.stands.registry`,
+:mod:`db.enforcement.workflow`, :mod:`db.fleet.store`, the console's pages...); others are
+shown by the forms' label (:data:`api.web.formats.FIELD_LABELS`) or as written."""
+
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class DetailItem:
+    """One key of an entry's details as shown: its label, its text, or its sub-items."""
+
+    key: str
+    label: str
+    text: str = ""
+    children: tuple[DetailItem, ...] = ()
+
+
+def detail_label(key: str) -> str:
+    """Return the pt-BR label of a details key (the key itself when none is known)."""
+    if key in DETAIL_LABELS:
+        return DETAIL_LABELS[key]
+    label = FIELD_LABELS.get(key)
+    if label is None:
+        return key
+    return label[:1].lower() + label[1:]
+
 
 def _shorten(value: Any) -> Any:
     if isinstance(value, dict):
@@ -154,8 +225,62 @@ def _shorten(value: Any) -> Any:
     return value
 
 
+def value_text(value: Any) -> str:
+    """Return a details value as plain pt-BR text.
+
+    None is ``—``, booleans ``sim``/``não``, ISO days ``dd/mm/aaaa``, decimals with a comma,
+    lists joined by ``", "``, a ``{"from", "to"}`` change as ``de … para …``, other objects as
+    ``chave: valor`` pairs joined by ``"; "``.
+    """
+    if value is None:
+        return fmt.NONE
+    if isinstance(value, bool):
+        return "sim" if value else "não"
+    if isinstance(value, float):
+        return str(value).replace(".", ",")
+    if isinstance(value, str):
+        if _ISO_DAY.match(value):
+            with contextlib.suppress(ValueError):
+                return fmt.date(dt.date.fromisoformat(value))
+        return value
+    if isinstance(value, list):
+        return ", ".join(value_text(v) for v in value) if value else fmt.NONE
+    if isinstance(value, dict):
+        if set(value) == {"from", "to"}:
+            return f"de {value_text(value['from'])} para {value_text(value['to'])}"
+        if not value:
+            return fmt.NONE
+        return "; ".join(f"{detail_label(str(k))}: {value_text(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _item(key: str, value: Any) -> DetailItem:
+    label = detail_label(key)
+    if isinstance(value, dict) and value and set(value) != {"from", "to"}:
+        return DetailItem(key=key, label=label, children=tuple(_items(value)))
+    return DetailItem(key=key, label=label, text=value_text(value))
+
+
+def _items(details: dict[Any, Any]) -> list[DetailItem]:
+    """Return the labelled items of an object, in the order of their labels."""
+    items = [_item(str(k), v) for k, v in details.items()]
+    return sorted(items, key=lambda i: (fmt.plain(i.label), i.key))
+
+
+def detail_items(details: Any) -> list[DetailItem]:
+    """Return an entry's details as labelled items (long texts cut; nothing left out).
+
+    Known keys get their pt-BR label (:data:`DETAIL_LABELS`), others keep their name; nested
+    objects become sub-items; items come in the order of their labels.
+    """
+    short = _shorten(details or {})
+    if not isinstance(short, dict):
+        return [DetailItem(key="", label="valor", text=value_text(short))]
+    return _items(short)
+
+
 def details_text(details: Any) -> str:
-    """Return an entry's details as compact, readable JSON (long texts cut)."""
+    """Return an entry's details as compact JSON (long texts cut): the raw data."""
     return json.dumps(_shorten(details or {}), ensure_ascii=False, sort_keys=True)
 
 
@@ -239,6 +364,7 @@ def audit_log(
                 "at": r.at.astimezone(zone),
                 "link": entity_link(r),
                 "details": details_text(r.details),
+                "lines": detail_items(r.details),
                 "actor": actor_label(r.actor),
                 "action": ACTIONS.get(r.action, r.action),
                 "entity": ENTITIES.get(r.entity, r.entity),

@@ -21,6 +21,7 @@ Confirm
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import csv
 import datetime as dt
@@ -394,6 +395,63 @@ def _safe_name(name: str, suffix: str) -> str:
 
 # --- pages ------------------------------------------------------------------------------------
 
+_SCALAR = r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|None|True|False)"""
+_ITEMS = rf"\s*(?:{_SCALAR}\s*(?:,\s*{_SCALAR}\s*)*,?\s*)?"
+_SEQUENCE = re.compile(rf"\[{_ITEMS}\]|\({_ITEMS}\)")
+"""A Python list or tuple of texts and numbers, as ``repr`` writes it."""
+
+
+def readable_message(message: str) -> str:
+    """Return a loader's message with the Python lists it quotes written as text.
+
+    ``"colunas presentes: ['foo', 'bar']"`` → ``"colunas presentes: foo, bar"``; an empty
+    list is ``"nenhuma"``. Only lists (and tuples) holding a text, or empty, are rewritten:
+    a range such as ``[1, 1000]`` stays as it is. The messages come from the loaders
+    (e.g. :func:`stands.layers._require_columns`, the ``era {value!r}`` of a property that is
+    a list in a GeoJSON).
+    """
+
+    def text(match: re.Match[str]) -> str:
+        literal = match.group(0)
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            return literal
+        if not isinstance(value, list | tuple):
+            return literal
+        if not value:
+            return "nenhuma" if literal.startswith("[") else literal
+        if not any(isinstance(v, str) for v in value):
+            return literal
+        return ", ".join(str(v) for v in value)
+
+    return _SEQUENCE.sub(text, message)
+
+
+def _readable_counts(counts: dict[str, Any]) -> dict[str, Any]:
+    return {
+        label: [readable_message(str(v)) for v in value] if isinstance(value, list) else value
+        for label, value in counts.items()
+    }
+
+
+def _readable_upload(upload: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return a stored upload with the loaders' messages readable (the stored one unchanged)."""
+    if not upload or not upload.get("preview"):
+        return upload
+    shown = dict(upload.get("preview") or {})
+    shown["rejected"] = [
+        r | {"reason": readable_message(str(r.get("reason") or ""))}
+        for r in shown.get("rejected") or []
+    ]
+    if shown.get("file_error"):
+        shown["file_error"] = readable_message(str(shown["file_error"]))
+    shown["counts"] = _readable_counts(shown.get("counts") or {})
+    done = upload.get("done")
+    if done:
+        done = done | {"counts": _readable_counts(done.get("counts") or {})}
+    return upload | {"preview": shown, "done": done}
+
 
 def _page(
     request: Request,
@@ -416,7 +474,7 @@ def _page(
         kinds=KINDS,
         errors=errors or {},
         values=values or {"kind": FLEET, "radius_m": "30", "retire_missing": "1"},
-        upload=upload,
+        upload=_readable_upload(upload),
         max_bytes=max_upload_bytes(settings),
         max_shown=MAX_SHOWN,
         notice=notice,

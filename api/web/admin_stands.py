@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from typing import Annotated, Any
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
@@ -160,6 +161,20 @@ def _today(settings: Any) -> dt.date:
 
 # --- pages ------------------------------------------------------------------------------------
 
+_DIGITS = re.compile(r"([0-9]+)")
+
+
+def natural_key(stand_id: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
+    """Return the sort key of a stand id: numbers by value, text as text ("9" before "10").
+
+    The id is cut in runs of ASCII digits and of other characters; a digit run compares by its
+    value and sorts before text at the same place ("PT-9" < "PT-10" < "PT-A"). The id itself
+    breaks ties ("007" and "7"), so the order is total.
+    """
+    parts = _DIGITS.split(stand_id)  # digit runs at the odd places
+    runs = tuple((0, int(part)) if k % 2 else (1, part) for k, part in enumerate(parts) if part)
+    return runs, stand_id
+
 
 @router.get("/admin/pontos", name="web_admin_stands")
 def stands(
@@ -179,10 +194,11 @@ def stands(
     if q.strip():
         like = f"%{q.strip()}%"
         query = query.where(or_(Stand.stand_id.ilike(like), Stand.name.ilike(like)))
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.scalars(
-        query.order_by(Stand.stand_id).limit(PAGE_SIZE).offset((pagina - 1) * PAGE_SIZE)
-    ).all()
+    ids = sorted(session.scalars(query.with_only_columns(Stand.stand_id)), key=natural_key)
+    total = len(ids)
+    shown = ids[(pagina - 1) * PAGE_SIZE : pagina * PAGE_SIZE]
+    found = {s.stand_id: s for s in session.scalars(select(Stand).where(Stand.stand_id.in_(shown)))}
+    rows = [found[i] for i in shown if i in found]
     counts = dict(
         session.execute(
             select(ParkingLicence.stand_id, func.count())

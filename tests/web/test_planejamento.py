@@ -14,6 +14,7 @@ import datetime as dt
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -34,6 +35,8 @@ TZ = ZoneInfo("America/Sao_Paulo")
 STAND_A = (-8.7612, -63.9004)
 STAND_B = (-8.7560, -63.9100)
 FAR = (-8.7800, -63.8800)
+_FIGURE = re.compile(r'<tr data-key="([\w.]+)"><th scope="row">[^<]*</th><td>([^<]*)</td>')
+"""A row of the page's figures: its key and the value shown."""
 PLACE = (-8.7700, -63.8900)
 
 
@@ -204,6 +207,25 @@ class TestExport:
         answer = client.get(f"/planejamento/{PVH}/veiculos.csv")
         assert answer.content.decode("utf-8-sig").startswith("prefixo,ano,idade_anos,")
         assert _csv_rows(answer.content) == []
+
+    def test_rounding_is_a_sentence(self, web_client: Callable) -> None:
+        """The rounding line says, in words and with the plan's figures, how Porto Velho's
+        500–700 inhabitants per taxi give 658 and 920 taxis (no "=", "ceil" or "floor")."""
+        html = web_client("planner").get(f"/planejamento?municipio={PVH}").text
+        line = re.search(r'<tr data-key="rule.rounding">.*?<td>([^<]*)</td>', html)
+        assert line is not None
+        said = line.group(1)
+        assert said == (
+            "Frota mínima: 658 táxis, pois 460.413 habitantes divididos por 700 (o máximo de "
+            "habitantes por táxi) dão 657,7, arredondado para cima. Frota máxima: 920 táxis, "
+            "pois 460.413 habitantes divididos por 500 (o mínimo de habitantes por táxi) dão "
+            "920,8, arredondado para baixo. Os arredondamentos favorecem o cumprimento da lei."
+        )
+        for formula in ("=", "×", "ceil", "floor", "frota_min", "/"):
+            assert formula not in said, formula
+        figures = dict(re.findall(_FIGURE, html))
+        assert figures["fleet_min"] == "658" and figures["fleet_max"] == "920"
+        assert figures["population"] == "460.413"
 
     def test_map_layers(self, web_client: Callable, seeded_plan: None) -> None:
         """The map's GeoJSON: the boundary, the two stands and their coverage, 4 cells, the
