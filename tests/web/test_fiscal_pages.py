@@ -371,8 +371,9 @@ class TestAlertsPage:
         self, page: Any, login: Callable, web_engine: Engine
     ) -> None:
         """The agent types a vehicle (or part of it, any case) and filters: only its alerts are
-        listed, the filter kept in the form (a page past the end shows the last); a kind it has none of lists none; a
-        kind that does not exist is refused on the field (422) while the other filters apply."""
+        listed, the filter kept in the form (a page past the end shows the last); a kind it has
+        none of lists none; a kind that does not exist is refused on the field (422) while the
+        other filters apply."""
         mine, other = (f"FA{secrets.token_hex(3).upper()}" for _ in range(2))
         kept = [_alert(web_engine, mine, minutes_ago=m) for m in (6, 5)]
         _alert(web_engine, other, minutes_ago=4)
