@@ -34,6 +34,7 @@ from api.web.auth import (
     LOGIN_PATH,
     LOGOUT_PATH,
     SESSION_COOKIE,
+    VIEWER_STATE,
     OptionalWebSession,
     WebSession,
     check_csrf,
@@ -341,7 +342,7 @@ def validation_page(request: Request, exc: RequestValidationError) -> Response |
     )
     return error_page(
         request,
-        web=None,
+        web=getattr(request.state, VIEWER_STATE, None),  # the console's header and menu
         status_code=422,
         title="Dados não aceitos",
         message=message,

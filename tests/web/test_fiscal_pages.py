@@ -540,6 +540,10 @@ class TestFormLimits:
         body = page.locator("main").inner_text()
         assert "Motivo: no máximo 2000 caracteres (foram enviados 5.000)." in body
         expect(page.get_by_role("link", name="Ir para a página de entrada")).to_have_count(0)
+        nav = page.get_by_role("navigation", name="Navegação principal")
+        expect(nav.get_by_role("link", name="Fiscalização")).to_be_visible()  # the console's menu
+        expect(page.get_by_role("button", name="Sair")).to_be_visible()
+        assert_accessible(page)
         assert _status_and_audit(web_engine, proposal) == before
         page.get_by_role("link", name="Voltar e corrigir").click()
         page.wait_for_url(f"**/fiscal/propostas/{proposal}")
@@ -572,7 +576,7 @@ class TestFormLimits:
         body = page.locator("main").inner_text()
         assert "Motivo: enviado 2 vezes; este campo aceita um só valor." in body
         expect(page.get_by_role("link", name="Voltar à sua página inicial")).to_have_attribute(
-            "href", "/painel"
+            "href", "/fiscal"
         )
         assert _status_and_audit(web_engine, proposal) == before
         assert before[0] == "proposta"

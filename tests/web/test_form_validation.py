@@ -282,14 +282,15 @@ class TestWayBack:
         form: dict[str, str] | None,
         back: str,
     ) -> None:
-        """The 422 page of a logged-in user: back to the form's page (a step's proposal, the
-        queue of the generate form, the list of a create form, the page without its query)
-        and to the start page; no link to the login."""
+        """The 422 page of a logged-in user: the console's menu, back to the form's page (a
+        step's proposal, the queue of the generate form, the list of a create form, the page
+        without its query) and to the start page; no link to the login."""
         url = path.format(p=proposal)
         answer = client.get(url, headers=BROWSER) if form is None else _post(client, url, form)
         assert answer.status_code == 422
         assert f'<a href="{back.format(p=proposal)}">Voltar e corrigir</a>' in answer.text
-        assert '<a href="/painel">Voltar à sua página inicial</a>' in answer.text
+        assert '">Voltar à sua página inicial</a>' in answer.text
+        assert 'aria-label="Navegação principal"' in answer.text  # the console's menu
         assert 'href="/entrar"' not in answer.text
 
     def test_a_visitor_gets_the_login(self, client: TestClient) -> None:
