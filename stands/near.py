@@ -37,7 +37,6 @@ import numpy.typing as npt
 import pandas as pd
 import shapely
 
-from geo.crs import distance_to_geometries_m, haversine_m
 from stands._errors import MissingColumnError, ThresholdError
 from tracking.arrays import epoch_ns
 
@@ -56,8 +55,9 @@ DWELL_COLUMNS = (
     "last_row", "how",
 )  # fmt: skip
 _UTC = pd.DatetimeTZDtype("ns", "UTC")
-_M_PER_DEG = 111_000.0
-"""Metres in a degree of latitude, rounded down (a box at least as wide as the reach)."""
+_M_PER_DEG = 111_320.0
+"""Metres in a degree on each stand's local plane (of latitude; of longitude times the cosine
+of the stand's latitude): within 0.5 % of the ellipsoid's in Brazil, at a few hundred metres."""
 
 
 def advance_near_dwells(
@@ -268,7 +268,7 @@ def _chains(
             dwells.append((v, sid, int(start_ns), end_ns, int(start_row), end_row, bool(silent)))
 
     gi, gk, within, sids = _near_fixes(
-        code, uniques, lat, lon, licences, stands, silent_reach_m=silent_reach_m
+        code, uniques, lat, lon, licences, stands, reach_m=reach_m, silent_reach_m=silent_reach_m
     )
     m = len(gi)
     if m > 1:
@@ -320,9 +320,14 @@ def _near_fixes(
     licences: pd.DataFrame,
     stands: gpd.GeoDataFrame,
     *,
+    reach_m: float,
     silent_reach_m: float,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], Any]:
-    """(fix, licensed stand) pairs within ``silent_reach_m``, by stand then fix; distances."""
+    """(fix, licensed stand) pairs within ``silent_reach_m``, by stand then fix; distances.
+
+    Distances in metres on each stand's local plane (:func:`_local_frames`); one the rule
+    need not tell apart from another (both inside, both within ``reach_m``...) may be a bound.
+    """
     shapes = stands.loc[stands.geometry.notna() & ~stands.geometry.is_empty]
     sids = shapes["stand_id"].astype("str").to_numpy(dtype=object)
     geoms = shapes.geometry.to_numpy(dtype=object)
@@ -343,23 +348,55 @@ def _near_fixes(
         gi = np.repeat(np.arange(len(code)), per_fix)
         nth = np.arange(len(gi)) - np.repeat(np.cumsum(per_fix) - per_fix, per_fix)
         gk = pairs[first[code[gi]] + nth, 1]
+    frame = _local_frames(geoms)
+    cx, cy, kx = frame["cx"][gk], frame["cy"][gk], frame["kx"][gk]
+    r_in, r_out = frame["r_in"][gk], frame["r_out"][gk]
+    px = (lon[gi] - cx) * kx
+    py = (lat[gi] - cy) * _M_PER_DEG
+    box = r_out + silent_reach_m
+    near = np.flatnonzero((np.abs(px) <= box) & (np.abs(py) <= box))
+    gi, gk, px, py = gi[near], gk[near], px[near], py[near]
+    d = np.hypot(px, py)
+    # the distance to the polygon lies in [d - r_out, d - r_in] (at least 0): where both ends
+    # fall on the same side of every threshold the rule reads, no exact distance is needed
+    lo, hi = np.maximum(d - r_out[near], 0.0), np.maximum(d - r_in[near], 0.0)
+    decided = (
+        ((lo > 0) == (hi > 0)) & ((lo <= reach_m) == (hi <= reach_m))
+        & ((lo <= silent_reach_m) == (hi <= silent_reach_m))
+    )  # fmt: skip
+    within = hi.copy()
+    exact = np.flatnonzero(~decided)
+    if len(exact):
+        within[exact] = shapely.distance(
+            shapely.points(px[exact], py[exact]), frame["local"][gk[exact]]
+        )
+    keep = np.flatnonzero(within <= silent_reach_m)
+    gi, gk, within = gi[keep], gk[keep], within[keep]
+    order = np.lexsort((gi, gk))
+    return gi[order], gk[order], within[order], sids
+
+
+def _local_frames(geoms: npt.NDArray[np.object_]) -> dict[str, Any]:
+    """Each stand in a local plane (metres from its centroid): the polygon, its radii.
+
+    ``r_out``: the farthest vertex; ``r_in``: the nearest edge when the centroid is inside
+    (a disc of that radius is inside the polygon), else 0. One plane per stand, the same for
+    every call, so live and batch measure alike.
+    """
     centre = shapely.centroid(geoms)
     cx, cy = shapely.get_x(centre), shapely.get_y(centre)
-    radius = np.zeros(len(geoms))  # farthest vertex from the centroid, metres
+    kx = _M_PER_DEG * np.cos(np.radians(cy))
+    local = np.empty(len(geoms), dtype=object)
+    r_in, r_out = np.zeros(len(geoms)), np.zeros(len(geoms))
     for j, g in enumerate(geoms):
-        xy = shapely.get_coordinates(g)
-        if len(xy):
-            radius[j] = float(np.max(haversine_m(cy[j], cx[j], xy[:, 1], xy[:, 0])))
-    # a box around each stand holding every point within silent_reach_m (1 m: rounding)
-    reach = radius + silent_reach_m + 1.0
-    dy = np.abs(lat[gi] - cy[gk]) * _M_PER_DEG
-    dx = np.abs(lon[gi] - cx[gk]) * (_M_PER_DEG * np.cos(np.radians(cy)))[gk]
-    near = np.flatnonzero((dy <= reach[gk]) & (dx <= reach[gk]))
-    gi, gk = gi[near], gk[near]
-    order = np.lexsort((gi, gk))
-    gi, gk = gi[order], gk[order]
-    dist = distance_to_geometries_m(lat[gi], lon[gi], geoms, which=gk)
-    return gi, gk, np.nan_to_num(dist, nan=np.inf), sids
+        shift = np.array([cx[j], cy[j]])
+        scale = np.array([kx[j], _M_PER_DEG])
+        local[j] = shapely.transform(g, lambda xy, a=shift, b=scale: (xy - a) * b)
+        xy = shapely.get_coordinates(local[j])
+        r_out[j] = float(np.max(np.hypot(xy[:, 0], xy[:, 1]))) if len(xy) else 0.0
+        if shapely.contains_xy(local[j], 0.0, 0.0):
+            r_in[j] = float(shapely.distance(shapely.boundary(local[j]), shapely.Point(0, 0)))
+    return {"cx": cx, "cy": cy, "kx": kx, "local": local, "r_in": r_in, "r_out": r_out}
 
 
 def _dwell_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
