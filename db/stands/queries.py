@@ -468,50 +468,57 @@ def near_stand_fixes(
     corners = shapes.geometry.bounds.assign(**{STAND_ID: shapes[STAND_ID].astype("str")})
     boxes = licences[[fr.VEHICLE_ID, STAND_ID]].astype("str").merge(corners, on=STAND_ID)
     dlat = margin_m / 111_320.0
-    rows: list[Any] = []
+    rows: Sequence[Any] = []
     if len(boxes):
         bounds = boxes[["minx", "miny", "maxx", "maxy"]].to_numpy(dtype=np.float64)
         dlon = margin_m / (111_320.0 * np.cos(np.radians(bounds[:, 1])))
-        rows = list(
-            session.execute(
-                text(
-                    "SELECT vehicle_id, ts, lat, lon, k FROM ("
-                    " SELECT vehicle_id, ts, lat, lon,"
-                    "  row_number() OVER (PARTITION BY vehicle_id ORDER BY ts) AS k"
-                    " FROM fixes WHERE vehicle_id = ANY(:v) AND ts >= :lo AND ts < :hi) f "
-                    "WHERE EXISTS (SELECT 1 FROM unnest(CAST(:bv AS text[]), "
-                    " CAST(:y0 AS float8[]), CAST(:y1 AS float8[]), CAST(:x0 AS float8[]), "
-                    " CAST(:x1 AS float8[])) "
-                    " AS b(v, y0, y1, x0, x1) WHERE b.v = f.vehicle_id"
-                    " AND f.lat BETWEEN b.y0 AND b.y1 AND f.lon BETWEEN b.x0 AND b.x1) "
-                    "ORDER BY vehicle_id, ts"
-                ),
-                {
-                    "v": sorted(set(boxes[fr.VEHICLE_ID])),
-                    "lo": lo,
-                    "hi": hi,
-                    "bv": boxes[fr.VEHICLE_ID].tolist(),
-                    "y0": (bounds[:, 1] - dlat).tolist(),
-                    "y1": (bounds[:, 3] + dlat).tolist(),
-                    "x0": (bounds[:, 0] - dlon).tolist(),
-                    "x1": (bounds[:, 2] + dlon).tolist(),
-                },
-            ).all()
-        )
-    out: list[tuple[Any, ...]] = []
-    for k, r in enumerate(rows):
-        before = rows[k - 1] if k else None
-        if before is not None and before.vehicle_id == r.vehicle_id and before.k != r.k - 1:
-            out.append((r.vehicle_id, before.ts, np.nan, np.nan))  # the track left the box
-        out.append((r.vehicle_id, r.ts, r.lat, r.lon))
+        rows = session.execute(
+            text(
+                "WITH b AS MATERIALIZED (SELECT * FROM unnest(CAST(:bv AS text[]), "
+                " CAST(:y0 AS float8[]), CAST(:y1 AS float8[]), CAST(:x0 AS float8[]), "
+                " CAST(:x1 AS float8[])) AS b(v, y0, y1, x0, x1)), "
+                "f AS (SELECT vehicle_id, ts, lat, lon,"
+                "  row_number() OVER (PARTITION BY vehicle_id ORDER BY ts) AS k"
+                " FROM fixes WHERE vehicle_id = ANY(:v) AND ts >= :lo AND ts < :hi) "
+                "SELECT vehicle_id, array_agg((extract(epoch FROM ts) * 1000000)::bigint"
+                "  ORDER BY ts), array_agg(lat ORDER BY ts), array_agg(lon ORDER BY ts),"
+                " array_agg(k ORDER BY ts) "
+                "FROM f WHERE EXISTS (SELECT 1 FROM b WHERE b.v = f.vehicle_id"
+                " AND f.lat BETWEEN b.y0 AND b.y1 AND f.lon BETWEEN b.x0 AND b.x1) "
+                "GROUP BY vehicle_id ORDER BY vehicle_id"
+            ),
+            {
+                "v": sorted(set(boxes[fr.VEHICLE_ID])),
+                "lo": lo,
+                "hi": hi,
+                "bv": boxes[fr.VEHICLE_ID].tolist(),
+                "y0": (bounds[:, 1] - dlat).tolist(),
+                "y1": (bounds[:, 3] + dlat).tolist(),
+                "x0": (bounds[:, 0] - dlon).tolist(),
+                "x1": (bounds[:, 2] + dlon).tolist(),
+            },
+        ).all()
+    n = [len(r[1]) for r in rows]
+    vid = np.repeat(np.array([r[0] for r in rows], dtype=object), n)
+    us = np.concatenate([np.asarray(r[1], dtype=np.int64) for r in rows] or [np.zeros(0, int)])
+    lat = np.concatenate([np.asarray(r[2], dtype=np.float64) for r in rows] or [np.zeros(0)])
+    lon = np.concatenate([np.asarray(r[3], dtype=np.float64) for r in rows] or [np.zeros(0)])
+    k = np.concatenate([np.asarray(r[4], dtype=np.int64) for r in rows] or [np.zeros(0, int)])
+    # where the track left the box (fixes not read), a row without position at the last one
+    first = np.cumsum(n, dtype=np.int64) - np.asarray(n, dtype=np.int64)
+    jump = np.diff(k, prepend=0) > 1
+    jump[first] = False
+    at = np.flatnonzero(jump)
+    vid, us = np.insert(vid, at, vid[at]), np.insert(us, at, us[at - 1])
+    lat, lon = np.insert(lat, at, np.nan), np.insert(lon, at, np.nan)
     return pd.DataFrame(
         {
-            fr.VEHICLE_ID: pd.Series([o[0] for o in out], dtype="str"),
-            fr.TIMESTAMP: pd.to_datetime(
-                pd.Series([o[1] for o in out], dtype="object"), utc=True
-            ).astype(pd.DatetimeTZDtype("ns", "UTC")),
-            fr.LAT: np.array([o[2] for o in out], dtype=np.float64),
-            fr.LON: np.array([o[3] for o in out], dtype=np.float64),
+            fr.VEHICLE_ID: pd.Series(vid, dtype="str"),
+            fr.TIMESTAMP: pd.Series(pd.to_datetime(us, unit="us", utc=True)).astype(
+                pd.DatetimeTZDtype("ns", "UTC")
+            ),
+            fr.LAT: lat,
+            fr.LON: lon,
         }
     )
 

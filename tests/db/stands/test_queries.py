@@ -269,6 +269,23 @@ class TestSupervisorPresence:
         out = supervisor_presence(session=db, stand_ids=["S2"], start=later, end=later)
         assert out[["vehicle_id", "operated", "present"]].values.tolist() == [["B1", True, False]]
 
+    def test_a_fix_away_between_two_near_ones_breaks_the_dwell(self, db: Session) -> None:
+        """Two fixes 60 m north of S2 a minute apart, with one 2 km away between them (not
+        read: outside the box near the stand): no dwell joins them, so no presence; without
+        the fix away they are a minute's dwell."""
+        day = DAY + dt.timedelta(days=3)
+        t = 3 * 24 * 60
+        _fixes(db, "B1", [(t, S2_NORTH_M + 60, "free"), (t + 0.5, 2500, "free")])
+        _fixes(db, "B1", [(t + 1, S2_NORTH_M + 60, "free")])
+        out = supervisor_presence(session=db, stand_ids=["S2"], start=day, end=day)
+        assert out[["vehicle_id", "operated", "present"]].values.tolist() == [["B1", True, False]]
+        db.execute(
+            text("DELETE FROM fixes WHERE vehicle_id = 'B1' AND ts = :ts"),
+            {"ts": T0 + dt.timedelta(minutes=t + 0.5)},
+        )
+        out = supervisor_presence(session=db, stand_ids=["S2"], start=day, end=day)
+        assert out[["vehicle_id", "operated", "present"]].values.tolist() == [["B1", True, True]]
+
     def test_meter_off_is_not_operating(self, db: Session) -> None:
         """A1 drives the next day with the meter off only (private use): not a day operated."""
         next_day = DAY + dt.timedelta(days=1)
