@@ -40,8 +40,11 @@ import shapely
 from stands._errors import MissingColumnError, ThresholdError
 from tracking.arrays import epoch_ns
 
-DEFAULT_REACH_M = 50.0
-"""Fixes this close to the polygon are at the stand (``illegal_stand_formation``'s buffer)."""
+STAND_REACH_M = 50.0
+"""Where a stand ends: within this of its polygon is the stand, for this presence and for
+``illegal_stand_formation`` (its ``stand_buffer_m``): GPS scatter and the queue's tail."""
+DEFAULT_REACH_M = STAND_REACH_M
+"""Fixes this close to the polygon are at the stand."""
 DEFAULT_SILENT_REACH_M = 200.0
 """A silence that begins and ends this close to the polygon may have been spent at the stand."""
 DEFAULT_MIN_SILENCE_S = 300.0

@@ -79,6 +79,7 @@ from numpy.typing import NDArray
 from geo import h3 as gh3
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.crs import WGS84, haversine_m, utm_crs_for
+from stands.near import STAND_REACH_M
 from tracking import frames as fr
 from tracking.arrays import iso_utc
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError
@@ -99,8 +100,9 @@ from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.findings import empty_findings, make_findings
 
 KIND = "illegal_stand_formation"
-DEFAULT_STAND_BUFFER_M = 50.0
-"""A stop within this distance of a stand or allowed place is not counted (m)."""
+DEFAULT_STAND_BUFFER_M = STAND_REACH_M
+"""A stop within this distance of a stand or allowed place is not counted (m): where a stand
+ends, as for ``habitual_absence``'s presence (``stands.near``)."""
 DEFAULT_CLUSTER_RADIUS_M = 75.0
 """Typical distance that links two stops into one place (m)."""
 DEFAULT_MIN_VEHICLES = 3
