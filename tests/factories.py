@@ -163,8 +163,11 @@ def make_raw_pings(
 
 
 @contextmanager
-def migrated_database(server_url: str, *, prefix: str = "pontual_test") -> Iterator[str]:
-    """Create a fresh database on ``server_url``'s server, migrate it, yield its URL, drop it."""
+def migrated_database(
+    server_url: str, *, prefix: str = "pontual_test", migrate: bool = True
+) -> Iterator[str]:
+    """Create a fresh database on ``server_url``'s server, migrate it (unless not ``migrate``:
+    PostGIS only), yield its URL, drop it."""
     import secrets
 
     from db.engine import create_database, drop_database, parse_url
@@ -174,7 +177,18 @@ def migrated_database(server_url: str, *, prefix: str = "pontual_test") -> Itera
     url = parse_url(server_url).set(database=name).render_as_string(hide_password=False)
     create_database(url)
     try:
-        upgrade(url)
+        if migrate:
+            upgrade(url)
         yield url
     finally:
         drop_database(url)
+
+
+def circle_stands(radius_m: float = 30.0, stand_id: str = "S1") -> Any:
+    """A stands frame of one circle of ``radius_m`` around :data:`ORIGIN` (a point and a radius,
+    as the open data gives them), EPSG:4326."""
+    import geopandas as gpd
+
+    centre = gpd.GeoSeries.from_xy([ORIGIN[1]], [ORIGIN[0]], crs=4326)
+    circle = centre.to_crs(31982).buffer(radius_m, 64).to_crs(4326)
+    return gpd.GeoDataFrame({"stand_id": [stand_id]}, geometry=circle, crs=4326)

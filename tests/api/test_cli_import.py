@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import secrets
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from factories import migrated_database
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
-
-from db.engine import create_database, drop_database, parse_url
-from db.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 POA_STANDS = ROOT / "data" / "brazil" / "taxi_stands" / "pontos_taxi_poa_2020-03-10.geojson"
@@ -25,11 +22,7 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 @pytest.fixture
 def import_db(database_url: str) -> Iterator[str]:
     """A migrated database of its own: the CLI commits, the shared test database must not see it."""
-    name = f"pontual_cli_{secrets.token_hex(4)}"
-    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
-    create_database(url)
-    try:
-        upgrade(url)
+    with migrated_database(database_url, prefix="pontual_cli") as url:
         engine = create_engine(url, poolclass=NullPool)
         with engine.begin() as conn:  # `import municipalities` is covered by the fleet tests
             conn.execute(
@@ -40,8 +33,6 @@ def import_db(database_url: str) -> Iterator[str]:
             )
         engine.dispose()
         yield url
-    finally:
-        drop_database(url)
 
 
 def _ok(result: subprocess.CompletedProcess[str]) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 
 import pytest
+from factories import migrated_database
 from fastapi.testclient import TestClient
 
 from api.main import create_app
@@ -15,15 +15,8 @@ from api.settings import Settings
 @pytest.fixture
 def fresh_database_url(database_url: str) -> Iterator[str]:
     """An empty PostGIS database with no migration applied."""
-    from db.engine import create_database, drop_database, parse_url
-
-    name = f"pontual_empty_{secrets.token_hex(4)}"
-    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
-    create_database(url)
-    try:
+    with migrated_database(database_url, prefix="pontual_empty", migrate=False) as url:
         yield url
-    finally:
-        drop_database(url)
 
 
 class TestCreateApp:

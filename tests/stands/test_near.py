@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import json
 
-import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
-from factories import ORIGIN, make_pings, make_track
+from factories import circle_stands, make_pings, make_track
 
 from stands._errors import MissingColumnError, ThresholdError
 from stands.near import MAX_SILENCE_S, advance_near_dwells, near_dwells, open_arrivals
 
 LICENCES = pd.DataFrame({"vehicle_id": ["A"], "stand_id": ["S1"]})
-STANDS = gpd.GeoDataFrame(
-    {"stand_id": ["S1"]},
-    geometry=gpd.GeoSeries.from_xy([ORIGIN[1]], [ORIGIN[0]], crs=4326)
-    .to_crs(31982)
-    .buffer(30.0, 64)
-    .to_crs(4326),
-    crs=4326,
-)
+STANDS = circle_stands()
 
 
 def _wait(t0: float, seconds: float, north_m: float, *, step: float = 15.0) -> list:

@@ -4,18 +4,17 @@ registry, the table's checks and migration 0017, and the rule's frame."""
 from __future__ import annotations
 
 import datetime as dt
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from factories import migrated_database
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
-from db.engine import create_database, drop_database, parse_url
 from db.migrate import downgrade, upgrade
 from db.stands.registry import create_suspension, list_suspensions
 from db.stands.store import load_stand_suspensions, suspensions_frame
@@ -255,13 +254,8 @@ class TestClosures:
 @pytest.fixture
 def empty_database_url(database_url: str) -> Iterator[str]:
     """A new database (PostGIS enabled, nothing migrated) on the suite's server."""
-    name = f"pontual_closed_{secrets.token_hex(4)}"
-    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
-    create_database(url)
-    try:
+    with migrated_database(database_url, prefix="pontual_closed", migrate=False) as url:
         yield url
-    finally:
-        drop_database(url)
 
 
 class TestClosuresMigration:

@@ -9,7 +9,7 @@ import json
 import geopandas as gpd
 import pandas as pd
 import pytest
-from factories import ORIGIN, make_pings, make_track
+from factories import circle_stands, make_pings, make_track
 
 from geo.cover import build_stand_cover, match_stands
 from stands.visits import detect_visits
@@ -19,14 +19,7 @@ from tracking.detectors.habitual_absence import (
     detect_habitual_absence,
 )
 
-STANDS = gpd.GeoDataFrame(
-    {"stand_id": ["S1"]},
-    geometry=gpd.GeoSeries.from_xy([ORIGIN[1]], [ORIGIN[0]], crs=4326)
-    .to_crs(31982)
-    .buffer(30.0, 64)
-    .to_crs(4326),
-    crs=4326,
-)
+STANDS = circle_stands()
 LICENCES = pd.DataFrame({"vehicle_id": ["A"], "stand_id": ["S1"]})
 DAYS = 30
 DAY_S = 86_400.0
