@@ -32,8 +32,8 @@ With ``suspensions`` (the registry's ``stand_suspensions``, POA art. 45 § únic
 ordered away from a stand; or the stand ``closed``, e.g. for works, for every licensee), a day
 on which the prefixo's suspension at the stand is in force is not a day it could attend: its row
 is left out (neither operating nor present), and :func:`suspended_days` lists those days as
-evidence. A driver's suspension (``driver_id``) does
-not keep the prefixo away and leaves the days in.
+evidence. A driver's suspension (``driver_id``) does not keep the prefixo away and leaves the
+days in.
 :func:`presence_summary` reduces the table per (vehicle, stand): ``days_licensed``,
 ``days_operating``, ``days_present`` and ``share = days_present / days_operating`` (NaN when the
 vehicle never operated).
