@@ -132,7 +132,7 @@ def boarding_finding(
 def tracking_gap_finding(
     *, vehicle_id: str, started_at: dt.datetime, confidence: float = 0.7
 ) -> dict[str, Any]:
-    """Twenty minutes without fixes while occupied (``tracking_gap``)."""
+    """Twenty minutes without fixes while occupied, 6 km driven (``tracking_gap``)."""
     x0, y0 = STAND_POINT
     ended_at = started_at + dt.timedelta(minutes=20)
     return {
@@ -145,15 +145,17 @@ def tracking_gap_finding(
         "confidence": confidence,
         "details": {
             "gap_s": 1_200.0,
-            "displacement_m": 900.0,
-            "implied_speed_kmh": 2.7,
+            "displacement_m": 6_000.0,
+            "implied_speed_kmh": 18.0,
+            "still": False,
+            "after_ride": False,
             "fixes": [
                 {"timestamp": _iso(started_at), "lon": x0, "lat": y0, "meter": "occupied"},
-                {"timestamp": _iso(ended_at), "lon": x0 + 0.009, "lat": y0, "meter": "occupied"},
+                {"timestamp": _iso(ended_at), "lon": x0 + 0.0623, "lat": y0, "meter": "occupied"},
             ],
             "thresholds": {"max_gap_s": 600.0, "parked_radius_m": 150.0},
         },
-        "geometry": shapely.LineString([(x0, y0), (x0 + 0.009, y0)]),
+        "geometry": shapely.LineString([(x0, y0), (x0 + 0.0623, y0)]),
     }
 
 

@@ -177,8 +177,8 @@ def _iso(minutes_ago: float) -> str:
     return (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes_ago)).isoformat()
 
 
-def _fix(minutes_ago: float, meter: str = "occupied") -> dict[str, Any]:
-    return {"timestamp": _iso(minutes_ago), "lat": -30.0277, "lon": -51.2287, "meter": meter}
+def _fix(minutes_ago: float, meter: str = "occupied", lon: float = -51.2287) -> dict[str, Any]:
+    return {"timestamp": _iso(minutes_ago), "lat": -30.0277, "lon": lon, "meter": meter}
 
 
 def post_fix(server: Server, token: str, fix: dict[str, Any]) -> None:
@@ -195,9 +195,10 @@ def start_gap(server: Server, token: str) -> None:
 
 
 def complete_gap(server: Server, token: str) -> float:
-    """An occupied fix 5 minutes ago (a 20-min silence in service); return when it was sent."""
+    """An occupied fix 5 minutes ago, 6 km east (a 20-min silence in service, driven through);
+    return when it was sent."""
     sent = time.monotonic()
-    post_fix(server, token, _fix(5))
+    post_fix(server, token, _fix(5, lon=-51.2287 + 0.0623))
     return sent
 
 

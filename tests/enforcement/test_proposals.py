@@ -649,7 +649,7 @@ class TestRepetition:
             "confidence": 0.8,
             "started_at": "2025-03-04T15:00:00Z",
             "ended_at": "2025-03-04T15:10:00Z",
-            "details": {"gap_s": 600.0, "moved": True},
+            "details": {"gap_s": 600.0, "moved": True, "still": False, "after_ride": False},
         }
         jump = _anomaly("2025-03-04T12:00:00Z", seconds=57)
         for rows in ((jump, gap), (gap, jump)):
@@ -659,6 +659,30 @@ class TestRepetition:
             assert "repetition" not in p
             (item,) = done.for_review
             assert item["kind"] == "gps_anomaly" and "não repetido" in item["reason"]
+
+    def test_a_gap_the_car_stood_through_is_for_review(self) -> None:
+        """A silence the car stood through (an underground drop-off) or one longer than a ride
+        that ends without a passenger (the shift's end) shows no hidden ride: listed for review
+        with the reason, never proposed; the same gap driven through is proposed."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        gap = {
+            "kind": "tracking_gap",
+            "vehicle_id": "P1",
+            "confidence": 0.8,
+            "started_at": "2025-03-04T15:00:00Z",
+            "ended_at": "2025-03-04T15:12:00Z",
+            "details": {"gap_s": 720.0, "moved": True, "still": True, "after_ride": False},
+        }
+        night = {**gap, "details": {**gap["details"], "still": False, "after_ride": True}}
+        for finding, reason in ((gap, "estacionamento subterrâneo"), (night, "fim do turno")):
+            done = propose_all(findings(finding), {"taxi": rb}, timezone=TZ)
+            assert done.proposals == []
+            (item,) = done.for_review
+            assert item["provision"] == "art. 58, IX"
+            assert reason in item["reason"]
+        driven = {**gap, "details": {**gap["details"], "still": False}}
+        (p,) = propose_all(findings(driven), {"taxi": rb}, timezone=TZ).proposals
+        assert p["provision"] == "art. 58, IX"
 
     def test_five_anomalies_within_an_hour_are_a_proposal(self) -> None:
         """Five anomalies of one vehicle within an hour show the tracking was not fully

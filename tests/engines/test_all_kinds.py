@@ -477,7 +477,10 @@ def history(reference: tuple[Path, str], tmp_path_factory: pytest.TempPathFactor
 
 
 class TestDaskProposals:
-    FLOOR = "[confidence_floor]\ndefault = 0.5\ntracking_gap = 0.95\nunlicensed_stand_use = 0.9\n"
+    FLOOR = (
+        "[confidence_floor]\ndefault = 0.5\noperating_while_barred = 0.99\n"
+        "unlicensed_stand_use = 0.9\n"
+    )
 
     def test_history_and_review_by_vehicle_groups(
         self, inputs: Inputs, history: Path, tmp_path: Path

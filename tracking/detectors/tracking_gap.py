@@ -22,6 +22,18 @@ in service
     displacement below ``parked_radius_m``) is not a finding, nor any gap whose fix before has
     the meter ``free``, ``off`` or unknown: without the meter a silence cannot be told from the
     end of a shift.
+still
+    ``implied_speed_kmh`` below ``still_speed_kmh``: the car covered, in a straight line, less
+    than a walk across the silence, so it stood most of it. An underground car park at a
+    drop-off, a wait with the meter running (art. 26), a tracker that reports only when it moves
+    (a distance filter) and a ride's end followed by a night parked all look like this; none of
+    them shows the tracking hiding a ride. The finding is kept with ``still = true`` for the
+    rulebook to list for review.
+after the ride
+    The meter is not ``occupied`` after a silence longer than ``max_ride_s``: the passenger
+    aboard at its start left at an unknown moment, most likely long before its end, and the
+    silence is the shift's end and the car's night (``after_ride = true``, for review too,
+    however far the car went).
 trip records
     When the pings carry ``trip_ref`` (trip-record datasets such as Porto's, where every fix is
     ``occupied``), two fixes of different records are two meter cycles — the passenger left
@@ -70,6 +82,10 @@ DEFAULT_MAX_GAP_S = 300.0
 """Longest silence between two fixes in service (s); POA art. 58 IX / 59 VI."""
 DEFAULT_PARKED_RADIUS_M = 100.0
 """Displacement across a gap below which the vehicle did not move (m)."""
+DEFAULT_STILL_SPEED_KMH = 5.0
+"""Straight-line speed across a gap below which the car stood most of it (km/h): a walk."""
+DEFAULT_MAX_RIDE_S = 7200.0
+"""Longest ride a silence ending with the meter not occupied is read as part of (s)."""
 FLAGGED_FACTOR = 0.75
 MAX_CONFIDENCE = 0.95
 
@@ -79,6 +95,8 @@ def detect_tracking_gap(
     *,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     parked_radius_m: float = DEFAULT_PARKED_RADIUS_M,
+    still_speed_kmh: float = DEFAULT_STILL_SPEED_KMH,
+    max_ride_s: float = DEFAULT_MAX_RIDE_S,
 ) -> gpd.GeoDataFrame:
     """Find silences of the tracker while the vehicle was in service.
 
@@ -91,6 +109,10 @@ def detect_tracking_gap(
         A silence longer than this (strictly) is a gap (POA art. 58 IX, art. 59 VI).
     parked_radius_m : float, default 100
         Displacement across the gap from which the vehicle moved (see the module docstring).
+    still_speed_kmh : float, default 5
+        Straight-line speed across the gap below which the finding is ``still``.
+    max_ride_s : float, default 7200
+        Silence ending with the meter not occupied beyond which the finding is ``after_ride``.
 
     Returns
     -------
@@ -104,7 +126,12 @@ def detect_tracking_gap(
     DetectorThresholdError
         If a threshold is not a finite number > 0.
     """
-    check_positive(max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
+    check_positive(
+        max_gap_s=max_gap_s,
+        parked_radius_m=parked_radius_m,
+        still_speed_kmh=still_speed_kmh,
+        max_ride_s=max_ride_s,
+    )
     track = track_arrays(pings)
     n = len(track.ts_ns)
     if n < 2:
@@ -116,10 +143,13 @@ def detect_tracking_gap(
     if not len(cand):
         return findings_from_records([])
     found, _, _, _ = _gap_kernel(track, cand, max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
-    records = [
-        _gap_record(track, int(i), max_gap_s=max_gap_s, parked_radius_m=parked_radius_m)
-        for i in cand[found]
-    ]
+    thresholds = {
+        "max_gap_s": float(max_gap_s),
+        "parked_radius_m": float(parked_radius_m),
+        "still_speed_kmh": float(still_speed_kmh),
+        "max_ride_s": float(max_ride_s),
+    }
+    records = [_gap_record(track, int(i), thresholds) for i in cand[found]]
     return findings_from_records(records)
 
 
@@ -163,29 +193,33 @@ def _gap_kernel(
     return found, gap_s, disp_m, np.clip(conf, 0.0, MAX_CONFIDENCE)
 
 
-def _gap_record(
-    track: TrackArrays, i: int, *, max_gap_s: float, parked_radius_m: float
-) -> dict[str, Any]:
+def _gap_record(track: TrackArrays, i: int, thresholds: dict[str, float]) -> dict[str, Any]:
     idx = np.asarray([i], dtype=np.int64)
     _, gap_s, disp_m, conf = _gap_kernel(
-        track, idx, max_gap_s=max_gap_s, parked_radius_m=parked_radius_m
+        track,
+        idx,
+        max_gap_s=thresholds["max_gap_s"],
+        parked_radius_m=thresholds["parked_radius_m"],
     )
     j = i + 1
     meter_after = int(track.meter[j])
     gap = float(gap_s[0])
     disp = float(disp_m[0])
+    speed_kmh = disp / gap * 3.6
     details: dict[str, Any] = {
         "gap_s": gap,
         "displacement_m": round(disp, 1),
-        "implied_speed_kmh": round(disp / gap * 3.6, 1),
+        "implied_speed_kmh": round(speed_kmh, 1),
         "meter_before": METER_NAMES[int(track.meter[i])],
         "meter_after": METER_NAMES[meter_after],
-        "moved": bool(disp >= parked_radius_m),
+        "moved": bool(disp >= thresholds["parked_radius_m"]),
+        "still": bool(speed_kmh < thresholds["still_speed_kmh"]),
+        "after_ride": bool(meter_after != METER_OCCUPIED and gap > thresholds["max_ride_s"]),
         "rule": (
             "occupied_both_sides" if meter_after == METER_OCCUPIED else "occupied_before_and_moved"
         ),
         "fixes": [fix_evidence(track, i), fix_evidence(track, j)],
-        "thresholds": {"max_gap_s": float(max_gap_s), "parked_radius_m": float(parked_radius_m)},
+        "thresholds": dict(thresholds),
     }
     a = (float(track.lon[i]), float(track.lat[i]))
     b = (float(track.lon[j]), float(track.lat[j]))

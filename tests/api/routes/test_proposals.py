@@ -182,7 +182,7 @@ class TestGenerateActor:
                     started_at=now - dt.timedelta(days=3, hours=2),
                     ended_at=now - dt.timedelta(days=3, hours=1),
                     confidence=0.9,
-                    details={"gap_s": 3600},
+                    details={"gap_s": 3600, "still": False, "after_ride": False},
                     geometry=from_shape(Point(-51.2287, -30.0277), srid=4326),
                 )
             )

@@ -58,7 +58,14 @@ class TestDetectTrackingGap:
         assert d["rule"] == "occupied_both_sides"
         assert [x["row"] for x in d["fixes"]] == [2, 3]
         assert d["fixes"][0]["timestamp"] == "2024-03-04T12:00:15Z"
-        assert d["thresholds"] == {"max_gap_s": 300.0, "parked_radius_m": 100.0}
+        assert d["still"] is False  # 8 km/h in a straight line: it drove while silent
+        assert d["after_ride"] is False
+        assert d["thresholds"] == {
+            "max_gap_s": 300.0,
+            "parked_radius_m": 100.0,
+            "still_speed_kmh": 5.0,
+            "max_ride_s": 7200.0,
+        }
         assert isinstance(f["geometry"], shapely.LineString)
         json.dumps(d)  # plain JSON
 
@@ -136,11 +143,56 @@ class TestDetectTrackingGap:
         """A longer max_gap_s drops the gap; a smaller one keeps it and is shown."""
         pings = make_pings(_gap_track("occupied", "occupied", gap_s=900))
         assert detect_tracking_gap(pings, max_gap_s=1000).empty
-        found = detect_tracking_gap(pings, max_gap_s=600, parked_radius_m=20)
+        found = detect_tracking_gap(
+            pings, max_gap_s=600, parked_radius_m=20, still_speed_kmh=9, max_ride_s=800
+        )
         assert found.iloc[0]["details"]["thresholds"] == {
             "max_gap_s": 600.0,
             "parked_radius_m": 20.0,
+            "still_speed_kmh": 9.0,
+            "max_ride_s": 800.0,
         }
+        assert found.iloc[0]["details"]["still"] is True  # 8 km/h < 9
+
+    @pytest.mark.parametrize(
+        ("after", "gap_s", "moved_m", "still"),
+        [
+            ("free", 720, 193, True),  # drop-off in an underground car park: 1 km/h
+            ("occupied", 900, 0, True),  # a wait with the meter on, a distance-filter tracker
+            ("free", 8 * 3600, 12_000, True),  # ride's end, then home for the night: 1.5 km/h
+            ("free", 720, 4000, False),  # a ride driven with the tracker silent: 20 km/h
+            ("occupied", 1800, 2600, False),  # 5.2 km/h: slow traffic is still driving
+        ],
+    )
+    def test_a_silence_the_car_mostly_stood_is_still(
+        self, after: str, gap_s: float, moved_m: float, still: bool
+    ) -> None:
+        """Under a walk's speed in a straight line across the silence the car stood most of it:
+        the finding says so (``still``), whatever the meter after it."""
+        pings = make_pings(_gap_track("occupied", after, gap_s=gap_s, moved_m=moved_m))
+        found = detect_tracking_gap(pings)
+        assert found.iloc[0]["details"]["still"] is still
+        assert _replay(pings)["details"].tolist() == found["details"].tolist()
+
+    @pytest.mark.parametrize(
+        ("after", "gap_s", "after_ride"),
+        [
+            ("free", 7201, True),  # the ride's end, then the night: however far the car went
+            ("off", 5 * 3600, True),
+            (None, 5 * 3600, True),  # no meter after: the passenger's leaving is unknown too
+            ("free", 7200, False),
+            ("occupied", 5 * 3600, False),  # the passenger is still aboard after the silence
+        ],
+    )
+    def test_a_silence_longer_than_a_ride_ending_without_passenger_is_after_ride(
+        self, after: str | None, gap_s: float, after_ride: bool
+    ) -> None:
+        """A silence ending without a passenger, longer than ``max_ride_s``, is read as the
+        shift's end after the ride (``after_ride``), even at 40 km/h in a straight line."""
+        moved_m = gap_s * 40 / 3.6
+        pings = make_pings(_gap_track("occupied", after, gap_s=gap_s, moved_m=moved_m))
+        d = detect_tracking_gap(pings).iloc[0]["details"]
+        assert (d["after_ride"], d["still"]) == (after_ride, False)
 
     @pytest.mark.parametrize(
         ("refs", "expected"),
