@@ -325,6 +325,12 @@ def presence_view(
     ``prefixo`` (part of a prefixo, any case) keeps the matching licensees only; the rule is
     judged on each licensee alone, so the verdicts do not change.
     """
+    from stands.near import (
+        DEFAULT_MIN_SILENCE_S,
+        DEFAULT_SILENT_REACH_M,
+        MAX_SILENCE_S,
+        STAND_REACH_M,
+    )
     from stands.presence import DEFAULT_MIN_PRESENCE_S
     from tracking.detectors.habitual_absence import (
         DEFAULT_MIN_OPERATING_DAYS,
@@ -342,7 +348,9 @@ def presence_view(
     summary["share"] = summary["share"].astype("float64")
     absent = habitually_absent(summary).tolist()
     days = [start + dt.timedelta(days=k) for k in range(DEFAULT_WINDOW_DAYS)]
-    flags = {(d.vehicle_id, d.date): (d.operated, d.present) for d in table.days}
+    flags = {
+        (d.vehicle_id, d.date): (d.operated, d.present, _how_present(d.visits)) for d in table.days
+    }
     rows = []
     for row, hit in zip(table.summary, absent, strict=True):
         if not matches_prefixo(row.vehicle_id, prefixo):
@@ -361,7 +369,7 @@ def presence_view(
             code = (
                 "none"
                 if flag is None
-                else ("present" if flag[1] else "absent" if flag[0] else "idle")
+                else ((flag[2] if flag[1] else "absent") if flag[0] else "idle")
             )
             strip.append({"code": code, "label": f"{fmt.date(day)}: {_DAY_LABELS[code]}"})
         rows.append(
@@ -384,14 +392,28 @@ def presence_view(
         "min_operating_days": DEFAULT_MIN_OPERATING_DAYS,
         "min_share": fmt.percent(DEFAULT_MIN_PRESENCE_SHARE),
         "min_presence_min": int(DEFAULT_MIN_PRESENCE_S // 60),
+        "reach_m": int(STAND_REACH_M),
+        "silent_reach_m": int(DEFAULT_SILENT_REACH_M),
+        "min_silence_min": int(DEFAULT_MIN_SILENCE_S // 60),
+        "max_silence_h": int(MAX_SILENCE_S // 3600),
         "rows": rows,
         "absent": sum(r["absent"] for r in rows),
         "licensees": len(table.summary),
     }
 
 
+def _how_present(visits: list[dict[str, Any]]) -> str:
+    """How a present day counted: a visit in the stand, else beside it (``stands.near``)."""
+    counted = [v.get("how") for v in visits if v.get("counted")]
+    if not counted or None in counted:
+        return "present"
+    return "near" if "perto" in counted else "silent"
+
+
 _DAY_LABELS = {
     "present": "no ponto",
+    "near": "no ponto: esperou ao lado (fila além do ponto)",
+    "silent": "no ponto: rastreador em silêncio junto ao ponto (carro desligado)",
     "absent": "operou fora do ponto",
     "idle": "não operou",
     "none": "sem licença neste dia",

@@ -265,6 +265,16 @@ class TestStandPage:
         assert "operou em pelo menos 10 dias e esteve no ponto em menos de 20%" in html
         assert "<strong>1</strong> de 1 prefixo(s) abaixo do limite" in html
 
+    def test_presence_strip_says_how_each_day_counted(self, supervisor: httpx.Client) -> None:
+        """Each day of the strip is labelled; the legend and the rule name the ways beside the
+        stand that count as presence (a queue within 50 m, a silence within 200 m)."""
+        html = supervisor.get("/supervisao/pontos/SV1").text
+        assert html.count('strip__day--present" title=') == 2
+        assert html.count(': no ponto"') == 2
+        assert html.count('strip__day--absent" title=') == 10
+        assert "esperar a até 50 m dele" in html and "posições antes e depois a até 200 m" in html
+        assert "ao lado do ponto (fila a até 50 m)" in html
+
     def test_presence_over_an_earlier_period(self, supervisor: httpx.Client) -> None:
         """The window ends on the day asked (``ate``): ending 3 days ago, SV-LIC operated 10
         days and was never at the stand; a future day or a non-date is said, and today shown."""
@@ -617,3 +627,20 @@ class TestPrefixoFilter:
         )
         page.get_by_role("link", name="Mostrar todos").click()
         assert sorted(_presence_prefixos(page)) == ["SIM-1421", "SIM-4227"]
+
+
+@pytest.mark.parametrize(
+    ("visits", "code"),
+    [
+        ([{"counted": True}, {"counted": True, "how": "perto"}], "present"),
+        ([{"counted": False}, {"counted": True, "how": "perto"}], "near"),
+        ([{"counted": True, "how": "silencio"}, {"counted": True, "how": "perto"}], "near"),
+        ([{"counted": True, "how": "silencio"}, {"counted": False}], "silent"),
+    ],
+)
+def test_how_a_present_day_counted(visits: list[dict[str, Any]], code: str) -> None:
+    """A visit inside the stand is "no ponto"; otherwise a queue beside it before a silence."""
+    from api.web.supervisor import _DAY_LABELS, _how_present
+
+    assert _how_present(visits) == code
+    assert _DAY_LABELS[code].startswith("no ponto")
