@@ -73,6 +73,7 @@ from runtime import forked_share
 from stands.licences import licence_frame_from_fleet, mark_unplaced_licences, unknown_licences
 from stands.near import near_dwells
 from stands.occupancy import empty_occupancy, occupancy
+from stands.presence import operation_fixes
 from stands.visits import detect_visits as detect_visits_
 from stands.visits import queue_positions
 from tracking import frames as fr
@@ -362,7 +363,16 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
             part, as_of=context["as_of"], timezone=params.timezone
         ),
         "near": _near_dwells(part, context),
+        "operation": _operation(part, context),
     }
+
+
+def _operation(part: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame | None:
+    """habitual_absence's days of operation of the partition's licensees."""
+    if "habitual_absence" not in context["kinds"] or context["licences"] is None:
+        return None
+    mine = part[fr.VEHICLE_ID].astype("str").isin(context["licences"][fr.VEHICLE_ID].astype("str"))
+    return operation_fixes(part.loc[mine.to_numpy(dtype=bool)], timezone=context["params"].timezone)
 
 
 def _near_dwells(part: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame | None:
@@ -391,6 +401,7 @@ def _detect(
     activity_span: tuple[int, int] | None = None,
     sightings: pd.DataFrame | None = None,
     near_dwells: pd.DataFrame | None = None,
+    operation: pd.DataFrame | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """Run the run's kinds that are ``among`` these, with the run's other inputs.
 
@@ -420,6 +431,7 @@ def _detect(
             off_fleet=context.get("off_fleet", frozenset()),
             sightings=sightings,
             near_dwells=near_dwells,
+            operation=operation,
         ),
         thresholds=context["thresholds"],
         kinds=tuple(k for k in context["kinds"] if k in among),
@@ -705,6 +717,7 @@ def vehicle_kinds(
     activity_span: tuple[int, int] | None = None,
     sightings: pd.DataFrame | None = None,
     near_dwells: pd.DataFrame | None = None,
+    operation: pd.DataFrame | None = None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """:data:`VEHICLE_GROUP_KINDS` of some vehicles (every day of each).
 
@@ -712,7 +725,8 @@ def vehicle_kinds(
     fleet gives the whole run's ``activity_span``
     (:func:`tracking.detectors.inactivity.activity_span`), None computes it from ``trips``;
     ``sightings`` are the vehicles' last fixes without meter data (``inactivity``);
-    ``near_dwells`` their dwells near their stands (``habitual_absence``).
+    ``near_dwells`` their dwells near their stands and ``operation`` their days of operation
+    (``habitual_absence``).
     """
     return _detect(
         context,
@@ -727,6 +741,7 @@ def vehicle_kinds(
         activity_span=activity_span,
         sightings=sightings,
         near_dwells=near_dwells,
+        operation=operation,
     )
 
 
@@ -936,6 +951,9 @@ def gather(
             sightings=_concat([r["sightings"] for r in results]),
             near_dwells=_concat(near)
             if (near := [r["near"] for r in results if r["near"] is not None])
+            else None,
+            operation=_concat(days)
+            if (days := [r["operation"] for r in results if r["operation"] is not None])
             else None,
         ),
         functools.partial(place_kinds, waiting, context, as_of=as_of),
@@ -1410,6 +1428,7 @@ def vehicle_group(
         activity_span=activity_span,
         sightings=result["sightings"],
         near_dwells=result["near"],
+        operation=result["operation"],
     )
 
 

@@ -349,6 +349,75 @@ def presence_summary(table: pd.DataFrame) -> pd.DataFrame:
     return out[list(SUMMARY_COLUMNS)]
 
 
+OPERATION_COLUMNS = (VEHICLE_ID, "timestamp", "lat", "lon", "row", "meter")
+_UTC_EMPTY = pd.Series(dtype=pd.DatetimeTZDtype("ns", "UTC"))
+
+
+def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) -> pd.DataFrame:
+    """Each vehicle's first and last fix of each local day that are operation (meter not off).
+
+    All that :func:`presence` reads of the pings, as a pings-like frame a few rows per vehicle
+    and day: the same table comes from it as from the whole pings. ``meter`` is ``"free"``
+    when a fix of that vehicle and day had the meter known, else None (movement only). Ties
+    in time: the first such fix stays first, the last one last.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`OPERATION_COLUMNS` (``row`` -1 where unknown), by vehicle, day and time.
+    """
+    check_timezone(timezone)
+    if len(pings.columns) or len(pings):  # a header-only file's empty frame has no columns
+        _require(pings, (VEHICLE_ID, "timestamp"), "os pings")
+    else:
+        pings = pd.DataFrame({VEHICLE_ID: pd.Series(dtype="str"), "timestamp": _UTC_EMPTY})
+    frame = pings
+    if "meter" in frame.columns:
+        frame = frame.loc[frame["meter"].ne("off").to_numpy(dtype=bool)]
+    n = len(frame)
+    ns = _utc_ns(frame["timestamp"], name="timestamp", what="os pings")
+    if n:
+        span = pd.DatetimeIndex(ns[[ns.argmin(), ns.argmax()]], tz="UTC").tz_convert(timezone)
+        days = np.arange(
+            np.datetime64(span[0].date(), "D") - 1,
+            np.datetime64(span[1].date(), "D") + 2,
+            dtype="datetime64[D]",
+        )
+        day = np.searchsorted(day_bounds_ns(days, timezone), ns, side="right") - 1
+    else:
+        day = np.zeros(0, dtype=np.int64)
+    codes, uniques = pd.factorize(frame[VEHICLE_ID].astype("str"), sort=False)
+    order = np.lexsort((ns, day, codes))  # stable: equal instants keep their input order
+    key = codes[order].astype(np.int64) * (int(day.max(initial=0)) + 1) + day[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if n else np.zeros(0, np.int64)
+    first = order[starts]
+    last = order[np.r_[starts[1:], n] - 1] if n else first
+    metered = (
+        frame["meter"].notna().to_numpy(dtype=bool)
+        if "meter" in frame.columns
+        else np.zeros(n, dtype=bool)
+    )
+    known = np.logical_or.reduceat(metered[order], starts) if n else np.zeros(0, dtype=bool)
+    both = ns[last] != ns[first]
+    group = np.arange(len(starts))
+    take = np.concatenate((first, last[both]))
+    sequence = np.concatenate((2 * group, 2 * group[both] + 1))
+    pick = np.argsort(sequence, kind="stable")
+    take, known = take[pick], np.concatenate((known, known[both]))[pick]
+    return pd.DataFrame(
+        {
+            VEHICLE_ID: pd.Series(np.asarray(uniques, dtype=object)[codes[take]], dtype="str"),
+            "timestamp": pd.Series(pd.to_datetime(ns[take], unit="ns", utc=True)).astype(
+                pd.DatetimeTZDtype("ns", "UTC")
+            ),
+            "lat": _float_col(frame, "lat", n)[take],
+            "lon": _float_col(frame, "lon", n)[take],
+            "row": _int_col(frame, "row", n)[take],
+            "meter": pd.Series(["free" if k else None for k in known.tolist()], dtype=object),
+        }
+    )
+
+
 def day_bounds_ns(days: npt.NDArray[np.datetime64], timezone: str) -> npt.NDArray[np.int64]:
     """UTC epoch ns of the local midnights starting each day, plus the end of the last day.
 

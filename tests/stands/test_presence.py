@@ -19,6 +19,7 @@ from stands.presence import (
     PRESENCE_COLUMNS,
     SUMMARY_COLUMNS,
     day_bounds_ns,
+    operation_fixes,
     presence,
     presence_summary,
     suspended_days,
@@ -323,3 +324,39 @@ class TestPresenceOnPorto:
         assert len(table) == len(lic) == 477
         assert table["operated"].all()
         assert table["present"].sum() == 461
+
+
+class TestOperationFixes:
+    @pytest.mark.parametrize("timezone", ["America/Sao_Paulo", "Europe/Lisbon"])
+    def test_presence_from_the_days_first_and_last_fixes_is_the_same(self, timezone: str) -> None:
+        """The presence table from each vehicle-day's first and last operation fixes equals the
+        one from every fix: meters off, unknown and known, ties in time, a DST change."""
+        rng = np.random.default_rng(5)
+        n = 4000
+        start = pd.Timestamp("2024-03-28T00:00Z")  # Lisbon moves its clocks on 31 March
+        ts = start + pd.to_timedelta(np.sort(rng.integers(0, 9 * 86_400, n)) // 60 * 60, "s")
+        pings = pd.DataFrame(
+            {
+                "vehicle_id": rng.choice(["A", "B", "C"], n),
+                "timestamp": pd.Series(ts).astype(pd.DatetimeTZDtype("ns", "UTC")),
+                "lat": rng.normal(-30, 0.01, n),
+                "lon": rng.normal(-51, 0.01, n),
+                "row": np.arange(n) + 2,
+                "meter": rng.choice(np.array(["free", "occupied", "off", None], object), n),
+            }
+        )
+        pings.loc[pings["vehicle_id"] == "C", "meter"] = None  # C: no meter at all
+        licences = pd.DataFrame({"vehicle_id": ["A", "B", "C"], "stand_id": ["S1", "S1", "S2"]})
+        window = {"start": dt.date(2024, 3, 28), "end": dt.date(2024, 4, 5), "timezone": timezone}
+        days = operation_fixes(pings, timezone=timezone)
+        assert len(days) <= 2 * 3 * 10 and not days["meter"].eq("off").any()
+        assert set(days.loc[days["vehicle_id"] == "C", "meter"]) == {None}
+        whole = presence(_visits([]), licences, pings, **window)
+        pd.testing.assert_frame_equal(presence(_visits([]), licences, days, **window), whole)
+
+    def test_empty_and_header_only(self) -> None:
+        """No fixes, or a frame without columns: no rows, the contract's columns."""
+        for frame in (pd.DataFrame(), make_pings([])):
+            assert operation_fixes(frame).columns.tolist() == [
+                "vehicle_id", "timestamp", "lat", "lon", "row", "meter"
+            ]  # fmt: skip

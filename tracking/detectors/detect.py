@@ -19,6 +19,7 @@ import pandas as pd
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.roads import RoadGraph
 from stands.licences import ended_licences
+from stands.presence import operation_fixes
 from stands.visits import DEFAULT_BOARDING_GRACE_M, DEFAULT_BOARDING_GRACE_S
 from tracking.detectors.driver_not_allowed import detect_driver_not_allowed
 from tracking.detectors.findings import KINDS, empty_findings
@@ -83,6 +84,10 @@ class DetectorInputs:
     sightings: pd.DataFrame | None = None
     """The last fix of each vehicle without meter data (``inactivity.unmetered_last_fixes``)
     when ``pings`` are not the run's; None: taken from ``pings``."""
+    operation: pd.DataFrame | None = None
+    """``habitual_absence``'s days of operation: each licensee's first and last fix of each day
+    not with the meter off (``stands.presence.operation_fixes``) when ``pings`` are not the
+    run's; None: taken from ``pings``."""
 
 
 _DETECTORS: dict[str, Callable[..., gpd.GeoDataFrame]] = {
@@ -194,6 +199,9 @@ def run_detectors(
     sightings = i.sightings
     if sightings is None and "inactivity" in kinds and as_of is not None:
         sightings = unmetered_last_fixes(i.pings, as_of=as_of, timezone=i.timezone)
+    operation = i.operation
+    if operation is None and "habitual_absence" in kinds:
+        operation = operation_fixes(i.pings, timezone=i.timezone)
     calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]] | str] = {
         "unlicensed_stand_use": (
             (i.visits, i.pings),
@@ -223,7 +231,7 @@ def run_detectors(
         "longer_route": ((i.trips, i.pings), {"roads": i.roads}),
         "habitual_absence": (
             (
-                (i.visits, i.licences, i.trips),
+                (i.visits, i.licences, operation),
                 {
                     "as_of": as_of,
                     "stands": i.stands,

@@ -17,9 +17,11 @@ operated and the days it was present at the stand. A finding when
 Presence is a counted visit, or a near or silent dwell (``stands/near.py``: the queue beyond the
 polygon, a tracker silent while parked at the stand) found in the fixes (``pings``; in a run of
 partitions, ``near_dwells`` found by each); the day's evidence names it (``how``). Operation
-is seen in the fixes or trips, not in a fix with the meter ``off`` (private use). A vehicle
-with no meter value in the window is judged on the days it moved, which may be days off: its
-finding carries ``details.unmetered`` and its confidence times
+is seen in the fixes (or trips), not in a fix with the meter ``off`` (private use); runs pass
+each day's first and last such fix (``stands.presence.operation_fixes``), the live kernel keeps
+them, and the supervisor's view reads them in SQL: a day driven free without a ride operates.
+A vehicle with no meter value in the window is judged on the days it moved, which may be days
+off: its finding carries ``details.unmetered`` and its confidence times
 :data:`UNMETERED_CONFIDENCE_FACTOR` (below the proposal floor).
 
 With ``suspensions`` (the registry's ``stand_suspensions``), the days on which the prefixo was
@@ -79,6 +81,7 @@ from stands.presence import (
     PRESENT,
     VISITS,
     day_bounds_ns,
+    operation_fixes,
     presence,
     presence_summary,
     suspended_days,
@@ -488,38 +491,23 @@ def _new_state() -> dict[str, Any]:
 def _take_sightings(states: dict[str, dict[str, Any]], pings: pd.DataFrame, timezone: str) -> None:
     """Keep each vehicle's first and last fix of each local day (the presence table's).
 
-    A fix with the meter ``off`` is not operation and is skipped; a day is ``metered`` (its
-    third item) when one of its fixes had the meter known.
+    The fixes of the call are cut to their days' first and last operation fixes
+    (:func:`stands.presence.operation_fixes`, as batch), merged with the days kept; a day is
+    ``metered`` (its third item) when one of its fixes had the meter known.
     """
-    if "meter" in pings.columns:
-        pings = pings.loc[pings["meter"].ne("off").to_numpy(dtype=bool)]
-    if not len(pings):
+    utc_ns(pings["timestamp"], name="timestamp", what="os pings")  # the kernel's own error
+    days_fixes = operation_fixes(pings, timezone=timezone)
+    if not len(days_fixes):
         return
-    metered = (
-        pings["meter"].notna().to_numpy(dtype=bool)
-        if "meter" in pings.columns
-        else np.zeros(len(pings), dtype=bool)
-    )
-    ns = utc_ns(pings["timestamp"], name="timestamp", what="os pings")
-    order = np.argsort(ns, kind="stable")
-    vids = pings["vehicle_id"].astype("str").to_numpy(dtype=object)[order]
-    lat = pd.to_numeric(pings["lat"]).to_numpy(dtype=np.float64)[order]
-    lon = pd.to_numeric(pings["lon"]).to_numpy(dtype=np.float64)[order]
-    rows = (
-        pd.to_numeric(pings["row"]).fillna(-1).to_numpy(dtype=np.int64)[order]
-        if "row" in pings.columns
-        else np.full(len(pings), -1, dtype=np.int64)
-    )
-    ns, metered = ns[order], metered[order]
-    days = _day_numbers(ns, timezone)
+    ns = utc_ns(days_fixes["timestamp"], name="timestamp", what="os pings")
     for vid, t, la, lo, row, day, known in zip(
-        vids.tolist(),
+        days_fixes["vehicle_id"].tolist(),
         ns.tolist(),
-        lat.tolist(),
-        lon.tolist(),
-        rows.tolist(),
-        days,
-        metered.tolist(),
+        days_fixes["lat"].tolist(),
+        days_fixes["lon"].tolist(),
+        days_fixes["row"].tolist(),
+        _day_numbers(ns, timezone),
+        days_fixes["meter"].notna().tolist(),
         strict=True,
     ):
         st = states.setdefault(str(vid), _new_state())

@@ -154,3 +154,30 @@ class TestOperation:
             metered["confidence"] * UNMETERED_CONFIDENCE_FACTOR
         )
         assert found["confidence"] < 0.5
+
+
+def test_days_cruising_free_without_a_ride_are_operating_days_in_batch() -> None:
+    """A licensee who drives every day with the meter free, never at its stand and never with
+    a passenger, operates (as the live kernel and the supervisor's view read it: a fix not
+    ``off``): the run's detectors find it absent on every such day, though it has no trip."""
+    from engines.pipeline import analyze_pings
+    from tracking.detectors.detect import DetectorInputs, run_detectors
+
+    rows = [
+        (k * DAY_S + 60 * j, 3000.0 + 50 * j, 500.0, "free") for k in range(DAYS) for j in range(60)
+    ]
+    pings = _pings([rows])
+    result = analyze_pings(pings, pd.DataFrame(), STANDS, kinds=())
+    assert result.trips.empty
+    inputs = DetectorInputs(
+        pings=pings,
+        visits=result.visits,
+        trips=result.trips,
+        stops=result.stops,
+        stands=STANDS,
+        licences=LICENCES.assign(valid_from=pd.NaT, valid_until=pd.NaT),
+        as_of=AS_OF,
+    )
+    found, _ = run_detectors(inputs, kinds=("habitual_absence",))
+    (details,) = found["details"]
+    assert (details["days_operating"], details["days_present"]) == (DAYS, 0)
