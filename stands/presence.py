@@ -364,7 +364,8 @@ def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) ->
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`OPERATION_COLUMNS` (``row`` -1 where unknown), by vehicle, day and time.
+        Columns :data:`OPERATION_COLUMNS` (``row`` -1 where unknown); vehicles in their order
+        of appearance, each by day and time.
     """
     check_timezone(timezone)
     if len(pings.columns) or len(pings):  # a header-only file's empty frame has no columns
@@ -387,8 +388,13 @@ def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) ->
     else:
         day = np.zeros(0, dtype=np.int64)
     codes, uniques = pd.factorize(frame[VEHICLE_ID].astype("str"), sort=False)
-    order = np.lexsort((ns, day, codes))  # stable: equal instants keep their input order
-    key = codes[order].astype(np.int64) * (int(day.max(initial=0)) + 1) + day[order]
+    key = codes.astype(np.int64) * (int(day.max(initial=0)) + 1) + day
+    step, tick = np.diff(key), np.diff(ns)
+    if bool(np.all((step > 0) | ((step == 0) & (tick >= 0)))):  # a run's tracks come sorted
+        order = np.arange(n)
+    else:  # stable: equal instants keep their input order
+        order = np.lexsort((ns, key))
+        key = key[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if n else np.zeros(0, np.int64)
     first = order[starts]
     last = order[np.r_[starts[1:], n] - 1] if n else first
