@@ -73,6 +73,13 @@ PATTERN_NAMES = {
     ("gps_anomaly", "two_tracks"): "Dois rastreadores no mesmo prefixo",
 }
 """pt-BR name of a finding whose ``details.pattern`` is not what its kind's name says."""
+FLAG_NAMES = {
+    ("tracking_gap", "still"): "Silêncio do rastreador com o veículo parado",
+    ("tracking_gap", "after_ride"): "Silêncio do rastreador depois da corrida",
+}
+"""pt-BR name of a finding whose ``details`` flag (true) says it is not what its kind's name
+says: the sub-cases a rulebook lists for review, named so that an alert does not read as the
+infraction."""
 
 
 def kind_name(kind: str) -> str:
@@ -81,9 +88,14 @@ def kind_name(kind: str) -> str:
 
 
 def finding_name(kind: str, details: Mapping[str, Any] | None) -> str:
-    """Return the pt-BR name of one finding: its pattern's (:data:`PATTERN_NAMES`) or its kind's."""
-    pattern = (details or {}).get("pattern")
-    return PATTERN_NAMES.get((kind, str(pattern)), kind_name(kind))
+    """Return the pt-BR name of one finding: its pattern's, its flag's or its kind's.
+
+    :data:`PATTERN_NAMES` first, then :data:`FLAG_NAMES`, then :func:`kind_name`.
+    """
+    details = details or {}
+    flagged = (name for (k, flag), name in FLAG_NAMES.items() if k == kind and details.get(flag))
+    pattern = PATTERN_NAMES.get((kind, str(details.get("pattern"))))
+    return pattern or next(flagged, None) or kind_name(kind)
 
 
 FINDING_COLUMNS = (

@@ -91,6 +91,17 @@ class TestFindingName:
             "Dois rastreadores no mesmo prefixo"
         )
 
+    def test_a_gap_for_review_is_named_as_what_it_is(self) -> None:
+        """A silence the car stood through, or after the ride, is not called a tracking
+        failure (an alert or a list would read as the infraction)."""
+        assert finding_name("tracking_gap", {"still": True}) == (
+            "Silêncio do rastreador com o veículo parado"
+        )
+        assert finding_name("tracking_gap", {"still": False, "after_ride": True}) == (
+            "Silêncio do rastreador depois da corrida"
+        )
+        assert finding_name("tracking_gap", {"still": False}) == "Falha de rastreamento"
+
     @pytest.mark.parametrize("details", [{"pattern": "jump"}, {"pattern": "outlier"}, {}, None])
     def test_otherwise_the_kinds_name(self, details) -> None:
         assert finding_name("gps_anomaly", details) == "Salto de GPS impossível"
