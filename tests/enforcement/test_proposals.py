@@ -621,6 +621,18 @@ class TestConfidenceFloor:
         assert summary["proposals"] == 0
 
 
+def _gap(*, still: bool = False, after_ride: bool = False) -> dict[str, Any]:
+    """A 10-min tracking gap of P1 with a passenger aboard, driven through unless ``still``."""
+    return {
+        "kind": "tracking_gap",
+        "vehicle_id": "P1",
+        "confidence": 0.8,
+        "started_at": "2025-03-04T15:00:00Z",
+        "ended_at": "2025-03-04T15:10:00Z",
+        "details": {"gap_s": 600.0, "moved": True, "still": still, "after_ride": after_ride},
+    }
+
+
 def _anomalies(*minutes: int, day: str = "2025-03-04T12:00:00Z") -> list[dict[str, Any]]:
     """Anomalies of vehicle P1 starting ``minutes`` after ``day``."""
     start = pd.Timestamp(day)
@@ -643,14 +655,7 @@ class TestRepetition:
         (art. 58, IX) but not the rule: the gap is proposed as a gap, the outlier is listed
         for review by its repetition rule, in either order of the findings."""
         rb = bundled_rulebooks()[POA_TAXI]
-        gap = {
-            "kind": "tracking_gap",
-            "vehicle_id": "P1",
-            "confidence": 0.8,
-            "started_at": "2025-03-04T15:00:00Z",
-            "ended_at": "2025-03-04T15:10:00Z",
-            "details": {"gap_s": 600.0, "moved": True, "still": False, "after_ride": False},
-        }
+        gap = _gap()
         jump = _anomaly("2025-03-04T12:00:00Z", seconds=57)
         for rows in ((jump, gap), (gap, jump)):
             done = propose_all(findings(*rows), {"taxi": rb}, timezone=TZ)
@@ -665,23 +670,14 @@ class TestRepetition:
         that ends without a passenger (the shift's end) shows no hidden ride: listed for review
         with the reason, never proposed; the same gap driven through is proposed."""
         rb = bundled_rulebooks()[POA_TAXI]
-        gap = {
-            "kind": "tracking_gap",
-            "vehicle_id": "P1",
-            "confidence": 0.8,
-            "started_at": "2025-03-04T15:00:00Z",
-            "ended_at": "2025-03-04T15:12:00Z",
-            "details": {"gap_s": 720.0, "moved": True, "still": True, "after_ride": False},
-        }
-        night = {**gap, "details": {**gap["details"], "still": False, "after_ride": True}}
+        gap, night = _gap(still=True), _gap(after_ride=True)
         for finding, reason in ((gap, "estacionamento subterrâneo"), (night, "fim do turno")):
             done = propose_all(findings(finding), {"taxi": rb}, timezone=TZ)
             assert done.proposals == []
             (item,) = done.for_review
             assert item["provision"] == "art. 58, IX"
             assert reason in item["reason"]
-        driven = {**gap, "details": {**gap["details"], "still": False}}
-        (p,) = propose_all(findings(driven), {"taxi": rb}, timezone=TZ).proposals
+        (p,) = propose_all(findings(_gap()), {"taxi": rb}, timezone=TZ).proposals
         assert p["provision"] == "art. 58, IX"
 
     def test_five_anomalies_within_an_hour_are_a_proposal(self) -> None:
