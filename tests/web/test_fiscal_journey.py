@@ -39,10 +39,13 @@ def _device(engine: Engine, vehicle_id: str) -> str:
     return token
 
 
-def _post_fix(server: ServeProcess, token: str, *, minutes_ago: float) -> None:
-    """POST one occupied fix at the seeded stand, ``minutes_ago`` old, as the device."""
+def _post_fix(
+    server: ServeProcess, token: str, *, minutes_ago: float, lon: float = -51.2287
+) -> None:
+    """POST one occupied fix at the seeded stand (or ``lon``), ``minutes_ago`` old, as the
+    device."""
     at = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes_ago)
-    fix = {"timestamp": at.isoformat(), "lat": -30.0277, "lon": -51.2287, "meter": "occupied"}
+    fix = {"timestamp": at.isoformat(), "lat": -30.0277, "lon": lon, "meter": "occupied"}
     response = httpx.post(
         server.url + "/api/v1/pings",
         json={"pings": [fix]},
@@ -68,7 +71,7 @@ def test_alert_arrives_live_then_confirm_and_download_the_pdf(
     login(page, "agent")
     alerts = page.locator("#alertas")
     expect(alerts).to_have_attribute("data-live", "on", timeout=15_000)
-    _post_fix(web_server, token, minutes_ago=5)
+    _post_fix(web_server, token, minutes_ago=5, lon=-51.2287 + 0.0623)  # 6 km driven silent
 
     item = alerts.locator("li.alert", has_text=f"Veículo {vehicle}")
     expect(item).to_be_visible(timeout=ALERT_WAIT_MS)

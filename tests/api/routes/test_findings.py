@@ -35,5 +35,5 @@ class TestGetFinding:
         headers = bearer(seeded["tokens"]["admin"])
         assert client.get("/api/v1/findings/F1", headers=headers).json()["properties"][
             "details"
-        ] == {"gap_s": 3600}
+        ] == {"gap_s": 3600, "still": False, "after_ride": False}
         assert client.get("/api/v1/findings/NOPE", headers=headers).status_code == 404
