@@ -43,7 +43,9 @@ confidence
     ``0.5 + 0.3·(1 − max_gap_s/gap_s) + 0.15·min(1, displacement_m / (10·parked_radius_m))``,
     times 0.75 when either fix is speed-flagged at ingest (its position is doubtful). It grows
     with the length of the gap and with the displacement (moving while silent is stronger
-    evidence); at most 0.95.
+    evidence); at most 0.95. A ``still`` or ``after_ride`` finding's is halved
+    (:data:`REVIEW_CONFIDENCE_FACTOR`): a long night is no stronger evidence, and under 0.5 no
+    rulebook proposes it even without a rule of its own for the sub-case.
 
 Geometry: the LineString from the fix before to the fix after (a Point when both are at the
 same position). ``started_at``/``ended_at`` are the times of those two fixes.
@@ -87,6 +89,8 @@ DEFAULT_STILL_SPEED_KMH = 5.0
 DEFAULT_MAX_RIDE_S = 7200.0
 """Longest ride a silence ending with the meter not occupied is read as part of (s)."""
 FLAGGED_FACTOR = 0.75
+REVIEW_CONFIDENCE_FACTOR = 0.5
+"""Confidence factor of a ``still`` or ``after_ride`` finding (a silence that hides no ride)."""
 MAX_CONFIDENCE = 0.95
 
 
@@ -206,6 +210,9 @@ def _gap_record(track: TrackArrays, i: int, thresholds: dict[str, float]) -> dic
     gap = float(gap_s[0])
     disp = float(disp_m[0])
     speed_kmh = disp / gap * 3.6
+    still = speed_kmh < thresholds["still_speed_kmh"]
+    after_ride = meter_after != METER_OCCUPIED and gap > thresholds["max_ride_s"]
+    confidence = float(conf[0]) * (REVIEW_CONFIDENCE_FACTOR if still or after_ride else 1.0)
     details: dict[str, Any] = {
         "gap_s": gap,
         "displacement_m": round(disp, 1),
@@ -213,8 +220,8 @@ def _gap_record(track: TrackArrays, i: int, thresholds: dict[str, float]) -> dic
         "meter_before": METER_NAMES[int(track.meter[i])],
         "meter_after": METER_NAMES[meter_after],
         "moved": bool(disp >= thresholds["parked_radius_m"]),
-        "still": bool(speed_kmh < thresholds["still_speed_kmh"]),
-        "after_ride": bool(meter_after != METER_OCCUPIED and gap > thresholds["max_ride_s"]),
+        "still": bool(still),
+        "after_ride": bool(after_ride),
         "rule": (
             "occupied_both_sides" if meter_after == METER_OCCUPIED else "occupied_before_and_moved"
         ),
@@ -230,7 +237,7 @@ def _gap_record(track: TrackArrays, i: int, thresholds: dict[str, float]) -> dic
         stand_id=None,
         started_ns=int(track.ts_ns[i]),
         ended_ns=int(track.ts_ns[j]),
-        confidence=float(conf[0]),
+        confidence=confidence,
         details=details,
         geometry=geometry,
     )

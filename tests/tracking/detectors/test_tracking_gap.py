@@ -113,12 +113,26 @@ class TestDetectTrackingGap:
     def test_confidence_grows_with_gap_and_displacement(self) -> None:
         """Longer silences and larger displacements give higher confidence, never 1."""
         rows = (
-            _gap_track("occupied", "occupied", gap_s=400, moved_m=0, vehicle="A")
-            + _gap_track("occupied", "occupied", gap_s=3600, moved_m=0, vehicle="B")
-            + _gap_track("occupied", "occupied", gap_s=3600, moved_m=900, vehicle="C")
+            _gap_track("occupied", "occupied", gap_s=400, moved_m=600, vehicle="A")
+            + _gap_track("occupied", "occupied", gap_s=3600, moved_m=6000, vehicle="B")
+            + _gap_track("occupied", "occupied", gap_s=7000, moved_m=14_000, vehicle="C")
         )
         conf = detect_tracking_gap(make_pings(rows)).set_index("vehicle_id")["confidence"]
         assert 0.5 < conf["A"] < conf["B"] < conf["C"] < 1.0
+
+    def test_a_silence_for_review_has_half_the_confidence(self) -> None:
+        """A ``still`` or ``after_ride`` gap is halved, below every proposal floor: an
+        8-hour night is no stronger evidence than a 20-minute silence."""
+        rows = (
+            _gap_track("occupied", "occupied", gap_s=3600, moved_m=6000, vehicle="D")
+            + _gap_track("occupied", "occupied", gap_s=3600, moved_m=0, vehicle="S")
+            + _gap_track("occupied", "free", gap_s=8 * 3600, moved_m=50_000, vehicle="N")
+        )
+        found = detect_tracking_gap(make_pings(rows)).set_index("vehicle_id")
+        conf = found["confidence"]
+        assert conf["D"] > 0.5 > max(conf["S"], conf["N"])
+        assert conf["S"] == pytest.approx((0.5 + 0.3 * (1 - 300 / 3600)) * 0.5)
+        assert found.loc["N", "details"]["after_ride"] and not found.loc["N", "details"]["still"]
 
     def test_speed_flagged_fix_lowers_confidence(self) -> None:
         """A gap ending at a speed-flagged fix (doubtful position) gets less confidence."""
