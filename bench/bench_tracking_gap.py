@@ -22,7 +22,8 @@ look-alikes (nothing hidden)
 
 Each case goes through :func:`detect_tracking_gap` and :func:`propose_all` under the bundled
 Porto Alegre rulebook, and under the same rulebook without its ``still`` and ``after_ride``
-conditions (every finding above the floor proposed, as before those rules). Reported per
+conditions and with the confidence not halved for them (every finding above the floor
+proposed, as before those rules). Reported per
 scenario: the cases with a finding, with a proposal, and listed for review; and the ROC of the
 silence's straight-line speed (``implied_speed_kmh``), which the ``still`` rule thresholds.
 
@@ -50,7 +51,11 @@ from bench_longer_route_eval import roc_auc, roc_curve  # noqa: E402
 
 from enforcement.proposals import propose_all  # noqa: E402
 from enforcement.rulebook import Rulebook  # noqa: E402
-from tracking.detectors.tracking_gap import DEFAULT_STILL_SPEED_KMH, detect_tracking_gap  # noqa: E402
+from tracking.detectors.tracking_gap import (  # noqa: E402
+    DEFAULT_STILL_SPEED_KMH,
+    REVIEW_CONFIDENCE_FACTOR,
+    detect_tracking_gap,
+)
 
 Trip = pd.DataFrame
 Maker = Callable[[list[Trip], np.random.Generator, str], pd.DataFrame]
@@ -156,6 +161,13 @@ def without_rules(book: Rulebook) -> Rulebook:
     return book.model_copy(update={"rules": rules, "review": review})
 
 
+def as_before(found: pd.DataFrame) -> pd.DataFrame:
+    """The findings with the confidence they had before the two rules (not halved)."""
+    review = found["details"].map(lambda d: bool(d["still"] or d["after_ride"])).to_numpy(bool)
+    factor = np.where(review, REVIEW_CONFIDENCE_FACTOR, 1.0)
+    return found.assign(confidence=found["confidence"].to_numpy(dtype=float) / factor)
+
+
 def judge(case: pd.DataFrame, books: dict[str, Rulebook]) -> dict[str, float]:
     found = detect_tracking_gap(case)
     out: dict[str, float] = {
@@ -163,7 +175,8 @@ def judge(case: pd.DataFrame, books: dict[str, Rulebook]) -> dict[str, float]:
         "speed": max((float(d["implied_speed_kmh"]) for d in found["details"]), default=np.nan),
     }
     for name, book in books.items():
-        done = propose_all(found, {"taxi": book}, timezone=TZ) if len(found) else None
+        judged = found if book is POA else as_before(found)
+        done = propose_all(judged, {"taxi": book}, timezone=TZ) if len(found) else None
         out[name] = float(bool(done and done.proposals))
         out[f"{name} review"] = float(bool(done and done.for_review))
     return out
