@@ -200,7 +200,7 @@ def run_detectors(
     if sightings is None and "inactivity" in kinds and as_of is not None:
         sightings = unmetered_last_fixes(i.pings, as_of=as_of, timezone=i.timezone)
     operation = i.operation
-    if operation is None and "habitual_absence" in kinds:
+    if operation is None and "habitual_absence" in kinds and i.licences is not None:
         operation = operation_fixes(i.pings, timezone=i.timezone)
     calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]] | str] = {
         "unlicensed_stand_use": (
