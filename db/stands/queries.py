@@ -286,13 +286,17 @@ ORDER BY vehicle_id, ts
 """
 
 # The same rows as one row per vehicle of arrays: decoding 500k rows one by one cost seconds.
+# A fix's first stand in an array (null outside); a fix in overlapping stands, all of them with
+# its position in the vehicle's arrays (``more``).
 _VISIT_FIXES_BY_VEHICLE_SQL = f"""
-WITH r AS ({_VISIT_FIXES_SQL})
+WITH r AS ({_VISIT_FIXES_SQL}),
+k AS (SELECT *, row_number() OVER (PARTITION BY vehicle_id ORDER BY ts) - 1 AS k FROM r)
 SELECT vehicle_id, max(latest) AS latest,
        array_agg((extract(epoch FROM ts) * 1000000)::bigint ORDER BY ts) AS us,
        array_agg(lat ORDER BY ts) AS lat, array_agg(lon ORDER BY ts) AS lon,
-       array_agg(meter ORDER BY ts) AS meter, json_agg(stand_ids ORDER BY ts) AS stand_ids
-FROM r GROUP BY vehicle_id ORDER BY vehicle_id
+       array_agg(meter ORDER BY ts) AS meter, array_agg(stand_ids[1] ORDER BY ts) AS stand_id,
+       json_agg(json_build_array(k, stand_ids)) FILTER (WHERE cardinality(stand_ids) > 1) AS more
+FROM k GROUP BY vehicle_id ORDER BY vehicle_id
 """
 
 
@@ -375,14 +379,21 @@ def visits_from_fixes(
     )
     stands = stands_frame(session=session, stand_ids=list(stand_ids), include_retired=True)
     stands = stands.loc[stands.geometry.notna(), [STAND_ID, "geometry"]]
-    inside = [ids for r in rows for ids in r.stand_ids]
+    # each fix's first stand, then the other stands of the fixes in overlapping stands
+    first = np.array([sid for r in rows for sid in r.stand_id], dtype=object)
+    at = np.flatnonzero(pd.notna(first))
+    offsets = (np.cumsum(n, dtype=np.int64) - np.asarray(n, dtype=np.int64)).tolist()
+    extra = [
+        (o + k, sid)
+        for r, o in zip(rows, offsets, strict=True)
+        for k, ids in r.more or []
+        for sid in ids[1:]
+    ]
+    index = np.concatenate([at, np.array([k for k, _ in extra], dtype=np.int64)])
+    ids = np.concatenate([first[at], np.array([sid for _, sid in extra], dtype=object)])
+    order = np.argsort(index, kind="stable")
     memberships = pd.DataFrame(
-        {
-            "ping_index": np.repeat(
-                np.arange(len(inside), dtype=np.int64), [len(ids) for ids in inside]
-            ),
-            STAND_ID: pd.Series([s for ids in inside for s in ids], dtype="str"),
-        }
+        {"ping_index": index[order], STAND_ID: pd.Series(ids[order], dtype="str")}
     )
     visits = detect_visits(
         pings,

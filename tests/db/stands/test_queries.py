@@ -167,6 +167,18 @@ class TestVisitsFromFixes:
         assert pd.Timestamp(visits.attrs["latest"]["A1"]) == T0 + dt.timedelta(minutes=39)
         assert visits["boarding_distance_m"].iloc[1] == pytest.approx(20.0, abs=0.5)
 
+    def test_a_fix_in_overlapping_stands_visits_each(self, db: Session) -> None:
+        """S1b overlaps S1's northern half: A1's waits there are visits to both stands, and
+        X9's to both, at the same instants."""
+        create_stand(session=db, stand_id="S1b", actor="t", area=_square(20, 25), kind="fixo",
+                     capacity=1)  # fmt: skip
+        visits = visits_from_fixes(session=db, stand_ids=["S1", "S1b"], start=T0,
+                                   end=T0 + dt.timedelta(hours=4))  # fmt: skip
+        got = visits.groupby("stand_id")["vehicle_id"].apply(sorted).to_dict()
+        assert got == {"S1": ["A1", "X9"], "S1b": ["A1", "X9"]}
+        pairs = visits.pivot(index="vehicle_id", columns="stand_id", values="arrived_at")
+        assert (pairs["S1"] == pairs["S1b"]).all()
+
     def test_far_fixes_do_not_join_visits(self, db: Session) -> None:
         """A vehicle away for an hour (fixes not read) comes back as a second visit."""
         _fixes(db, "A1", _run(range(100, 110), 0))
