@@ -676,6 +676,8 @@ LABELS = {
     "never_seen": "nunca visto no rastreamento",
     "tariff": "tarifa",
     "tariff2_since": "bandeira 2 desde",
+    "left_municipality": "corrida saiu do município",
+    "n_fixes_outside": "posições fora do limite municipal",
     "carry_over": "continua do dia anterior",
     "n_speed_flagged": "posições com velocidade suspeita",
     "min_duration_s": "duração mínima",

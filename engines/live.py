@@ -746,8 +746,9 @@ def _kernel_contexts(
     (the fleet frame), the zone and the limits of the municipality's taxi rulebook
     (:func:`law_limits`); ``driver_not_allowed``: the vehicles with a driver link in the
     registry, with the drivers and links (whole histories: the kernel judges each day on its own
-    dates) and the zone. Vehicles without them are not judged (no state). Other kinds: every
-    vehicle (with the zone for ``flag2_misuse``).
+    dates) and the zone. Vehicles without them are not judged (no state). ``flag2_misuse``:
+    every vehicle with the zone, and its municipality's boundary where it has one. Other kinds:
+    every vehicle.
     """
     if kind == "outside_municipality":
         return [(vs, {"boundary": geom}) for geom, vs in vehicle_boundaries(session, list(mine))]
@@ -771,7 +772,14 @@ def _kernel_contexts(
         ]
     if kind == "driver_not_allowed":
         return _driver_context(session, mine, pings, timezone=timezone)
-    return [(list(mine), {"timezone": timezone} if kind == "flag2_misuse" else {})]
+    if kind == "flag2_misuse":  # a ride out of the municipality is told by its boundary
+        bounded = vehicle_boundaries(session, list(mine))
+        rest = set(mine).difference(*(vs for _, vs in bounded))
+        out: list[tuple[list[str], dict[str, Any]]] = [
+            (vs, {"timezone": timezone, "boundary": geom}) for geom, vs in bounded
+        ]
+        return out + ([(sorted(rest), {"timezone": timezone})] if rest else [])
+    return [(list(mine), {})]
 
 
 def law_limits(municipality: str, kind: str) -> dict[str, Any]:

@@ -30,6 +30,15 @@ UF_TIMEZONES = {
 TIMEZONE_EXCEPTIONS = {"2605459": "America/Noronha"}  # Fernando de Noronha (PE)
 
 
+ASH_WEDNESDAY_UNTIL = dt.time(14, 0)
+"""Ash Wednesday is a nationwide *ponto facultativo* until 14:00 (the federal calendar)."""
+
+
+def ash_wednesdays(years: Iterable[int]) -> list[dt.date]:
+    """Ash Wednesday of each of ``years`` (a half day off: see :data:`ASH_WEDNESDAY_UNTIL`)."""
+    return sorted({_easter(year) - dt.timedelta(days=46) for year in years})
+
+
 def _easter(year: int) -> dt.date:
     """Gregorian Easter Sunday (anonymous Gregorian algorithm)."""
     a, b, c = year % 19, year // 100, year % 100

@@ -680,6 +680,36 @@ class TestRepetition:
         (p,) = propose_all(findings(_gap()), {"taxi": rb}, timezone=TZ).proposals
         assert p["provision"] == "art. 58, IX"
 
+    def test_bandeira_2_on_a_ride_out_of_pinto_bandeira_is_for_review(self) -> None:
+        """A tariff decree commonly allows Bandeira 2 beyond the municipal limit: such a ride is
+        listed for review with the reason; one within the town is proposed (art. 25, V); one
+        judged without the boundary has no rule (no proposal)."""
+        rb = bundled_rulebooks()[("4314548", "taxi")]
+
+        def flag2(vehicle: str, **details: Any) -> dict[str, Any]:
+            return {
+                "kind": "flag2_misuse",
+                "vehicle_id": vehicle,
+                "confidence": 0.9,
+                "started_at": "2025-03-04T12:00:00Z",
+                "details": {"tariff": 2, **details},
+            }
+
+        done = propose_all(
+            findings(
+                flag2("OUT", left_municipality=True, n_fixes_outside=9),
+                flag2("IN", left_municipality=False, n_fixes_outside=0),
+                flag2("UNKNOWN"),
+            ),
+            {"taxi": rb},
+            timezone=TZ,
+        )
+        assert [(p["vehicle_id"], p["provision"]) for p in done.proposals] == [("IN", "art. 25, V")]
+        (item,) = done.for_review
+        assert (item["vehicle_id"], item["provision"]) == ("OUT", "art. 25, V")
+        assert "saiu do município" in item["reason"]
+        assert done.uncovered == {"flag2_misuse": 1}
+
     def test_five_anomalies_within_an_hour_are_a_proposal(self) -> None:
         """Five anomalies of one vehicle within an hour show the tracking was not fully
         available."""

@@ -283,6 +283,40 @@ class TestProcessFixes:
         assert [f["vehicle_id"] for f in found] == ["OUT4"]
         assert found[0]["details"]["distance_to_boundary_m"] > 50_000
 
+    def test_flag2_knows_each_vehicles_boundary(self, db_session: Session) -> None:
+        """Bandeira 2 on a Monday morning in Porto Alegre, live: a Pinto Bandeira taxi's ride
+        left its municipality, a Porto Alegre taxi's did not, as the batch says with each
+        boundary; an unregistered vehicle's is judged without one."""
+        self.register_in_porto_alegre(db_session, ["F2POA"])
+        db_session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf, boundary) VALUES ('4314548', "
+                "'Pinto Bandeira', 'RS', ST_Multi(ST_GeomFromText(:g, 4326))) "
+                "ON CONFLICT (code) DO UPDATE SET boundary = EXCLUDED.boundary"
+            ),
+            {"g": self.boundary("4314548").wkt},
+        )
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
+                "VALUES ('F2PB', 'F2PB', '4314548')"
+            )
+        )
+        ride = [_fix("F2", k / 2, 50.0 * k, "occupied", 2) for k in range(21)]
+        ride += [_fix("F2", 10.5, 1000.0, "free")]
+        rows = [{**r, "vehicle_id": v} for v in ("F2POA", "F2PB", "F2X") for r in ride]
+        found = feed(db_session, make_pings(rows), 7, kinds=("flag2_misuse",))
+        marks = {f["vehicle_id"]: f["details"].get("left_municipality") for f in found}
+        assert marks == {"F2POA": False, "F2PB": True, "F2X": None}
+        mine = make_pings([r for r in rows if r["vehicle_id"] == "F2PB"])
+        batch = detect_flag2_misuse(mine, boundary=self.boundary("4314548"))
+        (live,) = [f for f in found if f["vehicle_id"] == "F2PB"]
+
+        def unrowed(d: dict[str, Any]) -> dict[str, Any]:  # rows number the fed frame's
+            return {k: v for k, v in d.items() if k != "fixes"}
+
+        assert unrowed(live["details"]) == unrowed(batch.iloc[0]["details"])
+
     def test_gps_errors_alert_once_the_rulebook_would_propose(self, db_session: Session) -> None:
         """Sent as they happen, a Porto Alegre taxi's GPS outliers (art. 58, IX: 5 within an
         hour) are stored and alerted only from the fifth; an unregistered vehicle's are alerted

@@ -183,6 +183,12 @@ def metres_or_none(value: Any) -> float | None:
     return round(float(value), 2)
 
 
+REVIEW_CONFIDENCE_FACTOR = 0.5
+"""Confidence factor of a finding whose details flag a sub-case that accuses no one by itself
+(e.g. a silence that hides no ride, Bandeira 2 on a ride out of the municipality): under 0.5
+no rulebook proposes it, even one without a review case for it."""
+
+
 def clip_confidence(value: float, *, high: float = 0.95, low: float = 0.05) -> float:
     """Confidence clipped to ``[low, high]`` (never 1.0) and rounded to 4 decimals."""
     return round(min(high, max(low, float(value))), 4)

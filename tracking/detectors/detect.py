@@ -125,6 +125,7 @@ _WIRED = {
     "off_fleet",  # inactivity: the run's vehicle ids the fleet lacks
     "sightings",  # inactivity: the last fix of each vehicle without meter data
     "near_dwells",  # habitual_absence: found by the vehicles' partitions
+    "boundary",  # flag2_misuse: the run's municipality, to tell a ride that left it
 }
 
 
@@ -223,7 +224,7 @@ def run_detectors(
         ),
         "tracking_gap": ((i.pings,), {}),
         "gps_anomaly": ((i.pings,), {}),
-        "flag2_misuse": ((i.pings,), tz),
+        "flag2_misuse": ((i.pings,), tz | {"boundary": i.boundary}),
         "illegal_stand_formation": (
             (i.stops, i.pings, i.stands),
             tz | {"waiting": i.waiting_stops, "allowed_places": i.allowed_places},

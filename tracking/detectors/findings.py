@@ -76,6 +76,7 @@ PATTERN_NAMES = {
 FLAG_NAMES = {
     ("tracking_gap", "still"): "Silêncio do rastreador com o veículo parado",
     ("tracking_gap", "after_ride"): "Silêncio do rastreador depois da corrida",
+    ("flag2_misuse", "left_municipality"): "Bandeira 2 em corrida para fora do município",
 }
 """pt-BR name of a finding whose ``details`` flag (true) says it is not what its kind's name
 says: the sub-cases a rulebook lists for review, named so that an alert does not read as the

@@ -7,11 +7,12 @@ Bandeira I and II as tariffs "que se distinguem em razão do horário e dos dias
 of the texts fixes the hours: the calendar is data (:class:`Flag2Calendar`) that each
 municipality sets. The default, :data:`DEFAULT_FLAG2_CALENDAR`, is the pattern common in
 Brazilian cities (e.g. São Paulo): every night 20:00–06:00, Saturdays from 14:00, Sundays,
-national holidays (and the nationwide *pontos facultativos*: Carnaval, Corpus Christi) and the
-whole of December. Its hours err on the side of allowing Bandeira 2; its holidays are the
-national ones only: a state or municipal holiday (e.g. 20 September in Rio Grande do Sul) is
-the municipality's to add (``holidays``), else a ride on it may be listed. The rulebooks'
-notes send the agent to the municipal tariff decree before confirming.
+national holidays (and the nationwide *pontos facultativos*: Carnaval, Corpus Christi, Ash
+Wednesday until 14:00) and the whole of December. Its hours err on the side of allowing
+Bandeira 2; its holidays are the national ones only: a state or municipal holiday (e.g. 20
+September in Rio Grande do Sul) is the municipality's to add (``holidays``), else a ride on it
+may be listed. The rulebooks' notes send the agent to the municipal tariff decree before
+confirming.
 
 Definitions (each is shown in the evidence):
 
@@ -28,10 +29,18 @@ misuse segment
     before 06:00 may stay on until the ride ends. So is a run whose fix before (no silence
     between) is at an allowed instant: the ride began between the two fixes, perhaps before
     06:00 (a tracker reporting once a minute).
+left_municipality
+    With the municipal ``boundary``: whether a fix of the segment's tariff-2 run lies outside
+    it (``n_fixes_outside`` says how many). Tariff decrees commonly allow Bandeira 2 on a ride
+    beyond the municipal limit at any hour, and the laws at hand say nothing of it, so such a
+    finding is one the rulebooks list for review, never a proposal. Without a boundary the two
+    keys are absent.
 confidence
     ``0.6 + 0.35 * min(1, (duration_s - min_duration_s) / (4 * max(min_duration_s, 60)))``,
     times ``1 - 0.5 * (share of the segment's fixes flagged for impossible speed)``, clipped to
-    [0.05, 0.95]. Longer misuse is surer; a single fix never reaches the threshold.
+    [0.05, 0.95]; halved when ``left_municipality``
+    (:data:`tracking.detectors._evidence.REVIEW_CONFIDENCE_FACTOR`). Longer misuse is surer; a
+    single fix never reaches the threshold.
 
 Live (:data:`KERNEL`): a vehicle whose last fix is occupied with tariff 2 keeps the fixes of
 that open tariff-2 run and the fix before it (:func:`open_from`; at most one meter cycle, cut
@@ -53,11 +62,12 @@ import pandas as pd
 import shapely
 from numpy.typing import NDArray
 
-from geo.calendar import DEFAULT_TIMEZONE, brazil_holidays
+from geo.calendar import ASH_WEDNESDAY_UNTIL, DEFAULT_TIMEZONE, ash_wednesdays, brazil_holidays
 from tracking.arrays import NS, in_track_order, iso_utc, vehicle_codes
 from tracking.detectors._errors import Flag2CalendarError
 from tracking.detectors._evidence import (
     DAY_NS,
+    REVIEW_CONFIDENCE_FACTOR,
     check_threshold,
     clip_confidence,
     fix_record,
@@ -68,6 +78,11 @@ from tracking.detectors._evidence import (
 )
 from tracking.detectors.findings import empty_findings, make_findings
 from tracking.detectors.kernel import TrackKernel
+from tracking.detectors.outside_municipality import (
+    boundary_polygon,
+    outside_fixes,
+    prepare_boundary,
+)
 
 KIND = "flag2_misuse"
 DEFAULT_MIN_DURATION_S = 120.0
@@ -96,7 +111,7 @@ class Flag2Calendar:
         ``"MM-DD"`` days allowed all day every year (a state's data magna, a municipal holiday).
     national_holidays : bool
         Also allow Brazil's national holidays and nationwide pontos facultativos of every year
-        (see :func:`brazil_holidays`).
+        (see :func:`brazil_holidays`), and Ash Wednesday until 14:00 (:func:`ash_wednesdays`).
     """
 
     windows: tuple[tuple[int, str, str], ...] = ()
@@ -288,7 +303,15 @@ def allowed_at(
         hol = _holiday_days.__wrapped__(calendar, year_list)
     if len(hol):
         allowed |= np.isin(day, hol)
+    if calendar.national_holidays:
+        until = ASH_WEDNESDAY_UNTIL.hour * 60 + ASH_WEDNESDAY_UNTIL.minute
+        allowed |= np.isin(day, _ash_days(year_list)) & (minute < until)
     return np.asarray(allowed, dtype=bool)
+
+
+@functools.lru_cache(maxsize=64)
+def _ash_days(years: tuple[int, ...]) -> NDArray[np.int64]:
+    return np.array([(d - dt.date(1970, 1, 1)).days for d in ash_wednesdays(years)], np.int64)
 
 
 def _calendar_summary(calendar: Flag2Calendar) -> dict[str, Any]:
@@ -319,12 +342,18 @@ def _finding_row(
     min_duration_s: float,
     max_gap_s: float,
     carry_over: bool,
+    n_outside: int | None,
 ) -> tuple[dict[str, Any], Any]:
-    """One finding (row dict, geometry) from the segment's ends."""
+    """One finding (row dict, geometry) from the segment's ends.
+
+    ``n_outside``: the run's fixes outside the municipal boundary (None: no boundary).
+    """
     duration_s = (last["ns"] - first["ns"]) / NS
     scale = 4.0 * max(min_duration_s, 60.0)
     conf = 0.6 + 0.35 * min(1.0, (duration_s - min_duration_s) / scale)
     conf *= 1.0 - 0.5 * (n_flagged / n_fixes)
+    if n_outside:
+        conf *= REVIEW_CONFIDENCE_FACTOR
     fixes = [fix_record(first["ns"], first["lat"], first["lon"], first["row"])]
     if last["ns"] != first["ns"]:
         fixes.append(fix_record(last["ns"], last["lat"], last["lon"], last["row"]))
@@ -339,6 +368,11 @@ def _finding_row(
         "tariff2_since": iso_utc(run_start_ns),
         "timezone": timezone,
         "calendar": _calendar_summary(calendar),
+        **(
+            {}
+            if n_outside is None
+            else {"left_municipality": n_outside > 0, "n_fixes_outside": int(n_outside)}
+        ),
         "thresholds": {
             "min_duration_s": float(min_duration_s),
             "max_gap_s": float(max_gap_s),
@@ -378,6 +412,7 @@ def detect_flag2_misuse(
     max_gap_s: float = DEFAULT_MAX_GAP_S,
     carry_over: bool = True,
     timezone: str = DEFAULT_TIMEZONE,
+    boundary: Any = None,
 ) -> gpd.GeoDataFrame:
     """Find trip segments charged with Bandeira 2 outside the allowed calendar.
 
@@ -403,6 +438,9 @@ def detect_flag2_misuse(
         Excuse Bandeira 2 kept past the end of an allowed period within the same run.
     timezone : str, default "America/Sao_Paulo"
         Zone of the calendar.
+    boundary : shapely (Multi)Polygon in EPSG:4326, or GeoDataFrame/GeoSeries, optional
+        The municipality: each finding then says whether its ride left it
+        (``left_municipality``, module docstring).
 
     Returns
     -------
@@ -418,8 +456,11 @@ def detect_flag2_misuse(
         If a threshold is negative (``max_gap_s`` must be > 0) or the zone unknown.
     Flag2CalendarError
         If the calendar is malformed.
+    BoundaryError
+        If the boundary is not a usable (Multi)Polygon.
     """
     _check_options(calendar, min_duration_s, max_gap_s, timezone)
+    polygon = None if boundary is None else boundary_polygon(boundary)
     calendar = with_holidays(calendar, holidays)
     require_columns(pings, ("vehicle_id", "timestamp", "lat", "lon"), what="os pings")
     ns0 = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
@@ -464,8 +505,13 @@ def detect_flag2_misuse(
         else np.zeros(n, dtype=bool)
     )
     flagged_cum = np.concatenate(([0], np.cumsum(flagged)))
+    outside = (
+        None
+        if polygon is None
+        else _outside_per_run(polygon, flag2, run_id, run_id[starts], lat, lon)
+    )
     out, geoms = [], []
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+    for k, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
         row, geom = _finding_row(
             vehicle_id=str(vehicles[codes[s]]),
             first={"ns": int(ns[s]), "lat": lat[s], "lon": lon[s], "row": int(rows[s])},
@@ -478,10 +524,27 @@ def detect_flag2_misuse(
             min_duration_s=min_duration_s,
             max_gap_s=max_gap_s,
             carry_over=carry_over,
+            n_outside=None if outside is None else int(outside[k]),
         )
         out.append(row)
         geoms.append(geom)
     return make_findings(pd.DataFrame(out), geoms)
+
+
+def _outside_per_run(
+    polygon: Any,
+    flag2: NDArray[np.bool_],
+    run_id: NDArray[np.int64],
+    runs: NDArray[np.int64],
+    lat: NDArray[np.float64],
+    lon: NDArray[np.float64],
+) -> NDArray[np.int64]:
+    """How many fixes of each of ``runs`` (tariff-2 run numbers) lie outside ``polygon``."""
+    fixes = flag2 & np.isin(run_id, runs)
+    beyond = outside_fixes(
+        prepare_boundary(polygon, boundary_tolerance_m=0.0), lat[fixes], lon[fixes]
+    )
+    return np.bincount(run_id[fixes][beyond], minlength=int(runs.max()) + 1)[runs]
 
 
 def open_from(

@@ -209,17 +209,22 @@ def prepare_boundary(
     )
 
 
+def outside_fixes(
+    prepared: PreparedBoundary, lat: NDArray[np.float64], lon: NDArray[np.float64]
+) -> NDArray[np.bool_]:
+    """Which positions lie beyond the boundary grown by its tolerance."""
+    x, y = prepared.to_utm.transform(lon, lat)
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return ~np.asarray(shapely.contains_xy(prepared.zone_ok, x, y), dtype=bool)
+
+
 def _outside(
     prepared: PreparedBoundary, lat: NDArray[np.float64], lon: NDArray[np.float64]
 ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     """Which pickups lie beyond the tolerance, and the distance of those to the boundary (m)."""
-    x, y = prepared.to_utm.transform(lon, lat)
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    outside = ~shapely.contains_xy(prepared.zone_ok, x, y)
-    dist = np.asarray(
-        shapely.distance(prepared.polygon, shapely.points(x[outside], y[outside])),
-        dtype=np.float64,
-    )
+    outside = outside_fixes(prepared, lat, lon)
+    x, y = prepared.to_utm.transform(lon[outside], lat[outside])
+    dist = np.asarray(shapely.distance(prepared.polygon, shapely.points(x, y)), dtype=np.float64)
     return outside, dist
 
 

@@ -66,6 +66,7 @@ from numpy.typing import NDArray
 
 from geo.crs import haversine_m
 from tracking import frames as fr
+from tracking.detectors._evidence import REVIEW_CONFIDENCE_FACTOR
 from tracking.detectors._track_kernels import (
     METER_NAMES,
     METER_OCCUPIED,
@@ -89,8 +90,6 @@ DEFAULT_STILL_SPEED_KMH = 5.0
 DEFAULT_MAX_RIDE_S = 7200.0
 """Longest ride a silence ending with the meter not occupied is read as part of (s)."""
 FLAGGED_FACTOR = 0.75
-REVIEW_CONFIDENCE_FACTOR = 0.5
-"""Confidence factor of a ``still`` or ``after_ride`` finding (a silence that hides no ride)."""
 MAX_CONFIDENCE = 0.95
 
 

@@ -7,11 +7,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+import shapely
 from factories import make_pings, offset_m
 from kernel_checks import assert_pieces_give_batch
 
 from geo.calendar import brazil_holidays
 from tracking.detectors._errors import (
+    BoundaryError,
     DetectorThresholdError,
     Flag2CalendarError,
 )
@@ -223,6 +225,68 @@ class TestDetectFlag2Misuse:
         """Bad thresholds, zone or calendar are refused by name."""
         with pytest.raises(error, match=match):
             detect(drive("v1", "2024-03-04T12:00:00Z", 1), **kw)
+
+
+def _town(north_m: float) -> shapely.Polygon:
+    """A municipality from 1 km south of the origin to ``north_m`` north of it (EPSG:4326)."""
+    (s_lat, w_lon), (n_lat, e_lon) = offset_m(-1000.0, -1000.0), offset_m(north_m, 1000.0)
+    return shapely.box(w_lon, s_lat, e_lon, n_lat)
+
+
+class TestLeftMunicipality:
+    """A ride with Bandeira 2 that leaves the municipality: a decree commonly allows it."""
+
+    def test_ride_out_of_the_town_is_marked_and_its_confidence_halved(self) -> None:
+        """10 min north at 50 m / 30 s: 1 km, the last 9 fixes beyond a limit 590 m north."""
+        rows = drive("v1", "2024-03-04T12:00:00Z", 10)
+        inside = detect(rows)
+        out = detect(rows, boundary=_town(590.0))
+        d = out.iloc[0]["details"]
+        assert d["left_municipality"] is True and d["n_fixes_outside"] == 9
+        assert out.iloc[0]["confidence"] == pytest.approx(inside.iloc[0]["confidence"] * 0.5)
+        assert "left_municipality" not in inside.iloc[0]["details"]
+
+    def test_ride_within_the_town_is_not_marked(self) -> None:
+        found = detect(drive("v1", "2024-03-04T12:00:00Z", 10), boundary=_town(5000.0))
+        d = found.iloc[0]["details"]
+        assert (d["left_municipality"], d["n_fixes_outside"]) == (False, 0)
+        assert found.iloc[0]["confidence"] == pytest.approx(0.95)
+
+    def test_the_whole_run_counts_not_only_the_segment(self) -> None:
+        """Bandeira 2 from 19:57 to 20:10: the misuse (to 19:59:30, 250 m) is inside the town,
+        the allowed rest of the ride leaves it; a 5-min ride at 09:00 stays inside."""
+        rows = drive("v1", "2024-03-04T22:57:00Z", 13)
+        rows += [r | {"vehicle_id": "v2"} for r in drive("v1", "2024-03-04T12:00:00Z", 5)]
+        found = detect(rows, boundary=_town(590.0)).set_index("vehicle_id")
+        assert found.loc["v1", "ended_at"] == pd.Timestamp("2024-03-04T22:59:30Z")
+        assert found.loc["v1", "details"]["left_municipality"] is True
+        assert found.loc["v2", "details"]["left_municipality"] is False
+
+    def test_a_bad_boundary_is_refused(self) -> None:
+        with pytest.raises(BoundaryError, match="Polygon"):
+            detect(drive("v1", "2024-03-04T12:00:00Z", 10), boundary=shapely.Point(0, 0))
+
+    def test_pieces_give_the_batch_findings_with_the_boundary(self) -> None:
+        """Live, fix by fix or in pieces, the marks are the batch's."""
+        rows = drive("v1", "2024-03-04T12:00:00Z", 10, step_s=60)
+        rows += drive("v1", "2024-03-04T13:00:00Z", 25, step_s=60)
+        batch = assert_pieces_give_batch(
+            KERNEL, make_pings(rows), seeds=2, min_findings=2, boundary=_town(590.0)
+        )
+        assert batch["details"].map(lambda d: d["left_municipality"]).tolist() == [False, True]
+
+
+class TestAshWednesday:
+    """Ash Wednesday is a nationwide ponto facultativo until 14:00."""
+
+    def test_morning_allowed_afternoon_not(self) -> None:
+        assert len(detect(drive("v1", "2024-02-14T12:00:00Z", 10))) == 0  # 09:00
+        assert len(detect(drive("v1", "2024-02-14T18:00:00Z", 10))) == 1  # 15:00
+        assert len(detect(drive("v1", "2024-02-21T12:00:00Z", 10))) == 1  # a week later
+
+    def test_only_with_the_national_days(self) -> None:
+        own = Flag2Calendar(windows=((0, "20:00", "06:00"),), national_holidays=False)
+        assert len(detect(drive("v1", "2024-02-14T12:00:00Z", 10), calendar=own)) == 1
 
 
 class TestWeekMask:
