@@ -73,7 +73,7 @@ from runtime import forked_share
 from stands.licences import licence_frame_from_fleet, mark_unplaced_licences, unknown_licences
 from stands.near import near_dwells
 from stands.occupancy import empty_occupancy, occupancy
-from stands.presence import operation_fixes
+from stands.presence import OPERATION_COLUMNS, operation_fixes
 from stands.visits import detect_visits as detect_visits_
 from stands.visits import queue_positions
 from tracking import frames as fr
@@ -372,7 +372,10 @@ def _operation(part: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame | No
     if "habitual_absence" not in context["kinds"] or context["licences"] is None:
         return None
     mine = part[fr.VEHICLE_ID].astype("str").isin(context["licences"][fr.VEHICLE_ID].astype("str"))
-    return operation_fixes(part.loc[mine.to_numpy(dtype=bool)], timezone=context["params"].timezone)
+    columns = [c for c in OPERATION_COLUMNS if c in part.columns]  # copy only what it reads
+    return operation_fixes(
+        part.loc[mine.to_numpy(dtype=bool), columns], timezone=context["params"].timezone
+    )
 
 
 def _near_dwells(part: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame | None:

@@ -372,7 +372,7 @@ def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) ->
         _require(pings, (VEHICLE_ID, "timestamp"), "os pings")
     else:
         pings = pd.DataFrame({VEHICLE_ID: pd.Series(dtype="str"), "timestamp": _UTC_EMPTY})
-    frame = pings
+    frame = pings[[c for c in OPERATION_COLUMNS if c in pings.columns]]  # copy only these
     if "meter" in frame.columns:
         frame = frame.loc[frame["meter"].ne("off").to_numpy(dtype=bool)]
     n = len(frame)

@@ -195,16 +195,19 @@ def _unmetered_last(
         if "meter" in pings.columns
         else np.zeros(len(pings), dtype=bool)
     )
+    vehicles = pings["vehicle_id"].astype("str")
+    if known.any():  # only vehicles with a fix of unknown meter can lack meter data
+        keep &= vehicles.isin(pd.unique(vehicles[~known])).to_numpy(dtype=bool)
     frame = pd.DataFrame(
         {
-            "vehicle_id": pings["vehicle_id"].astype("str").to_numpy(dtype=object),
-            "ns": ns,
-            "lat": pings["lat"].to_numpy(dtype=np.float64),
-            "lon": pings["lon"].to_numpy(dtype=np.float64),
-            "row": ping_rows(pings),
-            "known": known,
+            "vehicle_id": vehicles[keep].to_numpy(dtype=object),
+            "ns": ns[keep],
+            "lat": pings["lat"].to_numpy(dtype=np.float64)[keep],
+            "lon": pings["lon"].to_numpy(dtype=np.float64)[keep],
+            "row": ping_rows(pings)[keep],
+            "known": known[keep],
         }
-    ).loc[keep]
+    )
     metered = frame.groupby("vehicle_id", sort=False)["known"].transform("any")
     frame = frame.loc[~metered.to_numpy(dtype=bool)]
     last = frame.sort_values(["vehicle_id", "ns"]).drop_duplicates("vehicle_id", keep="last")

@@ -464,6 +464,18 @@ class TestUnmeteredVehicleOnTheStreets:
         assert f["details"]["last_operation_source"] == "fix"
         assert f["details"]["last_operation_at"] == "2024-01-03T15:03:00Z"
 
+    def test_a_vehicle_with_any_meter_value_is_not_unmetered(self) -> None:
+        """Beside metered vehicles: a vehicle whose fixes all lack the meter gives its last fix;
+        one with a single fix of known meter among unknown ones gives none."""
+        rows = self.rows() + [
+            fix("mixed", "2024-02-01", None),
+            fix("mixed", "2024-02-02", "free"),
+            fix("mixed", "2024-02-03", None),
+        ]
+        seen = unmetered_last_fixes(make_pings(rows), as_of=AS_OF)
+        assert seen["vehicle_id"].tolist() == ["moving"]
+        assert seen["timestamp"].tolist() == [pd.Timestamp("2024-04-09T15:03:00Z")]
+
     def test_run_detectors_gives_them(self) -> None:
         """A run (trips and pings) does not accuse a vehicle seen moving without a meter."""
         pings = make_pings(self.rows())
