@@ -6,8 +6,9 @@ city outside it. This measures what the detector does with such receivers:
 
 - **clean days**: a taxi's day of real trips of ``data/porto/derived/trips_combined.csv`` with
   their own GPS errors (``bench_gps_days.healthy_day``); the drop-off fix of each ride shows the
-  meter free, as a tracker between rides does. The pickups outside the Porto municipality
-  (``data/porto/network/porto_boundary.geojson``) found on it are the truth;
+  meter free, as a tracker between rides does. The pickups outside the Porto district
+  (``data/porto/network/porto_boundary.geojson``, standing in for a municipality) found on it
+  are the truth;
 - **failing days**: the same day with stretches of 2–10 fixes thrown 3–12 km away and back,
   ``r`` per tracked hour (``bench_gps_days.thrown``).
 
