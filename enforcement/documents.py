@@ -678,6 +678,7 @@ LABELS = {
     "tariff2_since": "bandeira 2 desde",
     "left_municipality": "corrida saiu do município",
     "n_fixes_outside": "posições fora do limite municipal",
+    "left_at": "primeira posição fora do limite municipal",
     "carry_over": "continua do dia anterior",
     "n_speed_flagged": "posições com velocidade suspeita",
     "min_duration_s": "duração mínima",

@@ -31,9 +31,10 @@ misuse segment
     06:00 (a tracker reporting once a minute).
 left_municipality
     With the municipal ``boundary``: whether a fix of the segment's tariff-2 run lies outside
-    it (``n_fixes_outside`` says how many). Tariff decrees commonly allow Bandeira 2 on a ride
+    it (``n_fixes_outside`` says how many; ``left_at``, when the first did, and that fix is
+    among the evidence's fixes). Tariff decrees commonly allow Bandeira 2 on a ride
     beyond the municipal limit at any hour, and the laws at hand say nothing of it, so such a
-    finding is one the rulebooks list for review, never a proposal. Without a boundary the two
+    finding is one the rulebooks list for review, never a proposal. Without a boundary these
     keys are absent.
 confidence
     ``0.6 + 0.35 * min(1, (duration_s - min_duration_s) / (4 * max(min_duration_s, 60)))``,
@@ -343,10 +344,12 @@ def _finding_row(
     max_gap_s: float,
     carry_over: bool,
     n_outside: int | None,
+    left_at: dict[str, Any] | None,
 ) -> tuple[dict[str, Any], Any]:
     """One finding (row dict, geometry) from the segment's ends.
 
-    ``n_outside``: the run's fixes outside the municipal boundary (None: no boundary).
+    ``n_outside``: the run's fixes outside the municipal boundary (None: no boundary);
+    ``left_at``: the first of them.
     """
     duration_s = (last["ns"] - first["ns"]) / NS
     scale = 4.0 * max(min_duration_s, 60.0)
@@ -354,9 +357,10 @@ def _finding_row(
     conf *= 1.0 - 0.5 * (n_flagged / n_fixes)
     if n_outside:
         conf *= REVIEW_CONFIDENCE_FACTOR
-    fixes = [fix_record(first["ns"], first["lat"], first["lon"], first["row"])]
-    if last["ns"] != first["ns"]:
-        fixes.append(fix_record(last["ns"], last["lat"], last["lon"], last["row"]))
+    ends = [first] if last["ns"] == first["ns"] else [first, last]
+    if left_at is not None and all(left_at["ns"] != f["ns"] for f in ends):
+        ends = sorted([*ends, left_at], key=lambda f: int(f["ns"]))
+    fixes = [fix_record(f["ns"], f["lat"], f["lon"], f["row"]) for f in ends]
     details = {
         "fixes": fixes,
         "tariff": 2,
@@ -371,7 +375,11 @@ def _finding_row(
         **(
             {}
             if n_outside is None
-            else {"left_municipality": n_outside > 0, "n_fixes_outside": int(n_outside)}
+            else {
+                "left_municipality": n_outside > 0,
+                "n_fixes_outside": int(n_outside),
+                "left_at": None if left_at is None else iso_utc(int(left_at["ns"])),
+            }
         ),
         "thresholds": {
             "min_duration_s": float(min_duration_s),
@@ -510,12 +518,16 @@ def detect_flag2_misuse(
         if polygon is None
         else _outside_per_run(polygon, flag2, run_id, run_id[starts], lat, lon)
     )
+
+    def _fix(i: int) -> dict[str, Any]:
+        return {"ns": int(ns[i]), "lat": lat[i], "lon": lon[i], "row": int(rows[i])}
+
     out, geoms = [], []
     for k, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
         row, geom = _finding_row(
             vehicle_id=str(vehicles[codes[s]]),
-            first={"ns": int(ns[s]), "lat": lat[s], "lon": lon[s], "row": int(rows[s])},
-            last={"ns": int(ns[e]), "lat": lat[e], "lon": lon[e], "row": int(rows[e])},
+            first=_fix(s),
+            last=_fix(e),
             run_start_ns=int(ns[run_first[run_id[s]]]),
             n_fixes=e - s + 1,
             n_flagged=int(flagged_cum[e + 1] - flagged_cum[s]),
@@ -524,7 +536,8 @@ def detect_flag2_misuse(
             min_duration_s=min_duration_s,
             max_gap_s=max_gap_s,
             carry_over=carry_over,
-            n_outside=None if outside is None else int(outside[k]),
+            n_outside=None if outside is None else int(outside[0][k]),
+            left_at=None if outside is None or outside[1][k] < 0 else _fix(int(outside[1][k])),
         )
         out.append(row)
         geoms.append(geom)
@@ -538,13 +551,20 @@ def _outside_per_run(
     runs: NDArray[np.int64],
     lat: NDArray[np.float64],
     lon: NDArray[np.float64],
-) -> NDArray[np.int64]:
-    """How many fixes of each of ``runs`` (tariff-2 run numbers) lie outside ``polygon``."""
-    fixes = flag2 & np.isin(run_id, runs)
-    beyond = outside_fixes(
-        prepare_boundary(polygon, boundary_tolerance_m=0.0), lat[fixes], lon[fixes]
-    )
-    return np.bincount(run_id[fixes][beyond], minlength=int(runs.max()) + 1)[runs]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Count the fixes of each of ``runs`` (tariff-2 runs) outside ``polygon``; find the first.
+
+    The position is -1 for a run with none.
+    """
+    at = np.flatnonzero(flag2 & np.isin(run_id, runs))
+    beyond = at[
+        outside_fixes(prepare_boundary(polygon, boundary_tolerance_m=0.0), lat[at], lon[at])
+    ]
+    counts = np.bincount(run_id[beyond], minlength=int(runs.max()) + 1)
+    first = np.full(len(counts), -1, dtype=np.int64)
+    seen, where = np.unique(run_id[beyond], return_index=True)  # ``beyond`` is in time order
+    first[seen] = beyond[where]
+    return counts[runs], first[runs]
 
 
 def open_from(

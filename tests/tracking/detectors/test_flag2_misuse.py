@@ -243,6 +243,8 @@ class TestLeftMunicipality:
         out = detect(rows, boundary=_town(590.0))
         d = out.iloc[0]["details"]
         assert d["left_municipality"] is True and d["n_fixes_outside"] == 9
+        assert d["left_at"] == "2024-03-04T12:06:00Z"  # 600 m north: the first fix outside
+        assert [f["row"] for f in d["fixes"]] == [1, 13, 21]  # the segment's ends and it
         assert out.iloc[0]["confidence"] == pytest.approx(inside.iloc[0]["confidence"] * 0.5)
         assert "left_municipality" not in inside.iloc[0]["details"]
 
@@ -260,6 +262,8 @@ class TestLeftMunicipality:
         found = detect(rows, boundary=_town(590.0)).set_index("vehicle_id")
         assert found.loc["v1", "ended_at"] == pd.Timestamp("2024-03-04T22:59:30Z")
         assert found.loc["v1", "details"]["left_municipality"] is True
+        left = found.loc["v1", "details"]["fixes"][-1]  # after the segment: the run went on
+        assert left["timestamp"] == found.loc["v1", "details"]["left_at"] == "2024-03-04T23:03:00Z"
         assert found.loc["v2", "details"]["left_municipality"] is False
 
     def test_a_bad_boundary_is_refused(self) -> None:
