@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 
+import pytest
 from api_factories import bearer
 from fastapi.testclient import TestClient
 
@@ -82,6 +84,22 @@ class TestStandLicences:
 
 
 class TestStandOccupancy:
+    @pytest.fixture
+    def s1_left_as_found(self, api_engine) -> Iterator[None]:
+        """The session's database after the test as before it: V1 and V2 not at S1 now, V2's
+        licences placed (other modules read who is at S1 now)."""
+        from sqlalchemy import text
+
+        since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=601)
+        yield
+        with api_engine.begin() as conn:
+            conn.execute(
+                text("DELETE FROM fixes WHERE vehicle_id IN ('V1', 'V2') AND ts >= :since"),
+                {"since": since},
+            )
+            conn.execute(text("UPDATE vehicles SET unplaced_stands = '{}' WHERE vehicle_id = 'V2'"))
+
+    @pytest.mark.usefixtures("s1_left_as_found")
     def test_vehicles_waiting_now_in_queue_order(
         self, client: TestClient, seeded: dict, api_engine
     ) -> None:
