@@ -372,10 +372,9 @@ def _operation(part: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame | No
     if "habitual_absence" not in context["kinds"] or context["licences"] is None:
         return None
     mine = part[fr.VEHICLE_ID].astype("str").isin(context["licences"][fr.VEHICLE_ID].astype("str"))
-    columns = [c for c in OPERATION_COLUMNS if c in part.columns]  # copy only what it reads
-    return operation_fixes(
-        part.loc[mine.to_numpy(dtype=bool), columns], timezone=context["params"].timezone
-    )
+    columns = [c for c in OPERATION_COLUMNS if c in part.columns]
+    own = part[columns] if mine.all() else part.loc[mine.to_numpy(dtype=bool), columns]
+    return operation_fixes(own, timezone=context["params"].timezone)
 
 
 def _near_dwells(part: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame | None:

@@ -372,11 +372,14 @@ def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) ->
         _require(pings, (VEHICLE_ID, "timestamp"), "os pings")
     else:
         pings = pd.DataFrame({VEHICLE_ID: pd.Series(dtype="str"), "timestamp": _UTC_EMPTY})
-    frame = pings[[c for c in OPERATION_COLUMNS if c in pings.columns]]  # copy only these
-    if "meter" in frame.columns:
-        frame = frame.loc[frame["meter"].ne("off").to_numpy(dtype=bool)]
-    n = len(frame)
-    ns = _utc_ns(frame["timestamp"], name="timestamp", what="os pings")
+    # positions of the fixes that are operation (no copy of the frame: a bucket's is large)
+    at = (
+        np.flatnonzero(pings["meter"].ne("off").to_numpy(dtype=bool))
+        if "meter" in pings.columns
+        else np.arange(len(pings))
+    )
+    n = len(at)
+    ns = _utc_ns(pings["timestamp"], name="timestamp", what="os pings")[at]
     if n:
         span = pd.DatetimeIndex(ns[[ns.argmin(), ns.argmax()]], tz="UTC").tz_convert(timezone)
         days = np.arange(
@@ -387,7 +390,7 @@ def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) ->
         day = np.searchsorted(day_bounds_ns(days, timezone), ns, side="right") - 1
     else:
         day = np.zeros(0, dtype=np.int64)
-    codes, uniques = pd.factorize(frame[VEHICLE_ID].astype("str"), sort=False)
+    codes, uniques = pd.factorize(pings[VEHICLE_ID].astype("str").iloc[at], sort=False)
     key = codes.astype(np.int64) * (int(day.max(initial=0)) + 1) + day
     step, tick = np.diff(key), np.diff(ns)
     if bool(np.all((step > 0) | ((step == 0) & (tick >= 0)))):  # a run's tracks come sorted
@@ -399,8 +402,8 @@ def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) ->
     first = order[starts]
     last = order[np.r_[starts[1:], n] - 1] if n else first
     metered = (
-        frame["meter"].notna().to_numpy(dtype=bool)
-        if "meter" in frame.columns
+        pings["meter"].notna().to_numpy(dtype=bool)[at]
+        if "meter" in pings.columns
         else np.zeros(n, dtype=bool)
     )
     known = np.logical_or.reduceat(metered[order], starts) if n else np.zeros(0, dtype=bool)
@@ -416,9 +419,9 @@ def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) ->
             "timestamp": pd.Series(pd.to_datetime(ns[take], unit="ns", utc=True)).astype(
                 pd.DatetimeTZDtype("ns", "UTC")
             ),
-            "lat": _float_col(frame, "lat", n)[take],
-            "lon": _float_col(frame, "lon", n)[take],
-            "row": _int_col(frame, "row", n)[take],
+            "lat": _float_col(pings, "lat", len(pings))[at[take]],
+            "lon": _float_col(pings, "lon", len(pings))[at[take]],
+            "row": _int_col(pings, "row", len(pings))[at[take]],
             "meter": pd.Series(["free" if k else None for k in known.tolist()], dtype=object),
         }
     )

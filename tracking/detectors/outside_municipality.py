@@ -51,6 +51,8 @@ fixes. A trip's finding is emitted when a later fix ends the trip.
 
 from __future__ import annotations
 
+import functools
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,7 +195,17 @@ def prepare_boundary(
         If the tolerance is negative.
     """
     check_threshold("boundary_tolerance_m", boundary_tolerance_m, unit="metros")
-    geom = boundary_polygon(boundary)
+    wkb = boundary_polygon(boundary).wkb
+    return _prepared(wkb, float(boundary_tolerance_m), threading.get_ident())
+
+
+@functools.lru_cache(maxsize=8)
+def _prepared(wkb: bytes, boundary_tolerance_m: float, _thread: int) -> PreparedBoundary:
+    """Prepare a valid polygon once per thread (:func:`prepare_boundary`; each bucket reads it).
+
+    Per thread: a prepared GEOS geometry is not to be shared between threads.
+    """
+    geom = shapely.from_wkb(wkb)
     centre = geom.representative_point()
     utm = utm_crs_for(centre.x, centre.y)
     to_utm = pyproj.Transformer.from_crs(4326, utm, always_xy=True)
