@@ -639,8 +639,8 @@ def supervisor_queue(
     now_ts = pd.Timestamp(now).tz_convert("UTC")
     latest = visits.attrs.pop("latest", {})
     if len(visits):
-        last_fix = pd.to_datetime(
-            visits[fr.VEHICLE_ID].astype("str").map(latest), utc=True
+        last_fix = pd.to_datetime(  # ISO 8601 with or without a fraction of a second
+            visits[fr.VEHICLE_ID].astype("str").map(latest), utc=True, format="ISO8601"
         ).to_numpy()
         ongoing = (visits["departed_at"].to_numpy() == last_fix) & (
             (now_ts - visits["departed_at"]).dt.total_seconds().to_numpy() <= max_gap_s

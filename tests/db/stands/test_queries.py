@@ -237,6 +237,13 @@ class TestSupervisorQueue:
         later = supervisor_queue(session=db, stand_ids=["S1"], now=T0 + dt.timedelta(minutes=23))
         assert later["vehicle_id"].tolist() == ["X9"]
 
+    def test_latest_fixes_on_and_between_whole_seconds(self, db: Session) -> None:
+        """A1's latest fix falls between two seconds (09:15:15.5), X9's on one (09:15:00): the
+        queue is read all the same."""
+        _fixes(db, "A1", [(15 + 15.5 / 60, 0, "free")])
+        out = supervisor_queue(session=db, stand_ids=["S1"], now=T0 + dt.timedelta(minutes=15.5))
+        assert out[["position", "vehicle_id"]].values.tolist() == [[1, "A1"], [2, "X9"]]
+
     def test_unplaced_licence_is_not_known(self, db: Session) -> None:
         """X9's fleet import named a stand the registry could not place: licence unknown."""
         db.execute(text("UPDATE vehicles SET unplaced_stands = '{P01}' WHERE vehicle_id = 'X9'"))
