@@ -261,20 +261,7 @@ class TestProcessFixes:
         """In one call, a Pinto Bandeira taxi picking up in Porto Alegre is found and a Porto
         Alegre taxi at the same place is not."""
         self.register_in_porto_alegre(db_session, ["OUT3"])
-        db_session.execute(
-            text(
-                "INSERT INTO municipalities (code, name, uf, boundary) VALUES ('4314548', "
-                "'Pinto Bandeira', 'RS', ST_Multi(ST_GeomFromText(:g, 4326))) "
-                "ON CONFLICT (code) DO UPDATE SET boundary = EXCLUDED.boundary"
-            ),
-            {"g": self.boundary("4314548").wkt},
-        )
-        db_session.execute(
-            text(
-                "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
-                "VALUES ('OUT4', 'OUT4', '4314548')"
-            )
-        )
+        self.register_in(db_session, "4314548", "Pinto Bandeira", ["OUT4"])
         rows = [_fix("OUT3", 0, 0.0, "free")]
         rows += [_fix("OUT3", 1 + k, 200.0 * k, "occupied", 1) for k in range(6)]
         rows += [_fix("OUT3", 8, 1200.0, "free")]
@@ -288,20 +275,7 @@ class TestProcessFixes:
         left its municipality, a Porto Alegre taxi's did not, as the batch says with each
         boundary; an unregistered vehicle's is judged without one."""
         self.register_in_porto_alegre(db_session, ["F2POA"])
-        db_session.execute(
-            text(
-                "INSERT INTO municipalities (code, name, uf, boundary) VALUES ('4314548', "
-                "'Pinto Bandeira', 'RS', ST_Multi(ST_GeomFromText(:g, 4326))) "
-                "ON CONFLICT (code) DO UPDATE SET boundary = EXCLUDED.boundary"
-            ),
-            {"g": self.boundary("4314548").wkt},
-        )
-        db_session.execute(
-            text(
-                "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
-                "VALUES ('F2PB', 'F2PB', '4314548')"
-            )
-        )
+        self.register_in(db_session, "4314548", "Pinto Bandeira", ["F2PB"])
         ride = [_fix("F2", k / 2, 50.0 * k, "occupied", 2) for k in range(21)]
         ride += [_fix("F2", 10.5, 1000.0, "free")]
         rows = [{**r, "vehicle_id": v} for v in ("F2POA", "F2PB", "F2X") for r in ride]
@@ -344,26 +318,30 @@ class TestProcessFixes:
         frame = gpd.read_file(BOUNDARIES)
         return frame.loc[frame["cod_ibge"].astype(str) == code].geometry.union_all()
 
-    @staticmethod
-    def register_in_porto_alegre(session: Session, vehicles: list[str]) -> gpd.GeoDataFrame:
-        poa = gpd.read_file(BOUNDARIES)
-        poa = poa.loc[poa["cod_ibge"].astype(str) == POA]
+    @classmethod
+    def register_in(cls, session: Session, code: str, name: str, vehicles: list[str]) -> None:
+        """Store a bundled municipality with its boundary, and ``vehicles`` registered in it."""
         session.execute(
             text(
-                "INSERT INTO municipalities (code, name, uf, boundary) VALUES (:c, 'Porto Alegre', "
-                "'RS', ST_Multi(ST_GeomFromText(:g, 4326))) ON CONFLICT (code) DO UPDATE "
+                "INSERT INTO municipalities (code, name, uf, boundary) VALUES (:c, :n, 'RS', "
+                "ST_Multi(ST_GeomFromText(:g, 4326))) ON CONFLICT (code) DO UPDATE "
                 "SET boundary = EXCLUDED.boundary"
             ),
-            {"c": POA, "g": poa.geometry.union_all().wkt},
+            {"c": code, "n": name, "g": cls.boundary(code).wkt},
         )
         session.execute(
             text(
                 "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
                 "SELECT v, v, :c FROM unnest(CAST(:vs AS text[])) AS v"
             ),
-            {"c": POA, "vs": vehicles},
+            {"c": code, "vs": vehicles},
         )
-        return poa
+
+    @classmethod
+    def register_in_porto_alegre(cls, session: Session, vehicles: list[str]) -> gpd.GeoDataFrame:
+        cls.register_in(session, POA, "Porto Alegre", vehicles)
+        poa = gpd.read_file(BOUNDARIES)
+        return poa.loc[poa["cod_ibge"].astype(str) == POA]
 
     def test_outside_municipality_from_the_vehicles_boundary(self, db_session: Session) -> None:
         """A pickup in Canoas by a Porto Alegre taxi is found live as in batch; others are not."""
