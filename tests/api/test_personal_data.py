@@ -10,6 +10,7 @@ planners and citizens get none. Each such answer writes a ``read_personal_data``
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from io import BytesIO
 from typing import Any
 
@@ -58,8 +59,13 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def registry(client_module: TestClient, seeded: dict, api_engine: Engine) -> dict[str, str]:
-    """A POA proposal of V1, a supervisor of S1, an auxiliary driver and V1's holder address."""
+def registry(
+    client_module: TestClient, seeded: dict, api_engine: Engine
+) -> Iterator[dict[str, str]]:
+    """A POA proposal of V1, a supervisor of S1, an auxiliary driver and V1's holder address.
+
+    The auxiliary's link to V1 is removed afterwards: other modules list V1's licensees.
+    """
     import datetime as dt
 
     from sqlalchemy import select
@@ -102,7 +108,9 @@ def registry(client_module: TestClient, seeded: dict, api_engine: Engine) -> dic
         "/api/v1/proposals", params={"vehicle_id": "V1", "municipality": POA}, headers=agent
     ).json()
     gaps = [p for p in listed["data"] if p["kind"] == "tracking_gap"]
-    return {"pid": gaps[-1]["proposal_id"]}
+    yield {"pid": gaps[-1]["proposal_id"]}
+    with session_scope(api_engine) as s:
+        s.execute(text("DELETE FROM driver_assignments WHERE driver_id = 'PD-AUX'"))
 
 
 @pytest.fixture(scope="module")
