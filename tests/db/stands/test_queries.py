@@ -30,6 +30,8 @@ from db.stands.registry import (
     grant_licence,
     homologate_supervisor,
 )
+from db.tracking.store import H3_RESOLUTION
+from geo.h3 import latlng_to_cells
 from stands._errors import NaiveTimestampError, StandScopeError, ThresholdError
 from stands.licences import LICENCE_COLUMNS
 
@@ -43,17 +45,22 @@ def _square(north_m: float, half_m: float = 30.0) -> dict:
     return {"type": "Polygon", "coordinates": [[[w, s], [e, s], [e, n], [w, n], [w, s]]]}
 
 
-def _fixes(session: Session, vehicle: str, points: list[tuple[float, float, str]]) -> None:
-    """Store fixes (minutes after T0, metres north of ORIGIN, meter)."""
+def _fixes(
+    session: Session, vehicle: str, points: list[tuple[float, float, str]], *, cell: bool = True
+) -> None:
+    """Store fixes (minutes after T0, metres north of ORIGIN, meter), with their place cell as
+    the product stores it (``cell=False``: without, as a row written by other means)."""
     for minute, north, meter in points:
         lat, lon = offset_m(north, 0.0)
+        h3 = latlng_to_cells([lat], [lon], resolution=H3_RESOLUTION).view("int64")[0]
         session.execute(
             text(
-                "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, meter, speed_flag, source) "
-                "VALUES (:v, :ts, :lat, :lon, ST_Point(:lon, :lat, 4326), :m, false, 'test')"
+                "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, meter, h3_r9, speed_flag, "
+                "source) VALUES (:v, :ts, :lat, :lon, ST_Point(:lon, :lat, 4326), :m, :h3, "
+                "false, 'test')"
             ),
             {"v": vehicle, "ts": T0 + dt.timedelta(minutes=minute), "lat": lat, "lon": lon,
-             "m": meter},
+             "m": meter, "h3": int(h3) if cell else None},
         )  # fmt: skip
 
 
@@ -189,23 +196,45 @@ class TestVisitsFromFixes:
     def test_fixes_read_are_those_near_an_inside_fix(self, db: Session) -> None:
         """Of a vehicle seen inside, the fixes within the grace before and after an inside fix
         are read (an approach, a departure), and no others."""
-        from db.stands.queries import _VISIT_FIXES_SQL
-
         _fixes(
             db, "C3", _run(range(60, 80), 300) + _run(range(80, 85), 0) + _run(range(85, 99), 300)
         )
-        rows = db.execute(
-            text(_VISIT_FIXES_SQL),
-            {"ids": ["S1"], "lo": T0, "hi": T0 + dt.timedelta(hours=4),
-             "keep": dt.timedelta(minutes=5)},
-        ).all()  # fmt: skip
-        minutes = [(r.ts - T0).total_seconds() / 60 for r in rows if r.vehicle_id == "C3"]
-        assert minutes == list(range(75, 90))
+        assert _minutes_read(db, "C3") == list(range(75, 90))
+
+    def test_two_stays_read_apart(self, db: Session) -> None:
+        """Two stays 16 min apart (more than twice the grace): the fixes between them, farther
+        than the grace from both, are not read."""
+        _fixes(db, "C3", [(m, 0 if 60 <= m < 65 or 80 <= m < 85 else 300, "free")
+                          for m in range(50, 96)])  # fmt: skip
+        assert _minutes_read(db, "C3") == [*range(55, 70), *range(75, 90)]
+
+    def test_fixes_without_their_cell_are_tested(self, db: Session) -> None:
+        """A fix stored without its place cell (a row written by other means) is still tested
+        against the stands: the same visit as with the cell."""
+        _fixes(db, "C3", _run(range(60, 70), 0), cell=False)
+        assert _minutes_read(db, "C3") == list(range(60, 70))
+        visits = visits_from_fixes(session=db, stand_ids=["S1"], start=T0,
+                                   end=T0 + dt.timedelta(hours=4))  # fmt: skip
+        (c3,) = visits.loc[visits["vehicle_id"] == "C3", "arrived_at"]
+        assert c3 == pd.Timestamp(T0 + dt.timedelta(minutes=60))
 
     def test_naive_bounds_refused(self, db: Session) -> None:
         """Naive bounds are refused."""
         with pytest.raises(NaiveTimestampError):
             visits_from_fixes(session=db, stand_ids=["S1"], start=T0.replace(tzinfo=None), end=T0)
+
+
+def _minutes_read(db: Session, vehicle: str) -> list[float]:
+    """Minutes after T0 of ``vehicle``'s fixes the visits read at S1 (grace 5 min)."""
+    from db.stands.queries import _VISIT_FIXES_SQL, place_cells
+
+    rows = db.execute(
+        text(_VISIT_FIXES_SQL),
+        {"ids": ["S1"], "lo": T0, "hi": T0 + dt.timedelta(hours=4),
+         "keep": dt.timedelta(minutes=5),
+         "cells": place_cells(stands_frame(session=db, stand_ids=["S1"]))},
+    ).all()  # fmt: skip
+    return [(r.ts - T0).total_seconds() / 60 for r in rows if r.vehicle_id == vehicle]
 
 
 class TestOperationSightings:
