@@ -1,4 +1,4 @@
-"""Read queries of the API: stands and findings as GeoJSON, current occupancy, nearby supply.
+"""Read queries of the API: stands and findings as GeoJSON, nearby supply.
 
 Keyword-only functions over a session; geometry leaves the database as GeoJSON (EPSG:4326).
 """
@@ -9,14 +9,8 @@ import datetime as dt
 import json
 from typing import Any
 
-import numpy as np
-import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.orm import Session
-
-from stands.occupancy import present_at
-from stands.visits import detect_visits
-from tracking import frames as fr
 
 _STAND_SQL = """
 SELECT stand_id, name, address, capacity, kind, order_number, municipality_code,
@@ -102,75 +96,3 @@ def finding_features(
     ).all()
     count = session.execute(text(f"SELECT count(*) FROM findings WHERE {clause}"), params).scalar()
     return [_feature(r, "finding_id") for r in rows], int(count or 0)
-
-
-def licensed_vehicles(*, session: Session, stand_id: str, on: dt.date) -> set[str]:
-    """Return the vehicles holding a parking licence for ``stand_id`` on local date ``on``."""
-    rows = session.execute(
-        text(
-            "SELECT vehicle_id FROM parking_licences WHERE stand_id = :s "
-            "AND (valid_from IS NULL OR valid_from <= :d) "
-            "AND (valid_until IS NULL OR valid_until >= :d)"
-        ),
-        {"s": stand_id, "d": on},
-    ).scalars()
-    return set(rows)
-
-
-def current_occupancy(
-    *,
-    session: Session,
-    stand_id: str,
-    now: dt.datetime,
-    window_s: float,
-    max_gap_s: float = 600.0,
-) -> pd.DataFrame:
-    """Return who is at the stand now, in queue order, from the fixes of the last ``window_s``.
-
-    Visits are detected with :func:`stands.visits.detect_visits` on the fixes of the vehicles
-    seen inside the stand in the window; a visit is still in progress when its last inside fix
-    is the vehicle's latest fix and at most ``max_gap_s`` old. Its departure is then taken as
-    ``now`` and :func:`stands.occupancy.present_at` gives the queue at ``now``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns of :data:`stands.occupancy.PRESENT_COLUMNS` (``licensed`` is <NA>).
-    """
-    since = now - dt.timedelta(seconds=window_s)
-    rows = session.execute(
-        text(
-            "WITH s AS (SELECT geometry FROM stands WHERE stand_id = :id), "
-            "seen AS (SELECT DISTINCT f.vehicle_id FROM fixes f, s "
-            "  WHERE f.ts >= :since AND f.ts <= :now AND ST_Covers(s.geometry, f.geom)) "
-            "SELECT f.vehicle_id, f.ts, f.meter, ST_Covers(s.geometry, f.geom) AS inside "
-            "FROM fixes f, s WHERE f.vehicle_id IN (SELECT vehicle_id FROM seen) "
-            "AND f.ts >= :since AND f.ts <= :now ORDER BY f.vehicle_id, f.ts"
-        ),
-        {"id": stand_id, "since": since, "now": now},
-    ).all()
-    pings = pd.DataFrame(
-        {
-            fr.VEHICLE_ID: pd.Series([r.vehicle_id for r in rows], dtype="str"),
-            fr.TIMESTAMP: pd.to_datetime([r.ts for r in rows], utc=True),
-            fr.METER: pd.Series([r.meter for r in rows], dtype="object"),
-        }
-    )
-    inside = np.array([bool(r.inside) for r in rows], dtype=bool)
-    memberships = pd.DataFrame(
-        {
-            "ping_index": np.flatnonzero(inside).astype(np.int64),
-            "stand_id": pd.Series([stand_id] * int(inside.sum()), dtype="str"),
-        }
-    )
-    visits = detect_visits(pings, memberships, min_dwell_s=0.0, max_gap_s=max_gap_s)
-    if visits.empty:
-        return present_at(visits, pd.Timestamp(now))
-    latest = pings.groupby(fr.VEHICLE_ID)[fr.TIMESTAMP].max()
-    now_ts = pd.Timestamp(now)
-    ongoing = (
-        visits["departed_at"].to_numpy() == latest.reindex(visits[fr.VEHICLE_ID]).to_numpy()
-    ) & ((now_ts - visits["departed_at"]).dt.total_seconds().to_numpy() <= max_gap_s)
-    visits = visits.loc[ongoing].copy()
-    visits["departed_at"] = now_ts
-    return present_at(visits, now_ts)

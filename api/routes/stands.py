@@ -530,28 +530,27 @@ def stand_occupancy(
     window_min: Annotated[int, Query(ge=1, le=1440)] = 120,
 ) -> Any:
     """Quem está no ponto agora, em ordem de fila, a partir das posições recentes."""
-    from db.stands.queries import licence_unknown
+    import pandas as pd
+
+    from db.stands.queries import supervisor_queue
 
     supervisor_scope(user, stand_id)
     feature = _stand_or_404(session, stand_id)
     now = dt.datetime.now(dt.UTC)
-    present = queries.current_occupancy(
-        session=session, stand_id=stand_id, now=now, window_s=window_min * 60.0
+    present = supervisor_queue(
+        session=session,
+        stand_ids=[stand_id],
+        now=now,
+        window_s=window_min * 60.0,
+        timezone=settings.timezone,
     )
-    today = now.astimezone(ZoneInfo(settings.timezone)).date()
-    licensed = queries.licensed_vehicles(session=session, stand_id=stand_id, on=today)
-    unknown = licence_unknown(session=session)
-
-    def licence(vehicle_id: str) -> bool | None:
-        return True if vehicle_id in licensed else (None if vehicle_id in unknown else False)
-
     vehicles = [
         PresentVehicle(
             position=int(r.position),
             vehicle_id=str(r.vehicle_id),
             arrived_at=r.arrived_at.to_pydatetime(),
             waited_s=float(r.waited_s),
-            licensed=licence(str(r.vehicle_id)),
+            licensed=None if pd.isna(cast(Any, r.licensed)) else bool(r.licensed),
         )
         for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
     ]
