@@ -192,11 +192,15 @@ def partitions(
     """Cria as partições diárias de fixes (hoje e os próximos dias, UTC) e indexa os dias fechados.
 
     Rode uma vez por dia: o índice por lugar (célula H3 × hora) de cada dia já fechado é criado
-    aqui, fora da gravação (que fica mais rápida sem ele).
+    aqui, fora da gravação (que fica mais rápida sem ele), e os embarques de cada dia fechado são
+    guardados para a demanda do planejamento (os dos últimos dias, que ainda recebem posições
+    atrasadas, de novo).
     """
     import datetime as dt
+    import math
 
     from db.engine import make_engine
+    from db.tracking.pickups import build_closed_days
     from db.tracking.store import ensure_fix_partitions, index_closed_days
 
     today = dt.datetime.now(dt.UTC).date()
@@ -216,13 +220,20 @@ def partitions(
             before=today,
             progress=lambda name: typer.echo(f"Indexando por lugar {name}…"),
         )
+        typer.echo(
+            f"Índice por lugar criado em {len(indexed)} dia(s) fechado(s)."
+            if indexed
+            else "Todos os dias fechados já têm o índice por lugar."
+        )
+        built = build_closed_days(
+            engine,
+            before=today,
+            recheck_days=math.ceil(get_settings().ingest_max_age_days),
+            progress=lambda day: typer.echo(f"Embarques de {day}…"),
+        )
     finally:
         engine.dispose()
-    typer.echo(
-        f"Índice por lugar criado em {len(indexed)} dia(s) fechado(s)."
-        if indexed
-        else "Todos os dias fechados já têm o índice por lugar."
-    )
+    typer.echo(f"Embarques (demanda do planejamento) guardados de {len(built)} dia(s) fechado(s).")
 
 
 @app.command()

@@ -197,30 +197,13 @@ def citizen_frames(
 def pickups_frame(
     session: Session, *, since: dt.datetime, now: dt.datetime, municipality: str | None = None
 ) -> pd.DataFrame:
-    """Pickups of the window: fixes where the meter turns ``occupied`` (trips frame columns).
+    """Pickups of the window (``db.tracking.pickups``): ``pickup_lat``, ``pickup_lon``.
 
     ``municipality`` (IBGE code): only the vehicles registered there.
     """
-    only = (
-        " AND vehicle_id IN (SELECT vehicle_id FROM vehicles WHERE municipality_code = :m)"
-        if municipality is not None
-        else ""
-    )
-    rows = session.execute(
-        text(
-            "SELECT lat, lon FROM (SELECT lat, lon, meter, "
-            "  lag(meter) OVER (PARTITION BY vehicle_id ORDER BY ts) AS before "
-            f"  FROM fixes WHERE ts BETWEEN :since AND :now{only}) f "
-            "WHERE meter = 'occupied' AND before IS DISTINCT FROM 'occupied'"
-        ),
-        {"since": since, "now": now, "m": municipality},
-    ).all()
-    return pd.DataFrame(
-        {
-            "pickup_lat": np.array([r.lat for r in rows], dtype=float),
-            "pickup_lon": np.array([r.lon for r in rows], dtype=float),
-        }
-    )
+    from db.tracking.pickups import pickup_points
+
+    return pickup_points(session, since=since, now=now, municipality=municipality)
 
 
 def findings_frame(

@@ -6,8 +6,9 @@ and dropped at the end (``--keep NAME``: that database, seeded once and kept, so
 versions of the code can be timed on the same fixes). One stand, ``--licensees`` licensees
 waiting at it ``--hours`` a day for 30 days, a fix every 15 s (the heaviest a stand's view
 reads: every fix near the stand), among ``--others`` taxis driving 16 h a day elsewhere in the
-city (some pass through the stand). Fixes are stored as the product stores them (``copy_fixes``,
-with their place cell) and each closed day gets its place index (``pontual db partitions``).
+city, a ride every 30 min (some pass through the stand). Fixes are stored as the product
+stores them (``copy_fixes``, with their place cell) and each closed day gets its place index
+(``pontual db partitions``).
 Timed, median and worst of ``--repeat`` runs after one warm-up, each on its own session:
 
 - :func:`db.stands.queries.supervisor_presence`, what the stand page's presence table computes;
@@ -45,14 +46,21 @@ LAT, LON = -30.0277, -51.2287
 ZONE = ZoneInfo("America/Sao_Paulo")
 
 
-def _day_frame(day: dt.date, vehicles: list[str], hours: float, place: Any) -> pd.DataFrame:
-    """Fixes every 15 s from 09:00 local for ``hours``; ``place(k, n)`` gives (lat, lon) arrays."""
+def _day_frame(
+    day: dt.date, vehicles: list[str], hours: float, place: Any, *, rides: bool = False
+) -> pd.DataFrame:
+    """Fixes every 15 s from 09:00 local for ``hours``; ``place(k, n)`` gives (lat, lon) arrays.
+
+    The meter is free; with ``rides``, occupied one 10-minute block in three (a ride every 30
+    min, each vehicle at its own phase).
+    """
     n = int(hours * 240)
     start = pd.Timestamp(dt.datetime.combine(day, dt.time(9), tzinfo=ZONE))
     stamps = start + pd.to_timedelta(np.arange(n) * 15, unit="s")
     frames = []
     for k, vehicle in enumerate(vehicles):
         lat, lon = place(k, n)
+        on = (np.arange(n) // 40 + k) % 3 == 0 if rides else np.zeros(n, dtype=bool)
         frames.append(
             pd.DataFrame(
                 {
@@ -60,7 +68,7 @@ def _day_frame(day: dt.date, vehicles: list[str], hours: float, place: Any) -> p
                     "timestamp": stamps.tz_convert("UTC"),
                     "lat": lat,
                     "lon": lon,
-                    "meter": "free",
+                    "meter": np.where(on, "occupied", "free"),
                 }
             )
         )
@@ -72,8 +80,8 @@ def _seed(engine: Any, licensees: int, hours: float, others: int) -> int:
 
     Fixes are stored as the product stores them (``copy_fixes``: with their H3 cell), and each
     closed day gets its place index (``index_closed_days``, as ``pontual db partitions``). The
-    other taxis drive 16 h a day in a box of 9 × 8 km south of the stand, reaching it. Returns
-    the fixes stored.
+    other taxis drive 16 h a day in a box of 9 × 8 km south of the stand, reaching it, a ride
+    every 30 min. Returns the fixes stored.
     """
     from shapely.geometry import Point, mapping
     from sqlalchemy import text
@@ -110,7 +118,7 @@ def _seed(engine: Any, licensees: int, hours: float, others: int) -> int:
         day = START + dt.timedelta(days=i)
         frame = _day_frame(day, vehicles, hours, waiting)
         if others:
-            frame = pd.concat([frame, _day_frame(day, others_ids, 16.0, driving)])
+            frame = pd.concat([frame, _day_frame(day, others_ids, 16.0, driving, rides=True)])
         with engine.begin() as conn:
             total += copy_fixes(conn, frame, source="bench")
         print(f"  seeded {day}: {total:,} fixes", file=sys.stderr, flush=True)

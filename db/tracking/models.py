@@ -1,4 +1,4 @@
-"""ORM models of the tracking tables: stored GPS fixes and rejected input rows.
+"""ORM models of the tracking tables: stored GPS fixes, rejected input rows, daily pickups.
 
 ``fixes`` is partitioned by range of ``ts``, one partition a UTC day (``fixes_pYYYYMMDD``), with a
 DEFAULT partition so a fix outside the prepared days is never lost; the partitions are created by
@@ -15,6 +15,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Date,
     DateTime,
     Float,
     Identity,
@@ -80,5 +81,32 @@ class RejectedFix(Base):
     reason: Mapped[str] = mapped_column(Text)
     raw: Mapped[dict[str, Any]] = mapped_column(JSONB)
     received_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+
+class Pickup(Base):
+    """A ride's start on a closed UTC day, for the planner's demand (``db.tracking.pickups``).
+
+    A fix with the meter ``occupied`` whose fix before (the vehicle's, within an hour) was not:
+    kept per closed day so that the demand over months reads these, not every fix. Deleted with
+    the fixes by retention.
+    """
+
+    __tablename__ = "pickups"
+
+    vehicle_id: Mapped[str] = mapped_column(Text(collation="C"), primary_key=True)
+    ts: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), primary_key=True, index=True)
+    lat: Mapped[float] = mapped_column(Float(53))
+    lon: Mapped[float] = mapped_column(Float(53))
+
+
+class PickupDay(Base):
+    """A closed UTC day whose pickups are in ``pickups``; a write into that day removes it."""
+
+    __tablename__ = "pickup_days"
+
+    day: Mapped[dt.date] = mapped_column(Date, primary_key=True, comment="UTC day")
+    built_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )

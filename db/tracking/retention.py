@@ -24,7 +24,8 @@ read them as before. Per daily partition older than the cutoff:
 - no evidence in it: the partition is dropped whole (no row-by-row delete, no bloat);
 - evidence in it: the evidence rows are copied aside, the partition is truncated and they are put
   back (a delete of every other row, at the cost of the rows kept);
-- fixes older than the cutoff in the DEFAULT partition are deleted row by row, evidence excepted.
+- fixes older than the cutoff in the DEFAULT partition are deleted row by row, evidence excepted;
+- the pickups of those days (``db.tracking.pickups``) are deleted.
 
 The cutoff is a UTC midnight: ``keep_days`` whole UTC days before today's are kept, so a daily
 partition is either wholly kept or wholly past.
@@ -312,5 +313,8 @@ def apply_retention(
             kept = default_total - deleted
         report.rows_deleted += deleted
         report.rows_kept += kept
+    if not dry_run:  # the rides' starts derived from the fixes go with them
+        conn.execute(text("DELETE FROM pickups WHERE ts < :cutoff"), {"cutoff": cutoff})
+        conn.execute(text("DELETE FROM pickup_days WHERE day < :d"), {"d": cutoff.date()})
     conn.execute(text(f"DROP TABLE {_RETAINED}"))
     return report

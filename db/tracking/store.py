@@ -936,6 +936,8 @@ def _store_encoded(
     day_numbers, starts = np.unique(np.floor_divide(enc.ts_us, _US_PER_DAY), return_index=True)
     ends = np.append(starts[1:], len(enc.rows))
     days = [_EPOCH + dt.timedelta(days=int(d)) for d in day_numbers]
+    # the days' pickups (db.tracking.pickups) are read from the fixes until built again
+    conn.execute(text("DELETE FROM pickup_days WHERE day = ANY(:days)"), {"days": days})
     fresh = set(_claim_new_days(conn, days))
     new_runs = [(d, s, e) for d, s, e in zip(days, starts, ends, strict=True) if d in fresh]
     rest = np.concatenate(

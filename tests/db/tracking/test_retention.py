@@ -209,8 +209,8 @@ def fresh_url(database_url: str) -> Iterator[str]:
 
 class TestRetentionCommand:
     def test_partitions_then_retention_audited(self, run_pontual, fresh_url: str) -> None:
-        """`db partitions --ahead-days 2` makes 3 days and indexes yesterday's by place; `db
-        retention` runs and is audited."""
+        """`db partitions --ahead-days 2` makes 3 days, indexes yesterday's by place and builds
+        its pickups; `db retention` runs and is audited."""
         from db.engine import make_engine
 
         yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
@@ -230,9 +230,12 @@ class TestRetentionCommand:
         assert "3 partição(ões) criada(s)" in done.stdout
         assert f"Indexando por lugar fixes_p{yesterday:%Y%m%d}" in done.stdout
         assert "Índice por lugar criado em 1 dia(s) fechado(s)." in done.stdout
+        assert f"Embarques de {yesterday}…" in done.stdout
+        assert "guardados de 1 dia(s) fechado(s)" in done.stdout
         again = run_pontual("db", "partitions", "--ahead-days", "2", **env)
         assert "já existiam" in again.stdout
         assert "Todos os dias fechados já têm o índice por lugar." in again.stdout
+        assert f"Embarques de {yesterday}…" in again.stdout  # still receiving late fixes
         done = run_pontual("db", "retention", "--keep-days", "30", "--dry-run", **env)
         assert done.returncode == 0, done.stderr
         assert "0 fixes seriam apagados" in done.stdout
