@@ -28,27 +28,24 @@ from sqlalchemy.orm import Session
 LOOKBACK = dt.timedelta(hours=1)
 """A fix before further back than this says nothing of the ride (a tracker off, a day off)."""
 
-# Each vehicle's first fix of the span is compared with its fix before the span, found by the
-# primary key (one probe per vehicle, not a scan of the day before); JIT off: the estimated
-# costs of a day's partition start it and compiling cost more than the query.
+# A vehicle's first fix of the span is compared with its fix before the span, found by the
+# primary key (one probe, only for a first fix with the meter on; no scan of the day before).
+# Callers turn JIT off: a day's partition gives estimated costs that start it, and compiling
+# cost more than the query.
 _STARTS = """
-WITH d AS (
+SELECT vehicle_id, ts, lat, lon FROM (
     SELECT vehicle_id, ts, lat, lon, meter,
            lag(meter) OVER w AS before, lag(ts) OVER w AS before_ts, row_number() OVER w AS k
     FROM fixes WHERE ts >= :lo AND ts < :hi
     WINDOW w AS (PARTITION BY vehicle_id ORDER BY ts)
-), prev AS (
-    SELECT v.vehicle_id,
-           (SELECT x.meter FROM fixes x
-            WHERE x.vehicle_id = v.vehicle_id AND x.ts < v.ts
-              AND x.ts >= v.ts - CAST(:lookback AS interval)
-            ORDER BY x.ts DESC LIMIT 1) AS meter
-    FROM (SELECT vehicle_id, ts FROM d WHERE k = 1) v
-)
-SELECT d.vehicle_id, d.ts, d.lat, d.lon FROM d LEFT JOIN prev ON prev.vehicle_id = d.vehicle_id
-WHERE d.meter = 'occupied'
-  AND (CASE WHEN d.k = 1 THEN prev.meter
-            WHEN d.ts - d.before_ts <= CAST(:lookback AS interval) THEN d.before
+) d
+WHERE meter = 'occupied'
+  AND (CASE WHEN k = 1 THEN
+                (SELECT x.meter FROM fixes x
+                 WHERE x.vehicle_id = d.vehicle_id AND x.ts < d.ts
+                   AND x.ts >= d.ts - CAST(:lookback AS interval)
+                 ORDER BY x.ts DESC LIMIT 1)
+            WHEN ts - before_ts <= CAST(:lookback AS interval) THEN before
        END) IS DISTINCT FROM 'occupied'
 """
 
