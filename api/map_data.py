@@ -74,7 +74,8 @@ def stand_frames(
     dict
         ``visits``, ``occupancy`` (None without visits), ``presence`` (None without licences).
     """
-    from db.stands.queries import licence_unknown, place_cells, without_jit
+    from db.engine import without_jit
+    from db.stands.queries import IN_PLACE_CELLS, licence_unknown, place_cells
     from stands.near import near_dwells
     from stands.occupancy import occupancy
     from stands.presence import presence
@@ -83,17 +84,16 @@ def stand_frames(
     ids = stands["stand_id"].astype(str).tolist()
     licences = licences_frame(session, stand_ids=ids)
     params = {"ids": ids, "since": since, "now": now, "cells": place_cells(stands)}
-    # a fix can be inside a stand only in the stands' place cells (or stored without a cell)
-    near = "(f.h3_r9 = ANY(CAST(:cells AS bigint[])) OR f.h3_r9 IS NULL)"
     without_jit(session)
     rows = session.execute(
         text(
             "WITH s AS (SELECT stand_id, geometry FROM stands WHERE stand_id = ANY(:ids)), "
             "seen AS (SELECT DISTINCT f.vehicle_id FROM fixes f JOIN s "
-            f"  ON ST_Covers(s.geometry, f.geom) WHERE f.ts BETWEEN :since AND :now AND {near}"
+            "  ON ST_Covers(s.geometry, f.geom) WHERE f.ts BETWEEN :since AND :now "
+            f"  AND {IN_PLACE_CELLS}"
             "  UNION SELECT vehicle_id FROM parking_licences WHERE stand_id = ANY(:ids)) "
             "SELECT f.vehicle_id, f.ts, f.lat, f.lon, f.meter, "
-            f"  CASE WHEN {near} THEN (SELECT s.stand_id FROM s "
+            f"  CASE WHEN {IN_PLACE_CELLS} THEN (SELECT s.stand_id FROM s "
             "   WHERE ST_Covers(s.geometry, f.geom) ORDER BY s.stand_id LIMIT 1) END AS stand_id "
             "FROM fixes f WHERE f.vehicle_id IN (SELECT vehicle_id FROM seen) "
             "AND f.ts BETWEEN :since AND :now ORDER BY f.vehicle_id, f.ts"

@@ -13,8 +13,8 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from sqlalchemy import Engine, create_engine
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
 
@@ -124,6 +124,16 @@ def make_engine(url: str, *, echo: bool = False, connect_timeout_s: int = 10) ->
         pool_pre_ping=True,
         connect_args={"connect_timeout": connect_timeout_s},
     )
+
+
+def without_jit(connection: Session | Connection) -> None:
+    """Turn PostgreSQL's JIT off for the rest of the transaction of ``connection``.
+
+    A month of daily partitions gives reads of fixes estimated costs that start the JIT, whose
+    compiling took longer than the queries themselves (5.2 s of a 9.4 s visits read, 1.2 s of
+    1.3 s for the days operated).
+    """
+    connection.execute(text("SET LOCAL jit = off"))
 
 
 @contextmanager

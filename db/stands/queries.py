@@ -21,6 +21,7 @@ import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from db.engine import without_jit
 from db.tracking.store import H3_RESOLUTION as FIX_CELL_RESOLUTION
 from fleet.dates import pandas_dates, pandas_instants
 from geo.calendar import DEFAULT_TIMEZONE
@@ -262,14 +263,18 @@ def overdue_stands(
 # its cell is tested). Each vehicle's inside fixes less than twice ``keep`` apart form a run;
 # the fixes within ``keep`` of a run are read through the primary key: only the fixes near an
 # inside one, never a vehicle's whole track. ``latest``: its last fix in the period.
-_VISIT_FIXES_SQL = """
+IN_PLACE_CELLS = "(f.h3_r9 = ANY(CAST(:cells AS bigint[])) OR f.h3_r9 IS NULL)"
+"""Whether fix ``f`` lies in the ``:cells`` of :func:`place_cells` (or was stored without a cell):
+the fixes that may be inside the stands, found through the closed days' place index."""
+
+_VISIT_FIXES_SQL = f"""
 WITH s AS (
     SELECT stand_id, geometry FROM stands
     WHERE stand_id = ANY(:ids) AND geometry IS NOT NULL
 ), ins AS (
     SELECT DISTINCT f.vehicle_id, f.ts FROM fixes f JOIN s ON ST_Covers(s.geometry, f.geom)
     WHERE f.ts >= :lo AND f.ts <= :hi
-      AND (f.h3_r9 = ANY(CAST(:cells AS bigint[])) OR f.h3_r9 IS NULL)
+      AND {IN_PLACE_CELLS}
 ), gaps AS (
     SELECT vehicle_id, ts,
            ts - lag(ts) OVER (PARTITION BY vehicle_id ORDER BY ts)
@@ -290,9 +295,9 @@ WITH s AS (
     FROM (SELECT DISTINCT vehicle_id FROM ins) v
 ), f AS MATERIALIZED (
     SELECT f.vehicle_id, f.ts, f.meter, f.lat, f.lon,
-           CASE WHEN f.h3_r9 = ANY(CAST(:cells AS bigint[])) OR f.h3_r9 IS NULL
+           CASE WHEN {IN_PLACE_CELLS}
                 THEN ARRAY(SELECT s.stand_id FROM s WHERE ST_Covers(s.geometry, f.geom))
-                ELSE '{}' END AS stand_ids
+                ELSE '{{}}' END AS stand_ids
     FROM win JOIN fixes f ON f.vehicle_id = win.vehicle_id AND f.ts >= win.a AND f.ts <= win.b
 )
 SELECT f.vehicle_id, f.ts, f.meter, f.lat, f.lon, f.stand_ids, last.latest
@@ -313,16 +318,6 @@ SELECT vehicle_id, max(latest) AS latest,
        json_agg(json_build_array(k, stand_ids)) FILTER (WHERE cardinality(stand_ids) > 1) AS more
 FROM k GROUP BY vehicle_id ORDER BY vehicle_id
 """
-
-
-def without_jit(session: Session) -> None:
-    """Turn PostgreSQL's JIT off for the rest of the session's transaction.
-
-    A month of daily partitions gives reads of fixes estimated costs that start the JIT, whose
-    compiling took longer than the queries themselves (5.2 s of a 9.4 s visits read, 1.2 s of
-    1.3 s for the days operated).
-    """
-    session.execute(text("SET LOCAL jit = off"))
 
 
 def place_cells(stands: gpd.GeoDataFrame) -> list[int]:

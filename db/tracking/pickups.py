@@ -25,6 +25,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
+from db.engine import without_jit
+
 LOOKBACK = dt.timedelta(hours=1)
 """A fix before further back than this says nothing of the ride (a tracker off, a day off)."""
 
@@ -65,7 +67,7 @@ def build_day(conn: Connection, day: dt.date) -> int:
         Pickups stored.
     """
     lo, hi = _utc_day_start(day), _utc_day_start(day + dt.timedelta(days=1))
-    conn.execute(text("SET LOCAL jit = off"))
+    without_jit(conn)
     conn.execute(text("DELETE FROM pickups WHERE ts >= :lo AND ts < :hi"), {"lo": lo, "hi": hi})
     stored = conn.execute(
         text(f"INSERT INTO pickups (vehicle_id, ts, lat, lon) {_STARTS}"),
@@ -171,7 +173,7 @@ def pickup_points(
             {"a": since.astimezone(dt.UTC).date(), "b": now.astimezone(dt.UTC).date()},
         ).scalars()
     )
-    session.execute(text("SET LOCAL jit = off"))
+    without_jit(session)
     lat: list[float] = []
     lon: list[float] = []
     for stored, lo, hi in _spans(since, now, built) if since <= now else ():
