@@ -1,11 +1,9 @@
 """Frames for the maps, read from PostGIS (``maps/`` itself never touches the database).
 
-Stand map: the stands (a supervisor's own only), the fixes of the window of the vehicles seen
-inside them or licensed there, visits by :func:`stands.visits.detect_visits` (a visit still in
-progress — its last inside fix is the vehicle's latest and at most ``max_gap_s`` old — lasts
-until ``now``), occupancy and presence. Citizen map: the fixes of accessible vehicles in the
-recent window and the accessibility flag. Planner map: pickups (a fix turning the meter
-``occupied``) of the window as trips.
+Stand map: the stands (a supervisor's own only), their visits, occupancy and licensees'
+presence, by the supervisor's reads (``db.stands.queries``). Citizen map: the fixes of
+accessible vehicles in the recent window and the accessibility flag. Planner map: pickups (a
+fix turning the meter ``occupied``) of the window as trips.
 """
 
 from __future__ import annotations
@@ -18,8 +16,6 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.orm import Session
-
-from fleet.dates import pandas_dates
 
 MAX_GAP_S = 600.0
 
@@ -40,25 +36,6 @@ def stands_frame(session: Session, *, stand_ids: list[str] | None = None) -> gpd
     return frame.set_crs(4326, allow_override=True)
 
 
-def licences_frame(session: Session, *, stand_ids: list[str]) -> pd.DataFrame:
-    """Parking licences of the stands (licence frame of ``stands.licences``)."""
-    rows = session.execute(
-        text(
-            "SELECT vehicle_id, stand_id, valid_from, valid_until FROM parking_licences "
-            "WHERE stand_id = ANY(:ids) ORDER BY vehicle_id, stand_id"
-        ),
-        {"ids": stand_ids},
-    ).all()
-    return pd.DataFrame(
-        {
-            "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
-            "stand_id": pd.Series([r.stand_id for r in rows], dtype="str"),
-            "valid_from": pandas_dates(r.valid_from for r in rows),
-            "valid_until": pandas_dates(r.valid_until for r in rows),
-        }
-    )
-
-
 def stand_frames(
     session: Session,
     *,
@@ -67,91 +44,44 @@ def stand_frames(
     now: dt.datetime,
     timezone: str,
 ) -> dict[str, Any]:
-    """Visits, occupancy and presence of ``stands`` over [since, now].
+    """Visits and occupancy of ``stands`` over [since, now], and their licensees' presence.
+
+    The supervisor's own reads (``db.stands.queries``): the visits of
+    :func:`~db.stands.queries.recent_visits` (one in progress lasts until ``now``), and the
+    presence table of :func:`~db.stands.queries.supervisor_presence` over the local days from
+    ``since`` to ``now``.
 
     Returns
     -------
     dict
         ``visits``, ``occupancy`` (None without visits), ``presence`` (None without licences).
     """
-    from db.engine import without_jit
-    from db.stands.queries import IN_PLACE_CELLS, licence_unknown, place_cells
-    from stands.near import near_dwells
+    from db.stands.queries import licence_frame, recent_visits, supervisor_presence
+    from stands.licences import LICENCE_COLUMNS
     from stands.occupancy import occupancy
-    from stands.presence import presence
-    from stands.visits import detect_visits
+    from stands.visits import empty_visits
 
     ids = stands["stand_id"].astype(str).tolist()
-    licences = licences_frame(session, stand_ids=ids)
-    params = {"ids": ids, "since": since, "now": now, "cells": place_cells(stands)}
-    without_jit(session)
-    rows = session.execute(
-        text(
-            "WITH s AS (SELECT stand_id, geometry FROM stands WHERE stand_id = ANY(:ids)), "
-            "seen AS (SELECT DISTINCT f.vehicle_id FROM fixes f JOIN s "
-            "  ON ST_Covers(s.geometry, f.geom) WHERE f.ts BETWEEN :since AND :now "
-            f"  AND {IN_PLACE_CELLS}"
-            "  UNION SELECT vehicle_id FROM parking_licences WHERE stand_id = ANY(:ids)) "
-            "SELECT f.vehicle_id, f.ts, f.lat, f.lon, f.meter, "
-            f"  CASE WHEN {IN_PLACE_CELLS} THEN (SELECT s.stand_id FROM s "
-            "   WHERE ST_Covers(s.geometry, f.geom) ORDER BY s.stand_id LIMIT 1) END AS stand_id "
-            "FROM fixes f WHERE f.vehicle_id IN (SELECT vehicle_id FROM seen) "
-            "AND f.ts BETWEEN :since AND :now ORDER BY f.vehicle_id, f.ts"
-        ),
-        params,
-    ).all()
-    pings = pd.DataFrame(
-        {
-            "vehicle_id": pd.Series([r.vehicle_id for r in rows], dtype="str"),
-            "timestamp": pd.to_datetime([r.ts for r in rows], utc=True).as_unit("ns"),
-            "lat": np.array([r.lat for r in rows], dtype=float),
-            "lon": np.array([r.lon for r in rows], dtype=float),
-            "meter": pd.Series([r.meter for r in rows], dtype="object"),
-        }
-    )
-    inside = np.array([r.stand_id is not None for r in rows], dtype=bool)
-    memberships = pd.DataFrame(
-        {
-            "ping_index": np.flatnonzero(inside).astype(np.int64),
-            "stand_id": pd.Series(
-                [r.stand_id for r in rows if r.stand_id is not None], dtype="str"
-            ),
-        }
-    )
-    visits = detect_visits(
-        pings,
-        memberships,
-        stands=stands,
+    if not ids:
+        return {"visits": empty_visits(), "occupancy": None, "presence": None}
+    licences = licence_frame(session=session, stand_ids=ids)[list(LICENCE_COLUMNS)]
+    visits = recent_visits(
+        session=session,
+        stand_ids=ids,
+        since=since,
+        now=now,
         licences=licences,
-        unknown_licences=licence_unknown(session=session),
-        min_dwell_s=0.0,
         max_gap_s=MAX_GAP_S,
         timezone=timezone,
     )
-    if len(visits):
-        now_ts = pd.Timestamp(now)
-        latest = pings.groupby("vehicle_id")["timestamp"].max()
-        ongoing = (
-            visits["departed_at"].to_numpy() == latest.reindex(visits["vehicle_id"]).to_numpy()
-        ) & ((now_ts - visits["departed_at"]).dt.total_seconds().to_numpy() <= MAX_GAP_S)
-        visits.loc[ongoing, "departed_at"] = now_ts
     occ = occupancy(visits, stands, start=since, end=now) if len(visits) else None
     table = None
     if len(licences):
-        start = pd.Timestamp(since).tz_convert(timezone).date()
-        end = pd.Timestamp(now).tz_convert(timezone).date()
-        # Only the licensees are in the table; passing only their fixes and visits also avoids
-        # an IndexError in stands.presence._sightings when a part holds no licensee.
-        licensees = set(licences["vehicle_id"])
-        own = pings.loc[pings["vehicle_id"].isin(licensees)]
-        mine = visits.loc[visits["vehicle_id"].isin(licensees)]
-        dwells = near_dwells(own, licences, stands)  # as habitual_absence: beyond the polygon
-        table = presence(
-            pd.concat([mine, dwells], ignore_index=True) if len(dwells) else mine,
-            licences,
-            own if len(own) else None,
-            start=start,
-            end=end,
+        table = supervisor_presence(
+            session=session,
+            stand_ids=ids,
+            start=pd.Timestamp(since).tz_convert(timezone).date(),
+            end=pd.Timestamp(now).tz_convert(timezone).date(),
             timezone=timezone,
         )
     return {"visits": visits, "occupancy": occ, "presence": table}

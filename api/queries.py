@@ -1,4 +1,4 @@
-"""Read queries of the API: stands and findings as GeoJSON, nearby supply.
+"""Read queries of the API: stands and findings as GeoJSON, nearby supply, a stand's queue now.
 
 Keyword-only functions over a session; geometry leaves the database as GeoJSON (EPSG:4326).
 """
@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, cast
 
+import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.orm import Session
+
+from api.frame_rows import PresentRow
+from api.schemas import PresentVehicle
 
 _STAND_SQL = """
 SELECT stand_id, name, address, capacity, kind, order_number, municipality_code,
@@ -96,3 +101,36 @@ def finding_features(
     ).all()
     count = session.execute(text(f"SELECT count(*) FROM findings WHERE {clause}"), params).scalar()
     return [_feature(r, "finding_id") for r in rows], int(count or 0)
+
+
+def queue_now(
+    *, session: Session, stand_id: str, window_min: int, timezone: str
+) -> tuple[dt.datetime, list[PresentVehicle]]:
+    """Who is at ``stand_id`` now, in queue order (``db.stands.queries.supervisor_queue``).
+
+    Returns
+    -------
+    tuple
+        The instant (UTC) and the vehicles present then.
+    """
+    from db.stands.queries import supervisor_queue
+
+    now = dt.datetime.now(dt.UTC)
+    present = supervisor_queue(
+        session=session,
+        stand_ids=[stand_id],
+        now=now,
+        window_s=window_min * 60.0,
+        timezone=timezone,
+    )
+    vehicles = [
+        PresentVehicle(
+            position=int(r.position),
+            vehicle_id=str(r.vehicle_id),
+            arrived_at=r.arrived_at.to_pydatetime(),
+            waited_s=float(r.waited_s),
+            licensed=None if pd.isna(cast(Any, r.licensed)) else bool(r.licensed),
+        )
+        for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
+    ]
+    return now, vehicles

@@ -6,7 +6,7 @@ import datetime as dt
 import math
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from fleet.dates import check_document_validity, check_query_date, check_registry_date
 
@@ -232,3 +232,16 @@ today + 1 year)."""
 DocumentDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_document_date)]
 """A CNH / ICTP validity (``AAAA-MM-DD`` text): 1990-01-01 to today + 10 years
 (:func:`fleet.dates.check_document_validity`)."""
+
+
+class PresentVehicle(BaseModel):
+    """A vehicle at the stand now, in queue order (``api.queries.queue_now``)."""
+
+    position: int
+    vehicle_id: str
+    arrived_at: dt.datetime
+    waited_s: float
+    licensed: bool | None = Field(
+        description="licença para o ponto hoje; null: não se sabe (a licença do prefixo cita "
+        "um ponto que o cadastro não localizou)"
+    )

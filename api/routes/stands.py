@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -21,8 +21,15 @@ from api._errors import ConflictError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
-from api.frame_rows import PresentRow
-from api.schemas import MAX_OFFSET, Float, Int, RegistryDate, StrictBody, error_responses
+from api.schemas import (
+    MAX_OFFSET,
+    Float,
+    Int,
+    PresentVehicle,
+    RegistryDate,
+    StrictBody,
+    error_responses,
+)
 
 router = APIRouter(prefix="/api/v1/stands", tags=["pontos e licenças"])
 
@@ -201,19 +208,6 @@ class LicencesPublic(BaseModel):
 
     data: list[LicencePublic]
     count: int
-
-
-class PresentVehicle(BaseModel):
-    """A vehicle waiting at the stand now, in queue order."""
-
-    position: int
-    vehicle_id: str
-    arrived_at: dt.datetime
-    waited_s: float
-    licensed: bool | None = Field(
-        description="licença para o ponto hoje; null: não se sabe (a licença do prefixo cita "
-        "um ponto que o cadastro não localizou)"
-    )
 
 
 class OccupancyPublic(BaseModel):
@@ -530,30 +524,11 @@ def stand_occupancy(
     window_min: Annotated[int, Query(ge=1, le=1440)] = 120,
 ) -> Any:
     """Quem está no ponto agora, em ordem de fila, a partir das posições recentes."""
-    import pandas as pd
-
-    from db.stands.queries import supervisor_queue
-
     supervisor_scope(user, stand_id)
     feature = _stand_or_404(session, stand_id)
-    now = dt.datetime.now(dt.UTC)
-    present = supervisor_queue(
-        session=session,
-        stand_ids=[stand_id],
-        now=now,
-        window_s=window_min * 60.0,
-        timezone=settings.timezone,
+    now, vehicles = queries.queue_now(
+        session=session, stand_id=stand_id, window_min=window_min, timezone=settings.timezone
     )
-    vehicles = [
-        PresentVehicle(
-            position=int(r.position),
-            vehicle_id=str(r.vehicle_id),
-            arrived_at=r.arrived_at.to_pydatetime(),
-            waited_s=float(r.waited_s),
-            licensed=None if pd.isna(cast(Any, r.licensed)) else bool(r.licensed),
-        )
-        for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
-    ]
     capacity = feature["properties"]["capacity"]
     return OccupancyPublic(
         stand_id=stand_id,

@@ -21,8 +21,8 @@ from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
-from api.frame_rows import IntruderRow, PresenceRow, PresenceSummaryRow, PresentRow
-from api.schemas import QueryDate, error_responses
+from api.frame_rows import IntruderRow, PresenceRow, PresenceSummaryRow
+from api.schemas import PresentVehicle, QueryDate, error_responses
 
 router = APIRouter(prefix="/api/v1/supervision", tags=["supervisão de ponto"])
 
@@ -51,16 +51,6 @@ class SupervisedStands(BaseModel):
     count: int
 
 
-class QueuedVehicle(BaseModel):
-    """A vehicle at the stand now, in queue order."""
-
-    position: int
-    vehicle_id: str
-    arrived_at: dt.datetime
-    waited_s: float
-    licensed: bool | None
-
-
 class StandQueue(BaseModel):
     """Who is at the stand now (from the fixes of the last ``window_min`` minutes)."""
 
@@ -70,7 +60,7 @@ class StandQueue(BaseModel):
     vehicles_present: int
     overflow: bool
     intruders: int
-    vehicles: list[QueuedVehicle]
+    vehicles: list[PresentVehicle]
 
 
 class IntruderVisit(BaseModel):
@@ -215,27 +205,12 @@ def stand_queue(
     window_min: Annotated[int, Query(ge=1, le=1440)] = 120,
 ) -> Any:
     """Quem está no ponto agora, em ordem de fila, e quem não tem licença."""
-    from db.stands.queries import supervisor_queue
+    from api.queries import queue_now
 
     stand = _checked_stand(user, session, stand_id)
-    now = dt.datetime.now(dt.UTC)
-    present = supervisor_queue(
-        session=session,
-        stand_ids=[stand_id],
-        now=now,
-        window_s=window_min * 60.0,
-        timezone=settings.timezone,
+    now, vehicles = queue_now(
+        session=session, stand_id=stand_id, window_min=window_min, timezone=settings.timezone
     )
-    vehicles = [
-        QueuedVehicle(
-            position=int(r.position),
-            vehicle_id=str(r.vehicle_id),
-            arrived_at=r.arrived_at.to_pydatetime(),
-            waited_s=float(r.waited_s),
-            licensed=_value(r.licensed),
-        )
-        for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
-    ]
     return StandQueue(
         stand_id=stand_id,
         at=now,

@@ -348,6 +348,7 @@ def visits_from_fixes(
     start: dt.datetime,
     end: dt.datetime,
     licences: pd.DataFrame | None = None,
+    unknown_licences: Collection[str] = (),
     exit_grace_s: float = DEFAULT_EXIT_GRACE_S,
     exit_grace_m: float = DEFAULT_EXIT_GRACE_M,
     near_exit_grace_s: float = DEFAULT_NEAR_EXIT_GRACE_S,
@@ -375,6 +376,8 @@ def visits_from_fixes(
         Tz-aware bounds of the fixes read (inclusive).
     licences : pandas.DataFrame, optional
         Licence frame for ``licensed``.
+    unknown_licences : collection of str, default ()
+        Vehicles whose licences are not known: ``licensed`` <NA> (``stands.visits``).
     exit_grace_s, exit_grace_m, near_exit_grace_s, min_dwell_s, boarding_grace_s,
     boarding_grace_m, max_gap_s : float
         Visit thresholds (``stands.visits.detect_visits``; boardings are measured to the
@@ -448,6 +451,7 @@ def visits_from_fixes(
         memberships,
         stands=stands,
         licences=licences,
+        unknown_licences=unknown_licences,
         exit_grace_s=exit_grace_s,
         exit_grace_m=exit_grace_m,
         near_exit_grace_s=near_exit_grace_s,
@@ -637,20 +641,78 @@ def licensee_people(*, session: Session, vehicle_ids: Sequence[str], on: dt.date
 # --- the supervisor's view --------------------------------------------------------------------
 
 
+def recent_visits(
+    *,
+    session: Session,
+    stand_ids: Collection[str],
+    since: dt.datetime,
+    now: dt.datetime,
+    licences: pd.DataFrame | None = None,
+    max_gap_s: float = DEFAULT_VISIT_MAX_GAP_S,
+    timezone: str = DEFAULT_TIMEZONE,
+) -> pd.DataFrame:
+    """Visits to ``stand_ids`` seen in the fixes of [since, now], however short.
+
+    A visit is in progress when its last inside fix is the vehicle's latest fix up to ``now``
+    and at most ``max_gap_s`` old; its departure is then ``now``. Visits shorter than a minute
+    count (a vehicle that just arrived is in the queue).
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Database session.
+    stand_ids : collection of str
+        Stands to read.
+    since, now : datetime.datetime
+        Tz-aware bounds of the fixes read.
+    licences : pandas.DataFrame, optional
+        Licence frame for ``licensed`` (the licences not known are read here).
+    max_gap_s : float, default 600
+        Longest silence of a vehicle still counted as present.
+    timezone : str, default "America/Sao_Paulo"
+        Zone of the licence dates.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``stands.visits.VISIT_FRAME_COLUMNS``; those in progress depart at ``now`` (UTC).
+    """
+    visits = visits_from_fixes(
+        session=session,
+        stand_ids=stand_ids,
+        start=since,
+        end=now,
+        licences=licences,
+        unknown_licences=licence_unknown(session=session) if licences is not None else (),
+        min_dwell_s=0.0,
+        max_gap_s=max_gap_s,
+        timezone=timezone,
+    )
+    latest = visits.attrs.pop("latest", {})
+    if len(visits):
+        now_ts = pd.Timestamp(now).tz_convert("UTC")
+        last_fix = pd.to_datetime(  # ISO 8601 with or without a fraction of a second
+            visits[fr.VEHICLE_ID].astype("str").map(latest), utc=True, format="ISO8601"
+        ).to_numpy()
+        ongoing = (visits["departed_at"].to_numpy() == last_fix) & (
+            (now_ts - visits["departed_at"]).dt.total_seconds().to_numpy() <= max_gap_s
+        )
+        visits.loc[ongoing, "departed_at"] = now_ts
+    return visits
+
+
 def supervisor_queue(
     *,
     session: Session,
     stand_ids: Collection[str],
     now: dt.datetime,
     window_s: float = 7200.0,
-    max_gap_s: float = 600.0,
+    max_gap_s: float = DEFAULT_VISIT_MAX_GAP_S,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> pd.DataFrame:
     """Who is at the supervisor's stands now, in queue order, licensed or not.
 
-    A visit is in progress when its last inside fix is the vehicle's latest fix up to ``now``
-    and at most ``max_gap_s`` old; its departure is then taken as ``now``. Visits shorter than
-    a minute count (a vehicle that just arrived is in the queue).
+    The visits in progress of :func:`recent_visits` over the last ``window_s`` seconds.
 
     Parameters
     ----------
@@ -676,32 +738,21 @@ def supervisor_queue(
     if window_s <= 0:
         msg = f"'window_s' era {window_s}; esperado > 0"
         raise ThresholdError(msg)
-    licences = licence_frame(session=session, stand_ids=ids)
-    visits = visits_from_fixes(
+    visits = recent_visits(
         session=session,
         stand_ids=ids,
-        start=now - dt.timedelta(seconds=window_s),
-        end=now,
-        min_dwell_s=0.0,
+        since=now - dt.timedelta(seconds=window_s),
+        now=now,
         max_gap_s=max_gap_s,
         timezone=timezone,
     )
     now_ts = pd.Timestamp(now).tz_convert("UTC")
-    latest = visits.attrs.pop("latest", {})
-    if len(visits):
-        last_fix = pd.to_datetime(  # ISO 8601 with or without a fraction of a second
-            visits[fr.VEHICLE_ID].astype("str").map(latest), utc=True, format="ISO8601"
-        ).to_numpy()
-        ongoing = (visits["departed_at"].to_numpy() == last_fix) & (
-            (now_ts - visits["departed_at"]).dt.total_seconds().to_numpy() <= max_gap_s
-        )
-        visits = visits.loc[ongoing].copy()
-        visits["departed_at"] = now_ts
+    visits = visits.loc[visits["departed_at"] == now_ts] if len(visits) else visits
     if visits.empty:
         return present_at(visits, now_ts)
     return supervision.queue_now(
         visits,
-        licences,
+        licence_frame(session=session, stand_ids=ids),
         stand_ids=ids,
         at=now_ts,
         timezone=timezone,

@@ -345,6 +345,48 @@ class TestSupervisorPresence:
         ).empty
 
 
+class TestStandMapFrames:
+    """The stand map reads what the supervisor's views read (``api.map_data.stand_frames``)."""
+
+    def _frames(self, db: Session, since_min: float, now_min: float) -> dict:
+        from api.map_data import stand_frames
+
+        return stand_frames(
+            db,
+            stands=stands_frame(session=db, stand_ids=["S1"]),
+            since=T0 + dt.timedelta(minutes=since_min),
+            now=T0 + dt.timedelta(minutes=now_min),
+            timezone="America/Sao_Paulo",
+        )
+
+    def test_queue_now_as_the_supervisors(self, db: Session) -> None:
+        """At 09:15 the map's visits in progress depart at that instant and are the queue."""
+        now = T0 + dt.timedelta(minutes=15)
+        visits = self._frames(db, -60, 15)["visits"]
+        here = visits.loc[visits["departed_at"] == pd.Timestamp(now)]
+        queue = supervisor_queue(session=db, stand_ids=["S1"], now=now)
+        assert sorted(here["vehicle_id"]) == sorted(queue["vehicle_id"]) == ["A1", "X9"]
+        assert here.set_index("vehicle_id")["licensed"].to_dict() == {"A1": True, "X9": False}
+
+    def test_presence_of_the_whole_local_day(self, db: Session) -> None:
+        """A window from 09:30 still shows A1 present that day (at S1 09:00–09:20), as the
+        supervisor's table does: the presence of a day is not cut at the window's start."""
+        frames = self._frames(db, 30, 60)
+        assert frames["presence"][["vehicle_id", "date", "present"]].values.tolist() == [
+            ["A1", pd.Timestamp(DAY), True]
+        ]
+        table = supervisor_presence(session=db, stand_ids=["S1"], start=DAY, end=DAY)
+        pd.testing.assert_frame_equal(frames["presence"], table)
+
+    def test_no_stands(self, db: Session) -> None:
+        """A supervisor whose stands are all retired gets an empty map, not an error."""
+        from api.map_data import stand_frames
+
+        empty = stands_frame(session=db, stand_ids=["nenhum"])
+        frames = stand_frames(db, stands=empty, since=T0, now=T0, timezone="America/Sao_Paulo")
+        assert frames["visits"].empty and frames["presence"] is None
+
+
 class TestSupervisorContacts:
     def test_contacts(self, db: Session) -> None:
         """S1's list has A1's autorizatária and auxiliary."""
