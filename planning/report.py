@@ -300,6 +300,74 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _tenths(value: float) -> str:
+    """``920.8`` → ``"920,8"``; thousands with a dot."""
+    return f"{value:,.1f}".replace(",", "_").replace(".", ",").replace("_", ".")
+
+
+def _taxis(count: int) -> str:
+    return f"{_fmt(count)} {'táxi' if count == 1 else 'táxis'}"
+
+
+def _quotient(population: int, divisor: int) -> str:
+    """Say ``population / divisor``: the whole number when exact, else cut to one decimal."""
+    if population % divisor == 0:
+        return f"exatamente {_fmt(population // divisor)}"
+    return _tenths(math.floor(population * 10 / divisor) / 10)
+
+
+def _bound(name: str, result: int | None, population: int | None, divisor: int, *, up: bool) -> str:
+    """Say how one bound of the fleet comes from the population, in words."""
+    way = "para cima" if up else "para baixo"
+    most = "máximo" if up else "mínimo"
+    per_taxi = f"{_fmt(divisor)} (o {most} de habitantes por táxi)"
+    if population is None or result is None:
+        return f"{name}: a população dividida por {per_taxi}, arredondada {way}."
+    said = f"{name}: {_taxis(result)}, pois {_fmt(population)}"
+    said += f" habitantes divididos por {per_taxi} dão {_quotient(population, divisor)}"
+    return said + ("." if population % divisor == 0 else f", arredondado {way}.")
+
+
+def rounding_sentence(plan: dict[str, Any]) -> str | None:
+    """Say in plain pt-BR how the rule's bounds round the fleet (the plan's own figures).
+
+    The arithmetic of :func:`planning.sizing.allowed_fleet`, told with the population and the
+    plan's ``fleet_min`` and ``fleet_max``: with a range of inhabitants per taxi, the minimum
+    comes from the most inhabitants per taxi rounded up and the maximum from the fewest
+    rounded down; a fixed proportion gives both, rounded down. None without a sizing rule.
+    """
+    rule = plan.get("rule") or {}
+    if not rule.get("rounding"):
+        return None
+    population = plan.get("population")
+    fixed = rule.get("inhabitants_per_taxi")
+    if fixed is not None:
+        head = f"Um táxi para cada {_fmt(fixed)} habitantes"
+        fleet = plan.get("fleet_max")
+        if population is None or fleet is None:
+            return (
+                f"{head}: a frota mínima e a máxima são a população dividida por "
+                f"{_fmt(fixed)}, arredondada para baixo (cada táxi precisa dos seus "
+                "habitantes)."
+            )
+        exact = population % fixed == 0
+        return (
+            f"{head}: {_fmt(population)} habitantes divididos por {_fmt(fixed)} "
+            f"dão {_quotient(population, fixed)}"
+            + ("" if exact else ", arredondado para baixo")
+            + f"; a frota mínima e a máxima são {_taxis(fleet)} (cada "
+            "táxi precisa dos seus habitantes)."
+        )
+    parts = []
+    most = rule.get("inhabitants_per_taxi_max")
+    if most is not None:
+        parts.append(_bound("Frota mínima", plan.get("fleet_min"), population, most, up=True))
+    fewest = rule.get("inhabitants_per_taxi_min")
+    if fewest is not None:
+        parts.append(_bound("Frota máxima", plan.get("fleet_max"), population, fewest, up=False))
+    return " ".join([*parts, "Os arredondamentos favorecem o cumprimento da lei."])
+
+
 def cli_hints(plan: dict[str, Any]) -> list[str]:
     """Return the ``pontual plan`` options that act on what the plan lacks (pt-BR).
 
@@ -327,8 +395,9 @@ def render_table(plan: dict[str, Any]) -> str:
     else:
         source = rule["source"] or {}
         lines.append(f"Regra: {source.get('law') or source.get('file') or '—'}")
-        if rule["rounding"]:
-            lines.append(f"  {rule['rounding']}")
+        rounding = rounding_sentence(plan)
+        if rounding:
+            lines.append(f"  {rounding}")
         lines += [
             f"Frota permitida: mínimo {_fmt(plan['fleet_min'])}, máximo {_fmt(plan['fleet_max'])}",
             f"Frota atual: {_fmt(plan['fleet_current'])}"
@@ -528,8 +597,8 @@ def render_html(plan: dict[str, Any], *, map_html: str | None = None) -> str:
     ]
     if plan["rule"] is None:
         parts.append(f"<p class='note' id='no-rule'>{esc(plan['rule_message'] or '')}</p>")
-    elif plan["rule"]["rounding"]:
-        parts.append(f"<p>Arredondamento: {esc(plan['rule']['rounding'])}</p>")
+    elif rounding := rounding_sentence(plan):
+        parts.append(f"<p>Arredondamento: {esc(rounding)}</p>")
     parts += [f"<table class='figures'>{rows}</table>", "<h2>Frota e acessíveis</h2>"]
     parts.append(chart_svg(plan))
     if plan["provisions"]:

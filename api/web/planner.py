@@ -42,6 +42,7 @@ from api.web import formats as fmt
 from api.web.auth import WebSession, require_web_roles
 from api.web.pages import error_page
 from api.web.templating import render
+from planning.report import rounding_sentence
 
 router = APIRouter(include_in_schema=False)
 
@@ -265,65 +266,6 @@ def compute_plan(
         "as_of": as_of,
         "since": since,
     }
-
-
-def _quotient(population: int, divisor: int) -> str:
-    """Say ``population / divisor``: the whole number when exact, else cut to one decimal."""
-    if population % divisor == 0:
-        return f"exatamente {fmt.integer(population // divisor)}"
-    return fmt.decimal(math.floor(population * 10 / divisor) / 10)
-
-
-def _bound(name: str, result: int | None, population: int | None, divisor: int, *, up: bool) -> str:
-    """Say how one bound of the fleet comes from the population, in words."""
-    way = "para cima" if up else "para baixo"
-    most = "máximo" if up else "mínimo"
-    per_taxi = f"{fmt.integer(divisor)} (o {most} de habitantes por táxi)"
-    if population is None or result is None:
-        return f"{name}: a população dividida por {per_taxi}, arredondada {way}."
-    said = f"{name}: {fmt.plural(result, 'táxi', 'táxis')}, pois {fmt.integer(population)}"
-    said += f" habitantes divididos por {per_taxi} dão {_quotient(population, divisor)}"
-    return said + ("." if population % divisor == 0 else f", arredondado {way}.")
-
-
-def rounding_sentence(plan: dict[str, Any]) -> str | None:
-    """Say in plain pt-BR how the rule's bounds round the fleet (the plan's own figures).
-
-    The arithmetic of :func:`planning.sizing.allowed_fleet`, told with the population and the
-    plan's ``fleet_min`` and ``fleet_max``: with a range of inhabitants per taxi, the minimum
-    comes from the most inhabitants per taxi rounded up and the maximum from the fewest
-    rounded down; a fixed proportion gives both, rounded down. None without a sizing rule.
-    """
-    rule = plan.get("rule") or {}
-    if not rule.get("rounding"):
-        return None
-    population = plan.get("population")
-    fixed = rule.get("inhabitants_per_taxi")
-    if fixed is not None:
-        head = f"Um táxi para cada {fmt.integer(fixed)} habitantes"
-        fleet = plan.get("fleet_max")
-        if population is None or fleet is None:
-            return (
-                f"{head}: a frota mínima e a máxima são a população dividida por "
-                f"{fmt.integer(fixed)}, arredondada para baixo (cada táxi precisa dos seus "
-                "habitantes)."
-            )
-        exact = population % fixed == 0
-        return (
-            f"{head}: {fmt.integer(population)} habitantes divididos por {fmt.integer(fixed)} "
-            f"dão {_quotient(population, fixed)}"
-            + ("" if exact else ", arredondado para baixo")
-            + f"; a frota mínima e a máxima são {fmt.plural(fleet, 'táxi', 'táxis')} (cada "
-            "táxi precisa dos seus habitantes)."
-        )
-    parts = []
-    most = rule.get("inhabitants_per_taxi_max")
-    if most is not None:
-        parts.append(_bound("Frota mínima", plan.get("fleet_min"), population, most, up=True))
-    fewest = rule.get("inhabitants_per_taxi_min")
-    if fewest is not None:
-        parts.append(_bound("Frota máxima", plan.get("fleet_max"), population, fewest, up=False))
-    return " ".join([*parts, "Os arredondamentos favorecem o cumprimento da lei."])
 
 
 def figure_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:

@@ -113,6 +113,16 @@ class TestRenderTable:
         assert "460.413" in text and "mínimo 658, máximo 920" in text
         assert "--rules" not in text and "--year" not in text  # a rule, and the census
 
+    def test_rounding_in_words(self) -> None:
+        """The rounding is told with the plan's own figures, as on the console's page, not as
+        a formula (the JSON keeps the formula)."""
+        for page in (render_table(_plan("1100205")), render_html(_plan("1100205"))):
+            assert "ceil(" not in page and "floor(" not in page
+            assert (
+                "Frota mínima: 658 táxis, pois 460.413 habitantes divididos por 700 (o máximo de "
+                "habitantes por táxi) dão 657,7, arredondado para cima." in page
+            )
+
     def test_cli_options_for_what_is_lacking(self) -> None:
         """Without a rule the table says how ``pontual plan`` takes one (--rules); with an
         estimate where the law wants the census, --year; the plan itself names neither."""
