@@ -14,7 +14,9 @@ Timed, median and worst of ``--repeat`` runs after one warm-up, each on its own 
 - :func:`db.stands.queries.supervisor_presence`, what the stand page's presence table computes;
 - its parts: :func:`~db.stands.queries.visits_from_fixes` (visits from the fixes near an inside
   one), :func:`~db.stands.queries.near_stand_fixes` (the fixes near the licensed stands, for the
-  near and silent dwells) and :func:`~db.stands.queries.operation_sightings` (days operated).
+  near and silent dwells) and :func:`~db.stands.queries.operation_sightings` (days operated);
+- the stand map's frames (:func:`api.map_data.stand_frames`: visits, occupancy, presence) over
+  its default 24 hours and its longest window, 7 days, ending on the last day at 17:00.
 
     .venv/bin/python bench/bench_supervisor.py [--licensees 10] [--hours 8] [--others 300]
         [--repeat 5] [--keep NAME]
@@ -160,6 +162,7 @@ def main() -> None:
 
     from sqlalchemy import text
 
+    from api.map_data import stand_frames
     from db.engine import drop_database, make_engine
     from db.stands.queries import (
         licence_frame,
@@ -216,6 +219,19 @@ def main() -> None:
                 ),
             ),
         ]
+        map_end = dt.datetime.combine(END, dt.time(17), tzinfo=ZONE)
+
+        def map_frames(hours: int) -> Callable[[Any], Any]:
+            return lambda s: stand_frames(
+                s,
+                stands=stands_frame(session=s, stand_ids=ids),
+                since=map_end - dt.timedelta(hours=hours),
+                now=map_end,
+                timezone=str(ZONE),
+            )
+
+        for hours in (24, 168):
+            calls.append((f"the stand map's frames, {hours} h (`stand_frames`)", map_frames(hours)))
         for name, call in calls:
             median, worst = _timed(engine, call, args.repeat)
             print(f"| {name} | {median:.2f} | {worst:.2f} |")

@@ -298,7 +298,12 @@ WITH s AS (
            CASE WHEN {IN_PLACE_CELLS}
                 THEN ARRAY(SELECT s.stand_id FROM s WHERE ST_Covers(s.geometry, f.geom))
                 ELSE '{{}}' END AS stand_ids
-    FROM win JOIN fixes f ON f.vehicle_id = win.vehicle_id AND f.ts >= win.a AND f.ts <= win.b
+    FROM win CROSS JOIN LATERAL (
+        SELECT * FROM fixes x
+        WHERE x.vehicle_id = win.vehicle_id AND x.ts >= win.a AND x.ts <= win.b
+          AND x.ts >= :lo AND x.ts <= :hi
+        OFFSET 0  -- not flattened: each window read by the primary key, whatever the estimates
+    ) f
 )
 SELECT f.vehicle_id, f.ts, f.meter, f.lat, f.lon, f.stand_ids, last.latest
 FROM f JOIN last ON last.vehicle_id = f.vehicle_id
