@@ -22,6 +22,7 @@ import pandas as pd
 import shapely
 from branca.element import MacroElement
 
+from geo.crs import haversine_m
 from maps._errors import MapInputError
 from maps.offline import ASSETS_DIR, RawElement, page_of
 from tracking.arrays import epoch_ns
@@ -219,16 +220,32 @@ def layer_spec(
     return spec
 
 
+FRAME_REACH_M = 100_000.0
+"""A map opens on the features within this distance of their median point (when any): stands of
+another city in the registry (the demo's Porto beside Porto Alegre) stay on the map, off the
+first view, instead of zooming the view out to a continent."""
+
+
 def bounds_of(*frames: gpd.GeoDataFrame | gpd.GeoSeries | None) -> list[list[float]] | None:
-    """[[south, west], [north, east]] of the first non-empty frame, or None."""
+    """[[south, west], [north, east]] of the first non-empty frame, or None.
+
+    Only the frame's features within :data:`FRAME_REACH_M` of their median point are framed
+    (all of them when none is).
+    """
     for frame in frames:
         if frame is None or len(frame) == 0:
             continue
         geoms = frame.geometry if isinstance(frame, gpd.GeoDataFrame) else frame
         geoms = geoms[geoms.notna() & ~geoms.is_empty]
         if len(geoms):
-            minx, miny, maxx, maxy = (float(v) for v in geoms.total_bounds)
-            return [[miny, minx], [maxy, maxx]]
+            boxes = geoms.bounds.to_numpy(dtype=np.float64)
+            x, y = (boxes[:, 0] + boxes[:, 2]) / 2, (boxes[:, 1] + boxes[:, 3]) / 2
+            near = haversine_m(y, x, np.median(y), np.median(x)) <= FRAME_REACH_M
+            if near.any():
+                boxes = boxes[near]
+            minx, miny = boxes[:, 0].min(), boxes[:, 1].min()
+            maxx, maxy = boxes[:, 2].max(), boxes[:, 3].max()
+            return [[float(miny), float(minx)], [float(maxy), float(maxx)]]
     return None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import folium
 from branca.element import Element, Figure
+from jinja2 import Template
 
 from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
 
@@ -60,6 +61,24 @@ def _leaflet_inline() -> str:
     return f"<style>{css}{background}</style>\n<script>{js}</script>"
 
 
+_PAGE = Template(
+    "<!DOCTYPE html>\n"
+    '<html lang="pt-BR">\n'
+    "<head>\n"
+    "{% if this.title %}<title>{{this.title}}</title>{% endif %}"
+    "    {{this.header.render(**kwargs)}}\n"
+    "</head>\n"
+    "<body>\n"
+    "    {{this.html.render(**kwargs)}}\n"
+    "</body>\n"
+    "<script>\n"
+    "    {{this.script.render(**kwargs)}}\n"
+    "</script>\n"
+    "</html>\n"
+)
+"""branca's page with its language: pt-BR (branca writes a bare ``<html>``)."""
+
+
 def base_map(
     *,
     location: tuple[float, float],
@@ -87,6 +106,7 @@ def base_map(
     fmap = folium.Map(location=list(location), zoom_start=zoom_start, tiles=None, zoom_snap=0.25)
     page = page_of(fmap)
     page.title = title
+    page._template = _PAGE
     fmap.default_js = []
     fmap.default_css = []
     page.header.add_child(RawElement(_leaflet_inline()), name="leaflet_inline")

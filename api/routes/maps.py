@@ -1,10 +1,13 @@
 """Maps as self-contained HTML (offline Leaflet): overview, findings, stands, planner, citizen.
 
+Every map's background is the console's (:func:`api.web.basemap.basemap_config`): the
+configured tile server, else the offline basemap of this server (``/mapa-base.geojson``), never a
+third-party tile server by default. The staff's maps take the API's bearer token or the
+console's session (a browser opening the map from the console's menu; reading only).
+
 The citizen map is public: it is rendered at most once per :class:`PageCache` delay (every
 answer in between is the cached page, ``Cache-Control: public, max-age``), its data are read
-within the public database gate (:class:`api.deps.DbGate`) and its background is the console's
-(:func:`api.web.basemap.basemap_config`): the configured tile server, else the offline basemap
-of this server (``/mapa-base.geojson``), never a third-party tile server by default.
+within the public database gate (:class:`api.deps.DbGate`).
 """
 
 from __future__ import annotations
@@ -25,10 +28,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
+from api import accounts
 from api.accounts import Principal
 from api.deps import (
+    BearerToken,
     SessionDep,
     SettingsDep,
+    current_user,
     public_query,
     public_rate_limit_async,
     require_roles,
@@ -39,8 +45,31 @@ from api.settings import Settings
 
 router = APIRouter(prefix="/api/v1/maps", tags=["mapas"])
 
-Viewer = Annotated[Principal, Depends(require_roles("admin", "planner", "agent"))]
-Reviewer = Annotated[Principal, Depends(require_roles("admin", "agent"))]
+
+def _map_viewer(*roles: str) -> Callable[..., Principal]:
+    """Return a dependency letting ``roles`` through by bearer token or console session.
+
+    A bearer token, when sent, decides (401 if invalid); without one, the console's session
+    cookie. A map page changes nothing, so the cookie needs no CSRF token here.
+    """
+    check = require_roles(*roles)
+
+    def dependency(request: Request, session: SessionDep, token: BearerToken) -> Principal:
+        from api.web.auth import SESSION_COOKIE
+
+        if token:
+            return check(current_user(session, token))
+        cookie = request.cookies.get(SESSION_COOKIE)
+        principal = accounts.principal_for_token(session=session, token=cookie) if cookie else None
+        if principal is None:
+            return check(current_user(session, None))  # the API's 401
+        return check(principal)
+
+    return dependency
+
+
+Viewer = Annotated[Principal, Depends(_map_viewer("admin", "planner", "agent"))]
+Reviewer = Annotated[Principal, Depends(_map_viewer("admin", "agent"))]
 _DOC: dict[str, Any] = {
     "response_class": HTMLResponse,
     "responses": {200: {"content": {"text/html": {}}, "description": "Mapa HTML"}}
@@ -59,8 +88,29 @@ def _stands(session: Session) -> Any:
     )
 
 
+def _background(settings: Settings) -> dict[str, Any]:
+    """Return the ``tiles`` and ``attribution`` of a map function: the console's background."""
+    from api.web.basemap import basemap_config
+
+    background = basemap_config(settings)
+    tiles = background.tiles_url
+    return {
+        "tiles": tiles or None,
+        "attribution": background.attribution or f"mapa base: {urlsplit(tiles).netloc}",
+    }
+
+
+def _page(fmap: Any, settings: Settings) -> str:
+    """Render the map; beneath it, the offline basemap when no tile server is configured."""
+    from api.web.basemap import BASEMAP_PATH
+
+    if _background(settings)["tiles"] is None:
+        fmap.add_child(_OfflineBasemap(BASEMAP_PATH))
+    return str(fmap.get_root().render())
+
+
 @router.get("/overview", **_DOC)
-def overview_map(user: Viewer, session: SessionDep) -> HTMLResponse:
+def overview_map(user: Viewer, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     """Mapa geral: pontos coloridos pelo número de prefixos licenciados."""
     import pandas as pd
     from sqlalchemy import text
@@ -72,12 +122,14 @@ def overview_map(user: Viewer, session: SessionDep) -> HTMLResponse:
         text("SELECT stand_id, count(DISTINCT vehicle_id) FROM parking_licences GROUP BY 1")
     ).all()
     values = pd.Series({r[0]: int(r[1]) for r in counts}, dtype="int64")
-    fmap = stands_trips_map(stands, values=values, value_label="Prefixos licenciados")
-    return HTMLResponse(fmap.get_root().render())
+    fmap = stands_trips_map(
+        stands, values=values, value_label="Prefixos licenciados", **_background(settings)
+    )
+    return HTMLResponse(_page(fmap, settings))
 
 
 @router.get("/findings", **_DOC)
-def findings_map_html(user: Reviewer, session: SessionDep) -> HTMLResponse:
+def findings_map_html(user: Reviewer, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     """Mapa de fiscalização: achados por tipo (agentes e administradores), 25.000 mais recentes."""
     import geopandas as gpd
 
@@ -91,13 +143,13 @@ def findings_map_html(user: Reviewer, session: SessionDep) -> HTMLResponse:
         geom_col="geometry",
     )
     findings["started_at"] = findings["started_at"].dt.tz_convert("UTC")
-    fmap = findings_map(_stands(session), findings)
-    return HTMLResponse(fmap.get_root().render())
+    fmap = findings_map(_stands(session), findings, **_background(settings))
+    return HTMLResponse(_page(fmap, settings))
 
 
 # Issue #8 maps: stand (supervisors, planners), planner, citizen (public, rate-limited).
-StandViewer = Annotated[Principal, Depends(require_roles("admin", "planner", "supervisor"))]
-Planner = Annotated[Principal, Depends(require_roles("admin", "planner"))]
+StandViewer = Annotated[Principal, Depends(_map_viewer("admin", "planner", "supervisor"))]
+Planner = Annotated[Principal, Depends(_map_viewer("admin", "planner"))]
 Hours = Annotated[int, Query(ge=1, le=168, description="Janela de análise em horas")]
 Days = Annotated[int, Query(ge=1, le=365, description="Janela de análise em dias")]
 
@@ -132,12 +184,15 @@ def stand_map_html(
         occupancy=frames["occupancy"],
         presence=frames["presence"],
         timezone=settings.timezone,
+        **_background(settings),
     )
-    return HTMLResponse(fmap.get_root().render())
+    return HTMLResponse(_page(fmap, settings))
 
 
 @router.get("/planner", **_DOC)
-def planner_map_html(user: Planner, session: SessionDep, days: Days = 30) -> HTMLResponse:
+def planner_map_html(
+    user: Planner, session: SessionDep, settings: SettingsDep, days: Days = 30
+) -> HTMLResponse:
     """Mapa do planejamento: demanda (embarques por célula H3), cobertura e locais candidatos."""
     import datetime as dt
 
@@ -156,8 +211,9 @@ def planner_map_html(user: Planner, session: SessionDep, days: Days = 30) -> HTM
         coverage=stand_coverage(stands),
         candidates=candidate_sites(formations, stands=stands, areas=areas),
         stands=stands,
+        **_background(settings),
     )
-    return HTMLResponse(fmap.get_root().render())
+    return HTMLResponse(_page(fmap, settings))
 
 
 class PageCache:
@@ -254,10 +310,7 @@ def _citizen_data(session: Session, settings: Settings, now: dt.datetime) -> tup
     return stands_frame(session), pings, fleet
 
 
-def _citizen_page(
-    data: tuple[Any, ...], settings: Settings, now: dt.datetime, tiles: str, attribution: str
-) -> str:
-    from api.web.basemap import BASEMAP_PATH
+def _citizen_page(data: tuple[Any, ...], settings: Settings, now: dt.datetime) -> str:
     from maps.citizen import citizen_map
 
     stands, pings, fleet = data
@@ -268,12 +321,9 @@ def _citizen_page(
         at=now,
         recent_s=settings.public_recent_fix_s,
         timezone=settings.timezone,
-        tiles=tiles or None,
-        attribution=attribution or f"mapa base: {urlsplit(tiles).netloc}",
+        **_background(settings),
     )
-    if not tiles:
-        fmap.add_child(_OfflineBasemap(BASEMAP_PATH))
-    return str(fmap.get_root().render())
+    return _page(fmap, settings)
 
 
 @router.get(
@@ -298,9 +348,7 @@ async def citizen_map_html(request: Request, settings: SettingsDep) -> HTMLRespo
     async def render() -> str:
         now = dt.datetime.now(dt.UTC)
         data = await public_query(request, _citizen_data, settings, now)
-        return await run_in_threadpool(
-            _citizen_page, data, settings, now, background.tiles_url, background.attribution
-        )
+        return await run_in_threadpool(_citizen_page, data, settings, now)
 
     key = (background.tiles_url, settings.public_recent_fix_s, settings.timezone)
     page, fresh_s = await cache.get(key, render)

@@ -37,15 +37,22 @@ LANDING = {
 }
 """The page each role lands on after login."""
 
+STAND_MAP = NavItem("Mapa dos pontos", "/api/v1/maps/stands")
+"""The stand map (``api.routes.maps``): occupancy now, queue, intruders, licensees' presence."""
+FINDINGS_MAP = NavItem("Mapa de achados", "/api/v1/maps/findings")
+"""The enforcement map (``api.routes.maps``): the most recent findings by kind."""
+
 NAV: dict[str, tuple[NavItem, ...]] = {
     "admin": (
         NavItem("Administração", "/admin"),
         NavItem("Fiscalização", "/fiscal"),
         NavItem("Supervisão", "/supervisao"),
         NavItem("Planejamento", "/planejamento"),
+        STAND_MAP,
+        FINDINGS_MAP,
     ),
-    "agent": (NavItem("Fiscalização", "/fiscal"),),
-    "supervisor": (NavItem("Meus pontos", "/supervisao"),),
-    "planner": (NavItem("Planejamento", "/planejamento"),),
+    "agent": (NavItem("Fiscalização", "/fiscal"), FINDINGS_MAP),
+    "supervisor": (NavItem("Meus pontos", "/supervisao"), STAND_MAP),
+    "planner": (NavItem("Planejamento", "/planejamento"), STAND_MAP),
 }
-"""The nav bar of each role, in order."""
+"""The nav bar of each role, in order. The maps are whole pages of their own (no nav bar)."""
