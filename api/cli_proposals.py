@@ -84,7 +84,11 @@ def generate(
     from api.cli_analyze import read_thresholds
     from api.inputs import require_file
     from api.settings import get_settings
-    from db.enforcement.workflow import generate_report, store_findings
+    from db.enforcement.workflow import (
+        count_of_other_municipalities,
+        generate_report,
+        store_findings,
+    )
     from enforcement.rulebook import rulebooks_for
     from tracking.detectors.findings import read_findings_geojson
 
@@ -102,9 +106,15 @@ def generate(
             actor=agent or f"os:{getpass.getuser()}",
             confidence_floor=floor,
         )
+        elsewhere = count_of_other_municipalities(session, municipality=municipality)
     if frame is not None:
         typer.echo(f"{loaded} achado(s) novos de {len(frame)} em {findings}.")
     typer.echo(f"{created} proposta(s) criada(s) para o município {municipality}.")
+    if elsewhere:
+        typer.echo(
+            f"{elsewhere} achado(s) de prefixos do cadastro de outro município: não julgados "
+            "por este regulamento."
+        )
     if done.for_review:
         typer.echo(f"{len(done.for_review)} achado(s) para revisão, sem proposta:")
     for r in done.for_review:

@@ -636,6 +636,7 @@ def finding_page(
     session: SessionDep,
     geradas: str | None = None,
     revisao: str | None = None,
+    fora: str | None = None,
     municipio: str | None = None,
     erro: str | None = None,
 ) -> Response:
@@ -644,6 +645,7 @@ def finding_page(
     Back from generating under ``municipio``'s rulebook, a finding still without a proposal
     says why (:func:`db.enforcement.workflow.why_not_proposed`).
     """
+    from db.fleet.models import Vehicle
     from db.stands.models import Stand
 
     records = _finding_records(session, [finding_id])
@@ -664,7 +666,13 @@ def finding_page(
     covered = proposals_of_findings(session=session, finding_ids=[finding_id]).get(finding_id, [])
     municipalities = _municipalities()
     zones = {code: tz for code, _, tz in municipalities}
-    chosen = stand.municipality_code if stand is not None and stand.municipality_code else ""
+    vehicle = session.get(Vehicle, finding["vehicle_id"]) if finding.get("vehicle_id") else None
+    # the prefixo's municipality (whose rulebook judges it), else the stand's
+    chosen = (
+        (vehicle.municipality_code if vehicle is not None else None)
+        or (stand.municipality_code if stand is not None else None)
+        or ""
+    )
     if municipio in zones:
         chosen = municipio  # the rulebook just applied
     notice = why_not = None
@@ -674,6 +682,11 @@ def finding_page(
         notice = f"{made} proposta(s) nova(s) gerada(s)."
         if left:
             notice += f" {left} achado(s) ficaram para revisão e não viraram proposta."
+        if fora and fora.isdigit() and int(fora):
+            notice += (
+                f" {int(fora)} achado(s) de prefixos do cadastro de outro município não foram"
+                " julgados por este regulamento."
+            )
         if not covered and municipio in zones:
             why_not = workflow.why_not_proposed(
                 session, finding_id, municipality=municipio, timezone=zones[municipio]
@@ -741,6 +754,7 @@ def generate(
             back.split("?")[0],
             geradas=str(created),
             revisao=str(len(done.for_review)),
+            fora=str(workflow.count_of_other_municipalities(session, municipality=municipio)),
             municipio=municipio,
         )
     )

@@ -33,11 +33,12 @@ from zoneinfo import ZoneInfo
 
 import geopandas as gpd
 import pandas as pd
-from sqlalchemy import func, select, text
+from sqlalchemy import ColumnElement, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from db.enforcement.models import AuditEntry, Finding, Proposal, ProposalFinding
+from db.fleet.models import Vehicle
 from db.upsert import hex_ewkb
 from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
 from enforcement.proposals import (
@@ -247,6 +248,20 @@ def generate_proposals(
     return created
 
 
+def _under_rulebooks_of(municipality: str) -> ColumnElement[bool]:
+    """Select the findings a municipality's rulebooks may judge: none of a vehicle of elsewhere.
+
+    A prefixo answers to the law of the municipality that registered it: a Porto Alegre taxi's
+    findings are never proposed under Pinto Bandeira's rulebook, whichever the agent chose. A
+    finding of no vehicle, of a vehicle not in the registry or registered with no municipality
+    is judged as before (the agent confirms it).
+    """
+    elsewhere = select(Vehicle.vehicle_id).where(
+        Vehicle.municipality_code.is_not(None), Vehicle.municipality_code != municipality
+    )
+    return or_(Finding.vehicle_id.is_(None), Finding.vehicle_id.not_in(elsewhere))
+
+
 def generate_report(
     session: Session,
     *,
@@ -275,12 +290,27 @@ def generate_report(
     _ensure_municipality(session, next(iter(books.values())))
     covered = _covered(municipality)
     ids = session.execute(
-        select(Finding.finding_id).where(Finding.finding_id.not_in(covered))
+        select(Finding.finding_id).where(
+            Finding.finding_id.not_in(covered), _under_rulebooks_of(municipality)
+        )
     ).scalars()
     done = _propose_uncovered(
         session, books, list(ids), covered, timezone=timezone, confidence_floor=confidence_floor
     )
     return store_proposals(session, done.proposals, actor=actor), done
+
+
+def count_of_other_municipalities(session: Session, *, municipality: str) -> int:
+    """Count the stored findings of prefixos of other municipalities (not judged here).
+
+    :func:`generate_report` leaves them out of ``municipality``'s rulebooks.
+    """
+    return int(
+        session.scalar(
+            select(func.count()).select_from(Finding).where(~_under_rulebooks_of(municipality))
+        )
+        or 0
+    )
 
 
 def why_not_proposed(
@@ -300,6 +330,16 @@ def why_not_proposed(
     )
     if finding is None or session.scalar(proposed) is not None:
         return None
+    judged = select(Finding.finding_id).where(
+        Finding.finding_id == finding_id, _under_rulebooks_of(municipality)
+    )
+    if session.scalar(judged) is None:
+        vehicle = session.get(Vehicle, finding.vehicle_id)
+        home = vehicle.municipality_code if vehicle is not None else None
+        return (
+            f"o prefixo {finding.vehicle_id} é do cadastro de outro município ({home}): "
+            "o regulamento escolhido não se aplica a ele"
+        )
     ids = [finding_id]
     if finding.vehicle_id is not None:
         ids += session.execute(

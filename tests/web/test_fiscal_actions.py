@@ -319,6 +319,37 @@ class TestGenerate:
         assert "proposta(s) nova(s) gerada(s)." in page
         assert "Abrir a proposta P-" in page
 
+    def test_a_prefixo_of_another_municipality_is_left_out(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """A Porto Alegre prefixo's finding: its page proposes Porto Alegre's rulebook; chosen
+        Pinto Bandeira's instead, no proposal rests on it, the notice counts it as of another
+        municipality and the finding says why."""
+        from sqlalchemy import text
+
+        from db.enforcement import workflow
+        from db.engine import session_scope
+
+        vehicle = _vehicle("MU")
+        finding = tracking_gap_finding(vehicle_id=vehicle, started_at=START)
+        with session_scope(web_engine) as session:
+            session.execute(
+                text(
+                    "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
+                    "VALUES (:v, :v, '4314902')"
+                ),
+                {"v": vehicle},
+            )
+            workflow.insert_findings(session, [finding])
+        back = f"/fiscal/achados/{finding['finding_id']}"
+        page = agent.get(back).text
+        assert '<option value="4314902" selected>' in page
+        done = _post(agent, "/fiscal/propostas/gerar", municipio="4314548", volta=back)
+        page = agent.get(done.headers["location"]).text
+        assert "Abrir a proposta" not in page
+        assert "de prefixos do cadastro de outro município não foram julgados" in page
+        assert f"o prefixo {vehicle} é do cadastro de outro município (4314902)" in page
+
     def test_a_finding_left_without_proposal_says_why(
         self, agent: httpx.Client, web_engine: Engine
     ) -> None:

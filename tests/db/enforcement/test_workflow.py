@@ -448,6 +448,39 @@ class TestReincidenceNamesAndStatuses:
 
 
 class TestGenerateReport:
+    def test_a_prefixo_of_another_municipality_is_not_judged(self, session) -> None:
+        """A Porto Alegre taxi's queue jump (art. 25 is Pinto Bandeira's) is not proposed when
+        the agent generates Pinto Bandeira's proposals; a prefixo of Pinto Bandeira, or one the
+        registry does not place, is."""
+        from db.enforcement.workflow import count_of_other_municipalities, why_not_proposed
+        from db.fleet.models import Vehicle
+
+        session.add(Municipality(code="4314902", name="Porto Alegre", uf="RS", timezone=TZ))
+        session.flush()
+        session.add_all(
+            [
+                Vehicle(vehicle_id="POA-1", prefixo="POA-1", municipality_code="4314902"),
+                Vehicle(vehicle_id="PB-02", prefixo="PB-02", municipality_code=PB),
+            ]
+        )
+        session.flush()
+        frames = [
+            _findings("2025-03-04T12:00:00Z", vehicle=v) for v in ("POA-1", "PB-02", "NOVO-3")
+        ]
+        for frame in frames:
+            store_findings(session, frame)
+        created, done = generate_report(session, municipality=PB, timezone=TZ)
+        assert created == 2
+        assert sorted(p["vehicle_id"] for p in done.proposals) == ["NOVO-3", "PB-02"]
+        assert count_of_other_municipalities(session, municipality=PB) == 1
+        why = why_not_proposed(
+            session, frames[0]["finding_id"].iloc[0], municipality=PB, timezone=TZ
+        )
+        assert why == (
+            "o prefixo POA-1 é do cadastro de outro município (4314902): o regulamento "
+            "escolhido não se aplica a ele"
+        )
+
     def test_low_confidence_findings_are_listed_for_review(self, session) -> None:
         """Live or stored findings under the floor make no proposal and are listed by id."""
         frame = _findings("2025-03-04T12:00:00Z")
