@@ -20,12 +20,15 @@ the data row (1-based, header excluded) and the column, in pt-BR.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_document_validity, check_registry_date
+from fleet.ids import registry_id_problem
+from fleet.loaders import read_registry_csv
 
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
 LINK_ROLES = ("titular", "auxiliar")
@@ -53,16 +56,6 @@ _FALSE = ("false", "nao", "não", "0")
 _VALIDITIES = ("cnh_valid_until", "ictp_valid_until")
 CNH_CATEGORIES = ("A", "B", "C", "D", "E", "AB", "AC", "AD", "AE")
 """CNH categories accepted (``cnh_category``)."""
-
-
-def _read(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str]:
-    p = Path(path)
-    if not p.is_file():
-        msg = f"arquivo de {what} não encontrado: {p}"
-        raise FileNotFoundError(msg)
-    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    raw.columns = [c.strip() for c in raw.columns]
-    return raw, p.name
 
 
 def _cell(raw: pd.DataFrame, i: int, column: str) -> str | None:
@@ -111,6 +104,14 @@ def _require(raw: pd.DataFrame, columns: tuple[str, ...], *, source: str) -> Non
         raise FleetFileError(msg)
 
 
+def _check_id(rec: Mapping[str, object], column: str, *, source: str, row: int) -> None:
+    """Refuse a cell that cannot be an id (``fleet.ids.registry_id_problem``)."""
+    problem = registry_id_problem(str(rec[column]))
+    if problem is not None:
+        msg = f"{source}, linha {row}, coluna '{column}': {problem}"
+        raise FleetFileError(msg)
+
+
 def read_drivers(path: str | Path) -> pd.DataFrame:
     """Read a drivers file (one row per driver and status period).
 
@@ -135,7 +136,7 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
     FileNotFoundError
         If the file does not exist.
     """
-    raw, source = _read(path, what="condutores")
+    raw, source = read_registry_csv(path, what="condutores")
     _require(raw, ("driver_id",), source=source)
     unknown = [c for c in raw.columns if c not in DRIVER_FILE_COLUMNS]
     if unknown:
@@ -153,6 +154,7 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
         if rec["driver_id"] is None:
             msg = f"{source}, linha {row}, coluna 'driver_id': vazio"
             raise FleetFileError(msg)
+        _check_id(rec, "driver_id", source=source, row=row)
         for c in _DATES:
             rec[c] = _date(rec[c], source=source, row=row, column=c)  # type: ignore[arg-type]
         flag = rec["synthetic"]
@@ -259,7 +261,7 @@ def read_driver_links(path: str | Path) -> pd.DataFrame:
     FileNotFoundError
         If the file does not exist.
     """
-    raw, source = _read(path, what="vínculos de condutores")
+    raw, source = read_registry_csv(path, what="vínculos de condutores")
     if "vehicle_id" not in raw.columns and "prefixo" in raw.columns:
         raw = raw.rename(columns={"prefixo": "vehicle_id"})
     _require(raw, ("vehicle_id", "driver_id", "role", "valid_from"), source=source)
@@ -272,6 +274,8 @@ def read_driver_links(path: str | Path) -> pd.DataFrame:
             if rec[c] is None:
                 msg = f"{source}, linha {row}, coluna '{c}': vazio"
                 raise FleetFileError(msg)
+        _check_id(rec, "vehicle_id", source=source, row=row)
+        _check_id(rec, "driver_id", source=source, row=row)
         role = str(rec["role"]).lower()
         if role not in LINK_ROLES:
             msg = (

@@ -5,6 +5,13 @@ from __future__ import annotations
 import re
 import unicodedata
 
+REGISTRY_ID_MAX_CHARS = 64
+REGISTRY_ID_PATTERN = r"^[^\s/?#%,;\"\x00-\x1f\x7f]+$"
+"""What a registry id (a prefixo's ``vehicle_id``, a ``driver_id``) may hold: no blank or
+control character, none of ``/ ? # %`` (ids go in URLs) and no ``, ; "`` (a CSV cell broken by
+a quote left open, or a file split on the wrong separator, reads as one id holding its
+neighbours)."""
+_REGISTRY_ID = re.compile(REGISTRY_ID_PATTERN)
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _LEADING_ZEROS = re.compile(r"(?<!\d)0+(?=\d)")
 
@@ -18,3 +25,19 @@ def id_form(value: str) -> str:
     """
     bare = _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", value).upper())
     return _LEADING_ZEROS.sub("", bare)
+
+
+def registry_id_problem(value: str) -> str | None:
+    """Say (pt-BR) why ``value`` cannot be a registry id, or None when it can.
+
+    See :data:`REGISTRY_ID_PATTERN` and :data:`REGISTRY_ID_MAX_CHARS`.
+    """
+    if len(value) > REGISTRY_ID_MAX_CHARS:
+        return f"tem {len(value)} caracteres; no máximo {REGISTRY_ID_MAX_CHARS}"
+    if not _REGISTRY_ID.match(value):
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        return (
+            f"{shown!r} não é um identificador: sem espaços, quebras de linha nem os "
+            'caracteres / ? # % , ; " (uma aspa sem fechar no arquivo?)'
+        )
+    return None

@@ -20,6 +20,7 @@ import shapely
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_field_date
+from fleet.ids import registry_id_problem
 from fleet.vocabulary import SERVICE_CATEGORIES, VEHICLE_STATUSES
 from geo.calendar import TIMEZONE_EXCEPTIONS, UF_TIMEZONES
 
@@ -213,6 +214,35 @@ def _population(
     )
 
 
+def read_registry_csv(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str]:
+    """Read a registry CSV (fleet, drivers, links) as text cells; return it and the file's name.
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+    FleetFileError
+        If it is not a CSV in UTF-8 that can be read (pt-BR, naming the file).
+    """
+    p = Path(path)
+    if not p.is_file():
+        msg = f"arquivo de {what} não encontrado: {p}"
+        raise FileNotFoundError(msg)
+    try:
+        raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        msg = f"{p.name}: o arquivo não está em UTF-8 (salve-o como CSV UTF-8)"
+        raise FleetFileError(msg) from None
+    except pd.errors.EmptyDataError:
+        msg = f"{p.name}: o arquivo está vazio"
+        raise FleetFileError(msg) from None
+    except pd.errors.ParserError as exc:
+        msg = f"{p.name}: CSV malformado (uma aspa sem fechar?): {exc}"
+        raise FleetFileError(msg) from None
+    raw.columns = [c.strip() for c in raw.columns]
+    return raw, p.name
+
+
 def read_fleet(path: str | Path, *, municipality: str | None = None) -> pd.DataFrame:
     """Read a fleet file: the contract CSV, or Porto Alegre's open-data fleet file.
 
@@ -237,25 +267,20 @@ def read_fleet(path: str | Path, *, municipality: str | None = None) -> pd.DataF
     FleetFileError
         If the format is not recognised or a value is invalid (the message names the data row).
     """
-    p = Path(path)
-    if not p.is_file():
-        msg = f"arquivo de frota não encontrado: {p}"
-        raise FileNotFoundError(msg)
-    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    raw.columns = [c.strip() for c in raw.columns]
+    raw, name = read_registry_csv(path, what="frota")
     if "vehicle_id" in raw.columns:
-        out = _contract_fleet(raw, source=p.name, municipality=municipality)
+        out = _contract_fleet(raw, source=name, municipality=municipality)
     elif {"prefixo", "ponto"} <= set(raw.columns):
-        out = _poa_fleet(raw, source=p.name, municipality=municipality or PORTO_ALEGRE)
+        out = _poa_fleet(raw, source=name, municipality=municipality or PORTO_ALEGRE)
     else:
         msg = (
-            f"{p.name}: formato de frota não reconhecido; esperado a coluna 'vehicle_id' "
+            f"{name}: formato de frota não reconhecido; esperado a coluna 'vehicle_id' "
             "(contrato) ou 'prefixo' e 'ponto' (frota de Porto Alegre)"
         )
         raise FleetFileError(msg)
     dup = out["vehicle_id"].duplicated()
     if dup.any():
-        msg = f"{p.name}: vehicle_id repetido: {out['vehicle_id'][dup].iloc[0]!r}"
+        msg = f"{name}: vehicle_id repetido: {out['vehicle_id'][dup].iloc[0]!r}"
         raise FleetFileError(msg)
     return out
 
@@ -350,6 +375,15 @@ def check_vehicle_documents(values: Mapping[str, object]) -> None:
         raise FleetFileError(msg)
 
 
+def _check_ids(ids: pd.Series, *, column: str, source: str) -> None:
+    """Refuse the first cell that cannot be an id (``fleet.ids.registry_id_problem``)."""
+    for i, value in enumerate(ids):
+        problem = registry_id_problem(str(value))
+        if problem is not None:
+            msg = f"{source}, linha {i + 1}: '{column}' {problem}"
+            raise FleetFileError(msg)
+
+
 def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None) -> pd.DataFrame:
     n = len(raw)
 
@@ -360,6 +394,7 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
     if vid.isna().any():
         msg = f"{source}, linha {int(np.flatnonzero(vid.isna())[0]) + 1}: 'vehicle_id' vazio"
         raise FleetFileError(msg)
+    _check_ids(vid, column="vehicle_id", source=source)
     status = col("status").str.lower()
     bad = status.notna() & ~status.isin(VEHICLE_STATUSES)
     if bad.any():
@@ -460,6 +495,7 @@ def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataF
     if prefixo.isna().any():
         msg = f"{source}, linha {int(np.flatnonzero(prefixo.isna())[0]) + 1}: 'prefixo' vazio"
         raise FleetFileError(msg)
+    _check_ids(prefixo, column="prefixo", source=source)
     year = pd.to_numeric(_blank_to_none(raw["ano_fabricacao"]), errors="coerce")
     first = (
         _dates(

@@ -26,6 +26,7 @@ from api.deps import SessionDep, require_roles
 from api.schemas import MAX_OFFSET, DocumentDate, RegistryDate, StrictBody, error_responses
 from fleet._errors import UnknownRecordError
 from fleet.drivers import CNH_CATEGORIES
+from fleet.ids import REGISTRY_ID_MAX_CHARS, REGISTRY_ID_PATTERN
 
 router = APIRouter(prefix="/api/v1/drivers", tags=["condutores"])
 
@@ -89,7 +90,9 @@ class DriversPublic(BaseModel):
 class DriverCreate(StrictBody):
     """A new driver; ``synthetic`` marks demo data (not a real person)."""
 
-    driver_id: str = Field(min_length=1, max_length=64, pattern=r"^[^/\s?#%]+$")
+    driver_id: str = Field(
+        min_length=1, max_length=REGISTRY_ID_MAX_CHARS, pattern=REGISTRY_ID_PATTERN
+    )
     name: str = Field(min_length=1, max_length=200)
     municipality_code: str | None = Field(default=None, pattern=r"^\d{7}$")
     synthetic: bool = False

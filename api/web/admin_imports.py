@@ -67,7 +67,7 @@ MAX_SHOWN = 500
 _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _POSITIONS = re.compile(r"\b(linhas|linha|feições|feição) (\d+(?:, \d+)*)")
 _KEYS = ("vehicle_id", "prefixo", "stand_id", "codigo", "ID")
-_UNREADABLE = (FleetError, StandsError, ValueError, KeyError, OSError, UnicodeError)
+_UNREADABLE = (FleetError, StandsError, ValueError, KeyError, OSError, UnicodeError, csv.Error)
 
 
 def max_upload_bytes(settings: Settings) -> int:
@@ -78,21 +78,46 @@ def max_upload_bytes(settings: Settings) -> int:
 # --- the file, in parts -----------------------------------------------------------------------
 
 
+def _decoded(content: bytes) -> str:
+    """Return a file's text: UTF-8 (with or without BOM), else Windows-1252 (Excel in pt-BR).
+
+    Raises
+    ------
+    ValueError
+        If it is neither (a pt-BR message).
+    """
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            return content.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    msg = "o arquivo não está em UTF-8 nem em Windows-1252: salve-o como CSV UTF-8"
+    raise ValueError(msg)
+
+
 class FileParts:
     """A CSV or GeoJSON file whose data rows (features) can be written out in any subset."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.csv = path.suffix.lower() == ".csv"
-        text = path.read_text(encoding="utf-8-sig")
+        text = _decoded(path.read_bytes())
+        if not text.strip():
+            msg = "o arquivo está vazio"
+            raise ValueError(msg)
         if self.csv:
-            header = text.splitlines()[0] if text.strip() else ""
-            self.delimiter = max((",", ";", "\t"), key=header.count)
-            rows = list(csv.reader(io.StringIO(text), delimiter=self.delimiter))
+            # Excel in pt-BR separates by ';': the parts are written with ',' for the loaders
+            header = text.splitlines()[0]
+            delimiter = max((",", ";", "\t"), key=header.count)
+            rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
             self.header = rows[0] if rows else []
             self.records: list[Any] = [r for r in rows[1:] if r]
         else:
-            doc = json.loads(text)
+            try:
+                doc = json.loads(text)
+            except json.JSONDecodeError as exc:
+                msg = f"GeoJSON inválido (linha {exc.lineno}, coluna {exc.colno})"
+                raise ValueError(msg) from None
             features = doc.get("features") if isinstance(doc, dict) else None
             if not isinstance(features, list):
                 msg = f"'{path.name}' não é um GeoJSON FeatureCollection com a lista 'features'"
@@ -120,7 +145,7 @@ class FileParts:
         """Write the rows ``rows`` (indices, in file order) to ``target``; return it."""
         if self.csv:
             with target.open("w", encoding="utf-8", newline="") as out:
-                writer = csv.writer(out, delimiter=self.delimiter, lineterminator="\n")
+                writer = csv.writer(out, lineterminator="\n")
                 writer.writerow(self.header)
                 writer.writerows(self.records[i] for i in rows)
         else:

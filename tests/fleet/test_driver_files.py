@@ -50,6 +50,7 @@ class TestReadDrivers:
             ("d1,x,,,,0202-12-01,,,,,,,", r"linha 1, coluna 'cnh_valid_until'.*1990-01-01"),
             ("d1,x,,,Z,,,,,,,,", r"linha 1, coluna 'cnh_category': era 'Z'"),
             ("d1,x,talvez,,,,,,,,,,", r"linha 1, coluna 'synthetic'.*true ou false"),
+            ("d 1,x,,,,,,,,,,,", r"linha 1, coluna 'driver_id': 'd 1' não é um identificador"),
             ("d1,x,,,,,,,2024-01-01,,,,", r"linha 1, coluna 'cnh_status': vazio"),
             (
                 "d1,x,,,,,,,,,cassada,2024-03-05,2024-03-01",
@@ -102,6 +103,7 @@ class TestReadDriverLinks:
             ("P1,d1,motorista,2024-01-01,", r"linha 1, coluna 'role': era 'motorista'"),
             ("P1,d1,auxiliar,,", r"linha 1, coluna 'valid_from': vazio"),
             (",d1,auxiliar,2024-01-01,", r"linha 1, coluna 'vehicle_id': vazio"),
+            ("P/1,d1,auxiliar,2024-01-01,", r"linha 1, coluna 'vehicle_id': 'P/1' não é um"),
             ("P1,d1,auxiliar,2024-01-05,2024-01-01", r"linha 1, coluna 'valid_until'.*antes"),
             ("P1,d1,auxiliar,3024-01-05,", r"linha 1, coluna 'valid_from'.*1990-01-01"),
         ],

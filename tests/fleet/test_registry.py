@@ -182,6 +182,13 @@ class TestReadFleet:
             ("vehicle_id,accessible\nT1,talvez\n", "true ou false"),
             ("vehicle_id,year\nT1,19\n", "linha 1: 'year' era '19'"),
             ("vehicle_id\nT1\nT1\n", "repetido"),
+            (  # a quote opened in the wrong place swallows the next row into one "id"
+                'vehicle_id,plate\n"QA-V3,AAA1A11\nQA-V4",BBB2B22\n',
+                "linha 1: 'vehicle_id' 'QA-V3,AAA1A11\\\\nQA-V4' não é um identificador",
+            ),
+            ('vehicle_id,plate\n"QA-V3,AAA1A11\n', "CSV malformado \\(uma aspa sem fechar"),
+            ("", "o arquivo está vazio"),
+            ("vehicle_id\nT 1\n", "linha 1: 'vehicle_id' 'T 1' não é um identificador"),
             ("placa,marca\nX,Y\n", "não reconhecido"),
             (
                 "vehicle_id,status_since,status_until\nT1,2024-02-01,2024-01-01\n",

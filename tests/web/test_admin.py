@@ -482,6 +482,49 @@ def test_import_confirm_trusts_only_the_stored_upload(web_client: Callable) -> N
     assert forged.status_code == 410
 
 
+def _upload_preview(admin: Any, name: str, content: bytes) -> str:
+    """Upload a fleet file and return its preview page's text."""
+    token = csrf_from(admin.get("/admin/importacao").text)
+    upload = admin.post(
+        "/admin/importacao",
+        data={"csrf_token": token, "kind": "frota"},
+        files={"file": (name, content, "text/csv")},
+    )
+    assert upload.status_code == 303
+    return html.unescape(admin.get(upload.headers["location"]).text)
+
+
+def test_import_reads_excel_files_and_refuses_broken_ids(
+    web_client: Callable, web_engine: Engine
+) -> None:
+    """A fleet file as Excel in pt-BR saves it (';', Windows-1252) previews its rows; a quote
+    left open, which swallows the next rows into one "vehicle_id", is a rejected row with the
+    reason, not a vehicle; an empty file and a broken GeoJSON say so in Portuguese."""
+    admin = web_client("admin")
+    a, b = unique("XL"), unique("XL")
+    excel = f"vehicle_id;plate;make\n{a};AAA1A11;Citroën\n{b};BBB2B22;Peugeot\n"
+    preview = _upload_preview(admin, "frota.csv", excel.encode("cp1252"))
+    assert "<dt>Linhas válidas</dt><dd>2</dd>" in preview
+    assert "<dt>Linhas rejeitadas</dt><dd>0</dd>" in preview
+    assert "não reconhecido" not in preview and "codec" not in preview
+    before = count(web_engine, Vehicle)
+    broken = f'vehicle_id,plate\n"{a}X,AAA1A11\n{b}X,BBB2B22\n'
+    preview = _upload_preview(admin, "quebrado.csv", broken.encode())
+    assert "<dt>Linhas válidas</dt><dd>0</dd>" in preview
+    assert "não é um identificador" in preview and "aspa sem fechar" in preview
+    assert count(web_engine, Vehicle) == before
+    assert "o arquivo está vazio" in _upload_preview(admin, "vazio.csv", b"")
+    token = csrf_from(admin.get("/admin/importacao").text)
+    upload = admin.post(
+        "/admin/importacao",
+        data={"csrf_token": token, "kind": "pontos", "radius_m": "30"},
+        files={"file": ("p.geojson", b'{"type": "FeatureCollection", features: []}', "x")},
+    )
+    page = html.unescape(admin.get(upload.headers["location"]).text)
+    assert "arquivo ilegível: GeoJSON inválido (linha 1, coluna 31)" in page
+    assert "Expecting" not in page
+
+
 def test_stands_import_preview_names_the_features(web_client: Callable, web_engine: Engine) -> None:
     """A GeoJSON of stands: a feature without geometry and one with a bad radius are listed
     with the reader's reasons and feature numbers; nothing is written before "Importar"."""
