@@ -162,12 +162,55 @@ def user_stands(*, session: Session, user_id: int) -> list[str]:
     return sorted(session.scalars(select(UserStand.stand_id).where(UserStand.user_id == user_id)))
 
 
+_LOCKOUT = {
+    "role": ("mudar o papel da sua própria conta", "mudar o papel desta conta"),
+    "disable": ("desativar a sua própria conta", "desativar esta conta"),
+}
+
+
+def _keep_an_admin(session: Session, user: User, *, by: str | None, change: str) -> None:
+    """Refuse taking ``user`` out of the admins when it is ``by`` or the last active admin.
+
+    An admin does not lock themselves out from the console (another admin, or ``pontual
+    users`` on the server, does it); nobody leaves the platform without an active admin.
+    ``change``: ``role`` or ``disable`` (the words of the message).
+    """
+    own, this = _LOCKOUT[change]
+    if by is not None and by == user.username:
+        msg = f"você não pode {own}; peça a outro administrador"
+        raise UserAdminError(msg)
+    if user.role != "admin" or user.disabled_at is not None:
+        return
+    others = session.scalar(
+        select(func.count())
+        .select_from(User)
+        .where(User.role == "admin", User.disabled_at.is_(None), User.user_id != user.user_id)
+    )
+    if not others:
+        msg = (
+            f"'{user.username}' é o único administrador ativo: crie ou promova outro antes de "
+            f"{this}"
+        )
+        raise UserAdminError(msg)
+
+
 def set_role(
-    *, session: Session, username: str, role: str, stand_ids: Sequence[str] | None = None
+    *,
+    session: Session,
+    username: str,
+    role: str,
+    stand_ids: Sequence[str] | None = None,
+    by: str | None = None,
 ) -> User:
-    """Change a user's role (and a supervisor's stands); their tokens are revoked."""
+    """Change a user's role (and a supervisor's stands); their tokens are revoked.
+
+    ``by``: the admin asking (the console), who may not change their own role. The last active
+    admin keeps the role.
+    """
     check_role(role)
     user = get_user(session=session, username=username)
+    if role != user.role:
+        _keep_an_admin(session, user, by=by, change="role")
     if role == "supervisor":
         if stand_ids:
             _set_stands(session, user, stand_ids)
@@ -184,9 +227,14 @@ def set_role(
     return user
 
 
-def disable_user(*, session: Session, username: str) -> User:
-    """Disable an account and revoke its tokens (the account and its audit trail remain)."""
+def disable_user(*, session: Session, username: str, by: str | None = None) -> User:
+    """Disable an account and revoke its tokens (the account and its audit trail remain).
+
+    ``by``: the admin asking (the console), who may not disable themselves. The last active
+    admin is not disabled.
+    """
     user = get_user(session=session, username=username)
+    _keep_an_admin(session, user, by=by, change="disable")
     if user.disabled_at is None:
         user.disabled_at = _now()
     revoke_user_tokens(session=session, user_id=user.user_id)

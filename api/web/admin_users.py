@@ -276,7 +276,11 @@ def change_role(
     before = (user.role, accounts.user_stands(session=session, user_id=user.user_id))
     try:
         accounts.set_role(
-            session=session, username=user.username, role=role, stand_ids=stand_list(stands)
+            session=session,
+            username=user.username,
+            role=role,
+            stand_ids=stand_list(stands),
+            by=web.principal.username,
         )
     except UserAdminError as exc:
         session.rollback()
@@ -305,10 +309,21 @@ def change_role(
 
 
 @router.post("/admin/usuarios/{user_id}/desativar", name="web_admin_user_disable")
-def disable(user_id: int, web: AdminUser, session: SessionDep) -> Response:
+def disable(request: Request, user_id: int, web: AdminUser, session: SessionDep) -> Response:
     """Disable the account; its sessions end (the account and its history remain)."""
     user = _user_or_404(session, user_id)
-    accounts.disable_user(session=session, username=user.username)
+    try:
+        accounts.disable_user(session=session, username=user.username, by=web.principal.username)
+    except UserAdminError as exc:
+        session.rollback()
+        return _user_page(
+            request,
+            web=web,
+            session=session,
+            user=_user_or_404(session, user_id),
+            errors={"disable": str(exc)},
+            status_code=422,
+        )
     audit(session, web=web, action="disable", entity="user", entity_id=user.username)
     session.commit()
     return _done(user, "desativado")

@@ -67,6 +67,36 @@ class TestAuthenticate:
         assert not accounts.authenticate(session=db_session, username="ana", password=PASSWORD)
 
 
+class TestKeepAnAdmin:
+    def test_the_last_active_admin_keeps_the_role(self, db_session: Session) -> None:
+        """The only active admin is neither demoted nor disabled; with a second admin, one
+        may go (by ``pontual users``, which names no asker)."""
+        db_session.query(User).filter(User.role == "admin").delete()
+        _user(db_session, role="admin", name="chefe")
+        with pytest.raises(UserAdminError, match="único administrador ativo"):
+            accounts.set_role(session=db_session, username="chefe", role="agent")
+        with pytest.raises(UserAdminError, match="único administrador ativo"):
+            accounts.disable_user(session=db_session, username="chefe")
+        _user(db_session, role="admin", name="vice")
+        accounts.disable_user(session=db_session, username="chefe")
+        with pytest.raises(UserAdminError, match="único administrador ativo"):
+            accounts.set_role(session=db_session, username="vice", role="planner")
+
+    def test_an_admin_does_not_lock_themselves_out(self, db_session: Session) -> None:
+        """From the console (``by``), an admin changes neither their own role nor disables
+        themselves, though other admins exist; another admin's request goes through."""
+        _user(db_session, role="admin", name="chefe")
+        _user(db_session, role="admin", name="vice")
+        with pytest.raises(UserAdminError, match="sua própria conta"):
+            accounts.set_role(session=db_session, username="chefe", role="agent", by="chefe")
+        with pytest.raises(UserAdminError, match="sua própria conta"):
+            accounts.disable_user(session=db_session, username="chefe", by="chefe")
+        assert (
+            accounts.set_role(session=db_session, username="chefe", role="agent", by="vice").role
+            == "agent"
+        )
+
+
 class TestPrincipalForToken:
     def test_valid_expired_and_revoked(self, db_session: Session) -> None:
         """A token works until it expires or is revoked."""

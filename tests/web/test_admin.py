@@ -23,7 +23,7 @@ from sqlalchemy import Engine, func, select, text
 from web_helpers import WEB_PASSWORD, WEB_USERS, csrf_from, http_login, save_screenshot
 
 from api.web.admin_devices import qr_svg
-from db.accounts.models import Device
+from db.accounts.models import Device, User
 from db.enforcement.models import AuditEntry
 from db.engine import session_scope
 from db.fleet.models import Municipality, Vehicle
@@ -398,6 +398,24 @@ def test_refused_account_shows_the_reason(web_client: Callable) -> None:
     )
     assert answer.status_code == 422
     assert "um supervisor precisa de pelo menos um ponto" in html.unescape(answer.text)
+
+
+def test_an_admin_keeps_their_own_account(web_client: Callable, web_engine: Engine) -> None:
+    """On their own page, an admin can neither change their role nor disable themselves: the
+    page says why (another admin does it) and their session goes on."""
+    admin = web_client("admin")
+    with session_scope(web_engine) as session:
+        me = session.scalar(select(User.user_id).where(User.username == WEB_USERS["admin"]))
+    page_url = f"/admin/usuarios/{me}"
+    demoted = post_form(admin, page_url, page_url + "/papel", {"role": "agent"})
+    assert demoted.status_code == 422
+    assert "você não pode mudar o papel da sua própria conta; peça a outro administrador" in (
+        html.unescape(demoted.text)
+    )
+    disabled = post_form(admin, page_url, page_url + "/desativar", {})
+    assert disabled.status_code == 422
+    assert 'id="desativar-erro"' in disabled.text
+    assert admin.get("/admin").status_code == 200  # still an admin, still logged in
 
 
 # --- import --------------------------------------------------------------------------------------
