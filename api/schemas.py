@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from fleet.dates import check_document_validity, check_query_date, check_registry_date
+from fleet.ids import REGISTRY_ID_PATTERN
 
 
 class ErrorDetail(BaseModel):
@@ -117,6 +118,13 @@ _FALLBACK_MESSAGE = "valor inválido"
 _BOUNDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 
 
+_PATTERNS = {
+    r"^\d{7}$": "esperado o código IBGE do município, de 7 dígitos",
+    REGISTRY_ID_PATTERN: 'sem espaços nem os caracteres / ? # % , ; "',
+}
+"""The patterns of the schemas, said in words (instead of the regular expression)."""
+
+
 def _non_finite(value: Any) -> bool:
     """Whether ``value`` (a number or its text as sent) is NaN or infinite."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
@@ -135,6 +143,8 @@ def pt_message(err: dict[str, Any]) -> str:
         return str(ctx.get("error") or err.get("msg", "")) or _FALLBACK_MESSAGE
     if kind in _BOUNDS and _non_finite(err.get("input")):  # lat=nan: not "at most 90"
         return _MESSAGES["finite_number"]
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") in _PATTERNS:
+        return _PATTERNS[ctx["pattern"]]
     try:
         return _MESSAGES[kind].format(**ctx) if kind in _MESSAGES else _FALLBACK_MESSAGE
     except (KeyError, IndexError):
@@ -203,7 +213,11 @@ class StrictBody(BaseModel):
 def _date_text(value: Any) -> Any:
     """Let a date through only as ``AAAA-MM-DD`` text (or a date, from Python callers)."""
     if isinstance(value, dt.datetime) or not isinstance(value, str | dt.date):
-        msg = f"esperada uma data AAAA-MM-DD em texto, não {type(value).__name__}"
+        msg = (
+            "esperada uma data AAAA-MM-DD"
+            if value is None
+            else (f"esperada uma data AAAA-MM-DD em texto, não {type(value).__name__}")
+        )
         raise ValueError(msg)  # noqa: TRY004 - pydantic wants ValueError
     return value
 

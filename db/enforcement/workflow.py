@@ -70,6 +70,16 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     "finalize": ("notificada", "defesa_indeferida"),
 }
 """Which states each step starts from."""
+_STEP_WORDS = {
+    "confirm": "confirmar",
+    "dismiss": "descartar",
+    "notify": "notificar",
+    "archive": "arquivar",
+    "file_defence": "registrar a defesa de",
+    "decide_defence": "decidir a defesa de",
+    "finalize": "tornar definitiva",
+}
+"""Each step as the agent reads it (pt-BR)."""
 
 _AUTO_LOCK_KEY = 7_294_310_002  # pg_advisory_xact_lock key serialising auto numbers
 
@@ -538,8 +548,13 @@ def rule_of(proposal: Proposal) -> tuple[Rulebook, Rule]:
 def _step(session: Session, proposal_id: str, action: str) -> Proposal:
     p = get_proposal(session, proposal_id, lock=True)
     if p.status not in TRANSITIONS[action]:
-        allowed = ", ".join(TRANSITIONS[action])
-        msg = f"a proposta {proposal_id} está '{p.status}'; '{action}' só a partir de: {allowed}"
+        states = TRANSITIONS[action]
+        allowed = " ou ".join(f"'{state}'" for state in states)
+        msg = (
+            f"a proposta {proposal_id} está '{p.status}' (talvez decidida em outra aba ou por "
+            f"outra pessoa): só se pode {_STEP_WORDS.get(action, action)} uma proposta "
+            f"{'na situação' if len(states) == 1 else 'nas situações'} {allowed}"
+        )
         raise TransitionError(msg)
     return p
 

@@ -53,7 +53,7 @@ from stands._errors import (
     UnknownVehicleError,
     UnsupportedGeometryError,
 )
-from stands.layers import MAX_RADIUS_M, MIN_RADIUS_M, radius_ok
+from stands.layers import MAX_RADIUS_M, MIN_RADIUS_M, invalid_reason, radius_ok
 from stands.suspensions import check_suspension
 
 MIN_AREA_M2 = 1.0
@@ -170,7 +170,7 @@ def stand_area(
             msg = "polígono vazio"
             raise InvalidGeometryError(msg)
         if not geom.is_valid:
-            msg = f"polígono inválido: {shapely.is_valid_reason(geom)}; corrija a geometria"
+            msg = f"polígono inválido: {invalid_reason(geom)}; corrija a geometria"
             raise InvalidGeometryError(msg)
         _in_wgs84(geom)
         _check_area(geom)
@@ -336,7 +336,7 @@ def create_stand(
         msg = "'stand_id' vazio; informe o identificador do ponto"
         raise InvalidAttributeError(msg)
     if session.get(Stand, stand_id) is not None:
-        msg = f"o ponto '{stand_id}' já existe (use edit para alterá-lo)"
+        msg = f"o ponto '{stand_id}' já existe (altere-o em vez de criá-lo de novo)"
         raise StandExistsError(msg)
     geom, radius = stand_area(area=area, lat=lat, lon=lon, radius_m=radius_m)
     _check_attributes(

@@ -1,4 +1,4 @@
-"""Tests of api.errors: database errors, SQLAlchemy-wrapped or raw psycopg, map to 503/422."""
+"""Tests of api.errors (database errors map to 503/422) and api.schemas' pt-BR messages."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from starlette.exceptions import StarletteDeprecationWarning
 
 from api.errors import install_error_handlers
+from api.schemas import pt_message
+from fleet.ids import REGISTRY_ID_PATTERN
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
@@ -82,3 +84,26 @@ class TestInstallErrorHandlers:
         error = pg.DuplicateTable('relation "fixes_p20240101" already exists')
         status, body, _ = _answer(_raiser(_wrapped(error) if wrap else error))
         assert (status, body["error"]["code"]) == (500, "internal_error")
+
+
+class TestPtMessage:
+    @pytest.mark.parametrize(
+        ("err", "said"),
+        [
+            (
+                {"type": "string_pattern_mismatch", "ctx": {"pattern": r"^\d{7}$"}},
+                "esperado o código IBGE do município, de 7 dígitos",
+            ),
+            (
+                {"type": "string_pattern_mismatch", "ctx": {"pattern": REGISTRY_ID_PATTERN}},
+                'sem espaços nem os caracteres / ? # % , ; "',
+            ),
+            (
+                {"type": "string_pattern_mismatch", "ctx": {"pattern": "^x$"}},
+                "formato inválido (esperado o padrão ^x$)",
+            ),
+        ],
+    )
+    def test_patterns_in_words(self, err: dict, said: str) -> None:
+        """A field's pattern is said in words where the schemas know it, not as a regex."""
+        assert pt_message(err) == said

@@ -173,7 +173,9 @@ class TestDismiss:
         assert "Nenhuma ação do procedimento cabe na situação atual" in shown
         late = _post(agent, f"/fiscal/propostas/{proposal}/confirmar")  # no answer: moot
         assert late.status_code == 409
-        assert "só a partir de: proposta" in html.unescape(late.text)
+        assert "só se pode confirmar uma proposta na situação 'proposta'" in html.unescape(
+            late.text
+        )
         assert _state(web_engine, proposal)["status"] == "descartada"
 
 
@@ -190,7 +192,9 @@ class TestProcedure:
 
         early = _post(agent, f"{base}/notificar")
         assert early.status_code == 409
-        assert "só a partir de: confirmada" in html.unescape(early.text)
+        assert "só se pode notificar uma proposta na situação 'confirmada'" in html.unescape(
+            early.text
+        )
 
         answer = "O passageiro não autorizou o trajeto mais longo; reclamou na chegada."
         assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303

@@ -101,7 +101,7 @@ class TestStandArea:
         [
             ({}, InvalidGeometryError, "um dos dois"),
             ({"area": SQUARE, "lat": LAT, "lon": LON}, InvalidGeometryError, "um dos dois"),
-            ({"area": BOWTIE}, InvalidGeometryError, "polígono inválido"),
+            ({"area": BOWTIE}, InvalidGeometryError, "polígono inválido: auto-interseção"),
             ({"area": {"type": "Point", "coordinates": [0, 0]}}, UnsupportedGeometryError, "Point"),
             ({"area": {"type": "Polygon"}}, InvalidGeometryError, "GeoJSON inválida"),
             ({"lat": LAT, "lon": LON}, InvalidRadiusError, "sem radius_m"),
