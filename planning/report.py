@@ -480,20 +480,21 @@ def chart_svg(plan: dict[str, Any], *, width: int = 640) -> str:
         parts.append(
             f'<rect class="allowed" x="{x(lo):.1f}" y="20" width="{max(x(hi) - x(lo), 2):.1f}" '
             f'height="22" fill="{_GREEN}" fill-opacity="0.35" stroke="{_GREEN}">'
-            f"<title>permitida: {lo}–{hi}</title></rect>"
+            f"<title>permitida: {_fmt(lo)}–{_fmt(hi)}</title></rect>"
         )
         parts.append(
-            f'<text x="{x(lo):.1f}" y="56" font-size="11" fill="{_GREEN}">mín {lo}</text>'
+            f'<text x="{x(lo):.1f}" y="56" font-size="11" fill="{_GREEN}">mín {_fmt(lo)}</text>'
             f'<text x="{x(hi):.1f}" y="16" font-size="11" fill="{_GREEN}" '
-            f'text-anchor="end">máx {hi}</text>'
+            f'text-anchor="end">máx {_fmt(hi)}</text>'
         )
     if cur is not None:
         ok = (lo is None or cur >= lo) and (hi is None or cur <= hi)
         colour = _BLUE if ok else _RED
         parts.append(
             f'<line class="current" x1="{x(cur):.1f}" y1="16" x2="{x(cur):.1f}" y2="46" '
-            f'stroke="{colour}" stroke-width="3"><title>atual: {cur}</title></line>'
-            f'<text x="{x(cur) + 4:.1f}" y="36" font-size="11" fill="{colour}">atual {cur}</text>'
+            f'stroke="{colour}" stroke-width="3"><title>atual: {_fmt(cur)}</title></line>'
+            f'<text x="{x(cur) + 4:.1f}" y="36" font-size="11" fill="{colour}">'
+            f"atual {_fmt(cur)}</text>"
         )
     else:
         parts.append(
@@ -511,17 +512,18 @@ def chart_svg(plan: dict[str, Any], *, width: int = 640) -> str:
         if a_min is not None:
             parts.append(
                 f'<rect class="required" x="{left}" y="{y2}" width="{xa(a_min) - left:.1f}" '
-                f'height="10" fill="{_GREY}"><title>exigidos: {a_min}</title></rect>'
-                f'<text x="{xa(a_min) + 4:.1f}" y="{y2 + 9}" font-size="11">exigidos {a_min}</text>'
+                f'height="10" fill="{_GREY}"><title>exigidos: {_fmt(a_min)}</title></rect>'
+                f'<text x="{xa(a_min) + 4:.1f}" y="{y2 + 9}" font-size="11">'
+                f"exigidos {_fmt(a_min)}</text>"
             )
         if a_cur is not None:
             ok = a_min is None or a_cur >= a_min
             parts.append(
                 f'<rect class="present" x="{left}" y="{y2 + 13}" '
                 f'width="{max(xa(a_cur) - left, 1):.1f}" height="10" '
-                f'fill="{_BLUE if ok else _RED}"><title>presentes: {a_cur}</title></rect>'
-                f'<text x="{xa(a_cur) + 4:.1f}" y="{y2 + 22}" font-size="11">presentes {a_cur}'
-                "</text>"
+                f'fill="{_BLUE if ok else _RED}"><title>presentes: {_fmt(a_cur)}</title></rect>'
+                f'<text x="{xa(a_cur) + 4:.1f}" y="{y2 + 22}" font-size="11">'
+                f"presentes {_fmt(a_cur)}</text>"
             )
     else:
         parts.append(

@@ -307,6 +307,8 @@ def audit_log(
                 days[key] = _Day.model_validate({"day": value.strip()}).day
             except ValidationError as exc:
                 errors[key] = pt_errors(exc).get("day", "data inválida")
+    if days["de"] is not None and days["ate"] is not None and days["ate"] < days["de"]:
+        errors["ate"] = "o último dia vem antes do primeiro"
     where = AuditFilter(
         actor=ator.strip(),
         action=acao.strip(),
@@ -324,6 +326,15 @@ def audit_log(
             timezone=settings.timezone,
             offset=(pagina - 1) * PAGE_SIZE,
         )
+        last = max(1, math.ceil(total / PAGE_SIZE))
+        if pagina > last and total:  # a page past the end (an old link): the last one
+            pagina = last
+            rows, total = search_audit(
+                session=session,
+                where=where,
+                timezone=settings.timezone,
+                offset=(pagina - 1) * PAGE_SIZE,
+            )
     personal = [
         str(r.entry_id)
         for r in rows

@@ -131,24 +131,32 @@ def municipality_names() -> dict[str, tuple[str, str]]:
     }
 
 
-def find_municipalities(query: str) -> list[str]:
-    """Return the codes matching ``query``: a 7-digit code, else a name.
+def find_municipalities(query: str) -> tuple[list[str], int]:
+    """Return the codes matching ``query`` (a 7-digit code, else a name) and how many match.
 
-    Accents and case are ignored; exact names first, else names containing it, at most
-    :data:`MAX_MATCHES`.
+    Accents and case are ignored; exact names first, else names containing it: those that
+    start with it, then the others, each alphabetically, at most :data:`MAX_MATCHES`.
     """
     names = municipality_names()
     wanted = query.strip()
     if wanted.isdigit():
-        return [wanted] if wanted in names else []
+        return ([wanted], 1) if wanted in names else ([], 0)
     needle = fmt.plain(wanted)
     if not needle:
-        return []
+        return [], 0
     exact = [c for c, (n, _) in names.items() if fmt.plain(n) == needle]
     if exact:
-        return sorted(exact, key=lambda c: names[c][1])
+        return sorted(exact, key=lambda c: names[c][1]), len(exact)
     partial = [c for c, (n, _) in names.items() if needle in fmt.plain(n)]
-    return sorted(partial, key=lambda c: (fmt.plain(names[c][0]), names[c][1]))[:MAX_MATCHES]
+    ranked = sorted(
+        partial,
+        key=lambda c: (
+            not fmt.plain(names[c][0]).startswith(needle),
+            fmt.plain(names[c][0]),
+            names[c][1],
+        ),
+    )
+    return ranked[:MAX_MATCHES], len(partial)
 
 
 def municipalities_with_rules() -> list[str]:
@@ -521,7 +529,7 @@ def home(
     chosen = municipio.strip()[:7] or (in_registry[0] if in_registry else DEFAULT_MUNICIPALITY)
     status = 200
     if busca.strip():
-        found = find_municipalities(busca)
+        found, total = find_municipalities(busca)
         if len(found) == 1:
             chosen = found[0]
             context["busca"] = ""  # found: the list shows it, a later choice in it wins
@@ -531,7 +539,12 @@ def home(
                 f"Nenhum município do IBGE com “{busca.strip()}”: digite o código de 7 dígitos "
                 "ou parte do nome."
                 if not found
-                else f"{len(found)} municípios com “{busca.strip()}”: escolha um."
+                else f"{total} municípios com “{busca.strip()}”: escolha um."
+                if total == len(found)
+                else (
+                    f"{fmt.integer(total)} municípios com “{busca.strip()}”; os {len(found)} "
+                    "primeiros abaixo: escolha um ou digite mais do nome."
+                )
             )
             status = 422 if not found else 200
             chosen = ""

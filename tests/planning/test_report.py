@@ -142,6 +142,11 @@ class TestChartSvg:
         assert 'class="current"' in svg and "#c62828" in svg
         assert 'class="required"' in svg and 'class="present"' in svg
 
+    def test_numbers_in_portuguese(self) -> None:
+        """The chart writes its figures as the table does: 1.200, not 1200."""
+        svg = chart_svg(_plan("1100205", fleet=_fleet(1200, accessible=10)))
+        assert ">atual 1.200</text>" in svg and "<title>atual: 1.200</title>" in svg
+
 
 class TestRenderHtml:
     def test_chart_and_map(self) -> None:

@@ -624,10 +624,14 @@ def test_audit_log_filters_and_links(web_client: Callable, web_engine: Engine) -
     assert '<option value="create" selected>criação</option>' in found.text
     none = admin.get("/admin/auditoria", params=query | {"acao": "retire"})
     assert "0 registro(s)" in none.text
-    before = admin.get(
+    inverted = admin.get(
         "/admin/auditoria", params=query | {"ate": (today - dt.timedelta(days=2)).isoformat()}
     )
-    assert "0 registro(s)" in before.text
+    assert inverted.status_code == 422
+    assert "o último dia vem antes do primeiro" in html.unescape(inverted.text)
+    past_the_end = admin.get("/admin/auditoria", params=query | {"pagina": "999"})
+    assert past_the_end.status_code == 200 and "1 registro(s)" in past_the_end.text
+    assert f'href="/admin/pontos/{stand_id}"' in past_the_end.text  # the last page, shown
     bad = admin.get("/admin/auditoria", params={"de": "0202-01-01"})
     assert bad.status_code == 422
     assert "esperado uma data entre 1678-01-01 e 2261-12-31" in html.unescape(bad.text)
@@ -788,3 +792,21 @@ def test_the_stands_map_opens_on_the_main_municipality(
     finally:
         with session_scope(web_engine) as session:
             session.execute(text("DELETE FROM stands WHERE stand_id = :s"), {"s": far})
+
+
+@pytest.mark.browser
+def test_an_error_low_on_the_page_takes_the_focus(page: Any, login: Callable) -> None:
+    """A licence refused at the foot of a stand's page: the page comes back with the focus,
+    and the view, on the form's error summary, not at the top as if nothing happened."""
+    login(page, "admin")
+    page.goto("/admin/pontos/S1")
+    page.locator("#licenca-prefixo").fill("X")
+    page.locator("#licenca-inicio").fill("0202-12-01")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Conceder licença").click()
+    page.wait_for_function("document.activeElement && document.activeElement.id")
+    assert page.evaluate("document.activeElement.id") == "erros-licenca"
+    summary = page.locator("#erros-licenca")
+    assert "esperado uma data entre 1990-01-01" in summary.inner_text()
+    box = summary.bounding_box()
+    assert box is not None and 0 <= box["y"] < page.viewport_size["height"]

@@ -350,3 +350,23 @@ def test_heat_legend_matches_the_cells_colours(top: int) -> None:
         classes = [k for k, lo, hi in ranges if lo <= count <= hi]
         assert classes == [heat_class(count, top)], count
     assert heat_class(top, top) == 6
+
+
+def test_a_long_search_says_how_many_match_and_ranks_the_beginnings() -> None:
+    """ "são" matches hundreds of names: the names that begin with it come first (not Águas de
+    São Pedro), the count is all of them, not the 20 shown."""
+    from api.web.planner import MAX_MATCHES, find_municipalities, municipality_names
+
+    found, total = find_municipalities("são")
+    names = [municipality_names()[c][0] for c in found]
+    assert len(found) == MAX_MATCHES < total
+    assert all(n.startswith("São ") for n in names)
+    assert find_municipalities("4314902") == (["4314902"], 1)
+    assert find_municipalities("nenhum lugar assim") == ([], 0)
+
+
+def test_a_long_search_is_said_on_the_page(web_client: Callable) -> None:
+    """The page gives the whole count and says only the first are listed."""
+    response = web_client("planner").get("/planejamento", params={"busca": "são"})
+    assert response.status_code == 200
+    assert "municípios com “são”; os 20 primeiros abaixo" in response.text

@@ -17,6 +17,9 @@
     if (v === null || v === undefined) return "—";
     return Number(v).toLocaleString("pt-BR", { maximumFractionDigits: digits || 0 });
   }
+  function count(n, one, many) {
+    return num(n) + " " + (n === 1 ? one : many);
+  }
   function table(title, rows) {
     var html = "<strong>" + esc(title) + "</strong><table class='popup-table'>";
     for (var k = 0; k < rows.length; k++) {
@@ -92,9 +95,9 @@
       if (data.bounds) map.fitBounds(data.bounds, { padding: [12, 12], maxZoom: 16 });
       box.setAttribute("data-ready", "true");
       say(
-        "Mapa com " + num(layers.cells.features.length) + " células com embarques, " +
-          num(layers.stands.features.length) + " pontos e " +
-          num(layers.candidates.features.length) + " locais candidatos."
+        "Mapa com " + count(layers.cells.features.length, "célula", "células") + " com embarques, " +
+          count(layers.stands.features.length, "ponto", "pontos") + " e " +
+          count(layers.candidates.features.length, "local candidato", "locais candidatos") + "."
       );
     })
     .catch(function () {
