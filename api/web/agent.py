@@ -1057,6 +1057,7 @@ def proposal_context(
         ],
         "no_auto": NO_AUTO if p.status == "descartada" else None,
         "min_dismiss_reason": MIN_DISMISS_REASON,
+        "min_exception_answer": workflow.MIN_ANSWER_CHARS,
         "max_text": MAX_TEXT,
         "draft": is_draft({"status": p.status, "auto_number": p.auto_number}),
         "period_end": _period_end_form(p, zone),

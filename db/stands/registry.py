@@ -23,7 +23,7 @@ import shapely
 from geoalchemy2 import WKTElement
 from shapely.geometry import MultiPolygon, Polygon, shape
 from shapely.geometry.base import BaseGeometry
-from sqlalchemy import Date, func, literal, or_, select
+from sqlalchemy import Date, func, literal, or_, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -236,6 +236,36 @@ def _check_attributes(
         raise InvalidAttributeError(msg)
 
 
+BOUNDARY_REACH_M = 1000.0
+"""How far outside its municipality's boundary a stand may lie (a stand at the border, a
+boundary drawn coarsely) before it is refused as a typo."""
+
+
+def _check_in_municipality(
+    session: Session, wkt: str | None, municipality_code: str | None
+) -> None:
+    """Refuse a stand drawn far from its municipality (a swapped lat/lon, another city's place).
+
+    Only where the municipality's boundary is stored; within :data:`BOUNDARY_REACH_M` of it.
+    """
+    if municipality_code is None or wkt is None:
+        return
+    near = session.execute(
+        text(
+            "SELECT ST_DWithin(boundary::geography, ST_GeomFromText(:wkt, 4326)::geography, "
+            ":reach) FROM municipalities WHERE code = :code AND boundary IS NOT NULL"
+        ),
+        {"wkt": wkt, "reach": BOUNDARY_REACH_M, "code": municipality_code},
+    ).scalar()
+    if near is False:
+        msg = (
+            f"o ponto fica fora do município {municipality_code} (a mais de "
+            f"{BOUNDARY_REACH_M / 1000:g} km do seu limite): confira a posição (latitude e "
+            "longitude trocadas?) e o município"
+        )
+        raise InvalidGeometryError(msg)
+
+
 def get_stand(*, session: Session, stand_id: str, active: bool = False) -> Stand:
     """Return a stand, or raise ``UnknownStandError`` (also when retired and ``active``).
 
@@ -346,6 +376,7 @@ def create_stand(
         order_number=order_number,
         municipality_code=municipality_code,
     )
+    _check_in_municipality(session, geom.wkt, municipality_code)
     stand = Stand(
         stand_id=stand_id,
         name=name,
@@ -469,6 +500,15 @@ def edit_stand(
     if not changes:
         msg = f"nada a alterar no ponto '{stand_id}'"
         raise InvalidAttributeError(msg)
+    if {"geometry", "municipality_code"} & set(changes):
+        placed = (
+            changes["geometry"]["to"]
+            if "geometry" in changes
+            else session.scalar(
+                select(Stand.geometry.ST_AsText()).where(Stand.stand_id == stand_id)
+            )
+        )
+        _check_in_municipality(session, placed, stand.municipality_code)
     stand.updated_at = dt.datetime.now(dt.UTC)
     _audit(session, actor=actor, action="update", entity=STAND, entity_id=stand_id, **changes)
     session.flush()

@@ -174,6 +174,39 @@ class TestCreateStand:
         assert db.get(Stand, "S3") is None
 
 
+class TestInItsMunicipality:
+    @pytest.fixture
+    def bounded(self, db: Session) -> Session:
+        """Porto Alegre with a boundary: a box of about 10 km around the centre."""
+        db.execute(
+            text(
+                "UPDATE municipalities SET boundary = ST_Multi(ST_MakeEnvelope("
+                "-51.28, -30.08, -51.18, -29.98, 4326)) WHERE code = '4314902'"
+            )
+        )
+        return db
+
+    def test_a_stand_far_from_its_municipality_is_refused(self, bounded: Session) -> None:
+        """Created with latitude and longitude swapped, or moved 5 km out: refused with the
+        reason; at the border (500 m out) and with no municipality: accepted."""
+        with pytest.raises(InvalidGeometryError, match="fora do município 4314902"):
+            create_stand(
+                session=bounded, stand_id="T1", actor="t", lat=10.0, lon=10.0, radius_m=20,
+                municipality_code="4314902",
+            )  # fmt: skip
+        create_stand(
+            session=bounded, stand_id="T2", actor="t", lat=-29.9755, lon=-51.2, radius_m=20,
+            municipality_code="4314902",
+        )  # fmt: skip
+        create_stand(session=bounded, stand_id="T3", actor="t", lat=10.0, lon=10.0, radius_m=20)
+        with pytest.raises(InvalidGeometryError, match="fora do município"):
+            edit_stand(
+                session=bounded, stand_id="T2", actor="t", lat=-29.93, lon=-51.2, radius_m=20
+            )
+        with pytest.raises(InvalidGeometryError, match="fora do município"):
+            edit_stand(session=bounded, stand_id="T3", actor="t", municipality_code="4314902")
+
+
 class TestEditStand:
     def test_changes_clears_and_audits_from_to(self, db: Session) -> None:
         """Edited fields change, cleared ones become null, the audit has from/to of each."""
