@@ -317,6 +317,34 @@ class TestEvidencePages:
         expect(history).to_contain_text("criação")  # the step in pt-BR, not its code
         expect(history).not_to_contain_text("create")
 
+    def test_a_stand_finding_is_framed_at_the_stand(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """A boarding at S1 whose recorded track runs 4 km away: the map opens on the stand
+        and its numbered fixes (the stand drawn wide), not on the whole track (a dot)."""
+        vehicle = f"WEBZ{secrets.token_hex(2).upper()}"
+        started = dt.datetime(2026, 11, 22, 13, 0, tzinfo=dt.UTC)
+        with web_engine.begin() as conn:
+            for k in range(21):  # from the stand eastwards, every 30 s
+                lon, lat = -51.2287 + 0.002 * k, -30.0277
+                conn.execute(
+                    text(
+                        "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, meter, speed_flag, "
+                        "source) VALUES (:v, :ts, :lat, :lon, ST_Point(:lon, :lat, 4326), "
+                        "'free', false, 'test-zoom')"
+                    ),
+                    {"v": vehicle, "ts": started + dt.timedelta(seconds=30 * k), "lat": lat,
+                     "lon": lon},
+                )  # fmt: skip
+        finding = boarding_finding(vehicle_id=vehicle, stand_id="S1", started_at=started)
+        proposal = store_and_propose(web_engine, [finding])[finding["finding_id"]]
+        login(page, "agent")
+        page.goto(f"/fiscal/propostas/{proposal}")
+        stand = page.locator("#mapa path.leaflet-interactive").first
+        expect(stand).to_be_attached()
+        box = stand.bounding_box()
+        assert box is not None and box["width"] > 60  # about 80 m wide: zoomed in
+
     def test_finding_page_lists_its_proposal(self, page: Any, login: Callable) -> None:
         """The seeded finding's page links to the proposal resting on it."""
         login(page, "agent")

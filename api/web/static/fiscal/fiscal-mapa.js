@@ -48,9 +48,13 @@
   map.attributionControl.setPrefix("Leaflet");
   if (window.PontualMapaBase) { window.PontualMapaBase.add(map); }
 
-  // The view first (Leaflet draws a path only on a map that has one), then the layers.
-  var bounds = L.latLngBounds([]);
-  layers.forEach(function (layer) {
+  // The view first (Leaflet draws a path only on a map that has one), then the layers. At a
+  // stand it frames the evidence there (the stand, the numbered fixes, the finding's place):
+  // the vehicle's whole track around them would shrink them to one dot. Elsewhere (a detour's
+  // lines) it frames everything.
+  var atStand = layers.some(function (layer) { return layer.id === "stand"; });
+  var FOCUS = atStand ? {stand: true, fixes: true, point: true} : {};
+  function extend(bounds, layer) {
     if (layer.id === "fixes") {
       layer.data.forEach(function (fix) { bounds.extend([fix.lat, fix.lon]); });
     } else if (layer.id === "point") {
@@ -58,7 +62,12 @@
     } else {
       layer.data.forEach(function (p) { bounds.extend(latlng(p)); });
     }
-  });
+  }
+  var bounds = L.latLngBounds([]);
+  layers.forEach(function (layer) { if (FOCUS[layer.id]) { extend(bounds, layer); } });
+  if (!bounds.isValid()) {
+    layers.forEach(function (layer) { extend(bounds, layer); });
+  }
   if (bounds.isValid()) {
     // the permanent labels of few fixes stand to the right of their points: room for them
     // (and for the zoom buttons, top right), so a phone's narrow map does not cut them
