@@ -258,6 +258,22 @@ def user_page(
     return response
 
 
+def _refused(
+    request: Request,
+    web: AdminUser,
+    session: SessionDep,
+    user_id: int,
+    *,
+    field: str,
+    error: UserAdminError,
+) -> Response:
+    """Undo the change and show the user's page again with ``error`` on ``field`` (422)."""
+    session.rollback()
+    user = _user_or_404(session, user_id)
+    errors = {field: str(error)}
+    return _user_page(request, web=web, session=session, user=user, errors=errors, status_code=422)
+
+
 def _done(user: User, notice: str) -> RedirectResponse:
     return RedirectResponse(f"/admin/usuarios/{user.user_id}?aviso={notice}", status_code=303)
 
@@ -283,15 +299,7 @@ def change_role(
             by=web.principal.username,
         )
     except UserAdminError as exc:
-        session.rollback()
-        return _user_page(
-            request,
-            web=web,
-            session=session,
-            user=_user_or_404(session, user_id),
-            errors={"role": str(exc)},
-            status_code=422,
-        )
+        return _refused(request, web, session, user_id, field="role", error=exc)
     audit(
         session,
         web=web,
@@ -315,15 +323,7 @@ def disable(request: Request, user_id: int, web: AdminUser, session: SessionDep)
     try:
         accounts.disable_user(session=session, username=user.username, by=web.principal.username)
     except UserAdminError as exc:
-        session.rollback()
-        return _user_page(
-            request,
-            web=web,
-            session=session,
-            user=_user_or_404(session, user_id),
-            errors={"disable": str(exc)},
-            status_code=422,
-        )
+        return _refused(request, web, session, user_id, field="disable", error=exc)
     audit(session, web=web, action="disable", entity="user", entity_id=user.username)
     session.commit()
     return _done(user, "desativado")
@@ -352,15 +352,7 @@ def reset_password(
     try:
         accounts.set_password(session=session, username=user.username, password=secret)
     except UserAdminError as exc:
-        session.rollback()
-        return _user_page(
-            request,
-            web=web,
-            session=session,
-            user=_user_or_404(session, user_id),
-            errors={"password": str(exc)},
-            status_code=422,
-        )
+        return _refused(request, web, session, user_id, field="password", error=exc)
     audit(
         session,
         web=web,
