@@ -28,7 +28,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from api import accounts
 from api.accounts import Principal
 from api.deps import (
     BearerToken,
@@ -55,15 +54,10 @@ def _map_viewer(*roles: str) -> Callable[..., Principal]:
     check = require_roles(*roles)
 
     def dependency(request: Request, session: SessionDep, token: BearerToken) -> Principal:
-        from api.web.auth import SESSION_COOKIE
+        from api.web.auth import web_session
 
-        if token:
-            return check(current_user(session, token))
-        cookie = request.cookies.get(SESSION_COOKIE)
-        principal = accounts.principal_for_token(session=session, token=cookie) if cookie else None
-        if principal is None:
-            return check(current_user(session, None))  # the API's 401
-        return check(principal)
+        web = None if token else web_session(request, session)
+        return check(web.principal if web is not None else current_user(session, token))
 
     return dependency
 
