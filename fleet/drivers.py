@@ -20,14 +20,13 @@ the data row (1-based, header excluded) and the column, in pt-BR.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_document_validity, check_registry_date
-from fleet.ids import registry_id_problem
+from fleet.ids import check_registry_id
 from fleet.loaders import read_registry_csv
 
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
@@ -104,14 +103,6 @@ def _require(raw: pd.DataFrame, columns: tuple[str, ...], *, source: str) -> Non
         raise FleetFileError(msg)
 
 
-def _check_id(rec: Mapping[str, object], column: str, *, source: str, row: int) -> None:
-    """Refuse a cell that cannot be an id (``fleet.ids.registry_id_problem``)."""
-    problem = registry_id_problem(str(rec[column]))
-    if problem is not None:
-        msg = f"{source}, linha {row}, coluna '{column}': {problem}"
-        raise FleetFileError(msg)
-
-
 def read_drivers(path: str | Path) -> pd.DataFrame:
     """Read a drivers file (one row per driver and status period).
 
@@ -154,7 +145,7 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
         if rec["driver_id"] is None:
             msg = f"{source}, linha {row}, coluna 'driver_id': vazio"
             raise FleetFileError(msg)
-        _check_id(rec, "driver_id", source=source, row=row)
+        check_registry_id(rec["driver_id"], where=f"{source}, linha {row}, coluna 'driver_id':")
         for c in _DATES:
             rec[c] = _date(rec[c], source=source, row=row, column=c)  # type: ignore[arg-type]
         flag = rec["synthetic"]
@@ -274,8 +265,8 @@ def read_driver_links(path: str | Path) -> pd.DataFrame:
             if rec[c] is None:
                 msg = f"{source}, linha {row}, coluna '{c}': vazio"
                 raise FleetFileError(msg)
-        _check_id(rec, "vehicle_id", source=source, row=row)
-        _check_id(rec, "driver_id", source=source, row=row)
+        for c in ("vehicle_id", "driver_id"):
+            check_registry_id(rec[c], where=f"{source}, linha {row}, coluna '{c}':")
         role = str(rec["role"]).lower()
         if role not in LINK_ROLES:
             msg = (

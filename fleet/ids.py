@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from fleet._errors import FleetFileError
+
 REGISTRY_ID_MAX_CHARS = 64
 REGISTRY_ID_PATTERN = r"^[^\s/?#%,;\"\x00-\x1f\x7f]+$"
 """What a registry id (a prefixo's ``vehicle_id``, a ``driver_id``) may hold: no blank or
@@ -25,6 +27,20 @@ def id_form(value: str) -> str:
     """
     bare = _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", value).upper())
     return _LEADING_ZEROS.sub("", bare)
+
+
+def check_registry_id(value: object, *, where: str) -> None:
+    """Refuse ``value`` as a registry id (:func:`registry_id_problem`), naming ``where``.
+
+    Raises
+    ------
+    FleetFileError
+        ``"{where} {problem}"`` (``where``: the file, row and column).
+    """
+    problem = registry_id_problem(str(value))
+    if problem is not None:
+        msg = f"{where} {problem}"
+        raise FleetFileError(msg)
 
 
 def registry_id_problem(value: str) -> str | None:

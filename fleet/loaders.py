@@ -9,6 +9,7 @@ local calendar dates, inclusive; a null start means "not known" (a registry snap
 from __future__ import annotations
 
 import datetime as dt
+import io
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ import shapely
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_field_date
-from fleet.ids import registry_id_problem
+from fleet.ids import check_registry_id
 from fleet.vocabulary import SERVICE_CATEGORIES, VEHICLE_STATUSES
 from geo.calendar import TIMEZONE_EXCEPTIONS, UF_TIMEZONES
 
@@ -214,25 +215,51 @@ def _population(
     )
 
 
+def decoded_text(content: bytes, *, source: str) -> str:
+    """Return a file's text: UTF-8 (with or without BOM), else Windows-1252 (Excel in pt-BR).
+
+    Raises
+    ------
+    FleetFileError
+        If it is neither (pt-BR, naming ``source``).
+    """
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            return content.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    msg = f"{source}: o arquivo não está em UTF-8 nem em Windows-1252: salve-o como CSV UTF-8"
+    raise FleetFileError(msg)
+
+
+def csv_delimiter(text: str) -> str:
+    """Return a CSV's separator: the most frequent in its first line of ``,``, ``;``, tab."""
+    header = text.split("\n", 1)[0]
+    return max((",", ";", "\t"), key=header.count)
+
+
 def read_registry_csv(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str]:
     """Read a registry CSV (fleet, drivers, links) as text cells; return it and the file's name.
+
+    UTF-8 or Windows-1252 (:func:`decoded_text`), separated by ``,``, ``;`` or tab
+    (:func:`csv_delimiter`): a file as Excel in pt-BR saves it reads as the contract's.
 
     Raises
     ------
     FileNotFoundError
         If there is no such file.
     FleetFileError
-        If it is not a CSV in UTF-8 that can be read (pt-BR, naming the file).
+        If it cannot be read (pt-BR, naming the file).
     """
     p = Path(path)
     if not p.is_file():
         msg = f"arquivo de {what} não encontrado: {p}"
         raise FileNotFoundError(msg)
+    text = decoded_text(p.read_bytes(), source=p.name)
     try:
-        raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        msg = f"{p.name}: o arquivo não está em UTF-8 (salve-o como CSV UTF-8)"
-        raise FleetFileError(msg) from None
+        raw = pd.read_csv(
+            io.StringIO(text), sep=csv_delimiter(text), dtype=str, keep_default_na=False
+        )
     except pd.errors.EmptyDataError:
         msg = f"{p.name}: o arquivo está vazio"
         raise FleetFileError(msg) from None
@@ -375,15 +402,6 @@ def check_vehicle_documents(values: Mapping[str, object]) -> None:
         raise FleetFileError(msg)
 
 
-def _check_ids(ids: pd.Series, *, column: str, source: str) -> None:
-    """Refuse the first cell that cannot be an id (``fleet.ids.registry_id_problem``)."""
-    for i, value in enumerate(ids):
-        problem = registry_id_problem(str(value))
-        if problem is not None:
-            msg = f"{source}, linha {i + 1}: '{column}' {problem}"
-            raise FleetFileError(msg)
-
-
 def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None) -> pd.DataFrame:
     n = len(raw)
 
@@ -394,7 +412,8 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
     if vid.isna().any():
         msg = f"{source}, linha {int(np.flatnonzero(vid.isna())[0]) + 1}: 'vehicle_id' vazio"
         raise FleetFileError(msg)
-    _check_ids(vid, column="vehicle_id", source=source)
+    for i, value in enumerate(vid):
+        check_registry_id(value, where=f"{source}, linha {i + 1}: 'vehicle_id'")
     status = col("status").str.lower()
     bad = status.notna() & ~status.isin(VEHICLE_STATUSES)
     if bad.any():
@@ -495,7 +514,8 @@ def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataF
     if prefixo.isna().any():
         msg = f"{source}, linha {int(np.flatnonzero(prefixo.isna())[0]) + 1}: 'prefixo' vazio"
         raise FleetFileError(msg)
-    _check_ids(prefixo, column="prefixo", source=source)
+    for i, value in enumerate(prefixo):
+        check_registry_id(value, where=f"{source}, linha {i + 1}: 'prefixo'")
     year = pd.to_numeric(_blank_to_none(raw["ano_fabricacao"]), errors="coerce")
     first = (
         _dates(

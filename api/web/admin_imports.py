@@ -78,38 +78,20 @@ def max_upload_bytes(settings: Settings) -> int:
 # --- the file, in parts -----------------------------------------------------------------------
 
 
-def _decoded(content: bytes) -> str:
-    """Return a file's text: UTF-8 (with or without BOM), else Windows-1252 (Excel in pt-BR).
-
-    Raises
-    ------
-    ValueError
-        If it is neither (a pt-BR message).
-    """
-    for encoding in ("utf-8-sig", "cp1252"):
-        try:
-            return content.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    msg = "o arquivo não está em UTF-8 nem em Windows-1252: salve-o como CSV UTF-8"
-    raise ValueError(msg)
-
-
 class FileParts:
     """A CSV or GeoJSON file whose data rows (features) can be written out in any subset."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.csv = path.suffix.lower() == ".csv"
-        text = _decoded(path.read_bytes())
+        from fleet.loaders import csv_delimiter, decoded_text
+
+        text = decoded_text(path.read_bytes(), source=path.name)
         if not text.strip():
             msg = "o arquivo está vazio"
             raise ValueError(msg)
-        if self.csv:
-            # Excel in pt-BR separates by ';': the parts are written with ',' for the loaders
-            header = text.splitlines()[0]
-            delimiter = max((",", ";", "\t"), key=header.count)
-            rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+        if self.csv:  # the parts are written with ',' (Excel in pt-BR separates by ';')
+            rows = list(csv.reader(io.StringIO(text), delimiter=csv_delimiter(text)))
             self.header = rows[0] if rows else []
             self.records: list[Any] = [r for r in rows[1:] if r]
         else:

@@ -165,6 +165,14 @@ class TestReadFleet:
         assert fleet.loc["T2", "municipality"] == "4314548"
         assert fleet.loc["T2", "stands"] == ()
 
+    def test_excel_pt_br_file(self, tmp_path: Path) -> None:
+        """A fleet file as Excel in pt-BR saves it (';', Windows-1252) reads as the contract's."""
+        path = tmp_path / "frota.csv"
+        path.write_bytes("vehicle_id;make\nT1;Citroën\nT2;Peugeot\n".encode("cp1252"))
+        fleet = read_fleet(path)
+        assert fleet["vehicle_id"].tolist() == ["T1", "T2"]
+        assert fleet["make"].tolist() == ["Citroën", "Peugeot"]
+
     def test_contract_year_is_optional(self, tmp_path: Path) -> None:
         """The optional ``year`` (of manufacture) column is read as Int64; blank is missing."""
         fleet = read_fleet(_write(tmp_path, "vehicle_id,year\nT1,2019\nT2,\n"))
