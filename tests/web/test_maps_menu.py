@@ -20,17 +20,22 @@ def _layers(page: Any) -> list[dict[str, Any]]:
     return list(json.loads(spec)["layers"])
 
 
-def test_supervisor_opens_the_stand_map_from_the_menu(page: Any, login: Callable) -> None:
-    """ "Mapa dos pontos" in the supervisor's nav: their stand only, the offline basemap beneath
-    it (any request off the server fails the test), the page in pt-BR and accessible."""
-    login(page, "supervisor")
+def _open_from_menu(page: Any, login: Callable, role: str, link: str, path: str) -> None:
+    """Log in as ``role``, follow ``link`` of the nav bar to ``path``; wait for the basemap."""
+    login(page, role)
     nav = page.get_by_role("navigation", name="Navegação principal")
     with page.expect_navigation():
-        nav.get_by_role("link", name="Mapa dos pontos").click()
-    assert page.url.endswith("/api/v1/maps/stands")
+        nav.get_by_role("link", name=link).click()
+    assert page.url.endswith(path)
     expect(page.locator(".leaflet-container")).to_have_attribute(
         "data-mapa-base", "true", timeout=30_000
     )
+
+
+def test_supervisor_opens_the_stand_map_from_the_menu(page: Any, login: Callable) -> None:
+    """ "Mapa dos pontos" in the supervisor's nav: their stand only, the offline basemap beneath
+    it (any request off the server fails the test), the page in pt-BR and accessible."""
+    _open_from_menu(page, login, "supervisor", "Mapa dos pontos", "/api/v1/maps/stands")
     assert page.locator("html").get_attribute("lang") == "pt-BR"
     assert _layers(page)[0]["props"]["stand_id"] == ["S1"]
     assert_accessible(page)
@@ -38,14 +43,7 @@ def test_supervisor_opens_the_stand_map_from_the_menu(page: Any, login: Callable
 
 def test_agent_opens_the_findings_map_from_the_menu(page: Any, login: Callable) -> None:
     """ "Mapa de achados" in the agent's nav opens the enforcement map over the basemap."""
-    login(page, "agent")
-    nav = page.get_by_role("navigation", name="Navegação principal")
-    with page.expect_navigation():
-        nav.get_by_role("link", name="Mapa de achados").click()
-    assert page.url.endswith("/api/v1/maps/findings")
-    expect(page.locator(".leaflet-container")).to_have_attribute(
-        "data-mapa-base", "true", timeout=30_000
-    )
+    _open_from_menu(page, login, "agent", "Mapa de achados", "/api/v1/maps/findings")
 
 
 def test_session_roles_and_the_api_answers(web_client: Callable, anon_client: httpx.Client) -> None:
