@@ -729,10 +729,8 @@ def supervisor_queue(
         Tz-aware instant.
     window_s : float, default 7200
         Fixes of the last ``window_s`` seconds are read.
-    max_gap_s : float, default 600
-        Longest silence of a vehicle still counted as present.
-    timezone : str, default "America/Sao_Paulo"
-        Zone of the licence dates.
+    max_gap_s, timezone
+        As for :func:`recent_visits`.
 
     Returns
     -------
