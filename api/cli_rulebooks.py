@@ -131,7 +131,7 @@ def _law_limits(book: Rulebook) -> list[str]:
     return [
         f"  {where}: [{kind}] "
         + ", ".join(f"{k} = {_toml(v)}" for k, v in values.items())
-        + f" ({book.detector_thresholds[kind]['provision']}); {how}"
+        + f" ({book.threshold_provision(kind)}); {how}"
         for kind, values in book.thresholds().items()
     ]
 
@@ -140,8 +140,10 @@ def _toml(value: object) -> str:
     """Write a threshold's value as in a --thresholds file."""
     if isinstance(value, str):
         return f'"{value}"'
-    if isinstance(value, list):
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
         return f"[{len(value)} faixas]"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
     return str(value)
 
 

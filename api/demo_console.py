@@ -12,8 +12,7 @@ After the demo has loaded Porto Alegre's real stands and fleet, :func:`seed_cons
    driver links included) and runs the real pipeline (:func:`engines.pipeline.analyze_pings`,
    every detector);
 3. stores the simulated fleet (``SIM-`` prefixos with their documents and licences), the
-   synthetic drivers and their links (by the loaders of ``pontual import``; a link beyond the
-   legal cap of auxiliares, which the registry refuses, is left out and counted) and the
+   synthetic drivers and their links (by the loaders of ``pontual import``) and the
    simulated fixes (the evidence maps of the proposals); runs those fixes through the live
    detection of ``pontual serve`` (:func:`live_alerts`), which stores the findings it completes
    and raises the agent's alerts; then stores the batch's findings (those the live path has
@@ -100,8 +99,6 @@ class ConsoleSeed:
     """Fictitious drivers (``SINT-C…``) in the registry, all marked ``synthetic``."""
     driver_links: int = 0
     """Their links to the simulated prefixos stored in the registry."""
-    links_over_cap: int = 0
-    """Links of the simulation beyond the cap of auxiliares: analysed, not stored."""
 
 
 def _no_progress(_: str) -> None:
@@ -205,30 +202,6 @@ def _simulate(
     return result, fixes, meta, registry
 
 
-def links_within_cap(links: Any, *, max_auxiliaries: int) -> tuple[Any, int]:
-    """Drop the auxiliar links beyond the cap (ranked by start, then driver id).
-
-    The registry refuses a prefixo with more than ``max_auxiliaries`` auxiliares at once; the
-    simulation has one on purpose (``too_many_auxiliaries``). Returns the links to store and
-    how many were left out.
-    """
-    keep: list[int] = []
-    dropped = 0
-    ranked = links.assign(_i=range(len(links))).sort_values(["valid_from", "driver_id"])
-    kept_aux: dict[str, list[tuple[dt.date, dt.date | None]]] = {}
-    for rec in ranked.to_dict("records"):
-        if rec["role"] == "auxiliar":
-            start, end = rec["valid_from"], rec["valid_until"]
-            mine = kept_aux.setdefault(str(rec["vehicle_id"]), [])
-            active = [k for k in mine if k[0] <= start and (k[1] is None or k[1] >= start)]
-            if len(active) >= max_auxiliaries:
-                dropped += 1
-                continue
-            mine.append((start, end))
-        keep.append(int(rec["_i"]))
-    return links.iloc[sorted(keep)].reset_index(drop=True), dropped
-
-
 def seed_console(
     engine: Engine,
     *,
@@ -252,16 +225,12 @@ def seed_console(
     from db.fleet.store import load_driver_links, load_drivers, load_fleet
     from db.tracking.store import copy_fixes
     from fleet.simulation import MUNICIPALITY, TIMEZONE
-    from fleet.vocabulary import MAX_AUXILIARY_DRIVERS
 
     who = actor or f"os:{getpass.getuser()}"
     progress("Simulando a frota e rodando os detectores (dados simulados)…")
     result, fixes, meta, registry = _simulate(seed=seed, days=days, n_prefixos=n_prefixos)
     progress("Gravando frota simulada, condutores fictícios, fixes, achados e propostas…")
     source = f"simulação (pontual demo --console, {seed})"
-    links, over_cap = links_within_cap(
-        registry["driver_links"], max_auxiliaries=MAX_AUXILIARY_DRIVERS
-    )
     with engine.begin() as conn:
         load_fleet(conn=conn, fleet=registry["fleet"], as_of=dt.date.fromisoformat(meta["as_of"]))
         load_drivers(
@@ -272,7 +241,10 @@ def seed_console(
             municipality=MUNICIPALITY,
         )
         load_driver_links(
-            conn=conn, links=links, actor=who, source=f"vínculos fictícios da {source}"
+            conn=conn,
+            links=registry["driver_links"],
+            actor=who,
+            source=f"vínculos fictícios da {source}",
         )
         fixes_new = copy_fixes(conn, fixes, source=source)
         live: list[dict[str, Any]] = []
@@ -305,8 +277,7 @@ def seed_console(
         alerts=alert_count,
         alerts_new=sum(1 for f in live if f["alert_id"]),
         synthetic_drivers=int(registry["drivers"]["driver_id"].nunique()),
-        driver_links=len(links),
-        links_over_cap=over_cap,
+        driver_links=len(registry["driver_links"]),
     )
 
 
@@ -429,12 +400,6 @@ def console_message(*, base_url: str, done: ConsoleSeed, local_database: bool = 
             f"{done.driver_links} vínculos, gravados no cadastro marcados como sintéticos, "
             "não são pessoas reais."
         )
-        if done.links_over_cap:
-            simulated += (
-                f" {done.links_over_cap} vínculo(s) de um terceiro auxiliar, analisado(s) "
-                "pela simulação, não foi(ram) gravado(s): o cadastro recusa mais de dois "
-                "auxiliares por prefixo."
-            )
     lines = [
         "",
         f"Console web da demonstração: {base_url}/ (página de entrada: {base_url}/entrar)",

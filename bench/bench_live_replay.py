@@ -133,9 +133,9 @@ def _pontual(*args: str, url: str) -> None:
         raise RuntimeError(msg)
 
 
-def load_registry(batch: Batch, *, url: str) -> set[tuple[str, str]]:
+def load_registry(batch: Batch, *, url: str) -> None:
     """Load the boundary, the stands, the simulated fleet and its fictitious drivers and links
-    by ``pontual import``; return the (prefixo, driver) pairs of the links left out."""
+    by ``pontual import``."""
     p = batch.paths
     muni = fleet_sim.MUNICIPALITY
     _pontual("import", "municipalities", "--boundaries", str(p["boundary"]), url=url)
@@ -148,37 +148,11 @@ def load_registry(batch: Batch, *, url: str) -> set[tuple[str, str]]:
         "import", "fleet", str(p["fleet"]), "--municipality", muni, "--as-of", batch.meta["as_of"],
         url=url,
     )  # fmt: skip
-    from api.demo_console import links_within_cap
-    from fleet.drivers import read_driver_links
-    from fleet.vocabulary import MAX_AUXILIARY_DRIVERS
-
     _pontual(
         "import", "drivers", str(p["drivers"]), "--municipality", muni, "--actor", "bench",
         url=url,
     )  # fmt: skip
-    every = read_driver_links(p["driver_links"])
-    links, _ = links_within_cap(every, max_auxiliaries=MAX_AUXILIARY_DRIVERS)
-    within = Path(p["driver_links"]).with_name("driver_links_within_cap.csv")
-    links.to_csv(within, index=False)
-    _pontual("import", "driver-links", str(within), "--actor", "bench", url=url)
-
-    def pairs(frame: pd.DataFrame) -> set[tuple[str, str]]:
-        vids, dids = frame["vehicle_id"].astype(str), frame["driver_id"].astype(str)
-        return set(zip(vids, dids, strict=True))
-
-    return pairs(every) - pairs(links)
-
-
-def _left_out(
-    records: Sequence[Mapping[Any, Any]], pairs: set[tuple[str, str]]
-) -> list[Mapping[Any, Any]]:
-    """The records but the driver findings of the links not loaded."""
-    return [
-        r
-        for r in records
-        if r["kind"] != "driver_not_allowed"
-        or (str(r["vehicle_id"]), str((r["details"] or {}).get("driver_id"))) not in pairs
-    ]
+    _pontual("import", "driver-links", str(p["driver_links"]), "--actor", "bench", url=url)
 
 
 def requests_of(fixes: pd.DataFrame, *, request_min: float) -> list[pd.DataFrame]:
@@ -436,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         create_database(url)
         try:
             upgrade(url)
-            dropped = load_registry(batch, url=url)
+            load_registry(batch, url=url)
             import_s = time.perf_counter() - t0
             records, copy_s, live_s, n_req, biggest = replay_live(
                 batch, url=url, request_min=a.request_min, progress=a.progress
@@ -451,22 +425,13 @@ def main(argv: list[str] | None = None) -> int:
         import_s=import_s,
         max_request_fixes=biggest,
     )
-    compared = (
-        _left_out(batch.findings.to_dict("records"), dropped),
-        _left_out(records, dropped),
-    )
-    left_out = (len(batch.findings) - len(compared[0]), len(records) - len(compared[1]))
-    table = compare(*compared)
+    table = compare(batch.findings.to_dict("records"), records)
     command = (
         f".venv/bin/python bench/bench_live_replay.py --seed {a.seed} --days {a.days} "
         f"--prefixos {a.prefixos} --request-min {a.request_min:g}"
     )
     md = markdown(
         table, batch=batch, replay=replay, command=command, wall_s=time.perf_counter() - wall0
-    )
-    md += (
-        f"\nNot compared: {left_out[0]} batch and {left_out[1]} live `driver_not_allowed` "
-        f"findings of {len(dropped)} auxiliar link(s) over the registry's cap, not loaded.\n"
     )
     print(md)
     if a.report:

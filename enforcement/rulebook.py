@@ -346,6 +346,19 @@ class Planning(_Frozen):
 _THRESHOLD_NOTES = ("provision", "note")
 
 
+class AuxiliaryCap(_Frozen):
+    """The most condutores auxiliares a prefixo may have at once, where the law fixes it.
+
+    The registry refuses a link beyond it (``db.fleet.store.check_auxiliary_limit``) and
+    ``driver_not_allowed`` judges ``too_many_auxiliaries`` with it (:meth:`Rulebook.thresholds`).
+    A rulebook without the table sets no cap: Porto Alegre's decree has none.
+    """
+
+    max: int = Field(ge=0)
+    provision: str
+    excerpt: str
+
+
 class MeterExemption(_Frozen):
     """Service categories the law exempts from the taxímetro (Porto Velho art. 44).
 
@@ -414,6 +427,8 @@ class Rulebook(_Frozen):
     detector_thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """``{kind: {parameter: value, "provision": ..., "note": ...}}``: limits the law fixes for
     a detector (:meth:`thresholds`)."""
+    auxiliaries: AuxiliaryCap | None = None
+    """``[auxiliaries]``: the cap on auxiliares per prefixo, where the law fixes one."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Rulebook:
@@ -452,7 +467,8 @@ class Rulebook(_Frozen):
     def thresholds(self) -> dict[str, dict[str, Any]]:
         """Detector thresholds the law fixes: ``{kind: {parameter: value}}``.
 
-        Where ``operating_while_barred`` judges the inspection's age
+        ``driver_not_allowed`` gets ``max_auxiliaries`` from ``[auxiliaries]``. Where
+        ``operating_while_barred`` judges the inspection's age
         (``max_inspection_age_days``) and ``[planning]`` has ``inspection_bands``, the bands
         go with it (``inspection_bands``: the interval by the vehicle's age), read from the
         one table.
@@ -461,6 +477,8 @@ class Rulebook(_Frozen):
             kind: {k: v for k, v in table.items() if k not in _THRESHOLD_NOTES}
             for kind, table in self.detector_thresholds.items()
         }
+        if self.auxiliaries is not None:
+            out.setdefault("driver_not_allowed", {})["max_auxiliaries"] = self.auxiliaries.max
         barred = out.get("operating_while_barred")
         bands = self.planning.inspection_bands if self.planning is not None else ()
         if barred is not None and "max_inspection_age_days" in barred and bands:
@@ -469,6 +487,13 @@ class Rulebook(_Frozen):
                 for b in sorted(bands, key=lambda b: b.age_min_years)
             ]
         return out
+
+    def threshold_provision(self, kind: str) -> str:
+        """Return the articles behind a kind's law limits (:meth:`thresholds`)."""
+        found = [self.detector_thresholds.get(kind, {}).get("provision")]
+        if kind == "driver_not_allowed" and self.auxiliaries is not None:
+            found.append(self.auxiliaries.provision)
+        return "; ".join(str(p) for p in found if p)
 
     def floor_for(self, kind: str, override: Mapping[str, float] | None = None) -> float:
         """Confidence floor of a kind: ``override`` merged over the rulebook's table."""
@@ -561,6 +586,35 @@ def bundled_rulebooks() -> dict[tuple[str, str], Rulebook]:
     """Every rulebook shipped with Pontual, keyed by ``(municipality, service)``."""
     books = [read_rulebook(p) for p in sorted(RULEBOOK_DIR.glob("*.toml"))]
     return {(b.municipality, b.service): b for b in books}
+
+
+def auxiliary_cap(municipality: str | None) -> tuple[AuxiliaryCap, str] | None:
+    """Return the cap on auxiliares of a municipality's taxi law and the municipality's name.
+
+    None when the municipality is unknown, has no bundled taxi rulebook, or its law sets no cap:
+    the registry then holds every link the regulator records.
+    """
+    book = bundled_rulebooks().get((municipality or "", "taxi"))
+    if book is None or book.auxiliaries is None:
+        return None
+    return book.auxiliaries, book.municipality_name
+
+
+def auxiliary_caps_sentence() -> str:
+    """Say in pt-BR which bundled laws cap the auxiliares (for the registry's forms)."""
+    books = sorted(
+        (b for (_, s), b in bundled_rulebooks().items() if s == "taxi"),
+        key=lambda b: b.municipality_name,
+    )
+    parts = [
+        f"no máximo {b.auxiliaries.max} em {b.municipality_name} ({b.auxiliaries.provision})"
+        if b.auxiliaries is not None
+        else f"sem limite em {b.municipality_name}"
+        for b in books
+    ]
+    text = "Auxiliares ao mesmo tempo em um prefixo, pela lei do município dele: "
+    text += "; ".join(parts)
+    return text + "."
 
 
 def rulebooks_for(municipality: str) -> dict[str, Rulebook]:

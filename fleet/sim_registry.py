@@ -24,13 +24,14 @@ service; ``lookalike`` is the reason) on day-shift vehicles that are not barred:
   decree types no infraction for it: no POA proposal);
 - ``not_registered`` — after lunch a driver absent from the drivers file drives (art. 59 IV);
 - ``not_linked`` — the auxiliar of another prefixo drives after lunch (art. 58 VI);
-- ``too_many_auxiliaries`` — a third auxiliar, linked mid-period, drives after lunch (Porto
-  Velho art. 43 § 1º; Porto Alegre sets no cap: a finding, not a POA proposal).
+- none for ``too_many_auxiliaries``: Porto Alegre's decree sets no cap on auxiliares, so the
+  third auxiliar below is a look-alike.
 
 Look-alikes (negatives, :data:`DRIVER_LOOKALIKES`): every stint of a linked driver with valid
 documents; the suspended driver's days outside the period; the ICTP's last valid day and the
 30 days after it; the CNH's last valid day; a driver linked that very day; an ICTP renewed
-late, valid at the instant; the first two auxiliares while a third is linked; a titular whose
+late, valid at the instant; a third auxiliar, linked mid-period, who drives after lunch (lawful
+in Porto Alegre), and the first two while it is linked; a titular whose
 id the tracker writes its own way (lower case, no leading zeros: a coding difference, not an
 unregistered driver).
 
@@ -74,6 +75,8 @@ DRIVER_LOOKALIKES = {
     "registered_same_day": "an auxiliar linked to the prefixo that very day drives after lunch",
     "renewed_late_valid": "an ICTP renewed late, valid at the instant of the service",
     "within_auxiliary_cap": "one of the first two auxiliares drives while a third is linked",
+    "third_auxiliary": "a third auxiliar, linked mid-period, drives after lunch (Porto Alegre's "
+    "decree sets no cap)",
     "id_written_otherwise": "the tracker writes the titular's id its own way ('sint-c1' for "
     "'SINT-C0001')",
 }
@@ -331,7 +334,7 @@ def _episodes(b: _Builder) -> dict[str, Any]:
             if d in p.windows:
                 drive(p, d, (b.titular[p.vid], ok))
         done["not_linked"] = (p.vid, q.vid)
-    # too_many_auxiliaries: a third auxiliar linked from day f drives after lunch
+    # third_auxiliary: a third auxiliar linked from day f drives after lunch (lawful in POA)
     f = max(1, n // 2)
     v = _pick(pool, range(f, n))
     if v is not None:
@@ -342,12 +345,10 @@ def _episodes(b: _Builder) -> dict[str, Any]:
         for i, d in enumerate(sorted(v.windows)):
             one = first_two[i % 2]
             if d >= f:
-                drive(
-                    v, d, (one, "within_auxiliary_cap"), (third.driver_id, "too_many_auxiliaries")
-                )
+                drive(v, d, (one, "within_auxiliary_cap"), (third.driver_id, "third_auxiliary"))
             else:
                 drive(v, d, (b.titular[v.vid], ok), (one, ok))
-        done["too_many_auxiliaries"] = v.vid
+        done["third_auxiliary"] = v.vid
     # registered_same_day: an auxiliar linked on day g drives after lunch that day
     v = _pick(pool, range(n // 2, n // 2 + 1))
     if v is not None:
@@ -496,7 +497,6 @@ _POSITIVE = {
     "ictp_expired",
     "not_registered",
     "not_linked",
-    "too_many_auxiliaries",
 }
 
 

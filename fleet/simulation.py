@@ -71,9 +71,9 @@ Violations (positives), each a rule of the law (docs' DOMAIN table):
 - ``operating_while_barred`` (arts. 60 V, 59 V, 58 XII, 58 III, 57 XIV): service on days the
   fleet file bars (``suspended`` and ``out_of_operation`` periods, alvará and vistoria expired,
   last vistoria over :data:`MAX_INSPECTION_AGE_DAYS` days old);
-- ``driver_not_allowed`` (arts. 60 IV, 57 V, 59 IV, 58 VI; Porto Velho 43 § 1º): the synthetic
-  registry's episodes (:mod:`fleet.sim_registry`: suspended CNH or ICTP, expired ICTP or CNH,
-  a driver not registered, another prefixo's auxiliar, a third auxiliar);
+- ``driver_not_allowed`` (arts. 60 IV, 57 V, 59 IV, 58 VI): the synthetic registry's episodes
+  (:mod:`fleet.sim_registry`: suspended CNH or ICTP, expired ICTP or CNH, a driver not
+  registered, another prefixo's auxiliar);
 - ``inactivity`` (art. 60 X): prefixos of the fleet never seen; one operating only on day one;
 - ``outside_municipality`` (art. 19; PB art. 25 X): a ride to Canoas, Cachoeirinha or Viamão,
   then a new passenger picked up there ≥ 1 km outside the boundary;

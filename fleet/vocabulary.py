@@ -5,8 +5,6 @@ from __future__ import annotations
 VEHICLE_STATUSES = ("active", "suspended", "out_of_operation", "reserved", "revoked")
 DRIVER_ROLES = ("autorizatario_condutor", "auxiliar")
 POPULATION_KINDS = ("census", "estimate")
-MAX_AUXILIARY_DRIVERS = 2
-"""Auxiliary drivers per prefixo at once (PV art. 43 §1; PB art. 14)."""
 SERVICE_CATEGORIES = ("comum", "aeroporto", "distrito", "acessivel")
 """Service categories of a vehicle (``service_category``): Porto Velho's Táxis Aeroporto and
 Táxis Distritais are exempt from the taxímetro (art. 44); ``acessivel`` is the Táxi Acessível."""

@@ -35,6 +35,7 @@ from api.web.admin_base import AdminUser, FormError, form_text
 from api.web.admin_base import validate as validate_form
 from api.web.templating import render
 from db.fleet import store
+from enforcement.rulebook import auxiliary_caps_sentence
 from fleet._errors import FleetError
 from fleet.drivers import CNH_CATEGORIES
 
@@ -235,6 +236,7 @@ def _driver_page(
         documents=DOCUMENTS,
         statuses=STATUSES,
         roles=ROLES,
+        auxiliary_caps=auxiliary_caps_sentence(),
         categories=[("", "—"), *((c, c) for c in CNH_CATEGORIES)],
         notice=notice,
     )

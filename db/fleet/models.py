@@ -33,7 +33,6 @@ from fleet.vocabulary import (  # noqa: F401  (re-exported)
     DRIVER_DOCUMENT_STATUSES,
     DRIVER_DOCUMENTS,
     DRIVER_ROLES,
-    MAX_AUXILIARY_DRIVERS,
     POPULATION_KINDS,
     SERVICE_CATEGORIES,
     VEHICLE_STATUSES,

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from db.fleet.models import DriverAssignment
 from db.upsert import ImportReport, audit_import, hex_ewkb, merge_staged, stage_rows
+from enforcement.rulebook import AuxiliaryCap, auxiliary_cap
 from fleet._errors import (
     AuxiliaryDriverLimitError,
     DriverRecordError,
@@ -35,12 +36,7 @@ from fleet.dates import (
     check_registry_date,
 )
 from fleet.loaders import normalize_name
-from fleet.vocabulary import (
-    DRIVER_DOCUMENT_STATUSES,
-    DRIVER_DOCUMENTS,
-    DRIVER_ROLES,
-    MAX_AUXILIARY_DRIVERS,
-)
+from fleet.vocabulary import DRIVER_DOCUMENT_STATUSES, DRIVER_DOCUMENTS, DRIVER_ROLES
 
 
 def load_municipalities(*, conn: Connection, municipalities: gpd.GeoDataFrame) -> ImportReport:
@@ -381,21 +377,41 @@ def _load_licences(
 # ---------------------------------------------------------------------------------- drivers
 
 
-def check_auxiliary_limit(
-    assignments: pd.DataFrame, *, max_auxiliaries: int = MAX_AUXILIARY_DRIVERS
-) -> None:
-    """Raise if a prefixo has more than ``max_auxiliaries`` auxiliary drivers on some date.
+AuxiliaryCaps = tuple[AuxiliaryCap, str]
+"""A prefixo's cap on auxiliares and the name of the municipality whose law fixes it."""
 
-    PV art. 43 §1 and PB art. 14 allow at most two condutores auxiliares per permit. The
-    database enforces the same rule with a trigger.
+
+def auxiliary_caps(db: Connection | Session, vehicle_ids: Any) -> dict[str, AuxiliaryCaps]:
+    """Return the cap on auxiliares of each prefixo whose municipality's law fixes one.
+
+    Locks the prefixos' rows until the caller's transaction ends, so two links written at once
+    to the same prefixo are checked one after the other. A prefixo of a municipality whose law
+    sets no cap (Porto Alegre), or of none known, is absent: every link is held.
+    """
+    rows = db.execute(
+        text(
+            "SELECT vehicle_id, municipality_code FROM vehicles WHERE vehicle_id = ANY(:ids) "
+            "ORDER BY vehicle_id FOR UPDATE"
+        ),
+        {"ids": sorted({str(v) for v in vehicle_ids})},
+    ).all()
+    return {v: cap for v, m in rows if (cap := auxiliary_cap(m)) is not None}
+
+
+def check_auxiliary_limit(assignments: pd.DataFrame, *, caps: dict[str, AuxiliaryCaps]) -> None:
+    """Raise if a prefixo has more auxiliary drivers on some date than its law allows.
+
+    Porto Velho art. 43 § 1º and Pinto Bandeira art. 14 allow two condutores auxiliares at once
+    (the rulebooks' ``[auxiliaries]``); Porto Alegre's decree sets no cap.
 
     Parameters
     ----------
     assignments : pandas.DataFrame
         ``vehicle_id``, ``role``, ``valid_from`` (date), ``valid_until`` (date or None: open);
         both dates inclusive.
-    max_auxiliaries : int
-        Legal maximum at once.
+    caps : dict
+        Prefixo → its law's cap and the municipality's name (:func:`auxiliary_caps`); a
+        prefixo absent has no cap.
 
     Raises
     ------
@@ -413,16 +429,18 @@ def check_auxiliary_limit(
         raise FleetFileError(msg)
     aux = assignments[assignments["role"] == "auxiliar"]
     for vid, group in aux.groupby("vehicle_id", sort=True):
+        if (found := caps.get(str(vid))) is None:
+            continue
+        cap, where = found
         starts = pd.to_datetime(pd.Series(group["valid_from"])).to_numpy()
         ends = pd.to_datetime(pd.Series(group["valid_until"])).to_numpy()
         for start in np.unique(starts):
             active = (starts <= start) & (np.isnat(ends) | (ends >= start))
-            if int(active.sum()) > max_auxiliaries:
+            if int(active.sum()) > cap.max:
                 day = pd.Timestamp(start).date()
                 msg = (
                     f"o prefixo {vid} teria {int(active.sum())} condutores auxiliares em {day}; "
-                    f"o limite é {max_auxiliaries} (art. 43 §1 de Porto Velho; "
-                    "art. 14 de Pinto Bandeira)"
+                    f"o limite é {cap.max} ({cap.provision} da lei de {where})"
                 )
                 raise AuxiliaryDriverLimitError(msg)
 
@@ -457,12 +475,13 @@ def add_driver_assignment(
     Raises
     ------
     AuxiliaryDriverLimitError
-        If the prefixo would have more than two auxiliaries at once.
+        If the prefixo would have more auxiliaries at once than its law allows.
     fleet.dates.RegistryDateError
         If a date is outside the registry range.
     """
     check_registry_date(valid_from, name="valid_from")
     check_optional_registry_date(valid_until, name="valid_until")
+    caps = auxiliary_caps(session, [vehicle_id])
     stored = session.execute(
         text(
             "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
@@ -474,7 +493,7 @@ def add_driver_assignment(
         [*map(tuple, stored), (vehicle_id, role, valid_from, valid_until)],
         columns=["vehicle_id", "role", "valid_from", "valid_until"],
     )
-    check_auxiliary_limit(frame)
+    check_auxiliary_limit(frame, caps=caps)
     assignment = DriverAssignment(
         driver_id=driver_id,
         vehicle_id=vehicle_id,
@@ -727,6 +746,7 @@ def load_driver_links(
                 "frota; importe-a antes (pontual import fleet)"
             )
             raise FleetFileError(msg)
+    caps = auxiliary_caps(conn, known_vehicles)
     stored = conn.execute(
         text(
             "SELECT assignment_id, driver_id, vehicle_id, role, valid_from, valid_until "
@@ -752,7 +772,7 @@ def load_driver_links(
         + [(c["vehicle_id"], c["role"], c["valid_from"], c["valid_until"]) for c in created],
         columns=["vehicle_id", "role", "valid_from", "valid_until"],
     )
-    check_auxiliary_limit(after)
+    check_auxiliary_limit(after, caps=caps)
     if updated:
         conn.execute(
             text("UPDATE driver_assignments SET valid_until = :u WHERE assignment_id = :a"),
@@ -999,7 +1019,7 @@ def add_driver_link(
         If the driver or the vehicle is unknown, the role invalid, or the driver is already
         linked to the prefixo on some of these dates (the rule of the links file).
     AuxiliaryDriverLimitError
-        If the prefixo would have more than two auxiliaries at once.
+        If the prefixo would have more auxiliaries at once than its law allows.
     fleet.dates.RegistryDateError
         If a date is outside the registry range.
     """
@@ -1329,7 +1349,7 @@ def update_driver_link(
     The link keeps its id and prefixo (another prefixo is a new link); the audit log keeps its
     values before and after. The rules are those of :func:`add_driver_link`: dates in the
     registry range and in order, no second link of the driver to the prefixo on the same
-    dates, at most :data:`fleet.vocabulary.MAX_AUXILIARY_DRIVERS` auxiliares at once.
+    dates, no more auxiliares at once than the prefixo's law allows (:func:`auxiliary_caps`).
 
     Returns
     -------
@@ -1392,6 +1412,7 @@ def update_driver_link(
         valid_until=merged["valid_until"],
         link_id=link_id,
     )
+    caps = auxiliary_caps(session, [row["vehicle_id"]])
     others = session.execute(
         text(
             "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
@@ -1406,7 +1427,8 @@ def update_driver_link(
                 (row["vehicle_id"], stored_role, merged["valid_from"], merged["valid_until"]),
             ],
             columns=["vehicle_id", "role", "valid_from", "valid_until"],
-        )
+        ),
+        caps=caps,
     )
     before, after = _changes(current, changes)
     if not after:

@@ -74,6 +74,15 @@ class TestRulebooksCli:
         assert "max_vehicle_age_years = 15" in fretamento and "(art. 12" in fretamento
         assert fretamento.endswith("informe-os em --thresholds")
 
+    def test_the_law_limits_of_pinto_bandeira(self, run_pontual) -> None:
+        """The cap on auxiliares (art. 14) is listed with its article, a list as a list."""
+        done = run_pontual("rulebooks", "--municipality", "4314548")
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        limits = lines[lines.index("Limites que a lei fixa para os detectores:") + 1 :]
+        assert any("[driver_not_allowed] max_auxiliaries = 2 (art. 14)" in r for r in limits)
+        assert any('[flag2_misuse] holidays = ["09-20"] (art. 16)' in r for r in limits)
+
     def test_unknown_code(self, run_pontual) -> None:
         """An unknown code fails with one line."""
         done = run_pontual("rulebooks", "--municipality", "123")

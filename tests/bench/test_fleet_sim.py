@@ -236,7 +236,7 @@ class TestSimulate:
         rows = truth[truth["kind"] == "driver_not_allowed"]
         assert set(rows.loc[rows["label"] == "positive", "lookalike"]) == {
             "cnh_suspended", "ictp_suspended", "ictp_expired", "cnh_expired", "not_registered",
-            "not_linked", "too_many_auxiliaries",
+            "not_linked",
         }  # fmt: skip
         for row in rows.itertuples():
             did = str(row.note).split()[1]
@@ -285,7 +285,7 @@ class TestEndToEnd:
         rows = {(r["kind"], r["reason"]): r for r in scored["by_reason"]}
         for reason in (
             "cnh_suspended", "ictp_suspended", "ictp_expired", "cnh_expired", "not_registered",
-            "not_linked", "too_many_auxiliaries",
+            "not_linked",
         ):  # fmt: skip
             r = rows[("driver_not_allowed", reason)]
             assert r["positives"] >= 1 and r["found"] == r["positives"], r

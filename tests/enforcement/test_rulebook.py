@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from enforcement._errors import RulebookError, UnknownMunicipalityError
 from enforcement.rulebook import (
     RULEBOOK_DIR,
+    auxiliary_cap,
     bundled_rulebooks,
     excerpts,
     normalize_whitespace,
@@ -126,9 +127,12 @@ class TestDetectorThresholds:
     def test_law_limits_of_the_bundled_rulebooks(self) -> None:
         """Pinto Bandeira (art. 10, 32 VII; 20 September, RS's data magna, a day of Bandeira 2)
         and fretamento (arts. 12 to 14) fix limits; the Porto Alegre taxi decree extends the
-        ICTP 30 days (art. 5º § 2º) and the Porto Velho law the CNH through the CTB (art. 9º X)."""
+        ICTP 30 days (art. 5º § 2º) and the Porto Velho law the CNH through the CTB (art. 9º X).
+        Porto Velho (art. 43 § 1º) and Pinto Bandeira (art. 14) cap the auxiliares at two; Porto
+        Alegre's decree sets no cap."""
         books = bundled_rulebooks()
         assert books[("4314548", "taxi")].thresholds() == {
+            "driver_not_allowed": {"max_auxiliaries": 2},
             "flag2_misuse": {"holidays": ["09-20"]},
             "operating_while_barred": {
                 "max_vehicle_age_years": 5,
@@ -146,8 +150,15 @@ class TestDetectorThresholds:
             "driver_not_allowed": {"ictp_grace_days": 30}
         }
         assert books[("1100205", "taxi")].thresholds() == {
-            "driver_not_allowed": {"cnh_grace_days": 30}
+            "driver_not_allowed": {"cnh_grace_days": 30, "max_auxiliaries": 2}
         }
+        assert auxiliary_cap("4314902") is None and auxiliary_cap(None) is None
+        found = auxiliary_cap("4314548")
+        assert found is not None and (found[0].max, found[0].provision, found[1]) == (
+            2,
+            "art. 14",
+            "Pinto Bandeira",
+        )
 
     @pytest.mark.parametrize(
         ("old", "new", "match"),

@@ -117,13 +117,20 @@ class TestImport:
     def test_unknown_driver_and_third_auxiliary_are_refused(
         self, db_session: Session, stored: tuple[Path, Path], tmp_path: Path
     ) -> None:
-        """A link to a driver not imported names the row; a third auxiliar at once is refused."""
+        """A link to a driver not imported names the row; a third auxiliar at once is refused
+        where the prefixo's law caps them."""
         conn = db_session.connection()
         path = tmp_path / "v3.csv"
         path.write_text("vehicle_id,driver_id,role,valid_from\nDRVCAR,NOPE,auxiliar,2024-01-01\n")
         with pytest.raises(FleetFileError, match="v3.csv, linha 1, coluna 'driver_id'"):
             load_driver_links(conn=conn, links=read_driver_links(path), actor="t", source="v3.csv")
         load_drivers(conn=conn, drivers=read_drivers(_one_driver(tmp_path)), actor="t", source="d4")
+        conn.execute(  # Pinto Bandeira: two auxiliares at once (art. 14)
+            text(
+                "INSERT INTO municipalities (code, name, uf) VALUES ('4314548', 'PB', 'RS');"
+                "UPDATE vehicles SET municipality_code = '4314548' WHERE vehicle_id = 'DRVCAR'"
+            )
+        )
         path.write_text("vehicle_id,driver_id,role,valid_from\nDRVCAR,DRV4,auxiliar,2024-02-01\n")
         with pytest.raises(AuxiliaryDriverLimitError, match="DRVCAR teria 3 condutores"):
             load_driver_links(conn=conn, links=read_driver_links(path), actor="t", source="v3.csv")

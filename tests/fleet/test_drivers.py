@@ -1,4 +1,4 @@
-"""The at-most-two-auxiliaries rule (PV art. 43 §1; PB art. 14) in Python and in the database."""
+"""The cap on auxiliares by the prefixo's law (PV art. 43 § 1º, PB art. 14; none in POA)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,28 @@ import datetime as dt
 import pandas as pd
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from db.fleet.store import add_driver_assignment, check_auxiliary_limit
+from db.fleet.store import AuxiliaryCaps, add_driver_assignment, check_auxiliary_limit
+from enforcement.rulebook import auxiliary_cap
 from fleet._errors import AuxiliaryDriverLimitError, FleetFileError
 
 D = dt.date
 
 
+def auxiliary_caps_of(municipality: str) -> AuxiliaryCaps:
+    found = auxiliary_cap(municipality)
+    assert found is not None
+    return found
+
+
 def _assignments(rows: list[tuple[str, str, dt.date, dt.date | None]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["vehicle_id", "role", "valid_from", "valid_until"])
+
+
+PV_CAP = auxiliary_caps_of("1100205")
 
 
 class TestCheckAuxiliaryLimit:
@@ -30,21 +41,26 @@ class TestCheckAuxiliaryLimit:
                     ("P1", "auxiliar", D(2024, 2, 1), None),
                     ("P1", "autorizatario_condutor", D(2024, 1, 1), None),
                 ]
-            )
+            ),
+            caps={"P1": PV_CAP},
         )
 
-    def test_three_at_once_raises(self) -> None:
-        """A third overlapping auxiliary is refused, naming the prefixo and the date."""
-        with pytest.raises(AuxiliaryDriverLimitError, match="P1 teria 3 .* em 2024-03-01"):
-            check_auxiliary_limit(
-                _assignments(
-                    [
-                        ("P1", "auxiliar", D(2024, 1, 1), None),
-                        ("P1", "auxiliar", D(2024, 2, 1), D(2024, 12, 31)),
-                        ("P1", "auxiliar", D(2024, 3, 1), D(2024, 3, 31)),
-                    ]
-                )
-            )
+    def test_three_at_once_raises_under_a_law_with_a_cap(self) -> None:
+        """A third overlapping auxiliary is refused, naming the prefixo, the date and the law;
+        a prefixo whose law sets no cap (absent from ``caps``) holds all three."""
+        three = _assignments(
+            [
+                ("P1", "auxiliar", D(2024, 1, 1), None),
+                ("P1", "auxiliar", D(2024, 2, 1), D(2024, 12, 31)),
+                ("P1", "auxiliar", D(2024, 3, 1), D(2024, 3, 31)),
+            ]
+        )
+        with pytest.raises(
+            AuxiliaryDriverLimitError,
+            match=r"P1 teria 3 .* em 2024-03-01; o limite é 2 \(art. 43, § 1º da lei de Porto Velho",  # noqa: E501
+        ):
+            check_auxiliary_limit(three, caps={"P1": PV_CAP})
+        check_auxiliary_limit(three, caps={})
 
     @pytest.mark.parametrize(
         "third",
@@ -62,77 +78,98 @@ class TestCheckAuxiliaryLimit:
                     ("P1", "auxiliar", D(2024, 1, 10), None),
                     third,
                 ]
-            )
+            ),
+            caps={"P1": PV_CAP, "P2": PV_CAP},
         )
 
     def test_unknown_role_raises(self) -> None:
         """Roles other than the two legal ones are refused."""
         with pytest.raises(FleetFileError, match="'motorista'"):
-            check_auxiliary_limit(_assignments([("P1", "motorista", D(2024, 1, 1), None)]))
+            check_auxiliary_limit(_assignments([("P1", "motorista", D(2024, 1, 1), None)]), caps={})
 
 
-@pytest.fixture
-def prefixo(db_session: Session) -> str:
-    """One vehicle and three drivers stored."""
-    db_session.execute(text("INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('P1', 'P1')"))
-    db_session.execute(
+def _prefixo_of(session: Session, municipality: str | None) -> str:
+    """Store prefixo P1 of ``municipality`` and drivers A, B, C."""
+    if municipality is not None:
+        session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf) VALUES (:m, 'M', 'RS') "
+                "ON CONFLICT DO NOTHING"
+            ),
+            {"m": municipality},
+        )
+    session.execute(
+        text(
+            "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) VALUES ('P1', 'P1', :m)"
+        ),
+        {"m": municipality},
+    )
+    session.execute(
         text("INSERT INTO drivers (driver_id, name) VALUES ('A', 'a'), ('B', 'b'), ('C', 'c')")
     )
     return "P1"
 
 
-def _insert(session: Session, driver: str, start: str, end: str | None = None) -> None:
-    session.execute(
-        text(
-            "INSERT INTO driver_assignments (driver_id, vehicle_id, role, valid_from, valid_until) "
-            "VALUES (:d, 'P1', 'auxiliar', :s, :e)"
-        ),
-        {"d": driver, "s": D.fromisoformat(start), "e": end and D.fromisoformat(end)},
+@pytest.fixture
+def prefixo(db_session: Session) -> str:
+    """One vehicle without a municipality and three drivers stored."""
+    return _prefixo_of(db_session, None)
+
+
+def _add(session: Session, driver: str, start: str) -> None:
+    add_driver_assignment(
+        session=session,
+        driver_id=driver,
+        vehicle_id="P1",
+        role="auxiliar",
+        valid_from=D.fromisoformat(start),
     )
 
 
-class TestAuxiliaryTrigger:
-    def test_third_overlapping_auxiliary_is_refused(
-        self, db_session: Session, prefixo: str
+class TestAuxiliaryCapByLaw:
+    @pytest.mark.parametrize(
+        ("municipality", "law"), [("1100205", "Porto Velho"), ("4314548", "Pinto Bandeira")]
+    )
+    def test_a_third_is_refused_where_the_law_caps_them(
+        self, db_session: Session, municipality: str, law: str
     ) -> None:
-        """The database raises a clear error for a third auxiliary at the same time."""
-        _insert(db_session, "A", "2024-01-01")
-        _insert(db_session, "B", "2024-01-05")
-        with pytest.raises(IntegrityError, match="mais de 2 condutores auxiliares"):
-            _insert(db_session, "C", "2024-02-01", "2024-02-10")
+        """Porto Velho (art. 43 § 1º) and Pinto Bandeira (art. 14): two auxiliares at once."""
+        _prefixo_of(db_session, municipality)
+        _add(db_session, "A", "2024-01-01")
+        _add(db_session, "B", "2024-01-01")
+        with pytest.raises(AuxiliaryDriverLimitError, match=f"limite é 2 .*lei de {law}"):
+            _add(db_session, "C", "2024-06-01")
 
-    def test_sequential_auxiliaries_are_accepted(self, db_session: Session, prefixo: str) -> None:
-        """A third auxiliary after another's period ended is accepted."""
-        _insert(db_session, "A", "2024-01-01", "2024-01-31")
-        _insert(db_session, "B", "2024-01-05")
-        _insert(db_session, "C", "2024-02-01")
+    @pytest.mark.parametrize("municipality", ["4314902", None])
+    def test_a_third_is_held_where_the_law_sets_no_cap(
+        self, db_session: Session, municipality: str | None
+    ) -> None:
+        """Porto Alegre's decree sets no cap (nor does an unknown municipality): three
+        auxiliares at once are held, so none of them is later read as not linked."""
+        _prefixo_of(db_session, municipality)
+        for driver in "ABC":
+            _add(db_session, driver, "2024-01-01")
         count = db_session.execute(text("SELECT count(*) FROM driver_assignments")).scalar_one()
         assert count == 3
 
-    def test_add_driver_assignment_checks_first(self, db_session: Session, prefixo: str) -> None:
-        """The Python path refuses before touching the table, with the named error."""
-        add_driver_assignment(
-            session=db_session,
-            driver_id="A",
-            vehicle_id="P1",
-            role="auxiliar",
-            valid_from=D(2024, 1, 1),
-        )
-        add_driver_assignment(
-            session=db_session,
-            driver_id="B",
-            vehicle_id="P1",
-            role="auxiliar",
-            valid_from=D(2024, 1, 1),
-        )
-        with pytest.raises(AuxiliaryDriverLimitError, match="limite é 2"):
-            add_driver_assignment(
-                session=db_session,
-                driver_id="C",
-                vehicle_id="P1",
-                role="auxiliar",
-                valid_from=D(2024, 6, 1),
+    def test_the_check_locks_the_prefixo(self, own_engine: Engine) -> None:
+        """A link being written holds the prefixo's row, so a second writer waits for it and
+        counts the first one's link (the check cannot pass twice on the same two links)."""
+        with own_engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO municipalities (code, name, uf) VALUES ('1100205', 'PV', 'RO');"
+                    "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) "
+                    "VALUES ('P1', 'P1', '1100205');"
+                    "INSERT INTO drivers (driver_id, name) VALUES ('A', 'a')"
+                )
             )
+        with Session(own_engine) as writer, own_engine.connect() as other:
+            _add(writer, "A", "2024-01-01")
+            with pytest.raises(OperationalError, match="could not obtain lock"):
+                other.execute(
+                    text("SELECT 1 FROM vehicles WHERE vehicle_id = 'P1' FOR UPDATE NOWAIT")
+                )
 
 
 class TestStatusPeriodsDoNotOverlap:

@@ -164,11 +164,18 @@ def test_edit_keeps_what_is_not_changed_and_refuses_bad_values(
 
 
 def test_a_third_auxiliary_is_refused_on_the_form(web_client: Callable, web_engine: Engine) -> None:
-    """Linking a third auxiliar to a prefixo at once is refused with the law's limit."""
+    """Linking a third auxiliar at once to a Pinto Bandeira prefixo is refused with its law's
+    limit (art. 14); the form says which laws cap the auxiliares."""
     admin = web_client("admin")
     vehicle_id = unique("AUX")
     with session_scope(web_engine) as session:
-        session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id))
+        session.execute(
+            text(
+                "INSERT INTO municipalities (code, name, uf) "
+                "VALUES ('4314548', 'Pinto Bandeira', 'RS') ON CONFLICT DO NOTHING"
+            )
+        )
+        session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id, municipality_code="4314548"))
     link = {"vehicle_id": vehicle_id, "role": "auxiliar", "valid_from": "2025-01-01"}
     for n in range(3):
         driver_id = unique("AUX")
@@ -178,7 +185,9 @@ def test_a_third_auxiliary_is_refused_on_the_form(web_client: Callable, web_engi
         url = f"/admin/condutores/{driver_id}"
         response = _post(admin, url, f"{url}/vinculos", link)
         assert response.status_code == (303 if n < 2 else 422)
-    assert "o limite é 2" in html.unescape(response.text)
+    page = html.unescape(response.text)
+    assert "o limite é 2 (art. 14 da lei de Pinto Bandeira)" in page
+    assert "sem limite em Porto Alegre" in page
 
 
 def test_unknown_driver_or_period_is_404(web_client: Callable) -> None:

@@ -26,8 +26,9 @@ order being the most serious first; the rulebook picks the article from it):
   (``cnh_grace_days``, ``ictp_grace_days``; 0 by default) is before that day (Porto Alegre art.
   57 V, ICTP vencida; its art. 5º § 2º extends the ICTP's validity by 30 days for the renewal;
   the CTB, which Porto Velho art. 9º X invokes, punishes a CNH expired over 30 days).
-- ``too_many_auxiliaries`` — the driver is linked as auxiliar, but the prefixo has more
-  auxiliares linked that day than ``max_auxiliaries`` and this one is beyond the cap (ranked by
+- ``too_many_auxiliaries`` — only with ``max_auxiliaries`` (the law's cap: the rulebook's
+  ``[auxiliaries]``; Porto Alegre's decree sets none): the driver is linked as auxiliar, but the
+  prefixo has more auxiliares linked that day than the cap and this one is beyond it (ranked by
   link start, then driver id): Porto Velho art. 43 § 1º ("confiar seu veículo a 02 (dois) outros
   motoristas"), Pinto Bandeira art. 14.
 - ``auxiliary_only`` — only with ``auxiliary_only_min_days`` (N; the law fixes no period: the
@@ -141,9 +142,6 @@ DRIVER_COLUMNS = (
 LINK_COLUMNS = ("vehicle_id", "driver_id", "role", "valid_from", "valid_until")
 DEFAULT_MIN_TRIP_DURATION_S = 60.0
 DEFAULT_MAX_GAP_S = 300.0
-DEFAULT_MAX_AUXILIARIES = 2
-"""Auxiliares a prefixo may have at once: Porto Velho art. 43 § 1º, Pinto Bandeira art. 14 (the
-registry refuses a third, ``fleet.vocabulary.MAX_AUXILIARY_DRIVERS``)."""
 MAX_TRIPS_IN_DETAILS = 50
 AUXILIARY_ONLY_CONFIDENCE = 0.6
 """Confidence of an ``auxiliary_only`` finding: the law fixes no period, and a leave of the
@@ -436,7 +434,7 @@ def detect_driver_not_allowed(
     driver_links: pd.DataFrame,
     min_trip_duration_s: float = DEFAULT_MIN_TRIP_DURATION_S,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
-    max_auxiliaries: int | None = DEFAULT_MAX_AUXILIARIES,
+    max_auxiliaries: int | None = None,
     auxiliary_only_min_days: int | None = None,
     cnh_grace_days: int = 0,
     ictp_grace_days: int = 0,
@@ -462,9 +460,9 @@ def detect_driver_not_allowed(
         Shorter meter trips (blips) are not service.
     max_gap_s : float, default 300
         The trips' gap (the pipeline's ``trip_max_gap_s``).
-    max_auxiliaries : int or None, default 2
-        Auxiliares allowed at once (Porto Velho art. 43 § 1º; Pinto Bandeira art. 14); None: no
-        cap.
+    max_auxiliaries : int or None, default None
+        Auxiliares allowed at once, where the law caps them (Porto Velho art. 43 § 1º; Pinto
+        Bandeira art. 14: the rulebooks' ``[auxiliaries]``). None: no cap, not judged.
     auxiliary_only_min_days : int or None, default None
         Service days in a row driven only by auxiliares that make an ``auxiliary_only`` finding
         (Pinto Bandeira art. 32 III; the law fixes no period: the regulator's choice). None:

@@ -63,6 +63,7 @@ LIMIT_GATED_REASONS = {
     ("operating_while_barred", "inspection_overdue"): "max_inspection_age_days",
     ("operating_while_barred", "substitution_expired"): "max_substitution_days",
     ("driver_not_allowed", "auxiliary_only"): "auxiliary_only_min_days",
+    ("driver_not_allowed", "too_many_auxiliaries"): "max_auxiliaries",
 }
 """Reasons judged only when their limit is given (by the rulebook's law limits or
 ``--thresholds``): ``(kind, details.reason) → the detector's keyword``; without it the reason

@@ -103,11 +103,22 @@ class TestDrivers:
         assert response.status_code == 404
 
 
-def _vehicle(engine: Engine) -> str:
+def _vehicle(engine: Engine, municipality: str | None = None) -> str:
     vehicle_id = f"VD-{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
+        if municipality is not None:
+            conn.execute(
+                text(
+                    "INSERT INTO municipalities (code, name, uf) VALUES (:m, 'M', 'RO') "
+                    "ON CONFLICT DO NOTHING"
+                ),
+                {"m": municipality},
+            )
         conn.execute(
-            text("INSERT INTO vehicles (vehicle_id, prefixo) VALUES (:v, :v)"), {"v": vehicle_id}
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo, municipality_code) VALUES (:v, :v, :m)"
+            ),
+            {"v": vehicle_id, "m": municipality},
         )
     return vehicle_id
 
@@ -434,8 +445,9 @@ class TestUpdateLink:
     def test_a_third_auxiliary_at_once_is_refused(
         self, client: TestClient, admin: dict, api_engine: Engine
     ) -> None:
-        """Turning a titular into a third auxiliar of the prefixo breaks the legal cap: 422."""
-        vehicle_id = _vehicle(api_engine)
+        """Turning a titular into a third auxiliar of a Porto Velho prefixo breaks the legal
+        cap (art. 43 § 1º): 422."""
+        vehicle_id = _vehicle(api_engine, "1100205")
         for _ in range(2):
             self._link(client, admin, _driver(api_engine), vehicle_id)
         titular = _driver(api_engine)
@@ -450,7 +462,7 @@ class TestUpdateLink:
         self, client: TestClient, admin: dict, api_engine: Engine
     ) -> None:
         """Once one auxiliar's link ends, a new one starting after it is accepted."""
-        vehicle_id = _vehicle(api_engine)
+        vehicle_id = _vehicle(api_engine, "1100205")
         first = _driver(api_engine)
         first_link = self._link(client, admin, first, vehicle_id)
         self._link(client, admin, _driver(api_engine), vehicle_id)
