@@ -545,7 +545,8 @@ def rule_of(proposal: Proposal) -> tuple[Rulebook, Rule]:
     return book, rule
 
 
-def _step(session: Session, proposal_id: str, action: str) -> Proposal:
+def _step(session: Session, proposal_id: str, action: str, at: dt.datetime) -> Proposal:
+    """Lock the proposal, check the step is allowed from its state and dated after the facts."""
     p = get_proposal(session, proposal_id, lock=True)
     if p.status not in TRANSITIONS[action]:
         states = TRANSITIONS[action]
@@ -556,14 +557,49 @@ def _step(session: Session, proposal_id: str, action: str) -> Proposal:
             f"{'na situação' if len(states) == 1 else 'nas situações'} {allowed}"
         )
         raise TransitionError(msg)
+    _check_chronology(p, at)
     return p
+
+
+_EARLIER = (
+    ("committed_until", "ao fim da infração"),
+    ("confirmed_at", "à confirmação do auto"),
+    ("notified_at", "à notificação"),
+    ("defence_filed_at", "à defesa"),
+    ("decided_at", "à decisão da defesa"),
+)
+"""A proposal's dated facts, in the order of the procedure: a step comes after each of them."""
+
+CLOCK_SKEW = dt.timedelta(minutes=5)
+"""How far past the server's clock a step's stated date may be (another machine's clock)."""
+
+
+def _check_chronology(p: Proposal, at: dt.datetime) -> None:
+    """Refuse a step dated before the infraction or an earlier step, or in the future."""
+    book, _ = rule_of(p)
+    zone = ZoneInfo(UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE))
+
+    def local(t: dt.datetime) -> str:
+        return f"{t.astimezone(zone):%d/%m/%Y %H:%M}"
+
+    for column, what in _EARLIER:
+        earlier = getattr(p, column)
+        if earlier is not None and at < earlier:
+            msg = (
+                f"a data do passo ({local(at)}) é anterior {what} ({local(earlier)}): "
+                "os passos da revisão seguem a ordem dos fatos"
+            )
+            raise ReviewDataError(msg)
+    if at > dt.datetime.now(dt.UTC) + CLOCK_SKEW:
+        msg = f"a data do passo ({local(at)}) é futura: registra-se um passo já dado"
+        raise ReviewDataError(msg)
 
 
 def _now(at: dt.datetime | None) -> dt.datetime:
     now = at or dt.datetime.now(dt.UTC)
     if now.tzinfo is None:
         msg = "a data/hora do passo de revisão precisa de fuso horário"
-        raise TransitionError(msg)
+        raise ReviewDataError(msg)
     if at is not None:  # a step's date is a registry date (fleet.dates' range)
         check_registry_instant(at, name="at")
     return now
@@ -668,7 +704,7 @@ def confirm(
     if not agent_id.strip():
         raise TransitionError("confirmar exige a identificação do agente")
     now = _now(at)
-    p = _step(session, proposal_id, "confirm")
+    p = _step(session, proposal_id, "confirm", now)
     book, rule = rule_of(p)
     exception = _exception_answer(proposal_id, rule, exception_answer, agent_id=agent_id, at=now)
     chosen = _pontuacao(proposal_id, rule, pontuacao)
@@ -742,7 +778,7 @@ def dismiss(
     if not reason.strip() or not agent_id.strip():
         raise TransitionError("descartar exige o agente e o motivo")
     now = _now(at)
-    p = _step(session, proposal_id, "dismiss")
+    p = _step(session, proposal_id, "dismiss", now)
     p.status, p.dismissed_reason, p.agent_id, p.updated_at = "descartada", reason, agent_id, now
     _audit(
         session,
@@ -761,7 +797,7 @@ def notify(
 ) -> Proposal:
     """Record the notificação de penalidade's delivery; the defence period starts."""
     now = _now(at)
-    p = _step(session, proposal_id, "notify")
+    p = _step(session, proposal_id, "notify", now)
     due = (p.deadlines or {}).get("notification", {}).get("due")
     if due and now > dt.datetime.fromisoformat(due):
         msg = (
@@ -787,7 +823,7 @@ def file_defence(
 ) -> Proposal:
     """Record a defence filed within its period (suspensive where the law says so)."""
     now = _now(at)
-    p = _step(session, proposal_id, "file_defence")
+    p = _step(session, proposal_id, "file_defence", now)
     due = (p.deadlines or {}).get("defence", {}).get("due")
     if due and now > dt.datetime.fromisoformat(due):
         msg = f"defesa fora do prazo (vencido em {due[:10]}, {p.deadlines['defence']['provision']})"
@@ -817,7 +853,7 @@ def decide_defence(
     if not reason.strip():
         raise TransitionError("a decisão da defesa exige a fundamentação")
     now = _now(at)
-    p = _step(session, proposal_id, "decide_defence")
+    p = _step(session, proposal_id, "decide_defence", now)
     to = "defesa_deferida" if accepted else "defesa_indeferida"
     p.status, p.decided_at, p.updated_at = to, now, now
     _set_due(p, "decision", now)
@@ -867,7 +903,7 @@ def finalize(
     if not reason.strip() or not agent_id.strip():
         raise TransitionError("registrar a decisão definitiva exige o agente e a fundamentação")
     now = _now(at)
-    p = _step(session, proposal_id, "finalize")
+    p = _step(session, proposal_id, "finalize", now)
     deadlines = p.deadlines or {}
     defence, appeal = deadlines.get("defence") or {}, deadlines.get("appeal") or {}
     open_until: tuple[str, str] | None = None

@@ -41,6 +41,11 @@ class TestProposalRoutes:
         assert (gap["article"], gap["inciso"], gap["gravity"]) == ("58", "IX", "grave")
         pid = gap["proposal_id"]
 
+        for at in ("2020-01-01T00:00:00Z", "2020-01-01T00:00:00"):  # before the facts; naive
+            early = client.post(
+                f"/api/v1/proposals/{pid}/confirm", json={"at": at}, headers=bearer(tokens["agent"])
+            )
+            assert early.status_code == 422, early.text
         r = client.post(
             f"/api/v1/proposals/{pid}/confirm", json={}, headers=bearer(tokens["agent"])
         )

@@ -133,6 +133,42 @@ class TestConfirm:
             confirm(session, pid, agent_id=" ")
 
 
+class TestStepDates:
+    def test_a_step_before_the_facts_is_refused(self, session) -> None:
+        """An auto dated before the infraction, a notification before the auto, a defence
+        before the notification: each refused (422), nothing stored; in order they pass."""
+        from enforcement._errors import ReviewDataError
+
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        with pytest.raises(ReviewDataError, match=r"anterior ao fim da infração \(04/03/2025"):
+            confirm(session, pid, agent_id="a", at=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
+        with pytest.raises(ReviewDataError, match="anterior ao fim da infração"):
+            dismiss(session, pid, agent_id="a", reason="engano", at=T0 - dt.timedelta(days=1))
+        assert get_proposal(session, pid).status == "proposta"
+        confirm(session, pid, agent_id="a", at=T0)
+        with pytest.raises(ReviewDataError, match="anterior à confirmação do auto"):
+            notify(session, pid, actor="a", at=T0 - dt.timedelta(minutes=1))
+        p = get_proposal(session, pid)
+        assert p.status == "confirmada" and p.deadlines["notification"]["due"]
+        notify(session, pid, actor="a", at=T0 + dt.timedelta(days=1))
+        with pytest.raises(ReviewDataError, match="anterior à notificação"):
+            file_defence(session, pid, actor="d", at=T0)
+        file_defence(session, pid, actor="d", at=T0 + dt.timedelta(days=2))
+        assert get_proposal(session, pid).status == "em_defesa"
+
+    def test_a_future_or_naive_date_is_refused(self, session) -> None:
+        """A step not yet taken cannot be recorded, nor one without a time zone."""
+        from enforcement._errors import ReviewDataError
+
+        pid = _one(session, "2025-03-04T12:00:00Z")
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
+        with pytest.raises(ReviewDataError, match="é futura"):
+            confirm(session, pid, agent_id="a", at=later)
+        with pytest.raises(ReviewDataError, match="fuso horário"):
+            confirm(session, pid, agent_id="a", at=dt.datetime(2025, 3, 5, 12))
+        assert get_proposal(session, pid).status == "proposta"
+
+
 class TestSteps:
     def test_full_path_to_decision(self, session) -> None:
         """proposta → confirmada → notificada → em_defesa → defesa_indeferida, each audited."""
