@@ -458,73 +458,104 @@ def render_json(plan: dict[str, Any]) -> str:
 _GREEN, _RED, _BLUE, _GREY = "#2e7d32", "#c62828", "#1565c0", "#9e9e9e"
 
 
+def _axis_end(value: float) -> int:
+    """Return the round end of an axis: the first 1, 2, 2.5, 5 × 10^k above 1.1 × value."""
+    target = max(value, 1) * 1.1
+    power = 10 ** math.floor(math.log10(target))
+    step = next(m for m in (1, 2, 2.5, 5, 10) if m * power >= target)
+    return max(1, math.ceil(step * power))
+
+
 def chart_svg(plan: dict[str, Any], *, width: int = 640) -> str:
-    """Return an inline SVG: the fleet against its allowed range, accessible against required."""
+    """Return an inline SVG: the fleet against its allowed range, accessible against required.
+
+    Two panels, each with its own axis from 0 and its end value written: the accessible
+    vehicles are a few dozen where the fleet is thousands, so one scale would hide them, and
+    two scales on one axis would read as one. The SVG scales to its container's width.
+    """
     lo, hi, cur = plan["fleet_min"], plan["fleet_max"], plan["fleet_current"]
     a_min, a_cur = plan["accessible_min"], plan["accessible_current"]
-    left, right, row_h = 150, 30, 46
+    left, right, panel_h = 100, 40, 70
     span = width - left - right
-    top = max(v for v in (lo, hi, cur, 1) if v is not None)
-    scale_top = top * 1.15
+    height = panel_h * 2 + 10
 
-    def x(v: float) -> float:
-        return left + span * v / scale_top
+    def axis(y: float, end: float) -> str:
+        """Draw the panel's axis from 0 to ``end`` at height ``y``, both ends labelled."""
+        return (
+            f'<line class="axis" x1="{left}" y1="{y}" x2="{left + span}" y2="{y}" stroke="#555"/>'
+            f'<line x1="{left}" y1="{y - 40}" x2="{left}" y2="{y + 4}" stroke="#333"/>'
+            f'<line x1="{left + span}" y1="{y}" x2="{left + span}" y2="{y + 4}" stroke="#555"/>'
+            f'<text x="{left}" y="{y + 16}" font-size="11" fill="{_GREY}">0</text>'
+            f'<text x="{left + span}" y="{y + 16}" font-size="11" fill="{_GREY}" '
+            f'text-anchor="end">{_fmt(end)}</text>'
+        )
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" id="plan-chart" width="{width}" '
-        f'height="{row_h * 2 + 40}" role="img" aria-label="Frota e acessíveis">',
-        f'<line x1="{left}" y1="10" x2="{left}" y2="{row_h * 2 + 10}" stroke="#333"/>',
-        '<text x="8" y="36" font-size="13">Frota</text>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" id="plan-chart" viewBox="0 0 {width} {height}" '
+        f'width="100%" style="max-width:{width}px" role="img" '
+        'aria-label="Frota e acessíveis, cada um na sua escala">',
+        '<text x="8" y="30" font-size="13">Frota</text>',
+        f'<text x="8" y="46" font-size="11" fill="{_GREY}">veículos</text>',
     ]
+    top = _axis_end(max(v for v in (lo, hi, cur, 1) if v is not None))
+
+    def x(v: float) -> float:
+        return left + span * v / top
+
     if lo is not None and hi is not None and lo <= hi:
         parts.append(
-            f'<rect class="allowed" x="{x(lo):.1f}" y="20" width="{max(x(hi) - x(lo), 2):.1f}" '
+            f'<rect class="allowed" x="{x(lo):.1f}" y="14" width="{max(x(hi) - x(lo), 2):.1f}" '
             f'height="22" fill="{_GREEN}" fill-opacity="0.35" stroke="{_GREEN}">'
             f"<title>permitida: {_fmt(lo)}–{_fmt(hi)}</title></rect>"
-        )
-        parts.append(
-            f'<text x="{x(lo):.1f}" y="56" font-size="11" fill="{_GREEN}">mín {_fmt(lo)}</text>'
-            f'<text x="{x(hi):.1f}" y="16" font-size="11" fill="{_GREEN}" '
+            f'<text x="{x(lo):.1f}" y="48" font-size="11" fill="{_GREEN}">mín {_fmt(lo)}</text>'
+            f'<text x="{x(hi):.1f}" y="10" font-size="11" fill="{_GREEN}" '
             f'text-anchor="end">máx {_fmt(hi)}</text>'
         )
     if cur is not None:
         ok = (lo is None or cur >= lo) and (hi is None or cur <= hi)
         colour = _BLUE if ok else _RED
+        anchor = "end" if x(cur) > left + span * 0.8 else "start"
+        shift = -4 if anchor == "end" else 4
         parts.append(
-            f'<line class="current" x1="{x(cur):.1f}" y1="16" x2="{x(cur):.1f}" y2="46" '
+            f'<line class="current" x1="{x(cur):.1f}" y1="10" x2="{x(cur):.1f}" y2="40" '
             f'stroke="{colour}" stroke-width="3"><title>atual: {_fmt(cur)}</title></line>'
-            f'<text x="{x(cur) + 4:.1f}" y="36" font-size="11" fill="{colour}">'
-            f"atual {_fmt(cur)}</text>"
+            f'<text x="{x(cur) + shift:.1f}" y="30" font-size="11" fill="{colour}" '
+            f'text-anchor="{anchor}">atual {_fmt(cur)}</text>'
         )
     else:
         parts.append(
-            f'<text x="{left + 6}" y="60" font-size="11" fill="{_GREY}">'
+            f'<text x="{left + 6}" y="30" font-size="11" fill="{_GREY}">'
             "frota atual desconhecida</text>"
         )
-    y2 = row_h + 20
-    parts.append(f'<text x="8" y="{y2 + 16}" font-size="13">Acessíveis</text>')
+    parts.append(axis(52, top))
+    y2 = panel_h + 10
+    parts.append(
+        f'<text x="8" y="{y2 + 16}" font-size="13">Acessíveis</text>'
+        f'<text x="8" y="{y2 + 32}" font-size="11" fill="{_GREY}">veículos</text>'
+    )
     if a_min is not None or a_cur is not None:
-        a_top = max(v for v in (a_min, a_cur, 1) if v is not None) * 1.15
+        a_top = _axis_end(max(v for v in (a_min, a_cur, 1) if v is not None))
 
         def xa(v: float) -> float:
             return left + span * v / a_top
 
         if a_min is not None:
             parts.append(
-                f'<rect class="required" x="{left}" y="{y2}" width="{xa(a_min) - left:.1f}" '
-                f'height="10" fill="{_GREY}"><title>exigidos: {_fmt(a_min)}</title></rect>'
-                f'<text x="{xa(a_min) + 4:.1f}" y="{y2 + 9}" font-size="11">'
+                f'<rect class="required" x="{left}" y="{y2 + 4}" width="{xa(a_min) - left:.1f}" '
+                f'height="12" fill="{_GREY}"><title>exigidos: {_fmt(a_min)}</title></rect>'
+                f'<text x="{xa(a_min) + 4:.1f}" y="{y2 + 14}" font-size="11">'
                 f"exigidos {_fmt(a_min)}</text>"
             )
         if a_cur is not None:
             ok = a_min is None or a_cur >= a_min
             parts.append(
-                f'<rect class="present" x="{left}" y="{y2 + 13}" '
-                f'width="{max(xa(a_cur) - left, 1):.1f}" height="10" '
+                f'<rect class="present" x="{left}" y="{y2 + 20}" '
+                f'width="{max(xa(a_cur) - left, 1):.1f}" height="12" '
                 f'fill="{_BLUE if ok else _RED}"><title>presentes: {_fmt(a_cur)}</title></rect>'
-                f'<text x="{xa(a_cur) + 4:.1f}" y="{y2 + 22}" font-size="11">'
+                f'<text x="{xa(a_cur) + 4:.1f}" y="{y2 + 30}" font-size="11">'
                 f"presentes {_fmt(a_cur)}</text>"
             )
+        parts.append(axis(y2 + 42, a_top))
     else:
         parts.append(
             f'<text x="{left + 6}" y="{y2 + 16}" font-size="11" fill="{_GREY}">'

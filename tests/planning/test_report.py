@@ -148,6 +148,31 @@ class TestChartSvg:
         assert ">atual 1.200</text>" in svg and "<title>atual: 1.200</title>" in svg
 
 
+    def test_each_panel_has_its_own_labelled_axis(self) -> None:
+        """2 accessible taxis of 74 required draw a short bar on an axis ending at 100, not one
+        as long as a fleet of thousands on the fleet's axis; the chart scales to a phone."""
+        import re
+
+        plan = {
+            "fleet_min": 2100,
+            "fleet_max": 2800,
+            "fleet_current": 3696,
+            "accessible_min": 74,
+            "accessible_current": 2,
+        }
+        svg = chart_svg(plan)
+        assert 'viewBox="0 0 640 ' in svg and 'width="100%"' in svg
+        ends = re.findall(r'text-anchor="end">([\d.]+)</text>', svg)
+        assert ends == ["5.000", "100"]
+
+        def width(cls: str) -> float:
+            found = re.search(rf'class="{cls}" x="[\d.]+" y="[\d.]+" width="([\d.]+)"', svg)
+            assert found is not None, cls
+            return float(found.group(1))
+
+        assert width("present") / width("required") == pytest.approx(2 / 74, abs=0.01)
+
+
 class TestRenderHtml:
     def test_chart_and_map(self) -> None:
         """The report embeds the SVG chart and the map document (iframe srcdoc)."""
