@@ -101,6 +101,8 @@ ACCEPTED = "accepted"
 DUPLICATE = "duplicate"
 REJECTED = "rejected"
 VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
+NOT_AN_OBJECT = "not_an_object"
+"""A batch row that is not a JSON object (``null``, a number, a list): refused alone."""
 CONFLICTING_DUPLICATE = "conflicting_duplicate"
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
 TS_ORIGIN = "_ts_origin"
@@ -209,9 +211,14 @@ class CheckedBatch:
 
 
 def _cell(value: Any) -> str:
-    """Return a JSON scalar as the text a CSV cell would hold (missing = empty)."""
+    """Return a JSON value as the text a CSV cell would hold.
+
+    Missing is empty; an object or a list is its JSON text, which no rule reads as a value.
+    """
     if value is None:
         return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -630,7 +637,8 @@ def check_batch(
     Parameters
     ----------
     rows : sequence of mappings
-        JSON rows with the pings contract's fields (``vehicle_id`` optional: the device's).
+        JSON rows with the pings contract's fields (``vehicle_id`` optional: the device's); a
+        row that is not an object is rejected alone (``not_an_object``).
     vehicle_id : str
         The only vehicle the sender may report.
     now : datetime.datetime, optional
@@ -651,8 +659,11 @@ def check_batch(
     now_ts = pd.Timestamp(time.time_ns(), tz="UTC") if now is None else pd.Timestamp(now)
     now_ts = now_ts.tz_convert("UTC").as_unit("ns")
     not_before = None if max_age_s is None else now_ts - pd.Timedelta(seconds=max_age_s)
+    odd = [i + 1 for i, r in enumerate(rows) if not isinstance(r, Mapping)]
+    if odd:  # checked as empty rows (no fix), then answered for what they are
+        rows = [r if isinstance(r, Mapping) else {} for r in rows]
     try:
-        return _fast_check(
+        batch = _fast_check(
             rows,
             vehicle_id=vehicle_id,
             now=now_ts,
@@ -660,13 +671,20 @@ def check_batch(
             not_before=not_before,
         )
     except _UnusualCellError:
-        return _slow_check(
+        batch = _slow_check(
             rows,
             vehicle_id=vehicle_id,
             now=now_ts,
             future_tolerance_s=future_tolerance_s,
             not_before=not_before,
         )
+    for row in odd:
+        batch.answers[row] = RowResult(row, REJECTED, NOT_AN_OBJECT)
+    if odd:
+        empty = dict.fromkeys(RAW_COLUMNS, "")
+        batch.bad = [b for b in batch.bad if b[0] not in set(odd)]
+        batch.bad += [(row, NOT_AN_OBJECT, empty) for row in odd]
+    return batch
 
 
 # --- storage -------------------------------------------------------------------------------------

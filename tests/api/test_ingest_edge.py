@@ -392,14 +392,10 @@ class TestPortugueseMessages:
             ("get", "/api/v1/public/stands?lat=1e999&lon=-51.2", {}),
             ("post", "/api/v1/pings", {"json": {"pings": {}}}),
             ("post", "/api/v1/pings", {"json": {"pings": "x"}}),
-            ("post", "/api/v1/pings", {"json": {"pings": [1]}}),
-            ("post", "/api/v1/pings", {"json": {"pings": [{"lat": {}}]}}),
-            ("post", "/api/v1/pings", {"json": {"pings": [{"lat": [1]}]}}),
             ("post", "/api/v1/pings", {"json": [1, 2]}),
             ("post", "/api/v1/pings", {"json": {}}),
             ("post", "/api/v1/pings", {"content": b"{not json"}),
             ("post", "/api/v1/pings", {"content": b""}),
-            ("post", "/api/v1/pings", {"json": {"pings": [{"vehicle_id": 7}]}}),
         ],
     )
     def test_no_english_reaches_the_client(

@@ -186,12 +186,12 @@ class TestBatchBody:
     def test_malformed_bodies_are_422_naming_the_place(
         self, client: TestClient, seeded: dict
     ) -> None:
-        """Not JSON, no 'pings', a cell that is an object: 422 with the body location."""
+        """Not JSON, no 'pings', 'pings' not a list: 422 with the body location."""
         headers = bearer(seeded["device_token"]) | {"Content-Type": "application/json"}
         cases = [
             (b"{nope", ["body"]),
             (b'{"pongs": []}', ["body", "pings"]),
-            (b'{"pings": [{"lat": {"x": 1}}]}', ["body", "pings", 0, "lat"]),
+            (b'{"pings": {"lat": 1}}', ["body", "pings"]),
         ]
         for body, loc in cases:
             answer = client.post("/api/v1/pings", content=body, headers=headers)
@@ -199,6 +199,38 @@ class TestBatchBody:
             error = answer.json()["error"]
             assert error["code"] == "invalid_request"
             assert error["errors"][0]["loc"][: len(loc)] == loc
+
+    def test_an_odd_row_is_refused_alone(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """A row that is not an object, or a cell that is an object: that row is rejected and
+        quarantined (the cell as its JSON text), the good row beside it is stored."""
+        good = {"timestamp": _iso(530), "lat": -30.03, "lon": -51.23}
+        odd = {"timestamp": _iso(531), "lat": {"x": 1}, "lon": -51.23}
+        answer = client.post(
+            "/api/v1/pings",
+            json={"pings": [good, None, odd, 7]},
+            headers=bearer(seeded["device_token"]),
+        )
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert [(r["row"], r["status"], r["reason"]) for r in body["results"]] == [
+            (1, "accepted", None),
+            (2, "rejected", "not_an_object"),
+            (3, "rejected", "invalid_coordinates"),
+            (4, "rejected", "not_an_object"),
+        ]
+        with api_engine.connect() as conn:
+            quarantined = conn.execute(
+                text(
+                    "SELECT row, reason, raw FROM rejected_fixes WHERE row IN (2, 3, 4) "
+                    "AND reason IN ('not_an_object', 'invalid_coordinates') "
+                    "AND received_at > now() - interval '1 minute' ORDER BY rejected_id"
+                )
+            ).all()
+        by_row = {r: (reason, raw) for r, reason, raw in quarantined}
+        assert by_row[3][0] == "invalid_coordinates" and by_row[3][1]["lat"] == '{"x":1}'
+        assert by_row[2][0] == by_row[4][0] == "not_an_object"
 
     def test_a_key_twice_in_one_object_is_422_and_nothing_stored(
         self, client: TestClient, seeded: dict, api_engine: Engine
