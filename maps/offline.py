@@ -66,7 +66,8 @@ _PAGE = Template(
     '<html lang="pt-BR">\n'
     "<head>\n"
     "{% if this.title %}<title>{{this.title}}</title>{% endif %}"
-    "    {{this.header.render(**kwargs)}}\n"
+    # folium's viewport forbids zooming the page (WCAG 1.4.4): people on phones may zoom
+    "    {{this.header.render(**kwargs)|replace(', maximum-scale=1.0, user-scalable=no', '')}}\n"
     "</head>\n"
     "<body>\n"
     "    {{this.html.render(**kwargs)}}\n"
@@ -76,7 +77,8 @@ _PAGE = Template(
     "</script>\n"
     "</html>\n"
 )
-"""branca's page with its language: pt-BR (branca writes a bare ``<html>``)."""
+"""branca's page with its language, pt-BR (branca writes a bare ``<html>``), and a viewport
+that lets the page be zoomed."""
 
 
 def base_map(

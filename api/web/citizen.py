@@ -102,12 +102,12 @@ def stand_choices(session: Any, *, municipality: str, search: str = "") -> list[
         text(
             "SELECT stand_id, coalesce(name, stand_id) AS name, address, "
             "ST_Y(ST_PointOnSurface(geometry)) AS lat, ST_X(ST_PointOnSurface(geometry)) AS lon "
-            f"FROM stands WHERE retired_at IS NULL AND geometry IS NOT NULL AND {where} "
-            "ORDER BY lower(coalesce(name, stand_id)), stand_id"
+            f"FROM stands WHERE retired_at IS NULL AND geometry IS NOT NULL AND {where}"
         ),
         {"m": municipality},
     ).all()
     wanted = fmt.plain(search)
+    rows = sorted(rows, key=lambda r: (fmt.plain(r.name), r.stand_id))  # "Câmara" before "Centro"
     return [
         {
             "stand_id": r.stand_id,

@@ -40,3 +40,10 @@ def test_page_language_is_pt_br() -> None:
     """Every map page says its language (screen readers read it in Portuguese)."""
     page = base_map(location=(-30.03, -51.23), tiles=None).get_root().render()
     assert page.startswith('<!DOCTYPE html>\n<html lang="pt-BR">')
+
+
+def test_page_can_be_zoomed() -> None:
+    """The viewport lets people zoom the page on a phone (folium's forbids it; WCAG 1.4.4)."""
+    page = base_map(location=(-30.03, -51.23), tiles=None).get_root().render()
+    assert '<meta name="viewport"' in page
+    assert "user-scalable=no" not in page and "maximum-scale" not in page

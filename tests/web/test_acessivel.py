@@ -335,8 +335,8 @@ N_BIG = 45
 @pytest.fixture(scope="module")
 def cities(web_engine: Engine) -> Iterator[dict[str, Any]]:
     """Municipalities "Cidade Grande Teste" (45 stands, one "Praça São João" on "Avenida
-    Acentuação") and "Vila Pequena Teste" (3 stands "Ponto Pequeno N"); removed afterwards (the
-    big one would be every later page's default municipality)."""
+    Acentuação", one "Árvore Alta") and "Vila Pequena Teste" (3 stands "Ponto Pequeno N");
+    removed afterwards (the big one would be every later page's default municipality)."""
     from geoalchemy2.shape import from_shape
     from shapely.geometry import MultiPolygon, Point
     from sqlalchemy import text
@@ -362,6 +362,8 @@ def cities(web_engine: Engine) -> Iterator[dict[str, Any]]:
             name, address = f"Ponto Grande {k:02d}", f"Rua Teste, {k}"
             if k == 7:
                 name, address = "Praça São João", "Avenida Acentuação, 10"
+            if k == 8:
+                name = "Árvore Alta"
             session.add(
                 Stand(stand_id=f"CG{k:02d}", name=name, address=address,
                       municipality_code=BIG, geometry=square(lat, lon))
@@ -452,6 +454,14 @@ class TestStandSearch:
         expect(page.locator("#resultados h2")).to_have_text(
             "Perto de Praça São João (ponto nº CG07)"
         )
+
+    def test_stands_in_the_order_of_the_alphabet(
+        self, web_server: Any, cities: dict[str, Any]
+    ) -> None:
+        """ "Árvore Alta" comes first, as in a dictionary (not after "Z" by its byte)."""
+        html = httpx.get(f"{web_server.url}/acessivel", params={"municipio": BIG}).text
+        found = re.findall(r'<option value="(CG\d\d)"', html)
+        assert found[:2] == ["CG08", "CG00"] and found[-1] == "CG07"
 
     def test_search_excludes_other_stands_and_cities(
         self, web_server: Any, cities: dict[str, Any]
