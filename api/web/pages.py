@@ -41,6 +41,7 @@ from api.web.auth import (
     clear_cookie,
     csrf_token_for,
     pre_session_seed,
+    remember_viewer,
     safe_next,
     set_pre_session_cookie,
     set_session_cookie,
@@ -286,9 +287,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     reason = form_limit(exc)
     status = 413 if reason is not None else exc.status_code
     title, message = _status_text(request, status, reason)
+    # a logged-in user keeps the console's header and menu on a page that does not exist
+    web = remember_viewer(request) if request.cookies.get(SESSION_COOKIE) else None
     return error_page(
         request,
-        web=None,
+        web=web,
         status_code=status,
         title=title,
         message=message,

@@ -114,6 +114,14 @@ class TestErrors:
         assert response.status_code == 404
         assert "Página não encontrada" in response.text
 
+    def test_unknown_page_keeps_a_logged_in_users_menu(self, web_client: Callable) -> None:
+        """Logged in, a page that does not exist keeps the header (menu, "Sair") and leads back
+        to the user's own start page, not to the login."""
+        response = web_client("agent").get("/fiscal/nao-existe", headers={"Accept": "text/html"})
+        assert response.status_code == 404 and "Página não encontrada" in response.text
+        assert "Sair" in response.text and "Voltar à sua página inicial" in response.text
+        assert 'href="/entrar"' not in response.text
+
     @pytest.mark.parametrize(
         ("path", "accept"),
         [("/api/v1/nao-existe", "text/html"), ("/nao-existe", "application/json")],
