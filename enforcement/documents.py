@@ -53,6 +53,7 @@ from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Space
 from enforcement._errors import DocumentError
 from enforcement.proposals import format_fine
 from geo.crs import EARTH_RADIUS_M
+from tracking.detectors.findings import kind_name
 
 DocumentKind = Literal["auto", "notificacao"]
 DOCUMENT_KINDS: tuple[DocumentKind, ...] = ("auto", "notificacao")
@@ -63,10 +64,21 @@ NOT_GIVEN = "não informado"
 NOT_GIVEN_F = "não informada"
 """The same for a field named by a feminine noun (placa, legislação, gravidade…)."""
 NO_DRIVER = "não identificado"
+NOT_REGISTERED = "não cadastrado"
+"""Said of a driver id the findings name that the registry of drivers does not hold."""
 NO_FINE_AMOUNT = "valor não fixado neste texto legal"
 FONT = "Helvetica"
 """Built-in PDF font: its WinAnsi encoding covers every pt-BR letter and ``º ª § °``."""
 FONT_BOLD = "Helvetica-Bold"
+
+
+class DriverRef(TypedDict):
+    """A driver the findings name (``details.driver_id``), as the registry of drivers has them."""
+
+    driver_id: str
+    name: str | None
+    """Registered name; None when not registered (never guessed)."""
+    registered: bool
 
 
 class Vehicle(TypedDict):
@@ -79,7 +91,10 @@ class Vehicle(TypedDict):
     holder_name: str | None
     """Autorizatário / permissionário."""
     driver_name: str | None
-    """Condutor (operador); None renders "não identificado"."""
+    """Condutor (operador): the registered name(s); None renders "não identificado"."""
+    drivers: NotRequired[list[DriverRef]]
+    """The drivers the findings name, in order: shown with their id (an id the registry does
+    not hold as "não cadastrado"); absent or empty, ``driver_name`` alone is shown."""
 
 
 class Place(TypedDict):
@@ -159,8 +174,12 @@ IRREGULARITIES = {
     "outside_municipality": "Corrida com origem fora do município",
     "queue_jump": "Desrespeito à ordem da fila no ponto de táxi",
     "flag2_misuse": "Uso indevido da bandeira 2",
+    "driver_not_allowed": "Prestação do serviço por condutor não autorizado no prefixo",
 }
 """The irregularity found, per finding kind, as the documents state it."""
+REASON_KINDS = ("driver_not_allowed",)
+"""Kinds whose irregularity names its main reason (``details.reason``, in pt-BR): one kind
+covers cases the law types apart (unregistered driver, suspended ICTP, auxiliar only…)."""
 
 SUBTYPE_IRREGULARITIES = {
     ("unlicensed_stand_use", "suspended_use"): (
@@ -172,9 +191,18 @@ SUBTYPE_IRREGULARITIES = {
 
 
 def irregularity(kind: str, details: Mapping[str, Any] | None) -> str:
-    """Return the irregularity a finding of ``kind`` with ``details`` states."""
+    """Return the irregularity a finding of ``kind`` with ``details`` states.
+
+    A kind without an entry in :data:`IRREGULARITIES` reads as its pt-BR name
+    (:func:`tracking.detectors.findings.kind_name`), never as the code.
+    """
     subtype = (details or {}).get("subtype")
-    return SUBTYPE_IRREGULARITIES.get((kind, str(subtype)), IRREGULARITIES.get(kind, kind))
+    sub = SUBTYPE_IRREGULARITIES.get((kind, str(subtype)))
+    if sub is not None:
+        return sub
+    text = IRREGULARITIES.get(kind) or kind_name(kind)
+    reason = _VALUES.get(str((details or {}).get("reason"))) if kind in REASON_KINDS else None
+    return f"{text}: {reason}" if reason else text
 
 
 STATUS_LABELS = {
@@ -254,7 +282,8 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
     -------
     list of tuple of str
         Section title, field label and value (plain text, not escaped); a missing optional
-        value reads "não informado" (the driver: "não identificado").
+        value reads "não informado" (the driver: "não identificado"; a driver id the
+        registry lacks: "não cadastrado").
 
     Raises
     ------
@@ -281,8 +310,8 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
         "agent": ("id", "Agente autuador", _agent(document)),
         "holder": ("who", f"Nome do {payer}", _given(v.get("holder_name"))),
         "permit_number": ("who", "Nº da permissão", _given(v.get("permit_number"))),
-        "operator": ("who", "Nome do operador (condutor)", v.get("driver_name") or NO_DRIVER),
-        "infractor": ("who", "Nome do infrator (condutor)", v.get("driver_name") or NO_DRIVER),
+        "operator": ("who", "Nome do operador (condutor)", _drivers(v)),
+        "infractor": ("who", "Nome do infrator (condutor)", _drivers(v)),
         "prefixo": ("who", "Prefixo", _given(v.get("prefixo"))),
         "plate": ("who", "Placa do veículo", _given(v.get("plate"), none=NOT_GIVEN_F)),
         "make_model": ("who", "Marca/modelo", _given(v.get("make_model"))),
@@ -391,8 +420,24 @@ def _interval(p: Mapping[str, Any], tz: ZoneInfo) -> str:
 def _agent(document: Document) -> str:
     agent_id, name = document["proposal"].get("agent_id"), document.get("agent_name")
     if name and agent_id:
-        return f"{name} (matrícula {agent_id})"
+        return f"{name} ({agent_id})"
     return str(name or agent_id or NOT_GIVEN)
+
+
+def _drivers(v: Vehicle) -> str:
+    refs = v.get("drivers") or []
+    if not refs:
+        return v.get("driver_name") or NO_DRIVER
+    out = []
+    for ref in refs:
+        name = (ref.get("name") or "").strip()
+        if not ref.get("registered"):
+            out.append(f"condutor {ref['driver_id']} ({NOT_REGISTERED})")
+        elif name:
+            out.append(f"{name} (condutor {ref['driver_id']})")
+        else:
+            out.append(f"condutor {ref['driver_id']} (nome {NOT_GIVEN} no cadastro)")
+    return "; ".join(out)
 
 
 def _provision(p: Mapping[str, Any]) -> str:

@@ -38,7 +38,7 @@ from maps._layers import (
 from maps.offline import base_map
 from maps.sample import kind_counts, sample_findings
 from maps.tiles import OSM_ATTRIBUTION, OSM_TILES
-from tracking.detectors.findings import KIND_NAMES
+from tracking.detectors.findings import KIND_NAMES, kind_name
 
 _KIND_COLOURS = {
     "unlicensed_stand_use": "#d7301f",
@@ -52,8 +52,19 @@ _KIND_COLOURS = {
     "outside_municipality": "#fd8d3c",
     "queue_jump": "#c51b8a",
     "flag2_misuse": "#fec44f",
+    "driver_not_allowed": "#8c510a",
 }
 KIND_LABELS = {kind: (KIND_NAMES[kind], colour) for kind, colour in _KIND_COLOURS.items()}
+"""pt-BR name and colour of each finding kind (``tracking.detectors.findings.KINDS``)."""
+UNKNOWN_KIND_COLOUR = "#000000"
+"""Colour of a kind without one (a kind added to the detectors but not here): its name stays
+pt-BR (:func:`~tracking.detectors.findings.kind_name`)."""
+
+
+def _kind_label(kind: str) -> tuple[str, str]:
+    return KIND_LABELS.get(kind, (kind_name(kind), UNKNOWN_KIND_COLOUR))
+
+
 METER_LABELS = {"free": "Livre", "occupied": "Ocupado", "off": "Desligado"}
 METER_COLOURS = {"free": "#1a9850", "occupied": "#2c7fb8", "off": "#969696"}
 DRIVEN_COLOUR = "#7b3294"
@@ -160,7 +171,7 @@ def _shown_of(shown: int, total: int) -> str:
 
 
 def _kind_layer(kind: str, group: gpd.GeoDataFrame, *, total: int) -> dict[str, Any]:
-    label, colour = KIND_LABELS.get(kind, (kind, "#000000"))
+    label, colour = _kind_label(kind)
     details = group["details"] if "details" in group.columns else pd.Series([None] * len(group))
     ended = group["ended_at"] if "ended_at" in group.columns else group["started_at"]
     props = {
@@ -436,7 +447,7 @@ def findings_map(
         items.append([STAND_COLOUR, "Ponto de táxi", "stands"])
     shown = drawn["kind"].astype(str).value_counts()
     for kind in sorted(drawn["kind"].unique()):
-        label, colour = KIND_LABELS.get(str(kind), (str(kind), "#000000"))
+        label, colour = _kind_label(str(kind))
         n, total = int(shown[str(kind)]), totals.get(str(kind), 0)
         of = f": {_shown_of(n, total)}" if total > n else ""
         off = " (camada desligada: ligue-a no controle)" if kind in HIDDEN_KINDS else ""

@@ -1,26 +1,32 @@
 """Gather from the database what an auto de infração shows (``documents.Document``).
 
-The vehicle and its holder come from the registry; the track from the stored fixes of the
-vehicle over the infraction's interval (a few minutes either side); the stand from the stands
-table; the findings with their details and geometry from ``findings``. Missing pieces stay None:
-the documents say "não informado" rather than invent.
+The vehicle and its holder come from the registry; the driver from the registry of drivers,
+when the findings name one (``details.driver_id``: ``driver_not_allowed``, a stand used under a
+driver's suspension); the agent's name from their account; the track from the stored fixes of
+the vehicle over the infraction's interval (a few minutes either side); the stand from the
+stands table; the findings with their details and geometry from ``findings``. Missing pieces
+stay None: the documents say "não informado" (a driver: "não identificado", an id the registry
+lacks: "não cadastrado") rather than invent. Names are personal data: the routes that deliver a
+document audit them (``api.routes.proposals.DOCUMENT_PERSONAL_FIELDS``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import shapely
 from geoalchemy2.shape import to_shape
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from db.accounts.models import User
 from db.enforcement.workflow import as_record, finding_ids_of, get_proposal, load_findings, rule_of
-from db.fleet.models import PermitHolder, Vehicle
+from db.fleet.models import Driver, PermitHolder, Vehicle
 from db.stands.models import Stand
 from db.tracking.models import Fix
-from enforcement.documents import Document
+from enforcement.documents import Document, DriverRef
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
 
 TRACK_MARGIN = dt.timedelta(minutes=5)
@@ -33,6 +39,42 @@ def _ring(geom: Any) -> list[tuple[float, float]] | None:
         return None
     poly = max(getattr(geom, "geoms", [geom]), key=lambda g: g.area)
     return [(float(x), float(y)) for x, y in poly.exterior.coords]
+
+
+def driver_ids(details: Iterable[Any]) -> list[str]:
+    """Return the distinct ``driver_id`` the findings' details name, in order (blanks left out)."""
+    out: list[str] = []
+    for d in details:
+        raw = d.get("driver_id") if isinstance(d, Mapping) else None
+        did = "" if raw is None else str(raw).strip()
+        if did and did not in out:
+            out.append(did)
+    return out
+
+
+def drivers_of(session: Session, ids: list[str]) -> list[DriverRef]:
+    """Return each driver id with its name in the registry of drivers (None: not registered)."""
+    if not ids:
+        return []
+    rows = session.execute(select(Driver.driver_id, Driver.name).where(Driver.driver_id.in_(ids)))
+    names = {driver_id: name for driver_id, name in rows}
+    return [{"driver_id": d, "name": names.get(d), "registered": d in names} for d in ids]
+
+
+def agent_name(session: Session, agent_id: str | None) -> str | None:
+    """Return the full name of the account ``agent_id`` names (None: no account, or no name).
+
+    ``agent_id`` is the login (``demo_fiscal``, or ``user:demo_fiscal`` as the audit log
+    writes it; case ignored, as at login); a command line's free text (a matrícula) usually
+    names no account.
+    """
+    login = (agent_id or "").strip().removeprefix("user:")
+    if not login:
+        return None
+    name = session.scalar(
+        select(User.full_name).where(func.lower(User.username) == login.lower()).limit(1)
+    )
+    return (name.strip() or None) if name else None
 
 
 def document_for(session: Session, proposal_id: str) -> Document:
@@ -83,6 +125,8 @@ def document_for(session: Session, proposal_id: str) -> Document:
     else:
         place = None
     make_model = " ".join(x for x in (vehicle.make, vehicle.model) if x) if vehicle else ""
+    drivers = drivers_of(session, driver_ids(findings["details"]))
+    driver_name = "; ".join(n for d in drivers if (n := (d["name"] or "").strip())) or None
     return {
         "proposal": record,
         "vehicle": {
@@ -91,7 +135,8 @@ def document_for(session: Session, proposal_id: str) -> Document:
             "make_model": make_model or None,
             "permit_number": vehicle.prefixo if vehicle else p.vehicle_id,
             "holder_name": holder.name if holder else None,
-            "driver_name": None,
+            "driver_name": driver_name,
+            "drivers": drivers,
         },
         "place": {"text": place, "municipality_name": book.municipality_name},
         "findings": [
@@ -112,4 +157,5 @@ def document_for(session: Session, proposal_id: str) -> Document:
             "area": _ring(shapely.union_all(areas)) if areas else None,
         },
         "timezone": UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE),
+        "agent_name": agent_name(session, p.agent_id),
     }

@@ -55,7 +55,7 @@ def auto_values(doc: Document) -> list[str]:
         "America/Sao_Paulo, UTC-03:00",
         IRREGULARITIES["longer_route"],
         "art. 25, III",
-        "Agente Exemplo Bertolini (matrícula F-0123)",
+        "Agente Exemplo Bertolini (F-0123)",
         "AI-4314548-2025-000012",
         "R$ 1.015,00",
         "até 16/04/2025",  # notification: 30 calendar days (PB art. 36 § 1º)
@@ -627,3 +627,95 @@ class TestSubtypeIrregularity:
         assert "suspensão" in suspended and "sem licença" not in suspended
         boarding = irregularity("unlicensed_stand_use", {"subtype": "boarding"})
         assert boarding == IRREGULARITIES["unlicensed_stand_use"]
+
+
+class TestEveryKindHasAnIrregularity:
+    def test_every_finding_kind_has_an_entry(self) -> None:
+        """Each kind the detectors write has its irregularity in the documents."""
+        from tracking.detectors.findings import KINDS
+
+        assert [k for k in KINDS if k not in IRREGULARITIES] == []
+
+    def test_no_kind_is_stated_by_its_code(self) -> None:
+        """No irregularity, of any kind or reason, shows a detector's code."""
+        from enforcement.documents import irregularity
+        from tracking.detectors.driver_not_allowed import REASONS
+        from tracking.detectors.findings import KINDS
+
+        cases = [(k, {}) for k in KINDS] + [("driver_not_allowed", {"reason": r}) for r in REASONS]
+        shown = {(k, str(d)): irregularity(k, d) for k, d in cases}
+        codes = re.compile("|".join([*KINDS, *REASONS]))
+        assert {c: text for c, text in shown.items() if codes.search(text)} == {}
+
+    def test_driver_not_allowed_names_its_reason(self) -> None:
+        """The auto states the driver case in pt-BR, with the article; never the code."""
+        doc = sample_document()
+        doc["findings"][0]["kind"] = "driver_not_allowed"
+        doc["findings"][0]["details"] = {"reason": "ictp_suspended", "driver_id": "D7"}
+        doc["proposal"] = {**doc["proposal"], "kind": "driver_not_allowed"}
+        value = labelled(doc)["Irregularidade constatada"]
+        assert value.startswith(IRREGULARITIES["driver_not_allowed"] + ": ICTP suspensa (art.")
+        assert "driver_not_allowed" not in render_auto_html(doc)
+
+    def test_unknown_kind_reads_its_name(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A kind missing from the table falls back to its pt-BR name, not the code."""
+        from enforcement import documents
+
+        monkeypatch.delitem(documents.IRREGULARITIES, "queue_jump")
+        assert documents.irregularity("queue_jump", None) == "Desrespeito à fila"
+
+
+class TestDriverAndAgent:
+    def _doc(self, drivers: list[dict[str, Any]], name: str | None) -> Document:
+        doc = sample_document()
+        doc["vehicle"] = {**doc["vehicle"], "driver_name": name, "drivers": drivers}  # type: ignore[typeddict-item]
+        return doc
+
+    def test_registered_driver_by_name_and_id(self) -> None:
+        """A driver the registry holds: their name and id, on the auto and the notificação."""
+        doc = self._doc(
+            [{"driver_id": "D7", "name": "Ana Exemplo", "registered": True}], "Ana Exemplo"
+        )
+        assert labelled(doc)["Nome do operador (condutor)"] == "Ana Exemplo (condutor D7)"
+        rows = labelled(doc, "notificacao")
+        assert rows["Nome do infrator (condutor)"] == "Ana Exemplo (condutor D7)"
+        assert "Ana Exemplo (condutor D7)" in pdf_text(render_auto_pdf(doc))
+
+    def test_unregistered_driver_by_id(self) -> None:
+        """An id the registry lacks: the id, said not registered; no name invented."""
+        doc = self._doc([{"driver_id": "X9", "name": None, "registered": False}], None)
+        assert labelled(doc)["Nome do operador (condutor)"] == "condutor X9 (não cadastrado)"
+
+    def test_several_drivers(self) -> None:
+        """Findings naming two drivers: both are shown."""
+        doc = self._doc(
+            [
+                {"driver_id": "D7", "name": "Ana Exemplo", "registered": True},
+                {"driver_id": "X9", "name": None, "registered": False},
+            ],
+            "Ana Exemplo",
+        )
+        assert labelled(doc)["Nome do operador (condutor)"] == (
+            "Ana Exemplo (condutor D7); condutor X9 (não cadastrado)"
+        )
+
+    def test_no_driver(self) -> None:
+        """No driver named: "não identificado"."""
+        doc = self._doc([], None)
+        assert labelled(doc)["Nome do operador (condutor)"] == NO_DRIVER
+
+    @pytest.mark.parametrize(
+        ("name", "agent_id", "expected"),
+        [
+            ("Fiscal (demonstração)", "demo_fiscal", "Fiscal (demonstração) (demo_fiscal)"),
+            (None, "demo_fiscal", "demo_fiscal"),
+            (None, None, NOT_GIVEN),
+        ],
+    )
+    def test_agent_by_name_and_login(
+        self, name: str | None, agent_id: str | None, expected: str
+    ) -> None:
+        """The agent: their name with the login, the login alone without a name."""
+        doc = sample_document(agent_name=name)
+        doc["proposal"] = {**doc["proposal"], "agent_id": agent_id}
+        assert labelled(doc)["Agente autuador"] == expected

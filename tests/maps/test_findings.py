@@ -289,3 +289,38 @@ class TestSampledMap:
             "Embarque em ponto sem licença (6)",
         ]
         assert page.locator(".pontual-note").count() == 0 and errors == []
+
+
+class TestEveryKind:
+    def test_every_kind_has_a_colour_and_a_pt_br_label(self):
+        """Each kind the detectors write has its own colour (not the unknown's black) and its
+        pt-BR name as label."""
+        from maps.findings import KIND_LABELS, UNKNOWN_KIND_COLOUR
+        from tracking.detectors.findings import KIND_NAMES, KINDS
+
+        assert [k for k in KINDS if k not in KIND_LABELS] == []
+        assert {k: KIND_LABELS[k][0] for k in KINDS} == {k: KIND_NAMES[k] for k in KINDS}
+        colours = [KIND_LABELS[k][1] for k in KINDS]
+        assert len(set(colours)) == len(KINDS) and UNKNOWN_KIND_COLOUR not in colours
+
+    def test_legend_and_layers_name_every_kind_in_pt_br(self, open_map, tmp_path):
+        """A finding of each kind: the legend and the layer control give pt-BR names with their
+        colours, never a code; driver_not_allowed's markers are not black."""
+        from tracking.detectors.findings import KIND_NAMES, KINDS
+
+        rows = [
+            {"kind": k, "geometry": shapely.Point(-51.2287 + 0.001 * i, -30.0277)}
+            for i, k in enumerate(KINDS)
+        ]
+        fmap = findings_map(make_stands(), make_findings(rows), tiles=None)
+        page, errors, _ = open_offline(open_map, fmap, tmp_path / "map.html")
+        assert errors == []
+        legend = page.locator(".pontual-legend").inner_text()
+        labels = " ".join(overlay_labels(page))
+        for kind in KINDS:
+            assert KIND_NAMES[kind] in legend and f"{KIND_NAMES[kind]} (1)" in labels
+            assert kind not in legend and kind not in labels
+        style = page.evaluate(
+            "PontualMaps.maps.map.layers['kind:driver_not_allowed'].spec.style.color"
+        )
+        assert style.lower() not in ("#000000", "black")
