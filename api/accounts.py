@@ -12,10 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import CursorResult, Executable, delete, func, select, update
+from sqlalchemy import ColumnElement, CursorResult, Executable, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from api._errors import UserAdminError
+from api.audit import user_actor
 from api.security import (
     MIN_PASSWORD_LENGTH,
     hash_password,
@@ -35,7 +36,20 @@ alert streams (SSE, WebSocket) of that user or token at once.
 
 
 USERNAME = re.compile(r"[A-Za-z0-9._@-]{3,100}")
-"""A login: no spaces or accents (typed the same on any keyboard, in any log)."""
+"""A login: no spaces or accents (typed the same on any keyboard, in any log).
+
+Names are unique whatever their case and login ignores it (``Ana`` logs in as ``ana``): the
+account keeps the spelling it was created with, which is the one written in the audit log.
+"""
+
+
+def _same_name(username: str) -> ColumnElement[bool]:
+    """Match the account named ``username`` whatever its case (index ``lower(username)``).
+
+    Valid names are ASCII, so ``lower`` here folds as the failed-login quota does
+    (:func:`api.deps.account_key`: trimmed and case-folded): one name, one account, one quota.
+    """
+    return func.lower(User.username) == username.strip().lower()
 
 
 def _dml(session: Session, statement: Executable) -> CursorResult:
@@ -59,8 +73,8 @@ class Principal:
 
     @property
     def actor(self) -> str:
-        """Name of the caller in the audit log."""
-        return f"user:{self.username}"
+        """Name of the caller in the audit log (:func:`api.audit.user_actor`)."""
+        return user_actor(self.username)
 
 
 @dataclass(frozen=True)
@@ -92,8 +106,8 @@ def check_password(password: str) -> str:
 
 
 def get_user(*, session: Session, username: str) -> User:
-    """Return the user named ``username`` or raise :class:`UserAdminError`."""
-    user = session.scalar(select(User).where(User.username == username))
+    """Return the user named ``username`` (whatever its case) or raise :class:`UserAdminError`."""
+    user = session.scalar(select(User).where(_same_name(username)))
     if user is None:
         msg = f"usuário '{username}' não existe"
         raise UserAdminError(msg)
@@ -127,7 +141,8 @@ def create_user(
     Raises
     ------
     UserAdminError
-        Unknown role, short password, name taken, or a supervisor without known stands.
+        Unknown role, short password, name taken (in any case: ``Ana`` is ``ana``), or a
+        supervisor without known stands.
     """
     check_role(role)
     check_password(password)
@@ -141,8 +156,14 @@ def create_user(
     if stand_ids and role != "supervisor":
         msg = "apenas supervisores são vinculados a pontos"
         raise UserAdminError(msg)
-    if session.scalar(select(User.user_id).where(User.username == username)) is not None:
-        msg = f"usuário '{username}' já existe"
+    taken = session.scalar(select(User.username).where(_same_name(username)))
+    if taken is not None:
+        msg = (
+            f"usuário '{username}' já existe"
+            if taken == username
+            else f"o nome '{username}' já é usado pela conta '{taken}' (nomes de usuário não "
+            "distinguem maiúsculas de minúsculas); escolha outro nome"
+        )
         raise UserAdminError(msg)
     if role == "supervisor" and not stand_ids:
         msg = "um supervisor precisa de pelo menos um ponto"
@@ -251,8 +272,12 @@ def set_password(*, session: Session, username: str, password: str) -> User:
 
 
 def authenticate(*, session: Session, username: str, password: str) -> User | None:
-    """Return the active user whose password matches, else None (same cost either way)."""
-    user = session.scalar(select(User).where(User.username == username))
+    """Return the active user whose password matches, else None (same cost either way).
+
+    The name is found whatever its case and surrounding spaces (``ANA`` logs in as ``ana``),
+    as the failed-login quota counts it.
+    """
+    user = session.scalar(select(User).where(_same_name(username)))
     if user is None:
         verify_password(_dummy_hash(), password)  # no timing hint that the name is unknown
         return None

@@ -1,7 +1,9 @@
 """The audit log, searchable (``/admin/auditoria``): who changed or read what, and when.
 
-Filters: actor, action, entity (exact), a period of local days (the municipality's zone), and a
-text looked up in the entity id and in the details; newest first, :data:`PAGE_SIZE` a page.
+Filters: actor (a person whatever the form the writer used: ``user:ana`` or a bare ``ana``,
+:func:`api.audit.actor_forms`), action, entity (an entity's singular and plural codes are one
+kind, :data:`ENTITY_ALIASES`), a period of local days (the municipality's zone), and a text
+looked up in the entity id and in the details; newest first, :data:`PAGE_SIZE` a page.
 Entries link to the console's page of their entity (a stand, a licence's stand, a user, the
 devices). Details that name a person (a supervisor's name, a user's full name) make the page a
 read of personal data: it is itself written to the log (``read_personal_data``).
@@ -19,13 +21,21 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo
 
+import shapely
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Select, String, cast, func, or_, select
+from shapely.errors import ShapelyError
+from sqlalchemy import ColumnElement, Select, String, cast, func, or_, select
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
-from api.audit import READ_PERSONAL_DATA, record_personal_data_access
+from api.audit import (
+    READ_PERSONAL_DATA,
+    actor_forms,
+    actor_person,
+    record_personal_data_access,
+    user_actor,
+)
 from api.deps import SessionDep, SettingsDep
 from api.schemas import QueryDate
 from api.web import formats as fmt
@@ -67,11 +77,11 @@ def search_audit(
     """
     query: Select[Any] = select(AuditEntry)
     if where.actor:
-        query = query.where(AuditEntry.actor == where.actor)
+        query = query.where(actor_matches(where.actor))
     if where.action:
         query = query.where(AuditEntry.action == where.action)
     if where.entity:
-        query = query.where(AuditEntry.entity == where.entity)
+        query = query.where(AuditEntry.entity.in_(entity_codes(where.entity)))
     zone = ZoneInfo(timezone)
     if where.since is not None:
         start = dt.datetime.combine(where.since, dt.time(), tzinfo=zone)
@@ -94,6 +104,40 @@ def search_audit(
     return list(rows), int(total)
 
 
+def actor_matches(actor: str) -> ColumnElement[bool]:
+    """Match the entries of ``actor``: a person in any form the log has them, else as written.
+
+    ``user:ana``, ``ana`` and ``user:Ana`` are one person (:func:`api.audit.actor_person`):
+    agents' proposal steps were logged with the bare username, and the log is append-only.
+    """
+    if actor_person(actor) is None:
+        return AuditEntry.actor == actor
+    return func.lower(AuditEntry.actor).in_(actor_forms(actor))
+
+
+def actor_options(actors: list[str]) -> list[tuple[str, str]]:
+    """Return the "Quem" filter's options: one per person (``user:<name>``), sorted by label.
+
+    The spelling of a ``user:`` row is preferred to a bare name's (it is the account's).
+    """
+    chosen: dict[str, str] = {}
+    for actor in actors:
+        person = actor_person(actor)
+        key = actor if person is None else person
+        value = actor if person is None else user_actor(actor.removeprefix("user:"))
+        if key not in chosen or (person is not None and actor.startswith("user:")):
+            chosen[key] = value
+    options = [(v, actor_label(v)) for v in chosen.values()]
+    return sorted(options, key=lambda o: (fmt.plain(o[1]), o[0]))
+
+
+def canonical_actor(actor: str) -> str:
+    """Return the filter's value for a typed or linked actor (``ana`` is ``user:ana``)."""
+    actor = actor.strip()
+    person = actor_person(actor)
+    return actor if person is None else user_actor(actor.removeprefix("user:"))
+
+
 def distinct_values(*, session: Session, column: Any) -> list[str]:
     """Return the values a filter may take (sorted)."""
     return [str(v) for v in session.scalars(select(column).distinct().order_by(column)) if v]
@@ -109,6 +153,8 @@ def entity_link(entry: AuditEntry) -> str | None:
         return f"/admin/pontos/{quote(str(stand), safe='')}"
     if entry.entity == "user" and entry.entity_id:
         return f"/admin/usuarios?{urlencode({'q': entry.entity_id})}"
+    if entry.entity == "users" and entry.entity_id and entry.entity_id.isdigit():
+        return f"/admin/usuarios/{entry.entity_id}"  # a read of one account: its user_id
     if entry.entity == "device":
         return "/admin/dispositivos"
     if entry.entity in ("fleet_file", "stands_file"):
@@ -122,13 +168,10 @@ ENTITIES = {
     "parking_licence": "licença de ponto",
     "licence_exclusion": "exclusão de prefixo",
     "stand_supervisor": "supervisor de ponto",
-    "stand_supervisors": "supervisores de ponto",
     "stand_licensees": "licenciados do ponto",
     "stand_suspension": "suspensão de ponto",
-    "stand_suspensions": "suspensões de ponto",
     "allowed_places": "áreas de espera permitida",
-    "user": "usuário",
-    "users": "usuários",
+    "user": "conta de usuário",
     "device": "aparelho",
     "drivers": "condutores",
     "driver_assignments": "vínculos de condutores",
@@ -141,6 +184,39 @@ ENTITIES = {
     "audit_log": "registro de auditoria",
 }
 """pt-BR names of the audited entities (a code without one is shown as written)."""
+
+ENTITY_ALIASES = {
+    "users": "user",
+    "stand_supervisors": "stand_supervisor",
+    "stand_suspensions": "stand_suspension",
+}
+"""Codes of the same kind of record: the plural is written by the reads of personal data (the
+table), the singular by the changes. The filter shows and matches them as one."""
+
+
+def entity_kind(entity: str) -> str:
+    """Return the code an entity is filtered by (:data:`ENTITY_ALIASES`)."""
+    return ENTITY_ALIASES.get(entity, entity)
+
+
+def entity_codes(entity: str) -> list[str]:
+    """Return every code written for the kind of ``entity``."""
+    kind = entity_kind(entity)
+    return [kind, *sorted(code for code, to in ENTITY_ALIASES.items() if to == kind)]
+
+
+def entity_label(entity: str) -> str:
+    """Return the pt-BR name of an entity code."""
+    kind = entity_kind(entity)
+    return ENTITIES.get(kind, kind)
+
+
+AUDIT_ACTIONS = ACTIONS | {
+    "disable": "desativação de conta",
+    "retire": "desativação de ponto",
+    "rename": "renomeação de conta",
+}
+"""pt-BR names of the audited actions, each distinct (a code without one is shown as written)."""
 
 
 MAX_DETAIL_CHARS = 160
@@ -187,12 +263,78 @@ DETAIL_LABELS = {
     "rows_kept": "posições mantidas", "partitions_refused": "partições mantidas inteiras",
     "unreadable_evidence": "evidências ilegíveis",
     "via": "origem",
+    # personal fields named in the reads of personal data (``fields``)
+    "plate": "placa", "substituted_plate": "placa substituída",
+    "holder_name": "nome do autorizatário", "holder_cpf": "CPF do autorizatário",
+    "holder_phone": "telefone do autorizatário", "driver_name": "nome do condutor",
+    "phone": "telefone",
 }  # fmt: skip
 """pt-BR labels of the keys the audit writers put in the details (:mod:`db.stands.registry`,
 :mod:`db.enforcement.workflow`, :mod:`db.fleet.store`, the console's pages...); others are
 shown by the forms' label (:data:`api.web.formats.FIELD_LABELS`) or as written."""
 
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_WKT = re.compile(
+    r"^\s*(SRID=\d+;\s*)?(MULTI)?(POINT|LINESTRING|POLYGON)\b|^\s*GEOMETRYCOLLECTION\b", re.I
+)
+NAMED_LISTS = ("fields",)
+"""Keys whose values are lists of field names: shown by their labels (:func:`detail_label`)."""
+
+_SHAPES = {
+    "Point": "ponto",
+    "MultiPoint": "pontos",
+    "LineString": "linha",
+    "MultiLineString": "linhas",
+    "Polygon": "polígono",
+    "MultiPolygon": "multipolígono",
+    "GeometryCollection": "coleção de geometrias",
+}
+
+
+class Shape(str):
+    """A geometry's short pt-BR description, standing for its WKT in the details shown."""
+
+    __slots__ = ()
+
+
+def fmt_coord(degrees: float) -> str:
+    """Return a coordinate in degrees with 6 decimals and a decimal comma."""
+    return f"{degrees:.6f}".replace(".", ",")
+
+
+def geometry_text(wkt: str) -> Shape | None:
+    """Return a short description of a WKT geometry, None when ``wkt`` is not one.
+
+    ``polígono, 5 vértices``; ``multipolígono (2 partes), 12 vértices``; a point by its
+    coordinates. Vertices: the distinct corners (a ring's closing point is not counted twice).
+    """
+    if not _WKT.match(wkt):
+        return None
+    try:
+        geom = shapely.from_wkt(re.sub(r"^\s*SRID=\d+;", "", wkt))
+    except (ShapelyError, ValueError):
+        return None
+    kind = _SHAPES.get(geom.geom_type, geom.geom_type)
+    if geom.is_empty:
+        return Shape(f"{kind} vazio")
+    if geom.geom_type == "Point":
+        return Shape(f"ponto ({fmt_coord(geom.y)}, {fmt_coord(geom.x)})")
+    parts = shapely.get_parts(geom)
+    rings = sum(len(shapely.get_rings(p)) for p in parts if p.geom_type == "Polygon")
+    vertices = int(shapely.get_num_coordinates(geom)) - rings  # rings repeat their first corner
+    where = f" ({len(parts)} partes)" if len(parts) > 1 else ""
+    return Shape(f"{kind}{where}, {vertices} vértices")
+
+
+def _describe_geometries(value: Any) -> Any:
+    """Replace the WKT texts in ``value`` by their description (:func:`geometry_text`)."""
+    if isinstance(value, dict):
+        return {k: _describe_geometries(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_describe_geometries(v) for v in value]
+    if isinstance(value, str):
+        return geometry_text(value) or value
+    return value
 
 
 @dataclass(frozen=True)
@@ -247,6 +389,11 @@ def value_text(value: Any) -> str:
         return ", ".join(value_text(v) for v in value) if value else fmt.NONE
     if isinstance(value, dict):
         if set(value) == {"from", "to"}:
+            if isinstance(value["from"], Shape) or isinstance(value["to"], Shape):
+                before, after = value["from"], value["to"]
+                if before is None:
+                    return f"definida ({value_text(after)})"
+                return f"alterada (antes {value_text(before)}; depois {value_text(after)})"
             return f"de {value_text(value['from'])} para {value_text(value['to'])}"
         if not value:
             return fmt.NONE
@@ -258,6 +405,9 @@ def _item(key: str, value: Any) -> DetailItem:
     label = detail_label(key)
     if isinstance(value, dict) and value and set(value) != {"from", "to"}:
         return DetailItem(key=key, label=label, children=tuple(_items(value)))
+    if key in NAMED_LISTS and isinstance(value, list) and value:
+        names = ", ".join(detail_label(v) if isinstance(v, str) else value_text(v) for v in value)
+        return DetailItem(key=key, label=label, text=names)
     return DetailItem(key=key, label=label, text=value_text(value))
 
 
@@ -271,9 +421,10 @@ def detail_items(details: Any) -> list[DetailItem]:
     """Return an entry's details as labelled items (long texts cut; nothing left out).
 
     Known keys get their pt-BR label (:data:`DETAIL_LABELS`), others keep their name; nested
-    objects become sub-items; items come in the order of their labels.
+    objects become sub-items; items come in the order of their labels. A geometry (WKT) is
+    described (``polígono, 5 vértices``), the field names of a read by their labels.
     """
-    short = _shorten(details or {})
+    short = _shorten(_describe_geometries(details or {}))
     if not isinstance(short, dict):
         return [DetailItem(key="", label="valor", text=value_text(short))]
     return _items(short)
@@ -310,9 +461,9 @@ def audit_log(
     if days["de"] is not None and days["ate"] is not None and days["ate"] < days["de"]:
         errors["ate"] = "o último dia vem antes do primeiro"
     where = AuditFilter(
-        actor=ator.strip(),
+        actor=canonical_actor(ator) if ator.strip() else "",
         action=acao.strip(),
-        entity=entidade.strip(),
+        entity=entity_kind(entidade.strip()),
         since=days["de"],
         until=days["ate"],
         text=texto.strip(),
@@ -377,8 +528,8 @@ def audit_log(
                 "details": details_text(r.details),
                 "lines": detail_items(r.details),
                 "actor": actor_label(r.actor),
-                "action": ACTIONS.get(r.action, r.action),
-                "entity": ENTITIES.get(r.entity, r.entity),
+                "action": AUDIT_ACTIONS.get(r.action, r.action),
+                "entity": entity_label(r.entity),
             }
             for r in rows
         ],
@@ -387,17 +538,18 @@ def audit_log(
         pages=pages,
         query=query,
         page_url=lambda n: "/admin/auditoria?" + urlencode(kept | {"pagina": n}),
-        actors=[
-            (v, actor_label(v)) for v in distinct_values(session=session, column=AuditEntry.actor)
-        ],
+        actors=actor_options(distinct_values(session=session, column=AuditEntry.actor)),
         actions=[
-            (v, ACTIONS.get(v, v))
+            (v, AUDIT_ACTIONS.get(v, v))
             for v in distinct_values(session=session, column=AuditEntry.action)
         ],
-        entities=[
-            (v, ENTITIES.get(v, v))
-            for v in distinct_values(session=session, column=AuditEntry.entity)
-        ],
+        entities=sorted(
+            {
+                (entity_kind(v), entity_label(v))
+                for v in distinct_values(session=session, column=AuditEntry.entity)
+            },
+            key=lambda o: (fmt.plain(o[1]), o[0]),
+        ),
         errors=errors,
         timezone=settings.timezone,
     )

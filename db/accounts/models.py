@@ -15,8 +15,10 @@ from sqlalchemy import (
     DateTime,
     ForeignKey,
     Identity,
+    Index,
     Text,
     func,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -28,7 +30,11 @@ ROLES = ("admin", "planner", "agent", "supervisor")
 
 
 class User(Base):
-    """A person who logs in: admin, planner, enforcement agent or supervisor de ponto."""
+    """A person who logs in: admin, planner, enforcement agent or supervisor de ponto.
+
+    ``username`` is unique whatever its case (``Ana`` is ``ana``); it keeps the case it was
+    created with.
+    """
 
     __tablename__ = "users"
 
@@ -44,6 +50,8 @@ class User(Base):
 
     __table_args__ = (
         CheckConstraint("role IN (" + ", ".join(f"'{r}'" for r in ROLES) + ")", name="role"),
+        # one account per name whatever its case (login ignores case; migration 0020)
+        Index("uq_users_username_lower", text("lower(username)"), unique=True),
     )
 
 

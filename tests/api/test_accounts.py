@@ -5,10 +5,13 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api import accounts
 from api._errors import UserAdminError
+from api.deps import account_key
 from db.accounts.models import User
 
 PASSWORD = "uma-senha-longa"
@@ -51,8 +54,46 @@ class TestCreateUser:
         with pytest.raises(UserAdminError, match="já existe"):
             _user(db_session)
 
+    @pytest.mark.parametrize(
+        ("first", "second"), [("demo_admin", "DEMO_ADMIN"), ("Tst_Case", "tst_case")]
+    )
+    def test_name_taken_in_another_case(self, db_session: Session, first: str, second: str) -> None:
+        """A name that differs from an account's only in case is refused in pt-BR, naming the
+        account that has it."""
+        _user(db_session, name=first)
+        with pytest.raises(
+            UserAdminError, match=f"o nome '{second}' já é usado pela conta '{first}'"
+        ):
+            _user(db_session, name=second)
+
+    def test_database_refuses_a_name_in_another_case(self, db_session: Session) -> None:
+        """The unique index on lower(username) refuses a case variant written around the code."""
+        _user(db_session, name="Rui")
+        with pytest.raises(IntegrityError, match="uq_users_username_lower"):
+            db_session.execute(
+                text(
+                    "INSERT INTO users (username, role, password_hash) "
+                    "VALUES ('rUI', 'planner', 'x')"
+                )
+            )
+
+    def test_get_user_ignores_case(self, db_session: Session) -> None:
+        """An account is found by its name typed in any case."""
+        user = _user(db_session, name="Carla")
+        assert accounts.get_user(session=db_session, username="CARLA") is user
+
 
 class TestAuthenticate:
+    @pytest.mark.parametrize("typed", ["demo_admin", "DEMO_ADMIN", "Demo_Admin", " demo_admin "])
+    def test_name_in_any_case(self, db_session: Session, typed: str) -> None:
+        """The account is found whatever the case typed; its failed logins count under the
+        same quota key (the limiter folds case the same way)."""
+        user = _user(db_session, name="Demo_Admin")
+        found = accounts.authenticate(session=db_session, username=typed, password=PASSWORD)
+        assert found is user
+        assert account_key(typed) == account_key(user.username)
+        assert not accounts.authenticate(session=db_session, username=typed, password="x" * 9)
+
     def test_right_and_wrong_password(self, db_session: Session) -> None:
         """Only the right password of an active account authenticates."""
         _user(db_session)

@@ -245,3 +245,50 @@ class TestFixIndexes:
             assert valid
         finally:
             engine.dispose()
+
+
+class TestUsernameCase:
+    def test_0020_renames_names_that_differ_only_in_case(self, empty_database_url: str) -> None:
+        """0020 keeps the oldest of each group of names that differ only in case, renames each
+        other one ``<name>.<id>``, disables it and says so in the audit log (nothing merged or
+        deleted); the unique index on lower(username) then refuses a case variant; the
+        downgrade drops it."""
+        url = empty_database_url
+        upgrade(url, "0019")
+        engine = create_engine(url, poolclass=NullPool)
+        add = text(
+            "INSERT INTO users (username, role, password_hash) VALUES (:name, 'planner', 'x')"
+        )
+        try:
+            with engine.begin() as conn:
+                for name in ("demo_admin", "DEMO_ADMIN", "Tst_Case", "tst_case", "ana"):
+                    conn.execute(add, {"name": name})
+            upgrade(url, "0020")
+            with engine.connect() as conn:
+                users = conn.execute(
+                    text("SELECT user_id, username, disabled_at IS NOT NULL FROM users")
+                ).all()
+                audit = (
+                    conn.execute(
+                        text("SELECT details FROM audit_log WHERE action = 'rename' ORDER BY 1")
+                    )
+                    .scalars()
+                    .all()
+                )
+            by_id = {i: (name, off) for i, name, off in users}
+            ids = sorted(by_id)
+            assert [by_id[i] for i in ids] == [
+                ("demo_admin", False),
+                (f"DEMO_ADMIN.{ids[1]}", True),
+                ("Tst_Case", False),
+                (f"tst_case.{ids[3]}", True),
+                ("ana", False),
+            ]
+            assert sorted(d["before"] for d in audit) == ["DEMO_ADMIN", "tst_case"]
+            with pytest.raises(DBAPIError, match="uq_users_username_lower"), engine.begin() as conn:
+                conn.execute(add, {"name": "ANA"})
+            downgrade(url, "0019")
+            with engine.begin() as conn:
+                conn.execute(add, {"name": "ANA"})
+        finally:
+            engine.dispose()

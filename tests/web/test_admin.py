@@ -400,6 +400,41 @@ def test_refused_account_shows_the_reason(web_client: Callable) -> None:
     assert "um supervisor precisa de pelo menos um ponto" in html.unescape(answer.text)
 
 
+def test_a_name_taken_in_another_case_is_refused(
+    web_client: Callable, web_server: Any, web_engine: Engine
+) -> None:
+    """``TST_CASE`` beside ``Tst_Case`` is refused in pt-BR (one account per name whatever its
+    case); the account logs in with its name typed in any case."""
+    admin = web_client("admin")
+    username = unique("Tst_Case")
+    form = {
+        "role": "agent",
+        "password_mode": "set",
+        "password": WEB_PASSWORD,
+        "password_repeat": WEB_PASSWORD,
+    }
+    created = post_form(admin, "/admin/usuarios", "/admin/usuarios", form | {"username": username})
+    assert created.status_code == 303
+    other = "Outra-senha-longa"
+    for variant in (username.upper(), username.lower()):
+        answer = post_form(
+            admin,
+            "/admin/usuarios",
+            "/admin/usuarios",
+            form | {"username": variant, "password": other, "password_repeat": other},
+        )
+        assert answer.status_code == 422
+        assert (
+            f"o nome '{variant}' já é usado pela conta '{username}' (nomes de usuário não "
+            "distinguem maiúsculas de minúsculas)"
+        ) in html.unescape(answer.text)
+    assert count(web_engine, User, func.lower(User.username) == username.lower()) == 1
+    for typed in (username.upper(), username.lower()):
+        person = http_login(web_server.url, typed, WEB_PASSWORD)
+        assert person.get("/fiscal").status_code == 200
+        person.close()
+
+
 def test_an_admin_keeps_their_own_account(web_client: Callable, web_engine: Engine) -> None:
     """On their own page, an admin can neither change their role nor disable themselves: the
     page says why (another admin does it) and their session goes on."""
