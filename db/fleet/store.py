@@ -398,11 +398,25 @@ def auxiliary_caps(db: Connection | Session, vehicle_ids: Any) -> dict[str, Auxi
     return {v: cap for v, m in rows if (cap := auxiliary_cap(m)) is not None}
 
 
-def check_auxiliary_limit(assignments: pd.DataFrame, *, caps: dict[str, AuxiliaryCaps]) -> None:
-    """Raise if a prefixo has more auxiliary drivers on some date than its law allows.
+def _most_at_once(group: pd.DataFrame) -> tuple[int, dt.date | None]:
+    """Return the most links of ``group`` valid on one day, and the first such day."""
+    starts = pd.to_datetime(pd.Series(group["valid_from"])).to_numpy()
+    ends = pd.to_datetime(pd.Series(group["valid_until"])).to_numpy()
+    most, first = 0, None
+    for start in np.unique(starts):
+        n = int(((starts <= start) & (np.isnat(ends) | (ends >= start))).sum())
+        if n > most:
+            most, first = n, pd.Timestamp(start).date()
+    return most, first
 
-    Porto Velho art. 43 § 1º and Pinto Bandeira art. 14 allow two condutores auxiliares at once
-    (the rulebooks' ``[auxiliaries]``); Porto Alegre's decree sets no cap.
+
+def check_auxiliary_limit(assignments: pd.DataFrame, *, caps: dict[str, AuxiliaryCaps]) -> None:
+    """Raise if a prefixo has two titulares, or more auxiliares than its law allows, on a day.
+
+    A prefixo has one autorizatário, the titular (the holder of its authorisation, who may
+    drive it) at a time. Porto Velho art. 43 § 1º and Pinto Bandeira art. 14 allow two
+    condutores auxiliares at once (the rulebooks' ``[auxiliaries]``); Porto Alegre's decree
+    sets no cap.
 
     Parameters
     ----------
@@ -417,6 +431,8 @@ def check_auxiliary_limit(assignments: pd.DataFrame, *, caps: dict[str, Auxiliar
     ------
     AuxiliaryDriverLimitError
         Naming the prefixo and the first date with too many auxiliaries.
+    DriverRecordError
+        Naming the prefixo and the first date with two titulares.
     FleetFileError
         If a role is unknown.
     """
@@ -427,22 +443,27 @@ def check_auxiliary_limit(assignments: pd.DataFrame, *, caps: dict[str, Auxiliar
             f"esperado um de {', '.join(DRIVER_ROLES)}"
         )
         raise FleetFileError(msg)
+    titulares = assignments[assignments["role"] == "autorizatario_condutor"]
+    for vid, group in titulares.groupby("vehicle_id", sort=True):
+        most, day = _most_at_once(group)
+        if most > 1:
+            msg = (
+                f"o prefixo {vid} teria {most} titulares em {day}; um prefixo tem um "
+                "autorizatário por vez: encerre o vínculo do titular anterior (fim na véspera)"
+            )
+            raise DriverRecordError(msg)
     aux = assignments[assignments["role"] == "auxiliar"]
     for vid, group in aux.groupby("vehicle_id", sort=True):
         if (found := caps.get(str(vid))) is None:
             continue
         cap, where = found
-        starts = pd.to_datetime(pd.Series(group["valid_from"])).to_numpy()
-        ends = pd.to_datetime(pd.Series(group["valid_until"])).to_numpy()
-        for start in np.unique(starts):
-            active = (starts <= start) & (np.isnat(ends) | (ends >= start))
-            if int(active.sum()) > cap.max:
-                day = pd.Timestamp(start).date()
-                msg = (
-                    f"o prefixo {vid} teria {int(active.sum())} condutores auxiliares em {day}; "
-                    f"o limite é {cap.max} ({cap.provision} da lei de {where})"
-                )
-                raise AuxiliaryDriverLimitError(msg)
+        most, day = _most_at_once(group)
+        if most > cap.max:
+            msg = (
+                f"o prefixo {vid} teria {most} condutores auxiliares em {day}; "
+                f"o limite é {cap.max} ({cap.provision} da lei de {where})"
+            )
+            raise AuxiliaryDriverLimitError(msg)
 
 
 def add_driver_assignment(
@@ -454,7 +475,7 @@ def add_driver_assignment(
     valid_from: dt.date,
     valid_until: dt.date | None = None,
 ) -> DriverAssignment:
-    """Link a driver to a prefixo after checking the auxiliary-driver limit.
+    """Link a driver to a prefixo after checking the titular and auxiliary-driver limits.
 
     Parameters
     ----------
@@ -485,7 +506,7 @@ def add_driver_assignment(
     stored = session.execute(
         text(
             "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
-            "WHERE vehicle_id = :v AND role = 'auxiliar'"
+            "WHERE vehicle_id = :v"
         ),
         {"v": vehicle_id},
     ).all()
@@ -1416,7 +1437,7 @@ def update_driver_link(
     others = session.execute(
         text(
             "SELECT vehicle_id, role, valid_from, valid_until FROM driver_assignments "
-            "WHERE vehicle_id = :v AND role = 'auxiliar' AND assignment_id <> :a"
+            "WHERE vehicle_id = :v AND assignment_id <> :a"
         ),
         {"v": row["vehicle_id"], "a": link_id},
     ).all()

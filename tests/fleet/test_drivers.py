@@ -82,6 +82,18 @@ class TestCheckAuxiliaryLimit:
             caps={"P1": PV_CAP, "P2": PV_CAP},
         )
 
+    def test_two_titulares_at_once_raise_in_any_municipality(self) -> None:
+        """A prefixo has one titular (autorizatário) at a time, cap on auxiliares or not; a
+        transfer (the first ends the day before the second starts) is fine."""
+        from fleet._errors import DriverRecordError
+
+        first = ("P1", "autorizatario_condutor", D(2020, 1, 1), None)
+        second = ("P1", "autorizatario_condutor", D(2024, 5, 1), None)
+        with pytest.raises(DriverRecordError, match="P1 teria 2 titulares em 2024-05-01"):
+            check_auxiliary_limit(_assignments([first, second]), caps={})
+        ended = ("P1", "autorizatario_condutor", D(2020, 1, 1), D(2024, 4, 30))
+        check_auxiliary_limit(_assignments([ended, second]), caps={})
+
     def test_unknown_role_raises(self) -> None:
         """Roles other than the two legal ones are refused."""
         with pytest.raises(FleetFileError, match="'motorista'"):
@@ -151,6 +163,25 @@ class TestAuxiliaryCapByLaw:
             _add(db_session, driver, "2024-01-01")
         count = db_session.execute(text("SELECT count(*) FROM driver_assignments")).scalar_one()
         assert count == 3
+
+    def test_a_second_titular_is_refused_when_linked(self, db_session: Session) -> None:
+        """Linking a second titular while the first's link is open is refused by the writer."""
+        from fleet._errors import DriverRecordError
+
+        _prefixo_of(db_session, "4314902")
+
+        def titular(driver: str, start: str) -> None:
+            add_driver_assignment(
+                session=db_session,
+                driver_id=driver,
+                vehicle_id="P1",
+                role="autorizatario_condutor",
+                valid_from=D.fromisoformat(start),
+            )
+
+        titular("A", "2020-01-01")
+        with pytest.raises(DriverRecordError, match="um prefixo tem um autorizatário por vez"):
+            titular("B", "2024-05-01")
 
     def test_the_check_locks_the_prefixo(self, own_engine: Engine) -> None:
         """A link being written holds the prefixo's row, so a second writer waits for it and
