@@ -349,7 +349,7 @@ _THRESHOLD_NOTES = ("provision", "note")
 class AuxiliaryCap(_Frozen):
     """The most condutores auxiliares a prefixo may have at once, where the law fixes it.
 
-    The registry refuses a link beyond it (``db.fleet.store.check_auxiliary_limit``) and
+    The registry refuses a link beyond it (``db.fleet.store.check_link_limits``) and
     ``driver_not_allowed`` judges ``too_many_auxiliaries`` with it (:meth:`Rulebook.thresholds`).
     A rulebook without the table sets no cap: Porto Alegre's decree has none.
     """

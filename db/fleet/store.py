@@ -410,7 +410,7 @@ def _most_at_once(group: pd.DataFrame) -> tuple[int, dt.date | None]:
     return most, first
 
 
-def check_auxiliary_limit(assignments: pd.DataFrame, *, caps: dict[str, AuxiliaryCaps]) -> None:
+def check_link_limits(assignments: pd.DataFrame, *, caps: dict[str, AuxiliaryCaps]) -> None:
     """Raise if a prefixo has two titulares, or more auxiliares than its law allows, on a day.
 
     A prefixo has one autorizatário, the titular (the holder of its authorisation, who may
@@ -514,7 +514,7 @@ def add_driver_assignment(
         [*map(tuple, stored), (vehicle_id, role, valid_from, valid_until)],
         columns=["vehicle_id", "role", "valid_from", "valid_until"],
     )
-    check_auxiliary_limit(frame, caps=caps)
+    check_link_limits(frame, caps=caps)
     assignment = DriverAssignment(
         driver_id=driver_id,
         vehicle_id=vehicle_id,
@@ -793,7 +793,7 @@ def load_driver_links(
         + [(c["vehicle_id"], c["role"], c["valid_from"], c["valid_until"]) for c in created],
         columns=["vehicle_id", "role", "valid_from", "valid_until"],
     )
-    check_auxiliary_limit(after, caps=caps)
+    check_link_limits(after, caps=caps)
     if updated:
         conn.execute(
             text("UPDATE driver_assignments SET valid_until = :u WHERE assignment_id = :a"),
@@ -1441,7 +1441,7 @@ def update_driver_link(
         ),
         {"v": row["vehicle_id"], "a": link_id},
     ).all()
-    check_auxiliary_limit(
+    check_link_limits(
         pd.DataFrame(
             [
                 *map(tuple, others),

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from db.fleet.store import AuxiliaryCaps, add_driver_assignment, check_auxiliary_limit
+from db.fleet.store import AuxiliaryCaps, add_driver_assignment, check_link_limits
 from enforcement.rulebook import auxiliary_cap
 from fleet._errors import AuxiliaryDriverLimitError, FleetFileError
 
@@ -34,7 +34,7 @@ PV_CAP = auxiliary_caps_of("1100205")
 class TestCheckAuxiliaryLimit:
     def test_two_at_once_is_allowed(self) -> None:
         """Two auxiliaries plus the holder driving is within the limit."""
-        check_auxiliary_limit(
+        check_link_limits(
             _assignments(
                 [
                     ("P1", "auxiliar", D(2024, 1, 1), None),
@@ -59,8 +59,8 @@ class TestCheckAuxiliaryLimit:
             AuxiliaryDriverLimitError,
             match=r"P1 teria 3 .* em 2024-03-01; o limite é 2 \(art. 43, § 1º da lei de Porto Velho",  # noqa: E501
         ):
-            check_auxiliary_limit(three, caps={"P1": PV_CAP})
-        check_auxiliary_limit(three, caps={})
+            check_link_limits(three, caps={"P1": PV_CAP})
+        check_link_limits(three, caps={})
 
     @pytest.mark.parametrize(
         "third",
@@ -71,7 +71,7 @@ class TestCheckAuxiliaryLimit:
     )
     def test_three_not_at_once_is_allowed(self, third: tuple[str, str, dt.date, None]) -> None:
         """Three auxiliaries over time, or on different prefixos, are fine."""
-        check_auxiliary_limit(
+        check_link_limits(
             _assignments(
                 [
                     ("P1", "auxiliar", D(2024, 1, 1), D(2024, 1, 31)),
@@ -90,14 +90,14 @@ class TestCheckAuxiliaryLimit:
         first = ("P1", "autorizatario_condutor", D(2020, 1, 1), None)
         second = ("P1", "autorizatario_condutor", D(2024, 5, 1), None)
         with pytest.raises(DriverRecordError, match="P1 teria 2 titulares em 2024-05-01"):
-            check_auxiliary_limit(_assignments([first, second]), caps={})
+            check_link_limits(_assignments([first, second]), caps={})
         ended = ("P1", "autorizatario_condutor", D(2020, 1, 1), D(2024, 4, 30))
-        check_auxiliary_limit(_assignments([ended, second]), caps={})
+        check_link_limits(_assignments([ended, second]), caps={})
 
     def test_unknown_role_raises(self) -> None:
         """Roles other than the two legal ones are refused."""
         with pytest.raises(FleetFileError, match="'motorista'"):
-            check_auxiliary_limit(_assignments([("P1", "motorista", D(2024, 1, 1), None)]), caps={})
+            check_link_limits(_assignments([("P1", "motorista", D(2024, 1, 1), None)]), caps={})
 
 
 def _prefixo_of(session: Session, municipality: str | None) -> str:

@@ -1,7 +1,7 @@
 """The cap on auxiliares is each municipality's law, checked by the registry's writers.
 
 The trigger of 0001 refused a third auxiliar on every prefixo; Porto Alegre's decree sets no
-cap, so it refused links the law allows. ``db.fleet.store.check_auxiliary_limit`` now applies
+cap, so it refused links the law allows. ``db.fleet.store.check_link_limits`` now applies
 the cap of the prefixo's municipality (the rulebooks' ``[auxiliaries]``), with the prefixo's
 row locked (``auxiliary_caps``) as the trigger did.
 
