@@ -492,7 +492,7 @@ def chart_svg(plan: dict[str, Any], *, width: int = 640) -> str:
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="plan-chart" viewBox="0 0 {width} {height}" '
-        f'width="100%" style="max-width:{width}px" role="img" '
+        f'width="100%" role="img" '
         'aria-label="Frota e acessíveis, cada um na sua escala">',
         '<text x="8" y="30" font-size="13">Frota</text>',
         f'<text x="8" y="46" font-size="11" fill="{_GREY}">veículos</text>',
@@ -593,7 +593,7 @@ body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
 table{border-collapse:collapse;margin:8px 0 16px}td,th{border:1px solid #ccc;padding:3px 8px;
 font-size:13px;text-align:left}blockquote{margin:4px 0 10px 12px;font-size:13px;color:#444}
 .figures td:first-child{font-weight:600}.note{color:#6d4c41}
-iframe{width:100%;height:560px;border:1px solid #ccc}
+iframe{width:100%;height:560px;border:1px solid #ccc}#plan-chart{max-width:640px}
 """
 
 
