@@ -81,7 +81,8 @@ from enforcement.documents import (
     render_pdf,
 )
 from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks
-from geo.calendar import UF_TIMEZONES
+from fleet.dates import REGISTRY_DATE_MIN, registry_date_max
+from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
 from maps.findings import METER_LABELS
 from tracking.detectors.findings import KIND_NAMES, KINDS, finding_name
 
@@ -155,7 +156,10 @@ LABELLED_FIXES = 12
 DONE_NOTICES = {
     "confirmar": "Proposta confirmada: auto de infração {auto} lavrado.",
     "descartar": "Proposta descartada, com o motivo registrado.",
-    "notificar": "Entrega da notificação de penalidade registrada: o prazo de defesa começou.",
+    "notificar": (
+        "Entrega da notificação de penalidade registrada: o prazo de defesa conta da data da "
+        "entrega."
+    ),
     "defesa": "Defesa registrada.",
     "decidir": "Decisão da defesa registrada.",
     "finalizar": "Decisão definitiva registrada.",
@@ -170,6 +174,17 @@ STEP_OF_FORM = {
     "finalizar": "finalize",
 }
 """The workflow step (``workflow.TRANSITIONS``) each form of the proposal page runs."""
+STEP_DATES = {
+    "notificar": ("data_entrega", "hora_entrega", "Data da entrega", "Hora da entrega"),
+    "defesa": ("data_defesa", "hora_defesa", "Data do protocolo da defesa", "Hora do protocolo"),
+    "decidir": ("data_decisao", "hora_decisao", "Data da decisão", "Hora da decisão"),
+    "finalizar": ("data_final", "hora_final", "Data da decisão definitiva", "Hora da decisão"),
+}
+"""The forms whose step is dated by the agent: date field, time field and their pt-BR labels."""
+STEP_DATE_ERRORS = ("a data do passo", "a data/hora do passo")
+"""How the workflow's refusals of a step's date begin (said on the form's date field)."""
+STEP_NOON = dt.time(12, 0)
+"""A step's instant when only its date is given (the law counts periods in days, not hours)."""
 
 
 # --- small helpers ----------------------------------------------------------------------------
@@ -1026,6 +1041,16 @@ def proposal_context(
             "citation_uncertain": record.get("citation_uncertain"),
             "dismissed_reason": p.dismissed_reason,
             "period_ended_on": _day((p.document or {}).get("final_period_ended_on")),
+            "dates": [
+                (label, at.astimezone(zone).strftime("%d/%m/%Y"))
+                for label, at in (
+                    ("Auto lavrado em", p.confirmed_at),
+                    ("Notificação entregue em", p.notified_at),
+                    ("Defesa protocolada em", p.defence_filed_at),
+                    ("Defesa decidida em", p.decided_at),
+                )
+                if at is not None
+            ],
             "timezone": zone.key,
         },
         "sections": shown,
@@ -1052,8 +1077,7 @@ def proposal_context(
         "documents": [
             (kind, TITLES[kind], f"{proposal_url(proposal_id)}/documentos/{kind}")
             for kind in DOCUMENT_KINDS
-            if p.status != "descartada"
-            and (kind == "auto" or p.status not in ("proposta", "confirmada"))
+            if p.status != "descartada" and (kind == "auto" or p.status != "proposta")
         ],
         "no_auto": NO_AUTO if p.status == "descartada" else None,
         "min_dismiss_reason": MIN_DISMISS_REASON,
@@ -1061,6 +1085,7 @@ def proposal_context(
         "max_text": MAX_TEXT,
         "draft": is_draft({"status": p.status, "auto_number": p.auto_number}),
         "period_end": _period_end_form(p, zone),
+        "step_dates": _step_date_forms(p, _workflow_zone(p, zone)),
         "values": dict(form_values or {}),
         "errors": {},
     }
@@ -1107,6 +1132,126 @@ def _period_end_form(p: Any, zone: ZoneInfo) -> dict[str, Any] | None:
 
 def _allowed(status: str) -> set[str]:
     return {f for f, step in STEP_OF_FORM.items() if status in workflow.TRANSITIONS[step]}
+
+
+def _workflow_zone(p: Any, fallback: ZoneInfo) -> ZoneInfo:
+    """Return the zone the workflow dates ``p``'s steps in (its rulebook's state's)."""
+    try:
+        book, _ = workflow.rule_of(p)
+    except TransitionError:  # the rule left the rulebook: the step itself is refused
+        return fallback
+    return ZoneInfo(UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE))
+
+
+def _step_date_forms(p: Any, zone: ZoneInfo) -> dict[str, dict[str, Any]]:
+    """Return the date field of each dated step the page offers: names, labels, limits."""
+    today = dt.datetime.now(zone).date()
+    latest = workflow.latest_fact(p)
+    first = latest[0].astimezone(zone).date() if latest is not None else None
+    return {
+        form: {
+            "name": name,
+            "time_name": time_name,
+            "label": label,
+            "time_label": time_label,
+            "default": today.isoformat(),
+            "max": today.isoformat(),
+            "min": first.isoformat() if first is not None else "",
+            "after": (
+                f"{workflow.with_preposition('de', latest[1])} ({first:%d/%m/%Y})"
+                if latest and first
+                else ""
+            ),
+            "timezone": zone.key,
+        }
+        for form, (name, time_name, label, time_label) in STEP_DATES.items()
+        if form in _allowed(p.status)
+    }
+
+
+def step_instant(
+    day: dt.date,
+    time: dt.time | None,
+    *,
+    zone: ZoneInfo,
+    after: dt.datetime | None,
+    now: dt.datetime,
+) -> dt.datetime:
+    """Return the instant of a step the agent dated ``day`` (local), at ``time`` when given.
+
+    Periods count in whole days from the step's local date (``due_at``: the start day
+    excluded), so the hour only orders the steps. Without a time the step is at noon, moved
+    to the earlier fact's instant (``after``) when that fact is later the same day, and to
+    ``now`` when ``day`` is today and noon is still to come: a step given only its date is
+    neither before the earlier step nor in the future. A given time is kept as typed (the
+    workflow refuses it if out of order).
+    """
+    if time is not None:
+        return dt.datetime.combine(day, time, tzinfo=zone)
+    at = dt.datetime.combine(day, STEP_NOON, tzinfo=zone)
+    if after is not None and after.astimezone(zone).date() == day:
+        at = max(at, after)
+    if now.astimezone(zone).date() == day:
+        at = min(at, now)
+    return at
+
+
+def _read_day(text: str) -> dt.date:
+    """Read a date as a date field sends it (``aaaa-mm-dd``) or as typed (``dd/mm/aaaa``)."""
+    if "/" in text:
+        return dt.datetime.strptime(text, "%d/%m/%Y").date()  # noqa: DTZ007 (a calendar day)
+    return dt.date.fromisoformat(text)
+
+
+def _step_date(
+    session: Session,
+    proposal_id: str,
+    form: str,
+    *,
+    day_text: str,
+    time_text: str,
+    fallback: ZoneInfo,
+) -> tuple[dt.datetime | None, dict[str, str]]:
+    """Read a dated step's date and time fields: the step's instant, or the fields' errors.
+
+    No date: ``None`` (the workflow dates the step now). A date out of the registry's range
+    is refused here (the workflow would not say it in the agent's words); its order against
+    the earlier steps, and a future date, are the workflow's to refuse.
+    """
+    name, time_name, label, time_label = STEP_DATES[form]
+    day_text, time_text = day_text.strip(), time_text.strip()
+    errors: dict[str, str] = {}
+    day: dt.date | None = None
+    time: dt.time | None = None
+    if day_text:
+        try:
+            day = _read_day(day_text)
+        except ValueError:
+            errors[name] = f"{label} inválida: '{day_text[:20]}'; use o formato dd/mm/aaaa."
+    elif time_text:
+        errors[name] = f"{label}: informe a data (a hora sozinha não basta)."
+    if time_text:
+        try:
+            time = dt.time.fromisoformat(time_text)
+        except ValueError:
+            errors[time_name] = f"{time_label} inválida: '{time_text[:20]}'; use o formato hh:mm."
+    if errors or day is None:
+        return None, errors
+    try:
+        p = workflow.get_proposal(session, proposal_id)
+    except ProposalNotFoundError:
+        return None, {}  # the step answers 404
+    zone = _workflow_zone(p, fallback)
+    now = dt.datetime.now(zone)
+    if day < REGISTRY_DATE_MIN or day > registry_date_max(now.date()):
+        errors[name] = (
+            f"{label} fora do intervalo aceito ({day:%d/%m/%Y}): informe a data em que o passo "
+            f"foi dado, de {REGISTRY_DATE_MIN:%d/%m/%Y} até hoje."
+        )
+        return None, errors
+    latest = workflow.latest_fact(p)
+    after = latest[0] if latest is not None else None
+    return step_instant(day, time, zone=zone, after=after, now=now), {}
 
 
 def _not_found(request: Request, web: WebSession, proposal_id: str) -> Response:
@@ -1176,6 +1321,7 @@ def _step(
     values: Mapping[str, str],
     checks: Mapping[str, str] | None = None,
     review_field: str | None = None,
+    date_field: str | None = None,
 ) -> Response:
     """Run one step of the workflow and answer: 303 to the page, or the page with the error.
 
@@ -1183,7 +1329,8 @@ def _step(
     runs: then nothing runs. A missing answer or reason is 422, a step out of order 409 (said
     first: an answer does not matter to a step that cannot happen); the proposal is left as it
     was in both. A value the workflow refuses (``ReviewDataError``) is said on ``review_field``
-    when given, else on the form.
+    when given, else on the form; the step's date refused (out of order, future) on
+    ``date_field``.
     """
     try:
         status = workflow.get_proposal(session, proposal_id).status
@@ -1203,7 +1350,9 @@ def _step(
         return _not_found(request, web, proposal_id)
     except ReviewDataError as exc:
         session.rollback()
-        errors = {review_field or form: _sentence(str(exc))}
+        message = str(exc)
+        field = date_field if date_field and message.startswith(STEP_DATE_ERRORS) else None
+        errors = {field or review_field or form: _sentence(message)}
         return _proposal_page(
             request, web, session, proposal_id, status_code=422, errors=errors, values=values
         )
@@ -1316,31 +1465,80 @@ def dismiss(
     )
 
 
+DateField = Annotated[str, Form(max_length=FILTER_VALUE)]
+"""A step's date (``aaaa-mm-dd``) or time (``hh:mm``) field."""
+
+
 @router.post("/fiscal/propostas/{proposal_id}/notificar", name="web_agent_notify")
-def notify(request: Request, proposal_id: str, web: AgentUser, session: SessionDep) -> Response:
-    """Record the delivery of the notificação de penalidade (now)."""
+def notify(
+    request: Request,
+    proposal_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    data_entrega: DateField = "",
+    hora_entrega: DateField = "",
+) -> Response:
+    """Record the delivery of the notificação de penalidade on the date the agent gives.
+
+    The defence period counts from that local date (``data_entrega``; ``hora_entrega``
+    optional); without a date, the delivery is dated now.
+    """
+    at, checks = _step_date(
+        session,
+        proposal_id,
+        "notificar",
+        day_text=data_entrega,
+        time_text=hora_entrega,
+        fallback=_zone(request),
+    )
     return _step(
         request,
         web,
         session,
         proposal_id,
         form="notificar",
-        values={},
-        run=lambda: workflow.notify(session, proposal_id, actor=web.principal.username),
+        values={"data_entrega": data_entrega, "hora_entrega": hora_entrega},
+        checks=checks,
+        review_field="data_entrega",
+        date_field="data_entrega",
+        run=lambda: workflow.notify(session, proposal_id, actor=web.principal.username, at=at),
     )
 
 
 @router.post("/fiscal/propostas/{proposal_id}/defesa", name="web_agent_defence")
-def defence(request: Request, proposal_id: str, web: AgentUser, session: SessionDep) -> Response:
-    """Record a defence filed within its period (now)."""
+def defence(
+    request: Request,
+    proposal_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    data_defesa: DateField = "",
+    hora_defesa: DateField = "",
+) -> Response:
+    """Record a defence filed within its period, on the date of its protocol.
+
+    ``data_defesa`` (``hora_defesa`` optional); without a date, the defence is dated now.
+    """
+    at, checks = _step_date(
+        session,
+        proposal_id,
+        "defesa",
+        day_text=data_defesa,
+        time_text=hora_defesa,
+        fallback=_zone(request),
+    )
     return _step(
         request,
         web,
         session,
         proposal_id,
         form="defesa",
-        values={},
-        run=lambda: workflow.file_defence(session, proposal_id, actor=web.principal.username),
+        values={"data_defesa": data_defesa, "hora_defesa": hora_defesa},
+        checks=checks,
+        review_field="data_defesa",
+        date_field="data_defesa",
+        run=lambda: workflow.file_defence(
+            session, proposal_id, actor=web.principal.username, at=at
+        ),
     )
 
 
@@ -1352,9 +1550,22 @@ def decide(
     session: SessionDep,
     decisao: Annotated[str, Form(max_length=MAX_CHOICE)] = "",
     fundamentacao: Annotated[str, Form(max_length=MAX_TEXT)] = "",
+    data_decisao: DateField = "",
+    hora_decisao: DateField = "",
 ) -> Response:
-    """Decide the defence: accepted (deferida) or rejected (indeferida), with the grounds."""
-    checks: dict[str, str] = {}
+    """Decide the defence: accepted (deferida) or rejected (indeferida), with the grounds.
+
+    Dated ``data_decisao`` (``hora_decisao`` optional; without a date, now): a period of
+    appeal counts from it.
+    """
+    at, checks = _step_date(
+        session,
+        proposal_id,
+        "decidir",
+        day_text=data_decisao,
+        time_text=hora_decisao,
+        fallback=_zone(request),
+    )
     if decisao not in ("deferida", "indeferida"):
         checks["decisao"] = "Escolha a decisão: defesa deferida ou indeferida."
     problem = _text_field(fundamentacao, label="Fundamentação da decisão", minimum=MIN_REASON)
@@ -1366,14 +1577,22 @@ def decide(
         session,
         proposal_id,
         form="decidir",
-        values={"decisao": decisao, "fundamentacao_decisao": fundamentacao},
+        values={
+            "decisao": decisao,
+            "fundamentacao_decisao": fundamentacao,
+            "data_decisao": data_decisao,
+            "hora_decisao": hora_decisao,
+        },
         checks=checks,
+        review_field="data_decisao",
+        date_field="data_decisao",
         run=lambda: workflow.decide_defence(
             session,
             proposal_id,
             agent_id=web.principal.username,
             accepted=decisao == "deferida",
             reason=fundamentacao.strip(),
+            at=at,
         ),
     )
 
@@ -1386,13 +1605,23 @@ def finalize(
     session: SessionDep,
     fundamentacao: Annotated[str, Form(max_length=MAX_TEXT)] = "",
     fim_prazo: Annotated[str, Form(max_length=40)] = "",
+    data_final: DateField = "",
+    hora_final: DateField = "",
 ) -> Response:
     """Record the final decision (no administrative appeal left), with its grounds.
 
     Where the rulebook fixes no defence period, also the date it ended (``fim_prazo``,
-    required: the municipality's law sets it, outside the rulebook).
+    required: the municipality's law sets it, outside the rulebook). Dated ``data_final``
+    (``hora_final`` optional; without a date, now).
     """
-    checks: dict[str, str] = {}
+    at, checks = _step_date(
+        session,
+        proposal_id,
+        "finalizar",
+        day_text=data_final,
+        time_text=hora_final,
+        fallback=_zone(request),
+    )
     problem = _text_field(fundamentacao, label="Fundamentação", minimum=MIN_REASON)
     if problem:
         checks["fundamentacao_final"] = problem
@@ -1418,15 +1647,22 @@ def finalize(
         session,
         proposal_id,
         form="finalizar",
-        values={"fundamentacao_final": fundamentacao, "fim_prazo": fim_prazo},
+        values={
+            "fundamentacao_final": fundamentacao,
+            "fim_prazo": fim_prazo,
+            "data_final": data_final,
+            "hora_final": hora_final,
+        },
         checks=checks,
         review_field="fim_prazo" if needs_date else None,
+        date_field="data_final",
         run=lambda: workflow.finalize(
             session,
             proposal_id,
             agent_id=web.principal.username,
             reason=fundamentacao.strip(),
             period_ended_on=ended,
+            at=at,
         ),
     )
 
@@ -1504,6 +1740,7 @@ def document(
         "fiscal/documento.html",
         web=web,
         title=f"{title} {number or '(minuta)'}",
+        kind=documento,
         doc_title=title,
         number=number,
         proposal_id=proposal_id,

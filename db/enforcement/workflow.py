@@ -561,14 +561,30 @@ def _step(session: Session, proposal_id: str, action: str, at: dt.datetime) -> P
     return p
 
 
-_EARLIER = (
-    ("committed_until", "ao fim da infração"),
-    ("confirmed_at", "à confirmação do auto"),
-    ("notified_at", "à notificação"),
-    ("defence_filed_at", "à defesa"),
-    ("decided_at", "à decisão da defesa"),
+STEP_FACTS = (
+    ("committed_until", "o fim da infração"),
+    ("confirmed_at", "a lavratura do auto"),
+    ("notified_at", "a entrega da notificação"),
+    ("defence_filed_at", "o protocolo da defesa"),
+    ("decided_at", "a decisão da defesa"),
 )
-"""A proposal's dated facts, in the order of the procedure: a step comes after each of them."""
+"""A proposal's dated facts in the order of the procedure (column, pt-BR with its article): a
+step is dated after each of them."""
+
+_CONTRACTIONS = {("a", "o"): "ao", ("a", "a"): "à", ("de", "o"): "do", ("de", "a"): "da"}
+
+
+def with_preposition(preposition: str, phrase: str) -> str:
+    """Join ``a`` or ``de`` to a phrase of :data:`STEP_FACTS` ("de", "o fim…" → "do fim…")."""
+    article, rest = phrase.split(" ", 1)
+    return f"{_CONTRACTIONS[(preposition, article)]} {rest}"
+
+
+def latest_fact(p: Proposal) -> tuple[dt.datetime, str] | None:
+    """Return ``p``'s latest dated fact (:data:`STEP_FACTS`) and its words, if any."""
+    facts = [(getattr(p, c), what) for c, what in STEP_FACTS if getattr(p, c) is not None]
+    return max(facts, key=lambda f: f[0]) if facts else None
+
 
 CLOCK_SKEW = dt.timedelta(minutes=5)
 """How far past the server's clock a step's stated date may be (another machine's clock)."""
@@ -582,17 +598,21 @@ def _check_chronology(p: Proposal, at: dt.datetime) -> None:
     def local(t: dt.datetime) -> str:
         return f"{t.astimezone(zone):%d/%m/%Y %H:%M}"
 
-    for column, what in _EARLIER:
-        earlier = getattr(p, column)
-        if earlier is not None and at < earlier:
-            msg = (
-                f"a data do passo ({local(at)}) é anterior {what} ({local(earlier)}): "
-                "os passos da revisão seguem a ordem dos fatos"
-            )
-            raise ReviewDataError(msg)
+    latest = latest_fact(p)
+    if latest is not None and at < latest[0]:
+        msg = (
+            f"a data do passo ({local(at)}) é anterior {with_preposition('a', latest[1])} "
+            f"({local(latest[0])}): os passos da revisão seguem a ordem dos fatos"
+        )
+        raise ReviewDataError(msg)
     if at > dt.datetime.now(dt.UTC) + CLOCK_SKEW:
         msg = f"a data do passo ({local(at)}) é futura: registra-se um passo já dado"
         raise ReviewDataError(msg)
+
+
+def _day(iso: str) -> str:
+    """Write a stored deadline (ISO, the municipality's zone) as its local day, dd/mm/aaaa."""
+    return f"{dt.datetime.fromisoformat(iso):%d/%m/%Y}"
 
 
 def _now(at: dt.datetime | None) -> dt.datetime:
@@ -801,7 +821,7 @@ def notify(
     due = (p.deadlines or {}).get("notification", {}).get("due")
     if due and now > dt.datetime.fromisoformat(due):
         msg = (
-            f"prazo de notificação vencido em {due[:10]} "
+            f"prazo de notificação vencido em {_day(due)} "
             f"({p.deadlines['notification']['provision']}): o auto deve ser arquivado"
         )
         raise TransitionError(msg)
@@ -826,7 +846,9 @@ def file_defence(
     p = _step(session, proposal_id, "file_defence", now)
     due = (p.deadlines or {}).get("defence", {}).get("due")
     if due and now > dt.datetime.fromisoformat(due):
-        msg = f"defesa fora do prazo (vencido em {due[:10]}, {p.deadlines['defence']['provision']})"
+        msg = (
+            f"defesa fora do prazo (vencido em {_day(due)}, {p.deadlines['defence']['provision']})"
+        )
         raise TransitionError(msg)
     p.status, p.defence_filed_at, p.updated_at = "em_defesa", now, now
     _audit(
@@ -922,7 +944,7 @@ def finalize(
     if open_until and now <= dt.datetime.fromisoformat(open_until[0]):
         msg = (
             f"a decisão da proposta {proposal_id} ainda não é definitiva: cabe {open_until[1]} "
-            f"até {open_until[0][:10]}"
+            f"até {_day(open_until[0])}"
         )
         raise TransitionError(msg)
     stated: dict[str, Any] = {}
@@ -1018,7 +1040,7 @@ def archive_lapsed(session: Session, *, at: dt.datetime | None = None) -> list[s
                 proposal_id=p.proposal_id,
                 frm="confirmada",
                 to="arquivada",
-                reason=f"notificação não entregue até {n['due'][:10]} ({n['provision']})",
+                reason=f"notificação não entregue até {_day(n['due'])} ({n['provision']})",
             )
             archived.append(p.proposal_id)
     return archived

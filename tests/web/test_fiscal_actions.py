@@ -75,7 +75,7 @@ def _boarding(engine: Engine, *, subtype: str = "boarding") -> str:
     finding = boarding_finding(
         vehicle_id=_vehicle("AC"), stand_id="S1", started_at=START, subtype=subtype
     )
-    return store_and_propose(engine, [finding])[finding["finding_id"]]
+    return str(store_and_propose(engine, [finding])[finding["finding_id"]])
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ class TestConfirm:
         assert (action, actor, details["pontuacao"]) == ("confirm", AGENT, "condutor")
 
     def test_in_the_browser_the_error_is_on_the_form_then_the_answer_is_on_the_auto(
-        self, page: Any, login: Callable, web_engine: Engine
+        self, page: Any, login: Callable[..., Any], web_engine: Engine
     ) -> None:
         """Confirm without the answer: the error is announced on the form and the focus goes
         to the field; answered, the auto is issued and its page prints the agent's answer;
@@ -184,8 +184,9 @@ class TestProcedure:
         self, agent: httpx.Client, web_engine: Engine
     ) -> None:
         """A detour in Pinto Bandeira (art. 25, III): a step out of order is a 409 page; then
-        confirm (answering 'salvo com autorização do usuário'), notify, defence, decision
-        (its choice required), final decision; each step audited with the agent as actor."""
+        confirm (answering 'salvo com autorização do usuário'; the notificação is offered from
+        then on), notify, defence, decision (its choice required), final decision; each step
+        audited with the agent as actor."""
         finding = longer_route_finding(vehicle_id=_vehicle("PB"), started_at=START)
         proposal = store_and_propose(web_engine, [finding], municipality=PB)[finding["finding_id"]]
         base = f"/fiscal/propostas/{proposal}"
@@ -197,9 +198,10 @@ class TestProcedure:
         )
 
         answer = "O passageiro não autorizou o trajeto mais longo; reclamou na chegada."
+        assert "Notificação de Penalidade" not in agent.get(base).text  # a minuta: no notice
         assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303
-        assert "Notificação de Penalidade" not in agent.get(base).text
-        assert _post(agent, f"{base}/notificar").status_code == 303
+        assert "Notificação de Penalidade" in agent.get(base).text  # printed before delivery
+        assert _post(agent, f"{base}/notificar").status_code == 303  # no date given: now
         assert "Notificação de Penalidade" in agent.get(base).text
         assert _post(agent, f"{base}/defesa").status_code == 303
         missing = _post(agent, f"{base}/decidir", fundamentacao="Sem prova do alegado.")
@@ -273,13 +275,15 @@ class TestDocuments:
 
         def reads() -> list[Any]:
             with web_engine.connect() as conn:
-                return conn.execute(
-                    text(
-                        "SELECT actor, details FROM audit_log WHERE action = "
-                        "'read_personal_data' AND entity_id = :p ORDER BY entry_id"
-                    ),
-                    {"p": SEEDED_PROPOSAL_ID},
-                ).all()
+                return list(
+                    conn.execute(
+                        text(
+                            "SELECT actor, details FROM audit_log WHERE action = "
+                            "'read_personal_data' AND entity_id = :p ORDER BY entry_id"
+                        ),
+                        {"p": SEEDED_PROPOSAL_ID},
+                    ).all()
+                )
 
         before = len(reads())
         path = f"/fiscal/propostas/{SEEDED_PROPOSAL_ID}/documentos/auto"

@@ -146,12 +146,12 @@ class TestStepDates:
             dismiss(session, pid, agent_id="a", reason="engano", at=T0 - dt.timedelta(days=1))
         assert get_proposal(session, pid).status == "proposta"
         confirm(session, pid, agent_id="a", at=T0)
-        with pytest.raises(ReviewDataError, match="anterior à confirmação do auto"):
+        with pytest.raises(ReviewDataError, match="anterior à lavratura do auto"):
             notify(session, pid, actor="a", at=T0 - dt.timedelta(minutes=1))
         p = get_proposal(session, pid)
         assert p.status == "confirmada" and p.deadlines["notification"]["due"]
         notify(session, pid, actor="a", at=T0 + dt.timedelta(days=1))
-        with pytest.raises(ReviewDataError, match="anterior à notificação"):
+        with pytest.raises(ReviewDataError, match="anterior à entrega da notificação"):
             file_defence(session, pid, actor="d", at=T0)
         file_defence(session, pid, actor="d", at=T0 + dt.timedelta(days=2))
         assert get_proposal(session, pid).status == "em_defesa"

@@ -1,6 +1,7 @@
 /* Consequential forms ask before they are sent: <form data-confirm="Lavrar o auto …?">.
  * "{name}" in the text reads the form's field of that name (a select: the chosen option's
- * text; radio buttons: the chosen one's label), so the question names what the person typed.
+ * text; radio buttons: the chosen one's label; a date field with data-confirm-as="dd/mm/aaaa":
+ * the date so written), so the question names what the person typed.
  * Cancelled: nothing is sent. A form whose fields break their own limits (required, minlength)
  * is sent without asking: the server refuses it with its message, so nothing is confirmed in
  * vain. Without JavaScript the form is sent as it is (the server still checks every field). */
@@ -19,6 +20,11 @@
   function fieldText(field) {
     if (!field.tagName) return chosenText(field);  // radio buttons sharing the name
     if (field.type === "radio" || field.type === "checkbox") return chosenText([field]);
+    if (field.getAttribute("data-confirm-as") === "dd/mm/aaaa" &&
+        /^\d{4}-\d{2}-\d{2}$/.test(field.value)) {
+      var ymd = field.value.split("-");
+      return ymd[2] + "/" + ymd[1] + "/" + ymd[0];  // as people read it: dd/mm/aaaa
+    }
     if (field.tagName === "SELECT") {
       var option = field.options[field.selectedIndex];
       return option && option.value ? option.text : NOT_CHOSEN;
