@@ -332,14 +332,19 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def _post(url: str, body: bytes, headers: Mapping[str, str], timeout_s: float) -> str | None:
-    """POST; return None after a 2xx, else the error text."""
-    request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")  # noqa: S310
+    """POST; return None after a 2xx, else the error text.
+
+    Any failure to build or send this one request (a URL stored before it was checked, a
+    refused connection, a broken reply) is this delivery's error, retried as an HTTP error is:
+    it never ends the batch of :func:`deliver_due`.
+    """
     try:
+        request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")  # noqa: S310
         with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
             status = int(response.status)
     except urllib.error.HTTPError as exc:
         return f"HTTP {exc.code}"
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - one receiver's failure, never the batch's
         return f"{type(exc).__name__}: {exc}"[:500]
     return None if 200 <= status < 300 else f"HTTP {status}"
 

@@ -8,7 +8,8 @@ Database errors are mapped the same whether SQLAlchemy wrapped them or the code 
 connection directly (COPY, raw cursors): an operational error (connection lost, server shutting
 down, disk full…) is 503 with ``Retry-After``, its code naming the cause when PostgreSQL's SQLSTATE
 says it (:data:`SQLSTATE_503`); a data error is 422 (a NUL character, which no PostgreSQL text
-holds, named as such).
+holds, named as such). A database error pandas wrapped (``pandas.errors.DatabaseError``, raised
+by ``read_sql``/``read_postgis`` from the driver's error) is answered as the error it wraps.
 
 Validation messages are pt-BR, in the message and in each item of ``errors``
 (:func:`api.schemas.pt_message`, which the console's forms use too).
@@ -32,6 +33,7 @@ from typing import Any, cast
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pandas.errors import DatabaseError as PandasDatabaseError
 from psycopg import DataError as PgDataError
 from psycopg import Error as PgError
 from psycopg import OperationalError as PgOperationalError
@@ -181,6 +183,32 @@ def _database_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(503, code, message, headers={"Retry-After": "5"})
 
 
+_DB_ERRORS = (OperationalError, DBAPIError, PoolTimeoutError, DatabaseUnreachableError, PgError)
+"""What :func:`_database_error` answers."""
+
+
+def _database_cause(exc: BaseException) -> Exception | None:
+    """Return the database error behind ``exc`` (its ``__cause__``/``__context__`` chain)."""
+    seen: set[int] = set()
+    current = exc.__cause__ or exc.__context__
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _DB_ERRORS):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _wrapped_database_error(request: Request, exc: Exception) -> JSONResponse:
+    """Answer a database error that pandas wrapped (``read_sql``, ``read_postgis``) as the bare one.
+
+    pandas raises ``pandas.errors.DatabaseError`` from the driver's error: a NUL in a path id
+    is then the same 422 as anywhere else, an outage the same 503; no cause found is a bug.
+    """
+    cause = _database_cause(exc)
+    return _unexpected(request, exc) if cause is None else _database_error(request, cause)
+
+
 def _value_error(request: Request, exc: Exception) -> JSONResponse:
     if not is_ours(exc):
         return _unexpected(request, exc)
@@ -219,9 +247,9 @@ def install_error_handlers(app: FastAPI, *, validation_page: ValidationPage | No
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    db_errors = (OperationalError, DBAPIError, PoolTimeoutError, DatabaseUnreachableError, PgError)
-    for db_error in db_errors:
+    for db_error in _DB_ERRORS:
         app.add_exception_handler(db_error, _database_error)
+    app.add_exception_handler(PandasDatabaseError, _wrapped_database_error)
     app.add_exception_handler(ValueError, _value_error)
     app.add_exception_handler(PartitionStateError, _storage_error)
     app.add_exception_handler(ClientDisconnect, _client_disconnect)

@@ -6,10 +6,18 @@ import datetime as dt
 import math
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StringConstraints,
+)
 
 from fleet.dates import check_document_validity, check_query_date, check_registry_date
-from fleet.ids import REGISTRY_ID_PATTERN
+from fleet.ids import REGISTRY_ID_MAX_CHARS, REGISTRY_ID_PATTERN, display_text_problem
 
 
 class ErrorDetail(BaseModel):
@@ -135,6 +143,12 @@ def _non_finite(value: Any) -> bool:
         return False
 
 
+def _one_of(expected: str) -> str:
+    """Say pydantic's list of allowed values in Portuguese: ``'a', 'b' or 'c'`` → ``… ou 'c'``."""
+    head, sep, last = expected.rpartition(" or ")
+    return f"{head} ou {last}" if sep else expected
+
+
 def pt_message(err: dict[str, Any]) -> str:
     """Return one pydantic error (an item of ``errors()``) as a pt-BR message."""
     kind = str(err.get("type", ""))
@@ -145,6 +159,8 @@ def pt_message(err: dict[str, Any]) -> str:
         return _MESSAGES["finite_number"]
     if kind == "string_pattern_mismatch" and ctx.get("pattern") in _PATTERNS:
         return _PATTERNS[ctx["pattern"]]
+    if kind in ("literal_error", "enum") and isinstance(ctx.get("expected"), str):
+        ctx["expected"] = _one_of(ctx["expected"])
     try:
         return _MESSAGES[kind].format(**ctx) if kind in _MESSAGES else _FALLBACK_MESSAGE
     except (KeyError, IndexError):
@@ -246,6 +262,33 @@ today + 1 year)."""
 DocumentDate = Annotated[dt.date, BeforeValidator(_date_text), AfterValidator(_document_date)]
 """A CNH / ICTP validity (``AAAA-MM-DD`` text): 1990-01-01 to today + 10 years
 (:func:`fleet.dates.check_document_validity`)."""
+
+
+def display_text(value: str) -> str | None:
+    """Return a name shown to people (stripped before, by its type), None when blank.
+
+    Raises
+    ------
+    ValueError
+        A control character or a bidirectional override (:func:`fleet.ids.display_text_problem`).
+    """
+    problem = display_text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value or None
+
+
+RegistryId = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True,
+        min_length=1,
+        max_length=REGISTRY_ID_MAX_CHARS,
+        pattern=REGISTRY_ID_PATTERN,
+    ),
+]
+"""A registry id (a stand's ``stand_id``…) as :mod:`fleet.ids` allows it, surrounding blanks
+stripped: no blank or control character inside, none of ``/ ? # % , ; "``."""
 
 
 class PresentVehicle(BaseModel):

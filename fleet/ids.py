@@ -57,3 +57,28 @@ def registry_id_problem(value: str) -> str | None:
             'caracteres / ? # % , ; " (uma aspa sem fechar no arquivo?)'
         )
     return None
+
+
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): invisible,
+in a name they reorder what the reader sees."""
+
+
+def display_text_problem(value: str) -> str | None:
+    """Say (pt-BR) why ``value`` cannot be a name shown to people, or None when it can.
+
+    Refused: a control character (line break, tab, NUL…) and the bidirectional controls of
+    :data:`BIDI_CONTROLS`.
+    """
+    for char in value:
+        if char in BIDI_CONTROLS:
+            return (
+                f"contém o caractere invisível de direção do texto U+{ord(char):04X}, que "
+                "reordena o que se lê; remova-o"
+            )
+        if unicodedata.category(char) == "Cc":
+            return (
+                f"contém um caractere de controle (U+{ord(char):04X}: quebra de linha, "
+                "tabulação…); use uma linha só de texto"
+            )
+    return None

@@ -29,6 +29,7 @@ import pyproj
 import shapely
 from shapely.geometry import shape
 
+from fleet.ids import display_text_problem, registry_id_problem
 from geo.crs import WGS84, buffer_points_m
 from stands._errors import (
     DuplicateStandIdError,
@@ -513,7 +514,10 @@ def _to_stands_frame(
     if missing.any():
         where = np.flatnonzero(missing)
         raise MissingStandIdError(_listing(f"stand_id ausente em '{source}'", where, unit=unit))
+    _check_ids(ids, source=source, unit=unit)
     _check_unique(ids, source=source, unit=unit)
+    names = _optional_column(raw, NAME, _as_text, n)
+    check_names(names, ids=ids, source=source, unit=unit)
 
     geoms = shapely.force_2d(np.asarray(raw.geometry.values, dtype=object))
     null = shapely.is_missing(geoms) | shapely.is_empty(geoms)
@@ -540,7 +544,7 @@ def _to_stands_frame(
     frame = gpd.GeoDataFrame(
         {
             STAND_ID: pd.Series(ids, dtype="str"),
-            NAME: pd.Series(_optional_column(raw, NAME, _as_text, n), dtype="str"),
+            NAME: pd.Series(names, dtype="str"),
             CAPACITY: pd.Series(
                 _optional_column(raw, CAPACITY, _capacity_checker(ids, source, unit), n),
                 dtype="Int64",
@@ -693,6 +697,42 @@ def _require_columns(
             f"colunas presentes: {present}"
         )
         raise MissingColumnError(msg)
+
+
+def _check_ids(ids: np.ndarray, *, source: str, unit: str) -> None:
+    """Refuse ids the registry cannot hold (:func:`fleet.ids.registry_id_problem`)."""
+    bad = [(i, p) for i, v in enumerate(ids) if (p := registry_id_problem(str(v))) is not None]
+    if not bad:
+        return
+    shown = "; ".join(f"{unit} {i + 1}: {problem}" for i, problem in bad[:_MAX_LISTED])
+    more = f"; e mais {len(bad) - _MAX_LISTED}" if len(bad) > _MAX_LISTED else ""
+    msg = f"stand_id inválido em '{source}' ({shown}{more})"
+    raise InvalidAttributeError(msg)
+
+
+def check_names(
+    names: Sequence[str | None], *, ids: Sequence[Any] | np.ndarray, source: str, unit: str
+) -> None:
+    """Refuse stand names with a control character or a bidirectional override.
+
+    Raises
+    ------
+    InvalidAttributeError
+        Naming the first few rows (:func:`fleet.ids.display_text_problem`).
+    """
+    bad = [
+        (i, problem)
+        for i, name in enumerate(names)
+        if name is not None and (problem := display_text_problem(name)) is not None
+    ]
+    if not bad:
+        return
+    shown = "; ".join(
+        f"{unit} {i + 1} (stand_id {ids[i]!r}): {problem}" for i, problem in bad[:_MAX_LISTED]
+    )
+    more = f"; e mais {len(bad) - _MAX_LISTED}" if len(bad) > _MAX_LISTED else ""
+    msg = f"nome de ponto inválido em '{source}' ({shown}{more})"
+    raise InvalidAttributeError(msg)
 
 
 def _check_unique(ids: np.ndarray, *, source: str, unit: str) -> None:

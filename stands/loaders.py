@@ -28,7 +28,7 @@ from fleet.loaders import PORTO_ALEGRE
 from geo.crs import WGS84, buffer_points_m
 from stands._errors import DuplicateStandIdError, MissingColumnError, StandsFormatError
 from stands.frames import CAPACITY, MUNICIPALITY, NAME, STAND_ID
-from stands.layers import read_porto_stands, read_stands
+from stands.layers import check_names, read_porto_stands, read_stands
 
 DEFAULT_POINT_RADIUS_M = 30.0
 OFFICIAL_STANDS = {
@@ -204,6 +204,8 @@ def read_poa_stands(
         If ``codigo`` or ``nome`` is missing.
     DuplicateStandIdError
         If a ``codigo`` repeats.
+    InvalidAttributeError
+        If a ``nome`` holds a control character or a bidirectional override.
     """
     raw = gpd.read_file(path)
     name = Path(path).name
@@ -241,6 +243,8 @@ def read_poa_stands(
         values = (None if pd.isna(v) else str(v).strip() for v in raw[column])
         return [v if v else None for v in values]
 
+    names = text_col("nome")
+    check_names(names, ids=ids.tolist(), source=name, unit="feição")
     street, number = text_col("logradouro"), text_col("numero")
     address = [
         None if s is None else (s if n in (None, "0") else f"{s}, {n}")
@@ -249,7 +253,7 @@ def read_poa_stands(
     frame = gpd.GeoDataFrame(
         {
             STAND_ID: ids.astype(object),
-            NAME: text_col("nome"),
+            NAME: names,
             "address": address,
             "phone": text_col("telefone"),
             "order_number": pd.array([pd.NA] * len(raw), dtype="Int64"),

@@ -29,13 +29,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import unicodedata
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
@@ -71,11 +74,29 @@ StandsQuery = Annotated[
 
 
 class AlertFilters(BaseModel):
-    """Which alerts a subscriber or webhook receives (empty: all)."""
+    """Which alerts a subscriber or webhook receives (empty: all).
+
+    An unknown filter is refused: dropped, it would leave the webhook receiving every alert.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     kinds: list[str] = Field(default_factory=list)
     bbox: list[float] | None = Field(None, description="[min_lon, min_lat, max_lon, max_lat]")
     stand_ids: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_filters(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = [k for k in data if k not in cls.model_fields]
+            if unknown:
+                msg = (
+                    f"filtro {unknown[0]!r} desconhecido; esperado um de "
+                    f"{', '.join(cls.model_fields)}"
+                )
+                raise ValueError(msg)
+        return data
 
     @field_validator("kinds")
     @classmethod
@@ -120,10 +141,50 @@ class AlertsPublic(BaseModel):
     count: int
 
 
+def check_webhook_url(url: str) -> str:
+    """Return ``url`` stripped if it can receive webhooks, or raise ValueError (pt-BR).
+
+    An ``http``/``https`` URL with a host, a port from 1 to 65535 if any, no blank or control
+    character, and no ``user:password@`` (``GET /api/v1/webhooks`` shows the URL: a credential
+    in it would be echoed).
+    """
+    url = url.strip()
+    if not url or any(c.isspace() or unicodedata.category(c) == "Cc" for c in url):
+        msg = "URL inválida: sem espaços nem caracteres de controle"
+        raise ValueError(msg)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:  # "http://[::1" (bracket left open), "http://h:99999", "http://h:x"
+        msg = f"URL inválida: {url[:80]!r} (host ou porta malformados; porta de 1 a 65535)"
+        raise ValueError(msg) from None
+    if parts.scheme not in ("http", "https"):
+        msg = f"esquema de URL {parts.scheme!r} não aceito; esperado http ou https"
+        raise ValueError(msg)
+    if not parts.hostname:
+        msg = "URL sem host; esperado http(s)://host[:porta]/caminho"
+        raise ValueError(msg)
+    if port == 0:
+        msg = "porta 0 na URL; esperado de 1 a 65535"
+        raise ValueError(msg)
+    if parts.username is not None or parts.password is not None:
+        msg = (
+            "URL com usuário ou senha (usuario:senha@) não aceita: ela seria exibida na lista "
+            "de webhooks; autentique o receptor pelo segredo (assinatura X-Pontual-Signature)"
+        )
+        raise ValueError(msg)
+    try:
+        urllib.request.Request(url, method="POST")  # noqa: S310 - as the delivery builds it
+    except ValueError:
+        msg = f"URL inválida: {url[:80]!r}"
+        raise ValueError(msg) from None
+    return url
+
+
 class WebhookCreate(BaseModel):
     """A receiver of alerts: an http(s) URL, the HMAC secret, optional filters."""
 
-    url: str = Field(pattern=r"^https?://\S+$", max_length=2000)
+    url: Annotated[str, AfterValidator(check_webhook_url)] = Field(max_length=2000)
     secret: str = Field(min_length=16, max_length=256)
     filters: AlertFilters = Field(default_factory=lambda: AlertFilters(bbox=None))
 

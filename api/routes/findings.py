@@ -47,6 +47,9 @@ def list_findings(
         if value is not None and value.tzinfo is None:
             msg = f"'{name}' sem fuso horário; use ISO 8601 com offset (ex.: 2024-03-04T00:00Z)"
             raise InvalidRequestError(msg)
+    if since is not None and until is not None and until < since:
+        msg = f"período invertido: since {since.isoformat()} depois de until {until.isoformat()}"
+        raise InvalidRequestError(msg)
     features, count = queries.finding_features(
         session=session,
         kind=kind,

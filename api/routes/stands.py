@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.encoders import jsonable_encoder
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 from sqlalchemy import select
 
 from api import queries
@@ -27,7 +27,9 @@ from api.schemas import (
     Int,
     PresentVehicle,
     RegistryDate,
+    RegistryId,
     StrictBody,
+    display_text,
     error_responses,
 )
 
@@ -38,6 +40,11 @@ Admin = Annotated[Principal, Depends(require_roles("admin"))]
 SupervisorReader = Annotated[Principal, Depends(require_roles("admin", "agent", "supervisor"))]
 """Who reads the supervisors' names (personal data; planners do not)."""
 _ERRORS = error_responses(401, 403, 404, 409, 422, 503)
+
+StandName = Annotated[
+    str, StringConstraints(strip_whitespace=True, max_length=200), AfterValidator(display_text)
+]
+"""A stand's name: stripped (blank: none), no control character nor bidirectional override."""
 
 
 class Feature(BaseModel):
@@ -60,8 +67,8 @@ class StandsPublic(BaseModel):
 class StandCreate(StrictBody):
     """A new stand: a GeoJSON Polygon/MultiPolygon (EPSG:4326), or a point with ``radius_m``."""
 
-    stand_id: str = Field(min_length=1, max_length=100)
-    name: str | None = Field(None, max_length=200)
+    stand_id: RegistryId
+    name: StandName | None = None
     capacity: Int | None = Field(None, ge=0, le=10_000)
     order_number: Int | None = Field(None, ge=1)
     kind: Literal["fixo", "livre"] | None = None
@@ -76,7 +83,7 @@ class StandCreate(StrictBody):
 class StandUpdate(StrictBody):
     """Fields to change (absent: unchanged)."""
 
-    name: str | None = Field(None, max_length=200)
+    name: StandName | None = None
     capacity: Int | None = Field(None, ge=0, le=10_000)
     order_number: Int | None = Field(None, ge=1)
     kind: Literal["fixo", "livre"] | None = None
@@ -300,7 +307,7 @@ def create_stand(body: StandCreate, user: Admin, session: SessionDep) -> Any:
 
     attrs = body.model_dump(exclude={"geometry", "lat", "lon", "radius_m", "stand_id"})
     with _registry_errors():
-        registry.create_stand(
+        stand = registry.create_stand(
             session=session,
             stand_id=body.stand_id,
             actor=user.actor,
@@ -308,7 +315,7 @@ def create_stand(body: StandCreate, user: Admin, session: SessionDep) -> Any:
             **attrs,
         )
     session.commit()
-    return _stand_or_404(session, body.stand_id)
+    return _stand_or_404(session, stand.stand_id)
 
 
 @router.patch("/{stand_id}", response_model=Feature, responses=_ERRORS)

@@ -50,7 +50,8 @@ from api.web.admin_base import AdminUser, audit, form_number, form_text
 from api.web.auth import WebSession
 from api.web.templating import render
 from fleet._errors import FleetError
-from stands._errors import StandsError
+from fleet.ids import registry_id_problem
+from stands._errors import InvalidAttributeError, StandsError
 
 router = APIRouter(include_in_schema=False)
 
@@ -230,6 +231,10 @@ def _read(kind: str, path: Path, options: dict[str, Any]) -> Any:
     )
     if options.get("id_prefix"):
         frame["stand_id"] = options["id_prefix"] + frame["stand_id"].astype(str)
+        for stand_id in frame["stand_id"]:  # the prefix may make an id too long
+            if (problem := registry_id_problem(stand_id)) is not None:
+                msg = f"stand_id com o prefixo: {problem}"
+                raise InvalidAttributeError(msg)
     return frame
 
 
@@ -593,11 +598,14 @@ def _options(*, kind: str, values: dict[str, str], content: bytes, suffix: str) 
             radius = form_number(values["radius_m"], field="radius_m")
         except ValueError as exc:
             raise ValueError(str(exc), "radius_m") from None
+        prefix = values["id_prefix"].strip()
+        if prefix and (problem := registry_id_problem(prefix)) is not None:
+            raise ValueError(f"prefixo {problem}", "id_prefix")
         return {
             "municipality": municipality,
             "radius_m": 30.0 if radius is None else float(radius),
             "retire_missing": values["retire_missing"] == "1",
-            "id_prefix": values["id_prefix"].strip(),
+            "id_prefix": prefix,
         }
     as_of = form_text(values["as_of"])
     if as_of is None:

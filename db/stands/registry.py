@@ -38,6 +38,7 @@ from db.stands.models import (
     StandSuspension,
 )
 from fleet.dates import check_optional_registry_date, check_registry_date
+from fleet.ids import display_text_problem, registry_id_problem
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.crs import WGS84, buffer_points_m
 from stands._errors import (
@@ -218,7 +219,11 @@ def _check_attributes(
     capacity: int | None,
     order_number: int | None,
     municipality_code: str | None,
+    name: str | None = None,
 ) -> None:
+    if name is not None and (problem := display_text_problem(name)) is not None:
+        msg = f"'name' {problem}"
+        raise InvalidAttributeError(msg)
     if kind is not None and kind not in STAND_KINDS:
         msg = f"'kind' era {kind!r}; esperado um de {', '.join(STAND_KINDS)}"
         raise InvalidAttributeError(msg)
@@ -365,6 +370,9 @@ def create_stand(
     if not stand_id:
         msg = "'stand_id' vazio; informe o identificador do ponto"
         raise InvalidAttributeError(msg)
+    if (problem := registry_id_problem(stand_id)) is not None:  # the id goes in URLs
+        msg = f"'stand_id' {problem}"
+        raise InvalidAttributeError(msg)
     if session.get(Stand, stand_id) is not None:
         msg = f"o ponto '{stand_id}' já existe (altere-o em vez de criá-lo de novo)"
         raise StandExistsError(msg)
@@ -375,6 +383,7 @@ def create_stand(
         capacity=capacity,
         order_number=order_number,
         municipality_code=municipality_code,
+        name=name,
     )
     _check_in_municipality(session, geom.wkt, municipality_code)
     stand = Stand(
@@ -481,6 +490,7 @@ def edit_stand(
         capacity=capacity,
         order_number=order_number,
         municipality_code=municipality_code,
+        name=name,
     )
     changes: dict[str, Any] = {}
     for field, value in values.items():

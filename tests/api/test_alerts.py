@@ -584,6 +584,65 @@ class TestWebhooks:
         )
         assert response.status_code == 422
 
+    @pytest.mark.parametrize(
+        ("url", "said"),
+        [
+            ("http://[::1", "host ou porta malformados"),
+            ("http://127.0.0.1:99999/x", "porta de 1 a 65535"),
+            ("http://127.0.0.1:0/x", "porta 0"),
+            ("http://127.0.0.1:porta/x", "host ou porta malformados"),
+            ("http:///x", "URL sem host"),
+            ("http://:8080/x", "URL sem host"),
+            ("http://user:senha@127.0.0.1/x", "usuário ou senha"),
+            ("https://token@127.0.0.1/x", "usuário ou senha"),
+            ("http://127.0.0.1/a\tb", "sem espaços"),
+            ("javascript://127.0.0.1/x", "esperado http ou https"),
+        ],
+    )
+    def test_url_that_cannot_be_delivered_is_422(
+        self, client: TestClient, seeded: dict, url: str, said: str
+    ) -> None:
+        """A URL urllib cannot send to, or holding credentials, is refused in pt-BR."""
+        response = client.post(
+            "/api/v1/webhooks",
+            json={"url": url, "secret": "0123456789abcdef"},
+            headers=bearer(seeded["tokens"]["admin"]),
+        )
+        assert response.status_code == 422, response.text
+        assert said in response.json()["error"]["message"]
+
+    def test_ipv6_url_is_accepted(self, client: TestClient, seeded: dict) -> None:
+        """A well-formed IPv6 literal with a port is a valid receiver."""
+        headers = bearer(seeded["tokens"]["admin"])
+        response = client.post(
+            "/api/v1/webhooks",
+            json={"url": " http://[::1]:9/x ", "secret": "0123456789abcdef"},
+            headers=headers,
+        )
+        assert response.status_code == 201, response.text
+        assert response.json()["url"] == "http://[::1]:9/x"
+        client.delete(f"/api/v1/webhooks/{response.json()['webhook_id']}", headers=headers)
+
+    @pytest.mark.parametrize(
+        ("filters", "said"),
+        [
+            ({"kind": ["unlicensed_stand_use"]}, "filtro 'kind' desconhecido"),
+            ({"stands": ["S1"]}, "filtro 'stands' desconhecido"),
+            ({"kinds": ["nope"]}, "tipo de achado 'nope' desconhecido"),
+        ],
+    )
+    def test_unknown_filter_or_kind_is_422(
+        self, client: TestClient, seeded: dict, filters: dict, said: str
+    ) -> None:
+        """An unknown filter or kind is refused: dropped, the webhook would get every alert."""
+        response = client.post(
+            "/api/v1/webhooks",
+            json={"url": "http://127.0.0.1:9/x", "secret": "0123456789abcdef", "filters": filters},
+            headers=bearer(seeded["tokens"]["admin"]),
+        )
+        assert response.status_code == 422, response.text
+        assert said in response.json()["error"]["message"]
+
     def test_admin_only(self, client: TestClient, seeded: dict) -> None:
         """Agents may not configure webhooks."""
         response = client.get("/api/v1/webhooks", headers=bearer(seeded["tokens"]["agent"]))

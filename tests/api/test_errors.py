@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Literal
 
+import pandas as pd
 import psycopg
 import pytest
 from fastapi import FastAPI
 from psycopg import errors as pg
+from pydantic import BaseModel, ValidationError
 from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.orm import Session
 from starlette.exceptions import StarletteDeprecationWarning
 
-from api.errors import install_error_handlers
+from api.errors import NUL_MESSAGE, install_error_handlers
 from api.schemas import pt_message
 from fleet.ids import REGISTRY_ID_PATTERN
 
@@ -86,6 +90,29 @@ class TestInstallErrorHandlers:
         assert (status, body["error"]["code"]) == (500, "internal_error")
 
 
+class TestWrappedDatabaseErrors:
+    def test_nul_in_read_postgis_is_the_nul_422(self, db_session: Session) -> None:
+        """A NUL reaching PostgreSQL through pandas (read_postgis) is the API's NUL 422, not 500."""
+        from db.enforcement import workflow
+
+        with pytest.raises(pd.errors.DatabaseError) as caught:
+            workflow.load_findings(db_session, ["x\x00"])
+        status, body, _ = _answer(_raiser(caught.value))
+        assert (status, body["error"]["message"]) == (422, NUL_MESSAGE)
+
+    def test_wrapped_outage_is_503(self) -> None:
+        """An operational error wrapped by pandas is the same 503 as the bare one."""
+        wrapped = pd.errors.DatabaseError("Execution failed on sql")
+        wrapped.__cause__ = _wrapped(pg.AdminShutdown("terminating connection"))
+        status, body, _ = _answer(_raiser(wrapped))
+        assert (status, body["error"]["code"]) == (503, "database_unavailable")
+
+    def test_wrapped_without_database_cause_is_500(self) -> None:
+        """A pandas DatabaseError with no database error behind it stays a bug (500)."""
+        status, body, _ = _answer(_raiser(pd.errors.DatabaseError("no cause")))
+        assert (status, body["error"]["code"]) == (500, "internal_error")
+
+
 class TestPtMessage:
     @pytest.mark.parametrize(
         ("err", "said"),
@@ -107,3 +134,21 @@ class TestPtMessage:
     def test_patterns_in_words(self, err: dict, said: str) -> None:
         """A field's pattern is said in words where the schemas know it, not as a regex."""
         assert pt_message(err) == said
+
+    @pytest.mark.parametrize(
+        ("values", "said"),
+        [
+            (("fixo", "livre"), "esperado um de: 'fixo' ou 'livre'"),
+            (("a", "b", "c"), "esperado um de: 'a', 'b' ou 'c'"),
+            (("só",), "esperado um de: 'só'"),
+        ],
+    )
+    def test_allowed_values_in_portuguese(self, values: tuple[str, ...], said: str) -> None:
+        """The list of allowed values of a Literal is joined with "ou", not pydantic's "or"."""
+
+        class Body(BaseModel):
+            kind: Literal[values]  # type: ignore[valid-type]
+
+        with pytest.raises(ValidationError) as caught:
+            Body(kind="nope")
+        assert pt_message(dict(caught.value.errors()[0])) == said

@@ -363,6 +363,56 @@ class TestReadStands:
             read_stands(path, default_radius_m=10)
 
 
+class TestStandIdsAndNames:
+    @pytest.mark.parametrize("bad", ["a/b", "a?b", "a#b", "a%b", "a b", "a\tb", "a;b", "x" * 65])
+    def test_id_unreachable_by_url_is_refused(self, tmp_path: Path, bad: str) -> None:
+        """A stand_id the registry cannot hold (fleet.ids) is refused, naming the feature."""
+        path = _write(tmp_path, [_feature({"stand_id": bad}, _polygon())])
+        with pytest.raises(InvalidAttributeError, match="stand_id inválido .*feição 1"):
+            read_stands(path)
+
+    def test_id_in_csv_is_checked_too(self, tmp_path: Path) -> None:
+        """A CSV row with a slash in its stand_id is refused, naming the row."""
+        path = tmp_path / "pontos.csv"
+        path.write_text("stand_id,lat,lon,radius_m\nP1,-30.02,-51.22,20\nP/2,-30.03,-51.22,20\n")
+        with pytest.raises(InvalidAttributeError, match="linha 2"):
+            read_stands(path)
+
+    @pytest.mark.parametrize("name", ["Praça\u202eXV", "Praça\u2066XV", "Praça\nXV", "a\x00b"])
+    def test_name_with_control_or_bidi_characters_is_refused(
+        self, tmp_path: Path, name: str
+    ) -> None:
+        """A name with a control character or a bidirectional override is refused."""
+        path = _write(tmp_path, [_feature({"stand_id": "P1", "name": name}, _polygon())])
+        with pytest.raises(InvalidAttributeError, match="nome de ponto inválido .*'P1'"):
+            read_stands(path)
+
+    def test_blanks_around_id_and_name_are_stripped(self, tmp_path: Path) -> None:
+        """Surrounding blanks are not part of the id nor of the name."""
+        props = {"stand_id": "  P1 ", "name": "  Praça XV  "}
+        out = read_stands(_write(tmp_path, [_feature(props, _polygon())]))
+        assert (out["stand_id"].iloc[0], out["name"].iloc[0]) == ("P1", "Praça XV")
+
+    def test_porto_csv_with_bad_id_is_refused(self, tmp_path: Path) -> None:
+        """Porto's CSV goes through the same rule."""
+        path = tmp_path / "porto.csv"
+        path.write_text("ID,Descricao,Latitude,Longitude\n1 2,Agra,41.1,-8.6\n", encoding="utf-8")
+        with pytest.raises(InvalidAttributeError, match="stand_id inválido"):
+            read_porto_stands(path, radius_m=50)
+
+    @pytest.mark.parametrize(
+        "path",
+        [
+            DATA / "porto" / "derived" / "taxi_stands.csv",
+            DATA / "brazil" / "taxi_stands" / "pontos_taxi_poa_2020-03-10.geojson",
+        ],
+        ids=["porto", "porto_alegre"],
+    )
+    def test_real_stand_files_pass(self, path: Path) -> None:
+        """The bundled Porto and Porto Alegre stands all have valid ids and names."""
+        assert len(read_any_stands(path, default_radius_m=30)) > 60
+
+
 class TestReadPortoStands:
     def test_real_file(self) -> None:
         """Porto's 63 stands become 63 circles with string ids and names."""

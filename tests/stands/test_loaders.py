@@ -12,7 +12,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 from db.stands.store import load_stands
-from stands._errors import DuplicateStandIdError
+from stands._errors import DuplicateStandIdError, InvalidAttributeError
 from stands.loaders import DEFAULT_POINT_RADIUS_M, read_poa_stands, read_stands_registry
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -169,3 +169,25 @@ class TestLoadStands:
         porto = read_stands_registry(PORTO_STANDS)
         with pytest.raises(DuplicateStandIdError, match="--id-prefix"):
             load_stands(conn=conn, stands=porto)
+
+
+class TestStandIdsAndNamesOfImports:
+    def test_contract_with_bad_id_is_refused(self, tmp_path: Path) -> None:
+        """``pontual import stands`` and the console's import refuse an id with a slash."""
+        path = _contract(tmp_path, [_feature("P/1", SQUARE)])
+        with pytest.raises(InvalidAttributeError, match="stand_id inválido"):
+            read_stands_registry(path)
+
+    def test_porto_alegre_file_with_bidi_name_is_refused(self, tmp_path: Path) -> None:
+        """A ``nome`` of Porto Alegre's file with a bidirectional override is refused."""
+        doc = json.loads(POA_STANDS.read_text(encoding="utf-8"))
+        doc["features"][0]["properties"]["nome"] = "RODOVI\u202eÁRIA"
+        path = tmp_path / "pontos_poa.geojson"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        with pytest.raises(InvalidAttributeError, match="nome de ponto inválido"):
+            read_stands_registry(path)
+
+    def test_real_files_pass(self) -> None:
+        """The bundled Porto Alegre and Porto files still load whole."""
+        assert len(read_stands_registry(POA_STANDS)) == 379
+        assert len(read_stands_registry(PORTO_STANDS)) == 63

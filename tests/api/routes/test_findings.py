@@ -28,6 +28,25 @@ class TestListFindings:
         )
         assert response.status_code == 422
 
+    def test_inverted_period_is_422(self, client: TestClient, seeded: dict) -> None:
+        """A period whose start comes after its end is refused, as supervision's periods are."""
+        response = client.get(
+            "/api/v1/findings",
+            params={"since": "2024-03-05T00:00:00Z", "until": "2024-03-04T00:00:00Z"},
+            headers=bearer(seeded["tokens"]["agent"]),
+        )
+        assert response.status_code == 422
+        assert "período invertido" in response.json()["error"]["message"]
+
+    def test_instant_period_is_accepted(self, client: TestClient, seeded: dict) -> None:
+        """``since`` equal to ``until`` asks for the findings overlapping that instant."""
+        response = client.get(
+            "/api/v1/findings",
+            params={"since": "2024-03-04T00:00:00Z", "until": "2024-03-04T00:00:00Z"},
+            headers=bearer(seeded["tokens"]["agent"]),
+        )
+        assert response.status_code == 200
+
 
 class TestGetFinding:
     def test_detail_and_404(self, client: TestClient, seeded: dict) -> None:

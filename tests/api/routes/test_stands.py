@@ -65,6 +65,46 @@ class TestCreateStand:
         assert response.status_code == 422
         assert response.json()["error"]["code"] == "invalid_request"
 
+    def test_id_with_surrounding_blanks_is_stored_stripped_and_answered(
+        self, client: TestClient, seeded: dict
+    ) -> None:
+        """' TST-R8 ' is stored as 'TST-R8' and the answer is its Feature (201), not a 404."""
+        headers = bearer(seeded["tokens"]["admin"])
+        body = {"stand_id": " TST-R8 ", "name": "  Praça XV  ", "geometry": SQUARE}
+        created = client.post("/api/v1/stands", json=body, headers=headers)
+        assert created.status_code == 201, created.text
+        assert created.json()["id"] == "TST-R8"
+        assert created.json()["properties"]["name"] == "Praça XV"
+        assert client.get("/api/v1/stands/TST-R8", headers=headers).status_code == 200
+
+    @pytest.mark.parametrize(
+        "stand_id", ["a/b", "a?b", "a#b", "a%b", "a b", "a\tb", "a\u0000b", "a;b", "x" * 65]
+    )
+    def test_id_unreachable_by_url_is_422(
+        self, client: TestClient, seeded: dict, stand_id: str
+    ) -> None:
+        """The registry's id rule (fleet.ids): no blank, control character nor / ? # % , ; \"."""
+        body = {"stand_id": stand_id, "geometry": SQUARE}
+        response = client.post(
+            "/api/v1/stands", json=body, headers=bearer(seeded["tokens"]["admin"])
+        )
+        assert response.status_code == 422, response.text
+        assert "'stand_id'" in response.json()["error"]["message"]
+
+    @pytest.mark.parametrize("name", ["Praça\u202eXV", "Praça\u2069XV", "Praça\nXV", "a\x07"])
+    def test_name_with_control_or_bidi_characters_is_422(
+        self, client: TestClient, seeded: dict, name: str
+    ) -> None:
+        """A name with a control character or a bidirectional override is refused, on create
+        and on edit."""
+        headers = bearer(seeded["tokens"]["admin"])
+        body = {"stand_id": "BADNAME", "name": name, "geometry": SQUARE}
+        response = client.post("/api/v1/stands", json=body, headers=headers)
+        assert response.status_code == 422, response.text
+        assert "caractere" in response.json()["error"]["message"]
+        edited = client.patch("/api/v1/stands/S2", json={"name": name}, headers=headers)
+        assert edited.status_code == 422, edited.text
+
     def test_planner_cannot_create(self, client: TestClient, seeded: dict) -> None:
         """Only admins create stands."""
         body = {"stand_id": "NOPE", "geometry": SQUARE}
