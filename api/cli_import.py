@@ -138,7 +138,7 @@ def stands(
     """Importa pontos de táxi (atualiza os existentes) e informa o que mudou."""
     from api._errors import InputFileError
     from db.stands.store import load_stands
-    from stands.loaders import read_stands_registry
+    from stands.loaders import read_stands_registry, with_id_prefix
 
     if not math.isfinite(radius_m) or radius_m <= 0:
         msg = f"--stand-radius-m era {radius_m!r}; esperado um número de metros > 0 (ex.: 30)"
@@ -148,8 +148,7 @@ def stands(
         lambda p: read_stands_registry(p, municipality=municipality, point_radius_m=radius_m),
         flag=FILE,
     )
-    if id_prefix:
-        frame["stand_id"] = id_prefix + frame["stand_id"].astype(str)
+    frame = with_id_prefix(frame, id_prefix)
     with _transaction() as conn:
         report = load_stands(conn=conn, stands=frame, retire_missing=retire_missing)
     _echo_report("Pontos de táxi", report, retired=True)

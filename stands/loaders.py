@@ -24,9 +24,15 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from fleet.ids import registry_id_problem
 from fleet.loaders import PORTO_ALEGRE
 from geo.crs import WGS84, buffer_points_m
-from stands._errors import DuplicateStandIdError, MissingColumnError, StandsFormatError
+from stands._errors import (
+    DuplicateStandIdError,
+    InvalidAttributeError,
+    MissingColumnError,
+    StandsFormatError,
+)
 from stands.frames import CAPACITY, MUNICIPALITY, NAME, STAND_ID
 from stands.layers import check_names, read_porto_stands, read_stands
 
@@ -47,6 +53,26 @@ REGISTRY_COLUMNS = (
 )  # fmt: skip
 _NOTE_NULL = "coordenada ausente ou inválida no arquivo de origem"
 _NOTE_PLACEHOLDER = "coordenada provisória (a mesma de outros pontos) no arquivo de origem"
+
+
+def with_id_prefix(frame: gpd.GeoDataFrame, prefix: str) -> gpd.GeoDataFrame:
+    """Prefix every ``stand_id`` (files whose ids collide with another city's: ``PT-``).
+
+    Raises
+    ------
+    InvalidAttributeError
+        A prefixed id the registry's id rule refuses (:func:`fleet.ids.registry_id_problem`:
+        a character the URLs cannot hold, or too long), naming it.
+    """
+    if not prefix:
+        return frame
+    out = frame.copy()
+    out[STAND_ID] = prefix + out[STAND_ID].astype(str)
+    for stand_id in out[STAND_ID]:
+        if (problem := registry_id_problem(stand_id)) is not None:
+            msg = f"stand_id com o prefixo {prefix!r} ({stand_id[:80]!r}): {problem}"
+            raise InvalidAttributeError(msg)
+    return out
 
 
 def read_stands_registry(

@@ -51,7 +51,7 @@ from api.web.auth import WebSession
 from api.web.templating import render
 from fleet._errors import FleetError
 from fleet.ids import registry_id_problem
-from stands._errors import InvalidAttributeError, StandsError
+from stands._errors import StandsError
 
 router = APIRouter(include_in_schema=False)
 
@@ -224,18 +224,12 @@ def _read(kind: str, path: Path, options: dict[str, Any]) -> Any:
         from fleet.loaders import read_fleet
 
         return read_fleet(path, municipality=options.get("municipality"))
-    from stands.loaders import read_stands_registry
+    from stands.loaders import read_stands_registry, with_id_prefix
 
     frame = read_stands_registry(
         path, municipality=options.get("municipality"), point_radius_m=options["radius_m"]
     )
-    if options.get("id_prefix"):
-        frame["stand_id"] = options["id_prefix"] + frame["stand_id"].astype(str)
-        for stand_id in frame["stand_id"]:  # the prefix may make an id too long
-            if (problem := registry_id_problem(stand_id)) is not None:
-                msg = f"stand_id com o prefixo: {problem}"
-                raise InvalidAttributeError(msg)
-    return frame
+    return with_id_prefix(frame, options.get("id_prefix") or "")
 
 
 RETIRED = "Pontos desativados (ausentes do arquivo)"

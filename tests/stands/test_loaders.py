@@ -191,3 +191,26 @@ class TestStandIdsAndNamesOfImports:
         """The bundled Porto Alegre and Porto files still load whole."""
         assert len(read_stands_registry(POA_STANDS)) == 379
         assert len(read_stands_registry(PORTO_STANDS)) == 63
+
+
+class TestWithIdPrefix:
+    def test_prefixes_and_checks_every_id(self) -> None:
+        """``PT-`` before each id (the import's ``--id-prefix``); a prefix the URLs cannot hold,
+        or one that makes an id too long, is refused naming the id, for the CLI and the
+        console alike."""
+        import geopandas as gpd
+        import shapely
+
+        from stands._errors import InvalidAttributeError
+        from stands.loaders import with_id_prefix
+
+        frame = gpd.GeoDataFrame(
+            {"stand_id": ["1", "22"]}, geometry=[shapely.Point(0, 0)] * 2, crs="EPSG:4326"
+        )
+        assert with_id_prefix(frame, "PT-")["stand_id"].tolist() == ["PT-1", "PT-22"]
+        assert frame["stand_id"].tolist() == ["1", "22"]
+        assert with_id_prefix(frame, "") is frame
+        with pytest.raises(InvalidAttributeError, match="'PT/1'"):
+            with_id_prefix(frame, "PT/")
+        with pytest.raises(InvalidAttributeError, match="prefixo"):
+            with_id_prefix(frame, "X" * 70)
