@@ -372,7 +372,9 @@ def propose_all(
                 continue
             floor = max(book.floor_for(finding["kind"], confidence_floor), rule.confidence_min)
             if float(finding["confidence"]) < floor:
-                why = f"confiança {float(finding['confidence']):.2f} abaixo do piso {floor:g}"
+                confidence = f"{float(finding['confidence']):.2f}".replace(".", ",")
+                least = f"{floor:g}".replace(".", ",")
+                why = f"confiança {confidence} abaixo do piso {least}"  # pt-BR decimal comma
                 review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
             ref = (rule_key(book, rule), id(rule))

@@ -304,7 +304,7 @@ class TestPropose:
         )
         done = propose_all(f, {"taxi": book(confidence_floor={"default": 0.1})}, timezone=TZ)
         assert done.proposals == [] and done.uncovered == {}
-        assert [r["reason"] for r in done.for_review] == ["confiança 0.20 abaixo do piso 0.3"]
+        assert [r["reason"] for r in done.for_review] == ["confiança 0,20 abaixo do piso 0,3"]
 
     def test_fleet_service_picks_the_rulebook(self) -> None:
         """A vehicle of another service with no rulebook is reported, not judged by the taxi one."""
@@ -562,7 +562,7 @@ class TestConfidenceFloor:
             "queue_jump",
             "art. 24, II",
         )
-        assert item["reason"] == "confiança 0.45 abaixo do piso 0.5"
+        assert item["reason"] == "confiança 0,45 abaixo do piso 0,5"
         assert item["finding_id"] == f.loc[f["vehicle_id"] == "A", "finding_id"].item()
 
     def test_rulebook_sets_a_floor_per_kind(self) -> None:

@@ -388,7 +388,7 @@ class TestGenerate:
         assert two_said is not None and "dois rastreadores sob o mesmo prefixo" in two_said
         assert two_said.endswith("só com prova de intervenção (art. 59, VI)")
         assert said["tracking_gap", 0.3] is not None
-        assert said["tracking_gap", 0.3].endswith("confiança 0.30 abaixo do piso 0.5 (art. 58, IX)")
+        assert said["tracking_gap", 0.3].endswith("confiança 0,30 abaixo do piso 0,5 (art. 58, IX)")
         assert said["tracking_gap", 0.7] is None  # proposed: its page links the proposal
         page = agent.get(f"/fiscal/achados/{two['finding_id']}?municipio=4314902").text
         assert 'id="sem-proposta"' not in page  # only back from generating

@@ -315,7 +315,7 @@ class TestConfirmAnswers:
         )
         assert r.status_code == 200, r.text
         (item,) = [x for x in r.json()["for_review"] if x["finding_id"] == "F-low-pb"]
-        assert item["reason"] == "confiança 0.20 abaixo do piso 0.5"
+        assert item["reason"] == "confiança 0,20 abaixo do piso 0,5"
         r = client.post(
             "/api/v1/proposals/generate",
             json={"municipality": "4314548", "confidence_floor": {"default": 2}},
