@@ -461,8 +461,8 @@ _GREEN, _RED, _BLUE, _GREY = "#2e7d32", "#c62828", "#1565c0", "#9e9e9e"
 def _axis_end(value: float) -> int:
     """Return the round end of an axis: the first 1, 2, 2.5, 5 × 10^k above 1.1 × value."""
     target = max(value, 1) * 1.1
-    power = 10 ** math.floor(math.log10(target))
-    step = next(m for m in (1, 2, 2.5, 5, 10) if m * power >= target)
+    power = 10.0 ** math.floor(math.log10(target))
+    step = next(m for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * power >= target)
     return max(1, math.ceil(step * power))
 
 

@@ -147,7 +147,6 @@ class TestChartSvg:
         svg = chart_svg(_plan("1100205", fleet=_fleet(1200, accessible=10)))
         assert ">atual 1.200</text>" in svg and "<title>atual: 1.200</title>" in svg
 
-
     def test_each_panel_has_its_own_labelled_axis(self) -> None:
         """2 accessible taxis of 74 required draw a short bar on an axis ending at 100, not one
         as long as a fleet of thousands on the fleet's axis; the chart scales to a phone."""
