@@ -115,7 +115,7 @@ class TestReasonsAndDates:
         for date, message in (
             ("", "Informe a data em que o prazo terminou"),
             ("01/02/2026", "Data inválida: '01/02/2026'"),
-            ("2026-01-02", "é anterior à entrega da notificação"),
+            ("2026-01-02", "é anterior à notificação"),
             (tomorrow, "é futura"),
         ):
             page = _post(agent, f"{base}/finalizar", fundamentacao=grounds, fim_prazo=date)

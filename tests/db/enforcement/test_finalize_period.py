@@ -77,7 +77,7 @@ def test_without_a_rulebook_period_the_end_date_is_required(poa) -> None:
 @pytest.mark.parametrize(
     ("ended", "message"),
     [
-        (dt.date(2025, 3, 4), r"anterior à entrega da notificação \(05/03/2025\)"),
+        (dt.date(2025, 3, 4), r"anterior à notificação \(05/03/2025\)"),
         (dt.date(2025, 4, 11), "é futura"),
     ],
 )
