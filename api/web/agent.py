@@ -1011,6 +1011,7 @@ def proposal_context(
                 for x in (
                     h.get("reason") or h.get("exception_answer") or "",
                     _period_note(h.get("period_ended_on")),
+                    _step_note(h, zone),
                 )
                 if x
             ),
@@ -1132,6 +1133,15 @@ def _period_end_form(p: Any, zone: ZoneInfo) -> dict[str, Any] | None:
 
 def _allowed(status: str) -> set[str]:
     return {f for f, step in STEP_OF_FORM.items() if status in workflow.TRANSITIONS[step]}
+
+
+def _step_note(entry: Mapping[str, Any], zone: ZoneInfo) -> str:
+    """Say the date a step was taken when it was recorded on another day (audit ``step_at``)."""
+    if not entry.get("step_at"):
+        return ""
+    taken = dt.datetime.fromisoformat(str(entry["step_at"])).astimezone(zone).date()
+    recorded = dt.datetime.fromisoformat(str(entry["at"])).astimezone(zone).date()
+    return "" if taken == recorded else f"passo de {taken:%d/%m/%Y}"
 
 
 def _workflow_zone(p: Any, fallback: ZoneInfo) -> ZoneInfo:

@@ -508,6 +508,11 @@ def _audit(
     to: str,
     **data: Any,
 ) -> None:
+    """Log a step of the proposal.
+
+    ``step_at`` in ``data`` is when the step was taken; the entry's own ``at`` is when it was
+    recorded (a delivery is often recorded days later).
+    """
     session.add(
         AuditEntry(
             actor=actor,
@@ -765,6 +770,7 @@ def confirm(
         session,
         actor=agent_id,
         action="confirm",
+        step_at=now.isoformat(),
         proposal_id=proposal_id,
         frm="proposta",
         to="confirmada",
@@ -804,6 +810,7 @@ def dismiss(
         session,
         actor=agent_id,
         action="dismiss",
+        step_at=now.isoformat(),
         proposal_id=proposal_id,
         frm="proposta",
         to="descartada",
@@ -831,6 +838,7 @@ def notify(
         session,
         actor=actor,
         action="notify",
+        step_at=now.isoformat(),
         proposal_id=proposal_id,
         frm="confirmada",
         to="notificada",
@@ -855,6 +863,7 @@ def file_defence(
         session,
         actor=actor,
         action="file_defence",
+        step_at=now.isoformat(),
         proposal_id=proposal_id,
         frm="notificada",
         to="em_defesa",
@@ -883,6 +892,7 @@ def decide_defence(
         session,
         actor=agent_id,
         action="decide_defence",
+        step_at=now.isoformat(),
         proposal_id=proposal_id,
         frm="em_defesa",
         to=to,
@@ -969,6 +979,7 @@ def finalize(
         session,
         actor=agent_id,
         action="finalize",
+        step_at=now.isoformat(),
         proposal_id=proposal_id,
         frm=frm,
         to="definitiva",

@@ -168,6 +168,7 @@ class TestNotifyOnADate:
         shown = html.unescape(agent.get(done.headers["location"]).text)
         assert f"Notificação entregue em</dt><dd>{day:%d/%m/%Y}</dd>" in shown
         assert f"até {due.astimezone(ZONE):%d/%m/%Y}" in shown
+        assert f"passo de {day:%d/%m/%Y}" in shown  # the history: recorded today, taken then
 
     def test_a_time_is_kept_as_given(self, agent: httpx.Client, web_engine: Engine) -> None:
         """With the optional time, the delivery is at that local time."""

@@ -151,6 +151,8 @@ class TestStepDates:
         p = get_proposal(session, pid)
         assert p.status == "confirmada" and p.deadlines["notification"]["due"]
         notify(session, pid, actor="a", at=T0 + dt.timedelta(days=1))
+        logged = [h for h in proposal_history(session, pid) if h["action"] == "notify"]
+        assert logged[0]["step_at"] == (T0 + dt.timedelta(days=1)).isoformat()  # when taken
         with pytest.raises(ReviewDataError, match="anterior à entrega da notificação"):
             file_defence(session, pid, actor="d", at=T0)
         file_defence(session, pid, actor="d", at=T0 + dt.timedelta(days=2))
