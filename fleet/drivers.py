@@ -14,7 +14,8 @@ Two CSV files (formats in docs/formatos.md):
 
 Every date is a registry date (:func:`fleet.dates.check_registry_date`), except that a document's
 validity may lie up to :data:`fleet.dates.DOCUMENT_YEARS_AHEAD` years ahead. Errors name the file,
-the data row (1-based, header excluded) and the column, in pt-BR.
+the row as a spreadsheet shows it (:func:`fleet.loaders.sheet_row`: the header
+is row 1) and the column, in pt-BR.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import pandas as pd
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_document_validity, check_registry_date
 from fleet.ids import check_registry_id
-from fleet.loaders import read_registry_csv
+from fleet.loaders import FALSE_WORDS, TRUE_WORDS, out_of_range, read_registry_csv, sheet_row
 
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
 LINK_ROLES = ("titular", "auxiliar")
@@ -50,8 +51,6 @@ _DATES = (
     "cnh_valid_until", "ictp_valid_until", "cnh_status_since", "cnh_status_until",
     "ictp_status_since", "ictp_status_until",
 )  # fmt: skip
-_TRUE = ("true", "sim", "1")
-_FALSE = ("false", "nao", "não", "0")
 _VALIDITIES = ("cnh_valid_until", "ictp_valid_until")
 CNH_CATEGORIES = ("A", "B", "C", "D", "E", "AB", "AC", "AD", "AE")
 """CNH categories accepted (``cnh_category``)."""
@@ -70,14 +69,14 @@ def _date(value: str | None, *, source: str, row: int, column: str) -> dt.date |
     try:
         day = dt.date.fromisoformat(value)
     except ValueError:
-        msg = f"{source}, linha {row}, coluna '{column}': era {value!r}; esperado data AAAA-MM-DD"
+        msg = f"{source}, linha {row}, coluna {column}: era {value!r}; esperado data AAAA-MM-DD"
         raise FleetFileError(msg) from None
     try:
         if column in _VALIDITIES:
             return check_document_validity(day, name=column)
         return check_registry_date(day, name=column)
     except RegistryDateError as exc:
-        msg = f"{source}, linha {row}, coluna '{column}': {exc}"
+        msg = f"{source}, linha {row}, coluna {column}: {out_of_range(day, exc)}"
         raise FleetFileError(msg) from None
 
 
@@ -140,31 +139,31 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
     identity: dict[str, dict[str, object]] = {}
     periods: dict[tuple[str, str], list[tuple[dt.date | None, dt.date | None, int]]] = {}
     for i in range(len(raw)):
-        row = i + 1
+        row = sheet_row(i)
         rec: dict[str, object] = {c: _cell(raw, i, c) for c in DRIVER_FILE_COLUMNS}
         if rec["driver_id"] is None:
-            msg = f"{source}, linha {row}, coluna 'driver_id': vazio"
+            msg = f"{source}, linha {row}, coluna driver_id: vazio"
             raise FleetFileError(msg)
-        check_registry_id(rec["driver_id"], where=f"{source}, linha {row}, coluna 'driver_id':")
+        check_registry_id(rec["driver_id"], where=f"{source}, linha {row}, coluna driver_id:")
         for c in _DATES:
             rec[c] = _date(rec[c], source=source, row=row, column=c)  # type: ignore[arg-type]
         flag = rec["synthetic"]
         if flag is not None:
             low = str(flag).lower()
-            if low not in _TRUE + _FALSE:
+            if low not in TRUE_WORDS | FALSE_WORDS:
                 msg = (
-                    f"{source}, linha {row}, coluna 'synthetic': era {flag!r}; "
-                    "esperado true ou false"
+                    f"{source}, linha {row}, coluna synthetic: era {flag!r}; "
+                    "esperado sim ou não (ou true/false)"
                 )
                 raise FleetFileError(msg)
-            rec["synthetic"] = low in _TRUE
+            rec["synthetic"] = low in TRUE_WORDS
         cat = rec["cnh_category"]
         if cat is not None:
             try:
                 rec["cnh_category"] = check_cnh_category(str(cat))
             except FleetFileError:
                 msg = (
-                    f"{source}, linha {row}, coluna 'cnh_category': era {cat!r}; "
+                    f"{source}, linha {row}, coluna cnh_category: era {cat!r}; "
                     f"esperado uma de {', '.join(CNH_CATEGORIES)}"
                 )
                 raise FleetFileError(msg) from None
@@ -174,7 +173,7 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
             if status is None:
                 if since is not None or until is not None:
                     msg = (
-                        f"{source}, linha {row}, coluna '{doc}_status': vazio, mas o período "
+                        f"{source}, linha {row}, coluna {doc}_status: vazio, mas o período "
                         f"tem datas; esperado um de {', '.join(DOCUMENT_STATUSES)}"
                     )
                     raise FleetFileError(msg)
@@ -182,21 +181,21 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
             rec[f"{doc}_status"] = status = str(status).lower()
             if status not in DOCUMENT_STATUSES:
                 msg = (
-                    f"{source}, linha {row}, coluna '{doc}_status': era "
+                    f"{source}, linha {row}, coluna {doc}_status: era "
                     f"{raw[f'{doc}_status'].iloc[i]!r}; esperado um de "
                     f"{', '.join(DOCUMENT_STATUSES)}"
                 )
                 raise FleetFileError(msg)
             if since is not None and until is not None and until < since:  # type: ignore[operator]
                 msg = (
-                    f"{source}, linha {row}, coluna '{doc}_status_until': {until} "
-                    f"antes de '{doc}_status_since' ({since})"
+                    f"{source}, linha {row}, coluna {doc}_status_until: {until} "
+                    f"antes de {doc}_status_since ({since})"
                 )
                 raise FleetFileError(msg)
             for lo, hi, other in periods.get((did, doc), []):
                 if _overlap(lo, hi, since, until):  # type: ignore[arg-type]
                     msg = (
-                        f"{source}, linha {row}, coluna '{doc}_status_since': o período se "
+                        f"{source}, linha {row}, coluna {doc}_status_since: o período se "
                         f"sobrepõe ao da linha {other} do condutor {did}"
                     )
                     raise FleetFileError(msg)
@@ -209,7 +208,7 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
                 known[c] = rec[c]
             elif known[c] != rec[c]:
                 msg = (
-                    f"{source}, linha {row}, coluna '{c}': era {rec[c]!s}, diferente da linha "
+                    f"{source}, linha {row}, coluna {c}: era {rec[c]!s}, diferente da linha "
                     f"{known['row']} do condutor {did} ({known[c]!s})"
                 )
                 raise FleetFileError(msg)
@@ -259,37 +258,34 @@ def read_driver_links(path: str | Path) -> pd.DataFrame:
     rows = []
     seen: dict[tuple[str, str], list[tuple[dt.date, dt.date | None, int]]] = {}
     for i in range(len(raw)):
-        row = i + 1
+        row = sheet_row(i)
         rec = {c: _cell(raw, i, c) for c in LINK_FILE_COLUMNS}
         for c in ("vehicle_id", "driver_id", "role", "valid_from"):
             if rec[c] is None:
-                msg = f"{source}, linha {row}, coluna '{c}': vazio"
+                msg = f"{source}, linha {row}, coluna {c}: vazio"
                 raise FleetFileError(msg)
         for c in ("vehicle_id", "driver_id"):
-            check_registry_id(rec[c], where=f"{source}, linha {row}, coluna '{c}':")
+            check_registry_id(rec[c], where=f"{source}, linha {row}, coluna {c}:")
         role = str(rec["role"]).lower()
         if role not in LINK_ROLES:
             msg = (
-                f"{source}, linha {row}, coluna 'role': era {rec['role']!r}; "
+                f"{source}, linha {row}, coluna role: era {rec['role']!r}; "
                 f"esperado um de {', '.join(LINK_ROLES)}"
             )
             raise FleetFileError(msg)
         start = _date(rec["valid_from"], source=source, row=row, column="valid_from")
         end = _date(rec["valid_until"], source=source, row=row, column="valid_until")
         if start is None:  # checked non-empty above
-            msg = f"{source}, linha {row}, coluna 'valid_from': vazio"
+            msg = f"{source}, linha {row}, coluna valid_from: vazio"
             raise FleetFileError(msg)
         if end is not None and end < start:
-            msg = (
-                f"{source}, linha {row}, coluna 'valid_until': {end} antes de "
-                f"'valid_from' ({start})"
-            )
+            msg = f"{source}, linha {row}, coluna valid_until: {end} antes de valid_from ({start})"
             raise FleetFileError(msg)
         key = (str(rec["vehicle_id"]), str(rec["driver_id"]))
         for lo, hi, other in seen.get(key, []):
             if _overlap(lo, hi, start, end):
                 msg = (
-                    f"{source}, linha {row}, coluna 'valid_from': o condutor {key[1]} já está "
+                    f"{source}, linha {row}, coluna valid_from: o condutor {key[1]} já está "
                     f"vinculado ao prefixo {key[0]} nessas datas (linha {other})"
                 )
                 raise FleetFileError(msg)

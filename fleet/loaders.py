@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -21,8 +22,13 @@ import shapely
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_field_date
-from fleet.ids import check_registry_id
-from fleet.vocabulary import SERVICE_CATEGORIES, VEHICLE_STATUSES
+from fleet.ids import registry_id_problem
+from fleet.vocabulary import (
+    SERVICE_CATEGORIES,
+    VEHICLE_STATUS_ALIASES,
+    VEHICLE_STATUS_LABELS,
+    VEHICLE_STATUSES,
+)
 from geo.calendar import TIMEZONE_EXCEPTIONS, UF_TIMEZONES
 
 PORTO_ALEGRE = "4314902"
@@ -43,9 +49,49 @@ VEHICLE_DOCUMENT_DATES = (
     "substitution_since", "termo_recolhido_since", "termo_recolhido_until",
 )  # fmt: skip
 """Optional dates of the contract fleet about the vehicle and its documents."""
-_TRUE = {"true", "t", "1", "yes", "y", "sim", "s", "verdadeiro"}
-_FALSE = {"false", "f", "0", "no", "n", "nao", "não", "falso"}
+TRUE_WORDS = frozenset({"true", "t", "1", "yes", "y", "sim", "s", "verdadeiro"})
+FALSE_WORDS = frozenset({"false", "f", "0", "no", "n", "nao", "não", "falso"})
+"""How a registry file may write yes and no (lower case): pt-BR, English, 1/0."""
 _CODE = re.compile(r"^\d{7}$")
+HEADER_ROWS = 1
+"""Rows above the data in a registry CSV: the header."""
+
+
+def sheet_row(index: int) -> int:
+    """Return the row a spreadsheet shows for data row ``index`` (0-based): header is row 1.
+
+    Every error of a registry file (fleet, drivers, links) names its rows so, in the CLI and
+    in the console's import preview alike: the first data row is row 2.
+    """
+    return index + HEADER_ROWS + 1
+
+
+class FleetRowsError(FleetFileError):
+    """Rows of a registry file with invalid values, with every problem of each row.
+
+    Attributes
+    ----------
+    problems : dict of int to list of str
+        By data row (0-based index, in file order), its problems: pt-BR sentences naming the
+        file, the row (:func:`sheet_row`) and the column.
+
+    The message is the first problem, with a count of the others.
+    """
+
+    def __init__(self, problems: Mapping[int, list[str]]) -> None:
+        self.problems = {i: list(problems[i]) for i in sorted(problems)}
+        every = [p for found in self.problems.values() for p in found]
+        message = every[0]
+        if len(every) > 1:
+            more = len(every) - 1
+            rows = len(self.problems)
+            message += (
+                f" (e mais {more} problema{'s' if more > 1 else ''} no arquivo, "
+                f"em {rows} linha{'s' if rows > 1 else ''})"
+                if rows > 1
+                else f" (e mais {more} problema{'s' if more > 1 else ''} nesta linha)"
+            )
+        super().__init__(message)
 
 
 def normalize_name(name: str) -> str:
@@ -287,29 +333,51 @@ def read_fleet(path: str | Path, *, municipality: str | None = None) -> pd.DataF
     -------
     pandas.DataFrame
         Columns ``FLEET_REGISTRY_COLUMNS``: dates as ``datetime.date`` or None, ``accessible``
-        bool or None (unknown), ``stands`` and ``stand_names`` tuples of str.
+        bool or None (unknown), ``stands`` and ``stand_names`` tuples of str; ``status`` the
+        code (a pt-BR word of :data:`~fleet.vocabulary.VEHICLE_STATUS_ALIASES` read as its code).
 
     Raises
     ------
+    FleetRowsError
+        If values are invalid: every problem of every row (the message is the first).
     FleetFileError
-        If the format is not recognised or a value is invalid (the message names the data row).
+        If the format is not recognised or a required column is missing.
     """
     raw, name = read_registry_csv(path, what="frota")
     if "vehicle_id" in raw.columns:
-        out = _contract_fleet(raw, source=name, municipality=municipality)
-    elif {"prefixo", "ponto"} <= set(raw.columns):
-        out = _poa_fleet(raw, source=name, municipality=municipality or PORTO_ALEGRE)
-    else:
-        msg = (
-            f"{name}: formato de frota não reconhecido; esperado a coluna 'vehicle_id' "
-            "(contrato) ou 'prefixo' e 'ponto' (frota de Porto Alegre)"
-        )
-        raise FleetFileError(msg)
-    dup = out["vehicle_id"].duplicated()
-    if dup.any():
-        msg = f"{name}: vehicle_id repetido: {out['vehicle_id'][dup].iloc[0]!r}"
-        raise FleetFileError(msg)
-    return out
+        return _contract_fleet(raw, source=name, municipality=municipality)
+    if {"prefixo", "ponto"} <= set(raw.columns):
+        return _poa_fleet(raw, source=name, municipality=municipality or PORTO_ALEGRE)
+    msg = (
+        f"{name}: formato de frota não reconhecido; esperada a coluna vehicle_id (contrato) "
+        "ou as colunas prefixo e ponto (frota de Porto Alegre)"
+    )
+    raise FleetFileError(msg)
+
+
+class _Problems:
+    """The problems of a file's rows, collected in reading order (see :class:`FleetRowsError`)."""
+
+    def __init__(self, source: str, columns: Sequence[str]) -> None:
+        self.source = source
+        self.order = {c: k for k, c in enumerate(columns)}
+        self.by_row: dict[int, list[tuple[str, str]]] = {}
+
+    def add(self, i: int, column: str, text: str) -> None:
+        """Record ``text`` (a pt-BR sentence) about column ``column`` of data row ``i``."""
+        where = f"{self.source}, linha {sheet_row(i)}, coluna {column}"
+        self.by_row.setdefault(i, []).append((column, f"{where}: {text}"))
+
+    def raise_any(self) -> None:
+        """Raise :class:`FleetRowsError` if a row has a problem (a row's in column order)."""
+        if self.by_row:
+            last = len(self.order)
+            raise FleetRowsError(
+                {
+                    i: [text for _, text in sorted(found, key=lambda p: self.order.get(p[0], last))]
+                    for i, found in self.by_row.items()
+                }
+            )
 
 
 def _blank_to_none(values: pd.Series) -> pd.Series:
@@ -318,64 +386,113 @@ def _blank_to_none(values: pd.Series) -> pd.Series:
     return pd.Series(out, index=values.index, dtype=object)
 
 
+def _word(value: str) -> str:
+    """Return a vocabulary word as the readers compare it: lower case, no accents, ``_``."""
+    bare = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode()
+    return re.sub(r"[\s_-]+", "_", bare.strip().lower())
+
+
+def _choices(words: Sequence[str]) -> str:
+    """Join words as a sentence lists them: ``["a", "b", "c"]`` → ``"a, b ou c"``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} ou {words[-1]}"
+
+
+_STATUS_CHOICES = _choices([f"{VEHICLE_STATUS_LABELS[c]} ({c})" for c in VEHICLE_STATUSES])
+_RANGE = re.compile(r"esperado (uma data entre .*)$")
+
+
+def out_of_range(day: dt.date, error: RegistryDateError) -> str:
+    """Say (pt-BR, for a file's column) that ``day`` lies outside the range ``error`` gives."""
+    allowed = _RANGE.search(str(error))
+    rule = f"use {allowed.group(1)}" if allowed else str(error)
+    return f"a data {day.isoformat()} está fora do intervalo aceito; {rule}"
+
+
 def _dates(
-    values: pd.Series, *, column: str, source: str, registry: bool = False
+    values: pd.Series, *, column: str, problems: _Problems, registry: bool = False
 ) -> list[dt.date | None]:
     """Read dates; ``registry`` ones (validity, status) must lie in ``fleet.dates``' range."""
     out: list[dt.date | None] = []
     for i, v in enumerate(values):
+        out.append(None)
         if v is None or str(v).strip() == "":
-            out.append(None)
             continue
         try:
             day = dt.date.fromisoformat(str(v).strip()[:10])
         except ValueError:
-            msg = f"{source}, linha {i + 1}: '{column}' era {v!r}; esperado data AAAA-MM-DD"
-            raise FleetFileError(msg) from None
+            problems.add(i, column, f"{v!r} não é uma data; use AAAA-MM-DD (ex.: 2024-03-01)")
+            continue
         try:
-            out.append(check_field_date(day, name=column) if registry else day)
+            out[-1] = check_field_date(day, name=column) if registry else day
         except RegistryDateError as exc:
-            msg = f"{source}, linha {i + 1}: {exc}"
-            raise FleetFileError(msg) from None
+            problems.add(i, column, out_of_range(day, exc))
     return out
 
 
-def _booleans(values: pd.Series, *, column: str, source: str) -> list[bool | None]:
+def _booleans(values: pd.Series, *, column: str, problems: _Problems) -> list[bool | None]:
     out: list[bool | None] = []
     for i, v in enumerate(values):
         s = str(v).strip().lower()
-        if s == "":
-            out.append(None)
-        elif s in _TRUE:
-            out.append(True)
-        elif s in _FALSE:
-            out.append(False)
-        else:
-            msg = f"{source}, linha {i + 1}: '{column}' era {v!r}; esperado true ou false"
-            raise FleetFileError(msg)
+        out.append(True if s in TRUE_WORDS else False if s in FALSE_WORDS else None)
+        if s and s not in TRUE_WORDS | FALSE_WORDS:
+            problems.add(i, column, f"{v!r} não é sim nem não; use sim ou não (ou true/false, 1/0)")
     return out
 
 
 _MIN_YEAR, _MAX_YEAR = 1900, 2100
 
 
-def _years(values: pd.Series, *, source: str) -> pd.Series:
+def _years(values: pd.Series, *, problems: _Problems) -> pd.Series:
     """Parse the optional ``year`` (of manufacture) column: 4-digit years, blank is missing."""
     out: list[int | None] = []
     for i, v in enumerate(values):
-        if v is None:
-            out.append(None)
+        s = "" if v is None else str(v).strip()
+        if s.isdigit() and _MIN_YEAR <= int(s) <= _MAX_YEAR:
+            out.append(int(s))
             continue
-        s = str(v).strip()
-        if not (s.isdigit() and _MIN_YEAR <= int(s) <= _MAX_YEAR):
-            msg = f"{source}, linha {i + 1}: 'year' era {v!r}; esperado um ano como 2019"
-            raise FleetFileError(msg)
-        out.append(int(s))
+        out.append(None)
+        if v is not None:
+            problems.add(
+                i,
+                "year",
+                f"{v!r} não é um ano; use o ano com 4 dígitos, de 1900 a 2100 (ex.: 2019)",
+            )
     return pd.Series(out, dtype="Int64")
 
 
 VEHICLE_YEAR_MIN, VEHICLE_YEAR_MAX = _MIN_YEAR, _MAX_YEAR
 """Range of a vehicle's ``year`` of manufacture (file and API)."""
+
+
+def _document_rules(values: Mapping[str, object]) -> list[tuple[str, str, str]]:
+    """Return each broken document rule: (column, message for the API, sentence for a file)."""
+    since, until = values.get("termo_recolhido_since"), values.get("termo_recolhido_until")
+    out = []
+    if isinstance(since, dt.date) and isinstance(until, dt.date) and until < since:
+        out.append(
+            (
+                "termo_recolhido_until",
+                f"'termo_recolhido_until' ({until}) antes de 'termo_recolhido_since' ({since})",
+                f"{until} é anterior a termo_recolhido_since ({since})",
+            )
+        )
+    if until is not None and since is None:
+        out.append(
+            (
+                "termo_recolhido_until",
+                "'termo_recolhido_until' sem 'termo_recolhido_since'",
+                "preenchida sem termo_recolhido_since (o início do recolhimento)",
+            )
+        )
+    if values.get("substituted_plate") is not None and values.get("substitution_since") is None:
+        out.append(
+            (
+                "substituted_plate",
+                "'substituted_plate' sem 'substitution_since'",
+                "preenchida sem substitution_since (o início da substituição)",
+            )
+        )
+    return out
 
 
 def check_vehicle_documents(values: Mapping[str, object]) -> None:
@@ -388,92 +505,101 @@ def check_vehicle_documents(values: Mapping[str, object]) -> None:
     Raises
     ------
     FleetFileError
-        Naming the fields (pt-BR).
+        Naming the fields (pt-BR): the first rule broken.
     """
-    since, until = values.get("termo_recolhido_since"), values.get("termo_recolhido_until")
-    if isinstance(since, dt.date) and isinstance(until, dt.date) and until < since:
-        msg = f"'termo_recolhido_until' ({until}) antes de 'termo_recolhido_since' ({since})"
-        raise FleetFileError(msg)
-    if until is not None and since is None:
-        msg = "'termo_recolhido_until' sem 'termo_recolhido_since'"
-        raise FleetFileError(msg)
-    if values.get("substituted_plate") is not None and values.get("substitution_since") is None:
-        msg = "'substituted_plate' sem 'substitution_since'"
-        raise FleetFileError(msg)
+    broken = _document_rules(values)
+    if broken:
+        raise FleetFileError(broken[0][1])
+
+
+def _ids(values: pd.Series, *, column: str, problems: _Problems) -> None:
+    """Check a file's ids: each present, a registry id, and not repeated."""
+    first: dict[str, int] = {}
+    for i, value in enumerate(values):
+        if value is None:
+            problems.add(i, column, "está vazia; cada linha precisa do prefixo do veículo")
+        elif (problem := registry_id_problem(str(value))) is not None:
+            problems.add(i, column, problem)
+        elif value in first:
+            problems.add(
+                i, column, f"{value!r} repete o veículo da linha {sheet_row(first[value])}"
+            )
+        else:
+            first[value] = i
 
 
 def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None) -> pd.DataFrame:
     n = len(raw)
+    problems = _Problems(source, list(raw.columns))
 
     def col(name: str) -> pd.Series:
         return _blank_to_none(raw[name]) if name in raw.columns else pd.Series([None] * n)
 
     vid = col("vehicle_id")
-    if vid.isna().any():
-        msg = f"{source}, linha {int(np.flatnonzero(vid.isna())[0]) + 1}: 'vehicle_id' vazio"
-        raise FleetFileError(msg)
-    for i, value in enumerate(vid):
-        check_registry_id(value, where=f"{source}, linha {i + 1}: 'vehicle_id'")
-    status = col("status").str.lower()
-    bad = status.notna() & ~status.isin(VEHICLE_STATUSES)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        msg = (
-            f"{source}, linha {i + 1}: 'status' era {raw['status'].iloc[i]!r}; "
-            f"esperado um de {', '.join(VEHICLE_STATUSES)}"
-        )
-        raise FleetFileError(msg)
+    _ids(vid, column="vehicle_id", problems=problems)
+    status = pd.Series(
+        [
+            None if v is None else VEHICLE_STATUS_ALIASES.get(_word(v), _word(v))
+            for v in col("status")
+        ],
+        dtype=object,
+    )
+    for i in np.flatnonzero(status.notna() & ~status.isin(VEHICLE_STATUSES)).tolist():
+        value = raw["status"].iloc[i]
+        problems.add(i, "status", f"{value!r} não é uma situação conhecida; use {_STATUS_CHOICES}")
     mun = col("municipality")
     if municipality is not None:
         mun = mun.where(mun.notna(), municipality)
-    bad_mun = mun.notna() & ~mun.fillna("").str.match(_CODE)
-    if bad_mun.any():
-        i = int(np.flatnonzero(bad_mun)[0])
-        msg = f"{source}, linha {i + 1}: 'municipality' era {mun.iloc[i]!r}; esperado 7 dígitos"
-        raise FleetFileError(msg)
+    for i in np.flatnonzero(mun.notna() & ~mun.fillna("").str.match(_CODE)).tolist():
+        problems.add(
+            i,
+            "municipality",
+            f"{mun.iloc[i]!r} não é um código IBGE; use os 7 dígitos do município (ex.: 4314902)",
+        )
     stands = [
         tuple(s.strip() for s in str(v).split(";") if s.strip()) if v is not None else ()
         for v in col("stands")
     ]
     dates = {
-        c: _dates(col(c), column=c, source=source, registry=True)
-        for c in ("status_since", "status_until", "alvara_valid_until", "inspection_valid_until")
-    }
-    dates |= {
-        c: _dates(col(c), column=c, source=source, registry=True) for c in VEHICLE_DOCUMENT_DATES
+        c: _dates(col(c), column=c, problems=problems, registry=True)
+        for c in (
+            "status_since",
+            "status_until",
+            "alvara_valid_until",
+            "inspection_valid_until",
+            *VEHICLE_DOCUMENT_DATES,
+        )
     }
     for i, (since, until) in enumerate(
         zip(dates["status_since"], dates["status_until"], strict=True)
     ):
         if since is not None and until is not None and until < since:
-            msg = (
-                f"{source}, linha {i + 1}: 'status_until' ({until}) antes de "
-                f"'status_since' ({since})"
-            )
-            raise FleetFileError(msg)
+            problems.add(i, "status_until", f"{until} é anterior a status_since ({since})")
     plate = col("substituted_plate")
     for i in range(n):
-        try:
-            check_vehicle_documents(
-                {
-                    "termo_recolhido_since": dates["termo_recolhido_since"][i],
-                    "termo_recolhido_until": dates["termo_recolhido_until"][i],
-                    "substitution_since": dates["substitution_since"][i],
-                    "substituted_plate": plate.iloc[i],
-                }
-            )
-        except FleetFileError as exc:
-            msg = f"{source}, linha {i + 1}: {exc}"
-            raise FleetFileError(msg) from None
-    category = col("service_category").str.lower()
-    bad = category.notna() & ~category.isin(SERVICE_CATEGORIES)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        msg = (
-            f"{source}, linha {i + 1}: 'service_category' era "
-            f"{raw['service_category'].iloc[i]!r}; esperado um de {', '.join(SERVICE_CATEGORIES)}"
+        rules = _document_rules(
+            {
+                "termo_recolhido_since": dates["termo_recolhido_since"][i],
+                "termo_recolhido_until": dates["termo_recolhido_until"][i],
+                "substitution_since": dates["substitution_since"][i],
+                "substituted_plate": plate.iloc[i],
+            }
         )
-        raise FleetFileError(msg)
+        for column, _, sentence in rules:
+            problems.add(i, column, sentence)
+    category = pd.Series(
+        [None if v is None else _word(v) for v in col("service_category")], dtype=object
+    )
+    for i in np.flatnonzero(category.notna() & ~category.isin(SERVICE_CATEGORIES)).tolist():
+        problems.add(
+            i,
+            "service_category",
+            f"{raw['service_category'].iloc[i]!r} não é uma categoria de serviço; "
+            f"use {_choices(SERVICE_CATEGORIES)}",
+        )
+    year = _years(col("year"), problems=problems)
+    accessible = _booleans(col("accessible").fillna(""), column="accessible", problems=problems)
+    problems.raise_any()
     return pd.DataFrame(
         {
             "vehicle_id": vid,
@@ -481,12 +607,10 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
             "plate": col("plate"),
             "make": col("make"),
             "model": col("model"),
-            "year": _years(col("year"), source=source),
+            "year": year,
             "fuel": [None] * n,
             "first_registered_on": dates["first_registered_on"],
-            "accessible": _booleans(
-                col("accessible").fillna(""), column="accessible", source=source
-            ),
+            "accessible": accessible,
             "status": status,
             "status_since": dates["status_since"],
             "status_until": dates["status_until"],
@@ -510,22 +634,20 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
 def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataFrame:
     _require(raw, ("prefixo", "ponto", "placa", "marca", "modelo", "ano_fabricacao"), source=source)
     n = len(raw)
+    problems = _Problems(source, list(raw.columns))
     prefixo = _blank_to_none(raw["prefixo"])
-    if prefixo.isna().any():
-        msg = f"{source}, linha {int(np.flatnonzero(prefixo.isna())[0]) + 1}: 'prefixo' vazio"
-        raise FleetFileError(msg)
-    for i, value in enumerate(prefixo):
-        check_registry_id(value, where=f"{source}, linha {i + 1}: 'prefixo'")
+    _ids(prefixo, column="prefixo", problems=problems)
     year = pd.to_numeric(_blank_to_none(raw["ano_fabricacao"]), errors="coerce")
     first = (
         _dates(
             _blank_to_none(raw["data_primeiro_emplac"]),
             column="data_primeiro_emplac",
-            source=source,
+            problems=problems,
         )
         if "data_primeiro_emplac" in raw.columns
         else [None] * n
     )
+    problems.raise_any()
     ponto = _blank_to_none(raw["ponto"])
     return pd.DataFrame(
         {

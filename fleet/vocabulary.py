@@ -3,6 +3,23 @@
 from __future__ import annotations
 
 VEHICLE_STATUSES = ("active", "suspended", "out_of_operation", "reserved", "revoked")
+VEHICLE_STATUS_LABELS = {
+    "active": "ativo",
+    "suspended": "suspenso",
+    "out_of_operation": "fora de operação",
+    "reserved": "reservado",
+    "revoked": "cassado",
+}
+"""A vehicle status as people write it (pt-BR), by code."""
+VEHICLE_STATUS_ALIASES = {
+    "ativo": "active", "ativa": "active",
+    "suspenso": "suspended", "suspensa": "suspended",
+    "fora_de_operacao": "out_of_operation",
+    "reservado": "reserved", "reservada": "reserved",
+    "cassado": "revoked", "cassada": "revoked", "revogado": "revoked", "revogada": "revoked",
+}  # fmt: skip
+"""pt-BR words a registry file may write for a status (lower case, no accents, ``_`` for
+spaces), by word: the readers store the code."""
 DRIVER_ROLES = ("autorizatario_condutor", "auxiliar")
 POPULATION_KINDS = ("census", "estimate")
 SERVICE_CATEGORIES = ("comum", "aeroporto", "distrito", "acessivel")

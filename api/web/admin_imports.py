@@ -8,11 +8,15 @@ Preview (nothing written)
     The loaders of ``pontual import fleet|stands`` read the file (:func:`fleet.loaders.read_fleet`,
     :func:`stands.loaders.read_stands_registry`) and write it
     (:func:`db.fleet.store.load_fleet`, :func:`stands.loaders.load_stands`) in a transaction that is
-    rolled back. Those loaders refuse a whole file at its first bad row, so the rows are
-    triaged by running them on parts of the file (:func:`triage`): a part that loads is good,
-    a part that fails is halved until the failing rows stand alone, each with the loader's own
-    pt-BR reason (row numbers are the file's data rows, header excluded). Rows that only fail
-    together (a repeated id) are found the same way: the later one is rejected.
+    rolled back. The fleet reader names every problem of every row
+    (:class:`fleet.loaders.FleetRowsError`, the same check as the CLI's): those rows are
+    rejected with all their reasons at once. The rest is triaged by running the loaders on parts
+    of the file (:func:`triage`), as they refuse a whole part at its first bad row: a part that
+    loads is good, a part that fails is halved until the failing rows stand alone, each with the
+    loader's own pt-BR reason. Rows that only fail together (a repeated id) are found the same
+    way: the later one is rejected. A fleet row is numbered as a spreadsheet shows it
+    (:func:`fleet.loaders.sheet_row`: the header is row 1); a stand by its data row or feature
+    (1-based), as the stands' readers number it.
 Confirm
     An explicit "Importar" (CSRF) triages the stored file again and writes exactly the good rows
     in one transaction, with one audit entry; if the result differs from the preview (the
@@ -46,6 +50,7 @@ from starlette.responses import Response
 
 from api.deps import EngineDep, SettingsDep
 from api.settings import Settings
+from api.web import formats as fmt
 from api.web.admin_base import AdminUser, audit, form_number, form_text
 from api.web.auth import WebSession
 from api.web.templating import render
@@ -63,8 +68,8 @@ UPLOAD_TTL_S = 3600
 """How long an uploaded file waits for its confirmation (seconds)."""
 MAX_CHECKS = 400
 """Most loader runs one triage may take; a file with more bad rows is refused whole."""
-MAX_SHOWN = 500
-"""Most rejected rows listed on the page."""
+MAX_SHOWN = 50
+"""Most rejected rows listed on the page (all are counted)."""
 _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _POSITIONS = re.compile(r"\b(linhas|linha|feições|feição) (\d+(?:, \d+)*)")
 _KEYS = ("vehicle_id", "prefixo", "stand_id", "codigo", "ID")
@@ -74,6 +79,33 @@ _UNREADABLE = (FleetError, StandsError, ValueError, KeyError, OSError, UnicodeEr
 def max_upload_bytes(settings: Settings) -> int:
     """Return the largest file accepted: the server's request body limit less 64 KiB of form."""
     return max(1024, settings.max_body_bytes - 64 * 1024)
+
+
+def file_size(size: int) -> str:
+    """Say a file's size as people read it: ``"1,9 MB"``, ``"340 KB"``, ``"512 bytes"``.
+
+    MB and KB are of 1024 (as the browsers and file managers count); rounded down, so that a
+    limit is never said larger than it is.
+    """
+    if size >= 1024 * 1024:
+        tenths = size * 10 // (1024 * 1024)
+        return f"{tenths // 10},{tenths % 10} MB"
+    if size >= 1024:
+        return f"{size // 1024} KB"
+    return f"{size} bytes" if size != 1 else "1 byte"
+
+
+def first_row(kind: str) -> int:
+    """Return the number the readers of ``kind`` give a file's first data row.
+
+    The fleet's: the spreadsheet's (:func:`fleet.loaders.sheet_row`, 2); the stands': 1 (their
+    data row or feature).
+    """
+    if kind == FLEET:
+        from fleet.loaders import sheet_row
+
+        return sheet_row(0)
+    return 1
 
 
 # --- the file, in parts -----------------------------------------------------------------------
@@ -138,12 +170,18 @@ class FileParts:
         return target
 
 
-def renumber(message: str, rows: list[int]) -> str:
-    """Return a loader's message about a part of the file with the file's own row numbers."""
+def renumber(message: str, rows: list[int], *, first: int = 1) -> str:
+    """Return a loader's message about a part of the file with the file's own row numbers.
+
+    ``rows`` are the part's rows (file indices, 0-based); ``first`` is the number the reader
+    gives the first data row (:func:`first_row`).
+    """
 
     def to_file(match: re.Match[str]) -> str:
         numbers = [int(n) for n in match.group(2).split(", ")]
-        mapped = [str(rows[n - 1] + 1) if 0 < n <= len(rows) else str(n) for n in numbers]
+        mapped = [
+            str(rows[n - first] + first) if 0 <= n - first < len(rows) else str(n) for n in numbers
+        ]
         return f"{match.group(1)} {', '.join(mapped)}"
 
     return _POSITIONS.sub(to_file, message)
@@ -284,6 +322,8 @@ class Preview:
     triage: Triage
     counts: dict[str, Any]
     rejected: list[dict[str, Any]]
+    """Each rejected row: ``row`` (its number, :func:`first_row`), ``key``, ``reason`` (the
+    first) and ``reasons`` (every problem found)."""
 
     @property
     def good_digest(self) -> str:
@@ -305,6 +345,7 @@ def preview(
         result = Triage(file_error=f"arquivo ilegível: {exc}")
         return Preview(rows=0, triage=result, counts={}, rejected=[]), None
     part_path = work / name
+    first = first_row(kind)
 
     def read_rows(rows: list[int]) -> Any:
         return _read(kind, parts.write(rows, part_path), options)
@@ -313,7 +354,7 @@ def preview(
         try:
             read_rows(rows)
         except _UNREADABLE as exc:
-            return renumber(str(exc), rows)
+            return renumber(str(exc), rows, first=first)
         return None
 
     def loadable(rows: list[int]) -> str | None:
@@ -322,10 +363,17 @@ def preview(
             with _rolled_back(engine) as conn:
                 _load(kind, conn, frame, options)
         except _UNREADABLE as exc:
-            return renumber(str(exc), rows)
+            return renumber(str(exc), rows, first=first)
         return None
 
-    found = triage(len(parts), readable, max_checks=MAX_CHECKS)
+    # Every problem of every row, where the reader names them all (the fleet's).
+    reasons = _row_problems(lambda: read_rows(list(range(len(parts)))))
+    rest = [i for i in range(len(parts)) if i not in reasons]
+    found = triage(len(rest), lambda rows: readable([rest[i] for i in rows]), max_checks=MAX_CHECKS)
+    found.rejected = {rest[i]: reason for i, reason in found.rejected.items()}
+    found.good = [rest[i] for i in found.good]
+    if found.file_error is None:
+        found.rejected |= {i: problems[0] for i, problems in reasons.items()}
     if found.file_error is None and found.good:
         # The writers' own checks (municipalities, ids of another registry...) on the rest.
         good = found.good
@@ -335,7 +383,12 @@ def preview(
         found.rejected |= {good[i]: reason for i, reason in again.rejected.items()}
         found.good = [good[i] for i in again.good]
     rejected = [
-        {"row": i + 1, "key": parts.key(i), "reason": reason}
+        {
+            "row": i + first,
+            "key": parts.key(i),
+            "reason": reason,
+            "reasons": reasons.get(i, [reason]),
+        }
         for i, reason in sorted(found.rejected.items())
     ]
     counts: dict[str, Any] = {}
@@ -349,6 +402,19 @@ def preview(
             return _load(kind, conn, frame, options)
 
     return Preview(rows=len(parts), triage=found, counts=counts, rejected=rejected), writer
+
+
+def _row_problems(read_all: Callable[[], Any]) -> dict[int, list[str]]:
+    """Return every problem of every row the reader names (by row index), or none."""
+    from fleet.loaders import FleetRowsError
+
+    try:
+        read_all()
+    except FleetRowsError as exc:
+        return exc.problems
+    except _UNREADABLE:
+        pass  # a file error or a problem named one at a time: triaged
+    return {}
 
 
 # --- the stored upload ----------------------------------------------------------------------------
@@ -447,7 +513,11 @@ def _readable_upload(upload: dict[str, Any] | None) -> dict[str, Any] | None:
         return upload
     shown = dict(upload.get("preview") or {})
     shown["rejected"] = [
-        r | {"reason": readable_message(str(r.get("reason") or ""))}
+        r
+        | {
+            "reason": readable_message(str(r.get("reason") or "")),
+            "reasons": [readable_message(str(m)) for m in r.get("reasons") or [r.get("reason")]],
+        }
         for r in shown.get("rejected") or []
     ]
     if shown.get("file_error"):
@@ -482,6 +552,9 @@ def _page(
         values=values or {"kind": FLEET, "radius_m": "30", "retire_missing": "1"},
         upload=_readable_upload(upload),
         max_bytes=max_upload_bytes(settings),
+        max_size=file_size(max_upload_bytes(settings)),
+        fmt=fmt,
+        size=file_size(int((upload or {}).get("size") or 0)),
         max_shown=MAX_SHOWN,
         notice=notice,
         retiring=int((preview.get("counts") or {}).get(RETIRED) or 0),
@@ -554,7 +627,7 @@ async def upload(
         return refuse({"file": f"arquivo {suffix or 'sem extensão'}; esperado {allowed}"})
     content = await _read_upload(file, limit)
     if content is None:
-        return refuse({"file": f"arquivo com mais de {limit:,} bytes".replace(",", ".")}, 413)
+        return refuse({"file": f"arquivo maior que o limite de {file_size(limit)}"}, 413)
     try:
         options = _options(kind=kind, values=values, content=content, suffix=suffix)
     except ValueError as exc:
@@ -640,6 +713,7 @@ def _preview_meta(*, engine: Engine, meta: dict[str, Any], stored: Path, folder:
         "good": len(result.triage.good),
         "good_digest": result.good_digest,
         "rejected_count": len(result.rejected),
+        "problem_count": sum(len(r["reasons"]) for r in result.rejected),
         "rejected": result.rejected[:MAX_SHOWN],
         "file_error": result.triage.file_error,
         "counts": result.counts,

@@ -35,7 +35,7 @@ from fleet.dates import (
     check_optional_registry_date,
     check_registry_date,
 )
-from fleet.loaders import normalize_name
+from fleet.loaders import normalize_name, sheet_row
 from fleet.vocabulary import DRIVER_DOCUMENT_STATUSES, DRIVER_DOCUMENTS, DRIVER_ROLES
 
 
@@ -650,8 +650,8 @@ def load_drivers(
     """
     missing = drivers["name"].isna()
     if missing.any():
-        row = int(np.flatnonzero(missing.to_numpy())[0]) + 1
-        msg = f"{source}, linha {row}, coluna 'name': vazio; o cadastro no banco exige o nome"
+        row = sheet_row(int(np.flatnonzero(missing.to_numpy())[0]))
+        msg = f"{source}, linha {row}, coluna name: vazio; o cadastro no banco exige o nome"
         raise FleetFileError(msg)
     first = drivers.drop_duplicates("driver_id", keep="first")
     rows = [
@@ -757,14 +757,14 @@ def load_driver_links(
     for i, rec in enumerate(frame.to_dict("records")):
         if rec["driver_id"] not in known_drivers:
             msg = (
-                f"{source}, linha {i + 1}, coluna 'driver_id': {rec['driver_id']!r} não está no "
-                "cadastro de condutores; importe-o antes (pontual import drivers)"
+                f"{source}, linha {sheet_row(i)}, coluna driver_id: {rec['driver_id']!r} não "
+                "está no cadastro de condutores; importe-o antes (pontual import drivers)"
             )
             raise FleetFileError(msg)
         if rec["vehicle_id"] not in known_vehicles:
             msg = (
-                f"{source}, linha {i + 1}, coluna 'vehicle_id': {rec['vehicle_id']!r} não está na "
-                "frota; importe-a antes (pontual import fleet)"
+                f"{source}, linha {sheet_row(i)}, coluna vehicle_id: {rec['vehicle_id']!r} não "
+                "está na frota; importe-a antes (pontual import fleet)"
             )
             raise FleetFileError(msg)
     caps = auxiliary_caps(conn, known_vehicles)

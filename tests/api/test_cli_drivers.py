@@ -101,7 +101,7 @@ class TestAnalyzeWithDrivers:
             "--out", str(tmp_path / "o"),
         )  # fmt: skip
         assert done.returncode == 1
-        assert "--driver-links: links.csv, linha 1, coluna 'role': era 'dono'" in done.stderr
+        assert "--driver-links: links.csv, linha 2, coluna role: era 'dono'" in done.stderr
 
 
 class TestImportDrivers:
@@ -113,7 +113,7 @@ class TestImportDrivers:
             "import", "drivers", str(bad), "--actor", "t-1", DATABASE_URL="postgresql://nowhere/x"
         )
         assert done.returncode == 1
-        assert "c.csv, linha 1, coluna 'cnh_valid_until': era '31/12/2026'" in done.stderr
+        assert "c.csv, linha 2, coluna cnh_valid_until: era '31/12/2026'" in done.stderr
 
 
 class TestStandSuspensions:

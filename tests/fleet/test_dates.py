@@ -90,7 +90,9 @@ class TestFleetFile:
         path.write_text(
             "vehicle_id,status,status_since\nA1,active,2024-01-01\nA2,suspended,0202-12-01\n"
         )
-        with pytest.raises(FleetFileError, match=r"linha 2: 'status_since' era 0202-12-01"):
+        with pytest.raises(
+            FleetFileError, match=r"linha 3, coluna status_since: a data 0202-12-01 está fora"
+        ):
             read_fleet(path)
 
     def test_a_documents_validity_may_lie_years_ahead(self, tmp_path: Path) -> None:

@@ -44,24 +44,24 @@ class TestReadDrivers:
     @pytest.mark.parametrize(
         ("row", "match"),
         [
-            (",x,,,,,,,,,,,", r"f\.csv, linha 1, coluna 'driver_id': vazio"),
-            ("d1,x,,,,,,vencida,,,,,", r"linha 1, coluna 'cnh_status': era 'vencida'.*regular"),
-            ("d1,x,,,,2024-13-01,,,,,,,", r"linha 1, coluna 'cnh_valid_until'.*AAAA-MM-DD"),
-            ("d1,x,,,,0202-12-01,,,,,,,", r"linha 1, coluna 'cnh_valid_until'.*1990-01-01"),
-            ("d1,x,,,Z,,,,,,,,", r"linha 1, coluna 'cnh_category': era 'Z'"),
-            ("d1,x,talvez,,,,,,,,,,", r"linha 1, coluna 'synthetic'.*true ou false"),
-            ("d 1,x,,,,,,,,,,,", r"linha 1, coluna 'driver_id': 'd 1' não é um identificador"),
-            ("d1,x,,,,,,,2024-01-01,,,,", r"linha 1, coluna 'cnh_status': vazio"),
+            (",x,,,,,,,,,,,", r"f\.csv, linha 2, coluna driver_id: vazio"),
+            ("d1,x,,,,,,vencida,,,,,", r"linha 2, coluna cnh_status: era 'vencida'.*regular"),
+            ("d1,x,,,,2024-13-01,,,,,,,", r"linha 2, coluna cnh_valid_until.*AAAA-MM-DD"),
+            ("d1,x,,,,0202-12-01,,,,,,,", r"linha 2, coluna cnh_valid_until.*1990-01-01"),
+            ("d1,x,,,Z,,,,,,,,", r"linha 2, coluna cnh_category: era 'Z'"),
+            ("d1,x,talvez,,,,,,,,,,", r"linha 2, coluna synthetic.*sim ou não"),
+            ("d 1,x,,,,,,,,,,,", r"linha 2, coluna driver_id: 'd 1' não é um identificador"),
+            ("d1,x,,,,,,,2024-01-01,,,,", r"linha 2, coluna cnh_status: vazio"),
             (
                 "d1,x,,,,,,,,,cassada,2024-03-05,2024-03-01",
-                r"linha 1, coluna 'ictp_status_until': 2024-03-01 antes",
+                r"linha 2, coluna ictp_status_until: 2024-03-01 antes",
             ),
         ],
     )
     def test_bad_value_names_file_row_and_column(
         self, tmp_path: Path, row: str, match: str
     ) -> None:
-        """Each bad value is refused with the file, the data row and the column."""
+        """Each bad value is refused with the file, the spreadsheet's row and the column."""
         header = ",".join(DRIVER_FILE_COLUMNS)
         with pytest.raises(FleetFileError, match=match):
             read_drivers(write(tmp_path, f"{header}\n{row}\n"))
@@ -70,14 +70,14 @@ class TestReadDrivers:
         """Two periods of the same document of a driver may not share a day."""
         header = ",".join(DRIVER_FILE_COLUMNS)
         rows = "d1,x,,,,,,suspensa,2024-03-01,2024-03-10,,,\nd1,,,,,,,cassada,2024-03-10,,,,\n"
-        with pytest.raises(FleetFileError, match="linha 2.*sobrepõe ao da linha 1"):
+        with pytest.raises(FleetFileError, match="linha 3.*sobrepõe ao da linha 2"):
             read_drivers(write(tmp_path, f"{header}\n{rows}"))
 
     def test_differing_identity_is_refused(self, tmp_path: Path) -> None:
         """Rows of one driver may leave identity blank but not contradict it."""
         header = ",".join(DRIVER_FILE_COLUMNS)
         rows = "d1,x,,,,2025-01-01,,,,,,,\nd1,x,,,,2026-01-01,,,,,,,\n"
-        with pytest.raises(FleetFileError, match="linha 2, coluna 'cnh_valid_until'.*linha 1"):
+        with pytest.raises(FleetFileError, match="linha 3, coluna cnh_valid_until.*linha 2"):
             read_drivers(write(tmp_path, f"{header}\n{rows}"))
 
     def test_unknown_column_and_missing_id_column(self, tmp_path: Path) -> None:
@@ -100,18 +100,18 @@ class TestReadDriverLinks:
     @pytest.mark.parametrize(
         ("row", "match"),
         [
-            ("P1,d1,motorista,2024-01-01,", r"linha 1, coluna 'role': era 'motorista'"),
-            ("P1,d1,auxiliar,,", r"linha 1, coluna 'valid_from': vazio"),
-            (",d1,auxiliar,2024-01-01,", r"linha 1, coluna 'vehicle_id': vazio"),
-            ("P/1,d1,auxiliar,2024-01-01,", r"linha 1, coluna 'vehicle_id': 'P/1' não é um"),
-            ("P1,d1,auxiliar,2024-01-05,2024-01-01", r"linha 1, coluna 'valid_until'.*antes"),
-            ("P1,d1,auxiliar,3024-01-05,", r"linha 1, coluna 'valid_from'.*1990-01-01"),
+            ("P1,d1,motorista,2024-01-01,", r"linha 2, coluna role: era 'motorista'"),
+            ("P1,d1,auxiliar,,", r"linha 2, coluna valid_from: vazio"),
+            (",d1,auxiliar,2024-01-01,", r"linha 2, coluna vehicle_id: vazio"),
+            ("P/1,d1,auxiliar,2024-01-01,", r"linha 2, coluna vehicle_id: 'P/1' não é um"),
+            ("P1,d1,auxiliar,2024-01-05,2024-01-01", r"linha 2, coluna valid_until.*antes"),
+            ("P1,d1,auxiliar,3024-01-05,", r"linha 2, coluna valid_from.*1990-01-01"),
         ],
     )
     def test_bad_value_names_file_row_and_column(
         self, tmp_path: Path, row: str, match: str
     ) -> None:
-        """Each bad value is refused with the file, the data row and the column."""
+        """Each bad value is refused with the file, the spreadsheet's row and the column."""
         text = f"vehicle_id,driver_id,role,valid_from,valid_until\n{row}\n"
         with pytest.raises(FleetFileError, match=r"l\.csv, " + match):
             read_driver_links(write(tmp_path, text, "l.csv"))
@@ -122,7 +122,7 @@ class TestReadDriverLinks:
             "vehicle_id,driver_id,role,valid_from,valid_until\n"
             "P1,d1,auxiliar,2024-01-01,\nP1,d1,auxiliar,2024-06-01,\n"
         )
-        with pytest.raises(FleetFileError, match="linha 2.*já está vinculado.*linha 1"):
+        with pytest.raises(FleetFileError, match="linha 3.*já está vinculado.*linha 2"):
             read_driver_links(write(tmp_path, text))
 
 

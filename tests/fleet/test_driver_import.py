@@ -122,7 +122,7 @@ class TestImport:
         conn = db_session.connection()
         path = tmp_path / "v3.csv"
         path.write_text("vehicle_id,driver_id,role,valid_from\nDRVCAR,NOPE,auxiliar,2024-01-01\n")
-        with pytest.raises(FleetFileError, match="v3.csv, linha 1, coluna 'driver_id'"):
+        with pytest.raises(FleetFileError, match="v3.csv, linha 2, coluna driver_id"):
             load_driver_links(conn=conn, links=read_driver_links(path), actor="t", source="v3.csv")
         load_drivers(conn=conn, drivers=read_drivers(_one_driver(tmp_path)), actor="t", source="d4")
         conn.execute(  # Pinto Bandeira: two auxiliares at once (art. 14)
@@ -140,7 +140,7 @@ class TestImport:
         path = tmp_path / "d.csv"
         path.write_text("driver_id,name\nD9,\n")
         conn = db_session.connection()
-        with pytest.raises(FleetFileError, match="d.csv, linha 1, coluna 'name'"):
+        with pytest.raises(FleetFileError, match="d.csv, linha 2, coluna name"):
             load_drivers(conn=conn, drivers=read_drivers(path), actor="t", source="d.csv")
         with pytest.raises(FleetFileError, match="'actor' vazio"):
             load_drivers(

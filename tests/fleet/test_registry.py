@@ -185,35 +185,53 @@ class TestReadFleet:
     @pytest.mark.parametrize(
         ("body", "match"),
         [
-            ("vehicle_id,status\nT1,parked\n", "linha 1: 'status' era 'parked'"),
-            ("vehicle_id,status_since\nT1,10/01/2024\n", "esperado data"),
-            ("vehicle_id,accessible\nT1,talvez\n", "true ou false"),
-            ("vehicle_id,year\nT1,19\n", "linha 1: 'year' era '19'"),
-            ("vehicle_id\nT1\nT1\n", "repetido"),
+            (
+                "vehicle_id,status\nT1,parked\n",
+                "linha 2, coluna status: 'parked' não é uma situação",
+            ),
+            ("vehicle_id,status_since\nT1,10/01/2024\n", "não é uma data; use AAAA-MM-DD"),
+            ("vehicle_id,accessible\nT1,talvez\n", "use sim ou não"),
+            ("vehicle_id,year\nT1,19\n", "linha 2, coluna year: '19' não é um ano"),
+            (
+                "vehicle_id\nT1\nT1\n",
+                "linha 3, coluna vehicle_id: 'T1' repete o veículo da linha 2",
+            ),
             (  # a quote opened in the wrong place swallows the next row into one "id"
                 'vehicle_id,plate\n"QA-V3,AAA1A11\nQA-V4",BBB2B22\n',
-                "linha 1: 'vehicle_id' 'QA-V3,AAA1A11\\\\nQA-V4' não é um identificador",
+                "linha 2, coluna vehicle_id: 'QA-V3,AAA1A11\\\\nQA-V4' não é um identificador",
             ),
             ('vehicle_id,plate\n"QA-V3,AAA1A11\n', "CSV malformado \\(uma aspa sem fechar"),
             ("", "o arquivo está vazio"),
-            ("vehicle_id\nT 1\n", "linha 1: 'vehicle_id' 'T 1' não é um identificador"),
+            ("vehicle_id\nT 1\n", "linha 2, coluna vehicle_id: 'T 1' não é um identificador"),
             ("placa,marca\nX,Y\n", "não reconhecido"),
             (
                 "vehicle_id,status_since,status_until\nT1,2024-02-01,2024-01-01\n",
-                "antes de 'status_since'",
+                "coluna status_until: 2024-01-01 é anterior a status_since",
             ),
-            ("vehicle_id,service_category\nT1,executivo\n", "esperado um de comum, aeroporto"),
-            ("vehicle_id,last_inspection_on\nT1,2024-13-01\n", "'last_inspection_on'"),
-            ("vehicle_id,substituted_plate\nT1,ABC1D23\n", "sem 'substitution_since'"),
-            ("vehicle_id,termo_recolhido_until\nT1,2024-01-01\n", "sem 'termo_recolhido_since'"),
+            (
+                "vehicle_id,service_category\nT1,executivo\n",
+                "use comum, aeroporto, distrito ou acessivel",
+            ),
+            (
+                "vehicle_id,last_inspection_on\nT1,2024-13-01\n",
+                "coluna last_inspection_on: '2024-13-01' não é uma data",
+            ),
+            (
+                "vehicle_id,substituted_plate\nT1,ABC1D23\n",
+                "substituted_plate: preenchida sem substitution_since",
+            ),
+            (
+                "vehicle_id,termo_recolhido_until\nT1,2024-01-01\n",
+                "preenchida sem termo_recolhido_since",
+            ),
             (
                 "vehicle_id,termo_recolhido_since,termo_recolhido_until\nT1,2024-02-01,2024-01-01\n",
-                "antes de 'termo_recolhido_since'",
+                "2024-01-01 é anterior a termo_recolhido_since",
             ),
         ],
     )
     def test_bad_contract_values_raise(self, tmp_path: Path, body: str, match: str) -> None:
-        """Invalid values are refused with the data row and the allowed values."""
+        """Invalid values are refused with the spreadsheet's row, the column and what is allowed."""
         with pytest.raises(FleetFileError, match=match):
             read_fleet(_write(tmp_path, body))
 

@@ -488,11 +488,14 @@ def test_import_preview_writes_nothing_and_confirm_writes_the_good_rows(
     assert count(web_engine, Vehicle) == before
     rows = page.get_by_role("table").get_by_role("row").all()[1:]
     found = {r.get_by_role("rowheader").inner_text(): r.inner_text() for r in rows}
-    assert sorted(found) == ["2", "3", "5", "6"]
-    assert "'accessible' era 'talvez'; esperado true ou false" in found["2"]
-    assert "frota_teste.csv, linha 3: 'status' era 'ocupado'" in found["3"]
-    assert f"vehicle_id repetido: '{ids[0]}'" in found["5"]
-    assert "'status_since' era 0202-01-01; esperado uma data entre 1990-01-01" in found["6"]
+    assert sorted(found) == ["3", "4", "6", "7"]  # as the spreadsheet shows them: header is 1
+    assert "linha 3, coluna accessible: 'talvez' não é sim nem não; use sim ou não" in found["3"]
+    assert "frota_teste.csv, linha 4, coluna status: 'ocupado' não é uma situação" in found["4"]
+    assert f"linha 6, coluna vehicle_id: '{ids[0]}' repete o veículo da linha 2" in found["6"]
+    assert (
+        "linha 7, coluna status_since: a data 0202-01-01 está fora do intervalo aceito; use uma "
+        "data entre 1990-01-01"
+    ) in found["7"]
     assert "Veículos criados (se importar)\n2" in page.locator("dl.facts").inner_text()
     save_screenshot(page, "web-admin-importacao-previa.png")
 
@@ -509,7 +512,7 @@ def test_import_preview_writes_nothing_and_confirm_writes_the_good_rows(
             .where(AuditEntry.action == "import")
             .order_by(AuditEntry.entry_id.desc())
         ).first()
-        assert entry is not None and entry.details["rejected_rows"] == [2, 3, 5, 6]
+        assert entry is not None and entry.details["rejected_rows"] == [3, 4, 6, 7]
         assert entry.details["imported"] == 2
     page.reload()  # the result stays; nothing is written twice
     assert count(web_engine, Vehicle) == before + 2
@@ -654,18 +657,18 @@ def test_audit_log_filters_and_links(web_client: Callable, web_engine: Engine) -
     }
     found = admin.get("/admin/auditoria", params=query)
     assert found.status_code == 200
-    assert "1 registro(s)" in found.text
+    assert "<caption>1 registro</caption>" in found.text
     assert f'href="/admin/pontos/{stand_id}"' in found.text
     assert '<option value="create" selected>criação</option>' in found.text
     none = admin.get("/admin/auditoria", params=query | {"acao": "retire"})
-    assert "0 registro(s)" in none.text
+    assert "<caption>0 registros</caption>" in none.text
     inverted = admin.get(
         "/admin/auditoria", params=query | {"ate": (today - dt.timedelta(days=2)).isoformat()}
     )
     assert inverted.status_code == 422
     assert "o último dia vem antes do primeiro" in html.unescape(inverted.text)
     past_the_end = admin.get("/admin/auditoria", params=query | {"pagina": "999"})
-    assert past_the_end.status_code == 200 and "1 registro(s)" in past_the_end.text
+    assert past_the_end.status_code == 200 and "<caption>1 registro</caption>" in past_the_end.text
     assert f'href="/admin/pontos/{stand_id}"' in past_the_end.text  # the last page, shown
     bad = admin.get("/admin/auditoria", params={"de": "0202-01-01"})
     assert bad.status_code == 422

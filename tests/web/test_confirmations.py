@@ -394,8 +394,8 @@ def _import_retiring(
     button = page.get_by_role("button", name="Importar")
     question = dialogs.cancel(button)
     assert question == (
-        "Importar pontos_teste.geojson e desativar 1 ponto(s) do município que não estão no "
-        "arquivo? Eles deixam de estar ativos até que uma nova importação os traga de volta."
+        "Importar pontos_teste.geojson e desativar 1 ponto do município que não está no "
+        "arquivo? Ele deixa de estar ativo até que uma nova importação o traga de volta."
     )
     retired = select(Stand.retired_at).where(Stand.stand_id == dropped)
     assert _scalar(web_engine, retired) is None

@@ -1,0 +1,151 @@
+"""The fleet import preview (``/admin/importacao``) as the admin reads it, against a real
+``pontual serve``: the spreadsheet's row numbers, every problem of a row, the status in
+Portuguese, the size limit in MB and sentences without "(s)"."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Engine, select, text
+from web_helpers import csrf_from
+
+from api.web.admin_imports import file_size, renumber
+from db.engine import session_scope
+from db.fleet.models import Vehicle
+
+_ids = itertools.count(1)
+_ROW = re.compile(r'<tr><th scope="row">(\d+)</th><td>([^<]*)</td><td>(.*?)</td></tr>', re.S)
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-{next(_ids)}"
+
+
+def _upload(admin: Any, name: str, content: str) -> tuple[str, str]:
+    """Upload a fleet file; return its preview page (unescaped) and the preview's URL."""
+    token = csrf_from(admin.get("/admin/importacao").text)
+    upload = admin.post(
+        "/admin/importacao",
+        data={"csrf_token": token, "kind": "frota"},
+        files={"file": (name, content.encode(), "text/csv")},
+    )
+    assert upload.status_code == 303
+    url = upload.headers["location"]
+    return html.unescape(admin.get(url).text), url
+
+
+def _rejected(page: str) -> dict[str, list[str]]:
+    """Return each rejected row's number and its reasons, from the preview's table."""
+    found = {}
+    for row, _key, cell in _ROW.findall(page):
+        items = re.findall(r"<li>(.*?)</li>", cell, re.S)
+        found[row] = items or [cell.strip()]
+    return found
+
+
+def _vehicles(engine: Engine, ids: list[str]) -> set[str]:
+    with session_scope(engine) as session:
+        chosen = select(Vehicle.vehicle_id).where(Vehicle.vehicle_id.in_(ids))
+        return set(session.scalars(chosen))
+
+
+def test_preview_names_spreadsheet_rows_and_every_problem(
+    web_client: Callable, web_engine: Engine
+) -> None:
+    """The 2nd data row is 'linha 3' (the header is row 1) in the table and in the reasons;
+    a row with three bad values lists all three; 'ativo' and 'Fora de Operação' are read."""
+    a, b, c = (_unique("PRV") for _ in range(3))
+    content = (
+        "vehicle_id,status,accessible,year\n"
+        f"{a},ativo,sim,2019\n"
+        f"{b},talvez,talvez,dois mil\n"
+        f"{c},Fora de Operação,não,2020\n"
+        f"{a},active,,\n"
+    )
+    admin = web_client("admin")
+    page, url = _upload(admin, "frota_prevista.csv", content)
+    rejected = _rejected(page)
+    assert sorted(rejected) == ["3", "5"]
+    assert rejected["3"] == [
+        "frota_prevista.csv, linha 3, coluna status: 'talvez' não é uma situação conhecida; use "
+        "ativo (active), suspenso (suspended), fora de operação (out_of_operation), reservado "
+        "(reserved) ou cassado (revoked)",
+        "frota_prevista.csv, linha 3, coluna accessible: 'talvez' não é sim nem não; use sim ou "
+        "não (ou true/false, 1/0)",
+        "frota_prevista.csv, linha 3, coluna year: 'dois mil' não é um ano; use o ano com 4 "
+        "dígitos, de 1900 a 2100 (ex.: 2019)",
+    ]
+    assert rejected["5"] == [
+        f"frota_prevista.csv, linha 5, coluna vehicle_id: '{a}' repete o veículo da linha 2"
+    ]
+    assert "a linha é a da planilha (o cabeçalho é a linha 1)" in page
+    assert "<dt>Linhas válidas</dt><dd>2</dd>" in page
+    assert "Importar grava as 2 linhas válidas e deixa de fora as 2 rejeitadas." in page
+    assert "(s)" not in page
+
+    token = csrf_from(page)
+    done = admin.post(
+        "/admin/importacao/confirmar", data={"csrf_token": token, "envio": url.split("=")[1]}
+    )
+    assert done.status_code == 303
+    result = html.unescape(admin.get(url).text)
+    assert "2 linhas de frota_prevista.csv gravadas. 2 linhas rejeitadas ficaram de fora." in (
+        result
+    )
+    assert _vehicles(web_engine, [a, b, c]) == {a, c}
+    with session_scope(web_engine) as session:
+        statuses = session.execute(
+            text(
+                "SELECT vehicle_id, status FROM vehicle_status_periods WHERE vehicle_id IN (:a, :c)"
+            ),
+            {"a": a, "c": c},
+        ).all()
+    assert sorted(statuses) == sorted([(a, "active"), (c, "out_of_operation")])
+
+
+def test_preview_lists_the_first_rows_and_counts_them_all(web_client: Callable) -> None:
+    """60 rows with two problems each: the first 50 are listed, the 60 rows and 120 problems
+    counted, and the file is not refused whole."""
+    good = _unique("PRV")
+    lines = [f"{good},ativo,2019"]
+    lines += [f"{_unique('PRV')},parado,19" for _ in range(60)]
+    content = "vehicle_id,status,year\n" + "\n".join(lines) + "\n"
+    page, _ = _upload(web_client("admin"), "muitos.csv", content)
+    rejected = _rejected(page)
+    assert len(rejected) == 50
+    assert list(rejected)[:2] == ["3", "4"]
+    assert all(len(reasons) == 2 for reasons in rejected.values())
+    assert "<dt>Linhas rejeitadas</dt><dd>60</dd>" in page
+    assert "(as primeiras 50 de 60, com 120 problemas ao todo)" in page
+    assert "<dt>Linhas válidas</dt><dd>1</dd>" in page
+    assert "Arquivo recusado" not in page
+
+
+def test_size_limit_is_said_in_megabytes(web_client: Callable) -> None:
+    """The form's hint says the limit in MB, never a count of bytes."""
+    page = html.unescape(web_client("admin").get("/admin/importacao").text)
+    assert "Tamanho máximo: 1,9 MB." in page  # the default 2 MiB body less 64 KiB of form
+    assert " bytes." not in page
+
+
+def test_file_size_words() -> None:
+    """Sizes in MB (one decimal, rounded down), KB and bytes."""
+    assert file_size(2 * 1024 * 1024 - 64 * 1024) == "1,9 MB"
+    assert file_size(5 * 1024 * 1024) == "5,0 MB"
+    assert file_size(340 * 1024 + 5) == "340 KB"
+    assert file_size(512) == "512 bytes"
+    assert file_size(1) == "1 byte"
+
+
+def test_renumber_maps_spreadsheet_rows() -> None:
+    """A part's 'linha 3' (its 2nd data row, as a spreadsheet shows it) made of file rows with
+    index 4 and 9 is the file's spreadsheet row 11; other rows it names too."""
+    message = "f.csv, linha 3, coluna vehicle_id: 'X' repete o veículo da linha 2"
+    assert renumber(message, [4, 9], first=2) == (
+        "f.csv, linha 11, coluna vehicle_id: 'X' repete o veículo da linha 6"
+    )
