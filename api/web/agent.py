@@ -694,14 +694,25 @@ def finding_page(
     if geradas is not None:
         made = int(geradas) if geradas.isdigit() else 0
         left = int(revisao) if revisao and revisao.isdigit() else 0
-        notice = f"{made} proposta(s) nova(s) gerada(s)."
+        notice = fmt.plural(
+            made,
+            "proposta nova gerada.",
+            "propostas novas geradas.",
+            none="Nenhuma proposta nova gerada.",
+        )
         if left:
-            notice += f" {left} achado(s) ficaram para revisão e não viraram proposta."
-        if fora and fora.isdigit() and int(fora):
-            notice += (
-                f" {int(fora)} achado(s) de prefixos do cadastro de outro município não foram"
-                " julgados por este regulamento."
+            notice += " " + fmt.plural(
+                left,
+                "achado ficou para revisão e não virou proposta.",
+                "achados ficaram para revisão e não viraram proposta.",
             )
+        if fora and fora.isdigit() and int(fora):
+            notice += " " + fmt.plural(
+                int(fora),
+                "achado de prefixo do cadastro de outro município não foi julgado",
+                "achados de prefixos do cadastro de outro município não foram julgados",
+            )
+            notice += " por este regulamento."
         if not covered and municipio in zones:
             why_not = workflow.why_not_proposed(
                 session, finding_id, municipality=municipio, timezone=zones[municipio]

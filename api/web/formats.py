@@ -66,8 +66,30 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def plural(count: int, one: str, many: str) -> str:
-    """``plural(1, "veículo", "veículos")`` → ``"1 veículo"``; 0 and 2+ take ``many``."""
+def plural(count: int, one: str, many: str, *, none: str | None = None) -> str:
+    """Say a counted noun, agreeing in number: the one helper for counts on the pages.
+
+    Parameters
+    ----------
+    count : int
+    one : str
+        The words after the number when ``count`` is 1 (``"proposta nova gerada"``).
+    many : str
+        The words after the number otherwise (``"propostas novas geradas"``); 0 takes them too.
+    none : str, optional
+        The whole text for 0, instead of the number (``"nenhuma proposta nova gerada"``).
+
+    Examples
+    --------
+    >>> plural(1, "veículo", "veículos")
+    '1 veículo'
+    >>> plural(1234, "veículo", "veículos")
+    '1.234 veículos'
+    >>> plural(0, "conta", "contas", none="nenhuma conta")
+    'nenhuma conta'
+    """
+    if count == 0 and none is not None:
+        return none
     return f"{integer(count)} {one if count == 1 else many}"
 
 

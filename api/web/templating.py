@@ -25,6 +25,7 @@ from starlette.types import Scope
 
 import maps
 from api.headers import WEB_CSP, web_csp
+from api.web import formats
 from api.web.auth import WebSession
 from api.web.basemap import basemap_config
 from api.web.formats import field_label
@@ -88,6 +89,8 @@ def _environment() -> jinja2.Environment:
     env.globals["static_url"] = static_url
     env.globals["site_name"] = SITE_NAME
     env.globals["field_label"] = field_label
+    # numbers and counted nouns in pt-BR on every page: fmt.integer(n), fmt.plural(n, one, many)
+    env.globals["fmt"] = formats
     return env
 
 

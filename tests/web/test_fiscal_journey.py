@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -86,7 +87,7 @@ def test_alert_arrives_live_then_confirm_and_download_the_pdf(
     expect(page.get_by_role("heading", level=1)).to_have_text("Achado: Falha de rastreamento")
     page.get_by_label("Município (regulamento)").select_option("4314902")
     page.get_by_role("button", name="Gerar propostas").click()
-    expect(page.get_by_role("status")).to_contain_text("proposta(s) nova(s)")
+    expect(page.get_by_role("status")).to_contain_text(re.compile(r"propostas? novas? geradas?\."))
     page.get_by_role("link", name="Abrir a proposta").first.click()
 
     expect(page.get_by_role("heading", level=1)).to_have_text(

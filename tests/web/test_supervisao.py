@@ -263,7 +263,7 @@ class TestStandPage:
         assert "2 de 12 (17%)" in html
         assert "Ausência habitual: abaixo do limite (art. 49)" in html
         assert "operou em pelo menos 10 dias e esteve no ponto em menos de 20%" in html
-        assert "<strong>1</strong> de 1 prefixo(s) abaixo do limite" in html
+        assert "<strong>1</strong> de 1 prefixo abaixo do limite" in html
 
     def test_presence_strip_says_how_each_day_counted(self, supervisor: httpx.Client) -> None:
         """Each day of the strip is labelled; the legend and the rule name the ways beside the
