@@ -51,7 +51,7 @@ from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from enforcement._errors import DocumentError
-from enforcement.proposals import format_fine
+from enforcement.proposals import findings_count, format_fine
 from geo.crs import EARTH_RADIUS_M
 from tracking.detectors.findings import kind_name
 
@@ -472,8 +472,8 @@ def _repetition(p: Mapping[str, Any]) -> str:
     if not rep:
         return ""
     text = (
-        f"{rep['most_findings_in_window']} achado(s) do veículo em {rep['window_hours']:g} h "
-        f"(mínimo {rep['min_findings']})"
+        f"{findings_count(int(rep['most_findings_in_window']))} do veículo em "
+        f"{rep['window_hours']:g} h (mínimo {rep['min_findings']})"
     )
     if rep.get("min_duration_s"):
         text += (

@@ -491,8 +491,9 @@ def _repetition_verdicts(
             long_enough = rep.min_duration_s is not None and duration_s >= rep.min_duration_s
             met = bool(best[k] >= rep.min_findings or long_enough)
             reason = (
-                f"não repetido nem persistente ({rep.provision}): {int(best[k])} achado(s) do "
-                f"veículo em {rep.window_hours:g} h (mínimo {rep.min_findings})"
+                f"não repetido nem persistente ({rep.provision}): "
+                f"{findings_count(int(best[k]))} do veículo em {rep.window_hours:g} h "
+                f"(mínimo {rep.min_findings})"
             )
             if rep.min_duration_s is not None:
                 reason += f" e duração de {duration_s:.0f} s (mínimo {rep.min_duration_s:g} s)"
@@ -721,6 +722,11 @@ def write_proposals_json(proposals: list[dict[str, Any]], path: Path) -> None:
     bytes (:func:`write_proposal_texts`).
     """
     write_proposal_texts(proposal_texts(proposals), path)
+
+
+def findings_count(n: int) -> str:
+    """Say ``n`` findings in pt-BR: "1 achado", "3 achados"."""
+    return f"{n} achado" if n == 1 else f"{n} achados"
 
 
 def format_fine(amount: float, unit: str) -> str:

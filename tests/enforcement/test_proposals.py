@@ -648,7 +648,7 @@ class TestRepetition:
         assert done.proposals == []
         (item,) = done.for_review
         assert item["kind"] == "gps_anomaly" and "não repetido nem persistente" in item["reason"]
-        assert "1 achado(s) do veículo em 1 h (mínimo 5)" in item["reason"]
+        assert "1 achado do veículo em 1 h (mínimo 5)" in item["reason"]
 
     def test_a_lone_outlier_beside_a_tracking_gap_is_still_not_proposed(self) -> None:
         """A tracking gap and one GPS outlier of the same vehicle and day share the provision
