@@ -186,7 +186,10 @@ def stands(
     desativados: bool = False,
     pagina: Annotated[int, Query(ge=1, le=100_000)] = 1,
 ) -> Response:
-    """Stands on a map and in a table (search by id or name; retired ones on request)."""
+    """Stands on a map and in a table of :data:`PAGE_SIZE` a page, in natural id order.
+
+    Search by id or name; retired ones on request. A page past the last shows the last.
+    """
     today = _today(settings)
     query = select(Stand)
     if not desativados:
@@ -196,6 +199,8 @@ def stands(
         query = query.where(or_(Stand.stand_id.ilike(like), Stand.name.ilike(like)))
     ids = sorted(session.scalars(query.with_only_columns(Stand.stand_id)), key=natural_key)
     total = len(ids)
+    pages = max(1, math.ceil(total / PAGE_SIZE))
+    pagina = min(pagina, pages)  # a page past the end (an old link): the last one
     shown = ids[(pagina - 1) * PAGE_SIZE : pagina * PAGE_SIZE]
     found = {s.stand_id: s for s in session.scalars(select(Stand).where(Stand.stand_id.in_(shown)))}
     rows = [found[i] for i in shown if i in found]
@@ -210,7 +215,6 @@ def stands(
             .group_by(ParkingLicence.stand_id)
         ).all()
     )
-    pages = max(1, math.ceil(total / PAGE_SIZE))
     return render(
         request,
         "admin/pontos.html",

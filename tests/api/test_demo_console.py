@@ -226,7 +226,7 @@ class TestSeedConsole:
             _login(client, "demo_fiscal", second.passwords["demo_fiscal"])
             page = client.get("/fiscal/alertas")
             assert page.status_code == 200
-            assert f"{second.alerts} alerta(s)." in page.text
+            assert f"{second.alerts} {'alerta' if second.alerts == 1 else 'alertas'}." in page.text
             items = re.findall(r'<li class="alert" data-alert-id="([^"]+)"', page.text)
             assert items and all(i.startswith("alert-") for i in items)
             assert "Veículo SIM-" in page.text

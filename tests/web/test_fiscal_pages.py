@@ -376,7 +376,7 @@ class TestEvidencePages:
         expect(why).to_contain_text("dois rastreadores sob o mesmo prefixo")
         expect(why).to_contain_text("(art. 59, VI)")
         expect(page.get_by_label("Município (regulamento)")).to_have_value("4314902")
-        expect(page.get_by_role("status").first).to_contain_text("ficaram para revisão")
+        expect(page.get_by_role("status").first).to_contain_text("para revisão")
         expect(page.locator("#mapa .leaflet-interactive").first).to_be_attached()
         assert_accessible(page)
         save_screenshot(page, "web-fiscal-achado-sem-proposta.png")
@@ -409,7 +409,7 @@ class TestAlertsPage:
         page.goto("/fiscal/alertas")
         page.get_by_label("Veículo (prefixo)").fill(mine)
         page.get_by_role("button", name="Filtrar").click()
-        expect(page.locator("#alertas-resumo")).to_have_text("2 alerta(s) com estes filtros.")
+        expect(page.locator("#alertas-resumo")).to_have_text("2 alertas com estes filtros.")
         listed = page.locator(".alerts > li").evaluate_all(
             "items => items.map(i => i.dataset.alertId)"
         )
@@ -418,7 +418,7 @@ class TestAlertsPage:
         assert_accessible(page)
         page.get_by_label("Veículo (prefixo)").fill(mine[2:].lower())  # part of it, any case
         page.get_by_role("button", name="Filtrar").click()
-        expect(page.locator("#alertas-resumo")).to_have_text("2 alerta(s) com estes filtros.")
+        expect(page.locator("#alertas-resumo")).to_have_text("2 alertas com estes filtros.")
         page.goto("/fiscal/alertas?veiculo=%25")  # '%' is a character, not a wildcard
         expect(page.locator("#alertas-resumo")).to_have_text("Nenhum alerta com estes filtros.")
         page.goto(f"/fiscal/alertas?veiculo={mine}&pagina=9")  # past the end: the last page
@@ -431,7 +431,7 @@ class TestAlertsPage:
         assert response is not None and response.status == 422
         expect(page.get_by_label("Tipo de achado")).to_have_attribute("aria-invalid", "true")
         expect(page.locator("#tipo-erro")).to_contain_text("Tipo 'speeding' desconhecido")
-        expect(page.locator("#alertas-resumo")).to_have_text("2 alerta(s) com estes filtros.")
+        expect(page.locator("#alertas-resumo")).to_have_text("2 alertas com estes filtros.")
         assert_accessible(page)
 
 

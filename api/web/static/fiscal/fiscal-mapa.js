@@ -3,8 +3,14 @@
  * Reads the layers from the map element's data-camadas (JSON: {layers: [{id, label, data}]},
  * positions as [lon, lat]); draws the stand and the finding's polygons, the vehicle's track,
  * a detour's lines (driven, matched, reference, fastest) and the finding's fixes (numbered,
- * their time in a tooltip), fitted to the view. The legend and the table of fixes are in the
- * page itself; colours match fiscal.css's .swatch--* classes.
+ * their time in a tooltip), fitted to the view with no marker under a control. The legend and
+ * the table of fixes are in the page itself; colours match fiscal.css's .swatch--* classes.
+ *
+ * Keyboard and screen readers: the map is one Tab stop (arrows pan, + and − zoom). The markers
+ * are not: a detour has up to 80 fixes, and each would be a nameless stop to tab through. The
+ * same positions (number, local time, coordinates, meter) are in the page's table of fixes,
+ * which reads in order; so the markers leave the tab order and the accessibility tree (a tap
+ * or the pointer still shows a fix's time).
  */
 (function () {
   "use strict";
@@ -68,15 +74,78 @@
   if (!bounds.isValid()) {
     layers.forEach(function (layer) { extend(bounds, layer); });
   }
-  if (bounds.isValid()) {
-    // the permanent labels of few fixes stand to the right of their points: room for them
-    // (and for the zoom buttons, top right), so a phone's narrow map does not cut them
+
+  // Framing. Around the evidence: room for a marker (REACH px from its centre) and, when the
+  // few fixes carry permanent labels to the right of their points, for the labels. A corner's
+  // controls (the zoom buttons top right, the attribution bottom right) are kept clear of by
+  // padding either their side of the map (by their height) or their edge (by their width): of
+  // these choices, the one that shows the evidence largest.
+  var REACH = 12;
+  var LABEL_PX = 120;
+  function reach(side) { return side === "right" && spec.labelled ? LABEL_PX : REACH; }
+  function corners() {
+    var outer = box.getBoundingClientRect();
+    var found = [];
+    var elements = box.querySelectorAll(".leaflet-control-container > .leaflet-top, .leaflet-control-container > .leaflet-bottom");
+    Array.prototype.forEach.call(elements, function (el) {
+      var r = el.getBoundingClientRect();
+      if (!r.width || !r.height) { return; }
+      var top = el.classList.contains("leaflet-top");
+      var right = el.classList.contains("leaflet-right");
+      found.push([
+        {side: top ? "top" : "bottom", px: top ? r.bottom - outer.top : outer.bottom - r.top},
+        {side: right ? "right" : "left", px: right ? outer.right - r.left : r.right - outer.left}
+      ]);
+    });
+    return found;
+  }
+  function frame() {
+    var size = map.getSize();
+    var options = corners();
+    var best = null;
+    for (var mask = 0; mask < (1 << options.length); mask++) {
+      var pad = {top: 24, bottom: 24, left: 24, right: spec.labelled ? LABEL_PX : 24};
+      options.forEach(function (choices, k) {
+        var pick = choices[(mask >> k) & 1];
+        pad[pick.side] = Math.max(pad[pick.side], pick.px + reach(pick.side));
+      });
+      var across = L.point(pad.left + pad.right, pad.top + pad.bottom);
+      if (across.x > size.x - 16 || across.y > size.y - 16) { continue; }
+      var zoom = map.getBoundsZoom(bounds, false, across);
+      if (!best || zoom > best.zoom) { best = {zoom: zoom, pad: pad}; }
+    }
+    var chosen = best ? best.pad : {top: 24, bottom: 24, left: 24, right: 24};
     map.fitBounds(bounds, {
-      paddingTopLeft: [24, spec.labelled ? 72 : 24],
-      paddingBottomRight: [spec.labelled ? 120 : 24, 24],
+      paddingTopLeft: [chosen.left, chosen.top],
+      paddingBottomRight: [chosen.right, chosen.bottom],
       maxZoom: 18,
       animate: false
     });
+    framed = sizes();
+  }
+  // Framed again while nobody has moved the map when the controls or the map change size
+  // (the basemap's attribution arrives later; a phone turns).
+  var framed = "";
+  var touched = false;
+  function sizes() {
+    return corners().map(function (c) { return c[0].px + "x" + c[1].px; }).join(",") +
+      "|" + box.clientWidth + "x" + box.clientHeight;
+  }
+  ["pointerdown", "touchstart", "wheel", "keydown"].forEach(function (type) {
+    box.addEventListener(type, function () { touched = true; }, {passive: true});
+  });
+  if (window.ResizeObserver) {
+    var watch = new ResizeObserver(function () {
+      if (touched || !bounds.isValid() || sizes() === framed) { return; }
+      map.invalidateSize(false);
+      frame();
+    });
+    watch.observe(box);
+    Array.prototype.forEach.call(box.querySelectorAll(".leaflet-control"), function (el) { watch.observe(el); });
+  }
+
+  if (bounds.isValid()) {
+    frame();
   } else {
     map.setView([0, 0], 2);
   }
@@ -101,5 +170,16 @@
       drawn = L.polyline(layer.data.map(latlng), style);
     }
     drawn.addTo(map);
+    if (layer.id === "fixes" || layer.id === "point") {
+      // not a Tab stop each (Leaflet makes a marker with a tooltip focusable): see the top
+      var markers = layer.id === "fixes" ? drawn.getLayers() : [drawn];
+      markers.forEach(function (marker) {
+        var el = marker.getElement();
+        if (!el) { return; }
+        el.setAttribute("tabindex", "-1");
+        el.setAttribute("aria-hidden", "true");
+        el.classList.add(layer.id === "fixes" ? "fix-marker" : "point-marker");
+      });
+    }
   });
 })();
