@@ -66,6 +66,20 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+def zone_label(zone: str) -> str:
+    """Name a time zone for people: "horário de Brasília" (UTC−3), else "UTC−4" and so on.
+
+    The pages said the IANA name (``America/Sao_Paulo``); Brazil has had no daylight saving
+    time since 2019, so the current offset names the zone.
+    """
+    offset = dt.datetime.now(ZoneInfo(zone)).utcoffset() or dt.timedelta(0)
+    hours = offset.total_seconds() / 3600
+    if hours == -3:
+        return "horário de Brasília"
+    sign = "+" if hours >= 0 else "−"
+    return f"UTC{sign}{abs(hours):g}"
+
+
 def plural(count: int, one: str, many: str, *, none: str | None = None) -> str:
     """Say a counted noun, agreeing in number: the one helper for counts on the pages.
 

@@ -170,4 +170,15 @@ def test_no_page_writes_a_plural_in_brackets(
         checked += 1
         found = LAZY_PLURAL.findall(response.text)
         assert not found, (url, found)
+        if "/documentos/" not in url:  # the legal documents state the zone exactly
+            assert "America/" not in response.text, url  # pages name zones for people
     assert checked >= 15
+
+
+def test_zones_are_named_for_people() -> None:
+    """Pages name the zone, not its IANA code: Brasília's, else the offset."""
+    from api.web.formats import zone_label
+
+    assert zone_label("America/Sao_Paulo") == "horário de Brasília"
+    assert zone_label("America/Porto_Velho") == "UTC−4"
+    assert zone_label("America/Rio_Branco") == "UTC−5"
