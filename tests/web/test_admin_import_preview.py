@@ -149,3 +149,22 @@ def test_renumber_maps_spreadsheet_rows() -> None:
     assert renumber(message, [4, 9], first=2) == (
         "f.csv, linha 11, coluna vehicle_id: 'X' repete o veículo da linha 6"
     )
+
+
+def test_the_browser_refuses_a_file_over_the_limit_in_mb(page: Any, login: Callable) -> None:
+    """Before sending, the page refuses a file over the limit and says both sizes in MB, as
+    the server's hint does."""
+    login(page, "admin")
+    page.goto("/admin/importacao")
+    limit = int(page.locator("#form-importacao").get_attribute("data-max-bytes") or 0)
+    assert limit > 0
+    page.set_input_files(
+        '#form-importacao input[type="file"]',
+        files=[{"name": "grande.csv", "mimeType": "text/csv", "buffer": b"x" * (limit + 1)}],
+    )
+    page.locator('#form-importacao button[type="submit"]').click()
+    said = page.locator("#importacao-tamanho")
+    said.wait_for(state="visible")
+    text = said.inner_text()
+    assert text.startswith("O arquivo tem ") and " MB; o limite é " in text, text
+    assert "bytes" not in text
