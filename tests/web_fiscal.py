@@ -254,3 +254,39 @@ def seed_fiscal(engine: Engine) -> None:
     if got != (SEEDED_FINDING_ID, SEEDED_PROPOSAL_ID):
         msg = f"seeded ids are {got}; update SEEDED_FINDING_ID/SEEDED_PROPOSAL_ID"
         raise AssertionError(msg)
+
+
+def store_alert(engine: Engine, vehicle_id: str, *, minutes_ago: float) -> str:
+    """Store a boarding finding at stand S1 and its alert, as the live detectors do; return the
+    alert's id (not announced: the caller NOTIFYs when a stream should get it)."""
+    import json
+    import secrets
+
+    from sqlalchemy import text
+
+    from db.enforcement import workflow
+    from db.engine import session_scope
+    from engines.live import alert_payload
+
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes_ago)
+    finding = boarding_finding(vehicle_id=vehicle_id, stand_id="S1", started_at=started)
+    alert_id = f"alert-{secrets.token_hex(8)}"
+    with session_scope(engine) as session:
+        workflow.insert_findings(session, [finding])
+        session.execute(
+            text(
+                "INSERT INTO alerts (alert_id, finding_id, kind, vehicle_id, stand_id, "
+                "throttle_key, payload, event_at) VALUES (:a, :f, :k, :v, 'S1', :t, "
+                "CAST(:p AS jsonb), :e)"
+            ),
+            {
+                "a": alert_id,
+                "f": finding["finding_id"],
+                "k": finding["kind"],
+                "v": vehicle_id,
+                "t": f"{finding['kind']}|{vehicle_id}|S1",
+                "p": json.dumps(alert_payload(finding, alert_id=alert_id)),
+                "e": finding["ended_at"],
+            },
+        )
+    return alert_id

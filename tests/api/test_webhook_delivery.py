@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import secrets
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,7 +10,7 @@ from threading import Thread
 import pytest
 from api_factories import SECRET_KEY
 from sqlalchemy import Engine, text
-from web_fiscal import boarding_finding
+from web_fiscal import store_alert
 
 from api.alerts import deliver_due
 from api.crypto import encrypt_secret
@@ -46,33 +44,7 @@ def receiver() -> Iterator[str]:
 
 def _alert(engine: Engine) -> str:
     """Store a finding and its alert; return the alert id."""
-    from db.enforcement import workflow
-    from db.engine import session_scope
-    from engines.live import alert_payload
-
-    vehicle = f"WH-{secrets.token_hex(4)}"
-    started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=10)
-    finding = boarding_finding(vehicle_id=vehicle, stand_id="S1", started_at=started)
-    alert_id = f"alert-{secrets.token_hex(8)}"
-    with session_scope(engine) as session:
-        workflow.insert_findings(session, [finding])
-        session.execute(
-            text(
-                "INSERT INTO alerts (alert_id, finding_id, kind, vehicle_id, stand_id, "
-                "throttle_key, payload, event_at) VALUES (:a, :f, :k, :v, 'S1', :t, "
-                "CAST(:p AS jsonb), :e)"
-            ),
-            {
-                "a": alert_id,
-                "f": finding["finding_id"],
-                "k": finding["kind"],
-                "v": vehicle,
-                "t": f"{finding['kind']}|{vehicle}|S1",
-                "p": json.dumps(alert_payload(finding, alert_id=alert_id)),
-                "e": finding["ended_at"],
-            },
-        )
-    return alert_id
+    return store_alert(engine, f"WH-{secrets.token_hex(4)}", minutes_ago=10)
 
 
 def _webhook(engine: Engine, url: str, alert_id: str) -> int:

@@ -24,6 +24,7 @@ from web_fiscal import (
     SEEDED_FINDING_ID,
     SEEDED_PROPOSAL_ID,
     boarding_finding,
+    store_alert,
     store_and_propose,
     two_tracks_finding,
 )
@@ -39,37 +40,10 @@ STREAM_WAIT_S = 20.0
 
 
 def _alert(engine: Engine, vehicle_id: str, *, minutes_ago: float) -> str:
-    """Store a boarding finding and its alert (as the live detectors do); return the alert id.
-
-    Announced with NOTIFY after the commit, like ``engines.live``: every open stream of
-    the server gets it.
-    """
-    from db.enforcement import workflow
-    from db.engine import session_scope
-    from engines.live import alert_payload
-
-    started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes_ago)
-    finding = boarding_finding(vehicle_id=vehicle_id, stand_id="S1", started_at=started)
-    alert_id = f"alert-{secrets.token_hex(8)}"
-    with session_scope(engine) as session:
-        workflow.insert_findings(session, [finding])
-        session.execute(
-            text(
-                "INSERT INTO alerts (alert_id, finding_id, kind, vehicle_id, stand_id, "
-                "throttle_key, payload, event_at) VALUES (:a, :f, :k, :v, :s, :t, "
-                "CAST(:p AS jsonb), :e)"
-            ),
-            {
-                "a": alert_id,
-                "f": finding["finding_id"],
-                "k": finding["kind"],
-                "v": vehicle_id,
-                "s": "S1",
-                "t": f"{finding['kind']}|{vehicle_id}|S1",
-                "p": json.dumps(alert_payload(finding, alert_id=alert_id)),
-                "e": finding["ended_at"],
-            },
-        )
+    """Store a boarding finding and its alert (:func:`web_fiscal.store_alert`) and announce it
+    with NOTIFY after the commit, like ``engines.live``: every open stream of the server gets
+    it."""
+    alert_id = store_alert(engine, vehicle_id, minutes_ago=minutes_ago)
     announce(engine, alert_id)
     return alert_id
 
