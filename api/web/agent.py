@@ -1490,6 +1490,43 @@ DateField = Annotated[str, Form(max_length=FILTER_VALUE)]
 """A step's date (``aaaa-mm-dd``) or time (``hh:mm``) field."""
 
 
+def _dated_step(
+    request: Request,
+    web: WebSession,
+    session: Session,
+    proposal_id: str,
+    *,
+    form: str,
+    day: str,
+    time: str,
+    run: Callable[[dt.datetime | None], Any],
+    values: Mapping[str, str] | None = None,
+    checks: Mapping[str, str] | None = None,
+    review_field: str | None = None,
+) -> Response:
+    """Run a step the agent dates (:data:`STEP_DATES`): read its date and time, then :func:`_step`.
+
+    A refusal of the date is said on the date field, as is any other refusal unless
+    ``review_field`` names another field.
+    """
+    name, time_name, _, _ = STEP_DATES[form]
+    at, date_checks = _step_date(
+        session, proposal_id, form, day_text=day, time_text=time, fallback=_zone(request)
+    )
+    return _step(
+        request,
+        web,
+        session,
+        proposal_id,
+        form=form,
+        values={**(values or {}), name: day, time_name: time},
+        checks={**date_checks, **(checks or {})},
+        review_field=review_field or name,
+        date_field=name,
+        run=lambda: run(at),
+    )
+
+
 @router.post("/fiscal/propostas/{proposal_id}/notificar", name="web_agent_notify")
 def notify(
     request: Request,
@@ -1504,25 +1541,15 @@ def notify(
     The defence period counts from that local date (``data_entrega``; ``hora_entrega``
     optional); without a date, the delivery is dated now.
     """
-    at, checks = _step_date(
-        session,
-        proposal_id,
-        "notificar",
-        day_text=data_entrega,
-        time_text=hora_entrega,
-        fallback=_zone(request),
-    )
-    return _step(
+    return _dated_step(
         request,
         web,
         session,
         proposal_id,
         form="notificar",
-        values={"data_entrega": data_entrega, "hora_entrega": hora_entrega},
-        checks=checks,
-        review_field="data_entrega",
-        date_field="data_entrega",
-        run=lambda: workflow.notify(session, proposal_id, actor=web.principal.username, at=at),
+        day=data_entrega,
+        time=hora_entrega,
+        run=lambda at: workflow.notify(session, proposal_id, actor=web.principal.username, at=at),
     )
 
 
@@ -1539,25 +1566,15 @@ def defence(
 
     ``data_defesa`` (``hora_defesa`` optional); without a date, the defence is dated now.
     """
-    at, checks = _step_date(
-        session,
-        proposal_id,
-        "defesa",
-        day_text=data_defesa,
-        time_text=hora_defesa,
-        fallback=_zone(request),
-    )
-    return _step(
+    return _dated_step(
         request,
         web,
         session,
         proposal_id,
         form="defesa",
-        values={"data_defesa": data_defesa, "hora_defesa": hora_defesa},
-        checks=checks,
-        review_field="data_defesa",
-        date_field="data_defesa",
-        run=lambda: workflow.file_defence(
+        day=data_defesa,
+        time=hora_defesa,
+        run=lambda at: workflow.file_defence(
             session, proposal_id, actor=web.principal.username, at=at
         ),
     )
@@ -1579,35 +1596,23 @@ def decide(
     Dated ``data_decisao`` (``hora_decisao`` optional; without a date, now): a period of
     appeal counts from it.
     """
-    at, checks = _step_date(
-        session,
-        proposal_id,
-        "decidir",
-        day_text=data_decisao,
-        time_text=hora_decisao,
-        fallback=_zone(request),
-    )
+    checks: dict[str, str] = {}
     if decisao not in ("deferida", "indeferida"):
         checks["decisao"] = "Escolha a decisão: defesa deferida ou indeferida."
     problem = _text_field(fundamentacao, label="Fundamentação da decisão", minimum=MIN_REASON)
     if problem:
         checks["fundamentacao_decisao"] = problem
-    return _step(
+    return _dated_step(
         request,
         web,
         session,
         proposal_id,
         form="decidir",
-        values={
-            "decisao": decisao,
-            "fundamentacao_decisao": fundamentacao,
-            "data_decisao": data_decisao,
-            "hora_decisao": hora_decisao,
-        },
+        day=data_decisao,
+        time=hora_decisao,
+        values={"decisao": decisao, "fundamentacao_decisao": fundamentacao},
         checks=checks,
-        review_field="data_decisao",
-        date_field="data_decisao",
-        run=lambda: workflow.decide_defence(
+        run=lambda at: workflow.decide_defence(
             session,
             proposal_id,
             agent_id=web.principal.username,
@@ -1635,14 +1640,7 @@ def finalize(
     required: the municipality's law sets it, outside the rulebook). Dated ``data_final``
     (``hora_final`` optional; without a date, now).
     """
-    at, checks = _step_date(
-        session,
-        proposal_id,
-        "finalizar",
-        day_text=data_final,
-        time_text=hora_final,
-        fallback=_zone(request),
-    )
+    checks: dict[str, str] = {}
     problem = _text_field(fundamentacao, label="Fundamentação", minimum=MIN_REASON)
     if problem:
         checks["fundamentacao_final"] = problem
@@ -1662,22 +1660,18 @@ def finalize(
             ended = dt.date.fromisoformat(raw)
         except ValueError:
             checks["fim_prazo"] = f"Data inválida: '{raw[:20]}'; use o formato aaaa-mm-dd."
-    return _step(
+    return _dated_step(
         request,
         web,
         session,
         proposal_id,
         form="finalizar",
-        values={
-            "fundamentacao_final": fundamentacao,
-            "fim_prazo": fim_prazo,
-            "data_final": data_final,
-            "hora_final": hora_final,
-        },
+        day=data_final,
+        time=hora_final,
+        values={"fundamentacao_final": fundamentacao, "fim_prazo": fim_prazo},
         checks=checks,
-        review_field="fim_prazo" if needs_date else None,
-        date_field="data_final",
-        run=lambda: workflow.finalize(
+        review_field="fim_prazo" if needs_date else "finalizar",
+        run=lambda at: workflow.finalize(
             session,
             proposal_id,
             agent_id=web.principal.username,
