@@ -128,12 +128,12 @@ def prefixo(db_session: Session) -> str:
     return _prefixo_of(db_session, None)
 
 
-def _add(session: Session, driver: str, start: str) -> None:
+def _add(session: Session, driver: str, start: str, role: str = "auxiliar") -> None:
     add_driver_assignment(
         session=session,
         driver_id=driver,
         vehicle_id="P1",
-        role="auxiliar",
+        role=role,
         valid_from=D.fromisoformat(start),
     )
 
@@ -169,19 +169,9 @@ class TestAuxiliaryCapByLaw:
         from fleet._errors import DriverRecordError
 
         _prefixo_of(db_session, "4314902")
-
-        def titular(driver: str, start: str) -> None:
-            add_driver_assignment(
-                session=db_session,
-                driver_id=driver,
-                vehicle_id="P1",
-                role="autorizatario_condutor",
-                valid_from=D.fromisoformat(start),
-            )
-
-        titular("A", "2020-01-01")
+        _add(db_session, "A", "2020-01-01", role="autorizatario_condutor")
         with pytest.raises(DriverRecordError, match="um prefixo tem um autorizatário por vez"):
-            titular("B", "2024-05-01")
+            _add(db_session, "B", "2024-05-01", role="autorizatario_condutor")
 
     def test_the_check_locks_the_prefixo(self, own_engine: Engine) -> None:
         """A link being written holds the prefixo's row, so a second writer waits for it and
