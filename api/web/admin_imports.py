@@ -81,20 +81,6 @@ def max_upload_bytes(settings: Settings) -> int:
     return max(1024, settings.max_body_bytes - 64 * 1024)
 
 
-def file_size(size: int) -> str:
-    """Say a file's size as people read it: ``"1,9 MB"``, ``"340 KB"``, ``"512 bytes"``.
-
-    MB and KB are of 1024 (as the browsers and file managers count); rounded down, so that a
-    limit is never said larger than it is.
-    """
-    if size >= 1024 * 1024:
-        tenths = size * 10 // (1024 * 1024)
-        return f"{tenths // 10},{tenths % 10} MB"
-    if size >= 1024:
-        return f"{size // 1024} KB"
-    return f"{size} bytes" if size != 1 else "1 byte"
-
-
 def first_row(kind: str) -> int:
     """Return the number the readers of ``kind`` give a file's first data row.
 
@@ -552,9 +538,9 @@ def _page(
         values=values or {"kind": FLEET, "radius_m": "30", "retire_missing": "1"},
         upload=_readable_upload(upload),
         max_bytes=max_upload_bytes(settings),
-        max_size=file_size(max_upload_bytes(settings)),
+        max_size=fmt.file_size(max_upload_bytes(settings)),
         fmt=fmt,
-        size=file_size(int((upload or {}).get("size") or 0)),
+        size=fmt.file_size(int((upload or {}).get("size") or 0)),
         max_shown=MAX_SHOWN,
         notice=notice,
         retiring=int((preview.get("counts") or {}).get(RETIRED) or 0),
@@ -627,7 +613,7 @@ async def upload(
         return refuse({"file": f"arquivo {suffix or 'sem extensão'}; esperado {allowed}"})
     content = await _read_upload(file, limit)
     if content is None:
-        return refuse({"file": f"arquivo maior que o limite de {file_size(limit)}"}, 413)
+        return refuse({"file": f"arquivo maior que o limite de {fmt.file_size(limit)}"}, 413)
     try:
         options = _options(kind=kind, values=values, content=content, suffix=suffix)
     except ValueError as exc:

@@ -66,6 +66,20 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+def file_size(size: int) -> str:
+    """Say a file's size as people read it: ``"1,9 MB"``, ``"340 KB"``, ``"512 bytes"``.
+
+    MB and KB are of 1024 (as the browsers and file managers count); rounded down, so that a
+    limit is never said larger than it is.
+    """
+    if size >= 1024 * 1024:
+        tenths = size * 10 // (1024 * 1024)
+        return f"{tenths // 10},{tenths % 10} MB"
+    if size >= 1024:
+        return f"{size // 1024} KB"
+    return f"{size} bytes" if size != 1 else "1 byte"
+
+
 def zone_label(zone: str) -> str:
     """Name a time zone for people: "horário de Brasília" (UTC−3), else "UTC−4" and so on.
 

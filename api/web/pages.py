@@ -262,9 +262,7 @@ def _status_text(request: Request, status_code: int, reason: str | None = None) 
             "e foi cancelado; nada foi gravado. Verifique a conexão e tente de novo."
         )
     if status_code == 413:
-        mib = settings.max_body_bytes / 2**20
-        size = fmt.integer(int(mib)) if mib.is_integer() else fmt.decimal(mib, digits=1)
-        limit = reason or f"até {size} MB por envio"
+        limit = reason or f"até {fmt.file_size(settings.max_body_bytes)} por envio"
         return "Envio grande demais", (
             f"O formulário enviado passa do que o servidor aceita ({limit}). Reduza o texto ou "
             "o arquivo e tente de novo."

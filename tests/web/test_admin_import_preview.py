@@ -14,7 +14,8 @@ from typing import Any
 from sqlalchemy import Engine, select, text
 from web_helpers import csrf_from
 
-from api.web.admin_imports import file_size, renumber
+from api.web.admin_imports import renumber
+from api.web.formats import file_size
 from db.engine import session_scope
 from db.fleet.models import Vehicle
 
