@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fleet.loaders import sheet_row
 from geo.calendar import DEFAULT_TIMEZONE
 from stands._errors import (
     LicenceFileError,
@@ -419,7 +420,7 @@ def read_licence_file(path: str | Path) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     held: dict[tuple[str, str], list[tuple[dt.date, dt.date, int]]] = {}
     for i in range(len(raw)):
-        where = f"{source}, linha {i + 1}"
+        where = f"{source}, linha {sheet_row(i)}"
         rec: dict[str, Any] = {c: cell(raw, i, c) for c in (VEHICLE_ID, STAND_ID)}
         for col in (VEHICLE_ID, STAND_ID):
             if rec[col] is None:
@@ -430,7 +431,7 @@ def read_licence_file(path: str | Path) -> pd.DataFrame:
         if lo is not None and hi is not None and hi < lo:
             errors.append(f"{where}, coluna 'valid_until': {hi} antes de valid_from ({lo})")
         elif rec[VEHICLE_ID] is not None and rec[STAND_ID] is not None:
-            span = (lo or dt.date.min, hi or dt.date.max, i + 1)
+            span = (lo or dt.date.min, hi or dt.date.max, sheet_row(i))
             key = (rec[VEHICLE_ID], rec[STAND_ID])
             if clash := next(
                 (o for o in held.get(key, []) if o[0] <= span[1] and span[0] <= o[1]), None

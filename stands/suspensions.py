@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fleet.loaders import sheet_row
 from stands._errors import StandSuspensionFileError
 from stands._rows import cell, day_cell, errors_message, read_table
 
@@ -123,7 +124,7 @@ def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
     rows: list[dict[str, object]] = []
     seen: dict[tuple[object, ...], int] = {}
     for i in range(len(raw)):
-        where = f"{source}, linha {i + 1}"
+        where = f"{source}, linha {sheet_row(i)}"
         rec: dict[str, object] = {c: cell(raw, i, c) for c in SUSPENSION_FILE_COLUMNS}
         if rec["stand_id"] is None:
             errors.append(f"{where}, coluna 'stand_id': vazio")
@@ -150,7 +151,7 @@ def read_stand_suspensions(path: str | Path) -> pd.DataFrame:
         key = (rec["stand_id"], rec["vehicle_id"], rec["driver_id"], kind, starts)
         if key in seen:
             errors.append(f"{where}: repete a linha {seen[key]} (ponto, sujeito, tipo e início)")
-        seen.setdefault(key, i + 1)
+        seen.setdefault(key, sheet_row(i))
         rows.append(rec)
     if errors:
         raise StandSuspensionFileError(errors_message(source, errors))

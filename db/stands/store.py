@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from db.upsert import ImportReport, audit_import, hex_ewkb, merge_staged, stage_rows
+from fleet.loaders import sheet_row
 from stands._errors import DuplicateStandIdError, StandsError, StandSuspensionFileError
 from stands.frames import MUNICIPALITY, NAME, STAND_ID
 from stands.loaders import REGISTRY_COLUMNS
@@ -153,7 +154,9 @@ def load_stand_suspensions(
             ("driver_id", drivers, "não está no cadastro de condutores (pontual import drivers)"),
         ):
             if rec[column] is not None and rec[column] not in ids:
-                errors.append(f"{source}, linha {i + 1}, coluna '{column}': {rec[column]!r} {what}")
+                errors.append(
+                    f"{source}, linha {sheet_row(i)}, coluna '{column}': {rec[column]!r} {what}"
+                )
     if errors:
         msg = f"{source}: {len(errors)} erro(s); nada foi importado:\n" + "\n".join(errors[:20])
         raise StandSuspensionFileError(msg)
@@ -180,8 +183,8 @@ def load_stand_suspensions(
         days = rec.get("days")
         if rec["kind"] == "suspension" and days is not None and days != SUSPENSION_DAYS:
             notes.append(
-                f"linha {i + 1}: suspensão de {days} dias (art. 45, parágrafo único, I, fixa "
-                f"{SUSPENSION_DAYS} dias corridos); gravada como decidida"
+                f"linha {sheet_row(i)}: suspensão de {days} dias (art. 45, parágrafo único, I, "
+                f"fixa {SUSPENSION_DAYS} dias corridos); gravada como decidida"
             )
     if created:
         conn.execute(

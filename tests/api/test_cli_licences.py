@@ -148,10 +148,10 @@ class TestAnalyzeWithLicences:
         assert done.returncode == 1
         err = done.stderr
         assert "--licences: licencas.csv: 4 erro(s)" in err
-        assert "linha 1, coluna 'valid_until': 2024-02-01 antes de valid_from" in err
-        assert "linha 2, coluna 'valid_from': era '01/03/2024'" in err
-        assert "linha 4: o período sobrepõe o da linha 3" in err
-        assert "linha 5, coluna 'vehicle_id': vazio" in err
+        assert "linha 2, coluna 'valid_until': 2024-02-01 antes de valid_from" in err
+        assert "linha 3, coluna 'valid_from': era '01/03/2024'" in err
+        assert "linha 5: o período sobrepõe o da linha 4" in err
+        assert "linha 6, coluna 'vehicle_id': vazio" in err
         assert "Traceback" not in err
         assert not (tmp_path / "o" / "findings.geojson").exists()
 

@@ -61,17 +61,17 @@ class TestRead:
             read_stand_suspensions(path)
         text = str(err.value)
         assert "5 erro(s); nada foi importado" in text
-        assert "linha 1, coluna 'vehicle_id'/'driver_id'" in text
-        assert "linha 2, coluna 'ends_on': 2024-03-01 antes" in text
-        assert "linha 3, coluna 'ends_on': vazio" in text
-        assert "linha 4, coluna 'starts_on': era '01/03/2024'" in text
-        assert "linha 4, coluna 'kind': era 'multa'" in text
-        assert "linha 5" not in text
+        assert "linha 2, coluna 'vehicle_id'/'driver_id'" in text
+        assert "linha 3, coluna 'ends_on': 2024-03-01 antes" in text
+        assert "linha 4, coluna 'ends_on': vazio" in text
+        assert "linha 5, coluna 'starts_on': era '01/03/2024'" in text
+        assert "linha 5, coluna 'kind': era 'multa'" in text
+        assert "linha 6" not in text
 
     def test_repeated_row_and_unknown_column_are_refused(self, tmp_path: Path) -> None:
         """The same decision twice is named; an unknown column refuses the file."""
         row = "S1,P7,,2024-03-01,2024-03-20,suspension,,\n"
-        with pytest.raises(StandSuspensionFileError, match="linha 2: repete a linha 1"):
+        with pytest.raises(StandSuspensionFileError, match="linha 3: repete a linha 2"):
             read_stand_suspensions(_file(tmp_path, row + row))
         with pytest.raises(StandSuspensionFileError, match="coluna desconhecida 'placa'"):
             read_stand_suspensions(_file(tmp_path, "S1,X\n", header="stand_id,placa\n"))
@@ -168,10 +168,10 @@ class TestReadClosures:
             read_stand_suspensions(path)
         text = str(err.value)
         assert "3 erro(s); nada foi importado" in text
-        assert "suspensoes.csv, linha 2, coluna 'vehicle_id': a interdição do ponto" in text
-        assert "linha 3, coluna 'driver_id': a interdição do ponto" in text
-        assert "linha 4: repete a linha 1" in text
-        assert "linha 1," not in text
+        assert "suspensoes.csv, linha 3, coluna 'vehicle_id': a interdição do ponto" in text
+        assert "linha 4, coluna 'driver_id': a interdição do ponto" in text
+        assert "linha 5: repete a linha 2" in text
+        assert "linha 2," not in text
 
     def test_a_file_of_closures_may_omit_the_subject_columns(self, tmp_path: Path) -> None:
         """Closures only: no prefixo/driver columns needed; a suspension still needs them."""

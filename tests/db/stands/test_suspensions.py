@@ -83,9 +83,9 @@ class TestImport:
         with pytest.raises(StandSuspensionFileError) as err:
             _load(registry, path)
         text_ = str(err.value)
-        assert "linha 4, coluna 'stand_id': 'NOPE'" in text_
-        assert "linha 5, coluna 'vehicle_id': 'GHOST'" in text_
-        assert "linha 6, coluna 'driver_id': 'NOBODY'" in text_
+        assert "linha 5, coluna 'stand_id': 'NOPE'" in text_
+        assert "linha 6, coluna 'vehicle_id': 'GHOST'" in text_
+        assert "linha 7, coluna 'driver_id': 'NOBODY'" in text_
         stored = registry.execute(text("SELECT count(*) FROM stand_suspensions")).scalar_one()
         assert stored == 0
 
