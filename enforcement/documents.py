@@ -593,6 +593,16 @@ LABELS = {
     "nearest_stand_m": "ponto de táxi mais próximo",
     "idle_days": "dias sem operar",
     "counted_idle_days": "dias sem operar considerados",
+    "use": "uso do ponto",
+    "suspension.kind": "registro no cadastro",
+    "suspension.starts_on": "início da suspensão ou do impedimento",
+    "suspension.ends_on": "fim da suspensão ou do impedimento",
+    "suspension.reason": "motivo registrado",
+    "suspension.process_ref": "processo",
+    "licence_end": "licença encerrada",
+    "licence_ended.valid_from": "licença válida desde",
+    "licence_ended.valid_until": "licença válida até",
+    "licence_ended.reason": "motivo do fim da licença",
     "queue_position": "posição na fila",
     "n_ahead": "veículos à frente",
     "n_vehicles": "veículos",
@@ -639,7 +649,7 @@ LABELS = {
     # stands and queues
     "subtype": "caso",
     "licensed": "com permissão",
-    "accessible": "vaga acessível",
+    "accessible": "táxi acessível",
     "arrived_at": "chegada",
     "waiting_since": "esperando desde",
     "departed_at": "saída",
@@ -758,6 +768,11 @@ _VALUES = {
     "occupied": "ocupado",
     "off": "desligado",
     "boarding": "embarque",
+    "wait": "espera na fila",
+    "suspension": "suspensão",
+    "barred": "impedimento",
+    "excluded": "exclusão do prefixo do ponto",
+    "ended": "fim do período",
     "suspended_use": "uso durante a suspensão",
     "accessible_wait": "espera em vaga acessível",
     "outlier": "ponto fora do trajeto",
@@ -799,6 +814,13 @@ MAX_MEASURES = 10
 _PEER_MEASURES = ("count", "reference_straight_line_ratio")
 """Of ``details["peer_trips"]``, what a reference taken from peers shows among the measures (as
 ``peer_trips.<key>``)."""
+_RECORDS = {
+    "suspension": ("kind", "starts_on", "ends_on", "reason", "process_ref"),
+    "licence_ended": ("valid_from", "valid_until", "reason"),
+}
+"""The registry records a finding rests on (a stand suspension, a licence that ended), shown among
+the measures (as ``<record>.<key>``): the dates the accused reads first."""
+_OPEN_END = "em aberto"
 
 
 def evidence_summary(
@@ -829,6 +851,12 @@ def evidence_summary(
     peers = details.get("peer_trips")
     if details.get("method") == "peer_trips" and isinstance(peers, Mapping):
         measures |= {f"peer_trips.{k}": peers.get(k) for k in _PEER_MEASURES}
+    for name, keys in _RECORDS.items():
+        record = details.get(name)
+        if isinstance(record, Mapping):
+            measures |= {f"{name}.{k}": record.get(k) for k in keys}
+            if "ends_on" in keys and record.get("ends_on") is None:
+                measures[f"{name}.ends_on"] = _OPEN_END
     return head, _pairs(measures, tz), _pairs(details.get("thresholds") or {}, tz)
 
 

@@ -269,6 +269,41 @@ class TestEvidenceSummary:
         _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
         assert measures == ["referência: malha viária"]
 
+    def test_the_registry_record_a_finding_rests_on_is_shown(self) -> None:
+        """A use of the stand during a suspension shows the suspension (its kind, dates, reason
+        and process) first; a boarding after a licence ended shows that licence's dates."""
+        finding = dict(sample_document()["findings"][0])
+        finding["kind"] = "unlicensed_stand_use"
+        suspension = {
+            "suspension_id": 3, "kind": "barred", "stand_id": "S1", "vehicle_id": None,
+            "driver_id": "D1", "starts_on": "2024-03-01", "ends_on": None,
+            "reason": "decisão 12/2024", "process_ref": "PA-77",
+        }  # fmt: skip
+        finding["details"] = {
+            "subtype": "suspended_use", "use": "wait", "wait_s": 600.0, "accessible": False,
+            "suspension": suspension, "suspension_kind": "barred",
+        }  # fmt: skip
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert measures[:7] == [
+            "espera: 10 min 00 s",
+            "uso do ponto: espera na fila",
+            "registro no cadastro: impedimento",
+            "início da suspensão ou do impedimento: 01/03/2024",
+            "fim da suspensão ou do impedimento: em aberto",
+            "motivo registrado: decisão 12/2024",
+            "processo: PA-77",
+        ]
+        assert "táxi acessível: não" in measures
+        ended = {"licence_id": 4, "valid_from": "2023-01-01", "valid_until": "2024-02-01"}
+        finding["details"] = {"licensed": False, "licence_ended": ended, "licence_end": "ended"}
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert measures == [
+            "licença encerrada: fim do período",
+            "licença válida desde: 01/01/2023",
+            "licença válida até: 01/02/2024",
+            "com permissão: não",
+        ]
+
     def test_every_threshold_has_a_label(self) -> None:
         """Every threshold a detector takes is named in pt-BR in the documents and pages."""
         from enforcement.documents import LABELS

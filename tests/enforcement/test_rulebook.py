@@ -67,6 +67,19 @@ class TestBundledRulebooks:
         ]
         assert found == []
 
+    @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+    def test_rule_notes_name_no_field_of_the_finding(self, path: Path) -> None:
+        """A rule's notes reach the agent beside the evidence, which shows pt-BR labels: they
+        name what the evidence shows in words, never a ``details`` key or a code."""
+        found = [
+            (where, word)
+            for where, text in _texts(read_rulebook(path), path.stem)
+            if ".rules[" in where and ".when." not in where
+            if where.rsplit(".", 1)[-1].endswith(("note", "reason"))
+            for word in _FIELD.findall(text)
+        ]
+        assert found == []
+
     def test_porto_velho_gravity_is_set_by_regulation(self) -> None:
         """Porto Velho's law leaves gravities to a decree: its rules say so instead."""
         book = bundled_rulebooks()[("1100205", "taxi")]
@@ -91,6 +104,8 @@ class TestBundledRulebooks:
 
 _COMMAND_LINE = re.compile(r"(?<![\w-])--[a-z]|\bpontual [a-z]")
 """A command-line option (``--thresholds``) or command (``pontual proposals finalize``)."""
+_FIELD = re.compile(r"\bdetails\.|\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
+"""A ``details`` key or code as the files write it (``details.use``, ``licence_ended``)."""
 
 
 def _texts(value: Any, where: str) -> list[tuple[str, str]]:
