@@ -370,6 +370,9 @@ def propose_all(
                 why = f"isento do taxímetro: {exemption.provision} (categoria {category})"
                 review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
+            if (why := _laxer_law(book, finding["kind"], details)) is not None:
+                review.append(_review_item(finding, vehicle_id, rule.provision, why))
+                continue
             floor = max(book.floor_for(finding["kind"], confidence_floor), rule.confidence_min)
             if float(finding["confidence"]) < floor:
                 confidence = f"{float(finding['confidence']):.2f}".replace(".", ",")
@@ -427,6 +430,28 @@ def propose_all(
     proposals.sort(key=lambda p: (p["committed_at"], p["proposal_id"]))
     review.sort(key=lambda r: (r["finding_id"], r["vehicle_id"] or ""))
     return Proposed(proposals, dict(sorted(uncovered.items())), review)
+
+
+def _laxer_law(book: Rulebook, kind: str, details: Mapping[str, Any]) -> str | None:
+    """Say (pt-BR) where a finding was judged by a limit stricter than its law's, else None.
+
+    Every number a rulebook's law fixes for a detector (:meth:`Rulebook.thresholds`: days of
+    grace or of inactivity, a vehicle's or an inspection's age, auxiliares) is a ceiling: a
+    smaller one in the finding's ``thresholds`` (a run's own choice) accuses where the law does
+    not, so the finding is listed for review, never proposed under that law.
+    """
+    used = details.get("thresholds") or {}
+    for name, law in book.thresholds().get(kind, {}).items():
+        value = used.get(name)
+        if _is_number(law) and _is_number(value) and value < law:
+            where = book.threshold_provision(kind)
+            law_says = f"{where}: {law:g}; na análise: {value:g}"
+            return f"analisado com um limite abaixo do que a lei fixa ({law_says})"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _review_item(

@@ -1065,3 +1065,45 @@ class TestLongerRouteReference:
         assert [p["vehicle_id"] for p in done.proposals] == ["V2"]
         (item,) = done.for_review
         assert item["vehicle_id"] == "V1" and "via bloqueada" in item["reason"]
+
+
+class TestLimitsTheLawFixes:
+    @staticmethod
+    def _idle(days: int, vehicle: str) -> dict[str, Any]:
+        return {
+            "kind": "inactivity",
+            "vehicle_id": vehicle,
+            "confidence": 0.9,
+            "started_at": "2025-03-04T12:00:00Z",
+            "details": {"never_seen": False, "thresholds": {"max_idle_days": days}},
+        }
+
+    def test_a_stricter_limit_than_the_law_is_never_proposed(self) -> None:
+        """Art. 60, X (Porto Alegre) punishes 'mais de 60 dias' without operating: a finding
+        judged by a shorter window (a short run's own limit) is listed for review, not proposed
+        under it; one judged by the law's 60 days, or a longer window, is proposed."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        f = findings(self._idle(4, "A"), self._idle(60, "B"), self._idle(90, "C"))
+        done = propose_all(f, {"taxi": rb}, timezone=TZ)
+        assert sorted(p["vehicle_id"] for p in done.proposals) == ["B", "C"]
+        (item,) = done.for_review
+        assert (item["vehicle_id"], item["provision"]) == ("A", "art. 60, X")
+        assert item["reason"] == (
+            "analisado com um limite abaixo do que a lei fixa (art. 60, X: 60; na análise: 4)"
+        )
+
+    def test_a_shorter_grace_than_the_law_is_never_proposed(self) -> None:
+        """The ICTP's 30 days of grace (art. 5º, § 2º): a run that gave fewer is not proposed."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        row = {
+            "kind": "driver_not_allowed",
+            "vehicle_id": "A",
+            "confidence": 0.9,
+            "started_at": "2025-03-04T12:00:00Z",
+            "details": {"reason": "ictp_expired", "thresholds": {"ictp_grace_days": 10}},
+        }
+        done = propose_all(findings(row), {"taxi": rb}, timezone=TZ)
+        assert done.proposals == []
+        assert done.for_review[0]["reason"].endswith("(art. 5º, § 2º: 30; na análise: 10)")
+        row["details"]["thresholds"]["ictp_grace_days"] = 30
+        assert len(propose_all(findings(row), {"taxi": rb}, timezone=TZ).proposals) == 1

@@ -142,7 +142,8 @@ class TestDetectorThresholds:
     def test_law_limits_of_the_bundled_rulebooks(self) -> None:
         """Pinto Bandeira (art. 10, 32 VII; 20 September, RS's data magna, a day of Bandeira 2)
         and fretamento (arts. 12 to 14) fix limits; the Porto Alegre taxi decree extends the
-        ICTP 30 days (art. 5º § 2º) and the Porto Velho law the CNH through the CTB (art. 9º X).
+        ICTP 30 days (art. 5º § 2º) and punishes inactivity over 60 days (art. 60 X); the Porto
+        Velho law extends the CNH through the CTB (art. 9º X).
         Porto Velho (art. 43 § 1º) and Pinto Bandeira (art. 14) cap the auxiliares at two; Porto
         Alegre's decree sets no cap."""
         books = bundled_rulebooks()
@@ -162,7 +163,8 @@ class TestDetectorThresholds:
             30,
         )
         assert books[("4314902", "taxi")].thresholds() == {
-            "driver_not_allowed": {"ictp_grace_days": 30}
+            "driver_not_allowed": {"ictp_grace_days": 30},
+            "inactivity": {"max_idle_days": 60},
         }
         assert books[("1100205", "taxi")].thresholds() == {
             "driver_not_allowed": {"cnh_grace_days": 30, "max_auxiliaries": 2}
@@ -201,7 +203,8 @@ class TestDetectorThresholds:
         assert merged["operating_while_barred"]["max_inspection_age_days"] == 400
         assert merged["operating_while_barred"]["max_vehicle_age_years"] == 5
         assert law_thresholds(rulebooks_for("4314902"), {}) == {
-            "driver_not_allowed": {"ictp_grace_days": 30}
+            "driver_not_allowed": {"ictp_grace_days": 30},
+            "inactivity": {"max_idle_days": 60},
         }
 
 
