@@ -70,7 +70,8 @@ class Reincidence(_Frozen):
     ``statuses`` are the review states of an earlier proposal that make it count: by default
     every auto issued and not fallen (:data:`DEFAULT_REINCIDENCE_STATUSES`); ``["definitiva"]``
     where the law counts only infractions with a final decision (``basis = "final_decision"``,
-    e.g. Porto Alegre's fretamento decree, art. 19, § 5º), quoted in ``statuses_excerpt``.
+    e.g. Porto Alegre's fretamento decree, art. 19, § 5º), quoted in ``statuses_excerpt``, or
+    where a law silent on it is read in the accused's favour (a ``note`` says so).
     """
 
     window_days: int | None = Field(default=None, gt=0)
@@ -93,8 +94,11 @@ class Reincidence(_Frozen):
         if self.basis == "final_decision" and set(self.statuses) != {"definitiva"}:
             msg = "reincidence: basis 'final_decision' counts only statuses = ['definitiva']"
             raise ValueError(msg)
-        if self.basis == "final_decision" and not self.statuses_excerpt:
-            msg = "reincidence: basis 'final_decision' needs statuses_excerpt (the law's words)"
+        if self.basis == "final_decision" and not (self.statuses_excerpt or self.note):
+            msg = (
+                "reincidence: basis 'final_decision' needs statuses_excerpt (the law's words) "
+                "or, where the law is silent, a note saying why"
+            )
             raise ValueError(msg)
         return self
 

@@ -962,6 +962,35 @@ class TestConfirmedFileForFretamento:
         assert p["fine"]["amount"] == 150.0 * 2**expected
 
 
+class TestPortoAlegreTaxiReincidence:
+    @pytest.mark.parametrize(
+        ("status", "expected"), [("confirmada", 0), ("notificada", 0), ("definitiva", 1)]
+    )
+    def test_only_a_final_decision_aggravates(self, status: str, expected: int) -> None:
+        """The decree says only 'Na reincidência': an earlier auto counts once its decision is
+        final, never while the accused may still defend it (art. 58, XII: 'multa', then 'multa,
+        cassação da autorização e descadastramento')."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        row = {
+            "kind": "operating_while_barred",
+            "vehicle_id": "T1",
+            "confidence": 0.9,
+            "details": {"reason": "alvara_expired"},
+        }
+        (first,), _ = propose(
+            findings({**row, "started_at": "2024-09-04T12:00:00Z"}), {"taxi": rb}, timezone=TZ
+        )
+        earlier = [{**first, "status": status, "auto_number": "AI-4314902-2024-000007"}]
+        (p,), _ = propose(
+            findings({**row, "started_at": "2025-03-04T12:00:00Z"}),
+            {"taxi": rb},
+            timezone=TZ,
+            confirmed=confirmed_from_proposals(earlier),
+        )
+        assert p["reincidence_count"] == expected
+        assert ("cassação" in p["penalty"]) == bool(expected)
+
+
 class TestLegalCorrections:
     def test_pinto_bandeira_inactivity_is_not_proposed(self) -> None:
         """PB art. 32 VIII is a registry fact (vehicle not presented after the reserva), not GPS
