@@ -542,7 +542,8 @@ def _deadlines(p: Mapping[str, Any], tz: ZoneInfo) -> list[tuple[str, str]]:
     deadlines = sorted((p.get("deadlines") or {}).items(), key=lambda kv: order.get(kv[0], 99))
     for name, d in deadlines:  # in procedural order (the database's JSON sorts its keys)
         start, start_key = DEADLINE_FROM.get(str(d.get("from")), (f"de {d.get('from')}", ""))
-        text = f"{d['days']} dias {start} ({d.get('provision') or 'sem dispositivo'})"
+        unit = "dias úteis" if d.get("counting") == "business_days" else "dias"
+        text = f"{d['days']} {unit} {start} ({d.get('provision') or 'sem dispositivo'})"
         if d.get("due"):
             text += f": até {_when(d['due'], tz, zone=False)}"
         elif start_key and p.get(start_key):
@@ -554,7 +555,16 @@ def _deadlines(p: Mapping[str, Any], tz: ZoneInfo) -> list[tuple[str, str]]:
         if d.get("suspensive"):
             text += "; com efeito suspensivo"
         rows.append((DEADLINE_LABELS.get(name, f"Prazo ({name})"), text))
-    return rows or [("Prazos", "não previstos no texto legal")]
+    if rows:
+        return rows
+    law = f" ({p['law']})" if p.get("law") else ""
+    return [
+        (
+            "Prazos",
+            f"não fixados no texto legal aplicado{law}: a defesa e o recurso seguem os prazos da "
+            "legislação municipal de processo administrativo",
+        )
+    ]
 
 
 # --- evidence summary ---------------------------------------------------------------------

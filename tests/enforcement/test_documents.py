@@ -203,6 +203,22 @@ class TestDocumentFields:
         assert "vencimento fixado quando o prazo começar" in rows["Prazo de defesa"]
         assert "com efeito suspensivo" in rows["Prazo de defesa"]
 
+    def test_business_days_are_named(self) -> None:
+        """A period counted in business days says so (PB art. 53: 30 dias úteis, CPC)."""
+        rows = labelled(sample_document())
+        assert rows["Prazo de defesa"].startswith("30 dias úteis da notificação (art. 53)")
+        assert rows["Prazo de notificação"].startswith("30 dias da lavratura do auto")
+
+    def test_a_law_without_periods_does_not_deny_them(self) -> None:
+        """A decree that fixes no period (Porto Alegre's taxi decree) does not tell the accused
+        there is none: the municipal administrative procedure applies."""
+        doc = sample_document()
+        doc["proposal"] = {**doc["proposal"], "deadlines": {}, "law": "Decreto nº 20.740/2020"}
+        assert labelled(doc, "notificacao")["Prazos"] == (
+            "não fixados no texto legal aplicado (Decreto nº 20.740/2020): a defesa e o recurso "
+            "seguem os prazos da legislação municipal de processo administrativo"
+        )
+
     def test_unknown_kind(self) -> None:
         """Only auto and notificacao are documents."""
         with pytest.raises(DocumentError, match="'kind' foi 'multa'; esperado um de auto"):

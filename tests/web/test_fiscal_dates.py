@@ -120,7 +120,7 @@ class TestNotificationBeforeDelivery:
         assert "Recebido por / data" in notice.text
         assert not re.search(r"\d\d/\d\d/\d{4}", _field_row(notice.text, "Notificado em"))
         defence = _field_row(notice.text, "Prazo de defesa")
-        assert "30 dias da notificação (art. 53)" in defence
+        assert "30 dias úteis da notificação (art. 53)" in defence
         assert "até" not in defence and not re.search(r"\d\d/\d\d/\d{4}", defence)
 
         pdf = agent.get(f"{base}/documentos/notificacao", params={"formato": "pdf"})
@@ -128,7 +128,7 @@ class TestNotificationBeforeDelivery:
         assert pdf.headers["content-type"] == "application/pdf"
         words = " ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf.content)).pages)
         assert "Recebido por / data" in words
-        assert "30 dias da notificação (art. 53)" in words
+        assert "30 dias úteis da notificação (art. 53)" in words
         assert _row(web_engine, proposal)["status"] == "confirmada"  # reading changes nothing
 
 

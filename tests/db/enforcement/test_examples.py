@@ -30,7 +30,7 @@ class TestExamples:
         """The example's defence period is the rulebook's 30 business days (PB art. 53, CPC),
         from the notification on 24/03/2025: 08/05/2025, not the 30 calendar days' 23/04."""
         text = normalize_whitespace((EXAMPLES / "auto-de-infracao-exemplo.html").read_text())
-        assert "30 dias da notificação (art. 53): até 08/05/2025 23:59:59" in text
+        assert "30 dias úteis da notificação (art. 53): até 08/05/2025 23:59:59" in text
         assert "23/04/2025" not in text
 
     def test_notificacao_holds_the_art_38_fields(self):
