@@ -182,10 +182,22 @@ def deadlines(rulebook: Rulebook) -> dict[str, dict[str, Any]]:
             "on_lapse": d.on_lapse,
             "suspensive": d.suspensive,
             "counting": d.counting,
+            "holidays": list(d.holidays),
             "due": None,
         }
         for name, d in rulebook.deadlines.items()
     }
+
+
+def deadline_due(start: dt.datetime, deadline: Mapping[str, Any], *, timezone: str) -> dt.datetime:
+    """:func:`due_at` of a deadline record (:func:`deadlines`) starting at ``start``."""
+    return due_at(
+        start,
+        days=int(deadline["days"]),
+        counting=deadline.get("counting", "calendar_days"),
+        timezone=timezone,
+        holidays=deadline.get("holidays") or (),
+    )
 
 
 def accused_vehicles(finding: Mapping[str, Any]) -> list[str]:
@@ -762,17 +774,26 @@ def format_fine(amount: float, unit: str) -> str:
     return f"{amount:g} {unit}".replace(".", ",")
 
 
-def due_at(start: dt.datetime, *, days: int, counting: str, timezone: str) -> dt.datetime:
+def due_at(
+    start: dt.datetime,
+    *,
+    days: int,
+    counting: str,
+    timezone: str,
+    holidays: Iterable[str] = (),
+) -> dt.datetime:
     """End of the last day of a period of ``days`` starting at ``start``, in local time.
 
-    The start day is excluded; ``business_days`` skips weekends and Brazil's national holidays
-    (and nationwide pontos facultativos: counting errs in favour of the accused), as the
-    Código de Processo Civil counts procedural periods (arts. 219 and 224).
+    The start day is excluded; ``business_days`` skips weekends, Brazil's national holidays
+    (and nationwide pontos facultativos: counting errs in favour of the accused) and the
+    ``holidays`` given (``MM-DD``: the state's and the municipality's), as the Código de
+    Processo Civil counts procedural periods (arts. 219 and 224).
     """
     first = pd.Timestamp(start).tz_convert(timezone).date()
     if counting == "business_days":
         years = range(first.year, first.year + 2 + days // 200)
-        holidays = np.array(brazil_holidays(years), dtype="datetime64[D]")
+        local = [dt.date.fromisoformat(f"{y}-{day}") for y in years for day in holidays]
+        holidays = np.array(sorted({*brazil_holidays(years), *local}), dtype="datetime64[D]")
         last = np.busday_offset(np.datetime64(first, "D"), days, roll="forward", holidays=holidays)
         end = pd.Timestamp(last).date()
     else:

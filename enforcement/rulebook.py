@@ -14,6 +14,7 @@ share, vehicle age, inspection bands) that ``pontual plan`` applies. An optional
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import tomllib
 from collections.abc import Mapping
@@ -113,7 +114,20 @@ class Deadline(_Frozen):
     on_lapse: str | None = None
     suspensive: bool | None = None
     counting: Literal["calendar_days", "business_days"] = "calendar_days"
+    holidays: tuple[str, ...] = ()
+    """State and municipal holidays (``MM-DD``) a business-day count skips beside the national
+    ones: a period never ends on a day the office is closed."""
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _holidays_are_days(self) -> Deadline:
+        for day in self.holidays:
+            try:
+                dt.date.fromisoformat(f"2024-{day}")
+            except ValueError:
+                msg = f"deadline holidays: {day!r} is not a day MM-DD"
+                raise ValueError(msg) from None
+        return self
 
 
 class Gravity(_Frozen):

@@ -44,7 +44,7 @@ from enforcement._errors import ProposalNotFoundError, ReviewDataError, Transiti
 from enforcement.proposals import (
     CONFIRMED_STATUSES,
     Proposed,
-    due_at,
+    deadline_due,
     propose_all,
     reincidence_priors,
     sanction,
@@ -636,9 +636,7 @@ def _set_due(p: Proposal, start: str, at: dt.datetime) -> None:
     deadlines = {k: dict(v) for k, v in (p.deadlines or {}).items()}
     for d in deadlines.values():
         if d.get("from") == start:
-            counting = d.get("counting", "calendar_days")
-            due = due_at(at, days=int(d["days"]), counting=counting, timezone=timezone)
-            d["due"] = due.isoformat()
+            d["due"] = deadline_due(at, d, timezone=timezone).isoformat()
     p.deadlines = deadlines
 
 
@@ -944,8 +942,7 @@ def finalize(
         if appeal.get("days"):
             book, _ = rule_of(p)
             timezone = UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE)
-            counting = appeal.get("counting", "calendar_days")
-            until = due_at(until, days=int(appeal["days"]), counting=counting, timezone=timezone)
+            until = deadline_due(until, appeal, timezone=timezone)
             open_until = (until.isoformat(), f"recurso, {appeal.get('provision')}")
         else:
             open_until = (until.isoformat(), f"defesa, {defence.get('provision')}")

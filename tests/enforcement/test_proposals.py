@@ -473,6 +473,27 @@ class TestDueAt:
         due = due_at(start, days=5, counting="business_days", timezone=TZ)
         assert due.date() == dt.date(2025, 4, 25)
 
+    def test_pinto_bandeira_defence_skips_the_state_holiday(self) -> None:
+        """PB art. 53 (30 dias úteis, CPC) from a notification on Fri 9 Aug 2024 would end on
+        Fri 20 Sep, the RS state holiday: it ends on Mon 23 Sep, and a defence filed then is
+        in time."""
+        import datetime as dt
+
+        from enforcement.proposals import deadline_due, deadlines
+
+        defence = deadlines(bundled_rulebooks()[("4314548", "taxi")])["defence"]
+        assert defence["holidays"] == ["09-20"]
+        start = dt.datetime(2024, 8, 9, 15, 0, tzinfo=dt.UTC)
+        assert deadline_due(start, defence, timezone=TZ).date() == dt.date(2024, 9, 23)
+        national_only = due_at(start, days=30, counting="business_days", timezone=TZ)
+        assert national_only.date() == dt.date(2024, 9, 20)
+
+    def test_a_holiday_that_is_no_day_is_refused(self) -> None:
+        """``holidays`` are days ``MM-DD``."""
+        deadline = {"days": 30, "from": "notification", "provision": "art. 53"}
+        with pytest.raises(ValueError, match="'20-09' is not a day MM-DD"):
+            book(deadlines={"defence": {**deadline, "holidays": ["20-09"]}})
+
 
 def test_proposals_json_text(tmp_path):
     """proposals.json is json.dumps(..., ensure_ascii=False, indent=2) and a line end, also for
