@@ -1289,6 +1289,10 @@ def _evaluate(
             & (reference >= p.min_reference_m)
             & (ratio >= p.min_ratio)
             & (measured - reference >= p.min_excess_m)
+            # The match can be longer than the fixes (a wrong street between two of them): the
+            # fixes themselves must show the excess too, so the match never makes an accusation.
+            & (driven >= p.min_ratio * reference)
+            & (driven - reference >= p.min_excess_m)
             & (~timed | (time_ratio >= p.min_time_ratio))
             & (~use_peers | (driven >= MIN_STRAIGHT_RATIO * straight))
             & ~(round_trip & ~explained)

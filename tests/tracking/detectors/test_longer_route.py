@@ -25,6 +25,7 @@ from tracking.detectors.longer_route import (
     keep_peer_trips,
     route_ratios,
 )
+from tracking.porto import read_porto_trips
 from tracking.trips import detect_trips
 
 sys.path.append(str(Path(__file__).resolve().parent))
@@ -715,3 +716,19 @@ class TestRealPortoDetours:
         found = detect_longer_route(trips, neg, roads=graph)
         assert len(trips) == len(sample)
         assert len(found) / len(trips) <= 0.05
+
+
+def test_the_match_alone_never_accuses_on_a_real_porto_trip():
+    """Porto taxi 20000472 at 02:48 UTC on 1 Jul 2013: its fixes drive 4.45 km for a 3.49 km
+    shortest path (1.27, 955 m over) around one block; the match reads 5.13 km (1.47) through a
+    street the fixes do not show. The fixes must show the excess too: no finding."""
+    graph = detours.porto_graph()
+    pings, _, _ = read_porto_trips(detours.TRIPS_CSV)
+    mine = pings.loc[pings["vehicle_id"] == "20000472"].reset_index(drop=True)
+    trips = detect_trips(mine)
+    ratios = route_ratios(trips, mine, roads=graph).set_index("trip_id")
+    trip = ratios.loc["20000472-20130701T024843Z"]
+    assert trip["ratio"] >= 1.4 and trip["matched_m"] - trip["reference_m"] >= 1000
+    assert trip["driven_m"] / trip["reference_m"] < 1.3
+    found = detect_longer_route(trips, mine, roads=graph)
+    assert found.empty
