@@ -16,7 +16,8 @@ Validation messages are pt-BR, in the message and in each item of ``errors``
 
 A request whose fields fail their types or limits is the console's pt-BR page for a browser
 outside the API (``validation_page``, :func:`api.web.pages.validation_page`), as a body over the
-limit is (:mod:`api.limits`); the JSON 422 elsewhere.
+limit is (:mod:`api.limits`) and a NUL character the database refused (named by the path or query
+parameter holding it); the JSON 422 elsewhere.
 
 A client that leaves before its body has arrived (``ClientDisconnect``) is one INFO line, no
 traceback: nothing was stored and nobody reads the answer. A body that stops arriving is a 408
@@ -163,8 +164,33 @@ def _is_nul(exc: Exception) -> bool:
     return any(sign in text for sign in _NUL_SIGNS)
 
 
+def _nul_error(exc: Exception) -> bool:
+    """Whether ``exc`` is the database refusing a NUL character in a text."""
+    return isinstance(exc, DataError | PgDataError) and _is_nul(exc)
+
+
+def _nul_validation_error(request: Request) -> RequestValidationError:
+    """Return a NUL the database refused as a validation error of the parameter holding it.
+
+    The first path or query parameter with a NUL, else the body (a form's field).
+    """
+    places = (("path", request.path_params), ("query", request.query_params))
+    loc = next(
+        (
+            (place, name)
+            for place, params in places
+            for name, value in params.items()
+            if isinstance(value, str) and "\x00" in value
+        ),
+        ("body",),
+    )
+    return RequestValidationError(
+        [{"type": "value_error", "loc": loc, "msg": NUL_MESSAGE, "ctx": {"error": NUL_MESSAGE}}]
+    )
+
+
 def _database_error(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, DataError | PgDataError) and _is_nul(exc):
+    if _nul_error(exc):
         return error_response(422, "invalid_request", NUL_MESSAGE)
     if isinstance(exc, DataError | PgDataError):  # a value the database cannot take (range…)
         return error_response(
@@ -199,16 +225,6 @@ def _database_cause(exc: BaseException) -> Exception | None:
     return None
 
 
-def _wrapped_database_error(request: Request, exc: Exception) -> JSONResponse:
-    """Answer a database error that pandas wrapped (``read_sql``, ``read_postgis``) as the bare one.
-
-    pandas raises ``pandas.errors.DatabaseError`` from the driver's error: a NUL in a path id
-    is then the same 422 as anywhere else, an outage the same 503; no cause found is a bug.
-    """
-    cause = _database_cause(exc)
-    return _unexpected(request, exc) if cause is None else _database_error(request, cause)
-
-
 def _value_error(request: Request, exc: Exception) -> JSONResponse:
     if not is_ours(exc):
         return _unexpected(request, exc)
@@ -236,7 +252,7 @@ def install_error_handlers(app: FastAPI, *, validation_page: ValidationPage | No
     """Register the handlers on ``app``.
 
     ``validation_page(request, exc)``: the answer to a validation error instead of the JSON
-    422 (a browser's page), or None.
+    422 (a browser's page), or None; a NUL character the database refused is asked as one.
     """
 
     def validation_error(request: Request, exc: Exception) -> Response:
@@ -244,12 +260,29 @@ def install_error_handlers(app: FastAPI, *, validation_page: ValidationPage | No
         page = validation_page(request, exc) if validation_page is not None else None
         return page if page is not None else _validation_error(request, exc)
 
+    def database_error(request: Request, exc: Exception) -> Response:
+        # a NUL is bad input like any other: the same page for a browser outside the API
+        if _nul_error(exc) and validation_page is not None:
+            page = validation_page(request, _nul_validation_error(request))
+            if page is not None:
+                return page
+        return _database_error(request, exc)
+
+    def wrapped_database_error(request: Request, exc: Exception) -> Response:
+        """Answer a database error pandas wrapped (``read_sql``, ``read_postgis``) as the bare one.
+
+        A NUL in a path id is then the same 422 as anywhere else, an outage the same 503; no
+        cause found is a bug.
+        """
+        cause = _database_cause(exc)
+        return _unexpected(request, exc) if cause is None else database_error(request, cause)
+
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     for db_error in _DB_ERRORS:
-        app.add_exception_handler(db_error, _database_error)
-    app.add_exception_handler(PandasDatabaseError, _wrapped_database_error)
+        app.add_exception_handler(db_error, database_error)
+    app.add_exception_handler(PandasDatabaseError, wrapped_database_error)
     app.add_exception_handler(ValueError, _value_error)
     app.add_exception_handler(PartitionStateError, _storage_error)
     app.add_exception_handler(ClientDisconnect, _client_disconnect)

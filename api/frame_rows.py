@@ -44,8 +44,6 @@ class PresenceRow(Protocol):
     present: object
     n_visits: SupportsInt
     presence_s: SupportsFloat
-    first_seen_at: object
-    last_seen_at: object
     visits: Iterable[dict[str, Any]]
 
 

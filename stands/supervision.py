@@ -7,7 +7,7 @@ so their vehicles, visits and licensees never reach the result.
 - :func:`queue_now` — who is at each stand at an instant, in queue order, licensed or not;
 - :func:`intruders` — visits by vehicles without a parking licence for the stand;
 - :func:`licensee_presence` — each licensee's days present against days operating
-  (``stands/presence.py``), without the positions where they operated elsewhere;
+  (``stands/presence.py``), without when or where they were seen away from the stand;
 - :func:`licensee_contacts` — name, address and phone of the autorizatários and condutores
   auxiliares of the stand's prefixos (art. 43, parágrafo único: "a relação de nome, endereço e
   telefone dos autorizatários e condutores auxiliares vinculados ao ponto fixo").
@@ -47,8 +47,9 @@ CONTACT_COLUMNS = (STAND_ID, VEHICLE_ID, "role", "name", "address", "phone")
 """One row per person linked to a licensed prefixo; ``role`` is ``autorizatario`` or
 ``auxiliar``."""
 CONTACT_ROLES = ("autorizatario", "auxiliar")
-# Sightings elsewhere are where the licensee was when not at the stand: not the supervisor's.
-_HIDDEN_PRESENCE = tuple(c for c in (*FIRST_SEEN, *LAST_SEEN) if not c.endswith("_at"))
+# The day's first and last sightings, anywhere: a colleague's working hours and whereabouts,
+# not the supervisor's. Art. 49 needs only whether the vehicle operated and its stand time.
+_HIDDEN_PRESENCE = (*FIRST_SEEN, *LAST_SEEN)
 
 
 def scope(stand_ids: Collection[str]) -> frozenset[str]:
@@ -218,8 +219,9 @@ def licensee_presence(
     """Presence table of the licensees of the supervisor's stands (``stands/presence.py``).
 
     Only licences and visits of the supervisor's stands are used. ``pings_or_trips`` tell on
-    which days each licensee operated; where it was then is dropped from the result (the
-    ``first_seen_*``/``last_seen_*`` positions, rows and sources): only the times stay.
+    which days each licensee operated (``operated``); when and where it was seen that day is
+    dropped from the result (all the ``first_seen_*``/``last_seen_*`` columns, the instants
+    too: they are a fellow driver's working hours). The visits to the stand stay.
 
     Parameters
     ----------

@@ -67,6 +67,9 @@ NEARBY_M = 500.0
 """A taxi whose cell centre is this close to a stand counts in the stand's nearby supply."""
 POSITION_DECIMALS = 6
 """Decimals of the cell centres shown (the centre is public: it only names the cell)."""
+MAX_STANDS = 200
+"""Stands listed at most by a stands search, the nearest; ``truncated`` says when more were in
+the radius."""
 
 Lat = Annotated[float, Query(ge=-90, le=90, description="Latitude WGS84 do ponto de busca")]
 Lon = Annotated[float, Query(ge=-180, le=180, description="Longitude WGS84 do ponto de busca")]
@@ -118,10 +121,14 @@ class StandNearby(BaseModel):
 
 
 class StandsNearbyPublic(BaseModel):
-    """Stands near the point, nearest first."""
+    """Stands near the point, nearest first: the nearest ``limit`` at most."""
 
     data: list[StandNearby]
-    count: int
+    count: int = Field(description="Número de pontos listados")
+    limit: int = Field(default=MAX_STANDS, description="Máximo de pontos listados numa resposta")
+    truncated: bool = Field(
+        description="Há mais pontos no raio do que `limit`: a lista tem só os mais próximos"
+    )
 
 
 def _position(lat: float, lon: float) -> Position:
@@ -264,7 +271,10 @@ async def accessible_taxis_route(
 def stands_near(
     session: Session, settings: Settings, lat: float, lon: float, radius_m: float = 1000.0
 ) -> StandsNearbyPublic:
-    """Stands near a point with their accessible supply now (also called by the web page)."""
+    """Stands near a point with their accessible supply now (also called by the web page).
+
+    The nearest :data:`MAX_STANDS` at most; ``truncated`` when more are within the radius.
+    """
     radius = _check_radius(radius_m, settings.public_max_radius_m)
     qlat, qlon = _search_point(lat, lon)
     cells, clat, clon, _ = free_taxi_cells(
@@ -288,9 +298,10 @@ def stands_near(
             "  AS at_stand, "
             "(SELECT count(*) FROM taxi WHERE ST_DWithin(near.geometry::geography, "
             "  taxi.c::geography, :nearby)) AS nearby "
-            "FROM near ORDER BY near.distance_m, near.stand_id LIMIT 200"
+            "FROM near ORDER BY near.distance_m, near.stand_id LIMIT :limit"
         ),
         {
+            "limit": MAX_STANDS + 1,  # one more tells that the list is cut
             "lat": qlat,
             "lon": qlon,
             "r": float(radius),
@@ -310,9 +321,9 @@ def stands_near(
             accessible_free_at_stand=int(r.at_stand),
             accessible_free_nearby=int(r.nearby),
         )
-        for r in rows
+        for r in rows[:MAX_STANDS]
     ]
-    return StandsNearbyPublic(data=data, count=len(data))
+    return StandsNearbyPublic(data=data, count=len(data), truncated=len(rows) > MAX_STANDS)
 
 
 @router.get("/stands", name="stands_near", response_model=StandsNearbyPublic)
@@ -324,7 +335,10 @@ async def stands_near_route(
     lon: Lon,
     radius_m: Radius = 1000.0,
 ) -> Any:
-    """Pontos de táxi perto de um ponto, com a oferta de táxis acessíveis livres agora."""
+    """Pontos de táxi perto de um ponto, com a oferta de táxis acessíveis livres agora.
+
+    Os mais próximos primeiro, no máximo `limit`; `truncated` diz que havia mais no raio.
+    """
     _check_radius(radius_m, settings.public_max_radius_m)
     body = await public_query(request, stands_near, settings, lat, lon, radius_m)
     _public(response)

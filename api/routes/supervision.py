@@ -84,7 +84,11 @@ class StandIntruders(BaseModel):
 
 
 class PresenceDay(BaseModel):
-    """One licensee's day: operated (seen anywhere), present at the stand, and the visits."""
+    """One licensee's day: operated (seen anywhere), present at the stand, and the visits.
+
+    Not when it was first or last seen that day: a fellow driver's working hours (art. 49 needs
+    only whether it operated and its time at the stand).
+    """
 
     vehicle_id: str
     date: dt.date
@@ -92,8 +96,6 @@ class PresenceDay(BaseModel):
     present: bool
     n_visits: int
     presence_s: float
-    first_seen_at: dt.datetime | None
-    last_seen_at: dt.datetime | None
     visits: list[dict[str, Any]]
 
 
@@ -279,8 +281,6 @@ def stand_presence(
             present=bool(r.present),
             n_visits=int(r.n_visits),
             presence_s=float(r.presence_s),
-            first_seen_at=_value(r.first_seen_at),
-            last_seen_at=_value(r.last_seen_at),
             visits=list(r.visits),
         )
         for r in cast("Iterator[PresenceRow]", table.itertuples(index=False))

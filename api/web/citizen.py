@@ -16,7 +16,8 @@ unknown stand, a NUL character) is the page or fragment with a pt-BR alert and 4
   answer (works without scripts). The stand list is one city's (``municipio``), narrowed by
   ``busca`` (the stand's name or address, case and accents aside: the registry's public
   data, no geocoder); the answer's stands come :data:`PAGE_SIZE` a page (``pagina``), the
-  links of a point naming its public cell, never the point;
+  links of a point naming its public cell, never the point; an answer cut at the public API's
+  limit (:data:`api.routes.public.MAX_STANDS`) says it lists the nearest stands only;
 - ``/acessivel/resultados``: the answer alone (an HTML fragment), for ``static/js/acessivel.js``.
 """
 
@@ -269,6 +270,7 @@ def nearby(
             }
             for s in stands.data
         ],
+        "stands_limit": stands.limit if stands.truncated else None,
         "nearby_m": fmt.integer(int(public.NEARBY_M)),
         "cell_m": 120,
         "step_m": public.DISTANCE_STEP_M,

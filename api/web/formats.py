@@ -166,6 +166,7 @@ FIELD_LABELS = {
     "cnh_number": "Número da CNH", "cnh_valid_until": "CNH válida até", "de": "De",
     "decisao": "Decisão", "document": "Documento", "driver_id": "Identificador do condutor",
     "entidade": "Entidade", "envio": "Envio", "fim_prazo": "Fim do prazo",
+    "finding_id": "Identificador do achado", "proposal_id": "Identificador da proposta",
     "full_name": "Nome completo", "fundamentacao": "Fundamentação", "ground": "Fundamento",
     "ictp_valid_until": "ICTP válida até", "id_prefix": "Prefixo dos stand_id",
     "kind": "Tipo", "label": "Descrição", "lat": "Latitude", "lon": "Longitude",

@@ -140,7 +140,7 @@ class TestIntruders:
 
 class TestLicenseePresence:
     def test_presence_of_own_licensees_without_positions(self) -> None:
-        """A1 present on the day at S1; positions of its sightings elsewhere are not shown."""
+        """A1 present on the day at S1; when and where it was seen elsewhere are not shown."""
         pings = pd.DataFrame(
             {
                 "vehicle_id": ["A1", "A1", "B1"],
@@ -155,8 +155,8 @@ class TestLicenseePresence:
         )  # fmt: skip
         assert set(out["stand_id"]) == {"S1"} and set(out["vehicle_id"]) == {"A1"}
         (row,) = out.to_dict(orient="records")
-        assert row["operated"] and row["present"] and row["first_seen_at"] == _t(-60)
-        assert not [c for c in out.columns if c.endswith(("_lat", "_lon", "_source", "_row"))]
+        assert row["operated"] and row["present"]
+        assert not [c for c in out.columns if "_seen_" in c]
 
     def test_nothing_of_other_stands(self) -> None:
         """Scoped to S1, S2's licensee B1 is absent from the table."""
