@@ -80,8 +80,10 @@
     }
     var taxis = Number(body.getAttribute("data-taxis"));
     var places = Number(body.getAttribute("data-stands"));
+    var stands = body.hasAttribute("data-stands-cut") ? "os " + places + " pontos de táxi mais próximos" :
+      (places === 1 ? "1 ponto de táxi" : places + " pontos de táxi");
     return (taxis === 1 ? "1 táxi acessível livre" : taxis + " táxis acessíveis livres") + " e " +
-      (places === 1 ? "1 ponto de táxi" : places + " pontos de táxi") + " encontrados.";
+      stands + " encontrados.";
   }
 
   function search(params) {
