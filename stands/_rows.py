@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_registry_date
+from fleet.loaders import read_registry_csv
 
 MAX_ERRORS = 20
 
@@ -27,23 +29,25 @@ def read_table(
 ) -> tuple[pd.DataFrame, str]:
     """Read a CSV as text (header names stripped, ``aliases`` applied) and its file name.
 
+    As the fleet's files (:func:`fleet.loaders.read_registry_csv`): UTF-8 or Windows-1252,
+    separated by ``,``, ``;`` or tab.
+
     Raises
     ------
     FileNotFoundError
         If the file does not exist (``what``: the file's kind, pt-BR).
     error
-        If a header names a column outside ``columns``.
+        If it cannot be read, or a header names a column outside ``columns``.
     """
-    p = Path(path)
-    if not p.is_file():
-        msg = f"arquivo de {what} não encontrado: {p}"
-        raise FileNotFoundError(msg)
-    raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    raw.columns = [aliases.get(c.strip(), c.strip()) for c in raw.columns]
+    try:
+        raw, name = read_registry_csv(path, what=what)
+    except FleetFileError as exc:
+        raise error(str(exc)) from None
+    raw.columns = [aliases.get(c, c) for c in raw.columns]
     if unknown := [c for c in raw.columns if c not in columns]:
-        msg = f"{p.name}: coluna desconhecida '{unknown[0]}'; esperado uma de {', '.join(columns)}"
+        msg = f"{name}: coluna desconhecida '{unknown[0]}'; esperado uma de {', '.join(columns)}"
         raise error(msg)
-    return raw, p.name
+    return raw, name
 
 
 def cell(raw: pd.DataFrame, i: int, column: str) -> str | None:

@@ -13,6 +13,7 @@ presence into an infraction. ``repair=True`` repairs them with ``shapely.make_va
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -29,7 +30,9 @@ import pyproj
 import shapely
 from shapely.geometry import shape
 
+from fleet._errors import FleetFileError
 from fleet.ids import display_text_problem, registry_id_problem
+from fleet.loaders import csv_delimiter, decoded_text
 from geo.crs import WGS84, buffer_points_m
 from stands._errors import (
     DuplicateStandIdError,
@@ -179,7 +182,7 @@ def read_porto_stands(path: str | Path, *, radius_m: float) -> gpd.GeoDataFrame:
     if not p.is_file():
         msg = f"arquivo de pontos de táxi não encontrado: {p}"
         raise FileNotFoundError(msg)
-    df = pd.read_csv(p, dtype=str, encoding="utf-8-sig")
+    df = pd.read_csv(io.StringIO(_csv_text(p)), dtype=str)
     _require_columns(df.columns, ("ID", "Descricao", "Latitude", "Longitude"), source=p.name)
     lat = _numbers(df["Latitude"], column="Latitude", source=p.name, unit="linha")
     lon = _numbers(df["Longitude"], column="Longitude", source=p.name, unit="linha")
@@ -454,11 +457,18 @@ def _read_gpkg(path: Path, *, layer: str | None) -> gpd.GeoDataFrame:
     return gdf.to_crs(WGS84)
 
 
+def _csv_text(path: Path) -> str:
+    """Return a stands CSV's text: UTF-8, else Windows-1252 (Excel in pt-BR), as the fleet's."""
+    try:
+        return decoded_text(path.read_bytes(), source=path.name)
+    except FleetFileError as exc:
+        raise StandsFormatError(str(exc)) from None
+
+
 def _read_csv(path: Path) -> gpd.GeoDataFrame:
-    with path.open(encoding="utf-8-sig") as fh:
-        header = fh.readline()
-    sep = max((",", ";", "\t"), key=header.count)
-    df = pd.read_csv(path, dtype=str, sep=sep, encoding="utf-8-sig")
+    text = _csv_text(path)
+    sep = csv_delimiter(text)
+    df = pd.read_csv(io.StringIO(text), dtype=str, sep=sep)
     df.columns = [str(c).strip() for c in df.columns]
     _require_columns(df.columns, (STAND_ID, "lat", "lon"), source=path.name)
     lat = _numbers(df["lat"], column="lat", source=path.name, unit="linha", comma=sep != ",")
@@ -613,7 +623,7 @@ def _checked_polygons(
         msg = (
             f"polígono inválido no ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}'): "
             f"{invalid_reason(geoms[i])}; corrija a geometria (ex.: 'Corrigir geometrias' "
-            "no QGIS) ou leia com repair=True"
+            "no QGIS)"
         )
         if where.size > 1:
             msg += f" ({where.size} polígonos inválidos no total)"

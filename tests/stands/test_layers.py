@@ -26,7 +26,7 @@ from stands._errors import (
     StandsFormatError,
     UnsupportedGeometryError,
 )
-from stands.frames import STAND_COLUMNS
+from stands.frames import NAME, STAND_COLUMNS
 from stands.layers import (
     read_any_stands,
     read_porto_stands,
@@ -223,7 +223,7 @@ class TestReadStands:
     def test_invalid_polygon_rejected(self, tmp_path: Path) -> None:
         """A self-intersecting polygon is rejected by default, with GEOS's reason and the fix."""
         path = _write(tmp_path, [_feature({"stand_id": "x"}, _polygon(BOWTIE))])
-        with pytest.raises(InvalidGeometryError, match="'x'.*auto-interseção.*repair=True"):
+        with pytest.raises(InvalidGeometryError, match=r"'x'.*auto-interseção.*QGIS\)$"):
             read_stands(path)
 
     def test_invalid_polygon_repaired(self, tmp_path: Path) -> None:
@@ -340,6 +340,17 @@ class TestReadStands:
         path.write_text(f"stand_id;lat;lon;radius_m\nA;{lat};{lon};12,5\n", encoding="utf-8")
         out = read_stands(path)
         assert _metric_area(out)[0] == pytest.approx(math.pi * 12.5**2, rel=5e-3)
+
+    def test_csv_saved_by_excel_in_windows_1252(self, tmp_path: Path) -> None:
+        """A stands CSV saved in Windows-1252 (Excel in pt-BR) is read with its accents, as the
+        fleet's is; a file in neither encoding is a pt-BR error naming it."""
+        path = tmp_path / "pontos.csv"
+        row = f"stand_id;name;lat;lon;radius_m\nA;Praça Açorianos;{POA[1]};{POA[0]};30\n"
+        path.write_bytes(row.replace(";", ",").encode("cp1252"))
+        assert read_stands(path)[NAME].tolist() == ["Praça Açorianos"]
+        path.write_bytes(b"stand_id,lat,lon\nA,\x81,\x8d\n")
+        with pytest.raises(StandsFormatError, match="pontos.csv: o arquivo não está em UTF-8"):
+            read_stands(path, default_radius_m=10)
 
     def test_csv_missing_columns(self, tmp_path: Path) -> None:
         """A CSV without lat/lon is refused, naming what is missing and what is there."""

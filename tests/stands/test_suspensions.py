@@ -68,6 +68,14 @@ class TestRead:
         assert "linha 5, coluna 'kind': era 'multa'" in text
         assert "linha 6" not in text
 
+    def test_a_file_saved_by_excel_in_pt_br_is_read(self, tmp_path: Path) -> None:
+        """';' and Windows-1252, as Excel in pt-BR saves it (the fleet's files read so too)."""
+        row = "S1,P7,,2024-03-01,2024-03-20,suspension,Decisão nº 3,PA-1\n"
+        path = tmp_path / "suspensoes.csv"
+        path.write_bytes((HEADER + row).replace(",", ";").encode("cp1252"))
+        (rec,) = read_stand_suspensions(path).to_dict("records")
+        assert (rec["stand_id"], rec["vehicle_id"], rec["reason"]) == ("S1", "P7", "Decisão nº 3")
+
     def test_repeated_row_and_unknown_column_are_refused(self, tmp_path: Path) -> None:
         """The same decision twice is named; an unknown column refuses the file."""
         row = "S1,P7,,2024-03-01,2024-03-20,suspension,,\n"
