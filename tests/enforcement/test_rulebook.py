@@ -80,6 +80,21 @@ class TestBundledRulebooks:
         ]
         assert found == []
 
+    def test_the_residual_infraction_carries_its_measure(self) -> None:
+        """Porto Alegre art. 57, XI ('quando não tipificada infração específica'), b: 'Medida
+        administrativa: conforme o caso, aquelas previstas no art. 58, II, da Lei nº 11.582':
+        every rule penalised under it prints that measure, never 'nenhuma'."""
+        book = bundled_rulebooks()[("4314902", "taxi")]
+        residual = [
+            r
+            for r in book.rules
+            if re.search(r"57, XI\b", f"{r.provision} {r.penalty_provision or ''}")
+        ]
+        assert len(residual) == 3
+        assert {(r.measure_provision, "art. 58, II" in (r.measure or "")) for r in residual} == {
+            ("art. 57, XI, b", True)
+        }
+
     def test_porto_velho_gravity_is_set_by_regulation(self) -> None:
         """Porto Velho's law leaves gravities to a decree: its rules say so instead."""
         book = bundled_rulebooks()[("1100205", "taxi")]
