@@ -346,6 +346,8 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
         section, label, value = rows[key]
         if key in ("suspension", "pontuacao", "citation", "exception", "repetition") and not value:
             continue  # only when the law (or the rule) has them
+        if key == "fine_payer" and rows["fine"][2].startswith("sem multa"):
+            continue  # no one pays a fine there is not
         out.append((titles[section], label, value))
     order = {title: i for i, (_, title) in enumerate(_SECTIONS)}
     return sorted(out, key=lambda r: order[r[0]])  # stable: field order kept within a section
@@ -524,8 +526,9 @@ def _incidence(p: Mapping[str, Any], tz: ZoneInfo) -> str:
     count = int(p.get("reincidence_count") or 0)
     incidence = int(p.get("incidence") or count + 1)
     if not count:
-        return f"{incidence}ª (sem infração anterior confirmada do mesmo dispositivo)"
-    plural = "infrações anteriores confirmadas" if count > 1 else "infração anterior confirmada"
+        none = "sem infração anterior do mesmo dispositivo que conte na reincidência"
+        return f"{incidence}ª ({none})"
+    plural = "infrações anteriores" if count > 1 else "infração anterior"
     text = f"{incidence}ª ({count} {plural} do mesmo dispositivo na janela de reincidência"
     priors = [
         f"auto {x.get('auto_number') or 'sem número'} de "

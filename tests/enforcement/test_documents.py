@@ -203,6 +203,20 @@ class TestDocumentFields:
         assert "vencimento fixado quando o prazo começar" in rows["Prazo de defesa"]
         assert "com efeito suspensivo" in rows["Prazo de defesa"]
 
+    def test_no_payer_is_named_without_a_fine(self) -> None:
+        """Art. 49's cassação carries no fine: the notice names no one to pay one."""
+        doc = sample_document()
+        doc["proposal"] = {
+            **doc["proposal"],
+            "fine": None,
+            "fine_note": "sem multa: a penalidade é a cassação da licença de estacionamento",
+            "penalty": "cassação da licença de estacionamento",
+        }
+        rows = labelled(doc, "notificacao")
+        assert rows["Multa"].startswith("sem multa")
+        assert "Responsável pela multa" not in rows
+        assert "Responsável pela multa" in labelled(sample_document(), "notificacao")
+
     def test_business_days_are_named(self) -> None:
         """A period counted in business days says so (PB art. 53: 30 dias úteis, CPC)."""
         rows = labelled(sample_document())
