@@ -12,7 +12,9 @@ pickup
     carried anyone — a driver leaving home in the next town is no infraction.
 outside
     The pickup is farther than ``boundary_tolerance_m`` from the municipal polygon, measured in
-    the boundary's UTM zone (SIRGAS 2000 / UTM in Brazil). The default, 200 m, absorbs the
+    the boundary's UTM zone (SIRGAS 2000 / UTM in Brazil), and no farther than
+    :data:`MAX_SERVICE_DISTANCE_M` (100 km: beyond, the coordinate or the boundary is wrong —
+    latitude and longitude swapped, another city's file — and nothing is judged). The default, 200 m, absorbs the
     errors of IBGE's 1:250,000 boundaries (hundreds of metres along rivers and ridges) and of
     GPS; use a smaller one with a surveyed boundary.
 meter switch
@@ -90,6 +92,10 @@ METER_BLIP_MAX_FIXES = 2
 """Most fixes not ``occupied`` inside a ride that are read as a meter blip, not a new ride."""
 METER_BLIP_MAX_S = 120.0
 """Longest time from the ride's last ``occupied`` fix to the next pickup for a blip (s)."""
+MAX_SERVICE_DISTANCE_M = 100_000.0
+"""A pickup farther than this from the boundary is not judged: no taxi of the municipality
+serves there; such a position is a wrong coordinate (latitude and longitude swapped, another
+city's file) or the wrong boundary, not a ride (m)."""
 _TRIP_COLUMNS = ("vehicle_id", "started_at", "ended_at", "pickup_lat", "pickup_lon")
 
 
@@ -233,11 +239,17 @@ def outside_fixes(
 def _outside(
     prepared: PreparedBoundary, lat: NDArray[np.float64], lon: NDArray[np.float64]
 ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    """Which pickups lie beyond the tolerance, and the distance of those to the boundary (m)."""
+    """Which pickups lie beyond the tolerance, and the distance of those to the boundary (m).
+
+    Beyond :data:`MAX_SERVICE_DISTANCE_M` a pickup is no pickup of the municipality's taxis:
+    not outside (not judged).
+    """
     outside = outside_fixes(prepared, lat, lon)
     x, y = prepared.to_utm.transform(lon[outside], lat[outside])
     dist = np.asarray(shapely.distance(prepared.polygon, shapely.points(x, y)), dtype=np.float64)
-    return outside, dist
+    served = dist <= MAX_SERVICE_DISTANCE_M
+    outside[np.flatnonzero(outside)[~served]] = False
+    return outside, dist[served]
 
 
 def _pickup_jumps(

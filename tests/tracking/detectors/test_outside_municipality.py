@@ -281,6 +281,20 @@ class TestDetectOutsideMunicipality:
         assert found["vehicle_id"].tolist() == ["v2"]
         assert found.iloc[0]["details"]["distance_to_boundary_m"] > 1000.0
 
+    def test_a_position_no_taxi_of_the_city_serves_is_not_judged(self) -> None:
+        """Latitude and longitude swapped (the Praça da Matriz ride read as -51.23, -30.03, in
+        the South Atlantic): 2,000 km from Porto Alegre is a wrong coordinate, not a ride
+        begun outside; Canoas, next door, still is."""
+        poa = gpd.read_file(BOUNDARIES)
+        poa = poa.loc[poa["cod_ibge"].astype(str) == "4314902"]
+        swapped, canoas = ride("v1", 0, 0.0, 0.0), ride("v2", 0, 0.0, 0.0)
+        east = [r["lon"] - swapped[0]["lon"] for r in swapped]  # the ride's steps, in degrees
+        for r, step in zip(swapped, east, strict=True):
+            r["lat"], r["lon"] = -51.2300, -30.0300 + step
+        for r, step in zip(canoas, east, strict=True):
+            r["lat"], r["lon"] = -29.9177, -51.1836 + step
+        assert detect(swapped + canoas, poa)["vehicle_id"].tolist() == ["v2"]
+
     def test_projected_frame_is_reprojected(self) -> None:
         """A boundary frame in SIRGAS 2000 / UTM 22S gives the same finding."""
         frame = gpd.GeoDataFrame(geometry=[square()], crs=4326).to_crs(31982)
