@@ -194,10 +194,10 @@ class TestAnalyzeDetectors:
         assert "L.map(" in html and "cdn." not in html
 
     def test_outside_municipality_with_bundled_boundary(self, run_pontual, tmp_path):
-        """--municipality 4314902 brings Porto Alegre's boundary: a pickup in Porto (Portugal)
-        is outside it."""
+        """--municipality 4314902 brings Porto Alegre's boundary: a pickup in Canoas is outside
+        it."""
         rows = [
-            ("X1", f"2024-03-04T09:{m:02d}:00-03:00", 41.15 + m * 0.001, -8.61, "occupied")
+            ("X1", f"2024-03-04T09:{m:02d}:00-03:00", -29.91 + m * 0.001, -51.18, "occupied")
             for m in range(6)
         ]
         pings, stands = _write_inputs(tmp_path)
@@ -225,7 +225,7 @@ class TestAnalyzeDetectors:
         """--municipality 4314548 writes proposals.json by Pinto Bandeira's law; an earlier
         confirmed infraction given with --confirmed makes the next one a reincidence, fined."""
         rows = [
-            ("X1", f"2024-03-04T09:{m:02d}:00-03:00", 41.15 + m * 0.001, -8.61, meter)
+            ("X1", f"2024-03-04T09:{m:02d}:00-03:00", -29.30 + m * 0.001, -51.70, meter)
             for m, meter in enumerate(["free"] + ["occupied"] * 6)
         ]
         pings, stands = _write_inputs(tmp_path)

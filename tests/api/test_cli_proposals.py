@@ -20,8 +20,8 @@ STANDS = {
 
 
 def _analyze_outside_pinto_bandeira(run_pontual, tmp_path, vehicle: str) -> str:
-    rows = [
-        (vehicle, f"2024-03-04T09:{m:02d}:00-03:00", 41.15 + m * 0.001, -8.61, meter)
+    rows = [  # a ride hailed about 30 km from Pinto Bandeira
+        (vehicle, f"2024-03-04T09:{m:02d}:00-03:00", -29.30 + m * 0.001, -51.70, meter)
         for m, meter in enumerate(["free"] + ["occupied"] * 6)
     ]
     pings, stands = tmp_path / "pings.csv", tmp_path / "stands.geojson"
