@@ -14,7 +14,8 @@ from api.inputs import checked_municipality
 
 app = typer.Typer(
     help="Propostas de autuação: gerar a partir dos achados, revisar (confirmar, descartar, "
-    "notificar, defesa, decisão), prazos. Cada passo fica no registro de auditoria.",
+    "notificar, defesa, decisão, notificação da decisão, decisão definitiva), prazos. Cada "
+    "passo fica no registro de auditoria.",
     no_args_is_help=True,
 )
 
@@ -265,6 +266,25 @@ def decide(
         )
         status = p.status
     typer.echo(f"Proposta {proposal_id}: {status}.")
+
+
+@app.command("notify-decision")
+def notify_decision(proposal_id: str, agent: Agent, at: At = None) -> None:
+    """Registra a entrega da decisão da defesa indeferida (a penalidade) ao autuado.
+
+    Onde a lei conta dela o prazo de recurso (e o de pagamento), ele começa nessa data
+    (fretamento de Porto Alegre, art. 33; Porto Velho, art. 32).
+    """
+    from db.enforcement.workflow import notify_decision as run
+
+    with cli_session() as session:
+        p = run(session, proposal_id, actor=agent, at=_at(at))
+        due = (p.deadlines.get("appeal") or {}).get("due")
+        counts = (p.deadlines.get("appeal") or {}).get("from") == "decision_notification"
+    typer.echo(
+        f"Notificação da decisão registrada na proposta {proposal_id}."
+        + (f" Recurso até {due[:10]}." if due and counts else "")
+    )
 
 
 @app.command()

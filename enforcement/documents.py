@@ -226,7 +226,14 @@ DEADLINE_FROM = {
     "auto": ("da lavratura do auto", "confirmed_at"),
     "notification": ("da notificação", "notified_at"),
     "decision": ("da decisão", "decided_at"),
+    "decision_notification": ("da notificação da decisão", "decision_notified_at"),
+    "appeal_end": (
+        "do fim do prazo de recurso sem interposição, ou do indeferimento do recurso",
+        "",
+    ),
 }
+"""A deadline's start (``from``): its pt-BR words and the proposal's date it counts from ('':
+no review step dates it, so no due date is computed)."""
 
 # --- field table --------------------------------------------------------------------------
 

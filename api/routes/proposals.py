@@ -332,6 +332,23 @@ def decision(
     )
 
 
+@router.post(
+    "/{proposal_id}/decision-notification", response_model=ProposalDetail, responses=_ERRORS
+)
+def decision_notification(
+    proposal_id: str, body: StepRequest, session: SessionDep, user: Reviewer
+) -> ProposalDetail:
+    """Registra a entrega da decisão da defesa ao autuado (começa o prazo de recurso).
+
+    Onde a lei conta o recurso dela: fretamento de Porto Alegre, art. 33; Porto Velho, art. 32.
+    """
+    return _step(
+        session,
+        proposal_id,
+        lambda: workflow.notify_decision(session, proposal_id, actor=user.username, at=body.at),
+    )
+
+
 @router.get(
     "/{proposal_id}/documents/{kind}",
     responses={

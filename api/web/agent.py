@@ -162,6 +162,9 @@ DONE_NOTICES = {
     ),
     "defesa": "Defesa registrada.",
     "decidir": "Decisão da defesa registrada.",
+    "notificar-decisao": (
+        "Entrega da notificação da decisão registrada: o prazo de recurso conta da data da entrega."
+    ),
     "finalizar": "Decisão definitiva registrada.",
 }
 """Notice of the proposal page after each step (``?feito=<step>``)."""
@@ -171,6 +174,7 @@ STEP_OF_FORM = {
     "notificar": "notify",
     "defesa": "file_defence",
     "decidir": "decide_defence",
+    "notificar-decisao": "notify_decision",
     "finalizar": "finalize",
 }
 """The workflow step (``workflow.TRANSITIONS``) each form of the proposal page runs."""
@@ -178,6 +182,12 @@ STEP_DATES = {
     "notificar": ("data_entrega", "hora_entrega", "Data da entrega", "Hora da entrega"),
     "defesa": ("data_defesa", "hora_defesa", "Data do protocolo da defesa", "Hora do protocolo"),
     "decidir": ("data_decisao", "hora_decisao", "Data da decisão", "Hora da decisão"),
+    "notificar-decisao": (
+        "data_notificacao_decisao",
+        "hora_notificacao_decisao",
+        "Data da entrega da notificação da decisão",
+        "Hora da entrega",
+    ),
     "finalizar": ("data_final", "hora_final", "Data da decisão definitiva", "Hora da decisão"),
 }
 """The forms whose step is dated by the agent: date field, time field and their pt-BR labels."""
@@ -1001,7 +1011,7 @@ def proposal_context(
         if name in keep
     }
     geometry = doc["geometry"]
-    allowed = _allowed(p.status)
+    allowed = _offered(p)
     priors = [
         {
             "auto_number": x.get("auto_number") or "sem número",
@@ -1060,6 +1070,7 @@ def proposal_context(
                     ("Notificação entregue em", p.notified_at),
                     ("Defesa protocolada em", p.defence_filed_at),
                     ("Defesa decidida em", p.decided_at),
+                    ("Decisão notificada em", p.decision_notified_at),
                 )
                 if at is not None
             ],
@@ -1097,6 +1108,9 @@ def proposal_context(
         "max_text": MAX_TEXT,
         "draft": is_draft({"status": p.status, "auto_number": p.auto_number}),
         "period_end": _period_end_form(p, zone),
+        "decision_unnotified": p.status == "defesa_indeferida"
+        and p.decision_notified_at is None
+        and _counts_from_decision_notification(p),
         "step_dates": _step_date_forms(p, _workflow_zone(p, zone)),
         "values": dict(form_values or {}),
         "errors": {},
@@ -1146,6 +1160,24 @@ def _allowed(status: str) -> set[str]:
     return {f for f, step in STEP_OF_FORM.items() if status in workflow.TRANSITIONS[step]}
 
 
+def _counts_from_decision_notification(p: Any) -> bool:
+    """Tell whether a period of ``p`` counts from the delivery of the decision (its law's)."""
+    return any(
+        (d or {}).get("from") == "decision_notification" for d in (p.deadlines or {}).values()
+    )
+
+
+def _offered(p: Any) -> set[str]:
+    """Return the forms the page offers: the steps allowed in its state.
+
+    The decision's delivery only where a period counts from it, and while it is not recorded.
+    """
+    offered = _allowed(p.status)
+    if p.decision_notified_at is not None or not _counts_from_decision_notification(p):
+        offered.discard("notificar-decisao")
+    return offered
+
+
 def _step_note(entry: Mapping[str, Any], zone: ZoneInfo) -> str:
     """Say the date a step was taken when it was recorded on another day (audit ``step_at``)."""
     if not entry.get("step_at"):
@@ -1186,7 +1218,7 @@ def _step_date_forms(p: Any, zone: ZoneInfo) -> dict[str, dict[str, Any]]:
             "timezone": zone.key,
         }
         for form, (name, time_name, label, time_label) in STEP_DATES.items()
-        if form in _allowed(p.status)
+        if form in _offered(p)
     }
 
 
@@ -1619,6 +1651,34 @@ def decide(
             accepted=decisao == "deferida",
             reason=fundamentacao.strip(),
             at=at,
+        ),
+    )
+
+
+@router.post("/fiscal/propostas/{proposal_id}/notificar-decisao", name="web_agent_notify_decision")
+def notify_decision(
+    request: Request,
+    proposal_id: str,
+    web: AgentUser,
+    session: SessionDep,
+    data_notificacao_decisao: DateField = "",
+    hora_notificacao_decisao: DateField = "",
+) -> Response:
+    """Record the delivery of the decision on the defence (the penalty) to the accused.
+
+    Where the law counts the appeal (and the payment) from it, they count from that local date
+    (``data_notificacao_decisao``; ``hora_notificacao_decisao`` optional; without a date, now).
+    """
+    return _dated_step(
+        request,
+        web,
+        session,
+        proposal_id,
+        form="notificar-decisao",
+        day=data_notificacao_decisao,
+        time=hora_notificacao_decisao,
+        run=lambda at: workflow.notify_decision(
+            session, proposal_id, actor=web.principal.username, at=at
         ),
     )
 

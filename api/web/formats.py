@@ -141,6 +141,7 @@ ACTIONS = {
     "notify": "notificação entregue",
     "file_defence": "defesa apresentada",
     "decide_defence": "defesa julgada",
+    "notify_decision": "decisão notificada",
     "finalize": "decisão definitiva",
     "archive": "arquivamento",
     "fix_retention": "retenção aplicada",

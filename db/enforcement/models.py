@@ -120,6 +120,7 @@ class Proposal(Base):
     notified_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     defence_filed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    decision_notified_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )

@@ -5,6 +5,7 @@ States (``db.enforcement.models.STATUSES``) and the steps between them::
     proposta ──confirm (agent: issues the auto de infração)──▶ confirmada ──notify──▶ notificada
        └──dismiss (reason)──▶ descartada            └──archive_lapsed──▶ arquivada
     notificada ──file_defence──▶ em_defesa ──decide_defence──▶ defesa_deferida | defesa_indeferida
+    defesa_indeferida ──notify_decision (the decision delivered; same state)──▶ defesa_indeferida
     notificada | defesa_indeferida ──finalize (no appeal left)──▶ definitiva
 
 Every step writes one audit entry (who, when, from, to, and the step's data); nothing is ever
@@ -18,9 +19,11 @@ where the text leaves it to the case (POA art. 57 XI, c).
 Deadlines get their due dates as the steps happen: the notification's from the auto (Pinto
 Bandeira art. 36 § 1º archives an auto not notified in 30 days), the defence's from the
 notification (suspensive where the law says so: the penalty is not enforceable until the
-defence is decided or its period ends). Where the rulebook fixes no defence period (it is in a
-municipal law outside the bundled text), the final decision needs the date the agent states
-the period ended, which the audit keeps.
+defence is decided or its period ends), the appeal's and the payment's from the decision or,
+where the law says so (fretamento art. 33, Porto Velho art. 32), from the delivery of the
+decision to the accused (``notify_decision``). Where the rulebook fixes no defence period (it
+is in a municipal law outside the bundled text), the final decision needs the date the agent
+states the period ended, which the audit keeps.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     "archive": ("confirmada",),
     "file_defence": ("notificada",),
     "decide_defence": ("em_defesa",),
+    "notify_decision": ("defesa_indeferida",),
     "finalize": ("notificada", "defesa_indeferida"),
 }
 """Which states each step starts from."""
@@ -77,6 +81,7 @@ _STEP_WORDS = {
     "archive": "arquivar",
     "file_defence": "registrar a defesa de",
     "decide_defence": "decidir a defesa de",
+    "notify_decision": "registrar a notificação da decisão de",
     "finalize": "tornar definitiva",
 }
 """Each step as the agent reads it (pt-BR)."""
@@ -572,6 +577,7 @@ STEP_FACTS = (
     ("notified_at", "a entrega da notificação"),
     ("defence_filed_at", "o protocolo da defesa"),
     ("decided_at", "a decisão da defesa"),
+    ("decision_notified_at", "a notificação da decisão"),
 )
 """A proposal's dated facts in the order of the procedure (column, pt-BR with its article): a
 step is dated after each of them."""
@@ -899,6 +905,42 @@ def decide_defence(
     return p
 
 
+def notify_decision(
+    session: Session, proposal_id: str, *, actor: str, at: dt.datetime | None = None
+) -> Proposal:
+    """Record the delivery of the decision on the defence (the penalty) to the accused.
+
+    The state stays ``defesa_indeferida``; the periods the rulebook counts from it
+    (``from = "decision_notification"``: fretamento art. 33 and art. 32, parágrafo único; Porto
+    Velho art. 32) get their due dates. Dated not before the decision nor in the future; once.
+
+    Raises
+    ------
+    TransitionError
+        Not a rejected defence, or the delivery recorded already.
+    """
+    now = _now(at)
+    p = _step(session, proposal_id, "notify_decision", now)
+    if p.decision_notified_at is not None:
+        msg = (
+            f"a notificação da decisão da proposta {proposal_id} já foi registrada "
+            f"({_local_date(p.decision_notified_at, p):%d/%m/%Y})"
+        )
+        raise TransitionError(msg)
+    p.decision_notified_at, p.updated_at = now, now
+    _set_due(p, "decision_notification", now)
+    _audit(
+        session,
+        actor=actor,
+        action="notify_decision",
+        step_at=now.isoformat(),
+        proposal_id=proposal_id,
+        frm=p.status,
+        to=p.status,
+    )
+    return p
+
+
 def finalize(
     session: Session,
     proposal_id: str,
@@ -914,7 +956,10 @@ def finalize(
     that follows it where the rulebook has one (e.g. fretamento art. 33: 15 days "do término do
     prazo desta"), have ended; from ``defesa_indeferida`` once the appeal period has ended (or
     the appeal was decided: say so in ``reason``). Only final decisions count for reincidence
-    under Porto Alegre's fretamento decree (art. 19, § 5º).
+    under Porto Alegre's fretamento decree (art. 19, § 5º). Where the appeal counts from the
+    delivery of the decision (fretamento art. 33, Porto Velho art. 32), a rejected defence is
+    final only once that delivery is recorded (:func:`notify_decision`) and the period from it
+    has ended.
 
     Where the rulebook fixes no defence period (Porto Alegre's taxi decree: the periods are in
     Lei 11.582/2014, outside the bundled texts), the agent states ``period_ended_on``: the local
@@ -948,6 +993,13 @@ def finalize(
             open_until = (until.isoformat(), f"defesa, {defence.get('provision')}")
     elif p.status == "defesa_indeferida" and appeal.get("due"):
         open_until = (appeal["due"], f"recurso, {appeal.get('provision')}")
+    elif p.status == "defesa_indeferida" and appeal.get("from") == "decision_notification":
+        msg = (
+            f"a decisão da proposta {proposal_id} ainda não é definitiva: o prazo de recurso "
+            f"({appeal.get('provision')}) conta da notificação da decisão ao autuado, que não foi "
+            "registrada; registre-a e aguarde o fim do prazo"
+        )
+        raise TransitionError(msg)
     if open_until and now <= dt.datetime.fromisoformat(open_until[0]):
         msg = (
             f"a decisão da proposta {proposal_id} ainda não é definitiva: cabe {open_until[1]} "
@@ -1145,6 +1197,9 @@ def as_record(p: Proposal, finding_ids: list[str] | None = None) -> dict[str, An
         "dismissed_reason": p.dismissed_reason,
         "notified_at": p.notified_at.isoformat() if p.notified_at else None,
         "decided_at": p.decided_at.isoformat() if p.decided_at else None,
+        "decision_notified_at": (
+            p.decision_notified_at.isoformat() if p.decision_notified_at else None
+        ),
         "final_at": doc.get("final_at"),
         "penalty_enforceable_from": enforceable_from(p),
     }

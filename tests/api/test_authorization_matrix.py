@@ -89,6 +89,7 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/proposals/{proposal_id}/notify"): REVIEWERS,
     ("POST", "/api/v1/proposals/{proposal_id}/defence"): REVIEWERS,
     ("POST", "/api/v1/proposals/{proposal_id}/decision"): REVIEWERS,
+    ("POST", "/api/v1/proposals/{proposal_id}/decision-notification"): REVIEWERS,
     ("POST", "/api/v1/proposals/{proposal_id}/finalize"): REVIEWERS,
     ("GET", "/api/v1/proposals/{proposal_id}/documents/{kind}"): REVIEWERS,
     ("GET", "/api/v1/alerts"): REVIEWERS,

@@ -83,6 +83,9 @@ class TestProposalRoutes:
         r = client.post(final, json=reason | {"period_ended_on": today}, headers=auth)
         assert r.status_code == 200, r.text
         assert r.json()["status"] == "definitiva"
+        # the delivery of a decision: only after a rejected defence
+        r = client.post(f"/api/v1/proposals/{pid}/decision-notification", json={}, headers=auth)
+        assert r.status_code == 409 and "notificação da decisão" in r.json()["error"]["message"]
 
     def test_unknown_is_404_and_planner_is_403(self, client, seeded) -> None:
         """An unknown id is 404; a planner may not review proposals."""

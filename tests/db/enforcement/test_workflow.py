@@ -21,6 +21,7 @@ from db.enforcement.workflow import (
     generate_report,
     get_proposal,
     notify,
+    notify_decision,
     proposal_history,
     store_findings,
 )
@@ -460,6 +461,7 @@ class TestReincidenceNamesAndStatuses:
             p = confirm(poa, second, agent_id="a", at=T0)
             assert p.reincidence_count == 0 and float(p.fine_amount) == 150.0
             sp.rollback()
+        notify_decision(poa, first, actor="a", at=at + dt.timedelta(days=22))  # art. 33
         with pytest.raises(TransitionError, match="cabe recurso"):
             finalize(poa, first, agent_id="s", reason="sem recurso", at=at + dt.timedelta(days=30))
         finalize(
