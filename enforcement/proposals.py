@@ -792,8 +792,8 @@ def due_at(
     first = pd.Timestamp(start).tz_convert(timezone).date()
     if counting == "business_days":
         years = range(first.year, first.year + 2 + days // 200)
-        local = [dt.date.fromisoformat(f"{y}-{day}") for y in years for day in holidays]
-        closed = np.array(sorted({*brazil_holidays(years), *local}), dtype="datetime64[D]")
+        regional = [dt.date.fromisoformat(f"{y}-{day}") for y in years for day in holidays]
+        closed = np.array(sorted({*brazil_holidays(years), *regional}), dtype="datetime64[D]")
         last = np.busday_offset(np.datetime64(first, "D"), days, roll="forward", holidays=closed)
         end = pd.Timestamp(last).date()
     else:
