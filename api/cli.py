@@ -97,7 +97,8 @@ _COMMANDS: dict[str, _Entry] = {
         "api.cli_proposals",
         "app",
         "Propostas de autuação: gerar a partir dos achados, revisar (confirmar, descartar, "
-        "notificar, defesa, decisão), prazos. Cada passo fica no registro de auditoria.",
+        "notificar, defesa, decisão, notificação da decisão, decisão definitiva), prazos. Cada "
+        "passo fica no registro de auditoria.",
     ),
     "stands": _Entry(
         "api.cli_stands",
