@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from api._errors import InputFileError
-from api.inputs import checked_municipality, read_input, read_stands_file, require_file
+from api.inputs import (
+    check_out_folder,
+    checked_municipality,
+    read_input,
+    read_stands_file,
+    require_file,
+)
 from fleet.ids import id_form
 from maps.tiles import OSM_TILES
 
@@ -169,6 +175,7 @@ def analyze(
     """Analisa pings contra pontos e frota e grava os arquivos de saída do contrato."""
     import runtime
 
+    check_out_folder(out)
     jobs = jobs or runtime.available_cores()
     runtime.keep_arrow_pages()  # read when Arrow loads: before the imports below
     from rich.console import Console
@@ -321,8 +328,6 @@ def analyze(
                 fixes, rejected, _ = read_porto_trips(pings, max_speed_kmh=params.max_speed_kmh)
             else:
                 fixes, rejected = read_pings(pings, max_speed_kmh=params.max_speed_kmh)
-            if as_of_date is not None:
-                fixes = cut_at_as_of(fixes, as_of=as_of_date, timezone=tz)
             if engine is Engine.dask:
                 from engines.distributed import analyze_pings_distributed, dask_client
 
@@ -332,6 +337,10 @@ def analyze(
                     )
             else:
                 result = analyze_pings(fixes, rejected, stand_frame, **options)
+            if as_of_date is not None:  # the map's fixes (the engines cut and count their own)
+                fixes = cut_at_as_of(fixes, as_of=as_of_date, timezone=tz)
+        if as_of_date is not None and (note := _as_of_note(result.summary, as_of_date, tz)):
+            notes.append(note)
         if area is None and place is not None:
             skipped = result.summary.get("detectors_skipped", {})
             if "outside_municipality" in skipped:
@@ -369,6 +378,7 @@ def analyze(
         notes=notes,
         timezone=(tz, tz_source),
         boundary=_boundary_source(boundary, place, area),
+        as_of=as_of_date,
     )
 
 
@@ -478,6 +488,7 @@ def _report(
     notes: list[str],
     timezone: tuple[str, str],
     boundary: str,
+    as_of: dt.date | None = None,
 ) -> None:
     """Print what the run found, for people: kinds by their pt-BR names (files keep codes)."""
     from tracking.detectors.findings import kind_name
@@ -486,8 +497,9 @@ def _report(
         typer.echo(f"aviso: {note}")
     typer.echo(f"Fuso horário: {timezone[0]} ({timezone[1]}).")
     typer.echo(f"Limite municipal: {boundary}.")
+    late = f", {s['pings_after_as_of']} depois de --as-of (fora da análise)" if as_of else ""
     typer.echo(
-        f"{s['pings_valid']} pings válidos, {s['pings_rejected']} rejeitados; "
+        f"{s['pings_valid']} pings válidos, {s['pings_rejected']} rejeitados{late}; "
         f"{s['visits']} visitas ({s['boardings']} com embarque), {s['trips']} viagens, "
         f"{s['stops']} paradas; {s['findings']} achados."
     )
@@ -506,6 +518,17 @@ def _report(
     elif no_rulebook:
         typer.echo(f"aviso: {no_rulebook}; proposals.json não gerado.")
     typer.echo(f"Saídas em {out}/: " + ", ".join(p.name for p in paths))
+
+
+def _as_of_note(summary: dict[str, Any], as_of: dt.date, timezone: str) -> str | None:
+    """Warn when every valid fix is after ``--as-of``: nothing was analysed."""
+    late = summary["pings_after_as_of"]
+    if summary["pings_valid"] or not late:
+        return None
+    return (
+        f"--as-of: todos os {late} pings válidos são de depois de {as_of.isoformat()} "
+        f"(fim do dia em {timezone}); nada foi analisado: confira a data"
+    )
 
 
 def _shown(ids: list[str]) -> str:

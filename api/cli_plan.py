@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import typer
 
-from api.inputs import checked_municipality, read_input, read_stands_file
+from api.inputs import check_out_file, checked_municipality, read_input, read_stands_file
 from geo.calendar import DEFAULT_TIMEZONE
 from maps.tiles import OSM_TILES
 
@@ -106,6 +106,8 @@ def plan(
         typer.secho("erro: use --fleet ou --from-db, não ambos", err=True, fg=typer.colors.RED)
         raise typer.Exit(2)
     reference = _as_of(as_of)
+    if out is not None:
+        check_out_file(out)
     fleet_frame = None
     fleet_source = None
     if rules is not None:

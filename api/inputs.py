@@ -8,6 +8,7 @@ caller allows it.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -122,3 +123,72 @@ def checked_municipality(value: str | None) -> str | None:
     from fleet.municipalities import find_municipality
 
     return find_municipality(value, census=CENSUS).code
+
+
+_OUT_REASONS = {
+    errno.EACCES: "sem permissão de escrita",
+    errno.EPERM: "sem permissão de escrita",
+    errno.EROFS: "sistema de arquivos somente leitura",
+    errno.ENOSPC: "disco cheio",
+    errno.ENOENT: "o local não aceita arquivos nem pastas novos",
+}
+
+
+def out_reason(exc: OSError) -> str:
+    """Return the pt-BR reason an output path cannot be written."""
+    return _OUT_REASONS.get(exc.errno or 0) or str(exc.strerror or exc)
+
+
+def check_out_folder(folder: Path, *, flag: str = "--out") -> None:
+    """Create ``folder`` if missing and check that files can be written in it.
+
+    Raises
+    ------
+    InputFileError
+        ``folder`` is a file, lies under a file, cannot be created, or is not writable (the
+        message names ``flag`` and the reason).
+    """
+    import tempfile
+
+    if folder.exists() and not folder.is_dir():
+        msg = f"{flag}: {folder} é um arquivo; esperado uma pasta"
+        raise InputFileError(msg)
+    if file := next((p for p in folder.parents if p.exists() and not p.is_dir()), None):
+        msg = f"{flag}: {folder} fica dentro de {file}, que é um arquivo; esperado uma pasta"
+        raise InputFileError(msg)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"{flag}: não foi possível criar a pasta {folder} ({out_reason(exc)})"
+        raise InputFileError(msg) from None
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        msg = f"{flag}: não é possível gravar na pasta {folder} ({out_reason(exc)})"
+        raise InputFileError(msg) from None
+
+
+def check_out_file(path: Path, *, flag: str = "--out") -> None:
+    """Check that ``path`` can be written as a file (its folder created if missing).
+
+    Raises
+    ------
+    InputFileError
+        ``path`` is a folder, an existing file not writable, or its folder cannot be created
+        or written in (the message names ``flag`` and the reason).
+    """
+    if path.is_dir():
+        msg = f"{flag}: {path} é uma pasta; esperado um arquivo"
+        raise InputFileError(msg)
+    if file := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
+        msg = f"{flag}: {path} fica dentro de {file}, que é um arquivo; esperado uma pasta"
+        raise InputFileError(msg)
+    check_out_folder(path.parent, flag=flag)
+    if path.exists():
+        try:
+            with path.open("ab"):
+                pass
+        except OSError as exc:
+            msg = f"{flag}: não é possível gravar em {path} ({out_reason(exc)})"
+            raise InputFileError(msg) from None

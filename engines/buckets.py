@@ -567,16 +567,19 @@ def analyze_bucket(
 ) -> dict[str, Any]:
     """Validate a bucket's raw rows (in file order) and run the vehicle stage on them.
 
-    Returns :func:`engines.partitions.vehicle_stage`'s dict plus ``rejected`` (the bucket's
-    rejected rows) and ``sample`` (its fixes of the map's sample, :func:`map_sample`).
+    Returns :func:`engines.partitions.vehicle_stage`'s dict, its ``stats`` counting the valid
+    fixes after ``--as-of`` (left out), plus ``rejected`` (the bucket's rejected rows) and
+    ``sample`` (its fixes of the map's sample, :func:`map_sample`).
     """
     params: AnalysisParams = context["params"]
     pings, rejected = validate_pings(raw, now=now, max_speed_kmh=params.max_speed_kmh)
     del raw
     as_of = context["as_of"]
+    n_valid = len(pings)
     if as_of is not None:
         pings = cut_at_as_of(pings, as_of=as_of, timezone=params.timezone)
     out = vehicle_stage(pings, context)
+    out["stats"]["pings_after_as_of"] = n_valid - len(pings)
     out["rejected"] = rejected
     out["sample"] = map_sample(pings, step)
     return out

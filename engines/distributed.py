@@ -74,6 +74,7 @@ from engines.pipeline import (
     AnalysisParams,
     AnalysisResult,
     Progress,
+    cut_at_as_of,
     merge_part_file,
     merge_parts,
     merge_ping_stats,
@@ -326,8 +327,13 @@ def analyze_pings_distributed(
         If a partition fails on the cluster (the worker's error is chained).
     """
     params = params or AnalysisParams()
-    pings = _contiguous(pings)
     tz = params.timezone
+    n_after_as_of = 0
+    if as_of is not None:
+        n_given = len(pings)
+        pings = cut_at_as_of(pings, as_of=as_of, timezone=tz)
+        n_after_as_of = n_given - len(pings)
+    pings = _contiguous(pings)
     as_of = as_of or last_local_day(pings, tz)
     n_workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
     ranges = vehicle_partitions(
@@ -353,9 +359,19 @@ def analyze_pings_distributed(
     [ctx] = client.scatter([context], broadcast=True)
     parts = client.scatter([pings.iloc[a:b] for a, b in ranges])
     futures = client.map(vehicle_stage, parts, context=ctx, pure=False)
+    if n_after_as_of:  # counted once, by the first partition
+        futures[0] = client.submit(_after_as_of, futures[0], n_after_as_of, pure=False)
     return gather_on_workers(
         client, futures, rejected, context, pings=pings, groups=groups, progress=progress
     )
+
+
+def _after_as_of(result: dict[str, Any], n: int) -> dict[str, Any]:
+    """Return a partition's result (:func:`~engines.partitions.vehicle_stage`) counting ``n``.
+
+    ``n``: the run's fixes cut at ``--as-of`` (``summary.json``'s ``pings_after_as_of``).
+    """
+    return result | {"stats": result["stats"] | {"pings_after_as_of": n}}
 
 
 def gather_on_workers(

@@ -120,6 +120,8 @@ def no_progress(_: str) -> None:
 def cut_at_as_of(pings: pd.DataFrame, *, as_of: dt.date, timezone: str) -> pd.DataFrame:
     """Keep the fixes up to the end of ``as_of`` (inclusive) in ``timezone``.
 
+    The engines count the fixes left out (``summary.json``'s ``pings_after_as_of``).
+
     Parameters
     ----------
     pings : pandas.DataFrame
@@ -223,7 +225,8 @@ def analyze_pings(
     roads : geo.roads.RoadGraph, optional
         Road network for ``longer_route`` (without it: past trips between the same cells).
     as_of : datetime.date, optional
-        Last local day analysed (default: the last day with fixes).
+        Last local day analysed (default: the last day with fixes); later fixes are left out
+        (:func:`cut_at_as_of`) and counted (``pings_after_as_of`` of the summary).
     thresholds : mapping, optional
         ``{kind: {parameter: value}}`` for the detectors (the municipality's configuration).
     kinds : tuple of str
@@ -241,6 +244,11 @@ def analyze_pings(
         Areas where waiting is allowed (a stands frame, ``stands/frames.py``): waiting there
         is not ``illegal_stand_formation``.
     """
+    n_after_as_of = 0
+    if as_of is not None:
+        n_given = len(pings)
+        pings = cut_at_as_of(pings, as_of=as_of, timezone=params.timezone)
+        n_after_as_of = n_given - len(pings)
     if fleet is not None:
         fleet, _ = mark_unplaced_licences(fleet, stands["stand_id"])
     progress("Casando fixes com os pontos (H3 + ponto-em-polígono)")
@@ -283,7 +291,7 @@ def analyze_pings(
     occ = occupancy(visits, stands, bucket=params.occupancy_bucket, include_idle=False)
 
     progress("Rodando os detectores de infrações")
-    stats = ping_stats(pings, fleet=fleet, drivers=drivers)
+    stats = ping_stats(pings, fleet=fleet, drivers=drivers, after_as_of=n_after_as_of)
     findings, skipped = run_detectors(
         DetectorInputs(
             pings=pings,
@@ -354,13 +362,16 @@ def ping_stats(
     *,
     fleet: pd.DataFrame | None = None,
     drivers: pd.DataFrame | None = None,
+    after_as_of: int = 0,
 ) -> dict[str, Any]:
     """Return the counts of a pings frame for ``summary.json`` (see :func:`merge_ping_stats`).
 
+    ``after_as_of``: the valid fixes cut from it at ``--as-of`` (:func:`cut_at_as_of`).
     ``id_checks`` (:func:`id_checks`) is not in the summary.
     """
     return {
         "pings_valid": int(len(pings)),
+        "pings_after_as_of": int(after_as_of),
         "pings_speed_flagged": int(pings[fr.SPEED_FLAG].sum()) if len(pings) else 0,
         "vehicles": int(pings[fr.VEHICLE_ID].nunique()),
         "first": pings[fr.TIMESTAMP].min() if len(pings) else None,
@@ -375,6 +386,7 @@ def merge_ping_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
     lasts = [p["last"] for p in parts if p["last"] is not None]
     return {
         "pings_valid": sum(p["pings_valid"] for p in parts),
+        "pings_after_as_of": sum(p["pings_after_as_of"] for p in parts),
         "pings_speed_flagged": sum(p["pings_speed_flagged"] for p in parts),
         "vehicles": sum(p["vehicles"] for p in parts),
         "first": min(firsts) if firsts else None,
@@ -410,6 +422,7 @@ def summarize(
     return {
         "pings_valid": stats["pings_valid"],
         **rejected_summary(rejected_counts(result.rejected)),
+        "pings_after_as_of": stats["pings_after_as_of"],
         "pings_speed_flagged": stats["pings_speed_flagged"],
         "pings_in_stands": n_matched,
         "vehicles": stats["vehicles"],

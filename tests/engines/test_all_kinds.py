@@ -94,9 +94,10 @@ def _in_memory(path: Path, stands: Any, *, jobs: int, early: Any = None, **optio
     del jobs
     params = options["params"]
     fixes, rejected = read_pings(path, max_speed_kmh=params.max_speed_kmh)
-    if options["as_of"] is not None:
+    result = analyze_pings(fixes, rejected, stands, **options)  # cuts at as_of, counting
+    if options["as_of"] is not None:  # the map's fixes
         fixes = cut_at_as_of(fixes, as_of=options["as_of"], timezone=params.timezone)
-    return analyze_pings(fixes, rejected, stands, **options), fixes
+    return result, fixes
 
 
 @contextlib.contextmanager
@@ -428,6 +429,51 @@ class TestEnginesWriteTheSameFiles:
         assert _report_lines(done.stdout) == _report_lines(reference[1])
 
 
+AS_OF = "2024-03-06"
+"""A day before the scenario's last two: their fixes are left out and counted."""
+
+
+@pytest.fixture(scope="module")
+def as_of_reference(inputs: Inputs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The in-memory engine's output folder and report with ``--as-of`` :data:`AS_OF`."""
+    out = tmp_path_factory.mktemp("memory_as_of")
+    with _cli_in_process(_in_memory) as run:
+        report = run([*inputs.args(out), "--as-of", AS_OF])
+    return out, report
+
+
+class TestEnginesCountTheFixesAfterAsOf:
+    def test_reference_counts_them(self, inputs: Inputs, as_of_reference: tuple[Path, str]) -> None:
+        """In memory, the valid fixes after --as-of's day (São Paulo) are said and counted."""
+        fixes, _ = read_pings(inputs.pings)
+        end = pd.Timestamp("2024-03-07", tz="America/Sao_Paulo")
+        n_after = int((fixes["timestamp"] >= end).sum())
+        summary = json.loads((as_of_reference[0] / "summary.json").read_text(encoding="utf-8"))
+        assert n_after > 0 and summary["pings_after_as_of"] == n_after
+        assert summary["pings_valid"] == len(fixes) - n_after
+        assert f", {n_after} depois de --as-of (fora da análise);" in as_of_reference[1]
+
+    @pytest.mark.parametrize(
+        "engine",
+        [["--jobs", "1"], ["--jobs", "2"], ["--engine", "dask", "--workers", "2"]],
+        ids=["file-1", "file-2", "dask"],
+    )
+    def test_every_engine_writes_the_same_files(
+        self,
+        run_pontual: Any,
+        inputs: Inputs,
+        as_of_reference: tuple[Path, str],
+        tmp_path: Path,
+        engine: list[str],
+    ) -> None:
+        """The file engine (one or two jobs) and Dask with --as-of: the in-memory files, bytes
+        for bytes (the count of fixes after --as-of in summary.json), and its report."""
+        done = run_pontual(*inputs.args(tmp_path), "--as-of", AS_OF, *engine, timeout_s=600)
+        assert done.returncode == 0, done.stderr
+        _assert_same_files(tmp_path, as_of_reference[0])
+        assert _report_lines(done.stdout) == _report_lines(as_of_reference[1])
+
+
 def test_the_client_reads_only_the_declared_details(
     inputs: Inputs, reference: tuple[Path, str]
 ) -> None:
@@ -464,13 +510,14 @@ def test_the_client_reads_only_the_declared_details(
 
 @pytest.fixture(scope="module")
 def history(reference: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An earlier ``proposals.json``: the reference's proposals, issued 30 days before."""
+    """An earlier ``proposals.json``: the reference's proposals, issued 30 days before and final
+    (Porto Alegre's taxis count only final decisions for reincidence)."""
     import datetime as dt
 
     records = json.loads((reference[0] / "proposals.json").read_text(encoding="utf-8"))
     for k, r in enumerate(records):
         at = dt.datetime.fromisoformat(r["committed_at"]) - dt.timedelta(days=30)
-        r |= {"committed_at": at.isoformat(), "status": "confirmada", "auto_number": f"A-{k}"}
+        r |= {"committed_at": at.isoformat(), "status": "definitiva", "auto_number": f"A-{k}"}
     path = tmp_path_factory.mktemp("history") / "anteriores.json"
     path.write_text(json.dumps(records), encoding="utf-8")
     return path

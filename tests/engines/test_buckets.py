@@ -30,11 +30,7 @@ from tracking.parquet import EarlyRead
 
 def _local(path: Path, **kw: Any) -> Any:
     pings, rejected = read_pings(path, now=NOW)
-    if kw.get("as_of") is not None:
-        from engines.pipeline import cut_at_as_of
-
-        pings = cut_at_as_of(pings, as_of=kw["as_of"], timezone=AnalysisParams().timezone)
-    return analyze_pings(pings, rejected, STANDS, **kw)
+    return analyze_pings(pings, rejected, STANDS, **kw)  # cuts at as_of, counting the fixes
 
 
 def _typed_parquet(tmp_path: Path, *, groups: int = 1) -> tuple[Path, int]:

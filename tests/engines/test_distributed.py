@@ -92,6 +92,34 @@ class TestAnalyzePingsDistributed:
         )
         assert_same(dist, local)
 
+    def test_fixes_after_as_of_are_left_out_and_counted(self, client: Any, tmp_path: Path) -> None:
+        """Given every fix and an earlier --as-of, both engines cut the later fixes and count
+        them alike (``pings_after_as_of``); the analysis is that of the fixes cut before."""
+        import datetime as dt
+
+        pings = scenario_pings()
+        end = pd.Timestamp("2024-03-06T03:00Z")  # 5 March ends in São Paulo
+        n_after = int((pings["timestamp"] >= end).sum())
+        kw: dict[str, Any] = {
+            "fleet": scenario_fleet(tmp_path),
+            "boundary": BOUNDARY,
+            "as_of": dt.date(2024, 3, 5),
+        }
+        local = analyze_pings(pings, pd.DataFrame(), STANDS, **kw)
+        dist = analyze_pings_distributed(
+            pings, pd.DataFrame(), STANDS, client=client, partition_fixes=500, **kw
+        )
+        assert_same(dist, local)
+        assert n_after > 0 and local.summary["pings_after_as_of"] == n_after
+        assert local.summary["pings_valid"] == len(pings) - n_after
+        before = pings.loc[pings["timestamp"] < end].reset_index(drop=True)
+        cut_first = analyze_pings(before, pd.DataFrame(), STANDS, **kw)
+        assert cut_first.summary["pings_after_as_of"] == 0
+        pd.testing.assert_frame_equal(dist.visits, cut_first.visits)
+        assert dist.findings["finding_id"].tolist() == cut_first.findings["finding_id"].tolist()
+        counted = {k: v for k, v in dist.summary.items() if k != "pings_after_as_of"}
+        assert counted == {k: v for k, v in cut_first.summary.items() if k != "pings_after_as_of"}
+
     def test_one_stand_per_group(self, client: Any, tmp_path: Path) -> None:
         """Many small groups (a stand, a cell pair each; small partitions): the local result."""
         pings = scenario_pings()
