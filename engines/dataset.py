@@ -222,6 +222,7 @@ def write_dataset(
                 "sha256": _sha256(source.path),
                 "format": "csv" if source.is_csv else "parquet",
                 "csv_columns": list(source.names),
+                "csv_delimiter": source.delimiter,
                 "integral_ids": sorted(source.integral_ids),
             },
             timezone=timezone,
@@ -898,6 +899,7 @@ def _raw_source(
         names=list(source["csv_columns"]) if source["format"] == "csv" else [],
         integral_ids=set(source["integral_ids"]),
         bad=bad,
+        delimiter=source.get("csv_delimiter", ","),
     )
 
 

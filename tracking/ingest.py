@@ -7,9 +7,13 @@ columns are allowed and travel with rejected rows only.
 
 Cells are read as text, exactly as written (CSV: no NA guessing; Parquet: numbers and datetimes
 stay numbers and datetimes, other columns become text), then checked by
-:func:`tracking.validate.validate_pings`. A CSV record with the wrong number of fields is rejected
-as ``malformed_row`` with its fields kept in order (extra fields joined into the last column with
-``,``), without stopping the read.
+:func:`tracking.validate.validate_pings`. A CSV is separated by ``,``, ``;`` or tab (the most
+frequent in the header line: a file as Excel in pt-BR saves it reads as the contract's). Each line
+is one record: a quoted field closes on its line (an escaped quote ``""`` inside), so a stray
+quote never joins lines. A line with the wrong number of fields, or with a quote it does not
+close, is rejected as ``malformed_row`` with its fields kept in order (extra fields joined into
+the last column with the separator; from an unclosed quote on, the fields are split at each
+separator, the quote kept), without stopping the read.
 
 :func:`read_pings` streams the file in chunks of ``chunk_rows`` rows (Arrow's streaming CSV
 reader, Parquet record batches) through :func:`tracking.validate.validate_ping_chunks`, so only
@@ -21,8 +25,11 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import gzip
 import io
+import re
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +64,8 @@ _ID_COLUMNS = (fr.VEHICLE_ID, fr.DRIVER_ID)
 DEFAULT_CHUNK_ROWS = 1_000_000
 """Rows read and validated at a time by :func:`read_pings`."""
 _CSV_BLOCK_BYTES = 1 << 20  # larger blocks make Arrow hold much more per row
-_QUOTE_BLOCK = 16 << 20
+_SCAN_BLOCK = 16 << 20
+_DELIMITERS = (",", ";", "\t")
 RANGE_MIN_BYTES = 64 << 20
 """Smallest CSV :meth:`RawPings.ranges` cuts (under it, starting processes costs more)."""
 RANGE_MIN_ROWS = 600_000
@@ -130,12 +138,13 @@ class RawPings:
     number of fields are skipped and remembered, so the file's data rows are only known once a
     first read has gone through the whole file: then :meth:`data_rows` maps ordinals to rows and
     :meth:`malformed` gives those records as rejected rows (``malformed_row``). Parquet has no
-    malformed records: ``row`` is the data row.
+    malformed records: ``row`` is the data row. ``delimiter``: the CSV's separator.
     """
 
     path: Path
     chunk_rows: int
     names: list[str] = field(default_factory=list)
+    delimiter: str = ","
     integral_ids: set[str] = field(default_factory=set)
     bad: list[tuple[int | None, str]] | None = None
 
@@ -155,9 +164,9 @@ class RawPings:
             raise FileNotFoundError(f"arquivo de pings não encontrado: {p}")
         if name.endswith(PARQUET_SUFFIXES):
             return cls(p, chunk_rows, integral_ids=_integral_id_columns(p), bad=[])
-        names = _read_header(p)
+        names, delimiter = _read_header(p)
         _check_columns(names, required=fr.PING_REQUIRED, source=p.name)
-        return cls(p, chunk_rows, names=names)
+        return cls(p, chunk_rows, names=names, delimiter=delimiter)
 
     @property
     def is_csv(self) -> bool:
@@ -179,7 +188,9 @@ class RawPings:
             yield from _iter_parquet_tables(self.path, chunk_rows=self.chunk_rows, early=early)
             return
         bad: list[tuple[int | None, str]] = []
-        yield from _iter_csv_tables(self.path, self.names, chunk_rows=self.chunk_rows, bad=bad)
+        yield from _iter_csv_tables(
+            self.path, self.names, self.delimiter, chunk_rows=self.chunk_rows, bad=bad
+        )
         if self.bad is None:
             self._remember(bad)
 
@@ -192,12 +203,11 @@ class RawPings:
     def ranges(self, parts: int) -> list[tuple[int, int]]:
         """Cut the file into up to ``parts`` ranges of records in file order, to be read at once.
 
-        A plain CSV: byte ranges cut at line ends outside any quoted field (an even count of
-        double quotes before the cut: a quoted field may hold a line break; an escaped quote
-        counts two). Parquet: ``[first, stop)`` runs of whole row groups of about equal rows
-        (:meth:`_row_group_ranges`). Empty (read the file whole with :meth:`tables`) for a
-        compressed CSV, a CSV under :data:`RANGE_MIN_BYTES`, or a Parquet file under
-        :data:`RANGE_MIN_ROWS` or of one row group.
+        A plain CSV: byte ranges cut after a line feed (a quoted field never holds one: see
+        :class:`_LineRecords`). Parquet: ``[first, stop)`` runs of whole row groups of about
+        equal rows (:meth:`_row_group_ranges`). Empty (read the file whole with
+        :meth:`tables`) for a compressed CSV, a CSV under :data:`RANGE_MIN_BYTES`, or a Parquet
+        file under :data:`RANGE_MIN_ROWS` or of one row group.
         """
         if parts < 2:
             return []
@@ -209,16 +219,14 @@ class RawPings:
         if size < RANGE_MIN_BYTES:
             return []
         with self.path.open("rb", buffering=0) as fh:
-            scan = _QuoteScan(fh)
+            scan = _LineScan(fh)
             head = fh.readline()
             start = len(head) if head.endswith(b"\n") else 0
-            cuts, quotes = [start], 0
+            cuts = [start]
             for k in range(1, parts):
-                at = max(cuts[-1], start + (size - start) * k // parts)
-                quotes += scan.quotes(cuts[-1], at)
-                cut, quotes = scan.line_end(at, quotes)
+                cut = scan.line_end(max(cuts[-1], start + (size - start) * k // parts))
                 if cut is None:
-                    break  # no safe cut left
+                    break  # no line end left
                 cuts.append(cut)
         bounds = [*cuts, size] if start else []
         return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=False) if b > a]
@@ -239,7 +247,12 @@ class RawPings:
             return
         with _ByteRange(self.path, start, stop) as data:
             yield from _iter_csv_tables(
-                self.path, self.names, chunk_rows=self.chunk_rows, bad=bad, data=data
+                self.path,
+                self.names,
+                self.delimiter,
+                chunk_rows=self.chunk_rows,
+                bad=bad,
+                data=data,
             )
 
     def _row_group_ranges(self, parts: int) -> list[tuple[int, int]]:
@@ -294,7 +307,7 @@ class RawPings:
         """Return the malformed records as rejected rows, in file order."""
         bad = self._bad()
         rows = np.array([(n or 0) - 1 for n, _ in bad], dtype=np.int64)
-        frame = _malformed_frame(rows, [text for _, text in bad], self.names)
+        frame = _malformed_frame(rows, [text for _, text in bad], self.names, self.delimiter)
         return make_rejected(frame, ["malformed_row"] * len(rows))
 
     def rows(self, rows: np.ndarray) -> pd.DataFrame:
@@ -494,7 +507,7 @@ def read_csv_cells(
     Parameters
     ----------
     path : str or pathlib.Path
-        A ``.csv`` or ``.csv.gz`` file with a header row (UTF-8).
+        A ``.csv`` or ``.csv.gz`` file with a header row (UTF-8; ``,``, ``;`` or tab).
     required : tuple of str
         Columns that must be present.
     what : str, default "pings"
@@ -506,7 +519,8 @@ def read_csv_cells(
         One ``str`` column per header name plus ``row`` (data rows, header excluded, blank lines
         skipped).
     malformed : pandas.DataFrame
-        Records with the wrong number of fields, as a rejected frame (``malformed_row``).
+        Lines with the wrong number of fields or an unclosed quote, as a rejected frame
+        (``malformed_row``).
 
     Raises
     ------
@@ -517,9 +531,9 @@ def read_csv_cells(
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"arquivo de {what} não encontrado: {p}")
-    names = _read_header(p)
+    names, delimiter = _read_header(p)
     _check_columns(names, required=required, source=p.name)
-    return _read_csv(p, names)
+    return _read_csv(p, names, delimiter)
 
 
 def _open_binary(path: Path) -> io.BufferedIOBase:
@@ -528,11 +542,13 @@ def _open_binary(path: Path) -> io.BufferedIOBase:
     return open(path, "rb")  # noqa: SIM115
 
 
-def _read_header(path: Path) -> list[str]:
+def _read_header(path: Path) -> tuple[list[str], str]:
+    """Return the header's column names (trimmed) and the file's separator."""
     try:
         with _open_binary(path) as fh:
             line = fh.readline().decode("utf-8-sig")
-        header = next(csv.reader([line]), None)
+        delimiter = max(_DELIMITERS, key=line.count)  # the first of a tie: ","
+        header = next(csv.reader([line], delimiter=delimiter), None)
     except (UnicodeDecodeError, OSError, csv.Error) as exc:
         raise MalformedFileError(
             f"{path.name}: não foi possível ler o cabeçalho CSV ({exc})"
@@ -544,24 +560,28 @@ def _read_header(path: Path) -> list[str]:
     if dupes:
         msg = f"{path.name}: coluna(s) repetida(s) no cabeçalho: {', '.join(dupes)}"
         raise MalformedFileError(msg)
-    return names
+    return names, delimiter
 
 
 def _read_table(
-    path: Path, names: list[str], *, threads: bool
+    path: Path, names: list[str], delimiter: str, *, threads: bool
 ) -> tuple[pa.Table, list[tuple[int | None, str]]]:
     bad: list[tuple[int | None, str]] = []
+    # a byte that is not UTF-8 rejects its record; a line with an unclosed quote is one record
+    lines = _LineRecords(_Utf8(_open_binary(path)), delimiter=delimiter, fields=len(names))
 
     def on_invalid(row: pcsv.InvalidRow) -> str:
-        bad.append((row.number, row.text))
+        bad.append((row.number, lines.original(row.text)))
         return "skip"
 
     try:
-        with _Utf8(_open_binary(path)) as text:  # a byte that is not UTF-8 rejects its record
+        with lines as text:
             table = pcsv.read_csv(
                 text,
                 read_options=pcsv.ReadOptions(column_names=names, skip_rows=1, use_threads=threads),
-                parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
+                parse_options=pcsv.ParseOptions(
+                    delimiter=delimiter, invalid_row_handler=on_invalid
+                ),
                 convert_options=pcsv.ConvertOptions(
                     column_types=dict.fromkeys(names, pa.string()),
                     strings_can_be_null=False,
@@ -582,11 +602,11 @@ def _only_a_header(path: Path) -> bool:
     return len(head) < 1 << 16 and b"\n" not in head.rstrip() and b"\r" not in head.rstrip()
 
 
-def _read_csv(path: Path, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    table, bad = _read_table(path, names, threads=True)
+def _read_csv(path: Path, names: list[str], delimiter: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    table, bad = _read_table(path, names, delimiter, threads=True)
     if bad and any(number is None for number, _ in bad):
         # Row numbers are only known when parsing serially.
-        table, bad = _read_table(path, names, threads=False)
+        table, bad = _read_table(path, names, delimiter, threads=False)
     raw = pd.DataFrame(
         {name: table.column(name).to_pandas().astype("str") for name in names}
         if table.num_rows
@@ -597,17 +617,20 @@ def _read_csv(path: Path, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]
     rows = np.setdiff1d(np.arange(1, n_total + 1, dtype=np.int64), bad_rows, assume_unique=True)
     raw[fr.ROW] = rows
     malformed = make_rejected(
-        _malformed_frame(bad_rows, [text for _, text in bad], names),
+        _malformed_frame(bad_rows, [text for _, text in bad], names, delimiter),
         ["malformed_row"] * len(bad_rows),
     )
     return raw, malformed
 
 
-def _malformed_frame(rows: np.ndarray, texts: list[str], names: list[str]) -> pd.DataFrame:
+def _malformed_frame(
+    rows: np.ndarray, texts: list[str], names: list[str], delimiter: str = ","
+) -> pd.DataFrame:
     cells: list[list[str]] = []
-    for fields in _split_records(texts):
+    for text in texts:
+        fields = _split_record(text, delimiter)
         if len(fields) > len(names):
-            fields = [*fields[: len(names) - 1], ",".join(fields[len(names) - 1 :])]
+            fields = [*fields[: len(names) - 1], delimiter.join(fields[len(names) - 1 :])]
         cells.append(fields + [""] * (len(names) - len(fields)))
     frame = (
         pd.DataFrame(cells, columns=names, dtype="str")
@@ -618,9 +641,14 @@ def _malformed_frame(rows: np.ndarray, texts: list[str], names: list[str]) -> pd
     return frame
 
 
-def _split_records(texts: list[str]) -> Iterator[list[str]]:
-    for text in texts:
-        yield next(csv.reader([text]), [])
+def _split_record(text: str, delimiter: str) -> list[str]:
+    """Split a malformed line into fields; from an unclosed quote on, at each separator."""
+    opened = _grammar(delimiter).open_quote.fullmatch(text)
+    if opened is None:
+        return next(csv.reader([text], delimiter=delimiter), [])
+    head, tail = opened.groups()
+    closed = next(csv.reader([head], delimiter=delimiter))[:-1] if head else []
+    return [*closed, *tail.split(delimiter)]
 
 
 def _data_rows(ordinals: np.ndarray, bad_rows: np.ndarray) -> np.ndarray:
@@ -635,6 +663,7 @@ def _data_rows(ordinals: np.ndarray, bad_rows: np.ndarray) -> np.ndarray:
 def _iter_csv_tables(
     path: Path,
     names: list[str],
+    delimiter: str,
     *,
     chunk_rows: int,
     bad: list[tuple[int | None, str]],
@@ -646,14 +675,17 @@ def _iter_csv_tables(
     ``bad`` as (line number counting the header, text), as Arrow's serial parser reports them
     (empty lines are not counted). With ``data`` (a byte range of the file's records, no
     header), its records instead, numbered from 1 within it. Bytes that are not UTF-8 are read
-    as U+FFFD (:class:`_Utf8`).
+    as U+FFFD (:class:`_Utf8`); a line with an unclosed quote is one malformed record
+    (:class:`_LineRecords`).
     """
+    raw = _Utf8(_open_binary(path) if data is None else data)
+    lines = _LineRecords(raw, delimiter=delimiter, fields=len(names))
 
     def on_invalid(row: pcsv.InvalidRow) -> str:
-        bad.append((row.number, row.text))
+        bad.append((row.number, lines.original(row.text)))
         return "skip"
 
-    with _Utf8(_open_binary(path) if data is None else data) as text:
+    with lines as text:
         try:
             reader = pcsv.open_csv(
                 text,
@@ -663,7 +695,9 @@ def _iter_csv_tables(
                     use_threads=False,
                     block_size=_CSV_BLOCK_BYTES,
                 ),
-                parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
+                parse_options=pcsv.ParseOptions(
+                    delimiter=delimiter, invalid_row_handler=on_invalid
+                ),
                 convert_options=pcsv.ConvertOptions(
                     column_types=dict.fromkeys(names, pa.large_string()),
                     strings_can_be_null=False,
@@ -722,6 +756,155 @@ class _Utf8(io.RawIOBase):
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+class _LineRecords(io.RawIOBase):
+    """A CSV byte stream in which no quoted field spans lines (a stray quote joins none).
+
+    Lines end at LF, CR or CRLF, as Arrow's parser ends records. In a line that leaves a quoted
+    field open (Arrow's rule: a quote opens a field only as its first character; ``""`` inside
+    is a quote; after the closing quote the field goes on unquoted), the open field is replaced
+    by a marker holding more separators than the header's, so that Arrow's invalid-row handler
+    gets the line: :meth:`original` gives back the line as written. Blocks without a quote pass
+    as read; the others are checked by one RE2 pattern, and located by :func:`re` only if one
+    of their lines is open.
+    """
+
+    def __init__(self, raw: io.RawIOBase, *, delimiter: str, fields: int) -> None:
+        super().__init__()
+        self._raw = raw
+        self._grammar = _grammar(delimiter)
+        self._prefix = f"\x00{secrets.token_hex(8)}:"
+        self._fill = delimiter * fields
+        self._texts: list[str] = []  # the open fields replaced, by marker number
+        self._line = b""  # the last line not ended yet, from its start
+        self._sent = 0  # of which handed out (no quote in it)
+        self._left = memoryview(b"")  # checked bytes not handed out yet
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        """Return up to ``size`` bytes; each open field replaced (see the class)."""
+        if size is None or size < 0:
+            return self.readall()
+        while not self._left and size:
+            if self._ended:
+                return b""
+            held = len(self._line) - self._sent  # bytes of the last line not handed out
+            block = self._raw.read(max(size - held, 1)) or b""
+            self._ended = not block
+            if block and block.find(b'"') < 0 and self._line.find(b'"', self._sent) < 0:
+                data = self._line[self._sent :] + block if held else block
+                cut = _after_last_line_end(block)
+                self._line = block[cut:] if cut else self._line + block
+                self._sent = len(self._line)
+                if len(data) <= size:
+                    return data  # as read: no quote in its lines
+                self._left = memoryview(data)
+                break
+            data = self._line + block
+            end = len(data) if self._ended else _after_last_line_end(data)
+            if end:
+                self._left = memoryview(self._checked(data, self._sent, end))
+                self._line, self._sent = data[end:], 0
+            else:
+                self._line = data
+        out, self._left = self._left[:size], self._left[size:]
+        return bytes(out)
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+    def _checked(self, data: bytes, start: int, end: int) -> bytes:
+        """Return ``data[start:end]`` with each open field replaced; ``data`` starts a line."""
+        if data.find(b'"', 0, end) < 0:
+            return data[start:end]
+        whole = pa.Array.from_buffers(
+            pa.large_string(),
+            1,
+            [None, pa.py_buffer(np.array([0, end], dtype=np.int64)), pa.py_buffer(data)],
+        )
+        if not pc.count_substring_regex(whole, self._grammar.open_re2)[0].as_py():
+            return data[start:end]
+        parts, pos, line = [], start, 0
+        while (stop := _end(self._grammar.lines.match(data, line, end), line)) < end:
+            field = _end(self._grammar.closed.match(data, stop, end), stop)  # the open quote
+            cut = _end(self._grammar.line_end.search(data, field, end), end, start=True)
+            parts += [data[pos:field], f"{self._prefix}{len(self._texts)}{self._fill}".encode()]
+            self._texts.append(data[field:cut].decode())
+            pos = line = cut
+        parts.append(data[pos:end])
+        return b"".join(parts)
+
+    def original(self, text: str) -> str:
+        """Return the line as written of an invalid record's text (``text`` unless a marker's)."""
+        at = text.find(self._prefix)
+        if at < 0:
+            return text
+        number = text[at + len(self._prefix) :].rstrip(self._fill[:1])
+        return text[:at] + self._texts[int(number)]
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _after_last_line_end(data: bytes) -> int:
+    """Return the offset after the last CR or LF of ``data`` (0: none)."""
+    cut = data.rfind(b"\n") + 1
+    return data.rfind(b"\r", cut) + 1 or cut
+
+
+def _end(match: re.Match[bytes] | None, default: int, *, start: bool = False) -> int:
+    if match is None:
+        return default
+    return match.start() if start else match.end()
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    lines: re.Pattern[bytes]
+    """Whole lines, none leaving a quoted field open, from a line start."""
+    closed: re.Pattern[bytes]
+    """The closed fields of a line, with their separators, from its start."""
+    line_end: re.Pattern[bytes]
+    open_re2: str
+    """RE2: a line that leaves a quoted field open (found anywhere)."""
+    open_quote: re.Pattern[str]
+    """A line that leaves a quoted field open: (its closed fields, with their separators; the
+    rest, from the quote)."""
+
+
+@functools.cache
+def _grammar(delimiter: str) -> _Grammar:
+    """Return the line patterns of a CSV with ``delimiter``, fields parsed as Arrow does.
+
+    One parse per line: a quoted field closes at the first quote not followed by another
+    (possessive quantifiers for :mod:`re`, which would otherwise backtrack).
+    """
+    d = {"\t": r"\t"}.get(delimiter, delimiter)
+
+    def field(p: str) -> str:  # p: "+" (possessive) or "" (RE2)
+        quoted = (
+            rf'"[^"\r\n]*{p}(?:""[^"\r\n]*{p})*{p}"(?:[^"{d}\r\n][^{d}\r\n]*{p})?{p}'
+            if p
+            else rf'"(?:[^"\r\n]|"")*"(?:[^"{d}\r\n][^{d}\r\n]*)?'
+        )
+        return rf"(?:{quoted}|[^\"{d}\r\n][^{d}\r\n]*{p}|)"
+
+    closed = rf"(?:{field('+')}{d})*+"
+    return _Grammar(
+        lines=re.compile(rf"(?:{closed}{field('+')}(?:\r\n|\n|\r|\Z))*+".encode()),
+        closed=re.compile(closed.encode()),
+        line_end=re.compile(rb"[\r\n]"),
+        open_re2=rf'(?m)(?:^|\r)(?:{field("")}{d})*"(?:[^"\r\n]|"")*(?:\r|$)',
+        open_quote=re.compile(rf'({closed})(".*)', re.DOTALL),
+    )
 
 
 def _is_ascii(data: memoryview) -> bool:
@@ -786,8 +969,8 @@ class _ByteRange(io.RawIOBase):
         super().close()
 
 
-class _QuoteScan:
-    """Quotes and line ends of a file, read a block at a time into one buffer.
+class _LineScan:
+    """Line ends of a file, read a block at a time into one buffer.
 
     Read, not mapped: a mapped file's pages count in the process's resident memory (the client
     of ``--engine dask`` cutting a 1 GB CSV peaked 0.5 GB higher).
@@ -795,42 +978,18 @@ class _QuoteScan:
 
     def __init__(self, fh: io.RawIOBase) -> None:
         self._fh = fh
-        self._buf = bytearray(_QUOTE_BLOCK)
+        self._buf = bytearray(_SCAN_BLOCK)
 
-    def _blocks(self, start: int, stop: int | None) -> Iterator[tuple[int, int]]:
-        """Yield ``(offset, n)``: the buffer holds the file's bytes ``[offset, offset + n)``."""
+    def line_end(self, start: int) -> int | None:
+        """Return the offset after the first line feed from ``start`` (None: none is left)."""
         self._fh.seek(start)
         at = start
-        while stop is None or at < stop:
-            want = _QUOTE_BLOCK if stop is None else min(_QUOTE_BLOCK, stop - at)
-            n = self._fh.readinto(memoryview(self._buf)[:want]) or 0
-            if n == 0:
-                return
-            yield at, n
+        while n := self._fh.readinto(memoryview(self._buf)) or 0:
+            end = self._buf.find(b"\n", 0, n)
+            if end >= 0:
+                return at + end + 1
             at += n
-
-    def quotes(self, start: int, stop: int) -> int:
-        """Double quotes in the bytes ``[start, stop)``."""
-        view = np.frombuffer(self._buf, dtype=np.uint8)
-        return sum(
-            int(np.count_nonzero(view[:n] == ord('"'))) for _, n in self._blocks(start, stop)
-        )
-
-    def line_end(self, start: int, quotes: int) -> tuple[int | None, int]:
-        """Return the offset after the first line end from ``start`` with even quotes before it.
-
-        ``quotes`` counts those before ``start``; returns the offset (None: the file ends first)
-        and the count up to it.
-        """
-        for at, n in self._blocks(start, None):
-            pos = 0
-            while (end := self._buf.find(b"\n", pos, n)) >= 0:
-                quotes += self._buf.count(b'"', pos, end)
-                pos = end + 1
-                if quotes % 2 == 0:
-                    return at + pos, quotes
-            quotes += self._buf.count(b'"', pos, n)
-        return None, quotes
+        return None
 
 
 def _with_rows(table: pa.Table, first_row: int) -> pa.Table:

@@ -34,8 +34,8 @@ from tracking import ingest
 from tracking.ingest import RawPings
 
 TZ = "America/Sao_Paulo"
-LONG_CELL = '"' + "M\n" * 400 + '"'
-"""A quoted cell of 800 bytes holding 400 line breaks."""
+STRAY = '"M sem aspa de fecho'
+"""A cell opening a quote it never closes: its line alone is malformed."""
 
 
 def _cells() -> pd.DataFrame:
@@ -48,8 +48,8 @@ def _cells() -> pd.DataFrame:
 
 
 def _csv_text(cells: pd.DataFrame) -> str:
-    """The cells as CSV with a malformed record every 400, blank lines, and a quoted cell with
-    line breaks where the file's middle byte falls (the naive cut of two byte ranges)."""
+    """The cells as CSV with a malformed record every 400, blank lines, and a stray quote by
+    the file's middle byte (the naive cut of two byte ranges)."""
     records = [",".join(rec) for rec in cells[CONTRACT].itertuples(index=False)]
     half = sum(len(r) + 1 for r in records) // 2
     at, seen = 0, 0
@@ -57,7 +57,7 @@ def _csv_text(cells: pd.DataFrame) -> str:
         seen += len(records[at]) + 1
         at += 1
     cells = cells.copy()
-    cells.loc[at, "driver_id"] = LONG_CELL
+    cells.loc[at, "driver_id"] = STRAY
     return "\n".join(ragged_csv_lines(cells)) + "\n"
 
 
@@ -131,16 +131,18 @@ def _dask_equals_local(pings: Path, tmp_path: Path) -> pd.DataFrame:
 
 class TestPlainFileOnTheWorkers:
     def test_csv_byte_ranges(self, pings_csv: Path, tmp_path: Path, small_ranges: None) -> None:
-        """A CSV cut into two byte ranges at a line end outside the quoted cell over its middle:
-        the local engine's files, rows numbered and duplicates judged across the ranges."""
+        """A CSV cut into two byte ranges at the line end after its middle, by a line with a
+        stray quote: the local engine's files, rows numbered and duplicates judged across the
+        ranges, the stray line alone malformed."""
         text = pings_csv.read_bytes()
         start = text.index(b"\n") + 1
         middle = start + (len(text) - start) // 2
-        cell = text.index(LONG_CELL.encode())
-        assert cell < middle < cell + len(LONG_CELL)  # the naive cut is inside the quotes
+        cell = text.index(STRAY.encode())
+        end = text.index(b"\n", middle) + 1
+        assert abs(cell - middle) < 200 and b'"' not in text[cell + 1 : text.index(b"\n", cell)]
         source = RawPings.open(pings_csv)
         [(a, b), (c, d)] = source.ranges(2)
-        assert (a, d) == (start, len(text)) and b == c > cell + len(LONG_CELL)
+        assert (a, d) == (start, len(text)) and b == c == end
         bad: list[tuple[int | None, str]] = []
         n_first = sum(t.num_rows for t in source.range_tables(a, b, bad)) + len(bad)
         rejected = _dask_equals_local(pings_csv, tmp_path)

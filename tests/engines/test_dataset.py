@@ -153,6 +153,19 @@ class TestAnalyzeDataset:
             want_sample.sort_values(order, ignore_index=True),
         )
 
+    def test_semicolon_csv_equals_file_engine(self, pings_csv: Path, tmp_path: Path) -> None:
+        """A ';' CSV (Excel in pt-BR): its malformed lines read back from the dataset split at
+        ';', as the file engine reads them."""
+        semi = tmp_path / "ponto_e_virgula.csv"
+        semi.write_text(pings_csv.read_text(encoding="utf-8").replace(",", ";"), encoding="utf-8")
+        kw = _kw(tmp_path)
+        want, _ = analyze_file(semi, STANDS, now=NOW, **kw)
+        write_dataset(semi, tmp_path / "ds", timezone=TZ, n_buckets=4, jobs=2)
+        got, _ = analyze_dataset(tmp_path / "ds", STANDS, now=NOW, jobs=2, **kw)
+        pd.testing.assert_frame_equal(got.rejected, want.rejected)
+        malformed = got.rejected.loc[got.rejected["reason"] == "malformed_row"]
+        assert len(malformed) and not malformed["vehicle_id"].str.contains(";").any()
+
     def test_parquet_as_of_and_map_sample(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import gzip
 import io
 from pathlib import Path
@@ -594,30 +593,29 @@ class TestBytesNotUtf8:
 
 
 class TestByteRanges:
-    """RawPings.ranges: cuts of a plain CSV at line ends outside quoted cells."""
+    """RawPings.ranges: cuts of a plain CSV at line ends."""
 
     HEADER = "vehicle_id,timestamp,lat,lon,driver_id\n"
 
-    def _records(self, text: str) -> list[list[str]]:
-        return list(csv.reader(io.StringIO(text)))
-
-    def test_a_cut_never_falls_inside_a_quoted_cell(
+    def test_a_cut_falls_at_the_next_line_end_whatever_the_quotes(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """The middle of the file is inside a cell of 2,000 quoted lines: the cut comes after
-        its record, and the ranges hold whole records, every one once."""
+        """The middle of the file follows a quote left open 2,000 lines before: the cut comes
+        at the next line end (a quoted field never spans lines), ranges of whole lines."""
         monkeypatch.setattr(ingest, "RANGE_MIN_BYTES", 0)
         row = "v1,2024-03-04T12:00:00Z,-30.0,-51.0,"
-        body = [row + "M1\n"] * 3 + [row + '"' + "x\n" * 2000 + '"\n'] + [row + "M2\n"] * 3
+        body = [row + '"M1\n'] + [row + "M2\n"] * 4000
         path = tmp_path / "p.csv"
         path.write_text(self.HEADER + "".join(body), encoding="utf-8")
         data = path.read_bytes()
         ranges = RawPings.open(path).ranges(2)
-        assert len(ranges) == 2 and ranges[0][0] == len(self.HEADER)
-        assert ranges[0][1] > len(data) // 2 and ranges[1][1] == len(data)
-        parts = [self._records(data[a:b].decode()) for a, b in ranges]
-        assert parts[0][-1][-1] == "x\n" * 2000 and len(parts[1]) == 3
-        assert parts[0] + parts[1] == self._records("".join(body))
+        middle = len(self.HEADER) + (len(data) - len(self.HEADER)) // 2
+        assert ranges == [
+            (len(self.HEADER), data.index(b"\n", middle) + 1),
+            (ranges[1][0], len(data)),
+        ]
+        assert ranges[0][1] == ranges[1][0]
+        assert [line for a, b in ranges for line in data[a:b].decode().splitlines(True)] == body
 
     def test_parquet_ranges_are_runs_of_row_groups(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -659,27 +657,27 @@ class TestByteRanges:
         gz = tmp_path / "p.csv.gz"
         gz.write_bytes(gzip.compress(path.read_bytes()))
         assert RawPings.open(gz).ranges(2) == []
-        quoted = tmp_path / "q.csv"  # one record, its cell open to the end: no safe cut
-        quoted.write_text(self.HEADER + 'v1,t,1,2,"' + "x\n" * 100 + '"\n', "utf-8")
-        assert RawPings.open(quoted).ranges(2) == [(len(self.HEADER), quoted.stat().st_size)]
+        long = tmp_path / "q.csv"  # the second half in one line: no cut
+        long.write_text(self.HEADER + "v1,t,1,2,M1\n" + "v1,t,1,2," + "x" * 200, "utf-8")
+        assert RawPings.open(long).ranges(2) == [(len(self.HEADER), long.stat().st_size)]
 
     @pytest.mark.parametrize("block", [1, 7, 64])
     def test_cuts_do_not_depend_on_the_read_block(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
     ) -> None:
-        """The file is scanned a block at a time: blocks smaller than a line, ending inside
-        quoted cells or escaped quotes, give the cuts of one block, whole records each."""
+        """The file is scanned a block at a time: blocks smaller than a line give the cuts of
+        one block, whole lines each."""
         monkeypatch.setattr(ingest, "RANGE_MIN_BYTES", 0)
         row = "v1,2024-03-04T12:00:00Z,-30.0,-51.0,"
-        cells = ["M1", '"M\n58"', '"a ""b"" c"', '"x\n\ny"', '""""']
+        cells = ["M1", '"M', '"a ""b"" c"', 'x"y', '""""']
         body = [row + cells[k % len(cells)] + "\n" for k in range(40)]
         path = tmp_path / "p.csv"
         path.write_text(self.HEADER + "".join(body), encoding="utf-8")
         data = path.read_bytes()
         whole = {parts: RawPings.open(path).ranges(parts) for parts in (2, 3, 5)}
-        monkeypatch.setattr(ingest, "_QUOTE_BLOCK", block)
+        monkeypatch.setattr(ingest, "_SCAN_BLOCK", block)
         for parts, want in whole.items():
             ranges = RawPings.open(path).ranges(parts)
             assert ranges == want and len(ranges) == parts
-            records = [r for a, b in ranges for r in self._records(data[a:b].decode())]
-            assert records == self._records("".join(body))
+            lines = [line for a, b in ranges for line in data[a:b].decode().splitlines(True)]
+            assert lines == body
