@@ -14,9 +14,9 @@ outside
     The pickup is farther than ``boundary_tolerance_m`` from the municipal polygon, measured in
     the boundary's UTM zone (SIRGAS 2000 / UTM in Brazil), and no farther than
     :data:`MAX_SERVICE_DISTANCE_M` (100 km: beyond, the coordinate or the boundary is wrong —
-    latitude and longitude swapped, another city's file — and nothing is judged). The default, 200 m, absorbs the
-    errors of IBGE's 1:250,000 boundaries (hundreds of metres along rivers and ridges) and of
-    GPS; use a smaller one with a surveyed boundary.
+    latitude and longitude swapped, another city's file — and nothing is judged). The default
+    tolerance, 200 m, absorbs the errors of IBGE's 1:250,000 boundaries (hundreds of metres
+    along rivers and ridges) and of GPS; use a smaller one with a surveyed boundary.
 meter switch
     With ``pings`` given, the fix before the pickup must not be ``occupied``: a trip that
     "starts" where tracking resumed with the passenger aboard did not necessarily start there.
