@@ -341,6 +341,8 @@ def analyze(
                 fixes = cut_at_as_of(fixes, as_of=as_of_date, timezone=tz)
         if as_of_date is not None and (note := _as_of_note(result.summary, as_of_date, tz)):
             notes.append(note)
+        if note := _all_rejected_note(result.summary):
+            notes.append(note)
         if area is None and place is not None:
             skipped = result.summary.get("detectors_skipped", {})
             if "outside_municipality" in skipped:
@@ -528,6 +530,20 @@ def _as_of_note(summary: dict[str, Any], as_of: dt.date, timezone: str) -> str |
     return (
         f"--as-of: todos os {late} pings válidos são de depois de {as_of.isoformat()} "
         f"(fim do dia em {timezone}); nada foi analisado: confira a data"
+    )
+
+
+def _all_rejected_note(summary: dict[str, Any]) -> str | None:
+    """Warn when every row was rejected: nothing was analysed, most likely a wrong file."""
+    n = summary["pings_rejected"]
+    if summary["pings_valid"] or summary["pings_after_as_of"] or not n:
+        return None
+    reasons = sorted(summary["rejected_by_reason"].items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{reason} {count}" for reason, count in reasons[:3])
+    rows = "a única linha foi rejeitada" if n == 1 else f"as {n} linhas foram rejeitadas"
+    return (
+        f"nenhum ping válido: {rows} ({shown}); nada foi analisado: confira o arquivo (os "
+        "motivos de cada linha estão em rejected.csv)"
     )
 
 

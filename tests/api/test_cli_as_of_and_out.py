@@ -231,3 +231,23 @@ class TestPlanOut:
         )
         assert done.returncode == 0, done.stderr
         assert json.loads(out.read_text(encoding="utf-8"))["population"] > 0
+
+
+def test_a_file_whose_every_row_is_rejected_says_so(run_pontual, tmp_path: Path) -> None:
+    """Every row rejected (the naive timestamps of another system's export): a warning naming
+    the commonest reasons, not only the counts line; the rows are in rejected.csv."""
+    pings, stands = _contract_inputs(tmp_path)
+    frame = pd.read_csv(pings)
+    frame["timestamp"] = frame["timestamp"].str.slice(0, 19)  # the offsets cut off
+    frame.loc[0, "lat"] = 95.0
+    frame.to_csv(pings, index=False)
+    out = tmp_path / "out"
+    done = run_pontual(
+        "analyze", "--pings", str(pings), "--stands", str(stands), "--out", str(out)
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"aviso: nenhum ping válido: as {len(frame)} linhas foram rejeitadas (naive_timestamp "
+        f"{len(frame) - 1}, out_of_range_coordinates 1); nada foi analisado"
+    ) in done.stdout
+    assert len(pd.read_csv(out / "rejected.csv")) == len(frame)
