@@ -173,6 +173,6 @@ class TestStandSuspensions:
             DATABASE_URL="postgresql://nowhere/x",
         )  # fmt: skip
         assert done.returncode == 1
-        assert "s.csv, linha 1, coluna 'vehicle_id'/'driver_id'" in done.stderr
-        assert "s.csv, linha 2, coluna 'ends_on': vazio" in done.stderr
+        assert "s.csv, linha 2, coluna 'vehicle_id'/'driver_id'" in done.stderr
+        assert "s.csv, linha 3, coluna 'ends_on': vazio" in done.stderr
         assert "Traceback" not in done.stderr
