@@ -220,17 +220,23 @@ class TestBatchBody:
             (3, "rejected", "invalid_coordinates"),
             (4, "rejected", "not_an_object"),
         ]
+        # the quarantine keeps one row per (source, row, reason, values): rows 2 and 4 may be
+        # there already from another test's batch, identical
         with api_engine.connect() as conn:
-            quarantined = conn.execute(
+            odd_rows = conn.execute(
                 text(
-                    "SELECT row, reason, raw FROM rejected_fixes WHERE row IN (2, 3, 4) "
-                    "AND reason IN ('not_an_object', 'invalid_coordinates') "
-                    "AND received_at > now() - interval '1 minute' ORDER BY rejected_id"
+                    "SELECT row FROM rejected_fixes WHERE reason = 'not_an_object' "
+                    "AND row IN (2, 4)"
                 )
-            ).all()
-        by_row = {r: (reason, raw) for r, reason, raw in quarantined}
-        assert by_row[3][0] == "invalid_coordinates" and by_row[3][1]["lat"] == '{"x":1}'
-        assert by_row[2][0] == by_row[4][0] == "not_an_object"
+            ).scalars()
+            cell = conn.execute(
+                text(
+                    "SELECT count(*) FROM rejected_fixes WHERE row = 3 AND "
+                    "reason = 'invalid_coordinates' AND raw->>'lat' = :lat"
+                ),
+                {"lat": '{"x":1}'},
+            ).scalar_one()
+        assert set(odd_rows) == {2, 4} and cell >= 1
 
     def test_a_key_twice_in_one_object_is_422_and_nothing_stored(
         self, client: TestClient, seeded: dict, api_engine: Engine
