@@ -183,6 +183,7 @@ PAGES: tuple[Page, ...] = (
     Page("POST", "/fiscal/propostas/{proposal_id}/notificar", REVIEWERS),
     Page("POST", "/fiscal/propostas/{proposal_id}/defesa", REVIEWERS),
     Page("POST", "/fiscal/propostas/{proposal_id}/decidir", REVIEWERS),
+    Page("POST", "/fiscal/propostas/{proposal_id}/notificar-decisao", REVIEWERS),
     Page("POST", "/fiscal/propostas/{proposal_id}/finalizar", REVIEWERS),
     # --- supervisor de ponto ---
     Page("GET", "/supervisao", SUPERVISORS),
