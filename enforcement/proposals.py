@@ -453,7 +453,7 @@ def _laxer_law(book: Rulebook, kind: str, details: Mapping[str, Any]) -> str | N
     not, so the finding is listed for review, never proposed under that law.
     """
     used = details.get("thresholds") or {}
-    for name, law in book.thresholds().get(kind, {}).items():
+    for name, law in book.law_limits.get(kind, {}).items():
         value = used.get(name)
         if _is_number(law) and _is_number(value) and value < law:
             where = book.threshold_provision(kind)

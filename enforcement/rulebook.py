@@ -506,6 +506,14 @@ class Rulebook(_Frozen):
             ]
         return out
 
+    @cached_property
+    def law_limits(self) -> dict[str, dict[str, Any]]:
+        """Return :meth:`thresholds` computed once: read it, never change it.
+
+        Proposals compare each finding's limits with it.
+        """
+        return self.thresholds()
+
     def threshold_provision(self, kind: str) -> str:
         """Return the articles behind a kind's law limits (:meth:`thresholds`)."""
         found = [self.detector_thresholds.get(kind, {}).get("provision")]
