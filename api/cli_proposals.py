@@ -270,7 +270,9 @@ def decide(
 
 @app.command("notify-decision")
 def notify_decision(proposal_id: str, agent: Agent, at: At = None) -> None:
-    """Registra a entrega da decisão da defesa indeferida (a penalidade) ao autuado.
+    """Registra a entrega da decisão (a penalidade aplicada) ao autuado.
+
+    Após a defesa indeferida, ou sem defesa depois do fim do seu prazo.
 
     Onde a lei conta dela o prazo de recurso (e o de pagamento), ele começa nessa data
     (fretamento de Porto Alegre, art. 33; Porto Velho, art. 32).

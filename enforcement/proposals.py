@@ -183,6 +183,7 @@ def deadlines(rulebook: Rulebook) -> dict[str, dict[str, Any]]:
             "suspensive": d.suspensive,
             "counting": d.counting,
             "holidays": list(d.holidays),
+            **({"without_defence_from": d.without_defence_from} if d.without_defence_from else {}),
             "due": None,
         }
         for name, d in rulebook.deadlines.items()

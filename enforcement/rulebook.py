@@ -117,6 +117,11 @@ class Deadline(_Frozen):
     holidays: tuple[str, ...] = ()
     """State and municipal holidays (``MM-DD``) a business-day count skips beside the national
     ones: a period never ends on a day the office is closed."""
+    without_defence_from: Literal["defence_end"] | None = None
+    """Where no defence was filed, the period counts from the end of the defence period (POA
+    fretamento art. 33: "caso não apresentada, do término do prazo desta"). Without it, a period
+    counted from the decision's delivery waits for the delivery of the penalty imposed without
+    a defence (Porto Velho art. 32)."""
     note: str | None = None
 
     @model_validator(mode="after")

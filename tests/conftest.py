@@ -136,6 +136,22 @@ def db_session(db_engine: Engine) -> Iterator[Session]:
 
 
 @pytest.fixture
+def empty_database_url(database_url: str) -> Iterator[str]:
+    """A new database with nothing in it, on the suite's server (for migrations)."""
+    import secrets
+
+    from db.engine import create_database, drop_database, parse_url
+
+    name = f"pontual_mig_{secrets.token_hex(4)}"
+    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
+    create_database(url, postgis=False)
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
+@pytest.fixture
 def run_pontual() -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run the installed ``pontual`` console script with a clean configuration.
 

@@ -338,7 +338,7 @@ def decision(
 def decision_notification(
     proposal_id: str, body: StepRequest, session: SessionDep, user: Reviewer
 ) -> ProposalDetail:
-    """Registra a entrega da decisão da defesa ao autuado (começa o prazo de recurso).
+    """Registra a entrega da decisão (a penalidade aplicada, com ou sem defesa) ao autuado.
 
     Onde a lei conta o recurso dela: fretamento de Porto Alegre, art. 33; Porto Velho, art. 32.
     """

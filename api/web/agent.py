@@ -1108,9 +1108,7 @@ def proposal_context(
         "max_text": MAX_TEXT,
         "draft": is_draft({"status": p.status, "auto_number": p.auto_number}),
         "period_end": _period_end_form(p, zone),
-        "decision_unnotified": p.status == "defesa_indeferida"
-        and p.decision_notified_at is None
-        and _counts_from_decision_notification(p),
+        "decision_unnotified": _appeal_waits_for_delivery(p),
         "step_dates": _step_date_forms(p, _workflow_zone(p, zone)),
         "values": dict(form_values or {}),
         "errors": {},
@@ -1167,13 +1165,35 @@ def _counts_from_decision_notification(p: Any) -> bool:
     )
 
 
+def _appeal_waits_for_delivery(p: Any) -> bool:
+    """Tell whether the appeal of ``p`` counts from the decision's delivery, not yet recorded.
+
+    Without a defence, not where the law then counts it from the defence period's end.
+    """
+    appeal = (p.deadlines or {}).get("appeal") or {}
+    return (
+        appeal.get("from") == "decision_notification"
+        and p.decision_notified_at is None
+        and (p.status == "defesa_indeferida" or not appeal.get("without_defence_from"))
+    )
+
+
 def _offered(p: Any) -> set[str]:
     """Return the forms the page offers: the steps allowed in its state.
 
-    The decision's delivery only where a period counts from it, and while it is not recorded.
+    The decision's delivery only where a period counts from it, while it is not recorded and,
+    without a defence, once the defence period has ended.
     """
     offered = _allowed(p.status)
-    if p.decision_notified_at is not None or not _counts_from_decision_notification(p):
+    defence_due = ((p.deadlines or {}).get("defence") or {}).get("due")
+    if (
+        p.decision_notified_at is not None
+        or not _counts_from_decision_notification(p)
+        or (
+            p.status == "notificada"
+            and (not defence_due or dt.datetime.now(dt.UTC) <= dt.datetime.fromisoformat(defence_due))
+        )
+    ):
         offered.discard("notificar-decisao")
     return offered
 

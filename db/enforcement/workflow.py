@@ -5,7 +5,7 @@ States (``db.enforcement.models.STATUSES``) and the steps between them::
     proposta ──confirm (agent: issues the auto de infração)──▶ confirmada ──notify──▶ notificada
        └──dismiss (reason)──▶ descartada            └──archive_lapsed──▶ arquivada
     notificada ──file_defence──▶ em_defesa ──decide_defence──▶ defesa_deferida | defesa_indeferida
-    defesa_indeferida ──notify_decision (the decision delivered; same state)──▶ defesa_indeferida
+    notificada | defesa_indeferida ──notify_decision (the penalty delivered; same state)──▶ same
     notificada | defesa_indeferida ──finalize (no appeal left)──▶ definitiva
 
 Every step writes one audit entry (who, when, from, to, and the step's data); nothing is ever
@@ -70,7 +70,7 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     "archive": ("confirmada",),
     "file_defence": ("notificada",),
     "decide_defence": ("em_defesa",),
-    "notify_decision": ("defesa_indeferida",),
+    "notify_decision": ("notificada", "defesa_indeferida"),
     "finalize": ("notificada", "defesa_indeferida"),
 }
 """Which states each step starts from."""
@@ -636,12 +636,14 @@ def _now(at: dt.datetime | None) -> dt.datetime:
     return now
 
 
-def _set_due(p: Proposal, start: str, at: dt.datetime) -> None:
+def _set_due(p: Proposal, start: str, at: dt.datetime, *, defence_filed: bool = True) -> None:
+    """Date the periods counted from ``start``; without a defence, not those the law then
+    counts from the defence period's end (``without_defence_from``: :func:`finalize`)."""
     book, _ = rule_of(p)
     timezone = UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE)
     deadlines = {k: dict(v) for k, v in (p.deadlines or {}).items()}
     for d in deadlines.values():
-        if d.get("from") == start:
+        if d.get("from") == start and (defence_filed or not d.get("without_defence_from")):
             d["due"] = deadline_due(at, d, timezone=timezone).isoformat()
     p.deadlines = deadlines
 
@@ -908,16 +910,21 @@ def decide_defence(
 def notify_decision(
     session: Session, proposal_id: str, *, actor: str, at: dt.datetime | None = None
 ) -> Proposal:
-    """Record the delivery of the decision on the defence (the penalty) to the accused.
+    """Record the delivery of the decision (the penalty imposed) to the accused.
 
-    The state stays ``defesa_indeferida``; the periods the rulebook counts from it
+    After a rejected defence, or without one once the defence period has ended (Porto Velho
+    art. 25: the penalty follows the procedure; art. 32: the appeal counts from the receipt of
+    its notification). The state stays; the periods the rulebook counts from the delivery
     (``from = "decision_notification"``: fretamento art. 33 and art. 32, parágrafo único; Porto
-    Velho art. 32) get their due dates. Dated not before the decision nor in the future; once.
+    Velho art. 32) get their due dates, except, without a defence, those the law then counts
+    from the defence period's end (fretamento art. 33). Dated not before the decision (or the
+    defence period's end) nor in the future; once.
 
     Raises
     ------
     TransitionError
-        Not a rejected defence, or the delivery recorded already.
+        Neither a rejected defence nor a notified auto, the defence period still open, or the
+        delivery recorded already.
     """
     now = _now(at)
     p = _step(session, proposal_id, "notify_decision", now)
@@ -927,8 +934,18 @@ def notify_decision(
             f"({_local_date(p.decision_notified_at, p):%d/%m/%Y})"
         )
         raise TransitionError(msg)
+    defence_filed = p.status != "notificada"
+    if not defence_filed:
+        due = ((p.deadlines or {}).get("defence") or {}).get("due")
+        if not due or now <= dt.datetime.fromisoformat(due):
+            msg = (
+                f"a proposta {proposal_id} ainda está no prazo de defesa"
+                + (f" (até {_day(due)})" if due else "")
+                + ": sem defesa, a penalidade só é aplicada e notificada depois do fim do prazo"
+            )
+            raise TransitionError(msg)
     p.decision_notified_at, p.updated_at = now, now
-    _set_due(p, "decision_notification", now)
+    _set_due(p, "decision_notification", now, defence_filed=defence_filed)
     _audit(
         session,
         actor=actor,
@@ -957,9 +974,10 @@ def finalize(
     prazo desta"), have ended; from ``defesa_indeferida`` once the appeal period has ended (or
     the appeal was decided: say so in ``reason``). Only final decisions count for reincidence
     under Porto Alegre's fretamento decree (art. 19, § 5º). Where the appeal counts from the
-    delivery of the decision (fretamento art. 33, Porto Velho art. 32), a rejected defence is
-    final only once that delivery is recorded (:func:`notify_decision`) and the period from it
-    has ended.
+    delivery of the decision (fretamento art. 33, Porto Velho art. 32), the decision is final
+    only once that delivery is recorded (:func:`notify_decision`) and the period from it has
+    ended; without a defence too, unless the law then counts it from the defence period's end
+    (``without_defence_from``).
 
     Where the rulebook fixes no defence period (Porto Alegre's taxi decree: the periods are in
     Lei 11.582/2014, outside the bundled texts), the agent states ``period_ended_on``: the local
@@ -982,7 +1000,18 @@ def finalize(
     deadlines = p.deadlines or {}
     defence, appeal = deadlines.get("defence") or {}, deadlines.get("appeal") or {}
     open_until: tuple[str, str] | None = None
-    if p.status == "notificada" and defence.get("due"):
+    from_delivery = appeal.get("from") == "decision_notification"
+    if from_delivery and not appeal.get("due") and p.status in ("notificada", "defesa_indeferida"):
+        if p.status == "defesa_indeferida" or not appeal.get("without_defence_from"):
+            msg = (
+                f"a decisão da proposta {proposal_id} ainda não é definitiva: o prazo de recurso "
+                f"({appeal.get('provision')}) conta da notificação da decisão ao autuado, que não "
+                "foi registrada; registre-a e aguarde o fim do prazo"
+            )
+            raise TransitionError(msg)
+    if from_delivery and appeal.get("due") and not appeal.get("without_defence_from"):
+        open_until = (appeal["due"], f"recurso, {appeal.get('provision')}")
+    elif p.status == "notificada" and defence.get("due"):
         until = dt.datetime.fromisoformat(defence["due"])
         if appeal.get("days"):
             book, _ = rule_of(p)
@@ -993,13 +1022,6 @@ def finalize(
             open_until = (until.isoformat(), f"defesa, {defence.get('provision')}")
     elif p.status == "defesa_indeferida" and appeal.get("due"):
         open_until = (appeal["due"], f"recurso, {appeal.get('provision')}")
-    elif p.status == "defesa_indeferida" and appeal.get("from") == "decision_notification":
-        msg = (
-            f"a decisão da proposta {proposal_id} ainda não é definitiva: o prazo de recurso "
-            f"({appeal.get('provision')}) conta da notificação da decisão ao autuado, que não foi "
-            "registrada; registre-a e aguarde o fim do prazo"
-        )
-        raise TransitionError(msg)
     if open_until and now <= dt.datetime.fromisoformat(open_until[0]):
         msg = (
             f"a decisão da proposta {proposal_id} ainda não é definitiva: cabe {open_until[1]} "

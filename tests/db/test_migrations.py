@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import secrets
-from collections.abc import Iterator
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -14,23 +12,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
-from db.engine import create_database, drop_database, parse_url
 from db.migrate import current, downgrade, head, include_object, target_metadata, upgrade
 from db.tracking.store import ensure_fix_partitions, index_closed_days
 
 POSTGIS_TABLES = {"spatial_ref_sys"}
-
-
-@pytest.fixture
-def empty_database_url(database_url: str) -> Iterator[str]:
-    """A new database with nothing in it, on the suite's server."""
-    name = f"pontual_mig_{secrets.token_hex(4)}"
-    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
-    create_database(url, postgis=False)
-    try:
-        yield url
-    finally:
-        drop_database(url)
 
 
 def _tables(url: str) -> set[str]:

@@ -61,6 +61,14 @@ def _row(engine: Engine, proposal_id: str) -> dict[str, Any]:
 def _rejected_in_porto_velho(engine: Engine) -> str:
     """A Porto Velho auto (art. 1º) issued 60 days ago, notified 55, defended 50 and its
     defence rejected 45 days ago (at 10:00 local)."""
+    return _porto_velho_auto(engine, notified=55, defended=50, rejected=45)
+
+
+def _porto_velho_auto(
+    engine: Engine, *, notified: int, defended: int | None = None, rejected: int | None = None
+) -> str:
+    """A Porto Velho auto issued 5 days before its notification, notified, defended and rejected
+    so many days ago."""
     from db.enforcement import workflow
     from db.engine import session_scope
 
@@ -72,8 +80,8 @@ def _rejected_in_porto_velho(engine: Engine) -> str:
             "kind": "operating_while_barred",
             "vehicle_id": f"PV{secrets.token_hex(3).upper()}",
             "stand_id": None,
-            "started_at": [at(61).astimezone(dt.UTC)],
-            "ended_at": [at(61).astimezone(dt.UTC)],
+            "started_at": [at(notified + 6).astimezone(dt.UTC)],
+            "ended_at": [at(notified + 6).astimezone(dt.UTC)],
             "confidence": 0.9,
             "details": [{"reason": "revoked"}],
         }
@@ -81,12 +89,15 @@ def _rejected_in_porto_velho(engine: Engine) -> str:
     (finding,) = make_findings(frame, [shapely.Point(-63.9, -8.76)]).to_dict("records")
     proposal = store_and_propose(engine, [finding], municipality=PVH)[finding["finding_id"]]
     with session_scope(engine) as session:
-        workflow.confirm(session, proposal, agent_id="outro", at=at(60))
-        workflow.notify(session, proposal, actor="outro", at=at(55))
-        workflow.file_defence(session, proposal, actor="outro", at=at(50))
-        workflow.decide_defence(
-            session, proposal, agent_id="outro", accepted=False, reason="sem prova", at=at(45)
-        )
+        workflow.confirm(session, proposal, agent_id="outro", at=at(notified + 5))
+        workflow.notify(session, proposal, actor="outro", at=at(notified))
+        if defended is not None:
+            workflow.file_defence(session, proposal, actor="outro", at=at(defended))
+        if rejected is not None:
+            workflow.decide_defence(
+                session, proposal, agent_id="outro", accepted=False, reason="sem prova",
+                at=at(rejected),
+            )  # fmt: skip
     return str(proposal)
 
 
@@ -151,6 +162,45 @@ def test_the_decision_delivery_is_recorded_and_the_final_decision_waits_for_its_
         f"{base}/finalizar",
         fundamentacao="Sem recurso no prazo.",
         data_final=_ago(5).isoformat(),
+    )
+    assert final.status_code == 303
+    assert _row(web_engine, proposal)["status"] == "definitiva"
+
+
+def test_without_a_defence_the_penalty_delivery_is_offered_after_the_defence_period(
+    agent: httpx.Client, web_engine: Engine
+) -> None:
+    """Porto Velho art. 25 and 32: an auto notified 10 days ago (defence open) offers no
+    delivery and its final decision waits for it; one notified 90 days ago, without a defence,
+    offers it: delivered during the defence period it is refused, delivered 40 days ago the
+    30-day appeal has ended and the decision is final."""
+    recent = _porto_velho_auto(web_engine, notified=10)
+    page = html.unescape(agent.get(f"/fiscal/propostas/{recent}").text)
+    assert f'action="/fiscal/propostas/{recent}/notificar-decisao"' not in page
+    assert "conta da notificação da decisão ao autuado, ainda não registrada" in page
+
+    proposal = _porto_velho_auto(web_engine, notified=90)
+    base = f"/fiscal/propostas/{proposal}"
+    page = html.unescape(agent.get(base).text)
+    assert f'action="{base}/notificar-decisao"' in page
+    early = _post(agent, f"{base}/finalizar", fundamentacao="Sem defesa no prazo.", data_final="")
+    assert early.status_code == 409
+    assert "que não foi registrada" in html.unescape(early.text)
+    inside = _post(
+        agent, f"{base}/notificar-decisao", data_notificacao_decisao=_ago(65).isoformat()
+    )
+    assert inside.status_code == 409
+    assert "ainda está no prazo de defesa" in html.unescape(inside.text)
+    done = _post(agent, f"{base}/notificar-decisao", data_notificacao_decisao=_ago(40).isoformat())
+    assert done.status_code == 303
+    row = _row(web_engine, proposal)
+    assert row["status"] == "notificada"
+    assert row["deadlines"]["appeal"]["due"].startswith(_ago(10).isoformat())
+    final = _post(
+        agent,
+        f"{base}/finalizar",
+        fundamentacao="Sem recurso no prazo.",
+        data_final=_ago(1).isoformat(),
     )
     assert final.status_code == 303
     assert _row(web_engine, proposal)["status"] == "definitiva"

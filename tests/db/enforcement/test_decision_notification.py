@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import secrets
-from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -30,7 +28,6 @@ from db.enforcement.workflow import (
     store_findings,
     store_proposals,
 )
-from db.engine import create_database, drop_database, parse_url
 from db.fleet.models import Municipality
 from db.migrate import downgrade, upgrade
 from enforcement._errors import ReviewDataError, TransitionError
@@ -65,8 +62,8 @@ def _barred(vehicle: str, reason: str, point: tuple[float, float]) -> pd.DataFra
 
 
 @pytest.fixture
-def fretamento(db_session) -> str:
-    """A Porto Alegre fretamento auto (art. 25, II), its defence rejected on ``DECIDED``."""
+def fretamento_notified(db_session) -> str:
+    """A Porto Alegre fretamento auto (art. 25, II), notified a day after ``AT``."""
     db_session.add(Municipality(code=POA, name="Porto Alegre", uf="RS", timezone=SP))
     db_session.flush()
     found = _barred("F-1", "alvara_expired", (-51.2, -30.0))
@@ -74,12 +71,12 @@ def fretamento(db_session) -> str:
     fleet = pd.DataFrame({"vehicle_id": ["F-1"], "service": ["fretamento"]})
     (record,), _ = propose(found, rulebooks_for(POA), timezone=SP, fleet=fleet)
     assert store_proposals(db_session, [record]) == 1
-    return _rejected(db_session, str(record["proposal_id"]))
+    return _notified(db_session, str(record["proposal_id"]))
 
 
 @pytest.fixture
-def porto_velho(db_session) -> str:
-    """A Porto Velho taxi auto (art. 1º), its defence rejected on ``DECIDED``."""
+def porto_velho_notified(db_session) -> str:
+    """A Porto Velho taxi auto (art. 1º), notified a day after ``AT``."""
     db_session.add(Municipality(code=PVH, name="Porto Velho", uf="RO", timezone=RO))
     db_session.flush()
     found = _barred("PVH-1", "revoked", (-63.9, -8.76))
@@ -90,12 +87,28 @@ def porto_velho(db_session) -> str:
             ProposalFinding.finding_id == found["finding_id"].iloc[0]
         )
     ).scalar_one()
-    return _rejected(db_session, pid)
+    return _notified(db_session, pid)
+
+
+@pytest.fixture
+def fretamento(db_session, fretamento_notified) -> str:
+    """The fretamento auto, its defence rejected on ``DECIDED``."""
+    return _rejected(db_session, fretamento_notified)
+
+
+@pytest.fixture
+def porto_velho(db_session, porto_velho_notified) -> str:
+    """The Porto Velho auto, its defence rejected on ``DECIDED``."""
+    return _rejected(db_session, porto_velho_notified)
+
+
+def _notified(session, pid: str) -> str:
+    confirm(session, pid, agent_id="a", at=AT)
+    notify(session, pid, actor="a", at=AT + DAY)
+    return pid
 
 
 def _rejected(session, pid: str) -> str:
-    confirm(session, pid, agent_id="a", at=AT)
-    notify(session, pid, actor="a", at=AT + DAY)
     file_defence(session, pid, actor="d", at=AT + 5 * DAY)
     decide_defence(session, pid, agent_id="s", accepted=False, reason="sem prova", at=DECIDED)
     return pid
@@ -174,16 +187,43 @@ class TestFinalizeWaitsForTheDelivery:
         assert p.status == "definitiva"
 
 
-@pytest.fixture
-def empty_database_url(database_url: str) -> Iterator[str]:
-    """A new database with nothing in it, on the suite's server."""
-    name = f"pontual_mig_{secrets.token_hex(4)}"
-    url = parse_url(database_url).set(database=name).render_as_string(hide_password=False)
-    create_database(url, postgis=False)
-    try:
-        yield url
-    finally:
-        drop_database(url)
+DEFENCE_END = AT + 31 * DAY
+"""The defence period of the autos notified on ``AT + DAY`` (30 days, both laws) ends on 03/02."""
+
+
+class TestWithoutDefence:
+    def test_porto_velho_appeal_waits_for_the_penalty_delivery(
+        self, db_session, porto_velho_notified
+    ) -> None:
+        """Porto Velho art. 25 and 32: without a defence the penalty is imposed after the
+        procedure and the appeal counts from the receipt of its notification, not from the end
+        of the defence period (before: final on 05/03/2025, the defence's end plus 30 days)."""
+        pid = porto_velho_notified
+        with pytest.raises(TransitionError, match="ainda está no prazo de defesa"):
+            notify_decision(db_session, pid, actor="a", at=DEFENCE_END - 2 * DAY)
+        with pytest.raises(TransitionError, match="notificação da decisão ao autuado, que não"):
+            finalize(db_session, pid, agent_id="s", reason="sem defesa", at=DEFENCE_END + 60 * DAY)
+        delivered = DEFENCE_END + 20 * DAY  # 23/02/2025
+        p = notify_decision(db_session, pid, actor="a", at=delivered)
+        assert p.status == "notificada"
+        assert p.deadlines["appeal"]["due"] == "2025-03-25T23:59:59-04:00"
+        with pytest.raises(TransitionError, match="cabe recurso, art. 32 até 25/03/2025"):
+            finalize(db_session, pid, agent_id="s", reason="sem recurso", at=delivered + 29 * DAY)
+        p = finalize(db_session, pid, agent_id="s", reason="sem recurso", at=delivered + 31 * DAY)
+        assert p.status == "definitiva"
+
+    def test_fretamento_appeal_from_the_defence_end(self, db_session, fretamento_notified) -> None:
+        """Fretamento art. 33: "caso não apresentada, do término do prazo desta": final 15 days
+        after the defence period (18/02/2025) with no delivery recorded; a delivery dates the
+        payment (art. 32, parágrafo único) and leaves the appeal counted from the defence's end."""
+        pid = fretamento_notified
+        with pytest.raises(TransitionError, match="cabe recurso, art. 33 até 18/02/2025"):
+            finalize(db_session, pid, agent_id="s", reason="sem defesa", at=DEFENCE_END + 14 * DAY)
+        p = notify_decision(db_session, pid, actor="a", at=DEFENCE_END + DAY)
+        assert p.deadlines["appeal"]["due"] is None
+        assert p.deadlines["payment"]["due"] == "2025-02-19T23:59:59-03:00"
+        p = finalize(db_session, pid, agent_id="s", reason="sem recurso", at=DEFENCE_END + 16 * DAY)
+        assert p.status == "definitiva"
 
 
 def test_migration_0021_adds_and_drops_the_column(empty_database_url: str) -> None:
@@ -209,7 +249,7 @@ def test_migration_0021_adds_and_drops_the_column(empty_database_url: str) -> No
     assert "decision_notified_at" in columns()
 
 
-def test_migration_0021_restarts_the_open_proposals_deadlines(empty_database_url: str) -> None:
+def test_migrations_0021_0022_restart_the_open_proposals_deadlines(empty_database_url: str) -> None:
     """Stored before 0021, an open fretamento or Porto Velho proposal counted its appeal (and
     payment) from the decision: they now count from the delivery (Porto Velho's payment from
     the appeal's end), due dates cleared; a final one and another rulebook's are left alone;
@@ -259,6 +299,13 @@ def test_migration_0021_restarts_the_open_proposals_deadlines(empty_database_url
         assert got["P-pvh"]["appeal"]["from"] == "decision_notification"
         assert got["P-pvh"]["payment"] == {"days": 15, "from": "appeal_end", "due": None}
         assert got["P-fret-final"] == old and got["P-poa"] == old
+        upgrade(url, "0022")  # fretamento art. 33: without a defence, from its period's end
+        got = deadlines()
+        assert got["P-fret"]["appeal"]["without_defence_from"] == "defence_end"
+        assert "without_defence_from" not in got["P-pvh"]["appeal"]
+        assert got["P-fret-final"] == old and got["P-poa"] == old
+        downgrade(url, "0021")
+        assert "without_defence_from" not in deadlines()["P-fret"]["appeal"]
         downgrade(url, "0020")
         back = deadlines()
         assert back["P-fret"]["appeal"]["from"] == back["P-pvh"]["payment"]["from"] == "decision"
