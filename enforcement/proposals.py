@@ -383,7 +383,7 @@ def propose_all(
                 why = f"isento do taxímetro: {exemption.provision} (categoria {category})"
                 review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
-            if (why := _laxer_law(book, finding["kind"], details)) is not None:
+            if (why := laxer_law(book, finding["kind"], details)) is not None:
                 review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
             floor = max(book.floor_for(finding["kind"], confidence_floor), rule.confidence_min)
@@ -445,7 +445,7 @@ def propose_all(
     return Proposed(proposals, dict(sorted(uncovered.items())), review)
 
 
-def _laxer_law(book: Rulebook, kind: str, details: Mapping[str, Any]) -> str | None:
+def laxer_law(book: Rulebook, kind: str, details: Mapping[str, Any]) -> str | None:
     """Say (pt-BR) where a finding was judged by a limit stricter than its law's, else None.
 
     Every number a rulebook's law fixes for a detector (:meth:`Rulebook.thresholds`: days of

@@ -1148,7 +1148,7 @@ def _period_end_form(p: Any, zone: ZoneInfo) -> dict[str, Any] | None:
             else "Data em que terminou o prazo de defesa (e o de recurso, se houver)"
         ),
         "min": start.astimezone(zone).date().isoformat() if start is not None else "",
-        "max": dt.datetime.now(zone).date().isoformat(),
+        "max": (dt.datetime.now(zone).date() - dt.timedelta(days=1)).isoformat(),
         "start": _day(start.astimezone(zone).date().isoformat()) if start is not None else "",
         "start_label": "da decisão da defesa" if appeal else "da notificação",
     }

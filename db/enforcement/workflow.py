@@ -48,6 +48,7 @@ from enforcement.proposals import (
     CONFIRMED_STATUSES,
     Proposed,
     deadline_due,
+    laxer_law,
     propose_all,
     reincidence_priors,
     sanction,
@@ -637,8 +638,11 @@ def _now(at: dt.datetime | None) -> dt.datetime:
 
 
 def _set_due(p: Proposal, start: str, at: dt.datetime, *, defence_filed: bool = True) -> None:
-    """Date the periods counted from ``start``; without a defence, not those the law then
-    counts from the defence period's end (``without_defence_from``: :func:`finalize`)."""
+    """Date the periods counted from ``start``.
+
+    Without a defence, not those the law then counts from the defence period's end
+    (``without_defence_from``: :func:`finalize`).
+    """
     book, _ = rule_of(p)
     timezone = UF_TIMEZONES.get(book.uf, DEFAULT_TIMEZONE)
     deadlines = {k: dict(v) for k, v in (p.deadlines or {}).items()}
@@ -730,13 +734,15 @@ def confirm(
     Raises
     ------
     TransitionError
-        Not a ``proposta``, no agent, the exception unanswered, or a pontuação out of place.
+        Not a ``proposta``, no agent, the exception unanswered, a pontuação out of place, or a
+        finding judged by a limit stricter than the law's (:func:`_within_the_law`).
     """
     if not agent_id.strip():
         raise TransitionError("confirmar exige a identificação do agente")
     now = _now(at)
     p = _step(session, proposal_id, "confirm", now)
     book, rule = rule_of(p)
+    _within_the_law(session, p, book)
     exception = _exception_answer(proposal_id, rule, exception_answer, agent_id=agent_id, at=now)
     chosen = _pontuacao(proposal_id, rule, pontuacao)
     priors = reincidence_priors(
@@ -786,6 +792,23 @@ def confirm(
         **extra,
     )
     return p
+
+
+def _within_the_law(session: Session, p: Proposal, book: Rulebook) -> None:
+    """Refuse to confirm a proposal whose findings were judged by a limit stricter than the law's.
+
+    :func:`enforcement.proposals.laxer_law`, as when proposing: a proposal stored before that
+    check (or under another rulebook version) is never issued as an auto.
+    """
+    rows = session.execute(
+        select(Finding.kind, Finding.details)
+        .join(ProposalFinding, ProposalFinding.finding_id == Finding.finding_id)
+        .where(ProposalFinding.proposal_id == p.proposal_id)
+    ).all()
+    for kind, details in rows:
+        if (why := laxer_law(book, kind, details or {})) is not None:
+            msg = f"a proposta {p.proposal_id} não pode ser confirmada: {why}; descarte-a"
+            raise TransitionError(msg)
 
 
 def _next_auto_number(session: Session, municipality: str, at: dt.datetime) -> str:
@@ -982,7 +1005,7 @@ def finalize(
     Where the rulebook fixes no defence period (Porto Alegre's taxi decree: the periods are in
     Lei 11.582/2014, outside the bundled texts), the agent states ``period_ended_on``: the local
     date the period (of defence, or of appeal after a rejected defence) ended under the
-    municipality's law; not before the notification (or the decision), not after the step.
+    municipality's law; not before the notification (or the decision), before the step's day.
     It is kept in the audit entry and in the proposal's document (``final_period_ended_on``).
 
     Raises
@@ -1001,14 +1024,14 @@ def finalize(
     defence, appeal = deadlines.get("defence") or {}, deadlines.get("appeal") or {}
     open_until: tuple[str, str] | None = None
     from_delivery = appeal.get("from") == "decision_notification"
-    if from_delivery and not appeal.get("due") and p.status in ("notificada", "defesa_indeferida"):
-        if p.status == "defesa_indeferida" or not appeal.get("without_defence_from"):
-            msg = (
-                f"a decisão da proposta {proposal_id} ainda não é definitiva: o prazo de recurso "
-                f"({appeal.get('provision')}) conta da notificação da decisão ao autuado, que não "
-                "foi registrada; registre-a e aguarde o fim do prazo"
-            )
-            raise TransitionError(msg)
+    waits = p.status == "defesa_indeferida" or not appeal.get("without_defence_from")
+    if from_delivery and not appeal.get("due") and waits:
+        msg = (
+            f"a decisão da proposta {proposal_id} ainda não é definitiva: o prazo de recurso "
+            f"({appeal.get('provision')}) conta da notificação da decisão ao autuado, que não "
+            "foi registrada; registre-a e aguarde o fim do prazo"
+        )
+        raise TransitionError(msg)
     if from_delivery and appeal.get("due") and not appeal.get("without_defence_from"):
         open_until = (appeal["due"], f"recurso, {appeal.get('provision')}")
     elif p.status == "notificada" and defence.get("due"):
@@ -1095,10 +1118,11 @@ def _period_end(p: Proposal, ended: dt.date | None, now: dt.datetime) -> dt.date
             f"({_local_date(start, p):%d/%m/%Y})"
         )
         raise ReviewDataError(msg)
-    if ended > _local_date(now, p):
+    if ended >= _local_date(now, p):  # a period ending today runs until the day's end
         msg = (
-            f"a data do fim do prazo ({ended:%d/%m/%Y}) é futura: a decisão só é definitiva "
-            "depois que o prazo termina"
+            f"a data do fim do prazo ({ended:%d/%m/%Y}) não é anterior ao dia do passo "
+            f"({_local_date(now, p):%d/%m/%Y}): a decisão só é definitiva depois que o prazo "
+            "termina"
         )
         raise ReviewDataError(msg)
     return ended

@@ -53,6 +53,22 @@ def _today() -> str:
     return dt.datetime.now(ZoneInfo(TIMEZONE)).date().isoformat()
 
 
+def _yesterday() -> str:
+    return (dt.date.fromisoformat(_today()) - dt.timedelta(days=1)).isoformat()
+
+
+def _notified_days_ago(engine: Engine, proposal_id: str, days: int) -> None:
+    """Move the auto's issue and notification ``days`` back: its period may have ended."""
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "UPDATE proposals SET confirmed_at = confirmed_at - make_interval(days => :d), "
+                "notified_at = notified_at - make_interval(days => :d) WHERE proposal_id = :p"
+            ),
+            {"d": days, "p": proposal_id},
+        )
+
+
 @pytest.fixture
 def agent(web_client: Callable[..., httpx.Client]) -> httpx.Client:
     return web_client("agent")
@@ -101,12 +117,14 @@ class TestReasonsAndDates:
         self, agent: httpx.Client, web_engine: Engine
     ) -> None:
         """Porto Alegre's taxi decree fixes no period: the page says it comes from the
-        municipality's law; without the date, before the notification or in the future: 422
-        on the date field, nothing changed; with today's date: 'definitiva', audited."""
+        municipality's law; without the date, before the notification, today (the period runs
+        to the day's end) or in the future: 422 on the date field, nothing changed; with
+        yesterday's date: 'definitiva', audited."""
         proposal, _ = _proposal(web_engine)
         base = f"/fiscal/propostas/{proposal}"
         assert _post(agent, f"{base}/confirmar", pontuacao="condutor").status_code == 303
         assert _post(agent, f"{base}/notificar").status_code == 303
+        _notified_days_ago(web_engine, proposal, 5)
         shown = html.unescape(agent.get(base).text)
         assert "eles estão na lei do município, fora do texto do regulamento" in shown
         assert 'name="fim_prazo" type="date" required' in shown
@@ -116,7 +134,8 @@ class TestReasonsAndDates:
             ("", "Informe a data em que o prazo terminou"),
             ("01/02/2026", "Data inválida: '01/02/2026'"),
             ("2026-01-02", "é anterior à notificação"),
-            (tomorrow, "é futura"),
+            (tomorrow, "não é anterior ao dia do passo"),
+            (_today(), "não é anterior ao dia do passo"),
         ):
             page = _post(agent, f"{base}/finalizar", fundamentacao=grounds, fim_prazo=date)
             assert page.status_code == 422, date
@@ -124,7 +143,7 @@ class TestReasonsAndDates:
             assert 'id="fim_prazo-erro"' in body and message in body, date
             assert f">{grounds}</textarea>" in body, date
             assert _status(web_engine, proposal) == "notificada"
-        done = _post(agent, f"{base}/finalizar", fundamentacao=grounds, fim_prazo=_today())
+        done = _post(agent, f"{base}/finalizar", fundamentacao=grounds, fim_prazo=_yesterday())
         assert done.status_code == 303
         assert _status(web_engine, proposal) == "definitiva"
         with web_engine.connect() as conn:
@@ -135,7 +154,7 @@ class TestReasonsAndDates:
                 ),
                 {"p": proposal},
             ).scalar_one()
-        assert details["period_ended_on"] == _today()
+        assert details["period_ended_on"] == _yesterday()
 
     def test_reversed_queue_dates_are_named(self, agent: httpx.Client) -> None:
         """'desde' (the label's word) after 'até': the invalid-filters warning naming both."""
@@ -194,6 +213,8 @@ def test_consequential_steps_ask_first(page: Any, login: Callable, web_engine: E
             ask(page.get_by_role("button", name=button))
         assert _status(web_engine, proposal) == after
 
+    _notified_days_ago(web_engine, proposal, 5)  # the period may have ended
+    page.reload()
     final = page.locator("#finalizar")
     expect(final).to_contain_text("estão na lei do município, fora do texto do regulamento")
     final.get_by_label("Fundamentação").fill("Sem defesa no prazo da lei municipal.")
@@ -211,7 +232,7 @@ def test_consequential_steps_ask_first(page: Any, login: Callable, web_engine: E
         "web-fiscal-decisao-definitiva.png",
         element=page.locator("#acoes-titulo").locator(".."),
     )
-    field.fill(_today())
+    field.fill(_yesterday())
     final = page.locator("#finalizar")
     expect(final.get_by_label("Fundamentação")).to_have_value(  # kept through the error
         "Sem defesa no prazo da lei municipal."
@@ -225,7 +246,7 @@ def test_consequential_steps_ask_first(page: Any, login: Callable, web_engine: E
     with page.expect_navigation():
         ask(final.get_by_role("button", name="Registrar a decisão definitiva"))
     expect(page.get_by_role("status")).to_contain_text("Decisão definitiva registrada.")
-    day = dt.date.fromisoformat(_today()).strftime("%d/%m/%Y")
+    day = dt.date.fromisoformat(_yesterday()).strftime("%d/%m/%Y")
     expect(page.locator(".summary")).to_contain_text(f"Fim do prazo (lei municipal){day}")
     expect(page.locator("#historico-titulo").locator("..")).to_contain_text(
         f"prazo encerrado em {day}"

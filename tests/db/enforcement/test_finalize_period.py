@@ -78,11 +78,13 @@ def test_without_a_rulebook_period_the_end_date_is_required(poa) -> None:
     ("ended", "message"),
     [
         (dt.date(2025, 3, 4), r"anterior à notificação \(05/03/2025\)"),
-        (dt.date(2025, 4, 11), "é futura"),
+        (dt.date(2025, 4, 11), "não é anterior ao dia do passo"),
+        (dt.date(2025, 4, 10), r"não é anterior ao dia do passo \(10/04/2025\)"),
     ],
 )
 def test_the_end_date_is_between_the_notification_and_today(poa, ended, message) -> None:
-    """Before the notification's local day, or after the step's day: refused."""
+    """Before the notification's local day, or on or after the step's day (a period ending
+    that day runs to its end): refused."""
     pid = _taxi_auto(poa)
     notify(poa, pid, actor="a", at=AT)
     with pytest.raises(ReviewDataError, match=message):

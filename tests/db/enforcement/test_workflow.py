@@ -559,3 +559,42 @@ class TestGenerateReport:
         store_findings(poa, anomaly("2025-03-07T09:00:00Z"))  # alone: for review
         created, done = generate_report(poa, municipality=POA, timezone=TZ)
         assert created == 0 and len(done.for_review) == 1
+
+
+class TestConfirmChecksTheLaw:
+    def test_a_finding_judged_stricter_than_the_law_is_not_issued(self, poa) -> None:
+        """POA art. 60 X: "mais de 60 dias". A proposal stored before the proposals' check of
+        the law's limits, on a run judging 4 days, cannot become an auto; at 60 it can."""
+        frame = make_findings(
+            pd.DataFrame(
+                {
+                    "kind": "inactivity",
+                    "vehicle_id": "POA-9",
+                    "stand_id": None,
+                    "started_at": ["2025-01-01T12:00:00Z"],
+                    "ended_at": ["2025-03-04T03:00:00Z"],
+                    "confidence": 0.9,
+                    "details": [{"never_seen": False, "thresholds": {"max_idle_days": 60}}],
+                }
+            ),
+            [shapely.Point(-51.2, -30.0)],
+        )
+        pid = _proposal(poa, frame, POA)
+        poa.execute(
+            text(
+                "UPDATE findings SET details = jsonb_set(details, "
+                "'{thresholds,max_idle_days}', '4') WHERE finding_id = :f"
+            ),
+            {"f": frame["finding_id"].iloc[0]},
+        )
+        with pytest.raises(TransitionError, match=r"art\. 60, X: 60; na análise: 4\); descarte-a"):
+            confirm(poa, pid, agent_id="a", at=T0)
+        assert get_proposal(poa, pid).status == "proposta"
+        poa.execute(
+            text(
+                "UPDATE findings SET details = jsonb_set(details, "
+                "'{thresholds,max_idle_days}', '60') WHERE finding_id = :f"
+            ),
+            {"f": frame["finding_id"].iloc[0]},
+        )
+        assert confirm(poa, pid, agent_id="a", at=T0).status == "confirmada"
