@@ -313,6 +313,7 @@ def propose_all(
     confidence_floor: Mapping[str, float] | None = None,
     context: pd.DataFrame | None = None,
     vehicles: Callable[[str], bool] | None = None,
+    judged: pd.DataFrame | None = None,
 ) -> Proposed:
     """Turn findings into proposals under a municipality's rulebooks.
 
@@ -342,6 +343,12 @@ def propose_all(
         Only the vehicles it accepts (default: all). Every count and proposal is per
         (finding, vehicle), so runs over a partition of the vehicles make, together, the
         proposals, uncovered counts and review items of one run over all.
+    judged
+        Findings already in proposals (:data:`JUDGED_COLUMNS`: the proposal's vehicle and
+        status): a finding of the same kind about the same vehicle whose period overlaps one
+        of them (a sliding window's next day, the live and the batch run) rests on conduct
+        already judged, whatever the agent decided: it is listed for review, never proposed
+        again. Overlapping findings of one vehicle and rule in one call make one proposal.
 
     Returns
     -------
@@ -359,6 +366,7 @@ def propose_all(
     # 58 IX: tracking gaps and GPS jumps) under rules of their own (repetition, labels).
     rules: dict[RuleRef, tuple[Rulebook, Rule]] = {}
     candidates: list[tuple[str, RuleRef, str, str, Mapping[str, Any]]] = []
+    earlier = _judged_periods(judged)
     for finding, day in zip(_records(findings), _local_days(findings, timezone), strict=True):
         details = finding["details"] or {}
         for vehicle_id in accused_vehicles(finding):
@@ -376,6 +384,13 @@ def propose_all(
                 if book is None:
                     why += f": sem regulamento de {service}"
                 uncovered[why] = uncovered.get(why, 0) + 1
+                continue
+            if (seen := _overlapped(earlier, finding, vehicle_id)) is not None:
+                why = (
+                    f"período já julgado: sobrepõe-se ao achado {seen[0]}, da proposta {seen[1]} "
+                    f"({seen[2]})"
+                )
+                review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
             exemption = book.meter_exemption
             category = category_of.get(vehicle_id)
@@ -411,6 +426,7 @@ def propose_all(
         if verdict is not None:
             evidence.setdefault((vehicle_id, ref, day, service), []).append(verdict)
 
+    _merge_overlapping(groups, evidence)
     proposals = []
     for group, members in groups.items():
         vehicle_id, ref = group[0], group[1]
@@ -465,6 +481,76 @@ def laxer_law(book: Rulebook, kind: str, details: Mapping[str, Any]) -> str | No
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+JUDGED_COLUMNS = (
+    "kind",
+    "vehicle_id",
+    "started_at",
+    "ended_at",
+    "finding_id",
+    "proposal_id",
+    "status",
+)
+"""Columns of :func:`propose_all`'s ``judged``: a finding in a proposal about ``vehicle_id``."""
+
+_Period = tuple[int, int, str, str, str]
+
+
+def _judged_periods(judged: pd.DataFrame | None) -> dict[tuple[str, str], list[_Period]]:
+    """Index ``judged`` by (kind, vehicle): ``(start ns, end ns, finding, proposal, status)``."""
+    out: dict[tuple[str, str], list[_Period]] = {}
+    if judged is None or judged.empty:
+        return out
+    for r in judged.itertuples(index=False):
+        start, end = _instant(r.started_at).value, _instant(r.ended_at).value
+        out.setdefault((str(r.kind), str(r.vehicle_id)), []).append(
+            (start, end, str(r.finding_id), str(r.proposal_id), str(r.status))
+        )
+    return out
+
+
+def _overlapped(
+    earlier: Mapping[tuple[str, str], list[_Period]], finding: Mapping[str, Any], vehicle: str
+) -> tuple[str, str, str] | None:
+    """Return the judged finding (id, proposal, status) whose period ``finding``'s overlaps."""
+    periods = earlier.get((str(finding["kind"]), vehicle))
+    if not periods:
+        return None
+    start, end = _instant(finding["started_at"]).value, _instant(finding["ended_at"]).value
+    for lo, hi, fid, pid, status in periods:
+        if start <= hi and end >= lo and fid != str(finding["finding_id"]):
+            return fid, pid, status
+    return None
+
+
+def _merge_overlapping(
+    groups: dict[tuple[str, RuleRef, str, str], list[Mapping[str, Any]]],
+    evidence: dict[tuple[str, RuleRef, str, str], list[dict[str, Any]]],
+) -> None:
+    """Join the groups of one vehicle and rule whose periods overlap (in place).
+
+    One conduct, one proposal, under the earliest group's day.
+    """
+    spans = {
+        g: (
+            min(_instant(f["started_at"]).value for f in members),
+            max(_instant(f["ended_at"]).value for f in members),
+        )
+        for g, members in groups.items()
+    }
+    order = sorted(groups, key=lambda g: (g[0], g[1][0], g[3], spans[g][0], g[2]))
+    keep: tuple[str, RuleRef, str, str] | None = None
+    reach = 0
+    for g in order:
+        same = keep is not None and (g[0], g[1], g[3]) == (keep[0], keep[1], keep[3])
+        if keep is not None and same and spans[g][0] <= reach:
+            groups[keep].extend(groups.pop(g))
+            if g in evidence:
+                evidence.setdefault(keep, []).extend(evidence.pop(g))
+            reach = max(reach, spans[g][1])
+        else:
+            keep, reach = g, spans[g][1]
 
 
 def _review_item(

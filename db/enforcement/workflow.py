@@ -46,6 +46,7 @@ from db.upsert import hex_ewkb
 from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
 from enforcement.proposals import (
     CONFIRMED_STATUSES,
+    JUDGED_COLUMNS,
     Proposed,
     deadline_due,
     laxer_law,
@@ -448,7 +449,32 @@ def _propose_uncovered(
         fleet=_service_categories(session, findings),
         confidence_floor=confidence_floor,
         context=_repetition_context(session, books, findings, covered),
+        judged=_judged(session, municipality, findings),
     )
+
+
+def _judged(session: Session, municipality: str, findings: pd.DataFrame) -> pd.DataFrame:
+    """Return the proposed findings (``JUDGED_COLUMNS``) of the new ones' kinds and period."""
+    rows = session.execute(
+        select(
+            Finding.kind,
+            Proposal.vehicle_id,
+            Finding.started_at,
+            Finding.ended_at,
+            Finding.finding_id,
+            Proposal.proposal_id,
+            Proposal.status,
+        )
+        .join(ProposalFinding, ProposalFinding.finding_id == Finding.finding_id)
+        .join(Proposal, Proposal.proposal_id == ProposalFinding.proposal_id)
+        .where(
+            Proposal.municipality_code == municipality,
+            Finding.kind.in_(sorted(set(findings["kind"]))),
+            Finding.started_at <= findings["ended_at"].max().to_pydatetime(),
+            Finding.ended_at >= findings["started_at"].min().to_pydatetime(),
+        )
+    ).all()
+    return pd.DataFrame([tuple(r) for r in rows], columns=list(JUDGED_COLUMNS))
 
 
 def _service_categories(session: Session, findings: pd.DataFrame) -> pd.DataFrame:
@@ -960,11 +986,16 @@ def notify_decision(
     defence_filed = p.status != "notificada"
     if not defence_filed:
         due = ((p.deadlines or {}).get("defence") or {}).get("due")
-        if not due or now <= dt.datetime.fromisoformat(due):
+        if not due:
             msg = (
-                f"a proposta {proposal_id} ainda está no prazo de defesa"
-                + (f" (até {_day(due)})" if due else "")
-                + ": sem defesa, a penalidade só é aplicada e notificada depois do fim do prazo"
+                f"a proposta {proposal_id} não tem prazo de defesa fixado no regulamento: sem "
+                "defesa, registre a decisão definitiva com a data do fim do prazo"
+            )
+            raise TransitionError(msg)
+        if now <= dt.datetime.fromisoformat(due):
+            msg = (
+                f"a proposta {proposal_id} ainda está no prazo de defesa (até {_day(due)}): sem "
+                "defesa, a penalidade só é aplicada e notificada depois do fim do prazo"
             )
             raise TransitionError(msg)
     p.decision_notified_at, p.updated_at = now, now

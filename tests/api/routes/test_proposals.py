@@ -79,13 +79,12 @@ class TestProposalRoutes:
         final = f"/api/v1/proposals/{pid}/finalize"
         r = client.post(final, json=reason, headers=auth)
         assert r.status_code == 422 and "informe a data" in r.json()["error"]["message"]
-        today = dt.datetime.now(ZoneInfo("America/Sao_Paulo")).date().isoformat()
-        r = client.post(final, json=reason | {"period_ended_on": today}, headers=auth)
-        assert r.status_code == 200, r.text
-        assert r.json()["status"] == "definitiva"
-        # the delivery of a decision: only after a rejected defence
+        today = dt.datetime.now(ZoneInfo("America/Sao_Paulo")).date()
+        r = client.post(final, json=reason | {"period_ended_on": today.isoformat()}, headers=auth)
+        assert r.status_code == 422 and "não é anterior ao dia do passo" in r.text  # runs today
+        # without a defence period in the rulebook, no delivery of a penalty to date
         r = client.post(f"/api/v1/proposals/{pid}/decision-notification", json={}, headers=auth)
-        assert r.status_code == 409 and "notificação da decisão" in r.json()["error"]["message"]
+        assert r.status_code == 409 and "não tem prazo de defesa" in r.json()["error"]["message"]
 
     def test_unknown_is_404_and_planner_is_403(self, client, seeded) -> None:
         """An unknown id is 404; a planner may not review proposals."""

@@ -598,3 +598,60 @@ class TestConfirmChecksTheLaw:
             {"f": frame["finding_id"].iloc[0]},
         )
         assert confirm(poa, pid, agent_id="a", at=T0).status == "confirmada"
+
+
+def _jump(start: str, end: str, vehicle: str = "PB-01"):
+    frame = pd.DataFrame(
+        {
+            "kind": "queue_jump",
+            "vehicle_id": vehicle,
+            "stand_id": "S1",
+            "started_at": [start],
+            "ended_at": [end],
+            "confidence": 0.9,
+            "details": [{"queue_position": 2}],
+        }
+    )
+    return make_findings(frame, [shapely.Point(-51.45, -29.1)])
+
+
+class TestOneConductOneProposal:
+    def test_overlapping_findings_of_a_run_make_one_proposal(self, session) -> None:
+        """Two findings of one vehicle and rule whose periods overlap across local midnight
+        (a sliding window's next day): one proposal resting on both, not one per day."""
+        both = pd.concat(
+            [
+                _jump("2025-03-05T02:00:00Z", "2025-03-05T04:00:00Z"),  # 23:00 local, 4 Mar
+                _jump("2025-03-05T03:30:00Z", "2025-03-05T05:00:00Z"),  # 00:30 local, 5 Mar
+            ],
+            ignore_index=True,
+        )
+        store_findings(session, both)
+        assert generate_proposals(session, municipality=PB, timezone=TZ) == 1
+        linked = session.execute(select(ProposalFinding.finding_id)).scalars().all()
+        assert sorted(linked) == sorted(both["finding_id"])
+
+    def test_a_finding_overlapping_a_judged_one_is_not_proposed_again(self, session) -> None:
+        """Dismissed, the conduct does not come back under a later finding overlapping it: the
+        later one is listed for review naming the earlier finding and proposal; a finding
+        after it is proposed."""
+        first = _jump("2025-03-05T02:00:00Z", "2025-03-05T04:00:00Z")
+        pid = _proposal(session, first, PB)
+        dismiss(
+            session,
+            pid,
+            agent_id="a",
+            reason="as esperas não formam fila",
+            at=T0 + dt.timedelta(days=2),
+        )
+        again = _jump("2025-03-05T03:30:00Z", "2025-03-05T05:00:00Z")
+        later = _jump("2025-03-06T03:30:00Z", "2025-03-06T05:00:00Z")
+        store_findings(session, pd.concat([again, later], ignore_index=True))
+        created, done = generate_report(session, municipality=PB, timezone=TZ)
+        assert created == 1
+        (item,) = done.for_review
+        assert item["finding_id"] == again["finding_id"].iloc[0]
+        assert item["reason"] == (
+            f"período já julgado: sobrepõe-se ao achado {first['finding_id'].iloc[0]}, "
+            f"da proposta {pid} (descartada)"
+        )
