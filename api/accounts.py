@@ -97,12 +97,100 @@ def check_role(role: str) -> str:
     return role
 
 
-def check_password(password: str) -> str:
-    """Return ``password`` if it is long enough, else raise :class:`UserAdminError`."""
+COMMON_PASSWORDS = frozenset({
+    "12345678", "123456789", "1234567890", "123123123", "11223344", "12341234", "12344321",
+    "87654321", "00000000", "11111111", "88888888", "abcd1234", "abc12345", "abcdef12",
+    "1234abcd", "a1b2c3d4", "1q2w3e4r", "1qaz2wsx", "qwerty12", "qwerty123", "qwertyui",
+    "qwerty1234", "asdf1234", "zaq12wsx", "password", "password1", "password123", "passw0rd",
+    "iloveyou", "princess", "sunshine", "football", "baseball", "superman", "starwars",
+    "trustno1", "welcome1", "letmein1", "admin123", "administrador", "root1234", "senha123",
+    "senha1234", "senha12345", "senhasenha", "minhasenha", "mudar123", "mudar1234", "mudarsenha",
+    "trocar123", "alterar123", "acesso123", "brasil123", "brasil2024", "flamengo", "corinthians",
+    "palmeiras", "gremio123", "internacional", "santos123", "vasco123", "deus1234", "jesus123",
+    "amor1234", "teamo123", "pontual1", "pontual123", "fiscal123", "taxi1234",
+})  # fmt: skip
+"""Passwords among the first tried by anyone guessing (international and pt-BR lists)."""
+
+_SEQUENCES = ("01234567890", "abcdefghijklmnopqrstuvwxyz", "qwertyuiop", "asdfghjkl", "zxcvbnm")
+"""Runs of digits, letters and keyboard rows: a password inside one (either way) is a sequence."""
+
+
+def password_problem(password: str, *, username: str | None = None) -> str | None:
+    """Say why ``password`` is refused (pt-BR), or None when it is acceptable.
+
+    Refused: shorter than :data:`MIN_PASSWORD_LENGTH`; equal to or containing the username
+    (whatever its case); one character or a short block (up to 3 characters) repeated
+    (``aaaaaaaa``, ``abababab``); a run of digits, letters or a keyboard row, either way
+    (``12345678``, ``hgfedcba``, ``qwertyui``); one of :data:`COMMON_PASSWORDS`. Every path that
+    sets a password (console, ``pontual users``, demo) checks here.
+    """
     if len(password) < MIN_PASSWORD_LENGTH:
-        msg = f"a senha precisa de pelo menos {MIN_PASSWORD_LENGTH} caracteres"
-        raise UserAdminError(msg)
+        return f"a senha precisa de pelo menos {MIN_PASSWORD_LENGTH} caracteres"
+    folded = password.lower()
+    name = (username or "").strip().lower()
+    if name and name in folded:
+        return "a senha não pode ser nem conter o nome de usuário"
+    if any((password[:k] * len(password))[: len(password)] == password for k in (1, 2, 3)):
+        return (
+            "a senha não pode ser um caractere ou um trecho curto repetido "
+            "(como aaaaaaaa ou abababab)"
+        )
+    if any(folded in run or folded in run[::-1] for run in _SEQUENCES):
+        return "a senha não pode ser uma sequência simples (como 12345678, abcdefgh ou qwertyui)"
+    if folded in COMMON_PASSWORDS:
+        return "esta senha está entre as mais usadas e é das primeiras tentadas; escolha outra"
+    return None
+
+
+def check_password(password: str, *, username: str | None = None) -> str:
+    """Return ``password`` if it is acceptable, else raise :class:`UserAdminError`.
+
+    The rules are :func:`password_problem`'s; ``username``: the account's login.
+    """
+    problem = password_problem(password, username=username)
+    if problem is not None:
+        raise UserAdminError(problem)
     return password
+
+
+def check_username(username: str) -> str:
+    """Return ``username`` trimmed if it is a valid login (:data:`USERNAME`), else raise."""
+    username = username.strip()
+    if not USERNAME.fullmatch(username):
+        msg = (
+            f"nome de usuário {username!r} inválido: de 3 a 100 caracteres, só letras sem "
+            "acento, números e . _ - @ (sem espaços)"
+        )
+        raise UserAdminError(msg)
+    return username
+
+
+def check_name_free(*, session: Session, username: str) -> str:
+    """Return ``username`` if no account has it (in any case: ``Ana`` is ``ana``), else raise."""
+    taken = session.scalar(select(User.username).where(_same_name(username)))
+    if taken is not None:
+        msg = (
+            f"usuário '{username}' já existe"
+            if taken == username
+            else f"o nome '{username}' já é usado pela conta '{taken}' (nomes de usuário não "
+            "distinguem maiúsculas de minúsculas); escolha outro nome"
+        )
+        raise UserAdminError(msg)
+    return username
+
+
+def check_stands(*, session: Session, role: str, stand_ids: Sequence[str]) -> list[str]:
+    """Return the stands of a new account of ``role`` (sorted), else raise.
+
+    A supervisor has at least one stand, all known; other roles have none.
+    """
+    if stand_ids and role != "supervisor":
+        msg = "apenas supervisores são vinculados a pontos"
+        raise UserAdminError(msg)
+    if role == "supervisor" and not stand_ids:
+        msg = "um supervisor precisa de pelo menos um ponto"
+        raise UserAdminError(msg)
+    return _known_stands(session, stand_ids)
 
 
 def get_user(*, session: Session, username: str) -> User:
@@ -114,7 +202,8 @@ def get_user(*, session: Session, username: str) -> User:
     return user
 
 
-def _set_stands(session: Session, user: User, stand_ids: Iterable[str]) -> None:
+def _known_stands(session: Session, stand_ids: Iterable[str]) -> list[str]:
+    """Return ``stand_ids`` sorted without repeats if all are known stands, else raise."""
     from db.stands.models import Stand
 
     wanted = sorted(set(stand_ids))
@@ -123,6 +212,11 @@ def _set_stands(session: Session, user: User, stand_ids: Iterable[str]) -> None:
     if unknown:
         msg = f"pontos desconhecidos: {', '.join(unknown)}"
         raise UserAdminError(msg)
+    return wanted
+
+
+def _set_stands(session: Session, user: User, stand_ids: Iterable[str]) -> None:
+    wanted = _known_stands(session, stand_ids)
     session.execute(delete(UserStand).where(UserStand.user_id == user.user_id))
     session.add_all(UserStand(user_id=user.user_id, stand_id=s) for s in wanted)
 
@@ -141,40 +235,20 @@ def create_user(
     Raises
     ------
     UserAdminError
-        Unknown role, short password, name taken (in any case: ``Ana`` is ``ana``), or a
-        supervisor without known stands.
+        Unknown role, invalid login, weak password (:func:`password_problem`), name taken (in
+        any case: ``Ana`` is ``ana``), or a supervisor without known stands.
     """
     check_role(role)
-    check_password(password)
-    username = username.strip()
-    if not USERNAME.fullmatch(username):
-        msg = (
-            f"nome de usuário {username!r} inválido: de 3 a 100 caracteres, só letras sem "
-            "acento, números e . _ - @ (sem espaços)"
-        )
-        raise UserAdminError(msg)
-    if stand_ids and role != "supervisor":
-        msg = "apenas supervisores são vinculados a pontos"
-        raise UserAdminError(msg)
-    taken = session.scalar(select(User.username).where(_same_name(username)))
-    if taken is not None:
-        msg = (
-            f"usuário '{username}' já existe"
-            if taken == username
-            else f"o nome '{username}' já é usado pela conta '{taken}' (nomes de usuário não "
-            "distinguem maiúsculas de minúsculas); escolha outro nome"
-        )
-        raise UserAdminError(msg)
-    if role == "supervisor" and not stand_ids:
-        msg = "um supervisor precisa de pelo menos um ponto"
-        raise UserAdminError(msg)
+    username = check_username(username)
+    check_password(password, username=username)
+    check_name_free(session=session, username=username)
+    stand_ids = check_stands(session=session, role=role, stand_ids=stand_ids)
     user = User(
         username=username, full_name=full_name, role=role, password_hash=hash_password(password)
     )
     session.add(user)
     session.flush()
-    if stand_ids:
-        _set_stands(session, user, stand_ids)
+    session.add_all(UserStand(user_id=user.user_id, stand_id=s) for s in stand_ids)
     return user
 
 
@@ -263,9 +337,9 @@ def disable_user(*, session: Session, username: str, by: str | None = None) -> U
 
 
 def set_password(*, session: Session, username: str, password: str) -> User:
-    """Set a new password; the user's tokens are revoked."""
-    check_password(password)
+    """Set a new password (:func:`check_password`); the user's tokens are revoked."""
     user = get_user(session=session, username=username)
+    check_password(password, username=user.username)
     user.password_hash = hash_password(password)
     revoke_user_tokens(session=session, user_id=user.user_id)
     return user

@@ -246,6 +246,7 @@ DETAIL_LABELS = {
     "auto_number": "número do auto", "reincidence_count": "reincidências",
     "reincidence_autos": "autos anteriores", "exception_answer": "resposta à exceção",
     "pontuacao": "pontuação", "period_ended_on": "fim do prazo de defesa",
+    "step_at": "realizado em",
     # imports
     "file": "arquivo", "sha256": "SHA-256", "options": "opções", "rows": "linhas",
     "imported": "linhas importadas", "rejected_rows": "linhas rejeitadas",
@@ -273,7 +274,13 @@ DETAIL_LABELS = {
 :mod:`db.enforcement.workflow`, :mod:`db.fleet.store`, the console's pages...); others are
 shown by the forms' label (:data:`api.web.formats.FIELD_LABELS`) or as written."""
 
+PERIOD_AFTER = {"defesa_indeferida": "fim do prazo de recurso"}
+"""The label of a final decision's stated period (``period_ended_on``) by the state it left:
+after a rejected defence the period was the appeal's; otherwise the defence's
+(:data:`DETAIL_LABELS`)."""
+
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_ISO_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$")
 _WKT = re.compile(
     r"^\s*(SRID=\d+;\s*)?(MULTI)?(POINT|LINESTRING|POLYGON)\b|^\s*GEOMETRYCOLLECTION\b", re.I
 )
@@ -324,6 +331,25 @@ def geometry_text(wkt: str) -> Shape | None:
     vertices = int(shapely.get_num_coordinates(geom)) - rings  # rings repeat their first corner
     where = f" ({len(parts)} partes)" if len(parts) > 1 else ""
     return Shape(f"{kind}{where}, {vertices} vértices")
+
+
+class LocalTime(str):
+    """An instant's local date and time (``dd/mm/aaaa hh:mm:ss``), standing for its ISO text."""
+
+    __slots__ = ()
+
+
+def _local_instants(value: Any, zone: ZoneInfo) -> Any:
+    """Replace the ISO instants (with an offset) in ``value`` by their local time in ``zone``."""
+    if isinstance(value, dict):
+        return {k: _local_instants(v, zone) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_local_instants(v, zone) for v in value]
+    if isinstance(value, str) and _ISO_INSTANT.match(value):
+        with contextlib.suppress(ValueError):
+            at = dt.datetime.fromisoformat(value).astimezone(zone)
+            return LocalTime(at.strftime("%d/%m/%Y %H:%M:%S"))
+    return value
 
 
 def _describe_geometries(value: Any) -> Any:
@@ -401,8 +427,8 @@ def value_text(value: Any) -> str:
     return str(value)
 
 
-def _item(key: str, value: Any) -> DetailItem:
-    label = detail_label(key)
+def _item(key: str, value: Any, *, label: str | None = None) -> DetailItem:
+    label = label or detail_label(key)
     if isinstance(value, dict) and value and set(value) != {"from", "to"}:
         return DetailItem(key=key, label=label, children=tuple(_items(value)))
     if key in NAMED_LISTS and isinstance(value, list) and value:
@@ -411,23 +437,33 @@ def _item(key: str, value: Any) -> DetailItem:
     return DetailItem(key=key, label=label, text=value_text(value))
 
 
-def _items(details: dict[Any, Any]) -> list[DetailItem]:
-    """Return the labelled items of an object, in the order of their labels."""
-    items = [_item(str(k), v) for k, v in details.items()]
+def _items(details: dict[Any, Any], labels: dict[str, str] | None = None) -> list[DetailItem]:
+    """Return the labelled items of an object, in the order of their labels.
+
+    ``labels``: labels of some keys here, in place of :func:`detail_label`'s.
+    """
+    labels = labels or {}
+    items = [_item(str(k), v, label=labels.get(str(k))) for k, v in details.items()]
     return sorted(items, key=lambda i: (fmt.plain(i.label), i.key))
 
 
-def detail_items(details: Any) -> list[DetailItem]:
+def detail_items(details: Any, *, timezone: str | None = None) -> list[DetailItem]:
     """Return an entry's details as labelled items (long texts cut; nothing left out).
 
     Known keys get their pt-BR label (:data:`DETAIL_LABELS`), others keep their name; nested
     objects become sub-items; items come in the order of their labels. A geometry (WKT) is
-    described (``polígono, 5 vértices``), the field names of a read by their labels.
+    described (``polígono, 5 vértices``), the field names of a read by their labels, an ISO
+    instant (a step's ``step_at``) by its local date and time in ``timezone`` (when given). A
+    final decision's stated period is named by the state it left (:data:`PERIOD_AFTER`).
     """
-    short = _shorten(_describe_geometries(details or {}))
+    shown = _describe_geometries(details or {})
+    if timezone is not None:
+        shown = _local_instants(shown, ZoneInfo(timezone))
+    short = _shorten(shown)
     if not isinstance(short, dict):
         return [DetailItem(key="", label="valor", text=value_text(short))]
-    return _items(short)
+    period = PERIOD_AFTER.get(str(short.get("from")))
+    return _items(short, labels={"period_ended_on": period} if period else {})
 
 
 def details_text(details: Any) -> str:
@@ -526,7 +562,7 @@ def audit_log(
                 "at": r.at.astimezone(zone),
                 "link": entity_link(r),
                 "details": details_text(r.details),
-                "lines": detail_items(r.details),
+                "lines": detail_items(r.details, timezone=settings.timezone),
                 "actor": actor_label(r.actor),
                 "action": AUDIT_ACTIONS.get(r.action, r.action),
                 "entity": entity_label(r.entity),

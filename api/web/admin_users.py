@@ -15,6 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
@@ -51,9 +52,48 @@ def stand_list(text: str | None) -> list[str]:
     return [s for s in _STAND_SPLIT.split(text or "") if s]
 
 
-def temporary_password() -> str:
-    """Return a new random password to hand over once (16 characters, ~96 bits)."""
-    return secrets.token_urlsafe(12)
+def temporary_password(username: str = "") -> str:
+    """Return a new random password to hand over once (16 characters, ~96 bits).
+
+    Drawn again in the rare case the rules refuse it (it contains ``username``).
+    """
+    while True:
+        secret = secrets.token_urlsafe(12)
+        if accounts.password_problem(secret, username=username) is None:
+            return secret
+
+
+def new_account_errors(
+    *,
+    session: Session,
+    username: str,
+    role: str,
+    stand_ids: list[str],
+    password: str | None,
+    password_repeat: str | None,
+) -> dict[str, str]:
+    """Return the "Nova conta" form's errors by field (empty: the account can be created).
+
+    The rules are :mod:`api.accounts`'s; ``password`` None: a temporary one is drawn.
+    """
+    errors: dict[str, str] = {}
+    try:
+        username = accounts.check_username(username)
+        accounts.check_name_free(session=session, username=username)
+    except UserAdminError as exc:
+        errors["username"] = str(exc)
+    try:
+        accounts.check_role(role)
+        accounts.check_stands(session=session, role=role, stand_ids=stand_ids)
+    except UserAdminError as exc:
+        errors["role" if role not in ROLES else "stands"] = str(exc)
+    if password is not None:
+        problem = accounts.password_problem(password, username=username)
+        if problem is not None:
+            errors["password"] = problem
+        elif password != password_repeat:
+            errors["password_repeat"] = "as duas senhas não são iguais"
+    return errors
 
 
 def _users_page(
@@ -137,12 +177,19 @@ def create_user(
         "password_mode": password_mode,
     }
     temporary = password_mode != "set"
-    if not temporary and password != password_repeat:
-        errors = {"password_repeat": "as duas senhas não são iguais"}
+    errors = new_account_errors(
+        session=session,
+        username=username,
+        role=role,
+        stand_ids=stand_list(stands),
+        password=None if temporary else password,
+        password_repeat=None if temporary else password_repeat,
+    )
+    if errors:
         return _users_page(
             request, web=web, session=session, errors=errors, values=values, status_code=422
         )
-    secret = temporary_password() if temporary else password
+    secret = temporary_password(username.strip()) if temporary else password
     try:
         user = accounts.create_user(
             session=session,
@@ -152,7 +199,7 @@ def create_user(
             full_name=form_text(full_name),
             stand_ids=stand_list(stands),
         )
-    except UserAdminError as exc:
+    except UserAdminError as exc:  # a concurrent change (the fields were checked above)
         session.rollback()
         return _users_page(
             request,
@@ -348,7 +395,7 @@ def reset_password(
         return _user_page(
             request, web=web, session=session, user=user, errors=errors, status_code=422
         )
-    secret = temporary_password() if temporary else password
+    secret = temporary_password(user.username) if temporary else password
     try:
         accounts.set_password(session=session, username=user.username, password=secret)
     except UserAdminError as exc:

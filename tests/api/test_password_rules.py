@@ -1,0 +1,125 @@
+"""Weak passwords are refused on every path that sets one (:func:`api.accounts.check_password`):
+the account's creation, a new password, and ``pontual users``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from api import accounts
+from api._errors import UserAdminError
+
+PONTUAL = Path(sys.executable).with_name("pontual")
+
+WEAK = [
+    ("12345678", "sequência simples"),
+    ("87654321", "sequência simples"),
+    ("abcdefgh", "sequência simples"),
+    ("QWERTYUI", "sequência simples"),
+    ("aaaaaaaa", "caractere ou um trecho curto repetido"),
+    ("abababab", "caractere ou um trecho curto repetido"),
+    ("senha123", "mais usadas"),
+    ("Mudar123", "mais usadas"),
+    ("abcd1234", "mais usadas"),
+    ("qwerty123", "mais usadas"),
+    ("password1", "mais usadas"),
+    ("curta", "pelo menos 8"),
+]
+
+
+class TestCreateUser:
+    @pytest.mark.parametrize(("password", "match"), WEAK)
+    def test_refuses_weak_passwords(self, db_session: Session, password: str, match: str) -> None:
+        """A common password, a sequence or a repeated character is refused in pt-BR."""
+        with pytest.raises(UserAdminError, match=match):
+            accounts.create_user(
+                session=db_session, username="qa_e_fraca", password=password, role="agent"
+            )
+
+    @pytest.mark.parametrize("password", ["qa_e_user2", "QA_E_USER2", "x-qa_e_user2-2026"])
+    def test_refuses_the_username(self, db_session: Session, password: str) -> None:
+        """A password equal to the username, or containing it in any case, is refused."""
+        with pytest.raises(UserAdminError, match="não pode ser nem conter o nome de usuário"):
+            accounts.create_user(
+                session=db_session, username="qa_e_user2", password=password, role="agent"
+            )
+
+    @pytest.mark.parametrize("password", ["cavalo-azul-pula", "Tr3s-Pontos-Norte", "x7#kQ2!mZp"])
+    def test_accepts_other_passwords(self, db_session: Session, password: str) -> None:
+        """A password outside the rules is accepted and logs in."""
+        accounts.create_user(
+            session=db_session, username="qa_e_forte", password=password, role="agent"
+        )
+        user = accounts.authenticate(session=db_session, username="qa_e_forte", password=password)
+        assert user is not None
+
+
+class TestSetPassword:
+    @pytest.mark.parametrize(
+        ("password", "match"),
+        [
+            ("12345678", "sequência"),
+            ("senha1234", "mais usadas"),
+            ("Qa_E_Troca", "nome de usuário"),
+        ],
+    )
+    def test_refuses_weak_passwords(self, db_session: Session, password: str, match: str) -> None:
+        """A new password follows the same rules as the first one; the old one stays."""
+        accounts.create_user(
+            session=db_session, username="qa_e_troca", password="cavalo-azul-pula", role="agent"
+        )
+        with pytest.raises(UserAdminError, match=match):
+            accounts.set_password(session=db_session, username="qa_e_troca", password=password)
+        assert accounts.authenticate(
+            session=db_session, username="qa_e_troca", password="cavalo-azul-pula"
+        )
+
+
+def _run(url: str, *args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PONTUAL_")}
+    return subprocess.run(
+        [str(PONTUAL), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=clean | {"DATABASE_URL": url},
+        timeout=120,
+        check=False,
+    )
+
+
+class TestUsersCommand:
+    def test_cli_refuses_weak_passwords(self, api_database_url: str) -> None:
+        """``pontual users create`` and ``passwd`` refuse a common password and the username."""
+        url = api_database_url
+        weak = _run(
+            url,
+            "users",
+            "create",
+            "qa_e_cli",
+            "--role",
+            "agent",
+            "--password-stdin",
+            stdin="12345678\n",
+        )
+        assert weak.returncode == 1
+        assert "sequência simples" in weak.stderr
+        created = _run(
+            url,
+            "users",
+            "create",
+            "qa_e_cli",
+            "--role",
+            "agent",
+            "--password-stdin",
+            stdin="cavalo-azul-pula\n",
+        )
+        assert created.returncode == 0, created.stderr
+        same = _run(url, "users", "passwd", "qa_e_cli", "--password-stdin", stdin="qa_e_cli\n")
+        assert same.returncode == 1
+        assert "nome de usuário" in same.stderr
