@@ -92,6 +92,12 @@ from runtime import keep_freed_heap
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
 from tracking.detectors.findings import KINDS, with_details
+from tracking.detectors.inactivity import (
+    ActivitySpan,
+    merge_activity_spans,
+    merge_feeds,
+    with_feed,
+)
 from tracking.stops import empty_stops
 from tracking.trips import empty_trips
 
@@ -626,8 +632,8 @@ def _gather_on_workers(
             findings_part(client.submit(pt.place_group, waiting, ctx, as_of=as_of), "locais")
         )
     if kinds & set(pt.VEHICLE_GROUP_KINDS):
-        found = [s for s in spans if s is not None]
-        span = (min(s[0] for s in found), max(s[1] for s in found)) if found else None
+        feed = merge_feeds([f["feed"] for f in facts])  # every partition's, with trips or not
+        span = with_feed(merge_activity_spans(spans), feed)
         seen = client.submit(operator.getitem, plan, "vehicles", pure=False)
         cross += [
             findings_part(
@@ -975,7 +981,7 @@ def _vehicle_group(
     *,
     seen: set[str] | None,
     as_of: dt.date | None,
-    activity_span: tuple[int, int] | None,
+    activity_span: ActivitySpan | None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """Run :func:`~engines.partitions.vehicle_group` on a partition with its rows of the fleet.
 

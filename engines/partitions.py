@@ -81,7 +81,14 @@ from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.illegal_stand_formation import waiting_stops
-from tracking.detectors.inactivity import activity_span, unmetered_last_fixes
+from tracking.detectors.inactivity import (
+    ActivitySpan,
+    activity_span,
+    fix_feed,
+    merge_feeds,
+    unmetered_last_fixes,
+    with_feed,
+)
 from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
@@ -362,6 +369,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "sightings": unmetered_last_fixes(  # inactivity: whole vehicles, the last fix is theirs
             part, as_of=context["as_of"], timezone=params.timezone
         ),
+        "feed": fix_feed(part, timezone=params.timezone),  # inactivity: vehicles by day
         "near": _near_dwells(part, context),
         "operation": _operation(part, context),
     }
@@ -400,7 +408,7 @@ def _detect(
     as_of: dt.date | None,
     waiting_stops: list[dict[str, Any]] | None = None,
     licences: pd.DataFrame | None = None,
-    activity_span: tuple[int, int] | None = None,
+    activity_span: ActivitySpan | None = None,
     sightings: pd.DataFrame | None = None,
     near_dwells: pd.DataFrame | None = None,
     operation: pd.DataFrame | None = None,
@@ -716,7 +724,7 @@ def vehicle_kinds(
     fleet: pd.DataFrame | None,
     as_of: dt.date | None,
     licences: pd.DataFrame | None = None,
-    activity_span: tuple[int, int] | None = None,
+    activity_span: ActivitySpan | None = None,
     sightings: pd.DataFrame | None = None,
     near_dwells: pd.DataFrame | None = None,
     operation: pd.DataFrame | None = None,
@@ -950,6 +958,12 @@ def gather(
             context,
             fleet=context["fleet"],
             as_of=as_of,
+            activity_span=None
+            if as_of is None
+            else with_feed(
+                activity_span(bare_trips, as_of=as_of, timezone=context["params"].timezone),
+                merge_feeds([r["feed"] for r in results]),
+            ),
             sightings=_concat([r["sightings"] for r in results]),
             near_dwells=_concat(near)
             if (near := [r["near"] for r in results if r["near"] is not None])
@@ -1027,6 +1041,7 @@ def part_facts(
         span = part_activity_span(result, as_of=as_of, timezone=timezone)
     return {
         "activity_span": span,
+        "feed": result["feed"],
         "n_pings": result["n_pings"],
         "stats": result["stats"],
         "n_matched": result["n_matched"],
@@ -1414,7 +1429,7 @@ def vehicle_group(
     *,
     fleet: pd.DataFrame | None,
     as_of: dt.date | None,
-    activity_span: tuple[int, int] | None,
+    activity_span: ActivitySpan | None,
 ) -> tuple[gpd.GeoDataFrame, dict[str, str]]:
     """Run :func:`vehicle_kinds` on a partition's vehicles, ``fleet`` the rows to judge."""
     licences: pd.DataFrame | None = context["licences"]
@@ -1436,9 +1451,12 @@ def vehicle_group(
 
 def part_activity_span(
     result: dict[str, Any], *, as_of: dt.date, timezone: str
-) -> tuple[int, int] | None:
-    """Return the activity span of a partition's trips (``inactivity.activity_span``)."""
-    return activity_span(result["trips"], as_of=as_of, timezone=timezone)
+) -> ActivitySpan | None:
+    """Return the activity span of a partition: its trips' with its fixes' feed.
+
+    (``inactivity.activity_span``, ``inactivity.with_feed``.)
+    """
+    return with_feed(activity_span(result["trips"], as_of=as_of, timezone=timezone), result["feed"])
 
 
 def part_outputs(result: dict[str, Any], *, offset: int) -> dict[str, pd.DataFrame]:

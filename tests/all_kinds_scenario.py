@@ -9,7 +9,10 @@ its informal rank and one another:
   then span more than 60 days (``inactivity``, and for the fleet vehicles never seen carrying one);
 - ``F`` rides on tariff 2 for ten minutes on a Tuesday at 10:00 local (``flag2_misuse``);
 - ``R`` circles a block of a small street grid mid-trip, 5 km driven for 2 km (``longer_route``,
-  with :func:`roads` as the network).
+  with :func:`roads` as the network);
+- ``W1``–``W3``, outside the fleet, each send one fix a day, parked, from I's ride to the end: the
+  feed is live on every day of the window (``inactivity`` does not count a day with too few
+  vehicles reporting).
 
 Default thresholds throughout: the kinds occur as a run with no ``--thresholds`` finds them.
 """
@@ -79,7 +82,7 @@ def _along(
 
 
 def all_kinds_rows() -> list[dict[str, Any]]:
-    """The partition scenario's rows and the four vehicles above."""
+    """The partition scenario's rows and the vehicles above."""
     rows = scenario_rows()
     for d in range(-12, 0):  # 14:00 local, a 420 m ride north-east of the rank
         rows += _ride("H", d * DAY + 5 * HOUR, [(2000.0 + 60 * k, 2000.0) for k in range(8)])
@@ -87,6 +90,10 @@ def all_kinds_rows() -> list[dict[str, Any]]:
     flag2 = [(-1000.0, 1500.0 + 20 * k) for k in range(41)]  # 10 min, 10:00 on a Tuesday
     rows += _ride("F", DAY + HOUR, flag2, tariff=2)
     rows += _ride("R", 2 * DAY + 5 * HOUR, _along(DETOUR))  # 100 m every 15 s: 24 km/h
+    for k, name in enumerate(("W1", "W2", "W3")):  # parked far south, one fix a day
+        rows += make_track(
+            name, [(d * DAY + 3 * HOUR, -4000.0, 500.0 * k) for d in range(-70, 5)], meter=None
+        )
     return rows
 
 

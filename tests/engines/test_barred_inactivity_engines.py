@@ -101,8 +101,9 @@ def test_engines_agree(
 
 class TestLive:
     def test_a_new_prefixo_is_not_inactive_live_as_in_batch(self, db_session: Session) -> None:
-        """Live reads the first alvará from the registry: a prefixo issued 3 days before the
-        judged day is not inactive; one without the date is, with the batch's finding."""
+        """Live reads the first alvará from the registry: a prefixo issued on 1 March is never
+        inactive; one without the date is, with the batch's finding (INB1 reports every day:
+        the feed is live)."""
         db_session.execute(
             text(
                 "INSERT INTO vehicles (vehicle_id, prefixo, alvara_first_issued_on) VALUES "
@@ -110,7 +111,7 @@ class TestLive:
             )
         )
         lat, lon = offset_m(0.0, 0.0)
-        days = ("2024-01-01", "2024-02-01", "2024-03-01", "2024-03-05")
+        days = pd.date_range("2024-01-01", "2024-03-05", freq="D").strftime("%Y-%m-%d")
         pings = make_pings(
             [
                 {"vehicle_id": "INB1", "timestamp": f"{d}T15:00:00Z", "lat": lat, "lon": lon}
@@ -128,7 +129,8 @@ class TestLive:
                 "alvara_first_issued_on": [None, None, dt.date(2024, 3, 1)],
             }
         )
-        batch = detect_inactivity(pings.iloc[:3], fleet, as_of=dt.date(2024, 3, 4))
+        closed = pings.iloc[: list(days).index("2024-03-02")]  # 1 Jan–1 Mar: 61 days
+        batch = detect_inactivity(closed, fleet, as_of=dt.date(2024, 3, 1))
         assert batch["vehicle_id"].tolist() == ["INB2"]
         assert [f["finding_id"] for f in found] == batch["finding_id"].tolist()
 

@@ -29,17 +29,25 @@ idle days
     vehicle is reported as never seen only when that alone is longer than ``max_idle_days`` —
     a short data window accuses no one. A last operation before the counted-from day counts
     as on the day before it.
+feed gaps
+    A local day of the window (from the data's first day) on which the vehicles with activity
+    (a trip that day, from trips; a fix, from pings) are fewer than ``min_feed_share`` (default
+    a quarter) of those of the window's busiest day: the feed was down or partial (a tracking
+    server's outage, a sample of the fleet), and its silence cannot show who did not operate.
+    Such days are not counted as idle. Without it, a fleet-wide outage of two months would
+    propose cassação for every vehicle silent through it.
 excused days
     Idle days on which operating was forbidden (not operating then is complying): a status
     period — ``reserved`` (the reserva of art. 15) and also ``suspended``,
     ``out_of_operation``, ``revoked`` — from ``status_since`` to ``status_until`` (inclusive;
     an open bound reaches the whole window); the days after ``alvara_valid_until`` or
     ``inspection_valid_until`` (art. 58 XII, III); a ``termo_recolhido_since``–``until``
-    period. Days excused by several are counted once.
+    period. Days excused by several, or excused and a feed gap, are counted once.
 finding
-    ``idle_days - excused_days > max_idle_days``: one per vehicle; ``started_at`` the last
-    operation (or the counted-from day's local midnight), ``ended_at`` the end of the window's last
-    day (the next local midnight); geometry the last operation's fix (None if never seen).
+    ``idle_days - excused_days - feed_gap_days > max_idle_days``: one per vehicle;
+    ``started_at`` the last operation (or the counted-from day's local midnight), ``ended_at``
+    the end of the window's last day (the next local midnight); geometry the last operation's
+    fix (None if never seen).
 fixes under another id
     A fleet vehicle whose prefixo the data writes otherwise (an id of the activity or of
     ``off_fleet`` that the fleet lacks, of the same :func:`fleet.ids.id_form` — ``000123`` for
@@ -92,6 +100,64 @@ from tracking.detectors.operating_while_barred import BARRING_STATUSES, _fleet_r
 
 KIND = "inactivity"
 DEFAULT_MAX_IDLE_DAYS = 60
+DEFAULT_MIN_FEED_SHARE = 0.25
+"""A day whose vehicles with activity are fewer than this share of the busiest day's is a feed
+gap (module docstring)."""
+
+ActivitySpan = tuple[int, int, tuple[tuple[int, int], ...]]
+"""The data's first and last instant (UTC ns) and its feed: ``(local day, vehicles with
+activity that day)`` pairs, days as days since 1970-01-01, in day order. Engines give the
+trips' first and last with the fixes' feed (:func:`fix_feed`, :func:`with_feed`)."""
+
+
+Feed = tuple[tuple[int, int], ...]
+"""``(local day, vehicles with activity that day)`` pairs in day order (:func:`fix_feed`)."""
+
+
+def fix_feed(pings: pd.DataFrame, *, timezone: str) -> Feed:
+    """Return, per local day, how many vehicles sent a fix that day.
+
+    The feed an engine gives :func:`detect_inactivity` (``data_span``) beside the trips' span.
+    """
+    if not len(pings):
+        return ()
+    ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
+    return _feed(pings["vehicle_id"].astype("str").to_numpy(dtype=object), ns, timezone)
+
+
+def merge_feeds(feeds: Collection[Feed]) -> Feed:
+    """Return the feed of several groups of vehicles (disjoint) from theirs: counts summed."""
+    total: dict[int, int] = {}
+    for feed in feeds:
+        for day, n in feed:
+            total[int(day)] = total.get(int(day), 0) + int(n)
+    return tuple(sorted(total.items()))
+
+
+def with_feed(span: ActivitySpan | None, feed: Feed) -> ActivitySpan | None:
+    """Return ``span`` with ``feed`` in place of its own (None stays None)."""
+    return None if span is None else (span[0], span[1], feed)
+
+
+def merge_activity_spans(spans: Collection[ActivitySpan | None]) -> ActivitySpan | None:
+    """Return the span of several groups of vehicles (disjoint) from theirs.
+
+    The earliest first, the latest last, the feeds summed (:func:`merge_feeds`).
+    """
+    found = [s for s in spans if s is not None]
+    if not found:
+        return None
+    feed = merge_feeds([s[2] for s in found])
+    return min(s[0] for s in found), max(s[1] for s in found), feed
+
+
+def _feed(vids: np.ndarray, ns: np.ndarray, timezone: str) -> Feed:
+    """Per local day, how many vehicles have an instant in it (``vids`` and ``ns`` aligned)."""
+    if not len(ns):
+        return ()
+    pairs = pd.DataFrame({"v": vids, "d": local_days(ns, timezone)}).drop_duplicates()
+    counts = pairs["d"].value_counts().sort_index()
+    return tuple(zip(counts.index.astype(int).tolist(), counts.astype(int).tolist(), strict=True))
 
 
 def _local_midnight_ns(day: int, timezone: str) -> int:
@@ -100,9 +166,9 @@ def _local_midnight_ns(day: int, timezone: str) -> int:
 
 
 def _last_operations(
-    activity: pd.DataFrame, *, end_ns: int
-) -> tuple[dict[str, dict[str, Any]], int, int] | None:
-    """Per vehicle its last operation (ns, lat, lon, row, source); and the data's time span."""
+    activity: pd.DataFrame, *, end_ns: int, timezone: str
+) -> tuple[dict[str, dict[str, Any]], ActivitySpan] | None:
+    """Per vehicle its last operation (ns, lat, lon, row, source); and the data's span."""
     if {"started_at", "ended_at"} <= set(activity.columns):
         require_columns(activity, ("vehicle_id",), what="as viagens")
         start = utc_ns(activity["started_at"], column="started_at", what="as viagens")
@@ -120,7 +186,12 @@ def _last_operations(
                 "row": np.full(int(keep.sum()), -1, dtype=np.int64),
             }
         )
-        span = (int(start[keep].min()), int(stop[keep].max()))
+        vids = activity["vehicle_id"].astype("str").to_numpy(dtype=object)[keep]
+        span = (
+            int(start[keep].min()),
+            int(stop[keep].max()),
+            _feed(np.r_[vids, vids], np.r_[start[keep], stop[keep]], timezone),
+        )
         source = "trip"
     elif "timestamp" in activity.columns:
         require_columns(activity, ("vehicle_id", "lat", "lon"), what="os pings")
@@ -142,7 +213,15 @@ def _last_operations(
                 "row": ping_rows(activity)[occupied],
             }
         )
-        span = (int(ns[keep].min()), int(ns[keep].max()))
+        span = (
+            int(ns[keep].min()),
+            int(ns[keep].max()),
+            _feed(
+                activity["vehicle_id"].astype("str").to_numpy(dtype=object)[keep],
+                ns[keep],
+                timezone,
+            ),
+        )
         source = "occupied_fix"
     else:
         msg = "atividade sem 'timestamp' (pings) nem 'started_at'/'ended_at' (viagens)"
@@ -155,7 +234,7 @@ def _last_operations(
     }
     if source == "occupied_fix":  # a vehicle without meter data operates until its last fix
         _add_sightings(out, _unmetered_last(activity, end_ns, ns=ns), end_ns=end_ns)
-    return out, span[0], span[1]
+    return out, span
 
 
 def unmetered_last_fixes(
@@ -262,9 +341,10 @@ def detect_inactivity(
     *,
     as_of: dt.date,
     max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
+    min_feed_share: float = DEFAULT_MIN_FEED_SHARE,
     data_since: dt.date | None = None,
     timezone: str = DEFAULT_TIMEZONE,
-    data_span: tuple[int, int] | None = None,
+    data_span: ActivitySpan | None = None,
     off_fleet: Collection[str] = (),
     sightings: pd.DataFrame | None = None,
 ) -> gpd.GeoDataFrame:
@@ -287,16 +367,20 @@ def detect_inactivity(
         Last local day analysed (inclusive).
     max_idle_days : int, default 60
         Longest lawful idle period (art. 60 X: "lapso superior a 60 dias").
+    min_feed_share : float, default 0.25
+        A day whose vehicles with activity are fewer than this share of the busiest day's is a
+        feed gap, not counted as idle (module docstring); 0 counts every day.
     data_since : datetime.date, optional
         First local day the data covers (default: the day of its first fix or trip). Give it
         when the feed started earlier than the first record in hand.
     timezone : str, default "America/Sao_Paulo"
         Zone of the local days.
-    data_span : tuple of int, optional
+    data_span : tuple, optional
         First and last instant (UTC epoch nanoseconds) of the whole data before the end of
-        ``as_of``, as :func:`activity_span` gives it, when ``activity`` and ``fleet`` are one
-        group of the fleet's vehicles (an engine judging vehicles by groups): the window is
-        then the fleet's, not the group's. Default: the span of ``activity``.
+        ``as_of`` and its feed, as :func:`activity_span` gives it, when ``activity`` and
+        ``fleet`` are one group of the fleet's vehicles (an engine judging vehicles by groups):
+        the window and the feed gaps are then the fleet's, not the group's. Default: those of
+        ``activity``.
     off_fleet : collection of str, optional
         The vehicle ids of the whole data that the fleet lacks (``engines.pipeline.id_checks``),
         when ``activity`` is a group of it or trips (vehicles without trips): a fleet vehicle
@@ -316,7 +400,8 @@ def detect_inactivity(
     DetectorInputError
         If the activity frame is neither trips nor pings, or times are naive.
     DetectorThresholdError
-        If ``max_idle_days`` is not a positive integer, ``as_of`` not a date or the zone unknown.
+        If ``max_idle_days`` is not a positive integer, ``min_feed_share`` not in [0, 1],
+        ``as_of`` not a date or the zone unknown.
     FleetFrameError
         If a fleet status or date is invalid.
     """
@@ -326,6 +411,13 @@ def detect_inactivity(
         or max_idle_days < 1
     ):
         msg = f"'max_idle_days' foi {max_idle_days!r}; esperado um inteiro >= 1 (dias)"
+        raise DetectorThresholdError(msg)
+    if (
+        not isinstance(min_feed_share, int | float | np.integer | np.floating)
+        or isinstance(min_feed_share, bool)
+        or not 0 <= min_feed_share <= 1
+    ):
+        msg = f"'min_feed_share' foi {min_feed_share!r}; esperado um número entre 0 e 1"
         raise DetectorThresholdError(msg)
     if not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime):
         msg = f"'as_of' foi {as_of!r}; esperado uma data (datetime.date)"
@@ -341,61 +433,62 @@ def detect_inactivity(
         registry = {v: r for v, r in registry.items() if id_form(v) not in elsewhere}
     as_of_day = (as_of - dt.date(1970, 1, 1)).days
     end_ns = _local_midnight_ns(as_of_day + 1, timezone)
-    found = _last_operations(activity, end_ns=end_ns)
+    found = _last_operations(activity, end_ns=end_ns, timezone=timezone)
     if data_span is not None:  # a group of the fleet: the fleet's window
         last_op = found[0] if found is not None else {}
-        span_first, span_last = int(data_span[0]), int(data_span[1])
+        span = data_span
     elif found is None:
         return empty_findings()
     else:
-        last_op, span_first, span_last = found
+        last_op, span = found
     if sightings is not None:
         _add_sightings(last_op, sightings, end_ns=end_ns)
     if not registry:
         return empty_findings()
     return _inactivity_findings(
         last_op,
-        span_first,
-        span_last,
+        span,
         registry,
         as_of_day=as_of_day,
         max_idle_days=max_idle_days,
+        min_feed_share=float(min_feed_share),
         data_since=data_since,
         timezone=timezone,
     )
 
 
-def activity_span(
-    activity: pd.DataFrame, *, as_of: dt.date, timezone: str
-) -> tuple[int, int] | None:
-    """Return the first and last instant (UTC ns) of ``activity`` up to ``as_of``, or None.
+def activity_span(activity: pd.DataFrame, *, as_of: dt.date, timezone: str) -> ActivitySpan | None:
+    """Return the span of ``activity`` up to ``as_of`` (:data:`ActivitySpan`), or None.
 
-    What :func:`detect_inactivity` takes as the data's span; the span of several groups of
-    vehicles is the smallest first and the largest last of theirs (``data_span``).
+    What :func:`detect_inactivity` takes as the data's span (``data_span``); that of several
+    groups of vehicles is :func:`merge_activity_spans` of theirs.
     """
     zone(timezone)
     as_of_day = (as_of - dt.date(1970, 1, 1)).days
-    found = _last_operations(activity, end_ns=_local_midnight_ns(as_of_day + 1, timezone))
-    return None if found is None else (found[1], found[2])
+    end_ns = _local_midnight_ns(as_of_day + 1, timezone)
+    found = _last_operations(activity, end_ns=end_ns, timezone=timezone)
+    return None if found is None else found[1]
 
 
 def _inactivity_findings(
     last_op: Mapping[str, Mapping[str, Any]],
-    span_first: int,
-    span_last: int,
+    span: ActivitySpan,
     registry: Mapping[str, Mapping[str, Any]],
     *,
     as_of_day: int,
     max_idle_days: int,
+    min_feed_share: float,
     data_since: dt.date | None,
     timezone: str,
 ) -> gpd.GeoDataFrame:
     """Build the findings from each vehicle's last operation (kernel of batch and live).
 
-    ``last_op`` maps vehicle ids to ``{ns, lat, lon, row, source}``; ``span_first`` and
-    ``span_last`` are the first and last instant of the data before the end of ``as_of_day``.
+    ``last_op`` maps vehicle ids to ``{ns, lat, lon, row, source}``; ``span`` is the data's
+    before the end of ``as_of_day`` (:data:`ActivitySpan`).
     """
-    first_day = int(local_days(np.array([span_first]), timezone)[0])
+    span_first, span_last, feed = span
+    data_first_day = int(local_days(np.array([span_first]), timezone)[0])
+    first_day = data_first_day
     if data_since is not None:
         first_day = (data_since - dt.date(1970, 1, 1)).days
     last_day = min(as_of_day, int(local_days(np.array([span_last]), timezone)[0]))
@@ -419,7 +512,9 @@ def _inactivity_findings(
     # Excused days: the days that bar operating, intersected with (op_day, last_day].
     periods = _excusing_periods(reg, code)
     excused = _covered_days(list(periods.values()), lo=op_day + 1, hi=last_day)
-    counted = idle - excused
+    gaps = _feed_gaps(feed, lo=data_first_day, hi=last_day, share=min_feed_share)
+    gap_days = _gap_days(gaps, list(periods.values()), lo=op_day + 1)
+    counted = idle - excused - gap_days
     hits = np.flatnonzero(counted > max_idle_days)
     if not len(hits):
         return empty_findings()
@@ -469,6 +564,7 @@ def _inactivity_findings(
             "last_operation_local_date": None if op is None else day_iso(op_day[k]),
             "idle_days": int(idle[k]),
             "excused_days": int(excused[k]),
+            "feed_gap_days": int(gap_days[k]),
             "counted_idle_days": int(counted[k]),
             "excusing_status": status if excused[k] > 0 else None,
             "excusing_documents": documents if excused[k] > 0 else [],
@@ -477,7 +573,10 @@ def _inactivity_findings(
             "counted_from": {"day": day_iso(start), "because": because},
             "as_of": day_iso(as_of_day),
             "timezone": timezone,
-            "thresholds": {"max_idle_days": int(max_idle_days)},
+            "thresholds": {
+                "max_idle_days": int(max_idle_days),
+                "min_feed_share": float(min_feed_share),
+            },
         }
         started = _local_midnight_ns(start, timezone) if op is None else op["ns"]
         out.append(
@@ -537,6 +636,34 @@ def _excusing_periods(
             np.where(valid != NO_DAY_HIGH, NO_DAY_HIGH, none[1]),
         )
     return out
+
+
+def _feed_gaps(feed: Collection[tuple[int, int]], *, lo: int, hi: int, share: float) -> np.ndarray:
+    """Return the days of ``lo``–``hi`` (inclusive) with too few vehicles with activity.
+
+    Fewer than ``share`` of the busiest day's (none when no day has any).
+    """
+    days = np.arange(lo, hi + 1, dtype=np.int64)
+    if not len(days):
+        return days
+    counts = dict(feed)
+    n = np.array([counts.get(int(d), 0) for d in days], dtype=np.float64)
+    gaps: np.ndarray = days[n < share * n.max()]
+    return gaps
+
+
+def _gap_days(
+    gaps: np.ndarray, periods: list[tuple[np.ndarray, np.ndarray]], *, lo: np.ndarray
+) -> np.ndarray:
+    """Per vehicle, how many ``gaps`` days from ``lo`` on no excusing period covers."""
+    if not len(gaps):
+        return np.zeros(len(lo), dtype=np.int64)
+    d = gaps[None, :]
+    open_ = d >= lo[:, None]
+    for first, last in periods:
+        open_ &= ~((d >= first[:, None]) & (d <= last[:, None]))
+    counts: np.ndarray = open_.sum(axis=1).astype(np.int64)
+    return counts
 
 
 def _covered_days(
@@ -623,9 +750,10 @@ def _fresh_fixes(state: Mapping[str, Any], pings: pd.DataFrame) -> pd.DataFrame:
     return frame.loc[keep].sort_values(["ns", "vid"], kind="stable").reset_index(drop=True)
 
 
-def _fold(state: dict[str, Any], fixes: pd.DataFrame) -> None:
-    """Take fixes (later than each vehicle's fixes so far) into the state."""
+def _fold(state: dict[str, Any], fixes: pd.DataFrame, *, day: int) -> None:
+    """Take fixes of local ``day`` (later than each vehicle's fixes so far) into the state."""
     vehicles = dict(state["vehicles"])
+    feed = dict(state.get("feed") or {})
     columns = [fixes[c].tolist() for c in ("vid", "ns", "lat", "lon", "row", "meter")]
     for vid, ns, lat, lon, row, meter in zip(*columns, strict=True):
         rec = [
@@ -638,6 +766,9 @@ def _fold(state: dict[str, Any], fixes: pd.DataFrame) -> None:
         if state["first"] is None or rec[0] < state["first"][1][0]:
             state["first"] = [str(vid), rec]
         v = dict(vehicles.get(str(vid), {"last": None, "metered": None, "occupied": None}))
+        if v.get("day") != day:
+            feed[str(day)] = feed.get(str(day), 0) + 1
+            v["day"] = day
         v["last"] = rec
         if meter is not None:
             v["metered"] = rec
@@ -645,6 +776,7 @@ def _fold(state: dict[str, Any], fixes: pd.DataFrame) -> None:
             v["occupied"] = rec
         vehicles[str(vid)] = v
     state["vehicles"] = vehicles
+    state["feed"] = feed
 
 
 def advance_inactivity(
@@ -654,6 +786,7 @@ def advance_inactivity(
     fleet: pd.DataFrame,
     final: bool = False,
     max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
+    min_feed_share: float = DEFAULT_MIN_FEED_SHARE,
     data_since: dt.date | None = None,
     timezone: str = DEFAULT_TIMEZONE,
 ) -> tuple[dict[str, Any], gpd.GeoDataFrame]:
@@ -678,7 +811,7 @@ def advance_inactivity(
         Fleet frame, as in :func:`detect_inactivity`.
     final : bool, default False
         End of the input: judge the latest fix's day as well.
-    max_idle_days, data_since, timezone
+    max_idle_days, min_feed_share, data_since, timezone
         As in :func:`detect_inactivity`.
 
     Returns
@@ -686,10 +819,11 @@ def advance_inactivity(
     tuple of (dict, geopandas.GeoDataFrame)
         The new state (plain data: ``day``, the latest fix's local day; ``first``, the data's
         first fix; per vehicle its last fix, last metered and last ``occupied`` fix, each
-        ``[ns, lat, lon, row, meter]``; ``emitted``, per vehicle the ``started_at`` ns of its
-        last finding) and the findings of the closed days.
+        ``[ns, lat, lon, row, meter]`` and ``day``, the local day of its last fix; ``feed``,
+        per local day the vehicles with a fix that day; ``emitted``, per vehicle the
+        ``started_at`` ns of its last finding) and the findings of the closed days.
     """
-    st: dict[str, Any] = {"day": None, "first": None, "vehicles": {}, "emitted": {}}
+    st: dict[str, Any] = {"day": None, "first": None, "vehicles": {}, "feed": {}, "emitted": {}}
     st.update(dict(state or {}))
     fresh = _fresh_fixes(st, pings) if len(pings) else pd.DataFrame()
     days = local_days(
@@ -699,13 +833,18 @@ def advance_inactivity(
 
     def judge(as_of_day: int) -> None:
         as_of = dt.date(1970, 1, 1) + dt.timedelta(days=as_of_day)
+        pings = _state_pings(st)
+        span = activity_span(pings, as_of=as_of, timezone=timezone)
+        feed = tuple((int(d), int(n)) for d, n in st["feed"].items() if int(d) <= as_of_day)
         found = detect_inactivity(
-            _state_pings(st),
+            pings,
             fleet,
             as_of=as_of,
             max_idle_days=max_idle_days,
+            min_feed_share=min_feed_share,
             data_since=data_since,
             timezone=timezone,
+            data_span=None if span is None else (span[0], span[1], tuple(sorted(feed))),
         )
         started = found["started_at"].astype("int64").tolist() if len(found) else []
         vids = found["vehicle_id"].astype("str").tolist() if len(found) else []
@@ -725,7 +864,7 @@ def advance_inactivity(
             today = int(days[lo])
             if st["day"] is not None and today > st["day"]:
                 judge(today - 1)
-            _fold(st, fresh.iloc[lo:hi])
+            _fold(st, fresh.iloc[lo:hi], day=today)
             st["day"] = today if st["day"] is None else max(int(st["day"]), today)
     if final and st["day"] is not None:
         judge(int(st["day"]))

@@ -16,6 +16,7 @@ from tracking.detectors.inactivity import (
     activity_span,
     advance_inactivity,
     detect_inactivity,
+    merge_activity_spans,
     unmetered_last_fixes,
 )
 from tracking.trips import detect_trips
@@ -35,8 +36,15 @@ def fix(vehicle: str, day: str, meter: str | None = "free", hour: int = 15) -> d
     }
 
 
+FEED = [
+    fix("witness", str(D(2024, 1, 1) + dt.timedelta(days=k)), "free", hour=12) for k in range(100)
+]
+"""A vehicle outside the judged fleet with a fix every day: the feed is live all through."""
+
+
 def data(*extra: dict) -> pd.DataFrame:
     rows = [
+        *FEED,
         fix("busy", "2024-01-01", "occupied"),
         fix("busy", "2024-04-05", "occupied"),
         fix("busy", "2024-04-09", "free"),
@@ -87,8 +95,9 @@ class TestDetectInactivity:
         assert d["last_operation_source"] == "occupied_fix" and d["never_seen"] is False
         assert d["idle_days"] == 80 and d["excused_days"] == 0 and d["counted_idle_days"] == 80
         assert d["window"] == {"first_day": "2024-01-01", "last_day": "2024-04-09"}
-        assert d["thresholds"] == {"max_idle_days": 60}
-        assert d["fixes"][0]["row"] == 4
+        assert d["thresholds"] == {"max_idle_days": 60, "min_feed_share": 0.25}
+        assert d["feed_gap_days"] == 0
+        assert d["fixes"][0]["row"] == len(FEED) + 4
         assert f["started_at"] == pd.Timestamp("2024-01-20T15:00:00Z")
         assert f["ended_at"] == pd.Timestamp("2024-04-10T03:00:00Z")  # local midnight
         assert f["confidence"] == pytest.approx(0.6 + 0.35 * 20 / 60, abs=1e-4)
@@ -207,8 +216,10 @@ class TestDetectInactivity:
             fix("idle", "2024-01-20", "occupied"),
             fix("idle", "2024-01-20", "occupied", hour=16),
         ]
-        trips = detect_trips(make_pings(rows))
-        found = detect_inactivity(trips, fleet("idle"), as_of=AS_OF, data_since=D(2024, 1, 1))
+        trips = detect_trips(make_pings(rows))  # trips alone: their days are the feed
+        found = detect_inactivity(
+            trips, fleet("idle"), as_of=AS_OF, data_since=D(2024, 1, 1), min_feed_share=0
+        )
         assert found.iloc[0]["details"]["last_operation_source"] == "trip"
         assert found.iloc[0]["details"]["last_operation_at"] == "2024-01-20T16:00:00Z"
 
@@ -323,8 +334,8 @@ class TestInactivityKernel:
         state = None
         out = []
         for k in range(len(pings)):
-            state, found = advance_inactivity(
-                state, pings.iloc[k : k + 1], fleet=fleet("busy", "ghost")
+            state, found = advance_inactivity(  # one vehicle's fixes: the feed not judged
+                state, pings.iloc[k : k + 1], fleet=fleet("busy", "ghost"), min_feed_share=0
             )
             out.append(found)
         assert [len(f) for f in out] == [0, 0, 0, 1]
@@ -339,12 +350,13 @@ class TestInactivityKernel:
         assert again == state and len(found) == 0
 
     def test_state_stays_small(self) -> None:
-        """At most four fixes per vehicle are kept, whatever the stream's length."""
+        """At most four fixes per vehicle and one count per day are kept."""
         pings, registry = _stream()
         state, _ = advance_inactivity(None, pings, fleet=registry)
         for v in state["vehicles"].values():
-            assert set(v) == {"last", "metered", "occupied"}
-        assert len(json.dumps(state)) < 300 * (len(state["vehicles"]) + 1)
+            assert set(v) == {"last", "metered", "occupied", "day"}
+        size = 300 * (len(state["vehicles"]) + 1) + 20 * len(state["feed"])
+        assert len(json.dumps(state)) < size
 
     def test_bad_threshold_raises(self) -> None:
         """``max_idle_days`` must be a positive integer."""
@@ -458,9 +470,10 @@ class TestUnmeteredVehicleOnTheStreets:
         seen = unmetered_last_fixes(pings, as_of=AS_OF)
         assert seen["vehicle_id"].tolist() == ["moving"]
         registry = fleet("busy", "moving")
-        assert detect_inactivity(trips, registry, as_of=AS_OF, sightings=seen).empty
+        judge = {"as_of": AS_OF, "min_feed_share": 0}  # trips alone: the feed not judged
+        assert detect_inactivity(trips, registry, sightings=seen, **judge).empty
         early = unmetered_last_fixes(pings, as_of=D(2024, 1, 3))
-        f = detect_inactivity(trips, registry, as_of=AS_OF, sightings=early).iloc[0]
+        f = detect_inactivity(trips, registry, sightings=early, **judge).iloc[0]
         assert f["details"]["last_operation_source"] == "fix"
         assert f["details"]["last_operation_at"] == "2024-01-03T15:03:00Z"
 
@@ -490,3 +503,71 @@ class TestUnmeteredVehicleOnTheStreets:
         )
         found, _ = run_detectors(inputs, kinds=("inactivity",))
         assert ids(found) == ["ghost"]
+
+
+def _daily(vehicles: list[str], first: str, last: str, meter: str = "occupied") -> list[dict]:
+    """A fix of each vehicle on each day from ``first`` to ``last``."""
+    days = pd.date_range(first, last, freq="D")
+    return [fix(v, d.date().isoformat(), meter) for d in days for v in vehicles]
+
+
+class TestFeedGaps:
+    """Days the feed was down or partial are not days a vehicle did not operate (art. 60 X)."""
+
+    def test_a_fleet_wide_outage_is_not_idleness(self) -> None:
+        """Three taxis ride on 2 Jan; the feed is silent until 20 Mar, when one reports: the
+        two others are not accused (77 gap days of their 78); judging every day would."""
+        pings = make_pings(
+            [fix(v, "2024-01-02", "occupied") for v in ("a", "b", "c")]
+            + [fix("a", "2024-03-20", "occupied")]
+        )
+        registry = fleet("a", "b", "c")
+        assert detect_inactivity(pings, registry, as_of=D(2024, 3, 20)).empty
+        unjudged = detect_inactivity(pings, registry, as_of=D(2024, 3, 20), min_feed_share=0)
+        assert ids(unjudged) == ["b", "c"]
+
+    def test_a_vehicle_silent_while_the_feed_is_live_is_idle(self) -> None:
+        """After the outage, a and c report every day for 70 days and b does not: b is found,
+        its 77 gap days shown and not counted (148 idle, 71 counted)."""
+        rows = [fix(v, "2024-01-02", "occupied") for v in ("a", "b", "c")]
+        rows += _daily(["a", "c"], "2024-03-20", "2024-05-29")
+        found = detect_inactivity(make_pings(rows), fleet("a", "b", "c"), as_of=D(2024, 5, 29))
+        assert ids(found) == ["b"]
+        d = found.iloc[0]["details"]
+        assert (d["idle_days"], d["feed_gap_days"], d["counted_idle_days"]) == (148, 77, 71)
+
+    @pytest.mark.parametrize(("reporting", "accused"), [(1, 0), (6, 14)])
+    def test_a_partial_feed(self, reporting: int, accused: int) -> None:
+        """Twenty taxis report for 10 days, then only ``reporting`` of them for 90: with one
+        (a sample of the fleet, 5 % of the busiest day) the others are not accused; with six
+        (30 %, at least a quarter) the feed is live and the 14 silent ones are."""
+        fleet_ids = [f"v{k:02d}" for k in range(20)]
+        rows = _daily(fleet_ids, "2024-01-01", "2024-01-10")
+        rows += _daily(fleet_ids[:reporting], "2024-01-11", "2024-04-09")
+        found = detect_inactivity(make_pings(rows), fleet(*fleet_ids), as_of=AS_OF)
+        assert len(found) == accused
+
+    def test_live_gives_the_batch_across_an_outage(self) -> None:
+        """The kernel counts the feed day by day as the batch does."""
+        rows = [fix(v, "2024-01-02", "occupied") for v in ("a", "b", "c")]
+        rows += _daily(["a", "c"], "2024-03-20", "2024-05-29")
+        pings, registry = make_pings(rows), fleet("a", "b", "c")
+        reference = _reference(pings, registry)
+        assert set(reference["vehicle_id"]) == {"b"}
+        assert_day_pieces_give(
+            lambda cuts: _replay(pings, registry, cuts), len(pings), reference, seeds=2
+        )
+
+    def test_groups_of_vehicles_give_the_fleet_s_span(self) -> None:
+        """The spans of disjoint groups merged are the span of all (an engine's groups)."""
+        pings = data()
+        whole = activity_span(pings, as_of=AS_OF, timezone="America/Sao_Paulo")
+        parts = [
+            activity_span(g, as_of=AS_OF, timezone="America/Sao_Paulo")
+            for _, g in pings.groupby(pings["vehicle_id"].isin(["busy", "idle"]))
+        ]
+        assert merge_activity_spans(parts) == whole
+
+    def test_bad_share_raises(self) -> None:
+        with pytest.raises(DetectorThresholdError, match="min_feed_share"):
+            detect_inactivity(data(), fleet("idle"), as_of=AS_OF, min_feed_share=1.5)
