@@ -412,6 +412,22 @@ def _when(value: Any, tz: ZoneInfo, *, zone: bool = True) -> str:
     return f"{text} ({tz.key}, {_offset(local)})" if zone else text
 
 
+def shown_end(start: Any, end: Any, tz: ZoneInfo) -> dt.datetime | None:
+    """Return an interval's end in ``tz`` as the documents show it (None: no end).
+
+    An end at local midnight after the start (a window of whole days, e.g. a week of
+    ``inactivity``) is shown as the last second of the day before: "a 10/03/2024 23:59:59",
+    not "a 11/03/2024 00:00:00", a day the window does not include.
+    """
+    a, b = _instant(start), _instant(end)
+    if b is None:
+        return None
+    local = b.astimezone(tz)
+    if local.time() == dt.time(0) and (a is None or a < b):
+        return local - dt.timedelta(seconds=1)
+    return local
+
+
 def _interval(p: Mapping[str, Any], tz: ZoneInfo) -> str:
     start, end = _instant(p.get("committed_at")), _instant(p.get("committed_until"))
     if start is None:
@@ -420,7 +436,7 @@ def _interval(p: Mapping[str, Any], tz: ZoneInfo) -> str:
     zone = f"horário local, {tz.key}, {_offset(a)}"
     if end is None or end == start:
         return f"{a:%d/%m/%Y} às {a:%H:%M:%S} ({zone})"
-    b = end.astimezone(tz)
+    b = shown_end(start, end, tz) or a
     if b.date() == a.date():
         return f"{a:%d/%m/%Y}, das {a:%H:%M:%S} às {b:%H:%M:%S} ({zone})"
     return f"de {a:%d/%m/%Y %H:%M:%S} a {b:%d/%m/%Y %H:%M:%S} ({zone})"
@@ -580,6 +596,11 @@ def _deadlines(p: Mapping[str, Any], tz: ZoneInfo) -> list[tuple[str, str]]:
 # --- evidence summary ---------------------------------------------------------------------
 
 LABELS = {
+    # a multi-vehicle finding as evidence against one vehicle (accused_evidence)
+    "vehicle_n_stops": "esperas deste veículo no local",
+    "vehicle_n_boardings": "esperas deste veículo com embarque",
+    "vehicle_first_wait_at": "início da primeira espera deste veículo",
+    "vehicle_last_wait_ended_at": "fim da última espera deste veículo",
     "method": "referência",
     "driven_m": "distância percorrida",
     "reference_m": "rota de referência",
@@ -607,12 +628,14 @@ LABELS = {
     "displacement_m": "deslocamento",
     "implied_speed_kmh": "velocidade implícita",
     "accuracy_m": "precisão informada",
+    "pickup_accuracy_m": "precisão informada da posição do embarque",
     "own_wait_s": "tempo no ponto até o embarque",
     "distance_m": "distância",
     "distance_to_boundary_m": "distância ao limite municipal",
     "nearest_stand_m": "ponto de táxi mais próximo",
     "idle_days": "dias sem operar",
     "counted_idle_days": "dias sem operar considerados",
+    "feed_gap_days": "dias sem dados da frota (falha ou amostra do rastreamento), não contados",
     "use": "uso do ponto",
     "suspension.kind": "registro no cadastro",
     "suspension.starts_on": "início da suspensão ou do impedimento",
@@ -649,6 +672,11 @@ LABELS = {
     "days_since": "dias desde",
     "days_over": "dias além do prazo",
     "age_years": "idade do veículo (anos)",
+    "last_inspection_on": "última vistoria em",
+    "counted_from": "idade contada a partir de",
+    "year": "ano de fabricação",
+    "first_registered_on": "primeiro registro em",
+    "base_year": "ano-base da idade",
     "min_ratio": "razão mínima",
     "min_excess_m": "excesso mínimo",
     "min_reference_m": "referência mínima",
@@ -660,6 +688,7 @@ LABELS = {
     "max_speed_kmh": "velocidade máxima",
     "min_wait_s": "espera mínima",
     "max_idle_days": "dias ociosos máximos",
+    "min_feed_share": "parcela mínima, do dia de maior movimento, de veículos com dados no dia",
     "min_days": "dias mínimos",
     "min_vehicles": "veículos mínimos",
     "min_vehicle_days": "dias mínimos de espera de cada veículo (um com embarque)",
@@ -824,6 +853,9 @@ _VALUES = {
     "not_linked": "condutor sem vínculo com o veículo",
     "too_many_auxiliaries": "auxiliares além do permitido",
     "auxiliary_only": "só auxiliar, sem titular",
+    # vehicle_age_counted_from
+    "manufacture": "ano de fabricação",
+    "first_registration": "primeiro registro",
 }
 """pt-BR words of the values those keys take (sub-cases, reasons, meter states)."""
 _SKIP = re.compile(r"(_cell|_id|_ns|^timezone|^crs|^source|^local_start|^local_end)$")
@@ -841,6 +873,14 @@ _RECORDS = {
 """The registry records a finding rests on (a stand suspension, a licence that ended), shown among
 the measures (as ``<record>.<key>``): the dates the accused reads first."""
 _OPEN_END = "em aberto"
+_REASON_LIMITS = {
+    "max_inspection_age_days": ("inspection_overdue",),
+    "max_vehicle_age_years": ("vehicle_over_age",),
+    "vehicle_age_counted_from": ("vehicle_over_age",),
+    "max_substitution_days": ("substitution_expired",),
+}
+"""Registry limits (``operating_while_barred`` thresholds) and the reasons they decide: shown
+among the thresholds only when the finding has such a reason."""
 
 
 def evidence_summary(
@@ -857,17 +897,32 @@ def evidence_summary(
     start, end = _instant(finding["started_at"]), _instant(finding["ended_at"])
     span = _when(start, tz, zone=False)
     if end is not None and end != start:
-        span += f" a {_when(end, tz, zone=False)}"
+        span += f" a {_when(shown_end(start, end, tz), tz, zone=False)}"
     kind = irregularity(finding["kind"], details)
     head = (
         f"{finding['finding_id']}: {kind}, {span}, confiança "
         f"{_number(float(finding['confidence']), 2)}"
     )
     measures = dict(details)
+    thresholds = dict(details.get("thresholds") or {})
     reasons = details.get("reasons")
     if isinstance(reasons, list) and reasons and isinstance(reasons[0], Mapping):
-        # the main reason's registry evidence: the dates an accused reads first
-        measures |= {k: v for k, v in reasons[0].items() if k != "reason" and k not in measures}
+        # the main reason's registry evidence: the dates an accused reads first; its limit
+        # (e.g. the inspection interval of the vehicle's age band) is a threshold
+        for k, v in reasons[0].items():
+            if k in _REASON_LIMITS:
+                thresholds[k] = v
+            elif k != "reason" and k not in measures:
+                measures[k] = v
+    named = {details.get("reason")}
+    if isinstance(reasons, list):
+        named = {r.get("reason") for r in reasons if isinstance(r, Mapping)}
+    if named - {None}:  # a registry limit only where a reason it belongs to is found
+        thresholds = {
+            k: v
+            for k, v in thresholds.items()
+            if k not in _REASON_LIMITS or named & set(_REASON_LIMITS[k])
+        }
     peers = details.get("peer_trips")
     if details.get("method") == "peer_trips" and isinstance(peers, Mapping):
         measures |= {f"peer_trips.{k}": peers.get(k) for k in _PEER_MEASURES}
@@ -877,7 +932,7 @@ def evidence_summary(
             measures |= {f"{name}.{k}": record.get(k) for k in keys}
             if "ends_on" in keys and record.get("ends_on") is None:
                 measures[f"{name}.ends_on"] = _OPEN_END
-    return head, _pairs(measures, tz), _pairs(details.get("thresholds") or {}, tz)
+    return head, _pairs(measures, tz), _pairs(thresholds, tz)
 
 
 def _pairs(values: Mapping[str, Any], tz: ZoneInfo) -> list[str]:
@@ -907,6 +962,8 @@ def _value(key: str, value: Any, tz: ZoneInfo) -> str:
             except DocumentError:
                 return value
         return _VALUES.get(value, value)
+    if key.endswith("year"):  # a calendar year: no thousands separator
+        return str(int(value))
     if key.endswith("_kmh"):
         return f"{_number(value, 1, trim=True)} km/h"
     if key.endswith("_km"):
@@ -928,16 +985,91 @@ def _number(value: float, decimals: int, *, trim: bool = False) -> str:
 
 
 def _duration(seconds: float) -> str:
-    s = round(seconds)
-    h, rest = divmod(s, 3600)
+    total = round(seconds)
+    sign = "-" if total < 0 else ""
+    h, rest = divmod(abs(total), 3600)
     m, s = divmod(rest, 60)
     if h:
-        return f"{h} h {m:02d} min"
-    return f"{m} min {s:02d} s" if m else f"{s} s"
+        return f"{sign}{h} h {m:02d} min"
+    return sign + (f"{m} min {s:02d} s" if m else f"{s} s")
 
 
 def _notes(finding: EvidenceFinding) -> list[str]:
     return [str(n) for n in (finding.get("details") or {}).get("notes") or [] if n]
+
+
+# --- evidence about one vehicle of a multi-vehicle finding --------------------------------
+
+
+def fix_vehicles(details: Mapping[str, Any], *, vehicle_id: str | None) -> list[str | None]:
+    """Return the vehicle of each of a finding's ``details["fixes"]`` (None: not told apart).
+
+    A finding about one vehicle (``vehicle_id``) holds its own fixes, but a ``queue_jump`` adds
+    the fix of each vehicle passed (``ahead[].fix_at_our_boarding``). An
+    ``illegal_stand_formation`` (no vehicle of its own) names each fix's vehicle; a fix stored
+    without it is None, never guessed.
+    """
+    fixes = list(details.get("fixes") or [])
+    if isinstance(details.get("stops"), list):
+        return [
+            str(f["vehicle_id"]) if isinstance(f, Mapping) and f.get("vehicle_id") else None
+            for f in fixes
+        ]
+    theirs: dict[tuple[Any, ...], str] = {}
+    for other in details.get("ahead") or []:
+        fix = other.get("fix_at_our_boarding") if isinstance(other, Mapping) else None
+        if isinstance(fix, Mapping):
+            theirs[_fix_key(fix)] = str(other.get("vehicle_id"))
+    return [theirs.get(_fix_key(f), vehicle_id) if isinstance(f, Mapping) else None for f in fixes]
+
+
+def _fix_key(fix: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (fix.get("timestamp"), fix.get("row"), fix.get("lat"), fix.get("lon"))
+
+
+def _instant_or_none(value: Any) -> dt.datetime | None:
+    try:
+        return _instant(value)
+    except DocumentError:
+        return None
+
+
+def accused_evidence(finding: EvidenceFinding, *, vehicle_id: str | None) -> EvidenceFinding:
+    """Return a finding as evidence against one vehicle: only its fixes, waits and their times.
+
+    For a finding that holds other vehicles' fixes (:func:`fix_vehicles`: a place's waits, the
+    vehicles a queue jump passed), ``details["fixes"]`` keeps the fixes of ``vehicle_id`` only,
+    with a note saying how many others the finding holds; a place's ``stops`` keep its waits,
+    summed up as measures (``vehicle_n_stops``, ``vehicle_first_wait_at``…). Any other finding
+    is returned as is.
+    """
+    details = finding.get("details") or {}
+    stops = details.get("stops")
+    if not vehicle_id or not (isinstance(stops, list) or isinstance(details.get("ahead"), list)):
+        return finding
+    fixes = list(details.get("fixes") or [])
+    owners = fix_vehicles(details, vehicle_id=vehicle_id)
+    own = [f for f, v in zip(fixes, owners, strict=True) if v == vehicle_id]
+    out = dict(details)
+    out["fixes"] = own
+    if len(own) < len(fixes):
+        out["notes"] = [
+            *(details.get("notes") or []),
+            f"Posições GPS desta evidência: só as {len(own)} do veículo {vehicle_id}; as outras "
+            f"{len(fixes) - len(own)} da constatação (de outros veículos, ou sem veículo "
+            f"determinado) estão no seu registro, {finding['finding_id']}.",
+        ]
+    if isinstance(stops, list):
+        mine = [w for w in stops if isinstance(w, Mapping) and w.get("vehicle_id") == vehicle_id]
+        out["stops"] = mine
+        out["vehicle_n_stops"] = len(mine)
+        out["vehicle_n_boardings"] = sum(bool(w.get("boarded")) for w in mine)
+        starts = [t for w in mine if (t := _instant_or_none(w.get("started_at")))]
+        ends = [t for w in mine if (t := _instant_or_none(w.get("ended_at")))]
+        if starts and ends:
+            out["vehicle_first_wait_at"] = min(starts).isoformat()
+            out["vehicle_last_wait_ended_at"] = max(ends).isoformat()
+    return {**finding, "details": out}
 
 
 # --- map of the evidence ------------------------------------------------------------------

@@ -432,8 +432,9 @@ def propose_all(
         vehicle_id, ref = group[0], group[1]
         key = ref[0]
         book, rule = rules[ref]
-        start = _instant(min(f["started_at"] for f in members))
-        end = _instant(max(f["ended_at"] for f in members))
+        own = [_own_period(f, vehicle_id) for f in members]
+        start = _instant(min(a for a, _ in own))
+        end = _instant(max(b for _, b in own))
         priors = reincidence_priors(
             book, key=key, vehicle_id=vehicle_id, at=start, confirmed=history
         )
@@ -483,6 +484,28 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _own_period(finding: Mapping[str, Any], vehicle_id: str) -> tuple[int, int]:
+    """Return the period (UTC ns) of ``finding`` about ``vehicle_id``.
+
+    A place's finding (``details.stops``, several vehicles' waits) is, about one vehicle, the
+    span of its own waits, never another vehicle's arrival or departure; any other finding's is
+    its own.
+    """
+    stops = (finding["details"] or {}).get("stops")
+    if isinstance(stops, list):
+        mine = [
+            (_instant(w["started_at"]).value, _instant(w["ended_at"]).value)
+            for w in stops
+            if isinstance(w, Mapping)
+            and str(w.get("vehicle_id")) == vehicle_id
+            and w.get("started_at")
+            and w.get("ended_at")
+        ]
+        if mine:
+            return min(a for a, _ in mine), max(b for _, b in mine)
+    return _instant(finding["started_at"]).value, _instant(finding["ended_at"]).value
+
+
 JUDGED_COLUMNS = (
     "kind",
     "vehicle_id",
@@ -517,7 +540,7 @@ def _overlapped(
     periods = earlier.get((str(finding["kind"]), vehicle))
     if not periods:
         return None
-    start, end = _instant(finding["started_at"]).value, _instant(finding["ended_at"]).value
+    start, end = _own_period(finding, vehicle)
     for lo, hi, fid, pid, status in periods:
         if start <= hi and end >= lo and fid != str(finding["finding_id"]):
             return fid, pid, status
@@ -532,13 +555,10 @@ def _merge_overlapping(
 
     One conduct, one proposal, under the earliest group's day.
     """
-    spans = {
-        g: (
-            min(_instant(f["started_at"]).value for f in members),
-            max(_instant(f["ended_at"]).value for f in members),
-        )
-        for g, members in groups.items()
-    }
+    spans = {}
+    for g, members in groups.items():
+        own = [_own_period(f, g[0]) for f in members]
+        spans[g] = (min(a for a, _ in own), max(b for _, b in own))
     order = sorted(groups, key=lambda g: (g[0], g[1][0], g[3], spans[g][0], g[2]))
     keep: tuple[str, RuleRef, str, str] | None = None
     reach = 0

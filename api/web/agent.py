@@ -76,9 +76,11 @@ from enforcement.documents import (
     EvidenceFinding,
     document_fields,
     evidence_summary,
+    fix_vehicles,
     is_draft,
     render_map_svg,
     render_pdf,
+    shown_end,
 )
 from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks
 from fleet.dates import REGISTRY_DATE_MIN, registry_date_max
@@ -527,10 +529,16 @@ def _geometry_layers(geom: Any) -> dict[str, Any]:
     return {"point": [round(point.x, 7), round(point.y, 7)]}
 
 
-def fix_rows(details: Mapping[str, Any], zone: ZoneInfo) -> list[dict[str, Any]]:
-    """Return the fixes a finding names, numbered, with their local times (pt-BR)."""
+def fix_rows(
+    details: Mapping[str, Any], zone: ZoneInfo, *, vehicle_id: str | None = None
+) -> list[dict[str, Any]]:
+    """Return the fixes a finding names, numbered, with their local times (pt-BR).
+
+    Each with its vehicle for a finding of several (``documents.fix_vehicles``; "—": unknown).
+    """
+    owners = fix_vehicles(details, vehicle_id=vehicle_id)
     rows = []
-    for n, fix in enumerate(details.get("fixes") or [], start=1):
+    for n, (fix, owner) in enumerate(zip(details.get("fixes") or [], owners, strict=True), start=1):
         if not isinstance(fix, Mapping) or fix.get("lat") is None or fix.get("lon") is None:
             continue
         meter = fix.get("meter")
@@ -542,6 +550,7 @@ def fix_rows(details: Mapping[str, Any], zone: ZoneInfo) -> list[dict[str, Any]]
                 "lon": f"{float(fix['lon']):.6f}",
                 "meter": METER_LABELS.get(str(meter), "—") if meter else "—",
                 "flag": bool(fix.get("speed_flag")),
+                "vehicle": owner or "—",
             }
         )
     return rows
@@ -625,7 +634,7 @@ def evidence_views(findings: Sequence[Mapping[str, Any]], zone: ZoneInfo) -> lis
         }
         head, measures, thresholds = evidence_summary(record, timezone=zone.key)
         details = record["details"]
-        fixes = fix_rows(details, zone)
+        fixes = fix_rows(details, zone, vehicle_id=f.get("vehicle_id"))
         out.append(
             {
                 "finding_id": f["finding_id"],
@@ -637,8 +646,9 @@ def evidence_views(findings: Sequence[Mapping[str, Any]], zone: ZoneInfo) -> lis
                 "notes": [str(n) for n in details.get("notes") or [] if n],
                 "fixes": fixes[:MAX_FIX_ROWS],
                 "fixes_total": len(fixes),
+                "by_vehicle": any(isinstance(details.get(k), list) for k in ("stops", "ahead")),
                 "started": local_time(f["started_at"], zone),
-                "ended": local_time(f["ended_at"], zone),
+                "ended": local_time(shown_end(f["started_at"], f["ended_at"], zone), zone),
                 "confidence": _percent(float(f["confidence"])),
             }
         )
@@ -739,7 +749,7 @@ def finding_page(
             "stand_id": finding.get("stand_id"),
             "stand_name": stand.name if stand is not None else None,
             "started": local_time(finding["started_at"], zone),
-            "ended": local_time(finding["ended_at"], zone),
+            "ended": local_time(shown_end(finding["started_at"], finding["ended_at"], zone), zone),
             "confidence": _percent(float(finding["confidence"])),
         },
         evidence=evidence_views([finding], zone),
@@ -836,6 +846,8 @@ def parse_queue_filters(
             continue
         if name == "de":
             since = start
+        elif start.date() == dt.date.max:  # its next day is out of the calendar
+            errors[name] = f"Data {label} inválida: '{value[:20]}'; use uma data até 30/12/9999."
         else:
             until = start + dt.timedelta(days=1)
     if since is not None and until is not None and until <= since:
@@ -1057,7 +1069,7 @@ def proposal_context(
             "gravity": p.gravity,
             "auto_number": p.auto_number,
             "when": local_time(p.committed_at, zone),
-            "until": local_time(p.committed_until, zone),
+            "until": local_time(shown_end(p.committed_at, p.committed_until, zone), zone),
             "confidence": _percent(p.confidence),
             "note": record.get("note"),
             "citation_uncertain": record.get("citation_uncertain"),
@@ -1191,7 +1203,9 @@ def _offered(p: Any) -> set[str]:
         or not _counts_from_decision_notification(p)
         or (
             p.status == "notificada"
-            and (not defence_due or dt.datetime.now(dt.UTC) <= dt.datetime.fromisoformat(defence_due))
+            and (
+                not defence_due or dt.datetime.now(dt.UTC) <= dt.datetime.fromisoformat(defence_due)
+            )
         )
     ):
         offered.discard("notificar-decisao")

@@ -4,7 +4,10 @@ The vehicle and its holder come from the registry; the driver from the registry 
 when the findings name one (``details.driver_id``: ``driver_not_allowed``, a stand used under a
 driver's suspension); the agent's name from their account; the track from the stored fixes of
 the vehicle over the infraction's interval (a few minutes either side); the stand from the
-stands table; the findings with their details and geometry from ``findings``. Missing pieces
+stands table; the place from the stand, else from the findings' geometry (:func:`place_of`); the
+findings with their details and geometry from ``findings``, as evidence against the proposal's
+vehicle (``documents.accused_evidence``: a place's waits or a queue jump keep that vehicle's
+fixes only). Missing pieces
 stay None: the documents say "não informado" (a driver: "não identificado", an id the registry
 lacks: "não cadastrado") rather than invent. Names are personal data: the routes that deliver a
 document audit them (``api.routes.proposals.DOCUMENT_PERSONAL_FIELDS``).
@@ -26,7 +29,7 @@ from db.enforcement.workflow import as_record, finding_ids_of, get_proposal, loa
 from db.fleet.models import Driver, PermitHolder, Vehicle
 from db.stands.models import Stand
 from db.tracking.models import Fix
-from enforcement.documents import Document, DriverRef
+from enforcement.documents import Document, DriverRef, accused_evidence
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
 
 TRACK_MARGIN = dt.timedelta(minutes=5)
@@ -39,6 +42,42 @@ def _ring(geom: Any) -> list[tuple[float, float]] | None:
         return None
     poly = max(getattr(geom, "geoms", [geom]), key=lambda g: g.area)
     return [(float(x), float(y)) for x, y in poly.exterior.coords]
+
+
+def _lat_lon(x: float, y: float) -> str:
+    return f"{y:.5f}, {x:.5f}"
+
+
+def place_of(geometries: Iterable[Any]) -> str | None:
+    """Return where the findings' geometries place an infraction, in pt-BR (None: nowhere).
+
+    A point gives its ``lat, lon``; else an area (a place's waits) its centre, or a point on
+    its surface when the centre falls outside; else a line (a tracking gap, a jump) its first
+    and last positions.
+    """
+    geoms = [g for g in geometries if g is not None and not g.is_empty]
+    points = [g for g in geoms if g.geom_type in ("Point", "MultiPoint")]
+    if points:
+        first = getattr(points[0], "geoms", [points[0]])[0]
+        return _lat_lon(first.x, first.y)
+    areas = [g for g in geoms if g.geom_type in ("Polygon", "MultiPolygon")]
+    if areas:
+        area = shapely.union_all(areas)
+        centre = area.centroid if area.contains(area.centroid) else area.point_on_surface()
+        return f"área em torno de {_lat_lon(centre.x, centre.y)}"
+    lines = [c for g in geoms if "LineString" in g.geom_type for c in _line_ends(g)]
+    if not lines:
+        return None
+    (x0, y0), (x1, y1) = lines[0], lines[-1]
+    if (x0, y0) == (x1, y1):
+        return _lat_lon(x0, y0)
+    return f"trecho de {_lat_lon(x0, y0)} a {_lat_lon(x1, y1)}"
+
+
+def _line_ends(line: Any) -> list[tuple[float, float]]:
+    parts = getattr(line, "geoms", [line])
+    first, last = parts[0].coords[0], parts[-1].coords[-1]
+    return [(float(first[0]), float(first[1])), (float(last[0]), float(last[1]))]
 
 
 def driver_ids(details: Iterable[Any]) -> list[str]:
@@ -118,12 +157,11 @@ def document_for(session: Session, proposal_id: str) -> Document:
     stand_geom = (
         to_shape(stand.geometry) if stand is not None and stand.geometry is not None else None
     )
+    place: str | None
     if stand is not None:
         place = stand.name or stand.address or f"ponto {stand.stand_id}"
-    elif points:
-        place = f"{points[0].y:.5f}, {points[0].x:.5f}"
     else:
-        place = None
+        place = place_of(geoms)
     make_model = " ".join(x for x in (vehicle.make, vehicle.model) if x) if vehicle else ""
     drivers = drivers_of(session, driver_ids(findings["details"]))
     driver_name = "; ".join(n for d in drivers if (n := (d["name"] or "").strip())) or None
@@ -140,14 +178,17 @@ def document_for(session: Session, proposal_id: str) -> Document:
         },
         "place": {"text": place, "municipality_name": book.municipality_name},
         "findings": [
-            {
-                "finding_id": f["finding_id"],
-                "kind": f["kind"],
-                "started_at": f["started_at"].isoformat(),
-                "ended_at": f["ended_at"].isoformat(),
-                "confidence": float(f["confidence"]),
-                "details": f["details"] or {},
-            }
+            accused_evidence(
+                {
+                    "finding_id": f["finding_id"],
+                    "kind": f["kind"],
+                    "started_at": f["started_at"].isoformat(),
+                    "ended_at": f["ended_at"].isoformat(),
+                    "confidence": float(f["confidence"]),
+                    "details": f["details"] or {},
+                },
+                vehicle_id=p.vehicle_id,
+            )
             for f in findings.to_dict("records")
         ],
         "geometry": {

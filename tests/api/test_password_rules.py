@@ -38,24 +38,24 @@ class TestCreateUser:
         """A common password, a sequence or a repeated character is refused in pt-BR."""
         with pytest.raises(UserAdminError, match=match):
             accounts.create_user(
-                session=db_session, username="qa_e_fraca", password=password, role="agent"
+                session=db_session, username="passe_fraca", password=password, role="agent"
             )
 
-    @pytest.mark.parametrize("password", ["qa_e_user2", "QA_E_USER2", "x-qa_e_user2-2026"])
+    @pytest.mark.parametrize("password", ["passe_user2", "PASSE_USER2", "x-passe_user2-2026"])
     def test_refuses_the_username(self, db_session: Session, password: str) -> None:
         """A password equal to the username, or containing it in any case, is refused."""
         with pytest.raises(UserAdminError, match="não pode ser nem conter o nome de usuário"):
             accounts.create_user(
-                session=db_session, username="qa_e_user2", password=password, role="agent"
+                session=db_session, username="passe_user2", password=password, role="agent"
             )
 
     @pytest.mark.parametrize("password", ["cavalo-azul-pula", "Tr3s-Pontos-Norte", "x7#kQ2!mZp"])
     def test_accepts_other_passwords(self, db_session: Session, password: str) -> None:
         """A password outside the rules is accepted and logs in."""
         accounts.create_user(
-            session=db_session, username="qa_e_forte", password=password, role="agent"
+            session=db_session, username="passe_forte", password=password, role="agent"
         )
-        user = accounts.authenticate(session=db_session, username="qa_e_forte", password=password)
+        user = accounts.authenticate(session=db_session, username="passe_forte", password=password)
         assert user is not None
 
 
@@ -65,18 +65,18 @@ class TestSetPassword:
         [
             ("12345678", "sequência"),
             ("senha1234", "mais usadas"),
-            ("Qa_E_Troca", "nome de usuário"),
+            ("Passe_Troca", "nome de usuário"),
         ],
     )
     def test_refuses_weak_passwords(self, db_session: Session, password: str, match: str) -> None:
         """A new password follows the same rules as the first one; the old one stays."""
         accounts.create_user(
-            session=db_session, username="qa_e_troca", password="cavalo-azul-pula", role="agent"
+            session=db_session, username="passe_troca", password="cavalo-azul-pula", role="agent"
         )
         with pytest.raises(UserAdminError, match=match):
-            accounts.set_password(session=db_session, username="qa_e_troca", password=password)
+            accounts.set_password(session=db_session, username="passe_troca", password=password)
         assert accounts.authenticate(
-            session=db_session, username="qa_e_troca", password="cavalo-azul-pula"
+            session=db_session, username="passe_troca", password="cavalo-azul-pula"
         )
 
 
@@ -101,7 +101,7 @@ class TestUsersCommand:
             url,
             "users",
             "create",
-            "qa_e_cli",
+            "passe_cli",
             "--role",
             "agent",
             "--password-stdin",
@@ -113,13 +113,13 @@ class TestUsersCommand:
             url,
             "users",
             "create",
-            "qa_e_cli",
+            "passe_cli",
             "--role",
             "agent",
             "--password-stdin",
             stdin="cavalo-azul-pula\n",
         )
         assert created.returncode == 0, created.stderr
-        same = _run(url, "users", "passwd", "qa_e_cli", "--password-stdin", stdin="qa_e_cli\n")
+        same = _run(url, "users", "passwd", "passe_cli", "--password-stdin", stdin="passe_cli\n")
         assert same.returncode == 1
         assert "nome de usuário" in same.stderr

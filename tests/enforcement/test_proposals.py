@@ -276,6 +276,34 @@ class TestPropose:
         props, uncovered = propose(f, {"taxi": book()}, timezone=TZ)
         assert [p["vehicle_id"] for p in props] == ["B"] and uncovered == {}
 
+    def test_a_place_s_proposal_spans_the_vehicle_s_own_waits(self) -> None:
+        """About one vehicle, a place's proposal runs from its own first wait to its own last,
+        never another vehicle's arrival or departure (the auto states when it committed)."""
+        stops = [
+            {"vehicle_id": v, "started_at": f"2025-03-{a}:00Z", "ended_at": f"2025-03-{b}:00Z"}
+            for v, a, b in (
+                ("A", "04T12:00", "04T13:00"),
+                ("B", "04T14:00", "04T15:00"),
+                ("A", "05T12:00", "05T12:30"),
+                ("C", "06T12:00", "06T18:00"),
+            )
+        ]
+        f = findings(
+            {
+                "kind": "illegal_stand_formation",
+                "vehicle_id": None,
+                "started_at": "2025-03-04T12:00:00Z",
+                "ended_at": "2025-03-06T18:00:00Z",
+                "details": {"vehicles": ["A", "B", "C"], "accused": ["A", "B"], "stops": stops},
+            }
+        )
+        props, _ = propose(f, {"taxi": book()}, timezone=TZ)
+        spans = {p["vehicle_id"]: (p["committed_at"], p["committed_until"]) for p in props}
+        assert spans == {
+            "A": ("2025-03-04T12:00:00Z", "2025-03-05T12:30:00Z"),
+            "B": ("2025-03-04T14:00:00Z", "2025-03-04T15:00:00Z"),
+        }
+
     def test_a_missing_stand_read_as_nan_is_no_stand(self) -> None:
         """Findings read back from the database with no stand (a float NaN column): the
         proposal's stand_id is None, not "nan" (the agent's queue showed "nan")."""

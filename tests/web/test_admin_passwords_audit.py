@@ -76,7 +76,7 @@ def test_new_account_refuses_a_weak_password(
     """ "Definir a senha agora" with a common password, a sequence or the username is refused
     on the password field; no account is created."""
     admin = web_client("admin")
-    username = unique("qa_e")
+    username = unique("pwtest")
     secret = password or username
     form = {"username": username, "role": "agent", "password_mode": "set"}
     answer = post_form(
@@ -111,7 +111,7 @@ def test_a_temporary_password_is_still_drawn(
 ) -> None:
     """The default (a temporary password) creates the account as before."""
     admin = web_client("admin")
-    username = unique("qa_e_temp")
+    username = unique("pwtemp")
     answer = post_form(
         admin, "/admin/usuarios", "/admin/usuarios", {"username": username, "role": "agent"}
     )

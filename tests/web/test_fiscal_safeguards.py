@@ -156,6 +156,12 @@ class TestReasonsAndDates:
             ).scalar_one()
         assert details["period_ended_on"] == _yesterday()
 
+    def test_the_calendar_s_last_day_is_named_not_a_crash(self, agent: httpx.Client) -> None:
+        """'até 31/12/9999' (its next day is past the calendar): the filter's error, not a 500."""
+        page = agent.get("/fiscal/propostas", params={"ate": "9999-12-31"})
+        assert page.status_code == 422
+        assert "Data final inválida: '9999-12-31'" in html.unescape(page.text)
+
     def test_reversed_queue_dates_are_named(self, agent: httpx.Client) -> None:
         """'desde' (the label's word) after 'até': the invalid-filters warning naming both."""
         page = agent.get("/fiscal/propostas", params={"desde": "2024-03-10", "ate": "2024-03-01"})

@@ -41,7 +41,7 @@ finding
     :data:`AREA_BUFFER_M`, ``started_at``/``ended_at`` the first stop's start and the last stop's
     end. ``details`` has the vehicles, the dates and every stop (vehicle, start, end,
     ``duration_s``, position, share of free fixes, distance to the nearest stand) with the first
-    and last fix of each stop as ``fixes``.
+    and last fix of each stop as ``fixes``, each naming its ``vehicle_id``.
 accused
     The vehicles of a place whose own waits there show the "finalidade de formação de ponto"
     (art. 59 XIV): waits on at least ``min_vehicle_days`` distinct local days, at least one of
@@ -340,6 +340,7 @@ def _candidates(
                 fixes.append(fix)
             elif board[k] < last[c]:
                 fixes.insert(-1, fix)  # within the wait, before its last fix
+        fixes = [{**f, "vehicle_id": str(vehicle[a])} for f in fixes]  # a place's: whose
         out.append(
             {
                 "vehicle_id": str(vehicle[a]),
