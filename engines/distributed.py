@@ -92,12 +92,7 @@ from runtime import keep_freed_heap
 from tracking import frames as fr
 from tracking.detectors.detect import Thresholds, last_local_day
 from tracking.detectors.findings import KINDS, with_details
-from tracking.detectors.inactivity import (
-    ActivitySpan,
-    merge_activity_spans,
-    merge_feeds,
-    with_feed,
-)
+from tracking.detectors.inactivity import ActivitySpan, merge_activity_spans
 from tracking.stops import empty_stops
 from tracking.trips import empty_trips
 
@@ -632,8 +627,7 @@ def _gather_on_workers(
             findings_part(client.submit(pt.place_group, waiting, ctx, as_of=as_of), "locais")
         )
     if kinds & set(pt.VEHICLE_GROUP_KINDS):
-        feed = merge_feeds([f["feed"] for f in facts])  # every partition's, with trips or not
-        span = with_feed(merge_activity_spans(spans), feed)
+        span = merge_activity_spans(spans)
         seen = client.submit(operator.getitem, plan, "vehicles", pure=False)
         cross += [
             findings_part(

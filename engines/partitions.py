@@ -81,14 +81,7 @@ from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.illegal_stand_formation import waiting_stops
-from tracking.detectors.inactivity import (
-    ActivitySpan,
-    activity_span,
-    fix_feed,
-    merge_feeds,
-    unmetered_last_fixes,
-    with_feed,
-)
+from tracking.detectors.inactivity import ActivitySpan, activity_span, unmetered_last_fixes
 from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
@@ -369,7 +362,6 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "sightings": unmetered_last_fixes(  # inactivity: whole vehicles, the last fix is theirs
             part, as_of=context["as_of"], timezone=params.timezone
         ),
-        "feed": fix_feed(part, timezone=params.timezone),  # inactivity: vehicles by day
         "near": _near_dwells(part, context),
         "operation": _operation(part, context),
     }
@@ -958,12 +950,6 @@ def gather(
             context,
             fleet=context["fleet"],
             as_of=as_of,
-            activity_span=None
-            if as_of is None
-            else with_feed(
-                activity_span(bare_trips, as_of=as_of, timezone=context["params"].timezone),
-                merge_feeds([r["feed"] for r in results]),
-            ),
             sightings=_concat([r["sightings"] for r in results]),
             near_dwells=_concat(near)
             if (near := [r["near"] for r in results if r["near"] is not None])
@@ -1041,7 +1027,6 @@ def part_facts(
         span = part_activity_span(result, as_of=as_of, timezone=timezone)
     return {
         "activity_span": span,
-        "feed": result["feed"],
         "n_pings": result["n_pings"],
         "stats": result["stats"],
         "n_matched": result["n_matched"],
@@ -1452,11 +1437,8 @@ def vehicle_group(
 def part_activity_span(
     result: dict[str, Any], *, as_of: dt.date, timezone: str
 ) -> ActivitySpan | None:
-    """Return the activity span of a partition: its trips' with its fixes' feed.
-
-    (``inactivity.activity_span``, ``inactivity.with_feed``.)
-    """
-    return with_feed(activity_span(result["trips"], as_of=as_of, timezone=timezone), result["feed"])
+    """Return the activity span of a partition's trips (``inactivity.activity_span``)."""
+    return activity_span(result["trips"], as_of=as_of, timezone=timezone)
 
 
 def part_outputs(result: dict[str, Any], *, offset: int) -> dict[str, pd.DataFrame]:

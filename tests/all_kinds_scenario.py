@@ -10,9 +10,9 @@ its informal rank and one another:
 - ``F`` rides on tariff 2 for ten minutes on a Tuesday at 10:00 local (``flag2_misuse``);
 - ``R`` circles a block of a small street grid mid-trip, 5 km driven for 2 km (``longer_route``,
   with :func:`roads` as the network);
-- ``W1``–``W3``, outside the fleet, each send one fix a day, parked, from I's ride to the end: the
-  feed is live on every day of the window (``inactivity`` does not count a day with too few
-  vehicles reporting).
+- ``W1``–``W3``, outside the fleet, each carry a passenger every day from I's ride to the end
+  (a 420 m ride far south): the feed shows operations on every day of the window
+  (``inactivity`` does not count a day with too few vehicles operating).
 
 Default thresholds throughout: the kinds occur as a run with no ``--thresholds`` finds them.
 """
@@ -90,10 +90,11 @@ def all_kinds_rows() -> list[dict[str, Any]]:
     flag2 = [(-1000.0, 1500.0 + 20 * k) for k in range(41)]  # 10 min, 10:00 on a Tuesday
     rows += _ride("F", DAY + HOUR, flag2, tariff=2)
     rows += _ride("R", 2 * DAY + 5 * HOUR, _along(DETOUR))  # 100 m every 15 s: 24 km/h
-    for k, name in enumerate(("W1", "W2", "W3")):  # parked far south, one fix a day
-        rows += make_track(
-            name, [(d * DAY + 3 * HOUR, -4000.0, 500.0 * k) for d in range(-70, 5)], meter=None
-        )
+    for k, name in enumerate(("W1", "W2", "W3")):  # far south, a ride a day
+        for d in range(-70, 5):
+            rows += _ride(
+                name, d * DAY + 3 * HOUR, [(-4000.0 + 60 * j, 800.0 * k) for j in range(8)]
+            )
     return rows
 
 

@@ -44,8 +44,8 @@ def _rows() -> list[dict[str, Any]]:
     for day in pd.date_range("2024-01-01T15:00:00Z", "2024-04-09T15:00:00Z", freq="D"):
         for k in range(4):  # 300 m a minute, never stopping, no meter: no stop, no trip
             add("moving", day + pd.Timedelta(minutes=k), 300.0 * k, "")
-    for day in ("2024-01-01", "2024-04-09"):
-        t0 = pd.Timestamp(f"{day}T14:00:00Z")
+    for day in pd.date_range("2024-01-01", "2024-04-09", freq="D"):  # a ride a day: the
+        t0 = pd.Timestamp(f"{day.date()}T14:00:00Z")  # feed shows operations every day
         for k in range(12):
             add("busy", t0 + pd.Timedelta(seconds=60 * k), 200.0 * k, "occupied")
     for day in ("2024-03-05", "2024-04-09"):  # the suspension's start is unknown

@@ -27,14 +27,7 @@ from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
 from tracking.detectors.habitual_absence import detect_habitual_absence
 from tracking.detectors.illegal_stand_formation import detect_illegal_stand_formation
-from tracking.detectors.inactivity import (
-    ActivitySpan,
-    activity_span,
-    detect_inactivity,
-    fix_feed,
-    unmetered_last_fixes,
-    with_feed,
-)
+from tracking.detectors.inactivity import ActivitySpan, detect_inactivity, unmetered_last_fixes
 from tracking.detectors.longer_route import detect_longer_route
 from tracking.detectors.operating_while_barred import detect_operating_while_barred
 from tracking.detectors.outside_municipality import detect_outside_municipality
@@ -81,8 +74,8 @@ class DetectorInputs:
     ``unlicensed_stand_use`` and ``habitual_absence``."""
     activity_span: ActivitySpan | None = None
     """The whole run's activity span when ``trips`` and ``fleet`` are a group of its vehicles
-    (``inactivity``'s ``data_span``: the trips' first and last, the fixes' feed); None: the
-    span of ``trips`` with the feed of ``pings``."""
+    (``inactivity``'s ``data_span``: first and last instant, vehicles operating each day);
+    None: the span of ``trips``."""
     off_fleet: frozenset[str] = frozenset()
     """The vehicle ids of the run's fixes that ``fleet`` lacks (``engines.pipeline.id_checks``);
     ``inactivity`` does not judge a fleet vehicle written as one of them otherwise."""
@@ -208,10 +201,6 @@ def run_detectors(
     sightings = i.sightings
     if sightings is None and "inactivity" in kinds and as_of is not None:
         sightings = unmetered_last_fixes(i.pings, as_of=as_of, timezone=i.timezone)
-    span = i.activity_span
-    if span is None and "inactivity" in kinds and as_of is not None and len(i.pings):
-        of_trips = activity_span(i.trips, as_of=as_of, timezone=i.timezone)  # the fixes' feed
-        span = with_feed(of_trips, fix_feed(i.pings, timezone=i.timezone))
     operation = i.operation
     if operation is None and "habitual_absence" in kinds and i.licences is not None:
         operation = operation_fixes(i.pings, timezone=i.timezone)
@@ -268,7 +257,7 @@ def run_detectors(
                 (i.trips, i.fleet),
                 {
                     "as_of": as_of,
-                    "data_span": span,
+                    "data_span": i.activity_span,
                     "off_fleet": i.off_fleet,
                     "sightings": sightings,
                 }

@@ -30,12 +30,13 @@ idle days
     a short data window accuses no one. A last operation before the counted-from day counts
     as on the day before it.
 feed gaps
-    A local day of the window (from the data's first day) on which the vehicles with activity
-    (a trip that day, from trips; a fix, from pings) are fewer than ``min_feed_share`` (default
-    a quarter) of those of the window's busiest day: the feed was down or partial (a tracking
-    server's outage, a sample of the fleet), and its silence cannot show who did not operate.
-    Such days are not counted as idle. Without it, a fleet-wide outage of two months would
-    propose cassação for every vehicle silent through it.
+    A local day of the window (from the data's first day) on which the vehicles that operated
+    (a trip starting or ending that day, from trips; an ``occupied`` fix, from pings) are fewer
+    than ``min_feed_share`` (default a quarter) of those of the window's busiest day: the feed
+    was down or partial (a tracking server's outage, a sample of the fleet), and its silence
+    cannot show who did not operate. Such days are not counted as idle. Without it, a
+    fleet-wide outage of two months would propose cassação for every vehicle silent through it.
+    A feed without meter data has no operations to count: its days are all counted.
 excused days
     Idle days on which operating was forbidden (not operating then is complying): a status
     period — ``reserved`` (the reserva of art. 15) and also ``suspended``,
@@ -104,51 +105,27 @@ DEFAULT_MIN_FEED_SHARE = 0.25
 """A day whose vehicles with activity are fewer than this share of the busiest day's is a feed
 gap (module docstring)."""
 
-ActivitySpan = tuple[int, int, tuple[tuple[int, int], ...]]
-"""The data's first and last instant (UTC ns) and its feed: ``(local day, vehicles with
-activity that day)`` pairs, days as days since 1970-01-01, in day order. Engines give the
-trips' first and last with the fixes' feed (:func:`fix_feed`, :func:`with_feed`)."""
-
-
 Feed = tuple[tuple[int, int], ...]
-"""``(local day, vehicles with activity that day)`` pairs in day order (:func:`fix_feed`)."""
+"""``(local day, vehicles that operated that day)`` pairs, days as days since 1970-01-01, in
+day order (the feed gaps of the module docstring)."""
 
-
-def fix_feed(pings: pd.DataFrame, *, timezone: str) -> Feed:
-    """Return, per local day, how many vehicles sent a fix that day.
-
-    The feed an engine gives :func:`detect_inactivity` (``data_span``) beside the trips' span.
-    """
-    if not len(pings):
-        return ()
-    ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
-    return _feed(pings["vehicle_id"].astype("str").to_numpy(dtype=object), ns, timezone)
-
-
-def merge_feeds(feeds: Collection[Feed]) -> Feed:
-    """Return the feed of several groups of vehicles (disjoint) from theirs: counts summed."""
-    total: dict[int, int] = {}
-    for feed in feeds:
-        for day, n in feed:
-            total[int(day)] = total.get(int(day), 0) + int(n)
-    return tuple(sorted(total.items()))
-
-
-def with_feed(span: ActivitySpan | None, feed: Feed) -> ActivitySpan | None:
-    """Return ``span`` with ``feed`` in place of its own (None stays None)."""
-    return None if span is None else (span[0], span[1], feed)
+ActivitySpan = tuple[int, int, Feed]
+"""The data's first and last instant (UTC ns) and its :data:`Feed` (:func:`activity_span`)."""
 
 
 def merge_activity_spans(spans: Collection[ActivitySpan | None]) -> ActivitySpan | None:
     """Return the span of several groups of vehicles (disjoint) from theirs.
 
-    The earliest first, the latest last, the feeds summed (:func:`merge_feeds`).
+    The earliest first, the latest last, the vehicles of each day summed.
     """
     found = [s for s in spans if s is not None]
     if not found:
         return None
-    feed = merge_feeds([s[2] for s in found])
-    return min(s[0] for s in found), max(s[1] for s in found), feed
+    total: dict[int, int] = {}
+    for _, _, feed in found:
+        for day, n in feed:
+            total[int(day)] = total.get(int(day), 0) + int(n)
+    return min(s[0] for s in found), max(s[1] for s in found), tuple(sorted(total.items()))
 
 
 def _feed(vids: np.ndarray, ns: np.ndarray, timezone: str) -> Feed:
@@ -216,11 +193,7 @@ def _last_operations(
         span = (
             int(ns[keep].min()),
             int(ns[keep].max()),
-            _feed(
-                activity["vehicle_id"].astype("str").to_numpy(dtype=object)[keep],
-                ns[keep],
-                timezone,
-            ),
+            _feed(frame["vid"].to_numpy(dtype=object), frame["ns"].to_numpy(), timezone),
         )
         source = "occupied_fix"
     else:
@@ -766,7 +739,7 @@ def _fold(state: dict[str, Any], fixes: pd.DataFrame, *, day: int) -> None:
         if state["first"] is None or rec[0] < state["first"][1][0]:
             state["first"] = [str(vid), rec]
         v = dict(vehicles.get(str(vid), {"last": None, "metered": None, "occupied": None}))
-        if v.get("day") != day:
+        if meter == "occupied" and v.get("day") != day:
             feed[str(day)] = feed.get(str(day), 0) + 1
             v["day"] = day
         v["last"] = rec
@@ -819,9 +792,9 @@ def advance_inactivity(
     tuple of (dict, geopandas.GeoDataFrame)
         The new state (plain data: ``day``, the latest fix's local day; ``first``, the data's
         first fix; per vehicle its last fix, last metered and last ``occupied`` fix, each
-        ``[ns, lat, lon, row, meter]`` and ``day``, the local day of its last fix; ``feed``,
-        per local day the vehicles with a fix that day; ``emitted``, per vehicle the
-        ``started_at`` ns of its last finding) and the findings of the closed days.
+        ``[ns, lat, lon, row, meter]`` and ``day``, the local day of its last ``occupied`` fix;
+        ``feed``, per local day the vehicles with an ``occupied`` fix that day; ``emitted``, per
+        vehicle the ``started_at`` ns of its last finding) and the findings of the closed days.
     """
     st: dict[str, Any] = {"day": None, "first": None, "vehicles": {}, "feed": {}, "emitted": {}}
     st.update(dict(state or {}))
