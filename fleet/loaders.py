@@ -8,7 +8,9 @@ local calendar dates, inclusive; a null start means "not known" (a registry snap
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import difflib
 import io
 import re
 import unicodedata
@@ -49,6 +51,12 @@ VEHICLE_DOCUMENT_DATES = (
     "substitution_since", "termo_recolhido_since", "termo_recolhido_until",
 )  # fmt: skip
 """Optional dates of the contract fleet about the vehicle and its documents."""
+FLEET_FILE_COLUMNS = (
+    *(c for c in FLEET_REGISTRY_COLUMNS if c != "stand_names"),
+    "data_extracao",
+)
+"""Columns of a contract fleet file (:func:`read_fleet`): another is refused, never ignored.
+``data_extracao`` is the date the file describes (``pontual import fleet``'s ``--as-of``)."""
 TRUE_WORDS = frozenset({"true", "t", "1", "yes", "y", "sim", "s", "verdadeiro"})
 FALSE_WORDS = frozenset({"false", "f", "0", "no", "n", "nao", "não", "falso"})
 """How a registry file may write yes and no (lower case): pt-BR, English, 1/0."""
@@ -295,7 +303,7 @@ def read_registry_csv(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str
     FileNotFoundError
         If there is no such file.
     FleetFileError
-        If it cannot be read (pt-BR, naming the file).
+        If it cannot be read or its header names a column twice (pt-BR, naming the file).
     """
     p = Path(path)
     if not p.is_file():
@@ -312,8 +320,60 @@ def read_registry_csv(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str
     except pd.errors.ParserError as exc:
         msg = f"{p.name}: CSV malformado (uma aspa sem fechar?): {exc}"
         raise FleetFileError(msg) from None
+    if repeated := repeated_columns(text, sep=csv_delimiter(text)):
+        raise FleetFileError(repeated_columns_message(repeated, source=p.name))
     raw.columns = [c.strip() for c in raw.columns]
     return raw, p.name
+
+
+def repeated_columns(text: str, *, sep: str) -> list[str]:
+    """Return the header names a CSV gives more than once (stripped, in file order).
+
+    pandas reads a repeated header as ``x`` and ``x.1``: a reader would take one of the two
+    values and drop the other without a word. Blank names are not counted.
+    """
+    try:
+        header = next((row for row in csv.reader(io.StringIO(text), delimiter=sep) if row), [])
+    except csv.Error:
+        return []  # pandas says what is wrong with the file
+    names = [c.strip() for c in header]
+    return [n for n in dict.fromkeys(names) if n and names.count(n) > 1]
+
+
+def repeated_columns_message(names: Sequence[str], *, source: str) -> str:
+    """Say (pt-BR) that the header of ``source`` repeats the columns ``names``."""
+    listed = ", ".join(f"'{n}'" for n in names)
+    what = f"coluna {listed} repetida" if len(names) == 1 else f"colunas {listed} repetidas"
+    return f"{source}: {what} no cabeçalho; cada coluna deve aparecer uma vez"
+
+
+def unknown_columns_message(raw: pd.DataFrame, *, known: Sequence[str], source: str) -> str | None:
+    """Say (pt-BR) which columns of a file its reader does not know, or None.
+
+    A column the reader does not know would be dropped without a word (a typo, ``acessivel``
+    for ``accessible``): it is named, with the known name it is closest to. A column without a
+    name (a separator at the end of the header) and without values is no column.
+    """
+    unknown = []
+    for k, column in enumerate(raw.columns):
+        name = str(column)
+        if name in known:
+            continue
+        if name.startswith("Unnamed: ") or not name:  # pandas' name of a blank header
+            cells = raw[column].astype(object)
+            if all(pd.isna(v) or not str(v).strip() for v in cells):
+                continue
+            unknown.append(f"sem nome (a {k + 1}ª), com valores")
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        unknown.append(f"'{name}'" + (f" (quis dizer '{close[0]}'?)" if close else ""))
+    if not unknown:
+        return None
+    what = "coluna desconhecida" if len(unknown) == 1 else "colunas desconhecidas"
+    return (
+        f"{source}: {what} {', '.join(unknown)}; corrija o nome ou remova a coluna "
+        f"(nenhuma é ignorada); colunas aceitas: {', '.join(known)}"
+    )
 
 
 def read_fleet(path: str | Path, *, municipality: str | None = None) -> pd.DataFrame:
@@ -341,7 +401,8 @@ def read_fleet(path: str | Path, *, municipality: str | None = None) -> pd.DataF
     FleetRowsError
         If values are invalid: every problem of every row (the message is the first).
     FleetFileError
-        If the format is not recognised or a required column is missing.
+        If the format is not recognised, a required column is missing, a column is repeated
+        or, in the contract, a column is not one of :data:`FLEET_FILE_COLUMNS`.
     """
     raw, name = read_registry_csv(path, what="frota")
     if "vehicle_id" in raw.columns:
@@ -529,6 +590,10 @@ def _ids(values: pd.Series, *, column: str, problems: _Problems) -> None:
 
 
 def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None) -> pd.DataFrame:
+    if (
+        unknown := unknown_columns_message(raw, known=FLEET_FILE_COLUMNS, source=source)
+    ) is not None:
+        raise FleetFileError(unknown)
     n = len(raw)
     problems = _Problems(source, list(raw.columns))
 
@@ -608,7 +673,7 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
             "make": col("make"),
             "model": col("model"),
             "year": year,
-            "fuel": [None] * n,
+            "fuel": col("fuel"),
             "first_registered_on": dates["first_registered_on"],
             "accessible": accessible,
             "status": status,

@@ -17,6 +17,7 @@ import io
 import json
 import math
 import re
+import sys
 import warnings
 from collections.abc import Hashable, Sequence
 from pathlib import Path
@@ -32,7 +33,13 @@ from shapely.geometry import shape
 
 from fleet._errors import FleetFileError
 from fleet.ids import display_text_problem, registry_id_problem
-from fleet.loaders import csv_delimiter, decoded_text
+from fleet.loaders import (
+    csv_delimiter,
+    decoded_text,
+    repeated_columns,
+    repeated_columns_message,
+    unknown_columns_message,
+)
 from geo.crs import WGS84, buffer_points_m
 from stands._errors import (
     DuplicateStandIdError,
@@ -60,6 +67,8 @@ _GEOJSON_CRS_NAMES = {
 _POLYGONAL = ("Polygon", "MultiPolygon")
 _IBGE_CODE = re.compile(r"^\d{7}$")
 _MAX_LISTED = 5
+CSV_COLUMNS = (STAND_ID, "lat", "lon", NAME, CAPACITY, MUNICIPALITY, RADIUS_M)
+"""Columns of a stands CSV of the contract: another is refused, never ignored."""
 _PLURAL = {"feição": "feições", "linha": "linhas"}
 # GEOS validity reasons (shapely.is_valid_reason) in pt-BR; the location follows as "em (x y)".
 _INVALID_REASONS = {
@@ -128,7 +137,9 @@ def read_stands(
     FileNotFoundError
         If ``path`` does not exist.
     StandsFormatError
-        If the extension is not supported or the file cannot be parsed.
+        If the extension is not supported or the file cannot be parsed: a CSV that names a
+        column twice or a column outside :data:`CSV_COLUMNS`, a GeoJSON that gives a key twice
+        in one object (:func:`parse_geojson`).
     MissingColumnError, MissingStandIdError, DuplicateStandIdError, NullGeometryError,
     UnsupportedGeometryError, MissingRadiusError, InvalidRadiusError, InvalidGeometryError,
     InvalidAttributeError, StandsCRSError
@@ -182,7 +193,10 @@ def read_porto_stands(path: str | Path, *, radius_m: float) -> gpd.GeoDataFrame:
     if not p.is_file():
         msg = f"arquivo de pontos de táxi não encontrado: {p}"
         raise FileNotFoundError(msg)
-    df = pd.read_csv(io.StringIO(_csv_text(p)), dtype=str)
+    text = _csv_text(p)
+    if repeated := repeated_columns(text, sep=","):
+        raise StandsFormatError(repeated_columns_message(repeated, source=p.name))
+    df = pd.read_csv(io.StringIO(text), dtype=str)
     _require_columns(df.columns, ("ID", "Descricao", "Latitude", "Longitude"), source=p.name)
     lat = _numbers(df["Latitude"], column="Latitude", source=p.name, unit="linha")
     lon = _numbers(df["Longitude"], column="Longitude", source=p.name, unit="linha")
@@ -225,8 +239,8 @@ def stand_file_format(path: str | Path) -> str:
             return "porto"
     elif suffix in (".geojson", ".json") and p.is_file():
         try:
-            doc = json.loads(p.read_text(encoding="utf-8-sig"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            doc = parse_geojson(p.read_text(encoding="utf-8-sig"))
+        except (StandsFormatError, UnicodeDecodeError):
             return "contract"  # read_stands says what is wrong
         features = doc.get("features") if isinstance(doc, dict) else None
         first = features[0] if isinstance(features, list) and features else None
@@ -389,12 +403,65 @@ def validate_stands(gdf: gpd.GeoDataFrame) -> None:
 # --- readers -------------------------------------------------------------------------------
 
 
+class _RepeatedKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKeyError(key)
+        out[key] = value
+    return out
+
+
+def parse_geojson(text: str, *, source: str | None = None) -> Any:
+    """Parse a GeoJSON's text strictly, as the device ingest parses its JSON.
+
+    A key given twice in one object (``"stand_id"`` twice in a feature's properties) is
+    refused, never resolved by keeping one of the values.
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    source : str, optional
+        The file's name, for the message.
+
+    Raises
+    ------
+    StandsFormatError
+        pt-BR ("GeoJSON inválido", or "'<source>' não é um GeoJSON válido"): malformed (line
+        and column), a key repeated in one object, nested too deep, or an integer of more
+        digits than Python converts.
+    """
+    lead = "GeoJSON inválido" if source is None else f"'{source}' não é um GeoJSON válido"
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _RepeatedKeyError as exc:
+        msg = (
+            f"{lead}: chave {exc.key[:80]!r} repetida num mesmo objeto; cada chave deve "
+            "aparecer uma vez"
+        )
+    except json.JSONDecodeError as exc:
+        msg = f"{lead} (linha {exc.lineno}, coluna {exc.colno})"
+    except ValueError:  # int(): digits beyond sys.get_int_max_str_digits()
+        msg = f"{lead}: número com mais de {sys.get_int_max_str_digits()} dígitos"
+    except RecursionError:
+        msg = f"{lead}: JSON aninhado demais"
+    raise StandsFormatError(msg)
+
+
 def _read_geojson(path: Path) -> gpd.GeoDataFrame:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        msg = f"'{path.name}' não é um GeoJSON válido: {exc}"
-        raise StandsFormatError(msg) from exc
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        msg = f"'{path.name}' não é um GeoJSON válido: não está em UTF-8 (byte {exc.start})"
+        raise StandsFormatError(msg) from None
+    doc = parse_geojson(text, source=path.name)
     if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
         msg = f"'{path.name}' deve ser um GeoJSON FeatureCollection"
         raise StandsFormatError(msg)
@@ -468,9 +535,13 @@ def _csv_text(path: Path) -> str:
 def _read_csv(path: Path) -> gpd.GeoDataFrame:
     text = _csv_text(path)
     sep = csv_delimiter(text)
+    if repeated := repeated_columns(text, sep=sep):
+        raise StandsFormatError(repeated_columns_message(repeated, source=path.name))
     df = pd.read_csv(io.StringIO(text), dtype=str, sep=sep)
     df.columns = [str(c).strip() for c in df.columns]
     _require_columns(df.columns, (STAND_ID, "lat", "lon"), source=path.name)
+    if (unknown := unknown_columns_message(df, known=CSV_COLUMNS, source=path.name)) is not None:
+        raise StandsFormatError(unknown)
     lat = _numbers(df["lat"], column="lat", source=path.name, unit="linha", comma=sep != ",")
     lon = _numbers(df["lon"], column="lon", source=path.name, unit="linha", comma=sep != ",")
     attrs = df.drop(columns=["lat", "lon"]).astype(object)

@@ -47,7 +47,7 @@ from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.alerts import SESSION_CLOSED, AlertHub, Subscription, alerts_lifespan, list_alerts
 from api.deps import BearerToken, SessionDep, SettingsDep, require_roles
-from api.schemas import error_responses
+from api.schemas import StrictBody, error_responses
 from api.security import token_digest
 from tracking.detectors.findings import KINDS
 
@@ -181,8 +181,8 @@ def check_webhook_url(url: str) -> str:
     return url
 
 
-class WebhookCreate(BaseModel):
-    """A receiver of alerts: an http(s) URL, the HMAC secret, optional filters."""
+class WebhookCreate(StrictBody):
+    """A receiver of alerts: an http(s) URL, the HMAC secret, optional filters (no other field)."""
 
     url: Annotated[str, AfterValidator(check_webhook_url)] = Field(max_length=2000)
     secret: str = Field(min_length=16, max_length=256)

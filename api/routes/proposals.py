@@ -15,7 +15,7 @@ from api._errors import ConflictError, InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles
-from api.schemas import error_responses
+from api.schemas import StrictBody, error_responses
 from db.enforcement import workflow
 from db.enforcement.models import STATUSES, Proposal
 from enforcement._errors import (
@@ -60,7 +60,7 @@ class ProposalDetail(ProposalPublic):
     history: list[dict[str, Any]]
 
 
-class GenerateRequest(BaseModel):
+class GenerateRequest(StrictBody):
     """Propose for the stored findings no proposal of the municipality covers yet."""
 
     municipality: str = Field(pattern=r"^\d{7}$")
@@ -89,7 +89,7 @@ class Generated(BaseModel):
     for_review: list[ForReview] = []
 
 
-class ConfirmRequest(BaseModel):
+class ConfirmRequest(StrictBody):
     """What the agent gives on confirming (the auto de infração)."""
 
     at: dt.datetime | None = None
@@ -107,7 +107,7 @@ class ConfirmRequest(BaseModel):
     )
 
 
-class FinalizeRequest(BaseModel):
+class FinalizeRequest(StrictBody):
     """The grounds of the final decision (no administrative appeal left)."""
 
     reason: str = Field(min_length=3, max_length=2000)
@@ -121,20 +121,20 @@ class FinalizeRequest(BaseModel):
     at: dt.datetime | None = None
 
 
-class DismissRequest(BaseModel):
+class DismissRequest(StrictBody):
     """Why the proposal is dismissed."""
 
     reason: str = Field(min_length=3, max_length=2000)
 
 
-class DecisionRequest(BaseModel):
+class DecisionRequest(StrictBody):
     """The decision on a defence and its grounds."""
 
     accepted: bool
     reason: str = Field(min_length=3, max_length=2000)
 
 
-class StepRequest(BaseModel):
+class StepRequest(StrictBody):
     """When the step happened (default: now)."""
 
     at: dt.datetime | None = None

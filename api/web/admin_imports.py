@@ -71,6 +71,7 @@ MAX_CHECKS = 400
 MAX_SHOWN = 50
 """Most rejected rows listed on the page (all are counted)."""
 _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+_IBGE_CODE = re.compile(r"^\d{7}$")
 _POSITIONS = re.compile(r"\b(linhas|linha|feições|feição) (\d+(?:, \d+)*)")
 _KEYS = ("vehicle_id", "prefixo", "stand_id", "codigo", "ID")
 _UNREADABLE = (FleetError, StandsError, ValueError, KeyError, OSError, UnicodeError, csv.Error)
@@ -109,16 +110,15 @@ class FileParts:
         if not text.strip():
             msg = "o arquivo está vazio"
             raise ValueError(msg)
-        if self.csv:  # the parts are written with ',' (Excel in pt-BR separates by ';')
-            rows = list(csv.reader(io.StringIO(text), delimiter=csv_delimiter(text)))
+        if self.csv:  # parts keep the file's separator, so its decimal commas read as in the CLI
+            self.delimiter = csv_delimiter(text)
+            rows = list(csv.reader(io.StringIO(text), delimiter=self.delimiter))
             self.header = rows[0] if rows else []
             self.records: list[Any] = [r for r in rows[1:] if r]
         else:
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as exc:
-                msg = f"GeoJSON inválido (linha {exc.lineno}, coluna {exc.colno})"
-                raise ValueError(msg) from None
+            from stands.layers import parse_geojson
+
+            doc = parse_geojson(text)
             features = doc.get("features") if isinstance(doc, dict) else None
             if not isinstance(features, list):
                 msg = f"'{path.name}' não é um GeoJSON FeatureCollection com a lista 'features'"
@@ -146,7 +146,7 @@ class FileParts:
         """Write the rows ``rows`` (indices, in file order) to ``target``; return it."""
         if self.csv:
             with target.open("w", encoding="utf-8", newline="") as out:
-                writer = csv.writer(out, lineterminator="\n")
+                writer = csv.writer(out, delimiter=self.delimiter, lineterminator="\n")
                 writer.writerow(self.header)
                 writer.writerows(self.records[i] for i in rows)
         else:
@@ -280,6 +280,7 @@ def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> d
         }
     from db.stands.store import load_stands
 
+    _check_municipalities(conn, frame)
     report = load_stands(conn=conn, stands=frame, retire_missing=options["retire_missing"])
     return {
         "Pontos criados": report.created,
@@ -288,6 +289,51 @@ def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> d
         RETIRED: report.retired,
         "Avisos": list(report.notes),
     }
+
+
+def _unregistered(code: str) -> str:
+    """Say (pt-BR, as the API does) that a municipality is not in the registry."""
+    return (
+        f"município {code!r} não cadastrado; "
+        "use o código IBGE de 7 dígitos (pontual import municipalities)"
+    )
+
+
+def _check_municipalities(conn: Connection, frame: Any) -> None:
+    """Refuse stands of a municipality the registry lacks (the writer would break its key).
+
+    Raises
+    ------
+    stands._errors.InvalidAttributeError
+        Naming the first such code.
+    """
+    from sqlalchemy import text
+
+    from stands._errors import InvalidAttributeError
+    from stands.frames import MUNICIPALITY
+
+    codes = sorted({str(c) for c in frame[MUNICIPALITY] if isinstance(c, str) and c})
+    if not codes:
+        return
+    known = set(
+        conn.execute(
+            text("SELECT code FROM municipalities WHERE code = ANY(:codes)"), {"codes": codes}
+        ).scalars()
+    )
+    missing = [c for c in codes if c not in known]
+    if missing:
+        raise InvalidAttributeError(_unregistered(missing[0]))
+
+
+def _municipality_problem(engine: Engine, code: str) -> str | None:
+    """Return why the form's municipality cannot be used (not in the registry), or None."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT 1 FROM municipalities WHERE code = :code"), {"code": code}
+        ).first()
+    return None if found is not None else _unregistered(code)
 
 
 @contextlib.contextmanager
@@ -619,6 +665,12 @@ async def upload(
     except ValueError as exc:
         field_name = exc.args[1] if len(exc.args) > 1 else ""
         return refuse({field_name: str(exc.args[0])})
+    from starlette.concurrency import run_in_threadpool
+
+    if options["municipality"] is not None:
+        problem = await run_in_threadpool(_municipality_problem, engine, options["municipality"])
+        if problem is not None:
+            return refuse({"municipality": problem})
     _expire(settings)
     upload_id = secrets.token_urlsafe(24)
     folder = _session_dir(settings, web) / upload_id
@@ -634,8 +686,6 @@ async def upload(
         "options": options,
         "uploaded_at": dt.datetime.now(dt.UTC).isoformat(),
     }
-    from starlette.concurrency import run_in_threadpool
-
     meta["preview"] = await run_in_threadpool(
         _preview_meta, engine=engine, meta=meta, stored=stored, folder=folder
     )
@@ -646,6 +696,9 @@ async def upload(
 def _options(*, kind: str, values: dict[str, str], content: bytes, suffix: str) -> dict[str, Any]:
     """Return the loader's options from the form (as ``pontual import`` takes them)."""
     municipality = form_text(values["municipality"])
+    if municipality is not None and not _IBGE_CODE.match(municipality):
+        msg = f"{municipality!r} não é um código IBGE; use os 7 dígitos do município (ex.: 4314902)"
+        raise ValueError(msg, "municipality")
     if kind == STANDS:
         try:
             radius = form_number(values["radius_m"], field="radius_m")
@@ -672,8 +725,11 @@ def _options(*, kind: str, values: dict[str, str], content: bytes, suffix: str) 
 
 def _file_as_of(content: bytes) -> str | None:
     """Return the date a fleet file describes: its ``data_extracao`` (as the CLI does)."""
-    with contextlib.suppress(UnicodeError, csv.Error, StopIteration):
-        reader = csv.DictReader(io.StringIO(content.decode("utf-8-sig")))
+    from fleet.loaders import csv_delimiter, decoded_text
+
+    with contextlib.suppress(FleetError, csv.Error, StopIteration):
+        text = decoded_text(content, source="")
+        reader = csv.DictReader(io.StringIO(text), delimiter=csv_delimiter(text))
         first = next(reader)
         value = (first.get("data_extracao") or "")[:10]
         return value or None

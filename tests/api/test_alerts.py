@@ -575,10 +575,12 @@ class TestWebhooks:
             {"url": "http://127.0.0.1/x", "secret": "short"},
             {"url": "http://127.0.0.1/x", "secret": "s" * 16, "filters": {"kinds": ["x"]}},
             {"url": "http://127.0.0.1/x", "secret": "s" * 16, "filters": {"bbox": [1, 2]}},
+            {"url": "http://127.0.0.1/x", "secret": "s" * 16, "filtros": {"kinds": ["x"]}},
         ],
     )
     def test_invalid_webhook_is_422(self, client: TestClient, seeded: dict, payload: dict) -> None:
-        """A non-http URL, a short secret, an unknown kind or a bad bbox is refused."""
+        """A non-http URL, a short secret, an unknown kind, a bad bbox or an unknown field
+        (a misspelled ``filters`` would leave the webhook receiving every alert) is refused."""
         response = client.post(
             "/api/v1/webhooks", json=payload, headers=bearer(seeded["tokens"]["admin"])
         )
