@@ -206,12 +206,16 @@ def file_as_of(value: str | None, file: Path) -> dt.date:
         except ValueError:
             msg = f"--as-of era {value!r}; esperado uma data AAAA-MM-DD"
             raise typer.BadParameter(msg) from None
-    import pandas as pd
+    from fleet.loaders import extraction_date
 
-    head = pd.read_csv(file, nrows=1, dtype=str)
-    if "data_extracao" in head.columns and len(head):
-        return dt.date.fromisoformat(str(head["data_extracao"].iloc[0])[:10])
-    return dt.date.today()
+    stated = extraction_date(file.read_bytes())
+    if stated is None:
+        return dt.date.today()
+    try:
+        return dt.date.fromisoformat(stated)
+    except ValueError:
+        msg = f"{file.name}: data_extracao era {stated!r}; esperada uma data AAAA-MM-DD"
+        raise typer.BadParameter(msg) from None
 
 
 def _store_pings(

@@ -292,6 +292,19 @@ def csv_delimiter(text: str) -> str:
     return max((",", ";", "\t"), key=header.count)
 
 
+def extraction_date(content: bytes) -> str | None:
+    """Return the ``data_extracao`` of a fleet file's first row (its first 10 characters).
+
+    The date the file describes; None without such a column, a row or readable text.
+    """
+    try:
+        text = decoded_text(content, source="")
+        first = next(csv.DictReader(io.StringIO(text), delimiter=csv_delimiter(text)))
+    except (FleetFileError, csv.Error, StopIteration):
+        return None
+    return (first.get("data_extracao") or "").strip()[:10] or None
+
+
 def read_registry_csv(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str]:
     """Read a registry CSV (fleet, drivers, links) as text cells; return it and the file's name.
 

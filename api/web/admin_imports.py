@@ -725,15 +725,9 @@ def _options(*, kind: str, values: dict[str, str], content: bytes, suffix: str) 
 
 def _file_as_of(content: bytes) -> str | None:
     """Return the date a fleet file describes: its ``data_extracao`` (as the CLI does)."""
-    from fleet.loaders import csv_delimiter, decoded_text
+    from fleet.loaders import extraction_date
 
-    with contextlib.suppress(FleetError, csv.Error, StopIteration):
-        text = decoded_text(content, source="")
-        reader = csv.DictReader(io.StringIO(text), delimiter=csv_delimiter(text))
-        first = next(reader)
-        value = (first.get("data_extracao") or "")[:10]
-        return value or None
-    return None
+    return extraction_date(content)
 
 
 def _preview_meta(*, engine: Engine, meta: dict[str, Any], stored: Path, folder: Path) -> Any:

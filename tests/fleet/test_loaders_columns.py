@@ -69,6 +69,18 @@ class TestReadFleet:
         fleet = read_fleet(path)
         assert fleet["fuel"].tolist() == ["GNV"]
 
+    @pytest.mark.parametrize("sep", [",", ";"])
+    def test_the_file_s_date_is_read_whatever_its_separator(self, tmp_path: Path, sep: str) -> None:
+        """'data_extracao' of a ';' file (Excel pt-BR) is the date the CLI and the console
+        import it as, not today's."""
+        from api.cli_import import file_as_of
+        from fleet.loaders import extraction_date
+
+        body = f"vehicle_id{sep}data_extracao\nQA-V1{sep}2024-03-01\n"
+        path = _write(tmp_path, "f.csv", body)
+        assert extraction_date(path.read_bytes()) == "2024-03-01"
+        assert str(file_as_of(None, path)) == "2024-03-01"
+
     def test_a_nameless_column_with_values_is_refused(self, tmp_path: Path) -> None:
         """Values under a blank header would be dropped: refused, saying where."""
         path = _write(tmp_path, "f.csv", "vehicle_id,,plate\nQA-V1,sim,ABC1234\n")
