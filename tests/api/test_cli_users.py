@@ -74,3 +74,35 @@ class TestDevicesCommands:
         listed = run_pontual("devices", "list", DATABASE_URL=api_database_url)
         assert "CLI-1" in listed.stdout
         assert token not in listed.stdout
+
+
+class TestWeakPasswords:
+    def test_cli_refuses_weak_passwords(self, api_database_url: str) -> None:
+        """``pontual users create`` and ``passwd`` refuse a common password and the username."""
+        url = api_database_url
+        weak = _run(
+            url,
+            "users",
+            "create",
+            "passe_cli",
+            "--role",
+            "agent",
+            "--password-stdin",
+            stdin="12345678\n",
+        )
+        assert weak.returncode == 1
+        assert "sequência simples" in weak.stderr
+        created = _run(
+            url,
+            "users",
+            "create",
+            "passe_cli",
+            "--role",
+            "agent",
+            "--password-stdin",
+            stdin="cavalo-azul-pula\n",
+        )
+        assert created.returncode == 0, created.stderr
+        same = _run(url, "users", "passwd", "passe_cli", "--password-stdin", stdin="passe_cli\n")
+        assert same.returncode == 1
+        assert "nome de usuário" in same.stderr

@@ -3,8 +3,6 @@ the account's creation, a new password, and ``pontual users``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -78,48 +76,3 @@ class TestSetPassword:
         assert accounts.authenticate(
             session=db_session, username="passe_troca", password="cavalo-azul-pula"
         )
-
-
-def _run(url: str, *args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("PONTUAL_")}
-    return subprocess.run(
-        [str(PONTUAL), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=clean | {"DATABASE_URL": url},
-        timeout=120,
-        check=False,
-    )
-
-
-class TestUsersCommand:
-    def test_cli_refuses_weak_passwords(self, api_database_url: str) -> None:
-        """``pontual users create`` and ``passwd`` refuse a common password and the username."""
-        url = api_database_url
-        weak = _run(
-            url,
-            "users",
-            "create",
-            "passe_cli",
-            "--role",
-            "agent",
-            "--password-stdin",
-            stdin="12345678\n",
-        )
-        assert weak.returncode == 1
-        assert "sequência simples" in weak.stderr
-        created = _run(
-            url,
-            "users",
-            "create",
-            "passe_cli",
-            "--role",
-            "agent",
-            "--password-stdin",
-            stdin="cavalo-azul-pula\n",
-        )
-        assert created.returncode == 0, created.stderr
-        same = _run(url, "users", "passwd", "passe_cli", "--password-stdin", stdin="passe_cli\n")
-        assert same.returncode == 1
-        assert "nome de usuário" in same.stderr
