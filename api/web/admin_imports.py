@@ -280,7 +280,6 @@ def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> d
         }
     from db.stands.store import load_stands
 
-    _check_municipalities(conn, frame)
     report = load_stands(conn=conn, stands=frame, retire_missing=options["retire_missing"])
     return {
         "Pontos criados": report.created,
@@ -291,49 +290,17 @@ def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> d
     }
 
 
-def _unregistered(code: str) -> str:
-    """Say (pt-BR, as the API does) that a municipality is not in the registry."""
-    return (
-        f"município {code!r} não cadastrado; "
-        "use o código IBGE de 7 dígitos (pontual import municipalities)"
-    )
-
-
-def _check_municipalities(conn: Connection, frame: Any) -> None:
-    """Refuse stands of a municipality the registry lacks (the writer would break its key).
-
-    Raises
-    ------
-    stands._errors.InvalidAttributeError
-        Naming the first such code.
-    """
-    from sqlalchemy import text
-
-    from stands._errors import InvalidAttributeError
-    from stands.frames import MUNICIPALITY
-
-    codes = sorted({str(c) for c in frame[MUNICIPALITY] if isinstance(c, str) and c})
-    if not codes:
-        return
-    known = set(
-        conn.execute(
-            text("SELECT code FROM municipalities WHERE code = ANY(:codes)"), {"codes": codes}
-        ).scalars()
-    )
-    missing = [c for c in codes if c not in known]
-    if missing:
-        raise InvalidAttributeError(_unregistered(missing[0]))
-
-
 def _municipality_problem(engine: Engine, code: str) -> str | None:
     """Return why the form's municipality cannot be used (not in the registry), or None."""
     from sqlalchemy import text
+
+    from db.stands.store import unregistered_municipality
 
     with engine.connect() as conn:
         found = conn.execute(
             text("SELECT 1 FROM municipalities WHERE code = :code"), {"code": code}
         ).first()
-    return None if found is not None else _unregistered(code)
+    return None if found is not None else unregistered_municipality(code)
 
 
 @contextlib.contextmanager

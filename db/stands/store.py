@@ -11,7 +11,12 @@ from sqlalchemy.orm import Session
 
 from db.upsert import ImportReport, audit_import, hex_ewkb, merge_staged, stage_rows
 from fleet.loaders import sheet_row
-from stands._errors import DuplicateStandIdError, StandsError, StandSuspensionFileError
+from stands._errors import (
+    DuplicateStandIdError,
+    InvalidAttributeError,
+    StandsError,
+    StandSuspensionFileError,
+)
 from stands.frames import MUNICIPALITY, NAME, STAND_ID
 from stands.loaders import REGISTRY_COLUMNS
 from stands.suspensions import SUSPENSION_DAYS
@@ -44,6 +49,8 @@ def load_stands(
     DuplicateStandIdError
         If a stand_id is already stored for another municipality (two registries share ids:
         load one of them with ids prefixed).
+    InvalidAttributeError
+        If a stand's municipality is not in the registry (naming the first such code).
     """
     cols = [c for c in REGISTRY_COLUMNS if c not in ("geometry", MUNICIPALITY)]
     frame = pd.DataFrame(stands[cols]).astype(object)
@@ -56,6 +63,15 @@ def load_stands(
     )
     db_cols = (*cols, "municipality_code", "geometry", "retired_at")
     stage = stage_rows(conn, like="stands", columns=db_cols, rows=rows)
+    unknown = conn.execute(
+        text(
+            f"SELECT DISTINCT s.municipality_code FROM {stage} s "
+            "WHERE s.municipality_code IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM municipalities m WHERE m.code = s.municipality_code) ORDER BY 1 LIMIT 1"
+        )
+    ).scalar()
+    if unknown is not None:
+        raise InvalidAttributeError(unregistered_municipality(unknown))
     clash = conn.execute(
         text(
             f"SELECT s.stand_id, t.municipality_code FROM {stage} s JOIN stands t USING (stand_id) "
@@ -94,6 +110,14 @@ def load_stands(
         unchanged=report.unchanged,
         retired=retired,
         notes=tuple(stands.attrs.get("notes", ())),
+    )
+
+
+def unregistered_municipality(code: str) -> str:
+    """Say (pt-BR) that a municipality is not in the registry."""
+    return (
+        f"município {code!r} não cadastrado; "
+        "use o código IBGE de 7 dígitos (pontual import municipalities)"
     )
 
 

@@ -94,6 +94,22 @@ class TestImportCommands:
         )  # fmt: skip
         assert done.returncode == 1 and done.stderr.startswith("erro: --stand-radius-m era 0.0")
 
+    def test_unregistered_municipality_is_named(
+        self, run_pontual: Run, import_db: str, tmp_path: Path
+    ) -> None:
+        """A stand of a municipality the registry lacks: a pt-BR error naming the code, not the
+        database's foreign-key failure; nothing is stored."""
+        path = tmp_path / "pontos.csv"
+        path.write_text("stand_id,lat,lon,municipality\nM1,-30.03,-51.22,1234567\n")
+        done = run_pontual("import", "stands", str(path), PONTUAL_DATABASE_URL=import_db)
+        assert done.returncode == 1
+        assert done.stderr.startswith("erro: município '1234567' não cadastrado"), done.stderr
+        assert "Traceback" not in done.stderr and "ForeignKey" not in done.stderr
+        engine = create_engine(import_db, poolclass=NullPool)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM stands")).scalar() == 0
+        engine.dispose()
+
     def test_missing_file_is_an_error(self, run_pontual: Run, import_db: str) -> None:
         """A stands file that does not exist ends with 'erro:' and exit 1."""
         result = run_pontual(
