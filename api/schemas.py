@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from typing import Annotated, Any
 
 from pydantic import (
@@ -250,8 +251,29 @@ def _query_date(value: dt.date) -> dt.date:
     return check_query_date(value, name="data")
 
 
-QueryDate = Annotated[dt.date, AfterValidator(_query_date)]
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _query_day_text(value: Any) -> Any:
+    """Let a query's day through only as ``AAAA-MM-DD`` (pydantic reads "1700000000" as Unix)."""
+    if isinstance(value, str) and not _ISO_DAY.fullmatch(value.strip()):
+        msg = f"esperada uma data AAAA-MM-DD, não {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def _query_instant_text(value: Any) -> Any:
+    """Let a query's instant through only as ISO 8601 text (not a number read as Unix time)."""
+    if isinstance(value, str) and not _ISO_DAY.match(value.strip()):
+        msg = f"esperado um instante ISO 8601 (ex.: 2024-03-04T00:00Z), não {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+QueryDate = Annotated[dt.date, BeforeValidator(_query_day_text), AfterValidator(_query_date)]
 """A day a query looks at (``AAAA-MM-DD``), from 1678-01-01 to 2261-12-31."""
+QueryInstant = Annotated[dt.datetime, BeforeValidator(_query_instant_text)]
+"""An instant a query looks at: ISO 8601 text (``AAAA-MM-DDTHH:MM…``), never a bare number."""
 Float = Annotated[float, Strict()]
 """A JSON number (an integer is fine; a boolean or a string is not); finite in a StrictBody."""
 Int = Annotated[int, Strict()]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -13,7 +12,7 @@ from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
 from api.deps import SessionDep, require_roles
 from api.routes.stands import Feature
-from api.schemas import MAX_OFFSET, error_responses
+from api.schemas import MAX_OFFSET, QueryInstant, error_responses
 from tracking.detectors.findings import KINDS
 
 router = APIRouter(prefix="/api/v1/findings", tags=["achados"])
@@ -37,8 +36,8 @@ def list_findings(
     session: SessionDep,
     kind: Kind | None = None,
     vehicle_id: str | None = None,
-    since: dt.datetime | None = None,
-    until: dt.datetime | None = None,
+    since: QueryInstant | None = None,
+    until: QueryInstant | None = None,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Any:

@@ -28,6 +28,14 @@ class TestListFindings:
         )
         assert response.status_code == 422
 
+    def test_a_bare_number_is_not_an_instant(self, client: TestClient, seeded: dict) -> None:
+        """A number is not read as Unix time: 422 naming ISO 8601."""
+        response = client.get(
+            "/api/v1/findings?since=1709510400", headers=bearer(seeded["tokens"]["agent"])
+        )
+        assert response.status_code == 422
+        assert "ISO 8601" in response.text
+
     def test_inverted_period_is_422(self, client: TestClient, seeded: dict) -> None:
         """A period whose start comes after its end is refused, as supervision's periods are."""
         response = client.get(

@@ -111,6 +111,12 @@ class TestStandIntruders:
                 response = _get(client, seeded, "supervisor", f"/S1/{view}{query}")
                 assert response.status_code == 422, (view, query)  # type: ignore[attr-defined]
 
+    def test_a_bare_number_is_not_a_day(self, client: TestClient, seeded: dict) -> None:
+        """A number is not read as Unix time (1709510400 is 2024-03-04 00:00 UTC): 422."""
+        response = _get(client, seeded, "supervisor", "/S1/intruders?start=1709510400")
+        assert response.status_code == 422  # type: ignore[attr-defined]
+        assert "AAAA-MM-DD" in response.text  # type: ignore[attr-defined]
+
 
 class TestStandPresence:
     def test_licensee_presence(self, client: TestClient, seeded: dict, tracks: None) -> None:
