@@ -307,7 +307,7 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
     rows: dict[str, tuple[str, str, str]] = {
         "auto_number": ("id", "Nº do auto de infração", p.get("auto_number") or "não atribuído"),
         "confirmed_at": ("id", "Lavrado em", _when(p.get("confirmed_at"), tz) or NOT_GIVEN),
-        "notified_at": ("id", "Notificado em", _when(p.get("notified_at"), tz) or NOT_GIVEN),
+        "notified_at": ("id", "Notificado em", _day(p.get("notified_at"), tz) or NOT_GIVEN),
         "status": (
             "id",
             "Situação",
@@ -410,6 +410,12 @@ def _when(value: Any, tz: ZoneInfo, *, zone: bool = True) -> str:
     local = at.astimezone(tz)
     text = local.strftime("%d/%m/%Y %H:%M:%S")
     return f"{text} ({tz.key}, {_offset(local)})" if zone else text
+
+
+def _day(value: Any, tz: ZoneInfo) -> str:
+    """Return a review step's local date (the agent may give no hour; periods count in days)."""
+    at = _instant(value)
+    return "" if at is None else at.astimezone(tz).strftime("%d/%m/%Y")
 
 
 def shown_end(start: Any, end: Any, tz: ZoneInfo) -> dt.datetime | None:
@@ -573,7 +579,7 @@ def _deadlines(p: Mapping[str, Any], tz: ZoneInfo) -> list[tuple[str, str]]:
         if d.get("due"):
             text += f": até {_when(d['due'], tz, zone=False)}"
         elif start_key and p.get(start_key):
-            text += f", contados de {_when(p[start_key], tz, zone=False)}"
+            text += f", contados de {_day(p[start_key], tz)}"
         else:
             text += ": vencimento fixado quando o prazo começar"
         if d.get("on_lapse"):

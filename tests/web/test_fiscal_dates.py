@@ -169,6 +169,8 @@ class TestNotifyOnADate:
         assert f"Notificação entregue em</dt><dd>{day:%d/%m/%Y}</dd>" in shown
         assert f"até {due.astimezone(ZONE):%d/%m/%Y}" in shown
         assert f"passo de {day:%d/%m/%Y}" in shown  # the history: recorded today, taken then
+        notice = agent.get(f"{base}/documentos/notificacao").text
+        assert _field_row(notice, "Notificado em") == f"{day:%d/%m/%Y}"  # no made-up noon
 
     def test_a_time_is_kept_as_given(self, agent: httpx.Client, web_engine: Engine) -> None:
         """With the optional time, the delivery is at that local time."""
