@@ -110,7 +110,7 @@ class ConfirmRequest(StrictBody):
 class FinalizeRequest(StrictBody):
     """The grounds of the final decision (no administrative appeal left)."""
 
-    reason: str = Field(min_length=3, max_length=2000)
+    reason: str = Field(min_length=workflow.MIN_GROUNDS_CHARS, max_length=2000)
     period_ended_on: dt.date | None = Field(
         default=None,
         description=(
@@ -124,14 +124,14 @@ class FinalizeRequest(StrictBody):
 class DismissRequest(StrictBody):
     """Why the proposal is dismissed."""
 
-    reason: str = Field(min_length=3, max_length=2000)
+    reason: str = Field(min_length=workflow.MIN_GROUNDS_CHARS, max_length=2000)
 
 
 class DecisionRequest(StrictBody):
     """The decision on a defence and its grounds."""
 
     accepted: bool
-    reason: str = Field(min_length=3, max_length=2000)
+    reason: str = Field(min_length=workflow.MIN_GROUNDS_CHARS, max_length=2000)
 
 
 class StepRequest(StrictBody):

@@ -114,10 +114,6 @@ MAX_CHOICE = 40
 """Longest value of a field chosen from a list (a pontuação, a decision)."""
 MUNICIPALITY_CODE = 7
 """An IBGE municipality code: seven digits."""
-MIN_REASON = 3
-"""Shortest grounds of a defence's decision or a final decision (as the API)."""
-MIN_DISMISS_REASON = 15
-"""Shortest reason of a dismissal: an audited decision not to fine, so a sentence, not a word."""
 FILTER_TEXT = 64
 """Longest text filter (a kind, a state, a stand, a vehicle) the queue and the alerts read."""
 FILTER_VALUE = 40
@@ -1115,7 +1111,7 @@ def proposal_context(
             if p.status != "descartada" and (kind == "auto" or p.status != "proposta")
         ],
         "no_auto": NO_AUTO if p.status == "descartada" else None,
-        "min_dismiss_reason": MIN_DISMISS_REASON,
+        "min_grounds": workflow.MIN_GROUNDS_CHARS,
         "min_exception_answer": workflow.MIN_ANSWER_CHARS,
         "max_text": MAX_TEXT,
         "draft": is_draft({"status": p.status, "auto_number": p.auto_number}),
@@ -1532,11 +1528,11 @@ def dismiss(
     motivo: Annotated[str, Form(max_length=MAX_TEXT)] = "",
 ) -> Response:
     """Dismiss the proposal, with the agent's reason (required, a sentence)."""
-    problem = _text_field(motivo, label="Motivo do descarte", minimum=MIN_DISMISS_REASON)
+    problem = _text_field(motivo, label="Motivo do descarte", minimum=workflow.MIN_GROUNDS_CHARS)
     if problem:
         problem = (
-            f"Motivo do descarte: escreva ao menos {MIN_DISMISS_REASON} caracteres. O descarte "
-            "é uma decisão registrada na auditoria: diga por que a proposta não procede."
+            f"Motivo do descarte: escreva ao menos {workflow.MIN_GROUNDS_CHARS} caracteres. "
+            "O descarte é uma decisão registrada na auditoria: diga por que a proposta não procede."
         )
     return _step(
         request,
@@ -1665,7 +1661,9 @@ def decide(
     checks: dict[str, str] = {}
     if decisao not in ("deferida", "indeferida"):
         checks["decisao"] = "Escolha a decisão: defesa deferida ou indeferida."
-    problem = _text_field(fundamentacao, label="Fundamentação da decisão", minimum=MIN_REASON)
+    problem = _text_field(
+        fundamentacao, label="Fundamentação da decisão", minimum=workflow.MIN_GROUNDS_CHARS
+    )
     if problem:
         checks["fundamentacao_decisao"] = problem
     return _dated_step(
@@ -1735,7 +1733,7 @@ def finalize(
     (``hora_final`` optional; without a date, now).
     """
     checks: dict[str, str] = {}
-    problem = _text_field(fundamentacao, label="Fundamentação", minimum=MIN_REASON)
+    problem = _text_field(fundamentacao, label="Fundamentação", minimum=workflow.MIN_GROUNDS_CHARS)
     if problem:
         checks["fundamentacao_final"] = problem
     try:

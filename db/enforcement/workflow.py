@@ -680,6 +680,15 @@ def _set_due(p: Proposal, start: str, at: dt.datetime, *, defence_filed: bool = 
 
 MIN_ANSWER_CHARS = 10
 """Shortest answer to a rule's exception: a reason, not a checkbox."""
+MIN_GROUNDS_CHARS = 15
+"""Shortest reason of a dismissal and grounds of a decision: audited, so a sentence, not a word."""
+
+
+def _check_grounds(reason: str, what: str) -> None:
+    """Refuse a reason or grounds shorter than :data:`MIN_GROUNDS_CHARS` (blank included)."""
+    if len(reason.strip()) < MIN_GROUNDS_CHARS:
+        msg = f"{what} exige ao menos {MIN_GROUNDS_CHARS} caracteres (uma frase, não uma palavra)"
+        raise ReviewDataError(msg)
 
 
 def _exception_answer(
@@ -856,8 +865,9 @@ def dismiss(
     at: dt.datetime | None = None,
 ) -> Proposal:
     """Dismiss a proposal, with the agent's reason."""
-    if not reason.strip() or not agent_id.strip():
+    if not agent_id.strip():
         raise TransitionError("descartar exige o agente e o motivo")
+    _check_grounds(reason, "o motivo do descarte")
     now = _now(at)
     p = _step(session, proposal_id, "dismiss", now)
     p.status, p.dismissed_reason, p.agent_id, p.updated_at = "descartada", reason, agent_id, now
@@ -936,8 +946,7 @@ def decide_defence(
     at: dt.datetime | None = None,
 ) -> Proposal:
     """Decide a defence: accepted (the auto falls) or rejected (the penalty stands)."""
-    if not reason.strip():
-        raise TransitionError("a decisão da defesa exige a fundamentação")
+    _check_grounds(reason, "a fundamentação da decisão da defesa")
     now = _now(at)
     p = _step(session, proposal_id, "decide_defence", now)
     to = "defesa_deferida" if accepted else "defesa_indeferida"
@@ -1047,8 +1056,9 @@ def finalize(
     TransitionError
         No reason, a state other than those two, or a defence or appeal period still open.
     """
-    if not reason.strip() or not agent_id.strip():
+    if not agent_id.strip():
         raise TransitionError("registrar a decisão definitiva exige o agente e a fundamentação")
+    _check_grounds(reason, "a fundamentação da decisão definitiva")
     now = _now(at)
     p = _step(session, proposal_id, "finalize", now)
     deadlines = p.deadlines or {}

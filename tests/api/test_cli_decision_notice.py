@@ -48,7 +48,7 @@ def _rejected_in_porto_velho(api_engine) -> str:
         workflow.notify(session, pid, actor="a", at=DECIDED - 19 * day)
         workflow.file_defence(session, pid, actor="d", at=DECIDED - 15 * day)
         workflow.decide_defence(
-            session, pid, agent_id="s", accepted=False, reason="sem prova", at=DECIDED
+            session, pid, agent_id="s", accepted=False, reason="sem prova do alegado", at=DECIDED
         )
     return str(pid)
 
@@ -62,7 +62,7 @@ class TestNotifyDecisionCli:
         refused; `finalize` then waits for that day."""
         env = {"DATABASE_URL": api_database_url}
         pid = _rejected_in_porto_velho(api_engine)
-        args = ("--agent", "fiscal-4", "--reason", "sem recurso")
+        args = ("--agent", "fiscal-4", "--reason", "sem recurso no prazo")
         done = run_pontual("proposals", "finalize", pid, *args, "--at", "2025-12-01T12:00Z", **env)
         assert done.returncode == 1 and "Traceback" not in done.stderr
         assert "conta da notificação da decisão ao autuado, que não foi registrada" in done.stderr

@@ -95,7 +95,7 @@ def _porto_velho_auto(
             workflow.file_defence(session, proposal, actor="outro", at=at(defended))
         if rejected is not None:
             workflow.decide_defence(
-                session, proposal, agent_id="outro", accepted=False, reason="sem prova",
+                session, proposal, agent_id="outro", accepted=False, reason="sem prova do alegado",
                 at=at(rejected),
             )  # fmt: skip
     return str(proposal)

@@ -91,7 +91,7 @@ class TestProposalRoutes:
         tokens = seeded["tokens"]
         r = client.post(
             "/api/v1/proposals/P-x/dismiss",
-            json={"reason": "teste"},
+            json={"reason": "motivo de um teste"},
             headers=bearer(tokens["agent"]),
         )
         assert r.status_code == 404

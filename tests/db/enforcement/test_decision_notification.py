@@ -110,7 +110,9 @@ def _notified(session, pid: str) -> str:
 
 def _rejected(session, pid: str) -> str:
     file_defence(session, pid, actor="d", at=AT + 5 * DAY)
-    decide_defence(session, pid, agent_id="s", accepted=False, reason="sem prova", at=DECIDED)
+    decide_defence(
+        session, pid, agent_id="s", accepted=False, reason="sem prova do alegado", at=DECIDED
+    )
     return pid
 
 
@@ -177,13 +179,21 @@ class TestFinalizeWaitsForTheDelivery:
         decision had ended: 07/02/2025 for fretamento, 22/02/2025 for Porto Velho)."""
         pid = request.getfixturevalue(book)
         with pytest.raises(TransitionError, match="notificação da decisão ao autuado, que não"):
-            finalize(db_session, pid, agent_id="s", reason="sem recurso", at=DECIDED + 60 * DAY)
+            finalize(
+                db_session, pid, agent_id="s", reason="sem recurso no prazo", at=DECIDED + 60 * DAY
+            )
         notify_decision(db_session, pid, actor="a", at=DELIVERED)
         with pytest.raises(TransitionError, match=f"cabe recurso, art. 3[23] até {open_until}"):
             finalize(
-                db_session, pid, agent_id="s", reason="sem recurso", at=DELIVERED + open_days * DAY
+                db_session,
+                pid,
+                agent_id="s",
+                reason="sem recurso no prazo",
+                at=DELIVERED + open_days * DAY,
             )
-        p = finalize(db_session, pid, agent_id="s", reason="sem recurso", at=DELIVERED + 31 * DAY)
+        p = finalize(
+            db_session, pid, agent_id="s", reason="sem recurso no prazo", at=DELIVERED + 31 * DAY
+        )
         assert p.status == "definitiva"
 
 
@@ -202,14 +212,28 @@ class TestWithoutDefence:
         with pytest.raises(TransitionError, match="ainda está no prazo de defesa"):
             notify_decision(db_session, pid, actor="a", at=DEFENCE_END - 2 * DAY)
         with pytest.raises(TransitionError, match="notificação da decisão ao autuado, que não"):
-            finalize(db_session, pid, agent_id="s", reason="sem defesa", at=DEFENCE_END + 60 * DAY)
+            finalize(
+                db_session,
+                pid,
+                agent_id="s",
+                reason="sem defesa no prazo",
+                at=DEFENCE_END + 60 * DAY,
+            )
         delivered = DEFENCE_END + 20 * DAY  # 23/02/2025
         p = notify_decision(db_session, pid, actor="a", at=delivered)
         assert p.status == "notificada"
         assert p.deadlines["appeal"]["due"] == "2025-03-25T23:59:59-04:00"
         with pytest.raises(TransitionError, match="cabe recurso, art. 32 até 25/03/2025"):
-            finalize(db_session, pid, agent_id="s", reason="sem recurso", at=delivered + 29 * DAY)
-        p = finalize(db_session, pid, agent_id="s", reason="sem recurso", at=delivered + 31 * DAY)
+            finalize(
+                db_session,
+                pid,
+                agent_id="s",
+                reason="sem recurso no prazo",
+                at=delivered + 29 * DAY,
+            )
+        p = finalize(
+            db_session, pid, agent_id="s", reason="sem recurso no prazo", at=delivered + 31 * DAY
+        )
         assert p.status == "definitiva"
 
     def test_fretamento_appeal_from_the_defence_end(self, db_session, fretamento_notified) -> None:
@@ -218,11 +242,19 @@ class TestWithoutDefence:
         payment (art. 32, parágrafo único) and leaves the appeal counted from the defence's end."""
         pid = fretamento_notified
         with pytest.raises(TransitionError, match="cabe recurso, art. 33 até 18/02/2025"):
-            finalize(db_session, pid, agent_id="s", reason="sem defesa", at=DEFENCE_END + 14 * DAY)
+            finalize(
+                db_session,
+                pid,
+                agent_id="s",
+                reason="sem defesa no prazo",
+                at=DEFENCE_END + 14 * DAY,
+            )
         p = notify_decision(db_session, pid, actor="a", at=DEFENCE_END + DAY)
         assert p.deadlines["appeal"]["due"] is None
         assert p.deadlines["payment"]["due"] == "2025-02-19T23:59:59-03:00"
-        p = finalize(db_session, pid, agent_id="s", reason="sem recurso", at=DEFENCE_END + 16 * DAY)
+        p = finalize(
+            db_session, pid, agent_id="s", reason="sem recurso no prazo", at=DEFENCE_END + 16 * DAY
+        )
         assert p.status == "definitiva"
 
 

@@ -70,7 +70,9 @@ def test_without_a_rulebook_period_the_end_date_is_required(poa) -> None:
     notify(poa, pid, actor="a", at=AT)
     assert needs_period_end(get_proposal(poa, pid))
     with pytest.raises(ReviewDataError, match="informe a data em que o prazo terminou"):
-        finalize(poa, pid, agent_id="s", reason="sem defesa", at=AT + dt.timedelta(seconds=15))
+        finalize(
+            poa, pid, agent_id="s", reason="sem defesa no prazo", at=AT + dt.timedelta(seconds=15)
+        )
     assert get_proposal(poa, pid).status == "notificada"
 
 
@@ -92,7 +94,7 @@ def test_the_end_date_is_between_the_notification_and_today(poa, ended, message)
             poa,
             pid,
             agent_id="s",
-            reason="sem defesa",
+            reason="sem defesa no prazo",
             period_ended_on=ended,
             at=AT + dt.timedelta(days=36),
         )
@@ -123,14 +125,19 @@ def test_after_a_rejected_defence_the_date_counts_from_the_decision(poa) -> None
     notify(poa, pid, actor="a", at=AT)
     file_defence(poa, pid, actor="d", at=AT + dt.timedelta(days=2))
     decide_defence(
-        poa, pid, agent_id="s", accepted=False, reason="sem prova", at=AT + dt.timedelta(days=10)
+        poa,
+        pid,
+        agent_id="s",
+        accepted=False,
+        reason="sem prova do alegado",
+        at=AT + dt.timedelta(days=10),
     )
     with pytest.raises(ReviewDataError, match=r"anterior à decisão da defesa \(15/03/2025\)"):
         finalize(
             poa,
             pid,
             agent_id="s",
-            reason="sem recurso",
+            reason="sem recurso no prazo",
             period_ended_on=dt.date(2025, 3, 10),
             at=AT + dt.timedelta(days=30),
         )
@@ -138,7 +145,7 @@ def test_after_a_rejected_defence_the_date_counts_from_the_decision(poa) -> None
         poa,
         pid,
         agent_id="s",
-        reason="sem recurso",
+        reason="sem recurso no prazo",
         period_ended_on=dt.date(2025, 3, 31),
         at=AT + dt.timedelta(days=30),
     )
@@ -174,15 +181,19 @@ def test_with_a_rulebook_period_the_check_is_the_rulebooks(poa) -> None:
     notify(poa, pid, actor="a", at=at)
     assert not needs_period_end(get_proposal(poa, pid))
     with pytest.raises(TransitionError, match="cabe recurso"):
-        finalize(poa, pid, agent_id="s", reason="sem defesa", at=at + dt.timedelta(days=40))
+        finalize(
+            poa, pid, agent_id="s", reason="sem defesa no prazo", at=at + dt.timedelta(days=40)
+        )
     with pytest.raises(ReviewDataError, match="o regulamento fixa o prazo de defesa"):
         finalize(
             poa,
             pid,
             agent_id="s",
-            reason="sem defesa",
+            reason="sem defesa no prazo",
             period_ended_on=dt.date(2025, 2, 1),
             at=at + dt.timedelta(days=50),
         )
-    p = finalize(poa, pid, agent_id="s", reason="sem defesa", at=at + dt.timedelta(days=50))
+    p = finalize(
+        poa, pid, agent_id="s", reason="sem defesa no prazo", at=at + dt.timedelta(days=50)
+    )
     assert p.status == "definitiva" and "final_period_ended_on" not in p.document

@@ -26,7 +26,12 @@ from db.enforcement.workflow import (
     store_findings,
 )
 from db.fleet.models import Municipality
-from enforcement._errors import DocumentError, ProposalNotFoundError, TransitionError
+from enforcement._errors import (
+    DocumentError,
+    ProposalNotFoundError,
+    ReviewDataError,
+    TransitionError,
+)
 from tracking.detectors.findings import make_findings
 
 PB = "4314548"
@@ -138,13 +143,14 @@ class TestStepDates:
     def test_a_step_before_the_facts_is_refused(self, session) -> None:
         """An auto dated before the infraction, a notification before the auto, a defence
         before the notification: each refused (422), nothing stored; in order they pass."""
-        from enforcement._errors import ReviewDataError
 
         pid = _one(session, "2025-03-04T12:00:00Z")
         with pytest.raises(ReviewDataError, match=r"anterior ao fim da infração \(04/03/2025"):
             confirm(session, pid, agent_id="a", at=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
         with pytest.raises(ReviewDataError, match="anterior ao fim da infração"):
-            dismiss(session, pid, agent_id="a", reason="engano", at=T0 - dt.timedelta(days=1))
+            dismiss(
+                session, pid, agent_id="a", reason="engano na leitura", at=T0 - dt.timedelta(days=1)
+            )
         assert get_proposal(session, pid).status == "proposta"
         confirm(session, pid, agent_id="a", at=T0)
         with pytest.raises(ReviewDataError, match="anterior à lavratura do auto"):
@@ -161,7 +167,6 @@ class TestStepDates:
 
     def test_a_future_or_naive_date_is_refused(self, session) -> None:
         """A step not yet taken cannot be recorded, nor one without a time zone."""
-        from enforcement._errors import ReviewDataError
 
         pid = _one(session, "2025-03-04T12:00:00Z")
         later = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
@@ -192,7 +197,7 @@ class TestSteps:
             pid,
             agent_id="junta",
             accepted=False,
-            reason="sem prova",
+            reason="sem prova do alegado",
             at=T0 + dt.timedelta(days=40),
         )
         assert as_record(get_proposal(session, pid))["penalty_enforceable_from"].startswith(
@@ -210,8 +215,9 @@ class TestSteps:
     def test_dismiss_needs_reason_and_is_final(self, session) -> None:
         """Dismissal records the reason; a dismissed proposal cannot be confirmed."""
         pid = _one(session, "2025-03-04T12:00:00Z")
-        with pytest.raises(TransitionError, match="motivo"):
-            dismiss(session, pid, agent_id="a", reason="")
+        for short in ("", "engano", "   não procede "):  # a word is no audited reason
+            with pytest.raises(ReviewDataError, match="motivo do descarte exige ao menos 15"):
+                dismiss(session, pid, agent_id="a", reason=short)
         dismiss(session, pid, agent_id="a", reason="fila desfeita por ordem do fiscal")
         assert as_record(get_proposal(session, pid))["dismissed_reason"].startswith("fila")
         with pytest.raises(TransitionError, match="descartada"):
@@ -453,7 +459,7 @@ class TestReincidenceNamesAndStatuses:
             first,
             agent_id="s",
             accepted=False,
-            reason="sem prova",
+            reason="sem prova do alegado",
             at=at + dt.timedelta(days=20),
         )
         second = self._fretamento(poa, "2025-03-04T12:00:00Z")
@@ -463,7 +469,13 @@ class TestReincidenceNamesAndStatuses:
             sp.rollback()
         notify_decision(poa, first, actor="a", at=at + dt.timedelta(days=22))  # art. 33
         with pytest.raises(TransitionError, match="cabe recurso"):
-            finalize(poa, first, agent_id="s", reason="sem recurso", at=at + dt.timedelta(days=30))
+            finalize(
+                poa,
+                first,
+                agent_id="s",
+                reason="sem recurso no prazo",
+                at=at + dt.timedelta(days=30),
+            )
         finalize(
             poa, first, agent_id="s", reason="sem recurso no prazo", at=at + dt.timedelta(days=40)
         )
@@ -479,7 +491,9 @@ class TestReincidenceNamesAndStatuses:
         confirm(poa, pid, agent_id="a", at=at)
         notify(poa, pid, actor="a", at=at)
         with pytest.raises(TransitionError, match="cabe recurso, art. 33"):
-            finalize(poa, pid, agent_id="s", reason="sem defesa", at=at + dt.timedelta(days=40))
+            finalize(
+                poa, pid, agent_id="s", reason="sem defesa no prazo", at=at + dt.timedelta(days=40)
+            )
         p = finalize(
             poa, pid, agent_id="s", reason="sem defesa nem recurso", at=at + dt.timedelta(days=50)
         )
