@@ -42,7 +42,7 @@ from api.web import formats as fmt
 from api.web.admin_base import AdminUser, pt_errors
 from api.web.formats import ACTIONS, FIELD_LABELS, actor_label
 from api.web.templating import render
-from db.enforcement.models import AuditEntry
+from db.enforcement.models import STATUSES, AuditEntry
 
 router = APIRouter(include_in_schema=False)
 
@@ -463,6 +463,9 @@ def detail_items(details: Any, *, timezone: str | None = None) -> list[DetailIte
     if not isinstance(short, dict):
         return [DetailItem(key="", label="valor", text=value_text(short))]
     period = PERIOD_AFTER.get(str(short.get("from")))
+    for key in ("from", "to"):  # a proposal's step: its states in words
+        if short.get(key) in STATUSES:
+            short[key] = short[key].replace("_", " ")
     return _items(short, labels={"period_ended_on": period} if period else {})
 
 

@@ -147,6 +147,13 @@ class TestGeometryText:
         (created,) = detail_items({"geometry": SQUARE})
         assert (created.label, created.text) == ("área", "polígono, 4 vértices")
 
+    def test_a_proposal_step_names_its_states_in_words(self) -> None:
+        """A review step's states read "em defesa", "defesa indeferida", not their codes."""
+        items = {
+            i.key: i.text for i in detail_items({"from": "em_defesa", "to": "defesa_indeferida"})
+        }
+        assert items == {"from": "em defesa", "to": "defesa indeferida"}
+
 
 # --- the page, on a real server ------------------------------------------------------------------
 
