@@ -265,13 +265,41 @@ def alert_view(alert: Mapping[str, Any], zone: ZoneInfo) -> dict[str, Any]:
         "kind": kind,
         "kind_label": finding_name(kind, alert.get("details")),
         "vehicle_id": alert.get("vehicle_id"),
+        "who": _alert_vehicles(alert),
         "stand_id": alert.get("stand_id"),
-        "when": local_time(alert.get("ended_at") or alert.get("started_at"), zone),
+        "when": _alert_span(alert, zone),
         "created": local_time(alert.get("created_at"), zone),
         "confidence": _percent(alert.get("confidence")),
         "href": finding_url(str(alert["finding_id"])),
         "repeat_count": int(alert.get("repeat_count") or 0),
     }
+
+
+def _alert_span(alert: Mapping[str, Any], zone: ZoneInfo) -> str:
+    """Return an alert's finding as local start and end ("04/03/2024 10:00:00 a 10:35:00")."""
+    start = local_time(alert.get("started_at"), zone)
+    end = local_time(shown_end(alert.get("started_at"), alert.get("ended_at"), zone), zone)
+    if not start or not end or end == start:
+        return start or end
+    day, _, hour = end.partition(" ")
+    return f"{start} a {hour if start.startswith(day) else end}"
+
+
+ALERT_VEHICLES_SHOWN = 4
+"""Vehicles a place's alert names (the others are counted)."""
+
+
+def _alert_vehicles(alert: Mapping[str, Any]) -> str:
+    """Return who an alert is about: its vehicle, or a place's vehicles (its evidence's)."""
+    if alert.get("vehicle_id"):
+        return f"Veículo {alert['vehicle_id']}"
+    details = alert.get("details")
+    named = details.get("vehicles") if isinstance(details, Mapping) else None
+    if not isinstance(named, list) or not named:
+        return "Veículo não identificado"
+    shown = ", ".join(str(v) for v in named[:ALERT_VEHICLES_SHOWN])
+    more = len(named) - ALERT_VEHICLES_SHOWN
+    return f"Veículos {shown}" + (f" e mais {more}" if more > 0 else "")
 
 
 def _alerts_with_proposals(

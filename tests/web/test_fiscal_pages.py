@@ -167,6 +167,29 @@ class TestLiveStream:
         view = alert_view(payload, ZoneInfo("America/Sao_Paulo"))
         assert view["kind_label"] == "Dois rastreadores no mesmo prefixo"
 
+    def test_a_place_alert_names_its_vehicles_and_its_span(self) -> None:
+        """An illegal stand's alert (no vehicle of its own) names the vehicles of its evidence,
+        and every alert shows its finding's start and end, not the end alone."""
+        from zoneinfo import ZoneInfo
+
+        from api.web.agent import alert_view
+
+        place = {
+            "alert_id": "alert-p", "finding_id": "p", "kind": "illegal_stand_formation",
+            "vehicle_id": None, "stand_id": None, "confidence": 0.6,
+            "started_at": "2026-12-01T12:00:00Z", "ended_at": "2026-12-03T14:30:00Z",
+            "details": {"vehicles": ["A1", "B2", "C3", "D4", "E5", "F6"]},
+        }  # fmt: skip
+        zone = ZoneInfo("America/Sao_Paulo")
+        view = alert_view(place, zone)
+        assert view["who"] == "Veículos A1, B2, C3, D4 e mais 2"
+        assert view["when"] == "01/12/2026 09:00:00 a 03/12/2026 11:30:00"
+        one = {**place, "vehicle_id": "V9", "ended_at": "2026-12-01T12:05:00Z", "details": {}}
+        assert (alert_view(one, zone)["who"], alert_view(one, zone)["when"]) == (
+            "Veículo V9",
+            "01/12/2026 09:00:00 a 09:05:00",
+        )
+
     def test_reconnection_replays_the_alerts_after_last_event_id_once(
         self, agent_http: httpx.Client, web_engine: Engine
     ) -> None:

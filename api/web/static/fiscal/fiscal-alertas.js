@@ -77,7 +77,7 @@
     title.appendChild(el("span", "badge badge--new", "Novo"));
     title.appendChild(document.createTextNode(" " + alert.kind_label));
     li.appendChild(title);
-    var meta = "Veículo " + (alert.vehicle_id || "não identificado");
+    var meta = alert.who;
     if (alert.stand_id) { meta += " · ponto " + alert.stand_id; }
     meta += " · " + alert.when + " · confiança " + alert.confidence;
     li.appendChild(el("p", "alert__meta", meta));
@@ -98,7 +98,7 @@
     while (list.children.length > MAX_ITEMS) { list.removeChild(list.lastChild); }
     unread += 1;
     document.title = "(" + unread + ") " + baseTitle;
-    setStatus("Novo alerta: " + alert.kind_label + ", veículo " + (alert.vehicle_id || "não identificado") + ".", "on");
+    setStatus("Novo alerta: " + alert.kind_label + ", " + alert.who.charAt(0).toLowerCase() + alert.who.slice(1) + ".", "on");
     beep();
   }
 
