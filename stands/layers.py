@@ -29,6 +29,7 @@ import pandas as pd
 import pyogrio
 import pyproj
 import shapely
+from numpy.typing import NDArray
 from shapely.geometry import shape
 
 from fleet._errors import FleetFileError
@@ -306,11 +307,13 @@ def _read_porto_alegre(path: Path, *, radius_m: float) -> tuple[gpd.GeoDataFrame
     null = np.asarray(shapely.is_missing(geoms), dtype=bool)
     null[~null] = shapely.is_empty(geoms[~null])
     placeholder = ~null & np.array([q not in (None, "ok") for q in quality], dtype=bool)
-    usable = ~null & ~placeholder
+    extinct = ~null & ~placeholder & extinct_names(raw["nome"].to_numpy(dtype=object))
+    usable = ~null & ~placeholder & ~extinct
     notes = []
     for mask, why in (
         (null, "sem coordenada no arquivo"),
         (placeholder, "com coordenada provisória (a mesma de outros pontos)"),
+        (extinct, "extinto(s) segundo o nome no arquivo"),
     ):
         if mask.any():
             shown = ", ".join(sorted((str(v) for v in ids[mask]), key=lambda s: (len(s), s)))
@@ -330,6 +333,15 @@ def _read_porto_alegre(path: Path, *, radius_m: float) -> tuple[gpd.GeoDataFrame
         stands, source=path.name, unit="feição", default_radius_m=None, repair=False
     )
     return frame, notes
+
+
+EXTINCT_NAME = re.compile(r"\s*extint[oa]\b", re.IGNORECASE)
+"""How Porto Alegre's open data marks a stand that no longer exists: its name, "Extinto: …"."""
+
+
+def extinct_names(names: Sequence[Any]) -> NDArray[np.bool_]:
+    """Return which stand names say the stand is extinct (:data:`EXTINCT_NAME`)."""
+    return np.array([isinstance(n, str) and bool(EXTINCT_NAME.match(n)) for n in names], bool)
 
 
 def validate_stands(gdf: gpd.GeoDataFrame) -> None:

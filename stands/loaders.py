@@ -34,7 +34,7 @@ from stands._errors import (
     StandsFormatError,
 )
 from stands.frames import CAPACITY, MUNICIPALITY, NAME, STAND_ID
-from stands.layers import check_names, read_porto_stands, read_stands
+from stands.layers import check_names, extinct_names, read_porto_stands, read_stands
 
 DEFAULT_POINT_RADIUS_M = 30.0
 OFFICIAL_STANDS = {
@@ -53,6 +53,7 @@ REGISTRY_COLUMNS = (
 )  # fmt: skip
 _NOTE_NULL = "coordenada ausente ou inválida no arquivo de origem"
 _NOTE_PLACEHOLDER = "coordenada provisória (a mesma de outros pontos) no arquivo de origem"
+_NOTE_EXTINCT = "ponto extinto segundo o nome no arquivo de origem"
 
 
 def with_id_prefix(frame: gpd.GeoDataFrame, prefix: str) -> gpd.GeoDataFrame:
@@ -221,7 +222,8 @@ def read_poa_stands(
     geopandas.GeoDataFrame
         One row per feature: ``stand_id`` = ``codigo``, ``name`` = ``nome``, ``address`` from
         ``logradouro`` and ``numero``, ``phone`` = ``telefone``; geometry None where the point is
-        null or ``coord_quality`` is not ``ok`` (``location_note`` says why, ``attrs["notes"]``
+        null, ``coord_quality`` is not ``ok`` or the name says the stand is extinct ("Extinto:
+        …", :func:`stands.layers.extinct_names`) (``location_note`` says why, ``attrs["notes"]``
         lists them).
 
     Raises
@@ -251,7 +253,8 @@ def read_poa_stands(
     )
     geoms = raw.geometry.to_numpy()
     null = shapely.is_missing(geoms) | shapely.is_empty(geoms)
-    usable = ~null & (quality == "ok").to_numpy()
+    extinct = ~null & extinct_names(raw["nome"].to_numpy(dtype=object))
+    usable = ~null & (quality == "ok").to_numpy() & ~extinct
     polygons: list[Any] = [None] * len(raw)
     if usable.any():
         pts = gpd.GeoDataFrame(geometry=geoms[usable], crs=WGS84)
@@ -259,8 +262,8 @@ def read_poa_stands(
         for i, g in zip(np.flatnonzero(usable), _multi(buffered), strict=True):
             polygons[int(i)] = g
     notes_col = [
-        _NOTE_NULL if is_null else (None if ok else _NOTE_PLACEHOLDER)
-        for is_null, ok in zip(null, usable, strict=True)
+        _NOTE_NULL if is_null else _NOTE_EXTINCT if gone else None if ok else _NOTE_PLACEHOLDER
+        for is_null, gone, ok in zip(null, extinct, usable, strict=True)
     ]
 
     def text_col(column: str) -> list[str | None]:
@@ -295,12 +298,16 @@ def read_poa_stands(
     notes = []
     if null.any():
         notes.append(f"{int(null.sum())} pontos sem coordenada (sem geometria): " + _ids(ids, null))
-    placeholder = ~null & ~usable
+    placeholder = ~null & ~usable & ~extinct
     if placeholder.any():
         notes.append(
             f"{int(placeholder.sum())} pontos com coordenada provisória (sem geometria): "
             + _ids(ids, placeholder)
         )
+    if extinct.any():
+        n = int(extinct.sum())
+        plural = "pontos extintos" if n > 1 else "ponto extinto"
+        notes.append(f"{n} {plural} (sem geometria): " + _ids(ids, extinct))
     frame.attrs["notes"] = notes
     return frame
 

@@ -46,7 +46,7 @@ class TestImportCommands:
         env = {"PONTUAL_DATABASE_URL": import_db}
         stands = _ok(run_pontual("import", "stands", str(POA_STANDS), **env))
         assert "379 criados" in stands
-        assert "Com geometria utilizável: 364 de 379." in stands
+        assert "Com geometria utilizável: 363 de 379." in stands
         fleet = _ok(run_pontual("import", "fleet", str(POA_FLEET), **env))
         assert "3677 criados" in fleet and "2520 criadas" in fleet
         listed = _ok(run_pontual("stands", "list", "--municipality", "4314902", **env))

@@ -108,10 +108,11 @@ class TestEveryMapExplainsItself:
         )
 
     def test_poa_stands_note(self, pages, open_map):
-        """Porto Alegre's map draws 364 of 379 stands and says why the 15 others are missing."""
+        """Porto Alegre's map draws 363 of 379 stands and says why the 16 others are missing."""
         page, _, _ = _open(open_map, pages["poa"])
-        assert page.evaluate("PontualMaps.count('stands')") == 364
+        assert page.evaluate("PontualMaps.count('stands')") == 363
         legend = page.inner_text(".pontual-legend")
-        assert "15 dos 379 pontos do arquivo não aparecem no mapa" in legend
+        assert "16 dos 379 pontos do arquivo não aparecem no mapa" in legend
+        assert "ponto extinto segundo o nome no arquivo de origem (484)" in legend
         assert "coordenada ausente ou inválida no arquivo de origem (441, 468)" in legend
         assert "Pontos de táxi, pela cor: prefixos licenciados" in legend

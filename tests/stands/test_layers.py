@@ -535,9 +535,15 @@ class TestReadAnyStands:
         assert stand_file_format(contract) == "contract"
 
     def test_porto_alegre_as_is(self) -> None:
-        """364 of Porto Alegre's 379 stands have a usable point; the 15 others are named."""
+        """363 of Porto Alegre's 379 stands have a usable point and exist; the 16 others are
+        named (the file marks stand 484 extinct in its name only: "Extinto: Polônia x …")."""
         out = read_any_stands(self.POA, default_radius_m=30)
-        assert len(out) == 364 and out.attrs["format"] == "porto_alegre"
+        assert len(out) == 363 and out.attrs["format"] == "porto_alegre"
+        assert "484" not in set(out["stand_id"])
+        assert (
+            out.attrs["notes"][2]
+            == "1 ponto(s) extinto(s) segundo o nome no arquivo, fora da análise: 484"
+        )
         assert set(out["municipality"]) == {"4314902"}
         assert out.attrs["notes"][0].endswith("fora da análise: 441, 468")
         assert "470, 471" in out.attrs["notes"][1]

@@ -57,10 +57,13 @@ SQUARE = {
 
 
 class TestReadPoaStands:
-    def test_all_379_stands_364_with_geometry(self, poa: gpd.GeoDataFrame) -> None:
-        """Every stand is kept; the 364 with a good coordinate get a circle, 15 get none."""
+    def test_all_379_stands_363_with_geometry(self, poa: gpd.GeoDataFrame) -> None:
+        """Every stand is kept; the 363 with a good coordinate that exist get a circle, 16 get
+        none (stand 484's name says "Extinto": no citizen is sent there, no one accused)."""
         assert len(poa) == 379
-        assert int(poa.geometry.notna().sum()) == 364
+        assert int(poa.geometry.notna().sum()) == 363
+        extinct = poa[poa["stand_id"] == "484"].iloc[0]
+        assert extinct.geometry is None and "extinto" in extinct["location_note"]
         assert set(poa.geometry.dropna().geom_type) == {"MultiPolygon"}
 
     def test_unusable_locations_are_reported(self, poa: gpd.GeoDataFrame) -> None:
@@ -68,6 +71,7 @@ class TestReadPoaStands:
         notes = poa.attrs["notes"]
         assert notes[0].startswith("2 pontos sem coordenada") and "441, 468" in notes[0]
         assert notes[1].startswith("13 pontos com coordenada provisória") and "470" in notes[1]
+        assert notes[2] == "1 ponto extinto (sem geometria): 484"
         no_geom = poa[poa.geometry.isna()]
         assert no_geom["location_note"].notna().all()
 
@@ -100,7 +104,7 @@ class TestReadStandsRegistry:
     def test_poa_geojson_is_recognised(self) -> None:
         """The POA file (codigo/nome properties) goes through the POA reader."""
         frame = read_stands_registry(POA_STANDS)
-        assert len(frame) == 379 and int(frame.geometry.notna().sum()) == 364
+        assert len(frame) == 379 and int(frame.geometry.notna().sum()) == 363
 
     def test_contract_layer(self, tmp_path: Path) -> None:
         """Contract polygons and points with radius_m; the option fills missing municipalities."""
@@ -127,7 +131,7 @@ class TestLoadStands:
         again = load_stands(conn=conn, stands=poa)
         assert (again.created, again.updated, again.unchanged, again.retired) == (0, 0, 379, 0)
         counts = conn.execute(text("SELECT count(*), count(geometry) FROM stands")).one()
-        assert tuple(counts) == (379, 364)
+        assert tuple(counts) == (379, 363)
 
     def test_changes_and_retirements(self, conn: Connection, poa: gpd.GeoDataFrame) -> None:
         """A renamed stand is updated, a missing one retired, and it returns un-retired."""
