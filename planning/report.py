@@ -27,6 +27,10 @@ CENSUS_YEAR = 2022
 """The latest census in the bundled population tables."""
 
 
+NO_AGE_RULE = "idade não verificada (nenhuma idade máxima configurada para o município)"
+"""What a plan says of the vehicles' age when the municipality's rule gives no maximum."""
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -209,13 +213,13 @@ def build_plan(
             notes.append("acessíveis exigidos dependem da frota utilizada: informe a frota")
 
     constraints = None
-    if fleet is not None and rule is not None:
+    if fleet is not None:  # without a rule: the seals' dates, not the age (no maximum given)
         constraints = vehicle_constraints(
             fleet,
             as_of=as_of,
-            max_age_years=rule.max_vehicle_age_years,
-            age_counted_from=rule.age_counted_from,
-            inspection_bands=rule.inspection_bands,
+            max_age_years=rule.max_vehicle_age_years if rule else None,
+            age_counted_from=rule.age_counted_from if rule else "manufacture",
+            inspection_bands=rule.inspection_bands if rule else (),
             due_within_days=due_within_days,
         )
     vehicles: dict[str, Any] = {
@@ -435,8 +439,13 @@ def render_table(plan: dict[str, Any]) -> str:
             )
     v = plan["vehicles"]
     if v["checked"]:
+        age = (
+            f"acima da idade máxima: {len(v['over_age'])}"
+            if v["max_age_years"] is not None
+            else NO_AGE_RULE
+        )
         lines.append(
-            f"Veículos verificados: {v['checked']}; acima da idade máxima: {len(v['over_age'])}; "
+            f"Veículos verificados: {v['checked']}; {age}; "
             f"vistoria vencida ou a vencer: {len(v['inspection'])}"
         )
         for row in v["over_age"]:
@@ -689,7 +698,10 @@ def render_html(plan: dict[str, Any], *, map_html: str | None = None) -> str:
     ]
     parts.append("<h2>Veículos</h2>")
     parts.append(f"<p>{v['checked']} verificados em {esc(v['as_of'])}.</p>")
-    parts.append("<h3>Acima da idade máxima</h3>" + _table(v["over_age"], vcols))
+    if v["max_age_years"] is None:
+        parts.append(f"<h3>Idade</h3><p>{esc(NO_AGE_RULE)}.</p>")
+    else:
+        parts.append("<h3>Acima da idade máxima</h3>" + _table(v["over_age"], vcols))
     parts.append("<h3>Vistoria vencida ou a vencer</h3>" + _table(v["inspection"], vcols))
     for note in plan["notes"]:
         parts.append(f"<p class='note'>Obs.: {esc(note)}</p>")

@@ -146,9 +146,9 @@ def vehicle_constraints(
     -------
     pandas.DataFrame
         ``CONSTRAINT_COLUMNS``, one row per vehicle; ``issues`` lists pt-BR descriptions (empty
-        when the vehicle complies). ``inspection_status``: ``vencida``, ``a vencer``,
-        ``além do intervalo`` (seal valid longer than the band's interval), ``em dia``,
-        ``sem data`` or None (no bands).
+        when the vehicle complies). ``inspection_status``: ``vencida`` (the seal's
+        ``inspection_valid_until`` passed: no band needed), ``a vencer``, ``além do intervalo``
+        (seal valid longer than its band's interval), ``em dia`` or ``sem data``.
 
     Raises
     ------
@@ -195,24 +195,23 @@ def vehicle_constraints(
             issues.append(f"idade {age} anos acima do máximo de {max_age_years}")
         band = _band_for(age, inspection_bands) if age is not None else None
         valid_d = _date(valid)
-        status = None
-        if inspection_bands:
-            if valid_d is None:
-                status = "sem data"
-            elif valid_d < as_of:
-                status = "vencida"
-                issues.append(f"vistoria vencida em {valid_d.isoformat()}")
-            elif (valid_d - as_of).days <= due_within_days:
-                status = "a vencer"
-                issues.append(f"vistoria vence em {(valid_d - as_of).days} dias ({valid_d})")
-            elif band is not None and (valid_d - as_of).days > band.interval_days:
-                status = "além do intervalo"
-                issues.append(
-                    f"validade da vistoria ({valid_d}) além do intervalo de "
-                    f"{band.interval_days} dias da faixa ({band.provision})"
-                )
-            else:
-                status = "em dia"
+        # A seal past its date is expired whatever the bands; only the interval needs them.
+        if valid_d is None:
+            status = "sem data"
+        elif valid_d < as_of:
+            status = "vencida"
+            issues.append(f"vistoria vencida em {valid_d.isoformat()}")
+        elif (valid_d - as_of).days <= due_within_days:
+            status = "a vencer"
+            issues.append(f"vistoria vence em {(valid_d - as_of).days} dias ({valid_d})")
+        elif band is not None and (valid_d - as_of).days > band.interval_days:
+            status = "além do intervalo"
+            issues.append(
+                f"validade da vistoria ({valid_d}) além do intervalo de "
+                f"{band.interval_days} dias da faixa ({band.provision})"
+            )
+        else:
+            status = "em dia"
         rows.append(
             {
                 "vehicle_id": str(vid),

@@ -100,6 +100,23 @@ class TestBuildPlan:
         assert plan["rule"] is None and plan["fleet_min"] is None
         assert "nenhuma regra" in plan["rule_message"]
 
+    def test_no_rule_still_checks_the_seals_not_the_age(self) -> None:
+        """Without a rule (Porto Alegre's taxi) a seal past its date is still expired (no band
+        needed) and the age is said to be unchecked, not "0 acima da idade máxima"."""
+        fleet = _fleet(3, accessible=0, years=[1990, 2020, 2024])
+        fleet["inspection_valid_until"] = [
+            AS_OF - dt.timedelta(days=1),
+            AS_OF + dt.timedelta(days=90),
+            None,
+        ]
+        plan = _plan("4314902", fleet=fleet)
+        assert plan["vehicles"]["checked"] == 3 and plan["vehicles"]["max_age_years"] is None
+        assert [v["vehicle_id"] for v in plan["vehicles"]["inspection"]] == ["V0"]
+        assert plan["vehicles"]["over_age"] == []
+        text = render_table(plan)
+        assert "idade não verificada" in text and "acima da idade máxima" not in text
+        assert "idade não verificada" in render_html(plan)
+
     def test_json_serialisable(self) -> None:
         """The plan is plain JSON."""
         plan = _plan("1100205", fleet=_fleet(700, accessible=14))
