@@ -409,6 +409,21 @@ class TestCity:
         if cities["default"] == BIG:
             assert sorted(_options(page)) == [f"CG{k:02d}" for k in range(N_BIG)]
 
+    def test_the_map_is_one_tab_stop(self, page: Any, cities: dict[str, Any]) -> None:
+        """Tab goes over the map (its zoom and its pane) in a few presses, not through one stop
+        per stand marker: the list of stands beside it is the keyboard's way to choose one."""
+        page.goto(f"/acessivel?municipio={BIG}")
+        markers = page.locator("#mapa-cidadao path.leaflet-interactive")
+        expect(markers).to_have_count(N_BIG)
+        page.locator("#mapa-cidadao").focus()
+        inside = 0
+        for _ in range(N_BIG):
+            page.keyboard.press("Tab")
+            if not page.evaluate("!!document.activeElement.closest('#mapa-cidadao')"):
+                break
+            inside += 1
+        assert inside <= 3, f"{inside} Tab stops inside the map"
+
     def test_switching_city(self, page: Any, cities: dict[str, Any]) -> None:
         """Choosing a city with the form lists that city's stands only, and says how many."""
         page.goto("/acessivel")

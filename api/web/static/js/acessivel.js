@@ -42,6 +42,12 @@
     stands.addTo(map);
     if (stands.getLayers().length) map.fitBounds(stands.getBounds(), { padding: [16, 16], maxZoom: 15 });
     else map.setView([-15.8, -47.9], 4);
+    // One Tab stop for the map, not one per stand (drawn once the map has a view): the list
+    // beside it is the keyboard's way to choose a stand.
+    stands.eachLayer(function (marker) {
+      var path = marker.getElement();
+      if (path) path.setAttribute("tabindex", "-1");
+    });
     found = L.featureGroup().addTo(map);
     map.on("click", function (e) {
       search({ lat: e.latlng.lat.toFixed(6), lon: e.latlng.lng.toFixed(6), origem: "mapa" });
