@@ -76,7 +76,8 @@ consensus (reference probably wrong)
     finding.
 pattern
     ``"loop"``: the track comes back within ``loop_radius_m`` of a place it passed after driving
-    at least ``min_excess_m`` (circling); ``"corridor"``: no such return — the detour follows a
+    at least ``min_excess_m`` (circling), read on the fixes outside displaced stretches of GPS
+    (a jump out and back is no loop); ``"corridor"``: no such return — the detour follows a
     consistent alternative route, which is also what a closed road that the network lacks looks
     like, so ``reference_may_be_wrong`` is set and the confidence lowered.
 guards (never accuse on bad data)
@@ -1434,7 +1435,9 @@ def _findings(
         reference = float(ev["reference_m"][i])
         r = measured / reference
         time_ratio = float(ev["time_ratio"][i])
-        loop = _loop_m(lat, lon, p.loop_radius_m)
+        # Read on the fixes on the track, as the driven length: a jump out and back is no loop.
+        on = ~displaced_fixes(trip[lo:hi], ts, lat, lon, max_speed_kmh=p.max_speed_kmh)
+        loop = _loop_m(lat[on], lon[on], p.loop_radius_m)
         pattern = "loop" if loop >= p.min_excess_m else "corridor"
         score = min(r, time_ratio) if math.isfinite(time_ratio) else r
         conf = 0.6 + 0.35 * min(1.0, (score - p.min_ratio) / (p.min_ratio - 1.0))

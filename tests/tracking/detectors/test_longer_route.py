@@ -212,6 +212,22 @@ class TestDetectLongerRoute:
         assert found.iloc[0]["confidence"] == pytest.approx(0.85 * base, abs=1e-3)
         assert found.iloc[0]["confidence"] < 0.75
 
+    def test_a_gps_jump_does_not_make_a_corridor_a_loop(self, grid):
+        """Two fixes thrown 2.5 km off and back (real Porto trip 20000571, 1 Jul 2013 01:22)
+        are no loop driven: the pattern, read on the fixes on the track as the driven length
+        is, stays a corridor (review only), not a loop (proposed)."""
+        pts = _route(CORRIDOR)
+        k = len(pts) // 2
+        (n, e), off = pts[k], (pts[k][0], pts[k][1] + 2500.0)
+        pts[k + 1 : k + 1] = [(n, e), off, off, (n, e), (n, e)]  # at a red light
+        rows = [(15.0 * i, n, e) for i, (n, e) in enumerate(pts)]
+        track = make_track("V1", rows, meter="occupied")
+        track += make_track("V1", [(15.0 * len(pts), *pts[-1])], meter="free")
+        found, _ = _detect(track, roads=grid)
+        assert len(found) == 1
+        d = found.iloc[0]["details"]
+        assert d["n_dropped_fixes"] == 2 and d["pattern"] == "corridor"
+
     def test_closed_road_everyone_detours_is_not_accused(self, grid):
         """Past trips of other vehicles took the same detour: the network is wrong, no finding."""
         rows = []
