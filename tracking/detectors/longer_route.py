@@ -32,10 +32,12 @@ on a road network (``method = "road_network"``)
     unlike ``driven_m`` it does not shrink when fixes are sparse (30 s chords cut every
     corner). ``reference_m`` is the shortest path on ``roads`` from the matched pickup through
     the waypoints to the matched drop-off; ``ratio = matched_m / reference_m`` must reach
-    ``min_ratio`` and the excess ``min_excess_m``. The match must be sound: at least
-    ``MIN_MATCHED_SHARE`` of the fixes near a road and at most ``MAX_UNEXPLAINED_SHARE`` of the
-    length in unexplained moves; pickup, drop-off and waypoints farther than ``max_snap_m`` from
-    every road are outside the network.
+    ``min_ratio`` and the excess ``min_excess_m``, counted also from the fastest path where it
+    is the longer (``fastest_route_m``, below: a road a driver may fairly take is no detour);
+    ``excess_km`` is the matched length less the longer of the two. The match must be sound:
+    at least ``MIN_MATCHED_SHARE`` of the fixes near a road and at most
+    ``MAX_UNEXPLAINED_SHARE`` of the length in unexplained moves; pickup, drop-off and
+    waypoints farther than ``max_snap_m`` from every road are outside the network.
 fastest route (a longer road may be the right one)
     Drivers rightly prefer a faster, longer road (a ring road, a motorway). The fastest path
     through the same points (urban travel speeds per road class,
@@ -1290,6 +1292,9 @@ def _evaluate(
             & (reference >= p.min_reference_m)
             & (ratio >= p.min_ratio)
             & (measured - reference >= p.min_excess_m)
+            # The excess is also counted from the fastest path where it is the longer: a road a
+            # driver may fairly take is no detour (real Porto trip 20000569, 1 Jul 2013 03:17).
+            & (~matched_ok | (measured - np.fmax(reference, mr["fastest_m"]) >= p.min_excess_m))
             # The match can be longer than the fixes (a wrong street between two of them): the
             # fixes themselves must show the excess too, so the match never makes an accusation.
             & (driven >= p.min_ratio * reference)
@@ -1492,7 +1497,7 @@ def _findings(
             else None,
             "reference_m": round(reference, 1),
             "ratio": round(r, 4),
-            "excess_km": round((measured - reference) / 1000.0, 3),
+            "excess_km": round((measured - max(reference, fastest if network else 0.0)) / 1000, 3),
             "fastest_route_m": round(fastest, 1) if network else None,
             "fastest_route_s": round(fastest_s, 1) if network else None,
             "matched_route_s": round(float(mr["matched_s"][i]), 1) if network else None,

@@ -181,6 +181,36 @@ class TestDetectLongerRoute:
         assert ratios["time_ratio"].iat[0] == pytest.approx(1.0, abs=0.01)  # the fastest path
         assert found.empty
 
+    def test_the_excess_counts_from_the_fastest_path_too(self):
+        """The fast ring road (6 km against 4 km straight through the streets) plus an 800 m
+        out-and-back: 1.7 times the shortest path and slower than the fastest, but only 800 m
+        more than a road the driver may fairly take (real Porto trip 20000569, 1 Jul 2013
+        03:17): no finding. The same out-and-back of 1.6 km is one, its excess counted from the
+        ring road."""
+        streets = _grid()
+        ring = [offset_m(-1000, 0)[::-1], offset_m(-1000, 4000)[::-1]]
+        access = [[offset_m(0, 0)[::-1], ring[0]], [ring[1], offset_m(0, 4000)[::-1]]]
+        frame = gpd.GeoDataFrame(
+            {
+                "oneway": [False] * (len(streets) + 3),
+                "highway": ["residential"] * len(streets) + ["motorway"] * 3,
+            },
+            geometry=[*streets.geometry, shapely.LineString(ring)]
+            + [shapely.LineString(a) for a in access],
+            crs=4326,
+        )
+        ring_graph = build_road_graph(frame)
+        ringed = [(0, 0), (-1000, 0), (-1000, 4000), (0, 4000)]
+        found, pings = _detect(_trip("V1", [*ringed, (400, 4000), (0, 4000)]), roads=ring_graph)
+        ratios = route_ratios(detect_trips(pings), pings, roads=ring_graph)
+        assert ratios["guarded_ratio"].iat[0] >= 1.4  # accused before the fastest path counted
+        assert found.empty
+        found, _ = _detect(_trip("V1", [*ringed, (800, 4000), (0, 4000)]), roads=ring_graph)
+        assert len(found) == 1
+        d = found.iloc[0]["details"]
+        assert d["excess_km"] == pytest.approx(1.6, abs=0.1)
+        assert d["matched_m"] - d["reference_m"] == pytest.approx(3600, abs=100)
+
     def test_unsorted_pings_give_the_same_findings(self, grid):
         """Pings out of order (each trip's fixes then found by merging) give the same findings."""
         rows = _trip("V1", LOOP) + _trip("V2", CORRIDOR, t0=600) + _trip("V1", LOOP, t0=7200)
