@@ -22,9 +22,13 @@ waypoints
     do usuário").
 errand stops
     Shorter stops found the same way, of at least ``errand_min_stop_s`` (30 s): a passenger's
-    errand (an ATM, a companion set down) or a red light, which nothing tells apart. They count
-    only where a shorter reference could turn an errand into an accusation: a round trip (see
-    the guards) and a peer reference.
+    errand (an ATM, a companion set down) or a red light, which nothing tells apart. A round
+    trip is judged through them (see the guards); any other finding that the same test through
+    them, in order, would not accuse (on the network: the shortest path through them and the
+    excess over it and the fastest path; with peers: below) is listed for review only, its
+    confidence times :data:`ERRAND_CONFIDENCE_FACTOR`, its stops in ``errand_stops`` and the
+    reference through them in a note (a loop around a 45 s stop at its far corner, real Porto trip
+    ``20000201-20130701T022615Z``, was proposed at 0.93).
 on a road network (``method = "road_network"``)
     The trip's fixes are map-matched (:func:`geo.matching.match_tracks`: a hidden Markov model
     on the network, one-way streets honoured; a move the network cannot explain counts as the
@@ -102,7 +106,7 @@ guards (never accuse on bad data)
 
 Confidence: ``0.6 + 0.35·min(1, (s − min_ratio)/(min_ratio − 1))`` where ``s`` is the score
 (``min(ratio, time_ratio)``), times 0.85 for a ``corridor`` pattern, 0.85 for a peer reference,
-:data:`ERRAND_CONFIDENCE_FACTOR` (0.6: below 0.5) when errand stops would explain it (peers),
+:data:`ERRAND_CONFIDENCE_FACTOR` (0.5: below 0.5) when errand stops would explain it,
 0.9 if GPS jumps were filtered out of the trip or the match had jumps or breaks, 0.9 if an end
 was snapped farther than ``max_snap_m / 2``; clipped to [0.05, 0.95]. On the two evaluation
 sets (``bench/README.md``) the precision of findings rises with the score (0.82 at 1.4–1.5, 0.97
@@ -232,10 +236,10 @@ this from both, went somewhere and came back: where the passenger asked to go is
 hires a taxi to be set down a walk from where they boarded), so the shortest path between its
 ends is no reference: never accused. With such a waypoint, the reference passes through it and
 every errand stop."""
-ERRAND_CONFIDENCE_FACTOR = 0.6
-"""With peers, a finding whose shorter stops, taken as the passenger's errands, would explain
-its excess is only listed for review: its confidence times this is below 0.5 (a red light on a
-detour looks the same, so such detours are not dropped)."""
+ERRAND_CONFIDENCE_FACTOR = 0.5
+"""A finding whose shorter stops, taken as the passenger's errands, would explain its excess is
+only listed for review: its confidence times this is below 0.5 (a red light on a detour looks
+the same, so such detours are not dropped)."""
 MAX_UNEXPLAINED_SHARE = 0.2
 """At most this share of the matched length may be straight moves the network could not explain
 (breaks, jumps: missing streets, GPS excursions)."""
@@ -287,11 +291,12 @@ NOTE_REVIEW = (
     "PB art. 25 III, 'salvo com autorização do usuário')."
 )
 NOTE_ERRANDS = (
-    "Referência por corridas semelhantes (sem malha viária): o veículo ficou parado ao menos "
-    "{s:.0f} s em {n} ponto(s) no caminho, que podem ser pedidos do passageiro (caixa eletrônico, "
-    "acompanhante deixado) ou semáforos. Passando por eles, a referência seria {km:.1f} km e o "
-    "trajeto não seria mais longo: somente revisão, sem proposta."
+    "O veículo ficou parado ao menos {s:.0f} s em {n} ponto(s) no caminho, que podem ser "
+    "pedidos do passageiro (caixa eletrônico, acompanhante deixado) ou semáforos. Passando por "
+    "eles, a referência seria {km} km e o trajeto não seria mais longo: somente revisão, sem "
+    "proposta."
 )
+NOTE_PEERS = "Referência por corridas semelhantes (sem malha viária). "
 NOTE_CORRIDOR = (
     "O desvio segue um corredor alternativo contínuo, sem voltas: compatível com via "
     "interditada ou obra que a malha viária não registra. A referência pode estar errada; "
@@ -1293,7 +1298,7 @@ def _evaluate(
             & (ratio >= p.min_ratio)
             & (measured - reference >= p.min_excess_m)
             # The excess is also counted from the fastest path where it is the longer: a road a
-            # driver may fairly take is no detour (real Porto trip 20000569, 1 Jul 2013 03:17).
+            # driver may fairly take is no detour (real Porto trip 20000329, 1 Jul 2013 05:01).
             & (~matched_ok | (measured - np.fmax(reference, mr["fastest_m"]) >= p.min_excess_m))
             # The match can be longer than the fixes (a wrong street between two of them): the
             # fixes themselves must show the excess too, so the match never makes an accusation.
@@ -1322,6 +1327,29 @@ def _evaluate(
                 & (driven >= MIN_STRAIGHT_RATIO * via)
             )
         )
+        # On the network too: a loop around a short stop may be the passenger's (a companion
+        # set down at the far corner, 45 s: real Porto trip 20000201, 1 Jul 2013 02:26): the
+        # shortest path through the stops, in order, must still show the excess.
+        net = _errand_stops(fixes, kept, n, p, candidate & matched_ok)
+        if graph is not None and len(net[0]):
+            legs = _legs(table, net[0], *_waypoint_points(fixes, net[1], net[2]))
+            via_net = _network_reference(graph, *legs, n, None, p)[0]
+            net_explain = (
+                candidate
+                & matched_ok
+                & (np.bincount(net[0], minlength=n) > 0)
+                & ~(
+                    (measured / via_net >= p.min_ratio)
+                    & (measured - np.fmax(via_net, mr["fastest_m"]) >= p.min_excess_m)
+                )
+            )
+            via_reference = np.where(net_explain, via_net, via_reference)
+            errands_explain = errands_explain | net_explain
+            order = np.argsort(np.concatenate((er_trip, net[0])), kind="stable")
+            er_trip, er_first, er_last = (
+                np.concatenate((a, b))[order]
+                for a, b in zip((er_trip, er_first, er_last), net, strict=True)
+            )
     return {
         "method": method,
         "reference_m": reference,
@@ -1474,10 +1502,11 @@ def _findings(
             notes.append(NOTE_CORRIDOR)
         if errands_explain:
             notes.append(
-                NOTE_ERRANDS.format(
+                ("" if network else NOTE_PEERS)
+                + NOTE_ERRANDS.format(
                     s=p.errand_min_stop_s,
                     n=int((er_trip == i).sum()),
-                    km=float(ev["via_errands_reference_m"][i]) / 1000.0,
+                    km=f"{float(ev['via_errands_reference_m'][i]) / 1000.0:.1f}".replace(".", ","),
                 )
             )
         driven_line = [

@@ -1,8 +1,8 @@
 """longer_route: short stops (30–90 s) that may be a passenger's errands (audit cases).
 
 A round trip whose waypoint says where it went is judged through every standstill of at least
-``errand_min_stop_s`` (the place it turned back may be one); without a network, a detour that
-such stops would explain is listed for review only (confidence below 0.5).
+``errand_min_stop_s`` (the place it turned back may be one); a detour that such stops would
+explain is listed for review only (confidence below 0.5), on the network as against peers.
 """
 
 from __future__ import annotations
@@ -87,12 +87,26 @@ class TestRoundTripWithShortStops:
             assert d["method"] == "road_network" and result.iloc[0]["confidence"] >= FLOOR
             assert len(d["waypoints"]) == len([s for s in waits.values() if s >= 30])
 
-    def test_short_stops_do_not_change_a_trip_that_is_not_round(self, grid):
-        """A clean loop detour (1.8–2x) is still found with a 45 s stop on it: only round trips
-        are judged through short stops on a network."""
+    def test_a_loop_around_a_short_stop_is_review_only(self, grid):
+        """Audit: a loop whose far corner holds a 45 s stop was proposed at 0.93 (real Porto
+        trip 20000201, 1 Jul 2013 02:26: a companion set down?). Through the stop the shortest
+        path is 5 km for the loop's 6: listed for review (below the floor), with the stop and
+        the note; a red light on a detour looks the same, so the finding is not dropped."""
         far = len(_route(LOOP[:4])) - 1
         result = _detect(_trip("V1", LOOP, waits={far: 45}), roads=grid)
+        assert len(result) == 1 and result.iloc[0]["confidence"] < FLOOR
+        d = result.iloc[0]["details"]
+        assert [round(s["duration_s"]) for s in d["errand_stops"]] == [45]
+        (note,) = [n for n in d["notes"] if "parado ao menos 30 s em 1 ponto(s)" in n]
+        assert "a referência seria 5,0 km" in note
+        assert not any("sem malha viária" in note for note in d["notes"])
+
+    def test_a_stop_the_loop_does_not_turn_at_adds_nothing(self, grid):
+        """The same loop with the 45 s stop on the straight way before it: through the stop the
+        reference is the straight route, the loop still a detour at full confidence."""
+        result = _detect(_trip("V1", LOOP, waits={5: 45}), roads=grid)
         assert len(result) == 1 and result.iloc[0]["confidence"] >= 0.9
+        assert result.iloc[0]["details"]["errand_stops"] == []
 
 
 APEX = [(0.0, 0.0), (2000.0, 1500.0), (0.0, 3000.0)]  # 5 km for a 3 km straight line
