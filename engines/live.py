@@ -85,8 +85,10 @@ Illegal stand formation
     already judged counts from the next day judged.
 Late fixes
     A fix not later than the last fix a detector saw for the vehicle is skipped by that detector
-    (it is stored; the batch ``pontual analyze`` sees it). A device sends its fixes in order, so
-    this only drops fixes of overlapping concurrent requests for one vehicle.
+    (it is stored; the batch ``pontual analyze`` sees it): fixes of overlapping concurrent
+    requests for one vehicle, and those a device sends after later ones (a phone's offline
+    buffer sent behind its live fixes). A finding they alone would make is found only by
+    ``pontual analyze``.
 Findings and alerts
     Findings are inserted with ``ON CONFLICT (finding_id) DO NOTHING`` (ids are deterministic:
     a finding already stored, e.g. by a batch run, gives no second alert). Each new finding
