@@ -88,7 +88,7 @@ def generate(
     from db.enforcement.workflow import (
         count_of_other_municipalities,
         generate_report,
-        store_findings,
+        refresh_findings,
     )
     from enforcement.rulebook import rulebooks_for
     from tracking.detectors.findings import read_findings_geojson
@@ -99,7 +99,9 @@ def generate(
     if findings:
         frame = read_findings_geojson(require_file(findings, flag="--findings"))
     with cli_session() as session:
-        loaded = store_findings(session, frame) if frame is not None else 0
+        new, updated, judged = (
+            refresh_findings(session, frame) if frame is not None else (set(), set(), set())
+        )
         created, done = generate_report(
             session,
             municipality=municipality,
@@ -109,7 +111,17 @@ def generate(
         )
         elsewhere = count_of_other_municipalities(session, municipality=municipality)
     if frame is not None:
-        typer.echo(f"{loaded} achado(s) novos de {len(frame)} em {findings}.")
+        typer.echo(f"{len(new)} achado(s) novos de {len(frame)} em {findings}.")
+        if updated:
+            typer.echo(
+                f"{len(updated)} achado(s) já gravados com outra evidência (a da detecção ao "
+                "vivo, de antes): atualizados com a do arquivo."
+            )
+        if judged:
+            typer.echo(
+                f"{len(judged)} achado(s) já julgados em proposta com outra evidência: mantida "
+                f"a gravada ({', '.join(sorted(judged))})."
+            )
     typer.echo(f"{created} proposta(s) criada(s) para o município {municipality}.")
     if elsewhere:
         typer.echo(

@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo
 
 import geopandas as gpd
 import pandas as pd
-from sqlalchemy import ColumnElement, func, or_, select, text
+from sqlalchemy import ColumnElement, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -98,8 +98,67 @@ def insert_findings(session: Session, records: Sequence[Mapping[str, Any]]) -> s
     """
     if not records:
         return set()
+    done = session.execute(
+        insert(Finding).values(_finding_rows(records)).on_conflict_do_nothing()
+        .returning(Finding.finding_id)
+    )  # fmt: skip
+    return {str(f) for f in done.scalars()}
+
+
+def refresh_findings(
+    session: Session, findings: gpd.GeoDataFrame
+) -> tuple[set[str], set[str], set[str]]:
+    """Store a findings file's findings, its evidence replacing a stored finding's of the same id.
+
+    A live finding is emitted once, from what was seen then (an illegal stand over its first
+    days); a later ``pontual analyze`` of the same fixes may hold more under the same id. A
+    stored finding no proposal rests on takes the file's version; one a proposal rests on is
+    kept as judged.
+
+    Returns
+    -------
+    tuple of set of str
+        The new ids, the updated ids, and the ids kept as judged although the file differs.
+    """
+    records = findings.to_dict("records")
+    if not records:
+        return set(), set(), set()
+    rows = {r["finding_id"]: r for r in _finding_rows(records)}
+    stored = session.execute(
+        select(
+            Finding.finding_id,
+            Finding.started_at,
+            Finding.ended_at,
+            Finding.confidence,
+            Finding.details,
+            select(ProposalFinding.finding_id)
+            .where(ProposalFinding.finding_id == Finding.finding_id)
+            .exists()
+            .label("judged"),
+        ).where(Finding.finding_id.in_(list(rows)))
+    ).all()
+    differ = {
+        f.finding_id: bool(f.judged)
+        for f in stored
+        if (f.started_at, f.ended_at, f.confidence, f.details)
+        != tuple(rows[f.finding_id][k] for k in ("started_at", "ended_at", "confidence", "details"))
+    }
+    new = insert_findings(session, records)
+    updated = {i for i, judged in differ.items() if not judged}
+    for finding_id in sorted(updated):
+        row = rows[finding_id]
+        session.execute(
+            update(Finding)
+            .where(Finding.finding_id == finding_id)
+            .values({k: v for k, v in row.items() if k != "finding_id"})
+        )
+    return new, updated, {i for i, judged in differ.items() if judged}
+
+
+def _finding_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of the ``findings`` table from finding records (geometry as an SQL expression)."""
     geoms = hex_ewkb([r.get("geometry") for r in records])
-    rows = [
+    return [
         {
             "finding_id": r["finding_id"],
             "kind": r["kind"],
@@ -113,10 +172,6 @@ def insert_findings(session: Session, records: Sequence[Mapping[str, Any]]) -> s
         }
         for r, g in zip(records, geoms, strict=True)
     ]
-    done = session.execute(
-        insert(Finding).values(rows).on_conflict_do_nothing().returning(Finding.finding_id)
-    )
-    return {str(f) for f in done.scalars()}
 
 
 def store_findings(session: Session, findings: gpd.GeoDataFrame) -> int:

@@ -6,7 +6,7 @@ import shapely
 from sqlalchemy import delete, select, text
 from sqlalchemy.exc import DBAPIError
 
-from db.enforcement.models import AuditEntry, Proposal, ProposalFinding
+from db.enforcement.models import AuditEntry, Finding, Proposal, ProposalFinding
 from db.enforcement.workflow import (
     archive_lapsed,
     as_record,
@@ -23,6 +23,7 @@ from db.enforcement.workflow import (
     notify,
     notify_decision,
     proposal_history,
+    refresh_findings,
     store_findings,
 )
 from db.fleet.models import Municipality
@@ -71,6 +72,28 @@ def _one(session, start: str, **kw) -> str:
             ProposalFinding.finding_id == findings["finding_id"].iloc[0]
         )
     ).scalar_one()
+
+
+class TestRefreshFindings:
+    def test_a_file_replaces_the_evidence_of_an_unjudged_finding_only(self, session) -> None:
+        """A finding stored live from its first days, then read from a later analysis with more
+        (same id): the file's version replaces it while no proposal rests on it; once one
+        does, the stored one is kept and said to differ."""
+        first = _findings("2025-03-04T12:00:00Z", "2025-03-06T12:00:00Z")
+        store_findings(session, first)
+        later = first.copy()
+        later["ended_at"] = later["ended_at"] + pd.Timedelta(days=1)
+        later["details"] = [{"queue_position": 3}] * len(later)
+        later["confidence"] = 0.95
+        ids = set(first["finding_id"])
+        assert refresh_findings(session, later) == (set(), ids, set())
+        stored = session.execute(select(Finding.details, Finding.confidence)).all()
+        assert {(d["queue_position"], c) for d, c in stored} == {(3, 0.95)}
+        assert refresh_findings(session, later) == (set(), set(), set())  # the same again
+        assert generate_proposals(session, municipality=PB, timezone=TZ) == 2
+        assert refresh_findings(session, first) == (set(), set(), ids)
+        stored = session.execute(select(Finding.details)).scalars().all()
+        assert [d["queue_position"] for d in stored] == [3, 3]
 
 
 class TestGenerateProposals:
