@@ -184,9 +184,9 @@ class TestDetectLongerRoute:
     def test_the_excess_counts_from_the_fastest_path_too(self):
         """The fast ring road (6 km against 4 km straight through the streets) plus an 800 m
         out-and-back: 1.7 times the shortest path and slower than the fastest, but only 800 m
-        more than a road the driver may fairly take (real Porto trip 20000569, 1 Jul 2013
-        03:17): no finding. The same out-and-back of 1.6 km is one, its excess counted from the
-        ring road."""
+        more than a road the driver may fairly take: no finding. The same out-and-back of 1.6
+        km is one, its excess counted from the ring road (real Porto trip 20000329, 1 Jul 2013
+        05:01, was reported 3.35 km over the shortest path, 621 m of them its ring road)."""
         streets = _grid()
         ring = [offset_m(-1000, 0)[::-1], offset_m(-1000, 4000)[::-1]]
         access = [[offset_m(0, 0)[::-1], ring[0]], [ring[1], offset_m(0, 4000)[::-1]]]
