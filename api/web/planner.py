@@ -228,7 +228,8 @@ def compute_plan(
     dict
         ``plan`` (as ``pontual plan --format json``), ``frames`` (``areas``, ``coverage``,
         ``candidates``, ``stands``), ``boundary`` (GeoDataFrame or None), ``area_note``,
-        ``as_of``, ``since``.
+        ``as_of``, ``since``, ``latest_data_day`` (with no boarding in the window, the fleet's
+        latest local day with a fix, or None). Candidates come from the window's findings.
 
     Raises
     ------
@@ -236,6 +237,7 @@ def compute_plan(
         Unknown municipality, or no population for the year.
     """
     from api.map_data import findings_frame, pickups_frame
+    from api.web.supervisor import latest_fix_day
     from db.fleet.store import active_fleet_from_db
     from planning.compose import compose_plan
     from planning.io import bundled_boundary
@@ -250,9 +252,20 @@ def compute_plan(
     area, area_note = municipality_area(m, stands=stands, pickups=pickups)
     findings = findings_frame(session, kinds=("illegal_stand_formation",), limit=5000)
     if area is not None and len(findings):
-        findings = findings[findings.geometry.notna() & findings.geometry.intersects(area)]
+        in_window = (findings["ended_at"] >= since) & (findings["started_at"] <= now)
+        findings = findings[
+            in_window & findings.geometry.notna() & findings.geometry.intersects(area)
+        ]
     else:
         findings = findings.iloc[:0]
+    latest = None  # with no boarding in the window: the fleet's latest day with data, if any
+    if not len(pickups) and len(fleet):
+        latest = latest_fix_day(
+            session=session,
+            vehicle_ids=[str(v) for v in fleet["vehicle_id"]],
+            until=as_of,
+            timezone=PLAN_TIMEZONE,
+        )
     plan, frames = compose_plan(
         municipality=m,
         year=options.year,
@@ -273,6 +286,7 @@ def compute_plan(
         "area_note": area_note,
         "as_of": as_of,
         "since": since,
+        "latest_data_day": latest,
     }
 
 

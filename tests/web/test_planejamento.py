@@ -320,6 +320,69 @@ class TestChoice:
         assert "população de 2024" in page.locator(".lead").inner_text()
 
 
+def test_an_old_history_says_its_last_day_and_proposes_no_old_place(web_engine: Engine) -> None:
+    """A fleet whose fixes and informal places are 200 days old (the demo's simulated week of
+    2024): with no boarding in the window the plan names the fleet's last day with data, and
+    places found before the window are no candidates under "últimos 30 dias"."""
+    from geoalchemy2.shape import from_shape
+    from shapely.geometry import Point
+    from sqlalchemy.orm import Session
+
+    from api.web.planner import PlanOptions, compute_plan
+    from db.enforcement.models import Finding
+    from db.fleet.models import Vehicle, VehicleStatusPeriod
+
+    old = dt.datetime.now(dt.UTC) - dt.timedelta(days=200)
+    lat, lon = -29.10, -51.45  # Pinto Bandeira
+    with web_engine.connect() as conn, Session(bind=conn) as session:
+        transaction = conn.begin()
+        try:
+            session.execute(
+                text(
+                    "INSERT INTO municipalities (code, name, uf, timezone) VALUES "
+                    "('4314548', 'Pinto Bandeira', 'RS', 'America/Sao_Paulo') "
+                    "ON CONFLICT DO NOTHING"
+                )
+            )
+            session.add(
+                Vehicle(vehicle_id="PB-VELHO", prefixo="PB-VELHO", municipality_code="4314548")
+            )
+            session.flush()
+            session.add(
+                VehicleStatusPeriod(
+                    vehicle_id="PB-VELHO", status="active", valid_from=dt.date(2020, 1, 1)
+                )
+            )
+            for k in range(3):
+                t = old + dt.timedelta(days=k)
+                session.execute(
+                    text(
+                        "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, meter, speed_flag, "
+                        "source) VALUES ('PB-VELHO', :ts, :lat, :lon, ST_Point(:lon, :lat, 4326), "
+                        "'occupied', false, 'test')"
+                    ),
+                    {"ts": t, "lat": lat, "lon": lon},
+                )
+                session.add(
+                    Finding(
+                        finding_id=f"PB-VELHO-ISF-{k}", kind="illegal_stand_formation",
+                        vehicle_id=None, stand_id=None, started_at=t,
+                        ended_at=t + dt.timedelta(minutes=30), confidence=0.8,
+                        details={"place_id": "PB-VELHO", "dates": [t.date().isoformat()],
+                                 "vehicles": ["PB-VELHO"]},
+                        geometry=from_shape(Point(lon, lat).buffer(0.0002), srid=4326),
+                    )
+                )  # fmt: skip
+            session.flush()
+            computed = compute_plan(session, PlanOptions("4314548", 2022, "taxi", 30))
+            assert computed["latest_data_day"] == (old + dt.timedelta(days=2)).astimezone(TZ).date()
+            assert computed["plan"]["candidates"] == []
+            older = compute_plan(session, PlanOptions("4314548", 2022, "taxi", 365))
+            assert older["latest_data_day"] is None and len(older["plan"]["candidates"]) == 1
+        finally:
+            transaction.rollback()
+
+
 def test_landing_shows_the_registry_municipality(
     web_client: Callable, seeded_plan: None, web_engine: Engine
 ) -> None:
