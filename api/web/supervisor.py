@@ -382,6 +382,9 @@ def presence_view(
                 "tone": tone,
                 "verdict": verdict,
                 "strip": strip,
+                "away_days": [
+                    f"{d:%d/%m}" for d, x in zip(days, strip, strict=True) if x["code"] == "absent"
+                ],
                 "absent": bool(hit),
             }
         )

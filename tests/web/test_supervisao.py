@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -272,6 +273,8 @@ class TestStandPage:
         assert html.count('strip__day--present" title=') == 2
         assert html.count(': no ponto"') == 2
         assert html.count('strip__day--absent" title=') == 10
+        (away,) = re.findall(r'<span class="strip__away small">([^<]*)</span>', html)
+        assert away.startswith("Operou fora do ponto em ") and away.count("/") == 10  # no mouse
         assert "esperar a até 50 m dele" in html and "posições antes e depois a até 200 m" in html
         assert "ao lado do ponto (fila a até 50 m)" in html
 
