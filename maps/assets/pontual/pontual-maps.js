@@ -378,7 +378,7 @@
     var tz = spec.timezone || "America/Sao_Paulo";
     var state = { map: map, tz: tz, layers: {}, timed: [], order: [] };
     var overlays = {};
-    if (spec.bounds) map.fitBounds(spec.bounds, { maxZoom: 16, animate: false });
+    if (spec.bounds) map.fitBounds(spec.bounds, { maxZoom: 16, animate: false, padding: [24, 24] });
     for (var k = 0; k < spec.layers.length; k++) {
       var layer = spec.layers[k];
       var built = buildLayer(map, renderer, layer, tz);
