@@ -94,6 +94,23 @@ LOOP = [(0, 0), (0, 1500), (1000, 1500), (1000, 2000), (0, 2000), (0, 1500), (0,
 CORRIDOR = [(0, 0), (1000, 0), (1000, 3000), (0, 3000)]
 
 
+def _ring_graph():
+    """The grid's residential streets plus a motorway ring 1 km south from (0, 0) to (0, 4000)."""
+    streets = _grid()
+    ring = [offset_m(-1000, 0)[::-1], offset_m(-1000, 4000)[::-1]]
+    access = [[offset_m(0, 0)[::-1], ring[0]], [ring[1], offset_m(0, 4000)[::-1]]]
+    frame = gpd.GeoDataFrame(
+        {
+            "oneway": [False] * (len(streets) + 3),
+            "highway": ["residential"] * len(streets) + ["motorway"] * 3,
+        },
+        geometry=[*streets.geometry, shapely.LineString(ring)]
+        + [shapely.LineString(a) for a in access],
+        crs=4326,
+    )
+    return build_road_graph(frame)
+
+
 def _cell_span(east_m: float) -> tuple[float, float]:
     """West- and eastmost offsets (north 0) in the resolution-8 H3 cell of (0, east_m)."""
     from geo.h3 import latlng_to_cells
@@ -158,19 +175,7 @@ class TestDetectLongerRoute:
 
     def test_time_ratio_guard_spares_a_faster_longer_road(self):
         """A ring road 1.6x longer but 3x faster than the direct street is not a longer route."""
-        streets = _grid()
-        ring = [offset_m(-1000, 0)[::-1], offset_m(-1000, 4000)[::-1]]
-        access = [[offset_m(0, 0)[::-1], ring[0]], [ring[1], offset_m(0, 4000)[::-1]]]
-        frame = gpd.GeoDataFrame(
-            {
-                "oneway": [False] * (len(streets) + 3),
-                "highway": ["residential"] * len(streets) + ["motorway"] * 3,
-            },
-            geometry=[*streets.geometry, shapely.LineString(ring)]
-            + [shapely.LineString(a) for a in access],
-            crs=4326,
-        )
-        ring_graph = build_road_graph(frame)
+        ring_graph = _ring_graph()
         corners = [(0, 0), (-1000, 0), (-1000, 4000), (0, 4000)]
         rows = _trip("V1", corners, step_m=100.0)
         for r in rows:  # 75 km/h on the ring (but 25 km/h would still be faster than 15)
@@ -187,19 +192,7 @@ class TestDetectLongerRoute:
         more than a road the driver may fairly take: no finding. The same out-and-back of 1.6
         km is one, its excess counted from the ring road (real Porto trip 20000329, 1 Jul 2013
         05:01, was reported 3.35 km over the shortest path, 621 m of them its ring road)."""
-        streets = _grid()
-        ring = [offset_m(-1000, 0)[::-1], offset_m(-1000, 4000)[::-1]]
-        access = [[offset_m(0, 0)[::-1], ring[0]], [ring[1], offset_m(0, 4000)[::-1]]]
-        frame = gpd.GeoDataFrame(
-            {
-                "oneway": [False] * (len(streets) + 3),
-                "highway": ["residential"] * len(streets) + ["motorway"] * 3,
-            },
-            geometry=[*streets.geometry, shapely.LineString(ring)]
-            + [shapely.LineString(a) for a in access],
-            crs=4326,
-        )
-        ring_graph = build_road_graph(frame)
+        ring_graph = _ring_graph()
         ringed = [(0, 0), (-1000, 0), (-1000, 4000), (0, 4000)]
         found, pings = _detect(_trip("V1", [*ringed, (400, 4000), (0, 4000)]), roads=ring_graph)
         ratios = route_ratios(detect_trips(pings), pings, roads=ring_graph)
