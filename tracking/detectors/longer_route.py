@@ -1338,6 +1338,7 @@ def _evaluate(
                 candidate
                 & matched_ok
                 & (np.bincount(net[0], minlength=n) > 0)
+                & np.isfinite(via_net)
                 & ~(
                     (measured / via_net >= p.min_ratio)
                     & (measured - np.fmax(via_net, mr["fastest_m"]) >= p.min_excess_m)
