@@ -317,6 +317,7 @@ async def osmand(
     content_type = request.headers.get("content-type", "")
     rows: list[dict[str, Any]] | None
     raw: dict[str, Any] = params
+    clash: list[str] = []
     if request.method == "POST" and content_type.startswith("application/json"):
         body = await request.body()
         body_token, rows = _json_rows(body, received=received)
@@ -326,10 +327,14 @@ async def osmand(
         if request.method == "POST" and content_type.startswith(
             ("application/x-www-form-urlencoded", "multipart/form-data")
         ):
-            form = await request.form()
-            params |= {k: v for k, v in form.items() if isinstance(v, str)}
+            form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+            clash = sorted(k for k, v in form.items() if k in params and params[k] != v)
+            if clash:  # which value is the fix's? Quarantined with both, not guessed.
+                raw = {f"consulta.{k}": v for k, v in params.items()}
+                raw |= {f"formulario.{k}": v for k, v in form.items()}
+            params |= form
             token = params.get("id") or params.get("deviceid") or ""
-        rows = [osmand_row(params, received=received)]
+        rows = None if clash else [osmand_row(params, received=received)]
     results = await run_in_threadpool(_store, request, token, rows, raw)
     if any(r.status == ACCEPTED for r in results):
         wake_live_worker(request.app)

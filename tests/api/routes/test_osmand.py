@@ -59,6 +59,35 @@ class TestOsmand:
         }
         assert client.post("/osmand", data=form).status_code == 200
 
+    def test_query_and_form_that_disagree_are_quarantined(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """A POST whose query says lat -30.02 and whose form says -29.02: which is the fix? It
+        is kept in the quarantine with both values (200, the reason named), never guessed; the
+        same value in both is one fix."""
+        token = seeded["device_token"]
+        unix_s = int(time.time()) - 2400
+        query = f"/osmand?id={token}&timestamp={unix_s}&lat=-30.02&lon=-51.22"
+        answer = client.post(query, data={"lat": "-29.02"})
+        assert answer.status_code == 200
+        assert answer.headers["X-Pontual-Rejected"] == "malformed_request"
+        with api_engine.connect() as conn:
+            stored = conn.execute(
+                text(
+                    "SELECT count(*) FROM fixes WHERE vehicle_id = 'V1' AND ts = to_timestamp(:t)"
+                ),
+                {"t": unix_s},
+            ).scalar()
+            kept = conn.execute(
+                text(
+                    "SELECT raw FROM rejected_fixes WHERE reason = 'malformed_request' "
+                    "AND raw ->> 'formulario.lat' = '-29.02' AND raw ->> 'consulta.lat' = '-30.02'"
+                )
+            ).all()
+        assert stored == 0 and len(kept) == 1
+        same = client.post(query, data={"lat": "-30.02"})
+        assert same.status_code == 200 and "X-Pontual-Rejected" not in same.headers
+
     def test_unknown_id_is_401(self, client: TestClient, seeded: dict) -> None:
         """An id that is not a device token is refused with 401."""
         response = client.get("/osmand?id=123456&lat=-30&lon=-51&timestamp=1700000000")
