@@ -292,9 +292,15 @@ NOTE_REVIEW = (
 )
 NOTE_ERRANDS = (
     "O veículo ficou parado ao menos {s:.0f} s em {n} ponto(s) no caminho, que podem ser "
-    "pedidos do passageiro (caixa eletrônico, acompanhante deixado) ou semáforos. Passando por "
-    "eles, a referência seria {km} km e o trajeto não seria mais longo: somente revisão, sem "
-    "proposta."
+    "pedidos do passageiro (caixa eletrônico, acompanhante deixado) ou semáforos. "
+)
+NOTE_ERRANDS_VIA = (
+    "Passando por eles, a referência seria {km} km e o trajeto não seria mais longo: somente "
+    "revisão, sem proposta."
+)
+NOTE_ERRANDS_NO_ROUTE = (
+    "A malha viária não dá uma rota passando por eles, e eles podem explicar o trajeto: somente "
+    "revisão, sem proposta."
 )
 NOTE_PEERS = "Referência por corridas semelhantes (sem malha viária). "
 NOTE_CORRIDOR = (
@@ -1338,8 +1344,7 @@ def _evaluate(
                 candidate
                 & matched_ok
                 & (np.bincount(net[0], minlength=n) > 0)
-                & np.isfinite(via_net)
-                & ~(
+                & ~(  # no route through them on the network: they may explain it all the same
                     (measured / via_net >= p.min_ratio)
                     & (measured - np.fmax(via_net, mr["fastest_m"]) >= p.min_excess_m)
                 )
@@ -1502,12 +1507,14 @@ def _findings(
         if pattern == "corridor":
             notes.append(NOTE_CORRIDOR)
         if errands_explain:
+            via_km = float(ev["via_errands_reference_m"][i]) / 1000.0
             notes.append(
                 ("" if network else NOTE_PEERS)
-                + NOTE_ERRANDS.format(
-                    s=p.errand_min_stop_s,
-                    n=int((er_trip == i).sum()),
-                    km=f"{float(ev['via_errands_reference_m'][i]) / 1000.0:.1f}".replace(".", ","),
+                + NOTE_ERRANDS.format(s=p.errand_min_stop_s, n=int((er_trip == i).sum()))
+                + (
+                    NOTE_ERRANDS_VIA.format(km=f"{via_km:.1f}".replace(".", ","))
+                    if math.isfinite(via_km)
+                    else NOTE_ERRANDS_NO_ROUTE
                 )
             )
         driven_line = [
