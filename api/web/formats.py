@@ -41,6 +41,13 @@ def date(value: dt.date | None) -> str:
     return value.strftime("%d/%m/%Y")
 
 
+def iso_date(value: str | dt.date | None) -> str:
+    """``"2024-03-04"`` (a plan's JSON day) or a date → ``"04/03/2024"``; None or '' → ``"—"``."""
+    if not value:
+        return NONE
+    return date(value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10]))
+
+
 def clock(value: dt.datetime, *, timezone: str) -> str:
     """Say the local time of an instant, ``"14:05"``."""
     return value.astimezone(ZoneInfo(timezone)).strftime("%H:%M")

@@ -331,7 +331,11 @@ def figure_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
         ("areas.cells_without_stand", "Células sem ponto a pé", areas["cells_without_stand"]),
         ("candidates", "Locais candidatos", len(plan["candidates"])),
         ("vehicles.checked", "Veículos verificados", vehicles["checked"]),
-        ("vehicles.over_age", "Acima da idade máxima", len(vehicles["over_age"])),
+        (
+            "vehicles.over_age",
+            "Acima da idade máxima",
+            None if vehicles["max_age_years"] is None else len(vehicles["over_age"]),
+        ),
         ("vehicles.inspection", "Vistoria vencida ou a vencer", len(vehicles["inspection"])),
     ]
     out = []
@@ -420,6 +424,8 @@ def table_csv(name: str, computed: dict[str, Any]) -> str:
         records, columns = plan["candidates"], CANDIDATE_CSV
     else:
         records, columns = flagged_vehicles(plan), VEHICLE_CSV
+        if plan["vehicles"]["max_age_years"] is None:  # no maximum: the age was not judged
+            columns = tuple(c for c in columns if c[0] != "over_age")
     writer.writerow([label for _, label in columns])
     for record in records:
         writer.writerow([_csv_value(record.get(key)) for key, _ in columns])

@@ -183,7 +183,8 @@ class TestExport:
         assert by_key["fleet_gap"] == cli["fleet_gap"]["message"]
         assert by_key["accessible_gap"] == cli["accessible_gap"]["message"]
         assert by_key["vehicles.checked"] == str(cli["vehicles"]["checked"])
-        assert by_key["vehicles.over_age"] == str(len(cli["vehicles"]["over_age"]))
+        assert cli["vehicles"]["max_age_years"] is None  # Porto Velho's law sets no maximum
+        assert by_key["vehicles.over_age"] == ""  # so no age was judged ("—" on the page)
         assert by_key["vehicles.checked"] == "8"
         assert by_key["fleet_min"] == "658" and by_key["accessible_min"] == "1"
         assert_accessible(page)
@@ -381,6 +382,31 @@ def test_an_old_history_says_its_last_day_and_proposes_no_old_place(web_engine: 
             assert older["latest_data_day"] is None and len(older["plan"]["candidates"]) == 1
         finally:
             transaction.rollback()
+
+
+def test_without_an_age_rule_the_age_is_not_reported_as_checked() -> None:
+    """Porto Alegre's taxi has no age maximum: the figures say "—", not "0 acima da idade
+    máxima", and the vehicles CSV has no over-age column; an expired seal is still listed."""
+    import pandas as pd
+
+    from api.web.planner import figure_rows, table_csv
+    from planning.population import bundled_population_table, population_for
+    from planning.report import build_plan
+
+    today = dt.date.today()
+    fleet = pd.DataFrame(
+        {"vehicle_id": ["V1", "V2"], "year": pd.array([1990, 2024], dtype="Int64"),
+         "inspection_valid_until": [today - dt.timedelta(days=3), today + dt.timedelta(days=300)]}
+    )  # fmt: skip
+    plan = build_plan(
+        population=population_for(bundled_population_table(), municipality="4314902", year=2022),
+        service="taxi", rule=None, rule_source=None, no_rule_message="sem regra",
+        fleet=fleet, fleet_source="cadastro", as_of=today,
+    )  # fmt: skip
+    (over,) = [r for r in figure_rows(plan) if r["key"] == "vehicles.over_age"]
+    assert (over["value"], over["shown"]) == (None, "—")
+    header, *rows = table_csv("veiculos", {"plan": plan}).splitlines()
+    assert "acima_da_idade" not in header and len(rows) == 1 and rows[0].startswith("V1,")
 
 
 def test_landing_shows_the_registry_municipality(
