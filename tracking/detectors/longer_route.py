@@ -287,7 +287,7 @@ _TRIP_COLUMNS = (
     "distance_m",
 )
 NOTE_REVIEW = (
-    "Proposta para revisão humana: o passageiro pode ter pedido o trajeto (POA art. 58 XIII; "
+    "Cabe revisão humana: o passageiro pode ter pedido o trajeto (POA art. 58 XIII; "
     "PB art. 25 III, 'salvo com autorização do usuário')."
 )
 NOTE_ERRANDS = (
@@ -295,12 +295,12 @@ NOTE_ERRANDS = (
     "pedidos do passageiro (caixa eletrônico, acompanhante deixado) ou semáforos. "
 )
 NOTE_ERRANDS_VIA = (
-    "Passando por eles, a referência seria {km} km e o trajeto não seria mais longo: somente "
-    "revisão, sem proposta."
+    "Passando por eles, a referência seria {km} km e o trajeto não seria mais longo: o achado "
+    "fica só para revisão, sem proposta de autuação."
 )
 NOTE_ERRANDS_NO_ROUTE = (
-    "A malha viária não dá uma rota passando por eles, e eles podem explicar o trajeto: somente "
-    "revisão, sem proposta."
+    "A malha viária não dá uma rota passando por eles, e eles podem explicar o trajeto: o achado "
+    "fica só para revisão, sem proposta de autuação."
 )
 NOTE_PEERS = "Referência por corridas semelhantes (sem malha viária). "
 NOTE_CORRIDOR = (
@@ -1045,6 +1045,50 @@ def _positions(piece: NDArray[np.int64], fraction: NDArray[np.float64]) -> pd.Da
     return pd.DataFrame({"piece": piece, "fraction": fraction, "snap_m": np.zeros(len(piece))})
 
 
+def _matched_legs(
+    mr: dict[str, Any],
+    fixes: dict[str, NDArray[Any]],
+    stops: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+    wanted: NDArray[np.bool_],
+) -> tuple[tuple[NDArray[np.int64], pd.DataFrame, pd.DataFrame], NDArray[np.bool_]]:
+    """Legs pickup → stops → drop-off between matched positions, for the ``wanted`` trips.
+
+    Points of each trip: its first and last matched fixes (``mr["ends"]``), and at each stop
+    the last matched fix up to its end (the fixes of a wait are thinned out: they lie within
+    2·sigma of that one). Returns the legs (trip, from, to as positions) and, per trip,
+    whether every stop had such a fix (a trip with a stop without one gets no legs).
+    """
+    trip, o_piece, o_frac, d_piece, d_frac = mr["ends"]
+    fix_piece, fix_frac = mr["fix_piece"], mr["fix_frac"]
+    n = len(wanted)
+    s_trip, _, s_last = stops
+    s_pos = np.full(len(s_trip), -1, dtype=np.int64)
+    matched_fix = np.flatnonzero(fix_piece >= 0)
+    if len(s_trip) and len(matched_fix):
+        j = np.searchsorted(matched_fix, s_last, side="right") - 1
+        cand = matched_fix[np.maximum(j, 0)]
+        ok = (j >= 0) & (fixes["trip"][cand] == s_trip)
+        s_pos = np.where(ok, cand, -1)
+    ok_stops = np.bincount(s_trip[s_pos < 0], minlength=n) == 0
+    found = s_pos >= 0
+    pts_trip = np.concatenate((trip, s_trip[found], trip))
+    key = np.concatenate(
+        (np.zeros(len(trip)), 1.0 + np.arange(int(found.sum())), np.full(len(trip), np.inf))
+    )
+    pts_piece = np.concatenate((o_piece, fix_piece[s_pos[found]], d_piece))
+    pts_frac = np.concatenate((o_frac, fix_frac[s_pos[found]], d_frac))
+    keep = (wanted & ok_stops)[pts_trip]
+    order = np.lexsort((key[keep], pts_trip[keep]))
+    pts_trip, pts_piece, pts_frac = (a[keep][order] for a in (pts_trip, pts_piece, pts_frac))
+    same = pts_trip[1:] == pts_trip[:-1]
+    legs = (
+        pts_trip[:-1][same],
+        _positions(pts_piece[:-1][same], pts_frac[:-1][same]),
+        _positions(pts_piece[1:][same], pts_frac[1:][same]),
+    )
+    return legs, ok_stops
+
+
 def _matched_routes(
     graph: RoadGraph,
     table: dict[str, NDArray[Any]],
@@ -1096,18 +1140,14 @@ def _matched_routes(
     fix_piece = np.full(len(fixes["trip"]), -1, dtype=np.int64)
     fix_frac = np.full(len(fixes["trip"]), np.nan)
     fix_piece[sel], fix_frac[sel] = m.fix_piece, m.fix_fraction
-    # Points of each trip: the first and last matched fixes, and at each waypoint the last
-    # matched fix up to its end (the fixes of a wait are thinned out: they lie within 2·sigma
-    # of that one); a waypoint without one leaves the trip unjudged.
-    wp_trip, wp_first, wp_last = wp
-    wp_pos = np.full(len(wp_trip), -1, dtype=np.int64)
-    matched_fix = np.flatnonzero(fix_piece >= 0)
-    if len(wp_trip) and len(matched_fix):
-        j = np.searchsorted(matched_fix, wp_last, side="right") - 1
-        cand = matched_fix[np.maximum(j, 0)]
-        ok = (j >= 0) & (fixes["trip"][cand] == wp_trip)
-        wp_pos = np.where(ok, cand, -1)
-    ok_wp = np.bincount(wp_trip[wp_pos < 0], minlength=n) == 0
+    ends = (
+        trip,
+        tr["origin_piece"].to_numpy(dtype=np.int64),
+        tr["origin_fraction"].to_numpy(),
+        tr["destination_piece"].to_numpy(dtype=np.int64),
+        tr["destination_fraction"].to_numpy(),
+    )
+    out["ends"], out["fix_piece"], out["fix_frac"] = ends, fix_piece, fix_frac
     good = np.zeros(n, dtype=bool)
     good[trip] = (
         np.isfinite(tr["matched_m"].to_numpy())
@@ -1117,32 +1157,8 @@ def _matched_routes(
             <= MAX_UNEXPLAINED_SHARE * np.nan_to_num(tr["matched_m"].to_numpy())
         )
     )
+    (leg_trip, leg_from, leg_to), ok_wp = _matched_legs(out, fixes, wp, good & judge)
     good &= ok_wp & judge
-    pts_trip = np.concatenate((trip, wp_trip[wp_pos >= 0], trip))
-    key = np.concatenate(
-        (np.zeros(len(trip)), 1.0 + np.arange(int((wp_pos >= 0).sum())), np.full(len(trip), np.inf))
-    )
-    pts_piece = np.concatenate(
-        (
-            tr["origin_piece"].to_numpy(dtype=np.int64),
-            fix_piece[wp_pos[wp_pos >= 0]],
-            tr["destination_piece"].to_numpy(dtype=np.int64),
-        )
-    )
-    pts_frac = np.concatenate(
-        (
-            tr["origin_fraction"].to_numpy(),
-            fix_frac[wp_pos[wp_pos >= 0]],
-            tr["destination_fraction"].to_numpy(),
-        )
-    )
-    keep = good[pts_trip]
-    order = np.lexsort((key[keep], pts_trip[keep]))
-    pts_trip, pts_piece, pts_frac = (a[keep][order] for a in (pts_trip, pts_piece, pts_frac))
-    same = pts_trip[1:] == pts_trip[:-1]
-    leg_trip = pts_trip[:-1][same]
-    leg_from = _positions(pts_piece[:-1][same], pts_frac[:-1][same])
-    leg_to = _positions(pts_piece[1:][same], pts_frac[1:][same])
     out["legs"] = (leg_trip, leg_from, leg_to)
     if not len(leg_trip):
         return out
@@ -1338,8 +1354,14 @@ def _evaluate(
         # shortest path through the stops, in order, must still show the excess.
         net = _errand_stops(fixes, kept, n, p, candidate & matched_ok)
         if graph is not None and len(net[0]):
-            legs = _legs(table, net[0], *_waypoint_points(fixes, net[1], net[2]))
-            via_net = _network_reference(graph, *legs, n, None, p)[0]
+            # Between the matched positions, as the reference: a stop snapped on its own to a
+            # one-way street the wrong way made the route through it longer than the trip.
+            (leg_trip, leg_from, leg_to), _ = _matched_legs(mr, fixes, net, candidate & matched_ok)
+            routed = routes_between(graph, leg_from, leg_to, weight="length")
+            length = routed["network_m"].to_numpy(dtype=np.float64)
+            via_net = np.bincount(leg_trip, weights=np.nan_to_num(length), minlength=n)
+            lost = np.bincount(leg_trip, weights=~np.isfinite(length), minlength=n) > 0
+            via_net[lost | (np.bincount(leg_trip, minlength=n) == 0)] = np.nan
             net_explain = (
                 candidate
                 & matched_ok
