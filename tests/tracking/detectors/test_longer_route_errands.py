@@ -134,7 +134,7 @@ class TestPeerReferenceWithShortStops:
         assert d["method"] == "peer_trips" and d["ratio"] == pytest.approx(5 / 3, rel=0.02)
         assert 0.3 < f["confidence"] < FLOOR
         assert len(d["errand_stops"]) == 1 and d["errand_stops"][0]["duration_s"] >= 30
-        assert any("somente revisão" in note for note in d["notes"])
+        assert any("fica só para revisão, sem proposta" in note for note in d["notes"])
         assert d["thresholds"]["errand_min_stop_s"] == DEFAULT_ERRAND_MIN_STOP_S
 
     @pytest.mark.parametrize(
