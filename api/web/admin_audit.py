@@ -274,6 +274,8 @@ DETAIL_LABELS = {
 :mod:`db.enforcement.workflow`, :mod:`db.fleet.store`, the console's pages...); others are
 shown by the forms' label (:data:`api.web.formats.FIELD_LABELS`) or as written."""
 
+STATE_WORDS = {"definitiva": "decisão definitiva"}
+"""A proposal's state whose code alone is not its name on the console."""
 PERIOD_AFTER = {"defesa_indeferida": "fim do prazo de recurso"}
 """The label of a final decision's stated period (``period_ended_on``) by the state it left:
 after a rejected defence the period was the appeal's; otherwise the defence's
@@ -465,7 +467,7 @@ def detail_items(details: Any, *, timezone: str | None = None) -> list[DetailIte
     period = PERIOD_AFTER.get(str(short.get("from")))
     for key in ("from", "to"):  # a proposal's step: its states in words
         if short.get(key) in STATUSES:
-            short[key] = short[key].replace("_", " ")
+            short[key] = STATE_WORDS.get(short[key], short[key].replace("_", " "))
     return _items(short, labels={"period_ended_on": period} if period else {})
 
 

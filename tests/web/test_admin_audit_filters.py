@@ -153,6 +153,8 @@ class TestGeometryText:
             i.key: i.text for i in detail_items({"from": "em_defesa", "to": "defesa_indeferida"})
         }
         assert items == {"from": "em defesa", "to": "defesa indeferida"}
+        final = {i.key: i.text for i in detail_items({"from": "notificada", "to": "definitiva"})}
+        assert final == {"from": "notificada", "to": "decisão definitiva"}
 
 
 # --- the page, on a real server ------------------------------------------------------------------

@@ -179,6 +179,32 @@ class TestDismiss:
         assert _state(web_engine, proposal)["status"] == "descartada"
 
 
+def test_a_refused_decision_puts_the_focus_on_the_grounds(
+    page: Any, login: Callable[..., Any], agent: httpx.Client, web_engine: Engine
+) -> None:
+    """The decision chosen, grounds of 3 characters: the server refuses them and the focus goes
+    to the grounds, the field in error, not to the form's first field (the decision)."""
+    finding = longer_route_finding(vehicle_id=_vehicle("PB"), started_at=START)
+    proposal = store_and_propose(web_engine, [finding], municipality=PB)[finding["finding_id"]]
+    base = f"/fiscal/propostas/{proposal}"
+    answer = "O passageiro não autorizou o trajeto mais longo; reclamou na chegada."
+    assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303
+    assert _post(agent, f"{base}/notificar").status_code == 303
+    assert _post(agent, f"{base}/defesa").status_code == 303
+    login(page, "agent")
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto(base)
+    form = page.locator("#decidir")
+    form.get_by_label("Indeferida (a penalidade se mantém)").check()
+    form.get_by_label("Fundamentação").fill("abc")
+    with page.expect_navigation():
+        form.get_by_role("button", name="Registrar a decisão").click()
+    field = page.locator("#fundamentacao_decisao")
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(field).to_be_focused()
+    assert _state(web_engine, proposal)["status"] == "em_defesa"
+
+
 class TestProcedure:
     def test_pinto_bandeira_from_the_auto_to_the_final_decision(
         self, agent: httpx.Client, web_engine: Engine

@@ -5,8 +5,10 @@
   "use strict";
 
   function firstField(container) {
-    return container && container.querySelector(
-      "[aria-invalid='true'], textarea, input:not([type='hidden']), select, button");
+    // The first field in error, else the form's first field (a selector list matches in page
+    // order, so the two are asked for in turn).
+    return container && (container.querySelector("[aria-invalid='true']") || container.querySelector(
+      "textarea, input:not([type='hidden']), select, button"));
   }
 
   function focusForm() {
