@@ -127,6 +127,10 @@ def test_dismissing_a_proposal_asks_first(page: Any, login: Callable, web_engine
     page.get_by_role("button", name="Descartar", exact=True).click()  # never a question first
     expect(page.locator("#motivo-erro")).to_be_visible()
     assert dialogs.asked == [] and _status(web_engine, proposal) == "proposta"
+    page.locator("#motivo").fill(" " * 20)  # spaces alone: the server's error too, no question
+    page.get_by_role("button", name="Descartar", exact=True).click()
+    expect(page.locator("#motivo-erro")).to_be_visible()
+    assert dialogs.asked == [] and _status(web_engine, proposal) == "proposta"
     reason = "Táxi acessível aguardando passageiro com deficiência (art. 46)."
     page.locator("#motivo").fill(reason)
     save_screenshot(page, "web-confirmar-descarte.png", element=page.locator("#descartar"))
