@@ -1163,7 +1163,7 @@ def limit_outside_law(book: Rulebook, rule: Rule) -> str | None:
 
 def _day(value: Any) -> str:
     """Return an ISO date as ``dd/mm/aaaa`` ('' for none)."""
-    return dt.date.fromisoformat(str(value)).strftime("%d/%m/%Y") if value else ""
+    return fmt.iso_date(value) if value else ""
 
 
 def _period_note(value: Any) -> str:
