@@ -89,6 +89,14 @@ Late fixes
     requests for one vehicle, and those a device sends after later ones (a phone's offline
     buffer sent behind its live fixes). A finding they alone would make is found only by
     ``pontual analyze``.
+Findings of an open day
+    A kernel whose open findings only grow (``grows_only``: ``operating_while_barred``) also
+    gives, at each call, the findings of the vehicles' open parts so far
+    (:func:`tracking.detectors.kernel.open_findings`), with ``details.provisional`` true: a
+    barred day is alerted from its first trip long enough. Each later version of the same id
+    replaces the stored provisional one (and its alert's payload and ``event_at``), the day's
+    closing version last, unless a proposal rests on it
+    (:func:`db.enforcement.workflow.settle_provisional`).
 Findings and alerts
     Findings are inserted with ``ON CONFLICT (finding_id) DO NOTHING`` (ids are deterministic:
     a finding already stored, e.g. by a batch run, gives no second alert). Each new finding
@@ -129,7 +137,12 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from db.enforcement.workflow import awaits_repetition, insert_findings
+from db.enforcement.workflow import (
+    PROVISIONAL,
+    awaits_repetition,
+    insert_findings,
+    settle_provisional,
+)
 from db.fleet.store import driver_registry_frames
 from db.stands.queries import allowed_places_frame, licence_frame, stands_frame
 from db.stands.store import suspensions_frame
@@ -159,11 +172,12 @@ from tracking.detectors.illegal_stand_formation import (
     DEFAULT_MIN_FREE_SHARE,
     DEFAULT_MIN_WAIT_S,
 )
-from tracking.detectors.kernel import TrackKernel, advance
+from tracking.detectors.kernel import TrackKernel, advance, open_findings
 from tracking.detectors.queue_jump import advance_queue_jump
 from tracking.detectors.unlicensed_stand_use import advance_unlicensed_stand_use
 from tracking.stops import DEFAULT_MAX_GAP_S as DEFAULT_STOP_MAX_GAP_S
 from tracking.stops import detect_stops
+from tracking.tails import tails_frame
 
 CHANNEL = "pontual_alerts"
 """PostgreSQL NOTIFY channel; the payload is the alert id."""
@@ -1326,6 +1340,8 @@ def detect_live(
             before = {v: mine[v] for v in group}
             after, res = advance(_KERNELS[kind], before, part, **(context | params[kind]))
             found.extend(_records(res))
+            if _KERNELS[kind].grows_only:
+                found.extend(_open_findings(session, kind, after, params[kind], timezone=timezone))
             saved.extend(
                 {
                     "v": v,
@@ -1361,6 +1377,31 @@ def detect_live(
         saved.extend(rows)
     _save_states(session, saved)
     return found
+
+
+def _open_findings(
+    session: Session,
+    kind: str,
+    states: Mapping[str, dict[str, Any]],
+    params: dict[str, Any],
+    *,
+    timezone: str,
+) -> list[dict[str, Any]]:
+    """Return a ``grows_only`` kernel's findings on the vehicles' open parts, as provisional.
+
+    Judged with the context read for the kept fixes (the registry as of the open day), as the
+    finding that closes the day will be; :func:`store_findings` replaces each with its later
+    versions until the day closes.
+    """
+    kept = {v: st for v, st in states.items() if (st.get("tail") or {}).get(fr.TIMESTAMP)}
+    if not kept:
+        return []
+    out: list[dict[str, Any]] = []
+    contexts = _kernel_contexts(session, kind, kept, tails_frame(kept), timezone=timezone)
+    for group, context in contexts:
+        found = open_findings(_KERNELS[kind], {v: kept[v] for v in group}, **(context | params))
+        out.extend({**r, "details": {**r["details"], PROVISIONAL: True}} for r in _records(found))
+    return out
 
 
 # --- findings → alerts ---------------------------------------------------------------------
@@ -1463,7 +1504,9 @@ def store_findings(
         The records, each with ``new`` (inserted now) and ``alert_id`` (None when the finding
         was already stored, throttled or awaits its rule's repetition).
     """
+    settled = settle_provisional(session, records)
     new = insert_findings(session, records)
+    _settle_alerts(session, [r for r in records if r["finding_id"] in settled])
     webhooks = _active_webhooks(session) if new else []
     repeated_kinds = _repeated_kinds()
     repeated = [r for r in records if r["finding_id"] in new and r["kind"] in repeated_kinds]
@@ -1484,6 +1527,26 @@ def store_findings(
         )
         out.append({**r, "new": is_new, "alert_id": alert_id})
     return out
+
+
+def _settle_alerts(session: Session, records: list[dict[str, Any]]) -> None:
+    """Give the alert of each provisional finding replaced now the finding's new extent."""
+    if not records:
+        return
+    session.execute(
+        text(
+            "UPDATE alerts SET payload = :p, event_at = :e WHERE alert_id = :a AND finding_id = :f"
+        ).bindparams(bindparam("p", type_=JSONB)),
+        [
+            {
+                "a": f"alert-{r['finding_id']}",
+                "f": r["finding_id"],
+                "p": alert_payload(r, alert_id=f"alert-{r['finding_id']}"),
+                "e": pd.Timestamp(r["ended_at"]).to_pydatetime(),
+            }
+            for r in records
+        ],
+    )
 
 
 @cache

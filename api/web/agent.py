@@ -272,7 +272,13 @@ def alert_view(alert: Mapping[str, Any], zone: ZoneInfo) -> dict[str, Any]:
         "confidence": _percent(alert.get("confidence")),
         "href": finding_url(str(alert["finding_id"])),
         "repeat_count": int(alert.get("repeat_count") or 0),
+        "provisional": _provisional(alert.get("details")),
     }
+
+
+def _provisional(details: Any) -> bool:
+    """Whether a finding was announced before its day closed (live; its day goes on)."""
+    return isinstance(details, Mapping) and details.get(workflow.PROVISIONAL) is True
 
 
 def _alert_span(alert: Mapping[str, Any], zone: ZoneInfo) -> str:
@@ -775,6 +781,7 @@ def finding_page(
             "started": local_time(finding["started_at"], zone),
             "ended": local_time(shown_end(finding["started_at"], finding["ended_at"], zone), zone),
             "confidence": _percent(float(finding["confidence"])),
+            "provisional": _provisional(finding.get("details")),
         },
         evidence=evidence_views([finding], zone),
         **_map_context(

@@ -105,6 +105,34 @@ def insert_findings(session: Session, records: Sequence[Mapping[str, Any]]) -> s
     return {str(f) for f in done.scalars()}
 
 
+PROVISIONAL = "provisional"
+"""``details`` key (True) of a live finding announced before its day closed (its rule only
+extends such a finding: ``tracking.detectors.kernel.open_findings``)."""
+
+
+def settle_provisional(session: Session, records: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Give a stored provisional finding the record's version of the same id; return those ids.
+
+    One a proposal rests on is kept as judged, as :func:`refresh_findings` keeps a judged one.
+    Records of ids not stored, or stored as final, change nothing.
+    """
+    if not records:
+        return set()
+    rows = {r["finding_id"]: r for r in _finding_rows(records)}
+    open_ids = session.execute(
+        select(Finding.finding_id).where(
+            Finding.finding_id.in_(list(rows)),
+            Finding.details[PROVISIONAL].as_boolean().is_(True),
+            ~select(ProposalFinding.finding_id)
+            .where(ProposalFinding.finding_id == Finding.finding_id)
+            .exists(),
+        )
+    ).scalars()
+    settled = set(map(str, open_ids))
+    _replace_findings(session, rows, settled)
+    return settled
+
+
 def refresh_findings(
     session: Session, findings: gpd.GeoDataFrame
 ) -> tuple[set[str], set[str], set[str]]:
@@ -145,14 +173,20 @@ def refresh_findings(
     }
     new = insert_findings(session, records)
     updated = {i for i, judged in differ.items() if not judged}
-    for finding_id in sorted(updated):
-        row = rows[finding_id]
+    _replace_findings(session, rows, updated)
+    return new, updated, {i for i, judged in differ.items() if judged}
+
+
+def _replace_findings(
+    session: Session, rows: Mapping[str, Mapping[str, Any]], finding_ids: set[str]
+) -> None:
+    """Overwrite the stored findings ``finding_ids`` with their ``rows``."""
+    for finding_id in sorted(finding_ids):
         session.execute(
             update(Finding)
             .where(Finding.finding_id == finding_id)
-            .values({k: v for k, v in row.items() if k != "finding_id"})
+            .values({k: v for k, v in rows[finding_id].items() if k != "finding_id"})
         )
-    return new, updated, {i for i, judged in differ.items() if judged}
 
 
 def _finding_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

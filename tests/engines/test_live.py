@@ -195,6 +195,42 @@ class TestProcessFixes:
         assert [f["kind"] for f in found] == ["operating_while_barred"]
         assert found[0]["details"]["reason"] == "suspended"
 
+    def test_barred_service_is_alerted_as_it_happens(self, db_session: Session) -> None:
+        """A suspended vehicle's first ride long enough is alerted while it runs, marked
+        'dia em curso'; its later rides extend that finding and alert (no second alert); the
+        next day's first fix settles the day's finding, provisional no more."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('LIVE7', 'LIVE7'); "
+                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+                "VALUES ('LIVE7', 'suspended', '2024-03-01', '2024-03-31')"
+            )
+        )
+        ride = [_fix("LIVE7", k, 300.0 * k, "occupied", 1) for k in range(6)]
+        later = [_fix("LIVE7", 60 + k, 300.0 * k, "occupied", 1) for k in range(6)]
+        kinds = ("operating_while_barred",)
+        first = process_fixes(db_session, make_pings(ride), kinds=kinds, throttle_s=0)
+        assert len(first) == 1 and first[0]["new"] and first[0]["alert_id"]
+        assert first[0]["details"]["provisional"] is True
+        fid = first[0]["finding_id"]
+        more = make_pings([_fix("LIVE7", 7, 2000.0, "free"), *later])
+        second = process_fixes(db_session, more, kinds=kinds, throttle_s=0)
+        assert [(f["finding_id"], f["new"], f["alert_id"]) for f in second] == [(fid, False, None)]
+        assert second[0]["details"]["n_trips"] == 2
+        alert = db_session.execute(
+            text("SELECT payload, event_at FROM alerts WHERE finding_id = :f"), {"f": fid}
+        ).one()
+        assert pd.Timestamp(alert.event_at) == later[-1]["timestamp"]
+        assert alert.payload["details"]["n_trips"] == 2
+        next_day = make_pings([_fix("LIVE7", 24 * 60, 0.0, "free")])
+        third = process_fixes(db_session, next_day, kinds=kinds, throttle_s=0)
+        assert [(f["finding_id"], f["new"]) for f in third] == [(fid, False)]
+        stored = db_session.execute(
+            text("SELECT details FROM findings WHERE finding_id = :f"), {"f": fid}
+        ).scalar_one()
+        assert "provisional" not in stored and stored["n_trips"] == 2
+        assert count(db_session, "SELECT count(*) FROM alerts WHERE vehicle_id = 'LIVE7'") == 1
+
     def test_barred_day_is_judged_with_that_days_registry(self, db_session: Session) -> None:
         """A day suspended, then active: the day's finding, emitted the next day, names the
         suspension; the active day's ride is not found."""
@@ -212,8 +248,10 @@ class TestProcessFixes:
         rows += [_fix("LIVE8", day + k, 300.0 * k, "occupied", 1) for k in range(6)]
         rows += [_fix("LIVE8", day + 7, 2000.0, "free"), _fix("LIVE8", 2 * day, 0.0, "free")]
         found = feed(db_session, make_pings(rows), 7, kinds=("operating_while_barred",))
-        assert [f["details"]["local_date"] for f in found] == ["2024-03-04"]
-        assert found[0]["details"]["reasons"][0]["status_until"] == "2024-03-04"
+        settled = [f for f in found if "provisional" not in f["details"]]
+        assert [f["details"]["local_date"] for f in settled] == ["2024-03-04"]
+        assert settled[0]["details"]["reasons"][0]["status_until"] == "2024-03-04"
+        assert {f["finding_id"] for f in found} == {settled[0]["finding_id"]}
 
     def test_operating_with_the_termo_recolhido(self, db_session: Session) -> None:
         """A registered vehicle in service while its Termo is recolhido is found live, with the

@@ -189,6 +189,8 @@ class TestLiveStream:
             "Veículo V9",
             "01/12/2026 09:00:00 a 09:05:00",
         )
+        assert not alert_view(one, zone)["provisional"]
+        assert alert_view({**one, "details": {"provisional": True}}, zone)["provisional"]
 
     def test_reconnection_replays_the_alerts_after_last_event_id_once(
         self, agent_http: httpx.Client, web_engine: Engine
@@ -377,6 +379,21 @@ class TestEvidencePages:
         expect(page.locator("#mapa .leaflet-interactive").first).to_be_attached()
         assert_accessible(page)
         save_screenshot(page, "web-fiscal-achado-sem-proposta.png")
+
+    def test_a_finding_announced_before_its_day_closed_says_so(
+        self, agent_http: httpx.Client, web_engine: Engine
+    ) -> None:
+        """A live finding marked provisional (its day goes on) says the day is in progress."""
+        from db.enforcement import workflow
+        from db.engine import session_scope
+
+        started = dt.datetime(2026, 11, 22, 13, 0, tzinfo=dt.UTC)
+        finding = two_tracks_finding(vehicle_id="WEBPRV", started_at=started)
+        finding = {**finding, "details": {**finding["details"], workflow.PROVISIONAL: True}}
+        with session_scope(web_engine) as session:
+            workflow.insert_findings(session, [finding])
+        page = agent_http.get(f"/fiscal/achados/{finding['finding_id']}").text
+        assert "Dia em curso:" in page
 
     def test_unknown_records_are_pt_br_404_pages(self, agent_http: httpx.Client) -> None:
         """An unknown proposal, finding or document: a 404 page in pt-BR."""

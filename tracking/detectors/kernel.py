@@ -34,7 +34,7 @@ from tracking.detectors._errors import DetectorInputError
 from tracking.detectors.findings import empty_findings
 from tracking.tails import State, after_seen, concat, next_states, tails_frame
 
-__all__ = ["State", "TrackKernel", "advance", "replay_in_pieces"]
+__all__ = ["State", "TrackKernel", "advance", "open_findings", "replay_in_pieces"]
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,17 @@ class TrackKernel:
     context_fixes : int, default 0
         Fixes of each vehicle before its ``open_from`` instant that the rule still reads (e.g.
         1: the fix before a trip's pickup); kept in the state as context only.
+    grows_only : bool, default False
+        True when a finding the rule makes on a vehicle's open part is never withdrawn, nor its
+        start moved, by later fixes: they can only extend it (its end, its evidence). Such a
+        finding may be announced before it closes (:func:`open_findings`).
     """
 
     kind: str
     detect: Callable[..., gpd.GeoDataFrame]
     open_from: Callable[..., Mapping[str, int]]
     context_fixes: int = 0
+    grows_only: bool = False
 
 
 def advance(
@@ -98,11 +103,7 @@ def advance(
     fresh = _after_seen(pings, states)
     frame = concat([tails_frame(states), fresh])
     found = kernel.detect(frame, **params) if len(frame) else empty_findings()
-    returned = {str(v): int(s["open"]) for v, s in states.items() if s and "open" in s}
-    if len(found) and returned:  # found from context fixes: returned by an earlier call
-        start = pd.to_datetime(found["started_at"], utc=True).to_numpy(dtype="datetime64[ns]")
-        floor = np.asarray([returned.get(str(v), -(2**63)) for v in found["vehicle_id"]])
-        found = found[start.astype(np.int64) >= floor].reset_index(drop=True)
+    found = _not_returned(found, states)
     if final:
         return {}, found
     cut = kernel.open_from(frame, **params) if len(frame) else {}
@@ -115,6 +116,28 @@ def advance(
         )
         found = found[start.astype(np.int64) < limit].reset_index(drop=True)
     return new_states, found
+
+
+def open_findings(
+    kernel: TrackKernel, states: Mapping[str, State | None], **params: Any
+) -> gpd.GeoDataFrame:
+    """Return the findings of the vehicles' open parts so far (their kept fixes).
+
+    :func:`advance` holds them back until no later fix can change them; for a ``grows_only``
+    rule each is already certain to be found, under the same id (its start is fixed), and
+    later fixes can only extend it.
+
+    Raises
+    ------
+    ValueError
+        If the rule is not ``grows_only``.
+    """
+    if not kernel.grows_only:
+        msg = f"{kernel.kind}: later fixes may withdraw an open finding"
+        raise ValueError(msg)
+    frame = tails_frame(states)
+    found = kernel.detect(frame, **params) if len(frame) else empty_findings()
+    return _not_returned(found, states)
 
 
 def replay_in_pieces(
@@ -147,6 +170,16 @@ def replay_in_pieces(
 
 
 # --- state as plain data (the generic part lives in tracking.tails) ----------------------
+
+
+def _not_returned(found: gpd.GeoDataFrame, states: Mapping[str, State | None]) -> gpd.GeoDataFrame:
+    """Drop the findings made from context fixes only: an earlier call returned them."""
+    returned = {str(v): int(s["open"]) for v, s in states.items() if s and "open" in s}
+    if not len(found) or not returned:
+        return found
+    start = pd.to_datetime(found["started_at"], utc=True).to_numpy(dtype="datetime64[ns]")
+    floor = np.asarray([returned.get(str(v), -(2**63)) for v in found["vehicle_id"]])
+    return found[start.astype(np.int64) >= floor].reset_index(drop=True)
 
 
 def _after_seen(pings: pd.DataFrame, states: Mapping[str, State | None]) -> pd.DataFrame:

@@ -93,7 +93,10 @@ Live (:data:`KERNEL`): the rule runs on meter trips cut from the fixes (stop inf
 future), with no ``as_of``: a status period whose start the registry lacks bars no day live. A
 vehicle keeps the fixes of its open day from the day's first trip while the fleet bars that day,
 else only its open trip: at most one local day of fixes. A day's finding is emitted once a fix
-of a later day (and no trip of that day still open) has arrived.
+of a later day (and no trip of that day still open) has arrived. Later fixes only extend a
+finding (a trip's day is its start's; a trip once long enough stays so), so the kernel is
+``grows_only``: the live engine announces a barred day's finding from its first trip long enough,
+the trip still running, and completes it as the day goes on.
 """
 
 from __future__ import annotations
@@ -968,5 +971,5 @@ def _bars(reg: Mapping[str, Any], day: int, limits: Mapping[str, Any]) -> bool:
     )
 
 
-KERNEL = TrackKernel(KIND, detect_in_fixes, open_from)
+KERNEL = TrackKernel(KIND, detect_in_fixes, open_from, grows_only=True)
 """The rule as a kernel (``tracking.detectors.kernel.advance``)."""

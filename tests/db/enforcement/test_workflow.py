@@ -24,6 +24,7 @@ from db.enforcement.workflow import (
     notify_decision,
     proposal_history,
     refresh_findings,
+    settle_provisional,
     store_findings,
 )
 from db.fleet.models import Municipality
@@ -94,6 +95,38 @@ class TestRefreshFindings:
         assert refresh_findings(session, first) == (set(), set(), ids)
         stored = session.execute(select(Finding.details)).scalars().all()
         assert [d["queue_position"] for d in stored] == [3, 3]
+
+
+class TestSettleProvisional:
+    def test_a_provisional_finding_takes_its_later_versions_until_judged(self, session) -> None:
+        """A live finding announced before its day closed (details.provisional) takes each later
+        version of the same id; a final one stored (by a batch) is never replaced by a
+        provisional version; once a proposal rests on a provisional one, it is kept."""
+        early = _findings("2025-03-04T12:00:00Z")
+        early = early.assign(details=[{"queue_position": 2, "provisional": True}])
+        later = early.assign(
+            ended_at=early["ended_at"] + pd.Timedelta(hours=2),
+            details=[{"queue_position": 3, "provisional": True}],
+        )
+        final = later.assign(details=[{"queue_position": 4}])
+        fid = early["finding_id"].iloc[0]
+        assert settle_provisional(session, early.to_dict("records")) == set()  # not stored
+        store_findings(session, early)
+        assert settle_provisional(session, later.to_dict("records")) == {fid}
+        assert settle_provisional(session, final.to_dict("records")) == {fid}
+        assert settle_provisional(session, later.to_dict("records")) == set()  # final now
+        stored = session.execute(select(Finding.details, Finding.ended_at)).one()
+        assert stored.details == {"queue_position": 4}
+        assert stored.ended_at == later["ended_at"].iloc[0].to_pydatetime()
+        judged = _findings("2025-03-05T12:00:00Z", vehicle="PB-02")
+        judged = judged.assign(details=[{"queue_position": 2, "provisional": True}])
+        store_findings(session, judged)
+        assert generate_proposals(session, municipality=PB, timezone=TZ) == 2
+        assert settle_provisional(session, judged.assign(details=[{}]).to_dict("records")) == set()
+        details = session.execute(
+            select(Finding.details).where(Finding.finding_id == judged["finding_id"].iloc[0])
+        ).scalar_one()
+        assert details == {"queue_position": 2, "provisional": True}
 
 
 class TestGenerateProposals:

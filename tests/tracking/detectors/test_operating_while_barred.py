@@ -11,12 +11,13 @@ from kernel_checks import assert_pieces_give_batch, geojson_bytes
 
 from tracking.detectors._errors import DetectorInputError, DetectorThresholdError, FleetFrameError
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.kernel import advance, replay_in_pieces
+from tracking.detectors.kernel import advance, open_findings, replay_in_pieces
 from tracking.detectors.operating_while_barred import (
     KERNEL,
     REASONS,
     detect_operating_while_barred,
 )
+from tracking.detectors.tracking_gap import KERNEL as GAP_KERNEL
 from tracking.trips import detect_trips
 
 D = dt.date
@@ -356,6 +357,31 @@ class TestOperatingWhileBarredKernel:
         first_next_day = pings.index[pings["timestamp"] >= "2024-03-06T03:00:00Z"][0]
         assert emitted.index(1) == first_next_day
         assert len(advance(KERNEL, states, pings.iloc[:0], final=True, fleet=registry)[1]) == 0
+
+    def test_open_findings_only_grow(self) -> None:
+        """Fix by fix, each barred day's finding is seen on the open day from its first ride long
+        enough, under its final id and start, never withdrawn, and ending no later than the
+        final one."""
+        pings, registry = _stream()
+        batch = KERNEL.detect(pings, fleet=registry)
+        final = {f.finding_id: f for f in batch.itertuples()}
+        order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+        states: dict[str, Any] = {}
+        announced: dict[str, int] = {}
+        for k in range(len(order)):
+            states, closed = advance(KERNEL, states, order.iloc[k : k + 1], fleet=registry)
+            for f in closed.itertuples():
+                assert f.finding_id in announced  # announced before its day closed
+            for f in open_findings(KERNEL, states, fleet=registry).itertuples():
+                assert f.started_at == final[f.finding_id].started_at
+                assert f.ended_at <= final[f.finding_id].ended_at
+                announced.setdefault(f.finding_id, k)
+        assert set(announced) == set(final)
+
+    def test_open_findings_need_a_rule_that_only_grows(self) -> None:
+        """A rule whose later fixes may withdraw a finding has none to announce early."""
+        with pytest.raises(ValueError, match="withdraw"):
+            open_findings(GAP_KERNEL, {})
 
     def test_lawful_vehicle_keeps_only_its_open_trip(self) -> None:
         """An active vehicle's state holds its open trip, then nothing once it ends."""

@@ -76,6 +76,10 @@
     var title = el("p", "alert__title");
     title.appendChild(el("span", "badge badge--new", "Novo"));
     title.appendChild(document.createTextNode(" " + alert.kind_label));
+    if (alert.provisional) {
+      title.appendChild(document.createTextNode(" "));
+      title.appendChild(el("span", "badge", "dia em curso"));
+    }
     li.appendChild(title);
     var meta = alert.who;
     if (alert.stand_id) { meta += " · ponto " + alert.stand_id; }
