@@ -392,6 +392,14 @@ def propose_all(
                 )
                 review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
+            if (seen := _omission_judged(judged, rule, finding, vehicle_id)) is not None:
+                why = (
+                    f"omissão já julgada ({rule.one_omission_per} "
+                    f"{rule.omission(details)}): achado {seen[0]}, da proposta {seen[1]} "
+                    f"({seen[2]}); cada dia de serviço a mostra de novo, e é uma infração só"
+                )
+                review.append(_review_item(finding, vehicle_id, rule.provision, why))
+                continue
             exemption = book.meter_exemption
             category = category_of.get(vehicle_id)
             if exemption is not None and exemption.exempts(finding["kind"], category):
@@ -410,7 +418,9 @@ def propose_all(
                 continue
             ref = (rule_key(book, rule), id(rule))
             rules[ref] = (book, rule)
-            candidates.append((vehicle_id, ref, day, service, finding))
+            omission = rule.omission(details)  # one omission: one proposal over its days
+            conduct = day if omission is None else f"{rule.one_omission_per}={omission}"
+            candidates.append((vehicle_id, ref, conduct, service, finding))
 
     repeated = _repetition_verdicts(candidates, rules, context)
     groups: dict[tuple[str, RuleRef, str, str], list[Mapping[str, Any]]] = {}
@@ -514,8 +524,10 @@ JUDGED_COLUMNS = (
     "finding_id",
     "proposal_id",
     "status",
+    "details",
 )
-"""Columns of :func:`propose_all`'s ``judged``: a finding in a proposal about ``vehicle_id``."""
+"""Columns of :func:`propose_all`'s ``judged``: a finding in a proposal about ``vehicle_id``
+(``details`` optional: a rule's omission, :attr:`Rule.one_omission_per`, is read from it)."""
 
 _Period = tuple[int, int, str, str, str]
 
@@ -531,6 +543,20 @@ def _judged_periods(judged: pd.DataFrame | None) -> dict[tuple[str, str], list[_
             (start, end, str(r.finding_id), str(r.proposal_id), str(r.status))
         )
     return out
+
+
+def _omission_judged(
+    judged: pd.DataFrame | None, rule: Rule, finding: Mapping[str, Any], vehicle: str
+) -> tuple[str, str, str] | None:
+    """Return the judged finding (id, proposal, status) of the omission ``finding`` shows."""
+    omission = rule.omission(finding["details"] or {})
+    if omission is None or judged is None or judged.empty or "details" not in judged:
+        return None
+    mine = judged[(judged["kind"] == finding["kind"]) & (judged["vehicle_id"] == vehicle)]
+    for r in mine.itertuples(index=False):
+        if rule.omission(r.details or {}) == omission and r.finding_id != finding["finding_id"]:
+            return str(r.finding_id), str(r.proposal_id), str(r.status)
+    return None
 
 
 def _overlapped(

@@ -254,6 +254,12 @@ class Rule(_Case):
     citation_uncertain: str | None = None
     """Why the citation (e.g. the inciso's number) must be checked in the official text; shown
     on proposals and documents until it is."""
+    one_omission_per: str | None = None
+    """For a provision against an omission ("deixar de realizar vistoria"), which every later
+    day of service shows again: the ``details`` key (top level, or in the entry of
+    ``details.reasons`` of the finding's main reason) whose value names the one omission
+    (``last_inspection_on``). A vehicle's findings of one value make one proposal; one of a
+    value already in a proposal is listed for review, never proposed again."""
     note: str | None = None
 
     @model_validator(mode="after")
@@ -274,6 +280,25 @@ class Rule(_Case):
         """Identity of the provision, for reincidence: article, paragraph, inciso, alínea."""
         parts = [self.article, self.paragraph or "", self.inciso or "", self.alinea or ""]
         return "art." + ":".join(parts)
+
+    def omission(self, details: Mapping[str, Any]) -> str | None:
+        """Return the omission a finding's ``details`` show (``one_omission_per``), or None."""
+        key = self.one_omission_per
+        if key is None:
+            return None
+        value = details.get(key)
+        if value is None:
+            main = details.get("reason")
+            entries = details.get("reasons")
+            value = next(
+                (
+                    r.get(key)
+                    for r in (entries if isinstance(entries, list) else [])
+                    if isinstance(r, Mapping) and r.get("reason") == main
+                ),
+                None,
+            )
+        return None if value is None else str(value)
 
 
 def _when_text(value: bool | str | tuple[str, ...]) -> str:
@@ -540,8 +565,9 @@ class Rulebook(_Frozen):
         return next((c for c in self.review if c.matches(kind, details)), None)
 
     def detail_keys(self) -> frozenset[str]:
-        """Return the ``details`` keys :meth:`rule_for` and :meth:`review_for` read."""
-        return frozenset(k for c in (*self.rules, *self.review) for k in c.when)
+        """Return the ``details`` keys the rules and review cases read (and their omissions)."""
+        omissions = [(r.one_omission_per, "reasons") for r in self.rules if r.one_omission_per]
+        return frozenset(k for c in (*self.rules, *self.review) for k in c.when).union(*omissions)
 
     def law_text(self) -> str:
         """Return the text of the law the rulebook quotes."""

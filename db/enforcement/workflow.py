@@ -538,12 +538,24 @@ def _propose_uncovered(
         fleet=_service_categories(session, findings),
         confidence_floor=confidence_floor,
         context=_repetition_context(session, books, findings, covered),
-        judged=_judged(session, municipality, findings),
+        judged=_judged(session, books, findings),
     )
 
 
-def _judged(session: Session, municipality: str, findings: pd.DataFrame) -> pd.DataFrame:
-    """Return the proposed findings (``JUDGED_COLUMNS``) of the new ones' kinds and period."""
+def _judged(
+    session: Session, books: Mapping[str, Rulebook], findings: pd.DataFrame
+) -> pd.DataFrame:
+    """Return the proposed findings (``JUDGED_COLUMNS``) of the new ones' kinds and period.
+
+    Also those of their vehicles under a rule against an omission (``one_omission_per``), of
+    any period: the omission may have been judged long before.
+    """
+    municipality = next(iter(books.values())).municipality
+    kinds = sorted(set(findings["kind"]))
+    omissions = sorted(
+        {r.kind for b in books.values() for r in b.rules if r.one_omission_per} & set(kinds)
+    )
+    vehicles = sorted({str(v) for v in findings["vehicle_id"].dropna()})
     rows = session.execute(
         select(
             Finding.kind,
@@ -553,14 +565,18 @@ def _judged(session: Session, municipality: str, findings: pd.DataFrame) -> pd.D
             Finding.finding_id,
             Proposal.proposal_id,
             Proposal.status,
+            Finding.details,
         )
         .join(ProposalFinding, ProposalFinding.finding_id == Finding.finding_id)
         .join(Proposal, Proposal.proposal_id == ProposalFinding.proposal_id)
         .where(
             Proposal.municipality_code == municipality,
-            Finding.kind.in_(sorted(set(findings["kind"]))),
-            Finding.started_at <= findings["ended_at"].max().to_pydatetime(),
-            Finding.ended_at >= findings["started_at"].min().to_pydatetime(),
+            Finding.kind.in_(kinds),
+            or_(
+                (Finding.started_at <= findings["ended_at"].max().to_pydatetime())
+                & (Finding.ended_at >= findings["started_at"].min().to_pydatetime()),
+                Finding.kind.in_(omissions) & Proposal.vehicle_id.in_(vehicles),
+            ),
         )
     ).all()
     return pd.DataFrame([tuple(r) for r in rows], columns=list(JUDGED_COLUMNS))

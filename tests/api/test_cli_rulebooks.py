@@ -55,7 +55,7 @@ class TestRulebooksCli:
         assert done.returncode == 0, done.stderr
         line = next(r for r in done.stdout.splitlines() if "dispositivos," in r)
         assert line.strip().startswith(
-            "Pinto Bandeira (4314548), táxi: 92 dispositivos, 18 cobertos (1 só com um limite"
+            "Pinto Bandeira (4314548), táxi: 92 dispositivos, 17 cobertos (1 só com um limite"
         )
 
     def test_the_cli_says_how_a_run_gets_the_limits(self, run_pontual) -> None:

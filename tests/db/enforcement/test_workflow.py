@@ -725,3 +725,67 @@ class TestOneConductOneProposal:
             f"período já julgado: sobrepõe-se ao achado {first['finding_id'].iloc[0]}, "
             f"da proposta {pid} (descartada)"
         )
+
+
+def _overdue(start: str, last_inspection: str, vehicle: str = "PB-09"):
+    """A day of service more than 365 days after the vehicle's last vistoria (PB art. 32 VII)."""
+    reasons = [
+        {
+            "reason": "inspection_overdue",
+            "last_inspection_on": last_inspection,
+            "max_inspection_age_days": 365,
+        }
+    ]
+    frame = pd.DataFrame(
+        {
+            "kind": "operating_while_barred",
+            "vehicle_id": vehicle,
+            "stand_id": None,
+            "started_at": [start],
+            "ended_at": [start],
+            "confidence": 0.9,
+            "details": [{"reason": "inspection_overdue", "reasons": reasons}],
+        }
+    )
+    return make_findings(frame, [shapely.Point(-51.45, -29.1)])
+
+
+class TestOneOmission:
+    def test_days_of_service_after_one_missed_vistoria_make_one_proposal(self, session) -> None:
+        """Three days of service with the same last vistoria, generated together, make one
+        proposal (one missed vistoria, one infraction); days after it was proposed are listed
+        for review naming it, whatever the agent decided; a later vistoria missed again is a
+        new omission, proposed."""
+        days = pd.concat(
+            [_overdue(f"2025-05-0{d}T15:00:00Z", "2024-03-01") for d in (6, 7, 8)],
+            ignore_index=True,
+        )
+        store_findings(session, days)
+        assert generate_proposals(session, municipality=PB, timezone=TZ) == 1
+        linked = session.execute(select(ProposalFinding.finding_id)).scalars().all()
+        assert sorted(linked) == sorted(days["finding_id"])
+        pid = session.execute(select(ProposalFinding.proposal_id)).scalars().first()
+        at = T0 + dt.timedelta(days=70)
+        dismiss(session, pid, agent_id="a", reason="vistoria feita fora do cadastro", at=at)
+        later = _overdue("2025-06-02T15:00:00Z", "2024-03-01")
+        again = _overdue("2026-06-02T15:00:00Z", "2025-05-20")
+        store_findings(session, pd.concat([later, again], ignore_index=True))
+        created, done = generate_report(session, municipality=PB, timezone=TZ)
+        assert created == 1
+        (item,) = done.for_review
+        assert item["finding_id"] == later["finding_id"].iloc[0]
+        assert item["reason"].startswith("omissão já julgada (last_inspection_on 2024-03-01)")
+        assert f"da proposta {pid} (descartada)" in item["reason"]
+
+    def test_an_expired_vistoria_is_not_proposed_in_pinto_bandeira(self, session) -> None:
+        """Operating with the vistoria expired types no infraction of Lei 169/2015 by itself
+        (art. 29 II is the missed date, art. 28 II's documents omit the vistoria): listed for
+        review with both provisions, never proposed."""
+        frame = _overdue("2025-05-06T15:00:00Z", "2024-03-01").assign(
+            details=[{"reason": "inspection_expired", "reasons": []}]
+        )
+        store_findings(session, frame)
+        created, done = generate_report(session, municipality=PB, timezone=TZ)
+        assert created == 0
+        (item,) = done.for_review
+        assert item["provision"] == "art. 29, II; art. 28, II"
