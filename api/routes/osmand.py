@@ -10,8 +10,8 @@ Request shapes (those Traccar's own ``OsmAndProtocolDecoder`` reads and its test
   "location": {"timestamp": "2025-06-15T13:45:12.862Z", "coords": {"latitude": …,
   "longitude": …, "accuracy": …, "speed": …, "heading": …, "altitude": …}, "is_moving": …,
   "battery": {…}, "activity": {…}, "extras": {…}, …}}``; ``location`` may also be a list of
-  such objects (a batch). ``speed`` is in m/s and ``-1`` means unknown, as does a negative
-  ``heading``.
+  such objects (a batch). ``speed`` is in m/s and ``-1`` means unknown (another negative is an
+  invalid speed, quarantined), as does a negative ``heading``.
 
 The device is identified by its token (``id``, ``deviceid`` or ``device_id``), printed by
 ``pontual devices add``: a long random secret, so guessing another vehicle's id is not practical
@@ -36,7 +36,9 @@ while the database is unavailable. A JSON body that is JSON but cannot be read u
 a key twice in one object, an integer beyond Python's 4,300-digit limit — is 422 with a pt-BR
 message: its token cannot be trusted or read either, so the answer comes before any device
 lookup and is the same whatever the token (no tracker sends such a body). A body that is not
-JSON at all is a malformed fix of the device the query names (200, kept). A stored (or already
+JSON at all is a malformed fix of the device the query names (200, kept), and so is a request
+giving one parameter two values (twice in the query or the form, or in both): every value is
+kept with the quarantined request, none guessed. A stored (or already
 stored) fix is 200 with an empty body; an instant already stored with other values is
 ``conflicting_duplicate`` (200, the stored fix kept, the new values in ``rejected_fixes``).
 """
@@ -162,7 +164,7 @@ def traccar_json_row(location: Any, *, received: dt.datetime | None = None) -> d
         "timestamp": _text(timestamp),
         "lat": _text(coords.get("latitude")),
         "lon": _text(coords.get("longitude")),
-        "speed_kmh": speed * MPS_TO_KMH if speed is not None and speed >= 0 else None,
+        "speed_kmh": speed * MPS_TO_KMH if speed is not None and speed != -1 else None,
         "heading_deg": heading if heading is not None and heading >= 0 else None,
         "accuracy_m": accuracy if accuracy is not None and accuracy > 0 else None,
         "meter": _text(extras.get("meter")),
@@ -288,6 +290,14 @@ _BODY: dict[str, Any] = {
 """The POST's body as documented (read by hand in :func:`osmand`, not by FastAPI)."""
 
 
+def _repeated(items: list[tuple[str, str]], place: str) -> dict[str, list[str]]:
+    """Return the parameters sent more than once with different values (``place.name``: all)."""
+    values: dict[str, list[str]] = {}
+    for name, value in items:
+        values.setdefault(name, []).append(value)
+    return {f"{place}.{k}": v for k, v in values.items() if len(set(v)) > 1}
+
+
 @router.get("", **_DOC)
 @router.post("", **_DOC, openapi_extra=_BODY)
 async def osmand(
@@ -312,11 +322,13 @@ async def osmand(
     token, para JSON ambíguo (chave repetida num objeto, número com mais de 4.300 dígitos).
     """
     received = dt.datetime.now(dt.UTC)
-    params = dict(request.query_params)
+    query = request.query_params.multi_items()
+    params = dict(query)
     token = params.get("id") or params.get("deviceid") or ""
     content_type = request.headers.get("content-type", "")
     rows: list[dict[str, Any]] | None
     raw: dict[str, Any] = params
+    repeated = _repeated(query, "consulta")
     clash: list[str] = []
     if request.method == "POST" and content_type.startswith("application/json"):
         body = await request.body()
@@ -327,14 +339,17 @@ async def osmand(
         if request.method == "POST" and content_type.startswith(
             ("application/x-www-form-urlencoded", "multipart/form-data")
         ):
-            form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+            fields = [(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)]
+            form = dict(fields)
+            repeated |= _repeated(fields, "formulario")
             clash = sorted(k for k, v in form.items() if k in params and params[k] != v)
-            if clash:  # which value is the fix's? Quarantined with both, not guessed.
+            if clash or repeated:  # which value is the fix's? Quarantined with all, not guessed.
                 raw = {f"consulta.{k}": v for k, v in params.items()}
                 raw |= {f"formulario.{k}": v for k, v in form.items()}
             params |= form
             token = params.get("id") or params.get("deviceid") or ""
-        rows = None if clash else [osmand_row(params, received=received)]
+        raw |= repeated
+        rows = None if clash or repeated else [osmand_row(params, received=received)]
     results = await run_in_threadpool(_store, request, token, rows, raw)
     if any(r.status == ACCEPTED for r in results):
         wake_live_worker(request.app)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
-from api.routes.osmand import osmand_row
+from api.routes.osmand import osmand_row, traccar_json_row
 
 
 def _traccar_query(token: str, unix_s: int) -> str:
@@ -88,6 +89,55 @@ class TestOsmand:
         same = client.post(query, data={"lat": "-30.02"})
         assert same.status_code == 200 and "X-Pontual-Rejected" not in same.headers
 
+    @pytest.mark.parametrize(
+        ("query", "form"),
+        [
+            ("location=-30.03,-51.23&location=10,10", None),
+            ("location=-30.03,-51.23&driver_id=D1&driver_id=D2", None),
+            ("lon=-51.23", [("lat", "abc"), ("lat", "-30.03")]),
+        ],
+        ids=["location-twice", "driver-twice", "form-lat-twice"],
+    )
+    def test_a_parameter_given_two_values_is_quarantined(
+        self,
+        client: TestClient,
+        seeded: dict,
+        api_engine: Engine,
+        query: str,
+        form: list[tuple[str, str]] | None,
+    ) -> None:
+        """A parameter read by hand (location, driver_id) twice in the query, or a form field
+        twice, with different values: which is the fix's? Quarantined with every value (200,
+        the reason named), nothing stored; the same value twice is one fix."""
+        token = seeded["device_token"]
+        unix_s = int(time.time()) - 1800 - len(query)
+        url = f"/osmand?id={token}&timestamp={unix_s}&{query}"
+        body = "&".join(f"{k}={v}" for k, v in form) if form else None
+        headers = {"Content-Type": "application/x-www-form-urlencoded"} if form else None
+        answer = client.post(url, content=body, headers=headers)
+        assert answer.headers.get("X-Pontual-Rejected") == "malformed_request"
+        name = (
+            "formulario.lat"
+            if form
+            else "consulta." + ("location" if "location=10" in query else "driver_id")
+        )
+        with api_engine.connect() as conn:
+            stored = conn.execute(
+                text("SELECT count(*) FROM fixes WHERE ts = to_timestamp(:t)"), {"t": unix_s}
+            ).scalar()
+            kept = conn.execute(
+                text(
+                    "SELECT raw ->> :n FROM rejected_fixes WHERE reason = 'malformed_request' "
+                    "AND raw ? :n ORDER BY rejected_id DESC LIMIT 1"
+                ),
+                {"n": name},
+            ).scalar()
+        assert stored == 0 and len(set(json.loads(kept))) == 2  # raw values are kept as text
+        same = client.get(
+            f"/osmand?id={token}&timestamp={unix_s}&location=-30.03,-51.23&location=-30.03,-51.23"
+        )
+        assert same.status_code == 200 and "X-Pontual-Rejected" not in same.headers
+
     def test_unknown_id_is_401(self, client: TestClient, seeded: dict) -> None:
         """An id that is not a device token is refused with 401."""
         response = client.get("/osmand?id=123456&lat=-30&lon=-51&timestamp=1700000000")
@@ -119,6 +169,19 @@ class TestOsmandRow:
         row = osmand_row(params)
         for key, value in expected.items():
             assert row[key] == value
+
+
+class TestTraccarJsonRow:
+    @pytest.mark.parametrize(
+        ("speed", "expected"), [(-1, None), (None, None), (10, pytest.approx(36.0)), (-50, -180.0)]
+    )
+    def test_speed_minus_one_is_unknown_another_negative_is_kept_to_be_refused(
+        self, speed: float | None, expected: object
+    ) -> None:
+        """-1 m/s is the library's 'unknown'; -50 is no speed a device means: it reaches the
+        validation (invalid_speed, quarantined) instead of being dropped unseen."""
+        row = traccar_json_row({"timestamp": 1700000000, "coords": {"speed": speed}})
+        assert row["speed_kmh"] == expected
 
 
 class TestUnreadableJson:
