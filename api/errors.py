@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 
 ValidationPage = Callable[[Request, RequestValidationError], Response | None]
 """Return the page answering a request's validation errors, or None for the JSON 422."""
+ServerErrorPage = Callable[[Request, Response], Response | None]
+"""Return the page answering a request the server failed (the JSON 5xx given), or None."""
 
 _STATUS_CODES = {
     400: ("bad_request", "requisição malformada"),
@@ -248,11 +250,18 @@ def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal_error", "erro interno; o incidente foi registrado")
 
 
-def install_error_handlers(app: FastAPI, *, validation_page: ValidationPage | None = None) -> None:
+def install_error_handlers(
+    app: FastAPI,
+    *,
+    validation_page: ValidationPage | None = None,
+    server_error_page: ServerErrorPage | None = None,
+) -> None:
     """Register the handlers on ``app``.
 
     ``validation_page(request, exc)``: the answer to a validation error instead of the JSON
     422 (a browser's page), or None; a NUL character the database refused is asked as one.
+    ``server_error_page(request, response)``: the answer instead of a JSON 5xx (a browser's
+    page), or None.
     """
 
     def validation_error(request: Request, exc: Exception) -> Response:
@@ -277,13 +286,25 @@ def install_error_handlers(app: FastAPI, *, validation_page: ValidationPage | No
         cause = _database_cause(exc)
         return _unexpected(request, exc) if cause is None else database_error(request, cause)
 
-    app.add_exception_handler(ApiError, _api_error)
+    def paged(handler: Callable[[Request, Exception], Response]) -> Any:
+        """Wrap ``handler``: its 5xx answered with ``server_error_page`` where it gives one."""
+
+        def answer(request: Request, exc: Exception) -> Response:
+            response = handler(request, exc)
+            if response.status_code < 500 or server_error_page is None:
+                return response
+            page = server_error_page(request, response)
+            return page if page is not None else response
+
+        return answer
+
+    app.add_exception_handler(ApiError, paged(_api_error))
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     for db_error in _DB_ERRORS:
-        app.add_exception_handler(db_error, database_error)
-    app.add_exception_handler(PandasDatabaseError, wrapped_database_error)
-    app.add_exception_handler(ValueError, _value_error)
-    app.add_exception_handler(PartitionStateError, _storage_error)
+        app.add_exception_handler(db_error, paged(database_error))
+    app.add_exception_handler(PandasDatabaseError, paged(wrapped_database_error))
+    app.add_exception_handler(ValueError, paged(_value_error))
+    app.add_exception_handler(PartitionStateError, paged(_storage_error))
     app.add_exception_handler(ClientDisconnect, _client_disconnect)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_exception_handler(Exception, paged(_unexpected))

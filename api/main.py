@@ -28,7 +28,7 @@ from api.schemas import add_body_errors, error_responses
 from api.settings import Settings, get_settings, proxy_networks
 from api.web.auth import SESSION_COOKIE, remember_viewer
 from api.web.pages import install as install_web
-from api.web.pages import refusal_page, validation_page
+from api.web.pages import refusal_page, server_error_page, validation_page
 
 ROUTERS = (
     "api.routes.health",
@@ -166,7 +166,9 @@ def create_app(
     app.state.public_db = DbGate(PUBLIC_DB_SLOTS, wait_s=PUBLIC_DB_WAIT_S, queue=PUBLIC_DB_QUEUE)
     app.state.citizen_map = PageCache(ttl_s=CITIZEN_MAP_TTL_S)
     install_web(app)  # static files, the console's error pages
-    install_error_handlers(app, validation_page=_validation_page)
+    install_error_handlers(
+        app, validation_page=_validation_page, server_error_page=server_error_page
+    )
     app.add_middleware(BodyTimeoutMiddleware, read_timeout_s=settings.body_read_timeout_s)
     app.add_middleware(
         BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes, page=refusal_page

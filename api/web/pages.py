@@ -267,6 +267,16 @@ def _status_text(request: Request, status_code: int, reason: str | None = None) 
             f"O formulário enviado passa do que o servidor aceita ({limit}). Reduza o texto ou "
             "o arquivo e tente de novo."
         )
+    if status_code == 503:
+        return "Serviço indisponível", (
+            "O servidor não consegue atender agora (banco de dados indisponível ou ocupado); "
+            "nada foi gravado. Tente de novo em alguns segundos."
+        )
+    if status_code >= 500:
+        return "Erro interno", (
+            "Algo falhou no servidor ao atender este pedido; o incidente foi registrado. Se "
+            "você enviava um formulário, confira se ele foi gravado antes de enviá-lo de novo."
+        )
     return "Requisição inválida", (
         "O servidor não entendeu o que o navegador enviou. Volte, recarregue a página e "
         "tente de novo."
@@ -314,6 +324,28 @@ def refusal_page(scope: Scope, status_code: int) -> Response | None:
         message=message,
         headers={"Connection": "close"},
     )
+
+
+def server_error_page(request: Request, response: Response) -> Response | None:
+    """Return the page of a request the server failed (5xx), or None for the JSON error.
+
+    A page for a browser outside the API; no session lookup (the database may be the failure).
+    """
+    if not _wants_page(request):
+        return None
+    title, message = _status_text(request, response.status_code)
+    retry = response.headers.get("retry-after")
+    try:
+        return error_page(
+            request,
+            web=None,
+            status_code=response.status_code,
+            title=title,
+            message=message,
+            headers={"Retry-After": retry} if retry else None,
+        )
+    except Exception:  # noqa: BLE001 - the page itself failed (a template): the JSON answer stays
+        return None
 
 
 def _field_problem(err: dict[str, Any]) -> str:

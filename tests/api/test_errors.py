@@ -152,3 +152,42 @@ class TestPtMessage:
         with pytest.raises(ValidationError) as caught:
             Body(kind="nope")
         assert pt_message(dict(caught.value.errors()[0])) == said
+
+
+class TestServerErrorPage:
+    @pytest.mark.parametrize(
+        ("error", "status", "title"),
+        [
+            (RuntimeError("bug"), 500, "Erro interno"),
+            (pg.AdminShutdown("terminating connection"), 503, "Serviço indisponível"),
+        ],
+        ids=["bug", "outage"],
+    )
+    def test_a_browser_gets_a_pt_br_page_the_api_its_json(
+        self, api_engine, error: Exception, status: int, title: str
+    ) -> None:
+        """A console page that fails answers a browser with the console's pt-BR page (the
+        outage's Retry-After kept), not the API's bare JSON; a JSON client still gets the JSON
+        error, and so does the API's path even from a browser."""
+        from api.main import create_app
+        from api.settings import Settings
+
+        app = create_app(engine=api_engine, settings=Settings(secret_key="x" * 40))
+
+        @app.get("/fiscal/boom")
+        @app.get("/api/v1/boom")
+        def boom() -> None:
+            raise error
+
+        html = {"Accept": "text/html,application/xhtml+xml"}
+        with TestClient(app, raise_server_exceptions=False) as client:
+            page = client.get("/fiscal/boom", headers=html)
+            data = client.get("/fiscal/boom", headers={"Accept": "application/json"})
+            api = client.get("/api/v1/boom", headers=html)
+        assert page.status_code == status and page.headers["content-type"].startswith("text/html")
+        assert title in page.text
+        said = "o incidente foi registrado" if status == 500 else "nada foi gravado"
+        assert said in page.text
+        assert page.headers.get("retry-after") == ("5" if status == 503 else None)
+        for response in (data, api):
+            assert response.status_code == status and "error" in response.json()
