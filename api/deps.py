@@ -1,7 +1,8 @@
 """``Annotated`` dependencies of the routes: settings, database session, callers and roles.
 
 :func:`single_values` (on every route, :func:`api.main.create_app`) refuses a query or form
-parameter sent more than once where the route declares one value: 422, nothing run.
+parameter sent more than once where the route declares one value, and a query parameter an API
+route does not declare: 422, nothing run.
 """
 
 from __future__ import annotations
@@ -370,8 +371,8 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _single_names(fields: Sequence[Any]) -> set[str]:
-    """Names (aliases) of the declared fields that take one value, models' fields expanded."""
+def _names(fields: Sequence[Any], *, lists: bool = False) -> set[str]:
+    """Names (aliases) of the declared fields of one value (``lists``: all), models expanded."""
     names: set[str] = set()
     for field in fields:
         info = field.field_info
@@ -380,18 +381,15 @@ def _single_names(fields: Sequence[Any]) -> set[str]:
             names |= {
                 f.alias or name
                 for name, f in model.model_fields.items()
-                if not _is_list(f.annotation)
+                if lists or not _is_list(f.annotation)
             }
-        elif not _is_list(info.annotation):
+        elif lists or not _is_list(info.annotation):
             names.add(field.alias)
     return names
 
 
-def single_value_params(dependant: Dependant) -> tuple[set[str], set[str]]:
-    """Return the query and the form parameters a route's dependency tree declares as one value.
-
-    List parameters (``list[str]``: ``?tipo=a&tipo=b``) are left out: they may repeat.
-    """
+def _declared(dependant: Dependant) -> tuple[list[Any], list[Any]]:
+    """Return the query and the form fields of a route's dependency tree."""
     query: list[Any] = []
     form: list[Any] = []
     pending = [dependant]
@@ -400,10 +398,20 @@ def single_value_params(dependant: Dependant) -> tuple[set[str], set[str]]:
         query.extend(current.query_params)
         form.extend(f for f in current.body_params if isinstance(f.field_info, params.Form))
         pending.extend(current.dependencies)
-    return _single_names(query), _single_names(form)
+    return query, form
 
 
-def _repeated(items: Sequence[tuple[str, Any]]) -> dict[str, list[Any]]:
+def single_value_params(dependant: Dependant) -> tuple[set[str], set[str]]:
+    """Return the query and the form parameters a route's dependency tree declares as one value.
+
+    List parameters (``list[str]``: ``?tipo=a&tipo=b``) are left out: they may repeat.
+    """
+    query, form = _declared(dependant)
+    return _names(query), _names(form)
+
+
+def repeated_values(items: Sequence[tuple[str, Any]]) -> dict[str, list[Any]]:
+    """Return each name given more than once in ``items`` with all its values."""
     values: dict[str, list[Any]] = {}
     for key, value in items:
         values.setdefault(key, []).append(value)
@@ -424,32 +432,61 @@ def _repeat_error(place: str, name: str, values: list[Any]) -> dict[str, Any]:
 
 
 async def single_values(conn: HTTPConnection) -> None:
-    """Refuse a query or form parameter sent more than once that the route takes as one value.
+    """Refuse a parameter sent more than once that the route takes as one value, or unknown.
+
+    Unknown: a query parameter an API route (``/api/…``) does not declare.
 
     FastAPI (as Starlette's ``get``) keeps the last of repeated values: ``?status=a&status=b``
     would be read as ``b``, and a form with two ``motivo`` fields would store the second
     unseen. Raises a :class:`RequestValidationError` naming each (the JSON 422, or the
     console's pt-BR page for a browser) before the route's other dependencies and handler run,
     so nothing is stored. Parameters declared as lists may repeat; an undeclared one is not
-    read, so not checked. Cheap when nothing repeats: the route is inspected only then.
+    read, so not checked. Cheap when nothing repeats: the route is inspected only then (and on
+    an API path with a query, whose names must be declared: :func:`_unknown_query`).
     """
-    repeated = {"query": _repeated(conn.query_params.multi_items())}
+    repeated = {"query": repeated_values(conn.query_params.multi_items())}
     content_type = conn.headers.get("content-type", "")
     route = conn.scope.get("route")
     dependant = getattr(route, "dependant", None)
     request = conn if isinstance(conn, Request) else None
     has_form = request is not None and content_type.startswith(FORM_TYPES)
-    if not isinstance(dependant, Dependant) or not (repeated["query"] or has_form):
+    if not isinstance(dependant, Dependant):
         return
-    single_query, single_form = single_value_params(dependant)
-    if request is not None and has_form and single_form:
-        form = await request.form()  # parsed already for the route's fields: the same object
-        repeated["body"] = _repeated(form.multi_items())
-    errors = [
-        _repeat_error(place, name, values)
-        for place, names in (("query", single_query), ("body", single_form))
-        for name, values in repeated.get(place, {}).items()
-        if name in names
-    ]
+    errors = _unknown_query(conn, dependant)
+    if repeated["query"] or has_form:
+        single_query, single_form = single_value_params(dependant)
+        if request is not None and has_form and single_form:
+            form = await request.form()  # parsed already for the route's fields: the same object
+            repeated["body"] = repeated_values(form.multi_items())
+        errors += [
+            _repeat_error(place, name, values)
+            for place, names in (("query", single_query), ("body", single_form))
+            for name, values in repeated.get(place, {}).items()
+            if name in names
+        ]
     if errors:
         raise RequestValidationError(errors)
+
+
+def _unknown_query(conn: HTTPConnection, dependant: Dependant) -> list[dict[str, Any]]:
+    """Return an error for each query parameter an API route does not declare.
+
+    A misspelt filter (``?vehicle=`` for ``?vehicle_id=``) would be ignored and the answer come
+    unfiltered, as if filtered. The console's pages keep their own forgiving links.
+    """
+    if not conn.query_params or not conn.url.path.startswith("/api/"):
+        return []
+    known = _names(_declared(dependant)[0], lists=True)
+    message = "parâmetro desconhecido nesta rota; aceitos: " + (
+        ", ".join(sorted(known)) or "nenhum"
+    )
+    return [
+        {
+            "type": "value_error",
+            "loc": ("query", name),
+            "msg": message,
+            "input": conn.query_params[name],
+            "ctx": {"error": message},
+        }
+        for name in sorted(set(conn.query_params) - known)
+    ]

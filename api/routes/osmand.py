@@ -59,6 +59,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api import accounts
 from api._errors import NotAuthenticatedError, UnreadableBodyError
+from api.deps import repeated_values
 from api.ingest import ACCEPTED, REJECTED, TS_ORIGIN, RowResult, raw_text, read_device_json
 from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
@@ -292,10 +293,7 @@ _BODY: dict[str, Any] = {
 
 def _repeated(items: list[tuple[str, str]], place: str) -> dict[str, list[str]]:
     """Return the parameters sent more than once with different values (``place.name``: all)."""
-    values: dict[str, list[str]] = {}
-    for name, value in items:
-        values.setdefault(name, []).append(value)
-    return {f"{place}.{k}": v for k, v in values.items() if len(set(v)) > 1}
+    return {f"{place}.{k}": v for k, v in repeated_values(items).items() if len(set(v)) > 1}
 
 
 @router.get("", **_DOC)

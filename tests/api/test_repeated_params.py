@@ -2,7 +2,8 @@
 
 Before: FastAPI kept the last value (``?status=a&status=b`` listed ``b``; two ``username``
 fields logged in as the second) without a word. List parameters (``?kind=a&kind=b``) may
-still repeat (:func:`api.deps.single_values`).
+still repeat (:func:`api.deps.single_values`). A query parameter an API route does not declare
+is refused too: a misspelt filter would be ignored, the answer unfiltered.
 """
 
 from __future__ import annotations
@@ -22,6 +23,39 @@ from api.deps import single_value_params
 def _error(answer: object) -> dict[str, object]:
     body = answer.json()  # type: ignore[attr-defined]
     return dict(body["error"])
+
+
+class TestUnknownQuery:
+    @pytest.mark.parametrize(
+        ("path", "name", "accepted"),
+        [
+            ("/api/v1/findings?vehicle=SIM-1082", "vehicle", "vehicle_id"),
+            ("/api/v1/alerts?stand=2&limit=5", "stand", "stand_id"),
+            ("/api/v1/public/stands?limti=1", "limti", "radius_m"),
+        ],
+    )
+    def test_a_misspelt_filter_is_422_naming_it_and_the_accepted(
+        self, client: TestClient, seeded: dict[str, Any], path: str, name: str, accepted: str
+    ) -> None:
+        """A filter the route does not have (``vehicle`` for ``vehicle_id``) would be ignored
+        and the answer come unfiltered, as if filtered: 422 naming it and what is accepted."""
+        answer = client.get(path, headers=bearer(seeded["tokens"]["agent"]))
+        assert answer.status_code == 422
+        (error,) = _error(answer)["errors"]  # type: ignore[misc]
+        assert error["loc"] == ["query", name]
+        assert error["msg"].startswith("parâmetro desconhecido nesta rota; aceitos: ")
+        assert accepted in error["msg"]
+
+    def test_declared_filters_and_console_pages_are_not_refused(
+        self, client: TestClient, seeded: dict[str, Any]
+    ) -> None:
+        """The declared names pass; a console page's query is not the API's contract."""
+        ok = client.get(
+            "/api/v1/findings?vehicle_id=SIM-1082&limit=5",
+            headers=bearer(seeded["tokens"]["agent"]),
+        )
+        assert ok.status_code == 200
+        assert client.get("/entrar?qualquer=1").status_code == 200
 
 
 class TestQuery:
@@ -78,14 +112,16 @@ class TestQuery:
         )
         assert answer.status_code == 200
 
-    def test_undeclared_parameter_is_not_checked(
+    def test_undeclared_parameter_is_refused_as_unknown_not_as_repeated(
         self, client: TestClient, seeded: dict[str, Any]
     ) -> None:
-        """A parameter the route does not read may repeat (it is ignored, as before)."""
+        """A parameter the API route does not read is unknown, however often it is sent."""
         answer = client.get(
             "/api/v1/proposals?outro=1&outro=2", headers=bearer(seeded["tokens"]["agent"])
         )
-        assert answer.status_code == 200
+        assert answer.status_code == 422
+        (error,) = _error(answer)["errors"]  # type: ignore[misc]
+        assert error["msg"].startswith("parâmetro desconhecido nesta rota")
 
 
 class TestForm:
