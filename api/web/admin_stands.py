@@ -307,6 +307,8 @@ def create_stand(
             **_geometry_values(mode=mode, vertices=vertices, lat=lat, lon=lon, radius_m=radius_m),
         }
         body = validate_form(StandCreate, values)
+        if not body.name:  # a stand people look for by its name (the citizen's page)
+            raise FormValueError("name", "informe o nome do ponto")
         registry.create_stand(
             session=session,
             stand_id=body.stand_id,

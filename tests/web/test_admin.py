@@ -161,6 +161,7 @@ def test_stand_area_typed_with_the_keyboard(page: Any, login: Callable, web_engi
     login(page, "admin")
     page.goto("/admin/pontos/novo")
     page.get_by_label("Identificador (stand_id)").fill(stand_id)
+    page.get_by_label("Nome").fill("Ponto pelo teclado")
     page.get_by_label("Ponto e raio").check()
     page.get_by_label("Latitude do centro").fill("-30,0300")
     page.get_by_label("Longitude do centro").fill("-51.2300")
@@ -179,9 +180,20 @@ def test_stand_area_typed_with_the_keyboard(page: Any, login: Callable, web_engi
 
 
 BAD_STANDS = {
-    "empty geometry": ({"mode": "poligono", "vertices": ""}, "polígono vazio"),
+    "no name": (
+        {"mode": "ponto", "lat": "-30.03", "lon": "-51.23", "radius_m": "20"},
+        "ponto-nome",
+        "informe o nome do ponto",
+    ),
+    "empty geometry": (
+        {"name": "Ponto ruim", "mode": "poligono", "vertices": ""},
+        "ponto-area",
+        "polígono vazio",
+    ),
     "tiny radius": (
-        {"mode": "ponto", "lat": "-30.03", "lon": "-51.23", "radius_m": "5e-324"},
+        {"name": "Ponto ruim", "mode": "ponto", "lat": "-30.03", "lon": "-51.23"}
+        | {"radius_m": "5e-324"},
+        "ponto-area",
         "radius_m era 5e-324; esperado um número em [1, 1000] metros",
     ),
 }
@@ -191,18 +203,16 @@ BAD_STANDS = {
 def test_bad_stand_is_refused_in_portuguese(
     case: str, web_client: Callable, web_engine: Engine
 ) -> None:
-    """An empty polygon, or a radius of 5e-324 m: 422, the registry's pt-BR message next to
-    the area, and nothing written."""
+    """No name, an empty polygon, or a radius of 5e-324 m: 422, the pt-BR message next to the
+    field, and nothing written."""
     client = web_client("admin")
-    data, message = BAD_STANDS[case]
+    data, field, message = BAD_STANDS[case]
     before = (count(web_engine, Stand), changes(web_engine))
     answer = post_form(
         client, "/admin/pontos/novo", "/admin/pontos", {"stand_id": unique("RUIM"), **data}
     )
     assert answer.status_code == 422
-    error = re.search(
-        r'<p class="field-error" id="ponto-area-erro" role="alert">([^<]*)</p>', answer.text
-    )
+    error = re.search(rf'<p class="field-error" id="{field}-erro"[^>]*>([^<]*)</p>', answer.text)
     assert error is not None and message in html.unescape(error.group(1))
     assert (count(web_engine, Stand), changes(web_engine)) == before
 
@@ -643,7 +653,14 @@ def test_audit_log_filters_and_links(web_client: Callable, web_engine: Engine) -
         admin,
         "/admin/pontos/novo",
         "/admin/pontos",
-        {"stand_id": stand_id, "mode": "ponto", "lat": "-30.02", "lon": "-51.22", "radius_m": "20"},
+        {
+            "stand_id": stand_id,
+            "name": "Ponto da auditoria",
+            "mode": "ponto",
+            "lat": "-30.02",
+            "lon": "-51.22",
+            "radius_m": "20",
+        },
     )
     assert created.status_code == 303
     today = dt.date.today()
@@ -718,6 +735,7 @@ def test_edit_end_exclude_and_retire(web_client: Callable, web_engine: Engine) -
         "/admin/pontos",
         {
             "stand_id": stand_id,
+            "name": "Nome antigo",
             "capacity": "3",
             "mode": "ponto",
             "lat": "-30.01",
