@@ -98,6 +98,23 @@ def first_row(kind: str) -> int:
 # --- the file, in parts -----------------------------------------------------------------------
 
 
+_CSV_PROBLEMS = {
+    "field larger than field limit": "um campo passa do limite de {limit} caracteres",
+    "line contains NUL": "a linha contém o caractere nulo (\\0)",
+    "new-line character seen in unquoted field": "quebra de linha num campo sem aspas",
+    "unexpected end of data": "o arquivo termina dentro de um campo entre aspas",
+}
+"""pt-BR of the csv module's errors (their English reaches no user)."""
+
+
+def _csv_problem(exc: csv.Error, *, line: int) -> str:
+    """Say (pt-BR) what the csv module found wrong, and on which line."""
+    text = str(exc)
+    said = next((v for k, v in _CSV_PROBLEMS.items() if text.startswith(k)), "CSV malformado")
+    limit = fmt.integer(csv.field_size_limit())
+    return f"linha {fmt.integer(line)}: {said.format(limit=limit)}"
+
+
 class FileParts:
     """A CSV or GeoJSON file whose data rows (features) can be written out in any subset."""
 
@@ -112,7 +129,11 @@ class FileParts:
             raise ValueError(msg)
         if self.csv:  # parts keep the file's separator, so its decimal commas read as in the CLI
             self.delimiter = csv_delimiter(text)
-            rows = list(csv.reader(io.StringIO(text), delimiter=self.delimiter))
+            reader = csv.reader(io.StringIO(text), delimiter=self.delimiter)
+            try:
+                rows = list(reader)
+            except csv.Error as exc:
+                raise ValueError(_csv_problem(exc, line=reader.line_num)) from None
             self.header = rows[0] if rows else []
             self.records: list[Any] = [r for r in rows[1:] if r]
         else:

@@ -133,6 +133,15 @@ def test_a_geojson_nested_too_deep_is_refused_in_portuguese(web_client: Callable
     assert "arquivo ilegível: GeoJSON inválido: JSON aninhado demais" in page
 
 
+def test_a_csv_field_over_the_limit_is_refused_in_portuguese(web_client: Callable) -> None:
+    """A fleet CSV whose second line is one 1,000,000-character field: refused naming the line
+    and the limit in pt-BR, not the csv module's English."""
+    content = b"vehicle_id,prefixo\n" + b"x" * 1_000_000 + b"\n"
+    page, _ = _preview(web_client("admin"), "frota", "f.csv", content, municipality="")
+    assert "arquivo ilegível: linha 2: um campo passa do limite de 131.072 caracteres" in page
+    assert "field limit" not in page
+
+
 class TestColumns:
     def test_unknown_fleet_columns_are_named(self, web_client: Callable) -> None:
         """'acessivel' and 'municipality_code' would be dropped: the file is refused, naming
