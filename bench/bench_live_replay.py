@@ -231,9 +231,11 @@ def compare(
 ) -> dict[str, dict[str, Any]]:
     """Per kind: counts, same/only-batch/only-live ids, equal details and confidence."""
     from engines.live import LIVE_KINDS
+    from tracking.detectors.findings import PROVISIONAL
 
     batch, _ = _first_by_id(batch_records)
-    live, repeated = _first_by_id(live_records)
+    settled = [r for r in live_records if not (r.get("details") or {}).get(PROVISIONAL)]
+    live, repeated = _first_by_id(settled)  # a day's provisional versions: its settled one
     kinds = list(LIVE_KINDS) + sorted(
         {str(r["kind"]) for r in (*batch.values(), *live.values())} - set(LIVE_KINDS)
     )

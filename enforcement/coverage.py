@@ -288,7 +288,7 @@ def unset_limit(book: Rulebook, rule: Rule) -> str | None:
     Such a rule finds nothing until the regulator gives the limit in ``--thresholds``
     (:data:`tracking.detectors.findings.LIMIT_GATED_REASONS`).
     """
-    reason = rule.when.get("reason")
+    reason = rule.when.get("reason", rule.when.get("reasons"))
     limit = LIMIT_GATED_REASONS.get((rule.kind, reason)) if isinstance(reason, str) else None
     if limit is None or limit in book.thresholds().get(rule.kind, {}):
         return None

@@ -64,6 +64,7 @@ import pandas as pd
 from enforcement.rulebook import COUNTABLE_STATUSES, Rule, Rulebook, check_confidence_floor
 from geo.calendar import brazil_holidays
 from tracking.arrays import epoch_ns
+from tracking.detectors.findings import PROVISIONAL, WITHDRAWN
 
 CONFIRMED_STATUSES = COUNTABLE_STATUSES
 """States of a proposal that some rulebook counts for reincidence (each counts its own subset,
@@ -300,7 +301,8 @@ def propose(
 
 def proposal_details(rulebooks: Mapping[str, Rulebook]) -> frozenset[str]:
     """Return the ``details`` keys :func:`propose_all` reads under ``rulebooks``."""
-    return frozenset({"vehicles", "accused"}).union(*(b.detail_keys() for b in rulebooks.values()))
+    read = {"vehicles", "accused", PROVISIONAL, WITHDRAWN}
+    return frozenset(read).union(*(b.detail_keys() for b in rulebooks.values()))
 
 
 def propose_all(
@@ -376,6 +378,10 @@ def propose_all(
             book = rulebooks.get(service)
             rule = book.rule_for(finding["kind"], details) if book else None
             case = book.review_for(finding["kind"], details) if book and not rule else None
+            covered = rule if rule is not None else case
+            if covered is not None and (why := _unsettled(details)) is not None:
+                review.append(_review_item(finding, vehicle_id, covered.provision, why))
+                continue
             if case is not None:
                 review.append(_review_item(finding, vehicle_id, case.provision, case.reason))
                 continue
@@ -470,6 +476,18 @@ def propose_all(
     proposals.sort(key=lambda p: (p["committed_at"], p["proposal_id"]))
     review.sort(key=lambda r: (r["finding_id"], r["vehicle_id"] or ""))
     return Proposed(proposals, dict(sorted(uncovered.items())), review)
+
+
+def _unsettled(details: Mapping[str, Any]) -> str | None:
+    """Say (pt-BR) why a live finding not settled by its closed day accuses no one, else None."""
+    if details.get(PROVISIONAL) is True:
+        return (
+            "achado provisório: anunciado antes do fim do dia; o primeiro sinal do veículo num "
+            "dia seguinte (ou `pontual analyze` dos fixes gravados) o encerra"
+        )
+    if details.get(WITHDRAWN) is True:
+        return "achado retirado: o dia encerrado não o confirmou (o cadastro mudou nesse dia)"
+    return None
 
 
 def laxer_law(book: Rulebook, kind: str, details: Mapping[str, Any]) -> str | None:

@@ -184,7 +184,9 @@ class _Case(_Frozen):
     kind: str
     when: dict[str, bool | str | tuple[str, ...]] = Field(default_factory=dict)
     """Details the finding must carry: a value, one of several, or a flag (``accessible =
-    true`` matches only ``details.accessible`` True; an absent key never matches)."""
+    true`` matches only ``details.accessible`` True; an absent key never matches). A list in
+    the details matches when one of its entries (a mapping: its ``reason``) does: ``reasons =
+    "inspection_overdue"`` holds whatever the finding's main reason."""
 
     @model_validator(mode="after")
     def _known_kind(self) -> _Case:
@@ -209,6 +211,11 @@ class _Case(_Frozen):
                     return False
                 continue
             allowed = (wanted,) if isinstance(wanted, str) else wanted
+            if isinstance(value, list):
+                said = [str(v.get("reason") if isinstance(v, Mapping) else v) for v in value]
+                if not set(said) & set(allowed):
+                    return False
+                continue
             if value is None or str(value) not in allowed:
                 return False
         return True
@@ -257,7 +264,7 @@ class Rule(_Case):
     one_omission_per: str | None = None
     """For a provision against an omission ("deixar de realizar vistoria"), which every later
     day of service shows again: the ``details`` key (top level, or in the entry of
-    ``details.reasons`` of the finding's main reason) whose value names the one omission
+    ``details.reasons`` that carries it) whose value names the one omission
     (``last_inspection_on``). A vehicle's findings of one value make one proposal; one of a
     value already in a proposal is listed for review, never proposed again."""
     note: str | None = None
@@ -287,14 +294,13 @@ class Rule(_Case):
         if key is None:
             return None
         value = details.get(key)
-        if value is None:
-            main = details.get("reason")
+        if value is None:  # the first reason whose evidence carries it
             entries = details.get("reasons")
             value = next(
                 (
-                    r.get(key)
+                    r[key]
                     for r in (entries if isinstance(entries, list) else [])
-                    if isinstance(r, Mapping) and r.get("reason") == main
+                    if isinstance(r, Mapping) and r.get(key) is not None
                 ),
                 None,
             )

@@ -93,10 +93,15 @@ Findings of an open day
     A kernel whose open findings only grow (``grows_only``: ``operating_while_barred``) also
     gives, at each call, the findings of the vehicles' open parts so far
     (:func:`tracking.detectors.kernel.open_findings`), with ``details.provisional`` true: a
-    barred day is alerted from its first trip long enough. Each later version of the same id
-    replaces the stored provisional one (and its alert's payload and ``event_at``), the day's
-    closing version last, unless a proposal rests on it
-    (:func:`db.enforcement.workflow.settle_provisional`).
+    barred day is alerted from its first trip long enough (never throttled into another day's
+    alert). Each later version of the same id replaces the stored provisional one (and its
+    alert's payload and ``event_at``), the day's closing version last
+    (:func:`db.enforcement.workflow.settle_provisional`); a provisional finding of a closed day
+    without a closing version (the registry changed that day: a vistoria done, a suspension
+    revised) is marked ``withdrawn`` (:func:`db.enforcement.workflow.withdraw_provisional`).
+    Neither a provisional nor a withdrawn finding is proposed. A vehicle that never reports
+    again leaves its finding provisional until ``pontual analyze`` of the stored fixes
+    (``pontual proposals generate --findings``) replaces it.
 Findings and alerts
     Findings are inserted with ``ON CONFLICT (finding_id) DO NOTHING`` (ids are deterministic:
     a finding already stored, e.g. by a batch run, gives no second alert). Each new finding
@@ -138,10 +143,10 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from db.enforcement.workflow import (
-    PROVISIONAL,
     awaits_repetition,
     insert_findings,
     settle_provisional,
+    withdraw_provisional,
 )
 from db.fleet.store import driver_registry_frames
 from db.stands.queries import allowed_places_frame, licence_frame, stands_frame
@@ -167,7 +172,7 @@ from tracking.detectors import (
     tracking_gap,
 )
 from tracking.detectors.day_kernel import DayKernel
-from tracking.detectors.findings import jsonable
+from tracking.detectors.findings import PROVISIONAL, jsonable
 from tracking.detectors.illegal_stand_formation import (
     DEFAULT_MIN_FREE_SHARE,
     DEFAULT_MIN_WAIT_S,
@@ -1341,6 +1346,8 @@ def detect_live(
             after, res = advance(_KERNELS[kind], before, part, **(context | params[kind]))
             found.extend(_records(res))
             if _KERNELS[kind].grows_only:
+                closed = _closed_before(before, after)
+                withdraw_provisional(session, kind, closed, set(res["finding_id"]))
                 found.extend(_open_findings(session, kind, after, params[kind], timezone=timezone))
             saved.extend(
                 {
@@ -1377,6 +1384,20 @@ def detect_live(
         saved.extend(rows)
     _save_states(session, saved)
     return found
+
+
+def _closed_before(
+    before: Mapping[str, Mapping[str, Any] | None], after: Mapping[str, Mapping[str, Any]]
+) -> dict[str, int]:
+    """Per vehicle whose kept fixes moved on, the instant before which its findings closed."""
+    out = {}
+    for vehicle, state in after.items():
+        was = ((before.get(vehicle) or {}).get("tail") or {}).get(fr.TIMESTAMP) or []
+        now = (state.get("tail") or {}).get(fr.TIMESTAMP) or []
+        bound = int(now[0]) if now else int(state["seen"]) + 1
+        if was and int(was[0]) < bound:
+            out[vehicle] = bound
+    return out
 
 
 def _open_findings(
@@ -1521,12 +1542,20 @@ def store_findings(
             and awaits_repetition(session, r, municipality=code, timezone=timezone)
         )
         alert_id = (
-            _alert(session, r, throttle_s=throttle_s, webhooks=webhooks)
+            _alert(session, r, throttle_s=0 if _provisional(r) else throttle_s, webhooks=webhooks)
             if is_new and not waits
             else None
         )
         out.append({**r, "new": is_new, "alert_id": alert_id})
     return out
+
+
+def _provisional(record: Mapping[str, Any]) -> bool:
+    """Whether a record is provisional: its own alert, never folded into the day before's.
+
+    A ride across midnight would bring the next day's first finding within the throttle window.
+    """
+    return bool((record.get("details") or {}).get(PROVISIONAL))
 
 
 def _settle_alerts(session: Session, records: list[dict[str, Any]]) -> None:

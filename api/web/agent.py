@@ -86,7 +86,7 @@ from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks
 from fleet.dates import REGISTRY_DATE_MIN, registry_date_max
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
 from maps.findings import METER_LABELS
-from tracking.detectors.findings import KIND_NAMES, KINDS, finding_name
+from tracking.detectors.findings import KIND_NAMES, KINDS, PROVISIONAL, WITHDRAWN, finding_name
 
 router = APIRouter(include_in_schema=False)
 
@@ -272,13 +272,17 @@ def alert_view(alert: Mapping[str, Any], zone: ZoneInfo) -> dict[str, Any]:
         "confidence": _percent(alert.get("confidence")),
         "href": finding_url(str(alert["finding_id"])),
         "repeat_count": int(alert.get("repeat_count") or 0),
-        "provisional": _provisional(alert.get("details")),
+        "unsettled": unsettled(alert.get("details")),
     }
 
 
-def _provisional(details: Any) -> bool:
-    """Whether a finding was announced before its day closed (live; its day goes on)."""
-    return isinstance(details, Mapping) and details.get(workflow.PROVISIONAL) is True
+def unsettled(details: Any) -> str | None:
+    """Return the badge of a live finding its closed day has not settled, or None."""
+    if not isinstance(details, Mapping):
+        return None
+    if details.get(PROVISIONAL) is True:
+        return "provisório"
+    return "retirado" if details.get(WITHDRAWN) is True else None
 
 
 def _alert_span(alert: Mapping[str, Any], zone: ZoneInfo) -> str:
@@ -781,7 +785,7 @@ def finding_page(
             "started": local_time(finding["started_at"], zone),
             "ended": local_time(shown_end(finding["started_at"], finding["ended_at"], zone), zone),
             "confidence": _percent(float(finding["confidence"])),
-            "provisional": _provisional(finding.get("details")),
+            "unsettled": unsettled(finding.get("details")),
         },
         evidence=evidence_views([finding], zone),
         **_map_context(

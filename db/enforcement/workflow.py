@@ -63,7 +63,7 @@ from enforcement.rulebook import (
 )
 from fleet.dates import check_registry_instant
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
-from tracking.detectors.findings import jsonable
+from tracking.detectors.findings import PROVISIONAL, WITHDRAWN, jsonable
 
 TRANSITIONS: dict[str, tuple[str, ...]] = {
     "confirm": ("proposta",),
@@ -105,32 +105,63 @@ def insert_findings(session: Session, records: Sequence[Mapping[str, Any]]) -> s
     return {str(f) for f in done.scalars()}
 
 
-PROVISIONAL = "provisional"
-"""``details`` key (True) of a live finding announced before its day closed (its rule only
-extends such a finding: ``tracking.detectors.kernel.open_findings``)."""
-
-
 def settle_provisional(session: Session, records: Sequence[Mapping[str, Any]]) -> set[str]:
     """Give a stored provisional finding the record's version of the same id; return those ids.
 
-    One a proposal rests on is kept as judged, as :func:`refresh_findings` keeps a judged one.
-    Records of ids not stored, or stored as final, change nothing.
+    No proposal rests on a provisional finding (:mod:`enforcement.proposals` lists it for
+    review). Records of ids not stored, or stored as final, change nothing.
     """
     if not records:
         return set()
     rows = {r["finding_id"]: r for r in _finding_rows(records)}
     open_ids = session.execute(
         select(Finding.finding_id).where(
-            Finding.finding_id.in_(list(rows)),
-            Finding.details[PROVISIONAL].as_boolean().is_(True),
-            ~select(ProposalFinding.finding_id)
-            .where(ProposalFinding.finding_id == Finding.finding_id)
-            .exists(),
+            Finding.finding_id.in_(list(rows)), Finding.details.contains({PROVISIONAL: True})
         )
     ).scalars()
     settled = set(map(str, open_ids))
     _replace_findings(session, rows, settled)
     return settled
+
+
+def withdraw_provisional(
+    session: Session, kind: str, closed_before: Mapping[str, int], confirmed: set[str]
+) -> set[str]:
+    """Mark withdrawn the provisional findings of closed days that no final version confirmed.
+
+    ``closed_before``: per vehicle, the instant (UTC ns) before which its findings of ``kind``
+    are closed; ``confirmed``: the ids whose final version comes now. The alerts say so too.
+    Returns the ids withdrawn.
+    """
+    rows = [  # the database keeps microseconds: the bound rounded up keeps "before" exact
+        {"k": kind, "v": v, "t": pd.Timestamp(-(-ns // 1000), unit="us", tz="UTC").to_pydatetime()}
+        for v, ns in closed_before.items()
+    ]
+    if not rows:
+        return set()
+    withdrawn: set[str] = set()
+    for row in rows:
+        found = session.execute(
+            text(
+                "UPDATE findings SET details = (details - CAST(:p AS text)) "
+                "|| jsonb_build_object(CAST(:w AS text), true) "
+                "WHERE kind = :k AND vehicle_id = :v AND started_at < :t "
+                "AND details @> jsonb_build_object(CAST(:p AS text), true) "
+                "AND NOT finding_id = ANY(:c) RETURNING finding_id"
+            ),
+            row | {"p": PROVISIONAL, "w": WITHDRAWN, "c": sorted(confirmed)},
+        )
+        withdrawn |= {str(f) for f in found.scalars()}
+    if withdrawn:
+        session.execute(
+            text(
+                "UPDATE alerts SET payload = jsonb_set(payload, '{details}', "
+                "((payload -> 'details') - CAST(:p AS text)) "
+                "|| jsonb_build_object(CAST(:w AS text), true)) WHERE finding_id = ANY(:ids)"
+            ),
+            {"p": PROVISIONAL, "w": WITHDRAWN, "ids": sorted(withdrawn)},
+        )
+    return withdrawn
 
 
 def refresh_findings(

@@ -231,6 +231,59 @@ class TestProcessFixes:
         assert "provisional" not in stored and stored["n_trips"] == 2
         assert count(db_session, "SELECT count(*) FROM alerts WHERE vehicle_id = 'LIVE7'") == 1
 
+    def test_a_provisional_day_the_closed_day_does_not_confirm_is_withdrawn(
+        self, db_session: Session
+    ) -> None:
+        """Suspended in the morning's registry, the suspension then annulled the same day: the
+        ride's provisional finding is marked withdrawn (and its alert) at the next day's first
+        fix, as the closed day no longer bars it; it is never proposed."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('LIVEW', 'LIVEW'); "
+                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+                "VALUES ('LIVEW', 'suspended', '2024-03-01', '2024-03-31')"
+            )
+        )
+        kinds = ("operating_while_barred",)
+        ride = [_fix("LIVEW", k, 300.0 * k, "occupied", 1) for k in range(6)]
+        (first,) = process_fixes(db_session, make_pings(ride), kinds=kinds, throttle_s=0)
+        assert first["details"]["provisional"] is True
+        db_session.execute(
+            text("DELETE FROM vehicle_status_periods WHERE vehicle_id = 'LIVEW'")
+        )  # the suspension annulled
+        next_day = make_pings([_fix("LIVEW", 24 * 60, 0.0, "free")])
+        assert process_fixes(db_session, next_day, kinds=kinds, throttle_s=0) == []
+        details = db_session.execute(
+            text("SELECT details FROM findings WHERE finding_id = :f"),
+            {"f": first["finding_id"]},
+        ).scalar_one()
+        assert details.get("withdrawn") is True and "provisional" not in details
+        payload = db_session.execute(
+            text("SELECT payload FROM alerts WHERE finding_id = :f"), {"f": first["finding_id"]}
+        ).scalar_one()
+        assert payload["details"].get("withdrawn") is True
+
+    def test_the_next_days_ride_is_not_folded_into_the_days_alert(
+        self, db_session: Session
+    ) -> None:
+        """A suspended taxi's ride ending just before midnight and the next ride just after:
+        each day has its own alert, the default throttle window notwithstanding."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('LIVEM', 'LIVEM'); "
+                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+                "VALUES ('LIVEM', 'suspended', '2024-03-01', '2024-03-31')"
+            )
+        )
+        midnight = 15 * 60  # minutes from T0 (09:00 local) to the local midnight
+        late = [_fix("LIVEM", midnight - 8 + k, 300.0 * k, "occupied", 1) for k in range(6)]
+        late += [_fix("LIVEM", midnight - 2, 2000.0, "free")]
+        early = [_fix("LIVEM", midnight + 1 + k, 300.0 * k, "occupied", 1) for k in range(6)]
+        kinds = ("operating_while_barred",)
+        for part in (late, early):
+            process_fixes(db_session, make_pings(part), kinds=kinds)
+        assert count(db_session, "SELECT count(*) FROM alerts WHERE vehicle_id = 'LIVEM'") == 2
+
     def test_barred_day_is_judged_with_that_days_registry(self, db_session: Session) -> None:
         """A day suspended, then active: the day's finding, emitted the next day, names the
         suspension; the active day's ride is not found."""

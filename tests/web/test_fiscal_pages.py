@@ -189,8 +189,11 @@ class TestLiveStream:
             "Veículo V9",
             "01/12/2026 09:00:00 a 09:05:00",
         )
-        assert not alert_view(one, zone)["provisional"]
-        assert alert_view({**one, "details": {"provisional": True}}, zone)["provisional"]
+        assert alert_view(one, zone)["unsettled"] is None
+        assert alert_view({**one, "details": {"provisional": True}}, zone)["unsettled"] == (
+            "provisório"
+        )
+        assert alert_view({**one, "details": {"withdrawn": True}}, zone)["unsettled"] == "retirado"
 
     def test_reconnection_replays_the_alerts_after_last_event_id_once(
         self, agent_http: httpx.Client, web_engine: Engine
@@ -389,11 +392,11 @@ class TestEvidencePages:
 
         started = dt.datetime(2026, 11, 22, 13, 0, tzinfo=dt.UTC)
         finding = two_tracks_finding(vehicle_id="WEBPRV", started_at=started)
-        finding = {**finding, "details": {**finding["details"], workflow.PROVISIONAL: True}}
+        finding = {**finding, "details": {**finding["details"], "provisional": True}}
         with session_scope(web_engine) as session:
             workflow.insert_findings(session, [finding])
         page = agent_http.get(f"/fiscal/achados/{finding['finding_id']}").text
-        assert "Dia em curso:" in page
+        assert "Achado provisório:" in page and "não gera proposta" in page
 
     def test_unknown_records_are_pt_br_404_pages(self, agent_http: httpx.Client) -> None:
         """An unknown proposal, finding or document: a 404 page in pt-BR."""

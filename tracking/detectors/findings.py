@@ -58,6 +58,13 @@ KIND_NAMES = {
 """pt-BR name of each kind, for people (outputs for people; files keep the codes)."""
 
 
+PROVISIONAL = "provisional"
+"""``details`` key (True) of a live finding announced before its day closed
+(:func:`tracking.detectors.kernel.open_findings`): later versions replace it; never proposed."""
+WITHDRAWN = "withdrawn"
+"""``details`` key (True) of a provisional finding whose closed day did not confirm it (the
+registry changed that day: a vistoria done, a suspension revised); never proposed."""
+
 LIMIT_GATED_REASONS = {
     ("operating_while_barred", "vehicle_over_age"): "max_vehicle_age_years",
     ("operating_while_barred", "inspection_overdue"): "max_inspection_age_days",

@@ -95,8 +95,9 @@ class TestOsmand:
             ("location=-30.03,-51.23&location=10,10", None),
             ("location=-30.03,-51.23&driver_id=D1&driver_id=D2", None),
             ("lon=-51.23", [("lat", "abc"), ("lat", "-30.03")]),
+            ("lat=-30.03&lat=-30.04&lon=-51.23", None),
         ],
-        ids=["location-twice", "driver-twice", "form-lat-twice"],
+        ids=["location-twice", "driver-twice", "form-lat-twice", "query-lat-twice"],
     )
     def test_a_parameter_given_two_values_is_quarantined(
         self,
@@ -106,7 +107,7 @@ class TestOsmand:
         query: str,
         form: list[tuple[str, str]] | None,
     ) -> None:
-        """A parameter read by hand (location, driver_id) twice in the query, or a form field
+        """A parameter (declared or read by hand) twice in the query, or a form field
         twice, with different values: which is the fix's? Quarantined with every value (200,
         the reason named), nothing stored; the same value twice is one fix."""
         token = seeded["device_token"]
@@ -116,11 +117,8 @@ class TestOsmand:
         headers = {"Content-Type": "application/x-www-form-urlencoded"} if form else None
         answer = client.post(url, content=body, headers=headers)
         assert answer.headers.get("X-Pontual-Rejected") == "malformed_request"
-        name = (
-            "formulario.lat"
-            if form
-            else "consulta." + ("location" if "location=10" in query else "driver_id")
-        )
+        name = "formulario.lat" if form else "consulta." + query.split("=")[0]
+        name = "consulta.driver_id" if "driver_id" in query else name
         with api_engine.connect() as conn:
             stored = conn.execute(
                 text("SELECT count(*) FROM fixes WHERE ts = to_timestamp(:t)"), {"t": unix_s}

@@ -98,10 +98,10 @@ class TestRefreshFindings:
 
 
 class TestSettleProvisional:
-    def test_a_provisional_finding_takes_its_later_versions_until_judged(self, session) -> None:
+    def test_a_provisional_finding_takes_its_later_versions(self, session) -> None:
         """A live finding announced before its day closed (details.provisional) takes each later
-        version of the same id; a final one stored (by a batch) is never replaced by a
-        provisional version; once a proposal rests on a provisional one, it is kept."""
+        version of the same id, the closing one last; a final one stored (by a batch) is never
+        replaced by a provisional version."""
         early = _findings("2025-03-04T12:00:00Z")
         early = early.assign(details=[{"queue_position": 2, "provisional": True}])
         later = early.assign(
@@ -118,15 +118,6 @@ class TestSettleProvisional:
         stored = session.execute(select(Finding.details, Finding.ended_at)).one()
         assert stored.details == {"queue_position": 4}
         assert stored.ended_at == later["ended_at"].iloc[0].to_pydatetime()
-        judged = _findings("2025-03-05T12:00:00Z", vehicle="PB-02")
-        judged = judged.assign(details=[{"queue_position": 2, "provisional": True}])
-        store_findings(session, judged)
-        assert generate_proposals(session, municipality=PB, timezone=TZ) == 2
-        assert settle_provisional(session, judged.assign(details=[{}]).to_dict("records")) == set()
-        details = session.execute(
-            select(Finding.details).where(Finding.finding_id == judged["finding_id"].iloc[0])
-        ).scalar_one()
-        assert details == {"queue_position": 2, "provisional": True}
 
 
 class TestGenerateProposals:
@@ -776,6 +767,37 @@ class TestOneOmission:
         assert item["finding_id"] == later["finding_id"].iloc[0]
         assert item["reason"].startswith("omissão já julgada (last_inspection_on 2024-03-01)")
         assert f"da proposta {pid} (descartada)" in item["reason"]
+
+    def test_an_expired_certificate_does_not_hide_the_missed_vistoria(self, session) -> None:
+        """Days whose main reason is the expired certificate (review only in Pinto Bandeira)
+        but which are also over 365 days since the last vistoria: one art. 32 VII proposal."""
+        frame = pd.concat(
+            [_overdue(f"2025-05-0{d}T15:00:00Z", "2024-03-01", vehicle="PB-10") for d in (6, 7)],
+            ignore_index=True,
+        )
+        expired = {"reason": "inspection_expired", "inspection_valid_until": "2025-03-01"}
+        frame["details"] = [
+            {"reason": "inspection_expired", "reasons": [expired, *d["reasons"]]}
+            for d in frame["details"]
+        ]
+        store_findings(session, frame)
+        created, done = generate_report(session, municipality=PB, timezone=TZ)
+        assert created == 1 and done.for_review == []
+        (provision,) = session.execute(select(Proposal.provision)).scalars().all()
+        assert provision == "art. 32, VII"
+
+    def test_a_live_finding_not_settled_by_its_day_is_not_proposed(self, session) -> None:
+        """A provisional finding (its day still open) and a withdrawn one are listed for
+        review with the reason, never proposed."""
+        provisional = _overdue("2025-05-06T15:00:00Z", "2024-03-01", vehicle="PB-11")
+        provisional["details"] = [{**provisional["details"].iloc[0], "provisional": True}]
+        withdrawn = _overdue("2025-05-06T15:00:00Z", "2024-03-01", vehicle="PB-12")
+        withdrawn["details"] = [{**withdrawn["details"].iloc[0], "withdrawn": True}]
+        store_findings(session, pd.concat([provisional, withdrawn], ignore_index=True))
+        created, done = generate_report(session, municipality=PB, timezone=TZ)
+        assert created == 0
+        reasons = sorted(r["reason"].split(":")[0] for r in done.for_review)
+        assert reasons == ["achado provisório", "achado retirado"]
 
     def test_an_expired_vistoria_is_not_proposed_in_pinto_bandeira(self, session) -> None:
         """Operating with the vistoria expired types no infraction of Lei 169/2015 by itself

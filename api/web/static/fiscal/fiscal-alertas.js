@@ -76,9 +76,9 @@
     var title = el("p", "alert__title");
     title.appendChild(el("span", "badge badge--new", "Novo"));
     title.appendChild(document.createTextNode(" " + alert.kind_label));
-    if (alert.provisional) {
+    if (alert.unsettled) {
       title.appendChild(document.createTextNode(" "));
-      title.appendChild(el("span", "badge", "dia em curso"));
+      title.appendChild(el("span", "badge", alert.unsettled));
     }
     li.appendChild(title);
     var meta = alert.who;
