@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo
 
 import geopandas as gpd
 import pandas as pd
-from sqlalchemy import ColumnElement, func, or_, select, text, update
+from sqlalchemy import ColumnElement, case, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -596,7 +596,7 @@ def _judged(
             Finding.finding_id,
             Proposal.proposal_id,
             Proposal.status,
-            Finding.details,
+            case((Finding.kind.in_(omissions), Finding.details), else_=None),  # omissions only
         )
         .join(ProposalFinding, ProposalFinding.finding_id == Finding.finding_id)
         .join(Proposal, Proposal.proposal_id == ProposalFinding.proposal_id)
