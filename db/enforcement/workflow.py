@@ -106,7 +106,7 @@ def insert_findings(session: Session, records: Sequence[Mapping[str, Any]]) -> s
 
 
 def settle_provisional(session: Session, records: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Give a stored provisional finding the record's version of the same id; return those ids.
+    """Give a stored provisional finding the record's version of the same id; return the changed.
 
     No proposal rests on a provisional finding (:mod:`enforcement.proposals` lists it for
     review). Records of ids not stored, or stored as final, change nothing.
@@ -114,12 +114,17 @@ def settle_provisional(session: Session, records: Sequence[Mapping[str, Any]]) -
     if not records:
         return set()
     rows = {r["finding_id"]: r for r in _finding_rows(records)}
-    open_ids = session.execute(
-        select(Finding.finding_id).where(
+    stored = session.execute(
+        select(Finding.finding_id, Finding.ended_at, Finding.confidence, Finding.details).where(
             Finding.finding_id.in_(list(rows)), Finding.details.contains({PROVISIONAL: True})
         )
-    ).scalars()
-    settled = set(map(str, open_ids))
+    ).all()
+    settled = {  # unchanged versions (a free fix between rides) are not written again
+        str(f.finding_id)
+        for f in stored
+        if (f.ended_at, f.confidence, f.details)
+        != tuple(rows[f.finding_id][k] for k in ("ended_at", "confidence", "details"))
+    }
     _replace_findings(session, rows, settled)
     return settled
 
