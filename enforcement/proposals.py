@@ -483,7 +483,7 @@ def _unsettled(details: Mapping[str, Any]) -> str | None:
     if details.get(PROVISIONAL) is True:
         return (
             "achado provisório: anunciado antes do fim do dia; o primeiro sinal do veículo num "
-            "dia seguinte (ou `pontual analyze` dos fixes gravados) o encerra"
+            "dia seguinte, ou a análise das posições gravadas, o encerra"
         )
     if details.get(WITHDRAWN) is True:
         return "achado retirado: o dia encerrado não o confirmou (o cadastro mudou nesse dia)"

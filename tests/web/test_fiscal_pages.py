@@ -397,6 +397,7 @@ class TestEvidencePages:
             workflow.insert_findings(session, [finding])
         page = agent_http.get(f"/fiscal/achados/{finding['finding_id']}").text
         assert "Achado provisório:" in page and "não gera proposta" in page
+        assert "Gerar propostas" not in page  # nothing to generate from it
 
     def test_unknown_records_are_pt_br_404_pages(self, agent_http: httpx.Client) -> None:
         """An unknown proposal, finding or document: a 404 page in pt-BR."""

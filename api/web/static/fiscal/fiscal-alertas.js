@@ -86,7 +86,7 @@
     meta += " · " + alert.when + " · confiança " + alert.confidence;
     li.appendChild(el("p", "alert__meta", meta));
     var links = el("p", "alert__links");
-    var a = el("a", "", "Ver a evidência e a proposta");
+    var a = el("a", "", alert.unsettled ? "Ver a evidência" : "Ver a evidência e a proposta");
     a.href = alert.href;
     links.appendChild(a);
     li.appendChild(links);
