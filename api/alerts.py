@@ -10,6 +10,8 @@ Fan-out
     Each server process holds one :class:`AlertHub`: one psycopg async connection that
     ``LISTEN`` on ``pontual_alerts`` (reconnecting with backoff), reads each announced alert
     and hands it to the in-process subscribers (SSE and WebSocket clients) whose filters match.
+    An alert announced again (a provisional one settled or withdrawn, ``revision`` ≥ 1) reaches
+    them as a :data:`REVISION` event (:func:`stream_event`).
     Whichever process committed the alert, every process hears the NOTIFY. The same
     connection listens on ``pontual_sessions`` (:data:`api.accounts.SESSIONS_CHANNEL`): a
     logout, a disabled account, a password or role change closes that session's streams.
@@ -17,13 +19,14 @@ Webhooks
     A delivery worker per process (:func:`deliver_due`, woken by each NOTIFY and every few
     seconds) claims due ``webhook_deliveries`` rows with ``FOR UPDATE SKIP LOCKED``, POSTs the
     alert as JSON with ``X-Pontual-Signature: sha256=<hex HMAC-SHA256 of the body with the
-    webhook's secret>`` (stored encrypted, :mod:`api.crypto`) and ``X-Pontual-Alert-Id``, and
+    webhook's secret>`` (stored encrypted, :mod:`api.crypto`), ``X-Pontual-Alert-Id`` and
+    ``X-Pontual-Alert-Revision`` (a settled or withdrawn alert is sent again, one more), and
     in the same transaction marks the row ``delivered`` after a 2xx, or schedules the next
     attempt after ``backoff_s · 2^(attempts − 1)`` (at most one hour), ``failed`` after
     ``max_attempts``.
     The row lock is held during the POST, so two workers never send the same (webhook, alert);
     only a crash between the receiver's 2xx and the COMMIT can repeat a delivery, which the
-    receiver can recognise by ``X-Pontual-Alert-Id``.
+    receiver can recognise by ``X-Pontual-Alert-Id`` and ``X-Pontual-Alert-Revision``.
 """
 
 from __future__ import annotations
@@ -50,12 +53,16 @@ from sqlalchemy.orm import Session
 
 from api.accounts import SESSIONS_CHANNEL
 from api.settings import Settings, get_settings
-from engines.live import CHANNEL, alert_matches, process_fixes
+from engines.live import CHANNEL, REVISED, alert_matches, process_fixes
 
 log = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Pontual-Signature"
 ALERT_ID_HEADER = "X-Pontual-Alert-Id"
+REVISION_HEADER = "X-Pontual-Alert-Revision"
+REVISION = "revision"
+"""Stream event of an alert announced again: settled, or withdrawn (``details.withdrawn``)."""
+_REVISED = "__revised__"
 QUEUE_SIZE = 1000
 POLL_S = 5.0
 MAX_BACKOFF_S = 3600.0
@@ -115,27 +122,42 @@ def detect_on_ingest(
 # --- reading alerts --------------------------------------------------------------------------
 
 
-def _event(row: Mapping[str, Any] | RowMapping) -> dict[str, Any]:
+ANNOUNCED = "payload, created_at, repeat_count, revision"
+"""The ``alerts`` columns :func:`alert_event` reads."""
+
+
+def alert_event(row: Mapping[str, Any] | RowMapping) -> dict[str, Any]:
+    """Return an alert as it is announced, from its :data:`ANNOUNCED` columns."""
     created = row["created_at"]
     return {
         **dict(row["payload"]),
         "created_at": created.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"),
         "repeat_count": int(row["repeat_count"]),
+        "revision": int(row["revision"]),
     }
 
 
+def stream_event(alert: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Return a queued alert as its stream event's name and JSON.
+
+    The name is ``alert``, or :data:`REVISION` for an alert announced again.
+    """
+    data = dict(alert)
+    return (REVISION if data.pop(_REVISED, False) else "alert"), data
+
+
 def fetch_alert(engine: Engine, alert_id: str) -> dict[str, Any] | None:
-    """Return an alert as it is announced (payload, ``created_at``, ``repeat_count``)."""
+    """Return an alert as it is announced (:func:`alert_event`), or None."""
     with engine.connect() as conn:
         row = (
             conn.execute(
-                text("SELECT payload, created_at, repeat_count FROM alerts WHERE alert_id = :a"),
+                text(f"SELECT {ANNOUNCED} FROM alerts WHERE alert_id = :a"),  # noqa: S608
                 {"a": alert_id},
             )
             .mappings()
             .one_or_none()
         )
-    return None if row is None else _event(row)
+    return None if row is None else alert_event(row)
 
 
 def list_alerts(
@@ -176,12 +198,12 @@ def list_alerts(
     total = session.execute(text(f"SELECT count(*) FROM alerts WHERE {cond}"), params).scalar_one()  # noqa: S608
     rows = session.execute(
         text(
-            "SELECT payload, created_at, repeat_count FROM alerts "  # noqa: S608
+            f"SELECT {ANNOUNCED} FROM alerts "  # noqa: S608
             f"WHERE {cond} ORDER BY created_at DESC, alert_id LIMIT :limit OFFSET :offset"
         ),
         params,
     ).mappings()
-    return [_event(r) for r in rows], int(total)
+    return [alert_event(r) for r in rows], int(total)
 
 
 # --- fan-out -------------------------------------------------------------------------------
@@ -279,13 +301,14 @@ class AlertHub:
                     sub.dropped += 1
         return n
 
-    async def _announced(self, alert_id: str) -> None:
+    async def _announced(self, payload: str) -> None:
         self.wake.set()
         if not self.subscribers:
             return
+        alert_id = payload.removeprefix(REVISED)
         alert = await asyncio.to_thread(fetch_alert, self.engine, alert_id)
         if alert is not None:
-            self.publish(alert)
+            self.publish(alert | {_REVISED: True} if alert_id != payload else alert)
 
     async def listen(self) -> None:
         """LISTEN on the alerts channel until cancelled, reconnecting after failures."""
@@ -383,7 +406,7 @@ def deliver_due(
             conn.execute(
                 text(
                     "SELECT d.webhook_id, d.alert_id, d.attempts, w.url, w.secret, "
-                    "a.payload, a.created_at, a.repeat_count "
+                    "a.payload, a.created_at, a.repeat_count, a.revision "
                     "FROM webhook_deliveries d "
                     "JOIN webhooks w ON w.webhook_id = d.webhook_id "
                     "JOIN alerts a ON a.alert_id = d.alert_id "
@@ -396,7 +419,7 @@ def deliver_due(
             .all()
         )
         for row in rows:
-            body = json.dumps(_event(row), ensure_ascii=False, separators=(",", ":")).encode()
+            body = json.dumps(alert_event(row), ensure_ascii=False, separators=(",", ":")).encode()
             try:
                 secret = decrypt_secret(row["secret"], settings=settings)
             except SecretKeyError as exc:
@@ -407,6 +430,7 @@ def deliver_due(
                     "User-Agent": "pontual-webhooks/1",
                     SIGNATURE_HEADER: signature(secret, body),
                     ALERT_ID_HEADER: row["alert_id"],
+                    REVISION_HEADER: str(row["revision"]),
                 }
                 error = _post(row["url"], body, headers, timeout_s)
             attempts = int(row["attempts"]) + 1

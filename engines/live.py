@@ -99,6 +99,9 @@ Findings of an open day
     (:func:`db.enforcement.workflow.settle_provisional`); a provisional finding of a closed day
     without a closing version (the registry changed that day: a vistoria done, a suspension
     revised) is marked ``withdrawn`` (:func:`db.enforcement.workflow.withdraw_provisional`).
+    Settled and withdrawn, its alert is announced again (:func:`_reannounce`: ``revision``
+    incremented, ``NOTIFY pontual_alerts, 'revised:<alert_id>'``, each webhook that had it
+    sent it again); the provisional versions between are not announced.
     Neither a provisional nor a withdrawn finding is proposed. A vehicle that never reports
     again leaves its finding provisional until ``pontual analyze`` of the stored fixes
     (``pontual proposals generate --findings``) replaces it.
@@ -129,7 +132,7 @@ import datetime as dt
 import inspect
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -185,7 +188,9 @@ from tracking.stops import detect_stops
 from tracking.tails import tails_frame
 
 CHANNEL = "pontual_alerts"
-"""PostgreSQL NOTIFY channel; the payload is the alert id."""
+"""PostgreSQL NOTIFY channel; the payload is the alert id (:data:`REVISED` before it: again)."""
+REVISED = "revised:"
+"""Prefix of a NOTIFY payload that announces an alert again (settled or withdrawn)."""
 LIVE_KINDS = (
     "tracking_gap",
     "gps_anomaly",
@@ -1347,7 +1352,9 @@ def detect_live(
             found.extend(_records(res))
             if _KERNELS[kind].grows_only:
                 closed = _closed_before(before, after)
-                withdraw_provisional(session, kind, closed, set(res["finding_id"]))
+                _reannounce(
+                    session, withdraw_provisional(session, kind, closed, set(res["finding_id"]))
+                )
                 found.extend(_open_findings(session, kind, after, params[kind], timezone=timezone))
             saved.extend(
                 {
@@ -1559,7 +1566,10 @@ def _provisional(record: Mapping[str, Any]) -> bool:
 
 
 def _settle_alerts(session: Session, records: list[dict[str, Any]]) -> None:
-    """Give the alert of each provisional finding replaced now the finding's new extent."""
+    """Give the alert of each provisional finding replaced now the finding's new extent.
+
+    A settled one (the closing version, provisional no more) is announced again.
+    """
     if not records:
         return
     session.execute(
@@ -1575,6 +1585,42 @@ def _settle_alerts(session: Session, records: list[dict[str, Any]]) -> None:
             }
             for r in records
         ],
+    )
+    _reannounce(session, {r["finding_id"] for r in records if not _provisional(r)})
+
+
+def _reannounce(session: Session, finding_ids: Collection[str]) -> None:
+    """Announce the alerts of these findings again, settled or withdrawn.
+
+    Their ``revision`` goes up by one, each webhook delivery of them is due again (the payload
+    is read when sent) and the streams hear ``NOTIFY`` with :data:`REVISED` before the id.
+    """
+    if not finding_ids:
+        return
+    alert_ids = (
+        session.execute(
+            text(
+                "UPDATE alerts SET revision = revision + 1 WHERE finding_id = ANY(:f) "
+                "RETURNING alert_id"
+            ),
+            {"f": sorted(finding_ids)},
+        )
+        .scalars()
+        .all()
+    )
+    if not alert_ids:
+        return
+    session.execute(
+        text(
+            "UPDATE webhook_deliveries SET status = 'pending', attempts = 0, "
+            "next_attempt_at = now(), last_error = NULL, delivered_at = NULL "
+            "WHERE alert_id = ANY(:a)"
+        ),
+        {"a": sorted(alert_ids)},
+    )
+    session.execute(
+        text("SELECT pg_notify(:c, :r || a) FROM unnest(CAST(:a AS text[])) AS a"),
+        {"c": CHANNEL, "r": REVISED, "a": sorted(alert_ids)},
     )
 
 

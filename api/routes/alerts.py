@@ -2,14 +2,16 @@
 
 - ``GET /api/v1/alerts``: recent alerts, newest first, paged.
 - ``GET /api/v1/alerts/stream``: Server-Sent Events (``Authorization: Bearer <token>``). Each
-  alert is an ``event: alert`` with ``id: <alert_id>`` and the alert JSON as ``data``; a comment
+  alert is an ``event: alert`` with ``id: <alert_id>`` and the alert JSON as ``data``; an alert
+  announced again (a provisional one settled, or withdrawn: ``details.withdrawn``) is an
+  ``event: revision`` with its JSON (``revision`` ≥ 1) and no ``id``; a comment
   line ``: conectado`` opens the stream and ``: keepalive`` follows every 15 s of silence.
 - ``WS /api/v1/alerts/ws``: WebSocket; the token goes in the ``Authorization`` header, the
   ``token`` query parameter or, when both are absent, in the first message (``{"token":
   "..."}``, sent at once: within 1 s; a browser cannot set headers on a WebSocket). The server
   answers ``{"type": "subscribed", ...}``, then sends ``{"type": "alert", "alert": {...}}``
-  messages. Close codes: 4401 (no or bad token, or the session ended), 4403 (role), 4422 (bad
-  filter).
+  messages (``"type": "revision"`` for an alert announced again). Close codes: 4401 (no or
+  bad token, or the session ended), 4403 (role), 4422 (bad filter).
 
 Both streams end when their session does: logout, account disabled, password or role changed
 (announced by the revocation, :data:`api.accounts.SESSIONS_CHANNEL`), or the token found
@@ -45,7 +47,14 @@ from sqlalchemy.orm import Session
 from api import accounts
 from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
-from api.alerts import SESSION_CLOSED, AlertHub, Subscription, alerts_lifespan, list_alerts
+from api.alerts import (
+    SESSION_CLOSED,
+    AlertHub,
+    Subscription,
+    alerts_lifespan,
+    list_alerts,
+    stream_event,
+)
 from api.deps import BearerToken, SessionDep, SettingsDep, require_roles
 from api.schemas import StrictBody, error_responses
 from api.security import token_digest
@@ -132,6 +141,7 @@ class AlertPublic(BaseModel):
     details: dict[str, Any]
     created_at: str
     repeat_count: int
+    revision: int
 
 
 class AlertsPublic(BaseModel):
@@ -268,8 +278,10 @@ def get_alerts(
 
 
 def _sse(alert: dict[str, Any]) -> str:
-    data = json.dumps(alert, ensure_ascii=False, separators=(",", ":"))
-    return f"id: {alert['alert_id']}\nevent: alert\ndata: {data}\n\n"
+    name, body = stream_event(alert)
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    ident = f"id: {body['alert_id']}\n" if name == "alert" else ""  # a revision keeps the last id
+    return f"{ident}event: {name}\ndata: {data}\n\n"
 
 
 @router.get(
@@ -403,7 +415,8 @@ async def alerts_websocket(
                 await websocket.close(code=4401, reason=(sub.closed or "")[:120])
                 return
             if alert is not None:
-                await websocket.send_json({"type": "alert", "alert": alert})
+                name, body = stream_event(alert)
+                await websocket.send_json({"type": name, "alert": body})
 
     try:
         await websocket.send_json({"type": "subscribed", "filters": filters.model_dump()})

@@ -5,6 +5,7 @@
 - ``/fiscal/alertas``: every alert, paged; asked with ``Accept: text/event-stream`` (as
   ``EventSource`` does), the live stream of the session: ``event: alert`` with ``id: <alert
   id>``; on reconnection the alerts after ``Last-Event-ID`` (or after ``desde``) are sent first.
+  An alert announced again (settled or withdrawn) is an ``event: revision`` without an id.
 - ``/fiscal/achados/{finding_id}``: a finding's evidence, the proposals resting on it, and the
   form that generates proposals for the stored findings (as ``pontual proposals generate``).
 - ``/fiscal/propostas``: the queue, filtered, counted and paged (:mod:`api.proposal_queue`),
@@ -41,7 +42,14 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from api import accounts
-from api.alerts import SESSION_CLOSED, AlertHub, list_alerts
+from api.alerts import (
+    ANNOUNCED,
+    SESSION_CLOSED,
+    AlertHub,
+    alert_event,
+    list_alerts,
+    stream_event,
+)
 from api.audit import record_personal_data_access
 from api.deps import SessionDep
 from api.proposal_queue import (
@@ -462,7 +470,7 @@ def _replay(
         rows = (
             conn.execute(
                 text(
-                    "SELECT payload, created_at, repeat_count FROM alerts "  # noqa: S608
+                    f"SELECT {ANNOUNCED} FROM alerts "  # noqa: S608
                     f"WHERE {where} ORDER BY created_at, alert_id LIMIT :n"
                 ),
                 params,
@@ -470,15 +478,7 @@ def _replay(
             .mappings()
             .all()
         )
-    return [
-        {
-            **dict(r["payload"]),
-            "created_at": r["created_at"].astimezone(dt.UTC).isoformat(),
-            "repeat_count": int(r["repeat_count"]),
-        }
-        for r in rows
-        if dict(r["payload"]).get("alert_id") != last_id
-    ]
+    return [alert_event(r) for r in rows if dict(r["payload"]).get("alert_id") != last_id]
 
 
 def _session_alive(engine: Engine, token: str) -> bool:
@@ -488,8 +488,10 @@ def _session_alive(engine: Engine, token: str) -> bool:
 
 
 def _sse(alert: Mapping[str, Any], zone: ZoneInfo) -> str:
-    data = json.dumps(alert_view(alert, zone), ensure_ascii=False, separators=(",", ":"))
-    return f"id: {alert['alert_id']}\nevent: alert\ndata: {data}\n\n"
+    name, body = stream_event(alert)
+    data = json.dumps(alert_view(body, zone), ensure_ascii=False, separators=(",", ":"))
+    ident = f"id: {body['alert_id']}\n" if name == "alert" else ""  # a revision keeps the last id
+    return f"{ident}event: {name}\ndata: {data}\n\n"
 
 
 def _alert_stream(
@@ -523,9 +525,10 @@ def _alert_stream(
                     reason = json.dumps({"reason": sub.closed}, ensure_ascii=False)
                     yield f"event: closed\ndata: {reason}\n\n"
                     return
-                if str(alert["alert_id"]) in sent:
-                    continue
-                sent.add(str(alert["alert_id"]))
+                if stream_event(alert)[0] == "alert":
+                    if str(alert["alert_id"]) in sent:
+                        continue
+                    sent.add(str(alert["alert_id"]))
                 yield _sse(alert, zone)
         finally:
             hub.unsubscribe(sub)

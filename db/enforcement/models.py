@@ -214,6 +214,11 @@ class Alert(Base):
         Integer, server_default=text("0"), comment="throttled recurrences folded into this alert"
     )
     last_repeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    revision: Mapped[int] = mapped_column(
+        Integer,
+        server_default=text("0"),
+        comment="announcements after the first (settled or withdrawn)",
+    )
 
 
 class LiveDetectorState(Base):

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -36,6 +37,7 @@ from api.alerts import AlertHub, signature
 # How long a test waits for an alert to exist: a deadline, not a latency target (the POST → SSE
 # lag is measured by bench/bench_http_ingest.py); a loaded CI machine can take seconds.
 ALERT_WAIT_S = 30.0
+BARRED = "operating_while_barred"
 
 
 # --- servers and clients ---------------------------------------------------------------------
@@ -132,15 +134,19 @@ class SseClient:
                 "GET", url, headers=headers, params=params, timeout=httpx.Timeout(5, read=30)
             ) as response:
                 self.status = response.status_code
-                data = None
+                data, event, ident = None, "message", None
                 for line in response.iter_lines():
                     if line.startswith(": conectado"):
                         self.ready.set()
+                    elif line.startswith("event: "):
+                        event = line[7:]
+                    elif line.startswith("id: "):
+                        ident = line[4:]
                     elif line.startswith("data: "):
                         data = json.loads(line[6:])
                     elif line == "" and data is not None:
-                        self.events.put((time.monotonic(), data))
-                        data = None
+                        self.events.put((time.monotonic(), {**data, "_event": event, "_id": ident}))
+                        data, event, ident = None, "message", None
                     if self._stop:
                         return
             self.ended.set()
@@ -318,6 +324,81 @@ class TestAlertsEndToEnd:
                 {"w": webhook_id},
             ).one()
         assert tuple(row) == ("delivered", 2, True)
+
+    def test_a_provisional_alert_is_announced_again_when_its_day_closes(
+        self,
+        servers: tuple[Server, Server],
+        seeded: dict,
+        vehicle: tuple[str, str],
+        api_engine: Engine,
+    ) -> None:
+        """A suspended taxi's ride yesterday is alerted as provisional; today's first fix closes
+        the day and settles it: the SSE stream gets a ``revision`` event without an id, the
+        WebSocket a ``revision`` message, and the webhook the alert again with revision 1."""
+        a, b = servers
+        vehicle_id, token = vehicle
+        zone = ZoneInfo("America/Sao_Paulo")
+        today = dt.datetime.now(zone).date()
+        noon = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(12), tzinfo=zone)
+        with api_engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, "
+                    "valid_until) VALUES (:v, 'suspended', :f, :u)"
+                ),
+                {"v": vehicle_id, "f": today - dt.timedelta(days=5), "u": today},
+            )
+        ride = [
+            {
+                "timestamp": (noon + dt.timedelta(minutes=k)).isoformat(),
+                "lat": -30.0277,
+                "lon": -51.2287 + 0.004 * k,
+                "meter": "occupied",
+            }
+            for k in range(6)
+        ]
+        secret = secrets.token_hex(16)
+        admin = bearer(seeded["tokens"]["admin"])
+        with Receiver(fail_first=0) as receiver:
+            created = httpx.post(
+                a.url + "/api/v1/webhooks",
+                json={"url": receiver.url, "secret": secret, "filters": {"kinds": [BARRED]}},
+                headers=admin,
+                timeout=10,
+            )
+            assert created.status_code == 201, created.text
+            webhook_id = created.json()["webhook_id"]
+            try:
+                with (
+                    SseClient(b.url, seeded["tokens"]["agent"], kind=BARRED) as sse,
+                    ws_connect(f"ws://127.0.0.1:{b.port}/api/v1/alerts/ws?kind={BARRED}") as ws,
+                ):
+                    ws.send(json.dumps({"token": seeded["tokens"]["agent"]}))
+                    assert json.loads(ws.recv(timeout=5))["type"] == "subscribed"
+                    for fix in ride:
+                        post_fix(a, token, fix)
+                    ((_, first),) = sse.alerts_for(vehicle_id, ALERT_WAIT_S, until=1)
+                    assert first["_event"] == "alert" and first["_id"] == first["alert_id"]
+                    assert first["details"]["provisional"] is True and first["revision"] == 0
+                    receiver.wait_for(vehicle_id, count=1, timeout_s=10)
+                    post_fix(a, token, _fix(1, meter="free"))  # today: yesterday is closed
+                    ((_, again),) = sse.alerts_for(vehicle_id, ALERT_WAIT_S, until=1)
+                    messages = [json.loads(ws.recv(timeout=ALERT_WAIT_S)) for _ in range(2)]
+                    mine = receiver.wait_for(vehicle_id, count=2, timeout_s=10)
+            finally:
+                httpx.delete(f"{a.url}/api/v1/webhooks/{webhook_id}", headers=admin, timeout=10)
+        assert again["_event"] == "revision" and again["_id"] is None  # Last-Event-ID kept
+        assert again["alert_id"] == first["alert_id"] and again["revision"] == 1
+        assert "provisional" not in again["details"]
+        assert [(m["type"], m["alert"]["revision"]) for m in messages] == [
+            ("alert", 0),
+            ("revision", 1),
+        ]
+        assert [h["x-pontual-alert-revision"] for _, h, _ in mine] == ["0", "1"]
+        bodies = [json.loads(body) for _, _, body in mine]
+        assert [b["revision"] for b in bodies] == [0, 1]
+        assert bodies[0]["details"]["provisional"] is True
+        assert "provisional" not in bodies[1]["details"]
 
 
 class Receiver:

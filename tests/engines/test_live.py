@@ -218,10 +218,12 @@ class TestProcessFixes:
         assert [(f["finding_id"], f["new"], f["alert_id"]) for f in second] == [(fid, False, None)]
         assert second[0]["details"]["n_trips"] == 2
         alert = db_session.execute(
-            text("SELECT payload, event_at FROM alerts WHERE finding_id = :f"), {"f": fid}
+            text("SELECT payload, event_at, revision FROM alerts WHERE finding_id = :f"),
+            {"f": fid},
         ).one()
         assert pd.Timestamp(alert.event_at) == later[-1]["timestamp"]
         assert alert.payload["details"]["n_trips"] == 2
+        assert alert.revision == 0  # a provisional version is not announced again
         next_day = make_pings([_fix("LIVE7", 24 * 60, 0.0, "free")])
         third = process_fixes(db_session, next_day, kinds=kinds, throttle_s=0)
         assert [(f["finding_id"], f["new"]) for f in third] == [(fid, False)]
@@ -230,6 +232,8 @@ class TestProcessFixes:
         ).scalar_one()
         assert "provisional" not in stored and stored["n_trips"] == 2
         assert count(db_session, "SELECT count(*) FROM alerts WHERE vehicle_id = 'LIVE7'") == 1
+        revision = "SELECT revision FROM alerts WHERE vehicle_id = 'LIVE7'"
+        assert count(db_session, revision) == 1  # settled: announced again
 
     def test_a_provisional_day_the_closed_day_does_not_confirm_is_withdrawn(
         self, db_session: Session
@@ -249,6 +253,15 @@ class TestProcessFixes:
         (first,) = process_fixes(db_session, make_pings(ride), kinds=kinds, throttle_s=0)
         assert first["details"]["provisional"] is True
         db_session.execute(
+            text(
+                "WITH w AS (INSERT INTO webhooks (url, secret) VALUES ('http://127.0.0.1:9', 'x') "
+                "RETURNING webhook_id) INSERT INTO webhook_deliveries (webhook_id, alert_id, "
+                "status, attempts, delivered_at) SELECT webhook_id, :a, 'delivered', 1, now() "
+                "FROM w"
+            ),
+            {"a": first["alert_id"]},
+        )  # the provisional alert was delivered
+        db_session.execute(
             text("DELETE FROM vehicle_status_periods WHERE vehicle_id = 'LIVEW'")
         )  # the suspension annulled
         next_day = make_pings([_fix("LIVEW", 24 * 60, 0.0, "free")])
@@ -258,10 +271,18 @@ class TestProcessFixes:
             {"f": first["finding_id"]},
         ).scalar_one()
         assert details.get("withdrawn") is True and "provisional" not in details
-        payload = db_session.execute(
-            text("SELECT payload FROM alerts WHERE finding_id = :f"), {"f": first["finding_id"]}
-        ).scalar_one()
-        assert payload["details"].get("withdrawn") is True
+        payload, revision = db_session.execute(
+            text("SELECT payload, revision FROM alerts WHERE finding_id = :f"),
+            {"f": first["finding_id"]},
+        ).one()
+        assert payload["details"].get("withdrawn") is True and revision == 1
+        delivery = db_session.execute(
+            text(
+                "SELECT status, attempts, delivered_at FROM webhook_deliveries WHERE alert_id = :a"
+            ),
+            {"a": first["alert_id"]},
+        ).one()
+        assert tuple(delivery) == ("pending", 0, None)  # the webhook is sent it again
 
     def test_the_next_days_ride_is_not_folded_into_the_days_alert(
         self, db_session: Session

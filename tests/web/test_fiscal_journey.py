@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 from pypdf import PdfReader
 from sqlalchemy import Engine, text
 from web_fiscal import register_vehicle
-from web_helpers import WEB_USERS, ServeProcess
+from web_helpers import WEB_USERS, ServeProcess, assert_accessible, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -41,12 +41,17 @@ def _device(engine: Engine, vehicle_id: str) -> str:
 
 
 def _post_fix(
-    server: ServeProcess, token: str, *, minutes_ago: float, lon: float = -51.2287
+    server: ServeProcess,
+    token: str,
+    *,
+    minutes_ago: float,
+    lon: float = -51.2287,
+    meter: str = "occupied",
 ) -> None:
-    """POST one occupied fix at the seeded stand (or ``lon``), ``minutes_ago`` old, as the
-    device."""
+    """POST one fix (occupied unless ``meter``) at the seeded stand (or ``lon``),
+    ``minutes_ago`` old, as the device."""
     at = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes_ago)
-    fix = {"timestamp": at.isoformat(), "lat": -30.0277, "lon": lon, "meter": "occupied"}
+    fix = {"timestamp": at.isoformat(), "lat": -30.0277, "lon": lon, "meter": meter}
     response = httpx.post(
         server.url + "/api/v1/pings",
         json={"pings": [fix]},
@@ -133,3 +138,54 @@ def test_alert_arrives_live_then_confirm_and_download_the_pdf(
     assert confirm.details["auto_number"] == auto_number
     assert [r.actor for r in read] == [f"user:{WEB_USERS['agent']}"]
     assert read[0].details["fields"] == ["plate", "holder_name"]
+
+
+def test_a_withdrawn_alert_is_updated_in_the_open_inbox(
+    page: Any, login: Callable, web_engine: Engine, web_server: ServeProcess
+) -> None:
+    """A suspended taxi's ride yesterday arrives in the open inbox marked provisório; the
+    suspension is annulled and today's first fix closes the day: the same item is replaced,
+    marked Atualizado and retirado, offers no proposal, and the status line says so."""
+    from zoneinfo import ZoneInfo
+
+    vehicle = f"JW{secrets.token_hex(3).upper()}"
+    register_vehicle(web_engine, vehicle, plate="JKL1M23", holder="Titular Suspenso")
+    zone = ZoneInfo("America/Sao_Paulo")
+    today = dt.datetime.now(zone).date()
+    with web_engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+                "VALUES (:v, 'suspended', :f, :u)"
+            ),
+            {"v": vehicle, "f": today - dt.timedelta(days=5), "u": today},
+        )
+    token = _device(web_engine, vehicle)
+    noon = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(12), tzinfo=zone)
+    now = dt.datetime.now(dt.UTC)
+
+    login(page, "agent")
+    alerts = page.locator("#alertas")
+    expect(alerts).to_have_attribute("data-live", "on", timeout=15_000)
+    for k in range(5):  # a ride of 3 minutes, yesterday at noon, then the meter free
+        minutes = (now - noon).total_seconds() / 60 - k
+        meter = "occupied" if k < 4 else "free"
+        _post_fix(web_server, token, minutes_ago=minutes, lon=-51.2287 + 0.004 * k, meter=meter)
+    item = alerts.locator("li.alert", has_text=f"Veículo {vehicle}")
+    expect(item).to_be_visible(timeout=ALERT_WAIT_MS)
+    expect(item).to_contain_text("provisório")
+    expect(item.get_by_role("link")).to_have_text("Ver a evidência")
+
+    with web_engine.begin() as conn:  # the suspension annulled that day
+        conn.execute(
+            text("DELETE FROM vehicle_status_periods WHERE vehicle_id = :v"), {"v": vehicle}
+        )
+    _post_fix(web_server, token, minutes_ago=1, meter="free")  # today: yesterday is closed
+    expect(item).to_contain_text("retirado", timeout=ALERT_WAIT_MS)
+    expect(item).to_contain_text("Atualizado")
+    expect(item).not_to_contain_text("provisório")
+    expect(alerts.locator("li.alert", has_text=f"Veículo {vehicle}")).to_have_count(1)
+    expect(page.locator("#alertas-estado")).to_contain_text("Alerta retirado: ")
+    expect(page.locator("#alertas-estado")).to_contain_text(f"veículo {vehicle}")
+    assert_accessible(page)
+    save_screenshot(page, "web-fiscal-alerta-retirado.png")

@@ -5,7 +5,9 @@
  * shown), prepends each new alert once (an alert id already shown is never added again, even
  * after a reconnection, when the browser sends Last-Event-ID), marks it new, announces it in
  * the status line (aria-live) and in the page title, and plays a short tone only when the user
- * turned the sound on (never by itself; the choice is kept in localStorage).
+ * turned the sound on (never by itself; the choice is kept in localStorage). An alert announced
+ * again (event "revision": a provisional one confirmed when its day closed, or withdrawn)
+ * replaces its item when shown, marked "Atualizado", and is announced in the status line.
  */
 (function () {
   "use strict";
@@ -70,11 +72,11 @@
     return node;
   }
 
-  function item(alert) {
+  function item(alert, mark) {
     var li = el("li", "alert alert--new");
     li.setAttribute("data-alert-id", alert.alert_id);
     var title = el("p", "alert__title");
-    title.appendChild(el("span", "badge badge--new", "Novo"));
+    title.appendChild(el("span", "badge badge--new", mark));
     title.appendChild(document.createTextNode(" " + alert.kind_label));
     if (alert.unsettled) {
       title.appendChild(document.createTextNode(" "));
@@ -98,12 +100,24 @@
     seen.add(alert.alert_id);
     var empty = document.getElementById("alertas-vazio");
     if (empty) { empty.remove(); }
-    list.insertBefore(item(alert), list.firstChild);
+    list.insertBefore(item(alert, "Novo"), list.firstChild);
     while (list.children.length > MAX_ITEMS) { list.removeChild(list.lastChild); }
     unread += 1;
     document.title = "(" + unread + ") " + baseTitle;
     setStatus("Novo alerta: " + alert.kind_label + ", " + alert.who.charAt(0).toLowerCase() + alert.who.slice(1) + ".", "on");
     beep();
+  }
+
+  function revise(alert) {
+    if (!alert || !alert.alert_id) { return; }
+    var shown = null;
+    Array.prototype.forEach.call(list.querySelectorAll("[data-alert-id]"), function (li) {
+      if (li.getAttribute("data-alert-id") === alert.alert_id) { shown = li; }
+    });
+    if (!shown) { return; }  // not on this page: the list shows it as it is when reloaded
+    list.replaceChild(item(alert, "Atualizado"), shown);
+    var what = alert.unsettled === "retirado" ? "Alerta retirado" : "Alerta confirmado";
+    setStatus(what + ": " + alert.kind_label + ", " + alert.who.charAt(0).toLowerCase() + alert.who.slice(1) + ".", "on");
   }
 
   function markRead() {
@@ -123,6 +137,9 @@
   });
   source.addEventListener("alert", function (event) {
     try { add(JSON.parse(event.data)); } catch (e) { /* a malformed event is skipped */ }
+  });
+  source.addEventListener("revision", function (event) {
+    try { revise(JSON.parse(event.data)); } catch (e) { /* a malformed event is skipped */ }
   });
   source.addEventListener("closed", function () {
     source.close();
