@@ -654,6 +654,10 @@ def _boardings(
     n = len(track.ts_ns)
     free = track.meter == METER_FREE
     limit = round(BOARDING_WITHIN_S * NS)
+    # Where each free run ends: the next fix not free, or another vehicle's first fix.
+    stop = ~free
+    stop[1:] |= track.codes[1:] != track.codes[:-1]
+    run_end = np.flatnonzero(np.append(stop, True))
     for k in range(len(first)):
         a, b = int(first[k]), int(last[k])
         at = np.flatnonzero(free[a : b + 1])
@@ -661,12 +665,15 @@ def _boardings(
             continue
         j = a + int(at[-1]) + 1
         near = int(end[k])  # the last instant seen free at the place
-        while j < n and track.codes[j] == track.codes[a] and free[j]:
-            if haversine_m(lat[k], lon[k], track.lat[j], track.lon[j]) <= BOARDING_WITHIN_M:
-                near = max(near, int(track.ts_ns[j]))  # still waiting (noise cut the stop)
-            elif track.ts_ns[j] - near > limit:
-                break
-            j += 1
+        if j < n and track.codes[j] == track.codes[a]:
+            j, near = _left_place(
+                track,
+                j,
+                int(run_end[np.searchsorted(run_end, j)]),
+                (float(lat[k]), float(lon[k])),
+                near=near,
+                limit=limit,
+            )
         if j >= n or track.codes[j] != track.codes[a] or track.meter[j] != METER_OCCUPIED:
             continue
         span = np.arange(a + int(at[-1]), j)
@@ -680,6 +687,33 @@ def _boardings(
         ):
             out[k] = j
     return out
+
+
+def _left_place(
+    track: TrackArrays, j: int, r: int, place: tuple[float, float], *, near: int, limit: int
+) -> tuple[int, int]:
+    """Scan the free fixes ``[j, r)`` after a wait at ``place`` (lat, lon).
+
+    Returns the fix past them, or the first one that left the place for longer than ``limit``
+    ns, and the last instant near the place. A fix within :data:`BOARDING_WITHIN_M` of the
+    place moves ``near`` on (noise cut the stop). Read in blocks, since a free run may last
+    hours while the scan ends a few fixes in.
+    """
+    block = 32
+    while j < r:
+        stop = min(j + block, r)
+        ts = track.ts_ns[j:stop]
+        away = haversine_m(place[0], place[1], track.lat[j:stop], track.lon[j:stop])
+        close = away <= BOARDING_WITHIN_M
+        seen = np.maximum.accumulate(np.where(close, ts, near))
+        gone = np.flatnonzero(~close & (ts - seen > limit))
+        if len(gone):
+            i = int(gone[0])
+            return j + i, int(seen[i])
+        near = int(seen[-1])
+        j = stop
+        block *= 4
+    return j, near
 
 
 def _free_share(

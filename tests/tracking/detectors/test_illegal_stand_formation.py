@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import pytest
 import shapely
@@ -447,3 +448,73 @@ class TestStandFormationKernel:
             advance_illegal_stand_formation(None, [], stands=STANDS, min_vehicles=0)
         with pytest.raises(DetectorThresholdError, match="window_days"):
             advance_illegal_stand_formation(None, [], stands=STANDS, window_days=0)
+
+
+def _boardings_one_fix_at_a_time(track, first, last, end, lat, lon):  # type: ignore[no-untyped-def]
+    """The rule of :func:`_boardings` read fix by fix (the oracle of the test below)."""
+    from geo.crs import haversine_m
+    from tracking.detectors import illegal_stand_formation as isf
+    from tracking.detectors._track_kernels import METER_FREE, METER_OCCUPIED, NS
+
+    out = np.full(len(first), -1, dtype=np.int64)
+    n, free = len(track.ts_ns), track.meter == METER_FREE
+    limit = round(isf.BOARDING_WITHIN_S * NS)
+    for k in range(len(first)):
+        a, b = int(first[k]), int(last[k])
+        at = np.flatnonzero(free[a : b + 1])
+        if not len(at):
+            continue
+        j, near = a + int(at[-1]) + 1, int(end[k])
+        while j < n and track.codes[j] == track.codes[a] and free[j]:
+            if haversine_m(lat[k], lon[k], track.lat[j], track.lon[j]) <= isf.BOARDING_WITHIN_M:
+                near = max(near, int(track.ts_ns[j]))
+            elif track.ts_ns[j] - near > limit:
+                break
+            j += 1
+        if j >= n or track.codes[j] != track.codes[a] or track.meter[j] != METER_OCCUPIED:
+            continue
+        steps = [
+            float(haversine_m(track.lat[i], track.lon[i], track.lat[i + 1], track.lon[i + 1]))
+            for i in range(a + int(at[-1]), j - 1)
+        ]
+        if (
+            track.ts_ns[j] - near <= limit
+            and float(haversine_m(lat[k], lon[k], track.lat[j], track.lon[j]))
+            <= isf.BOARDING_WITHIN_M
+            and not any(s > isf.JOIN_STEP_M for s in steps)
+        ):
+            out[k] = j
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_boardings_read_in_blocks_match_the_rule_fix_by_fix(seed: int) -> None:
+    """Random tracks of a few vehicles (free runs of up to 400 fixes that wander near and far,
+    meters switched at random): each wait's boarding is the one the rule finds fix by fix."""
+    from tracking.detectors import illegal_stand_formation as isf
+    from tracking.detectors._track_kernels import TrackArrays
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    codes = np.sort(rng.integers(0, 4, n))
+    ts = np.zeros(n, dtype=np.int64)
+    for c in range(4):
+        mine = codes == c
+        ts[mine] = np.cumsum(rng.integers(5, 40, mine.sum())) * 1_000_000_000
+    step = rng.normal(0, 0.0001, (n, 2)) * rng.choice([1, 12], (n, 1), p=[0.95, 0.05])
+    lat, lon = -30.03 + np.cumsum(step[:, 0]), -51.23 + np.cumsum(step[:, 1])
+    lengths = np.where(rng.random(n) < 0.1, rng.integers(1, 400, n), rng.integers(1, 12, n))
+    kinds = rng.choice([1, 2, 3], n, p=[0.6, 0.3, 0.1])  # free, occupied, off
+    meter = np.repeat(kinds, lengths)[:n].astype(np.int8)
+    track = TrackArrays(
+        vehicles=np.array(["A", "B", "C", "D"], dtype=object), codes=codes, ts_ns=ts,
+        lat=lat, lon=lon, meter=meter, row=np.arange(n), speed_flag=np.zeros(n, dtype=bool),
+    )  # fmt: skip
+    first = np.sort(rng.integers(0, n - 1, 200))
+    last = np.minimum(first + rng.integers(0, 30, 200), n - 1)
+    end = ts[last] + rng.integers(0, 60, 200) * 1_000_000_000
+    near = rng.normal(0, 0.0005, (200, 2))  # the wait's place: near its last fix, or not
+    args = (track, first, last, end, lat[last] + near[:, 0], lon[last] + near[:, 1])
+    expected = _boardings_one_fix_at_a_time(*args)
+    assert (expected >= 0).sum() >= 10  # the draw has boardings to find
+    assert isf._boardings(*args).tolist() == expected.tolist()
