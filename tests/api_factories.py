@@ -7,7 +7,10 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
 
 ROLES = ("admin", "planner", "agent", "supervisor")
 """Roles of logged-in users."""
@@ -92,3 +95,19 @@ class LiveServer:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def suspend_until_today(engine: Any, vehicle_id: str, zone: str = "America/Sao_Paulo") -> date:
+    """Suspend a registered vehicle from five days ago to today (local); return today."""
+    from sqlalchemy import text
+
+    today = datetime.now(ZoneInfo(zone)).date()
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
+                "VALUES (:v, 'suspended', :f, :u)"
+            ),
+            {"v": vehicle_id, "f": today - timedelta(days=5), "u": today},
+        )
+    return today

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 import uvicorn
-from api_factories import SECRET_KEY, bearer
+from api_factories import SECRET_KEY, bearer, suspend_until_today
 from fastapi.testclient import TestClient
 from pypdf import PdfReader
 from sqlalchemy import Engine, text
@@ -337,17 +337,9 @@ class TestAlertsEndToEnd:
         WebSocket a ``revision`` message, and the webhook the alert again with revision 1."""
         a, b = servers
         vehicle_id, token = vehicle
+        today = suspend_until_today(api_engine, vehicle_id)
         zone = ZoneInfo("America/Sao_Paulo")
-        today = dt.datetime.now(zone).date()
         noon = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(12), tzinfo=zone)
-        with api_engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, "
-                    "valid_until) VALUES (:v, 'suspended', :f, :u)"
-                ),
-                {"v": vehicle_id, "f": today - dt.timedelta(days=5), "u": today},
-            )
         ride = [
             {
                 "timestamp": (noon + dt.timedelta(minutes=k)).isoformat(),

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from api_factories import suspend_until_today
 from playwright.sync_api import expect
 from pypdf import PdfReader
 from sqlalchemy import Engine, text
@@ -150,16 +151,8 @@ def test_a_withdrawn_alert_is_updated_in_the_open_inbox(
 
     vehicle = f"JW{secrets.token_hex(3).upper()}"
     register_vehicle(web_engine, vehicle, plate="JKL1M23", holder="Titular Suspenso")
+    today = suspend_until_today(web_engine, vehicle)
     zone = ZoneInfo("America/Sao_Paulo")
-    today = dt.datetime.now(zone).date()
-    with web_engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO vehicle_status_periods (vehicle_id, status, valid_from, valid_until) "
-                "VALUES (:v, 'suspended', :f, :u)"
-            ),
-            {"v": vehicle, "f": today - dt.timedelta(days=5), "u": today},
-        )
     token = _device(web_engine, vehicle)
     noon = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(12), tzinfo=zone)
     now = dt.datetime.now(dt.UTC)
