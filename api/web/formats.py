@@ -190,6 +190,7 @@ FIELD_LABELS = {
     "vehicle_id": "Prefixo", "vertices": "Vértices", "volta": "Retorno",
     "geometry": "Área do ponto", "tipo": "Tipo", "situacao": "Situação", "ponto": "Ponto",
     "veiculo": "Veículo", "confianca": "Confiança mínima", "desde": "Desde",
+    "prefixo": "Prefixo",
 }  # fmt: skip
 """The console's form and query fields by their pt-BR label (the forms' own wording)."""
 
@@ -197,6 +198,11 @@ FIELD_LABELS = {
 def field_label(name: str) -> str:
     """Return a form field's pt-BR label (:data:`FIELD_LABELS`), else its name."""
     return FIELD_LABELS.get(name, name)
+
+
+def clipped(value: str, limit: int = 40) -> str:
+    """Cut an echoed input to ``limit`` characters, "…" marking the cut."""
+    return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
 def plain(value: str) -> str:

@@ -265,9 +265,16 @@ def latest_fix_day(
 
 
 def matches_prefixo(vehicle_id: str, wanted: str) -> bool:
-    """Say whether ``wanted`` (any case, any part) is in the prefixo: "4227" finds "SIM-4227"."""
-    needle = fmt.plain(wanted)
-    return not needle or needle in fmt.plain(vehicle_id)
+    """Say whether ``wanted`` (any case, any part, separators aside) is in the prefixo.
+
+    "4227", "sim4227" and "SIM 4227" find "SIM-4227".
+    """
+
+    def letters(text: str) -> str:
+        return "".join(c for c in fmt.plain(text) if c.isalnum())
+
+    needle = letters(wanted)
+    return not needle or needle in letters(vehicle_id)
 
 
 def now_panel(
@@ -347,6 +354,7 @@ def presence_view(
     )
     summary["share"] = summary["share"].astype("float64")
     absent = habitually_absent(summary).tolist()
+    found = _absence_findings(session, stand_id, start, today)
     days = [start + dt.timedelta(days=k) for k in range(DEFAULT_WINDOW_DAYS)]
     flags = {
         (d.vehicle_id, d.date): (d.operated, d.present, _how_present(d.visits)) for d in table.days
@@ -386,6 +394,7 @@ def presence_view(
                     f"{d:%d/%m}" for d, x in zip(days, strip, strict=True) if x["code"] == "absent"
                 ],
                 "absent": bool(hit),
+                "finding": found.get(row.vehicle_id),
             }
         )
     return {
@@ -403,6 +412,39 @@ def presence_view(
         "absent": sum(r["absent"] for r in rows),
         "licensees": len(table.summary),
     }
+
+
+def _absence_findings(session: Any, stand_id: str, start: dt.date, end: dt.date) -> dict[str, str]:
+    """Per licensee, the enforcement's latest art. 49 finding at the stand in [start, end].
+
+    Told with the limits it was judged by, which may differ from the page's (a run's
+    ``--thresholds``).
+    """
+    rows = session.execute(
+        text(
+            "SELECT DISTINCT ON (vehicle_id) vehicle_id, details -> 'window' AS w, "
+            "details -> 'thresholds' AS t FROM findings "
+            "WHERE kind = 'habitual_absence' AND stand_id = :s AND vehicle_id IS NOT NULL "
+            "AND details -> 'window' ->> 'start' <= :end "
+            "AND details -> 'window' ->> 'end' >= :start "
+            "ORDER BY vehicle_id, details -> 'window' ->> 'end' DESC"
+        ),
+        {"s": stand_id, "start": start.isoformat(), "end": end.isoformat()},
+    ).all()
+    out = {}
+    for vehicle_id, window, limits in rows:
+        limits = limits or {}
+        rule = (
+            f"janela de {limits['window_days']} dias, ao menos {limits['min_operating_days']} "
+            f"em operação, presença em menos de {fmt.percent(limits['min_presence_share'])}"
+            if {"window_days", "min_operating_days", "min_presence_share"} <= set(limits)
+            else "limites não registrados"
+        )
+        out[str(vehicle_id)] = (
+            f"Achado da fiscalização: ausência habitual de {fmt.iso_date(window.get('start'))} "
+            f"a {fmt.iso_date(window.get('end'))} ({rule})"
+        )
+    return out
 
 
 def _how_present(visits: list[dict[str, Any]]) -> str:
@@ -432,8 +474,8 @@ def _refused(request: Request, web: WebSession, stand_id: str) -> Response:
         web=web,
         status_code=403,
         title="Acesso negado",
-        message=f"O ponto {stand_id} não está entre os seus pontos: você não tem acesso a "
-        "esta página.",
+        message=f"O ponto {fmt.clipped(stand_id)} não está entre os seus pontos: você não tem "
+        "acesso a esta página.",
     )
 
 
@@ -443,7 +485,7 @@ def _missing(request: Request, web: WebSession, stand_id: str) -> Response:
         web=web,
         status_code=404,
         title="Ponto não encontrado",
-        message=f"Não há ponto com o número {stand_id}.",
+        message=f"Não há ponto com o número {fmt.clipped(stand_id)}.",
     )
 
 

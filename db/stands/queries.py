@@ -615,7 +615,9 @@ def licensee_people(*, session: Session, vehicle_ids: Sequence[str], on: dt.date
     """Return the autorizatário and the auxiliary drivers of each prefixo on ``on``.
 
     The registry keeps the address and phone of permit holders; drivers have no contact
-    fields, so an auxiliary driver's address and phone are null.
+    fields, so an auxiliary driver's address and phone are null. A prefixo without a permit
+    holder names as autorizatário its driver linked as ``autorizatario_condutor`` on ``on``
+    (the fleet registry's titular), without contact.
 
     Returns
     -------
@@ -629,10 +631,12 @@ def licensee_people(*, session: Session, vehicle_ids: Sequence[str], on: dt.date
             "FROM vehicles v JOIN permit_holders h ON h.holder_id = v.holder_id "
             "WHERE v.vehicle_id = ANY(:v) "
             "UNION ALL "
-            "SELECT a.vehicle_id, 'auxiliar', d.name, NULL, NULL "
+            "SELECT a.vehicle_id, CASE a.role WHEN 'auxiliar' THEN 'auxiliar' "
+            "ELSE 'autorizatario' END, d.name, NULL, NULL "
             "FROM driver_assignments a JOIN drivers d ON d.driver_id = a.driver_id "
-            "WHERE a.vehicle_id = ANY(:v) AND a.role = 'auxiliar' AND a.valid_from <= :on "
-            "AND (a.valid_until IS NULL OR a.valid_until >= :on)"
+            "JOIN vehicles v ON v.vehicle_id = a.vehicle_id "
+            "WHERE a.vehicle_id = ANY(:v) AND (a.role = 'auxiliar' OR v.holder_id IS NULL) "
+            "AND a.valid_from <= :on AND (a.valid_until IS NULL OR a.valid_until >= :on)"
         ),
         {"v": list(vehicle_ids), "on": on},
     ).all()

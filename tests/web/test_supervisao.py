@@ -10,6 +10,7 @@ and links to that day; the intruders and the presence filtered by prefixo.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import secrets
@@ -265,6 +266,39 @@ class TestStandPage:
         assert "Ausência habitual: abaixo do limite (art. 49)" in html
         assert "operou em pelo menos 10 dias e esteve no ponto em menos de 20%" in html
         assert "<strong>1</strong> de 1 prefixo abaixo do limite" in html
+
+    def test_the_enforcements_finding_is_shown_with_its_limits(
+        self, supervisor: httpx.Client, web_engine: Engine
+    ) -> None:
+        """An art. 49 finding of SV-LIC at SV1, judged with other limits (a 7-day window),
+        is told beside the page's own verdict; one at another stand, or whose window ended
+        before the page's, is not."""
+        today = dt.datetime.now(TZ).date()
+        limits = {"window_days": 7, "min_operating_days": 3, "min_presence_share": 0.25}
+        with web_engine.begin() as conn:
+            for fid, stand, ends in (("sv-ha-1", "SV1", 4), ("sv-ha-2", "SV2", 4),
+                                     ("sv-ha-3", "SV1", 40)):  # fmt: skip
+                end = today - dt.timedelta(days=ends)
+                window = {"start": (end - dt.timedelta(days=6)).isoformat(),
+                          "end": end.isoformat(), "timezone": "America/Sao_Paulo"}  # fmt: skip
+                conn.execute(
+                    text(
+                        "INSERT INTO findings (finding_id, kind, vehicle_id, stand_id, "
+                        "started_at, ended_at, confidence, details) VALUES (:f, "
+                        "'habitual_absence', :v, :s, :a, :a, 0.8, CAST(:d AS jsonb)) "
+                        "ON CONFLICT DO NOTHING"
+                    ),
+                    {"f": fid, "v": LICENSED, "s": stand, "a": dt.datetime.now(dt.UTC),
+                     "d": json.dumps({"window": window, "thresholds": limits})},
+                )  # fmt: skip
+        html = supervisor.get("/supervisao/pontos/SV1").text
+        end = today - dt.timedelta(days=4)
+        start = end - dt.timedelta(days=6)
+        assert html.count("Achado da fiscalização") == 1
+        assert (
+            f"Achado da fiscalização: ausência habitual de {start:%d/%m/%Y} a {end:%d/%m/%Y} "
+            "(janela de 7 dias, ao menos 3 em operação, presença em menos de 25%)"
+        ) in html
 
     def test_presence_strip_says_how_each_day_counted(self, supervisor: httpx.Client) -> None:
         """Each day of the strip is labelled; the legend and the rule name the ways beside the
@@ -647,3 +681,21 @@ def test_how_a_present_day_counted(visits: list[dict[str, Any]], code: str) -> N
 
     assert _how_present(visits) == code
     assert _DAY_LABELS[code].startswith("no ponto")
+
+
+@pytest.mark.parametrize(
+    ("wanted", "found"),
+    [("4227", True), ("sim4227", True), ("SIM 4227", True), ("sim-4227", True), ("4228", False)],
+)
+def test_a_prefixo_is_found_however_its_separator_is_typed(wanted: str, found: bool) -> None:
+    """A supervisor types "sim4227" or "SIM 4227" for SIM-4227."""
+    from api.web.supervisor import matches_prefixo
+
+    assert matches_prefixo("SIM-4227", wanted) is found
+
+
+def test_a_long_stand_id_is_not_echoed_whole(supervisor: httpx.Client) -> None:
+    """A 5,000-character stand id in the path: the 403 page names it cut to 40 characters."""
+    response = supervisor.get("/supervisao/pontos/" + "9" * 5000)
+    assert response.status_code == 403
+    assert "9" * 39 + "…" in response.text and "9" * 41 not in response.text

@@ -85,10 +85,12 @@ def db(db_session: Session) -> Session:
             "INSERT INTO vehicles (vehicle_id, prefixo, holder_id) VALUES "
             "('A1', 'A1', 9001), ('B1', 'B1', 9002), ('B2', 'B2', NULL), ('X9', 'X9', NULL);"
             "INSERT INTO drivers (driver_id, name) VALUES ('D1', 'Caio Auxiliar'), "
-            "('D2', 'Dora Antiga');"
+            "('D2', 'Dora Antiga'), ('D3', 'Eva Titular'), ('D4', 'Fábio Titular');"
             "INSERT INTO driver_assignments (driver_id, vehicle_id, role, valid_from, valid_until) "
             "VALUES ('D1', 'A1', 'auxiliar', '2024-01-01', NULL), "
-            "('D2', 'A1', 'auxiliar', '2023-01-01', '2023-12-31')"
+            "('D2', 'A1', 'auxiliar', '2023-01-01', '2023-12-31'), "
+            "('D3', 'B2', 'autorizatario_condutor', '2024-01-01', NULL), "
+            "('D4', 'A1', 'autorizatario_condutor', '2024-01-01', NULL)"
         )
     )
     create_stand(session=s, stand_id="S1", actor="t", area=_square(0), kind="fixo", capacity=1)
@@ -249,11 +251,21 @@ class TestOperationSightings:
 
 class TestLicenseePeople:
     def test_holder_and_current_auxiliaries(self, db: Session) -> None:
-        """A1's autorizatária with contact, and its current auxiliary (a former one is not)."""
+        """A1's autorizatária with contact (its titular driver is not a second one), and its
+        current auxiliary (a former one is not)."""
         frame = licensee_people(session=db, vehicle_ids=["A1"], on=DAY)
         assert sorted(map(tuple, frame[["role", "name", "phone"]].values.tolist())) == [
             ("autorizatario", "Ana Souza", "51 9000"), ("auxiliar", "Caio Auxiliar", None),
         ]  # fmt: skip
+
+    def test_without_a_permit_holder_the_titular_driver_is_the_autorizatario(
+        self, db: Session
+    ) -> None:
+        """B2 has no permit holder: its driver linked as autorizatário condutor is named."""
+        frame = licensee_people(session=db, vehicle_ids=["B2"], on=DAY)
+        assert frame[["role", "name", "phone"]].values.tolist() == [
+            ["autorizatario", "Eva Titular", None]
+        ]
 
 
 class TestSupervisorQueue:
