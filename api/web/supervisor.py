@@ -408,7 +408,7 @@ def presence_view(
         "silent_reach_m": int(DEFAULT_SILENT_REACH_M),
         "min_silence_min": int(DEFAULT_MIN_SILENCE_S // 60),
         "max_silence_h": int(MAX_SILENCE_S // 3600),
-        "rows": rows,
+        "rows": sorted(rows, key=lambda r: (not r["absent"], r["days_operating"] == 0)),
         "absent": sum(r["absent"] for r in rows),
         "licensees": len(table.summary),
     }

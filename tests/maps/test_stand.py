@@ -99,7 +99,7 @@ class TestStandMap:
         assert spec["colour"] == [COLOURS["full"], COLOURS["mid"], COLOURS["unknown"]]
         popup = click_row(page, "stands", 0)
         assert "Praça da Matriz" in popup
-        assert "3 veículo(s) — 100%" in popup
+        assert "3 veículos — 100%" in popup
         lines = [line for line in popup.splitlines() if line.startswith(("1º", "2º", "3º"))]
         assert [line.split("\t")[1] for line in lines] == ["A", "X", "B"]
         assert "intruso (sem licença)" in lines[1]

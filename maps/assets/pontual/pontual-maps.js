@@ -128,6 +128,10 @@
   }
   P.presenceChart = presenceChart;
 
+  function vehicles(n, tz) {
+    return formatValue(n, "num", tz) + (n === 1 ? " veículo" : " veículos");
+  }
+
   P.popups.stand = function (r, layer, tz) {
     var meta = layer.meta || {};
     var html = "<b>" + esc(r.name) + "</b> <span>(ponto nº " + esc(r.stand_id) + ")</span>";
@@ -136,12 +140,12 @@
       (r.capacity === null || r.capacity === undefined ? "não informada"
         : formatValue(r.capacity, "num", tz) + " vagas") + "</td></tr>";
     html +=
-      "<tr><th>Agora (" + P.formatTime(meta.at, tz) + ")</th><td>" + r.n_present + " veículo(s)" +
+      "<tr><th>Agora (" + P.formatTime(meta.at, tz) + ")</th><td>" + vehicles(r.n_present, tz) +
       (r.util === null ? "" : " — " + formatValue(r.util, "pct", tz)) + "</td></tr>";
     html += "<tr><th>Intrusos</th><td>" + r.intruders + "</td></tr>";
     if (r.peak !== null)
       html +=
-        "<tr><th>Pico no período</th><td>" + formatValue(r.peak, "num", tz) + " veículo(s)" +
+        "<tr><th>Pico no período</th><td>" + vehicles(r.peak, tz) +
         (r.peak_util === null ? "" : " — " + formatValue(r.peak_util, "pct", tz)) + "</td></tr>";
     if (r.mean_util !== null)
       html += "<tr><th>Ocupação média</th><td>" + formatValue(r.mean_util, "pct", tz) + "</td></tr>";
