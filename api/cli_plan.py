@@ -120,8 +120,8 @@ def plan(
         )
         fleet_source = fleet.name
     elif from_db:
-        fleet_frame = _registry_fleet(municipality, reference)
-        fleet_source = "cadastro (banco de dados)"
+        fleet_frame = _registry_fleet(municipality, reference, service.value)
+        fleet_source = "cadastro (banco de dados)" if fleet_frame is not None else None
     trip_frame = _read_trips(trips)
     stand_frame = None
     if stands:
@@ -194,7 +194,7 @@ def _read_trips(path: Path | None) -> pd.DataFrame | None:
     return read_input(path, read_trips, flag="--trips")
 
 
-def _registry_fleet(municipality: str, as_of: dt.date) -> pd.DataFrame:
+def _registry_fleet(municipality: str, as_of: dt.date, service: str) -> pd.DataFrame | None:
     from api.cli_db import database_url
     from db.engine import make_engine
     from db.fleet.store import active_fleet_from_db
@@ -202,6 +202,8 @@ def _registry_fleet(municipality: str, as_of: dt.date) -> pd.DataFrame:
     engine = make_engine(database_url())
     try:
         with engine.connect() as conn:
-            return active_fleet_from_db(conn=conn, municipality=municipality, as_of=as_of)
+            return active_fleet_from_db(
+                conn=conn, municipality=municipality, as_of=as_of, service=service
+            )
     finally:
         engine.dispose()

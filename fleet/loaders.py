@@ -709,6 +709,29 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
     )
 
 
+def _possible_registrations(
+    first: Sequence[dt.date | None], year: pd.Series, extracted: pd.Series | None
+) -> list[dt.date | None]:
+    """Keep the first registrations a vehicle can have; the others are unknown (None).
+
+    Porto Alegre's open-data file writes an empty ``data_primeiro_emplac`` as the spreadsheet's
+    day zero, ``1899-12-30`` (99 rows of the 2020 file), and has typos in the future
+    (``2502-02-03``). A registration more than a year before the year of manufacture, or after
+    the file's ``data_extracao`` (today without one), cannot be: read as a date, it would make
+    a 2011 car 127 years old.
+    """
+    made = pd.to_numeric(year, errors="coerce")
+    last = pd.to_datetime(extracted, errors="coerce") if extracted is not None else None
+    today = dt.date.today()
+    out: list[dt.date | None] = []
+    for i, day in enumerate(first):
+        built = made.iloc[i]
+        until = last.iloc[i].date() if last is not None and pd.notna(last.iloc[i]) else today
+        possible = day is not None and day <= until and (pd.isna(built) or day.year >= built - 1)
+        out.append(day if possible else None)
+    return out
+
+
 def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataFrame:
     _require(raw, ("prefixo", "ponto", "placa", "marca", "modelo", "ano_fabricacao"), source=source)
     n = len(raw)
@@ -726,6 +749,7 @@ def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataF
         else [None] * n
     )
     problems.raise_any()
+    first = _possible_registrations(first, year, raw.get("data_extracao"))
     ponto = _blank_to_none(raw["ponto"])
     return pd.DataFrame(
         {

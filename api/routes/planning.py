@@ -62,15 +62,16 @@ def get_plan(
     reference = as_of or dt.datetime.now(ZoneInfo(DEFAULT_TIMEZONE)).date()
     try:
         fleet = active_fleet_from_db(
-            conn=session.connection(), municipality=municipality, as_of=reference
+            conn=session.connection(), municipality=municipality, as_of=reference, service=service
         )
+        known = fleet is not None and len(fleet) > 0
         plan, _ = compose_plan(
             municipality=municipality,
             year=year,
             service=service,
             as_of=reference,
-            fleet=fleet if len(fleet) else None,
-            fleet_source="cadastro" if len(fleet) else None,
+            fleet=fleet if known else None,
+            fleet_source="cadastro" if known else None,
             fleet_is_active=True,
         )
     except UnknownMunicipalityError as exc:

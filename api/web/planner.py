@@ -246,7 +246,11 @@ def compute_plan(
     as_of = _today()
     since = now - dt.timedelta(days=options.days)
     m = options.municipality
-    fleet = active_fleet_from_db(conn=session.connection(), municipality=m, as_of=as_of)
+    fleet = active_fleet_from_db(
+        conn=session.connection(), municipality=m, as_of=as_of, service=options.service
+    )
+    if fleet is not None and not len(fleet):
+        fleet = None
     stands = municipality_stands(session, m)
     pickups = pickups_frame(session, since=since, now=now, municipality=m)
     area, area_note = municipality_area(m, stands=stands, pickups=pickups)
@@ -259,7 +263,7 @@ def compute_plan(
     else:
         findings = findings.iloc[:0]
     latest = None  # with no boarding in the window: the fleet's latest day with data, if any
-    if not len(pickups) and len(fleet):
+    if not len(pickups) and fleet is not None:
         latest = latest_fix_day(
             session=session,
             vehicle_ids=[str(v) for v in fleet["vehicle_id"]],
@@ -271,8 +275,8 @@ def compute_plan(
         year=options.year,
         service=options.service,
         as_of=as_of,
-        fleet=fleet if len(fleet) else None,
-        fleet_source=FLEET_SOURCE if len(fleet) else None,
+        fleet=fleet,
+        fleet_source=FLEET_SOURCE if fleet is not None else None,
         fleet_is_active=True,
         trips=pickups if len(pickups) else None,
         stands=stands if len(stands) else None,
@@ -519,7 +523,7 @@ def home(
     request: Request,
     web: PlannerUser,
     session: SessionDep,
-    municipio: str = "",
+    municipio: Annotated[str, Query(max_length=20)] = "",
     busca: str = "",
     ano: Year = "2022",
     servico: Service = "taxi",
@@ -546,7 +550,7 @@ def home(
         "tables": TABLES,
     }
     busca = busca[:100]
-    chosen = municipio.strip()[:7] or (in_registry[0] if in_registry else DEFAULT_MUNICIPALITY)
+    chosen = municipio.strip() or (in_registry[0] if in_registry else DEFAULT_MUNICIPALITY)
     status = 200
     if busca.strip():
         found, total = find_municipalities(busca)
@@ -575,7 +579,7 @@ def home(
         options = PlanOptions(DEFAULT_MUNICIPALITY, 2022, "taxi", DEFAULT_DEMAND_DAYS)
         chosen = ""
     context["options"] = options
-    context["selected"] = chosen or municipio.strip()[:7]  # a failed search keeps the choice
+    context["selected"] = chosen or municipio.strip()  # a failed search keeps the choice
     if chosen:
         try:
             computed = compute_plan(session, options)

@@ -541,8 +541,18 @@ ORDER BY v.vehicle_id
 """
 
 
-def active_fleet_from_db(*, conn: Connection, municipality: str, as_of: dt.date) -> pd.DataFrame:
+REGISTRY_SERVICE = "taxi"
+"""The service of the registry's vehicles: ``pontual import fleet`` reads taxi fleets (a
+vehicle has no service of its own), so the registry knows no fretamento fleet."""
+
+
+def active_fleet_from_db(
+    *, conn: Connection, municipality: str, as_of: dt.date, service: str = REGISTRY_SERVICE
+) -> pd.DataFrame | None:
     """Return the registry's vehicles of a municipality whose status is active on ``as_of``.
+
+    None for a service the registry does not hold (:data:`REGISTRY_SERVICE`): its fleet is
+    unknown, not the taxis.
 
     Parameters
     ----------
@@ -552,13 +562,17 @@ def active_fleet_from_db(*, conn: Connection, municipality: str, as_of: dt.date)
         IBGE code.
     as_of : datetime.date
         Local date (status periods are inclusive).
+    service : str, default "taxi"
+        The plan's service.
 
     Returns
     -------
-    pandas.DataFrame
+    pandas.DataFrame or None
         ``vehicle_id``, ``prefixo``, ``year`` (Int64), ``first_registered_on``, ``accessible``,
         ``inspection_valid_until``, ``alvara_valid_until``, ``municipality``, ``status``.
     """
+    if service != REGISTRY_SERVICE:
+        return None
     rows = conn.execute(text(_ACTIVE_SQL), {"m": municipality, "d": as_of}).mappings().all()
     columns = [
         "vehicle_id", "prefixo", "year", "first_registered_on", "accessible",

@@ -146,6 +146,19 @@ class TestReadFleet:
         row = fleet.set_index("vehicle_id").loc["3247"]
         assert row["stand_names"] == ("HOSPITAL PRONTO SOCORRO (HPS)",)
         assert (row["plate"], row["make"], row["year"]) == ("IYO1026", "VW", 2018)
+        assert row["first_registered_on"] == dt.date(2018, 5, 28)
+
+    def test_poa_registrations_that_cannot_be_are_unknown(self) -> None:
+        """The file's empty registrations (1899-12-30, the spreadsheet's day zero), those in
+        the future (2502-02-03) and those years before manufacture are unknown, not a 127-year
+        old car; the others are kept (earliest 1995, latest before the extraction)."""
+        fleet = read_fleet(POA_FLEET).set_index("vehicle_id")
+        first = fleet["first_registered_on"]
+        assert first.isna().sum() == 104  # 99 day zero, 2 in the future, 3 before manufacture
+        for prefixo in ("1031", "5007", "3601", "3566"):
+            assert first.loc[prefixo] is None, prefixo
+        known = [d for d in first if d is not None]
+        assert (min(known), max(known)) == (dt.date(1995, 9, 27), dt.date(2020, 3, 2))
 
     def test_contract_file(self, tmp_path: Path) -> None:
         """Contract columns are parsed: booleans, inclusive dates, ';'-separated stands."""

@@ -276,6 +276,8 @@ class TestChoice:
             ({"ano": "2023"}, "&#39;ano&#39; era &#39;2023&#39;; esperado um de 2022, 2024"),
             ({"dias": "abc"}, "&#39;dias&#39; era &#39;abc&#39;; esperado um de 7, 30, 90"),
             ({"municipio": "1234567"}, "não encontrado entre os municípios do IBGE"),
+            ({"municipio": "43145489"}, "Código IBGE &#39;43145489&#39; inválido"),  # not cut
+            ({"municipio": "4314902abc"}, "Código IBGE &#39;4314902abc&#39; inválido"),
         ],
     )
     def test_bad_choices_are_said(

@@ -58,6 +58,21 @@ class TestGetPlan:
         assert body["fleet_gap"]["status"] == "within"
         assert [v["vehicle_id"] for v in body["vehicles"]["over_age"]] == ["PB-2"]
 
+    def test_the_registry_holds_no_fretamento_fleet(
+        self, client: TestClient, seeded: dict, pinto_bandeira_fleet: None
+    ) -> None:
+        """A fretamento plan does not judge the registry's taxis: its fleet is unknown, no
+        vehicle is listed as over age or missing an accessible one."""
+        response = client.get(
+            f"/api/v1/planning/4314548?as_of={AS_OF}&service=fretamento",
+            headers=bearer(seeded["tokens"]["planner"]),
+        )
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert (body["fleet_current"], body["accessible_current"]) == (None, None)
+        vehicles = body["vehicles"]
+        assert (vehicles["checked"], vehicles["over_age"], vehicles["inspection"]) == (0, [], [])
+
     def test_estimate_year(self, client: TestClient, seeded: dict) -> None:
         """year=2024 uses the IBGE estimate (Porto Velho 514,873 → 736–1029)."""
         response = client.get(
