@@ -281,7 +281,11 @@ def build_plan(
         "accessible_basis": accessible_basis,
         "accessible_current": accessible_current,
         "accessible_gap": (
-            gap(accessible_current, minimum=accessible_min) if accessible_min is not None else None
+            _accessible_gap(
+                accessible_current, accessible_min, fleet_known=fleet_current is not None
+            )
+            if accessible_min is not None
+            else None
         ),
         "provisions": [] if rule is None else provisions(rule),
         "areas": area_block,
@@ -291,6 +295,18 @@ def build_plan(
     }
     result: dict[str, Any] = _jsonable(out)
     return result
+
+
+def _accessible_gap(current: int | None, minimum: int, *, fleet_known: bool) -> dict[str, Any]:
+    """Return the accessible vehicles against the minimum.
+
+    A known fleet that does not say which vehicles are accessible is told so: the fleet is not
+    the unknown.
+    """
+    out = gap(current, minimum=minimum)
+    if out["status"] == "unknown" and fleet_known:
+        out["message"] = "acessíveis desconhecidos: a frota não diz quais veículos são acessíveis"
+    return out
 
 
 # ------------------------------------------------------------------------------- rendering

@@ -102,11 +102,14 @@ def active_fleet(
 
 
 def count_accessible(fleet: pd.DataFrame) -> int | None:
-    """Count accessible vehicles; None when the frame does not say (no flag on any row)."""
+    """Count accessible vehicles; None when the frame does not say for every row.
+
+    A count of the few flagged among vehicles nobody knows about would read as the fleet's.
+    """
     if "accessible" not in fleet.columns or len(fleet) == 0:
         return 0 if len(fleet) == 0 else None
     flags = fleet["accessible"]
-    if flags.isna().all():
+    if flags.isna().any():
         return None
     return int((flags.fillna(False).astype(bool)).sum())
 

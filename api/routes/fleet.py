@@ -60,7 +60,7 @@ class VehiclePublic(BaseModel):
     vehicle_id: str
     prefixo: str
     municipality_code: str | None
-    accessible: bool
+    accessible: bool | None
     make: str | None
     model: str | None
     year: int | None

@@ -304,7 +304,7 @@ def figure_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
     def gap_message(value: dict[str, Any] | None) -> str | None:
         if value is None:
             return None
-        if value["status"] == "unknown":
+        if value["status"] == "unknown" and plan["fleet_current"] is None:
             return "frota atual desconhecida: nenhum veículo ativo deste município no cadastro"
         return str(value["message"])
 

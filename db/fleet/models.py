@@ -116,7 +116,9 @@ class Vehicle(Base):
     year: Mapped[int | None] = mapped_column(SmallInteger, comment="year of manufacture")
     fuel: Mapped[str | None] = mapped_column(Text)
     first_registered_on: Mapped[dt.date | None] = mapped_column(Date)
-    accessible: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    accessible: Mapped[bool | None] = mapped_column(
+        Boolean, server_default=text("false"), comment="null: unknown"
+    )
     alvara_valid_until: Mapped[dt.date | None] = mapped_column(Date)
     inspection_valid_until: Mapped[dt.date | None] = mapped_column(Date)
     last_inspection_on: Mapped[dt.date | None] = mapped_column(Date, comment="latest vistoria done")

@@ -230,14 +230,13 @@ def _load_vehicles(conn: Connection, fleet: pd.DataFrame) -> ImportReport:
         rows=rows,
     )
     _check_known_municipalities(conn, stage, "municipality_code")
-    # Unknown accessibility (None) keeps what is stored; a new vehicle defaults to false.
+    # Unknown accessibility (None) keeps what is stored; a new vehicle stays unknown.
     conn.execute(
         text(
-            f"UPDATE {stage} AS s SET accessible = coalesce(s.accessible, v.accessible, false) "
+            f"UPDATE {stage} AS s SET accessible = coalesce(s.accessible, v.accessible) "
             "FROM vehicles v WHERE v.vehicle_id = s.vehicle_id"
         )
     )
-    conn.execute(text(f"UPDATE {stage} SET accessible = false WHERE accessible IS NULL"))
     return merge_staged(
         conn,
         stage=stage,

@@ -294,6 +294,11 @@ class TestLoadFleet:
         rodoviaria = _scalar(conn, "SELECT count(*) FROM parking_licences WHERE stand_id = '1'")
         assert rodoviaria == 366  # the file's n_taxis_frota_2020_03_12 for RODOVIÁRIA
         assert _scalar(conn, "SELECT count(valid_from) FROM parking_licences") == 0
+        # the file has no accessibility flag: unknown, not "not accessible"
+        assert _scalar(conn, "SELECT count(*) FROM vehicles WHERE accessible IS NULL") == 3677
+        conn.execute(text("UPDATE vehicles SET accessible = true WHERE vehicle_id = '3247'"))
+        load_fleet(conn=conn, fleet=read_fleet(POA_FLEET), as_of=SNAPSHOT)
+        assert _scalar(conn, "SELECT accessible FROM vehicles WHERE vehicle_id = '3247'") is True
 
     def test_reload_changes_nothing(self, poa_registry: Connection) -> None:
         """The same snapshot twice: everything unchanged the second time."""

@@ -61,6 +61,19 @@ class TestBuildPlan:
         assert plan["rule"]["rounding"].startswith("frota_min = ceil(população / 700)")
         assert [p["provision"] for p in plan["provisions"]] == ["art. 5º, § 4º", "art. 18"]
 
+    def test_a_fleet_that_does_not_say_which_are_accessible(self) -> None:
+        """600 taxis, two flagged accessible and the rest unknown: the fleet is counted, the
+        accessible ones are unknown (no shortfall claimed), and the message says why."""
+        fleet = _fleet(600, accessible=2).astype({"accessible": "object"})
+        fleet.loc[2:, "accessible"] = None
+        plan = _plan("1100205", fleet=fleet)
+        assert (plan["fleet_current"], plan["accessible_current"]) == (600, None)
+        gap = plan["accessible_gap"]
+        assert (gap["status"], gap["missing"]) == ("unknown", None)
+        assert gap["message"] == (
+            "acessíveis desconhecidos: a frota não diz quais veículos são acessíveis"
+        )
+
     def test_porto_velho_small_fleet_gap(self) -> None:
         """A 600-taxi fleet with 10 accessible: 58 short of 658, 2 short of 12 (2 % of 600)."""
         plan = _plan("1100205", fleet=_fleet(600, accessible=10))

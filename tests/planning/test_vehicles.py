@@ -48,10 +48,17 @@ class TestActiveFleet:
 
 class TestCountAccessible:
     def test_counts_flags(self) -> None:
-        """True flags count; unknown (None) rows do not."""
+        """True flags count when every row says."""
+        assert (
+            count_accessible(_fleet(vehicle_id=["A", "B", "C"], accessible=[True, True, False]))
+            == 2
+        )
+
+    def test_unknown_when_a_row_does_not_say(self) -> None:
+        """Two flagged among vehicles nobody knows about: unknown (None), not the fleet's 1."""
         assert (
             count_accessible(_fleet(vehicle_id=["A", "B", "C"], accessible=[True, None, False]))
-            == 1
+            is None
         )
 
     def test_unknown_when_no_flag(self) -> None:
