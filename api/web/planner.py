@@ -105,14 +105,17 @@ def check_options(*, municipality: str, year: str, service: str, days: str) -> P
     from planning.rules import SERVICES
 
     if year.strip() not in {str(y) for y in YEARS}:
-        msg = f"'ano' era {year[:20]!r}; esperado um de {', '.join(str(y) for y in YEARS)}"
+        years = " ou ".join(map(str, YEARS))
+        msg = f"População: {year[:20]!r} não é um ano da lista; escolha {years}"
         raise PlanOptionError(msg)
     if service not in SERVICES:
-        msg = f"'servico' era {service[:20]!r}; esperado um de {', '.join(SERVICES)}"
+        msg = (
+            f"Serviço: {service[:20]!r} não é um serviço da lista; escolha {' ou '.join(SERVICES)}"
+        )
         raise PlanOptionError(msg)
     if days.strip() not in {str(d) for d in DEMAND_DAYS}:
         allowed = ", ".join(str(d) for d in DEMAND_DAYS)
-        msg = f"'dias' era {days[:20]!r}; esperado um de {allowed}"
+        msg = f"Demanda: {days[:20]!r} dias não está na lista; escolha {allowed} dias"
         raise PlanOptionError(msg)
     return PlanOptions(municipality=municipality, year=int(year), service=service, days=int(days))
 
@@ -572,6 +575,7 @@ def home(
             )
             status = 422 if not found else 200
             chosen = ""
+    context["selected"] = chosen or municipio.strip()  # a failed search keeps the choice
     try:
         options = check_options(municipality=chosen, year=ano, service=servico, days=dias)
     except PlanOptionError as exc:
@@ -579,7 +583,6 @@ def home(
         options = PlanOptions(DEFAULT_MUNICIPALITY, 2022, "taxi", DEFAULT_DEMAND_DAYS)
         chosen = ""
     context["options"] = options
-    context["selected"] = chosen or municipio.strip()  # a failed search keeps the choice
     if chosen:
         try:
             computed = compute_plan(session, options)

@@ -273,8 +273,11 @@ class TestChoice:
         ("params", "message"),
         [
             ({"busca": "xyzzy"}, "Nenhum município do IBGE com “xyzzy”"),
-            ({"ano": "2023"}, "&#39;ano&#39; era &#39;2023&#39;; esperado um de 2022, 2024"),
-            ({"dias": "abc"}, "&#39;dias&#39; era &#39;abc&#39;; esperado um de 7, 30, 90"),
+            (
+                {"ano": "2023"},
+                "População: &#39;2023&#39; não é um ano da lista; escolha 2022 ou 2024",
+            ),
+            ({"dias": "abc"}, "Demanda: &#39;abc&#39; dias não está na lista; escolha 7, 30, 90"),
             ({"municipio": "1234567"}, "não encontrado entre os municípios do IBGE"),
             ({"municipio": "43145489"}, "Código IBGE &#39;43145489&#39; inválido"),  # not cut
             ({"municipio": "4314902abc"}, "Código IBGE &#39;4314902abc&#39; inválido"),
@@ -288,6 +291,15 @@ class TestChoice:
         assert response.status_code == 422
         assert message in response.text
         assert 'role="alert"' in response.text and "Exportar (CSV)" not in response.text
+
+    def test_a_bad_year_keeps_a_municipality_chosen(self, web_client: Callable) -> None:
+        """After a bad year, the form stays on the municipality typed, or on the one shown by
+        default; sent again, it does not jump to the list's first city."""
+        for params in ({"municipio": "4314548", "ano": "2023"}, {"ano": "2023"}):
+            response = web_client("planner").get("/planejamento", params=params)
+            assert response.status_code == 422
+            chosen = re.findall(r'<option value="(\d{7})"\s+selected>', response.text)
+            assert len(chosen) == 1 and chosen[0] == params.get("municipio", chosen[0])
 
     def test_municipality_without_rule(self, web_client: Callable) -> None:
         """São Paulo has no bundled rule: the population and the message, no allowed fleet."""
