@@ -41,7 +41,7 @@ import logging
 import re
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +144,18 @@ def stream_event(alert: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """
     data = dict(alert)
     return (REVISION if data.pop(_REVISED, False) else "alert"), data
+
+
+def sse_event(alert: Mapping[str, Any], view: Callable[[dict[str, Any]], Any] | None = None) -> str:
+    """Return a queued alert as a Server-Sent Event (its JSON, or ``view`` of it).
+
+    A new alert carries ``id: <alert_id>``; a revision none, so the browser's
+    ``Last-Event-ID`` stays on the last new alert (the replay after a reconnection).
+    """
+    name, body = stream_event(alert)
+    data = json.dumps(view(body) if view else body, ensure_ascii=False, separators=(",", ":"))
+    ident = f"id: {body['alert_id']}\n" if name == "alert" else ""
+    return f"{ident}event: {name}\ndata: {data}\n\n"
 
 
 def fetch_alert(engine: Engine, alert_id: str) -> dict[str, Any] | None:

@@ -53,6 +53,7 @@ from api.alerts import (
     Subscription,
     alerts_lifespan,
     list_alerts,
+    sse_event,
     stream_event,
 )
 from api.deps import BearerToken, SessionDep, SettingsDep, require_roles
@@ -277,13 +278,6 @@ def get_alerts(
     return {"data": data, "count": count}
 
 
-def _sse(alert: dict[str, Any]) -> str:
-    name, body = stream_event(alert)
-    data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    ident = f"id: {body['alert_id']}\n" if name == "alert" else ""  # a revision keeps the last id
-    return f"{ident}event: {name}\ndata: {data}\n\n"
-
-
 @router.get(
     "/alerts/stream",
     responses={**_ERRORS, 200: {"content": {"text/event-stream": {}}}},
@@ -322,7 +316,7 @@ async def stream_alerts(
                 if alert is SESSION_CLOSED:
                     yield f"event: closed\ndata: {json.dumps({'reason': sub.closed})}\n\n"
                     return
-                yield _sse(alert)
+                yield sse_event(alert)
         finally:
             hub.unsubscribe(sub)
 

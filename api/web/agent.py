@@ -48,6 +48,7 @@ from api.alerts import (
     AlertHub,
     alert_event,
     list_alerts,
+    sse_event,
     stream_event,
 )
 from api.audit import record_personal_data_access
@@ -488,10 +489,7 @@ def _session_alive(engine: Engine, token: str) -> bool:
 
 
 def _sse(alert: Mapping[str, Any], zone: ZoneInfo) -> str:
-    name, body = stream_event(alert)
-    data = json.dumps(alert_view(body, zone), ensure_ascii=False, separators=(",", ":"))
-    ident = f"id: {body['alert_id']}\n" if name == "alert" else ""  # a revision keeps the last id
-    return f"{ident}event: {name}\ndata: {data}\n\n"
+    return sse_event(alert, lambda body: alert_view(body, zone))
 
 
 def _alert_stream(

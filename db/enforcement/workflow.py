@@ -138,25 +138,32 @@ def withdraw_provisional(
     are closed; ``confirmed``: the ids whose final version comes now. The alerts say so too.
     Returns the ids withdrawn.
     """
-    rows = [  # the database keeps microseconds: the bound rounded up keeps "before" exact
-        {"k": kind, "v": v, "t": pd.Timestamp(-(-ns // 1000), unit="us", tz="UTC").to_pydatetime()}
-        for v, ns in closed_before.items()
-    ]
-    if not rows:
+    if not closed_before:
         return set()
-    withdrawn: set[str] = set()
-    for row in rows:
-        found = session.execute(
-            text(
-                "UPDATE findings SET details = (details - CAST(:p AS text)) "
-                "|| jsonb_build_object(CAST(:w AS text), true) "
-                "WHERE kind = :k AND vehicle_id = :v AND started_at < :t "
-                "AND details @> jsonb_build_object(CAST(:p AS text), true) "
-                "AND NOT finding_id = ANY(:c) RETURNING finding_id"
-            ),
-            row | {"p": PROVISIONAL, "w": WITHDRAWN, "c": sorted(confirmed)},
-        )
-        withdrawn |= {str(f) for f in found.scalars()}
+    vehicles = sorted(closed_before)
+    bounds = [  # the database keeps microseconds: the bound rounded up keeps "before" exact
+        pd.Timestamp(-(-closed_before[v] // 1000), unit="us", tz="UTC").to_pydatetime()
+        for v in vehicles
+    ]
+    found = session.execute(  # one statement for every vehicle of the call (the ingest's path)
+        text(
+            "UPDATE findings f SET details = (f.details - CAST(:p AS text)) "
+            "|| jsonb_build_object(CAST(:w AS text), true) "
+            "FROM unnest(CAST(:vs AS text[]), CAST(:ts AS timestamptz[])) AS c(v, t) "
+            "WHERE f.kind = :k AND f.vehicle_id = c.v AND f.started_at < c.t "
+            "AND f.details @> jsonb_build_object(CAST(:p AS text), true) "
+            "AND NOT f.finding_id = ANY(:c) RETURNING f.finding_id"
+        ),
+        {
+            "k": kind,
+            "vs": vehicles,
+            "ts": bounds,
+            "p": PROVISIONAL,
+            "w": WITHDRAWN,
+            "c": sorted(confirmed),
+        },
+    )
+    withdrawn = {str(f) for f in found.scalars()}
     if withdrawn:
         session.execute(
             text(
