@@ -257,7 +257,8 @@ def _unused_digits(engine: Engine) -> str:
         with engine.connect() as conn:
             taken = conn.execute(
                 text(
-                    "SELECT 1 FROM proposals WHERE strpos(vehicle_id, :a) > 0 OR strpos(vehicle_id, :b) > 0"
+                    "SELECT 1 FROM proposals"
+                    " WHERE strpos(vehicle_id, :a) > 0 OR strpos(vehicle_id, :b) > 0"
                 ),
                 {"a": digits[:4], "b": digits[1:7]},
             ).first()
