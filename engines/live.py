@@ -1350,7 +1350,7 @@ def detect_live(
             before = {v: mine[v] for v in group}
             after, res = advance(_KERNELS[kind], before, part, **(context | params[kind]))
             found.extend(_records(res))
-            if _KERNELS[kind].grows_only:
+            if _KERNELS[kind].open_detect is not None:
                 closed = _closed_before(before, after)
                 _reannounce(
                     session, withdraw_provisional(session, kind, closed, set(res["finding_id"]))

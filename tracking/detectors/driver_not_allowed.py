@@ -71,7 +71,8 @@ confidence
     auxiliar in case of the autorizatário's incapacity), else 1. Clipped to [0.05, 0.95].
 
 Live (:data:`KERNEL`): a vehicle keeps its fixes from the first trip of its open day (the day of
-its open trip, else of its last fix); a day's finding is emitted once a later day has begun.
+its open trip, else of its last fix); a day's finding is emitted once a later day has begun, and
+announced before, from its first ended trip (:func:`detect_ended_trips`).
 With ``auxiliary_only_min_days`` it keeps them from the first day of its open count (see
 :func:`open_from`): those days' findings wait for the count to end or make its block.
 """
@@ -833,9 +834,10 @@ def open_from(
     starts on it or later, and may join that day's finding. Vehicles without links are never
     judged: nothing is kept. With ``auxiliary_only_min_days``, a vehicle also keeps every fix
     from the first day of its open auxiliary-only run (judged on the days before the open day),
-    else of its open day, plus the last fix of the day before (from the start of its trip if a
-    trip holds it): the tail's first day is partial and never judged, so the day after it is
-    judged whole. The per-day findings of those days wait for the run to end or make its block.
+    else of its open day, plus the day before (but a trip into it from the day before that): the
+    tail's first day is partial for the count and never counted, so the day after it is counted
+    whole, and the day before's own findings are whole, as the batch makes them. The per-day
+    findings of those days wait for the run to end or make its block.
     """
     judged = {k[0] for k in link_registry(driver_links)}
     trips = meter_trips(pings, max_gap_s=max_gap_s)
@@ -879,10 +881,13 @@ def open_from(
         if not before:  # the first day of the fixes: keep them all
             out[vid] = min(info["first_ns"] for info in days.values())
             continue
-        cut = days[max(before)]["last_ns"]  # the day before is kept, and not judged
+        # The day before is kept whole (its trips' findings judged as the batch judges them, not
+        # from a trip cut off its day's first), but for a trip from the day before that.
+        context = days[max(before)]
+        cut = context["first_ns"]
         for start, end in spans.get(vid, []):
-            if start <= cut <= end:  # never split a trip
-                cut = start
+            if start < cut <= end:  # never split a trip
+                cut = end + 1 if end < context["last_ns"] else start
         out[vid] = min(out.get(vid, cut), cut)
     return out
 
@@ -917,5 +922,27 @@ def _open_days(
     return out
 
 
-KERNEL = TrackKernel(KIND, detect_driver_not_allowed, open_from)
+def detect_ended_trips(
+    pings: pd.DataFrame,
+    *,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    auxiliary_only_min_days: int | None = None,  # not passed on: a block may still be undone
+    **params: Any,
+) -> gpd.GeoDataFrame:
+    """Find the per-day findings of the vehicles' ended trips: those later fixes only extend.
+
+    A trip still running may yet cross midnight into a day the reason does not hold on, so it
+    is left out; an ended trip stays in its day's finding, whose start is its first such trip's.
+    An ``auxiliary_only`` block is not: a later fix of the day by the titular undoes it.
+    """
+    trips = meter_trips(pings, max_gap_s=max_gap_s)
+    running = {v: o[1] for v, o in open_trips(pings, trips).items() if o[1] is not None}
+    if running:
+        since = pings[fr.VEHICLE_ID].astype(str).map(running)
+        ns = pings[fr.TIMESTAMP].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+        pings = pings[~(since.notna().to_numpy() & (ns >= since.fillna(0).to_numpy(np.int64)))]
+    return detect_driver_not_allowed(pings, max_gap_s=max_gap_s, **params)
+
+
+KERNEL = TrackKernel(KIND, detect_driver_not_allowed, open_from, open_detect=detect_ended_trips)
 """The rule as a kernel (``tracking.detectors.kernel.advance``)."""

@@ -56,17 +56,19 @@ class TrackKernel:
     context_fixes : int, default 0
         Fixes of each vehicle before its ``open_from`` instant that the rule still reads (e.g.
         1: the fix before a trip's pickup); kept in the state as context only.
-    grows_only : bool, default False
-        True when a finding the rule makes on a vehicle's open part is never withdrawn, nor its
-        start moved, by later fixes: they can only extend it (its end, its evidence). Such a
-        finding may be announced before it closes (:func:`open_findings`).
+    open_detect : callable, optional
+        ``open_detect(pings, **params) -> findings``: the findings of vehicles' open parts that
+        later fixes never withdraw, nor move the start of: they can only extend them (their end,
+        their evidence). Those may be announced before they close (:func:`open_findings`).
+        ``detect`` itself when every finding of the rule only grows; None (default) when later
+        fixes may withdraw any.
     """
 
     kind: str
     detect: Callable[..., gpd.GeoDataFrame]
     open_from: Callable[..., Mapping[str, int]]
     context_fixes: int = 0
-    grows_only: bool = False
+    open_detect: Callable[..., gpd.GeoDataFrame] | None = None
 
 
 def advance(
@@ -123,20 +125,20 @@ def open_findings(
 ) -> gpd.GeoDataFrame:
     """Return the findings of the vehicles' open parts so far (their kept fixes).
 
-    :func:`advance` holds them back until no later fix can change them; for a ``grows_only``
-    rule each is already certain to be found, under the same id (its start is fixed), and
-    later fixes can only extend it.
+    :func:`advance` holds them back until no later fix can change them; those of the rule's
+    ``open_detect`` are already certain to be found, under the same id (their start is fixed),
+    and later fixes can only extend them.
 
     Raises
     ------
     ValueError
-        If the rule is not ``grows_only``.
+        If the rule has no ``open_detect``.
     """
-    if not kernel.grows_only:
+    if kernel.open_detect is None:
         msg = f"{kernel.kind}: later fixes may withdraw an open finding"
         raise ValueError(msg)
     frame = tails_frame(states)
-    found = kernel.detect(frame, **params) if len(frame) else empty_findings()
+    found = kernel.open_detect(frame, **params) if len(frame) else empty_findings()
     return _not_returned(found, states)
 
 

@@ -94,8 +94,8 @@ future), with no ``as_of``: a status period whose start the registry lacks bars 
 vehicle keeps the fixes of its open day from the day's first trip while the fleet bars that day,
 else only its open trip: at most one local day of fixes. A day's finding is emitted once a fix
 of a later day (and no trip of that day still open) has arrived. Later fixes only extend a
-finding (a trip's day is its start's; a trip once long enough stays so), so the kernel is
-``grows_only``: the live engine announces a barred day's finding from its first trip long enough,
+finding (a trip's day is its start's; a trip once long enough stays so), so the kernel's
+``open_detect`` is the rule itself: the live engine announces a barred day's finding from its first trip long enough,
 the trip still running, and completes it as the day goes on.
 """
 
@@ -971,5 +971,5 @@ def _bars(reg: Mapping[str, Any], day: int, limits: Mapping[str, Any]) -> bool:
     )
 
 
-KERNEL = TrackKernel(KIND, detect_in_fixes, open_from, grows_only=True)
+KERNEL = TrackKernel(KIND, detect_in_fixes, open_from, open_detect=detect_in_fixes)
 """The rule as a kernel (``tracking.detectors.kernel.advance``)."""

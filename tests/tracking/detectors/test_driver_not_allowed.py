@@ -16,7 +16,7 @@ from tracking.detectors.driver_not_allowed import (
     detect_driver_not_allowed,
 )
 from tracking.detectors.findings import FINDING_COLUMNS, validate_findings
-from tracking.detectors.kernel import advance
+from tracking.detectors.kernel import advance, open_findings
 
 D = dt.date
 
@@ -345,6 +345,32 @@ def _stream() -> pd.DataFrame:
     return make_pings(rows)
 
 
+MIDNIGHT = "2024-03-07T02:50:00Z"  # 23:50 local: v2's ride by d5, linked from the 7th
+
+
+def _midnights(*, aux: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """:func:`_stream` (v1's ride by x7 across midnight into the 7th), v2's ride by d5 into the
+    day d5's link begins; with ``aux``, two days of auxiliares undone by the titular's ride
+    later the second day, then two more (a block)."""
+    params: dict[str, Any] = {
+        "drivers": drivers(*({"driver_id": d} for d in ("d1", "d2", "d3", "d5", "d9"))),
+        "driver_links": links(
+            ("v1", "d1", "titular", D(2020, 1, 1), None),
+            ("v1", "d2", "auxiliar", D(2020, 1, 1), None),
+            ("v1", "d3", "auxiliar", D(2020, 1, 1), None),
+            ("v2", "d9", "titular", D(2020, 1, 1), None),
+            ("v2", "d5", "auxiliar", D(2024, 3, 7), None),
+        ),
+    }
+    rows = _stream().to_dict("records") + ride("v2", MIDNIGHT, "d5", minutes=20)
+    if aux:
+        params["auxiliary_only_min_days"] = 2
+        rows += days_of({"2024-03-08": "d2", "2024-03-09": "d3"})
+        rows += ride("v1", "2024-03-09T20:00:00Z", "d1")
+        rows += days_of({"2024-03-10": "d2", "2024-03-11": "d3", "2024-03-12": "d1"})
+    return make_pings(rows), params
+
+
 class TestKernel:
     def test_pieces_give_the_batch_findings(self) -> None:
         """Fix by fix or in random pieces, over vehicles and days, the findings are the batch's."""
@@ -364,6 +390,37 @@ class TestKernel:
             states = json.loads(json.dumps(states))
         first_next = int((pings["timestamp"] >= pd.Timestamp("2024-03-06T03:00:00Z")).argmax())
         assert sum(emitted) == 1 and emitted.index(1) == first_next
+
+    @pytest.mark.parametrize("aux", [False, True])
+    def test_open_findings_only_grow(self, aux: bool) -> None:
+        """Two fixes a call, a day's finding is announced from its first ended trip, under its final
+        id and start, never one the day's close withdraws: not a ride still running (across
+        midnight into a day a new link allows), nor an auxiliary_only block (a later ride of
+        the titular that day undoes it); it ends no later than the final one."""
+        pings, params = _midnights(aux=aux)
+        batch = KERNEL.detect(pings, **params)
+        final = {f.finding_id: f for f in batch.itertuples()}
+        assert pd.Timestamp(MIDNIGHT) not in set(batch["started_at"])  # allowed on the 7th
+        order = pings.sort_values(["timestamp", "vehicle_id"], kind="stable")
+        states: dict[str, Any] = {}
+        announced: dict[str, int] = {}
+        for k in range(0, len(order), 2):
+            states, closed = advance(KERNEL, states, order.iloc[k : k + 2], **params)
+            for f in open_findings(KERNEL, states, **params).itertuples():
+                assert f.finding_id in final, (f.started_at, f.details["local_date"])
+                assert f.started_at == final[f.finding_id].started_at
+                assert f.ended_at <= final[f.finding_id].ended_at
+                announced.setdefault(f.finding_id, k)
+            for f in closed.itertuples():
+                if f.details["reason"] != "auxiliary_only":
+                    assert f.finding_id in announced  # announced before its day closed
+            states = json.loads(json.dumps(states))
+        per_day = {
+            f.finding_id for f in batch.itertuples() if f.details["reason"] != "auxiliary_only"
+        }
+        assert set(announced) == per_day and len(per_day) >= 8
+        if aux:
+            assert [d["reason"] for d in batch["details"]].count("auxiliary_only") == 1
 
 
 AUX = {
@@ -465,6 +522,13 @@ class TestAuxiliaryOnly:
         """A day driven by someone not linked is not_linked, never auxiliary_only."""
         found = detect_driver_not_allowed(make_pings(days_of(WEEK | {"2024-03-05": "d9"})), **AUX)
         assert [d["reason"] for d in found["details"]] == ["not_linked"]
+
+    def test_a_ride_into_the_kept_day_is_not_found_twice(self) -> None:
+        """A ride across midnight joins its day's finding; the day after, kept whole for the
+        count, does not make it a second finding from that ride alone."""
+        pings, params = _midnights(aux=True)
+        batch = assert_pieces_give_batch(KERNEL, pings, **params)
+        assert [d["local_date"] for d in batch["details"]].count("2024-03-06") == 3
 
     def test_pieces_give_the_batch_findings(self) -> None:
         """Fix by fix or in random pieces, blocks and per-day findings are the batch's."""
