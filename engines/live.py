@@ -90,10 +90,11 @@ Late fixes
     buffer sent behind its live fixes). A finding they alone would make is found only by
     ``pontual analyze``.
 Findings of an open day
-    A kernel whose open findings only grow (``grows_only``: ``operating_while_barred``) also
-    gives, at each call, the findings of the vehicles' open parts so far
-    (:func:`tracking.detectors.kernel.open_findings`), with ``details.provisional`` true: a
-    barred day is alerted from its first trip long enough (never throttled into another day's
+    A kernel with findings that only grow (``open_detect``: ``operating_while_barred``,
+    ``driver_not_allowed``'s per-day ones) also gives, at each call, those of the vehicles'
+    open parts so far (:func:`tracking.detectors.kernel.open_findings`), with
+    ``details.provisional`` true: a barred day is alerted from its first trip long enough, a
+    driver not allowed from the day's first ended trip (never throttled into another day's
     alert). Each later version of the same id replaces the stored provisional one (and its
     alert's payload and ``event_at``), the day's closing version last
     (:func:`db.enforcement.workflow.settle_provisional`); a provisional finding of a closed day
@@ -1415,7 +1416,7 @@ def _open_findings(
     *,
     timezone: str,
 ) -> list[dict[str, Any]]:
-    """Return a ``grows_only`` kernel's findings on the vehicles' open parts, as provisional.
+    """Return a kernel's growing findings on the vehicles' open parts, as provisional.
 
     Judged with the context read for the kept fixes (the registry as of the open day), as the
     finding that closes the day will be; :func:`store_findings` replaces each with its later

@@ -1060,6 +1060,53 @@ class TestLiveParams:
         }
 
 
+class TestDriverNotAllowed:
+    def test_an_unregistered_driver_is_alerted_at_the_first_drop_off(
+        self, db_session: Session
+    ) -> None:
+        """A driver the registry lacks at the wheel of a prefixo with a titular: nothing while
+        the ride runs (it may cross midnight), a provisional alert once it ended; the day's
+        later ride extends that finding (no second alert); the next day's first fix settles it,
+        announced again."""
+        db_session.execute(
+            text(
+                "INSERT INTO vehicles (vehicle_id, prefixo) VALUES ('LDN1', 'LDN1'); "
+                "INSERT INTO drivers (driver_id, name, synthetic) VALUES "
+                "('LDT1', 'Sintético T', true); "
+                "INSERT INTO driver_assignments (driver_id, vehicle_id, role, valid_from) VALUES "
+                "('LDT1', 'LDN1', 'autorizatario_condutor', '2020-01-01')"
+            )
+        )
+
+        def ride(minute: int) -> list[dict[str, Any]]:
+            return [
+                _fix("LDN1", minute + k, 100.0 * k, "occupied" if 0 <= k <= 10 else "free")
+                | {"driver_id": "LDX9"}
+                for k in range(-1, 12)
+            ]
+
+        kinds = ("driver_not_allowed",)
+        first = ride(0)
+        assert process_fixes(db_session, make_pings(first[:8]), kinds=kinds, throttle_s=0) == []
+        (ended,) = process_fixes(db_session, make_pings(first[8:]), kinds=kinds, throttle_s=0)
+        assert ended["new"] and ended["alert_id"] and ended["details"]["provisional"] is True
+        assert ended["details"]["reason"] == "not_registered"
+        fid = ended["finding_id"]
+        later = process_fixes(db_session, make_pings(ride(120)), kinds=kinds, throttle_s=0)
+        assert [(f["finding_id"], f["new"], f["alert_id"]) for f in later] == [(fid, False, None)]
+        assert later[0]["details"]["n_trips"] == 2
+        next_day = make_pings([_fix("LDN1", 24 * 60, 0.0, "free") | {"driver_id": "LDX9"}])
+        settled = process_fixes(db_session, next_day, kinds=kinds, throttle_s=0)
+        assert [(f["finding_id"], f["new"]) for f in settled] == [(fid, False)]
+        stored = db_session.execute(
+            text("SELECT details FROM findings WHERE finding_id = :f"), {"f": fid}
+        ).scalar_one()
+        assert "provisional" not in stored and stored["n_trips"] == 2
+        alerts = "SELECT count(*) FROM alerts WHERE vehicle_id = 'LDN1'"
+        assert count(db_session, alerts) == 1
+        assert count(db_session, "SELECT revision FROM alerts WHERE vehicle_id = 'LDN1'") == 1
+
+
 class TestAuxiliaryOnly:
     def test_live_gives_the_batch_block(self, db_session: Session) -> None:
         """Service left to the auxiliares for 2 days: live, from the registry, finds the batch's
