@@ -95,8 +95,8 @@ vehicle keeps the fixes of its open day from the day's first trip while the flee
 else only its open trip: at most one local day of fixes. A day's finding is emitted once a fix
 of a later day (and no trip of that day still open) has arrived. Later fixes only extend a
 finding (a trip's day is its start's; a trip once long enough stays so), so the kernel's
-``open_detect`` is the rule itself: the live engine announces a barred day's finding from its first trip long enough,
-the trip still running, and completes it as the day goes on.
+``open_detect`` is the rule itself: the live engine announces a barred day's finding from its
+first trip long enough, the trip still running, and completes it as the day goes on.
 """
 
 from __future__ import annotations
