@@ -300,8 +300,13 @@ def propose(
 
 
 def proposal_details(rulebooks: Mapping[str, Rulebook]) -> frozenset[str]:
-    """Return the ``details`` keys :func:`propose_all` reads under ``rulebooks``."""
-    read = {"vehicles", "accused", PROVISIONAL, WITHDRAWN}
+    """Return the ``details`` keys :func:`propose_all` reads under ``rulebooks``.
+
+    Besides the rules' own: the accused (``vehicles``, ``accused``), a live finding's state,
+    the limits it was judged by (``thresholds``: :func:`laxer_law`) and a place's waits
+    (``stops``: :func:`_own_period`).
+    """
+    read = {"vehicles", "accused", "thresholds", "stops", PROVISIONAL, WITHDRAWN}
     return frozenset(read).union(*(b.detail_keys() for b in rulebooks.values()))
 
 

@@ -8,6 +8,7 @@ import shapely
 from enforcement.proposals import (
     confirmed_from_proposals,
     due_at,
+    proposal_details,
     proposal_summary,
     propose,
     propose_all,
@@ -16,7 +17,7 @@ from enforcement.proposals import (
     write_proposals_json,
 )
 from enforcement.rulebook import Rulebook, bundled_rulebooks
-from tracking.detectors.findings import make_findings
+from tracking.detectors.findings import make_findings, with_details
 
 TZ = "America/Sao_Paulo"
 
@@ -1185,3 +1186,31 @@ class TestLimitsTheLawFixes:
         assert done.for_review[0]["reason"].endswith("(art. 5º, § 2º: 30; na análise: 10)")
         row["details"]["thresholds"]["ictp_grace_days"] = 30
         assert len(propose_all(findings(row), {"taxi": rb}, timezone=TZ).proposals) == 1
+
+
+class TestDetailsAClientKeeps:
+    def test_proposals_read_only_the_declared_details(self) -> None:
+        """Findings cut to ``proposal_details`` (all a Dask client keeps of them) are proposed
+        as the whole ones: a limit stricter than the law's (``thresholds``) is still listed for
+        review, and a place's proposal still spans the vehicle's own waits (``stops``)."""
+        stops = [
+            {"vehicle_id": v, "started_at": f"2025-03-{a}:00Z", "ended_at": f"2025-03-{b}:00Z"}
+            for v, a, b in (("A", "04T12:00", "04T13:00"), ("B", "06T14:00", "06T15:00"))
+        ]
+        place = {
+            "kind": "illegal_stand_formation",
+            "vehicle_id": None,
+            "confidence": 0.9,
+            "started_at": "2025-03-04T12:00:00Z",
+            "ended_at": "2025-03-06T15:00:00Z",
+            "details": {"vehicles": ["A", "B"], "accused": ["A", "B"], "stops": stops},
+        }
+        idle = TestLimitsTheLawFixes._idle
+        f = findings(idle(4, "C"), idle(60, "D"), place)
+        books = {"taxi": bundled_rulebooks()[POA_TAXI]}
+        whole = propose_all(f, books, timezone=TZ)
+        assert [r["vehicle_id"] for r in whole.for_review] == ["C"]
+        assert {p["vehicle_id"]: p["committed_until"] for p in whole.proposals}["A"] == (
+            "2025-03-04T13:00:00Z"
+        )
+        assert propose_all(with_details(f, proposal_details(books)), books, timezone=TZ) == whole
