@@ -69,7 +69,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +104,10 @@ VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
 NOT_AN_OBJECT = "not_an_object"
 """A batch row that is not a JSON object (``null``, a number, a list): refused alone."""
 CONFLICTING_DUPLICATE = "conflicting_duplicate"
+UNKNOWN_FIELD = "unknown_field"
+"""A row with a key the contract does not have (``"taximetro"``, ``"speed"``): refused whole,
+never stored without the value its sender meant (a resend with the right name would then be a
+``conflicting_duplicate``)."""
 RAW_COLUMNS = (*fr.PING_REQUIRED, *fr.PING_OPTIONAL)
 TS_ORIGIN = "_ts_origin"
 """Row key of how the instant was obtained (``naive_utc``, ``received``; absent: as sent)."""
@@ -249,6 +253,13 @@ def _cells(row: Mapping[str, Any], vehicle_id: str) -> dict[str, str]:
     out = {c: _cell(row.get(c)) for c in RAW_COLUMNS}
     out[fr.VEHICLE_ID] = out[fr.VEHICLE_ID] or vehicle_id
     return out
+
+
+def _all_cells(row: Mapping[str, Any]) -> dict[str, str]:
+    """Every key of a row with its cell text (the contract's first, absent ones empty)."""
+    return {c: _cell(row.get(c)) for c in RAW_COLUMNS} | {
+        str(k): _cell(v) for k, v in row.items() if k not in RAW_COLUMNS
+    }
 
 
 # --- validation: cells read here or by validate_pings, judged by tracking.validate.ROW_RULES ---
@@ -631,6 +642,7 @@ def check_batch(
     now: dt.datetime | None = None,
     max_age_s: float | None = None,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
+    fields: Collection[str] | None = None,
 ) -> CheckedBatch:
     """Validate a device's batch with the file ingest's rules, plus ``vehicle_not_allowed``.
 
@@ -648,6 +660,9 @@ def check_batch(
         Fixes older than ``now - max_age_s`` are ``too_old_timestamp``; None: any age.
     future_tolerance_s : float, default FUTURE_TOLERANCE_S
         Fixes later than ``now + future_tolerance_s`` are ``future_timestamp``.
+    fields : collection of str, optional
+        The keys a row may have; a row with another is ``unknown_field``, every key kept in
+        the quarantine. None: any (rows the caller built).
 
     Returns
     -------
@@ -659,9 +674,17 @@ def check_batch(
     now_ts = pd.Timestamp(time.time_ns(), tz="UTC") if now is None else pd.Timestamp(now)
     now_ts = now_ts.tz_convert("UTC").as_unit("ns")
     not_before = None if max_age_s is None else now_ts - pd.Timedelta(seconds=max_age_s)
-    odd = [i + 1 for i, r in enumerate(rows) if not isinstance(r, Mapping)]
+    odd = {i + 1: NOT_AN_OBJECT for i, r in enumerate(rows) if not isinstance(r, Mapping)}
+    if fields is not None:
+        known = frozenset(fields)
+        odd |= {
+            i + 1: UNKNOWN_FIELD
+            for i, r in enumerate(rows)
+            if isinstance(r, Mapping) and not known.issuperset(r)
+        }
+    raw = rows
     if odd:  # checked as empty rows (no fix), then answered for what they are
-        rows = [r if isinstance(r, Mapping) else {} for r in rows]
+        rows = [{} if i + 1 in odd else r for i, r in enumerate(rows)]
     try:
         batch = _fast_check(
             rows,
@@ -678,12 +701,15 @@ def check_batch(
             future_tolerance_s=future_tolerance_s,
             not_before=not_before,
         )
-    for row in odd:
-        batch.answers[row] = RowResult(row, REJECTED, NOT_AN_OBJECT)
+    for row, reason in odd.items():
+        batch.answers[row] = RowResult(row, REJECTED, reason)
     if odd:
         empty = dict.fromkeys(RAW_COLUMNS, "")
-        batch.bad = [b for b in batch.bad if b[0] not in set(odd)]
-        batch.bad += [(row, NOT_AN_OBJECT, empty) for row in odd]
+        batch.bad = [b for b in batch.bad if b[0] not in odd]
+        batch.bad += [
+            (row, reason, empty if reason == NOT_AN_OBJECT else _all_cells(raw[row - 1]))
+            for row, reason in odd.items()
+        ]
     return batch
 
 
@@ -820,14 +846,12 @@ def store_batch(conn: Connection, batch: CheckedBatch, *, source: str) -> list[R
                 bad_rows.append((row, CONFLICTING_DUPLICATE, cells))
     else:
         bad_rows = batch.bad
-    if bad_rows:
-        bad = pd.DataFrame(
-            [
-                {fr.ROW: row, fr.REASON: reason, **{c: raw_text(v) for c, v in cells.items()}}
-                for row, reason, cells in bad_rows
-            ]
-        )
-        copy_rejected(conn, bad, source=source)
+    shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # rows of the same keys together
+    for row, reason, cells in bad_rows:
+        record = {fr.ROW: row, fr.REASON: reason, **{c: raw_text(v) for c, v in cells.items()}}
+        shapes.setdefault(tuple(cells), []).append(record)
+    for records in shapes.values():
+        copy_rejected(conn, pd.DataFrame(records), source=source)
     return [answers[i] for i in range(1, batch.n + 1)]
 
 
@@ -855,6 +879,7 @@ def ingest_batch(
     now: dt.datetime | None = None,
     max_age_s: float | None = None,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
+    fields: Collection[str] | None = None,
 ) -> list[RowResult]:
     """Validate and store a device's batch; return one result per row, in row order.
 
@@ -870,7 +895,7 @@ def ingest_batch(
         Stored with each fix and rejected row (e.g. ``api:device:7``).
     now : datetime.datetime, optional
         Reference for ``future_timestamp`` (tz-aware); default the current time.
-    max_age_s, future_tolerance_s : float
+    max_age_s, future_tolerance_s, fields
         As in :func:`check_batch`.
 
     Returns
@@ -886,5 +911,6 @@ def ingest_batch(
         now=now,
         max_age_s=max_age_s,
         future_tolerance_s=future_tolerance_s,
+        fields=fields,
     )
     return store_batch(conn, batch, source=source)

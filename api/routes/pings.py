@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
@@ -42,11 +43,12 @@ class PingIn(BaseModel):
     """One GPS fix as in the pings contract; values are checked row by row, not here.
 
     A value of the wrong kind (``"lat": true``, ``NaN``, ``{}``, an over-long ``driver_id``...)
-    makes that row ``rejected`` with its reason, and so does a row that is not an object
-    (``not_an_object``); only a body that is not an object with a list ``pings`` is 422.
+    makes that row ``rejected`` with its reason, and so do a row that is not an object
+    (``not_an_object``) and one with a key not below (``unknown_field``); only a body that is
+    not an object with a list ``pings`` and nothing else is 422.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     vehicle_id: str | None = Field(None, description="Veículo; padrão: o do dispositivo")
     timestamp: Scalar = Field(None, description="ISO 8601 com fuso, ou segundos Unix (UTC)")
@@ -63,7 +65,13 @@ class PingIn(BaseModel):
 class PingBatch(BaseModel):
     """A batch of fixes of the device's vehicle."""
 
+    model_config = ConfigDict(extra="forbid")
+
     pings: list[PingIn]
+
+
+PING_FIELDS = frozenset(PingIn.model_fields)
+"""The keys a row may have."""
 
 
 _BATCH = TypeAdapter(TypedDict("_PingRows", {"pings": list[Any]}))  # type: ignore[operator]
@@ -119,12 +127,14 @@ def ingest_with_retry(
     source: str,
     max_age_s: float | None = None,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
+    fields: Collection[str] | None = None,
 ) -> list[RowResult]:
     """Run :func:`ingest_batch` and commit, retrying when concurrent batches deadlock.
 
     Concurrent first batches of a new day race to create its partition; PostgreSQL then aborts
     one transaction (deadlock detected), which is safe to run again. ``max_age_s`` and
-    ``future_tolerance_s`` are the live ingest's window (:func:`api.ingest.check_batch`).
+    ``future_tolerance_s`` are the live ingest's window, ``fields`` the keys a row may have
+    (:func:`api.ingest.check_batch`).
     """
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
@@ -135,6 +145,7 @@ def ingest_with_retry(
                 source=source,
                 max_age_s=max_age_s,
                 future_tolerance_s=future_tolerance_s,
+                fields=fields,
             )
             session.commit()
             return results
@@ -180,6 +191,12 @@ async def post_pings(
     except ValidationError as exc:
         errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
         raise RequestValidationError(errors) from None
+    if extra := sorted(set(data) - {"pings"}):  # "pngs": nothing is read, nothing stored
+        errors = [
+            {"type": "extra_forbidden", "loc": ("body", k[:100]), "msg": "campo não permitido"}
+            for k in extra[:10]
+        ]
+        raise RequestValidationError(errors)
     if len(rows) > settings.ingest_max_batch:
         msg = f"lote com {len(rows)} posições; máximo {settings.ingest_max_batch}"
         raise InvalidRequestError(msg, code="batch_too_large")
@@ -213,4 +230,5 @@ def _ingest(
             source=source,
             max_age_s=settings.ingest_max_age_days * 86_400.0,
             future_tolerance_s=settings.ingest_future_tolerance_s,
+            fields=PING_FIELDS,
         )

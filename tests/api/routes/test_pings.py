@@ -238,6 +238,58 @@ class TestBatchBody:
             ).scalar_one()
         assert set(odd_rows) == {2, 4} and cell >= 1
 
+    def test_a_row_with_an_unknown_key_is_refused_whole(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """``"taximetro"`` for ``meter``, ``"speed"`` for ``speed_kmh``: the row is rejected
+        (``unknown_field``, every key quarantined), not stored without its meter; the resend
+        with the contract's names is then accepted, not a conflicting duplicate."""
+        when = _iso(540)
+        typo = {"timestamp": when, "lat": -30.03, "lon": -51.23, "taximetro": "occupied"}
+        odd = {"timestamp": _iso(541), "lat": -30.03, "lon": -51.23, "speed": 50}
+        internal = {"timestamp": _iso(542), "lat": -30.03, "lon": -51.23, "_ts_origin": "x"}
+        headers = bearer(seeded["device_token"])
+        answer = client.post(
+            "/api/v1/pings", json={"pings": [typo, odd, internal]}, headers=headers
+        )
+        assert answer.status_code == 200, answer.text
+        assert [(r["status"], r["reason"]) for r in answer.json()["results"]] == [
+            ("rejected", "unknown_field")
+        ] * 3
+        fixed = {"timestamp": when, "lat": -30.03, "lon": -51.23, "meter": "occupied"}
+        again = client.post("/api/v1/pings", json={"pings": [fixed]}, headers=headers)
+        assert [r["status"] for r in again.json()["results"]] == ["accepted"]
+        with api_engine.connect() as conn:
+            kept = conn.execute(
+                text(
+                    "SELECT raw->>'taximetro', raw->>'meter', raw->>'lat' FROM rejected_fixes "
+                    "WHERE reason = 'unknown_field' AND raw->>'timestamp' = :t"
+                ),
+                {"t": when},
+            ).one()
+        assert tuple(kept) == ("occupied", "", "-30.03")
+
+    def test_an_unknown_key_beside_pings_is_422(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """``{"pings": [...], "pngs": [...]}``: 422 naming the key; nothing stored."""
+        when = _iso(545)
+        row = {"timestamp": when, "lat": -30.03, "lon": -51.23}
+        answer = client.post(
+            "/api/v1/pings",
+            json={"pings": [row], "pngs": [row]},
+            headers=bearer(seeded["device_token"]),
+        )
+        assert answer.status_code == 422, answer.text
+        error = answer.json()["error"]
+        assert error["errors"][0]["loc"] == ["body", "pngs"]
+        assert "'pngs': campo não permitido" in error["message"]
+        with api_engine.connect() as conn:
+            stored = conn.execute(
+                text("SELECT count(*) FROM fixes WHERE ts = :t"), {"t": when}
+            ).scalar_one()
+        assert stored == 0
+
     def test_a_key_twice_in_one_object_is_422_and_nothing_stored(
         self, client: TestClient, seeded: dict, api_engine: Engine
     ) -> None:
