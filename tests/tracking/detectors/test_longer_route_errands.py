@@ -22,7 +22,14 @@ from tracking.detectors.longer_route import (
 from tracking.trips import detect_trips
 
 sys.path.append(str(Path(__file__).resolve().parent))
-from test_longer_route import LOOP, STRAIGHT, _grid, _replay, _route  # noqa: E402
+from test_longer_route import (  # noqa: E402
+    LOOP,
+    STRAIGHT,
+    _grid,
+    _replay,
+    _ring_graph,
+    _route,
+)
 
 FLOOR = 0.5  # enforcement.rulebook.DEFAULT_CONFIDENCE_FLOOR: below it, no proposal
 
@@ -107,6 +114,19 @@ class TestRoundTripWithShortStops:
         result = _detect(_trip("V1", LOOP, waits={5: 45}), roads=grid)
         assert len(result) == 1 and result.iloc[0]["confidence"] >= 0.9
         assert result.iloc[0]["details"]["errand_stops"] == []
+
+    @pytest.mark.parametrize(("stop_s", "proposed"), [(0, True), (75, False)])
+    def test_a_stop_reached_the_fastest_way_explains_the_way(self, stop_s, proposed):
+        """Audit: the ring road to the drop-off, then 800 m on to a 75 s stop and back was
+        proposed at 0.58 (real Porto trip 20000329, 1 Jul 2013 05:01): the stop lies on the
+        shortest path, 4 km through it for the trip's 7.6, but the fastest path through it, the
+        ring road's, is the trip itself. Without the stop it is a detour from the ring road."""
+        corners = [(0, 0), (-1000, 0), (-1000, 4000), (0, 4000), (0, 3200), (0, 4000)]
+        far = len(_route(corners[:5])) - 1
+        found = _detect(_trip("V1", corners, waits={far: stop_s}), roads=_ring_graph())
+        assert len(found) == 1
+        assert bool(found.iloc[0]["confidence"] >= FLOOR) is proposed
+        assert len(found.iloc[0]["details"]["errand_stops"]) == (0 if proposed else 1)
 
 
 APEX = [(0.0, 0.0), (2000.0, 1500.0), (0.0, 3000.0)]  # 5 km for a 3 km straight line
