@@ -1202,7 +1202,7 @@ def _matched_routes(
 def _legs_total(routed: pd.DataFrame, leg_trip: NDArray[np.int64], n: int) -> NDArray[np.float64]:
     """Per trip, the length of its legs' paths (NaN when one has none, or it has no leg)."""
     length = routed["network_m"].to_numpy(dtype=np.float64)
-    total = np.bincount(leg_trip, weights=np.nan_to_num(length), minlength=n)
+    total = np.bincount(leg_trip, weights=np.nan_to_num(length), minlength=n).astype(np.float64)
     lost = np.bincount(leg_trip, weights=~np.isfinite(length), minlength=n) > 0
     total[lost | (np.bincount(leg_trip, minlength=n) == 0)] = np.nan
     return total
