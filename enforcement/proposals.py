@@ -373,7 +373,7 @@ def propose_all(
     # 58 IX: tracking gaps and GPS jumps) under rules of their own (repetition, labels).
     rules: dict[RuleRef, tuple[Rulebook, Rule]] = {}
     candidates: list[tuple[str, RuleRef, str, str, Mapping[str, Any]]] = []
-    earlier = _judged_periods(judged)
+    earlier = judged_periods(judged)
     for finding, day in zip(_records(findings), _local_days(findings, timezone), strict=True):
         details = finding["details"] or {}
         for vehicle_id in accused_vehicles(finding):
@@ -396,19 +396,7 @@ def propose_all(
                     why += f": sem regulamento de {service}"
                 uncovered[why] = uncovered.get(why, 0) + 1
                 continue
-            if (seen := _overlapped(earlier, finding, vehicle_id)) is not None:
-                why = (
-                    f"período já julgado: sobrepõe-se ao achado {seen[0]}, da proposta {seen[1]} "
-                    f"({seen[2]})"
-                )
-                review.append(_review_item(finding, vehicle_id, rule.provision, why))
-                continue
-            if (seen := _omission_judged(judged, rule, finding, vehicle_id)) is not None:
-                why = (
-                    f"omissão já julgada ({rule.one_omission_per} "
-                    f"{rule.omission(details)}): achado {seen[0]}, da proposta {seen[1]} "
-                    f"({seen[2]}); cada dia de serviço a mostra de novo, e é uma infração só"
-                )
+            if (why := judged_before(earlier, judged, rule, finding, vehicle_id)) is not None:
                 review.append(_review_item(finding, vehicle_id, rule.provision, why))
                 continue
             exemption = book.meter_exemption
@@ -555,8 +543,11 @@ JUDGED_COLUMNS = (
 _Period = tuple[int, int, str, str, str]
 
 
-def _judged_periods(judged: pd.DataFrame | None) -> dict[tuple[str, str], list[_Period]]:
-    """Index ``judged`` by (kind, vehicle): ``(start ns, end ns, finding, proposal, status)``."""
+def judged_periods(judged: pd.DataFrame | None) -> dict[tuple[str, str], list[_Period]]:
+    """Index ``judged`` by (kind, vehicle): ``(start ns, end ns, finding, proposal, status)``.
+
+    For :func:`judged_before`.
+    """
     out: dict[tuple[str, str], list[_Period]] = {}
     if judged is None or judged.empty:
         return out
@@ -566,6 +557,33 @@ def _judged_periods(judged: pd.DataFrame | None) -> dict[tuple[str, str], list[_
             (start, end, str(r.finding_id), str(r.proposal_id), str(r.status))
         )
     return out
+
+
+def judged_before(
+    periods: Mapping[tuple[str, str], list[_Period]],
+    judged: pd.DataFrame | None,
+    rule: Rule,
+    finding: Mapping[str, Any],
+    vehicle: str,
+) -> str | None:
+    """Say (pt-BR) why ``finding`` about ``vehicle`` was judged already, else None.
+
+    Its period overlaps a finding of another proposal about the vehicle (one conduct, one
+    proposal), or the omission it shows is one already in a proposal (``periods``:
+    :func:`judged_periods` of ``judged``).
+    """
+    if (seen := _overlapped(periods, finding, vehicle)) is not None:
+        return (
+            f"período já julgado: sobrepõe-se ao achado {seen[0]}, da proposta {seen[1]} "
+            f"({seen[2]})"
+        )
+    if (seen := _omission_judged(judged, rule, finding, vehicle)) is not None:
+        return (
+            f"omissão já julgada ({rule.one_omission_per} "
+            f"{rule.omission(finding['details'] or {})}): achado {seen[0]}, da proposta "
+            f"{seen[1]} ({seen[2]}); cada dia de serviço a mostra de novo, e é uma infração só"
+        )
+    return None
 
 
 def _omission_judged(

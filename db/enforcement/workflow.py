@@ -49,6 +49,8 @@ from enforcement.proposals import (
     JUDGED_COLUMNS,
     Proposed,
     deadline_due,
+    judged_before,
+    judged_periods,
     laxer_law,
     propose_all,
     reincidence_priors,
@@ -917,8 +919,9 @@ def confirm(
     Raises
     ------
     TransitionError
-        Not a ``proposta``, no agent, the exception unanswered, a pontuação out of place, or a
-        finding judged by a limit stricter than the law's (:func:`_within_the_law`).
+        Not a ``proposta``, no agent, the exception unanswered, a pontuação out of place, a
+        finding judged by a limit stricter than the law's (:func:`_within_the_law`), or its
+        conduct decided in another proposal (:func:`_not_judged_before`).
     """
     if not agent_id.strip():
         raise TransitionError("confirmar exige a identificação do agente")
@@ -926,6 +929,7 @@ def confirm(
     p = _step(session, proposal_id, "confirm", now)
     book, rule = rule_of(p)
     _within_the_law(session, p, book)
+    _not_judged_before(session, p, book, rule)
     exception = _exception_answer(proposal_id, rule, exception_answer, agent_id=agent_id, at=now)
     chosen = _pontuacao(proposal_id, rule, pontuacao)
     priors = reincidence_priors(
@@ -990,6 +994,28 @@ def _within_the_law(session: Session, p: Proposal, book: Rulebook) -> None:
     ).all()
     for kind, details in rows:
         if (why := laxer_law(book, kind, details or {})) is not None:
+            msg = f"a proposta {p.proposal_id} não pode ser confirmada: {why}; descarte-a"
+            raise TransitionError(msg)
+
+
+def _not_judged_before(session: Session, p: Proposal, book: Rulebook, rule: Rule) -> None:
+    """Refuse to confirm a proposal whose conduct another proposal already decided.
+
+    :func:`enforcement.proposals.judged_before` against the vehicle's confirmed or dismissed
+    proposals, as when proposing: one stored before that check (or beside an open twin the
+    agent decided first) is never a second auto for one conduct, nor a dismissed one's return.
+    """
+    ids = session.scalars(
+        select(ProposalFinding.finding_id).where(ProposalFinding.proposal_id == p.proposal_id)
+    ).all()
+    findings = load_findings(session, ids)
+    if findings.empty:
+        return
+    judged = _judged(session, {p.service: book}, findings)
+    judged = judged[(judged["proposal_id"] != p.proposal_id) & (judged["status"] != "proposta")]
+    periods = judged_periods(judged)
+    for finding in findings.to_dict("records"):
+        if (why := judged_before(periods, judged, rule, finding, p.vehicle_id or "")) is not None:
             msg = f"a proposta {p.proposal_id} não pode ser confirmada: {why}; descarte-a"
             raise TransitionError(msg)
 

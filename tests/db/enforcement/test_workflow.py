@@ -1,4 +1,5 @@
 import datetime as dt
+import re
 
 import pandas as pd
 import pytest
@@ -717,6 +718,42 @@ class TestOneConductOneProposal:
             f"da proposta {pid} (descartada)"
         )
 
+    def test_a_stored_twin_of_a_decided_conduct_is_not_confirmed(self, session) -> None:
+        """Two open proposals over one conduct (stored before that check): once the agent
+        confirms one, the other cannot become a second auto; it names the first."""
+        first = _jump("2025-03-05T02:00:00Z", "2025-03-05T04:00:00Z")
+        twin = _jump("2025-03-05T03:30:00Z", "2025-03-05T05:00:00Z")
+        pids = [_stored_apart(session, first, twin), _proposal(session, twin, PB)]
+        _shift(session, first, dt.timedelta(0))
+        assert confirm(session, pids[0], agent_id="a", at=T0 + dt.timedelta(days=2)).auto_number
+        why = (
+            f"período já julgado: sobrepõe-se ao achado {first['finding_id'].iloc[0]}, "
+            f"da proposta {pids[0]} (confirmada); descarte-a"
+        )
+        with pytest.raises(TransitionError, match=re.escape(why)):
+            confirm(session, pids[1], agent_id="a", at=T0 + dt.timedelta(days=2))
+        assert get_proposal(session, pids[1]).status == "proposta"
+
+
+def _stored_apart(session, frame, twin) -> str:
+    """Propose ``frame`` 10 days away from ``twin``, so that ``twin`` is proposed on its own
+    (as before the check of judged periods); :func:`_shift` by 0 puts it back."""
+    pid = _proposal(session, frame, PB)
+    _shift(session, frame, dt.timedelta(days=-10))
+    return pid
+
+
+def _shift(session, frame, by: dt.timedelta) -> None:
+    fid = frame["finding_id"].iloc[0]
+    session.execute(
+        text("UPDATE findings SET started_at = :s, ended_at = :e WHERE finding_id = :f"),
+        {
+            "s": frame["started_at"].iloc[0].to_pydatetime() + by,
+            "e": frame["ended_at"].iloc[0].to_pydatetime() + by,
+            "f": fid,
+        },
+    )
+
 
 def _overdue(start: str, last_inspection: str, vehicle: str = "PB-09"):
     """A day of service more than 365 days after the vehicle's last vistoria (PB art. 32 VII)."""
@@ -767,6 +804,21 @@ class TestOneOmission:
         assert item["finding_id"] == later["finding_id"].iloc[0]
         assert item["reason"].startswith("omissão já julgada (last_inspection_on 2024-03-01)")
         assert f"da proposta {pid} (descartada)" in item["reason"]
+
+    def test_a_stored_twin_of_a_dismissed_omission_is_not_confirmed(self, session) -> None:
+        """Two open proposals over one missed vistoria (stored before that check): the one
+        dismissed does not come back as the other's auto."""
+        first, twin = (_overdue(f"2025-05-0{d}T15:00:00Z", "2024-03-01") for d in (6, 7))
+        fid = first["finding_id"].iloc[0]
+        pid = _proposal(session, first, PB)
+        hide = "UPDATE findings SET details = jsonb_set(details, '{reasons,0,last_inspection_on}', "
+        session.execute(text(hide + "'\"2024-01-01\"') WHERE finding_id = :f"), {"f": fid})
+        other = _proposal(session, twin, PB)
+        session.execute(text(hide + "'\"2024-03-01\"') WHERE finding_id = :f"), {"f": fid})
+        at = T0 + dt.timedelta(days=70)
+        dismiss(session, pid, agent_id="a", reason="vistoria feita fora do cadastro", at=at)
+        with pytest.raises(TransitionError, match=r"omissão já julgada .* \(descartada\)"):
+            confirm(session, other, agent_id="a", at=at)
 
     def test_an_expired_certificate_does_not_hide_the_missed_vistoria(self, session) -> None:
         """Days whose main reason is the expired certificate (review only in Pinto Bandeira)
