@@ -694,8 +694,10 @@ def evidence_views(findings: Sequence[Mapping[str, Any]], zone: ZoneInfo) -> lis
 
 
 def _finding_records(session: Session, finding_ids: list[str]) -> list[dict[str, Any]]:
+    from db.enforcement.evidence import with_stored_meters
+
     frame = workflow.load_findings(session, finding_ids)
-    return list(frame.to_dict("records"))
+    return with_stored_meters(session, list(frame.to_dict("records")))
 
 
 @router.get("/fiscal/achados/{finding_id}", name="web_agent_finding")

@@ -21,7 +21,7 @@ from typing import Any
 
 import shapely
 from geoalchemy2.shape import to_shape
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from db.accounts.models import User
@@ -29,7 +29,7 @@ from db.enforcement.workflow import as_record, finding_ids_of, get_proposal, loa
 from db.fleet.models import Driver, PermitHolder, Vehicle
 from db.stands.models import Stand
 from db.tracking.models import Fix
-from enforcement.documents import Document, DriverRef, accused_evidence
+from enforcement.documents import Document, DriverRef, accused_evidence, fix_vehicles
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
 
 TRACK_MARGIN = dt.timedelta(minutes=5)
@@ -116,6 +116,46 @@ def agent_name(session: Session, agent_id: str | None) -> str | None:
     return (name.strip() or None) if name else None
 
 
+def with_stored_meters(session: Session, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give the findings' evidence fixes without a ``meter`` the one their stored fix has.
+
+    The stand kinds name a boarding's fixes (free, then occupied) without the meter: the
+    agent reads it from the vehicle's fix of that instant, when retention has kept it. Each
+    record: ``vehicle_id`` and ``details`` (changed in place, and returned).
+    """
+    wanted: list[tuple[str, dt.datetime, dict[str, Any]]] = []
+    for r in records:
+        details = r.get("details") or {}
+        owners = fix_vehicles(details, vehicle_id=r.get("vehicle_id"))
+        for fix, owner in zip(details.get("fixes") or [], owners, strict=True):
+            if (
+                isinstance(fix, dict)
+                and fix.get("meter") is None
+                and owner
+                and fix.get("timestamp")
+            ):
+                try:
+                    at = dt.datetime.fromisoformat(str(fix["timestamp"]))
+                except ValueError:
+                    continue
+                wanted.append((owner, at, fix))
+    if not wanted:
+        return records
+    rows = session.execute(
+        text(
+            "SELECT f.vehicle_id, f.ts, f.meter "
+            "FROM unnest(CAST(:v AS text[]), CAST(:t AS timestamptz[])) AS k(v, t) "
+            "JOIN fixes f ON f.vehicle_id = k.v AND f.ts = k.t WHERE f.meter IS NOT NULL"
+        ),
+        {"v": [w[0] for w in wanted], "t": [w[1] for w in wanted]},
+    ).all()
+    meters = {(str(v), ts): str(m) for v, ts, m in rows}
+    for owner, at, fix in wanted:
+        if (meter := meters.get((owner, at))) is not None:
+            fix["meter"] = meter
+    return records
+
+
 def document_for(session: Session, proposal_id: str) -> Document:
     """Assemble the document data of a stored proposal."""
     p = get_proposal(session, proposal_id)
@@ -133,6 +173,9 @@ def document_for(session: Session, proposal_id: str) -> Document:
         record["pontuacao_choices"] = list(rule.pontuacao_choices)
     record["citation_uncertain"] = record["citation_uncertain"] or rule.citation_uncertain
     findings = load_findings(session, record["finding_ids"])
+    with_stored_meters(
+        session, [{"vehicle_id": p.vehicle_id, "details": d} for d in findings["details"] if d]
+    )
     vehicle = session.get(Vehicle, p.vehicle_id) if p.vehicle_id else None
     holder = session.get(PermitHolder, vehicle.holder_id) if vehicle and vehicle.holder_id else None
     stand = session.get(Stand, record["stand_id"]) if record["stand_id"] else None
