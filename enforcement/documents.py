@@ -103,6 +103,15 @@ class Place(TypedDict):
     text: str | None
     """Stand name or address, or ``"lat, lon"``."""
     municipality_name: str
+    """The rulebook's municipality (the issuing body's)."""
+    outside: NotRequired[bool]
+    """True when the place is beyond that municipality (a ride begun outside it)."""
+
+
+def place_municipality(place: Place) -> str:
+    """Return the municipality of the place as a document states it (pt-BR)."""
+    name = _given(place.get("municipality_name"))
+    return f"fora de {name}" if place.get("outside") else name
 
 
 class EvidenceFinding(TypedDict):
@@ -323,7 +332,7 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
         "plate": ("who", "Placa do veículo", _given(v.get("plate"), none=NOT_GIVEN_F)),
         "make_model": ("who", "Marca/modelo", _given(v.get("make_model"))),
         "place": ("where", "Local", _given(document["place"].get("text"))),
-        "municipality": ("where", "Município", _given(document["place"].get("municipality_name"))),
+        "municipality": ("where", "Município", place_municipality(document["place"])),
         "when": ("where", "Data e hora", _interval(p, tz)),
         "irregularity": ("what", "Irregularidade constatada", _irregularity(document)),
         "provision": ("what", "Dispositivo infringido", _provision(p)),

@@ -219,7 +219,12 @@ def document_for(session: Session, proposal_id: str) -> Document:
             "driver_name": driver_name,
             "drivers": drivers,
         },
-        "place": {"text": place, "municipality_name": book.municipality_name},
+        "place": {
+            "text": place,
+            "municipality_name": book.municipality_name,
+            # a ride begun beyond the limit (POA art. 19): its place is not in the municipality
+            "outside": bool(len(findings)) and set(findings["kind"]) == {"outside_municipality"},
+        },
         "findings": [
             accused_evidence(
                 {

@@ -157,6 +157,14 @@ class TestDocumentFields:
         assert rows["Data e hora"].startswith("14/03/2025, das 20:40:05 às 20:45:50")
         assert "UTC-04:00" in rows["Data e hora"]
 
+    def test_a_place_beyond_the_municipality_says_so(self) -> None:
+        """A ride begun beyond the limit (POA art. 19): the auto does not place it in the
+        municipality whose body issues it."""
+        place = {"text": "-29.91222, -51.18144", "municipality_name": "Porto Alegre"}
+        rows = labelled(sample_document(place=place | {"outside": True}), "auto")
+        assert rows["Município"] == "fora de Porto Alegre"
+        assert labelled(sample_document(place=place), "auto")["Município"] == "Porto Alegre"
+
     def test_missing_values_say_so(self) -> None:
         """Absent optional data reads "não informado" ("não informada" for a feminine noun);
         an unknown driver "não identificado"."""

@@ -100,6 +100,26 @@ class TestDocumentFor:
             assert len(own) == 6 and {owners[f["row"]] for f in own} == {vehicle}
             assert finding["details"]["vehicle_n_stops"] == 3
 
+    def test_a_ride_begun_outside_is_not_placed_in_the_municipality(self, poa) -> None:
+        """POA art. 19: the auto of a pickup beyond the limit says "fora de Porto Alegre"."""
+        frame = make_findings(
+            pd.DataFrame(
+                {
+                    "kind": "outside_municipality",
+                    "vehicle_id": "POA-8",
+                    "stand_id": None,
+                    "started_at": ["2025-03-04T12:00:00Z"],
+                    "ended_at": ["2025-03-04T12:20:00Z"],
+                    "confidence": 0.9,
+                    "details": [{"distance_outside_m": 5773.0}],
+                }
+            ),
+            [shapely.Point(-51.18144, -29.91222)],
+        )
+        (p,) = _proposals(poa, frame)
+        rows = document_fields(document_for(poa, p.proposal_id), kind="auto")
+        assert {label: value for _, label, value in rows}["Município"] == "fora de Porto Alegre"
+
     def test_tracking_gap_auto_states_the_stretch(self, poa) -> None:
         """A tracking gap's line gives the auto its first and last positions as the place."""
         frame = make_findings(
