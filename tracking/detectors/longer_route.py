@@ -236,6 +236,10 @@ this from both, went somewhere and came back: where the passenger asked to go is
 hires a taxi to be set down a walk from where they boarded), so the shortest path between its
 ends is no reference: never accused. With such a waypoint, the reference passes through it and
 every errand stop."""
+END_WINDOW_S = 120.0
+"""An impossible step within this of a trip's first or last fix leaves its pickup or drop-off
+unknown (the receiver's stale fixes of the last ride, a jump): the trip is not judged (real
+Porto trip 20000051, 1 Jul 2013 09:43: three fixes 1.8 km from the stand it boarded at)."""
 ERRAND_CONFIDENCE_FACTOR = 0.5
 """A finding whose shorter stops, taken as the passenger's errands, would explain its excess is
 only listed for review: its confidence times this is below 0.5 (a red light on a detour looks
@@ -1199,6 +1203,17 @@ def _matched_routes(
     return out
 
 
+def _jump_near_an_end(
+    lat: NDArray[np.float64], lon: NDArray[np.float64], ts: NDArray[np.int64], reach: float
+) -> bool:
+    """Whether a step faster than ``reach`` (m/s) lies within :data:`END_WINDOW_S` of an end."""
+    dt_s = np.maximum(np.diff(ts).astype(np.float64) / NS, 1e-9)
+    impossible = haversine_m(lat[:-1], lon[:-1], lat[1:], lon[1:]) > reach * dt_s
+    window = round(END_WINDOW_S * NS)
+    near = (ts[:-1] - ts[0] < window) | (ts[-1] - ts[1:] < window)
+    return bool((impossible & near).any())
+
+
 def _legs_total(routed: pd.DataFrame, leg_trip: NDArray[np.int64], n: int) -> NDArray[np.float64]:
     """Per trip, the length of its legs' paths (NaN when one has none, or it has no leg)."""
     length = routed["network_m"].to_numpy(dtype=np.float64)
@@ -1493,10 +1508,8 @@ def _findings(
         if hi - lo < 3:
             continue
         lat, lon, ts = fixes["lat"][lo:hi], fixes["lon"][lo:hi], fixes["ts_ns"][lo:hi]
-        dt_s = np.diff(ts[[0, 1, -2, -1]]).astype(np.float64)[[0, 2]] / NS
-        d_end = haversine_m(lat[[0, -2]], lon[[0, -2]], lat[[1, -1]], lon[[1, -1]])
-        if (d_end > reach * np.maximum(dt_s, 1e-9)).any():
-            continue  # pickup or drop-off is a GPS jump: the reference would be wrong
+        if _jump_near_an_end(lat, lon, ts, reach):
+            continue  # pickup or drop-off may be a stale or displaced fix: wrong reference
         gaps = np.diff(ts)
         unseen = np.flatnonzero(gaps > round(HIDDEN_RIDE_GAP_S * NS))
         kmh = fixes["kmh"][lo:hi]

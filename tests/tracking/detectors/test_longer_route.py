@@ -218,6 +218,19 @@ class TestDetectLongerRoute:
         )
         assert found.geometry.geom_equals(again.geometry).all()
 
+    @pytest.mark.parametrize("stale", [1, 3])
+    def test_stale_fixes_at_the_pickup_are_no_detour(self, grid, stale):
+        """Audit: a receiver's last fixes of the previous ride, sent again as the new ride's
+        first (1.5 km away, then a jump to the stand), made a straight ride a detour (real
+        Porto trip 20000051, 1 Jul 2013 09:43: three fixes 1.8 km from its stand): a trip with
+        an impossible step near an end is not judged, whatever the fix it falls after."""
+        rows = _trip("V1", STRAIGHT, t0=15.0 * stale)
+        rows[:0] = make_track("V1", [(15.0 * k, 0, 1500) for k in range(stale)], meter="occupied")
+        found, pings = _detect(rows, roads=grid)
+        assert found.empty
+        ratios = route_ratios(detect_trips(pings), pings, roads=grid)
+        assert ratios["guarded_ratio"].iat[0] >= 1.4  # what the stale pickup made of it
+
     def test_straight_trip_is_not(self, grid):
         """The shortest route is never accused."""
         found, _ = _detect(_trip("V1", STRAIGHT), roads=grid)
