@@ -141,7 +141,7 @@ def _step_up(metres: float) -> int:
 
 def _check_radius(radius_m: float, limit_m: float) -> int:
     if radius_m > limit_m:
-        msg = f"radius_m {radius_m:g} acima do máximo de {limit_m:g} m"
+        msg = f"radius_m {radius_m!r} acima do máximo de {limit_m:g} m"
         raise InvalidRequestError(msg)
     return _step_up(radius_m)
 

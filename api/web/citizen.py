@@ -81,7 +81,7 @@ def municipality_choices(session: Any) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         if r.code is None:
-            label = "Município não informado"
+            label = "Sem município no cadastro"
         elif r.name:
             label = f"{r.name} ({r.uf})" if r.uf else str(r.name)
         else:
@@ -185,10 +185,7 @@ def _no_nul(**params: str) -> None:
     """Raise :class:`SearchError` if a parameter has a NUL character (no database text has)."""
     for name, value in params.items():
         if "\x00" in value:
-            msg = (
-                f"'{name}' contém um caractere nulo (\\0); escolha um ponto da lista ou "
-                "toque no mapa"
-            )
+            msg = f"'{name}' contém um caractere nulo (\\0): retire-o e busque de novo"
             raise SearchError(msg)
 
 
@@ -373,10 +370,11 @@ def home(
     stand's, else the one with most stands), narrowed by ``busca`` (name, address or number,
     case and accents aside); the answer's stands come :data:`PAGE_SIZE` a page (``pagina``).
     """
+    typed, busca = busca, busca.replace("\x00", "")[:100]  # a NUL: refused, never echoed
     context: dict[str, Any] = {
         "radii": [(r, radius_text(r)) for r in radii(settings)],
         "chosen_stand": ponto,
-        "busca": busca[:100],
+        "busca": busca,
         "municipalities": [],
         "municipality": "",
         "municipality_label": "",
@@ -393,7 +391,7 @@ def home(
     try:
         _no_nul(
             ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem, municipio=municipio,
-            busca=busca, pagina=pagina,
+            busca=typed, pagina=pagina,
         )  # fmt: skip
         radius = _radius(raio, settings)
         page = _page_number(pagina)
@@ -407,19 +405,25 @@ def home(
                 radius=radius,
                 page=page,
                 link_params=_link_params(
-                    ponto=ponto, origem=origem, municipio=municipio, busca=busca[:100]
+                    ponto=ponto, origem=origem, municipio=municipio, busca=busca
                 ),
             )
     except SearchError as exc:
         error, status, radius = str(exc), 422, DEFAULT_RADIUS_M
-    stands = stand_choices(session, municipality=chosen, search=busca[:100])
+    stands = stand_choices(session, municipality=chosen, search=busca)
     if len(stands) == 1 and busca.strip() and not ponto:
         context["chosen_stand"] = stands[0]["stand_id"]  # the one found, ready to search
     labels = {c["value"]: c["label"] for c in choices}
     context |= {
         "stands": stands,
         "municipality": chosen,
-        "municipality_label": labels.get(chosen, ""),
+        "municipality_label": (
+            "sem município no cadastro"
+            if chosen == NO_MUNICIPALITY and chosen in labels
+            else f"em {labels[chosen]}"
+            if chosen in labels
+            else ""
+        ),
     }
     return render(
         request,

@@ -256,6 +256,13 @@ class TestFallbacks:
             assert 'role="alert"' in answer.text, path
             assert "caractere nulo" in answer.text or "&#39;lat&#39; era" in answer.text, path
 
+    def test_a_nul_in_the_search_text_is_refused_not_echoed(self, web_server: Any) -> None:
+        """``busca=ab\\0cd``: 422 saying so, and the NUL is written back nowhere in the page."""
+        answer = httpx.get(f"{web_server.url}/acessivel", params={"busca": "ab\x00cd"})
+        assert answer.status_code == 422
+        assert "&#39;busca&#39; contém um caractere nulo" in answer.text
+        assert "\x00" not in answer.text and "\ufffd" not in answer.text
+
 
 class TestRateLimit:
     def test_pages_share_the_public_api_limit(self, web_engine: Engine) -> None:

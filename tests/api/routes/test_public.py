@@ -97,6 +97,11 @@ class TestAccessibleTaxis:
         )
         assert response.status_code == 422
         assert response.json()["error"]["code"] == "invalid_request"
+        just_over = client.get(
+            "/api/v1/public/accessible-taxis",
+            params={"lat": -30, "lon": -51, "radius_m": "5000.0000001"},
+        )
+        assert "radius_m 5000.0000001 acima do máximo de 5000 m" in just_over.text
 
 
 class TestStandsNear:
