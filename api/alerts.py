@@ -38,7 +38,6 @@ import hashlib
 import hmac
 import json
 import logging
-import re
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -52,6 +51,7 @@ from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.orm import Session
 
 from api.accounts import SESSIONS_CHANNEL
+from api.queries import prefixo_part
 from api.settings import Settings, get_settings
 from engines.live import CHANNEL, REVISED, alert_matches, process_fixes
 
@@ -200,9 +200,9 @@ def list_alerts(
         where.append("vehicle_id = :vehicle")
         params["vehicle"] = vehicle_id
     if vehicle_part:
-        where.append("vehicle_id ILIKE :part ESCAPE '\\'")
-        escaped = re.sub(r"([\\%_])", r"\\\1", vehicle_part.strip())
-        params["part"] = f"%{escaped}%"
+        cond, more = prefixo_part("vehicle_id", vehicle_part)
+        where.append(cond)
+        params.update(more)
     if bbox:
         where.append("geometry && ST_MakeEnvelope(:x0, :y0, :x1, :y1, 4326)")
         params.update(dict(zip(("x0", "y0", "x1", "y1"), bbox, strict=True)))

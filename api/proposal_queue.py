@@ -14,9 +14,10 @@ import datetime as dt
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, func, select, text
 from sqlalchemy.orm import Session
 
+from api.queries import prefixo_part
 from db.enforcement.models import Proposal, ProposalFinding
 
 STAND_ID = Proposal.document["stand_id"].astext
@@ -28,8 +29,8 @@ class QueueFilters:
     """Filters of the queue; None leaves a filter out.
 
     ``since`` and ``until`` bound ``committed_at`` (``since <= committed_at < until``, UTC);
-    ``min_confidence`` is in [0, 1]; ``vehicle_id`` matches any prefixo containing it (case
-    and surrounding spaces ignored).
+    ``min_confidence`` is in [0, 1]; ``vehicle_id`` matches any prefixo containing it (case,
+    surrounding spaces and separators aside: :func:`api.queries.prefixo_part`).
     """
 
     kind: str | None = None
@@ -74,8 +75,8 @@ def _where(filters: QueueFilters) -> list[ColumnElement[bool]]:
     if filters.stand_id is not None:
         where.append(Proposal.document["stand_id"].astext == filters.stand_id)
     if filters.vehicle_id is not None:
-        # part of the prefixo, as typed: " 4227 " finds SIM-4227; % and _ are plain characters
-        where.append(Proposal.vehicle_id.icontains(filters.vehicle_id.strip(), autoescape=True))
+        cond, params = prefixo_part("proposals.vehicle_id", filters.vehicle_id)
+        where.append(text(cond).bindparams(**params))
     if filters.since is not None:
         where.append(Proposal.committed_at >= filters.since)
     if filters.until is not None:

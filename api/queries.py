@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -16,6 +17,25 @@ from sqlalchemy.orm import Session
 
 from api.frame_rows import PresentRow
 from api.schemas import PresentVehicle
+
+
+def prefixo_part(column: str, wanted: str, *, key: str = "part") -> tuple[str, dict[str, str]]:
+    """Return the SQL condition "the prefixo in ``column`` has ``wanted`` in it", and its params.
+
+    Any case; as typed (``%`` and ``_`` plain characters), or by its letters and digits alone,
+    separators aside, as the supervisor's filter (``api.web.supervisor.matches_prefixo``):
+    "4227", "sim4227" and "SIM 4227" find SIM-4227.
+    """
+    escaped = re.sub(r"([\\%_])", r"\\\1", wanted.strip())
+    cond = f"{column} ILIKE :{key} ESCAPE '\\'"
+    params = {key: f"%{escaped}%"}
+    letters = "".join(c for c in wanted.casefold() if c.isalnum())
+    if letters:
+        squeezed = f"regexp_replace(lower({column}), '[^[:alnum:]]', '', 'g')"
+        cond = f"({cond} OR {squeezed} LIKE :{key}_letters)"
+        params[f"{key}_letters"] = f"%{letters}%"
+    return cond, params
+
 
 _STAND_SQL = """
 SELECT stand_id, name, address, capacity, kind, order_number, municipality_code,
