@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import ColumnElement, func, select, text
 from sqlalchemy.orm import Session
@@ -76,7 +76,7 @@ def _where(filters: QueueFilters) -> list[ColumnElement[bool]]:
         where.append(Proposal.document["stand_id"].astext == filters.stand_id)
     if filters.vehicle_id is not None:
         cond, params = prefixo_part("proposals.vehicle_id", filters.vehicle_id)
-        where.append(text(cond).bindparams(**params))
+        where.append(cast(ColumnElement[bool], text(cond).bindparams(**params)))
     if filters.since is not None:
         where.append(Proposal.committed_at >= filters.since)
     if filters.until is not None:
