@@ -190,7 +190,8 @@ class TestLive:
     def test_live_finds_the_drivers_once_the_day_is_over(
         self, db_session: Session, stored: tuple[Path, Path]
     ) -> None:
-        """Fed in pieces, the live engine reads the registry and finds the three drivers."""
+        """Fed in pieces, the live engine reads the registry and finds the three drivers, each
+        announced provisional from its ride's end and settled once the day is over."""
         pings = _rides()
         found: list[dict[str, Any]] = []
         for start in range(0, len(pings), 9):
@@ -200,9 +201,12 @@ class TestLive:
                 kinds=("driver_not_allowed",),
                 throttle_s=0,
             )
-        assert sorted((f["details"]["driver_id"], f["details"]["reason"]) for f in found) == [
+        settled = [f for f in found if not f["details"].get("provisional")]
+        assert sorted((f["details"]["driver_id"], f["details"]["reason"]) for f in settled) == [
             ("DRV2", "ictp_expired"),
             ("DRV3", "ictp_suspended"),
             ("XX9", "not_registered"),
         ]
-        assert {f["details"]["local_date"] for f in found} == {"2024-03-05"}
+        assert {f["details"]["local_date"] for f in settled} == {"2024-03-05"}
+        early = {f["finding_id"] for f in found if f["details"].get("provisional")}
+        assert early and early <= {f["finding_id"] for f in settled}
