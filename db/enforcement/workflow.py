@@ -928,8 +928,9 @@ def confirm(
     now = _now(at)
     p = _step(session, proposal_id, "confirm", now)
     book, rule = rule_of(p)
-    _within_the_law(session, p, book)
-    _not_judged_before(session, p, book, rule)
+    findings = load_findings(session, finding_ids_of(session, proposal_id))
+    _within_the_law(p, book, findings)
+    _not_judged_before(session, p, book, rule, findings)
     exception = _exception_answer(proposal_id, rule, exception_answer, agent_id=agent_id, at=now)
     chosen = _pontuacao(proposal_id, rule, pontuacao)
     priors = reincidence_priors(
@@ -981,34 +982,27 @@ def confirm(
     return p
 
 
-def _within_the_law(session: Session, p: Proposal, book: Rulebook) -> None:
+def _within_the_law(p: Proposal, book: Rulebook, findings: gpd.GeoDataFrame) -> None:
     """Refuse to confirm a proposal whose findings were judged by a limit stricter than the law's.
 
     :func:`enforcement.proposals.laxer_law`, as when proposing: a proposal stored before that
     check (or under another rulebook version) is never issued as an auto.
     """
-    rows = session.execute(
-        select(Finding.kind, Finding.details)
-        .join(ProposalFinding, ProposalFinding.finding_id == Finding.finding_id)
-        .where(ProposalFinding.proposal_id == p.proposal_id)
-    ).all()
-    for kind, details in rows:
+    for kind, details in zip(findings["kind"], findings["details"], strict=True):
         if (why := laxer_law(book, kind, details or {})) is not None:
             msg = f"a proposta {p.proposal_id} não pode ser confirmada: {why}; descarte-a"
             raise TransitionError(msg)
 
 
-def _not_judged_before(session: Session, p: Proposal, book: Rulebook, rule: Rule) -> None:
+def _not_judged_before(
+    session: Session, p: Proposal, book: Rulebook, rule: Rule, findings: gpd.GeoDataFrame
+) -> None:
     """Refuse to confirm a proposal whose conduct another proposal already decided.
 
     :func:`enforcement.proposals.judged_before` against the vehicle's confirmed or dismissed
     proposals, as when proposing: one stored before that check (or beside an open twin the
     agent decided first) is never a second auto for one conduct, nor a dismissed one's return.
     """
-    ids = session.scalars(
-        select(ProposalFinding.finding_id).where(ProposalFinding.proposal_id == p.proposal_id)
-    ).all()
-    findings = load_findings(session, ids)
     if findings.empty:
         return
     judged = _judged(session, {p.service: book}, findings)
