@@ -34,7 +34,10 @@ finding
       ``f0`` and the step from this run's ``f0`` to that run's last fix is not anomalous, the
       track jumped away and came back: the two runs and the fixes between them are one finding,
       ``pattern = "outlier"``, every fix between the two ends being an outlier (a displaced
-      stretch, e.g. multipath for a minute; in the Porto data most jumps come in such pairs);
+      stretch, e.g. multipath for a minute; in the Porto data most jumps come in such pairs),
+      unless that next run pairs so with the run after it over a shorter time: then this run
+      stays a jump and the shorter excursion is the outlier (stale fixes before a jump and a
+      brief outlier later would otherwise name the true stretch between them wrong);
     - otherwise the run alone, ``pattern = "jump"``: the position moved impossibly and did not
       come back (or the data ends).
 
@@ -207,6 +210,7 @@ def open_from(
             s = events[-2][0]  # the open run may still bring the jump before it back
         elif e != last and not _may_return(track, events[-1], last, th):
             s = last  # settled: a new run can only start at the last fix
+        s = min(s, _first_unsettled(track, events, last, th))
         # A held event, or the last one while a later event may still follow it, is held
         # with the whole chain it belongs to (the chain decides its pattern).
         chains = _chains(track, events, th)
@@ -243,13 +247,37 @@ def _events(track: TrackArrays, th: Thresholds) -> list[Event]:
         s, e = int(first[i]), int(last[i])
         span = (s, e, e)
         i += 1
-        if not _returns(track, s, e, th) and i < n_runs:
-            e2 = int(last[i])
-            if track.codes[e2] == track.codes[s] and _pairs(track, s, e2, th):
-                span = (s, e, e2)
-                i += 1
+        if _pairs_runs(track, first, last, i - 1, th) and not _closer_return(
+            track, first, last, i - 1, th
+        ):
+            span = (s, e, int(last[i]))
+            i += 1
         events.append(span)
     return events
+
+
+def _pairs_runs(
+    track: TrackArrays, first: NDArray[np.int64], last: NDArray[np.int64], i: int, th: Thresholds
+) -> bool:
+    """Whether run ``i``, a jump that does not return, pairs with run ``i + 1``."""
+    if i + 1 >= len(first) or _returns(track, int(first[i]), int(last[i]), th):
+        return False
+    s, e2 = int(first[i]), int(last[i + 1])
+    return bool(track.codes[e2] == track.codes[s]) and _pairs(track, s, e2, th)
+
+
+def _closer_return(
+    track: TrackArrays, first: NDArray[np.int64], last: NDArray[np.int64], i: int, th: Thresholds
+) -> bool:
+    """Whether run ``i + 1`` pairs with run ``i + 2`` over a shorter time than run ``i`` with it.
+
+    Stale fixes before a jump and a brief outlier later (``A A | B … B C | B``) pair both
+    ways; the shorter excursion names the fewer fixes wrong (``C``, not the stretch ``B … B``).
+    """
+    if not _pairs_runs(track, first, last, i + 1, th):
+        return False
+    ts = track.ts_ns
+    return bool(ts[last[i + 2]] - ts[first[i + 1]] < ts[last[i + 1]] - ts[first[i]])
 
 
 class _Chain:
@@ -341,6 +369,33 @@ def _chained(track: TrackArrays, events: list[Event], th: Thresholds) -> list[Ev
         else:
             out.extend(chain.events)
     return out
+
+
+def _first_unsettled(track: TrackArrays, events: list[Event], last: int, th: Thresholds) -> int:
+    """First fix of the vehicle's first event that a run at or after fix ``last`` may change.
+
+    A jump's pairing looks two runs ahead (:func:`_closer_return`), each run ending at most
+    ``max_excursion_s`` after the one before began. A lone jump, the last event, is settled
+    ``max_excursion_s`` after its first fix; before an open run (whose end may undo a closer
+    return), twice that. A paired one is settled once its second run can take no later run
+    (``max_excursion_s`` after that run began).
+    """
+    ts, window = track.ts_ns, round(th[2] * NS)
+    open_run = events[-1][2] == last
+    for k, (s, e1, e) in enumerate(events):
+        if e == e1:
+            reach = window if k == len(events) - 1 else 2 * window if open_run else -1
+            if not _returns(track, s, e, th) and int(ts[last] - ts[s]) <= reach:
+                return s
+            continue
+        second = e1 + 1 + int(np.argmax(_anomalous_steps(_take(track, _span(e1 + 1, e)), th)))
+        if not _returns(track, second, e, th) and int(ts[last] - ts[second]) <= window:
+            return s
+    return last
+
+
+def _span(s: int, e: int) -> NDArray[np.int64]:
+    return np.arange(s, e + 1, dtype=np.int64)
 
 
 def _may_return(track: TrackArrays, event: Event, last: int, th: Thresholds) -> bool:

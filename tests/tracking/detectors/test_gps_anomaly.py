@@ -105,6 +105,19 @@ class TestDetectGpsAnomaly:
         assert found["details"].map(lambda d: d["pattern"]).tolist() == ["jump", "jump"]
         assert len(detect_gps_anomaly(pings, max_excursion_s=600)) == 1
 
+    def test_stale_first_fixes_do_not_make_the_true_track_an_outlier(self) -> None:
+        """Stale fixes, a jump to the true track, and later a brief outlier nearer the stale
+        place (real Porto trip 1372637610620000497): the jump pairs both with the outlier's
+        leaving step and that one with its coming back. The shorter excursion is the outlier:
+        a jump, then the outlier fixes, never the 16 true fixes between them."""
+        stale = [(0, 0), (100, 0), (200, 0)]
+        true = [(4000.0 + 100 * k, 0.0) for k in range(16)]
+        outlier = [(1500, 0), (1600, 0)]
+        track = stale + true + outlier + [(5800.0 + 100 * k, 0.0) for k in range(10)]
+        found = detect_gps_anomaly(make_pings(_steady("T1", track)))
+        assert found["details"].map(lambda d: d["pattern"]).tolist() == ["jump", "outlier"]
+        assert [x["row"] for x in found.iloc[1]["details"]["outlier_fixes"]] == [20, 21]
+
     def test_jump_back_elsewhere_is_not_an_excursion(self) -> None:
         """Jumping away and then to a third far place is two jumps, not a return."""
         track = [(0, 0), (100, 0), (3000, 0), (3100, 0), (3100, 6000), (3100, 6100)]
@@ -342,6 +355,12 @@ class TestGpsAnomalyKernel:
             # A jump, an outlier, a jump back (the outlier is not the jump's return).
             [(0, 0), (100, 0), (30000, 0), (30100, 0), (30200, 0), (40000, 0), (30300, 0)]
             + [(30400, 0), (200, 0), (300, 0)],
+            # Stale fixes, a jump, and an outlier nearer them: a jump, then the outlier.
+            [(0, 0), (100, 0), (200, 0), *[(4000.0 + 100 * k, 0.0) for k in range(16)]]
+            + [(1500, 0), (1600, 0), *[(5800.0 + 100 * k, 0.0) for k in range(3)]],
+            # The same until the coming back goes on to a far place: then the jump's return.
+            [(0, 0), (100, 0), (200, 0), *[(4000.0 + 100 * k, 0.0) for k in range(16)]]
+            + [(1500, 0), (1600, 0), (5800, 0), (5800, 20_000), (5900, 20_000)],
         ]
         points = [  # one vehicle, each case an hour after the one before
             (3600.0 * c + 15.0 * k, float(n), float(e))
