@@ -106,7 +106,7 @@ class TestStandMap:
         assert "Pico no período" in popup
         chart = page.locator(".leaflet-popup-content svg.pontual-chart")
         assert chart.locator("rect[fill='#1a9850']").count() == 3 + 1  # 3 present days + key
-        assert "Presença dos licenciados (3 dias)" in popup
+        assert "Presença dos licenciados por dia, de 02/03 a 04/03" in popup
 
     def test_default_instant_and_no_presence(self, open_map, tmp_path):
         """Without ``at`` the queue is the one at the last departure; no chart without presence."""

@@ -164,7 +164,9 @@
       html += "<div>Nenhum veículo no ponto neste instante.</div>";
     }
     if (r.licensees.length && meta.days && meta.days.length) {
-      html += "<div class='pontual-chart-title'>Presença dos licenciados (" + meta.days.length + " dias)</div>";
+      var first = meta.days[0], last = meta.days[meta.days.length - 1];
+      html += "<div class='pontual-chart-title'>Presença dos licenciados por dia, " +
+        (first === last ? "em " + first : "de " + first + " a " + last) + "</div>";
       html += presenceChart(r.licensees, meta.days);
     } else if (meta.has_presence) {
       html += "<div>Sem licenciados neste ponto no período.</div>";
