@@ -73,8 +73,9 @@ first and last fix.
 
 Live (:data:`KERNEL`): the vehicle's fixes from the first one whose event a later fix can still
 change are kept (:func:`open_from`): the last fix, or the open run, or a jump that may still
-come back (plus the open run that may bring it back), with the fixes after it. The kept tail is
-bounded by one run of consecutive impossible steps plus ``max_excursion_s``, and it starts
+come back (plus the open run that may bring it back), or a jump whose pairing a later run may
+still undo (:func:`_first_unsettled`), with the fixes after it. The kept tail is bounded by
+one run of consecutive impossible steps plus twice ``max_excursion_s``, and it starts
 no later than the chain of the held event, or of the last event while a later one may still
 join it (so two receivers keep their chain's fixes until it ends: its finding comes then).
 An event is emitted once it cannot change: when the step after it is plausible, no later run
