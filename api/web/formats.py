@@ -201,8 +201,13 @@ def field_label(name: str) -> str:
 
 
 def clipped(value: str, limit: int = 40) -> str:
-    """Cut an echoed input to ``limit`` characters, "…" marking the cut."""
-    return value if len(value) <= limit else value[: limit - 1] + "…"
+    """Quote an echoed input, cut to ``limit`` characters ("…" marking the cut).
+
+    Control characters are shown escaped (``\\x00``), so that "2 " or "2\\x00" is not read as
+    the stand "2".
+    """
+    shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in value[:limit])
+    return f"“{shown if len(value) <= limit else shown[: limit - 1] + '…'}”"
 
 
 def plain(value: str) -> str:

@@ -698,4 +698,14 @@ def test_a_long_stand_id_is_not_echoed_whole(supervisor: httpx.Client) -> None:
     """A 5,000-character stand id in the path: the 403 page names it cut to 40 characters."""
     response = supervisor.get("/supervisao/pontos/" + "9" * 5000)
     assert response.status_code == 403
-    assert "9" * 39 + "…" in response.text and "9" * 41 not in response.text
+    assert "“" + "9" * 39 + "…”" in response.text and "9" * 41 not in response.text
+
+
+@pytest.mark.parametrize(("path", "shown"), [("SV1%20", "“SV1 ”"), ("SV1%00", "“SV1\\x00”")])
+def test_an_own_stand_id_with_a_blank_is_refused_as_typed(
+    supervisor: httpx.Client, path: str, shown: str
+) -> None:
+    """"SV1 " is not the supervisor's SV1: the 403 page quotes it as typed, the NUL escaped."""
+    response = supervisor.get("/supervisao/pontos/" + path)
+    assert response.status_code == 403
+    assert f"O ponto {shown} não está entre os seus pontos" in response.text
