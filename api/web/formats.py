@@ -201,9 +201,9 @@ def field_label(name: str) -> str:
 
 
 def clipped(value: str, limit: int = 40) -> str:
-    """Quote an echoed input, cut to ``limit`` characters ("…" marking the cut).
+    r"""Quote an echoed input, cut to ``limit`` characters ("…" marking the cut).
 
-    Control characters are shown escaped (``\\x00``), so that "2 " or "2\\x00" is not read as
+    Control characters are shown escaped (``\x00``), so that "2 " or "2\x00" is not read as
     the stand "2".
     """
     shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in value[:limit])
