@@ -705,7 +705,7 @@ def test_a_long_stand_id_is_not_echoed_whole(supervisor: httpx.Client) -> None:
 def test_an_own_stand_id_with_a_blank_is_refused_as_typed(
     supervisor: httpx.Client, path: str, shown: str
 ) -> None:
-    """ "SV1 " is not the supervisor's SV1: the 403 page quotes it as typed, the NUL escaped."""
+    """The id "SV1 " is not the supervisor's SV1: the 403 page quotes it as typed, NUL escaped."""
     response = supervisor.get("/supervisao/pontos/" + path)
     assert response.status_code == 403
     assert f"O ponto {shown} não está entre os seus pontos" in response.text
