@@ -271,6 +271,7 @@ def build_plan(
         "fleet_min": fleet_min,
         "fleet_max": fleet_max,
         "fleet_current": fleet_current,
+        "inhabitants_per_taxi": round(pop / fleet_current) if fleet_current else None,
         "fleet_source": fleet_source,
         "fleet_gap": (
             gap(fleet_current, minimum=fleet_min, maximum=fleet_max)
@@ -642,6 +643,7 @@ def render_html(plan: dict[str, Any], *, map_html: str | None = None) -> str:
         ("Frota mínima", _fmt(plan["fleet_min"])),
         ("Frota máxima", _fmt(plan["fleet_max"])),
         ("Frota atual", _fmt(plan["fleet_current"])),
+        ("Habitantes por táxi (frota atual)", _fmt(plan["inhabitants_per_taxi"])),
         ("Situação da frota", (plan["fleet_gap"] or {}).get("message") or "—"),
         ("Acessíveis exigidos", _fmt(plan["accessible_min"])),
         ("Acessíveis presentes", _fmt(plan["accessible_current"])),

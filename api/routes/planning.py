@@ -41,6 +41,7 @@ class PlanPublic(BaseModel):
     fleet_min: int | None
     fleet_max: int | None
     fleet_current: int | None
+    inhabitants_per_taxi: int | None
     accessible_min: int | None
     accessible_current: int | None
 

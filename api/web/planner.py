@@ -327,6 +327,7 @@ def figure_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
         ("fleet_min", "Frota mínima", plan["fleet_min"]),
         ("fleet_max", "Frota máxima", plan["fleet_max"]),
         ("fleet_current", "Frota atual (ativa)", plan["fleet_current"]),
+        ("inhabitants_per_taxi", "Habitantes por táxi (frota atual)", plan["inhabitants_per_taxi"]),
         ("fleet_source", "Origem da frota", plan["fleet_source"]),
         ("fleet_gap", "Situação da frota", gap_message(plan["fleet_gap"])),
         ("accessible_min", "Acessíveis exigidos", plan["accessible_min"]),

@@ -61,6 +61,7 @@ class TestPlanCommand:
         assert (plan["population"], plan["fleet_min"], plan["fleet_max"]) == (460_413, 658, 920)
         assert plan["population_source"].startswith("IBGE, Censo Demográfico 2022")
         assert plan["fleet_current"] is None and plan["accessible_min"] == 19
+        assert plan["inhabitants_per_taxi"] is None
 
     def test_pinto_bandeira_estimate(self, run_pontual) -> None:
         """Pinto Bandeira with the 2024 estimate (2,784): 4 permits."""
@@ -110,6 +111,7 @@ class TestPlanCommand:
         args = ("plan", "--municipality", "4314548", "--fleet", str(fleet), "--format", "json")
         plan = _json(run_pontual(*args, "--as-of", "2025-06-01"))
         assert plan["fleet_current"] == 2 and plan["accessible_current"] == 1
+        assert plan["inhabitants_per_taxi"] == round(plan["population"] / 2)
         assert (plan["fleet_gap"]["status"], plan["fleet_gap"]["missing"]) == ("below", 2)
         assert [v["vehicle_id"] for v in plan["vehicles"]["over_age"]] == ["PB2"]
 

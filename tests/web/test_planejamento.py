@@ -140,7 +140,8 @@ def _csv_rows(data: bytes) -> list[dict[str, str]]:
 
 COMPARED = (
     "municipality", "municipality_name", "uf", "service", "year", "population",
-    "population_source", "fleet_min", "fleet_max", "fleet_current", "fleet_source",
+    "population_source", "fleet_min", "fleet_max", "fleet_current", "inhabitants_per_taxi",
+    "fleet_source",
     "accessible_min", "accessible_basis", "accessible_current",
 )  # fmt: skip
 
@@ -170,6 +171,7 @@ class TestExport:
         assert set(shown) == set(by_key)
         assert shown["population"].replace(".", "") == by_key["population"]
         assert shown["fleet_current"] == by_key["fleet_current"] == "8"
+        assert by_key["inhabitants_per_taxi"] == str(round(int(by_key["population"]) / 8))
         assert shown["accessible_current"] == by_key["accessible_current"] == "2"
         assert shown["fleet_gap"] == by_key["fleet_gap"]
         for key, value in by_key.items():
