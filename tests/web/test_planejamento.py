@@ -203,6 +203,7 @@ class TestExport:
         assert len(areas) == 4
         assert f"<code>{areas[0]['celula_h3']}</code>" in html
         assert "10 embarques em 4 células H3" in html
+        assert "um ponto sem capacidade no cadastro conta uma vaga" in html
         candidates = _csv_rows(client.get(f"/planejamento/{PVH}/candidatos.csv").content)
         assert [(r["local"], r["dias"], r["veiculos"]) for r in candidates] == [
             ("PL-PLACE", "3", "2")
