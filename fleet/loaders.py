@@ -269,21 +269,35 @@ def _population(
     )
 
 
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}")
+"""A UTF-8 encoded accented letter or symbol: in a pt-BR Windows-1252 text, such pairs ("Ã£")
+are mojibake, not words."""
+
+
 def decoded_text(content: bytes, *, source: str) -> str:
     """Return a file's text: UTF-8 (with or without BOM), else Windows-1252 (Excel in pt-BR).
 
     Raises
     ------
     FleetFileError
-        If it is neither (pt-BR, naming ``source``).
+        If it is neither (pt-BR, naming ``source``), or if it mixes them: UTF-8 text with a
+        byte that is not (read as Windows-1252, every accent of the UTF-8 part would change).
     """
-    for encoding in ("utf-8-sig", "cp1252"):
-        try:
-            return content.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    msg = f"{source}: o arquivo não está em UTF-8 nem em Windows-1252: salve-o como CSV UTF-8"
-    raise FleetFileError(msg)
+    try:
+        return content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if _UTF8_SEQUENCE.search(content):
+            line = content.count(b"\n", 0, exc.start) + 1
+            msg = (
+                f"{source}, linha {line}: um caractere não está em UTF-8, como o resto do "
+                "arquivo (textos de duas origens?): salve o arquivo todo como CSV UTF-8"
+            )
+            raise FleetFileError(msg) from None
+    try:
+        return content.decode("cp1252")
+    except UnicodeDecodeError:
+        msg = f"{source}: o arquivo não está em UTF-8 nem em Windows-1252: salve-o como CSV UTF-8"
+        raise FleetFileError(msg) from None
 
 
 def csv_delimiter(text: str) -> str:
@@ -323,20 +337,84 @@ def read_registry_csv(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str
         msg = f"arquivo de {what} não encontrado: {p}"
         raise FileNotFoundError(msg)
     text = decoded_text(p.read_bytes(), source=p.name)
-    try:
-        raw = pd.read_csv(
-            io.StringIO(text), sep=csv_delimiter(text), dtype=str, keep_default_na=False
-        )
-    except pd.errors.EmptyDataError:
-        msg = f"{p.name}: o arquivo está vazio"
-        raise FleetFileError(msg) from None
-    except pd.errors.ParserError as exc:
-        msg = f"{p.name}: CSV malformado (uma aspa sem fechar?): {exc}"
-        raise FleetFileError(msg) from None
-    if repeated := repeated_columns(text, sep=csv_delimiter(text)):
+    header, records, sep = registry_records(text, source=p.name)
+    if repeated := repeated_columns(text, sep=sep):
         raise FleetFileError(repeated_columns_message(repeated, source=p.name))
-    raw.columns = [c.strip() for c in raw.columns]
+    raw = pd.DataFrame(records, columns=[c.strip() for c in header], dtype=str)
     return raw, p.name
+
+
+_CSV_PROBLEMS = {
+    "field larger than field limit": "um campo passa do limite de {limit} caracteres",
+    "new-line character seen in unquoted field": "quebra de linha num campo sem aspas",
+}
+"""pt-BR of the csv module's errors (their English reaches no user)."""
+
+
+def registry_records(text: str, *, source: str) -> tuple[list[str], list[list[str]], str]:
+    """Return a registry CSV's header, its data records and its separator.
+
+    One record per line (docs/formatos.md), blank lines skipped; a record's fields past the
+    header's that are all empty (the trailing separators a spreadsheet may write) are dropped,
+    and a short record is filled with empty fields.
+
+    Raises
+    ------
+    FleetFileError
+        Naming ``source`` and the line: an empty file; a NUL character; a quoted field that
+        does not close on its line (it would swallow the lines after it); more filled fields
+        than the header names; what the csv module cannot read.
+    """
+    if not text.strip():
+        msg = f"{source}: o arquivo está vazio"
+        raise FleetFileError(msg)
+    sep = csv_delimiter(text)
+    reader = csv.reader(io.StringIO(text), delimiter=sep)
+    header: list[str] = []
+    records: list[list[str]] = []
+    line = 0
+    try:
+        for record in reader:
+            first, line = line + 1, reader.line_num
+            where = f"{source}, linha {first}"
+            if any("\x00" in cell for cell in record):
+                msg = f"{where}: a linha contém o caractere nulo (\\0); retire-o"
+                raise FleetFileError(msg)
+            if line > first or any("\n" in cell or "\r" in cell for cell in record):
+                msg = (
+                    f"{where}: CSV malformado (uma aspa sem fechar): um campo entre aspas não "
+                    f"fecha na sua linha e junta as linhas {first} a {line}; feche a aspa ou "
+                    "retire-a"
+                )
+                raise FleetFileError(msg)
+            if not record:
+                continue
+            if not header:
+                header = _without_trailing_empty(record)
+                continue
+            if len(record) > len(header):
+                if any(cell.strip() for cell in record[len(header) :]):
+                    msg = (
+                        f"{where}: {len(record)} campos, o cabeçalho tem {len(header)} "
+                        f"(um separador '{sep}' a mais, ou um campo com '{sep}' sem aspas?)"
+                    )
+                    raise FleetFileError(msg)
+                record = record[: len(header)]
+            records.append(record + [""] * (len(header) - len(record)))
+    except csv.Error as exc:
+        said = next(
+            (v for k, v in _CSV_PROBLEMS.items() if str(exc).startswith(k)), "CSV malformado"
+        )
+        limit = f"{csv.field_size_limit():,}".replace(",", ".")
+        msg = f"{source}, linha {reader.line_num}: {said.format(limit=limit)}"
+        raise FleetFileError(msg) from None
+    return header, records, sep
+
+
+def _without_trailing_empty(names: list[str]) -> list[str]:
+    while names and not names[-1].strip():
+        names = names[:-1]
+    return names
 
 
 def repeated_columns(text: str, *, sep: str) -> list[str]:

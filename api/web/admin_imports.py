@@ -30,7 +30,6 @@ import contextlib
 import csv
 import datetime as dt
 import hashlib
-import io
 import json
 import re
 import secrets
@@ -98,51 +97,29 @@ def first_row(kind: str) -> int:
 # --- the file, in parts -----------------------------------------------------------------------
 
 
-_CSV_PROBLEMS = {
-    "field larger than field limit": "um campo passa do limite de {limit} caracteres",
-    "line contains NUL": "a linha contém o caractere nulo (\\0)",
-    "new-line character seen in unquoted field": "quebra de linha num campo sem aspas",
-    "unexpected end of data": "o arquivo termina dentro de um campo entre aspas",
-}
-"""pt-BR of the csv module's errors (their English reaches no user)."""
-
-
-def _csv_problem(exc: csv.Error, *, line: int) -> str:
-    """Say (pt-BR) what the csv module found wrong, and on which line."""
-    text = str(exc)
-    said = next((v for k, v in _CSV_PROBLEMS.items() if text.startswith(k)), "CSV malformado")
-    limit = fmt.integer(csv.field_size_limit())
-    return f"linha {fmt.integer(line)}: {said.format(limit=limit)}"
-
-
 class FileParts:
     """A CSV or GeoJSON file whose data rows (features) can be written out in any subset."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, source: str) -> None:
+        """Read ``path``; its errors name ``source`` (the file's name as the user knows it)."""
         self.path = path
         self.csv = path.suffix.lower() == ".csv"
-        from fleet.loaders import csv_delimiter, decoded_text
+        from fleet.loaders import decoded_text, registry_records
 
-        text = decoded_text(path.read_bytes(), source=path.name)
+        text = decoded_text(path.read_bytes(), source=source)
         if not text.strip():
             msg = "o arquivo está vazio"
             raise ValueError(msg)
         if self.csv:  # parts keep the file's separator, so its decimal commas read as in the CLI
-            self.delimiter = csv_delimiter(text)
-            reader = csv.reader(io.StringIO(text), delimiter=self.delimiter)
-            try:
-                rows = list(reader)
-            except csv.Error as exc:
-                raise ValueError(_csv_problem(exc, line=reader.line_num)) from None
-            self.header = rows[0] if rows else []
-            self.records: list[Any] = [r for r in rows[1:] if r]
+            self.header, records, self.delimiter = registry_records(text, source=source)
+            self.records: list[Any] = records
         else:
             from stands.layers import parse_geojson
 
             doc = parse_geojson(text)
             features = doc.get("features") if isinstance(doc, dict) else None
             if not isinstance(features, list):
-                msg = f"'{path.name}' não é um GeoJSON FeatureCollection com a lista 'features'"
+                msg = f"'{source}' não é um GeoJSON FeatureCollection com a lista 'features'"
                 raise ValueError(msg)
             self.doc = doc
             self.records = features
@@ -360,7 +337,7 @@ def preview(
     good rows on a connection (the caller's transaction).
     """
     try:
-        parts = FileParts(path)
+        parts = FileParts(path, source=name)
     except _UNREADABLE as exc:
         result = Triage(file_error=f"arquivo ilegível: {exc}")
         return Preview(rows=0, triage=result, counts={}, rejected=[]), None

@@ -186,6 +186,24 @@ class TestReadFleet:
         assert fleet["vehicle_id"].tolist() == ["T1", "T2"]
         assert fleet["make"].tolist() == ["Citroën", "Peugeot"]
 
+    def test_spreadsheet_trailing_separators(self, tmp_path: Path) -> None:
+        """Trailing empty fields (header included) are no columns: a row's values stay in
+        their columns (pandas took the first field as an index and shifted the rest)."""
+        body = "vehicle_id,status,\nT1,active,\nT2,parked,\n"
+        with pytest.raises(FleetFileError, match="linha 3, coluna status: 'parked'"):
+            read_fleet(_write(tmp_path, body))
+        fleet = read_fleet(_write(tmp_path, body.replace("parked", "suspended")))
+        assert fleet["vehicle_id"].tolist() == ["T1", "T2"]
+        assert fleet["status"].tolist() == ["active", "suspended"]
+
+    def test_utf8_with_one_windows_1252_byte_is_refused(self, tmp_path: Path) -> None:
+        """One Latin-1 byte in a UTF-8 file: read as Windows-1252 every accent of the file
+        would change ("Sedã" stored as "SedÃ£"); the line of the byte is named."""
+        path = tmp_path / "mixed.csv"
+        path.write_bytes("vehicle_id,model\nT1,Sedã\n".encode() + "T2,Ônix\n".encode("cp1252"))
+        with pytest.raises(FleetFileError, match="mixed.csv, linha 3: um caractere não está"):
+            read_fleet(path)
+
     def test_contract_year_is_optional(self, tmp_path: Path) -> None:
         """The optional ``year`` (of manufacture) column is read as Int64; blank is missing."""
         fleet = read_fleet(_write(tmp_path, "vehicle_id,year\nT1,2019\nT2,\n"))
@@ -209,11 +227,21 @@ class TestReadFleet:
                 "vehicle_id\nT1\nT1\n",
                 "linha 3, coluna vehicle_id: 'T1' repete o veículo da linha 2",
             ),
-            (  # a quote opened in the wrong place swallows the next row into one "id"
+            (  # a quote opened in the wrong place would swallow the next row into one "id"
                 'vehicle_id,plate\n"QA-V3,AAA1A11\nQA-V4",BBB2B22\n',
-                "linha 2, coluna vehicle_id: 'QA-V3,AAA1A11\\\\nQA-V4' não é um identificador",
+                "linha 2: CSV malformado \\(uma aspa sem fechar\\).* junta as linhas 2 a 3",
+            ),
+            (  # ... or into another column's text, where no identifier rule would see it
+                'vehicle_id,plate,model,status\nQA-31,QAA1A31,"Sedan,ativo\nQA-32,QAA1A32,Hatch,'
+                "ativo\n",
+                "linha 2: CSV malformado \\(uma aspa sem fechar\\)",
             ),
             ('vehicle_id,plate\n"QA-V3,AAA1A11\n', "CSV malformado \\(uma aspa sem fechar"),
+            ("vehicle_id,plate\nT1,A\x00B\n", "linha 2: a linha contém o caractere nulo"),
+            (  # an extra field would shift the columns (pandas took the first as an index)
+                "vehicle_id,plate,status\nT1,AAA1A11,active\nT2,BBB2B22,active,x\n",
+                "linha 3: 4 campos, o cabeçalho tem 3",
+            ),
             ("", "o arquivo está vazio"),
             ("vehicle_id\nT 1\n", "linha 2, coluna vehicle_id: 'T 1' não é um identificador"),
             ("placa,marca\nX,Y\n", "não reconhecido"),

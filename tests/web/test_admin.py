@@ -564,8 +564,8 @@ def test_import_reads_excel_files_and_refuses_broken_ids(
     web_client: Callable, web_engine: Engine
 ) -> None:
     """A fleet file as Excel in pt-BR saves it (';', Windows-1252) previews its rows; a quote
-    left open, which swallows the next rows into one "vehicle_id", is a rejected row with the
-    reason, not a vehicle; an empty file and a broken GeoJSON say so in Portuguese."""
+    left open, which would swallow the next rows into one "vehicle_id", refuses the file naming
+    the line, no vehicle written; an empty file and a broken GeoJSON say so in Portuguese."""
     admin = web_client("admin")
     a, b = unique("XL"), unique("XL")
     excel = f"vehicle_id;plate;make\n{a};AAA1A11;Citroën\n{b};BBB2B22;Peugeot\n"
@@ -576,8 +576,9 @@ def test_import_reads_excel_files_and_refuses_broken_ids(
     before = count(web_engine, Vehicle)
     broken = f'vehicle_id,plate\n"{a}X,AAA1A11\n{b}X,BBB2B22\n'
     preview = _upload_preview(admin, "quebrado.csv", broken.encode())
-    assert "<dt>Linhas válidas</dt><dd>0</dd>" in preview
-    assert "não é um identificador" in preview and "aspa sem fechar" in preview
+    assert "arquivo ilegível: quebrado.csv, linha 2: CSV malformado (uma aspa sem fechar)" in (
+        preview
+    )
     assert count(web_engine, Vehicle) == before
     assert "o arquivo está vazio" in _upload_preview(admin, "vazio.csv", b"")
     token = csrf_from(admin.get("/admin/importacao").text)

@@ -138,8 +138,38 @@ def test_a_csv_field_over_the_limit_is_refused_in_portuguese(web_client: Callabl
     and the limit in pt-BR, not the csv module's English."""
     content = b"vehicle_id,prefixo\n" + b"x" * 1_000_000 + b"\n"
     page, _ = _preview(web_client("admin"), "frota", "f.csv", content, municipality="")
-    assert "arquivo ilegível: linha 2: um campo passa do limite de 131.072 caracteres" in page
+    assert (
+        "arquivo ilegível: f.csv, linha 2: um campo passa do limite de 131.072 caracteres" in page
+    )
     assert "field limit" not in page
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (  # the quote would swallow QA-E2's row into QA-E1's model, both rows "valid"
+            b'vehicle_id,plate,model,status\nQA-E1,QAA1A31,"Sedan,active\nQA-E2,QAA1A32,Hatch,'
+            b"active\n",
+            "q.csv, linha 2: CSV malformado (uma aspa sem fechar): um campo entre aspas não fecha "
+            "na sua linha e junta as linhas 2 a 3",
+        ),
+        (  # the database refused the NUL: the generic "Formulário" page, no preview
+            b"vehicle_id,plate\nQA-E3,AAA1A11\nQA-E4,QA\x00A20\n",
+            "q.csv, linha 3: a linha contém o caractere nulo (\\0)",
+        ),
+        (  # one Latin-1 byte: read as Windows-1252, every accent of the file would change
+            "vehicle_id,model\nQA-E5,Sedã\n".encode() + "QA-E6,Ônix\n".encode("cp1252"),
+            "q.csv, linha 3: um caractere não está em UTF-8",
+        ),
+    ],
+)
+def test_a_fleet_csv_that_would_lose_rows_is_refused_naming_the_line(
+    web_client: Callable, content: bytes, said: str
+) -> None:
+    """A file whose reading would store rows other than written is refused whole, naming the
+    line, before anything is written."""
+    page, _ = _preview(web_client("admin"), "frota", "q.csv", content, municipality="")
+    assert f"arquivo ilegível: {said}" in page
 
 
 class TestColumns:
