@@ -546,7 +546,7 @@ def _page(
         status_code=status_code,
         kinds=KINDS,
         errors=errors or {},
-        values=values or {"kind": FLEET, "radius_m": "30", "retire_missing": "1"},
+        values=values or {"kind": FLEET, "radius_m": "30", "retire_missing": ""},
         upload=_readable_upload(upload),
         max_bytes=max_upload_bytes(settings),
         max_size=fmt.file_size(max_upload_bytes(settings)),

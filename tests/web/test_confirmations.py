@@ -342,8 +342,8 @@ def _stands_file(folder: Path, stand_ids: list[str]) -> Path:
 def test_an_import_that_retires_stands_asks_first(
     page: Any, login: Callable, web_client: Callable, web_engine: Engine, tmp_path: Path
 ) -> None:
-    """Importing stands with 'Desativar os pontos … que não estão no arquivo' asks, naming the
-    file and how many stands it retires."""
+    """Importing stands with 'Desativar os pontos … que não estão no arquivo' (unticked until
+    the admin ticks it) says and asks, naming the file and how many stands it retires."""
     with session_scope(web_engine) as session:
         if session.get(Municipality, TEST_MUNICIPALITY) is None:
             session.add(Municipality(code=TEST_MUNICIPALITY, name="Município de Teste", uf="RS"))
@@ -391,9 +391,14 @@ def _import_retiring(
     page.get_by_label("Município (código IBGE) das linhas que não o informam").fill(
         TEST_MUNICIPALITY
     )
-    expect(page.get_by_label("Desativar os pontos do mesmo município")).to_be_checked()
+    retire = page.get_by_label("Desativar os pontos do mesmo município")
+    expect(retire).not_to_be_checked()  # a one-stand file must not retire the city's by default
+    retire.check()
     page.get_by_role("button", name="Enviar e ver a prévia").click()
     page.wait_for_url("**/admin/importacao?envio=*")
+    expect(page.locator("form.confirm p")).to_contain_text(
+        "e desativa 1 ponto do município que não está no arquivo"
+    )
     save_screenshot(page, "web-confirmar-importacao.png")
     button = page.get_by_role("button", name="Importar")
     question = dialogs.cancel(button)
