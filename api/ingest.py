@@ -88,6 +88,7 @@ from tracking.validate import (
     MAX_SPEED_KMH,
     METER_INDEX,
     REJECTION_REASONS,
+    UNSEEN_CHARS,
     RowFields,
     Window,
     row_codes,
@@ -350,9 +351,12 @@ _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _NS = 1_000_000_000
 
 
+_UNSEEN = re.compile(UNSEEN_CHARS)
+
+
 def _corrupt(text: str) -> bool:
-    """Whether ``text`` holds one of :data:`tracking.validate.CORRUPT_CHARS`."""
-    return any(c in text for c in CORRUPT_CHARS)
+    """Whether ``text`` holds a corrupt or an unseen character (:mod:`tracking.validate`)."""
+    return any(c in text for c in CORRUPT_CHARS) or _UNSEEN.search(text) is not None
 
 
 def _number(value: Any) -> tuple[float, int]:

@@ -50,8 +50,9 @@ as read, :class:`RowFields`): the frame reader here and the record reader of the
     stored with the value dropped (no optional cell is silently emptied).
 ``invalid_text``
     ``vehicle_id`` or ``driver_id`` holds one of :data:`CORRUPT_CHARS` (NUL, which no
-    PostgreSQL text can store; U+FFFD, what a CSV byte that is not UTF-8 is read as), or is
-    longer than :data:`MAX_ID_CHARS` characters: a corrupt cell, not an identifier.
+    PostgreSQL text can store; U+FFFD, what a CSV byte that is not UTF-8 is read as) or of
+    :data:`UNSEEN_CHARS` (a control, zero-width or direction character, which no page shows),
+    or is longer than :data:`MAX_ID_CHARS` characters: a corrupt cell, not an identifier.
 ``duplicate``
     Identical, across all original columns, to an earlier row of the input.
 ``conflicting_duplicate``
@@ -141,6 +142,13 @@ MAX_ID_CHARS = 64
 CORRUPT_CHARS = ("\x00", "\ufffd")
 """Characters that make an identifier corrupt: NUL and the replacement character U+FFFD (a
 byte that is not UTF-8, as :mod:`tracking.ingest` reads it, or a decoder's mark upstream)."""
+UNSEEN_CHARS = (
+    r"[\x01-\x1f\x7f-\x9f"  # control characters (NUL is in CORRUPT_CHARS)
+    "\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+"""Characters an identifier cannot show (controls, zero-width and direction marks, soft hyphen):
+"T\u200b1" looks like T1 on every page and matches no registry id. A pattern both Python's
+``re`` and Arrow's RE2 read (the non-ASCII ones written as themselves)."""
 
 REJECTED_LEAD = (fr.ROW, fr.REASON)
 
@@ -1330,8 +1338,8 @@ def _field(
 
 
 def _corrupt(text: pa.ChunkedArray) -> NDArray[np.bool_]:
-    """Whether each cell holds one of :data:`CORRUPT_CHARS`."""
-    found = np.zeros(len(text), dtype=bool)
+    """Whether each cell holds one of :data:`CORRUPT_CHARS` or :data:`UNSEEN_CHARS`."""
+    found = _np(pc.fill_null(pc.match_substring_regex(text, UNSEEN_CHARS), False)).astype(bool)
     for char in CORRUPT_CHARS:
         found |= _np(pc.fill_null(pc.match_substring(text, char), False)).astype(bool)
     return found

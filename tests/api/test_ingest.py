@@ -183,6 +183,10 @@ class TestCheckBatch:
             ({"timestamp": "2026-11-20T11:00:00Z"}, "too_old_timestamp"),
             ({"driver_id": "D" * 65}, "invalid_text"),
             ({"driver_id": "D\ufffd1"}, "invalid_text"),
+            # characters no page shows: "D\u200b1" would look like the registry's D1
+            ({"driver_id": "D\u200b1"}, "invalid_text"),
+            ({"driver_id": "\u202eD1"}, "invalid_text"),
+            ({"driver_id": "D1\nX"}, "invalid_text"),
             ({"meter": "busy"}, "unknown_meter"),
             ({"tariff": 3.0}, "unknown_tariff"),
             ({"heading_deg": 361.0}, "invalid_heading"),

@@ -553,6 +553,18 @@ class TestInstantsAtTheEdge:
         assert rejected["reason"].tolist() == ["invalid_text"]
         assert len(pings) == 1
 
+    @pytest.mark.parametrize("column", ["vehicle_id", "driver_id"])
+    def test_identifiers_with_unseen_characters_are_invalid_text(self, column: str) -> None:
+        """A zero-width space, a direction override, a newline, a tab: no page shows them, so
+        "X\u200b1" would look like X1 and match nothing; accents are kept."""
+        rows = [
+            {**GOOD, "timestamp": f"2024-03-04T09:00:0{k}-03:00", column: value}
+            for k, value in enumerate(["X\u200b1", "\u202eX1", "X1\nY", "X\t1", "Xê-1"], start=1)
+        ]
+        pings, rejected = _validate(rows)
+        assert rejected["reason"].tolist() == ["invalid_text"] * 4
+        assert pings[column].tolist() == ["Xê-1"]
+
     def test_unix_text_is_read_exactly(self) -> None:
         """Decimal Unix seconds give their exact nanoseconds, as ``unix_seconds_ns`` does."""
         micros = _random_micros(1, 2000)
