@@ -103,6 +103,8 @@ DUPLICATE = "duplicate"
 REJECTED = "rejected"
 VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
 NOT_AN_OBJECT = "not_an_object"
+SENT = "sent"
+"""Key of a ``not_an_object`` row's quarantined cells holding what was sent, as JSON text."""
 """A batch row that is not a JSON object (``null``, a number, a list): refused alone."""
 CONFLICTING_DUPLICATE = "conflicting_duplicate"
 UNKNOWN_FIELD = "unknown_field"
@@ -711,7 +713,13 @@ def check_batch(
         empty = dict.fromkeys(RAW_COLUMNS, "")
         batch.bad = [b for b in batch.bad if b[0] not in odd]
         batch.bad += [
-            (row, reason, empty if reason == NOT_AN_OBJECT else _all_cells(raw[row - 1]))
+            (
+                row,
+                reason,
+                empty | {SENT: json.dumps(raw[row - 1], ensure_ascii=False, separators=(",", ":"))}
+                if reason == NOT_AN_OBJECT
+                else _all_cells(raw[row - 1]),
+            )
             for row, reason in odd.items()
         ]
     return batch

@@ -204,7 +204,7 @@ class TestBatchBody:
         self, client: TestClient, seeded: dict, api_engine: Engine
     ) -> None:
         """A row that is not an object, or a cell that is an object: that row is rejected and
-        quarantined (the cell as its JSON text), the good row beside it is stored."""
+        quarantined (the row or the cell as its JSON text), the good row beside it is stored."""
         good = {"timestamp": _iso(530), "lat": -30.03, "lon": -51.23}
         odd = {"timestamp": _iso(531), "lat": {"x": 1}, "lon": -51.23}
         answer = client.post(
@@ -225,10 +225,10 @@ class TestBatchBody:
         with api_engine.connect() as conn:
             odd_rows = conn.execute(
                 text(
-                    "SELECT row FROM rejected_fixes WHERE reason = 'not_an_object' "
+                    "SELECT row, raw->>'sent' FROM rejected_fixes WHERE reason = 'not_an_object' "
                     "AND row IN (2, 4)"
                 )
-            ).scalars()
+            ).all()
             cell = conn.execute(
                 text(
                     "SELECT count(*) FROM rejected_fixes WHERE row = 3 AND "
@@ -236,7 +236,7 @@ class TestBatchBody:
                 ),
                 {"lat": '{"x":1}'},
             ).scalar_one()
-        assert set(odd_rows) == {2, 4} and cell >= 1
+        assert {(2, "null"), (4, "7")} <= {tuple(r) for r in odd_rows} and cell >= 1
 
     def test_a_row_with_an_unknown_key_is_refused_whole(
         self, client: TestClient, seeded: dict, api_engine: Engine
