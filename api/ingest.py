@@ -102,6 +102,13 @@ ACCEPTED = "accepted"
 DUPLICATE = "duplicate"
 REJECTED = "rejected"
 VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
+
+
+def device_sources(device_id: int) -> tuple[str, str]:
+    """Return the ``source`` of a device's fixes and rejected rows: its JSON's, its OsmAnd's."""
+    return f"api:device:{device_id}", f"osmand:device:{device_id}"
+
+
 NOT_AN_OBJECT = "not_an_object"
 SENT = "sent"
 """Key of a ``not_an_object`` row's quarantined cells holding what was sent, as JSON text."""

@@ -60,7 +60,15 @@ from starlette.concurrency import run_in_threadpool
 from api import accounts
 from api._errors import NotAuthenticatedError, UnreadableBodyError
 from api.deps import repeated_values
-from api.ingest import ACCEPTED, REJECTED, TS_ORIGIN, RowResult, raw_text, read_device_json
+from api.ingest import (
+    ACCEPTED,
+    REJECTED,
+    TS_ORIGIN,
+    RowResult,
+    device_sources,
+    raw_text,
+    read_device_json,
+)
 from api.live_worker import wake_live_worker
 from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
@@ -220,7 +228,7 @@ def _store(
     settings = request.app.state.settings
     with Session(request.app.state.engine) as session:
         device = _device(session, token)
-        source = f"osmand:device:{device.device_id}"
+        source = device_sources(device.device_id)[1]
         if rows is None:
             bad = {"row": [1], "reason": [MALFORMED]} | {
                 raw_text(k): [raw_text(v)] for k, v in raw.items()

@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 
 from api._errors import InvalidRequestError
 from api.deps import CurrentDevice, EngineDep, SettingsDep
-from api.ingest import RowResult, ingest_batch, read_device_json
+from api.ingest import RowResult, device_sources, ingest_batch, read_device_json
 from api.live_worker import live_lifespan, wake_live_worker
 from api.schemas import error_responses
 from tracking.validate import FUTURE_TOLERANCE_S
@@ -201,7 +201,7 @@ async def post_pings(
         msg = f"lote com {len(rows)} posições; máximo {settings.ingest_max_batch}"
         raise InvalidRequestError(msg, code="batch_too_large")
     results = await run_in_threadpool(
-        _ingest, engine, rows, device.vehicle_id, f"api:device:{device.device_id}", settings
+        _ingest, engine, rows, device.vehicle_id, device_sources(device.device_id)[0], settings
     )
     counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
     for r in results:

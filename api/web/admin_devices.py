@@ -17,13 +17,14 @@ from urllib.parse import quote
 import segno
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse
-from sqlalchemy import select
+from sqlalchemy import select, text
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from api import accounts
 from api._errors import UserAdminError
 from api.deps import SessionDep, SettingsDep
+from api.ingest import device_sources
 from api.web.admin_base import AdminUser, audit, forget_reveal, form_text, set_reveal, take_reveal
 from api.web.auth import is_https
 from api.web.templating import render
@@ -57,6 +58,30 @@ def qr_svg(payload: str, *, title: str) -> str:
     return svg.replace("<svg ", '<svg role="img" ', 1)
 
 
+REJECTED_DAYS = 7
+"""Days of rejected fixes counted on the devices' list."""
+SHOWN_REJECTED = 200
+"""Rejected fixes a device's page lists, the latest first."""
+
+
+def _rejected_counts(session: SessionDep, device_ids: list[int]) -> dict[int, int]:
+    """Rejected fixes of each device over the last :data:`REJECTED_DAYS` days."""
+    if not device_ids:
+        return {}
+    sources = {src: d for d in device_ids for src in device_sources(d)}
+    rows = session.execute(
+        text(
+            "SELECT source, count(*) FROM rejected_fixes WHERE source = ANY(:s) "
+            "AND received_at > now() - make_interval(days => :d) GROUP BY source"
+        ),
+        {"s": list(sources), "d": REJECTED_DAYS},
+    ).all()
+    out: dict[int, int] = {}
+    for source, n in rows:
+        out[sources[source]] = out.get(sources[source], 0) + int(n)
+    return out
+
+
 def _devices_page(
     request: Request,
     *,
@@ -76,6 +101,8 @@ def _devices_page(
         title="Dispositivos GPS",
         status_code=status_code,
         devices=devices,
+        rejected=_rejected_counts(session, [d.device_id for d in devices]),
+        rejected_days=REJECTED_DAYS,
         errors=errors or {},
         values=values or {},
         notice=notice,
@@ -196,6 +223,57 @@ def new_token(
     )
     forget_reveal(response, request)
     return response
+
+
+@router.get("/admin/dispositivos/{device_id}/rejeitadas", name="web_admin_device_rejected")
+def rejected(
+    device_id: int, request: Request, web: AdminUser, session: SessionDep, settings: SettingsDep
+) -> Response:
+    """Show a device's rejected fixes, the latest first: when, batch row, reason, cells.
+
+    Every fix a device sends that is not stored is kept in ``rejected_fixes`` with what was
+    sent; here the admin sees a tracker that sends only rejected fixes, and why.
+    """
+    device = session.get(Device, device_id)
+    if device is None:
+        raise HTTPException(404)
+    sources = list(device_sources(device_id))
+    by_reason = session.execute(
+        text(
+            "SELECT reason, count(*) AS n FROM rejected_fixes WHERE source = ANY(:s) "
+            "GROUP BY reason ORDER BY n DESC, reason"
+        ),
+        {"s": sources},
+    ).all()
+    rows = session.execute(
+        text(
+            "SELECT received_at, source, row, reason, raw FROM rejected_fixes "
+            "WHERE source = ANY(:s) ORDER BY received_at DESC, rejected_id DESC LIMIT :n"
+        ),
+        {"s": sources, "n": SHOWN_REJECTED},
+    ).all()
+    listed = [
+        {
+            "at": r.received_at,
+            "via": "OsmAnd" if r.source.startswith("osmand:") else "API JSON",
+            "row": r.row,
+            "reason": r.reason,
+            "cells": [(k, v) for k, v in (r.raw or {}).items() if v not in ("", None)],
+        }
+        for r in rows
+    ]
+    return render(
+        request,
+        "admin/dispositivo_rejeitadas.html",
+        web=web,
+        title=f"Posições rejeitadas do dispositivo {device_id}",
+        device=device,
+        by_reason=by_reason,
+        total=sum(int(n) for _, n in by_reason),
+        rows=listed,
+        shown=SHOWN_REJECTED,
+        timezone=settings.timezone,
+    )
 
 
 @router.post("/admin/dispositivos/{device_id}/revogar", name="web_admin_device_revoke")

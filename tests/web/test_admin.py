@@ -19,8 +19,16 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 from sqlalchemy import Engine, func, select, text
-from web_helpers import WEB_PASSWORD, WEB_USERS, csrf_from, http_login, save_screenshot
+from web_helpers import (
+    WEB_PASSWORD,
+    WEB_USERS,
+    assert_accessible,
+    csrf_from,
+    http_login,
+    save_screenshot,
+)
 
 from api.web.admin_devices import qr_svg
 from db.accounts.models import Device, User
@@ -296,6 +304,16 @@ def test_device_token_is_shown_once_with_its_qr_code(
         rf"<th scope=\"row\">(\d+)</th>\s*<td>{vehicle_id}</td>",
         client.get("/admin/dispositivos").text,
     ).group(1)  # type: ignore[union-attr]
+    # a fix the server refuses is on the admin's page of the device, with what was sent
+    bad = fix | {"lat": "abc", "timestamp": str(int(fix["timestamp"]) + 1)}
+    refused = httpx.post(url, params=bad, timeout=30)
+    assert refused.headers["X-Pontual-Rejected"] == "invalid_coordinates"
+    listed = client.get("/admin/dispositivos").text
+    assert f'href="/admin/dispositivos/{device_id}/rejeitadas">1<' in listed
+    page = html.unescape(client.get(f"/admin/dispositivos/{device_id}/rejeitadas").text)
+    assert "1 posição rejeitada, por motivo" in page
+    assert "<code>invalid_coordinates</code>" in page and "<code>lat</code>=“abc”" in page
+    assert token not in page  # the OsmAnd id is the token: never shown again
     revoked = post_form(
         client, "/admin/dispositivos", f"/admin/dispositivos/{device_id}/revogar", {}
     )
@@ -329,6 +347,32 @@ def test_device_token_page_in_the_browser(page: Any, login: Callable) -> None:
     page.reload()
     assert page.locator("#device-token").count() == 0
     assert token not in page.content()
+
+
+@pytest.mark.browser
+def test_a_devices_rejected_fixes_in_the_browser(
+    page: Any, login: Callable, web_client: Callable, web_server: Any
+) -> None:
+    """In Chromium: the devices' list links a device's rejected fixes to its page, which
+    counts them by reason and lists what was sent (accessible, saved as a screenshot)."""
+    vehicle_id = unique("REJ")
+    client = web_client("admin")
+    form = {"vehicle_id": vehicle_id, "label": "Rastreador", "fora_da_frota": "1"}
+    post_form(client, "/admin/dispositivos", "/admin/dispositivos", form)
+    token = _TOKEN_RE.search(client.get("/admin/dispositivos/novo-token").text).group(1)  # type: ignore[union-attr]
+    now = int(dt.datetime.now(dt.UTC).timestamp())
+    for k, cells in enumerate(({"lat": "abc"}, {"lat": "0", "lon": "0"}, {"lat": "95"})):
+        fix = {"id": token, "lat": "-30.03", "lon": "-51.23", "timestamp": str(now + k)} | cells
+        httpx.post(f"{web_server.url}/osmand", params=fix, timeout=30)
+    login(page, "admin")
+    page.goto("/admin/dispositivos")
+    row = page.locator("tr", has=page.get_by_text(vehicle_id, exact=True))
+    row.get_by_role("link", name=re.compile("posições rejeitadas")).click()
+    page.wait_for_url("**/rejeitadas")
+    expect(page.locator("#motivos caption")).to_have_text("3 posições rejeitadas, por motivo")
+    assert page.locator("#rejeitadas tbody tr").count() == 3
+    assert_accessible(page)
+    save_screenshot(page, "web-admin-dispositivo-rejeitadas.png")
 
 
 # --- users ---------------------------------------------------------------------------------------
