@@ -119,6 +119,11 @@ def test_admin_draws_a_stand_and_grants_a_licence(
 
     page.goto(f"/admin/pontos?q={stand_id}")
     assert page.get_by_role("link", name=stand_id, exact=True).count() == 1
+    page.wait_for_selector("#mapa[data-loaded]")  # the stand is a shape on the map, no tab stop
+    assert page.locator("#mapa path.leaflet-interactive").count() >= 1
+    page.locator("#mapa").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.tagName") != "path"
     api = httpx.get(
         f"{web_server.url}/api/v1/stands/{stand_id}",
         headers=bearer(web_server.url, WEB_USERS["admin"]),

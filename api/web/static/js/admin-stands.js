@@ -80,6 +80,12 @@
             onEachFeature: function (feature, layer) {
               layer.bindPopup(standPopup(feature.properties));
               layer.bindTooltip(String(feature.properties.stand_id));
+              // Chromium makes each clickable shape a tab stop: hundreds of unnamed stops
+              // before the search; the list below has every stand for the keyboard.
+              layer.on("add", function () {
+                var path = layer.getElement();
+                if (path) path.setAttribute("tabindex", "-1");
+              });
             },
           }
         ).addTo(context);
