@@ -70,6 +70,8 @@ class Principal:
     username: str
     role: str
     stand_ids: frozenset[str] = frozenset()
+    password_temporary: bool = False
+    """The console drew the password: the user sets their own before anything else."""
 
     @property
     def actor(self) -> str:
@@ -229,8 +231,12 @@ def create_user(
     role: str,
     full_name: str | None = None,
     stand_ids: Sequence[str] = (),
+    temporary: bool = False,
 ) -> User:
     """Create an account; a supervisor is linked to ``stand_ids`` (at least one).
+
+    ``temporary``: the password was drawn for the person, who must set their own at the next
+    login (:attr:`Principal.password_temporary`).
 
     Raises
     ------
@@ -244,7 +250,11 @@ def create_user(
     check_name_free(session=session, username=username)
     stand_ids = check_stands(session=session, role=role, stand_ids=stand_ids)
     user = User(
-        username=username, full_name=full_name, role=role, password_hash=hash_password(password)
+        username=username,
+        full_name=full_name,
+        role=role,
+        password_hash=hash_password(password),
+        password_temporary=temporary,
     )
     session.add(user)
     session.flush()
@@ -336,11 +346,17 @@ def disable_user(*, session: Session, username: str, by: str | None = None) -> U
     return user
 
 
-def set_password(*, session: Session, username: str, password: str) -> User:
-    """Set a new password (:func:`check_password`); the user's tokens are revoked."""
+def set_password(
+    *, session: Session, username: str, password: str, temporary: bool = False
+) -> User:
+    """Set a new password (:func:`check_password`); the user's tokens are revoked.
+
+    ``temporary``: drawn for the person, who must set their own at the next login.
+    """
     user = get_user(session=session, username=username)
     check_password(password, username=user.username)
     user.password_hash = hash_password(password)
+    user.password_temporary = temporary
     revoke_user_tokens(session=session, user_id=user.user_id)
     return user
 
@@ -384,7 +400,7 @@ def principal_for_token(
     """Return the caller owning a valid token (not expired, not revoked, account active)."""
     now = now or _now()
     row = session.execute(
-        select(User.user_id, User.username, User.role)
+        select(User.user_id, User.username, User.role, User.password_temporary)
         .join(AccessToken, AccessToken.user_id == User.user_id)
         .where(
             AccessToken.token_hash == token_digest(token),
@@ -398,7 +414,13 @@ def principal_for_token(
     stands: frozenset[str] = frozenset()
     if row.role == "supervisor":
         stands = frozenset(user_stands(session=session, user_id=row.user_id))
-    return Principal(user_id=row.user_id, username=row.username, role=row.role, stand_ids=stands)
+    return Principal(
+        user_id=row.user_id,
+        username=row.username,
+        role=row.role,
+        stand_ids=stands,
+        password_temporary=row.password_temporary,
+    )
 
 
 def revoke_token(*, session: Session, token: str) -> bool:

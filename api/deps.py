@@ -76,6 +76,12 @@ BearerToken = Annotated[str | None, Depends(_oauth2)]
 """The raw bearer token of the request, if any."""
 
 
+PASSWORD_TEMPORARY = (
+    "a senha desta conta é temporária (gerada pela administração): entre no console "
+    "(/entrar) e defina a sua antes de usar a API"
+)
+
+
 def _unauthenticated(message: str) -> NotAuthenticatedError:
     return NotAuthenticatedError(message, headers={"WWW-Authenticate": "Bearer"})
 
@@ -87,6 +93,8 @@ def current_user(session: SessionDep, token: Annotated[str | None, Depends(_oaut
     principal = accounts.principal_for_token(session=session, token=token)
     if principal is None:
         raise _unauthenticated("token inválido, expirado ou revogado; faça login novamente")
+    if principal.password_temporary:
+        raise ForbiddenError(PASSWORD_TEMPORARY, code="password_change_required")
     return principal
 
 

@@ -36,6 +36,7 @@ PATH_IDS = {
     "finding_id": "longer_route-5b3696e33e525427",  # tests/web_fiscal.py SEEDED_FINDING_ID
     "proposal_id": "P-3322927dce7f4f37",  # tests/web_fiscal.py SEEDED_PROPOSAL_ID
     "driver_id": "D1",  # tests/web/conftest.py: a synthetic driver
+    "device_id": "1",  # tests/web/conftest.py: the seeded device
 }
 """Values of path parameters in the requests of the tests (the seeded records)."""
 
@@ -78,6 +79,8 @@ PAGES: tuple[Page, ...] = (
     Page("GET", "/entrar", None, browse=False),  # browsed by test_pages (login page)
     Page("POST", "/entrar", None),
     Page("POST", "/sair", None),
+    Page("GET", "/conta/senha", USERS),
+    Page("POST", "/conta/senha", USERS, form={"current": ""}),  # refused: wrong password
     # --- admin ---
     Page("GET", "/admin", ADMIN),
     Page("GET", "/admin/usuarios", ADMIN),
@@ -95,6 +98,7 @@ PAGES: tuple[Page, ...] = (
     Page("GET", "/admin/dispositivos", ADMIN),
     Page("POST", "/admin/dispositivos", ADMIN, form={"vehicle_id": ""}),  # refused: empty
     Page("GET", "/admin/dispositivos/novo-token", ADMIN),
+    Page("GET", "/admin/dispositivos/{device_id}/rejeitadas", ADMIN),
     Page(
         "POST",
         "/admin/dispositivos/{device_id}/revogar",

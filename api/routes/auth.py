@@ -10,8 +10,9 @@ from fastapi.security import OAuth2PasswordRequestForm
 from pydantic import BaseModel
 
 from api import accounts
-from api._errors import NotAuthenticatedError
+from api._errors import ForbiddenError, NotAuthenticatedError
 from api.deps import (
+    PASSWORD_TEMPORARY,
     BearerToken,
     CurrentUser,
     SessionDep,
@@ -44,7 +45,7 @@ class Me(BaseModel):
 @router.post(
     "/token",
     response_model=Token,
-    responses=error_responses(401, 422, 429, 503),
+    responses=error_responses(401, 403, 422, 429, 503),
     dependencies=[Depends(login_rate_limit)],
 )
 def login(
@@ -69,6 +70,8 @@ def login(
             headers={"WWW-Authenticate": "Bearer"},
         )
     login_succeeded(request, key)
+    if user.password_temporary:
+        raise ForbiddenError(PASSWORD_TEMPORARY, code="password_change_required")
     token, expires_at = accounts.issue_token(session=session, user=user, ttl_s=settings.token_ttl_s)
     session.commit()
     return Token(access_token=token, expires_at=expires_at)

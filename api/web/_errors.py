@@ -33,3 +33,10 @@ class CsrfError(PermissionError):
     def __init__(self, *, web: WebSession | None) -> None:
         super().__init__("token CSRF ausente ou inválido")
         self.web = web
+
+
+class PasswordChangeRequiredError(PermissionError):
+    """A session whose password the console drew: the user sets their own first (303)."""
+
+    def __init__(self) -> None:
+        super().__init__("troque a senha temporária")

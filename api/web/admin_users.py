@@ -198,6 +198,7 @@ def create_user(
             role=role,
             full_name=form_text(full_name),
             stand_ids=stand_list(stands),
+            temporary=temporary,
         )
     except UserAdminError as exc:  # a concurrent change (the fields were checked above)
         session.rollback()
@@ -397,7 +398,9 @@ def reset_password(
         )
     secret = temporary_password(user.username) if temporary else password
     try:
-        accounts.set_password(session=session, username=user.username, password=secret)
+        accounts.set_password(
+            session=session, username=user.username, password=secret, temporary=temporary
+        )
     except UserAdminError as exc:
         return _refused(request, web, session, user_id, field="password", error=exc)
     audit(

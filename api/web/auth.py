@@ -46,7 +46,12 @@ from api import accounts
 from api.accounts import Principal
 from api.deps import SessionDep, _trusted
 from api.security import token_digest
-from api.web._errors import CsrfError, LoginRequiredError, WebForbiddenError
+from api.web._errors import (
+    CsrfError,
+    LoginRequiredError,
+    PasswordChangeRequiredError,
+    WebForbiddenError,
+)
 from db.accounts.models import ROLES
 
 SESSION_COOKIE = "pontual_sessao"
@@ -56,6 +61,8 @@ CSRF_COOKIE = "pontual_csrf"
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
 LOGIN_PATH = "/entrar"
+PASSWORD_PATH = "/conta/senha"
+"""Where a user sets their own password (required after a temporary one)."""
 LOGOUT_PATH = "/sair"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_NEXT_LENGTH = 2000
@@ -149,6 +156,8 @@ class WebRoles:
                 next_path=safe_next(wanted) if request.method == "GET" else None,
                 ended=SESSION_COOKIE in request.cookies,
             )
+        if web.principal.password_temporary:
+            raise PasswordChangeRequiredError
         if web.principal.role not in self.roles:
             raise WebForbiddenError(web=web, allowed=self.roles)
         if request.method not in SAFE_METHODS:

@@ -23,16 +23,23 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from api import accounts
-from api._errors import RateLimitedError
+from api._errors import RateLimitedError, UserAdminError
 from api.deps import SessionDep, SettingsDep, login_attempt, login_rate_limit, login_succeeded
 from api.errors import _http_error as json_http_error
 from api.limits import form_limit
 from api.schemas import pt_message
+from api.security import MIN_PASSWORD_LENGTH
 from api.web import formats as fmt
-from api.web._errors import CsrfError, LoginRequiredError, WebForbiddenError
+from api.web._errors import (
+    CsrfError,
+    LoginRequiredError,
+    PasswordChangeRequiredError,
+    WebForbiddenError,
+)
 from api.web.auth import (
     LOGIN_PATH,
     LOGOUT_PATH,
+    PASSWORD_PATH,
     SESSION_COOKIE,
     VIEWER_STATE,
     OptionalWebSession,
@@ -49,6 +56,7 @@ from api.web.auth import (
 )
 from api.web.nav import LANDING, ROLE_LABELS
 from api.web.templating import STATIC_PREFIX, render, static_files
+from db.enforcement.models import AuditEntry
 
 router = APIRouter(include_in_schema=False)
 
@@ -164,7 +172,88 @@ def login(
         accounts.revoke_token(session=session, token=old)  # no session survives a new login
     token, _ = accounts.issue_token(session=session, user=user, ttl_s=settings.token_ttl_s)
     session.commit()
-    response = _redirect(wanted or LANDING[user.role])
+    going = PASSWORD_PATH if user.password_temporary else wanted or LANDING[user.role]
+    response = _redirect(going)
+    set_session_cookie(response, request, token, max_age_s=settings.token_ttl_s)
+    return response
+
+
+def _password_page(
+    request: Request, web: WebSession, *, error: str | None = None, status_code: int = 200
+) -> Response:
+    return render(
+        request,
+        "conta_senha.html",
+        web=web,
+        title="Trocar a senha",
+        status_code=status_code,
+        required=web.principal.password_temporary,
+        username=web.principal.username,
+        min_length=MIN_PASSWORD_LENGTH,
+        error=error,
+    )
+
+
+def _logged_in(request: Request, web: WebSession | None) -> WebSession:
+    if web is None:
+        raise LoginRequiredError(
+            next_path=PASSWORD_PATH if request.method == "GET" else None,
+            ended=SESSION_COOKIE in request.cookies,
+        )
+    return web
+
+
+@router.get(PASSWORD_PATH, name="web_password_form")
+def password_form(request: Request, web: OptionalWebSession) -> Response:
+    """Show the form where a user sets their own password (required after a temporary one)."""
+    return _password_page(request, _logged_in(request, web))
+
+
+@router.post(PASSWORD_PATH, name="web_password")
+async def change_password(
+    request: Request,
+    web: OptionalWebSession,
+    session: SessionDep,
+    settings: SettingsDep,
+    current: Annotated[str, Form(max_length=1000)] = "",
+    new: Annotated[str, Form(max_length=1000)] = "",
+    repeat: Annotated[str, Form(max_length=1000)] = "",
+) -> Response:
+    """Set the user's own password: the current one, the new one twice.
+
+    Every session of the account ends (the password's tokens are revoked) but this one, which
+    goes on with a new token to the user's page; the change is in the audit log.
+    """
+    me = _logged_in(request, web)
+    await check_csrf(request, seed=me.token, web=me)
+    name = me.principal.username
+    problem = None
+    if accounts.authenticate(session=session, username=name, password=current) is None:
+        problem = "A senha atual não confere."
+    elif new != repeat:
+        problem = "As duas novas senhas não são iguais."
+    elif new == current:
+        problem = "A nova senha precisa ser diferente da atual."
+    else:
+        try:
+            user = accounts.set_password(session=session, username=name, password=new)
+        except UserAdminError as exc:
+            problem = f"Nova senha: {exc}."
+    if problem is not None:
+        session.rollback()
+        return _password_page(request, me, error=problem, status_code=422)
+    session.add(
+        AuditEntry(
+            actor=me.principal.actor,
+            action="set_password",
+            entity="user",
+            entity_id=name,
+            details={"password": "definida pelo próprio usuário", "via": "web"},
+        )
+    )
+    token, _ = accounts.issue_token(session=session, user=user, ttl_s=settings.token_ttl_s)
+    session.commit()
+    response = _redirect(LANDING[user.role])
     set_session_cookie(response, request, token, max_age_s=settings.token_ttl_s)
     return response
 
@@ -187,6 +276,10 @@ def logout(request: Request, web: OptionalWebSession, session: SessionDep) -> Re
 
 
 # --- errors --------------------------------------------------------------------------------
+
+
+def _password_required(_: Request, __: Exception) -> Response:
+    return _redirect(PASSWORD_PATH)
 
 
 def _login_required(request: Request, exc: Exception) -> Response:
@@ -391,6 +484,7 @@ def install(app: FastAPI) -> None:
     """
     app.mount(STATIC_PREFIX, static_files(), name="static")
     app.add_exception_handler(LoginRequiredError, _login_required)
+    app.add_exception_handler(PasswordChangeRequiredError, _password_required)
     app.add_exception_handler(WebForbiddenError, _forbidden)
     app.add_exception_handler(CsrfError, _csrf)
     for status in (400, 404, 405, 408, 413):

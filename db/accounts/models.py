@@ -11,12 +11,14 @@ import datetime as dt
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     ForeignKey,
     Identity,
     Index,
     Text,
+    false,
     func,
     text,
 )
@@ -43,6 +45,11 @@ class User(Base):
     full_name: Mapped[str | None] = mapped_column(Text)
     role: Mapped[str] = mapped_column(Text)
     password_hash: Mapped[str] = mapped_column(Text, comment="argon2id")
+    password_temporary: Mapped[bool] = mapped_column(
+        Boolean,
+        server_default=false(),
+        comment="drawn by the console: the user must set their own at the next login",
+    )
     disabled_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()

@@ -1,7 +1,7 @@
 """Fixtures of the web console tests: a real ``pontual serve``, its users, headless Chromium.
 
 - ``web_database_url`` / ``web_engine``: a fresh migrated database of their own (dropped at
-  the end), seeded with stand ``S1``, a synthetic driver ``D1`` and one user per role
+  the end), seeded with stand ``S1``, a synthetic driver ``D1``, device 1 and one user per role
   (:data:`web_helpers.WEB_USERS`, password :data:`web_helpers.WEB_PASSWORD`; the supervisor is
   linked to ``S1``).
 - ``web_server``: ``pontual serve`` on 127.0.0.1 and a free port over that database (one per
@@ -96,6 +96,7 @@ def _seed(engine: Engine) -> None:
                 full_name=f"Pessoa {role}",
                 stand_ids=[STAND_ID] if role == "supervisor" else (),
             )
+        accounts.create_device(session=session, vehicle_id="SEED-1", label="Rastreador semeado")
     seed_fiscal(engine)  # the Fiscalização pages' records (tests/web_fiscal.py)
 
 

@@ -398,8 +398,9 @@ def test_a_form_error_names_the_field_by_its_label(web_client: Callable) -> None
 def test_user_created_with_a_temporary_password_shown_once(
     web_client: Callable, web_server: Any, web_engine: Engine
 ) -> None:
-    """A new agent gets a temporary password shown once; it logs in; a role change ends
-    that session; disabling refuses the next login; each change is audited."""
+    """A new agent gets a temporary password shown once; it logs in only to set its own (every
+    page and the API ask for it until then); a role change ends that session; disabling
+    refuses the next login; each change is audited, the agent's own by the agent."""
     admin = web_client("admin")
     username = unique("pessoa").lower()
     created = post_form(
@@ -414,8 +415,33 @@ def test_user_created_with_a_temporary_password_shown_once(
     password = re.search(r'id="senha-valor">([^<]+)<', shown.text).group(1)  # type: ignore[union-attr]
     assert len(password) >= 16
     assert password not in admin.get(page_url).text  # once
-    person = http_login(web_server.url, username, html.unescape(password))
+    temporary = html.unescape(password)
+    person = http_login(web_server.url, username, temporary)
+    asked = person.get("/fiscal")
+    assert (asked.status_code, asked.headers["location"]) == (303, "/conta/senha")
+    api = httpx.post(
+        f"{web_server.url}/api/v1/auth/token",
+        data={"username": username, "password": temporary},
+        timeout=30,
+    )
+    assert (api.status_code, api.json()["error"]["code"]) == (403, "password_change_required")
+    own = "Minha-Senha-Nova-42"
+    form = {"current": temporary, "new": own, "repeat": own}
+    refused = post_form(person, "/conta/senha", "/conta/senha", form | {"current": "errada"})
+    assert refused.status_code == 422 and "A senha atual não confere" in refused.text
+    same = post_form(person, "/conta/senha", "/conta/senha", form | {"new": temporary})
+    assert same.status_code == 422
+    done = post_form(person, "/conta/senha", "/conta/senha", form)
+    assert (done.status_code, done.headers["location"]) == (303, "/fiscal")
     assert person.get("/fiscal").status_code == 200
+    assert (
+        httpx.post(
+            f"{web_server.url}/api/v1/auth/token",
+            data={"username": username, "password": own},
+            timeout=30,
+        ).status_code
+        == 200
+    )
 
     changed = post_form(admin, page_url, page_url + "/papel", {"role": "planner"})
     assert changed.status_code == 303
@@ -423,7 +449,7 @@ def test_user_created_with_a_temporary_password_shown_once(
     disabled = post_form(admin, page_url, page_url + "/desativar", {})
     assert disabled.status_code == 303
     with pytest.raises(AssertionError, match="refused"):
-        http_login(web_server.url, username, html.unescape(password))
+        http_login(web_server.url, username, own)
     person.close()
     with session_scope(web_engine) as session:
         actions = session.scalars(
@@ -431,11 +457,17 @@ def test_user_created_with_a_temporary_password_shown_once(
             .where(AuditEntry.entity == "user", AuditEntry.entity_id == username)
             .order_by(AuditEntry.entry_id)
         ).all()
-        assert actions == ["create", "set_role", "disable"]
+        assert actions == ["create", "set_password", "set_role", "disable"]
+        actor = session.scalar(
+            select(AuditEntry.actor).where(
+                AuditEntry.entity_id == username, AuditEntry.action == "set_password"
+            )
+        )
+        assert username in str(actor)  # the agent's own change, not the admin's
         details = session.scalars(
             select(AuditEntry.details).where(AuditEntry.entity_id == username)
         ).all()
-        assert all(password not in str(d) for d in details)
+        assert all(password not in str(d) and own not in str(d) for d in details)
 
 
 def test_fields_carry_the_servers_length_limits(web_client: Callable) -> None:
