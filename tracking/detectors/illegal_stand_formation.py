@@ -44,10 +44,11 @@ finding
     and last fix of each stop as ``fixes``, each naming its ``vehicle_id``.
 accused
     The vehicles of a place whose own waits there show the "finalidade de formação de ponto"
-    (art. 59 XIV): waits on at least ``min_vehicle_days`` distinct local days, at least one of
-    them ending with a boarding. A taxi that waited there once, or never took a passenger from
-    there (a called ride, a pause), is in the evidence (``vehicles``) but not in ``accused``;
-    proposals are made for ``accused`` only.
+    (art. 59 XIV): waits on at least ``min_vehicle_days`` distinct local days, those of at
+    least :data:`MIN_BOARDING_DAYS` days (or of each, if fewer) ending with a boarding. A taxi
+    that waited there once, or took a passenger from there once (a called ride, a pause, a
+    hail in a fuel queue), is in the evidence (``vehicles``) but not in ``accused``; proposals
+    are made for ``accused`` only.
 finding_id
     Derived as for every finding, with the place's key (``place_id``: the H3 cell of the earliest
     stop) in the place of the stand, so that two places starting at the same instant keep
@@ -126,6 +127,11 @@ formação de ponto" — a rank is where taxis wait for passengers)."""
 DEFAULT_MIN_VEHICLE_DAYS = 2
 """Distinct local days a vehicle waited at a place, one wait ending with a boarding, for the
 finding to accuse it (``accused``; art. 59 XIV: a purpose shown by repetition)."""
+MIN_BOARDING_DAYS = 2
+"""Distinct local days on which a vehicle's wait at the place ended with a boarding, for the
+finding to accuse it: one passenger who walked up to a taxi in a fuel queue or a jam is no
+purpose of forming a stand (an independent check had four taxis of a fuel queue proposed
+under art. 59 XIV, each hailed once in four days)."""
 BOARDING_WITHIN_S = 120.0
 """Longest time from a wait's end to the boarding that ends it (s)."""
 BOARDING_WITHIN_M = 100.0
@@ -139,9 +145,12 @@ STOP_REQUIRED = (fr.VEHICLE_ID, "started_at", "ended_at", "duration_s", fr.LAT, 
 
 
 def _accused(waits: pd.DataFrame, min_days: int) -> list[str]:
-    """Return the vehicles with waits on ``min_days`` local days or more, one with a boarding."""
-    per = waits.groupby("vehicle").agg(days=("day", "nunique"), boarded=("boarded", "any"))
-    return sorted(str(v) for v in per.index[(per["days"] >= min_days) & per["boarded"]])
+    """Return the vehicles that waited on ``min_days`` days and boarded on 2 (or each) of them."""
+    boarded_day = waits["day"].where(waits["boarded"])
+    per = waits.assign(boarded_day=boarded_day).groupby("vehicle")
+    days, boarded = per["day"].nunique(), per["boarded_day"].nunique()
+    keep = (days >= min_days) & (boarded >= min(MIN_BOARDING_DAYS, min_days))
+    return sorted(str(v) for v in days.index[keep])
 
 
 def detect_illegal_stand_formation(

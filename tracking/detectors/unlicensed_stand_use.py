@@ -18,8 +18,10 @@ boarding
     not a boarding at it (``boarding_grace_s`` and ``boarding_grace_m`` of
     :func:`stands.visits.detect_visits`: a drop-off at the stand followed by the meter coming on
     down the street is not a boarding there). Those metres accuse only after a stay in the
-    stand (at least :data:`DRIFT_MAX_STAY_S`: the taxi waited there, the passenger got in, the
-    meter came on down the kerb); a vehicle that only passed through needs the boarding fix
+    stand (at least :data:`OUTSIDE_MIN_STAY_S`: the taxi waited there, the passenger got in,
+    the meter came on down the kerb; a shorter stop is a red light or slow traffic, after
+    which a hail 24 m past the stand was proposed as art. 59 XIII); a vehicle that only
+    passed through, or stopped that briefly, needs the boarding fix
     within ``boarding_max_m`` (default 0: inside) of the stand — art. 59 XIII punishes
     boarding "em ponto fixo", and a booked pickup at the kerb just past a stand is lawful
     (art. 20 III). They always excuse (a boarding beside the own stand). The evidence shows the
@@ -156,6 +158,10 @@ DEFAULT_MAX_GAP_S = 300.0
 DEFAULT_SUSPENDED_MIN_WAIT_S = 300.0
 DEFAULT_BOARDING_MAX_M = 0.0
 """Largest distance from a boarding fix to a foreign stand that is boarding "em ponto fixo"."""
+OUTSIDE_MIN_STAY_S = 180.0
+"""Shortest stay in a stand before a meter started outside it accuses of boarding there: a red
+light or slow traffic through the stand holds a taxi for a minute or two (a signal's cycle is
+about two minutes at most), and a passenger may then hail it down the street (art. 20)."""
 DRIFT_MAX_STAY_S = 60.0
 """Longest stay at a foreign stand before the meter of a boarding attributed to the own stand
 (the visits' minimum dwell: a shorter run is a pass-through, not a stay)."""
@@ -741,7 +747,8 @@ def detect_unlicensed_stand_use(
                 # a stand held under suspension first: its charge is the lesser one
                 "lesser": ~accusable[cand],
                 # a meter started beside the stand accuses only after a stay in it
-                "near": (distance_m[cand] <= boarding_max_m) | (dwell_s[cand] >= DRIFT_MAX_STAY_S),
+                "near": (distance_m[cand] <= boarding_max_m)
+                | (dwell_s[cand] >= OUTSIDE_MIN_STAY_S),
             }
         )
         all_ok = frame.groupby("key")["ok"].transform("all").to_numpy(dtype=bool)

@@ -100,6 +100,20 @@ class TestDetectIllegalStandFormation:
         (d,) = _detect(rows, min_vehicle_days=1)["details"]
         assert d["accused"] == ["A", "B", "C", "D"]
 
+    def test_one_boarding_in_days_of_waits_accuses_no_one(self) -> None:
+        """Taxis waiting at a fuel pump on four days, each hailed once as it left (an
+        independent check had them proposed under art. 59 XIV): the place is found, no one is
+        accused; a boarding on a second day accuses."""
+        rows: list[dict[str, Any]] = []
+        for k, v in enumerate(["A", "B", "C", "D"]):
+            for day in range(4):
+                rows += wait(v, (4 * day + k) * DAY / 4, PLACE, boards=day == k)
+        (d,) = _detect(rows)["details"]
+        assert (d["vehicles"], d["accused"]) == (["A", "B", "C", "D"], [])
+        rows += wait("A", 20 * DAY, PLACE)
+        (d,) = _detect(rows)["details"]
+        assert d["accused"] == ["A"]
+
     def test_a_wait_split_by_gps_noise_is_one_wait(self) -> None:
         """Each 20-min wait is cut by noisy fixes into stops of 4 min: joined, they are waits
         (one finding); taxis crawling 40 m every 4 min in traffic are not waiting."""

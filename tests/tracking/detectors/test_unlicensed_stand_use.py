@@ -232,6 +232,20 @@ class TestDetectUnlicensedStandUse:
         assert 19.0 < details["boarding_distance_m"] < 21.0
         assert details["thresholds"]["boarding_grace_m"] == 30.0
 
+    @pytest.mark.parametrize(("stay_s", "found"), [(75, 0), (165, 0), (195, 1)])
+    def test_a_meter_outside_after_a_red_light_in_the_stand_is_not_found(
+        self, stay_s: int, found: int
+    ) -> None:
+        """A free taxi held 75 s by a red light inside the stand, hailed 24 m past its edge
+        30 s after leaving (an independent check found it proposed under art. 59 XIII at 0.90):
+        a meter started outside accuses only after a stay a signal does not explain."""
+        points = [(-60 + 15 * k, -400.0 + 100 * k, 0.0) for k in range(4)]
+        points += [(t, 0.0, 0.0) for t in range(0, stay_s + 1, 15)]
+        points += [(stay_s + 15, 40.0, 0.0), (stay_s + 30, 54.0, 0.0), (stay_s + 45, 200.0, 0.0)]
+        inside = stay_s // 15 + 1
+        rows = make_track("v1", points, meter=["free"] * (5 + inside) + ["occupied"] * 2)
+        assert len(detect(make_pings(rows))) == found
+
     def test_drop_off_then_meter_on_600_m_away_is_not_found(self) -> None:
         """Issue 18's pattern: arrive occupied, drop the passenger at the stand, leave, meter on
         600 m away 90 s later: no boarding at the stand, no accusation."""
@@ -239,9 +253,11 @@ class TestDetectUnlicensedStandUse:
         visits = visits_for(pings)
         assert len(visits) == 1 and not visits["boarded"].any()
         assert detect(pings).empty
-        # The time rule alone (any distance) made it an accusation.
+        # The time rule alone (any distance) marks a boarding; the stop at the stand was too
+        # short for a meter started outside to accuse (OUTSIDE_MIN_STAY_S).
         loose = visits_for(pings, boarding_grace_m=1e6)
-        assert len(detect_unlicensed_stand_use(loose, pings, fleet=FLEET)) == 1
+        assert loose["boarded"].any()
+        assert detect_unlicensed_stand_use(loose, pings, fleet=FLEET).empty
 
     def test_red_light_while_occupied_is_not_found(self) -> None:
         """An occupied taxi stopped 40 s at a red light inside the stand boarded nobody there."""
