@@ -67,7 +67,7 @@ def audit(
     entity_id: str | None,
     **details: Any,
 ) -> None:
-    """Add an audit entry for a change made by the logged-in admin (the caller commits)."""
+    """Add an audit entry for a change by the logged-in user (the caller commits)."""
     session.add(
         AuditEntry(
             actor=web.principal.actor,

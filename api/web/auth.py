@@ -141,12 +141,13 @@ async def verify_login_csrf(request: Request) -> None:
 class WebRoles:
     """Dependency letting only ``roles`` through (see :func:`require_web_roles`)."""
 
-    def __init__(self, roles: frozenset[str]) -> None:
+    def __init__(self, roles: frozenset[str], *, temporary_password: bool = False) -> None:
         unknown = sorted(roles - set(ROLES))
         if unknown or not roles:
             msg = f"papéis desconhecidos: {unknown}; esperado algum de {', '.join(ROLES)}"
             raise ValueError(msg)
         self.roles = roles
+        self.temporary_password = temporary_password
 
     async def __call__(self, request: Request, web: OptionalWebSession) -> WebSession:
         """Return the session, or raise: login needed, forbidden role, or bad CSRF token."""
@@ -156,13 +157,17 @@ class WebRoles:
                 next_path=safe_next(wanted) if request.method == "GET" else None,
                 ended=SESSION_COOKIE in request.cookies,
             )
-        if web.principal.password_temporary:
+        if web.principal.password_temporary and not self.temporary_password:
             raise PasswordChangeRequiredError
         if web.principal.role not in self.roles:
             raise WebForbiddenError(web=web, allowed=self.roles)
         if request.method not in SAFE_METHODS:
             await check_csrf(request, seed=web.token, web=web)
         return web
+
+
+OwnAccount = Annotated[WebSession, Depends(WebRoles(frozenset(ROLES), temporary_password=True))]
+"""Any logged-in user, a temporary password included: the page where they set their own."""
 
 
 def require_web_roles(*roles: str) -> WebRoles:

@@ -36,6 +36,7 @@ from api.web._errors import (
     PasswordChangeRequiredError,
     WebForbiddenError,
 )
+from api.web.admin_base import audit
 from api.web.auth import (
     LOGIN_PATH,
     LOGOUT_PATH,
@@ -43,6 +44,7 @@ from api.web.auth import (
     SESSION_COOKIE,
     VIEWER_STATE,
     OptionalWebSession,
+    OwnAccount,
     WebSession,
     check_csrf,
     clear_cookie,
@@ -56,7 +58,7 @@ from api.web.auth import (
 )
 from api.web.nav import LANDING, ROLE_LABELS
 from api.web.templating import STATIC_PREFIX, render, static_files
-from db.enforcement.models import AuditEntry
+from db.accounts.models import User
 
 router = APIRouter(include_in_schema=False)
 
@@ -170,9 +172,16 @@ def login(
     old = request.cookies.get(SESSION_COOKIE)
     if old:
         accounts.revoke_token(session=session, token=old)  # no session survives a new login
+    going = PASSWORD_PATH if user.password_temporary else wanted or LANDING[user.role]
+    return _open_session(request, session, settings, user, going)
+
+
+def _open_session(
+    request: Request, session: SessionDep, settings: SettingsDep, user: User, going: str
+) -> Response:
+    """Issue ``user`` a session token, commit, and go to ``going`` with its cookie."""
     token, _ = accounts.issue_token(session=session, user=user, ttl_s=settings.token_ttl_s)
     session.commit()
-    going = PASSWORD_PATH if user.password_temporary else wanted or LANDING[user.role]
     response = _redirect(going)
     set_session_cookie(response, request, token, max_age_s=settings.token_ttl_s)
     return response
@@ -194,25 +203,16 @@ def _password_page(
     )
 
 
-def _logged_in(request: Request, web: WebSession | None) -> WebSession:
-    if web is None:
-        raise LoginRequiredError(
-            next_path=PASSWORD_PATH if request.method == "GET" else None,
-            ended=SESSION_COOKIE in request.cookies,
-        )
-    return web
-
-
 @router.get(PASSWORD_PATH, name="web_password_form")
-def password_form(request: Request, web: OptionalWebSession) -> Response:
+def password_form(request: Request, me: OwnAccount) -> Response:
     """Show the form where a user sets their own password (required after a temporary one)."""
-    return _password_page(request, _logged_in(request, web))
+    return _password_page(request, me)
 
 
 @router.post(PASSWORD_PATH, name="web_password")
-async def change_password(
+def change_password(
     request: Request,
-    web: OptionalWebSession,
+    me: OwnAccount,
     session: SessionDep,
     settings: SettingsDep,
     current: Annotated[str, Form(max_length=1000)] = "",
@@ -224,8 +224,6 @@ async def change_password(
     Every session of the account ends (the password's tokens are revoked) but this one, which
     goes on with a new token to the user's page; the change is in the audit log.
     """
-    me = _logged_in(request, web)
-    await check_csrf(request, seed=me.token, web=me)
     name = me.principal.username
     problem = None
     if accounts.authenticate(session=session, username=name, password=current) is None:
@@ -242,20 +240,15 @@ async def change_password(
     if problem is not None:
         session.rollback()
         return _password_page(request, me, error=problem, status_code=422)
-    session.add(
-        AuditEntry(
-            actor=me.principal.actor,
-            action="set_password",
-            entity="user",
-            entity_id=name,
-            details={"password": "definida pelo próprio usuário", "via": "web"},
-        )
+    audit(
+        session,
+        web=me,
+        action="set_password",
+        entity="user",
+        entity_id=name,
+        password="definida pelo próprio usuário",
     )
-    token, _ = accounts.issue_token(session=session, user=user, ttl_s=settings.token_ttl_s)
-    session.commit()
-    response = _redirect(LANDING[user.role])
-    set_session_cookie(response, request, token, max_age_s=settings.token_ttl_s)
-    return response
+    return _open_session(request, session, settings, user, LANDING[user.role])
 
 
 async def _logout_csrf(request: Request, web: OptionalWebSession) -> None:

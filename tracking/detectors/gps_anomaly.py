@@ -73,11 +73,11 @@ first and last fix.
 
 Live (:data:`KERNEL`): the vehicle's fixes from the first one whose event a later fix can still
 change are kept (:func:`open_from`): the last fix, or the open run, or a jump that may still
-come back (plus the open run that may bring it back), or a jump whose pairing a later run may
-still undo (:func:`_first_unsettled`), with the fixes after it. The kept tail is bounded by
-one run of consecutive impossible steps plus twice ``max_excursion_s``, and it starts
-no later than the chain of the held event, or of the last event while a later one may still
-join it (so two receivers keep their chain's fixes until it ends: its finding comes then).
+come back (plus the open run that may bring it back or undo its pairing), with the fixes after
+it. The kept tail is bounded by one run of consecutive impossible steps plus twice
+``max_excursion_s``, and it starts no later than the chain of the held event, or of the last
+event while a later one may still join it (so two receivers keep their chain's fixes until it
+ends: its finding comes then).
 An event is emitted once it cannot change: when the step after it is plausible, no later run
 can bring it back (the next run ended elsewhere, or ``max_excursion_s`` passed since its first
 fix) and no later event can join its chain (``max_excursion_s`` passed since its last fix, or
@@ -207,11 +207,10 @@ def open_from(
     for code, events in by_vehicle.items():
         last = int(ends[code])
         s, e1, e = events[-1]
-        if e == last and e == e1 and len(events) > 1 and _may_return(track, events[-2], last, th):
+        if e == last and len(events) > 1 and _open_run_may_change(track, events[-2], last, th):
             s = events[-2][0]  # the open run may still bring the jump before it back
         elif e != last and not _may_return(track, events[-1], last, th):
             s = last  # settled: a new run can only start at the last fix
-        s = min(s, _first_unsettled(track, events, last, th))
         # A held event, or the last one while a later event may still follow it, is held
         # with the whole chain it belongs to (the chain decides its pattern).
         chains = _chains(track, events, th)
@@ -372,31 +371,17 @@ def _chained(track: TrackArrays, events: list[Event], th: Thresholds) -> list[Ev
     return out
 
 
-def _first_unsettled(track: TrackArrays, events: list[Event], last: int, th: Thresholds) -> int:
-    """First fix of the vehicle's first event that a run at or after fix ``last`` may change.
+def _open_run_may_change(track: TrackArrays, event: Event, last: int, th: Thresholds) -> bool:
+    """Tell whether the open run ending at fix ``last`` may still change ``event``, the one before.
 
-    A jump's pairing looks two runs ahead (:func:`_closer_return`), each run ending at most
-    ``max_excursion_s`` after the one before began. A lone jump, the last event, is settled
-    ``max_excursion_s`` after its first fix; before an open run (whose end may undo a closer
-    return), twice that. A paired one is settled once its second run can take no later run
-    (``max_excursion_s`` after that run began).
+    A jump there pairs with the next run, unless that run pairs with the one after it over a
+    shorter time (:func:`_closer_return`): the open run's end may bring the jump back or undo
+    its pairing, within two ``max_excursion_s`` of its first fix. An outlier is settled.
     """
-    ts, window = track.ts_ns, round(th[2] * NS)
-    open_run = events[-1][2] == last
-    for k, (s, e1, e) in enumerate(events):
-        if e == e1:
-            reach = window if k == len(events) - 1 else 2 * window if open_run else -1
-            if not _returns(track, s, e, th) and int(ts[last] - ts[s]) <= reach:
-                return s
-            continue
-        second = e1 + 1 + int(np.argmax(_anomalous_steps(_take(track, _span(e1 + 1, e)), th)))
-        if not _returns(track, second, e, th) and int(ts[last] - ts[second]) <= window:
-            return s
-    return last
-
-
-def _span(s: int, e: int) -> NDArray[np.int64]:
-    return np.arange(s, e + 1, dtype=np.int64)
+    s, e1, e = event
+    if e == e1 and _returns(track, s, e, th):
+        return False
+    return int(track.ts_ns[last] - track.ts_ns[s]) <= 2 * round(th[2] * NS)
 
 
 def _may_return(track: TrackArrays, event: Event, last: int, th: Thresholds) -> bool:
