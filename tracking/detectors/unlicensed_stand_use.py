@@ -27,6 +27,11 @@ boarding
     (art. 20 III). They always excuse (a boarding beside the own stand). The evidence shows the
     time from the last fix inside to the meter start (``boarding_lag_s``), the distance from
     the meter start to the stand (``boarding_distance_m``, 0 inside) and the thresholds.
+in the stand
+    Every finding (a boarding, an accessible or a suspended wait) needs the vehicle to have been
+    in the stand: more than :data:`MIN_INSIDE_SHARE` of its fixes from the visit's first to its
+    last fix inside lie inside (``n_fixes_inside`` of ``n_fixes_stay``). A taxi parked beside a
+    small stand under GPS noise has a visit made of the fixes that scattered into it.
 overlapping stands
     One trip start may mark visits of several stands. If any of them is licensed for the
     vehicle or of unknown licence, the boarding may have been at the vehicle's own stand: no
@@ -162,6 +167,12 @@ OUTSIDE_MIN_STAY_S = 180.0
 """Shortest stay in a stand before a meter started outside it accuses of boarding there: a red
 light or slow traffic through the stand holds a taxi for a minute or two (a signal's cycle is
 about two minutes at most), and a passenger may then hail it down the street (art. 20)."""
+MIN_INSIDE_SHARE = 0.5
+"""A visit is a stay in the stand when more than this share of the vehicle's fixes from its first
+to its last fix inside lie inside: under GPS noise a taxi parked beside a small stand (a booked
+client, 12 m from the edge) has some fixes inside, and its boarding was proposed as one in the
+stand; a taxi standing inside has most of them inside (for a straight edge, more than half
+exactly when it stands inside)."""
 DRIFT_MAX_STAY_S = 60.0
 """Longest stay at a foreign stand before the meter of a boarding attributed to the own stand
 (the visits' minimum dwell: a shorter run is a pass-through, not a stay)."""
@@ -386,6 +397,7 @@ def _boarding_finding(
     departed_ns: int,
     boarded_ns: int,
     n_fixes: int,
+    n_stay: int,
     queue_position: int,
     fixes: list[dict[str, Any]],
     accessible: bool | None,
@@ -429,6 +441,7 @@ def _boarding_finding(
         "boarding_lag_s": float(lag_s),
         "boarding_distance_m": metres_or_none(boarding_distance_m),
         "n_fixes_inside": int(n_fixes),
+        "n_fixes_stay": int(n_stay),
         "queue_position": int(queue_position),
         "licensed": licensed,
         "licensed_stands": licensed_stands,
@@ -442,6 +455,7 @@ def _boarding_finding(
             "boarding_grace_s": float(boarding_grace_s),
             "boarding_grace_m": float(boarding_grace_m),
             "boarding_max_m": float(boarding_max_m),
+            "min_inside_share": MIN_INSIDE_SHARE,
         },
     }
     if suspension is not None:
@@ -469,6 +483,7 @@ def _wait_finding(
     departed_ns: int,
     boarded_ns: int | None,
     n_fixes: int,
+    n_stay: int,
     queue_position: int,
     fixes: list[dict[str, Any]],
     licensed_stands: list[str],
@@ -492,11 +507,15 @@ def _wait_finding(
         "dwell_s": float((departed_ns - arrived_ns) / NS),
         "wait_s": float(wait_s),
         "n_fixes_inside": int(n_fixes),
+        "n_fixes_stay": int(n_stay),
         "queue_position": int(queue_position),
         "licensed": False,
         "licensed_stands": licensed_stands,
         "accessible": True,
-        "thresholds": {"accessible_max_wait_s": float(accessible_max_wait_s)},
+        "thresholds": {
+            "accessible_max_wait_s": float(accessible_max_wait_s),
+            "min_inside_share": MIN_INSIDE_SHARE,
+        },
     }
     if since > arrived_ns:  # arrived with the meter occupied: the wait began when it went off
         details["wait_started_at"] = iso_utc(since)
@@ -520,6 +539,7 @@ def _suspended_wait_finding(
     departed_ns: int,
     wait_end_ns: int,
     n_fixes: int,
+    n_stay: int,
     queue_position: int,
     fixes: list[dict[str, Any]],
     licensed: bool | None,
@@ -545,6 +565,7 @@ def _suspended_wait_finding(
         "dwell_s": float((departed_ns - arrived_ns) / NS),
         "wait_s": float(wait_s),
         "n_fixes_inside": int(n_fixes),
+        "n_fixes_stay": int(n_stay),
         "queue_position": int(queue_position),
         "licensed": licensed,
         "licensed_stands": licensed_stands,
@@ -552,7 +573,10 @@ def _suspended_wait_finding(
         "driver_id": driver_id,
         "suspension": suspension,
         "suspension_kind": suspension["kind"],
-        "thresholds": {"suspended_min_wait_s": float(suspended_min_wait_s)},
+        "thresholds": {
+            "suspended_min_wait_s": float(suspended_min_wait_s),
+            "min_inside_share": MIN_INSIDE_SHARE,
+        },
     }
     if since > arrived_ns:  # arrived with the meter occupied: the wait began when it went off
         details["wait_started_at"] = iso_utc(since)
@@ -696,6 +720,10 @@ def detect_unlicensed_stand_use(
         if "speed_flag" in pings.columns
         else np.zeros(n, dtype=bool)
     )
+    # The vehicle's fixes from the first to the last inside: most inside, or it stood beside.
+    order, _, _ = sorted_view(pings)
+    stay = sorted_positions(order, last) - sorted_positions(order, first) + 1
+    stood = n_fixes > MIN_INSIDE_SHARE * stay
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
     wait_end = np.where(boarded, np.minimum(departed, boarded_ns), departed)
@@ -747,8 +775,9 @@ def detect_unlicensed_stand_use(
                 # a stand held under suspension first: its charge is the lesser one
                 "lesser": ~accusable[cand],
                 # a meter started beside the stand accuses only after a stay in it
-                "near": (distance_m[cand] <= boarding_max_m)
-                | (dwell_s[cand] >= OUTSIDE_MIN_STAY_S),
+                "near": stood[cand]
+                & ((distance_m[cand] <= boarding_max_m) | (dwell_s[cand] >= OUTSIDE_MIN_STAY_S)),
+                "stood": stood[cand],
             }
         )
         all_ok = frame.groupby("key")["ok"].transform("all").to_numpy(dtype=bool)
@@ -769,7 +798,7 @@ def detect_unlicensed_stand_use(
         chosen = frame.drop_duplicates("key")
         # art. 59 XIII: boarding "em ponto fixo"; a meter started beside a stand the vehicle
         # only passed through is not (a booked pickup at the kerb, art. 20 III)
-        chosen = chosen.loc[chosen["lesser"] | chosen["near"]]
+        chosen = chosen.loc[(chosen["lesser"] & chosen["stood"]) | chosen["near"]]
         near_own = _near_own_stand(
             chosen["v"].to_numpy(dtype=np.int64),
             np.flatnonzero(~accusable & (susp_wait < 0)),
@@ -806,6 +835,7 @@ def detect_unlicensed_stand_use(
                     departed_ns=int(departed[i]),
                     boarded_ns=int(boarded_ns[i]),
                     n_fixes=int(n_fixes[i]),
+                    n_stay=int(stay[i]),
                     queue_position=int(queue[i]),
                     fixes=_fixes([int(first[i]), int(last[i]), p, b], ns, lat, lon, rows),
                     accessible=accessible[i],
@@ -830,7 +860,7 @@ def detect_unlicensed_stand_use(
                 geoms.append(geom)
 
     # --- waits at a stand under suspension -----------------------------------------------
-    held = (susp_wait >= 0) & (wait_s > suspended_min_wait_s)
+    held = (susp_wait >= 0) & (wait_s > suspended_min_wait_s) & stood
     held &= ~np.isin(bping, np.fromiter(found_keys, dtype=np.int64, count=len(found_keys)))
     susp_waits = np.flatnonzero(held)
     if len(susp_waits):
@@ -849,6 +879,7 @@ def detect_unlicensed_stand_use(
                 departed_ns=int(departed[i]),
                 wait_end_ns=int(wait_end[i]),
                 n_fixes=int(n_fixes[i]),
+                n_stay=int(stay[i]),
                 queue_position=int(queue[i]),
                 fixes=_fixes([int(first[i]), p], ns, lat, lon, rows),
                 licensed=False if accusable[i] else _licence_seen(licensed_of[i], fact_i),
@@ -865,7 +896,7 @@ def detect_unlicensed_stand_use(
             geoms.append(geom)
 
     # --- accessible waits ----------------------------------------------------------------
-    waits = np.flatnonzero(accusable & is_acc & (wait_s > accessible_max_wait_s))
+    waits = np.flatnonzero(accusable & is_acc & stood & (wait_s > accessible_max_wait_s))
     if len(waits):
         # A visit of the same vehicle to a stand it may use (licensed or unknown) overlapping
         # the wait excuses it (overlapping stands).
@@ -881,6 +912,7 @@ def detect_unlicensed_stand_use(
                 departed_ns=int(departed[i]),
                 boarded_ns=int(boarded_ns[i]) if boarded[i] else None,
                 n_fixes=int(n_fixes[i]),
+                n_stay=int(stay[i]),
                 queue_position=int(queue[i]),
                 fixes=_fixes([int(first[i]), p, int(bping[i])], ns, lat, lon, rows),
                 licensed_stands=list(facts[vehicle[i]]["stands"]),
