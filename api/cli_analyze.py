@@ -204,7 +204,7 @@ def analyze(
             early = start_early_read(pings)  # a small Parquet file, read while the rest loads
         from engines.pipeline import AnalysisParams, analyze_pings, cut_at_as_of
         from fleet.drivers import read_driver_links, read_drivers
-        from fleet.loaders import read_fleet
+        from fleet.loaders import LICENCES_UNTOLD, read_fleet
         from stands.licences import mark_unplaced_licences, read_licence_file, with_licence_periods
         from tracking.ingest import read_pings
         from tracking.porto import read_porto_trips
@@ -249,6 +249,11 @@ def analyze(
             fleet_frame = read_input(
                 fleet, lambda p: read_fleet(p, municipality=municipality), flag="--fleet"
             )
+            if licences is None and LICENCES_UNTOLD in fleet_frame.columns:
+                notes.append(
+                    "--fleet: sem a coluna stands (nem --licences), as licenças de ponto não são "
+                    "conhecidas: ninguém é acusado de embarcar sem licença nem de ausência do ponto"
+                )
             if licences is not None:
                 fleet_frame, absent = with_licence_periods(
                     fleet_frame, read_input(licences, read_licence_file, flag="--licences")

@@ -178,6 +178,8 @@ def fleet(
     from fleet.loaders import read_fleet
 
     frame = read_input(file, lambda p: read_fleet(p, municipality=municipality), flag=FILE)
+    from fleet.loaders import LICENCES_UNTOLD
+
     date = file_as_of(as_of, file)
     with _transaction() as conn:
         report = load_fleet(conn=conn, fleet=frame, as_of=date)
@@ -193,6 +195,10 @@ def fleet(
         frame["stands"].map(len).gt(0).sum() + frame["stand_names"].map(len).gt(0).sum()
     )
     typer.echo(f"Veículos com ponto no arquivo: {with_stand}; data de referência {date}.")
+    if LICENCES_UNTOLD in frame.columns:
+        typer.echo(
+            "  aviso: o arquivo não tem a coluna stands; as licenças de ponto ficam como estão"
+        )
     if report.unmatched_stands:
         shown = ", ".join(report.unmatched_stands[:10])
         typer.echo(f"  aviso: {len(report.unmatched_stands)} pontos não encontrados: {shown}")

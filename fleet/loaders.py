@@ -46,6 +46,11 @@ FLEET_REGISTRY_COLUMNS = (
     "last_inspection_on", "alvara_first_issued_on", "substitution_since", "substituted_plate",
     "termo_recolhido_since", "termo_recolhido_until", "service_category",
 )  # fmt: skip
+LICENCES_UNTOLD = "licences_untold"
+"""Fleet frame column (bool) that :func:`read_fleet` adds when the file has no ``stands``
+column: the file does not say the vehicles' parking licences (an empty cell says "none"). Their
+licences are unknown (:func:`stands.licences.unknown_licences`: no boarding of theirs is
+unlicensed), and importing the file leaves the registry's licences as they are."""
 VEHICLE_DOCUMENT_DATES = (
     "first_registered_on", "last_inspection_on", "alvara_first_issued_on",
     "substitution_since", "termo_recolhido_since", "termo_recolhido_until",
@@ -756,7 +761,7 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
     year = _years(col("year"), problems=problems)
     accessible = _booleans(col("accessible").fillna(""), column="accessible", problems=problems)
     problems.raise_any()
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "vehicle_id": vid,
             "prefixo": col("prefixo").where(col("prefixo").notna(), vid),
@@ -785,6 +790,9 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
         },
         columns=list(FLEET_REGISTRY_COLUMNS),
     )
+    if "stands" not in raw.columns:  # the file does not say the licences (an empty cell: none)
+        frame[LICENCES_UNTOLD] = True
+    return frame
 
 
 def _possible_registrations(

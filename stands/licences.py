@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fleet.loaders import LICENCES_UNTOLD as UNTOLD
 from fleet.loaders import sheet_row
 from geo.calendar import DEFAULT_TIMEZONE
 from stands._errors import (
@@ -320,8 +321,9 @@ def unknown_licences(fleet: pd.DataFrame) -> frozenset[str]:
     """Return the vehicles whose licences the fleet does not tell.
 
     The fleet names their stands by names not resolved to ids (``stands`` empty,
-    ``stand_names`` not) or by ids the analysed stands lack (:data:`UNPLACED` not empty). Where
-    such a vehicle holds no licence the frame knows, whether it is licensed is not known.
+    ``stand_names`` not), by ids the analysed stands lack (:data:`UNPLACED` not empty), or does
+    not say them (:data:`UNTOLD`). Where such a vehicle holds no licence the frame knows,
+    whether it is licensed is not known.
     """
     n = len(fleet)
 
@@ -329,11 +331,13 @@ def unknown_licences(fleet: pd.DataFrame) -> frozenset[str]:
         return fleet[column].to_numpy(dtype=object) if column in fleet.columns else [None] * n
 
     vehicles = fleet[VEHICLE_ID].astype("str").to_numpy(dtype=object)
-    rows = zip(vehicles, cells(STANDS), cells("stand_names"), cells(UNPLACED), strict=True)
+    rows = zip(
+        vehicles, cells(STANDS), cells("stand_names"), cells(UNPLACED), cells(UNTOLD), strict=True
+    )
     return frozenset(
         str(v)
-        for v, stands, names, unplaced in rows
-        if (not _stand_ids(stands) and _stand_ids(names)) or _stand_ids(unplaced)
+        for v, stands, names, unplaced, untold in rows
+        if (not _stand_ids(stands) and _stand_ids(names)) or _stand_ids(unplaced) or untold is True
     )
 
 
@@ -481,6 +485,7 @@ def with_licence_periods(
     )
     if "stand_names" in out.columns:
         out["stand_names"] = pd.Series([()] * len(out), index=fleet.index, dtype="object")
+    out = out.drop(columns=[UNTOLD], errors="ignore")
     out[PERIODS] = pd.Series(held, index=fleet.index, dtype="object")
     return out, sorted(set(periods) - set(vehicles))
 

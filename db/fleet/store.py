@@ -35,7 +35,7 @@ from fleet.dates import (
     check_optional_registry_date,
     check_registry_date,
 )
-from fleet.loaders import normalize_name, sheet_row
+from fleet.loaders import LICENCES_UNTOLD, normalize_name, sheet_row
 from fleet.vocabulary import DRIVER_DOCUMENT_STATUSES, DRIVER_DOCUMENTS, DRIVER_ROLES
 
 
@@ -159,7 +159,8 @@ def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> Flee
     ``status_since``); one whose latest period has another status gets it closed the day before
     the new one starts (``status_since``, else ``as_of``). Licences: stands named for a vehicle and
     not currently licensed are added (start unknown on a vehicle's first import, else ``as_of``);
-    current licences to stands the file no longer names end the day before ``as_of``.
+    current licences to stands the file no longer names end the day before ``as_of``. A file
+    without the ``stands`` column (:data:`~fleet.loaders.LICENCES_UNTOLD`) leaves them as they are.
 
     Parameters
     ----------
@@ -312,6 +313,8 @@ def _load_licences(
     known_ids = set(conn.execute(text("SELECT stand_id FROM stands")).scalars())
     pairs: list[tuple[str, str, dt.date | None]] = []
     unplaced: dict[str, list[str]] = {}
+    if LICENCES_UNTOLD in fleet.columns:  # the file does not say these vehicles' licences
+        fleet = fleet.loc[~fleet[LICENCES_UNTOLD].fillna(False).astype(bool)]
     for vid, mun, ids, names in fleet[
         ["vehicle_id", "municipality", "stands", "stand_names"]
     ].itertuples(index=False, name=None):

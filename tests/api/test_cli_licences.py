@@ -129,6 +129,23 @@ class TestAnalyzeWithLicences:
         assert "--licences: 1 prefixo(s) com licença para 1 ponto(s)" in done.stdout
         assert _unlicensed(tmp_path / "o") == []
 
+    def test_a_fleet_without_the_stands_column_accuses_no_boarding(
+        self, run_pontual, inputs, tmp_path
+    ):
+        """A fleet file without the ``stands`` column does not say the licences: no boarding is
+        unlicensed, and an aviso says so (a QA fleet of five taxis got 105 art. 59 XIII
+        proposals for boardings at their own stands). An empty cell says "no licence"."""
+        inputs["fleet"].write_text("vehicle_id,accessible\nT1,false\n")
+        done = _analyze(run_pontual, inputs, tmp_path / "untold")
+        assert "--fleet: sem a coluna stands (nem --licences)" in done.stdout
+        assert _unlicensed(tmp_path / "untold") == []
+        visits = pd.read_csv(tmp_path / "untold" / "stand_visits.csv")
+        assert visits["licensed"].isna().all()
+        inputs["fleet"].write_text("vehicle_id,stands,accessible\nT1,,false\n")
+        done = _analyze(run_pontual, inputs, tmp_path / "none")
+        assert "sem a coluna stands" not in done.stdout
+        assert len(_unlicensed(tmp_path / "none")) == 3
+
     def test_bad_file_names_every_row(self, run_pontual, inputs, tmp_path):
         """Bad dates, an end before the start, overlapping periods and empty ids are each named;
         nothing is analysed."""

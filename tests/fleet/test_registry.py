@@ -366,6 +366,28 @@ class TestLoadFleet:
         ).all()
         assert licences == [("1", dt.date(2024, 3, 4)), ("2", None)]
 
+    def test_a_file_without_the_stands_column_leaves_the_licences(
+        self, poa_registry: Connection, tmp_path: Path
+    ) -> None:
+        """A fleet file that does not say the licences (no ``stands`` column) ends none of them;
+        before, it ended every licence of every vehicle it listed."""
+        conn = poa_registry
+        first = _write(tmp_path, "vehicle_id,stands,municipality\nT1,1;2,4314902\nT2,,4314902\n")
+        load_fleet(conn=conn, fleet=read_fleet(first), as_of=dt.date(2024, 1, 1))
+        second = _write(tmp_path, "vehicle_id,status,municipality\nT1,active,4314902\n")
+        report = load_fleet(conn=conn, fleet=read_fleet(second), as_of=dt.date(2024, 3, 5))
+        assert (report.licences_ended, report.licences_created) == (0, 0)
+        licences = conn.execute(
+            text("SELECT stand_id, valid_until FROM parking_licences ORDER BY stand_id")
+        ).all()
+        assert licences == [("1", None), ("2", None)]
+        # an empty cell does say "no licence"
+        third = _write(tmp_path, "vehicle_id,stands,municipality\nT1,,4314902\n")
+        assert (
+            load_fleet(conn=conn, fleet=read_fleet(third), as_of=dt.date(2024, 3, 6)).licences_ended
+            == 2
+        )
+
     def test_unknown_stand_is_reported(self, poa_registry: Connection, tmp_path: Path) -> None:
         """A stand id the registry lacks is listed, its licence skipped."""
         path = _write(tmp_path, "vehicle_id,stands,municipality\nT1,999;1,4314902\n")
