@@ -22,7 +22,10 @@ boarding
     the meter came on down the kerb; a shorter stop is a red light or slow traffic, after
     which a hail 24 m past the stand was proposed as art. 59 XIII); a vehicle that only
     passed through, or stopped that briefly, needs the boarding fix
-    within ``boarding_max_m`` (default 0: inside) of the stand — art. 59 XIII punishes
+    within ``boarding_max_m`` (default 0: inside) of the stand and the fix before it in the
+    visit (the meter came on in the stand: a taxi that took its passenger 15 m outside and
+    drove through the stand switched it on between a fix outside and one inside, and three
+    such were proposed as art. 59 XIII) — art. 59 XIII punishes
     boarding "em ponto fixo", and a booked pickup at the kerb just past a stand is lawful
     (art. 20 III). They always excuse (a boarding beside the own stand). The evidence shows the
     time from the last fix inside to the meter start (``boarding_lag_s``), the distance from
@@ -722,8 +725,12 @@ def detect_unlicensed_stand_use(
     )
     # The vehicle's fixes from the first to the last inside: most inside, or it stood beside.
     order, _, _ = sorted_view(pings)
-    stay = sorted_positions(order, last) - sorted_positions(order, first) + 1
+    first_sorted = sorted_positions(order, first)
+    stay = sorted_positions(order, last) - first_sorted + 1
     stood = n_fixes > MIN_INSIDE_SHARE * stay
+    # The meter came on between the boarding fix and the one before it: within the visit only
+    # when the boarding fix is not the visit's first (a taxi driving through, meter on).
+    switched_within = sorted_positions(order, np.maximum(bping, 0)) > first_sorted
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
     wait_end = np.where(boarded, np.minimum(departed, boarded_ns), departed)
@@ -776,7 +783,10 @@ def detect_unlicensed_stand_use(
                 "lesser": ~accusable[cand],
                 # a meter started beside the stand accuses only after a stay in it
                 "near": stood[cand]
-                & ((distance_m[cand] <= boarding_max_m) | (dwell_s[cand] >= OUTSIDE_MIN_STAY_S)),
+                & (
+                    ((distance_m[cand] <= boarding_max_m) & switched_within[cand])
+                    | (dwell_s[cand] >= OUTSIDE_MIN_STAY_S)
+                ),
                 "stood": stood[cand],
             }
         )

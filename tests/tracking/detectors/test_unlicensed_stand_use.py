@@ -269,6 +269,22 @@ class TestDetectUnlicensedStandUse:
             details = found_rows.iloc[0]["details"]
             assert details["n_fixes_inside"] * 2 > details["n_fixes_stay"]
 
+    @pytest.mark.parametrize(("before_north", "found"), [(-45.0, 0), (-5.0, 1)])
+    def test_a_meter_on_while_driving_through_the_stand_is_not_found(
+        self, before_north: float, found: int
+    ) -> None:
+        """A taxi that waited 15 m south of S1 (a booked client) drives north through it at
+        30 km/h; its first occupied fix falls inside S1. The meter came on between a fix outside
+        and one inside: an independent check had three such taxis proposed under art. 59 XIII.
+        The same switch between two fixes inside S1 is found."""
+        points = [(15 * k, before_north - 1.0 * (k % 2), 0.0) for k in range(20)]
+        points += [(300, before_north + 4.0, 0.0), (315, 10.0, 0.0)]  # meter on inside S1
+        points += [(330 + 15 * k, 135.0 + 125.0 * k, 0.0) for k in range(3)]
+        meters = ["free"] * 21 + ["occupied"] * 4
+        pings = make_pings(make_track("v1", points, meter=meters))
+        assert visits_for(pings)["boarded"].any()
+        assert len(detect(pings)) == found
+
     def test_drop_off_then_meter_on_600_m_away_is_not_found(self) -> None:
         """Issue 18's pattern: arrive occupied, drop the passenger at the stand, leave, meter on
         600 m away 90 s later: no boarding at the stand, no accusation."""
