@@ -81,7 +81,7 @@ from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.detectors.detect import DetectorInputs, Thresholds, run_detectors
 from tracking.detectors.findings import KINDS, empty_findings
 from tracking.detectors.illegal_stand_formation import waiting_stops
-from tracking.detectors.inactivity import ActivitySpan, activity_span, unmetered_last_fixes
+from tracking.detectors.inactivity import ActivitySpan, activity_span, last_fixes
 from tracking.detectors.longer_route import DEFAULT_H3_RESOLUTION as LONGER_ROUTE_H3_RESOLUTION
 from tracking.stops import detect_stops
 from tracking.trips import detect_trips
@@ -359,7 +359,7 @@ def vehicle_stage(part: pd.DataFrame, context: dict[str, Any]) -> dict[str, Any]
         "waiting": waiting,
         "n_matched": count_distinct(ping_idx, len(part)),
         "vehicles": pd.unique(part[fr.VEHICLE_ID].astype("str")).tolist(),
-        "sightings": unmetered_last_fixes(  # inactivity: whole vehicles, the last fix is theirs
+        "sightings": last_fixes(  # inactivity: whole vehicles, the last fix is theirs
             part, as_of=context["as_of"], timezone=params.timezone
         ),
         "near": _near_dwells(part, context),

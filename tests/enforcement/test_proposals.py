@@ -824,8 +824,9 @@ class TestReviewCases:
 
     def test_a_vehicle_never_seen_is_listed_for_review_not_proposed(self) -> None:
         """POA art. 60 X (cassação): a prefixo with no fix at all in the data may have a dead or
-        unregistered tracker; it is listed for review with the reason, while one seen and then
-        idle is proposed."""
+        unregistered tracker, and one whose tracker fell silent after its last operation
+        (``silent``) as well; they are listed for review with the reason, while one seen idle
+        through the lapse is proposed."""
         rb = bundled_rulebooks()[POA_TAXI]
         rows = [
             {
@@ -833,16 +834,23 @@ class TestReviewCases:
                 "vehicle_id": vid,
                 "confidence": 0.9,
                 "started_at": "2025-03-04T12:00:00Z",
-                "details": {"never_seen": never},
+                "details": {"never_seen": never, "silent": silent},
             }
-            for vid, never in (("V1", True), ("V2", False))
+            for vid, never, silent in (
+                ("V1", True, True),
+                ("V2", False, False),
+                ("V3", False, True),
+            )
         ]
         done = propose_all(findings(*rows), {"taxi": rb}, timezone=TZ)
         assert [p["vehicle_id"] for p in done.proposals] == ["V2"]
         assert done.proposals[0]["provision"] == "art. 60, X"
-        (item,) = done.for_review
-        assert item["vehicle_id"] == "V1" and item["provision"] == "art. 60, X"
-        assert "ausência de dados não prova" in item["reason"]
+        never, silent = sorted(done.for_review, key=lambda r: r["vehicle_id"])
+        assert never["vehicle_id"] == "V1" and never["provision"] == "art. 60, X"
+        assert "ausência de dados não prova" in never["reason"]
+        assert (
+            silent["vehicle_id"] == "V3" and "rastreador do prefixo silenciou" in silent["reason"]
+        )
 
     def test_a_review_case_is_checked_like_a_rule(self) -> None:
         """A review case of an unknown kind, or of a kind left in [uncovered], is refused."""
@@ -1154,7 +1162,11 @@ class TestLimitsTheLawFixes:
             "vehicle_id": vehicle,
             "confidence": 0.9,
             "started_at": "2025-03-04T12:00:00Z",
-            "details": {"never_seen": False, "thresholds": {"max_idle_days": days}},
+            "details": {
+                "never_seen": False,
+                "silent": False,
+                "thresholds": {"max_idle_days": days},
+            },
         }
 
     def test_a_stricter_limit_than_the_law_is_never_proposed(self) -> None:

@@ -27,7 +27,7 @@ from tracking.detectors.flag2_misuse import detect_flag2_misuse
 from tracking.detectors.gps_anomaly import detect_gps_anomaly
 from tracking.detectors.habitual_absence import detect_habitual_absence
 from tracking.detectors.illegal_stand_formation import detect_illegal_stand_formation
-from tracking.detectors.inactivity import ActivitySpan, detect_inactivity, unmetered_last_fixes
+from tracking.detectors.inactivity import ActivitySpan, detect_inactivity, last_fixes
 from tracking.detectors.longer_route import detect_longer_route
 from tracking.detectors.operating_while_barred import detect_operating_while_barred
 from tracking.detectors.outside_municipality import detect_outside_municipality
@@ -83,7 +83,7 @@ class DetectorInputs:
     """``habitual_absence``'s near and silent dwells (``habitual_absence.find_near_dwells``) when
     ``pings`` are not the run's; None: found in ``pings``."""
     sightings: pd.DataFrame | None = None
-    """The last fix of each vehicle without meter data (``inactivity.unmetered_last_fixes``)
+    """Each vehicle's last fix of unknown meter and last fix (``inactivity.last_fixes``)
     when ``pings`` are not the run's; None: taken from ``pings``."""
     operation: pd.DataFrame | None = None
     """``habitual_absence``'s days of operation: each licensee's first and last fix of each day
@@ -200,7 +200,7 @@ def run_detectors(
     boarding = {"boarding_grace_s": i.boarding_grace_s, "boarding_grace_m": i.boarding_grace_m}
     sightings = i.sightings
     if sightings is None and "inactivity" in kinds and as_of is not None:
-        sightings = unmetered_last_fixes(i.pings, as_of=as_of, timezone=i.timezone)
+        sightings = last_fixes(i.pings, as_of=as_of, timezone=i.timezone)
     operation = i.operation
     if operation is None and "habitual_absence" in kinds and i.licences is not None:
         operation = operation_fixes(i.pings, timezone=i.timezone)

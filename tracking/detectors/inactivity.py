@@ -9,12 +9,12 @@ all is *inactive* here; one that operates but away from its stand is ``habitual_
 Definitions (each is shown in the evidence):
 
 last operation
-    From trips (a frame with ``started_at``/``ended_at``): the end of the vehicle's last trip;
-    for a vehicle without meter data, the later of that and its last fix (``sightings``). From
-    pings: the last ``occupied`` fix for a vehicle with meter data, or the last fix at all for
-    a vehicle without. Fixes without a meter say the vehicle was on the streets, not whether it
-    carried anyone: an unknown meter is no evidence of inactivity, so such a vehicle is idle
-    only from its last fix (a weaker sign, lower confidence).
+    The later of the vehicle's last ``occupied`` fix (from trips, a frame with
+    ``started_at``/``ended_at``: the end of its last trip) and its last fix of unknown meter
+    (``sightings``). Fixes without a meter say the vehicle was on the streets, not whether it
+    carried anyone: an unknown meter is no evidence of inactivity, so a vehicle is idle only
+    from its last such fix (a weaker sign, lower confidence) — also one whose tracker stopped
+    sending the meter while it kept driving.
 data window
     Local days (``timezone``) from the first fix/trip of the data (or ``data_since``) to
     ``as_of`` or the last fix/trip of the data, whichever is earlier: days after the data ends
@@ -59,9 +59,15 @@ confidence
     operation is a plain fix; clipped to [0.05, 0.95].
     ``never_seen`` in the details says the vehicle has no operation in the data at all:
     rulebooks list such a finding for review (an absent feed proves no idleness).
+silent
+    The idle days counted as above up to the vehicle's last fix of any meter
+    (``seen_idle_days``, ``last_fix_at``): the days on which it was seen not operating.
+    ``silent`` when they are not more than ``max_idle_days``: the lapse is made of days after
+    its tracker went quiet (a vehicle in the workshop, or a dead tracker on a vehicle still
+    working), which prove no idleness either; rulebooks list such a finding for review.
 
 Live: :data:`KERNEL` (:func:`advance_inactivity`) keeps one fleet-wide state: the data's first
-fix and, per vehicle, its last fix, last metered and last ``occupied`` fix (at most four fixes
+fix and, per vehicle, its last fix, last of unknown meter and last ``occupied`` fix (at most four
 a vehicle, whatever the stream's length) and the ``started_at`` of its last finding. Each local
 day closed by a later fix is judged by :func:`detect_inactivity` over the pings standing for
 the state, which gives what it gives over every fix so far.
@@ -105,6 +111,7 @@ DEFAULT_MIN_FEED_SHARE = 0.25
 """A day whose vehicles with activity are fewer than this share of the busiest day's is a feed
 gap (module docstring)."""
 
+_UTC = "datetime64[ns, UTC]"
 Feed = tuple[tuple[int, int], ...]
 """``(local day, vehicles that operated that day)`` pairs, days as days since 1970-01-01, in
 day order (the feed gaps of the module docstring)."""
@@ -205,83 +212,82 @@ def _last_operations(
         str(vid): {"ns": int(ns), "lat": lat, "lon": lon, "row": int(row), "source": source}
         for vid, ns, lat, lon, row in zip(*columns, strict=True)
     }
-    if source == "occupied_fix":  # a vehicle without meter data operates until its last fix
-        _add_sightings(out, _unmetered_last(activity, end_ns, ns=ns), end_ns=end_ns)
     return out, span
 
 
-def unmetered_last_fixes(
+def last_fixes(
     pings: pd.DataFrame, *, as_of: dt.date | None = None, timezone: str = DEFAULT_TIMEZONE
 ) -> pd.DataFrame:
-    """Return the last fix (up to the end of ``as_of``) of each vehicle without meter data.
+    """Return each vehicle's last fix of unknown meter and last fix (to the end of ``as_of``).
 
-    What :func:`detect_inactivity` takes as ``sightings`` beside trips: one row per vehicle
-    whose fixes carry no ``meter`` value (``vehicle_id``, ``timestamp``, ``lat``, ``lon``,
-    ``row``, the source data row or -1). The last fixes of several groups of vehicles are the
-    rows of each group's.
+    What :func:`detect_inactivity` takes as ``sightings`` beside trips, one row per vehicle:
+    ``vehicle_id``; ``timestamp``, ``lat``, ``lon`` and ``row`` (the source data row, or -1)
+    of its last fix whose meter is unknown (NaT and NaN when none: such a fix says the vehicle
+    was on the streets, perhaps with a passenger); ``last_fix_at``, its last fix of any meter
+    (until when it was seen). The last fixes of several groups of vehicles are the rows of
+    each group's.
     """
     end_ns = None
     if as_of is not None:
         zone(timezone)
         end_ns = _local_midnight_ns((as_of - dt.date(1970, 1, 1)).days + 1, timezone)
-    return _unmetered_last(pings, end_ns)
+    return _last_fixes(pings, end_ns)
 
 
-def _unmetered_last(
-    pings: pd.DataFrame, end_ns: int | None, *, ns: np.ndarray | None = None
-) -> pd.DataFrame:
-    """Return :func:`unmetered_last_fixes` of the fixes before ``end_ns`` (all when None).
-
-    ``ns``: the fixes' UTC instants, when the caller has them already.
-    """
+def _last_fixes(pings: pd.DataFrame, end_ns: int | None) -> pd.DataFrame:
+    """Return :func:`last_fixes` of the fixes before ``end_ns`` (all when None)."""
+    names = ("vehicle_id", "timestamp", "lat", "lon", "row", "last_fix_at")
     if not len(pings) or "timestamp" not in pings.columns:
-        dtypes = ("object", "datetime64[ns, UTC]", "float64", "float64", "int64")
-        names = ("vehicle_id", "timestamp", "lat", "lon", "row")
+        dtypes = ("object", _UTC, "float64", "float64", "int64", _UTC)
         return pd.DataFrame({n: pd.Series(dtype=t) for n, t in zip(names, dtypes, strict=True)})
     require_columns(pings, ("vehicle_id", "lat", "lon"), what="os pings")
-    if ns is None:
-        ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
+    ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
     keep = np.ones(len(pings), dtype=bool) if end_ns is None else ns < end_ns
-    known = (
-        pings["meter"].notna().to_numpy(dtype=bool)
+    unknown = (
+        pings["meter"].isna().to_numpy(dtype=bool)
         if "meter" in pings.columns
-        else np.zeros(len(pings), dtype=bool)
+        else np.ones(len(pings), dtype=bool)
     )
-    vehicles = pings["vehicle_id"].astype("str")
-    if known.any():  # only vehicles with a fix of unknown meter can lack meter data
-        keep &= vehicles.isin(pd.unique(vehicles[~known])).to_numpy(dtype=bool)
     frame = pd.DataFrame(
         {
-            "vehicle_id": vehicles[keep].to_numpy(dtype=object),
+            "vehicle_id": pings["vehicle_id"].astype("str").to_numpy(dtype=object)[keep],
             "ns": ns[keep],
             "lat": pings["lat"].to_numpy(dtype=np.float64)[keep],
             "lon": pings["lon"].to_numpy(dtype=np.float64)[keep],
             "row": ping_rows(pings)[keep],
-            "known": known[keep],
+            "unknown": unknown[keep],
         }
-    )
-    metered = frame.groupby("vehicle_id", sort=False)["known"].transform("any")
-    frame = frame.loc[~metered.to_numpy(dtype=bool)]
-    last = frame.sort_values(["vehicle_id", "ns"]).drop_duplicates("vehicle_id", keep="last")
+    ).sort_values(["vehicle_id", "ns"], kind="stable")
+    seen = frame.drop_duplicates("vehicle_id", keep="last").set_index("vehicle_id")["ns"]
+    last = frame.loc[frame["unknown"]].drop_duplicates("vehicle_id", keep="last")
+    last = last.set_index("vehicle_id").reindex(seen.index)
+    stamp = last["ns"].to_numpy(dtype=np.float64)
     return pd.DataFrame(
         {
-            "vehicle_id": last["vehicle_id"].astype("str").to_numpy(dtype=object),
-            "timestamp": pd.to_datetime(last["ns"].to_numpy(dtype=np.int64), unit="ns", utc=True),
+            "vehicle_id": seen.index.to_numpy(dtype=object),
+            "timestamp": pd.to_datetime(stamp, unit="ns", utc=True),
             "lat": last["lat"].to_numpy(dtype=np.float64),
             "lon": last["lon"].to_numpy(dtype=np.float64),
-            "row": last["row"].to_numpy(dtype=np.int64),
+            "row": last["row"].fillna(-1).to_numpy(dtype=np.int64),
+            "last_fix_at": pd.to_datetime(seen.to_numpy(dtype=np.int64), unit="ns", utc=True),
         }
     )
 
 
 def _add_sightings(
     last_op: dict[str, dict[str, Any]], sightings: pd.DataFrame, *, end_ns: int
-) -> None:
-    """Take each vehicle's last fix without meter data as its last operation when later."""
+) -> dict[str, int]:
+    """Take each vehicle's last fix of unknown meter as its last operation when later.
+
+    Return until when each vehicle was seen (its ``last_fix_at``, else that fix).
+    """
     if not len(sightings):
-        return
+        return {}
     require_columns(sightings, ("vehicle_id", "timestamp", "lat", "lon"), what="os avistamentos")
-    ns = utc_ns(sightings["timestamp"], column="timestamp", what="os avistamentos")
+    ns = utc_ns(sightings["timestamp"], column="timestamp", what="os avistamentos", allow_null=True)
+    seen_ns = ns
+    if "last_fix_at" in sightings.columns:
+        seen_ns = utc_ns(sightings["last_fix_at"], column="last_fix_at", what="os avistamentos")
     rows = (
         pd.to_numeric(sightings["row"]).fillna(-1).to_numpy(dtype=np.int64)
         if "row" in sightings.columns
@@ -290,8 +296,13 @@ def _add_sightings(
     vids = sightings["vehicle_id"].astype("str").tolist()
     lats = sightings["lat"].to_numpy(dtype=np.float64)
     lons = sightings["lon"].to_numpy(dtype=np.float64)
+    seen: dict[str, int] = {}
     for k, vid in enumerate(vids):
-        if ns[k] >= end_ns or (vid in last_op and last_op[vid]["ns"] >= ns[k]):
+        if seen_ns[k] < end_ns:
+            seen[vid] = max(int(seen_ns[k]), seen.get(vid, int(seen_ns[k])))
+        if ns[k] == NO_DAY_LOW or ns[k] >= end_ns:
+            continue
+        if vid in last_op and last_op[vid]["ns"] >= ns[k]:
             continue
         last_op[vid] = {
             "ns": int(ns[k]),
@@ -300,6 +311,7 @@ def _add_sightings(
             "row": int(rows[k]),
             "source": "fix",
         }
+    return seen
 
 
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
@@ -359,9 +371,10 @@ def detect_inactivity(
         when ``activity`` is a group of it or trips (vehicles without trips): a fleet vehicle
         written as one of them (or of ``activity``'s) otherwise is not judged.
     sightings : pandas.DataFrame, optional
-        With trips as ``activity``: the last fix of each vehicle without meter data
-        (:func:`unmetered_last_fixes` of the run's pings), which counts as its last operation
-        when later than its last trip. Without it such a vehicle is judged by its trips alone.
+        With trips as ``activity``: each vehicle's last fix of unknown meter, which counts as
+        its last operation when later than its last trip, and its last fix (:func:`last_fixes`
+        of the run's pings). Without it a vehicle is judged by its trips alone, and seen until
+        its last trip. With pings, taken from them.
 
     Returns
     -------
@@ -414,12 +427,14 @@ def detect_inactivity(
         return empty_findings()
     else:
         last_op, span = found
-    if sightings is not None:
-        _add_sightings(last_op, sightings, end_ns=end_ns)
+    if sightings is None and "timestamp" in activity.columns:
+        sightings = _last_fixes(activity, end_ns)
+    last_seen = {} if sightings is None else _add_sightings(last_op, sightings, end_ns=end_ns)
     if not registry:
         return empty_findings()
     return _inactivity_findings(
         last_op,
+        last_seen,
         span,
         registry,
         as_of_day=as_of_day,
@@ -445,6 +460,7 @@ def activity_span(activity: pd.DataFrame, *, as_of: dt.date, timezone: str) -> A
 
 def _inactivity_findings(
     last_op: Mapping[str, Mapping[str, Any]],
+    last_seen: Mapping[str, int],
     span: ActivitySpan,
     registry: Mapping[str, Mapping[str, Any]],
     *,
@@ -456,7 +472,8 @@ def _inactivity_findings(
 ) -> gpd.GeoDataFrame:
     """Build the findings from each vehicle's last operation (kernel of batch and live).
 
-    ``last_op`` maps vehicle ids to ``{ns, lat, lon, row, source}``; ``span`` is the data's
+    ``last_op`` maps vehicle ids to ``{ns, lat, lon, row, source}``, ``last_seen`` to their
+    last fix (UTC ns; a vehicle absent: seen until its last operation); ``span`` is the data's
     before the end of ``as_of_day`` (:data:`ActivitySpan`).
     """
     span_first, span_last, feed = span
@@ -491,6 +508,19 @@ def _inactivity_findings(
     hits = np.flatnonzero(counted > max_idle_days)
     if not len(hits):
         return empty_findings()
+    # The same count up to the vehicle's last fix: the days it was seen not operating.
+    seen_ns = np.array([last_seen.get(v, NO_DAY_LOW) for v in vids], dtype=np.int64)
+    seen_day = np.full(len(vids), NO_DAY_LOW, dtype=np.int64)
+    known = seen_ns != NO_DAY_LOW
+    if known.any():
+        seen_day[known] = local_days(seen_ns[known], timezone)
+    seen_day = np.minimum(np.maximum(seen_day, op_day), last_day)
+    seen_idle = (
+        seen_day
+        - op_day
+        - _covered_days(list(periods.values()), lo=op_day + 1, hi=seen_day)
+        - _gap_days(gaps, list(periods.values()), lo=op_day + 1, hi=seen_day)
+    )
     window_end_ns = _local_midnight_ns(last_day + 1, timezone)
     out: list[dict[str, Any]] = []
     geoms: list[Any] = []
@@ -532,6 +562,9 @@ def _inactivity_findings(
             if op is None or not np.isfinite(op["lat"])
             else [fix_record(op["ns"], op["lat"], op["lon"], op["row"])],
             "never_seen": op is None,
+            "last_fix_at": iso_utc(int(seen_ns[k])) if known[k] else None,
+            "seen_idle_days": int(seen_idle[k]),
+            "silent": bool(seen_idle[k] <= max_idle_days),
             "last_operation_at": None if op is None else iso_utc(op["ns"]),
             "last_operation_source": None if op is None else op["source"],
             "last_operation_local_date": None if op is None else day_iso(op_day[k]),
@@ -626,13 +659,19 @@ def _feed_gaps(feed: Collection[tuple[int, int]], *, lo: int, hi: int, share: fl
 
 
 def _gap_days(
-    gaps: np.ndarray, periods: list[tuple[np.ndarray, np.ndarray]], *, lo: np.ndarray
+    gaps: np.ndarray,
+    periods: list[tuple[np.ndarray, np.ndarray]],
+    *,
+    lo: np.ndarray,
+    hi: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Per vehicle, how many ``gaps`` days from ``lo`` on no excusing period covers."""
+    """Per vehicle, how many ``gaps`` days from ``lo`` (to ``hi``) no excusing period covers."""
     if not len(gaps):
         return np.zeros(len(lo), dtype=np.int64)
     d = gaps[None, :]
     open_ = d >= lo[:, None]
+    if hi is not None:
+        open_ &= d <= hi[:, None]
     for first, last in periods:
         open_ &= ~((d >= first[:, None]) & (d <= last[:, None]))
     counts: np.ndarray = open_.sum(axis=1).astype(np.int64)
@@ -640,7 +679,7 @@ def _gap_days(
 
 
 def _covered_days(
-    periods: list[tuple[np.ndarray, np.ndarray]], *, lo: np.ndarray, hi: int
+    periods: list[tuple[np.ndarray, np.ndarray]], *, lo: np.ndarray, hi: int | np.ndarray
 ) -> np.ndarray:
     """Per vehicle, how many days of ``lo``–``hi`` (inclusive) the union of periods covers."""
     first = np.stack([np.maximum(a, lo) for a, _ in periods], axis=1)
@@ -669,7 +708,7 @@ def _overlaps(period: tuple[np.ndarray, np.ndarray], k: int, lo: int, hi: int) -
 def _state_pings(state: Mapping[str, Any]) -> pd.DataFrame:
     """Return the pings standing for the state (all that :func:`_last_operations` reads).
 
-    The data's first fix; per vehicle its last fix, last fix with a meter value and last
+    The data's first fix; per vehicle its last fix, last fix of unknown meter and last
     ``occupied`` fix.
     """
     recs: list[tuple[str, list[Any]]] = []
@@ -677,7 +716,7 @@ def _state_pings(state: Mapping[str, Any]) -> pd.DataFrame:
         recs.append((str(state["first"][0]), state["first"][1]))
     for vid, v in sorted(state.get("vehicles", {}).items()):
         kept = []
-        for key in ("occupied", "metered", "last"):
+        for key in ("occupied", "unmetered", "last"):
             if v.get(key) is not None and v[key] not in kept:
                 kept.append(v[key])
         recs += [(vid, r) for r in sorted(kept, key=lambda r: r[0])]
@@ -738,13 +777,13 @@ def _fold(state: dict[str, Any], fixes: pd.DataFrame, *, day: int) -> None:
         ]
         if state["first"] is None or rec[0] < state["first"][1][0]:
             state["first"] = [str(vid), rec]
-        v = dict(vehicles.get(str(vid), {"last": None, "metered": None, "occupied": None}))
+        v = dict(vehicles.get(str(vid), {"last": None, "unmetered": None, "occupied": None}))
         if meter == "occupied" and v.get("day") != day:
             feed[str(day)] = feed.get(str(day), 0) + 1
             v["day"] = day
         v["last"] = rec
-        if meter is not None:
-            v["metered"] = rec
+        if meter is None:
+            v["unmetered"] = rec
         if meter == "occupied":
             v["occupied"] = rec
         vehicles[str(vid)] = v
@@ -791,7 +830,7 @@ def advance_inactivity(
     -------
     tuple of (dict, geopandas.GeoDataFrame)
         The new state (plain data: ``day``, the latest fix's local day; ``first``, the data's
-        first fix; per vehicle its last fix, last metered and last ``occupied`` fix, each
+        first fix; per vehicle its last fix, last of unknown meter and last ``occupied`` fix, each
         ``[ns, lat, lon, row, meter]`` and ``day``, the local day of its last ``occupied`` fix;
         ``feed``, per local day the vehicles with an ``occupied`` fix that day; ``emitted``, per
         vehicle the ``started_at`` ns of its last finding) and the findings of the closed days.

@@ -16,8 +16,8 @@ from tracking.detectors.inactivity import (
     activity_span,
     advance_inactivity,
     detect_inactivity,
+    last_fixes,
     merge_activity_spans,
-    unmetered_last_fixes,
 )
 from tracking.trips import detect_trips
 
@@ -355,7 +355,7 @@ class TestInactivityKernel:
         pings, registry = _stream()
         state, _ = advance_inactivity(None, pings, fleet=registry)
         for v in state["vehicles"].values():
-            assert set(v) <= {"last", "metered", "occupied", "day"}
+            assert set(v) <= {"last", "unmetered", "occupied", "day"}
         size = 300 * (len(state["vehicles"]) + 1) + 20 * len(state["feed"])
         assert len(json.dumps(state)) < size
 
@@ -468,27 +468,31 @@ class TestUnmeteredVehicleOnTheStreets:
         pings = make_pings(self.rows())
         trips = detect_trips(pings)
         assert "moving" not in set(trips["vehicle_id"])
-        seen = unmetered_last_fixes(pings, as_of=AS_OF)
-        assert seen["vehicle_id"].tolist() == ["moving"]
+        seen = last_fixes(pings, as_of=AS_OF)
+        assert seen.dropna(subset=["timestamp"])["vehicle_id"].tolist() == ["moving"]
         registry = fleet("busy", "moving")
         judge = {"as_of": AS_OF, "min_feed_share": 0}  # trips alone: the feed not judged
         assert detect_inactivity(trips, registry, sightings=seen, **judge).empty
-        early = unmetered_last_fixes(pings, as_of=D(2024, 1, 3))
+        early = last_fixes(pings, as_of=D(2024, 1, 3))
         f = detect_inactivity(trips, registry, sightings=early, **judge).iloc[0]
         assert f["details"]["last_operation_source"] == "fix"
         assert f["details"]["last_operation_at"] == "2024-01-03T15:03:00Z"
 
-    def test_a_vehicle_with_any_meter_value_is_not_unmetered(self) -> None:
-        """Beside metered vehicles: a vehicle whose fixes all lack the meter gives its last fix;
-        one with a single fix of known meter among unknown ones gives none."""
+    def test_each_vehicle_gives_its_last_fix_of_unknown_meter_and_its_last_fix(self) -> None:
+        """A vehicle's last fix of unknown meter counts among metered ones (its tracker may
+        stop sending the meter while it keeps working); one without such a fix has none."""
         rows = self.rows() + [
             fix("mixed", "2024-02-01", None),
             fix("mixed", "2024-02-02", "free"),
             fix("mixed", "2024-02-03", None),
+            fix("mixed", "2024-02-04", "off"),
         ]
-        seen = unmetered_last_fixes(make_pings(rows), as_of=AS_OF)
-        assert seen["vehicle_id"].tolist() == ["moving"]
-        assert seen["timestamp"].tolist() == [pd.Timestamp("2024-04-09T15:03:00Z")]
+        seen = last_fixes(make_pings(rows), as_of=AS_OF).set_index("vehicle_id")
+        assert seen.index.tolist() == ["busy", "mixed", "moving"]
+        assert pd.isna(seen.loc["busy", "timestamp"])
+        assert seen.loc["mixed", "timestamp"] == pd.Timestamp("2024-02-03T15:00:00Z")
+        assert seen.loc["mixed", "last_fix_at"] == pd.Timestamp("2024-02-04T15:00:00Z")
+        assert seen.loc["moving", "timestamp"] == pd.Timestamp("2024-04-09T15:03:00Z")
 
     def test_run_detectors_gives_them(self) -> None:
         """A run (trips and pings) does not accuse a vehicle seen moving without a meter."""
@@ -512,6 +516,49 @@ def _daily(vehicles: list[str], first: str, last: str, meter: str = "occupied") 
     """A fix of each vehicle on each day from ``first`` to ``last``."""
     days = pd.date_range(first, last, freq="D")
     return [fix(v, d.date().isoformat(), meter) for d in days for v in vehicles]
+
+
+class TestSilentTracker:
+    """An independent check had two vehicles proposed for cassação (art. 60 X) from missing
+    data: one whose tracker stopped sending the meter while it kept driving, one whose tracker
+    fell silent after its last ride while the rest of the fleet kept reporting."""
+
+    @staticmethod
+    def rows() -> list[dict]:
+        days = [str(D(2024, 1, 1) + dt.timedelta(days=k)) for k in range(100)]
+        rows = list(FEED)
+        for vehicle in ("nometer_later", "silent", "parked"):
+            rows += [fix(vehicle, day, "occupied") for day in days[:10]]
+        rows += [fix("nometer_later", day, None) for day in days[10:]]
+        rows += [fix("parked", day, "off") for day in days[10:]]  # seen every day, meter off
+        return rows
+
+    def test_a_meter_that_stops_reporting_is_no_idleness(self) -> None:
+        """Driving every day with the meter's cell empty: no finding, from pings or trips."""
+        pings = make_pings(self.rows())
+        registry = fleet("nometer_later", "silent", "parked")
+        assert "nometer_later" not in ids(detect_inactivity(pings, registry, as_of=AS_OF))
+        trips = detect_trips(pings)
+        seen = last_fixes(pings, as_of=AS_OF)
+        found = detect_inactivity(trips, registry, as_of=AS_OF, sightings=seen)
+        assert "nometer_later" not in ids(found)
+
+    def test_a_tracker_silent_after_the_last_ride_is_marked(self) -> None:
+        """Silent for 90 days after its last ride: found, ``silent`` (review, not proposal);
+        seen every day with the meter off: found, not silent."""
+        pings = make_pings(self.rows())
+        registry = fleet("nometer_later", "silent", "parked")
+        found = detect_inactivity(pings, registry, as_of=AS_OF).set_index("vehicle_id")
+        assert sorted(found.index) == ["parked", "silent"]
+        silent, parked = found.loc["silent", "details"], found.loc["parked", "details"]
+        assert silent["silent"] is True and silent["seen_idle_days"] == 0
+        assert silent["last_fix_at"] == "2024-01-10T15:00:00Z"
+        assert parked["silent"] is False and parked["seen_idle_days"] == 90
+        assert parked["counted_idle_days"] == 90
+        state, live = advance_inactivity(None, pings, fleet=registry, final=True)
+        live = live.set_index("vehicle_id")
+        assert live.loc["silent", "details"]["silent"] is True
+        assert live.loc["parked", "details"]["silent"] is False
 
 
 class TestFeedGaps:
