@@ -46,8 +46,10 @@ Definitions (each is shown in the evidence):
 
 service
     A meter trip (``tracking.trips.detect_trips`` on the fixes, no stops) lasting at least
-    ``min_trip_duration_s``. Each driver of the trip (a trip whose fixes carry two ids is split
-    by driver) is judged on the local days (``timezone``) of the trip's start and end: a reason
+    ``min_trip_duration_s``. Its driver is the id on more than half of its fixes that carry
+    one, and on at least :data:`MIN_DRIVER_FIXES` of them: one fix with another id (a badge
+    read wrong, a glitch) names no one, and a trip whose ids split evenly names none. The
+    driver is judged on the local days (``timezone``) of the trip's start and end: a reason
     counts only when it holds on both (a trip across midnight is not accused on the edge).
 day rules
     Registry dates are inclusive local calendar days, as the registry keeps them: a link
@@ -143,6 +145,10 @@ DRIVER_COLUMNS = (
 LINK_COLUMNS = ("vehicle_id", "driver_id", "role", "valid_from", "valid_until")
 DEFAULT_MIN_TRIP_DURATION_S = 60.0
 DEFAULT_MAX_GAP_S = 300.0
+MIN_DRIVER_FIXES = 2
+"""Fewest fixes of a trip carrying a driver's id for the trip to be theirs (with more than half
+of its fixes that carry an id): an independent check had a titular's ride proposed under art.
+58 VI because one fix in its middle carried an unlinked id."""
 MAX_TRIPS_IN_DETAILS = 50
 AUXILIARY_ONLY_CONFIDENCE = 0.6
 """Confidence of an ``auxiliary_only`` finding: the law fixes no period, and a leave of the
@@ -398,7 +404,10 @@ def _driver_pieces(
             if _blank(d) or not str(d).strip():
                 continue
             seen.setdefault(str(d).strip(), []).append(p)
+        named = sum(len(positions) for positions in seen.values())
         for did, positions in seen.items():
+            if len(positions) < MIN_DRIVER_FIXES or 2 * len(positions) <= named:
+                continue  # not the trip's driver: a stray id, or a trip split evenly
             first, last = positions[0], positions[-1]
             pieces.append(
                 {

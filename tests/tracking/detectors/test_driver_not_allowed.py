@@ -113,6 +113,20 @@ class TestDetectDriverNotAllowed:
         assert reason["reason"] == "not_linked"
         assert [k["vehicle_id"] for k in reason["links_of_driver_elsewhere"]] == ["v2"]
 
+    @pytest.mark.parametrize(("stray", "found"), [(1, 0), (2, 0), (21, 1)])
+    def test_a_stray_id_in_the_titulars_ride_is_not_judged(self, stray: int, found: int) -> None:
+        """d1 drives a 10-minute ride; ``stray`` of its 21 occupied fixes carry d9, a driver of
+        another prefixo (a badge read wrong). An independent check had one such fix proposed
+        under art. 58 VI. The trip is its majority driver's; d9 on all of it is found."""
+        rows = ride("v1", "2024-03-05T15:00:00Z", "d1")
+        middle = 1 + 10 - stray // 2
+        for row in rows[middle : middle + stray]:
+            row["driver_id"] = "d9"
+        found_rows = detect(rows)
+        assert len(found_rows) == found
+        if found:
+            assert found_rows.iloc[0]["details"]["reason"] == "not_linked"
+
     def test_no_driver_id_is_not_judged(self) -> None:
         """Fixes without driver_id say nothing about who drove: no finding."""
         assert detect(ride("v1", "2024-03-05T15:00:00Z", None)).empty
