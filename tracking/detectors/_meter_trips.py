@@ -14,7 +14,7 @@ import pandas as pd
 
 from tracking import frames as fr
 from tracking.stops import empty_stops
-from tracking.trips import detect_trips
+from tracking.trips import MIN_STOP_MOVE_M, detect_trips
 
 DEFAULT_TRIP_MAX_GAP_S = 300.0
 """The trips' gap (the pipeline's ``trip_max_gap_s`` default)."""
@@ -23,6 +23,22 @@ DEFAULT_TRIP_MAX_GAP_S = 300.0
 def meter_trips(pings: pd.DataFrame, *, max_gap_s: float = DEFAULT_TRIP_MAX_GAP_S) -> pd.DataFrame:
     """Return the meter trips of ``pings`` (:func:`tracking.trips.detect_trips`, no stops)."""
     return detect_trips(pings, stops=empty_stops(), max_gap_s=max_gap_s)
+
+
+def service_trips(trips: pd.DataFrame, *, min_duration_s: float) -> np.ndarray:
+    """Return which trips are service.
+
+    Lasting ``min_duration_s`` at least (shorter: a meter blip) and driving
+    :data:`~tracking.trips.MIN_STOP_MOVE_M` at least (``distance_m``; without the column, the
+    duration alone): a meter left on in a parked car carried no one anywhere (an independent
+    check had one proposed as operating while suspended, art. 60 V).
+    """
+    start = trips["started_at"].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    end = trips["ended_at"].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    keep: np.ndarray = end - start >= round(min_duration_s * 1e9)
+    if "distance_m" in trips.columns:
+        keep &= trips["distance_m"].to_numpy(dtype=np.float64, na_value=np.nan) >= MIN_STOP_MOVE_M
+    return keep
 
 
 def open_trips(pings: pd.DataFrame, trips: pd.DataFrame) -> dict[str, tuple[int, int | None]]:

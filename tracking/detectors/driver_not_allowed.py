@@ -46,11 +46,13 @@ Definitions (each is shown in the evidence):
 
 service
     A meter trip (``tracking.trips.detect_trips`` on the fixes, no stops) lasting at least
-    ``min_trip_duration_s``. Its driver is the id on more than half of its fixes that carry
-    one, and on at least :data:`MIN_DRIVER_FIXES` of them: one fix with another id (a badge
-    read wrong, a glitch) names no one, and a trip whose ids split evenly names none. The
-    driver is judged on the local days (``timezone``) of the trip's start and end: a reason
-    counts only when it holds on both (a trip across midnight is not accused on the edge).
+    ``min_trip_duration_s`` and driving at least a stop's extent
+    (:func:`tracking.detectors._meter_trips.service_trips`). Its driver is the id on more
+    than half of its fixes that carry one, and on at least :data:`MIN_DRIVER_FIXES` of them:
+    one fix with another id (a badge read wrong, a glitch) names no one, and a trip whose ids
+    split evenly names none. The driver is judged on the local days (``timezone``) of the
+    trip's start and end: a reason counts only when it holds on both (a trip across midnight
+    is not accused on the edge).
 day rules
     Registry dates are inclusive local calendar days, as the registry keeps them: a link
     counts from its ``valid_from`` day (a driver registered during the day is fine all that
@@ -107,7 +109,7 @@ from tracking.detectors._evidence import (
     utc_ns,
     zone,
 )
-from tracking.detectors._meter_trips import meter_trips, open_trips
+from tracking.detectors._meter_trips import meter_trips, open_trips, service_trips
 from tracking.detectors.findings import empty_findings, make_findings
 from tracking.detectors.kernel import TrackKernel
 
@@ -391,9 +393,10 @@ def _driver_pieces(
     t_end = utc_ns(trips["ended_at"], column="ended_at", what="as viagens")
     t_vehicle = trips[fr.VEHICLE_ID].astype(str).tolist()
     t_id = trips["trip_id"].astype(str).tolist() if "trip_id" in trips.columns else None
+    service = service_trips(trips, min_duration_s=min_trip_duration_s)
     pieces = []
     for j, vid in enumerate(t_vehicle):
-        if t_end[j] - t_start[j] < round(min_trip_duration_s * NS):
+        if not service[j]:
             continue
         lo, hi = bounds[vid]
         a = lo + int(np.searchsorted(ns[lo:hi], t_start[j], side="left"))
@@ -668,14 +671,15 @@ def _vehicle_days(
     first_at: dict[tuple[str, int], int] = {}
     for p in range(len(frame)):
         first_at.setdefault((str(vehicles[p]), int(ns[p])), p)
-    for vid, s, e, day in zip(
+    for vid, s, e, day, service in zip(
         trips[fr.VEHICLE_ID].astype(str),
         t_start.tolist(),
         t_end.tolist(),
         t_day.tolist(),
+        service_trips(trips, min_duration_s=min_trip_duration_s).tolist(),
         strict=True,
     ):
-        if e - s < round(min_trip_duration_s * NS):
+        if not service:
             continue
         p = first_at.get((vid, int(s)), -1)  # a trip starts on a fix (tracking.trips)
         if p < 0:

@@ -64,7 +64,9 @@ service
     not that it operated: a car Fora de Operação may transit with the luminoso and taxímetro
     covered (Porto Alegre art. 38 II; to its new vistoria, art. 37 § 2º), a suspended one may be
     driven privately. It is service only with ``include_inferred_trips`` (off by default), at
-    lower confidence. Trips shorter than ``min_trip_duration_s`` (meter blips) are not service.
+    lower confidence. Trips shorter than ``min_trip_duration_s`` (meter blips), or driving
+    less than a stop's extent (a meter on in a parked car), are not service
+    (:func:`tracking.detectors._meter_trips.service_trips`).
 barred day
     The local date (``timezone``) of the trip's start. A status bars the dates
     ``status_since``–``status_until`` (inclusive; an empty ``status_until`` is open); a document
@@ -130,7 +132,7 @@ from tracking.detectors._evidence import (
     utc_ns,
     zone,
 )
-from tracking.detectors._meter_trips import meter_trips, open_trips
+from tracking.detectors._meter_trips import meter_trips, open_trips, service_trips
 from tracking.detectors.findings import empty_findings, make_findings
 from tracking.detectors.kernel import TrackKernel
 
@@ -775,7 +777,7 @@ def detect_operating_while_barred(
     )
     ids = list(registry)
     code = pd.Index(ids).get_indexer(pd.Index(vehicle))
-    keep = (code >= 0) & (end - start >= round(min_trip_duration_s * NS))
+    keep = (code >= 0) & service_trips(trips, min_duration_s=min_trip_duration_s)
     if not include_inferred_trips:
         keep &= source != "stops"
     sel = np.flatnonzero(keep)

@@ -202,6 +202,15 @@ class TestDetectOperatingWhileBarred:
         with pytest.raises(DetectorThresholdError, match="as_of"):
             detect(ride("v1", "2024-03-05T15:00:00Z"), fleet(), as_of=pd.Timestamp("2024-03-05"))
 
+    @pytest.mark.parametrize(("step_m", "found"), [(0.6, 0), (100.0, 1)])
+    def test_a_meter_on_in_a_parked_car_is_not_service(self, step_m: float, found: int) -> None:
+        """Suspended, parked at home 10 min with the meter on (fixes 13 m apart in all): an
+        independent check had it proposed under art. 60 V. Driving the same 10 min: found."""
+        rows = ride("v1", "2024-03-05T15:00:00Z")
+        for k, row in enumerate(rows):
+            row["lat"], row["lon"] = offset_m(step_m * k, 0.0)
+        assert len(detect(rows, fleet(**SUSPENDED))) == found
+
     def test_stop_inferred_trips_are_service_only_on_request(self) -> None:
         """A movement between stops is not operating (a car Fora de Operação may transit,
         art. 38 II): no finding by default; on request, at lower confidence."""
