@@ -1340,9 +1340,10 @@ def _step_date(
 ) -> tuple[dt.datetime | None, dict[str, str]]:
     """Read a dated step's date and time fields: the step's instant, or the fields' errors.
 
-    No date: ``None`` (the workflow dates the step now). A date out of the registry's range
-    is refused here (the workflow would not say it in the agent's words); its order against
-    the earlier steps, and a future date, are the workflow's to refuse.
+    The date is required (the form says so: a step dated by the click would start a period
+    from a day the agent never gave). A date out of the registry's range is refused here (the
+    workflow would not say it in the agent's words); its order against the earlier steps, and
+    a future date, are the workflow's to refuse.
     """
     name, time_name, label, time_label = STEP_DATES[form]
     day_text, time_text = day_text.strip(), time_text.strip()
@@ -1356,6 +1357,8 @@ def _step_date(
             errors[name] = f"{label} inválida: '{day_text[:20]}'; use o formato dd/mm/aaaa."
     elif time_text:
         errors[name] = f"{label}: informe a data (a hora sozinha não basta)."
+    else:
+        errors[name] = f"{label}: informe a data em que o passo foi dado (obrigatória)."
     if time_text:
         try:
             time = dt.time.fromisoformat(time_text)
@@ -1644,7 +1647,7 @@ def notify(
     """Record the delivery of the notificação de penalidade on the date the agent gives.
 
     The defence period counts from that local date (``data_entrega``; ``hora_entrega``
-    optional); without a date, the delivery is dated now.
+    optional; the date is required).
     """
     return _dated_step(
         request,
@@ -1669,7 +1672,7 @@ def defence(
 ) -> Response:
     """Record a defence filed within its period, on the date of its protocol.
 
-    ``data_defesa`` (``hora_defesa`` optional); without a date, the defence is dated now.
+    ``data_defesa`` (``hora_defesa`` optional; the date is required).
     """
     return _dated_step(
         request,
@@ -1698,7 +1701,7 @@ def decide(
 ) -> Response:
     """Decide the defence: accepted (deferida) or rejected (indeferida), with the grounds.
 
-    Dated ``data_decisao`` (``hora_decisao`` optional; without a date, now): a period of
+    Dated ``data_decisao`` (``hora_decisao`` optional; the date required): a period of
     appeal counts from it.
     """
     checks: dict[str, str] = {}
@@ -1742,7 +1745,7 @@ def notify_decision(
     """Record the delivery of the decision on the defence (the penalty) to the accused.
 
     Where the law counts the appeal (and the payment) from it, they count from that local date
-    (``data_notificacao_decisao``; ``hora_notificacao_decisao`` optional; without a date, now).
+    (``data_notificacao_decisao``; ``hora_notificacao_decisao`` optional; the date required).
     """
     return _dated_step(
         request,
@@ -1773,7 +1776,7 @@ def finalize(
 
     Where the rulebook fixes no defence period, also the date it ended (``fim_prazo``,
     required: the municipality's law sets it, outside the rulebook). Dated ``data_final``
-    (``hora_final`` optional; without a date, now).
+    (``hora_final`` optional; the date required).
     """
     checks: dict[str, str] = {}
     problem = _text_field(fundamentacao, label="Fundamentação", minimum=workflow.MIN_GROUNDS_CHARS)

@@ -12,6 +12,7 @@ import re
 import secrets
 from collections.abc import Callable
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -38,6 +39,11 @@ START = dt.datetime(2026, 11, 10, 13, 0, tzinfo=dt.UTC)
 
 def _vehicle(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(3).upper()}"
+
+
+def _today() -> str:
+    """Today in Porto Alegre, as a date field sends it (a step's date is required)."""
+    return dt.datetime.now(ZoneInfo("America/Sao_Paulo")).date().isoformat()
 
 
 def _post(client: httpx.Client, path: str, **form: str) -> httpx.Response:
@@ -189,8 +195,8 @@ def test_a_refused_decision_puts_the_focus_on_the_grounds(
     base = f"/fiscal/propostas/{proposal}"
     answer = "O passageiro não autorizou o trajeto mais longo; reclamou na chegada."
     assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303
-    assert _post(agent, f"{base}/notificar").status_code == 303
-    assert _post(agent, f"{base}/defesa").status_code == 303
+    assert _post(agent, f"{base}/notificar", data_entrega=_today()).status_code == 303
+    assert _post(agent, f"{base}/defesa", data_defesa=_today()).status_code == 303
     login(page, "agent")
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto(base)
@@ -217,7 +223,7 @@ class TestProcedure:
         proposal = store_and_propose(web_engine, [finding], municipality=PB)[finding["finding_id"]]
         base = f"/fiscal/propostas/{proposal}"
 
-        early = _post(agent, f"{base}/notificar")
+        early = _post(agent, f"{base}/notificar", data_entrega=_today())
         assert early.status_code == 409
         assert "só se pode notificar uma proposta na situação 'confirmada'" in html.unescape(
             early.text
@@ -227,17 +233,28 @@ class TestProcedure:
         assert "Notificação de Penalidade" not in agent.get(base).text  # a minuta: no notice
         assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303
         assert "Notificação de Penalidade" in agent.get(base).text  # printed before delivery
-        assert _post(agent, f"{base}/notificar").status_code == 303  # no date given: now
+        undated = _post(agent, f"{base}/notificar")
+        assert undated.status_code == 422  # the hint says it: the date is required
+        assert "Data da entrega: informe a data em que o passo foi dado" in undated.text
+        assert _post(agent, f"{base}/notificar", data_entrega=_today()).status_code == 303
         assert "Notificação de Penalidade" in agent.get(base).text
-        assert _post(agent, f"{base}/defesa").status_code == 303
-        missing = _post(agent, f"{base}/decidir", fundamentacao="Sem prova do alegado.")
+        assert _post(agent, f"{base}/defesa", data_defesa=_today()).status_code == 303
+        missing = _post(
+            agent, f"{base}/decidir", fundamentacao="Sem prova do alegado.", data_decisao=_today()
+        )
         assert missing.status_code == 422
         assert "Escolha a decisão: defesa deferida ou indeferida." in missing.text
         decided = _post(
-            agent, f"{base}/decidir", decisao="indeferida", fundamentacao="Sem prova do alegado."
+            agent,
+            f"{base}/decidir",
+            decisao="indeferida",
+            fundamentacao="Sem prova do alegado.",
+            data_decisao=_today(),
         )
         assert decided.status_code == 303
-        final = _post(agent, f"{base}/finalizar", fundamentacao="Sem recurso cabível.")
+        final = _post(
+            agent, f"{base}/finalizar", fundamentacao="Sem recurso cabível.", data_final=_today()
+        )
         assert final.status_code == 303
         state = _state(web_engine, proposal)
         assert state["status"] == "definitiva"

@@ -124,7 +124,10 @@ def test_the_decision_delivery_is_recorded_and_the_final_decision_waits_for_its_
     assert "conta da notificação da decisão ao autuado, ainda não registrada" in page
 
     undelivered = _post(
-        agent, f"{base}/finalizar", fundamentacao="Sem recurso cabível.", data_final=""
+        agent,
+        f"{base}/finalizar",
+        fundamentacao="Sem recurso cabível.",
+        data_final=_ago(0).isoformat(),
     )
     assert undelivered.status_code == 409
     assert "que não foi registrada" in html.unescape(undelivered.text)
@@ -183,7 +186,12 @@ def test_without_a_defence_the_penalty_delivery_is_offered_after_the_defence_per
     base = f"/fiscal/propostas/{proposal}"
     page = html.unescape(agent.get(base).text)
     assert f'action="{base}/notificar-decisao"' in page
-    early = _post(agent, f"{base}/finalizar", fundamentacao="Sem defesa no prazo.", data_final="")
+    early = _post(
+        agent,
+        f"{base}/finalizar",
+        fundamentacao="Sem defesa no prazo.",
+        data_final=_ago(0).isoformat(),
+    )
     assert early.status_code == 409
     assert "que não foi registrada" in html.unescape(early.text)
     inside = _post(

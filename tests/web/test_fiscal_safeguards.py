@@ -123,7 +123,7 @@ class TestReasonsAndDates:
         proposal, _ = _proposal(web_engine)
         base = f"/fiscal/propostas/{proposal}"
         assert _post(agent, f"{base}/confirmar", pontuacao="condutor").status_code == 303
-        assert _post(agent, f"{base}/notificar").status_code == 303
+        assert _post(agent, f"{base}/notificar", data_entrega=_today()).status_code == 303
         _notified_days_ago(web_engine, proposal, 5)
         shown = html.unescape(agent.get(base).text)
         assert "eles estão na lei do município, fora do texto do regulamento" in shown
@@ -137,13 +137,25 @@ class TestReasonsAndDates:
             (tomorrow, "não é anterior ao dia do passo"),
             (_today(), "não é anterior ao dia do passo"),
         ):
-            page = _post(agent, f"{base}/finalizar", fundamentacao=grounds, fim_prazo=date)
+            page = _post(
+                agent,
+                f"{base}/finalizar",
+                fundamentacao=grounds,
+                fim_prazo=date,
+                data_final=_today(),
+            )
             assert page.status_code == 422, date
             body = html.unescape(page.text)
             assert 'id="fim_prazo-erro"' in body and message in body, date
             assert f">{grounds}</textarea>" in body, date
             assert _status(web_engine, proposal) == "notificada"
-        done = _post(agent, f"{base}/finalizar", fundamentacao=grounds, fim_prazo=_yesterday())
+        done = _post(
+            agent,
+            f"{base}/finalizar",
+            fundamentacao=grounds,
+            fim_prazo=_yesterday(),
+            data_final=_today(),
+        )
         assert done.status_code == 303
         assert _status(web_engine, proposal) == "definitiva"
         with web_engine.connect() as conn:
