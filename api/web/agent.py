@@ -460,14 +460,21 @@ def _page_number(value: str | None) -> int:
 def _replay(
     engine: Engine, *, last_id: str | None, since: dt.datetime | None
 ) -> list[dict[str, Any]]:
-    """Return the alerts after ``last_id`` (or created at/after ``since``), oldest first."""
+    """Return the alerts after ``last_id`` (or created after ``since``), oldest first.
+
+    In the stream's order (``created_at``, ``alert_id``): the alerts of one batch share their
+    ``created_at``, and those the page or the stream already showed are not new.
+    """
     if last_id is None and since is None:
         return []
     if last_id is not None:
-        where = "created_at >= (SELECT created_at FROM alerts WHERE alert_id = :last)"
+        where = (
+            "(created_at, alert_id) > "
+            "(SELECT created_at, alert_id FROM alerts WHERE alert_id = :last)"
+        )
         params: dict[str, Any] = {"last": last_id, "n": REPLAY_MAX}
     else:
-        where, params = "created_at >= :since", {"since": since, "n": REPLAY_MAX}
+        where, params = "created_at > :since", {"since": since, "n": REPLAY_MAX}
     with engine.connect() as conn:
         rows = (
             conn.execute(
