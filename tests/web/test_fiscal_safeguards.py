@@ -270,3 +270,26 @@ def test_consequential_steps_ask_first(page: Any, login: Callable, web_engine: E
         f"prazo encerrado em {day}"
     )
     assert _status(web_engine, proposal) == "definitiva"
+
+
+@pytest.mark.browser
+def test_the_auto_is_not_asked_for_without_the_pontuacao_choice(
+    page: Any, login: Callable, web_engine: Engine
+) -> None:
+    """The pontuação's choice left empty: no "isso não se desfaz" dialog (the server would
+    refuse after it: an agent saw the irreversible question, said yes, and got a 422); the
+    server's message names the choice, nothing changed."""
+    proposal, _ = _proposal(web_engine)
+    asked: list[str] = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    login(page, "agent")
+    page.goto(f"/fiscal/propostas/{proposal}")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Confirmar e lavrar o auto").click()
+    expect(page.locator("body")).to_contain_text("Escolha sobre quem recai a pontuação")
+    assert asked == []
+    with web_engine.connect() as conn:
+        status = conn.execute(
+            text("SELECT status FROM proposals WHERE proposal_id = :p"), {"p": proposal}
+        ).scalar_one()
+    assert status == "proposta"
