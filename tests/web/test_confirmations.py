@@ -17,12 +17,13 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 from sqlalchemy import Engine, select, text
-from web_fiscal import boarding_finding, store_and_propose
+from web_fiscal import TIMEZONE, boarding_finding, store_and_propose
 from web_helpers import csrf_from, save_screenshot
 
 from api.web.auth import SESSION_COOKIE, csrf_token_for
@@ -153,7 +154,8 @@ def test_the_defence_and_its_decision_ask_first(
     proposal, vehicle = _proposal(web_engine)
     agent = web_client("agent")
     _step(agent, proposal, "confirmar", pontuacao="condutor")
-    _step(agent, proposal, "notificar")
+    today = dt.datetime.now(ZoneInfo(TIMEZONE)).date().isoformat()
+    _step(agent, proposal, "notificar", data_entrega=today)
     auto = _scalar(
         web_engine,
         text("SELECT auto_number FROM proposals WHERE proposal_id = :p").bindparams(p=proposal),

@@ -293,3 +293,27 @@ def test_the_auto_is_not_asked_for_without_the_pontuacao_choice(
             text("SELECT status FROM proposals WHERE proposal_id = :p"), {"p": proposal}
         ).scalar_one()
     assert status == "proposta"
+
+
+@pytest.mark.browser
+def test_a_pasted_reason_over_the_limit_is_said(
+    page: Any, login: Callable, web_engine: Engine
+) -> None:
+    """A dismissal reason pasted over the field's 2,000 characters is cut by the browser; the
+    field says so (before, the text was cut without a word)."""
+    proposal, _ = _proposal(web_engine)
+    login(page, "agent")
+    page.goto(f"/fiscal/propostas/{proposal}")
+    field = page.locator("#motivo")
+    field.evaluate(
+        """(el) => {
+            const data = new DataTransfer();
+            data.setData("text", "a".repeat(5000));
+            el.focus();
+            el.dispatchEvent(new ClipboardEvent("paste", {clipboardData: data, bubbles: true}));
+        }"""
+    )
+    said = page.locator("#motivo-limite")
+    expect(said).to_contain_text("passa do limite de 2.000 caracteres")
+    expect(said).to_contain_text("(2.000 de 5.000)")
+    assert "motivo-limite" in (field.get_attribute("aria-describedby") or "")
