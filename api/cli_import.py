@@ -175,11 +175,9 @@ def fleet(
 ) -> None:
     """Importa a frota: prefixos/veículos, situação e licenças de estacionamento."""
     from db.fleet.store import load_fleet
-    from fleet.loaders import read_fleet
+    from fleet.loaders import LICENCES_UNTOLD, read_fleet
 
     frame = read_input(file, lambda p: read_fleet(p, municipality=municipality), flag=FILE)
-    from fleet.loaders import LICENCES_UNTOLD
-
     date = file_as_of(as_of, file)
     with _transaction() as conn:
         report = load_fleet(conn=conn, fleet=frame, as_of=date)

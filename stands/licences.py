@@ -337,7 +337,9 @@ def unknown_licences(fleet: pd.DataFrame) -> frozenset[str]:
     return frozenset(
         str(v)
         for v, stands, names, unplaced, untold in rows
-        if (not _stand_ids(stands) and _stand_ids(names)) or _stand_ids(unplaced) or untold is True
+        if (not _stand_ids(stands) and _stand_ids(names))
+        or _stand_ids(unplaced)
+        or (isinstance(untold, bool | np.bool_) and bool(untold))
     )
 
 

@@ -200,6 +200,16 @@ def detect_trips(
     )
 
 
+def _trip_fixes(
+    first: NDArray[np.int64], last: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Each fix of the trips ``first[k]..last[k]``: its trip ``k`` and its position."""
+    lengths = last - first + 1
+    trip = np.repeat(np.arange(len(first)), lengths)
+    pos = np.arange(len(trip)) - (np.cumsum(lengths) - lengths)[trip] + first[trip]
+    return trip, pos
+
+
 def trip_spreads(
     ts_ns: NDArray[np.int64],
     lat: NDArray[np.float64],
@@ -220,9 +230,7 @@ def trip_spreads(
     k = len(first)
     if k == 0:
         return np.zeros(0)
-    lengths = last - first + 1
-    trip = np.repeat(np.arange(k), lengths)
-    pos = np.arange(len(trip)) - (np.cumsum(lengths) - lengths)[trip] + first[trip]
+    trip, pos = _trip_fixes(first, last)
     la, lo = lat[pos], lon[pos]
     keep = ~displaced_fixes(trip, ts_ns[pos], la, lo, max_speed_kmh=max_speed_kmh)
     tr, la, lo = trip[keep], la[keep], lo[keep]
@@ -270,9 +278,7 @@ def trip_distances(
     k = len(first)
     if k == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    lengths = last - first + 1
-    trip = np.repeat(np.arange(k), lengths)
-    pos = np.arange(len(trip)) - (np.cumsum(lengths) - lengths)[trip] + first[trip]
+    trip, pos = _trip_fixes(first, last)
     t = ts_ns[pos].astype(np.float64) / _NS
     la = lat[pos]
     lo = lon[pos]
