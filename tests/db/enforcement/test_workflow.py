@@ -636,7 +636,9 @@ class TestConfirmChecksTheLaw:
                     "started_at": ["2025-01-01T12:00:00Z"],
                     "ended_at": ["2025-03-04T03:00:00Z"],
                     "confidence": 0.9,
-                    "details": [{"never_seen": False, "thresholds": {"max_idle_days": 60}}],
+                    "details": [
+                        {"never_seen": False, "silent": False, "thresholds": {"max_idle_days": 60}}
+                    ],
                 }
             ),
             [shapely.Point(-51.2, -30.0)],
