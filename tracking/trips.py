@@ -46,6 +46,7 @@ pickup_stand_id
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,7 @@ MIN_STOP_MOVE_M = 50.0
 (:func:`tracking.stops.detect_stops`' ``max_diameter_m``)."""
 N_DROPPED_FIXES = "n_dropped_fixes"
 N_SKIPPED_STEPS = "n_skipped_steps"
-SPREAD_M = "spread_m"  # how far the trip's fixes spread around their mean (trip_spreads)
+SPREAD_M = "spread_m"  # how far the trip's fixes spread around their mean (radius of gyration)
 HELPER_COLUMNS = (
     N_FIXES,
     FIRST_PING,
@@ -168,19 +169,19 @@ def detect_trips(
 
     lat = sorted_[fr.LAT].to_numpy(dtype=np.float64)
     lon = sorted_[fr.LON].to_numpy(dtype=np.float64)
-    distance, dropped, skipped = trip_distances(
-        ts_ns, lat, lon, first, last, max_speed_kmh=max_speed_kmh
-    )
+    track = _TripTrack.of(ts_ns, lat, lon, first, last, max_speed_kmh=max_speed_kmh)
+    distance, dropped, skipped = track.driven()
+    spread = track.spreads()
     moved = (source != "stops") | (distance >= MIN_STOP_MOVE_M) if len(s_first) else None
     if moved is not None and not moved.all():
         first, last, source = first[moved], last[moved], source[moved]
         distance, dropped, skipped = distance[moved], dropped[moved], skipped[moved]
+        spread = spread[moved]
     rows = (
         sorted_[fr.ROW].to_numpy(dtype=np.int64)[first]
         if fr.ROW in sorted_.columns
         else np.full(len(first), -1, dtype=np.int64)
     )
-    spread = trip_spreads(ts_ns, lat, lon, first, last, max_speed_kmh=max_speed_kmh)
     return _trips_frame(
         vehicles=vehicles,
         codes=codes,
@@ -200,50 +201,112 @@ def detect_trips(
     )
 
 
-def _trip_fixes(
-    first: NDArray[np.int64], last: NDArray[np.int64]
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Each fix of the trips ``first[k]..last[k]``: its trip ``k`` and its position."""
-    lengths = last - first + 1
-    trip = np.repeat(np.arange(len(first)), lengths)
-    pos = np.arange(len(trip)) - (np.cumsum(lengths) - lengths)[trip] + first[trip]
-    return trip, pos
+@dataclass(frozen=True)
+class _TripTrack:
+    """The fixes of the trips ``first[k]..last[k]``, laid end to end, with their displaced ones."""
 
+    n_trips: int
+    trip: NDArray[np.int64]  # the trip of each fix
+    t: NDArray[np.float64]  # epoch seconds
+    la: NDArray[np.float64]
+    lo: NDArray[np.float64]
+    displaced: NDArray[np.bool_]  # tracking.validate.displaced_fixes, within each trip
+    max_speed_kmh: float  # implied speed above which a step is a jump
 
-def trip_spreads(
-    ts_ns: NDArray[np.int64],
-    lat: NDArray[np.float64],
-    lon: NDArray[np.float64],
-    first: NDArray[np.int64],
-    last: NDArray[np.int64],
-    *,
-    max_speed_kmh: float,
-) -> NDArray[np.float64]:
-    """How far each trip's fixes spread around their mean: the radius of gyration, in metres.
+    @classmethod
+    def of(
+        cls,
+        ts_ns: NDArray[np.int64],
+        lat: NDArray[np.float64],
+        lon: NDArray[np.float64],
+        first: NDArray[np.int64],
+        last: NDArray[np.int64],
+        *,
+        max_speed_kmh: float,
+    ) -> _TripTrack:
+        lengths = last - first + 1
+        trip = np.repeat(np.arange(len(first)), lengths)
+        pos = np.arange(len(trip)) - (np.cumsum(lengths) - lengths)[trip] + first[trip]
+        la, lo = lat[pos], lon[pos]
+        displaced = displaced_fixes(trip, ts_ns[pos], la, lo, max_speed_kmh=max_speed_kmh)
+        t = ts_ns[pos].astype(np.float64) / _NS
+        return cls(len(first), trip, t, la, lo, displaced, max_speed_kmh)
 
-    Displaced stretches (:func:`tracking.validate.displaced_fixes`) are left out. Unlike the
-    driven length, which GPS noise inflates step by step (a parked car's fixes 5 m apart every
-    15 s add 360 m in 10 minutes), the spread of a parked car stays at the noise (about 1.4
-    times its sigma per axis), while a ride of L metres spreads by about 0.29 L. NaN for a trip
-    with no fix left.
-    """
-    k = len(first)
-    if k == 0:
-        return np.zeros(0)
-    trip, pos = _trip_fixes(first, last)
-    la, lo = lat[pos], lon[pos]
-    keep = ~displaced_fixes(trip, ts_ns[pos], la, lo, max_speed_kmh=max_speed_kmh)
-    tr, la, lo = trip[keep], la[keep], lo[keep]
-    n = np.bincount(tr, minlength=k).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_la = np.bincount(tr, weights=la, minlength=k) / n
-        mean_lo = np.bincount(tr, weights=lo, minlength=k) / n
-        dy = (la - mean_la[tr]) * _M_PER_DEG
-        dx = (lo - mean_lo[tr]) * _M_PER_DEG * np.cos(np.radians(mean_la[tr]))
-        spread: NDArray[np.float64] = np.sqrt(
-            np.bincount(tr, weights=dx * dx + dy * dy, minlength=k) / n
-        )
-    return spread
+    def spreads(self) -> NDArray[np.float64]:
+        """How far each trip's fixes spread around their mean: the radius of gyration, in metres.
+
+        Displaced stretches are left out. Unlike the driven length, which GPS noise inflates
+        step by step (a parked car's fixes 5 m apart every 15 s add 360 m in 10 minutes), the
+        spread of a parked car stays at the noise (about 1.4 times its sigma per axis), while a
+        ride of L metres spreads by about 0.29 L. NaN for a trip with no fix left.
+        """
+        k = self.n_trips
+        keep = ~self.displaced
+        tr, la, lo = self.trip[keep], self.la[keep], self.lo[keep]
+        n = np.bincount(tr, minlength=k).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_la = np.bincount(tr, weights=la, minlength=k) / n
+            mean_lo = np.bincount(tr, weights=lo, minlength=k) / n
+            dy = (la - mean_la[tr]) * _M_PER_DEG
+            dx = (lo - mean_lo[tr]) * _M_PER_DEG * np.cos(np.radians(mean_la[tr]))
+            spread: NDArray[np.float64] = np.sqrt(
+                np.bincount(tr, weights=dx * dx + dy * dy, minlength=k) / n
+            )
+        return spread
+
+    def driven(self) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+        """Driven length, jump fixes dropped and too-fast steps skipped: see trip_distances."""
+        k, trip, t, la, lo = self.n_trips, self.trip, self.t, self.la, self.lo
+        reach_m_per_s = self.max_speed_kmh / 3.6
+
+        def steps(
+            idx: NDArray[np.intp], d: NDArray[np.float64] | None = None
+        ) -> tuple[NDArray[Any], ...]:
+            tr = trip[idx]
+            same = tr[1:] == tr[:-1]
+            if d is None:
+                d = haversine_m(la[idx[:-1]], lo[idx[:-1]], la[idx[1:]], lo[idx[1:]])
+            fast = same & (d > reach_m_per_s * (t[idx[1:]] - t[idx[:-1]]))
+            return tr, same, d, fast
+
+        # Displaced stretches first; then jump fixes, round by round.
+        idx = np.flatnonzero(~self.displaced)
+        tr, same, d, fast = steps(idx)
+        for _ in range(_MAX_JUMP_ROUNDS):
+            if not fast.any():
+                break
+            m = len(idx)
+            has_in = np.concatenate(([False], same))
+            has_out = np.concatenate((same, [False]))
+            in_fast = np.concatenate(([False], fast))
+            out_fast = np.concatenate((fast, [False]))
+            # The step on the far side of the neighbour: does the neighbour agree with the track?
+            next_out_fast = np.concatenate((out_fast[1:], [False]))
+            next_has_out = np.concatenate((has_out[1:], [False]))
+            prev_in_fast = np.concatenate(([False], in_fast[:-1]))
+            prev_has_in = np.concatenate(([False], has_in[:-1]))
+            inner = has_in & has_out & in_fast & out_fast
+            head = ~has_in & has_out & out_fast & next_has_out & ~next_out_fast
+            tail = has_in & ~has_out & in_fast & prev_has_in & ~prev_in_fast
+            jump = inner | head | tail
+            if not jump.any():
+                break
+            # Drop the jumps; a step between two fixes that stay neighbours keeps its length.
+            kept = np.flatnonzero(~jump[:m])
+            idx = idx[kept]
+            again = kept[1:] != kept[:-1] + 1
+            d = d[kept[:-1]]
+            new = np.flatnonzero(again)
+            d[new] = haversine_m(la[idx[new]], lo[idx[new]], la[idx[new + 1]], lo[idx[new + 1]])
+            tr, same, d, fast = steps(idx, d)
+
+        alive = np.zeros(len(trip), dtype=bool)
+        alive[idx] = True
+        counted = same & ~fast
+        distance = np.bincount(tr[1:][counted], weights=d[counted], minlength=k)
+        skipped = np.bincount(tr[1:][fast], minlength=k).astype(np.int64)
+        dropped = np.bincount(trip[~alive], minlength=k).astype(np.int64)
+        return distance.astype(np.float64), dropped, skipped
 
 
 def trip_distances(
@@ -275,64 +338,10 @@ def trip_distances(
     n_dropped_fixes, n_skipped_steps : numpy.ndarray
         Per trip, the jump fixes dropped and the too-fast steps skipped.
     """
-    k = len(first)
-    if k == 0:
+    if len(first) == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    trip, pos = _trip_fixes(first, last)
-    t = ts_ns[pos].astype(np.float64) / _NS
-    la = lat[pos]
-    lo = lon[pos]
-    reach_m_per_s = max_speed_kmh / 3.6
-
-    def steps(
-        idx: NDArray[np.intp], d: NDArray[np.float64] | None = None
-    ) -> tuple[NDArray[Any], ...]:
-        tr = trip[idx]
-        same = tr[1:] == tr[:-1]
-        if d is None:
-            d = haversine_m(la[idx[:-1]], lo[idx[:-1]], la[idx[1:]], lo[idx[1:]])
-        fast = same & (d > reach_m_per_s * (t[idx[1:]] - t[idx[:-1]]))
-        return tr, same, d, fast
-
-    # Displaced stretches first; then jump fixes, round by round.
-    displaced = displaced_fixes(trip, ts_ns[pos], la, lo, max_speed_kmh=max_speed_kmh)
-    idx = np.flatnonzero(~displaced)
-    tr, same, d, fast = steps(idx)
-    for _ in range(_MAX_JUMP_ROUNDS):
-        if not fast.any():
-            break
-        m = len(idx)
-        has_in = np.concatenate(([False], same))
-        has_out = np.concatenate((same, [False]))
-        in_fast = np.concatenate(([False], fast))
-        out_fast = np.concatenate((fast, [False]))
-        # The step on the far side of the neighbour: does the neighbour agree with the track?
-        next_out_fast = np.concatenate((out_fast[1:], [False]))
-        next_has_out = np.concatenate((has_out[1:], [False]))
-        prev_in_fast = np.concatenate(([False], in_fast[:-1]))
-        prev_has_in = np.concatenate(([False], has_in[:-1]))
-        inner = has_in & has_out & in_fast & out_fast
-        head = ~has_in & has_out & out_fast & next_has_out & ~next_out_fast
-        tail = has_in & ~has_out & in_fast & prev_has_in & ~prev_in_fast
-        jump = inner | head | tail
-        if not jump.any():
-            break
-        # Drop the jumps; a step between two fixes that stay neighbours keeps its length.
-        kept = np.flatnonzero(~jump[:m])
-        idx = idx[kept]
-        again = kept[1:] != kept[:-1] + 1
-        d = d[kept[:-1]]
-        new = np.flatnonzero(again)
-        d[new] = haversine_m(la[idx[new]], lo[idx[new]], la[idx[new + 1]], lo[idx[new + 1]])
-        tr, same, d, fast = steps(idx, d)
-
-    alive = np.zeros(len(pos), dtype=bool)
-    alive[idx] = True
-    counted = same & ~fast
-    distance = np.bincount(tr[1:][counted], weights=d[counted], minlength=k)
-    skipped = np.bincount(tr[1:][fast], minlength=k).astype(np.int64)
-    dropped = np.bincount(trip[~alive], minlength=k).astype(np.int64)
-    return distance.astype(np.float64), dropped, skipped
+    track = _TripTrack.of(ts_ns, lat, lon, first, last, max_speed_kmh=max_speed_kmh)
+    return track.driven()
 
 
 def assign_trip_ids(pings: pd.DataFrame, trips: pd.DataFrame) -> pd.Series:

@@ -30,7 +30,7 @@ def service_trips(trips: pd.DataFrame, *, min_duration_s: float) -> np.ndarray:
 
     Lasting ``min_duration_s`` at least (shorter: a meter blip) and moving: fixes spread by
     :data:`~tracking.trips.MIN_STOP_MOVE_M` at least around their mean (``spread_m``,
-    :func:`tracking.trips.trip_spreads`; without the column, the duration alone). A meter left
+    :data:`tracking.trips.SPREAD_M`; without the column, the duration alone). A meter left
     on in a parked car carried no one anywhere: an independent check had one proposed as
     operating while suspended (art. 60 V), its noisy fixes 13 m apart adding 280 m of driven
     length.
