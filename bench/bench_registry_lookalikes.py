@@ -78,6 +78,7 @@ from typing import Any
 import numpy as np
 import shapely
 import shapely.geometry
+from _analyze_run import analyze_outputs, pontual
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDARIES = ROOT / "data" / "brazil" / "boundaries" / "municipios_poa_pvh_pintobandeira.geojson"
@@ -1108,24 +1109,11 @@ def in6(w: World) -> None:
 # --- runs --------------------------------------------------------------------------------------
 
 
-def pontual() -> Path:
-    here = Path(sys.executable).with_name("pontual")
-    return here if here.exists() else ROOT / ".venv" / "bin" / "pontual"
-
-
 def read_outputs(res: Path) -> dict[str, Any]:
     """The findings of the six kinds, their proposals and the ids listed for review."""
-    geo = json.loads((res / "findings.geojson").read_text())
-    found = [f["properties"] for f in geo["features"] if f["properties"]["kind"] in KINDS]
-    path = res / "proposals.json"
-    proposals = json.loads(path.read_text()) if path.exists() else []
-    summary = json.loads((res / "summary.json").read_text())
-    review = summary.get("findings_for_review", {}).get("findings", [])
-    return {
-        "found": found,
-        "proposals": [p for p in proposals if p["kind"] in KINDS],
-        "review": sorted({r["finding_id"] for r in review}),
-    }
+    out = analyze_outputs(res, KINDS)
+    del out["summary"]
+    return out | {"review": sorted({r["finding_id"] for r in out["review"]})}
 
 
 def run_world(name: str, cases: list[str], seed: int, out: Path) -> dict[str, Any]:

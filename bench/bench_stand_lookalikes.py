@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+from _analyze_run import analyze_outputs, pontual
 
 ROOT = Path(__file__).resolve().parents[1]
 POA, PB = "4314902", "4314548"
@@ -678,24 +679,13 @@ def write_world(folder: Path) -> tuple[Path, Path]:
 # --- runs --------------------------------------------------------------------------------------
 
 
-def pontual() -> Path:
-    here = Path(sys.executable).with_name("pontual")
-    return here if here.exists() else ROOT / ".venv" / "bin" / "pontual"
-
-
 def read_outputs(res: Path) -> dict[str, Any]:
     """The stand findings, the proposals and the review list of one run."""
-    geo = json.loads((res / "findings.geojson").read_text())
-    found = [f["properties"] for f in geo["features"] if f["properties"]["kind"] in STAND_KINDS]
-    path = res / "proposals.json"
-    proposals = json.loads(path.read_text()) if path.exists() else []
-    proposals = [p for p in proposals if p["kind"] in STAND_KINDS]
-    summary = json.loads((res / "summary.json").read_text())
-    ids = {f["finding_id"]: f["kind"] for f in found}
-    review = summary.get("findings_for_review", {}).get("findings", [])
-    review = [r for r in review if r.get("finding_id") in ids]
-    unruled = summary.get("findings_without_provision", {})
-    return {"found": found, "proposals": proposals, "review": review, "unruled": unruled}
+    out = analyze_outputs(res, STAND_KINDS)
+    ids = {f["finding_id"] for f in out["found"]}
+    review = [r for r in out["review"] if r.get("finding_id") in ids]
+    unruled = out.pop("summary").get("findings_without_provision", {})
+    return out | {"review": review, "unruled": unruled}
 
 
 def run_case(name: str, seed: int, out: Path, stands: Path, fleet: Path) -> dict[str, Any]:
