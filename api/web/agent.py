@@ -816,6 +816,7 @@ def finding_page(
         back=finding_url(finding_id),
         notice=notice,
         why_not=why_not,
+        why_not_municipality=next((n for c, n, _ in municipalities if c == municipio), ""),
         error=(
             "Escolha o município cujo regulamento deve ser aplicado."
             if erro == "municipio"

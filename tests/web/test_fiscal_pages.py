@@ -374,7 +374,8 @@ class TestEvidencePages:
     ) -> None:
         """An agent on a finding of two receivers under one prefix chooses Porto Alegre and
         generates: the page says it stays for review and why (art. 59 VI only with an
-        inspection's proof); the map shows both tracks; the page passes axe."""
+        inspection's proof), and does not offer the same generation again (the reloaded
+        finding does); the map shows both tracks; the page passes axe."""
         from db.enforcement import workflow
         from db.engine import session_scope
 
@@ -389,14 +390,17 @@ class TestEvidencePages:
         page.get_by_label("Município (regulamento)").select_option("4314902")
         page.get_by_role("button", name="Gerar propostas").click()
         why = page.locator("#sem-proposta")
-        expect(why).to_contain_text("Sem proposta por este regulamento:")
+        expect(why).to_contain_text("Sem proposta pelo regulamento de Porto Alegre:")
         expect(why).to_contain_text("dois rastreadores sob o mesmo prefixo")
         expect(why).to_contain_text("(art. 59, VI)")
-        expect(page.get_by_label("Município (regulamento)")).to_have_value("4314902")
         expect(page.get_by_role("status").first).to_contain_text("para revisão")
         expect(page.locator("#mapa .leaflet-interactive").first).to_be_attached()
         assert_accessible(page)
         save_screenshot(page, "web-fiscal-achado-sem-proposta.png")
+        # generating again would say the same: not offered, only after reloading the finding
+        expect(page.get_by_role("button", name="Gerar propostas")).to_have_count(0)
+        page.get_by_role("link", name="recarregue o achado").click()
+        expect(page.get_by_label("Município (regulamento)")).to_have_value("4314902")
 
     def test_a_finding_announced_before_its_day_closed_says_so(
         self, agent_http: httpx.Client, web_engine: Engine
