@@ -299,6 +299,16 @@ def _keep_an_admin(session: Session, user: User, *, by: str | None, change: str)
         raise UserAdminError(msg)
 
 
+def _active_user(session: Session, username: str) -> User:
+    """The account ``username``, refused when disabled: nothing reactivates one, so its role
+    and password no longer matter (the account and its history stay as they were)."""
+    user = get_user(session=session, username=username)
+    if user.disabled_at is not None:
+        msg = f"a conta '{user.username}' está desativada: papel e senha não mudam mais"
+        raise UserAdminError(msg)
+    return user
+
+
 def set_role(
     *,
     session: Session,
@@ -310,10 +320,10 @@ def set_role(
     """Change a user's role (and a supervisor's stands); their tokens are revoked.
 
     ``by``: the admin asking (the console), who may not change their own role. The last active
-    admin keeps the role.
+    admin keeps the role. A disabled account is refused.
     """
     check_role(role)
-    user = get_user(session=session, username=username)
+    user = _active_user(session, username)
     if role != user.role:
         _keep_an_admin(session, user, by=by, change="role")
     if role == "supervisor":
@@ -351,9 +361,10 @@ def set_password(
 ) -> User:
     """Set a new password (:func:`check_password`); the user's tokens are revoked.
 
-    ``temporary``: drawn for the person, who must set their own at the next login.
+    ``temporary``: drawn for the person, who must set their own at the next login. A disabled
+    account is refused.
     """
-    user = get_user(session=session, username=username)
+    user = _active_user(session, username)
     check_password(password, username=user.username)
     user.password_hash = hash_password(password)
     user.password_temporary = temporary

@@ -107,6 +107,15 @@ class TestAuthenticate:
         accounts.disable_user(session=db_session, username="ana")
         assert not accounts.authenticate(session=db_session, username="ana", password=PASSWORD)
 
+    def test_a_disabled_account_keeps_its_role_and_password(self, db_session: Session) -> None:
+        """Nothing reactivates an account: its role and password are not changed."""
+        _user(db_session)
+        accounts.disable_user(session=db_session, username="ana")
+        with pytest.raises(UserAdminError, match="está desativada"):
+            accounts.set_password(session=db_session, username="ana", password="Outra-Senha-77")
+        with pytest.raises(UserAdminError, match="está desativada"):
+            accounts.set_role(session=db_session, username="ana", role="planner")
+
 
 class TestKeepAnAdmin:
     def test_the_last_active_admin_keeps_the_role(self, db_session: Session) -> None:

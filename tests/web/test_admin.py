@@ -451,6 +451,15 @@ def test_user_created_with_a_temporary_password_shown_once(
     with pytest.raises(AssertionError, match="refused"):
         http_login(web_server.url, username, own)
     person.close()
+    # a disabled account's page offers no change (nothing reactivates it), and a stale form of
+    # it is refused with the reason
+    shown = admin.get(page_url).text
+    assert 'id="conta-desativada"' in shown
+    assert "Redefinir senha" not in shown and "Salvar papel" not in shown
+    stale = post_form(admin, page_url, page_url + "/senha", {"password_mode": "temporary"})
+    assert stale.status_code == 422 and "está desativada" in stale.text
+    stale = post_form(admin, page_url, page_url + "/papel", {"role": "agent"})
+    assert stale.status_code == 422 and "está desativada" in stale.text
     with session_scope(web_engine) as session:
         actions = session.scalars(
             select(AuditEntry.action)
