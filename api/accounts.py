@@ -300,8 +300,10 @@ def _keep_an_admin(session: Session, user: User, *, by: str | None, change: str)
 
 
 def _active_user(session: Session, username: str) -> User:
-    """The account ``username``, refused when disabled: nothing reactivates one, so its role
-    and password no longer matter (the account and its history stay as they were)."""
+    """Return the account ``username``, refused when disabled.
+
+    Nothing reactivates an account, so its role and password no longer change.
+    """
     user = get_user(session=session, username=username)
     if user.disabled_at is not None:
         msg = f"a conta '{user.username}' está desativada: papel e senha não mudam mais"
