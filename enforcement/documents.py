@@ -958,10 +958,20 @@ def evidence_summary(
 def _pairs(values: Mapping[str, Any], tz: ZoneInfo) -> list[str]:
     keys = [k for k, v in values.items() if _scalar(v) and not _SKIP.search(k)]
     keys.sort(key=lambda k: _ORDER.get(k, len(_ORDER)))
-    out = [f"{LABELS.get(k, k)}: {_value(k, values[k], tz)}" for k in keys[:MAX_MEASURES]]
+    out = [_pair(k, values[k], tz) for k in keys[:MAX_MEASURES]]
     if len(keys) > MAX_MEASURES:
         out.append(f"mais {len(keys) - MAX_MEASURES} no registro da constatação")
     return out
+
+
+BEFORE_LABELS = {"boarding_lag_s": "taxímetro ligado antes da saída do ponto"}
+"""Labels of a negative duration said the other way round ("ligado 45 s antes", not "-45 s")."""
+
+
+def _pair(key: str, value: Any, tz: ZoneInfo) -> str:
+    if key in BEFORE_LABELS and isinstance(value, int | float) and value < 0:
+        return f"{BEFORE_LABELS[key]}: {_duration(-float(value))}"
+    return f"{LABELS.get(key, key)}: {_value(key, value, tz)}"
 
 
 def _scalar(value: Any) -> bool:

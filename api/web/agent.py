@@ -96,7 +96,14 @@ from enforcement.rulebook import Rule, Rulebook, bundled_rulebooks
 from fleet.dates import REGISTRY_DATE_MIN, registry_date_max
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
 from maps.findings import METER_LABELS
-from tracking.detectors.findings import KIND_NAMES, KINDS, PROVISIONAL, WITHDRAWN, finding_name
+from tracking.detectors.findings import (
+    KIND_NAMES,
+    KINDS,
+    PROVISIONAL,
+    WITHDRAWN,
+    finding_name,
+    findings_name,
+)
 
 router = APIRouter(include_in_schema=False)
 
@@ -1103,7 +1110,7 @@ def proposal_context(
     return {
         "p": {
             "proposal_id": p.proposal_id,
-            "kind_label": KIND_NAMES.get(p.kind, p.kind),
+            "kind_label": findings_name(p.kind, [f.get("details") for f in doc["findings"]]),
             "status": p.status,
             "status_label": STATUS_NAMES.get(p.status, p.status),
             "vehicle_id": p.vehicle_id or "—",

@@ -135,10 +135,11 @@ class TestAccusedEvidence:
 
 class TestDuration:
     def test_negative_durations_keep_their_size(self) -> None:
-        """-61 s reads "-1 min 01 s" (not "-1 h 58 min"); -3700 s "-1 h 01 min"."""
+        """-61 s reads "-1 min 01 s" (not "-1 h 58 min"); -3700 s "-1 h 01 min"; a meter on
+        before leaving the stand says so, without a minus sign."""
         details = {"boarding_lag_s": -61.0, "own_wait_s": -3700.0, "wait_s": -5.0}
         _, measures, _ = evidence_summary(_finding("queue_jump", details), timezone=TZ)
-        assert "tempo da saída do ponto ao taxímetro ligado: -1 min 01 s" in measures
+        assert "taxímetro ligado antes da saída do ponto: 1 min 01 s" in measures
         assert "tempo no ponto até o embarque: -1 h 01 min" in measures
         assert "espera: -5 s" in measures
 

@@ -361,6 +361,32 @@ class TestEvidencePages:
         expect(stand).to_be_attached()
         box = stand.bounding_box()
         assert box is not None and box["width"] > 60  # about 80 m wide: zoomed in
+        expect(page.locator("#mapa .shape-ring")).to_have_count(0)  # drawn wide enough
+
+    def test_a_stand_far_from_the_fixes_stays_marked(
+        self, page: Any, login: Callable, web_engine: Engine
+    ) -> None:
+        """A Táxi Acessível's wait at S1 whose fixes reach 8 km away: the view holds them all,
+        the stand a few pixels across, so a ring of fixed size marks it; the finding is named
+        as a wait, not as a boarding."""
+        vehicle = f"WEBR{secrets.token_hex(2).upper()}"
+        started = dt.datetime(2026, 11, 23, 13, 0, tzinfo=dt.UTC)
+        finding = boarding_finding(
+            vehicle_id=vehicle, stand_id="S1", started_at=started, subtype="accessible_wait"
+        )
+        far = dict(finding["details"]["fixes"][-1])
+        far["lon"] += 0.08  # about 8 km east
+        finding["details"]["fixes"].append(far)
+        store_and_propose(web_engine, [finding])
+        login(page, "agent")
+        page.goto(f"/fiscal/achados/{finding['finding_id']}")
+        name = "Achado: Espera de táxi acessível em ponto sem licença"
+        expect(page.get_by_role("heading", level=1)).to_have_text(name)
+        ring = page.locator("#mapa .shape-ring")
+        expect(ring).to_have_count(1)
+        box = ring.bounding_box()
+        assert box is not None and box["width"] >= 14
+        save_screenshot(page, "web-fiscal-ponto-distante.png")
 
     def test_finding_page_lists_its_proposal(self, page: Any, login: Callable) -> None:
         """The seeded finding's page links to the proposal resting on it."""

@@ -14,7 +14,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,12 @@ PATTERN_NAMES = {
     ("gps_anomaly", "two_tracks"): "Dois rastreadores no mesmo prefixo",
 }
 """pt-BR name of a finding whose ``details.pattern`` is not what its kind's name says."""
+SUBTYPE_NAMES = {
+    ("unlicensed_stand_use", "accessible_wait"): "Espera de táxi acessível em ponto sem licença",
+    ("unlicensed_stand_use", "suspended_use"): "Uso de ponto durante suspensão",
+}
+"""pt-BR name of a finding whose ``details.subtype`` is not what its kind's name says (an
+accessible taxi's wait is no boarding)."""
 FLAG_NAMES = {
     ("tracking_gap", "still"): "Silêncio do rastreador com o veículo parado",
     ("tracking_gap", "after_ride"): "Silêncio do rastreador depois da corrida",
@@ -97,14 +103,25 @@ def kind_name(kind: str) -> str:
 
 
 def finding_name(kind: str, details: Mapping[str, Any] | None) -> str:
-    """Return the pt-BR name of one finding: its pattern's, its flag's or its kind's.
+    """Return the pt-BR name of one finding: its pattern's, subtype's, flag's or its kind's.
 
-    :data:`PATTERN_NAMES` first, then :data:`FLAG_NAMES`, then :func:`kind_name`.
+    :data:`PATTERN_NAMES` first, then :data:`SUBTYPE_NAMES`, :data:`FLAG_NAMES` and
+    :func:`kind_name`.
     """
     details = details or {}
     flagged = (name for (k, flag), name in FLAG_NAMES.items() if k == kind and details.get(flag))
     pattern = PATTERN_NAMES.get((kind, str(details.get("pattern"))))
-    return pattern or next(flagged, None) or kind_name(kind)
+    subtype = SUBTYPE_NAMES.get((kind, str(details.get("subtype"))))
+    return pattern or subtype or next(flagged, None) or kind_name(kind)
+
+
+def findings_name(kind: str, details: Sequence[Mapping[str, Any] | None]) -> str:
+    """Return the pt-BR name of findings of one kind taken together (a proposal's).
+
+    Their :func:`finding_name` when they all share it, else the kind's.
+    """
+    names = {finding_name(kind, d) for d in details}
+    return names.pop() if len(names) == 1 else kind_name(kind)
 
 
 FINDING_COLUMNS = (

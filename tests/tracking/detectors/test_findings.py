@@ -8,6 +8,7 @@ import shapely
 from tracking.detectors.findings import (
     FindingsFrameError,
     finding_name,
+    findings_name,
     make_findings,
     read_findings_geojson,
     write_findings_geojson,
@@ -101,6 +102,24 @@ class TestFindingName:
             "Silêncio do rastreador depois da corrida"
         )
         assert finding_name("tracking_gap", {"still": False}) == "Falha de rastreamento"
+
+    def test_an_accessible_wait_is_no_boarding(self) -> None:
+        """A Táxi Acessível's wait, or a use under suspension, is not called a boarding; a
+        proposal of several findings takes their shared name, else the kind's."""
+        wait = {"subtype": "accessible_wait"}
+        assert finding_name("unlicensed_stand_use", wait) == (
+            "Espera de táxi acessível em ponto sem licença"
+        )
+        suspended = {"subtype": "suspended_use", "use": "wait"}
+        assert finding_name("unlicensed_stand_use", suspended) == "Uso de ponto durante suspensão"
+        boarding = {"subtype": "boarding"}
+        assert finding_name("unlicensed_stand_use", boarding) == "Embarque em ponto sem licença"
+        assert findings_name("unlicensed_stand_use", [wait, wait]) == finding_name(
+            "unlicensed_stand_use", wait
+        )
+        assert findings_name("unlicensed_stand_use", [wait, boarding]) == (
+            "Embarque em ponto sem licença"
+        )
 
     @pytest.mark.parametrize("details", [{"pattern": "jump"}, {"pattern": "outlier"}, {}, None])
     def test_otherwise_the_kinds_name(self, details) -> None:

@@ -3,7 +3,8 @@
  * Reads the layers from the map element's data-camadas (JSON: {layers: [{id, label, data}]},
  * positions as [lon, lat]); draws the stand and the finding's polygons, the vehicle's track,
  * a detour's lines (driven, matched, reference, fastest) and the finding's fixes (numbered,
- * their time in a tooltip), fitted to the view with no marker under a control. The legend and
+ * their time in a tooltip), fitted to the view with no marker under a control; a stand or an
+ * area too small to see at that scale gets a ring of fixed size. The legend and
  * the table of fixes are in the page itself; colours match fiscal.css's .swatch--* classes.
  *
  * Keyboard and screen readers: the map is one Tab stop (arrows pan, + and − zoom). The markers
@@ -55,11 +56,11 @@
   if (window.PontualMapaBase) { window.PontualMapaBase.add(map); }
 
   // The view first (Leaflet draws a path only on a map that has one), then the layers. At a
-  // stand it frames the evidence there (the stand, the numbered fixes, the finding's place):
-  // the vehicle's whole track around them would shrink them to one dot. Elsewhere (a detour's
-  // lines) it frames everything.
-  var atStand = layers.some(function (layer) { return layer.id === "stand"; });
-  var FOCUS = atStand ? {stand: true, fixes: true, point: true} : {};
+  // stand or a finding's area it frames the evidence there (the stand, the area, the numbered
+  // fixes, the finding's place): the vehicle's whole track around them would shrink them to
+  // one dot. Elsewhere (a detour's lines) it frames everything.
+  var atPlace = layers.some(function (layer) { return layer.id === "stand" || layer.id === "area"; });
+  var FOCUS = atPlace ? {stand: true, area: true, fixes: true, point: true} : {};
   function extend(bounds, layer) {
     if (layer.id === "fixes") {
       layer.data.forEach(function (fix) { bounds.extend([fix.lat, fix.lon]); });
@@ -150,11 +151,36 @@
     map.setView([0, 0], 2);
   }
 
+  // A stand or an area a few pixels across at the view's scale (a week's track around it) is
+  // marked by a ring of fixed size at its centre, so that it never vanishes under the track.
+  var MIN_SHAPE_PX = 14;
+  function keepVisible(polygon, style) {
+    var ring = L.circleMarker(polygon.getBounds().getCenter(), {
+      radius: 15, color: style.color, weight: 3, fill: false, interactive: false
+    });
+    function update() {
+      var b = polygon.getBounds();
+      var a = map.latLngToLayerPoint(b.getNorthWest());
+      var z = map.latLngToLayerPoint(b.getSouthEast());
+      var small = Math.max(Math.abs(z.x - a.x), Math.abs(z.y - a.y)) < MIN_SHAPE_PX;
+      if (small && !map.hasLayer(ring)) {
+        ring.addTo(map);
+        var el = ring.getElement();
+        if (el) { el.setAttribute("aria-hidden", "true"); el.classList.add("shape-ring"); }
+      } else if (!small && map.hasLayer(ring)) {
+        map.removeLayer(ring);
+      }
+    }
+    map.on("zoomend", update);
+    update();
+  }
+
   layers.forEach(function (layer) {
     var style = STYLE[layer.id] || {color: "#1b1f24"};
     var drawn;
     if (layer.id === "stand" || layer.id === "area") {
       drawn = L.polygon(layer.data.map(latlng), style);
+      keepVisible(drawn, style);
     } else if (layer.id === "fixes") {
       drawn = L.featureGroup(layer.data.map(function (fix) {
         var marker = L.circleMarker([fix.lat, fix.lon], style);
