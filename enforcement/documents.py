@@ -1127,7 +1127,9 @@ LEGEND = {
 MAX_DOTS = 500
 """At most this many fix dots are drawn (every k-th fix of a longer track)."""
 MIN_MARK = 6.0
-"""A polygon smaller than this (box units) also gets a square mark, so that it shows."""
+"""A polygon smaller than this (box units) also gets a ring, so that it shows."""
+MARK_RING = 10.0
+"""Radius of that ring, drawn over the markers (a finding's point on the stand hides none)."""
 
 
 class FittedMap(TypedDict):
@@ -1262,12 +1264,14 @@ def map_primitives(
         )
         return out
     pts = {k: [(x, y + legend_h) for x, y in v] for k, v in fitted["layers"].items()}
+    rings: list[Primitive] = []
     for key in ("stand", "area"):
         if len(pts[key]) >= 3:
             out.append(_shape("polygon", MAP_STYLE[key], points=pts[key]))
-        if pts[key] and _extent(pts[key]) < MIN_MARK:  # too small to see: mark its place
+        if pts[key] and _extent(pts[key]) < MIN_MARK:  # too small to see: ring its place
             x, y = (sum(c) / len(pts[key]) for c in zip(*pts[key], strict=True))
-            out.append(_shape("rect", MAP_STYLE[key], x=x - 6, y=y - 6, w=12.0, h=12.0))
+            ring = {"stroke": MAP_STYLE[key]["stroke"], "width": 2.5}
+            rings.append(_shape("circle", ring, x=x, y=y, r=MARK_RING))
     track, dot = pts["track"], {"fill": MAP_STYLE["track"]["fill"]}
     if len(track) >= 2:
         out.append(_shape("polyline", MAP_STYLE["track"], points=track))
@@ -1282,6 +1286,7 @@ def map_primitives(
     out += [
         _shape("circle", MAP_STYLE[k], x=x, y=y, r=MAP_STYLE[k]["radius"]) for k, (x, y) in marks
     ]
+    out += rings  # over the marks: a finding's point on the stand hides no ring
     out += _north_arrow(width - 24.0, legend_h + map_h - 14.0)
     out += _scale_primitives(fitted["metres_per_unit"], width, legend_h)
     out += _legend_primitives(rows, legend_h)

@@ -10,6 +10,8 @@ from pypdf import PdfReader
 from enforcement._errors import DocumentError
 from enforcement.documents import (
     IRREGULARITIES,
+    MAP_STYLE,
+    MARK_RING,
     MAX_DOTS,
     MAX_MEASURES,
     NO_DRIVER,
@@ -492,6 +494,28 @@ class TestMapPrimitives:
         assert not [p for p in prims if p["dash"]]
         assert "Rota de referência" not in texts
         assert "Ponto de táxi" not in texts
+
+    def test_a_stand_too_small_to_see_gets_a_ring_over_the_point(self) -> None:
+        """A stand a few metres across beside a 5 km track is a speck: a ring in the stand's
+        colour marks it, drawn after the finding's point (which would cover a smaller mark)."""
+        stand = [(-51.45, -29.1), (-51.4499, -29.1), (-51.4499, -29.0999), (-51.45, -29.0999)]
+        track = [(-51.45 + i * 1e-3, -29.1) for i in range(50)]
+        geometry = {"track": track, "stand": stand, "point": (-51.44995, -29.09995)}
+        prims = map_primitives(sample_document(geometry=geometry))
+        colour = MAP_STYLE["stand"]["stroke"]
+        rings = [
+            k
+            for k, p in enumerate(prims)
+            if p["shape"] == "circle" and p["fill"] is None and p["stroke"] == colour
+        ]
+        point = [k for k, p in enumerate(prims) if p["fill"] == MAP_STYLE["point"]["fill"]]
+        assert len(rings) == 1 and prims[rings[0]]["r"] == MARK_RING
+        assert rings[0] > point[0]
+        assert not [
+            p
+            for p in map_primitives(sample_document())
+            if p["fill"] is None and p["shape"] == "circle"
+        ]
 
     def test_no_geometry(self) -> None:
         """Without any position the map says so."""
