@@ -219,13 +219,16 @@ def back_path(request: Request) -> str | None:
     """Return the page a refused request came from, by its path, or None.
 
     The browser sends no ``Referer`` (``Referrer-Policy: no-referrer``), so: for a GET, its
-    page without the query; for a form, the page of its own path (a list's create form) or,
-    when that path is a step (``…/descartar``) or names a record, the nearest page above it.
+    page without the query (a GET of a form's step, ``…/confirmar``, the nearest page above
+    it); for a form, the page of its own path (a list's create form) or, when that path is a
+    step (``…/descartar``) or names a record, the nearest page above it.
     """
     path = request.url.path.rstrip("/") or "/"
-    if request.method in SAFE_METHODS:
-        return path if _has_page(request, path) else None
+    if request.method in SAFE_METHODS and _has_page(request, path):
+        return path
     parent, _, last = path.rpartition("/")
+    if request.method in SAFE_METHODS:
+        last = ""  # no page at the path itself: only above it
     if last and not _has_page(request, f"{parent}/{_ANY_SEGMENT}") and _has_page(request, path):
         return path
     while parent:

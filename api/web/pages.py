@@ -38,6 +38,7 @@ from api.web._errors import (
 )
 from api.web.admin_base import audit
 from api.web.auth import (
+    BACK_STATE,
     LOGIN_PATH,
     LOGOUT_PATH,
     PASSWORD_PATH,
@@ -46,6 +47,7 @@ from api.web.auth import (
     OptionalWebSession,
     OwnAccount,
     WebSession,
+    back_path,
     check_csrf,
     clear_cookie,
     csrf_token_for,
@@ -306,6 +308,7 @@ def error_page(
         headers=headers,
         message=message,
         problems=problems,
+        fixable=status_code == 422,
     )
 
 
@@ -324,6 +327,7 @@ def _csrf(request: Request, exc: Exception) -> Response:
         "(proteção contra falsificação de requisição, CSRF). Volte, recarregue a página e "
         "tente de novo; os cookies do navegador precisam estar ativados."
     )
+    setattr(request.state, BACK_STATE, back_path(request))  # the form's page, to reload
     return error_page(
         request, web=exc.web, status_code=403, title="Formulário recusado", message=message
     )

@@ -265,6 +265,22 @@ class TestAgentForms:
 
 
 class TestWayBack:
+    def test_a_refused_step_leads_back_to_its_proposal(
+        self, client: TestClient, proposal: str
+    ) -> None:
+        """A step's address opened by GET (405) and a step's form without its CSRF token (403,
+        a tab left open past a new login) lead back to the proposal, not only home."""
+        link = f'<a href="/fiscal/propostas/{proposal}">Voltar à página anterior</a>'
+        opened = client.get(f"/fiscal/propostas/{proposal}/confirmar", headers=BROWSER)
+        assert opened.status_code == 405 and link in opened.text
+        stale = client.post(
+            f"/fiscal/propostas/{proposal}/descartar",
+            data={"motivo": "x", "csrf_token": "0" * 64},
+            headers=BROWSER,
+        )
+        assert stale.status_code == 403 and "Formulário recusado" in stale.text
+        assert link in stale.text and '">Voltar à sua página inicial</a>' in stale.text
+
     @pytest.mark.parametrize(
         ("path", "form", "back"),
         [
