@@ -212,6 +212,19 @@ def latest_fix_day(
 ) -> dt.date | None:
     """Return the latest local day up to ``until`` with a fix of one of ``vehicle_ids``.
 
+    None when none of the vehicles has a fix up to ``until`` (:func:`latest_fix_at`).
+    """
+    zone = ZoneInfo(timezone)
+    before = dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), tzinfo=zone)
+    found = latest_fix_at(session=session, vehicle_ids=vehicle_ids, before=before)
+    return None if found is None else found.astimezone(zone).date()
+
+
+def latest_fix_at(
+    *, session: Any, vehicle_ids: list[str], before: dt.datetime
+) -> dt.datetime | None:
+    """Return the instant of the latest fix of one of ``vehicle_ids`` before ``before``.
+
     ``fixes`` is partitioned by UTC day and keyed ``(vehicle_id, ts)``: the daily partitions
     (from the catalog, :func:`db.tracking.store.daily_partitions`) are read newest first, each
     with one backward step of its primary key per vehicle, and the search stops at the first
@@ -224,23 +237,19 @@ def latest_fix_day(
         Session of the request.
     vehicle_ids : list of str
         Vehicles whose fixes count.
-    until : datetime.date
-        Last local day considered (inclusive).
-    timezone : str
-        IANA zone of the local days.
+    before : datetime.datetime
+        Bound (exclusive, aware).
 
     Returns
     -------
-    datetime.date or None
-        The day, or None when none of the vehicles has a fix up to ``until``.
+    datetime.datetime or None
+        The instant, or None when none of the vehicles has a fix before ``before``.
     """
     from db.tracking.models import FIXES_DEFAULT_PARTITION
     from db.tracking.store import daily_partitions
 
     if not vehicle_ids:
         return None
-    zone = ZoneInfo(timezone)
-    before = dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), tzinfo=zone)
     params = {"ids": list(vehicle_ids), "before": before}
     conn = session.connection()
 
@@ -261,7 +270,7 @@ def latest_fix_day(
         if ts is not None:
             found = ts if found is None else max(found, ts)
             break
-    return None if found is None else found.astimezone(zone).date()
+    return found
 
 
 def matches_prefixo(vehicle_id: str, wanted: str) -> bool:
@@ -304,7 +313,18 @@ def now_panel(
     )
     if queue.overflow:
         parts.append("acima da capacidade")
+    # A dead feed must not read as an empty stand: the licensees' latest fix, if it is older
+    # than the positions the panel reads.
+    latest = latest_fix_at(
+        session=session,
+        vehicle_ids=_licensees_ever(session, stand_id),
+        before=queue.at + dt.timedelta(seconds=1),
+    )
+    window = dt.timedelta(minutes=QUEUE_WINDOW_MIN)
+    silent = latest is None or latest < queue.at - window
     return {
+        "silent": silent,
+        "silent_since": fmt.local_datetime(latest, timezone=tz) if latest else None,
         "stand_id": stand_id,
         "at": fmt.clock_s(queue.at, timezone=tz),
         "capacity": queue.capacity if queue.capacity is not None else capacity,

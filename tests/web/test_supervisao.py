@@ -218,6 +218,27 @@ class TestLiveQueue:
         assert "Licença a confirmar" in item
         assert "Intruso" not in item and "queue__item--intruder" not in item
 
+    def test_a_silent_feed_is_said_not_shown_as_an_empty_stand(
+        self, supervisor: httpx.Client, web_engine: Engine
+    ) -> None:
+        """The licensee's latest fix is from yesterday: the panel says since when no position
+        came, instead of only "nobody at the stand"; a fix now removes the warning."""
+        panel = supervisor.get("/supervisao/pontos/SV1/agora").text
+        yesterday = (dt.datetime.now(TZ) - dt.timedelta(days=1)).strftime("%d/%m/%Y")
+        said = f"Nenhuma posição dos prefixos licenciados neste ponto desde {yesterday} 12:05"
+        assert 'id="sem-posicoes"' in panel and said in panel
+        now = dt.datetime.now(dt.UTC)
+        with web_engine.begin() as conn:
+            _insert_fixes(conn, LICENSED, ELSEWHERE, [now])
+        try:
+            assert 'id="sem-posicoes"' not in supervisor.get("/supervisao/pontos/SV1/agora").text
+        finally:
+            with web_engine.begin() as conn:
+                conn.execute(
+                    text("DELETE FROM fixes WHERE vehicle_id = :v AND ts = :ts"),
+                    {"v": LICENSED, "ts": now},
+                )
+
     def test_polling_pauses_while_hidden(
         self, page: Any, login: Callable, stands: dict[str, str]
     ) -> None:
