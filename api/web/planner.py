@@ -162,11 +162,18 @@ def find_municipalities(query: str) -> tuple[list[str], int]:
     return ranked[:MAX_MATCHES], len(partial)
 
 
-def municipalities_with_rules() -> list[str]:
-    """Codes with a bundled planning rule (a rulebook with a ``[planning]`` table)."""
+def municipalities_with_rules() -> dict[str, list[str]]:
+    """Return the codes with a bundled planning rule and the services it is for.
+
+    A rulebook with a ``[planning]`` table; its services are :data:`SERVICE_LABELS` keys.
+    """
     from enforcement.rulebook import bundled_rulebooks
 
-    return sorted({m for (m, _), book in bundled_rulebooks().items() if book.planning})
+    found: dict[str, set[str]] = {}
+    for (code, service), book in bundled_rulebooks().items():
+        if book.planning:
+            found.setdefault(code, set()).add(service)
+    return {code: sorted(found[code]) for code in sorted(found)}
 
 
 def municipalities_in_registry(session: Any) -> list[str]:
@@ -541,7 +548,10 @@ def home(
     in_registry = municipalities_in_registry(session)
     context: dict[str, Any] = {
         "names": names,
-        "with_rules": with_rules,
+        "with_rules": {
+            code: " e ".join(SERVICE_LABELS.get(s, s) for s in services)
+            for code, services in with_rules.items()
+        },
         "in_registry": [c for c in in_registry if c in names],
         "years": YEAR_LABELS,
         "services": SERVICE_LABELS,

@@ -247,6 +247,13 @@ class TestExport:
 
 
 class TestChoice:
+    def test_the_list_says_which_service_each_rule_is_for(self, web_client: Callable) -> None:
+        """Porto Alegre's bundled planning rule is its fretamento's, not its taxis': the list
+        says so (its taxi plan has no rule to show)."""
+        page = web_client("planner").get("/planejamento").text
+        assert "(4314902) — regra para fretamento assistencial</option>" in page
+        assert "(1100205) — regra para táxi</option>" in page
+
     def test_search_by_name_without_accents(self, web_client: Callable) -> None:
         """ "porto velho" finds Porto Velho (1100205) and shows its plan."""
         response = web_client("planner").get("/planejamento", params={"busca": "porto velho"})
