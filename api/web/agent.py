@@ -25,6 +25,7 @@ import asyncio
 import datetime as dt
 import json
 import math
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -868,6 +869,13 @@ def _local_day_start(value: str, zone: ZoneInfo) -> dt.datetime:
     return dt.datetime.combine(day, dt.time(), tzinfo=zone)
 
 
+def bad_date(value: str, said: str) -> str:
+    """Say why ``value`` is no date: a day the calendar lacks (2026-02-31), or its form."""
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return f"{said}: '{value}' não existe no calendário."
+    return f"{said}: '{value[:20]}'; use o formato aaaa-mm-dd (ou escolha no calendário)."
+
+
 def parse_queue_filters(
     params: Mapping[str, str | None], zone: ZoneInfo
 ) -> tuple[QueueFilters, dict[str, str]]:
@@ -896,7 +904,7 @@ def parse_queue_filters(
         try:
             start = _local_day_start(value, zone)
         except ValueError:
-            errors[name] = f"Data {label} inválida: '{value[:20]}'; use o formato aaaa-mm-dd."
+            errors[name] = bad_date(value, f"Data {label} inválida")
             continue
         if name == "de":
             since = start
@@ -1812,7 +1820,7 @@ def finalize(
         try:
             ended = dt.date.fromisoformat(raw)
         except ValueError:
-            checks["fim_prazo"] = f"Data inválida: '{raw[:20]}'; use o formato aaaa-mm-dd."
+            checks["fim_prazo"] = bad_date(raw, "Data inválida")
     return _dated_step(
         request,
         web,

@@ -152,7 +152,8 @@ class TestFilters:
         [
             ({"confianca": "abc"}, "confianca", "Confiança mínima: um número de 0 a 100 (%)."),
             ({"confianca": "120"}, "confianca", "Confiança mínima: um número de 0 a 100 (%)."),
-            ({"de": "2026-13-40"}, "de", "Data inicial inválida: '2026-13-40'"),
+            ({"de": "2026-13-40"}, "de", "Data inicial inválida: '2026-13-40' não existe"),
+            ({"de": "ontem"}, "de", "Data inicial inválida: 'ontem'; use o formato aaaa-mm-dd"),
             ({"de": "2026-09-30", "ate": "2026-09-01"}, "ate", "A data final é anterior"),
             ({"tipo": "multa"}, "tipo", "Tipo 'multa' desconhecido"),
             ({"situacao": "paga"}, "situacao", "Situação 'paga' desconhecida"),
