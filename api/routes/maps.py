@@ -94,12 +94,30 @@ def _background(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _page(fmap: Any, settings: Settings) -> str:
-    """Render the map; beneath it, the offline basemap when no tile server is configured."""
+_BACK_LINK = (
+    '<a class="pontual-back" href="{href}" style="position:fixed;top:10px;left:56px;'
+    "z-index:1001;background:#fff;padding:6px 10px;border:2px solid rgba(0,0,0,.25);"
+    "border-radius:4px;font:600 14px/1.3 system-ui,sans-serif;color:#0b3d91;"
+    'text-decoration:underline">← Voltar ao Pontual</a>'
+)
+"""The way back to the user's console page, beside the zoom buttons (a map page has no menu)."""
+
+
+def _page(fmap: Any, settings: Settings, user: Principal | None = None) -> str:
+    """Render the map; beneath it, the offline basemap when no tile server is configured.
+
+    With ``user``, a link back to the user's start page in the console.
+    """
+    from branca.element import Element
+
     from api.web.basemap import BASEMAP_PATH
+    from api.web.nav import LANDING
 
     if _background(settings)["tiles"] is None:
         fmap.add_child(_OfflineBasemap(BASEMAP_PATH))
+    if user is not None and user.role in LANDING:
+        back = _BACK_LINK.format(href=LANDING[user.role])
+        fmap.get_root().html.add_child(Element(back), name="pontual_back")
     return str(fmap.get_root().render())
 
 
@@ -119,7 +137,7 @@ def overview_map(user: Viewer, session: SessionDep, settings: SettingsDep) -> HT
     fmap = stands_trips_map(
         stands, values=values, value_label="Prefixos licenciados", **_background(settings)
     )
-    return HTMLResponse(_page(fmap, settings))
+    return HTMLResponse(_page(fmap, settings, user))
 
 
 @router.get("/findings", **_DOC)
@@ -138,7 +156,7 @@ def findings_map_html(user: Reviewer, session: SessionDep, settings: SettingsDep
     )
     findings["started_at"] = findings["started_at"].dt.tz_convert("UTC")
     fmap = findings_map(_stands(session), findings, **_background(settings))
-    return HTMLResponse(_page(fmap, settings))
+    return HTMLResponse(_page(fmap, settings, user))
 
 
 # Issue #8 maps: stand (supervisors, planners), planner, citizen (public, rate-limited).
@@ -180,7 +198,7 @@ def stand_map_html(
         timezone=settings.timezone,
         **_background(settings),
     )
-    return HTMLResponse(_page(fmap, settings))
+    return HTMLResponse(_page(fmap, settings, user))
 
 
 @router.get("/planner", **_DOC)
@@ -207,7 +225,7 @@ def planner_map_html(
         stands=stands,
         **_background(settings),
     )
-    return HTMLResponse(_page(fmap, settings))
+    return HTMLResponse(_page(fmap, settings, user))
 
 
 class PageCache:

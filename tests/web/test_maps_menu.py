@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import expect
-from web_helpers import assert_accessible
+from web_helpers import assert_accessible, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -42,8 +42,17 @@ def test_supervisor_opens_the_stand_map_from_the_menu(page: Any, login: Callable
 
 
 def test_agent_opens_the_findings_map_from_the_menu(page: Any, login: Callable) -> None:
-    """ "Mapa de achados" in the agent's nav opens the enforcement map over the basemap."""
+    """ "Mapa de achados" in the agent's nav opens the enforcement map over the basemap; the
+    map page, without the console's menu, has a link back, clear of the zoom buttons."""
     _open_from_menu(page, login, "agent", "Mapa de achados", "/api/v1/maps/findings")
+    back = page.get_by_role("link", name="← Voltar ao Pontual")
+    link, zoom = back.bounding_box(), page.locator(".leaflet-control-zoom").bounding_box()
+    assert link is not None and zoom is not None
+    assert link["x"] >= zoom["x"] + zoom["width"]
+    save_screenshot(page, "web-mapa-achados-voltar.png")
+    with page.expect_navigation():
+        back.click()
+    assert page.url.endswith("/fiscal")
 
 
 def test_session_roles_and_the_api_answers(web_client: Callable, anon_client: httpx.Client) -> None:
