@@ -154,3 +154,63 @@ def queue_now(
         for r in cast("Iterator[PresentRow]", present.itertuples(index=False))
     ]
     return now, vehicles
+
+
+_LATEST_OF_VEHICLES = (
+    "SELECT max(x.ts) FROM unnest(CAST(:ids AS text[])) AS v(id) CROSS JOIN LATERAL ("
+    "  SELECT f.ts FROM {table} f WHERE f.vehicle_id = v.id AND f.ts < :before"
+    "  ORDER BY f.ts DESC LIMIT 1) x"
+)
+
+
+def latest_fix_at(
+    *, session: Any, vehicle_ids: list[str], before: dt.datetime
+) -> dt.datetime | None:
+    """Return the instant of the latest fix of one of ``vehicle_ids`` before ``before``.
+
+    ``fixes`` is partitioned by UTC day and keyed ``(vehicle_id, ts)``: the daily partitions
+    (from the catalog, :func:`db.tracking.store.daily_partitions`) are read newest first, each
+    with one backward step of its primary key per vehicle, and the search stops at the first
+    partition with a fix; the DEFAULT partition (days without their own) is read once. A
+    partition is never scanned.
+
+    Parameters
+    ----------
+    session : sqlalchemy.orm.Session
+        Session of the request.
+    vehicle_ids : list of str
+        Vehicles whose fixes count.
+    before : datetime.datetime
+        Bound (exclusive, aware).
+
+    Returns
+    -------
+    datetime.datetime or None
+        The instant, or None when none of the vehicles has a fix before ``before``.
+    """
+    from db.tracking.models import FIXES_DEFAULT_PARTITION
+    from db.tracking.store import daily_partitions
+
+    if not vehicle_ids:
+        return None
+    params = {"ids": list(vehicle_ids), "before": before}
+    conn = session.connection()
+
+    def latest_in(table: str) -> dt.datetime | None:
+        value: dt.datetime | None = conn.execute(
+            text(_LATEST_OF_VEHICLES.format(table=table)), params
+        ).scalar()
+        return value
+
+    found = latest_in(FIXES_DEFAULT_PARTITION)
+    last_utc_day = before.astimezone(dt.UTC).date()
+    for table, day in reversed(daily_partitions(conn)):
+        if day > last_utc_day:
+            continue
+        if found is not None and day < found.astimezone(dt.UTC).date():
+            break  # older than the DEFAULT partition's latest fix
+        ts = latest_in(table)
+        if ts is not None:
+            found = ts if found is None else max(found, ts)
+            break
+    return found

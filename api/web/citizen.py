@@ -23,6 +23,7 @@ unknown stand, a NUL character) is the page or fragment with a pt-BR alert and 4
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,7 @@ from starlette.responses import Response
 
 from api._errors import RateLimitedError
 from api.deps import SessionDep, SettingsDep, public_rate_limit
+from api.queries import latest_fix_at
 from api.web import formats as fmt
 from api.web.templating import render
 
@@ -236,12 +238,28 @@ def nearby(
 
     taxis = public.accessible_taxis(session, settings, lat, lon, float(radius_m))
     stands = public.stands_near(session, settings, lat, lon, float(radius_m))
+    silent_since = None
+    if not taxis.taxis:  # none free near: is any accessible taxi sending its position at all?
+        now = dt.datetime.now(dt.UTC)
+        latest = latest_fix_at(
+            session=session,
+            vehicle_ids=list(
+                session.execute(text("SELECT vehicle_id FROM vehicles WHERE accessible")).scalars()
+            ),
+            before=now + dt.timedelta(seconds=1),
+        )
+        if latest is None or latest < now - dt.timedelta(seconds=settings.public_recent_fix_s):
+            silent_since = (
+                fmt.local_datetime(latest, timezone=settings.timezone) if latest else "sempre"
+            )
     _, clat, clon = snap_to_cell_centres([lat], [lon], resolution=public.CELL_RESOLUTION)
     return {
         "origin": origin,
         "radius": radius_text(radius_m),
         "here": {"lat": round(float(clat[0]), 6), "lon": round(float(clon[0]), 6)},
         "n_taxis": taxis.taxis,
+        "silent_since": silent_since,
+        "widest": radius_m >= max(radii(settings)),
         "taxis": [
             {
                 "index": t.index,

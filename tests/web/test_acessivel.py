@@ -216,6 +216,31 @@ class TestFallbacks:
             "Perto do local escolhido no mapa", timeout=20_000
         )
 
+    def test_a_fleet_that_sends_no_position_is_said(
+        self, web_engine: Engine, taxis: dict[str, str]
+    ) -> None:
+        """No free accessible taxi seen within the window, and none sending any position in
+        it: the answer says since when, instead of only "none free"; at the widest distance it
+        does not ask for a wider one. Under the usual window the taxi is seen, nothing said."""
+        import time
+
+        from sqlalchemy.orm import Session
+
+        from api.settings import Settings
+        from api.web.citizen import nearby, radii
+
+        time.sleep(1.5)  # the taxi's fixes are older than the one-second window below
+        short = Settings(public_recent_fix_s=1, live_worker=False)
+        widest = max(radii(short))
+        with Session(web_engine) as session:
+            quiet = nearby(session, short, lat=TAXI_AT[0], lon=TAXI_AT[1], radius_m=widest,
+                           origin="daqui")  # fmt: skip
+            usual = nearby(session, Settings(live_worker=False), lat=TAXI_AT[0], lon=TAXI_AT[1],
+                           radius_m=1000, origin="daqui")  # fmt: skip
+        assert quiet["n_taxis"] == 0 and quiet["widest"]
+        assert re.fullmatch(r"\d{2}/\d{2}/\d{4} \d{2}:\d{2}", quiet["silent_since"])
+        assert usual["n_taxis"] == 1 and usual["silent_since"] is None and not usual["widest"]
+
     def test_without_scripts_the_stand_form_works(
         self, web_server: Any, taxis: dict[str, str]
     ) -> None:
