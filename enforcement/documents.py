@@ -919,10 +919,9 @@ def evidence_summary(
     if end is not None and end != start:
         span += f" a {_when(shown_end(start, end, tz), tz, zone=False)}"
     kind = irregularity(finding["kind"], details)
-    head = (
-        f"{finding['finding_id']}: {kind}, {span}, confiança "
-        f"{_number(float(finding['confidence']), 2)}"
-    )
+    # the confidence as the console shows it (83 %), not a machine's 0,83
+    confidence = f"{_number(100 * float(finding['confidence']), 0)} %"
+    head = f"{finding['finding_id']}: {kind}, {span}, confiança {confidence}"
     measures = dict(details)
     thresholds = dict(details.get("thresholds") or {})
     reasons = details.get("reasons")
