@@ -27,6 +27,29 @@ NO_DAY_HIGH = np.iinfo(np.int64).max // 2  # "unbounded" upper date (days)
 _EPOCH = dt.date(1970, 1, 1)
 
 
+def approach(
+    visits: pd.DataFrame, *, min_approach_m: float
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """How each visit began, from its approach (:mod:`stands.visits`): ``(drove_in, beside)``.
+
+    ``drove_in``: seen driving in, the fix before its first fix inside lay more than
+    ``min_approach_m`` from the stand or reported at least :data:`MOVING_KMH`. ``beside``:
+    seen standing beside the stand, that fix within ``min_approach_m`` and reporting less: a
+    vehicle waiting there, its fixes kept just outside by GPS noise, was there before its
+    first fix inside. Neither when unknown (no such fix, no geometry, no speed, no column).
+    """
+    n = len(visits)
+    metres, kmh = (
+        pd.to_numeric(visits[c]).to_numpy(dtype=np.float64)
+        if c in visits.columns
+        else np.full(n, np.nan)
+        for c in ("approach_m", "approach_kmh")
+    )
+    drove_in = (metres > min_approach_m) | (kmh >= MOVING_KMH)
+    beside = (metres <= min_approach_m) & (kmh < MOVING_KMH)
+    return drove_in, beside
+
+
 def require_columns(frame: pd.DataFrame, columns: Iterable[str], *, what: str) -> None:
     """Raise :class:`DetectorInputError` naming the columns of ``frame`` that are missing."""
     missing = [c for c in columns if c not in frame.columns]

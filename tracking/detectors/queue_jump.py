@@ -88,7 +88,7 @@ from stands.visits import (
 from tracking.arrays import NS, iso_utc, iso_utc_many
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
-    MOVING_KMH,
+    approach,
     check_threshold,
     clip_confidence,
     fix_records,
@@ -309,9 +309,7 @@ def detect_queue_jump(
     q = q[np.array([facts.get(v, {}).get("accessible") is False for v in vehicle[q]])]
     left = np.where(boarded, b_ns, departed + round(min_away_s * NS) + 1)
     q = q[_came_from_away(vehicle, stand_code, arrived, left)[q]]
-    approach_m = pd.to_numeric(visits["approach_m"]).to_numpy(dtype=np.float64)[q]
-    approach_kmh = pd.to_numeric(visits["approach_kmh"]).to_numpy(dtype=np.float64)[q]
-    q = q[(approach_m > min_approach_m) | (approach_kmh >= MOVING_KMH)]
+    q = q[approach(visits, min_approach_m=min_approach_m)[0][q]]
     if not len(q):
         return empty_findings()
     # Instants are known between two fixes: our arrival after the fix before it, the other

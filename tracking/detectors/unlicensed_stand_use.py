@@ -34,7 +34,12 @@ in the stand
     Every finding (a boarding, an accessible or a suspended wait) needs the vehicle to have been
     in the stand: more than :data:`MIN_INSIDE_SHARE` of its fixes from the visit's first to its
     last fix inside lie inside (``n_fixes_inside`` of ``n_fixes_stay``). A taxi parked beside a
-    small stand under GPS noise has a visit made of the fixes that scattered into it.
+    small stand under GPS noise has a visit made of the fixes that scattered into it. Nor is a
+    stay shorter than :data:`DRIFT_MAX_STAY_S` begun from a standstill beside the stand (its
+    approach fix within the visits' ``exit_grace_m``, 30 m, reporting under 10 km/h:
+    ``tracking.detectors._evidence.approach``, the rule ``queue_jump`` reads arrivals by): an
+    independent check had one of ten cars parked 12 m beside a stand under 20 m of noise per
+    axis proposed when three fixes in a row fell inside and its meter came on at the third.
 overlapping stands
     One trip start may mark visits of several stands. If any of them is licensed for the
     vehicle or of unknown licence, the boarding may have been at the vehicle's own stand: no
@@ -139,12 +144,14 @@ from stands.suspensions import CLOSED, SUSPENSION_KINDS
 from stands.visits import (
     DEFAULT_BOARDING_GRACE_M,
     DEFAULT_BOARDING_GRACE_S,
+    DEFAULT_EXIT_GRACE_M,
     visit_records,
     visits_from_records,
 )
 from tracking.arrays import NS, iso_utc
 from tracking.detectors._errors import DetectorInputError
 from tracking.detectors._evidence import (
+    approach,
     check_threshold,
     clip_confidence,
     fix_record,
@@ -728,6 +735,10 @@ def detect_unlicensed_stand_use(
     first_sorted = sorted_positions(order, first)
     stay = sorted_positions(order, last) - first_sorted + 1
     stood = n_fixes > MIN_INSIDE_SHARE * stay
+    # A short stay begun from a standstill beside the stand: a car parked there whose GPS
+    # scattered a few fixes in a row into the stand.
+    beside = approach(visits, min_approach_m=DEFAULT_EXIT_GRACE_M)[1]
+    stood &= ~(beside & (dwell_s < DRIFT_MAX_STAY_S))
     # The meter came on between the boarding fix and the one before it: within the visit only
     # when the boarding fix is not the visit's first (a taxi driving through, meter on).
     switched_within = sorted_positions(order, np.maximum(bping, 0)) > first_sorted
