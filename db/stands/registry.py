@@ -37,6 +37,7 @@ from db.stands.models import (
     StandSupervisor,
     StandSuspension,
 )
+from db.stands.store import BOUNDARY_REACH_M, OUTSIDE_HINT
 from fleet.dates import check_optional_registry_date, check_registry_date
 from fleet.ids import display_text_problem, registry_id_problem
 from geo.calendar import DEFAULT_TIMEZONE
@@ -241,11 +242,6 @@ def _check_attributes(
         raise InvalidAttributeError(msg)
 
 
-BOUNDARY_REACH_M = 1000.0
-"""How far outside its municipality's boundary a stand may lie (a stand at the border, a
-boundary drawn coarsely) before it is refused as a typo."""
-
-
 def _check_in_municipality(
     session: Session, wkt: str | None, municipality_code: str | None
 ) -> None:
@@ -263,11 +259,7 @@ def _check_in_municipality(
         {"wkt": wkt, "reach": BOUNDARY_REACH_M, "code": municipality_code},
     ).scalar()
     if near is False:
-        msg = (
-            f"o ponto fica fora do município {municipality_code} (a mais de "
-            f"{BOUNDARY_REACH_M / 1000:g} km do seu limite): confira a posição (latitude e "
-            "longitude trocadas?) e o município"
-        )
+        msg = f"o ponto fica fora do município {municipality_code} ({OUTSIDE_HINT})"
         raise InvalidGeometryError(msg)
 
 

@@ -14,6 +14,7 @@ from fleet.loaders import sheet_row
 from stands._errors import (
     DuplicateStandIdError,
     InvalidAttributeError,
+    InvalidGeometryError,
     StandsError,
     StandSuspensionFileError,
 )
@@ -51,6 +52,9 @@ def load_stands(
         load one of them with ids prefixed).
     InvalidAttributeError
         If a stand's municipality is not in the registry (naming the first such code).
+    InvalidGeometryError
+        If a stand lies beyond :data:`BOUNDARY_REACH_M` of its municipality's stored boundary
+        (a swapped latitude and longitude, another city's place): nothing is loaded.
     """
     cols = [c for c in REGISTRY_COLUMNS if c not in ("geometry", MUNICIPALITY)]
     frame = pd.DataFrame(stands[cols]).astype(object)
@@ -72,6 +76,20 @@ def load_stands(
     ).scalar()
     if unknown is not None:
         raise InvalidAttributeError(unregistered_municipality(unknown))
+    away = conn.execute(
+        text(
+            f"SELECT s.stand_id, s.municipality_code FROM {stage} s "
+            "JOIN municipalities m ON m.code = s.municipality_code "
+            "WHERE m.boundary IS NOT NULL AND s.geometry IS NOT NULL AND NOT ST_DWithin("
+            "m.boundary::geography, s.geometry::geography, :reach) ORDER BY 1 LIMIT 6"
+        ),
+        {"reach": BOUNDARY_REACH_M},
+    ).all()
+    if away:
+        shown = ", ".join(f"{sid} ({mun})" for sid, mun in away[:5])
+        more = " e outros" if len(away) > 5 else ""
+        msg = f"pontos fora do seu município ({OUTSIDE_HINT}): {shown}{more}"
+        raise InvalidGeometryError(msg)
     clash = conn.execute(
         text(
             f"SELECT s.stand_id, t.municipality_code FROM {stage} s JOIN stands t USING (stand_id) "
@@ -111,6 +129,18 @@ def load_stands(
         retired=retired,
         notes=tuple(stands.attrs.get("notes", ())),
     )
+
+
+BOUNDARY_REACH_M = 1000.0
+"""How far outside its municipality's boundary a stand may lie (a stand at the border, a
+boundary drawn coarsely) before it is refused as a typo."""
+
+
+OUTSIDE_HINT = (
+    f"a mais de {BOUNDARY_REACH_M / 1000:g} km do seu limite: confira a posição (latitude e "
+    "longitude trocadas?) e o município"
+)
+"""Why a stand beyond :data:`BOUNDARY_REACH_M` of its municipality is refused (pt-BR)."""
 
 
 def unregistered_municipality(code: str) -> str:

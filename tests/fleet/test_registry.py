@@ -308,6 +308,33 @@ class TestReadFleet:
         assert normalize_name("  Av.  Ipiranga x  Rua A ") == "AV. IPIRANGA X RUA A"
 
 
+class TestLoadStands:
+    def test_a_stand_far_from_its_municipality_refuses_the_file(
+        self, poa_registry: Connection
+    ) -> None:
+        """Porto Alegre's stands again, one with latitude and longitude swapped (the South
+        Atlantic): the whole file is refused, naming it, as the console's form refuses one
+        stand; the stored stands are as they were."""
+        from shapely import affinity
+
+        from stands._errors import InvalidGeometryError
+
+        stands = read_poa_stands(POA_STANDS)
+        stored = _scalar(poa_registry, "SELECT count(*) FROM stands WHERE retired_at IS NULL")
+        first = stands.index[0]
+        stands.loc[first, "geometry"] = affinity.affine_transform(
+            stands.loc[first, "geometry"], [0, 1, 1, 0, 0, 0]
+        )
+        sid = stands.loc[first, "stand_id"]
+        with pytest.raises(
+            InvalidGeometryError, match=rf"fora do seu município .*: {sid} \(4314902\)"
+        ):
+            load_stands(conn=poa_registry, stands=stands)
+        assert (
+            _scalar(poa_registry, "SELECT count(*) FROM stands WHERE retired_at IS NULL") == stored
+        )
+
+
 class TestLoadFleet:
     def test_poa_fleet_with_stand_licences(self, poa_registry: Connection) -> None:
         """3,677 vehicles, each active, and 2,520 parking licences matched by stand name."""

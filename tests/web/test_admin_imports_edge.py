@@ -126,6 +126,35 @@ class TestMunicipality:
         assert "<dt>Linhas rejeitadas</dt><dd>1</dd>" in page
 
 
+def test_a_stand_far_from_its_municipality_is_a_rejected_row(
+    web_client: Callable, web_engine: Engine
+) -> None:
+    """A municipality with its boundary stored: a stand with latitude and longitude swapped is
+    a rejected row with the reason (as the one-stand form refuses it); the other row stays
+    valid."""
+    from sqlalchemy import text
+
+    code = "4399997"
+    with session_scope(web_engine) as session:
+        if session.get(Municipality, code) is None:
+            session.add(Municipality(code=code, name="Limite Teste", uf="RS"))
+            session.flush()
+            session.execute(
+                text(
+                    "UPDATE municipalities SET boundary = ST_Multi(ST_MakeEnvelope("
+                    "-51.28, -30.08, -51.18, -29.98, 4326)) WHERE code = :c"
+                ),
+                {"c": code},
+            )
+    good, swapped = _unique("LIM"), _unique("LIM")
+    content = f"stand_id,lat,lon\n{good},-30.03,-51.22\n{swapped},-51.22,-30.03\n"
+    page, _ = _preview(web_client("admin"), "pontos", "pontos.csv", content.encode(),
+                       municipality=code)  # fmt: skip
+    assert f"{swapped} ({code})" in page and "latitude e longitude trocadas?" in page
+    assert "<dt>Linhas válidas</dt><dd>1</dd>" in page
+    assert "<dt>Linhas rejeitadas</dt><dd>1</dd>" in page
+
+
 def test_a_geojson_nested_too_deep_is_refused_in_portuguese(web_client: Callable) -> None:
     """5,000 nested lists: the file is refused as "JSON aninhado demais", not a 500."""
     content = b'{"type":"FeatureCollection","features":' + b"[" * 5000 + b"]" * 5000 + b"}"
