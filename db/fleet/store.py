@@ -1106,7 +1106,13 @@ def _check_link_overlap(
     valid_until: dt.date | None,
     link_id: int | None = None,
 ) -> None:
-    """Refuse a second link of a driver to a prefixo on the same dates (as the links file)."""
+    """Refuse a link that ends before it starts, or links a driver to a prefixo twice.
+
+    Twice: a second link on some of the same dates (the rule of the links file).
+    """
+    if valid_until is not None and valid_until < valid_from:
+        msg = f"'valid_until' ({valid_until}) antes de 'valid_from' ({valid_from})"
+        raise DriverRecordError(msg)
     clash = session.execute(
         text(
             "SELECT valid_from, valid_until FROM driver_assignments WHERE driver_id = :d "
@@ -1435,12 +1441,6 @@ def update_driver_link(
         raise DriverRecordError(msg)
     check_registry_date(merged["valid_from"], name="valid_from")
     check_optional_registry_date(merged["valid_until"], name="valid_until")
-    if merged["valid_until"] is not None and merged["valid_until"] < merged["valid_from"]:
-        msg = (
-            f"'valid_until' ({merged['valid_until']}) antes de "
-            f"'valid_from' ({merged['valid_from']})"
-        )
-        raise DriverRecordError(msg)
     _check_link_overlap(
         session,
         driver_id=driver_id,

@@ -442,6 +442,18 @@ class TestUpdateLink:
         assert entry["action"] == "update" and entry["vehicle_id"] == vehicle_id
         assert entry["before"] == {"valid_until": None}
 
+    def test_a_new_link_ending_before_it_starts_is_422(
+        self, client: TestClient, admin: dict, api_engine: Engine
+    ) -> None:
+        """A new link whose end comes before its start is the form's error (it was a database
+        range error, answered as a number out of range); nothing is stored."""
+        driver_id, vehicle_id = _driver(api_engine), _vehicle(api_engine)
+        body = {"vehicle_id": vehicle_id, "role": "titular", "valid_from": "2026-12-05",
+                "valid_until": "2026-12-01"}  # fmt: skip
+        response = client.post(f"/api/v1/drivers/{driver_id}/links", json=body, headers=admin)
+        assert response.status_code == 422 and "antes de 'valid_from'" in response.text
+        assert client.get(f"/api/v1/drivers/{driver_id}", headers=admin).json()["links"] == []
+
     def test_a_third_auxiliary_at_once_is_refused(
         self, client: TestClient, admin: dict, api_engine: Engine
     ) -> None:
