@@ -359,9 +359,12 @@ _CSV_PROBLEMS = {
 def registry_records(text: str, *, source: str) -> tuple[list[str], list[list[str]], str]:
     """Return a registry CSV's header, its data records and its separator.
 
-    One record per line (docs/formatos.md), blank lines skipped; a record's fields past the
-    header's that are all empty (the trailing separators a spreadsheet may write) are dropped,
-    and a short record is filled with empty fields.
+    One record per line (docs/formatos.md); a record's fields past the header's that are all
+    empty (the trailing separators a spreadsheet may write) are dropped, and a short record is
+    filled with empty fields. A blank line between records is a record of empty fields, as a
+    spreadsheet's empty row (so that every record keeps its line, :func:`sheet_row`, and the
+    row is said, not skipped); blank lines before the header or after the last record are
+    skipped.
 
     Raises
     ------
@@ -377,6 +380,7 @@ def registry_records(text: str, *, source: str) -> tuple[list[str], list[list[st
     reader = csv.reader(io.StringIO(text), delimiter=sep)
     header: list[str] = []
     records: list[list[str]] = []
+    blank = 0  # blank lines since the last record
     line = 0
     try:
         for record in reader:
@@ -393,10 +397,14 @@ def registry_records(text: str, *, source: str) -> tuple[list[str], list[list[st
                 )
                 raise FleetFileError(msg)
             if not record:
+                blank += 1
                 continue
             if not header:
                 header = _without_trailing_empty(record)
+                blank = 0
                 continue
+            records.extend([""] * len(header) for _ in range(blank))
+            blank = 0
             if len(record) > len(header):
                 if any(cell.strip() for cell in record[len(header) :]):
                     msg = (

@@ -109,6 +109,23 @@ def test_preview_names_spreadsheet_rows_and_every_problem(
     assert sorted(statuses) == sorted([(a, "active"), (c, "out_of_operation")])
 
 
+def test_a_blank_line_keeps_the_rows_after_it_numbered_as_in_the_file(
+    web_client: Callable,
+) -> None:
+    """Two blank lines between data rows are rows of the file (3 and 4, empty, said): the bad
+    row after them is line 5, as the file and the audit should name it."""
+    a, b = (_unique("BLK") for _ in range(2))
+    content = f"vehicle_id,status\n{a},ativo\n\n\n{b},talvez\n\n"
+    page, _ = _upload(web_client("admin"), "frota_brancos.csv", content)
+    rejected = _rejected(page)
+    assert sorted(rejected) == ["3", "4", "5"]
+    assert rejected["5"][0].startswith("frota_brancos.csv, linha 5, coluna status: 'talvez'")
+    assert rejected["3"] == [
+        "frota_brancos.csv, linha 3, coluna vehicle_id: está vazia; cada linha precisa do "
+        "prefixo do veículo"
+    ]
+
+
 def test_preview_lists_the_first_rows_and_counts_them_all(web_client: Callable) -> None:
     """60 rows with two problems each: the first 50 are listed, the 60 rows and 120 problems
     counted, and the file is not refused whole."""
