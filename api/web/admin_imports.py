@@ -734,6 +734,33 @@ def confirm(
     if folder is None:
         notice = "Esta prévia expirou ou não existe; envie o arquivo de novo."
         return _page(request, web=web, settings=settings, notice=notice, status_code=410)
+    claim = folder / "gravando"  # one writer per upload: a second tab's confirm waits its turn
+    try:
+        claim.mkdir()
+    except FileExistsError:
+        notice = (
+            "Esta importação já está sendo gravada (em outra aba ou janela); recarregue a "
+            "página em instantes para ver o resultado."
+        )
+        meta = _meta(folder)
+        upload = {"done": None} | meta | {"id": envio}
+        return _page(
+            request, web=web, settings=settings, upload=upload, notice=notice, status_code=409
+        )
+    try:
+        return _confirm_claimed(request, web, engine, settings, folder, envio)
+    finally:
+        claim.rmdir()
+
+
+def _confirm_claimed(
+    request: Request,
+    web: WebSession,
+    engine: Engine,
+    settings: Settings,
+    folder: Path,
+    envio: str,
+) -> Response:
     meta = _meta(folder)
     if meta.get("done"):
         return RedirectResponse(f"/admin/importacao?envio={envio}", status_code=303)

@@ -126,6 +126,27 @@ def test_a_blank_line_keeps_the_rows_after_it_numbered_as_in_the_file(
     ]
 
 
+def test_a_second_confirm_while_the_first_writes_is_refused(
+    web_client: Callable, web_engine: Engine, web_server: Any
+) -> None:
+    """Two tabs confirming one preview: while one writes (its claim on the upload held), the
+    other is told so (409) and writes nothing; once done, a confirm shows the result."""
+    a = _unique("TAB")
+    admin = web_client("admin")
+    page, url = _upload(admin, "frota_abas.csv", f"vehicle_id,status\n{a},ativo\n")
+    envio = url.split("=")[1]
+    (folder,) = (web_server.log_path.parent / "web-imports").glob(f"*/{envio}")
+    (folder / "gravando").mkdir()  # the first tab's write under way
+    form = {"csrf_token": csrf_from(page), "envio": envio}
+    second = admin.post("/admin/importacao/confirmar", data=form)
+    assert second.status_code == 409
+    assert "já está sendo gravada (em outra aba ou janela)" in html.unescape(second.text)
+    assert _vehicles(web_engine, [a]) == set()
+    (folder / "gravando").rmdir()
+    assert admin.post("/admin/importacao/confirmar", data=form).status_code == 303
+    assert _vehicles(web_engine, [a]) == {a}
+
+
 def test_preview_lists_the_first_rows_and_counts_them_all(web_client: Callable) -> None:
     """60 rows with two problems each: the first 50 are listed, the 60 rows and 120 problems
     counted, and the file is not refused whole."""
