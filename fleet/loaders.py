@@ -677,8 +677,12 @@ def check_vehicle_documents(values: Mapping[str, object]) -> None:
         raise FleetFileError(broken[0][1])
 
 
-def _ids(values: pd.Series, *, column: str, problems: _Problems) -> None:
-    """Check a file's ids: each present, a registry id, and not repeated."""
+def _ids(values: pd.Series, *, column: str, problems: _Problems, raw: pd.DataFrame) -> None:
+    """Check a file's ids: each present, a registry id, and not repeated.
+
+    A repeat with other values in ``raw`` (the file's cells) marks the first row too: which of
+    the two is right, the file does not say.
+    """
     first: dict[str, int] = {}
     for i, value in enumerate(values):
         if value is None:
@@ -686,8 +690,20 @@ def _ids(values: pd.Series, *, column: str, problems: _Problems) -> None:
         elif (problem := registry_id_problem(str(value))) is not None:
             problems.add(i, column, problem)
         elif value in first:
+            k = first[value]
+            if raw.iloc[i].tolist() == raw.iloc[k].tolist():
+                problems.add(i, column, f"{value!r} repete o veículo da linha {sheet_row(k)}")
+                continue
             problems.add(
-                i, column, f"{value!r} repete o veículo da linha {sheet_row(first[value])}"
+                i,
+                column,
+                f"{value!r} repete o veículo da linha {sheet_row(k)} com outros valores",
+            )
+            problems.add(
+                k,
+                column,
+                f"{value!r} se repete na linha {sheet_row(i)} com outros valores; corrija uma "
+                "das duas",
             )
         else:
             first[value] = i
@@ -705,7 +721,7 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
         return _blank_to_none(raw[name]) if name in raw.columns else pd.Series([None] * n)
 
     vid = col("vehicle_id")
-    _ids(vid, column="vehicle_id", problems=problems)
+    _ids(vid, column="vehicle_id", problems=problems, raw=raw)
     status = pd.Series(
         [
             None if v is None else VEHICLE_STATUS_ALIASES.get(_word(v), _word(v))
@@ -831,7 +847,7 @@ def _poa_fleet(raw: pd.DataFrame, *, source: str, municipality: str) -> pd.DataF
     n = len(raw)
     problems = _Problems(source, list(raw.columns))
     prefixo = _blank_to_none(raw["prefixo"])
-    _ids(prefixo, column="prefixo", problems=problems)
+    _ids(prefixo, column="prefixo", problems=problems, raw=raw)
     year = pd.to_numeric(_blank_to_none(raw["ano_fabricacao"]), errors="coerce")
     first = (
         _dates(

@@ -564,7 +564,7 @@ def _fleet_csv(ids: list[str]) -> str:
         f"{b},BBB2B22,talvez,active,\n"
         f"{c},CCC3C33,false,ocupado,\n"
         f"{d},DDD4D44,false,active,\n"
-        f"{a},EEE5E55,false,active,\n"
+        f"{a},AAA1A11,true,active,\n"  # the same row again: only the repeat is rejected
         f"{unique('IMP')},FFF6F66,false,active,0202-01-01\n"
     )
 

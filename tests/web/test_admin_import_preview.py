@@ -59,7 +59,9 @@ def test_preview_names_spreadsheet_rows_and_every_problem(
     web_client: Callable, web_engine: Engine
 ) -> None:
     """The 2nd data row is 'linha 3' (the header is row 1) in the table and in the reasons;
-    a row with three bad values lists all three; 'ativo' and 'Fora de Operação' are read."""
+    a row with three bad values lists all three; 'ativo' and 'Fora de Operação' are read; a
+    prefixo repeated with other values rejects both its rows (which is right, the file does
+    not say)."""
     a, b, c = (_unique("PRV") for _ in range(3))
     content = (
         "vehicle_id,status,accessible,year\n"
@@ -71,7 +73,11 @@ def test_preview_names_spreadsheet_rows_and_every_problem(
     admin = web_client("admin")
     page, url = _upload(admin, "frota_prevista.csv", content)
     rejected = _rejected(page)
-    assert sorted(rejected) == ["3", "5"]
+    assert sorted(rejected) == ["2", "3", "5"]
+    assert rejected["2"] == [
+        f"frota_prevista.csv, linha 2, coluna vehicle_id: '{a}' se repete na linha 5 com outros "
+        "valores; corrija uma das duas"
+    ]
     assert rejected["3"] == [
         "frota_prevista.csv, linha 3, coluna status: 'talvez' não é uma situação conhecida; use "
         "ativo (active), suspenso (suspended), fora de operação (out_of_operation), reservado "
@@ -82,11 +88,12 @@ def test_preview_names_spreadsheet_rows_and_every_problem(
         "dígitos, de 1900 a 2100 (ex.: 2019)",
     ]
     assert rejected["5"] == [
-        f"frota_prevista.csv, linha 5, coluna vehicle_id: '{a}' repete o veículo da linha 2"
+        f"frota_prevista.csv, linha 5, coluna vehicle_id: '{a}' repete o veículo da linha 2 "
+        "com outros valores"
     ]
     assert "a linha é a da planilha (o cabeçalho é a linha 1)" in page
-    assert "<dt>Linhas válidas</dt><dd>2</dd>" in page
-    assert "Importar grava as 2 linhas válidas e deixa de fora as 2 rejeitadas." in page
+    assert "<dt>Linhas válidas</dt><dd>1</dd>" in page
+    assert "Importar grava a 1 linha válida e deixa de fora as 3 rejeitadas." in page
     assert "(s)" not in page
 
     token = csrf_from(page)
@@ -95,10 +102,10 @@ def test_preview_names_spreadsheet_rows_and_every_problem(
     )
     assert done.status_code == 303
     result = html.unescape(admin.get(url).text)
-    assert "2 linhas de frota_prevista.csv gravadas. 2 linhas rejeitadas ficaram de fora." in (
+    assert "1 linha de frota_prevista.csv gravada. 3 linhas rejeitadas ficaram de fora." in (
         result
     )
-    assert _vehicles(web_engine, [a, b, c]) == {a, c}
+    assert _vehicles(web_engine, [a, b, c]) == {c}
     with session_scope(web_engine) as session:
         statuses = session.execute(
             text(
@@ -106,7 +113,7 @@ def test_preview_names_spreadsheet_rows_and_every_problem(
             ),
             {"a": a, "c": c},
         ).all()
-    assert sorted(statuses) == sorted([(a, "active"), (c, "out_of_operation")])
+    assert statuses == [(c, "out_of_operation")]
 
 
 def test_a_blank_line_keeps_the_rows_after_it_numbered_as_in_the_file(
