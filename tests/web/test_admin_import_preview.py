@@ -102,9 +102,8 @@ def test_preview_names_spreadsheet_rows_and_every_problem(
     )
     assert done.status_code == 303
     result = html.unescape(admin.get(url).text)
-    assert "1 linha de frota_prevista.csv gravada. 3 linhas rejeitadas ficaram de fora." in (
-        result
-    )
+    said = "1 linha de frota_prevista.csv gravada. 3 linhas rejeitadas ficaram de fora."
+    assert said in result
     assert _vehicles(web_engine, [a, b, c]) == {c}
     with session_scope(web_engine) as session:
         statuses = session.execute(
