@@ -156,7 +156,7 @@ def test_a_second_confirm_while_the_first_writes_is_refused(
 def test_a_header_alone_is_said_to_have_nothing_to_import(web_client: Callable) -> None:
     """A file of its header only: the preview says there is nothing to import, no button."""
     page, _ = _upload(web_client("admin"), "frota_vazia.csv", "vehicle_id,status\n")
-    assert "O arquivo não tem linhas de dados nem feições (só o cabeçalho, ou nada): nada a importar." in page
+    assert "O arquivo não tem linhas de dados nem feições (só o cabeçalho, ou nada)" in page
     assert 'action="/admin/importacao/confirmar"' not in page
 
 
