@@ -36,7 +36,10 @@ router = APIRouter(include_in_schema=False)
 TOKEN_PATH = "/admin/dispositivos/novo-token"
 DEVICE_TOKEN = "device_token"
 OSMAND_PATH = "/osmand"
-NOTICES = {"revogado": "Dispositivo revogado: o token não envia mais posições."}
+NOTICES = {
+    "revogado": "Dispositivo revogado: o token não envia mais posições.",
+    "ja-revogado": "Esse dispositivo já estava revogado (talvez em outra aba); nada mudou.",
+}
 
 
 def server_url(request: Request) -> str:
@@ -278,9 +281,12 @@ def rejected(
 
 @router.post("/admin/dispositivos/{device_id}/revogar", name="web_admin_device_revoke")
 def revoke(device_id: int, web: AdminUser, session: SessionDep) -> Response:
-    """Revoke a device's token (its fixes stay)."""
-    if session.get(Device, device_id) is None:
+    """Revoke a device's token (its fixes stay); one already revoked is said so, not audited."""
+    found = session.get(Device, device_id)
+    if found is None:
         raise HTTPException(404)
+    if found.revoked_at is not None:  # a stale tab's second click
+        return RedirectResponse("/admin/dispositivos?aviso=ja-revogado", status_code=303)
     device = accounts.revoke_device(session=session, device_id=device_id)
     audit(
         session,

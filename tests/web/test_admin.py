@@ -324,6 +324,9 @@ def test_device_token_is_shown_once_with_its_qr_code(
     )
     assert revoked.status_code == 303
     assert httpx.post(url, params=fix, timeout=30).status_code == 401
+    again = post_form(client, "/admin/dispositivos", f"/admin/dispositivos/{device_id}/revogar", {})
+    assert again.headers["location"].endswith("aviso=ja-revogado")  # a stale tab: not audited
+    assert "já estava revogado" in html.unescape(client.get(again.headers["location"]).text)
     with session_scope(web_engine) as session:
         actions = session.scalars(
             select(AuditEntry.action).where(
