@@ -513,9 +513,11 @@ def read_fleet(path: str | Path, *, municipality: str | None = None) -> pd.DataF
         return _contract_fleet(raw, source=name, municipality=municipality)
     if {"prefixo", "ponto"} <= set(raw.columns):
         return _poa_fleet(raw, source=name, municipality=municipality or PORTO_ALEGRE)
+    read = ", ".join(repr(c) for c in list(raw.columns)[:6])
     msg = (
         f"{name}: formato de frota não reconhecido; esperada a coluna vehicle_id (contrato) "
-        "ou as colunas prefixo e ponto (frota de Porto Alegre)"
+        f"ou as colunas prefixo e ponto (frota de Porto Alegre); o cabeçalho foi lido como "
+        f"{read} (separadores aceitos: vírgula, ponto e vírgula ou tabulação)"
     )
     raise FleetFileError(msg)
 

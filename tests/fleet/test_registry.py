@@ -245,6 +245,7 @@ class TestReadFleet:
             ("", "o arquivo está vazio"),
             ("vehicle_id\nT 1\n", "linha 2, coluna vehicle_id: 'T 1' não é um identificador"),
             ("placa,marca\nX,Y\n", "não reconhecido"),
+            ("vehicle_id|plate\nA1|X\n", "lido como .vehicle_id.plate. .separadores aceitos"),
             (
                 "vehicle_id,status_since,status_until\nT1,2024-02-01,2024-01-01\n",
                 "coluna status_until: 2024-01-01 é anterior a status_since",
