@@ -241,7 +241,9 @@ class TestStandsList:
             wrap.focus()
             for _ in range(12):
                 phone.keyboard.press("ArrowRight")
-            assert wrap.evaluate("e => e.scrollLeft") > 0
+            # Chromium animates a keyboard scroll: wait for it to move (a busy machine lags)
+            handle = wrap.element_handle()
+            phone.wait_for_function("e => e.scrollLeft > 0", arg=handle, timeout=10_000)
             wrap.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
             for k in hidden:
                 box = headers.nth(k).bounding_box()
