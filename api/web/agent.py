@@ -580,18 +580,35 @@ def _geometry_layers(geom: Any) -> dict[str, Any]:
     return {"point": [round(point.x, 7), round(point.y, 7)]}
 
 
+def _instant_key(value: Any) -> dt.datetime:
+    """Return an ISO instant to sort by (one unreadable sorts first)."""
+    try:
+        found = dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        return dt.datetime.min.replace(tzinfo=dt.UTC)
+    return found if found.tzinfo is not None else found.replace(tzinfo=dt.UTC)
+
+
 def fix_rows(
     details: Mapping[str, Any], zone: ZoneInfo, *, vehicle_id: str | None = None
 ) -> list[dict[str, Any]]:
-    """Return the fixes a finding names, numbered, with their local times (pt-BR).
+    """Return the fixes a finding names, in time order, numbered, with their local times.
 
-    Each with its vehicle for a finding of several (``documents.fix_vehicles``; "—": unknown).
+    Each with its vehicle for a finding of several (``documents.fix_vehicles``; "—": unknown),
+    a vehicle a ``queue_jump`` passed said so (its fixes follow the accused's in ``details``).
     """
     owners = fix_vehicles(details, vehicle_id=vehicle_id)
+    passed = {
+        str(a.get("vehicle_id")) for a in details.get("ahead") or [] if isinstance(a, Mapping)
+    }
+    fixes = [
+        (fix, owner)
+        for fix, owner in zip(details.get("fixes") or [], owners, strict=True)
+        if isinstance(fix, Mapping) and fix.get("lat") is not None and fix.get("lon") is not None
+    ]
+    fixes.sort(key=lambda pair: _instant_key(pair[0].get("timestamp")))
     rows = []
-    for n, (fix, owner) in enumerate(zip(details.get("fixes") or [], owners, strict=True), start=1):
-        if not isinstance(fix, Mapping) or fix.get("lat") is None or fix.get("lon") is None:
-            continue
+    for n, (fix, owner) in enumerate(fixes, start=1):
         meter = fix.get("meter")
         rows.append(
             {
@@ -601,7 +618,7 @@ def fix_rows(
                 "lon": f"{float(fix['lon']):.6f}",
                 "meter": METER_LABELS.get(str(meter), "—") if meter else "—",
                 "flag": bool(fix.get("speed_flag")),
-                "vehicle": owner or "—",
+                "vehicle": (owner or "—") + (" (à frente na fila)" if owner in passed else ""),
             }
         )
     return rows

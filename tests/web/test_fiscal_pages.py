@@ -167,6 +167,28 @@ class TestLiveStream:
         view = alert_view(payload, ZoneInfo("America/Sao_Paulo"))
         assert view["kind_label"] == "Dois rastreadores no mesmo prefixo"
 
+    def test_a_queue_jumps_fixes_in_time_order_with_the_vehicle_passed_said(self) -> None:
+        """A queue jump lists the accused's fixes, then the passed vehicle's: the table reads
+        them in time order, numbered so, and says which prefixo was ahead."""
+        from zoneinfo import ZoneInfo
+
+        from api.web.agent import fix_rows
+
+        def fix(t: str) -> dict[str, object]:
+            return {"timestamp": f"2026-12-01T12:{t}Z", "lat": -30.0, "lon": -51.0, "row": 1}
+
+        theirs = fix("05:00")
+        details = {
+            "fixes": [fix("00:00"), fix("10:00"), theirs],
+            "ahead": [{"vehicle_id": "B2", "fix_at_our_boarding": theirs}],
+        }
+        rows = fix_rows(details, ZoneInfo("America/Sao_Paulo"), vehicle_id="A1")
+        assert [(r["n"], r["time"][-8:], r["vehicle"]) for r in rows] == [
+            (1, "09:00:00", "A1"),
+            (2, "09:05:00", "B2 (à frente na fila)"),
+            (3, "09:10:00", "A1"),
+        ]
+
     def test_a_place_alert_names_its_vehicles_and_its_span(self) -> None:
         """An illegal stand's alert (no vehicle of its own) names the vehicles of its evidence,
         and every alert shows its finding's start and end, not the end alone."""
