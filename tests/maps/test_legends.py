@@ -22,6 +22,7 @@ from tracking.porto import read_porto_trips
 
 pytestmark = pytest.mark.browser
 
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MAPS = ("pontos (supervisor)", "fiscalização", "planejamento", "cidadão", "embarques", "poa")
 
 
@@ -116,3 +117,33 @@ class TestEveryMapExplainsItself:
         assert "ponto extinto segundo o nome no arquivo de origem (484)" in legend
         assert "coordenada ausente ou inválida no arquivo de origem (441, 468)" in legend
         assert "Pontos de táxi, pela cor: prefixos licenciados" in legend
+
+
+def test_on_a_phone_the_controls_start_folded(pages, browser):
+    """At 390 px the layer control is a button and the legend its title: the map shows; a tap
+    on the title opens the legend, a tap on the button the layers."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_() if route.request.url.startswith("file://") else route.abort()
+            ),
+        )
+        page = context.new_page()
+        page.goto(pages["fiscalização"].as_uri())
+        page.wait_for_function("window.PontualMaps && PontualMaps.ready")
+        layers = page.locator(".leaflet-control-layers")
+        assert "leaflet-control-layers-expanded" not in (layers.get_attribute("class") or "")
+        legend = page.locator(".pontual-legend details")
+        assert legend.get_attribute("open") is None
+        assert not page.locator(".pontual-legend [data-layer]").first.is_visible()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "map-phone-folded.png"))
+        page.locator(".pontual-legend summary").click()
+        assert page.locator(".pontual-legend [data-layer]").first.is_visible()
+        page.screenshot(path=str(ARTIFACTS / "map-phone-legend-open.png"))
+        box = page.locator(".pontual-legend").bounding_box()
+        assert box is not None and box["width"] < 0.8 * 390  # the map shows beside it
+    finally:
+        context.close()

@@ -223,11 +223,14 @@
   /* Legend: items [colour, text, layer id?, swatch?]; colour null makes a heading. An item
    * naming a layer is dimmed while that layer is off (layer control). Swatches: "box" (default),
    * "dot", "line", "dash". */
-  function legendControl(legend) {
+  /* Below this map width (a phone) the layer control and the legend start folded. */
+  var NARROW_PX = 600;
+
+  function legendControl(legend, folded) {
     var control = L.control({ position: "bottomright" });
     control.onAdd = function () {
       var div = L.DomUtil.create("div", "pontual-legend leaflet-control");
-      var html = "<b>" + esc(legend.title) + "</b>";
+      var html = folded ? "" : "<b>" + esc(legend.title) + "</b>";
       for (var k = 0; k < legend.items.length; k++) {
         var it = legend.items[k];
         var data = it[2] ? " data-layer='" + esc(it[2]) + "'" : "";
@@ -242,8 +245,12 @@
           esc(swatch) + "' style='" + paint + esc(it[0]) + "'></span>" + esc(it[1]) + "</div>";
       }
       if (legend.note) html += "<div class='pontual-note'>" + esc(legend.note) + "</div>";
-      div.innerHTML = html;
+      // On a phone the legend starts folded under its title, the map left to see.
+      div.innerHTML = folded
+        ? "<details><summary><b>" + esc(legend.title) + "</b></summary>" + html + "</details>"
+        : html;
       L.DomEvent.disableScrollPropagation(div);
+      L.DomEvent.disableClickPropagation(div);
       return div;
     };
     return control;
@@ -403,11 +410,12 @@
     for (var z = 0; z < stack.length; z++) {
       if (stack[z].show !== false) state.layers[stack[z].id].group.addTo(map);
     }
+    var narrow = map.getContainer().clientWidth < NARROW_PX;
     if (spec.control !== false && spec.layers.length) {
-      L.control.layers(null, overlays, { collapsed: false }).addTo(map);
+      L.control.layers(null, overlays, { collapsed: narrow }).addTo(map);
     }
     if (spec.legend) {
-      legendControl(spec.legend).addTo(map);
+      legendControl(spec.legend, narrow).addTo(map);
       syncLegend(state);
       map.on("overlayadd overlayremove", function () {
         syncLegend(state);
