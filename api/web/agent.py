@@ -581,12 +581,12 @@ def _geometry_layers(geom: Any) -> dict[str, Any]:
 
 
 def _instant_key(value: Any) -> dt.datetime:
-    """Return an ISO instant to sort by (one unreadable sorts first)."""
+    """Return an instant to sort by (:func:`_instant`; one missing or unreadable sorts first)."""
     try:
-        found = dt.datetime.fromisoformat(str(value))
+        at = _instant(value)
     except ValueError:
-        return dt.datetime.min.replace(tzinfo=dt.UTC)
-    return found if found.tzinfo is not None else found.replace(tzinfo=dt.UTC)
+        at = None
+    return at or dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
 def fix_rows(
