@@ -159,14 +159,21 @@ def queue_now(
 _LATEST_OF_VEHICLES = (
     "SELECT max(x.ts) FROM unnest(CAST(:ids AS text[])) AS v(id) CROSS JOIN LATERAL ("
     "  SELECT f.ts FROM {table} f WHERE f.vehicle_id = v.id AND f.ts < :before"
-    "  ORDER BY f.ts DESC LIMIT 1) x"
+    "  AND f.ts >= :after ORDER BY f.ts DESC LIMIT 1) x"
 )
+SILENCE_LOOKBACK_DAYS = 30
+"""How far back a page polled or open to the public looks for a silent feed's latest fix (a
+partition read per day of silence: bounded)."""
 
 
 def latest_fix_at(
-    *, session: Any, vehicle_ids: list[str], before: dt.datetime
+    *,
+    session: Any,
+    vehicle_ids: list[str],
+    before: dt.datetime,
+    after: dt.datetime | None = None,
 ) -> dt.datetime | None:
-    """Return the instant of the latest fix of one of ``vehicle_ids`` before ``before``.
+    """Return the instant of the latest fix of one of ``vehicle_ids`` in ``[after, before)``.
 
     ``fixes`` is partitioned by UTC day and keyed ``(vehicle_id, ts)``: the daily partitions
     (from the catalog, :func:`db.tracking.store.daily_partitions`) are read newest first, each
@@ -182,18 +189,21 @@ def latest_fix_at(
         Vehicles whose fixes count.
     before : datetime.datetime
         Bound (exclusive, aware).
+    after : datetime.datetime, optional
+        Bound (inclusive, aware): older partitions are not read. None: no bound.
 
     Returns
     -------
     datetime.datetime or None
-        The instant, or None when none of the vehicles has a fix before ``before``.
+        The instant, or None when none of the vehicles has a fix in the span.
     """
     from db.tracking.models import FIXES_DEFAULT_PARTITION
     from db.tracking.store import daily_partitions
 
     if not vehicle_ids:
         return None
-    params = {"ids": list(vehicle_ids), "before": before}
+    since = after if after is not None else dt.datetime.min.replace(tzinfo=dt.UTC)
+    params = {"ids": list(vehicle_ids), "before": before, "after": since}
     conn = session.connection()
 
     def latest_in(table: str) -> dt.datetime | None:
@@ -207,8 +217,10 @@ def latest_fix_at(
     for table, day in reversed(daily_partitions(conn)):
         if day > last_utc_day:
             continue
-        if found is not None and day < found.astimezone(dt.UTC).date():
-            break  # older than the DEFAULT partition's latest fix
+        if day < since.astimezone(dt.UTC).date() or (
+            found is not None and day < found.astimezone(dt.UTC).date()
+        ):
+            break  # older than the bound, or than the DEFAULT partition's latest fix
         ts = latest_in(table)
         if ts is not None:
             found = ts if found is None else max(found, ts)

@@ -35,7 +35,7 @@ from starlette.responses import Response
 
 from api._errors import RateLimitedError
 from api.deps import SessionDep, SettingsDep, public_rate_limit
-from api.queries import latest_fix_at
+from api.queries import SILENCE_LOOKBACK_DAYS, latest_fix_at
 from api.web import formats as fmt
 from api.web.templating import render
 
@@ -238,7 +238,7 @@ def nearby(
 
     taxis = public.accessible_taxis(session, settings, lat, lon, float(radius_m))
     stands = public.stands_near(session, settings, lat, lon, float(radius_m))
-    silent_since = None
+    silent, silent_since = False, None
     if not taxis.taxis:  # none free near: is any accessible taxi sending its position at all?
         now = dt.datetime.now(dt.UTC)
         latest = latest_fix_at(
@@ -247,18 +247,20 @@ def nearby(
                 session.execute(text("SELECT vehicle_id FROM vehicles WHERE accessible")).scalars()
             ),
             before=now + dt.timedelta(seconds=1),
+            after=now - dt.timedelta(days=SILENCE_LOOKBACK_DAYS),  # a public page: bounded
         )
-        if latest is None or latest < now - dt.timedelta(seconds=settings.public_recent_fix_s):
-            silent_since = (
-                fmt.local_datetime(latest, timezone=settings.timezone) if latest else "sempre"
-            )
+        silent = latest is None or latest < now - dt.timedelta(seconds=settings.public_recent_fix_s)
+        if latest is not None:
+            silent_since = fmt.local_datetime(latest, timezone=settings.timezone)
     _, clat, clon = snap_to_cell_centres([lat], [lon], resolution=public.CELL_RESOLUTION)
     return {
         "origin": origin,
         "radius": radius_text(radius_m),
         "here": {"lat": round(float(clat[0]), 6), "lon": round(float(clon[0]), 6)},
         "n_taxis": taxis.taxis,
+        "silent": silent,
         "silent_since": silent_since,
+        "lookback_days": SILENCE_LOOKBACK_DAYS,
         "widest": radius_m >= max(radii(settings)),
         "taxis": [
             {

@@ -30,7 +30,7 @@ from starlette.responses import Response
 
 from api._errors import ForbiddenError, NotFoundError
 from api.deps import SessionDep, SettingsDep, supervisor_scope
-from api.queries import latest_fix_at
+from api.queries import SILENCE_LOOKBACK_DAYS, latest_fix_at
 from api.routes import supervision as api
 from api.web import formats as fmt
 from api.web.auth import WebSession, require_web_roles
@@ -260,12 +260,14 @@ def now_panel(
         session=session,
         vehicle_ids=_licensees_ever(session, stand_id),
         before=queue.at + dt.timedelta(seconds=1),
+        after=queue.at - dt.timedelta(days=SILENCE_LOOKBACK_DAYS),  # polled every 5 s
     )
     window = dt.timedelta(minutes=QUEUE_WINDOW_MIN)
     silent = latest is None or latest < queue.at - window
     return {
         "silent": silent,
         "silent_since": fmt.local_datetime(latest, timezone=tz) if latest else None,
+        "lookback_days": SILENCE_LOOKBACK_DAYS,
         "stand_id": stand_id,
         "at": fmt.clock_s(queue.at, timezone=tz),
         "capacity": queue.capacity if queue.capacity is not None else capacity,

@@ -228,6 +228,17 @@ class TestLiveQueue:
         said = f"Nenhuma posição dos prefixos licenciados neste ponto desde {yesterday} 12:05"
         assert 'id="sem-posicoes"' in panel and said in panel
         now = dt.datetime.now(dt.UTC)
+        from sqlalchemy.orm import Session
+
+        from api.queries import latest_fix_at
+
+        with Session(web_engine) as session:  # the search stops at its bound
+            ids = [LICENSED]
+            assert latest_fix_at(session=session, vehicle_ids=ids, before=now) is not None
+            bounded = now - dt.timedelta(hours=1)
+            assert (
+                latest_fix_at(session=session, vehicle_ids=ids, before=now, after=bounded) is None
+            )
         with web_engine.begin() as conn:
             _insert_fixes(conn, LICENSED, ELSEWHERE, [now])
         try:
