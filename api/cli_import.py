@@ -198,7 +198,7 @@ def fleet(
             "  aviso: o arquivo não tem a coluna stands; as licenças de ponto ficam como estão"
         )
     if report.unmatched_stands:
-        shown = ", ".join(report.unmatched_stands[:10])
+        shown = "; ".join(report.unmatched_lines()[:10])
         typer.echo(f"  aviso: {len(report.unmatched_stands)} pontos não encontrados: {shown}")
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_document_validity, check_registry_date
-from fleet.ids import check_registry_id
+from fleet.ids import SPELLED_OTHERWISE, check_registry_id, id_form
 from fleet.loaders import FALSE_WORDS, TRUE_WORDS, out_of_range, read_registry_csv, sheet_row
 
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
@@ -122,7 +122,8 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
     FleetFileError
         Naming the file, the data row and the column: a missing column or id, an unknown
         status or category, a bad or out-of-range date, a period ending before it starts,
-        identity columns that differ between rows of a driver, overlapping periods.
+        identity columns that differ between rows of a driver, overlapping periods, one id
+        written two ways (:func:`fleet.ids.id_form`).
     FileNotFoundError
         If the file does not exist.
     """
@@ -137,6 +138,7 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
         raise FleetFileError(msg)
     rows: list[dict[str, object]] = []
     identity: dict[str, dict[str, object]] = {}
+    spelled: dict[str, tuple[str, int]] = {}  # id_form -> the id as first written, its row
     periods: dict[tuple[str, str], list[tuple[dt.date | None, dt.date | None, int]]] = {}
     for i in range(len(raw)):
         row = sheet_row(i)
@@ -145,6 +147,15 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
             msg = f"{source}, linha {row}, coluna driver_id: vazio"
             raise FleetFileError(msg)
         check_registry_id(rec["driver_id"], where=f"{source}, linha {row}, coluna driver_id:")
+        first, first_row = spelled.setdefault(
+            id_form(str(rec["driver_id"])), (str(rec["driver_id"]), row)
+        )
+        if first != rec["driver_id"]:
+            msg = (
+                f"{source}, linha {row}, coluna driver_id: {rec['driver_id']!r} e {first!r} "
+                f"(linha {first_row}): {SPELLED_OTHERWISE}; use uma só grafia"
+            )
+            raise FleetFileError(msg)
         for c in _DATES:
             rec[c] = _date(rec[c], source=source, row=row, column=c)  # type: ignore[arg-type]
         flag = rec["synthetic"]

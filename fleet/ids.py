@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 from fleet._errors import FleetFileError
 
@@ -27,6 +28,27 @@ def id_form(value: str) -> str:
     """
     bare = _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", value).upper())
     return _LEADING_ZEROS.sub("", bare)
+
+
+SPELLED_OTHERWISE = (
+    "o mesmo identificador escrito de outro modo (maiúsculas, separadores ou zeros à esquerda)"
+)
+
+
+def form_clashes(ids: Iterable[str], known: Iterable[str]) -> dict[str, str]:
+    """Map each of ``ids`` to an id of ``known`` of its :func:`id_form` written otherwise.
+
+    ``"d1"`` against ``"D1"``, ``"0123"`` against ``"123"``: one id written two ways, which the
+    registry must not hold as two (the detectors read such ids as one).
+    """
+    by_form: dict[str, str] = {}
+    for seen in known:
+        by_form.setdefault(id_form(seen), seen)
+    return {
+        value: other
+        for value in ids
+        if (other := by_form.get(id_form(value))) is not None and other != value
+    }
 
 
 def check_registry_id(value: object, *, where: str) -> None:

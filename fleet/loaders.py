@@ -24,7 +24,7 @@ import shapely
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_field_date
-from fleet.ids import registry_id_problem
+from fleet.ids import SPELLED_OTHERWISE, id_form, registry_id_problem
 from fleet.vocabulary import (
     SERVICE_CATEGORIES,
     VEHICLE_STATUS_ALIASES,
@@ -682,8 +682,9 @@ def check_vehicle_documents(values: Mapping[str, object]) -> None:
 def _ids(values: pd.Series, *, column: str, problems: _Problems, raw: pd.DataFrame) -> None:
     """Check a file's ids: each present, a registry id, and not repeated.
 
-    A repeat with other values in ``raw`` (the file's cells) marks the first row too: which of
-    the two is right, the file does not say.
+    Two ids of one :func:`fleet.ids.id_form` written otherwise mark both rows, and so does a
+    repeat with other values in ``raw`` (the file's cells): which is right, the file does not
+    say.
     """
     first: dict[str, int] = {}
     for i, value in enumerate(values):
@@ -691,24 +692,29 @@ def _ids(values: pd.Series, *, column: str, problems: _Problems, raw: pd.DataFra
             problems.add(i, column, "está vazia; cada linha precisa do prefixo do veículo")
         elif (problem := registry_id_problem(str(value))) is not None:
             problems.add(i, column, problem)
-        elif value in first:
-            k = first[value]
-            if raw.iloc[i].tolist() == raw.iloc[k].tolist():
+        elif (form := id_form(str(value))) in first:
+            k = first[form]
+            other = values.iloc[k]
+            if other != value:
+                why = f"{SPELLED_OTHERWISE}; use uma só grafia"
+                problems.add(i, column, f"{value!r} e {other!r} (linha {sheet_row(k)}): {why}")
+                problems.add(k, column, f"{other!r} e {value!r} (linha {sheet_row(i)}): {why}")
+            elif raw.iloc[i].tolist() == raw.iloc[k].tolist():
                 problems.add(i, column, f"{value!r} repete o veículo da linha {sheet_row(k)}")
-                continue
-            problems.add(
-                i,
-                column,
-                f"{value!r} repete o veículo da linha {sheet_row(k)} com outros valores",
-            )
-            problems.add(
-                k,
-                column,
-                f"{value!r} se repete na linha {sheet_row(i)} com outros valores; corrija uma "
-                "das duas",
-            )
+            else:
+                problems.add(
+                    i,
+                    column,
+                    f"{value!r} repete o veículo da linha {sheet_row(k)} com outros valores",
+                )
+                problems.add(
+                    k,
+                    column,
+                    f"{value!r} se repete na linha {sheet_row(i)} com outros valores; corrija "
+                    "uma das duas",
+                )
         else:
-            first[value] = i
+            first[form] = i
 
 
 def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None) -> pd.DataFrame:

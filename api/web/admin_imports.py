@@ -274,7 +274,7 @@ def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> d
             "Licenças criadas": fleet.licences_created,
             "Licenças encerradas": fleet.licences_ended,
             "Licenças inalteradas": fleet.licences_unchanged,
-            "Pontos não encontrados": list(fleet.unmatched_stands),
+            "Pontos não encontrados": fleet.unmatched_lines(),
         }
     from db.stands.store import load_stands
 

@@ -35,6 +35,7 @@ from fleet.dates import (
     check_optional_registry_date,
     check_registry_date,
 )
+from fleet.ids import SPELLED_OTHERWISE, form_clashes
 from fleet.loaders import LICENCES_UNTOLD, normalize_name, sheet_row
 from fleet.vocabulary import DRIVER_DOCUMENT_STATUSES, DRIVER_DOCUMENTS, DRIVER_ROLES
 
@@ -149,7 +150,18 @@ class FleetImportReport:
     licences_created: int
     licences_ended: int
     licences_unchanged: int
-    unmatched_stands: tuple[str, ...]
+    unmatched_stands: dict[str, tuple[str, ...]]
+    """Each stand id or name that matched no stored stand: the prefixos licensed to it."""
+
+    def unmatched_lines(self, most: int = 5) -> list[str]:
+        """Each unmatched stand and its prefixos (the first ``most``), in pt-BR."""
+        lines = []
+        for stand, vids in self.unmatched_stands.items():
+            shown = ", ".join(vids[:most]) + (
+                f" e mais {len(vids) - most}" if len(vids) > most else ""
+            )
+            lines.append(f"{stand} (prefixo{'s' if len(vids) > 1 else ''} {shown})")
+        return lines
 
 
 def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> FleetImportReport:
@@ -175,7 +187,8 @@ def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> Flee
     Returns
     -------
     FleetImportReport
-        Counts, and the stand ids/names that matched no stored stand (those licences are skipped).
+        Counts, and the stand ids/names that matched no stored stand with the prefixos licensed
+        to each (those licences are skipped).
 
     Raises
     ------
@@ -183,9 +196,13 @@ def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> Flee
         If a vehicle's municipality is not in the registry.
     fleet.dates.RegistryDateError
         If ``as_of`` is outside the registry range.
+    FleetFileError
+        If a new prefixo is a stored one written otherwise (:func:`spelling_clash`).
     """
     check_registry_date(as_of, name="as_of")
     new_vehicles = _new_vehicle_ids(conn, fleet["vehicle_id"].tolist())
+    if (clash := spelling_clash(conn, "vehicles", new_vehicles)) is not None:
+        raise FleetFileError(clash)
     vehicles = _load_vehicles(conn, fleet)
     created, closed = _load_statuses(conn, fleet, as_of=as_of)
     lic_created, lic_ended, lic_same, unmatched = _load_licences(
@@ -207,6 +224,29 @@ def _new_vehicle_ids(conn: Connection, ids: list[str]) -> set[str]:
         text("SELECT vehicle_id FROM vehicles WHERE vehicle_id = ANY(:ids)"), {"ids": ids}
     ).scalars()
     return set(ids) - set(stored)
+
+
+_SPELLING_QUERIES = {
+    "vehicles": "SELECT vehicle_id FROM vehicles",
+    "drivers": "SELECT driver_id FROM drivers",
+}
+
+
+def spelling_clash(db: Connection | Session, table: str, ids: Any) -> str | None:
+    """Say (pt-BR) why an id of ``ids`` new to ``table`` cannot be added, or None when all can.
+
+    One the registry already holds written otherwise (:func:`fleet.ids.form_clashes`: ``d1``
+    for ``D1``, ``0123`` for ``123``) would be a second record of one driver or vehicle.
+    """
+    stored = set(db.execute(text(_SPELLING_QUERIES[table])).scalars())
+    clashes = form_clashes((i for i in ids if i not in stored), stored)
+    if not clashes:
+        return None
+    new, held = min(clashes.items())
+    what = "veículo" if table == "vehicles" else "condutor"
+    return (
+        f"{what} {new!r}: o cadastro já tem {held!r}, {SPELLED_OTHERWISE}; use a grafia do cadastro"
+    )
 
 
 _VEHICLE_COLUMNS = (
@@ -302,7 +342,7 @@ def _load_statuses(conn: Connection, fleet: pd.DataFrame, *, as_of: dt.date) -> 
 
 def _load_licences(
     conn: Connection, fleet: pd.DataFrame, *, as_of: dt.date, new_vehicles: set[str]
-) -> tuple[int, int, int, tuple[str, ...]]:
+) -> tuple[int, int, int, dict[str, tuple[str, ...]]]:
     by_name = {
         (mun, name): sid
         for sid, mun, name in conn.execute(
@@ -341,7 +381,10 @@ def _load_licences(
         conn.execute(
             text("UPDATE vehicles SET unplaced_stands = :s WHERE vehicle_id = :v"), missing
         )
-    unmatched = {s for missed in unplaced.values() for s in missed}
+    unmatched: dict[str, set[str]] = {}
+    for vid, missed in unplaced.items():
+        for stand in missed:
+            unmatched.setdefault(stand, set()).add(vid)
     stage = stage_rows(
         conn,
         like="parking_licences",
@@ -373,7 +416,7 @@ def _load_licences(
             f"SELECT vehicle_id, stand_id, valid_from FROM {stage}"
         )
     ).rowcount
-    return created, ended, unchanged, tuple(sorted(unmatched))
+    return created, ended, unchanged, {s: tuple(sorted(unmatched[s])) for s in sorted(unmatched)}
 
 
 # ---------------------------------------------------------------------------------- drivers
@@ -660,7 +703,8 @@ def load_drivers(
     Raises
     ------
     FleetFileError
-        If a driver has no ``name`` (the registry keeps it), or ``actor`` is empty.
+        If a driver has no ``name`` (the registry keeps it), a new id is a stored one written
+        otherwise (:func:`spelling_clash`), or ``actor`` is empty.
     UnknownMunicipalityError
         If ``municipality`` is not in the registry.
     """
@@ -670,6 +714,8 @@ def load_drivers(
         msg = f"{source}, linha {row}, coluna name: vazio; o cadastro no banco exige o nome"
         raise FleetFileError(msg)
     first = drivers.drop_duplicates("driver_id", keep="first")
+    if (clash := spelling_clash(conn, "drivers", first["driver_id"])) is not None:
+        raise FleetFileError(f"{source}: {clash}")
     rows = [
         (
             r["driver_id"],
@@ -1218,7 +1264,8 @@ def create_driver(*, session: Session, driver_id: str, actor: str, **values: Any
     Raises
     ------
     DriverRecordError
-        If the id is taken, the name is empty, a field unknown or the CNH category invalid.
+        If the id is taken (or written otherwise: :func:`spelling_clash`), the name is empty,
+        a field unknown or the CNH category invalid.
     UnknownMunicipalityError
         If ``municipality_code`` is not in the registry.
     fleet.dates.RegistryDateError
@@ -1233,6 +1280,8 @@ def create_driver(*, session: Session, driver_id: str, actor: str, **values: Any
     ).first():
         msg = f"condutor '{driver_id}' já está no cadastro"
         raise DriverRecordError(msg)
+    if (clash := spelling_clash(session, "drivers", [driver_id])) is not None:
+        raise DriverRecordError(clash)
     clean = _check_driver_values(session, {"name": None, **values})
     clean["synthetic"] = bool(clean.get("synthetic") or False)
     stored = {_DRIVER_STORED.get(k, k): v for k, v in clean.items()}

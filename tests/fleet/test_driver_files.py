@@ -80,6 +80,13 @@ class TestReadDrivers:
         with pytest.raises(FleetFileError, match="linha 3, coluna cnh_valid_until.*linha 2"):
             read_drivers(write(tmp_path, f"{header}\n{rows}"))
 
+    def test_one_driver_written_two_ways_is_refused(self, tmp_path: Path) -> None:
+        """'d-01' and 'D1' are one driver to the detectors: the file must write one of them."""
+        header = ",".join(DRIVER_FILE_COLUMNS)
+        rows = "D1,x,,,,,,,,,,,\nd-01,x,,,,,,,,,,,\n"
+        with pytest.raises(FleetFileError, match="linha 3, coluna driver_id: 'd-01' e 'D1' "):
+            read_drivers(write(tmp_path, f"{header}\n{rows}"))
+
     def test_unknown_column_and_missing_id_column(self, tmp_path: Path) -> None:
         """An unknown column or no driver_id column is named."""
         with pytest.raises(FleetFileError, match="coluna desconhecida 'cpf'"):

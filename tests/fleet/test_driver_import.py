@@ -14,10 +14,16 @@ from kernel_checks import geojson_bytes
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from db.fleet.store import driver_registry_frames, load_driver_links, load_drivers
+from db.fleet.store import (
+    driver_registry_frames,
+    load_driver_links,
+    load_drivers,
+    load_fleet,
+)
 from engines.live import process_fixes
 from fleet._errors import AuxiliaryDriverLimitError, FleetFileError
 from fleet.drivers import read_driver_links, read_drivers
+from fleet.loaders import read_fleet
 from tracking.detectors.driver_not_allowed import detect_driver_not_allowed
 
 D = dt.date
@@ -134,6 +140,24 @@ class TestImport:
         path.write_text("vehicle_id,driver_id,role,valid_from\nDRVCAR,DRV4,auxiliar,2024-02-01\n")
         with pytest.raises(AuxiliaryDriverLimitError, match="DRVCAR teria 3 condutores"):
             load_driver_links(conn=conn, links=read_driver_links(path), actor="t", source="v3.csv")
+
+    def test_a_driver_or_prefixo_written_otherwise_is_refused(
+        self, db_session: Session, stored: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """'drv1' and 'DRV-1' are the stored DRV1, 'drvcar' the stored DRVCAR: an import does
+        not make them second records; the stored spelling is named."""
+        conn = db_session.connection()
+        for new in ("drv1", "DRV-01"):
+            path = tmp_path / "d.csv"
+            path.write_text(f"driver_id,name\n{new},x\n")
+            with pytest.raises(FleetFileError, match=f"d.csv: condutor '{new}': .* 'DRV1'"):
+                load_drivers(conn=conn, drivers=read_drivers(path), actor="t", source="d.csv")
+        path = tmp_path / "f.csv"
+        path.write_text("vehicle_id\ndrvcar\n")
+        with pytest.raises(FleetFileError, match="veículo 'drvcar': o cadastro já tem 'DRVCAR'"):
+            load_fleet(conn=conn, fleet=read_fleet(path), as_of=D(2024, 3, 1))
+        count = "SELECT count(*) FROM drivers WHERE driver_id IN ('drv1', 'DRV-01')"
+        assert conn.execute(text(count)).scalar() == 0
 
     def test_missing_name_or_actor(self, db_session: Session, tmp_path: Path) -> None:
         """The database keeps names: a driver without one is refused; so is an empty actor."""

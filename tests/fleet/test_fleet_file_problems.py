@@ -39,6 +39,16 @@ class TestSpreadsheetRows:
             2: ["frota.csv, linha 4, coluna vehicle_id: 'T1' repete o veículo da linha 2"]
         }
 
+    def test_one_prefixo_written_two_ways_names_both_rows(self, tmp_path: Path) -> None:
+        """'0123' and '123' are one prefixo to the detectors: neither row is taken."""
+        path = _write(tmp_path, "vehicle_id\n0123\nT2\n123\n")
+        with pytest.raises(FleetRowsError) as caught:
+            read_fleet(path)
+        why = "o mesmo identificador escrito de outro modo"
+        assert sorted(caught.value.problems) == [0, 2]
+        assert f"'123' e '0123' (linha 2): {why}" in caught.value.problems[2][0]
+        assert f"'0123' e '123' (linha 4): {why}" in caught.value.problems[0][0]
+
     def test_driver_links_use_the_same_rows(self, tmp_path: Path) -> None:
         """The drivers' readers share the numbering (the first data row is row 2)."""
         path = _write(

@@ -344,7 +344,7 @@ class TestLoadFleet:
         assert report.vehicles.created == 3677
         assert report.statuses_created == 3677
         assert report.licences_created == 2520
-        assert report.unmatched_stands == ()
+        assert report.unmatched_stands == {}
         assert _scalar(conn, "SELECT count(*) FROM vehicles") == 3677
         assert _scalar(conn, "SELECT count(DISTINCT vehicle_id) FROM parking_licences") == 2520
         rodoviaria = _scalar(conn, "SELECT count(*) FROM parking_licences WHERE stand_id = '1'")
@@ -417,10 +417,15 @@ class TestLoadFleet:
         )
 
     def test_unknown_stand_is_reported(self, poa_registry: Connection, tmp_path: Path) -> None:
-        """A stand id the registry lacks is listed, its licence skipped."""
-        path = _write(tmp_path, "vehicle_id,stands,municipality\nT1,999;1,4314902\n")
+        """A stand id the registry lacks is listed with the prefixos licensed to it, its
+        licences skipped."""
+        path = _write(
+            tmp_path, "vehicle_id,stands,municipality\nT1,999;1,4314902\nT0,999,4314902\n"
+        )
         report = load_fleet(conn=poa_registry, fleet=read_fleet(path), as_of=SNAPSHOT)
-        assert report.unmatched_stands == ("999",)
+        assert report.unmatched_stands == {"999": ("T0", "T1")}
+        assert report.unmatched_lines() == ["999 (prefixos T0, T1)"]
+        assert report.unmatched_lines(most=1) == ["999 (prefixos T0 e mais 1)"]
         assert report.licences_created == 1
         unplaced = "SELECT unplaced_stands FROM vehicles WHERE vehicle_id = 'T1'"
         assert poa_registry.execute(text(unplaced)).scalar_one() == ["999"]

@@ -163,6 +163,24 @@ def test_edit_keeps_what_is_not_changed_and_refuses_bad_values(
     assert len([a for a, _, _ in _audit(web_engine, driver_id) if a == "update"]) == 1
 
 
+def test_a_driver_written_otherwise_is_refused(web_client: Callable, web_engine: Engine) -> None:
+    """An id the registry holds in other case or with separators ('cnd-…' for 'CND-…') is the
+    same driver to the detectors: the form refuses a second record and names the first."""
+    admin = web_client("admin")
+    driver_id = unique("CND")
+    made = _post(
+        admin, "/admin/condutores", "/admin/condutores", {"driver_id": driver_id, "name": "X"}
+    )
+    assert made.status_code == 303
+    for other in (driver_id.lower(), driver_id.replace("-", "")):
+        refused = _post(
+            admin, "/admin/condutores", "/admin/condutores", {"driver_id": other, "name": "Y"}
+        )
+        assert refused.status_code == 422
+        assert f"o cadastro já tem '{driver_id}'" in html.unescape(refused.text)
+        assert _audit(web_engine, other) == []
+
+
 def test_a_third_auxiliary_is_refused_on_the_form(web_client: Callable, web_engine: Engine) -> None:
     """Linking a third auxiliar at once to a Pinto Bandeira prefixo is refused with its law's
     limit (art. 14); the form says which laws cap the auxiliares."""
