@@ -37,6 +37,7 @@ from fleet.ids import display_text_problem, registry_id_problem
 from fleet.loaders import (
     csv_delimiter,
     decoded_text,
+    registry_records,
     repeated_columns,
     repeated_columns_message,
     unknown_columns_message,
@@ -70,7 +71,22 @@ _IBGE_CODE = re.compile(r"^\d{7}$")
 _MAX_LISTED = 5
 CSV_COLUMNS = (STAND_ID, "lat", "lon", NAME, CAPACITY, MUNICIPALITY, RADIUS_M)
 """Columns of a stands CSV of the contract: another is refused, never ignored."""
-_PLURAL = {"feição": "feições", "linha": "linhas"}
+_PLURAL = {"feição": "feições", "linha": "linhas", "registro": "registros"}
+_FIRST_NUMBER = {"linha": 2}
+"""A CSV's first data row is the spreadsheet's row 2 (the header is row 1); features and a
+frame's records count from 1."""
+
+
+def _number(unit: str, i: int | np.integer) -> int:
+    """Return the number a person reads for the data row (feature, record) of index ``i``."""
+    return int(i) + _FIRST_NUMBER.get(unit, 1)
+
+
+def _at(unit: str, i: int | np.integer) -> str:
+    """Name the data row of index ``i``: ``"linha 3"`` (a CSV's second), ``"feição 2"``."""
+    return f"{unit} {_number(unit, i)}"
+
+
 # GEOS validity reasons (shapely.is_valid_reason) in pt-BR; the location follows as "em (x y)".
 _INVALID_REASONS = {
     "Self-intersection": "auto-interseção (o contorno cruza a si mesmo)",
@@ -379,23 +395,25 @@ def validate_stands(gdf: gpd.GeoDataFrame) -> None:
     positions = np.arange(len(gdf))
     missing = pd.isna(gdf[STAND_ID]).to_numpy()
     if missing.any():
-        raise MissingStandIdError(_listing("stand_id ausente", positions[missing], unit="linha"))
+        raise MissingStandIdError(_listing("stand_id ausente", positions[missing], unit="registro"))
     not_text = np.array([not isinstance(v, str) or not v.strip() for v in ids], dtype=bool)
     if not_text.any():
         shown = ", ".join(repr(v) for v in ids[not_text][:_MAX_LISTED])
         msg = f"stand_id deve ser texto não vazio; valores recebidos: {shown}"
         raise StandsError(msg)
-    _check_unique(ids, source="quadro de pontos de táxi", unit="linha")
+    _check_unique(ids, source="quadro de pontos de táxi", unit="registro")
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     null = shapely.is_missing(geoms) | shapely.is_empty(geoms)
     if null.any():
-        raise NullGeometryError(_listing("sem geometria", positions[null], unit="linha", ids=ids))
+        raise NullGeometryError(
+            _listing("sem geometria", positions[null], unit="registro", ids=ids)
+        )
     kinds = shapely.get_type_id(geoms)
     bad_kind = ~np.isin(kinds, (3, 6))
     if bad_kind.any():
         i = int(np.flatnonzero(bad_kind)[0])
         msg = (
-            f"geometria {geoms[i].geom_type} no ponto de táxi {ids[i]!r} (linha {i + 1}); "
+            f"geometria {geoms[i].geom_type} no ponto de táxi {ids[i]!r} (registro {i + 1}); "
             "esperado Polygon ou MultiPolygon"
         )
         raise UnsupportedGeometryError(msg)
@@ -403,7 +421,7 @@ def validate_stands(gdf: gpd.GeoDataFrame) -> None:
     if invalid.any():
         i = int(np.flatnonzero(invalid)[0])
         msg = (
-            f"polígono inválido no ponto de táxi {ids[i]!r} (linha {i + 1}): "
+            f"polígono inválido no ponto de táxi {ids[i]!r} (registro {i + 1}): "
             f"{invalid_reason(geoms[i])}"
         )
         raise InvalidGeometryError(msg)
@@ -545,12 +563,21 @@ def _csv_text(path: Path) -> str:
 
 
 def _read_csv(path: Path) -> gpd.GeoDataFrame:
+    """Read a stands CSV as the registry's files are read (:func:`fleet.loaders.registry_records`).
+
+    A blank line is an empty row, so every row keeps the number a spreadsheet shows; empty
+    cells are missing values.
+    """
     text = _csv_text(path)
     sep = csv_delimiter(text)
     if repeated := repeated_columns(text, sep=sep):
         raise StandsFormatError(repeated_columns_message(repeated, source=path.name))
-    df = pd.read_csv(io.StringIO(text), dtype=str, sep=sep)
-    df.columns = [str(c).strip() for c in df.columns]
+    try:
+        header, records, sep = registry_records(text, source=path.name)
+    except FleetFileError as exc:
+        raise StandsFormatError(str(exc)) from None
+    df = pd.DataFrame(records, columns=[c.strip() for c in header], dtype=object)
+    df = df.where(df != "", np.nan)
     _require_columns(df.columns, (STAND_ID, "lat", "lon"), source=path.name)
     if (unknown := unknown_columns_message(df, known=CSV_COLUMNS, source=path.name)) is not None:
         raise StandsFormatError(unknown)
@@ -580,7 +607,7 @@ def _numbers(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         msg = (
-            f"coluna '{column}' de '{source}', {unit} {i + 1}: valor não numérico {text.iloc[i]!r}"
+            f"coluna '{column}' de '{source}', {_at(unit, i)}: valor não numérico {text.iloc[i]!r}"
         )
         raise InvalidAttributeError(msg)
     return nums
@@ -622,7 +649,7 @@ def _to_stands_frame(
     if bad_kind.any():
         i = int(np.flatnonzero(bad_kind)[0])
         msg = (
-            f"geometria {kinds[i]} no ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}'); "
+            f"geometria {kinds[i]} no ponto de táxi {ids[i]!r} ({_at(unit, i)} de '{source}'); "
             "esperado Polygon, MultiPolygon ou Point com radius_m"
         )
         raise UnsupportedGeometryError(msg)
@@ -670,7 +697,7 @@ def _radii(
         if _is_blank(value):
             if default is None:
                 msg = (
-                    f"ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}') é um Point sem "
+                    f"ponto de táxi {ids[i]!r} ({_at(unit, i)} de '{source}') é um Point sem "
                     "'radius_m' e não há raio padrão; informe 'radius_m' no arquivo ou um raio "
                     "padrão"
                 )
@@ -680,7 +707,7 @@ def _radii(
         number = _as_float(value)
         if number is None or not radius_ok(number):
             msg = (
-                f"'radius_m' do ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}') era "
+                f"'radius_m' do ponto de táxi {ids[i]!r} ({_at(unit, i)} de '{source}') era "
                 f"{value!r}; esperado {_RADII}"
             )
             raise InvalidRadiusError(msg)
@@ -704,7 +731,7 @@ def _checked_polygons(
     if not repair:
         i = int(where[0])
         msg = (
-            f"polígono inválido no ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}'): "
+            f"polígono inválido no ponto de táxi {ids[i]!r} ({_at(unit, i)} de '{source}'): "
             f"{invalid_reason(geoms[i])}; corrija a geometria (ex.: 'Corrigir geometrias' "
             "no QGIS)"
         )
@@ -720,7 +747,7 @@ def _checked_polygons(
         fixed = shapely.union_all(polys) if polys else None
         if fixed is None or fixed.is_empty or fixed.geom_type not in _POLYGONAL:
             msg = (
-                f"polígono inválido no ponto de táxi {ids[j]!r} ({unit} {j + 1} de '{source}') "
+                f"polígono inválido no ponto de táxi {ids[j]!r} ({_at(unit, j)} de '{source}') "
                 f"sem área após o reparo: {invalid_reason(geoms[j])}"
             )
             raise InvalidGeometryError(msg)
@@ -741,7 +768,7 @@ def _capacity_checker(ids: np.ndarray, source: str, unit: str) -> Any:
         number = _as_float(value)
         if number is None or not number.is_integer() or number < 0:
             msg = (
-                f"'capacity' do ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}') era "
+                f"'capacity' do ponto de táxi {ids[i]!r} ({_at(unit, i)} de '{source}') era "
                 f"{value!r}; esperado um inteiro >= 0 (vagas)"
             )
             raise InvalidAttributeError(msg)
@@ -757,7 +784,7 @@ def _municipality_checker(ids: np.ndarray, source: str, unit: str) -> Any:
             return None
         if not _IBGE_CODE.match(text):
             msg = (
-                f"'municipality' do ponto de táxi {ids[i]!r} ({unit} {i + 1} de '{source}') era "
+                f"'municipality' do ponto de táxi {ids[i]!r} ({_at(unit, i)} de '{source}') era "
                 f"{value!r}; esperado o código IBGE de 7 dígitos (ex.: 4314902)"
             )
             raise InvalidAttributeError(msg)
@@ -797,7 +824,7 @@ def _check_ids(ids: np.ndarray, *, source: str, unit: str) -> None:
     bad = [(i, p) for i, v in enumerate(ids) if (p := registry_id_problem(str(v))) is not None]
     if not bad:
         return
-    shown = "; ".join(f"{unit} {i + 1}: {problem}" for i, problem in bad[:_MAX_LISTED])
+    shown = "; ".join(f"{_at(unit, i)}: {problem}" for i, problem in bad[:_MAX_LISTED])
     more = f"; e mais {len(bad) - _MAX_LISTED}" if len(bad) > _MAX_LISTED else ""
     msg = f"stand_id inválido em '{source}' ({shown}{more})"
     raise InvalidAttributeError(msg)
@@ -821,7 +848,7 @@ def check_names(
     if not bad:
         return
     shown = "; ".join(
-        f"{unit} {i + 1} (stand_id {ids[i]!r}): {problem}" for i, problem in bad[:_MAX_LISTED]
+        f"{_at(unit, i)} (stand_id {ids[i]!r}): {problem}" for i, problem in bad[:_MAX_LISTED]
     )
     more = f"; e mais {len(bad) - _MAX_LISTED}" if len(bad) > _MAX_LISTED else ""
     msg = f"nome de ponto inválido em '{source}' ({shown}{more})"
@@ -835,7 +862,7 @@ def _check_unique(ids: np.ndarray, *, source: str, unit: str) -> None:
         return
     groups: dict[str, list[int]] = {}
     for i in np.flatnonzero(dup):
-        groups.setdefault(str(ids[i]), []).append(int(i) + 1)
+        groups.setdefault(str(ids[i]), []).append(_number(unit, i))
     plural = _PLURAL.get(unit, unit)
     parts = [
         f"{k!r} ({plural} {', '.join(map(str, v))})" for k, v in list(groups.items())[:_MAX_LISTED]
@@ -847,7 +874,7 @@ def _check_unique(ids: np.ndarray, *, source: str, unit: str) -> None:
 
 def _listing(what: str, where: np.ndarray, *, unit: str, ids: np.ndarray | None = None) -> str:
     def label(i: int) -> str:
-        return f"{unit} {i + 1}" + (f" (stand_id {ids[i]!r})" if ids is not None else "")
+        return _at(unit, i) + (f" (stand_id {ids[i]!r})" if ids is not None else "")
 
     shown = ", ".join(label(int(i)) for i in where[:_MAX_LISTED])
     more = f" e mais {where.size - _MAX_LISTED}" if where.size > _MAX_LISTED else ""

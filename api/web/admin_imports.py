@@ -14,9 +14,9 @@ Preview (nothing written)
     of the file (:func:`triage`), as they refuse a whole part at its first bad row: a part that
     loads is good, a part that fails is halved until the failing rows stand alone, each with the
     loader's own pt-BR reason. Rows that only fail together (a repeated id) are found the same
-    way: the later one is rejected. A fleet row is numbered as a spreadsheet shows it
-    (:func:`fleet.loaders.sheet_row`: the header is row 1); a stand by its data row or feature
-    (1-based), as the stands' readers number it.
+    way: the later one is rejected. A CSV row is numbered as a spreadsheet shows it
+    (:func:`fleet.loaders.sheet_row`: the header is row 1), a GeoJSON feature from 1, as the
+    readers number them.
 Confirm
     An explicit "Importar" (CSRF) triages the stored file again and writes exactly the good rows
     in one transaction, with one audit entry; if the result differs from the preview (the
@@ -81,17 +81,15 @@ def max_upload_bytes(settings: Settings) -> int:
     return max(1024, settings.max_body_bytes - 64 * 1024)
 
 
-def first_row(kind: str) -> int:
-    """Return the number the readers of ``kind`` give a file's first data row.
+def first_row(csv: bool) -> int:
+    """Return the number the readers give a file's first data row.
 
-    The fleet's: the spreadsheet's (:func:`fleet.loaders.sheet_row`, 2); the stands': 1 (their
-    data row or feature).
+    A CSV's: the spreadsheet's (:func:`fleet.loaders.sheet_row`, 2; the header is row 1); a
+    GeoJSON's first feature: 1.
     """
-    if kind == FLEET:
-        from fleet.loaders import sheet_row
+    from fleet.loaders import sheet_row
 
-        return sheet_row(0)
-    return 1
+    return sheet_row(0) if csv else 1
 
 
 # --- the file, in parts -----------------------------------------------------------------------
@@ -342,7 +340,7 @@ def preview(
         result = Triage(file_error=f"arquivo ilegível: {exc}")
         return Preview(rows=0, triage=result, counts={}, rejected=[]), None
     part_path = work / name
-    first = first_row(kind)
+    first = first_row(parts.csv)
 
     def read_rows(rows: list[int]) -> Any:
         return _read(kind, parts.write(rows, part_path), options)

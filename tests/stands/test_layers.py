@@ -360,17 +360,29 @@ class TestReadStands:
             read_stands(path, default_radius_m=10)
 
     def test_csv_bad_number(self, tmp_path: Path) -> None:
-        """A non-numeric coordinate is refused, naming the column and the row."""
+        """A non-numeric coordinate is refused, naming the column and the row a spreadsheet
+        shows (the header is row 1)."""
         path = tmp_path / "pontos.csv"
         path.write_text("stand_id,lat,lon\n1,-30,-51\n2,norte,-51\n", encoding="utf-8")
-        with pytest.raises(InvalidAttributeError, match="'lat'.*linha 2.*'norte'"):
+        with pytest.raises(InvalidAttributeError, match="'lat'.*linha 3.*'norte'"):
             read_stands(path, default_radius_m=10)
 
     def test_csv_missing_coordinate(self, tmp_path: Path) -> None:
         """A row without coordinates has no geometry: refused, naming the row."""
         path = tmp_path / "pontos.csv"
         path.write_text("stand_id,lat,lon\n1,-30,-51\n2,,-51\n", encoding="utf-8")
-        with pytest.raises(NullGeometryError, match="linha 2 \\(stand_id '2'\\)"):
+        with pytest.raises(NullGeometryError, match="linha 3 \\(stand_id '2'\\)"):
+            read_stands(path, default_radius_m=10)
+
+    def test_csv_blank_line_keeps_the_rows_numbers(self, tmp_path: Path) -> None:
+        """A blank line is an empty row (refused, named): the rows after it keep the numbers a
+        spreadsheet shows."""
+        path = tmp_path / "pontos.csv"
+        path.write_text("stand_id,lat,lon\n1,-30,-51\n\n2,norte,-51\n", encoding="utf-8")
+        with pytest.raises(InvalidAttributeError, match="'lat'.*linha 4.*'norte'"):
+            read_stands(path, default_radius_m=10)
+        path.write_text("stand_id,lat,lon\n1,-30,-51\n\n2,-30,-51\n", encoding="utf-8")
+        with pytest.raises(MissingStandIdError, match="linha 3"):
             read_stands(path, default_radius_m=10)
 
 
@@ -386,7 +398,7 @@ class TestStandIdsAndNames:
         """A CSV row with a slash in its stand_id is refused, naming the row."""
         path = tmp_path / "pontos.csv"
         path.write_text("stand_id,lat,lon,radius_m\nP1,-30.02,-51.22,20\nP/2,-30.03,-51.22,20\n")
-        with pytest.raises(InvalidAttributeError, match="linha 2"):
+        with pytest.raises(InvalidAttributeError, match="linha 3"):
             read_stands(path)
 
     @pytest.mark.parametrize("name", ["Praça\u202eXV", "Praça\u2066XV", "Praça\nXV", "a\x00b"])
@@ -489,7 +501,7 @@ class TestValidateStands:
     def test_missing_id(self, good: gpd.GeoDataFrame) -> None:
         """A missing id is refused, naming the row."""
         good["stand_id"] = ["a", None]
-        with pytest.raises(MissingStandIdError, match="linha 2"):
+        with pytest.raises(MissingStandIdError, match="registro 2"):
             validate_stands(good)
 
     def test_numeric_id(self, good: gpd.GeoDataFrame) -> None:

@@ -126,6 +126,23 @@ class TestMunicipality:
         assert "<dt>Linhas rejeitadas</dt><dd>1</dd>" in page
 
 
+def test_stand_rows_are_numbered_as_the_spreadsheet_shows(
+    web_client: Callable, web_engine: Engine, poa: str
+) -> None:
+    """A stands CSV's rows are the spreadsheet's (the header is row 1), as the fleet's: a
+    blank line is row 3, refused, and the bad coordinate after it is row 4."""
+    good, bad = _unique("ROW"), _unique("ROW")
+    content = (
+        f"stand_id,lat,lon,municipality\n{good},-30.03,-51.22,{poa}\n\n{bad},norte,-51.2,{poa}\n"
+    )
+    page, _ = _preview(web_client("admin"), "pontos", "pontos.csv", content.encode())
+    assert "pontos.csv', linha 4: valor não numérico 'norte'" in page
+    assert "stand_id ausente em 'pontos.csv': linha 3" in page
+    assert "<dt>Linhas válidas</dt><dd>1</dd>" in page
+    assert "<dt>Linhas rejeitadas</dt><dd>2</dd>" in page
+    assert "a linha é a da planilha (o cabeçalho é a linha 1)" in page
+
+
 def test_a_stand_far_from_its_municipality_is_a_rejected_row(
     web_client: Callable, web_engine: Engine
 ) -> None:
