@@ -19,8 +19,10 @@ The device is identified by its token (``id``, ``deviceid`` or ``device_id``), p
 
 Units: query ``speed`` in knots (OsmAnd/Traccar), JSON ``speed`` in m/s, stored in km/h;
 ``bearing``/``heading`` in degrees; ``accuracy`` in metres, 0 meaning unknown (Traccar Client
-sends 0 for GPS fixes). ``altitude``, ``hdop``, ``batt`` and other extras are accepted and not
-stored. ``meter``, ``tariff`` and ``driver_id`` are Pontual's extras.
+sends 0 for GPS fixes). In both shapes a ``speed`` of ``-1``, a negative ``bearing``/``heading``
+and a negative ``accuracy`` mean unknown, as Android reports them. ``altitude``, ``hdop``,
+``batt`` and other extras are accepted and not stored. ``meter``, ``tariff`` and ``driver_id``
+are Pontual's extras.
 
 Time: ``timestamp`` in Unix seconds (milliseconds when ≥ 10¹¹, read exactly), ISO 8601 with an
 offset, or ``yyyy-MM-dd HH:mm:ss`` without one, which the protocol defines as UTC (stored with
@@ -51,6 +53,7 @@ import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
+from urllib.parse import parse_qsl
 
 import pandas as pd
 from fastapi import APIRouter, Query, Request, Response
@@ -70,6 +73,7 @@ from api.ingest import (
     read_device_json,
 )
 from api.live_worker import wake_live_worker
+from api.redact import SECRET_PARAMS, redact
 from api.routes.pings import ingest_with_retry
 from api.schemas import error_responses
 from db.tracking.store import MAX_RAW_CHARS, copy_rejected
@@ -140,17 +144,21 @@ def osmand_row(params: Mapping[str, str], *, received: dt.datetime | None = None
     if (lat is None or lon is None) and "location" in params:
         lat, _, lon = params["location"].partition(",")
     timestamp, origin = _instant(params.get("timestamp"), received=received)
-    speed = params.get("speed")
-    knots = _number(speed)
+    speed: Any = params.get("speed")
+    if (knots := _number(speed)) is not None:
+        speed = None if knots == -1 else knots * KNOTS_TO_KMH
+    heading: Any = params.get("bearing") or params.get("heading")
+    if (degrees := _number(heading)) is not None and degrees < 0:
+        heading = None
     accuracy: Any = params.get("accuracy")
-    if _number(accuracy) == 0:
+    if (metres := _number(accuracy)) is not None and metres <= 0:
         accuracy = None
     return {
         "timestamp": timestamp,
         "lat": lat,
         "lon": lon,
-        "speed_kmh": knots * KNOTS_TO_KMH if knots is not None else speed,
-        "heading_deg": params.get("bearing") or params.get("heading"),
+        "speed_kmh": speed,
+        "heading_deg": heading,
         "accuracy_m": accuracy,
         "meter": params.get("meter"),
         "tariff": params.get("tariff"),
@@ -213,6 +221,24 @@ def _json_rows(body: bytes, *, received: dt.datetime) -> tuple[str, list[dict[st
     return token, [traccar_json_row(loc, received=received) for loc in locations]
 
 
+def _without_tokens(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a quarantined request without device tokens.
+
+    The token-bearing parameters (``id``, ``consulta.id``…) are dropped and tokens in other
+    texts (a JSON body) masked (:func:`api.redact.redact`). The quarantine names the device by
+    its source; a token kept there (the request's, or another device's given twice in one
+    request) would be a credential for whoever reads it.
+    """
+    kept: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key.rpartition(".")[2].lower() in SECRET_PARAMS:
+            continue
+        kept[key] = (
+            [redact(str(v)) for v in value] if isinstance(value, list) else redact(str(value))
+        )
+    return kept
+
+
 def _device(session: Session, token: str) -> accounts.DevicePrincipal:
     device = accounts.device_for_token(session=session, token=token) if token else None
     if device is None:
@@ -231,7 +257,7 @@ def _store(
         source = device_sources(device.device_id)[1]
         if rows is None:
             bad = {"row": [1], "reason": [MALFORMED]} | {
-                raw_text(k): [raw_text(v)] for k, v in raw.items()
+                raw_text(k): [raw_text(v)] for k, v in _without_tokens(raw).items()
             }
             copy_rejected(session.connection(), pd.DataFrame(bad), source=source)
             session.commit()
@@ -299,6 +325,23 @@ _BODY: dict[str, Any] = {
 """The POST's body as documented (read by hand in :func:`osmand`, not by FastAPI)."""
 
 
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+_MAX_FORM_FIELDS = 1000
+"""Most fields read from a body sent as a form without saying so (as Starlette's forms)."""
+
+
+def _is_json(media: str, body: bytes) -> bool:
+    """Say whether a POST's body is read as Traccar Client 9's JSON.
+
+    Its media type says JSON (``application/json``, ``text/json``, ``…+json``, in any case), or
+    says no form and the body opens as JSON does: a tracker that labels its JSON otherwise, or
+    not at all, would otherwise lose the fix (read as a fix without coordinates).
+    """
+    if media in ("application/json", "text/json") or media.endswith("+json"):
+        return True
+    return media not in _FORM_TYPES and body.lstrip()[:1] in (b"{", b"[")
+
+
 def _repeated(items: list[tuple[str, str]], place: str) -> dict[str, list[str]]:
     """Return the parameters sent more than once with different values (``place.name``: all)."""
     return {f"{place}.{k}": v for k, v in repeated_values(items).items() if len(set(v)) > 1}
@@ -306,6 +349,8 @@ def _repeated(items: list[tuple[str, str]], place: str) -> dict[str, list[str]]:
 
 @router.get("", **_DOC)
 @router.post("", **_DOC, openapi_extra=_BODY)
+@router.get("/", include_in_schema=False)  # a server URL typed with a final slash: no
+@router.post("/", include_in_schema=False)  # redirect, which trackers do not follow on a POST
 async def osmand(
     request: Request,
     id: Param = None,  # noqa: A002 - the protocol's name
@@ -331,21 +376,29 @@ async def osmand(
     query = request.query_params.multi_items()
     params = dict(query)
     token = params.get("id") or params.get("deviceid") or ""
-    content_type = request.headers.get("content-type", "")
+    media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    body = await request.body() if request.method == "POST" else b""
     rows: list[dict[str, Any]] | None
     raw: dict[str, Any] = params
     repeated = _repeated(query, "consulta")
     clash: list[str] = []
-    if request.method == "POST" and content_type.startswith("application/json"):
-        body = await request.body()
+    unreadable: dict[str, str] = {}
+    if _is_json(media, body):
         body_token, rows = _json_rows(body, received=received)
         token = body_token or token
         raw = {"body": body[:MAX_RAW_CHARS].decode("utf-8", "replace")}
     else:
-        if request.method == "POST" and content_type.startswith(
-            ("application/x-www-form-urlencoded", "multipart/form-data")
-        ):
+        fields: list[tuple[str, str]] | None = None
+        if media in _FORM_TYPES:
             fields = [(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)]
+        elif body.strip() and not query:
+            # Traccar reads the body as a form whenever the query is empty, whatever its type.
+            text = body.decode("utf-8", "replace")
+            try:
+                fields = parse_qsl(text, keep_blank_values=True, max_num_fields=_MAX_FORM_FIELDS)
+            except ValueError:  # more fields than any fix has: kept as sent
+                unreadable = {"body": text[:MAX_RAW_CHARS]}
+        if fields is not None:
             form = dict(fields)
             repeated |= _repeated(fields, "formulario")
             clash = sorted(k for k, v in form.items() if k in params and params[k] != v)
@@ -354,8 +407,9 @@ async def osmand(
                 raw |= {f"formulario.{k}": v for k, v in form.items()}
             params |= form
             token = params.get("id") or params.get("deviceid") or ""
-        raw |= repeated
-        rows = None if clash or repeated else [osmand_row(params, received=received)]
+        raw |= repeated | unreadable
+        malformed = clash or repeated or unreadable
+        rows = None if malformed else [osmand_row(params, received=received)]
     results = await run_in_threadpool(_store, request, token, rows, raw)
     if any(r.status == ACCEPTED for r in results):
         wake_live_worker(request.app)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -97,6 +98,30 @@ class TestUpgradeDowngrade:
             assert _drift(engine) == []
         finally:
             engine.dispose()
+
+    def test_device_tokens_in_the_quarantine_are_masked(self, empty_database_url: str) -> None:
+        """0026 masks the device tokens an OsmAnd request quarantined whole had kept (a query's
+        id, a JSON body's device_id); the rest of the row stays."""
+        url = empty_database_url
+        upgrade(url, "0025")
+        token = "pd" + "0123456789abcdef" * 2
+        raw = {"id": token, "lat": "-30.05", "body": f'{{"device_id": "{token}"}}'}
+        engine = create_engine(url, poolclass=NullPool)
+        try:
+            with engine.begin() as conn:
+                conn.execute(
+                    text(
+                        "INSERT INTO rejected_fixes (source, row, reason, raw) "
+                        "VALUES ('osmand:device:1', 1, 'malformed_request', CAST(:r AS jsonb))"
+                    ),
+                    {"r": json.dumps(raw)},
+                )
+            upgrade(url)
+            with engine.connect() as conn:
+                kept = conn.execute(text("SELECT raw FROM rejected_fixes")).scalar_one()
+        finally:
+            engine.dispose()
+        assert kept == {"id": "***", "lat": "-30.05", "body": '{"device_id": "***"}'}
 
     def test_fixes_is_partitioned_by_range_of_ts(self, db_session: Session) -> None:
         """The fixes parent is a RANGE-partitioned table with a DEFAULT partition."""

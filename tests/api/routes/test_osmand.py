@@ -21,6 +21,15 @@ def _traccar_query(token: str, unix_s: int) -> str:
     )
 
 
+def _stored(engine: Engine, unix_s: int) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text("SELECT count(*) FROM fixes WHERE ts = to_timestamp(:t)"), {"t": unix_s}
+            ).scalar_one()
+        )
+
+
 class TestOsmand:
     def test_traccar_client_request_is_accepted(
         self, client: TestClient, seeded: dict, api_engine: Engine
@@ -136,6 +145,99 @@ class TestOsmand:
         )
         assert same.status_code == 200 and "X-Pontual-Rejected" not in same.headers
 
+    @pytest.mark.parametrize(
+        "content_type",
+        ["text/json", "Application/JSON; charset=UTF-8", "text/plain", None],
+    )
+    def test_json_labelled_otherwise_is_read(
+        self, client: TestClient, seeded: dict, api_engine: Engine, content_type: str | None
+    ) -> None:
+        """Traccar Client 9's JSON sent as 'text/json', in capitals, as text or unlabelled is
+        read as JSON and stored: it was answered 200 as a fix without coordinates, and lost."""
+        unix_s = int(time.time()) - 1200 - len(content_type or "")
+        body = {
+            "device_id": seeded["device_token"],
+            "location": {"timestamp": unix_s, "coords": {"latitude": -30.07, "longitude": -51.17}},
+        }
+        headers = {"Content-Type": content_type} if content_type else {}
+        answer = client.post("/osmand", content=json.dumps(body), headers=headers)
+        assert answer.status_code == 200 and "X-Pontual-Rejected" not in answer.headers
+        assert _stored(api_engine, unix_s) == 1
+
+    @pytest.mark.parametrize("content_type", ["text/plain", "application/octet-stream", None])
+    def test_a_form_body_not_labelled_as_one_is_read(
+        self, client: TestClient, seeded: dict, api_engine: Engine, content_type: str | None
+    ) -> None:
+        """With an empty query the body is read as a form whatever its type, as Traccar's own
+        decoder does: it was refused 401 (no token read), and the tracker resent it for ever."""
+        unix_s = int(time.time()) - 1100 - len(content_type or "")
+        body = f"id={seeded['device_token']}&timestamp={unix_s}&lat=-30.05&lon=-51.18"
+        headers = {"Content-Type": content_type} if content_type else {}
+        answer = client.post("/osmand", content=body, headers=headers)
+        assert answer.status_code == 200 and "X-Pontual-Rejected" not in answer.headers
+        assert _stored(api_engine, unix_s) == 1
+
+    def test_a_final_slash_is_the_same_address(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """A server URL typed '/osmand/' stores the fix (a 307 redirect, which trackers do not
+        follow on a POST, lost every fix and echoed the token in the Location)."""
+        unix_s = int(time.time()) - 1000
+        answer = client.post(
+            f"/osmand/?{_traccar_query(seeded['device_token'], unix_s)}", follow_redirects=False
+        )
+        assert answer.status_code == 200
+        assert _stored(api_engine, unix_s) == 1
+
+    def test_minus_one_in_the_query_is_unknown(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """speed, bearing and accuracy -1 (Android's 'unknown') store the fix without them, as
+        in the JSON shape; the whole fix was quarantined as invalid_speed."""
+        unix_s = int(time.time()) - 900
+        url = (
+            f"/osmand?id={seeded['device_token']}&timestamp={unix_s}&lat=-30.05&lon=-51.18"
+            "&speed=-1&bearing=-1&accuracy=-1"
+        )
+        answer = client.get(url)
+        assert answer.status_code == 200 and "X-Pontual-Rejected" not in answer.headers
+        with api_engine.connect() as conn:
+            row = conn.execute(
+                text(
+                    "SELECT speed_kmh, heading_deg, accuracy_m FROM fixes "
+                    "WHERE ts = to_timestamp(:t)"
+                ),
+                {"t": unix_s},
+            ).one()
+        assert tuple(row) == (None, None, None)
+
+    def test_no_token_is_kept_in_the_quarantine(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """A request quarantined whole (two ids; a JSON body without 'location') keeps no device
+        token: a token there is a credential for whoever reads the quarantine page or a backup.
+        The other device's token, given by mistake, is not kept either."""
+        token = seeded["device_token"]
+        other = "pd" + "0123456789abcdef" * 2
+        answer = client.post(f"/osmand?id={other}&id={token}&lat=-30.05&lon=-51.18")
+        assert answer.headers.get("X-Pontual-Rejected") == "malformed_request"
+        body = json.dumps({"device_id": token, "note": f"id={token}"})
+        answer = client.post("/osmand", content=body, headers={"Content-Type": "application/json"})
+        assert answer.headers.get("X-Pontual-Rejected") == "malformed_request"
+        with api_engine.connect() as conn:
+            kept = (
+                conn.execute(
+                    text(
+                        "SELECT raw::text FROM rejected_fixes WHERE reason = 'malformed_request' "
+                        "ORDER BY rejected_id DESC LIMIT 2"
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        assert len(kept) == 2 and '"lat"' in kept[1] and '"body"' in kept[0]
+        assert not any(token in k or other in k for k in kept)
+
     def test_unknown_id_is_401(self, client: TestClient, seeded: dict) -> None:
         """An id that is not a device token is refused with 401."""
         response = client.get("/osmand?id=123456&lat=-30&lon=-51&timestamp=1700000000")
@@ -160,6 +262,9 @@ class TestOsmandRow:
             ({"location": "-30.1,-51.2"}, {"lat": "-30.1", "lon": "-51.2"}),
             ({"accuracy": "0"}, {"accuracy_m": None}),
             ({"accuracy": "12"}, {"accuracy_m": "12"}),
+            ({"accuracy": "-1"}, {"accuracy_m": None}),
+            ({"speed": "-1", "bearing": "-1"}, {"speed_kmh": None, "heading_deg": None}),
+            ({"speed": "-5"}, {"speed_kmh": pytest.approx(-9.26)}),  # refused by validation
         ],
     )
     def test_units_and_forms(self, params: dict, expected: dict) -> None:
