@@ -110,9 +110,9 @@ def device_sources(device_id: int) -> tuple[str, str]:
 
 
 NOT_AN_OBJECT = "not_an_object"
+"""A batch row that is not a JSON object (``null``, a number, a list): refused alone."""
 SENT = "sent"
 """Key of a ``not_an_object`` row's quarantined cells holding what was sent, as JSON text."""
-"""A batch row that is not a JSON object (``null``, a number, a list): refused alone."""
 CONFLICTING_DUPLICATE = "conflicting_duplicate"
 UNKNOWN_FIELD = "unknown_field"
 """A row with a key the contract does not have (``"taximetro"``, ``"speed"``): refused whole,
@@ -265,11 +265,26 @@ def _cells(row: Mapping[str, Any], vehicle_id: str) -> dict[str, str]:
     return out
 
 
+MAX_UNKNOWN_KEPT = 20
+"""Keys outside the contract an ``unknown_field`` row keeps in the quarantine; the others are
+counted (:data:`MORE_KEYS`). Each key is a column of the quarantine's frame: a row of 100,000
+keys (1.6 MB) held the server for half a minute."""
+MORE_KEYS = "campos_a_mais"
+"""Key of an ``unknown_field`` row's quarantined cells: how many unknown keys were not kept."""
+
+
 def _all_cells(row: Mapping[str, Any]) -> dict[str, str]:
-    """Every key of a row with its cell text (the contract's first, absent ones empty)."""
-    return {c: _cell(row.get(c)) for c in RAW_COLUMNS} | {
-        str(k): _cell(v) for k, v in row.items() if k not in RAW_COLUMNS
-    }
+    """Return a row's keys with their cell text, as the quarantine keeps them.
+
+    The contract's keys first (absent ones empty), then the first :data:`MAX_UNKNOWN_KEPT`
+    others, and the count of the rest (:data:`MORE_KEYS`).
+    """
+    extra = [k for k in row if k not in RAW_COLUMNS]
+    cells = {c: _cell(row.get(c)) for c in RAW_COLUMNS}
+    cells |= {str(k): _cell(row[k]) for k in extra[:MAX_UNKNOWN_KEPT]}
+    if len(extra) > MAX_UNKNOWN_KEPT:
+        cells[MORE_KEYS] = str(len(extra) - MAX_UNKNOWN_KEPT)
+    return cells
 
 
 # --- validation: cells read here or by validate_pings, judged by tracking.validate.ROW_RULES ---

@@ -269,6 +269,31 @@ class TestBatchBody:
             ).one()
         assert tuple(kept) == ("occupied", "", "-30.03")
 
+    def test_a_row_of_many_unknown_keys_keeps_twenty_and_counts_the_rest(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """A row of 50,000 unknown keys is refused alone; the quarantine keeps the contract's
+        cells, the first 20 others and how many were left out (each key was a column of the
+        quarantine's frame: 100,000 held the server for half a minute)."""
+        when = _iso(543)
+        row = {"timestamp": when, "lat": -30.03, "lon": -51.23} | {
+            f"k{i}": i for i in range(50_000)
+        }
+        answer = client.post(
+            "/api/v1/pings", json={"pings": [row]}, headers=bearer(seeded["device_token"])
+        )
+        assert [r["reason"] for r in answer.json()["results"]] == ["unknown_field"]
+        with api_engine.connect() as conn:
+            kept = conn.execute(
+                text(
+                    "SELECT raw FROM rejected_fixes "
+                    "WHERE reason = 'unknown_field' AND raw->>'timestamp' = :t"
+                ),
+                {"t": when},
+            ).scalar_one()
+        assert kept["k0"] == "0" and kept["k19"] == "19" and "k20" not in kept
+        assert kept["campos_a_mais"] == "49980" and kept["lat"] == "-30.03"
+
     def test_an_unknown_key_beside_pings_is_422(
         self, client: TestClient, seeded: dict, api_engine: Engine
     ) -> None:
