@@ -20,11 +20,12 @@ answer:
     :data:`MAX_RAW_CHARS` characters).
 
 Same instant
-    Rows are compared at the database's precision, the microsecond. Within a batch, rows of the
-    same nanosecond are judged by their cells as :func:`tracking.validate.validate_pings` does;
-    then rows of the same microsecond by their values (position, speed, heading, accuracy,
-    meter, tariff, driver): equal, ``duplicate``; different, ``conflicting_duplicate``
-    (:func:`_merge_microseconds`). A row whose key is already stored is compared with the
+    Rows are compared at the database's precision, the microsecond, by their values (position,
+    speed, heading, accuracy, meter, tariff, driver): equal, ``duplicate``; different,
+    ``conflicting_duplicate`` (:func:`_merge_microseconds`), so ``"FREE"`` and ``"free"``, or
+    ``-30.030`` and ``"-30.03"``, are one fix. A batch with a cell of no plain form is judged by
+    :func:`tracking.validate.validate_pings`, which compares rows of the same nanosecond by their
+    cells, as the file import does. A row whose key is already stored is compared with the
     stored fix the same way, in one query on those keys only.
 
 Validation
@@ -548,8 +549,16 @@ def _fast_check(
     answers: dict[int, RowResult] = {}
     bad: list[tuple[int, str, dict[str, str]]] = []
     kept: list[tuple[int, int]] = []  # (instant, index)
-    groups: dict[int, list[dict[str, str]]] = {}  # instant -> cells of its rows (if met twice)
+    groups: dict[int, list[tuple[Any, ...]]] = {}  # instant -> values of its rows (if met twice)
     first: dict[int, int] = {}  # instant -> index of its kept row
+    numbers = (lat, lon, speed, heading, accuracy, tariff)
+
+    def values(i: int) -> tuple[Any, ...]:
+        """Return a row's values as stored: one fix written otherwise is the same fix."""
+        read = (float(a[i]) for a in numbers)
+        meter = int(fields.meter_code[i])
+        return (*(None if math.isnan(x) else x for x in read), meter, drivers[i])
+
     for i, r in enumerate(rows):
         row = i + 1
         t = ts_ns[i]
@@ -564,12 +573,11 @@ def _fast_check(
                 continue
             group = groups.get(t)
             if group is None:
-                group = groups[t] = [_cells(rows[first[t]], vehicle_id)]
-            cells = _cells(r, vehicle_id)
-            if cells in group:
+                group = groups[t] = [values(first[t])]
+            if (mine := values(i)) in group:
                 answers[row] = RowResult(row, DUPLICATE)
                 continue
-            group.append(cells)
+            group.append(mine)
             why = CONFLICTING_DUPLICATE
         answers[row] = RowResult(row, REJECTED, why)
         bad.append((row, why, _cells(r, vehicle_id)))

@@ -137,6 +137,34 @@ class TestDatabasePrecision:
         assert [r["status"] for r in body["results"]] == ["accepted", "duplicate"]
         assert len(_stored(api_engine, second)) == 1
 
+    def test_one_fix_written_otherwise_in_a_batch_is_a_duplicate(
+        self, client: TestClient, token: str, api_engine: Engine
+    ) -> None:
+        """'FREE' for 'free', '-51.20' as text, the instant at -03:00 for Z: the same values,
+        so the same fix in one batch as across batches (it was conflicting_duplicate, the
+        sender told the fix was refused); another meter is still a conflict."""
+        second = _second()
+        utc = pd.Timestamp(_iso(second, "0000000"))
+        local = utc.tz_convert("America/Sao_Paulo").isoformat()
+        row = {"timestamp": utc.isoformat(), "lat": -30.05, "lon": -51.2, "meter": "free"}
+        body = _post(
+            client,
+            token,
+            [
+                row,
+                row | {"meter": "FREE"},
+                row | {"lon": "-51.20", "timestamp": local},
+                row | {"meter": "occupied"},
+            ],
+        )
+        assert [(r["status"], r.get("reason")) for r in body["results"]] == [
+            ("accepted", None),
+            ("duplicate", None),
+            ("duplicate", None),
+            ("rejected", "conflicting_duplicate"),
+        ]
+        assert len(_stored(api_engine, second)) == 1
+
     @pytest.mark.parametrize("path", ["fast", "slow"])
     def test_both_readers_merge_at_the_microsecond(self, path: str) -> None:
         """The record reader and validate_pings' path give the same microsecond verdicts."""
