@@ -106,6 +106,14 @@ def provisions(rule: Planning) -> list[dict[str, str | None]]:
     ]
 
 
+def unknown_text(vehicles: dict[str, Any]) -> str:
+    """Say (pt-BR) how many vehicles the registry gives no inspection date or year: unchecked."""
+    parts = [f"sem data de vistoria no cadastro: {vehicles['unknown_inspection']}"]
+    if vehicles["max_age_years"] is not None:
+        parts.append(f"sem ano (idade não verificada): {vehicles['unknown_age']}")
+    return "; ".join(parts)
+
+
 def _records(frame: pd.DataFrame | None, columns: list[str], top: int | None = None) -> list[Any]:
     if frame is None or len(frame) == 0:
         return []
@@ -227,6 +235,9 @@ def build_plan(
         "max_age_years": rule.max_vehicle_age_years if rule else None,
         "checked": 0 if constraints is None else len(constraints),
         "unknown_age": 0 if constraints is None else int(constraints["age_years"].isna().sum()),
+        "unknown_inspection": 0
+        if constraints is None
+        else int(constraints["inspection_status"].eq("sem data").sum()),
         "over_age": [],
         "inspection": [],
     }
@@ -463,7 +474,7 @@ def render_table(plan: dict[str, Any]) -> str:
         )
         lines.append(
             f"Veículos verificados: {v['checked']}; {age}; "
-            f"vistoria vencida ou a vencer: {len(v['inspection'])}"
+            f"vistoria vencida ou a vencer: {len(v['inspection'])}; {unknown_text(v)}"
         )
         for row in v["over_age"]:
             lines.append(f"  {row['vehicle_id']}: {'; '.join(row['issues'])}")
@@ -715,7 +726,7 @@ def render_html(plan: dict[str, Any], *, map_html: str | None = None) -> str:
         ("issues", "Pendências"),
     ]
     parts.append("<h2>Veículos</h2>")
-    parts.append(f"<p>{v['checked']} verificados em {esc(v['as_of'])}.</p>")
+    parts.append(f"<p>{v['checked']} verificados em {esc(v['as_of'])}; {esc(unknown_text(v))}.</p>")
     if v["max_age_years"] is None:
         parts.append(f"<h3>Idade</h3><p>{esc(NO_AGE_RULE)}.</p>")
     else:

@@ -203,14 +203,14 @@ def vehicle_constraints(
             status = "sem data"
         elif valid_d < as_of:
             status = "vencida"
-            issues.append(f"vistoria vencida em {valid_d.isoformat()}")
+            issues.append(f"vistoria vencida em {valid_d:%d/%m/%Y}")
         elif (valid_d - as_of).days <= due_within_days:
             status = "a vencer"
-            issues.append(f"vistoria vence em {(valid_d - as_of).days} dias ({valid_d})")
+            issues.append(f"vistoria vence em {(valid_d - as_of).days} dias ({valid_d:%d/%m/%Y})")
         elif band is not None and (valid_d - as_of).days > band.interval_days:
             status = "além do intervalo"
             issues.append(
-                f"validade da vistoria ({valid_d}) além do intervalo de "
+                f"validade da vistoria ({valid_d:%d/%m/%Y}) além do intervalo de "
                 f"{band.interval_days} dias da faixa ({band.provision})"
             )
         else:

@@ -25,6 +25,7 @@ import csv
 import datetime as dt
 import io
 import math
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
@@ -134,32 +135,70 @@ def municipality_names() -> dict[str, tuple[str, str]]:
     }
 
 
-def find_municipalities(query: str) -> tuple[list[str], int]:
-    """Return the codes matching ``query`` (a 7-digit code, else a name) and how many match.
+@dataclass(frozen=True)
+class Found:
+    """The municipalities a search finds: the first :data:`MAX_MATCHES` codes, ranked."""
 
-    Accents and case are ignored; exact names first, else names containing it: those that
-    start with it, then the others, each alphabetically, at most :data:`MAX_MATCHES`.
+    codes: list[str]
+    total: int
+    """How many names contain the search (or the one code)."""
+    exact: int
+    """How many of them are named exactly so (the first codes): "Bom Jesus" in five states."""
+
+
+_UF_SUFFIX = re.compile(r"^(.*?)\s*[/-]\s*([A-Za-z]{2})$")
+_CODE_IN = re.compile(r"(?<!\d)(\d{7})(?!\d)")
+
+
+def find_municipalities(query: str, most: int | None = MAX_MATCHES) -> Found:
+    """Find the municipalities ``query`` names.
+
+    A 7-digit code (alone or in the text, as the list shows it: "Porto Alegre/RS (4314902)"),
+    else a name, with or without "/UF". Accents and case are ignored. Exact names first, then
+    names starting with the search, then the others containing it, each alphabetically, at most
+    ``most`` (None: all).
     """
     names = municipality_names()
     wanted = query.strip()
-    if wanted.isdigit():
-        return ([wanted], 1) if wanted in names else ([], 0)
+    if code := _CODE_IN.search(wanted):
+        return Found([code[1]], 1, 1) if code[1] in names else Found([], 0, 0)
+    uf = None
+    ufs = {state for _, state in names.values()}
+    if (suffix := _UF_SUFFIX.match(wanted)) and suffix[2].upper() in ufs:
+        wanted, uf = suffix[1], suffix[2].upper()
     needle = fmt.plain(wanted)
     if not needle:
-        return [], 0
-    exact = [c for c, (n, _) in names.items() if fmt.plain(n) == needle]
-    if exact:
-        return sorted(exact, key=lambda c: names[c][1]), len(exact)
-    partial = [c for c, (n, _) in names.items() if needle in fmt.plain(n)]
+        return Found([], 0, 0)
+    partial = [
+        c
+        for c, (n, state) in names.items()
+        if needle in fmt.plain(n) and (uf is None or state == uf)
+    ]
     ranked = sorted(
         partial,
         key=lambda c: (
+            fmt.plain(names[c][0]) != needle,
             not fmt.plain(names[c][0]).startswith(needle),
             fmt.plain(names[c][0]),
             names[c][1],
         ),
     )
-    return ranked[:MAX_MATCHES], len(partial)
+    exact = sum(fmt.plain(names[c][0]) == needle for c in partial)
+    return Found(ranked[:most], len(partial), exact)
+
+
+ALSO_SHOWN = 8
+"""Other municipalities a search names offered beside the exact one's plan, most populous
+first ("porto": Porto Alegre and Porto Velho, not Porto Acre)."""
+
+
+def most_populous(codes: list[str], n: int) -> list[str]:
+    """Return the ``n`` most populous of ``codes`` (the bundled IBGE figures), in that order."""
+    from planning.population import bundled_population_table
+
+    table = bundled_population_table()
+    people = dict(zip(table["municipality_code"], table["population"], strict=True))
+    return sorted(codes, key=lambda c: -people.get(c, 0))[:n]
 
 
 def municipalities_with_rules() -> dict[str, list[str]]:
@@ -536,6 +575,7 @@ def home(
     session: SessionDep,
     municipio: Annotated[str, Query(max_length=20)] = "",
     busca: str = "",
+    lista: Annotated[str, Query(max_length=100)] = "",
     ano: Year = "2022",
     servico: Service = "taxi",
     dias: Days = str(DEFAULT_DEMAND_DAYS),
@@ -558,6 +598,9 @@ def home(
         "demand_days": DEMAND_DAYS,
         "busca": busca,
         "matches": [],
+        "found": None,
+        "lista": "",
+        "also": [],
         "error": None,
         "computed": None,
         "fmt": fmt,
@@ -566,25 +609,42 @@ def home(
     busca = busca[:100]
     chosen = municipio.strip() or (in_registry[0] if in_registry else DEFAULT_MUNICIPALITY)
     status = 200
+    if lista.strip() and lista.strip() == busca.strip() and municipio.strip():
+        busca = ""  # the list's search is unchanged: the choice in the list is the new one
     if busca.strip():
-        found, total = find_municipalities(busca)
-        if len(found) == 1:
-            chosen = found[0]
+        found = find_municipalities(busca)
+        said = busca.strip()
+        if found.total == 1 or found.exact == 1:
+            chosen = found.codes[0]
             context["busca"] = ""  # found: the list shows it, a later choice in it wins
+            others = find_municipalities(busca, most=None).codes[1:]
+            context["also"] = most_populous(others, ALSO_SHOWN)
+            context["also_total"] = len(others)
+            context["also_search"] = said
         else:
-            context["matches"] = found
-            context["error"] = (
-                f"Nenhum município do IBGE com “{busca.strip()}”: digite o código de 7 dígitos "
-                "ou parte do nome."
-                if not found
-                else f"{total} municípios com “{busca.strip()}”: escolha um."
-                if total == len(found)
-                else (
-                    f"{fmt.integer(total)} municípios com “{busca.strip()}”; os {len(found)} "
-                    "primeiros abaixo: escolha um ou digite mais do nome."
-                )
+            context["matches"] = found.codes
+            context["lista"] = said
+            named = (
+                f"{found.exact} municípios chamados “{names[found.codes[0]][0]}”"
+                if found.exact
+                else ""
             )
-            status = 422 if not found else 200
+            if not found.total:
+                context["error"] = (
+                    f"Nenhum município do IBGE com “{said}”: digite o código de 7 dígitos "
+                    "ou parte do nome."
+                )
+                status = 422
+            elif found.total == found.exact:
+                context["found"] = f"{named}: escolha um."
+            else:
+                count = f"{fmt.integer(found.total)} municípios com “{said}”"
+                context["found"] = f"{named + '; ' if named else ''}{count}" + (
+                    ": escolha um."
+                    if found.total == len(found.codes)
+                    else f"; os {len(found.codes)} primeiros abaixo: escolha um ou digite "
+                    "mais do nome."
+                )
             chosen = ""
     context["selected"] = chosen or municipio.strip()  # a failed search keeps the choice
     try:

@@ -271,6 +271,39 @@ class TestChoice:
         assert missed.status_code == 422
         assert '<option value="4314548" selected>' in missed.text
 
+    def test_one_exact_name_shows_its_plan_and_offers_the_others(
+        self, web_client: Callable
+    ) -> None:
+        """ "porto" is Porto/PI's name: its plan, with links to the others containing it
+        (Porto Alegre, Porto Velho…), which a planner typing "porto" may have meant."""
+        page = web_client("planner").get("/planejamento", params={"busca": "porto"}).text
+        assert "<h1>Planejamento — Porto/PI</h1>" in page
+        also = page[page.index('id="tambem"') :].split("</p>")[0]
+        assert "Também com “porto”" in also and "Porto Alegre/RS" in also
+        assert "Porto Velho/RO" in also
+
+    def test_several_exact_names_are_listed_and_counted(self, web_client: Callable) -> None:
+        """ "bom jesus" lists the five of that name first and counts every name containing it
+        (it said "5 municípios com 'bom jesus'" and hid Bom Jesus da Lapa)."""
+        page = web_client("planner").get("/planejamento", params={"busca": "bom jesus"}).text
+        assert "5 municípios chamados “Bom Jesus”; " in page and "com “bom jesus”" in page
+        assert "Bom Jesus da Lapa/BA" in page
+        assert 'role="status">' in page and "notice--error" not in page
+
+    def test_a_choice_in_the_list_beside_a_listed_search_wins(self, web_client: Callable) -> None:
+        """With a search's list shown, choosing in Município and pressing "Ver o plano" shows
+        that plan (the search, unchanged, took precedence and listed again); a changed search
+        searches."""
+        client = web_client("planner")
+        listed = client.get("/planejamento", params={"busca": "bom jesus"}).text
+        assert '<input type="hidden" name="lista" value="bom jesus">' in listed
+        params = {"busca": "bom jesus", "lista": "bom jesus", "municipio": "1100205"}
+        chosen = client.get("/planejamento", params=params).text
+        assert "<h1>Planejamento — Porto Velho/RO</h1>" in chosen
+        params["busca"] = "pinto bandeira"
+        searched = client.get("/planejamento", params=params).text
+        assert "<h1>Planejamento — Pinto Bandeira/RS</h1>" in searched
+
     def test_ambiguous_name_lists_the_choices(self, web_client: Callable) -> None:
         """A name part shared by several municipalities lists links to each (accents
         ignored: "pinto" finds Pintópolis too)."""
@@ -433,6 +466,35 @@ def test_without_an_age_rule_the_age_is_not_reported_as_checked() -> None:
     assert "acima_da_idade" not in header and len(rows) == 1 and rows[0].startswith("V1,")
 
 
+def test_vehicles_without_an_inspection_date_are_counted_as_unchecked() -> None:
+    """A registry without inspection dates is not "0 with an inspection due": the vehicles
+    without one are counted, in the plan, the terminal's table and the HTML report."""
+    import pandas as pd
+
+    from planning.population import bundled_population_table, population_for
+    from planning.report import build_plan, render_html, render_table
+
+    today = dt.date.today()
+    fleet = pd.DataFrame(
+        {"vehicle_id": ["V1", "V2", "V3"], "year": pd.array([2020] * 3, dtype="Int64"),
+         "inspection_valid_until": [today - dt.timedelta(days=3), None, None]}
+    )  # fmt: skip
+    plan = build_plan(
+        population=population_for(bundled_population_table(), municipality="4314902", year=2022),
+        service="taxi", rule=None, rule_source=None, no_rule_message="sem regra",
+        fleet=fleet, fleet_source="cadastro", as_of=today,
+    )  # fmt: skip
+    assert plan["vehicles"]["unknown_inspection"] == 2
+    assert "vistoria vencida ou a vencer: 1; sem data de vistoria no cadastro: 2" in (
+        render_table(plan)
+    )
+    assert "sem data de vistoria no cadastro: 2" in render_html(plan)
+    expired = today - dt.timedelta(days=3)
+    assert plan["vehicles"]["inspection"][0]["issues"] == [
+        f"vistoria vencida em {expired:%d/%m/%Y}"
+    ]
+
+
 def test_landing_shows_the_registry_municipality(
     web_client: Callable, seeded_plan: None, web_engine: Engine
 ) -> None:
@@ -468,14 +530,36 @@ def test_heat_legend_matches_the_cells_colours(top: int) -> None:
 def test_a_long_search_says_how_many_match_and_ranks_the_beginnings() -> None:
     """ "são" matches hundreds of names: the names that begin with it come first (not Águas de
     São Pedro), the count is all of them, not the 20 shown."""
-    from api.web.planner import MAX_MATCHES, find_municipalities, municipality_names
+    from api.web.planner import MAX_MATCHES, Found, find_municipalities, municipality_names
 
-    found, total = find_municipalities("são")
-    names = [municipality_names()[c][0] for c in found]
-    assert len(found) == MAX_MATCHES < total
+    found = find_municipalities("são")
+    names = [municipality_names()[c][0] for c in found.codes]
+    assert len(found.codes) == MAX_MATCHES < found.total
     assert all(n.startswith("São ") for n in names)
-    assert find_municipalities("4314902") == (["4314902"], 1)
-    assert find_municipalities("nenhum lugar assim") == ([], 0)
+    assert find_municipalities("4314902") == Found(["4314902"], 1, 1)
+    assert find_municipalities("nenhum lugar assim") == Found([], 0, 0)
+
+
+@pytest.mark.parametrize(
+    "typed", ["Porto Alegre/RS", "porto alegre - rs", "Porto Alegre/RS (4314902)", "4314902"]
+)
+def test_a_name_as_the_list_writes_it_is_found(typed: str) -> None:
+    """ "Porto Alegre/RS", as the list shows it, or with its code, finds Porto Alegre alone."""
+    from api.web.planner import find_municipalities
+
+    assert find_municipalities(typed).codes == ["4314902"]
+
+
+def test_exact_names_come_first_and_the_others_are_counted() -> None:
+    """ "bom jesus": the five municipalities of that name first, then the others containing
+    it (Bom Jesus da Lapa…), all counted; "bom jesus/pi" is Piauí's alone."""
+    from api.web.planner import find_municipalities, municipality_names
+
+    found = find_municipalities("bom jesus")
+    names = [municipality_names()[c][0] for c in found.codes]
+    assert found.exact == 5 and names[:5] == ["Bom Jesus"] * 5
+    assert found.total > 15 and "Bom Jesus da Lapa" in names
+    assert len(find_municipalities("bom jesus/pi").codes) == 1
 
 
 def test_a_long_search_is_said_on_the_page(web_client: Callable) -> None:
