@@ -10,6 +10,8 @@ import geopandas as gpd
 import pandas as pd
 
 from enforcement.rulebook import Planning
+from fleet.dates import RegistryDateError, check_registry_date
+from planning._errors import PlanningInputError
 from planning.demand import (
     DEFAULT_MIN_DAYS,
     DEFAULT_RESOLUTION,
@@ -84,7 +86,13 @@ def compose_plan(
         If the code is not an IBGE municipality.
     PlanningRulesError
         If the ``--rules`` file is invalid.
+    PlanningInputError
+        If ``as_of`` is outside the registry's range (:func:`fleet.dates.check_registry_date`).
     """
+    try:  # the registry's range: a plan of 1900 counted today's fleet as active then
+        check_registry_date(as_of, name="as_of")
+    except RegistryDateError as exc:
+        raise PlanningInputError(str(exc)) from None
     table = populations if populations is not None else bundled_population_table()
     population = population_for(table, municipality=municipality, year=year)
     if rules_path is not None:

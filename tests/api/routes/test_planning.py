@@ -90,6 +90,18 @@ class TestGetPlan:
         assert response.status_code == 404
         assert "não encontrado" in response.json()["error"]["message"]
 
+    @pytest.mark.parametrize("as_of", ["1900-01-01", "2099-12-31"])
+    def test_a_date_outside_the_registry_is_422(
+        self, client: TestClient, seeded: dict, as_of: str
+    ) -> None:
+        """A reference date the registry cannot hold (1900: today's fleet was 'active' then)
+        is refused, naming the range."""
+        response = client.get(
+            f"/api/v1/planning/1100205?as_of={as_of}", headers=bearer(seeded["tokens"]["planner"])
+        )
+        assert response.status_code == 422
+        assert "esperado uma data entre 1990-01-01 e" in response.json()["error"]["message"]
+
     def test_agent_is_403(self, client: TestClient, seeded: dict) -> None:
         """Enforcement agents do not get the planning figures."""
         response = client.get("/api/v1/planning/1100205", headers=bearer(seeded["tokens"]["agent"]))
