@@ -141,7 +141,7 @@ def _chosen_municipality(
     values = [c["value"] for c in choices]
     if asked:
         if asked not in values:
-            msg = f"'municipio' era {asked[:20]!r}; escolha um município da lista"
+            msg = f"A cidade {asked[:20]!r} não está no serviço: escolha uma cidade da lista."
             raise SearchError(msg)
         return asked
     of_stand = _municipality_of(session, ponto) if ponto else None
@@ -154,7 +154,10 @@ def _page_number(value: str) -> int:
     if not value.strip():
         return 1
     if not value.strip().isdigit() or int(value) < 1:
-        msg = f"'pagina' era {value[:20]!r}; esperado um número inteiro a partir de 1"
+        msg = (
+            f"A página {value[:20]!r} não existe: use os botões Anterior e Próxima da lista de "
+            "pontos."
+        )
         raise SearchError(msg)
     return int(value)
 
@@ -197,7 +200,10 @@ def _number(value: str, *, name: str, low: float, high: float) -> float:
     except ValueError:
         number = math.nan
     if not (math.isfinite(number) and low <= number <= high):
-        msg = f"'{name}' era {value[:30]!r}; esperado um número entre {low:g} e {high:g}"
+        msg = (
+            f"A posição recebida não é válida ({name} {value[:30]!r}; de {low:g} a {high:g}): "
+            "toque no mapa, use a sua localização ou escolha um ponto de táxi da lista."
+        )
         raise SearchError(msg)
     return number
 
@@ -217,7 +223,10 @@ def search_point(
             {"s": ponto[:100]},
         ).first()
         if row is None:
-            msg = f"ponto {ponto[:30]!r} não encontrado entre os pontos ativos"
+            msg = (
+                f"O ponto de táxi {ponto[:30]!r} não existe ou não está mais ativo: escolha um "
+                "ponto da lista."
+            )
             raise SearchError(msg)
         return float(row.lat), float(row.lon), f"de {row.name} (ponto nº {row.stand_id})"
     if not lat and not lon:
@@ -315,7 +324,8 @@ def _radius(value: str, settings: Any) -> int:
     if not value:
         return DEFAULT_RADIUS_M if DEFAULT_RADIUS_M in allowed else allowed[0]
     if value.strip() not in {str(r) for r in allowed}:
-        msg = f"'raio' era {value[:20]!r}; esperado um de {', '.join(str(r) for r in allowed)}"
+        shown = ", ".join(radius_text(r) for r in allowed)
+        msg = f"A distância {value[:20]!r} não é uma das opções: escolha uma de {shown}."
         raise SearchError(msg)
     return int(value)
 

@@ -205,6 +205,25 @@ class TestFallbacks:
         expected = f"Centro da área a {distance_text(nearest)};"
         assert expected in phone.locator(".result--taxi").first.inner_text()
 
+    def test_a_new_distance_searches_again(
+        self, open_page: Callable, taxis: dict[str, str]
+    ) -> None:
+        """After a search, choosing another distance answers for it at once (the results said
+        "até 1 km" under "5 km" until the button was pressed again); the focus stays on the
+        list."""
+        phone = _phone(open_page, None)
+        phone.goto("/acessivel?municipio=nenhum")
+        phone.get_by_label("Perto de um ponto de táxi").select_option("AC1")
+        phone.get_by_role("button", name="Buscar perto deste ponto").click()
+        expect(phone.locator("#resultados h2")).to_contain_text("AC1", timeout=20_000)
+        before = phone.locator("#resultados").inner_text()
+        distance = phone.get_by_label("Distância máxima")
+        distance.focus()
+        distance.select_option("5000")
+        expect(phone.locator("#resultados")).to_contain_text("5 km", timeout=20_000)
+        assert "5 km" not in before
+        expect(distance).to_be_focused()
+
     def test_tap_on_the_map(self, open_page: Callable, taxis: dict[str, str]) -> None:
         """A tap on the map searches near that place."""
         phone = _phone(open_page, None)
@@ -253,9 +272,12 @@ class TestFallbacks:
     @pytest.mark.parametrize(
         ("query", "message"),
         [
-            ({"lat": "abc", "lon": "-51"}, "&#39;lat&#39; era &#39;abc&#39;"),
-            ({"lat": "-30", "lon": "-51", "raio": "123"}, "&#39;raio&#39; era &#39;123&#39;"),
-            ({"ponto": "NAO-EXISTE"}, "não encontrado entre os pontos ativos"),
+            ({"lat": "abc", "lon": "-51"}, "A posição recebida não é válida (lat &#39;abc&#39;"),
+            (
+                {"lat": "-30", "lon": "-51", "raio": "123"},
+                "A distância &#39;123&#39; não é uma das opções: escolha uma de 500 m, 1 km",
+            ),
+            ({"ponto": "NAO-EXISTE"}, "&#39;NAO-EXISTE&#39; não existe ou não está mais ativo"),
         ],
     )
     def test_bad_search_is_said(self, web_server: Any, query: dict[str, str], message: str) -> None:
@@ -264,6 +286,14 @@ class TestFallbacks:
             answer = httpx.get(f"{web_server.url}{path}", params=query)
             assert answer.status_code == 422, path
             assert message in answer.text and 'role="alert"' in answer.text, path
+
+    def test_no_stand_near_is_not_offered(self, web_server: Any) -> None:
+        """Far from every stand and taxi the answer suggests a wider distance, not "one of the
+        stands below" above "no stand within 500 m"."""
+        far = {"lat": "-33.5", "lon": "-48.5", "raio": "500", "origem": "mapa"}
+        text = httpx.get(f"{web_server.url}/acessivel/resultados", params=far).text
+        assert "Nenhum ponto de táxi até 500 m." in text
+        assert "Tente uma distância maior." in text and "pontos abaixo" not in text
 
     @pytest.mark.parametrize(
         "query",
@@ -480,7 +510,7 @@ class TestCity:
         """A city that is not in the list: 422 and a pt-BR alert."""
         answer = httpx.get(f"{web_server.url}/acessivel", params={"municipio": "9999999"})
         assert answer.status_code == 422
-        assert "escolha um município da lista" in answer.text and 'role="alert"' in answer.text
+        assert "escolha uma cidade da lista" in answer.text and 'role="alert"' in answer.text
 
 
 class TestStandSearch:
@@ -566,7 +596,7 @@ class TestPages:
         beyond = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "9"}).text
         assert "Mostrando 41–45 de 45 pontos" in beyond
         bad = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "dois"})
-        assert bad.status_code == 422 and "&#39;pagina&#39; era &#39;dois&#39;" in bad.text
+        assert bad.status_code == 422 and "A página &#39;dois&#39; não existe" in bad.text
         point = {"lat": "-29.900123", "lon": "-51.000456", "raio": "5000", "origem": "mapa"}
         fragment = httpx.get(f"{web_server.url}/acessivel/resultados", params=point).text
         assert "Mostrando 1–20 de" in fragment and "pagina=2" in fragment

@@ -92,7 +92,10 @@
       stands + " encontrados.";
   }
 
-  function search(params) {
+  var last = null; // the last search's point or stand: a new distance searches it again
+
+  function search(params, keepFocus) {
+    last = params;
     params.raio = radius.value;
     var query = Object.keys(params).map(function (k) {
       return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
@@ -109,13 +112,19 @@
         draw();
         say(summary());
         var heading = results.querySelector("h2");
-        if (heading) heading.focus();
+        if (heading && !keepFocus) heading.focus();
       })
       .catch(function () {
         results.removeAttribute("aria-busy");
         say("Sem resposta do servidor. Verifique a conexão e tente de novo.");
       });
   }
+
+  // A distance changed after a search applies at once (it said "até 1 km" under "5 km"); the
+  // focus stays on the list, the status line says what was found.
+  radius.addEventListener("change", function () {
+    if (last) search(last, true);
+  });
 
   form.addEventListener("submit", function (event) {
     if (!select.value) return;
