@@ -87,6 +87,19 @@ class TestEveryMapExplainsItself:
             assert ("pontual-off" in state) == (not on), f"{name}: {label!r} on={on}"
             assert rows.first.inner_text().strip()
 
+    @pytest.mark.parametrize("name", MAPS)
+    def test_leaflet_controls_speak_portuguese(self, pages, open_map, name):
+        """Zoom buttons, the layer control's button and the credit's link are named in pt-BR
+        (they were "Zoom in", "Layers", "A JavaScript library for interactive maps")."""
+        page, _, _ = _open(open_map, pages[name])
+        assert page.get_attribute(".leaflet-control-zoom-in", "title") == "Aproximar"
+        assert page.get_attribute(".leaflet-control-zoom-out", "title") == "Afastar"
+        toggle = page.locator(".leaflet-control-layers-toggle")
+        if toggle.count():
+            assert toggle.first.get_attribute("aria-label") == "Camadas"
+        credit = page.inner_html(".leaflet-control-attribution")
+        assert "interactive maps" not in credit and "Biblioteca JavaScript" in credit
+
     def test_gps_jumps_start_hidden(self, pages, open_map):
         """On the enforcement map the GPS jumps are off at first, their legend entry says so."""
         page, _, _ = _open(open_map, pages["fiscalização"])

@@ -12,6 +12,14 @@
 (function () {
   "use strict";
   var P = (window.PontualMaps = window.PontualMaps || {});
+  // Leaflet's own controls in pt-BR (folium makes them with Leaflet's English titles), set
+  // before the page's map is made; the layer control's button is named where it is added.
+  if (window.L && L.Control) {
+    L.Control.Zoom.mergeOptions({ zoomInTitle: "Aproximar", zoomOutTitle: "Afastar" });
+    L.Control.Attribution.mergeOptions({
+      prefix: '<a href="https://leafletjs.com" title="Biblioteca JavaScript de mapas interativos">Leaflet</a>',
+    });
+  }
   P.maps = P.maps || {};
   P.popups = P.popups || {};
   P.ready = false;
@@ -412,7 +420,12 @@
     }
     var narrow = map.getContainer().clientWidth < NARROW_PX;
     if (spec.control !== false && spec.layers.length) {
-      L.control.layers(null, overlays, { collapsed: narrow }).addTo(map);
+      var layers = L.control.layers(null, overlays, { collapsed: narrow }).addTo(map);
+      var toggle = layers.getContainer().querySelector(".leaflet-control-layers-toggle");
+      if (toggle) {
+        toggle.title = "Camadas";
+        toggle.setAttribute("aria-label", "Camadas");
+      }
     }
     if (spec.legend) {
       legendControl(spec.legend, narrow).addTo(map);
