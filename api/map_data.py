@@ -137,18 +137,30 @@ def pickups_frame(
 
 
 def findings_frame(
-    session: Session, *, kinds: tuple[str, ...] | None = None, limit: int
+    session: Session,
+    *,
+    kinds: tuple[str, ...] | None = None,
+    limit: int,
+    window: tuple[dt.datetime, dt.datetime] | None = None,
 ) -> gpd.GeoDataFrame:
-    """Return the most recent findings (``kinds`` only, if given) with their details, EPSG:4326."""
-    where = "WHERE kind = ANY(:kinds) " if kinds else ""
+    """Return the most recent findings with their details, EPSG:4326.
+
+    Only ``kinds``, if given, and only those overlapping ``window`` (since, until), if given:
+    the planner's candidate sites count the days of its demand window, as its page says.
+    """
+    where = ["kind = ANY(:kinds)"] if kinds else []
+    if window is not None:
+        where.append("ended_at >= :since AND started_at <= :until")
+    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    since, until = window if window is not None else (None, None)
     frame = gpd.read_postgis(
         text(
             "SELECT finding_id, kind, vehicle_id, stand_id, started_at, ended_at, confidence, "
-            f"details, geometry FROM findings {where}ORDER BY started_at DESC LIMIT :limit"
+            f"details, geometry FROM findings {clause}ORDER BY started_at DESC LIMIT :limit"
         ),
         session.connection(),
         geom_col="geometry",
-        params={"kinds": list(kinds or ()), "limit": limit},
+        params={"kinds": list(kinds or ()), "limit": limit, "since": since, "until": until},
     )
     for col in ("started_at", "ended_at"):
         frame[col] = pd.to_datetime(frame[col], utc=True).dt.as_unit("ns")

@@ -213,11 +213,12 @@ def planner_map_html(
     from planning.demand import candidate_sites, demand_vs_capacity, stand_coverage
 
     now = dt.datetime.now(dt.UTC)
+    since = now - dt.timedelta(days=days)
     stands = stands_frame(session)
-    areas = demand_vs_capacity(
-        pickups_frame(session, since=now - dt.timedelta(days=days), now=now), stands
+    areas = demand_vs_capacity(pickups_frame(session, since=since, now=now), stands)
+    formations = findings_frame(
+        session, kinds=("illegal_stand_formation",), limit=5000, window=(since, now)
     )
-    formations = findings_frame(session, kinds=("illegal_stand_formation",), limit=5000)
     fmap = planner_map(
         areas=areas,
         coverage=stand_coverage(stands),

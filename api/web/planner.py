@@ -303,12 +303,11 @@ def compute_plan(
     stands = municipality_stands(session, m)
     pickups = pickups_frame(session, since=since, now=now, municipality=m)
     area, area_note = municipality_area(m, stands=stands, pickups=pickups)
-    findings = findings_frame(session, kinds=("illegal_stand_formation",), limit=5000)
+    findings = findings_frame(
+        session, kinds=("illegal_stand_formation",), limit=5000, window=(since, now)
+    )
     if area is not None and len(findings):
-        in_window = (findings["ended_at"] >= since) & (findings["started_at"] <= now)
-        findings = findings[
-            in_window & findings.geometry.notna() & findings.geometry.intersects(area)
-        ]
+        findings = findings[findings.geometry.notna() & findings.geometry.intersects(area)]
     else:
         findings = findings.iloc[:0]
     latest = None  # with no boarding in the window: the fleet's latest day with data, if any

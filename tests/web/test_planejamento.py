@@ -362,6 +362,15 @@ class TestChoice:
         assert client.get(f"/planejamento/{PVH}/indicadores.csv").status_code == 403
         assert client.get(f"/planejamento/{PVH}/mapa.json").status_code == 403
 
+    @pytest.mark.browser
+    def test_an_empty_map_says_why(self, page: Any, login: Callable) -> None:
+        """A municipality without a bundled boundary nor registry data (São Paulo here): the
+        map of Brazil says there is nothing to show, not a grey map without a word."""
+        login(page, "planner")
+        page.goto("/planejamento?municipio=3550308")
+        page.wait_for_selector("#mapa-planejamento[data-ready='true']")
+        assert "Nada a mostrar no mapa deste município" in page.inner_text("#mapa-estado")
+
     def test_plan_page_keyboard(self, page: Any, login: Callable) -> None:
         """The form is labelled and sent with the keyboard: choosing 2024 shows that year."""
         login(page, "planner")
@@ -386,6 +395,7 @@ def test_an_old_history_says_its_last_day_and_proposes_no_old_place(web_engine: 
     from shapely.geometry import Point
     from sqlalchemy.orm import Session
 
+    from api.map_data import findings_frame
     from api.web.planner import PlanOptions, compute_plan
     from db.enforcement.models import Finding
     from db.fleet.models import Vehicle, VehicleStatusPeriod
@@ -437,6 +447,17 @@ def test_an_old_history_says_its_last_day_and_proposes_no_old_place(web_engine: 
             assert computed["plan"]["candidates"] == []
             older = compute_plan(session, PlanOptions("4314548", 2022, "taxi", 365))
             assert older["latest_data_day"] is None and len(older["plan"]["candidates"]) == 1
+            # The planner map of the API reads the same window (it listed every finding).
+            now = dt.datetime.now(dt.UTC)
+            kinds = ("illegal_stand_formation",)
+            month = findings_frame(
+                session, kinds=kinds, limit=5000, window=(now - dt.timedelta(days=30), now)
+            )
+            year = findings_frame(
+                session, kinds=kinds, limit=5000, window=(now - dt.timedelta(days=365), now)
+            )
+            assert "PB-VELHO-ISF-0" not in set(month["finding_id"])
+            assert "PB-VELHO-ISF-0" in set(year["finding_id"])
         finally:
             transaction.rollback()
 

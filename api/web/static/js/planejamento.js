@@ -92,8 +92,16 @@
           ]));
         },
       }).addTo(map);
-      if (data.bounds) map.fitBounds(data.bounds, { padding: [12, 12], maxZoom: 16 });
       box.setAttribute("data-ready", "true");
+      if (!data.bounds) {
+        // Nothing to frame: the map of Brazil stays, and says why it is empty.
+        say(
+          "Nada a mostrar no mapa deste município: o sistema não tem o seu limite municipal, e o " +
+            "cadastro não tem nele pontos, embarques nem locais candidatos."
+        );
+        return;
+      }
+      map.fitBounds(data.bounds, { padding: [12, 12], maxZoom: 16 });
       say(
         "Mapa com " + count(layers.cells.features.length, "célula", "células") + " com embarques, " +
           count(layers.stands.features.length, "ponto", "pontos") + " e " +
