@@ -493,6 +493,8 @@ def render_json(plan: dict[str, Any]) -> str:
 
 
 _GREEN, _RED, _BLUE, _GREY = "#2e7d32", "#c62828", "#1565c0", "#9e9e9e"
+_MUTED = "#595959"
+"""Grey of the chart's secondary words (7:1 on white; the bars' grey is 2.7:1)."""
 
 
 def _axis_end(value: float) -> int:
@@ -522,8 +524,8 @@ def chart_svg(plan: dict[str, Any], *, width: int = 640) -> str:
             f'<line class="axis" x1="{left}" y1="{y}" x2="{left + span}" y2="{y}" stroke="#555"/>'
             f'<line x1="{left}" y1="{y - 40}" x2="{left}" y2="{y + 4}" stroke="#333"/>'
             f'<line x1="{left + span}" y1="{y}" x2="{left + span}" y2="{y + 4}" stroke="#555"/>'
-            f'<text x="{left}" y="{y + 16}" font-size="11" fill="{_GREY}">0</text>'
-            f'<text x="{left + span}" y="{y + 16}" font-size="11" fill="{_GREY}" '
+            f'<text x="{left}" y="{y + 16}" font-size="11" fill="{_MUTED}">0</text>'
+            f'<text x="{left + span}" y="{y + 16}" font-size="11" fill="{_MUTED}" '
             f'text-anchor="end">{_fmt(end)}</text>'
         )
 
@@ -532,7 +534,7 @@ def chart_svg(plan: dict[str, Any], *, width: int = 640) -> str:
         f'width="100%" role="img" '
         'aria-label="Frota e acessíveis, cada um na sua escala">',
         '<text x="8" y="30" font-size="13">Frota</text>',
-        f'<text x="8" y="46" font-size="11" fill="{_GREY}">veículos</text>',
+        f'<text x="8" y="46" font-size="11" fill="{_MUTED}">veículos</text>',
     ]
     top = _axis_end(max(v for v in (lo, hi, cur, 1) if v is not None))
 
@@ -561,14 +563,14 @@ def chart_svg(plan: dict[str, Any], *, width: int = 640) -> str:
         )
     else:
         parts.append(
-            f'<text x="{left + 6}" y="30" font-size="11" fill="{_GREY}">'
+            f'<text x="{left + 6}" y="30" font-size="11" fill="{_MUTED}">'
             "frota atual desconhecida</text>"
         )
     parts.append(axis(52, top))
     y2 = panel_h + 10
     parts.append(
         f'<text x="8" y="{y2 + 16}" font-size="13">Acessíveis</text>'
-        f'<text x="8" y="{y2 + 32}" font-size="11" fill="{_GREY}">veículos</text>'
+        f'<text x="8" y="{y2 + 32}" font-size="11" fill="{_MUTED}">veículos</text>'
     )
     if a_min is not None or a_cur is not None:
         a_top = _axis_end(max(v for v in (a_min, a_cur, 1) if v is not None))
@@ -595,7 +597,7 @@ def chart_svg(plan: dict[str, Any], *, width: int = 640) -> str:
         parts.append(axis(y2 + 42, a_top))
     else:
         parts.append(
-            f'<text x="{left + 6}" y="{y2 + 16}" font-size="11" fill="{_GREY}">'
+            f'<text x="{left + 6}" y="{y2 + 16}" font-size="11" fill="{_MUTED}">'
             "sem regra ou sem frota</text>"
         )
     parts.append("</svg>")

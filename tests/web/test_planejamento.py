@@ -363,6 +363,21 @@ class TestChoice:
         assert client.get(f"/planejamento/{PVH}/mapa.json").status_code == 403
 
     @pytest.mark.browser
+    def test_the_chart_stays_readable_on_a_phone(
+        self, open_page: Callable, login: Callable, seeded_plan: None
+    ) -> None:
+        """At 390 px the chart keeps its labels at 9 px or more (they shrank to 6 px) and
+        scrolls inside its box, not the page; the page passes axe."""
+        phone = open_page(width=390, height=844, is_mobile=True, has_touch=True)
+        login(phone, "planner")
+        phone.goto(f"/planejamento?municipio={PVH}")
+        drawn = phone.locator(".chart svg").bounding_box()
+        assert drawn is not None and drawn["width"] >= 560
+        assert drawn["width"] * 11 / 640 >= 9
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+        assert_accessible(phone)
+
+    @pytest.mark.browser
     def test_an_empty_map_says_why(self, page: Any, login: Callable) -> None:
         """A municipality without a bundled boundary nor registry data (São Paulo here): the
         map of Brazil says there is nothing to show, not a grey map without a word."""
