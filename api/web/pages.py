@@ -65,6 +65,7 @@ from db.accounts.models import User
 router = APIRouter(include_in_schema=False)
 
 BAD_CREDENTIALS = "Usuário ou senha incorretos, ou conta desativada."
+EMPTY_LOGIN = "Preencha o usuário e a senha."
 TOO_MANY_LOGINS = "Muitas tentativas de entrada. Tente novamente em {retry} s."
 """Login refused by either quota (of the address, of the account): one message for both."""
 NOTICES = {
@@ -164,6 +165,10 @@ def login(
             error=TOO_MANY_LOGINS.format(retry=retry),
             status_code=429,
             headers={"Retry-After": retry},
+        )
+    if not username.strip() or not password:
+        return _login_page(
+            request, next_path=wanted, username=username, error=EMPTY_LOGIN, status_code=422
         )
     user = accounts.authenticate(session=session, username=username.strip(), password=password)
     if user is None:

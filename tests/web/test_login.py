@@ -21,7 +21,7 @@ from web_helpers import WEB_PASSWORD, WEB_USERS, ServeProcess, csrf_from, http_l
 from api.security import token_digest
 from api.web.auth import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for, safe_next
 from api.web.nav import LANDING
-from api.web.pages import BAD_CREDENTIALS
+from api.web.pages import BAD_CREDENTIALS, EMPTY_LOGIN
 
 ERROR_RE = re.compile(r'<p class="notice notice--error" id="erro-login" role="alert">([^<]*)</p>')
 
@@ -92,6 +92,16 @@ class TestLogin:
                 assert client.cookies.get(SESSION_COOKIE) is None
                 answers.append((response.status_code, ERROR_RE.findall(response.text)))
         assert answers[0] == answers[1] == (422, [BAD_CREDENTIALS])
+
+    @pytest.mark.parametrize(("username", "password"), [("", ""), ("alguem", ""), (" ", "x")])
+    def test_an_empty_field_is_asked_for(
+        self, anon_client: httpx.Client, username: str, password: str
+    ) -> None:
+        """A field left empty (the browser's check bypassed) asks for it, not "wrong
+        password"."""
+        response = _post_login(anon_client, username, password)
+        assert response.status_code == 422
+        assert ERROR_RE.findall(response.text) == [EMPTY_LOGIN]
 
     def test_disabled_account_cannot_log_in(
         self, anon_client: httpx.Client, make_user: Callable[..., str], web_engine: Engine
