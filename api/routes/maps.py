@@ -112,12 +112,15 @@ def _page(fmap: Any, settings: Settings, user: Principal | None = None) -> str:
 
     from api.web.basemap import BASEMAP_PATH
     from api.web.nav import LANDING
+    from api.web.templating import static_url
 
     if _background(settings)["tiles"] is None:
         fmap.add_child(_OfflineBasemap(BASEMAP_PATH))
     if user is not None and user.role in LANDING:
         back = _BACK_LINK.format(href=LANDING[user.role])
         fmap.get_root().html.add_child(Element(back), name="pontual_back")
+    icon = f'<link rel="icon" href="{static_url("img/favicon.svg")}" type="image/svg+xml">'
+    fmap.get_root().header.add_child(Element(icon), name="pontual_icon")  # no /favicon.ico 404
     return str(fmap.get_root().render())
 
 

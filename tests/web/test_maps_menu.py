@@ -37,6 +37,8 @@ def test_supervisor_opens_the_stand_map_from_the_menu(page: Any, login: Callable
     it (any request off the server fails the test), the page in pt-BR and accessible."""
     _open_from_menu(page, login, "supervisor", "Mapa dos pontos", "/api/v1/maps/stands")
     assert page.locator("html").get_attribute("lang") == "pt-BR"
+    icon = page.locator("link[rel=icon]").get_attribute("href")  # not /favicon.ico: a 404
+    assert icon is not None and icon.startswith("/static/img/favicon.svg")
     assert _layers(page)[0]["props"]["stand_id"] == ["S1"]
     assert_accessible(page)
 
