@@ -24,7 +24,7 @@ and a negative ``accuracy`` mean unknown, as Android reports them. ``altitude``,
 ``batt`` and other extras are accepted and not stored. ``meter``, ``tariff`` and ``driver_id``
 are Pontual's extras.
 
-Time: ``timestamp`` in Unix seconds (milliseconds when ≥ 10¹¹, read exactly), ISO 8601 with an
+Time: ``timestamp`` in Unix seconds (milliseconds from 10¹¹ to 10¹⁴, read exactly), ISO 8601 with an
 offset, or ``yyyy-MM-dd HH:mm:ss`` without one, which the protocol defines as UTC (stored with
 ``fixes.ts_origin = 'naive_utc'``). Without ``timestamp`` the fix is dated by its receive time,
 as Traccar does (``ts_origin = 'received'``).
@@ -84,12 +84,15 @@ KNOTS_TO_KMH = 1.852
 MPS_TO_KMH = 3.6
 MS_THRESHOLD = 1e11
 """OsmAnd timestamps at or above this are milliseconds."""
+MS_LIMIT = 1e14
+"""Timestamps at or above this (microseconds, nanoseconds) are not milliseconds either: kept as
+sent, refused by validation, so the quarantine shows what the tracker sent."""
 REJECTED_HEADER = "X-Pontual-Rejected"
 NAIVE_UTC = "naive_utc"
 RECEIVED = "received"
 MALFORMED = "malformed_request"
 _NAIVE = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)")
-_MILLIS = re.compile(r"\d{11,15}")
+_MILLIS = re.compile(r"\d{11,14}")
 
 Param = Annotated[str | None, Query()]
 
@@ -121,11 +124,11 @@ def _instant(value: Any, *, received: dt.datetime) -> tuple[Any, str | None]:
         if naive:
             return f"{naive.group(1)}T{naive.group(2)}Z", NAIVE_UTC
         numeric = _number(text)
-        if numeric is not None and numeric >= MS_THRESHOLD:
+        if numeric is not None and MS_THRESHOLD <= numeric < MS_LIMIT:
             return numeric / 1000.0, None
         return text, None
     numeric = _number(value)
-    if numeric is not None and numeric >= MS_THRESHOLD:
+    if numeric is not None and MS_THRESHOLD <= numeric < MS_LIMIT:
         return numeric / 1000.0, None
     return value, None
 

@@ -258,6 +258,7 @@ class TestOsmandRow:
         [
             ({"speed": "10"}, {"speed_kmh": pytest.approx(18.52)}),
             ({"timestamp": "1700000000123"}, {"timestamp": "1700000000.123"}),
+            ({"timestamp": "1700000000123456"}, {"timestamp": "1700000000123456"}),  # µs: as sent
             ({"timestamp": "2024-03-04T12:00:00Z"}, {"timestamp": "2024-03-04T12:00:00Z"}),
             ({"location": "-30.1,-51.2"}, {"lat": "-30.1", "lon": "-51.2"}),
             ({"accuracy": "0"}, {"accuracy_m": None}),
