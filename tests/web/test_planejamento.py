@@ -477,25 +477,31 @@ def test_an_old_history_says_its_last_day_and_proposes_no_old_place(web_engine: 
             transaction.rollback()
 
 
+def _poa_plan_without_rule(fleet: Any, today: dt.date) -> dict[str, Any]:
+    """Porto Alegre's 2022 taxi plan of ``fleet``, without a rule (no age maximum)."""
+    from planning.population import bundled_population_table, population_for
+    from planning.report import build_plan
+
+    return build_plan(
+        population=population_for(bundled_population_table(), municipality="4314902", year=2022),
+        service="taxi", rule=None, rule_source=None, no_rule_message="sem regra",
+        fleet=fleet, fleet_source="cadastro", as_of=today,
+    )  # fmt: skip
+
+
 def test_without_an_age_rule_the_age_is_not_reported_as_checked() -> None:
     """Porto Alegre's taxi has no age maximum: the figures say "—", not "0 acima da idade
     máxima", and the vehicles CSV has no over-age column; an expired seal is still listed."""
     import pandas as pd
 
     from api.web.planner import figure_rows, table_csv
-    from planning.population import bundled_population_table, population_for
-    from planning.report import build_plan
 
     today = dt.date.today()
     fleet = pd.DataFrame(
         {"vehicle_id": ["V1", "V2"], "year": pd.array([1990, 2024], dtype="Int64"),
          "inspection_valid_until": [today - dt.timedelta(days=3), today + dt.timedelta(days=300)]}
     )  # fmt: skip
-    plan = build_plan(
-        population=population_for(bundled_population_table(), municipality="4314902", year=2022),
-        service="taxi", rule=None, rule_source=None, no_rule_message="sem regra",
-        fleet=fleet, fleet_source="cadastro", as_of=today,
-    )  # fmt: skip
+    plan = _poa_plan_without_rule(fleet, today)
     (over,) = [r for r in figure_rows(plan) if r["key"] == "vehicles.over_age"]
     assert (over["value"], over["shown"]) == (None, "—")
     header, *rows = table_csv("veiculos", {"plan": plan}).splitlines()
@@ -507,19 +513,14 @@ def test_vehicles_without_an_inspection_date_are_counted_as_unchecked() -> None:
     without one are counted, in the plan, the terminal's table and the HTML report."""
     import pandas as pd
 
-    from planning.population import bundled_population_table, population_for
-    from planning.report import build_plan, render_html, render_table
+    from planning.report import render_html, render_table
 
     today = dt.date.today()
     fleet = pd.DataFrame(
         {"vehicle_id": ["V1", "V2", "V3"], "year": pd.array([2020] * 3, dtype="Int64"),
          "inspection_valid_until": [today - dt.timedelta(days=3), None, None]}
     )  # fmt: skip
-    plan = build_plan(
-        population=population_for(bundled_population_table(), municipality="4314902", year=2022),
-        service="taxi", rule=None, rule_source=None, no_rule_message="sem regra",
-        fleet=fleet, fleet_source="cadastro", as_of=today,
-    )  # fmt: skip
+    plan = _poa_plan_without_rule(fleet, today)
     assert plan["vehicles"]["unknown_inspection"] == 2
     assert "vistoria vencida ou a vencer: 1; sem data de vistoria no cadastro: 2" in (
         render_table(plan)
