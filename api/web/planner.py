@@ -137,7 +137,7 @@ def municipality_names() -> dict[str, tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Found:
-    """The municipalities a search finds: the first :data:`MAX_MATCHES` codes, ranked."""
+    """The municipalities a search finds: their codes, ranked (the first ``most``)."""
 
     codes: list[str]
     total: int
@@ -609,7 +609,7 @@ def home(
     chosen = municipio.strip() or (in_registry[0] if in_registry else DEFAULT_MUNICIPALITY)
     status = 200
     if lista.strip() and lista.strip() == busca.strip() and municipio.strip():
-        busca = ""  # the list's search is unchanged: the choice in the list is the new one
+        busca = context["busca"] = ""  # the list's search unchanged: the list's choice wins
     if busca.strip():
         found = find_municipalities(busca)
         said = busca.strip()

@@ -300,6 +300,7 @@ class TestChoice:
         params = {"busca": "bom jesus", "lista": "bom jesus", "municipio": "1100205"}
         chosen = client.get("/planejamento", params=params).text
         assert "<h1>Planejamento — Porto Velho/RO</h1>" in chosen
+        assert 'name="busca" type="search" value=""' in chosen  # the next change is the list's
         params["busca"] = "pinto bandeira"
         searched = client.get("/planejamento", params=params).text
         assert "<h1>Planejamento — Pinto Bandeira/RS</h1>" in searched
