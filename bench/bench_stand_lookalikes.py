@@ -26,7 +26,8 @@ an unlicensed taxi waiting 8 min and boarding in B, or dropping off in B and boa
 min later, also at 45 s (yes); at A, a queue jump (yes), a booked pickup beside the queue and
 the first taxi refusing a ride (no), first-come-first-served with 25 m noise (no); a 90 s red
 light 80 m from A, a car wash, drop-offs at stands, street hails 40–80 m from a stand,
-drive-throughs, licensees of two stands 40 m apart in their own (no).
+drive-throughs, a passenger carried through B with the meter read "free" at one or two fixes
+there, licensees of two stands 40 m apart in their own (no).
 
 Usage::
 
@@ -111,6 +112,7 @@ class Track:
     def __init__(self, vehicle: str, day: date, xy: Point, meter: str = "free") -> None:
         self.vehicle, self.day = vehicle, day
         self.knots: list[Knot] = [(0.0, xy[0], xy[1], meter)]
+        self.misreads: list[tuple[float, float]] = []  # [from, to): the tracker reads "free"
 
     @property
     def t(self) -> float:
@@ -146,6 +148,7 @@ class Track:
         """Move the whole track in time so that its last knot is at ``at``."""
         dt = at - self.t
         self.knots = [(t + dt, x, y, m) for t, x, y, m in self.knots]
+        self.misreads = [(a + dt, b + dt) for a, b in self.misreads]
         return self
 
 
@@ -543,6 +546,26 @@ def drive_throughs(rng: np.random.Generator) -> list[Track]:
     return tracks
 
 
+def meter_misread_in_b(rng: np.random.Generator, dt: float = 15.0) -> list[Track]:
+    """Eight taxis with a passenger crawl through B in a jam (8–12 km/h); the tracker reads the
+    meter "free" at one fix there (two for half of them: a loose cable), "occupied" before and
+    after; the passenger alights 800–1000 m on."""
+    tracks = []
+    for k in range(8):
+        cx, cy = STANDS["B"]
+        tr = Track(f"U{k + 1:02d}", DAYS[2], (cx - 700, cy + LANE), "occupied")
+        drive(tr, rng, [Corner(cx - 300, cy + LANE), on("B", -R - 40, LANE)], slow_end=False)
+        into = tr.t
+        tr.go(on("B", R + 40, LANE), u(rng, 8, 12))
+        mid, n = (into + tr.t) / 2, 1 + k % 2
+        tr.misreads.append((mid - n * dt / 2, mid + n * dt / 2))  # exactly n fixes
+        drive(tr, rng, [Corner(cx + 300, cy + LANE), on("B", u(rng, 800, 1000), LANE)])
+        alight(tr, rng)
+        drive(tr, rng, [on("B", 1200, LANE)], slow_start=True, slow_end=False)
+        tracks.append(tr.shift_to(hm(9) + k * hm(1) + u(rng, 0, 1800)))
+    return tracks
+
+
 def two_stands_40m_apart(rng: np.random.Generator) -> list[Track]:
     """C and D on one street, edges 40 m apart: their licensees wait 5–15 min and board in their
     own; D's drive through C to get there, C's through D to leave."""
@@ -604,6 +627,7 @@ CASES: dict[str, Case] = {
     "dropoff_at_stand": Case("no", (USU,), dropoff_at_stand),
     "street_hails_40_80m": Case("no", (USU,), street_hails),
     "drive_throughs": Case("no", (USU,), drive_throughs, sigma=10),
+    "meter_misread_in_B": Case("no", (USU, QJ), meter_misread_in_b, sigma=10),
     "two_stands_40m_apart": Case("no", (USU,), two_stands_40m_apart, sigma=10),
 }
 
@@ -638,6 +662,8 @@ def fixes(
             lat, lon = latlon(float(x[j]), float(y[j]))
             stamp = (midnight + timedelta(seconds=int(t[j]))).isoformat()
             meter = tr.knots[int(i[j])][3]
+            if any(a <= t[j] < b for a, b in tr.misreads):
+                meter = "free"
             cells = [tr.vehicle, stamp, f"{lat:.6f}", f"{lon:.6f}", meter, f"{kmh[j]:.1f}"]
             rows.append((tr.vehicle, tr.day, int(t[j]), cells))
     rows.sort(key=lambda r: r[:3])

@@ -23,7 +23,10 @@ trip start
     As in ``tracking/trips.py``: a fix with meter ``occupied`` whose previous fix of the vehicle
     is not ``occupied`` (``free``, ``off`` or unknown), or is more than ``max_gap_s`` earlier,
     or does not exist, or belongs to another trip record (``trip_ref``, trip-record datasets
-    such as Porto's, where every fix is occupied and each record is one passenger trip).
+    such as Porto's, where every fix is occupied and each record is one passenger trip). Not
+    the end of a meter blip (:func:`tracking.trips.meter_blip_ends`: one or two fixes not
+    ``occupied`` within a ride read wrong): a taxi with a passenger aboard driving through a
+    stand, one fix there read ``free``, boarded no one there.
 boarding
     Where the meter comes on, in time *and* in space. The candidate is the first trip start of
     the vehicle at or after the visit's arrival. The visit is ``boarded`` when that fix
@@ -124,6 +127,7 @@ from tracking.frames import (
     VEHICLE_ID,
     VISIT_COLUMNS,
 )
+from tracking.trips import METER_BLIP_MAX_FIXES, meter_blip_ends
 from tracking.validate import impossible_steps
 
 PING_INDEX = "ping_index"
@@ -584,6 +588,10 @@ def detect_visits(
         new_record[0] = True  # the first fix starts a record too
         new_record[1:] = ref[1:] != ref[:-1]
     trip_start = np.flatnonzero(occupied & (silence | ~occupied_prev | new_record))
+    # A meter read wrong once or twice inside a ride starts no trip (tracking.trips).
+    stretch = silences.astype(np.int64, copy=False)
+    blip = meter_blip_ends(occupied, stretch, t, trip_start) & ~new_record[trip_start]
+    trip_start = trip_start[~blip]
 
     # Memberships sorted by (stand, position) with duplicates removed: one packed key.
     positions = ping_index if order is None else pos_of[ping_index]
@@ -811,7 +819,8 @@ def advance_visits(
     change (a run a later fix inside could extend — no silence after it, and its first fix
     outside less than ``max(exit_grace_s, near_exit_grace_s)`` before the next possible fix —,
     or not boarded while a trip start could still come within ``boarding_grace_s``); the fix
-    before it gives the next fix its trip start, as in the batch. A final visit is released
+    before it, and the :data:`~tracking.trips.METER_BLIP_MAX_FIXES` before that one, give the
+    next fix its trip start (a meter blip), as in the batch. A final visit is released
     once every visit of its stand that could be ahead of it in the queue is released: its
     ``queue_position`` is :func:`queue_positions` over the stand's released visits still
     present at its arrival. Concatenated and sorted by (vehicle_id, arrived_at, stand_id), the
@@ -1005,15 +1014,16 @@ def advance_visits(
     if final:
         return new_visits_state(), out, frame
 
-    # Each active vehicle keeps its fixes from the one before its first unreleased visit.
+    # Each active vehicle keeps its fixes from the one before its first unreleased visit, and
+    # the METER_BLIP_MAX_FIXES before that one: a trip start is judged by them (a meter blip).
     cut: dict[str, int] = {}
     for v, lo in first_of.items():
         hi = last_of[v]
         if bound[v] == _FAR:
-            cut[v] = int(t[hi])
+            cut[v] = int(t[max(hi - METER_BLIP_MAX_FIXES, lo)])
             continue
         at = lo + int(np.searchsorted(t[lo : hi + 1], bound[v]))
-        cut[v] = int(t[max(at - 1, lo)])
+        cut[v] = int(t[max(at - 1 - METER_BLIP_MAX_FIXES, lo)])
     nexts = tails.next_states(frame, {v: vehicles.get(v) for v in first_of}, cut)
     for v, s in nexts.items():
         s["from"] = bound[v] if bound[v] != _FAR else int(t[last_of[v]]) + 1

@@ -38,6 +38,12 @@ distance_m
 trip_id
     ``"<vehicle_id>-<started_at as YYYYmmddTHHMMSSZ>"``: stable across runs and readable; unique
     because a vehicle has one fix per instant and trips do not overlap.
+meter blip
+    An ``occupied`` fix after at most :data:`METER_BLIP_MAX_FIXES` fixes not ``occupied``, which
+    follow an ``occupied`` fix of the same stretch at most :data:`METER_BLIP_MAX_S` before it
+    (:func:`meter_blip_ends`): the meter read wrong once or twice, not a passenger leaving and
+    another boarding. Visits (``stands/visits.py``) and ``outside_municipality`` take no
+    boarding from it.
 pickup_stand_id
     Taken from ``stand_of_ping`` (the stand each fix is in, from the stands room) at the pickup
     fix when given, else None; the stands room may fill it from visits instead.
@@ -83,6 +89,10 @@ HELPER_COLUMNS = (
 )
 
 OCCUPIED = "occupied"
+METER_BLIP_MAX_FIXES = 2
+"""Most fixes not ``occupied`` between two ``occupied`` ones read as a meter blip."""
+METER_BLIP_MAX_S = 120.0
+"""Longest time from the last ``occupied`` fix before a blip to the ``occupied`` fix after it."""
 _NS = 1_000_000_000
 _M_PER_DEG = 111_320.0  # metres per degree of latitude (and of longitude at the equator)
 _MAX_JUMP_ROUNDS = 20
@@ -307,6 +317,48 @@ class _TripTrack:
         skipped = np.bincount(tr[1:][fast], minlength=k).astype(np.int64)
         dropped = np.bincount(trip[~alive], minlength=k).astype(np.int64)
         return distance.astype(np.float64), dropped, skipped
+
+
+def meter_blip_ends(
+    occupied: NDArray[np.bool_],
+    stretch: NDArray[np.int64],
+    t_ns: NDArray[np.int64],
+    starts: NDArray[np.integer[Any]],
+) -> NDArray[np.bool_]:
+    """Say which of ``starts`` end a meter blip (the module's definition).
+
+    Parameters
+    ----------
+    occupied : numpy.ndarray of bool
+        Per fix, sorted by vehicle and time: the meter reads ``occupied``.
+    stretch : numpy.ndarray of int64
+        Per fix: a number shared by consecutive fixes of one vehicle with no silence between
+        them (the vehicle's code, where silences do not split).
+    t_ns : numpy.ndarray of int64
+        Per fix: its instant (epoch nanoseconds).
+    starts : numpy.ndarray of int
+        Positions of ``occupied`` fixes after one that is not (meter starts).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One per start: True when it ends a blip.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    out = np.zeros(len(starts), dtype=bool)
+    between = np.ones(len(starts), dtype=bool)  # every fix since the candidate not occupied
+    for k in range(1, METER_BLIP_MAX_FIXES + 1):
+        gap = np.maximum(starts - k, 0)
+        between &= (starts - k >= 0) & ~occupied[gap] & (stretch[gap] == stretch[starts])
+        before = np.maximum(starts - k - 1, 0)
+        out |= (
+            between
+            & (starts - k - 1 >= 0)
+            & occupied[before]
+            & (stretch[before] == stretch[starts])
+            & (t_ns[starts] - t_ns[before] <= round(METER_BLIP_MAX_S * _NS))
+        )
+    return out
 
 
 def trip_distances(

@@ -32,6 +32,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
         ("ten_12m_outside_noise10", bench.USU, 0),  # MIN_INSIDE_SHARE
         ("ten_12m_outside_noise20", bench.USU, 0),  # a short stay begun standing beside
         ("ten_20m_outside_noise15", bench.USU, 0),  # the meter came on driving through
+        ("meter_misread_in_B", bench.USU, 0),  # a meter blip is no trip start
         ("fuel_queue", bench.ISF, 0),  # MIN_BOARDING_DAYS
         ("boarding_in_B", bench.USU, 1),
         ("dropoff_then_board_in_B", bench.USU, 1),

@@ -465,6 +465,19 @@ class TestBoardingWhereTheMeterComesOn:
         # 600 m on the sphere of the factories, 598 m in UTM on the ellipsoid
         assert loose.loc[0, "boarding_distance_m"] == pytest.approx(600.0, rel=0.01)
 
+    @pytest.mark.parametrize(("n_free", "boarded"), [(1, False), (2, False), (3, True)])
+    def test_a_meter_blip_in_the_stand_is_no_boarding(self, n_free: int, boarded: bool) -> None:
+        """A taxi with a passenger crawls through the stand; one or two fixes inside read
+        'free' between 'occupied' ones (the meter read wrong): no boarding, in the batch and
+        fix by fix live (an independent check had it accused under art. 59 XIII). Three fixes
+        'free' are a stop: the passenger left and another boarded there."""
+        points = [*_approach(), *[(30 + 15 * k, -10.0 + 5 * k, 0.0) for k in range(5)]]
+        points += [(105, 150.0, 0.0), (120, 300.0, 0.0)]
+        meters = ["occupied"] * 3 + ["free"] * n_free + ["occupied"] * (6 - n_free)
+        batch, live = _both(points, meters)
+        assert [bool(b) for b in batch["boarded"]] == [boarded]
+        assert [v["boarded"] for v in live] == [boarded]
+
     def test_porto_records_drop_off_then_new_record_600_m_away(self) -> None:
         """Trip records (all fixes occupied): a record ending at the stand and the next starting
         600 m away within 2 min is not a boarding at the stand."""

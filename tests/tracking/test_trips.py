@@ -13,7 +13,7 @@ from factories import at, make_pings, make_track, offset_m
 from tracking import frames as fr
 from tracking._errors import InvalidParameterError, MissingColumnsError, PingFrameError
 from tracking.porto import read_porto_trips
-from tracking.trips import assign_trip_ids, detect_trips, trip_distances
+from tracking.trips import assign_trip_ids, detect_trips, meter_blip_ends, trip_distances
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "porto" / "derived" / "trips_combined.csv"
 
@@ -281,3 +281,29 @@ class TestDetectTripsRealData:
         assert len(merged) == len(first_fix) and merged["trip_id"].notna().all()
         assert (trips["distance_m"] >= 0).all()
         assert int(trips["n_dropped_fixes"].sum()) + int(trips["n_skipped_steps"].sum()) > 0
+
+
+class TestMeterBlip:
+    @pytest.mark.parametrize(
+        ("meters", "gap_s", "blip"),
+        [
+            ("OFO", 15, True),  # one fix read free inside a ride
+            ("OFFO", 15, True),  # two
+            ("OFFFO", 15, False),  # three: a stop, the passenger left and another boarded
+            ("FFO", 15, False),  # no ride before: a boarding
+            ("OFO", 70, False),  # 140 s from the ride's last occupied fix: a new ride
+        ],
+    )
+    def test_one_or_two_fixes_not_occupied_inside_a_ride(
+        self, meters: str, gap_s: float, blip: bool
+    ) -> None:
+        """meter_blip_ends: the start after 1-2 fixes not occupied, within 120 s of the ride's
+        last occupied fix, ends a blip; a silence (another stretch) ends the ride."""
+        occupied = np.array([m == "O" for m in meters])
+        t = np.arange(len(meters), dtype=np.int64) * round(gap_s * 1e9)
+        start = np.array([len(meters) - 1])
+        same = np.zeros(len(meters), dtype=np.int64)
+        assert meter_blip_ends(occupied, same, t, start).tolist() == [blip]
+        apart = same.copy()
+        apart[-1] = 1  # a silence before the start
+        assert meter_blip_ends(occupied, apart, t, start).tolist() == [False]

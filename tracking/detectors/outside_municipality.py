@@ -29,10 +29,11 @@ boarding between two fixes
     silence where the ride began is not known, and the trip is kept as one whose meter switch
     was not seen (half confidence).
 meter blip
-    A pickup after at most :data:`METER_BLIP_MAX_FIXES` fixes not ``occupied``, themselves after
-    an ``occupied`` fix at most :data:`METER_BLIP_MAX_S` before the pickup, continues that ride (a
-    meter read wrong once or twice, not a passenger leaving and another boarding): it is not
-    judged on its own; the ride is, by its own pickup.
+    A pickup that ends a meter blip (:func:`tracking.trips.meter_blip_ends`: at most
+    :data:`~tracking.trips.METER_BLIP_MAX_FIXES` fixes not ``occupied`` after an ``occupied``
+    fix at most :data:`~tracking.trips.METER_BLIP_MAX_S` before it) continues that ride (a meter
+    read wrong once or twice, not a passenger leaving and another boarding): it is not judged
+    on its own; the ride is, by its own pickup.
 GPS error at the pickup
     With ``pings`` given, a trip is not judged when the step into its pickup fix from the fix
     before it, or a step between the trip's fixes of its first 5 minutes
@@ -82,16 +83,13 @@ from tracking.detectors._evidence import (
 from tracking.detectors._meter_trips import DEFAULT_TRIP_MAX_GAP_S, meter_trips, open_trips
 from tracking.detectors.findings import empty_findings, make_findings
 from tracking.detectors.kernel import TrackKernel
+from tracking.trips import METER_BLIP_MAX_FIXES, meter_blip_ends
 from tracking.validate import MAX_EXCURSION_S, impossible_steps
 
 KIND = "outside_municipality"
 DEFAULT_BOUNDARY_TOLERANCE_M = 200.0
 CONTINUED_MAX_SILENCE_S = 1800.0
 """Longest tracker silence across which an occupied ride begun inside continues (s)."""
-METER_BLIP_MAX_FIXES = 2
-"""Most fixes not ``occupied`` inside a ride that are read as a meter blip, not a new ride."""
-METER_BLIP_MAX_S = 120.0
-"""Longest time from the ride's last ``occupied`` fix to the next pickup for a blip (s)."""
 MAX_SERVICE_DISTANCE_M = 100_000.0
 """A pickup farther than this from the boundary is not judged: no taxi of the municipality
 serves there; such a position is a wrong coordinate (latitude and longitude swapped, another
@@ -347,23 +345,21 @@ def _meter_blips(
 ) -> NDArray[np.bool_]:
     """Which pickups (positions in the sorted pings) end a meter blip inside a ride.
 
-    At most :data:`METER_BLIP_MAX_FIXES` fixes before the pickup are not ``occupied``, and the
-    fix before them is the same vehicle's, ``occupied``, at most :data:`METER_BLIP_MAX_S` before.
+    :func:`tracking.trips.meter_blip_ends` on each pickup's fixes back to the occupied one it
+    may follow (a window apiece: the meter is read for those fixes only).
     """
     order, codes, ns_sorted = view
-    out = np.zeros(len(pos), dtype=bool)
-    limit = round(METER_BLIP_MAX_S * NS)
-    for k, p in enumerate(pos.tolist()):
-        lo = max(p - METER_BLIP_MAX_FIXES - 1, 0)
-        at = np.arange(lo, p)
-        at = at[codes[at] == codes[p]]
-        if not len(at):
-            continue
-        meter = meter_at(pings, at if order is None else order[at])
-        busy = np.flatnonzero(meter == "occupied")
-        if len(busy) and busy[-1] < len(at) - 1:  # an occupied fix, then the blip
-            out[k] = bool(ns_sorted[p] - ns_sorted[at[busy[-1]]] <= limit)
-    return out
+    width = METER_BLIP_MAX_FIXES + 2
+    window = pos[:, None] - np.arange(width - 1, -1, -1)  # each pickup's fixes, pickup last
+    valid = (window >= 0).ravel()
+    at = np.maximum(window, 0).ravel()
+    meter = meter_at(pings, at if order is None else order[at])
+    # A window's own stretch: fixes before the pings' first, or of another vehicle, are apart.
+    stretch = np.where(valid, codes[at], -1).astype(np.int64) * len(pos) + np.repeat(
+        np.arange(len(pos), dtype=np.int64), width
+    )
+    ends = np.arange(len(pos), dtype=np.int64) * width + width - 1
+    return meter_blip_ends(meter == "occupied", stretch, ns_sorted[at], ends)
 
 
 def _finding_row(
