@@ -45,11 +45,14 @@ Visit kinds (``queue_jump``, ``unlicensed_stand_use``)
     in ``pontual analyze``. The visits released by a call go to
     :func:`tracking.detectors.queue_jump.advance_queue_jump` and
     :func:`tracking.detectors.unlicensed_stand_use.advance_unlicensed_stand_use`: the batch
-    functions run on the released visits, so live finds what ``pontual analyze`` finds. No
-    watermark is passed (the fleet's fixes are not known to come in time order): a visit is
-    released by later fixes of its own vehicle and of those ahead of it, so a vehicle that
-    stops reporting at a stand holds back that stand's queue until it reports again (and the
-    fixes the other vehicles keep for it).
+    functions run on the released visits, so live finds what ``pontual analyze`` finds. The
+    watermark is the call's newest fix (at most the server's clock) less
+    :data:`VISITS_WATERMARK_LAG_S`: a vehicle that stops reporting at a stand (a tracker asleep
+    with the ignition off) counts as gone once silent for ``trip_max_gap_s`` behind it, as the
+    batch splits a visit at such a silence, instead of holding back that stand's queue, and the
+    alerts behind it, until it reports again. Fixes that come in time order give the batch's
+    visits; a device sending an hour of buffered fixes at once may see a visit released
+    earlier than the batch would.
 Inactivity
     ``inactivity`` is a day kernel (``inactivity.KERNEL``) with one fleet-wide state (row
     ``'*'``/``inactivity``, under the same global lock) advanced by each call's fixes: the
@@ -208,6 +211,9 @@ LIVE_KINDS = (
 )
 """Finding kinds detected live: every kind of the contract."""
 DEFAULT_THROTTLE_S = 900.0
+VISITS_WATERMARK_LAG_S = 120.0
+"""The visits' watermark trails the newest fix of a call (never past the server's clock) by
+this much: a vehicle silent for ``trip_max_gap_s`` behind it has left its queue."""
 PEERS_PREFIX = "longer_route_peers:"
 _LOCK_CLASS = 72_943  # first key of pg_advisory_xact_lock(int, int): the live detector locks
 _NS = 1_000_000_000
@@ -943,9 +949,11 @@ def _detect_visit_kinds(
         return [], []  # late fixes only: stored, seen by the batch only
     licences = licence_frame(session=session).drop(columns="licence_id")
     fleet = live_fleet(session)
+    newest = min(pd.Timestamp(pings[fr.TIMESTAMP].max()), pd.Timestamp.now(tz="UTC"))
     visits_state, visits, visit_fixes = advance_visits(
         before,
         pings,
+        now=newest - pd.Timedelta(seconds=VISITS_WATERMARK_LAG_S),
         cover=cover,
         stands=stands,
         licences=licences,

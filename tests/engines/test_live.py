@@ -667,6 +667,24 @@ class TestVisitKinds:
         ).scalars()
         assert set(rows_) == {"visits", "unlicensed_stand_use", "queue_jump:QS1"}
 
+    def test_a_tracker_gone_quiet_at_the_stand_does_not_hold_the_alerts_back(
+        self, db_session: Session
+    ) -> None:
+        """Q1, licensed, waits at QS1 and its tracker stops at 300 s (asleep, the ignition
+        off); Q3 boards there unlicensed at 900 s: alerted from the others' fixes once Q1 has
+        been silent for the trip gap (an independent check saw such alerts held 15 min, until
+        the quiet tracker woke)."""
+        self.register(db_session)
+        points = [
+            (-60, -300.0, 0.0),
+            (-30, -150.0, 0.0),
+            *[(t, 1.0, 0.0) for t in range(0, 301, 30)],
+        ]
+        rows = make_track("Q1", points, meter=["free"] * len(points))
+        rows += at_stand("Q3", 690, 900, board_at=900)
+        found = feed(db_session, make_pings(rows), 5, kinds=("unlicensed_stand_use",))
+        assert [f["vehicle_id"] for f in found] == ["Q3"]
+
     def test_a_vehicle_with_unplaced_licences_is_not_accused(self, db_session: Session) -> None:
         """Q3's fleet import named a stand the registry could not place: its licences are not
         known, so its boarding at QS1 is no unlicensed boarding (it may hold QS1 under another
