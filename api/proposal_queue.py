@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from api.queries import prefixo_part
 from db.enforcement.models import Proposal, ProposalFinding
+from tracking.detectors.findings import FLAG_NAMES, findings_name
 
 STAND_ID = Proposal.document["stand_id"].astext
 """The proposal's stand (``document->>'stand_id'``; indexed by ``ix_proposals_stand_committed``)."""
@@ -111,6 +112,32 @@ def queue_page(
         .offset(offset)
     ).all()
     return [QueueRow(**row._asdict()) for row in rows]
+
+
+NAME_KEYS = ("pattern", "subtype", *sorted({flag for _, flag in FLAG_NAMES}))
+"""The ``details`` keys a finding's name reads (``tracking.detectors.findings.finding_name``)."""
+
+
+def queue_names(*, session: Session, rows: list[QueueRow]) -> dict[str, str]:
+    """Return each listed proposal's pt-BR name, as its page names it.
+
+    An accessible taxi's wait or a use under suspension is no "boarding" (:func:`findings_name`
+    of its findings). One query for the page, reading only :data:`NAME_KEYS` of the findings'
+    details.
+    """
+    if not rows:
+        return {}
+    picked = ", ".join(f"'{k}', f.details -> '{k}'" for k in NAME_KEYS)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for proposal_id, details in session.execute(
+        text(
+            f"SELECT pf.proposal_id, jsonb_build_object({picked}) FROM proposal_findings pf "
+            "JOIN findings f ON f.finding_id = pf.finding_id WHERE pf.proposal_id = ANY(:ids)"
+        ),
+        {"ids": [r.proposal_id for r in rows]},
+    ).all():
+        found.setdefault(str(proposal_id), []).append(dict(details))
+    return {r.proposal_id: findings_name(r.kind, found.get(r.proposal_id, [])) for r in rows}
 
 
 def queue_counts(*, session: Session, filters: QueueFilters) -> dict[str, dict[str, int]]:

@@ -58,6 +58,7 @@ from api.proposal_queue import (
     QueueFilters,
     proposals_of_findings,
     queue_counts,
+    queue_names,
     queue_page,
     queue_total,
 )
@@ -993,6 +994,7 @@ def queue_context(
     rows = queue_page(
         session=session, filters=filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
     )
+    names = queue_names(session=session, rows=rows)
     kept = {k: params.get(k) for k in QUEUE_PARAMS if params.get(k) is not None}
     if "situacao" not in kept:
         kept["situacao"] = "proposta"
@@ -1008,7 +1010,7 @@ def queue_context(
                 "href": proposal_url(r.proposal_id),
                 "proposal_id": r.proposal_id,
                 "kind": r.kind,
-                "kind_label": KIND_NAMES.get(r.kind, r.kind),
+                "kind_label": names[r.proposal_id],
                 "status": r.status,
                 "status_label": STATUS_NAMES.get(r.status, r.status),
                 "vehicle_id": r.vehicle_id or "—",

@@ -71,6 +71,22 @@ def agent(web_client: Callable[..., httpx.Client]) -> httpx.Client:
     return web_client("agent")
 
 
+def test_a_use_under_suspension_is_named_so_in_the_queue(
+    web_engine: Engine, agent: httpx.Client
+) -> None:
+    """A licensee's use of its stand under suspension is listed as such, as its page names it,
+    not as "Embarque em ponto sem licença" (its kind's name)."""
+    vehicle = f"QS{secrets.token_hex(2).upper()}"
+    finding = boarding_finding(
+        vehicle_id=vehicle, stand_id="S1", started_at=BASE, subtype="suspended_use"
+    )
+    finding["details"]["suspension_kind"] = "suspension"
+    proposal = store_and_propose(web_engine, [finding])[finding["finding_id"]]
+    page = html.unescape(agent.get("/fiscal/propostas", params={"veiculo": vehicle}).text)
+    row = page[page.index(f'data-proposal-id="{proposal}"') :].split("</tr>")[0]
+    assert "Uso de ponto durante suspensão" in row and "sem licença" not in row
+
+
 class TestFilters:
     def test_vehicle_lists_its_proposals_newest_first(
         self, agent: httpx.Client, fleet: dict[str, Any]
