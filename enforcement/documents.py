@@ -878,7 +878,10 @@ _VALUES = {
     "first_registration": "primeiro registro",
 }
 """pt-BR words of the values those keys take (sub-cases, reasons, meter states)."""
-_SKIP = re.compile(r"(_cell|_id|_ns|^timezone|^crs|^source|^local_start|^local_end)$")
+_SKIP = re.compile(
+    r"(_cell|_id|_ns|^timezone|^crs|^source|^local_start|^local_end|^provisional|^withdrawn)$"
+)
+"""Keys not shown among the measures (ids, internals; a live finding's state is its badge)."""
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ORDER = {k: i for i, k in enumerate(LABELS)}
 MAX_MEASURES = 10

@@ -287,6 +287,14 @@ class TestEvidenceSummary:
         assert "excesso mínimo: 1.000 m" in thresholds
         assert not any("cell" in m or "driven_line" in m for m in measures)
 
+    def test_a_live_findings_state_is_no_measure(self) -> None:
+        """'provisional' and 'withdrawn' are the page's badge, not an English line among the
+        measures ("provisional: sim")."""
+        finding = sample_document()["findings"][0]
+        live = {**finding, "details": {**finding["details"], "provisional": True}}
+        _, measures, _ = evidence_summary(live, timezone="America/Sao_Paulo")
+        assert not any("provisional" in m or "withdrawn" in m for m in measures)
+
     def test_a_reference_from_peers_shows_them(self) -> None:
         """Without a network, the agent reads how many peers the reference came from and their
         reference ratio; a network finding does not list its peers."""
