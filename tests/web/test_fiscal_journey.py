@@ -89,7 +89,7 @@ def test_alert_arrives_live_then_confirm_and_download_the_pdf(
     )
     assert page.title().startswith("(1) ")
 
-    item.get_by_role("link", name="Ver a evidência e a proposta").click()
+    item.get_by_role("link", name="Ver a evidência e gerar a proposta").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Achado: Falha de rastreamento")
     page.get_by_label("Município (regulamento)").select_option("4314902")
     page.get_by_role("button", name="Gerar propostas").click()

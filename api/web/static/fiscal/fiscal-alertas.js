@@ -88,7 +88,8 @@
     meta += " · " + alert.when + " · confiança " + alert.confidence;
     li.appendChild(el("p", "alert__meta", meta));
     var links = el("p", "alert__links");
-    var a = el("a", "", alert.unsettled ? "Ver a evidência" : "Ver a evidência e a proposta");
+    // As the page says it: a new alert has no proposal yet (generated from its finding).
+    var a = el("a", "", alert.unsettled || mark !== "Novo" ? "Ver a evidência" : "Ver a evidência e gerar a proposta");
     a.href = alert.href;
     links.appendChild(a);
     li.appendChild(links);
