@@ -45,6 +45,8 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/pings"): DEVICE,
     ("GET", "/osmand"): DEVICE,
     ("POST", "/osmand"): DEVICE,
+    ("GET", "/osmand/"): DEVICE,  # the same address typed with a final slash
+    ("POST", "/osmand/"): DEVICE,
     ("GET", "/api/v1/drivers"): ADMIN,
     ("POST", "/api/v1/drivers"): ADMIN,
     ("GET", "/api/v1/drivers/{driver_id}"): ADMIN,
@@ -128,6 +130,7 @@ QUERIES = {
     "/api/v1/public/accessible-taxis": "?lat=-30.03&lon=-51.23&radius_m=500",
     "/api/v1/public/stands": "?lat=-30.03&lon=-51.23&radius_m=500",
     "/osmand": "?lat=0&lon=0&timestamp=1700000000",
+    "/osmand/": "?lat=0&lon=0&timestamp=1700000000",
     # an endless event stream: a malformed filter makes an allowed caller's answer a 422
     "/api/v1/alerts/stream": "?bbox=x",
 }
@@ -179,7 +182,7 @@ def _request(
     headers: dict[str, str] = {}
     if caller == "device":
         headers = bearer(seeded["device_token"])
-        if path == "/osmand":
+        if path.startswith("/osmand"):
             url += f"&id={seeded['device_token']}"
     elif caller != "public":
         headers = bearer(fresh_token(caller))  # type: ignore[operator]
@@ -187,7 +190,7 @@ def _request(
         response = client.get(url, headers=headers)
     elif path == "/api/v1/pings":
         response = client.post(url, json={"pings": []}, headers=headers)
-    elif path == "/osmand":
+    elif path.startswith("/osmand"):
         response = client.post(url, headers=headers)
     else:
         response = client.request(method, url, json={}, headers=headers)
