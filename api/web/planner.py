@@ -611,17 +611,17 @@ def home(
     if lista.strip() and lista.strip() == busca.strip() and municipio.strip():
         busca = context["busca"] = ""  # the list's search unchanged: the list's choice wins
     if busca.strip():
-        found = find_municipalities(busca)
+        found = find_municipalities(busca, most=None)  # all: the list and the others
+        shown = found.codes[:MAX_MATCHES]
         said = busca.strip()
         if found.total == 1 or found.exact == 1:
             chosen = found.codes[0]
             context["busca"] = ""  # found: the list shows it, a later choice in it wins
-            others = find_municipalities(busca, most=None).codes[1:]
-            context["also"] = most_populous(others, ALSO_SHOWN)
-            context["also_total"] = len(others)
+            context["also"] = most_populous(found.codes[1:], ALSO_SHOWN)
+            context["also_total"] = found.total - 1
             context["also_search"] = said
         else:
-            context["matches"] = found.codes
+            context["matches"] = shown
             context["lista"] = said
             named = (
                 f"{found.exact} municípios chamados “{names[found.codes[0]][0]}”"
@@ -640,8 +640,8 @@ def home(
                 count = f"{fmt.integer(found.total)} municípios com “{said}”"
                 context["found"] = f"{named + '; ' if named else ''}{count}" + (
                     ": escolha um."
-                    if found.total == len(found.codes)
-                    else f"; os {len(found.codes)} primeiros abaixo: escolha um ou digite "
+                    if found.total == len(shown)
+                    else f"; os {len(shown)} primeiros abaixo: escolha um ou digite "
                     "mais do nome."
                 )
             chosen = ""
