@@ -641,8 +641,7 @@ def home(
                 context["found"] = f"{named + '; ' if named else ''}{count}" + (
                     ": escolha um."
                     if found.total == len(shown)
-                    else f"; os {len(shown)} primeiros abaixo: escolha um ou digite "
-                    "mais do nome."
+                    else f"; os {len(shown)} primeiros abaixo: escolha um ou digite mais do nome."
                 )
             chosen = ""
     context["selected"] = chosen or municipio.strip()  # a failed search keeps the choice
