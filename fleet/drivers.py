@@ -27,7 +27,7 @@ import pandas as pd
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_document_validity, check_registry_date
-from fleet.ids import SPELLED_OTHERWISE, check_registry_id, id_form
+from fleet.ids import check_registry_id, id_form, two_spellings
 from fleet.loaders import FALSE_WORDS, TRUE_WORDS, out_of_range, read_registry_csv, sheet_row
 
 DOCUMENT_STATUSES = ("regular", "suspensa", "cassada")
@@ -151,10 +151,8 @@ def read_drivers(path: str | Path) -> pd.DataFrame:
             id_form(str(rec["driver_id"])), (str(rec["driver_id"]), row)
         )
         if first != rec["driver_id"]:
-            msg = (
-                f"{source}, linha {row}, coluna driver_id: {rec['driver_id']!r} e {first!r} "
-                f"(linha {first_row}): {SPELLED_OTHERWISE}; use uma só grafia"
-            )
+            spelled_twice = two_spellings(str(rec["driver_id"]), first, first_row)
+            msg = f"{source}, linha {row}, coluna driver_id: {spelled_twice}"
             raise FleetFileError(msg)
         for c in _DATES:
             rec[c] = _date(rec[c], source=source, row=row, column=c)  # type: ignore[arg-type]

@@ -35,6 +35,11 @@ SPELLED_OTHERWISE = (
 )
 
 
+def two_spellings(value: str, other: str, row: int) -> str:
+    """Say (pt-BR) that a file writes one id two ways: ``value`` here, ``other`` at ``row``."""
+    return f"{value!r} e {other!r} (linha {row}): {SPELLED_OTHERWISE}; use uma só grafia"
+
+
 def form_clashes(ids: Iterable[str], known: Iterable[str]) -> dict[str, str]:
     """Map each of ``ids`` to an id of ``known`` of its :func:`id_form` written otherwise.
 

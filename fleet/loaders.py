@@ -24,7 +24,7 @@ import shapely
 
 from fleet._errors import FleetFileError
 from fleet.dates import RegistryDateError, check_field_date
-from fleet.ids import SPELLED_OTHERWISE, id_form, registry_id_problem
+from fleet.ids import id_form, registry_id_problem, two_spellings
 from fleet.vocabulary import (
     SERVICE_CATEGORIES,
     VEHICLE_STATUS_ALIASES,
@@ -696,9 +696,8 @@ def _ids(values: pd.Series, *, column: str, problems: _Problems, raw: pd.DataFra
             k = first[form]
             other = values.iloc[k]
             if other != value:
-                why = f"{SPELLED_OTHERWISE}; use uma só grafia"
-                problems.add(i, column, f"{value!r} e {other!r} (linha {sheet_row(k)}): {why}")
-                problems.add(k, column, f"{other!r} e {value!r} (linha {sheet_row(i)}): {why}")
+                problems.add(i, column, two_spellings(value, other, sheet_row(k)))
+                problems.add(k, column, two_spellings(other, value, sheet_row(i)))
             elif raw.iloc[i].tolist() == raw.iloc[k].tolist():
                 problems.add(i, column, f"{value!r} repete o veículo da linha {sheet_row(k)}")
             else:

@@ -40,6 +40,7 @@ from fleet.loaders import (
     registry_records,
     repeated_columns,
     repeated_columns_message,
+    sheet_row,
     unknown_columns_message,
 )
 from geo.crs import WGS84, buffer_points_m
@@ -72,14 +73,15 @@ _MAX_LISTED = 5
 CSV_COLUMNS = (STAND_ID, "lat", "lon", NAME, CAPACITY, MUNICIPALITY, RADIUS_M)
 """Columns of a stands CSV of the contract: another is refused, never ignored."""
 _PLURAL = {"feição": "feições", "linha": "linhas", "registro": "registros"}
-_FIRST_NUMBER = {"linha": 2}
-"""A CSV's first data row is the spreadsheet's row 2 (the header is row 1); features and a
-frame's records count from 1."""
 
 
 def _number(unit: str, i: int | np.integer) -> int:
-    """Return the number a person reads for the data row (feature, record) of index ``i``."""
-    return int(i) + _FIRST_NUMBER.get(unit, 1)
+    """Return the number a person reads for the data row (feature, record) of index ``i``.
+
+    A CSV's line is the spreadsheet's (:func:`fleet.loaders.sheet_row`: the header is row 1);
+    features and a frame's records count from 1.
+    """
+    return sheet_row(int(i)) if unit == "linha" else int(i) + 1
 
 
 def _at(unit: str, i: int | np.integer) -> str:
