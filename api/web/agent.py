@@ -751,6 +751,7 @@ def finding_page(
     Back from generating under ``municipio``'s rulebook, a finding still without a proposal
     says why (:func:`db.enforcement.workflow.why_not_proposed`).
     """
+    from db.enforcement.evidence import stored_track
     from db.fleet.models import Vehicle
     from db.stands.models import Stand
 
@@ -829,6 +830,12 @@ def finding_page(
             map_layers(
                 findings=[finding],
                 zone=zone,
+                track=stored_track(
+                    session,
+                    finding.get("vehicle_id"),
+                    finding["started_at"].to_pydatetime(),
+                    finding["ended_at"].to_pydatetime(),
+                ),
                 stand=stand_ring,
                 geometries=[finding.get("geometry")],
             )
@@ -858,22 +865,35 @@ def generate(
     session: SessionDep,
     municipio: Annotated[str, Form(max_length=MUNICIPALITY_CODE)] = "",
     volta: Annotated[str, Form(max_length=MAX_NEXT_LENGTH)] = "",
+    achado: Annotated[str, Form(max_length=FILTER_TEXT)] = "",
 ) -> Response:
-    """Propose for the stored findings no proposal of the municipality covers yet."""
+    """Propose for the stored findings no proposal of the municipality covers yet.
+
+    From a finding's page (``achado``), only that finding and its vehicle's other findings:
+    an agent acting on one alert does not propose the whole municipality's.
+    """
     back = safe_next(volta) or "/fiscal/propostas"
     known = {code: zone for code, _, zone in _municipalities()}
     if municipio not in known:
         return _redirect(_with_query(back.split("?")[0], erro="municipio"))
+    scope = achado or None
     created, done = workflow.generate_report(
-        session, municipality=municipio, timezone=known[municipio], actor=web.principal.username
+        session,
+        municipality=municipio,
+        timezone=known[municipio],
+        actor=web.principal.username,
+        with_finding=scope,
     )
     session.commit()
+    elsewhere = workflow.count_of_other_municipalities(
+        session, municipality=municipio, with_finding=scope
+    )
     return _redirect(
         _with_query(
             back.split("?")[0],
             geradas=str(created),
             revisao=str(len(done.for_review)),
-            fora=str(workflow.count_of_other_municipalities(session, municipality=municipio)),
+            fora=str(elsewhere),
             municipio=municipio,
         )
     )

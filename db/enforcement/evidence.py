@@ -156,6 +156,29 @@ def with_stored_meters(session: Session, records: list[dict[str, Any]]) -> list[
     return records
 
 
+def stored_track(
+    session: Session, vehicle_id: str | None, start: dt.datetime, end: dt.datetime
+) -> list[tuple[float, float]]:
+    """Return the vehicle's stored fixes ``(lon, lat)`` in time order, from ``start`` to ``end``.
+
+    With :data:`TRACK_MARGIN` either side and at most :data:`MAX_TRACK_FIXES` (the first ones);
+    empty without a vehicle.
+    """
+    if not vehicle_id:
+        return []
+    rows = session.execute(
+        select(Fix.lon, Fix.lat)
+        .where(
+            Fix.vehicle_id == vehicle_id,
+            Fix.ts >= start - TRACK_MARGIN,
+            Fix.ts <= end + TRACK_MARGIN,
+        )
+        .order_by(Fix.ts)
+        .limit(MAX_TRACK_FIXES)
+    ).all()
+    return [(float(lon), float(lat)) for lon, lat in rows]
+
+
 def document_for(session: Session, proposal_id: str) -> Document:
     """Assemble the document data of a stored proposal."""
     p = get_proposal(session, proposal_id)
@@ -180,20 +203,7 @@ def document_for(session: Session, proposal_id: str) -> Document:
     holder = session.get(PermitHolder, vehicle.holder_id) if vehicle and vehicle.holder_id else None
     stand = session.get(Stand, record["stand_id"]) if record["stand_id"] else None
 
-    track: list[tuple[float, float]] = []
-    if p.vehicle_id:
-        rows = session.execute(
-            select(Fix.lon, Fix.lat)
-            .where(
-                Fix.vehicle_id == p.vehicle_id,
-                Fix.ts >= p.committed_at - TRACK_MARGIN,
-                Fix.ts <= p.committed_until + TRACK_MARGIN,
-            )
-            .order_by(Fix.ts)
-            .limit(MAX_TRACK_FIXES)
-        ).all()
-        track = [(float(lon), float(lat)) for lon, lat in rows]
-
+    track = stored_track(session, p.vehicle_id, p.committed_at, p.committed_until)
     geoms = [g for g in findings.geometry if g is not None and not g.is_empty]
     points = [g for g in geoms if g.geom_type == "Point"]
     areas = [g for g in geoms if g.geom_type in ("Polygon", "MultiPolygon")]

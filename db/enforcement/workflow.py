@@ -413,6 +413,16 @@ def _under_rulebooks_of(municipality: str) -> ColumnElement[bool]:
     return or_(Finding.vehicle_id.is_(None), Finding.vehicle_id.not_in(elsewhere))
 
 
+def _with_finding(finding_id: str) -> ColumnElement[bool]:
+    """Select a finding and its vehicle's other findings: what is judged with it.
+
+    A rule's repetition and a vehicle's proposals are counted per vehicle; a finding of no
+    vehicle is judged alone.
+    """
+    vehicle = select(Finding.vehicle_id).where(Finding.finding_id == finding_id)
+    return or_(Finding.finding_id == finding_id, Finding.vehicle_id == vehicle.scalar_subquery())
+
+
 def generate_report(
     session: Session,
     *,
@@ -420,6 +430,7 @@ def generate_report(
     timezone: str,
     actor: str = "sistema",
     confidence_floor: Mapping[str, float] | None = None,
+    with_finding: str | None = None,
 ) -> tuple[int, Proposed]:
     """Propose for the stored findings no proposal of the municipality covers yet.
 
@@ -427,7 +438,8 @@ def generate_report(
     and this turns them into proposals. A finding under its kind's confidence floor (the
     rulebook's, merged with ``confidence_floor``) or not repeated enough for its rule is listed
     for review and stays uncovered: a later run judges it again (with the findings that came
-    since). Findings already proposed count towards a rule's repetition.
+    since). Findings already proposed count towards a rule's repetition. With ``with_finding``
+    (an agent acting on one alert), only that finding and its vehicle's other findings.
 
     Returns
     -------
@@ -440,28 +452,28 @@ def generate_report(
         check_confidence_floor(confidence_floor, where="confidence_floor")
     _ensure_municipality(session, next(iter(books.values())))
     covered = _covered(municipality)
-    ids = session.execute(
-        select(Finding.finding_id).where(
-            Finding.finding_id.not_in(covered), _under_rulebooks_of(municipality)
-        )
-    ).scalars()
+    scope = [Finding.finding_id.not_in(covered), _under_rulebooks_of(municipality)]
+    if with_finding is not None:
+        scope.append(_with_finding(with_finding))
+    ids = session.execute(select(Finding.finding_id).where(*scope)).scalars()
     done = _propose_uncovered(
         session, books, list(ids), covered, timezone=timezone, confidence_floor=confidence_floor
     )
     return store_proposals(session, done.proposals, actor=actor), done
 
 
-def count_of_other_municipalities(session: Session, *, municipality: str) -> int:
+def count_of_other_municipalities(
+    session: Session, *, municipality: str, with_finding: str | None = None
+) -> int:
     """Count the stored findings of prefixos of other municipalities (not judged here).
 
-    :func:`generate_report` leaves them out of ``municipality``'s rulebooks.
+    :func:`generate_report` leaves them out of ``municipality``'s rulebooks. With
+    ``with_finding``, among that finding and its vehicle's others.
     """
-    return int(
-        session.scalar(
-            select(func.count()).select_from(Finding).where(~_under_rulebooks_of(municipality))
-        )
-        or 0
-    )
+    scope = [~_under_rulebooks_of(municipality)]
+    if with_finding is not None:
+        scope.append(_with_finding(with_finding))
+    return int(session.scalar(select(func.count()).select_from(Finding).where(*scope)) or 0)
 
 
 def why_not_proposed(
@@ -491,16 +503,12 @@ def why_not_proposed(
             f"o prefixo {finding.vehicle_id} é do cadastro de outro município ({home}): "
             "o regulamento escolhido não se aplica a ele"
         )
-    ids = [finding_id]
-    if finding.vehicle_id is not None:
-        ids += session.execute(
-            select(Finding.finding_id).where(
-                Finding.vehicle_id == finding.vehicle_id,
-                Finding.finding_id != finding_id,
-                Finding.finding_id.not_in(covered),
-            )
-        ).scalars()
-    done = _propose_uncovered(session, books, ids, covered, timezone=timezone)
+    ids = session.execute(
+        select(Finding.finding_id).where(
+            _with_finding(finding_id), Finding.finding_id.not_in(covered)
+        )
+    ).scalars()
+    done = _propose_uncovered(session, books, list(ids), covered, timezone=timezone)
     if any(finding_id in p["finding_ids"] for p in done.proposals):
         return None
     reasons = [r for r in done.for_review if r["finding_id"] == finding_id]

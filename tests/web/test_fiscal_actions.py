@@ -370,6 +370,52 @@ class TestGenerate:
         assert re.search(r"\b(1 proposta nova gerada|[\d.]+ propostas novas geradas)\.", page)
         assert "Abrir a proposta P-" in page
 
+    def test_from_a_finding_only_its_vehicle_is_proposed(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """An agent acting on one finding proposes it and its vehicle's other findings; another
+        vehicle's finding stays without proposal, and the notice counts only the vehicle's;
+        the finding's page draws the vehicle's stored track around it."""
+        from api.proposal_queue import proposals_of_findings
+        from db.enforcement import workflow
+        from db.engine import session_scope
+
+        own, other = _vehicle("OV"), _vehicle("OO")
+        first = tracking_gap_finding(vehicle_id=own, started_at=START)
+        second = tracking_gap_finding(vehicle_id=own, started_at=START + dt.timedelta(hours=3))
+        elsewhere = tracking_gap_finding(vehicle_id=other, started_at=START)
+        with session_scope(web_engine) as session:
+            workflow.insert_findings(session, [first, second, elsewhere])
+            for k in range(5):  # the vehicle's fixes during the silence's edges
+                session.execute(
+                    text(
+                        "INSERT INTO fixes (vehicle_id, ts, lat, lon, geom, meter, speed_flag, "
+                        "source) VALUES (:v, :ts, -30.0277, :lon, "
+                        "ST_Point(:lon, -30.0277, 4326), 'occupied', false, 'test-track')"
+                    ),
+                    {"v": own, "ts": START - dt.timedelta(minutes=k), "lon": -51.2287 - k / 1e3},
+                )
+        back = f"/fiscal/achados/{first['finding_id']}"
+        page = agent.get(back).text
+        assert f'name="achado" value="{first["finding_id"]}"' in page
+        assert "Gerar propostas dos achados deste veículo" in page
+        assert '"id":"track"' in html.unescape(page)  # the stored fixes: the recorded track
+        done = _post(
+            agent,
+            "/fiscal/propostas/gerar",
+            municipio="4314902",
+            volta=back,
+            achado=first["finding_id"],
+        )
+        page = agent.get(done.headers["location"]).text
+        assert "1 proposta nova gerada." in page  # the vehicle's two silences of one day
+        with session_scope(web_engine) as session:
+            covered = proposals_of_findings(
+                session=session,
+                finding_ids=[first["finding_id"], second["finding_id"], elsewhere["finding_id"]],
+            )
+        assert set(covered) == {first["finding_id"], second["finding_id"]}
+
     def test_a_prefixo_of_another_municipality_is_left_out(
         self, agent: httpx.Client, web_engine: Engine
     ) -> None:
