@@ -279,8 +279,9 @@ def row_codes(fields: RowFields, window: Window) -> NDArray[np.int8]:
 
 _CODE = {reason: i + 1 for i, reason in enumerate(REJECTION_REASONS)}
 _NUMERIC_RE = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
-# An offset must follow a time of day, so a bare date such as "2024-01-01" is not "-01".
-_OFFSET_RE = r"\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s*(?:z|[+-]\d{2}(?::?\d{2})?)$"
+# An offset must follow a time of day, so a bare date such as "2024-01-01" is not "-01"; the
+# time may be in ISO 8601's basic format ("20261207T060130Z").
+_OFFSET_RE = r"\d{2}:?\d{2}(?::?\d{2}(?:[.,]\d+)?)?\s*(?:z|[+-]\d{2}(?::?\d{2})?)$"
 
 
 ChunkSource = Callable[[], Iterable[pd.DataFrame]]

@@ -88,6 +88,34 @@ class TestPostPings:
             )
         assert {"null_island", "vehicle_not_allowed", "unknown_meter"} <= reasons
 
+    def test_iso_basic_format_is_read_with_its_offset(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """``20261207T060130Z`` (ISO 8601's basic format) is stored at its instant; without
+        an offset it is ``naive_timestamp`` as in the extended format."""
+        at = (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=380)).replace(microsecond=0)
+        local = (at + dt.timedelta(seconds=15)).astimezone(dt.timezone(dt.timedelta(hours=-3)))
+        batch = {
+            "pings": [
+                {"timestamp": at.strftime("%Y%m%dT%H%M%SZ"), "lat": -30.03, "lon": -51.23},
+                {"timestamp": local.strftime("%Y%m%dT%H%M%S-0300"), "lat": -30.03, "lon": -51.23},
+                {"timestamp": at.strftime("%Y%m%dT%H%M%S"), "lat": -30.03, "lon": -51.23},
+            ]
+        }
+        response = client.post("/api/v1/pings", json=batch, headers=bearer(seeded["device_token"]))
+        assert response.status_code == 200, response.text
+        assert [(r["status"], r["reason"]) for r in response.json()["results"]] == [
+            ("accepted", None),
+            ("accepted", None),
+            ("rejected", "naive_timestamp"),
+        ]
+        with api_engine.connect() as conn:
+            stored = conn.execute(
+                text("SELECT ts FROM fixes WHERE vehicle_id = 'V1' AND ts BETWEEN :a AND :b"),
+                {"a": at, "b": at + dt.timedelta(seconds=15)},
+            ).scalars()
+            assert sorted(stored) == [at, at + dt.timedelta(seconds=15)]
+
     def test_speed_beyond_the_physical_bound_is_rejected(
         self, client: TestClient, seeded: dict, api_engine: Engine
     ) -> None:
