@@ -33,6 +33,7 @@ class IntruderRow(Protocol):
     departed_at: pd.Timestamp
     dwell_s: SupportsFloat
     boarded: object
+    boarding_distance_m: SupportsFloat
 
 
 class PresenceRow(Protocol):

@@ -42,7 +42,10 @@ INTRUDER_COLUMNS = (
     "departed_at",
     "dwell_s",
     "boarded",
+    "boarding_distance_m",
 )
+"""``boarding_distance_m``: from the meter's start to the stand, 0 inside (``stands/visits.py``:
+a boarding counts up to its ``boarding_grace_m`` past the edge)."""
 CONTACT_COLUMNS = (STAND_ID, VEHICLE_ID, "role", "name", "address", "phone")
 """One row per person linked to a licensed prefixo; ``role`` is ``autorizatario`` or
 ``auxiliar``."""
@@ -198,6 +201,8 @@ def intruders(
     out = mine.loc[~licensed.to_numpy(dtype=bool, na_value=True)].copy()
     if "boarded" not in out.columns:
         out["boarded"] = pd.array([pd.NA] * len(out), dtype="boolean")
+    if "boarding_distance_m" not in out.columns:
+        out["boarding_distance_m"] = np.nan
     out = out[list(INTRUDER_COLUMNS)].astype({STAND_ID: "str", VEHICLE_ID: "str"})
     out["boarded"] = out["boarded"].astype("boolean")
     return out.sort_values([STAND_ID, "arrived_at", VEHICLE_ID], kind="stable").reset_index(

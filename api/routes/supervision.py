@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from api._errors import InvalidRequestError, NotFoundError
 from api.accounts import Principal
@@ -71,6 +71,9 @@ class IntruderVisit(BaseModel):
     departed_at: dt.datetime
     dwell_s: float
     boarded: bool | None
+    boarding_distance_m: float | None = Field(
+        None, description="Do início do taxímetro ao ponto, em metros (0: dentro do ponto)."
+    )
 
 
 class StandIntruders(BaseModel):
@@ -248,6 +251,7 @@ def stand_intruders(
             departed_at=r.departed_at.to_pydatetime(),
             dwell_s=float(r.dwell_s),
             boarded=_value(r.boarded),
+            boarding_distance_m=_value(r.boarding_distance_m),
         )
         for r in cast("Iterator[IntruderRow]", frame.itertuples(index=False))
     ]

@@ -418,6 +418,22 @@ def _how_present(visits: list[dict[str, Any]]) -> str:
     return "near" if "perto" in counted else "silent"
 
 
+def boarded_text(boarded: bool | None, distance_m: float | None) -> str:
+    """Say whether a visit boarded, and where the meter came on: in the stand or past its edge.
+
+    A visit's boarding counts up to ``stands.visits``' grace past the edge (a passenger who
+    walked from the stand); a meter started there may also be a hail down the street after a
+    red light, which the supervisor should see as such.
+    """
+    if boarded is None:
+        return "não se sabe"
+    if not boarded:
+        return "não"
+    if distance_m is None or distance_m <= 0:
+        return "sim, no ponto"
+    return f"sim, taxímetro ligado a {fmt.integer(round(distance_m))} m do ponto, já fora dele"
+
+
 _DAY_LABELS = {
     "present": "no ponto",
     "near": "no ponto: esperou ao lado (fila além do ponto)",
@@ -578,7 +594,7 @@ def stand_page(
                 "arrived": fmt.clock(v.arrived_at, timezone=tz),
                 "departed": fmt.clock(v.departed_at, timezone=tz),
                 "stay": fmt.duration(v.dwell_s),
-                "boarded": v.boarded,
+                "boarded": boarded_text(v.boarded, v.boarding_distance_m),
             }
             for v in intruders.data
             if matches_prefixo(v.vehicle_id, prefixo)

@@ -122,6 +122,14 @@ class TestIntruders:
         assert out["vehicle_id"].tolist() == ["X9", "A2", "B1"]
         assert out["boarded"].tolist() == [True, False, True]
 
+    def test_where_the_meter_came_on_is_kept(self) -> None:
+        """The visits' boarding distance (0 inside, metres past the edge) is carried; a frame
+        without it gives NaN."""
+        visits = VISITS.assign(boarding_distance_m=[None, 0.0, None, None, None, 20.0])
+        out = intruders(visits, LICENCES, stand_ids=["S1"])
+        assert out["boarding_distance_m"].tolist()[::2] == [0.0, 20.0]
+        assert intruders(VISITS, LICENCES, stand_ids=["S1"])["boarding_distance_m"].isna().all()
+
     def test_unknown_licence_is_not_listed(self) -> None:
         """A vehicle whose licences are not known is never listed as an intruder."""
         out = intruders(VISITS, LICENCES, stand_ids=["S1"], unknown_licences=["X9"])

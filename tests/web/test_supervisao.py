@@ -741,3 +741,13 @@ def test_an_own_stand_id_with_a_blank_is_refused_as_typed(
     response = supervisor.get("/supervisao/pontos/" + path)
     assert response.status_code == 403
     assert f"O ponto {shown} não está entre os seus pontos" in response.text
+
+
+def test_a_boarding_says_where_the_meter_came_on() -> None:
+    """In the stand, or past its edge (a hail down the street after a red light reads so)."""
+    from api.web.supervisor import boarded_text
+
+    assert boarded_text(True, 0.0) == "sim, no ponto"
+    assert boarded_text(True, 20.4) == "sim, taxímetro ligado a 20 m do ponto, já fora dele"
+    assert boarded_text(False, None) == "não"
+    assert boarded_text(None, None) == "não se sabe"
