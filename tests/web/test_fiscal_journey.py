@@ -67,9 +67,10 @@ def test_alert_arrives_live_then_confirm_and_download_the_pdf(
     page: Any, login: Callable, web_engine: Engine, web_server: ServeProcess
 ) -> None:
     """Fixes posted by a device make a tracking gap; its alert appears in the open inbox (new,
-    announced); the agent generates the proposal, confirms it (art. 58, IX: no exception to
-    answer) and downloads the PDF, which names the auto number and the vehicle; the confirmation
-    and the document's personal data are audited with the web user as actor."""
+    announced, counted in the total; the inbox names its times' zone); the agent generates the
+    proposal, confirms it (art. 58, IX: no exception to answer) and downloads the PDF, which
+    names the auto number and the vehicle; the confirmation and the document's personal data
+    are audited with the web user as actor."""
     vehicle = f"JR{secrets.token_hex(3).upper()}"
     register_vehicle(web_engine, vehicle, plate="IJK9L87", holder="Titular da Jornada")
     token = _device(web_engine, vehicle)
@@ -78,6 +79,8 @@ def test_alert_arrives_live_then_confirm_and_download_the_pdf(
     login(page, "agent")
     alerts = page.locator("#alertas")
     expect(alerts).to_have_attribute("data-live", "on", timeout=15_000)
+    total = int(page.locator("#alertas-total").inner_text())
+    expect(page.locator("#alertas-fuso")).to_have_text("Horas locais (horário de Brasília).")
     _post_fix(web_server, token, minutes_ago=5, lon=-51.2287 + 0.0623)  # 6 km driven silent
 
     item = alerts.locator("li.alert", has_text=f"Veículo {vehicle}")
@@ -88,6 +91,7 @@ def test_alert_arrives_live_then_confirm_and_download_the_pdf(
         f"Novo alerta: Falha de rastreamento, veículo {vehicle}"
     )
     assert page.title().startswith("(1) ")
+    expect(page.locator("#alertas-total")).to_have_text(str(total + 1))  # the count follows
 
     item.get_by_role("link", name="Ver a evidência e gerar a proposta").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Achado: Falha de rastreamento")

@@ -3,7 +3,8 @@
  * The server renders the latest alerts as a plain list (it works without JavaScript). This
  * script opens an EventSource on the list's data-stream URL (the alerts after the newest one
  * shown), prepends each new alert once (an alert id already shown is never added again, even
- * after a reconnection, when the browser sends Last-Event-ID), marks it new, announces it in
+ * after a reconnection, when the browser sends Last-Event-ID), counts it in the inbox's total
+ * ("Todos os alertas (N)"), marks it new, announces it in
  * the status line (aria-live) and in the page title, and plays a short tone only when the user
  * turned the sound on (never by itself; the choice is kept in localStorage). An alert announced
  * again (event "revision": a provisional one confirmed when its day closed, or withdrawn)
@@ -14,6 +15,7 @@
 
   var list = document.getElementById("alertas");
   var status = document.getElementById("alertas-estado");
+  var total = document.getElementById("alertas-total");
   if (!list || !status || !window.EventSource) { return; }
 
   var MAX_ITEMS = 50;
@@ -104,6 +106,7 @@
     list.insertBefore(item(alert, "Novo"), list.firstChild);
     while (list.children.length > MAX_ITEMS) { list.removeChild(list.lastChild); }
     unread += 1;
+    if (total) { total.textContent = String(Number(total.textContent.replace(/\D/g, "")) + 1); }
     document.title = "(" + unread + ") " + baseTitle;
     setStatus("Novo alerta: " + alert.kind_label + ", " + alert.who.charAt(0).toLowerCase() + alert.who.slice(1) + ".", "on");
     beep();
