@@ -269,7 +269,7 @@ def list_(
 def id_order(stand_id: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key of stand ids: numbers by value (1, 2, 10; PT-2 before PT-10), text as text."""
     parts = re.split(r"(\d+)", str(stand_id))
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+    return tuple((0, int(p)) if p.isascii() and p.isdigit() else (1, p) for p in parts if p)
 
 
 def stand_line(r: dict[str, Any]) -> list[str]:

@@ -614,7 +614,7 @@ def _years(values: pd.Series, *, problems: _Problems) -> pd.Series:
     out: list[int | None] = []
     for i, v in enumerate(values):
         s = "" if v is None else str(v).strip()
-        if s.isdigit() and _MIN_YEAR <= int(s) <= _MAX_YEAR:
+        if s.isascii() and s.isdigit() and _MIN_YEAR <= int(s) <= _MAX_YEAR:
             out.append(int(s))
             continue
         out.append(None)

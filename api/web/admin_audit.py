@@ -153,7 +153,7 @@ def entity_link(entry: AuditEntry) -> str | None:
         return f"/admin/pontos/{quote(str(stand), safe='')}"
     if entry.entity == "user" and entry.entity_id:
         return f"/admin/usuarios?{urlencode({'q': entry.entity_id})}"
-    if entry.entity == "users" and entry.entity_id and entry.entity_id.isdigit():
+    if entry.entity == "users" and entry.entity_id and fmt.digits(entry.entity_id):
         return f"/admin/usuarios/{entry.entity_id}"  # a read of one account: its user_id
     if entry.entity == "device":
         return "/admin/dispositivos"

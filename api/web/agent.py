@@ -786,8 +786,8 @@ def finding_page(
         chosen = municipio  # the rulebook just applied
     notice = why_not = None
     if geradas is not None:
-        made = int(geradas) if geradas.isdigit() else 0
-        left = int(revisao) if revisao and revisao.isdigit() else 0
+        made = int(geradas) if fmt.digits(geradas) else 0
+        left = int(revisao) if revisao and fmt.digits(revisao) else 0
         notice = fmt.plural(
             made,
             "proposta nova gerada.",
@@ -800,7 +800,7 @@ def finding_page(
                 "achado ficou para revisão e não virou proposta.",
                 "achados ficaram para revisão e não viraram proposta.",
             )
-        if fora and fora.isdigit() and int(fora):
+        if fora and fmt.digits(fora) and int(fora):
             notice += " " + fmt.plural(
                 int(fora),
                 "achado de prefixo do cadastro de outro município não foi julgado",

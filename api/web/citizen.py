@@ -153,7 +153,7 @@ def _chosen_municipality(
 def _page_number(value: str) -> int:
     if not value.strip():
         return 1
-    if not value.strip().isdigit() or int(value) < 1:
+    if not fmt.digits(value.strip()) or int(value) < 1:
         msg = (
             f"A página {value[:20]!r} não existe: use os botões Anterior e Próxima da lista de "
             "pontos."

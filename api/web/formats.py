@@ -12,6 +12,14 @@ from api.audit import READ_PERSONAL_DATA
 NONE = "—"
 
 
+def digits(text: str) -> bool:
+    """Tell whether ``text`` is ASCII digits only: what ``int`` reads as a count or an id.
+
+    ``str.isdigit`` also accepts "²" and "①", which ``int`` refuses.
+    """
+    return text.isascii() and text.isdigit()
+
+
 def integer(value: int | None) -> str:
     """``1234567`` → ``"1.234.567"``; None → ``"—"``."""
     if value is None:

@@ -589,14 +589,16 @@ class TestPages:
 
     def test_pages_without_scripts(self, web_server: Any, cities: dict[str, Any]) -> None:
         """Plain GETs: page 3 has the last 5 stands; past the last page, the last page; a
-        page that is not a number is said. A map point's links name its cell, not the point."""
+        page that is not a number (a word, a superscript digit) is said. A map point's links
+        name its cell, not the point."""
         base = {"ponto": "CG00", "raio": "5000"}
         html = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "3"}).text
         assert "Mostrando 41–45 de 45 pontos" in html and html.count("result--stand") == 5
         beyond = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "9"}).text
         assert "Mostrando 41–45 de 45 pontos" in beyond
-        bad = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "dois"})
-        assert bad.status_code == 422 and "A página &#39;dois&#39; não existe" in bad.text
+        for page in ("dois", "²", "①"):  # "²".isdigit(), but int("²") fails: not a 500
+            bad = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": page})
+            assert bad.status_code == 422 and f"A página &#39;{page}&#39; não existe" in bad.text
         point = {"lat": "-29.900123", "lon": "-51.000456", "raio": "5000", "origem": "mapa"}
         fragment = httpx.get(f"{web_server.url}/acessivel/resultados", params=point).text
         assert "Mostrando 1–20 de" in fragment and "pagina=2" in fragment
