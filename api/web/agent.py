@@ -1256,14 +1256,18 @@ def _period_end_form(p: Any, zone: ZoneInfo) -> dict[str, Any] | None:
         return None
     appeal = p.status == "defesa_indeferida" and p.decided_at is not None
     start = p.decided_at if appeal else p.notified_at
+    first = start.astimezone(zone).date() if start is not None else None
+    yesterday = dt.datetime.now(zone).date() - dt.timedelta(days=1)
     return {
+        # began today: no day before today can be its end yet (the form would take no date)
+        "waits": first is not None and first > yesterday,
         "label": (
             "Data em que terminou o prazo de recurso (ou em que o recurso foi decidido)"
             if appeal
             else "Data em que terminou o prazo de defesa (e o de recurso, se houver)"
         ),
-        "min": start.astimezone(zone).date().isoformat() if start is not None else "",
-        "max": (dt.datetime.now(zone).date() - dt.timedelta(days=1)).isoformat(),
+        "min": first.isoformat() if first is not None else "",
+        "max": yesterday.isoformat(),
         "start": _day(start.astimezone(zone).date().isoformat()) if start is not None else "",
         "start_label": "da decisão da defesa" if appeal else "da notificação",
     }

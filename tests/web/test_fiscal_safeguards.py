@@ -103,8 +103,11 @@ class TestReasonsAndDates:
     def test_a_dismissal_reason_is_a_sentence(
         self, agent: httpx.Client, web_engine: Engine
     ) -> None:
-        """A reason under 15 characters: 422 saying why, the typed text kept, nothing changed."""
-        proposal, _ = _proposal(web_engine)
+        """A reason under 15 characters: 422 saying why, the typed text kept, nothing changed;
+        dismissed, the page no longer asks the exception's answer to confirm."""
+        proposal, _ = _proposal(web_engine, subtype="boarding")  # art. 59 XIII: "salvo…"
+        exception = "A regra tem uma exceção: para confirmar"
+        assert exception in html.unescape(agent.get(f"/fiscal/propostas/{proposal}").text)
         page = _post(agent, f"/fiscal/propostas/{proposal}/descartar", motivo="não procede")
         assert page.status_code == 422
         body = html.unescape(page.text)
@@ -112,6 +115,12 @@ class TestReasonsAndDates:
         assert "O descarte é uma decisão registrada na auditoria" in body
         assert ">não procede</textarea>" in body
         assert _status(web_engine, proposal) == "proposta"
+        done = _post(
+            agent, f"/fiscal/propostas/{proposal}/descartar", motivo="Passageiro com deficiência."
+        )
+        assert done.status_code == 303 and _status(web_engine, proposal) == "descartada"
+        shown = html.unescape(agent.get(f"/fiscal/propostas/{proposal}").text)
+        assert exception not in shown  # nothing left to confirm
 
     def test_the_final_decision_needs_the_period_end_outside_the_rulebook(
         self, agent: httpx.Client, web_engine: Engine
@@ -124,6 +133,9 @@ class TestReasonsAndDates:
         base = f"/fiscal/propostas/{proposal}"
         assert _post(agent, f"{base}/confirmar", pontuacao="condutor").status_code == 303
         assert _post(agent, f"{base}/notificar", data_entrega=_today()).status_code == 303
+        waiting = html.unescape(agent.get(base).text)  # notified today: no day can end it yet
+        assert 'id="finalizar-espera"' in waiting and 'name="fim_prazo"' not in waiting
+        assert "O prazo conta da notificação (" in waiting
         _notified_days_ago(web_engine, proposal, 5)
         shown = html.unescape(agent.get(base).text)
         assert "eles estão na lei do município, fora do texto do regulamento" in shown
