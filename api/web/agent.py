@@ -314,6 +314,18 @@ def _alert_span(alert: Mapping[str, Any], zone: ZoneInfo) -> str:
     return f"{start} a {hour if start.startswith(day) else end}"
 
 
+def place_vehicles(finding: Mapping[str, Any], *, key: str = "vehicles") -> list[str]:
+    """Return the vehicles a finding of no one vehicle names (a place's: its evidence's).
+
+    ``key="accused"``: those of them it accuses (the others are evidence only).
+    """
+    details = finding.get("details")
+    named = details.get(key) if isinstance(details, Mapping) else None
+    if finding.get("vehicle_id") or not isinstance(named, list):
+        return []
+    return [str(v) for v in named]
+
+
 ALERT_VEHICLES_SHOWN = 4
 """Vehicles a place's alert names (the others are counted)."""
 
@@ -322,9 +334,8 @@ def _alert_vehicles(alert: Mapping[str, Any]) -> str:
     """Return who an alert is about: its vehicle, or a place's vehicles (its evidence's)."""
     if alert.get("vehicle_id"):
         return f"Veículo {alert['vehicle_id']}"
-    details = alert.get("details")
-    named = details.get("vehicles") if isinstance(details, Mapping) else None
-    if not isinstance(named, list) or not named:
+    named = place_vehicles(alert)
+    if not named:
         return "Veículo não identificado"
     shown = ", ".join(str(v) for v in named[:ALERT_VEHICLES_SHOWN])
     more = len(named) - ALERT_VEHICLES_SHOWN
@@ -820,6 +831,8 @@ def finding_page(
             "finding_id": finding_id,
             "kind_label": name,
             "vehicle_id": finding.get("vehicle_id"),
+            "vehicles": place_vehicles(finding),
+            "accused": place_vehicles(finding, key="accused"),
             "stand_id": finding.get("stand_id"),
             "stand_name": stand.name if stand is not None else None,
             "started": local_time(finding["started_at"], zone),

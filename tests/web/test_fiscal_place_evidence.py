@@ -64,7 +64,8 @@ def agent(web_client) -> httpx.Client:
 
 
 def test_a_place_s_positions_are_told_apart(agent: httpx.Client, web_engine: Engine) -> None:
-    """The finding page lists each position with its prefixo; the proposal against PLB lists
+    """The finding page names the place's vehicles and those it accuses, and lists each
+    position with its prefixo; the proposal against PLB lists
     only PLB's and is committed over PLB's own wait, not from PLA's arrival (the place's)."""
     from db.enforcement import workflow
     from db.engine import session_scope
@@ -86,6 +87,10 @@ def test_a_place_s_positions_are_told_apart(agent: httpx.Client, web_engine: Eng
     assert sorted(proposals) == ["PLA", "PLB"]
 
     page = html.unescape(agent.get(f"/fiscal/achados/{finding['finding_id']}").text)
+    assert (
+        '<dt>Veículos (prefixos)</dt><dd id="achado-veiculos">PLA, PLB, PLC; acusados (com '
+        "proposta possível): PLA, PLB</dd>"
+    ) in page  # not "Veículo (prefixo): não identificado"
     assert '<th scope="col">Prefixo</th>' in page
     owners = re.findall(r"<td>(PL[ABC])</td></tr>", page)
     assert owners == ["PLA", "PLA", "PLB", "PLB", "PLA", "PLA", "PLC", "PLC"]
