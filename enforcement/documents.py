@@ -850,6 +850,9 @@ _VALUES = {
     "occupied_both_sides": "ocupado antes e depois do silêncio",
     "occupied_before_and_moved": "ocupado antes, e deslocou-se",
     "trip": "corrida",
+    # inactivity's last operation, besides a trip
+    "occupied_fix": "posição com passageiro (taxímetro Ocupado)",
+    "fix": "posição em serviço (taxímetro Livre, Ocupado ou não informado)",
     "active": "ativo",
     # operating_while_barred and driver_not_allowed reasons
     "revoked": "cassado",

@@ -55,6 +55,7 @@ from stands.frames import STAND_ID
 from stands.licences import VALID_FROM, VALID_UNTIL, VEHICLE_ID, check_timezone, validate_licences
 from stands.suspensions import CLOSED
 from tracking.arrays import epoch_ns, iso_utc_many
+from tracking.frames import in_service
 
 DEFAULT_MIN_PRESENCE_S = 60.0
 DATE = "date"
@@ -374,7 +375,7 @@ def operation_fixes(pings: pd.DataFrame, *, timezone: str = DEFAULT_TIMEZONE) ->
         pings = pd.DataFrame({VEHICLE_ID: pd.Series(dtype="str"), "timestamp": _UTC_EMPTY})
     # positions of the fixes that are operation (no copy of the frame: a bucket's is large)
     at = (
-        np.flatnonzero(pings["meter"].ne("off").to_numpy(dtype=bool))
+        np.flatnonzero(in_service(pings["meter"]))
         if "meter" in pings.columns
         else np.arange(len(pings))
     )
@@ -537,7 +538,7 @@ def _sightings(
         if "timestamp" in frame.columns:
             _require(frame, (VEHICLE_ID, "timestamp"), "os pings")
             if "meter" in frame.columns:  # meter off: out of service (private use), not operating
-                frame = frame.loc[frame["meter"].ne("off").to_numpy(dtype=bool)]
+                frame = frame.loc[in_service(frame["meter"])]
                 n = len(frame)
             ts = _utc_ns(frame["timestamp"], name="timestamp", what="os pings")
             add(

@@ -12,6 +12,13 @@ trip record of trip-record datasets (Porto ECML/PKDD); a change of ``trip_ref`` 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # this module is read by commands that import neither
+    import numpy as np
+    import pandas as pd
+    from numpy.typing import NDArray
+
 VEHICLE_ID = "vehicle_id"
 TIMESTAMP = "timestamp"
 LAT = "lat"
@@ -29,6 +36,18 @@ REASON = "reason"
 TRIP_REF = "trip_ref"
 
 METER_VALUES = ("free", "occupied", "off")
+OUT_OF_SERVICE = "off"
+
+
+def in_service(meter: pd.Series) -> NDArray[np.bool_]:
+    """Tell which fixes are operation: the meter not ``off`` (``free``, ``occupied``, unknown).
+
+    Driving or waiting Livre for a passenger is operating; ``off`` is out of service (private
+    use). One rule for presence, habitual absence and inactivity.
+    """
+    return meter.ne(OUT_OF_SERVICE).to_numpy(dtype=bool)
+
+
 TARIFF_VALUES = (1, 2)
 
 PING_REQUIRED = (VEHICLE_ID, TIMESTAMP, LAT, LON)

@@ -98,6 +98,7 @@ from tracking.detectors._track_kernels import (
 )
 from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.unlicensed_stand_use import fleet_facts
+from tracking.frames import in_service
 
 KIND = "habitual_absence"
 DEFAULT_WINDOW_DAYS = 30
@@ -363,7 +364,7 @@ def _unmetered(pings_or_trips: pd.DataFrame | None, lo: int, hi: int) -> set[str
     inside = (at >= lo) & (at < hi)
     if "meter" not in frame.columns:
         return set(frame["vehicle_id"].astype("str").to_numpy(dtype=object)[inside].tolist())
-    inside &= frame["meter"].ne("off").to_numpy(dtype=bool)  # as presence: off is not operating
+    inside &= in_service(frame["meter"])  # as presence: off is not operating
     vids = frame["vehicle_id"].astype("str").to_numpy(dtype=object)[inside]
     known = frame["meter"].notna().to_numpy(dtype=bool)[inside]
     return set(vids.tolist()) - set(vids[known].tolist())

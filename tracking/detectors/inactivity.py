@@ -10,11 +10,16 @@ Definitions (each is shown in the evidence):
 
 last operation
     The later of the vehicle's last ``occupied`` fix (from trips, a frame with
-    ``started_at``/``ended_at``: the end of its last trip) and its last fix of unknown meter
-    (``sightings``). Fixes without a meter say the vehicle was on the streets, not whether it
-    carried anyone: an unknown meter is no evidence of inactivity, so a vehicle is idle only
-    from its last such fix (a weaker sign, lower confidence) — also one whose tracker stopped
-    sending the meter while it kept driving.
+    ``started_at``/``ended_at``: the end of its last trip) and its last fix in service
+    (``sightings``: meter ``free`` or unknown, :func:`tracking.frames.in_service`, the rule
+    of the presence at a stand). Waiting or driving Livre for a passenger is operating, with or
+    without a fare: an independent check had a taxi back from 59 days of holiday, three days
+    Livre at its stand without a fare yet, and one whose meter stuck on Livre while it worked
+    its stand daily, both proposed for cassação. Fixes without a meter say the vehicle was on
+    the streets, not whether it carried anyone: no evidence of inactivity either, so a vehicle
+    is idle only from its last such fix (a weaker sign than a fare, lower confidence) — also
+    one whose tracker stopped sending the meter while it kept driving. Only ``off`` (out of
+    service, private use) is not operating.
 data window
     Local days (``timezone``) from the first fix/trip of the data (or ``data_since``) to
     ``as_of`` or the last fix/trip of the data, whichever is earlier: days after the data ends
@@ -67,7 +72,7 @@ silent
     working), which prove no idleness either; rulebooks list such a finding for review.
 
 Live: :data:`KERNEL` (:func:`advance_inactivity`) keeps one fleet-wide state: the data's first
-fix and, per vehicle, its last fix, last of unknown meter and last ``occupied`` fix (at most four
+fix and, per vehicle, its last fix, last in service and last ``occupied`` fix (at most four
 a vehicle, whatever the stream's length) and the ``started_at`` of its last finding. Each local
 day closed by a later fix is judged by :func:`detect_inactivity` over the pings standing for
 the state, which gives what it gives over every fix so far.
@@ -104,6 +109,7 @@ from tracking.detectors._evidence import (
 from tracking.detectors.day_kernel import DayKernel
 from tracking.detectors.findings import empty_findings, make_findings
 from tracking.detectors.operating_while_barred import BARRING_STATUSES, _fleet_registry
+from tracking.frames import OUT_OF_SERVICE, in_service
 
 KIND = "inactivity"
 DEFAULT_MAX_IDLE_DAYS = 60
@@ -218,14 +224,14 @@ def _last_operations(
 def last_fixes(
     pings: pd.DataFrame, *, as_of: dt.date | None = None, timezone: str = DEFAULT_TIMEZONE
 ) -> pd.DataFrame:
-    """Return each vehicle's last fix of unknown meter and last fix (to the end of ``as_of``).
+    """Return each vehicle's last fix in service and last fix (to the end of ``as_of``).
 
     What :func:`detect_inactivity` takes as ``sightings`` beside trips, one row per vehicle:
     ``vehicle_id``; ``timestamp``, ``lat``, ``lon`` and ``row`` (the source data row, or -1)
-    of its last fix whose meter is unknown (NaT and NaN when none: such a fix says the vehicle
-    was on the streets, perhaps with a passenger); ``last_fix_at``, its last fix of any meter
-    (until when it was seen). The last fixes of several groups of vehicles are the rows of
-    each group's.
+    of its last fix whose meter is not ``off`` (NaT and NaN when none: such a fix says the
+    vehicle was in service, Livre or perhaps with a passenger); ``last_fix_at``, its last fix
+    of any meter (until when it was seen). The last fixes of several groups of vehicles are
+    the rows of each group's.
     """
     end_ns = None
     if as_of is not None:
@@ -243,10 +249,8 @@ def _last_fixes(pings: pd.DataFrame, end_ns: int | None) -> pd.DataFrame:
     require_columns(pings, ("vehicle_id", "lat", "lon"), what="os pings")
     ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
     keep = np.ones(len(pings), dtype=bool) if end_ns is None else ns < end_ns
-    unknown = (
-        pings["meter"].isna().to_numpy(dtype=bool)
-        if "meter" in pings.columns
-        else np.ones(len(pings), dtype=bool)
+    serving = (
+        in_service(pings["meter"]) if "meter" in pings.columns else np.ones(len(pings), dtype=bool)
     )
     frame = pd.DataFrame(
         {
@@ -255,11 +259,11 @@ def _last_fixes(pings: pd.DataFrame, end_ns: int | None) -> pd.DataFrame:
             "lat": pings["lat"].to_numpy(dtype=np.float64)[keep],
             "lon": pings["lon"].to_numpy(dtype=np.float64)[keep],
             "row": ping_rows(pings)[keep],
-            "unknown": unknown[keep],
+            "serving": serving[keep],
         }
     ).sort_values(["vehicle_id", "ns"], kind="stable")
     seen = frame.drop_duplicates("vehicle_id", keep="last").set_index("vehicle_id")["ns"]
-    last = frame.loc[frame["unknown"]].drop_duplicates("vehicle_id", keep="last")
+    last = frame.loc[frame["serving"]].drop_duplicates("vehicle_id", keep="last")
     last = last.set_index("vehicle_id").reindex(seen.index)
     stamp = last["ns"].to_numpy(dtype=np.float64)
     return pd.DataFrame(
@@ -277,7 +281,7 @@ def _last_fixes(pings: pd.DataFrame, end_ns: int | None) -> pd.DataFrame:
 def _add_sightings(
     last_op: dict[str, dict[str, Any]], sightings: pd.DataFrame, *, end_ns: int
 ) -> dict[str, int]:
-    """Take each vehicle's last fix of unknown meter as its last operation when later.
+    """Take each vehicle's last fix in service as its last operation when later.
 
     Return until when each vehicle was seen (its ``last_fix_at``, else that fix).
     """
@@ -371,7 +375,7 @@ def detect_inactivity(
         when ``activity`` is a group of it or trips (vehicles without trips): a fleet vehicle
         written as one of them (or of ``activity``'s) otherwise is not judged.
     sightings : pandas.DataFrame, optional
-        With trips as ``activity``: each vehicle's last fix of unknown meter, which counts as
+        With trips as ``activity``: each vehicle's last fix in service, which counts as
         its last operation when later than its last trip, and its last fix (:func:`last_fixes`
         of the run's pings). Without it a vehicle is judged by its trips alone, and seen until
         its last trip. With pings, taken from them.
@@ -708,15 +712,15 @@ def _overlaps(period: tuple[np.ndarray, np.ndarray], k: int, lo: int, hi: int) -
 def _state_pings(state: Mapping[str, Any]) -> pd.DataFrame:
     """Return the pings standing for the state (all that :func:`_last_operations` reads).
 
-    The data's first fix; per vehicle its last fix, last fix of unknown meter and last
-    ``occupied`` fix.
+    The data's first fix; per vehicle its last fix, last fix in service and last ``occupied``
+    fix (``unmetered``: a state stored before free fixes counted, its last of unknown meter).
     """
     recs: list[tuple[str, list[Any]]] = []
     if state.get("first") is not None:
         recs.append((str(state["first"][0]), state["first"][1]))
     for vid, v in sorted(state.get("vehicles", {}).items()):
         kept = []
-        for key in ("occupied", "unmetered", "last"):
+        for key in ("occupied", "in_service", "unmetered", "last"):
             if v.get(key) is not None and v[key] not in kept:
                 kept.append(v[key])
         recs += [(vid, r) for r in sorted(kept, key=lambda r: r[0])]
@@ -777,13 +781,13 @@ def _fold(state: dict[str, Any], fixes: pd.DataFrame, *, day: int) -> None:
         ]
         if state["first"] is None or rec[0] < state["first"][1][0]:
             state["first"] = [str(vid), rec]
-        v = dict(vehicles.get(str(vid), {"last": None, "unmetered": None, "occupied": None}))
+        v = dict(vehicles.get(str(vid), {"last": None, "in_service": None, "occupied": None}))
         if meter == "occupied" and v.get("day") != day:
             feed[str(day)] = feed.get(str(day), 0) + 1
             v["day"] = day
         v["last"] = rec
-        if meter is None:
-            v["unmetered"] = rec
+        if meter != OUT_OF_SERVICE:
+            v["in_service"] = rec
         if meter == "occupied":
             v["occupied"] = rec
         vehicles[str(vid)] = v
@@ -830,7 +834,7 @@ def advance_inactivity(
     -------
     tuple of (dict, geopandas.GeoDataFrame)
         The new state (plain data: ``day``, the latest fix's local day; ``first``, the data's
-        first fix; per vehicle its last fix, last of unknown meter and last ``occupied`` fix, each
+        first fix; per vehicle its last fix, last in service and last ``occupied`` fix, each
         ``[ns, lat, lon, row, meter]`` and ``day``, the local day of its last ``occupied`` fix;
         ``feed``, per local day the vehicles with an ``occupied`` fix that day; ``emitted``, per
         vehicle the ``started_at`` ns of its last finding) and the findings of the closed days.

@@ -50,7 +50,9 @@ def data(*extra: dict) -> pd.DataFrame:
         fix("busy", "2024-04-05", "occupied"),
         fix("busy", "2024-04-09", "free"),
         fix("idle", "2024-01-20", "occupied"),
-        fix("idle", "2024-04-01", "free"),  # on, but not carrying anyone
+        fix("idle", "2024-04-01", "off"),  # driven out of service: private use
+        fix("livre", "2024-01-20", "occupied"),
+        fix("livre", "2024-04-01", "free"),  # Livre at its stand, no fare yet: operating
         fix("nometer", "2024-04-08", None),
         fix("nometer_old", "2024-01-15", None),
         *extra,
@@ -78,9 +80,11 @@ def ids(found: pd.DataFrame) -> list[str]:
 
 class TestDetectInactivity:
     def test_idle_vehicles_are_found(self) -> None:
-        """Last carried a passenger 80 days ago, or sent its last fix 85 days ago: found."""
+        """Last in service 80 days ago (driven since with the meter off), or sent its last
+        fix 85 days ago: found. One Livre 8 days ago, without a fare since January, operates
+        (tracking.frames.in_service, as the presence at a stand)."""
         found = detect_inactivity(
-            data(), fleet("busy", "idle", "nometer", "nometer_old"), as_of=AS_OF
+            data(), fleet("busy", "idle", "livre", "nometer", "nometer_old"), as_of=AS_OF
         )
         assert ids(found) == ["idle", "nometer_old"]
         validate_findings(found)
@@ -260,7 +264,7 @@ def _stream() -> tuple[pd.DataFrame, pd.DataFrame]:
         fix("idle", "2024-03-31", "occupied", hour=2),  # operated again (local 30 Mar)
     ]
     weekly = pd.date_range("2024-01-08", "2024-04-08", freq="7D")
-    extra += [fix("busy", d.date().isoformat(), "free", hour=20) for d in weekly]
+    extra += [fix("busy", d.date().isoformat(), "off", hour=20) for d in weekly]  # private use
     pings = data(*extra)
     registry = pd.concat(
         [
@@ -355,7 +359,7 @@ class TestInactivityKernel:
         pings, registry = _stream()
         state, _ = advance_inactivity(None, pings, fleet=registry)
         for v in state["vehicles"].values():
-            assert set(v) <= {"last", "unmetered", "occupied", "day"}
+            assert set(v) <= {"last", "in_service", "occupied", "day"}
         size = 300 * (len(state["vehicles"]) + 1) + 20 * len(state["feed"])
         assert len(json.dumps(state)) < size
 
@@ -469,7 +473,7 @@ class TestUnmeteredVehicleOnTheStreets:
         trips = detect_trips(pings)
         assert "moving" not in set(trips["vehicle_id"])
         seen = last_fixes(pings, as_of=AS_OF)
-        assert seen.dropna(subset=["timestamp"])["vehicle_id"].tolist() == ["moving"]
+        assert seen.dropna(subset=["timestamp"])["vehicle_id"].tolist() == ["busy", "moving"]
         registry = fleet("busy", "moving")
         judge = {"as_of": AS_OF, "min_feed_share": 0}  # trips alone: the feed not judged
         assert detect_inactivity(trips, registry, sightings=seen, **judge).empty
@@ -478,18 +482,20 @@ class TestUnmeteredVehicleOnTheStreets:
         assert f["details"]["last_operation_source"] == "fix"
         assert f["details"]["last_operation_at"] == "2024-01-03T15:03:00Z"
 
-    def test_each_vehicle_gives_its_last_fix_of_unknown_meter_and_its_last_fix(self) -> None:
-        """A vehicle's last fix of unknown meter counts among metered ones (its tracker may
-        stop sending the meter while it keeps working); one without such a fix has none."""
+    def test_each_vehicle_gives_its_last_fix_in_service_and_its_last_fix(self) -> None:
+        """A vehicle's last fix whose meter is not off: free, occupied or unknown (its tracker
+        may stop sending the meter while it keeps working); one only off has none."""
         rows = self.rows() + [
             fix("mixed", "2024-02-01", None),
             fix("mixed", "2024-02-02", "free"),
             fix("mixed", "2024-02-03", None),
             fix("mixed", "2024-02-04", "off"),
+            fix("private", "2024-02-05", "off"),
         ]
         seen = last_fixes(make_pings(rows), as_of=AS_OF).set_index("vehicle_id")
-        assert seen.index.tolist() == ["busy", "mixed", "moving"]
-        assert pd.isna(seen.loc["busy", "timestamp"])
+        assert seen.index.tolist() == ["busy", "mixed", "moving", "private"]
+        assert seen.loc["busy", "timestamp"] == pd.Timestamp("2024-04-09T15:00:00Z")
+        assert pd.isna(seen.loc["private", "timestamp"])
         assert seen.loc["mixed", "timestamp"] == pd.Timestamp("2024-02-03T15:00:00Z")
         assert seen.loc["mixed", "last_fix_at"] == pd.Timestamp("2024-02-04T15:00:00Z")
         assert seen.loc["moving", "timestamp"] == pd.Timestamp("2024-04-09T15:03:00Z")
