@@ -13,7 +13,10 @@ silent dwell (``how = "silencio"``)
     consecutive fixes at least ``min_silence_s`` and at most :data:`MAX_SILENCE_S` apart, both
     within ``silent_reach_m`` of the polygon (inside it too). Where the car was in between is
     unknown; it may have been at the stand, so the silence counts for the driver. A longer
-    silence is a night parked, not a wait for passengers.
+    silence is a night parked, not a wait for passengers — unless the fix after it carries a
+    passenger (``meter`` ``occupied``), up to :data:`MAX_BOARDED_SILENCE_S`: a quiet stand's
+    wait of hours ended by a boarding there (an independent check had a licensee whose every
+    wait lasted 3 to 5 hours accused of habitual absence).
 
 A dwell is a maximal chain of a vehicle's consecutive fixes joined by such links (it may mix
 both: ``how`` is ``silencio`` when any link is a silence), for each stand the vehicle is
@@ -51,6 +54,8 @@ DEFAULT_MIN_SILENCE_S = 300.0
 """Fixes at least this far apart are a silence (a tracker's cadence is far shorter)."""
 MAX_SILENCE_S = 3 * 3600.0
 """A longer silence near the stand is the car parked for the night (or the day), not a wait."""
+MAX_BOARDED_SILENCE_S = 8 * 3600.0
+"""Longest silence near the stand that counts when it ends with a passenger aboard: a shift."""
 HOW_NEAR = "perto"
 HOW_SILENT = "silencio"
 DWELL_COLUMNS = (
@@ -85,8 +90,8 @@ def advance_near_dwells(
         row]``) and ``open`` (per stand, the chain reaching that fix: ``[start_ns, start_row,
         silent, outside]``).
     pings : pandas.DataFrame
-        New fixes: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, optional ``row``;
-        a vehicle's fixes after its last one.
+        New fixes: ``vehicle_id``, ``timestamp`` (tz-aware), ``lat``, ``lon``, optional ``row``
+        and ``meter``; a vehicle's fixes after its last one.
     licences : pandas.DataFrame
         ``vehicle_id``, ``stand_id``: the stands each vehicle is licensed at (any period).
     stands : geopandas.GeoDataFrame
@@ -215,6 +220,11 @@ def _fixes(states: dict[str, dict[str, Any]], pings: pd.DataFrame) -> dict[str, 
             else np.full(n, -1, dtype=np.int64)
         ),
         "carried": np.zeros(n, dtype=bool),
+        "occupied": (
+            pings["meter"].eq("occupied").fillna(False).to_numpy(dtype=bool)
+            if "meter" in pings.columns
+            else np.zeros(n, dtype=bool)
+        ),
     }
     pos = {v: k for k, v in enumerate(uniques.tolist())}
     carried = [(pos[v], *s["last"]) for v, s in states.items() if v in pos]
@@ -226,6 +236,7 @@ def _fixes(states: dict[str, dict[str, Any]], pings: pd.DataFrame) -> dict[str, 
             "lon": np.array([c[3] for c in carried], dtype=np.float64),
             "row": np.array([c[4] for c in carried], dtype=np.int64),
             "carried": np.ones(len(carried), dtype=bool),
+            "occupied": np.zeros(len(carried), dtype=bool),  # only ever a silence's start
         }
         fixes = {k: np.concatenate([fixes[k], extra[k]]) for k in fixes}
     # by vehicle, then time; the carried fix first among equal instants
@@ -278,9 +289,10 @@ def _chains(
         step = ns[gi[1:]] - ns[gi[:-1]]
         gap = step >= min_silence_s * 1e9
         close = ~gap & (within[1:] <= reach_m) & (within[:-1] <= reach_m)
+        boarded = fixes["occupied"][gi[1:]]
         quiet = (
             gap
-            & (step <= MAX_SILENCE_S * 1e9)
+            & ((step <= MAX_SILENCE_S * 1e9) | (boarded & (step <= MAX_BOARDED_SILENCE_S * 1e9)))
             & (within[1:] <= silent_reach_m)
             & (within[:-1] <= silent_reach_m)
         )

@@ -10,7 +10,13 @@ import pytest
 from factories import circle_stands, make_pings, make_track
 
 from stands._errors import MissingColumnError, ThresholdError
-from stands.near import MAX_SILENCE_S, advance_near_dwells, near_dwells, open_arrivals
+from stands.near import (
+    MAX_BOARDED_SILENCE_S,
+    MAX_SILENCE_S,
+    advance_near_dwells,
+    near_dwells,
+    open_arrivals,
+)
 
 LICENCES = pd.DataFrame({"vehicle_id": ["A"], "stand_id": ["S1"]})
 STANDS = circle_stands()
@@ -73,6 +79,23 @@ class TestNearDwells:
         night = MAX_SILENCE_S + 600
         long = _drive(0, 2000, -150) + [(night, 150.0, 0.0)] + _drive(night, 150, 2000)
         assert _dwells(long).empty
+
+    def test_a_long_wait_ended_by_a_boarding_is_presence(self) -> None:
+        """A quiet stand: Livre at the stand (t = 210 s), four hours of silence, the next fix
+        150 m away already Ocupado (the passenger boarded there): a silent dwell; ended Livre
+        (a night parked), or longer than a shift, nothing."""
+        wait = 4 * 3600.0
+        before = _drive(0, 2000, -150)
+        points = before + [(wait, 150.0, 0.0)] + _drive(wait, 150, 2000)
+        meters = ["free"] * len(before) + ["occupied"] * (len(points) - len(before))
+        track = make_pings(make_track("A", points, meter=meters))
+        found = near_dwells(track, LICENCES, STANDS)
+        assert len(found) == 1 and found.iloc[0]["how"] == "silencio"
+        assert found.iloc[0]["dwell_s"] == pytest.approx(wait - 210.0)
+        assert _dwells(points).empty  # all Livre: a night parked
+        shift = MAX_BOARDED_SILENCE_S + 600
+        late = before + [(shift, 150.0, 0.0)] + _drive(shift, 150, 2000)
+        assert near_dwells(make_pings(make_track("A", late, meter=meters)), LICENCES, STANDS).empty
 
     def test_a_fix_away_breaks_the_chain(self) -> None:
         """Two 45 s waits at 55 m split by a fix 1 km away: neither lasts a minute."""
