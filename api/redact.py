@@ -1,4 +1,6 @@
-"""Secrets out of the logs: tokens, token-bearing parameters, bearer headers, web cookies.
+"""Secrets and a citizen's searched position out of the logs.
+
+Masked: tokens, token-bearing parameters, bearer headers, web cookies, ``lat``/``lon``.
 
 The web console's cookies are its session and its pre-session CSRF seed.
 
@@ -34,8 +36,13 @@ SECRET_PARAMS = (
 )
 """Query, form or cookie parameters whose value is masked wherever a log line shows them
 (``pontual_sessao`` and ``pontual_csrf`` are the web console's cookies)."""
+PERSONAL_PARAMS = ("lat", "lon")
+"""A citizen's searched position (``/acessivel/resultados?lat=…&lon=…``): personal data, never
+written to a log with the client's address beside it."""
 
-_PARAM_RE = re.compile(r"(?i)((?:^|[?&;\s])(?:" + "|".join(SECRET_PARAMS) + r")=)[^&\s\"';]*")
+_PARAM_RE = re.compile(
+    r"(?i)((?:^|[?&;\s])(?:" + "|".join(SECRET_PARAMS + PERSONAL_PARAMS) + r")=)[^&\s\"';]*"
+)
 _TOKEN_RE = re.compile(r"\b(?:pu_[A-Za-z0-9_-]{20,}|pd[0-9a-f]{32})\b")
 _BEARER_RE = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]+")
 _PLAIN = (int, float, bool, type(None))

@@ -39,6 +39,7 @@ from api.deps import (
     require_roles,
 )
 from api.headers import HTML_CSP
+from api.routes.public import published_instant
 from api.schemas import error_responses
 from api.settings import Settings
 
@@ -362,7 +363,7 @@ async def citizen_map_html(request: Request, settings: SettingsDep) -> HTMLRespo
     cache: PageCache = request.app.state.citizen_map
 
     async def render() -> str:
-        now = dt.datetime.now(dt.UTC)
+        now = published_instant()  # the public answers' instant (api.routes.public)
         data = await public_query(request, _citizen_data, settings, now)
         return await run_in_threadpool(_citizen_page, data, settings, now)
 

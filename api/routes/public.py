@@ -5,9 +5,12 @@ Nothing personal, no exact track and no trip end leaves these endpoints:
 - no vehicle id, prefixo, plate or driver, and no per-taxi entry: free accessible taxis are
   published as *counts per area*, an H3 cell of resolution :data:`TAXI_RESOLUTION` (hexagons
   of ≈ 0.74 km², ≈ 920 m across), with the age of the area's freshest fix rounded down to
-  :data:`AGE_STEP_MIN` minutes. Polling shows at most that an area lost or gained a taxi in a
-  5-minute window, not where a passenger was picked up or dropped off (with a per-taxi cell
-  of ≈ 120 m and a per-minute age, two polls gave both ends of a trip);
+  :data:`AGE_STEP_MIN` minutes. Every answer describes the fleet as of :func:`published_instant`
+  (now rounded down to those minutes: the fixes after it wait for the next window), so polling
+  shows at most that an area lost or gained a taxi in a 5-minute window, not where a passenger
+  was picked up or dropped off (with a per-taxi cell of ≈ 120 m and a per-minute age, two polls
+  gave both ends of a trip; computed afresh on every request, one poll 15 s after a pickup
+  showed its area empty);
 - every position is first replaced by the centre of its H3 cell of resolution
   :data:`CELL_RESOLUTION` (≈ 120 m across) *before* any filter, distance or count is computed:
   the taxis' positions, the search point too; the taxis' areas are those of these centres.
@@ -146,6 +149,16 @@ def _check_radius(radius_m: float, limit_m: float) -> int:
     return _step_up(radius_m)
 
 
+def published_instant(now: dt.datetime | None = None) -> dt.datetime:
+    """Return the instant the public answers describe: ``now`` down to whole 5 minutes (UTC).
+
+    :data:`AGE_STEP_MIN` minutes: the fixes after it wait for the next window.
+    """
+    now = now or dt.datetime.now(dt.UTC)
+    step = AGE_STEP_MIN * 60
+    return dt.datetime.fromtimestamp(now.timestamp() // step * step, tz=dt.UTC)
+
+
 def _age_bucket(seconds: float) -> int:
     minutes = max(0, int(seconds // 60))
     return minutes - minutes % AGE_STEP_MIN
@@ -172,17 +185,17 @@ _LATEST_FREE_ACCESSIBLE = (
 def free_taxi_cells(
     session: Session, *, recent_s: float, now: dt.datetime
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dt.datetime]]:
-    """Cells of the free accessible taxis seen in the last ``recent_s``: (cells, lat, lon, ts).
+    """Cells of the free accessible taxis seen in the ``recent_s`` before ``now``.
+
+    Returns (cells, lat, lon, ts); ``now`` is :func:`published_instant` (a fix after it is not
+    published yet).
 
     The exact positions are read here and replaced by their cell centres at once; nothing
     else in this module sees them.
     """
     rows = session.execute(
         text(_LATEST_FREE_ACCESSIBLE),
-        {
-            "since": now - dt.timedelta(seconds=recent_s),
-            "now": now + dt.timedelta(seconds=300),
-        },
+        {"since": now - dt.timedelta(seconds=recent_s), "now": now},
     ).all()
     lat = np.array([r.lat for r in rows], dtype=np.float64)
     lon = np.array([r.lon for r in rows], dtype=np.float64)
@@ -208,7 +221,7 @@ def accessible_taxis(
     """
     radius = _check_radius(radius_m, settings.public_max_radius_m)
     qlat, qlon = _search_point(lat, lon)
-    now = dt.datetime.now(dt.UTC)
+    now = published_instant()
     _, clat, clon, seen = free_taxi_cells(session, recent_s=settings.public_recent_fix_s, now=now)
     areas, alat, alon = taxi_areas(clat, clon)
     freshest: dict[int, dt.datetime] = {}
@@ -278,7 +291,7 @@ def stands_near(
     radius = _check_radius(radius_m, settings.public_max_radius_m)
     qlat, qlon = _search_point(lat, lon)
     cells, clat, clon, _ = free_taxi_cells(
-        session, recent_s=settings.public_recent_fix_s, now=dt.datetime.now(dt.UTC)
+        session, recent_s=settings.public_recent_fix_s, now=published_instant()
     )
     _, alat, alon = taxi_areas(clat, clon)
     rows = session.execute(

@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Request
 from sqlalchemy import text
@@ -259,8 +260,8 @@ def nearby(
             after=now - dt.timedelta(days=SILENCE_LOOKBACK_DAYS),  # a public page: bounded
         )
         silent = latest is None or latest < now - dt.timedelta(seconds=settings.public_recent_fix_s)
-        if latest is not None:
-            silent_since = fmt.local_datetime(latest, timezone=settings.timezone)
+        if latest is not None:  # the day only: the hour would time one tracker's last fix
+            silent_since = fmt.date(latest.astimezone(ZoneInfo(settings.timezone)).date())
     _, clat, clon = snap_to_cell_centres([lat], [lon], resolution=public.CELL_RESOLUTION)
     return {
         "origin": origin,

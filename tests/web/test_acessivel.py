@@ -51,7 +51,9 @@ def _device(web_engine: Engine, *, accessible: bool, plate: str) -> tuple[str, s
 
 
 def _post(url: str, token: str, at: tuple[float, float]) -> None:
-    now = dt.datetime.now(dt.UTC)
+    from api.routes.public import published_instant
+
+    now = published_instant()  # the instant the public answers describe
     pings = [
         {"timestamp": (now - dt.timedelta(seconds=s)).isoformat(), "lat": at[0], "lon": at[1],
          "meter": "free"}
@@ -131,12 +133,17 @@ class TestFromMyLocation:
         self, open_page: Callable, web_server: Any, taxis: dict[str, str]
     ) -> None:
         """From the location granted to the page: the accessible taxi with the public API's
-        snapped distance; no plate, no vehicle id, no exact position; no sideways scroll."""
+        snapped distance; no plate, no vehicle id, no exact position; no sideways scroll. The
+        position leaves the browser rounded to 0.001° (the server and its logs never see the
+        exact one)."""
         phone = _phone(open_page, CITIZEN)
+        sent: list[str] = []
+        phone.on("request", lambda r: sent.append(r.url) if "/resultados" in r.url else None)
         phone.goto("/acessivel")
         phone.get_by_role("button", name="Usar a minha localização").tap()
         first = phone.locator(".result--taxi").first
         first.wait_for(state="visible", timeout=20_000)
+        assert sent and all("lat=-30.067&lon=-51.170&" in url for url in sent), sent
         expected = _public_taxis(web_server.url, CITIZEN)
         assert expected and expected[0]["distance_m"] in (300, 400)  # ≈ 300 m, cells apart
         items = phone.locator(".result--taxi")
@@ -239,7 +246,8 @@ class TestFallbacks:
         self, web_engine: Engine, taxis: dict[str, str]
     ) -> None:
         """No free accessible taxi seen within the window, and none sending any position in
-        it: the answer says since when, instead of only "none free"; at the widest distance it
+        it: the answer says since which day (not the hour of one tracker's last fix), instead
+        of only "none free"; at the widest distance it
         does not ask for a wider one. Under the usual window the taxi is seen, nothing said."""
         import time
 
@@ -257,7 +265,7 @@ class TestFallbacks:
             usual = nearby(session, Settings(live_worker=False), lat=TAXI_AT[0], lon=TAXI_AT[1],
                            radius_m=1000, origin="daqui")  # fmt: skip
         assert quiet["n_taxis"] == 0 and quiet["widest"]
-        assert re.fullmatch(r"\d{2}/\d{2}/\d{4} \d{2}:\d{2}", quiet["silent_since"])
+        assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", quiet["silent_since"])  # no hour: privacy
         assert usual["n_taxis"] == 1 and usual["silent_since"] is None and not usual["widest"]
 
     def test_without_scripts_the_stand_form_works(

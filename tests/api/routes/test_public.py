@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
 from api.main import create_app
+from api.routes.public import published_instant
 from api.settings import Settings
 from geo.h3 import cell_polygons, latlng_to_cells, snap_to_cell_centres
 
@@ -36,10 +37,11 @@ EXACT_LAT, EXACT_LON = -30.02771234, -51.22874321
 
 @pytest.fixture
 def free_accessible_taxis(client: TestClient, seeded: dict, api_engine: Engine) -> Iterator[None]:
-    """V1 (accessible) free at an exact spot inside S1 one minute ago, with a driver id; the fix
-    is removed afterwards (the session's other tests count who is at S1)."""
+    """V1 (accessible) free at an exact spot inside S1 a minute before the published instant,
+    with a driver id; the fix is removed afterwards (the session's other tests count who is at
+    S1)."""
     fix = {
-        "timestamp": (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=61)).isoformat(),
+        "timestamp": (published_instant() - dt.timedelta(seconds=61)).isoformat(),
         "lat": EXACT_LAT,
         "lon": EXACT_LON,
         "meter": "free",
@@ -201,7 +203,7 @@ def lone_taxi(client: TestClient, api_engine: Any) -> Iterator[Any]:
 
     def move(lat: float, lon: float) -> None:
         sent["n"] += 1
-        at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=120 - sent["n"])
+        at = published_instant() - dt.timedelta(seconds=120 - sent["n"])
         fix = {"timestamp": at.isoformat(), "lat": lat, "lon": lon, "meter": "free"}
         response = client.post("/api/v1/pings", json={"pings": [fix]}, headers=bearer(token))
         assert response.json()["accepted"] == 1, response.text
@@ -261,6 +263,42 @@ def _answers(client: TestClient) -> list[Any]:
                 (params, taxis, [s for s in stands["data"] if s["stand_id"].startswith("PRIV")])
             )
     return out
+
+
+class TestPublishedInstant:
+    def test_answers_describe_the_fleet_at_whole_five_minutes(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """A fix after the published instant waits for the next window: polling cannot time a
+        pickup or a drop-off closer than five minutes."""
+        from sqlalchemy.orm import Session
+
+        from api.routes.public import free_taxi_cells
+
+        at = published_instant(dt.datetime(2026, 12, 7, 10, 44, 59, 999, tzinfo=dt.UTC))
+        assert at == dt.datetime(2026, 12, 7, 10, 40, tzinfo=dt.UTC)
+        window = published_instant()
+        lat, lon = -30.0312345, -51.2234567
+        fix = {"timestamp": (window + dt.timedelta(seconds=1)).isoformat(), "lat": lat,
+               "lon": lon, "meter": "free"}  # fmt: skip
+        sent = client.post(
+            "/api/v1/pings", json={"pings": [fix]}, headers=bearer(seeded["device_token"])
+        )
+        assert sent.json()["accepted"] == 1, sent.text
+        try:
+            with Session(api_engine) as session:
+                seen = {
+                    w: free_taxi_cells(session, recent_s=600, now=w)[3]
+                    for w in (window, window + dt.timedelta(minutes=5))
+                }
+            later = fix["timestamp"]
+            assert all(ts.isoformat() != later for ts in seen[window])
+            assert any(ts.isoformat() == later for ts in seen[window + dt.timedelta(minutes=5)])
+        finally:
+            with api_engine.begin() as conn:
+                conn.execute(
+                    text("DELETE FROM fixes WHERE vehicle_id = 'V1' AND lat = :lat"), {"lat": lat}
+                )
 
 
 class TestPrivacyGrid:

@@ -1,7 +1,9 @@
 /* Táxi acessível perto de você: the search from the browser's location (with consent), a point
  * tapped on the map, or a stand of the list, answered by /acessivel/resultados (the public API's
  * rules: positions of the public grid only) without leaving the page. Without this script the
- * stand form still works (a plain GET of /acessivel). */
+ * stand form still works (a plain GET of /acessivel). A position leaves the browser rounded to
+ * 0.001° (about 110 m), as the page promises: the server, its logs and any cache never see the
+ * exact one (the server then takes the centre of its public cell). */
 (function () {
   "use strict";
   var form = document.getElementById("form-ponto");
@@ -12,6 +14,10 @@
   var locate = document.getElementById("localizar");
   var locateButton = document.getElementById("usar-localizacao");
   if (!form || !results || !window.fetch) return;
+
+  function coarse(degrees) {
+    return degrees.toFixed(3);
+  }
 
   function say(text) {
     if (status) status.textContent = text;
@@ -50,7 +56,7 @@
     });
     found = L.featureGroup().addTo(map);
     map.on("click", function (e) {
-      search({ lat: e.latlng.lat.toFixed(6), lon: e.latlng.lng.toFixed(6), origem: "mapa" });
+      search({ lat: coarse(e.latlng.lat), lon: coarse(e.latlng.lng), origem: "mapa" });
     });
   }
 
@@ -139,8 +145,8 @@
       navigator.geolocation.getCurrentPosition(
         function (position) {
           search({
-            lat: position.coords.latitude.toFixed(6),
-            lon: position.coords.longitude.toFixed(6),
+            lat: coarse(position.coords.latitude),
+            lon: coarse(position.coords.longitude),
             origem: "localizacao",
           });
         },
