@@ -32,10 +32,11 @@ from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Request
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from api._errors import RateLimitedError
-from api.deps import SessionDep, SettingsDep, public_rate_limit
+from api.deps import SettingsDep, public_query, public_rate_limit
 from api.queries import SILENCE_LOOKBACK_DAYS, latest_fix_at
 from api.web import formats as fmt
 from api.web.templating import render
@@ -382,9 +383,8 @@ def _link_params(*, ponto: str, origem: str, municipio: str, busca: str) -> dict
 
 
 @router.get("/acessivel", name="web_citizen_home")
-def home(
+async def home(
     request: Request,
-    session: SessionDep,
     settings: SettingsDep,
     ponto: str = "",
     lat: str = "",
@@ -415,6 +415,32 @@ def home(
     except RateLimitedError as exc:
         context |= {"stands": [], "radius": DEFAULT_RADIUS_M}
         return _limited(request, "acessivel/inicio.html", exc, **context)
+    asked = {
+        "ponto": ponto, "lat": lat, "lon": lon, "raio": raio, "origem": origem,
+        "municipio": municipio, "busca": busca, "typed": typed, "pagina": pagina,
+    }  # fmt: skip
+    context |= await public_query(request, _home_answer, settings, asked, context)
+    status = context.pop("status_code")
+    return render(
+        request,
+        "acessivel/inicio.html",
+        web=None,
+        title=TITLE,
+        status_code=status,
+        home_path="/acessivel",
+        **context,
+    )
+
+
+def _home_answer(
+    session: Session, settings: Any, asked: dict[str, str], context: dict[str, Any]
+) -> dict[str, Any]:
+    """Answer the page's database part, within the public gate (``api.deps.public_query``)."""
+    ponto, lat, lon, raio = asked["ponto"], asked["lat"], asked["lon"], asked["raio"]
+    origem, municipio, busca, pagina = (
+        asked["origem"], asked["municipio"], asked["busca"], asked["pagina"]
+    )  # fmt: skip
+    context = dict(context)
     error, result, status = None, None, 200
     choices = municipality_choices(session)
     context["municipalities"] = choices
@@ -422,7 +448,7 @@ def home(
     try:
         _no_nul(
             ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem, municipio=municipio,
-            busca=typed, pagina=pagina,
+            busca=asked["typed"], pagina=pagina,
         )  # fmt: skip
         radius = _radius(raio, settings)
         page = _page_number(pagina)
@@ -456,24 +482,12 @@ def home(
             else ""
         ),
     }
-    return render(
-        request,
-        "acessivel/inicio.html",
-        web=None,
-        title=TITLE,
-        status_code=status,
-        home_path="/acessivel",
-        error=error,
-        result=result,
-        radius=radius,
-        **context,
-    )
+    return context | {"error": error, "result": result, "radius": radius, "status_code": status}
 
 
 @router.get("/acessivel/resultados", name="web_citizen_results")
-def results(
+async def results(
     request: Request,
-    session: SessionDep,
     settings: SettingsDep,
     ponto: str = "",
     lat: str = "",
@@ -487,6 +501,27 @@ def results(
         public_rate_limit(request)
     except RateLimitedError as exc:
         return _limited(request, "acessivel/_resultados.html", exc)
+    asked = {"ponto": ponto, "lat": lat, "lon": lon, "raio": raio, "origem": origem,
+             "pagina": pagina}  # fmt: skip
+    error, result, status = await public_query(request, _results_answer, settings, asked)
+    return render(
+        request,
+        "acessivel/_resultados.html",
+        web=None,
+        title=TITLE,
+        status_code=status,
+        home_path="/acessivel",
+        error=error,
+        result=result,
+    )
+
+
+def _results_answer(
+    session: Session, settings: Any, asked: dict[str, str]
+) -> tuple[str | None, dict[str, Any] | None, int]:
+    """Answer the fragment's database part, within the public gate: (error, result, status)."""
+    ponto, lat, lon, raio = asked["ponto"], asked["lat"], asked["lon"], asked["raio"]
+    origem, pagina = asked["origem"], asked["pagina"]
     error, result, status = None, None, 200
     try:
         _no_nul(ponto=ponto, lat=lat, lon=lon, raio=raio, origem=origem, pagina=pagina)
@@ -506,13 +541,4 @@ def results(
         )
     except SearchError as exc:
         error, status = str(exc), 422
-    return render(
-        request,
-        "acessivel/_resultados.html",
-        web=None,
-        title=TITLE,
-        status_code=status,
-        home_path="/acessivel",
-        error=error,
-        result=result,
-    )
+    return error, result, status

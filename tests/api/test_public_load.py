@@ -127,8 +127,12 @@ def test_public_burst_does_not_starve_ingest_or_health(
             assert "tente novamente" in response.json()["error"]["message"]
 
 
-def test_public_gate_refuses_at_once_when_full(production_app: FastAPI) -> None:
-    """With every public slot taken and no room to wait, a public request is a 503 at once."""
+@pytest.mark.parametrize(
+    "url", [PUBLIC_URL, "/acessivel", "/acessivel/resultados?lat=-30.03&lon=-51.22"]
+)
+def test_public_gate_refuses_at_once_when_full(production_app: FastAPI, url: str) -> None:
+    """With every public slot taken and no room to wait, a public request is a 503 at once:
+    the API's and the citizen page's (their queries share the public gate's few slots)."""
     gate = production_app.state.public_db
 
     async def main() -> tuple[httpx.Response, float]:
@@ -137,7 +141,7 @@ def test_public_gate_refuses_at_once_when_full(production_app: FastAPI) -> None:
             saved = gate.in_use, gate.queue
             gate.in_use, gate.queue = gate.slots, 0
             try:
-                return await _timed(c, "GET", PUBLIC_URL)
+                return await _timed(c, "GET", url)
             finally:
                 gate.in_use, gate.queue = saved
 
