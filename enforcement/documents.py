@@ -854,6 +854,9 @@ _VALUES = {
     "occupied_fix": "posição com passageiro (taxímetro Ocupado)",
     "fix": "posição em serviço (taxímetro Livre, Ocupado ou não informado)",
     "active": "ativo",
+    # driver_not_allowed's documents (``document``), then the reasons
+    "cnh": "CNH",
+    "ictp": "ICTP",
     # operating_while_barred and driver_not_allowed reasons
     "revoked": "cassado",
     "suspended": "suspenso",

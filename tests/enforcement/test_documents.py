@@ -353,6 +353,19 @@ class TestEvidenceSummary:
             "com permissão: não",
         ]
 
+    def test_codes_of_the_evidence_are_read_in_pt_br(self) -> None:
+        """A driver's document and inactivity's last operation are named, not their codes."""
+        finding = dict(sample_document()["findings"][0])
+        finding["details"] = {"reason": "cnh_expired", "document": "cnh"}
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert measures == ["motivo: CNH vencida", "documento: CNH"]
+        finding["details"] = {"last_operation_source": "fix"}
+        _, measures, _ = evidence_summary(finding, timezone="UTC")  # type: ignore[arg-type]
+        assert measures == [
+            "fonte da última operação: posição em serviço (taxímetro Livre, Ocupado ou não "
+            "informado)"
+        ]
+
     def test_every_threshold_has_a_label(self) -> None:
         """Every threshold a detector takes is named in pt-BR in the documents and pages."""
         from enforcement.documents import LABELS
