@@ -75,7 +75,7 @@ def test_a_use_under_suspension_is_named_so_in_the_queue(
     web_engine: Engine, agent: httpx.Client
 ) -> None:
     """A licensee's use of its stand under suspension is listed as such, as its page names it,
-    not as "Embarque em ponto sem licença" (its kind's name)."""
+    not as "Embarque em ponto sem licença" (its kind's name); its link names its vehicle."""
     vehicle = f"QS{secrets.token_hex(2).upper()}"
     finding = boarding_finding(
         vehicle_id=vehicle, stand_id="S1", started_at=BASE, subtype="suspended_use"
@@ -85,6 +85,8 @@ def test_a_use_under_suspension_is_named_so_in_the_queue(
     page = html.unescape(agent.get("/fiscal/propostas", params={"veiculo": vehicle}).text)
     row = page[page.index(f'data-proposal-id="{proposal}"') :].split("</tr>")[0]
     assert "Uso de ponto durante suspensão" in row and "sem licença" not in row
+    # a screen reader's list of links tells the rows apart: the vehicle and the time
+    assert f'<span class="visually-hidden"> — veículo {vehicle}, ' in row
 
 
 class TestFilters:
