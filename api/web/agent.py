@@ -99,12 +99,13 @@ from fleet.dates import REGISTRY_DATE_MIN, registry_date_max
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
 from maps.findings import METER_LABELS
 from tracking.detectors.findings import (
-    KIND_NAMES,
     KINDS,
     PROVISIONAL,
     WITHDRAWN,
     finding_name,
     findings_name,
+    kind_filter_name,
+    kind_name,
 )
 
 router = APIRouter(include_in_schema=False)
@@ -457,7 +458,7 @@ async def alerts_page(
         filtered=bool(kept),
         form={k: (params[k] or "").strip() for k in ALERT_PARAMS},
         errors=errors,
-        kinds=[(k, KIND_NAMES[k]) for k in KINDS],
+        kinds=[(k, kind_filter_name(k)) for k in KINDS],
         page=page,
         pages=pages,
         prev_url=_with_query("/fiscal/alertas", **kept, pagina=page - 1) if page > 1 else None,
@@ -1072,7 +1073,7 @@ def queue_context(
         ],
         "status_all": (sum(counts["status"].values()), link(situacao="", pagina=None)),
         "kind_facets": [
-            (k, KIND_NAMES[k], counts["kind"][k], link(tipo=k, pagina=None))
+            (k, kind_name(k), counts["kind"][k], link(tipo=k, pagina=None))
             for k in KINDS
             if counts["kind"].get(k)
         ],
@@ -1081,7 +1082,7 @@ def queue_context(
         | {"situacao": kept["situacao"] or ""},
         "filters": filters,
         "errors": errors,
-        "kinds": [(k, KIND_NAMES[k]) for k in KINDS],
+        "kinds": [(k, kind_filter_name(k)) for k in KINDS],
         "statuses": [(s, STATUS_NAMES[s]) for s in STATUSES],
     }
 

@@ -509,7 +509,11 @@ class TestAlertsPage:
         page.goto(f"/fiscal/alertas?veiculo={mine}&pagina=9")  # past the end: the last page
         expect(page.locator(".alerts > li")).to_have_count(2)
         expect(page.get_by_text("Página 1 de 1")).to_be_visible()
-        page.get_by_label("Tipo de achado").select_option(label="Salto de GPS impossível")
+        kind = page.get_by_label("Tipo de achado")
+        expect(kind.locator('option[value="gps_anomaly"]')).to_have_text(
+            "Salto de GPS impossível (também: Dois rastreadores no mesmo prefixo)"
+        )  # what choosing it lists
+        kind.select_option("gps_anomaly")
         page.get_by_role("button", name="Filtrar").click()
         expect(page.locator("#alertas-resumo")).to_have_text("Nenhum alerta com estes filtros.")
         response = page.goto(f"/fiscal/alertas?tipo=speeding&veiculo={mine}")

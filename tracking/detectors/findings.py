@@ -102,6 +102,21 @@ def kind_name(kind: str) -> str:
     return KIND_NAMES.get(kind, kind)
 
 
+def kind_filter_name(kind: str) -> str:
+    """Return a kind's pt-BR name as a filter offers it: with the other names its findings take.
+
+    "Embarque em ponto sem licença (também: Espera de táxi acessível em ponto sem licença; Uso
+    de ponto durante suspensão)": choosing it lists all three.
+    """
+    others = [
+        name
+        for names in (PATTERN_NAMES, SUBTYPE_NAMES, FLAG_NAMES)
+        for (k, _), name in names.items()
+        if k == kind
+    ]
+    return kind_name(kind) + (f" (também: {'; '.join(others)})" if others else "")
+
+
 def finding_name(kind: str, details: Mapping[str, Any] | None) -> str:
     """Return the pt-BR name of one finding: its pattern's, subtype's, flag's or its kind's.
 
