@@ -380,9 +380,20 @@ def presence_view(
 def _absence_findings(session: Any, stand_id: str, start: dt.date, end: dt.date) -> dict[str, str]:
     """Per licensee, the enforcement's latest art. 49 finding at the stand in [start, end].
 
-    Told with the limits it was judged by, which may differ from the page's (a run's
-    ``--thresholds``).
+    Told with the limits it was judged by; where they differ from the page's (a run's
+    ``--thresholds``), said so, lest the row read as two verdicts of one rule.
     """
+    from tracking.detectors.habitual_absence import (
+        DEFAULT_MIN_OPERATING_DAYS,
+        DEFAULT_MIN_PRESENCE_SHARE,
+        DEFAULT_WINDOW_DAYS,
+    )
+
+    page_rule = {
+        "window_days": DEFAULT_WINDOW_DAYS,
+        "min_operating_days": DEFAULT_MIN_OPERATING_DAYS,
+        "min_presence_share": DEFAULT_MIN_PRESENCE_SHARE,
+    }
     rows = session.execute(
         text(
             "SELECT DISTINCT ON (vehicle_id) vehicle_id, details -> 'window' AS w, "
@@ -403,9 +414,11 @@ def _absence_findings(session: Any, stand_id: str, start: dt.date, end: dt.date)
             if {"window_days", "min_operating_days", "min_presence_share"} <= set(limits)
             else "limites não registrados"
         )
+        other = any(limits.get(k, v) != v for k, v in page_rule.items())
         out[str(vehicle_id)] = (
             f"Achado da fiscalização: ausência habitual de {fmt.iso_date(window.get('start'))} "
-            f"a {fmt.iso_date(window.get('end'))} ({rule})"
+            f"a {fmt.iso_date(window.get('end'))} "
+            + (f"por outra regra que a desta tabela ({rule})" if other else f"({rule})")
         )
     return out
 

@@ -329,8 +329,9 @@ class TestStandPage:
         assert html.count("Achado da fiscalização") == 1
         assert (
             f"Achado da fiscalização: ausência habitual de {start:%d/%m/%Y} a {end:%d/%m/%Y} "
-            "(janela de 7 dias, ao menos 3 em operação, presença em menos de 25%)"
-        ) in html
+            "por outra regra que a desta tabela (janela de 7 dias, ao menos 3 em operação, "
+            "presença em menos de 25%)"
+        ) in html  # not read as a second verdict of the page's rule
 
     def test_presence_strip_says_how_each_day_counted(self, supervisor: httpx.Client) -> None:
         """Each day of the strip is labelled; the legend and the rule name the ways beside the
