@@ -110,5 +110,9 @@ class UserAdminError(ValueError):
     """A ``pontual users``/``pontual devices`` command cannot be carried out (CLI message)."""
 
 
+class UserStandsError(UserAdminError):
+    """A supervisor's stands are the problem: unknown, missing, or given to another role."""
+
+
 class InputFileError(ValueError):
     """An input file of a command: missing, a folder, empty or unreadable (names the option)."""

@@ -15,7 +15,7 @@ from typing import cast
 from sqlalchemy import ColumnElement, CursorResult, Executable, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from api._errors import UserAdminError
+from api._errors import UserAdminError, UserStandsError
 from api.audit import user_actor
 from api.security import (
     MIN_PASSWORD_LENGTH,
@@ -213,7 +213,7 @@ def _known_stands(session: Session, stand_ids: Iterable[str]) -> list[str]:
     unknown = [s for s in wanted if s not in known]
     if unknown:
         msg = f"pontos desconhecidos: {', '.join(unknown)}"
-        raise UserAdminError(msg)
+        raise UserStandsError(msg)
     return wanted
 
 
@@ -333,10 +333,10 @@ def set_role(
             _set_stands(session, user, stand_ids)
         elif not user_stands(session=session, user_id=user.user_id):
             msg = "um supervisor precisa de pelo menos um ponto"
-            raise UserAdminError(msg)
+            raise UserStandsError(msg)
     elif stand_ids:
         msg = "apenas supervisores são vinculados a pontos"
-        raise UserAdminError(msg)
+        raise UserStandsError(msg)
     else:
         _set_stands(session, user, [])
     user.role = role

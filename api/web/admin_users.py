@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from api import accounts
-from api._errors import UserAdminError
+from api._errors import UserAdminError, UserStandsError
 from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep
 from api.web.admin_base import (
@@ -41,6 +41,7 @@ TEMP_PASSWORD = "temp_password"
 NOTICES = {
     "criado": "Usuário criado.",
     "papel": "Papel alterado; as sessões do usuário foram encerradas.",
+    "sem_mudanca": "Papel e pontos iguais aos de antes: nada mudou, as sessões continuam.",
     "desativado": "Conta desativada; as sessões do usuário foram encerradas.",
     "senha": "Senha alterada; as sessões do usuário foram encerradas.",
 }
@@ -252,6 +253,7 @@ def _user_page(
     errors: dict[str, str] | None = None,
     notice: str | None = None,
     status_code: int = 200,
+    posted: dict[str, str] | None = None,
 ) -> Response:
     if user.full_name:
         record_personal_data_access(
@@ -276,6 +278,8 @@ def _user_page(
         temp_password=temp_password,
         errors=errors or {},
         notice=notice,
+        posted=posted or {},
+        timezone=request.app.state.settings.timezone,
     )
 
 
@@ -314,12 +318,24 @@ def _refused(
     *,
     field: str,
     error: UserAdminError,
+    posted: dict[str, str] | None = None,
 ) -> Response:
-    """Undo the change and show the user's page again with ``error`` on ``field`` (422)."""
+    """Undo the change and show the user's page again with ``error`` on ``field`` (422).
+
+    What was typed (``posted``) stays in its fields.
+    """
     session.rollback()
     user = _user_or_404(session, user_id)
     errors = {field: str(error)}
-    return _user_page(request, web=web, session=session, user=user, errors=errors, status_code=422)
+    return _user_page(
+        request,
+        web=web,
+        session=session,
+        user=user,
+        errors=errors,
+        status_code=422,
+        posted=posted,
+    )
 
 
 def _done(user: User, notice: str) -> RedirectResponse:
@@ -335,19 +351,31 @@ def change_role(
     role: Annotated[str, Form(max_length=40)] = "",
     stands: Annotated[str, Form(max_length=5000)] = "",
 ) -> Response:
-    """Change the role (and a supervisor's stands); the user's sessions end."""
+    """Change the role (and a supervisor's stands); the user's sessions end.
+
+    The stands field as sent is the supervisor's stands: emptied, it is refused (a supervisor
+    needs one), not read as "keep them". Nothing changed: nothing done, no session ended.
+    """
     user = _user_or_404(session, user_id)
     before = (user.role, accounts.user_stands(session=session, user_id=user.user_id))
+    posted = {"role": role, "stands": stands}
+    wanted = stand_list(stands)
+    if role == before[0] and sorted(set(wanted)) == sorted(before[1]):
+        return _done(user, "sem_mudanca")
     try:
+        if role == "supervisor" and not wanted:
+            msg = "um(a) supervisor(a) precisa de pelo menos um ponto: informe os pontos"
+            raise UserStandsError(msg)
         accounts.set_role(
             session=session,
             username=user.username,
             role=role,
-            stand_ids=stand_list(stands),
+            stand_ids=wanted,
             by=web.principal.username,
         )
     except UserAdminError as exc:
-        return _refused(request, web, session, user_id, field="role", error=exc)
+        field = "stands" if isinstance(exc, UserStandsError) else "role"
+        return _refused(request, web, session, user_id, field=field, error=exc, posted=posted)
     audit(
         session,
         web=web,

@@ -960,3 +960,38 @@ def test_an_error_low_on_the_page_takes_the_focus(page: Any, login: Callable) ->
     assert "esperado uma data entre 1990-01-01" in summary.inner_text()
     box = summary.bounding_box()
     assert box is not None and 0 <= box["y"] < page.viewport_size["height"]
+
+
+def test_a_supervisors_stands_as_typed(web_client: Callable, web_engine: Engine) -> None:
+    """The stands field is the supervisor's stands: emptied, refused on that field (not kept
+    silently with "Papel alterado"); an unknown stand refused there with what was typed kept;
+    the same role and stands change nothing (no session ended, no audit entry)."""
+    admin = web_client("admin")
+    username = unique("superv").lower()
+    form = {"username": username, "full_name": "Supervisora de Teste", "role": "supervisor"}
+    created = post_form(admin, "/admin/usuarios", "/admin/usuarios", form | {"stands": "S1"})
+    assert created.status_code == 303, created.text
+    page_url = created.headers["location"].split("?")[0]
+    action = page_url + "/papel"
+    for typed, said in (
+        ("", "um(a) supervisor(a) precisa de pelo menos um ponto"),
+        ("S1; XYZ-NAO", "pontos desconhecidos: XYZ-NAO"),
+    ):
+        answer = post_form(admin, page_url, action, {"role": "supervisor", "stands": typed})
+        assert answer.status_code == 422
+        text = html.unescape(answer.text)
+        assert f'<p class="field-error" id="pontos-erro">{said}' in text  # under its own field
+        assert f'name="stands" type="text" value="{typed}"' in text  # what was typed
+    same = post_form(admin, page_url, action, {"role": "supervisor", "stands": " S1 "})
+    assert same.headers["location"].endswith("?aviso=sem_mudanca")
+    assert "nada mudou, as sessões continuam" in admin.get(same.headers["location"]).text
+    with session_scope(web_engine) as session:
+        actions = session.scalars(
+            select(AuditEntry.action).where(
+                AuditEntry.entity == "user", AuditEntry.entity_id == username
+            )
+        ).all()
+    assert "set_role" not in actions
+    assert post_form(admin, page_url, page_url + "/desativar", {}).status_code == 303
+    assert re.search(r"desativada em \d\d/\d\d/\d{4} \d\d:\d\d \(horário de Brasília\)",
+                     admin.get(page_url).text)  # fmt: skip
