@@ -526,13 +526,25 @@ def _read_geojson(path: Path) -> gpd.GeoDataFrame:
             IndexError,
             shapely.errors.ShapelyError,  # GEOS and unknown geometry types
         ) as exc:
-            msg = f"feição {i} de '{path.name}': geometria ilegível ({exc})"
-            raise StandsFormatError(msg) from exc
+            raise StandsFormatError(_unreadable(i, path.name, geometry)) from exc
     frame = pd.DataFrame.from_records(records, index=pd.RangeIndex(len(records)))
     if not records:  # an empty collection is an empty stands layer
         frame = pd.DataFrame({STAND_ID: pd.Series([], dtype=object)})
     frame = frame.astype(object) if len(frame.columns) else frame
     return gpd.GeoDataFrame(frame, geometry=np.asarray(geoms, dtype=object), crs=WGS84)
+
+
+def _unreadable(i: int, name: str, geometry: Any) -> str:
+    """Say in pt-BR which feature's geometry could not be read, and what was expected."""
+    kind = geometry.get("type") if isinstance(geometry, dict) else None
+    coords = geometry.get("coordinates") if isinstance(geometry, dict) else geometry
+    shown = json.dumps(coords, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return (
+        f"feição {i} de '{name}': geometria ilegível (tipo {kind!r}, coordenadas {shown}); "
+        "esperado um Point [longitude, latitude] ou um Polygon/MultiPolygon de anéis de tais "
+        "pontos"
+    )
 
 
 def _read_gpkg(path: Path, *, layer: str | None) -> gpd.GeoDataFrame:

@@ -257,6 +257,21 @@ class TestReadStands:
         with pytest.raises(StandsFormatError, match="FeatureCollection"):
             read_stands(path)
 
+    def test_a_point_of_one_coordinate_is_said_in_pt_br(self, tmp_path: Path) -> None:
+        """A geometry shapely cannot read: its feature, type and coordinates, and what was
+        expected, in pt-BR (shapely's English message was shown to the admin)."""
+        path = tmp_path / "x.geojson"
+        feature = {"type": "Feature", "properties": {"stand_id": "P1"},
+                   "geometry": {"type": "Point", "coordinates": [-51.2]}}  # fmt: skip
+        path.write_text(json.dumps({"type": "FeatureCollection", "features": [feature]}), "utf-8")
+        with pytest.raises(StandsFormatError) as caught:
+            read_stands(path)
+        assert str(caught.value) == (
+            "feição 1 de 'x.geojson': geometria ilegível (tipo 'Point', coordenadas [-51.2]); "
+            "esperado um Point [longitude, latitude] ou um Polygon/MultiPolygon de anéis de "
+            "tais pontos"
+        )
+
     def test_bad_json(self, tmp_path: Path) -> None:
         """Broken JSON is refused as not GeoJSON."""
         path = tmp_path / "x.geojson"
