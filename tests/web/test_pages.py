@@ -7,6 +7,7 @@ Screenshots go to ``test-artifacts/``; with ``PONTUAL_UPDATE_SCREENSHOTS=1`` als
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -202,3 +203,17 @@ class TestHarness:
             "d.style.height = '10px'; document.querySelector('main').append(d)"
         )
         assert horizontal_overflow_px(phone) == 600 + 16 - 390
+
+
+def test_every_scrolling_table_can_be_scrolled_by_keyboard() -> None:
+    """A table's scroll box is a named region in the tab order (axe: scrollable-region-
+    focusable): on a phone a wide table scrolls sideways, which a keyboard must reach."""
+    templates = Path(__file__).resolve().parents[2] / "api" / "web" / "templates"
+    boxes = [
+        (path.name, tag)
+        for path in templates.rglob("*.html")
+        for tag in re.findall(r'<div class="table-wrap"[^>]*>', path.read_text("utf-8"))
+    ]
+    assert len(boxes) > 10
+    for name, tag in boxes:
+        assert 'tabindex="0"' in tag and 'role="region"' in tag and "aria-label=" in tag, name
