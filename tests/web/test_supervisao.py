@@ -629,6 +629,8 @@ class TestLatestDay:
         cells = row.first.inner_text()
         assert "INT-9" in cells and "12:30" in cells and "12:40" in cells  # not 15:30 (UTC)
         assert "horário de Brasília" in page.locator("#intrusos-titulo + p + table").inner_text()
+        arrival = row.first.locator("td").first  # a phone's card names the zone too
+        assert arrival.get_attribute("data-label") == "Chegada (horário de Brasília)"
         assert sorted(_presence_prefixos(page)) == ["SIM-1421", "SIM-4227"]
         presence = page.locator("table.presence").inner_text()
         assert "1 de 1 (100%)" in presence and "0 de 1 (0%)" in presence
