@@ -134,22 +134,37 @@ def create_device(
 
     A prefixo the fleet lacks (a typo would send every fix to a vehicle that does not exist)
     is registered only when the form says so (``fora_da_frota``: the vehicle is still to be
-    imported).
+    imported); one the fleet holds written otherwise (``sim-1007`` for ``SIM-1007``) never.
     """
+    from db.fleet.store import held_spelling
+
     wanted = vehicle_id.strip()
-    if wanted and not fora_da_frota and session.get(Vehicle, wanted) is None:
+    if not wanted:
+        return _devices_page(
+            request,
+            web=web,
+            session=session,
+            errors={"vehicle_id": "Informe o prefixo do veículo do dispositivo."},
+            values={"vehicle_id": vehicle_id, "label": label},
+            status_code=422,
+        )
+    held = held_spelling(session, "vehicles", wanted)
+    if held is not None or (not fora_da_frota and session.get(Vehicle, wanted) is None):
         message = (
-            f"O veículo {wanted} não está no cadastro da frota. Confira o prefixo; se o veículo "
-            "ainda vai ser importado, marque a caixa abaixo e envie de novo."
+            f"O veículo {wanted} está no cadastro da frota como {held}: o mesmo prefixo escrito "
+            "de outro modo. Envie de novo com a grafia do cadastro (já no campo)."
+            if held is not None
+            else f"O veículo {wanted} não está no cadastro da frota. Confira o prefixo; se o "
+            "veículo ainda vai ser importado, marque a caixa abaixo e envie de novo."
         )
         return _devices_page(
             request,
             web=web,
             session=session,
             errors={"vehicle_id": message},
-            values={"vehicle_id": vehicle_id, "label": label},
+            values={"vehicle_id": held or vehicle_id, "label": label},
             status_code=422,
-            ask_outside_fleet=True,
+            ask_outside_fleet=held is None,  # a second spelling is never registered
         )
     try:
         device, token = accounts.create_device(

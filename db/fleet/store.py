@@ -232,6 +232,15 @@ _SPELLING_QUERIES = {
 }
 
 
+def held_spelling(db: Connection | Session, table: str, one_id: str) -> str | None:
+    """Return how ``table`` holds ``one_id`` written otherwise (``SIM-1007`` for ``sim-1007``).
+
+    None when it holds ``one_id`` as written, or not at all (:func:`fleet.ids.form_clashes`).
+    """
+    stored = set(db.execute(text(_SPELLING_QUERIES[table])).scalars())
+    return None if one_id in stored else form_clashes([one_id], stored).get(one_id)
+
+
 def spelling_clash(db: Connection | Session, table: str, ids: Any) -> str | None:
     """Say (pt-BR) why an id of ``ids`` new to ``table`` cannot be added, or None when all can.
 

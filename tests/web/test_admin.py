@@ -995,3 +995,25 @@ def test_a_supervisors_stands_as_typed(web_client: Callable, web_engine: Engine)
     assert post_form(admin, page_url, page_url + "/desativar", {}).status_code == 303
     assert re.search(r"desativada em \d\d/\d\d/\d{4} \d\d:\d\d \(horário de Brasília\)",
                      admin.get(page_url).text)  # fmt: skip
+
+
+def test_a_device_for_a_prefixo_written_otherwise(web_client: Callable, web_engine: Engine) -> None:
+    """'sim-7' for the fleet's 'SIM-7': refused naming the registered spelling (put in the
+    field), with no offer to register it outside the fleet; an empty prefixo is asked for."""
+    vehicle_id = unique("SIM")
+    with session_scope(web_engine) as session:
+        session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id))
+    client = web_client("admin")
+    sent = vehicle_id.lower()
+    for outside in ({}, {"fora_da_frota": "1"}):  # even "to be imported": never a second one
+        form = {"vehicle_id": sent} | outside
+        asked = post_form(client, "/admin/dispositivos", "/admin/dispositivos", form)
+        text = html.unescape(asked.text)
+        assert asked.status_code == 422
+        assert f"O veículo {sent} está no cadastro da frota como {vehicle_id}" in text
+        assert f'value="{vehicle_id}"' in text and 'name="fora_da_frota"' not in text
+    with session_scope(web_engine) as session:
+        assert session.scalar(select(Device).where(Device.vehicle_id == sent)) is None
+    empty = post_form(client, "/admin/dispositivos", "/admin/dispositivos", {"vehicle_id": " "})
+    assert empty.status_code == 422
+    assert "Informe o prefixo do veículo do dispositivo." in html.unescape(empty.text)
