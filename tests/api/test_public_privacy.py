@@ -18,6 +18,7 @@ import pytest
 from api_factories import bearer
 from fastapi.testclient import TestClient
 
+from api.routes.public import published_instant
 from geo.h3 import cells_to_strings, latlng_to_cells, snap_to_cell_centres
 
 HOME = (-29.7500, -51.1500)
@@ -65,7 +66,8 @@ def taxis(client: TestClient, api_engine: Any) -> Iterator[Callable[..., None]]:
 
     def move(k: int, lat: float, lon: float, age_s: float = 60.0, meter: str = "free") -> None:
         sent["n"] += 1  # a newer fix each time, whatever the age asked
-        at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=age_s - sent["n"] * 1e-3)
+        # ages from the instant the answers describe (api.routes.public.published_instant)
+        at = published_instant() - dt.timedelta(seconds=age_s - sent["n"] * 1e-3)
         fix = {"timestamp": at.isoformat(), "lat": lat, "lon": lon, "meter": meter}
         response = client.post("/api/v1/pings", json={"pings": [fix]}, headers=bearer(tokens[k]))
         assert response.json()["accepted"] == 1, response.text
