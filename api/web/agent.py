@@ -1282,7 +1282,7 @@ def _period_end_form(p: Any, zone: ZoneInfo) -> dict[str, Any] | None:
         ),
         "min": first.isoformat() if first is not None else "",
         "max": yesterday.isoformat(),
-        "start": _day(start.astimezone(zone).date().isoformat()) if start is not None else "",
+        "start": _day(first.isoformat()) if first is not None else "",
         "start_label": "da decisão da defesa" if appeal else "da notificação",
     }
 
