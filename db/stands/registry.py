@@ -190,8 +190,8 @@ def stand_area(
         raise InvalidRadiusError(msg)
     if not radius_ok(radius_m):
         msg = (
-            f"radius_m era {radius_m!r}; esperado um número em [{MIN_RADIUS_M:g}, "
-            f"{MAX_RADIUS_M:g}] metros"
+            f"raio de {radius_m!r} m (radius_m) fora do intervalo aceito: de {MIN_RADIUS_M:g} a "
+            f"{MAX_RADIUS_M:g} metros"
         )
         raise InvalidRadiusError(msg)
     point = gpd.GeoDataFrame(geometry=[shapely.Point(lon, lat)], crs=WGS84)

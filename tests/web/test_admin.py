@@ -207,7 +207,7 @@ BAD_STANDS = {
         {"name": "Ponto ruim", "mode": "ponto", "lat": "-30.03", "lon": "-51.23"}
         | {"radius_m": "5e-324"},
         "ponto-area",
-        "radius_m era 5e-324; esperado um número em [1, 1000] metros",
+        "raio de 5e-324 m (radius_m) fora do intervalo aceito: de 1 a 1000 metros",
     ),
 }
 

@@ -105,7 +105,7 @@ class TestStandArea:
             ({"area": {"type": "Point", "coordinates": [0, 0]}}, UnsupportedGeometryError, "Point"),
             ({"area": {"type": "Polygon"}}, InvalidGeometryError, "GeoJSON inválida"),
             ({"lat": LAT, "lon": LON}, InvalidRadiusError, "sem radius_m"),
-            ({"lat": LAT, "lon": LON, "radius_m": 0}, InvalidRadiusError, "radius_m era 0"),
+            ({"lat": LAT, "lon": LON, "radius_m": 0}, InvalidRadiusError, "raio de 0 m"),
             ({"lat": LAT, "lon": LON, "radius_m": 5000}, InvalidRadiusError, "1000"),
             ({"lat": 95, "lon": LON, "radius_m": 30}, InvalidGeometryError, "posição inválida"),
             ({"lat": LAT, "radius_m": 30}, InvalidGeometryError, "lat e lon"),
