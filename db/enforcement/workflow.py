@@ -41,7 +41,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from db.enforcement.models import AuditEntry, Finding, Proposal, ProposalFinding
-from db.fleet.models import Vehicle
+from db.fleet.models import Municipality, Vehicle
 from db.upsert import hex_ewkb
 from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
 from enforcement.proposals import (
@@ -499,8 +499,10 @@ def why_not_proposed(
     if session.scalar(judged) is None:
         vehicle = session.get(Vehicle, finding.vehicle_id)
         home = vehicle.municipality_code if vehicle is not None else None
+        place = session.get(Municipality, home) if home is not None else None
+        named = f"{place.name}/{place.uf}, {home}" if place is not None else home
         return (
-            f"o prefixo {finding.vehicle_id} é do cadastro de outro município ({home}): "
+            f"o prefixo {finding.vehicle_id} é do cadastro de outro município ({named}): "
             "o regulamento escolhido não se aplica a ele"
         )
     ids = session.execute(

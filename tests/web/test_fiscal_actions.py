@@ -450,7 +450,8 @@ class TestGenerate:
             r" por este regulamento\.",
             page,
         )
-        assert f"o prefixo {vehicle} é do cadastro de outro município (4314902)" in page
+        elsewhere = "é do cadastro de outro município (Porto Alegre/RS, 4314902)"
+        assert f"o prefixo {vehicle} {elsewhere}" in page
 
     def test_a_finding_left_without_proposal_says_why(
         self, agent: httpx.Client, web_engine: Engine

@@ -579,8 +579,8 @@ class TestGenerateReport:
             session, frames[0]["finding_id"].iloc[0], municipality=PB, timezone=TZ
         )
         assert why == (
-            "o prefixo POA-1 é do cadastro de outro município (4314902): o regulamento "
-            "escolhido não se aplica a ele"
+            "o prefixo POA-1 é do cadastro de outro município (Porto Alegre/RS, 4314902): o "
+            "regulamento escolhido não se aplica a ele"
         )
 
     def test_low_confidence_findings_are_listed_for_review(self, session) -> None:
