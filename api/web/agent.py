@@ -1589,6 +1589,8 @@ def _text_field(value: str, *, label: str, minimum: int) -> str | None:
     """
     if len(value.strip()) < minimum:
         return f"{label}: escreva ao menos {minimum} caracteres."
+    if not workflow.is_sentence(value, minimum):
+        return f"{label}: escreva uma frase, com ao menos duas palavras."
     return None
 
 

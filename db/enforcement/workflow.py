@@ -29,6 +29,7 @@ states the period ended, which the audit keeps.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -843,11 +844,24 @@ MIN_ANSWER_CHARS = 10
 MIN_GROUNDS_CHARS = 15
 """Shortest reason of a dismissal and grounds of a decision: audited, so a sentence, not a word."""
 
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def is_sentence(text: str, minimum: int) -> bool:
+    """Tell whether an audited text is words: ``minimum`` characters and two words or more.
+
+    "aaaaaaaaaaaaaaa" has the length of a reason and says nothing.
+    """
+    return len(text.strip()) >= minimum and len(_WORD.findall(text)) >= 2
+
 
 def _check_grounds(reason: str, what: str) -> None:
-    """Refuse a reason or grounds shorter than :data:`MIN_GROUNDS_CHARS` (blank included)."""
-    if len(reason.strip()) < MIN_GROUNDS_CHARS:
-        msg = f"{what} exige ao menos {MIN_GROUNDS_CHARS} caracteres (uma frase, não uma palavra)"
+    """Refuse a reason or grounds not :func:`is_sentence` (:data:`MIN_GROUNDS_CHARS`)."""
+    if not is_sentence(reason, MIN_GROUNDS_CHARS):
+        msg = (
+            f"{what} exige uma frase de ao menos {MIN_GROUNDS_CHARS} caracteres e duas "
+            "palavras, não uma palavra"
+        )
         raise ReviewDataError(msg)
 
 
@@ -865,7 +879,7 @@ def _exception_answer(
             raise ReviewDataError(msg)
         return None
     exc = rule.exception
-    if len(text) < MIN_ANSWER_CHARS:
+    if not is_sentence(text, MIN_ANSWER_CHARS):
         msg = (
             f"a proposta {proposal_id} não pode ser confirmada sem responder à exceção do "
             f"{exc.provision} ('{exc.excerpt}'): {exc.question} Informe por que a exceção não se "
