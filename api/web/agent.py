@@ -1660,9 +1660,9 @@ def dismiss(
     """Dismiss the proposal, with the agent's reason (required, a sentence)."""
     problem = _text_field(motivo, label="Motivo do descarte", minimum=workflow.MIN_GROUNDS_CHARS)
     if problem:
-        problem = (
-            f"Motivo do descarte: escreva ao menos {workflow.MIN_GROUNDS_CHARS} caracteres. "
-            "O descarte é uma decisão registrada na auditoria: diga por que a proposta não procede."
+        problem += (
+            " O descarte é uma decisão registrada na auditoria: diga por que a proposta não "
+            "procede."
         )
     return _step(
         request,

@@ -115,6 +115,9 @@ class TestReasonsAndDates:
         assert "O descarte é uma decisão registrada na auditoria" in body
         assert ">não procede</textarea>" in body
         assert _status(web_engine, proposal) == "proposta"
+        same = _post(agent, f"/fiscal/propostas/{proposal}/descartar", motivo="a" * 20)
+        assert same.status_code == 422
+        assert "escreva uma frase, com ao menos duas palavras" in html.unescape(same.text)
         done = _post(
             agent, f"/fiscal/propostas/{proposal}/descartar", motivo="Passageiro com deficiência."
         )
