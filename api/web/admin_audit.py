@@ -41,6 +41,7 @@ from api.schemas import QueryDate
 from api.web import formats as fmt
 from api.web.admin_base import AdminUser, pt_errors
 from api.web.formats import ACTIONS, FIELD_LABELS, actor_label
+from api.web.nav import ROLE_LABELS
 from api.web.templating import render
 from db.enforcement.models import STATUSES, AuditEntry
 
@@ -468,6 +469,12 @@ def detail_items(details: Any, *, timezone: str | None = None) -> list[DetailIte
     for key in ("from", "to"):  # a proposal's step: its states in words
         if short.get(key) in STATUSES:
             short[key] = STATE_WORDS.get(short[key], short[key].replace("_", " "))
+    role = short.get("role")  # an account's role in words, as the pages name it
+    if isinstance(role, dict):
+        short["role"] = {k: ROLE_LABELS.get(v, v) if isinstance(v, str) else v
+                         for k, v in role.items()}  # fmt: skip
+    elif isinstance(role, str):
+        short["role"] = ROLE_LABELS.get(role, role)
     return _items(short, labels={"period_ended_on": period} if period else {})
 
 

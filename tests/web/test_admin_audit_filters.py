@@ -156,6 +156,14 @@ class TestGeometryText:
         final = {i.key: i.text for i in detail_items({"from": "notificada", "to": "definitiva"})}
         assert final == {"from": "notificada", "to": "decisão definitiva"}
 
+    def test_an_accounts_role_in_words(self) -> None:
+        """A role change reads as the pages name the roles, not their codes."""
+        (changed,) = detail_items({"role": {"from": "supervisor", "to": "agent"}})
+        assert "Supervisor(a) de ponto" in changed.text and "Fiscal" in changed.text
+        assert "supervisor;" not in changed.text and "agent" not in changed.text
+        (created,) = detail_items({"role": "planner"})
+        assert created.text == "Planejador(a)"
+
 
 # --- the page, on a real server ------------------------------------------------------------------
 
