@@ -460,9 +460,18 @@ def validation_page(request: Request, exc: RequestValidationError) -> Response |
 
     A page for a browser outside the API (:func:`_wants_page`), naming each field by its label
     and what it accepts; None: the API's JSON 422 (:func:`api.errors.install_error_handlers`).
+    A record's number in the address that is not a number (``/admin/usuarios/abc``): the 404
+    page.
     """
     if not _wants_page(request):
         return None
+    viewer = getattr(request.state, VIEWER_STATE, None)  # the console's header and menu
+    if exc.errors() and all(
+        tuple(e.get("loc", ()))[:1] == ("path",) and str(e.get("type", "")).startswith("int")
+        for e in exc.errors()
+    ):  # /admin/usuarios/abc: an address of no record, not a form to correct
+        title, message = _status_text(request, 404)
+        return error_page(request, web=viewer, status_code=404, title=title, message=message)
     problems = list(dict.fromkeys(_field_problem(dict(err)) for err in exc.errors()))
     message = (
         "Um valor enviado passa do limite ou não é do tipo esperado; nada foi gravado. "
@@ -470,7 +479,7 @@ def validation_page(request: Request, exc: RequestValidationError) -> Response |
     )
     return error_page(
         request,
-        web=getattr(request.state, VIEWER_STATE, None),  # the console's header and menu
+        web=viewer,
         status_code=422,
         title="Dados não aceitos",
         message=message,

@@ -130,6 +130,14 @@ class TestBrowser:
         assert PAGE_TITLE in answer.text
         assert "<li>Página: esperado um número inteiro.</li>" in answer.text
 
+    def test_a_word_in_a_records_address_is_not_found(self, client: TestClient) -> None:
+        """``/admin/usuarios/abc``: no such record, the 404 page (not "user_id: esperado um
+        número inteiro", a field the admin never saw)."""
+        for path in ("/admin/usuarios/abc", "/admin/usuarios/²"):
+            answer = client.get(path, headers=BROWSER)
+            assert answer.status_code == 404, path
+            assert "Página não encontrada" in answer.text and "user_id" not in answer.text
+
     def test_a_number_out_of_its_range_is_the_page(self, client: TestClient) -> None:
         """``?pagina=0`` (at least 1): the page, naming the bound."""
         answer = client.get("/admin/pontos", params={"pagina": "0"}, headers=BROWSER)
