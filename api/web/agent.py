@@ -1052,7 +1052,7 @@ def queue_context(
                 "vehicle_id": r.vehicle_id or "—",
                 "stand_id": r.stand_id or "—",
                 "provision": r.provision,
-                "gravity": r.gravity or "—",
+                "gravity": r.gravity,
                 "when": local_time(r.committed_at, zone, seconds=False),
                 "confidence": _percent(r.confidence),
                 "auto_number": r.auto_number,
