@@ -1,10 +1,11 @@
-"""What the look-alike benchmarks share: the ``pontual`` command and the outputs of one run."""
+"""What the look-alike benchmarks share: the `pontual` command, its CSV inputs, a run's outputs."""
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,14 @@ def pontual() -> Path:
     """The ``pontual`` command beside this Python, else the repo's virtual environment's."""
     here = Path(sys.executable).with_name("pontual")
     return here if here.exists() else ROOT / ".venv" / "bin" / "pontual"
+
+
+def write_csv(path: Path, header: Iterable[str], rows: Iterable[Iterable[Any]]) -> None:
+    """Write a CSV input of a run: the header, then the rows."""
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
 
 
 def analyze_outputs(res: Path, kinds: Collection[str]) -> dict[str, Any]:

@@ -115,7 +115,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -124,7 +123,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from functools import cache, partial
@@ -153,7 +152,7 @@ def _repo_root() -> Path:
 ROOT = _repo_root()
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _analyze_run import analyze_outputs, pontual  # noqa: E402
+from _analyze_run import analyze_outputs, pontual, write_csv  # noqa: E402
 
 POA = "4314902"
 TZ = timezone(timedelta(hours=-3))  # Porto Alegre, no daylight saving time since 2019
@@ -537,30 +536,23 @@ class World:
         rows = sorted((r for tr in self.tracks for r in tr.rows), key=lambda r: (r[0], r[1]))
         header = ["vehicle_id", "timestamp", "lat", "lon", "speed_kmh", "meter", "accuracy_m"]
         width = len(header) if spec.accuracy_column else len(header) - 1
-        _write_csv(folder / "pings.csv", header[:width], (r[:width] for r in rows))
+        write_csv(folder / "pings.csv", header[:width], (r[:width] for r in rows))
         fleet = [[row.get(c, "") for c in spec.fleet_columns] for row in self.fleet]
-        _write_csv(folder / "fleet.csv", spec.fleet_columns, fleet)
+        write_csv(folder / "fleet.csv", spec.fleet_columns, fleet)
         args = ["--pings", str(folder / "pings.csv"), "--stands", str(ROOT / STANDS_FILE)]
         args += ["--stand-radius-m", str(RADIUS_M), "--fleet", str(folder / "fleet.csv")]
         if spec.licences:
             header = ["vehicle_id", "stand_id", "valid_from", "valid_until"]
-            _write_csv(folder / "licences.csv", header, self.licences)
+            write_csv(folder / "licences.csv", header, self.licences)
             args += ["--licences", str(folder / "licences.csv")]
         if spec.suspensions:
             header = ["stand_id", "vehicle_id", "driver_id", "starts_on", "ends_on", "kind"]
             header += ["reason"]
             rows_s = [[s.get(c, "") for c in header] for s in spec.suspensions]
-            _write_csv(folder / "suspensions.csv", header, rows_s)
+            write_csv(folder / "suspensions.csv", header, rows_s)
             args += ["--stand-suspensions", str(folder / "suspensions.csv")]
         args += ["--municipality", POA, "--as-of", spec.as_of.isoformat()]
         return args, len(rows)
-
-
-def _write_csv(path: Path, header: Iterable[str], rows: Iterable[Iterable[Any]]) -> None:
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
 
 
 # --- cases: habitual_absence, world A ----------------------------------------------------------

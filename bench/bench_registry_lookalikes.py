@@ -59,7 +59,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import subprocess
@@ -78,7 +77,7 @@ from typing import Any
 import numpy as np
 import shapely
 import shapely.geometry
-from _analyze_run import analyze_outputs, pontual
+from _analyze_run import analyze_outputs, pontual, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDARIES = ROOT / "data" / "brazil" / "boundaries" / "municipios_poa_pvh_pintobandeira.geojson"
@@ -388,13 +387,6 @@ class World:
         args += ["--municipality", POA, "--as-of", spec.as_of]
         args += ["--kinds", spec.kinds] if spec.kinds else []
         return args, len(rows)
-
-
-def write_csv(path: Path, header: Iterable[str], rows: Iterable[Iterable[Any]]) -> None:
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
 
 
 def stands_background(w: World) -> None:
