@@ -173,6 +173,7 @@ def _uvicorn_options(log_level: str, access_log: bool) -> dict[str, Any]:
         "access_log": access_log,
         "log_config": log_config(log_level),
         "proxy_headers": False,  # the app trusts X-Forwarded-For per PONTUAL_TRUSTED_PROXIES
+        "server_header": False,  # no "server: uvicorn": the software is nobody's business
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
     }
 

@@ -254,7 +254,9 @@ class TestWorkers:
             assert message in second.log()
             assert "Traceback" not in second.log()
         assert len(_listening_children(first.process.pid, port)) == 2
-        assert httpx.get(first.url + "/health").status_code == 200
+        health = httpx.get(first.url + "/health")
+        assert health.status_code == 200
+        assert "server" not in health.headers  # no "server: uvicorn"
 
     def test_worker_that_cannot_bind_gives_up(self, tmp_path: Path) -> None:
         """Workers that cannot bind are restarted after 0.5, 1, 2, 4 s, then the supervisor
