@@ -578,15 +578,19 @@ def stand_page(
             "latest": fmt.date(latest) if latest is not None else None,
             "href": _stand_href(stand_id, day=latest, prefixo=prefixo) if latest else None,
         }
+    panel = now_panel(
+        web=web, session=session, settings=settings, stand_id=stand_id, capacity=stand.capacity
+    )
+    # an intruder in the stand now: its last visit goes on (no departure yet)
+    here_now = {x["vehicle_id"] for x in panel["vehicles"]} if until == today else set()
+    last_visit = {v.vehicle_id: k for k, v in enumerate(intruders.data)}
     return render(
         request,
         "supervisao/ponto.html",
         web=web,
         title=f"Ponto {stand.stand_id}" + (f" — {stand.name}" if stand.name else ""),
         stand=stand,
-        panel=now_panel(
-            web=web, session=session, settings=settings, stand_id=stand_id, capacity=stand.capacity
-        ),
+        panel=panel,
         live_interval_s=LIVE_INTERVAL_S,
         status=status,
         presence=presence_view(
@@ -605,11 +609,15 @@ def stand_page(
             {
                 "vehicle_id": v.vehicle_id,
                 "arrived": fmt.clock(v.arrived_at, timezone=tz),
-                "departed": fmt.clock(v.departed_at, timezone=tz),
+                "departed": (
+                    "ainda no ponto"
+                    if v.vehicle_id in here_now and last_visit[v.vehicle_id] == k
+                    else fmt.clock(v.departed_at, timezone=tz)
+                ),
                 "stay": fmt.duration(v.dwell_s),
                 "boarded": boarded_text(v.boarded, v.boarding_distance_m),
             }
-            for v in intruders.data
+            for k, v in enumerate(intruders.data)
             if matches_prefixo(v.vehicle_id, prefixo)
         ],
         intruders_total=len(intruders.data),

@@ -10,6 +10,7 @@ and links to that day; the intruders and the presence filtered by prefixo.
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import os
 import re
@@ -196,6 +197,17 @@ class TestLiveQueue:
         assert horizontal_overflow_px(phone) == 0
         assert_accessible(phone)
         save_screenshot(phone, "web-supervisao-ponto-phone.png")
+
+    def test_an_intruder_still_in_the_stand_has_no_departure(
+        self, supervisor: httpx.Client, web_server: Any, web_engine: Engine
+    ) -> None:
+        """An unlicensed taxi in SV1 for four minutes up to now: the day's intruders list its
+        visit as going on ("ainda no ponto"), not with its last fix as the departure."""
+        vehicle = f"SV-I{secrets.token_hex(2).upper()}"
+        _post_fixes(web_server.url, _device(web_engine, vehicle), SV1, (240, 180, 120, 60, 1))
+        page = html.unescape(supervisor.get("/supervisao/pontos/SV1").text)
+        row = page[page.index(f">{vehicle}</th>") :].split("</tr>")[0]
+        assert 'data-label="Saída (horário de Brasília)">ainda no ponto</td>' in row
 
     def test_unplaced_licence_is_no_intruder(
         self, supervisor: httpx.Client, web_server: Any, web_engine: Engine
