@@ -144,7 +144,7 @@ def test_the_exclusion_asks_first(
             break
         page.wait_for_timeout(50)
     assert asked and asked[-1].startswith(
-        f"Excluir o prefixo {vehicle} do ponto {stand_id} a partir de 2024-07-01 "
+        f"Excluir o prefixo {vehicle} do ponto {stand_id} a partir de 01/07/2024 "
         "(fundamento: art. 50, I"
     ), asked
     page.wait_for_timeout(300)

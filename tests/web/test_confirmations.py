@@ -208,19 +208,27 @@ def _stand_with_licence(admin: httpx.Client, engine: Engine) -> tuple[str, str]:
 def test_ending_a_licence_and_retiring_the_stand_ask_first(
     page: Any, login: Callable, web_client: Callable, web_engine: Engine
 ) -> None:
-    """'Encerrar' names the prefixo, the stand and the last day; 'Desativar ponto' names the
-    stand, the first day without it and the licences still open today."""
+    """'Encerrar' names the prefixo, the stand and the last day (dd/mm/aaaa; without a day,
+    no question, the server's error); 'Desativar ponto' names the stand, the first day without
+    it and the licences still open today."""
     stand_id, vehicle = _stand_with_licence(web_client("admin"), web_engine)
     login(page, "admin")
     dialogs = Dialogs(page)
     page.goto(f"/admin/pontos/{stand_id}")
     row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=vehicle))
-    row.get_by_label("Último dia").fill("2024-06-30")
     end = row.get_by_role("button", name=f"Encerrar a licença de {vehicle}")
+    row.get_by_label("Último dia").fill("")  # no date: the server's error, no question first
+    asked = len(dialogs.asked)
+    with page.expect_navigation():
+        end.click()
+    assert len(dialogs.asked) == asked
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=vehicle))
+    end = row.get_by_role("button", name=f"Encerrar a licença de {vehicle}")
+    row.get_by_label("Último dia").fill("2024-06-30")
     question = dialogs.cancel(end)
     assert question == (
         f"Encerrar a licença do prefixo {vehicle} no ponto {stand_id} ({STAND_NAME}), com último "
-        "dia em 2024-06-30? Depois desse dia o prefixo não pode mais usar o ponto; para voltar, é "
+        "dia em 30/06/2024? Depois desse dia o prefixo não pode mais usar o ponto; para voltar, é "
         "preciso conceder uma nova licença."
     )
     licence = select(ParkingLicence.valid_until).where(ParkingLicence.stand_id == stand_id)
@@ -234,7 +242,7 @@ def test_ending_a_licence_and_retiring_the_stand_ask_first(
     button = retire.get_by_role("button", name="Desativar ponto")
     question = dialogs.cancel(button)
     assert question == (
-        f"Desativar o ponto {stand_id} ({STAND_NAME}) a partir de 2024-08-01? As licenças "
+        f"Desativar o ponto {stand_id} ({STAND_NAME}) a partir de 01/08/2024? As licenças "
         "vigentes nesse dia (hoje, 0) terminam na véspera e o ponto deixa de estar ativo; isso "
         "não se desfaz pelo console."
     )
