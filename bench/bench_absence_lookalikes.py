@@ -117,7 +117,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import subprocess
 import sys
@@ -130,29 +129,10 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
+from _analyze_run import analyze_outputs, pontual, write_csv
+
 STANDS_FILE = Path("data/brazil/taxi_stands/pontos_taxi_poa_2020-03-10.geojson")
-
-
-def _repo_root() -> Path:
-    """Find the repository: ``$PONTUAL_ROOT``, this file's parent's parent, or the cwd upward.
-
-    A folder is the repository when it holds ``pyproject.toml`` and the stands file; the search
-    from the working directory lets the script run from outside the repository.
-    """
-    candidates = [Path(p) for p in [os.environ.get("PONTUAL_ROOT")] if p]
-    candidates.append(Path(__file__).resolve().parents[1])
-    cwd = Path.cwd().resolve()
-    candidates += [cwd, *cwd.parents]
-    for folder in candidates:
-        if (folder / "pyproject.toml").is_file() and (folder / STANDS_FILE).is_file():
-            return folder
-    sys.exit("bench_absence_lookalikes: repository not found (set PONTUAL_ROOT)")
-
-
-ROOT = _repo_root()
-sys.path.insert(0, str(ROOT / "bench"))
-
-from _analyze_run import analyze_outputs, pontual, write_csv  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 POA = "4314902"
 TZ = timezone(timedelta(hours=-3))  # Porto Alegre, no daylight saving time since 2019
