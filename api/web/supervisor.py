@@ -317,7 +317,17 @@ def presence_view(
     )
     summary["share"] = summary["share"].astype("float64")
     absent = habitually_absent(summary).tolist()
-    found = _absence_findings(session, stand_id, start, today)
+    found = _absence_findings(
+        session,
+        stand_id,
+        start,
+        today,
+        page_rule={
+            "window_days": DEFAULT_WINDOW_DAYS,
+            "min_operating_days": DEFAULT_MIN_OPERATING_DAYS,
+            "min_presence_share": DEFAULT_MIN_PRESENCE_SHARE,
+        },
+    )
     days = [start + dt.timedelta(days=k) for k in range(DEFAULT_WINDOW_DAYS)]
     flags = {
         (d.vehicle_id, d.date): (d.operated, d.present, _how_present(d.visits)) for d in table.days
@@ -377,23 +387,14 @@ def presence_view(
     }
 
 
-def _absence_findings(session: Any, stand_id: str, start: dt.date, end: dt.date) -> dict[str, str]:
+def _absence_findings(
+    session: Any, stand_id: str, start: dt.date, end: dt.date, *, page_rule: dict[str, float]
+) -> dict[str, str]:
     """Per licensee, the enforcement's latest art. 49 finding at the stand in [start, end].
 
-    Told with the limits it was judged by; where they differ from the page's (a run's
-    ``--thresholds``), said so, lest the row read as two verdicts of one rule.
+    Told with the limits it was judged by; where they differ from ``page_rule`` (the page's;
+    a run's ``--thresholds``), said so, lest the row read as two verdicts of one rule.
     """
-    from tracking.detectors.habitual_absence import (
-        DEFAULT_MIN_OPERATING_DAYS,
-        DEFAULT_MIN_PRESENCE_SHARE,
-        DEFAULT_WINDOW_DAYS,
-    )
-
-    page_rule = {
-        "window_days": DEFAULT_WINDOW_DAYS,
-        "min_operating_days": DEFAULT_MIN_OPERATING_DAYS,
-        "min_presence_share": DEFAULT_MIN_PRESENCE_SHARE,
-    }
     rows = session.execute(
         text(
             "SELECT DISTINCT ON (vehicle_id) vehicle_id, details -> 'window' AS w, "
