@@ -5,27 +5,29 @@ Measures what ``pontual analyze`` finds and proposes for ``unlicensed_stand_use`
 streets behave, not from the detectors' code. The world: four 30 m stands in Porto Alegre's
 centre (A and B 600 m apart; C and D with their edges 40 m apart), a fleet of ten licensees of
 A, two of B, two each of C and D, and twenty unlicensed taxis (no stand); straight streets
-driven at 20–40 km/h a leg, a red light of 60–90 s at half the corners, the last and first
-30 m of a stop at 8–15 km/h; the tracker sends a fix every 15 s (45 s in one variant) with
-the meter (``free``/``occupied``), the true speed (±1 km/h) and Gaussian position noise of the
-case's sigma per axis (5 m unless the case says otherwise). Each case is one pings file run
-through ``pontual analyze --municipality 4314902`` (Porto Alegre); the queue cases also under
-4314548 (Pinto Bandeira, whose rulebook proposes ``queue_jump``). Reported per case: the
-findings of the kinds that case is about (``findings.geojson``) and the proposals
+driven at 20–40 km/h a leg, a red light of 60–90 s at half the corners, the last and first 30 m
+of a stop at 8–15 km/h; the tracker sends a fix every 15 s (45 s in one variant) with the meter
+(``free``/``occupied``), the true speed (±1 km/h) and Gaussian position noise of the case's
+sigma per axis (5 m unless the case says otherwise; a ``drift`` case's noise wanders with a
+correlation time of 180 s, and an ``_acc`` case's tracker reports ``accuracy_m``). Each case is
+one pings file run through ``pontual analyze --municipality 4314902`` (Porto Alegre); the queue
+cases also under 4314548 (Pinto Bandeira, whose rulebook proposes ``queue_jump``). Reported per
+case: the findings of the kinds that case is about (``findings.geojson``) and the proposals
 (``proposals.json``; findings listed for review in ``summary.json`` in parentheses); any other
 stand kind found is shown too. Below the table, every finding of a "no" case and every missed
 "yes" case, with vehicle, time, confidence and the proposal's article.
 
 Cases (should be): a free taxi held 75 s by a red light inside B, hailed 24 m past its edge
 (no); parked 20 m outside B 6 min for a booked client, noise 20 m (no); ten vehicles doing so
-12 m and 20 m outside, noise 10/15/20 m (no); four taxis in a fuel queue ~10 min on four days,
-each hailed once as it left (no); a daily 12-min jam 70 m from A, eight taxis crawling at 1–3
-m/s, half hailed in it (no); A's licensees queueing 90–140 m past A at four evening events
-(legal call); a corner where four unlicensed taxis wait 10–30 min and board on five days (yes);
-an unlicensed taxi waiting 8 min and boarding in B, or dropping off in B and boarding there 3
-min later, also at 45 s (yes); at A, a queue jump (yes), a booked pickup beside the queue and
-the first taxi refusing a ride (no), first-come-first-served with 25 m noise (no); a 90 s red
-light 80 m from A, a car wash, drop-offs at stands, street hails 40–80 m from a stand,
+12 m and 20 m outside, noise 10/15/20 m, and 10 m outside under 10/20 m of drift (no); four
+taxis in a fuel queue ~10 min on four days, each hailed once as it left (no); a daily 12-min
+jam 70 m from A, eight taxis crawling at 1–3 m/s, half hailed in it (no); A's licensees
+queueing 90–140 m past A at four evening events (legal call); a corner where four unlicensed
+taxis wait 10–30 min and board on five days (yes); an unlicensed taxi waiting 8 min and
+boarding in B, or dropping off in B and boarding there 3 min later, also at 45 s, and boarding
+in B under 5/10 m of drift (yes); at A, a queue jump (yes), a booked pickup beside the queue
+and the first taxi refusing a ride (no), first-come-first-served with 25 m noise (no); a 90 s
+red light 80 m from A, a car wash, drop-offs at stands, street hails 40–80 m from a stand,
 drive-throughs, a passenger carried through B with the meter read "free" at one or two fixes
 there, licensees of two stands 40 m apart in their own (no).
 
@@ -56,6 +58,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from _analyze_run import analyze_outputs, pontual
+from numpy.typing import NDArray
 
 ROOT = Path(__file__).resolve().parents[1]
 POA, PB = "4314902", "4314548"
@@ -593,6 +596,8 @@ class Case:
     build: Callable[[np.random.Generator], list[Track]]
     sigma: float = 5.0  # GPS noise per axis, m
     dt: float = 15.0  # seconds between fixes
+    drift_s: float = 0.0  # the noise's correlation time (0: independent fixes)
+    accuracy: bool = False  # the tracker reports ``accuracy_m``
     municipalities: tuple[str, ...] = (POA,)
 
 
@@ -607,12 +612,26 @@ CASES: dict[str, Case] = {
         for gap in (12, 20)
         for s in (10, 15, 20)
     },
+    **{
+        f"ten_10m_outside_drift{s}{acc}": Case(
+            "no", (USU, ISF), partial(ten_outside_b, gap=10), sigma=s, drift_s=180, accuracy=a
+        )
+        for s in (10, 20)
+        for a, acc in ((False, ""), (True, "_acc"))
+    },
     "fuel_queue": Case("no", (ISF,), fuel_queue),
     "daily_jam_70m_from_A": Case("no", (ISF, USU), daily_jam_70m_from_a, sigma=10),
     "event_queue_past_A": Case("legal call", (ISF, USU), event_queue_past_a, sigma=10),
     "corner_stand": Case("yes", (ISF,), corner_stand),
     "boarding_in_B": Case("yes", (USU,), boarding_in_b),
     "dropoff_then_board_in_B": Case("yes", (USU,), dropoff_then_board_in_b),
+    **{
+        f"boarding_in_B_drift{s}{acc}": Case(
+            "yes", (USU,), boarding_in_b, sigma=s, drift_s=180, accuracy=a
+        )
+        for s in (5, 10)
+        for a, acc in ((False, ""), (True, "_acc"))
+    },
     "dropoff_then_board_in_B_45s": Case("yes", (USU,), dropoff_then_board_in_b, dt=45),
     "queue_jump": Case("yes", (QJ,), partial(queue_at_a, variant="jump"), municipalities=BOTH),
     "booked_pickup_from_queue": Case(
@@ -640,10 +659,24 @@ def latlon(x: float, y: float) -> tuple[float, float]:
     return lat, ORIGIN[1] + x / (M_PER_DEG * math.cos(math.radians(ORIGIN[0])))
 
 
-def fixes(
-    tracks: list[Track], rng: np.random.Generator, sigma: float, dt: float
-) -> list[list[str]]:
-    """The tracker's rows: a fix every ``dt`` s from a random phase, noise ``sigma`` m per axis."""
+def noise(rng: np.random.Generator, sigma: float, t: NDArray[np.float64], drift_s: float) -> Any:
+    """Position error per axis at times ``t``: independent, or a Gauss-Markov drift of
+    correlation time ``drift_s`` (a receiver under multipath wanders for minutes)."""
+    if drift_s <= 0:
+        return rng.normal(0, sigma, len(t))
+    e = np.empty(len(t))
+    e[0] = rng.normal(0, sigma)
+    for j in range(1, len(t)):
+        rho = math.exp(-(t[j] - t[j - 1]) / drift_s)
+        e[j] = rho * e[j - 1] + math.sqrt(1 - rho * rho) * rng.normal(0, sigma)
+    return e
+
+
+def fixes(tracks: list[Track], rng: np.random.Generator, case: Case) -> list[list[str]]:
+    """The tracker's rows: a fix every ``dt`` s from a random phase, the case's noise; with
+    ``accuracy``, the receiver's estimate of its error (68 % radius, about 1.5 sigma, off by
+    a factor of up to about 1.6 either way)."""
+    sigma, dt = case.sigma, case.dt
     rows: list[tuple[str, date, int, list[str]]] = []
     for tr in tracks:
         k = np.array([kn[:3] for kn in tr.knots])
@@ -653,10 +686,13 @@ def fixes(
         span = times[i + 1] - times[i]
         f = np.where(span > 0, (t - times[i]) / np.where(span > 0, span, 1.0), 0.0)
         dx, dy = xs[i + 1] - xs[i], ys[i + 1] - ys[i]
-        x = xs[i] + f * dx + rng.normal(0, sigma, len(t))
-        y = ys[i] + f * dy + rng.normal(0, sigma, len(t))
+        x = xs[i] + f * dx + noise(rng, sigma, t, case.drift_s)
+        y = ys[i] + f * dy + noise(rng, sigma, t, case.drift_s)
         kmh = np.where(span > 0, np.hypot(dx, dy) / np.where(span > 0, span, 1.0) * 3.6, 0.0)
         kmh = np.maximum(kmh + rng.normal(0, 1, len(t)), 0.0)
+        # its own stream: a case and its variant with ``accuracy_m`` share every position
+        own = np.random.default_rng([zlib.crc32(tr.vehicle.encode()), tr.day.toordinal(), len(t)])
+        acc = 1.5 * sigma * np.exp(own.normal(0, 0.3, len(t)))
         midnight = datetime.combine(tr.day, datetime.min.time(), TZ)
         for j in range(len(t)):
             lat, lon = latlon(float(x[j]), float(y[j]))
@@ -665,6 +701,8 @@ def fixes(
             if any(a <= t[j] < b for a, b in tr.misreads):
                 meter = "free"
             cells = [tr.vehicle, stamp, f"{lat:.6f}", f"{lon:.6f}", meter, f"{kmh[j]:.1f}"]
+            if case.accuracy:
+                cells.append(f"{acc[j]:.1f}")
             rows.append((tr.vehicle, tr.day, int(t[j]), cells))
     rows.sort(key=lambda r: r[:3])
     for a, b in zip(rows, rows[1:], strict=False):
@@ -718,14 +756,16 @@ def run_case(name: str, seed: int, out: Path, stands: Path, fleet: Path) -> dict
     """Write the case's pings, run ``pontual analyze`` under each municipality, read the outputs."""
     case, started = CASES[name], time.perf_counter()
     # A variant (another fix interval) replays its case's tracks.
-    rng = np.random.default_rng([seed, zlib.crc32(name.removesuffix("_45s").encode())])
+    key = name.removesuffix("_45s").removesuffix("_acc")
+    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     pings = folder / "pings.csv"
     with pings.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["vehicle_id", "timestamp", "lat", "lon", "meter", "speed_kmh"])
-        w.writerows(fixes(case.build(rng), rng, case.sigma, case.dt))
+        header = ["vehicle_id", "timestamp", "lat", "lon", "meter", "speed_kmh"]
+        w.writerow(header + ["accuracy_m"] if case.accuracy else header)
+        w.writerows(fixes(case.build(rng), rng, case))
     runs = {}
     for m in case.municipalities:
         res = folder / f"out-{m}"

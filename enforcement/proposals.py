@@ -64,7 +64,7 @@ import pandas as pd
 from enforcement.rulebook import COUNTABLE_STATUSES, Rule, Rulebook, check_confidence_floor
 from geo.calendar import brazil_holidays
 from tracking.arrays import epoch_ns
-from tracking.detectors.findings import PROVISIONAL, WITHDRAWN
+from tracking.detectors.findings import FILLED_AT, PROVISIONAL, WITHDRAWN
 
 CONFIRMED_STATUSES = COUNTABLE_STATUSES
 """States of a proposal that some rulebook counts for reincidence (each counts its own subset,
@@ -477,6 +477,11 @@ def _unsettled(details: Mapping[str, Any]) -> str | None:
         return (
             "achado provisório: anunciado antes do fim do dia; o primeiro sinal do veículo num "
             "dia seguinte, ou a análise das posições gravadas, o encerra"
+        )
+    if details.get(WITHDRAWN) is True and details.get(FILLED_AT):
+        return (
+            "achado retirado: posições desse intervalo chegaram depois (o rastreador enviou o "
+            "que guardou sem rede), e o silêncio não houve"
         )
     if details.get(WITHDRAWN) is True:
         return "achado retirado: o dia encerrado não o confirmou (o cadastro mudou nesse dia)"

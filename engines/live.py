@@ -91,7 +91,9 @@ Late fixes
     (it is stored; the batch ``pontual analyze`` sees it): fixes of overlapping concurrent
     requests for one vehicle, and those a device sends after later ones (a phone's offline
     buffer sent behind its live fixes). A finding they alone would make is found only by
-    ``pontual analyze``.
+    ``pontual analyze``. One they fall inside of, a ``tracking_gap`` (the vehicle sent no fix
+    then), is withdrawn (:func:`db.enforcement.workflow.withdraw_filled_gaps`:
+    ``details.withdrawn``, ``details.filled_at``) and its alert announced again.
 Findings of an open day
     A kernel with findings that only grow (``open_detect``: ``operating_while_barred``,
     ``driver_not_allowed``'s per-day ones) also gives, at each call, those of the vehicles'
@@ -153,6 +155,7 @@ from db.enforcement.workflow import (
     awaits_repetition,
     insert_findings,
     settle_provisional,
+    withdraw_filled_gaps,
     withdraw_provisional,
 )
 from db.fleet.store import driver_registry_frames
@@ -1347,6 +1350,13 @@ def detect_live(
     fixes = _ping_dicts(pings)
     vehicles = sorted({str(f[fr.VEHICLE_ID]) for f in fixes})
     _lock_vehicles(session, vehicles)
+    if "tracking_gap" in kinds:  # a late fix disproves a silence already emitted
+        instants: dict[str, list[int]] = {}
+        for f in fixes:
+            instants.setdefault(str(f[fr.VEHICLE_ID]), []).append(
+                int(pd.Timestamp(f[fr.TIMESTAMP]).value)
+            )
+        _reannounce(session, withdraw_filled_gaps(session, instants))
     states = _load_states(session, vehicles, kinds)
     found: list[dict[str, Any]] = []
     saved: list[dict[str, Any]] = []

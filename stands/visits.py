@@ -100,6 +100,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyproj
+import shapely
 
 from geo.calendar import DEFAULT_TIMEZONE
 from geo.cover import StandCover, match_stands
@@ -116,6 +117,7 @@ from stands.licences import check_timezone, licence_status
 from tracking import tails
 from tracking.arrays import epoch_ns, vehicle_codes
 from tracking.frames import (
+    ACCURACY_M,
     LAT,
     LON,
     METER,
@@ -136,6 +138,7 @@ OCCUPIED = "occupied"
 
 # Helper columns that explain a visit (kept in memory; the CSV writer selects VISIT_COLUMNS).
 N_FIXES = "n_fixes"
+N_FIXES_SURE = "n_fixes_sure"  # inside fixes deeper in the stand than their accuracy_m (if any)
 FIRST_PING = "first_ping"  # positional index into ``pings`` of the first inside fix
 LAST_PING = "last_ping"
 FIRST_ROW = "first_row"  # 1-based data row of the source file (pings ``row``), <NA> if unknown
@@ -149,6 +152,7 @@ APPROACH_M = "approach_m"  # the fix before the arrival to the stand's geometry;
 APPROACH_KMH = "approach_kmh"  # that fix's reported speed; NaN unknown
 HELPER_COLUMNS = (
     N_FIXES,
+    N_FIXES_SURE,
     FIRST_PING,
     LAST_PING,
     FIRST_ROW,
@@ -196,6 +200,7 @@ def empty_visits() -> pd.DataFrame:
         boarded=np.array([], dtype=bool),
         licensed=None,
         n_fixes=np.array([], dtype=np.int64),
+        n_fixes_sure=np.array([], dtype=np.int64),
         first_ping=np.array([], dtype=np.int64),
         last_ping=np.array([], dtype=np.int64),
         rows=None,
@@ -217,6 +222,7 @@ def _visit_frame(
     boarded: npt.NDArray[np.bool_],
     licensed: pd.arrays.BooleanArray | None,
     n_fixes: npt.NDArray[np.int64],
+    n_fixes_sure: npt.NDArray[np.int64],
     first_ping: npt.NDArray[np.int64],
     last_ping: npt.NDArray[np.int64],
     rows: pd.arrays.IntegerArray | None,
@@ -260,6 +266,7 @@ def _visit_frame(
                 pd.array([pd.NA] * n if licensed is None else licensed, dtype="boolean")
             ),
             N_FIXES: pd.Series(n_fixes, dtype="int64"),
+            N_FIXES_SURE: pd.Series(n_fixes_sure, dtype="int64"),
             FIRST_PING: pd.Series(first_ping, dtype="int64"),
             LAST_PING: pd.Series(last_ping, dtype="int64"),
             FIRST_ROW: first_row,
@@ -456,6 +463,40 @@ def _is_visit(
     return np.asarray((dwell_ns >= min_dwell_s * _NS) | boarded, dtype=bool)
 
 
+def _unsure_fixes(
+    pings: pd.DataFrame,
+    original: npt.NDArray[np.int64],
+    stand: npt.NDArray[np.int64],
+    new_run: npt.NDArray[np.bool_],
+    geometries: npt.NDArray[np.object_] | None,
+) -> npt.NDArray[np.int64]:
+    """Per run, its inside fixes nearer the stand's edge than their reported ``accuracy_m``.
+
+    ``original`` and ``stand`` are the runs' memberships (pings positions and stand codes, run
+    by run), ``new_run`` marks each run's first. A receiver that says it may be 15 m off does not
+    place the taxi in the stand with a fix 5 m inside its edge: a taxi parked beside a stand
+    whose GPS drifts into it for minutes (correlated error, which no share of fixes averages
+    out). Fixes without an accuracy are taken as they are.
+    """
+    run = np.cumsum(new_run) - 1
+    out = np.zeros(int(new_run.sum()), dtype=np.int64)
+    if geometries is None or ACCURACY_M not in pings.columns or not len(original):
+        return out
+    acc = pings[ACCURACY_M].to_numpy(dtype=np.float64, na_value=np.nan)[original]
+    told = np.flatnonzero(acc > 0)  # NaN compares False
+    if not len(told):
+        return out
+    used, which = np.unique(stand[told], return_inverse=True)
+    depth = distance_to_geometries_m(
+        pings[LAT].to_numpy(dtype=np.float64)[original[told]],
+        pings[LON].to_numpy(dtype=np.float64)[original[told]],
+        shapely.boundary(geometries[used]),
+        which=which,
+    )
+    unsure = ~(depth >= acc[told])  # NaN (unmeasurable) is unsure
+    return np.bincount(run[told], weights=unsure, minlength=len(out)).astype(np.int64)
+
+
 def detect_visits(
     pings: pd.DataFrame,
     memberships: pd.DataFrame,
@@ -639,6 +680,9 @@ def detect_visits(
     first, last = pos[run_first], pos[run_last]
     visit_stand, visit_vehicle = stand[run_first], vcode[first]
     n_fixes = (run_last - run_first + 1).astype(np.int64)
+    n_fixes_sure = n_fixes - _unsure_fixes(
+        pings, pos if order is None else order[pos], stand, new_run, geometries
+    )
 
     # Boarding: the first trip start at or after arrival, inside the visit or just after it,
     # inside the stand or within boarding_grace_m of its edge.
@@ -690,6 +734,7 @@ def detect_visits(
     keep = _is_visit(t[last] - t[first], boarded, min_dwell_s=min_dwell_s)
     first, last, boarding = first[keep], last[keep], boarding[keep]
     visit_stand, visit_vehicle, n_fixes = visit_stand[keep], visit_vehicle[keep], n_fixes[keep]
+    n_fixes_sure = n_fixes_sure[keep]
     boarded, boarding_m = boarded[keep], boarding_m[keep]
     arrived, departed = t[first], t[last]
     boarded_ns = np.where(boarded, t[np.maximum(boarding, 0)], -1)
@@ -699,6 +744,7 @@ def detect_visits(
     first, last, boarding = first[out_order], last[out_order], boarding[out_order]
     visit_stand, visit_vehicle = visit_stand[out_order], visit_vehicle[out_order]
     n_fixes, boarded, queue = n_fixes[out_order], boarded[out_order], queue[out_order]
+    n_fixes_sure = n_fixes_sure[out_order]
     boarding_m = boarding_m[out_order]
     arrived, departed, boarded_ns = arrived[out_order], departed[out_order], boarded_ns[out_order]
 
@@ -746,6 +792,7 @@ def detect_visits(
         boarded=boarded,
         licensed=licensed,
         n_fixes=n_fixes,
+        n_fixes_sure=n_fixes_sure,
         first_ping=first_ping,
         last_ping=last_ping,
         rows=rows,
@@ -1077,6 +1124,7 @@ def visit_records(visits: pd.DataFrame, pings: pd.DataFrame) -> list[dict[str, A
         for col in (
             *VISIT_COLUMNS,
             N_FIXES,
+            N_FIXES_SURE,
             BOARDED_AT,
             BOARDING_DISTANCE_M,
             APPROACH_M,
@@ -1118,6 +1166,8 @@ def visits_from_records(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd
         boarded=column("boarded", bool),
         licensed=licensed,
         n_fixes=column(N_FIXES, np.int64),
+        # a visit kept before the column existed: every inside fix as it was
+        n_fixes_sure=np.asarray([r.get(N_FIXES_SURE, r[N_FIXES]) for r in rows], dtype=np.int64),
         first_ping=np.asarray(
             [where[(v, a)] for v, a in zip(vids, arrived_ns.tolist(), strict=True)]
         ),

@@ -66,7 +66,7 @@ from enforcement.rulebook import (
 )
 from fleet.dates import check_registry_instant
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
-from tracking.detectors.findings import PROVISIONAL, WITHDRAWN, jsonable
+from tracking.detectors.findings import FILLED_AT, PROVISIONAL, WITHDRAWN, jsonable
 
 TRANSITIONS: dict[str, tuple[str, ...]] = {
     "confirm": ("proposta",),
@@ -167,16 +167,60 @@ def withdraw_provisional(
         },
     )
     withdrawn = {str(f) for f in found.scalars()}
-    if withdrawn:
+    _withdraw_alerts(session, withdrawn)
+    return withdrawn
+
+
+def withdraw_filled_gaps(session: Session, fixes: Mapping[str, Sequence[int]]) -> set[str]:
+    """Mark withdrawn the stored tracking gaps that these fixes fall inside.
+
+    ``fixes``: per vehicle, the instants (UTC ns) of fixes just stored. A ``tracking_gap``
+    states that the vehicle sent no fix between ``started_at`` and ``ended_at``; a tracker
+    flushing its offline buffer after its live fix (or two requests crossing) delivers fixes of
+    that silence after the gap was emitted, and the statement is false. The finding keeps its
+    evidence with ``withdrawn`` true and ``filled_at`` (the earliest such fix); the alerts say
+    so too. Returns the ids withdrawn.
+    """
+    pairs = [(v, t // 1000) for v, ts in fixes.items() for t in ts]  # the database keeps µs
+    if not pairs:
+        return set()
+    found = session.execute(
+        text(
+            "UPDATE findings f SET details = f.details || jsonb_build_object("
+            "CAST(:w AS text), true, CAST(:fa AS text), s.first) "
+            "FROM (SELECT g.finding_id, min(c.t) AS first FROM findings g "
+            "JOIN unnest(CAST(:vs AS text[]), CAST(:ts AS timestamptz[])) AS c(v, t) "
+            "ON c.v = g.vehicle_id AND c.t > g.started_at AND c.t < g.ended_at "
+            "WHERE g.kind = 'tracking_gap' AND g.vehicle_id = ANY(:vehicles) "
+            "AND NOT g.details ? CAST(:w AS text) GROUP BY g.finding_id) AS s "
+            "WHERE f.finding_id = s.finding_id RETURNING f.finding_id"
+        ),
+        {
+            "w": WITHDRAWN,
+            "fa": FILLED_AT,
+            "vs": [v for v, _ in pairs],
+            "ts": [pd.Timestamp(us, unit="us", tz="UTC").to_pydatetime() for _, us in pairs],
+            "vehicles": sorted(fixes),
+        },
+    )
+    withdrawn = {str(f) for f in found.scalars()}
+    _withdraw_alerts(session, withdrawn)
+    return withdrawn
+
+
+def _withdraw_alerts(session: Session, finding_ids: set[str]) -> None:
+    """Mark the alerts of withdrawn findings so (with the gap's ``filled_at``, if any)."""
+    if finding_ids:
         session.execute(
             text(
-                "UPDATE alerts SET payload = jsonb_set(payload, '{details}', "
-                "((payload -> 'details') - CAST(:p AS text)) "
-                "|| jsonb_build_object(CAST(:w AS text), true)) WHERE finding_id = ANY(:ids)"
+                "UPDATE alerts a SET payload = jsonb_set(a.payload, '{details}', "
+                "((a.payload -> 'details') - CAST(:p AS text)) "
+                "|| jsonb_build_object(CAST(:w AS text), true) "
+                "|| jsonb_strip_nulls(jsonb_build_object(CAST(:fa AS text), f.details -> :fa))) "
+                "FROM findings f WHERE f.finding_id = a.finding_id AND a.finding_id = ANY(:ids)"
             ),
-            {"p": PROVISIONAL, "w": WITHDRAWN, "ids": sorted(withdrawn)},
+            {"p": PROVISIONAL, "w": WITHDRAWN, "fa": FILLED_AT, "ids": sorted(finding_ids)},
         )
-    return withdrawn
 
 
 def refresh_findings(

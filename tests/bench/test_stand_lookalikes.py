@@ -46,3 +46,13 @@ def test_the_case_is_proposed_as_it_should(
     run = bench.run_case(case, 7, out, stands, fleet)["runs"][POA]
     assert "error" not in run, run
     assert sum(p["kind"] == kind for p in run["proposals"]) == proposed
+
+
+def test_a_drift_the_receiver_reports_accuses_no_one(world: tuple[Path, Path, Path]) -> None:
+    """Ten cars parked 10 m beside B, their GPS wandering 20 m for minutes: on this seed two
+    are proposed when the tracker does not report its accuracy, none when it does."""
+    out, stands, fleet = world
+    for case, proposed in (("ten_10m_outside_drift20", 2), ("ten_10m_outside_drift20_acc", 0)):
+        run = bench.run_case(case, 13, out, stands, fleet)["runs"][POA]
+        assert "error" not in run, run
+        assert sum(p["kind"] == bench.USU for p in run["proposals"]) == proposed, case

@@ -284,6 +284,36 @@ class TestProcessFixes:
         ).one()
         assert tuple(delivery) == ("pending", 0, None)  # the webhook is sent it again
 
+    def test_a_gap_its_late_fixes_fill_is_withdrawn(self, db_session: Session) -> None:
+        """A tracker back online sends its live fix first and its buffer after: the silence the
+        live fix opened is alerted, then withdrawn (finding and alert, announced again) once
+        the buffered fixes arrive, and never proposed; the batch finds no gap in the same
+        fixes."""
+        ride = [_fix("LIVEG", k / 4, 30.0 * k, "occupied", 1) for k in range(61)]  # 15 min
+        ride += [_fix("LIVEG", 15.5 + k, 1800.0, "free") for k in range(5)]
+        before, buffered, after = ride[:20], ride[20:60], ride[60:]
+        assert detect_tracking_gap(make_pings(ride)).empty
+        kinds = ("tracking_gap",)
+        process_fixes(db_session, make_pings(before), kinds=kinds, throttle_s=0)
+        (gap,) = process_fixes(db_session, make_pings(after), kinds=kinds, throttle_s=0)
+        assert gap["kind"] == "tracking_gap" and gap["alert_id"]
+        assert process_fixes(db_session, make_pings(buffered), kinds=kinds, throttle_s=0) == []
+        details = db_session.execute(
+            text("SELECT details FROM findings WHERE finding_id = :f"),
+            {"f": gap["finding_id"]},
+        ).scalar_one()
+        assert details["withdrawn"] is True
+        assert pd.Timestamp(details["filled_at"]) == buffered[0]["timestamp"]
+        payload, revision = db_session.execute(
+            text("SELECT payload, revision FROM alerts WHERE finding_id = :f"),
+            {"f": gap["finding_id"]},
+        ).one()
+        assert payload["details"]["withdrawn"] is True and revision == 1
+        assert pd.Timestamp(payload["details"]["filled_at"]) == buffered[0]["timestamp"]
+        # a fix of the same instants sent again withdraws nothing more (nor announces again)
+        process_fixes(db_session, make_pings(buffered[:3]), kinds=kinds, throttle_s=0)
+        assert count(db_session, "SELECT revision FROM alerts WHERE vehicle_id = 'LIVEG'") == 1
+
     def test_the_next_days_ride_is_not_folded_into_the_days_alert(
         self, db_session: Session
     ) -> None:

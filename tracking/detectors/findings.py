@@ -63,7 +63,11 @@ PROVISIONAL = "provisional"
 (:func:`tracking.detectors.kernel.open_findings`): later versions replace it; never proposed."""
 WITHDRAWN = "withdrawn"
 """``details`` key (True) of a provisional finding whose closed day did not confirm it (the
-registry changed that day: a vistoria done, a suspension revised); never proposed."""
+registry changed that day: a vistoria done, a suspension revised), or of a live tracking gap
+that fixes arriving later fall inside (:data:`FILLED_AT`); never proposed."""
+FILLED_AT = "filled_at"
+"""``details`` key of a withdrawn tracking gap: the earliest fix inside it, which arrived after
+the gap was emitted (a tracker's offline buffer sent behind its live fix)."""
 
 LIMIT_GATED_REASONS = {
     ("operating_while_barred", "vehicle_over_age"): "max_vehicle_age_years",

@@ -33,10 +33,12 @@ boarding
 in the stand
     Every finding (a boarding, an accessible or a suspended wait) needs the vehicle to have been
     in the stand: more than :data:`MIN_INSIDE_SHARE` of its fixes from the visit's first to its
-    last fix inside lie inside (``n_fixes_inside`` of ``n_fixes_stay``). A taxi parked beside a
-    small stand under GPS noise has a visit made of the fixes that scattered into it. Nor is a
-    stay shorter than :data:`DRIFT_MAX_STAY_S` begun from a standstill beside the stand (its
-    approach fix within the visits' ``exit_grace_m``, 30 m, reporting under 10 km/h:
+    last fix inside lie inside (``n_fixes_inside`` of ``n_fixes_stay``), a fix that reports
+    ``accuracy_m`` deeper inside than that (``n_fixes_sure``; a receiver drifting for minutes
+    puts a taxi parked beside the stand in it, an error no share averages out). A taxi parked
+    beside a small stand under GPS noise has a visit made of the fixes that scattered into it.
+    Nor is a stay shorter than :data:`DRIFT_MAX_STAY_S` begun from a standstill beside the stand
+    (its approach fix within the visits' ``exit_grace_m``, 30 m, reporting under 10 km/h:
     ``tracking.detectors._evidence.approach``, the rule ``queue_jump`` reads arrivals by): an
     independent check had one of ten cars parked 12 m beside a stand under 20 m of noise per
     axis proposed when three fixes in a row fell inside and its meter came on at the third.
@@ -201,6 +203,7 @@ _VISIT_NEEDED = (
     "boarded",
     "licensed",
     "n_fixes",
+    "n_fixes_sure",
     "first_ping",
     "last_ping",
     "boarded_at",
@@ -721,6 +724,7 @@ def detect_unlicensed_stand_use(
     dwell_s = (departed - arrived) / NS
     distance_m = pd.to_numeric(visits["boarding_distance_m"]).to_numpy(dtype=np.float64)
     n_fixes = visits["n_fixes"].to_numpy(dtype=np.int64)
+    n_sure = visits["n_fixes_sure"].to_numpy(dtype=np.int64)
     queue = visits["queue_position"].to_numpy(dtype=np.int64)
 
     ns = utc_ns(pings["timestamp"], column="timestamp", what="os pings")
@@ -732,11 +736,12 @@ def detect_unlicensed_stand_use(
         if "speed_flag" in pings.columns
         else np.zeros(n, dtype=bool)
     )
-    # The vehicle's fixes from the first to the last inside: most inside, or it stood beside.
+    # The vehicle's fixes from the first to the last inside: most inside (deeper than their
+    # reported accuracy), or it stood beside.
     order, _, _ = sorted_view(pings)
     first_sorted = sorted_positions(order, first)
     stay = sorted_positions(order, last) - first_sorted + 1
-    stood = n_fixes > MIN_INSIDE_SHARE * stay
+    stood = n_sure > MIN_INSIDE_SHARE * stay
     # A short stay begun from a standstill beside the stand: a car parked there whose GPS
     # scattered a few fixes in a row into the stand.
     beside = approach(visits, min_approach_m=DEFAULT_EXIT_GRACE_M)[1]
