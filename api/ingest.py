@@ -96,6 +96,7 @@ from tracking.validate import (
     speed_flags,
     stored_instant_groups,
     unix_seconds_ns,
+    unknown_as_missing,
     validate_pings,
 )
 
@@ -515,6 +516,7 @@ def _fast_check(
     speed, _, speed_invalid = number(7)
     heading, _, heading_invalid = number(9)
     accuracy, _, accuracy_invalid = number(11)
+    speed, heading, accuracy = (unknown_as_missing(a) for a in (speed, heading, accuracy))
     ts_states = np.array(cols[14], dtype=np.int8)
     fields = RowFields(
         vehicle_chars=np.full(n, len(vehicle_id), dtype=np.int64),

@@ -47,7 +47,8 @@ as read, :class:`RowFields`): the frame reader here and the record reader of the
     Optional numeric column not empty and not a finite number in range (speed in
     [0, :data:`MAX_REPORTED_SPEED_KMH`], accuracy >= 0, heading in [0, 360]). A value out of
     range is a corrupt cell, as a bad heading is: the row is rejected with its cells kept, not
-    stored with the value dropped (no optional cell is silently emptied).
+    stored with the value dropped (no optional cell is silently emptied). Exactly -1
+    (:data:`UNKNOWN_SENTINEL`) is the trackers' "not measured" and reads as empty.
 ``invalid_text``
     ``vehicle_id`` or ``driver_id`` holds one of :data:`CORRUPT_CHARS` (NUL, which no
     PostgreSQL text can store; U+FFFD, what a CSV byte that is not UTF-8 is read as) or of
@@ -949,6 +950,16 @@ def _optional_text(raw: pd.DataFrame, name: str, n: int) -> _Text:
     return _Text(pa.chunked_array([pa.array([""], pa.large_string())]), np.zeros(n, np.intp))
 
 
+UNKNOWN_SENTINEL = -1.0
+"""What Android's location API, OsmAnd and Traccar Client send for a speed, bearing or accuracy
+the receiver did not measure: read as empty."""
+
+
+def unknown_as_missing(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Return ``values`` with :data:`UNKNOWN_SENTINEL` as NaN (an optional number not given)."""
+    return np.where(values == UNKNOWN_SENTINEL, np.nan, values)
+
+
 def _optional_number(
     raw: pd.DataFrame, name: str, n: int
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
@@ -1258,6 +1269,7 @@ def _row_checks(raw: pd.DataFrame, *, limit_ns: int, floor_ns: int = _NO_FLOOR) 
     speed, _, speed_invalid = _optional_number(raw, fr.SPEED_KMH, n)
     heading, _, heading_invalid = _optional_number(raw, fr.HEADING_DEG, n)
     accuracy, _, accuracy_invalid = _optional_number(raw, fr.ACCURACY_M, n)
+    speed, heading, accuracy = (unknown_as_missing(a) for a in (speed, heading, accuracy))
     fields = RowFields(
         vehicle_chars=vehicle.rows(np.asarray(_np(pc.utf8_length(vehicle.values)), np.int64)),
         driver_chars=driver.rows(np.asarray(_np(pc.utf8_length(driver.values)), np.int64)),

@@ -77,7 +77,7 @@ class TestValidatePings:
             ({"tariff": "3"}, "unknown_tariff"),
             ({"tariff": "1.5"}, "unknown_tariff"),
             ({"tariff": "B2"}, "unknown_tariff"),
-            ({"speed_kmh": "-1"}, "invalid_speed"),
+            ({"speed_kmh": "-2"}, "invalid_speed"),
             ({"speed_kmh": "fast"}, "invalid_speed"),
             ({"heading_deg": "361"}, "invalid_heading"),
             ({"accuracy_m": "-3"}, "invalid_accuracy"),
@@ -88,6 +88,13 @@ class TestValidatePings:
         pings, rejected = _validate([GOOD, {**GOOD, "vehicle_id": "V2", **change}])
         assert list(pings["vehicle_id"]) == ["V1"]
         assert rejected[["row", "reason"]].to_dict("records") == [{"row": 2, "reason": reason}]
+
+    def test_minus_one_is_not_measured(self) -> None:
+        """-1 for speed, heading or accuracy (the trackers' "not measured") is read as empty."""
+        row = {**GOOD, "speed_kmh": "-1", "heading_deg": "-1", "accuracy_m": "-1"}
+        pings, rejected = _validate([row])
+        assert rejected.empty and len(pings) == 1
+        assert pings[["speed_kmh", "heading_deg", "accuracy_m"]].isna().all(axis=None)
 
     def test_rule_table_is_in_the_order_of_the_reasons(self) -> None:
         """ROW_RULES holds every row-level reason once, in REJECTION_REASONS' order."""

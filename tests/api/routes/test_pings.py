@@ -119,9 +119,9 @@ class TestPostPings:
     def test_speed_beyond_the_physical_bound_is_rejected(
         self, client: TestClient, seeded: dict, api_engine: Engine
     ) -> None:
-        """speed_kmh 1e9, 400.5 or -1 is ``invalid_speed`` and kept in rejected_fixes; 400 is
+        """speed_kmh 1e9, 400.5 or -2 is ``invalid_speed`` and kept in rejected_fixes; 400 is
         stored (the file import's rule, tracking.validate)."""
-        speeds = [400.0, 400.5, 1e9, -1.0]
+        speeds = [400.0, 400.5, 1e9, -2.0]
         batch = {
             "pings": [
                 {"timestamp": _iso(500 - i), "lat": -30.03, "lon": -51.23, "speed_kmh": v}
@@ -143,6 +143,31 @@ class TestPostPings:
                 {"t": batch["pings"][2]["timestamp"]},
             ).scalars()
             assert [float(v) for v in kept] == [1e9]
+
+    def test_minus_one_is_not_measured(
+        self, client: TestClient, seeded: dict, api_engine: Engine
+    ) -> None:
+        """-1 for speed, heading or accuracy (Android's and Traccar Client's "not measured") is
+        stored as empty, the position kept: rejecting it left holes a live gap accused."""
+        fields = ("speed_kmh", "heading_deg", "accuracy_m")
+        batch = {
+            "pings": [
+                {"timestamp": _iso(600 - i), "lat": -30.03, "lon": -51.23, name: -1}
+                for i, name in enumerate(fields)
+            ]
+        }
+        answer = client.post("/api/v1/pings", json=batch, headers=bearer(seeded["device_token"]))
+        assert answer.status_code == 200, answer.text
+        assert [r["status"] for r in answer.json()["results"]] == ["accepted"] * 3
+        with api_engine.connect() as conn:
+            stored = conn.execute(
+                text(
+                    "SELECT speed_kmh, heading_deg, accuracy_m FROM fixes "
+                    "WHERE ts = ANY(CAST(:ts AS timestamptz[]))"
+                ),
+                {"ts": [p["timestamp"] for p in batch["pings"]]},
+            ).all()
+        assert [tuple(r) for r in stored] == [(None, None, None)] * 3
 
     def test_user_token_cannot_send(self, client: TestClient, seeded: dict) -> None:
         """A user token is not a device token: 401."""
