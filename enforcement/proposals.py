@@ -64,7 +64,7 @@ import pandas as pd
 from enforcement.rulebook import COUNTABLE_STATUSES, Rule, Rulebook, check_confidence_floor
 from geo.calendar import brazil_holidays
 from tracking.arrays import epoch_ns
-from tracking.detectors.findings import FILLED_AT, PROVISIONAL, WITHDRAWN
+from tracking.detectors.findings import FILLED_AT, LASTED_S, PROVISIONAL, WITHDRAWN
 
 CONFIRMED_STATUSES = COUNTABLE_STATUSES
 """States of a proposal that some rulebook counts for reincidence (each counts its own subset,
@@ -669,11 +669,11 @@ def _repetition_verdicts(
     findings of the rule's kind in a ``window_hours`` window holding this one) and
     ``duration_s``.
     """
-    series: dict[tuple[str, RuleRef], list[tuple[int, int, str, bool]]] = {}
+    series: dict[tuple[str, RuleRef], list[tuple[int, float, str, bool]]] = {}
     for vehicle_id, ref, _, _, f in candidates:
         if rules[ref][1].repetition is not None:
             series.setdefault((vehicle_id, ref), []).append(
-                (_ns(f["started_at"]), _ns(f["ended_at"]), str(f["finding_id"]), True)
+                (_ns(f["started_at"]), _lasted_s(f), str(f["finding_id"]), True)
             )
     if not series:
         return {}
@@ -686,7 +686,7 @@ def _repetition_verdicts(
                 for (vid, ref), items in series.items():
                     _, rule = rules[ref]
                     if vid == vehicle_id and rule.matches(f["kind"], f["details"] or {}):
-                        items.append((_ns(f["started_at"]), _ns(f["ended_at"]), "", False))
+                        items.append((_ns(f["started_at"]), _lasted_s(f), "", False))
     out: dict[tuple[str, RuleRef, str], dict[str, Any]] = {}
     for (vehicle_id, ref), items in series.items():
         rep = rules[ref][1].repetition
@@ -700,10 +700,9 @@ def _repetition_verdicts(
         best = np.zeros(len(items), dtype=np.int64)
         for i, (j, n) in enumerate(zip(last.tolist(), sizes.tolist(), strict=True)):
             best[i : j + 1] = np.maximum(best[i : j + 1], n)
-        for k, (t0, t1, fid, own) in enumerate(items):
+        for k, (_, duration_s, fid, own) in enumerate(items):
             if not own:
                 continue
-            duration_s = (t1 - t0) / 1e9
             long_enough = rep.min_duration_s is not None and duration_s >= rep.min_duration_s
             met = bool(best[k] >= rep.min_findings or long_enough)
             reason = (
@@ -733,6 +732,14 @@ def _repetition_summary(rule: Rule, verdicts: list[dict[str, Any]]) -> dict[str,
         "most_findings_in_window": max(v["in_window"] for v in verdicts),
         "longest_s": max(v["duration_s"] for v in verdicts),
     }
+
+
+def _lasted_s(finding: Mapping[str, Any]) -> float:
+    """How long a finding lasted: ``details.lasted_s`` where given, else its span."""
+    lasted = (finding.get("details") or {}).get(LASTED_S)
+    if lasted is not None:
+        return float(lasted)
+    return (_ns(finding["ended_at"]) - _ns(finding["started_at"])) / 1e9
 
 
 def _ns(value: Any) -> int:

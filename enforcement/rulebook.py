@@ -168,7 +168,9 @@ class Repetition(_Frozen):
 
     A finding under the rule makes a proposal only if the vehicle has at least ``min_findings``
     findings of the rule within ``window_hours`` (a window holding this one), or if this one
-    alone lasts ``min_duration_s`` or more. Otherwise it is listed for review, never proposed.
+    alone lasts ``min_duration_s`` or more (its ``details.lasted_s`` where the detector gives
+    it, else from ``started_at`` to ``ended_at``). Otherwise it is listed for review, never
+    proposed.
     """
 
     min_findings: int = Field(ge=2)

@@ -4,6 +4,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import shapely
+from factories import make_pings, offset_m
 
 from enforcement.proposals import (
     confirmed_from_proposals,
@@ -18,6 +19,7 @@ from enforcement.proposals import (
 )
 from enforcement.rulebook import Rulebook, bundled_rulebooks
 from tracking.detectors.findings import make_findings, with_details
+from tracking.detectors.gps_anomaly import detect_gps_anomaly
 
 TZ = "America/Sao_Paulo"
 
@@ -786,6 +788,24 @@ class TestRepetition:
         f = findings(_anomaly("2025-03-04T12:00:00Z", seconds=600))
         (p,) = propose_all(f, {"taxi": rb}, timezone=TZ).proposals
         assert p["repetition"]["longest_s"] == 600.0
+
+    def test_glitch_fixes_before_a_night_off_are_not_persistent(self) -> None:
+        """Two fixes with a coordinate read as 0 and then the tracker off for two hours: the
+        outlier lasted its glitch (60 s, ``lasted_s``), not the night; for review, not
+        proposed. The same glitch with the car reporting throughout is the same verdict."""
+        rb = bundled_rulebooks()[POA_TAXI]
+        lat, lon = offset_m(0.0, 0.0)
+        base = pd.Timestamp("2025-03-04T12:00:00Z")
+        for silence in (pd.Timedelta(hours=2), pd.Timedelta(seconds=30)):
+            rows = [("P1", base, lat, lon), ("P1", base + pd.Timedelta(seconds=30), 0.0, lon)]
+            rows += [("P1", base + pd.Timedelta(seconds=60), lat, 0.0)]
+            rows += [("P1", base + pd.Timedelta(seconds=60) + silence, lat, lon)]
+            found = detect_gps_anomaly(make_pings(rows))
+            (details,) = found["details"]
+            assert details["pattern"] == "outlier"
+            assert details["lasted_s"] == (60.0 if silence.seconds > 300 else 90.0)
+            done = propose_all(found, {"taxi": rb}, timezone=TZ)
+            assert done.proposals == [] and len(done.for_review) == 1
 
     def test_earlier_findings_count_as_context(self) -> None:
         """Anomalies handled before (``context``) count towards the repetition, not proposed."""

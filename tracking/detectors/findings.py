@@ -65,6 +65,9 @@ WITHDRAWN = "withdrawn"
 """``details`` key (True) of a provisional finding whose closed day did not confirm it (the
 registry changed that day: a vistoria done, a suspension revised), or of a live tracking gap
 that fixes arriving later fall inside (:data:`FILLED_AT`); never proposed."""
+LASTED_S = "lasted_s"
+"""``details`` key: how long the finding's condition lasted, where that is less than its span
+(a ``gps_anomaly`` without the silences in it); a rulebook's ``min_duration_s`` reads it."""
 FILLED_AT = "filled_at"
 """``details`` key of a withdrawn tracking gap: the earliest fix inside it, which arrived after
 the gap was emitted (a tracker's offline buffer sent behind its live fix)."""

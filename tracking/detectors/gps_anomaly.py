@@ -43,7 +43,11 @@ finding
 
     ``steps`` lists the finding's steps with their ``anomalous`` flag; ``distance_m``,
     ``dt_s`` and ``implied_speed_kmh`` are those of the fastest anomalous step;
-    ``return_step`` is the step ``f0 → fm`` of an outlier finding.
+    ``return_step`` is the step ``f0 → fm`` of an outlier finding. ``lasted_s`` sums its steps'
+    times but those longer than ``max_excursion_s``: a silence (the tracker sent nothing, a
+    ``tracking_gap`` question), not a wrong position; the rulebooks' "persistent" reads it (a
+    glitch fix before the tracker was switched off for the night lasted the glitch, not the
+    night).
 two tracks
     Fixes that alternate between two places, each stretch plausible on its own, are not one
     receiver failing: they are two receivers reporting under one vehicle (a cloned or
@@ -105,6 +109,7 @@ from tracking.detectors._track_kernels import (
     fix_evidences,
     track_arrays,
 )
+from tracking.detectors.findings import LASTED_S
 from tracking.detectors.kernel import TrackKernel
 from tracking.validate import MAX_EXCURSION_S, MAX_SPEED_KMH, speed_flags
 
@@ -470,7 +475,8 @@ def _record(group: TrackArrays, th: Thresholds) -> dict[str, Any]:
     anomalous = _anomalous_steps(group, th)
     steps = np.arange(m)
     dists = haversine_m(group.lat[:-1], group.lon[:-1], group.lat[1:], group.lon[1:])
-    speeds = dists / (np.diff(group.ts_ns) / NS) * 3.6
+    step_s = np.diff(group.ts_ns) / NS
+    speeds = dists / step_s * 3.6
     counted = steps[anomalous] if anomalous.any() else steps
     top = int(counted[np.argmax(speeds[counted])])
     peak, peak_speed = _step(group, top, top + 1)[0], float(speeds[top])
@@ -495,6 +501,7 @@ def _record(group: TrackArrays, th: Thresholds) -> dict[str, Any]:
         "return_step": _step(group, 0, m)[0] if returns else None,
         "n_fixes": m + 1,
         "fixes": _fixes(group, np.arange(m + 1)),
+        LASTED_S: round(float(step_s[step_s <= max_excursion_s].sum()), 1),
         "thresholds": {
             "max_speed_kmh": float(max_speed_kmh),
             "min_jump_m": float(min_jump_m),
