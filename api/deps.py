@@ -21,6 +21,7 @@ from fastapi import Depends, Request, params
 from fastapi.concurrency import run_in_threadpool
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer, OAuth2PasswordBearer
 from pydantic import BaseModel
 from sqlalchemy import Engine
@@ -35,6 +36,7 @@ from api._errors import (
     ServiceUnavailableError,
 )
 from api.accounts import DevicePrincipal, Principal
+from api.errors import nul_in_address
 from api.ratelimit import RateLimiter, TtlCache
 from api.security import token_digest
 from api.settings import Settings
@@ -454,6 +456,9 @@ async def single_values(conn: HTTPConnection) -> None:
     """
     if conn.url.path == "/osmand":  # its own rule: a fix quarantined with every value, 200
         return
+    # a NUL is refused before any page can echo it; the citizen's search says so in its form
+    if not conn.url.path.startswith("/acessivel") and (nul := nul_in_address(conn)) is not None:
+        raise nul
     repeated = {"query": repeated_values(conn.query_params.multi_items())}
     content_type = conn.headers.get("content-type", "")
     route = conn.scope.get("route")
@@ -462,7 +467,10 @@ async def single_values(conn: HTTPConnection) -> None:
     has_form = request is not None and content_type.startswith(FORM_TYPES)
     if not isinstance(dependant, Dependant):
         return
-    errors = _unknown_query(conn, dependant)
+    # an API route answering a page (a map) is opened from links: a shared link's tracking tags
+    # (?fbclid=, ?utm_source=) must not break it, as the console's pages forgive theirs
+    page = getattr(route, "response_class", None) is HTMLResponse
+    errors = [] if page else _unknown_query(conn, dependant)
     if repeated["query"] or has_form:
         single_query, single_form = single_value_params(dependant)
         if request is not None and has_form and single_form:

@@ -41,7 +41,7 @@ from psycopg import OperationalError as PgOperationalError
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, HTTPConnection
 
 from api._errors import ApiError, is_ours
 from api.limits import form_limit
@@ -171,12 +171,13 @@ def _nul_error(exc: Exception) -> bool:
     return isinstance(exc, DataError | PgDataError) and _is_nul(exc)
 
 
-def _nul_validation_error(request: Request) -> RequestValidationError:
-    """Return a NUL the database refused as a validation error of the parameter holding it.
+def nul_in_address(conn: HTTPConnection) -> RequestValidationError | None:
+    """Return the validation error of the first path or query parameter holding a NUL, if any.
 
-    The first path or query parameter with a NUL, else the body (a form's field).
+    No page, API answer or database takes a NUL: refused at the edge, it is never echoed into a
+    page, a file name or a query.
     """
-    places = (("path", request.path_params), ("query", request.query_params))
+    places = (("path", conn.path_params), ("query", conn.query_params))
     loc = next(
         (
             (place, name)
@@ -184,11 +185,23 @@ def _nul_validation_error(request: Request) -> RequestValidationError:
             for name, value in params.items()
             if isinstance(value, str) and "\x00" in value
         ),
-        ("body",),
+        None,
     )
+    return None if loc is None else _nul_error_at(loc)
+
+
+def _nul_error_at(loc: tuple[str, ...]) -> RequestValidationError:
     return RequestValidationError(
         [{"type": "value_error", "loc": loc, "msg": NUL_MESSAGE, "ctx": {"error": NUL_MESSAGE}}]
     )
+
+
+def _nul_validation_error(request: Request) -> RequestValidationError:
+    """Return a NUL the database refused as a validation error of the parameter holding it.
+
+    The first path or query parameter with a NUL, else the body (a form's field).
+    """
+    return nul_in_address(request) or _nul_error_at(("body",))
 
 
 def _database_error(request: Request, exc: Exception) -> JSONResponse:

@@ -50,14 +50,18 @@ def _map_viewer(*roles: str) -> Callable[..., Principal]:
     """Return a dependency letting ``roles`` through by bearer token or console session.
 
     A bearer token, when sent, decides (401 if invalid); without one, the console's session
-    cookie. A map page changes nothing, so the cookie needs no CSRF token here.
+    cookie. A map page changes nothing, so the cookie needs no CSRF token here. A browser
+    without either (a bookmark, a session ended) is sent to the login, the map kept in
+    ``next``, as the console's pages are.
     """
     check = require_roles(*roles)
 
     def dependency(request: Request, session: SessionDep, token: BearerToken) -> Principal:
-        from api.web.auth import web_session
+        from api.web.auth import login_required, web_session
 
         web = None if token else web_session(request, session)
+        if web is None and not token and "text/html" in request.headers.get("accept", ""):
+            raise login_required(request)
         return check(web.principal if web is not None else current_user(session, token))
 
     return dependency

@@ -152,11 +152,7 @@ class WebRoles:
     async def __call__(self, request: Request, web: OptionalWebSession) -> WebSession:
         """Return the session, or raise: login needed, forbidden role, or bad CSRF token."""
         if web is None:
-            wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            raise LoginRequiredError(
-                next_path=safe_next(wanted) if request.method == "GET" else None,
-                ended=SESSION_COOKIE in request.cookies,
-            )
+            raise login_required(request)
         if web.principal.password_temporary and not self.temporary_password:
             raise PasswordChangeRequiredError
         if web.principal.role not in self.roles:
@@ -168,6 +164,15 @@ class WebRoles:
 
 OwnAccount = Annotated[WebSession, Depends(WebRoles(frozenset(ROLES), temporary_password=True))]
 """Any logged-in user, a temporary password included: the page where they set their own."""
+
+
+def login_required(request: Request) -> LoginRequiredError:
+    """Return the error that sends a visitor without a session to the login, the page kept."""
+    wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return LoginRequiredError(
+        next_path=safe_next(wanted) if request.method == "GET" else None,
+        ended=SESSION_COOKIE in request.cookies,
+    )
 
 
 def require_web_roles(*roles: str) -> WebRoles:

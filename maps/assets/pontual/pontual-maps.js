@@ -219,7 +219,12 @@
       group.on("click", function (e) {
         var i = e.layer._pontualRow;
         if (i === undefined) return;
-        L.popup({ maxWidth: 420 })
+        var size = map.getSize(); // a phone: the popup scrolls inside, clear of the controls
+        L.popup({
+          maxWidth: Math.min(420, size.x - 60),
+          maxHeight: Math.max(160, Math.round(size.y * 0.6)),
+          autoPanPaddingTopLeft: L.point(50, 70)
+        })
           .setLatLng(e.latlng)
           .setContent(render(row(layer, i), layer, tz, i))
           .openOn(map);

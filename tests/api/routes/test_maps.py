@@ -88,3 +88,23 @@ class TestCitizenMap:
             assert secret not in response.text
         labels = [layer["label"] for layer in _spec(response.text)["layers"]]
         assert labels[-1].startswith("Táxis acessíveis livres agora")
+
+    def test_a_shared_links_tracking_tags_do_not_break_it(self, client: TestClient) -> None:
+        """A link shared on a social network comes back with ``?fbclid=…`` or ``?utm_…``: the
+        page answers, as the console's pages do (it was a JSON 422)."""
+        response = client.get("/api/v1/maps/citizen?fbclid=IwAR0abc&utm_source=whatsapp")
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/html")
+
+
+class TestMapWithoutSession:
+    def test_a_browser_is_sent_to_the_login(self, client: TestClient) -> None:
+        """A bookmarked map opened with the session ended goes to the login with the map kept
+        to come back to (it was a JSON 401); a client without a browser's Accept keeps the
+        401 of the API."""
+        page = client.get(
+            "/api/v1/maps/stands?dias=7", headers={"Accept": "text/html"}, follow_redirects=False
+        )
+        assert page.status_code == 303
+        assert page.headers["location"] == "/entrar?next=%2Fapi%2Fv1%2Fmaps%2Fstands%3Fdias%3D7"
+        assert client.get("/api/v1/maps/stands").status_code == 401
