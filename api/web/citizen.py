@@ -197,17 +197,25 @@ def _no_nul(**params: str) -> None:
 
 
 def _number(value: str, *, name: str, low: float, high: float) -> float:
+    """Read a coordinate as typed in Brazil too ("-30,03"); only ASCII digits ("٣٠" is not 30)."""
+    text = value.strip()
+    if "," in text and "." not in text:
+        text = text.replace(",", ".", 1)
     try:
-        number = float(value)
+        number = float(text) if text.isascii() else math.nan
     except ValueError:
         number = math.nan
-    if not (math.isfinite(number) and low <= number <= high):
-        msg = (
-            f"A posição recebida não é válida ({name} {value[:30]!r}; de {low:g} a {high:g}): "
-            "toque no mapa, use a sua localização ou escolha um ponto de táxi da lista."
-        )
-        raise SearchError(msg)
-    return number
+    if not math.isfinite(number):
+        problem = f"{name} {value[:30]!r} não é um número"
+    elif not low <= number <= high:
+        problem = f"{name} {value[:30]!r} fora de {low:g} a {high:g}"
+    else:
+        return number
+    msg = (
+        f"A posição recebida não é válida ({problem}): "
+        "toque no mapa, use a sua localização ou escolha um ponto de táxi da lista."
+    )
+    raise SearchError(msg)
 
 
 def search_point(

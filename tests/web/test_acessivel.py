@@ -280,7 +280,10 @@ class TestFallbacks:
     @pytest.mark.parametrize(
         ("query", "message"),
         [
-            ({"lat": "abc", "lon": "-51"}, "A posição recebida não é válida (lat &#39;abc&#39;"),
+            ({"lat": "abc", "lon": "-51"}, "(lat &#39;abc&#39; não é um número)"),
+            ({"lat": "\u0663\u0660", "lon": "-51"}, "não é um número"),  # Arabic-Indic "30"
+            ({"lat": "\uff13\uff10", "lon": "-51"}, "não é um número"),  # full-width "30"
+            ({"lat": "-95", "lon": "-51"}, "(lat &#39;-95&#39; fora de -90 a 90)"),
             (
                 {"lat": "-30", "lon": "-51", "raio": "123"},
                 "A distância &#39;123&#39; não é uma das opções: escolha uma de 500 m, 1 km",
@@ -294,6 +297,16 @@ class TestFallbacks:
             answer = httpx.get(f"{web_server.url}{path}", params=query)
             assert answer.status_code == 422, path
             assert message in answer.text and 'role="alert"' in answer.text, path
+
+    def test_a_decimal_comma_is_read(self, web_server: Any, taxis: dict[str, str]) -> None:
+        """ "-30,03" as typed in Brazil is the coordinate, not an error."""
+        comma = {"lat": "-30,0277", "lon": "-51,2287", "origem": "mapa"}
+        dot = {"lat": "-30.0277", "lon": "-51.2287", "origem": "mapa"}
+        answers = [
+            httpx.get(f"{web_server.url}/acessivel/resultados", params=q) for q in (comma, dot)
+        ]
+        assert [a.status_code for a in answers] == [200, 200]
+        assert answers[0].text == answers[1].text
 
     def test_no_stand_near_is_not_offered(self, web_server: Any) -> None:
         """Far from every stand and taxi the answer suggests a wider distance, not "one of the
