@@ -221,7 +221,7 @@
         if (i === undefined) return;
         var size = map.getSize(); // a phone: the popup scrolls inside, clear of the controls
         L.popup({
-          maxWidth: Math.min(420, size.x - 60),
+          maxWidth: Math.min(420, size.x - 80),
           maxHeight: Math.max(160, Math.round(size.y * 0.6)),
           autoPanPaddingTopLeft: L.point(50, 70)
         })
