@@ -165,6 +165,21 @@ class TestFromMyLocation:
         assert_accessible(phone)
         save_screenshot(phone, "web-acessivel-phone.png")
 
+    def test_the_address_keeps_the_search(
+        self, open_page: Callable, web_server: Any, taxis: dict[str, str]
+    ) -> None:
+        """After a search the address is the search (rounded position): reloaded, bookmarked
+        or shared, it opens with the same results (it stayed "/acessivel", an empty form)."""
+        phone = _phone(open_page, CITIZEN)
+        phone.goto("/acessivel")
+        phone.get_by_role("button", name="Usar a minha localização").tap()
+        phone.locator(".result--taxi").first.wait_for(state="visible", timeout=20_000)
+        assert "/acessivel?lat=-30.067&lon=-51.170&" in phone.url
+        shown = phone.locator(".result--taxi").all_inner_texts()
+        phone.reload()
+        phone.locator(".result--taxi").first.wait_for(state="visible", timeout=20_000)
+        assert phone.locator(".result--taxi").all_inner_texts() == shown
+
     def test_two_points_of_one_cell_get_the_same_answer(
         self, open_page: Callable, web_server: Any, taxis: dict[str, str]
     ) -> None:

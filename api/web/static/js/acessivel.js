@@ -115,6 +115,8 @@
       .then(function (html) {
         results.innerHTML = html;
         results.removeAttribute("aria-busy");
+        // the address is the search: kept by a bookmark, a reload, a shared link, "Voltar"
+        if (window.history && history.replaceState) history.replaceState(null, "", "/acessivel?" + query);
         draw();
         say(summary());
         var heading = results.querySelector("h2");
