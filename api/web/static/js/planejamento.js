@@ -52,20 +52,6 @@
         style: { color: "#1f78b4", weight: 1, fillColor: "#a6cee3", fillOpacity: 0.45 },
         interactive: false,
       }).addTo(map);
-      L.geoJSON(layers.cells, {
-        style: function (f) {
-          return { color: "#7f2704", weight: 0.5, fillColor: HEAT[f.properties.heat] || HEAT[0], fillOpacity: 0.7 };
-        },
-        onEachFeature: function (f, layer) {
-          var p = f.properties;
-          layer.bindPopup(table("Célula H3 " + p.cell, [
-            ["Embarques", num(p.pickups)],
-            ["Pontos a pé", num(p.stands_nearby)],
-            ["Vagas a pé", num(p.spaces)],
-            ["Embarques/(vagas+1)", num(p.lack_score, 1)],
-          ]));
-        },
-      }).addTo(map);
       L.geoJSON(layers.stands, {
         style: { color: "#0b3d66", weight: 2, fillColor: "#0b3d66", fillOpacity: 0.7 },
         onEachFeature: function (f, layer) {
@@ -75,6 +61,28 @@
           // A stand is a few metres wide: a dot at its centre keeps it visible zoomed out.
           var centre = layer.getBounds ? layer.getBounds().getCenter() : layer.getLatLng();
           L.circleMarker(centre, { radius: 5, color: "#ffffff", weight: 1, fillColor: "#0b3d66", fillOpacity: 1 })
+            .bindPopup(popup)
+            .addTo(map);
+        },
+      }).addTo(map);
+      L.geoJSON(layers.cells, {
+        style: function (f) {
+          return { color: "#7f2704", weight: 0.5, fillColor: HEAT[f.properties.heat] || HEAT[0], fillOpacity: 0.7 };
+        },
+        onEachFeature: function (f, layer) {
+          var p = f.properties;
+          var popup = table("Célula H3 " + p.cell, [
+            ["Embarques", num(p.pickups)],
+            ["Pontos a pé", num(p.stands_nearby)],
+            ["Vagas a pé", num(p.spaces)],
+            ["Embarques/(vagas+1)", num(p.lack_score, 1)],
+          ]);
+          layer.bindPopup(popup);
+          // A cell is a block wide: a dot at its centre, above the stands, keeps the demand in
+          // sight on the whole city's map.
+          L.circleMarker(layer.getBounds().getCenter(), {
+            radius: 6, color: "#7f2704", weight: 1.5, fillColor: HEAT[p.heat] || HEAT[0], fillOpacity: 1,
+          })
             .bindPopup(popup)
             .addTo(map);
         },
