@@ -157,6 +157,10 @@ class TestExport:
         page.goto(f"/planejamento?municipio={PVH}")
         assert page.locator("h1").inner_text() == "Planejamento — Porto Velho/RO"
         expect(page.locator("#mapa-planejamento")).to_have_attribute("data-ready", "true")
+        cells = page.request.get(f"/planejamento/{PVH}/mapa.json").json()["layers"]["cells"]
+        assert cells["features"]  # each cell: its hexagon and a dot at its centre, above
+        drawn = page.locator("#mapa-planejamento path[stroke='#7f2704']")
+        expect(drawn).to_have_count(2 * len(cells["features"]))
         with page.expect_download() as info:
             page.get_by_role("link", name="Indicadores do plano (CSV)").click()
         download = info.value
