@@ -34,8 +34,9 @@ in the stand
     Every finding (a boarding, an accessible or a suspended wait) needs the vehicle to have been
     in the stand: more than :data:`MIN_INSIDE_SHARE` of its fixes from the visit's first to its
     last fix inside lie inside (``n_fixes_inside`` of ``n_fixes_stay``), a fix that reports
-    ``accuracy_m`` deeper inside than that (``n_fixes_sure``; a receiver drifting for minutes
-    puts a taxi parked beside the stand in it, an error no share averages out). A taxi parked
+    ``accuracy_m`` at least half of it inside the edge (``n_fixes_sure``,
+    :data:`stands.visits.SURE_DEPTH_PER_ACCURACY`; a receiver drifting for minutes puts a taxi
+    parked beside the stand in it, an error no share averages out). A taxi parked
     beside a small stand under GPS noise has a visit made of the fixes that scattered into it.
     Nor is a stay shorter than :data:`DRIFT_MAX_STAY_S` begun from a standstill beside the stand
     (its approach fix within the visits' ``exit_grace_m``, 30 m, reporting under 10 km/h:
@@ -736,7 +737,7 @@ def detect_unlicensed_stand_use(
         if "speed_flag" in pings.columns
         else np.zeros(n, dtype=bool)
     )
-    # The vehicle's fixes from the first to the last inside: most inside (deeper than their
+    # The vehicle's fixes from the first to the last inside: most inside (surely, for their
     # reported accuracy), or it stood beside.
     order, _, _ = sorted_view(pings)
     first_sorted = sorted_positions(order, first)
