@@ -282,6 +282,8 @@ def _given(value: Any, *, none: str = NOT_GIVEN) -> str:
 
 NO_AUTO = "Proposta descartada: não há auto de infração."
 """Why a dismissed proposal has no document (web, API and CLI)."""
+NO_PENALTY = "Defesa deferida: o auto caiu, e não há penalidade a notificar."
+"""Why an auto whose defence was accepted has no notificação de penalidade."""
 
 
 def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str, str, str]]:
@@ -311,6 +313,8 @@ def document_fields(document: Document, *, kind: DocumentKind) -> list[tuple[str
         msg = f"'kind' foi {kind!r}; esperado um de {', '.join(DOCUMENT_KINDS)}"
         raise DocumentError(msg)
     _check(document)
+    if kind == "notificacao" and not has_penalty(document["proposal"]):
+        raise DocumentError(NO_PENALTY)
     p, v, tz = document["proposal"], document["vehicle"], ZoneInfo(document["timezone"])
     payer = (p.get("fine_payer") or {}).get("who") or "autorizatário/permissionário"
     rows: dict[str, tuple[str, str, str]] = {
@@ -1461,9 +1465,17 @@ def is_draft(proposal: Mapping[str, Any]) -> bool:
     return proposal.get("status", "proposta") == "proposta" or not proposal.get("auto_number")
 
 
-def _draft(document: Document) -> str | None:
+def has_penalty(proposal: Mapping[str, Any]) -> bool:
+    """Tell whether a proposal's auto stands (not dismissed, its defence not accepted)."""
+    return proposal.get("status") not in ("descartada", "defesa_deferida")
+
+
+def banner(document: Document) -> str | None:
+    """Return the warning a document carries above all: a minuta, or an auto cancelled."""
     if is_draft(document["proposal"]):
         return "MINUTA: proposta ainda não confirmada por agente, sem valor de autuação."
+    if not has_penalty(document["proposal"]):
+        return "AUTO CANCELADO: a defesa foi deferida; este auto não produz penalidade."
     return None
 
 
@@ -1506,7 +1518,7 @@ def render_html(document: Document, *, kind: DocumentKind) -> str:
         f'<p class="number">Nº {e(str(number or "não atribuído"))} · proposta '
         f"{e(str(p.get('proposal_id') or NOT_GIVEN))}</p></header>",
     ]
-    if (draft := _draft(document)) is not None:
+    if (draft := banner(document)) is not None:
         out.append(f'<p class="draft">{e(draft)}</p>')
     section = None
     for sec, label, value in fields:
@@ -1607,7 +1619,7 @@ def render_pdf(document: Document, *, kind: DocumentKind) -> bytes:
         par(TITLES[kind].upper(), h1),
         par(f"Nº {number} · proposta {p.get('proposal_id') or NOT_GIVEN}", body),
     ]
-    if (draft := _draft(document)) is not None:
+    if (draft := banner(document)) is not None:
         story.append(par(draft, draft_style))
     width = A4[0] - 30 * mm
     grid = TableStyle(

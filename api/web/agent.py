@@ -37,7 +37,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
 from geoalchemy2.shape import to_shape
 from markupsafe import Markup
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 from starlette.responses import Response
@@ -85,9 +85,11 @@ from enforcement.documents import (
     STATUS_LABELS,
     TITLES,
     EvidenceFinding,
+    banner,
     document_fields,
     evidence_summary,
     fix_vehicles,
+    has_penalty,
     is_draft,
     place_municipality,
     render_map_svg,
@@ -129,6 +131,19 @@ REPLAY_MAX = 100
 MAX_FIX_ROWS = 300
 """At most this many fixes of a finding in its table (all are on the map)."""
 MAX_TEXT = 2000
+
+
+def _one_line_break(value: Any) -> Any:
+    """Return a text box's value with its line breaks as the page counts them.
+
+    Browsers send a break as CRLF, two characters that the box's ``maxlength`` counts as one
+    (2,000 typed with 28 breaks arrived as 2,028).
+    """
+    return value.replace("\r\n", "\n") if isinstance(value, str) else value
+
+
+TextBox = Annotated[str, BeforeValidator(_one_line_break), Form(max_length=MAX_TEXT)]
+"""A free-text field of a ``<textarea maxlength=MAX_TEXT>``."""
 """Longest answer, reason or grounds a form accepts (characters; 422 page above it)."""
 MAX_CHOICE = 40
 """Longest value of a field chosen from a list (a pontuação, a decision)."""
@@ -1229,7 +1244,8 @@ def proposal_context(
         "documents": [
             (kind, TITLES[kind], f"{proposal_url(proposal_id)}/documentos/{kind}")
             for kind in DOCUMENT_KINDS
-            if p.status != "descartada" and (kind == "auto" or p.status != "proposta")
+            if p.status != "descartada"
+            and (kind == "auto" or (p.status != "proposta" and has_penalty({"status": p.status})))
         ],
         "no_auto": NO_AUTO if p.status == "descartada" else None,
         "min_grounds": workflow.MIN_GROUNDS_CHARS,
@@ -1585,7 +1601,7 @@ def _sentence(message: str) -> str:
 def _text_field(value: str, *, label: str, minimum: int) -> str | None:
     """Return the pt-BR error of a free-text answer too short, or None.
 
-    Its longest length is the form model's (``Form(max_length=MAX_TEXT)``: the 422 page).
+    Its longest length is the form's (:data:`TextBox`: the 422 page).
     """
     if len(value.strip()) < minimum:
         return f"{label}: escreva ao menos {minimum} caracteres."
@@ -1600,7 +1616,7 @@ def confirm(
     proposal_id: str,
     web: AgentUser,
     session: SessionDep,
-    resposta_excecao: Annotated[str, Form(max_length=MAX_TEXT)] = "",
+    resposta_excecao: TextBox = "",
     pontuacao: Annotated[str, Form(max_length=MAX_CHOICE)] = "",
 ) -> Response:
     """Confirm: the agent issues the auto, answering the rule's exception and its pontuação."""
@@ -1622,8 +1638,9 @@ def confirm(
             checks["resposta_excecao"] = (
                 f"Responda à exceção do {rule.exception.provision} "
                 f"(“{rule.exception.excerpt}”) antes de confirmar: {rule.exception.question} "
-                f"Escreva por que ela não se aplica (ao menos {workflow.MIN_ANSWER_CHARS} "
-                "caracteres). Se a exceção se aplica, descarte a proposta."
+                f"Escreva por que ela não se aplica (uma frase, com ao menos duas palavras e "
+                f"{workflow.MIN_ANSWER_CHARS} caracteres). Se a exceção se aplica, descarte a "
+                "proposta."
             )
     if rule is not None and rule.pontuacao_choices and pontuacao not in rule.pontuacao_choices:
         checks["pontuacao"] = (
@@ -1655,7 +1672,7 @@ def dismiss(
     proposal_id: str,
     web: AgentUser,
     session: SessionDep,
-    motivo: Annotated[str, Form(max_length=MAX_TEXT)] = "",
+    motivo: TextBox = "",
 ) -> Response:
     """Dismiss the proposal, with the agent's reason (required, a sentence)."""
     problem = _text_field(motivo, label="Motivo do descarte", minimum=workflow.MIN_GROUNDS_CHARS)
@@ -1779,7 +1796,7 @@ def decide(
     web: AgentUser,
     session: SessionDep,
     decisao: Annotated[str, Form(max_length=MAX_CHOICE)] = "",
-    fundamentacao: Annotated[str, Form(max_length=MAX_TEXT)] = "",
+    fundamentacao: TextBox = "",
     data_decisao: DateField = "",
     hora_decisao: DateField = "",
 ) -> Response:
@@ -1851,7 +1868,7 @@ def finalize(
     proposal_id: str,
     web: AgentUser,
     session: SessionDep,
-    fundamentacao: Annotated[str, Form(max_length=MAX_TEXT)] = "",
+    fundamentacao: TextBox = "",
     fim_prazo: Annotated[str, Form(max_length=40)] = "",
     data_final: DateField = "",
     hora_final: DateField = "",
@@ -1983,7 +2000,7 @@ def document(
         proposal_id=proposal_id,
         proposal_href=proposal_url(proposal_id),
         pdf_href=f"{request.url.path}?formato=pdf",
-        draft=is_draft(doc["proposal"]),
+        banner=banner(doc),
         authority=f"Prefeitura Municipal de {doc['place'].get('municipality_name')}",
         sections=sections,
         map_svg=Markup(render_map_svg(doc, width=640.0, height=400.0)),  # noqa: S704 (escaped)

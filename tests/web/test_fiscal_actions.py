@@ -184,6 +184,20 @@ class TestDismiss:
         )
         assert _state(web_engine, proposal)["status"] == "descartada"
 
+    def test_a_full_box_with_line_breaks_is_taken(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """2,000 characters typed with line breaks (the box's maxlength): the browser sends each
+        break as CRLF, 2,028 characters, refused before; kept as typed, breaks as one."""
+        proposal = _boarding(web_engine)
+        line = "Táxi Acessível embarcando cadeirante, conforme o art. 46 do decreto."
+        typed = "\n".join([line] * 40)[:2000]
+        done = _post(
+            agent, f"/fiscal/propostas/{proposal}/descartar", motivo=typed.replace("\n", "\r\n")
+        )
+        assert done.status_code == 303, done.text
+        assert _state(web_engine, proposal)["dismissed_reason"] == typed
+
 
 def test_a_refused_decision_puts_the_focus_on_the_grounds(
     page: Any, login: Callable[..., Any], agent: httpx.Client, web_engine: Engine
@@ -212,6 +226,35 @@ def test_a_refused_decision_puts_the_focus_on_the_grounds(
 
 
 class TestProcedure:
+    def test_an_accepted_defence_cancels_the_auto(
+        self, agent: httpx.Client, web_engine: Engine
+    ) -> None:
+        """Defence accepted: the auto cai. No notificação de penalidade is offered or printed
+        (409 with the reason); the auto still opens, marked cancelled."""
+        finding = longer_route_finding(vehicle_id=_vehicle("PB"), started_at=START)
+        proposal = store_and_propose(web_engine, [finding], municipality=PB)[finding["finding_id"]]
+        base = f"/fiscal/propostas/{proposal}"
+        answer = "O passageiro não autorizou o trajeto mais longo; reclamou na chegada."
+        assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303
+        assert _post(agent, f"{base}/notificar", data_entrega=_today()).status_code == 303
+        assert _post(agent, f"{base}/defesa", data_defesa=_today()).status_code == 303
+        accepted = _post(
+            agent,
+            f"{base}/decidir",
+            decisao="deferida",
+            fundamentacao="O passageiro pediu o trajeto, como mostra o recibo.",
+            data_decisao=_today(),
+        )
+        assert accepted.status_code == 303
+        assert "Notificação de Penalidade" not in agent.get(base).text
+        notice = agent.get(f"{base}/documentos/notificacao")
+        assert notice.status_code == 409
+        assert "o auto caiu, e não há penalidade a notificar" in notice.text
+        for formato in ("html", "pdf"):
+            auto = agent.get(f"{base}/documentos/auto", params={"formato": formato})
+            assert auto.status_code == 200
+        assert "AUTO CANCELADO: a defesa foi deferida" in agent.get(f"{base}/documentos/auto").text
+
     def test_pinto_bandeira_from_the_auto_to_the_final_decision(
         self, agent: httpx.Client, web_engine: Engine
     ) -> None:
