@@ -787,15 +787,20 @@ def rule_of(proposal: Proposal) -> tuple[Rulebook, Rule]:
     return book, rule
 
 
+def _said(status: str) -> str:
+    """Return a state as people say it: 'defesa indeferida', not ``defesa_indeferida``."""
+    return status.replace("_", " ")
+
+
 def _step(session: Session, proposal_id: str, action: str, at: dt.datetime) -> Proposal:
     """Lock the proposal, check the step is allowed from its state and dated after the facts."""
     p = get_proposal(session, proposal_id, lock=True)
     if p.status not in TRANSITIONS[action]:
         states = TRANSITIONS[action]
-        allowed = " ou ".join(f"'{state}'" for state in states)
+        allowed = " ou ".join(f"'{_said(state)}'" for state in states)
         msg = (
-            f"a proposta {proposal_id} está '{p.status}' (talvez decidida em outra aba ou por "
-            f"outra pessoa): só se pode {_STEP_WORDS.get(action, action)} uma proposta "
+            f"a proposta {proposal_id} está '{_said(p.status)}' (talvez decidida em outra aba "
+            f"ou por outra pessoa): só se pode {_STEP_WORDS.get(action, action)} uma proposta "
             f"{'na situação' if len(states) == 1 else 'nas situações'} {allowed}"
         )
         raise TransitionError(msg)

@@ -259,6 +259,14 @@ class TestSteps:
             ("notificada", "em_defesa"),
             ("em_defesa", "defesa_indeferida"),
         ]
+        # decided in another tab: the refusal names the states as people say them
+        with pytest.raises(
+            TransitionError, match="está 'defesa indeferida' .* situação 'em defesa'"
+        ):
+            decide_defence(
+                session, pid, agent_id="junta", accepted=True, reason="prova apresentada",
+                at=T0 + dt.timedelta(days=41),
+            )  # fmt: skip
 
     def test_dismiss_needs_reason_and_is_final(self, session) -> None:
         """Dismissal records the reason; a dismissed proposal cannot be confirmed."""
