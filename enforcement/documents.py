@@ -35,7 +35,7 @@ import html
 import io
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 from xml.sax.saxutils import escape as xml_escape
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -466,6 +466,17 @@ def _agent(document: Document) -> str:
     if name and agent_id:
         return f"{name} ({agent_id})"
     return str(name or agent_id or NOT_GIVEN)
+
+
+def driver_ids(details: Iterable[Any]) -> list[str]:
+    """Return the distinct ``driver_id`` the findings' details name, in order (blanks left out)."""
+    out: list[str] = []
+    for d in details:
+        raw = d.get("driver_id") if isinstance(d, Mapping) else None
+        did = "" if raw is None else str(raw).strip()
+        if did and did not in out:
+            out.append(did)
+    return out
 
 
 def _drivers(v: Vehicle) -> str:

@@ -103,6 +103,7 @@ def boarding_finding(
     started_at: dt.datetime,
     confidence: float = 0.8,
     subtype: str = "boarding",
+    driver_id: str | None = None,
 ) -> dict[str, Any]:
     """A boarding at a stand without its licence (``unlicensed_stand_use``), two fixes."""
     x0, y0 = STAND_POINT
@@ -124,6 +125,7 @@ def boarding_finding(
                 {"timestamp": _iso(ended_at), "lon": x0 + 0.0002, "lat": y0, "meter": "occupied"},
             ],
             "thresholds": {"boarding_grace_m": 50.0, "boarding_grace_s": 120.0},
+            **({"driver_id": driver_id} if driver_id else {}),
         },
         "geometry": shapely.Point(x0, y0),
     }

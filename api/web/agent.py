@@ -37,7 +37,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
 from geoalchemy2.shape import to_shape
 from markupsafe import Markup
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 from starlette.responses import Response
@@ -142,7 +142,11 @@ def _one_line_break(value: Any) -> Any:
     return value.replace("\r\n", "\n") if isinstance(value, str) else value
 
 
-TextBox = Annotated[str, BeforeValidator(_one_line_break), Form(max_length=MAX_TEXT)]
+TextBox = Annotated[
+    Annotated[str, StringConstraints(max_length=MAX_TEXT)],  # "no máximo 2000 caracteres"
+    BeforeValidator(_one_line_break),
+    Form(),
+]
 """A free-text field of a ``<textarea maxlength=MAX_TEXT>``."""
 """Longest answer, reason or grounds a form accepts (characters; 422 page above it)."""
 MAX_CHOICE = 40

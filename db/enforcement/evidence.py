@@ -16,7 +16,7 @@ document audit them (``api.routes.proposals.DOCUMENT_PERSONAL_FIELDS``).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import shapely
@@ -29,7 +29,13 @@ from db.enforcement.workflow import as_record, finding_ids_of, get_proposal, loa
 from db.fleet.models import Driver, PermitHolder, Vehicle
 from db.stands.models import Stand
 from db.tracking.models import Fix
-from enforcement.documents import Document, DriverRef, accused_evidence, fix_vehicles
+from enforcement.documents import (
+    Document,
+    DriverRef,
+    accused_evidence,
+    driver_ids,
+    fix_vehicles,
+)
 from geo.calendar import DEFAULT_TIMEZONE, UF_TIMEZONES
 
 TRACK_MARGIN = dt.timedelta(minutes=5)
@@ -78,17 +84,6 @@ def _line_ends(line: Any) -> list[tuple[float, float]]:
     parts = getattr(line, "geoms", [line])
     first, last = parts[0].coords[0], parts[-1].coords[-1]
     return [(float(first[0]), float(first[1])), (float(last[0]), float(last[1]))]
-
-
-def driver_ids(details: Iterable[Any]) -> list[str]:
-    """Return the distinct ``driver_id`` the findings' details name, in order (blanks left out)."""
-    out: list[str] = []
-    for d in details:
-        raw = d.get("driver_id") if isinstance(d, Mapping) else None
-        did = "" if raw is None else str(raw).strip()
-        if did and did not in out:
-            out.append(did)
-    return out
 
 
 def drivers_of(session: Session, ids: list[str]) -> list[DriverRef]:

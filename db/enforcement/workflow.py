@@ -45,6 +45,7 @@ from db.enforcement.models import AuditEntry, Finding, Proposal, ProposalFinding
 from db.fleet.models import Municipality, Vehicle
 from db.upsert import hex_ewkb
 from enforcement._errors import ProposalNotFoundError, ReviewDataError, TransitionError
+from enforcement.documents import driver_ids
 from enforcement.proposals import (
     CONFIRMED_STATUSES,
     JUDGED_COLUMNS,
@@ -1006,6 +1007,13 @@ def confirm(
     _not_judged_before(session, p, book, rule, findings)
     exception = _exception_answer(proposal_id, rule, exception_answer, agent_id=agent_id, at=now)
     chosen = _pontuacao(proposal_id, rule, pontuacao)
+    # the agent's choice (where the text fixes the pontuação, it stands as written)
+    if rule.pontuacao_choices and chosen == "condutor" and not driver_ids(findings["details"]):
+        msg = (
+            f"a proposta {proposal_id} não identifica o condutor (as posições não trazem o "
+            "condutor): a pontuação não pode recair sobre ele; escolha o autorizatário"
+        )
+        raise ReviewDataError(msg)
     priors = reincidence_priors(
         book,
         key=p.rule_key,

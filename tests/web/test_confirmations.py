@@ -153,7 +153,7 @@ def test_the_defence_and_its_decision_ask_first(
     decision's question names the decision chosen."""
     proposal, vehicle = _proposal(web_engine)
     agent = web_client("agent")
-    _step(agent, proposal, "confirmar", pontuacao="condutor")
+    _step(agent, proposal, "confirmar", pontuacao="autorizatário")
     today = dt.datetime.now(ZoneInfo(TIMEZONE)).date().isoformat()
     _step(agent, proposal, "notificar", data_entrega=today)
     auto = _scalar(

@@ -76,10 +76,14 @@ def _state(engine: Engine, proposal_id: str) -> dict[str, Any]:
     return {**row, "audit": [(a.action, a.actor, a.details) for a in audit]}
 
 
-def _boarding(engine: Engine, *, subtype: str = "boarding") -> str:
+def _boarding(engine: Engine, *, subtype: str = "boarding", driver_id: str | None = None) -> str:
     """A new proposal for a boarding at S1 (Porto Alegre art. 59, XIII, or art. 46)."""
     finding = boarding_finding(
-        vehicle_id=_vehicle("AC"), stand_id="S1", started_at=START, subtype=subtype
+        vehicle_id=_vehicle("AC"),
+        stand_id="S1",
+        started_at=START,
+        subtype=subtype,
+        driver_id=driver_id,
     )
     return str(store_and_propose(engine, [finding])[finding["finding_id"]])
 
@@ -114,13 +118,19 @@ class TestConfirm:
         self, agent: httpx.Client, web_engine: Engine
     ) -> None:
         """Art. 46 (c/c 57, XI): without a pontuação, or with one the rule does not offer,
-        422 with the choices; with 'condutor' the auto is issued with it."""
-        proposal = _boarding(web_engine, subtype="accessible_wait")
+        422 with the choices; 'condutor' where the fixes name no driver is refused (the auto
+        printed points to "não identificado"); with the driver named, the auto is issued with
+        it."""
+        unnamed = _boarding(web_engine, subtype="accessible_wait")
         for chosen in ("", "ambos"):
-            page = _post(agent, f"/fiscal/propostas/{proposal}/confirmar", pontuacao=chosen)
+            page = _post(agent, f"/fiscal/propostas/{unnamed}/confirmar", pontuacao=chosen)
             assert page.status_code == 422
             assert "Escolha sobre quem recai a pontuação: condutor ou autorizatário" in page.text
-        assert _state(web_engine, proposal)["status"] == "proposta"
+        page = _post(agent, f"/fiscal/propostas/{unnamed}/confirmar", pontuacao="condutor")
+        assert page.status_code == 422
+        assert "não identifica o condutor" in html.unescape(page.text)
+        assert _state(web_engine, unnamed)["status"] == "proposta"
+        proposal = _boarding(web_engine, subtype="accessible_wait", driver_id="C-0001")
         done = _post(agent, f"/fiscal/propostas/{proposal}/confirmar", pontuacao="condutor")
         assert done.status_code == 303
         assert done.headers["location"] == f"/fiscal/propostas/{proposal}?feito=confirmar"

@@ -134,7 +134,7 @@ class TestReasonsAndDates:
         yesterday's date: 'definitiva', audited."""
         proposal, _ = _proposal(web_engine)
         base = f"/fiscal/propostas/{proposal}"
-        assert _post(agent, f"{base}/confirmar", pontuacao="condutor").status_code == 303
+        assert _post(agent, f"{base}/confirmar", pontuacao="autorizatário").status_code == 303
         assert _post(agent, f"{base}/notificar", data_entrega=_today()).status_code == 303
         waiting = html.unescape(agent.get(base).text)  # notified today: no day can end it yet
         assert 'id="finalizar-espera"' in waiting and 'name="fim_prazo"' not in waiting
@@ -228,7 +228,7 @@ def test_consequential_steps_ask_first(page: Any, login: Callable, web_engine: E
     login(page, "agent")
     page.on("dialog", on_dialog)
     page.goto(f"/fiscal/propostas/{proposal}")
-    page.locator("input[name=pontuacao][value=condutor]").check()
+    page.locator("input[name=pontuacao][value='autorizatário']").check()
 
     steps = (
         ("Confirmar e lavrar o auto", f"Lavrar o auto de infração contra o prefixo {vehicle}"),

@@ -280,8 +280,12 @@ class TestConfirmAnswers:
         r = client.post(barred, json={}, headers=bearer(tokens["agent"]))
         assert r.status_code == 422 and "condutor, autorizatário" in r.json()["error"]["message"]
         r = client.post(barred, json={"pontuacao": "condutor"}, headers=bearer(tokens["agent"]))
+        assert r.status_code == 422 and "não identifica o condutor" in r.text  # no driver_id
+        r = client.post(
+            barred, json={"pontuacao": "autorizatário"}, headers=bearer(tokens["agent"])
+        )
         assert r.status_code == 200, r.text
-        assert r.json()["pontuacao"] == "condutor"
+        assert r.json()["pontuacao"] == "autorizatário"
 
     def test_generate_lists_low_confidence_for_review(self, client, seeded, api_engine) -> None:
         """A stored finding under the floor comes back in ``for_review``, not as a proposal."""
