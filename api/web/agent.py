@@ -1456,7 +1456,12 @@ def _step_date(
         try:
             day = _read_day(day_text)
         except ValueError:
-            errors[name] = f"{label} inválida: '{day_text[:20]}'; use o formato dd/mm/aaaa."
+            shaped = re.fullmatch(r"\d{1,2}/\d{1,2}/\d{4}|\d{4}-\d{2}-\d{2}", day_text)
+            errors[name] = (
+                f"{label} inválida: '{day_text[:20]}' não existe no calendário."
+                if shaped
+                else f"{label} inválida: '{day_text[:20]}'; use o formato dd/mm/aaaa."
+            )
     elif time_text:
         errors[name] = f"{label}: informe a data (a hora sozinha não basta)."
     else:

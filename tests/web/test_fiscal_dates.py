@@ -205,7 +205,8 @@ class TestNotifyOnADate:
         [
             ("before", "é anterior à lavratura do auto"),
             ("tomorrow", "é futura: registra-se um passo já dado"),
-            ("31/02/2026", "Data da entrega inválida: '31/02/2026'; use o formato dd/mm/aaaa."),
+            ("31/02/2026", "Data da entrega inválida: '31/02/2026' não existe no calendário."),
+            ("31-02-2026", "Data da entrega inválida: '31-02-2026'; use o formato dd/mm/aaaa."),
             ("1900-01-01", "Data da entrega fora do intervalo aceito (01/01/1900)"),
         ],
     )
