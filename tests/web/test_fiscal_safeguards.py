@@ -139,6 +139,11 @@ class TestReasonsAndDates:
         waiting = html.unescape(agent.get(base).text)  # notified today: no day can end it yet
         assert 'id="finalizar-espera"' in waiting and 'name="fim_prazo"' not in waiting
         assert "O prazo conta da notificação (" in waiting
+        stale = _post(  # a form sent from an older page: refused, and said where the form was
+            agent, f"{base}/finalizar", fundamentacao="Sem defesa no prazo.", data_final=_today()
+        )
+        assert stale.status_code == 422
+        assert 'id="fim_prazo-erro"' in stale.text and 'id="finalizar-espera"' in stale.text
         _notified_days_ago(web_engine, proposal, 5)
         shown = html.unescape(agent.get(base).text)
         assert "eles estão na lei do município, fora do texto do regulamento" in shown
