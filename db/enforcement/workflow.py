@@ -562,7 +562,14 @@ def why_not_proposed(
     reasons = [r for r in done.for_review if r["finding_id"] == finding_id]
     if reasons:
         return "; ".join(f"{r['reason']} ({r['provision']})" for r in reasons)
-    return "o regulamento não tem dispositivo para este tipo de achado (ou este caso dele)"
+    place = session.get(Municipality, municipality)
+    book = f"o regulamento de {place.name}/{place.uf}" if place is not None else "o regulamento"
+    if not any(r.kind == finding.kind for b in books.values() for r in b.rules):
+        return f"{book} não tem dispositivo para este tipo de achado"
+    return (
+        f"{book} tem dispositivo para este tipo de achado, mas não para este caso dele (nenhuma "
+        "das suas regras para o tipo descreve o que o achado mostra)"
+    )
 
 
 def awaits_repetition(

@@ -590,6 +590,12 @@ class TestGenerateReport:
             "o prefixo POA-1 é do cadastro de outro município (Porto Alegre/RS, 4314902): o "
             "regulamento escolhido não se aplica a ele"
         )
+        why = why_not_proposed(  # Porto Alegre's decree has no queue rule: named so
+            session, frames[0]["finding_id"].iloc[0], municipality="4314902", timezone=TZ
+        )
+        assert (
+            why == "o regulamento de Porto Alegre/RS não tem dispositivo para este tipo de achado"
+        )
 
     def test_low_confidence_findings_are_listed_for_review(self, session) -> None:
         """Live or stored findings under the floor make no proposal and are listed by id."""
