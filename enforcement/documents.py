@@ -52,6 +52,7 @@ from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Space
 
 from enforcement._errors import DocumentError
 from enforcement.proposals import findings_count, format_fine
+from geo.calendar import UF_TIMEZONES
 from geo.crs import EARTH_RADIUS_M
 from tracking.detectors.findings import kind_name
 
@@ -416,13 +417,21 @@ def _offset(at: dt.datetime) -> str:
     return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
+def _zone(tz: ZoneInfo, local: dt.datetime) -> str:
+    """Name the zone of a local time: "horário de Brasília, UTC-03:00", else its IANA key."""
+    offset = _offset(local)
+    if tz.key in UF_TIMEZONES.values() and offset == "UTC-03:00":
+        return f"horário de Brasília, {offset}"
+    return f"horário local, {tz.key}, {offset}"
+
+
 def _when(value: Any, tz: ZoneInfo, *, zone: bool = True) -> str:
     at = _instant(value)
     if at is None:
         return ""
     local = at.astimezone(tz)
     text = local.strftime("%d/%m/%Y %H:%M:%S")
-    return f"{text} ({tz.key}, {_offset(local)})" if zone else text
+    return f"{text} ({_zone(tz, local)})" if zone else text
 
 
 def _day(value: Any, tz: ZoneInfo) -> str:
@@ -452,7 +461,7 @@ def _interval(p: Mapping[str, Any], tz: ZoneInfo) -> str:
     if start is None:
         return NOT_GIVEN
     a = start.astimezone(tz)
-    zone = f"horário local, {tz.key}, {_offset(a)}"
+    zone = _zone(tz, a)
     if end is None or end == start:
         return f"{a:%d/%m/%Y} às {a:%H:%M:%S} ({zone})"
     b = shown_end(start, end, tz) or a

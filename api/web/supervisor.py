@@ -277,7 +277,7 @@ def now_panel(
         "vehicles": vehicles,
         "summary": "; ".join(parts) + ".",
         "window_min": QUEUE_WINDOW_MIN,
-        "zone": zone_label(tz),
+        "zone": fmt.zone_label(tz),
     }
 
 
@@ -624,7 +624,7 @@ def stand_page(
         intruders_total=len(intruders.data),
         day=fmt.date(until),
         is_today=until == today,
-        zone_label=zone_label(tz),
+        zone_label=fmt.zone_label(tz),
         today=fmt.date(today),
         art_49=ART_49,
         art_50_iii=ART_50_III,
@@ -646,11 +646,6 @@ def _stand_href(stand_id: str, *, day: dt.date, prefixo: str = "") -> str:
 
     query = {"ate": day.isoformat()} | ({"prefixo": prefixo.strip()} if prefixo.strip() else {})
     return f"/supervisao/pontos/{quote(stand_id, safe='')}?{urlencode(query)}"
-
-
-def zone_label(timezone: str) -> str:
-    """Name the zone the page's times are in: "horário de Brasília" for São Paulo's."""
-    return "horário de Brasília" if timezone == "America/Sao_Paulo" else f"fuso {timezone}"
 
 
 def _window_end(text: str, today: dt.date) -> tuple[dt.date, str | None]:

@@ -54,7 +54,7 @@ def auto_values(doc: Document) -> list[str]:
         str(doc["place"]["text"]),
         "Pinto Bandeira",
         "14/03/2025, das 21:40:05 às 21:45:50",  # local time: the UTC day is 15/03
-        "America/Sao_Paulo, UTC-03:00",
+        "horário de Brasília, UTC-03:00",
         IRREGULARITIES["longer_route"],
         "art. 25, III",
         "Agente Exemplo Bertolini (F-0123)",
