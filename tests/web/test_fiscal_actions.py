@@ -209,11 +209,8 @@ class TestDismiss:
         assert _state(web_engine, proposal)["dismissed_reason"] == typed
 
 
-def test_a_refused_decision_puts_the_focus_on_the_grounds(
-    page: Any, login: Callable[..., Any], agent: httpx.Client, web_engine: Engine
-) -> None:
-    """The decision chosen, grounds of 3 characters: the server refuses them and the focus goes
-    to the grounds, the field in error, not to the form's first field (the decision)."""
+def _in_defence(agent: httpx.Client, web_engine: Engine) -> tuple[str, str]:
+    """A detour in Pinto Bandeira confirmed, notified and defended today: its id and page."""
     finding = longer_route_finding(vehicle_id=_vehicle("PB"), started_at=START)
     proposal = store_and_propose(web_engine, [finding], municipality=PB)[finding["finding_id"]]
     base = f"/fiscal/propostas/{proposal}"
@@ -221,6 +218,15 @@ def test_a_refused_decision_puts_the_focus_on_the_grounds(
     assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303
     assert _post(agent, f"{base}/notificar", data_entrega=_today()).status_code == 303
     assert _post(agent, f"{base}/defesa", data_defesa=_today()).status_code == 303
+    return proposal, base
+
+
+def test_a_refused_decision_puts_the_focus_on_the_grounds(
+    page: Any, login: Callable[..., Any], agent: httpx.Client, web_engine: Engine
+) -> None:
+    """The decision chosen, grounds of 3 characters: the server refuses them and the focus goes
+    to the grounds, the field in error, not to the form's first field (the decision)."""
+    proposal, base = _in_defence(agent, web_engine)
     login(page, "agent")
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto(base)
@@ -241,13 +247,7 @@ class TestProcedure:
     ) -> None:
         """Defence accepted: the auto cai. No notificação de penalidade is offered or printed
         (409 with the reason); the auto still opens, marked cancelled."""
-        finding = longer_route_finding(vehicle_id=_vehicle("PB"), started_at=START)
-        proposal = store_and_propose(web_engine, [finding], municipality=PB)[finding["finding_id"]]
-        base = f"/fiscal/propostas/{proposal}"
-        answer = "O passageiro não autorizou o trajeto mais longo; reclamou na chegada."
-        assert _post(agent, f"{base}/confirmar", resposta_excecao=answer).status_code == 303
-        assert _post(agent, f"{base}/notificar", data_entrega=_today()).status_code == 303
-        assert _post(agent, f"{base}/defesa", data_defesa=_today()).status_code == 303
+        _, base = _in_defence(agent, web_engine)
         accepted = _post(
             agent,
             f"{base}/decidir",
