@@ -64,7 +64,7 @@ from api.proposal_queue import (
 )
 from api.routes.proposals import DOCUMENT_PERSONAL_FIELDS
 from api.web import formats as fmt
-from api.web.auth import MAX_NEXT_LENGTH, WebSession, require_web_roles, safe_next
+from api.web.auth import BACK_STATE, MAX_NEXT_LENGTH, WebSession, require_web_roles, safe_next
 from api.web.pages import error_page
 from api.web.templating import render
 from db.enforcement import workflow
@@ -1967,6 +1967,7 @@ def document(
     except ProposalNotFoundError:
         return _not_found(request, web, proposal_id)
     except (DocumentError, TransitionError) as exc:
+        setattr(request.state, BACK_STATE, proposal_url(proposal_id))  # the way back: its page
         return error_page(
             request,
             web=web,

@@ -260,6 +260,7 @@ class TestProcedure:
         notice = agent.get(f"{base}/documentos/notificacao")
         assert notice.status_code == 409
         assert "o auto caiu, e não há penalidade a notificar" in notice.text
+        assert f'<a href="{base}">Voltar à página anterior</a>' in notice.text
         for formato in ("html", "pdf"):
             auto = agent.get(f"{base}/documentos/auto", params={"formato": formato})
             assert auto.status_code == 200
