@@ -801,6 +801,7 @@ LABELS = {
     "dt_s": "intervalo entre as posições",
     "n_steps": "passos",
     "n_anomalous_steps": "passos impossíveis",
+    "lasted_s": "duração (sem os silêncios do rastreador)",
     "min_jump_m": "salto mínimo",
     "max_excursion_s": "desvio máximo (ida e volta)",
     # service and registry
