@@ -304,6 +304,10 @@ class TestProcessFixes:
         ).scalar_one()
         assert details["withdrawn"] is True
         assert pd.Timestamp(details["filled_at"]) == buffered[0]["timestamp"]
+        from enforcement.documents import evidence_summary
+
+        _, measures, _ = evidence_summary({**gap, "details": details}, timezone="UTC")
+        assert not [m for m in measures if "_" in m]  # every measure named in pt-BR
         payload, revision = db_session.execute(
             text("SELECT payload, revision FROM alerts WHERE finding_id = :f"),
             {"f": gap["finding_id"]},
