@@ -506,6 +506,23 @@ def _kernel_state(stored: tuple[Any, int | None] | None) -> dict[str, Any] | Non
     return None if last_ns is None else {"seen": last_ns, "tail": {}}
 
 
+def _late_instants(
+    fixes: Iterable[Mapping[str, Any]], states: Mapping[tuple[str, str], Any], kind: str
+) -> dict[str, list[int]]:
+    """Per vehicle, the instants (UTC ns) of the fixes not later than the last ``kind`` saw.
+
+    Only these can fall inside a finding the kernel already emitted; fixes in time order (the
+    usual request) give none, and no query.
+    """
+    late: dict[str, list[int]] = {}
+    for f in fixes:
+        vehicle, at = str(f[fr.VEHICLE_ID]), int(pd.Timestamp(f[fr.TIMESTAMP]).value)
+        state = _kernel_state(states.get((vehicle, kind)))
+        if state is not None and at <= int(state["seen"]):
+            late.setdefault(vehicle, []).append(at)
+    return late
+
+
 def _lock_vehicles(session: Session, vehicle_ids: Sequence[str]) -> None:
     """Take each vehicle's advisory lock, in ascending key order (no deadlock between txns)."""
     session.execute(
@@ -1350,14 +1367,9 @@ def detect_live(
     fixes = _ping_dicts(pings)
     vehicles = sorted({str(f[fr.VEHICLE_ID]) for f in fixes})
     _lock_vehicles(session, vehicles)
-    if "tracking_gap" in kinds:  # a late fix disproves a silence already emitted
-        instants: dict[str, list[int]] = {}
-        for f in fixes:
-            instants.setdefault(str(f[fr.VEHICLE_ID]), []).append(
-                int(pd.Timestamp(f[fr.TIMESTAMP]).value)
-            )
-        _reannounce(session, withdraw_filled_gaps(session, instants))
     states = _load_states(session, vehicles, kinds)
+    if "tracking_gap" in kinds and (late := _late_instants(fixes, states, "tracking_gap")):
+        _reannounce(session, withdraw_filled_gaps(session, late))  # a silence they disprove
     found: list[dict[str, Any]] = []
     saved: list[dict[str, Any]] = []
     for kind in kinds:
