@@ -52,7 +52,7 @@ from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Space
 
 from enforcement._errors import DocumentError
 from enforcement.proposals import findings_count, format_fine
-from geo.calendar import UF_TIMEZONES
+from geo.calendar import brasilia_time
 from geo.crs import EARTH_RADIUS_M
 from tracking.detectors.findings import kind_name
 
@@ -420,7 +420,7 @@ def _offset(at: dt.datetime) -> str:
 def _zone(tz: ZoneInfo, local: dt.datetime) -> str:
     """Name the zone of a local time: "horário de Brasília, UTC-03:00", else its IANA key."""
     offset = _offset(local)
-    if tz.key in UF_TIMEZONES.values() and offset == "UTC-03:00":
+    if brasilia_time(tz.key, local):
         return f"horário de Brasília, {offset}"
     return f"horário local, {tz.key}, {offset}"
 

@@ -30,6 +30,11 @@ UF_TIMEZONES = {
 TIMEZONE_EXCEPTIONS = {"2605459": "America/Noronha"}  # Fernando de Noronha (PE)
 
 
+def brasilia_time(zone: str, at: dt.datetime) -> bool:
+    """Tell whether ``at`` in ``zone`` is "horário de Brasília": a Brazilian zone at UTC-3."""
+    return zone in UF_TIMEZONES.values() and at.utcoffset() == dt.timedelta(hours=-3)
+
+
 ASH_WEDNESDAY_UNTIL = dt.time(14, 0)
 """Ash Wednesday is a nationwide *ponto facultativo* until 14:00 (the federal calendar)."""
 

@@ -8,6 +8,7 @@ import unicodedata
 from zoneinfo import ZoneInfo
 
 from api.audit import READ_PERSONAL_DATA
+from geo.calendar import brasilia_time
 
 NONE = "—"
 
@@ -101,10 +102,10 @@ def zone_label(zone: str) -> str:
     The pages said the IANA name (``America/Sao_Paulo``); Brazil has had no daylight saving
     time since 2019, so the current offset names the zone.
     """
-    offset = dt.datetime.now(ZoneInfo(zone)).utcoffset() or dt.timedelta(0)
-    hours = offset.total_seconds() / 3600
-    if hours == -3:
+    now = dt.datetime.now(ZoneInfo(zone))
+    if brasilia_time(zone, now):
         return "horário de Brasília"
+    hours = (now.utcoffset() or dt.timedelta(0)).total_seconds() / 3600
     sign = "+" if hours >= 0 else "−"
     return f"UTC{sign}{abs(hours):g}"
 
