@@ -85,6 +85,8 @@ class DevicePrincipal:
 
     device_id: int
     vehicle_id: str
+    registered_at: dt.datetime | None = None
+    """When the device was registered; it reported nothing of its vehicle before."""
 
 
 def _now() -> dt.datetime:
@@ -462,15 +464,28 @@ def revoke_user_tokens(*, session: Session, user_id: int) -> int:
 
 
 def create_device(
-    *, session: Session, vehicle_id: str, label: str | None = None
+    *,
+    session: Session,
+    vehicle_id: str,
+    label: str | None = None,
+    registered_at: dt.datetime | None = None,
 ) -> tuple[Device, str]:
-    """Register a device of ``vehicle_id``; return it and its token (shown once, stored hashed)."""
+    """Register a device of ``vehicle_id``; return it and its token (shown once, stored hashed).
+
+    ``registered_at`` (default now) is the instant from which its fixes are this vehicle's:
+    earlier ones are refused (``before_device``, :func:`api.ingest.check_batch`).
+    """
     vehicle_id = vehicle_id.strip()
     if not vehicle_id:
         msg = "o vehicle_id do dispositivo não pode ser vazio"
         raise UserAdminError(msg)
     token = new_device_token()
-    device = Device(vehicle_id=vehicle_id, token_hash=token_digest(token), label=label)
+    device = Device(
+        vehicle_id=vehicle_id,
+        token_hash=token_digest(token),
+        label=label,
+        **({} if registered_at is None else {"created_at": registered_at}),
+    )
     session.add(device)
     session.flush()
     return device, token
@@ -479,12 +494,14 @@ def create_device(
 def device_for_token(*, session: Session, token: str) -> DevicePrincipal | None:
     """Return the active device owning ``token``, else None."""
     row = session.execute(
-        select(Device.device_id, Device.vehicle_id).where(
+        select(Device.device_id, Device.vehicle_id, Device.created_at).where(
             Device.token_hash == token_digest(token), Device.revoked_at.is_(None)
         )
     ).first()
-    return (
-        None if row is None else DevicePrincipal(device_id=row.device_id, vehicle_id=row.vehicle_id)
+    if row is None:
+        return None
+    return DevicePrincipal(
+        device_id=row.device_id, vehicle_id=row.vehicle_id, registered_at=row.created_at
     )
 
 

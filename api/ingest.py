@@ -14,10 +14,11 @@ answer:
     Not stored; ``reason`` is a validation code (``null_island``, ``naive_timestamp``…),
     ``too_old_timestamp`` (older than the live ingest's ``max_age_s``: devices cannot write
     history, files can), ``vehicle_not_allowed`` (a device may only send fixes of its own
-    vehicle) or ``conflicting_duplicate`` (the vehicle and microsecond of a stored fix, or of an
-    earlier row of the batch, with other values: the first one is kept). Rejected rows are kept
-    in ``rejected_fixes`` with their reason and original cells (each cut to
-    :data:`MAX_RAW_CHARS` characters).
+    vehicle), ``before_device`` (dated before the device was registered: a buffer from
+    before, perhaps of another car) or ``conflicting_duplicate`` (the vehicle and microsecond
+    of a stored fix, or of an earlier row of the batch, with other values: the first one is
+    kept). Rejected rows are kept in ``rejected_fixes`` with their reason and original cells
+    (each cut to :data:`MAX_RAW_CHARS` characters).
 
 Same instant
     Rows are compared at the database's precision, the microsecond, by their values (position,
@@ -104,6 +105,9 @@ ACCEPTED = "accepted"
 DUPLICATE = "duplicate"
 REJECTED = "rejected"
 VEHICLE_NOT_ALLOWED = "vehicle_not_allowed"
+BEFORE_DEVICE = "before_device"
+"""A fix dated before its device was registered (beyond the clock skew allowed): a tracker's
+buffer from before, perhaps of another car it was in; never charged to this vehicle."""
 
 
 def device_sources(device_id: int) -> tuple[str, str]:
@@ -646,6 +650,30 @@ def _merge_microseconds(batch: CheckedBatch) -> CheckedBatch:
                 answers[row] = RowResult(row, REJECTED, CONFLICTING_DUPLICATE)
                 cells = _cells(batch.raw_rows[row - 1], batch.device_vehicle)
                 bad.append((row, CONFLICTING_DUPLICATE, cells))
+    return _subset(batch, keep, answers=answers, bad=bad)
+
+
+def _refuse_before(batch: CheckedBatch, floor_ns: int) -> CheckedBatch:
+    """Refuse the kept fixes earlier than ``floor_ns`` as :data:`BEFORE_DEVICE`."""
+    early = batch.ts_ns < floor_ns
+    if not early.any():
+        return batch
+    answers = dict(batch.answers)
+    bad = list(batch.bad)
+    for row in batch.rows[early].tolist():
+        answers[row] = RowResult(row, REJECTED, BEFORE_DEVICE)
+        bad.append((row, BEFORE_DEVICE, _cells(batch.raw_rows[row - 1], batch.device_vehicle)))
+    return _subset(batch, ~early, answers=answers, bad=bad)
+
+
+def _subset(
+    batch: CheckedBatch,
+    keep: NDArray[np.bool_],
+    *,
+    answers: dict[int, RowResult],
+    bad: list[tuple[int, str, dict[str, str]]],
+) -> CheckedBatch:
+    """Return the batch with only the fixes in ``keep`` (speed flags judged again)."""
     at = np.flatnonzero(keep)
     idx = at.tolist()
     vehicles = [batch.vehicle_id[i] for i in idx]
@@ -681,8 +709,11 @@ def check_batch(
     max_age_s: float | None = None,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
     fields: Collection[str] | None = None,
+    registered_at: dt.datetime | None = None,
 ) -> CheckedBatch:
-    """Validate a device's batch with the file ingest's rules, plus ``vehicle_not_allowed``.
+    """Validate a device's batch with the file ingest's rules, plus the device's own.
+
+    The device's own: ``vehicle_not_allowed``, and ``before_device`` (:data:`BEFORE_DEVICE`).
 
     Parameters
     ----------
@@ -701,6 +732,9 @@ def check_batch(
     fields : collection of str, optional
         The keys a row may have; a row with another is ``unknown_field``, every key kept in
         the quarantine. None: any (rows the caller built).
+    registered_at : datetime.datetime, optional
+        When the sending device was registered: fixes earlier than it by more than
+        ``future_tolerance_s`` (the clock skew allowed) are ``before_device``. None: no bound.
 
     Returns
     -------
@@ -739,6 +773,9 @@ def check_batch(
             future_tolerance_s=future_tolerance_s,
             not_before=not_before,
         )
+    if registered_at is not None:
+        skew_ns = int(round(future_tolerance_s * 1e9))
+        batch = _refuse_before(batch, pd.Timestamp(registered_at).value - skew_ns)
     for row, reason in odd.items():
         batch.answers[row] = RowResult(row, REJECTED, reason)
     if odd:
@@ -924,6 +961,7 @@ def ingest_batch(
     max_age_s: float | None = None,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
     fields: Collection[str] | None = None,
+    registered_at: dt.datetime | None = None,
 ) -> list[RowResult]:
     """Validate and store a device's batch; return one result per row, in row order.
 
@@ -939,7 +977,7 @@ def ingest_batch(
         Stored with each fix and rejected row (e.g. ``api:device:7``).
     now : datetime.datetime, optional
         Reference for ``future_timestamp`` (tz-aware); default the current time.
-    max_age_s, future_tolerance_s, fields
+    max_age_s, future_tolerance_s, fields, registered_at
         As in :func:`check_batch`.
 
     Returns
@@ -956,5 +994,6 @@ def ingest_batch(
         max_age_s=max_age_s,
         future_tolerance_s=future_tolerance_s,
         fields=fields,
+        registered_at=registered_at,
     )
     return store_batch(conn, batch, source=source)

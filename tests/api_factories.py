@@ -19,6 +19,10 @@ PASSWORD = "senha-de-teste-123"
 """Password of every seeded user."""
 
 
+DEVICE_SINCE = datetime(2000, 1, 1, tzinfo=ZoneInfo("UTC"))
+"""Registration of the tests' devices: they send fixes dated days back (``before_device``)."""
+
+
 def bearer(token: str) -> dict[str, str]:
     """Return the Authorization header of a bearer token."""
     return {"Authorization": f"Bearer {token}"}

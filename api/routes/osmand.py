@@ -273,6 +273,7 @@ def _store(
                 rows=rows[start : start + step],
                 vehicle_id=device.vehicle_id,
                 source=source,
+                registered_at=device.registered_at,
                 max_age_s=settings.ingest_max_age_days * 86_400.0,
                 future_tolerance_s=settings.ingest_future_tolerance_s,
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Collection
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from sqlalchemy.orm import Session
 from typing_extensions import TypedDict
 
 from api._errors import InvalidRequestError
+from api.accounts import DevicePrincipal
 from api.deps import CurrentDevice, EngineDep, SettingsDep
 from api.ingest import RowResult, device_sources, ingest_batch, read_device_json
 from api.live_worker import live_lifespan, wake_live_worker
@@ -128,13 +130,14 @@ def ingest_with_retry(
     max_age_s: float | None = None,
     future_tolerance_s: float = FUTURE_TOLERANCE_S,
     fields: Collection[str] | None = None,
+    registered_at: dt.datetime | None = None,
 ) -> list[RowResult]:
     """Run :func:`ingest_batch` and commit, retrying when concurrent batches deadlock.
 
     Concurrent first batches of a new day race to create its partition; PostgreSQL then aborts
     one transaction (deadlock detected), which is safe to run again. ``max_age_s`` and
-    ``future_tolerance_s`` are the live ingest's window, ``fields`` the keys a row may have
-    (:func:`api.ingest.check_batch`).
+    ``future_tolerance_s`` are the live ingest's window, ``fields`` the keys a row may have,
+    ``registered_at`` the device's registration (:func:`api.ingest.check_batch`).
     """
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
@@ -146,6 +149,7 @@ def ingest_with_retry(
                 max_age_s=max_age_s,
                 future_tolerance_s=future_tolerance_s,
                 fields=fields,
+                registered_at=registered_at,
             )
             session.commit()
             return results
@@ -180,6 +184,7 @@ async def post_pings(
     veículo e instante, ao microssegundo) ou `rejected` com o motivo (as mesmas regras da
     importação de arquivos, mais `too_old_timestamp`, posição mais antiga que o limite da
     ingestão ao vivo, `vehicle_not_allowed`: o dispositivo só envia posições do próprio veículo,
+    `before_device`: posição anterior ao cadastro do dispositivo (memória de outro carro, talvez),
     e `conflicting_duplicate`: instante já gravado, ou repetido no lote, com outros valores; a
     primeira posição fica e a outra vai para `rejected_fixes`). Reenviar um lote é seguro. O
     corpo é um `PingBatch`; 413 acima do tamanho máximo do corpo; 422 (nada gravado) se não for
@@ -200,9 +205,7 @@ async def post_pings(
     if len(rows) > settings.ingest_max_batch:
         msg = f"lote com {len(rows)} posições; máximo {settings.ingest_max_batch}"
         raise InvalidRequestError(msg, code="batch_too_large")
-    results = await run_in_threadpool(
-        _ingest, engine, rows, device.vehicle_id, device_sources(device.device_id)[0], settings
-    )
+    results = await run_in_threadpool(_ingest, engine, rows, device, settings)
     counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
     for r in results:
         counts[r.status] += 1
@@ -219,15 +222,16 @@ async def post_pings(
 
 
 def _ingest(
-    engine: Engine, rows: list[dict[str, Any]], vehicle_id: str, source: str, settings: Any
+    engine: Engine, rows: list[dict[str, Any]], device: DevicePrincipal, settings: Any
 ) -> list[RowResult]:
     """Store a batch in its own session (one thread-pool hop for the whole request)."""
     with Session(engine, expire_on_commit=False) as session:
         return ingest_with_retry(
             session,
             rows=rows,
-            vehicle_id=vehicle_id,
-            source=source,
+            vehicle_id=device.vehicle_id,
+            source=device_sources(device.device_id)[0],
+            registered_at=device.registered_at,
             max_age_s=settings.ingest_max_age_days * 86_400.0,
             future_tolerance_s=settings.ingest_future_tolerance_s,
             fields=PING_FIELDS,

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
-from api_factories import PASSWORD, ROLES, SECRET_KEY
+from api_factories import DEVICE_SINCE, PASSWORD, ROLES, SECRET_KEY
 from factories import migrated_database
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -153,8 +153,12 @@ def seeded(api_engine: Engine) -> dict[str, object]:
                 stand_ids=["S1"] if role == "supervisor" else (),
             )
             tokens[role], _ = accounts.issue_token(session=session, user=user, ttl_s=3600)
-        _, device_token = accounts.create_device(session=session, vehicle_id="V1")
-        _, other_device_token = accounts.create_device(session=session, vehicle_id="V2")
+        _, device_token = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id="V1"
+        )
+        _, other_device_token = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id="V2"
+        )
     return {
         "tokens": tokens,
         "device_token": device_token,

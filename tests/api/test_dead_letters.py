@@ -17,7 +17,7 @@ from subprocess import CompletedProcess
 from typing import Any
 
 import pytest
-from api_factories import bearer
+from api_factories import DEVICE_SINCE, bearer
 from sqlalchemy import Engine, text
 from starlette.exceptions import StarletteDeprecationWarning
 
@@ -60,7 +60,8 @@ def world(own_engine: Engine) -> Iterator[dict[str, Any]]:
         )
         token, _ = accounts.issue_token(session=session, user=admin, ttl_s=3600)
         devices = {
-            v: accounts.create_device(session=session, vehicle_id=v)[1] for v in ("GOOD", "BAD")
+            v: accounts.create_device(session=session, registered_at=DEVICE_SINCE, vehicle_id=v)[1]
+            for v in ("GOOD", "BAD")
         }
     settings = Settings(live_worker=False, live_retry_s=3600.0)
     app = create_app(engine=own_engine, settings=settings)

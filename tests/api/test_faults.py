@@ -49,7 +49,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_factories import bearer
+from api_factories import DEVICE_SINCE, bearer
 from factories import migrated_database
 from sqlalchemy import Engine, text
 
@@ -278,7 +278,9 @@ def add_devices(engine: Engine, n: int) -> list[tuple[str, str]]:
             vehicle_id = f"FT{secrets.token_hex(4).upper()}"
             session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id))
             session.flush()
-            _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+            _, token = accounts.create_device(
+                session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle_id
+            )
             out.append((vehicle_id, token))
     return out
 

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
-from api_factories import bearer
+from api_factories import DEVICE_SINCE, bearer
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
@@ -42,7 +42,9 @@ def token(api_engine: Engine, seeded: dict) -> str:
         if session.get(Vehicle, VEHICLE) is None:
             session.add(Vehicle(vehicle_id=VEHICLE, prefixo=VEHICLE))
             session.flush()
-        return accounts.create_device(session=session, vehicle_id=VEHICLE)[1]
+        return accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id=VEHICLE
+        )[1]
 
 
 def _second() -> dt.datetime:

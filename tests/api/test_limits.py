@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_factories import LiveServer, bearer
+from api_factories import DEVICE_SINCE, LiveServer, bearer
 from fastapi.testclient import TestClient
 
 BODY_BYTES = 200 * 1024 * 1024
@@ -99,7 +99,9 @@ def device(api_engine: Any, seeded: dict) -> str:
         if session.get(Vehicle, "LIM1") is None:
             session.add(Vehicle(vehicle_id="LIM1", prefixo="LIM1"))
             session.flush()
-        return accounts.create_device(session=session, vehicle_id="LIM1")[1]
+        return accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id="LIM1"
+        )[1]
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from api_factories import LiveServer, bearer
+from api_factories import DEVICE_SINCE, LiveServer, bearer
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
@@ -92,7 +92,9 @@ def _seed(engine: Engine) -> dict[str, Any]:
         )
         token, _ = accounts.issue_token(session=session, user=admin, ttl_s=3600)
         leaving, _ = accounts.issue_token(session=session, user=admin, ttl_s=3600)
-        _, device = accounts.create_device(session=session, vehicle_id="V1")
+        _, device = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id="V1"
+        )
     known = {
         "stand_id": "S1",
         "vehicle_id": "V1",

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_factories import SECRET_KEY, bearer
+from api_factories import DEVICE_SINCE, SECRET_KEY, bearer
 from fastapi import FastAPI
 
 BURST = 200
@@ -40,7 +40,9 @@ def device_token(api_engine: Any) -> str:
     with session_scope(api_engine) as session:
         session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id, accessible=False))
         session.flush()
-        _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+        _, token = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle_id
+        )
     return str(token)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from api_factories import bearer
+from api_factories import DEVICE_SINCE, bearer
 from fastapi.testclient import TestClient
 
 from api.routes.public import published_instant
@@ -61,7 +61,11 @@ def taxis(client: TestClient, api_engine: Any) -> Iterator[Callable[..., None]]:
             session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id, accessible=True))
         session.flush()
         for vehicle_id in ids:
-            tokens.append(accounts.create_device(session=session, vehicle_id=vehicle_id)[1])
+            tokens.append(
+                accounts.create_device(
+                    session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle_id
+                )[1]
+            )
     sent = {"n": 0}
 
     def move(k: int, lat: float, lon: float, age_s: float = 60.0, meter: str = "free") -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
+from api_factories import DEVICE_SINCE
 from factories import migrated_database
 from sqlalchemy import Engine
 from web_fiscal import seed_fiscal
@@ -96,7 +97,12 @@ def _seed(engine: Engine) -> None:
                 full_name=f"Pessoa {role}",
                 stand_ids=[STAND_ID] if role == "supervisor" else (),
             )
-        accounts.create_device(session=session, vehicle_id="SEED-1", label="Rastreador semeado")
+        accounts.create_device(
+            session=session,
+            registered_at=DEVICE_SINCE,
+            vehicle_id="SEED-1",
+            label="Rastreador semeado",
+        )
     seed_fiscal(engine)  # the Fiscalização pages' records (tests/web_fiscal.py)
 
 

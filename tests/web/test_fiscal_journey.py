@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_factories import suspend_until_today
+from api_factories import DEVICE_SINCE, suspend_until_today
 from playwright.sync_api import expect
 from pypdf import PdfReader
 from sqlalchemy import Engine, text
@@ -37,7 +37,9 @@ def _device(engine: Engine, vehicle_id: str) -> str:
     from db.engine import session_scope
 
     with session_scope(engine) as session:
-        _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+        _, token = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle_id
+        )
     return token
 
 

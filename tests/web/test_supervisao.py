@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
+from api_factories import DEVICE_SINCE
 from playwright.sync_api import expect
 from sqlalchemy import Engine, text
 from web_helpers import (
@@ -144,7 +145,9 @@ def _device(web_engine: Engine, vehicle_id: str) -> str:
     with session_scope(web_engine) as session:
         session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id))
         session.flush()
-        _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+        _, token = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle_id
+        )
     return token
 
 

@@ -11,7 +11,7 @@ import json
 import random
 
 import pytest
-from api_factories import bearer
+from api_factories import DEVICE_SINCE, bearer
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
@@ -46,7 +46,9 @@ def edge(api_engine: Engine, seeded: dict) -> dict[str, str]:
             if session.get(Vehicle, vehicle) is None:
                 session.add(Vehicle(vehicle_id=vehicle, prefixo=vehicle))
                 session.flush()
-            tokens[vehicle] = accounts.create_device(session=session, vehicle_id=vehicle)[1]
+            tokens[vehicle] = accounts.create_device(
+                session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle
+            )[1]
     return tokens
 
 
@@ -141,6 +143,62 @@ class TestLiveWindow:
         done = run_pontual("import", "pings", str(csv), DATABASE_URL=api_database_url)
         assert done.returncode == 0, done.stderr
         assert "gravados: 1" in done.stdout
+
+    def test_fixes_before_the_device_are_not_its_vehicles(
+        self, client: TestClient, api_engine: Engine
+    ) -> None:
+        """A tracker moved from another car flushes that car's buffer: refused, kept, not stored.
+
+        Only beyond the clock skew allowed (5 min): a fix 2 min before the registration is kept.
+        """
+        from api import accounts
+        from db.engine import session_scope
+        from db.fleet.models import Vehicle
+
+        registered = _now() - dt.timedelta(hours=1)
+        with session_scope(api_engine) as session:
+            if session.get(Vehicle, "EDGE3") is None:
+                session.add(Vehicle(vehicle_id="EDGE3", prefixo="EDGE3"))
+                session.flush()
+            device, token = accounts.create_device(
+                session=session, vehicle_id="EDGE3", registered_at=registered
+            )
+            device_id = device.device_id
+        marker = f"b{random.randrange(10**9)}"
+        instants = [registered - dt.timedelta(minutes=m) for m in (90, 6, 2, -10)]
+        rows = [
+            {
+                "timestamp": t.isoformat(),
+                "lat": -30.03 - i / 1e4,
+                "lon": -51.22,
+                "driver_id": marker,
+            }
+            for i, t in enumerate(instants)
+        ]
+        body = _post(client, token, rows)
+        assert [r["reason"] for r in body["results"]] == [*["before_device"] * 2, None, None]
+        assert _rejected_reasons(api_engine, "api:%", marker) == ["before_device"] * 2
+        with api_engine.connect() as conn:
+            stored = conn.execute(
+                text("SELECT count(*) FROM fixes WHERE vehicle_id = 'EDGE3' AND driver_id = :m"),
+                {"m": marker},
+            ).scalar_one()
+        assert stored == 2
+        answer = client.get(
+            "/osmand",
+            params={
+                "id": token,
+                "lat": "-30.04",
+                "lon": "-51.22",
+                "timestamp": str(int((registered - dt.timedelta(days=1)).timestamp())),
+                "driver_id": marker,
+            },
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["X-Pontual-Rejected"] == "before_device"
+        assert _rejected_reasons(api_engine, f"osmand:device:{device_id}", marker) == [
+            "before_device"
+        ]
 
 
 class TestStrictTypes:

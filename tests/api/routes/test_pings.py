@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from api_factories import bearer
+from api_factories import DEVICE_SINCE, bearer
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
@@ -195,7 +195,9 @@ class TestDeviceTokenCache:
         from db.engine import session_scope
 
         with session_scope(api_engine) as session:
-            device, token = accounts.create_device(session=session, vehicle_id="V2")
+            device, token = accounts.create_device(
+                session=session, registered_at=DEVICE_SINCE, vehicle_id="V2"
+            )
             device_id = device.device_id
         batch = {"pings": [{"timestamp": _iso(700), "lat": -30.03, "lon": -51.23}]}
         cached = create_app(engine=api_engine, settings=Settings(device_token_cache_s=3600))

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from api_factories import bearer
+from api_factories import DEVICE_SINCE, bearer
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
@@ -198,7 +198,9 @@ def lone_taxi(client: TestClient, api_engine: Any) -> Iterator[Any]:
             )
         )
         session.flush()
-        _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+        _, token = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle_id
+        )
     sent = {"n": 0}
 
     def move(lat: float, lon: float) -> None:
