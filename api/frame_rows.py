@@ -43,6 +43,7 @@ class PresenceRow(Protocol):
     date: dt.date
     operated: object
     present: object
+    continues_previous_day: object
     n_visits: SupportsInt
     presence_s: SupportsFloat
     visits: Iterable[dict[str, Any]]

@@ -15,6 +15,10 @@ present
     60 s, the visits' own minimum dwell (``stands/visits.py``): a pass-through is not presence.
     A visit across local midnight counts on each day it overlaps. Visits may include the
     near and silent dwells of ``stands/near.py`` (a ``how`` column, kept in the evidence).
+continues_previous_day
+    The day's operation is the tail of the previous day's shift, across local midnight
+    (:func:`continues_previous_day`): :func:`presence_summary` counts the two as one day of
+    service, present if either part was.
 n_visits, presence_s
     Visits to this stand overlapping the day (counted or not), and the seconds of that day
     covered by counted visits.
@@ -61,6 +65,7 @@ DEFAULT_MIN_PRESENCE_S = 60.0
 DATE = "date"
 OPERATED = "operated"
 PRESENT = "present"
+CONTINUES = "continues_previous_day"
 N_VISITS = "n_visits"
 PRESENCE_S = "presence_s"
 VISITS = "visits"
@@ -73,6 +78,7 @@ PRESENCE_COLUMNS = (
     DATE,
     OPERATED,
     PRESENT,
+    CONTINUES,
     N_VISITS,
     PRESENCE_S,
     *FIRST_SEEN,
@@ -80,6 +86,10 @@ PRESENCE_COLUMNS = (
     VISITS,
 )
 SUMMARY_COLUMNS = (VEHICLE_ID, STAND_ID, "days_licensed", "days_operating", "days_present", "share")
+SHIFT_REST_S = 3 * 3600.0
+"""Longest silence across local midnight that still leaves one shift running (s)."""
+MAX_SHIFT_S = 24 * 3600.0
+"""Longest span, first sighting to last, of a shift counted as one day of service (s)."""
 SOURCES = ("ping", "trip_start", "trip_end", "visit_arrival", "visit_departure")
 VISIT_REQUIRED = (VEHICLE_ID, STAND_ID, "arrived_at", "departed_at", "dwell_s")
 
@@ -215,8 +225,9 @@ def presence(
         [v if isinstance(v, list) else [] for v in agg[VISITS].to_numpy(dtype=object)],
         dtype=object,
     )
-    out = out[list(PRESENCE_COLUMNS)]
-    return out.sort_values([VEHICLE_ID, STAND_ID, DATE], ignore_index=True)
+    out = out.sort_values([VEHICLE_ID, STAND_ID, DATE], ignore_index=True)
+    out[CONTINUES] = continues_previous_day(out)
+    return out[list(PRESENCE_COLUMNS)]
 
 
 SUSPENDED_COLUMNS = (VEHICLE_ID, STAND_ID, DATE, "suspension")
@@ -327,11 +338,18 @@ def presence_summary(table: pd.DataFrame) -> pd.DataFrame:
     MissingColumnError
         If the table lacks a column of the presence table's key or flags.
     """
-    need = (VEHICLE_ID, STAND_ID, DATE, OPERATED, PRESENT)
+    need = (VEHICLE_ID, STAND_ID, DATE, OPERATED, PRESENT, CONTINUES)
     missing = [c for c in need if c not in table.columns]
     if missing:
         msg = f"a tabela de presença não tem as colunas {', '.join(missing)}"
         raise MissingColumnError(msg)
+    table = table.sort_values([VEHICLE_ID, STAND_ID, DATE], ignore_index=True)
+    tail = table[CONTINUES].to_numpy(dtype=bool)
+    previous_present = np.r_[False, table[PRESENT].to_numpy(dtype=bool)[:-1]]
+    present = table[PRESENT].to_numpy(dtype=bool) & ~(tail & previous_present)
+    table = table.assign(
+        **{OPERATED: table[OPERATED].to_numpy(dtype=bool) & ~tail, PRESENT: present}
+    )
     grouped = table.groupby([VEHICLE_ID, STAND_ID], sort=True, observed=True)
     out = pd.DataFrame(
         {
@@ -348,6 +366,52 @@ def presence_summary(table: pd.DataFrame) -> pd.DataFrame:
     out[VEHICLE_ID] = out[VEHICLE_ID].astype("str")
     out[STAND_ID] = out[STAND_ID].astype("str")
     return out[list(SUMMARY_COLUMNS)]
+
+
+def continues_previous_day(table: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Flag the rows of a presence table (sorted by vehicle, stand, date) ending a night shift.
+
+    Such a row is the tail of the previous day's shift: one day of service with it.
+    A shift across local midnight (a night driver's 20:00 to 04:00) is one day of service, not
+    two: the day continues the previous one when both operated, the silence across midnight
+    (last sighting to first) is at most :data:`SHIFT_REST_S` and the two days' operation spans
+    at most :data:`MAX_SHIFT_S` (so a car driven round the clock by two drivers keeps its
+    days). A day that continues one which itself continued is a day of its own.
+    """
+    n = len(table)
+    if n < 2:
+        return np.zeros(n, dtype=bool)
+    same = (
+        table[VEHICLE_ID].to_numpy(dtype=object)[1:]
+        == table[VEHICLE_ID].to_numpy(dtype=object)[:-1]
+    ) & (table[STAND_ID].to_numpy(dtype=object)[1:] == table[STAND_ID].to_numpy(dtype=object)[:-1])
+    days = table[DATE].to_numpy(dtype="datetime64[D]")
+    operated = table[OPERATED].to_numpy(dtype=bool)
+    first = _seen_ns(table[FIRST_SEEN[0]])
+    last = _seen_ns(table[LAST_SEEN[0]])
+    rest = (first[1:] - last[:-1]).astype(np.float64) / _NS
+    span = (last[1:] - first[:-1]).astype(np.float64) / _NS
+    cont = (
+        same
+        & (days[1:] - days[:-1] == np.timedelta64(1, "D"))
+        & operated[1:]
+        & operated[:-1]
+        & (rest >= 0)
+        & (rest <= SHIFT_REST_S)
+        & (span <= MAX_SHIFT_S)
+    )
+    out: npt.NDArray[np.bool_] = np.r_[False, cont]
+    for i in np.flatnonzero(out):  # a tail is not the head of another tail
+        if out[i - 1]:
+            out[i] = False
+    return out
+
+
+def _seen_ns(col: pd.Series) -> npt.NDArray[np.int64]:
+    """Return a sighting column's instants as epoch ns (none: far from any other)."""
+    at = pd.to_datetime(col, utc=True)
+    ns = at.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    return np.where(at.isna().to_numpy(), np.iinfo(np.int64).min // 4, ns)
 
 
 OPERATION_COLUMNS = (VEHICLE_ID, "timestamp", "lat", "lon", "row", "meter")

@@ -14,6 +14,13 @@ operated and the days it was present at the stand. A finding when
   that did not operate is not absent — that is inactivity, another finding), and
 - ``share = days_present / days_operating < min_presence_share``.
 
+Days are days of service: the tail of a shift across local midnight (a night driver's 20:00 to
+04:00) counts with the day it began, present if either part was
+(:func:`stands.presence.continues_previous_day`; ``days[].continues_previous_day`` in the
+evidence). Counted by calendar day, every night shift would be two operating days and one at
+most present, and a night driver would be accused where a day driver at the same stand as often
+is not.
+
 Presence is a counted visit, or a near or silent dwell (``stands/near.py``: the queue beyond the
 polygon, a tracker silent while parked at the stand) found in the fixes (``pings``; in a run of
 partitions, ``near_dwells`` found by each); the day's evidence names it (``how``). Operation
@@ -74,6 +81,7 @@ from stands.near import (
     open_arrivals,
 )
 from stands.presence import (
+    CONTINUES,
     DATE,
     DEFAULT_MIN_PRESENCE_S,
     OPERATED,
@@ -435,7 +443,8 @@ def _day_evidence(days: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[s
     """Operating days (presence, sightings, visits) and the fixes they rest on."""
     out: list[dict[str, Any]] = []
     fixes: list[dict[str, Any]] = []
-    for day in days.sort_values(DATE).itertuples(index=False):
+    days = days.sort_values(DATE, ignore_index=True)
+    for day, tail in zip(days.itertuples(index=False), days[CONTINUES].tolist(), strict=True):
         first, last = _seen(day, "first_seen"), _seen(day, "last_seen")
         out.append(
             {
@@ -447,6 +456,8 @@ def _day_evidence(days: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[s
                 "visits": list(getattr(day, VISITS)),
             }
         )
+        if tail:  # counted with the day before: one shift
+            out[-1]["continues_previous_day"] = True
         fixes.extend(f for f in (first, last) if f is not None and f not in fixes)
     return out, fixes
 

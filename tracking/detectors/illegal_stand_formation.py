@@ -44,8 +44,10 @@ finding
     and last fix of each stop as ``fixes``, each naming its ``vehicle_id``.
 accused
     The vehicles of a place whose own waits there show the "finalidade de formação de ponto"
-    (art. 59 XIV): waits on at least ``min_vehicle_days`` distinct local days, those of at
-    least :data:`MIN_BOARDING_DAYS` days (or of each, if fewer) ending with a boarding. A taxi
+    (art. 59 XIV): waits on at least ``min_vehicle_days`` distinct days of service, those of at
+    least :data:`MIN_BOARDING_DAYS` days (or of each, if fewer) ending with a boarding. A day
+    of service opens with a wait and holds the vehicle's waits of the next
+    :data:`SERVICE_DAY_S` (12 h): a night shift's waits at 23:30 and 00:40 are one day. A taxi
     that waited there once, or took a passenger from there once (a called ride, a pause, a
     hail in a fuel queue), is in the evidence (``vehicles``) but not in ``accused``; proposals
     are made for ``accused`` only.
@@ -132,6 +134,9 @@ MIN_BOARDING_DAYS = 2
 finding to accuse it: one passenger who walked up to a taxi in a fuel queue or a jam is no
 purpose of forming a stand (an independent check had four taxis of a fuel queue proposed
 under art. 59 XIV, each hailed once in four days)."""
+SERVICE_DAY_S = 12 * 3600.0
+"""Waits of a vehicle starting closer than this to the first of a day of service are of that
+day (s): a shift, not the calendar, makes a day, so a night shift across midnight is one."""
 BOARDING_WITHIN_S = 120.0
 """Longest time from a wait's end to the boarding that ends it (s)."""
 BOARDING_WITHIN_M = 100.0
@@ -145,12 +150,31 @@ STOP_REQUIRED = (fr.VEHICLE_ID, "started_at", "ended_at", "duration_s", fr.LAT, 
 
 
 def _accused(waits: pd.DataFrame, min_days: int) -> list[str]:
-    """Return the vehicles that waited on ``min_days`` days and boarded on 2 (or each) of them."""
-    boarded_day = waits["day"].where(waits["boarded"])
-    per = waits.assign(boarded_day=boarded_day).groupby("vehicle")
-    days, boarded = per["day"].nunique(), per["boarded_day"].nunique()
-    keep = (days >= min_days) & (boarded >= min(MIN_BOARDING_DAYS, min_days))
-    return sorted(str(v) for v in days.index[keep])
+    """Return the vehicles that waited on ``min_days`` days and boarded on 2 (or each) of them.
+
+    Days are days of service (:func:`_service_days`): one night shift is one day.
+    """
+    out = []
+    for vehicle, own in waits.groupby("vehicle", sort=True):
+        starts = own["start"].to_numpy(dtype=np.int64)
+        days = _service_days(starts)
+        boarded = _service_days(np.sort(starts[own["boarded"].to_numpy(dtype=bool)]))
+        if days >= min_days and boarded >= min(MIN_BOARDING_DAYS, min_days):
+            out.append(str(vehicle))
+    return out
+
+
+def _service_days(starts_ns: NDArray[np.int64]) -> int:
+    """Count the days of service of a vehicle's waits (their starts, epoch ns).
+
+    A wait opens a day unless it starts within :data:`SERVICE_DAY_S` of the one that opened
+    the current day (a night shift's 23:30 and 00:40 are one day, not two).
+    """
+    count, opened = 0, None
+    for t in np.sort(starts_ns).tolist():
+        if opened is None or t - opened >= SERVICE_DAY_S * 1e9:
+            count, opened = count + 1, t
+    return count
 
 
 def detect_illegal_stand_formation(

@@ -115,6 +115,35 @@ class TestDetectHabitualAbsence:
         """Present on 3 of 12 operating days (25 %) is above the 20 % threshold."""
         assert _detect(_pings("A", list(range(1, 13))), _visits("A", [2, 6, 9])).empty
 
+    def test_a_night_shift_is_one_day_of_service(self) -> None:
+        """A night driver (20:00-04:00) and a day driver (08:00-16:00) as often at the stand.
+
+        15 shifts every other day, present on 4 (27 %): neither is absent. By calendar day the
+        night driver operated 30 days and was present on 4 (13 %), and was accused. A car
+        driven round the clock keeps its calendar days: present on 3 of 30, a finding.
+        """
+        t0 = pd.Timestamp("2024-03-04T12:00Z")
+
+        def shifts(vehicle: str, starts_local_h: float, hours: float, days: list[int]) -> list:
+            points = []
+            for d in days:
+                start = pd.Timestamp(f"2024-03-{d:02d}") + pd.Timedelta(hours=starts_local_h + 3)
+                for k in range(int(hours * 2) + 1):
+                    at = start.tz_localize("UTC") + pd.Timedelta(minutes=30 * k)
+                    points.append(((at - t0).total_seconds(), 0.0, 0.0))
+            return make_track(vehicle, points, meter="free")
+
+        odd = list(range(1, 30, 2))
+        present = [3, 9, 15, 21]
+        night = [("A", "S1", pd.Timestamp(f"2024-03-{d:02d}T01:00Z") + pd.Timedelta(days=1),
+                  1200, False) for d in present]  # fmt: skip
+        day = [("B", "S1", pd.Timestamp(f"2024-03-{d:02d}T13:00Z"), 1200, False) for d in present]
+        rows = shifts("A", 20, 8, odd) + shifts("B", 8, 8, odd)
+        assert _detect(rows, night + day).empty
+        rows = shifts("A", 0, 23.5, list(range(1, 31)))
+        found = _detect(rows, _visits("A", [3, 9, 15]))
+        assert found["details"].iloc[0]["days_operating"] == 30
+
     def test_not_operating_is_not_absence(self) -> None:
         """A vehicle that operated 5 days (below 10) and never came is inactivity, not absence."""
         assert _detect(_pings("A", [1, 2, 3, 4, 5]), []).empty

@@ -100,6 +100,22 @@ class TestDetectIllegalStandFormation:
         (d,) = _detect(rows, min_vehicle_days=1)["details"]
         assert d["accused"] == ["A", "B", "C", "D"]
 
+    def test_a_night_shift_is_one_day_of_service(self) -> None:
+        """N waits and boards there at 23:30 and 00:40 (local) of one night shift: one day of
+        service, so N is in the evidence, not accused (by calendar day it was accused under art.
+        59 XIV); the same waits on two nights accuse it."""
+        rows: list[dict[str, Any]] = []
+        for d, v in enumerate(["A", "B", "C"]):
+            rows += wait(v, d * DAY, PLACE) + wait(v, (d + 3) * DAY, PLACE)
+        night = DAY + 14.5 * 3600  # 02:30Z: 23:30 local
+        rows_n = wait("N", night, PLACE) + wait("N", night + 70 * 60, PLACE)
+        (d,) = _detect(rows + rows_n)["details"]
+        assert "N" in d["vehicles"]
+        assert d["accused"] == ["A", "B", "C"]
+        rows_n = wait("N", night, PLACE) + wait("N", night + DAY + 70 * 60, PLACE)
+        (d,) = _detect(rows + rows_n)["details"]
+        assert d["accused"] == ["A", "B", "C", "N"]
+
     def test_one_boarding_in_days_of_waits_accuses_no_one(self) -> None:
         """Taxis waiting at a fuel pump on four days, each hailed once as it left (an
         independent check had them proposed under art. 59 XIV): the place is found, no one is
