@@ -159,7 +159,7 @@ def queue_now(
 _LATEST_OF_VEHICLES = (
     "SELECT max(x.ts) FROM unnest(CAST(:ids AS text[])) AS v(id) CROSS JOIN LATERAL ("
     "  SELECT f.ts FROM {table} f WHERE f.vehicle_id = v.id AND f.ts < :before"
-    "  AND f.ts >= :after ORDER BY f.ts DESC LIMIT 1) x"
+    "  AND f.ts >= :after{free} ORDER BY f.ts DESC LIMIT 1) x"
 )
 SILENCE_LOOKBACK_DAYS = 30
 """How far back a page polled or open to the public looks for a silent feed's latest fix (a
@@ -172,6 +172,7 @@ def latest_fix_at(
     vehicle_ids: list[str],
     before: dt.datetime,
     after: dt.datetime | None = None,
+    free_only: bool = False,
 ) -> dt.datetime | None:
     """Return the instant of the latest fix of one of ``vehicle_ids`` in ``[after, before)``.
 
@@ -191,6 +192,8 @@ def latest_fix_at(
         Bound (exclusive, aware).
     after : datetime.datetime, optional
         Bound (inclusive, aware): older partitions are not read. None: no bound.
+    free_only : bool, default False
+        Only fixes with the meter ``free`` (what the public pages show).
 
     Returns
     -------
@@ -204,11 +207,12 @@ def latest_fix_at(
         return None
     since = after if after is not None else dt.datetime.min.replace(tzinfo=dt.UTC)
     params = {"ids": list(vehicle_ids), "before": before, "after": since}
+    free = " AND f.meter = 'free'" if free_only else ""
     conn = session.connection()
 
     def latest_in(table: str) -> dt.datetime | None:
         value: dt.datetime | None = conn.execute(
-            text(_LATEST_OF_VEHICLES.format(table=table)), params
+            text(_LATEST_OF_VEHICLES.format(table=table, free=free)), params
         ).scalar()
         return value
 

@@ -258,18 +258,23 @@ def nearby(
     taxis = public.accessible_taxis(session, settings, lat, lon, float(radius_m))
     stands = public.stands_near(session, settings, lat, lon, float(radius_m))
     silent, silent_since = False, None
-    if not taxis.taxis:  # none free near: is any accessible taxi sending its position at all?
-        now = dt.datetime.now(dt.UTC)
+    published = public.published_instant()
+    if not taxis.taxis and not len(  # none free in the whole city either: since when?
+        public.free_taxi_cells(session, recent_s=settings.public_recent_fix_s, now=published)[0]
+    ):
+        # What the public map shows, no more: free fixes, as of the published instant, the day
+        # only (an occupied or off taxi, or the hour of one tracker's fix, is not told).
         latest = latest_fix_at(
             session=session,
             vehicle_ids=list(
                 session.execute(text("SELECT vehicle_id FROM vehicles WHERE accessible")).scalars()
             ),
-            before=now + dt.timedelta(seconds=1),
-            after=now - dt.timedelta(days=SILENCE_LOOKBACK_DAYS),  # a public page: bounded
+            before=published,
+            after=published - dt.timedelta(days=SILENCE_LOOKBACK_DAYS),  # a public page: bounded
+            free_only=True,
         )
-        silent = latest is None or latest < now - dt.timedelta(seconds=settings.public_recent_fix_s)
-        if latest is not None:  # the day only: the hour would time one tracker's last fix
+        silent = True
+        if latest is not None:
             silent_since = fmt.date(latest.astimezone(ZoneInfo(settings.timezone)).date())
     _, clat, clon = snap_to_cell_centres([lat], [lon], resolution=public.CELL_RESOLUTION)
     return {

@@ -13,12 +13,17 @@ from geo.calendar import brasilia_time
 NONE = "—"
 
 
+MAX_DIGITS = 18
+"""Most digits of a count or an id read from an address (a signed 64-bit integer holds 18)."""
+
+
 def digits(text: str) -> bool:
     """Tell whether ``text`` is ASCII digits only: what ``int`` reads as a count or an id.
 
-    ``str.isdigit`` also accepts "²" and "①", which ``int`` refuses.
+    ``str.isdigit`` also accepts "²" and "①", which ``int`` refuses; more than
+    :data:`MAX_DIGITS` digits is no count (and ``int`` refuses 4,300).
     """
-    return text.isascii() and text.isdigit()
+    return len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()
 
 
 def integer(value: int | None) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from api_factories import DEVICE_SINCE
 from playwright.sync_api import expect
 from sqlalchemy import Engine
 from web_helpers import assert_accessible, horizontal_overflow_px, save_screenshot
@@ -46,7 +47,9 @@ def _device(web_engine: Engine, *, accessible: bool, plate: str) -> tuple[str, s
             Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id, plate=plate, accessible=accessible)
         )
         session.flush()
-        _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+        _, token = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle_id
+        )
     return vehicle_id, token
 
 
@@ -258,7 +261,7 @@ class TestFallbacks:
         )
 
     def test_a_fleet_that_sends_no_position_is_said(
-        self, web_engine: Engine, taxis: dict[str, str]
+        self, web_server: Any, web_engine: Engine, taxis: dict[str, str]
     ) -> None:
         """No free accessible taxi seen within the window, and none sending any position in
         it: the answer says since which day (not the hour of one tracker's last fix), instead
@@ -272,6 +275,26 @@ class TestFallbacks:
         from api.web.citizen import nearby, radii
 
         time.sleep(1.5)  # the taxi's fixes are older than the one-second window below
+        # Another accessible taxi sends now, occupied: the page tells nothing of it (only free
+        # fixes up to the published instant count, as on the map).
+        _, token = _device(web_engine, accessible=True, plate="OCP0A00")
+        now = dt.datetime.now(dt.UTC)
+        sent = httpx.post(
+            f"{web_server.url}/api/v1/pings",
+            json={
+                "pings": [
+                    {
+                        "timestamp": now.isoformat(),
+                        "lat": TAXI_AT[0],
+                        "lon": TAXI_AT[1],
+                        "meter": "occupied",
+                    }
+                ]
+            },  # fmt: skip
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert sent.json()["accepted"] == 1, sent.text
         short = Settings(public_recent_fix_s=1, live_worker=False)
         widest = max(radii(short))
         with Session(web_engine) as session:
@@ -279,7 +302,7 @@ class TestFallbacks:
                            origin="daqui")  # fmt: skip
             usual = nearby(session, Settings(live_worker=False), lat=TAXI_AT[0], lon=TAXI_AT[1],
                            radius_m=1000, origin="daqui")  # fmt: skip
-        assert quiet["n_taxis"] == 0 and quiet["widest"]
+        assert quiet["n_taxis"] == 0 and quiet["widest"] and quiet["silent"]
         assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", quiet["silent_since"])  # no hour: privacy
         assert usual["n_taxis"] == 1 and usual["silent_since"] is None and not usual["widest"]
 
@@ -632,9 +655,10 @@ class TestPages:
         assert "Mostrando 41–45 de 45 pontos" in html and html.count("result--stand") == 5
         beyond = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": "9"}).text
         assert "Mostrando 41–45 de 45 pontos" in beyond
-        for page in ("dois", "²", "①"):  # "²".isdigit(), but int("²") fails: not a 500
+        for page in ("dois", "²", "①", "1" * 4301):  # int("²") and int of 4,301 digits fail
             bad = httpx.get(f"{web_server.url}/acessivel", params=base | {"pagina": page})
-            assert bad.status_code == 422 and f"A página &#39;{page}&#39; não existe" in bad.text
+            said = f"A página &#39;{page[:20]}&#39; não existe"
+            assert bad.status_code == 422 and said in bad.text, bad.status_code
         point = {"lat": "-29.900123", "lon": "-51.000456", "raio": "5000", "origem": "mapa"}
         fragment = httpx.get(f"{web_server.url}/acessivel/resultados", params=point).text
         assert "Mostrando 1–20 de" in fragment and "pagina=2" in fragment
