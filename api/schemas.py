@@ -160,6 +160,8 @@ def pt_message(err: dict[str, Any]) -> str:
         return _MESSAGES["finite_number"]
     if kind == "string_pattern_mismatch" and ctx.get("pattern") in _PATTERNS:
         return _PATTERNS[ctx["pattern"]]
+    if kind == "string_too_short" and ctx.get("min_length", 1) > 1:  # not "empty" for 5 chars
+        return f"no mínimo {ctx['min_length']} caracteres"
     if kind in ("literal_error", "enum") and isinstance(ctx.get("expected"), str):
         ctx["expected"] = _one_of(ctx["expected"])
     try:

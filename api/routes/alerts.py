@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import unicodedata
 import urllib.parse
 import urllib.request
@@ -229,6 +230,18 @@ def check_bbox(bbox: list[float]) -> tuple[float, float, float, float]:
     return x0, y0, x1, y1
 
 
+def _coordinate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        msg = f"bbox: {text.strip()[:20]!r} não é um número; use min_lon,min_lat,max_lon,max_lat"
+        raise ValueError(msg) from None
+    if not math.isfinite(value):
+        msg = f"bbox: {text.strip()[:20]!r} não é um número finito"
+        raise ValueError(msg)
+    return value
+
+
 def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
 
@@ -238,7 +251,7 @@ def parse_filters(
 ) -> AlertFilters:
     """Build filters from query parameters; raise InvalidRequestError (422) when malformed."""
     try:
-        box = None if not bbox else [float(v) for v in bbox.split(",")]
+        box = None if not bbox else [_coordinate(v) for v in bbox.split(",")]
         return AlertFilters(kinds=_split(kind), bbox=box, stand_ids=_split(stand_id))
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         errors = getattr(exc, "errors", None)

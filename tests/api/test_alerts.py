@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 import uvicorn
-from api_factories import SECRET_KEY, bearer, suspend_until_today
+from api_factories import DEVICE_SINCE, SECRET_KEY, bearer, suspend_until_today
 from fastapi.testclient import TestClient
 from pypdf import PdfReader
 from sqlalchemy import Engine, text
@@ -111,7 +111,9 @@ def vehicle(api_engine: Engine) -> tuple[str, str]:
     with session_scope(api_engine) as session:
         session.add(Vehicle(vehicle_id=vehicle_id, prefixo=vehicle_id))
         session.flush()
-        _, token = accounts.create_device(session=session, vehicle_id=vehicle_id)
+        _, token = accounts.create_device(
+            session=session, registered_at=DEVICE_SINCE, vehicle_id=vehicle_id
+        )
     return vehicle_id, token
 
 
@@ -495,6 +497,18 @@ class TestGetAlerts:
         assert response.status_code == 422
         if code:
             assert response.json()["error"]["code"] == code
+
+    @pytest.mark.parametrize("bbox", ["a,b,c,d", "1,2,3,", "1,2,inf,4"])
+    def test_a_bbox_that_is_not_numbers_is_said_in_pt_br(
+        self, client: TestClient, seeded: dict, bbox: str
+    ) -> None:
+        """Python's "could not convert string to float" never reaches the user."""
+        response = client.get(
+            "/api/v1/alerts", params={"bbox": bbox}, headers=bearer(seeded["tokens"]["agent"])
+        )
+        assert response.status_code == 422
+        message = response.json()["error"]["message"]
+        assert message.startswith("bbox: ") and "número" in message, message
 
     @pytest.mark.parametrize("path", ["/api/v1/alerts", "/api/v1/alerts/stream"])
     def test_only_agents_and_admins(self, client: TestClient, seeded: dict, path: str) -> None:

@@ -129,6 +129,8 @@ class TestPtMessage:
                 {"type": "string_pattern_mismatch", "ctx": {"pattern": "^x$"}},
                 "formato inválido (esperado o padrão ^x$)",
             ),
+            ({"type": "string_too_short", "ctx": {"min_length": 1}}, "não pode ser vazio"),
+            ({"type": "string_too_short", "ctx": {"min_length": 16}}, "no mínimo 16 caracteres"),
         ],
     )
     def test_patterns_in_words(self, err: dict, said: str) -> None:
