@@ -885,13 +885,23 @@ def law_thresholds(
     """Merge ``--thresholds`` over the limits the taxi rulebook's law fixes for the detectors.
 
     The run's fleet is the taxi fleet (``proposals.json`` judges a vehicle without ``service``
-    as taxi): the fretamento rulebook's limits are given with ``--thresholds``.
+    as taxi): the fretamento rulebook's limits are given with ``--thresholds``. Holidays
+    (:data:`ADDED_LISTS`) given are added to the law's, never in place of them: a municipal
+    holiday given does not take away the state's.
     """
     book = books.get("taxi")
     out = {kind: dict(values) for kind, values in (book.thresholds() if book else {}).items()}
     for kind, values in given.items():
-        out[kind] = out.get(kind, {}) | dict(values)
+        merged = out.get(kind, {}) | dict(values)
+        for key in ADDED_LISTS.intersection(values):
+            law = list(out.get(kind, {}).get(key, []))
+            merged[key] = law + [v for v in values[key] if v not in law]
+        out[kind] = merged
     return out
+
+
+ADDED_LISTS = frozenset({"holidays"})
+"""Threshold lists that ``--thresholds`` adds to the rulebook's (days a lawful tariff applies)."""
 
 
 def read_thresholds(

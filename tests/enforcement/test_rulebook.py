@@ -222,6 +222,16 @@ class TestDetectorThresholds:
             "inactivity": {"max_idle_days": 60},
         }
 
+    def test_a_municipal_holiday_given_is_added_to_the_law_s(self) -> None:
+        """Pinto Bandeira's 22 October given with ``--thresholds`` keeps the state's 20
+        September (it replaced it, and a Bandeira 2 on 20 September was proposed)."""
+        from api.cli_analyze import law_thresholds
+
+        merged = law_thresholds(
+            rulebooks_for("4314548"), {"flag2_misuse": {"holidays": ["10-22", "09-20"]}}
+        )
+        assert merged["flag2_misuse"]["holidays"] == ["09-20", "10-22"]
+
 
 class TestRulebooksFor:
     def test_porto_alegre_has_two_services(self) -> None:
