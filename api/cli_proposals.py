@@ -145,8 +145,12 @@ def list_(
     as_json: Annotated[bool, typer.Option("--json", help="Saída em JSON.")] = False,
 ) -> None:
     """Lista as propostas, as mais recentes primeiro."""
+    from zoneinfo import ZoneInfo
+
     from sqlalchemy import select
 
+    from api.settings import get_settings
+    from api.web.formats import zone_label
     from db.enforcement.models import Proposal
     from db.enforcement.workflow import as_record
     from tracking.detectors.findings import kind_name
@@ -161,9 +165,13 @@ def list_(
     if as_json:
         _echo_json(records)
         return
+    zone = get_settings().timezone
+    if records:  # the instants as the agent reads the law's hours: local, the zone said once
+        typer.echo(f"Cometida em: {zone_label(zone)}.")
     for r in records:
+        when = dt.datetime.fromisoformat(r["committed_at"]).astimezone(ZoneInfo(zone))
         typer.echo(
-            f"{r['proposal_id']}  {r['status']:<18} {r['committed_at'][:16]}  "
+            f"{r['proposal_id']}  {r['status']:<18} {when:%d/%m/%Y %H:%M}  "
             f"{r['vehicle_id'] or '-':<10} {r['provision']:<28} {kind_name(r['kind'])}"
         )
     typer.echo(f"{len(records)} proposta(s).")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import getpass
 import json
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 
@@ -37,6 +39,9 @@ def _analyze_outside_pinto_bandeira(run_pontual, tmp_path, vehicle: str) -> str:
     return str(tmp_path / "o" / "findings.geojson")
 
 
+BRT = "America/Sao_Paulo"
+
+
 class TestProposalsCli:
     def test_generate_confirm_show(self, run_pontual, tmp_path, api_database_url) -> None:
         """findings.geojson → proposals in the database → confirmed by an agent, with history;
@@ -55,6 +60,11 @@ class TestProposalsCli:
         table = run_pontual("proposals", "list", "--municipality", "4314548", **env).stdout
         line = next(row for row in table.splitlines() if "CLI-1" in row)
         assert line.endswith("Embarque fora do município")  # the kind for people; JSON keeps codes
+        local = dt.datetime.fromisoformat(p["committed_at"]).astimezone(
+            ZoneInfo("America/Sao_Paulo")
+        )
+        assert f"{local:%d/%m/%Y %H:%M}" in line  # the law's hours are local (UTC misled)
+        assert table.startswith("Cometida em: horário de Brasília.")
         assert p["kind"] == "outside_municipality"
 
         done = run_pontual("proposals", "confirm", p["proposal_id"], "--agent", "fiscal-9", **env)
