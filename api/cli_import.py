@@ -203,7 +203,11 @@ def fleet(
 
 
 def file_as_of(value: str | None, file: Path) -> dt.date:
-    """Return the date a fleet file describes: --as-of, else its data_extracao, else today."""
+    """Return the date a fleet file describes: --as-of, else its data_extracao, else today.
+
+    Today in the regulator's zone: on a server in UTC, an import at 22:00 in Brasília is of
+    that day, not of the next (a status without start would begin a day late).
+    """
     if value:
         try:
             return dt.date.fromisoformat(value)
@@ -214,7 +218,10 @@ def file_as_of(value: str | None, file: Path) -> dt.date:
 
     stated = extraction_date(file.read_bytes())
     if stated is None:
-        return dt.date.today()
+        from api.settings import get_settings
+        from geo.calendar import local_today
+
+        return local_today(get_settings().timezone)
     try:
         return dt.date.fromisoformat(stated)
     except ValueError:

@@ -74,11 +74,10 @@ def _required_date(value: str, option: str) -> dt.date:
 
 
 def _today() -> dt.date:
-    from zoneinfo import ZoneInfo
-
     from api.settings import get_settings
+    from geo.calendar import local_today
 
-    return dt.datetime.now(ZoneInfo(get_settings().timezone)).date()
+    return local_today(get_settings().timezone)
 
 
 def _area(value: str | None) -> dict[str, Any] | None:

@@ -30,6 +30,13 @@ UF_TIMEZONES = {
 TIMEZONE_EXCEPTIONS = {"2605459": "America/Noronha"}  # Fernando de Noronha (PE)
 
 
+def local_today(zone: str = DEFAULT_TIMEZONE) -> dt.date:
+    """Return today's date in ``zone``: the regulator's day, not the server's (often UTC)."""
+    from zoneinfo import ZoneInfo
+
+    return dt.datetime.now(ZoneInfo(zone)).date()
+
+
 def brasilia_time(zone: str, at: dt.datetime) -> bool:
     """Tell whether ``at`` in ``zone`` is "horário de Brasília": a Brazilian zone at UTC-3."""
     return zone in UF_TIMEZONES.values() and at.utcoffset() == dt.timedelta(hours=-3)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
@@ -36,6 +35,7 @@ from api.schemas import (
 from fleet._errors import UnknownRecordError
 from fleet.loaders import VEHICLE_YEAR_MAX, VEHICLE_YEAR_MIN
 from fleet.vocabulary import SERVICE_CATEGORIES
+from geo.calendar import local_today
 
 router = APIRouter(prefix="/api/v1/vehicles", tags=["frota"])
 
@@ -159,7 +159,7 @@ def _vehicle(row: Any, *, personal: bool) -> VehiclePublic:
 
 
 def _today(settings: SettingsDep) -> dt.date:
-    return dt.datetime.now(ZoneInfo(settings.timezone)).date()
+    return local_today(settings.timezone)
 
 
 @router.get("", response_model=VehiclesPublic, responses=_ERRORS)

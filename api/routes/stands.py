@@ -9,7 +9,6 @@ import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.encoders import jsonable_encoder
@@ -32,6 +31,7 @@ from api.schemas import (
     display_text,
     error_responses,
 )
+from geo.calendar import local_today
 
 router = APIRouter(prefix="/api/v1/stands", tags=["pontos e licenças"])
 
@@ -295,7 +295,7 @@ def _licence_detail(lic: Any) -> dict[str, Any]:
 
 
 def _today(settings: Any) -> dt.date:
-    return dt.datetime.now(ZoneInfo(settings.timezone)).date()
+    return local_today(settings.timezone)
 
 
 @router.post(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from typing import Annotated, Any, cast
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 from fastapi import APIRouter, Depends, Query, Request
@@ -23,6 +22,7 @@ from api.audit import record_personal_data_access
 from api.deps import SessionDep, SettingsDep, require_roles, supervisor_scope
 from api.frame_rows import IntruderRow, PresenceRow, PresenceSummaryRow
 from api.schemas import PresentVehicle, QueryDate, error_responses
+from geo.calendar import local_today
 
 router = APIRouter(prefix="/api/v1/supervision", tags=["supervisão de ponto"])
 
@@ -153,7 +153,7 @@ def _checked_stand(user: Principal, session: SessionDep, stand_id: str) -> Any:
 
 
 def _today(settings: SettingsDep) -> dt.date:
-    return dt.datetime.now(ZoneInfo(settings.timezone)).date()
+    return local_today(settings.timezone)
 
 
 def _period(start: dt.date | None, end: dt.date | None, today: dt.date) -> tuple[dt.date, dt.date]:

@@ -55,6 +55,7 @@ from api.web.auth import WebSession
 from api.web.templating import render
 from fleet._errors import FleetError
 from fleet.ids import registry_id_problem
+from geo.calendar import local_today
 from stands._errors import StandsError
 
 router = APIRouter(include_in_schema=False)
@@ -624,7 +625,9 @@ async def upload(
     if content is None:
         return refuse({"file": f"arquivo maior que o limite de {fmt.file_size(limit)}"}, 413)
     try:
-        options = _options(kind=kind, values=values, content=content, suffix=suffix)
+        options = _options(
+            kind=kind, values=values, content=content, suffix=suffix, zone=settings.timezone
+        )
     except ValueError as exc:
         field_name = exc.args[1] if len(exc.args) > 1 else ""
         return refuse({field_name: str(exc.args[0])})
@@ -656,7 +659,9 @@ async def upload(
     return RedirectResponse(f"/admin/importacao?envio={upload_id}", status_code=303)
 
 
-def _options(*, kind: str, values: dict[str, str], content: bytes, suffix: str) -> dict[str, Any]:
+def _options(
+    *, kind: str, values: dict[str, str], content: bytes, suffix: str, zone: str
+) -> dict[str, Any]:
     """Return the loader's options from the form (as ``pontual import`` takes them)."""
     municipality = form_text(values["municipality"])
     if municipality is not None and not _IBGE_CODE.match(municipality):
@@ -678,7 +683,7 @@ def _options(*, kind: str, values: dict[str, str], content: bytes, suffix: str) 
         }
     as_of = form_text(values["as_of"])
     if as_of is None:
-        as_of = _file_as_of(content) or dt.date.today().isoformat()
+        as_of = _file_as_of(content) or local_today(zone).isoformat()
     try:
         as_of = dt.date.fromisoformat(as_of).isoformat()
     except ValueError:

@@ -17,7 +17,6 @@ import math
 import re
 from typing import Annotated, Any
 from urllib.parse import quote
-from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -44,6 +43,7 @@ from api.web.templating import render
 from db.stands import registry
 from db.stands.models import LicenceExclusion, ParkingLicence, Stand
 from fleet._errors import FleetError
+from geo.calendar import local_today
 from stands._errors import (
     InvalidGeometryError,
     InvalidRadiusError,
@@ -156,7 +156,7 @@ def registry_errors(exc: Exception) -> dict[str, str]:
 
 
 def _today(settings: Any) -> dt.date:
-    return dt.datetime.now(ZoneInfo(settings.timezone)).date()
+    return local_today(settings.timezone)
 
 
 # --- pages ------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 import geopandas as gpd
 import pandas as pd
@@ -43,6 +42,7 @@ from api.web import formats as fmt
 from api.web.auth import WebSession, require_web_roles
 from api.web.pages import error_page
 from api.web.templating import render
+from geo.calendar import local_today
 from planning.report import rounding_sentence
 
 router = APIRouter(include_in_schema=False)
@@ -232,7 +232,7 @@ def municipalities_in_registry(session: Any) -> list[str]:
 
 
 def _today() -> dt.date:
-    return dt.datetime.now(ZoneInfo(PLAN_TIMEZONE)).date()
+    return local_today(PLAN_TIMEZONE)
 
 
 def municipality_stands(session: Any, municipality: str) -> gpd.GeoDataFrame:

@@ -36,6 +36,7 @@ from api.web import formats as fmt
 from api.web.auth import WebSession, require_web_roles
 from api.web.pages import error_page
 from api.web.templating import render
+from geo.calendar import local_today
 
 router = APIRouter(include_in_schema=False)
 
@@ -198,7 +199,7 @@ def _day(value: Any) -> dt.date | None:
 
 
 def _today(timezone: str) -> dt.date:
-    return dt.datetime.now(ZoneInfo(timezone)).date()
+    return local_today(timezone)
 
 
 def latest_fix_day(

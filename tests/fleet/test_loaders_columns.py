@@ -81,6 +81,25 @@ class TestReadFleet:
         assert extraction_date(path.read_bytes()) == "2024-03-01"
         assert str(file_as_of(None, path)) == "2024-03-01"
 
+    def test_a_file_without_date_is_of_the_regulator_s_day(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Without 'data_extracao', the date is today in Brasília, not on the server's clock
+        (a server at UTC+14 is on the next day 17 hours of 24)."""
+        import time
+
+        from api.cli_import import file_as_of
+        from geo.calendar import local_today
+
+        monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+        time.tzset()
+        try:
+            path = _write(tmp_path, "f.csv", "vehicle_id\nQA-V1\n")
+            assert file_as_of(None, path) == local_today("America/Sao_Paulo")
+        finally:
+            monkeypatch.undo()
+            time.tzset()
+
     def test_a_nameless_column_with_values_is_refused(self, tmp_path: Path) -> None:
         """Values under a blank header would be dropped: refused, saying where."""
         path = _write(tmp_path, "f.csv", "vehicle_id,,plate\nQA-V1,sim,ABC1234\n")
