@@ -140,6 +140,7 @@ def stand_map(
     tiles: str | None = OSM_TILES,
     attribution: str = OSM_ATTRIBUTION,
     title: str = "Pontos de táxi: ocupação e fila — Pontual",
+    identities: bool = True,
 ) -> folium.Map:
     """Map stands coloured by the vehicles present at ``at`` against capacity.
 
@@ -161,6 +162,9 @@ def stand_map(
         Zone of the times shown.
     tiles, attribution
         Tile source; None maps on a plain background.
+    identities : bool, default True
+        False: counts only (a planner's map): no queue of prefixos, no intruders, no
+        licensees' chart (``presence`` is then ignored).
 
     Returns
     -------
@@ -189,6 +193,8 @@ def stand_map(
     present = present_at(visits, at) if at is not None and len(visits) else None
     queues = _queues(present) if present is not None else {}
     stats = _period_stats(occupancy)
+    if not identities:
+        presence = None
     days, licensees = presence_codes(presence) if presence is not None else ([], {})
 
     ids = stands["stand_id"].astype(str).tolist()
@@ -199,6 +205,8 @@ def stand_map(
     )
     capacity = _capacities(stands)
     n_present = [len(queues.get(s, [])) for s in ids]
+    if not identities:
+        queues = {}
     intruders = [sum(q[3] is False for q in queues.get(s, [])) for s in ids]
     classes = [
         occupancy_class(n, None if np.isnan(c) else float(c))
@@ -215,7 +223,7 @@ def stand_map(
         "name": [n if n else s for n, s in zip(names, ids, strict=True)],
         "capacity": [None if np.isnan(c) else int(c) for c in capacity],
         "n_present": n_present,
-        "intruders": intruders,
+        "intruders": intruders if identities else [None] * len(ids),
         "util": [
             None if np.isnan(c) or c <= 0 else round(n / c, 3)
             for n, c in zip(n_present, capacity, strict=True)
@@ -253,7 +261,11 @@ def stand_map(
         "title": "Ocupação agora × capacidade",
         "items": [[None, "Pontos de táxi (cor: veículos agora)", "stands"]]
         + [[colour, label, "stands", "dot"] for _, colour, label in used]
-        + [[INTRUDER_OUTLINE, "Contorno grosso: intrusos no ponto", "stands", "line"]],
+        + (
+            [[INTRUDER_OUTLINE, "Contorno grosso: intrusos no ponto", "stands", "line"]]
+            if identities
+            else []
+        ),
         "note": "Instante: "
         + (at.tz_convert(timezone).strftime("%d/%m/%Y %H:%M") if at is not None else "—"),
     }

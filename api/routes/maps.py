@@ -180,7 +180,7 @@ def stand_map_html(
 ) -> HTMLResponse:
     """Mapa dos pontos: ocupação agora × capacidade, fila, intrusos e presença dos licenciados.
 
-    O supervisor vê só os seus pontos.
+    O supervisor vê só os seus pontos; o planejamento, só as contagens (sem prefixos).
     """
     import datetime as dt
 
@@ -204,6 +204,7 @@ def stand_map_html(
         occupancy=frames["occupancy"],
         presence=frames["presence"],
         timezone=settings.timezone,
+        identities=user.role != "planner",
         **_background(settings),
     )
     return HTMLResponse(_page(fmap, settings, user))

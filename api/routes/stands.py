@@ -38,7 +38,8 @@ router = APIRouter(prefix="/api/v1/stands", tags=["pontos e licenças"])
 Viewer = Annotated[Principal, Depends(require_roles("admin", "planner", "agent", "supervisor"))]
 Admin = Annotated[Principal, Depends(require_roles("admin"))]
 SupervisorReader = Annotated[Principal, Depends(require_roles("admin", "agent", "supervisor"))]
-"""Who reads the supervisors' names (personal data; planners do not)."""
+"""Who reads the supervisors' names and who is at a stand now, licensed or not (personal data;
+planners size the fleet with counts: the stand map gives them those)."""
 _ERRORS = error_responses(401, 403, 404, 409, 422, 503)
 
 StandName = Annotated[
@@ -525,7 +526,7 @@ def stand_licences(stand_id: str, user: Viewer, session: SessionDep) -> Any:
 @router.get("/{stand_id}/occupancy", response_model=OccupancyPublic, responses=_ERRORS)
 def stand_occupancy(
     stand_id: str,
-    user: Viewer,
+    user: SupervisorReader,
     session: SessionDep,
     settings: SettingsDep,
     window_min: Annotated[int, Query(ge=1, le=1440)] = 120,

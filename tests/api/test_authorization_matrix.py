@@ -69,7 +69,7 @@ MATRIX: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/api/v1/stands/{stand_id}/suspensions"): frozenset({"admin", "agent"}),
     ("POST", "/api/v1/stands/{stand_id}/suspensions"): ADMIN,
     ("POST", "/api/v1/stands/{stand_id}/supervisors/{supervisor_id}/homologate"): ADMIN,
-    ("GET", "/api/v1/stands/{stand_id}/occupancy"): USERS,
+    ("GET", "/api/v1/stands/{stand_id}/occupancy"): frozenset({"admin", "agent", "supervisor"}),
     ("GET", "/api/v1/vehicles"): REGISTRY,
     ("GET", "/api/v1/vehicles/{vehicle_id}"): REGISTRY,
     ("PATCH", "/api/v1/vehicles/{vehicle_id}"): ADMIN,

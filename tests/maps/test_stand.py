@@ -108,6 +108,27 @@ class TestStandMap:
         assert chart.locator("rect[fill='#1a9850']").count() == 3 + 1  # 3 present days + key
         assert "Presença dos licenciados por dia, de 02/03 a 04/03" in popup
 
+    def test_a_planner_s_map_has_counts_only(self, open_map, tmp_path):
+        """``identities=False`` (a planner): the same counts and colours, and no prefixo, no
+        intruder, no licensees' chart anywhere in the page (planners size the fleet)."""
+        at = T0 + pd.Timedelta(minutes=30)
+        fmap = stand_map(
+            make_stands(), _visits(), at=at, presence=_presence(), identities=False, tiles=None
+        )
+        page, errors, _ = open_offline(open_map, fmap, tmp_path / "stand.html")
+        spec = page.evaluate("PontualMaps.maps.map.layers.stands.spec.props")
+        sent = page.evaluate("JSON.stringify(PontualMaps.maps.map.layers.stands.spec)")
+        assert not any(f'"{v}"' in sent for v in "ABCDEX"), sent
+        assert spec["intruders"] == [None, None, None]
+        assert spec["n_present"] == [3, 1, 1]
+        assert spec["colour"] == [COLOURS["full"], COLOURS["mid"], COLOURS["unknown"]]
+        assert spec["queue"] == [[], [], []] and spec["licensees"] == [[], [], []]
+        popup = click_row(page, "stands", 0)
+        assert "3 veículos — 100%" in popup
+        assert "Intrusos" not in popup and "Nenhum veículo" not in popup
+        assert page.locator(".leaflet-popup-content svg").count() == 0
+        assert errors == []
+
     def test_default_instant_and_no_presence(self, open_map, tmp_path):
         """Without ``at`` the queue is the one at the last departure; no chart without presence."""
         page, errors, failed = open_offline(

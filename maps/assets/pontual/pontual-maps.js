@@ -150,7 +150,7 @@
     html +=
       "<tr><th>Agora (" + P.formatTime(meta.at, tz) + ")</th><td>" + vehicles(r.n_present, tz) +
       (r.util === null ? "" : " — " + formatValue(r.util, "pct", tz)) + "</td></tr>";
-    html += "<tr><th>Intrusos</th><td>" + r.intruders + "</td></tr>";
+    if (r.intruders !== null) html += "<tr><th>Intrusos</th><td>" + r.intruders + "</td></tr>";
     if (r.peak !== null)
       html +=
         "<tr><th>Pico no período</th><td>" + vehicles(r.peak, tz) +
@@ -168,7 +168,7 @@
           formatValue(q[2], "min", tz) + "</td><td>" + status + "</td></tr>";
       }
       html += "</table>";
-    } else {
+    } else if (!r.n_present) {
       html += "<div>Nenhum veículo no ponto neste instante.</div>";
     }
     if (r.licensees.length && meta.days && meta.days.length) {
