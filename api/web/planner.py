@@ -444,9 +444,9 @@ def _csv_value(value: Any) -> Any:
     if value is None or (not isinstance(value, list | tuple) and pd.isna(value)):
         return ""
     if isinstance(value, list | tuple):
-        return "; ".join(str(v) for v in value)
-    if isinstance(value, float):
-        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.1f}"
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, float):  # a decimal comma, as a pt-BR spreadsheet reads numbers
+        return (f"{value:.6g}" if abs(value) < 1e6 else f"{value:.1f}").replace(".", ",")
     return value
 
 
@@ -459,10 +459,14 @@ def flagged_vehicles(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def table_csv(name: str, computed: dict[str, Any]) -> str:
-    """One of :data:`TABLES` as CSV text (comma-separated, header row, UTF-8)."""
+    """Return one of :data:`TABLES` as CSV text for a pt-BR spreadsheet.
+
+    ';' between cells, a decimal comma, a header row, UTF-8: a comma-separated file opens as
+    one column in Excel pt-BR.
+    """
     plan = computed["plan"]
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer = csv.writer(buffer, delimiter=";", lineterminator="\r\n")
     if name == "indicadores":
         writer.writerow(["campo", "descricao", "valor"])
         for row in figure_rows(plan):

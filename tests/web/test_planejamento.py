@@ -135,7 +135,7 @@ def _cli_plan(database_url: str, tmp_path: Path, *extra: str) -> dict[str, Any]:
 
 def _csv_rows(data: bytes) -> list[dict[str, str]]:
     assert data.startswith(b"\xef\xbb\xbf")  # the BOM: spreadsheets read UTF-8
-    return list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
+    return list(csv.DictReader(io.StringIO(data.decode("utf-8-sig")), delimiter=";"))
 
 
 COMPARED = (
@@ -205,6 +205,7 @@ class TestExport:
         areas = _csv_rows(client.get(f"/planejamento/{PVH}/areas.csv").content)
         assert sum(int(r["embarques"]) for r in areas) == 10
         assert len(areas) == 4
+        assert "," in areas[0]["lat"] and float(areas[0]["lat"].replace(",", ".")) < 0
         assert f"<code>{areas[0]['celula_h3']}</code>" in html
         assert "10 embarques em 4 células H3" in html
         assert "um ponto sem capacidade no cadastro conta uma vaga" in html
@@ -213,7 +214,7 @@ class TestExport:
             ("PL-PLACE", "3", "2")
         ]
         answer = client.get(f"/planejamento/{PVH}/veiculos.csv")
-        assert answer.content.decode("utf-8-sig").startswith("prefixo,ano,idade_anos,")
+        assert answer.content.decode("utf-8-sig").startswith("prefixo;ano;idade_anos;")  # Excel
         assert _csv_rows(answer.content) == []
 
     def test_rounding_is_a_sentence(self, web_client: Callable) -> None:
@@ -510,7 +511,7 @@ def test_without_an_age_rule_the_age_is_not_reported_as_checked() -> None:
     (over,) = [r for r in figure_rows(plan) if r["key"] == "vehicles.over_age"]
     assert (over["value"], over["shown"]) == (None, "—")
     header, *rows = table_csv("veiculos", {"plan": plan}).splitlines()
-    assert "acima_da_idade" not in header and len(rows) == 1 and rows[0].startswith("V1,")
+    assert "acima_da_idade" not in header and len(rows) == 1 and rows[0].startswith("V1;")
 
 
 def test_vehicles_without_an_inspection_date_are_counted_as_unchecked() -> None:
