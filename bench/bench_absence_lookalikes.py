@@ -40,6 +40,10 @@ Cases (expected, and why). ``habitual_absence``:
   attending its stand.
 - A06 not: night shift 20:00–04:00, its first 15 min at its stand 66 (dead at night), then the
   nightlife: present every night.
+- A06b not: a night shift every other night (12x36), 20:00–04:00, at its stand 66 the first
+  half hour of one shift in four, else cruising: 4 of 15 shifts (27 %). Counted by calendar
+  day, each shift is two operating days and it was at 4 of 30 (13 %): a night driver would be
+  accused where a day driver as often at the stand is not.
 - A07 not: phone/app bookings city-wide, at its stand 48 two afternoons a week (9 of 26 days,
   above the 20 % the detector asks).
 - A08 not: airport stand 5 closed by the flood from 4 May, the closure in
@@ -618,6 +622,24 @@ def night_shift(w: World, vid: str) -> None:
     w.register(tr, "66")
 
 
+def night_shift_alternate(w: World, vid: str) -> None:
+    """A06b: 20:00–04:00 every other night; the first half hour at stand 66 one shift in four."""
+    tr, at = w.track(vid), stand("66")
+    home = w.home(tr, at)
+    for k, d in enumerate(list(w.days)[::2]):
+        tr.skip_to(local(d, 20, tr.rng.randint(0, 15)), home)
+        if k % 4 == 0:
+            tr.drive(at, "free")
+            place = offset(at, tr.rng.uniform(-8, 8), tr.rng.uniform(-8, 8))
+            tr.wait(tr.rng.uniform(25, 35), "free", at=place)
+        while tr.t < local(d + timedelta(days=1), 4):
+            tr.drive(rand_point(tr.rng, (-30.04, -51.215), 300, 2500), "free")
+            tr.wait(tr.rng.uniform(3, 10), "free")
+            ride(tr)
+        tr.drive(home, "off")
+    w.register(tr, "66")
+
+
 def bookings(w: World, vid: str, stand_weekdays: tuple[int, ...]) -> None:
     """A07, A07b: phone/app bookings near stand 48; its afternoons there on ``stand_weekdays``."""
     tr, at = w.track(vid), stand("48")
@@ -1027,6 +1049,11 @@ CASES: dict[str, Case] = {
     ),
     "A06": _absence(
         NOT, "night shift 20–04 h, 15 min at its (dead) stand 66 first, then cruising", night_shift
+    ),
+    "A06b": _absence(
+        NOT,
+        "night shift every other night 20–04 h, at its stand 66 on 1 shift in 4 (27 %)",
+        night_shift_alternate,
     ),
     "A07": _absence(
         NOT,

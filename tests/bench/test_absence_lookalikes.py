@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import bench_absence_lookalikes as bench  # noqa: E402
 
 WORLDS = {
-    "A": ["A01", "A17", "A10", "A10b"],  # vacation: tracker silent, private use meter off
+    "A": ["A01", "A17", "A10", "A10b", "A06b"],  # vacation; a night driver every other night
     "A2": ["A22", "A22b"],  # a silent dwell at a quiet stand is presence
     "B": ["B01", "B05", "B08", "B19"],  # waiting or driving Livre is operating
 }
