@@ -146,6 +146,18 @@ def test_dismissing_a_proposal_asks_first(page: Any, login: Callable, web_engine
     assert _status(web_engine, proposal) == "descartada"
 
 
+def test_a_reason_keeps_its_lines(page: Any, login: Callable, web_engine: Engine) -> None:
+    """A reason written in two paragraphs reads in two on the proposal's page (was one line)."""
+    proposal, _ = _proposal(web_engine)
+    login(page, "agent")
+    page.goto(f"/fiscal/propostas/{proposal}")
+    page.locator("#motivo").fill("Primeira linha do motivo do descarte.\nSegunda linha, à parte.")
+    Dialogs(page).confirm(page.get_by_role("button", name="Descartar", exact=True))
+    page.goto(f"/fiscal/propostas/{proposal}")
+    shown = page.locator("dd.texto-livre").inner_text()
+    assert shown == "Primeira linha do motivo do descarte.\nSegunda linha, à parte."
+
+
 def test_the_defence_and_its_decision_ask_first(
     page: Any, login: Callable, web_client: Callable, web_engine: Engine
 ) -> None:
