@@ -35,8 +35,8 @@ boarding
     ponto"); taxis queueing at a fuel pump or an inspection line leave with the meter ``free``.
 finding
     A place with stops of at least ``min_vehicles`` distinct vehicles, on at least ``min_days``
-    distinct local days (of the stops' starts, in ``timezone``), at least ``min_boarding_share``
-    of them ending with a boarding (``n_boardings``). One finding per place:
+    days of service (of the stops' starts, in ``timezone``; see ``accused``), at least
+    ``min_boarding_share`` of them ending with a boarding (``n_boardings``). One finding per place:
     ``vehicle_id`` and ``stand_id`` null, geometry the convex hull of the stops buffered by
     :data:`AREA_BUFFER_M`, ``started_at``/``ended_at`` the first stop's start and the last stop's
     end. ``details`` has the vehicles, the dates and every stop (vehicle, start, end,
@@ -44,10 +44,11 @@ finding
     and last fix of each stop as ``fixes``, each naming its ``vehicle_id``.
 accused
     The vehicles of a place whose own waits there show the "finalidade de formação de ponto"
-    (art. 59 XIV): waits on at least ``min_vehicle_days`` distinct days of service, those of at
-    least :data:`MIN_BOARDING_DAYS` days (or of each, if fewer) ending with a boarding. A day
-    of service opens with a wait and holds the vehicle's waits of the next
-    :data:`SERVICE_DAY_S` (12 h): a night shift's waits at 23:30 and 00:40 are one day. A taxi
+    (art. 59 XIV): waits on at least ``min_vehicle_days`` days of service, those of at least
+    :data:`MIN_BOARDING_DAYS` days (or of each, if fewer) ending with a boarding. A day of
+    service opens with a wait and holds the later waits of its local date and those of the
+    next date within :data:`SERVICE_DAY_S` (12 h) of it: a night shift's waits at 23:30 and
+    00:40 are one day (the place's ``min_days`` counts so too). A taxi
     that waited there once, or took a passenger from there once (a called ride, a pause, a
     hail in a fuel queue), is in the evidence (``vehicles``) but not in ``accused``; proposals
     are made for ``accused`` only.
@@ -157,23 +158,26 @@ def _accused(waits: pd.DataFrame, min_days: int) -> list[str]:
     out = []
     for vehicle, own in waits.groupby("vehicle", sort=True):
         starts = own["start"].to_numpy(dtype=np.int64)
-        days = _service_days(starts)
-        boarded = _service_days(np.sort(starts[own["boarded"].to_numpy(dtype=bool)]))
-        if days >= min_days and boarded >= min(MIN_BOARDING_DAYS, min_days):
+        days = own["day"].to_numpy(dtype="datetime64[D]")
+        took = own["boarded"].to_numpy(dtype=bool)
+        boarded = _service_days(starts[took], days[took])
+        if _service_days(starts, days) >= min_days and boarded >= min(MIN_BOARDING_DAYS, min_days):
             out.append(str(vehicle))
     return out
 
 
-def _service_days(starts_ns: NDArray[np.int64]) -> int:
-    """Count the days of service of a vehicle's waits (their starts, epoch ns).
+def _service_days(starts_ns: NDArray[np.int64], days: NDArray[np.datetime64]) -> int:
+    """Count the days of service of waits (their starts, epoch ns; their local dates).
 
-    A wait opens a day unless it starts within :data:`SERVICE_DAY_S` of the one that opened
-    the current day (a night shift's 23:30 and 00:40 are one day, not two).
+    A wait opens a day when it starts on another local date than the wait that opened the
+    current day and at least :data:`SERVICE_DAY_S` after it: a night shift's 23:30 and 00:40
+    are one day, not two; never more days than local dates.
     """
-    count, opened = 0, None
-    for t in np.sort(starts_ns).tolist():
-        if opened is None or t - opened >= SERVICE_DAY_S * 1e9:
-            count, opened = count + 1, t
+    order = np.argsort(starts_ns, kind="stable")
+    count, opened, on = 0, 0, None
+    for t, d in zip(starts_ns[order].tolist(), days[order].tolist(), strict=True):
+        if on is None or (d != on and t - opened >= SERVICE_DAY_S * 1e9):
+            count, opened, on = count + 1, t, d
     return count
 
 
@@ -514,8 +518,12 @@ def _place_findings(
         }
     )
     per_place = frame.groupby("place").agg(
-        vehicles=("vehicle", "nunique"), days=("day", "nunique"), boarded=("boarded", "mean")
+        vehicles=("vehicle", "nunique"), boarded=("boarded", "mean")
     )
+    per_place["days"] = [
+        _service_days(g["start"].to_numpy(dtype=np.int64), g["day"].to_numpy(dtype="datetime64[D]"))
+        for _, g in frame.groupby("place", sort=True)
+    ]
     good = per_place.loc[
         (per_place["vehicles"] >= min_vehicles)
         & (per_place["days"] >= min_days)
