@@ -115,6 +115,10 @@ class TestDetectIllegalStandFormation:
         rows_n = wait("N", night, PLACE) + wait("N", night + DAY + 70 * 60, PLACE)
         (d,) = _detect(rows + rows_n)["details"]
         assert d["accused"] == ["A", "B", "C", "N"]
+        morning = 6 * DAY - 2 * 3600  # 10:00Z: 07:00 local; and 20:00 local, 13 h later
+        rows_m = wait("M", morning, PLACE) + wait("M", morning + 13 * 3600, PLACE)
+        (d,) = _detect(rows + rows_m)["details"]
+        assert "M" in d["vehicles"] and d["accused"] == ["A", "B", "C"]  # one local date
 
     def test_one_boarding_in_days_of_waits_accuses_no_one(self) -> None:
         """Taxis waiting at a fuel pump on four days, each hailed once as it left (an
