@@ -49,9 +49,28 @@ def server_url(request: Request) -> str:
     return f"{scheme}://{host}{OSMAND_PATH}"
 
 
+TRACKER_SETTINGS = {
+    "interval": "15",
+    "distance": "0",
+    "angle": "0",
+    "accuracy": "high",
+    "stopDetection": "false",
+    "buffer": "true",
+}
+"""Traccar Client settings the QR code sets besides the server and the id: a fix every 15 s,
+also while parked (at a stand), kept while offline. The client's own defaults (a fix every
+300 s or 75 m, none while stopped: its ``preferences.dart``) would leave a stand's queue and
+a ride's path unseen."""
+
+
 def traccar_link(*, url: str, token: str) -> str:
-    """Return the configuration URL Traccar Client reads from a QR code (server URL + id)."""
-    return f"{url}?id={quote(token, safe='')}"
+    """Return the configuration URL Traccar Client reads from a QR code.
+
+    The server URL, the id (the token) and :data:`TRACKER_SETTINGS`: Traccar Client's
+    ``ConfigurationService.applyUri`` reads each query parameter as its setting.
+    """
+    settings = "".join(f"&{k}={v}" for k, v in TRACKER_SETTINGS.items())
+    return f"{url}?id={quote(token, safe='')}{settings}"
 
 
 def qr_svg(payload: str, *, title: str) -> str:

@@ -288,7 +288,9 @@ def test_device_token_is_shown_once_with_its_qr_code(
     link = html.unescape(_LINK_RE.search(shown.text).group(1))  # type: ignore[union-attr]
     url = _URL_RE.search(shown.text).group(1)  # type: ignore[union-attr]
     assert url == f"{web_server.url}/osmand"
-    assert link == f"{url}?id={token}"
+    assert link.startswith(f"{url}?id={token}&")
+    settings = dict(p.split("=") for p in link.split("?", 1)[1].split("&")[1:])
+    assert settings["interval"] == "15" and settings["stopDetection"] == "false"  # not 300 s
     svg = _SVG_RE.search(shown.text).group(0)  # type: ignore[union-attr]
     assert svg == qr_svg(link, title="QR code de configuração do Traccar Client")
     assert "ainda não está no cadastro da frota" in shown.text
