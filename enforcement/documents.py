@@ -666,6 +666,7 @@ LABELS = {
     "boarding_distance_m": "distância do taxímetro ligado ao ponto",
     "boarding_lag_s": "tempo da saída do ponto ao taxímetro ligado",
     "gap_s": "intervalo sem posições",
+    "cadence_s": "intervalo habitual do rastreador (descontado do silêncio)",
     "filled_at": "posição do intervalo recebida depois (achado retirado)",
     "displacement_m": "deslocamento",
     "implied_speed_kmh": "velocidade implícita",

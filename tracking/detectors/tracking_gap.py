@@ -9,7 +9,13 @@ how far, the meter on each side); the rulebook chooses the provision.
 Definitions (each one appears in the finding's ``details``):
 
 gap
-    Two consecutive fixes of one vehicle more than ``max_gap_s`` apart (strictly).
+    Two consecutive fixes of one vehicle more than ``max_gap_s`` apart (strictly) beyond the
+    tracker's own cadence: ``gap_s − cadence_s > max_gap_s``, where ``cadence_s`` is the
+    shortest of the :data:`CADENCE_STEPS` steps before the gap's first fix (at most
+    ``max_gap_s``; 0 without a step before). A tracker set to report every 300 s (Traccar
+    Client's default) or every 60 s is silent between reports by design: its 352 s between two
+    reports is one late report, not 5 minutes without tracking. Live, those fixes before the
+    gap are kept as context.
 displacement_m
     Great-circle distance between the fix before and the fix after the gap;
     ``implied_speed_kmh = displacement_m / gap_s · 3.6``.
@@ -89,6 +95,8 @@ DEFAULT_STILL_SPEED_KMH = 5.0
 """Straight-line speed across a gap below which the car stood most of it (km/h): a walk."""
 DEFAULT_MAX_RIDE_S = 7200.0
 """Longest ride a silence ending with the meter not occupied is read as part of (s)."""
+CADENCE_STEPS = 3
+"""Steps before a gap whose shortest is the tracker's cadence (one step before may be a pause)."""
 FLAGGED_FACTOR = 0.75
 MAX_CONFIDENCE = 0.95
 
@@ -141,7 +149,7 @@ def detect_tracking_gap(
         return findings_from_records([])
     same = track.codes[1:] == track.codes[:-1]
     dt_ns = np.diff(track.ts_ns)
-    cand = np.flatnonzero(same & (dt_ns > round(max_gap_s * NS)))
+    cand = np.flatnonzero(same & (dt_ns > round(max_gap_s * NS)))  # beyond cadence: below
     cand = cand[track.meter[cand] == METER_OCCUPIED]
     if not len(cand):
         return findings_from_records([])
@@ -163,11 +171,25 @@ def open_from(pings: pd.DataFrame, **_: Any) -> dict[str, int]:
     return dict(zip(map(str, last.index), map(int, ns), strict=True))
 
 
-KERNEL = TrackKernel(KIND, detect_tracking_gap, open_from)
+KERNEL = TrackKernel(KIND, detect_tracking_gap, open_from, context_fixes=CADENCE_STEPS)
 """The rule as a kernel: batch and live (``tracking.detectors.kernel.advance``)."""
 
 
 # --- kernel ----------------------------------------------------------------------------------
+
+
+def _cadence_s(track: TrackArrays, i: NDArray[np.int64], max_gap_s: float) -> NDArray[np.float64]:
+    """Return the tracker's cadence before fix ``i`` (s), at most ``max_gap_s``.
+
+    The shortest of its last :data:`CADENCE_STEPS` steps; 0 without a step before.
+    """
+    out = np.full(len(i), np.inf)
+    for k in range(1, CADENCE_STEPS + 1):
+        a = np.maximum(i - k, 0)
+        known = (i - k >= 0) & (track.codes[a] == track.codes[i])
+        step = (track.ts_ns[a + 1] - track.ts_ns[a]).astype(np.float64) / NS
+        out = np.where(known, np.minimum(out, step), out)
+    return np.where(np.isinf(out), 0.0, np.minimum(out, max_gap_s))
 
 
 def _gap_kernel(
@@ -181,7 +203,8 @@ def _gap_kernel(
     occupied_before = track.meter[i] == METER_OCCUPIED
     occupied_after = track.meter[j] == METER_OCCUPIED
     moved = disp_m >= parked_radius_m
-    found = (dt_ns > round(max_gap_s * NS)) & occupied_before & (occupied_after | moved)
+    beyond = gap_s - _cadence_s(track, i, max_gap_s) > max_gap_s
+    found = (dt_ns > round(max_gap_s * NS)) & beyond & occupied_before & (occupied_after | moved)
     if track.trip_ref is not None:  # a new trip record is a new meter cycle: no gap
         a, b = track.trip_ref[i], track.trip_ref[j]
         known = np.asarray(pd.notna(a) & pd.notna(b), dtype=bool)
@@ -214,6 +237,7 @@ def _gap_record(track: TrackArrays, i: int, thresholds: dict[str, float]) -> dic
     confidence = float(conf[0]) * (REVIEW_CONFIDENCE_FACTOR if still or after_ride else 1.0)
     details: dict[str, Any] = {
         "gap_s": gap,
+        "cadence_s": float(_cadence_s(track, idx, thresholds["max_gap_s"])[0]),
         "displacement_m": round(disp, 1),
         "implied_speed_kmh": round(speed_kmh, 1),
         "meter_before": METER_NAMES[int(track.meter[i])],

@@ -39,7 +39,35 @@ def _replay(pings: pd.DataFrame) -> gpd.GeoDataFrame:
     return replay_in_pieces(KERNEL, pings, list(range(1, len(pings))))
 
 
+def _cadenced(step_s: float, gap_s: float, *, vehicle: str = "C1") -> list[dict[str, Any]]:
+    """A ride reporting every ``step_s`` (8 m/s north, occupied), one step of ``gap_s``."""
+    times = [k * step_s for k in range(5)]
+    times += [times[-1] + gap_s + k * step_s for k in range(3)]
+    return make_track(vehicle, [(t, 8.0 * t, 0.0) for t in times], meter="occupied")
+
+
 class TestDetectTrackingGap:
+    @pytest.mark.parametrize(
+        ("step_s", "gap_s", "found"),
+        [
+            (15, 310, False),  # 295 s beyond its cadence
+            (15, 320, True),
+            (60, 352, False),  # a 60 s tracker: 292 s without its report
+            (60, 420, True),
+            (300, 305, False),  # Traccar Client's default cadence: no silence at all
+            (300, 580, False),
+            (300, 610, True),
+        ],
+    )
+    def test_a_gap_is_a_silence_beyond_the_tracker_s_cadence(
+        self, step_s: float, gap_s: float, found: bool
+    ) -> None:
+        """``gap_s − cadence_s > max_gap_s``: a tracker's own interval is no outage."""
+        out = detect_tracking_gap(make_pings(_cadenced(step_s, gap_s)))
+        assert len(out) == int(found)
+        if found:
+            assert out.iloc[0]["details"]["cadence_s"] == step_s
+
     def test_gap_occupied_both_sides_is_a_finding(self) -> None:
         """A 15-min silence with a passenger aboard on both sides gives one finding, explained."""
         found = detect_tracking_gap(make_pings(_gap_track("occupied", "occupied")))
@@ -288,7 +316,8 @@ class TestTrackingGapKernel:
             states, found = advance(KERNEL, states, pings.iloc[k : k + 1])
             out.append(len(found))
         assert out == [0, 0, 1, 0]
-        assert len(states["T1"]["tail"]["timestamp"]) == 1  # only the last fix is kept
+        # the last fix, and the three before it: the tracker's cadence before a gap
+        assert len(states["T1"]["tail"]["timestamp"]) == 4
 
     def test_state_is_plain_data_and_input_is_not_modified(self) -> None:
         """The state is JSON-serialisable and a new dict each call."""
@@ -323,12 +352,13 @@ class TestDetectTrackingGapOnPorto:
     def test_porto_silences_between_trip_records_are_not_gaps(self) -> None:
         """Porto polylines have a fix every 15 s and each record is one passenger trip: the
         silences between records (1,625 of them over 5 min, all fixes 'occupied') are meter
-        cycles carried by ``trip_ref``, not tracking gaps; without ``trip_ref`` they would be."""
+        cycles carried by ``trip_ref``, not tracking gaps; without ``trip_ref`` they would be
+        (1,620: five are less than 5 min beyond the 15 s cadence)."""
         from tracking.porto import read_porto_trips
 
         pings, _, _ = read_porto_trips(self.DATA / "trips_combined.csv")
         assert len(detect_tracking_gap(pings)) == 0
         found = detect_tracking_gap(pings.drop(columns=["trip_ref"]))
-        assert len(found) == 1625
+        assert len(found) == 1620
         rows = found["details"].map(lambda d: (d["fixes"][0]["row"], d["fixes"][1]["row"]))
         assert all(a != b for a, b in rows)
