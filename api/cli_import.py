@@ -200,6 +200,8 @@ def fleet(
     if report.unmatched_stands:
         shown = "; ".join(report.unmatched_lines()[:10])
         typer.echo(f"  aviso: {len(report.unmatched_stands)} pontos não encontrados: {shown}")
+    for line in report.excluded_lines():
+        typer.echo(f"  aviso: {line}")
 
 
 def file_as_of(value: str | None, file: Path) -> dt.date:

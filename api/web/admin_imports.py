@@ -274,6 +274,7 @@ def _load(kind: str, conn: Connection, frame: Any, options: dict[str, Any]) -> d
             "Licenças encerradas": fleet.licences_ended,
             "Licenças inalteradas": fleet.licences_unchanged,
             "Pontos não encontrados": fleet.unmatched_lines(),
+            "Licenças recusadas (prefixo excluído do ponto)": fleet.excluded_lines(),
         }
     from db.stands.store import load_stands
 

@@ -152,6 +152,16 @@ class FleetImportReport:
     licences_unchanged: int
     unmatched_stands: dict[str, tuple[str, ...]]
     """Each stand id or name that matched no stored stand: the prefixos licensed to it."""
+    excluded: tuple[tuple[str, str, dt.date], ...] = ()
+    """(prefixo, stand, excluded_on) of the licences the file names that were not granted: the
+    prefixo was excluded from that stand (POA art. 50), which no file undoes."""
+
+    def excluded_lines(self) -> list[str]:
+        """Each licence refused for an exclusion, in pt-BR."""
+        return [
+            f"{v} no ponto {s}: excluído em {d:%d/%m/%Y} (art. 50); licença não criada"
+            for v, s, d in self.excluded
+        ]
 
     def unmatched_lines(self, most: int = 5) -> list[str]:
         """Each unmatched stand and its prefixos (the first ``most``), in pt-BR."""
@@ -205,7 +215,7 @@ def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> Flee
         raise FleetFileError(clash)
     vehicles = _load_vehicles(conn, fleet)
     created, closed = _load_statuses(conn, fleet, as_of=as_of)
-    lic_created, lic_ended, lic_same, unmatched = _load_licences(
+    lic_created, lic_ended, lic_same, unmatched, excluded = _load_licences(
         conn, fleet, as_of=as_of, new_vehicles=new_vehicles
     )
     return FleetImportReport(
@@ -216,6 +226,7 @@ def load_fleet(*, conn: Connection, fleet: pd.DataFrame, as_of: dt.date) -> Flee
         licences_ended=lic_ended,
         licences_unchanged=lic_same,
         unmatched_stands=unmatched,
+        excluded=excluded,
     )
 
 
@@ -351,7 +362,7 @@ def _load_statuses(conn: Connection, fleet: pd.DataFrame, *, as_of: dt.date) -> 
 
 def _load_licences(
     conn: Connection, fleet: pd.DataFrame, *, as_of: dt.date, new_vehicles: set[str]
-) -> tuple[int, int, int, dict[str, tuple[str, ...]]]:
+) -> tuple[int, int, int, dict[str, tuple[str, ...]], tuple[tuple[str, str, dt.date], ...]]:
     by_name = {
         (mun, name): sid
         for sid, mun, name in conn.execute(
@@ -419,13 +430,26 @@ def _load_licences(
         ),
         {"as_of": as_of},
     ).rowcount
+    excluded = conn.execute(  # an exclusion (art. 50) is for good: a file does not undo it
+        text(
+            f"DELETE FROM {stage} s USING licence_exclusions e "
+            "WHERE e.vehicle_id = s.vehicle_id AND e.stand_id = s.stand_id "
+            "RETURNING s.vehicle_id, s.stand_id, e.excluded_on"
+        )
+    ).all()
     created = conn.execute(
         text(
             f"INSERT INTO parking_licences (vehicle_id, stand_id, valid_from) "
             f"SELECT vehicle_id, stand_id, valid_from FROM {stage}"
         )
     ).rowcount
-    return created, ended, unchanged, {s: tuple(sorted(unmatched[s])) for s in sorted(unmatched)}
+    return (
+        created,
+        ended,
+        unchanged,
+        {s: tuple(sorted(unmatched[s])) for s in sorted(unmatched)},
+        tuple(sorted({(str(v), str(s), d) for v, s, d in excluded})),
+    )
 
 
 # ---------------------------------------------------------------------------------- drivers

@@ -394,6 +394,37 @@ class TestLoadFleet:
         ).all()
         assert licences == [("1", dt.date(2024, 3, 4)), ("2", None)]
 
+    def test_a_file_does_not_undo_an_exclusion(
+        self, poa_registry: Connection, tmp_path: Path
+    ) -> None:
+        """T1 excluded from stand 1 (art. 50): the same file imported again still names the
+        stand, and the licence is not granted again (it was, quietly), but said."""
+        from sqlalchemy.orm import Session
+
+        from db.stands.registry import exclude_prefixo
+
+        conn = poa_registry
+        body = "vehicle_id,stands,municipality\nT1,1;2,4314902\n"
+        load_fleet(conn=conn, fleet=read_fleet(_write(tmp_path, body)), as_of=dt.date(2024, 1, 1))
+        session = Session(bind=conn)
+        exclude_prefixo(
+            session=session, stand_id="1", vehicle_id="T1", on=dt.date(2024, 2, 1),
+            ground="penalidade", actor="test",
+        )  # fmt: skip
+        session.flush()
+        report = load_fleet(
+            conn=conn, fleet=read_fleet(_write(tmp_path, body)), as_of=dt.date(2024, 3, 5)
+        )
+        assert report.licences_created == 0
+        assert report.excluded == (("T1", "1", dt.date(2024, 2, 1)),)
+        assert report.excluded_lines() == [
+            "T1 no ponto 1: excluído em 01/02/2024 (art. 50); licença não criada"
+        ]
+        open_ones = conn.execute(
+            text("SELECT stand_id FROM parking_licences WHERE valid_until IS NULL ORDER BY 1")
+        ).scalars()
+        assert list(open_ones) == ["2"]
+
     def test_a_file_without_the_stands_column_leaves_the_licences(
         self, poa_registry: Connection, tmp_path: Path
     ) -> None:
