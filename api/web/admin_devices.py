@@ -80,6 +80,34 @@ def qr_svg(payload: str, *, title: str) -> str:
     return svg.replace("<svg ", '<svg role="img" ', 1)
 
 
+REASON_NAMES = {
+    "malformed_row": "linha malformada",
+    "malformed_request": "requisição ilegível",
+    "empty_vehicle_id": "sem prefixo",
+    "missing_coordinates": "sem latitude ou longitude",
+    "invalid_coordinates": "latitude ou longitude não é um número",
+    "out_of_range_coordinates": "latitude ou longitude fora do globo",
+    "null_island": "posição 0, 0 (aparelho sem posição)",
+    "missing_timestamp": "sem data e hora",
+    "unparseable_timestamp": "data e hora ilegíveis",
+    "naive_timestamp": "data e hora sem fuso horário",
+    "future_timestamp": "no futuro (relógio do aparelho adiantado)",
+    "too_old_timestamp": "antiga demais para a ingestão ao vivo",
+    "before_device": "anterior ao cadastro deste dispositivo",
+    "unknown_meter": "taxímetro desconhecido",
+    "unknown_tariff": "bandeira desconhecida",
+    "invalid_speed": "velocidade inválida",
+    "invalid_heading": "rumo inválido",
+    "invalid_accuracy": "precisão inválida",
+    "invalid_text": "texto corrompido ou longo demais",
+    "duplicate": "repetida",
+    "conflicting_duplicate": "mesmo instante já gravado com outros valores",
+    "vehicle_not_allowed": "de outro veículo",
+    "not_an_object": "linha que não é um objeto JSON",
+    "unknown_field": "campo desconhecido",
+}
+"""Each reason a fix is rejected for, as the admin reads it (the code stays beside it)."""
+
 REJECTED_DAYS = 7
 """Days of rejected fixes counted on the devices' list."""
 SHOWN_REJECTED = 200
@@ -295,6 +323,7 @@ def rejected(
             "via": "OsmAnd" if r.source.startswith("osmand:") else "API JSON",
             "row": r.row,
             "reason": r.reason,
+            "reason_name": REASON_NAMES.get(r.reason, r.reason),
             "cells": [(k, v) for k, v in (r.raw or {}).items() if v not in ("", None)],
         }
         for r in rows
@@ -305,7 +334,7 @@ def rejected(
         web=web,
         title=f"Posições rejeitadas do dispositivo {device_id}",
         device=device,
-        by_reason=by_reason,
+        by_reason=[(r, REASON_NAMES.get(r, r), n) for r, n in by_reason],
         total=sum(int(n) for _, n in by_reason),
         rows=listed,
         shown=SHOWN_REJECTED,

@@ -320,6 +320,7 @@ def test_device_token_is_shown_once_with_its_qr_code(
     page = html.unescape(client.get(f"/admin/dispositivos/{device_id}/rejeitadas").text)
     assert "1 posição rejeitada, por motivo" in page
     assert "<code>invalid_coordinates</code>" in page and "<code>lat</code>=“abc”" in page
+    assert "latitude ou longitude não é um número <code>invalid_coordinates</code>" in page
     assert token not in page  # the OsmAnd id is the token: never shown again
     revoked = post_form(
         client, "/admin/dispositivos", f"/admin/dispositivos/{device_id}/revogar", {}
@@ -386,6 +387,18 @@ def test_a_devices_rejected_fixes_in_the_browser(
 
 
 # --- users ---------------------------------------------------------------------------------------
+
+
+def test_every_rejection_reason_is_named_in_pt_br() -> None:
+    """The device's rejected page names each reason a fix can be refused for, in words."""
+    from api import ingest
+    from api.routes.osmand import MALFORMED
+    from api.web.admin_devices import REASON_NAMES
+    from tracking.validate import REJECTION_REASONS
+
+    device = {ingest.VEHICLE_NOT_ALLOWED, ingest.BEFORE_DEVICE, ingest.NOT_AN_OBJECT}
+    device |= {ingest.UNKNOWN_FIELD, ingest.CONFLICTING_DUPLICATE, MALFORMED}
+    assert set(REJECTION_REASONS) | device <= set(REASON_NAMES)
 
 
 def test_a_form_error_names_the_field_by_its_label(web_client: Callable) -> None:
