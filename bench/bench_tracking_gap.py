@@ -18,7 +18,11 @@ look-alikes (nothing hidden)
       (art. 26: the passenger asked the taxi to wait) and a tracker that sends only when it
       moves (a distance filter); the trip's next fixes come after the wait;
     - ``night_after_ride``: after the trip's last fix, 4–12 h of silence, then free fixes 2–60
-      km away (the car parked for the night at the driver's home, driven to the next shift).
+      km away (the car parked for the night at the driver's home, driven to the next shift);
+    - ``slow_tracker_late``: the trip as a tracker reporting every 60 s sends it, one report
+      315–345 s after the one before (a few reports lost: under 5 min without tracking);
+    - ``default_300s``: the trip as Traccar Client's default sends it, a report every 300 or
+      315 s (the interval the app ships with; nothing is hidden between two reports).
 
 Each case goes through :func:`detect_tracking_gap` and :func:`propose_all` under the bundled
 Porto Alegre rulebook, and under the same rulebook without its ``still`` and ``after_ride``
@@ -143,12 +147,29 @@ def night_after_ride(trips: list[Trip], rng: np.random.Generator, vehicle: str) 
     return _case([trip, _free_fixes(lat, lon, at, vehicle, rng)])
 
 
+def slow_tracker_late(trips: list[Trip], rng: np.random.Generator, vehicle: str) -> pd.DataFrame:
+    trip = _retimed(_long_trip(trips, rng, 16 * 60), vehicle)
+    at = int(rng.integers(2, (len(trip) - 30) // 4)) * 4  # a report of the 60 s cadence
+    late = at + int(rng.integers(21, 24))  # 315–345 s later
+    keep = list(range(0, at + 1, 4)) + list(range(late, len(trip), 4))
+    return _case([trip.iloc[keep]])
+
+
+def default_300s(trips: list[Trip], rng: np.random.Generator, vehicle: str) -> pd.DataFrame:
+    trip = _retimed(_long_trip(trips, rng, 25 * 60), vehicle)
+    steps = rng.choice([20, 20, 21], size=len(trip))  # 300 or 315 s
+    keep = np.cumsum(np.r_[0, steps])
+    return _case([trip.iloc[keep[keep < len(trip)]]])
+
+
 SCENARIOS: dict[str, tuple[bool, Maker]] = {
     "hidden_stretch": (True, hidden_stretch),
     "hidden_to_end": (True, hidden_to_end),
     "underground_dropoff": (False, underground_dropoff),
     "wait_meter_on": (False, wait_meter_on),
     "night_after_ride": (False, night_after_ride),
+    "slow_tracker_late": (False, slow_tracker_late),
+    "default_300s": (False, default_300s),
 }
 
 

@@ -48,13 +48,24 @@ def test_each_scenario_is_the_silence_it_names() -> None:
         assert 4 * 3600 <= gap <= 12 * 3600 and 1900 <= metres <= 60_100
         gap, _, before, after = _silence(bench.wait_meter_on(trips, rng, "W"))
         assert gap >= 360 and (before, after) == ("occupied", "occupied")
+        slow = bench.slow_tracker_late(trips, rng, "S")
+        steps = slow["timestamp"].diff().dt.total_seconds().dropna()
+        assert set(steps) - {60.0} and 315 <= steps.max() <= 345 and steps.min() == 60
+        steps = bench.default_300s(trips, rng, "D")["timestamp"].diff().dt.total_seconds()
+        assert set(steps.dropna()) <= {300.0, 315.0}
 
 
 def test_no_look_alike_is_proposed_and_a_driven_silence_is() -> None:
     trips = bench.real_trips()
     rng = np.random.default_rng(4)
     books = {"bundled": bench.POA, "without the rules": bench.without_rules(bench.POA)}
-    for name in ("underground_dropoff", "wait_meter_on", "night_after_ride"):
+    for name in (
+        "underground_dropoff",
+        "wait_meter_on",
+        "night_after_ride",
+        "slow_tracker_late",
+        "default_300s",
+    ):
         for k in range(15):
             verdict = bench.judge(bench.SCENARIOS[name][1](trips, rng, f"L{k}"), books)
             assert verdict["bundled"] == 0.0

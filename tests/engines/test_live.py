@@ -1015,8 +1015,9 @@ class TestThrottling:
     @staticmethod
     def gaps(vehicle: str, starts_min: list[float]) -> pd.DataFrame:
         rows = []
-        for m in starts_min:  # each: occupied, 6 min of silence, occupied, free
+        for m in starts_min:  # each: occupied twice, 6 min of silence, occupied, free
             rows += [
+                _fix(vehicle, m - 0.25, 0.0, "occupied", 1),  # the tracker's cadence: 15 s
                 _fix(vehicle, m, 0.0, "occupied", 1),
                 _fix(vehicle, m + 6, 0.0, "occupied", 1),
                 _fix(vehicle, m + 6.5, 0.0, "free"),

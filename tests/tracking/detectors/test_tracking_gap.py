@@ -125,9 +125,18 @@ class TestDetectTrackingGap:
         if rule is not None:
             assert found.iloc[0]["details"]["rule"] == rule
 
-    @pytest.mark.parametrize(("gap_s", "expected"), [(299.0, 0), (300.0, 0), (301.0, 1)])
+    @pytest.mark.parametrize(("gap_s", "expected"), [(314.0, 0), (315.0, 0), (316.0, 1)])
     def test_gap_must_exceed_max_gap(self, gap_s: float, expected: int) -> None:
-        """A silence of exactly max_gap_s is not a gap; one second more is."""
+        """A silence of exactly max_gap_s beyond a 15 s cadence is not a gap; 1 s more is."""
+        points = [(0, 0, 0), (15, 10, 0), (15 + gap_s, 900, 0)]
+        track = make_track("T1", points, meter="occupied")
+        assert len(detect_tracking_gap(make_pings(track))) == expected
+
+    @pytest.mark.parametrize(("gap_s", "expected"), [(320.0, 0), (600.0, 0), (601.0, 1)])
+    def test_a_first_fix_s_cadence_is_unknown(self, gap_s: float, expected: int) -> None:
+        """A vehicle's first step, no cadence seen before it, is given the most a cadence may
+        be (max_gap_s): a tracker at Traccar Client's 300 s would be a gap at its first report
+        a few seconds late."""
         track = make_track("T1", [(0, 0, 0), (gap_s, 900, 0)], meter="occupied")
         assert len(detect_tracking_gap(make_pings(track))) == expected
 
