@@ -12,10 +12,10 @@ gap
     Two consecutive fixes of one vehicle more than ``max_gap_s`` apart (strictly) beyond the
     tracker's own cadence: ``gap_s − cadence_s > max_gap_s``, where ``cadence_s`` is the
     shortest of the :data:`CADENCE_STEPS` steps before the gap's first fix (at most
-    ``max_gap_s``, which a vehicle's first fix, of unknown cadence, is given). A tracker set to report every 300 s (Traccar
-    Client's default) or every 60 s is silent between reports by design: its 352 s between two
-    reports is one late report, not 5 minutes without tracking. Live, those fixes before the
-    gap are kept as context.
+    ``max_gap_s``, which a vehicle's first fix, of unknown cadence, is given). A tracker set to
+    report every 300 s (Traccar Client's default) or every 60 s is silent between reports by
+    design: its 352 s between two reports is one late report, not 5 minutes without tracking.
+    Live, those fixes before the gap are kept as context.
 displacement_m
     Great-circle distance between the fix before and the fix after the gap;
     ``implied_speed_kmh = displacement_m / gap_s · 3.6``.
@@ -184,13 +184,13 @@ def _cadence_s(track: TrackArrays, i: NDArray[np.int64], max_gap_s: float) -> ND
     The shortest of its last :data:`CADENCE_STEPS` steps; ``max_gap_s`` without a step before
     (a cadence unknown is given the most a cadence may be).
     """
-    out = np.full(len(i), np.inf)
+    out: NDArray[np.float64] = np.full(len(i), np.inf)
     for k in range(1, CADENCE_STEPS + 1):
         a = np.maximum(i - k, 0)
         known = (i - k >= 0) & (track.codes[a] == track.codes[i])
         step = (track.ts_ns[a + 1] - track.ts_ns[a]).astype(np.float64) / NS
         out = np.where(known, np.minimum(out, step), out)
-    return np.minimum(out, max_gap_s)
+    return np.asarray(np.minimum(out, max_gap_s), dtype=np.float64)
 
 
 def _gap_kernel(
