@@ -996,8 +996,10 @@ def _near_own_stand(
     """Return the boardings that follow a ``lawful`` visit of the vehicle (GPS drift).
 
     A lawful visit (a stand the vehicle may use) in progress at the boarding fix or left at
-    most ``grace_ns`` before it, and a stay at the foreign stand before the meter shorter than
-    ``max_stay_ns``: the taxi boarded at its own stand and the fix drifted into a neighbour.
+    most ``grace_ns`` before it, and a stay at the foreign stand before the meter, outside
+    the lawful visit, shorter than ``max_stay_ns``: the taxi boarded at its own stand and the
+    fix drifted into a neighbour, or it waited where its own stand and the neighbour overlap
+    (two 30 m circles of points 26 m apart) and left through the neighbour.
     """
     if not len(boardings) or not len(lawful):
         return set()
@@ -1006,8 +1008,10 @@ def _near_own_stand(
     pairs = left.merge(right, on="veh")
     b, o = pairs["b"].to_numpy(dtype=np.int64), pairs["o"].to_numpy(dtype=np.int64)
     at = boarded_ns[b]
-    stay = np.minimum(at, departed[b]) - arrived[b]
-    near = (arrived[o] <= at) & (departed[o] >= at - grace_ns) & (stay < max_stay_ns)
+    until = np.minimum(at, departed[b])
+    shared = np.minimum(departed[o], until) - np.maximum(arrived[o], arrived[b])
+    alone = until - arrived[b] - np.maximum(shared, 0)
+    near = (o != b) & (arrived[o] <= at) & (departed[o] >= at - grace_ns) & (alone < max_stay_ns)
     return set(b[near].tolist())
 
 

@@ -152,6 +152,20 @@ class TestDetectUnlicensedStandUse:
         assert set(visits.loc[visits["boarded"], "stand_id"]) == {"S2", "S3"}
         assert detect(pings).empty
 
+    def test_a_wait_in_the_own_stand_where_a_neighbour_overlaps_excuses(self) -> None:
+        """v1 waits 7 min where its own S2 and S3 overlap, then the meter comes on 15 m past
+        S3's edge (35 m past S2's): the boarding may have been at its own stand. An
+        independent check had this proposed under art. 59 XIII (EPTC points 26 m apart)."""
+        points = [(-120 + 30 * k, 2000.0, -400.0 + 100 * k) for k in range(4)]
+        points += [(t, 2000.0, 5.0) for t in range(0, 421, 30)]
+        points += [(450, 2000.0, 65.0), (480, 2000.0, 200.0), (510, 2000.0, 350.0)]
+        meters = ["free"] * (4 + 15) + ["occupied"] * 3
+        pings = make_pings(make_track("v1", points, meter=meters))
+        visits = visits_for(pings)
+        assert set(visits["stand_id"]) == {"S2", "S3"}
+        assert visits.loc[visits["stand_id"] == "S3", "boarded"].all()
+        assert detect(pings).empty
+
     def test_unknown_licence_never_accuses(self) -> None:
         """Without licence data (``licensed`` <NA>) nothing is found."""
         pings = make_pings(wait_then_board())
