@@ -50,7 +50,9 @@ excused boardings
     disability (priority, Porto Alegre art. 28; Pinto Bandeira art. 23 II): its boardings are
     not judged. Nor are those of a vehicle the fleet does not say is not one (no fleet, a
     vehicle it lacks — a prefixo the tracker writes otherwise, ``000123`` for ``123`` — or
-    ``accessible`` blank): a missed jump rather than a priority boarding accused.
+    ``accessible`` blank): a missed jump rather than a priority boarding accused. Nor is a
+    boarding at a stand the vehicle holds no licence for whose meter start also marks a visit
+    of a stand it holds (the two overlap): it left its own queue, not this one.
 finding
     One per boarding that left at least one vehicle ahead; ``started_at`` our arrival,
     ``ended_at`` our departure with the passenger (the later of the last fix inside and the
@@ -307,6 +309,7 @@ def detect_queue_jump(
     # Queries: boarded visits (not accessible), stabbing at the boarding instant.
     q = np.flatnonzero(boarded)
     q = q[np.array([facts.get(v, {}).get("accessible") is False for v in vehicle[q]])]
+    q = q[~_boarded_in_own_queue(visits, vehicle, b_ns, boarded)[q]]
     left = np.where(boarded, b_ns, departed + round(min_away_s * NS) + 1)
     q = q[_came_from_away(vehicle, stand_code, arrived, left)[q]]
     q = q[approach(visits, min_approach_m=min_approach_m)[0][q]]
@@ -447,6 +450,30 @@ def _fix_before_ns(
     before = np.maximum(at - 1, 0)
     same = (at > 0) & (codes[before] == codes[at])
     return np.where(same, ns[before], default)
+
+
+def _boarded_in_own_queue(
+    visits: pd.DataFrame,
+    vehicle: NDArray[np.object_],
+    b_ns: NDArray[np.int64],
+    boarded: NDArray[np.bool_],
+) -> NDArray[np.bool_]:
+    """Flag boardings at a stand not licensed that also mark a visit of a stand licensed.
+
+    Two stands that overlap: the vehicle left its own queue, not this one's (an independent
+    check had taxis of one stand accused at the overlapping neighbour, for the taxis waiting
+    there).
+    """
+    if "licensed" not in visits.columns:
+        return np.zeros(len(visits), dtype=bool)
+    licensed = visits["licensed"].astype("boolean")
+    own = boarded & licensed.fillna(False).to_numpy(dtype=bool)
+    foreign = boarded & (~licensed).fillna(False).to_numpy(dtype=bool)
+    held = set(zip(vehicle[own].tolist(), b_ns[own].tolist(), strict=True))
+    out = np.zeros(len(visits), dtype=bool)
+    for k in np.flatnonzero(foreign).tolist():
+        out[k] = (vehicle[k], int(b_ns[k])) in held
+    return out
 
 
 def _came_from_away(

@@ -90,6 +90,19 @@ class TestDetectQueueJump:
         found = detect(head + at_stand("v2", 200, 1500, board_at=1500))
         assert found.empty
 
+    def test_a_taxi_leaving_its_own_overlapping_queue_is_not_judged_here(self) -> None:
+        """v2, licensed at S0 only, boards where S0 and S1 overlap while v1 waits in S1's
+        queue: the same meter start marks its S0 visit, so it left S0's queue (an independent
+        check had such taxis accused at the neighbour); without the S0 visit it is judged."""
+        pings = make_pings(at_stand("v1", 0, 1200) + at_stand("v2", 300, 600, board_at=600))
+        visits = visits_for(pings)
+        visits["licensed"] = pd.array(visits["vehicle_id"] == "v1", dtype="boolean")
+        own = visits.loc[visits["vehicle_id"] == "v2"].assign(stand_id="S0", licensed=True)
+        fleet = known(pings)
+        assert len(detect_queue_jump(visits, pings, fleet=fleet)) == 1
+        both = pd.concat([visits, own], ignore_index=True)
+        assert detect_queue_jump(both, pings, fleet=fleet).empty
+
     def test_leaving_ahead_of_waiting_vehicle_is_found(self) -> None:
         """v2 arrives after v1, boards while v1 still waits free: one finding for v2."""
         found = detect(at_stand("v1", 0, 1200) + at_stand("v2", 300, 600, board_at=600))
