@@ -603,35 +603,30 @@ def kerb_queue(
     stand_worker(w, vid, stand_id, wait_fn=wait)
 
 
-def night_shift(w: World, vid: str) -> None:
-    """A06: 20:00–04:00, the first 15 min at its stand 66, then the nightlife; Sundays off."""
+def night_shift(
+    w: World,
+    vid: str,
+    *,
+    every: int = 1,
+    at_stand_every: int = 1,
+    wait_min: tuple[float, float] = (12, 20),
+    spread_m: float = 10,
+    sundays_off: bool = True,
+) -> None:
+    """A06, A06b: 20:00–04:00 every ``every`` nights, the first minutes at stand 66 on one
+    shift in ``at_stand_every``, then the nightlife."""
     tr, at = w.track(vid), stand("66")
     home = w.home(tr, at)
-    for d in w.days:
-        if not not_sunday(d):
+    for k, d in enumerate(list(w.days)[::every]):
+        if sundays_off and not not_sunday(d):
             continue
         tr.skip_to(local(d, 20, tr.rng.randint(0, 15)), home)
-        tr.drive(at, "free")
-        place = offset(at, tr.rng.uniform(-10, 10), tr.rng.uniform(-10, 10))
-        tr.wait(tr.rng.uniform(12, 20), "free", at=place)
-        while tr.t < local(d + timedelta(days=1), 4):
-            tr.drive(rand_point(tr.rng, (-30.04, -51.215), 300, 2500), "free")
-            tr.wait(tr.rng.uniform(3, 10), "free")
-            ride(tr)
-        tr.drive(home, "off")
-    w.register(tr, "66")
-
-
-def night_shift_alternate(w: World, vid: str) -> None:
-    """A06b: 20:00–04:00 every other night; the first half hour at stand 66 one shift in four."""
-    tr, at = w.track(vid), stand("66")
-    home = w.home(tr, at)
-    for k, d in enumerate(list(w.days)[::2]):
-        tr.skip_to(local(d, 20, tr.rng.randint(0, 15)), home)
-        if k % 4 == 0:
+        if k % at_stand_every == 0:
             tr.drive(at, "free")
-            place = offset(at, tr.rng.uniform(-8, 8), tr.rng.uniform(-8, 8))
-            tr.wait(tr.rng.uniform(25, 35), "free", at=place)
+            place = offset(
+                at, tr.rng.uniform(-spread_m, spread_m), tr.rng.uniform(-spread_m, spread_m)
+            )
+            tr.wait(tr.rng.uniform(*wait_min), "free", at=place)
         while tr.t < local(d + timedelta(days=1), 4):
             tr.drive(rand_point(tr.rng, (-30.04, -51.215), 300, 2500), "free")
             tr.wait(tr.rng.uniform(3, 10), "free")
@@ -1053,7 +1048,9 @@ CASES: dict[str, Case] = {
     "A06b": _absence(
         NOT,
         "night shift every other night 20–04 h, at its stand 66 on 1 shift in 4 (27 %)",
-        night_shift_alternate,
+        partial(
+            night_shift, every=2, at_stand_every=4, wait_min=(25, 35), spread_m=8, sundays_off=False
+        ),
     ),
     "A07": _absence(
         NOT,
