@@ -354,12 +354,14 @@ def change_role(
     """Change the role (and a supervisor's stands); the user's sessions end.
 
     The stands field as sent is the supervisor's stands: emptied, it is refused (a supervisor
-    needs one), not read as "keep them". Nothing changed: nothing done, no session ended.
+    needs one), not read as "keep them"; for another role it is ignored (a supervisor made
+    agent leaves the stands). Nothing changed: nothing done, no session ended.
     """
     user = _user_or_404(session, user_id)
     before = (user.role, accounts.user_stands(session=session, user_id=user.user_id))
     posted = {"role": role, "stands": stands}
-    wanted = stand_list(stands)
+    # A role without stands takes none: the field the form still shows goes with the old role.
+    wanted = stand_list(stands) if role == "supervisor" else []
     if role == before[0] and sorted(set(wanted)) == sorted(before[1]):
         return _done(user, "sem_mudanca")
     try:

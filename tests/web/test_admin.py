@@ -30,6 +30,7 @@ from web_helpers import (
     save_screenshot,
 )
 
+from api import accounts
 from api.web.admin_devices import qr_svg
 from db.accounts.models import Device, User
 from db.enforcement.models import AuditEntry
@@ -1007,6 +1008,14 @@ def test_a_supervisors_stands_as_typed(web_client: Callable, web_engine: Engine)
             )
         ).all()
     assert "set_role" not in actions
+    # made agent, the stands the form still shows go with the old role (was refused with
+    # "apenas supervisores são vinculados a pontos")
+    agent = post_form(admin, page_url, action, {"role": "agent", "stands": "S1"})
+    assert agent.status_code == 303, html.unescape(agent.text)
+    with session_scope(web_engine) as session:
+        user = session.scalar(select(User).where(User.username == username))
+        assert user is not None and user.role == "agent"
+        assert accounts.user_stands(session=session, user_id=user.user_id) == []
     assert post_form(admin, page_url, page_url + "/desativar", {}).status_code == 303
     assert re.search(r"desativada em \d\d/\d\d/\d{4} \d\d:\d\d \(horário de Brasília\)",
                      admin.get(page_url).text)  # fmt: skip
