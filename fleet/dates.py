@@ -20,6 +20,7 @@ detection refuses to judge a vehicle with such a row instead (:func:`unreadable_
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -53,6 +54,24 @@ QUERY_DATE_MAX = dt.date(2261, 12, 31)
 
 class RegistryDateError(FleetError):
     """A registry date outside :data:`REGISTRY_DATE_MIN` … today + :data:`REGISTRY_YEARS_AHEAD`."""
+
+
+DATE_FORMS = "AAAA-MM-DD ou DD/MM/AAAA"
+"""How a file may write a date, said to people (ISO 8601, or the dd/mm/aaaa of a pt-BR sheet)."""
+_BR_DATE = re.compile(r"(\d{2})/(\d{2})/(\d{4})", re.ASCII)
+
+
+def read_day(text: str) -> dt.date:
+    """Read a file's date: ``AAAA-MM-DD`` (a time after it ignored) or ``DD/MM/AAAA``.
+
+    The second is how a pt-BR spreadsheet shows and saves a date (Excel, LibreOffice): a file
+    re-saved from one is read as the person typed it. Anything else raises ``ValueError``.
+    """
+    text = text.strip()
+    if (br := _BR_DATE.fullmatch(text)) is not None:
+        day, month, year = (int(g) for g in br.groups())
+        return dt.date(year, month, day)
+    return dt.date.fromisoformat(text[:10])
 
 
 def registry_date_max(today: dt.date) -> dt.date:

@@ -26,7 +26,13 @@ from pathlib import Path
 import pandas as pd
 
 from fleet._errors import FleetFileError
-from fleet.dates import RegistryDateError, check_document_validity, check_registry_date
+from fleet.dates import (
+    DATE_FORMS,
+    RegistryDateError,
+    check_document_validity,
+    check_registry_date,
+    read_day,
+)
 from fleet.ids import check_registry_id, id_form, two_spellings
 from fleet.loaders import FALSE_WORDS, TRUE_WORDS, out_of_range, read_registry_csv, sheet_row
 
@@ -67,9 +73,9 @@ def _date(value: str | None, *, source: str, row: int, column: str) -> dt.date |
     if value is None:
         return None
     try:
-        day = dt.date.fromisoformat(value)
+        day = read_day(value)
     except ValueError:
-        msg = f"{source}, linha {row}, coluna {column}: era {value!r}; esperado data AAAA-MM-DD"
+        msg = f"{source}, linha {row}, coluna {column}: era {value!r}; esperado data {DATE_FORMS}"
         raise FleetFileError(msg) from None
     try:
         if column in _VALIDITIES:

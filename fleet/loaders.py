@@ -23,7 +23,7 @@ import pandas as pd
 import shapely
 
 from fleet._errors import FleetFileError
-from fleet.dates import RegistryDateError, check_field_date
+from fleet.dates import DATE_FORMS, RegistryDateError, check_field_date, read_day
 from fleet.ids import id_form, registry_id_problem, two_spellings
 from fleet.vocabulary import (
     SERVICE_CATEGORIES,
@@ -585,9 +585,9 @@ def _dates(
         if v is None or str(v).strip() == "":
             continue
         try:
-            day = dt.date.fromisoformat(str(v).strip()[:10])
+            day = read_day(str(v))
         except ValueError:
-            problems.add(i, column, f"{v!r} não é uma data; use AAAA-MM-DD (ex.: 2024-03-01)")
+            problems.add(i, column, f"{v!r} não é uma data; use {DATE_FORMS} (ex.: 2024-03-01)")
             continue
         try:
             out[-1] = check_field_date(day, name=column) if registry else day

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from fleet._errors import FleetFileError
-from fleet.dates import RegistryDateError, check_registry_date
+from fleet.dates import DATE_FORMS, RegistryDateError, check_registry_date, read_day
 from fleet.loaders import read_registry_csv
 
 MAX_ERRORS = 20
@@ -59,13 +59,13 @@ def cell(raw: pd.DataFrame, i: int, column: str) -> str | None:
 
 
 def day_cell(value: str | None, *, column: str, errors: list[str], where: str) -> dt.date | None:
-    """Parse an ``AAAA-MM-DD`` registry date; a bad one is appended to ``errors``."""
+    """Parse a registry date (:func:`fleet.dates.read_day`); a bad one is added to ``errors``."""
     if value is None:
         return None
     try:
-        return check_registry_date(dt.date.fromisoformat(value), name=column)
+        return check_registry_date(read_day(value), name=column)
     except ValueError:
-        errors.append(f"{where}, coluna '{column}': era {value!r}; esperado data AAAA-MM-DD")
+        errors.append(f"{where}, coluna '{column}': era {value!r}; esperado data {DATE_FORMS}")
     except RegistryDateError as exc:
         errors.append(f"{where}, coluna '{column}': {exc}")
     return None

@@ -108,12 +108,12 @@ class TestImportDrivers:
     def test_bad_file_is_refused_before_the_database(self, run_pontual, tmp_path):
         """`pontual import drivers` names the file's row and column (no database touched)."""
         bad = tmp_path / "c.csv"
-        bad.write_text("driver_id,name,cnh_valid_until\nD1,x,31/12/2026\n")
+        bad.write_text("driver_id,name,cnh_valid_until\nD1,x,2026/12/31\n")
         done = run_pontual(
             "import", "drivers", str(bad), "--actor", "t-1", DATABASE_URL="postgresql://nowhere/x"
         )
         assert done.returncode == 1
-        assert "c.csv, linha 2, coluna cnh_valid_until: era '31/12/2026'" in done.stderr
+        assert "c.csv, linha 2, coluna cnh_valid_until: era '2026/12/31'" in done.stderr
 
 
 class TestStandSuspensions:

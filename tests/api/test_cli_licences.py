@@ -152,7 +152,7 @@ class TestAnalyzeWithLicences:
         inputs["licences"].write_text(
             "vehicle_id,stand_id,valid_from,valid_until\n"
             "T1,P1,2024-03-01,2024-02-01\n"
-            "T1,P2,01/03/2024,\n"
+            "T1,P2,2024/03/01,\n"
             "T1,P1,2024-01-01,2024-03-10\n"
             "T1,P1,2024-03-05,\n"
             ",P1,,\n"
@@ -166,7 +166,7 @@ class TestAnalyzeWithLicences:
         err = done.stderr
         assert "--licences: licencas.csv: 4 erro(s)" in err
         assert "linha 2, coluna 'valid_until': 2024-02-01 antes de valid_from" in err
-        assert "linha 3, coluna 'valid_from': era '01/03/2024'" in err
+        assert "linha 3, coluna 'valid_from': era '2024/03/01'" in err
         assert "linha 5: o período sobrepõe o da linha 4" in err
         assert "linha 6, coluna 'vehicle_id': vazio" in err
         assert "Traceback" not in err

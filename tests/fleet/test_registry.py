@@ -204,6 +204,16 @@ class TestReadFleet:
         with pytest.raises(FleetFileError, match="mixed.csv, linha 3: um caractere não está"):
             read_fleet(path)
 
+    def test_a_pt_br_sheet_s_dates_are_read(self, tmp_path: Path) -> None:
+        """DD/MM/AAAA, as a pt-BR spreadsheet saves a date, is the date typed (was refused)."""
+        body = (
+            "vehicle_id,status,status_since,alvara_valid_until\nT1,active,10/01/2024,31/12/2026\n"
+        )
+        fleet = read_fleet(_write(tmp_path, body))
+        row = fleet.iloc[0]
+        assert row["status_since"] == dt.date(2024, 1, 10)
+        assert row["alvara_valid_until"] == dt.date(2026, 12, 31)
+
     def test_contract_year_is_optional(self, tmp_path: Path) -> None:
         """The optional ``year`` (of manufacture) column is read as Int64; blank is missing."""
         fleet = read_fleet(_write(tmp_path, "vehicle_id,year\nT1,2019\nT2,\n"))
@@ -220,7 +230,8 @@ class TestReadFleet:
                 "vehicle_id,status\nT1,parked\n",
                 "linha 2, coluna status: 'parked' não é uma situação",
             ),
-            ("vehicle_id,status_since\nT1,10/01/2024\n", "não é uma data; use AAAA-MM-DD"),
+            ("vehicle_id,status_since\nT1,2024/01/10\n", "não é uma data; use AAAA-MM-DD ou"),
+            ("vehicle_id,status_since\nT1,31/02/2024\n", "não é uma data; use AAAA-MM-DD ou"),
             ("vehicle_id,accessible\nT1,talvez\n", "use sim ou não"),
             ("vehicle_id,year\nT1,19\n", "linha 2, coluna year: '19' não é um ano"),
             (

@@ -54,7 +54,7 @@ class TestRead:
             "S1,P7,AUX9,2024-03-01,2024-03-20,suspension,,\n"  # both subjects
             "S1,P7,,2024-03-20,2024-03-01,suspension,,\n"  # end before start
             "S1,P7,,2024-03-01,,suspension,,\n"  # suspension without end
-            "S1,P7,,01/03/2024,2024-03-20,multa,,\n"  # bad date and kind
+            "S1,P7,,2024/03/01,2024-03-20,multa,,\n"  # bad date and kind
             "S1,P8,,2024-03-01,2024-03-20,suspension,,\n",  # fine
         )
         with pytest.raises(StandSuspensionFileError) as err:
@@ -64,7 +64,7 @@ class TestRead:
         assert "linha 2, coluna 'vehicle_id'/'driver_id'" in text
         assert "linha 3, coluna 'ends_on': 2024-03-01 antes" in text
         assert "linha 4, coluna 'ends_on': vazio" in text
-        assert "linha 5, coluna 'starts_on': era '01/03/2024'" in text
+        assert "linha 5, coluna 'starts_on': era '2024/03/01'" in text
         assert "linha 5, coluna 'kind': era 'multa'" in text
         assert "linha 6" not in text
 
