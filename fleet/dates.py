@@ -62,7 +62,7 @@ _BR_DATE = re.compile(r"(\d{2})/(\d{2})/(\d{4})", re.ASCII)
 
 
 def read_day(text: str) -> dt.date:
-    """Read a file's date: ``AAAA-MM-DD`` (a time after it ignored) or ``DD/MM/AAAA``.
+    """Read a file's date: ``AAAA-MM-DD`` (or an ISO instant, its date) or ``DD/MM/AAAA``.
 
     The second is how a pt-BR spreadsheet shows and saves a date (Excel, LibreOffice): a file
     re-saved from one is read as the person typed it. Anything else raises ``ValueError``.
@@ -71,7 +71,10 @@ def read_day(text: str) -> dt.date:
     if (br := _BR_DATE.fullmatch(text)) is not None:
         day, month, year = (int(g) for g in br.groups())
         return dt.date(year, month, day)
-    return dt.date.fromisoformat(text[:10])
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:  # "2024-03-015" stays an error: nothing after a date is dropped
+        return dt.datetime.fromisoformat(text).date()
 
 
 def registry_date_max(today: dt.date) -> dt.date:

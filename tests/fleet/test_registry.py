@@ -232,6 +232,7 @@ class TestReadFleet:
             ),
             ("vehicle_id,status_since\nT1,2024/01/10\n", "não é uma data; use AAAA-MM-DD ou"),
             ("vehicle_id,status_since\nT1,31/02/2024\n", "não é uma data; use AAAA-MM-DD ou"),
+            ("vehicle_id,status_since\nT1,2024-03-015\n", "não é uma data; use AAAA-MM-DD ou"),
             ("vehicle_id,accessible\nT1,talvez\n", "use sim ou não"),
             ("vehicle_id,year\nT1,19\n", "linha 2, coluna year: '19' não é um ano"),
             (

@@ -149,7 +149,7 @@ def detect_tracking_gap(
         return findings_from_records([])
     same = track.codes[1:] == track.codes[:-1]
     dt_ns = np.diff(track.ts_ns)
-    cand = np.flatnonzero(same & (dt_ns > round(max_gap_s * NS)))  # beyond cadence: below
+    cand = np.flatnonzero(same & (dt_ns > round(max_gap_s * NS)))  # the cadence: _gap_kernel
     cand = cand[track.meter[cand] == METER_OCCUPIED]
     if not len(cand):
         return findings_from_records([])
