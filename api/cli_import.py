@@ -216,6 +216,7 @@ def file_as_of(value: str | None, file: Path) -> dt.date:
         except ValueError:
             msg = f"--as-of era {value!r}; esperado uma data AAAA-MM-DD"
             raise typer.BadParameter(msg) from None
+    from fleet.dates import DATE_FORMS
     from fleet.loaders import extraction_date
 
     stated = extraction_date(file.read_bytes())
@@ -227,7 +228,7 @@ def file_as_of(value: str | None, file: Path) -> dt.date:
     try:
         return dt.date.fromisoformat(stated)
     except ValueError:
-        msg = f"{file.name}: data_extracao era {stated!r}; esperada uma data AAAA-MM-DD"
+        msg = f"{file.name}: data_extracao era {stated!r}; esperada uma data {DATE_FORMS}"
         raise typer.BadParameter(msg) from None
 
 

@@ -312,16 +312,24 @@ def csv_delimiter(text: str) -> str:
 
 
 def extraction_date(content: bytes) -> str | None:
-    """Return the ``data_extracao`` of a fleet file's first row (its first 10 characters).
+    """Return the ``data_extracao`` of a fleet file's first row, as ``AAAA-MM-DD``.
 
-    The date the file describes; None without such a column, a row or readable text.
+    The date the file describes, read as the file's other dates (:func:`fleet.dates.read_day`;
+    a cell no date reads is returned as written, for the caller to name); None without such a
+    column, a row or readable text.
     """
     try:
         text = decoded_text(content, source="")
         first = next(csv.DictReader(io.StringIO(text), delimiter=csv_delimiter(text)))
     except (FleetFileError, csv.Error, StopIteration):
         return None
-    return (first.get("data_extracao") or "").strip()[:10] or None
+    written = (first.get("data_extracao") or "").strip()
+    if not written:
+        return None
+    try:
+        return read_day(written).isoformat()
+    except ValueError:
+        return written
 
 
 def read_registry_csv(path: str | Path, *, what: str) -> tuple[pd.DataFrame, str]:
@@ -826,6 +834,14 @@ def _contract_fleet(raw: pd.DataFrame, *, source: str, municipality: str | None)
     return frame
 
 
+def _day_or_none(value: object) -> dt.date | None:
+    """Read a cell as :func:`fleet.dates.read_day` does; None when it holds no date."""
+    try:
+        return read_day(str(value)) if isinstance(value, str) and value.strip() else None
+    except ValueError:
+        return None
+
+
 def _possible_registrations(
     first: Sequence[dt.date | None], year: pd.Series, extracted: pd.Series | None
 ) -> list[dt.date | None]:
@@ -838,12 +854,12 @@ def _possible_registrations(
     a 2011 car 127 years old.
     """
     made = pd.to_numeric(year, errors="coerce")
-    last = pd.to_datetime(extracted, errors="coerce") if extracted is not None else None
     today = dt.date.today()
+    last = [_day_or_none(v) for v in extracted] if extracted is not None else [None] * len(first)
     out: list[dt.date | None] = []
     for i, day in enumerate(first):
         built = made.iloc[i]
-        until = last.iloc[i].date() if last is not None and pd.notna(last.iloc[i]) else today
+        until = last[i] or today
         possible = day is not None and day <= until and (pd.isna(built) or day.year >= built - 1)
         out.append(day if possible else None)
     return out

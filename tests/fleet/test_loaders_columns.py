@@ -81,6 +81,13 @@ class TestReadFleet:
         assert extraction_date(path.read_bytes()) == "2024-03-01"
         assert str(file_as_of(None, path)) == "2024-03-01"
 
+    def test_the_file_s_date_as_a_pt_br_sheet_writes_it(self, tmp_path: Path) -> None:
+        """'data_extracao' written DD/MM/AAAA is the date of the file's other dates' rule."""
+        from api.cli_import import file_as_of
+
+        path = _write(tmp_path, "f.csv", "vehicle_id;data_extracao\nQA-V1;01/03/2024\n")
+        assert str(file_as_of(None, path)) == "2024-03-01"
+
     def test_a_file_without_date_is_of_the_regulator_s_day(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
