@@ -198,10 +198,6 @@ def _day(value: Any) -> dt.date | None:
 # --- the "now" panel and the presence table ----------------------------------------------
 
 
-def _today(timezone: str) -> dt.date:
-    return local_today(timezone)
-
-
 def latest_fix_day(
     *, session: Any, vehicle_ids: list[str], until: dt.date, timezone: str
 ) -> dt.date | None:
@@ -513,7 +509,7 @@ def home(
     ]
     total = len(shown)
     shown = shown[:MAX_LISTED]
-    today = _today(settings.timezone)
+    today = local_today(settings.timezone)
     statuses = supervisor_statuses(session=session, stands=shown, today=today)
     return render(
         request,
@@ -554,7 +550,7 @@ def stand_page(
         return _refused(request, web, stand_id)
     except NotFoundError:
         return _missing(request, web, stand_id)
-    today = _today(settings.timezone)
+    today = local_today(settings.timezone)
     until, until_error = _window_end(ate, today)
     summary = api.SupervisedStand(
         stand_id=stand.stand_id,
